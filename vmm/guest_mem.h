@@ -1,0 +1,53 @@
+/*
+ * guest_mem: the guest's physical RAM as one host mapping.
+ *
+ * Contract: guest RAM is one anonymous (optionally hugepage) mapping split
+ * into at most two guest-physical regions: [0, low_size) and, when the
+ * guest has more RAM than fits below the 32-bit MMIO hole, [4 GiB,
+ * 4 GiB + high_size). Every access to guest memory in kiln goes through
+ * gm_ptr(), which checks the whole range [gpa, gpa + len) against RAM with
+ * overflow-safe arithmetic. Nothing else computes host pointers from guest
+ * addresses.
+ */
+#ifndef KILN_GUEST_MEM_H
+#define KILN_GUEST_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Devices live in [MMIO_HOLE_START, 4 GiB): virtio-mmio, IOAPIC, LAPIC. */
+#define GM_MMIO_HOLE_START 0xc0000000ULL
+#define GM_HIGH_START 0x100000000ULL
+
+struct guest_mem {
+	uint8_t *host;      /* start of the mapping */
+	uint64_t size;      /* total bytes of RAM */
+	uint64_t low_size;  /* bytes mapped at guest-physical 0 */
+	uint64_t high_size; /* bytes mapped at guest-physical 4 GiB */
+	int hugepages;      /* 1 when backed by MAP_HUGETLB */
+};
+
+/* Split `size` bytes of RAM into low and high regions (no allocation). */
+void gm_layout(struct guest_mem *gm, uint64_t size);
+
+/*
+ * Map `size` bytes of anonymous memory (hugepages when asked).
+ * Returns 0 or -errno (-EINVAL for a size that is zero or not page aligned).
+ */
+int gm_map(struct guest_mem *gm, uint64_t size, int hugepages);
+
+/* Unmap what gm_map() mapped; safe on a zeroed struct. */
+void gm_unmap(struct guest_mem *gm);
+
+/*
+ * Host pointer for guest-physical [gpa, gpa + len), or NULL when any byte
+ * of that range is outside guest RAM (or the range wraps, or straddles the
+ * MMIO hole). len == 0 is checked as len == 1.
+ */
+void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
+
+/* Copy into / out of guest memory; 0 or -EFAULT when out of bounds. */
+int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
+int gm_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * kiln-vmm: boot one Linux VM in the foreground.
+ *
+ * Exit status: 0 the guest reset or powered off; 1 setup failure; 2 usage;
+ * 3 the guest reset before its init started (a kernel panic, most often);
+ * 4 guest triple fault; 5 KVM failure or an exit kiln cannot handle.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "vm.h"
+
+#define KILN_VERSION "0.1.0"
+
+enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_EARLY_RESET = 3, EXIT_TRIPLE = 4, EXIT_KVM = 5 };
+
+static const char usage[] =
+	"usage: kiln-vmm --kernel PATH [options]\n"
+	"Boot one Linux guest on KVM in the foreground.\n"
+	"\n"
+	"  --kernel PATH        bzImage, or uncompressed vmlinux with a PVH entry note\n"
+	"  --initrd PATH        initramfs (cpio, optionally compressed)\n"
+	"  --cmdline STRING     extra kernel parameters, appended to kiln's defaults\n"
+	"  --mem MIB            guest RAM in MiB (default 128, at least 32)\n"
+	"  --cpus N             vCPUs (default 1)\n"
+	"  --hugepages          back guest RAM with 2 MiB hugetlb pages\n"
+	"  --console            serial console on stdin/stdout (off by default: every\n"
+	"                       byte is a VM exit)\n"
+	"  --boot-timeline[=json]  print the boot timeline on stderr when the VM ends\n"
+	"  --verbose            log guest accesses to ports/MMIO with no device\n"
+	"  --version, --help\n"
+	"\n"
+	"Exit status: 0 guest reset/poweroff, 1 setup error, 2 usage, 3 reset before\n"
+	"init started (kernel panic?), 4 guest triple fault, 5 KVM failure.\n";
+
+static int parse_u64(const char *s, unsigned long long *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return (errno || *end) ? -1 : 0;
+}
+
+static int bad_usage(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "kiln-vmm: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, " (see kiln-vmm --help)\n");
+	return EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
+	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP };
+	static const struct option opts[] = {
+		{ "kernel", required_argument, 0, OPT_KERNEL },
+		{ "initrd", required_argument, 0, OPT_INITRD },
+		{ "cmdline", required_argument, 0, OPT_CMDLINE },
+		{ "mem", required_argument, 0, OPT_MEM },
+		{ "cpus", required_argument, 0, OPT_CPUS },
+		{ "hugepages", no_argument, 0, OPT_HUGE },
+		{ "console", no_argument, 0, OPT_CONSOLE },
+		{ "boot-timeline", optional_argument, 0, OPT_TIMELINE },
+		{ "verbose", no_argument, 0, OPT_VERBOSE },
+		{ "version", no_argument, 0, OPT_VERSION },
+		{ "help", no_argument, 0, OPT_HELP },
+		{ 0, 0, 0, 0 },
+	};
+	struct kiln_vm_config cfg = { .mem_mib = 128, .cpus = 1, .console_out_fd = -1, .console_in_fd = -1 };
+	struct kiln_error err = { { 0 } };
+	struct kiln_vm_result res;
+	struct kiln_vm *vm;
+	struct termios saved;
+	unsigned long long n;
+	int timeline = 0, json = 0, console = 0, raw = 0, status, opt;
+	const char *reason;
+
+	cfg.t0_ns = timeline_now_ns();
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_KERNEL:
+			cfg.kernel = optarg;
+			break;
+		case OPT_INITRD:
+			cfg.initrd = optarg;
+			break;
+		case OPT_CMDLINE:
+			cfg.cmdline = optarg;
+			break;
+		case OPT_MEM:
+			if (parse_u64(optarg, &n) || n > (1ULL << 30))
+				return bad_usage("--mem '%s': not a size in MiB", optarg);
+			cfg.mem_mib = n;
+			break;
+		case OPT_CPUS:
+			if (parse_u64(optarg, &n) || n > 4096)
+				return bad_usage("--cpus '%s': not a number of vCPUs", optarg);
+			cfg.cpus = (int)n;
+			break;
+		case OPT_HUGE:
+			cfg.hugepages = 1;
+			break;
+		case OPT_CONSOLE:
+			console = 1;
+			break;
+		case OPT_TIMELINE:
+			timeline = 1;
+			if (optarg && strcmp(optarg, "json") == 0)
+				json = 1;
+			else if (optarg && strcmp(optarg, "text") != 0)
+				return bad_usage("--boot-timeline='%s': expected text or json", optarg);
+			break;
+		case OPT_VERBOSE:
+			cfg.verbose = 1;
+			break;
+		case OPT_VERSION:
+			printf("kiln-vmm %s\n", KILN_VERSION);
+			return EXIT_OK;
+		case OPT_HELP:
+			fputs(usage, stdout);
+			return EXIT_OK;
+		default:
+			return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!cfg.kernel)
+		return bad_usage("%sno kernel given: pass --kernel PATH", "");
+	if (console) {
+		cfg.console_out_fd = STDOUT_FILENO;
+		cfg.console_in_fd = STDIN_FILENO;
+	}
+
+	if (kiln_vm_create(&cfg, &vm, &err) < 0) {
+		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		return EXIT_SETUP;
+	}
+	if (console && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		struct termios t = saved;
+
+		/* Keys go to the guest; ISIG stays so ^C still stops kiln-vmm. */
+		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		t.c_iflag &= ~(tcflag_t)(ICRNL);
+		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
+	}
+	if (kiln_vm_run(vm, &res, &err) < 0) {
+		if (raw)
+			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		kiln_vm_destroy(vm);
+		return EXIT_SETUP;
+	}
+	if (raw)
+		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+
+	switch (res.exit) {
+	case KILN_EXIT_RESET:
+		if (timeline_has(kiln_vm_timeline(vm), "init_started")) {
+			status = EXIT_OK;
+			reason = "reset";
+		} else {
+			status = EXIT_EARLY_RESET;
+			reason = "reset_before_init";
+		}
+		break;
+	case KILN_EXIT_TRIPLE_FAULT:
+		status = EXIT_TRIPLE;
+		reason = "triple_fault";
+		break;
+	default:
+		status = EXIT_KVM;
+		reason = "failure";
+		break;
+	}
+	if (timeline)
+		timeline_print(kiln_vm_timeline(vm), stderr, json, reason, status);
+	if (status == EXIT_EARLY_RESET)
+		fprintf(stderr, "kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
+	else if (status != EXIT_OK)
+		fprintf(stderr, "kiln-vmm: %s\n", res.msg);
+	kiln_vm_destroy(vm);
+	return status;
+}

@@ -1,0 +1,65 @@
+/*
+ * vm_internal: the parts of struct kiln_vm shared by vm.c and vcpu.c.
+ * Not for embedders: they use vm.h.
+ */
+#ifndef KILN_VM_INTERNAL_H
+#define KILN_VM_INTERNAL_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "boot_linux.h"
+#include "boot_timer.h"
+#include "cmdline.h"
+#include "guest_mem.h"
+#include "i8042.h"
+#include "io_bus.h"
+#include "serial.h"
+#include "timeline.h"
+#include "vm.h"
+
+struct vcpu {
+	struct kiln_vm *vm;
+	int id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	int started;
+};
+
+struct kiln_vm {
+	struct kiln_vm_config cfg;
+	int kvm_fd, vm_fd;
+	struct guest_mem mem;
+	struct io_bus pio, mmio;
+	struct serial serial;
+	struct i8042 kbd;
+	struct boot_timer bt;
+	struct timeline tl;
+	struct cmdline cmdline;
+	struct boot_entry entry;
+	size_t run_size;
+	struct kvm_cpuid2 *cpuid; /* what KVM supports, before per-vCPU fixes */
+	int ncpus;
+	struct vcpu vcpu[KILN_MAX_CPUS];
+
+	pthread_mutex_t lock; /* guards the stop fields below */
+	int stopping;
+	struct kiln_vm_result result;
+	int stop_efd; /* eventfd: the VM has stopped */
+	int verbose_budget; /* unhandled-access log lines left */
+};
+
+/* Create vCPU `id`, give it CPUID, LAPIC and (for 0) the boot registers. */
+int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e);
+/* Start the vCPU's thread. */
+int vcpu_start(struct vcpu *v);
+/* Stop the VM with `exit` and a printf message; the first caller wins. */
+void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Per-vCPU CPUID fix-ups (pure): APIC ids, hypervisor bit, TSC deadline. */
+void cpuid_fixup(struct kvm_cpuid2 *c, int id, int ncpus, int tsc_deadline);
+
+#endif
