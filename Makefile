@@ -56,7 +56,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(VMM_LIB_SRCS) guest-init/params.c $(wildcard 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
 
-integration: all
+integration: all $(BUILD)/tests/triple-fault.elf
 	tests/harness/run tests/integration/run-all
 
 test: deps
@@ -76,3 +76,9 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# A PVH guest that triple-faults at once (tests/integration/triple_fault.S).
+$(BUILD)/tests/triple-fault.elf: tests/integration/triple_fault.S
+	@mkdir -p $(dir $@)
+	$(CC) -c -o $@.o $<
+	$(LD) -m elf_x86_64 --no-warn-rwx-segments -N -Ttext=0x100000 -o $@ $@.o

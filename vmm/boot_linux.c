@@ -319,6 +319,19 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 	return 0;
 }
 
+static int is_elf(const uint8_t *img, size_t len)
+{
+	return len >= SELFMAG && memcmp(img, ELFMAG, SELFMAG) == 0;
+}
+
+int linux_check(const uint8_t *img, size_t len, struct kiln_error *e)
+{
+	struct bzimage_info bi;
+	struct pvh_info pi;
+
+	return is_elf(img, len) ? pvh_parse(img, len, &pi, e) : bzimage_parse(img, len, &bi, e);
+}
+
 int linux_load(const struct guest_mem *gm, const struct boot_spec *spec, struct boot_entry *out,
 	       struct kiln_error *e)
 {
@@ -326,7 +339,7 @@ int linux_load(const struct guest_mem *gm, const struct boot_spec *spec, struct 
 	if (gm->low_size < 2 * LAYOUT_HIMEM)
 		return kiln_errf(e, ENOMEM, "guest RAM of %llu KiB is too small to boot Linux",
 				 (unsigned long long)(gm->low_size >> 10));
-	if (spec->kernel_len >= SELFMAG && memcmp(spec->kernel, ELFMAG, SELFMAG) == 0)
+	if (is_elf(spec->kernel, spec->kernel_len))
 		return load_pvh(gm, spec, out, e);
 	return load_bzimage(gm, spec, out, e);
 }

@@ -64,6 +64,9 @@ struct boot_entry {
 int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct kiln_error *e);
 int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct kiln_error *e);
 
+/* Check that `img` is a kernel kiln can boot, without loading it. */
+int linux_check(const uint8_t *img, size_t len, struct kiln_error *e);
+
 /*
  * Detect the image kind, load kernel, command line, initrd, e820 and boot
  * parameters into `gm`. Returns 0 and fills `out`, or -ENOEXEC (not a

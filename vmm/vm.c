@@ -58,6 +58,18 @@ static int map_file(const char *path, const char *what, struct file_map *m, stru
 	return 0;
 }
 
+/* Name the file in a format error, so the user knows which input was wrong. */
+static void prefix_kernel(struct kiln_error *e, const char *path)
+{
+	char msg[2 * sizeof(e->msg)];
+
+	if (!e)
+		return;
+	snprintf(msg, sizeof(msg), "kernel '%.200s': %s", path, e->msg);
+	memcpy(e->msg, msg, sizeof(e->msg) - 1);
+	e->msg[sizeof(e->msg) - 1] = '\0';
+}
+
 static void unmap_file(struct file_map *m)
 {
 	if (m->data)
@@ -123,6 +135,8 @@ static void ignore_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, 
 		memset(data, 0xff, size);
 }
 
+/* Checks that need no KVM, so bad arguments fail fast and the same way
+ * on every host. */
 static int check_config(const struct kiln_vm_config *c, int max_vcpus, struct kiln_error *e)
 {
 	struct sysinfo si;
@@ -202,45 +216,20 @@ static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
-static int load_guest(struct kiln_vm *vm, struct kiln_error *e)
+static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct file_map *rd,
+		      struct kiln_error *e)
 {
-	struct file_map k = { 0 }, rd = { 0 };
 	struct boot_spec spec = { 0 };
 	uint8_t mp[4096];
 	int n, err;
 
-	cmdline_init(&vm->cmdline);
-	cmdline_defaults(&vm->cmdline, vm->cfg.console_out_fd >= 0);
-	if (vm->cfg.cmdline && *vm->cfg.cmdline)
-		cmdline_add(&vm->cmdline, "%s", vm->cfg.cmdline);
-	if (vm->cmdline.overflow)
-		return kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
-
-	if ((err = map_file(vm->cfg.kernel, "kernel", &k, e)))
-		return err;
-	if (vm->cfg.initrd && (err = map_file(vm->cfg.initrd, "initrd", &rd, e))) {
-		unmap_file(&k);
-		return err;
-	}
-	spec.kernel = k.data;
-	spec.kernel_len = k.len;
-	spec.initrd = rd.data;
-	spec.initrd_len = rd.len;
+	spec.kernel = k->data;
+	spec.kernel_len = k->len;
+	spec.initrd = rd->data;
+	spec.initrd_len = rd->len;
 	spec.cmdline = vm->cmdline.buf;
-	err = linux_load(&vm->mem, &spec, &vm->entry, e);
-	unmap_file(&k);
-	unmap_file(&rd);
-	if (err) {
-		/* Prefix the file so the user knows which input was wrong. */
-		char msg[2 * sizeof(e->msg)];
-
-		if (e && err == -ENOEXEC) {
-			snprintf(msg, sizeof(msg), "kernel '%.200s': %s", vm->cfg.kernel, e->msg);
-			memcpy(e->msg, msg, sizeof(e->msg) - 1);
-			e->msg[sizeof(e->msg) - 1] = '\0';
-		}
+	if ((err = linux_load(&vm->mem, &spec, &vm->entry, e)))
 		return err;
-	}
 
 	n = mptable_build(mp, sizeof(mp), LAYOUT_EBDA_START, vm->ncpus, (uint32_t)LAYOUT_LAPIC,
 			  (uint32_t)LAYOUT_IOAPIC);
@@ -253,6 +242,7 @@ static int load_guest(struct kiln_vm *vm, struct kiln_error *e)
 
 int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e)
 {
+	struct file_map k = { 0 }, rd = { 0 };
 	struct kiln_vm *vm;
 	int err, max_vcpus;
 
@@ -266,14 +256,33 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 	pthread_mutex_init(&vm->lock, NULL);
 	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
 
+	if ((err = check_config(cfg, KILN_MAX_CPUS, e)))
+		goto fail;
+	cmdline_init(&vm->cmdline);
+	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
+	if (cfg->cmdline && *cfg->cmdline)
+		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
+	if (vm->cmdline.overflow) {
+		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
+		goto fail;
+	}
+	if ((err = map_file(cfg->kernel, "kernel", &k, e)))
+		goto fail;
+	if ((err = linux_check(k.data, k.len, e))) {
+		prefix_kernel(e, cfg->kernel);
+		goto fail;
+	}
+	if (cfg->initrd && (err = map_file(cfg->initrd, "initrd", &rd, e)))
+		goto fail;
+
 	if ((err = kvm_open(e)) < 0)
 		goto fail;
 	vm->kvm_fd = err;
 	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
-	if (max_vcpus <= 0 || max_vcpus > KILN_MAX_CPUS)
-		max_vcpus = KILN_MAX_CPUS;
-	if ((err = check_config(cfg, max_vcpus, e)))
+	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
+		err = kiln_errf(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus, max_vcpus);
 		goto fail;
+	}
 	vm->ncpus = cfg->cpus;
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
@@ -286,8 +295,10 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		goto fail;
 	}
 	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
-	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = load_guest(vm, e)))
+	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = load_guest(vm, &k, &rd, e)))
 		goto fail;
+	unmap_file(&k);
+	unmap_file(&rd);
 
 	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
@@ -307,6 +318,8 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 	*out = vm;
 	return 0;
 fail:
+	unmap_file(&k);
+	unmap_file(&rd);
 	kiln_vm_destroy(vm);
 	return err;
 }

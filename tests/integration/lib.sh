@@ -1,0 +1,35 @@
+# Helpers for integration tests: sourced by run-all, one test per function.
+# Every test boots real guests under kiln-vmm; nothing is mocked.
+VMM=${VMM:-build/kiln-vmm}
+BZIMAGE=build/kernel/bzImage
+VMLINUX=build/kernel/vmlinux
+INITRD=build/rootfs/minimal.cpio
+# Generous: inside the nested harness everything is 50-100x slower.
+BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
+
+# vmm ARGS...: run kiln-vmm with a timeout; stdout in $out, stderr in $err,
+# exit status in $rc.
+vmm() {
+  local o e
+  o=$(mktemp) e=$(mktemp)
+  rc=0
+  timeout -k 5 "$BOOT_TIMEOUT" "$VMM" "$@" >"$o" 2>"$e" </dev/null || rc=$?
+  out=$(cat "$o") err=$(cat "$e")
+  rm -f "$o" "$e"
+}
+
+fail() {
+  echo "    FAIL: $*"
+  echo "    --- exit status: $rc"
+  echo "    --- stdout (last 15 lines):"; printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
+  echo "    --- stderr:"; printf '%s\n' "$err" | tail -15 | sed 's/^/    | /'
+  return 1
+}
+
+expect_rc() { [ "$rc" = "$1" ] || fail "expected exit status $1, got $rc"; }
+expect_out() { printf '%s\n' "$out" | grep -qE -- "$1" || fail "stdout lacks /$1/"; }
+expect_err() { printf '%s\n' "$err" | grep -qE -- "$1" || fail "stderr lacks /$1/"; }
+# Exactly one line on stderr: bad input gets one clear error.
+expect_one_line_err() {
+  [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] || fail "expected one line on stderr"
+}

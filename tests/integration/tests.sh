@@ -1,0 +1,125 @@
+# Integration tests: each test_* function boots real guests under kiln-vmm.
+# Run by tests/integration/run-all (inside the nested harness when this
+# machine has no usable /dev/kvm).
+
+test_bzimage_boots_to_init_and_exits_0() {
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --cmdline kiln.poweroff --boot-timeline=json
+  expect_rc 0 && expect_err '"name":"init_started"' && expect_err '"reason":"reset"'
+}
+
+test_pvh_vmlinux_boots_to_init_and_exits_0() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --cmdline kiln.poweroff --boot-timeline=json
+  expect_rc 0 && expect_err '"name":"init_started"'
+}
+
+test_timeline_milestones_in_order() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --cmdline kiln.poweroff --boot-timeline=json
+  expect_rc 0 || return 1
+  local names
+  names=$(printf '%s\n' "$err" | grep '^{' | python3 -c '
+import json, sys
+t = json.loads(sys.stdin.read())
+ms = [m["ms"] for m in t["milestones"]]
+assert ms == sorted(ms), "milestones out of order"
+print(" ".join(m["name"] for m in t["milestones"]))')
+  [ "$names" = "vm_ready first_kvm_run kernel_start init_started shutdown_requested vm_exit" ] ||
+    fail "unexpected milestones: $names"
+}
+
+test_guest_sees_two_vcpus() {
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --cpus 2 --console \
+    --cmdline 'kiln.exec="echo cpus=$(grep -c ^processor /proc/cpuinfo) online=$(cat /sys/devices/system/cpu/online)"'
+  expect_rc 0 && expect_out '^cpus=2 online=0-1'
+}
+
+test_pvh_guest_sees_four_vcpus() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --cpus 4 --mem 256 --console \
+    --cmdline 'kiln.exec="echo cpus=$(grep -c ^processor /proc/cpuinfo)"'
+  expect_rc 0 && expect_out '^cpus=4'
+}
+
+test_console_carries_guest_output_and_hostname() {
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --console \
+    --cmdline 'kiln.hostname=box1 kiln.exec="echo host=$(hostname) mounts=$(grep -c -E \" /(proc|sys|dev|dev/pts|tmp|run) \" /proc/mounts)"'
+  expect_rc 0 && expect_out '^host=box1 mounts=6' && expect_out 'kiln-init: command exited with status 0'
+}
+
+test_guest_memory_size_is_what_was_asked() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --mem 512 --console \
+    --cmdline 'kiln.exec="grep MemTotal /proc/meminfo"'
+  expect_rc 0 || return 1
+  local kb
+  kb=$(printf '%s\n' "$out" | awk '/^MemTotal/ {print $2}')
+  [ -n "$kb" ] && [ "$kb" -gt 450000 ] && [ "$kb" -le 524288 ] || fail "MemTotal $kb kB for --mem 512"
+}
+
+test_corrupt_bzimage_is_refused_with_one_line() {
+  local bad
+  bad=$(mktemp)
+  cp "$BZIMAGE" "$bad"
+  printf 'XXXX' | dd of="$bad" bs=1 seek=$((0x202)) conv=notrunc status=none
+  vmm --kernel "$bad" --initrd "$INITRD"
+  rm -f "$bad"
+  expect_rc 1 && expect_one_line_err && expect_err "no HdrS magic"
+}
+
+test_truncated_bzimage_is_refused() {
+  local bad
+  bad=$(mktemp)
+  head -c 100000 "$BZIMAGE" >"$bad"
+  vmm --kernel "$bad"
+  rm -f "$bad"
+  expect_rc 1 && expect_one_line_err && expect_err "truncated"
+}
+
+test_truncated_vmlinux_is_refused() {
+  local bad
+  bad=$(mktemp)
+  head -c 4096 "$VMLINUX" >"$bad"
+  vmm --kernel "$bad"
+  rm -f "$bad"
+  expect_rc 1 && expect_one_line_err && expect_err "outside the file"
+}
+
+test_triple_fault_is_reported_not_hung() {
+  vmm --kernel build/tests/triple-fault.elf --boot-timeline
+  expect_rc 4 && expect_err "triple fault"
+}
+
+test_kernel_panic_before_init_exits_3() {
+  # No init anywhere: the kernel panics, panic=-1 resets, kiln-vmm says so.
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --cmdline "rdinit=/nonexistent init=/nonexistent"
+  expect_rc 3 && expect_err "before its init started"
+}
+
+test_bad_arguments_each_get_one_clear_line() {
+  vmm --kernel /nonexistent
+  expect_rc 1 && expect_one_line_err && expect_err "kernel '/nonexistent': No such file" || return 1
+  vmm --kernel /tmp
+  expect_rc 1 && expect_one_line_err && expect_err "not a regular file" || return 1
+  vmm --kernel "$BZIMAGE" --mem 0
+  expect_rc 1 && expect_one_line_err && expect_err "at least 32 MiB" || return 1
+  vmm --kernel "$BZIMAGE" --cpus 999
+  expect_rc 1 && expect_one_line_err && expect_err "between 1 and 64" || return 1
+  vmm --kernel "$BZIMAGE" --mem lots
+  expect_rc 2 && expect_one_line_err && expect_err "not a size in MiB" || return 1
+  vmm
+  expect_rc 2 && expect_one_line_err && expect_err "no kernel given"
+}
+
+test_missing_dev_kvm_gives_one_clear_line() {
+  # A private mount namespace with an empty /dev: no /dev/kvm at all.
+  rc=0
+  err=$(unshare -m sh -c "mount -t tmpfs none /dev && exec $VMM --kernel $BZIMAGE" 2>&1) || rc=$?
+  out=""
+  expect_rc 1 && expect_one_line_err && expect_err "/dev/kvm does not exist"
+}
+
+test_initrd_too_large_for_memory_is_refused() {
+  local big
+  big=$(mktemp)
+  truncate -s 40M "$big"
+  vmm --kernel "$BZIMAGE" --initrd "$big" --mem 32
+  rm -f "$big"
+  expect_rc 1 && expect_one_line_err && expect_err "raise --mem"
+}
