@@ -49,9 +49,14 @@ $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
-$(BUILD)/tests/%: tests/unit/%.c $(VMM_LIB_SRCS) guest-init/params.c $(wildcard vmm/*.h guest-init/*.h tests/unit/*.h)
+SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c)
+$(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Ivmm -Iguest-init -o $@ $< $(VMM_LIB_SRCS) guest-init/params.c -lcmocka -lpthread
+	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
+
+$(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(SAN) -Ivmm -Iguest-init -o $@ $< $(SAN_OBJS) -lcmocka -lpthread
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
@@ -75,7 +80,7 @@ bench: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-san $(BUILD)/tests -name '*.d' 2>/dev/null)
 
 # A PVH guest that triple-faults at once (tests/integration/triple_fault.S).
 $(BUILD)/tests/triple-fault.elf: tests/integration/triple_fault.S

@@ -7,7 +7,7 @@ int param_get(const char *cmdline, const char *key, char *out, size_t outlen)
 {
 	size_t klen = strlen(key);
 	const char *p = cmdline;
-	int found = 0;
+	int found = 0, toolong = 0;
 
 	if (outlen)
 		out[0] = '\0';
@@ -32,6 +32,7 @@ int param_get(const char *cmdline, const char *key, char *out, size_t outlen)
 		if ((size_t)((val ? val - 1 : vend) - start) != klen || strncmp(start, key, klen) != 0)
 			continue;
 		found = 1;
+		toolong = 0;
 		if (!val) {
 			if (outlen)
 				out[0] = '\0';
@@ -43,12 +44,14 @@ int param_get(const char *cmdline, const char *key, char *out, size_t outlen)
 				vend--;
 		}
 		if ((size_t)(vend - val) >= outlen) {
+			/* A later occurrence that fits still wins. */
 			if (outlen)
 				out[0] = '\0';
-			return -E2BIG;
+			toolong = 1;
+			continue;
 		}
 		memcpy(out, val, (size_t)(vend - val));
 		out[vend - val] = '\0';
 	}
-	return found;
+	return toolong ? -E2BIG : found;
 }

@@ -204,7 +204,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	struct bzimage_info bi;
 	struct boot_params *zp;
 	struct e820_entry map[E820_MAX];
-	uint64_t load, end;
+	uint64_t load, end, cmax;
 	int n, err;
 
 	if ((err = bzimage_parse(spec->kernel, spec->kernel_len, &bi, e)))
@@ -214,13 +214,16 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 * copy itself there first, which costs boot time.
 	 */
 	load = bi.pref_address >= LAYOUT_HIMEM ? bi.pref_address : LAYOUT_HIMEM;
-	end = load + bi.init_size;
-	if (end > gm->low_size)
+	if (__builtin_add_overflow(load, (uint64_t)bi.init_size, &end) || end > gm->low_size)
 		return kiln_errf(e, ENOMEM, "guest RAM too small: the kernel needs %llu MiB to boot: raise --mem",
 				 (unsigned long long)((end + (1 << 20) - 1) >> 20));
 	if ((err = gm_write(gm, load, spec->kernel + bi.setup_len, bi.pm_len)))
 		return kiln_errf(e, ENOMEM, "kernel does not fit in guest RAM");
-	if ((err = load_cmdline(gm, spec->cmdline, bi.cmdline_size ? bi.cmdline_size : 255, e)))
+	/* The image's own limit, but never past the command-line area. */
+	cmax = bi.cmdline_size ? bi.cmdline_size : 255;
+	if (cmax > LAYOUT_CMDLINE_MAX - 1)
+		cmax = LAYOUT_CMDLINE_MAX - 1;
+	if ((err = load_cmdline(gm, spec->cmdline, cmax, e)))
 		return err;
 
 	zp = gm_ptr(gm, LAYOUT_ZERO_PAGE, sizeof(*zp));

@@ -39,14 +39,18 @@ void boot_timer_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, int
 		bt->have_guest_us = 1;
 		return;
 	}
-	if (off != 0 || size != 1 || data[0] == 0)
+	if (off != 0 || size != 1 || data[0] == 0 || bt->marks >= BOOT_TIMER_MAX_MARKS)
 		return;
 	if (data[0] == BOOT_MS_INIT_STARTED && bt->have_guest_us) {
 		uint64_t up = (uint64_t)bt->guest_us * 1000;
 
-		if (up < now)
+		/* A guest claiming to have run longer than the VMM is lying. */
+		if (now > bt->tl->t0_ns && up < now - bt->tl->t0_ns && bt->marks + 1 < BOOT_TIMER_MAX_MARKS) {
 			timeline_mark_at(bt->tl, "kernel_start", now - up, 1);
+			bt->marks++;
+		}
 	}
 	bt->have_guest_us = 0;
 	timeline_mark_at(bt->tl, boot_timer_name(data[0], buf, sizeof(buf)), now, 0);
+	bt->marks++;
 }

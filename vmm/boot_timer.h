@@ -20,6 +20,8 @@
 
 #define BOOT_TIMER_PORT 0x440
 #define BOOT_TIMER_LEN 8
+/* Leave room in the timeline for the host's own milestones (vm_exit). */
+#define BOOT_TIMER_MAX_MARKS (TIMELINE_MAX - 8)
 
 enum {
 	BOOT_MS_INIT_STARTED = 1,
@@ -31,7 +33,7 @@ struct boot_timer {
 	struct timeline *tl;
 	uint32_t guest_us;
 	int have_guest_us;
-	int marks; /* guest milestones recorded; bounded like the timeline */
+	int marks; /* guest milestones recorded, at most BOOT_TIMER_MAX_MARKS */
 };
 
 void boot_timer_init(struct boot_timer *bt, struct timeline *tl);

@@ -172,6 +172,33 @@ static void test_flood_bounded(void **state)
 	assert_true(f->tl.n <= TIMELINE_MAX);
 }
 
+/* However long the flood, the host's own vm_exit still fits afterwards. */
+static void test_flood_leaves_room_for_host(void **state)
+{
+	struct fx *f = *state;
+
+	for (int i = 0; i < 3 * TIMELINE_MAX; i++) {
+		uptime(f, 10);
+		mark(f, 200);
+	}
+	assert_true(f->tl.n <= BOOT_TIMER_MAX_MARKS);
+	timeline_mark(&f->tl, "vm_exit");
+	assert_true(timeline_has(&f->tl, "vm_exit"));
+}
+
+/* A guest claiming more uptime than the VMM has existed gets no derived
+ * kernel_start (it would be clamped to the VMM's start and mislead). */
+static void test_impossible_uptime_dropped(void **state)
+{
+	struct fx *f = *state;
+
+	f->tl.t0_ns = timeline_now_ns() - 1000000; /* the VMM started 1 ms ago */
+	uptime(f, 5000000);                          /* guest claims 5 s */
+	mark(f, BOOT_MS_INIT_STARTED);
+	assert_true(timeline_has(&f->tl, "init_started"));
+	assert_false(timeline_has(&f->tl, "kernel_start"));
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 
 int main(void)
@@ -184,6 +211,8 @@ int main(void)
 		T(test_wrong_size_ignored),
 		T(test_reads_zero),
 		T(test_flood_bounded),
+		T(test_flood_leaves_room_for_host),
+		T(test_impossible_uptime_dropped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

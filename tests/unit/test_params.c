@@ -138,6 +138,21 @@ static void test_too_long(void **state)
 	assert_string_equal(v, "");
 }
 
+/* The last occurrence wins even when an earlier one was too long, and a
+ * too-long last one is still an error. */
+static void test_later_value_that_fits_wins(void **state)
+{
+	char v[4];
+
+	(void)state;
+	assert_int_equal(get("k=toolong k=ok", "k", v, sizeof(v)), 1);
+	assert_string_equal(v, "ok");
+	assert_int_equal(get("k=ok k=toolong", "k", v, sizeof(v)), -E2BIG);
+	assert_string_equal(v, "");
+	assert_int_equal(get("k=toolong k", "k", v, sizeof(v)), 1);
+	assert_string_equal(v, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -150,6 +165,7 @@ int main(void)
 		cmocka_unit_test(test_absent),
 		cmocka_unit_test(test_prefix_keys),
 		cmocka_unit_test(test_too_long),
+		cmocka_unit_test(test_later_value_that_fits_wins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
