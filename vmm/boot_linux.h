@@ -48,6 +48,9 @@ struct boot_spec {
 	const uint8_t *initrd; /* may be NULL */
 	size_t initrd_len;
 	const char *cmdline;
+	/* Files behind kernel/initrd, so aligned parts can be mapped instead
+	 * of copied (gm_place_file); -1 (or 0 in a zeroed spec) to copy. */
+	int kernel_fd, initrd_fd;
 };
 
 struct boot_entry {

@@ -12,18 +12,41 @@ void gm_layout(struct guest_mem *gm, uint64_t size)
 	gm->high_size = size - gm->low_size;
 }
 
+#define HUGE_2M (2ULL << 20)
+
+/*
+ * Anonymous memory whose start is 2 MiB aligned: only then can the host
+ * back it with transparent huge pages that KVM maps into the guest as 2 MiB
+ * pages (one nested page fault per 2 MiB instead of per 4 KiB).
+ */
+static void *map_aligned(uint64_t size)
+{
+	uint8_t *p = mmap(NULL, size + HUGE_2M, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint64_t lead;
+
+	if (p == MAP_FAILED)
+		return p;
+	lead = (HUGE_2M - (uintptr_t)p % HUGE_2M) % HUGE_2M;
+	if (lead)
+		munmap(p, lead);
+	munmap(p + lead + size, HUGE_2M - lead);
+	return p + lead;
+}
+
 int gm_map(struct guest_mem *gm, uint64_t size, int hugepages)
 {
-	uint64_t align = hugepages ? (2ULL << 20) : (uint64_t)sysconf(_SC_PAGESIZE);
-	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	uint64_t align = hugepages ? HUGE_2M : (uint64_t)sysconf(_SC_PAGESIZE);
 	void *p;
 
 	memset(gm, 0, sizeof(*gm));
 	if (size == 0 || size % align)
 		return -EINVAL;
 	if (hugepages)
-		flags |= MAP_HUGETLB;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, flags, -1, 0);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB, -1, 0);
+	else
+		p = map_aligned(size);
 	if (p == MAP_FAILED)
 		return -errno;
 	/* Guest RAM must not leak into a core dump of the VMM. */
@@ -58,6 +81,32 @@ void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
 	if (gpa >= GM_HIGH_START && end - GM_HIGH_START <= gm->high_size)
 		return gm->host + gm->low_size + (gpa - GM_HIGH_START);
 	return NULL;
+}
+
+int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
+		  uint64_t off)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint8_t *p = gm_ptr(gm, gpa, len);
+	uint64_t head, body;
+
+	if (!p)
+		return -EFAULT;
+	if (fd < 0 || gm->hugepages || gpa % page != off % page) {
+		memcpy(p, src, len);
+		return 0;
+	}
+	/* Copy the partial first and last pages; map the whole ones between. */
+	head = (page - gpa % page) % page;
+	if (head > len)
+		head = len;
+	body = (len - head) / page * page;
+	memcpy(p, src, head);
+	if (body && mmap(p + head, body, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+			 (off_t)(off + head)) == MAP_FAILED)
+		return -errno;
+	memcpy(p + head + body, (const uint8_t *)src + head + body, len - head - body);
+	return 0;
 }
 
 int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)

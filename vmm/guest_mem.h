@@ -46,6 +46,18 @@ void gm_unmap(struct guest_mem *gm);
  */
 void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
 
+/*
+ * Place `len` bytes of a file into guest memory at `gpa`: the bytes are
+ * `src` (the file's contents at `off`, already mapped by the caller). When
+ * `fd` >= 0 and gpa and off share their offset within a page, the whole
+ * pages are mapped straight from the file (MAP_PRIVATE | MAP_FIXED), so a
+ * kernel or initrd costs no copy and shares the host's page cache; the
+ * rest is copied. The file must not be modified in place while the VM
+ * runs. 0, -EFAULT (out of bounds) or -errno from mmap.
+ */
+int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
+		  uint64_t off);
+
 /* Copy into / out of guest memory; 0 or -EFAULT when out of bounds. */
 int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
 int gm_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
