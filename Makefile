@@ -7,10 +7,11 @@ CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP
+CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -Ivmm -Idevices
+LIBS :=
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c))
+VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 INIT_SRCS := guest-init/init.c guest-init/params.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
@@ -33,7 +34,7 @@ $(BUILD)/libkiln-vmm.a: $(VMM_LIB_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/main.o $(BUILD)/libkiln-vmm.a
-	$(CC) $(CFLAGS) -o $@ $^ -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ -lpthread $(LIBS)
 
 # PID 1 of the guest: static, so the rootfs needs no libc.
 $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h)
@@ -56,7 +57,7 @@ $(BUILD)/obj-san/%.o: %.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Ivmm -Iguest-init -o $@ $< $(SAN_OBJS) -lcmocka -lpthread
+	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -lpthread $(LIBS)
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)

@@ -1,0 +1,35 @@
+/*
+ * event_loop: the VM's device thread. One epoll loop per VM waits on queue
+ * notification eventfds (KVM ioeventfds) and device backend fds (tap,
+ * vsock Unix sockets) and calls each fd's handler in that one thread, so
+ * device models need no locking against each other.
+ */
+#ifndef KILN_EVENT_LOOP_H
+#define KILN_EVENT_LOOP_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define EVENT_LOOP_MAX 256
+
+/* `events` are EPOLLIN/EPOLLOUT/... as returned by epoll. */
+typedef void event_fn(void *ctx, int fd, uint32_t events);
+
+struct event_loop;
+
+/* Create the loop (not yet running). 0 or -errno. */
+int event_loop_create(struct event_loop **out);
+/* Watch `fd` for `events` (EPOLLIN | ...); replaces an earlier watch of fd. */
+int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx);
+/* Change what `fd` is watched for (e.g. add EPOLLOUT while output is queued). */
+int event_loop_mod(struct event_loop *l, int fd, uint32_t events);
+int event_loop_del(struct event_loop *l, int fd);
+/* Run `fn(ctx)` in the loop thread after `ms` milliseconds (one-shot). */
+int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), void *ctx);
+/* Start the thread. 0 or -errno. */
+int event_loop_start(struct event_loop *l);
+/* Stop and join the thread; safe when never started. */
+void event_loop_stop(struct event_loop *l);
+void event_loop_destroy(struct event_loop *l);
+
+#endif
