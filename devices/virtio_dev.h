@@ -60,6 +60,17 @@ struct virtio_dev_ops {
 	void (*notify)(struct virtio_dev *d, int q);
 	/* The driver reset the device: drop in-flight state, keep the backend. */
 	void (*reset)(struct virtio_dev *d);
+	/*
+	 * Snapshots: the device-specific state as plain bytes (no pointers),
+	 * versioned by the device. save() returns the bytes written or -ENOSPC;
+	 * restore() returns 0 or -EINVAL for bytes it does not recognise.
+	 * Queue and transport state are saved by the transport. May be NULL
+	 * for a device with no state of its own.
+	 */
+	long (*save)(struct virtio_dev *d, void *buf, size_t len);
+	int (*restore)(struct virtio_dev *d, const void *buf, size_t len);
+	/* Free the device model's state and close its backend. */
+	void (*destroy)(struct virtio_dev *d);
 };
 
 struct virtio_dev {
