@@ -54,6 +54,21 @@ static void milestone(uint8_t code)
 	outb(code, BOOT_TIMER_PORT);
 }
 
+static void mkdir_p(const char *path)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *c = p + 1; *c; c++) {
+		if (*c == '/') {
+			*c = '\0';
+			mkdir(p, 0755);
+			*c = '/';
+		}
+	}
+	mkdir(p, 0755);
+}
+
 static void mount_one(const char *src, const char *dst, const char *type, unsigned long flags,
 		      const char *data)
 {
@@ -75,6 +90,37 @@ static void setup_stdio(void)
 			dup2(fd, i);
 	if (fd > 2)
 		close(fd);
+}
+
+/*
+ * kiln.shares=TAG:/guest/path[:ro],...: mount each virtio-fs share,
+ * creating the mount point. A bad entry is reported and skipped; the
+ * others still mount.
+ */
+static void mount_shares(const char *spec)
+{
+	char buf[4096], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", spec);
+	for (char *ent = strtok_r(buf, ",", &save); ent; ent = strtok_r(NULL, ",", &save)) {
+		char *path = strchr(ent, ':'), *opt;
+		unsigned long flags = MS_NOSUID | MS_NODEV;
+
+		if (!path || path == ent || path[1] != '/') {
+			say("kiln.shares: '%s' is not TAG:/absolute/path[:ro]", ent);
+			continue;
+		}
+		*path++ = '\0';
+		opt = strchr(path, ':');
+		if (opt) {
+			*opt++ = '\0';
+			if (strcmp(opt, "ro") == 0)
+				flags |= MS_RDONLY;
+		}
+		mkdir_p(path);
+		if (mount(ent, path, "virtiofs", flags, NULL) < 0)
+			say("mount virtio-fs share '%s' on %s: %s", ent, path, strerror(errno));
+	}
 }
 
 static void read_cmdline(char *buf, size_t len)
@@ -165,6 +211,8 @@ int main(void)
 		strcpy(value, "kiln");
 	if (sethostname(value, strlen(value)) < 0)
 		say("sethostname: %s", strerror(errno));
+	if (param_get(cmdline, "kiln.shares", value, sizeof(value)) > 0 && value[0])
+		mount_shares(value);
 	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
 	setenv("HOME", "/root", 1);
 

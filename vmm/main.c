@@ -32,6 +32,7 @@ static const char usage[] =
 	"  --console            serial console on stdin/stdout (off by default: every\n"
 	"                       byte is a VM exit)\n"
 	"  --boot-timeline[=json]  print the boot timeline on stderr when the VM ends\n"
+	"  --no-rng             no virtio-rng device (on by default: entropy from getrandom)\n"
 	"  --verbose            log guest accesses to ports/MMIO with no device\n"
 	"  --version, --help\n"
 	"\n"
@@ -60,7 +61,7 @@ static int bad_usage(const char *fmt, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
-	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP };
+	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -71,11 +72,14 @@ int main(int argc, char **argv)
 		{ "console", no_argument, 0, OPT_CONSOLE },
 		{ "boot-timeline", optional_argument, 0, OPT_TIMELINE },
 		{ "verbose", no_argument, 0, OPT_VERBOSE },
+		{ "no-rng", no_argument, 0, OPT_NO_RNG },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
 	};
-	struct kiln_vm_config cfg = { .mem_mib = 128, .cpus = 1, .console_out_fd = -1, .console_in_fd = -1 };
+	struct kiln_vm_config cfg = {
+		.mem_mib = 128, .cpus = 1, .console_out_fd = -1, .console_in_fd = -1, .rng = 1,
+	};
 	struct kiln_error err = { { 0 } };
 	struct kiln_vm_result res;
 	struct kiln_vm *vm;
@@ -122,6 +126,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_VERBOSE:
 			cfg.verbose = 1;
+			break;
+		case OPT_NO_RNG:
+			cfg.rng = 0;
 			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", KILN_VERSION);

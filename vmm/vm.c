@@ -17,6 +17,7 @@
 #include "kvm.h"
 #include "layout.h"
 #include "mptable.h"
+#include "virtio_rng.h"
 #include "vm_internal.h"
 
 /* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
@@ -216,6 +217,47 @@ static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
+/*
+ * Give `dev` the next virtio-mmio window and interrupt, announce it on the
+ * command line, and route its notifications and interrupts through KVM.
+ * Takes ownership of `dev` (destroyed with the VM).
+ */
+static int add_virtio(struct kiln_vm *vm, struct virtio_dev *dev, struct kiln_error *e)
+{
+	struct virtio_mmio *m;
+	int err;
+
+	if (vm->nvirtio == VM_VIRTIO_MAX) {
+		dev->ops->destroy(dev);
+		return kiln_errf(e, ENOSPC, "too many devices: kiln-vmm supports %d", VM_VIRTIO_MAX);
+	}
+	if (!vm->loop && (err = event_loop_create(&vm->loop))) {
+		dev->ops->destroy(dev);
+		return kiln_errf(e, -err, "creating the device thread: %s", strerror(-err));
+	}
+	m = &vm->virtio[vm->nvirtio++];
+	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
+			 VM_VIRTIO_FIRST_GSI + (uint32_t)vm->nvirtio - 1);
+	if (io_bus_add(&vm->mmio, m->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, m))
+		return kiln_errf(e, EEXIST, "internal error: overlapping virtio-mmio windows");
+	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
+		return kiln_errf(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name, strerror(-err));
+	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base, m->gsi);
+	return 0;
+}
+
+static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
+{
+	struct virtio_dev *d;
+	int err;
+
+	if (vm->cfg.rng) {
+		if ((err = virtio_rng_create(&d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	return 0;
+}
+
 static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct file_map *rd,
 		      struct kiln_error *e)
 {
@@ -260,12 +302,6 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		goto fail;
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
-	if (cfg->cmdline && *cfg->cmdline)
-		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
-	if (vm->cmdline.overflow) {
-		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
-		goto fail;
-	}
 	if ((err = map_file(cfg->kernel, "kernel", &k, e)))
 		goto fail;
 	if ((err = linux_check(k.data, k.len, e))) {
@@ -295,7 +331,16 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		goto fail;
 	}
 	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
-	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = load_guest(vm, &k, &rd, e)))
+	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = setup_virtio(vm, e)))
+		goto fail;
+	/* The user's parameters come last, so they can override kiln's. */
+	if (cfg->cmdline && *cfg->cmdline)
+		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
+	if (vm->cmdline.overflow) {
+		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
+		goto fail;
+	}
+	if ((err = load_guest(vm, &k, &rd, e)))
 		goto fail;
 	unmap_file(&k);
 	unmap_file(&rd);
@@ -379,6 +424,8 @@ int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_erro
 			break;
 		}
 	}
+	if (vm->loop && (err = event_loop_start(vm->loop)))
+		vm_stop(vm, KILN_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
 	if (vm->cfg.console_in_fd >= 0)
 		pump_console(vm);
 	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
@@ -389,6 +436,9 @@ int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_erro
 			vm->vcpu[i].started = 0;
 		}
 	}
+	/* vCPUs are gone; now the device thread, which may still be
+	 * completing requests into guest memory. */
+	event_loop_stop(vm->loop);
 	*res = vm->result;
 	return 0;
 }
@@ -419,6 +469,12 @@ void kiln_vm_destroy(struct kiln_vm *vm)
 		if (v->fd > 0)
 			close(v->fd);
 	}
+	event_loop_stop(vm->loop);
+	for (int i = 0; i < vm->nvirtio; i++) {
+		virtio_mmio_detach(&vm->virtio[i]);
+		vm->virtio[i].dev->ops->destroy(vm->virtio[i].dev);
+	}
+	event_loop_destroy(vm->loop);
 	free(vm->cpuid);
 	gm_unmap(&vm->mem);
 	if (vm->serial.irq)

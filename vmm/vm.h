@@ -35,6 +35,7 @@ struct kiln_vm_config {
 	int console_in_fd;    /* serial console input; -1 = none */
 	int verbose;          /* log unhandled port/MMIO accesses to stderr */
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
+	int rng;              /* attach a virtio-rng device */
 };
 
 enum kiln_exit {

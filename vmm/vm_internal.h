@@ -17,7 +17,15 @@
 #include "io_bus.h"
 #include "serial.h"
 #include "timeline.h"
+#include "event_loop.h"
+#include "virtio_mmio.h"
 #include "vm.h"
+
+/* virtio-mmio windows: 4 KiB each from 0xd0000000, GSIs from 5 (4 is the
+ * UART) up to the IOAPIC's last pin, 23. */
+#define VM_VIRTIO_BASE 0xd0000000ULL
+#define VM_VIRTIO_FIRST_GSI 5
+#define VM_VIRTIO_MAX 19
 
 struct vcpu {
 	struct kiln_vm *vm;
@@ -49,6 +57,10 @@ struct kiln_vm {
 	struct kiln_vm_result result;
 	int stop_efd; /* eventfd: the VM has stopped */
 	int verbose_budget; /* unhandled-access log lines left */
+
+	struct event_loop *loop; /* the device thread; NULL without devices */
+	int nvirtio;
+	struct virtio_mmio virtio[VM_VIRTIO_MAX];
 };
 
 /* Create vCPU `id`, give it CPUID, LAPIC and (for 0) the boot registers. */

@@ -129,3 +129,15 @@ test_initrd_too_large_for_memory_is_refused() {
   rm -f "$big"
   expect_rc 1 && expect_one_line_err && expect_err "raise --mem"
 }
+
+test_virtio_rng_feeds_the_guest() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --console \
+    --cmdline 'quiet kiln.exec="echo rng=$(cat /sys/class/misc/hw_random/rng_current) bytes=$(head -c 4096 /dev/hwrng | wc -c)"'
+  expect_rc 0 && expect_out '^rng=virtio_rng.0 bytes=4096'
+}
+
+test_no_rng_means_no_hwrng() {
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --console --no-rng \
+    --cmdline 'quiet kiln.exec="echo rng=$(cat /sys/class/misc/hw_random/rng_current)"'
+  expect_rc 0 && expect_out '^rng=none'
+}
