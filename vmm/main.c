@@ -32,6 +32,8 @@ static const char usage[] =
 	"  --console            serial console on stdin/stdout (off by default: every\n"
 	"                       byte is a VM exit)\n"
 	"  --boot-timeline[=json]  print the boot timeline on stderr when the VM ends\n"
+	"  --net tap=NAME[,mac=MAC]  virtio-net on TAP device NAME (created if missing;\n"
+	"                       needs CAP_NET_ADMIN); MAC random unless given\n"
 	"  --no-rng             no virtio-rng device (on by default: entropy from getrandom)\n"
 	"  --verbose            log guest accesses to ports/MMIO with no device\n"
 	"  --version, --help\n"
@@ -61,7 +63,7 @@ static int bad_usage(const char *fmt, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
-	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG };
+	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -73,6 +75,7 @@ int main(int argc, char **argv)
 		{ "boot-timeline", optional_argument, 0, OPT_TIMELINE },
 		{ "verbose", no_argument, 0, OPT_VERBOSE },
 		{ "no-rng", no_argument, 0, OPT_NO_RNG },
+		{ "net", required_argument, 0, OPT_NET },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -129,6 +132,12 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NO_RNG:
 			cfg.rng = 0;
+			break;
+		case OPT_NET:
+			if (cfg.nnet == KILN_MAX_NETS)
+				return bad_usage("--net: at most %s network devices", "4");
+			if (devspec_net(optarg, &cfg.net[cfg.nnet++], &err))
+				return bad_usage("%s", err.msg);
 			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", KILN_VERSION);

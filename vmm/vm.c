@@ -9,6 +9,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "kvm.h"
 #include "layout.h"
 #include "mptable.h"
+#include "virtio_net.h"
 #include "virtio_rng.h"
 #include "vm_internal.h"
 
@@ -217,6 +219,15 @@ static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
+static int ensure_loop(struct kiln_vm *vm, struct kiln_error *e)
+{
+	int err;
+
+	if (!vm->loop && (err = event_loop_create(&vm->loop)))
+		return kiln_errf(e, -err, "creating the device thread: %s", strerror(-err));
+	return 0;
+}
+
 /*
  * Give `dev` the next virtio-mmio window and interrupt, announce it on the
  * command line, and route its notifications and interrupts through KVM.
@@ -231,9 +242,9 @@ static int add_virtio(struct kiln_vm *vm, struct virtio_dev *dev, struct kiln_er
 		dev->ops->destroy(dev);
 		return kiln_errf(e, ENOSPC, "too many devices: kiln-vmm supports %d", VM_VIRTIO_MAX);
 	}
-	if (!vm->loop && (err = event_loop_create(&vm->loop))) {
+	if ((err = ensure_loop(vm, e))) {
 		dev->ops->destroy(dev);
-		return kiln_errf(e, -err, "creating the device thread: %s", strerror(-err));
+		return err;
 	}
 	m = &vm->virtio[vm->nvirtio++];
 	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
@@ -253,6 +264,23 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 
 	if (vm->cfg.rng) {
 		if ((err = virtio_rng_create(&d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	for (int i = 0; i < vm->cfg.nnet; i++) {
+		const struct kiln_net_cfg *c = &vm->cfg.net[i];
+		struct virtio_net_params p = { 0 };
+
+		if (c->mac) {
+			if (net_parse_mac(c->mac, p.mac))
+				return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", c->mac);
+		} else {
+			/* Locally administered unicast (02:...), random per VM so
+			 * forks and neighbours never collide. */
+			getrandom(p.mac, 6, 0);
+			p.mac[0] = (uint8_t)((p.mac[0] & 0xfe) | 0x02);
+		}
+		if ((err = ensure_loop(vm, e)) || (err = net_tap_open(c->tap, &p.backend, e)) ||
+		    (err = virtio_net_create(&p, vm->loop, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;
 	}
 	return 0;

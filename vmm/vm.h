@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "devspec.h"
 #include "error.h"
 #include "timeline.h"
 
@@ -36,6 +37,8 @@ struct kiln_vm_config {
 	int verbose;          /* log unhandled port/MMIO accesses to stderr */
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
 	int rng;              /* attach a virtio-rng device */
+	int nnet;
+	struct kiln_net_cfg net[KILN_MAX_NETS];
 };
 
 enum kiln_exit {

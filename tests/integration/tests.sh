@@ -141,3 +141,27 @@ test_no_rng_means_no_hwrng() {
     --cmdline 'quiet kiln.exec="echo rng=$(cat /sys/class/misc/hw_random/rng_current)"'
   expect_rc 0 && expect_out '^rng=none'
 }
+
+test_virtio_net_ping_and_tcp_over_tap() {
+  local tap=kt$$ srv
+  ip tuntap add dev $tap mode tap || { rc=1; fail "cannot create tap (tun module?)"; return 1; }
+  ip addr add 10.9.0.1/24 dev $tap && ip link set $tap up
+  # One-shot TCP server on the host side of the tap: answers one line.
+  python3 - <<'PY' &
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("10.9.0.1", 8080)); s.listen(1); s.settimeout(240)
+open("/tmp/kiln-net-ready", "w").close()
+c, _ = s.accept(); c.settimeout(60)
+data = c.recv(100)
+c.sendall(b"host-got:" + data.strip() + b"\n"); c.close()
+PY
+  srv=$!
+  for _ in $(seq 1 120); do [ -e /tmp/kiln-net-ready ] && break; sleep 0.5; done
+  rm -f /tmp/kiln-net-ready
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --console --net tap=$tap,mac=02:00:00:00:00:07 \
+    --cmdline 'quiet kiln.exec="ip addr add 10.9.0.2/24 dev eth0; ip link set eth0 up; cat /sys/class/net/eth0/address; ping -c 2 -W 10 10.9.0.1 >/dev/null && echo PING-OK; echo guest-hello | nc -w 30 10.9.0.1 8080"'
+  kill $srv 2>/dev/null; wait $srv 2>/dev/null
+  ip link del $tap
+  expect_rc 0 && expect_out '^02:00:00:00:00:07' && expect_out '^PING-OK' && expect_out '^host-got:guest-hello'
+}
