@@ -32,6 +32,7 @@
 struct file_map {
 	const uint8_t *data;
 	size_t len;
+	int fd; /* kept open so guest memory can map the file's pages */
 };
 
 /* Map a file read-only: the kernel is read once from the page cache. */
@@ -53,11 +54,15 @@ static int map_file(const char *path, const char *what, struct file_map *m, stru
 		return kiln_errf(e, ENOEXEC, "%s '%s': file is empty", what, path);
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return kiln_errf(e, errno, "%s '%s': %s", what, path, strerror(errno));
+	if (p == MAP_FAILED) {
+		int err = errno;
+
+		close(fd);
+		return kiln_errf(e, err, "%s '%s': %s", what, path, strerror(err));
+	}
 	m->data = p;
 	m->len = (size_t)st.st_size;
+	m->fd = fd;
 	return 0;
 }
 
@@ -77,7 +82,10 @@ static void unmap_file(struct file_map *m)
 {
 	if (m->data)
 		munmap((void *)m->data, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
 	m->data = NULL;
+	m->fd = -1;
 }
 
 void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
@@ -298,6 +306,8 @@ static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct
 	spec.initrd = rd->data;
 	spec.initrd_len = rd->len;
 	spec.cmdline = vm->cmdline.buf;
+	spec.kernel_fd = k->fd;
+	spec.initrd_fd = rd->fd;
 	if ((err = linux_load(&vm->mem, &spec, &vm->entry, e)))
 		return err;
 
@@ -312,7 +322,7 @@ static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct
 
 int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e)
 {
-	struct file_map k = { 0 }, rd = { 0 };
+	struct file_map k = { .fd = -1 }, rd = { .fd = -1 };
 	struct kiln_vm *vm;
 	int err, max_vcpus;
 
