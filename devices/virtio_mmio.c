@@ -132,6 +132,9 @@ static uint32_t reg_read(struct virtio_mmio *m, uint64_t off)
 		return d->status;
 	case VMMIO_CONFIG_GENERATION:
 		return d->config_generation;
+	case 0x0b0: /* SHMLenLow */
+	case 0x0b4: /* SHMLenHigh: no shared memory regions, length -1 (4.2.2) */
+		return 0xffffffff;
 	default:
 		return 0;
 	}
@@ -348,6 +351,16 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 		return -EINVAL;
 	if (s->driver_features & ~d->device_features)
 		return -EINVAL;
+	/* Check every queue before changing anything: a refused state leaves
+	 * the device as it was. */
+	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		struct virtq t = { .size = s->q[i].size, .desc_gpa = s->q[i].desc,
+				   .avail_gpa = s->q[i].avail, .used_gpa = s->q[i].used };
+
+		if (s->q[i].ready && (i >= d->ops->num_queues || t.size > d->ops->queue_max ||
+				      virtq_enable(&t, d->mem) < 0))
+			return -EINVAL;
+	}
 	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		struct virtq *q = &d->vq[i];
 
@@ -367,6 +380,7 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 		}
 	}
 	d->status = s->status;
+	d->broken = !!(s->status & VIRTIO_STATUS_NEEDS_RESET);
 	d->isr = s->isr;
 	d->config_generation = s->config_generation;
 	d->driver_features = s->driver_features;

@@ -92,13 +92,16 @@ static int add_buf(struct virtq_chain *c, const struct guest_mem *mem, const str
 
 int virtq_pop(struct virtq *q, struct virtq_chain *c)
 {
-	const uint8_t *avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
-	const uint8_t *table = gm_ptr(q->mem, q->desc_gpa, virtq_desc_bytes(q->size));
+	const uint8_t *avail, *table;
 	uint16_t avail_idx, idx;
 	uint32_t tsize = q->size, count = 0;
 	int indirect = 0, seen_write = 0;
 
-	if (!q->ready || !avail || !table)
+	if (!q->ready || !q->mem)
+		return -EINVAL;
+	avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	table = gm_ptr(q->mem, q->desc_gpa, virtq_desc_bytes(q->size));
+	if (!avail || !table)
 		return -EINVAL;
 	avail_idx = ld16(avail + 2);
 	if (avail_idx == q->last_avail)
@@ -148,11 +151,13 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c)
 
 int virtq_push(struct virtq *q, uint16_t head, uint32_t written)
 {
-	uint8_t *used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
-	uint8_t *elem;
+	uint8_t *used, *elem;
 	uint32_t id = head;
 
-	if (!q->ready || !used || head >= q->size)
+	if (!q->ready || !q->mem || head >= q->size)
+		return -EINVAL;
+	used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	if (!used)
 		return -EINVAL;
 	elem = used + USED_RING + (size_t)USED_ELEM * (q->used_idx % q->size);
 	memcpy(elem, &id, 4);
@@ -164,11 +169,14 @@ int virtq_push(struct virtq *q, uint16_t head, uint32_t written)
 
 int virtq_need_interrupt(struct virtq *q)
 {
-	const uint8_t *avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	const uint8_t *avail;
 	uint16_t old = q->signalled_used, now = q->used_idx;
 	int need;
 
-	if (!q->ready || !avail)
+	if (!q->ready || !q->mem)
+		return 0;
+	avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	if (!avail)
 		return 0;
 	/* Our used->idx store must be visible before we read the guest's wish. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -189,9 +197,12 @@ int virtq_need_interrupt(struct virtq *q)
 
 void virtq_set_avail_event(struct virtq *q)
 {
-	uint8_t *used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	uint8_t *used;
 
-	if (q->ready && used && q->event_idx)
+	if (!q->ready || !q->mem || !q->event_idx)
+		return;
+	used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	if (used)
 		st16(used + USED_RING + (size_t)USED_ELEM * q->size, q->last_avail);
 }
 

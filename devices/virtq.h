@@ -19,7 +19,7 @@
 #include "guest_mem.h"
 
 #define VIRTQ_MAX_SIZE 1024 /* largest queue a device offers */
-#define VIRTQ_MAX_CHAIN 256 /* buffers in one chain kiln accepts */
+#define VIRTQ_MAX_CHAIN 256 /* readable (and, separately, writable) buffers per chain */
 
 /* Descriptor flags and ring flags (virtio 1.2, 2.7.5, 2.7.6, 2.7.8). */
 #define VIRTQ_DESC_F_NEXT 1
