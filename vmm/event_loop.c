@@ -55,7 +55,10 @@ int event_loop_create(struct event_loop **out)
 	return 0;
 }
 
-int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx)
+/* Register fd; timer_fn/timer_ctx are set under the same lock, before epoll
+ * can report the fd, so a timer cannot fire without its callback. */
+static int add_watch(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx,
+		     void (*timer_fn)(void *), void *timer_ctx)
 {
 	struct epoll_event ev = { .events = events };
 	struct watch *w;
@@ -76,6 +79,8 @@ int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, 
 	w->fd = fd;
 	w->fn = fn;
 	w->ctx = ctx;
+	w->timer_fn = timer_fn;
+	w->timer_ctx = timer_ctx;
 	ev.data.ptr = w;
 	if (epoll_ctl(l->epfd, op, fd, &ev) < 0) {
 		int err = errno;
@@ -87,6 +92,11 @@ int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, 
 	}
 	pthread_mutex_unlock(&l->lock);
 	return 0;
+}
+
+int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx)
+{
+	return add_watch(l, fd, events, fn, ctx, NULL, NULL);
 }
 
 int event_loop_mod(struct event_loop *l, int fd, uint32_t events)
@@ -148,7 +158,6 @@ int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), v
 {
 	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	struct watch *w;
 	int err;
 
 	if (fd < 0)
@@ -158,17 +167,10 @@ int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), v
 		close(fd);
 		return err;
 	}
-	if ((err = event_loop_add(l, fd, EPOLLIN, timer_fired, l))) {
+	if ((err = add_watch(l, fd, EPOLLIN, timer_fired, l, fn, ctx))) {
 		close(fd);
 		return err;
 	}
-	pthread_mutex_lock(&l->lock);
-	w = find(l, fd);
-	if (w) {
-		w->timer_fn = fn;
-		w->timer_ctx = ctx;
-	}
-	pthread_mutex_unlock(&l->lock);
 	return 0;
 }
 

@@ -17,7 +17,8 @@ void gm_layout(struct guest_mem *gm, uint64_t size)
 /*
  * Anonymous memory whose start is 2 MiB aligned: only then can the host
  * back it with transparent huge pages that KVM maps into the guest as 2 MiB
- * pages (one nested page fault per 2 MiB instead of per 4 KiB).
+ * pages (one nested page fault per 2 MiB instead of per 4 KiB), when the
+ * host's THP policy gives them.
  */
 static void *map_aligned(uint64_t size)
 {
@@ -51,8 +52,14 @@ int gm_map(struct guest_mem *gm, uint64_t size, int hugepages)
 		return -errno;
 	/* Guest RAM must not leak into a core dump of the VMM. */
 	madvise(p, size, MADV_DONTDUMP);
-	if (!hugepages)
-		madvise(p, size, MADV_HUGEPAGE);
+	/*
+	 * No MADV_HUGEPAGE: with the kernel's default THP defrag policy it makes
+	 * every first touch of a 2 MiB region eligible for direct compaction,
+	 * a latency spike on a busy host (and, in the nested harness, stalls
+	 * that looked like hangs). The 2 MiB alignment still lets a host with
+	 * THP "always" use huge pages when they are free; --hugepages
+	 * guarantees them.
+	 */
 	gm->host = p;
 	gm->hugepages = hugepages;
 	gm_layout(gm, size);

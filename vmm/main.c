@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -32,6 +33,14 @@ static const char usage[] =
 	"  --console            serial console on stdin/stdout (off by default: every\n"
 	"                       byte is a VM exit)\n"
 	"  --boot-timeline[=json]  print the boot timeline on stderr when the VM ends\n"
+	"  --disk PATH[,ro][,overlay=OVL][,serial=ID]\n"
+	"                       virtio-blk on a raw image; with overlay=, PATH is a\n"
+	"                       read-only base and writes go to the copy-on-write\n"
+	"                       overlay OVL (created if missing). Without --initrd the\n"
+	"                       first disk is the root filesystem (root=/dev/vda)\n"
+	"  --share DIR:TAG[:ro] virtio-fs: host directory DIR as mount tag TAG\n"
+	"  --vsock PATH[,cid=N] virtio-vsock; host side is the Unix socket PATH\n"
+	"                       (CONNECT <port> protocol), guest CID N (default 3)\n"
 	"  --net tap=NAME[,mac=MAC]  virtio-net on TAP device NAME (created if missing;\n"
 	"                       needs CAP_NET_ADMIN); MAC random unless given\n"
 	"  --no-rng             no virtio-rng device (on by default: entropy from getrandom)\n"
@@ -52,6 +61,18 @@ static int parse_u64(const char *s, unsigned long long *out)
 	return (errno || *end) ? -1 : 0;
 }
 
+/* virtio-fs holds one host fd per guest inode it knows: allow as many as
+ * the hard limit does. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "kiln-vmm: ");
@@ -63,7 +84,7 @@ static int bad_usage(const char *fmt, const char *arg)
 int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
-	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET };
+	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -76,6 +97,9 @@ int main(int argc, char **argv)
 		{ "verbose", no_argument, 0, OPT_VERBOSE },
 		{ "no-rng", no_argument, 0, OPT_NO_RNG },
 		{ "net", required_argument, 0, OPT_NET },
+		{ "disk", required_argument, 0, OPT_DISK },
+		{ "share", required_argument, 0, OPT_SHARE },
+		{ "vsock", required_argument, 0, OPT_VSOCK },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -139,6 +163,24 @@ int main(int argc, char **argv)
 			if (devspec_net(optarg, &cfg.net[cfg.nnet++], &err))
 				return bad_usage("%s", err.msg);
 			break;
+		case OPT_DISK:
+			if (cfg.ndisk == KILN_MAX_DISKS)
+				return bad_usage("--disk: at most %s disks", "8");
+			if (devspec_disk(optarg, &cfg.disk[cfg.ndisk++], &err))
+				return bad_usage("%s", err.msg);
+			break;
+		case OPT_SHARE:
+			if (cfg.nshare == KILN_MAX_SHARES)
+				return bad_usage("--share: at most %s shares", "8");
+			if (devspec_share(optarg, &cfg.share[cfg.nshare++], &err))
+				return bad_usage("%s", err.msg);
+			break;
+		case OPT_VSOCK:
+			if (cfg.vsock.uds)
+				return bad_usage("--vsock: given twice%s", "");
+			if (devspec_vsock(optarg, &cfg.vsock, &err))
+				return bad_usage("%s", err.msg);
+			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", KILN_VERSION);
 			return EXIT_OK;
@@ -153,6 +195,7 @@ int main(int argc, char **argv)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
 	if (!cfg.kernel)
 		return bad_usage("%sno kernel given: pass --kernel PATH", "");
+	raise_fd_limit();
 	if (console) {
 		cfg.console_out_fd = STDOUT_FILENO;
 		cfg.console_in_fd = STDIN_FILENO;

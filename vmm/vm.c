@@ -18,7 +18,10 @@
 #include "kvm.h"
 #include "layout.h"
 #include "mptable.h"
+#include "virtio_blk.h"
+#include "virtio_fs.h"
 #include "virtio_net.h"
+#include "virtio_vsock.h"
 #include "virtio_rng.h"
 #include "vm_internal.h"
 
@@ -272,6 +275,33 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 
 	if (vm->cfg.rng) {
 		if ((err = virtio_rng_create(&d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	for (int i = 0; i < vm->cfg.ndisk; i++) {
+		const struct kiln_disk_cfg *c = &vm->cfg.disk[i];
+		struct virtio_blk_params p = {
+			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
+			.create_overlay = 1, .serial = c->serial,
+		};
+
+		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	/* Without an initramfs the first disk is the root filesystem. */
+	if (vm->cfg.ndisk && !vm->cfg.initrd)
+		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
+	for (int i = 0; i < vm->cfg.nshare; i++) {
+		const struct kiln_share_cfg *c = &vm->cfg.share[i];
+		struct virtio_fs_config fc = { .dir = c->host_dir, .tag = c->tag, .read_only = c->read_only };
+
+		if ((err = virtio_fs_create(&fc, &d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	if (vm->cfg.vsock.uds) {
+		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid, .uds_path = vm->cfg.vsock.uds };
+
+		if ((err = ensure_loop(vm, e)) || (err = virtio_vsock_create(&vc, vm->loop, &d, e)) ||
+		    (err = add_virtio(vm, d, e)))
 			return err;
 	}
 	for (int i = 0; i < vm->cfg.nnet; i++) {

@@ -39,6 +39,11 @@ struct kiln_vm_config {
 	int rng;              /* attach a virtio-rng device */
 	int nnet;
 	struct kiln_net_cfg net[KILN_MAX_NETS];
+	int ndisk;            /* without an initrd, disk 0 is the root (/dev/vda) */
+	struct kiln_disk_cfg disk[KILN_MAX_DISKS];
+	int nshare;
+	struct kiln_share_cfg share[KILN_MAX_SHARES];
+	struct kiln_vsock_cfg vsock; /* uds == NULL: no vsock device */
 };
 
 enum kiln_exit {

@@ -1,0 +1,937 @@
+/*
+ * fuse_server: FUSE requests built byte by byte, as a guest kernel (or a
+ * hostile guest) would send them, against a share in a mkdtemp() directory
+ * that also holds a file *outside* the share. Round trips check the host
+ * side too; escapes through "..", '/' and symlinks must fail with the exact
+ * errno, and so must every kind of malformed request.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/fuse.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fuse_server.h"
+
+#define BUF (FUSE_SERVER_MAX_REPLY)
+
+struct fx {
+	char base[64]; /* mkdtemp: holds share/ and secret */
+	char share[96];
+	char secret[96]; /* outside the share: must stay unreachable */
+	struct fuse_server *s;
+	uint8_t in[BUF];
+	uint8_t out[BUF];
+	long out_len;
+	uint64_t unique;
+	int fds; /* open before the server: all must be closed again after */
+};
+
+/* ---- request builders ---- */
+
+/* Header + fixed argument + up to two NUL-terminated names. */
+static size_t build(struct fx *f, uint32_t op, uint64_t nodeid, const void *arg, size_t alen,
+		    const char *n1, const char *n2)
+{
+	struct fuse_in_header h = { .opcode = op, .nodeid = nodeid, .unique = ++f->unique };
+	size_t len = sizeof(h);
+
+	if (alen)
+		memcpy(f->in + len, arg, alen);
+	len += alen;
+	if (n1) {
+		memcpy(f->in + len, n1, strlen(n1) + 1);
+		len += strlen(n1) + 1;
+	}
+	if (n2) {
+		memcpy(f->in + len, n2, strlen(n2) + 1);
+		len += strlen(n2) + 1;
+	}
+	h.len = (uint32_t)len;
+	memcpy(f->in, &h, sizeof(h));
+	return len;
+}
+
+/* Send f->in[0, len) with reply room `cap`; returns the reply's error and
+ * checks the header is consistent. */
+static int32_t send_cap(struct fx *f, size_t len, size_t cap)
+{
+	struct fuse_out_header oh;
+
+	f->out_len = fuse_server_handle(f->s, f->in, len, f->out, cap);
+	assert_true(f->out_len >= (long)sizeof(oh));
+	assert_true((size_t)f->out_len <= cap);
+	memcpy(&oh, f->out, sizeof(oh));
+	assert_int_equal(oh.len, f->out_len);
+	if (oh.error)
+		assert_int_equal(oh.len, sizeof(oh)); /* errors carry no body */
+	return oh.error;
+}
+
+static int32_t send_req(struct fx *f, size_t len)
+{
+	return send_cap(f, len, BUF);
+}
+
+static const void *body(struct fx *f)
+{
+	return f->out + sizeof(struct fuse_out_header);
+}
+
+static size_t body_len(struct fx *f)
+{
+	return (size_t)f->out_len - sizeof(struct fuse_out_header);
+}
+
+static int32_t do_init(struct fx *f)
+{
+	struct fuse_init_in in = {
+		.major = 7, .minor = 38, .max_readahead = 131072, .flags = 0xffffffffu
+	};
+
+	return send_req(f, build(f, FUSE_INIT, 0, &in, sizeof(in), NULL, NULL));
+}
+
+static int32_t lookup(struct fx *f, uint64_t dir, const char *name, struct fuse_entry_out *eo)
+{
+	int32_t err = send_req(f, build(f, FUSE_LOOKUP, dir, NULL, 0, name, NULL));
+
+	if (!err) {
+		assert_int_equal(body_len(f), sizeof(*eo));
+		memcpy(eo, body(f), sizeof(*eo));
+	}
+	return err;
+}
+
+static int32_t create(struct fx *f, uint64_t dir, const char *name, uint32_t flags, uint32_t mode,
+		      struct fuse_entry_out *eo, uint64_t *fh)
+{
+	struct fuse_create_in in = { .flags = flags, .mode = S_IFREG | mode };
+	struct fuse_open_out oo;
+	int32_t err = send_req(f, build(f, FUSE_CREATE, dir, &in, sizeof(in), name, NULL));
+
+	if (!err) {
+		assert_int_equal(body_len(f), sizeof(*eo) + sizeof(oo));
+		memcpy(eo, body(f), sizeof(*eo));
+		memcpy(&oo, (const uint8_t *)body(f) + sizeof(*eo), sizeof(oo));
+		*fh = oo.fh;
+	}
+	return err;
+}
+
+static int32_t open_node(struct fx *f, uint32_t op, uint64_t node, uint32_t flags, uint64_t *fh)
+{
+	struct fuse_open_in in = { .flags = flags };
+	struct fuse_open_out oo;
+	int32_t err = send_req(f, build(f, op, node, &in, sizeof(in), NULL, NULL));
+
+	if (!err) {
+		memcpy(&oo, body(f), sizeof(oo));
+		*fh = oo.fh;
+	}
+	return err;
+}
+
+static int32_t write_fh(struct fx *f, uint64_t node, uint64_t fh, uint64_t off, const char *data)
+{
+	struct fuse_write_in in = { .fh = fh, .offset = off, .size = (uint32_t)strlen(data) };
+
+	/* The data follows the fixed argument like a name would, minus the NUL. */
+	size_t len = build(f, FUSE_WRITE, node, &in, sizeof(in), NULL, NULL);
+	struct fuse_in_header h;
+
+	memcpy(f->in + len, data, strlen(data));
+	len += strlen(data);
+	memcpy(&h, f->in, sizeof(h));
+	h.len = (uint32_t)len;
+	memcpy(f->in, &h, sizeof(h));
+	return send_req(f, len);
+}
+
+static int32_t read_fh(struct fx *f, uint32_t op, uint64_t node, uint64_t fh, uint64_t off,
+		       uint32_t size)
+{
+	struct fuse_read_in in = { .fh = fh, .offset = off, .size = size };
+
+	return send_req(f, build(f, op, node, &in, sizeof(in), NULL, NULL));
+}
+
+static int32_t release(struct fx *f, uint32_t op, uint64_t node, uint64_t fh)
+{
+	struct fuse_release_in in = { .fh = fh };
+
+	return send_req(f, build(f, op, node, &in, sizeof(in), NULL, NULL));
+}
+
+static int32_t getattr(struct fx *f, uint64_t node, struct fuse_attr *a)
+{
+	struct fuse_getattr_in in = { 0 };
+	struct fuse_attr_out ao;
+	int32_t err = send_req(f, build(f, FUSE_GETATTR, node, &in, sizeof(in), NULL, NULL));
+
+	if (!err) {
+		memcpy(&ao, body(f), sizeof(ao));
+		*a = ao.attr;
+	}
+	return err;
+}
+
+static int32_t mkdir_at(struct fx *f, uint64_t dir, const char *name, struct fuse_entry_out *eo)
+{
+	struct fuse_mkdir_in in = { .mode = 0755 };
+	int32_t err = send_req(f, build(f, FUSE_MKDIR, dir, &in, sizeof(in), name, NULL));
+
+	if (!err)
+		memcpy(eo, body(f), sizeof(*eo));
+	return err;
+}
+
+static int32_t rename_at(struct fx *f, uint32_t op, uint64_t dir, const char *from, uint64_t newdir,
+			 const char *to, uint32_t flags)
+{
+	struct fuse_rename2_in in = { .newdir = newdir, .flags = flags };
+	size_t alen = op == FUSE_RENAME ? sizeof(struct fuse_rename_in) : sizeof(in);
+
+	return send_req(f, build(f, op, dir, &in, alen, from, to));
+}
+
+static int32_t setattr(struct fx *f, uint64_t node, const struct fuse_setattr_in *in,
+		       struct fuse_attr *a)
+{
+	struct fuse_attr_out ao;
+	int32_t err = send_req(f, build(f, FUSE_SETATTR, node, in, sizeof(*in), NULL, NULL));
+
+	if (!err && a) {
+		memcpy(&ao, body(f), sizeof(ao));
+		*a = ao.attr;
+	}
+	return err;
+}
+
+static void forget(struct fx *f, uint64_t node, uint64_t n)
+{
+	struct fuse_forget_in in = { .nlookup = n };
+	size_t len = build(f, FUSE_FORGET, node, &in, sizeof(in), NULL, NULL);
+
+	assert_int_equal(fuse_server_handle(f->s, f->in, len, f->out, BUF), 0);
+}
+
+/* ---- host side ---- */
+
+static void put_file(const char *path, const char *data)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(data, fp);
+	fclose(fp);
+}
+
+static char *host_path(struct fx *f, const char *rel)
+{
+	static char p[256];
+
+	snprintf(p, sizeof(p), "%s/%s", f->share, rel);
+	return p;
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	assert_non_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static int fx_setup(void **state, int read_only)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct kiln_error e = { { 0 } };
+
+	assert_non_null(f);
+	strcpy(f->base, "/tmp/kiln-fuse-XXXXXX");
+	assert_non_null(mkdtemp(f->base));
+	snprintf(f->share, sizeof(f->share), "%s/share", f->base);
+	snprintf(f->secret, sizeof(f->secret), "%s/secret", f->base);
+	assert_int_equal(mkdir(f->share, 0755), 0);
+	put_file(f->secret, "outside the share\n");
+	put_file(host_path(f, "existing"), "old contents\n");
+	f->fds = count_fds();
+	assert_int_equal(fuse_server_open(&f->s, f->share, read_only, &e), 0);
+	*state = f;
+	return 0;
+}
+
+static int setup_rw(void **state)
+{
+	return fx_setup(state, 0);
+}
+
+static int setup_ro(void **state)
+{
+	return fx_setup(state, 1);
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	int want = f->fds, fds;
+
+	fuse_server_close(f->s);
+	fds = count_fds();
+	nftw(f->base, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	assert_int_equal(fds, want); /* every node and handle closed */
+	return 0;
+}
+
+/* Names of a READDIR(PLUS) reply as "|a|b|", plus the nodeid of `want`. */
+static void dir_names(struct fx *f, int plus, char *names, size_t cap, const char *want,
+		      uint64_t *want_node, uint64_t *dot_node)
+{
+	size_t pos = 0, len = body_len(f);
+
+	strcpy(names, "|");
+	while (pos < len) {
+		struct fuse_entry_out eo = { 0 };
+		struct fuse_dirent d;
+		char name[256];
+
+		if (plus) {
+			memcpy(&eo, (const uint8_t *)body(f) + pos, sizeof(eo));
+			pos += sizeof(eo);
+		}
+		memcpy(&d, (const uint8_t *)body(f) + pos, sizeof(d));
+		assert_true(d.namelen < sizeof(name));
+		memcpy(name, (const uint8_t *)body(f) + pos + FUSE_NAME_OFFSET, d.namelen);
+		name[d.namelen] = 0;
+		pos += FUSE_DIRENT_ALIGN(FUSE_NAME_OFFSET + d.namelen);
+		if (want && !strcmp(name, want))
+			*want_node = eo.nodeid;
+		if (!strcmp(name, ".") && dot_node)
+			*dot_node = eo.nodeid;
+		strncat(names, name, cap - strlen(names) - 1);
+		strncat(names, "|", cap - strlen(names) - 1);
+	}
+	assert_int_equal(pos, len);
+}
+
+/* ---- tests ---- */
+
+/* INIT negotiates 7.38, caps max_write, and advertises only what exists. */
+static void test_init(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_init_out io;
+	struct fuse_init_in old = { .major = 7, .minor = 11 };
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(body_len(f), sizeof(io));
+	memcpy(&io, body(f), sizeof(io));
+	assert_int_equal(io.major, 7);
+	assert_int_equal(io.minor, FUSE_KERNEL_MINOR_VERSION);
+	assert_int_equal(io.max_write, FUSE_SERVER_MAX_WRITE);
+	assert_int_equal(io.max_pages, FUSE_SERVER_MAX_WRITE / 4096);
+	assert_int_equal(io.max_readahead, 131072);
+	assert_true(io.flags & FUSE_DO_READDIRPLUS);
+	assert_true(io.flags & FUSE_MAX_PAGES);
+	/* Not implemented, so never advertised even when offered. */
+	assert_false(io.flags &
+		     (FUSE_POSIX_LOCKS | FUSE_FLOCK_LOCKS | FUSE_WRITEBACK_CACHE |
+		      FUSE_EXPORT_SUPPORT | FUSE_SUBMOUNTS | FUSE_INIT_EXT | FUSE_MAP_ALIGNMENT |
+		      FUSE_DONT_MASK | FUSE_POSIX_ACL | FUSE_SPLICE_READ));
+	assert_true(fuse_server_active(f->s));
+	/* Protocols older than 7.12 use other struct sizes: refused. */
+	assert_int_equal(send_req(f, build(f, FUSE_INIT, 0, &old, sizeof(old), NULL, NULL)),
+			 -EPROTO);
+	/* DESTROY ends the session; requests other than INIT then get EIO. */
+	assert_int_equal(send_req(f, build(f, FUSE_DESTROY, 0, NULL, 0, NULL, NULL)), 0);
+	assert_false(fuse_server_active(f->s));
+	assert_int_equal(
+		send_req(f, build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL)), -EIO);
+}
+
+/* CREATE, WRITE, READ, GETATTR, LOOKUP, OPEN: the bytes land on the host. */
+static void test_file_round_trip(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out eo, eo2;
+	struct fuse_attr a;
+	struct fuse_write_out wo;
+	uint64_t fh, fh2;
+	char buf[64] = { 0 };
+	FILE *fp;
+	struct stat st;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "hello.txt", O_RDWR, 0644, &eo, &fh), 0);
+	assert_true(S_ISREG(eo.attr.mode));
+	assert_int_equal(eo.attr.mode & 07777, 0644);
+	assert_int_equal(write_fh(f, eo.nodeid, fh, 0, "hello, world"), 0);
+	memcpy(&wo, body(f), sizeof(wo));
+	assert_int_equal(wo.size, 12);
+	assert_int_equal(read_fh(f, FUSE_READ, eo.nodeid, fh, 7, 100), 0);
+	assert_int_equal(body_len(f), 5);
+	assert_memory_equal(body(f), "world", 5);
+	assert_int_equal(release(f, FUSE_RELEASE, eo.nodeid, fh), 0);
+
+	fp = fopen(host_path(f, "hello.txt"), "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(buf, sizeof(buf), fp));
+	fclose(fp);
+	assert_string_equal(buf, "hello, world");
+	assert_int_equal(stat(host_path(f, "hello.txt"), &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+
+	/* The same inode: the same node id, one more lookup. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "hello.txt", &eo2), 0);
+	assert_int_equal(eo2.nodeid, eo.nodeid);
+	assert_int_equal(eo2.attr.size, 12);
+	assert_int_equal(getattr(f, eo.nodeid, &a), 0);
+	assert_int_equal(a.size, 12);
+	assert_int_equal(a.ino, st.st_ino);
+
+	/* A file the host made is there too, and reads back. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &eo2), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, eo2.nodeid, O_RDONLY, &fh2), 0);
+	assert_int_equal(read_fh(f, FUSE_READ, eo2.nodeid, fh2, 0, 4096), 0);
+	assert_int_equal(body_len(f), strlen("old contents\n"));
+	assert_memory_equal(body(f), "old contents\n", body_len(f));
+	/* OPEN of a directory is OPENDIR's job. */
+	assert_int_equal(open_node(f, FUSE_OPEN, FUSE_ROOT_ID, O_RDONLY, &fh), -EISDIR);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "missing", &eo2), -ENOENT);
+}
+
+/* MKDIR, CREATE inside it, READDIR and READDIRPLUS, RELEASEDIR. */
+static void test_mkdir_readdir(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out d, x;
+	uint64_t fh, dh, node = 0, dot = 1;
+	char names[512];
+	struct stat st;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(mkdir_at(f, FUSE_ROOT_ID, "dir", &d), 0);
+	assert_true(S_ISDIR(d.attr.mode));
+	assert_int_equal(stat(host_path(f, "dir"), &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(mkdir_at(f, FUSE_ROOT_ID, "dir", &d), -EEXIST);
+	assert_int_equal(create(f, d.nodeid, "inner", O_WRONLY, 0600, &x, &fh), 0);
+	assert_int_equal(release(f, FUSE_RELEASE, x.nodeid, fh), 0);
+	assert_int_equal(access(host_path(f, "dir/inner"), F_OK), 0);
+
+	assert_int_equal(open_node(f, FUSE_OPENDIR, FUSE_ROOT_ID, 0, &dh), 0);
+	assert_int_equal(read_fh(f, FUSE_READDIR, FUSE_ROOT_ID, dh, 0, 4096), 0);
+	dir_names(f, 0, names, sizeof(names), NULL, NULL, NULL);
+	assert_non_null(strstr(names, "|dir|"));
+	assert_non_null(strstr(names, "|existing|"));
+	assert_non_null(strstr(names, "|.|"));
+	assert_non_null(strstr(names, "|..|"));
+	assert_null(strstr(names, "inner"));
+
+	/* READDIRPLUS: a real node for "dir", none for ".". */
+	assert_int_equal(read_fh(f, FUSE_READDIRPLUS, FUSE_ROOT_ID, dh, 0, 4096), 0);
+	dir_names(f, 1, names, sizeof(names), "dir", &node, &dot);
+	assert_int_equal(node, d.nodeid);
+	assert_int_equal(dot, 0);
+
+	/* A buffer for one entry: the guest resumes from the offset it got. */
+	assert_int_equal(read_fh(f, FUSE_READDIR, FUSE_ROOT_ID, dh, 0, 40), 0);
+	assert_int_equal(body_len(f) > 0 && body_len(f) <= 40, 1);
+	assert_int_equal(release(f, FUSE_RELEASEDIR, FUSE_ROOT_ID, dh), 0);
+	/* OPENDIR of a file is refused. */
+	assert_int_equal(open_node(f, FUSE_OPENDIR, x.nodeid, 0, &dh), -ENOTDIR);
+}
+
+/* RENAME, RENAME2 NOREPLACE, UNLINK, RMDIR, LINK, SYMLINK, READLINK. */
+static void test_namespace_ops(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out a, d, l, s;
+	struct fuse_link_in li;
+	uint64_t fh;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "a", O_WRONLY, 0644, &a, &fh), 0);
+	assert_int_equal(release(f, FUSE_RELEASE, a.nodeid, fh), 0);
+	assert_int_equal(mkdir_at(f, FUSE_ROOT_ID, "d", &d), 0);
+
+	assert_int_equal(rename_at(f, FUSE_RENAME, FUSE_ROOT_ID, "a", d.nodeid, "b", 0), 0);
+	assert_int_equal(access(host_path(f, "a"), F_OK), -1);
+	assert_int_equal(access(host_path(f, "d/b"), F_OK), 0);
+	assert_int_equal(rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "existing",
+				   RENAME_NOREPLACE),
+			 -EEXIST);
+	assert_int_equal(
+		rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c", RENAME_WHITEOUT),
+		-EINVAL);
+	assert_int_equal(
+		rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c", RENAME_NOREPLACE), 0);
+	assert_int_equal(access(host_path(f, "c"), F_OK), 0);
+
+	li.oldnodeid = a.nodeid;
+	assert_int_equal(send_req(f, build(f, FUSE_LINK, d.nodeid, &li, sizeof(li), "hard", NULL)),
+			 0);
+	memcpy(&l, body(f), sizeof(l));
+	assert_int_equal(l.nodeid, a.nodeid);
+	assert_int_equal(l.attr.nlink, 2);
+
+	assert_int_equal(
+		send_req(f, build(f, FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "sym", "d/hard")), 0);
+	memcpy(&s, body(f), sizeof(s));
+	assert_true(S_ISLNK(s.attr.mode));
+	assert_int_equal(send_req(f, build(f, FUSE_READLINK, s.nodeid, NULL, 0, NULL, NULL)), 0);
+	assert_int_equal(body_len(f), 6);
+	assert_memory_equal(body(f), "d/hard", 6);
+	assert_int_equal(send_req(f, build(f, FUSE_READLINK, a.nodeid, NULL, 0, NULL, NULL)),
+			 -EINVAL);
+
+	assert_int_equal(send_req(f, build(f, FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, "d", NULL)),
+			 -ENOTEMPTY);
+	assert_int_equal(send_req(f, build(f, FUSE_UNLINK, d.nodeid, NULL, 0, "hard", NULL)), 0);
+	assert_int_equal(send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "c", NULL)), 0);
+	assert_int_equal(send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "sym", NULL)), 0);
+	assert_int_equal(send_req(f, build(f, FUSE_RMDIR, FUSE_ROOT_ID, NULL, 0, "d", NULL)), 0);
+	assert_int_equal(access(host_path(f, "d"), F_OK), -1);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "c", &a), -ENOENT);
+}
+
+/* SETATTR: mode (set-id stripped), size, explicit and NOW times. */
+static void test_setattr(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_setattr_in in = { 0 };
+	struct fuse_entry_out e;
+	struct fuse_attr a;
+	struct stat st;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	in.valid = FATTR_MODE;
+	in.mode = S_IFREG | S_ISUID | S_ISGID | 0640;
+	assert_int_equal(setattr(f, e.nodeid, &in, &a), 0);
+	assert_int_equal(a.mode & 07777, 0640);
+	in.valid = FATTR_SIZE | FATTR_MTIME | FATTR_ATIME;
+	in.size = 3;
+	in.mtime = 1000000;
+	in.mtimensec = 5;
+	in.atime = 2000000;
+	assert_int_equal(setattr(f, e.nodeid, &in, &a), 0);
+	assert_int_equal(a.size, 3);
+	assert_int_equal(a.mtime, 1000000);
+	assert_int_equal(stat(host_path(f, "existing"), &st), 0);
+	assert_int_equal(st.st_size, 3);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(st.st_mtim.tv_sec, 1000000);
+	assert_int_equal(st.st_mtim.tv_nsec, 5);
+	assert_int_equal(st.st_atim.tv_sec, 2000000);
+	in.valid = FATTR_MTIME | FATTR_MTIME_NOW;
+	assert_int_equal(setattr(f, e.nodeid, &in, &a), 0);
+	assert_true(a.mtime > 1000000);
+	assert_int_equal(a.atime, 2000000); /* untouched: UTIME_OMIT */
+	/* A handle of another node: refused, nothing truncated. */
+	in.valid = FATTR_SIZE | FATTR_FH;
+	in.fh = 12345;
+	in.size = 0;
+	assert_int_equal(setattr(f, e.nodeid, &in, NULL), -EBADF);
+	assert_int_equal(stat(host_path(f, "existing"), &st), 0);
+	assert_int_equal(st.st_size, 3);
+	/* Truncating a directory. */
+	in.valid = FATTR_SIZE;
+	assert_int_equal(setattr(f, FUSE_ROOT_ID, &in, NULL), -EISDIR);
+}
+
+/* "..", '/', "." and "" never name anything: the share root is a wall. */
+static void test_dotdot_escape(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e;
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	uint64_t fh;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "..", &e), -EINVAL);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "../secret", &e), -EINVAL);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, ".", &e), -EINVAL);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "", &e), -EINVAL);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "/etc/passwd", &e), -EINVAL);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "../planted", O_WRONLY, 0644, &e, &fh), -EINVAL);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "..", NULL)),
+		-EINVAL);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "../secret", NULL)),
+		-EINVAL);
+	assert_int_equal(
+		rename_at(f, FUSE_RENAME, FUSE_ROOT_ID, "existing", FUSE_ROOT_ID, "../moved", 0),
+		-EINVAL);
+	assert_int_equal(access(f->secret, F_OK), 0);
+	assert_int_equal(access(host_path(f, "existing"), F_OK), 0);
+	snprintf(f->secret, sizeof(f->secret), "%s/planted", f->base);
+	assert_int_equal(access(f->secret, F_OK), -1);
+}
+
+/* Symlinks in the share are nodes the guest reads, never paths the host
+ * follows: through a link to /etc or to "..", nothing outside is reached. */
+static void test_symlink_escape(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out etc, pw, up, out, e;
+	struct fuse_setattr_in sa = { .valid = FATTR_SIZE, .size = 0 };
+	char target[128];
+	uint64_t fh = 0;
+	struct stat st;
+
+	assert_int_equal(symlink("/etc", host_path(f, "etc")), 0);
+	assert_int_equal(symlink("/etc/passwd", host_path(f, "pw")), 0);
+	assert_int_equal(symlink("..", host_path(f, "up")), 0);
+	assert_int_equal(symlink(f->secret, host_path(f, "out")), 0);
+	snprintf(target, sizeof(target), "%s/planted", f->base);
+	assert_int_equal(symlink(target, host_path(f, "dangling")), 0);
+	assert_int_equal(do_init(f), 0);
+
+	/* The links themselves are visible as links. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "etc", &etc), 0);
+	assert_true(S_ISLNK(etc.attr.mode));
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "pw", &pw), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "up", &up), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "out", &out), 0);
+	/* Through them: nothing. */
+	assert_int_equal(lookup(f, etc.nodeid, "passwd", &e), -ENOTDIR);
+	assert_int_equal(lookup(f, up.nodeid, "secret", &e), -ENOTDIR);
+	assert_int_equal(open_node(f, FUSE_OPENDIR, etc.nodeid, 0, &fh), -ENOTDIR);
+	assert_int_equal(open_node(f, FUSE_OPEN, pw.nodeid, O_RDONLY, &fh), -ELOOP);
+	assert_int_equal(open_node(f, FUSE_OPEN, out.nodeid, O_RDWR, &fh), -ELOOP);
+	/* READLINK gives the link's text, not the file behind it. */
+	assert_int_equal(send_req(f, build(f, FUSE_READLINK, pw.nodeid, NULL, 0, NULL, NULL)), 0);
+	assert_int_equal(body_len(f), strlen("/etc/passwd"));
+	assert_memory_equal(body(f), "/etc/passwd", body_len(f));
+	/* Modifying through a link does not reach the target. */
+	assert_int_equal(setattr(f, out.nodeid, &sa, NULL), -EINVAL);
+	assert_int_equal(stat(f->secret, &st), 0);
+	assert_int_equal(st.st_size, strlen("outside the share\n"));
+	/* CREATE over a dangling link does not create its target. */
+	assert_int_equal(create(f, FUSE_ROOT_ID, "dangling", O_WRONLY, 0644, &e, &fh), -ELOOP);
+	assert_int_equal(access(target, F_OK), -1);
+	/* GETATTR of the link describes the link, not /etc/passwd. */
+	assert_int_equal(getattr(f, pw.nodeid, &e.attr), 0);
+	assert_true(S_ISLNK(e.attr.mode));
+	assert_int_equal(e.attr.size, strlen("/etc/passwd"));
+}
+
+/* A read-only share: every modifying opcode gets EROFS, reads still work. */
+static void test_read_only(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e, x;
+	struct fuse_setattr_in sa = { .valid = FATTR_SIZE };
+	struct fuse_mkdir_in mi = { .mode = 0755 };
+	struct fuse_rename_in ri = { .newdir = FUSE_ROOT_ID };
+	uint64_t fh;
+	struct stat st;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "new", O_WRONLY, 0644, &x, &fh), -EROFS);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d", NULL)),
+		-EROFS);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "existing", NULL)),
+		-EROFS);
+	assert_int_equal(setattr(f, e.nodeid, &sa, NULL), -EROFS);
+	assert_int_equal(send_req(f, build(f, FUSE_RENAME, FUSE_ROOT_ID, &ri, sizeof(ri),
+					   "existing", "moved")),
+			 -EROFS);
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_WRONLY, &fh), -EROFS);
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY | O_TRUNC, &fh), -EROFS);
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY, &fh), 0);
+	assert_int_equal(write_fh(f, e.nodeid, fh, 0, "x"), -EROFS);
+	assert_int_equal(read_fh(f, FUSE_READ, e.nodeid, fh, 0, 3), 0);
+	assert_memory_equal(body(f), "old", 3);
+	assert_int_equal(stat(host_path(f, "existing"), &st), 0);
+	assert_int_equal(st.st_size, strlen("old contents\n"));
+	assert_int_equal(access(host_path(f, "new"), F_OK), -1);
+}
+
+/* Malformed requests: each gets its exact errno (or no reply), no crash. */
+static void test_hostile_requests(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_in_header h;
+	struct fuse_out_header oh;
+	struct fuse_entry_out e;
+	size_t len;
+
+	assert_int_equal(do_init(f), 0);
+	/* Shorter than a header: EINVAL, with unique 0 (there is none). */
+	len = build(f, FUSE_GETATTR, FUSE_ROOT_ID, NULL, 0, NULL, NULL);
+	assert_int_equal(send_req(f, 20), -EINVAL);
+	memcpy(&oh, f->out, sizeof(oh));
+	assert_int_equal(oh.unique, 0);
+	assert_int_equal(send_req(f, 0), -EINVAL);
+	/* header.len that lies about the request's size. */
+	len = build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL);
+	assert_int_equal(send_req(f, len - 1), -EINVAL);
+	memcpy(&oh, f->out, sizeof(oh));
+	assert_int_equal(oh.unique, f->unique);
+	memcpy(&h, f->in, sizeof(h));
+	h.len = 0xffffffffu;
+	memcpy(f->in, &h, sizeof(h));
+	assert_int_equal(send_req(f, len), -EINVAL);
+	/* Arguments too short for the opcode. */
+	assert_int_equal(send_req(f, build(f, FUSE_GETATTR, FUSE_ROOT_ID, "ab", 2, NULL, NULL)),
+			 -EINVAL);
+	assert_int_equal(send_req(f, build(f, FUSE_READ, FUSE_ROOT_ID, "abcd", 4, NULL, NULL)),
+			 -EINVAL);
+	assert_int_equal(send_req(f, build(f, FUSE_INIT, 0, "abcd", 4, NULL, NULL)), -EINVAL);
+	/* A name without its NUL (the last byte replaced). */
+	len = build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL);
+	f->in[len - 1] = 'x';
+	assert_int_equal(send_req(f, len), -EINVAL);
+	assert_int_equal(send_req(f, build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, NULL, NULL)),
+			 -EINVAL);
+	/* Extensions claimed beyond the end of the request. */
+	len = build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL);
+	memcpy(&h, f->in, sizeof(h));
+	h.total_extlen = 100;
+	memcpy(f->in, &h, sizeof(h));
+	assert_int_equal(send_req(f, len), -EINVAL);
+	/* Unknown and unimplemented opcodes. */
+	assert_int_equal(send_req(f, build(f, 999, FUSE_ROOT_ID, NULL, 0, NULL, NULL)), -ENOSYS);
+	assert_int_equal(send_req(f, build(f, 0, FUSE_ROOT_ID, NULL, 0, NULL, NULL)), -ENOSYS);
+	assert_int_equal(send_req(f, build(f, FUSE_IOCTL, FUSE_ROOT_ID, NULL, 0, NULL, NULL)),
+			 -ENOSYS);
+	assert_int_equal(send_req(f, build(f, CUSE_INIT, FUSE_ROOT_ID, NULL, 0, NULL, NULL)),
+			 -ENOSYS);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_GETXATTR, FUSE_ROOT_ID, "12345678", 8, "user.x", NULL)),
+		-ENOSYS);
+	/* WRITE claiming more data than it carries. */
+	{
+		struct fuse_write_in wi = { .fh = 0, .size = 100 };
+
+		assert_int_equal(send_req(f, build(f, FUSE_WRITE, FUSE_ROOT_ID, &wi, sizeof(wi),
+						   "abc", NULL)),
+				 -EINVAL);
+	}
+	/* BATCH_FORGET with a count beyond the request: ignored, no reply. */
+	{
+		struct fuse_batch_forget_in bf = { .count = 0x10000000 };
+
+		len = build(f, FUSE_BATCH_FORGET, 0, &bf, sizeof(bf), NULL, NULL);
+		assert_int_equal(fuse_server_handle(f->s, f->in, len, f->out, BUF), 0);
+	}
+	/* The server still works. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+}
+
+/* Reply room too small: ERANGE before any effect; none at all: no reply. */
+static void test_reply_too_small(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e, e2;
+	size_t len;
+	uint64_t fh;
+
+	assert_int_equal(do_init(f), 0);
+	len = build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL);
+	assert_int_equal(send_cap(f, len, sizeof(struct fuse_out_header) + 10), -ERANGE);
+	assert_int_equal(fuse_server_handle(f->s, f->in, len, f->out, 15), 0);
+	/* The refused LOOKUPs took no reference: one FORGET frees the node. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	forget(f, e.nodeid, 1);
+	assert_int_equal(getattr(f, e.nodeid, &e2.attr), -ENOENT);
+	/* CREATE refused for room creates nothing. */
+	{
+		struct fuse_create_in ci = { .flags = O_WRONLY, .mode = S_IFREG | 0644 };
+
+		len = build(f, FUSE_CREATE, FUSE_ROOT_ID, &ci, sizeof(ci), "nope", NULL);
+		assert_int_equal(send_cap(f, len, sizeof(struct fuse_out_header) + 130), -ERANGE);
+		assert_int_equal(access(host_path(f, "nope"), F_OK), -1);
+	}
+	/* READ with little room returns what fits. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY, &fh), 0);
+	len = build(f, FUSE_READ, e.nodeid, &(struct fuse_read_in){ .fh = fh, .size = 4096 },
+		    sizeof(struct fuse_read_in), NULL, NULL);
+	assert_int_equal(send_cap(f, len, sizeof(struct fuse_out_header) + 3), 0);
+	assert_int_equal(body_len(f), 3);
+	assert_memory_equal(body(f), "old", 3);
+}
+
+/* Made-up, stale and forgotten node ids; made-up, closed and wrong-kind fhs. */
+static void test_bogus_ids(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e, e2;
+	struct fuse_attr a;
+	uint64_t fh, dh;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(getattr(f, 0, &a), -ENOENT);
+	assert_int_equal(getattr(f, 12345, &a), -ENOENT);
+	assert_int_equal(getattr(f, 0xffffffffffffffffULL, &a), -ENOENT);
+	assert_int_equal(getattr(f, (1ULL << 32) | FUSE_ROOT_ID, &a), -ENOENT);
+	assert_int_equal(lookup(f, 999999, "existing", &e), -ENOENT);
+	/* Two lookups need two forgets; then the id is stale, and stays stale
+	 * when its slot is reused. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e2), 0);
+	assert_int_equal(e2.nodeid, e.nodeid);
+	forget(f, e.nodeid, 1);
+	assert_int_equal(getattr(f, e.nodeid, &a), 0);
+	forget(f, e.nodeid, 1);
+	assert_int_equal(getattr(f, e.nodeid, &a), -ENOENT);
+	forget(f, e.nodeid, 1); /* again: ignored */
+	forget(f, FUSE_ROOT_ID, 1000); /* the root is never forgotten */
+	assert_int_equal(getattr(f, FUSE_ROOT_ID, &a), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e2), 0);
+	assert_int_not_equal(e2.nodeid, e.nodeid);
+	assert_int_equal(getattr(f, e.nodeid, &a), -ENOENT);
+
+	/* File handles. */
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, 0, 0, 10), -EBADF);
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, 0xffffffffffULL, 0, 10), -EBADF);
+	assert_int_equal(write_fh(f, e2.nodeid, 7, 0, "x"), -EBADF);
+	assert_int_equal(open_node(f, FUSE_OPEN, e2.nodeid, O_RDONLY, &fh), 0);
+	assert_int_equal(open_node(f, FUSE_OPENDIR, FUSE_ROOT_ID, 0, &dh), 0);
+	assert_int_equal(read_fh(f, FUSE_READDIR, FUSE_ROOT_ID, fh, 0, 4096), -EBADF);
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, dh, 0, 10), -EBADF);
+	assert_int_equal(release(f, FUSE_RELEASE, e2.nodeid, dh), -EBADF);
+	assert_int_equal(release(f, FUSE_RELEASE, e2.nodeid, fh), 0);
+	assert_int_equal(release(f, FUSE_RELEASE, e2.nodeid, fh), -EBADF);
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, fh, 0, 10), -EBADF);
+	/* A new handle in the freed slot does not revive the old fh. */
+	assert_int_equal(open_node(f, FUSE_OPEN, e2.nodeid, O_RDONLY, &dh), 0);
+	assert_int_not_equal(dh, fh);
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, fh, 0, 10), -EBADF);
+	/* A new session (INIT) forgets everything of the old one. */
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(getattr(f, e2.nodeid, &a), -ENOENT);
+	assert_int_equal(read_fh(f, FUSE_READ, e2.nodeid, dh, 0, 10), -EBADF);
+}
+
+/* MKNOD: regular files and fifos yes, device nodes no; STATFS, ACCESS,
+ * FSYNC, LSEEK and FALLOCATE on a real handle. */
+static void test_misc_ops(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_mknod_in mn = { .mode = S_IFIFO | 0644 };
+	struct fuse_entry_out e;
+	struct fuse_statfs_out so;
+	struct fuse_access_in ai = { .mask = R_OK };
+	struct fuse_fsync_in fi;
+	struct fuse_lseek_in li;
+	struct fuse_fallocate_in fa;
+	uint64_t fh;
+	struct stat st;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "fifo", NULL)), 0);
+	memcpy(&e, body(f), sizeof(e));
+	assert_true(S_ISFIFO(e.attr.mode));
+	/* The guest opens fifos itself; the host never does (it would block). */
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY, &fh), -EACCES);
+	mn.mode = S_IFCHR | 0666;
+	mn.rdev = 0x0103; /* /dev/null's numbers */
+	assert_int_equal(
+		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "null", NULL)),
+		-EPERM);
+	assert_int_equal(lstat(host_path(f, "null"), &st), -1);
+	mn.mode = S_IFREG | 0600;
+	assert_int_equal(
+		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "reg", NULL)), 0);
+
+	assert_int_equal(send_req(f, build(f, FUSE_STATFS, FUSE_ROOT_ID, NULL, 0, NULL, NULL)), 0);
+	memcpy(&so, body(f), sizeof(so));
+	assert_true(so.st.bsize > 0 && so.st.namelen > 0);
+	assert_int_equal(
+		send_req(f, build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)), 0);
+	ai.mask = 0x100;
+	assert_int_equal(
+		send_req(f, build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)),
+		-EINVAL);
+
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDWR, &fh), 0);
+	fi = (struct fuse_fsync_in){ .fh = fh, .fsync_flags = FUSE_FSYNC_FDATASYNC };
+	assert_int_equal(send_req(f, build(f, FUSE_FSYNC, e.nodeid, &fi, sizeof(fi), NULL, NULL)),
+			 0);
+	fa = (struct fuse_fallocate_in){ .fh = fh, .offset = 0, .length = 65536 };
+	assert_int_equal(
+		send_req(f, build(f, FUSE_FALLOCATE, e.nodeid, &fa, sizeof(fa), NULL, NULL)), 0);
+	assert_int_equal(stat(host_path(f, "existing"), &st), 0);
+	assert_int_equal(st.st_size, 65536);
+	li = (struct fuse_lseek_in){ .fh = fh, .offset = 0, .whence = SEEK_END };
+	assert_int_equal(send_req(f, build(f, FUSE_LSEEK, e.nodeid, &li, sizeof(li), NULL, NULL)),
+			 0);
+	assert_int_equal(((const struct fuse_lseek_out *)body(f))->offset, 65536);
+	li.whence = 77;
+	assert_int_equal(send_req(f, build(f, FUSE_LSEEK, e.nodeid, &li, sizeof(li), NULL, NULL)),
+			 -EINVAL);
+	assert_int_equal(release(f, FUSE_RELEASE, e.nodeid, fh), 0);
+	fi.fh = fh;
+	assert_int_equal(send_req(f, build(f, FUSE_FSYNC, e.nodeid, &fi, sizeof(fi), NULL, NULL)),
+			 -EBADF);
+}
+
+/* fuse_server_open() refuses what it cannot serve, with a message. */
+static void test_open_errors(void **state)
+{
+	struct fuse_server *s = NULL;
+	struct kiln_error e = { { 0 } };
+
+	(void)state;
+	assert_int_equal(fuse_server_open(&s, "/nonexistent/kiln-share", 0, &e), -ENOENT);
+	assert_non_null(strstr(e.msg, "/nonexistent/kiln-share"));
+	assert_int_equal(fuse_server_open(&s, "/etc/passwd", 0, &e), -ENOTDIR);
+	assert_null(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_init, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_file_round_trip, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_mkdir_readdir, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_namespace_ops, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_setattr, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_dotdot_escape, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_escape, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_read_only, setup_ro, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_requests, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_too_small, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_bogus_ids, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_misc_ops, setup_rw, teardown),
+		cmocka_unit_test(test_open_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
