@@ -19,6 +19,7 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 KERNEL := $(BUILD)/kernel/bzImage
 VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
+TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all deps kernel rootfs test unit integration demo bench clean
 all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init kernel rootfs
@@ -49,6 +50,14 @@ rootfs: $(ROOTFS)
 $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs
 
+# The test image: minimal + guest-side test tools (tests/guest/).
+$(BUILD)/tests/kiln-vsock-test: tests/guest/kiln-vsock-test.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static -o $@ $<
+
+$(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(BUILD)/tests/kiln-vsock-test
+	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(BUILD)/tests/kiln-vsock-test
+
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c)
 $(BUILD)/obj-san/%.o: %.c
@@ -62,7 +71,7 @@ $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
 
-integration: all $(BUILD)/tests/triple-fault.elf
+integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
 	tests/harness/run tests/integration/run-all
 
 test: deps

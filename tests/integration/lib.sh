@@ -14,7 +14,8 @@ vmm() {
   o=$(mktemp) e=$(mktemp)
   rc=0
   timeout -k 5 "$BOOT_TIMEOUT" "$VMM" "$@" >"$o" 2>"$e" </dev/null || rc=$?
-  out=$(cat "$o") err=$(cat "$e")
+  # The serial console ends lines with CR LF.
+  out=$(tr -d '\r' <"$o") err=$(cat "$e")
   rm -f "$o" "$e"
 }
 
@@ -33,3 +34,5 @@ expect_err() { printf '%s\n' "$err" | grep -qE -- "$1" || fail "stderr lacks /$1
 expect_one_line_err() {
   [ "$(printf '%s\n' "$err" | grep -c .)" = 1 ] || fail "expected one line on stderr"
 }
+TEST_INITRD=build/rootfs/minimal-test.cpio
+ROOT_EXT4=build/rootfs/minimal.ext4

@@ -165,3 +165,125 @@ PY
   ip link del $tap
   expect_rc 0 && expect_out '^02:00:00:00:00:07' && expect_out '^PING-OK' && expect_out '^host-got:guest-hello'
 }
+
+test_boot_from_ext4_on_virtio_blk_and_data_survives_reboot() {
+  local d base_sum
+  d=$(mktemp -d)
+  cp "$ROOT_EXT4" "$d/root.ext4"
+  vmm --kernel "$VMLINUX" --disk "$d/root.ext4" --console \
+    --cmdline 'quiet kiln.exec="grep -c ^/dev/root.*ext4 /proc/mounts; echo persisted > /root/note; sync"'
+  expect_rc 0 && expect_out '^1$' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --disk "$d/root.ext4" --console --cmdline 'quiet kiln.exec="cat /root/note"'
+  rm -rf "$d"
+  expect_rc 0 && expect_out '^persisted$'
+}
+
+test_cow_overlays_share_a_base_and_never_touch_it() {
+  local d base_sum
+  d=$(mktemp -d)
+  cp "$ROOT_EXT4" "$d/base.ext4"
+  base_sum=$(sha256sum <"$d/base.ext4")
+  vmm --kernel "$VMLINUX" --disk "$d/base.ext4,overlay=$d/a.ovl" --console \
+    --cmdline 'quiet kiln.exec="echo from-a > /root/who; sync"'
+  expect_rc 0 || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --disk "$d/base.ext4,overlay=$d/b.ovl" --console \
+    --cmdline 'quiet kiln.exec="cat /root/who 2>&1; echo from-b > /root/who; sync"'
+  expect_rc 0 && expect_out 'No such file' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --disk "$d/base.ext4,overlay=$d/a.ovl" --console --cmdline 'quiet kiln.exec="cat /root/who"'
+  expect_rc 0 && expect_out '^from-a$' || { rm -rf "$d"; return 1; }
+  [ "$(sha256sum <"$d/base.ext4")" = "$base_sum" ] || { rm -rf "$d"; fail "the base image changed"; return 1; }
+  # The overlay is sparse: far smaller on disk than the 32 MiB disk.
+  [ "$(du -k "$d/a.ovl" | cut -f1)" -lt 16384 ] || { rm -rf "$d"; fail "overlay is not sparse"; return 1; }
+  rm -rf "$d"
+}
+
+test_read_only_disk_refuses_writes() {
+  local d
+  d=$(mktemp -d)
+  head -c 1048576 /dev/zero >"$d/data.img"
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --disk "$d/data.img,ro,serial=KILNRO" --console \
+    --cmdline 'quiet kiln.exec="cat /sys/block/vda/ro; echo x | dd of=/dev/vda 2>/dev/null && echo WROTE || echo REFUSED"'
+  local changed=0
+  # (no process substitution: the harness's /dev has no /dev/fd)
+  [ "$(sha256sum <"$d/data.img")" = "$(head -c 1048576 /dev/zero | sha256sum)" ] || changed=1
+  rm -rf "$d"
+  expect_rc 0 && expect_out '^1$' && expect_out '^REFUSED$' || return 1
+  [ $changed = 0 ] || fail "read-only image was modified"
+}
+
+test_virtio_fs_share_tar_ro_and_symlink_escape() {
+  local d
+  d=$(mktemp -d)
+  mkdir -p "$d/rw" "$d/ro" "$d/outside"
+  echo HOSTSECRET >"$d/outside/secret"
+  echo hello-ro >"$d/ro/file"
+  ln -s "$d/outside" "$d/rw/escape"
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --console --share "$d/rw:work" --share "$d/ro:data:ro" \
+    --cmdline 'quiet kiln.shares=work:/mnt/w,data:/mnt/r:ro kiln.exec="cp /bin/busybox /mnt/w/bb; tar -cf /mnt/w/etc.tar -C / etc; mkdir -p /mnt/w/tree/a/b; echo deep > /mnt/w/tree/a/b/c; cat /mnt/r/file; touch /mnt/r/new 2>/dev/null && echo RO-WRITABLE || echo RO-REFUSED; cat /mnt/w/escape/secret 2>&1; sync"'
+  local ok=1
+  expect_rc 0 && expect_out '^hello-ro$' && expect_out '^RO-REFUSED$' || ok=0
+  if [ $ok = 1 ]; then
+    printf '%s\n' "$out" | grep -q HOSTSECRET && { fail "host file read through a symlink"; ok=0; }
+    cmp -s /bin/busybox "$d/rw/bb" || { fail "file copied into the share differs"; ok=0; }
+    [ "$(cat "$d/rw/tree/a/b/c" 2>/dev/null)" = deep ] || { fail "nested write missing on the host"; ok=0; }
+    tar -tf "$d/rw/etc.tar" | grep -q 'etc/passwd' || { fail "tar written through the share is unreadable"; ok=0; }
+    [ ! -e "$d/ro/new" ] || { fail "read-only share was written"; ok=0; }
+  fi
+  rm -rf "$d"
+  [ $ok = 1 ]
+}
+
+test_vsock_10mib_each_way() {
+  local d
+  d=$(mktemp -d /tmp/kv.XXXXXX)
+  # Host side: an echo server for guest-initiated connections to port 6000,
+  # and a client that connects to guest port 5000 once it listens.
+  python3 - "$d/v.sock" >"$d/host.log" 2>&1 <<'PY' &
+import hashlib, os, socket, sys, threading, time
+uds = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX); srv.bind(uds + "_6000"); srv.listen(1); srv.settimeout(280)
+def echo():
+    c, _ = srv.accept()
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        c.sendall(b)
+    c.close()
+threading.Thread(target=echo, daemon=True).start()
+data = os.urandom(10 << 20)
+deadline = time.time() + 280
+while time.time() < deadline:
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(uds)
+        s.sendall(b"CONNECT 5000\n")
+        line = b""
+        while not line.endswith(b"\n"):
+            ch = s.recv(1)
+            if not ch: raise ConnectionError
+            line += ch
+        if not line.startswith(b"OK "): raise ConnectionError
+        break
+    except (ConnectionError, FileNotFoundError, ConnectionRefusedError):
+        time.sleep(0.5)
+got = bytearray()
+def reader():
+    while True:
+        b = s.recv(65536)
+        if not b: break
+        got.extend(b)
+t = threading.Thread(target=reader); t.start()
+s.sendall(data); s.shutdown(socket.SHUT_WR); t.join(280)
+print("host-to-guest", "ok" if hashlib.sha256(got).digest() == hashlib.sha256(data).digest() else f"BAD {len(got)}")
+PY
+  local py=$!
+  # The guest connects to port 6000 at once: wait until the host listens.
+  for _ in $(seq 1 240); do [ -S "$d/v.sock_6000" ] && break; sleep 0.5; done
+  vmm --kernel "$VMLINUX" --initrd "$TEST_INITRD" --mem 256 --console --vsock "$d/v.sock" \
+    --cmdline 'quiet kiln.exec="kiln-vsock-test listen 5000 & L=$!; kiln-vsock-test send 2 6000 10485760; wait $L"'
+  wait $py
+  local hostlog
+  hostlog=$(cat "$d/host.log")
+  rm -rf "$d"
+  expect_rc 0 && expect_out '^vsock-ok 10485760$' || return 1
+  printf '%s\n' "$hostlog" | grep -q '^host-to-guest ok$' || { err=$hostlog; fail "host-to-guest echo failed"; }
+}
