@@ -1,7 +1,8 @@
 /*
  * kiln-vmm: boot one Linux VM in the foreground.
  *
- * Exit status: 0 the guest reset or powered off; 1 setup failure; 2 usage;
+ * Exit status: 0 the guest reset or powered off (including a triple fault
+ * after kiln-init announced its shutdown); 1 setup failure; 2 usage;
  * 3 the guest reset before its init started (a kernel panic, most often);
  * 4 guest triple fault; 5 KVM failure or an exit kiln cannot handle.
  */
@@ -234,6 +235,14 @@ int main(int argc, char **argv)
 		}
 		break;
 	case KILN_EXIT_TRIPLE_FAULT:
+		/* After kiln-init asked for the reset, a triple fault is Linux's
+		 * last-resort way of resetting (or an AP dying in the reboot IPI
+		 * storm): the reset the guest wanted, not a crash. */
+		if (timeline_has(kiln_vm_timeline(vm), "shutdown_requested")) {
+			status = EXIT_OK;
+			reason = "reset";
+			break;
+		}
 		status = EXIT_TRIPLE;
 		reason = "triple_fault";
 		break;
