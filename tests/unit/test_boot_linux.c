@@ -18,6 +18,7 @@
 
 #include "boot_linux.h"
 #include "layout.h"
+#include "bytes.h"
 
 #define MIB (1ULL << 20)
 #define RAM (64 * MIB)
@@ -81,37 +82,6 @@ struct fx {
 	struct boot_entry be;
 	struct kiln_error e;
 };
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
 
 static int fx_setup(void **state)
 {

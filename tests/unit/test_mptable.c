@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "mptable.h"
+#include "bytes.h"
 
 #define GPA 0x9fc00ULL
 #define LAPIC 0xfee00000u
@@ -25,22 +26,6 @@
 #define HDR_LEN 44
 #define CPU_LEN 20
 #define ENTRY_LEN 8
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
 
 static uint8_t sum(const uint8_t *p, size_t n)
 {

@@ -21,6 +21,7 @@
 #include "guest_mem.h"
 #include "virtio_mmio.h"
 #include "virtio_rng.h"
+#include "bytes.h"
 
 #define MIB (1ULL << 20)
 #define RAM (16 * MIB)
@@ -61,27 +62,6 @@ struct fx {
 static void count_irq(void *ctx)
 {
 	(*(int *)ctx)++;
-}
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
 }
 
 static uint8_t *at(struct fx *f, uint64_t gpa)

@@ -17,6 +17,7 @@
 
 #include "guest_mem.h"
 #include "virtq.h"
+#include "bytes.h"
 
 #define MIB (1ULL << 20)
 #define RAM (16 * MIB)
@@ -34,27 +35,6 @@ struct fx {
 	struct virtq_chain c;
 	uint16_t avail_idx; /* the "driver's" next avail index */
 };
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	memcpy(p, &v, 2);
-}
-
-static uint16_t get16(const uint8_t *p)
-{
-	uint16_t v;
-
-	memcpy(&v, p, 2);
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
 
 static uint8_t *at(struct fx *f, uint64_t gpa)
 {
