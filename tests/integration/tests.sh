@@ -233,14 +233,26 @@ test_virtio_fs_share_tar_ro_and_symlink_escape() {
   [ $ok = 1 ]
 }
 
-test_vsock_host_to_guest_10mib_echo() {
+test_vsock_10mib_each_way_concurrently() {
   local d
   d=$(mktemp -d /tmp/kv.XXXXXX)
-  # Host side: connect to guest port 5000 once it listens (Firecracker's
-  # CONNECT protocol), send 10 MiB, read the echo back and compare.
+  # Two connections at once. Host side: an echo server for the guest's
+  # connection to CID 2 port 6000 (kiln-vmm connects to "<uds>_6000"),
+  # and a client that connects to guest port 5000 once it listens
+  # (Firecracker's CONNECT protocol), sends 10 MiB and compares the echo.
   python3 - "$d/v.sock" >"$d/host.log" 2>&1 <<'PY' &
 import hashlib, os, socket, sys, threading, time
 uds = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX); srv.bind(uds + "_6000"); srv.listen(1); srv.settimeout(280)
+echoed = [0]
+def echo():
+    c, _ = srv.accept()
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        c.sendall(b); echoed[0] += len(b)
+    c.close()
+e = threading.Thread(target=echo); e.start()
 data = os.urandom(10 << 20)
 deadline = time.time() + 280
 while time.time() < deadline:
@@ -265,15 +277,19 @@ def reader():
 t = threading.Thread(target=reader); t.start()
 s.sendall(data); s.shutdown(socket.SHUT_WR); t.join(280)
 print("host-to-guest", "ok" if hashlib.sha256(got).digest() == hashlib.sha256(data).digest() else f"BAD {len(got)}")
+e.join(280)  # the guest's own echo may still be running
+print("guest-to-host echoed", echoed[0])
 PY
   local py=$!
+  # The guest connects to port 6000 at once: wait until the host listens.
+  for _ in $(seq 1 240); do [ -S "$d/v.sock_6000" ] && break; sleep 0.5; done
   vmm --kernel "$VMLINUX" --initrd "$TEST_INITRD" --mem 256 --console --vsock "$d/v.sock" \
-    --cmdline 'quiet kiln.exec="kiln-vsock-test listen 5000"'
+    --cmdline 'quiet kiln.exec="kiln-vsock-test listen 5000 & L=$!; kiln-vsock-test send 2 6000 10485760; wait $L"'
   wait $py
   local hostlog
   hostlog=$(cat "$d/host.log")
   rm -rf "$d"
-  expect_rc 0 || return 1
+  expect_rc 0 && expect_out '^vsock-ok 10485760$' || { echo "    --- host: $hostlog"; return 1; }
   printf '%s\n' "$hostlog" | grep -q '^host-to-guest ok$' || { err=$hostlog; fail "host-to-guest echo failed"; }
 }
 
