@@ -13,7 +13,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-INIT_SRCS := guest-init/init.c guest-init/params.c
+INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
 KERNEL := $(BUILD)/kernel/bzImage
@@ -37,10 +37,11 @@ $(BUILD)/libkiln-vmm.a: $(VMM_LIB_OBJS)
 $(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/main.o $(BUILD)/libkiln-vmm.a
 	$(CC) $(CFLAGS) -o $@ $^ -lpthread $(LIBS)
 
-# PID 1 of the guest: static, so the rootfs needs no libc.
+# PID 1 of the guest: static, so the rootfs needs no libc (jansson comes
+# from libjansson-dev's static archive).
 $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS)
+	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS) -ljansson
 
 # Cheap when cached: the script keys the cache on source version + config.
 kernel:
@@ -59,14 +60,14 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(BUILD)/tests/kiln-vsoc
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(BUILD)/tests/kiln-vsock-test
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
-SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c)
+SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c)
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lpthread $(LIBS)
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)

@@ -1,0 +1,433 @@
+/*
+ * agent_proto: the guest agent's wire protocol without sockets, processes
+ * or threads (docs/agent-protocol.md is the specification; every number
+ * here is in its limits table).
+ *
+ * Contract:
+ *  - Framing: a message is one JSON object on one line ending in '\n',
+ *    optionally followed by exactly `len` raw payload bytes. The framer is
+ *    fed whatever read() returned, in any split, and reports one event per
+ *    call. Header lines are bounded (AGENT_HEADER_MAX) and buffering stops
+ *    there, without waiting for a newline. Payload is never copied.
+ *  - Everything the peer sends is hostile: JSON is decoded with duplicate
+ *    keys and NUL characters rejected, every field is type-, range- and
+ *    length-checked, and unknown fields are refused (a misspelt option must
+ *    not be silently ignored).
+ *  - Errors are typed: an enum agent_code plus a message for a human. The
+ *    first failing check wins, in the order the document gives, so a
+ *    given bad input always yields the same code.
+ *  - Reply lines are built here so that both sides agree byte for byte;
+ *    none exceeds AGENT_HEADER_MAX.
+ *  - No global state (jansson's own hash seed aside). Direction-agnostic:
+ *    the host client library uses the same framer for the agent's replies.
+ */
+#ifndef KILN_AGENT_PROTO_H
+#define KILN_AGENT_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define AGENT_PORT 1024
+#define AGENT_PROTOCOL 1
+#define AGENT_VERSION "0.1.0"
+
+#define AGENT_HEADER_MAX 65536          /* header line, '\n' included */
+#define AGENT_LEN_MAX (1u << 20)        /* payload bytes of one message */
+#define AGENT_CHUNK_MAX 65536           /* payload per message the agent sends */
+#define AGENT_PATH_MAX 4095             /* PATH_MAX less the NUL */
+#define AGENT_ARGV_MAX 1024
+#define AGENT_ENV_MAX 1024
+#define AGENT_MAX_PROCS 128
+#define AGENT_MAX_CONNS 128
+#define AGENT_OUTPUT_CAP_DEFAULT (1u << 20)
+#define AGENT_OUTPUT_CAP_MAX (256u << 20)
+#define AGENT_RING_DEFAULT (256u << 10)
+#define AGENT_RING_MIN 4096u
+#define AGENT_RING_MAX (4u << 20)
+#define AGENT_TIMEOUT_MAX_MS 604800000u /* 7 days */
+#define AGENT_DRAIN_MS 100
+#define AGENT_LIST_DEPTH_MAX 32u
+#define AGENT_LIST_LIMIT_DEFAULT 10000u
+#define AGENT_LIST_LIMIT_MAX 1000000u
+#define AGENT_DNS_MAX 3                 /* resolv.conf MAXNS */
+#define AGENT_HOSTNAME_MAX 64           /* HOST_NAME_MAX */
+#define AGENT_IFNAME_MAX 15             /* IFNAMSIZ less the NUL */
+#define AGENT_GRACE_DEFAULT_MS 100u
+#define AGENT_GRACE_MAX_MS 60000u
+#define AGENT_REQUEST_TIMEOUT_MS 30000
+#define AGENT_UPLOAD_IDLE_MS 120000
+#define AGENT_ERR_MESSAGE_MAX 512       /* message buffer, NUL included */
+#define AGENT_PTY_ROWS_DEFAULT 24u
+#define AGENT_PTY_COLS_DEFAULT 80u
+#define AGENT_FILE_MODE_DEFAULT 0644u
+#define AGENT_DIR_MODE_DEFAULT 0755u
+/* sync_clock accepts 2000-01-01 .. 2100-01-01: anything else is a host bug. */
+#define AGENT_CLOCK_MIN_NS 946684800000000000LL
+#define AGENT_CLOCK_MAX_NS 4102444800000000000LL
+
+/* The unprivileged default user every rootfs provides. */
+#define AGENT_USER_UID 1000u
+#define AGENT_USER_GID 1000u
+#define AGENT_USER_HOME "/home/user"
+#define AGENT_ROOT_HOME "/root"
+#define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* Error codes; agent_code_name() gives the wire string. */
+enum agent_code {
+	AGENT_OK = 0,
+	AGENT_E_BAD_JSON,
+	AGENT_E_HEADER_TOO_LONG,
+	AGENT_E_TRUNCATED,
+	AGENT_E_UNKNOWN_TYPE,
+	AGENT_E_UNEXPECTED_TYPE,
+	AGENT_E_MISSING_FIELD,
+	AGENT_E_UNKNOWN_FIELD,
+	AGENT_E_BAD_FIELD,
+	AGENT_E_TOO_LARGE,
+	AGENT_E_NOT_FOUND,
+	AGENT_E_EXISTS,
+	AGENT_E_NOT_DIRECTORY,
+	AGENT_E_IS_DIRECTORY,
+	AGENT_E_NOT_EMPTY,
+	AGENT_E_PERMISSION_DENIED,
+	AGENT_E_READ_ONLY,
+	AGENT_E_NO_SPACE,
+	AGENT_E_UNSAFE_PATH,
+	AGENT_E_BAD_ARCHIVE,
+	AGENT_E_INVALID_STATE,
+	AGENT_E_BUSY,
+	AGENT_E_TIMEOUT,
+	AGENT_E_IO_ERROR,
+	AGENT_CODE_COUNT
+};
+
+struct agent_err {
+	enum agent_code code;
+	char message[AGENT_ERR_MESSAGE_MAX];
+};
+
+/* "bad_json", ...; "ok" for AGENT_OK; NULL when out of range. */
+const char *agent_code_name(enum agent_code code);
+
+/* The code an errno becomes (docs/agent-protocol.md, section 4). */
+enum agent_code agent_errno_code(int errnum);
+
+/* Format err->message and set err->code; returns code. */
+enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* ---- framing ---- */
+
+enum agent_ev {
+	AGENT_EV_NEED_MORE, /* every byte fed was consumed; feed more */
+	AGENT_EV_HEADER,    /* ev.header (caller owns a reference), ev.len */
+	AGENT_EV_PAYLOAD,   /* ev.data/ev.data_len: a slice of the fed buffer */
+	AGENT_EV_ERROR,     /* ev.err; the framer stays in error */
+};
+
+struct agent_event {
+	enum agent_ev kind;
+	json_t *header;
+	uint64_t len;
+	const uint8_t *data;
+	size_t data_len;
+	bool last;                  /* PAYLOAD: this slice completes the payload */
+	const struct agent_err *err; /* ERROR: points into the framer */
+};
+
+struct agent_frame {
+	char *line;          /* partial header line, grown up to AGENT_HEADER_MAX */
+	size_t line_len;
+	size_t line_cap;
+	uint64_t payload_len; /* of the current message */
+	uint64_t payload_left;
+	int state;
+	struct agent_err err;
+};
+
+void agent_frame_init(struct agent_frame *f);
+void agent_frame_free(struct agent_frame *f);
+
+/*
+ * Consume bytes from buf[0..n) and report one event. Returns the number of
+ * bytes consumed (HEADER: through its '\n'; PAYLOAD: ev->data_len;
+ * NEED_MORE: n; ERROR: 0). Call again with the rest until NEED_MORE.
+ * A header with len 0 is followed by no PAYLOAD event.
+ */
+size_t agent_frame_feed(struct agent_frame *f, const void *buf, size_t n, struct agent_event *ev);
+
+/*
+ * The peer closed its side. NEED_MORE when that was at a message boundary
+ * (a clean end), ERROR `truncated` inside a header line or a payload.
+ */
+void agent_frame_eof(struct agent_frame *f, struct agent_event *ev);
+
+/*
+ * Decode one header line (without its '\n') into a JSON object and its
+ * `len` (0 when absent). On error *out is NULL. This is what the framer
+ * runs on each line.
+ */
+enum agent_code agent_header_decode(const char *line, size_t n, json_t **out, uint64_t *len,
+				    struct agent_err *err);
+
+/* ---- requests ---- */
+
+enum agent_type {
+	AGENT_T_PING,
+	AGENT_T_INFO,
+	AGENT_T_EXEC,
+	AGENT_T_SPAWN,
+	AGENT_T_ATTACH,
+	AGENT_T_STDIN,
+	AGENT_T_SIGNAL,
+	AGENT_T_RESIZE,
+	AGENT_T_WAIT,
+	AGENT_T_LIST_PROCESSES,
+	AGENT_T_READ,
+	AGENT_T_WRITE,
+	AGENT_T_STAT,
+	AGENT_T_EXISTS,
+	AGENT_T_LIST_DIR,
+	AGENT_T_MKDIR,
+	AGENT_T_REMOVE,
+	AGENT_T_RENAME,
+	AGENT_T_TAR_UPLOAD,
+	AGENT_T_TAR_DOWNLOAD,
+	AGENT_T_CONFIGURE,
+	AGENT_T_SYNC_CLOCK,
+	AGENT_T_SHUTDOWN,
+	AGENT_T_DATA,
+	AGENT_T_END,
+	AGENT_TYPE_COUNT
+};
+
+/* Where on a connection a message arrives (docs/agent-protocol.md, section 3). */
+enum agent_ctx {
+	AGENT_CTX_REQUEST,  /* first message of a connection */
+	AGENT_CTX_UPLOAD,   /* after write / tar_upload: data, end */
+	AGENT_CTX_ATTACHED, /* after spawn / attach: stdin, signal, resize without id */
+};
+
+/* The wire name of a message type ("exec"), NULL when out of range. */
+const char *agent_type_name(enum agent_type t);
+
+enum agent_user { AGENT_USER_USER, AGENT_USER_ROOT };
+
+struct agent_env {
+	const char *key;
+	const char *value; /* NULL: remove the variable from the base environment */
+};
+
+/* exec and spawn. */
+struct agent_proc_req {
+	const char **argv; /* argc entries + NULL; `shell` already expanded */
+	size_t argc;
+	struct agent_env *env;
+	size_t envc;
+	const char *cwd; /* NULL: the user's home */
+	enum agent_user user;
+	bool shell;
+	uint32_t timeout_ms;  /* 0: none */
+	uint32_t output_cap;  /* exec */
+	bool pty;             /* spawn */
+	uint16_t rows, cols;  /* spawn with pty */
+	uint32_t ring_bytes;  /* spawn */
+};
+
+/* attach, stdin, signal, resize, wait: `id` is 0 on an attached stream. */
+struct agent_ctl_req {
+	uint32_t id;
+	bool from_now;  /* attach: "from":"now" */
+	bool has_from;  /* attach: numeric from given */
+	uint64_t from;
+	bool close;     /* stdin */
+	int signo;      /* signal */
+	bool group;     /* signal */
+	uint16_t rows, cols; /* resize */
+	uint32_t timeout_ms; /* wait */
+};
+
+/* read, write, stat, exists, list_dir, mkdir, remove, rename, tar_*. */
+struct agent_file_req {
+	const char *path;
+	const char *to;       /* rename: `from` is in path */
+	enum agent_user user;
+	uint64_t offset;      /* read */
+	uint64_t length;      /* read; UINT64_MAX: to EOF */
+	uint32_t mode;        /* write, mkdir */
+	bool create, exclusive, append, parents; /* write (parents: also mkdir) */
+	bool recursive;       /* remove */
+	bool overwrite;       /* rename */
+	bool follow;          /* stat, exists */
+	uint32_t depth, limit; /* list_dir */
+};
+
+struct agent_addr {
+	int family;          /* AF_INET or AF_INET6 */
+	uint8_t bytes[16];   /* network order; 4 used for AF_INET */
+	uint8_t prefix;      /* cidr only */
+};
+
+struct agent_configure_req {
+	const char *hostname; /* NULL: unchanged */
+	const char *iface;    /* "eth0" when not given */
+	bool has_address, has_gateway, has_dns;
+	struct agent_addr address, gateway;
+	struct agent_addr dns[AGENT_DNS_MAX];
+	size_t dns_n;
+	uint32_t mtu; /* 0: unchanged */
+};
+
+struct agent_msg {
+	enum agent_type type;
+	uint64_t len;   /* payload bytes that follow this header */
+	json_t *json;   /* strings above point into it; agent_msg_free drops it */
+	union {
+		struct agent_proc_req proc;
+		struct agent_ctl_req ctl;
+		struct agent_file_req file;
+		struct agent_configure_req conf;
+		int64_t time_ns;    /* sync_clock */
+		uint32_t grace_ms;  /* shutdown */
+	} u;
+};
+
+/*
+ * Validate one decoded header as a message arriving in `ctx` and fill
+ * `msg` (defaults applied). On success msg holds a reference to `hdr`
+ * (the caller keeps its own) and must be released with agent_msg_free.
+ * On error msg needs no freeing and err says why.
+ */
+enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_msg *msg,
+				struct agent_err *err);
+void agent_msg_free(struct agent_msg *msg);
+
+/* Decode + parse in one step (line without '\n'); for tests and the host. */
+enum agent_code agent_msg_parse_line(const char *line, size_t n, enum agent_ctx ctx,
+				     struct agent_msg *msg, struct agent_err *err);
+
+/* ---- shared validators (configure and the kernel command line) ---- */
+
+/* Signal number from a JSON integer 1..64 or a name ("TERM", "SIGTERM"). */
+int agent_signal_number(const json_t *v);
+/* Signal number of a name, with or without "SIG"; 0 if unknown. */
+int agent_signal_by_name(const char *name);
+int agent_parse_ip(const char *s, struct agent_addr *out);   /* 0 or -EINVAL */
+int agent_parse_cidr(const char *s, struct agent_addr *out); /* 0 or -EINVAL */
+bool agent_hostname_valid(const char *s);
+bool agent_ifname_valid(const char *s);
+/* True when `path` lexically names "/" ("/", "//", "/.", "/a/..", ...). */
+bool agent_path_is_root(const char *path);
+
+/*
+ * Copy s[0..n) into out (capacity outlen, NUL-terminated, at most
+ * outlen - 1 bytes), replacing each byte that is not part of a valid UTF-8
+ * sequence with U+FFFD and never cutting a character in half. Returns true
+ * when something was replaced (the "lossy" flag of the protocol).
+ */
+bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen);
+bool agent_utf8_valid(const char *s, size_t n);
+
+/* ---- reply lines ---- */
+
+/* One line, '\n' included, malloc'd; data == NULL after agent_line_free. */
+struct agent_line {
+	char *data;
+	size_t len;
+};
+
+void agent_line_free(struct agent_line *l);
+
+/* Serialise `obj` compactly as a line; -E2BIG beyond AGENT_HEADER_MAX, -ENOMEM. */
+int agent_line_json(struct agent_line *out, const json_t *obj);
+
+/* {"type":"error","code":...,"message":...}; the message is made valid UTF-8. */
+int agent_line_error(struct agent_line *out, enum agent_code code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int agent_line_err(struct agent_line *out, const struct agent_err *err);
+
+/* A named integer or boolean for ok / end lines. */
+struct agent_kv {
+	const char *key;
+	int64_t value;
+	bool is_bool;
+};
+#define AGENT_INT(k, v) ((struct agent_kv){ .key = (k), .value = (int64_t)(v) })
+#define AGENT_BOOL(k, v) ((struct agent_kv){ .key = (k), .value = !!(v), .is_bool = true })
+
+/* {"type":"ok",<kv>...} and {"type":"end",<kv>...} in the order given. */
+int agent_line_ok(struct agent_line *out, const struct agent_kv *kv, size_t n);
+int agent_line_end(struct agent_line *out, const struct agent_kv *kv, size_t n);
+
+int agent_line_pong(struct agent_line *out);
+
+struct agent_info {
+	const char *kernel, *hostname;
+	uint32_t cpus;
+	uint64_t mem_total, mem_available, uptime_ms;
+	int64_t time_ns;
+	uint32_t processes;
+};
+int agent_line_info(struct agent_line *out, const struct agent_info *info);
+
+enum agent_stream { AGENT_STDOUT, AGENT_STDERR, AGENT_DATA };
+/* {"type":"stdout"|"stderr"|"data",["seq":S,]"len":N}; seq < 0 leaves it out. */
+int agent_line_chunk(struct agent_line *out, enum agent_stream s, int64_t seq, uint64_t len);
+int agent_line_gap(struct agent_line *out, uint64_t seq, uint64_t bytes);
+int agent_line_spawned(struct agent_line *out, uint32_t id, int pid);
+int agent_line_attached(struct agent_line *out, uint32_t id, int pid, bool pty, bool running,
+			uint64_t seq);
+int agent_line_file(struct agent_line *out, uint64_t size);
+
+struct agent_exit {
+	uint32_t id;       /* 0: an exec (no id field) */
+	int pid;
+	int exit_code;     /* -1: none (signal) */
+	int signo;         /* 0: none */
+	bool timed_out;
+	uint64_t stdout_bytes, stderr_bytes;
+	bool is_exec;      /* adds stdout_truncated / stderr_truncated */
+	bool stdout_truncated, stderr_truncated;
+	uint64_t wall_us, user_us, sys_us;
+};
+int agent_line_exit(struct agent_line *out, const struct agent_exit *e);
+
+/* "file", "dir", ... for st_mode's S_IFMT bits; "unknown" otherwise. */
+const char *agent_kind_name(uint32_t st_mode);
+
+struct agent_stat {
+	const char *path;  /* raw bytes; made valid UTF-8 (with "lossy") */
+	size_t path_len;
+	uint32_t depth;    /* entry lines only */
+	uint32_t st_mode;  /* full st_mode: kind and permission bits */
+	uint64_t size;
+	uint32_t uid, gid;
+	uint64_t nlink;
+	int64_t mtime_ns;
+	const char *target; /* symlinks: raw bytes, NULL otherwise */
+	size_t target_len;
+};
+/* {"type":"stat",...} when entry is false, {"type":"entry",...,"depth":D} otherwise. */
+int agent_line_stat(struct agent_line *out, const struct agent_stat *st, bool entry);
+/* exists: st_mode only used when exists. */
+int agent_line_exists(struct agent_line *out, bool exists, uint32_t st_mode);
+
+struct agent_process_info {
+	uint32_t id;
+	int pid;
+	const char *const *argv;
+	size_t argc;
+	bool pty, running;
+	int exit_code; /* -1: none */
+	int signo;     /* 0: none */
+	bool timed_out;
+	uint64_t seq;
+	uint32_t attached;
+};
+/* A list_processes line; argv becomes argv0 + argv_truncated past 64 KiB. */
+int agent_line_process(struct agent_line *out, const struct agent_process_info *p);
+
+#endif
