@@ -14,6 +14,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c \
+	guest-init/agent_conn.c \
 	guest-init/agent_ring.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
@@ -62,6 +63,7 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(BUILD)/tests/kiln-vsoc
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
+	guest-init/agent_conn.c \
 	guest-init/agent_ring.c)
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
