@@ -15,6 +15,7 @@ VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
+	guest-init/agent_tar.c \
 	guest-init/agent_ring.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
@@ -64,6 +65,7 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(BUILD)/tests/kiln-vsoc
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
+	guest-init/agent_tar.c \
 	guest-init/agent_ring.c)
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
