@@ -2,7 +2,8 @@
 #   make          build kiln-vmm, kiln-init, the guest kernel and the rootfs
 #   make test     install what is missing, build, run unit + integration tests
 #   make demo     boot a guest and print its boot timeline
-#   make bench    boot benchmarks beside QEMU -M microvm
+#   make bench    boot and device benchmarks beside QEMU -M microvm
+#                 (make bench-boot, make bench-devices: one of them)
 CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
@@ -24,7 +25,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all deps kernel rootfs test unit integration demo bench clean
+.PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices clean
 all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init kernel rootfs
 
 deps:
@@ -54,13 +55,18 @@ rootfs: $(ROOTFS)
 $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs
 
-# The test image: minimal + guest-side test tools (tests/guest/).
+# The test image: minimal + guest-side test and bench tools (tests/guest/,
+# bench/guest/).
+GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-bench-guest
 $(BUILD)/tests/kiln-vsock-test: tests/guest/kiln-vsock-test.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
+$(BUILD)/tests/kiln-bench-guest: bench/guest/kiln-bench-guest.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static -o $@ $<
 
-$(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(BUILD)/tests/kiln-vsock-test
-	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(BUILD)/tests/kiln-vsock-test
+$(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
+	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(GUEST_TOOLS)
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
@@ -90,9 +96,17 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: deps
+bench: bench-boot bench-devices
+
+bench-boot: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run bench/boot
+
+# Both VMMs boot kiln's kernel + virtio-9p here (QEMU's shared directory).
+bench-devices: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	@kernel-config/build-kernel $(BUILD)/kernel-9p kernel-config/bench-9p.config
+	tests/harness/run --timeout 2400 bench/devices
 
 clean:
 	rm -rf $(BUILD)
