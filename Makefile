@@ -26,7 +26,7 @@ ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices clean
-all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init kernel rootfs
+all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -46,6 +46,13 @@ $(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/main.o $(BUILD)/libkiln-vmm.a
 $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS) -ljansson
+
+# Host-side agent client CLI (api/): links the guest's protocol layer so
+# both ends share one framer and parser.
+AGENT_CLI_SRCS := api/kiln-agent.c api/agent_client.c guest-init/agent_proto.c
+$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) api/agent_client.h guest-init/agent_proto.h
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS) -Iguest-init -Iapi -o $@ $(AGENT_CLI_SRCS) -ljansson
 
 # Cheap when cached: the script keys the cache on source version + config.
 kernel:
@@ -72,14 +79,17 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
-	guest-init/agent_ring.c)
+	guest-init/agent_ring.c \
+	api/agent_client.c)
+# The host agent client links the guest's protocol layer (agent_proto.h).
+$(BUILD)/obj-san/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
 $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Iapi -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lpthread $(LIBS)
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
