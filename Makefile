@@ -49,8 +49,9 @@ $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h)
 
 # Host-side agent client CLI (api/): links the guest's protocol layer so
 # both ends share one framer and parser.
-AGENT_CLI_SRCS := api/kiln-agent.c api/agent_client.c guest-init/agent_proto.c
-$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) api/agent_client.h guest-init/agent_proto.h
+AGENT_CLIENT_SRCS := $(wildcard api/agent_client*.c)
+AGENT_CLI_SRCS := api/kiln-agent.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
+$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent_client*.h) guest-init/agent_proto.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -Iguest-init -Iapi -o $@ $(AGENT_CLI_SRCS) -ljansson
 
@@ -80,7 +81,7 @@ SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/param
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
 	guest-init/agent_ring.c \
-	api/agent_client.c)
+	$(AGENT_CLIENT_SRCS))
 # The host agent client links the guest's protocol layer (agent_proto.h).
 $(BUILD)/obj-san/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/obj-san/%.o: %.c
