@@ -14,9 +14,14 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
+# directory (tests/unit/test_agent_files.c), so they are in SAN_OBJS too.
+INIT_FILES_SRCS := guest-init/agent_files.c guest-init/agent_fs.c guest-init/agent_walk.c \
+	guest-init/agent_list.c guest-init/agent_remove.c guest-init/agent_tar_io.c
 INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
+	$(INIT_FILES_SRCS) \
 	guest-init/agent_ring.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
@@ -80,6 +85,7 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
+	$(INIT_FILES_SRCS) \
 	guest-init/agent_ring.c \
 	$(AGENT_CLIENT_SRCS))
 # The host agent client links the guest's protocol layer (agent_proto.h).
