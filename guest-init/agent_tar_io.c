@@ -386,7 +386,8 @@ void op_tar_upload(struct agent_conn *c, struct agent_msg *req)
 
 	r = fs_mkdir_p(f->path, AGENT_DIR_MODE_DEFAULT);
 	if (r == -EEXIST) {
-		fs_send_error(c, AGENT_E_NOT_DIRECTORY,
+		/* `exists`, as for mkdir with parents (section 7.5). */
+		fs_send_error(c, AGENT_E_EXISTS,
 			      "tar_upload '%.200s': a non-directory is in the way of the target; remove it or choose another path",
 			      f->path);
 		return;

@@ -1093,7 +1093,7 @@ static void test_tar_upload_hostile_bytes(void **state)
 	/* A target that is a file. */
 	put_file("u/h5", "", 0644, 1000);
 	expect_error(fmt("{\"type\":\"tar_upload\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/h5")),
-		     "not_directory");
+		     "exists");
 }
 
 /* Read a downloaded archive back: "name:size|" per member, and content. */
