@@ -1,0 +1,80 @@
+/* Endpoint matching; see route.h. */
+#include "route.h"
+
+#include <string.h>
+
+/* One resource path and its operations by method. "{id}" matches one
+ * non-empty segment. */
+static const struct {
+	const char *pattern;
+	const char *allow;
+	struct {
+		const char *method;
+		enum route_op op;
+	} ops[3];
+} routes[] = {
+	{ "/v1/health", "GET", { { "GET", OP_HEALTH } } },
+	{ "/metrics", "GET", { { "GET", OP_METRICS } } },
+	{ "/v1/images", "GET", { { "GET", OP_IMAGES_LIST } } },
+	{ "/v1/sandboxes", "GET, POST", { { "GET", OP_SANDBOX_LIST }, { "POST", OP_SANDBOX_CREATE } } },
+	{ "/v1/sandboxes/{id}", "GET, DELETE",
+	  { { "GET", OP_SANDBOX_GET }, { "DELETE", OP_SANDBOX_DELETE } } },
+	{ "/v1/sandboxes/{id}/start", "POST", { { "POST", OP_SANDBOX_START } } },
+	{ "/v1/sandboxes/{id}/stop", "POST", { { "POST", OP_SANDBOX_STOP } } },
+	{ "/v1/sandboxes/{id}/exec", "POST", { { "POST", OP_EXEC } } },
+	{ "/v1/sandboxes/{id}/files", "GET, PUT", { { "GET", OP_FILE_GET }, { "PUT", OP_FILE_PUT } } },
+};
+
+/* Match path against pattern; the {id} segment goes to id. */
+static bool match_pattern(const char *pattern, const char *path, char *id)
+{
+	const char *p = pattern, *s = path;
+
+	id[0] = '\0';
+	while (*p) {
+		if (strncmp(p, "{id}", 4) == 0) {
+			size_t n = strcspn(s, "/");
+
+			if (n == 0 || n > ROUTE_ID_MAX)
+				return false;
+			memcpy(id, s, n);
+			id[n] = '\0';
+			s += n;
+			p += 4;
+			continue;
+		}
+		if (*p != *s)
+			return false;
+		p++;
+		s++;
+	}
+	return *s == '\0';
+}
+
+int route_match(const char *method, const char *path, struct route_match *m, struct api_err *e)
+{
+	memset(m, 0, sizeof(*m));
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		if (!match_pattern(routes[i].pattern, path, m->id))
+			continue;
+		m->allow = routes[i].allow;
+		for (size_t j = 0; j < 3 && routes[i].ops[j].method; j++) {
+			if (strcmp(routes[i].ops[j].method, method) == 0) {
+				m->op = routes[i].ops[j].op;
+				return 0;
+			}
+		}
+		api_err_set(e, API_E_METHOD_NOT_ALLOWED, "%.16s %.200s: method not allowed here (allowed: %s)",
+			    method, path, routes[i].allow);
+		return -1;
+	}
+	m->id[0] = '\0';
+	api_err_set(e, API_E_ROUTE_NOT_FOUND, "%.200s: no such endpoint (see docs/api.md)", path);
+	return -1;
+}
+
+bool route_has_body(enum route_op op)
+{
+	return op == OP_SANDBOX_CREATE || op == OP_SANDBOX_START || op == OP_SANDBOX_STOP ||
+	       op == OP_EXEC || op == OP_FILE_PUT;
+}

@@ -1,0 +1,50 @@
+/*
+ * route: which endpoint of docs/api.md a method and path name.
+ *
+ * Contract: pure. The path is the URL path only (no query string), as the
+ * HTTP server decoded it. Exact segments only: no trailing '/', no
+ * empty segments, no prefix matching. A path that names a known resource
+ * with a method it does not have is method_not_allowed (405) with the
+ * Allow header's value; anything else unknown is route_not_found (404).
+ * An {id} segment is captured as given (at most 64 bytes); whether such a
+ * sandbox exists is the caller's question.
+ */
+#ifndef KILN_ROUTE_H
+#define KILN_ROUTE_H
+
+#include "api_error.h"
+
+enum route_op {
+	OP_NONE = 0,
+	OP_HEALTH,
+	OP_METRICS,
+	OP_IMAGES_LIST,
+	OP_SANDBOX_LIST,
+	OP_SANDBOX_CREATE,
+	OP_SANDBOX_GET,
+	OP_SANDBOX_DELETE,
+	OP_SANDBOX_START,
+	OP_SANDBOX_STOP,
+	OP_EXEC,
+	OP_FILE_GET,
+	OP_FILE_PUT,
+};
+
+#define ROUTE_ID_MAX 64
+
+struct route_match {
+	enum route_op op;
+	char id[ROUTE_ID_MAX + 1]; /* the {id} segment, "" when the route has none */
+	const char *allow;         /* methods of the matched path ("GET, POST") */
+};
+
+/*
+ * Match method and path. 0 and *m filled; otherwise -1 with e set to
+ * route_not_found, or method_not_allowed with m->allow set.
+ */
+int route_match(const char *method, const char *path, struct route_match *m, struct api_err *e);
+
+/* True when the operation takes a request body (JSON or upload). */
+bool route_has_body(enum route_op op);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * sandbox_state: a sandbox's lifecycle states and the transitions between
+ * them (docs/api.md, "Sandbox states").
+ *
+ * Contract: pure. Every change of a sandbox's state goes through
+ * sandbox_transition(), so a request that does not fit the state (stop a
+ * stopped sandbox, exec in a booting one) is refused with wrong_state
+ * (409) and one message, instead of racing with whatever owns the
+ * sandbox. Transient states (booting, stopping, deleting) belong to the
+ * one request or thread that entered them; only it or the VMM's exit
+ * moves the sandbox on.
+ */
+#ifndef KILN_SANDBOX_STATE_H
+#define KILN_SANDBOX_STATE_H
+
+#include <stdbool.h>
+
+#include "api_error.h"
+
+enum sandbox_state {
+	SB_BOOTING,
+	SB_RUNNING,
+	SB_STOPPING,
+	SB_STOPPED,
+	SB_CRASHED,
+	SB_DELETING,
+	SB_STATE_COUNT
+};
+
+enum sandbox_event {
+	SB_EV_START,      /* start request: boot again */
+	SB_EV_BOOT_OK,    /* the agent answered */
+	SB_EV_BOOT_FAIL,  /* the VMM exited or the agent never answered while booting */
+	SB_EV_STOP,       /* stop request, or the sandbox's timeout */
+	SB_EV_DELETE,     /* delete request */
+	SB_EV_VMM_CLEAN,  /* the VMM exited with status 0 (guest reset/poweroff) */
+	SB_EV_VMM_FAIL,   /* the VMM exited otherwise (status, signal) */
+	SB_EV_STOPPED,    /* a stop finished: the VMM is gone */
+	SB_EV_COUNT
+};
+
+/* "booting", ...; NULL when out of range. */
+const char *sandbox_state_name(enum sandbox_state s);
+/* The state of a name; -1 when it is none. */
+int sandbox_state_parse(const char *name);
+const char *sandbox_event_name(enum sandbox_event ev);
+
+/*
+ * The state `ev` leads to from `from`. 0 and *to set; -1 with e set to
+ * wrong_state (saying what the state allows) when the event does not
+ * apply. A VMM exit during booting/stopping/deleting leaves the state to
+ * the request that owns it (*to == from).
+ */
+int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sandbox_state *to,
+		       const char *id, struct api_err *e);
+
+/* exec and file transfers need a running agent. */
+bool sandbox_state_serves_agent(enum sandbox_state s);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * Sandbox lifecycle: every state/event pair of the transition table (the
+ * allowed ones lead where docs/api.md says, every other one is a 409 with
+ * a hint), and the sandbox record that a restarted kilnd reads back from
+ * meta.json: a round trip keeps everything, a damaged file is refused
+ * whole.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "sandbox_record.h"
+#include "sandbox_state.h"
+
+static void test_transition_table(void **state)
+{
+	/* -1: refused. The table of docs/api.md, "Sandbox states". */
+	static const int want[SB_STATE_COUNT][SB_EV_COUNT] = {
+		/*            START       BOOT_OK     BOOT_FAIL   STOP         DELETE       VMM_CLEAN    VMM_FAIL     STOPPED */
+		[SB_BOOTING] = { -1, SB_RUNNING, SB_CRASHED, -1, -1, SB_BOOTING, SB_BOOTING, -1 },
+		[SB_RUNNING] = { -1, -1, -1, SB_STOPPING, SB_DELETING, SB_STOPPED, SB_CRASHED, -1 },
+		[SB_STOPPING] = { -1, -1, -1, -1, -1, SB_STOPPING, SB_STOPPING, SB_STOPPED },
+		[SB_STOPPED] = { SB_BOOTING, -1, -1, -1, SB_DELETING, -1, -1, -1 },
+		[SB_CRASHED] = { SB_BOOTING, -1, -1, -1, SB_DELETING, -1, -1, -1 },
+		[SB_DELETING] = { -1, -1, -1, -1, -1, SB_DELETING, SB_DELETING, SB_DELETING },
+	};
+
+	(void)state;
+	for (int s = 0; s < SB_STATE_COUNT; s++) {
+		for (int ev = 0; ev < SB_EV_COUNT; ev++) {
+			enum sandbox_state to = SB_STATE_COUNT;
+			struct api_err e = { 0 };
+			int r = sandbox_transition((enum sandbox_state)s, (enum sandbox_event)ev, &to, "abc", &e);
+
+			if (want[s][ev] < 0) {
+				if (r != -1 || e.code != API_E_WRONG_STATE)
+					fail_msg("%s + %s should be refused", sandbox_state_name(s), sandbox_event_name(ev));
+				assert_int_equal(api_code_status(e.code), 409);
+				assert_non_null(strstr(e.message, "sandbox abc is "));
+				assert_non_null(strstr(e.message, sandbox_state_name(s)));
+			} else if (r != 0 || (int)to != want[s][ev]) {
+				fail_msg("%s + %s: got %d -> %s", sandbox_state_name(s), sandbox_event_name(ev), r,
+					 sandbox_state_name(to));
+			}
+		}
+	}
+}
+
+static void test_out_of_range_is_internal(void **state)
+{
+	enum sandbox_state to;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(sandbox_transition(SB_STATE_COUNT, SB_EV_START, &to, "x", &e), -1);
+	assert_int_equal(e.code, API_E_INTERNAL);
+	assert_int_equal(sandbox_transition(SB_RUNNING, SB_EV_COUNT, &to, "x", &e), -1);
+	assert_int_equal(e.code, API_E_INTERNAL);
+}
+
+static void test_names(void **state)
+{
+	(void)state;
+	for (int s = 0; s < SB_STATE_COUNT; s++)
+		assert_int_equal(sandbox_state_parse(sandbox_state_name((enum sandbox_state)s)), s);
+	assert_int_equal(sandbox_state_parse("Running"), -1);
+	assert_int_equal(sandbox_state_parse(""), -1);
+	assert_null(sandbox_state_name(SB_STATE_COUNT));
+	assert_true(sandbox_state_serves_agent(SB_RUNNING));
+	assert_false(sandbox_state_serves_agent(SB_BOOTING));
+	assert_false(sandbox_state_serves_agent(SB_STOPPING));
+}
+
+static void make_record(struct sandbox_record *r)
+{
+	static const struct sandbox_limits lim = { 8, 4096 };
+	json_error_t je;
+	json_t *body = json_loads("{\"image\":\"minimal\",\"cpus\":2,\"labels\":{\"job\":\"7\"},"
+				  "\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\",\"read_only\":true}]}",
+				  0, &je);
+	struct api_err e;
+	struct vmm_end x = { .at_ms = 1732269792002, .reason = "crashed", .exit_status = -1, .signal = 9 };
+
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(sandbox_spec_parse(body, &lim, &r->spec, &e), 0);
+	json_decref(body);
+	strcpy(r->id, "3f9a1c2b7d4e");
+	strcpy(r->image_path, "/var/lib/kiln/images/minimal.ext4");
+	r->state = SB_CRASHED;
+	r->created_ms = 1732269600123;
+	r->started_ms = 1732269600124;
+	r->stopped_ms = 1732269792002;
+	r->boots = 3;
+	r->boot = sandbox_boot_json(811.5, 640, true);
+	x.console_tail = json_pack("[s]", "kiln-init: agent listening");
+	r->last_exit = sandbox_exit_json(&x);
+}
+
+static void test_view(void **state)
+{
+	struct sandbox_record r;
+	json_t *v, *le;
+
+	(void)state;
+	make_record(&r);
+	v = sandbox_record_view(&r);
+	assert_non_null(v);
+	assert_string_equal(json_string_value(json_object_get(v, "id")), "3f9a1c2b7d4e");
+	assert_string_equal(json_string_value(json_object_get(v, "state")), "crashed");
+	assert_string_equal(json_string_value(json_object_get(v, "created_at")), "2024-11-22T10:00:00.123Z");
+	assert_true(json_is_null(json_object_get(v, "expires_at")));
+	assert_true(json_is_null(json_object_get(v, "pid")));
+	assert_int_equal(json_integer_value(json_object_get(v, "cpus")), 2);
+	assert_int_equal(json_integer_value(json_object_get(v, "boots")), 3);
+	assert_true(json_real_value(json_object_get(json_object_get(v, "boot"), "agent_ready_ms")) == 811.5);
+	le = json_object_get(v, "last_exit");
+	assert_string_equal(json_string_value(json_object_get(le, "reason")), "crashed");
+	assert_true(json_is_null(json_object_get(le, "exit_status")));
+	assert_int_equal(json_integer_value(json_object_get(le, "signal")), 9);
+	assert_true(json_is_null(json_object_get(le, "vmm_reason")));
+	assert_string_equal(json_string_value(json_array_get(json_object_get(le, "console_tail"), 0)),
+			    "kiln-init: agent listening");
+	/* The view does not expose kilnd's own bookkeeping. */
+	assert_null(json_object_get(v, "image_path"));
+	assert_null(json_object_get(v, "version"));
+	json_decref(v);
+	sandbox_record_free(&r);
+}
+
+static void test_persist_round_trip(void **state)
+{
+	struct sandbox_record r, back;
+	struct api_err e;
+	json_t *m, *v1, *v2;
+
+	(void)state;
+	make_record(&r);
+	m = sandbox_record_persist(&r);
+	assert_non_null(m);
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	v1 = sandbox_record_view(&r);
+	v2 = sandbox_record_view(&back);
+	assert_true(json_equal(v1, v2));
+	assert_string_equal(back.image_path, r.image_path);
+	json_decref(v1);
+	json_decref(v2);
+	sandbox_record_free(&back);
+	json_decref(m);
+	sandbox_record_free(&r);
+}
+
+/* Each damage to meta.json is refused with a message naming the problem. */
+static void test_restore_refuses_damage(void **state)
+{
+	static const struct {
+		const char *key;
+		const char *json; /* NULL: delete the key */
+		const char *in_message;
+	} cases[] = {
+		{ "version", "2", "version" },
+		{ "id", "\"../../etc\"", "'id'" },
+		{ "id", NULL, "'id'" },
+		{ "state", "\"sleeping\"", "'state'" },
+		{ "image_path", "\"relative.ext4\"", "image_path" },
+		{ "created_ms", "-1", "created_ms" },
+		{ "boots", "\"3\"", "boots" },
+		{ "cpus", "0", "'cpus'" },
+		{ "hostname", "\"a b\"", "hostname" },
+		{ "surprise", "1", "unknown field 'surprise'" },
+		{ "shares", "[{\"host_path\":\"/a,ro\",\"guest_path\":\"/b\"}]", "host_path" },
+	};
+	struct sandbox_record r, back;
+	struct api_err e;
+
+	(void)state;
+	make_record(&r);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *m = sandbox_record_persist(&r);
+
+		if (cases[i].json)
+			json_object_set_new(m, cases[i].key, json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+		else
+			json_object_del(m, cases[i].key);
+		if (sandbox_record_restore(m, &back, &e) != -1 || !strstr(e.message, cases[i].in_message))
+			fail_msg("%s=%s: want a refusal with '%s', got '%s'", cases[i].key,
+				 cases[i].json ? cases[i].json : "(deleted)", cases[i].in_message, e.message);
+		assert_null(back.spec.env);
+		json_decref(m);
+	}
+	json_t *arr = json_array();
+
+	assert_int_equal(sandbox_record_restore(arr, &back, &e), -1);
+	json_decref(arr);
+	sandbox_record_free(&r);
+}
+
+static void test_time_format(void **state)
+{
+	char buf[40];
+
+	(void)state;
+	format_time_ms(0, buf, sizeof(buf));
+	assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
+	format_time_ms(951782400999, buf, sizeof(buf)); /* a leap day */
+	assert_string_equal(buf, "2000-02-29T00:00:00.999Z");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_transition_table),
+		cmocka_unit_test(test_out_of_range_is_internal),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_view),
+		cmocka_unit_test(test_persist_round_trip),
+		cmocka_unit_test(test_restore_refuses_damage),
+		cmocka_unit_test(test_time_format),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
