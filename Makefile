@@ -14,6 +14,13 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+# kiln-init's agent server, processes, reaper and network settings.
+# INIT_PURE_SRCS are unit-tested too (SAN_OBJS).
+INIT_PURE_SRCS := guest-init/agent_env.c
+INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent.c guest-init/agent_exec.c \
+	guest-init/agent_stream.c guest-init/agent_lifecycle.c guest-init/agent_proc.c \
+	guest-init/agent_launch.c guest-init/reaper.c guest-init/child.c \
+	guest-init/milestone.c guest-init/shutdown.c guest-init/say.c
 # The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
 # directory (tests/unit/test_agent_files.c), so they are in SAN_OBJS too.
 INIT_FILES_SRCS := guest-init/agent_files.c guest-init/agent_fs.c guest-init/agent_walk.c \
@@ -22,7 +29,8 @@ INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c \
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
 	$(INIT_FILES_SRCS) \
-	guest-init/agent_ring.c
+	guest-init/agent_ring.c \
+	$(INIT_AGENT_SRCS)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
 KERNEL := $(BUILD)/kernel/bzImage
@@ -89,7 +97,7 @@ $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(GUEST_TOOLS)
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
-SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c \
+SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c $(INIT_PURE_SRCS) \
 	guest-init/agent_conn.c \
 	guest-init/agent_tar.c \
 	$(INIT_FILES_SRCS) \

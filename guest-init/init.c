@@ -1,58 +1,34 @@
 /*
- * kiln-init: PID 1 of every kiln guest.
+ * kiln-init: PID 1 of every kiln guest, and its agent.
  *
- * Mounts the pseudo filesystems, sets the hostname, marks "init started" on
- * the VMM's boot-timer port, optionally runs one command (kiln.exec=), and
- * reaps every orphan. Shutdown (kiln.poweroff, or after kiln.exec) is
- * TERM to all, KILL to the rest, sync, then a reset, which kiln-vmm turns
- * into a clean exit.
+ * Mounts the pseudo filesystems, applies the hostname and network settings
+ * of the kernel command line, marks "init started" on the VMM's boot-timer
+ * port, starts the reaper (the one waiter for every child and orphan) and
+ * the agent (vsock port 1024, docs/agent-protocol.md), then optionally runs
+ * one command (kiln.exec=). Shutdown (kiln.poweroff, after kiln.exec, or
+ * the agent's request) is TERM to all, KILL to the rest, sync, then a
+ * reset, which kiln-vmm turns into a clean exit.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
-#include <stdarg.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/io.h>
 #include <sys/mount.h>
-#include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "agent.h"
+#include "child.h"
+#include "milestone.h"
 #include "params.h"
-
-/* vmm/boot_timer.h: the guest side of the boot-timer ABI. */
-#define BOOT_TIMER_PORT 0x440
-#define MS_INIT_STARTED 1
-#define MS_SHUTDOWN 3
-
-static int have_timer;
-
-static void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, "kiln-init: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n");
-	va_end(ap);
-}
-
-static void milestone(uint8_t code)
-{
-	struct timespec ts;
-
-	if (!have_timer)
-		return;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	outl((uint32_t)(ts.tv_sec * 1000000 + ts.tv_nsec / 1000), BOOT_TIMER_PORT + 4);
-	outb(code, BOOT_TIMER_PORT);
-}
+#include "reaper.h"
+#include "say.h"
+#include "shutdown.h"
 
 static void mkdir_p(const char *path)
 {
@@ -133,55 +109,44 @@ static void read_cmdline(char *buf, size_t len)
 		close(fd);
 }
 
-/* Wait for `pid` while reaping any other child that exits meanwhile. */
-static int wait_for(pid_t pid)
+/* kiln.hostname=, "kiln" when absent or invalid. */
+static void configure_from_cmdline(const char *cmdline)
 {
-	int st;
-	pid_t r;
+	char name[AGENT_HOSTNAME_MAX + 1];
 
-	for (;;) {
-		r = wait(&st);
-		if (r == pid)
-			return st;
-		if (r < 0 && errno == ECHILD)
-			return -1;
-	}
+	if (param_get(cmdline, "kiln.hostname", name, sizeof(name)) <= 0 || !agent_hostname_valid(name))
+		strcpy(name, "kiln");
+	if (sethostname(name, strlen(name)) < 0)
+		say("sethostname: %s", strerror(errno));
 }
 
-static void shutdown_now(void)
+/* kiln.exec=: run the command as root through the shell and wait for it. */
+static void run_command(struct reaper *r, const struct rlimit *nofile, const char *cmd)
 {
-	milestone(MS_SHUTDOWN);
-	kill(-1, SIGTERM);
-	/* Give processes 100 ms to exit, reaping them meanwhile. */
-	for (int i = 0; i < 10; i++) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		usleep(10000);
-	}
-	kill(-1, SIGKILL);
-	sync();
-	reboot(RB_AUTOBOOT);
-	say("reboot failed: %s", strerror(errno));
-	for (;;)
-		pause();
-}
-
-static void run_command(const char *cmd)
-{
-	pid_t pid = fork();
+	static const char nosh[] = "kiln-init: kiln.exec: cannot run /bin/sh\n";
+	struct reaper_child ch = { 0 };
+	pid_t pid;
 	int st;
 
-	if (pid < 0) {
-		say("fork: %s", strerror(errno));
-		return;
-	}
+	reaper_fork_lock(r);
+	pid = fork();
 	if (pid == 0) {
+		/* kiln-init is multithreaded now: only async-signal-safe calls. */
+		child_reset(nofile);
 		setsid();
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		say("exec /bin/sh: %s", strerror(errno));
+		if (write(2, nosh, sizeof(nosh) - 1) < 0)
+			_exit(127);
 		_exit(127);
 	}
-	st = wait_for(pid);
+	if (pid > 0)
+		reaper_add(r, &ch, pid);
+	reaper_fork_unlock(r);
+	if (pid < 0) {
+		say("kiln.exec: fork: %s", strerror(errno));
+		return;
+	}
+	st = reaper_wait(r, &ch);
 	if (WIFEXITED(st))
 		say("command exited with status %d", WEXITSTATUS(st));
 	else if (WIFSIGNALED(st))
@@ -191,6 +156,14 @@ static void run_command(const char *cmd)
 int main(void)
 {
 	static char cmdline[4096], value[4096];
+	static struct milestone ms;
+	static struct reaper reaper;
+	static struct shutdown sd;
+	struct agent *agent;
+	struct rlimit nofile;
+	pthread_t th;
+	bool reaper_thread_ok;
+	int e;
 
 	if (getpid() != 1) {
 		fprintf(stderr, "kiln-init: must run as PID 1 (the guest's init)\n");
@@ -203,27 +176,40 @@ int main(void)
 	mount_one("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "mode=0620,ptmxmode=0666");
 	mount_one("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	mount_one("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");
-	have_timer = ioperm(BOOT_TIMER_PORT, 8, 1) == 0;
-	milestone(MS_INIT_STARTED);
+	/* Before any thread exists: threads inherit the port permission. */
+	milestone_init(&ms);
+	milestone_mark(&ms, MS_INIT_STARTED);
 
 	read_cmdline(cmdline, sizeof(cmdline));
-	if (param_get(cmdline, "kiln.hostname", value, 65) <= 0 || !value[0])
-		strcpy(value, "kiln");
-	if (sethostname(value, strlen(value)) < 0)
-		say("sethostname: %s", strerror(errno));
+	configure_from_cmdline(cmdline);
 	if (param_get(cmdline, "kiln.shares", value, sizeof(value)) > 0 && value[0])
 		mount_shares(value);
-	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+	setenv("PATH", AGENT_DEFAULT_PATH, 1);
 	setenv("HOME", "/root", 1);
+	if (getrlimit(RLIMIT_NOFILE, &nofile) < 0)
+		nofile.rlim_cur = nofile.rlim_max = 1024;
 
-	if (param_get(cmdline, "kiln.exec", value, sizeof(value)) > 0 && value[0]) {
-		run_command(value);
-		shutdown_now();
+	/* Also before any thread: it blocks SIGCHLD for all of them. */
+	e = reaper_init(&reaper);
+	if (e < 0)
+		say("reaper: blocking SIGCHLD: %s", strerror(-e));
+	shutdown_init(&sd, &ms, &reaper);
+	reaper_thread_ok = pthread_create(&th, NULL, reaper_thread, &reaper) == 0;
+	if (!reaper_thread_ok)
+		say("reaper: cannot start its thread; reaping in the main thread, kiln.exec is skipped");
+	e = agent_start(&reaper, &sd, &ms, &agent);
+	if (e < 0)
+		say("agent: cannot listen on vsock port %d: %s (is there a --vsock device?)", AGENT_PORT,
+		    strerror(-e));
+
+	if (reaper_thread_ok && param_get(cmdline, "kiln.exec", value, sizeof(value)) > 0 && value[0]) {
+		run_command(&reaper, &nofile, value);
+		shutdown_run(&sd, AGENT_GRACE_DEFAULT_MS);
 	}
 	if (param_get(cmdline, "kiln.poweroff", value, sizeof(value)) > 0)
-		shutdown_now();
-	for (;;) {
-		if (wait(NULL) < 0 && errno == ECHILD)
-			pause();
-	}
+		shutdown_run(&sd, AGENT_GRACE_DEFAULT_MS);
+	if (!reaper_thread_ok)
+		reaper_run(&reaper);
+	for (;;)
+		pause();
 }
