@@ -16,11 +16,11 @@ VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
 # INIT_PURE_SRCS are unit-tested too (SAN_OBJS).
-INIT_PURE_SRCS := guest-init/agent_env.c
+INIT_PURE_SRCS := guest-init/agent_env.c guest-init/netconf_params.c
 INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent.c guest-init/agent_exec.c \
 	guest-init/agent_stream.c guest-init/agent_lifecycle.c guest-init/agent_proc.c \
 	guest-init/agent_launch.c guest-init/reaper.c guest-init/child.c \
-	guest-init/milestone.c guest-init/shutdown.c guest-init/say.c
+	guest-init/milestone.c guest-init/shutdown.c guest-init/say.c guest-init/netconf.c
 # The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
 # directory (tests/unit/test_agent_files.c), so they are in SAN_OBJS too.
 INIT_FILES_SRCS := guest-init/agent_files.c guest-init/agent_fs.c guest-init/agent_walk.c \

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "agent_serve.h"
+#include "netconf.h"
 
 void agent_serve_ping(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
@@ -67,9 +68,12 @@ void agent_serve_info(struct agent *a, struct agent_conn *c, struct agent_msg *m
 
 void agent_serve_configure(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
-	(void)a;
-	(void)m;
-	agent_reply_error(c, AGENT_E_IO_ERROR, "configure: not implemented yet");
+	struct agent_err err;
+
+	if (netconf_apply(&m->u.conf, a->resolv_conf, &err) < 0)
+		agent_conn_send_err(c, &err);
+	else
+		agent_reply_ok(c);
 }
 
 void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_msg *m)

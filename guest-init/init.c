@@ -25,6 +25,7 @@
 #include "agent.h"
 #include "child.h"
 #include "milestone.h"
+#include "netconf.h"
 #include "params.h"
 #include "reaper.h"
 #include "say.h"
@@ -109,15 +110,29 @@ static void read_cmdline(char *buf, size_t len)
 		close(fd);
 }
 
-/* kiln.hostname=, "kiln" when absent or invalid. */
+/*
+ * kiln.hostname= kiln.iface= kiln.ip= kiln.gw= kiln.dns= kiln.mtu=, with
+ * the `configure` rules; each invalid value or failed step is reported on
+ * the console and skipped, the rest still applies.
+ */
 static void configure_from_cmdline(const char *cmdline)
 {
-	char name[AGENT_HOSTNAME_MAX + 1];
+	static struct netconf_boot nb;
+	struct agent_err err;
 
-	if (param_get(cmdline, "kiln.hostname", name, sizeof(name)) <= 0 || !agent_hostname_valid(name))
-		strcpy(name, "kiln");
-	if (sethostname(name, strlen(name)) < 0)
-		say("sethostname: %s", strerror(errno));
+	netconf_from_cmdline(cmdline, &nb);
+	for (int i = 0; i < nb.ncomplaints; i++)
+		say("%s", nb.complaint[i]);
+	if (netconf_hostname(&nb.req, &err) < 0)
+		say("%s", err.message);
+	if (netconf_mtu(&nb.req, &err) < 0)
+		say("kiln.mtu: %s", err.message);
+	if (netconf_address(&nb.req, &err) < 0)
+		say("kiln.ip: %s", err.message);
+	if (netconf_gateway(&nb.req, &err) < 0)
+		say("kiln.gw: %s", err.message);
+	if (netconf_dns(&nb.req, "/etc/resolv.conf", &err) < 0)
+		say("kiln.dns: %s", err.message);
 }
 
 /* kiln.exec=: run the command as root through the shell and wait for it. */
