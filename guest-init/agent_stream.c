@@ -204,7 +204,7 @@ static void stream_run(struct agent_conn *c, struct agent_proc *p, uint64_t curs
 	}
 	for (;;) {
 		struct pollfd pf[3];
-		int n = 0, sock = -1, in = -1, got = stream_output(&s);
+		int n = 0, sock, in = -1, got = stream_output(&s);
 		bool pending, buffered;
 
 		if (got < 0)
@@ -212,10 +212,12 @@ static void stream_run(struct agent_conn *c, struct agent_proc *p, uint64_t curs
 		pending = stdin_pending(&s);
 		buffered = !pending && (c->rlen || c->eof);
 		pf[n++] = (struct pollfd){ .fd = s.w.efd, .events = POLLIN };
-		if (!pending) {
-			sock = n;
-			pf[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN | POLLRDHUP };
-		} else {
+		/* With stdin pending no message is read (backpressure), but a
+		 * host that leaves is still noticed. */
+		sock = n;
+		pf[n++] = (struct pollfd){ .fd = c->fd,
+					   .events = (short)(pending ? POLLRDHUP : POLLIN | POLLRDHUP) };
+		if (pending) {
 			in = n;
 			/* The number stays valid while p is referenced (agent_proc.h). */
 			pf[n++] = (struct pollfd){ .fd = p->in_fd, .events = POLLOUT };
@@ -229,7 +231,9 @@ static void stream_run(struct agent_conn *c, struct agent_proc *p, uint64_t curs
 			drain_efd(s.w.efd);
 		if (in >= 0 && pf[in].revents)
 			stream_stdin(&s);
-		if (sock >= 0 && (buffered || pf[sock].revents) && !stream_input(&s))
+		if (pending && (pf[sock].revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			break; /* detach: the process runs on */
+		if (!pending && (buffered || pf[sock].revents) && !stream_input(&s))
 			break;
 	}
 	watch_stop(p, &s.w);
