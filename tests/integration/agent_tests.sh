@@ -1,0 +1,150 @@
+# Integration tests of the guest agent (kiln-init on vsock port 1024), driven
+# from the host through build/kiln-agent (api/agent_client.c). Sourced by
+# run-all after tests.sh; one guest per test function.
+AGENT=${AGENT:-build/kiln-agent}
+# Scaled for the nested harness, where a guest runs 50-100x slower.
+AGENT_READY_MS=${AGENT_READY_MS:-240000}
+
+# agent_vm_start [VMM ARGS...]: boot the test image with a vsock device and
+# wait for the agent. Sets $vd (scratch dir), $vpid, $vs (vsock socket).
+agent_vm_start() {
+  vd=$(mktemp -d /tmp/ka.XXXXXX)
+  vs="$vd/v.sock"
+  "$VMM" --kernel "$VMLINUX" --initrd "$TEST_INITRD" --mem 256 --cpus 2 --console \
+    --vsock "$vs" "$@" >"$vd/console" 2>"$vd/vmm.err" </dev/null &
+  vpid=$!
+  ag wait-ready >/dev/null || { out=$(tr -d '\r' <"$vd/console"); err=$(cat "$vd/vmm.err"); fail "agent never became ready"; return 1; }
+}
+
+# ag ARGS...: kiln-agent against the running guest; status in $arc.
+ag() {
+  arc=0
+  timeout -k 5 300 "$AGENT" --vsock "$vs" --timeout "$AGENT_READY_MS" "$@" || arc=$?
+  return $arc
+}
+
+# agent_vm_stop: graceful shutdown through the agent, then the VMM's exit.
+agent_vm_stop() {
+  ag shutdown >/dev/null 2>&1 || true
+  local i
+  for i in $(seq 1 120); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$vpid" 2>/dev/null || true
+  wait "$vpid" 2>/dev/null
+  rc=$?
+  out=$(tr -d '\r' <"$vd/console") err=$(cat "$vd/vmm.err")
+  rm -rf "$vd"
+}
+
+# check COND MESSAGE: remember the first failure, keep going to shut down.
+check() { if ! eval "$1"; then [ -n "${why:-}" ] || why=$2; fi; }
+
+test_agent_ready_milestone_ping_info() {
+  agent_vm_start --boot-timeline || return 1
+  local why= info
+  check 'ag ping >/dev/null' "ping failed"
+  info=$(ag info)
+  check 'printf "%s\n" "$info" | grep -qx "protocol 1" && printf "%s\n" "$info" | grep -qx "cpus 2"' "info lacks protocol/cpus: $info"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+  expect_err 'agent_ready'
+}
+
+test_agent_exec_basics() {
+  agent_vm_start || return 1
+  local why= o
+  o=$(ag exec -- echo hello); check '[ "$o" = hello ] && [ $arc = 0 ]' "echo: '$o' status $arc"
+  ag exec -- sh -c 'exit 7' >/dev/null; check '[ $arc = 7 ]' "exit 7 gave $arc"
+  ag exec -- sh -c 'kill -TERM $$' >/dev/null; check '[ $arc = 143 ]' "killed by TERM gave $arc"
+  o=$(ag exec -- id -u); check '[ "$o" = 1000 ]' "default user uid '$o'"
+  o=$(ag exec --user root -- id -u); check '[ "$o" = 0 ]' "root uid '$o'"
+  o=$(ag exec --env FOO=bar --cwd /tmp -- sh -c 'echo $FOO $(pwd)'); check '[ "$o" = "bar /tmp" ]' "env/cwd '$o'"
+  o=$(echo piped | ag exec --stdin-file - -- cat); check '[ "$o" = piped ]' "stdin '$o'"
+  o=$(ag exec -- sh -c 'echo out; echo err >&2' 2>"$vd/e"); check '[ "$o" = out ] && [ "$(cat "$vd/e")" = err ]' "stdout/stderr split"
+  ag exec -- /no/such/program >/dev/null 2>"$vd/e"; check 'grep -q not_found "$vd/e"' "missing program: $(cat "$vd/e")"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_agent_exec_timeout_and_output_cap() {
+  agent_vm_start || return 1
+  local why= t0 t1 rss
+  t0=$(date +%s.%N)
+  ag exec --timeout-ms 2000 -- sleep 100 >/dev/null
+  t1=$(date +%s.%N)
+  check '[ $arc = 124 ]' "timeout gave status $arc"
+  # 3 s on real KVM; the nested harness is far slower to start a process.
+  check '[ "$(echo "$t1 - $t0 < 60" | bc)" = 1 ]' "timeout took $(echo "$t1 - $t0" | bc) s"
+  ag exec --json -- sh -c 'head -c 52428800 /dev/zero' >"$vd/o" 2>"$vd/e"
+  check '[ "$(stat -c %s "$vd/o")" = 1048576 ]' "capped output is $(stat -c %s "$vd/o") bytes"
+  check 'grep -q "\"stdout_truncated\":true" "$vd/e"' "truncation not flagged: $(tail -c 300 "$vd/e")"
+  check 'grep -q "\"stdout_bytes\":52428800" "$vd/e"' "stdout_bytes wrong: $(tail -c 300 "$vd/e")"
+  rss=$(ag exec -- sh -c "awk '/VmHWM/{print \$2}' /proc/1/status")
+  check '[ -n "$rss" ] && [ "$rss" -lt 32768 ]' "agent peak RSS ${rss} KiB"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_agent_processes_stream_reattach_signal_and_pty() {
+  agent_vm_start || return 1
+  local why= r
+  r=$(python3 tests/integration/agent_wire.py "$vs" reattach); check '[[ $r == ok* ]]' "$r"
+  r=$(python3 tests/integration/agent_wire.py "$vs" pty); check '[[ $r == ok* ]]' "$r"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_agent_files_20mib_round_trip_and_traversal() {
+  agent_vm_start || return 1
+  local why= o
+  head -c 20971520 /dev/urandom >"$vd/big"
+  ag write /home/user/big <"$vd/big"; check '[ $arc = 0 ]' "write 20 MiB failed ($arc)"
+  ag read /home/user/big >"$vd/back"; check 'cmp -s "$vd/big" "$vd/back"' "20 MiB read back differs"
+  o=$(ag exec -- sha256sum /home/user/big | cut -d" " -f1)
+  check '[ "$o" = "$(sha256sum <"$vd/big" | cut -d" " -f1)" ]' "guest checksum differs"
+  # A tar whose member climbs out of the target, and one that plants a
+  # symlink to /etc and then writes through it: both refused.
+  python3 - "$vd" <<'PY'
+import io, sys, tarfile
+d = sys.argv[1]
+def mk(name, members):
+    with tarfile.open(f"{d}/{name}", "w", format=tarfile.USTAR_FORMAT) as t:
+        for m in members:
+            ti = tarfile.TarInfo(m[0])
+            if m[1] == "sym":
+                ti.type, ti.linkname = tarfile.SYMTYPE, m[2]
+                t.addfile(ti)
+            else:
+                ti.size = len(m[2]); t.addfile(ti, io.BytesIO(m[2]))
+mk("climb.tar", [("ok.txt", "file", b"fine\n"), ("../../etc/kiln-pwned", "file", b"x\n")])
+mk("symlink.tar", [("etc", "sym", "/etc"), ("etc/kiln-pwned", "file", b"x\n")])
+mk("good.tar", [("a/b/c.txt", "file", b"deep\n")])
+PY
+  ag mkdir -p /home/user/t
+  ag tar-up /home/user/t <"$vd/climb.tar" 2>"$vd/e"; check 'grep -q unsafe_path "$vd/e"' "climbing tar: $(cat "$vd/e")"
+  ag tar-up /home/user/t <"$vd/symlink.tar" 2>"$vd/e"; check 'grep -q unsafe_path "$vd/e"' "symlink tar: $(cat "$vd/e")"
+  o=$(ag exec --user root -- sh -c 'ls /etc/kiln-pwned 2>&1 || true')
+  check '[[ "$o" == *"No such file"* ]]' "a tar wrote outside its target: $o"
+  ag tar-up /home/user/t <"$vd/good.tar"; check '[ $arc = 0 ]' "good tar refused"
+  o=$(ag read /home/user/t/a/b/c.txt); check '[ "$o" = deep ]' "extracted file '$o'"
+  ag tar-down /home/user/t >"$vd/down.tar"; check 'tar -tf "$vd/down.tar" | grep -q "a/b/c.txt"' "downloaded tar lacks a/b/c.txt"
+  # Agent paths are guest paths: the guard is the request's user, which is
+  # the unprivileged `user` unless root is asked for.
+  echo x | ag write /home/user/../../etc/passwd 2>"$vd/e"; check 'grep -q permission_denied "$vd/e"' "user wrote /etc/passwd: $(cat "$vd/e")"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_agent_20_concurrent_execs_and_100_malformed_messages() {
+  agent_vm_start || return 1
+  local why= i pids=() r bad=0
+  for i in $(seq 1 20); do
+    (o=$(ag exec -- sh -c "echo n$i"); [ "$o" = "n$i" ]) &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do wait "$i" || bad=$((bad + 1)); done
+  check '[ $bad = 0 ]' "$bad of 20 concurrent execs failed"
+  r=$(python3 tests/integration/agent_wire.py "$vs" malformed 100); check '[[ $r == ok* ]]' "$r"
+  echo "    $r"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
