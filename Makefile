@@ -2,8 +2,9 @@
 #   make          build kiln-vmm, kiln-init, the guest kernel and the rootfs
 #   make test     install what is missing, build, run unit + integration tests
 #   make demo     boot a guest and print its boot timeline
-#   make bench    boot and device benchmarks beside QEMU -M microvm
-#                 (make bench-boot, make bench-devices: one of them)
+#   make bench    boot and device benchmarks beside QEMU -M microvm, and
+#                 the agent's exec latency and file throughput
+#                 (make bench-boot, bench-devices, bench-agent: one of them)
 CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
@@ -38,7 +39,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices clean
+.PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices bench-agent clean
 all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent kernel rootfs
 
 deps:
@@ -129,11 +130,15 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices
+bench: bench-boot bench-devices bench-agent
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run bench/boot
+
+bench-agent: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	tests/harness/run --timeout 1800 bench/agent
 
 # Both VMMs boot kiln's kernel + virtio-9p here (QEMU's shared directory).
 bench-devices: deps
