@@ -148,3 +148,25 @@ test_agent_20_concurrent_execs_and_100_malformed_messages() {
   agent_vm_stop
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
+
+test_agent_network_from_cmdline_and_configure_hostname_clock() {
+  local tap=ka$$ why= o
+  ip tuntap add dev $tap mode tap || { rc=1; fail "cannot create tap (tun module?)"; return 1; }
+  ip addr add 10.9.1.1/24 dev $tap && ip link set $tap up
+  # Address from the kernel command line (kiln.ip/kiln.gw), then moved by a
+  # configure message; hostname and clock from the host.
+  agent_vm_start --net tap=$tap --cmdline 'quiet kiln.ip=10.9.1.2/24 kiln.gw=10.9.1.1 kiln.dns=10.9.1.1' || { ip link del $tap; return 1; }
+  ag exec --user root -- ping -c 1 -W 20 10.9.1.1 >/dev/null; check '[ $arc = 0 ]' "ping with the command line's address failed ($arc)"
+  o=$(ag exec -- cat /etc/resolv.conf); check '[[ "$o" == *"nameserver 10.9.1.1"* ]]' "resolv.conf from kiln.dns: $o"
+  ag configure --hostname sandbox-7 --interface eth0 --address 10.9.1.3/24 --gateway 10.9.1.1 --dns 10.9.1.1 >/dev/null
+  check '[ $arc = 0 ]' "configure failed ($arc)"
+  o=$(ag exec -- hostname); check '[ "$o" = sandbox-7 ]' "hostname '$o'"
+  o=$(ag exec -- ip -4 addr show eth0); check '[[ "$o" == *10.9.1.3/24* && "$o" != *10.9.1.2/* ]]' "address after configure: $o"
+  ag exec --user root -- ping -c 1 -W 20 10.9.1.1 >/dev/null; check '[ $arc = 0 ]' "ping after configure failed ($arc)"
+  ag configure --hostname 'bad host!' >/dev/null 2>"$vd/e"; check 'grep -q bad_field "$vd/e"' "bad hostname: $(cat "$vd/e")"
+  ag sync-clock 1900000000000000000 >/dev/null; check '[ $arc = 0 ]' "sync-clock failed ($arc)"
+  o=$(ag exec -- date +%s); check '[ "$o" -ge 1900000000 ] && [ "$o" -lt 1900000600 ]' "guest clock after sync-clock: $o"
+  agent_vm_stop
+  ip link del $tap
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
