@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +18,89 @@
 
 #include "agent_files_ops.h"
 
+/* ---- waiting on FIFOs and devices ---- */
+
+/*
+ * Read and write open non-regular files with O_NONBLOCK: a FIFO a guest
+ * process planted at the path would otherwise block open() until some
+ * writer (or reader) shows up, and a blocking read() or write() until it
+ * moves data, with nobody noticing that the host gave up, so every such
+ * request would hold a connection slot for good. Instead EAGAIN waits in
+ * poll() beside the connection, and a host that leaves ends the wait.
+ * Regular files ignore O_NONBLOCK. 0: fd is ready (or erred: retry the
+ * call), HOST_GONE: the host left.
+ */
+#define HOST_GONE (-ESHUTDOWN) /* no read() or write() on a file returns it */
+
+static int fd_wait(struct agent_conn *c, int fd, short events)
+{
+	struct pollfd pf[2] = {
+		{ .fd = fd, .events = events },
+		{ .fd = c->fd, .events = POLLRDHUP },
+	};
+
+	if (poll(pf, 2, -1) < 0 && errno != EINTR)
+		return -errno;
+	if (pf[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+		return HOST_GONE;
+	return 0;
+}
+
+/* read() that waits for a non-blocking fd. >= 0, or -errno (or HOST_GONE). */
+static ssize_t read_wait(struct agent_conn *c, int fd, void *buf, size_t n)
+{
+	for (;;) {
+		ssize_t r = read(fd, buf, n);
+		int w;
+
+		if (r >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		w = fd_wait(c, fd, POLLIN);
+		if (w < 0)
+			return w;
+	}
+}
+
+/* Write all n bytes to a non-blocking fd. 0 or -errno (or HOST_GONE). */
+static int write_all_wait(struct agent_conn *c, int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		int w;
+
+		if (r > 0) {
+			p += r;
+			n -= (size_t)r;
+			continue;
+		}
+		if (r == 0)
+			return -EIO;
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		w = fd_wait(c, fd, POLLOUT);
+		if (w < 0)
+			return w;
+	}
+	return 0;
+}
+
 /* ---- read ---- */
 
 /* Move a non-seekable file (FIFO, some devices) to `offset` by reading. */
-static int skip_bytes(int fd, uint64_t offset, uint8_t *buf)
+static int skip_bytes(struct agent_conn *c, int fd, uint64_t offset, uint8_t *buf)
 {
 	while (offset) {
-		ssize_t r = read(fd, buf, offset < AGENT_CHUNK_MAX ? (size_t)offset : AGENT_CHUNK_MAX);
+		ssize_t r = read_wait(c, fd, buf,
+				      offset < AGENT_CHUNK_MAX ? (size_t)offset : AGENT_CHUNK_MAX);
 
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
+		if (r < 0)
+			return (int)r;
 		if (r == 0)
 			return 0; /* past EOF: nothing to send */
 		offset -= (uint64_t)r;
@@ -45,7 +116,8 @@ void op_read(struct agent_conn *c, const struct agent_file_req *f)
 	uint8_t *buf = NULL;
 	int fd;
 
-	fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: see fd_wait(). A FIFO without a writer reads as empty. */
+	fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
 		fs_send_errno(c, errno, "read '%.200s'", f->path);
 		return;
@@ -67,8 +139,10 @@ void op_read(struct agent_conn *c, const struct agent_file_req *f)
 	if (agent_conn_send_line(c, &l, agent_line_file(&l, (uint64_t)st.st_size)) < 0)
 		goto out;
 	if (f->offset && lseek(fd, (off_t)f->offset, SEEK_SET) < 0) {
-		int e = errno == ESPIPE ? -skip_bytes(fd, f->offset, buf) : errno;
+		int e = errno == ESPIPE ? -skip_bytes(c, fd, f->offset, buf) : errno;
 
+		if (e == -HOST_GONE)
+			goto out; /* the host is gone */
 		if (e) {
 			fs_send_errno(c, e, "read '%.200s': seeking to %llu", f->path,
 				      (unsigned long long)f->offset);
@@ -77,14 +151,14 @@ void op_read(struct agent_conn *c, const struct agent_file_req *f)
 	}
 	while (left) {
 		size_t want = left < AGENT_CHUNK_MAX ? (size_t)left : AGENT_CHUNK_MAX;
-		ssize_t r = read(fd, buf, want);
+		ssize_t r = read_wait(c, fd, buf, want);
 
+		if (r == HOST_GONE)
+			goto out; /* the host is gone: stop producing */
 		if (r < 0) {
-			if (errno == EINTR)
-				continue;
 			/* After data went out, an error replaces `end`: the
 			 * host discards what it got (section 7.5). */
-			fs_send_errno(c, errno, "read '%.200s' after %llu bytes", f->path,
+			fs_send_errno(c, (int)r, "read '%.200s' after %llu bytes", f->path,
 				      (unsigned long long)sent);
 			goto out;
 		}
@@ -128,7 +202,9 @@ static int payload_to_file(struct agent_conn *c, int fd, uint8_t *buf, const cha
 		}
 		if (r == 0)
 			return 0;
-		w = fs_write_all(fd, buf, (size_t)r);
+		w = write_all_wait(c, fd, buf, (size_t)r);
+		if (w == HOST_GONE)
+			return -1; /* the host is gone */
 		if (w < 0) {
 			fs_send_errno(c, w, "write '%.200s' after %llu bytes", path,
 				      (unsigned long long)*total);
@@ -159,7 +235,8 @@ static void write_open_error(struct agent_conn *c, const struct agent_file_req *
 void op_write(struct agent_conn *c, struct agent_msg *req)
 {
 	const struct agent_file_req *f = &req->u.file;
-	int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY;
+	/* O_NONBLOCK: see fd_wait(). A FIFO without a reader is ENXIO. */
+	int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK;
 	uint64_t total = 0;
 	uint8_t *buf;
 	int fd;

@@ -438,6 +438,49 @@ static void test_read_errors(void **state)
 		     "{\"type\":\"file\",\"size\":1}\n{\"type\":\"data\",\"len\":1}\n{\"type\":\"end\",\"bytes\":1}\n");
 }
 
+/*
+ * A FIFO a guest process planted where the host reads or writes: the
+ * request must neither block in open() nor outlive a host that left
+ * (it used to hold its connection thread, and its slot, for good).
+ */
+static void test_read_write_fifo(void **state)
+{
+	struct reply r;
+	const char *req;
+	char buf[16];
+	int wfd;
+
+	(void)state;
+	NEED_ROOT();
+	assert_int_equal(mkfifo(P("u/fifo"), 0666), 0);
+	assert_int_equal(chown(P("u/fifo"), 1000, 1000), 0);
+	/* No writer: empty at once. */
+	expect_lines(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("u/fifo")),
+		     "{\"type\":\"file\",\"size\":0}\n{\"type\":\"end\",\"bytes\":0}\n");
+	/* No reader: an error at once, not a hang. */
+	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/fifo")),
+		     "io_error");
+	/* A writer that sends some bytes (also past an offset), then holds
+	 * the FIFO open: the read waits, and stops when the host leaves. */
+	wfd = open(P("u/fifo"), O_RDWR | O_NONBLOCK);
+	assert_true(wfd >= 0);
+	assert_int_equal(write(wfd, "xyhello", 7), 7);
+	req = fmt("{\"type\":\"read\",\"path\":\"%s\",\"offset\":2}\n", P("u/fifo"));
+	run_raw(req, strlen(req), true, &r);
+	assert_string_equal(r.lines, "{\"type\":\"file\",\"size\":0}\n{\"type\":\"data\",\"len\":5}\n");
+	assert_memory_equal(r.data, "hello", 5);
+	reply_free(&r);
+	/* With a reader (wfd is O_RDWR), the write goes through. */
+	req = fmt("{\"type\":\"write\",\"path\":\"%s\",\"len\":3}\nabc{\"type\":\"end\"}\n",
+		  P("u/fifo"));
+	run_raw(req, strlen(req), false, &r);
+	assert_string_equal(r.lines, "{\"type\":\"ok\",\"bytes\":3}\n");
+	reply_free(&r);
+	assert_int_equal(read(wfd, buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "abc", 3);
+	close(wfd);
+}
+
 static void test_write_options(void **state)
 {
 	struct stat st;
@@ -1209,6 +1252,7 @@ int main(void)
 		cmocka_unit_test(test_write_read),
 		cmocka_unit_test(test_read_large_in_chunks),
 		cmocka_unit_test(test_read_errors),
+		cmocka_unit_test(test_read_write_fifo),
 		cmocka_unit_test(test_write_options),
 		cmocka_unit_test(test_write_permissions),
 		cmocka_unit_test(test_write_upload_errors),
