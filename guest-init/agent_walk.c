@@ -142,6 +142,7 @@ int walk_open(struct walk *w, int dirfd, const char *prefix)
 {
 	size_t n = strlen(prefix);
 	struct stat st;
+	int r;
 
 	memset(w, 0, sizeof(*w));
 	w->rootfd = -1;
@@ -162,7 +163,12 @@ int walk_open(struct walk *w, int dirfd, const char *prefix)
 		close(dirfd);
 		return e;
 	}
-	return push(w, dirfd, &st, n);
+	r = push(w, dirfd, &st, n);
+	/* The callers do not walk_close() a walk that failed to open: the
+	 * root's O_PATH descriptor and the level array must not stay. */
+	if (r < 0)
+		walk_close(w);
+	return r;
 }
 
 int walk_next(struct walk *w, struct walk_entry *e)
