@@ -1,6 +1,7 @@
 #include "agent_proc.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
@@ -413,11 +414,13 @@ void agent_proc_info(const struct agent_proc *p, struct agent_process_info *i)
 		i->attached += w->stream;
 }
 
-/* Replace a shared descriptor by /dev/null: see "Contract" in agent_proc.h. */
+/* Replace a shared descriptor by /dev/null: see "Contract" in agent_proc.h.
+ * dup3 with O_CLOEXEC: dup2 would clear the flag, and the number would
+ * then leak into every later child (agent_launch.h: all close-on-exec). */
 static void retire_fd(struct agent_proc *p, int fd)
 {
 	if (fd >= 0)
-		dup2(p->tab->null_fd, fd);
+		dup3(p->tab->null_fd, fd, O_CLOEXEC);
 }
 
 void agent_proc_close_stdin(struct agent_proc *p)
