@@ -40,7 +40,7 @@ ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices bench-agent clean
-all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent kernel rootfs
+all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -75,6 +75,12 @@ KILND_PURE_SRCS := api/api_error.c api/byte_queue.c api/exec_render.c api/exec_s
 	api/json_fields.c api/metrics.c api/names.c api/query.c api/route.c \
 	api/sandbox_record.c api/sandbox_spec.c api/sandbox_state.c api/text_codec.c \
 	api/vmm_argv.c api/vmm_output.c
+KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.c \
+	api/sandbox.c api/supervise.c api/handle_sandboxes.c api/handle_exec.c \
+	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
+$(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
+$(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lpthread
 
 # Cheap when cached: the script keys the cache on source version + config.
 kernel:

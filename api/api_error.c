@@ -144,7 +144,11 @@ enum api_code api_err_from_agent(struct api_err *e, const struct agent_client_er
 		c = API_E_INTERNAL;
 		break;
 	}
-	return api_err_set(e, c, "%s: %s", what, ae->message[0] ? ae->message : "failed");
+	/* The agent's and the client library's messages already name the
+	 * operation ("exec: 'x' not found"); `what` only stands in for none. */
+	if (ae->message[0])
+		return api_err_set(e, c, "%s", ae->message);
+	return api_err_set(e, c, "%s failed", what);
 }
 
 char *api_error_body(const struct api_err *e)

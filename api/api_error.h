@@ -74,8 +74,9 @@ enum api_code api_err_vset(struct api_err *e, enum api_code code, const char *fm
 	__attribute__((format(printf, 3, 0)));
 
 /*
- * Translate an agent client failure into an API error, its message
- * prefixed with `what` ("exec", "read '/etc/x'"). Agent error codes keep
+ * Translate an agent client failure into an API error. The message is the
+ * agent's or the client library's (they name the operation); `what`
+ * ("exec", "read '/etc/x'") is used only when there is none. Agent codes keep
  * their names; connection failures and host-side deadlines become
  * agent_unavailable (503), broken replies agent_protocol_error (502).
  */

@@ -142,7 +142,7 @@ int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **l
 /* Compact JSON plus '\n'; consumes o (NULL is fine: out of memory). */
 static char *dump_line(json_t *o, size_t *len)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL, *l;
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL, *l;
 
 	json_decref(o);
 	if (!s)

@@ -206,3 +206,35 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	return o;
 }
 
+
+int sandbox_stop_body_parse(const json_t *body, int *grace_ms, struct api_err *e)
+{
+	static const char *const fields[] = { "grace_ms", NULL };
+	uint64_t n;
+
+	*grace_ms = AGENT_GRACE_DEFAULT_MS;
+	if (!body)
+		return 0;
+	if (!json_is_object(body)) {
+		api_err_set(e, API_E_BAD_JSON, "sandbox stop: the body must be a JSON object");
+		return -1;
+	}
+	if (jf_only(body, fields, "sandbox stop", e) ||
+	    jf_uint(body, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &n, "sandbox stop", e))
+		return -1;
+	*grace_ms = (int)n;
+	return 0;
+}
+
+int sandbox_start_body_parse(const json_t *body, struct api_err *e)
+{
+	static const char *const fields[] = { NULL };
+
+	if (!body)
+		return 0;
+	if (!json_is_object(body)) {
+		api_err_set(e, API_E_BAD_JSON, "sandbox start: the body must be a JSON object");
+		return -1;
+	}
+	return jf_only(body, fields, "sandbox start", e);
+}

@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "agent_proto.h"
 #include "api_error.h"
 #include "names.h"
 
@@ -80,5 +81,12 @@ void sandbox_spec_free(struct sandbox_spec *s);
 /* The spec as canonical JSON, every field present (new reference; NULL on OOM).
  * sandbox_spec_parse() of it gives the same spec back. */
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s);
+
+/* POST .../stop body: NULL (no body) or {"grace_ms": 0..60000}; *grace_ms
+ * defaults to the agent's default grace. */
+int sandbox_stop_body_parse(const json_t *body, int *grace_ms, struct api_err *e);
+
+/* POST .../start body: NULL (no body) or {}. */
+int sandbox_start_body_parse(const json_t *body, struct api_err *e);
 
 #endif

@@ -122,7 +122,10 @@ static void test_agent_errors_map(void **state)
 	(void)state;
 	strcpy(ae.message, "exec: 'nope' not found");
 	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
-	assert_string_equal(e.message, "exec: exec: 'nope' not found");
+	assert_string_equal(e.message, "exec: 'nope' not found");
+	ae.message[0] = '\0';
+	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
+	assert_string_equal(e.message, "exec failed");
 	ae.code = AGENT_E_PERMISSION_DENIED;
 	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_PERMISSION_DENIED);
 	ae.code = AGENT_E_NO_SPACE;

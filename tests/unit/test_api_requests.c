@@ -374,6 +374,37 @@ static void test_exec_env_merge(void **state)
 	json_decref(base);
 }
 
+static void test_stop_and_start_bodies(void **state)
+{
+	struct api_err e;
+	json_t *j;
+	int grace = -1;
+
+	(void)state;
+	assert_int_equal(sandbox_stop_body_parse(NULL, &grace, &e), 0);
+	assert_int_equal(grace, AGENT_GRACE_DEFAULT_MS);
+	j = J("{\"grace_ms\":60000}");
+	assert_int_equal(sandbox_stop_body_parse(j, &grace, &e), 0);
+	assert_int_equal(grace, 60000);
+	json_decref(j);
+	j = J("{\"grace_ms\":60001}");
+	assert_int_equal(sandbox_stop_body_parse(j, &grace, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	json_decref(j);
+	j = J("{\"grace\":1}");
+	assert_int_equal(sandbox_stop_body_parse(j, &grace, &e), -1);
+	assert_int_equal(e.code, API_E_UNKNOWN_FIELD);
+	json_decref(j);
+	assert_int_equal(sandbox_start_body_parse(NULL, &e), 0);
+	j = J("{}");
+	assert_int_equal(sandbox_start_body_parse(j, &e), 0);
+	json_decref(j);
+	j = J("{\"cpus\":2}");
+	assert_int_equal(sandbox_start_body_parse(j, &e), -1);
+	assert_int_equal(e.code, API_E_UNKNOWN_FIELD);
+	json_decref(j);
+}
+
 #define KV(...) ((const struct query_kv[]){ __VA_ARGS__ })
 #define N(arr) (sizeof(arr) / sizeof((arr)[0]))
 
@@ -500,6 +531,7 @@ int main(void)
 		cmocka_unit_test(test_exec_rejects),
 		cmocka_unit_test(test_exec_argv_limits),
 		cmocka_unit_test(test_exec_env_merge),
+		cmocka_unit_test(test_stop_and_start_bodies),
 		cmocka_unit_test(test_query_files),
 		cmocka_unit_test(test_query_exec_and_list),
 	};

@@ -1,0 +1,32 @@
+/*
+ * handlers: one function per endpoint of docs/api.md, called by http.c
+ * once the request passed the peer check, its route and its body limit.
+ * Each answers exactly once through the http_* functions.
+ */
+#ifndef KILN_HANDLERS_H
+#define KILN_HANDLERS_H
+
+#include "http.h"
+
+/* handle_misc.c */
+void handle_health(struct http_req *r);
+void handle_metrics(struct http_req *r);
+void handle_images(struct http_req *r);
+
+/* handle_sandboxes.c */
+void handle_sandbox_list(struct http_req *r);
+void handle_sandbox_create(struct http_req *r);
+void handle_sandbox_get(struct http_req *r);
+void handle_sandbox_delete(struct http_req *r);
+void handle_sandbox_start(struct http_req *r);
+void handle_sandbox_stop(struct http_req *r);
+
+/* handle_exec.c */
+void handle_exec(struct http_req *r);
+
+/* handle_files.c: GET answers like the others; PUT starts on the request's
+ * first call (before its body) and then streams it (http_upload). */
+void handle_file_get(struct http_req *r);
+void handle_file_put_begin(struct http_req *r);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * sandbox: kilnd's sandbox registry and lifecycle (create, start, stop,
+ * delete, timeouts, supervision, persistence).
+ *
+ * Contract:
+ *  - One mutex (d->reg.mu) guards the registry and every sandbox's mutable
+ *    fields; it is never held across anything that waits for a guest or a
+ *    process (boot waits, agent calls, stop waits), only across short
+ *    bookkeeping and the meta.json write.
+ *  - Every state change goes through sandbox_transition(): lifecycle
+ *    requests that do not fit the state are 409 wrong_state, and a
+ *    transient state (booting, stopping, deleting) belongs to the one
+ *    request that entered it. The VMM's own exit (supervise.c's on_exit)
+ *    moves a running sandbox to stopped/crashed; in a transient state it
+ *    only records how the VMM ended and leaves the rest to the owner.
+ *  - Sandboxes are reference counted: the registry holds one reference,
+ *    each request and each monitor thread its own. sandbox_get() returns
+ *    a new reference; sandbox_put() drops it.
+ *  - A sandbox's files live in <state-dir>/sandboxes/<id>/: overlay,
+ *    vsock.sock, console.log, vmm.log, meta.json (rewritten atomically at
+ *    every change, so a restarted kilnd lists what it had).
+ */
+#ifndef KILN_SANDBOX_H
+#define KILN_SANDBOX_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "agent_client.h"
+#include "api_error.h"
+#include "kilnd.h"
+#include "listen.h"
+#include "query.h"
+
+/* Create the registry and load <state-dir>/sandboxes. -1 with err. */
+int sandboxes_init(struct kilnd *d, char *err, size_t errlen);
+
+/* The sandbox with this id (a new reference), or NULL with e (sandbox_not_found). */
+struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e);
+void sandbox_put(struct sandbox *sb);
+
+/* The API's sandbox object (new reference; NULL when out of memory). */
+json_t *sandbox_view(struct sandbox *sb);
+
+/* {"sandboxes":[...]} filtered by f, oldest first. */
+json_t *sandbox_list(struct kilnd *d, const struct list_filter *f);
+
+/*
+ * POST /v1/sandboxes: validate, create the directory, boot, wait for the
+ * agent. 0 with *view; -1 with e, and then nothing is left behind.
+ */
+int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
+		   struct api_err *e);
+
+/* POST .../start: boot a stopped or crashed sandbox again. */
+int sandbox_start(struct sandbox *sb, json_t **view, struct api_err *e);
+
+/* POST .../stop (and timeouts: reason "timeout"). view may be NULL. */
+int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view, struct api_err *e);
+
+/* DELETE: stop if needed, then remove it and everything it owned. */
+int sandbox_delete(struct sandbox *sb, struct api_err *e);
+
+/*
+ * For exec and file requests: an agent client for a running sandbox and
+ * its base environment (*env: a new reference). 409 when not running.
+ */
+int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e);
+
+/* Once a second: stop sandboxes whose timeout_s passed. */
+void sandboxes_tick(struct kilnd *d);
+
+/* Daemon shutdown: stop every sandbox that runs and wait for its VMM. */
+void sandboxes_shutdown(struct kilnd *d);
+
+/* Release the registry (after sandboxes_shutdown, with no request left).
+ * False when a thread still holds a sandbox: then d must stay allocated. */
+bool sandboxes_free(struct kilnd *d);
+
+/* Sandboxes per state (for /metrics) and in total. */
+void sandboxes_count(struct kilnd *d, unsigned counts[SB_STATE_COUNT], size_t *total);
+
+#endif
