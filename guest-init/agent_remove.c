@@ -47,6 +47,8 @@ struct rm_id {
 struct rm {
 	struct rm_id *stack;
 	size_t depth, cap;
+	struct rm_id emptied; /* the directory rm_tree last emptied and left */
+	bool has_emptied;
 	char where[256]; /* the entry an error is about */
 };
 
@@ -132,6 +134,14 @@ static int rm_entry(struct rm *rm, int fd, const struct stat *dst, const char *n
 		close(*child);
 		return fail_at(rm, name, -EBUSY); /* swapped since the statx */
 	}
+	/* Just emptied, and still not removable: a guest process is filling
+	 * it again (or the filesystem hides what is left). Going down again
+	 * could go on for as long as that lasts, holding this connection;
+	 * rm -rf gives up here too. */
+	if (rm->has_emptied && same(&cst, &rm->emptied)) {
+		close(*child);
+		return fail_at(rm, name, -ENOTEMPTY);
+	}
 	r = rm_push(rm, &cst);
 	if (r < 0) {
 		close(*child);
@@ -208,6 +218,8 @@ static int rm_tree(struct rm *rm, int fd)
 				r = fail_at(rm, "..", -ESTALE);
 				break;
 			}
+			rm->emptied = rm->stack[rm->depth - 1];
+			rm->has_emptied = true;
 			rm->depth--;
 			close(fd);
 			fd = up;
@@ -228,6 +240,10 @@ static void remove_error(struct agent_conn *c, const char *path, const struct rm
 	else if (r == -EBUSY)
 		fs_send_error(c, AGENT_E_BUSY,
 			      "remove '%.200s': '%.200s' inside it is a mount point (or changed while being removed); unmount it first",
+			      path, rm->where);
+	else if (r == -ENOTEMPTY)
+		fs_send_error(c, AGENT_E_NOT_EMPTY,
+			      "remove '%.200s': '%.200s' inside it filled up again while it was being removed; stop what writes there and retry (what was removed stays)",
 			      path, rm->where);
 	else if (r == -ELOOP)
 		fs_send_error(c, AGENT_E_IO_ERROR,
