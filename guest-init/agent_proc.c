@@ -285,6 +285,10 @@ struct agent_proc *agent_proc_start(struct agent_procs *t, const struct agent_pr
 		reaper_wait(t->reaper, &p->rc);
 		pthread_mutex_lock(&t->lock);
 		p->listed = false;
+		/* An attach or wait that found it meanwhile waits for `done`,
+		 * which only the pump would have set. */
+		p->done = true;
+		agent_proc_notify(p);
 		t->slot[slot] = NULL;
 		p->refs -= 2; /* the table's and the pump's */
 		pthread_mutex_unlock(&t->lock);
