@@ -244,10 +244,17 @@ static void *accept_main(void *arg)
 	struct agent *a = arg;
 
 	for (;;) {
-		int fd = accept4(a->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		struct sockaddr_vm peer;
+		socklen_t plen = sizeof(peer);
+		int fd = accept4(a->listen_fd, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
 
 		if (fd >= 0) {
-			agent_accepted(a, fd);
+			/* A guest process over vsock loopback is not the host:
+			 * closed unanswered, and it takes no connection slot. */
+			if (!agent_peer_is_host((struct sockaddr *)&peer, plen))
+				close(fd);
+			else
+				agent_accepted(a, fd);
 			continue;
 		}
 		/* Out of descriptors or memory: the connection waits in the

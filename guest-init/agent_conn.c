@@ -17,6 +17,15 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
+
+bool agent_peer_is_host(const struct sockaddr *addr, socklen_t len)
+{
+	const struct sockaddr_vm *vm = (const struct sockaddr_vm *)addr;
+
+	return len >= (socklen_t)sizeof(*vm) && vm->svm_family == AF_VSOCK &&
+	       vm->svm_cid == VMADDR_CID_HOST;
+}
 
 int64_t agent_now_ms(void)
 {

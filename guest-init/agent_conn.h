@@ -18,8 +18,10 @@
 #ifndef KILN_AGENT_CONN_H
 #define KILN_AGENT_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "agent_proto.h"
@@ -35,6 +37,15 @@ struct agent_conn {
 	int64_t deadline_ms;      /* absolute CLOCK_MONOTONIC ms; 0: none */
 	int eof;                  /* the peer closed its side */
 };
+
+/*
+ * May the peer an AF_VSOCK accept() reported (addr, len) talk to the agent?
+ * Only the host (VMADDR_CID_HOST). The guest kernel has vsock loopback, so
+ * any guest process, "user" included, can connect to port 1024 itself (as
+ * CID 1, VMADDR_CID_LOCAL) and would otherwise be served as the host: exec
+ * as root, shutdown, configure.
+ */
+bool agent_peer_is_host(const struct sockaddr *addr, socklen_t len);
 
 /* Monotonic milliseconds, the clock of every deadline here. */
 int64_t agent_now_ms(void);

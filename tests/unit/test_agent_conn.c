@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #include "agent_conn.h"
 
@@ -615,6 +617,28 @@ static void test_peer_gone(void **state)
 	pair_close(&p);
 }
 
+/* Only the host may talk to the agent: a guest process reaching port 1024
+ * over vsock loopback (CID 1, or the guest's own CID) must not be served. */
+static void test_peer_is_host(void **state)
+{
+	struct sockaddr_vm vm = { .svm_family = AF_VSOCK, .svm_port = 1234 };
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+
+	(void)state;
+	vm.svm_cid = VMADDR_CID_HOST;
+	assert_true(agent_peer_is_host((struct sockaddr *)&vm, sizeof(vm)));
+	vm.svm_cid = VMADDR_CID_LOCAL;
+	assert_false(agent_peer_is_host((struct sockaddr *)&vm, sizeof(vm)));
+	vm.svm_cid = 3; /* the guest's own CID */
+	assert_false(agent_peer_is_host((struct sockaddr *)&vm, sizeof(vm)));
+	vm.svm_cid = VMADDR_CID_ANY;
+	assert_false(agent_peer_is_host((struct sockaddr *)&vm, sizeof(vm)));
+	vm.svm_cid = VMADDR_CID_HOST;
+	assert_false(agent_peer_is_host((struct sockaddr *)&vm, sizeof(vm) - 1));
+	assert_false(agent_peer_is_host((struct sockaddr *)&vm, 0));
+	assert_false(agent_peer_is_host((struct sockaddr *)&un, sizeof(un)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -632,6 +656,7 @@ int main(void)
 		cmocka_unit_test(test_send_large),
 		cmocka_unit_test(test_send_peer_gone),
 		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_peer_is_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
