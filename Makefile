@@ -76,7 +76,8 @@ KILND_PURE_SRCS := api/api_error.c api/byte_queue.c api/exec_render.c api/exec_s
 	api/sandbox_record.c api/sandbox_spec.c api/sandbox_state.c api/text_codec.c \
 	api/vmm_argv.c api/vmm_output.c
 KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.c \
-	api/sandbox.c api/supervise.c api/handle_sandboxes.c api/handle_exec.c \
+	api/sandbox.c api/sandboxes.c api/sandbox_vmm.c api/sandbox_store.c api/supervise.c \
+	api/handle_sandboxes.c api/handle_exec.c \
 	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
 $(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -426,6 +426,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 }
 
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	(void)cls;
+	(void)c;
+	return query_unescape(s);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
@@ -447,8 +454,8 @@ struct MHD_Daemon *http_start(struct kilnd *d, int listen_fd, char *err, size_t 
 	struct MHD_Daemon *mhd = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
 			MHD_USE_ERROR_LOG,
-		0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_LISTEN_SOCKET,
-		listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d, MHD_OPTION_CONNECTION_LIMIT,
+		0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_END);
 
 	if (!mhd)

@@ -7,6 +7,36 @@
 
 #include "names.h"
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+size_t query_unescape(char *s)
+{
+	size_t r = 0, w = 0;
+
+	while (s[r]) {
+		int hi = s[r] == '%' ? hexval(s[r + 1]) : -1;
+		int lo = hi >= 0 ? hexval(s[r + 2]) : -1;
+
+		if (lo >= 0 && (hi | lo)) {
+			s[w++] = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			s[w++] = s[r++];
+		}
+	}
+	s[w] = '\0';
+	return w;
+}
+
 /* Unknown or repeated parameters: the first one found is the error. */
 static int check_keys(const struct query_kv *kv, size_t n, const char *const *known,
 		      const char *repeatable, const char *what, struct api_err *e)

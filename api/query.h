@@ -23,6 +23,15 @@ struct query_kv {
 	const char *value; /* NULL: no '=' */
 };
 
+/*
+ * Decode %HH escapes of a URL path or query value in place (the HTTP
+ * server calls this; '+' in query values became ' ' before). "%00" is
+ * left as it is: a decoded NUL would silently cut the C string the
+ * handlers see ("/etc/x%00y" would become "/etc/x"). Malformed escapes
+ * stay as they are. Returns the new length.
+ */
+size_t query_unescape(char *s);
+
 /* Endpoints without parameters: any parameter is unknown_field. */
 int query_none(const struct query_kv *kv, size_t n, const char *what, struct api_err *e);
 

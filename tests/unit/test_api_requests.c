@@ -482,6 +482,25 @@ static void test_query_files(void **state)
 	}
 }
 
+static void test_unescape_keeps_nul_out(void **state)
+{
+	static const struct {
+		const char *in, *out;
+	} v[] = {
+		{ "/a%20b", "/a b" },	     { "%2Fetc%2fpasswd", "/etc/passwd" }, { "/x%00y", "/x%00y" },
+		{ "%zz%4", "%zz%4" },	     { "100%", "100%" },		     { "%C3%A9", "\xc3\xa9" },
+		{ "%%41", "%A" },	     { "", "" },
+	};
+	char buf[64];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		strcpy(buf, v[i].in);
+		assert_int_equal(query_unescape(buf), strlen(v[i].out));
+		assert_string_equal(buf, v[i].out);
+	}
+}
+
 static void test_query_exec_and_list(void **state)
 {
 	struct list_filter f;
@@ -533,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_exec_env_merge),
 		cmocka_unit_test(test_stop_and_start_bodies),
 		cmocka_unit_test(test_query_files),
+		cmocka_unit_test(test_unescape_keeps_nul_out),
 		cmocka_unit_test(test_query_exec_and_list),
 	};
 

@@ -1,0 +1,82 @@
+/* A sandbox's directory and its meta.json; see sandbox_impl.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandbox_impl.h"
+
+/* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
+int sb_pathf(char *out, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(out, cap, fmt, ap);
+	va_end(ap);
+	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
+}
+
+/* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
+void sb_persist_locked(struct sandbox *sb)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
+	json_t *m = sandbox_record_persist(&sb->rec);
+	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	size_t n = s ? strlen(s) : 0, off = 0;
+	int fd;
+
+	json_decref(m);
+	if (!s) {
+		kilnd_log("sandbox %s: cannot save meta.json: out of memory", sb->rec.id);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/meta.json", sb->dir);
+	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", sb->dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	while (fd >= 0 && off < n) {
+		ssize_t w = write(fd, s + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (fd < 0 || off < n || close(fd) < 0 || rename(tmp, path) < 0) {
+		kilnd_log("sandbox %s: cannot save %s: %s", sb->rec.id, path, strerror(errno));
+		if (fd >= 0 && off < n)
+			close(fd);
+		unlink(tmp);
+	}
+	free(s);
+}
+
+/* Remove a sandbox directory: its files (it holds no subdirectories), then
+ * itself. Nothing outside it is touched: entries are removed relative to
+ * the directory and never followed. */
+void sb_remove_dir(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+
+	if (!dh) {
+		if (errno != ENOENT)
+			kilnd_log("cannot open %s to remove it: %s", dir, strerror(errno));
+		return;
+	}
+	while ((de = readdir(dh))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(dh), de->d_name, 0) < 0)
+			kilnd_log("cannot remove %s/%s: %s", dir, de->d_name, strerror(errno));
+	}
+	closedir(dh);
+	if (rmdir(dir) < 0)
+		kilnd_log("cannot remove %s: %s", dir, strerror(errno));
+}

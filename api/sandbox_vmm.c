@@ -1,0 +1,327 @@
+/* Booting, stopping and watching a sandbox's kiln-vmm; see sandbox_impl.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox_impl.h"
+#include "vmm_argv.h"
+#include "vmm_output.h"
+
+/* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
+bool sb_wait_gone_locked(struct sandbox *sb, int ms)
+{
+	struct timespec dl;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (sb->proc) {
+		if (ms < 0)
+			pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
+		else if (pthread_cond_timedwait(&sb->cv, &sb->d->reg.mu, &dl) == ETIMEDOUT)
+			break;
+	}
+	return !sb->proc;
+}
+
+/* Kill the VMM and wait until it is gone. Under reg.mu. */
+void sb_kill_locked(struct sandbox *sb)
+{
+	if (!sb->proc)
+		return;
+	vmm_signal(sb->proc, SIGKILL);
+	if (!sb_wait_gone_locked(sb, KILL_WAIT_MS)) {
+		kilnd_log("sandbox %s: kiln-vmm pid %d has not died %d s after SIGKILL; still waiting", sb->rec.id,
+			  sb->rec.pid, KILL_WAIT_MS / 1000);
+		sb_wait_gone_locked(sb, -1);
+	}
+}
+
+/*
+ * Called by the monitor thread when kiln-vmm ended, before it is reaped.
+ * A running sandbox becomes stopped (the guest shut itself down: status
+ * 0) or crashed; in a transient state the owner of that state moves on.
+ */
+static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
+{
+	struct sandbox *sb = arg;
+	struct kilnd *d = sb->d;
+	struct vmm_end end = {
+		.at_ms = wall_ms(),
+		.exit_status = x->status,
+		.signal = x->signal,
+		.console_tail = vmm_output_tail(x->console, x->console_len, x->console_whole, CONSOLE_TAIL_LINES,
+						CONSOLE_LINE_MAX),
+		.message = vmm_output_message(x->err, x->err_len),
+		.timeline = vmm_output_timeline(x->err, x->err_len),
+	};
+	enum sandbox_state was, to;
+	bool crashed = false;
+
+	sb_lock(d);
+	was = sb->rec.state;
+	switch (was) {
+	case SB_BOOTING:
+		end.reason = "boot_failed";
+		break;
+	case SB_STOPPING:
+	case SB_DELETING:
+		end.reason = sb->stop_reason ? sb->stop_reason : "stopped";
+		break;
+	case SB_RUNNING:
+		crashed = !(x->status == 0 && x->signal == 0);
+		end.reason = crashed ? "crashed" : "guest_shutdown";
+		if (sandbox_transition(was, crashed ? SB_EV_VMM_FAIL : SB_EV_VMM_CLEAN, &to, sb->rec.id, NULL) == 0)
+			sb->rec.state = to;
+		break;
+	default:
+		end.reason = "crashed";
+		break;
+	}
+	json_decref(sb->rec.last_exit);
+	sb->rec.last_exit = sandbox_exit_json(&end);
+	sb->proc = NULL;
+	sb->vmm_exited = true;
+	sb->rec.pid = 0;
+	sb->rec.stopped_ms = end.at_ms;
+	sb->rec.expires_ms = 0;
+	sb->deadline_mono = 0;
+	/* kiln-vmm removes nothing on its way out: the next boot binds again. */
+	unlink(sb->vsock);
+	sb_persist_locked(sb);
+	pthread_cond_broadcast(&sb->cv);
+	if (x->signal)
+		kilnd_log("sandbox %s: kiln-vmm was killed by signal %d (%s)", sb->rec.id, x->signal,
+			  sandbox_state_name(sb->rec.state));
+	else
+		kilnd_log("sandbox %s: kiln-vmm exited with status %d (%s)", sb->rec.id, x->status,
+			  sandbox_state_name(sb->rec.state));
+	sb_unlock(d);
+	if (crashed) {
+		pthread_mutex_lock(&d->metrics_mu);
+		d->metrics.crashes++;
+		pthread_mutex_unlock(&d->metrics_mu);
+	}
+	sandbox_put(sb);
+}
+
+/* The create/start error for a VMM that ended while booting. Under reg.mu. */
+static void boot_exit_error_locked(struct sandbox *sb, struct api_err *e)
+{
+	json_t *le = sb->rec.last_exit;
+	json_t *st = json_object_get(le, "exit_status"), *sig = json_object_get(le, "signal");
+	const char *msg = json_string_value(json_object_get(le, "message"));
+	json_t *tail = json_object_get(le, "console_tail");
+	const char *last = json_string_value(json_array_get(tail, json_array_size(tail) - 1));
+	char how[64];
+
+	if (json_is_integer(sig))
+		snprintf(how, sizeof(how), "was killed by signal %lld", (long long)json_integer_value(sig));
+	else
+		snprintf(how, sizeof(how), "exited with status %lld", (long long)json_integer_value(st));
+	api_err_set(e, API_E_BOOT_FAILED, "sandbox %s: kiln-vmm %s before the guest agent answered: %s%s%s",
+		    sb->rec.id, how, msg ? msg : "no error line from kiln-vmm",
+		    !msg && last ? "; last console line: " : "", !msg && last ? last : "");
+}
+
+/*
+ * Boot the sandbox (state booting, owned by the caller) and wait for its
+ * agent. 0: running. -1 with e: crashed, no VMM left.
+ */
+int sb_boot(struct sandbox *sb, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16];
+	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
+				.vsock = sb->vsock };
+	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb };
+	struct agent_client_info info;
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct vmm_argv argv;
+	struct vmm_proc *proc;
+	enum sandbox_state to;
+	double t0, deadline, ready_ms;
+	int64_t uptime = -1;
+	bool synced = false, spawned = false, timed_out = false;
+	struct timespec now;
+	pid_t pid;
+
+	/* The spec and image path do not change after creation. */
+	l.image = sb->rec.image_path;
+	l.spec = &sb->rec.spec;
+	snprintf(overlay, sizeof(overlay), "%s/overlay", sb->dir);
+	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
+	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
+	if (vmm_argv_build(&l, &argv, e))
+		goto failed;
+	req.argv = argv.argv;
+	/* A socket left by a kiln-vmm that was killed would make bind fail. */
+	unlink(sb->vsock);
+	sb_lock(d);
+	sb->vmm_exited = false;
+	sb->rec.boots++;
+	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
+	sb_unlock(d);
+	t0 = mono_ms_f();
+	if (vmm_spawn(&req, &proc, &pid, e)) {
+		vmm_argv_free(&argv);
+		sb_lock(d);
+		sb->refs--;
+		sb_unlock(d);
+		goto failed;
+	}
+	vmm_argv_free(&argv);
+	spawned = true;
+	sb_lock(d);
+	/* The VMM may already be gone (on_vmm_exit ran): then keep proc NULL. */
+	if (!sb->vmm_exited) {
+		sb->proc = proc;
+		sb->rec.pid = pid;
+	}
+	sb_persist_locked(sb);
+	sb_unlock(d);
+
+	agent_client_init(&c, sb->vsock);
+	deadline = t0 + d->cfg.boot_timeout_ms;
+	for (;;) {
+		double left = deadline - mono_ms_f();
+		bool exited;
+		int r;
+
+		sb_lock(d);
+		exited = sb->vmm_exited;
+		if (exited)
+			boot_exit_error_locked(sb, e);
+		sb_unlock(d);
+		if (exited)
+			goto failed;
+		if (atomic_load(&d->shutting_down)) {
+			api_err_set(e, API_E_AGENT_UNAVAILABLE, "sandbox %s: kilnd is shutting down", sb->rec.id);
+			goto kill;
+		}
+		if (left <= 0) {
+			timed_out = true;
+			goto kill;
+		}
+		r = agent_client_wait_ready(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS, &ae);
+		if (r == 0)
+			break;
+		if (r == -EPROTONOSUPPORT) {
+			api_err_from_agent(e, &ae, "waiting for the guest agent");
+			goto kill;
+		}
+	}
+	ready_ms = mono_ms_f() - t0;
+	/* Best effort, for the boot timeline and for guests without an RTC. */
+	if (agent_client_info(&c, &info, &ae) == 0)
+		uptime = (int64_t)info.uptime_ms;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (agent_client_sync_clock(&c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, NULL, &ae) == 0)
+		synced = true;
+	else
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
+
+	sb_lock(d);
+	if (sb->vmm_exited) {
+		boot_exit_error_locked(sb, e);
+		sb_unlock(d);
+		goto failed;
+	}
+	sandbox_transition(sb->rec.state, SB_EV_BOOT_OK, &to, sb->rec.id, NULL);
+	sb->rec.state = to;
+	sb->rec.started_ms = wall_ms();
+	sb->rec.stopped_ms = 0;
+	json_decref(sb->rec.boot);
+	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
+	if (sb->rec.spec.timeout_s) {
+		sb->deadline_mono = mono_ms() + (int64_t)sb->rec.spec.timeout_s * 1000;
+		sb->rec.expires_ms = sb->rec.started_ms + (int64_t)sb->rec.spec.timeout_s * 1000;
+	}
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	pthread_mutex_lock(&d->metrics_mu);
+	d->metrics.boots++;
+	histogram_observe(&d->metrics.boot_seconds, ready_ms / 1000.0);
+	pthread_mutex_unlock(&d->metrics_mu);
+	kilnd_log("sandbox %s: running, agent answered after %.1f ms", sb->rec.id, ready_ms);
+	return 0;
+
+kill:
+	sb_lock(d);
+	sb_kill_locked(sb);
+	if (timed_out) {
+		/* The directory of a failed create is gone by the time the client
+		 * reads this: quote the console instead of pointing at it. */
+		json_t *tail = json_object_get(sb->rec.last_exit, "console_tail");
+		const char *last = json_string_value(json_array_get(tail, json_array_size(tail) - 1));
+
+		api_err_set(e, API_E_AGENT_UNAVAILABLE,
+			    "sandbox %s: the guest agent did not answer within %d s of kiln-vmm's start (--boot-timeout); the VM was killed. Last console line: %s",
+			    sb->rec.id, d->cfg.boot_timeout_ms / 1000,
+			    last ? last : sb->rec.spec.console ? "(none)" : "(console off)");
+	}
+	sb_unlock(d);
+failed:
+	sb_lock(d);
+	if (!spawned) {
+		/* No VMM ever ran, so no on_exit described the failure. */
+		struct vmm_end end = { .at_ms = wall_ms(), .reason = "boot_failed", .exit_status = -1,
+				       .message = json_string(e->message) };
+
+		json_decref(sb->rec.last_exit);
+		sb->rec.last_exit = sandbox_exit_json(&end);
+	} else {
+		json_object_set_new(sb->rec.last_exit, "reason", json_string("boot_failed"));
+	}
+	if (sandbox_transition(sb->rec.state, SB_EV_BOOT_FAIL, &to, sb->rec.id, NULL) == 0)
+		sb->rec.state = to;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	pthread_mutex_lock(&d->metrics_mu);
+	d->metrics.boot_failures++;
+	pthread_mutex_unlock(&d->metrics_mu);
+	kilnd_log("%s", e->message);
+	return -1;
+}
+
+/*
+ * Bring the VMM down (state stopping or deleting, owned by the caller):
+ * ask the agent to shut the guest down, then SIGTERM, then SIGKILL.
+ */
+void sb_halt(struct sandbox *sb, int grace_ms)
+{
+	struct kilnd *d = sb->d;
+	struct agent_client_err ae;
+	struct agent_client c;
+	bool has;
+
+	sb_lock(d);
+	has = sb->proc != NULL;
+	sb_unlock(d);
+	if (!has)
+		return;
+	agent_client_init(&c, sb->vsock);
+	/* A hung guest must not hold the stop longer than the stop timeout. */
+	if (c.timeout_ms > d->cfg.stop_timeout_ms)
+		c.timeout_ms = d->cfg.stop_timeout_ms;
+	if (agent_client_shutdown(&c, grace_ms, &ae) < 0)
+		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM", sb->rec.id,
+			  ae.message);
+	sb_lock(d);
+	if (!sb_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
+		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm", sb->rec.id,
+			  d->cfg.stop_timeout_ms + grace_ms);
+		vmm_signal(sb->proc, SIGTERM);
+		if (!sb_wait_gone_locked(sb, TERM_WAIT_MS))
+			sb_kill_locked(sb);
+	}
+	sb_unlock(d);
+}

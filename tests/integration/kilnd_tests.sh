@@ -1,0 +1,235 @@
+# Integration tests of kilnd (docs/api.md): a real kilnd serving on a Unix
+# socket, real kiln-vmm children booting the test image, driven with
+# curl --unix-socket. Source after lib.sh; one kilnd per test function.
+# State and sockets live under /tmp: Unix sockets cannot be bound on the
+# nested harness's 9p share.
+KILND=${KILND:-build/kilnd}
+KILND_IMAGE=${KILND_IMAGE:-build/rootfs/minimal-test.ext4}
+# Scaled for the nested harness, where a guest boots 50-100x slower.
+KILND_BOOT_TIMEOUT=${KILND_BOOT_TIMEOUT:-300}
+
+# kd_start [KILND ARGS...]: start kilnd on a scratch state directory.
+# Sets $kd (scratch dir), $kds (socket), $kdpid.
+kd_start() {
+  kd=${kd_keep:-$(mktemp -d /tmp/kd.XXXXXX)}
+  kds=$kd/kiln.sock
+  "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
+    --image minimal="$KILND_IMAGE" --boot-timeout "$KILND_BOOT_TIMEOUT" --stop-timeout 120 "$@" \
+    2>>"$kd/kilnd.log" </dev/null &
+  kdpid=$!
+  local i
+  for i in $(seq 1 200); do
+    [ -S "$kds" ] && return 0
+    kill -0 "$kdpid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rc=gone out='' err=$(cat "$kd/kilnd.log")
+  fail "kilnd did not start listening on $kds"
+}
+
+# kd_stop: SIGTERM (kilnd stops every sandbox first), wait; $rc is its
+# exit status, $err its log. kd_stop keep: leave the state directory.
+kd_stop() {
+  kill -TERM "$kdpid" 2>/dev/null
+  local i
+  for i in $(seq 1 600); do kill -0 "$kdpid" 2>/dev/null || break; sleep 0.5; done
+  kill -KILL "$kdpid" 2>/dev/null
+  wait "$kdpid"
+  rc=$?
+  err=$(cat "$kd/kilnd.log")
+  [ "${1:-}" = keep ] || rm -rf "$kd"
+}
+
+# api METHOD PATH [CURL ARGS...]: $body (the response) and $status.
+api() {
+  local m=$1 p=$2 resp
+  shift 2
+  resp=$(curl -sS --max-time 900 --unix-socket "$kds" -X "$m" -w '\n%{http_code}' "http://kiln$p" "$@")
+  status=${resp##*$'\n'}
+  body=${resp%$'\n'*}
+  out=$body
+}
+
+# jget EXPR: a Python expression over the JSON body as d.
+jget() { printf '%s' "$body" | python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+
+# expect_status CODE [ERROR_CODE]: the last api call's status (and error code).
+expect_status() {
+  [ "$status" = "$1" ] || { err=$(cat "$kd/kilnd.log"); fail "expected HTTP $1, got $status"; return 1; }
+  [ -z "${2:-}" ] || [ "$(jget 'd["error"]["code"]')" = "$2" ] ||
+    { err=$(cat "$kd/kilnd.log"); fail "expected error code $2"; return 1; }
+}
+
+# kd_check COND MESSAGE: remember the first failure, keep going to clean up.
+kd_check() { if ! eval "$1"; then [ -n "${why:-}" ] || why="$2 (HTTP $status: ${body:0:400})"; fi; }
+
+# kd_create JSON: create a sandbox; $sid its id.
+kd_create() {
+  api POST /v1/sandboxes -d "$1"
+  expect_status 201 || return 1
+  sid=$(jget 'd["id"]')
+}
+
+# kd_wait_state ID STATE: poll until the sandbox is in STATE (bounded).
+kd_wait_state() {
+  local i
+  for i in $(seq 1 240); do
+    api GET "/v1/sandboxes/$1"
+    [ "$(jget 'd["state"]')" = "$2" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# kd_done: stop kilnd and report the first remembered failure.
+kd_done() {
+  kd_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_kilnd_requests_refused_without_booting() {
+  kd_start || return 1
+  local why=
+  api GET /v1/health
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"status\"]")" = ok ]' "health"
+  api GET /v1/images
+  kd_check '[ "$(jget "d[\"images\"][0][\"name\"]")" = minimal ]' "images lists minimal"
+  api POST /v1/sandboxes -d '{"image":'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_json ]' "bad JSON is 400 bad_json"
+  api POST /v1/sandboxes -d '{"image":"minimal","cpus":0}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "cpus 0 is 400 bad_field"
+  api POST /v1/sandboxes -d '{"image":"minimal","hostname":"a b"}'
+  kd_check '[ $status = 400 ]' "a hostname with a space is 400"
+  api POST /v1/sandboxes -d '{"image":"minimal","colour":"red"}'
+  kd_check '[ "$(jget "d[\"error\"][\"code\"]")" = unknown_field ]' "unknown field"
+  api POST /v1/sandboxes -d '{"image":"nosuch"}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = image_not_found ]' "unknown image is 404"
+  api GET /v1/sandboxes/0123456789ab
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ]' "unknown sandbox is 404"
+  api DELETE /v1/sandboxes
+  kd_check '[ $status = 405 ]' "DELETE /v1/sandboxes is 405"
+  head -c 3000000 /dev/zero | tr '\0' 'x' >"$kd/big"
+  api POST /v1/sandboxes --data-binary @"$kd/big"
+  kd_check '[ $status = 413 ] && [ "$(jget "d[\"error\"][\"code\"]")" = body_too_large ]' "3 MB body is 413"
+  api GET /metrics
+  kd_check 'printf "%s" "$body" | grep -q "^kiln_sandboxes{state=\"running\"} 0$"' "metrics"
+  kd_done
+}
+
+test_kilnd_lifecycle_exec_files_stop_start_delete() {
+  kd_start || return 1
+  local why='' ev
+  kd_create '{"image":"minimal","cpus":2,"memory_mib":256,"hostname":"box1","env":{"FOO":"bar"},"labels":{"suite":"kilnd"}}' ||
+    { kd_stop; return 1; }
+  kd_check '[ "$(jget "d[\"state\"]")" = running ]' "created sandbox is running"
+  kd_check '[ "$(jget "d[\"boot\"][\"agent_ready_ms\"] > 0")" = True ]' "boot timeline has agent_ready_ms"
+
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["echo","hello"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hello\\n\" and d[\"exit_code\"] == 0")" = True ]' "exec echo"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo $FOO $(hostname) $(nproc); exit 3"]}'
+  kd_check '[ "$(jget "d[\"stdout\"].strip()")" = "bar box1 2" ] && [ "$(jget "d[\"exit_code\"]")" = 3 ]' "exec env, hostname, cpus, exit status"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["cat"],"stdin":"piped"}'
+  kd_check '[ "$(jget "d[\"stdout\"]")" = piped ]' "exec stdin"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["/no/such/program"]}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ]' "missing program is 404 not_found"
+  api POST "/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","echo one; echo two >&2; echo three"]}'
+  ev=$(printf '%s\n' "$body" | python3 -c '
+import json, sys
+ev = [json.loads(l) for l in sys.stdin if l.strip()]
+out = "".join(e.get("data", "") for e in ev if e["type"] == "stdout")
+print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
+  kd_check '[ "$ev" = "one|three| exit 0" ]' "streamed exec events: $ev"
+
+  head -c 3145728 /dev/urandom >"$kd/up.bin"
+  api PUT "/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin&parents=true" -T "$kd/up.bin"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"bytes\"]")" = 3145728 ]' "PUT 3 MiB"
+  curl -sS --unix-socket "$kds" -o "$kd/down.bin" "http://kiln/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin"
+  kd_check 'cmp -s "$kd/up.bin" "$kd/down.bin"' "GET returns the same 3 MiB"
+  api GET "/v1/sandboxes/$sid/files?path=/home/user/nope"
+  kd_check '[ $status = 404 ]' "GET of a missing file is 404"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sync"]}'
+
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = stopped ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = stopped ]' "stop"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["true"]}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "exec on a stopped sandbox is 409"
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 409 ]' "stopping twice is 409"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ] && [ "$(jget "d[\"boots\"]")" = 2 ]' "start again"
+  curl -sS --unix-socket "$kds" -o "$kd/again.bin" "http://kiln/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin"
+  kd_check 'cmp -s "$kd/up.bin" "$kd/again.bin"' "the file survived stop/start on the overlay"
+  api GET "/v1/sandboxes?label=suite=kilnd"
+  kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 1 ]' "list by label"
+
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid" ]' "delete removed the sandbox directory"
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ $status = 404 ]' "deleted sandbox is 404"
+  kd_done || return 1
+  expect_rc 0
+}
+
+test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {
+  kd_start || return 1
+  local why='' a b pid
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  a=$sid
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  b=$sid
+  api GET "/v1/sandboxes/$a"
+  pid=$(jget 'd["pid"]')
+  kill -KILL "$pid"
+  kd_check 'kd_wait_state "$a" crashed' "a killed kiln-vmm shows crashed"
+  kd_check '[ "$(jget "d[\"last_exit\"][\"signal\"]")" = 9 ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = crashed ] && [ "$(jget "d[\"pid\"]")" = None ]' "last_exit says SIGKILL"
+  kd_check '[ ! -e "$kd/state/sandboxes/$a/vsock.sock" ]' "the crashed sandbox's vsock socket is gone"
+  api POST "/v1/sandboxes/$a/exec" -d '{"argv":["true"]}'
+  kd_check '[ $status = 409 ]' "exec on a crashed sandbox is 409"
+  api POST "/v1/sandboxes/$b/exec" -d '{"argv":["echo","still"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = still ]' "the other sandbox still runs"
+  api GET /metrics
+  kd_check 'printf "%s" "$body" | grep -q "^kiln_sandbox_crashes_total 1$"' "crash counted"
+  api POST "/v1/sandboxes/$a/start"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ]' "a crashed sandbox starts again"
+  api DELETE "/v1/sandboxes/$a"
+  api DELETE "/v1/sandboxes/$b"
+  kd_check '[ $status = 204 ]' "delete a running sandbox"
+  kd_done
+}
+
+test_kilnd_timeout_stops_the_sandbox() {
+  kd_start || return 1
+  local why=
+  kd_create '{"image":"minimal","timeout_s":5}' || { kd_stop; return 1; }
+  kd_check '[ "$(jget "d[\"expires_at\"]")" != None ]' "expires_at is set"
+  kd_check 'kd_wait_state "$sid" stopped' "the timeout stopped it"
+  kd_check '[ "$(jget "d[\"last_exit\"][\"reason\"]")" = timeout ]' "last_exit.reason is timeout"
+  kd_done
+}
+
+test_kilnd_restart_lists_its_sandboxes() {
+  kd_start || return 1
+  local why='' a b
+  kd_create '{"image":"minimal","labels":{"keep":"yes"}}' || { kd_stop; return 1; }
+  a=$sid
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  b=$sid
+  api POST "/v1/sandboxes/$a/stop"
+  # SIGTERM stops b cleanly; the state directory stays for the next kilnd.
+  kd_stop keep
+  kd_keep=$kd kd_start || return 1
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 2 ]' "both sandboxes listed after a restart"
+  api GET "/v1/sandboxes/$b"
+  kd_check '[ "$(jget "d[\"state\"]")" = stopped ]' "the sandbox running at SIGTERM is stopped"
+  api POST "/v1/sandboxes/$a/start"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"labels\"][\"keep\"]")" = yes ]' "a restored sandbox starts with its settings"
+  # kilnd killed outright: its VMMs die with it (PR_SET_PDEATHSIG).
+  kill -KILL "$kdpid"
+  wait "$kdpid" 2>/dev/null
+  kd_keep=$kd kd_start || return 1
+  api GET "/v1/sandboxes/$a"
+  kd_check '[ "$(jget "d[\"state\"]")" = crashed ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = kilnd_restart ]' "running at SIGKILL: crashed, kilnd_restart"
+  kd_done
+}
