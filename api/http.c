@@ -196,11 +196,13 @@ int http_conn_fd(struct http_req *r)
 
 bool http_client_gone(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	/* POLLHUP, not POLLRDHUP: a client that half-closed its sending side
+	 * after the request is still reading the answer. */
+	struct pollfd p = { .fd = fd };
 
 	if (fd < 0)
 		return false;
-	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
 }
 
 void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up)

@@ -94,7 +94,7 @@ const char *http_header(struct http_req *r, const char *name);
 
 /* The client's socket, for http_client_gone(). */
 int http_conn_fd(struct http_req *r);
-/* True when the peer closed or reset its side (poll, no wait). */
+/* True when the peer closed the connection (poll, no wait). */
 bool http_client_gone(int fd);
 
 /* Answers. json and buf are taken over in every case. */

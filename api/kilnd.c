@@ -92,8 +92,13 @@ void kilnd_log(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
-	/* One write per line: lines from different threads do not interleave. */
 	n = (int)strlen(line);
+	/* Messages quote clients and guests: a newline in one must not
+	 * forge a log line. */
+	for (int i = 0; i < n; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
+	/* One write per line: lines from different threads do not interleave. */
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
 		/* nowhere left to report it */
