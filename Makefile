@@ -40,7 +40,7 @@ ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all deps kernel rootfs test unit integration demo bench bench-boot bench-devices bench-agent clean
-all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd kernel rootfs
+all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -83,6 +83,15 @@ $(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lpthread
 
+# kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket.
+# Its pure parts (options, request bodies, errors, output) are unit-tested
+# too (SAN_OBJS, tests/unit/test_kiln_cli.c).
+KILN_CLI_PURE_SRCS := api/cli_opts.c api/cli_body.c api/cli_error.c api/cli_exec_out.c api/cli_format.c
+KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln.c api/cli_http.c api/cli_common.c \
+	api/cli_cmd_sandbox.c api/cli_cmd_exec.c api/cli_cmd_cp.c api/text_codec.c
+$(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+	$(CC) $(CFLAGS) -o $@ $^ -lcurl -ljansson
+
 # Cheap when cached: the script keys the cache on source version + config.
 kernel:
 	@kernel-config/build-kernel $(BUILD)/kernel
@@ -114,6 +123,7 @@ SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/param
 # The host agent client links the guest's protocol layer (agent_proto.h).
 $(BUILD)/obj-san/api/%.o: CFLAGS += -Iguest-init
 SAN_OBJS += $(KILND_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
+SAN_OBJS += $(KILN_CLI_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@

@@ -1,0 +1,647 @@
+/*
+ * kiln CLI, pure parts: the option scanner, command lines into kilnd
+ * request bodies, kilnd's errors into one line and an exit status, exec
+ * results and NDJSON streams into output and exit statuses, and the
+ * tables. Malformed and hostile answers from the "daemon" are fed in too:
+ * a CLI must not trust the socket's other end more than kilnd trusts a
+ * guest.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_body.h"
+#include "cli_error.h"
+#include "cli_exec_out.h"
+#include "cli_format.h"
+#include "cli_opts.h"
+
+#define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
+
+static char *dump(const json_t *v)
+{
+	return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
+}
+
+static void assert_json(const json_t *v, const char *want)
+{
+	char *s = dump(v);
+
+	assert_non_null(s);
+	assert_string_equal(s, want);
+	free(s);
+}
+
+/* --- the scanner --- */
+
+static void test_scan_globals_anywhere(void **state)
+{
+	static const struct cli_optdef defs[] = { { "cpus", 0, true, 7 }, { 0 } };
+	struct cli_globals g = { .socket = "/default" };
+	char **av = ARGV("--json", "--cpus=2", "--socket", "/s", "pos", "-", "--", "--cpus");
+	struct cli_scan s;
+
+	(void)state;
+	cli_scan_init(&s, 8, av, defs, &g);
+	assert_int_equal(cli_scan_next(&s), 7);
+	assert_string_equal(s.value, "2");
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_POSITIONAL);
+	assert_string_equal(s.value, "pos");
+	assert_true(g.json);
+	assert_string_equal(g.socket, "/s");
+	/* A lone "-" is an operand (stdin), not an option. */
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_POSITIONAL);
+	assert_string_equal(s.value, "-");
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_REST);
+	assert_string_equal(s.argv[s.i], "--cpus");
+}
+
+static void test_scan_errors(void **state)
+{
+	static const struct cli_optdef defs[] = { { "cpus", 'c', true, 1 }, { "stream", 0, false, 2 }, { 0 } };
+	struct cli_globals g = { 0 };
+	struct cli_scan s;
+
+	(void)state;
+	cli_scan_init(&s, 1, ARGV("--cpu"), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	assert_string_equal(s.err, "unknown option '--cpu'");
+	cli_scan_init(&s, 1, ARGV("--cpus"), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	assert_string_equal(s.err, "option '--cpus' needs a value");
+	cli_scan_init(&s, 1, ARGV("--stream=yes"), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	assert_string_equal(s.err, "option '--stream' takes no value");
+	/* No bundling: "-cx" is not "-c x" guessed. */
+	cli_scan_init(&s, 1, ARGV("-c4"), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	cli_scan_init(&s, 1, ARGV("--socket="), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	assert_string_equal(s.err, "--socket: empty path");
+	/* --help ends the scan with no message, and says so in g. */
+	cli_scan_init(&s, 2, ARGV("-h", "--cpus"), defs, &g);
+	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	assert_true(g.help);
+	assert_string_equal(s.err, "");
+}
+
+static void test_parse_uint_strict(void **state)
+{
+	static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "0x10", "1.0", "18446744073709551616", "abc" };
+	unsigned long long v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(cli_parse_uint(bad[i], 0, ~0ULL, &v), -EINVAL);
+	assert_int_equal(cli_parse_uint(NULL, 0, 10, &v), -EINVAL);
+	assert_int_equal(cli_parse_uint("11", 0, 10, &v), -EINVAL);
+	assert_int_equal(cli_parse_uint("0", 1, 10, &v), -EINVAL);
+	assert_int_equal(cli_parse_uint("007", 0, 10, &v), 0);
+	assert_int_equal(v, 7);
+}
+
+static void test_kv_and_share(void **state)
+{
+	json_t *o = json_object(), *a = json_array();
+	char err[CLI_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(cli_put_kv(o, "A=b=c", false, "--env", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_kv(o, "E=", false, "--env", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_kv(o, "U", true, "--env", err, sizeof(err)), 0);
+	assert_json(o, "{\"A\":\"b=c\",\"E\":\"\",\"U\":null}");
+	assert_int_equal(cli_put_kv(o, "U", false, "--label", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--label 'U': expected KEY=VALUE");
+	assert_int_equal(cli_put_kv(o, "=v", true, "--env", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "--env '=v': empty key (expected KEY=VALUE)");
+	assert_int_equal(cli_put_kv(o, "K=\xff", false, "--env", err, sizeof(err)), -EINVAL);
+
+	assert_int_equal(cli_put_share(a, "/srv:/mnt/d", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_share(a, "/srv:/mnt/d:ro", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_share(a, "rel:/m:rw", err, sizeof(err)), 0);
+	assert_json(a, "[{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":false},"
+		       "{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":true},"
+		       "{\"guest_path\":\"/m\",\"host_path\":\"rel\",\"read_only\":false}]");
+	static const char *const bad[] = { "/srv", ":/m", "/srv:", "/srv::ro", "/a:/b:rox", "/a:/b:ro:x", "/a:/b:" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(cli_put_share(a, bad[i], err, sizeof(err)), -EINVAL);
+	assert_int_equal(json_array_size(a), 3);
+	json_decref(o);
+	json_decref(a);
+}
+
+/* --- request bodies --- */
+
+static void test_create_body(void **state)
+{
+	struct cli_globals g = { 0 };
+	char err[CLI_ERR_MAX];
+	json_t *b;
+
+	(void)state;
+	assert_int_equal(cli_create_body(0, ARGV(NULL), &g, &b, err, sizeof(err)), 0);
+	assert_json(b, "{\"image\":\"minimal\"}");
+	json_decref(b);
+
+	char **av = ARGV("--image", "alpine", "--cpus", "2", "--memory=256", "--env", "A=1", "-e", "B=2",
+			 "--hostname", "box1", "--label", "job=42", "--share", "/srv:/mnt/s:ro", "--timeout", "600",
+			 "--no-console", "--json");
+	assert_int_equal(cli_create_body(19, av, &g, &b, err, sizeof(err)), 0);
+	assert_json(b, "{\"console\":false,\"cpus\":2,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
+		       "\"image\":\"alpine\",\"labels\":{\"job\":\"42\"},\"memory_mib\":256,"
+		       "\"shares\":[{\"guest_path\":\"/mnt/s\",\"host_path\":\"/srv\",\"read_only\":true}],"
+		       "\"timeout_s\":600}");
+	assert_true(g.json);
+	json_decref(b);
+
+	b = (json_t *)1;
+	assert_int_equal(cli_create_body(2, ARGV("--cpus", "two"), &g, &b, err, sizeof(err)), -1);
+	assert_string_equal(err, "--cpus 'two': expected a whole number");
+	assert_ptr_equal(b, (json_t *)1); /* nothing handed out on failure */
+	assert_int_equal(cli_create_body(1, ARGV("box"), &g, &b, err, sizeof(err)), -1);
+	assert_string_equal(err, "unexpected argument 'box' (create takes only options)");
+	assert_int_equal(cli_create_body(2, ARGV("--label", "nokey"), &g, &b, err, sizeof(err)), -1);
+	assert_string_equal(err, "--label 'nokey': expected KEY=VALUE");
+}
+
+static void test_exec_parse(void **state)
+{
+	struct cli_globals g = { 0 };
+	struct cli_exec_req x;
+	char err[CLI_ERR_MAX];
+
+	(void)state;
+	/* The program starts at the first word after the id: its own
+	 * options (-l, --json) are its, not kiln's. */
+	assert_int_equal(cli_exec_parse(5, ARGV("abc123", "--user", "root", "ls", "-l"), &g, &x, err, sizeof(err)), 0);
+	assert_string_equal(x.id, "abc123");
+	assert_false(x.stream);
+	assert_json(x.body, "{\"argv\":[\"ls\",\"-l\"],\"user\":\"root\"}");
+	json_decref(x.body);
+
+	char **av = ARGV("--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B", "--timeout-ms", "500", "-i",
+			 "--shell", "--", "echo $A", "--json");
+	assert_int_equal(cli_exec_parse(15, av, &g, &x, err, sizeof(err)), 0);
+	assert_true(x.stream);
+	assert_true(x.send_stdin);
+	assert_false(g.json);
+	assert_json(x.body, "{\"argv\":[\"echo $A\",\"--json\"],\"cwd\":\"/w\",\"env\":{\"A\":\"1\",\"B\":null},"
+			    "\"shell\":true,\"timeout_ms\":500}");
+	json_decref(x.body);
+
+	assert_int_equal(cli_exec_parse(1, ARGV("abc"), &g, &x, err, sizeof(err)), -1);
+	assert_string_equal(err, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_exec_parse(2, ARGV("abc", "--"), &g, &x, err, sizeof(err)), -1);
+	assert_int_equal(cli_exec_parse(2, ARGV("--", "ls"), &g, &x, err, sizeof(err)), -1);
+	assert_string_equal(err, "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
+	/* An id is a path segment: nothing that could address another endpoint. */
+	assert_int_equal(cli_exec_parse(3, ARGV("../x", "--", "ls"), &g, &x, err, sizeof(err)), -1);
+	assert_string_equal(err, "'../x' is not a sandbox id (see `kiln ls`)");
+	assert_int_equal(cli_exec_parse(3, ARGV("a?b", "--", "ls"), &g, &x, err, sizeof(err)), -1);
+	assert_int_equal(cli_exec_parse(4, ARGV("abc", "--timeout-ms", "-5", "ls"), &g, &x, err, sizeof(err)), -1);
+	assert_int_equal(cli_exec_parse(4, ARGV("abc", "--", "ls", "\xc3\x28"), &g, &x, err, sizeof(err)), -1);
+	assert_string_equal(err, "argument 2 is not valid UTF-8");
+}
+
+static void test_list_query_encodes(void **state)
+{
+	struct cli_globals g = { 0 };
+	char q[256], err[CLI_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(cli_list_query(0, ARGV(NULL), &g, q, sizeof(q), err, sizeof(err)), 0);
+	assert_string_equal(q, "");
+	assert_int_equal(cli_list_query(4, ARGV("--state", "running", "-l", "a b=c&d+e"), &g, q, sizeof(q), err,
+					sizeof(err)),
+			 0);
+	/* '=' inside the label value, '&' and '+' are encoded: kilnd decodes
+	 * '+' as a space and '&' would start a new parameter. */
+	assert_string_equal(q, "?state=running&label=a%20b%3Dc%26d%2Be");
+	assert_int_equal(cli_list_query(2, ARGV("--label", "x"), &g, q, sizeof(q), err, sizeof(err)), -1);
+	assert_int_equal(cli_list_query(1, ARGV("stray"), &g, q, sizeof(q), err, sizeof(err)), -1);
+	assert_string_equal(err, "unexpected argument 'stray' (ls takes only options)");
+	char small[16];
+	assert_int_equal(cli_list_query(2, ARGV("--state", "runningrunningrunning"), &g, small, sizeof(small), err,
+					sizeof(err)),
+			 -1);
+	assert_string_equal(err, "the filters are too long");
+}
+
+static void test_one_id(void **state)
+{
+	struct cli_globals g = { 0 };
+	char id[CLI_ID_MAX + 1], err[CLI_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(cli_one_id(2, ARGV("3f9a1c2b7d4e", "--json"), &g, id, err, sizeof(err)), 0);
+	assert_string_equal(id, "3f9a1c2b7d4e");
+	assert_int_equal(cli_one_id(0, ARGV(NULL), &g, id, err, sizeof(err)), -1);
+	assert_int_equal(cli_one_id(2, ARGV("a", "b"), &g, id, err, sizeof(err)), -1);
+	assert_string_equal(err, "expected one sandbox id, got more ('b')");
+	assert_int_equal(cli_one_id(1, ARGV("a/stop"), &g, id, err, sizeof(err)), -1);
+	char longid[CLI_ID_MAX + 2];
+	memset(longid, 'a', sizeof(longid) - 1);
+	longid[sizeof(longid) - 1] = 0;
+	assert_int_equal(cli_one_id(1, ARGV(longid), &g, id, err, sizeof(err)), -1);
+}
+
+static void test_cp_parse(void **state)
+{
+	struct cli_globals g = { 0 };
+	struct cli_cp_req cp;
+	char err[CLI_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(cli_cp_parse(2, ARGV("a.txt", "box:/home/user/"), &g, &cp, err, sizeof(err)), 0);
+	assert_true(cp.upload);
+	assert_string_equal(cp.id, "box");
+	assert_string_equal(cp.guest_path, "/home/user/");
+	assert_string_equal(cp.local, "a.txt");
+
+	assert_int_equal(cli_cp_parse(5, ARGV("--user", "root", "box:/etc/shadow", "-", "-p"), &g, &cp, err,
+				      sizeof(err)),
+			 0);
+	assert_false(cp.upload);
+	assert_string_equal(cp.local, "-");
+	assert_string_equal(cp.user, "root");
+	assert_true(cp.parents);
+
+	/* A local path with ':' is local when a '/' comes first. */
+	assert_int_equal(cli_cp_parse(2, ARGV("./a:b", "box:/x"), &g, &cp, err, sizeof(err)), 0);
+	assert_string_equal(cp.local, "./a:b");
+	assert_int_equal(cli_cp_parse(3, ARGV("--", "-weird", "box:/x"), &g, &cp, err, sizeof(err)), 0);
+	assert_string_equal(cp.local, "-weird");
+
+	assert_int_equal(cli_cp_parse(2, ARGV("a", "b"), &g, &cp, err, sizeof(err)), -1);
+	assert_string_equal(err, "neither operand is ID:/path (one side must be the sandbox)");
+	assert_int_equal(cli_cp_parse(2, ARGV("x:/a", "y:/b"), &g, &cp, err, sizeof(err)), -1);
+	assert_string_equal(err, "both operands are ID:/path (copy through a local file)");
+	assert_int_equal(cli_cp_parse(2, ARGV("a", "box:rel"), &g, &cp, err, sizeof(err)), -1);
+	assert_string_equal(err, "'box:rel': the guest path must be absolute (ID:/path)");
+	assert_int_equal(cli_cp_parse(1, ARGV("box:/a"), &g, &cp, err, sizeof(err)), -1);
+	assert_int_equal(cli_cp_parse(3, ARGV("a", "box:/a", "c"), &g, &cp, err, sizeof(err)), -1);
+	assert_string_equal(err, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	assert_int_equal(cli_cp_parse(2, ARGV("a", "b.d:/x"), &g, &cp, err, sizeof(err)), -1);
+	assert_string_equal(err, "'b.d' is not a sandbox id (see `kiln ls`)");
+}
+
+static void test_url_encode(void **state)
+{
+	char out[64];
+
+	(void)state;
+	assert_int_equal(cli_url_encode("/home/user/a b%.txt", out, sizeof(out)), 0);
+	assert_string_equal(out, "/home/user/a%20b%25.txt");
+	assert_int_equal(cli_url_encode("/x?y=1&z#\xc3\xa9", out, sizeof(out)), 0);
+	assert_string_equal(out, "/x%3Fy%3D1%26z%23%C3%A9");
+	assert_int_equal(cli_url_encode("\xff\xff\xff", out, 9), -ENAMETOOLONG);
+	assert_int_equal(cli_url_encode("\xff\xff\xff", out, 10), 0);
+	assert_int_equal(cli_url_encode("abc", out, 3), -ENAMETOOLONG);
+}
+
+/* --- errors --- */
+
+static char *print_fail(const char *what, const struct cli_fail *f)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+
+	cli_fail_print(m, what, f);
+	fclose(m);
+	return buf;
+}
+
+static void test_error_body(void **state)
+{
+	struct cli_fail f;
+	char *line;
+	const char *body = "{\"error\":{\"code\":\"wrong_state\",\"message\":\"sandbox x is stopped; start it first\"}}";
+
+	(void)state;
+	cli_fail_from_response(409, body, strlen(body), &f);
+	assert_int_equal(f.exit, CLI_EXIT_API);
+	line = print_fail("exec x", &f);
+	assert_string_equal(line, "kiln: exec x: sandbox x is stopped; start it first (wrong_state)\n");
+	free(line);
+
+	body = "{\"error\":{\"code\":\"sandbox_not_found\",\"message\":\"no sandbox\"}}";
+	cli_fail_from_response(404, body, strlen(body), &f);
+	assert_int_equal(f.exit, CLI_EXIT_NOT_FOUND);
+	assert_int_equal(cli_exit_for_code("image_not_found"), CLI_EXIT_NOT_FOUND);
+	assert_int_equal(cli_exit_for_code("not_found"), CLI_EXIT_NOT_FOUND);
+	/* An endpoint this kilnd lacks is not the user's missing object. */
+	assert_int_equal(cli_exit_for_code("route_not_found"), CLI_EXIT_API);
+
+	/* Not kilnd's error object: the status still says something. */
+	cli_fail_from_response(502, "<html>", 6, &f);
+	assert_string_equal(f.msg, "kilnd answered HTTP 502 without an error body");
+	assert_string_equal(f.code, "");
+	cli_fail_from_response(500, NULL, 0, &f);
+	assert_int_equal(f.exit, CLI_EXIT_API);
+	cli_fail_from_response(404, "{\"error\":{\"code\":\"\",\"message\":\"m\"}}", 34, &f);
+	assert_string_equal(f.code, "http_404");
+	cli_fail_from_response(400, "{\"error\":{\"code\":5}}", 20, &f);
+	assert_string_equal(f.msg, "kilnd answered HTTP 400 without an error body");
+
+	/* Escape sequences from a guest's console cannot reach the terminal. */
+	body = "{\"error\":{\"code\":\"boot_failed\",\"message\":\"panic\\u001b[2J\\r\\nx\"}}";
+	cli_fail_from_response(500, body, strlen(body), &f);
+	line = print_fail("create", &f);
+	assert_string_equal(line, "kiln: create: panic?[2J??x (boot_failed)\n");
+	free(line);
+}
+
+static void test_unreachable_messages(void **state)
+{
+	struct cli_fail f;
+
+	(void)state;
+	cli_fail_unreachable("/run/k.sock", ENOENT, NULL, &f);
+	assert_int_equal(f.exit, CLI_EXIT_UNREACHABLE);
+	assert_non_null(strstr(f.msg, "no socket at /run/k.sock"));
+	assert_non_null(strstr(f.msg, "kilnd must run"));
+	cli_fail_unreachable("/run/k.sock", ECONNREFUSED, NULL, &f);
+	assert_non_null(strstr(f.msg, "connection refused at /run/k.sock"));
+	cli_fail_unreachable("/run/k.sock", EACCES, NULL, &f);
+	assert_non_null(strstr(f.msg, "permission denied on /run/k.sock"));
+	cli_fail_unreachable("/run/k.sock", 0, "Could not connect", &f);
+	assert_string_equal(f.msg, "cannot reach kilnd at /run/k.sock: Could not connect");
+	assert_int_equal(f.exit, CLI_EXIT_UNREACHABLE);
+}
+
+/* --- exec output --- */
+
+struct sink {
+	char out[2][256];
+	size_t len[2];
+	int fail; /* -errno to return from writes */
+};
+
+static int sink_write(void *arg, int fd, const void *p, size_t n)
+{
+	struct sink *s = arg;
+
+	assert_true(fd == 1 || fd == 2);
+	if (s->fail)
+		return s->fail;
+	assert_true(s->len[fd - 1] + n < sizeof(s->out[0]));
+	memcpy(s->out[fd - 1] + s->len[fd - 1], p, n);
+	s->len[fd - 1] += n;
+	s->out[fd - 1][s->len[fd - 1]] = 0;
+	return 0;
+}
+
+static void test_exec_status(void **state)
+{
+	json_t *r;
+
+	(void)state;
+	r = json_pack("{s:i, s:n, s:b}", "exit_code", 3, "signal", "timed_out", 0);
+	assert_int_equal(cli_exec_status(r), 3);
+	json_decref(r);
+	r = json_pack("{s:n, s:i, s:b}", "exit_code", "signal", 9, "timed_out", 0);
+	assert_int_equal(cli_exec_status(r), 137);
+	json_decref(r);
+	r = json_pack("{s:i, s:n, s:b}", "exit_code", 124, "signal", "timed_out", 1);
+	assert_int_equal(cli_exec_status(r), 124);
+	json_decref(r);
+	/* Out of range from a broken daemon: not an exit status to pass on. */
+	r = json_pack("{s:i, s:i}", "exit_code", 256, "signal", 200);
+	assert_int_equal(cli_exec_status(r), -1);
+	json_decref(r);
+	assert_int_equal(cli_exec_status(NULL), -1);
+}
+
+static void test_exec_result_decodes(void **state)
+{
+	struct sink s = { 0 };
+	struct cli_fail f;
+	int status = -1;
+	json_t *r;
+
+	(void)state;
+	/* "\xff\x00A" as base64 is "/wBB". */
+	r = json_pack("{s:i, s:n, s:s, s:s, s:s, s:s, s:b, s:b, s:i}", "exit_code", 3, "signal", "stdout", "got\n",
+		      "stdout_encoding", "utf-8", "stderr", "/wBB", "stderr_encoding", "base64", "stdout_truncated", 1,
+		      "stderr_truncated", 0, "stdout_bytes", 99);
+	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), 0);
+	assert_int_equal(status, 3);
+	assert_string_equal(s.out[0], "got\n");
+	assert_int_equal(s.len[1] > 3, 1);
+	assert_memory_equal(s.out[1], "\xff\x00" "A", 3);
+	assert_non_null(strstr(s.out[1] + 3, "stdout truncated: the process wrote 99 bytes"));
+	json_decref(r);
+
+	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "not base64!", "stdout_encoding",
+		      "base64", "stderr", "", "stderr_encoding", "utf-8");
+	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), -1);
+	assert_string_equal(f.msg, "kilnd sent output that is not valid base64");
+	json_decref(r);
+
+	r = json_pack("{s:i, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding", "latin1");
+	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), -1);
+	json_decref(r);
+
+	struct sink broken = { .fail = -EPIPE };
+	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding", "utf-8",
+		      "stderr", "", "stderr_encoding", "utf-8");
+	assert_int_equal(cli_exec_result(r, sink_write, &broken, &status, &f), -1);
+	assert_string_equal(f.msg, "writing the process's stdout: Broken pipe");
+	json_decref(r);
+}
+
+static int feed_all(struct cli_ndjson *n, const char *s, size_t chunk)
+{
+	size_t len = strlen(s);
+
+	for (size_t i = 0; i < len; i += chunk)
+		if (cli_ndjson_feed(n, s + i, len - i < chunk ? len - i : chunk))
+			return -1;
+	return 0;
+}
+
+static void test_ndjson_stream(void **state)
+{
+	const char *stream = "{\"type\":\"stdout\",\"data\":\"got hello\\n\"}\n"
+			     "{\"type\":\"stderr\",\"data_base64\":\"/wBB\"}\n"
+			     "{\"type\":\"progress\",\"future\":true}\n"
+			     "\n"
+			     "{\"type\":\"exit\",\"exit_code\":null,\"signal\":15,\"timed_out\":false}\n";
+
+	(void)state;
+	/* Every split of the bytes gives the same result: lines are joined
+	 * across reads however curl cuts them. */
+	for (size_t chunk = 1; chunk <= strlen(stream); chunk++) {
+		struct sink s = { 0 };
+		struct cli_ndjson n;
+
+		cli_ndjson_init(&n, sink_write, &s);
+		assert_int_equal(feed_all(&n, stream, chunk), 0);
+		assert_int_equal(cli_ndjson_end(&n), 0);
+		assert_int_equal(n.status, 143);
+		assert_string_equal(s.out[0], "got hello\n");
+		assert_int_equal(s.len[1], 3);
+		cli_ndjson_free(&n);
+	}
+}
+
+static void test_ndjson_failures(void **state)
+{
+	struct sink s = { 0 };
+	struct cli_ndjson n;
+
+	(void)state;
+	/* Cut off before the exit event: never a success. */
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\",\"data\":\"a\"}\n", 7), 0);
+	assert_int_equal(cli_ndjson_end(&n), -1);
+	assert_non_null(strstr(n.fail.msg, "without an exit event"));
+	cli_ndjson_free(&n);
+
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\",\"da", 4), 0);
+	assert_int_equal(cli_ndjson_end(&n), -1);
+	assert_non_null(strstr(n.fail.msg, "ended inside an event"));
+	cli_ndjson_free(&n);
+
+	/* The error event's code decides the status. */
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"VM gone\"}}\n", 1000), -1);
+	assert_int_equal(cli_ndjson_end(&n), -1);
+	assert_string_equal(n.fail.code, "agent_unavailable");
+	assert_string_equal(n.fail.msg, "failed after output was sent: VM gone");
+	assert_int_equal(n.fail.exit, CLI_EXIT_API);
+	cli_ndjson_free(&n);
+
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "not json\n", 100), -1);
+	cli_ndjson_free(&n);
+
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"exit\",\"exit_code\":0}\n{\"type\":\"stdout\",\"data\":\"late\"}\n", 100), -1);
+	assert_string_equal(n.fail.msg, "kilnd sent bytes after the last event");
+	cli_ndjson_free(&n);
+
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\"}\n", 100), -1);
+	assert_string_equal(n.fail.msg, "kilnd sent a stdout event without data");
+	cli_ndjson_free(&n);
+
+	/* A line without end cannot make the client buffer without end. */
+	{
+		size_t big = 1 << 20;
+		char *junk = malloc(big);
+
+		memset(junk, 'x', big);
+		cli_ndjson_init(&n, sink_write, &s);
+		int rc = 0;
+		for (size_t total = 0; !rc && total <= CLI_NDJSON_LINE_MAX; total += big)
+			rc = cli_ndjson_feed(&n, junk, big);
+		assert_int_equal(rc, -1);
+		assert_true(n.cap <= CLI_NDJSON_LINE_MAX);
+		assert_string_equal(n.fail.msg, "kilnd sent a stream line over 16 MiB");
+		cli_ndjson_free(&n);
+		free(junk);
+	}
+}
+
+/* --- tables --- */
+
+static char *fmt(int (*f)(FILE *, const json_t *), const char *json, int *rc)
+{
+	json_t *v = json_loads(json, 0, NULL);
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+
+	assert_non_null(v);
+	*rc = f(m, v);
+	fclose(m);
+	json_decref(v);
+	return buf;
+}
+
+static void test_format(void **state)
+{
+	char *out;
+	int rc;
+
+	(void)state;
+	out = fmt(cli_format_health, "{\"status\":\"ok\",\"version\":\"0.1.0\",\"uptime_s\":42,\"sandboxes\":1}", &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "ok  kilnd 0.1.0  up 42s  1 sandbox\n");
+	free(out);
+	out = fmt(cli_format_health, "{\"status\":\"ok\"}", &rc);
+	assert_int_equal(rc, -1);
+	assert_string_equal(out, "");
+	free(out);
+
+	out = fmt(cli_format_images,
+		  "{\"images\":[{\"name\":\"minimal\",\"path\":\"/i/m.ext4\",\"size_bytes\":33554432,\"source\":\"option\"}],"
+		  "\"kernel\":{\"path\":\"/k\",\"size_bytes\":1000}}",
+		  &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "NAME     SIZE        SOURCE     PATH\n"
+				 "minimal  32.0 MiB    option     /i/m.ext4\n"
+				 "kernel: /k (1000 B)\n");
+	free(out);
+	out = fmt(cli_format_images, "{\"images\":[{\"name\":\"x\"}]}", &rc);
+	assert_int_equal(rc, -1);
+	free(out);
+
+	out = fmt(cli_format_list,
+		  "{\"sandboxes\":[{\"id\":\"3f9a1c2b7d4e\",\"state\":\"running\",\"image\":\"minimal\",\"cpus\":2,"
+		  "\"memory_mib\":256,\"created_at\":\"2024-11-22T10:00:00.123Z\",\"labels\":{\"job\":\"4\\u001b2\",\"t\":\"ci\"}}]}",
+		  &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "ID            STATE     IMAGE    CPUS  MEMORY    CREATED                   LABELS\n"
+				 "3f9a1c2b7d4e  running   minimal  2     256 MiB   2024-11-22T10:00:00.123Z  job=4?2,t=ci\n");
+	free(out);
+	out = fmt(cli_format_list, "{\"sandboxes\":{}}", &rc);
+	assert_int_equal(rc, -1);
+	free(out);
+
+	out = fmt(cli_format_state,
+		  "{\"id\":\"abc\",\"state\":\"crashed\",\"last_exit\":{\"reason\":\"boot_failed\",\"message\":\"kiln-vmm: no kvm\"}}",
+		  &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "abc crashed (boot_failed: kiln-vmm: no kvm)\n");
+	free(out);
+
+	char size[32];
+	cli_format_size(size, sizeof(size), 1536);
+	assert_string_equal(size, "1.5 KiB");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_scan_globals_anywhere),
+		cmocka_unit_test(test_scan_errors),
+		cmocka_unit_test(test_parse_uint_strict),
+		cmocka_unit_test(test_kv_and_share),
+		cmocka_unit_test(test_create_body),
+		cmocka_unit_test(test_exec_parse),
+		cmocka_unit_test(test_list_query_encodes),
+		cmocka_unit_test(test_one_id),
+		cmocka_unit_test(test_cp_parse),
+		cmocka_unit_test(test_url_encode),
+		cmocka_unit_test(test_error_body),
+		cmocka_unit_test(test_unreachable_messages),
+		cmocka_unit_test(test_exec_status),
+		cmocka_unit_test(test_exec_result_decodes),
+		cmocka_unit_test(test_ndjson_stream),
+		cmocka_unit_test(test_ndjson_failures),
+		cmocka_unit_test(test_format),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
