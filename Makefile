@@ -5,6 +5,7 @@
 #   make bench    boot and device benchmarks beside QEMU -M microvm, and
 #                 the agent's exec latency and file throughput
 #                 (make bench-boot, bench-devices, bench-agent: one of them)
+#   make image-debian  the Debian guest image (minutes cold; not in `all`)
 CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
@@ -112,6 +113,16 @@ $(BUILD)/tests/kiln-bench-guest: bench/guest/kiln-bench-guest.c
 
 $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(GUEST_TOOLS)
+
+# The `debian` image (bookworm: python3, nodejs, npm, git, build-essential,
+# curl, jq). Not part of `all` or `test`: cold, it downloads packages and
+# takes minutes; cached in ~/.cache/kiln/images, a new kiln-init costs
+# seconds (rootfs/build-debian).
+.PHONY: image-debian
+image-debian: $(BUILD)/rootfs/debian.ext4
+$(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
+	@scripts/install-deps
+	rootfs/build-debian $(BUILD)/kiln-init $(BUILD)/rootfs
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
 SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c $(INIT_PURE_SRCS) \
