@@ -76,10 +76,13 @@ KILND_PURE_SRCS := api/api_error.c api/byte_queue.c api/exec_render.c api/exec_s
 	api/json_fields.c api/metrics.c api/names.c api/query.c api/route.c \
 	api/sandbox_record.c api/sandbox_spec.c api/sandbox_state.c api/text_codec.c \
 	api/vmm_argv.c api/vmm_output.c
+# Background processes and the tty stream (docs/api.md, "Processes").
+KILND_PURE_SRCS += api/proc_spec.c api/proc_render.c api/tty_escape.c
 KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.c \
 	api/sandbox.c api/sandboxes.c api/sandbox_vmm.c api/sandbox_store.c api/supervise.c \
 	api/handle_sandboxes.c api/handle_exec.c \
 	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
+KILND_SRCS += api/handle_procs.c api/handle_proc_output.c api/handle_tty.c
 $(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lpthread

@@ -28,6 +28,7 @@ static const struct {
 	[API_E_ROUTE_NOT_FOUND] = { "route_not_found", 404 },
 	[API_E_SANDBOX_NOT_FOUND] = { "sandbox_not_found", 404 },
 	[API_E_IMAGE_NOT_FOUND] = { "image_not_found", 404 },
+	[API_E_PROCESS_NOT_FOUND] = { "process_not_found", 404 },
 	[API_E_NOT_FOUND] = { "not_found", 404 },
 	[API_E_METHOD_NOT_ALLOWED] = { "method_not_allowed", 405 },
 	[API_E_WRONG_STATE] = { "wrong_state", 409 },

@@ -8,10 +8,9 @@
 #include "names.h"
 #include "text_codec.h"
 
-static const char what[] = "exec";
-
 static int parse_argv(struct exec_spec *s, struct api_err *e)
 {
+	const char *what = s->what;
 	json_t *a = json_object_get(s->body, "argv"), *v;
 	size_t i;
 
@@ -49,6 +48,7 @@ static int parse_argv(struct exec_spec *s, struct api_err *e)
 
 static int parse_env(struct exec_spec *s, struct api_err *e)
 {
+	const char *what = s->what;
 	json_t *o = json_object_get(s->body, "env"), *v;
 	const char *k;
 
@@ -78,6 +78,7 @@ static int parse_env(struct exec_spec *s, struct api_err *e)
 
 static int parse_stdin(struct exec_spec *s, struct api_err *e)
 {
+	const char *what = s->what;
 	const char *text, *b64;
 
 	if (jf_string(s->body, "stdin", false, AGENT_LEN_MAX, &text, what, e))
@@ -117,12 +118,19 @@ static int parse_stdin(struct exec_spec *s, struct api_err *e)
 
 int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct api_err *e)
 {
+	return exec_spec_parse_as(body, streaming, "exec", s, e);
+}
+
+int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *s,
+		       struct api_err *e)
+{
 	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
 					      "stdin_base64", "output_cap", "output_encoding", NULL };
 	const char *user, *enc;
 	uint64_t n;
 
 	memset(s, 0, sizeof(*s));
+	s->what = what;
 	if (!json_is_object(body)) {
 		api_err_set(e, API_E_BAD_JSON, "%s: the body must be a JSON object", what);
 		return -1;
@@ -176,6 +184,7 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct ap
 
 int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
 {
+	const char *what = s->what;
 	size_t cap = json_object_size(base) + json_object_size(s->env), n = 0;
 	const char *k;
 	json_t *v;

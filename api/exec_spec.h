@@ -29,6 +29,7 @@
 #define EXEC_OUTPUT_CAP_BUFFERED_MAX (16u << 20)
 
 struct exec_spec {
+	const char *what;         /* names the request in messages ("exec") */
 	json_t *body;             /* reference held */
 	const char **argv;        /* argc entries + NULL, strings borrowed from body */
 	size_t argc;
@@ -51,6 +52,11 @@ struct exec_spec {
  * agent's. 0, or -1 with e set; *out needs exec_spec_free() either way.
  */
 int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct api_err *e);
+
+/* The same for a request that shares exec's fields (process create);
+ * `what` (a static string) names it in messages. */
+int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *out,
+		       struct api_err *e);
 
 /*
  * Merge the sandbox's environment (object of strings, may be NULL) with

@@ -29,4 +29,16 @@ void handle_exec(struct http_req *r);
 void handle_file_get(struct http_req *r);
 void handle_file_put_begin(struct http_req *r);
 
+/* handle_procs.c, handle_proc_output.c, handle_tty.c: background processes. */
+void handle_proc_create(struct http_req *r);
+void handle_shell(struct http_req *r);
+void handle_proc_list(struct http_req *r);
+void handle_proc_get(struct http_req *r);
+void handle_proc_output(struct http_req *r);
+void handle_proc_stdin(struct http_req *r);
+void handle_proc_signal(struct http_req *r);
+void handle_proc_wait(struct http_req *r);
+void handle_proc_resize(struct http_req *r);
+void handle_proc_tty(struct http_req *r);
+
 #endif

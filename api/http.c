@@ -31,6 +31,16 @@ static const handler_fn handlers[] = {
 	[OP_SANDBOX_STOP] = handle_sandbox_stop,
 	[OP_EXEC] = handle_exec,
 	[OP_FILE_GET] = handle_file_get,
+	[OP_PROC_CREATE] = handle_proc_create,
+	[OP_PROC_LIST] = handle_proc_list,
+	[OP_PROC_GET] = handle_proc_get,
+	[OP_PROC_OUTPUT] = handle_proc_output,
+	[OP_PROC_STDIN] = handle_proc_stdin,
+	[OP_PROC_SIGNAL] = handle_proc_signal,
+	[OP_PROC_WAIT] = handle_proc_wait,
+	[OP_PROC_RESIZE] = handle_proc_resize,
+	[OP_PROC_TTY] = handle_proc_tty,
+	[OP_SHELL] = handle_shell,
 };
 
 /* ---- answers ---- */
@@ -151,6 +161,37 @@ void http_stream(struct http_req *r, const char *content_type, MHD_ContentReader
 		MHD_add_response_header(resp, "X-Accel-Buffering", "no");
 	}
 	queue(r, 200, resp);
+}
+
+static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t extra_n,
+		     MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_req *r = cls;
+	void *ucls = r->upg_cls;
+
+	(void)conn;
+	(void)con_cls;
+	/* Taken: on_completed must not release it too, whenever it runs. */
+	r->upg_cls = NULL;
+	r->upg_run(ucls, extra, extra_n, sock);
+	r->upg_release(ucls);
+	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+void http_upgrade(struct http_req *r, const char *protocol,
+		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
+		  void (*release)(void *cls))
+{
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, r);
+
+	r->upg_run = run;
+	r->upg_release = release;
+	r->upg_cls = cls;
+	if (resp) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, protocol);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "Upgrade");
+	}
+	queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 }
 
 /* ---- for handlers ---- */
@@ -417,6 +458,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	if (r->up_ops && !r->up_done)
 		r->up_ops->abort(r);
+	if (r->upg_cls)
+		r->upg_release(r->upg_cls); /* the 101 never went out */
 	if (!d->cfg.quiet)
 		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path, r->status,
 			  mono_ms_f() - r->t0, why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
@@ -452,10 +495,10 @@ struct MHD_Daemon *http_start(struct kilnd *d, int listen_fd, char *err, size_t 
 {
 	/* Thread per connection: handlers and stream readers may block.
 	 * poll, not select: descriptors may exceed FD_SETSIZE. ITC: for
-	 * MHD_quiesce_daemon at shutdown. */
+	 * MHD_quiesce_daemon at shutdown. Upgrade: the tty stream. */
 	struct MHD_Daemon *mhd = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
-			MHD_USE_ERROR_LOG,
+			MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE,
 		0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
 		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_END);

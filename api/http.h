@@ -70,6 +70,10 @@ struct http_req {
 	const struct http_upload_ops *up_ops;
 	void *up;
 	bool up_done;
+	/* protocol upgrade (http_upgrade) */
+	void (*upg_run)(void *cls, const char *extra, size_t extra_n, int sock);
+	void (*upg_release)(void *cls);
+	void *upg_cls; /* NULL once the upgrade handler took it */
 	/* query */
 	struct query_kv kv[HTTP_QUERY_MAX];
 	size_t nkv;
@@ -107,6 +111,17 @@ void http_stream(struct http_req *r, const char *content_type, MHD_ContentReader
 		 MHD_ContentReaderFreeCallback free_cb);
 /* Header on the next answer's response, for Location. */
 void http_json_located(struct http_req *r, unsigned status, json_t *json, const char *location);
+
+/*
+ * Answer 101 Switching Protocols (Upgrade: protocol). Once the response
+ * is out, run(cls, extra, extra_n, sock) gets the raw socket in the
+ * connection's thread and may block; extra holds bytes the client sent
+ * right after its request. The connection closes when run returns, and
+ * release(cls) is called in every case (also when the 101 never went out).
+ */
+void http_upgrade(struct http_req *r, const char *protocol,
+		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
+		  void (*release)(void *cls));
 
 /* Record a streamed request body's handler (PUT .../files), from its begin. */
 void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up);

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-/* One resource path and its operations by method. "{id}" matches one
- * non-empty segment. */
+/* One resource path and its operations by method. "{id}" and "{proc}"
+ * match one non-empty segment each. */
 static const struct {
 	const char *pattern;
 	const char *allow;
@@ -23,24 +23,38 @@ static const struct {
 	{ "/v1/sandboxes/{id}/stop", "POST", { { "POST", OP_SANDBOX_STOP } } },
 	{ "/v1/sandboxes/{id}/exec", "POST", { { "POST", OP_EXEC } } },
 	{ "/v1/sandboxes/{id}/files", "GET, PUT", { { "GET", OP_FILE_GET }, { "PUT", OP_FILE_PUT } } },
+	{ "/v1/sandboxes/{id}/processes", "GET, POST",
+	  { { "GET", OP_PROC_LIST }, { "POST", OP_PROC_CREATE } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}", "GET", { { "GET", OP_PROC_GET } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/output", "GET", { { "GET", OP_PROC_OUTPUT } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/stdin", "POST", { { "POST", OP_PROC_STDIN } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/signal", "POST", { { "POST", OP_PROC_SIGNAL } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/wait", "POST", { { "POST", OP_PROC_WAIT } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/resize", "POST", { { "POST", OP_PROC_RESIZE } } },
+	{ "/v1/sandboxes/{id}/processes/{proc}/tty", "GET", { { "GET", OP_PROC_TTY } } },
+	{ "/v1/sandboxes/{id}/shell", "POST", { { "POST", OP_SHELL } } },
 };
 
-/* Match path against pattern; the {id} segment goes to id. */
-static bool match_pattern(const char *pattern, const char *path, char *id)
+/* Match path against pattern; the {id} and {proc} segments go to id and proc. */
+static bool match_pattern(const char *pattern, const char *path, char *id, char *proc)
 {
 	const char *p = pattern, *s = path;
 
 	id[0] = '\0';
+	proc[0] = '\0';
 	while (*p) {
-		if (strncmp(p, "{id}", 4) == 0) {
+		bool is_id = strncmp(p, "{id}", 4) == 0;
+
+		if (is_id || strncmp(p, "{proc}", 6) == 0) {
 			size_t n = strcspn(s, "/");
+			char *to = is_id ? id : proc;
 
 			if (n == 0 || n > ROUTE_ID_MAX)
 				return false;
-			memcpy(id, s, n);
-			id[n] = '\0';
+			memcpy(to, s, n);
+			to[n] = '\0';
 			s += n;
-			p += 4;
+			p += is_id ? 4 : 6;
 			continue;
 		}
 		if (*p != *s)
@@ -55,7 +69,7 @@ int route_match(const char *method, const char *path, struct route_match *m, str
 {
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		if (!match_pattern(routes[i].pattern, path, m->id))
+		if (!match_pattern(routes[i].pattern, path, m->id, m->proc))
 			continue;
 		m->allow = routes[i].allow;
 		for (size_t j = 0; j < 3 && routes[i].ops[j].method; j++) {
@@ -69,6 +83,7 @@ int route_match(const char *method, const char *path, struct route_match *m, str
 		return -1;
 	}
 	m->id[0] = '\0';
+	m->proc[0] = '\0';
 	api_err_set(e, API_E_ROUTE_NOT_FOUND, "%.200s: no such endpoint (see docs/api.md)", path);
 	return -1;
 }
@@ -76,5 +91,6 @@ int route_match(const char *method, const char *path, struct route_match *m, str
 bool route_has_body(enum route_op op)
 {
 	return op == OP_SANDBOX_CREATE || op == OP_SANDBOX_START || op == OP_SANDBOX_STOP ||
-	       op == OP_EXEC || op == OP_FILE_PUT;
+	       op == OP_EXEC || op == OP_FILE_PUT || op == OP_PROC_CREATE || op == OP_PROC_STDIN ||
+	       op == OP_PROC_SIGNAL || op == OP_PROC_RESIZE || op == OP_SHELL;
 }

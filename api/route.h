@@ -6,8 +6,9 @@
  * empty segments, no prefix matching. A path that names a known resource
  * with a method it does not have is method_not_allowed (405) with the
  * Allow header's value; anything else unknown is route_not_found (404).
- * An {id} segment is captured as given (at most 64 bytes); whether such a
- * sandbox exists is the caller's question.
+ * An {id} segment (and a {proc} segment, a guest process's id) is
+ * captured as given (at most 64 bytes); whether such a sandbox or process
+ * exists is the caller's question.
  */
 #ifndef KILN_ROUTE_H
 #define KILN_ROUTE_H
@@ -28,6 +29,16 @@ enum route_op {
 	OP_EXEC,
 	OP_FILE_GET,
 	OP_FILE_PUT,
+	OP_PROC_CREATE,
+	OP_PROC_LIST,
+	OP_PROC_GET,
+	OP_PROC_OUTPUT,
+	OP_PROC_STDIN,
+	OP_PROC_SIGNAL,
+	OP_PROC_WAIT,
+	OP_PROC_RESIZE,
+	OP_PROC_TTY,
+	OP_SHELL,
 };
 
 #define ROUTE_ID_MAX 64
@@ -35,6 +46,7 @@ enum route_op {
 struct route_match {
 	enum route_op op;
 	char id[ROUTE_ID_MAX + 1]; /* the {id} segment, "" when the route has none */
+	char proc[ROUTE_ID_MAX + 1]; /* the {proc} segment (a process id), "" when none */
 	const char *allow;         /* methods of the matched path ("GET, POST") */
 };
 
