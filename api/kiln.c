@@ -3,7 +3,6 @@
  * socket. main() builds the context, picks the command and exits with
  * what it returns; the commands are in cli_cmd_*.c.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,9 +99,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln: unknown command '%s' (kiln --help lists them)\n", s.value);
 		return CLI_EXIT_USAGE;
 	}
-	/* A reader that goes away (kiln exec ... | head) must end the copy
-	 * with EPIPE from write(), not kill kiln before it can say so. */
-	signal(SIGPIPE, SIG_IGN);
+	/* SIGPIPE keeps its default: `kiln exec ID -- yes | head` ends kiln
+	 * quietly as it ends any filter, and the closed connection makes
+	 * kilnd kill the process. curl's own socket writes use MSG_NOSIGNAL,
+	 * so kilnd going away is reported, not a silent death. */
 	if (curl_global_init(CURL_GLOBAL_NOTHING)) {
 		fprintf(stderr, "kiln: cannot initialise libcurl\n");
 		return CLI_EXIT_API;
