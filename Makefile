@@ -75,7 +75,7 @@ $(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent_client*.h) guest-ini
 KILND_PURE_SRCS := api/api_error.c api/byte_queue.c api/exec_render.c api/exec_spec.c \
 	api/json_fields.c api/metrics.c api/names.c api/query.c api/route.c \
 	api/sandbox_record.c api/sandbox_spec.c api/sandbox_state.c api/text_codec.c \
-	api/vmm_argv.c api/vmm_output.c
+	api/vmm_argv.c api/vmm_output.c api/files_spec.c api/gz_stream.c
 # Background processes and the tty stream (docs/api.md, "Processes").
 KILND_PURE_SRCS += api/proc_spec.c api/proc_render.c api/tty_escape.c
 KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.c \
@@ -83,9 +83,10 @@ KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.
 	api/handle_sandboxes.c api/handle_exec.c \
 	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
 KILND_SRCS += api/handle_procs.c api/handle_proc_output.c api/handle_tty.c
+KILND_SRCS += api/handle_fs.c api/handle_archive.c api/handle_ports.c api/port_fwd.c api/sandbox_ports.c
 $(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
-	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket.
 # Its pure parts (options, request bodies, errors, output) are unit-tested
@@ -144,7 +145,7 @@ $(BUILD)/obj-san/%.o: %.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Iapi -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Iapi -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lz -lpthread $(LIBS)
 
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)

@@ -332,6 +332,10 @@ int agent_client_list_processes(const struct agent_client *c,
 
 /* Bytes of a download; < 0 aborts the transfer with that value. */
 typedef int (*agent_client_data_fn)(void *arg, const void *data, size_t n);
+/* Bytes of an upload into buf (at most n): the count, 0 at the end, or
+ * -errno, which abandons the upload (the connection is closed before
+ * `end`, so the agent stops; what it already wrote stays). */
+typedef ssize_t (*agent_client_source_fn)(void *arg, void *buf, size_t n);
 
 struct agent_client_read_opts {
 	uint64_t offset;
@@ -459,6 +463,15 @@ int agent_client_tar_upload(const struct agent_client *c, const char *path, enum
 int agent_client_tar_download(const struct agent_client *c, const char *path, enum agent_user user,
 			      int fd, struct agent_client_tar_stats *stats,
 			      struct agent_client_err *err);
+/* tar_upload and tar_download with the archive from / to a callback
+ * (kilnd converts tar.gz on the way). A callback's negative value ends
+ * the transfer: AGENT_FAIL_LOCAL with that errno. */
+int agent_client_tar_upload_cb(const struct agent_client *c, const char *path, enum agent_user user,
+			       agent_client_source_fn src, void *arg,
+			       struct agent_client_tar_stats *stats, struct agent_client_err *err);
+int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
+				 enum agent_user user, agent_client_data_fn fn, void *arg,
+				 struct agent_client_tar_stats *stats, struct agent_client_err *err);
 
 /* ---- lifecycle ---- */
 

@@ -146,7 +146,7 @@ int agent_client_read_fd(const struct agent_client *c, const char *path,
 }
 
 /* Where an upload's bytes come from: returns bytes, 0 at the end, -errno. */
-typedef ssize_t (*source_fn)(void *arg, void *buf, size_t n);
+typedef agent_client_source_fn source_fn;
 
 struct buf_src {
 	const uint8_t *p;
@@ -578,9 +578,9 @@ int agent_client_rename(const struct agent_client *c, const char *from, const ch
 	return ac_call_ok(c, &rq, err);
 }
 
-int agent_client_tar_upload(const struct agent_client *c, const char *path, enum agent_user user,
-			    int fd, struct agent_client_tar_stats *stats,
-			    struct agent_client_err *err)
+static int tar_upload_by(const struct agent_client *c, const char *path, enum agent_user user,
+			 source_fn src, void *arg, struct agent_client_tar_stats *stats,
+			 struct agent_client_err *err)
 {
 	struct ac_conn k = ac_msg_ctx("tar_upload");
 	struct agent_client_tar_stats local;
@@ -595,7 +595,7 @@ int agent_client_tar_upload(const struct agent_client *c, const char *path, enum
 	ac_req_init(&rq, "tar_upload");
 	ac_req_str(&rq, "path", path);
 	ac_req_user(&rq, user);
-	r = upload(c, &rq, fd_source, &fd, &h, err);
+	r = upload(c, &rq, src, arg, &h, err);
 	if (r < 0)
 		return r;
 	if (!(r = ac_r_u64(&k, h, "files", &stats->files, err)) &&
@@ -608,9 +608,23 @@ int agent_client_tar_upload(const struct agent_client *c, const char *path, enum
 	return r;
 }
 
-int agent_client_tar_download(const struct agent_client *c, const char *path, enum agent_user user,
-			      int fd, struct agent_client_tar_stats *stats,
-			      struct agent_client_err *err)
+int agent_client_tar_upload(const struct agent_client *c, const char *path, enum agent_user user,
+			    int fd, struct agent_client_tar_stats *stats,
+			    struct agent_client_err *err)
+{
+	return tar_upload_by(c, path, user, fd_source, &fd, stats, err);
+}
+
+int agent_client_tar_upload_cb(const struct agent_client *c, const char *path, enum agent_user user,
+			       agent_client_source_fn src, void *arg,
+			       struct agent_client_tar_stats *stats, struct agent_client_err *err)
+{
+	return tar_upload_by(c, path, user, src, arg, stats, err);
+}
+
+int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
+				 enum agent_user user, agent_client_data_fn fn, void *arg,
+				 struct agent_client_tar_stats *stats, struct agent_client_err *err)
 {
 	struct agent_client_tar_stats local;
 	struct ac_req rq;
@@ -629,7 +643,7 @@ int agent_client_tar_download(const struct agent_client *c, const char *path, en
 	r = ac_open_listing(c, &rq, &k, err);
 	if (r < 0)
 		return r;
-	r = download(c, &k, fd_sink, &fd, UINT64_MAX, &got, &end, err);
+	r = download(c, &k, fn, arg, UINT64_MAX, &got, &end, err);
 	if (r == 0 && !(r = ac_r_u64(&k, end, "bytes", &stats->bytes, err)) &&
 	    !(r = ac_r_u64(&k, end, "files", &stats->files, err)) &&
 	    !(r = ac_r_u64(&k, end, "dirs", &stats->dirs, err)) &&
@@ -640,4 +654,11 @@ int agent_client_tar_download(const struct agent_client *c, const char *path, en
 	json_decref(end);
 	ac_conn_close(&k);
 	return r;
+}
+
+int agent_client_tar_download(const struct agent_client *c, const char *path, enum agent_user user,
+			      int fd, struct agent_client_tar_stats *stats,
+			      struct agent_client_err *err)
+{
+	return agent_client_tar_download_cb(c, path, user, fd_sink, &fd, stats, err);
 }

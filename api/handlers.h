@@ -41,4 +41,20 @@ void handle_proc_wait(struct http_req *r);
 void handle_proc_resize(struct http_req *r);
 void handle_proc_tty(struct http_req *r);
 
+/* handle_fs.c: file metadata */
+void handle_file_stat(struct http_req *r);
+void handle_file_list(struct http_req *r);
+void handle_file_mkdir(struct http_req *r);
+void handle_file_remove(struct http_req *r);
+void handle_file_rename(struct http_req *r);
+
+/* handle_archive.c: tar.gz; PUT streams its body like PUT .../files. */
+void handle_archive_get(struct http_req *r);
+void handle_archive_put_begin(struct http_req *r);
+
+/* handle_ports.c */
+void handle_port_add(struct http_req *r);
+void handle_port_list(struct http_req *r);
+void handle_port_remove(struct http_req *r);
+
 #endif

@@ -41,6 +41,15 @@ static const handler_fn handlers[] = {
 	[OP_PROC_RESIZE] = handle_proc_resize,
 	[OP_PROC_TTY] = handle_proc_tty,
 	[OP_SHELL] = handle_shell,
+	[OP_FILE_STAT] = handle_file_stat,
+	[OP_FILE_LIST] = handle_file_list,
+	[OP_FILE_MKDIR] = handle_file_mkdir,
+	[OP_FILE_REMOVE] = handle_file_remove,
+	[OP_FILE_RENAME] = handle_file_rename,
+	[OP_ARCHIVE_GET] = handle_archive_get,
+	[OP_PORT_LIST] = handle_port_list,
+	[OP_PORT_ADD] = handle_port_add,
+	[OP_PORT_REMOVE] = handle_port_remove,
 };
 
 /* ---- answers ---- */
@@ -290,9 +299,15 @@ static bool content_length(struct http_req *r, uint64_t *n)
 	return !errno && !*end;
 }
 
+/* Raw uploads streamed to the guest (--max-upload), not JSON. */
+static bool is_upload(enum route_op op)
+{
+	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT;
+}
+
 static uint64_t body_limit(struct http_req *r)
 {
-	if (r->rm.op == OP_FILE_PUT)
+	if (is_upload(r->rm.op))
 		return r->d->cfg.max_upload ? r->d->cfg.max_upload : UINT64_MAX;
 	return route_has_body(r->rm.op) ? r->d->cfg.max_body : 0;
 }
@@ -301,7 +316,7 @@ static void too_large(struct http_req *r)
 {
 	struct api_err e;
 
-	if (r->rm.op == OP_FILE_PUT)
+	if (is_upload(r->rm.op))
 		api_err_set(&e, API_E_BODY_TOO_LARGE, "the upload is larger than %" PRIu64 " bytes (--max-upload)",
 			    r->d->cfg.max_upload);
 	else if (!route_has_body(r->rm.op))
@@ -357,6 +372,8 @@ static void begin(struct http_req *r)
 	}
 	if (r->rm.op == OP_FILE_PUT)
 		handle_file_put_begin(r);
+	else if (r->rm.op == OP_ARCHIVE_PUT)
+		handle_archive_put_begin(r);
 }
 
 static void body_data(struct http_req *r, const char *data, size_t n)

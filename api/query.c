@@ -265,3 +265,51 @@ int query_file_put(const struct query_kv *kv, size_t n, const char **path,
 	}
 	return 0;
 }
+
+int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool *follow,
+		    enum agent_user *user, struct api_err *e)
+{
+	static const char *const known[] = { "path", "follow", "user", NULL };
+	static const char what[] = "stat";
+
+	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	    get_bool(kv, n, "follow", true, follow, what, e) || get_user(kv, n, user, what, e))
+		return -1;
+	return 0;
+}
+
+int query_file_list(const struct query_kv *kv, size_t n, const char **path,
+		    struct agent_client_list_opts *o, struct api_err *e)
+{
+	static const char *const known[] = { "path", "depth", "limit", "user", NULL };
+	static const char what[] = "list";
+	uint64_t depth = 1, limit = AGENT_LIST_LIMIT_DEFAULT;
+	bool present;
+
+	memset(o, 0, sizeof(*o));
+	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	    get_uint(kv, n, "depth", 10, AGENT_LIST_DEPTH_MAX, &present, &depth, what, e) ||
+	    get_uint(kv, n, "limit", 10, AGENT_LIST_LIMIT_MAX, &present, &limit, what, e) ||
+	    get_user(kv, n, &o->user, what, e))
+		return -1;
+	/* 0 would mean "the default" to the client library: refuse it here. */
+	if (depth == 0 || limit == 0) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what, depth == 0 ? "depth" : "limit");
+		return -1;
+	}
+	o->depth = (uint32_t)depth;
+	o->limit = (uint32_t)limit;
+	return 0;
+}
+
+int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
+		  struct api_err *e)
+{
+	static const char *const known[] = { "path", "user", NULL };
+	static const char what[] = "archive";
+
+	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	    get_user(kv, n, user, what, e))
+		return -1;
+	return 0;
+}

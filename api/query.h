@@ -60,4 +60,17 @@ int query_file_get(const struct query_kv *kv, size_t n, const char **path,
 int query_file_put(const struct query_kv *kv, size_t n, const char **path,
 		   struct agent_client_write_opts *o, struct api_err *e);
 
+/* GET .../files/stat: path, follow (default true), user. */
+int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool *follow,
+		    enum agent_user *user, struct api_err *e);
+
+/* GET .../files/list: path, depth (1..AGENT_LIST_DEPTH_MAX, default 1),
+ * limit (1..AGENT_LIST_LIMIT_MAX, default AGENT_LIST_LIMIT_DEFAULT), user. */
+int query_file_list(const struct query_kv *kv, size_t n, const char **path,
+		    struct agent_client_list_opts *o, struct api_err *e);
+
+/* GET/PUT .../archive: path, user. */
+int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
+		  struct api_err *e);
+
 #endif

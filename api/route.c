@@ -33,6 +33,14 @@ static const struct {
 	{ "/v1/sandboxes/{id}/processes/{proc}/resize", "POST", { { "POST", OP_PROC_RESIZE } } },
 	{ "/v1/sandboxes/{id}/processes/{proc}/tty", "GET", { { "GET", OP_PROC_TTY } } },
 	{ "/v1/sandboxes/{id}/shell", "POST", { { "POST", OP_SHELL } } },
+	{ "/v1/sandboxes/{id}/files/stat", "GET", { { "GET", OP_FILE_STAT } } },
+	{ "/v1/sandboxes/{id}/files/list", "GET", { { "GET", OP_FILE_LIST } } },
+	{ "/v1/sandboxes/{id}/files/mkdir", "POST", { { "POST", OP_FILE_MKDIR } } },
+	{ "/v1/sandboxes/{id}/files/remove", "POST", { { "POST", OP_FILE_REMOVE } } },
+	{ "/v1/sandboxes/{id}/files/rename", "POST", { { "POST", OP_FILE_RENAME } } },
+	{ "/v1/sandboxes/{id}/archive", "GET, PUT", { { "GET", OP_ARCHIVE_GET }, { "PUT", OP_ARCHIVE_PUT } } },
+	{ "/v1/sandboxes/{id}/ports", "GET, POST", { { "GET", OP_PORT_LIST }, { "POST", OP_PORT_ADD } } },
+	{ "/v1/sandboxes/{id}/ports/{port}", "DELETE", { { "DELETE", OP_PORT_REMOVE } } },
 };
 
 /* Match path against pattern; the {id} and {proc} segments go to id and proc. */
@@ -45,7 +53,8 @@ static bool match_pattern(const char *pattern, const char *path, char *id, char 
 	while (*p) {
 		bool is_id = strncmp(p, "{id}", 4) == 0;
 
-		if (is_id || strncmp(p, "{proc}", 6) == 0) {
+		/* {port} (a host port) shares proc: no route has both. */
+		if (is_id || strncmp(p, "{proc}", 6) == 0 || strncmp(p, "{port}", 6) == 0) {
 			size_t n = strcspn(s, "/");
 			char *to = is_id ? id : proc;
 
@@ -92,5 +101,7 @@ bool route_has_body(enum route_op op)
 {
 	return op == OP_SANDBOX_CREATE || op == OP_SANDBOX_START || op == OP_SANDBOX_STOP ||
 	       op == OP_EXEC || op == OP_FILE_PUT || op == OP_PROC_CREATE || op == OP_PROC_STDIN ||
-	       op == OP_PROC_SIGNAL || op == OP_PROC_RESIZE || op == OP_SHELL;
+	       op == OP_PROC_SIGNAL || op == OP_PROC_RESIZE || op == OP_SHELL ||
+	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
+	       op == OP_PORT_ADD;
 }

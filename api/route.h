@@ -39,6 +39,16 @@ enum route_op {
 	OP_PROC_RESIZE,
 	OP_PROC_TTY,
 	OP_SHELL,
+	OP_FILE_STAT,
+	OP_FILE_LIST,
+	OP_FILE_MKDIR,
+	OP_FILE_REMOVE,
+	OP_FILE_RENAME,
+	OP_ARCHIVE_GET,
+	OP_ARCHIVE_PUT,
+	OP_PORT_LIST,
+	OP_PORT_ADD,
+	OP_PORT_REMOVE,
 };
 
 #define ROUTE_ID_MAX 64
@@ -46,7 +56,7 @@ enum route_op {
 struct route_match {
 	enum route_op op;
 	char id[ROUTE_ID_MAX + 1]; /* the {id} segment, "" when the route has none */
-	char proc[ROUTE_ID_MAX + 1]; /* the {proc} segment (a process id), "" when none */
+	char proc[ROUTE_ID_MAX + 1]; /* the {proc} segment (a process id) or {port} (a host port), "" when none */
 	const char *allow;         /* methods of the matched path ("GET, POST") */
 };
 

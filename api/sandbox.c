@@ -28,6 +28,9 @@ struct sandbox *sb_new(struct kilnd *d)
 
 void sb_free(struct sandbox *sb)
 {
+	/* Normally closed when the VMM ended; nothing else holds them. */
+	for (size_t i = 0; i < sb->nports; i++)
+		port_fwd_close(sb->ports[i]);
 	sandbox_record_free(&sb->rec);
 	pthread_cond_destroy(&sb->cv);
 	free(sb);

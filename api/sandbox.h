@@ -68,6 +68,21 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e);
  */
 int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e);
 
+/* Port mappings per sandbox (docs/api.md, .../ports). */
+#define SANDBOX_PORTS_MAX 16
+
+/*
+ * POST .../ports: forward 127.0.0.1:host_port (0: any) to guest_port for
+ * as long as this boot runs (the mapping ends with the VMM). 0 with *view,
+ * or -1 with e (wrong_state, limit_reached, exists, ...).
+ */
+int sandbox_port_add(struct sandbox *sb, uint32_t guest_port, uint16_t host_port, json_t **view,
+		     struct api_err *e);
+/* GET .../ports: {"ports":[...]} (new reference; NULL when out of memory). */
+json_t *sandbox_port_list(struct sandbox *sb);
+/* DELETE .../ports/{host_port}: 0, or -1 with e (not_found). */
+int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *e);
+
 /* Once a second: stop sandboxes whose timeout_s passed. */
 void sandboxes_tick(struct kilnd *d);
 

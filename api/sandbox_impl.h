@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 
+#include "port_fwd.h"
 #include "sandbox.h"
 #include "sandbox_record.h"
 #include "supervise.h"
@@ -38,6 +39,8 @@ struct sandbox {
 	bool timeout_pending;         /* reg.mu: a timeout stop is under way */
 	const char *stop_reason;      /* reg.mu: last_exit.reason while stopping */
 	pthread_cond_t cv;            /* with reg.mu: the VMM ended */
+	struct port_fwd *ports[SANDBOX_PORTS_MAX]; /* reg.mu: port mappings of this boot */
+	size_t nports;                /* reg.mu */
 };
 
 static inline void sb_lock(struct kilnd *d)
@@ -64,6 +67,9 @@ int sb_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(
 void sb_persist_locked(struct sandbox *sb);
 /* Remove a sandbox directory and the files in it, nothing outside it. */
 void sb_remove_dir(const char *dir);
+
+/* sandbox_ports.c: close every port mapping (the VMM ended). Not under reg.mu. */
+void sb_ports_close(struct sandbox *sb);
 
 /* sandbox_vmm.c */
 /* Boot (state booting, owned by the caller) and wait for the agent.

@@ -104,6 +104,8 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 		kilnd_log("sandbox %s: kiln-vmm exited with status %d (%s)", sb->rec.id, x->status,
 			  sandbox_state_name(sb->rec.state));
 	sb_unlock(d);
+	/* Port mappings end with the boot they forward into. */
+	sb_ports_close(sb);
 	if (crashed) {
 		pthread_mutex_lock(&d->metrics_mu);
 		d->metrics.crashes++;

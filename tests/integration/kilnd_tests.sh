@@ -234,6 +234,163 @@ test_kilnd_restart_lists_its_sandboxes() {
   kd_done
 }
 
+test_kilnd_file_metadata_and_archives() {
+  kd_start || return 1
+  local why='' n
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+
+  api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/home/user/m/a/b","parents":true,"mode":448}'
+  kd_check '[ $status = 200 ]' "mkdir -p"
+  api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/home/user/m/a"}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "mkdir of an existing directory is 409 exists"
+  api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/home/user/nope/x"}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ]' "mkdir without parents is 404"
+  api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/root/forbidden"}'
+  kd_check '[ $status = 403 ] && [ "$(jget "d[\"error\"][\"code\"]")" = permission_denied ]' "mkdir in /root as user is 403"
+  api GET "/v1/sandboxes/$sid/files/stat?path=/home/user/m/a/b"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"kind\"], d[\"mode_octal\"], d[\"uid\"]")" = "dir 0700 1000" ]' "stat of the new directory"
+  api GET "/v1/sandboxes/$sid/files/stat?path=/home/user/m/none"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ]' "stat of a missing path is 404"
+  api GET "/v1/sandboxes/$sid/files/stat?path=/bin/sh&follow=false"
+  kd_check '[ "$(jget "d[\"kind\"]")" = symlink ]' "stat follow=false shows the symlink"
+
+  api PUT "/v1/sandboxes/$sid/files?path=/home/user/m/f.txt" --data-binary 'hello'
+  api GET "/v1/sandboxes/$sid/files/list?path=/home/user/m&depth=3"
+  kd_check '[ $status = 200 ] && [ "$(jget "\",\".join(sorted(e[\"path\"] for e in d[\"entries\"]))")" = /home/user/m/a,/home/user/m/a/b,/home/user/m/f.txt ] && [ "$(jget "d[\"count\"]")" = 3 ]' "list depth 3"
+  api GET "/v1/sandboxes/$sid/files/list?path=/home/user/m&limit=1&depth=3"
+  kd_check '[ "$(jget "len(d[\"entries\"]), d[\"truncated\"]")" = "1 True" ]' "list limit truncates"
+  api GET "/v1/sandboxes/$sid/files/list?path=/home/user/m/f.txt"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_directory ]' "list of a file is 400 not_directory"
+
+  api POST "/v1/sandboxes/$sid/files/rename" -d '{"from":"/home/user/m/f.txt","to":"/home/user/m/a/g.txt"}'
+  kd_check '[ $status = 200 ]' "rename"
+  api PUT "/v1/sandboxes/$sid/files?path=/home/user/m/f.txt" --data-binary 'again'
+  api POST "/v1/sandboxes/$sid/files/rename" -d '{"from":"/home/user/m/f.txt","to":"/home/user/m/a/g.txt"}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "rename onto an existing file is 409"
+  api POST "/v1/sandboxes/$sid/files/rename" -d '{"from":"/home/user/m/f.txt","to":"/home/user/m/a/g.txt","overwrite":true}'
+  kd_check '[ $status = 200 ]' "rename with overwrite"
+  api GET "/v1/sandboxes/$sid/files?path=/home/user/m/a/g.txt"
+  kd_check '[ "$body" = again ]' "the renamed file has the new contents"
+  api POST "/v1/sandboxes/$sid/files/remove" -d '{"path":"/home/user/m"}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_empty ]' "remove of a full directory is 409 not_empty"
+  api POST "/v1/sandboxes/$sid/files/remove" -d '{"path":"/home/user/m","recursive":true}'
+  kd_check '[ $status = 204 ]' "recursive remove"
+  api GET "/v1/sandboxes/$sid/files/stat?path=/home/user/m"
+  kd_check '[ $status = 404 ]' "removed tree is gone"
+
+  # Archive round trip: a tree with nested dirs, a binary file, a symlink.
+  mkdir -p "$kd/tree/src/deep/er" "$kd/back"
+  head -c 1048577 /dev/urandom >"$kd/tree/src/blob.bin"
+  printf 'int main(void) { return 0; }\n' >"$kd/tree/src/deep/er/main.c"
+  : >"$kd/tree/empty"
+  ln -s src/deep/er/main.c "$kd/tree/link"
+  tar czf "$kd/tree.tgz" -C "$kd/tree" .
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/proj" -T "$kd/tree.tgz"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"files\"], d[\"symlinks\"]")" = "3 1" ]' "archive upload counts"
+  curl -sS --unix-socket "$kds" -o "$kd/back.tgz" "http://kiln/v1/sandboxes/$sid/archive?path=/home/user/proj"
+  kd_check 'tar xzf "$kd/back.tgz" -C "$kd/back"' "the downloaded archive is a valid tar.gz"
+  kd_check 'diff -r --no-dereference "$kd/tree" "$kd/back" >/dev/null' "archive round trip has equal contents"
+  kd_check '[ "$(readlink "$kd/back/link")" = src/deep/er/main.c ]' "the symlink came back as a symlink"
+  api GET "/v1/sandboxes/$sid/archive?path=/home/user/nope"
+  kd_check '[ $status = 404 ]' "archive of a missing directory is 404"
+
+  # Escapes: a ../ member and a symlink that leaves the target, and a
+  # symlink member followed by a file written through it.
+  python3 - "$kd" <<'PY'
+import io, sys, tarfile
+d = sys.argv[1]
+def tgz(name, members):
+    with tarfile.open(f"{d}/{name}", "w:gz", format=tarfile.USTAR_FORMAT) as t:
+        for m, data in members:
+            t.addfile(m, io.BytesIO(data) if data is not None else None)
+def f(name, data):
+    m = tarfile.TarInfo(name); m.size = len(data); return (m, data)
+def l(name, target):
+    m = tarfile.TarInfo(name); m.type = tarfile.SYMTYPE; m.linkname = target; return (m, None)
+tgz("dotdot.tgz", [f("ok.txt", b"fine"), f("../escaped.txt", b"out")])
+tgz("symesc.tgz", [l("up", "../../../etc"), f("up/passwd", b"x")])
+tgz("abslink.tgz", [l("abs", "/etc")])
+PY
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/esc" -T "$kd/dotdot.tgz"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = unsafe_path ]' "a ../ member is 400 unsafe_path"
+  api GET "/v1/sandboxes/$sid/files/stat?path=/home/user/escaped.txt"
+  kd_check '[ $status = 404 ]' "nothing was written outside the target"
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/esc2" -T "$kd/symesc.tgz"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = unsafe_path ]' "a symlink escape is 400 unsafe_path"
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/esc3" -T "$kd/abslink.tgz"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = unsafe_path ]' "an absolute symlink is 400 unsafe_path"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["cat","/etc/passwd"],"user":"root"}'
+  kd_check '[ "$(jget "\"x\" != d[\"stdout\"]")" = True ]' "/etc/passwd is untouched"
+  # Not gzip, and a gzip cut in the middle.
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/bad" --data-binary 'plain text'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_archive ]' "a body that is not gzip is 400 bad_archive"
+  n=$(stat -c %s "$kd/tree.tgz")
+  head -c $((n / 2)) "$kd/tree.tgz" >"$kd/half.tgz"
+  api PUT "/v1/sandboxes/$sid/archive?path=/home/user/half" -T "$kd/half.tgz"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_archive ]' "a truncated tar.gz is 400 bad_archive"
+
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# Port forwarding reaches a guest vsock listener (kiln-vsock-test from the
+# test image, an echo server for one connection) with no guest network.
+test_kilnd_port_forwarding() {
+  kd_start || return 1
+  local why='' hp got
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  api POST "/v1/sandboxes/$sid/exec" \
+    -d '{"argv":["sh","-c","setsid kiln-vsock-test listen 7070 </dev/null >/dev/null 2>&1 &"]}'
+  kd_check '[ $status = 200 ]' "start the guest echo server"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"guest_port\"]")" = 7070 ]' "port mapping created"
+  hp=$(jget 'd["host_port"]')
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7071,"host_port":'"$hp"'}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "the same host port twice is 409"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":1024}'
+  kd_check '[ $status = 400 ]' "the agent port cannot be forwarded"
+  got=$(python3 - "$hp" <<'PY'
+import socket, sys, time
+msg = b"through-vsock-" * 1000
+for attempt in range(60):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
+    s.sendall(msg)
+    got = b""
+    while len(got) < len(msg):
+        b = s.recv(65536)
+        if not b:
+            break
+        got += b
+    s.close()
+    if got:
+        break
+    time.sleep(0.5)  # the guest server was not listening yet
+print("ok" if got == msg else f"bad {len(got)}")
+PY
+)
+  kd_check '[ "$got" = ok ]' "14000 bytes echoed through 127.0.0.1:$hp → vsock 7070 ($got)"
+  api GET "/v1/sandboxes/$sid/ports"
+  kd_check '[ "$(jget "[p[\"host_port\"] for p in d[\"ports\"]]")" = "[$hp]" ]' "ports lists the mapping"
+  api DELETE "/v1/sandboxes/$sid/ports/$hp"
+  kd_check '[ $status = 204 ]' "remove the mapping"
+  kd_check '! python3 -c "import socket, sys; socket.create_connection((\"127.0.0.1\", $hp), timeout=5)" 2>/dev/null' "the host port is closed"
+  api DELETE "/v1/sandboxes/$sid/ports/$hp"
+  kd_check '[ $status = 404 ]' "removing it twice is 404"
+  # A mapping ends with the sandbox.
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
+  hp=$(jget 'd["host_port"]')
+  api POST "/v1/sandboxes/$sid/stop"
+  api GET "/v1/sandboxes/$sid/ports"
+  kd_check '[ "$(jget "len(d[\"ports\"])")" = 0 ]' "stop ends the mappings"
+  kd_check '! python3 -c "import socket, sys; socket.create_connection((\"127.0.0.1\", $hp), timeout=5)" 2>/dev/null' "the stopped sandbox's port is closed"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "no mapping on a stopped sandbox"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
 # Background processes: output streamed, a reader that disconnects and
 # comes back with ?from=, stdin, signal, wait, errors.
 test_kilnd_processes_output_reattach_stdin_signal() {
