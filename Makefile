@@ -151,7 +151,7 @@ unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
 
 integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
-	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=2 tests/harness/run tests/integration/run-all
+	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=3 tests/harness/run tests/integration/run-all
 
 test: deps
 	@$(MAKE) --no-print-directory all

@@ -19,6 +19,7 @@ agent_vm_start() {
 # ag ARGS...: kiln-agent against the running guest; status in $arc.
 ag() {
   arc=0
+  heartbeat "kiln-agent $1"
   timeout -k 5 300 "$AGENT" --vsock "$vs" --timeout "$AGENT_READY_MS" "$@" || arc=$?
   return $arc
 }

@@ -44,6 +44,7 @@ kd_stop() {
 api() {
   local m=$1 p=$2 resp
   shift 2
+  heartbeat "$m $p"
   resp=$(curl -sS --max-time 900 --unix-socket "$kds" -X "$m" -w '\n%{http_code}' "http://kiln$p" "$@")
   status=${resp##*$'\n'}
   body=${resp%$'\n'*}

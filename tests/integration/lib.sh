@@ -7,10 +7,18 @@ INITRD=build/rootfs/minimal.cpio
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
 
+# heartbeat WHAT: tell the nested harness's stall watchdog that the test
+# is moving (it stops the outer VM after KILN_HARNESS_STALL seconds without a
+# line in the progress file); long tests call it through vmm, ag and api.
+heartbeat() {
+  [ -z "${KILN_HARNESS_STATE:-}" ] || echo "$(date +%T)   beat $*" >>"$KILN_HARNESS_STATE/progress"
+}
+
 # vmm ARGS...: run kiln-vmm with a timeout; stdout in $out, stderr in $err,
 # exit status in $rc.
 vmm() {
   local o e
+  heartbeat kiln-vmm
   o=$(mktemp) e=$(mktemp)
   rc=0
   timeout -k 5 "$BOOT_TIMEOUT" "$VMM" "$@" >"$o" 2>"$e" </dev/null || rc=$?
