@@ -398,7 +398,7 @@ test_kilnd_processes_output_reattach_stdin_signal() {
   kd_start || return 1
   local why='' pid1 pid2 ev seq
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
-  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sh","-c","i=0; while [ $i -lt 40 ]; do echo line$i; i=$((i+1)); sleep 0.5; done"]}'
+  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sh","-c","i=0; while [ ! -e /tmp/stop ]; do echo line$i; i=$((i+1)); sleep 0.5; done; echo done"]}'
   kd_check '[ $status = 201 ] && [ "$(jget "d[\"id\"] > 0 and d[\"pid\"] > 0")" = True ]' "create a background process"
   pid1=$(jget 'd["id"]')
   # A reader that leaves after 2 s: the process must not notice.
@@ -412,14 +412,17 @@ print(ev[0]["type"], ev[0]["running"], out[0]["data"].split()[0] if out else "-"
   seq=${ev##* }
   api GET "/v1/sandboxes/$sid/processes/$pid1"
   kd_check '[ "$(jget "d[\"running\"]")" = True ] && [ "$(jget "d[\"attached\"]")" = 0 ]' "the process runs on, detached, after the reader left"
-  # Reattach where the first reader stopped: no byte lost or repeated.
+  # Let it finish (it runs until told: a slow harness must not end it early),
+  # then reattach where the first reader stopped: no byte lost or repeated.
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["touch","/tmp/stop"]}'
+  kd_check '[ $status = 200 ]' "exec touch /tmp/stop"
   api GET "/v1/sandboxes/$sid/processes/$pid1/output?from=$seq"
   ev=$(printf '%s\n' "$body" | python3 -c '
 import json, sys
 ev = [json.loads(l) for l in sys.stdin if l.strip()]
 out = "".join(e.get("data", "") for e in ev if e["type"] == "stdout")
 print(ev[0]["seq"], ev[-1]["type"], ev[-1]["exit_code"], out.split()[-1])')
-  kd_check '[ "$ev" = "$seq exit 0 line39" ]' "reattached from seq $seq to the exit ($ev)"
+  kd_check '[ "$ev" = "$seq exit 0 done" ]' "reattached from seq $seq to the exit ($ev)"
   api GET "/v1/sandboxes/$sid/processes/$pid1/output?from=0"
   kd_check '[ "$(printf "%s" "$body" | grep -c "\"type\":\"stdout\"")" -ge 1 ] && printf "%s" "$body" | tail -n 1 | grep -q "\"type\":\"exit\""' "an exited process replays its ring, then exit"
 
