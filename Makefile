@@ -147,6 +147,10 @@ $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Iapi -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lz -lpthread $(LIBS)
 
+# Objects reached only through pattern rules are "intermediate" to make,
+# which deletes them after each build; keep them, so unit tests relink only.
+.SECONDARY:
+
 unit: $(UNIT_TESTS)
 	@tests/unit/run $(UNIT_TESTS)
 
