@@ -83,7 +83,7 @@ KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.
 	api/handle_sandboxes.c api/handle_exec.c \
 	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
 KILND_SRCS += api/handle_procs.c api/handle_proc_output.c api/handle_tty.c
-KILND_SRCS += api/handle_fs.c api/handle_archive.c api/handle_ports.c api/port_fwd.c api/sandbox_ports.c
+KILND_SRCS += api/stream_job.c api/handle_fs.c api/handle_archive.c api/handle_ports.c api/port_fwd.c api/sandbox_ports.c
 $(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread

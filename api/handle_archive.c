@@ -17,7 +17,6 @@
  * as with the agent's own refusals.
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +25,9 @@
 #include "gz_stream.h"
 #include "handlers.h"
 #include "sandbox.h"
+#include "stream_job.h"
 
 #define ARCHIVE_QUEUE_BYTES (256u << 10)
-#define CLIENT_CHECK_MS 1000
 /* gzip's default: what `tar czf` gives; the agent, not zlib, is the bound. */
 #define ARCHIVE_GZIP_LEVEL 6
 
@@ -43,23 +42,19 @@ static json_t *stats_json(const char *path, const struct agent_client_tar_stats 
 /* ---- GET ---- */
 
 struct get_job {
-	atomic_int refs;
+	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
 	struct agent_client c;
 	char path[AGENT_PATH_MAX + 1];
 	enum agent_user user;
 	struct gz_stream gz;
-	struct byte_queue q;
-	struct api_err err;
-	int conn_fd;
 };
 
-static void get_put(struct get_job *j)
+static void get_release(struct stream_job *sj)
 {
-	if (atomic_fetch_sub(&j->refs, 1) != 1)
-		return;
+	struct get_job *j = (struct get_job *)sj;
+
 	gz_end(&j->gz);
-	bq_destroy(&j->q);
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -68,7 +63,7 @@ static int gz_to_queue(void *arg, const void *data, size_t n)
 {
 	struct get_job *j = arg;
 
-	return bq_push(&j->q, data, n);
+	return bq_push(&j->sj.q, data, n);
 }
 
 static int tar_to_gz(void *arg, const void *data, size_t n)
@@ -78,107 +73,55 @@ static int tar_to_gz(void *arg, const void *data, size_t n)
 	return gz_enc_write(&j->gz, data, n, gz_to_queue, j);
 }
 
-static void *get_producer(void *arg)
+/* A failure after bytes went out ends the stream without its last chunk:
+ * the client sees a broken transfer (and gzip a missing trailer). */
+static void get_produce(struct stream_job *sj)
 {
-	struct get_job *j = arg;
+	struct get_job *j = (struct get_job *)sj;
 	struct agent_client_err ae;
 	int r = agent_client_tar_download_cb(&j->c, j->path, j->user, tar_to_gz, j, NULL, &ae);
 
 	if (r == 0) {
 		r = gz_enc_finish(&j->gz, gz_to_queue, j);
 		if (r < 0 && r != -ECANCELED)
-			api_err_set(&j->err, API_E_INTERNAL, "archive '%s': gzip: %s", j->path, gz_why(&j->gz));
+			api_err_set(&sj->err, API_E_INTERNAL, "archive '%s': gzip: %s", j->path, gz_why(&j->gz));
 	} else if (r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "archive '%s'", j->path);
-		api_err_from_agent(&j->err, &ae, what);
+		api_err_from_agent(&sj->err, &ae, what);
 	}
-	bq_close(&j->q, r < 0 ? (r == -ECANCELED ? r : -EIO) : 0);
-	get_put(j);
-	return NULL;
-}
-
-static ssize_t get_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct get_job *j = cls;
-
-	(void)pos;
-	for (;;) {
-		int err;
-		ssize_t n = bq_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
-
-		if (n > 0)
-			return n;
-		/* Failed halfway: no final chunk, so the client sees a broken
-		 * transfer (and gzip a missing trailer), not a short archive. */
-		if (n < 0)
-			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-		if (http_client_gone(j->conn_fd))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-}
-
-static void get_free(void *cls)
-{
-	struct get_job *j = cls;
-
-	bq_abort(&j->q);
-	get_put(j);
+	stream_job_close(sj, r);
 }
 
 void handle_archive_get(struct http_req *r)
 {
 	struct get_job *j = calloc(1, sizeof(*j));
-	pthread_attr_t attr;
 	const char *path;
 	struct api_err e;
 	json_t *env = NULL;
-	pthread_t th;
-	int err;
 
-	if (!j) {
+	if (!j || stream_job_init(&j->sj, ARCHIVE_QUEUE_BYTES, get_produce, get_release)) {
+		free(j);
 		api_err_set(&e, API_E_INTERNAL, "archive: out of memory");
 		http_error(r, &e);
 		return;
 	}
-	atomic_init(&j->refs, 1);
 	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
-	if (bq_init(&j->q, ARCHIVE_QUEUE_BYTES) || gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
+	if (gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
 		api_err_set(&e, API_E_INTERNAL, "archive: out of memory");
 		goto fail;
 	}
 	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->conn_fd = http_conn_fd(r);
-	atomic_store(&j->refs, 2);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, get_producer, j);
-	pthread_attr_destroy(&attr);
-	if (err) {
-		api_err_set(&e, API_E_INTERNAL, "archive: cannot start a thread: %s", strerror(err));
-		atomic_store(&j->refs, 1);
-		get_put(j);
-		http_error(r, &e);
-		return;
-	}
-	if (!bq_wait_first(&j->q, &err)) {
-		if (j->err.code == API_OK)
-			api_err_set(&j->err, API_E_INTERNAL, "archive '%s': ended without data", j->path);
-		http_error(r, &j->err);
-		get_put(j);
-		return;
-	}
-	http_stream(r, "application/gzip", get_reader, j, get_free);
+	stream_job_respond(r, &j->sj, "application/gzip", false, "archive");
 	return;
 fail:
 	json_decref(env);
 	gz_end(&j->gz);
-	if (j->q.buf)
-		bq_destroy(&j->q);
+	bq_destroy(&j->sj.q);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);
@@ -303,7 +246,7 @@ static void put_abort(struct http_req *r)
 	put_release(r, j);
 }
 
-static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .abort = put_abort };
+static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .cancel = put_abort };
 
 void handle_archive_put_begin(struct http_req *r)
 {

@@ -11,36 +11,30 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "byte_queue.h"
 #include "handlers.h"
 #include "sandbox.h"
+#include "stream_job.h"
 
 #define READ_QUEUE_BYTES (256u << 10)
-#define CLIENT_CHECK_MS 1000
 
 /* ---- GET ---- */
 
 struct read_job {
-	atomic_int refs;
+	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
 	struct agent_client c;
 	char path[AGENT_PATH_MAX + 1];
 	struct agent_client_read_opts o;
-	struct byte_queue q;
-	struct api_err err;
-	int conn_fd;
 };
 
-static void read_put(struct read_job *j)
+static void read_release(struct stream_job *sj)
 {
-	if (atomic_fetch_sub(&j->refs, 1) != 1)
-		return;
-	bq_destroy(&j->q);
+	struct read_job *j = (struct read_job *)sj;
+
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -49,106 +43,51 @@ static int read_sink(void *arg, const void *data, size_t n)
 {
 	struct read_job *j = arg;
 
-	return bq_push(&j->q, data, n);
+	return bq_push(&j->sj.q, data, n);
 }
 
-static void *read_producer(void *arg)
+static void read_produce(struct stream_job *sj)
 {
-	struct read_job *j = arg;
+	struct read_job *j = (struct read_job *)sj;
 	struct agent_client_err ae;
 	int r = agent_client_read(&j->c, j->path, &j->o, read_sink, j, NULL, &ae);
 
-	if (r < 0) {
+	if (r < 0 && r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "read '%s'", j->path);
-		api_err_from_agent(&j->err, &ae, what);
+		api_err_from_agent(&j->sj.err, &ae, what);
 	}
-	bq_close(&j->q, r < 0 ? (r == -ECANCELED ? r : -EIO) : 0);
-	read_put(j);
-	return NULL;
-}
-
-static ssize_t read_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct read_job *j = cls;
-
-	(void)pos;
-	for (;;) {
-		int err;
-		ssize_t n = bq_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
-
-		if (n > 0)
-			return n;
-		/* An error after bytes went out: end without the last chunk, so
-		 * the client sees a broken transfer, not a short file. */
-		if (n < 0)
-			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-		if (http_client_gone(j->conn_fd))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-}
-
-static void read_free(void *cls)
-{
-	struct read_job *j = cls;
-
-	bq_abort(&j->q);
-	read_put(j);
+	stream_job_close(sj, r);
 }
 
 void handle_file_get(struct http_req *r)
 {
 	struct read_job *j = calloc(1, sizeof(*j));
-	pthread_attr_t attr;
 	const char *path;
 	struct api_err e;
 	json_t *env = NULL;
-	pthread_t th;
-	int err;
 
-	if (!j) {
+	if (!j || stream_job_init(&j->sj, READ_QUEUE_BYTES, read_produce, read_release)) {
+		free(j);
 		api_err_set(&e, API_E_INTERNAL, "file read: out of memory");
 		http_error(r, &e);
 		return;
 	}
-	atomic_init(&j->refs, 1);
 	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &env, &e))
-		goto fail;
-	if (bq_init(&j->q, READ_QUEUE_BYTES)) {
-		api_err_set(&e, API_E_INTERNAL, "file read: out of memory");
-		goto fail;
+	    sandbox_agent(j->sb, &j->c, &env, &e)) {
+		json_decref(env);
+		if (j->sb)
+			sandbox_put(j->sb);
+		bq_destroy(&j->sj.q);
+		free(j);
+		http_error(r, &e);
+		return;
 	}
 	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->conn_fd = http_conn_fd(r);
-	atomic_store(&j->refs, 2);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, read_producer, j);
-	pthread_attr_destroy(&attr);
-	if (err) {
-		api_err_set(&e, API_E_INTERNAL, "file read: cannot start a thread: %s", strerror(err));
-		atomic_store(&j->refs, 1);
-		read_put(j);
-		http_error(r, &e);
-		return;
-	}
-	if (!bq_wait_first(&j->q, &err) && err) {
-		http_error(r, &j->err);
-		read_put(j);
-		return;
-	}
-	/* Bytes are coming, or the file is empty (then the stream just ends). */
-	http_stream(r, "application/octet-stream", read_reader, j, read_free);
-	return;
-fail:
-	json_decref(env);
-	if (j->sb)
-		sandbox_put(j->sb);
-	free(j);
-	http_error(r, &e);
+	/* An empty file is an empty 200: the stream just ends. */
+	stream_job_respond(r, &j->sj, "application/octet-stream", true, "file read");
 }
 
 /* ---- PUT ---- */
@@ -236,7 +175,7 @@ static void put_abort(struct http_req *r)
 	r->up = NULL;
 }
 
-static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .abort = put_abort };
+static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .cancel = put_abort };
 
 void handle_file_put_begin(struct http_req *r)
 {

@@ -10,7 +10,6 @@
  * the end (a missing directory is a 404, not an empty 200).
  */
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +18,9 @@
 #include "files_spec.h"
 #include "handlers.h"
 #include "sandbox.h"
+#include "stream_job.h"
 
 #define LIST_QUEUE_BYTES (256u << 10)
-#define CLIENT_CHECK_MS 1000
 
 /* The sandbox's agent, or an answered error (NULL). */
 static struct sandbox *agent_of(struct http_req *r, struct agent_client *c)
@@ -83,22 +82,18 @@ void handle_file_stat(struct http_req *r)
 /* ---- list ---- */
 
 struct list_job {
-	atomic_int refs;
+	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
 	struct agent_client c;
 	char path[AGENT_PATH_MAX + 1];
 	struct agent_client_list_opts o;
-	struct byte_queue q;
-	struct api_err err;
 	bool opened; /* the object's head is queued */
-	int conn_fd;
 };
 
-static void list_put(struct list_job *j)
+static void list_release(struct stream_job *sj)
 {
-	if (atomic_fetch_sub(&j->refs, 1) != 1)
-		return;
-	bq_destroy(&j->q);
+	struct list_job *j = (struct list_job *)sj;
+
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -112,9 +107,9 @@ static int push_json(struct list_job *j, json_t *v, const char *tail)
 	json_decref(v);
 	if (!s)
 		return -ENOMEM;
-	r = bq_push(&j->q, s, strlen(s));
+	r = bq_push(&j->sj.q, s, strlen(s));
 	free(s);
-	return r ? r : bq_push(&j->q, tail, strlen(tail));
+	return r ? r : bq_push(&j->sj.q, tail, strlen(tail));
 }
 
 /* {"path":...,"entries":[ before the first entry (or the end). */
@@ -126,7 +121,7 @@ static int open_listing(struct list_job *j)
 	if (j->opened)
 		return 0;
 	j->opened = true;
-	r = bq_push(&j->q, head, sizeof(head) - 1);
+	r = bq_push(&j->sj.q, head, sizeof(head) - 1);
 	return r ? r : push_json(j, json_string(j->path), ",\"entries\":[");
 }
 
@@ -137,13 +132,15 @@ static int list_entry(void *arg, const struct agent_client_stat *st)
 	int r = open_listing(j);
 
 	if (!r && !first)
-		r = bq_push(&j->q, ",", 1);
+		r = bq_push(&j->sj.q, ",", 1);
 	return r ? r : push_json(j, file_stat_json(st, true), "");
 }
 
-static void *list_producer(void *arg)
+/* A failure halfway ends the stream without its last chunk, so the client
+ * sees a broken transfer rather than JSON that stops (docs/api.md). */
+static void list_produce(struct stream_job *sj)
 {
-	struct list_job *j = arg;
+	struct list_job *j = (struct list_job *)sj;
 	struct agent_client_list_end end = { 0 };
 	struct agent_client_err ae;
 	char tail[160];
@@ -155,99 +152,41 @@ static void *list_producer(void *arg)
 			 (unsigned long long)end.skipped);
 		r = open_listing(j);
 		if (!r)
-			r = bq_push(&j->q, tail, strlen(tail));
+			r = bq_push(&sj->q, tail, strlen(tail));
 	} else if (r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "list '%s'", j->path);
-		api_err_from_agent(&j->err, &ae, what);
+		api_err_from_agent(&sj->err, &ae, what);
 	}
-	bq_close(&j->q, r < 0 ? (r == -ECANCELED ? r : -EIO) : 0);
-	list_put(j);
-	return NULL;
-}
-
-static ssize_t list_reader(void *cls, uint64_t pos, char *buf, size_t max)
-{
-	struct list_job *j = cls;
-
-	(void)pos;
-	for (;;) {
-		int err;
-		ssize_t n = bq_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
-
-		if (n > 0)
-			return n;
-		/* Failed halfway: no final chunk, so the client sees a broken
-		 * transfer rather than JSON that stops (docs/api.md). */
-		if (n < 0)
-			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
-		if (http_client_gone(j->conn_fd))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
-}
-
-static void list_free(void *cls)
-{
-	struct list_job *j = cls;
-
-	bq_abort(&j->q);
-	list_put(j);
+	stream_job_close(sj, r);
 }
 
 void handle_file_list(struct http_req *r)
 {
 	struct list_job *j = calloc(1, sizeof(*j));
-	pthread_attr_t attr;
 	const char *path;
 	struct api_err e;
-	pthread_t th;
-	int err;
 
-	if (!j) {
+	if (!j || stream_job_init(&j->sj, LIST_QUEUE_BYTES, list_produce, list_release)) {
+		free(j);
 		api_err_set(&e, API_E_INTERNAL, "list: out of memory");
 		http_error(r, &e);
 		return;
 	}
-	atomic_init(&j->refs, 1);
 	if (query_file_list(r->kv, r->nkv, &path, &j->o, &e)) {
+		bq_destroy(&j->sj.q);
 		free(j);
 		http_error(r, &e);
 		return;
 	}
 	if (!(j->sb = agent_of(r, &j->c))) {
+		bq_destroy(&j->sj.q);
 		free(j);
-		return;
-	}
-	if (bq_init(&j->q, LIST_QUEUE_BYTES)) {
-		sandbox_put(j->sb);
-		free(j);
-		api_err_set(&e, API_E_INTERNAL, "list: out of memory");
-		http_error(r, &e);
 		return;
 	}
 	snprintf(j->path, sizeof(j->path), "%s", path);
-	j->conn_fd = http_conn_fd(r);
-	atomic_store(&j->refs, 2);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	err = pthread_create(&th, &attr, list_producer, j);
-	pthread_attr_destroy(&attr);
-	if (err) {
-		api_err_set(&e, API_E_INTERNAL, "list: cannot start a thread: %s", strerror(err));
-		atomic_store(&j->refs, 1);
-		list_put(j);
-		http_error(r, &e);
-		return;
-	}
-	if (!bq_wait_first(&j->q, &err)) {
-		if (j->err.code == API_OK)
-			api_err_set(&j->err, API_E_INTERNAL, "list '%s': ended without an answer", j->path);
-		http_error(r, &j->err);
-		list_put(j);
-		return;
-	}
-	http_stream(r, "application/json", list_reader, j, list_free);
+	stream_job_respond(r, &j->sj, "application/json", false, "list");
 }
 
 /* ---- mkdir, remove, rename ---- */

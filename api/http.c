@@ -474,7 +474,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!r)
 		return;
 	if (r->up_ops && !r->up_done)
-		r->up_ops->abort(r);
+		r->up_ops->cancel(r);
 	if (r->upg_cls)
 		r->upg_release(r->upg_cls); /* the 101 never went out */
 	if (!d->cfg.quiet)

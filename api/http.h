@@ -46,7 +46,7 @@ struct http_upload_ops {
 	/* The body ended (too_large: it went past the limit). Must answer. */
 	void (*end)(struct http_req *r, bool too_large);
 	/* The request ended without end() (client gone): release everything. */
-	void (*abort)(struct http_req *r);
+	void (*cancel)(struct http_req *r);
 };
 
 struct http_req {
