@@ -1088,15 +1088,31 @@ int agent_client_configure(const struct agent_client *c, const struct agent_clie
 int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64_t *delta_ns,
 			    struct agent_client_err *err)
 {
+	return agent_client_sync_clock_seed(c, time_ns, NULL, 0, delta_ns, err);
+}
+
+int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed, size_t n,
+				 int64_t *delta_ns, struct agent_client_err *err)
+{
 	struct ac_conn k = ac_msg_ctx("sync_clock");
+	char hex[2 * AGENT_ENTROPY_MAX + 1];
 	struct ac_req rq;
 	int64_t d = 0;
 	json_t *h;
 	int r;
 
 	ERR_INIT(err);
+	if (seed && (n == 0 || n > AGENT_ENTROPY_MAX))
+		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BAD_FIELD, EINVAL,
+				"sync_clock: entropy is 1..%d bytes, not %zu", AGENT_ENTROPY_MAX, n);
 	ac_req_init(&rq, "sync_clock");
 	ac_req_int(&rq, "time_ns", time_ns);
+	if (seed) {
+		for (size_t i = 0; i < n; i++)
+			snprintf(hex + 2 * i, 3, "%02x", seed[i]);
+		ac_req_str(&rq, "entropy", hex);
+		explicit_bzero(hex, sizeof(hex));
+	}
 	r = ac_call_now(c, &rq, "ok", &h, err);
 	if (r < 0)
 		return r;

@@ -473,6 +473,26 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 				 enum agent_user user, agent_client_data_fn fn, void *arg,
 				 struct agent_client_tar_stats *stats, struct agent_client_err *err);
 
+/* ---- TCP bridge ---- */
+
+/*
+ * tcp_connect: have the agent connect to guest TCP port `port` (1..65535)
+ * on the guest's loopback, `address` "127.0.0.1" (NULL: the same) or
+ * "::1", and hand back the connection as a byte stream. The connect, the
+ * request and the agent's answer are bounded by the context's timeout.
+ * 0 with *fd: a non-blocking, close-on-exec stream socket whose bytes are
+ * the guest connection's from the first one on (the answer is read
+ * without consuming a byte past it, so a server that speaks first loses
+ * nothing). shutdown(*fd, SHUT_WR) reaches the guest server as EOF, its
+ * EOF comes back as ours; close() ends the bridge. The caller owns *fd.
+ * Failures: AGENT_FAIL_AGENT with `refused` (nothing listens there),
+ * `timeout`, `busy`, `io_error`; AGENT_FAIL_REQUEST `bad_field` for a port
+ * or address the agent would refuse; the connection failures of
+ * agent_client_connect().
+ */
+int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address, int *fd,
+			     struct agent_client_err *err);
+
 /* ---- lifecycle ---- */
 
 /* configure: NULL / 0 / !set_dns leave a setting alone; at least one must be set. */
@@ -494,6 +514,13 @@ int agent_client_configure(const struct agent_client *c, const struct agent_clie
 /* sync_clock: set the guest's clock; *delta_ns (may be NULL): how far behind it was. */
 int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64_t *delta_ns,
 			    struct agent_client_err *err);
+/*
+ * The same, and mix `n` (1..AGENT_ENTROPY_MAX) bytes of `seed` into the
+ * guest's random pool and reseed its CRNG: after a restore, so forks of one
+ * snapshot do not share random numbers. seed == NULL: no entropy.
+ */
+int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed, size_t n,
+				 int64_t *delta_ns, struct agent_client_err *err);
 
 /* shutdown: the agent replies, then stops every process (grace_ms < 0: default) and resets the VM. */
 int agent_client_shutdown(const struct agent_client *c, int grace_ms, struct agent_client_err *err);

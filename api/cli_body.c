@@ -10,7 +10,7 @@
  * or "a/stop" can never address another endpoint. kilnd answers 404 for
  * a well-formed id it does not know.
  */
-static int check_id(const char *s, char *id, char *err, size_t errsz)
+int cli_check_id(const char *s, char *id, char *err, size_t errsz)
 {
 	size_t n = strlen(s);
 
@@ -22,7 +22,7 @@ static int check_id(const char *s, char *id, char *err, size_t errsz)
 	return 0;
 }
 
-static int int_field(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
+int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
 		     char *err, size_t errsz)
 {
 	unsigned long long n;
@@ -35,7 +35,7 @@ static int int_field(json_t *body, const char *field, const char *opt, const cha
 	return 0;
 }
 
-static int str_field(json_t *body, const char *field, const char *opt, const char *v, char *err, size_t errsz)
+int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, char *err, size_t errsz)
 {
 	json_t *s = json_string(v);
 
@@ -47,8 +47,7 @@ static int str_field(json_t *body, const char *field, const char *opt, const cha
 	return 0;
 }
 
-/* Object or array field, created on first use. */
-static json_t *sub(json_t *body, const char *field, bool array)
+json_t *cli_body_sub(json_t *body, const char *field, bool array)
 {
 	json_t *v = json_object_get(body, field);
 
@@ -59,20 +58,61 @@ static json_t *sub(json_t *body, const char *field, bool array)
 	return v;
 }
 
-enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE };
+enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
+       C_FIREWALL };
 
-/* Integers above this are refused by kilnd anyway; the cap keeps them exact in JSON. */
-#define CLI_INT_MAX 0x7fffffffffffULL
+/* create's options but --image (run names the image as an operand). */
+#define CREATE_OPTDEFS                                                                                    \
+	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "env", 'e', true, C_ENV },        \
+		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },                    \
+		{ "share", 0, true, C_SHARE }, { "timeout", 0, true, C_TIMEOUT },                         \
+		{ "no-console", 0, false, C_NO_CONSOLE }, { "network", 0, true, C_NETWORK },             \
+		{ "firewall", 0, true, C_FIREWALL }
+
+/* One create option into the POST /v1/sandboxes body. 1: not one of them. */
+static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
+{
+	switch (opt) {
+	case C_IMAGE:
+		return cli_body_str(b, "image", "--image", v, err, errsz);
+	case C_CPUS:
+		return cli_body_uint(b, "cpus", "--cpus", v, CLI_INT_MAX, err, errsz);
+	case C_MEMORY:
+		return cli_body_uint(b, "memory_mib", "--memory", v, CLI_INT_MAX, err, errsz);
+	case C_TIMEOUT:
+		return cli_body_uint(b, "timeout_s", "--timeout", v, CLI_INT_MAX, err, errsz);
+	case C_HOSTNAME:
+		return cli_body_str(b, "hostname", "--hostname", v, err, errsz);
+	case C_ENV:
+		return cli_put_kv(cli_body_sub(b, "env", false), v, false, "--env", err, errsz);
+	case C_LABEL:
+		return cli_put_kv(cli_body_sub(b, "labels", false), v, false, "--label", err, errsz);
+	case C_SHARE:
+		return cli_put_share(cli_body_sub(b, "shares", true), v, err, errsz);
+	case C_NO_CONSOLE:
+		json_object_set_new(b, "console", json_false());
+		return 0;
+	case C_NETWORK:
+		return cli_body_str(b, "network", "--network", v, err, errsz);
+	case C_FIREWALL: {
+		/* The rule set file, read here so create and run both send it. */
+		json_error_t je;
+		json_t *r = json_load_file(v, JSON_REJECT_DUPLICATES, &je);
+
+		if (!r) {
+			snprintf(err, errsz, "--firewall %s: %s (line %d)", v, je.text, je.line);
+			return -1;
+		}
+		json_object_set_new(b, "firewall", r);
+		return 0;
+	}
+	}
+	return 1;
+}
 
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		{ "image", 0, true, C_IMAGE },	   { "cpus", 0, true, C_CPUS },
-		{ "memory", 0, true, C_MEMORY },   { "env", 'e', true, C_ENV },
-		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },
-		{ "share", 0, true, C_SHARE },	   { "timeout", 0, true, C_TIMEOUT },
-		{ "no-console", 0, false, C_NO_CONSOLE }, { 0 },
-	};
+	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, CREATE_OPTDEFS, { 0 } };
 	struct cli_scan s;
 	json_t *b = json_object();
 	int rc = 0, opt;
@@ -83,33 +123,6 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 	json_object_set_new(b, "image", json_string("minimal"));
 	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
 		switch (opt) {
-		case C_IMAGE:
-			rc = str_field(b, "image", "--image", s.value, err, errsz);
-			break;
-		case C_CPUS:
-			rc = int_field(b, "cpus", "--cpus", s.value, CLI_INT_MAX, err, errsz);
-			break;
-		case C_MEMORY:
-			rc = int_field(b, "memory_mib", "--memory", s.value, CLI_INT_MAX, err, errsz);
-			break;
-		case C_TIMEOUT:
-			rc = int_field(b, "timeout_s", "--timeout", s.value, CLI_INT_MAX, err, errsz);
-			break;
-		case C_HOSTNAME:
-			rc = str_field(b, "hostname", "--hostname", s.value, err, errsz);
-			break;
-		case C_ENV:
-			rc = cli_put_kv(sub(b, "env", false), s.value, false, "--env", err, errsz);
-			break;
-		case C_LABEL:
-			rc = cli_put_kv(sub(b, "labels", false), s.value, false, "--label", err, errsz);
-			break;
-		case C_SHARE:
-			rc = cli_put_share(sub(b, "shares", true), s.value, err, errsz);
-			break;
-		case C_NO_CONSOLE:
-			json_object_set_new(b, "console", json_false());
-			break;
 		case CLI_SCAN_ERROR:
 			snprintf(err, errsz, "%s", s.err);
 			rc = -1;
@@ -122,6 +135,9 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 			snprintf(err, errsz, "unexpected '--' (create takes only options)");
 			rc = -1;
 			break;
+		default:
+			rc = create_opt(b, opt, s.value, err, errsz);
+			break;
 		}
 	}
 	if (rc) {
@@ -132,90 +148,214 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 	return 0;
 }
 
-enum { X_USER = 1, X_CWD, X_ENV, X_TIMEOUT_MS, X_STREAM, X_STDIN, X_SHELL };
-
-int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz)
+int cli_proc_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		{ "user", 'u', true, X_USER },	    { "cwd", 'w', true, X_CWD },
-		{ "env", 'e', true, X_ENV },	    { "timeout-ms", 0, true, X_TIMEOUT_MS },
-		{ "stream", 0, false, X_STREAM },   { "stdin", 'i', false, X_STDIN },
-		{ "shell", 0, false, X_SHELL },	    { 0 },
-	};
-	struct cli_scan s;
-	json_t *b = json_object(), *av = json_array();
-	int rc = 0, opt, rest = -1;
-	bool have_id = false;
+	switch (opt) {
+	case CLI_PO_USER:
+		return cli_body_str(b, "user", "--user", v, err, errsz);
+	case CLI_PO_CWD:
+		return cli_body_str(b, "cwd", "--cwd", v, err, errsz);
+	case CLI_PO_ENV:
+		return cli_put_kv(cli_body_sub(b, "env", false), v, true, "--env", err, errsz);
+	case CLI_PO_TIMEOUT_MS:
+		return cli_body_uint(b, "timeout_ms", "--timeout-ms", v, CLI_INT_MAX, err, errsz);
+	case CLI_PO_SHELL:
+		json_object_set_new(b, "shell", json_true());
+		return 0;
+	}
+	return 1;
+}
 
-	memset(req, 0, sizeof(*req));
-	cli_scan_init(&s, argc, argv, defs, g);
-	while (!rc && rest < 0 && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		switch (opt) {
-		case X_USER:
-			rc = str_field(b, "user", "--user", s.value, err, errsz);
-			break;
-		case X_CWD:
-			rc = str_field(b, "cwd", "--cwd", s.value, err, errsz);
-			break;
-		case X_ENV:
-			rc = cli_put_kv(sub(b, "env", false), s.value, true, "--env", err, errsz);
-			break;
-		case X_TIMEOUT_MS:
-			rc = int_field(b, "timeout_ms", "--timeout-ms", s.value, CLI_INT_MAX, err, errsz);
-			break;
-		case X_STREAM:
-			req->stream = true;
-			break;
-		case X_STDIN:
-			req->send_stdin = true;
-			break;
-		case X_SHELL:
-			json_object_set_new(b, "shell", json_true());
-			break;
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s.err);
-			rc = -1;
-			break;
-		case CLI_SCAN_POSITIONAL:
-			if (!have_id) {
-				rc = check_id(s.value, req->id, err, errsz);
-				have_id = true;
-			} else {
-				/* The program starts at the first word after the id,
-				 * so `kiln exec ID ls -l` passes -l to ls. */
-				rest = s.i - 1;
-			}
-			break;
-		case CLI_SCAN_REST:
-			rest = s.i;
-			break;
-		}
-	}
-	if (!rc && !have_id) {
-		snprintf(err, errsz, "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
-		rc = -1;
-	}
-	if (!rc && (rest < 0 || rest >= argc)) {
-		snprintf(err, errsz, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
-		rc = -1;
-	}
-	for (int i = rest; !rc && i < argc; i++) {
+int cli_body_argv(json_t *b, int argc, char **argv, int rest, char *err, size_t errsz)
+{
+	json_t *av = json_array();
+
+	for (int i = rest; i < argc; i++) {
 		json_t *a = json_string(argv[i]);
 
 		if (!a) {
 			snprintf(err, errsz, "argument %d is not valid UTF-8", i - rest + 1);
-			rc = -1;
-		} else {
-			json_array_append_new(av, a);
+			json_decref(av);
+			return -1;
 		}
-	}
-	if (rc) {
-		json_decref(b);
-		json_decref(av);
-		return -1;
+		json_array_append_new(av, a);
 	}
 	json_object_set_new(b, "argv", av);
-	req->body = b;
+	return 0;
+}
+
+int cli_id_operand(void *id, const char *v, char *err, size_t errsz)
+{
+	return cli_check_id(v, id, err, errsz);
+}
+
+int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz)
+{
+	bool have_operand = false;
+	int rc = 0, opt;
+
+	*rest = -1;
+	while (!rc && *rest < 0 && (opt = cli_scan_next(s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s->err);
+			rc = -1;
+			break;
+		case CLI_SCAN_POSITIONAL:
+			if (!have_operand) {
+				/* Checked here, so the first bad word is the one reported. */
+				rc = w->operand(w->operand_arg, s->value, err, errsz);
+				have_operand = true;
+			} else {
+				/* The program starts at the first word after the
+				 * operand, so `kiln exec ID ls -l` passes -l to ls. */
+				*rest = s->i - 1;
+			}
+			break;
+		case CLI_SCAN_REST:
+			*rest = s->i;
+			break;
+		default:
+			rc = cli_proc_opt(w->body, opt, s->value, err, errsz);
+			if (rc == 1 && w->opt)
+				rc = w->opt(w->opt_arg, opt, s->value, err, errsz);
+			if (rc == 1) {
+				snprintf(err, errsz, "internal: option %d", opt);
+				rc = -1;
+			}
+			break;
+		}
+	}
+	if (*rest < 0)
+		*rest = s->argc;
+	if (!rc && !have_operand) {
+		snprintf(err, errsz, "%s", w->missing);
+		rc = -1;
+	}
+	if (!rc && w->usage && *rest >= s->argc) {
+		snprintf(err, errsz, "missing the program to run (%s)", w->usage);
+		rc = -1;
+	}
+	return rc;
+}
+
+enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN };
+
+#define EXEC_USAGE "kiln exec ID [options] -- PROGRAM [ARG...]"
+#define RUN_USAGE "kiln run [options] IMAGE -- PROGRAM [ARG...]"
+
+/* exec's own options, after CLI_PROC_OPTDEFS (run takes them too). */
+#define EXEC_OPTDEFS                                                                      \
+	{ "shell", 0, false, CLI_PO_SHELL }, { "stdin", 'i', false, X_STDIN },             \
+		{ "stream", 0, false, X_STREAM }, { "buffered", 0, false, X_BUFFERED }
+
+/* One of exec's own options (run takes them too); 1: not one of them. */
+static int exec_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+{
+	struct cli_exec_req *x = arg;
+
+	(void)v;
+	(void)err;
+	(void)errsz;
+	switch (opt) {
+	case X_STREAM:
+		x->stream = true;
+		return 0;
+	case X_BUFFERED:
+		x->stream = false;
+		return 0;
+	case X_STDIN:
+		x->send_stdin = true;
+		return 0;
+	}
+	return 1;
+}
+
+/* Streamed output is not held by kilnd, so it may be as large as the agent
+ * allows (docs/api.md, output_cap); the buffered default stays kilnd's. */
+static void exec_stream_cap(struct cli_exec_req *req)
+{
+	if (req->stream && !json_object_get(req->body, "output_cap"))
+		json_object_set_new(req->body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
+}
+
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz)
+{
+	static const struct cli_optdef defs[] = { CLI_PROC_OPTDEFS, EXEC_OPTDEFS, { 0 } };
+	struct cli_scan s;
+	struct cli_prog_words w;
+	int rest;
+
+	memset(req, 0, sizeof(*req));
+	req->stream = true;
+	req->body = json_object();
+	w = (struct cli_prog_words){
+		.body = req->body,
+		.operand = cli_id_operand, .operand_arg = req->id,
+		.opt = exec_opt, .opt_arg = req,
+		.missing = "missing sandbox id (" EXEC_USAGE ")",
+		.usage = EXEC_USAGE,
+	};
+	cli_scan_init(&s, argc, argv, defs, g);
+	if (cli_scan_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+		json_decref(req->body);
+		req->body = NULL;
+		return -1;
+	}
+	exec_stream_cap(req);
+	return 0;
+}
+
+/* run's options: create's into the sandbox's body, exec's into the command's. */
+static int run_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+{
+	struct cli_run_req *r = arg;
+	int rc = create_opt(r->create, opt, v, err, errsz);
+
+	return rc == 1 ? exec_opt(&r->exec, opt, v, err, errsz) : rc;
+}
+
+static int image_operand(void *create, const char *v, char *err, size_t errsz)
+{
+	return cli_body_str(create, "image", "IMAGE", v, err, errsz);
+}
+
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, char *err, size_t errsz)
+{
+	/* --env is create's: the sandbox's environment, which the command
+	 * inherits; the other process options are exec's. */
+	static const struct cli_optdef defs[] = {
+		CREATE_OPTDEFS,
+		{ "user", 'u', true, CLI_PO_USER },
+		{ "cwd", 'w', true, CLI_PO_CWD },
+		{ "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },
+		EXEC_OPTDEFS,
+		{ 0 },
+	};
+	struct cli_scan s;
+	struct cli_prog_words w;
+	int rest;
+
+	memset(req, 0, sizeof(*req));
+	req->create = json_object();
+	req->exec.stream = true;
+	req->exec.body = json_object();
+	w = (struct cli_prog_words){
+		.body = req->exec.body,
+		.operand = image_operand, .operand_arg = req->create,
+		.opt = run_opt, .opt_arg = req,
+		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
+		.usage = RUN_USAGE,
+	};
+	cli_scan_init(&s, argc, argv, defs, g);
+	if (cli_scan_program(&s, &w, &rest, err, errsz) ||
+	    cli_body_argv(req->exec.body, argc, argv, rest, err, errsz)) {
+		json_decref(req->create);
+		json_decref(req->exec.body);
+		req->create = req->exec.body = NULL;
+		return -1;
+	}
+	exec_stream_cap(&req->exec);
 	return 0;
 }
 
@@ -245,8 +385,7 @@ int cli_url_encode(const char *s, char *out, size_t osz)
 	return 0;
 }
 
-/* Append "&name=" or "?name=" and value encoded to q. */
-static int query_add(char *q, size_t qsz, const char *name, const char *value)
+int cli_query_add(char *q, size_t qsz, const char *name, const char *value)
 {
 	size_t n = strlen(q);
 	int w = snprintf(q + n, qsz - n, "%c%s=", n ? '&' : '?', name);
@@ -273,7 +412,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
 		switch (opt) {
 		case L_STATE:
-			if (query_add(q, qsz, "state", s.value))
+			if (cli_query_add(q, qsz, "state", s.value))
 				goto too_long;
 			break;
 		case L_LABEL:
@@ -281,7 +420,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 				snprintf(err, errsz, "--label '%s': expected KEY=VALUE", s.value);
 				return -1;
 			}
-			if (query_add(q, qsz, "label", s.value))
+			if (cli_query_add(q, qsz, "label", s.value))
 				goto too_long;
 			break;
 		case CLI_SCAN_ERROR:
@@ -315,7 +454,7 @@ int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err
 			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", s.value ? s.value : "--");
 			return -1;
 		}
-		if (check_id(s.value, id, err, errsz))
+		if (cli_check_id(s.value, id, err, errsz))
 			return -1;
 		have = true;
 	}
@@ -326,8 +465,7 @@ int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err
 	return 0;
 }
 
-/* "ID:/path" → id and path; 0 when arg is a guest operand, 1 when local. */
-static int guest_operand(const char *arg, char *id, const char **path, char *err, size_t errsz)
+int cli_guest_operand(const char *arg, char *id, const char **path, char *err, size_t errsz)
 {
 	const char *colon = strchr(arg, ':');
 	char idbuf[CLI_ID_MAX + 2];
@@ -342,7 +480,7 @@ static int guest_operand(const char *arg, char *id, const char **path, char *err
 		n = CLI_ID_MAX + 1;
 	memcpy(idbuf, arg, n);
 	idbuf[n] = 0;
-	if (check_id(idbuf, id, err, errsz))
+	if (cli_check_id(idbuf, id, err, errsz))
 		return -1;
 	if (colon[1] != '/') {
 		snprintf(err, errsz, "'%s': the guest path must be absolute (ID:/path)", arg);
@@ -397,10 +535,10 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 	}
 	if (nops != 2)
 		goto count;
-	k0 = guest_operand(ops[0], id0, &p0, err, errsz);
+	k0 = cli_guest_operand(ops[0], id0, &p0, err, errsz);
 	if (k0 < 0)
 		return -1;
-	k1 = guest_operand(ops[1], id1, &p1, err, errsz);
+	k1 = cli_guest_operand(ops[1], id1, &p1, err, errsz);
 	if (k1 < 0)
 		return -1;
 	if (k0 == k1) {

@@ -32,36 +32,12 @@ static int no_args(struct cli_ctx *c, int argc, char **argv)
 	return 0;
 }
 
-/* Print the answer with fmt, or as JSON; a shape fmt refuses is an error. */
-static int show(struct cli_ctx *c, json_t *v, int (*fmt)(FILE *, const json_t *))
-{
-	struct cli_fail f;
-
-	if (c->g.json || !fmt) {
-		cli_print_json(v, !c->g.json);
-		return 0;
-	}
-	if (fmt(stdout, v)) {
-		cli_fail_set(&f, CLI_EXIT_API, NULL,
-			     "kilnd's answer does not have the documented shape (a kilnd of another version?); "
-			     "--json shows it as it is");
-		return cli_report(c, NULL, &f);
-	}
-	return 0;
-}
-
 static int get_and_show(struct cli_ctx *c, int argc, char **argv, const char *path,
 			int (*fmt)(FILE *, const json_t *))
 {
-	json_t *v = NULL;
 	int rc = no_args(c, argc, argv);
 
-	if (!rc)
-		rc = cli_call_json(c, NULL, "GET", path, NULL, &v);
-	if (!rc)
-		rc = show(c, v, fmt);
-	json_decref(v);
-	return rc;
+	return rc ? rc : cli_call_show(c, NULL, "GET", path, NULL, fmt);
 }
 
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv)
@@ -94,7 +70,7 @@ int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv)
  * kilnd resolves a share's host path in its own working directory, so
  * "./data" must become absolute here, where the user meant it.
  */
-static int absolute_shares(struct cli_ctx *c, json_t *body)
+int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 {
 	json_t *shares = json_object_get(body, "shares"), *sh;
 	size_t i;
@@ -127,7 +103,7 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 
 	if (cli_create_body(argc, argv, &c->g, &body, err, sizeof(err)))
 		return cli_usage_error(c, err);
-	rc = absolute_shares(c, body);
+	rc = cli_absolute_shares(c, body);
 	if (!rc)
 		rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
 	if (!rc) {
@@ -138,7 +114,7 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 		else if (id)
 			puts(id);
 		else
-			rc = show(c, sb, NULL);
+			rc = cli_show(c, sb, NULL);
 	}
 	json_decref(body);
 	json_decref(sb);
@@ -148,16 +124,10 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
 {
 	char err[CLI_ERR_MAX], path[2048] = "/v1/sandboxes";
-	json_t *v = NULL;
-	int rc;
 
 	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), err, sizeof(err)))
 		return cli_usage_error(c, err);
-	rc = cli_call_json(c, NULL, "GET", path, NULL, &v);
-	if (!rc)
-		rc = show(c, v, cli_format_list);
-	json_decref(v);
-	return rc;
+	return cli_call_show(c, NULL, "GET", path, NULL, cli_format_list);
 }
 
 /* One request on /v1/sandboxes/ID[suffix]; what names it in messages. */
@@ -174,7 +144,7 @@ static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, 
 	snprintf(what, sizeof(what), "%s %s", c->cmd->name, id);
 	rc = cli_call_json(c, what, method, path, NULL, &v);
 	if (!rc && v)
-		rc = show(c, v, fmt);
+		rc = cli_show(c, v, fmt);
 	else if (!rc && !c->g.json)
 		puts(id); /* DELETE: 204, no body */
 	json_decref(v);
@@ -199,4 +169,24 @@ int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv)
 int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv)
 {
 	return on_one(c, argc, argv, "DELETE", "", NULL);
+}
+
+int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/pause", cli_format_state);
+}
+
+int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/resume", cli_format_state);
+}
+
+int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/hibernate", cli_format_state);
+}
+
+int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/wake", cli_format_state);
 }

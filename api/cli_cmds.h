@@ -13,12 +13,17 @@
 #ifndef KILN_CLI_CMDS_H
 #define KILN_CLI_CMDS_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include <jansson.h>
 
+#include "cli_body.h"
 #include "cli_error.h"
+#include "cli_exec_out.h"
 #include "cli_http.h"
+#include "cli_io.h"
 #include "cli_opts.h"
 
 struct cli_ctx;
@@ -53,8 +58,44 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 		  json_t **out);
 /* Print v as kilnd's JSON (compact with --json, indented otherwise). */
 void cli_print_json(const json_t *v, bool pretty);
-/* All of p to fd, through EINTR; 0 or -errno. */
-int cli_write_all(int fd, const void *p, size_t n);
+/* Print `what` as JSON with --json, else through fmt; a shape fmt refuses is reported. */
+int cli_show(struct cli_ctx *c, json_t *v, int (*fmt)(FILE *, const json_t *));
+/* cli_call_json, then its answer through cli_show: 0, or the failure reported. */
+int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
+		  int (*fmt)(FILE *, const json_t *));
+/* A cli_write_fn onto our stdout and stderr (arg unused). */
+int cli_write_out(void *arg, int fd, const void *p, size_t n);
+
+/*
+ * An NDJSON stream of a process's output (exec's ?stream=1, logs) applied
+ * to our stdout and stderr; with --json the events are copied to stdout
+ * as they are and parsed only for the status.
+ */
+struct cli_stream {
+	struct cli_ndjson nd; /* set nd.until and nd.until_seq to stop early (logs) */
+	bool raw;	      /* --json */
+};
+
+/* who names the command in the stream's warnings; cli_ndjson_free(&s->nd) when done. */
+void cli_stream_init(struct cli_stream *s, struct cli_ctx *c, const char *who);
+/*
+ * Make req (its sink is set here) with the answer read through s. 0 when
+ * the stream ended with its exit event (its status in s->nd.status) or
+ * reached nd.until_seq; else the failure reported (what: NULL means the
+ * command's name) and kiln's exit status, or CLI_EXIT_API unreported when
+ * req->cancel stopped it (the caller says why).
+ */
+int cli_stream_call(struct cli_ctx *c, const char *what, struct cli_req *req, struct cli_stream *s);
+/* Relative --share host paths made absolute (kilnd resolves them in its own cwd). */
+int cli_absolute_shares(struct cli_ctx *c, json_t *create_body);
+/* Our stdin, whole (at most 1 MiB), as body["stdin_base64"] (exec -i, spawn -i). */
+int cli_body_stdin(struct cli_ctx *c, json_t *body);
+/*
+ * Run x (exec's parsed request) in sandbox x->id: its output becomes
+ * ours; returns its exit status, or kiln's after reporting. cancel (may be
+ * NULL) abandons a streamed exec (kiln run's Ctrl-C).
+ */
+int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel);
 
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_images(struct cli_ctx *c, int argc, char **argv);
@@ -67,5 +108,24 @@ int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_run(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_shell(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_attach(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_ps(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_spawn(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_logs(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_kill(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_stdin(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_port(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv);
 
 #endif

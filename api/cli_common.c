@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)
 {
@@ -76,6 +76,35 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 	return 0;
 }
 
+int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
+		  int (*fmt)(FILE *, const json_t *))
+{
+	json_t *v = NULL;
+	int rc = cli_call_json(c, what, method, path, body, &v);
+
+	if (!rc)
+		rc = cli_show(c, v, fmt);
+	json_decref(v);
+	return rc;
+}
+
+int cli_show(struct cli_ctx *c, json_t *v, int (*fmt)(FILE *, const json_t *))
+{
+	struct cli_fail f;
+
+	if (c->g.json || !fmt) {
+		cli_print_json(v, !c->g.json);
+		return 0;
+	}
+	if (fmt(stdout, v)) {
+		cli_fail_set(&f, CLI_EXIT_API, NULL,
+			     "kilnd's answer does not have the documented shape (a kilnd of another version?); "
+			     "--json shows it as it is");
+		return cli_report(c, NULL, &f);
+	}
+	return 0;
+}
+
 void cli_print_json(const json_t *v, bool pretty)
 {
 	char *s = json_dumps(v, pretty ? JSON_INDENT(2) : JSON_COMPACT);
@@ -86,19 +115,63 @@ void cli_print_json(const json_t *v, bool pretty)
 	}
 }
 
-int cli_write_all(int fd, const void *p, size_t n)
+int cli_write_out(void *arg, int fd, const void *p, size_t n)
 {
-	const char *b = p;
+	(void)arg;
+	return cli_write_all(fd, p, n);
+}
 
-	while (n) {
-		ssize_t w = write(fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		b += w;
-		n -= (size_t)w;
-	}
+/* With --json the events go out as they are; they are parsed only for the status. */
+static int write_none(void *arg, int fd, const void *p, size_t n)
+{
+	(void)arg;
+	(void)fd;
+	(void)p;
+	(void)n;
 	return 0;
+}
+
+void cli_stream_init(struct cli_stream *s, struct cli_ctx *c, const char *who)
+{
+	s->raw = c->g.json;
+	cli_ndjson_init(&s->nd, s->raw ? write_none : cli_write_out, NULL);
+	s->nd.who = who;
+}
+
+static int stream_write(void *arg, const char *p, size_t n)
+{
+	struct cli_stream *s = arg;
+	int rc;
+
+	if (s->raw && (rc = cli_write_all(1, p, n)))
+		return rc;
+	/* A failed event (an error event, a malformed line) stops the
+	 * transfer; the reason is in nd.fail, reported after curl returns. */
+	if (cli_ndjson_feed(&s->nd, p, n))
+		return -ECANCELED;
+	/* logs: everything there was when we asked; stop here, not at the exit. */
+	return s->nd.reached ? -ECANCELED : 0;
+}
+
+int cli_stream_call(struct cli_ctx *c, const char *what, struct cli_req *req, struct cli_stream *s)
+{
+	struct cli_resp resp;
+	struct cli_fail f;
+	int rc;
+
+	req->sink = stream_write;
+	req->sink_arg = s;
+	rc = cli_call_quiet(c, req, &resp, &f);
+	if (s->nd.reached)
+		return 0;
+	/* The sink stopped curl: the stream's own reason (an error event, a
+	 * broken line) says more than curl's write error. */
+	if (s->nd.failed)
+		return cli_report(c, what, &s->nd.fail);
+	if (rc && req->cancel && !strcmp(f.code, "interrupted"))
+		return CLI_EXIT_API; /* cancelled: the caller says why */
+	if (rc)
+		return cli_report(c, what, &f);
+	free(resp.body);
+	return cli_ndjson_end(&s->nd) ? cli_report(c, what, &s->nd.fail) : 0;
 }

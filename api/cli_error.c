@@ -23,7 +23,8 @@ int cli_exit_for_code(const char *code)
 {
 	/* route_not_found is not here: it means this kilnd lacks the
 	 * endpoint (an older daemon), not that the user's object is missing. */
-	static const char *const not_found[] = { "sandbox_not_found", "image_not_found", "not_found" };
+	static const char *const not_found[] = { "sandbox_not_found", "image_not_found", "process_not_found",
+						 "not_found" };
 
 	for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++)
 		if (!strcmp(code, not_found[i]))

@@ -25,7 +25,7 @@ enum cli_exit {
 	CLI_EXIT_API = 1,	/* kilnd answered with an error, or a transfer broke */
 	CLI_EXIT_USAGE = 2,	/* bad command line */
 	CLI_EXIT_UNREACHABLE = 3, /* no kilnd on the socket */
-	CLI_EXIT_NOT_FOUND = 4, /* no such sandbox, image or guest file */
+	CLI_EXIT_NOT_FOUND = 4, /* no such sandbox, image, process or guest file */
 	CLI_EXIT_LOCAL = 5,	/* a local file could not be read or written */
 };
 

@@ -21,11 +21,12 @@ int cli_exec_status(const json_t *r)
 	return -1;
 }
 
-/* Write text, or decode base64 and write it. */
-static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, bool base64, struct cli_fail *f)
+/* Write text, or decode base64 and write it; *bytes: how many were written. */
+static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, bool base64, struct cli_fail *f,
+		    size_t *bytes)
 {
 	uint8_t *raw;
-	size_t rawlen;
+	size_t rawlen = n;
 	int rc;
 
 	if (!base64) {
@@ -41,6 +42,8 @@ static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, 
 		rc = rawlen ? w(arg, fd, raw, rawlen) : 0;
 		free(raw);
 	}
+	if (bytes)
+		*bytes = rawlen;
 	if (rc)
 		return cli_fail_set(f, CLI_EXIT_API, NULL, "writing the process's %s: %s", fd == 1 ? "stdout" : "stderr",
 				    strerror(-rc));
@@ -57,7 +60,8 @@ static int put_stream(const json_t *r, const char *name, int fd, cli_write_fn w,
 	enc = json_string_value(json_object_get(r, key));
 	if (!json_is_string(data) || !enc || (strcmp(enc, "utf-8") && strcmp(enc, "base64")))
 		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's exec result has no valid '%s'", name);
-	return put_data(w, arg, fd, json_string_value(data), json_string_length(data), !strcmp(enc, "base64"), f);
+	return put_data(w, arg, fd, json_string_value(data), json_string_length(data), !strcmp(enc, "base64"), f,
+			NULL);
 }
 
 static void warn_truncated(const json_t *r, const char *name, cli_write_fn w, void *arg)
@@ -69,7 +73,9 @@ static void warn_truncated(const json_t *r, const char *name, cli_write_fn w, vo
 	if (!json_is_true(json_object_get(r, key)))
 		return;
 	snprintf(key, sizeof(key), "%s_bytes", name);
-	n = snprintf(msg, sizeof(msg), "kiln: exec: %s truncated: the process wrote %lld bytes (--stream has no such cap)\n",
+	n = snprintf(msg, sizeof(msg),
+		     "kiln: exec: %s truncated: the process wrote %lld bytes "
+		     "(without --buffered, exec streams up to 256 MiB)\n",
 		     name, (long long)json_integer_value(json_object_get(r, key)));
 	w(arg, 2, msg, (size_t)n);
 }
@@ -107,6 +113,45 @@ static int ndjson_fail(struct cli_ndjson *n, const char *fmt, const char *detail
 	return cli_fail_set(&n->fail, CLI_EXIT_API, NULL, fmt, detail);
 }
 
+/* A warning line on stderr through the writer (failures ignored: it is advice). */
+static void warn(struct cli_ndjson *n, const char *fmt, const char *what, long long v)
+{
+	char msg[256];
+	int k = snprintf(msg, sizeof(msg), fmt, n->who ? n->who : "exec", what, v);
+
+	if (k > 0)
+		n->w(n->arg, 2, msg, (size_t)k < sizeof(msg) ? (size_t)k : sizeof(msg) - 1);
+}
+
+/* until: an event that starts at seq and carries bytes reached until_seq? */
+static void check_until(struct cli_ndjson *n, const json_t *ev, size_t bytes)
+{
+	const json_t *seq = json_object_get(ev, "seq");
+
+	if (n->until && json_is_integer(seq) && json_integer_value(seq) >= 0 &&
+	    (unsigned long long)json_integer_value(seq) + bytes >= n->until_seq) {
+		n->reached = true;
+		n->done = true;
+		n->status = 0;
+	}
+}
+
+static void warn_truncated_event(struct cli_ndjson *n, const json_t *ev)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+
+	for (int i = 0; i < 2; i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s_truncated", names[i]);
+		if (!json_is_true(json_object_get(ev, key)))
+			continue;
+		snprintf(key, sizeof(key), "%s_bytes", names[i]);
+		warn(n, "kiln: %s: %s truncated at output_cap: the process wrote %lld bytes\n", names[i],
+		     (long long)json_integer_value(json_object_get(ev, key)));
+	}
+}
+
 static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 {
 	json_t *ev;
@@ -122,18 +167,33 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 	} else if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
 		int fd = type[3] == 'o' ? 1 : 2;
 		const json_t *d = json_object_get(ev, "data"), *b = json_object_get(ev, "data_base64");
+		size_t bytes = 0;
 
 		if (json_is_string(d))
-			rc = put_data(n->w, n->arg, fd, json_string_value(d), json_string_length(d), false, &n->fail);
+			rc = put_data(n->w, n->arg, fd, json_string_value(d), json_string_length(d), false, &n->fail,
+				      &bytes);
 		else if (json_is_string(b))
-			rc = put_data(n->w, n->arg, fd, json_string_value(b), json_string_length(b), true, &n->fail);
+			rc = put_data(n->w, n->arg, fd, json_string_value(b), json_string_length(b), true, &n->fail,
+				      &bytes);
 		else
 			rc = ndjson_fail(n, "kilnd sent a %s event without data", type);
 		n->failed |= rc != 0;
+		if (!rc)
+			check_until(n, ev, bytes);
+	} else if (!strcmp(type, "attached")) {
+		check_until(n, ev, 0);
+	} else if (!strcmp(type, "gap")) {
+		warn(n, "kiln: %s: %s: %lld bytes of output were lost (overwritten in the ring before they were read)\n",
+		     "gap", (long long)json_integer_value(json_object_get(ev, "bytes")));
+		check_until(n, ev, (size_t)json_integer_value(json_object_get(ev, "bytes")));
 	} else if (!strcmp(type, "exit")) {
 		n->status = cli_exec_status(ev);
 		if (n->status < 0)
 			rc = ndjson_fail(n, "kilnd's exit event has no exit_code or signal%s", "");
+		else
+			warn_truncated_event(n, ev);
+		if (n->until)
+			n->status = 0;
 		n->done = true;
 	} else if (!strcmp(type, "error")) {
 		const char *code = json_string_value(json_object_get(json_object_get(ev, "error"), "code"));

@@ -41,18 +41,31 @@ int cli_exec_result(const json_t *result, cli_write_fn w, void *arg, int *status
 struct cli_ndjson {
 	char *buf;
 	size_t len, cap;
-	bool done;	/* the exit (or error) event arrived */
+	bool done;	/* the exit (or error) event arrived, or until_seq was reached */
 	int status;	/* the exit status, once done */
 	struct cli_fail fail;
 	bool failed;	/* an error event or a malformed line */
 	cli_write_fn w;
 	void *arg;
+	/*
+	 * A process's output stream (GET .../processes/{proc}/output) read up
+	 * to a point: with until set, the stream is done once the output
+	 * events (which carry seq) reach until_seq, or the attached event
+	 * starts at or past it; `reached` then says so and status is 0.
+	 */
+	bool until, reached;
+	unsigned long long until_seq;
+	const char *who; /* names the command in warnings ("exec", "logs") */
 };
 
 void cli_ndjson_init(struct cli_ndjson *n, cli_write_fn w, void *arg);
 void cli_ndjson_free(struct cli_ndjson *n);
 
 /*
+ * Events other than output, exit and error are skipped, except gap (a
+ * warning on stderr: bytes lost from a process's ring) and, for exit,
+ * a warning when kilnd truncated a stream at output_cap.
+ *
  * Feed response bytes. Complete lines are applied as they arrive; a
  * partial one is kept. 0, or -1 with n->fail set (malformed event, line
  * over the bound, error event, failed write, bytes after the last event).

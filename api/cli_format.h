@@ -30,6 +30,24 @@ int cli_format_list(FILE *out, const json_t *list);
 /* "ID STATE" for start and stop (and a crashed sandbox's reason). */
 int cli_format_state(FILE *out, const json_t *sandbox);
 
+/* GET .../processes: ID PID STATE PTY OUTPUT ARGV. */
+int cli_format_procs(FILE *out, const json_t *list);
+
+/* A process's exit object (wait): "exit 3", "signal 15" or "timed out". */
+int cli_format_exit(FILE *out, const json_t *exit);
+
+/* A port mapping: "127.0.0.1:40123 -> guest port 8080" (and its target). */
+int cli_format_port(FILE *out, const json_t *mapping);
+
+/* GET .../ports: HOST GUEST TARGET OPEN TOTAL. */
+int cli_format_ports(FILE *out, const json_t *list);
+
+/* GET .../files/list: one `ls -l` style line per entry (MODE UID GID SIZE MTIME PATH [-> TARGET]). */
+int cli_format_fs_list(FILE *out, const json_t *listing);
+
+/* GET .../files/stat: "path:", "kind:", "size:", "mode:", ... lines. */
+int cli_format_stat(FILE *out, const json_t *stat);
+
 /* "1.5 GiB" style size into buf. */
 void cli_format_size(char *buf, size_t n, long long bytes);
 

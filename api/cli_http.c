@@ -68,6 +68,18 @@ static size_t on_upload(char *p, size_t size, size_t nmemb, void *arg)
 	return (size_t)got;
 }
 
+/* curl calls this about once a second, and at every transfer step. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return *x->req->cancel ? 1 : 0;
+}
+
 int cli_http_open(struct cli_http *h, const char *socket)
 {
 	memset(h, 0, sizeof(*h));
@@ -99,6 +111,8 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 	}
 	if (x->resp->local_err)
 		return cli_fail_set(f, CLI_EXIT_LOCAL, NULL, "%s", strerror(-x->resp->local_err));
+	if (cc == CURLE_ABORTED_BY_CALLBACK && x->req->cancel && *x->req->cancel)
+		return cli_fail_set(f, CLI_EXIT_API, "interrupted", "interrupted");
 	if (x->too_big)
 		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is larger than %u MiB", CLI_BODY_MAX >> 20);
 	if (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING)
@@ -147,7 +161,12 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	}
 	if (strcmp(req->method, "GET") && !(req->source && !strcmp(req->method, "PUT")))
 		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, req->method);
-	if (!strcmp(req->method, "POST") && !req->body) {
+	if (req->cancel) {
+		curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &x);
+	}
+	if (!strcmp(req->method, "POST") && !req->body && !req->source) {
 		/* A POST without a body (stop, start) still sends
 		 * Content-Length: 0, as kilnd's body checks expect. */
 		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, "");
@@ -171,6 +190,7 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	}
 	/* curl_easy_reset drops these; the slist and &x are gone after return. */
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 1L);
 	if (rc) {
 		free(resp->body);
 		resp->body = NULL;

@@ -9,7 +9,8 @@
  *    arrives when it has one (exec --stream, cp downloads: never whole in
  *    memory), else it is collected, at most CLI_BODY_MAX bytes. A non-2xx
  *    body is always collected, and becomes a struct cli_fail.
- *  - An upload body comes from the request's source as curl asks for it.
+ *  - An upload body comes from the request's source as curl asks for it,
+ *    with the request's method (PUT, or POST for a process's stdin).
  *  - Returns 0 with resp filled for a 2xx, or -1 with fail (kilnd's error,
  *    no kilnd on the socket, or a transfer that broke). The caller frees
  *    resp->body.
@@ -17,6 +18,7 @@
 #ifndef KILN_CLI_HTTP_H
 #define KILN_CLI_HTTP_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,6 +50,10 @@ struct cli_req {
 	long long source_size;	/* -1: unknown (sent chunked) */
 	cli_sink_fn sink;	/* 2xx body, or NULL to collect it */
 	void *sink_arg;
+	/* When set, the transfer is abandoned soon after *cancel turns
+	 * nonzero (a signal handler's flag: kiln run's Ctrl-C); it then
+	 * fails with code "interrupted". */
+	volatile sig_atomic_t *cancel;
 };
 
 struct cli_resp {

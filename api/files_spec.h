@@ -47,13 +47,31 @@ int remove_spec_parse(const json_t *body, struct remove_spec *s, struct api_err 
 /* {"from","to","overwrite","user"}. */
 int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err *e);
 
+/* What a port mapping reaches in the guest. */
+enum port_target {
+	PORT_TARGET_TCP,   /* a TCP port on the guest's loopback, through the agent's tcp_connect */
+	PORT_TARGET_VSOCK, /* an AF_VSOCK port, through kiln-vmm's CONNECT */
+};
+
+struct port_spec {
+	uint32_t guest_port;
+	uint16_t host_port;        /* 0: any free port */
+	enum port_target target;
+	const char *guest_address; /* tcp: "127.0.0.1" or "::1"; vsock: NULL */
+};
+
+/* "tcp", "vsock". */
+const char *port_target_name(enum port_target t);
+
 /*
- * POST .../ports: {"guest_port": 1..65535 but not the agent's port,
- * "host_port": 0 (any free port) or 1..65535}. The agent's vsock port is
- * refused: forwarding it would hand the agent (root exec) to every local
- * user that can reach 127.0.0.1, past kilnd's peer check.
+ * POST .../ports: {"guest_port": 1..65535, "host_port": 0 (any free port)
+ * or 1..65535, "target": "tcp" (default) or "vsock", "guest_address":
+ * "127.0.0.1" (default) or "::1", tcp only}. With target vsock the
+ * agent's vsock port is refused: forwarding it would hand the agent
+ * (root exec) to every local user that can reach 127.0.0.1, past kilnd's
+ * peer check. guest_address borrows from body.
  */
-int port_spec_parse(const json_t *body, uint32_t *guest_port, uint16_t *host_port, struct api_err *e);
+int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e);
 
 /*
  * A stat reply or list entry as the API shows it: path, kind, size, mode

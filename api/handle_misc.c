@@ -1,6 +1,7 @@
 /* GET /v1/health, GET /metrics, GET /v1/images (docs/api.md). */
 #include <stdlib.h>
 
+#include "firewall_spec.h"
 #include "handlers.h"
 #include "images.h"
 #include "sandbox.h"
@@ -47,6 +48,8 @@ void handle_metrics(struct http_req *r)
 {
 	unsigned counts[SB_STATE_COUNT];
 	struct kiln_metrics m;
+	struct fw_totals fw;
+	unsigned fw_n;
 	struct api_err e;
 	size_t total, len;
 	char *text;
@@ -54,9 +57,14 @@ void handle_metrics(struct http_req *r)
 	if (!no_query(r, "metrics"))
 		return;
 	sandboxes_count(r->d, counts, &total);
+	sandboxes_firewall_totals(r->d, &fw, &fw_n);
 	pthread_mutex_lock(&r->d->metrics_mu);
 	m = r->d->metrics;
 	pthread_mutex_unlock(&r->d->metrics_mu);
+	m.fw_sandboxes = fw_n;
+	m.fw_pass_packets = fw.pass_packets;
+	m.fw_drop_packets = fw.drop_packets;
+	m.fw_flows_cut = fw.flows_cut;
 	text = metrics_render(&m, counts, &len);
 	if (!text) {
 		api_err_set(&e, API_E_INTERNAL, "metrics: out of memory");

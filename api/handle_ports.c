@@ -12,13 +12,12 @@ void handle_port_add(struct http_req *r)
 	struct sandbox *sb = NULL;
 	struct api_err e;
 	json_t *body = NULL, *view = NULL;
-	uint32_t guest;
-	uint16_t host;
+	struct port_spec spec;
 	char location[128];
 
 	if (query_none(r->kv, r->nkv, "port mapping", &e) || http_body_json(r, false, &body, &e) ||
-	    port_spec_parse(body, &guest, &host, &e) || !(sb = sandbox_get(r->d, r->rm.id, &e)) ||
-	    sandbox_port_add(sb, guest, host, &view, &e)) {
+	    port_spec_parse(body, &spec, &e) || !(sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	    sandbox_port_add(sb, &spec, &view, &e)) {
 		http_error(r, &e);
 	} else if (!view) {
 		api_err_set(&e, API_E_INTERNAL, "port mapping: out of memory rendering the answer");

@@ -310,6 +310,8 @@ void handle_proc_wait(struct http_req *r)
 			http_error(r, &e);
 			return;
 		}
+		/* A waiting client keeps the sandbox from its idle hibernation. */
+		sandbox_touch(r->d, r->rm.id);
 	}
 	o = proc_render_exit(&ex);
 	if (o)

@@ -52,6 +52,21 @@ void handle_file_rename(struct http_req *r);
 void handle_archive_get(struct http_req *r);
 void handle_archive_put_begin(struct http_req *r);
 
+/* handle_snapshots.c: pause, resume, hibernate, wake, checkpoints. */
+void handle_sandbox_pause(struct http_req *r);
+void handle_sandbox_resume(struct http_req *r);
+void handle_sandbox_hibernate(struct http_req *r);
+void handle_sandbox_wake(struct http_req *r);
+void handle_checkpoint_list(struct http_req *r);
+void handle_checkpoint_create(struct http_req *r);
+void handle_checkpoint_get(struct http_req *r);
+void handle_checkpoint_delete(struct http_req *r);
+void handle_checkpoint_restore(struct http_req *r);
+
+/* handle_firewall.c: GET/PUT .../firewall. */
+void handle_firewall_get(struct http_req *r);
+void handle_firewall_put(struct http_req *r);
+
 /* handle_ports.c */
 void handle_port_add(struct http_req *r);
 void handle_port_list(struct http_req *r);

@@ -50,6 +50,17 @@ static const handler_fn handlers[] = {
 	[OP_PORT_LIST] = handle_port_list,
 	[OP_PORT_ADD] = handle_port_add,
 	[OP_PORT_REMOVE] = handle_port_remove,
+	[OP_SANDBOX_PAUSE] = handle_sandbox_pause,
+	[OP_SANDBOX_RESUME] = handle_sandbox_resume,
+	[OP_SANDBOX_HIBERNATE] = handle_sandbox_hibernate,
+	[OP_SANDBOX_WAKE] = handle_sandbox_wake,
+	[OP_CHECKPOINT_LIST] = handle_checkpoint_list,
+	[OP_CHECKPOINT_CREATE] = handle_checkpoint_create,
+	[OP_CHECKPOINT_GET] = handle_checkpoint_get,
+	[OP_CHECKPOINT_DELETE] = handle_checkpoint_delete,
+	[OP_CHECKPOINT_RESTORE] = handle_checkpoint_restore,
+	[OP_FIREWALL_GET] = handle_firewall_get,
+	[OP_FIREWALL_PUT] = handle_firewall_put,
 };
 
 /* ---- answers ---- */

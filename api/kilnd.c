@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "http.h"
 #include "kilnd.h"
 #include "listen.h"
@@ -55,6 +56,9 @@ static const char usage[] =
 	"  --max-sandboxes N     sandboxes at once (default 64)\n"
 	"  --max-cpus N          largest cpus of a sandbox (default: online CPUs, <= 64)\n"
 	"  --max-memory MIB      largest memory_mib of a sandbox (default 16384)\n"
+	"  --idle-timeout SEC    hibernate a running sandbox after this long without a\n"
+	"                        request (its idle_timeout_s default; 0: never; 300)\n"
+	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -237,7 +241,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
-	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP };
+	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
+	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -255,6 +260,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
 		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
+		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
+		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
@@ -277,6 +284,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->max_sandboxes = 64;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
 	cfg->limits.max_memory_mib = 16384;
+	cfg->limits.idle_timeout_default_s = 300;
+	cfg->max_checkpoints = CHECKPOINTS_DEFAULT;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -367,6 +376,17 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			if (parse_u64(optarg, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
 				return bad_usage("--max-memory '%s': MiB, from %u to 1048576", optarg, SPEC_MEM_MIN_MIB);
 			cfg->limits.max_memory_mib = (unsigned)n;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_u64(optarg, SPEC_TIMEOUT_MAX_S, &n))
+				return bad_usage("--idle-timeout '%s': seconds, from 0 (never) to %u", optarg,
+						 SPEC_TIMEOUT_MAX_S);
+			cfg->limits.idle_timeout_default_s = (uint32_t)n;
+			break;
+		case OPT_MAX_CHECKPOINTS:
+			if (parse_u64(optarg, CHECKPOINTS_LIMIT_MAX, &n))
+				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
+			cfg->max_checkpoints = (unsigned)n;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

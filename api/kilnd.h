@@ -54,7 +54,8 @@ struct kilnd_config {
 	uint64_t max_body;
 	uint64_t max_upload; /* 0: no limit */
 	unsigned max_sandboxes;
-	struct sandbox_limits limits;
+	unsigned max_checkpoints; /* per sandbox; 0: none */
+	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
 	bool quiet;
 };
 

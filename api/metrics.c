@@ -19,6 +19,11 @@ void metrics_init(struct kiln_metrics *m)
 	m->boot_seconds.nbounds = sizeof(boot_bounds) / sizeof(boot_bounds[0]);
 	m->exec_seconds.bounds = exec_bounds;
 	m->exec_seconds.nbounds = sizeof(exec_bounds) / sizeof(exec_bounds[0]);
+	/* Restores and snapshots: milliseconds on real KVM, like boots. */
+	m->restore_seconds.bounds = boot_bounds;
+	m->restore_seconds.nbounds = sizeof(boot_bounds) / sizeof(boot_bounds[0]);
+	m->snapshot_seconds.bounds = boot_bounds;
+	m->snapshot_seconds.nbounds = sizeof(boot_bounds) / sizeof(boot_bounds[0]);
 }
 
 void histogram_observe(struct histogram *h, double v)
@@ -81,6 +86,33 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SB_STAT
 	counter(f, "kiln_exec_total", "Execs that ran, whatever their exit status.", m->execs);
 	counter(f, "kiln_exec_errors_total", "Execs that could not run or lost their result.", m->exec_errors);
 	hist(f, "kiln_exec_seconds", "Exec round trip through the API, request to exit.", &m->exec_seconds);
+	counter(f, "kiln_pauses_total", "Sandboxes paused.", m->pauses);
+	counter(f, "kiln_resumes_total", "Paused sandboxes resumed.", m->resumes);
+	counter(f, "kiln_checkpoints_total", "Checkpoints taken.", m->checkpoints);
+	counter(f, "kiln_checkpoint_failures_total", "Checkpoints kiln-vmm could not take.", m->checkpoint_failures);
+	counter(f, "kiln_restores_total", "Checkpoints restored in place.", m->restores);
+	counter(f, "kiln_forks_total", "Sandboxes forked from a checkpoint.", m->forks);
+	counter(f, "kiln_hibernations_total", "Sandboxes hibernated (on request or idle).", m->hibernations);
+	counter(f, "kiln_idle_hibernations_total", "Hibernations by the idle timeout.", m->idle_hibernations);
+	counter(f, "kiln_wakes_total", "Hibernated sandboxes woken (on request or by a request that needed the agent).",
+		m->wakes);
+	counter(f, "kiln_wake_cold_boots_total", "Wakes that booted the kernel because the snapshot was unusable.",
+		m->wake_cold_boots);
+	hist(f, "kiln_restore_seconds", "Time from spawning kiln-vmm on a snapshot to the agent's first answer.",
+	     &m->restore_seconds);
+	hist(f, "kiln_snapshot_seconds", "Time the guest was paused for a checkpoint or hibernation snapshot.",
+	     &m->snapshot_seconds);
+	counter(f, "kiln_firewall_updates_total", "Firewall rule sets replaced (PUT .../firewall).",
+		m->firewall_updates);
+	fprintf(f, "# HELP kiln_firewall_sandboxes Running sandboxes with a network whose filter answered this scrape.\n"
+		   "# TYPE kiln_firewall_sandboxes gauge\nkiln_firewall_sandboxes %u\n", m->fw_sandboxes);
+	fprintf(f, "# HELP kiln_firewall_packets Packets the filters of those sandboxes passed or dropped (both ways, since each boot or rule change).\n"
+		   "# TYPE kiln_firewall_packets gauge\n"
+		   "kiln_firewall_packets{verdict=\"pass\"} %llu\nkiln_firewall_packets{verdict=\"drop\"} %llu\n",
+		(unsigned long long)m->fw_pass_packets, (unsigned long long)m->fw_drop_packets);
+	fprintf(f, "# HELP kiln_firewall_flows_cut Established flows cut by rule changes, over those sandboxes.\n"
+		   "# TYPE kiln_firewall_flows_cut gauge\nkiln_firewall_flows_cut %llu\n",
+		(unsigned long long)m->fw_flows_cut);
 	fprintf(f, "# HELP kiln_http_requests_total HTTP responses by status class.\n"
 		   "# TYPE kiln_http_requests_total counter\n");
 	for (int c = 1; c <= 5; c++)

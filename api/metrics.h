@@ -26,8 +26,17 @@ struct histogram {
 struct kiln_metrics {
 	uint64_t boots, boot_failures, crashes;
 	uint64_t execs, exec_errors;
+	/* snapshots: wake_cold_boots are wakes whose snapshot was unusable */
+	uint64_t pauses, resumes, checkpoints, checkpoint_failures, restores, forks;
+	uint64_t hibernations, idle_hibernations, wakes, wake_cold_boots;
+	/* firewall: rule sets replaced (PUT .../firewall); the rest is read
+	 * from the running VMMs at each scrape (handle_metrics), so gauges */
+	uint64_t firewall_updates;
+	unsigned fw_sandboxes;
+	uint64_t fw_pass_packets, fw_drop_packets, fw_flows_cut;
 	uint64_t http[6]; /* responses by status class: [2] = 2xx, ... */
 	struct histogram boot_seconds, exec_seconds;
+	struct histogram restore_seconds, snapshot_seconds;
 };
 
 void metrics_init(struct kiln_metrics *m);

@@ -1,4 +1,4 @@
-/* TCP → guest vsock port forwarding; see port_fwd.h. */
+/* 127.0.0.1 → guest TCP or vsock port forwarding; see port_fwd.h. */
 #include "port_fwd.h"
 
 #include <arpa/inet.h>
@@ -18,18 +18,21 @@
 #include "agent_client.h"
 #include "kilnd.h"
 #include "sandbox_record.h"
+#include "sock_relay.h"
 
 struct port_fwd {
 	atomic_int refs;       /* the owner, the listener, each relay */
 	int listen_fd;
 	int stop_fd;           /* eventfd: written once by close, never read, so it stays readable for all */
 	pthread_t listener;
-	struct agent_client c; /* port = the guest port */
+	struct agent_client c; /* tcp: the agent's port; vsock: the guest port */
 	uint16_t host_port;
 	uint32_t guest_port;
+	enum port_target target;
+	char guest_address[16]; /* tcp: "127.0.0.1" or "::1" */
 	int64_t created_ms;
 	atomic_uint active;
-	atomic_ullong total, refused;
+	atomic_ullong total, refused, unreachable;
 };
 
 static void fwd_put(struct port_fwd *f)
@@ -42,113 +45,51 @@ static void fwd_put(struct port_fwd *f)
 
 /* ---- one connection ---- */
 
-struct pipe_dir {
-	int from, to;
-	uint8_t *buf;
-	size_t len, off;
-	bool eof;
-};
-
 struct relay {
 	struct port_fwd *f;
 	int tcp;
 };
 
-/* Move bytes: read into an empty buffer, write out a full one. -1 on an error. */
-static int pump_read(struct pipe_dir *d)
+/* The guest end of one connection: a stream socket, or -1. */
+static int guest_open(struct port_fwd *f)
 {
-	ssize_t n = recv(d->from, d->buf, PORT_FWD_BUF, 0);
+	struct agent_client_err ae;
+	int fd = -1;
 
-	if (n > 0) {
-		d->len = (size_t)n;
-		d->off = 0;
-		return 0;
-	}
-	if (n == 0) {
-		d->eof = true;
-		return 0;
-	}
-	return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (f->target == PORT_TARGET_TCP)
+		agent_client_tcp_connect(&f->c, f->guest_port, f->guest_address, &fd, &ae);
+	else
+		agent_client_connect(&f->c, &fd, &ae);
+	return fd;
 }
 
-static int pump_write(struct pipe_dir *d)
+static void relay_run(struct port_fwd *f, int tcp, int guest)
 {
-	ssize_t n = send(d->to, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
+	struct sock_relay r = { .fd = { tcp, guest }, .stop_fd = f->stop_fd, .half_idle_ms = PORT_FWD_HALF_IDLE_MS };
+	int err;
 
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -1;
-	d->off += (size_t)n;
-	if (d->off == d->len)
-		d->len = d->off = 0;
-	return 0;
-}
-
-static void relay_run(struct port_fwd *f, int tcp, int vs)
-{
-	struct pipe_dir dir[2] = { { .from = tcp, .to = vs }, { .from = vs, .to = tcp } };
-	int64_t drain_until = 0;
-
-	dir[0].buf = malloc(PORT_FWD_BUF);
-	dir[1].buf = malloc(PORT_FWD_BUF);
-	if (!dir[0].buf || !dir[1].buf)
-		goto out;
-	for (;;) {
-		struct pollfd p[3] = { { .fd = tcp }, { .fd = vs }, { .fd = f->stop_fd, .events = POLLIN } };
-		bool closing = dir[0].eof || dir[1].eof;
-		int timeout = -1, r;
-
-		if (closing) {
-			if (!dir[0].len && !dir[1].len)
-				break;
-			if (!drain_until)
-				drain_until = mono_ms() + PORT_FWD_DRAIN_MS;
-			timeout = (int)(drain_until - mono_ms());
-			if (timeout <= 0)
-				break;
-		}
-		/* Read a side only into an empty buffer and never after an EOF
-		 * (bounded memory); poll a side only for what it is needed for,
-		 * so a hung-up socket cannot spin the loop. */
-		for (int i = 0; i < 2; i++) {
-			if (!closing && !dir[i].len)
-				p[i].events |= POLLIN;
-			if (dir[1 - i].len)
-				p[i].events |= POLLOUT;
-			if (!p[i].events)
-				p[i].fd = -1;
-		}
-		r = poll(p, 3, timeout);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || (p[2].revents & POLLIN))
-			break;
-		if ((p[0].revents | p[1].revents) & (POLLERR | POLLNVAL))
-			break;
-		for (int i = 0; i < 2; i++) {
-			if ((p[i].revents & (POLLIN | POLLHUP)) && (p[i].events & POLLIN) && pump_read(&dir[i]) < 0)
-				goto out;
-			if ((p[i].revents & (POLLOUT | POLLHUP)) && (p[i].events & POLLOUT) &&
-			    pump_write(&dir[1 - i]) < 0)
-				goto out;
-		}
-	}
-out:
-	free(dir[0].buf);
-	free(dir[1].buf);
+	r.dir[0].buf = malloc(PORT_FWD_BUF);
+	r.dir[1].buf = malloc(PORT_FWD_BUF);
+	r.dir[0].cap = r.dir[1].cap = PORT_FWD_BUF;
+	if (r.dir[0].buf && r.dir[1].buf)
+		sock_relay_run(&r, &err);
+	free(r.dir[0].buf);
+	free(r.dir[1].buf);
 }
 
 static void *relay_main(void *arg)
 {
 	struct relay *rl = arg;
 	struct port_fwd *f = rl->f;
-	struct agent_client_err ae;
-	int vs = -1;
+	int guest = guest_open(f);
 
-	if (agent_client_connect(&f->c, &vs, &ae) == 0) {
-		relay_run(f, rl->tcp, vs);
-		close(vs);
+	if (guest >= 0) {
+		relay_run(f, rl->tcp, guest);
+		close(guest);
+	} else {
+		/* Counted before the client sees its connection closed. */
+		atomic_fetch_add(&f->unreachable, 1);
 	}
-	/* No guest listener: the client sees its connection closed. */
 	close(rl->tcp);
 	free(rl);
 	atomic_fetch_sub(&f->active, 1);
@@ -222,9 +163,9 @@ static void *listener_main(void *arg)
 	return NULL;
 }
 
-int port_fwd_open(const char *uds_path, uint32_t guest_port, uint16_t host_port, struct port_fwd **out,
-		  struct api_err *e)
+int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct port_fwd **out, struct api_err *e)
 {
+	uint16_t host_port = spec->host_port;
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(host_port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
@@ -241,9 +182,13 @@ int port_fwd_open(const char *uds_path, uint32_t guest_port, uint16_t host_port,
 		api_err_set(e, API_E_INTERNAL, "port mapping: vsock socket path too long");
 		goto fail;
 	}
-	f->c.port = guest_port;
+	if (spec->target == PORT_TARGET_VSOCK)
+		f->c.port = spec->guest_port;
+	else
+		snprintf(f->guest_address, sizeof(f->guest_address), "%s", spec->guest_address);
 	f->c.timeout_ms = PORT_FWD_CONNECT_MS;
-	f->guest_port = guest_port;
+	f->guest_port = spec->guest_port;
+	f->target = spec->target;
 	f->created_ms = wall_ms();
 	atomic_init(&f->refs, 2); /* the owner and the listener */
 	f->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -299,12 +244,24 @@ uint16_t port_fwd_host_port(const struct port_fwd *f)
 json_t *port_fwd_view(const struct port_fwd *f)
 {
 	char created[40];
+	json_t *o;
 
 	format_time_ms(f->created_ms, created, sizeof(created));
-	return json_pack("{s:s,s:i,s:I,s:i,s:I,s:I,s:s}", "host_address", "127.0.0.1", "host_port", (int)f->host_port,
-			 "guest_port", (json_int_t)f->guest_port, "connections", (int)atomic_load(&f->active),
-			 "connections_total", (json_int_t)atomic_load(&f->total), "refused",
-			 (json_int_t)atomic_load(&f->refused), "created_at", created);
+	o = json_pack("{s:s,s:i,s:s}", "host_address", "127.0.0.1", "host_port", (int)f->host_port, "target",
+		      port_target_name(f->target));
+	if (!o)
+		return NULL;
+	if ((f->target == PORT_TARGET_TCP &&
+	     json_object_set_new(o, "guest_address", json_string(f->guest_address))) ||
+	    json_object_update_new(o, json_pack("{s:I,s:i,s:I,s:I,s:I,s:s}", "guest_port", (json_int_t)f->guest_port,
+					     "connections", (int)atomic_load(&f->active), "connections_total",
+					     (json_int_t)atomic_load(&f->total), "refused",
+					     (json_int_t)atomic_load(&f->refused), "guest_unreachable",
+					     (json_int_t)atomic_load(&f->unreachable), "created_at", created))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 }
 
 void port_fwd_close(struct port_fwd *f)

@@ -185,7 +185,8 @@ int query_list(const struct query_kv *kv, size_t n, struct list_filter *f, struc
 		f->state = st ? sandbox_state_parse(st) : -1;
 		if (f->state < 0) {
 			api_err_set(e, API_E_BAD_FIELD,
-				    "%s: state must be booting, running, stopping, stopped, crashed or deleting", what);
+				    "%s: state must be booting, running, paused, stopping, stopped, crashed, deleting, hibernating or hibernated",
+				    what);
 			return -1;
 		}
 	}

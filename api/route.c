@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-/* One resource path and its operations by method. "{id}" and "{proc}"
- * match one non-empty segment each. */
+/* One resource path and its operations by method. "{id}", "{proc}",
+ * "{port}" and "{cp}" match one non-empty segment each. */
 static const struct {
 	const char *pattern;
 	const char *allow;
@@ -41,9 +41,19 @@ static const struct {
 	{ "/v1/sandboxes/{id}/archive", "GET, PUT", { { "GET", OP_ARCHIVE_GET }, { "PUT", OP_ARCHIVE_PUT } } },
 	{ "/v1/sandboxes/{id}/ports", "GET, POST", { { "GET", OP_PORT_LIST }, { "POST", OP_PORT_ADD } } },
 	{ "/v1/sandboxes/{id}/ports/{port}", "DELETE", { { "DELETE", OP_PORT_REMOVE } } },
+	{ "/v1/sandboxes/{id}/pause", "POST", { { "POST", OP_SANDBOX_PAUSE } } },
+	{ "/v1/sandboxes/{id}/resume", "POST", { { "POST", OP_SANDBOX_RESUME } } },
+	{ "/v1/sandboxes/{id}/hibernate", "POST", { { "POST", OP_SANDBOX_HIBERNATE } } },
+	{ "/v1/sandboxes/{id}/wake", "POST", { { "POST", OP_SANDBOX_WAKE } } },
+	{ "/v1/sandboxes/{id}/checkpoints", "GET, POST",
+	  { { "GET", OP_CHECKPOINT_LIST }, { "POST", OP_CHECKPOINT_CREATE } } },
+	{ "/v1/sandboxes/{id}/checkpoints/{cp}", "GET, DELETE",
+	  { { "GET", OP_CHECKPOINT_GET }, { "DELETE", OP_CHECKPOINT_DELETE } } },
+	{ "/v1/sandboxes/{id}/checkpoints/{cp}/restore", "POST", { { "POST", OP_CHECKPOINT_RESTORE } } },
+	{ "/v1/sandboxes/{id}/firewall", "GET, PUT", { { "GET", OP_FIREWALL_GET }, { "PUT", OP_FIREWALL_PUT } } },
 };
 
-/* Match path against pattern; the {id} and {proc} segments go to id and proc. */
+/* Match path against pattern; the {id} segment goes to id, {proc}, {port} or {cp} to proc. */
 static bool match_pattern(const char *pattern, const char *path, char *id, char *proc)
 {
 	const char *p = pattern, *s = path;
@@ -53,8 +63,11 @@ static bool match_pattern(const char *pattern, const char *path, char *id, char 
 	while (*p) {
 		bool is_id = strncmp(p, "{id}", 4) == 0;
 
-		/* {port} (a host port) shares proc: no route has both. */
-		if (is_id || strncmp(p, "{proc}", 6) == 0 || strncmp(p, "{port}", 6) == 0) {
+		/* {port} (a host port) and {cp} (a checkpoint name) share proc:
+		 * no route has two of them. */
+		bool is_cp = strncmp(p, "{cp}", 4) == 0;
+
+		if (is_id || is_cp || strncmp(p, "{proc}", 6) == 0 || strncmp(p, "{port}", 6) == 0) {
 			size_t n = strcspn(s, "/");
 			char *to = is_id ? id : proc;
 
@@ -63,7 +76,7 @@ static bool match_pattern(const char *pattern, const char *path, char *id, char 
 			memcpy(to, s, n);
 			to[n] = '\0';
 			s += n;
-			p += is_id ? 4 : 6;
+			p += is_id || is_cp ? 4 : 6;
 			continue;
 		}
 		if (*p != *s)
@@ -103,5 +116,7 @@ bool route_has_body(enum route_op op)
 	       op == OP_EXEC || op == OP_FILE_PUT || op == OP_PROC_CREATE || op == OP_PROC_STDIN ||
 	       op == OP_PROC_SIGNAL || op == OP_PROC_RESIZE || op == OP_SHELL ||
 	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
-	       op == OP_PORT_ADD;
+	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||
+	       op == OP_SANDBOX_HIBERNATE || op == OP_SANDBOX_WAKE || op == OP_CHECKPOINT_CREATE ||
+	       op == OP_CHECKPOINT_RESTORE;
 }

@@ -6,9 +6,9 @@
  * empty segments, no prefix matching. A path that names a known resource
  * with a method it does not have is method_not_allowed (405) with the
  * Allow header's value; anything else unknown is route_not_found (404).
- * An {id} segment (and a {proc} segment, a guest process's id) is
- * captured as given (at most 64 bytes); whether such a sandbox or process
- * exists is the caller's question.
+ * An {id} segment (and a {proc} segment, a guest process's id, or {cp},
+ * a checkpoint's name) is captured as given (at most 64 bytes); whether
+ * such a sandbox, process or checkpoint exists is the caller's question.
  */
 #ifndef KILN_ROUTE_H
 #define KILN_ROUTE_H
@@ -49,6 +49,17 @@ enum route_op {
 	OP_PORT_LIST,
 	OP_PORT_ADD,
 	OP_PORT_REMOVE,
+	OP_SANDBOX_PAUSE,
+	OP_SANDBOX_RESUME,
+	OP_SANDBOX_HIBERNATE,
+	OP_SANDBOX_WAKE,
+	OP_CHECKPOINT_LIST,
+	OP_CHECKPOINT_CREATE,
+	OP_CHECKPOINT_GET,
+	OP_CHECKPOINT_DELETE,
+	OP_CHECKPOINT_RESTORE,
+	OP_FIREWALL_GET,
+	OP_FIREWALL_PUT,
 };
 
 #define ROUTE_ID_MAX 64
@@ -56,7 +67,8 @@ enum route_op {
 struct route_match {
 	enum route_op op;
 	char id[ROUTE_ID_MAX + 1]; /* the {id} segment, "" when the route has none */
-	char proc[ROUTE_ID_MAX + 1]; /* the {proc} segment (a process id) or {port} (a host port), "" when none */
+	char proc[ROUTE_ID_MAX + 1]; /* the {proc} segment (a process id), {port} (a host port) or {cp}
+				      * (a checkpoint name), "" when none */
 	const char *allow;         /* methods of the matched path ("GET, POST") */
 };
 

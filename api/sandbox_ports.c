@@ -10,8 +10,7 @@
 
 #include "sandbox_impl.h"
 
-int sandbox_port_add(struct sandbox *sb, uint32_t guest_port, uint16_t host_port, json_t **view,
-		     struct api_err *e)
+int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	struct agent_client c;
@@ -32,7 +31,7 @@ int sandbox_port_add(struct sandbox *sb, uint32_t guest_port, uint16_t host_port
 			    SANDBOX_PORTS_MAX);
 		return -1;
 	}
-	if (port_fwd_open(c.uds_path, guest_port, host_port, &f, e))
+	if (port_fwd_open(c.uds_path, spec, &f, e))
 		return -1;
 	sb_lock(d);
 	if (sb->rec.state != SB_RUNNING || sb->vmm_exited) {
@@ -52,8 +51,8 @@ int sandbox_port_add(struct sandbox *sb, uint32_t guest_port, uint16_t host_port
 		port_fwd_close(f);
 		return -1;
 	}
-	kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest port %u", sb->rec.id, (unsigned)port_fwd_host_port(f),
-		  (unsigned)guest_port);
+	kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u", sb->rec.id, (unsigned)port_fwd_host_port(f),
+		  port_target_name(spec->target), (unsigned)spec->guest_port);
 	return 0;
 }
 

@@ -5,6 +5,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "checkpoint.h"
+
 void format_time_ms(int64_t ms, char *out, size_t cap)
 {
 	time_t s = (time_t)(ms / 1000);
@@ -51,6 +53,8 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	e |= json_object_set_new(o, "boots", json_integer(r->boots));
 	e |= json_object_set_new(o, "boot", obj_or_null(r->boot));
 	e |= json_object_set_new(o, "last_exit", obj_or_null(r->last_exit));
+	e |= json_object_set_new(o, "hibernation", obj_or_null(r->hibernation));
+	e |= json_object_set_new(o, "checkpoints", json_integer((json_int_t)json_array_size(r->checkpoints)));
 	if (e) {
 		json_decref(o);
 		return NULL;
@@ -77,7 +81,8 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "image_path", json_string(r->image_path)) ||
 	    json_object_set_new(o, "created_ms", json_integer(r->created_ms)) ||
 	    json_object_set_new(o, "started_ms", json_integer(r->started_ms)) ||
-	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms))) {
+	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
+	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array())) {
 		json_decref(o);
 		return NULL;
 	}
@@ -89,7 +94,8 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 static const char *const meta_only[] = { "id",         "state",      "created_at", "started_at",
 					 "stopped_at", "expires_at", "pid",        "boots",
 					 "boot",       "last_exit",  "version",    "image_path",
-					 "created_ms", "started_ms", "stopped_ms", NULL };
+					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
+					 "hibernation", NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -100,6 +106,28 @@ static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_
 		return -1;
 	}
 	*out = json_integer_value(v);
+	return 0;
+}
+
+/* Each checkpoint whole, and no name twice. */
+static int check_checkpoints(const json_t *list, const char *id, struct api_err *e)
+{
+	char msg[sizeof(e->message)];
+	size_t i;
+	json_t *c;
+
+	json_array_foreach(list, i, c) {
+		if (checkpoint_validate(c, id, e)) {
+			snprintf(msg, sizeof(msg), "%s", e->message);
+			api_err_set(e, API_E_BAD_FIELD, "meta.json: %s", msg);
+			return -1;
+		}
+		if (checkpoint_find(list, json_string_value(json_object_get(c, "name")), NULL) != c) {
+			api_err_set(e, API_E_BAD_FIELD, "meta.json: checkpoint '%s' is listed twice",
+				    json_string_value(json_object_get(c, "name")));
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -179,6 +207,25 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	r->boot = json_is_object(v) ? json_incref(v) : NULL;
 	v = json_object_get(meta, "last_exit");
 	r->last_exit = json_is_object(v) ? json_incref(v) : NULL;
+	v = json_object_get(meta, "hibernation");
+	r->hibernation = json_is_object(v) ? json_incref(v) : NULL;
+	/* Checkpoints came after version 1's first files: absent is none. */
+	v = json_object_get(meta, "checkpoints");
+	if (v && !json_is_array(v)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'checkpoints' must be an array");
+		sandbox_record_free(r);
+		return -1;
+	}
+	r->checkpoints = v ? json_deep_copy(v) : json_array();
+	if (!r->checkpoints) {
+		api_err_set(e, API_E_INTERNAL, "meta.json: out of memory");
+		sandbox_record_free(r);
+		return -1;
+	}
+	if (check_checkpoints(r->checkpoints, r->id, e)) {
+		sandbox_record_free(r);
+		return -1;
+	}
 	return 0;
 }
 
@@ -187,14 +234,25 @@ void sandbox_record_free(struct sandbox_record *r)
 	sandbox_spec_free(&r->spec);
 	json_decref(r->boot);
 	json_decref(r->last_exit);
-	r->boot = r->last_exit = NULL;
+	json_decref(r->checkpoints);
+	json_decref(r->hibernation);
+	r->boot = r->last_exit = r->checkpoints = r->hibernation = NULL;
 }
 
 json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced)
 {
-	return json_pack("{s:f,s:o,s:b}", "agent_ready_ms", agent_ready_ms, "guest_uptime_ms",
+	return json_pack("{s:f,s:o,s:b,s:s,s:n,s:n}", "agent_ready_ms", agent_ready_ms, "guest_uptime_ms",
 			 guest_uptime_ms >= 0 ? json_integer(guest_uptime_ms) : json_null(), "clock_synced",
-			 clock_synced);
+			 clock_synced, "from", "kernel", "checkpoint", "snapshot_error");
+}
+
+int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint, const char *snapshot_error)
+{
+	if (!boot)
+		return -1;
+	return json_object_set_new(boot, "from", json_string(from)) |
+	       json_object_set_new(boot, "checkpoint", checkpoint ? json_string(checkpoint) : json_null()) |
+	       json_object_set_new(boot, "snapshot_error", snapshot_error ? json_string(snapshot_error) : json_null());
 }
 
 json_t *sandbox_exit_json(struct vmm_end *x)

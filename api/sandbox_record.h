@@ -10,7 +10,10 @@
  *    sandbox_spec_parse with no daemon limits): a damaged or edited
  *    meta.json is refused with a message, never half-loaded.
  *  - boot and last_exit are JSON objects built by the functions below
- *    (or NULL), owned by the record.
+ *    (or NULL), owned by the record; so are checkpoints (an array of
+ *    checkpoint.h's objects, never NULL once created or restored; only
+ *    meta.json holds it, the view counts it) and hibernation (the
+ *    snapshot a hibernated sandbox waits in, or NULL).
  */
 #ifndef KILN_SANDBOX_RECORD_H
 #define KILN_SANDBOX_RECORD_H
@@ -37,8 +40,10 @@ struct sandbox_record {
 	int64_t expires_ms;                         /* 0: no deadline */
 	int pid;                                    /* 0: no VMM */
 	unsigned boots;
-	json_t *boot;      /* object or NULL */
-	json_t *last_exit; /* object or NULL */
+	json_t *boot;        /* object or NULL */
+	json_t *last_exit;   /* object or NULL */
+	json_t *checkpoints; /* array of checkpoint objects */
+	json_t *hibernation; /* object or NULL */
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */
@@ -53,16 +58,24 @@ json_t *sandbox_record_persist(const struct sandbox_record *r);
 /* Load a meta.json object into *r (zeroed first). 0, or -1 with e. */
 int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e);
 
-/* Release what a record owns (spec, boot, last_exit). */
+/* Release what a record owns (spec, boot, last_exit, checkpoints, hibernation). */
 void sandbox_record_free(struct sandbox_record *r);
 
-/* The boot object: agent_ready_ms, guest_uptime_ms (< 0: unknown), clock_synced. */
+/* The boot object: agent_ready_ms, guest_uptime_ms (< 0: unknown),
+ * clock_synced; from "kernel", checkpoint null, snapshot_error null. */
 json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced);
+
+/* Where a boot came from: from "kernel", "hibernate" or "checkpoint";
+ * checkpoint "<sandbox id>/<name>" or NULL; snapshot_error: why a wake
+ * could not use its snapshot and booted the kernel instead, or NULL.
+ * 0, or -1 when out of memory. */
+int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint, const char *snapshot_error);
 
 /* How the VMM ended, for last_exit (docs/api.md). */
 struct vmm_end {
 	int64_t at_ms;
-	const char *reason;    /* stopped, timeout, guest_shutdown, crashed, boot_failed, kilnd_restart */
+	const char *reason;    /* stopped, timeout, guest_shutdown, crashed, boot_failed, restore_failed,
+				  hibernated, restored, kilnd_restart */
 	int exit_status;       /* < 0: none (a signal, or unknown) */
 	int signal;            /* 0: none */
 	json_t *message;       /* string or NULL; stolen */

@@ -95,8 +95,9 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		       struct sandbox_spec *out, struct api_err *e)
 {
 	static const char *const fields[] = { "image", "cpus", "memory_mib", "hostname", "env", "labels",
-					      "shares", "timeout_s", "console", NULL };
-	const char *image, *hostname;
+					      "shares", "timeout_s", "idle_timeout_s", "console", "network",
+					      "firewall", NULL };
+	const char *image, *hostname, *network;
 	json_t *shares;
 	uint64_t n;
 
@@ -168,8 +169,27 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 	if (jf_uint(body, "timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, 0, &n, what, e))
 		goto fail;
 	out->timeout_s = (uint32_t)n;
+	if (jf_uint(body, "idle_timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, lim->idle_timeout_default_s, &n, what, e))
+		goto fail;
+	out->idle_timeout_s = (uint32_t)n;
 	if (jf_bool(body, "console", true, &out->console, what, e))
 		goto fail;
+	if (jf_string(body, "network", false, 16, &network, what, e))
+		goto fail;
+	if (network && firewall_network_parse(network, &out->network)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: network '%.16s' is not \"none\" or \"passt\"", what, network);
+		goto fail;
+	}
+	if (json_object_get(body, "firewall")) {
+		if (out->network != SB_NET_PASST) {
+			api_err_set(e, API_E_BAD_FIELD,
+				    "%s: 'firewall' needs \"network\": \"passt\" (without a network there is nothing to filter)",
+				    what);
+			goto fail;
+		}
+		if (firewall_rules_canon(json_object_get(body, "firewall"), &out->firewall, e))
+			goto fail;
+	}
 	return 0;
 fail:
 	sandbox_spec_free(out);
@@ -181,7 +201,8 @@ void sandbox_spec_free(struct sandbox_spec *s)
 {
 	json_decref(s->env);
 	json_decref(s->labels);
-	s->env = s->labels = NULL;
+	json_decref(s->firewall);
+	s->env = s->labels = s->firewall = NULL;
 }
 
 json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
@@ -199,10 +220,11 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			return NULL;
 		}
 	}
-	o = json_pack("{s:s,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:b}", "image", s->image, "cpus",
+	o = json_pack("{s:s,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s}", "image", s->image, "cpus",
 		      (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "hostname", s->hostname,
 		      "env", s->env, "labels", s->labels, "shares", shares, "timeout_s",
-		      (json_int_t)s->timeout_s, "console", s->console);
+		      (json_int_t)s->timeout_s, "idle_timeout_s", (json_int_t)s->idle_timeout_s, "console",
+		      s->console, "network", firewall_network_name(s->network));
 	return o;
 }
 

@@ -24,6 +24,7 @@
 
 #include "agent_proto.h"
 #include "api_error.h"
+#include "firewall_spec.h"
 #include "names.h"
 
 #define SPEC_MAX_SHARES 8          /* kiln-vmm's KILN_MAX_SHARES */
@@ -48,10 +49,12 @@ struct share_spec {
 	bool read_only;
 };
 
-/* The daemon's limits (--max-cpus, --max-memory). */
+/* The daemon's limits (--max-cpus, --max-memory) and the default of
+ * idle_timeout_s (--idle-timeout; 0: never). */
 struct sandbox_limits {
 	unsigned max_cpus;
 	unsigned max_memory_mib;
+	uint32_t idle_timeout_default_s;
 };
 
 struct sandbox_spec {
@@ -64,7 +67,14 @@ struct sandbox_spec {
 	struct share_spec shares[SPEC_MAX_SHARES];
 	size_t nshares;
 	uint32_t timeout_s; /* 0: none */
+	uint32_t idle_timeout_s; /* hibernate after this long without a request; 0: never */
 	bool console;
+	enum sb_network network;
+	/* The create body's rule set, canonical (firewall_spec.h), or NULL:
+	 * given only with network passt. It seeds <sandbox dir>/firewall.json,
+	 * which holds the current rules from then on; so it is not part of
+	 * sandbox_spec_to_json() (and NULL in a spec read back from meta.json). */
+	json_t *firewall;
 };
 
 /*

@@ -57,26 +57,60 @@ void sb_persist_locked(struct sandbox *sb)
 	free(s);
 }
 
-/* Remove a sandbox directory: its files (it holds no subdirectories), then
- * itself. Nothing outside it is touched: entries are removed relative to
- * the directory and never followed. */
-void sb_remove_dir(const char *dir)
+/* Sandbox directory → checkpoints → one checkpoint → its files: anything
+ * deeper is not kilnd's and is left with a log line. */
+#define REMOVE_DEPTH_MAX 4
+
+/* Empty the directory dfd (taken over) and its subdirectories. Entries
+ * are removed relative to their directory and never followed: a symlink
+ * is removed as a link. */
+static void empty_dir(int dfd, const char *path, int depth)
 {
-	DIR *dh = opendir(dir);
+	DIR *dh = fdopendir(dfd);
 	struct dirent *de;
 
 	if (!dh) {
+		kilnd_log("cannot read %s to remove it: %s", path, strerror(errno));
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(dh))) {
+		int sub;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (unlinkat(dirfd(dh), de->d_name, 0) == 0)
+			continue;
+		if (errno != EISDIR && errno != EPERM) {
+			kilnd_log("cannot remove %s/%s: %s", path, de->d_name, strerror(errno));
+			continue;
+		}
+		sub = depth < REMOVE_DEPTH_MAX
+			      ? openat(dirfd(dh), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			      : -1;
+		if (sub < 0) {
+			kilnd_log("cannot remove %s/%s: %s", path, de->d_name,
+				  depth < REMOVE_DEPTH_MAX ? strerror(errno) : "nested too deep");
+			continue;
+		}
+		empty_dir(sub, de->d_name, depth + 1);
+		if (unlinkat(dirfd(dh), de->d_name, AT_REMOVEDIR) < 0)
+			kilnd_log("cannot remove %s/%s: %s", path, de->d_name, strerror(errno));
+	}
+	closedir(dh);
+}
+
+/* Remove a directory and everything beneath it; see sandbox_impl.h. */
+void sb_remove_dir(const char *dir)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dfd < 0) {
 		if (errno != ENOENT)
 			kilnd_log("cannot open %s to remove it: %s", dir, strerror(errno));
 		return;
 	}
-	while ((de = readdir(dh))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (unlinkat(dirfd(dh), de->d_name, 0) < 0)
-			kilnd_log("cannot remove %s/%s: %s", dir, de->d_name, strerror(errno));
-	}
-	closedir(dh);
+	empty_dir(dfd, dir, 1);
 	if (rmdir(dir) < 0)
 		kilnd_log("cannot remove %s: %s", dir, strerror(errno));
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,13 +70,19 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	was = sb->rec.state;
 	switch (was) {
 	case SB_BOOTING:
-		end.reason = "boot_failed";
+		/* stop_reason: the VMM a restore in place replaces. */
+		end.reason = sb->stop_reason ? sb->stop_reason : sb->restoring ? "restore_failed" : "boot_failed";
 		break;
 	case SB_STOPPING:
 	case SB_DELETING:
 		end.reason = sb->stop_reason ? sb->stop_reason : "stopped";
 		break;
+	case SB_HIBERNATING:
+		/* stop_reason is set once the snapshot is complete. */
+		end.reason = sb->stop_reason ? sb->stop_reason : "crashed";
+		break;
 	case SB_RUNNING:
+	case SB_PAUSED:
 		crashed = !(x->status == 0 && x->signal == 0);
 		end.reason = crashed ? "crashed" : "guest_shutdown";
 		if (sandbox_transition(was, crashed ? SB_EV_VMM_FAIL : SB_EV_VMM_CLEAN, &to, sb->rec.id, NULL) == 0)
@@ -95,6 +102,7 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	sb->deadline_mono = 0;
 	/* kiln-vmm removes nothing on its way out: the next boot binds again. */
 	unlink(sb->vsock);
+	unlink(sb->control);
 	sb_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
 	if (x->signal)
@@ -133,42 +141,55 @@ static void boot_exit_error_locked(struct sandbox *sb, struct api_err *e)
 		    !msg && last ? "; last console line: " : "", !msg && last ? last : "");
 }
 
+/* The last kiln-vmm's exit status, or -1 (a signal, unknown). Under reg.mu. */
+static int last_exit_status_locked(struct sandbox *sb)
+{
+	json_t *st = json_object_get(sb->rec.last_exit, "exit_status");
+
+	return json_is_integer(st) ? (int)json_integer_value(st) : -1;
+}
+
 /*
- * Boot the sandbox (state booting, owned by the caller) and wait for its
- * agent. 0: running. -1 with e: crashed, no VMM left.
+ * One kiln-vmm run (state booting, owned by the caller) up to the agent's
+ * first answer. 0: it answered, *ready_ms since the spawn. -1 with e: no
+ * VMM is left; *spawned says whether one ran (its on_exit described how
+ * it ended), *refused that it was a restore kiln-vmm gave up on with exit
+ * status 1 (a damaged, truncated or foreign snapshot) before the guest ran.
  */
-int sb_boot(struct sandbox *sb, struct api_err *e)
+static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, bool *spawned,
+			  bool *refused, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16];
+	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16], firewall[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
-				.vsock = sb->vsock };
+				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
+				.firewall = firewall };
 	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb };
-	struct agent_client_info info;
 	struct agent_client_err ae;
 	struct agent_client c;
 	struct vmm_argv argv;
 	struct vmm_proc *proc;
-	enum sandbox_state to;
-	double t0, deadline, ready_ms;
-	int64_t uptime = -1;
-	bool synced = false, spawned = false, timed_out = false;
-	struct timespec now;
+	double t0, deadline;
+	bool timed_out = false;
 	pid_t pid;
 
+	*spawned = *refused = false;
 	/* The spec and image path do not change after creation. */
 	l.image = sb->rec.image_path;
 	l.spec = &sb->rec.spec;
 	snprintf(overlay, sizeof(overlay), "%s/overlay", sb->dir);
 	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
 	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
-	if (vmm_argv_build(&l, &argv, e))
-		goto failed;
+	firewall[0] = '\0';
+	if (sb_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e))
+		return -1;
 	req.argv = argv.argv;
-	/* A socket left by a kiln-vmm that was killed would make bind fail. */
+	/* Sockets left by a kiln-vmm that was killed would make bind fail. */
 	unlink(sb->vsock);
+	unlink(sb->control);
 	sb_lock(d);
 	sb->vmm_exited = false;
+	sb->restoring = restore_dir != NULL;
 	sb->rec.boots++;
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	sb_unlock(d);
@@ -178,10 +199,10 @@ int sb_boot(struct sandbox *sb, struct api_err *e)
 		sb_lock(d);
 		sb->refs--;
 		sb_unlock(d);
-		goto failed;
+		return -1;
 	}
 	vmm_argv_free(&argv);
-	spawned = true;
+	*spawned = true;
 	sb_lock(d);
 	/* The VMM may already be gone (on_vmm_exit ran): then keep proc NULL. */
 	if (!sb->vmm_exited) {
@@ -200,11 +221,13 @@ int sb_boot(struct sandbox *sb, struct api_err *e)
 
 		sb_lock(d);
 		exited = sb->vmm_exited;
-		if (exited)
+		if (exited) {
 			boot_exit_error_locked(sb, e);
+			*refused = restore_dir && last_exit_status_locked(sb) == 1;
+		}
 		sb_unlock(d);
 		if (exited)
-			goto failed;
+			return -1;
 		if (atomic_load(&d->shutting_down)) {
 			api_err_set(e, API_E_AGENT_UNAVAILABLE, "sandbox %s: kilnd is shutting down", sb->rec.id);
 			goto kill;
@@ -221,39 +244,7 @@ int sb_boot(struct sandbox *sb, struct api_err *e)
 			goto kill;
 		}
 	}
-	ready_ms = mono_ms_f() - t0;
-	/* Best effort, for the boot timeline and for guests without an RTC. */
-	if (agent_client_info(&c, &info, &ae) == 0)
-		uptime = (int64_t)info.uptime_ms;
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (agent_client_sync_clock(&c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, NULL, &ae) == 0)
-		synced = true;
-	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
-
-	sb_lock(d);
-	if (sb->vmm_exited) {
-		boot_exit_error_locked(sb, e);
-		sb_unlock(d);
-		goto failed;
-	}
-	sandbox_transition(sb->rec.state, SB_EV_BOOT_OK, &to, sb->rec.id, NULL);
-	sb->rec.state = to;
-	sb->rec.started_ms = wall_ms();
-	sb->rec.stopped_ms = 0;
-	json_decref(sb->rec.boot);
-	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
-	if (sb->rec.spec.timeout_s) {
-		sb->deadline_mono = mono_ms() + (int64_t)sb->rec.spec.timeout_s * 1000;
-		sb->rec.expires_ms = sb->rec.started_ms + (int64_t)sb->rec.spec.timeout_s * 1000;
-	}
-	sb_persist_locked(sb);
-	sb_unlock(d);
-	pthread_mutex_lock(&d->metrics_mu);
-	d->metrics.boots++;
-	histogram_observe(&d->metrics.boot_seconds, ready_ms / 1000.0);
-	pthread_mutex_unlock(&d->metrics_mu);
-	kilnd_log("sandbox %s: running, agent answered after %.1f ms", sb->rec.id, ready_ms);
+	*ready_ms = mono_ms_f() - t0;
 	return 0;
 
 kill:
@@ -271,6 +262,106 @@ kill:
 			    last ? last : sb->rec.spec.console ? "(none)" : "(console off)");
 	}
 	sb_unlock(d);
+	return -1;
+}
+
+/*
+ * Boot the sandbox (state booting, owned by the caller) from src (NULL:
+ * the kernel) and wait for its agent; then give it its hostname (forks)
+ * and the host's clock (every restore: the guest's clock stood still in
+ * the snapshot). 0: running. -1 with e: crashed, no VMM left.
+ */
+int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	const char *restore_dir = src ? src->restore_dir : NULL;
+	char snapshot_error[API_ERR_MESSAGE_MAX] = "";
+	struct agent_client_info info;
+	struct agent_client_err ae;
+	struct agent_client c;
+	enum sandbox_state to;
+	double ready_ms = 0;
+	int64_t uptime = -1;
+	bool synced = false, spawned = false, refused = false;
+	struct timespec now;
+
+	if (spawn_and_wait(sb, restore_dir, &ready_ms, &spawned, &refused, e)) {
+		if (!refused || !src->cold_fallback)
+			goto failed;
+		/* The snapshot is unusable: the overlay still holds the disk as
+		 * it was at the snapshot, so boot the kernel on it instead. */
+		sb_lock(d);
+		const char *msg = json_string_value(json_object_get(sb->rec.last_exit, "message"));
+
+		snprintf(snapshot_error, sizeof(snapshot_error), "%s", msg ? msg : e->message);
+		sb_unlock(d);
+		kilnd_log("sandbox %s: the snapshot in %s is unusable (%s); booting the kernel instead", sb->rec.id,
+			  restore_dir, snapshot_error);
+		SB_METRIC(d, wake_cold_boots);
+		restore_dir = NULL;
+		if (spawn_and_wait(sb, NULL, &ready_ms, &spawned, &refused, e))
+			goto failed;
+	}
+
+	agent_client_init(&c, sb->vsock);
+	if (src && src->hostname && restore_dir) {
+		/* A fork runs the memory of another guest: its own name first. */
+		struct agent_client_configure cfg = { .hostname = src->hostname };
+
+		if (agent_client_configure(&c, &cfg, &ae)) {
+			api_err_from_agent(e, &ae, "setting the fork's hostname");
+			sb_lock(d);
+			sb_kill_locked(sb);
+			sb_unlock(d);
+			goto failed;
+		}
+	}
+	/* Best effort, for the boot timeline and for guests without an RTC. */
+	if (agent_client_info(&c, &info, &ae) == 0)
+		uptime = (int64_t)info.uptime_ms;
+	clock_gettime(CLOCK_REALTIME, &now);
+	(void)now;
+	if (sb_sync_guest(&c, &ae) == 0)
+		synced = true;
+	else
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
+
+	sb_lock(d);
+	if (sb->vmm_exited) {
+		boot_exit_error_locked(sb, e);
+		sb_unlock(d);
+		goto failed;
+	}
+	sandbox_transition(sb->rec.state, SB_EV_BOOT_OK, &to, sb->rec.id, NULL);
+	sb->rec.state = to;
+	sb->restoring = false;
+	sb->rec.started_ms = wall_ms();
+	sb->rec.stopped_ms = 0;
+	sb->active_mono = mono_ms();
+	json_decref(sb->rec.boot);
+	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
+	if (restore_dir)
+		sandbox_boot_source(sb->rec.boot, src->from, src->checkpoint, NULL);
+	else if (snapshot_error[0])
+		sandbox_boot_source(sb->rec.boot, "kernel", NULL, snapshot_error);
+	if (sb->rec.spec.timeout_s) {
+		sb->deadline_mono = mono_ms() + (int64_t)sb->rec.spec.timeout_s * 1000;
+		sb->rec.expires_ms = sb->rec.started_ms + (int64_t)sb->rec.spec.timeout_s * 1000;
+	}
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	pthread_mutex_lock(&d->metrics_mu);
+	if (restore_dir) {
+		histogram_observe(&d->metrics.restore_seconds, ready_ms / 1000.0);
+	} else {
+		d->metrics.boots++;
+		histogram_observe(&d->metrics.boot_seconds, ready_ms / 1000.0);
+	}
+	pthread_mutex_unlock(&d->metrics_mu);
+	kilnd_log("sandbox %s: running, agent answered after %.1f ms (%s)", sb->rec.id, ready_ms,
+		  restore_dir ? src->from : "kernel");
+	return 0;
+
 failed:
 	sb_lock(d);
 	if (!spawned) {
@@ -281,8 +372,10 @@ failed:
 		json_decref(sb->rec.last_exit);
 		sb->rec.last_exit = sandbox_exit_json(&end);
 	} else {
-		json_object_set_new(sb->rec.last_exit, "reason", json_string("boot_failed"));
+		json_object_set_new(sb->rec.last_exit, "reason",
+				    json_string(sb->restoring ? "restore_failed" : "boot_failed"));
 	}
+	sb->restoring = false;
 	if (sandbox_transition(sb->rec.state, SB_EV_BOOT_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
 	sb_persist_locked(sb);
@@ -326,4 +419,22 @@ void sb_halt(struct sandbox *sb, int grace_ms)
 			sb_kill_locked(sb);
 	}
 	sb_unlock(d);
+}
+
+int sb_sync_guest(const struct agent_client *c, struct agent_client_err *ae)
+{
+	uint8_t seed[AGENT_ENTROPY_MAX];
+	struct timespec now;
+	int r;
+
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
+		/* Never blocks or fails once the host has booted; set the clock anyway. */
+		clock_gettime(CLOCK_REALTIME, &now);
+		return agent_client_sync_clock(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, NULL, ae) ? -1 : 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	r = agent_client_sync_clock_seed(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, seed, sizeof(seed),
+					 NULL, ae);
+	explicit_bzero(seed, sizeof(seed));
+	return r ? -1 : 0;
 }

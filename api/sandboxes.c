@@ -102,8 +102,10 @@ void sandboxes_tick(struct kilnd *d)
 		pthread_attr_t attr;
 		pthread_t th;
 
-		if (sb->rec.state != SB_RUNNING || !sb->deadline_mono || now < sb->deadline_mono ||
-		    sb->timeout_pending)
+		sb_idle_check_locked(sb, now);
+		/* A paused sandbox's deadline runs on: its stop resumes it first. */
+		if ((sb->rec.state != SB_RUNNING && sb->rec.state != SB_PAUSED) || !sb->deadline_mono ||
+		    now < sb->deadline_mono || sb->timeout_pending)
 			continue;
 		sb->timeout_pending = true;
 		sb->refs++;
@@ -174,7 +176,7 @@ void sandboxes_shutdown(struct kilnd *d)
 	free(started);
 }
 
-/* Load one sandbox directory's meta.json. */
+/* Load one sandbox directory's meta.json (path: its hibernate/ then). */
 static void load_one(struct kilnd *d, const char *id)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16];
@@ -207,7 +209,9 @@ static void load_one(struct kilnd *d, const char *id)
 	}
 	json_decref(meta);
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
-	if (sb_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", dir)) {
+	if (sb_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", dir) ||
+	    sb_pathf(sb->control, sizeof(sb->control), "%s/control.sock", dir) ||
+	    sb_pathf(path, sizeof(path), "%s/hibernate", dir)) {
 		sb_free(sb);
 		return;
 	}
@@ -218,7 +222,16 @@ static void load_one(struct kilnd *d, const char *id)
 		sb_free(sb);
 		return;
 	}
-	if (sb->rec.state != SB_STOPPED && sb->rec.state != SB_CRASHED) {
+	sb_checkpoints_reconcile(sb);
+	/* A hibernation whose snapshot was complete (kiln-vmm publishes the
+	 * directory only then), or a wake cut short: still hibernated. */
+	if ((sb->rec.state == SB_HIBERNATING || sb->rec.state == SB_BOOTING) && stat(path, &st) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		kilnd_log("sandbox %s: %s was cut short; it stays hibernated", id,
+			  sb->rec.state == SB_BOOTING ? "a wake" : "a hibernation");
+		sb->rec.state = SB_HIBERNATED;
+	}
+	if (sb->rec.state != SB_STOPPED && sb->rec.state != SB_CRASHED && sb->rec.state != SB_HIBERNATED) {
 		/* Its VMM died with the previous kilnd (PR_SET_PDEATHSIG). */
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1,
 				       .message = json_string("kilnd exited while this sandbox ran; its VM was killed with it") };
@@ -228,6 +241,11 @@ static void load_one(struct kilnd *d, const char *id)
 		sb->rec.state = SB_CRASHED;
 		sb->rec.stopped_ms = end.at_ms;
 		unlink(sb->vsock);
+		unlink(sb->control);
+		/* Only a hibernated sandbox keeps a hibernation snapshot. */
+		json_decref(sb->rec.hibernation);
+		sb->rec.hibernation = NULL;
+		sb_remove_dir(path);
 	}
 	sb->rec.pid = 0;
 	sb->rec.expires_ms = 0;

@@ -49,9 +49,12 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	size_t off = 0;
 
 	memset(a, 0, sizeof(*a));
-	if (check_path("kiln-vmm", l->vmm, e) || check_path("kernel", l->kernel, e) ||
+	if (check_path("kiln-vmm", l->vmm, e) || (!l->restore_dir && check_path("kernel", l->kernel, e)) ||
 	    check_path("image", l->image, e) || check_path("overlay", l->overlay, e) ||
-	    check_path("vsock socket", l->vsock, e))
+	    check_path("vsock socket", l->vsock, e) || check_path("control socket", l->control, e) ||
+	    (l->restore_dir && check_path("snapshot", l->restore_dir, e)))
+		return -1;
+	if (s->network == SB_NET_PASST && check_path("firewall rules", l->firewall, e))
 		return -1;
 	if (!hostname_valid(s->hostname)) {
 		api_err_set(e, API_E_BAD_FIELD, "hostname '%.80s' is invalid", s->hostname);
@@ -73,18 +76,29 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		off += (size_t)snprintf(shares + off, sizeof(shares) - off, "%skiln%zu:%s%s", i ? "," : "", i,
 					sh->guest_path, sh->read_only ? ":ro" : "");
 	}
-	if (add(a, e, "%s", l->vmm) || add(a, e, "--kernel") || add(a, e, "%s", l->kernel) ||
-	    add(a, e, "--disk") || add(a, e, "%s,overlay=%s", l->image, l->overlay) ||
-	    add(a, e, "--vsock") || add(a, e, "%s", l->vsock) || add(a, e, "--mem") ||
-	    add(a, e, "%u", s->memory_mib) || add(a, e, "--cpus") || add(a, e, "%u", s->cpus) ||
-	    add(a, e, "--boot-timeline=json"))
+	if (add(a, e, "%s", l->vmm))
+		goto fail;
+	if (l->restore_dir ? (add(a, e, "--restore") || add(a, e, "%s", l->restore_dir))
+			   : (add(a, e, "--kernel") || add(a, e, "%s", l->kernel)))
+		goto fail;
+	if (add(a, e, "--disk") || add(a, e, "%s,overlay=%s", l->image, l->overlay) ||
+	    add(a, e, "--vsock") || add(a, e, "%s", l->vsock) || add(a, e, "--control") ||
+	    add(a, e, "%s", l->control) || add(a, e, "--mem") || add(a, e, "%u", s->memory_mib) ||
+	    add(a, e, "--cpus") || add(a, e, "%u", s->cpus) || add(a, e, "--boot-timeline=json"))
 		goto fail;
 	if (s->console && add(a, e, "--console"))
 		goto fail;
+	if (s->network == SB_NET_PASST &&
+	    (add(a, e, "--net") || add(a, e, "passt") || add(a, e, "--firewall") || add(a, e, "%s", l->firewall)))
+		goto fail;
 	/* quiet: with the console on, only warnings and panics reach it (each
 	 * byte is a VM exit); kiln-vmm adds quiet itself when it is off. */
-	if (add(a, e, "--cmdline") ||
-	    add(a, e, "quiet kiln.hostname=%s%s%s", s->hostname, s->nshares ? " kiln.shares=" : "", shares))
+	if (!l->restore_dir &&
+	    (add(a, e, "--cmdline") ||
+	     add(a, e, "quiet kiln.hostname=%s%s%s%s", s->hostname, s->nshares ? " kiln.shares=" : "", shares,
+		 s->network == SB_NET_PASST
+			 ? " kiln.ip=" FW_PASST_GUEST_IP " kiln.gw=" FW_PASST_GATEWAY " kiln.dns=" FW_PASST_DNS
+			 : "")))
 		goto fail;
 	for (size_t i = 0; i < s->nshares; i++) {
 		if (add(a, e, "--share") ||

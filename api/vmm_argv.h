@@ -7,7 +7,13 @@
  * the meaning of --disk/--share, and a space or quote on the kernel
  * command line would add parameters. The guest learns its hostname and
  * shares from the command line (kiln.hostname=, kiln.shares=TAG:/path[:ro]);
- * share tags are kiln0..kiln7 in spec order.
+ * share tags are kiln0..kiln7 in spec order. Every VMM serves its control
+ * socket (--control: pause, resume, snapshot). A restore (--restore DIR)
+ * has no --kernel and no --cmdline (the guest's kernel runs on from the
+ * snapshot) and the same memory, vCPUs and devices as a boot, which the
+ * snapshot requires. A sandbox with network passt gets `--net passt
+ * --firewall FILE` (its current rules, on boot and restore alike) and, on
+ * a boot, kiln.ip=/kiln.gw=/kiln.dns= with passt's addresses.
  */
 #ifndef KILN_VMM_ARGV_H
 #define KILN_VMM_ARGV_H
@@ -25,6 +31,9 @@ struct vmm_launch {
 	const char *image;   /* read-only base */
 	const char *overlay; /* the sandbox's copy-on-write overlay (kiln-vmm creates it) */
 	const char *vsock;   /* the sandbox's vsock Unix socket */
+	const char *control; /* the sandbox's kiln-vmm control socket */
+	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
+	const char *firewall;    /* the rule set file; needed when spec->network is passt */
 	const struct sandbox_spec *spec;
 };
 

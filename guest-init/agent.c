@@ -15,6 +15,7 @@
 #include "agent_conn.h"
 #include "agent_files.h"
 #include "agent_serve.h"
+#include "agent_tcp.h"
 
 /* Rings from this size up are fresh mappings, committed only as written. */
 #define AGENT_MMAP_THRESHOLD (128 << 10)
@@ -94,6 +95,28 @@ int agent_reply_ok(struct agent_conn *c)
 
 /* ---- connections ---- */
 
+/* tcp_connect within AGENT_MAX_BRIDGES: the bridge holds its slot while it runs. */
+static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->conn_lock);
+	ok = a->bridges < AGENT_MAX_BRIDGES;
+	if (ok)
+		a->bridges++;
+	pthread_mutex_unlock(&a->conn_lock);
+	if (!ok) {
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "tcp_connect: %d bridges are open, the most the agent runs at once (its other connections stay free for exec and files); retry when one has ended",
+				  AGENT_MAX_BRIDGES);
+		return;
+	}
+	agent_tcp_serve(c, m);
+	pthread_mutex_lock(&a->conn_lock);
+	a->bridges--;
+	pthread_mutex_unlock(&a->conn_lock);
+}
+
 static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	switch (m->type) {
@@ -147,6 +170,9 @@ static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		break;
 	case AGENT_T_SHUTDOWN:
 		agent_serve_shutdown(a, c, m);
+		break;
+	case AGENT_T_TCP_CONNECT:
+		serve_tcp(a, c, m);
 		break;
 	default:
 		/* data / end: agent_msg_parse refuses them as requests. */

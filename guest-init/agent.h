@@ -17,8 +17,9 @@
  *
  * Everything hangs off one struct agent made by agent_create(); nothing is
  * global. The file operations are served by agent_files_serve()
- * (agent_files.h). Each request handler replies on the connection it is
- * given; the connection thread closes the connection and frees the request
+ * (agent_files.h), the TCP bridge by agent_tcp_serve() (agent_tcp.h).
+ * Each request handler replies on the connection it is given; the
+ * connection thread closes the connection and frees the request
  * afterwards.
  */
 #ifndef KILN_AGENT_H
@@ -48,6 +49,7 @@ struct agent {
 	pthread_attr_t thread_attr; /* detached, AGENT_THREAD_STACK */
 	pthread_mutex_t conn_lock;
 	unsigned conns;            /* open connections, under conn_lock */
+	unsigned bridges;          /* of which tcp_connect bridges, under conn_lock */
 	int listen_fd;
 	int null_fd;               /* /dev/null, O_RDWR */
 	struct rlimit child_nofile; /* the open-file limit children get back */

@@ -3,9 +3,13 @@
  * ping, info, configure, sync_clock, shutdown.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/random.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -76,15 +80,47 @@ void agent_serve_configure(struct agent *a, struct agent_conn *c, struct agent_m
 		agent_reply_ok(c);
 }
 
+/*
+ * Mix host-given bytes into the kernel's pool, credit them, and reseed the
+ * CRNG now: after a restore, every fork of one snapshot would otherwise
+ * draw the same random numbers until the kernel reseeds on its own.
+ */
+static int add_entropy(const char *hex)
+{
+	struct {
+		struct rand_pool_info info;
+		uint8_t buf[AGENT_ENTROPY_MAX];
+	} r;
+	size_t n = strlen(hex) / 2; /* agent_proto checked: even, hex, <= max */
+	int fd, err = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sscanf(hex + 2 * i, "%2hhx", &r.buf[i]);
+	r.info.entropy_count = (int)(n * 8);
+	r.info.buf_size = (int)n;
+	fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	if (ioctl(fd, RNDADDENTROPY, &r.info) < 0 || ioctl(fd, RNDRESEEDCRNG) < 0)
+		err = errno;
+	close(fd);
+	explicit_bzero(&r, sizeof(r));
+	return err;
+}
+
 void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
-	struct timespec before, now = { .tv_sec = m->u.time_ns / 1000000000,
-					.tv_nsec = m->u.time_ns % 1000000000 };
-	struct agent_kv kv;
+	struct timespec before, now = { .tv_sec = m->u.clock.time_ns / 1000000000,
+					.tv_nsec = m->u.clock.time_ns % 1000000000 };
+	struct agent_kv kv[2];
 	struct agent_line l;
 	int e;
 
 	(void)a;
+	if (m->u.clock.entropy && (e = add_entropy(m->u.clock.entropy))) {
+		agent_reply_error(c, agent_errno_code(e), "sync_clock: adding entropy: %s", strerror(e));
+		return;
+	}
 	clock_gettime(CLOCK_REALTIME, &before);
 	if (clock_settime(CLOCK_REALTIME, &now) < 0) {
 		e = errno;
@@ -92,8 +128,9 @@ void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_
 		return;
 	}
 	/* time_ns is range-checked (2000..2100), so neither side overflows. */
-	kv = AGENT_INT("delta_ns", m->u.time_ns - ((int64_t)before.tv_sec * 1000000000 + before.tv_nsec));
-	agent_conn_send_line(c, &l, agent_line_ok(&l, &kv, 1));
+	kv[0] = AGENT_INT("delta_ns", m->u.clock.time_ns - ((int64_t)before.tv_sec * 1000000000 + before.tv_nsec));
+	kv[1] = AGENT_BOOL("reseeded", m->u.clock.entropy != NULL);
+	agent_conn_send_line(c, &l, agent_line_ok(&l, kv, 2));
 }
 
 void agent_serve_shutdown(struct agent *a, struct agent_conn *c, struct agent_msg *m)

@@ -35,6 +35,7 @@ static const char *const code_names[AGENT_CODE_COUNT] = {
 	[AGENT_E_BUSY] = "busy",
 	[AGENT_E_TIMEOUT] = "timeout",
 	[AGENT_E_IO_ERROR] = "io_error",
+	[AGENT_E_REFUSED] = "refused",
 };
 
 const char *agent_code_name(enum agent_code code)
@@ -74,6 +75,8 @@ enum agent_code agent_errno_code(int errnum)
 		return AGENT_E_BUSY;
 	case ETIMEDOUT:
 		return AGENT_E_TIMEOUT;
+	case ECONNREFUSED:
+		return AGENT_E_REFUSED;
 	default:
 		return AGENT_E_IO_ERROR;
 	}
@@ -423,8 +426,9 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user") },
 	[AGENT_T_CONFIGURE] = { "configure", CTX_REQ, false,
 				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu") },
-	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns") },
+	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy") },
 	[AGENT_T_SHUTDOWN] = { "shutdown", CTX_REQ, false, FIELDS("grace_ms") },
+	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address") },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS },
 };
@@ -514,6 +518,22 @@ static enum agent_code get_string(struct parse *p, const char *key, bool require
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be %s, not %s", p->name,
 				     key, what, json_kind(v));
 	*out = json_string_value(v);
+	return AGENT_OK;
+}
+
+/* sync_clock's `entropy`: an even number of hex digits, 1..AGENT_ENTROPY_MAX bytes. */
+static enum agent_code parse_entropy(struct parse *p, const char **out)
+{
+	enum agent_code c = get_string(p, "entropy", false, "a string of hex digits", out);
+	size_t n;
+
+	if (c || !*out)
+		return c;
+	n = strlen(*out);
+	if (n == 0 || n % 2 || n > 2 * AGENT_ENTROPY_MAX || strspn(*out, "0123456789abcdefABCDEF") != n)
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+				     "%s: 'entropy' must be 1..%d bytes as an even number of hex digits", p->name,
+				     AGENT_ENTROPY_MAX);
 	return AGENT_OK;
 }
 
@@ -902,6 +922,33 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 	return AGENT_OK;
 }
 
+/*
+ * Only the guest's own loopback: the bridge exists to reach a server
+ * without a guest network, and a host that could name any address would
+ * turn the agent into a proxy onto whatever network the guest has.
+ */
+static enum agent_code parse_tcp(struct parse *p, struct agent_tcp_req *r)
+{
+	uint32_t port;
+	enum agent_code c;
+
+	if ((c = get_u32(p, "port", true, 1, 65535, 0, &port)) ||
+	    (c = get_string(p, "address", false, "\"127.0.0.1\" or \"::1\"", &r->address)))
+		return c;
+	r->port = (uint16_t)port;
+	if (!r->address || strcmp(r->address, "127.0.0.1") == 0) {
+		r->address = "127.0.0.1";
+		r->family = AF_INET;
+	} else if (strcmp(r->address, "::1") == 0) {
+		r->family = AF_INET6;
+	} else {
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+				     "%s: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '%.100s'",
+				     p->name, r->address);
+	}
+	return AGENT_OK;
+}
+
 static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
 {
 	uint64_t v;
@@ -933,11 +980,13 @@ static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
 		return parse_configure(p, &m->u.conf);
 	case AGENT_T_SYNC_CLOCK:
 		c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0, &v);
-		m->u.time_ns = (int64_t)v;
-		return c;
+		m->u.clock.time_ns = (int64_t)v;
+		return c ? c : parse_entropy(p, &m->u.clock.entropy);
 	case AGENT_T_SHUTDOWN:
 		return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
 			       &m->u.grace_ms);
+	case AGENT_T_TCP_CONNECT:
+		return parse_tcp(p, &m->u.tcp);
 	default:
 		return AGENT_OK;
 	}

@@ -42,6 +42,9 @@
 #define AGENT_ENV_MAX 1024
 #define AGENT_MAX_PROCS 128
 #define AGENT_MAX_CONNS 128
+/* tcp_connect bridges at once: forwarded ports can never take the slots
+ * that exec, files and ping need. */
+#define AGENT_MAX_BRIDGES 96
 #define AGENT_OUTPUT_CAP_DEFAULT (1u << 20)
 #define AGENT_OUTPUT_CAP_MAX (256u << 20)
 #define AGENT_RING_DEFAULT (256u << 10)
@@ -57,6 +60,8 @@
 #define AGENT_IFNAME_MAX 15             /* IFNAMSIZ less the NUL */
 #define AGENT_GRACE_DEFAULT_MS 100u
 #define AGENT_GRACE_MAX_MS 60000u
+#define AGENT_TCP_CONNECT_MS 10000      /* tcp_connect: connect() to the guest port */
+#define AGENT_TCP_HALF_IDLE_MS 60000    /* tcp_connect: one direction ended, the other idle this long */
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
 #define AGENT_ERR_MESSAGE_MAX 512       /* message buffer, NUL included */
@@ -64,6 +69,8 @@
 #define AGENT_PTY_COLS_DEFAULT 80u
 #define AGENT_FILE_MODE_DEFAULT 0644u
 #define AGENT_DIR_MODE_DEFAULT 0755u
+/* sync_clock's optional `entropy`: hex, 1..AGENT_ENTROPY_MAX bytes. */
+#define AGENT_ENTROPY_MAX 64
 /* sync_clock accepts 2000-01-01 .. 2100-01-01: anything else is a host bug. */
 #define AGENT_CLOCK_MIN_NS 946684800000000000LL
 #define AGENT_CLOCK_MAX_NS 4102444800000000000LL
@@ -101,6 +108,7 @@ enum agent_code {
 	AGENT_E_BUSY,
 	AGENT_E_TIMEOUT,
 	AGENT_E_IO_ERROR,
+	AGENT_E_REFUSED,
 	AGENT_CODE_COUNT
 };
 
@@ -199,6 +207,7 @@ enum agent_type {
 	AGENT_T_CONFIGURE,
 	AGENT_T_SYNC_CLOCK,
 	AGENT_T_SHUTDOWN,
+	AGENT_T_TCP_CONNECT,
 	AGENT_T_DATA,
 	AGENT_T_END,
 	AGENT_TYPE_COUNT
@@ -281,6 +290,13 @@ struct agent_configure_req {
 	uint32_t mtu; /* 0: unchanged */
 };
 
+/* tcp_connect: a port on the guest's loopback. */
+struct agent_tcp_req {
+	uint16_t port;
+	int family;          /* AF_INET (127.0.0.1) or AF_INET6 (::1) */
+	const char *address; /* "127.0.0.1" or "::1", as given or the default */
+};
+
 struct agent_msg {
 	enum agent_type type;
 	uint64_t len;   /* payload bytes that follow this header */
@@ -290,7 +306,11 @@ struct agent_msg {
 		struct agent_ctl_req ctl;
 		struct agent_file_req file;
 		struct agent_configure_req conf;
-		int64_t time_ns;    /* sync_clock */
+		struct agent_tcp_req tcp;
+		struct {
+			int64_t time_ns;
+			const char *entropy; /* hex digits (checked), or NULL */
+		} clock;            /* sync_clock */
 		uint32_t grace_ms;  /* shutdown */
 	} u;
 };

@@ -113,7 +113,8 @@ static void read_cmdline(char *buf, size_t len)
 /*
  * kiln.hostname= kiln.iface= kiln.ip= kiln.gw= kiln.dns= kiln.mtu=, with
  * the `configure` rules; each invalid value or failed step is reported on
- * the console and skipped, the rest still applies.
+ * the console and skipped, the rest still applies. The loopback interface
+ * comes up first, whatever the command line says.
  */
 static void configure_from_cmdline(const char *cmdline)
 {
@@ -123,6 +124,8 @@ static void configure_from_cmdline(const char *cmdline)
 	netconf_from_cmdline(cmdline, &nb);
 	for (int i = 0; i < nb.ncomplaints; i++)
 		say("%s", nb.complaint[i]);
+	if (netconf_loopback(&err) < 0)
+		say("lo: %s", err.message);
 	if (netconf_hostname(&nb.req, &err) < 0)
 		say("%s", err.message);
 	if (netconf_mtu(&nb.req, &err) < 0)

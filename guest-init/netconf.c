@@ -87,6 +87,11 @@ static int link_up(const char *ifname, struct agent_err *err)
 	return r < 0 ? fail(err, -r, "bringing %s up", ifname) : 0;
 }
 
+int netconf_loopback(struct agent_err *err)
+{
+	return link_up("lo", err);
+}
+
 /* ---- rtnetlink ---- */
 
 struct nl_msg {

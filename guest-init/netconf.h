@@ -39,6 +39,13 @@ int netconf_gateway(const struct agent_configure_req *r, struct agent_err *err);
 int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf,
 		struct agent_err *err);
 
+/*
+ * Bring the loopback interface up (the kernel then gives it 127.0.0.1/8
+ * and ::1): guest programs, and the agent's tcp_connect bridge, reach
+ * local servers through it even when the guest has no network.
+ */
+int netconf_loopback(struct agent_err *err);
+
 struct netconf_boot {
 	struct agent_configure_req req; /* strings point into the buffers below */
 	char hostname[AGENT_HOSTNAME_MAX + 1];

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "e820.h"
+#include "le.h"
 #include "layout.h"
 
 /* Documentation/x86/boot.rst */
@@ -40,20 +41,6 @@ struct hvm_memmap_entry {
 	uint32_t type, reserved;
 };
 
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-
 int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct kiln_error *e)
 {
 	struct setup_header h;
@@ -62,7 +49,7 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, stru
 	memset(out, 0, sizeof(*out));
 	if (len < HDR_MAGIC_OFF + 4 || memcmp(img + HDR_MAGIC_OFF, "HdrS", 4) != 0)
 		return kiln_errf(e, ENOEXEC, "not a bzImage or ELF vmlinux (no HdrS magic)");
-	if (rd16(img + BOOT_FLAG_OFF) != 0xaa55)
+	if (le_get16(img + BOOT_FLAG_OFF) != 0xaa55)
 		return kiln_errf(e, ENOEXEC, "bzImage boot flag is not 0xAA55: image damaged");
 	hdr_end = HDR_MAGIC_OFF + img[HDR_JUMP_END_OFF];
 	if (hdr_end > len)
@@ -103,7 +90,7 @@ static int pvh_note(const uint8_t *img, size_t off, size_t size, struct pvh_info
 	size_t end = off + size;
 
 	while (end - off >= 12) {
-		uint32_t namesz = rd32(img + off), descsz = rd32(img + off + 4), type = rd32(img + off + 8);
+		uint32_t namesz = le_get32(img + off), descsz = le_get32(img + off + 4), type = le_get32(img + off + 8);
 		size_t name = off + 12;
 		size_t desc, next;
 
@@ -116,7 +103,7 @@ static int pvh_note(const uint8_t *img, size_t off, size_t size, struct pvh_info
 		next = desc + ((descsz + 3u) & ~3u);
 		if (type == XEN_ELFNOTE_PHYS32_ENTRY && namesz == 4 && memcmp(img + name, "Xen", 4) == 0 &&
 		    (descsz == 4 || descsz == 8)) {
-			out->entry = rd32(img + desc);
+			out->entry = le_get32(img + desc);
 			return 1;
 		}
 		if (next > end)

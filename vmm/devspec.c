@@ -1,5 +1,6 @@
 #include "devspec.h"
 
+#include "rate_limit.h"
 #include "virtio_net.h"
 
 #include <errno.h>
@@ -94,26 +95,122 @@ int devspec_vsock(char *arg, struct kiln_vsock_cfg *out, struct kiln_error *e)
 	return 0;
 }
 
+int devspec_ip4_prefix(const char *s, struct net_addr *addr, unsigned *prefix)
+{
+	char buf[NET_ADDR_STRLEN];
+	const char *slash = strchr(s, '/');
+	char *end;
+	unsigned long p;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(buf) || !slash[1] || slash[1] == '-' || slash[1] == '+')
+		return -EINVAL;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	errno = 0;
+	p = strtoul(slash + 1, &end, 10);
+	if (errno || *end || p < 1 || p > 30 || net_addr_parse(buf, addr) || addr->family != NET_AF4)
+		return -EINVAL;
+	*prefix = (unsigned)p;
+	return 0;
+}
+
+static int ip4(const char *s, struct net_addr *a)
+{
+	return net_addr_parse(s, a) == 0 && a->family == NET_AF4 ? 0 : -EINVAL;
+}
+
+/* a and b in the same /prefix. */
+static int same_subnet(const struct net_addr *a, const struct net_addr *b, unsigned prefix)
+{
+	uint32_t x = (uint32_t)a->b[0] << 24 | (uint32_t)a->b[1] << 16 | (uint32_t)a->b[2] << 8 | a->b[3];
+	uint32_t y = (uint32_t)b->b[0] << 24 | (uint32_t)b->b[1] << 16 | (uint32_t)b->b[2] << 8 | b->b[3];
+	uint32_t mask = prefix ? ~0u << (32 - prefix) : 0;
+
+	return (x & mask) == (y & mask);
+}
+
 int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 {
+	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=";
 	char *rest = arg, *f;
+	struct net_addr ip, gw, dns;
+	unsigned prefix;
 
 	memset(out, 0, sizeof(*out));
 	while ((f = next_field(&rest))) {
 		if (strncmp(f, "tap=", 4) == 0 && f[4])
 			out->tap = f + 4;
+		else if (strcmp(f, "passt") == 0)
+			out->passt = 1;
 		else if (strncmp(f, "mac=", 4) == 0 && f[4])
 			out->mac = f + 4;
+		else if (strncmp(f, "ip=", 3) == 0 && f[3])
+			out->ip = f + 3;
+		else if (strncmp(f, "gw=", 3) == 0 && f[3])
+			out->gw = f + 3;
+		else if (strncmp(f, "dns=", 4) == 0 && f[4])
+			out->dns = f + 4;
 		else
-			return kiln_errf(e, EINVAL, "--net: unknown option '%.40s' (tap=NAME, mac=MAC)", f);
+			return kiln_errf(e, EINVAL, "--net: unknown option '%.40s' (%s)", f, usage);
 	}
-	if (!out->tap)
-		return kiln_errf(e, EINVAL, "--net: expected tap=NAME[,mac=MAC] (the only backend so far is tap)");
+	if (!out->tap == !out->passt)
+		return kiln_errf(e, EINVAL, "--net: expected exactly one backend: tap=NAME[,mac=MAC] or passt[,mac=MAC]");
 	if (out->mac) {
 		uint8_t mac[6];
 
 		if (net_parse_mac(out->mac, mac))
 			return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", out->mac);
+	}
+	if (out->tap && (out->gw || out->dns))
+		return kiln_errf(e, EINVAL, "--net tap=%s: gw= and dns= are passt's (with a TAP the host configures the network)",
+				 out->tap);
+	if (out->passt) {
+		out->ip = out->ip ? out->ip : (char *)KILN_PASST_IP;
+		out->gw = out->gw ? out->gw : (char *)KILN_PASST_GW;
+		out->dns = out->dns ? out->dns : (char *)KILN_PASST_DNS;
+	}
+	if (out->ip && devspec_ip4_prefix(out->ip, &ip, &prefix))
+		return kiln_errf(e, EINVAL, "--net ip=%.60s: expected an IPv4 ADDRESS/PREFIX like 10.0.2.15/24 (prefix 1-30)",
+				 out->ip);
+	if (!out->passt)
+		return 0;
+	if (ip4(out->gw, &gw))
+		return kiln_errf(e, EINVAL, "--net gw=%.60s: not an IPv4 address", out->gw);
+	if (ip4(out->dns, &dns))
+		return kiln_errf(e, EINVAL, "--net dns=%.60s: not an IPv4 address", out->dns);
+	if (!same_subnet(&ip, &gw, prefix) || net_addr_equal(&ip, &gw))
+		return kiln_errf(e, EINVAL, "--net gw=%s: must be another address in the guest's network %s", out->gw,
+				 out->ip);
+	if (net_addr_equal(&dns, &ip) || net_addr_equal(&dns, &gw))
+		return kiln_errf(e, EINVAL, "--net dns=%s: must differ from the guest's address and the gateway", out->dns);
+	return 0;
+}
+
+int devspec_net_rate(char *arg, struct kiln_net_rate_cfg *out, struct kiln_error *e)
+{
+	char *rest = arg, *f;
+
+	if (!arg || !*arg)
+		return kiln_errf(e, EINVAL, "--net-rate: expected tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (per second)");
+	while ((f = next_field(&rest))) {
+		static const char *const names[4] = { "tx_bytes", "tx_packets", "rx_bytes", "rx_packets" };
+		uint64_t *slot[4] = { &out->tx_bytes, &out->tx_packets, &out->rx_bytes, &out->rx_packets };
+		char *eq = strchr(f, '='), *end;
+		unsigned long long v;
+		int i;
+
+		for (i = 0; i < 4; i++)
+			if (eq && (size_t)(eq - f) == strlen(names[i]) && strncmp(f, names[i], (size_t)(eq - f)) == 0)
+				break;
+		if (i == 4)
+			return kiln_errf(e, EINVAL, "--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)", f);
+		errno = 0;
+		v = strtoull(eq + 1, &end, 10);
+		/* 0 is unlimited; the filter's buckets hold at most 2^48 tokens. */
+		if (errno || *end || !eq[1] || eq[1] == '-' || eq[1] == '+' || v > RATE_SIZE_MAX)
+			return kiln_errf(e, EINVAL, "--net-rate %s: '%.40s' is not a number from 0 (unlimited) to %llu per second",
+					 names[i], eq + 1, (unsigned long long)RATE_SIZE_MAX);
+		*slot[i] = v;
 	}
 	return 0;
 }

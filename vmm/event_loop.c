@@ -222,6 +222,10 @@ void event_loop_stop(struct event_loop *l)
 	}
 	pthread_join(l->thread, NULL);
 	l->running = 0;
+	/* Drain the stop request, so the loop can be started again (resume). */
+	if (read(l->stop_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: nothing pending; nothing else to do */
+	}
 }
 
 void event_loop_destroy(struct event_loop *l)

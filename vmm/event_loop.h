@@ -28,7 +28,8 @@ int event_loop_del(struct event_loop *l, int fd);
 int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), void *ctx);
 /* Start the thread. 0 or -errno. */
 int event_loop_start(struct event_loop *l);
-/* Stop and join the thread; safe when never started. */
+/* Stop and join the thread; safe when never started. A stopped loop keeps
+ * its watches and may be started again (that is how a VM pauses). */
 void event_loop_stop(struct event_loop *l);
 void event_loop_destroy(struct event_loop *l);
 

@@ -7,17 +7,23 @@
  * 4 guest triple fault; 5 KVM failure or an exit kiln cannot handle.
  */
 #include <errno.h>
+#include <signal.h>
+#include <execinfo.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "vm.h"
 
-#define KILN_VERSION "0.1.0"
+#include "control.h"
+#include "net_rules.h"
+#include "version.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_EARLY_RESET = 3, EXIT_TRIPLE = 4, EXIT_KVM = 5 };
 
@@ -42,9 +48,30 @@ static const char usage[] =
 	"  --share DIR:TAG[:ro] virtio-fs: host directory DIR as mount tag TAG\n"
 	"  --vsock PATH[,cid=N] virtio-vsock; host side is the Unix socket PATH\n"
 	"                       (CONNECT <port> protocol), guest CID N (default 3)\n"
-	"  --net tap=NAME[,mac=MAC]  virtio-net on TAP device NAME (created if missing;\n"
-	"                       needs CAP_NET_ADMIN); MAC random unless given\n"
+	"  --net tap=NAME[,mac=MAC][,ip=ADDR/PREFIX]\n"
+	"                       virtio-net on TAP device NAME (created if missing;\n"
+	"                       needs CAP_NET_ADMIN); MAC random unless given; ip=:\n"
+	"                       the guest's address, the only source --firewall lets out\n"
+	"  --net passt[,mac=MAC][,ip=ADDR/PREFIX][,gw=ADDR][,dns=ADDR]\n"
+	"                       virtio-net through a passt child (rootless NAT, IPv4):\n"
+	"                       the guest is ip= (default 10.0.2.15/24) behind gw=\n"
+	"                       (10.0.2.2); DNS sent to dns= (10.0.2.3) goes to the\n"
+	"                       first nameserver of the host's /etc/resolv.conf\n"
+	"  --firewall FILE      packet filter on every --net device: default deny,\n"
+	"                       the JSON rule set in FILE (docs/architecture.md,\n"
+	"                       \"Packet filter\"); changed at runtime with the control\n"
+	"                       socket's firewall-set. Without it every frame passes\n"
+	"  --firewall-log       denied and cut flows on stderr (at most 10 a second)\n"
+	"  --net-rate tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N\n"
+	"                       the filter's rate limits per second (0 or absent:\n"
+	"                       unlimited); over the limit frames wait, never drop\n"
 	"  --no-rng             no virtio-rng device (on by default: entropy from getrandom)\n"
+	"  --control PATH       control socket (mode 0600): pause, resume, status,\n"
+	"                       snapshot [--compress] DIR, firewall-set JSON,\n"
+	"                       firewall-get (docs/architecture.md)\n"
+	"  --restore DIR        resume the snapshot in DIR instead of booting (then\n"
+	"                       --kernel is not needed); --mem, --cpus and the device\n"
+	"                       options must be the ones it was taken with\n"
 	"  --verbose            log guest accesses to ports/MMIO with no device\n"
 	"  --version, --help\n"
 	"\n"
@@ -74,6 +101,38 @@ static void raise_fd_limit(void)
 	}
 }
 
+/*
+ * A kiln-vmm bug must still leave a trace in the log kilnd keeps: the
+ * signal and a backtrace on stderr (async-signal-safe calls only), then
+ * the default action, so the exit status still says which signal.
+ */
+static void crash_report(int sig)
+{
+	static const char head[] = "kiln-vmm: crashed (a kiln-vmm bug; please report it), backtrace:\n";
+	void *frames[48];
+	int n;
+
+	if (write(STDERR_FILENO, head, sizeof(head) - 1) < 0) {
+		/* nothing more to do */
+	}
+	n = backtrace(frames, 48);
+	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void install_crash_report(void)
+{
+	void *warm[1];
+
+	backtrace(warm, 1); /* loads libgcc now, not inside the handler */
+	signal(SIGSEGV, crash_report);
+	signal(SIGBUS, crash_report);
+	signal(SIGILL, crash_report);
+	signal(SIGFPE, crash_report);
+	signal(SIGABRT, crash_report);
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "kiln-vmm: ");
@@ -82,10 +141,62 @@ static int bad_usage(const char *fmt, const char *arg)
 	return EXIT_USAGE;
 }
 
+/*
+ * Read and check the --firewall rule set, so a bad one is a usage error
+ * with net_rules' own message (the field it names). EXIT_OK or EXIT_USAGE.
+ */
+static int load_firewall(const char *path, char **text, size_t *len)
+{
+	struct net_rules_err re = { 0 };
+	struct net_rules *rules = NULL;
+	struct stat st;
+	char *buf;
+	size_t have = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NET_RULES_TEXT_MAX) {
+		fprintf(stderr, "kiln-vmm: --firewall %s: not a regular file of at most %d bytes\n", path,
+			NET_RULES_TEXT_MAX);
+		close(fd);
+		return EXIT_USAGE;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	while (buf && have < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + have, (size_t)st.st_size - have);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+	}
+	close(fd);
+	if (!buf || have != (size_t)st.st_size) {
+		fprintf(stderr, "kiln-vmm: --firewall %s: cannot read it\n", path);
+		free(buf);
+		return EXIT_USAGE;
+	}
+	buf[have] = '\0';
+	if (net_rules_parse_text(buf, have, &rules, &re) < 0) {
+		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, re.msg);
+		free(buf);
+		return EXIT_USAGE;
+	}
+	net_rules_free(rules);
+	*text = buf;
+	*len = have;
+	return EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
-	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK };
+	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK,
+	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -101,6 +212,11 @@ int main(int argc, char **argv)
 		{ "disk", required_argument, 0, OPT_DISK },
 		{ "share", required_argument, 0, OPT_SHARE },
 		{ "vsock", required_argument, 0, OPT_VSOCK },
+		{ "control", required_argument, 0, OPT_CONTROL },
+		{ "restore", required_argument, 0, OPT_RESTORE },
+		{ "firewall", required_argument, 0, OPT_FIREWALL },
+		{ "firewall-log", no_argument, 0, OPT_FIREWALL_LOG },
+		{ "net-rate", required_argument, 0, OPT_NET_RATE },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -111,12 +227,18 @@ int main(int argc, char **argv)
 	struct kiln_error err = { { 0 } };
 	struct kiln_vm_result res;
 	struct kiln_vm *vm;
+	struct control *ctl = NULL;
+	const char *control_path = NULL;
+	const char *firewall_path = NULL;
+	char *firewall = NULL;
+	int net_rate = 0;
 	struct termios saved;
 	unsigned long long n;
 	int timeline = 0, json = 0, console = 0, raw = 0, status, opt;
 	const char *reason;
 
 	cfg.t0_ns = timeline_now_ns();
+	install_crash_report();
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -182,6 +304,25 @@ int main(int argc, char **argv)
 			if (devspec_vsock(optarg, &cfg.vsock, &err))
 				return bad_usage("%s", err.msg);
 			break;
+		case OPT_CONTROL:
+			control_path = optarg;
+			break;
+		case OPT_RESTORE:
+			cfg.restore_dir = optarg;
+			break;
+		case OPT_FIREWALL:
+			if (firewall_path)
+				return bad_usage("--firewall: given twice%s", "");
+			firewall_path = optarg;
+			break;
+		case OPT_FIREWALL_LOG:
+			cfg.firewall_log = 1;
+			break;
+		case OPT_NET_RATE:
+			net_rate = 1;
+			if (devspec_net_rate(optarg, &cfg.net_rate, &err))
+				return bad_usage("%s", err.msg);
+			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", KILN_VERSION);
 			return EXIT_OK;
@@ -194,8 +335,15 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
-	if (!cfg.kernel)
-		return bad_usage("%sno kernel given: pass --kernel PATH", "");
+	if (!cfg.kernel && !cfg.restore_dir)
+		return bad_usage("%sno kernel given: pass --kernel PATH (or --restore DIR)", "");
+	if ((firewall_path || cfg.firewall_log || net_rate) && !cfg.nnet)
+		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device", "");
+	if ((cfg.firewall_log || net_rate) && !firewall_path)
+		return bad_usage("%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE", "");
+	if (firewall_path && (status = load_firewall(firewall_path, &firewall, &cfg.firewall_len)) != EXIT_OK)
+		return status;
+	cfg.firewall = firewall;
 	raise_fd_limit();
 	if (console) {
 		cfg.console_out_fd = STDOUT_FILENO;
@@ -204,6 +352,11 @@ int main(int argc, char **argv)
 
 	if (kiln_vm_create(&cfg, &vm, &err) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		return EXIT_SETUP;
+	}
+	if (control_path && control_start(vm, control_path, &ctl, &err) < 0) {
+		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
 	if (console && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
@@ -217,16 +370,19 @@ int main(int argc, char **argv)
 	if (kiln_vm_run(vm, &res, &err) < 0) {
 		if (raw)
 			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+		control_stop(ctl);
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
 	if (raw)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	control_stop(ctl);
 
 	switch (res.exit) {
 	case KILN_EXIT_RESET:
-		if (timeline_has(kiln_vm_timeline(vm), "init_started")) {
+		/* A restored guest's init started before the snapshot. */
+		if (kiln_vm_restored(vm) || timeline_has(kiln_vm_timeline(vm), "init_started")) {
 			status = EXIT_OK;
 			reason = "reset";
 		} else {
@@ -258,5 +414,6 @@ int main(int argc, char **argv)
 	else if (status != EXIT_OK)
 		fprintf(stderr, "kiln-vmm: %s\n", res.msg);
 	kiln_vm_destroy(vm);
+	free(firewall);
 	return status;
 }

@@ -176,6 +176,10 @@ static void *vcpu_thread(void *arg)
 	if (v->id == 0)
 		timeline_mark(&vm->tl, "first_kvm_run");
 	for (;;) {
+		if (__atomic_load_n(&vm->pause_req, __ATOMIC_ACQUIRE))
+			vcpu_park(v);
+		if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))
+			break;
 		if (ioctl(v->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				if (__atomic_load_n(&vm->stopping, __ATOMIC_ACQUIRE))

@@ -23,6 +23,7 @@
 #include "virtio_net.h"
 #include "virtio_vsock.h"
 #include "virtio_rng.h"
+#include "snapshot.h"
 #include "vm_internal.h"
 
 /* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
@@ -106,6 +107,7 @@ void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
 	vsnprintf(vm->result.msg, sizeof(vm->result.msg), fmt, ap);
 	va_end(ap);
 	__atomic_store_n(&vm->stopping, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&vm->pause_cond); /* parked vCPUs and a waiting pauser */
 	timeline_mark(&vm->tl, "vm_exit");
 	/* immediate_exit first, then the signal: a vCPU between its check of
 	 * `stopping` and KVM_RUN returns at once instead of running on. */
@@ -156,7 +158,7 @@ static int check_config(const struct kiln_vm_config *c, int max_vcpus, struct ki
 	struct sysinfo si;
 	uint64_t host_mib = 0;
 
-	if (!c->kernel)
+	if (!c->kernel && !c->restore_dir)
 		return kiln_errf(e, EINVAL, "no kernel given: pass --kernel PATH");
 	if (c->mem_mib < KILN_MIN_MEM_MIB)
 		return kiln_errf(e, EINVAL, "--mem %llu: guests need at least %d MiB",
@@ -305,20 +307,8 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 			return err;
 	}
 	for (int i = 0; i < vm->cfg.nnet; i++) {
-		const struct kiln_net_cfg *c = &vm->cfg.net[i];
-		struct virtio_net_params p = { 0 };
-
-		if (c->mac) {
-			if (net_parse_mac(c->mac, p.mac))
-				return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", c->mac);
-		} else {
-			/* Locally administered unicast (02:...), random per VM so
-			 * forks and neighbours never collide. */
-			getrandom(p.mac, 6, 0);
-			p.mac[0] = (uint8_t)((p.mac[0] & 0xfe) | 0x02);
-		}
-		if ((err = ensure_loop(vm, e)) || (err = net_tap_open(c->tap, &p.backend, e)) ||
-		    (err = virtio_net_create(&p, vm->loop, &d, e)) || (err = add_virtio(vm, d, e)))
+		if ((err = ensure_loop(vm, e)) || (err = vm_net_create(vm, &vm->cfg.net[i], &d, e)) ||
+		    (err = add_virtio(vm, d, e)))
 			return err;
 	}
 	return 0;
@@ -356,11 +346,25 @@ static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct
 	return 0;
 }
 
+/* KVM's CPUID table: what every vCPU starts from (and a snapshot's host record). */
+static int get_cpuid(struct kiln_vm *vm, struct kiln_error *e)
+{
+	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
+	if (!vm->cpuid)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	vm->cpuid->nent = CPUID_MAX_ENTRIES;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) < 0)
+		return kiln_errf(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+	return 0;
+}
+
 int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e)
 {
 	struct file_map k = { .fd = -1 }, rd = { .fd = -1 };
+	struct snap_view view = { 0 };
+	uint8_t *state = NULL;
 	struct kiln_vm *vm;
-	int err, max_vcpus;
+	int err, max_vcpus, snapfd = -1;
 
 	*out = NULL;
 	vm = calloc(1, sizeof(*vm));
@@ -370,20 +374,27 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
 	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
 
 	if ((err = check_config(cfg, KILN_MAX_CPUS, e)))
 		goto fail;
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
-	if ((err = map_file(cfg->kernel, "kernel", &k, e)))
-		goto fail;
-	if ((err = linux_check(k.data, k.len, e))) {
-		prefix_kernel(e, cfg->kernel);
-		goto fail;
+	if (cfg->restore_dir) {
+		vm->restored = 1;
+		if ((err = snapfd = vm_restore_open(cfg, e)) < 0)
+			goto fail;
+	} else {
+		if ((err = map_file(cfg->kernel, "kernel", &k, e)))
+			goto fail;
+		if ((err = linux_check(k.data, k.len, e))) {
+			prefix_kernel(e, cfg->kernel);
+			goto fail;
+		}
+		if (cfg->initrd && (err = map_file(cfg->initrd, "initrd", &rd, e)))
+			goto fail;
 	}
-	if (cfg->initrd && (err = map_file(cfg->initrd, "initrd", &rd, e)))
-		goto fail;
 
 	if ((err = kvm_open(e)) < 0)
 		goto fail;
@@ -394,6 +405,14 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
+	if ((err = get_cpuid(vm, e)))
+		goto fail;
+	/* The state file is checked (checksum, version, CPU, RAM and vCPUs)
+	 * before the overlays are touched: they must be the snapshot's before
+	 * the disks open, and a refused restore must leave them as they were. */
+	if (snapfd >= 0 && ((err = vm_restore_state(vm, snapfd, &view, &state, e)) ||
+			    (err = vm_restore_disks(cfg, snapfd, e))))
+		goto fail;
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
 		err = kiln_errf(e, errno, "eventfd: %s", strerror(errno));
@@ -414,33 +433,45 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
 		goto fail;
 	}
-	if ((err = load_guest(vm, &k, &rd, e)))
+	if (snapfd >= 0)
+		err = vm_restore_memory(vm, snapfd, &view, e);
+	else
+		err = load_guest(vm, &k, &rd, e);
+	if (err)
 		goto fail;
 	unmap_file(&k);
 	unmap_file(&rd);
 
 	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
-	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
-	if (!vm->cpuid) {
-		err = kiln_errf(e, ENOMEM, "out of memory");
-		goto fail;
-	}
-	vm->cpuid->nent = CPUID_MAX_ENTRIES;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) < 0) {
-		err = kiln_errf(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
-		goto fail;
-	}
 	for (int i = 0; i < vm->ncpus; i++)
 		if ((err = vcpu_create(vm, i, e)))
 			goto fail;
+	if (snapfd >= 0) {
+		if ((err = vm_restore_cpus_devices(vm, &view, e)))
+			goto fail;
+		snap_view_free(&view);
+		free(state);
+		close(snapfd);
+		snapfd = -1;
+		timeline_mark(&vm->tl, "restored");
+	}
 	timeline_mark(&vm->tl, "vm_ready");
 	*out = vm;
 	return 0;
 fail:
 	unmap_file(&k);
 	unmap_file(&rd);
+	snap_view_free(&view);
+	free(state);
+	if (snapfd >= 0)
+		close(snapfd);
 	kiln_vm_destroy(vm);
 	return err;
+}
+
+int kiln_vm_restored(const struct kiln_vm *vm)
+{
+	return vm->restored;
 }
 
 static void kick_handler(int sig)
@@ -560,6 +591,7 @@ void kiln_vm_destroy(struct kiln_vm *vm)
 	if (vm->stop_efd >= 0)
 		close(vm->stop_efd);
 	timeline_destroy(&vm->tl);
+	pthread_cond_destroy(&vm->pause_cond);
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
 }

@@ -52,12 +52,17 @@ struct kiln_vm {
 	int ncpus;
 	struct vcpu vcpu[KILN_MAX_CPUS];
 
-	pthread_mutex_t lock; /* guards the stop fields below */
+	pthread_mutex_t lock; /* guards the stop and pause fields below */
 	int stopping;
 	struct kiln_vm_result result;
+	/* Pause (vm_pause.c): vCPUs park at their next exit while pause_req
+	 * is set; `paused` once all are parked and the device thread stopped. */
+	pthread_cond_t pause_cond;
+	int pause_req, parked, paused;
 	int stop_efd; /* eventfd: the VM has stopped */
 	int verbose_budget; /* unhandled-access log lines left */
 
+	int restored; /* came from cfg.restore_dir */
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];
@@ -67,9 +72,16 @@ struct kiln_vm {
 int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e);
 /* Start the vCPU's thread. */
 int vcpu_start(struct vcpu *v);
+/* In the vCPU thread, when pause_req is set: finish the exit KVM is half
+ * way through, then wait until resumed or stopped. */
+void vcpu_park(struct vcpu *v);
 /* Stop the VM with `exit` and a printf message; the first caller wins. */
 void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* A virtio-net device for `c` (vm_net.c): MAC, backend (tap or passt), packet filter. */
+int vm_net_create(struct kiln_vm *vm, const struct kiln_net_cfg *c, struct virtio_dev **out,
+		  struct kiln_error *e);
 
 /* Per-vCPU CPUID fix-ups (pure): APIC ids, hypervisor bit, TSC deadline. */
 void cpuid_fixup(struct kvm_cpuid2 *c, int id, int ncpus, int tsc_deadline);

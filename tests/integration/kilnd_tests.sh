@@ -9,12 +9,17 @@ KILND_IMAGE=${KILND_IMAGE:-build/rootfs/minimal-test.ext4}
 KILND_BOOT_TIMEOUT=${KILND_BOOT_TIMEOUT:-300}
 
 # kd_start [KILND ARGS...]: start kilnd on a scratch state directory.
-# Sets $kd (scratch dir), $kds (socket), $kdpid.
+# Sets $kd (scratch dir), $kds (socket), $kdpid. No idle hibernation
+# unless a test asks (--idle-timeout, or a sandbox's idle_timeout_s): in
+# the nested harness 300 s pass between two requests of one test. The
+# array kd_wrap, when set, is a command prefix that must exec what follows
+# (so $kdpid is kilnd), e.g. ip netns exec NS.
 kd_start() {
   kd=${kd_keep:-$(mktemp -d /tmp/kd.XXXXXX)}
   kds=$kd/kiln.sock
-  "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
-    --image minimal="$KILND_IMAGE" --boot-timeout "$KILND_BOOT_TIMEOUT" --stop-timeout 120 "$@" \
+  ${kd_wrap[@]+"${kd_wrap[@]}"} "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
+    --image minimal="$KILND_IMAGE" --boot-timeout "$KILND_BOOT_TIMEOUT" --stop-timeout 120 \
+    --idle-timeout 0 "$@" \
     2>>"$kd/kilnd.log" </dev/null &
   kdpid=$!
   local i
@@ -335,23 +340,103 @@ PY
   expect_rc 0
 }
 
-# Port forwarding reaches a guest vsock listener (kiln-vsock-test from the
-# test image, an echo server for one connection) with no guest network.
+# Port forwarding with no guest network. By default to a guest TCP port
+# through the agent's tcp_connect bridge: busybox httpd on the guest's
+# loopback (a small and a 350 KB file, fetched with curl), and busybox
+# `nc -e wc -c`, which answers only after EOF, so the client's half-close
+# must cross the whole chain and the server's close come back. A guest
+# port where nothing listens closes the client's connection and counts as
+# guest_unreachable. With "target":"vsock" to a guest vsock listener
+# (kiln-vsock-test from the test image, an echo server for one connection).
 test_kilnd_port_forwarding() {
   kd_start || return 1
-  local why='' hp got
+  local why='' hp hp2 hpu hpv got
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   api POST "/v1/sandboxes/$sid/exec" \
-    -d '{"argv":["sh","-c","setsid kiln-vsock-test listen 7070 </dev/null >/dev/null 2>&1 &"]}'
-  kd_check '[ $status = 200 ]' "start the guest echo server"
-  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
-  kd_check '[ $status = 201 ] && [ "$(jget "d[\"guest_port\"]")" = 7070 ]' "port mapping created"
+    -d '{"argv":["sh","-c","mkdir -p /tmp/www && echo hello-from-guest >/tmp/www/hello.txt && seq 1 60000 >/tmp/www/seq.txt || exit 1; setsid httpd -f -p 127.0.0.1:8080 -h /tmp/www </dev/null >/dev/null 2>&1 & setsid nc -l -p 9090 -e wc -c </dev/null >/dev/null 2>&1 & setsid kiln-vsock-test listen 7070 </dev/null >/dev/null 2>&1 &"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"exit_code\"]")" = 0 ]' "start the guest servers"
+
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"guest_port\"], d[\"target\"], d[\"guest_address\"], d[\"guest_unreachable\"]")" = "8080 tcp 127.0.0.1 0" ]' "port mapping created, target tcp by default"
   hp=$(jget 'd["host_port"]')
-  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7071,"host_port":'"$hp"'}'
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8081,"host_port":'"$hp"'}'
   kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "the same host port twice is 409"
-  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":1024}'
-  kd_check '[ $status = 400 ]' "the agent port cannot be forwarded"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080,"target":"udp"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "an unknown target is 400 bad_field"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080,"guest_address":"10.0.2.2"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "a guest_address beyond the loopback is 400 bad_field"
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":1024,"target":"vsock"}'
+  kd_check '[ $status = 400 ]' "the agent's vsock port cannot be forwarded"
+
+  # httpd may not listen yet: until it does, kilnd closes each connection.
   got=$(python3 - "$hp" <<'PY'
+import sys, time, urllib.request
+last = None
+for attempt in range(240):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/hello.txt", timeout=120) as r:
+            body = r.read()
+            print("ok" if r.status == 200 and body == b"hello-from-guest\n" else f"bad {r.status} {body[:100]!r}")
+            break
+    except Exception as e:
+        last = e
+        time.sleep(0.5)
+else:
+    print(f"never answered: {last!r}")
+PY
+)
+  kd_check '[ "$got" = ok ]' "HTTP GET through 127.0.0.1:$hp → guest TCP 127.0.0.1:8080 ($got)"
+  curl -sS --max-time 300 -o "$kd/seq.txt" "http://127.0.0.1:$hp/seq.txt" 2>"$kd/curl.err"
+  kd_check 'seq 1 60000 | cmp -s - "$kd/seq.txt"' "curl fetched the 350 KB file whole ($(wc -c <"$kd/seq.txt" 2>/dev/null) bytes; $(head -c 200 "$kd/curl.err"))"
+
+  # Half-close both ways: wc -c answers only once it has read EOF.
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":9090,"target":"tcp","guest_address":"127.0.0.1"}'
+  kd_check '[ $status = 201 ]' "port mapping to guest TCP 9090"
+  hp2=$(jget 'd["host_port"]')
+  got=$(python3 - "$hp2" <<'PY'
+import socket, sys, time
+msg = b"x" * 200000
+got = b""
+for attempt in range(240):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)
+    try:
+        s.sendall(msg)
+        s.shutdown(socket.SHUT_WR)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        got = b""
+    s.close()
+    if got:
+        break
+    time.sleep(0.5)  # nc was not listening yet
+print("ok" if got.strip() == b"200000" else f"bad {got[:100]!r}")
+PY
+)
+  kd_check '[ "$got" = ok ]' "200000 bytes, EOF in, wc -c's count and EOF out through 127.0.0.1:$hp2 → guest TCP 9090 ($got)"
+
+  # Nothing listens on guest TCP 8089.
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8089}'
+  hpu=$(jget 'd["host_port"]')
+  got=$(python3 -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)
+try:
+    print(len(s.recv(100)))
+except OSError:
+    print(0)' "$hpu")
+  kd_check '[ "$got" = 0 ]' "a guest port where nothing listens: the connection is closed ($got)"
+  api GET "/v1/sandboxes/$sid/ports"
+  kd_check '[ "$(jget "[p[\"guest_unreachable\"] for p in d[\"ports\"] if p[\"host_port\"] == $hpu]")" = "[1]" ]' "counted as guest_unreachable"
+
+  # The vsock target.
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070,"target":"vsock"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"target\"], \"guest_address\" in d")" = "vsock False" ]' "vsock port mapping created"
+  hpv=$(jget 'd["host_port"]')
+  got=$(python3 - "$hpv" <<'PY'
 import socket, sys, time
 msg = b"through-vsock-" * 1000
 for attempt in range(60):
@@ -370,22 +455,23 @@ for attempt in range(60):
 print("ok" if got == msg else f"bad {len(got)}")
 PY
 )
-  kd_check '[ "$got" = ok ]' "14000 bytes echoed through 127.0.0.1:$hp → vsock 7070 ($got)"
+  kd_check '[ "$got" = ok ]' "14000 bytes echoed through 127.0.0.1:$hpv → vsock 7070 ($got)"
+
   api GET "/v1/sandboxes/$sid/ports"
-  kd_check '[ "$(jget "[p[\"host_port\"] for p in d[\"ports\"]]")" = "[$hp]" ]' "ports lists the mapping"
+  kd_check '[ "$(jget "sorted(p[\"host_port\"] for p in d[\"ports\"]) == sorted([$hp, $hp2, $hpu, $hpv])")" = True ]' "ports lists the four mappings"
   api DELETE "/v1/sandboxes/$sid/ports/$hp"
   kd_check '[ $status = 204 ]' "remove the mapping"
   kd_check '! python3 -c "import socket, sys; socket.create_connection((\"127.0.0.1\", $hp), timeout=5)" 2>/dev/null' "the host port is closed"
   api DELETE "/v1/sandboxes/$sid/ports/$hp"
   kd_check '[ $status = 404 ]' "removing it twice is 404"
   # A mapping ends with the sandbox.
-  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080}'
   hp=$(jget 'd["host_port"]')
   api POST "/v1/sandboxes/$sid/stop"
   api GET "/v1/sandboxes/$sid/ports"
   kd_check '[ "$(jget "len(d[\"ports\"])")" = 0 ]' "stop ends the mappings"
   kd_check '! python3 -c "import socket, sys; socket.create_connection((\"127.0.0.1\", $hp), timeout=5)" 2>/dev/null' "the stopped sandbox's port is closed"
-  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":7070}'
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080}'
   kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "no mapping on a stopped sandbox"
   api DELETE "/v1/sandboxes/$sid"
   kd_done || return 1
@@ -537,4 +623,627 @@ PY
   api POST "/v1/sandboxes/$sid/processes/$proc/resize" -d '{"rows":10,"cols":10}'
   kd_check '[ $status = 409 ]' "resize of an exited shell is 409"
   kd_done
+}
+
+# Ten sandboxes created at once: every create answers 201 with its own id,
+# each runs its own command, and delete leaves an empty state directory.
+test_kilnd_ten_sandboxes_in_parallel() {
+  kd_start || return 1
+  local why='' i ids=() hosts=() n pids=() k
+  for i in $(seq 1 10); do
+    curl -sS --max-time 900 --unix-socket "$kds" -o "$kd/create.$i" -w '%{http_code}' \
+      -X POST http://kiln/v1/sandboxes -d '{"image":"minimal","memory_mib":96,"hostname":"par'"$i"'"}' \
+      >"$kd/status.$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do
+    while kill -0 "$i" 2>/dev/null; do heartbeat "10 creates"; sleep 5; done
+    wait "$i"
+  done
+  for i in $(seq 1 10); do
+    status=$(cat "$kd/status.$i") body=$(cat "$kd/create.$i")
+    kd_check '[ "$status" = 201 ]' "parallel create $i"
+    [ "$status" = 201 ] && ids+=("$(jget 'd["id"]')") hosts+=("par$i")
+  done
+  n=$(printf '%s\n' "${ids[@]}" | sort -u | wc -l)
+  kd_check '[ "$n" = 10 ]' "10 distinct ids ($n)"
+  for k in "${!ids[@]}"; do
+    api POST "/v1/sandboxes/${ids[$k]}/exec" -d '{"argv":["hostname"]}'
+    kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = "${hosts[$k]}" ]' "exec in ${hosts[$k]} sees its own hostname"
+  done
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "sorted(s[\"state\"] for s in d[\"sandboxes\"])")" = "$(python3 -c "print(sorted([\"running\"] * 10))")" ]' "10 running"
+  for sid in "${ids[@]}"; do
+    api DELETE "/v1/sandboxes/$sid"
+    kd_check '[ $status = 204 ]' "delete $sid"
+  done
+  kd_check '[ -z "$(ls -A "$kd/state/sandboxes")" ]' "delete cleaned the state directory ($(ls -A "$kd/state/sandboxes" | head -3))"
+  kd_done
+}
+
+# ---- pause, checkpoints, forks, hibernation (docs/api.md) ----
+
+# kd_sh ID SCRIPT: exec `sh -c SCRIPT` in sandbox ID; $status, $body.
+kd_sh() {
+  api POST "/v1/sandboxes/$1/exec" \
+    -d "$(python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]]}))' "$2")"
+}
+
+# kd_out: the last exec's stdout, stripped ("" when it failed); kd_outw:
+# its lines joined by spaces.
+kd_out() { [ "$status" = 200 ] && jget 'd["stdout"].strip()'; }
+kd_outw() { kd_out | paste -sd ' ' -; }
+
+# kd_start_counter ID: a detached guest process counting into /tmp/count
+# (tmpfs: guest RAM) every 0.2 s.
+kd_start_counter() {
+  kd_sh "$1" 'setsid sh -c "i=0; while :; do i=\$((i+1)); echo \$i >/tmp/count; sleep 0.2; done" </dev/null >/dev/null 2>&1 &'
+}
+
+# kd_count ID: the counter's value now ($n; 0 when there is none).
+kd_count() {
+  kd_sh "$1" 'cat /tmp/count 2>/dev/null || echo 0'
+  n=$(kd_out)
+  [ -n "$n" ] || n=0
+}
+
+# kd_count_above ID N: poll (bounded) until the counter passes N; $n.
+kd_count_above() {
+  local i
+  for i in $(seq 1 240); do
+    kd_count "$1"
+    [ "$n" -gt "$2" ] 2>/dev/null && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# kd_listed_state ID STATE: poll GET /v1/sandboxes (which, unlike a
+# request on the sandbox, is no activity for its idle timeout) until ID is
+# in STATE (bounded); $body is the list.
+kd_listed_state() {
+  local i
+  for i in $(seq 1 600); do
+    api GET "/v1/sandboxes?state=$2"
+    [ "$(jget "any(s[\"id\"] == \"$1\" for s in d[\"sandboxes\"])")" = True ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# kd_metric NAME: the value of an unlabelled metric of GET /metrics.
+kd_metric() { curl -sS --max-time 60 --unix-socket "$kds" http://kiln/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+
+# Lifecycle errors that need no guest: unknown sandboxes, fork bodies.
+test_kilnd_snapshot_requests_refused_without_booting() {
+  kd_start || return 1
+  local why=
+  api POST /v1/sandboxes/0123456789ab/pause
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ]' "pause of an unknown sandbox is 404"
+  api POST /v1/sandboxes/0123456789ab/checkpoints -d '{"name":"cp"}'
+  kd_check '[ $status = 404 ]' "checkpoint of an unknown sandbox is 404"
+  api GET /v1/sandboxes/0123456789ab/pause
+  kd_check '[ $status = 405 ]' "GET .../pause is 405"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"0123456789ab/cp"}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ]' "fork of an unknown sandbox is 404"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"cp"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "a fork reference without a sandbox id is 400"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"0123456789ab/cp","memory_mib":256}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "a fork cannot set memory_mib"
+  api POST /v1/sandboxes -d '{"image":"minimal","idle_timeout_s":-1}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "idle_timeout_s -1 is 400"
+  api GET /metrics
+  kd_check 'printf "%s" "$body" | grep -q "^kiln_sandboxes{state=\"hibernated\"} 0$"' "metrics list the hibernated state"
+  kd_check 'printf "%s" "$body" | grep -q "^kiln_checkpoints_total 0$"' "metrics count checkpoints"
+  kd_done
+}
+
+# Pause stops the guest (exec is 409 until resume), the VMM stays, a
+# counting process and a tmpfs file are there after resume and it counts
+# on; stop of a paused sandbox resumes it for a clean shutdown.
+test_kilnd_pause_resume_keeps_counting() {
+  kd_start || return 1
+  local why='' pid c1 c2
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  pid=$(jget 'd["pid"]')
+  kd_start_counter "$sid"
+  kd_check '[ $status = 200 ]' "start the counter"
+  kd_sh "$sid" 'echo kept-in-ram >/tmp/keep'
+  kd_check 'kd_count_above "$sid" 2' "the counter runs"
+  c1=$n
+  api POST "/v1/sandboxes/$sid/pause"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = paused ] && [ "$(jget "d[\"pid\"]")" = "$pid" ]' "pause: paused, the same VMM"
+  kd_sh "$sid" 'true'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ] && jget "d[\"error\"][\"message\"]" | grep -q "resume it first"' "exec on a paused sandbox is 409 (resume first)"
+  api POST "/v1/sandboxes/$sid/pause"
+  kd_check '[ $status = 409 ]' "pausing twice is 409"
+  kd_check 'kill -0 "$pid"' "the paused VMM still runs"
+  sleep 2
+  api POST "/v1/sandboxes/$sid/resume"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ]' "resume"
+  api POST "/v1/sandboxes/$sid/resume"
+  kd_check '[ $status = 409 ]' "resuming a running sandbox is 409"
+  kd_count "$sid"
+  c2=$n
+  kd_check '[ "$c2" -ge "$c1" ]' "the counter kept its value over the pause ($c1 → $c2)"
+  kd_check 'kd_count_above "$sid" "$c2"' "and counts on after resume ($c2 → $n)"
+  kd_sh "$sid" 'cat /tmp/keep'
+  kd_check '[ "$(kd_out)" = kept-in-ram ]' "the tmpfs file is kept"
+  kd_check '[ "$(kd_metric kiln_pauses_total)" = 1 ] && [ "$(kd_metric kiln_resumes_total)" = 1 ]' "pauses and resumes counted"
+  api POST "/v1/sandboxes/$sid/pause"
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"], d[\"last_exit\"][\"reason\"], d[\"last_exit\"][\"exit_status\"]")" = "stopped stopped 0" ]' "stop of a paused sandbox: a clean shutdown"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# A checkpoint, restored in place, discards what came after it (a new
+# file is gone, a changed one is back), also after a kilnd restart; it is
+# listed, named uniquely, deleted with its files.
+test_kilnd_checkpoint_restore_in_place_discards_later_changes() {
+  kd_start || return 1
+  local why='' cpdir
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  cpdir=$kd/state/sandboxes/$sid/checkpoints/cp1
+  kd_sh "$sid" 'echo before >/home/user/before.txt && echo ram-before >/tmp/ram.txt && sync'
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp1"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"name\"], d[\"sandbox_id\"] == \"$sid\", d[\"size_bytes\"] > 0, d[\"memory_bytes\"]")" = "cp1 True True 134217728" ]' "checkpoint cp1"
+  kd_check '[ -d "$cpdir" ]' "its directory is there"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp1"}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "the same name twice is 409 exists"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"../x"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "a name with a slash is 400"
+  kd_sh "$sid" 'echo after >/home/user/after.txt && echo changed >/home/user/before.txt && echo ram-after >/tmp/ram.txt && sync'
+  api GET "/v1/sandboxes/$sid/checkpoints"
+  kd_check '[ "$(jget "[c[\"name\"] for c in d[\"checkpoints\"]]")" = "['"'"'cp1'"'"']" ]' "checkpoints lists cp1"
+
+  api POST "/v1/sandboxes/$sid/checkpoints/cp1/restore"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"], d[\"boot\"][\"from\"], d[\"boot\"][\"checkpoint\"] == \"$sid/cp1\", d[\"boot\"][\"clock_synced\"], d[\"last_exit\"][\"reason\"]")" = "running checkpoint True True restored" ]' "restore in place"
+  kd_sh "$sid" 'cat /home/user/before.txt; cat /tmp/ram.txt; test -e /home/user/after.txt && echo after-is-there || echo after-is-gone'
+  kd_check '[ "$(kd_outw)" = "before ram-before after-is-gone" ]' "the disk and RAM are the checkpoint's ($(kd_outw))"
+  api POST "/v1/sandboxes/$sid/checkpoints/nope/restore"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = checkpoint_not_found ]' "restoring a missing checkpoint is 404"
+
+  # A new kilnd still has the checkpoint, and restores a stopped sandbox from it.
+  kd_sh "$sid" 'echo again >/home/user/after.txt && sync'
+  kd_stop keep
+  kd_keep=$kd kd_start || return 1
+  api GET "/v1/sandboxes/$sid/checkpoints/cp1"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"name\"]")" = cp1 ]' "the checkpoint survived a kilnd restart"
+  api POST "/v1/sandboxes/$sid/checkpoints/cp1/restore"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ]' "restore a stopped sandbox"
+  kd_sh "$sid" 'test -e /home/user/after.txt && echo after-is-there || echo after-is-gone'
+  kd_check '[ "$(kd_out)" = after-is-gone ]' "after a restart too, later files are gone"
+
+  kd_check '[ "$(kd_metric kiln_checkpoints_total)" = 0 ] && [ "$(kd_metric kiln_restores_total)" = 1 ]' "this kilnd counted one restore"
+  api DELETE "/v1/sandboxes/$sid/checkpoints/cp1"
+  kd_check '[ $status = 204 ]' "delete the checkpoint"
+  kd_check '[ ! -e "$cpdir" ]' "its directory is gone"
+  api DELETE "/v1/sandboxes/$sid/checkpoints/cp1"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = checkpoint_not_found ]' "deleting it twice is 404"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# Five forks of one checkpoint, created at once: each runs with its own id
+# and hostname, sees the checkpoint's disk and RAM, and none sees another's
+# writes; they run on after their source is deleted.
+test_kilnd_five_forks_from_one_checkpoint() {
+  kd_start || return 1
+  local why='' src i k ids=() pids=() hosts n
+  kd_create '{"image":"minimal","hostname":"origin","labels":{"role":"origin"}}' || { kd_stop; return 1; }
+  src=$sid
+  kd_sh "$src" 'echo base >/home/user/base.txt && echo ram >/tmp/ram.txt && sync'
+  api POST "/v1/sandboxes/$src/checkpoints" -d '{"name":"base"}'
+  kd_check '[ $status = 201 ]' "checkpoint base"
+  for i in 1 2 3 4 5; do
+    curl -sS --max-time 900 --unix-socket "$kds" -o "$kd/fork.$i" -w '%{http_code}' \
+      -X POST http://kiln/v1/sandboxes -d '{"from_checkpoint":"'"$src"'/base"}' >"$kd/fstatus.$i" &
+    pids+=($!)
+  done
+  for i in "${pids[@]}"; do
+    while kill -0 "$i" 2>/dev/null; do heartbeat "5 forks"; sleep 5; done
+    wait "$i"
+  done
+  for i in 1 2 3 4 5; do
+    status=$(cat "$kd/fstatus.$i") body=$(cat "$kd/fork.$i")
+    kd_check '[ "$status" = 201 ] && [ "$(jget "d[\"boot\"][\"from\"], d[\"boot\"][\"checkpoint\"] == \"$src/base\", d[\"hostname\"] == \"kiln-\" + d[\"id\"], d[\"labels\"]")" = "checkpoint True True {'"'"'role'"'"': '"'"'origin'"'"'}" ]' "fork $i"
+    [ "$status" = 201 ] && ids+=("$(jget 'd["id"]')")
+  done
+  n=$(printf '%s\n' "${ids[@]}" "$src" | sort -u | wc -l)
+  kd_check '[ "$n" = 6 ]' "5 forks, 5 new ids ($n distinct with the source)"
+  hosts=''
+  for k in "${!ids[@]}"; do
+    kd_sh "${ids[$k]}" 'cat /home/user/base.txt /tmp/ram.txt; hostname; echo fork'"$k"' >/home/user/mine.txt'
+    kd_check '[ "$(kd_outw)" = "base ram kiln-${ids[$k]}" ]' "fork $k sees the checkpoint's files and its own hostname ($(kd_outw))"
+    hosts="$hosts $(kd_out | tail -n 1)"
+  done
+  n=$(printf '%s\n' $hosts origin | sort -u | wc -l)
+  kd_check '[ "$n" = 6 ]' "the hostnames differ ($hosts)"
+  for k in "${!ids[@]}"; do
+    kd_sh "${ids[$k]}" 'cat /home/user/mine.txt'
+    kd_check '[ "$(kd_out)" = "fork$k" ]' "fork $k sees its own write and no other's ($(kd_out))"
+  done
+  kd_sh "$src" 'test -e /home/user/mine.txt && echo leaked || echo clean'
+  kd_check '[ "$(kd_out)" = clean ]' "the source sees none of the forks' writes"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$src"'/base","hostname":"worker"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"hostname\"]")" = worker ]' "a fork with a hostname of its own"
+  [ "$status" = 201 ] && ids+=("$(jget 'd["id"]')")
+  kd_sh "${ids[5]:-none}" 'hostname'
+  kd_check '[ "$(kd_out)" = worker ]' "the guest has it"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$src"'/nope"}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = checkpoint_not_found ]' "a fork of a missing checkpoint is 404"
+  kd_check '[ "$(kd_metric kiln_forks_total)" = 6 ]' "forks counted"
+  # The forks' memory maps the checkpoint's file: deleting it is fine.
+  api DELETE "/v1/sandboxes/$src"
+  kd_check '[ $status = 204 ]' "delete the source"
+  kd_sh "${ids[0]}" 'cat /home/user/base.txt; echo still >/home/user/x && cat /home/user/x'
+  kd_check '[ "$(kd_outw)" = "base still" ]' "a fork runs on without its source"
+  for k in "${ids[@]}"; do
+    api DELETE "/v1/sandboxes/$k"
+    kd_check '[ $status = 204 ]' "delete fork $k"
+  done
+  kd_check '[ -z "$(ls -A "$kd/state/sandboxes")" ]' "nothing left in the state directory"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# Hibernation ends the VMM (its pid is gone) and keeps the sandbox: wake
+# brings the same id back where it was, the counter still counting and
+# the tmpfs file there.
+test_kilnd_hibernate_frees_the_vmm_and_wake_resumes() {
+  kd_start || return 1
+  local why='' pid c1
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  pid=$(jget 'd["pid"]')
+  kd_start_counter "$sid"
+  kd_sh "$sid" 'echo kept-in-ram >/tmp/keep'
+  kd_check 'kd_count_above "$sid" 2' "the counter runs"
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"], d[\"pid\"], d[\"last_exit\"][\"reason\"], d[\"hibernation\"][\"size_bytes\"] > 0")" = "hibernated None hibernated True" ]' "hibernate"
+  kd_check '! kill -0 "$pid" 2>/dev/null' "its kiln-vmm ($pid) is gone"
+  kd_check '[ -f "$kd/state/sandboxes/$sid/hibernate/state" ]' "the snapshot is on disk"
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 409 ]' "a hibernated sandbox cannot be stopped"
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "[s[\"state\"] for s in d[\"sandboxes\"]]")" = "['"'"'hibernated'"'"']" ]' "listed as hibernated"
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"id\"] == \"$sid\", d[\"state\"], d[\"woke_from\"], d[\"fallback_reason\"], d[\"boot\"][\"from\"], d[\"boot\"][\"clock_synced\"]")" = "True running snapshot None hibernate True" ]' "wake: the same id, from the snapshot"
+  kd_check '[ "$(jget "d[\"pid\"]")" != "$pid" ] && [ "$(jget "d[\"pid\"]")" != None ]' "a new kiln-vmm"
+  kd_count "$sid"
+  c1=$n
+  kd_check '[ "$c1" -gt 2 ]' "the counter kept its value ($c1)"
+  kd_check 'kd_count_above "$sid" "$c1"' "and counts on after the wake ($c1 → $n)"
+  kd_sh "$sid" 'cat /tmp/keep'
+  kd_check '[ "$(kd_out)" = kept-in-ram ]' "the tmpfs file is kept"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/hibernate" ]' "the spent snapshot is removed"
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 409 ]' "waking a running sandbox is 409"
+  kd_check '[ "$(kd_metric kiln_hibernations_total)" = 1 ] && [ "$(kd_metric kiln_wakes_total)" = 1 ]' "counted"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# idle_timeout_s 5: with no request on it, the sandbox hibernates by
+# itself; an exec wakes it transparently and sees its RAM.
+test_kilnd_idle_timeout_hibernates_and_exec_wakes() {
+  kd_start || return 1
+  local why=''
+  kd_create '{"image":"minimal","idle_timeout_s":5}' || { kd_stop; return 1; }
+  kd_check '[ "$(jget "d[\"idle_timeout_s\"]")" = 5 ]' "idle_timeout_s is in the sandbox object"
+  kd_sh "$sid" 'echo idle-ram >/tmp/idle.txt'
+  kd_check 'kd_listed_state "$sid" hibernated' "it hibernated without requests"
+  kd_check '[ "$(jget "[s[\"pid\"] for s in d[\"sandboxes\"] if s[\"id\"] == \"$sid\"]")" = "[None]" ]' "no VMM while hibernated"
+  kd_sh "$sid" 'cat /tmp/idle.txt'
+  kd_check '[ $status = 200 ] && [ "$(kd_out)" = idle-ram ]' "an exec woke it and ran ($status)"
+  # (It may be on its way back to hibernation by now: 5 s is short.)
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ "$(jget "d[\"state\"] in (\"running\", \"hibernating\", \"hibernated\"), d[\"boot\"][\"from\"], d[\"boots\"]")" = "True hibernate 2" ]' "it woke from its snapshot"
+  kd_check '[ "$(kd_metric kiln_idle_hibernations_total)" -ge 1 ] && [ "$(kd_metric kiln_wakes_total)" -ge 1 ]' "counted"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete (running, or hibernating or hibernated again: it waits)"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# A damaged hibernation snapshot (one byte flipped in its state file):
+# wake boots the kernel on the overlay instead and says why; the synced
+# disk is there, the RAM is not.
+test_kilnd_wake_falls_back_to_cold_boot_on_a_damaged_snapshot() {
+  kd_start || return 1
+  local why='' state
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  kd_sh "$sid" 'echo on-disk >/home/user/disk.txt && sync && echo in-ram >/tmp/ram.txt'
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = hibernated ]' "hibernate"
+  state=$kd/state/sandboxes/$sid/hibernate/state
+  python3 - "$state" <<'PY' || why=${why:-"could not flip a byte of $state"}
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 2] ^= 0xff
+open(p, "wb").write(b)
+PY
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"], d[\"woke_from\"], d[\"boot\"][\"from\"]")" = "running cold_boot kernel" ]' "wake fell back to a cold boot"
+  kd_check '[ "$(jget "d[\"fallback_reason\"] is not None and d[\"fallback_reason\"] == d[\"boot\"][\"snapshot_error\"] and d[\"fallback_reason\"].startswith(\"kiln-vmm: \")")" = True ]' "and says why: $(jget 'd.get("fallback_reason")')"
+  kd_sh "$sid" 'cat /home/user/disk.txt; cat /tmp/ram.txt 2>/dev/null || echo no-ram'
+  kd_check '[ "$(kd_outw)" = "on-disk no-ram" ]' "the disk survived, the RAM did not ($(kd_outw))"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/hibernate" ]' "the damaged snapshot is removed"
+  kd_check '[ "$(kd_metric kiln_wake_cold_boots_total)" = 1 ]' "counted"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
+# The kiln CLI (build/kiln) against a real kilnd: run, exec's exit status,
+# a directory copied both ways, fs, spawn/logs/kill/wait, a forwarded port
+# and a shell fed from a pipe.
+KILN_CLI=${KILN_CLI:-build/kiln}
+
+# kc ARGS...: the kiln CLI on this test's kilnd, stdin from /dev/null;
+# $out, $err, $rc.
+kc() {
+  local o e
+  heartbeat "kiln $1"
+  o=$(mktemp) e=$(mktemp)
+  rc=0
+  timeout -k 5 900 "$KILN_CLI" --socket "$kds" "$@" >"$o" 2>"$e" </dev/null || rc=$?
+  out=$(cat "$o") err=$(cat "$e")
+  rm -f "$o" "$e"
+}
+
+# kc_json EXPR: a Python expression over $out's JSON as d ("" if it is not JSON).
+kc_json() { printf '%s' "$out" | python3 -c "import json, sys; d = json.load(sys.stdin); print($1)" 2>/dev/null; }
+
+test_kiln_cli_end_to_end() {
+  kd_start || return 1
+  # status and body: kd_check's failure message names them (no api calls here).
+  local why='' d=$kd/cli proc hp target got i status='' body=''
+  mkdir -p "$d"
+
+  # run: create, exec streamed, delete; the command's status is kiln's.
+  kc run minimal -- sh -c 'echo run-out; echo run-err >&2; exit 3'
+  kd_check '[ "$rc" = 3 ] && [ "$out" = run-out ] && [ "$err" = run-err ]' "kiln run (rc=$rc out=$out err=$err)"
+  kc --json ls
+  kd_check '[ "$(kc_json "len(d[\"sandboxes\"])")" = 0 ]' "run removed its sandbox ($out)"
+
+  kc create --label cli=1
+  sid=$out
+  kd_check '[ "$rc" = 0 ] && [ -n "$sid" ]' "kiln create (rc=$rc err=$err)"
+  kc exec "$sid" -- sh -c 'echo $((40+2)); exit 7'
+  kd_check '[ "$rc" = 7 ] && [ "$out" = 42 ]' "exec: output and exit status 7 (rc=$rc out=$out err=$err)"
+  kc exec --buffered "$sid" -- false
+  kd_check '[ "$rc" = 1 ]' "exec --buffered: exit status 1 (rc=$rc err=$err)"
+  kc --json exec "$sid" -- echo hi
+  kd_check 'printf "%s\n" "$out" | tail -n 1 | grep -q "\"type\":\"exit\""' "exec --json: NDJSON events ($out)"
+  kc exec 0123456789ab -- true
+  kd_check '[ "$rc" = 4 ] && [ "$(printf "%s\n" "$err" | grep -c .)" = 1 ] && printf "%s" "$err" | grep -q "(sandbox_not_found)$"' "exec in an unknown sandbox: one line, exit 4 (rc=$rc err=$err)"
+
+  # cp: a directory up and down again, byte for byte; symlinks stay links.
+  mkdir -p "$d/src/sub/empty"
+  head -c 300000 /dev/urandom >"$d/src/sub/big.bin"
+  printf 'hello\n' >"$d/src/a.txt"
+  chmod 755 "$d/src/a.txt"
+  ln -s a.txt "$d/src/link"
+  kc cp "$d/src" "$sid:/home/user/proj"
+  kd_check '[ "$rc" = 0 ]' "cp a directory up (rc=$rc err=$err)"
+  kc exec "$sid" -- sh -c 'cat /home/user/proj/a.txt; readlink /home/user/proj/link; wc -c </home/user/proj/sub/big.bin; test -d /home/user/proj/sub/empty && echo dir'
+  kd_check '[ "$out" = "$(printf "hello\na.txt\n300000\ndir")" ]' "the tree in the guest ($out $err)"
+  kc cp "$sid:/home/user/proj" "$d/back"
+  kd_check '[ "$rc" = 0 ] && cmp -s "$d/src/sub/big.bin" "$d/back/sub/big.bin" && cmp -s "$d/src/a.txt" "$d/back/a.txt" && [ "$(readlink "$d/back/link")" = a.txt ] && [ -d "$d/back/sub/empty" ]' "cp the directory down again (rc=$rc err=$err)"
+  kc cp "$sid:/home/user/proj" "$d/back"
+  kd_check '[ "$rc" = 0 ] && cmp -s "$d/src/sub/big.bin" "$d/back/proj/sub/big.bin"' "cp into an existing directory lands under its name (rc=$rc err=$err)"
+  kc cp "$sid:/home/user/proj/a.txt" -
+  kd_check '[ "$out" = hello ]' "cp a file to stdout ($out $err)"
+
+  # fs: ls, stat, mkdir -p, mv, rm -r.
+  kc fs ls "$sid:/home/user/proj"
+  kd_check '[ "$rc" = 0 ] && printf "%s\n" "$out" | grep -q " /home/user/proj/link -> a.txt$" && printf "%s\n" "$out" | grep -q "^d.* /home/user/proj/sub$"' "fs ls ($out $err)"
+  kc --json fs stat "$sid:/home/user/proj/a.txt"
+  kd_check '[ "$(kc_json "d[\"kind\"], d[\"size\"], d[\"mode_octal\"]")" = "file 6 0755" ]' "fs stat --json ($out $err)"
+  kc fs mkdir -p "$sid:/home/user/x/y"
+  kd_check '[ "$rc" = 0 ]' "fs mkdir -p ($err)"
+  kc fs mv "$sid:/home/user/x" /home/user/z
+  kd_check '[ "$rc" = 0 ]' "fs mv ($err)"
+  kc fs rm -r "$sid:/home/user/z"
+  kd_check '[ "$rc" = 0 ]' "fs rm -r ($err)"
+  kc fs stat "$sid:/home/user/z"
+  kd_check '[ "$rc" = 4 ]' "fs stat of a removed path exits 4 (rc=$rc err=$err)"
+
+  # Processes: spawn, logs (what is there now), ps, kill, wait, logs -f.
+  kc spawn "$sid" -- sh -c 'echo started; while :; do sleep 1; done'
+  proc=$out
+  kd_check '[ "$rc" = 0 ] && [ "$proc" -gt 0 ] 2>/dev/null' "spawn prints a process id (rc=$rc out=$out err=$err)"
+  for i in $(seq 1 120); do
+    kc logs "$sid" "$proc"
+    [ "$out" = started ] && break
+    sleep 0.5
+  done
+  kd_check '[ "$rc" = 0 ] && [ "$out" = started ]' "logs prints the output so far and returns (rc=$rc out=$out err=$err)"
+  kc ps "$sid"
+  kd_check 'printf "%s\n" "$out" | grep -qE "^$proc +[0-9]+ +running "' "ps lists it running ($out)"
+  kc kill "$sid" "$proc" --signal KILL --group
+  kd_check '[ "$rc" = 0 ]' "kill (rc=$rc err=$err)"
+  kc wait "$sid" "$proc" --timeout-ms 60000
+  kd_check '[ "$rc" = 137 ] && [ "$out" = "signal 9" ]' "wait: a KILLed process is 137 (rc=$rc out=$out err=$err)"
+  kc logs -f "$sid" "$proc"
+  kd_check '[ "$rc" = 0 ] && [ "$out" = started ]' "logs -f of an exited process ends (rc=$rc out=$out err=$err)"
+
+  # port: a guest TCP server (busybox httpd) when kilnd forwards to guest
+  # TCP (its answer has "target":"tcp"), else the test image's vsock echo
+  # server, as kilnd forwarded to vsock before.
+  kc --json port "$sid" 8080
+  hp=$(kc_json 'd["host_port"]') target=$(kc_json 'd.get("target", "vsock")')
+  kd_check '[ "$rc" = 0 ] && [ -n "$hp" ]' "port creates a mapping (rc=$rc out=$out err=$err)"
+  if [ "$target" = vsock ]; then
+    kc exec "$sid" -- sh -c 'setsid kiln-vsock-test listen 8080 </dev/null >/dev/null 2>&1 &'
+    got=$(python3 - "$hp" <<'PY'
+import socket, sys, time
+msg = b"kiln-port-ok"
+for attempt in range(120):
+    try:
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
+        s.sendall(msg)
+        got = s.recv(100)
+        s.close()
+        if got:
+            print(got.decode(errors="replace"))
+            break
+    except OSError:
+        pass
+    time.sleep(0.5)
+PY
+)
+  else
+    kc exec "$sid" -- sh -c 'mkdir -p /tmp/www && echo kiln-port-ok >/tmp/www/index.html && setsid httpd -p 8080 -h /tmp/www </dev/null >/dev/null 2>&1 &'
+    got=$(python3 - "$hp" <<'PY'
+import sys, time, urllib.request
+for attempt in range(120):
+    try:
+        print(urllib.request.urlopen("http://127.0.0.1:%s/index.html" % sys.argv[1], timeout=60).read().decode().strip())
+        break
+    except OSError:
+        time.sleep(0.5)
+PY
+)
+  fi
+  kd_check '[ "$got" = kiln-port-ok ]' "a connection through 127.0.0.1:$hp reaches the guest's $target server ($got)"
+  kc port ls "$sid"
+  kd_check 'printf "%s\n" "$out" | grep -q "^127.0.0.1:$hp  *8080 "' "port ls ($out $err)"
+  kc port rm "$sid" "$hp"
+  kd_check '[ "$rc" = 0 ]' "port rm (rc=$rc err=$err)"
+  kc port rm "$sid" "$hp"
+  kd_check '[ "$rc" = 4 ]' "port rm twice: not found, exit 4 (rc=$rc err=$err)"
+
+  # shell, fed from a pipe: the input runs on the PTY, the exit status is
+  # the shell's; a last line without newline still runs (^D after it).
+  got=$(printf 'echo kiln-$((6*7)); exit 3\n' | timeout -k 5 300 "$KILN_CLI" --socket "$kds" shell "$sid" 2>"$d/shell.err")
+  rc=$?
+  kd_check '[ "$rc" = 3 ] && printf "%s" "$got" | grep -q "kiln-42"' "shell from a pipe: kiln-42 and exit 3 (rc=$rc out=$got err=$(cat "$d/shell.err"))"
+  got=$(printf 'exit 4' | timeout -k 5 300 "$KILN_CLI" --socket "$kds" shell "$sid" 2>"$d/shell.err")
+  rc=$?
+  kd_check '[ "$rc" = 4 ]' "shell: a last line without newline (rc=$rc err=$(cat "$d/shell.err"))"
+  kc shell "$sid" -- sh -c 'stty size; exit 5'
+  kd_check '[ "$rc" = 5 ] && printf "%s" "$out" | grep -q "24 80"' "shell -- PROGRAM on a PTY of the default size (rc=$rc out=$out err=$err)"
+
+  kc rm "$sid"
+  kd_check '[ "$rc" = 0 ]' "kiln rm (rc=$rc err=$err)"
+  kd_done
+}
+
+# ---- networking and firewall (docs/api.md, "Networking and firewall") ----
+
+# kd_fw EXPR: a Python expression over GET .../firewall of $sid as d.
+kd_fw() { api GET "/v1/sandboxes/$sid/firewall"; jget "$1"; }
+
+# kd_get HOST PORT [WAIT_S]: an HTTP GET from sandbox $sid (busybox nc);
+# the "kiln-net HOST:PORT" line of net_hosts.py, nothing when it failed.
+kd_get() {
+  kd_sh "$sid" "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w ${3:-60} $1 $2"
+  kd_out | grep '^kiln-net' || true
+}
+
+# A sandbox with "network": "passt" through kilnd: kilnd (so kiln-vmm and
+# its passt) runs in a namespace of test hosts, set up as in net_tests.sh's
+# test_net_passt_outbound_without_root_setup (an uplink for passt's
+# defaults, the namespace's DNS server bind-mounted over resolv.conf). The
+# create body's rules reach kiln-vmm, GET shows rules and live counters,
+# PUT checks (400 with the filter's message), saves and applies at runtime,
+# a stopped sandbox keeps the saved rules for its next boot, a sandbox
+# without network is 409.
+test_kilnd_firewall_passt() {
+  local why='' o sid sid0 vpid='' kd_wrap
+  # Requests that need no guest.
+  kd_start || return 1
+  api POST /v1/sandboxes -d '{"image":"minimal","firewall":{}}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "firewall without network passt is 400"
+  api POST /v1/sandboxes -d '{"image":"minimal","network":"tap"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "network tap is 400"
+  api POST /v1/sandboxes -d '{"image":"minimal","network":"passt","firewall":{"allow":[{"cidr":"10.0.0.0/8","ports":"80-"}]}}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"message\"]")" = "firewall: allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535" ]' "a bad rule at create is 400 with the filter's message"
+  api GET /v1/sandboxes/0123456789ab/firewall
+  kd_check '[ $status = 404 ]' "firewall of an unknown sandbox is 404"
+  kd_done || return 1
+
+  net_ns_make kf || { net_cleanup; return 1; }
+  ip -n "$ns" tuntap add dev kd0 mode tap && ip -n "$ns" addr add 10.78.0.2/24 dev kd0 &&
+    ip -n "$ns" link set kd0 up && ip -n "$ns" route add default via 10.78.0.1 ||
+    { net_fail "cannot give $ns an uplink"; net_cleanup; return 1; }
+  net_hosts_start --http 10.78.1.10:8080 --http 10.77.2.10:8080 --http 203.0.113.10:8080 \
+    --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
+  printf 'nameserver 10.78.3.53\n' >"$hdir/resolv.conf"
+  # shellcheck disable=SC2016
+  kd_wrap=(unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$hdir/resolv.conf" ip netns exec "$ns")
+  kd_start || { net_cleanup; return 1; }
+  why=
+
+  # No network: no firewall (409), and the sandbox object says so.
+  kd_create '{"image":"minimal","console":false}' || { kd_stop; net_cleanup; return 1; }
+  sid0=$sid
+  kd_check '[ "$(jget "d[\"network\"]")" = none ]' "a sandbox without network says network none"
+  api GET "/v1/sandboxes/$sid0/firewall"
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "GET firewall without network is 409"
+  api PUT "/v1/sandboxes/$sid0/firewall" -d '{}'
+  kd_check '[ $status = 409 ]' "PUT firewall without network is 409"
+  api DELETE "/v1/sandboxes/$sid0"
+
+  kd_create '{"image":"minimal","network":"passt","firewall":{"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080},{"host":"allowed.test","proto":"tcp","ports":8080}]}}' ||
+    { kd_stop; net_cleanup; return 1; }
+  kd_check '[ "$(jget "d[\"network\"]")" = passt ]' "the sandbox object says network passt"
+  kd_check '[ "$(kd_fw "d[\"running\"] and d[\"rules\"][\"allow\"][0][\"cidr\"] + \" \" + \",\".join(d[\"rules\"][\"dns\"])")" = "10.78.1.10/32 10.0.2.3" ]' \
+    "GET firewall: the create body's rules with passt's resolver added"
+  kd_check '[ "$(kd_fw "type(d[\"counters\"][\"egress\"]).__name__")" = dict ]' "GET firewall has kiln-vmm's counters"
+
+  o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "allowed host through passt: '$o'"
+  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "a host no rule allows answered: '$o'"
+  kd_sh "$sid" 'nslookup allowed.test 10.0.2.3'
+  o=$(kd_out | sed -n 's/^Address: *\([0-9.]*\)$/\1/p' | tail -1)
+  kd_check '[ "$o" = 203.0.113.10 ]' "DNS through the default resolver rule: '$o'"
+  o=$(kd_get 203.0.113.10 8080); kd_check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "the host rule after DNS: '$o'"
+  kd_check '[ "$(kd_fw "d[\"counters\"][\"rules\"][\"allow\"][0][\"flows\"] >= 1")" = True ]' "the CIDR rule counted its flow"
+  kd_check '[ "$(kd_fw "d[\"counters\"][\"egress\"][\"drop_private\"][\"packets\"] >= 1")" = True ]' "the denied private host counted"
+
+  # A bad rule set changes nothing.
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.0.0.0/8","ports":"80-"}]}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ] && [ "$(jget "d[\"error\"][\"message\"]")" = "firewall: allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535" ]' \
+    "PUT of a bad rule is 400 with the filter's message"
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[],"colour":1}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = unknown_field ]' "PUT with an unknown field is 400 unknown_field"
+  kd_check '[ "$(kd_fw "d[\"rules\"][\"allow\"][0][\"cidr\"]")" = 10.78.1.10/32 ]' "a refused PUT left the rules"
+
+  # At runtime: the other host only.
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.77.2.10/32","proto":"tcp","ports":8080}]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"applied\"] and d[\"cut\"] >= 0")" = True ]' "PUT applied at runtime"
+  o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the newly allowed host: '$o'"
+  o=$(kd_get 10.78.1.10 8080 20); kd_check '[ -z "$o" ]' "the host no longer allowed answered: '$o'"
+  kd_check '[ "$(kd_metric kiln_firewall_updates_total)" = 1 ] && [ "$(kd_metric kiln_firewall_sandboxes)" = 1 ]' "firewall metrics"
+
+  # Stopped: the saved rules, no counters; a PUT now is for the next boot.
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ "$(kd_fw "str(d[\"running\"]) + \" \" + str(d[\"counters\"]) + \" \" + d[\"rules\"][\"allow\"][0][\"cidr\"]")" = "False None 10.77.2.10/32" ]' \
+    "GET firewall of a stopped sandbox: the saved rules"
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080}]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "str(d[\"applied\"]) + \" \" + str(d[\"cut\"])")" = "False None" ]' "PUT while stopped is saved"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ]' "start"
+  o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "the saved rules apply at the next boot: '$o'"
+  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "the rules of the previous boot still allowed: '$o'"
+
+  # The CLI: allow appends a rule (read, append, PUT), show prints it.
+  kc firewall allow "$sid" 10.77.2.10:8080/tcp
+  kd_check '[ "$rc" = 0 ]' "kiln firewall allow (rc=$rc err=$err)"
+  kc firewall show "$sid"
+  kd_check 'printf "%s" "$out" | grep -q "10.77.2.10/32"' "kiln firewall show lists the new rule ($out $err)"
+  o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the rule the CLI added: '$o'"
+
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
+  kd_done
+  local r=$?
+  net_cleanup
+  return $r
 }

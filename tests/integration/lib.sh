@@ -4,6 +4,11 @@ VMM=${VMM:-build/kiln-vmm}
 BZIMAGE=build/kernel/bzImage
 VMLINUX=build/kernel/vmlinux
 INITRD=build/rootfs/minimal.cpio
+# Debian's tools first (scripts/install-deps installs them): a version
+# manager's shims in PATH (pyenv's python3 is a shell script) cost half a
+# second per call here and half a minute inside the nested harness.
+PATH=/usr/bin:/bin:$PATH
+export PATH
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
 

@@ -1819,7 +1819,9 @@ static void test_lifecycle(void **state)
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\",\"delta_ns\":5,\"reseeded\":true}\n" },
 	};
+	static const uint8_t seed[3] = { 0x00, 0x9f, 0xff };
 	const char *dns[] = { "10.0.2.3" };
 	struct agent_client_configure cfg = { .hostname = "box1", .address = "10.0.2.15/24",
 					      .gateway = "10.0.2.2", .dns = dns, .dns_n = 1,
@@ -1830,7 +1832,7 @@ static void test_lifecycle(void **state)
 	int64_t delta = 0;
 
 	(void)state;
-	fake_start(&f, steps, 6);
+	fake_start(&f, steps, 7);
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_configure(&c, &cfg, &e), 0);
 	assert_int_equal(agent_client_sync_clock(&c, 1732312345123456789LL, &delta, &e), 0);
@@ -1839,6 +1841,12 @@ static void test_lifecycle(void **state)
 	assert_int_equal(agent_client_rename(&c, "/tmp/a", "/tmp/b", true, AGENT_USER_USER, &e), 0);
 	assert_int_equal(agent_client_remove(&c, "/tmp/b", true, AGENT_USER_USER, &e), 0);
 	assert_int_equal(agent_client_mkdir(&c, "/tmp/d", false, 0700, AGENT_USER_USER, &e), 0);
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 3, &delta, &e), 0);
+	assert_true(delta == 5);
+	/* Too much or no entropy is refused before anything is sent. */
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 0, NULL, &e), -EINVAL);
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, AGENT_ENTROPY_MAX + 1, NULL, &e),
+			 -EINVAL);
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs,
 			    "{\"type\":\"configure\",\"hostname\":\"box1\",\"address\":\"10.0.2.15/24\",\"gateway\":\"10.0.2.2\",\"dns\":[\"10.0.2.3\"]}\n");
@@ -1847,6 +1855,163 @@ static void test_lifecycle(void **state)
 	assert_string_equal(f.log[3].hdrs, "{\"type\":\"rename\",\"from\":\"/tmp/a\",\"to\":\"/tmp/b\",\"overwrite\":true}\n");
 	assert_string_equal(f.log[4].hdrs, "{\"type\":\"remove\",\"path\":\"/tmp/b\",\"recursive\":true}\n");
 	assert_string_equal(f.log[5].hdrs, "{\"type\":\"mkdir\",\"path\":\"/tmp/d\",\"mode\":448}\n");
+	assert_string_equal(f.log[6].hdrs,
+			    "{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"009fff\"}\n");
+	fake_free(&f);
+}
+
+/* ---- TCP bridge ---- */
+
+/*
+ * The agent's side of a tcp_connect bridge: ok with a server greeting in
+ * the same write (the client must not swallow it), then an echo until the
+ * client half-closes, then a count, then the server's own close.
+ */
+static void gen_tcp_bridge(int fd)
+{
+	static const char hi[] = "{\"type\":\"ok\"}\nHELLO\n";
+	char b[4096], bye[64];
+	size_t total = 0;
+	ssize_t n;
+
+	fk_write(fd, hi, sizeof(hi) - 1);
+	while ((n = read(fd, b, sizeof(b))) > 0) {
+		fk_write(fd, b, (size_t)n);
+		total += (size_t)n;
+	}
+	snprintf(bye, sizeof(bye), "BYE %zu\n", total);
+	fk_write(fd, bye, strlen(bye));
+}
+
+/* Everything readable on a non-blocking fd until EOF (bounded wait). */
+static size_t read_to_eof(int fd, char *buf, size_t cap)
+{
+	size_t got = 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		assert_true(poll(&p, 1, 5000) == 1);
+		n = recv(fd, buf + got, cap - 1 - got, 0);
+		if (n == 0)
+			break;
+		if (n < 0 && errno == EAGAIN)
+			continue;
+		assert_true(n > 0);
+		got += (size_t)n;
+		assert_true(got < cap - 1);
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+static void test_tcp_connect_bridge(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .gen = gen_tcp_bridge },
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
+	};
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+	char buf[256];
+	int fd = -1;
+
+	(void)state;
+	fake_start(&f, steps, 2);
+	c = client_for(&f, 2000);
+	assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), 0);
+	assert_int_equal(e.fail, AGENT_FAIL_NONE);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	/* Both directions, then the half-close each way: the greeting came
+	 * behind the ok line, the echo, and the server's answer to our EOF. */
+	assert_int_equal(send(fd, "ping 1234", 9, MSG_NOSIGNAL), 9);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	read_to_eof(fd, buf, sizeof(buf));
+	assert_string_equal(buf, "HELLO\nping 1234BYE 9\n");
+	close(fd);
+	/* The loopback's other spelling. */
+	fd = -1;
+	assert_int_equal(agent_client_tcp_connect(&c, 65535, "::1", &fd, &e), 0);
+	assert_true(fd >= 0);
+	assert_int_equal(read_to_eof(fd, buf, sizeof(buf)), 0);
+	close(fd);
+	fake_stop(&f);
+	assert_string_equal(f.log[0].hdrs, "{\"type\":\"tcp_connect\",\"port\":8080}\n");
+	assert_int_equal(f.log[0].data_len, 0);
+	assert_string_equal(f.log[1].hdrs, "{\"type\":\"tcp_connect\",\"port\":65535,\"address\":\"::1\"}\n");
+	fake_free(&f);
+}
+
+static void test_tcp_connect_errors(void **state)
+{
+	static const struct {
+		const char *reply;
+		int ret;
+		enum agent_fail fail;
+		enum agent_code code;
+		const char *needle;
+	} cases[] = {
+		{ "{\"type\":\"error\",\"code\":\"refused\",\"message\":\"tcp_connect: nothing listens on 127.0.0.1:8080 in the guest\"}\n",
+		  -EREMOTEIO, AGENT_FAIL_AGENT, AGENT_E_REFUSED, "nothing listens" },
+		{ "{\"type\":\"error\",\"code\":\"timeout\",\"message\":\"tcp_connect: slow\"}\n", -EREMOTEIO,
+		  AGENT_FAIL_AGENT, AGENT_E_TIMEOUT, "slow" },
+		{ "{\"type\":\"pong\",\"protocol\":1}\n", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, "replied 'pong'" },
+		{ "{\"type\":\"ok\",\"len\":3}\nabc", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, "payload" },
+		{ "not json\n", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_BAD_JSON, "not valid JSON" },
+		{ "{\"type\":\"ok\"}", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, "inside its answer" },
+		{ NULL, -ECONNRESET, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, "closed the connection before answering" },
+	};
+	enum { N = sizeof(cases) / sizeof(cases[0]) };
+	static struct fake_step steps[N + 2];
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+	int64_t t0;
+	int fd;
+
+	(void)state;
+	for (size_t i = 0; i < N; i++)
+		steps[i] = (struct fake_step){ .hello = OK_HELLO, .reply = cases[i].reply };
+	/* An endless answer, then silence. */
+	steps[N] = (struct fake_step){ .hello = OK_HELLO, .gen = gen_endless_header, .hold = true };
+	steps[N + 1] = (struct fake_step){ .hello = OK_HELLO, .hold = true };
+	fake_start(&f, steps, N + 2);
+	c = client_for(&f, 2000);
+	for (size_t i = 0; i < N; i++) {
+		fd = 7;
+		assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), cases[i].ret);
+		assert_err(&e, cases[i].fail, cases[i].code);
+		assert_int_equal(fd, -1);
+		if (!strstr(e.message, cases[i].needle))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.message, cases[i].needle);
+	}
+	assert_string_equal(agent_client_err_name(&(struct agent_client_err){ .fail = AGENT_FAIL_AGENT,
+									  .code = AGENT_E_REFUSED }),
+			    "refused");
+	assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), -EPROTO);
+	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG);
+	c.timeout_ms = 150;
+	t0 = mono_ms();
+	assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), -ETIMEDOUT);
+	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
+	assert_true(mono_ms() - t0 >= 140);
+	assert_true(mono_ms() - t0 < 3000);
+	/* What the agent would refuse never leaves the host (the fake has no
+	 * step left: a connection would fail differently). */
+	assert_int_equal(agent_client_tcp_connect(&c, 0, NULL, &fd, &e), -EINVAL);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
+	assert_int_equal(agent_client_tcp_connect(&c, 65536, NULL, &fd, &e), -EINVAL);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
+	assert_int_equal(agent_client_tcp_connect(&c, 80, "10.0.2.2", &fd, &e), -EINVAL);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
+	assert_non_null(strstr(e.message, "loopback"));
+	assert_int_equal(fd, -1);
+	fake_stop(&f);
+	assert_int_equal(f.served, N + 2);
 	fake_free(&f);
 }
 
@@ -1895,6 +2060,8 @@ int main(void)
 		cmocka_unit_test(test_stat_exists),
 		cmocka_unit_test(test_list_dir),
 		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_tcp_connect_bridge),
+		cmocka_unit_test(test_tcp_connect_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1095,8 +1095,36 @@ static void test_parse_clock_shutdown(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_OK);
-	assert_true(m.u.time_ns == 1732312345123456789LL);
+	assert_true(m.u.clock.time_ns == 1732312345123456789LL);
+	assert_null(m.u.clock.entropy);
 	agent_msg_free(&m);
+	assert_int_equal(parse_ctx("{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"00ff7A\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_string_equal(m.u.clock.entropy, "00ff7A");
+	agent_msg_free(&m);
+	/* entropy: even count of hex digits, 1..64 bytes. */
+	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"abc\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"zz\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":12}"),
+			 AGENT_E_BAD_FIELD);
+	{
+		char req[256], hex[131];
+
+		memset(hex, 'a', 130);
+		hex[130] = 0; /* 65 bytes: one too many */
+		snprintf(req, sizeof(req), "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
+			 hex);
+		assert_int_equal(REQ(req), AGENT_E_BAD_FIELD);
+		hex[128] = 0; /* 64 bytes */
+		snprintf(req, sizeof(req), "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
+			 hex);
+		assert_int_equal(REQ(req), AGENT_OK);
+	}
 	assert_int_equal(REQ("{\"type\":\"sync_clock\"}"), AGENT_E_MISSING_FIELD);
 	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":0}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":-1}"), AGENT_E_BAD_FIELD);
@@ -1111,6 +1139,61 @@ static void test_parse_clock_shutdown(void **state)
 	assert_int_equal(REQ("{\"type\":\"shutdown\",\"grace_ms\":60000}"), AGENT_OK);
 	assert_int_equal(REQ("{\"type\":\"shutdown\",\"grace_ms\":60001}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"shutdown\",\"reboot\":true}"), AGENT_E_UNKNOWN_FIELD);
+}
+
+static void test_parse_tcp_connect(void **state)
+{
+	struct agent_msg m;
+	struct agent_err err;
+
+	(void)state;
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":8080}", AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_int_equal(m.type, AGENT_T_TCP_CONNECT);
+	assert_int_equal(m.u.tcp.port, 8080);
+	assert_int_equal(m.u.tcp.family, AF_INET);
+	assert_string_equal(m.u.tcp.address, "127.0.0.1");
+	agent_msg_free(&m);
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":65535,\"address\":\"::1\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_int_equal(m.u.tcp.port, 65535);
+	assert_int_equal(m.u.tcp.family, AF_INET6);
+	assert_string_equal(m.u.tcp.address, "::1");
+	agent_msg_free(&m);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":1,\"address\":\"127.0.0.1\"}"), AGENT_OK);
+
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\"}", AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_E_MISSING_FIELD);
+	assert_string_equal(err.message, "tcp_connect: missing required field 'port' (integer)");
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":0}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":65536}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":-80}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80.0}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":\"80\"}"), AGENT_E_BAD_FIELD);
+	/* The guest's loopback only: never a proxy onto the guest's network. */
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"10.0.2.2\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_E_BAD_FIELD);
+	assert_string_equal(err.message,
+			    "tcp_connect: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '10.0.2.2'");
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"localhost\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"127.0.0.2\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"0:0:0:0:0:0:0:1\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":1}"), AGENT_E_BAD_FIELD);
+	/* Unknown fields, a payload, the wrong context: as for every request. */
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"host\":\"::1\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_E_UNKNOWN_FIELD);
+	assert_string_equal(err.message, "tcp_connect: unknown field 'host'");
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":5}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":0}"), AGENT_OK);
+	assert_int_equal(ATT("{\"type\":\"tcp_connect\",\"port\":80}"), AGENT_E_UNEXPECTED_TYPE);
+	assert_int_equal(UPL("{\"type\":\"tcp_connect\",\"port\":80}"), AGENT_E_UNEXPECTED_TYPE);
+	assert_string_equal(agent_type_name(AGENT_T_TCP_CONNECT), "tcp_connect");
 }
 
 /* The framer and the parser together, as the agent runs them on an upload. */
@@ -1419,6 +1502,8 @@ static void test_codes(void **state)
 	assert_int_equal(agent_errno_code(ENOMEM), AGENT_E_BUSY);
 	assert_int_equal(agent_errno_code(EBUSY), AGENT_E_BUSY);
 	assert_int_equal(agent_errno_code(ETIMEDOUT), AGENT_E_TIMEOUT);
+	assert_int_equal(agent_errno_code(ECONNREFUSED), AGENT_E_REFUSED);
+	assert_string_equal(agent_code_name(AGENT_E_REFUSED), "refused");
 	assert_int_equal(agent_errno_code(EXDEV), AGENT_E_IO_ERROR);
 	assert_int_equal(agent_errno_code(EIO), AGENT_E_IO_ERROR);
 	assert_int_equal(agent_errno_code(0), AGENT_E_IO_ERROR);
@@ -1533,6 +1618,7 @@ int main(void)
 		cmocka_unit_test(test_parse_files),
 		cmocka_unit_test(test_parse_configure),
 		cmocka_unit_test(test_parse_clock_shutdown),
+		cmocka_unit_test(test_parse_tcp_connect),
 		cmocka_unit_test(test_upload_through_framer),
 		cmocka_unit_test(test_line_error),
 		cmocka_unit_test(test_line_simple),

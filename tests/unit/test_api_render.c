@@ -260,12 +260,21 @@ static void test_metrics_text(void **state)
 	metrics_http(&m, 201);
 	metrics_http(&m, 404);
 	metrics_http(&m, 999);
+	m.hibernations = 4;
+	m.wake_cold_boots = 1;
+	histogram_observe(&m.restore_seconds, 0.02);
 	t = metrics_render(&m, states, &len);
 	assert_non_null(t);
 	assert_int_equal(strlen(t), len);
 	assert_non_null(strstr(t, "kiln_sandboxes{state=\"running\"} 2\n"));
 	assert_non_null(strstr(t, "kiln_sandboxes{state=\"booting\"} 0\n"));
 	assert_non_null(strstr(t, "kiln_sandboxes{state=\"crashed\"} 1\n"));
+	assert_non_null(strstr(t, "kiln_sandboxes{state=\"paused\"} 0\n"));
+	assert_non_null(strstr(t, "kiln_sandboxes{state=\"hibernated\"} 0\n"));
+	assert_non_null(strstr(t, "kiln_hibernations_total 4\n"));
+	assert_non_null(strstr(t, "kiln_wake_cold_boots_total 1\n"));
+	assert_non_null(strstr(t, "kiln_pauses_total 0\n"));
+	assert_non_null(strstr(t, "kiln_restore_seconds_bucket{le=\"0.025\"} 1\n"));
 	assert_non_null(strstr(t, "# TYPE kiln_boots_total counter\nkiln_boots_total 3\n"));
 	assert_non_null(strstr(t, "kiln_boot_seconds_bucket{le=\"0.005\"} 2\n"));
 	assert_non_null(strstr(t, "kiln_boot_seconds_bucket{le=\"0.25\"} 2\n"));
@@ -300,12 +309,12 @@ static void test_vmm_argv(void **state)
 	struct sandbox_spec s = base_spec();
 	struct vmm_launch l = { .vmm = "/k/build/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/minimal.ext4",
 				.overlay = "/st/sandboxes/abc/overlay", .vsock = "/st/sandboxes/abc/vsock.sock",
-				.spec = &s };
+				.control = "/st/sandboxes/abc/control.sock", .spec = &s };
 	static const char *const want[] = { "/k/build/kiln-vmm", "--kernel", "/k/vmlinux", "--disk",
 					    "/img/minimal.ext4,overlay=/st/sandboxes/abc/overlay", "--vsock",
-					    "/st/sandboxes/abc/vsock.sock", "--mem", "256", "--cpus", "2",
-					    "--boot-timeline=json", "--console", "--cmdline",
-					    "quiet kiln.hostname=box1", NULL };
+					    "/st/sandboxes/abc/vsock.sock", "--control", "/st/sandboxes/abc/control.sock",
+					    "--mem", "256", "--cpus", "2", "--boot-timeline=json", "--console",
+					    "--cmdline", "quiet kiln.hostname=box1", NULL };
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -314,7 +323,7 @@ static void test_vmm_argv(void **state)
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(a.argv[i], want[i]);
 	assert_null(a.argv[a.argc]);
-	assert_int_equal(a.argc, 15);
+	assert_int_equal(a.argc, 17);
 	vmm_argv_free(&a);
 
 	s.console = false;
@@ -325,13 +334,50 @@ static void test_vmm_argv(void **state)
 	strcpy(s.shares[1].host_path, "/srv/out");
 	strcpy(s.shares[1].guest_path, "/out");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 18);
-	assert_string_equal(a.argv[12], "--cmdline");
-	assert_string_equal(a.argv[13], "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
-	assert_string_equal(a.argv[14], "--share");
-	assert_string_equal(a.argv[15], "/srv/data:kiln0:ro");
-	assert_string_equal(a.argv[17], "/srv/out:kiln1");
+	assert_int_equal(a.argc, 20);
+	assert_string_equal(a.argv[14], "--cmdline");
+	assert_string_equal(a.argv[15], "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
+	assert_string_equal(a.argv[16], "--share");
+	assert_string_equal(a.argv[17], "/srv/data:kiln0:ro");
+	assert_string_equal(a.argv[19], "/srv/out:kiln1");
 	vmm_argv_free(&a);
+}
+
+/* A restore: the snapshot instead of a kernel, the same machine and devices. */
+static void test_vmm_argv_restore(void **state)
+{
+	struct sandbox_spec s = base_spec();
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = NULL, .image = "/img/m.ext4",
+				.overlay = "/st/sb/f00/overlay", .vsock = "/st/sb/f00/vsock.sock",
+				.control = "/st/sb/f00/control.sock", .restore_dir = "/st/sb/abc/checkpoints/cp1",
+				.spec = &s };
+	static const char *const want[] = { "/k/kiln-vmm", "--restore", "/st/sb/abc/checkpoints/cp1", "--disk",
+					    "/img/m.ext4,overlay=/st/sb/f00/overlay", "--vsock", "/st/sb/f00/vsock.sock",
+					    "--control", "/st/sb/f00/control.sock", "--mem", "256", "--cpus", "2",
+					    "--boot-timeline=json", "--console", NULL };
+	struct vmm_argv a;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_int_equal(a.argc, 15);
+	for (size_t i = 0; want[i]; i++)
+		assert_string_equal(a.argv[i], want[i]);
+	for (size_t i = 0; i < a.argc; i++) {
+		assert_string_not_equal(a.argv[i], "--kernel");
+		assert_string_not_equal(a.argv[i], "--cmdline");
+	}
+	vmm_argv_free(&a);
+	l.restore_dir = "/st/sb/abc/checkpoints/a,b";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.message, "snapshot"));
+	l.restore_dir = "checkpoints/cp1";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	/* Without a snapshot, a boot needs its kernel. */
+	l.restore_dir = NULL;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.message, "kernel"));
+	assert_int_equal(a.argc, 0);
 }
 
 /* Whatever slipped past validation is caught again before kiln-vmm sees it. */
@@ -339,7 +385,7 @@ static void test_vmm_argv_refuses_injection(void **state)
 {
 	struct sandbox_spec s = base_spec();
 	struct vmm_launch l = { .vmm = "/v", .kernel = "/k", .image = "/i", .overlay = "/o", .vsock = "/s",
-				.spec = &s };
+				.control = "/c", .spec = &s };
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -365,6 +411,10 @@ static void test_vmm_argv_refuses_injection(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.message, "guest_path"));
 	assert_int_equal(a.argc, 0);
+	s = base_spec();
+	l.control = "control.sock";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.message, "control socket"));
 }
 
 static void test_vmm_output(void **state)
@@ -419,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_metrics_text),
 		cmocka_unit_test(test_vmm_argv),
 		cmocka_unit_test(test_vmm_argv_refuses_injection),
+		cmocka_unit_test(test_vmm_argv_restore),
 		cmocka_unit_test(test_vmm_output),
 	};
 

@@ -56,8 +56,42 @@ static void test_create_defaults(void **state)
 	assert_int_equal(json_object_size(s.labels), 0);
 	assert_int_equal(s.nshares, 0);
 	assert_int_equal(s.timeout_s, 0);
+	assert_int_equal(s.idle_timeout_s, 0); /* this test's limits: no --idle-timeout */
 	assert_true(s.console);
 	sandbox_spec_free(&s);
+}
+
+/* idle_timeout_s: the daemon's default unless given; 0 is never. */
+static void test_create_idle_timeout(void **state)
+{
+	static const struct sandbox_limits idle = { .max_cpus = 8, .max_memory_mib = 4096,
+						    .idle_timeout_default_s = 300 };
+	struct sandbox_spec s, t;
+	struct api_err e;
+	json_t *b, *j;
+
+	(void)state;
+	b = json_loads("{\"image\":\"m\"}", 0, NULL);
+	assert_int_equal(sandbox_spec_parse(b, &idle, &s, &e), 0);
+	assert_int_equal(s.idle_timeout_s, 300);
+	json_decref(b);
+	/* The canonical JSON says it, so a later default does not change it. */
+	j = sandbox_spec_to_json(&s);
+	assert_int_equal(json_integer_value(json_object_get(j, "idle_timeout_s")), 300);
+	assert_int_equal(sandbox_spec_parse(j, &lim, &t, &e), 0);
+	assert_int_equal(t.idle_timeout_s, 300);
+	json_decref(j);
+	sandbox_spec_free(&t);
+	sandbox_spec_free(&s);
+	b = json_loads("{\"image\":\"m\",\"idle_timeout_s\":0}", 0, NULL);
+	assert_int_equal(sandbox_spec_parse(b, &idle, &s, &e), 0);
+	assert_int_equal(s.idle_timeout_s, 0);
+	json_decref(b);
+	sandbox_spec_free(&s);
+	b = json_loads("{\"image\":\"m\",\"idle_timeout_s\":604801}", 0, NULL);
+	assert_int_equal(sandbox_spec_parse(b, &idle, &s, &e), -1);
+	assert_non_null(strstr(e.message, "idle_timeout_s"));
+	json_decref(b);
 }
 
 static void test_create_everything_and_round_trip(void **state)
@@ -543,6 +577,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_create_defaults),
+		cmocka_unit_test(test_create_idle_timeout),
 		cmocka_unit_test(test_create_everything_and_round_trip),
 		cmocka_unit_test(test_create_rejects),
 		cmocka_unit_test(test_create_counts),

@@ -109,6 +109,41 @@ static void test_overlong_id_segment_is_404(void **state)
 	assert_int_equal(strlen(m.id), 64);
 }
 
+/* Snapshots: pause, resume, hibernate, wake and the checkpoints. */
+static void test_snapshot_endpoints(void **state)
+{
+	struct route_match m;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(op_of("POST", "/v1/sandboxes/x/pause", NULL), OP_SANDBOX_PAUSE);
+	assert_int_equal(op_of("POST", "/v1/sandboxes/x/resume", NULL), OP_SANDBOX_RESUME);
+	assert_int_equal(op_of("POST", "/v1/sandboxes/x/hibernate", NULL), OP_SANDBOX_HIBERNATE);
+	assert_int_equal(op_of("POST", "/v1/sandboxes/x/wake", NULL), OP_SANDBOX_WAKE);
+	assert_int_equal(op_of("GET", "/v1/sandboxes/x/checkpoints", NULL), OP_CHECKPOINT_LIST);
+	assert_int_equal(op_of("POST", "/v1/sandboxes/x/checkpoints", NULL), OP_CHECKPOINT_CREATE);
+	assert_int_equal(route_match("DELETE", "/v1/sandboxes/ab12/checkpoints/before-tests", &m, &e), 0);
+	assert_int_equal(m.op, OP_CHECKPOINT_DELETE);
+	assert_string_equal(m.id, "ab12");
+	assert_string_equal(m.proc, "before-tests");
+	assert_int_equal(op_of("GET", "/v1/sandboxes/x/checkpoints/c", NULL), OP_CHECKPOINT_GET);
+	assert_int_equal(route_match("POST", "/v1/sandboxes/x/checkpoints/c1/restore", &m, &e), 0);
+	assert_int_equal(m.op, OP_CHECKPOINT_RESTORE);
+	assert_string_equal(m.proc, "c1");
+	assert_true(route_has_body(OP_CHECKPOINT_CREATE));
+	assert_true(route_has_body(OP_SANDBOX_PAUSE));
+	assert_false(route_has_body(OP_CHECKPOINT_DELETE));
+	assert_int_equal(route_match("GET", "/v1/sandboxes/x/pause", &m, &e), -1);
+	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
+	assert_string_equal(m.allow, "POST");
+	assert_int_equal(route_match("PUT", "/v1/sandboxes/x/checkpoints/c", &m, &e), -1);
+	assert_string_equal(m.allow, "GET, DELETE");
+	assert_int_equal(route_match("POST", "/v1/sandboxes/x/checkpoints/", &m, &e), -1);
+	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
+	assert_int_equal(route_match("POST", "/v1/sandboxes/x/checkpoints/c/restore/", &m, &e), -1);
+	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
+}
+
 static void test_sandbox_ids(void **state)
 {
 	const uint8_t rnd[6] = { 0x00, 0x9f, 0xa0, 0xff, 0x12, 0x3e };
@@ -215,6 +250,7 @@ int main(void)
 		cmocka_unit_test(test_near_misses_are_404),
 		cmocka_unit_test(test_wrong_method_is_405_with_allow),
 		cmocka_unit_test(test_overlong_id_segment_is_404),
+		cmocka_unit_test(test_snapshot_endpoints),
 		cmocka_unit_test(test_sandbox_ids),
 		cmocka_unit_test(test_image_names),
 		cmocka_unit_test(test_hostnames),

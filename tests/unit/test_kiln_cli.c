@@ -182,8 +182,13 @@ static void test_exec_parse(void **state)
 	 * options (-l, --json) are its, not kiln's. */
 	assert_int_equal(cli_exec_parse(5, ARGV("abc123", "--user", "root", "ls", "-l"), &g, &x, err, sizeof(err)), 0);
 	assert_string_equal(x.id, "abc123");
+	/* Streamed by default, with the agent's largest output_cap. */
+	assert_true(x.stream);
+	assert_json(x.body, "{\"argv\":[\"ls\",\"-l\"],\"output_cap\":268435456,\"user\":\"root\"}");
+	json_decref(x.body);
+	assert_int_equal(cli_exec_parse(4, ARGV("abc123", "--buffered", "--", "ls"), &g, &x, err, sizeof(err)), 0);
 	assert_false(x.stream);
-	assert_json(x.body, "{\"argv\":[\"ls\",\"-l\"],\"user\":\"root\"}");
+	assert_json(x.body, "{\"argv\":[\"ls\"]}");
 	json_decref(x.body);
 
 	char **av = ARGV("--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B", "--timeout-ms", "500", "-i",
@@ -193,7 +198,7 @@ static void test_exec_parse(void **state)
 	assert_true(x.send_stdin);
 	assert_false(g.json);
 	assert_json(x.body, "{\"argv\":[\"echo $A\",\"--json\"],\"cwd\":\"/w\",\"env\":{\"A\":\"1\",\"B\":null},"
-			    "\"shell\":true,\"timeout_ms\":500}");
+			    "\"output_cap\":268435456,\"shell\":true,\"timeout_ms\":500}");
 	json_decref(x.body);
 
 	assert_int_equal(cli_exec_parse(1, ARGV("abc"), &g, &x, err, sizeof(err)), -1);

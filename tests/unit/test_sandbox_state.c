@@ -13,20 +13,39 @@
 
 #include <string.h>
 
+#include "checkpoint.h"
 #include "sandbox_record.h"
 #include "sandbox_state.h"
 
+/* T(s): allowed, leads to s; 0: refused (409). */
+#define T(s) ((s) + 1)
+
 static void test_transition_table(void **state)
 {
-	/* -1: refused. The table of docs/api.md, "Sandbox states". */
+	/* The table of docs/api.md, "Sandbox states". */
 	static const int want[SB_STATE_COUNT][SB_EV_COUNT] = {
-		/*            START       BOOT_OK     BOOT_FAIL   STOP         DELETE       VMM_CLEAN    VMM_FAIL     STOPPED */
-		[SB_BOOTING] = { -1, SB_RUNNING, SB_CRASHED, -1, -1, SB_BOOTING, SB_BOOTING, -1 },
-		[SB_RUNNING] = { -1, -1, -1, SB_STOPPING, SB_DELETING, SB_STOPPED, SB_CRASHED, -1 },
-		[SB_STOPPING] = { -1, -1, -1, -1, -1, SB_STOPPING, SB_STOPPING, SB_STOPPED },
-		[SB_STOPPED] = { SB_BOOTING, -1, -1, -1, SB_DELETING, -1, -1, -1 },
-		[SB_CRASHED] = { SB_BOOTING, -1, -1, -1, SB_DELETING, -1, -1, -1 },
-		[SB_DELETING] = { -1, -1, -1, -1, -1, SB_DELETING, SB_DELETING, SB_DELETING },
+		[SB_BOOTING] = { [SB_EV_BOOT_OK] = T(SB_RUNNING), [SB_EV_BOOT_FAIL] = T(SB_CRASHED),
+				 [SB_EV_VMM_CLEAN] = T(SB_BOOTING), [SB_EV_VMM_FAIL] = T(SB_BOOTING) },
+		[SB_RUNNING] = { [SB_EV_STOP] = T(SB_STOPPING), [SB_EV_DELETE] = T(SB_DELETING),
+				 [SB_EV_VMM_CLEAN] = T(SB_STOPPED), [SB_EV_VMM_FAIL] = T(SB_CRASHED),
+				 [SB_EV_PAUSE] = T(SB_PAUSED), [SB_EV_CHECKPOINT] = T(SB_RUNNING),
+				 [SB_EV_HIBERNATE] = T(SB_HIBERNATING), [SB_EV_RESTORE] = T(SB_BOOTING) },
+		[SB_PAUSED] = { [SB_EV_STOP] = T(SB_STOPPING), [SB_EV_DELETE] = T(SB_DELETING),
+				[SB_EV_VMM_CLEAN] = T(SB_STOPPED), [SB_EV_VMM_FAIL] = T(SB_CRASHED),
+				[SB_EV_RESUME] = T(SB_RUNNING), [SB_EV_CHECKPOINT] = T(SB_PAUSED),
+				[SB_EV_HIBERNATE] = T(SB_HIBERNATING), [SB_EV_RESTORE] = T(SB_BOOTING) },
+		[SB_STOPPING] = { [SB_EV_VMM_CLEAN] = T(SB_STOPPING), [SB_EV_VMM_FAIL] = T(SB_STOPPING),
+				  [SB_EV_STOPPED] = T(SB_STOPPED) },
+		[SB_STOPPED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
+				 [SB_EV_RESTORE] = T(SB_BOOTING) },
+		[SB_CRASHED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
+				 [SB_EV_RESTORE] = T(SB_BOOTING) },
+		[SB_DELETING] = { [SB_EV_VMM_CLEAN] = T(SB_DELETING), [SB_EV_VMM_FAIL] = T(SB_DELETING),
+				  [SB_EV_STOPPED] = T(SB_DELETING) },
+		[SB_HIBERNATING] = { [SB_EV_VMM_CLEAN] = T(SB_HIBERNATING), [SB_EV_VMM_FAIL] = T(SB_HIBERNATING),
+				     [SB_EV_HIBERNATED] = T(SB_HIBERNATED), [SB_EV_HIBERNATE_FAIL] = T(SB_RUNNING) },
+		[SB_HIBERNATED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
+				    [SB_EV_RESTORE] = T(SB_BOOTING) },
 	};
 
 	(void)state;
@@ -36,18 +55,39 @@ static void test_transition_table(void **state)
 			struct api_err e = { 0 };
 			int r = sandbox_transition((enum sandbox_state)s, (enum sandbox_event)ev, &to, "abc", &e);
 
-			if (want[s][ev] < 0) {
+			if (!want[s][ev]) {
 				if (r != -1 || e.code != API_E_WRONG_STATE)
 					fail_msg("%s + %s should be refused", sandbox_state_name(s), sandbox_event_name(ev));
 				assert_int_equal(api_code_status(e.code), 409);
 				assert_non_null(strstr(e.message, "sandbox abc is "));
 				assert_non_null(strstr(e.message, sandbox_state_name(s)));
-			} else if (r != 0 || (int)to != want[s][ev]) {
+			} else if (r != 0 || (int)to != want[s][ev] - 1) {
 				fail_msg("%s + %s: got %d -> %s", sandbox_state_name(s), sandbox_event_name(ev), r,
 					 sandbox_state_name(to));
 			}
 		}
 	}
+}
+
+/* The 409 says what to do next. */
+static void test_refusal_hints(void **state)
+{
+	enum sandbox_state to;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(sandbox_transition(SB_PAUSED, SB_EV_START, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "resume it first"));
+	assert_int_equal(sandbox_transition(SB_PAUSED, SB_EV_PAUSE, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "paused already"));
+	assert_int_equal(sandbox_transition(SB_RUNNING, SB_EV_RESUME, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "running already"));
+	assert_int_equal(sandbox_transition(SB_HIBERNATED, SB_EV_STOP, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "wake it first"));
+	assert_int_equal(sandbox_transition(SB_HIBERNATED, SB_EV_HIBERNATE, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "hibernated already"));
+	assert_int_equal(sandbox_transition(SB_STOPPED, SB_EV_CHECKPOINT, &to, "abc", &e), -1);
+	assert_non_null(strstr(e.message, "does not allow checkpoint; start it first"));
 }
 
 static void test_out_of_range_is_internal(void **state)
@@ -73,11 +113,16 @@ static void test_names(void **state)
 	assert_true(sandbox_state_serves_agent(SB_RUNNING));
 	assert_false(sandbox_state_serves_agent(SB_BOOTING));
 	assert_false(sandbox_state_serves_agent(SB_STOPPING));
+	assert_false(sandbox_state_serves_agent(SB_PAUSED));
+	assert_false(sandbox_state_serves_agent(SB_HIBERNATED));
 }
+
+static const struct vmm_ctl_reply snap = { .memory_bytes = 1 << 27, .memory_stored_bytes = 1 << 20,
+					   .state_bytes = 5000, .disk_bytes = 8192, .ms = 12.5 };
 
 static void make_record(struct sandbox_record *r)
 {
-	static const struct sandbox_limits lim = { 8, 4096 };
+	static const struct sandbox_limits lim = { 8, 4096, 0 };
 	json_error_t je;
 	json_t *body = json_loads("{\"image\":\"minimal\",\"cpus\":2,\"labels\":{\"job\":\"7\"},"
 				  "\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\",\"read_only\":true}]}",
@@ -98,6 +143,9 @@ static void make_record(struct sandbox_record *r)
 	r->boot = sandbox_boot_json(811.5, 640, true);
 	x.console_tail = json_pack("[s]", "kiln-init: agent listening");
 	r->last_exit = sandbox_exit_json(&x);
+	r->checkpoints = json_array();
+	json_array_append_new(r->checkpoints, checkpoint_object(r->id, "cp1", 1732269700000, false, false, &snap));
+	json_array_append_new(r->checkpoints, checkpoint_object(r->id, "cp2", 1732269710000, true, true, &snap));
 }
 
 static void test_view(void **state)
@@ -124,6 +172,11 @@ static void test_view(void **state)
 	assert_true(json_is_null(json_object_get(le, "vmm_reason")));
 	assert_string_equal(json_string_value(json_array_get(json_object_get(le, "console_tail"), 0)),
 			    "kiln-init: agent listening");
+	/* Checkpoints are counted; their list is GET .../checkpoints. */
+	assert_int_equal(json_integer_value(json_object_get(v, "checkpoints")), 2);
+	assert_true(json_is_null(json_object_get(v, "hibernation")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "boot"), "from")), "kernel");
+	assert_true(json_is_null(json_object_get(json_object_get(v, "boot"), "snapshot_error")));
 	/* The view does not expose kilnd's own bookkeeping. */
 	assert_null(json_object_get(v, "image_path"));
 	assert_null(json_object_get(v, "version"));
@@ -146,8 +199,30 @@ static void test_persist_round_trip(void **state)
 	v2 = sandbox_record_view(&back);
 	assert_true(json_equal(v1, v2));
 	assert_string_equal(back.image_path, r.image_path);
+	assert_true(json_equal(back.checkpoints, r.checkpoints));
 	json_decref(v1);
 	json_decref(v2);
+	sandbox_record_free(&back);
+	json_decref(m);
+
+	/* A hibernated sandbox keeps its hibernation and where its boot came from. */
+	r.state = SB_HIBERNATED;
+	r.hibernation = hibernation_object(1732269800000, &snap);
+	assert_int_equal(sandbox_boot_source(r.boot, "checkpoint", "3f9a1c2b7d4e/cp1", NULL), 0);
+	m = sandbox_record_persist(&r);
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_int_equal(back.state, SB_HIBERNATED);
+	assert_true(json_equal(back.hibernation, r.hibernation));
+	assert_string_equal(json_string_value(json_object_get(back.boot, "checkpoint")), "3f9a1c2b7d4e/cp1");
+	sandbox_record_free(&back);
+	json_decref(m);
+	/* meta.json from before checkpoints existed: none. */
+	m = sandbox_record_persist(&r);
+	json_object_del(m, "checkpoints");
+	json_object_del(m, "idle_timeout_s");
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_int_equal(json_array_size(back.checkpoints), 0);
+	assert_int_equal(back.spec.idle_timeout_s, 0);
 	sandbox_record_free(&back);
 	json_decref(m);
 	sandbox_record_free(&r);
@@ -172,6 +247,9 @@ static void test_restore_refuses_damage(void **state)
 		{ "hostname", "\"a b\"", "hostname" },
 		{ "surprise", "1", "unknown field 'surprise'" },
 		{ "shares", "[{\"host_path\":\"/a,ro\",\"guest_path\":\"/b\"}]", "host_path" },
+		{ "checkpoints", "{}", "'checkpoints' must be an array" },
+		{ "checkpoints", "[{\"name\":\"../x\"}]", "checkpoint" },
+		{ "idle_timeout_s", "-5", "idle_timeout_s" },
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
@@ -191,6 +269,19 @@ static void test_restore_refuses_damage(void **state)
 		assert_null(back.spec.env);
 		json_decref(m);
 	}
+	/* One checkpoint twice, and one of another sandbox. */
+	json_t *m = sandbox_record_persist(&r), *cps = json_object_get(m, "checkpoints");
+
+	json_array_append_new(cps, json_deep_copy(json_array_get(cps, 0)));
+	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
+	assert_non_null(strstr(e.message, "listed twice"));
+	json_array_remove(cps, 2);
+	json_object_set_new(json_array_get(cps, 1), "sandbox_id", json_string("000000000000"));
+	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
+	assert_non_null(strstr(e.message, "sandbox_id"));
+	assert_null(back.checkpoints);
+	json_decref(m);
+
 	json_t *arr = json_array();
 
 	assert_int_equal(sandbox_record_restore(arr, &back, &e), -1);
@@ -213,6 +304,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_transition_table),
+		cmocka_unit_test(test_refusal_hints),
 		cmocka_unit_test(test_out_of_range_is_internal),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_view),

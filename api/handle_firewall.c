@@ -1,0 +1,52 @@
+/*
+ * GET/PUT /v1/sandboxes/{id}/firewall (docs/api.md, "Networking and
+ * firewall"): parsing and answers; the work is sandbox_firewall.c's.
+ */
+#include "handlers.h"
+#include "sandbox.h"
+
+static struct sandbox *target(struct http_req *r, const char *what)
+{
+	struct sandbox *sb;
+	struct api_err e;
+
+	if (query_none(r->kv, r->nkv, what, &e)) {
+		http_error(r, &e);
+		return NULL;
+	}
+	sb = sandbox_get(r->d, r->rm.id, &e);
+	if (!sb)
+		http_error(r, &e);
+	return sb;
+}
+
+void handle_firewall_get(struct http_req *r)
+{
+	struct sandbox *sb = target(r, "firewall get");
+	json_t *out = NULL;
+	struct api_err e;
+
+	if (!sb)
+		return;
+	if (sandbox_firewall_get(sb, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
+	sandbox_put(sb);
+}
+
+void handle_firewall_put(struct http_req *r)
+{
+	struct sandbox *sb = target(r, "firewall set");
+	json_t *body = NULL, *out = NULL;
+	struct api_err e;
+
+	if (!sb)
+		return;
+	if (http_body_json(r, false, &body, &e) || sandbox_firewall_set(sb, body, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
+	json_decref(body);
+	sandbox_put(sb);
+}

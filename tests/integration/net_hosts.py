@@ -1,0 +1,205 @@
+#!/usr/bin/python3
+"""Test hosts for tests/integration/net_tests.sh, run inside a network
+namespace on this machine (never any outside address): small servers
+bound to addresses the test put on the namespace's loopback.
+
+  --http ADDR:PORT     answers every GET with "kiln-net ADDR:PORT"
+  --stream ADDR:PORT   sends "tick N" every 0.2 s to whoever connects
+  --sink ADDR:PORT     reads everything; logs "sink BYTES SECONDS" at the end
+                       (SECONDS: from the first byte to the last)
+  --source ADDR:PORT:MIB  sends MIB MiB of zeros to whoever connects, then
+                       closes; logs "source BYTES SECONDS" (SECONDS: until
+                       the peer closed, or, when it had half-closed already,
+                       until the last byte went into the socket)
+  --dns ADDR           UDP DNS on port 53: A records from --zone NAME=IP,
+                       NOERROR and no answer for other types of those
+                       names, NXDOMAIN for the rest
+  --log FILE           one line per request ("http ADDR:PORT from CLIENT")
+  --ready FILE         created once every server listens
+
+Test-only code: one thread per connection, nothing bounded beyond what a
+test needs.
+"""
+import argparse
+import socket
+import socketserver
+import struct
+import sys
+import threading
+import time
+
+log_lock = threading.Lock()
+log_path = None
+
+
+def log(line):
+    with log_lock:
+        with open(log_path, "a") as f:
+            f.write(line + "\n")
+
+
+def split(spec):
+    addr, port = spec.rsplit(":", 1)
+    return addr, int(port)
+
+
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+def http(spec):
+    addr, port = split(spec)
+
+    class H(socketserver.StreamRequestHandler):
+        def handle(self):
+            line = self.rfile.readline(4096)
+            while True:
+                h = self.rfile.readline(4096)
+                if h in (b"\r\n", b"\n", b""):
+                    break
+            body = ("kiln-net %s:%d\n" % (addr, port)).encode()
+            log("http %s:%d from %s %s" % (addr, port, self.client_address[0], line.split(b" ")[1:2]))
+            self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+    return Server((addr, port), H)
+
+
+def stream(spec):
+    addr, port = split(spec)
+
+    class H(socketserver.BaseRequestHandler):
+        def handle(self):
+            log("stream %s:%d from %s" % (addr, port, self.client_address[0]))
+            self.request.settimeout(5)
+            n = 0
+            try:
+                while n < 5000:
+                    self.request.sendall(b"tick %d\n" % n)
+                    n += 1
+                    time.sleep(0.2)
+            except OSError as e:
+                log("stream %s:%d ended after %d ticks: %s" % (addr, port, n, e))
+
+    return Server((addr, port), H)
+
+
+def sink(spec):
+    addr, port = split(spec)
+
+    class H(socketserver.BaseRequestHandler):
+        def handle(self):
+            total, t0, t1 = 0, None, None
+            self.request.settimeout(600)
+            try:
+                while True:
+                    d = self.request.recv(65536)
+                    if not d:
+                        break
+                    if t0 is None:
+                        t0 = time.monotonic()
+                    t1 = time.monotonic()
+                    total += len(d)
+            except OSError:
+                pass
+            log("sink %d %.3f" % (total, (t1 - t0) if t0 is not None else 0.0))
+
+    return Server((addr, port), H)
+
+
+def source(spec):
+    addr, port, mib = spec.rsplit(":", 2)
+    port, total = int(port), int(mib) << 20
+
+    class H(socketserver.BaseRequestHandler):
+        def handle(self):
+            chunk = bytes(1 << 16)
+            sent, t0 = 0, time.monotonic()
+            self.request.settimeout(600)
+            try:
+                while sent < total:
+                    n = min(len(chunk), total - sent)
+                    self.request.sendall(chunk[:n])
+                    sent += n
+                self.request.shutdown(socket.SHUT_WR)
+                self.request.recv(1)  # until the guest has read it all and closed
+            except OSError:
+                pass
+            log("source %d %.3f" % (sent, time.monotonic() - t0))
+
+    return Server((addr, port), H)
+
+
+def qname(msg):
+    """The question name and the offset after QTYPE/QCLASS, or None."""
+    labels, i = [], 12
+    while i < len(msg):
+        n = msg[i]
+        if n == 0:
+            i += 1
+            break
+        if n & 0xC0 or i + 1 + n > len(msg):
+            return None
+        labels.append(msg[i + 1:i + 1 + n].decode("ascii", "replace").lower())
+        i += 1 + n
+    if i + 4 > len(msg):
+        return None
+    return ".".join(labels), struct.unpack("!H", msg[i:i + 2])[0], i + 4
+
+
+def dns(addr, zone):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, 53))
+
+    def serve():
+        while True:
+            msg, peer = s.recvfrom(4096)
+            if len(msg) < 12:
+                continue
+            q = qname(msg)
+            if not q:
+                continue
+            name, qtype, end = q
+            ident = msg[:2]
+            question = msg[12:end]
+            log("dns %s type %d from %s" % (name, qtype, peer[0]))
+            if name not in zone:
+                flags, answers = 0x8183, b""  # NXDOMAIN
+            elif qtype == 1:
+                flags = 0x8180
+                answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 300, 4) + socket.inet_aton(zone[name])
+            else:
+                flags, answers = 0x8180, b""
+            head = ident + struct.pack("!HHHHH", flags, 1, 1 if answers else 0, 0, 0)
+            s.sendto(head + question + answers, peer)
+
+    return serve
+
+
+def main():
+    global log_path
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--http", action="append", default=[])
+    ap.add_argument("--stream", action="append", default=[])
+    ap.add_argument("--sink", action="append", default=[])
+    ap.add_argument("--source", action="append", default=[])
+    ap.add_argument("--dns")
+    ap.add_argument("--zone", action="append", default=[])
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--ready", required=True)
+    a = ap.parse_args()
+    log_path = a.log
+    open(log_path, "a").close()
+    servers = [http(x) for x in a.http] + [stream(x) for x in a.stream] + [sink(x) for x in a.sink] + [source(x) for x in a.source]
+    for srv in servers:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+    if a.dns:
+        zone = dict(z.lower().split("=", 1) for z in a.zone)
+        threading.Thread(target=dns(a.dns, zone), daemon=True).start()
+    open(a.ready, "w").close()
+    while True:
+        time.sleep(3600)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+# Integration tests of networking and the packet filter (kiln-vmm --net,
+# --firewall, --net-rate, the control socket's firewall-set/-get), in real
+# guests driven through the agent. Sourced by run-all after agent_tests.sh
+# and snapshot_tests.sh (uses agent_vm_stop, ag, check, vctl).
+#
+# The test hosts live in a network namespace made per test on this machine:
+# kiln-vmm runs inside it (ip netns exec), so its TAP device, or its passt
+# child's sockets, see only that namespace, whose loopback carries the
+# hosts' addresses. Nothing can leave the machine: the namespace has no
+# other interface. Addresses: 10.77.0.0/24 the guest's link (TAP tests),
+# 10.77.x.y / 10.78.x.y hosts, and two addresses of 203.0.113.0/24
+# (TEST-NET-3, RFC 5737: documentation only, never routed) bound on the
+# namespace's loopback, because the filter needs a destination of the
+# public class for two things it does by design: a hostname rule never
+# opens a private address (DNS rebinding) and outbound_internet opens only
+# public ones.
+NET_HOSTS=tests/integration/net_hosts.py
+PY3=/usr/bin/python3
+
+# net_fail MESSAGE: fail before any kiln-vmm ran (nothing to show of it).
+net_fail() { rc=1 out= err=; fail "$1"; }
+
+# net_ns_make: a namespace $ns with loopback up and the hosts' addresses
+# on it. TAP tests add kt0 (the guest's link, 10.77.0.1/24).
+net_ns_make() {
+  ns=kiln$1$BASHPID
+  ip netns add "$ns" || { net_fail "ip netns add $ns failed (network namespaces, root)"; return 1; }
+  ip -n "$ns" link set lo up
+  local a
+  for a in 10.77.1.10 10.77.2.10 10.77.3.53 10.78.1.10 10.78.3.53 203.0.113.10 203.0.113.11 169.254.169.254; do
+    ip -n "$ns" addr add "$a/32" dev lo || { net_fail "cannot add $a in $ns"; return 1; }
+  done
+}
+
+net_ns_tap() {
+  ip -n "$ns" tuntap add dev kt0 mode tap || { net_fail "cannot create a tap in $ns (tun module?)"; return 1; }
+  ip -n "$ns" addr add 10.77.0.1/24 dev kt0 && ip -n "$ns" link set kt0 up
+}
+
+# net_hosts_start ARGS...: net_hosts.py in $ns (log $hlog); waits until it listens.
+net_hosts_start() {
+  hdir=$(mktemp -d /tmp/kh.XXXXXX)
+  hlog="$hdir/hosts.log"
+  ip netns exec "$ns" "$PY3" "$NET_HOSTS" --log "$hlog" --ready "$hdir/ready" "$@" >"$hdir/out" 2>&1 &
+  hpid=$!
+  local i
+  for i in $(seq 1 240); do [ -e "$hdir/ready" ] && return 0; sleep 0.5; done
+  rc=1 out=$(cat "$hdir/out") err=
+  fail "test hosts did not start"
+}
+
+# The usual set: HTTP on host A (two ports), host B, the two public
+# addresses and the metadata address; a stream and a sink on host A; DNS.
+net_hosts_default() {
+  net_hosts_start --http 10.77.1.10:8080 --http 10.77.1.10:9090 --http 10.77.2.10:8080 \
+    --http 203.0.113.10:8080 --http 203.0.113.11:8080 --http 169.254.169.254:80 \
+    --stream 10.77.1.10:7070 --sink 10.77.1.10:7071 \
+    --dns 10.77.3.53 --zone allowed.test=203.0.113.10 --zone other.test=203.0.113.11
+}
+
+# net_cleanup: the VM (if still running), the hosts, the namespace.
+net_cleanup() {
+  [ -n "${vpid:-}" ] && kill -0 "$vpid" 2>/dev/null && agent_vm_stop
+  [ -n "${hpid:-}" ] && { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+  [ -n "${ns:-}" ] && ip netns del "$ns" 2>/dev/null
+  [ -n "${hdir:-}" ] && rm -rf "$hdir"
+  hpid= ns= hdir=
+}
+
+# net_vm_start RULES_JSON [VMM ARGS...]: the test image in $ns with the
+# rule set RULES_JSON (--firewall), a control socket ($ctl) and the agent.
+# Sets $vd, $vpid, $vs like agent_vm_start. The array net_wrap, when set,
+# is a command prefix (it must exec what follows, so $vpid is kiln-vmm).
+net_vm_start() {
+  local rules=$1
+  shift
+  vd=$(mktemp -d /tmp/kn.XXXXXX)
+  vs="$vd/v.sock" ctl="$vd/ctl"
+  printf '%s\n' "$rules" >"$vd/rules.json"
+  heartbeat kiln-vmm
+  ${net_wrap[@]+"${net_wrap[@]}"} ip netns exec "$ns" "$VMM" --kernel "$VMLINUX" --initrd "$TEST_INITRD" --mem 256 --cpus 2 --console \
+    --vsock "$vs" --control "$ctl" --firewall "$vd/rules.json" "$@" >"$vd/console" 2>"$vd/vmm.err" </dev/null &
+  vpid=$!
+  ag wait-ready >/dev/null || { out=$(tr -d '\r' <"$vd/console"); err=$(cat "$vd/vmm.err"); fail "agent never became ready"; return 1; }
+}
+
+# The guest on the TAP link: MAC, address, gateway and resolver.
+NET_TAP_ARGS=(--net tap=kt0,mac=02:00:00:00:00:07,ip=10.77.0.2/24
+  --cmdline 'quiet kiln.ip=10.77.0.2/24 kiln.gw=10.77.0.1 kiln.dns=10.77.3.53')
+
+# gget HOST PORT [CONNECT_TIMEOUT]: an HTTP GET from the guest (busybox nc);
+# prints the "kiln-net HOST:PORT" body line, nothing when it failed.
+gget() {
+  ag exec --timeout-ms 200000 -- sh -c "printf 'GET / HTTP/1.0\r\n\r\n' | nc -w ${3:-60} $1 $2" 2>/dev/null | grep '^kiln-net' || true
+}
+
+# reached HOST:PORT: the host log has a request to it.
+reached() { grep -q "^http $1 " "$hlog"; }
+
+# fwj KEY...: a value of the last firewall-get reply ($reply), e.g.
+# fwj counters egress drop_private packets; list indices are numbers.
+fwj() {
+  printf '%s' "$reply" | "$PY3" -c '
+import json, sys
+v = json.loads(sys.stdin.read())
+for k in sys.argv[1:]:
+    v = v[int(k)] if isinstance(v, list) else v.get(k)
+    if v is None:
+        break
+print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v))' "$@"
+}
+
+# nslookup_a NAME SERVER: the address the guest's resolver query answered.
+nslookup_a() {
+  ag exec -- sh -c "nslookup $1 $2" 2>/dev/null | sed -n 's/^Address: *\([0-9.]*\)$/\1/p' | tail -1
+}
+
+test_net_firewall_file_errors_exit_2() {
+  local d
+  d=$(mktemp -d)
+  echo '{"allow":[{"cidr":"10.0.0.1/8"}]}' >"$d/hostbits.json"
+  vmm --kernel "$VMLINUX" --net tap=kt0 --firewall "$d/hostbits.json"
+  expect_rc 2 && expect_one_line_err && \
+    expect_err 'allow\[0\]\.cidr "10\.0\.0\.1/8": host bits are set: did you mean 10\.0\.0\.0/8\?' || { rm -rf "$d"; return 1; }
+  echo '{"outbound_internet":true,"allow":[{"cidr":"169.254.169.254/32"}]}' >"$d/meta.json"
+  vmm --kernel "$VMLINUX" --net passt --firewall "$d/meta.json"
+  expect_rc 2 && expect_one_line_err && expect_err 'which kiln never allows' || { rm -rf "$d"; return 1; }
+  echo '{"allow":[],"bogus":1}' >"$d/unknown.json"
+  vmm --kernel "$VMLINUX" --net passt --firewall "$d/unknown.json"
+  expect_rc 2 && expect_err 'bogus' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --net passt --firewall "$d/missing.json"
+  expect_rc 2 && expect_err 'missing\.json' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --net passt --firewall "$d/hostbits.json" --net-rate tx_bytes=lots
+  expect_rc 2 && expect_err "net-rate tx_bytes: 'lots' is not a number" || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --net-rate tx_bytes=1
+  expect_rc 2 && expect_err 'need a --net device' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --net passt,gw=10.1.1.1
+  expect_rc 2 && expect_err "gw=10\.1\.1\.1: must be another address in the guest's network" || { rm -rf "$d"; return 1; }
+  rm -rf "$d"
+}
+
+test_net_no_rules_reaches_nothing() {
+  net_ns_make nr && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{}' --firewall-log "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o
+  o=$(gget 10.77.1.10 8080 20); check '[ -z "$o" ]' "HTTP to 10.77.1.10:8080 went through with no rules: $o"
+  o=$(gget 203.0.113.10 8080 20); check '[ -z "$o" ]' "HTTP to a public address went through with no rules: $o"
+  ag exec --user root -- ping -c 2 -W 10 10.77.0.1 >/dev/null; check '[ $arc != 0 ]' "ping to the gateway answered with no rules"
+  o=$(nslookup_a allowed.test 10.77.3.53); check '[ -z "$o" ]' "DNS answered with no rules: $o"
+  check '! grep -q . "$hlog"' "a test host saw traffic: $(head -3 "$hlog")"
+  vctl firewall-get
+  check '[ "$(fwj ok)" = True ]' "firewall-get: $reply"
+  check '[ "$(fwj counters egress pass_new packets)" = 0 ]' "a flow was let out: $reply"
+  check '[ "$(fwj counters egress drop_private packets)" -ge 1 ] && [ "$(fwj counters egress drop_default packets)" -ge 1 ]' \
+    "drop counters: $(fwj counters egress)"
+  check 'grep -q "kiln-vmm: firewall: egress drop_private tcp 10.77.0.2:[0-9]* -> 10.77.1.10:8080" "$vd/vmm.err"' \
+    "no denied-flow log line: $(tail -3 "$vd/vmm.err")"
+  # Control: the network itself works, once a rule lets the guest out.
+  vctl 'firewall-set {"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":8080}]}'
+  check '[ "$reply" = "{\"ok\":true,\"cut\":0}" ]' "firewall-set: $reply"
+  o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "allowed HTTP failed: '$o'"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_net_cidr_port_rule_allows_http_only_there() {
+  net_ns_make cr && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":8080}]}' "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o
+  o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "allowed HTTP failed: '$o'"
+  o=$(gget 10.77.1.10 9090 20); check '[ -z "$o" ]' "another port went through: $o"
+  o=$(gget 10.77.2.10 8080 20); check '[ -z "$o" ]' "another host went through: $o"
+  check 'reached 10.77.1.10:8080' "host A never saw the allowed request"
+  check '! reached 10.77.1.10:9090 && ! reached 10.77.2.10:8080' "a blocked request arrived: $(cat "$hlog")"
+  vctl firewall-get
+  check '[ "$(fwj counters rules allow 0 flows)" -ge 1 ]' "rule counters: $(fwj counters rules)"
+  check '[ "$(fwj counters egress drop_private packets)" -ge 2 ]' "drop counters: $(fwj counters egress)"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_net_hostname_rule_allows_only_the_dns_answer() {
+  net_ns_make hn && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{"dns":["10.77.3.53"],"allow":[{"host":"allowed.test","proto":"tcp","ports":8080}]}' \
+    "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o a
+  # Before the guest resolved the name, its address is just an address.
+  o=$(gget 203.0.113.10 8080 20); check '[ -z "$o" ]' "reached the host before resolving it: $o"
+  a=$(nslookup_a allowed.test 10.77.3.53); check '[ "$a" = 203.0.113.10 ]' "allowed.test resolved to '$a'"
+  o=$(gget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "the answered address failed: '$o'"
+  # An address the answer did not give; then one another name gave.
+  o=$(gget 203.0.113.11 8080 20); check '[ -z "$o" ]' "an address not in the answer went through: $o"
+  a=$(nslookup_a other.test 10.77.3.53); check '[ "$a" = 203.0.113.11 ]' "other.test resolved to '$a'"
+  o=$(gget 203.0.113.11 8080 20); check '[ -z "$o" ]' "a name no rule allows opened its address: $o"
+  check '! reached 203.0.113.11:8080' "203.0.113.11 saw a request"
+  vctl firewall-get
+  check '[ "$(fwj counters dns_bindings)" -ge 1 ]' "no DNS binding: $(fwj counters)"
+  check '[ "$(fwj counters rules allow 0 flows)" -ge 1 ]' "host rule counters: $(fwj counters rules)"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_net_runtime_rule_change_cuts_existing_flows() {
+  net_ns_make rt && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":"7070-8080"}]}' \
+    "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o s1 s2 s3 s4 i
+  # A long-lived flow: ticks from host A every 0.2 s into /tmp/stream.
+  ag exec -- sh -c 'setsid sh -c "nc 10.77.1.10 7070 >/tmp/stream 2>&1" </dev/null >/dev/null 2>&1 &' >/dev/null
+  for i in $(seq 1 120); do
+    s1=$(ag exec -- sh -c 'wc -l </tmp/stream' 2>/dev/null || echo 0)
+    [ "${s1:-0}" -ge 3 ] && break
+    sleep 1
+  done
+  check '[ "${s1:-0}" -ge 3 ]' "the stream never started ($s1 lines)"
+  sleep 5
+  s2=$(ag exec -- sh -c 'wc -c </tmp/stream')
+  sleep 5
+  s3=$(ag exec -- sh -c 'wc -c </tmp/stream')
+  check '[ "$s3" -gt "$s2" ]' "the stream does not grow before the change ($s2 -> $s3 bytes)"
+  o=$(gget 10.77.1.10 9090 20); check '[ -z "$o" ]' "port 9090 open before the change: $o"
+  # New rules: 8080 and 9090, no longer 7070.
+  vctl 'firewall-set {"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":8080},{"cidr":"10.77.1.10/32","proto":"tcp","ports":9090}]}'
+  check '[ "$(fwj ok)" = True ] && [ "$(fwj cut)" -ge 1 ]' "firewall-set did not cut the stream: $reply"
+  sleep 3
+  s3=$(ag exec -- sh -c 'wc -c </tmp/stream')
+  sleep 8
+  s4=$(ag exec -- sh -c 'wc -c </tmp/stream')
+  check '[ "$s4" = "$s3" ]' "the cut stream still grows ($s3 -> $s4 bytes)"
+  o=$(ag exec --timeout-ms 200000 -- sh -c 'nc -w 20 10.77.1.10 7070 </dev/null | head -1' 2>/dev/null)
+  check '[ -z "$o" ]' "a new flow to 7070 opened after the change: $o"
+  check '[ "$(grep -c "^stream 10.77.1.10:7070 from" "$hlog")" = 1 ]' "host A saw $(grep -c '^stream' "$hlog") stream connections"
+  o=$(gget 10.77.1.10 9090); check '[ "$o" = "kiln-net 10.77.1.10:9090" ]' "9090 still closed after the change: '$o'"
+  o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "8080 closed after the change: '$o'"
+  vctl firewall-get
+  check '[ "$(fwj counters flows_cut)" -ge 1 ]' "flows_cut: $(fwj counters)"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_net_metadata_blocked_with_outbound_internet() {
+  net_ns_make md && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{"outbound_internet":true}' "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o
+  o=$(gget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "a public address failed with outbound_internet: '$o'"
+  o=$(gget 169.254.169.254 80 20); check '[ -z "$o" ]' "the metadata address answered: $o"
+  o=$(gget 10.77.1.10 8080 20); check '[ -z "$o" ]' "a private address went through with outbound_internet: $o"
+  check '! reached 169.254.169.254:80 && ! reached 10.77.1.10:8080' "a blocked request arrived: $(cat "$hlog")"
+  vctl firewall-get
+  check '[ "$(fwj counters egress drop_reserved packets)" -ge 1 ]' "drop_reserved: $(fwj counters egress drop_reserved)"
+  check '[ "$(fwj counters egress drop_private packets)" -ge 1 ]' "drop_private: $(fwj counters egress drop_private)"
+  # No rule can open it, at runtime either.
+  vctl 'firewall-set {"outbound_internet":true,"allow":[{"cidr":"169.254.169.254/32","ports":80}]}'
+  check '[ "$(fwj ok)" = False ] && [[ "$(fwj error)" == *"which kiln never allows"* ]]' "allowing the metadata address: $reply"
+  o=$(gget 169.254.169.254 80 20); check '[ -z "$o" ]' "the metadata address answered after the refused change: $o"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# passt mode: kiln-vmm starts passt, which reaches the namespace's hosts
+# through ordinary sockets; no TAP, bridge or firewall rule is made. Two
+# pieces of scaffolding stand in for what a host already has: kd0 gives the
+# namespace a default route, as a host's uplink would (passt takes its
+# defaults from the interface that has one), and a resolv.conf naming the
+# namespace's DNS server is bind-mounted over /etc/resolv.conf in a private
+# mount namespace of kiln-vmm's (passt forwards the guest's DNS to the
+# host's first nameserver).
+test_net_passt_outbound_without_root_setup() {
+  net_ns_make ps || { net_cleanup; return 1; }
+  ip -n "$ns" tuntap add dev kd0 mode tap && ip -n "$ns" addr add 10.78.0.2/24 dev kd0 &&
+    ip -n "$ns" link set kd0 up && ip -n "$ns" route add default via 10.78.0.1 ||
+    { net_fail "cannot give $ns an uplink"; net_cleanup; return 1; }
+  net_hosts_start --http 10.78.1.10:8080 --http 203.0.113.10:8080 --http 127.0.0.1:8080 \
+    --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
+  local why= o a links0 links1 ppid puser i net_wrap
+  links0=$(ip -n "$ns" -o link | wc -l)
+  printf 'nameserver 10.78.3.53\n' >"$hdir/resolv.conf"
+  # shellcheck disable=SC2016
+  net_wrap=(unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$hdir/resolv.conf")
+  net_vm_start '{"dns":["10.0.2.3"],"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080},{"host":"allowed.test","proto":"tcp","ports":8080}]}' \
+    --net passt,mac=02:00:00:00:00:08 \
+    --cmdline 'quiet kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3' || { net_cleanup; return 1; }
+  ppid=$(pgrep -P "$vpid" -f passt | head -1)
+  check '[ -n "$ppid" ]' "no passt child of kiln-vmm"
+  puser=$(ps -o user= -p "${ppid:-0}" 2>/dev/null | tr -d ' ')
+  check '[ -n "$puser" ] && [ "$puser" != root ]' "passt runs as '$puser'"
+  links1=$(ip -n "$ns" -o link | wc -l)
+  check '[ "$links0" = "$links1" ]' "kiln-vmm made network interfaces ($links0 -> $links1)"
+  o=$(gget 10.78.1.10 8080); check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "HTTP through passt failed: '$o'"
+  # DNS to 10.0.2.3 goes to the host's resolver; the answer binds the host rule.
+  a=$(nslookup_a allowed.test 10.0.2.3); check '[ "$a" = 203.0.113.10 ]' "allowed.test through passt resolved to '$a'"
+  o=$(gget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "the resolved host through passt failed: '$o'"
+  # The gateway is passt itself: never a way to the host's services.
+  o=$(gget 10.0.2.2 8080 20); check '[ -z "$o" ]' "the gateway address answered: $o"
+  check '! reached 127.0.0.1:8080' "the host's loopback service was reached"
+  vctl firewall-get
+  check '[ "$(fwj counters egress drop_reserved packets)" -ge 1 ]' "gateway not denied: $(fwj counters egress drop_reserved)"
+  # passt ends with kiln-vmm, even a killed one (its socket closes).
+  kill -9 "$vpid"
+  wait "$vpid" 2>/dev/null
+  for i in $(seq 1 60); do
+    { [ ! -e "/proc/$ppid" ] || grep -q '^State:.*Z' "/proc/$ppid/status" 2>/dev/null; } && break
+    sleep 0.5
+  done
+  check '[ -z "$ppid" ] || [ ! -e "/proc/$ppid" ] || grep -q "^State:.*Z" "/proc/$ppid/status"' "passt $ppid outlived a killed kiln-vmm"
+  rm -rf "$vd"
+  vpid=
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# kiln-vmm's own memory: every mapping but guest RAM (256 MiB here).
+vmm_rss_kb() {
+  awk '/^[0-9a-f]+-[0-9a-f]+ /{big=0} /^Size:/{big=($2 >= 200000)} /^Rss:/{if (!big) s += $2} END{print s + 0}' "/proc/$1/smaps"
+}
+
+test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
+  net_ns_make fl && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_vm_start '{"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":"7071-8080"},{"cidr":"10.77.1.10/32","proto":"icmp"}]}' \
+    --net-rate tx_bytes=262144,tx_packets=400,rx_packets=400 "${NET_TAP_ARGS[@]}" || { net_cleanup; return 1; }
+  local why= o rss0 rss1 line bytes secs
+  o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "warm-up HTTP failed: '$o'"
+  rss0=$(vmm_rss_kb "$vpid")
+  # 4 MiB as fast as the guest can push it, through 256 KiB/s (one second's
+  # worth to start with): at least 15 s, however fast the machine.
+  ag exec --timeout-ms 600000 -- sh -c 'head -c 4194304 /dev/zero | nc -w 60 10.77.1.10 7071' >/dev/null 2>&1
+  for i in $(seq 1 60); do grep -q '^sink ' "$hlog" && break; sleep 1; done
+  line=$(grep '^sink ' "$hlog" | tail -1)
+  bytes=$(echo "$line" | cut -d' ' -f2) secs=$(echo "$line" | cut -d' ' -f3)
+  check '[ "$bytes" = 4194304 ]' "the sink got '$line'"
+  check '[ "$(echo "${secs:-0} >= 12" | bc)" = 1 ]' "4 MiB at 256 KiB/s took ${secs} s"
+  # A packet flood: pings back to back (adaptive), 400 a second at most.
+  ag exec --user root --timeout-ms 600000 -- ping -q -A -c 3000 -s 1000 -W 5 10.77.1.10 >/dev/null 2>&1
+  rss1=$(vmm_rss_kb "$vpid")
+  check '[ $((rss1 - rss0)) -lt 16384 ]' "kiln-vmm grew from ${rss0} to ${rss1} KiB outside guest RAM"
+  vctl firewall-get
+  check '[ "$(fwj counters device tx_throttled)" -ge 1 ]' "the rate limit never engaged: $(fwj counters device)"
+  # Backpressure: over the limit frames wait in the guest's queue, none dropped.
+  check '[ "$(fwj counters egress drop_rate packets)" = 0 ]' "frames dropped for rate: $(fwj counters egress drop_rate)"
+  echo "    4 MiB in ${secs} s at 256 KiB/s; kiln-vmm outside guest RAM ${rss0} -> ${rss1} KiB"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}

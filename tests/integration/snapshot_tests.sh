@@ -1,0 +1,129 @@
+# Integration tests of kiln-vmm's pause, snapshot and restore (--control,
+# --restore), in real guests driven through the agent. Sourced by run-all
+# after agent_tests.sh (uses agent_vm_start, ag, check).
+
+# snap_vm_start [VMM ARGS...]: agent_vm_start with a control socket ($ctl).
+snap_vm_start() {
+  ctl=$(mktemp -u /tmp/kctl.XXXXXX)
+  agent_vm_start --control "$ctl" "$@"
+}
+
+# vctl COMMAND: one line to kiln-vmm's control socket $ctl; the reply line
+# in $reply.
+vctl() {
+  heartbeat "control $1"
+  reply=$(timeout 600 python3 - "$ctl" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(590)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+buf = b""
+while not buf.endswith(b"\n"):
+    b = s.recv(4096)
+    if not b:
+        break
+    buf += b
+print(buf.decode().strip())
+PY
+)
+}
+
+# A guest process counting into /tmp/count every 0.2 s.
+start_counter() {
+  ag exec -- sh -c 'setsid sh -c "i=0; while :; do i=\$((i+1)); echo \$i >/tmp/count; sleep 0.2; done" </dev/null >/dev/null 2>&1 &' >/dev/null
+}
+
+count() { ag exec -- cat /tmp/count 2>/dev/null || echo 0; }
+
+test_vmm_pause_resume_snapshot_restore() {
+  snap_vm_start || return 1
+  local why='' c1 c2 c3 c4 c5 o snap="$vd/snap" size
+  start_counter
+  ag exec -- sh -c 'echo kept-in-ram >/tmp/keep' >/dev/null
+  sleep 2
+  c1=$(count)
+  vctl pause
+  check '[ "$reply" = "{\"ok\":true,\"state\":\"paused\"}" ]' "pause: $reply"
+  vctl pause
+  check '[ "$reply" = "{\"ok\":true,\"state\":\"paused\"}" ]' "pausing twice is fine: $reply"
+  vctl status
+  check '[ "$reply" = "{\"ok\":true,\"state\":\"paused\"}" ]' "status paused: $reply"
+  sleep 3
+  vctl resume
+  check '[ "$reply" = "{\"ok\":true,\"state\":\"running\"}" ]' "resume: $reply"
+  vctl resume
+  check 'printf "%s" "$reply" | grep -q "\"ok\":false.*not paused"' "resuming a running VM is refused: $reply"
+  vctl 'frobnicate'
+  check 'printf "%s" "$reply" | grep -q "unknown command"' "unknown command: $reply"
+  sleep 2
+  c2=$(count)
+  check '[ "$c2" -gt "$c1" ]' "the counter goes on after resume ($c1 → $c2)"
+
+  vctl "snapshot $snap"
+  check 'printf "%s" "$reply" | grep -q "\"ok\":true,\"state\":\"running\""' "snapshot of a running VM: $reply"
+  check '[ -f "$snap/state" ] && [ -f "$snap/memory" ] && [ ! -e "$snap.tmp" ]' "snapshot files: $(ls "$snap" 2>&1)"
+  size=$(stat -c %s "$snap/memory" 2>/dev/null || echo 0)
+  check '[ "$size" = $((256 << 20)) ] && [ "$(du -k "$snap/memory" | cut -f1)" -lt $((200 << 10)) ]' "memory file: $size bytes, $(du -k "$snap/memory" | cut -f1) KiB used (sparse)"
+  sleep 1
+  c3=$(count)
+  check '[ "$c3" -gt "$c2" ]' "the counter goes on after the snapshot ($c2 → $c3)"
+  ag exec -- sh -c 'echo after >/tmp/later' >/dev/null
+
+  # The VMM dies; the snapshot comes back in a new one.
+  kill -9 "$vpid"
+  wait "$vpid" 2>/dev/null
+  vs="$vd/v2.sock"
+  "$VMM" --restore "$snap" --mem 256 --cpus 2 --console --vsock "$vs" --control "$ctl" \
+    >"$vd/console2" 2>"$vd/vmm2.err" </dev/null &
+  vpid=$!
+  check 'ag wait-ready >/dev/null' "agent answers after restore: $(cat "$vd/vmm2.err")"
+  c4=$(count)
+  sleep 2
+  c5=$(count)
+  check '[ "$c4" -ge "$c2" ] && [ "$c5" -gt "$c4" ]' "the counter continues in the restored VM ($c2 at snapshot … $c4 → $c5)"
+  o=$(ag exec -- cat /tmp/keep)
+  check '[ "$o" = kept-in-ram ]' "a file in RAM survived: '$o'"
+  o=$(ag exec -- sh -c 'cat /tmp/later 2>&1 || echo gone')
+  check 'printf "%s" "$o" | grep -q "gone\|No such"' "a file written after the snapshot is not there: '$o'"
+  agent_vm_stop
+  rm -f "$ctl"
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+test_vmm_restore_refuses_bad_snapshots() {
+  snap_vm_start || return 1
+  local why='' snap="$vd/snap" bad="$vd/bad"
+  vctl "snapshot $snap"
+  check 'printf "%s" "$reply" | grep -q "\"ok\":true"' "snapshot: $reply"
+  vctl "snapshot relative/dir"
+  check 'printf "%s" "$reply" | grep -q "absolute"' "a relative directory is refused: $reply"
+  kill -9 "$vpid"; wait "$vpid" 2>/dev/null
+  cp -r "$snap" "$bad"
+  printf '\x55' | dd of="$bad/state" bs=1 seek=200 conv=notrunc status=none
+  "$VMM" --restore "$bad" --mem 256 --cpus 2 --vsock "$vd/x.sock" </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -qi "damaged\|checksum" "$vd/e"' "a flipped byte is refused (exit $rc: $(cat "$vd/e"))"
+  "$VMM" --restore "$snap" --mem 128 --cpus 2 --vsock "$vd/x.sock" </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -q -- "--mem 256" "$vd/e"' "other RAM size is refused, naming --mem (exit $rc: $(cat "$vd/e"))"
+  "$VMM" --restore "$snap" --mem 256 --cpus 2 </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -q "devices" "$vd/e"' "other devices are refused (exit $rc: $(cat "$vd/e"))"
+  truncate -s 1000 "$bad/state"
+  "$VMM" --restore "$bad" --mem 256 --cpus 2 --vsock "$vd/x.sock" </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -qi "truncated\|short" "$vd/e"' "a truncated state file is refused (exit $rc: $(cat "$vd/e"))"
+  # The good snapshot still restores.
+  vs="$vd/v3.sock"
+  "$VMM" --restore "$snap" --mem 256 --cpus 2 --console --vsock "$vs" >"$vd/console3" 2>"$vd/vmm.err" </dev/null &
+  vpid=$!
+  ag wait-ready >/dev/null && [ "$(ag exec -- echo alive)" = alive ] ||
+    why=${why:-"the intact snapshot restores: $(cat "$vd/vmm.err"; tail -5 "$vd/console3")"}
+  ag shutdown >/dev/null 2>&1
+  for _ in $(seq 1 120); do kill -0 "$vpid" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$vpid" 2>/dev/null; wait "$vpid" 2>/dev/null
+  out=$(tail -20 "$vd/console3" 2>/dev/null) err=$(cat "$vd/vmm.err" 2>/dev/null)
+  rm -rf "$vd" "$ctl"
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
