@@ -5,24 +5,9 @@
 #include "handlers.h"
 #include "sandbox.h"
 
-static struct sandbox *target(struct http_req *r, const char *what)
-{
-	struct sandbox *sb;
-	struct api_err e;
-
-	if (query_none(r->kv, r->nkv, what, &e)) {
-		http_error(r, &e);
-		return NULL;
-	}
-	sb = sandbox_get(r->d, r->rm.id, &e);
-	if (!sb)
-		http_error(r, &e);
-	return sb;
-}
-
 void handle_firewall_get(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "firewall get");
+	struct sandbox *sb = http_sandbox_target(r, "firewall get");
 	json_t *out = NULL;
 	struct api_err e;
 
@@ -37,7 +22,7 @@ void handle_firewall_get(struct http_req *r)
 
 void handle_firewall_put(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "firewall set");
+	struct sandbox *sb = http_sandbox_target(r, "firewall set");
 	json_t *body = NULL, *out = NULL;
 	struct api_err e;
 

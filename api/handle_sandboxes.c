@@ -52,8 +52,7 @@ void handle_sandbox_create(struct http_req *r)
 	http_json_located(r, 201, view, location);
 }
 
-/* The sandbox the path names, as a reference; answers 400/404 itself. */
-static struct sandbox *target(struct http_req *r, const char *what)
+struct sandbox *http_sandbox_target(struct http_req *r, const char *what)
 {
 	struct sandbox *sb;
 	struct api_err e;
@@ -70,7 +69,7 @@ static struct sandbox *target(struct http_req *r, const char *what)
 
 void handle_sandbox_get(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "sandbox get");
+	struct sandbox *sb = http_sandbox_target(r, "sandbox get");
 
 	if (!sb)
 		return;
@@ -80,7 +79,7 @@ void handle_sandbox_get(struct http_req *r)
 
 void handle_sandbox_delete(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "sandbox delete");
+	struct sandbox *sb = http_sandbox_target(r, "sandbox delete");
 	struct api_err e;
 
 	if (!sb)
@@ -94,7 +93,7 @@ void handle_sandbox_delete(struct http_req *r)
 
 void handle_sandbox_start(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "sandbox start");
+	struct sandbox *sb = http_sandbox_target(r, "sandbox start");
 	struct api_err e;
 	json_t *body = NULL, *view = NULL;
 	int rc;
@@ -113,7 +112,7 @@ void handle_sandbox_start(struct http_req *r)
 
 void handle_sandbox_stop(struct http_req *r)
 {
-	struct sandbox *sb = target(r, "sandbox stop");
+	struct sandbox *sb = http_sandbox_target(r, "sandbox stop");
 	struct api_err e;
 	json_t *body = NULL, *view = NULL;
 	int grace, rc;

@@ -22,16 +22,8 @@ static struct sandbox *target(struct http_req *r, const char *what, bool empty_b
 	json_t *body = NULL;
 	int rc;
 
-	if (query_none(r->kv, r->nkv, what, &e)) {
-		http_error(r, &e);
-		return NULL;
-	}
-	sb = sandbox_get(r->d, r->rm.id, &e);
-	if (!sb) {
-		http_error(r, &e);
-		return NULL;
-	}
-	if (!empty_body)
+	sb = http_sandbox_target(r, what);
+	if (!sb || !empty_body)
 		return sb;
 	rc = http_body_json(r, true, &body, &e);
 	if (!rc && body && !json_is_object(body)) {

@@ -13,7 +13,12 @@ void handle_health(struct http_req *r);
 void handle_metrics(struct http_req *r);
 void handle_images(struct http_req *r);
 
+struct sandbox;
+
 /* handle_sandboxes.c */
+/* The sandbox the path names, as a reference (sandbox_put it), after
+ * refusing any query string; NULL when it answered 400/404 itself. */
+struct sandbox *http_sandbox_target(struct http_req *r, const char *what);
 void handle_sandbox_list(struct http_req *r);
 void handle_sandbox_create(struct http_req *r);
 void handle_sandbox_get(struct http_req *r);
