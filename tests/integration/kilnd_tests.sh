@@ -626,10 +626,12 @@ PY
 # Ten sandboxes created at once: every create answers 201 with its own id,
 # each runs its own command, and delete leaves an empty state directory.
 test_kilnd_ten_sandboxes_in_parallel() {
-  kd_start || return 1
+  # Ten guests booting at once on the nested harness's two TCG vCPUs can
+  # take longer than one boot's timeout (once: 300 s): allow 900 s.
+  kd_start --boot-timeout 900 || return 1
   local why='' i ids=() hosts=() n pids=() k
   for i in $(seq 1 10); do
-    curl -sS --max-time 900 --unix-socket "$kds" -o "$kd/create.$i" -w '%{http_code}' \
+    curl -sS --max-time 1200 --unix-socket "$kds" -o "$kd/create.$i" -w '%{http_code}' \
       -X POST http://kiln/v1/sandboxes -d '{"image":"minimal","memory_mib":96,"hostname":"par'"$i"'"}' \
       >"$kd/status.$i" &
     pids+=($!)
