@@ -16,13 +16,7 @@ bool sb_wait_gone_locked(struct sandbox *sb, int ms)
 {
 	struct timespec dl;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	sb_deadline_in(&dl, ms);
 	while (sb->proc) {
 		if (ms < 0)
 			pthread_cond_wait(&sb->cv, &sb->d->reg.mu);

@@ -58,31 +58,43 @@ static int get_u64(json_t *o, const char *key, uint64_t *out, struct api_err *e)
 	return 0;
 }
 
+/*
+ * One reply line as a JSON object that says {"ok":true,...}; NULL (e set)
+ * when it is not one, or when kiln-vmm refused the command (its message).
+ * The caller decrefs it.
+ */
+static json_t *ok_reply(const char *line, const char *op, struct api_err *e)
+{
+	json_error_t je;
+	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je), *ok;
+
+	if (!json_is_object(o)) {
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
+			    line);
+	} else if (!json_is_boolean(ok = json_object_get(o, "ok"))) {
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
+	} else if (!json_is_true(ok)) {
+		const char *msg = json_string_value(json_object_get(o, "error"));
+
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm: %s", msg ? msg : "the command failed (no message)");
+	} else {
+		return o;
+	}
+	json_decref(o);
+	return NULL;
+}
+
 int vmm_control_reply_parse(const char *line, enum vmm_ctl_op op, struct vmm_ctl_reply *out,
 			    struct api_err *e)
 {
-	json_error_t je;
-	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je), *ok, *st, *ms;
+	json_t *o, *st, *ms;
 	const char *state;
 	int r = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (!json_is_object(o)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'",
-			    (unsigned)op <= VMM_CTL_SNAPSHOT ? op_names[op] : "?", line);
-		goto out;
-	}
-	ok = json_object_get(o, "ok");
-	if (!json_is_boolean(ok)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
-		goto out;
-	}
-	if (!json_is_true(ok)) {
-		const char *msg = json_string_value(json_object_get(o, "error"));
-
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm: %s", msg ? msg : "the command failed (no message)");
-		goto out;
-	}
+	o = ok_reply(line, (unsigned)op <= VMM_CTL_SNAPSHOT ? op_names[op] : "?", e);
+	if (!o)
+		return -1;
 	st = json_object_get(o, "state");
 	state = json_string_value(st);
 	if (!state || (strcmp(state, "running") && strcmp(state, "paused"))) {
@@ -148,30 +160,16 @@ char *vmm_control_firewall_line(const char *rules, struct api_err *e)
 int vmm_control_firewall_reply_parse(const char *line, bool set, size_t *cut, json_t **obj, struct api_err *e)
 {
 	const char *op = set ? "firewall-set" : "firewall-get";
-	json_error_t je;
-	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je), *ok, *v, *rules, *ctr;
+	json_t *o, *v, *rules, *ctr;
 	int r = -1;
 
 	if (cut)
 		*cut = 0;
 	if (obj)
 		*obj = NULL;
-	if (!json_is_object(o)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
-			    line);
-		goto out;
-	}
-	ok = json_object_get(o, "ok");
-	if (!json_is_boolean(ok)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
-		goto out;
-	}
-	if (!json_is_true(ok)) {
-		const char *msg = json_string_value(json_object_get(o, "error"));
-
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm: %s", msg ? msg : "the command failed (no message)");
-		goto out;
-	}
+	o = ok_reply(line, op, e);
+	if (!o)
+		return -1;
 	if (set) {
 		v = json_object_get(o, "cut");
 		if (!json_is_integer(v) || json_integer_value(v) < 0) {

@@ -12,6 +12,18 @@
 #define MSR_LIST_MAX 1024
 #define MSR_IA32_TSC_DEADLINE 0x6e0
 
+/* Room for any one of a vCPU's KVM state structs. */
+union vcpu_state {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_xsave xsave;
+	struct kvm_xcrs xcrs;
+	struct kvm_lapic_state lapic;
+	struct kvm_vcpu_events ev;
+	struct kvm_mp_state mp;
+	struct kvm_debugregs dr;
+};
+
 /* KVM_GET_MSRS or KVM_SET_MSRS of one MSR: 1 when KVM took it. */
 static int one_msr(int vcpu_fd, unsigned long req, uint32_t index, uint64_t *data)
 {
@@ -25,9 +37,14 @@ static int one_msr(int vcpu_fd, unsigned long req, uint32_t index, uint64_t *dat
 	return r;
 }
 
-/* Every MSR KVM lists that this host lets us read: probed one by one
- * (KVM_GET_MSRS stops at the first it refuses). Caller frees. */
-static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, uint32_t **out, uint32_t *n, struct kiln_error *e)
+/*
+ * Every MSR KVM lists that this host lets us read: probed one by one
+ * (KVM_GET_MSRS stops at the first it refuses), once per VM — every vCPU
+ * and every later snapshot reuses the list (vm->snap_msrs, freed with the
+ * VM).
+ */
+static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, const uint32_t **out, uint32_t *n,
+			 struct kiln_error *e)
 {
 	struct kvm_msr_list *l = calloc(1, sizeof(*l) + MSR_LIST_MAX * sizeof(uint32_t));
 	uint32_t *ok;
@@ -35,6 +52,12 @@ static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, uint32_t **out, uint32
 
 	if (!l)
 		return kiln_errf(e, ENOMEM, "out of memory");
+	if (vm->snap_msrs) {
+		free(l);
+		*out = vm->snap_msrs;
+		*n = vm->nsnap_msrs;
+		return 0;
+	}
 	l->nmsrs = MSR_LIST_MAX;
 	if (ioctl(vm->kvm_fd, KVM_GET_MSR_INDEX_LIST, l) < 0) {
 		int err = errno;
@@ -54,6 +77,8 @@ static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, uint32_t **out, uint32
 			ok[k++] = l->indices[i];
 	}
 	free(l);
+	vm->snap_msrs = ok;
+	vm->nsnap_msrs = k;
 	*out = ok;
 	*n = k;
 	return 0;
@@ -122,18 +147,10 @@ static int save_ioctl(struct snap_writer *w, int fd, unsigned long req, void *bu
 
 int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w, struct kiln_error *e)
 {
-	uint32_t id = (uint32_t)v->id, *idx = NULL, n = 0;
+	uint32_t id = (uint32_t)v->id, n = 0;
+	const uint32_t *idx = NULL;
 	struct kvm_msrs *msrs;
-	union {
-		struct kvm_regs regs;
-		struct kvm_sregs sregs;
-		struct kvm_xsave xsave;
-		struct kvm_xcrs xcrs;
-		struct kvm_lapic_state lapic;
-		struct kvm_vcpu_events ev;
-		struct kvm_mp_state mp;
-		struct kvm_debugregs dr;
-	} u;
+	union vcpu_state u;
 	int r;
 
 	if ((r = save_ioctl(w, v->fd, KVM_GET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id, "regs", e)) ||
@@ -149,14 +166,11 @@ int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w
 	if ((r = readable_msrs(vm, v->fd, &idx, &n, e)))
 		return r;
 	msrs = calloc(1, sizeof(*msrs) + n * sizeof(struct kvm_msr_entry));
-	if (!msrs) {
-		free(idx);
+	if (!msrs)
 		return kiln_errf(e, ENOMEM, "out of memory");
-	}
 	msrs->nmsrs = n;
 	for (uint32_t i = 0; i < n; i++)
 		msrs->entries[i].index = idx[i];
-	free(idx);
 	if ((uint32_t)ioctl(v->fd, KVM_GET_MSRS, msrs) != n) {
 		free(msrs);
 		return kiln_errf(e, EIO, "snapshot: reading vCPU %u's MSRs failed part way", id);
@@ -300,16 +314,7 @@ static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct k
 int snap_kvm_load_vcpu(struct kiln_vm *vm, struct vcpu *v, const struct snap_view *s, struct kiln_error *e)
 {
 	uint32_t id = (uint32_t)v->id;
-	union {
-		struct kvm_regs regs;
-		struct kvm_sregs sregs;
-		struct kvm_xsave xsave;
-		struct kvm_xcrs xcrs;
-		struct kvm_lapic_state lapic;
-		struct kvm_vcpu_events ev;
-		struct kvm_mp_state mp;
-		struct kvm_debugregs dr;
-	} u;
+	union vcpu_state u;
 	const void *p;
 	int r;
 

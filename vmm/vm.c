@@ -581,6 +581,7 @@ void kiln_vm_destroy(struct kiln_vm *vm)
 	}
 	event_loop_destroy(vm->loop);
 	free(vm->cpuid);
+	free(vm->snap_msrs);
 	gm_unmap(&vm->mem);
 	if (vm->serial.irq)
 		serial_destroy(&vm->serial);

@@ -63,6 +63,8 @@ struct kiln_vm {
 	int verbose_budget; /* unhandled-access log lines left */
 
 	int restored; /* came from cfg.restore_dir */
+	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
+	uint32_t nsnap_msrs;
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];
