@@ -118,5 +118,5 @@ bool route_has_body(enum route_op op)
 	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
 	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||
 	       op == OP_SANDBOX_HIBERNATE || op == OP_SANDBOX_WAKE || op == OP_CHECKPOINT_CREATE ||
-	       op == OP_CHECKPOINT_RESTORE;
+	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT;
 }

@@ -11,11 +11,13 @@ KILND_BOOT_TIMEOUT=${KILND_BOOT_TIMEOUT:-300}
 # kd_start [KILND ARGS...]: start kilnd on a scratch state directory.
 # Sets $kd (scratch dir), $kds (socket), $kdpid. No idle hibernation
 # unless a test asks (--idle-timeout, or a sandbox's idle_timeout_s): in
-# the nested harness 300 s pass between two requests of one test.
+# the nested harness 300 s pass between two requests of one test. The
+# array kd_wrap, when set, is a command prefix that must exec what follows
+# (so $kdpid is kilnd), e.g. ip netns exec NS.
 kd_start() {
   kd=${kd_keep:-$(mktemp -d /tmp/kd.XXXXXX)}
   kds=$kd/kiln.sock
-  "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
+  ${kd_wrap[@]+"${kd_wrap[@]}"} "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
     --image minimal="$KILND_IMAGE" --boot-timeout "$KILND_BOOT_TIMEOUT" --stop-timeout 120 \
     --idle-timeout 0 "$@" \
     2>>"$kd/kilnd.log" </dev/null &
@@ -1137,10 +1139,7 @@ PY
 
 # ---- networking and firewall (docs/api.md, "Networking and firewall") ----
 
-# The firewall API's refusals (no guest needed). Reachability through a
-# passt sandbox under kilnd is not tested yet: with kilnd inside a test
-# namespace, creating a sandbox hung in the harness (issue 7 stays open);
-# tests/integration/net_tests.sh covers the filter and passt in kiln-vmm.
+# The firewall API's refusals (no guest needed).
 test_kilnd_firewall_refusals() {
   local why=''
   # Requests that need no guest.
@@ -1154,4 +1153,104 @@ test_kilnd_firewall_refusals() {
   api GET /v1/sandboxes/0123456789ab/firewall
   kd_check '[ $status = 404 ]' "firewall of an unknown sandbox is 404"
   kd_done
+}
+
+# kd_fw EXPR: a Python expression over GET .../firewall of $sid as d.
+kd_fw() { api GET "/v1/sandboxes/$sid/firewall"; jget "$1"; }
+
+# kd_get HOST PORT [CONNECT_TIMEOUT]: an HTTP GET from sandbox $sid (busybox
+# nc, its input held open: see pget in net_tests.sh); the "kiln-net
+# HOST:PORT" line of net_hosts.py, nothing when it failed.
+kd_get() {
+  kd_sh "$sid" "(printf 'GET / HTTP/1.0\r\n\r\n'; sleep 120 </dev/null 2>/dev/null &) | nc -w ${3:-60} $1 $2"
+  kd_out | grep '^kiln-net' || true
+}
+
+# A sandbox with "network": "passt" through kilnd: kilnd (so kiln-vmm and
+# its passt) runs in a namespace of test hosts, set up as in net_tests.sh's
+# test_net_passt_outbound_without_root_setup (an uplink for passt's
+# defaults, the namespace's DNS server bind-mounted over resolv.conf). The
+# create body's rules reach kiln-vmm, GET shows rules and live counters,
+# PUT checks (400 with the filter's message), saves and applies at runtime,
+# a stopped sandbox keeps the saved rules for its next boot, a sandbox
+# without network is 409.
+test_kilnd_firewall_passt() {
+  local why='' o sid sid0 kd_wrap
+  net_ns_make kf || { net_cleanup; return 1; }
+  ip -n "$ns" tuntap add dev kd0 mode tap && ip -n "$ns" addr add 10.78.0.2/24 dev kd0 &&
+    ip -n "$ns" link set kd0 up && ip -n "$ns" route add default via 10.78.0.1 ||
+    { net_fail "cannot give $ns an uplink"; net_cleanup; return 1; }
+  net_hosts_start --http 10.78.1.10:8080 --http 10.77.2.10:8080 --http 203.0.113.10:8080 \
+    --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
+  printf 'nameserver 10.78.3.53\n' >"$hdir/resolv.conf"
+  # shellcheck disable=SC2016
+  kd_wrap=(unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$hdir/resolv.conf" ip netns exec "$ns")
+  kd_start || { net_cleanup; return 1; }
+  why=
+
+  # No network: no firewall (409), and the sandbox object says so.
+  kd_create '{"image":"minimal","console":false}' || { kd_stop; net_cleanup; return 1; }
+  sid0=$sid
+  kd_check '[ "$(jget "d[\"network\"]")" = none ]' "a sandbox without network says network none"
+  api GET "/v1/sandboxes/$sid0/firewall"
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "GET firewall without network is 409"
+  api PUT "/v1/sandboxes/$sid0/firewall" -d '{}'
+  kd_check '[ $status = 409 ]' "PUT firewall without network is 409"
+  api DELETE "/v1/sandboxes/$sid0"
+
+  kd_create '{"image":"minimal","network":"passt","firewall":{"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080},{"host":"allowed.test","proto":"tcp","ports":8080}]}}' ||
+    { kd_stop; net_cleanup; return 1; }
+  kd_check '[ "$(jget "d[\"network\"]")" = passt ]' "the sandbox object says network passt"
+  kd_check '[ "$(kd_fw "d[\"running\"] and d[\"rules\"][\"allow\"][0][\"cidr\"] + \" \" + \",\".join(d[\"rules\"][\"dns\"])")" = "10.78.1.10/32 10.0.2.3" ]' \
+    "GET firewall: the create body's rules with passt's resolver added"
+  kd_check '[ "$(kd_fw "type(d[\"counters\"][\"egress\"]).__name__")" = dict ]' "GET firewall has kiln-vmm's counters"
+
+  o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "allowed host through passt: '$o'"
+  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "a host no rule allows answered: '$o'"
+  kd_sh "$sid" 'nslookup allowed.test 10.0.2.3'
+  o=$(kd_out | sed -n 's/^Address: *\([0-9.]*\)$/\1/p' | tail -1)
+  kd_check '[ "$o" = 203.0.113.10 ]' "DNS through the default resolver rule: '$o'"
+  o=$(kd_get 203.0.113.10 8080); kd_check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "the host rule after DNS: '$o'"
+  kd_check '[ "$(kd_fw "d[\"counters\"][\"rules\"][\"allow\"][0][\"flows\"] >= 1")" = True ]' "the CIDR rule counted its flow"
+  kd_check '[ "$(kd_fw "d[\"counters\"][\"egress\"][\"drop_private\"][\"packets\"] >= 1")" = True ]' "the denied private host counted"
+
+  # A bad rule set changes nothing.
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.0.0.0/8","ports":"80-"}]}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ] && [ "$(jget "d[\"error\"][\"message\"]")" = "firewall: allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535" ]' \
+    "PUT of a bad rule is 400 with the filter's message"
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[],"colour":1}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = unknown_field ]' "PUT with an unknown field is 400 unknown_field"
+  kd_check '[ "$(kd_fw "d[\"rules\"][\"allow\"][0][\"cidr\"]")" = 10.78.1.10/32 ]' "a refused PUT left the rules"
+
+  # At runtime: the other host only.
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.77.2.10/32","proto":"tcp","ports":8080}]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"applied\"] and d[\"cut\"] >= 0")" = True ]' "PUT applied at runtime"
+  o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the newly allowed host: '$o'"
+  o=$(kd_get 10.78.1.10 8080 20); kd_check '[ -z "$o" ]' "the host no longer allowed answered: '$o'"
+  kd_check '[ "$(kd_metric kiln_firewall_updates_total)" = 1 ] && [ "$(kd_metric kiln_firewall_sandboxes)" = 1 ]' "firewall metrics"
+
+  # Stopped: the saved rules, no counters; a PUT now is for the next boot.
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ "$(kd_fw "str(d[\"running\"]) + \" \" + str(d[\"counters\"]) + \" \" + d[\"rules\"][\"allow\"][0][\"cidr\"]")" = "False None 10.77.2.10/32" ]' \
+    "GET firewall of a stopped sandbox: the saved rules"
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080}]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "str(d[\"applied\"]) + \" \" + str(d[\"cut\"])")" = "False None" ]' "PUT while stopped is saved"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ]' "start"
+  o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "the saved rules apply at the next boot: '$o'"
+  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "the rules of the previous boot still allowed: '$o'"
+
+  # The CLI: allow appends a rule (read, append, PUT), show prints it.
+  kc firewall allow "$sid" 10.77.2.10:8080/tcp
+  kd_check '[ "$rc" = 0 ]' "kiln firewall allow (rc=$rc err=$err)"
+  kc firewall show "$sid"
+  kd_check 'printf "%s" "$out" | grep -q "10.77.2.10/32"' "kiln firewall show lists the new rule ($out $err)"
+  o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the rule the CLI added: '$o'"
+
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
+  kd_done
+  local r=$?
+  net_cleanup
+  return $r
 }
