@@ -7,6 +7,7 @@
  * status: 0 after a clean shutdown, 1 a setup error (one line saying what
  * and what to do), 2 usage.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -59,6 +60,8 @@ static const char usage[] =
 	"  --idle-timeout SEC    hibernate a running sandbox after this long without a\n"
 	"                        request (its idle_timeout_s default; 0: never; 300)\n"
 	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
+	"  --dns-resolver ADDR   the IPv4 nameserver that passt sandboxes' DNS goes to\n"
+	"                        (default: the first of this host's /etc/resolv.conf)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -242,7 +245,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
-	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS };
+	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -262,6 +265,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
 		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
+		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
@@ -388,6 +392,14 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
 			cfg->max_checkpoints = (unsigned)n;
 			break;
+		case OPT_DNS_RESOLVER: {
+			struct in_addr a;
+
+			if (strlen(optarg) >= sizeof(cfg->dns_resolver) || inet_pton(AF_INET, optarg, &a) != 1)
+				return bad_usage("--dns-resolver '%s': an IPv4 address, like 192.0.2.53", optarg);
+			snprintf(cfg->dns_resolver, sizeof(cfg->dns_resolver), "%s", optarg);
+			break;
+		}
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;

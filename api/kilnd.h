@@ -56,6 +56,7 @@ struct kilnd_config {
 	unsigned max_sandboxes;
 	unsigned max_checkpoints; /* per sandbox; 0: none */
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
+	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
 	bool quiet;
 };
 

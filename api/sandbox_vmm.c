@@ -157,7 +157,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16], firewall[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
 				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
-				.firewall = firewall };
+				.firewall = firewall, .resolver = d->cfg.dns_resolver };
 	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb };
 	struct agent_client_err ae;
 	struct agent_client c;

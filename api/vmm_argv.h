@@ -34,6 +34,7 @@ struct vmm_launch {
 	const char *control; /* the sandbox's kiln-vmm control socket */
 	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
 	const char *firewall;    /* the rule set file; needed when spec->network is passt */
+	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
 	const struct sandbox_spec *spec;
 };
 

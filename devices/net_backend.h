@@ -58,6 +58,14 @@ struct net_passt_cfg {
 	 * only to a resolver it read there, not to one given with --dns).
 	 */
 	const char *dns;
+	/*
+	 * The nameserver passt forwards that DNS to, or NULL for the host's
+	 * own. passt reads only /etc/resolv.conf, so it is given one of its
+	 * own: the child enters a new mount namespace and bind-mounts a
+	 * one-line file over /etc/resolv.conf before exec. Needs
+	 * CAP_SYS_ADMIN (kiln-vmm as root).
+	 */
+	const char *resolver;
 };
 
 /*

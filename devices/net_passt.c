@@ -16,8 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -248,24 +251,76 @@ int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct kiln_er
 	return 0;
 }
 
+/* Why the child could not become passt, through the pipe: the step and its errno. */
+enum passt_step { STEP_EXEC, STEP_NAMESPACE, STEP_BIND };
+struct child_fail {
+	int step;
+	int err;
+};
+
+/* In the child: report `step` failing with errno, then end. */
+static void child_fail(int fd, int step)
+{
+	struct child_fail f = { step, errno };
+
+	if (write(fd, &f, sizeof(f)) < 0) {
+		/* the parent then sees an exit status instead */
+	}
+	_exit(127);
+}
+
+/* A one-line resolv.conf naming `resolver`, made before fork: its path in `path`. */
+static int resolver_file(const char *resolver, char *path, size_t cap, struct kiln_error *e)
+{
+	const char *dir = getenv("TMPDIR");
+	char line[96];
+	int fd, n, err;
+
+	snprintf(path, cap, "%s/kiln-passt-resolv.XXXXXX", dir && *dir ? dir : "/tmp");
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return kiln_errf(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s", resolver,
+				 dir && *dir ? dir : "/tmp", strerror(errno));
+	n = snprintf(line, sizeof(line), "nameserver %s\n", resolver);
+	/* passt reads it once it may have dropped to nobody. */
+	if (n < 0 || (size_t)n >= sizeof(line) || write(fd, line, (size_t)n) != n || fchmod(fd, 0644) < 0) {
+		err = errno ? errno : EINVAL;
+		close(fd);
+		unlink(path);
+		return kiln_errf(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path, strerror(err));
+	}
+	close(fd);
+	return 0;
+}
+
 int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct kiln_error *e)
 {
 	const char *prog = cfg->program ? cfg->program : "passt";
-	char fdarg[16], prefix[8];
+	char fdarg[16], prefix[8], rpath[4096] = "";
 	const char *argv[PASST_ARGS_MAX];
-	int sv[2], errp[2], nullfd, n = 0, child_err = 0;
+	struct child_fail fail = { 0, 0 };
+	int sv[2], errp[2], nullfd, n = 0;
 	pid_t parent = getpid(), pid;
 	ssize_t k;
 
 	if (!cfg->address || !cfg->gateway || !cfg->dns || cfg->prefix < 1 || cfg->prefix > 30)
 		return kiln_errf(e, EINVAL, "passt: the guest's address, prefix (1-30), gateway and DNS address are needed");
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return kiln_errf(e, errno, "passt: socketpair: %s", strerror(errno));
+	if (cfg->resolver && (k = resolver_file(cfg->resolver, rpath, sizeof(rpath), e)))
+		return (int)k;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		int err = errno;
+
+		if (rpath[0])
+			unlink(rpath);
+		return kiln_errf(e, err, "passt: socketpair: %s", strerror(err));
+	}
 	if (pipe2(errp, O_CLOEXEC) < 0) {
 		int err = errno;
 
 		close(sv[0]);
 		close(sv[1]);
+		if (rpath[0])
+			unlink(rpath);
 		return kiln_errf(e, err, "passt: pipe: %s", strerror(err));
 	}
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -308,13 +363,14 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		close(errp[1]);
 		if (nullfd >= 0)
 			close(nullfd);
+		if (rpath[0])
+			unlink(rpath);
 		return kiln_errf(e, err, "passt: fork: %s", strerror(err));
 	}
 	if (pid == 0) {
 		/* The child of a possibly multithreaded process: only
 		 * async-signal-safe calls until exec. */
 		sigset_t none;
-		int err;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
@@ -324,12 +380,15 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		if (nullfd >= 0)
 			dup2(nullfd, STDIN_FILENO);
 		fcntl(sv[1], F_SETFD, 0); /* the one descriptor passt inherits */
-		execvp(prog, (char *const *)argv);
-		err = errno;
-		if (write(errp[1], &err, sizeof(err)) < 0) {
-			/* the parent then sees an exit status instead */
+		if (rpath[0]) {
+			/* Its own /etc/resolv.conf, seen by passt alone. */
+			if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+				child_fail(errp[1], STEP_NAMESPACE);
+			if (mount(rpath, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
+				child_fail(errp[1], STEP_BIND);
 		}
-		_exit(127);
+		execvp(prog, (char *const *)argv);
+		child_fail(errp[1], STEP_EXEC);
 	}
 	close(sv[1]);
 	close(errp[1]);
@@ -337,14 +396,24 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		close(nullfd);
 	/* The pipe closes at exec (empty read) or carries exec's errno. */
 	do
-		k = read(errp[0], &child_err, sizeof(child_err));
+		k = read(errp[0], &fail, sizeof(fail));
 	while (k < 0 && errno == EINTR);
 	close(errp[0]);
-	if (k == (ssize_t)sizeof(child_err)) {
+	/* The bind mount holds the file now (or never will). */
+	if (rpath[0])
+		unlink(rpath);
+	if (k == (ssize_t)sizeof(fail)) {
 		close(sv[0]);
 		waitpid(pid, NULL, 0);
-		return kiln_errf(e, child_err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
-				 prog, strerror(child_err));
+		if (fail.step == STEP_NAMESPACE)
+			return kiln_errf(e, fail.err,
+					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (a resolver of its own needs root)",
+					 cfg->resolver, strerror(fail.err));
+		if (fail.step == STEP_BIND)
+			return kiln_errf(e, fail.err, "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s",
+					 cfg->resolver, strerror(fail.err));
+		return kiln_errf(e, fail.err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
+				 prog, strerror(fail.err));
 	}
 	return net_passt_attach(sv[0], pid, out, e);
 }

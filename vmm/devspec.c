@@ -131,9 +131,9 @@ static int same_subnet(const struct net_addr *a, const struct net_addr *b, unsig
 
 int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 {
-	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=";
+	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=, resolver=";
 	char *rest = arg, *f;
-	struct net_addr ip, gw, dns;
+	struct net_addr ip, gw, dns, resolver;
 	unsigned prefix;
 
 	memset(out, 0, sizeof(*out));
@@ -150,6 +150,8 @@ int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 			out->gw = f + 3;
 		else if (strncmp(f, "dns=", 4) == 0 && f[4])
 			out->dns = f + 4;
+		else if (strncmp(f, "resolver=", 9) == 0 && f[9])
+			out->resolver = f + 9;
 		else
 			return kiln_errf(e, EINVAL, "--net: unknown option '%.40s' (%s)", f, usage);
 	}
@@ -161,8 +163,9 @@ int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 		if (net_parse_mac(out->mac, mac))
 			return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", out->mac);
 	}
-	if (out->tap && (out->gw || out->dns))
-		return kiln_errf(e, EINVAL, "--net tap=%s: gw= and dns= are passt's (with a TAP the host configures the network)",
+	if (out->tap && (out->gw || out->dns || out->resolver))
+		return kiln_errf(e, EINVAL,
+				 "--net tap=%s: gw=, dns= and resolver= are passt's (with a TAP the host configures the network)",
 				 out->tap);
 	if (out->passt) {
 		out->ip = out->ip ? out->ip : (char *)KILN_PASST_IP;
@@ -181,6 +184,8 @@ int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 	if (!same_subnet(&ip, &gw, prefix) || net_addr_equal(&ip, &gw))
 		return kiln_errf(e, EINVAL, "--net gw=%s: must be another address in the guest's network %s", out->gw,
 				 out->ip);
+	if (out->resolver && ip4(out->resolver, &resolver))
+		return kiln_errf(e, EINVAL, "--net resolver=%.60s: not an IPv4 address", out->resolver);
 	if (net_addr_equal(&dns, &ip) || net_addr_equal(&dns, &gw))
 		return kiln_errf(e, EINVAL, "--net dns=%s: must differ from the guest's address and the gateway", out->dns);
 	return 0;

@@ -5,7 +5,7 @@
  *   --share HOSTDIR:TAG[:ro]
  *   --vsock PATH[,cid=N]
  *   --net tap=NAME[,mac=aa:bb:cc:dd:ee:ff][,ip=ADDR/PREFIX]
- *   --net passt[,mac=MAC][,ip=ADDR/PREFIX][,gw=ADDR][,dns=ADDR]
+ *   --net passt[,mac=MAC][,ip=ADDR/PREFIX][,gw=ADDR][,dns=ADDR][,resolver=ADDR]
  *   --net-rate tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N  (per second)
  *
  * Pure. The parsed structs point into `arg`, which must outlive them (argv
@@ -54,7 +54,8 @@ struct kiln_net_cfg {
 	 */
 	char *ip;
 	char *gw;      /* passt: its gateway address */
-	char *dns;     /* passt: the guest's resolver address, forwarded to the host's resolver */
+	char *dns;     /* passt: the guest's resolver address, forwarded to `resolver` */
+	char *resolver; /* passt: the nameserver it forwards to; NULL: the host's first */
 };
 
 /* passt's guest network when not given: QEMU's user-mode layout. */

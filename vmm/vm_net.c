@@ -106,6 +106,7 @@ static int make_backend(const struct kiln_net_cfg *c, struct net_backend **out, 
 	pc.prefix = (unsigned)atoi(slash + 1);
 	pc.gateway = c->gw;
 	pc.dns = c->dns;
+	pc.resolver = c->resolver;
 	return net_passt_open(&pc, out, e);
 }
 

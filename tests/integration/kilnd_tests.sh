@@ -1169,23 +1169,18 @@ kd_get() {
 # A sandbox with "network": "passt" through kilnd: kilnd (so kiln-vmm and
 # its passt) runs in a namespace of test hosts, set up as in net_tests.sh's
 # test_net_passt_outbound_without_root_setup (an uplink for passt's
-# defaults, the namespace's DNS server bind-mounted over resolv.conf). The
+# defaults; kilnd --dns-resolver names the namespace's DNS server). The
 # create body's rules reach kiln-vmm, GET shows rules and live counters,
 # PUT checks (400 with the filter's message), saves and applies at runtime,
 # a stopped sandbox keeps the saved rules for its next boot, a sandbox
 # without network is 409.
 test_kilnd_firewall_passt() {
   local why='' o sid sid0 kd_wrap
-  net_ns_make kf || { net_cleanup; return 1; }
-  ip -n "$ns" tuntap add dev kd0 mode tap && ip -n "$ns" addr add 10.78.0.2/24 dev kd0 &&
-    ip -n "$ns" link set kd0 up && ip -n "$ns" route add default via 10.78.0.1 ||
-    { net_fail "cannot give $ns an uplink"; net_cleanup; return 1; }
+  net_ns_make kf && net_ns_uplink || { net_cleanup; return 1; }
   net_hosts_start --http 10.78.1.10:8080 --http 10.77.2.10:8080 --http 203.0.113.10:8080 \
     --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
-  printf 'nameserver 10.78.3.53\n' >"$hdir/resolv.conf"
-  # shellcheck disable=SC2016
-  kd_wrap=(unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$hdir/resolv.conf" ip netns exec "$ns")
-  kd_start || { net_cleanup; return 1; }
+  kd_wrap=(ip netns exec "$ns")
+  kd_start --dns-resolver 10.78.3.53 || { net_cleanup; return 1; }
   why=
 
   # No network: no firewall (409), and the sandbox object says so.

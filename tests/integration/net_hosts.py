@@ -11,6 +11,8 @@ bound to addresses the test put on the namespace's loopback.
                        closes; logs "source BYTES SECONDS" (SECONDS: until
                        the peer closed, or, when it had half-closed already,
                        until the last byte went into the socket)
+  --udp-sink ADDR:PORT UDP: counts datagrams (a 4-byte sequence number first);
+                       logs "udpsink RECEIVED DISTINCT SECONDS" 15 s after the last
   --dns ADDR           UDP DNS on port 53: A records from --zone NAME=IP,
                        NOERROR and no answer for other types of those
                        names, NXDOMAIN for the rest
@@ -130,6 +132,35 @@ def source(spec):
     return Server((addr, port), H)
 
 
+def udp_sink(spec):
+    """Counts datagrams (kiln-udp-flood's: a 4-byte sequence number first)
+    and logs "udpsink RECEIVED DISTINCT SECONDS" once 15 s pass without one."""
+    addr, port = split(spec)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    s.bind((addr, port))
+
+    def run():
+        while True:
+            s.settimeout(None)
+            seen, n = set(), 0
+            d = s.recv(65536)
+            t0 = t1 = time.monotonic()
+            s.settimeout(15)
+            while True:
+                n += 1
+                if len(d) >= 4:
+                    seen.add(int.from_bytes(d[:4], "big"))
+                try:
+                    d = s.recv(65536)
+                except socket.timeout:
+                    break
+                t1 = time.monotonic()
+            log("udpsink %d %d %.3f" % (n, len(seen), t1 - t0))
+
+    return run
+
+
 def qname(msg):
     """The question name and the offset after QTYPE/QCLASS, or None."""
     labels, i = [], 12
@@ -183,6 +214,7 @@ def main():
     ap.add_argument("--stream", action="append", default=[])
     ap.add_argument("--sink", action="append", default=[])
     ap.add_argument("--source", action="append", default=[])
+    ap.add_argument("--udp-sink", action="append", default=[])
     ap.add_argument("--dns")
     ap.add_argument("--zone", action="append", default=[])
     ap.add_argument("--log", required=True)
@@ -193,6 +225,8 @@ def main():
     servers = [http(x) for x in a.http] + [stream(x) for x in a.stream] + [sink(x) for x in a.sink] + [source(x) for x in a.source]
     for srv in servers:
         threading.Thread(target=srv.serve_forever, daemon=True).start()
+    for x in a.udp_sink:
+        threading.Thread(target=udp_sink(x), daemon=True).start()
     if a.dns:
         zone = dict(z.lower().split("=", 1) for z in a.zone)
         threading.Thread(target=dns(a.dns, zone), daemon=True).start()

@@ -86,7 +86,14 @@ static void test_passt_defaults_and_options(void **state)
 	assert_int_equal(net("passt,dns=resolver.example", &c, &e), -EINVAL);
 	assert_int_equal(net("passt,dns=::1", &c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "--net dns=::1: not an IPv4 address"));
-	assert_int_equal(net("passt,resolver=10.0.0.53", &c, &e), -EINVAL);
+	/* resolver=: where passt sends that DNS; IPv4, and passt's only. */
+	assert_null(c.resolver);
+	assert_int_equal(net("passt,resolver=10.0.0.53", &c, &e), 0);
+	assert_string_equal(c.resolver, "10.0.0.53");
+	assert_int_equal(net("passt,resolver=dns.example", &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--net resolver=dns.example: not an IPv4 address"));
+	assert_int_equal(net("tap=kt0,resolver=10.0.0.53", &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "resolver= are passt's"));
 }
 
 static void test_one_backend(void **state)

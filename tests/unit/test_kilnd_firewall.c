@@ -242,6 +242,16 @@ static void test_argv_passt(void **state)
 		assert_string_not_equal(a.argv[i], "--cmdline");
 	vmm_argv_free(&a);
 
+	/* kilnd --dns-resolver: passt's upstream nameserver, at boot and restore. */
+	l.resolver = "192.0.2.53";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_string_equal(a.argv[15], "passt,resolver=192.0.2.53");
+	vmm_argv_free(&a);
+	l.resolver = "";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_string_equal(a.argv[15], "passt");
+	vmm_argv_free(&a);
+
 	/* The rules file is required and must be a plain absolute path. */
 	l.firewall = NULL;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);

@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -274,6 +276,70 @@ static void test_a_passt_that_cannot_run(void **state)
 	assert_int_equal(net_passt_open(&c, &b, &e), -EINVAL);
 }
 
+/*
+ * resolver=: passt (here a script in its place) sees a resolv.conf of its
+ * own naming the resolver, the host's stays as it was, and the file made
+ * for it is gone. Without root the mount namespace is refused, saying so.
+ */
+static void test_a_resolver_of_its_own(void **state)
+{
+	char dir[] = "/tmp/kiln-passt-test.XXXXXX", prog[128], outp[128], got[128] = "", *oldtmp;
+	struct net_passt_cfg c = {
+		.program = prog, .address = "10.0.2.15", .prefix = 24,
+		.gateway = "10.0.2.2", .dns = "10.0.2.3", .resolver = "192.0.2.53",
+	};
+	struct net_backend *b = NULL;
+	struct kiln_error e = { { 0 } };
+	FILE *f;
+	int r;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(prog, sizeof(prog), "%s/passt", dir);
+	snprintf(outp, sizeof(outp), "%s/seen", dir);
+	f = fopen(prog, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\ncat /etc/resolv.conf >%s\nexec sleep 30\n", outp);
+	fclose(f);
+	assert_int_equal(chmod(prog, 0755), 0);
+	oldtmp = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	setenv("TMPDIR", dir, 1);
+	r = net_passt_open(&c, &b, &e);
+	if (oldtmp)
+		setenv("TMPDIR", oldtmp, 1);
+	else
+		unsetenv("TMPDIR");
+	free(oldtmp);
+	if (geteuid() != 0) {
+		assert_int_equal(r, -EPERM);
+		assert_non_null(strstr(e.msg, "resolver=192.0.2.53: cannot give passt a mount namespace of its own"));
+	} else {
+		assert_int_equal(r, 0);
+		for (int i = 0; i < 500 && !got[0]; i++) {
+			f = fopen(outp, "r");
+			if (f) {
+				if (!fgets(got, sizeof(got), f))
+					got[0] = '\0';
+				fclose(f);
+			}
+			if (!got[0])
+				usleep(10000);
+		}
+		b->close(b);
+		assert_string_equal(got, "nameserver 192.0.2.53\n");
+		f = fopen("/etc/resolv.conf", "r");
+		if (f) {
+			if (fgets(got, sizeof(got), f))
+				assert_string_not_equal(got, "nameserver 192.0.2.53\n");
+			fclose(f);
+		}
+		unlink(outp);
+	}
+	/* The file made for passt's namespace is gone: only the script is left. */
+	unlink(prog);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +350,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_send_never_splits_a_frame_and_says_full, setup, teardown),
 		cmocka_unit_test(test_close_stops_and_reaps_passt),
 		cmocka_unit_test(test_a_passt_that_cannot_run),
+		cmocka_unit_test(test_a_resolver_of_its_own),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
