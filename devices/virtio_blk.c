@@ -237,34 +237,21 @@ static void vblk_notify(struct virtio_dev *d, int qi)
 {
 	struct vblk *v = d->priv;
 	struct virtq *q = &d->vq[0];
-	int pushed = 0, rearmed = 0;
+	int pushed = 0;
 
 	if (qi != 0 || d->broken || !q->ready)
 		return;
 	for (;;) {
 		const char *why = NULL;
 		uint32_t written;
-		int r = virtq_pop(q, &v->chain);
+		int r = virtq_pop_or_arm(q, &v->chain);
 
 		if (r < 0) {
 			virtio_dev_fail(d, "malformed descriptor chain or avail ring on the request queue");
 			break;
 		}
-		if (r == 0) {
-			/*
-			 * EVENT_IDX: ask for a kick at the next new entry, then
-			 * look once more, since the guest may have added one
-			 * after our last look and before it could see the
-			 * new avail_event (it would then not kick).
-			 */
-			if (!q->event_idx || rearmed)
-				break;
-			virtq_set_avail_event(q);
-			__atomic_thread_fence(__ATOMIC_SEQ_CST);
-			rearmed = 1;
-			continue;
-		}
-		rearmed = 0;
+		if (r == 0)
+			break;
 		if (vblk_request(d, v, &v->chain, &written, &why)) {
 			virtio_dev_fail(d, why);
 			break;

@@ -80,7 +80,7 @@ static void fs_notify(struct virtio_dev *d, int qi)
 	struct virtq_chain *c = &fs->chain;
 	int r, pushed = 0;
 
-	while ((r = virtq_pop(q, c)) > 0) {
+	while ((r = virtq_pop_or_arm(q, c)) > 0) {
 		uint32_t written = fs_serve(fs, c);
 
 		if (virtq_push(q, c->head, written) < 0) {
@@ -92,7 +92,6 @@ static void fs_notify(struct virtio_dev *d, int qi)
 	if (r < 0)
 		virtio_dev_fail(d, qi == 0 ? "malformed descriptor chain on the hiprio queue"
 					   : "malformed descriptor chain on the request queue");
-	virtq_set_avail_event(q);
 	if (pushed)
 		virtio_dev_interrupt(d, qi);
 }

@@ -199,7 +199,7 @@ static void rx_fill(struct vnet *n)
 			}
 			n->pending_checked = 1;
 		}
-		r = virtq_pop(q, &c);
+		r = virtq_pop_or_arm(q, &c);
 		if (r < 0) {
 			virtio_dev_fail(d, "malformed descriptor chain on the receive queue");
 			return;
@@ -207,7 +207,6 @@ static void rx_fill(struct vnet *n)
 		if (r == 0) {
 			/* No buffers: stop reading the backend until the guest adds some. */
 			n->rx_stalled = 1;
-			virtq_set_avail_event(q);
 			break;
 		}
 		if (c.in_len < n->pending) {
@@ -281,7 +280,7 @@ static void tx_drain(struct vnet *n)
 		return;
 	for (;;) {
 		if (!n->tx_held) {
-			if ((r = virtq_pop(q, &c)) <= 0)
+			if ((r = virtq_pop_or_arm(q, &c)) <= 0)
 				break;
 			/* A frame is header + at most NET_MAX_FRAME bytes, and the
 			 * guest gives nothing to write back. */
@@ -314,7 +313,6 @@ static void tx_drain(struct vnet *n)
 		else if (fr < 0)
 			backend_failed(n, fr);
 	}
-	virtq_set_avail_event(q);
 	update_watch(n);
 	if (pushed)
 		virtio_dev_interrupt(d, TXQ);

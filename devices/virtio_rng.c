@@ -16,7 +16,7 @@ static void rng_notify(struct virtio_dev *d, int qi)
 	struct virtq_chain c;
 	int r, pushed = 0;
 
-	while ((r = virtq_pop(q, &c)) > 0) {
+	while ((r = virtq_pop_or_arm(q, &c)) > 0) {
 		uint32_t done = 0;
 
 		for (int i = 0; i < c.nin && done < VIRTIO_RNG_MAX_PER_REQUEST; i++) {
@@ -40,7 +40,6 @@ static void rng_notify(struct virtio_dev *d, int qi)
 	}
 	if (r < 0)
 		virtio_dev_fail(d, "malformed descriptor chain on the request queue");
-	virtq_set_avail_event(q);
 	if (pushed)
 		virtio_dev_interrupt(d, qi);
 }

@@ -112,18 +112,12 @@ static void fail(struct vsock_dev *v, const char *why)
 	drop_all(v);
 }
 
-/* Pop the next chain of `qi`, arming the avail event and looking once more
- * when empty, so a buffer added in between is not missed. 1, 0, or -1 after
+/* Pop the next chain of `qi` (virtq_pop_or_arm). 1, 0, or -1 after
  * failing the device. */
 static int pop(struct vsock_dev *v, int qi, struct virtq_chain *c, const char *why)
 {
-	struct virtq *q = &v->dev.vq[qi];
-	int r = virtq_pop(q, c);
+	int r = virtq_pop_or_arm(&v->dev.vq[qi], c);
 
-	if (r == 0) {
-		virtq_set_avail_event(q);
-		r = virtq_pop(q, c);
-	}
 	if (r < 0) {
 		fail(v, why);
 		return -1;

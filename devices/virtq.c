@@ -206,6 +206,18 @@ void virtq_set_avail_event(struct virtq *q)
 		st16(used + USED_RING + (size_t)USED_ELEM * q->size, q->last_avail);
 }
 
+int virtq_pop_or_arm(struct virtq *q, struct virtq_chain *c)
+{
+	int r = virtq_pop(q, c);
+
+	if (r != 0 || !q->event_idx)
+		return r;
+	virtq_set_avail_event(q);
+	/* Our avail_event store must be visible before we read avail->idx again. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return virtq_pop(q, c);
+}
+
 static size_t copy_bufs(const struct virtq_buf *b, int n, size_t off, uint8_t *mem, size_t len,
 			int to_chain)
 {

@@ -83,6 +83,15 @@ int virtq_need_interrupt(struct virtq *q);
 /* With EVENT_IDX, tell the guest to kick again once it adds anything. */
 void virtq_set_avail_event(struct virtq *q);
 
+/*
+ * virtq_pop, and when the ring is empty: ask for a kick at the next entry
+ * (virtq_set_avail_event) and look once more. Without the second look an
+ * entry the guest added after ours, before it could see the new
+ * avail_event, would get no kick and wait for ever. What every device
+ * calls when it drains a queue.
+ */
+int virtq_pop_or_arm(struct virtq *q, struct virtq_chain *c);
+
 /* Copy from the chain's readable buffers starting at byte `off`; returns
  * the bytes copied (fewer when the chain is shorter). */
 size_t virtq_chain_read(const struct virtq_chain *c, size_t off, void *dst, size_t len);

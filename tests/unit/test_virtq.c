@@ -740,6 +740,32 @@ static void test_set_avail_event(void **state)
 	assert_int_equal(get16(avail_event), 2);
 }
 
+/* pop_or_arm: an entry is popped as by pop; an empty ring gets avail_event
+ * (EVENT_IDX) and one more look, which finds what is there by then. */
+static void test_pop_or_arm(void **state)
+{
+	struct fx *f = ready(state);
+	uint8_t *avail_event = at(f, USED + 4 + 8 * QSIZE);
+	struct virtq_chain c;
+
+	desc(f, 0, BUF, 4, 0, 0);
+	f->q.event_idx = 1;
+	put16(avail_event, 0xabcd);
+	assert_int_equal(virtq_pop_or_arm(&f->q, &c), 0);
+	assert_int_equal(get16(avail_event), 0);
+	avail_add(f, 0);
+	assert_int_equal(virtq_pop_or_arm(&f->q, &c), 1);
+	assert_int_equal(c.head, 0);
+	assert_int_equal(get16(avail_event), 0); /* not empty: nothing armed */
+	assert_int_equal(virtq_pop_or_arm(&f->q, &c), 0);
+	assert_int_equal(get16(avail_event), 1);
+	/* Without EVENT_IDX the word is nobody's. */
+	f->q.event_idx = 0;
+	put16(avail_event, 0xabcd);
+	assert_int_equal(virtq_pop_or_arm(&f->q, &c), 0);
+	assert_int_equal(get16(avail_event), 0xabcd);
+}
+
 /* ---- chain copies ---- */
 
 /* chain_read gathers across readable buffers from any offset and stops
@@ -846,6 +872,7 @@ int main(void)
 		T(test_need_interrupt_flags),
 		T(test_need_interrupt_event_idx),
 		T(test_set_avail_event),
+		T(test_pop_or_arm),
 		T(test_chain_read),
 		T(test_chain_write),
 	};
