@@ -61,7 +61,7 @@ static const char usage[] =
 	"                        request (its idle_timeout_s default; 0: never; 300)\n"
 	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
 	"  --dns-resolver ADDR   the IPv4 nameserver that passt sandboxes' DNS goes to\n"
-	"                        (default: the first of this host's /etc/resolv.conf)\n"
+	"                        (root only; default: the first of /etc/resolv.conf)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -397,6 +397,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 
 			if (strlen(optarg) >= sizeof(cfg->dns_resolver) || inet_pton(AF_INET, optarg, &a) != 1)
 				return bad_usage("--dns-resolver '%s': an IPv4 address, like 192.0.2.53", optarg);
+			/* kiln-vmm bind-mounts passt's resolv.conf in a mount namespace. */
+			if (geteuid() != 0)
+				return bad_usage("--dns-resolver needs kilnd to run as root (passt gets its own resolv.conf in a mount namespace): run kilnd as root or leave --dns-resolver out");
 			snprintf(cfg->dns_resolver, sizeof(cfg->dns_resolver), "%s", optarg);
 			break;
 		}

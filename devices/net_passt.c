@@ -15,8 +15,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sched.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -25,6 +25,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <arpa/inet.h>
 
 #include "net_backend.h"
 
@@ -273,23 +275,32 @@ static void child_fail(int fd, int step)
 static int resolver_file(const char *resolver, char *path, size_t cap, struct kiln_error *e)
 {
 	const char *dir = getenv("TMPDIR");
-	char line[96];
-	int fd, n, err;
+	struct in_addr a;
+	char line[40];
+	int fd, n, err = 0;
+	ssize_t w;
 
-	snprintf(path, cap, "%s/kiln-passt-resolv.XXXXXX", dir && *dir ? dir : "/tmp");
+	/* One address, nothing else: the line must not carry more lines. */
+	if (inet_pton(AF_INET, resolver, &a) != 1)
+		return kiln_errf(e, EINVAL, "passt: resolver=%.60s: not an IPv4 address", resolver);
+	dir = dir && *dir ? dir : "/tmp";
+	snprintf(path, cap, "%s/kiln-passt-resolv.XXXXXX", dir);
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
-		return kiln_errf(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s", resolver,
-				 dir && *dir ? dir : "/tmp", strerror(errno));
+		return kiln_errf(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
+				 resolver, dir, strerror(errno));
 	n = snprintf(line, sizeof(line), "nameserver %s\n", resolver);
+	w = write(fd, line, (size_t)n);
+	if (w != n)
+		err = w < 0 ? errno : EIO;
 	/* passt reads it once it may have dropped to nobody. */
-	if (n < 0 || (size_t)n >= sizeof(line) || write(fd, line, (size_t)n) != n || fchmod(fd, 0644) < 0) {
-		err = errno ? errno : EINVAL;
-		close(fd);
+	else if (fchmod(fd, 0644) < 0)
+		err = errno;
+	close(fd);
+	if (err) {
 		unlink(path);
 		return kiln_errf(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path, strerror(err));
 	}
-	close(fd);
 	return 0;
 }
 
@@ -407,10 +418,11 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		waitpid(pid, NULL, 0);
 		if (fail.step == STEP_NAMESPACE)
 			return kiln_errf(e, fail.err,
-					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (a resolver of its own needs root)",
+					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (run kiln-vmm as root, or leave out resolver=; kilnd: --dns-resolver)",
 					 cfg->resolver, strerror(fail.err));
 		if (fail.step == STEP_BIND)
-			return kiln_errf(e, fail.err, "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s",
+			return kiln_errf(e, fail.err,
+					 "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s (the host needs an /etc/resolv.conf file to cover)",
 					 cfg->resolver, strerror(fail.err));
 		return kiln_errf(e, fail.err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
 				 prog, strerror(fail.err));

@@ -186,6 +186,12 @@ int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 				 out->ip);
 	if (out->resolver && ip4(out->resolver, &resolver))
 		return kiln_errf(e, EINVAL, "--net resolver=%.60s: not an IPv4 address", out->resolver);
+	/* A host's nameserver (loopback included), never the guest's side or nowhere. */
+	if (out->resolver && (resolver.b[0] == 0 || resolver.b[0] >= 224 || net_addr_equal(&resolver, &ip) ||
+			      net_addr_equal(&resolver, &gw) || net_addr_equal(&resolver, &dns)))
+		return kiln_errf(e, EINVAL,
+				 "--net resolver=%s: must be a unicast address of a nameserver on the host's side, not 0/8, multicast or the guest's ip=, gw= or dns=",
+				 out->resolver);
 	if (net_addr_equal(&dns, &ip) || net_addr_equal(&dns, &gw))
 		return kiln_errf(e, EINVAL, "--net dns=%s: must differ from the guest's address and the gateway", out->dns);
 	return 0;

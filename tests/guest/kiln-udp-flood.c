@@ -9,10 +9,12 @@
  * number (4 bytes, big-endian), so the receiver can count losses and
  * duplicates. The socket blocks when its send buffer is full, which is how
  * the device's backpressure reaches the sender; a send refused for want of
- * buffers (ENOBUFS) is retried after a millisecond, so nothing is lost on
- * the guest's side. Prints "udp-flood sent N in S s (R retries)".
+ * buffers (ENOBUFS, reported at all only with IP_RECVERR, which is set) is
+ * retried after a millisecond, so nothing is lost on the guest's side.
+ * Prints "udp-flood sent N in S s (R retries)".
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,23 +36,28 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	uint8_t buf[1400] = { 0 };
-	unsigned long count, size, retries = 0;
+	unsigned long count, size, port, retries = 0;
+	char *end1, *end2, *end3;
 	double t0;
-	int s;
+	int s, one = 1;
 
 	if (argc != 5) {
 		fprintf(stderr, "usage: kiln-udp-flood ADDR PORT COUNT SIZE\n");
 		return 2;
 	}
-	count = strtoul(argv[3], NULL, 10);
-	size = strtoul(argv[4], NULL, 10);
-	a.sin_port = htons((uint16_t)atoi(argv[2]));
-	if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1 || !a.sin_port || size < 8 || size > sizeof(buf)) {
-		fprintf(stderr, "kiln-udp-flood: need an IPv4 address, a port and a SIZE of 8..%zu\n", sizeof(buf));
+	port = strtoul(argv[2], &end1, 10);
+	count = strtoul(argv[3], &end2, 10);
+	size = strtoul(argv[4], &end3, 10);
+	if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1 || *end1 || port < 1 || port > 65535 || *end2 ||
+	    !count || count > 0xffffffffUL || *end3 || size < 8 || size > sizeof(buf)) {
+		fprintf(stderr, "kiln-udp-flood: need an IPv4 address, a port 1..65535, a COUNT 1..2^32-1 and a SIZE 8..%zu\n",
+			sizeof(buf));
 		return 2;
 	}
+	a.sin_port = htons((uint16_t)port);
 	s = socket(AF_INET, SOCK_DGRAM, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
+	if (s < 0 || setsockopt(s, IPPROTO_IP, IP_RECVERR, &one, sizeof(one)) < 0 ||
+	    connect(s, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		perror("kiln-udp-flood: socket/connect");
 		return 1;
 	}

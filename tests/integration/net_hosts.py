@@ -137,7 +137,10 @@ def udp_sink(spec):
     and logs "udpsink RECEIVED DISTINCT SECONDS" once 15 s pass without one."""
     addr, port = split(spec)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+    try:  # past rmem_max (root): a slow sink must not be the one dropping
+        s.setsockopt(socket.SOL_SOCKET, getattr(socket, "SO_RCVBUFFORCE", 33), 8 << 20)
+    except OSError:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
     s.bind((addr, port))
 
     def run():

@@ -348,7 +348,7 @@ test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
   line=$(grep '^udpsink ' "$hlog" | tail -1)
   check '[ "$(echo "$line" | cut -d" " -f2,3)" = "3000 3000" ]' "the UDP sink got '$line' (guest: $o)"
   usecs=$(echo "$line" | cut -d' ' -f4)
-  check '[ "$(echo "${usecs:-0} >= 5" | bc)" = 1 ]' "3000 datagrams at 400 packets/s took ${usecs} s"
+  check '[ "$(echo "${usecs:-0} >= 6" | bc)" = 1 ]' "3000 datagrams at 400 packets/s took ${usecs} s"
   rss1=$(vmm_rss_kb "$vpid" 2>/dev/null)
   check '[ -n "$rss1" ] && [ $((rss1 - rss0)) -lt 16384 ]' "kiln-vmm grew from ${rss0} to ${rss1:-(gone)} KiB outside guest RAM"
   vctl firewall-get

@@ -92,6 +92,12 @@ static void test_passt_defaults_and_options(void **state)
 	assert_string_equal(c.resolver, "10.0.0.53");
 	assert_int_equal(net("passt,resolver=dns.example", &c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "--net resolver=dns.example: not an IPv4 address"));
+	assert_int_equal(net("passt,resolver=127.0.0.53", &c, &e), 0); /* a local stub resolver */
+	assert_int_equal(net("passt,resolver=10.0.2.3", &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--net resolver=10.0.2.3: must be a unicast address"));
+	assert_int_equal(net("passt,resolver=0.0.0.0", &c, &e), -EINVAL);
+	assert_int_equal(net("passt,resolver=224.0.0.251", &c, &e), -EINVAL);
+	assert_int_equal(net("passt,resolver=255.255.255.255", &c, &e), -EINVAL);
 	assert_int_equal(net("tap=kt0,resolver=10.0.0.53", &c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "resolver= are passt's"));
 }
