@@ -240,12 +240,12 @@ int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *re
 /* A cli_prog_words operand: a sandbox id (cli_check_id) into id, CLI_ID_MAX + 1 bytes. */
 int cli_id_operand(void *id, const char *v, char *err, size_t errsz);
 
-/* kiln firewall show ID | set ID FILE|- | allow ID RULE | deny ID RULE
+/* kiln firewall show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE
  * (cli_body_firewall.c). RULE is CIDR|HOST[:PORTS][/PROTO]: 10.0.0.0/8,
  * example.com:443/tcp, *.example.com:80-443, [2001:db8::]:53/udp (an
  * IPv6 address takes brackets before ports); PORTS one port or LO-HI,
  * PROTO tcp|udp|icmp|icmpv6|any. kilnd checks the rest. */
-enum cli_fw_op { CLI_FW_SHOW, CLI_FW_SET, CLI_FW_ALLOW, CLI_FW_DENY };
+enum cli_fw_op { CLI_FW_SHOW, CLI_FW_LOG, CLI_FW_SET, CLI_FW_ALLOW, CLI_FW_DENY };
 
 struct cli_firewall_req {
 	enum cli_fw_op op;

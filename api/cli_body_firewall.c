@@ -125,8 +125,8 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		const char *word;
 		enum cli_fw_op op;
 		int nargs; /* after the word */
-	} ops[] = { { "show", CLI_FW_SHOW, 1 }, { "set", CLI_FW_SET, 2 }, { "allow", CLI_FW_ALLOW, 2 },
-		    { "deny", CLI_FW_DENY, 2 } };
+	} ops[] = { { "show", CLI_FW_SHOW, 1 }, { "log", CLI_FW_LOG, 1 }, { "set", CLI_FW_SET, 2 },
+		    { "allow", CLI_FW_ALLOW, 2 }, { "deny", CLI_FW_DENY, 2 } };
 
 	memset(r, 0, sizeof(*r));
 	cli_scan_init(&sc, argc, argv, defs, g);
@@ -144,7 +144,7 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 	argc = npos;
 	argv = pos;
 	if (argc < 1) {
-		snprintf(err, errsz, "expected show ID, set ID FILE|-, allow ID RULE or deny ID RULE");
+		snprintf(err, errsz, "expected show ID, log ID, set ID FILE|-, allow ID RULE or deny ID RULE");
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -165,14 +165,14 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		}
 		if (r->op == CLI_FW_SET) {
 			r->file = argv[2];
-		} else if (r->op != CLI_FW_SHOW) {
+		} else if (r->op != CLI_FW_SHOW && r->op != CLI_FW_LOG) {
 			r->rule = cli_firewall_rule(argv[2], err, errsz);
 			if (!r->rule)
 				return -1;
 		}
 		return 0;
 	}
-	snprintf(err, errsz, "unknown firewall command '%.32s' (show, set, allow, deny)", argv[0]);
+	snprintf(err, errsz, "unknown firewall command '%.32s' (show, log, set, allow, deny)", argv[0]);
 	return -1;
 }
 

@@ -1,7 +1,7 @@
 /*
- * kiln firewall show|set|allow|deny (docs/api.md, "Networking and
- * firewall"): GET and PUT /v1/sandboxes/{id}/firewall; allow and deny
- * read the current rules, append one and put them back.
+ * kiln firewall show|log|set|allow|deny (docs/api.md, "Networking and
+ * firewall"): GET and PUT /v1/sandboxes/{id}/firewall, GET .../firewall/log;
+ * allow and deny read the current rules, append one and put them back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +99,19 @@ static int format_get(FILE *out, const json_t *v)
 	return 0;
 }
 
+/* The denied-flow log: one line each, oldest first. */
+static int format_log(FILE *out, const json_t *v)
+{
+	const json_t *lines = json_object_get(v, "lines"), *l;
+	size_t i;
+
+	if (!json_is_array(lines))
+		return -1;
+	json_array_foreach(lines, i, l)
+		fprintf(out, "%s\n", json_string_value(l) ? json_string_value(l) : "");
+	return 0;
+}
+
 int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 {
 	char err[CLI_ERR_MAX], path[256];
@@ -111,6 +124,10 @@ int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/firewall", r.id);
 	if (r.op == CLI_FW_SHOW)
 		return cli_call_show(c, "firewall show", "GET", path, NULL, format_get);
+	if (r.op == CLI_FW_LOG) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/firewall/log", r.id);
+		return cli_call_show(c, "firewall log", "GET", path, NULL, format_log);
+	}
 	if (r.op == CLI_FW_SET) {
 		rules = load_rules(r.file, err, sizeof(err));
 		if (!rules) {

@@ -1,6 +1,7 @@
 /*
- * GET/PUT /v1/sandboxes/{id}/firewall (docs/api.md, "Networking and
- * firewall"): parsing and answers; the work is sandbox_firewall.c's.
+ * GET/PUT /v1/sandboxes/{id}/firewall and GET .../firewall/log (docs/api.md,
+ * "Networking and firewall"): parsing and answers; the work is
+ * sandbox_firewall.c's.
  */
 #include "handlers.h"
 #include "sandbox.h"
@@ -33,5 +34,25 @@ void handle_firewall_put(struct http_req *r)
 	else
 		http_json(r, 200, out);
 	json_decref(body);
+	sandbox_put(sb);
+}
+
+void handle_firewall_log(struct http_req *r)
+{
+	struct sandbox *sb;
+	json_t *out = NULL;
+	struct api_err e;
+
+	if (query_none(r->kv, r->nkv, "firewall log", &e)) {
+		http_error(r, &e);
+		return;
+	}
+	sb = http_sandbox_target(r, "firewall log");
+	if (!sb)
+		return;
+	if (sandbox_firewall_log(sb, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
 	sandbox_put(sb);
 }

@@ -68,9 +68,10 @@ void handle_checkpoint_get(struct http_req *r);
 void handle_checkpoint_delete(struct http_req *r);
 void handle_checkpoint_restore(struct http_req *r);
 
-/* handle_firewall.c: GET/PUT .../firewall. */
+/* handle_firewall.c: GET/PUT .../firewall, GET .../firewall/log. */
 void handle_firewall_get(struct http_req *r);
 void handle_firewall_put(struct http_req *r);
+void handle_firewall_log(struct http_req *r);
 
 /* handle_ports.c */
 void handle_port_add(struct http_req *r);

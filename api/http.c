@@ -61,6 +61,7 @@ static const handler_fn handlers[] = {
 	[OP_CHECKPOINT_RESTORE] = handle_checkpoint_restore,
 	[OP_FIREWALL_GET] = handle_firewall_get,
 	[OP_FIREWALL_PUT] = handle_firewall_put,
+	[OP_FIREWALL_LOG] = handle_firewall_log,
 };
 
 /* ---- answers ---- */

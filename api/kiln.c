@@ -64,8 +64,8 @@ static const struct cli_cmd commands[] = {
 	{ "hibernate", "ID", "snapshot a sandbox and free its CPU and memory", cli_cmd_hibernate },
 	{ "wake", "ID", "resume a hibernated sandbox (any exec or file request does too)", cli_cmd_wake },
 	{ "metrics", "", "kilnd's Prometheus metrics", cli_cmd_metrics },
-	{ "firewall", "show ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
-	  "a networked sandbox's packet filter: rules, counters, changes at runtime", cli_cmd_firewall },
+	{ "firewall", "show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
+	  "a networked sandbox's packet filter: rules, counters, denied flows, changes at runtime", cli_cmd_firewall },
 	{ 0 },
 };
 

@@ -51,6 +51,7 @@ static const struct {
 	  { { "GET", OP_CHECKPOINT_GET }, { "DELETE", OP_CHECKPOINT_DELETE } } },
 	{ "/v1/sandboxes/{id}/checkpoints/{cp}/restore", "POST", { { "POST", OP_CHECKPOINT_RESTORE } } },
 	{ "/v1/sandboxes/{id}/firewall", "GET, PUT", { { "GET", OP_FIREWALL_GET }, { "PUT", OP_FIREWALL_PUT } } },
+	{ "/v1/sandboxes/{id}/firewall/log", "GET", { { "GET", OP_FIREWALL_LOG } } },
 };
 
 /* Match path against pattern; the {id} segment goes to id, {proc}, {port} or {cp} to proc. */

@@ -110,6 +110,10 @@ int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e);
  * apply it to a running or paused VMM (firewall-set). *out
  * {"network","rules","applied","cut"}. */
 int sandbox_firewall_set(struct sandbox *sb, const json_t *rules, json_t **out, struct api_err *e);
+/* GET .../firewall/log: {"lines": [...]}, the last FIREWALL_LOG_LINES
+ * denied-flow lines kiln-vmm logged (--firewall-log, rate-limited) in this
+ * sandbox's vmm.log, oldest first; 409 wrong_state without a network. */
+int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e);
 /* /metrics: verdict totals over the running sandboxes with a network, and how many answered. */
 void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *filtered);
 

@@ -16,6 +16,7 @@
 #include "firewall_spec.h"
 #include "sandbox_impl.h"
 #include "vmm_control.h"
+#include "vmm_output.h"
 
 /* A firewall-get answers at once unless the control socket is busy with a
  * snapshot; /metrics waits less for one sandbox. */
@@ -281,4 +282,50 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 		json_decref(live);
 	}
 	free(socks);
+}
+
+/* The tail of vmm.log read for the denied-flow log, and the lines kept. */
+#define FIREWALL_LOG_READ (256 * 1024)
+#define FIREWALL_LOG_LINES 200
+
+int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e)
+{
+	char path[PATH_MAX + 16];
+	uint8_t *buf = NULL;
+	json_t *lines;
+	struct stat st;
+	size_t got = 0;
+	off_t from = 0;
+	int fd;
+
+	*out = NULL;
+	if (need_network(sb, e))
+		return -1;
+	snprintf(path, sizeof(path), "%s/vmm.log", sb->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		from = st.st_size > FIREWALL_LOG_READ ? st.st_size - FIREWALL_LOG_READ : 0;
+		buf = malloc(FIREWALL_LOG_READ);
+		while (buf && got < FIREWALL_LOG_READ) {
+			ssize_t k = pread(fd, buf + got, FIREWALL_LOG_READ - got, from + (off_t)got);
+
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			got += (size_t)k;
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	/* No file yet (never booted): no lines. */
+	lines = vmm_output_tail_prefixed(buf ? buf : (const uint8_t *)"", got, from == 0, "kiln-vmm: firewall: ",
+					 FIREWALL_LOG_LINES, 512);
+	free(buf);
+	*out = lines ? json_pack("{s:o}", "lines", lines) : NULL;
+	if (!*out) {
+		api_err_set(e, API_E_INTERNAL, "out of memory reading the firewall log");
+		return -1;
+	}
+	return 0;
 }

@@ -91,7 +91,9 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	if (s->network == SB_NET_PASST &&
 	    (add(a, e, "--net") ||
 	     (l->resolver && *l->resolver ? add(a, e, "passt,resolver=%s", l->resolver) : add(a, e, "passt")) ||
-	     add(a, e, "--firewall") || add(a, e, "%s", l->firewall)))
+	     add(a, e, "--firewall") || add(a, e, "%s", l->firewall) ||
+	     /* Denied flows go to vmm.log (rate-limited): GET .../firewall/log. */
+	     add(a, e, "--firewall-log")))
 		goto fail;
 	/* quiet: with the console on, only warnings and panics reach it (each
 	 * byte is a VM exit); kiln-vmm adds quiet itself when it is off. */

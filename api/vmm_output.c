@@ -35,6 +35,7 @@ static void lines_backwards(const uint8_t *buf, size_t n, bool whole,
 
 struct tail {
 	json_t *arr;
+	const char *prefix; /* or NULL: every line */
 	size_t max_lines, line_max;
 	bool oom;
 };
@@ -45,6 +46,14 @@ static bool tail_line(void *arg, const uint8_t *l, size_t len)
 	char *clean;
 	json_t *s;
 
+	if (t->prefix) {
+		size_t p = strlen(t->prefix);
+
+		if (len < p || memcmp(l, t->prefix, p) != 0)
+			return true;
+		l += p;
+		len -= p;
+	}
 	if (len > t->line_max)
 		len = t->line_max;
 	clean = malloc(3 * len + 1);
@@ -68,7 +77,13 @@ static bool tail_line(void *arg, const uint8_t *l, size_t len)
 
 json_t *vmm_output_tail(const uint8_t *buf, size_t n, bool whole, size_t max_lines, size_t line_max)
 {
-	struct tail t = { .arr = json_array(), .max_lines = max_lines, .line_max = line_max };
+	return vmm_output_tail_prefixed(buf, n, whole, NULL, max_lines, line_max);
+}
+
+json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const char *prefix, size_t max_lines,
+				 size_t line_max)
+{
+	struct tail t = { .arr = json_array(), .prefix = prefix, .max_lines = max_lines, .line_max = line_max };
 
 	if (!t.arr)
 		return NULL;

@@ -1189,6 +1189,8 @@ test_kilnd_firewall_passt() {
   kd_check '[ "$(jget "d[\"network\"]")" = none ]' "a sandbox without network says network none"
   api GET "/v1/sandboxes/$sid0/firewall"
   kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "GET firewall without network is 409"
+  api GET "/v1/sandboxes/$sid0/firewall/log"
+  kd_check '[ $status = 409 ]' "GET firewall/log without network is 409"
   api PUT "/v1/sandboxes/$sid0/firewall" -d '{}'
   kd_check '[ $status = 409 ]' "PUT firewall without network is 409"
   api DELETE "/v1/sandboxes/$sid0"
@@ -1202,6 +1204,10 @@ test_kilnd_firewall_passt() {
 
   o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "allowed host through passt: '$o'"
   o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "a host no rule allows answered: '$o'"
+  # ... and the denied flow is in the sandbox's denied-flow log.
+  api GET "/v1/sandboxes/$sid/firewall/log"
+  kd_check '[ $status = 200 ] && [ "$(jget "any(l.startswith(\"egress drop_private tcp 10.0.2.15:\") and \"-> 10.77.2.10:8080\" in l for l in d[\"lines\"])")" = True ]' \
+    "GET .../firewall/log lists the denied flow"
   kd_sh "$sid" 'nslookup allowed.test 10.0.2.3'
   o=$(kd_out | sed -n 's/^Address: *\([0-9.]*\)$/\1/p' | tail -1)
   kd_check '[ "$o" = 203.0.113.10 ]' "DNS through the default resolver rule: '$o'"
@@ -1240,6 +1246,9 @@ test_kilnd_firewall_passt() {
   kd_check '[ "$rc" = 0 ]' "kiln firewall allow (rc=$rc err=$err)"
   kc firewall show "$sid"
   kd_check 'printf "%s" "$out" | grep -q "10.77.2.10/32"' "kiln firewall show lists the new rule ($out $err)"
+  kc firewall log "$sid"
+  kd_check '[ "$rc" = 0 ] && printf "%s" "$out" | grep -q "^egress drop_private tcp 10.0.2.15:[0-9]* -> 10.77.2.10:8080"' \
+    "kiln firewall log prints the denied flow of this boot ($out $err)"
   o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the rule the CLI added: '$o'"
 
   api DELETE "/v1/sandboxes/$sid"

@@ -457,6 +457,35 @@ static void test_vmm_output(void **state)
 	assert_null(vmm_output_timeline(U("{\"unit\":\"ms\",\"milestones\":7}\n"), 29));
 }
 
+/* The denied-flow log: only kiln-vmm's "firewall: " lines, prefix cut,
+ * the last N, oldest first; a line that only starts like one is not one. */
+static void test_vmm_output_prefixed(void **state)
+{
+	const char *log = "kiln-vmm: firewall: egress drop_private tcp 10.0.2.15:40000 -> 10.77.2.10:8080\n"
+			  "kiln-vmm: virtio-net: something else\n"
+			  "kiln-vmm: firewall: egress drop_default udp 10.0.2.15:5353 -> 203.0.113.9:53\n"
+			  "kiln-vmm: firewall:x\n"
+			  "kiln-vmm: firewall: egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)\n";
+	json_t *t;
+
+	(void)state;
+	t = vmm_output_tail_prefixed(U(log), strlen(log), true, "kiln-vmm: firewall: ", 100, 512);
+	assert_int_equal(json_array_size(t), 3);
+	assert_string_equal(json_string_value(json_array_get(t, 0)),
+			    "egress drop_private tcp 10.0.2.15:40000 -> 10.77.2.10:8080");
+	assert_string_equal(json_string_value(json_array_get(t, 2)),
+			    "egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)");
+	json_decref(t);
+	t = vmm_output_tail_prefixed(U(log), strlen(log), true, "kiln-vmm: firewall: ", 1, 512);
+	assert_int_equal(json_array_size(t), 1);
+	assert_non_null(strstr(json_string_value(json_array_get(t, 0)), "drop_reserved"));
+	json_decref(t);
+	/* Not from the start of the file: the first (partial) line is not read. */
+	t = vmm_output_tail_prefixed(U(log), strlen(log), false, "kiln-vmm: firewall: ", 100, 512);
+	assert_int_equal(json_array_size(t), 2);
+	json_decref(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -471,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_vmm_argv_refuses_injection),
 		cmocka_unit_test(test_vmm_argv_restore),
 		cmocka_unit_test(test_vmm_output),
+		cmocka_unit_test(test_vmm_output_prefixed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -137,6 +137,10 @@ static void test_snapshot_endpoints(void **state)
 	assert_int_equal(op_of("PUT", "/v1/sandboxes/x/firewall", NULL), OP_FIREWALL_PUT);
 	assert_true(route_has_body(OP_FIREWALL_PUT));
 	assert_false(route_has_body(OP_FIREWALL_GET));
+	assert_int_equal(op_of("GET", "/v1/sandboxes/x/firewall/log", NULL), OP_FIREWALL_LOG);
+	assert_false(route_has_body(OP_FIREWALL_LOG));
+	assert_int_equal(route_match("PUT", "/v1/sandboxes/x/firewall/log", &m, &e), -1);
+	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(route_match("GET", "/v1/sandboxes/x/pause", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_string_equal(m.allow, "POST");

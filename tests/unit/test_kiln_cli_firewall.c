@@ -89,6 +89,11 @@ static void test_parse(void **state)
 	assert_int_equal(parse(&r, err, 2, "show", "abc123"), 0);
 	assert_int_equal(r.op, CLI_FW_SHOW);
 	assert_string_equal(r.id, "abc123");
+	assert_int_equal(parse(&r, err, 2, "log", "abc123"), 0);
+	assert_int_equal(r.op, CLI_FW_LOG);
+	assert_null(r.rule);
+	assert_int_equal(parse(&r, err, 3, "log", "abc123", "x"), -1);
+	assert_string_equal(err, "firewall log takes ID");
 	assert_int_equal(parse(&r, err, 3, "set", "abc123", "-"), 0);
 	assert_int_equal(r.op, CLI_FW_SET);
 	assert_string_equal(r.file, "-");
@@ -107,7 +112,7 @@ static void test_parse(void **state)
 	assert_int_equal(parse(&r, err, 2, "set", "a"), -1);
 	assert_string_equal(err, "firewall set takes ID FILE|-");
 	assert_int_equal(parse(&r, err, 2, "open", "a"), -1);
-	assert_string_equal(err, "unknown firewall command 'open' (show, set, allow, deny)");
+	assert_string_equal(err, "unknown firewall command 'open' (show, log, set, allow, deny)");
 	assert_int_equal(parse(&r, err, 2, "show", "../x"), -1);
 	assert_int_equal(parse(&r, err, 3, "allow", "a", "x:0"), -1);
 	assert_null(r.rule);

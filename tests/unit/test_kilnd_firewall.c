@@ -219,7 +219,7 @@ static void test_argv_passt(void **state)
 					    "/img/m.ext4,overlay=/st/sb/a/overlay", "--vsock", "/st/sb/a/vsock.sock",
 					    "--control", "/st/sb/a/control.sock", "--mem", "128", "--cpus", "1",
 					    "--boot-timeline=json", "--net", "passt", "--firewall", "/st/sb/a/firewall.json",
-					    "--cmdline",
+					    "--firewall-log", "--cmdline",
 					    "quiet kiln.hostname=box1 kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3",
 					    NULL };
 	struct vmm_argv a;
@@ -229,15 +229,16 @@ static void test_argv_passt(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(a.argv[i], want[i]);
-	assert_int_equal(a.argc, 20);
+	assert_int_equal(a.argc, 21);
 	vmm_argv_free(&a);
 
 	/* A restore keeps the device and the rules, has no command line. */
 	l.restore_dir = "/st/sb/a/hibernate";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 18);
+	assert_int_equal(a.argc, 19);
 	assert_string_equal(a.argv[14], "--net");
 	assert_string_equal(a.argv[17], "/st/sb/a/firewall.json");
+	assert_string_equal(a.argv[18], "--firewall-log");
 	for (size_t i = 0; i < a.argc; i++)
 		assert_string_not_equal(a.argv[i], "--cmdline");
 	vmm_argv_free(&a);
