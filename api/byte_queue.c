@@ -6,6 +6,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "mono_deadline.h"
+
 int bq_init(struct byte_queue *q, size_t cap)
 {
 	pthread_condattr_t ca;
@@ -89,24 +91,13 @@ void bq_abort(struct byte_queue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-static void deadline(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 ssize_t bq_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err)
 {
 	struct timespec dl;
 	size_t k;
 
 	if (timeout_ms >= 0)
-		deadline(&dl, timeout_ms);
+		mono_deadline_in(&dl, timeout_ms);
 	pthread_mutex_lock(&q->mu);
 	while (q->len == 0 && !q->closed) {
 		if (timeout_ms < 0) {

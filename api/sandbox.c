@@ -267,17 +267,6 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 	return sb_create_finish(sb, NULL, view, e);
 }
 
-void sb_deadline_in(struct timespec *dl, int64_t ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, dl);
-	dl->tv_sec += ms / 1000;
-	dl->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl->tv_nsec >= 1000000000L) {
-		dl->tv_sec++;
-		dl->tv_nsec -= 1000000000L;
-	}
-}
-
 bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
 {
 	int64_t left = deadline_mono - mono_ms();
@@ -285,7 +274,7 @@ bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
 
 	if (left <= 0)
 		return false;
-	sb_deadline_in(&dl, left);
+	mono_deadline_in(&dl, left);
 	return pthread_cond_timedwait(&sb->cv, &sb->d->reg.mu, &dl) != ETIMEDOUT;
 }
 

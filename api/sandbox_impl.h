@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "checkpoint.h"
+#include "mono_deadline.h"
 #include "port_fwd.h"
 #include "sandbox.h"
 #include "sandbox_record.h"
@@ -111,8 +112,6 @@ void sb_wait_unbusy_locked(struct sandbox *sb);
 int sb_lock_unbusy(struct sandbox *sb, struct api_err *e);
 /* Wait on cv (reg.mu held) until woken or deadline (mono ms) passed; false then. */
 bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono);
-/* *dl = CLOCK_MONOTONIC now + ms, for pthread_cond_timedwait (sb->cv uses that clock). */
-void sb_deadline_in(struct timespec *dl, int64_t ms);
 
 /* sandbox_vmm.c */
 /* Boot (state booting, owned by the caller) from src (NULL: the kernel)

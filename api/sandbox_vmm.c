@@ -16,7 +16,7 @@ bool sb_wait_gone_locked(struct sandbox *sb, int ms)
 {
 	struct timespec dl;
 
-	sb_deadline_in(&dl, ms);
+	mono_deadline_in(&dl, ms);
 	while (sb->proc) {
 		if (ms < 0)
 			pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
