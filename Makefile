@@ -16,31 +16,34 @@ CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -Ivmm -Idevices
+CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I.
 LIBS :=
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-VMM_LIB_SRCS := $(filter-out vmm/main.c,$(wildcard vmm/*.c)) $(wildcard devices/*.c)
+# The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
+# devices, and the shared modules they stand on (docs/architecture.md).
+VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
 # INIT_PURE_SRCS are unit-tested too (SAN_OBJS).
-INIT_PURE_SRCS := guest-init/agent_env.c guest-init/netconf_params.c
-INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent.c guest-init/agent_exec.c \
-	guest-init/agent_stream.c guest-init/agent_lifecycle.c guest-init/agent_proc.c \
-	guest-init/agent_launch.c guest-init/reaper.c guest-init/child.c \
-	guest-init/milestone.c guest-init/shutdown.c guest-init/say.c guest-init/netconf.c
+INIT_PURE_SRCS := guest-init/agent/agent_env.c guest-init/sys/netconf_params.c
+INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent/agent.c guest-init/agent/agent_exec.c \
+	guest-init/agent/agent_stream.c guest-init/agent/agent_lifecycle.c guest-init/agent/agent_proc.c \
+	guest-init/agent/agent_launch.c guest-init/sys/reaper.c guest-init/sys/child.c \
+	guest-init/sys/milestone.c guest-init/sys/shutdown.c guest-init/sys/say.c guest-init/sys/netconf.c
 # The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
 # directory (tests/unit/test_agent_files.c), so they are in SAN_OBJS too.
-INIT_FILES_SRCS := guest-init/agent_files.c guest-init/agent_fs.c guest-init/agent_walk.c \
-	guest-init/agent_list.c guest-init/agent_remove.c guest-init/agent_tar_io.c
+INIT_FILES_SRCS := guest-init/agent/agent_files.c guest-init/agent/agent_fs.c guest-init/agent/agent_walk.c \
+	guest-init/agent/agent_list.c guest-init/agent/agent_remove.c guest-init/agent/agent_tar_io.c
 # The tcp_connect bridge and the byte relay it shares with kilnd's port
 # forwarding; unit-tested over real sockets, so in SAN_OBJS too.
-INIT_TCP_SRCS := guest-init/agent_tcp.c guest-init/sock_relay.c
-INIT_SRCS := guest-init/init.c guest-init/params.c guest-init/agent_proto.c \
-	guest-init/agent_conn.c $(INIT_TCP_SRCS) \
-	guest-init/agent_tar.c \
+INIT_TCP_SRCS := guest-init/agent/agent_tcp.c lib/base/sock_relay.c
+INIT_SRCS := guest-init/init.c guest-init/sys/params.c api/proto/agent_proto.c \
+	guest-init/agent/agent_conn.c $(INIT_TCP_SRCS) \
+	api/proto/agent_tar.c \
 	$(INIT_FILES_SRCS) \
-	guest-init/agent_ring.c \
+	guest-init/agent/agent_ring.c \
 	$(INIT_AGENT_SRCS)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
@@ -49,11 +52,16 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net clean
-all: $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net clean
+all: layers $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
 
 deps:
 	@scripts/install-deps
+
+# Every #include points down the folder map (docs/architecture.md,
+# "Folders"): a forbidden one fails the build here.
+layers:
+	@scripts/check-layers
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -62,67 +70,66 @@ $(BUILD)/obj/%.o: %.c
 $(BUILD)/libkiln-vmm.a: $(VMM_LIB_OBJS)
 	$(AR) rcs $@ $^
 
-$(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/main.o $(BUILD)/libkiln-vmm.a
+$(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/kiln-vmm/main.o $(BUILD)/libkiln-vmm.a
 	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lpthread $(LIBS)
 
 # PID 1 of the guest: static, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
-$(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h)
+$(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h guest-init/agent/*.h api/proto/*.h lib/base/*.h)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS) -ljansson
 
 # Host-side agent client CLI (api/): links the guest's protocol layer so
 # both ends share one framer and parser.
-AGENT_CLIENT_SRCS := $(wildcard api/agent_client*.c)
-AGENT_CLI_SRCS := api/kiln-agent.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
-$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent_client*.h) guest-init/agent_proto.h
+AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c)
+AGENT_CLI_SRCS := api/kiln-agent/kiln-agent.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
+$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/proto/agent_proto.h
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -Iguest-init -Iapi -o $@ $(AGENT_CLI_SRCS) -ljansson
+	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
 
 # kilnd, the daemon (docs/api.md). Its pure modules are unit-tested too
 # (SAN_OBJS); the rest is libmicrohttpd, processes and sockets.
-KILND_PURE_SRCS := api/api_error.c api/byte_queue.c api/exec_render.c api/exec_spec.c \
-	api/json_fields.c api/metrics.c api/names.c api/query.c api/route.c \
-	api/sandbox_record.c api/sandbox_spec.c api/sandbox_state.c api/text_codec.c \
-	api/vmm_argv.c api/vmm_output.c api/files_spec.c api/gz_stream.c
+KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_render.c api/kilnd/exec_spec.c \
+	api/kilnd/json_fields.c api/kilnd/metrics.c api/kilnd/names.c api/kilnd/query.c api/kilnd/route.c \
+	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/text_codec.c \
+	api/kilnd/vmm_argv.c api/kilnd/vmm_output.c api/kilnd/files_spec.c api/proto/gz_stream.c
 # Background processes and the tty stream (docs/api.md, "Processes").
-KILND_PURE_SRCS += api/proc_spec.c api/proc_render.c api/tty_escape.c
+KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_escape.c
 # Snapshots (docs/api.md, "Pause, checkpoints, forks, hibernation"): the
 # control socket client is tested against a fake kiln-vmm.
-KILND_PURE_SRCS += api/checkpoint.c api/vmm_control.c api/vmm_control_reply.c
+KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c api/kilnd/vmm_control_reply.c
 # Networking (docs/api.md, "Networking and firewall"): rule sets are
-# validated by the VMM's own parser (devices/net_rules.c, already in
+# validated by the VMM's own parser (lib/netrules/net_rules.c, already in
 # SAN_OBJS through the VMM library, so linked into kilnd only).
-KILND_PURE_SRCS += api/firewall_spec.c
-KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd.c api/http.c api/listen.c api/images.c \
-	api/sandbox.c api/sandboxes.c api/sandbox_vmm.c api/sandbox_store.c api/supervise.c \
-	api/handle_sandboxes.c api/handle_exec.c \
-	api/handle_files.c api/handle_misc.c $(AGENT_CLIENT_SRCS) guest-init/agent_proto.c
-KILND_SRCS += api/handle_procs.c api/handle_proc_output.c api/handle_tty.c
-KILND_SRCS += api/stream_job.c api/handle_fs.c api/handle_archive.c api/handle_ports.c api/port_fwd.c api/sandbox_ports.c
-KILND_SRCS += guest-init/sock_relay.c
-KILND_SRCS += api/sandbox_snap.c api/sandbox_fork.c api/handle_snapshots.c
-KILND_SRCS += api/sandbox_firewall.c api/handle_firewall.c devices/net_rules.c devices/net_addr.c
-$(BUILD)/obj/api/%.o: CFLAGS += -Iguest-init
+KILND_PURE_SRCS += api/kilnd/firewall_spec.c
+KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/http.c api/kilnd/listen.c api/kilnd/images.c \
+	api/kilnd/sandbox.c api/kilnd/sandboxes.c api/kilnd/sandbox_vmm.c api/kilnd/sandbox_store.c api/kilnd/supervise.c \
+	api/kilnd/handle_sandboxes.c api/kilnd/handle_exec.c \
+	api/kilnd/handle_files.c api/kilnd/handle_misc.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
+KILND_SRCS += api/kilnd/handle_procs.c api/kilnd/handle_proc_output.c api/kilnd/handle_tty.c
+KILND_SRCS += api/kilnd/stream_job.c api/kilnd/handle_fs.c api/kilnd/handle_archive.c api/kilnd/handle_ports.c api/kilnd/port_fwd.c api/kilnd/sandbox_ports.c
+KILND_SRCS += lib/base/sock_relay.c
+KILND_SRCS += api/kilnd/sandbox_snap.c api/kilnd/sandbox_fork.c api/kilnd/handle_snapshots.c
+KILND_SRCS += api/kilnd/sandbox_firewall.c api/kilnd/handle_firewall.c lib/netrules/net_rules.c lib/netrules/net_addr.c
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket.
 # Its pure parts (options, request bodies, errors, output) are unit-tested
 # too (SAN_OBJS, tests/unit/test_kiln_cli*.c).
-KILN_CLI_PURE_SRCS := api/cli_opts.c api/cli_body.c api/cli_error.c api/cli_exec_out.c api/cli_format.c
+KILN_CLI_PURE_SRCS := api/kiln/cli_opts.c api/kiln/cli_body.c api/kiln/cli_error.c api/kiln/cli_exec_out.c api/kiln/cli_format.c
 # The tty stream's request and escape, the process/fs/port command lines,
 # and the directory archives of cp (tested in a scratch directory; the tar
-# format is the agent's guest-init/agent_tar.c, gzip is api/gz_stream.c),
+# format is the agent's api/proto/agent_tar.c, gzip is api/proto/gz_stream.c),
 # and the whole writes (cli_io.c) that extraction shares with the commands.
-KILN_CLI_PURE_SRCS += api/cli_tty.c api/cli_body_proc.c api/cli_body_fs.c api/cli_tar.c api/cli_body_snap.c \
-	api/cli_io.c
-KILN_CLI_PURE_SRCS += api/cli_body_firewall.c
-KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln.c api/cli_http.c api/cli_common.c \
-	api/cli_cmd_sandbox.c api/cli_cmd_exec.c api/cli_cmd_cp.c api/text_codec.c
-KILN_CLI_SRCS += api/cli_cmd_snap.c api/cli_cmd_run.c api/cli_cmd_proc.c api/cli_cmd_shell.c api/cli_cmd_fs.c \
-	api/gz_stream.c guest-init/agent_tar.c guest-init/agent_proto.c
-KILN_CLI_SRCS += api/cli_cmd_firewall.c
+KILN_CLI_PURE_SRCS += api/kiln/cli_tty.c api/kiln/cli_body_proc.c api/kiln/cli_body_fs.c api/kiln/cli_tar.c api/kiln/cli_body_snap.c \
+	api/kiln/cli_io.c
+KILN_CLI_PURE_SRCS += api/kiln/cli_body_firewall.c
+KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln/kiln.c api/kiln/cli_http.c api/kiln/cli_common.c \
+	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/text_codec.c
+KILN_CLI_SRCS += api/kiln/cli_cmd_snap.c api/kiln/cli_cmd_run.c api/kiln/cli_cmd_proc.c api/kiln/cli_cmd_shell.c api/kiln/cli_cmd_fs.c \
+	api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
+KILN_CLI_SRCS += api/kiln/cli_cmd_firewall.c
 $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lcurl -ljansson -lz -lpthread
 
@@ -158,14 +165,12 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 	rootfs/build-debian $(BUILD)/kiln-init $(BUILD)/rootfs
 
 # Unit tests: pure modules linked with cmocka, under ASan + UBSan.
-SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/params.c guest-init/agent_proto.c $(INIT_PURE_SRCS) \
-	guest-init/agent_conn.c $(INIT_TCP_SRCS) \
-	guest-init/agent_tar.c \
+SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/sys/params.c api/proto/agent_proto.c $(INIT_PURE_SRCS) \
+	guest-init/agent/agent_conn.c $(INIT_TCP_SRCS) \
+	api/proto/agent_tar.c \
 	$(INIT_FILES_SRCS) \
-	guest-init/agent_ring.c \
+	guest-init/agent/agent_ring.c \
 	$(AGENT_CLIENT_SRCS))
-# The host agent client links the guest's protocol layer (agent_proto.h).
-$(BUILD)/obj-san/api/%.o: CFLAGS += -Iguest-init
 SAN_OBJS += $(KILND_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
 SAN_OBJS += $(KILN_CLI_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
 $(BUILD)/obj-san/%.o: %.c
@@ -174,14 +179,14 @@ $(BUILD)/obj-san/%.o: %.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -Iguest-init -Iapi -Itests/unit -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lz -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lz -lpthread $(LIBS)
 
 # Objects reached only through pattern rules are "intermediate" to make,
 # which deletes them after each build; keep them, so unit tests relink only.
 .SECONDARY:
 
-unit: $(UNIT_TESTS)
-	@tests/unit/run $(UNIT_TESTS)
+unit: layers $(UNIT_TESTS)
+	@tests/unit/run $(UNIT_TESTS) tests/unit/check_layers_test
 
 # The Debian image's test joins in when its base is cached (seconds to
 # build from there); `make test-debian` builds it if need be and runs only it.

@@ -22,14 +22,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "agent.h"
-#include "child.h"
-#include "milestone.h"
-#include "netconf.h"
-#include "params.h"
-#include "reaper.h"
-#include "say.h"
-#include "shutdown.h"
+#include "guest-init/agent/agent.h"
+#include "guest-init/sys/child.h"
+#include "guest-init/sys/milestone.h"
+#include "guest-init/sys/netconf.h"
+#include "guest-init/sys/params.h"
+#include "guest-init/sys/reaper.h"
+#include "guest-init/sys/say.h"
+#include "guest-init/sys/shutdown.h"
 
 static void mkdir_p(const char *path)
 {

@@ -1,5 +1,5 @@
 # Integration tests of the guest agent (kiln-init on vsock port 1024), driven
-# from the host through build/kiln-agent (api/agent_client.c). Sourced by
+# from the host through build/kiln-agent (api/agent-client/agent_client.c). Sourced by
 # run-all after tests.sh; one guest per test function.
 AGENT=${AGENT:-build/kiln-agent}
 # Scaled for the nested harness, where a guest runs 50-100x slower.

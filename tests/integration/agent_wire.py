@@ -2,7 +2,7 @@
 """Raw agent-protocol scenarios for the integration tests (agent_tests.sh).
 
 Speaks docs/agent-protocol.md directly over kiln-vmm's vsock Unix socket,
-independently of api/agent_client.c, for what the CLI cannot script: a PTY
+independently of api/agent-client/agent_client.c, for what the CLI cannot script: a PTY
 session with resize, a stream that survives its client, hostile input.
 
   agent_wire.py UDS pty          interactive sh on a PTY, resize, exit

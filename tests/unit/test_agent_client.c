@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_client.h"
+#include "api/agent-client/agent_client.h"
 
 /* ---- the fake agent ---- */
 

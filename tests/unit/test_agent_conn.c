@@ -21,7 +21,7 @@
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
-#include "agent_conn.h"
+#include "guest-init/agent/agent_conn.h"
 
 struct pair {
 	struct agent_conn *c; /* the agent's end, heap: the struct holds 64 KiB */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_env.h"
+#include "guest-init/agent/agent_env.h"
 
 static void expect_env(char **envp, const char *const *want)
 {

@@ -30,9 +30,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent_conn.h"
-#include "agent_files.h"
-#include "agent_tar.h"
+#include "guest-init/agent/agent_conn.h"
+#include "guest-init/agent/agent_files.h"
+#include "api/proto/agent_tar.h"
 
 static char D[64]; /* the scratch directory */
 

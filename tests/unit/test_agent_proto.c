@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "agent_proto.h"
+#include "api/proto/agent_proto.h"
 
 /* ---- framing helpers ---- */
 

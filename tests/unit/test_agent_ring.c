@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_ring.h"
+#include "guest-init/agent/agent_ring.h"
 
 static void put(struct agent_ring *r, enum agent_stream s, const char *text)
 {

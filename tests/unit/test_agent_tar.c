@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent_tar.h"
+#include "api/proto/agent_tar.h"
 
 /* ---- an archive builder independent of agent_tar.c ---- */
 

@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent_client.h"
-#include "agent_conn.h"
-#include "agent_tcp.h"
-#include "sock_relay.h"
+#include "api/agent-client/agent_client.h"
+#include "guest-init/agent/agent_conn.h"
+#include "guest-init/agent/agent_tcp.h"
+#include "lib/base/sock_relay.h"
 
 static int64_t mono_ms(void)
 {

@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_error.h"
-#include "exec_render.h"
-#include "metrics.h"
-#include "text_codec.h"
-#include "vmm_argv.h"
-#include "vmm_output.h"
+#include "api/kilnd/api_error.h"
+#include "api/kilnd/exec_render.h"
+#include "api/kilnd/metrics.h"
+#include "lib/base/text_codec.h"
+#include "api/kilnd/vmm_argv.h"
+#include "api/kilnd/vmm_output.h"
 
 #define U(s) ((const uint8_t *)(s))
 

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "blk_backend.h"
+#include "devices/blk/blk_backend.h"
 
 #define KIB 1024u
 #define BASE_SIZE (256 * KIB + 1000) /* not a multiple of any block size */

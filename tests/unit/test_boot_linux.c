@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "boot_linux.h"
-#include "layout.h"
+#include "vmm/boot/boot_linux.h"
+#include "vmm/boot/layout.h"
 #include "bytes.h"
 
 #define MIB (1ULL << 20)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "boot_timer.h"
+#include "vmm/core/boot_timer.h"
 
 struct fx {
 	struct timeline tl;

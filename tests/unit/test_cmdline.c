@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmdline.h"
+#include "vmm/boot/cmdline.h"
 
 static int setup(void **state)
 {

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "control_proto.h"
+#include "vmm/control/control_proto.h"
 
 static int parse(const char *in, struct control_cmd *c, char *why)
 {

@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devspec.h"
-#include "rate_limit.h"
+#include "vmm/core/devspec.h"
+#include "devices/net/rate_limit.h"
 
 static char buf[512];
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dns_bind.h"
+#include "devices/net/dns_bind.h"
 #include "frames.h"
 
 #define S 1000000000ULL

@@ -11,8 +11,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "e820.h"
-#include "layout.h"
+#include "vmm/boot/e820.h"
+#include "vmm/boot/layout.h"
 
 #define MIB (1ULL << 20)
 #define GIB (1ULL << 30)

@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuse_server.h"
+#include "devices/fs/fuse_server.h"
 
 #define BUF (FUSE_SERVER_MAX_REPLY)
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
+#include "lib/guest/guest_mem.h"
 
 #define GIB (1ULL << 30)
 #define SMALL (1ULL << 20)

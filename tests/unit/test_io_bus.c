@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io_bus.h"
+#include "vmm/core/io_bus.h"
 
 struct dev {
 	int calls;

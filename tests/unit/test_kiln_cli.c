@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_body.h"
-#include "cli_error.h"
-#include "cli_exec_out.h"
-#include "cli_format.h"
-#include "cli_opts.h"
+#include "api/kiln/cli_body.h"
+#include "api/kiln/cli_error.h"
+#include "api/kiln/cli_exec_out.h"
+#include "api/kiln/cli_format.h"
+#include "api/kiln/cli_opts.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 

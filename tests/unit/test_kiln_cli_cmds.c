@@ -16,11 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli_body.h"
-#include "cli_exec_out.h"
-#include "cli_format.h"
-#include "cli_tty.h"
-#include "tty_escape.h"
+#include "api/kiln/cli_body.h"
+#include "api/kiln/cli_exec_out.h"
+#include "api/kiln/cli_format.h"
+#include "api/kiln/cli_tty.h"
+#include "api/kilnd/tty_escape.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "cli_body.h"
+#include "api/kiln/cli_body.h"
 
 static char *rule_text(const char *spec)
 {

@@ -1,5 +1,5 @@
 /*
- * kiln CLI's whole writes (api/cli_io.c): everything arrives although a
+ * kiln CLI's whole writes (api/kiln/cli_io.c): everything arrives although a
  * timer's signal (no SA_RESTART) keeps cutting the writes short or
  * failing them with EINTR while a slow reader drains a pipe or socket far
  * smaller than the buffer; a failed write is its -errno; and a socket
@@ -21,7 +21,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "cli_io.h"
+#include "api/kiln/cli_io.h"
 
 #define BIG (1u << 20) /* far above a pipe's 64 KiB: the writer blocks, and the timer cuts in */
 

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "cli_body.h"
+#include "api/kiln/cli_body.h"
 
 #define ARGS(...) (sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ __VA_ARGS__ })
 

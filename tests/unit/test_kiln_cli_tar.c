@@ -1,5 +1,5 @@
 /*
- * kiln cp of directories, local side (api/cli_tar.c), in a scratch
+ * kiln cp of directories, local side (api/kiln/cli_tar.c), in a scratch
  * directory: a tree written as ustar (and gzip) and extracted again;
  * symlinks stored as symlinks, never followed, those leaving the tree
  * skipped; and hostile archives: `..`, absolute names, members written
@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli_tar.h"
-#include "gz_stream.h"
+#include "api/kiln/cli_tar.h"
+#include "api/proto/gz_stream.h"
 
 static char D[64];
 

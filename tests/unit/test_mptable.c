@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mptable.h"
+#include "vmm/boot/mptable.h"
 #include "bytes.h"
 
 #define GPA 0x9fc00ULL

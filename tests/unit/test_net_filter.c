@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "frames.h"
-#include "net_filter.h"
+#include "devices/net/net_filter.h"
 
 #define S 1000000000ULL
 #define GUEST "10.0.2.15"

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net_rules.h"
+#include "lib/netrules/net_rules.h"
 
 static void cidr_ok(const char *s, const char *canon)
 {

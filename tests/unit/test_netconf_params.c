@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "netconf.h"
+#include "guest-init/sys/netconf.h"
 
 static struct netconf_boot b;
 

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "params.h"
+#include "guest-init/sys/params.h"
 
 /* Run param_get with out pre-filled with junk, so "" is really written. */
 static int get(const char *cmdline, const char *key, char *out, size_t outlen)

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "frames.h"
-#include "pkt_parse.h"
+#include "devices/net/pkt_parse.h"
 
 /* Parse a heap copy of exactly len bytes. */
 static int parse(const uint8_t *frame, size_t len, struct pkt *p)

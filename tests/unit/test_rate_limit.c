@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "rate_limit.h"
+#include "devices/net/rate_limit.h"
 
 #define MS 1000000ULL
 

@@ -18,7 +18,7 @@
 #include <zlib.h>
 
 #include "bytes.h"
-#include "snapshot_file.h"
+#include "vmm/snapshot/snapshot_file.h"
 
 /* Layout offsets the tests patch (docs/architecture.md, "Snapshot files"). */
 #define H_FORMAT 8

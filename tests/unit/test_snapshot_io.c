@@ -21,8 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "snapshot_file.h"
-#include "snapshot_io.h"
+#include "vmm/snapshot/snapshot_file.h"
+#include "vmm/snapshot/snapshot_io.h"
 
 struct fx {
 	char dir[64];

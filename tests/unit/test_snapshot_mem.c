@@ -24,9 +24,9 @@
 #include <zlib.h>
 
 #include "bytes.h"
-#include "snapshot_file.h"
-#include "snapshot_io.h"
-#include "snapshot_mem.h"
+#include "vmm/snapshot/snapshot_file.h"
+#include "vmm/snapshot/snapshot_io.h"
+#include "vmm/snapshot/snapshot_mem.h"
 
 #define PG SNAP_PAGE
 #define MEM_SIZE (8u << 20) /* 2048 pages */

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "virtio_blk.h"
+#include "devices/blk/virtio_blk.h"
 
 #define RAM (1u << 20)
 #define QSIZE 64

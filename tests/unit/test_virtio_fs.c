@@ -18,8 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fuse_server.h"
-#include "virtio_fs.h"
+#include "devices/fs/fuse_server.h"
+#include "devices/fs/virtio_fs.h"
 
 #define RAM (2u << 20)
 #define QSIZE 16

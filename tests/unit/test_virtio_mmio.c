@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "virtio_mmio.h"
-#include "virtio_rng.h"
+#include "lib/guest/guest_mem.h"
+#include "devices/virtio/virtio_mmio.h"
+#include "devices/rng/virtio_rng.h"
 #include "bytes.h"
 
 #define MIB (1ULL << 20)

@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "control.h"
-#include "event_loop.h"
+#include "vmm/control/control.h"
+#include "lib/guest/event_loop.h"
 #include "frames.h"
-#include "guest_mem.h"
-#include "net_filter.h"
-#include "virtio_net.h"
-#include "vm_internal.h"
+#include "lib/guest/guest_mem.h"
+#include "devices/net/net_filter.h"
+#include "devices/net/virtio_net.h"
+#include "vmm/core/vm_internal.h"
 
 #define RAM (4u << 20)
 #define QSZ 64

@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "event_loop.h"
-#include "guest_mem.h"
-#include "virtio_vsock.h"
-#include "vsock_proto.h"
+#include "lib/guest/event_loop.h"
+#include "lib/guest/guest_mem.h"
+#include "devices/vsock/virtio_vsock.h"
+#include "devices/vsock/vsock_proto.h"
 
 #define RAM (4u << 20)
 #define QSZ 16

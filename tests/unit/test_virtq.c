@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "guest_mem.h"
-#include "virtq.h"
+#include "lib/guest/guest_mem.h"
+#include "devices/virtio/virtq.h"
 #include "bytes.h"
 
 #define MIB (1ULL << 20)

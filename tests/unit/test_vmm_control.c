@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm_control.h"
+#include "api/kilnd/vmm_control.h"
 
 static void test_lines(void **state)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vsock_proto.h"
+#include "devices/vsock/vsock_proto.h"
 
 #define GUEST_CID 3
 

@@ -1,0 +1,561 @@
+/* kiln command lines into kilnd requests (cli_body.h). */
+#include "api/kiln/cli_body.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * An id goes into the URL path: holding it to [A-Za-z0-9_-] means "../x"
+ * or "a/stop" can never address another endpoint. kilnd answers 404 for
+ * a well-formed id it does not know.
+ */
+int cli_check_id(const char *s, char *id, char *err, size_t errsz)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > CLI_ID_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+		snprintf(err, errsz, "'%s' is not a sandbox id (see `kiln ls`)", s);
+		return -1;
+	}
+	memcpy(id, s, n + 1);
+	return 0;
+}
+
+int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
+		     char *err, size_t errsz)
+{
+	unsigned long long n;
+
+	if (cli_parse_uint(v, 0, max, &n)) {
+		snprintf(err, errsz, "%s '%s': expected a whole number", opt, v);
+		return -1;
+	}
+	json_object_set_new(body, field, json_integer((json_int_t)n));
+	return 0;
+}
+
+int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, char *err, size_t errsz)
+{
+	json_t *s = json_string(v);
+
+	if (!s) {
+		snprintf(err, errsz, "%s: not valid UTF-8", opt);
+		return -1;
+	}
+	json_object_set_new(body, field, s);
+	return 0;
+}
+
+json_t *cli_body_sub(json_t *body, const char *field, bool array)
+{
+	json_t *v = json_object_get(body, field);
+
+	if (!v) {
+		v = array ? json_array() : json_object();
+		json_object_set_new(body, field, v);
+	}
+	return v;
+}
+
+enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
+       C_FIREWALL };
+
+/* create's options but --image (run names the image as an operand). */
+#define CREATE_OPTDEFS                                                                                    \
+	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "env", 'e', true, C_ENV },        \
+		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },                    \
+		{ "share", 0, true, C_SHARE }, { "timeout", 0, true, C_TIMEOUT },                         \
+		{ "no-console", 0, false, C_NO_CONSOLE }, { "network", 0, true, C_NETWORK },             \
+		{ "firewall", 0, true, C_FIREWALL }
+
+/* One create option into the POST /v1/sandboxes body. 1: not one of them. */
+static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
+{
+	switch (opt) {
+	case C_IMAGE:
+		return cli_body_str(b, "image", "--image", v, err, errsz);
+	case C_CPUS:
+		return cli_body_uint(b, "cpus", "--cpus", v, CLI_INT_MAX, err, errsz);
+	case C_MEMORY:
+		return cli_body_uint(b, "memory_mib", "--memory", v, CLI_INT_MAX, err, errsz);
+	case C_TIMEOUT:
+		return cli_body_uint(b, "timeout_s", "--timeout", v, CLI_INT_MAX, err, errsz);
+	case C_HOSTNAME:
+		return cli_body_str(b, "hostname", "--hostname", v, err, errsz);
+	case C_ENV:
+		return cli_put_kv(cli_body_sub(b, "env", false), v, false, "--env", err, errsz);
+	case C_LABEL:
+		return cli_put_kv(cli_body_sub(b, "labels", false), v, false, "--label", err, errsz);
+	case C_SHARE:
+		return cli_put_share(cli_body_sub(b, "shares", true), v, err, errsz);
+	case C_NO_CONSOLE:
+		json_object_set_new(b, "console", json_false());
+		return 0;
+	case C_NETWORK:
+		return cli_body_str(b, "network", "--network", v, err, errsz);
+	case C_FIREWALL: {
+		/* The rule set file, read here so create and run both send it. */
+		json_error_t je;
+		json_t *r = json_load_file(v, JSON_REJECT_DUPLICATES, &je);
+
+		if (!r) {
+			snprintf(err, errsz, "--firewall %s: %s (line %d)", v, je.text, je.line);
+			return -1;
+		}
+		json_object_set_new(b, "firewall", r);
+		return 0;
+	}
+	}
+	return 1;
+}
+
+int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz)
+{
+	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, CREATE_OPTDEFS, { 0 } };
+	struct cli_scan s;
+	json_t *b = json_object();
+	int rc = 0, opt;
+
+	cli_scan_init(&s, argc, argv, defs, g);
+	/* The default image: kilnd requires one and "minimal" is the image
+	 * kiln builds (README), so `kiln create` alone does the obvious thing. */
+	json_object_set_new(b, "image", json_string("minimal"));
+	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s.err);
+			rc = -1;
+			break;
+		case CLI_SCAN_POSITIONAL:
+			snprintf(err, errsz, "unexpected argument '%s' (create takes only options)", s.value);
+			rc = -1;
+			break;
+		case CLI_SCAN_REST:
+			snprintf(err, errsz, "unexpected '--' (create takes only options)");
+			rc = -1;
+			break;
+		default:
+			rc = create_opt(b, opt, s.value, err, errsz);
+			break;
+		}
+	}
+	if (rc) {
+		json_decref(b);
+		return -1;
+	}
+	*body = b;
+	return 0;
+}
+
+int cli_proc_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
+{
+	switch (opt) {
+	case CLI_PO_USER:
+		return cli_body_str(b, "user", "--user", v, err, errsz);
+	case CLI_PO_CWD:
+		return cli_body_str(b, "cwd", "--cwd", v, err, errsz);
+	case CLI_PO_ENV:
+		return cli_put_kv(cli_body_sub(b, "env", false), v, true, "--env", err, errsz);
+	case CLI_PO_TIMEOUT_MS:
+		return cli_body_uint(b, "timeout_ms", "--timeout-ms", v, CLI_INT_MAX, err, errsz);
+	case CLI_PO_SHELL:
+		json_object_set_new(b, "shell", json_true());
+		return 0;
+	}
+	return 1;
+}
+
+int cli_body_argv(json_t *b, int argc, char **argv, int rest, char *err, size_t errsz)
+{
+	json_t *av = json_array();
+
+	for (int i = rest; i < argc; i++) {
+		json_t *a = json_string(argv[i]);
+
+		if (!a) {
+			snprintf(err, errsz, "argument %d is not valid UTF-8", i - rest + 1);
+			json_decref(av);
+			return -1;
+		}
+		json_array_append_new(av, a);
+	}
+	json_object_set_new(b, "argv", av);
+	return 0;
+}
+
+int cli_id_operand(void *id, const char *v, char *err, size_t errsz)
+{
+	return cli_check_id(v, id, err, errsz);
+}
+
+int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz)
+{
+	bool have_operand = false;
+	int rc = 0, opt;
+
+	*rest = -1;
+	while (!rc && *rest < 0 && (opt = cli_scan_next(s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s->err);
+			rc = -1;
+			break;
+		case CLI_SCAN_POSITIONAL:
+			if (!have_operand) {
+				/* Checked here, so the first bad word is the one reported. */
+				rc = w->operand(w->operand_arg, s->value, err, errsz);
+				have_operand = true;
+			} else {
+				/* The program starts at the first word after the
+				 * operand, so `kiln exec ID ls -l` passes -l to ls. */
+				*rest = s->i - 1;
+			}
+			break;
+		case CLI_SCAN_REST:
+			*rest = s->i;
+			break;
+		default:
+			rc = cli_proc_opt(w->body, opt, s->value, err, errsz);
+			if (rc == 1 && w->opt)
+				rc = w->opt(w->opt_arg, opt, s->value, err, errsz);
+			if (rc == 1) {
+				snprintf(err, errsz, "internal: option %d", opt);
+				rc = -1;
+			}
+			break;
+		}
+	}
+	if (*rest < 0)
+		*rest = s->argc;
+	if (!rc && !have_operand) {
+		snprintf(err, errsz, "%s", w->missing);
+		rc = -1;
+	}
+	if (!rc && w->usage && *rest >= s->argc) {
+		snprintf(err, errsz, "missing the program to run (%s)", w->usage);
+		rc = -1;
+	}
+	return rc;
+}
+
+enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN };
+
+#define EXEC_USAGE "kiln exec ID [options] -- PROGRAM [ARG...]"
+#define RUN_USAGE "kiln run [options] IMAGE -- PROGRAM [ARG...]"
+
+/* exec's own options, after CLI_PROC_OPTDEFS (run takes them too). */
+#define EXEC_OPTDEFS                                                                      \
+	{ "shell", 0, false, CLI_PO_SHELL }, { "stdin", 'i', false, X_STDIN },             \
+		{ "stream", 0, false, X_STREAM }, { "buffered", 0, false, X_BUFFERED }
+
+/* One of exec's own options (run takes them too); 1: not one of them. */
+static int exec_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+{
+	struct cli_exec_req *x = arg;
+
+	(void)v;
+	(void)err;
+	(void)errsz;
+	switch (opt) {
+	case X_STREAM:
+		x->stream = true;
+		return 0;
+	case X_BUFFERED:
+		x->stream = false;
+		return 0;
+	case X_STDIN:
+		x->send_stdin = true;
+		return 0;
+	}
+	return 1;
+}
+
+/* Streamed output is not held by kilnd, so it may be as large as the agent
+ * allows (docs/api.md, output_cap); the buffered default stays kilnd's. */
+static void exec_stream_cap(struct cli_exec_req *req)
+{
+	if (req->stream && !json_object_get(req->body, "output_cap"))
+		json_object_set_new(req->body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
+}
+
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz)
+{
+	static const struct cli_optdef defs[] = { CLI_PROC_OPTDEFS, EXEC_OPTDEFS, { 0 } };
+	struct cli_scan s;
+	struct cli_prog_words w;
+	int rest;
+
+	memset(req, 0, sizeof(*req));
+	req->stream = true;
+	req->body = json_object();
+	w = (struct cli_prog_words){
+		.body = req->body,
+		.operand = cli_id_operand, .operand_arg = req->id,
+		.opt = exec_opt, .opt_arg = req,
+		.missing = "missing sandbox id (" EXEC_USAGE ")",
+		.usage = EXEC_USAGE,
+	};
+	cli_scan_init(&s, argc, argv, defs, g);
+	if (cli_scan_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+		json_decref(req->body);
+		req->body = NULL;
+		return -1;
+	}
+	exec_stream_cap(req);
+	return 0;
+}
+
+/* run's options: create's into the sandbox's body, exec's into the command's. */
+static int run_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+{
+	struct cli_run_req *r = arg;
+	int rc = create_opt(r->create, opt, v, err, errsz);
+
+	return rc == 1 ? exec_opt(&r->exec, opt, v, err, errsz) : rc;
+}
+
+static int image_operand(void *create, const char *v, char *err, size_t errsz)
+{
+	return cli_body_str(create, "image", "IMAGE", v, err, errsz);
+}
+
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, char *err, size_t errsz)
+{
+	/* --env is create's: the sandbox's environment, which the command
+	 * inherits; the other process options are exec's. */
+	static const struct cli_optdef defs[] = {
+		CREATE_OPTDEFS,
+		{ "user", 'u', true, CLI_PO_USER },
+		{ "cwd", 'w', true, CLI_PO_CWD },
+		{ "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },
+		EXEC_OPTDEFS,
+		{ 0 },
+	};
+	struct cli_scan s;
+	struct cli_prog_words w;
+	int rest;
+
+	memset(req, 0, sizeof(*req));
+	req->create = json_object();
+	req->exec.stream = true;
+	req->exec.body = json_object();
+	w = (struct cli_prog_words){
+		.body = req->exec.body,
+		.operand = image_operand, .operand_arg = req->create,
+		.opt = run_opt, .opt_arg = req,
+		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
+		.usage = RUN_USAGE,
+	};
+	cli_scan_init(&s, argc, argv, defs, g);
+	if (cli_scan_program(&s, &w, &rest, err, errsz) ||
+	    cli_body_argv(req->exec.body, argc, argv, rest, err, errsz)) {
+		json_decref(req->create);
+		json_decref(req->exec.body);
+		req->create = req->exec.body = NULL;
+		return -1;
+	}
+	exec_stream_cap(&req->exec);
+	return 0;
+}
+
+int cli_url_encode(const char *s, char *out, size_t osz)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t o = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			    strchr("-._~/", c);
+
+		if (o + (keep ? 1 : 3) >= osz)
+			return -ENAMETOOLONG;
+		if (keep) {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	if (o >= osz)
+		return -ENAMETOOLONG;
+	out[o] = 0;
+	return 0;
+}
+
+int cli_query_add(char *q, size_t qsz, const char *name, const char *value)
+{
+	size_t n = strlen(q);
+	int w = snprintf(q + n, qsz - n, "%c%s=", n ? '&' : '?', name);
+
+	if (w < 0 || (size_t)w >= qsz - n)
+		return -ENAMETOOLONG;
+	return cli_url_encode(value, q + n + w, qsz - n - (size_t)w);
+}
+
+enum { L_STATE = 1, L_LABEL };
+
+int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, char *err, size_t errsz)
+{
+	static const struct cli_optdef defs[] = {
+		{ "state", 0, true, L_STATE },
+		{ "label", 'l', true, L_LABEL },
+		{ 0 },
+	};
+	struct cli_scan s;
+	int opt;
+
+	q[0] = 0;
+	cli_scan_init(&s, argc, argv, defs, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case L_STATE:
+			if (cli_query_add(q, qsz, "state", s.value))
+				goto too_long;
+			break;
+		case L_LABEL:
+			if (!strchr(s.value, '=') || s.value[0] == '=') {
+				snprintf(err, errsz, "--label '%s': expected KEY=VALUE", s.value);
+				return -1;
+			}
+			if (cli_query_add(q, qsz, "label", s.value))
+				goto too_long;
+			break;
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		default:
+			snprintf(err, errsz, "unexpected argument '%s' (ls takes only options)",
+				 s.value ? s.value : "--");
+			return -1;
+		}
+	}
+	return 0;
+too_long:
+	snprintf(err, errsz, "the filters are too long");
+	return -1;
+}
+
+int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err, size_t errsz)
+{
+	struct cli_scan s;
+	bool have = false;
+	int opt;
+
+	cli_scan_init(&s, argc, argv, NULL, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		if (opt == CLI_SCAN_ERROR) {
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		}
+		if (opt != CLI_SCAN_POSITIONAL || have) {
+			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", s.value ? s.value : "--");
+			return -1;
+		}
+		if (cli_check_id(s.value, id, err, errsz))
+			return -1;
+		have = true;
+	}
+	if (!have) {
+		snprintf(err, errsz, "missing sandbox id (see `kiln ls`)");
+		return -1;
+	}
+	return 0;
+}
+
+int cli_guest_operand(const char *arg, char *id, const char **path, char *err, size_t errsz)
+{
+	const char *colon = strchr(arg, ':');
+	char idbuf[CLI_ID_MAX + 2];
+	size_t n;
+
+	/* A local path holding ':' must not start with an id-like word;
+	 * "./a:b" and "/x:y" are local because '/' or '.' precede the colon. */
+	if (!colon || colon == arg || memchr(arg, '/', (size_t)(colon - arg)))
+		return 1;
+	n = (size_t)(colon - arg);
+	if (n > CLI_ID_MAX + 1)
+		n = CLI_ID_MAX + 1;
+	memcpy(idbuf, arg, n);
+	idbuf[n] = 0;
+	if (cli_check_id(idbuf, id, err, errsz))
+		return -1;
+	if (colon[1] != '/') {
+		snprintf(err, errsz, "'%s': the guest path must be absolute (ID:/path)", arg);
+		return -1;
+	}
+	*path = colon + 1;
+	return 0;
+}
+
+enum { P_USER = 1, P_PARENTS };
+
+int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, char *err, size_t errsz)
+{
+	static const struct cli_optdef defs[] = {
+		{ "user", 'u', true, P_USER },
+		{ "parents", 'p', false, P_PARENTS },
+		{ 0 },
+	};
+	const char *ops[2];
+	int nops = 0, opt, k0, k1;
+	struct cli_scan s;
+	char id0[CLI_ID_MAX + 1], id1[CLI_ID_MAX + 1];
+	const char *p0 = NULL, *p1 = NULL;
+
+	memset(req, 0, sizeof(*req));
+	cli_scan_init(&s, argc, argv, defs, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case P_USER:
+			req->user = s.value;
+			break;
+		case P_PARENTS:
+			req->parents = true;
+			break;
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		case CLI_SCAN_REST:
+			/* After "--" everything is an operand, even "-x". */
+			for (; s.i < s.argc; s.i++) {
+				if (nops == 2)
+					goto count;
+				ops[nops++] = s.argv[s.i];
+			}
+			break;
+		case CLI_SCAN_POSITIONAL:
+			if (nops == 2)
+				goto count;
+			ops[nops++] = s.value;
+			break;
+		}
+	}
+	if (nops != 2)
+		goto count;
+	k0 = cli_guest_operand(ops[0], id0, &p0, err, errsz);
+	if (k0 < 0)
+		return -1;
+	k1 = cli_guest_operand(ops[1], id1, &p1, err, errsz);
+	if (k1 < 0)
+		return -1;
+	if (k0 == k1) {
+		snprintf(err, errsz, k0 ? "neither operand is ID:/path (one side must be the sandbox)"
+					: "both operands are ID:/path (copy through a local file)");
+		return -1;
+	}
+	req->upload = k1 == 0;
+	memcpy(req->id, req->upload ? id1 : id0, sizeof(req->id));
+	req->guest_path = req->upload ? p1 : p0;
+	req->local = req->upload ? ops[0] : ops[1];
+	if (!*req->local) {
+		snprintf(err, errsz, "empty local path");
+		return -1;
+	}
+	return 0;
+count:
+	snprintf(err, errsz, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	return -1;
+}

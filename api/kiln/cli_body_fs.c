@@ -1,0 +1,272 @@
+/* Command lines of kiln fs and kiln port into kilnd requests (cli_body.h). */
+#include "api/kiln/cli_body.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE };
+
+struct fs_sub {
+	const char *name;
+	enum cli_fs_op op;
+	const char *endpoint;
+	const struct cli_optdef *defs;
+};
+
+static const struct cli_optdef ls_defs[] = {
+	{ "user", 'u', true, F_USER }, { "depth", 'd', true, F_DEPTH }, { "limit", 0, true, F_LIMIT }, { 0 } };
+static const struct cli_optdef stat_defs[] = {
+	{ "user", 'u', true, F_USER }, { "no-follow", 0, false, F_NO_FOLLOW }, { 0 } };
+static const struct cli_optdef mkdir_defs[] = {
+	{ "user", 'u', true, F_USER }, { "parents", 'p', false, F_PARENTS }, { "mode", 'm', true, F_MODE }, { 0 } };
+static const struct cli_optdef rm_defs[] = {
+	{ "user", 'u', true, F_USER }, { "recursive", 'r', false, F_RECURSIVE }, { 0 } };
+static const struct cli_optdef mv_defs[] = {
+	{ "user", 'u', true, F_USER }, { "force", 'f', false, F_FORCE }, { 0 } };
+
+static const struct fs_sub fs_subs[] = {
+	{ "ls", CLI_FS_LS, "files/list", ls_defs },
+	{ "stat", CLI_FS_STAT, "files/stat", stat_defs },
+	{ "mkdir", CLI_FS_MKDIR, "files/mkdir", mkdir_defs },
+	{ "rm", CLI_FS_RM, "files/remove", rm_defs },
+	{ "mv", CLI_FS_MV, "files/rename", mv_defs },
+	{ 0 },
+};
+
+/* An octal permission mode, 0..07777 ("755", "0755"). */
+static int parse_mode(const char *v, unsigned *mode)
+{
+	unsigned m = 0;
+
+	if (!*v || strlen(v) > 5 || strspn(v, "01234567") != strlen(v))
+		return -1;
+	for (; *v; v++)
+		m = m * 8 + (unsigned)(*v - '0');
+	if (m > 07777)
+		return -1;
+	*mode = m;
+	return 0;
+}
+
+static int fs_query(struct cli_fs_req *req, const char *user, const char *depth, const char *limit, bool no_follow,
+		    char *err, size_t errsz)
+{
+	char *q = req->query;
+	size_t qsz = sizeof(req->query);
+
+	q[0] = 0;
+	if (cli_query_add(q, qsz, "path", req->path) || (depth && cli_query_add(q, qsz, "depth", depth)) ||
+	    (limit && cli_query_add(q, qsz, "limit", limit)) || (no_follow && cli_query_add(q, qsz, "follow", "false")) ||
+	    (user && cli_query_add(q, qsz, "user", user))) {
+		snprintf(err, errsz, "the guest path is too long");
+		return -1;
+	}
+	return 0;
+}
+
+static int add_operand(const char **ops, int *n, int want, const char *v, char *err, size_t errsz)
+{
+	if (*n == want) {
+		snprintf(err, errsz, "unexpected argument '%s'", v);
+		return -1;
+	}
+	ops[(*n)++] = v;
+	return 0;
+}
+
+int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, char *err, size_t errsz)
+{
+	const struct fs_sub *sub;
+	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL;
+	bool no_follow = false, parents = false, recursive = false, force = false, have_mode = false;
+	unsigned mode = 0;
+	unsigned long long n;
+	int nops = 0, opt, want, k;
+	struct cli_scan s;
+
+	memset(req, 0, sizeof(*req));
+	if (argc < 1) {
+		snprintf(err, errsz, "missing subcommand: ls, stat, mkdir, rm or mv");
+		return -1;
+	}
+	for (sub = fs_subs; sub->name && strcmp(sub->name, argv[0]); sub++)
+		;
+	if (!sub->name) {
+		snprintf(err, errsz, "unknown subcommand '%s' (ls, stat, mkdir, rm or mv)", argv[0]);
+		return -1;
+	}
+	req->op = sub->op;
+	req->endpoint = sub->endpoint;
+	want = sub->op == CLI_FS_MV ? 2 : 1;
+	cli_scan_init(&s, argc - 1, argv + 1, sub->defs, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case F_USER:
+			user = s.value;
+			break;
+		case F_DEPTH:
+		case F_LIMIT:
+			if (cli_parse_uint(s.value, 1, CLI_INT_MAX, &n)) {
+				snprintf(err, errsz, "--%s '%s': expected a whole number",
+					 opt == F_DEPTH ? "depth" : "limit", s.value);
+				return -1;
+			}
+			*(opt == F_DEPTH ? &depth : &limit) = s.value;
+			break;
+		case F_NO_FOLLOW:
+			no_follow = true;
+			break;
+		case F_PARENTS:
+			parents = true;
+			break;
+		case F_MODE:
+			if (parse_mode(s.value, &mode)) {
+				snprintf(err, errsz, "--mode '%s': expected octal permission bits (0755)", s.value);
+				return -1;
+			}
+			have_mode = true;
+			break;
+		case F_RECURSIVE:
+			recursive = true;
+			break;
+		case F_FORCE:
+			force = true;
+			break;
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		case CLI_SCAN_REST:
+			/* After "--" everything is an operand, even "-x". */
+			for (; s.i < s.argc; s.i++)
+				if (add_operand(ops, &nops, want, s.argv[s.i], err, errsz))
+					return -1;
+			break;
+		case CLI_SCAN_POSITIONAL:
+			if (add_operand(ops, &nops, want, s.value, err, errsz))
+				return -1;
+			break;
+		}
+	}
+	if (nops < want) {
+		snprintf(err, errsz, want == 2 ? "expected ID:/FROM and ID:/TO (or /TO)" : "expected ID:/PATH");
+		return -1;
+	}
+	k = cli_guest_operand(ops[0], req->id, &req->path, err, errsz);
+	if (k == 1)
+		snprintf(err, errsz, "'%s' is not ID:/PATH (a path in a sandbox)", ops[0]);
+	if (k)
+		return -1;
+	if (want == 2) {
+		char id2[CLI_ID_MAX + 1];
+		k = cli_guest_operand(ops[1], id2, &to, err, errsz);
+		if (k < 0)
+			return -1;
+		if (k == 1) {
+			to = ops[1];
+			if (to[0] != '/') {
+				snprintf(err, errsz, "'%s': the destination must be absolute (/TO or ID:/TO)", to);
+				return -1;
+			}
+		} else if (strcmp(id2, req->id)) {
+			snprintf(err, errsz, "mv stays within one sandbox (%s and %s differ); use kiln cp", req->id, id2);
+			return -1;
+		}
+	}
+	if (sub->op == CLI_FS_LS || sub->op == CLI_FS_STAT)
+		return fs_query(req, user, depth, limit, no_follow, err, errsz);
+	req->body = json_object();
+	if (sub->op == CLI_FS_MV) {
+		json_object_set_new(req->body, "from", json_string(req->path));
+		json_object_set_new(req->body, "to", json_string(to));
+		if (force)
+			json_object_set_new(req->body, "overwrite", json_true());
+	} else {
+		json_object_set_new(req->body, "path", json_string(req->path));
+		if (parents)
+			json_object_set_new(req->body, "parents", json_true());
+		if (have_mode)
+			json_object_set_new(req->body, "mode", json_integer(mode));
+		if (recursive)
+			json_object_set_new(req->body, "recursive", json_true());
+	}
+	if (user && cli_body_str(req->body, "user", "--user", user, err, errsz)) {
+		json_decref(req->body);
+		req->body = NULL;
+		return -1;
+	}
+	/* json_string(NULL) for a path that is not UTF-8 leaves the field out. */
+	if (json_object_size(req->body) < (sub->op == CLI_FS_MV ? 2u : 1u) ||
+	    (sub->op == CLI_FS_MV && !json_object_get(req->body, "to"))) {
+		json_decref(req->body);
+		req->body = NULL;
+		snprintf(err, errsz, "the guest path is not valid UTF-8");
+		return -1;
+	}
+	return 0;
+}
+
+static int port_number(const char *v, unsigned long long min, const char *what, unsigned *out, char *err,
+		       size_t errsz)
+{
+	unsigned long long n;
+
+	if (cli_parse_uint(v, min, 65535, &n)) {
+		snprintf(err, errsz, "%s '%s': expected a port number %llu..65535", what, v, min);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, char *err,
+		   size_t errsz)
+{
+	const char *ops[4];
+	int nops = 0, opt, first = 0, min, max;
+	unsigned guest, host = 0;
+	struct cli_scan s;
+
+	memset(req, 0, sizeof(*req));
+	cli_scan_init(&s, argc, argv, NULL, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		if (opt == CLI_SCAN_ERROR) {
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		}
+		if (opt != CLI_SCAN_POSITIONAL || nops == 4) {
+			snprintf(err, errsz, "unexpected argument '%s'", s.value ? s.value : "--");
+			return -1;
+		}
+		ops[nops++] = s.value;
+	}
+	/* Sandbox ids are hex, so "ls", "rm" and "add" cannot be ids. */
+	req->op = CLI_PORT_ADD;
+	if (nops && !strcmp(ops[0], "ls"))
+		req->op = CLI_PORT_LS;
+	else if (nops && !strcmp(ops[0], "rm"))
+		req->op = CLI_PORT_RM;
+	if (nops && (req->op != CLI_PORT_ADD || !strcmp(ops[0], "add")))
+		first = 1;
+	min = req->op == CLI_PORT_ADD ? 2 : req->op == CLI_PORT_LS ? 1 : 2;
+	max = req->op == CLI_PORT_ADD ? 3 : min;
+	if (nops - first < min || nops - first > max) {
+		snprintf(err, errsz,
+			 req->op == CLI_PORT_ADD ? "expected ID GUEST_PORT [HOST_PORT]"
+			 : req->op == CLI_PORT_LS ? "expected: kiln port ls ID"
+						   : "expected: kiln port rm ID HOST_PORT");
+		return -1;
+	}
+	if (cli_check_id(ops[first], req->id, err, errsz))
+		return -1;
+	if (req->op == CLI_PORT_RM)
+		return port_number(ops[first + 1], 1, "HOST_PORT", &req->host_port, err, errsz);
+	if (req->op == CLI_PORT_LS)
+		return 0;
+	if (port_number(ops[first + 1], 1, "GUEST_PORT", &guest, err, errsz) ||
+	    (nops - first == 3 && port_number(ops[first + 2], 0, "HOST_PORT", &host, err, errsz)))
+		return -1;
+	req->body = json_pack("{s:i}", "guest_port", (int)guest);
+	if (nops - first == 3)
+		json_object_set_new(req->body, "host_port", json_integer(host));
+	return 0;
+}

@@ -1,0 +1,154 @@
+/*
+ * kiln firewall show|log|set|allow|deny (docs/api.md, "Networking and
+ * firewall"): GET and PUT /v1/sandboxes/{id}/firewall, GET .../firewall/log;
+ * allow and deny read the current rules, append one and put them back.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/kiln/cli_body.h"
+#include "api/kiln/cli_cmds.h"
+
+/* kilnd takes 256 KiB of rules; leave room for whitespace. */
+#define FW_FILE_MAX (1u << 20)
+
+/* FILE or "-" (stdin) as JSON. NULL with err. */
+static json_t *load_rules(const char *file, char *err, size_t errsz)
+{
+	int fd = strcmp(file, "-") == 0 ? 0 : open(file, O_RDONLY | O_CLOEXEC);
+	size_t have = 0;
+	char *buf;
+	json_error_t je;
+	json_t *j = NULL;
+
+	if (fd < 0) {
+		snprintf(err, errsz, "%s: %s", file, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(FW_FILE_MAX + 1);
+	while (buf && have <= FW_FILE_MAX) {
+		ssize_t k = read(fd, buf + have, FW_FILE_MAX + 1 - have);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			snprintf(err, errsz, "%s: %s", file, strerror(errno));
+			goto out;
+		}
+		if (k == 0)
+			break;
+		have += (size_t)k;
+	}
+	if (!buf) {
+		snprintf(err, errsz, "out of memory");
+	} else if (have > FW_FILE_MAX) {
+		snprintf(err, errsz, "%s: more than %u bytes", file, FW_FILE_MAX);
+	} else {
+		j = json_loadb(buf, have, JSON_REJECT_DUPLICATES, &je);
+		if (!j)
+			snprintf(err, errsz, "%s: not JSON: %s (line %d)", file, je.text, je.line);
+	}
+out:
+	free(buf);
+	if (fd > 0)
+		close(fd);
+	return j;
+}
+
+/* PUT's answer: "applied, N flows cut" or "saved for the next boot". */
+static int format_put(FILE *out, const json_t *v)
+{
+	if (!json_is_object(json_object_get(v, "rules")))
+		return -1;
+	if (json_is_true(json_object_get(v, "applied")))
+		fprintf(out, "applied; %lld established flows cut\n",
+			(long long)json_integer_value(json_object_get(v, "cut")));
+	else
+		fprintf(out, "saved; applies at the next boot\n");
+	return 0;
+}
+
+/* GET's answer: the rules, then the verdict counters when running. */
+static int format_get(FILE *out, const json_t *v)
+{
+	const json_t *rules = json_object_get(v, "rules"), *ctr = json_object_get(v, "counters");
+	char *s;
+
+	if (!json_is_object(rules))
+		return -1;
+	s = json_dumps(rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	fprintf(out, "network: %s (%s)\nrules: %s\n", json_string_value(json_object_get(v, "network")),
+		json_is_true(json_object_get(v, "running")) ? "running" : "not running", s ? s : "?");
+	free(s);
+	for (int d = 0; json_is_object(ctr) && d < 2; d++) {
+		const char *dir = d ? "ingress" : "egress", *reason;
+		json_t *c;
+
+		json_object_foreach(json_object_get(ctr, dir), reason, c) {
+			json_int_t n = json_integer_value(json_object_get(c, "packets"));
+
+			if (n)
+				fprintf(out, "%-8s %-20s %lld packets %lld bytes\n", dir, reason, (long long)n,
+					(long long)json_integer_value(json_object_get(c, "bytes")));
+		}
+	}
+	return 0;
+}
+
+/* The denied-flow log: one line each, oldest first. */
+static int format_log(FILE *out, const json_t *v)
+{
+	const json_t *lines = json_object_get(v, "lines"), *l;
+	size_t i;
+
+	if (!json_is_array(lines))
+		return -1;
+	json_array_foreach(lines, i, l)
+		fprintf(out, "%s\n", json_string_value(l) ? json_string_value(l) : "");
+	return 0;
+}
+
+int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
+{
+	char err[CLI_ERR_MAX], path[256];
+	struct cli_firewall_req r;
+	json_t *rules = NULL, *cur = NULL;
+	int rc;
+
+	if (cli_firewall_parse(argc, argv, &c->g, &r, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/firewall", r.id);
+	if (r.op == CLI_FW_SHOW)
+		return cli_call_show(c, "firewall show", "GET", path, NULL, format_get);
+	if (r.op == CLI_FW_LOG) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/firewall/log", r.id);
+		return cli_call_show(c, "firewall log", "GET", path, NULL, format_log);
+	}
+	if (r.op == CLI_FW_SET) {
+		rules = load_rules(r.file, err, sizeof(err));
+		if (!rules) {
+			fprintf(stderr, "kiln: firewall set: %s\n", err);
+			return 2;
+		}
+	} else {
+		rc = cli_call_json(c, "firewall", "GET", path, NULL, &cur);
+		if (rc)
+			goto out;
+		rules = json_incref(json_object_get(cur, "rules"));
+		if (cli_firewall_add(rules, r.op, r.rule, err, sizeof(err))) {
+			fprintf(stderr, "kiln: firewall: %s\n", err);
+			rc = 1;
+			goto out;
+		}
+	}
+	rc = cli_call_show(c, "firewall set", "PUT", path, rules, format_put);
+out:
+	json_decref(rules);
+	json_decref(cur);
+	json_decref(r.rule);
+	return rc;
+}

@@ -1,0 +1,79 @@
+/*
+ * kiln fs (ls, stat, mkdir, rm, mv) and kiln port (add, ls, rm): guest
+ * file metadata and port forwarding (docs/api.md, .../files/..., and
+ * .../ports), one request each.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kiln/cli_body.h"
+#include "api/kiln/cli_cmds.h"
+#include "api/kiln/cli_format.h"
+
+int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
+{
+	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv" };
+	struct cli_fs_req *r;
+	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
+	json_t *v = NULL;
+	int rc;
+
+	r = malloc(sizeof(*r)); /* its query holds a whole encoded path */
+	if (!r)
+		return CLI_EXIT_API;
+	if (cli_fs_parse(argc, argv, &c->g, r, err, sizeof(err))) {
+		free(r);
+		return cli_usage_error(c, err);
+	}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s%s", r->id, r->endpoint, r->body ? "" : r->query);
+	snprintf(what, sizeof(what), "fs %s %s:%.80s", names[r->op], r->id, r->path);
+	rc = cli_call_json(c, what, r->body ? "POST" : "GET", path, r->body, &v);
+	if (!rc && r->op == CLI_FS_LS) {
+		rc = cli_show(c, v, cli_format_fs_list);
+		if (!rc && !c->g.json && json_is_true(json_object_get(v, "truncated")))
+			fprintf(stderr, "kiln: %s: the listing stopped at --limit; more entries exist\n", what);
+		if (!rc && !c->g.json && json_integer_value(json_object_get(v, "skipped")) > 0)
+			fprintf(stderr, "kiln: %s: %lld unreadable directories or too long paths skipped\n", what,
+				(long long)json_integer_value(json_object_get(v, "skipped")));
+	} else if (!rc && r->op == CLI_FS_STAT) {
+		rc = cli_show(c, v, cli_format_stat);
+	} else if (!rc && c->g.json && v) {
+		cli_print_json(v, false);
+	}
+	json_decref(v);
+	json_decref(r->body);
+	free(r);
+	return rc;
+}
+
+int cli_cmd_port(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_port_req r;
+	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 48], what[CLI_ID_MAX + 32];
+	json_t *v = NULL;
+	int rc;
+
+	if (cli_port_parse(argc, argv, &c->g, &r, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	switch (r.op) {
+	case CLI_PORT_ADD:
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports", r.id);
+		snprintf(what, sizeof(what), "port %s", r.id);
+		rc = cli_call_show(c, what, "POST", path, r.body, cli_format_port);
+		break;
+	case CLI_PORT_LS:
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports", r.id);
+		snprintf(what, sizeof(what), "port ls %s", r.id);
+		rc = cli_call_show(c, what, "GET", path, NULL, cli_format_ports);
+		break;
+	default:
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/%u", r.id, r.host_port);
+		snprintf(what, sizeof(what), "port rm %s %u", r.id, r.host_port);
+		rc = cli_call_json(c, what, "DELETE", path, NULL, &v);
+		break;
+	}
+	json_decref(v);
+	json_decref(r.body);
+	return rc;
+}

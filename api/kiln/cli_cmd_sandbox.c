@@ -1,0 +1,192 @@
+/*
+ * kiln health, images, metrics, create, ls, inspect, start, stop, rm:
+ * one request each (docs/api.md), the answer as text or, with --json, as
+ * kilnd sent it.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/kiln/cli_body.h"
+#include "api/kiln/cli_cmds.h"
+#include "api/kiln/cli_format.h"
+
+/* No words beyond the global options. */
+static int no_args(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_scan s;
+	int opt;
+
+	cli_scan_init(&s, argc, argv, NULL, &c->g);
+	opt = cli_scan_next(&s);
+	if (opt == CLI_SCAN_ERROR)
+		return cli_usage_error(c, s.err);
+	if (opt != CLI_SCAN_DONE) {
+		char msg[CLI_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "unexpected argument '%s'", s.value ? s.value : "--");
+		return cli_usage_error(c, msg);
+	}
+	return 0;
+}
+
+static int get_and_show(struct cli_ctx *c, int argc, char **argv, const char *path,
+			int (*fmt)(FILE *, const json_t *))
+{
+	int rc = no_args(c, argc, argv);
+
+	return rc ? rc : cli_call_show(c, NULL, "GET", path, NULL, fmt);
+}
+
+int cli_cmd_health(struct cli_ctx *c, int argc, char **argv)
+{
+	return get_and_show(c, argc, argv, "/v1/health", cli_format_health);
+}
+
+int cli_cmd_images(struct cli_ctx *c, int argc, char **argv)
+{
+	return get_and_show(c, argc, argv, "/v1/images", cli_format_images);
+}
+
+int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_req req = { .method = "GET", .path = "/metrics" };
+	struct cli_resp resp;
+	int rc = no_args(c, argc, argv);
+
+	if (!rc)
+		rc = cli_call(c, NULL, &req, &resp);
+	if (!rc) {
+		/* Prometheus text as it is: --json has no other form of it. */
+		fwrite(resp.body, 1, resp.len, stdout);
+		free(resp.body);
+	}
+	return rc;
+}
+
+/*
+ * kilnd resolves a share's host path in its own working directory, so
+ * "./data" must become absolute here, where the user meant it.
+ */
+int cli_absolute_shares(struct cli_ctx *c, json_t *body)
+{
+	json_t *shares = json_object_get(body, "shares"), *sh;
+	size_t i;
+
+	json_array_foreach(shares, i, sh)
+	{
+		const char *host = json_string_value(json_object_get(sh, "host_path"));
+		char *abs;
+
+		if (host[0] == '/')
+			continue;
+		abs = realpath(host, NULL);
+		if (!abs) {
+			struct cli_fail f;
+
+			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "--share host directory '%s': %m", host);
+			return cli_report(c, NULL, &f);
+		}
+		json_object_set_new(sh, "host_path", json_string(abs));
+		free(abs);
+	}
+	return 0;
+}
+
+int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
+{
+	char err[CLI_ERR_MAX];
+	json_t *body, *sb = NULL;
+	int rc;
+
+	if (cli_create_body(argc, argv, &c->g, &body, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	rc = cli_absolute_shares(c, body);
+	if (!rc)
+		rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
+	if (!rc) {
+		const char *id = json_string_value(json_object_get(sb, "id"));
+
+		if (c->g.json)
+			cli_print_json(sb, false);
+		else if (id)
+			puts(id);
+		else
+			rc = cli_show(c, sb, NULL);
+	}
+	json_decref(body);
+	json_decref(sb);
+	return rc;
+}
+
+int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
+{
+	char err[CLI_ERR_MAX], path[2048] = "/v1/sandboxes";
+
+	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), err, sizeof(err)))
+		return cli_usage_error(c, err);
+	return cli_call_show(c, NULL, "GET", path, NULL, cli_format_list);
+}
+
+/* One request on /v1/sandboxes/ID[suffix]; what names it in messages. */
+static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, const char *suffix,
+		  int (*fmt)(FILE *, const json_t *))
+{
+	char err[CLI_ERR_MAX], id[CLI_ID_MAX + 1], path[160], what[128];
+	json_t *v = NULL;
+	int rc;
+
+	if (cli_one_id(argc, argv, &c->g, id, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s%s", id, suffix);
+	snprintf(what, sizeof(what), "%s %s", c->cmd->name, id);
+	rc = cli_call_json(c, what, method, path, NULL, &v);
+	if (!rc && v)
+		rc = cli_show(c, v, fmt);
+	else if (!rc && !c->g.json)
+		puts(id); /* DELETE: 204, no body */
+	json_decref(v);
+	return rc;
+}
+
+int cli_cmd_inspect(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "GET", "", NULL);
+}
+
+int cli_cmd_start(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/start", cli_format_state);
+}
+
+int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/stop", cli_format_state);
+}
+
+int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "DELETE", "", NULL);
+}
+
+int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/pause", cli_format_state);
+}
+
+int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/resume", cli_format_state);
+}
+
+int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/hibernate", cli_format_state);
+}
+
+int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv)
+{
+	return on_one(c, argc, argv, "POST", "/wake", cli_format_state);
+}

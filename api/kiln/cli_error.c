@@ -1,0 +1,100 @@
+/* kiln CLI failures and exit statuses (cli_error.h). */
+#include "api/kiln/cli_error.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include <jansson.h>
+
+int cli_fail_set(struct cli_fail *f, int exit, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	f->exit = exit;
+	snprintf(f->code, sizeof(f->code), "%s", code ? code : "");
+	va_start(ap, fmt);
+	vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int cli_exit_for_code(const char *code)
+{
+	/* route_not_found is not here: it means this kilnd lacks the
+	 * endpoint (an older daemon), not that the user's object is missing. */
+	static const char *const not_found[] = { "sandbox_not_found", "image_not_found", "process_not_found",
+						 "not_found" };
+
+	for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++)
+		if (!strcmp(code, not_found[i]))
+			return CLI_EXIT_NOT_FOUND;
+	return CLI_EXIT_API;
+}
+
+void cli_fail_from_response(long status, const char *body, size_t len, struct cli_fail *f)
+{
+	json_t *root = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+	const char *code = NULL, *msg = NULL;
+
+	if (root && json_unpack(root, "{s:{s:s, s:s}}", "error", "code", &code, "message", &msg) == 0 && *code) {
+		cli_fail_set(f, cli_exit_for_code(code), code, "%s", msg);
+	} else if (status == 404) {
+		cli_fail_set(f, CLI_EXIT_API, "http_404",
+			     "kilnd answered 404 without an error body (is something else listening on the socket?)");
+	} else {
+		cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd answered HTTP %ld without an error body", status);
+	}
+	json_decref(root);
+}
+
+void cli_fail_unreachable(const char *socket, int os_errno, const char *detail, struct cli_fail *f)
+{
+	const char *run = "kilnd must run there (start it with `kilnd --socket PATH`, "
+			  "or point kiln at it with --socket or KILN_SOCKET)";
+
+	switch (os_errno) {
+	case ENOENT:
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: no socket at %s; %s", socket, run);
+		break;
+	case ECONNREFUSED:
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: connection refused at %s (nobody listens on it); %s",
+			     socket, run);
+		break;
+	case EACCES:
+	case EPERM:
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			     "cannot reach kilnd: permission denied on %s; the socket is mode 0660: join its group "
+			     "(kilnd --socket-group) and have kilnd allow you (--allow-uid/--allow-gid)",
+			     socket);
+		break;
+	case ENOTSOCK:
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: %s is not a socket; %s", socket, run);
+		break;
+	default:
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd at %s: %s%s%s", socket,
+			     os_errno ? strerror(os_errno) : (detail ? detail : "connection failed"),
+			     os_errno && detail ? " / " : "", os_errno && detail ? detail : "");
+		break;
+	}
+}
+
+static void put_clean(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
+}
+
+void cli_fail_print(FILE *out, const char *what, const struct cli_fail *f)
+{
+	fputs("kiln: ", out);
+	put_clean(out, what);
+	fputs(": ", out);
+	put_clean(out, f->msg);
+	if (f->code[0]) {
+		fputs(" (", out);
+		put_clean(out, f->code);
+		fputc(')', out);
+	}
+	fputc('\n', out);
+}

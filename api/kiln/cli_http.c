@@ -1,0 +1,200 @@
+/* One request to kilnd over its Unix socket (cli_http.h). */
+#include "api/kiln/cli_http.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct xfer {
+	const struct cli_req *req;
+	struct cli_resp *resp;
+	CURL *curl;
+	bool sinking; /* decided at the first body byte from the status */
+	bool decided;
+	bool too_big;
+};
+
+static int collect(struct xfer *x, const char *p, size_t n)
+{
+	struct cli_resp *r = x->resp;
+	char *nb;
+
+	if (r->len + n > CLI_BODY_MAX) {
+		x->too_big = true;
+		return -1;
+	}
+	nb = realloc(r->body, r->len + n + 1);
+	if (!nb)
+		return -1;
+	memcpy(nb + r->len, p, n);
+	r->body = nb;
+	r->len += n;
+	r->body[r->len] = 0;
+	return 0;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	int rc;
+
+	if (!x->decided) {
+		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->resp->status);
+		x->sinking = x->req->sink && x->resp->status >= 200 && x->resp->status < 300;
+		x->decided = true;
+	}
+	if (!x->sinking)
+		return collect(x, p, n) ? 0 : n;
+	rc = x->req->sink(x->req->sink_arg, p, n);
+	if (rc) {
+		x->resp->local_err = rc;
+		return 0; /* curl aborts with CURLE_WRITE_ERROR */
+	}
+	return n;
+}
+
+static size_t on_upload(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	ssize_t got = x->req->source(x->req->source_arg, p, size * nmemb);
+
+	if (got < 0) {
+		x->resp->local_err = (int)got;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)got;
+}
+
+/* curl calls this about once a second, and at every transfer step. */
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct xfer *x = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return *x->req->cancel ? 1 : 0;
+}
+
+int cli_http_open(struct cli_http *h, const char *socket)
+{
+	memset(h, 0, sizeof(*h));
+	h->socket = socket;
+	h->curl = curl_easy_init();
+	return h->curl ? 0 : -ENOMEM;
+}
+
+void cli_http_close(struct cli_http *h)
+{
+	if (h->curl)
+		curl_easy_cleanup(h->curl);
+	h->curl = NULL;
+}
+
+static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, struct cli_fail *f)
+{
+	long os_errno = 0;
+	struct stat st;
+
+	if (cc == CURLE_COULDNT_CONNECT) {
+		curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+		/* connect() to a regular file is ECONNREFUSED too; a user who
+		 * passed the wrong path deserves to hear it is not a socket. */
+		if (os_errno == ECONNREFUSED && stat(h->socket, &st) == 0 && !S_ISSOCK(st.st_mode))
+			os_errno = ENOTSOCK;
+		cli_fail_unreachable(h->socket, (int)os_errno, h->errbuf, f);
+		return -1;
+	}
+	if (x->resp->local_err)
+		return cli_fail_set(f, CLI_EXIT_LOCAL, NULL, "%s", strerror(-x->resp->local_err));
+	if (cc == CURLE_ABORTED_BY_CALLBACK && x->req->cancel && *x->req->cancel)
+		return cli_fail_set(f, CLI_EXIT_API, "interrupted", "interrupted");
+	if (x->too_big)
+		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is larger than %u MiB", CLI_BODY_MAX >> 20);
+	if (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING)
+		return cli_fail_set(f, CLI_EXIT_API, NULL,
+				    "the transfer broke off before its end (%s): kilnd or the sandbox went away, "
+				    "or the guest failed mid-way; what arrived is incomplete",
+				    h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+	return cli_fail_set(f, CLI_EXIT_API, NULL, "talking to kilnd at %s: %s", h->socket,
+			    h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+}
+
+int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f)
+{
+	struct xfer x = { .req = req, .resp = resp, .curl = h->curl };
+	struct curl_slist *hdr = NULL;
+	char url[8192];
+	CURLcode cc;
+	int rc = 0;
+
+	memset(resp, 0, sizeof(*resp));
+	if (snprintf(url, sizeof(url), "http://kiln%s", req->path) >= (int)sizeof(url))
+		return cli_fail_set(f, CLI_EXIT_USAGE, NULL, "the request path is too long");
+	curl_easy_reset(h->curl);
+	h->errbuf[0] = 0;
+	curl_easy_setopt(h->curl, CURLOPT_UNIX_SOCKET_PATH, h->socket);
+	curl_easy_setopt(h->curl, CURLOPT_URL, url);
+	curl_easy_setopt(h->curl, CURLOPT_ERRORBUFFER, h->errbuf);
+	curl_easy_setopt(h->curl, CURLOPT_NOSIGNAL, 1L);
+	/* Only kilnd's own answers: no redirects, no proxy from the
+	 * environment (http_proxy would otherwise apply to http://kiln). */
+	curl_easy_setopt(h->curl, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_PROXY, "");
+	curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &x);
+	if (req->body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, req->body);
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
+	} else if (req->source) {
+		curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h->curl, CURLOPT_READFUNCTION, on_upload);
+		curl_easy_setopt(h->curl, CURLOPT_READDATA, &x);
+		if (req->source_size >= 0)
+			curl_easy_setopt(h->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->source_size);
+		hdr = curl_slist_append(hdr, "Content-Type: application/octet-stream");
+	}
+	if (strcmp(req->method, "GET") && !(req->source && !strcmp(req->method, "PUT")))
+		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, req->method);
+	if (req->cancel) {
+		curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &x);
+	}
+	if (!strcmp(req->method, "POST") && !req->body && !req->source) {
+		/* A POST without a body (stop, start) still sends
+		 * Content-Length: 0, as kilnd's body checks expect. */
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, "");
+	}
+	if (hdr)
+		curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdr);
+	cc = curl_easy_perform(h->curl);
+	curl_slist_free_all(hdr);
+	if (resp->status == 0)
+		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
+	if (cc != CURLE_OK && resp->status >= 400 && resp->len && !x.too_big) {
+		/* kilnd answered and closed while we were still sending (a 413
+		 * before the upload's end): its error says more than curl's. */
+		cli_fail_from_response(resp->status, resp->body, resp->len, f);
+		rc = -1;
+	} else if (cc != CURLE_OK)
+		rc = transfer_failed(h, cc, &x, f);
+	else if (resp->status < 200 || resp->status >= 300) {
+		cli_fail_from_response(resp->status, resp->body, resp->len, f);
+		rc = -1;
+	}
+	/* curl_easy_reset drops these; the slist and &x are gone after return. */
+	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 1L);
+	if (rc) {
+		free(resp->body);
+		resp->body = NULL;
+		resp->len = 0;
+	}
+	return rc;
+}

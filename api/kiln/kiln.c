@@ -1,0 +1,156 @@
+/*
+ * kiln: the command-line client of kilnd (docs/api.md), over its Unix
+ * socket. main() builds the context, picks the command and exits with
+ * what it returns; the commands are in cli_cmd_*.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+
+#include "api/kiln/cli_cmds.h"
+
+/* One entry per command: a new kilnd endpoint is one line here. */
+static const struct cli_cmd commands[] = {
+	{ "health", "", "is kilnd serving: status, version, uptime, sandbox count", cli_cmd_health },
+	{ "images", "", "root images kilnd can boot, and its kernel", cli_cmd_images },
+	{ "create",
+	  "[--image NAME] [--cpus N] [--memory MIB] [--env K=V]... [--hostname H] [--label K=V]... "
+	  "[--share HOST:GUEST[:ro]]... [--timeout S] [--no-console] [--network none|passt] [--firewall FILE]",
+	  "create and boot a sandbox (image 'minimal' by default); prints its id", cli_cmd_create },
+	{ "run",
+	  "[create options] [--user U] [--cwd DIR] [--timeout-ms N] [--shell] [-i] [--buffered] IMAGE "
+	  "[--] PROGRAM [ARG...]",
+	  "create a sandbox, run one command, delete it (also on Ctrl-C)", cli_cmd_run },
+	{ "ls", "[--state STATE] [--label K=V]...", "list sandboxes, oldest first", cli_cmd_ls },
+	{ "inspect", "ID", "a sandbox's full record as JSON", cli_cmd_inspect },
+	{ "stop", "ID", "shut a sandbox down; its disk stays", cli_cmd_stop },
+	{ "start", "ID", "boot a stopped or crashed sandbox again", cli_cmd_start },
+	{ "rm", "ID", "stop a sandbox if it runs and delete everything it owned", cli_cmd_rm },
+	{ "exec",
+	  "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--shell] [-i] [--buffered] "
+	  "[--] PROGRAM [ARG...]",
+	  "run a process, its output streamed; its exit status is kiln's", cli_cmd_exec },
+	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [-- PROGRAM [ARG...]]",
+	  "a terminal: sh (or PROGRAM) on a PTY, attached to ours", cli_cmd_shell },
+	{ "spawn",
+	  "ID [--user U] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--shell] [--pty [--rows R] [--cols C]] "
+	  "[--ring-bytes N] [-i] [--] PROGRAM [ARG...]",
+	  "start a background process; prints its process id", cli_cmd_spawn },
+	{ "ps", "ID", "a sandbox's background processes, running and exited", cli_cmd_ps },
+	{ "logs", "ID PROC [-f|--follow] [--from SEQ|now]",
+	  "a process's output so far (-f: until it exits)", cli_cmd_logs },
+	{ "attach", "ID PROC [--from SEQ|now]", "a process's terminal (or output and stdin), as shell",
+	  cli_cmd_attach },
+	{ "stdin", "ID PROC [--close] [FILE|-]", "send FILE (or our stdin) to a process's stdin", cli_cmd_stdin },
+	{ "kill", "ID PROC [-s|--signal NAME|N] [--group]", "signal a process (TERM by default)", cli_cmd_kill },
+	{ "wait", "ID PROC [--timeout-ms N]", "wait for a process to exit; its status is kiln's", cli_cmd_wait },
+	{ "cp", "[--user user|root] [--parents] SRC DST  (one of them ID:/PATH)",
+	  "copy a file or a directory in or out, streamed ('-': stdin/stdout)", cli_cmd_cp },
+	{ "fs",
+	  "ls [-d|--depth N] [--limit N] ID:/DIR | stat [--no-follow] ID:/PATH | mkdir [-p] [-m|--mode OCTAL] "
+	  "ID:/DIR | rm [-r] ID:/PATH | mv [-f] ID:/FROM [ID:]/TO  (each: [--user user|root])",
+	  "guest files: list, stat, mkdir, remove, rename", cli_cmd_fs },
+	{ "port", "[add] ID GUEST_PORT [HOST_PORT] | ls ID | rm ID HOST_PORT",
+	  "forward 127.0.0.1:HOST_PORT to the guest's GUEST_PORT; list; remove", cli_cmd_port },
+	{ "pause", "ID", "stop a sandbox's vCPUs; its memory stays", cli_cmd_pause },
+	{ "resume", "ID", "run a paused sandbox again", cli_cmd_resume },
+	{ "checkpoint", "[add] ID NAME [--compress] | ls ID | rm ID NAME",
+	  "snapshot a sandbox (memory, processes, disk); list; remove", cli_cmd_checkpoint },
+	{ "restore", "ID NAME", "put a sandbox back to a checkpoint, discarding what came after", cli_cmd_restore },
+	{ "fork", "ID/NAME [--hostname H] [--label K=V]... [--env K=V]...",
+	  "a new sandbox from a checkpoint, running where it stopped; prints its id", cli_cmd_fork },
+	{ "hibernate", "ID", "snapshot a sandbox and free its CPU and memory", cli_cmd_hibernate },
+	{ "wake", "ID", "resume a hibernated sandbox (any exec or file request does too)", cli_cmd_wake },
+	{ "metrics", "", "kilnd's Prometheus metrics", cli_cmd_metrics },
+	{ "firewall", "show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
+	  "a networked sandbox's packet filter: rules, counters, denied flows, changes at runtime", cli_cmd_firewall },
+	{ 0 },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: kiln [--socket PATH] [--json] COMMAND [ARGS]\n\n"
+		     "The client of kilnd, kiln's daemon (docs/api.md).\n\n"
+		     "commands:\n");
+	for (const struct cli_cmd *c = commands; c->name; c++)
+		fprintf(out, "  %-8s %s\n", c->name, c->summary);
+	fprintf(out, "\n");
+	for (const struct cli_cmd *c = commands; c->name; c++)
+		fprintf(out, "  kiln %s %s\n", c->name, c->args);
+	fprintf(out,
+		"\n"
+		"options (before or after the command, not after the program of exec, run,\n"
+		"spawn or shell):\n"
+		"  --socket PATH  kilnd's socket (default $KILN_SOCKET, else " CLI_SOCKET_DEFAULT ")\n"
+		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
+		"                 events, or with --buffered the result object; create: the\n"
+		"                 sandbox object; shell, attach, wait: the exit object;\n"
+		"                 cp: kilnd's answer, or for downloads {path, bytes} or the\n"
+		"                 counts of what was extracted)\n"
+		"  -h, --help     this text\n"
+		"\n"
+		"exit status:\n"
+		"  0  done\n"
+		"  1  kilnd refused the request or failed (the line says its code), or a\n"
+		"     transfer broke off\n"
+		"  2  usage: bad command line\n"
+		"  3  cannot reach kilnd: no socket, connection refused, permission denied\n"
+		"  4  not found: no such sandbox, image or guest file\n"
+		"  5  a local file could not be read or written\n"
+		"  exec, run, shell, attach and wait exit with the process's status: 124\n"
+		"  when --timeout-ms expired, 128+N when signal N ended it (kiln's own\n"
+		"  failures keep the codes above); run, shell and attach exit 128+N when\n"
+		"  signal N stopped kiln itself\n");
+}
+
+int main(int argc, char **argv)
+{
+	struct cli_ctx c = { 0 };
+	struct cli_scan s;
+	int opt, rc;
+	const char *env = getenv("KILN_SOCKET");
+
+	c.g.socket = env && *env ? env : CLI_SOCKET_DEFAULT;
+	/* Options before the command: only the global ones. */
+	cli_scan_init(&s, argc - 1, argv + 1, NULL, &c.g);
+	opt = cli_scan_next(&s);
+	if (c.g.help) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (opt == CLI_SCAN_ERROR) {
+		fprintf(stderr, "kiln: %s\n", s.err);
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	if (opt == CLI_SCAN_POSITIONAL && !strcmp(s.value, "help")) {
+		usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (opt != CLI_SCAN_POSITIONAL) {
+		fprintf(stderr, "kiln: missing command\n");
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	for (c.cmd = commands; c.cmd->name && strcmp(c.cmd->name, s.value); c.cmd++)
+		;
+	if (!c.cmd->name) {
+		fprintf(stderr, "kiln: unknown command '%s' (kiln --help lists them)\n", s.value);
+		return CLI_EXIT_USAGE;
+	}
+	/* SIGPIPE keeps its default: `kiln exec ID -- yes | head` ends kiln
+	 * quietly as it ends any filter, and the closed connection makes
+	 * kilnd kill the process. curl's own socket writes use MSG_NOSIGNAL,
+	 * so kilnd going away is reported, not a silent death. */
+	if (curl_global_init(CURL_GLOBAL_NOTHING)) {
+		fprintf(stderr, "kiln: cannot initialise libcurl\n");
+		return CLI_EXIT_API;
+	}
+	rc = c.cmd->run(&c, argc - 1 - s.i, argv + 1 + s.i);
+	if (c.connected)
+		cli_http_close(&c.http);
+	curl_global_cleanup();
+	return rc;
+}

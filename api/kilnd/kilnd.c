@@ -1,0 +1,560 @@
+/*
+ * kilnd: kiln's daemon. Serves the HTTP/JSON API of docs/api.md on a Unix
+ * socket and runs each sandbox as one kiln-vmm child.
+ *
+ * main() is the only place that prints usage, decides exit statuses and
+ * handles signals: SIGTERM/SIGINT stop every sandbox and exit 0. Exit
+ * status: 0 after a clean shutdown, 1 a setup error (one line saying what
+ * and what to do), 2 usage.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/kilnd/checkpoint.h"
+#include "api/kilnd/http.h"
+#include "api/kilnd/kilnd.h"
+#include "api/kilnd/listen.h"
+#include "api/kilnd/sandbox.h"
+
+enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
+/* parse_args: --help or --version answered, nothing more to do. */
+#define ARGS_DONE (-1)
+/* run: a clean exit, but a thread still uses the daemon context. */
+#define RUN_BUSY (-2)
+
+static const char usage[] =
+	"usage: kilnd [options]\n"
+	"kiln's daemon: the HTTP/JSON API (docs/api.md) on a Unix socket.\n"
+	"\n"
+	"  --socket PATH         API socket (default /run/kiln/kiln.sock), mode 0660\n"
+	"  --socket-group GROUP  group of the socket file (name or number)\n"
+	"  --allow-uid UID       also allow this uid (repeatable; root and kilnd's\n"
+	"                        own uid always may connect)\n"
+	"  --allow-gid GID       also allow peers with this primary gid (repeatable)\n"
+	"  --state-dir DIR       images/, sandboxes/ (default /var/lib/kiln)\n"
+	"  --kernel PATH         guest kernel (default: kernel/vmlinux next to kilnd)\n"
+	"  --vmm PATH            kiln-vmm (default: kiln-vmm next to kilnd)\n"
+	"  --image NAME=PATH     register a root image (repeatable); images are also\n"
+	"                        found as <state-dir>/images/NAME.ext4\n"
+	"  --share-root DIR      non-root clients may share directories beneath DIR\n"
+	"                        (repeatable)\n"
+	"  --boot-timeout SEC    wait this long for a guest agent (default 60)\n"
+	"  --stop-timeout SEC    wait this long for a clean guest shutdown (default 10)\n"
+	"  --max-body BYTES      largest JSON request body (default 2097152)\n"
+	"  --max-upload BYTES    largest file upload, 0 for none (default 4294967296)\n"
+	"  --max-sandboxes N     sandboxes at once (default 64)\n"
+	"  --max-cpus N          largest cpus of a sandbox (default: online CPUs, <= 64)\n"
+	"  --max-memory MIB      largest memory_mib of a sandbox (default 16384)\n"
+	"  --idle-timeout SEC    hibernate a running sandbox after this long without a\n"
+	"                        request (its idle_timeout_s default; 0: never; 300)\n"
+	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
+	"  --dns-resolver ADDR   the IPv4 nameserver that passt sandboxes' DNS goes to\n"
+	"                        (root only; default: the first of /etc/resolv.conf)\n"
+	"  --quiet               no request log lines\n"
+	"  --version, --help\n";
+
+int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double mono_ms_f(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
+}
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kilnd_log(const char *fmt, ...)
+{
+	char line[2048];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "kilnd: ");
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n = (int)strlen(line);
+	/* Messages quote clients and guests: a newline in one must not
+	 * forge a log line. */
+	for (int i = 0; i < n; i++)
+		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+			line[i] = '?';
+	/* One write per line: lines from different threads do not interleave. */
+	line[n++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
+		/* nowhere left to report it */
+	}
+}
+
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kilnd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see kilnd --help)\n");
+	return EXIT_USAGE;
+}
+
+static int setup_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int setup_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "kilnd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return EXIT_SETUP;
+}
+
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	char *end;
+
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return (errno || *end || *out > max) ? -1 : 0;
+}
+
+static int parse_gid(const char *s, gid_t *gid)
+{
+	uint64_t n;
+	struct group *g;
+
+	if (parse_u64(s, UINT32_MAX - 1, &n) == 0) {
+		*gid = (gid_t)n;
+		return 0;
+	}
+	g = getgrnam(s);
+	if (!g)
+		return -1;
+	*gid = g->gr_gid;
+	return 0;
+}
+
+/* The directory of the running kilnd binary: defaults live next to it. */
+static void self_dir(char *out, size_t cap)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0) {
+		snprintf(out, cap, ".");
+		return;
+	}
+	exe[n] = '\0';
+	snprintf(out, cap, "%s", dirname(exe));
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[PATH_MAX];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(buf, mode) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/*
+ * Make a path kilnd hands to kiln-vmm absolute (sandboxes boot long after
+ * start-up, from another working directory) and check kiln-vmm can take
+ * it. Symlinks are kept, not resolved: a kernel or image path that is a
+ * symlink to a cache keeps following it.
+ */
+static int absolute(const char *what, const char *path, char *out)
+{
+	char cwd[PATH_MAX];
+
+	if (path[0] == '/') {
+		snprintf(out, PATH_MAX, "%s", path);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd)))
+			return setup_error("%s '%s': cannot tell the working directory: %s", what, path, strerror(errno));
+		int n = snprintf(out, PATH_MAX, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+
+		if (n < 0 || n >= PATH_MAX)
+			return setup_error("%s '%s': path too long", what, path);
+	}
+	if (access(out, F_OK) < 0)
+		return setup_error("%s '%s': %s", what, path, strerror(errno));
+	if (!vmm_path_valid(out))
+		return setup_error("%s '%s': kiln-vmm cannot take a path with ',' or ':'", what, out);
+	return 0;
+}
+
+/* stdin/stdout/stderr must be open: a pipe or log created later must not
+ * land on 0-2 (kiln-vmm's children get their stdio by dup2). */
+static void ensure_stdio(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+			int n = open("/dev/null", O_RDWR);
+
+			if (n >= 0 && n != fd) {
+				dup2(n, fd);
+				close(n);
+			}
+		}
+	}
+}
+
+static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
+{
+	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
+	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
+	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
+	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER };
+	static const struct option opts[] = {
+		{ "socket", required_argument, 0, OPT_SOCKET },
+		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
+		{ "allow-uid", required_argument, 0, OPT_ALLOW_UID },
+		{ "allow-gid", required_argument, 0, OPT_ALLOW_GID },
+		{ "state-dir", required_argument, 0, OPT_STATE },
+		{ "kernel", required_argument, 0, OPT_KERNEL },
+		{ "vmm", required_argument, 0, OPT_VMM },
+		{ "image", required_argument, 0, OPT_IMAGE },
+		{ "share-root", required_argument, 0, OPT_SHARE_ROOT },
+		{ "boot-timeout", required_argument, 0, OPT_BOOT_TIMEOUT },
+		{ "stop-timeout", required_argument, 0, OPT_STOP_TIMEOUT },
+		{ "max-body", required_argument, 0, OPT_MAX_BODY },
+		{ "max-upload", required_argument, 0, OPT_MAX_UPLOAD },
+		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
+		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
+		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
+		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
+		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
+		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
+		{ "quiet", no_argument, 0, OPT_QUIET },
+		{ "version", no_argument, 0, OPT_VERSION },
+		{ "help", no_argument, 0, OPT_HELP },
+		{ 0, 0, 0, 0 },
+	};
+	char here[PATH_MAX - 64]; /* room for the file names appended */
+	uint64_t n;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int opt;
+
+	self_dir(here, sizeof(here));
+	snprintf(cfg->socket_path, sizeof(cfg->socket_path), "/run/kiln/kiln.sock");
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "/var/lib/kiln");
+	snprintf(cfg->kernel, sizeof(cfg->kernel), "%s/kernel/vmlinux", here);
+	snprintf(cfg->vmm, sizeof(cfg->vmm), "%s/kiln-vmm", here);
+	cfg->boot_timeout_ms = 60000;
+	cfg->stop_timeout_ms = 10000;
+	cfg->max_body = 2u << 20;
+	cfg->max_upload = 4ull << 30;
+	cfg->max_sandboxes = 64;
+	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
+	cfg->limits.max_memory_mib = 16384;
+	cfg->limits.idle_timeout_default_s = 300;
+	cfg->max_checkpoints = CHECKPOINTS_DEFAULT;
+
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_SOCKET:
+			if (strlen(optarg) >= sizeof(cfg->socket_path))
+				return bad_usage("--socket '%s': longer than a Unix socket path may be", optarg);
+			snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", optarg);
+			break;
+		case OPT_SOCKET_GROUP:
+			if (parse_gid(optarg, &cfg->socket_gid))
+				return bad_usage("--socket-group '%s': no such group", optarg);
+			cfg->has_socket_gid = true;
+			break;
+		case OPT_ALLOW_UID:
+			if (cfg->nallow_uid == KILND_MAX_ALLOW || parse_u64(optarg, UINT32_MAX - 1, &n))
+				return bad_usage("--allow-uid '%s': not a uid (at most %d of them)", optarg, KILND_MAX_ALLOW);
+			cfg->allow_uid[cfg->nallow_uid++] = (uid_t)n;
+			break;
+		case OPT_ALLOW_GID:
+			if (cfg->nallow_gid == KILND_MAX_ALLOW ||
+			    parse_gid(optarg, &cfg->allow_gid[cfg->nallow_gid]))
+				return bad_usage("--allow-gid '%s': not a group (at most %d of them)", optarg, KILND_MAX_ALLOW);
+			cfg->nallow_gid++;
+			break;
+		case OPT_STATE:
+			snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", optarg);
+			break;
+		case OPT_KERNEL:
+			snprintf(cfg->kernel, sizeof(cfg->kernel), "%s", optarg);
+			break;
+		case OPT_VMM:
+			snprintf(cfg->vmm, sizeof(cfg->vmm), "%s", optarg);
+			break;
+		case OPT_IMAGE: {
+			const char *eq = strchr(optarg, '=');
+			struct kilnd_image *im = &cfg->images[cfg->nimages];
+
+			if (cfg->nimages == KILND_MAX_IMAGES)
+				return bad_usage("--image: at most %d images", KILND_MAX_IMAGES);
+			if (!eq || (size_t)(eq - optarg) > IMAGE_NAME_MAX)
+				return bad_usage("--image '%s': expected NAME=PATH", optarg);
+			memcpy(im->name, optarg, (size_t)(eq - optarg));
+			im->name[eq - optarg] = '\0';
+			if (!image_name_valid(im->name))
+				return bad_usage("--image '%s': the name must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
+						 optarg);
+			for (size_t i = 0; i < cfg->nimages; i++)
+				if (strcmp(cfg->images[i].name, im->name) == 0)
+					return bad_usage("--image: '%s' given twice", im->name);
+			snprintf(im->path, sizeof(im->path), "%s", eq + 1);
+			cfg->nimages++;
+			break;
+		}
+		case OPT_SHARE_ROOT:
+			if (cfg->nshare_roots == KILND_MAX_SHARE_ROOTS)
+				return bad_usage("--share-root: at most %d", KILND_MAX_SHARE_ROOTS);
+			snprintf(cfg->share_roots[cfg->nshare_roots++], PATH_MAX, "%s", optarg);
+			break;
+		case OPT_BOOT_TIMEOUT:
+		case OPT_STOP_TIMEOUT:
+			if (parse_u64(optarg, 86400, &n) || n == 0)
+				return bad_usage("%s '%s': a number of seconds from 1 to 86400", argv[optind - 1], optarg);
+			*(opt == OPT_BOOT_TIMEOUT ? &cfg->boot_timeout_ms : &cfg->stop_timeout_ms) = (int)n * 1000;
+			break;
+		case OPT_MAX_BODY:
+			if (parse_u64(optarg, 1u << 30, &n) || n < 1024)
+				return bad_usage("--max-body '%s': bytes, from 1024 to 1073741824", optarg);
+			cfg->max_body = n;
+			break;
+		case OPT_MAX_UPLOAD:
+			if (parse_u64(optarg, UINT64_MAX, &n))
+				return bad_usage("--max-upload '%s': a number of bytes", optarg);
+			cfg->max_upload = n;
+			break;
+		case OPT_MAX_SANDBOXES:
+			if (parse_u64(optarg, 100000, &n) || n == 0)
+				return bad_usage("--max-sandboxes '%s': from 1 to 100000", optarg);
+			cfg->max_sandboxes = (unsigned)n;
+			break;
+		case OPT_MAX_CPUS:
+			/* kiln-vmm's limit. */
+			if (parse_u64(optarg, 64, &n) || n == 0)
+				return bad_usage("--max-cpus '%s': from 1 to 64", optarg);
+			cfg->limits.max_cpus = (unsigned)n;
+			break;
+		case OPT_MAX_MEMORY:
+			if (parse_u64(optarg, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
+				return bad_usage("--max-memory '%s': MiB, from %u to 1048576", optarg, SPEC_MEM_MIN_MIB);
+			cfg->limits.max_memory_mib = (unsigned)n;
+			break;
+		case OPT_IDLE_TIMEOUT:
+			if (parse_u64(optarg, SPEC_TIMEOUT_MAX_S, &n))
+				return bad_usage("--idle-timeout '%s': seconds, from 0 (never) to %u", optarg,
+						 SPEC_TIMEOUT_MAX_S);
+			cfg->limits.idle_timeout_default_s = (uint32_t)n;
+			break;
+		case OPT_MAX_CHECKPOINTS:
+			if (parse_u64(optarg, CHECKPOINTS_LIMIT_MAX, &n))
+				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
+			cfg->max_checkpoints = (unsigned)n;
+			break;
+		case OPT_DNS_RESOLVER: {
+			struct in_addr a;
+
+			if (strlen(optarg) >= sizeof(cfg->dns_resolver) || inet_pton(AF_INET, optarg, &a) != 1)
+				return bad_usage("--dns-resolver '%s': an IPv4 address, like 192.0.2.53", optarg);
+			/* kiln-vmm bind-mounts passt's resolv.conf in a mount namespace. */
+			if (geteuid() != 0)
+				return bad_usage("--dns-resolver needs kilnd to run as root (passt gets its own resolv.conf in a mount namespace): run kilnd as root or leave --dns-resolver out");
+			snprintf(cfg->dns_resolver, sizeof(cfg->dns_resolver), "%s", optarg);
+			break;
+		}
+		case OPT_QUIET:
+			cfg->quiet = true;
+			break;
+		case OPT_VERSION:
+			printf("kilnd %s\n", KILND_VERSION);
+			return ARGS_DONE;
+		case OPT_HELP:
+			fputs(usage, stdout);
+			return ARGS_DONE;
+		default:
+			return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument '%s'", argv[optind]);
+	return EXIT_OK;
+}
+
+/* Everything that can be checked before serving, so bad setups fail at once. */
+static int check_config(struct kilnd_config *cfg)
+{
+	char real[PATH_MAX], sub[PATH_MAX + 16];
+	struct stat st;
+	int r;
+
+	if (mkdir_p(cfg->state_dir, 0755) < 0)
+		return setup_error("--state-dir '%s': cannot create it: %s", cfg->state_dir, strerror(errno));
+	if (!realpath(cfg->state_dir, real))
+		return setup_error("--state-dir '%s': %s", cfg->state_dir, strerror(errno));
+	if (!vmm_path_valid(real))
+		return setup_error("--state-dir '%s': kiln-vmm cannot take a path with ',' or ':'", real);
+	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
+	/* The longest socket kiln-vmm binds for a sandbox: its vsock socket
+	 * plus the "_<port>" of guest-initiated connections. */
+	if (strlen(cfg->state_dir) + strlen("/sandboxes/") + SANDBOX_ID_LEN + strlen("/vsock.sock_4294967295") >=
+	    KILND_SOCKET_MAX)
+		return setup_error("--state-dir '%s': too long; sandbox sockets beneath it would not fit a Unix socket address (%d bytes); pick a shorter one",
+				   cfg->state_dir, KILND_SOCKET_MAX - 1);
+	snprintf(sub, sizeof(sub), "%s/images", cfg->state_dir);
+	if (mkdir(sub, 0755) < 0 && errno != EEXIST)
+		return setup_error("cannot create %s: %s", sub, strerror(errno));
+	snprintf(sub, sizeof(sub), "%s/sandboxes", cfg->state_dir);
+	if (mkdir(sub, 0700) < 0 && errno != EEXIST)
+		return setup_error("cannot create %s: %s", sub, strerror(errno));
+	if ((r = absolute("--kernel", cfg->kernel, real)))
+		return r;
+	if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+		return setup_error("--kernel '%s': not a regular file", cfg->kernel);
+	snprintf(cfg->kernel, sizeof(cfg->kernel), "%s", real);
+	if ((r = absolute("--vmm", cfg->vmm, real)))
+		return r;
+	if (access(real, X_OK) < 0)
+		return setup_error("--vmm '%s': not executable: %s (build it with make, or pass --vmm PATH)", cfg->vmm,
+				   strerror(errno));
+	snprintf(cfg->vmm, sizeof(cfg->vmm), "%s", real);
+	for (size_t i = 0; i < cfg->nimages; i++) {
+		char what[IMAGE_NAME_MAX + 16];
+
+		snprintf(what, sizeof(what), "--image %s", cfg->images[i].name);
+		if ((r = absolute(what, cfg->images[i].path, real)))
+			return r;
+		if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
+			return setup_error("%s: '%s' is not a regular file", what, cfg->images[i].path);
+		snprintf(cfg->images[i].path, sizeof(cfg->images[i].path), "%s", real);
+	}
+	for (size_t i = 0; i < cfg->nshare_roots; i++) {
+		if (!realpath(cfg->share_roots[i], real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+			return setup_error("--share-root '%s': not a directory", cfg->share_roots[i]);
+		snprintf(cfg->share_roots[i], PATH_MAX, "%s", real);
+	}
+	return EXIT_OK;
+}
+
+/* Serve until SIGTERM/SIGINT/SIGHUP, then stop every sandbox. */
+static int run(struct kilnd *d)
+{
+	char err[512];
+	struct MHD_Daemon *mhd;
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigset_t stop;
+	int fd, sig;
+
+	/* Writes to a gone client or a finished agent transfer return EPIPE
+	 * instead of killing the daemon. */
+	sigaction(SIGPIPE, &ign, NULL);
+	/* Shutdown signals are taken by sigtimedwait below; blocked before
+	 * any thread exists, so every thread inherits the mask. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+
+	d->started_mono_ms = mono_ms();
+	atomic_init(&d->shutting_down, false);
+	pthread_mutex_init(&d->metrics_mu, NULL);
+	metrics_init(&d->metrics);
+	if (sandboxes_init(d, err, sizeof(err)))
+		return setup_error("%s", err);
+	if (listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, err, sizeof(err))) {
+		sandboxes_free(d);
+		return setup_error("%s", err);
+	}
+	mhd = http_start(d, fd, err, sizeof(err));
+	if (!mhd) {
+		unlink(d->cfg.socket_path);
+		close(fd);
+		sandboxes_free(d);
+		return setup_error("%s", err);
+	}
+	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path, d->cfg.state_dir,
+		  d->cfg.kernel, d->cfg.vmm);
+
+	for (;;) {
+		struct timespec tick = { .tv_sec = 1 };
+
+		sig = sigtimedwait(&stop, NULL, &tick);
+		if (sig > 0)
+			break;
+		sandboxes_tick(d);
+	}
+	kilnd_log("%s: stopping every sandbox, then exiting", strsignal(sig));
+	atomic_store(&d->shutting_down, true);
+	/* No new connections; requests in flight see shutting_down, and the
+	 * ones waiting on a guest end when its VM stops. */
+	http_quiesce(mhd);
+	unlink(d->cfg.socket_path);
+	sandboxes_shutdown(d);
+	http_stop(mhd);
+	close(fd);
+	kilnd_log("stopped");
+	/* A thread that still holds a sandbox keeps d alive until exit. */
+	return sandboxes_free(d) ? EXIT_OK : RUN_BUSY;
+}
+
+int main(int argc, char **argv)
+{
+	struct kilnd *d;
+	int r;
+
+	ensure_stdio();
+	/* Large (paths, images): on the heap, handed to everything by pointer. */
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return setup_error("out of memory");
+	r = parse_args(argc, argv, &d->cfg);
+	if (!r)
+		r = check_config(&d->cfg);
+	if (!r)
+		r = run(d);
+	if (r == RUN_BUSY)
+		return EXIT_OK; /* d stays: see run() */
+	free(d);
+	return r == ARGS_DONE ? EXIT_OK : r;
+}

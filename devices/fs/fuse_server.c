@@ -1,0 +1,1410 @@
+#include "devices/fs/fuse_server.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fuse.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The guest's kernel caches names and attributes this long (seconds): short,
+ * because the host may change the share behind the guest's back. */
+#define ATTR_TIMEOUT 1
+
+/* Oldest protocol accepted: below 7.12 the argument structs have other
+ * sizes (FUSE_COMPAT_*), which no virtio-fs driver (7.31+) ever sends. */
+#define MIN_MINOR 12
+
+/* INIT flags kiln implements, intersected with what the guest offers. */
+#define INIT_FLAGS                                                                                 \
+	(FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA |          \
+	 FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES)
+
+/* Open flags passed through to the host. O_CREAT/O_EXCL come only from
+ * CREATE; O_DIRECT would fail on the guest's unaligned buffers; O_NOATIME
+ * fails with EPERM for files the VMM does not own; O_PATH, O_TMPFILE and
+ * O_DIRECTORY are the server's to choose. */
+#define OPEN_FLAGS (O_ACCMODE | O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_TRUNC | O_LARGEFILE)
+
+struct fs_inode {
+	int fd; /* O_PATH, no follow; -1 when the slot is free */
+	uint32_t gen;
+	uint64_t nlookup;
+	dev_t dev;
+	ino_t ino;
+	int32_t next; /* hash chain while used, free list while free */
+};
+
+struct fs_handle {
+	int fd; /* real open fd; -1 when the slot is free */
+	uint32_t gen;
+	int dir;
+	uint64_t nodeid;
+	int32_t next_free;
+};
+
+struct fuse_server {
+	int proc_fd; /* /proc/self/fd, to reopen our own O_PATH fds */
+	int read_only;
+	int active;
+	struct fs_inode *inodes;
+	uint32_t ninodes; /* capacity, a power of two */
+	int32_t free_inode;
+	int32_t *buckets; /* (dev, ino) hash, ninodes buckets */
+	struct fs_handle *handles;
+	uint32_t nhandles;
+	int32_t free_handle;
+};
+
+/* One request being handled: the parsed header, the argument bytes, and
+ * where the reply body goes (after the fuse_out_header). */
+struct req {
+	struct fuse_in_header h;
+	const uint8_t *arg;
+	size_t alen;
+	uint8_t *body;
+	size_t cap;
+};
+
+/* ---- inode table ---- */
+
+static uint32_t key_hash(dev_t dev, ino_t ino, uint32_t n)
+{
+	uint64_t k = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
+
+	return (uint32_t)(k >> 32) & (n - 1);
+}
+
+static uint64_t inode_id(const struct fuse_server *s, int32_t i)
+{
+	/* Slot 0 is the root: FUSE_ROOT_ID (1). Others never produce 1. */
+	return ((uint64_t)s->inodes[i].gen << 32) | (uint64_t)(i + 1);
+}
+
+static struct fs_inode *inode_get(struct fuse_server *s, uint64_t nodeid)
+{
+	uint64_t idx = (nodeid & 0xffffffffULL) - 1;
+	struct fs_inode *n;
+
+	if ((nodeid & 0xffffffffULL) == 0 || idx >= s->ninodes)
+		return NULL;
+	n = &s->inodes[idx];
+	if (n->fd < 0 || n->gen != (uint32_t)(nodeid >> 32))
+		return NULL;
+	return n;
+}
+
+/* The fd of node `nodeid`, or -ENOENT for ids the guest made up or kept
+ * after forgetting them. */
+static int node_fd(struct fuse_server *s, uint64_t nodeid)
+{
+	struct fs_inode *n = inode_get(s, nodeid);
+
+	return n ? n->fd : -ENOENT;
+}
+
+static int inodes_grow(struct fuse_server *s)
+{
+	uint32_t old = s->ninodes, n = old ? old * 2 : 64;
+	struct fs_inode *t;
+	int32_t *b;
+
+	if (n > FUSE_SERVER_MAX_INODES)
+		return -ENFILE;
+	t = realloc(s->inodes, n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	s->inodes = t;
+	b = malloc(n * sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	free(s->buckets);
+	s->buckets = b;
+	s->ninodes = n;
+	for (uint32_t i = 0; i < n; i++)
+		b[i] = -1;
+	/* Rehash the used slots; thread the new ones onto the free list. */
+	for (uint32_t i = 0; i < old; i++) {
+		if (t[i].fd >= 0) {
+			uint32_t h = key_hash(t[i].dev, t[i].ino, n);
+
+			t[i].next = b[h];
+			b[h] = (int32_t)i;
+		}
+	}
+	for (uint32_t i = n; i-- > old;) {
+		t[i].fd = -1;
+		t[i].gen = 0;
+		t[i].next = s->free_inode;
+		s->free_inode = (int32_t)i;
+	}
+	return 0;
+}
+
+static int32_t inode_find(struct fuse_server *s, dev_t dev, ino_t ino)
+{
+	for (int32_t i = s->buckets[key_hash(dev, ino, s->ninodes)]; i >= 0; i = s->inodes[i].next)
+		if (s->inodes[i].dev == dev && s->inodes[i].ino == ino)
+			return i;
+	return -1;
+}
+
+/* Take ownership of O_PATH `fd` for (dev, ino); returns the slot or -errno
+ * (fd is closed on failure). */
+static int32_t inode_insert(struct fuse_server *s, int fd, dev_t dev, ino_t ino)
+{
+	struct fs_inode *n;
+	uint32_t h;
+	int32_t i;
+	int err;
+
+	if (s->free_inode < 0 && (err = inodes_grow(s)) < 0) {
+		close(fd);
+		return err;
+	}
+	i = s->free_inode;
+	n = &s->inodes[i];
+	s->free_inode = n->next;
+	n->fd = fd;
+	n->dev = dev;
+	n->ino = ino;
+	n->nlookup = 1;
+	h = key_hash(dev, ino, s->ninodes);
+	n->next = s->buckets[h];
+	s->buckets[h] = i;
+	return i;
+}
+
+static void inode_free(struct fuse_server *s, int32_t i)
+{
+	struct fs_inode *n = &s->inodes[i];
+	int32_t *pp = &s->buckets[key_hash(n->dev, n->ino, s->ninodes)];
+
+	while (*pp != i)
+		pp = &s->inodes[*pp].next;
+	*pp = n->next;
+	close(n->fd);
+	n->fd = -1;
+	n->gen++; /* ids naming the old occupant are now stale */
+	n->next = s->free_inode;
+	s->free_inode = i;
+}
+
+static void inode_forget(struct fuse_server *s, uint64_t nodeid, uint64_t count)
+{
+	struct fs_inode *n = inode_get(s, nodeid);
+
+	if (!n)
+		return; /* FORGET has no reply: nothing to tell a lying guest */
+	n->nlookup -= count < n->nlookup ? count : n->nlookup;
+	if (n->nlookup == 0 && n != &s->inodes[0])
+		inode_free(s, (int32_t)(n - s->inodes));
+}
+
+/* ---- handle table ---- */
+
+static int handles_grow(struct fuse_server *s)
+{
+	uint32_t old = s->nhandles, n = old ? old * 2 : 64;
+	struct fs_handle *t;
+
+	if (n > FUSE_SERVER_MAX_HANDLES)
+		return -ENFILE;
+	t = realloc(s->handles, n * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	s->handles = t;
+	s->nhandles = n;
+	for (uint32_t i = n; i-- > old;) {
+		t[i].fd = -1;
+		t[i].gen = 0;
+		t[i].next_free = s->free_handle;
+		s->free_handle = (int32_t)i;
+	}
+	return 0;
+}
+
+/* Take ownership of open `fd`; the fh for it, or -errno (fd closed). */
+static int64_t handle_alloc(struct fuse_server *s, int fd, int dir, uint64_t nodeid)
+{
+	struct fs_handle *h;
+	int32_t i;
+	int err;
+
+	if (s->free_handle < 0 && (err = handles_grow(s)) < 0) {
+		close(fd);
+		return err;
+	}
+	i = s->free_handle;
+	h = &s->handles[i];
+	s->free_handle = h->next_free;
+	h->fd = fd;
+	h->dir = dir;
+	h->nodeid = nodeid;
+	return (int64_t)(((uint64_t)h->gen << 32) | (uint32_t)i);
+}
+
+/* The handle `fh` names, when it is open and of the kind asked for. */
+static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
+{
+	uint64_t i = fh & 0xffffffffULL;
+	struct fs_handle *h;
+
+	if (i >= s->nhandles)
+		return NULL;
+	h = &s->handles[i];
+	if (h->fd < 0 || h->gen != (uint32_t)(fh >> 32) || h->dir != dir)
+		return NULL;
+	return h;
+}
+
+static void handle_free(struct fuse_server *s, struct fs_handle *h)
+{
+	close(h->fd);
+	h->fd = -1;
+	h->gen++;
+	h->next_free = s->free_handle;
+	s->free_handle = (int32_t)(h - s->handles);
+}
+
+/* ---- helpers ---- */
+
+static int sys_openat2(int dirfd, const char *name, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static void fd_name(int fd, char buf[16])
+{
+	snprintf(buf, 16, "%d", fd);
+}
+
+/* Open what our O_PATH `fd` refers to, for I/O. Callers have checked its
+ * type: only regular files and directories get here. */
+static int reopen(struct fuse_server *s, int fd, int flags)
+{
+	char n[16];
+	int r;
+
+	fd_name(fd, n);
+	r = openat(s->proc_fd, n, flags | O_CLOEXEC);
+	return r < 0 ? -errno : r;
+}
+
+static int stat_fd(int fd, struct stat *st)
+{
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+}
+
+/* One path component the host may resolve beneath its parent. */
+static int name_check(const char *name)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	if (strlen(name) > NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Copy the fixed argument struct of the opcode; -EINVAL when short. */
+static int take_arg(struct req *r, void *dst, size_t size)
+{
+	if (r->alen < size)
+		return -EINVAL;
+	memcpy(dst, r->arg, size);
+	r->arg += size;
+	r->alen -= size;
+	return 0;
+}
+
+/* The next NUL-terminated string of the arguments, or NULL when the guest
+ * did not terminate it inside the request. */
+static const char *take_str(struct req *r)
+{
+	const uint8_t *nul = r->alen ? memchr(r->arg, 0, r->alen) : NULL;
+	const char *s = (const char *)r->arg;
+
+	if (!nul)
+		return NULL;
+	r->alen -= (size_t)(nul + 1 - r->arg);
+	r->arg = nul + 1;
+	return s;
+}
+
+static int take_name(struct req *r, const char **name)
+{
+	*name = take_str(r);
+	return *name ? name_check(*name) : -EINVAL;
+}
+
+/* Regular files may not carry set-id bits (see the header). */
+static mode_t safe_mode(mode_t type, mode_t mode)
+{
+	mode &= 07777;
+	if (S_ISREG(type))
+		mode &= ~(mode_t)(S_ISUID | S_ISGID);
+	return mode;
+}
+
+static void fill_attr(struct fuse_attr *a, const struct stat *st)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = st->st_ino;
+	a->size = (uint64_t)st->st_size;
+	a->blocks = (uint64_t)st->st_blocks;
+	a->atime = (uint64_t)st->st_atim.tv_sec;
+	a->mtime = (uint64_t)st->st_mtim.tv_sec;
+	a->ctime = (uint64_t)st->st_ctim.tv_sec;
+	a->atimensec = (uint32_t)st->st_atim.tv_nsec;
+	a->mtimensec = (uint32_t)st->st_mtim.tv_nsec;
+	a->ctimensec = (uint32_t)st->st_ctim.tv_nsec;
+	a->mode = st->st_mode;
+	a->nlink = (uint32_t)st->st_nlink;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	/* glibc's dev_t encoding equals the kernel's new_encode_dev() below 2^32. */
+	a->rdev = (uint32_t)st->st_rdev;
+	a->blksize = (uint32_t)st->st_blksize;
+}
+
+/* Turn O_PATH `fd` into a node (new, or one more lookup of a known one) and
+ * describe it. Consumes fd. */
+static int entry_from_fd(struct fuse_server *s, int fd, struct fuse_entry_out *eo)
+{
+	struct stat st;
+	int32_t i;
+	int err = stat_fd(fd, &st);
+
+	if (err < 0) {
+		close(fd);
+		return err;
+	}
+	i = inode_find(s, st.st_dev, st.st_ino);
+	if (i >= 0) {
+		close(fd);
+		s->inodes[i].nlookup++;
+	} else {
+		i = inode_insert(s, fd, st.st_dev, st.st_ino);
+		if (i < 0)
+			return i;
+	}
+	memset(eo, 0, sizeof(*eo));
+	eo->nodeid = inode_id(s, i);
+	eo->entry_valid = ATTR_TIMEOUT;
+	eo->attr_valid = ATTR_TIMEOUT;
+	fill_attr(&eo->attr, &st);
+	return 0;
+}
+
+/* The confined lookup every name goes through: one component beneath
+ * dirfd, symlinks not followed. */
+static int lookup_name(struct fuse_server *s, int dirfd, const char *name,
+		       struct fuse_entry_out *eo)
+{
+	int fd = sys_openat2(dirfd, name, O_PATH | O_NOFOLLOW, 0);
+
+	if (fd < 0)
+		return fd;
+	return entry_from_fd(s, fd, eo);
+}
+
+/* Creation honours the guest's mode (already umasked by the guest kernel),
+ * not the VMM's umask. */
+static int fix_mode(struct fuse_server *s, int pathfd, mode_t mode)
+{
+	struct stat st;
+	char n[16];
+	int err = stat_fd(pathfd, &st);
+
+	if (err < 0)
+		return err;
+	if (S_ISLNK(st.st_mode) || (st.st_mode & 07777) == mode)
+		return 0;
+	fd_name(pathfd, n);
+	return fchmodat(s->proc_fd, n, mode, 0) < 0 ? -errno : 0;
+}
+
+/* The same for a file CREATE just made, through its open fd. */
+static int fix_mode_open(int fd, mode_t mode)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)
+		return -errno;
+	return 0;
+}
+
+static int reply_entry(struct fuse_server *s, struct req *r, int dirfd, const char *name,
+		       mode_t mode)
+{
+	struct fuse_entry_out eo;
+	int fd = sys_openat2(dirfd, name, O_PATH | O_NOFOLLOW, 0);
+	int err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = fix_mode(s, fd, mode)) < 0) {
+		close(fd);
+		return err;
+	}
+	if ((err = entry_from_fd(s, fd, &eo)) < 0)
+		return err;
+	memcpy(r->body, &eo, sizeof(eo));
+	return sizeof(eo);
+}
+
+/* ---- session ---- */
+
+void fuse_server_reset(struct fuse_server *s)
+{
+	for (uint32_t i = 0; i < s->nhandles; i++)
+		if (s->handles[i].fd >= 0)
+			handle_free(s, &s->handles[i]);
+	for (uint32_t i = 1; i < s->ninodes; i++)
+		if (s->inodes[i].fd >= 0)
+			inode_free(s, (int32_t)i);
+	s->active = 0;
+}
+
+int fuse_server_active(const struct fuse_server *s)
+{
+	return s->active;
+}
+
+static int op_init(struct fuse_server *s, struct req *r)
+{
+	struct fuse_init_in in = { 0 };
+	struct fuse_init_out out = { 0 };
+	size_t len;
+
+	/* 7.x drivers send 16 bytes up to 7.35 and the whole struct after. */
+	if (r->alen < 16)
+		return -EINVAL;
+	memcpy(&in, r->arg, r->alen < sizeof(in) ? r->alen : sizeof(in));
+	if (in.major != FUSE_KERNEL_VERSION || in.minor < MIN_MINOR)
+		return -EPROTO;
+	len = in.minor < 23 ? FUSE_COMPAT_22_INIT_OUT_SIZE : sizeof(out);
+	if (r->cap < len)
+		return -ERANGE;
+	/* A new mount (or a driver that reset without DESTROY) starts clean. */
+	fuse_server_reset(s);
+	out.major = FUSE_KERNEL_VERSION;
+	out.minor = FUSE_KERNEL_MINOR_VERSION;
+	out.max_readahead = in.max_readahead;
+	out.flags = in.flags & INIT_FLAGS;
+	out.max_background = 64;
+	out.congestion_threshold = 48;
+	out.max_write = FUSE_SERVER_MAX_WRITE;
+	out.time_gran = 1;
+	out.max_pages = FUSE_SERVER_MAX_WRITE / 4096;
+	memcpy(r->body, &out, len);
+	s->active = 1;
+	return (int)len;
+}
+
+static int op_destroy(struct fuse_server *s, struct req *r)
+{
+	(void)r;
+	fuse_server_reset(s);
+	return 0;
+}
+
+static int op_lookup(struct fuse_server *s, struct req *r)
+{
+	struct fuse_entry_out eo;
+	const char *name;
+	int dirfd = node_fd(s, r->h.nodeid), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_name(r, &name)) < 0)
+		return err;
+	if ((err = lookup_name(s, dirfd, name, &eo)) < 0)
+		return err;
+	memcpy(r->body, &eo, sizeof(eo));
+	return sizeof(eo);
+}
+
+static void op_forget(struct fuse_server *s, struct req *r)
+{
+	struct fuse_forget_in in;
+
+	if (take_arg(r, &in, sizeof(in)) == 0)
+		inode_forget(s, r->h.nodeid, in.nlookup);
+}
+
+static void op_batch_forget(struct fuse_server *s, struct req *r)
+{
+	struct fuse_batch_forget_in in;
+
+	if (take_arg(r, &in, sizeof(in)) < 0 || in.count > r->alen / sizeof(struct fuse_forget_one))
+		return; /* a count beyond the request: ignore it all */
+	for (uint32_t i = 0; i < in.count; i++) {
+		struct fuse_forget_one one;
+
+		take_arg(r, &one, sizeof(one));
+		inode_forget(s, one.nodeid, one.nlookup);
+	}
+}
+
+static int reply_attr(struct req *r, int fd)
+{
+	struct fuse_attr_out ao = { .attr_valid = ATTR_TIMEOUT };
+	struct stat st;
+	int err = stat_fd(fd, &st);
+
+	if (err < 0)
+		return err;
+	fill_attr(&ao.attr, &st);
+	memcpy(r->body, &ao, sizeof(ao));
+	return sizeof(ao);
+}
+
+static int op_getattr(struct fuse_server *s, struct req *r)
+{
+	struct fuse_getattr_in in;
+	int fd = node_fd(s, r->h.nodeid), err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	return reply_attr(r, fd);
+}
+
+static int set_size(struct fuse_server *s, int fd, const struct stat *st, struct fs_handle *h,
+		    uint64_t size)
+{
+	int wfd, err = 0;
+
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	if (size > INT64_MAX)
+		return -EFBIG;
+	if (h)
+		return ftruncate(h->fd, (off_t)size) < 0 ? -errno : 0;
+	wfd = reopen(s, fd, O_WRONLY);
+	if (wfd < 0)
+		return wfd;
+	if (ftruncate(wfd, (off_t)size) < 0)
+		err = -errno;
+	close(wfd);
+	return err;
+}
+
+static int op_setattr(struct fuse_server *s, struct req *r)
+{
+	struct fuse_setattr_in in;
+	struct fs_handle *h = NULL;
+	struct stat st;
+	char n[16];
+	int fd = node_fd(s, r->h.nodeid), err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if ((err = stat_fd(fd, &st)) < 0)
+		return err;
+	if (in.valid & FATTR_FH) {
+		/* A handle of another node would truncate the wrong file. */
+		h = handle_get(s, in.fh, 0);
+		if (!h || h->nodeid != r->h.nodeid)
+			return -EBADF;
+	}
+	fd_name(fd, n);
+	if (in.valid & FATTR_MODE) {
+		if (S_ISLNK(st.st_mode))
+			return -EOPNOTSUPP; /* Linux has no lchmod */
+		if (fchmodat(s->proc_fd, n, safe_mode(st.st_mode, in.mode), 0) < 0)
+			return -errno;
+	}
+	if (in.valid & (FATTR_UID | FATTR_GID)) {
+		uid_t uid = (in.valid & FATTR_UID) ? in.uid : (uid_t)-1;
+		gid_t gid = (in.valid & FATTR_GID) ? in.gid : (gid_t)-1;
+
+		if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	if ((in.valid & FATTR_SIZE) && (err = set_size(s, fd, &st, h, in.size)) < 0)
+		return err;
+	/* Times last, so a truncate does not overwrite the mtime asked for. */
+	if (in.valid & (FATTR_ATIME | FATTR_MTIME)) {
+		struct timespec ts[2] = { { 0, UTIME_OMIT }, { 0, UTIME_OMIT } };
+
+		if (in.valid & FATTR_ATIME_NOW)
+			ts[0].tv_nsec = UTIME_NOW;
+		else if (in.valid & FATTR_ATIME)
+			ts[0] = (struct timespec){ (time_t)in.atime, in.atimensec };
+		if (in.valid & FATTR_MTIME_NOW)
+			ts[1].tv_nsec = UTIME_NOW;
+		else if (in.valid & FATTR_MTIME)
+			ts[1] = (struct timespec){ (time_t)in.mtime, in.mtimensec };
+		if (utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	return reply_attr(r, fd);
+}
+
+static int op_readlink(struct fuse_server *s, struct req *r)
+{
+	size_t cap = r->cap < PATH_MAX ? r->cap : PATH_MAX;
+	int fd = node_fd(s, r->h.nodeid), err;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	if ((err = stat_fd(fd, &st)) < 0)
+		return err;
+	if (!S_ISLNK(st.st_mode))
+		return -EINVAL; /* readlink(2) on a non-link */
+	n = readlinkat(fd, "", (char *)r->body, cap);
+	return n < 0 ? -errno : (int)n;
+}
+
+static int op_symlink(struct fuse_server *s, struct req *r)
+{
+	const char *name, *target;
+	int dirfd = node_fd(s, r->h.nodeid), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	/* Arguments: the new entry's name, then the link's contents. */
+	if ((err = take_name(r, &name)) < 0)
+		return err;
+	if (!(target = take_str(r)) || !target[0])
+		return -EINVAL;
+	if (strlen(target) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	/* The contents are only ever read back, never followed by the host. */
+	if (symlinkat(target, dirfd, name) < 0)
+		return -errno;
+	return reply_entry(s, r, dirfd, name, 0);
+}
+
+static int op_mknod(struct fuse_server *s, struct req *r)
+{
+	struct fuse_mknod_in in;
+	const char *name;
+	mode_t type, mode;
+	int dirfd = node_fd(s, r->h.nodeid), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+		return err;
+	type = in.mode & S_IFMT;
+	if (type == 0)
+		type = S_IFREG;
+	/* Device nodes in a host directory are a way out of the sandbox. */
+	if (type != S_IFREG && type != S_IFIFO && type != S_IFSOCK)
+		return -EPERM;
+	mode = safe_mode(type, in.mode);
+	if (mknodat(dirfd, name, type | mode, 0) < 0)
+		return -errno;
+	return reply_entry(s, r, dirfd, name, mode);
+}
+
+static int op_mkdir(struct fuse_server *s, struct req *r)
+{
+	struct fuse_mkdir_in in;
+	const char *name;
+	mode_t mode;
+	int dirfd = node_fd(s, r->h.nodeid), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+		return err;
+	mode = safe_mode(S_IFDIR, in.mode);
+	if (mkdirat(dirfd, name, mode) < 0)
+		return -errno;
+	return reply_entry(s, r, dirfd, name, mode);
+}
+
+static int op_unlink_common(struct fuse_server *s, struct req *r, int flags)
+{
+	const char *name;
+	int dirfd = node_fd(s, r->h.nodeid), err;
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_name(r, &name)) < 0)
+		return err;
+	return unlinkat(dirfd, name, flags) < 0 ? -errno : 0;
+}
+
+static int op_unlink(struct fuse_server *s, struct req *r)
+{
+	return op_unlink_common(s, r, 0);
+}
+
+static int op_rmdir(struct fuse_server *s, struct req *r)
+{
+	return op_unlink_common(s, r, AT_REMOVEDIR);
+}
+
+static int do_rename(struct fuse_server *s, struct req *r, uint64_t newdir, uint32_t flags)
+{
+	const char *oldname, *newname;
+	int olddirfd = node_fd(s, r->h.nodeid), newdirfd = node_fd(s, newdir), err;
+
+	if (olddirfd < 0)
+		return olddirfd;
+	if (newdirfd < 0)
+		return newdirfd;
+	/* RENAME_WHITEOUT needs privilege and means nothing to a share. */
+	if (flags & ~(uint32_t)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		return -EINVAL;
+	if ((err = take_name(r, &oldname)) < 0 || (err = take_name(r, &newname)) < 0)
+		return err;
+	return renameat2(olddirfd, oldname, newdirfd, newname, flags) < 0 ? -errno : 0;
+}
+
+static int op_rename(struct fuse_server *s, struct req *r)
+{
+	struct fuse_rename_in in;
+	int err = take_arg(r, &in, sizeof(in));
+
+	return err < 0 ? err : do_rename(s, r, in.newdir, 0);
+}
+
+static int op_rename2(struct fuse_server *s, struct req *r)
+{
+	struct fuse_rename2_in in;
+	int err = take_arg(r, &in, sizeof(in));
+
+	return err < 0 ? err : do_rename(s, r, in.newdir, in.flags);
+}
+
+static int op_link(struct fuse_server *s, struct req *r)
+{
+	struct fuse_link_in in;
+	struct stat st;
+	const char *name;
+	char n[16];
+	int dirfd = node_fd(s, r->h.nodeid), oldfd, err;
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+		return err;
+	if ((oldfd = node_fd(s, in.oldnodeid)) < 0)
+		return oldfd;
+	if ((err = stat_fd(oldfd, &st)) < 0)
+		return err;
+	if (S_ISDIR(st.st_mode))
+		return -EPERM;
+	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc magic link
+	 * reaches the same inode without it (links to the symlink itself). */
+	fd_name(oldfd, n);
+	if (linkat(s->proc_fd, n, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
+		return -errno;
+	return reply_entry(s, r, dirfd, name, st.st_mode & 07777);
+}
+
+static int open_flags(struct fuse_server *s, uint32_t guest, int *flags)
+{
+	*flags = (int)guest & OPEN_FLAGS;
+	if (s->read_only && ((*flags & O_ACCMODE) != O_RDONLY || (*flags & O_TRUNC)))
+		return -EROFS;
+	return 0;
+}
+
+static int reply_open(struct fuse_server *s, struct req *r, int fd, int dir)
+{
+	struct fuse_open_out oo = { 0 };
+	int64_t fh = handle_alloc(s, fd, dir, r->h.nodeid);
+
+	if (fh < 0)
+		return (int)fh;
+	oo.fh = (uint64_t)fh;
+	memcpy(r->body, &oo, sizeof(oo));
+	return sizeof(oo);
+}
+
+static int op_open(struct fuse_server *s, struct req *r)
+{
+	struct fuse_open_in in;
+	struct stat st;
+	int fd = node_fd(s, r->h.nodeid), flags, err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0 ||
+	    (err = open_flags(s, in.flags, &flags)) < 0)
+		return err;
+	/* The guest kernel opens fifos and devices itself; a host fifo would
+	 * block the device thread, a symlink would be followed. */
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	if (S_ISLNK(st.st_mode))
+		return -ELOOP;
+	if (!S_ISREG(st.st_mode))
+		return -EACCES;
+	if ((fd = reopen(s, fd, flags | O_NOCTTY)) < 0)
+		return fd;
+	return reply_open(s, r, fd, 0);
+}
+
+static int op_create(struct fuse_server *s, struct req *r)
+{
+	struct fuse_create_in in;
+	struct fuse_entry_out eo;
+	struct fs_handle *h;
+	const char *name;
+	mode_t mode;
+	int64_t fh;
+	int dirfd = node_fd(s, r->h.nodeid), flags, fd, pfd, err, created = 1;
+	char n[16];
+
+	if (dirfd < 0)
+		return dirfd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0 ||
+	    (err = open_flags(s, in.flags, &flags)) < 0)
+		return err;
+	mode = safe_mode(S_IFREG, in.mode);
+	/* O_EXCL first, so we know whether our mode applies; O_NOFOLLOW so a
+	 * dangling symlink does not create its target. */
+	fd = sys_openat2(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode);
+	if (fd == -EEXIST && !(in.flags & O_EXCL)) {
+		created = 0;
+		fd = sys_openat2(dirfd, name, flags | O_NOFOLLOW | O_NOCTTY, 0);
+	}
+	if (fd < 0)
+		return fd;
+	if (created && (err = fix_mode_open(fd, mode)) < 0) {
+		close(fd);
+		return err;
+	}
+	fd_name(fd, n);
+	pfd = openat(s->proc_fd, n, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	fh = handle_alloc(s, fd, 0, 0);
+	if (fh < 0) {
+		close(pfd);
+		return (int)fh;
+	}
+	if ((err = entry_from_fd(s, pfd, &eo)) < 0) {
+		handle_free(s, handle_get(s, (uint64_t)fh, 0));
+		return err;
+	}
+	h = handle_get(s, (uint64_t)fh, 0);
+	h->nodeid = eo.nodeid;
+	memcpy(r->body, &eo, sizeof(eo));
+	memcpy(r->body + sizeof(eo), &(struct fuse_open_out){ .fh = (uint64_t)fh },
+	       sizeof(struct fuse_open_out));
+	return sizeof(eo) + sizeof(struct fuse_open_out);
+}
+
+static int op_read(struct fuse_server *s, struct req *r)
+{
+	struct fuse_read_in in;
+	struct fs_handle *h;
+	size_t want, done = 0;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, 0)))
+		return -EBADF;
+	if (in.offset > INT64_MAX)
+		return -EINVAL;
+	want = in.size;
+	if (want > r->cap)
+		want = r->cap;
+	if (want > FUSE_SERVER_MAX_WRITE)
+		want = FUSE_SERVER_MAX_WRITE;
+	/* A short read means end of file to the guest: fill what we can. */
+	while (done < want) {
+		ssize_t n = pread(h->fd, r->body + done, want - done, (off_t)(in.offset + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return done ? (int)done : -errno;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (int)done;
+}
+
+static int op_write(struct fuse_server *s, struct req *r)
+{
+	struct fuse_write_in in;
+	struct fuse_write_out wo = { 0 };
+	struct fs_handle *h;
+	size_t done = 0;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (in.size > r->alen)
+		return -EINVAL; /* the data the guest claims is not there */
+	if (!(h = handle_get(s, in.fh, 0)))
+		return -EBADF;
+	if (in.offset > INT64_MAX)
+		return -EINVAL;
+	while (done < in.size) {
+		ssize_t n = pwrite(h->fd, r->arg + done, in.size - done, (off_t)(in.offset + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (!done)
+				return -errno;
+			break;
+		}
+		done += (size_t)n;
+	}
+	wo.size = (uint32_t)done;
+	memcpy(r->body, &wo, sizeof(wo));
+	return sizeof(wo);
+}
+
+static int op_statfs(struct fuse_server *s, struct req *r)
+{
+	struct fuse_statfs_out so = { 0 };
+	struct statfs st;
+	int fd = node_fd(s, r->h.nodeid);
+
+	if (fd < 0)
+		return fd;
+	if (fstatfs(fd, &st) < 0)
+		return -errno;
+	so.st.blocks = st.f_blocks;
+	so.st.bfree = st.f_bfree;
+	so.st.bavail = st.f_bavail;
+	so.st.files = st.f_files;
+	so.st.ffree = st.f_ffree;
+	so.st.bsize = (uint32_t)st.f_bsize;
+	so.st.namelen = (uint32_t)st.f_namelen;
+	so.st.frsize = (uint32_t)st.f_frsize;
+	memcpy(r->body, &so, sizeof(so));
+	return sizeof(so);
+}
+
+static int release_common(struct fuse_server *s, struct req *r, int dir)
+{
+	struct fuse_release_in in;
+	struct fs_handle *h;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, dir)))
+		return -EBADF;
+	handle_free(s, h);
+	return 0;
+}
+
+static int op_release(struct fuse_server *s, struct req *r)
+{
+	return release_common(s, r, 0);
+}
+
+static int op_releasedir(struct fuse_server *s, struct req *r)
+{
+	return release_common(s, r, 1);
+}
+
+static int fsync_common(struct fuse_server *s, struct req *r, int dir)
+{
+	struct fuse_fsync_in in;
+	struct fs_handle *h;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, dir)))
+		return -EBADF;
+	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->fd) : fsync(h->fd);
+	return err < 0 ? -errno : 0;
+}
+
+static int op_fsync(struct fuse_server *s, struct req *r)
+{
+	return fsync_common(s, r, 0);
+}
+
+static int op_fsyncdir(struct fuse_server *s, struct req *r)
+{
+	return fsync_common(s, r, 1);
+}
+
+/* close(2) in the guest: nothing is buffered here, so nothing to flush. */
+static int op_flush(struct fuse_server *s, struct req *r)
+{
+	struct fuse_flush_in in;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	return handle_get(s, in.fh, 0) ? 0 : -EBADF;
+}
+
+static int op_opendir(struct fuse_server *s, struct req *r)
+{
+	struct fuse_open_in in;
+	struct stat st;
+	int fd = node_fd(s, r->h.nodeid), err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0)
+		return err;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if ((fd = reopen(s, fd, O_RDONLY | O_DIRECTORY)) < 0)
+		return fd;
+	return reply_open(s, r, fd, 1);
+}
+
+/*
+ * READDIR and READDIRPLUS. The offset the guest hands back is the d_off of
+ * the last entry it got, which lseek() on the directory understands, so no
+ * per-handle cursor is kept: every call seeks, reads and stops at the first
+ * entry that does not fit (it is read again next time).
+ */
+static int readdir_common(struct fuse_server *s, struct req *r, int plus)
+{
+	struct fuse_read_in in;
+	struct fs_handle *h;
+	uint64_t dbuf[1024]; /* getdents64 wants 8-byte aligned records */
+	size_t cap, used = 0;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, 1)))
+		return -EBADF;
+	if (in.offset > INT64_MAX)
+		return -EINVAL;
+	cap = in.size < r->cap ? in.size : r->cap;
+	if (cap > FUSE_SERVER_MAX_WRITE)
+		cap = FUSE_SERVER_MAX_WRITE;
+	if (lseek(h->fd, (off_t)in.offset, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = getdents64(h->fd, dbuf, sizeof(dbuf));
+		size_t pos = 0;
+
+		if (n < 0)
+			return used ? (int)used : -errno;
+		if (n == 0)
+			break;
+		while (pos < (size_t)n) {
+			const struct dirent64 *de = (const void *)((uint8_t *)dbuf + pos);
+			size_t maxname = de->d_reclen - offsetof(struct dirent64, d_name);
+			size_t namelen = strnlen(de->d_name, maxname);
+			size_t head = plus ? FUSE_NAME_OFFSET_DIRENTPLUS : FUSE_NAME_OFFSET;
+			size_t rec = FUSE_DIRENT_ALIGN(head + namelen);
+			struct fuse_dirent d = {
+				.ino = de->d_ino,
+				.off = (uint64_t)de->d_off,
+				.namelen = (uint32_t)namelen,
+				.type = de->d_type,
+			};
+
+			if (rec > cap - used)
+				return (int)used;
+			memset(r->body + used, 0, rec);
+			if (plus) {
+				struct fuse_entry_out eo = { 0 };
+				int dot = !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..");
+
+				/* The guest takes no reference for . and .., and
+				 * nodeid 0 means "no entry data" when a lookup
+				 * fails: the name is listed all the same. */
+				if (!dot && lookup_name(s, h->fd, de->d_name, &eo) < 0)
+					memset(&eo, 0, sizeof(eo));
+				memcpy(r->body + used, &eo, sizeof(eo));
+				memcpy(r->body + used + sizeof(eo), &d, sizeof(d));
+			} else {
+				memcpy(r->body + used, &d, sizeof(d));
+			}
+			memcpy(r->body + used + head, de->d_name, namelen);
+			used += rec;
+			pos += de->d_reclen;
+		}
+	}
+	return (int)used;
+}
+
+static int op_readdir(struct fuse_server *s, struct req *r)
+{
+	return readdir_common(s, r, 0);
+}
+
+static int op_readdirplus(struct fuse_server *s, struct req *r)
+{
+	return readdir_common(s, r, 1);
+}
+
+static int op_access(struct fuse_server *s, struct req *r)
+{
+	struct fuse_access_in in;
+	int fd = node_fd(s, r->h.nodeid), err;
+
+	if (fd < 0)
+		return fd;
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (in.mask & ~(uint32_t)(R_OK | W_OK | X_OK))
+		return -EINVAL;
+	if (s->read_only && (in.mask & W_OK))
+		return -EROFS;
+	return faccessat(fd, "", (int)in.mask, AT_EMPTY_PATH | AT_EACCESS) < 0 ? -errno : 0;
+}
+
+static int op_lseek(struct fuse_server *s, struct req *r)
+{
+	struct fuse_lseek_in in;
+	struct fuse_lseek_out lo;
+	struct fs_handle *h;
+	off_t off;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, 0)))
+		return -EBADF;
+	if (in.whence != SEEK_SET && in.whence != SEEK_CUR && in.whence != SEEK_END &&
+	    in.whence != SEEK_DATA && in.whence != SEEK_HOLE)
+		return -EINVAL;
+	if ((off = lseek(h->fd, (off_t)in.offset, (int)in.whence)) < 0)
+		return -errno;
+	lo.offset = (uint64_t)off;
+	memcpy(r->body, &lo, sizeof(lo));
+	return sizeof(lo);
+}
+
+static int op_fallocate(struct fuse_server *s, struct req *r)
+{
+	struct fuse_fallocate_in in;
+	struct fs_handle *h;
+	int err;
+
+	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+		return err;
+	if (!(h = handle_get(s, in.fh, 0)))
+		return -EBADF;
+	if (in.offset > INT64_MAX || in.length > INT64_MAX)
+		return -EINVAL;
+	return fallocate(h->fd, (int)in.mode, (off_t)in.offset, (off_t)in.length) < 0 ? -errno : 0;
+}
+
+/* xattrs are not passed through: -ENOSYS makes the guest kernel stop asking
+ * (and skip the security.capability lookup it would do on every write). */
+static int op_nosys(struct fuse_server *s, struct req *r)
+{
+	(void)s;
+	(void)r;
+	return -ENOSYS;
+}
+
+/* ---- dispatch ---- */
+
+struct op {
+	int (*fn)(struct fuse_server *s, struct req *r);
+	uint32_t reply; /* body bytes the reply needs, checked before any effect */
+	int modifies; /* refused with EROFS on a read-only share */
+};
+
+static const struct op ops[] = {
+	[FUSE_INIT] = { op_init, FUSE_COMPAT_22_INIT_OUT_SIZE, 0 },
+	[FUSE_DESTROY] = { op_destroy, 0, 0 },
+	[FUSE_LOOKUP] = { op_lookup, sizeof(struct fuse_entry_out), 0 },
+	[FUSE_GETATTR] = { op_getattr, sizeof(struct fuse_attr_out), 0 },
+	[FUSE_SETATTR] = { op_setattr, sizeof(struct fuse_attr_out), 1 },
+	[FUSE_READLINK] = { op_readlink, 0, 0 },
+	[FUSE_SYMLINK] = { op_symlink, sizeof(struct fuse_entry_out), 1 },
+	[FUSE_MKNOD] = { op_mknod, sizeof(struct fuse_entry_out), 1 },
+	[FUSE_MKDIR] = { op_mkdir, sizeof(struct fuse_entry_out), 1 },
+	[FUSE_UNLINK] = { op_unlink, 0, 1 },
+	[FUSE_RMDIR] = { op_rmdir, 0, 1 },
+	[FUSE_RENAME] = { op_rename, 0, 1 },
+	[FUSE_RENAME2] = { op_rename2, 0, 1 },
+	[FUSE_LINK] = { op_link, sizeof(struct fuse_entry_out), 1 },
+	[FUSE_OPEN] = { op_open, sizeof(struct fuse_open_out), 0 },
+	[FUSE_CREATE] = { op_create, sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out),
+			  1 },
+	[FUSE_READ] = { op_read, 0, 0 },
+	[FUSE_WRITE] = { op_write, sizeof(struct fuse_write_out), 1 },
+	[FUSE_STATFS] = { op_statfs, sizeof(struct fuse_statfs_out), 0 },
+	[FUSE_RELEASE] = { op_release, 0, 0 },
+	[FUSE_FLUSH] = { op_flush, 0, 0 },
+	[FUSE_FSYNC] = { op_fsync, 0, 0 },
+	[FUSE_OPENDIR] = { op_opendir, sizeof(struct fuse_open_out), 0 },
+	[FUSE_READDIR] = { op_readdir, 0, 0 },
+	[FUSE_READDIRPLUS] = { op_readdirplus, 0, 0 },
+	[FUSE_RELEASEDIR] = { op_releasedir, 0, 0 },
+	[FUSE_FSYNCDIR] = { op_fsyncdir, 0, 0 },
+	[FUSE_ACCESS] = { op_access, 0, 0 },
+	[FUSE_LSEEK] = { op_lseek, sizeof(struct fuse_lseek_out), 0 },
+	[FUSE_FALLOCATE] = { op_fallocate, 0, 1 },
+	[FUSE_GETXATTR] = { op_nosys, 0, 0 },
+	[FUSE_LISTXATTR] = { op_nosys, 0, 0 },
+	[FUSE_SETXATTR] = { op_nosys, 0, 1 },
+	[FUSE_REMOVEXATTR] = { op_nosys, 0, 1 },
+};
+
+static long reply(void *out, uint64_t unique, int err, size_t body)
+{
+	struct fuse_out_header oh = {
+		.len = (uint32_t)(sizeof(oh) + body),
+		.error = err,
+		.unique = unique,
+	};
+
+	memcpy(out, &oh, sizeof(oh));
+	return (long)oh.len;
+}
+
+long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, void *out,
+			size_t out_cap)
+{
+	struct req r;
+	const struct op *op;
+	size_t ext;
+	int n;
+
+	if (out_cap < sizeof(struct fuse_out_header))
+		return 0; /* nowhere to say anything */
+	if (in_len < sizeof(r.h))
+		return reply(out, 0, -EINVAL, 0);
+	memcpy(&r.h, in, sizeof(r.h));
+	if (r.h.len != in_len)
+		return reply(out, r.h.unique, -EINVAL, 0);
+	r.arg = (const uint8_t *)in + sizeof(r.h);
+	r.alen = in_len - sizeof(r.h);
+	/* Extensions (8-byte units) trail the arguments; none are negotiated,
+	 * so they are skipped, but they must be inside the request. */
+	ext = (size_t)r.h.total_extlen * 8;
+	if (ext > r.alen)
+		return reply(out, r.h.unique, -EINVAL, 0);
+	r.alen -= ext;
+	r.body = (uint8_t *)out + sizeof(struct fuse_out_header);
+	r.cap = out_cap - sizeof(struct fuse_out_header);
+
+	if (r.h.opcode == FUSE_FORGET || r.h.opcode == FUSE_BATCH_FORGET) {
+		if (s->active && r.h.opcode == FUSE_FORGET)
+			op_forget(s, &r);
+		else if (s->active)
+			op_batch_forget(s, &r);
+		return 0;
+	}
+	if (!s->active && r.h.opcode != FUSE_INIT)
+		return reply(out, r.h.unique, -EIO, 0);
+	if (r.h.opcode >= sizeof(ops) / sizeof(ops[0]) || !ops[r.h.opcode].fn)
+		return reply(out, r.h.unique, -ENOSYS, 0);
+	op = &ops[r.h.opcode];
+	if (s->read_only && op->modifies)
+		return reply(out, r.h.unique, -EROFS, 0);
+	if (r.cap < op->reply)
+		return reply(out, r.h.unique, -ERANGE, 0);
+	n = op->fn(s, &r);
+	return n < 0 ? reply(out, r.h.unique, n, 0) : reply(out, r.h.unique, 0, (size_t)n);
+}
+
+/* ---- lifetime ---- */
+
+int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
+		     struct kiln_error *e)
+{
+	struct fuse_server *s = calloc(1, sizeof(*s));
+	struct statfs sfs;
+	struct stat st;
+	int fd, probe, err;
+
+	if (!s)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	s->proc_fd = -1;
+	s->free_inode = s->free_handle = -1;
+	s->read_only = read_only;
+	/* The share root itself is the host's choice, so it may be a symlink. */
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		err = kiln_errf(e, errno, "share '%s': %s (give an existing directory)", root,
+				strerror(errno));
+		goto fail;
+	}
+	probe = sys_openat2(fd, ".", O_PATH, 0);
+	if (probe < 0) {
+		close(fd);
+		err = kiln_errf(e, -probe, "share '%s': openat2: %s (virtio-fs needs Linux 5.6+)",
+				root, strerror(-probe));
+		goto fail;
+	}
+	close(probe);
+	s->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->proc_fd < 0 || fstatfs(s->proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC) {
+		close(fd);
+		err = kiln_errf(e, ENOENT, "share '%s': /proc/self/fd unusable (mount /proc)",
+				root);
+		goto fail;
+	}
+	if (fstat(fd, &st) < 0) {
+		err = kiln_errf(e, errno, "share '%s': %s", root, strerror(errno));
+		close(fd);
+		goto fail;
+	}
+	if (inodes_grow(s) < 0) {
+		close(fd);
+		err = kiln_errf(e, ENOMEM, "out of memory");
+		goto fail;
+	}
+	/* Slot 0, the first off the free list: the root, FUSE_ROOT_ID. */
+	if (inode_insert(s, fd, st.st_dev, st.st_ino) != 0) {
+		err = kiln_errf(e, EIO, "share '%s': root node not in slot 0", root);
+		goto fail;
+	}
+	*out = s;
+	return 0;
+fail:
+	fuse_server_close(s);
+	return err;
+}
+
+void fuse_server_close(struct fuse_server *s)
+{
+	if (!s)
+		return;
+	if (s->inodes) {
+		fuse_server_reset(s);
+		if (s->inodes[0].fd >= 0)
+			close(s->inodes[0].fd);
+	}
+	if (s->proc_fd >= 0)
+		close(s->proc_fd);
+	free(s->handles);
+	free(s->inodes);
+	free(s->buckets);
+	free(s);
+}

@@ -1,0 +1,98 @@
+/*
+ * fuse_server: an in-process FUSE passthrough server for virtio-fs
+ * (virtio 1.2, 5.11; protocol from <linux/fuse.h>), serving one host
+ * directory (the share) to one guest.
+ *
+ * Contract:
+ *  - Pure request handling: fuse_server_handle() takes one request as the
+ *    guest sent it (fuse_in_header + arguments) and writes one reply
+ *    (fuse_out_header + body, or an error as -errno in the header). No
+ *    threads, no guest memory; the device model (virtio_fs.c) moves bytes.
+ *  - The guest is hostile. A request shorter than its header, whose
+ *    header.len differs from what arrived, whose arguments are too short
+ *    for the opcode, or whose names are not NUL-terminated gets -EINVAL;
+ *    an unknown opcode gets -ENOSYS; a reply that does not fit in out_cap
+ *    gets -ERANGE before the request has any effect. When not even a
+ *    fuse_out_header fits, nothing is written and 0 is returned.
+ *  - Node ids name O_PATH fds the server holds, in a table keyed by
+ *    (st_dev, st_ino) with lookup counts; FORGET drops them. A node id that
+ *    is unknown, stale (its slot was reused: the id carries a generation)
+ *    or forgotten gets -ENOENT. File handles (fh) are indices plus a
+ *    generation into a bounded table, checked on every use: -EBADF.
+ *  - Confinement: every name the guest sends is one path component (no
+ *    '/', not "." or "..": -EINVAL) and is resolved beneath its parent's
+ *    fd with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) and
+ *    O_NOFOLLOW, so a symlink in the share is a node the guest can
+ *    readlink but never a path the host follows. Only regular files and
+ *    directories are ever opened for I/O on the host (never fifos or
+ *    device nodes); MKNOD creates only regular files, fifos and sockets.
+ *    Reopening a node for I/O goes through /proc/self/fd of the server's
+ *    own fd, opened once at fuse_server_open().
+ *  - A read-only share answers every modifying opcode (and OPEN for
+ *    writing or with O_TRUNC) with -EROFS.
+ *  - Modes the guest sets on regular files lose S_ISUID and S_ISGID: a VMM
+ *    running as root must not let a guest plant set-id files on the host.
+ *  - Bounded: at most FUSE_SERVER_MAX_INODES nodes and
+ *    FUSE_SERVER_MAX_HANDLES open handles (-ENFILE beyond), I/O of at most
+ *    FUSE_SERVER_MAX_WRITE bytes per request. Every node and handle holds
+ *    one host fd, so the process's RLIMIT_NOFILE should be raised to its
+ *    hard limit before a guest mounts a large tree (the caller's decision:
+ *    this module changes no process-wide state).
+ *  - Not implemented (-ENOSYS, so the guest kernel stops asking): xattrs,
+ *    POSIX/flock locks (the guest kernel then keeps locks local), ioctl,
+ *    poll, bmap, copy_file_range, DAX mappings, syncfs, tmpfile.
+ *  - Single-threaded: the caller serialises calls on one server.
+ */
+#ifndef KILN_FUSE_SERVER_H
+#define KILN_FUSE_SERVER_H
+
+#include <stddef.h>
+
+#include "lib/base/error.h"
+
+/*
+ * Largest READ/WRITE payload, advertised as max_write and max_pages. A
+ * virtio-fs request carries one descriptor per page plus four for the
+ * headers, and virtq accepts chains of VIRTQ_MAX_CHAIN (256) buffers:
+ * 128 pages leave room.
+ */
+#define FUSE_SERVER_MAX_WRITE (512u * 1024u)
+/* Largest request and reply the server produces or accepts in full. */
+#define FUSE_SERVER_MAX_REQUEST (FUSE_SERVER_MAX_WRITE + 4096u)
+#define FUSE_SERVER_MAX_REPLY (FUSE_SERVER_MAX_WRITE + 4096u)
+#define FUSE_SERVER_MAX_INODES (1u << 18)
+#define FUSE_SERVER_MAX_HANDLES 16384u
+
+struct fuse_server;
+
+/*
+ * Serve directory `root` (read-only when `read_only`). Needs openat2
+ * (Linux 5.6) and /proc mounted. 0, or -errno with `e` saying what failed.
+ */
+int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
+		     struct kiln_error *e);
+
+/*
+ * Handle one request of `in_len` bytes at `in`; write the reply into
+ * `out` (at most `out_cap` bytes). Returns the reply's length, or 0 when
+ * the request gets no reply (FORGET, BATCH_FORGET, or out_cap too small
+ * even for a fuse_out_header). Never fails otherwise: errors travel in the
+ * reply.
+ */
+long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, void *out,
+			size_t out_cap);
+
+/*
+ * Drop the FUSE session: close every handle and forget every node but the
+ * root, as if the guest had unmounted. For a device reset; INIT and
+ * DESTROY do the same.
+ */
+void fuse_server_reset(struct fuse_server *s);
+
+/* 1 while a guest session exists (INIT seen, no DESTROY or reset since). */
+int fuse_server_active(const struct fuse_server *s);
+
+/* Close every fd the server holds and free it; NULL is fine. */
+void fuse_server_close(struct fuse_server *s);
+
+#endif

@@ -1,0 +1,50 @@
+/*
+ * virtio_fs: a host directory shared with the guest (virtio 1.2, 5.11),
+ * served by the in-process FUSE passthrough server (fuse_server.h).
+ *
+ * Contract:
+ *  - Two queues: 0 = hiprio (FORGET), 1 = the one request queue
+ *    (num_request_queues = 1). No device feature bits (no notification
+ *    queue, no DAX window).
+ *  - Each chain is one FUSE request: its device-readable part is gathered
+ *    into a buffer of FUSE_SERVER_MAX_REQUEST bytes, handled, and the
+ *    reply scattered into its device-writable part; the used length is the
+ *    reply's length. A request longer than that buffer (the driver broke
+ *    the max_write it negotiated) is answered with -E2BIG, not handled;
+ *    the device stays usable. A malformed chain or ring (virtq_pop()
+ *    -EINVAL) marks the device DEVICE_NEEDS_RESET.
+ *  - The guest mounts it with `mount -t virtiofs TAG DIR`.
+ *  - Requests run synchronously on the thread that delivers the queue
+ *    notification, under the device lock.
+ *  - Snapshots: open host fds cannot be serialised, so save() refuses
+ *    (-ENOTSUP) while the guest has the share mounted (a FUSE session
+ *    exists); before the first mount or after unmount it saves a version
+ *    word, and restore() accepts only that. A VM with a mounted share is
+ *    therefore not snapshottable until an issue gives it a way (e.g.
+ *    re-looking up nodes by path on restore).
+ */
+#ifndef KILN_VIRTIO_FS_H
+#define KILN_VIRTIO_FS_H
+
+#include "lib/base/error.h"
+#include "devices/virtio/virtio_dev.h"
+
+/* The tag is 36 bytes in config space, NUL-padded, not NUL-terminated
+ * when it uses all 36 (5.11.4). */
+#define VIRTIO_FS_TAG_MAX 36
+
+struct virtio_fs_config {
+	const char *dir; /* host directory to share */
+	const char *tag; /* mount tag the guest sees, 1..36 bytes */
+	int read_only; /* refuse every modification with EROFS */
+};
+
+/*
+ * Create the device for cfg (copied; the strings need not outlive the
+ * call). 0, or -errno with `e` saying what failed (-EINVAL for a missing
+ * directory or an empty or over-long tag; errors of fuse_server_open()).
+ */
+int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out,
+		     struct kiln_error *e);
+
+#endif

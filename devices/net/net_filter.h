@@ -1,0 +1,189 @@
+/*
+ * net_filter: kiln's stateful packet filter between a guest's virtio-net
+ * device and its backend (TAP or passt). Every frame the guest sends goes
+ * through net_filter_egress(), every frame toward the guest through
+ * net_filter_ingress(); the answer is pass or drop.
+ *
+ * Pipeline (docs/architecture.md, "Packet filter"): rate limit (token
+ * buckets, per direction) -> parse (pkt_parse.h: malformed frames drop) ->
+ * layer 2 and anti-spoofing (source MAC, source IP of the guest) ->
+ * infrastructure (ARP, NDP, DHCP; ICMP errors about a tracked flow) ->
+ * later IP fragments (only after their first fragment passed) ->
+ * connection tracking (net_conntrack.h: packets of a known flow pass both
+ * ways) -> for the first packet of a new egress flow, the rules
+ * (net_rules.h: deny beats allow, the always-deny set, host rules through
+ * dns_bind.h) -> DNS: queries to the resolvers are remembered, their
+ * answers bind names to addresses. Inbound packets that belong to no flow
+ * (unsolicited) drop: nothing from outside opens a flow.
+ *
+ * Contract:
+ *  - Pure and bounded: no syscalls, no allocation after net_filter_create()
+ *    (rule sets are parsed, and so allocated, by the caller, outside the
+ *    packet path); per-packet work is bounded by the frame length, one hash
+ *    chain walk, CT_SWEEP_STEP expiries and, for a new flow only, the rule
+ *    count times DNS_BIND_PER_ADDR names.
+ *  - Not thread-safe: the caller serialises all calls (virtio-net's device
+ *    mutex), so net_filter_replace_rules() is atomic for the packet path:
+ *    every packet is decided entirely under the old rules or the new.
+ *  - Replacing the rules re-decides every tracked flow under the new rules
+ *    and removes the flows they deny, so later packets of those flows drop
+ *    in both directions; rule counters start from zero.
+ *  - Time is the caller's monotonic clock in nanoseconds.
+ *  - What passes is not modified: the filter never rewrites frames.
+ */
+#ifndef KILN_NET_FILTER_H
+#define KILN_NET_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "devices/net/dns_bind.h"
+#include "lib/base/error.h"
+#include "lib/netrules/net_addr.h"
+#include "devices/net/net_conntrack.h"
+#include "lib/netrules/net_rules.h"
+#include "devices/net/pkt_parse.h"
+#include "devices/net/rate_limit.h"
+
+enum nf_dir {
+	NF_EGRESS = CT_EGRESS,   /* guest -> backend */
+	NF_INGRESS = CT_INGRESS, /* backend -> guest */
+};
+
+enum nf_verdict {
+	NF_PASS,
+	NF_DROP,
+};
+
+/* Why: every packet counts under exactly one reason. */
+enum nf_reason {
+	NF_PASS_NEW,       /* first packet of a flow a rule allowed */
+	NF_PASS_FLOW,      /* a packet of a tracked flow */
+	NF_PASS_RELATED,   /* an ICMP error about a tracked flow */
+	NF_PASS_FRAGMENT,  /* a later fragment of a datagram whose first fragment passed */
+	NF_PASS_DNS,       /* first packet of a flow to a resolver of `dns`, port 53 */
+	NF_PASS_ARP,
+	NF_PASS_NDP,       /* neighbour/router discovery, MLD */
+	NF_PASS_DHCP,
+	NF_DROP_RATE,      /* over the rate limit */
+	NF_DROP_MALFORMED, /* pkt_parse refused it (see nf_decision.parse_error) */
+	NF_DROP_L2,        /* VLAN, other ethertypes, a frame not for the guest's MAC */
+	NF_DROP_SPOOF,     /* source MAC or IP not the guest's */
+	NF_DROP_PROTO,     /* a protocol or ICMP type the filter does not pass */
+	NF_DROP_RULE,      /* a deny rule */
+	NF_DROP_RESERVED,  /* always-deny: loopback, link-local, metadata, multicast */
+	NF_DROP_PRIVATE,   /* always-deny: a private range no CIDR rule allowed */
+	NF_DROP_DEFAULT,   /* no rule allowed it */
+	NF_DROP_UNSOLICITED, /* inbound, and no flow it belongs to */
+	NF_DROP_TCP_STATE, /* a TCP packet other than SYN opening a flow */
+	NF_DROP_TABLE_FULL, /* the connection-tracking table is full */
+	NF_DROP_FRAGMENT,  /* a later fragment whose first fragment did not pass */
+	NF_REASON_COUNT
+};
+
+struct nf_decision {
+	enum nf_verdict verdict;
+	enum nf_reason reason;
+	struct net_rule_ref rule; /* the rule that decided, NET_REF_NONE if none */
+	int parse_error;          /* enum pkt_error for NF_DROP_MALFORMED */
+};
+
+struct nf_counters {
+	uint64_t packets[2][NF_REASON_COUNT]; /* [enum nf_dir][reason] */
+	uint64_t bytes[2][NF_REASON_COUNT];
+	uint64_t flows_cut;       /* flows removed by rule replacement */
+	uint64_t log_suppressed;  /* denied-flow log lines the log's rate limit dropped */
+};
+
+/* One line of the denied-flow log. */
+struct nf_log_entry {
+	enum nf_dir dir;
+	enum nf_reason reason;
+	struct net_rule_ref rule;
+	bool cut;                 /* an established flow cut by new rules */
+	uint8_t proto;
+	struct net_addr src, dst;
+	uint16_t sport, dport;    /* or the ICMP type in sport */
+	uint64_t suppressed;      /* lines dropped by the rate limit since the last one */
+};
+
+typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
+
+#define NF_HOST_DENY_MAX 4
+
+struct net_filter_config {
+	uint8_t guest_mac[6];
+	/* The guest's addresses, when kiln assigned them: egress must come from
+	 * them (NDP and DHCP may also use the unspecified and link-local ones). */
+	bool has_ip4, has_ip6;
+	struct net_addr ip4, ip6;
+	uint32_t ct_capacity;   /* 0: CT_DEFAULT_CAPACITY */
+	uint32_t dns_capacity;  /* 0: DNS_DEFAULT_CAPACITY */
+	uint64_t hash_key[2];   /* random, from the caller (getrandom) */
+	/* Token buckets (size 0: unlimited). tx = guest to network. */
+	struct rate_bucket_cfg tx_bytes, tx_packets, rx_bytes, rx_packets;
+	/* Addresses that reach the host itself beyond the always-deny set (passt
+	 * maps its gateway address to the host's loopback): never allowed. */
+	struct net_cidr host_deny[NF_HOST_DENY_MAX];
+	size_t n_host_deny;
+	/* Denied-flow log: at most log_burst lines, refilled at log_per_s. The
+	 * callback runs inside the filter call (the device thread, under its
+	 * lock): it must not block or call back into the filter. */
+	nf_log_fn log;
+	void *log_ctx;
+	uint32_t log_per_s, log_burst; /* 0, 0: 10 per second, bursts of 20 */
+};
+
+struct net_filter;
+
+/*
+ * Create a filter. rules (may be NULL: deny everything but the
+ * infrastructure) is owned by the filter from now on, also on failure.
+ * 0, or -EINVAL (bad config, message in e) or -ENOMEM.
+ */
+int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rules, uint64_t now_ns,
+		      struct net_filter **out, struct kiln_error *e);
+void net_filter_destroy(struct net_filter *f);
+
+/* Decide one frame. d (may be NULL) says why. */
+enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
+				  struct nf_decision *d);
+enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
+				   struct nf_decision *d);
+
+/*
+ * Nanoseconds until a frame of len bytes in dir would pass the rate limit
+ * (0: now). A device that prefers backpressure to drops (Firecracker's
+ * behaviour) stops taking frames from the guest until then, and only then
+ * calls net_filter_egress().
+ */
+uint64_t net_filter_rate_wait_ns(struct net_filter *f, enum nf_dir dir, size_t len, uint64_t now_ns);
+
+/*
+ * Replace the rule set (owned by the filter from now on; NULL denies
+ * all). Tracked flows the new rules deny are removed (and logged as cut).
+ * Returns how many were cut.
+ */
+size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, uint64_t now_ns);
+
+/* The current rule set (counters included); valid until the next replacement. */
+const struct net_rules *net_filter_rules(const struct net_filter *f);
+void net_filter_counters(const struct net_filter *f, struct nf_counters *out);
+size_t net_filter_flow_count(const struct net_filter *f);
+
+/*
+ * For GET /v1/sandboxes/{id}/firewall: {"rules": <net_rules_to_json>,
+ * "counters": {"rules": <net_rules_counters_json>, "egress": {reason:
+ * {"packets","bytes"}}, "ingress": {...}, "flows": N, "flows_cut": N,
+ * "dns_bindings": N, "log_suppressed": N}}. NULL out of memory.
+ */
+json_t *net_filter_to_json(const struct net_filter *f);
+
+const char *nf_reason_name(enum nf_reason r);
+/* "egress drop default tcp 10.0.2.15:40000 -> 203.0.113.9:443" (+ rule, cut, suppressed). */
+void nf_log_format(const struct nf_log_entry *e, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,558 @@
+#include "devices/net/virtio_net.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+
+#define VIRTIO_NET_F_MAC 5
+#define NET_HDR_LEN 12 /* struct virtio_net_hdr_v1: VERSION_1 always has num_buffers */
+#define RXQ 0
+#define TXQ 1
+/*
+ * Frames taken from the backend per wake-up: frames the filter drops use
+ * no receive buffer, so without a budget a host-side flood of them would
+ * keep the device thread (every device of the VM) in one loop.
+ */
+#define RX_BUDGET 256
+
+struct vnet {
+	struct virtio_dev dev;
+	struct net_backend *be;
+	struct event_loop *loop;
+	struct net_filter *filter; /* NULL: every frame passes */
+	uint8_t mac[6];
+	int registered;     /* the backend fd is in the event loop */
+	uint32_t events;    /* ... watched for these */
+	int rx_stalled;     /* no receive buffers: wait for the guest's kick */
+	int rx_throttled;   /* the pending frame waits for rx tokens (timer) */
+	int out_blocked;    /* the backend is full: wait for EPOLLOUT */
+	int be_dead;        /* the backend failed: logged, frames dropped */
+	int timer_armed;
+	size_t pending;     /* bytes of a received frame (header included) */
+	int pending_checked; /* ... that the filter has passed */
+	int tx_held;        /* a transmit chain waits for tx tokens or backend room */
+	int tx_checked;     /* ... after the filter passed its frame */
+	uint16_t tx_head;
+	size_t tx_len;      /* its frame bytes in txbuf, after the header */
+	struct virtio_net_stats st;
+	uint8_t frame[NET_HDR_LEN + NET_MAX_FRAME];
+	uint8_t txbuf[NET_HDR_LEN + NET_MAX_FRAME];
+};
+
+static const struct virtio_dev_ops net_ops;
+
+int net_parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned v[6];
+	char end;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6 ||
+	    strlen(s) != 17)
+		return -EINVAL;
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)v[i];
+	return (mac[0] & 1) ? -EINVAL : 0; /* multicast bit: not a station address */
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t net_features(struct virtio_dev *d)
+{
+	(void)d;
+	return 1ULL << VIRTIO_NET_F_MAC;
+}
+
+static void net_read_config(struct virtio_dev *d, uint32_t off, void *buf, uint32_t len)
+{
+	struct vnet *n = d->priv;
+	uint8_t cfg[8] = { 0 };
+
+	memcpy(cfg, n->mac, 6);
+	cfg[6] = 1; /* status: VIRTIO_NET_S_LINK_UP */
+	memcpy(buf, cfg + off, len); /* the transport bounds off+len by config_len */
+}
+
+static int queues_live(struct vnet *n, int qi)
+{
+	struct virtio_dev *d = &n->dev;
+
+	return (d->status & VIRTIO_STATUS_DRIVER_OK) && d->vq[qi].ready && !d->broken;
+}
+
+/* Watch the backend for what the device wants now: frames (EPOLLIN) and room (EPOLLOUT). */
+static void update_watch(struct vnet *n)
+{
+	uint32_t ev = 0;
+
+	if (!n->registered)
+		return;
+	if (!n->rx_stalled && !n->rx_throttled)
+		ev |= EPOLLIN;
+	if (n->out_blocked)
+		ev |= EPOLLOUT;
+	if (ev != n->events && event_loop_mod(n->loop, n->be->fd, ev) == 0)
+		n->events = ev;
+}
+
+static void unregister(struct vnet *n)
+{
+	if (n->registered)
+		event_loop_del(n->loop, n->be->fd);
+	n->registered = 0;
+	n->events = 0;
+}
+
+/* The backend is gone (passt exited, the TAP broke): say so once, then drop frames. */
+static void backend_failed(struct vnet *n, long err)
+{
+	if (!n->be_dead)
+		fprintf(stderr, "kiln-vmm: virtio-net: %s backend failed: %s; the guest's network is down\n",
+			n->be->name, n->be->why[0] ? n->be->why : strerror((int)-err));
+	n->be_dead = 1;
+	n->out_blocked = 0;
+	unregister(n);
+}
+
+static void timer_fired(void *ctx);
+
+/*
+ * Carry on in `wait_ns` (rate-limit backpressure); one timer at a time.
+ * 0, or -errno when no timer can be had (the loop's watch table is full):
+ * then the caller lets the filter decide now, which drops over the limit.
+ */
+static int arm_timer(struct vnet *n, uint64_t wait_ns)
+{
+	uint64_t ms = (wait_ns + 999999) / 1000000;
+	int r;
+
+	if (n->timer_armed)
+		return 0;
+	/* A long debt (a big frame through a small bucket) is re-checked each second. */
+	if (ms > 1000)
+		ms = 1000;
+	r = event_loop_timer(n->loop, (unsigned)(ms ? ms : 1), timer_fired, n);
+	if (r == 0)
+		n->timer_armed = 1;
+	return r;
+}
+
+/* Move frames from the backend into receive buffers while both exist. */
+static void rx_fill(struct vnet *n)
+{
+	struct virtio_dev *d = &n->dev;
+	struct virtq *q = &d->vq[RXQ];
+	struct virtq_chain c;
+	int pushed = 0, budget = RX_BUDGET;
+
+	if (!queues_live(n, RXQ))
+		return;
+	for (;;) {
+		int r;
+
+		if (!n->pending) {
+			ssize_t got;
+
+			if (n->be_dead)
+				break;
+			if (!budget--) {
+				/* Carry on soon, after the loop's other fds (frames may wait
+				 * in a backend's own buffer, where epoll cannot see them). */
+				arm_timer(n, 1);
+				break;
+			}
+			got = n->be->recv(n->be, n->frame + NET_HDR_LEN, NET_MAX_FRAME);
+			if (got == 0)
+				break;
+			if (got < 0) {
+				backend_failed(n, got);
+				break;
+			}
+			memset(n->frame, 0, NET_HDR_LEN);
+			n->frame[10] = 1; /* num_buffers = 1 (little endian) */
+			n->pending = NET_HDR_LEN + (size_t)got;
+			n->pending_checked = !n->filter;
+		}
+		if (!n->pending_checked) {
+			uint64_t now = now_ns(), wait;
+			size_t len = n->pending - NET_HDR_LEN;
+
+			wait = net_filter_rate_wait_ns(n->filter, NF_INGRESS, len, now);
+			if (wait && arm_timer(n, wait) == 0) {
+				/* Stop reading the backend until the tokens are there. */
+				n->rx_throttled = 1;
+				n->st.rx_throttled++;
+				break;
+			}
+			if (net_filter_ingress(n->filter, n->frame + NET_HDR_LEN, len, now, NULL) == NF_DROP) {
+				n->st.rx_filtered++;
+				n->pending = 0;
+				continue;
+			}
+			n->pending_checked = 1;
+		}
+		r = virtq_pop_or_arm(q, &c);
+		if (r < 0) {
+			virtio_dev_fail(d, "malformed descriptor chain on the receive queue");
+			return;
+		}
+		if (r == 0) {
+			/* No buffers: stop reading the backend until the guest adds some. */
+			n->rx_stalled = 1;
+			break;
+		}
+		if (c.in_len < n->pending) {
+			n->st.rx_dropped++; /* buffer too small for this frame */
+			virtq_push(q, c.head, 0);
+		} else {
+			virtq_chain_write(&c, 0, n->frame, n->pending);
+			virtq_push(q, c.head, (uint32_t)n->pending);
+			n->st.rx_frames++;
+		}
+		n->pending = 0;
+		pushed = 1;
+	}
+	update_watch(n);
+	if (pushed)
+		virtio_dev_interrupt(d, RXQ);
+}
+
+/*
+ * Send the held frame. 1 when it is done with (sent, filtered or dropped:
+ * complete its descriptor), 0 when it must wait (tokens or backend room).
+ */
+static int tx_one(struct vnet *n)
+{
+	uint8_t *f = n->txbuf + NET_HDR_LEN;
+	ssize_t s;
+
+	if (n->be_dead) {
+		n->st.tx_dropped++;
+		return 1;
+	}
+	if (n->filter && !n->tx_checked) {
+		uint64_t now = now_ns(), wait;
+
+		wait = net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
+		if (wait && arm_timer(n, wait) == 0) {
+			n->st.tx_throttled++;
+			return 0;
+		}
+		if (net_filter_egress(n->filter, f, n->tx_len, now, NULL) == NF_DROP) {
+			n->st.tx_filtered++;
+			return 1;
+		}
+		n->tx_checked = 1;
+	}
+	s = n->be->send(n->be, f, n->tx_len);
+	if (s == -EAGAIN) {
+		n->st.tx_backend_full++;
+		n->out_blocked = 1;
+		return 0;
+	}
+	if (s == -EPIPE || s == -EPROTO) {
+		backend_failed(n, s);
+		n->st.tx_dropped++;
+	} else if (s < 0) {
+		n->st.tx_dropped++;
+	} else {
+		n->st.tx_frames++;
+	}
+	return 1;
+}
+
+static void tx_drain(struct vnet *n)
+{
+	struct virtio_dev *d = &n->dev;
+	struct virtq *q = &d->vq[TXQ];
+	struct virtq_chain c;
+	int r = 0, pushed = 0;
+
+	if (!queues_live(n, TXQ))
+		return;
+	for (;;) {
+		if (!n->tx_held) {
+			if ((r = virtq_pop_or_arm(q, &c)) <= 0)
+				break;
+			/* A frame is header + at most NET_MAX_FRAME bytes, and the
+			 * guest gives nothing to write back. */
+			if (c.out_len < NET_HDR_LEN + NET_MIN_FRAME || c.out_len > NET_HDR_LEN + NET_MAX_FRAME ||
+			    c.nin) {
+				n->st.tx_dropped++;
+				virtq_push(q, c.head, 0);
+				pushed = 1;
+				continue;
+			}
+			n->tx_len = virtq_chain_read(&c, 0, n->txbuf, c.out_len) - NET_HDR_LEN;
+			n->tx_head = c.head;
+			n->tx_held = 1;
+			n->tx_checked = 0;
+		}
+		if (!tx_one(n))
+			break; /* held: the timer or EPOLLOUT carries on */
+		virtq_push(q, n->tx_head, 0);
+		n->tx_held = 0;
+		pushed = 1;
+	}
+	if (r < 0)
+		virtio_dev_fail(d, "malformed descriptor chain on the transmit queue");
+	/* Frames a buffering backend (passt) could not write whole yet. */
+	if (!n->be_dead && !n->out_blocked && n->be->flush) {
+		int fr = n->be->flush(n->be);
+
+		if (fr == -EAGAIN)
+			n->out_blocked = 1;
+		else if (fr < 0)
+			backend_failed(n, fr);
+	}
+	update_watch(n);
+	if (pushed)
+		virtio_dev_interrupt(d, TXQ);
+}
+
+static void timer_fired(void *ctx)
+{
+	struct vnet *n = ctx;
+
+	pthread_mutex_lock(&n->dev.lock);
+	n->timer_armed = 0;
+	n->rx_throttled = 0;
+	if (n->tx_held)
+		tx_drain(n);
+	rx_fill(n);
+	update_watch(n);
+	pthread_mutex_unlock(&n->dev.lock);
+}
+
+static void net_notify(struct virtio_dev *d, int q)
+{
+	struct vnet *n = d->priv;
+
+	if (q == TXQ) {
+		tx_drain(n);
+	} else if (q == RXQ) {
+		n->rx_stalled = 0;
+		rx_fill(n);
+		update_watch(n);
+	}
+}
+
+static void backend_ready(void *ctx, int fd, uint32_t events)
+{
+	struct vnet *n = ctx;
+
+	(void)fd;
+	pthread_mutex_lock(&n->dev.lock);
+	if (n->out_blocked && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+		int r = n->be->flush ? n->be->flush(n->be) : 0;
+
+		if (r == 0) {
+			n->out_blocked = 0;
+			tx_drain(n);
+		} else if (r != -EAGAIN) {
+			backend_failed(n, r);
+			tx_drain(n); /* the held frame is dropped, its descriptor completed */
+		}
+	}
+	if (events & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		rx_fill(n);
+	/*
+	 * A hang-up is reported whatever we watch for: with no receive buffers
+	 * (or tokens) to read the rest with, stop watching instead of spinning;
+	 * the guest's next buffers read what is left and then the end.
+	 */
+	if ((events & (EPOLLERR | EPOLLHUP)) && n->registered &&
+	    (n->rx_stalled || n->rx_throttled || !queues_live(n, RXQ)))
+		unregister(n);
+	update_watch(n);
+	pthread_mutex_unlock(&n->dev.lock);
+}
+
+static int net_activate(struct virtio_dev *d)
+{
+	struct vnet *n = d->priv;
+	int err;
+
+	if (n->be_dead)
+		return 0;
+	err = event_loop_add(n->loop, n->be->fd, EPOLLIN, backend_ready, n);
+	n->registered = err == 0;
+	n->events = err == 0 ? EPOLLIN : 0;
+	return err;
+}
+
+static void net_reset(struct virtio_dev *d)
+{
+	struct vnet *n = d->priv;
+
+	/* Frames in flight are lost, as on a wire; a pending timer finds no queues. */
+	n->pending = 0;
+	n->tx_held = 0;
+	n->rx_stalled = 0;
+	n->rx_throttled = 0;
+	unregister(n);
+}
+
+/*
+ * State: version 2 is the MAC and the transmit chain held for tokens or
+ * backend room, if any (its frame is dropped, as a wire would lose it, but
+ * its descriptor must come back to the guest: the transport saved the
+ * queue with that chain taken). Version 1 (the MAC alone) still restores.
+ * The filter's flows and counters are not saved: a restored VM starts
+ * with the rules it is given (--firewall) and no tracked flows.
+ */
+#define NET_STATE_V1 7
+#define NET_STATE_V2 10
+
+static long net_save(struct virtio_dev *d, void *buf, size_t len)
+{
+	struct vnet *n = d->priv;
+	uint8_t *b = buf;
+
+	if (len < NET_STATE_V2)
+		return -ENOSPC;
+	b[0] = 2;
+	memcpy(b + 1, n->mac, 6);
+	b[7] = (uint8_t)n->tx_held;
+	b[8] = (uint8_t)(n->tx_head & 0xff);
+	b[9] = (uint8_t)(n->tx_head >> 8);
+	return NET_STATE_V2;
+}
+
+static int net_restore(struct virtio_dev *d, const void *buf, size_t len)
+{
+	struct vnet *n = d->priv;
+	const uint8_t *b = buf;
+
+	if (!((len == NET_STATE_V1 && b[0] == 1) || (len == NET_STATE_V2 && b[0] == 2)))
+		return -EINVAL;
+	memcpy(n->mac, b + 1, 6);
+	if (len == NET_STATE_V2 && b[7]) {
+		uint16_t head = (uint16_t)(b[8] | b[9] << 8);
+
+		if (b[7] != 1 || !d->vq[TXQ].ready || head >= d->vq[TXQ].size)
+			return -EINVAL;
+		virtq_push(&d->vq[TXQ], head, 0);
+	}
+	/* The transport restored DRIVER_OK: take frames from the backend again. */
+	if ((d->status & VIRTIO_STATUS_DRIVER_OK) && !n->registered)
+		return net_activate(d) < 0 ? -EINVAL : 0;
+	return 0;
+}
+
+static void net_destroy(struct virtio_dev *d)
+{
+	struct vnet *n = d->priv;
+
+	net_reset(d);
+	n->be->close(n->be);
+	net_filter_destroy(n->filter);
+	pthread_mutex_destroy(&d->lock);
+	free(n);
+}
+
+static const struct virtio_dev_ops net_ops = {
+	.name = "virtio-net",
+	.device_id = VIRTIO_ID_NET,
+	.num_queues = 2,
+	.queue_max = 256,
+	.features = net_features,
+	.config_len = 8,
+	.read_config = net_read_config,
+	.activate = net_activate,
+	.notify = net_notify,
+	.reset = net_reset,
+	.save = net_save,
+	.restore = net_restore,
+	.destroy = net_destroy,
+};
+
+int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop, struct virtio_dev **out,
+		      struct kiln_error *e)
+{
+	struct vnet *n = calloc(1, sizeof(*n));
+
+	if (!n) {
+		p->backend->close(p->backend);
+		net_filter_destroy(p->filter);
+		return kiln_errf(e, ENOMEM, "out of memory");
+	}
+	n->be = p->backend;
+	n->filter = p->filter;
+	n->loop = loop;
+	memcpy(n->mac, p->mac, 6);
+	n->dev.ops = &net_ops;
+	n->dev.priv = n;
+	pthread_mutex_init(&n->dev.lock, NULL);
+	*out = &n->dev;
+	return 0;
+}
+
+int virtio_net_is(const struct virtio_dev *d)
+{
+	return d && d->ops == &net_ops;
+}
+
+void virtio_net_stats(struct virtio_dev *d, struct virtio_net_stats *out)
+{
+	struct vnet *n = d->priv;
+
+	pthread_mutex_lock(&d->lock);
+	*out = n->st;
+	pthread_mutex_unlock(&d->lock);
+}
+
+int virtio_net_filter_replace(struct virtio_dev *d, struct net_rules *rules, size_t *cut)
+{
+	struct vnet *n = d->priv;
+
+	pthread_mutex_lock(&d->lock);
+	if (!n->filter) {
+		pthread_mutex_unlock(&d->lock);
+		net_rules_free(rules);
+		return -ENODEV;
+	}
+	*cut = net_filter_replace_rules(n->filter, rules, now_ns());
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+json_t *virtio_net_filter_json(struct virtio_dev *d)
+{
+	struct vnet *n = d->priv;
+	json_t *j = NULL, *dev;
+
+	pthread_mutex_lock(&d->lock);
+	if (!n->filter) {
+		pthread_mutex_unlock(&d->lock);
+		errno = ENODEV;
+		return NULL;
+	}
+	j = net_filter_to_json(n->filter);
+	dev = json_pack("{sIsIsIsIsIsIsIsIsI}", "rx_frames", (json_int_t)n->st.rx_frames, "tx_frames",
+			(json_int_t)n->st.tx_frames, "rx_dropped", (json_int_t)n->st.rx_dropped, "tx_dropped",
+			(json_int_t)n->st.tx_dropped, "rx_filtered", (json_int_t)n->st.rx_filtered, "tx_filtered",
+			(json_int_t)n->st.tx_filtered, "rx_throttled", (json_int_t)n->st.rx_throttled, "tx_throttled",
+			(json_int_t)n->st.tx_throttled, "tx_backend_full", (json_int_t)n->st.tx_backend_full);
+	pthread_mutex_unlock(&d->lock);
+	if (!j || !dev) {
+		json_decref(j);
+		json_decref(dev);
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (json_object_set_new(json_object_get(j, "counters"), "device", dev) < 0) {
+		json_decref(j);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return j;
+}

@@ -1,0 +1,26 @@
+#include "devices/virtio/virtio_dev.h"
+
+#include <stdio.h>
+
+void virtio_dev_interrupt(struct virtio_dev *d, int q)
+{
+	if (q < 0 || q >= VIRTIO_MAX_QUEUES || !virtq_need_interrupt(&d->vq[q]))
+		return;
+	__atomic_or_fetch(&d->isr, 1, __ATOMIC_SEQ_CST);
+	if (d->raise_irq)
+		d->raise_irq(d->irq_ctx);
+}
+
+void virtio_dev_fail(struct virtio_dev *d, const char *why)
+{
+	if (d->broken)
+		return;
+	d->broken = 1;
+	/* 2.1.1: NEEDS_RESET plus a configuration change notification. */
+	d->status |= VIRTIO_STATUS_NEEDS_RESET;
+	__atomic_or_fetch(&d->isr, 2, __ATOMIC_SEQ_CST);
+	fprintf(stderr, "kiln-vmm: %s: guest driver error: %s; device needs reset\n",
+		d->ops && d->ops->name ? d->ops->name : "virtio", why);
+	if (d->raise_irq)
+		d->raise_irq(d->irq_ctx);
+}

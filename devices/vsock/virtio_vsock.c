@@ -1,0 +1,828 @@
+#include "devices/vsock/virtio_vsock.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "lib/guest/event_loop.h"
+#include "devices/vsock/vsock_proto.h"
+
+enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
+
+#define VSOCK_QUEUE_MAX 256
+#define ACCEPT_BATCH 16        /* host clients accepted per listener wake-up */
+#define EVENT_RETRY_MS 10      /* after restore: retry delivering the reset event */
+#define EVENT_RETRIES 500
+#define ACCEPT_PAUSE_MS 100    /* out of file descriptors: accept again later */
+#define STATE_MAGIC 0x4b53564bu /* "KVSK" */
+#define STATE_VERSION 1
+
+/*
+ * Host sockets are watched edge-triggered for everything at once: an edge
+ * only sets host_readable or triggers a flush, and the rx pump reads while
+ * the guest grants credit. So a socket the guest is not ready for is not
+ * reported again and again (no busy loop), and nothing is read that the
+ * guest cannot take (no unbounded buffer).
+ */
+#define HOST_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
+struct vsock_dev {
+	struct virtio_dev dev;
+	struct event_loop *loop;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int listen_fd;
+	int accepting;
+	int accept_paused;          /* accept_resume() timer pending */
+	struct vsock_table t;
+	unsigned rr;                /* round-robin start for the rx pump */
+	struct virtq_chain rxc;     /* an rx chain popped but not yet used */
+	int rx_held;
+	struct virtq_chain txc;
+	struct virtq_chain evc;
+	int reset_event_pending;    /* TRANSPORT_RESET owed to the guest (after restore) */
+	int event_retries;
+	struct iovec iov[VIRTQ_MAX_CHAIN];
+};
+
+struct vsock_saved {
+	uint32_t magic, version;
+	uint64_t guest_cid;
+};
+
+static struct vsock_dev *to_vsock(struct virtio_dev *d)
+{
+	return d->priv;
+}
+
+static int active(const struct vsock_dev *v)
+{
+	return (v->dev.status & VIRTIO_STATUS_DRIVER_OK) && !v->dev.broken;
+}
+
+static void stop_accepting(struct vsock_dev *v)
+{
+	v->accept_paused = 0;
+	if (v->accepting)
+		event_loop_del(v->loop, v->listen_fd);
+	v->accepting = 0;
+}
+
+static void conn_close(struct vsock_dev *v, struct vsock_conn *c, int rst)
+{
+	if (c->fd >= 0) {
+		event_loop_del(v->loop, c->fd);
+		close(c->fd);
+		c->fd = -1;
+	}
+	if (rst)
+		vsock_conn_reset(&v->t, c);
+	else
+		vsock_conn_free(&v->t, c);
+}
+
+static void drop_all(struct vsock_dev *v)
+{
+	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
+		struct vsock_conn *c = &v->t.conn[i];
+
+		if (c->state != VSOCK_FREE && c->fd >= 0) {
+			event_loop_del(v->loop, c->fd);
+			close(c->fd);
+			c->fd = -1;
+		}
+	}
+	vsock_table_clear(&v->t);
+	v->rx_held = 0;
+}
+
+/* The guest broke the protocol: mark the device and let go of the host
+ * side, whose clients would otherwise wait on a device that ignores them. */
+static void fail(struct vsock_dev *v, const char *why)
+{
+	virtio_dev_fail(&v->dev, why);
+	stop_accepting(v);
+	drop_all(v);
+}
+
+/* Pop the next chain of `qi` (virtq_pop_or_arm). 1, 0, or -1 after
+ * failing the device. */
+static int pop(struct vsock_dev *v, int qi, struct virtq_chain *c, const char *why)
+{
+	int r = virtq_pop_or_arm(&v->dev.vq[qi], c);
+
+	if (r < 0) {
+		fail(v, why);
+		return -1;
+	}
+	return r;
+}
+
+/* iovecs over the chain buffers `b` for bytes [off, off + len). */
+static int chain_iov(const struct virtq_buf *b, int n, size_t off, size_t len, struct iovec *iov)
+{
+	int k = 0;
+
+	for (int i = 0; i < n && len; i++) {
+		size_t take;
+
+		if (off >= b[i].len) {
+			off -= b[i].len;
+			continue;
+		}
+		take = b[i].len - off;
+		if (take > len)
+			take = len;
+		iov[k].iov_base = b[i].host + off;
+		iov[k].iov_len = take;
+		k++;
+		len -= take;
+		off = 0;
+	}
+	return k;
+}
+
+/* ---- guest → host ---------------------------------------------------- */
+
+/* Write buffered guest data to the host socket. 0, or -1 when the
+ * connection was reset (the host end is gone). */
+static int flush(struct vsock_dev *v, struct vsock_conn *c)
+{
+	while (c->buf_len) {
+		const uint8_t *p;
+		uint32_t n = vsock_conn_buf_peek(c, &p);
+		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0; /* EPOLLOUT edge comes when the host reads */
+		if (w <= 0) {
+			conn_close(v, c, 1);
+			return -1;
+		}
+		vsock_conn_buf_consume(c, (uint32_t)w);
+		vsock_conn_forwarded(c, (uint32_t)w);
+	}
+	return 0;
+}
+
+/* After a state change: flush, pass the guest's SHUTDOWN(SEND) on once
+ * everything is written, and finish the connection when both sides are. */
+static void settle(struct vsock_dev *v, struct vsock_conn *c)
+{
+	if (c->state != VSOCK_ESTABLISHED)
+		return;
+	if (flush(v, c) < 0)
+		return;
+	if ((c->peer_shutdown & VSOCK_SHUTDOWN_SEND) && !c->buf_len && !c->host_shut_wr) {
+		shutdown(c->fd, SHUT_WR);
+		c->host_shut_wr = 1;
+	}
+	if (vsock_conn_done(c))
+		conn_close(v, c, 1); /* the guest waits for our RST to free its socket */
+}
+
+/* Guest payload for the host: straight to the socket when nothing is queued
+ * before it, the rest into the connection's bounded buffer (room for it
+ * was checked against the credit we granted). */
+static void host_write(struct vsock_dev *v, struct vsock_conn *c, uint32_t len)
+{
+	size_t off = VSOCK_HDR_SIZE, done = 0;
+	int n;
+
+	if (!c->buf_len && len) {
+		struct msghdr m = { .msg_iov = v->iov };
+		ssize_t w;
+
+		m.msg_iovlen = (size_t)chain_iov(v->txc.out, v->txc.nout, off, len, v->iov);
+		do
+			w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (w < 0 && errno == EINTR);
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			conn_close(v, c, 1);
+			return;
+		}
+		if (w > 0) {
+			done = (size_t)w;
+			vsock_conn_forwarded(c, (uint32_t)w);
+		}
+	}
+	n = chain_iov(v->txc.out, v->txc.nout, off + done, len - done, v->iov);
+	for (int i = 0; i < n; i++) {
+		if (vsock_conn_buf_put(c, v->iov[i].iov_base, (uint32_t)v->iov[i].iov_len) < 0) {
+			conn_close(v, c, 1); /* out of memory: cannot keep the stream whole */
+			return;
+		}
+	}
+	settle(v, c);
+}
+
+static void host_reply_ok(struct vsock_dev *v, struct vsock_conn *c)
+{
+	char line[24];
+	int n = snprintf(line, sizeof(line), "OK %u\n", c->local_port);
+
+	/* A fresh socket has an empty send buffer: a short write means the
+	 * client is gone. */
+	if (send(c->fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		conn_close(v, c, 1);
+	else
+		settle(v, c);
+}
+
+static void host_event(void *ctx, int fd, uint32_t events);
+
+/* Guest REQUEST to CID 2 port X: connect to "<uds_path>_X". */
+static void guest_connect(struct vsock_dev *v, struct vsock_conn *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, n;
+
+	n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_%u", v->path, c->local_port);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* AF_UNIX connects at once or fails (ENOENT, ECONNREFUSED, EAGAIN
+	 * with a full backlog): every failure is "nobody listens", RST. */
+	if (fd < 0 || n < 0 || (size_t)n >= sizeof(sa.sun_path) ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    event_loop_add(v->loop, fd, HOST_EVENTS, host_event, v) < 0) {
+		if (fd >= 0)
+			close(fd);
+		vsock_conn_reset(&v->t, c);
+		return;
+	}
+	vsock_conn_accepted(c, fd);
+}
+
+static void tx_packet(struct vsock_dev *v, const struct vsock_hdr *h, uint64_t payload_avail)
+{
+	struct vsock_conn *c;
+
+	switch (vsock_table_recv(&v->t, h, payload_avail, &c)) {
+	case VSOCK_ACT_NONE:
+		break;
+	case VSOCK_ACT_RESET: /* the RST is queued already */
+	case VSOCK_ACT_CLOSE:
+		if (c)
+			conn_close(v, c, 0);
+		break;
+	case VSOCK_ACT_CONNECT:
+		guest_connect(v, c);
+		break;
+	case VSOCK_ACT_ESTABLISHED:
+		host_reply_ok(v, c);
+		break;
+	case VSOCK_ACT_DATA:
+		host_write(v, c, h->len);
+		break;
+	case VSOCK_ACT_UPDATE:
+		settle(v, c);
+		break;
+	}
+}
+
+static void rx_pump(struct vsock_dev *v);
+
+static void tx_process(struct vsock_dev *v)
+{
+	int r, pushed = 0;
+
+	while ((r = pop(v, Q_TX, &v->txc, "malformed descriptor chain on the tx queue")) > 0) {
+		uint8_t raw[VSOCK_HDR_SIZE];
+		struct vsock_hdr h;
+
+		if (virtq_chain_read(&v->txc, 0, raw, sizeof(raw)) < sizeof(raw)) {
+			fail(v, "tx packet shorter than a vsock header");
+			return;
+		}
+		vsock_hdr_decode(&h, raw);
+		tx_packet(v, &h, v->txc.out_len - VSOCK_HDR_SIZE);
+		if (virtq_push(&v->dev.vq[Q_TX], v->txc.head, 0) < 0) {
+			fail(v, "tx used ring unusable");
+			return;
+		}
+		pushed = 1;
+	}
+	if (r < 0)
+		return;
+	if (pushed)
+		virtio_dev_interrupt(&v->dev, Q_TX);
+}
+
+/* ---- host → guest ---------------------------------------------------- */
+
+static int rx_has_work(const struct vsock_dev *v)
+{
+	if (v->t.rst_len)
+		return 1;
+	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
+		const struct vsock_conn *c = &v->t.conn[i];
+
+		if (c->state > VSOCK_HOST_HELLO && (c->send_ctl || vsock_conn_want_send(c)))
+			return 1;
+	}
+	return 0;
+}
+
+static int rx_push(struct vsock_dev *v, const struct vsock_hdr *h)
+{
+	uint8_t raw[VSOCK_HDR_SIZE];
+
+	vsock_hdr_encode(raw, h);
+	virtq_chain_write(&v->rxc, 0, raw, sizeof(raw));
+	v->rx_held = 0;
+	if (virtq_push(&v->dev.vq[Q_RX], v->rxc.head, VSOCK_HDR_SIZE + h->len) < 0) {
+		fail(v, "rx used ring unusable");
+		return -1;
+	}
+	return 1;
+}
+
+/* Read host bytes for `c` straight into the held rx chain, no more than
+ * the guest's credit. 1 pushed, 0 nothing to send (EAGAIN or EOF), -1 the
+ * connection was reset or the device failed. */
+static int rx_read(struct vsock_dev *v, struct vsock_conn *c)
+{
+	uint64_t cap = v->rxc.in_len - VSOCK_HDR_SIZE;
+	uint32_t want = vsock_conn_credit(c);
+	struct vsock_hdr h;
+	ssize_t r;
+	int n;
+
+	if (want > cap)
+		want = (uint32_t)cap;
+	if (!want)
+		return 0; /* rx buffer has room for the header only */
+	n = chain_iov(v->rxc.in, v->rxc.nin, VSOCK_HDR_SIZE, want, v->iov);
+	do
+		r = readv(c->fd, v->iov, n);
+	while (r < 0 && errno == EINTR);
+	if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		c->host_readable = 0;
+		return 0;
+	}
+	if (r < 0) {
+		conn_close(v, c, 1);
+		return -1;
+	}
+	if (r == 0) {
+		vsock_conn_host_eof(c);
+		settle(v, c);
+		return 0;
+	}
+	vsock_conn_hdr(&v->t, c, VSOCK_OP_RW, (uint32_t)r, &h);
+	return rx_push(v, &h);
+}
+
+/* Fill the held rx chain with one packet: queued RSTs first, then each
+ * connection's control packets and data in turn. 1 pushed, 0 nothing,
+ * -1 device failed. */
+static int rx_fill_one(struct vsock_dev *v)
+{
+	struct vsock_hdr h;
+
+	if (vsock_table_next_rst(&v->t, &h))
+		return rx_push(v, &h);
+	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++) {
+		unsigned idx = (v->rr + i) % VSOCK_MAX_CONNS;
+		struct vsock_conn *c = &v->t.conn[idx];
+
+		if (c->state <= VSOCK_HOST_HELLO)
+			continue;
+		for (;;) {
+			int r;
+
+			if (vsock_conn_next_ctl(&v->t, c, &h)) {
+				v->rr = idx + 1;
+				return rx_push(v, &h);
+			}
+			if (!vsock_conn_want_send(c))
+				break;
+			r = rx_read(v, c);
+			if (r > 0) {
+				v->rr = idx + 1;
+				return r;
+			}
+			if (r < 0) {
+				if (v->dev.broken)
+					return -1;
+				/* reset: its RST is queued; send it now */
+				if (vsock_table_next_rst(&v->t, &h))
+					return rx_push(v, &h);
+				break;
+			}
+			if (c->state == VSOCK_FREE)
+				break; /* finished by EOF: RST queued */
+			/* EAGAIN or EOF: look at its control packets once more */
+		}
+	}
+	if (vsock_table_next_rst(&v->t, &h))
+		return rx_push(v, &h);
+	return 0;
+}
+
+static void rx_pump(struct vsock_dev *v)
+{
+	int pushed = 0;
+
+	if (!active(v) || !v->dev.vq[Q_RX].ready)
+		return;
+	while (rx_has_work(v)) {
+		int r;
+
+		if (!v->rx_held) {
+			r = pop(v, Q_RX, &v->rxc, "malformed descriptor chain on the rx queue");
+			if (r <= 0)
+				break; /* no buffer: the guest's next rx kick resumes */
+			if (v->rxc.in_len < VSOCK_HDR_SIZE) {
+				fail(v, "rx buffer smaller than a vsock header");
+				return;
+			}
+			v->rx_held = 1;
+		}
+		r = rx_fill_one(v);
+		if (r < 0)
+			return;
+		if (r == 0)
+			break;
+		pushed = 1;
+	}
+	if (pushed)
+		virtio_dev_interrupt(&v->dev, Q_RX);
+}
+
+/* ---- event queue ----------------------------------------------------- */
+
+static void deliver_event(struct vsock_dev *v)
+{
+	uint32_t id = htole32(VSOCK_EVENT_TRANSPORT_RESET);
+
+	if (!v->reset_event_pending || !active(v) || !v->dev.vq[Q_EVENT].ready)
+		return;
+	if (pop(v, Q_EVENT, &v->evc, "malformed descriptor chain on the event queue") <= 0)
+		return;
+	if (v->evc.in_len < sizeof(id)) {
+		fail(v, "event buffer smaller than an event");
+		return;
+	}
+	virtq_chain_write(&v->evc, 0, &id, sizeof(id));
+	if (virtq_push(&v->dev.vq[Q_EVENT], v->evc.head, sizeof(id)) < 0) {
+		fail(v, "event used ring unusable");
+		return;
+	}
+	v->reset_event_pending = 0;
+	virtio_dev_interrupt(&v->dev, Q_EVENT);
+}
+
+/* After restore the transport may finish restoring queues after us, and the
+ * guest will not kick its event queue on its own: try from the loop. */
+static void restore_kick(void *ctx)
+{
+	struct vsock_dev *v = ctx;
+
+	pthread_mutex_lock(&v->dev.lock);
+	deliver_event(v);
+	if (v->reset_event_pending && !v->dev.broken && ++v->event_retries < EVENT_RETRIES)
+		event_loop_timer(v->loop, EVENT_RETRY_MS, restore_kick, v);
+	rx_pump(v);
+	pthread_mutex_unlock(&v->dev.lock);
+}
+
+/* ---- host sockets ---------------------------------------------------- */
+
+static void hello_reject(struct vsock_dev *v, struct vsock_conn *c, const char *line)
+{
+	if (send(c->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* best effort: the client is closed either way */
+	}
+	conn_close(v, c, 0);
+}
+
+/* Read the client's CONNECT line without consuming a byte past its '\n':
+ * what follows is already data for the guest. */
+static void hello_read(struct vsock_dev *v, struct vsock_conn *c)
+{
+	for (;;) {
+		char *at = c->hello + c->hello_len;
+		size_t room = sizeof(c->hello) - c->hello_len;
+		ssize_t n = recv(c->fd, at, room, MSG_PEEK);
+		const char *nl;
+		uint32_t port;
+		long r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			conn_close(v, c, 0); /* gone before asking for anything */
+			return;
+		}
+		nl = memchr(at, '\n', (size_t)n);
+		n = recv(c->fd, at, nl ? (size_t)(nl - at + 1) : (size_t)n, 0);
+		if (n <= 0) {
+			conn_close(v, c, 0);
+			return;
+		}
+		c->hello_len += (uint32_t)n;
+		r = vsock_connect_parse(c->hello, c->hello_len, &port);
+		if (r < 0) {
+			hello_reject(v, c, "ERROR expected \"CONNECT <port>\\n\" with a decimal port\n");
+			return;
+		}
+		if (r > 0) {
+			vsock_conn_connect(c, port);
+			c->host_readable = 1; /* bytes after the line raise no new edge */
+			return;
+		}
+	}
+}
+
+static void host_event(void *ctx, int fd, uint32_t events)
+{
+	struct vsock_dev *v = ctx;
+	struct vsock_conn *c;
+
+	pthread_mutex_lock(&v->dev.lock);
+	/* Looked up by fd: the connection may have been closed (and its slot
+	 * reused) between epoll_wait and now. */
+	c = vsock_conn_find_fd(&v->t, fd);
+	if (!c || v->dev.broken)
+		goto out;
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+		c->host_readable = 1; /* the read itself finds data, EOF or the error */
+	switch (c->state) {
+	case VSOCK_HOST_HELLO:
+		hello_read(v, c);
+		break;
+	case VSOCK_CONNECTING:
+		/* Keep the edge (host_readable) until the guest answers. */
+		if ((events & EPOLLERR) && (c->send_ctl & VSOCK_SEND_REQUEST))
+			conn_close(v, c, 0);
+		else if (events & EPOLLERR)
+			conn_close(v, c, 1);
+		break;
+	case VSOCK_ESTABLISHED:
+		settle(v, c); /* flushes on EPOLLOUT */
+		break;
+	default:
+		break;
+	}
+	rx_pump(v);
+out:
+	pthread_mutex_unlock(&v->dev.lock);
+}
+
+static int start_accepting(struct vsock_dev *v);
+
+static void accept_resume(void *ctx)
+{
+	struct vsock_dev *v = ctx;
+
+	pthread_mutex_lock(&v->dev.lock);
+	if (v->accept_paused && !v->dev.broken) {
+		v->accept_paused = 0;
+		start_accepting(v);
+	}
+	pthread_mutex_unlock(&v->dev.lock);
+}
+
+static void listen_event(void *ctx, int fd, uint32_t events)
+{
+	struct vsock_dev *v = ctx;
+
+	(void)events;
+	pthread_mutex_lock(&v->dev.lock);
+	for (int i = 0; i < ACCEPT_BATCH && v->accepting; i++) {
+		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct vsock_conn *c;
+
+		if (cfd < 0) {
+			/* Out of fds the listener stays readable: polling it again
+			 * at once would spin. Pause, and let the backlog wait. */
+			if ((errno == EMFILE || errno == ENFILE) &&
+			    event_loop_timer(v->loop, ACCEPT_PAUSE_MS, accept_resume, v) == 0) {
+				stop_accepting(v);
+				v->accept_paused = 1;
+			}
+			break;
+		}
+		c = vsock_conn_new_host(&v->t, cfd);
+		if (!c) {
+			static const char full[] = "ERROR too many vsock connections\n";
+
+			if (send(cfd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* best effort */
+			}
+			close(cfd);
+			continue;
+		}
+		if (event_loop_add(v->loop, cfd, HOST_EVENTS, host_event, v) < 0) {
+			static const char busy[] = "ERROR kiln-vmm event loop full\n";
+
+			if (send(cfd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+				/* best effort */
+			}
+			conn_close(v, c, 0);
+		}
+	}
+	pthread_mutex_unlock(&v->dev.lock);
+}
+
+static int start_accepting(struct vsock_dev *v)
+{
+	int err;
+
+	if (v->accepting)
+		return 0;
+	if ((err = event_loop_add(v->loop, v->listen_fd, EPOLLIN, listen_event, v)) < 0)
+		return err;
+	v->accepting = 1;
+	return 0;
+}
+
+/* ---- virtio ops ------------------------------------------------------ */
+
+static uint64_t vsock_features(struct virtio_dev *d)
+{
+	(void)d;
+	return 0; /* stream only: no VIRTIO_VSOCK_F_SEQPACKET */
+}
+
+static void vsock_read_config(struct virtio_dev *d, uint32_t off, void *buf, uint32_t len)
+{
+	uint64_t cid = htole64(to_vsock(d)->t.guest_cid);
+
+	memcpy(buf, (uint8_t *)&cid + off, len); /* bounds checked by the transport */
+}
+
+static int vsock_activate(struct virtio_dev *d)
+{
+	struct vsock_dev *v = to_vsock(d);
+	int err = start_accepting(v);
+
+	if (err)
+		return err;
+	deliver_event(v);
+	rx_pump(v); /* host clients that connected before the driver was ready */
+	return 0;
+}
+
+static void vsock_notify(struct virtio_dev *d, int q)
+{
+	struct vsock_dev *v = to_vsock(d);
+
+	if (q == Q_TX)
+		tx_process(v);
+	else if (q == Q_EVENT)
+		deliver_event(v);
+	rx_pump(v); /* rx kick: new buffers; tx: replies to send */
+}
+
+static void vsock_reset(struct virtio_dev *d)
+{
+	struct vsock_dev *v = to_vsock(d);
+
+	stop_accepting(v);
+	drop_all(v);
+	v->reset_event_pending = 0;
+}
+
+static long vsock_save(struct virtio_dev *d, void *buf, size_t len)
+{
+	struct vsock_saved s = { STATE_MAGIC, STATE_VERSION, to_vsock(d)->t.guest_cid };
+
+	if (len < sizeof(s))
+		return -ENOSPC;
+	memcpy(buf, &s, sizeof(s));
+	return (long)sizeof(s);
+}
+
+static int vsock_restore(struct virtio_dev *d, const void *buf, size_t len)
+{
+	struct vsock_dev *v = to_vsock(d);
+	struct vsock_saved s;
+
+	if (len != sizeof(s))
+		return -EINVAL;
+	memcpy(&s, buf, sizeof(s));
+	/* The guest read its CID at probe time; another one would make every
+	 * packet it sends look spoofed. */
+	if (s.magic != STATE_MAGIC || s.version != STATE_VERSION || s.guest_cid != v->t.guest_cid)
+		return -EINVAL;
+	drop_all(v);
+	v->reset_event_pending = 1;
+	v->event_retries = 0;
+	if (start_accepting(v) < 0)
+		return -EINVAL;
+	if (event_loop_timer(v->loop, EVENT_RETRY_MS, restore_kick, v) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+static void vsock_destroy(struct virtio_dev *d)
+{
+	struct vsock_dev *v = to_vsock(d);
+
+	stop_accepting(v);
+	drop_all(v);
+	if (v->listen_fd >= 0) {
+		close(v->listen_fd);
+		unlink(v->path);
+	}
+	pthread_mutex_destroy(&d->lock);
+	free(v);
+}
+
+static const struct virtio_dev_ops vsock_ops = {
+	.name = "virtio-vsock",
+	.device_id = VIRTIO_ID_VSOCK,
+	.num_queues = NUM_QUEUES,
+	.queue_max = VSOCK_QUEUE_MAX,
+	.features = vsock_features,
+	.config_len = sizeof(uint64_t),
+	.read_config = vsock_read_config,
+	.activate = vsock_activate,
+	.notify = vsock_notify,
+	.reset = vsock_reset,
+	.save = vsock_save,
+	.restore = vsock_restore,
+	.destroy = vsock_destroy,
+};
+
+/* Bind `path`, replacing a stale socket file from an earlier run but not a
+ * live one, nor anything that is not a socket. */
+static int listen_at(const char *path, struct kiln_error *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, err;
+
+	strcpy(sa.sun_path, path); /* length checked by the caller */
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return kiln_errf(e, EEXIST, "vsock socket '%s': exists and is not a socket; remove it or pick another path", path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			close(fd);
+			return kiln_errf(e, EADDRINUSE, "vsock socket '%s': another process is listening there; pick another path", path);
+		}
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return kiln_errf(e, errno, "vsock socket '%s': socket: %s", path, strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
+		err = errno;
+		close(fd);
+		return kiln_errf(e, err, "vsock socket '%s': %s (is the directory writable and on a filesystem that allows sockets?)",
+				 path, strerror(err));
+	}
+	return fd;
+}
+
+int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop *loop,
+			struct virtio_dev **out, struct kiln_error *e)
+{
+	struct vsock_dev *v;
+	size_t plen;
+	int fd;
+
+	/* vsock(7): 0 hypervisor, 1 local, 2 host; -1U is VMADDR_CID_ANY. */
+	if (cfg->guest_cid < 3 || cfg->guest_cid >= UINT32_MAX)
+		return kiln_errf(e, EINVAL, "vsock: guest CID %llu is reserved or too large; use 3 .. 4294967294",
+				 (unsigned long long)cfg->guest_cid);
+	if (!cfg->uds_path || !*cfg->uds_path)
+		return kiln_errf(e, EINVAL, "vsock: no Unix socket path given");
+	plen = strlen(cfg->uds_path);
+	/* Room for "_4294967295", the longest guest-port suffix, plus NUL. */
+	if (plen + 11 >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return kiln_errf(e, ENAMETOOLONG, "vsock socket '%s': path too long for a Unix socket (max %zu bytes)",
+				 cfg->uds_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 12);
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return kiln_errf(e, ENOMEM, "vsock: out of memory");
+	fd = listen_at(cfg->uds_path, e);
+	if (fd < 0) {
+		free(v);
+		return fd;
+	}
+	v->listen_fd = fd;
+	memcpy(v->path, cfg->uds_path, plen + 1);
+	v->loop = loop;
+	vsock_table_init(&v->t, cfg->guest_cid);
+	v->dev.ops = &vsock_ops;
+	v->dev.priv = v;
+	pthread_mutex_init(&v->dev.lock, NULL);
+	*out = &v->dev;
+	return 0;
+}

@@ -1,0 +1,314 @@
+#include "guest-init/agent/agent_launch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guest-init/agent/agent_env.h"
+#include "guest-init/sys/child.h"
+
+int64_t agent_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* What the child reports through the error pipe before it exits 127. */
+enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_USER, STAGE_CWD, STAGE_EXEC };
+
+struct launch_fail {
+	int stage;
+	int err;
+};
+
+/* Everything the child needs, prepared by the parent. */
+struct launch_plan {
+	const char *path; /* resolved program */
+	char *const *argv;
+	char **envp;
+	const char *cwd;
+	unsigned uid, gid;
+	int fd[3];        /* become the child's 0, 1, 2 */
+	int slave;        /* pty slave, or -1 */
+	int report;       /* error pipe, write end */
+	const struct rlimit *nofile;
+};
+
+static void __attribute__((noreturn)) child_fail(const struct launch_plan *pl, int stage)
+{
+	struct launch_fail f = { stage, errno };
+	ssize_t r = write(pl->report, &f, sizeof(f));
+
+	(void)r; /* nothing left to tell if even this fails */
+	_exit(127);
+}
+
+/* After fork(): async-signal-safe system calls only (see agent_launch.h). */
+static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
+{
+	child_reset(pl->nofile);
+	if (setsid() < 0)
+		child_fail(pl, STAGE_SETSID);
+	/* The new session's leader takes the pty slave as its controlling
+	 * terminal, so ^C and job control reach it. */
+	if (pl->slave >= 0 && ioctl(pl->slave, TIOCSCTTY, 0) < 0)
+		child_fail(pl, STAGE_TTY);
+	for (int i = 0; i < 3; i++)
+		if (dup2(pl->fd[i], i) < 0)
+			child_fail(pl, STAGE_STDIO);
+	/* Raw system calls: glibc's setuid() wrappers coordinate all threads
+	 * of a process, which is not something to rely on in the child of a
+	 * multithreaded fork. Here there is exactly one thread, so the
+	 * per-thread credentials the kernel changes are the process's. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
+	    syscall(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
+		child_fail(pl, STAGE_USER);
+	/* After the switch, so the user's own permissions decide. */
+	if (chdir(pl->cwd) < 0)
+		child_fail(pl, STAGE_CWD);
+	execve(pl->path, pl->argv, pl->envp);
+	child_fail(pl, STAGE_EXEC);
+}
+
+static bool is_exec_file(const char *path, void *ctx)
+{
+	struct stat st;
+
+	(void)ctx;
+	/* The agent is root, so access(X_OK) would say yes to anything with
+	 * one x bit; this is the same test, and the exec itself decides. */
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
+}
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int setup_error(struct agent_err *err, const char *what, const char *step)
+{
+	int e = errno;
+
+	agent_err_set(err, agent_errno_code(e), "%s: %s: %s%s", what, step, strerror(e),
+		      agent_errno_code(e) == AGENT_E_BUSY ? "; retry later" : "");
+	return -1;
+}
+
+/* The parent's ends and the child's ends of the three stdio channels. */
+struct launch_fds {
+	int parent[3]; /* in (write), out (read), err (read) */
+	int child[3];
+	int slave;
+};
+
+static int make_pipes(struct launch_fds *f, const char *what, struct agent_err *err)
+{
+	for (int i = 0; i < 3; i++) {
+		int p[2];
+
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return setup_error(err, what, "creating a pipe");
+		/* stdin: the child reads p[0]; stdout/stderr: it writes p[1]. */
+		f->child[i] = i == 0 ? p[0] : p[1];
+		f->parent[i] = i == 0 ? p[1] : p[0];
+		if (set_nonblock(f->parent[i]) < 0)
+			return setup_error(err, what, "making a pipe non-blocking");
+	}
+	return 0;
+}
+
+static int make_pty(struct launch_fds *f, const struct agent_proc_req *req, const char *what,
+		    struct agent_err *err)
+{
+	struct winsize ws = { .ws_row = req->rows, .ws_col = req->cols };
+	char name[64];
+	int m;
+
+	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0)
+		return setup_error(err, what, "opening a pseudo-terminal");
+	f->parent[0] = m;
+	if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0)
+		return setup_error(err, what, "preparing the pseudo-terminal");
+	f->slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (f->slave < 0)
+		return setup_error(err, what, "opening the terminal's slave side");
+	/* The terminal belongs to the user who runs on it, as after a login. */
+	if (fchown(f->slave, agent_user_uid(req->user), (gid_t)-1) < 0)
+		return setup_error(err, what, "giving the terminal to its user");
+	if (ioctl(m, TIOCSWINSZ, &ws) < 0)
+		return setup_error(err, what, "setting the terminal size");
+	/* Output is read from a second descriptor that the output reader
+	 * owns, so it can close it without racing writers on parent[0]. */
+	f->parent[1] = fcntl(m, F_DUPFD_CLOEXEC, 3);
+	if (f->parent[1] < 0)
+		return setup_error(err, what, "duplicating the terminal");
+	if (set_nonblock(m) < 0)
+		return setup_error(err, what, "making the terminal non-blocking");
+	for (int i = 0; i < 3; i++)
+		f->child[i] = f->slave;
+	return 0;
+}
+
+static void close_all(struct launch_fds *f, bool parent_too)
+{
+	for (int i = 0; i < 3; i++) {
+		if (f->child[i] != f->slave)
+			close_fd(&f->child[i]);
+		f->child[i] = -1;
+		if (parent_too)
+			close_fd(&f->parent[i]);
+	}
+	close_fd(&f->slave);
+}
+
+/* Turn the child's report into the protocol's error. */
+static void child_error(const struct launch_fail *f, const char *what, const char *prog,
+			const struct agent_proc_req *req, const char *cwd, struct agent_err *err)
+{
+	enum agent_code code = agent_errno_code(f->err);
+	const char *why = strerror(f->err);
+
+	switch (f->stage) {
+	case STAGE_EXEC:
+		if (f->err == ENOEXEC)
+			agent_err_set(err, code,
+				      "%s: cannot run '%.200s': %s (not a binary this kernel runs, and no #! line); run it through an interpreter or with \"shell\": true",
+				      what, prog, why);
+		else
+			agent_err_set(err, code, "%s: cannot run '%.200s': %s", what, prog, why);
+		break;
+	case STAGE_CWD:
+		agent_err_set(err, code, "%s: cannot change to directory '%.200s' as %s: %s", what,
+			      cwd, agent_user_name(req->user), why);
+		break;
+	case STAGE_USER:
+		agent_err_set(err, code, "%s: cannot switch to user '%s': %s", what,
+			      agent_user_name(req->user), why);
+		break;
+	default:
+		agent_err_set(err, code, "%s: setting up the process failed (step %d): %s", what,
+			      f->stage, why);
+		break;
+	}
+}
+
+int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what,
+		 const struct agent_proc_req *req, bool pty, struct reaper_child *rc,
+		 struct agent_launch_io *io, struct agent_err *err)
+{
+	struct launch_fds f = { { -1, -1, -1 }, { -1, -1, -1 }, -1 };
+	struct launch_plan pl = { .slave = -1, .report = -1, .nofile = nofile };
+	struct launch_fail fail;
+	char prog[PATH_MAX];
+	char **envp = NULL;
+	int report[2] = { -1, -1 }, e, rc_ok = -1;
+	ssize_t n;
+	pid_t pid;
+
+	memset(io, 0, sizeof(*io));
+	io->in_fd = io->out_fd = io->err_fd = -1;
+	if (agent_env_build(req, pty, &envp) < 0) {
+		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
+		return -1;
+	}
+	pl.cwd = req->cwd;
+	if (!pl.cwd)
+		pl.cwd = is_dir(agent_user_home(req->user)) ? agent_user_home(req->user) : "/";
+	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd, is_exec_file,
+			      NULL, prog, sizeof(prog));
+	if (e == -ENAMETOOLONG) {
+		agent_err_set(err, AGENT_E_IO_ERROR, "%s: program path '%.200s' is too long", what,
+			      req->argv[0]);
+		goto out;
+	}
+	if (e < 0) {
+		const char *path = agent_env_get(envp, "PATH");
+
+		agent_err_set(err, AGENT_E_NOT_FOUND,
+			      "%s: '%.200s' not found in PATH (%.200s); give its full path or install it",
+			      what, req->argv[0], path ? path : AGENT_DEFAULT_PATH);
+		goto out;
+	}
+	if ((pty ? make_pty(&f, req, what, err) : make_pipes(&f, what, err)) < 0)
+		goto out;
+	if (pipe2(report, O_CLOEXEC) < 0) {
+		setup_error(err, what, "creating a pipe");
+		goto out;
+	}
+	pl.path = prog;
+	pl.argv = (char *const *)req->argv;
+	pl.envp = envp;
+	pl.uid = agent_user_uid(req->user);
+	pl.gid = agent_user_gid(req->user);
+	pl.slave = f.slave;
+	pl.report = report[1];
+	for (int i = 0; i < 3; i++)
+		pl.fd[i] = f.child[i];
+
+	io->start_us = agent_mono_us();
+	reaper_fork_lock(r);
+	pid = fork();
+	if (pid == 0)
+		child_run(&pl);
+	e = errno;
+	if (pid > 0)
+		reaper_add(r, rc, pid);
+	reaper_fork_unlock(r);
+	if (pid < 0) {
+		errno = e;
+		setup_error(err, what, "fork");
+		goto out;
+	}
+
+	close_all(&f, false);
+	close_fd(&report[1]);
+	/* EOF (0 bytes) means execve() succeeded and closed the pipe. */
+	do
+		n = read(report[0], &fail, sizeof(fail));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(fail)) {
+		child_error(&fail, what, prog, req, pl.cwd, err);
+		reaper_wait(r, rc);
+		goto out;
+	}
+	io->pid = pid;
+	io->in_fd = f.parent[0];
+	io->out_fd = f.parent[1];
+	io->err_fd = pty ? -1 : f.parent[2];
+	f.parent[0] = f.parent[1] = f.parent[2] = -1;
+	rc_ok = 0;
+out:
+	close_all(&f, true);
+	close_fd(&report[0]);
+	close_fd(&report[1]);
+	free(envp);
+	return rc_ok;
+}

@@ -1,0 +1,16 @@
+#include "lib/base/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int kiln_errf(struct kiln_error *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e) {
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}

@@ -1,0 +1,245 @@
+#include "lib/guest/event_loop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+struct watch {
+	int fd;
+	event_fn *fn;
+	void *ctx;
+	void (*timer_fn)(void *ctx); /* for one-shot timers */
+	void *timer_ctx;
+};
+
+struct event_loop {
+	int epfd;
+	int stop_fd; /* eventfd: wakes the loop to stop */
+	pthread_t thread;
+	int running;
+	pthread_mutex_t lock; /* guards the watch table */
+	struct watch w[EVENT_LOOP_MAX];
+};
+
+static struct watch *find(struct event_loop *l, int fd)
+{
+	for (int i = 0; i < EVENT_LOOP_MAX; i++)
+		if (l->w[i].fn && l->w[i].fd == fd)
+			return &l->w[i];
+	return NULL;
+}
+
+int event_loop_create(struct event_loop **out)
+{
+	struct event_loop *l = calloc(1, sizeof(*l));
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (!l)
+		return -ENOMEM;
+	l->epfd = l->stop_fd = -1;
+	pthread_mutex_init(&l->lock, NULL);
+	l->epfd = epoll_create1(EPOLL_CLOEXEC);
+	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ev.data.ptr = NULL; /* NULL marks the stop fd */
+	if (l->epfd < 0 || l->stop_fd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0) {
+		int err = errno;
+
+		event_loop_destroy(l);
+		return -err;
+	}
+	*out = l;
+	return 0;
+}
+
+/* Register fd; timer_fn/timer_ctx are set under the same lock, before epoll
+ * can report the fd, so a timer cannot fire without its callback. */
+static int add_watch(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx,
+		     void (*timer_fn)(void *), void *timer_ctx)
+{
+	struct epoll_event ev = { .events = events };
+	struct watch *w;
+	int op = EPOLL_CTL_MOD;
+
+	pthread_mutex_lock(&l->lock);
+	w = find(l, fd);
+	if (!w) {
+		op = EPOLL_CTL_ADD;
+		for (int i = 0; i < EVENT_LOOP_MAX && !w; i++)
+			if (!l->w[i].fn)
+				w = &l->w[i];
+	}
+	if (!w) {
+		pthread_mutex_unlock(&l->lock);
+		return -ENOSPC;
+	}
+	w->fd = fd;
+	w->fn = fn;
+	w->ctx = ctx;
+	w->timer_fn = timer_fn;
+	w->timer_ctx = timer_ctx;
+	ev.data.ptr = w;
+	if (epoll_ctl(l->epfd, op, fd, &ev) < 0) {
+		int err = errno;
+
+		if (op == EPOLL_CTL_ADD)
+			memset(w, 0, sizeof(*w));
+		pthread_mutex_unlock(&l->lock);
+		return -err;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx)
+{
+	return add_watch(l, fd, events, fn, ctx, NULL, NULL);
+}
+
+int event_loop_mod(struct event_loop *l, int fd, uint32_t events)
+{
+	struct epoll_event ev = { .events = events };
+	struct watch *w;
+	int r = 0;
+
+	pthread_mutex_lock(&l->lock);
+	w = find(l, fd);
+	if (!w)
+		r = -ENOENT;
+	else {
+		ev.data.ptr = w;
+		if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+			r = -errno;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
+int event_loop_del(struct event_loop *l, int fd)
+{
+	struct watch *w;
+
+	pthread_mutex_lock(&l->lock);
+	w = find(l, fd);
+	if (w) {
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+		memset(w, 0, sizeof(*w));
+	}
+	pthread_mutex_unlock(&l->lock);
+	return w ? 0 : -ENOENT;
+}
+
+static void timer_fired(void *ctx, int fd, uint32_t events)
+{
+	struct event_loop *l = ctx;
+	struct watch *w;
+	void (*fn)(void *) = NULL;
+	void *fctx = NULL;
+
+	(void)events;
+	pthread_mutex_lock(&l->lock);
+	w = find(l, fd);
+	if (w) {
+		fn = w->timer_fn;
+		fctx = w->timer_ctx;
+		epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+		memset(w, 0, sizeof(*w));
+	}
+	pthread_mutex_unlock(&l->lock);
+	close(fd);
+	if (fn)
+		fn(fctx);
+}
+
+int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), void *ctx)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	if (timerfd_settime(fd, 0, &its, NULL) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if ((err = add_watch(l, fd, EPOLLIN, timer_fired, l, fn, ctx))) {
+		close(fd);
+		return err;
+	}
+	return 0;
+}
+
+static void *loop_thread(void *arg)
+{
+	struct event_loop *l = arg;
+	struct epoll_event ev[32];
+
+	pthread_setname_np(pthread_self(), "kiln-devices");
+	for (;;) {
+		int n = epoll_wait(l->epfd, ev, 32, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return NULL;
+		for (int i = 0; i < n; i++) {
+			struct watch *w = ev[i].data.ptr, copy;
+
+			if (!w)
+				return NULL; /* stop requested */
+			pthread_mutex_lock(&l->lock);
+			copy = *w; /* the handler may delete its own watch */
+			pthread_mutex_unlock(&l->lock);
+			if (copy.fn)
+				copy.fn(copy.ctx, copy.fd, ev[i].events);
+		}
+	}
+}
+
+int event_loop_start(struct event_loop *l)
+{
+	int err = pthread_create(&l->thread, NULL, loop_thread, l);
+
+	if (err)
+		return -err;
+	l->running = 1;
+	return 0;
+}
+
+void event_loop_stop(struct event_loop *l)
+{
+	uint64_t one = 1;
+
+	if (!l || !l->running)
+		return;
+	if (write(l->stop_fd, &one, sizeof(one)) < 0) {
+		/* cannot fail for a fresh eventfd; nothing else to do */
+	}
+	pthread_join(l->thread, NULL);
+	l->running = 0;
+	/* Drain the stop request, so the loop can be started again (resume). */
+	if (read(l->stop_fd, &one, sizeof(one)) < 0) {
+		/* EAGAIN: nothing pending; nothing else to do */
+	}
+}
+
+void event_loop_destroy(struct event_loop *l)
+{
+	if (!l)
+		return;
+	event_loop_stop(l);
+	for (int i = 0; i < EVENT_LOOP_MAX; i++)
+		if (l->w[i].timer_fn)
+			close(l->w[i].fd);
+	if (l->epfd >= 0)
+		close(l->epfd);
+	if (l->stop_fd >= 0)
+		close(l->stop_fd);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}

@@ -1,0 +1,116 @@
+#include "lib/guest/guest_mem.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+void gm_layout(struct guest_mem *gm, uint64_t size)
+{
+	gm->size = size;
+	gm->low_size = size < GM_MMIO_HOLE_START ? size : GM_MMIO_HOLE_START;
+	gm->high_size = size - gm->low_size;
+}
+
+#define HUGE_2M (2ULL << 20)
+
+int gm_map(struct guest_mem *gm, uint64_t size, int hugepages)
+{
+	uint64_t align = hugepages ? HUGE_2M : (uint64_t)sysconf(_SC_PAGESIZE);
+	void *p;
+
+	memset(gm, 0, sizeof(*gm));
+	if (size == 0 || size % align)
+		return -EINVAL;
+	if (hugepages)
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_HUGETLB, -1, 0);
+	else
+		/*
+		 * Deliberately not 2 MiB aligned (which would let KVM map guest RAM
+		 * with 2 MiB nested pages): under the nested harness that made guests
+		 * hang within a few boots (a spinlock never seen released, or the
+		 * outer VM livelocking), and it is unaligned here until that is
+		 * understood. See the issue on 2 MiB-aligned guest RAM.
+		 */
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+			 -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	/* Guest RAM must not leak into a core dump of the VMM. */
+	madvise(p, size, MADV_DONTDUMP);
+	gm->host = p;
+	gm->hugepages = hugepages;
+	gm_layout(gm, size);
+	return 0;
+}
+
+void gm_unmap(struct guest_mem *gm)
+{
+	if (gm->host)
+		munmap(gm->host, gm->size);
+	memset(gm, 0, sizeof(*gm));
+}
+
+void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
+{
+	uint64_t end;
+
+	if (!gm->host)
+		return NULL;
+	if (len == 0)
+		len = 1;
+	if (__builtin_add_overflow(gpa, len, &end))
+		return NULL;
+	if (end <= gm->low_size)
+		return gm->host + gpa;
+	if (gpa >= GM_HIGH_START && end - GM_HIGH_START <= gm->high_size)
+		return gm->host + gm->low_size + (gpa - GM_HIGH_START);
+	return NULL;
+}
+
+int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
+		  uint64_t off)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint8_t *p = gm_ptr(gm, gpa, len);
+	uint64_t head, body;
+
+	if (!p)
+		return -EFAULT;
+	if (fd < 0 || gm->hugepages || gpa % page != off % page) {
+		memcpy(p, src, len);
+		return 0;
+	}
+	/* Copy the partial first and last pages; map the whole ones between. */
+	head = (page - gpa % page) % page;
+	if (head > len)
+		head = len;
+	body = (len - head) / page * page;
+	memcpy(p, src, head);
+	if (body && mmap(p + head, body, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+			 (off_t)(off + head)) == MAP_FAILED)
+		return -errno;
+	memcpy(p + head + body, (const uint8_t *)src + head + body, len - head - body);
+	return 0;
+}
+
+int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)
+{
+	void *p = gm_ptr(gm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(p, src, len);
+	return 0;
+}
+
+int gm_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len)
+{
+	const void *p = gm_ptr(gm, gpa, len);
+
+	if (!p)
+		return -EFAULT;
+	memcpy(dst, p, len);
+	return 0;
+}

@@ -1,0 +1,156 @@
+/*
+ * net_rules: a sandbox's firewall rule set, parsed from the JSON of
+ * `GET/PUT /v1/sandboxes/{id}/firewall`, and the decision for a new flow.
+ *
+ *   {"outbound_internet": false,
+ *    "allow": [{"cidr": "10.0.0.0/8", "proto": "tcp", "ports": "80-443"},
+ *              {"host": "*.example.com", "ports": 443}],
+ *    "deny":  [{"cidr": "203.0.113.7"}],
+ *    "dns":   ["10.0.2.3"]}
+ *
+ * Every field is optional; {} denies everything but the infrastructure
+ * (ARP, NDP, DHCP). A rule has exactly one of `cidr` (IPv4 or IPv6 block, a
+ * bare address is a /32 or /128) and `host` (a DNS name, or "*.suffix" for
+ * any name below suffix but not suffix itself), and optionally `proto`
+ * ("tcp", "udp", "icmp", "icmpv6", "any": the default) and `ports` (one
+ * port or "LO-HI", 1..65535, as a string or an integer; only with tcp, udp
+ * or any, where it means tcp and udp). `dns` lists the resolvers the guest
+ * may query (UDP and TCP port 53) whose answers bind host rules.
+ *
+ * Contract:
+ *  - Parsing is strict and every error names its field, for a 400:
+ *    `allow[2].ports "80-": not a port or a range LO-HI of 1..65535`.
+ *    The error's code says whether a field is unknown, missing or bad.
+ *  - At most NET_RULES_MAX rules in each list, NET_DNS_MAX resolvers.
+ *  - Decision for a new flow (net_rules_decide): a matching deny rule wins;
+ *    then TCP/UDP port 53 of a resolver in `dns` is allowed (even in a
+ *    private or reserved range: kilnd picks the resolvers); then a reserved destination (net_addr.h) is denied whatever allows it;
+ *    a private one is allowed only by a matching CIDR allow rule lying
+ *    inside a private range (so `outbound_internet` and 0.0.0.0/0 never
+ *    open the host's LAN, and host rules never do: DNS rebinding); any
+ *    other destination by the first matching allow rule, then by
+ *    `outbound_internet`; else the default deny.
+ *  - A host rule matches a destination when the caller says the guest
+ *    resolved one of the names bound to it (dns_bind.h).
+ *  - Counters live in the rule set, so replacing the rules starts them
+ *    again; the set is otherwise read-only after parsing.
+ */
+#ifndef KILN_NET_RULES_H
+#define KILN_NET_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lib/netrules/net_addr.h"
+
+#define NET_RULES_MAX 256
+#define NET_DNS_MAX 4
+#define NET_HOST_MAX 253     /* longest DNS name in text form */
+#define NET_RULES_TEXT_MAX (256 * 1024)
+
+enum net_rule_action {
+	NET_RULE_ALLOW,
+	NET_RULE_DENY,
+};
+
+struct net_rule_counters {
+	uint64_t flows;   /* new flows this rule decided */
+	uint64_t packets; /* packets of those flows (both ways), or packets it denied */
+	uint64_t bytes;
+};
+
+struct net_rule {
+	uint8_t proto;            /* 0 any, else an IP protocol number */
+	uint16_t port_lo, port_hi; /* 0, 0: every port */
+	bool is_host;
+	bool wildcard;        /* host "*.suffix" */
+	bool lifts_private;   /* cidr lies inside a private range */
+	struct net_cidr cidr;
+	char host[NET_HOST_MAX + 1]; /* lower case, without "*." */
+	struct net_rule_counters ctr;
+};
+
+/* Which rule decided (for counters and logs). */
+enum net_ref_list {
+	NET_REF_NONE,     /* the default deny, or the always-deny set */
+	NET_REF_ALLOW,
+	NET_REF_DENY,
+	NET_REF_INTERNET, /* outbound_internet */
+	NET_REF_DNS,      /* a resolver in `dns`, port 53 */
+	NET_REF_INFRA,    /* ARP, NDP, DHCP */
+};
+
+struct net_rule_ref {
+	uint8_t list; /* enum net_ref_list */
+	uint16_t index;
+};
+
+struct net_rules {
+	bool outbound_internet;
+	size_t n_allow, n_deny, n_dns;
+	struct net_rule *allow, *deny;
+	struct net_addr dns[NET_DNS_MAX];
+	struct net_rule_counters internet_ctr, dns_ctr;
+};
+
+enum net_rules_ecode {
+	NET_RULES_E_BAD_JSON = 1,
+	NET_RULES_E_UNKNOWN_FIELD,
+	NET_RULES_E_MISSING_FIELD,
+	NET_RULES_E_BAD_FIELD,
+	NET_RULES_E_NOMEM,
+};
+
+struct net_rules_err {
+	enum net_rules_ecode code;
+	char msg[256];
+};
+
+/* Parse a rule set; *out is freed with net_rules_free. 0, -EINVAL or -ENOMEM (with e filled). */
+int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_err *e);
+int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, struct net_rules_err *e);
+/* The rule set as JSON (what PUT would take back), or NULL out of memory. */
+json_t *net_rules_to_json(const struct net_rules *r);
+/* The counters: {"allow":[{flows,packets,bytes}...],"deny":[...],"outbound_internet":{...},"dns":{...}}. */
+json_t *net_rules_counters_json(const struct net_rules *r);
+void net_rules_free(struct net_rules *r);
+
+/* A new flow's destination, as the filter sees its first packet. */
+struct net_flow_dst {
+	const struct net_addr *addr;
+	uint8_t proto;
+	uint16_t port; /* TCP/UDP destination port, 0 otherwise */
+	/* Names the guest resolved to addr through an allowed resolver (dns_bind). */
+	const char *const *names;
+	size_t n_names;
+};
+
+enum net_decision {
+	NET_ALLOW,
+	NET_DENY_RULE,     /* a deny rule matched */
+	NET_DENY_RESERVED, /* always-deny: reserved destination */
+	NET_DENY_PRIVATE,  /* always-deny: private destination no CIDR rule lifted */
+	NET_DENY_DEFAULT,  /* nothing allowed it */
+};
+
+/* Decide a new flow. rules may be NULL (no rules: deny). */
+enum net_decision net_rules_decide(const struct net_rules *r, const struct net_flow_dst *d,
+				   struct net_rule_ref *ref);
+
+/* The counters of a reference, or NULL (NET_REF_NONE, NET_REF_INFRA, out of range). */
+struct net_rule_counters *net_rules_counters(struct net_rules *r, struct net_rule_ref ref);
+
+/* addr is a resolver of the set. */
+bool net_rules_is_resolver(const struct net_rules *r, const struct net_addr *addr);
+/* Some host rule (allow or deny) matches name: its answers are worth binding. */
+bool net_rules_wants_name(const struct net_rules *r, const char *name);
+/* Rule `rule` (a host rule) matches the lower-case name. */
+bool net_rule_host_matches(const struct net_rule *rule, const char *name);
+
+/* "tcp", "udp", "icmp", "icmpv6", "any"; "proto 47" for others. */
+const char *net_proto_name(uint8_t proto, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,273 @@
+/* kiln-vmm's control socket server; see control.h. */
+#include "vmm/control/control.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vmm/control/control_proto.h"
+
+/* A client that sends nothing for this long is dropped: one client at a time. */
+#define CONTROL_IDLE_MS 60000
+
+struct control {
+	struct kiln_vm *vm;
+	int listen_fd;
+	int stop_fd;
+	pthread_t thread;
+	char path[108];
+};
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static const char *state_of(struct kiln_vm *vm)
+{
+	return kiln_vm_is_paused(vm) ? "paused" : "running";
+}
+
+/* firewall-set/-get: a reply of any length, malloc'd; NULL: the error is in e. */
+static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct kiln_error *e)
+{
+	char *obj, *r;
+
+	if (cmd->op == CTL_FIREWALL_SET) {
+		size_t cut = 0;
+
+		if (kiln_vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut, e) < 0)
+			return NULL;
+		r = malloc(64);
+		if (r)
+			snprintf(r, 64, "{\"ok\":true,\"cut\":%zu}\n", cut);
+		return r;
+	}
+	obj = kiln_vm_firewall_get(c->vm, e);
+	r = obj ? control_reply_object(obj) : NULL;
+	if (obj && !r)
+		kiln_errf(e, ENOMEM, "out of memory");
+	free(obj);
+	return r;
+}
+
+/*
+ * Run one command; the reply line into out[n], or (firewall commands) a
+ * malloc'd reply returned, which the caller frees.
+ */
+static char *run_command(struct control *c, char *line, char *out, size_t n)
+{
+	struct control_cmd cmd;
+	struct kiln_error e = { { 0 } };
+	char why[512];
+	int r = 0;
+
+	if (control_parse(line, &cmd, why, sizeof(why))) {
+		control_reply_error(out, n, why);
+		return NULL;
+	}
+	switch (cmd.op) {
+	case CTL_FIREWALL_SET:
+	case CTL_FIREWALL_GET: {
+		char *r = run_firewall(c, &cmd, &e);
+
+		if (!r)
+			control_reply_error(out, n, e.msg[0] ? e.msg : "control: out of memory");
+		return r;
+	}
+	case CTL_PAUSE:
+		r = kiln_vm_pause(c->vm, &e);
+		break;
+	case CTL_RESUME:
+		r = kiln_vm_resume(c->vm, &e);
+		break;
+	case CTL_STATUS:
+		break;
+	case CTL_SNAPSHOT: {
+		struct kiln_snapshot_info info;
+		char dir[1024];
+
+		r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress, &info, &e);
+		if (r)
+			break;
+		control_json_escape(dir, sizeof(dir), cmd.dir);
+		snprintf(out, n,
+			 "{\"ok\":true,\"state\":\"%s\",\"dir\":\"%s\",\"memory_bytes\":%llu,"
+			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f}\n",
+			 state_of(c->vm), dir, (unsigned long long)info.memory_bytes,
+			 (unsigned long long)info.memory_stored_bytes, (unsigned long long)info.state_bytes,
+			 (unsigned long long)info.disk_bytes, info.ms);
+		return NULL;
+	}
+	}
+	if (r) {
+		control_reply_error(out, n, e.msg);
+		return NULL;
+	}
+	snprintf(out, n, "{\"ok\":true,\"state\":\"%s\"}\n", state_of(c->vm));
+	return NULL;
+}
+
+/* Serve one client until it leaves, goes quiet or we stop. */
+static void serve_client(struct control *c, int fd)
+{
+	char reply[2048];
+	char *buf = malloc(CONTROL_LINE_MAX + 1); /* a firewall-set line is up to 256 KiB */
+	size_t have = 0;
+
+	if (!buf)
+		return;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = c->stop_fd, .events = POLLIN } };
+		char *nl;
+		ssize_t k;
+		int r = poll(p, 2, CONTROL_IDLE_MS);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0 || p[1].revents)
+			break;
+		k = recv(fd, buf + have, CONTROL_LINE_MAX - have, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		have += (size_t)k;
+		while ((nl = memchr(buf, '\n', have))) {
+			size_t len = (size_t)(nl - buf) + 1;
+			char *big;
+			int bad;
+
+			*nl = 0;
+			big = run_command(c, buf, reply, sizeof(reply));
+			bad = big ? write_all(fd, big, strlen(big)) : write_all(fd, reply, strlen(reply));
+			free(big);
+			if (bad)
+				goto out;
+			memmove(buf, buf + len, have - len);
+			have -= len;
+		}
+		if (have == CONTROL_LINE_MAX) {
+			control_reply_error(reply, sizeof(reply), "control: command line too long");
+			write_all(fd, reply, strlen(reply));
+			break;
+		}
+	}
+out:
+	free(buf);
+}
+
+static void *control_thread(void *arg)
+{
+	struct control *c = arg;
+
+	pthread_setname_np(pthread_self(), "kiln-control");
+	for (;;) {
+		struct pollfd p[2] = { { .fd = c->listen_fd, .events = POLLIN },
+				       { .fd = c->stop_fd, .events = POLLIN } };
+		int fd;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL;
+		}
+		if (p[1].revents)
+			return NULL;
+		fd = accept4(c->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_client(c, fd);
+		close(fd);
+	}
+}
+
+int control_start(struct kiln_vm *vm, const char *path, struct control **out, struct kiln_error *e)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct control *c;
+	struct stat st;
+	int err;
+
+	*out = NULL;
+	if (strlen(path) >= sizeof(a.sun_path))
+		return kiln_errf(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
+				 sizeof(a.sun_path));
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return kiln_errf(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
+					 path);
+		unlink(path);
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	c->vm = vm;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	c->stop_fd = eventfd(0, EFD_CLOEXEC);
+	c->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c->stop_fd < 0 || c->listen_fd < 0) {
+		err = errno;
+		goto fail;
+	}
+	/* umask is the whole process's, so chmod after bind: put the socket
+	 * in a directory only its owner can enter (kilnd's sandbox directory
+	 * is 0700) and there is no window. */
+	if (bind(c->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		err = errno;
+		goto fail;
+	}
+	if (chmod(path, 0600) < 0 || listen(c->listen_fd, 4) < 0) {
+		err = errno;
+		unlink(path);
+		goto fail;
+	}
+	if ((err = pthread_create(&c->thread, NULL, control_thread, c))) {
+		unlink(path);
+		goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	if (c->listen_fd >= 0)
+		close(c->listen_fd);
+	if (c->stop_fd >= 0)
+		close(c->stop_fd);
+	free(c);
+	return kiln_errf(e, err, "--control %s: %s", path, strerror(err));
+}
+
+void control_stop(struct control *c)
+{
+	uint64_t one = 1;
+
+	if (!c)
+		return;
+	if (write(c->stop_fd, &one, sizeof(one)) < 0) {
+		/* a fresh eventfd cannot refuse one write */
+	}
+	pthread_join(c->thread, NULL);
+	close(c->listen_fd);
+	close(c->stop_fd);
+	unlink(c->path);
+	free(c);
+}

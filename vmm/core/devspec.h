@@ -1,0 +1,84 @@
+/*
+ * devspec: parsing kiln-vmm's device options into kiln_vm_config entries.
+ *
+ *   --disk PATH[,ro][,overlay=PATH][,serial=ID]
+ *   --share HOSTDIR:TAG[:ro]
+ *   --vsock PATH[,cid=N]
+ *   --net tap=NAME[,mac=aa:bb:cc:dd:ee:ff][,ip=ADDR/PREFIX]
+ *   --net passt[,mac=MAC][,ip=ADDR/PREFIX][,gw=ADDR][,dns=ADDR][,resolver=ADDR]
+ *   --net-rate tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N  (per second)
+ *
+ * Pure. The parsed structs point into `arg`, which must outlive them (argv
+ * does). Each parser returns 0 or -EINVAL with a one-line reason in `e`.
+ */
+#ifndef KILN_DEVSPEC_H
+#define KILN_DEVSPEC_H
+
+#include <stdint.h>
+
+#include "lib/base/error.h"
+#include "lib/netrules/net_addr.h"
+
+#define KILN_MAX_DISKS 8
+#define KILN_MAX_SHARES 8
+#define KILN_MAX_NETS 4
+#define KILN_SERIAL_MAX 20 /* VIRTIO_BLK_ID_BYTES */
+#define KILN_TAG_MAX 36    /* virtio-fs tag bytes */
+
+struct kiln_disk_cfg {
+	char *path;
+	int read_only;
+	char *overlay; /* copy-on-write overlay over a read-only `path`, or NULL */
+	char *serial;  /* or NULL */
+};
+
+struct kiln_share_cfg {
+	char *host_dir;
+	char *tag;
+	int read_only;
+};
+
+struct kiln_vsock_cfg {
+	char *uds;     /* host Unix socket path; NULL = no vsock */
+	uint32_t cid;  /* guest CID, >= 3 */
+};
+
+struct kiln_net_cfg {
+	char *tap;     /* TAP interface name (the tap backend), or NULL */
+	int passt;     /* the passt backend */
+	char *mac;     /* or NULL: a random locally administered address */
+	/*
+	 * The guest's IPv4 address ADDR/PREFIX: passt gives it to the guest,
+	 * and the packet filter takes only it as a source. passt: defaults
+	 * below; tap: NULL = any source address.
+	 */
+	char *ip;
+	char *gw;      /* passt: its gateway address */
+	char *dns;     /* passt: the guest's resolver address, forwarded to `resolver` */
+	char *resolver; /* passt: the nameserver it forwards to; NULL: the host's first */
+};
+
+/* passt's guest network when not given: QEMU's user-mode layout. */
+#define KILN_PASST_IP "10.0.2.15/24"
+#define KILN_PASST_GW "10.0.2.2"
+#define KILN_PASST_DNS "10.0.2.3"
+
+/*
+ * The packet filter's token buckets, per second (0: unlimited). A bucket
+ * holds one second's worth, so bursts up to N pass at once.
+ */
+struct kiln_net_rate_cfg {
+	uint64_t tx_bytes, tx_packets, rx_bytes, rx_packets;
+};
+
+/* `arg` is modified in place (separators become NULs). */
+int devspec_disk(char *arg, struct kiln_disk_cfg *out, struct kiln_error *e);
+int devspec_share(char *arg, struct kiln_share_cfg *out, struct kiln_error *e);
+int devspec_vsock(char *arg, struct kiln_vsock_cfg *out, struct kiln_error *e);
+int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e);
+/* "ADDR/PREFIX", IPv4, prefix 1-30 (a host address in its network). 0 or -EINVAL. */
+int devspec_ip4_prefix(const char *s, struct net_addr *addr, unsigned *prefix);
+/* Fields not given keep their value in *out. */
+int devspec_net_rate(char *arg, struct kiln_net_rate_cfg *out, struct kiln_error *e);
+
+#endif

@@ -1,0 +1,532 @@
+/*
+ * Snapshots of a whole VM: kiln_vm_snapshot() writes one, and
+ * vm_restore_*() (called by kiln_vm_create when cfg.restore_dir is set)
+ * bring one back. The pieces: snapshot_kvm (vCPUs, irqchip, PIT, clock),
+ * the devices' own save/restore (virtio_dev.h), snapshot_mem (RAM),
+ * snapshot_file and snapshot_io (format, durability).
+ *
+ * A snapshot directory holds:
+ *   state       the state file (snapshot_file.h)
+ *   memory      RAM, sparse (or memory.z, compressed)
+ *   disk<N>     a copy of disk N's copy-on-write overlay (reflinked when
+ *               the filesystem can), never the shared base image
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmm/core/snapshot.h"
+#include "vmm/snapshot/snapshot_io.h"
+#include "vmm/core/snapshot_kvm.h"
+#include "vmm/snapshot/snapshot_mem.h"
+
+#define VM_INFO_VERSION 1
+#define DEVICE_STATE_MAX 65536
+#define SERIAL_STATE_VERSION 1
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+/* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
+
+static int save_info(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+{
+	snap_begin(w, SNAP_SEC_VM_INFO, 0, "vm", e);
+	snap_put_u32(w, VM_INFO_VERSION, e);
+	snap_put_u64(w, vm->mem.size, e);
+	snap_put_u32(w, (uint32_t)vm->ncpus, e);
+	snap_put_u32(w, (uint32_t)vm->nvirtio, e);
+	for (int i = 0; i < vm->nvirtio; i++)
+		snap_put_u32(w, vm->virtio[i].dev->ops->device_id, e);
+	return snap_end(w, e);
+}
+
+/* The snapshot must describe this VM: the same RAM, vCPUs and devices.
+ * With `devices` 0 only RAM and vCPUs (the devices do not exist yet). */
+static int check_vm_info(struct kiln_vm *vm, const struct snap_view *s, int devices, struct kiln_error *e)
+{
+	const struct snap_section *sec = snap_find(s, SNAP_SEC_VM_INFO, 0);
+	struct snap_cursor c;
+	uint64_t mem;
+	uint32_t cpus, ndev;
+	int r;
+
+	if (!sec)
+		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no VM description section");
+	snap_cursor_init(&c, sec);
+	if (snap_get_u32(&c) != VM_INFO_VERSION)
+		return kiln_errf(e, -SNAP_ERR_FORMAT, "snapshot: VM description of an unknown version");
+	mem = snap_get_u64(&c);
+	cpus = snap_get_u32(&c);
+	ndev = snap_get_u32(&c);
+	if (c.bad)
+		return snap_cursor_end(&c, e);
+	if (mem != vm->cfg.mem_mib << 20)
+		return kiln_errf(e, EINVAL, "restore: the snapshot has %llu MiB of RAM; start kiln-vmm with --mem %llu",
+				 (unsigned long long)(mem >> 20), (unsigned long long)(mem >> 20));
+	if ((int)cpus != vm->ncpus)
+		return kiln_errf(e, EINVAL, "restore: the snapshot has %u vCPUs; start kiln-vmm with --cpus %u", cpus,
+				 cpus);
+	if (!devices)
+		return 0;
+	if ((int)ndev != vm->nvirtio)
+		return kiln_errf(e, EINVAL,
+				 "restore: the snapshot has %u virtio devices, this VM %d: give the same device options it was taken with",
+				 ndev, vm->nvirtio);
+	for (int i = 0; i < vm->nvirtio; i++) {
+		uint32_t id = snap_get_u32(&c);
+
+		if (!c.bad && id != vm->virtio[i].dev->ops->device_id)
+			return kiln_errf(e, EINVAL,
+					 "restore: device %d was virtio id %u in the snapshot and is %s now: give the same device options in the same order",
+					 i, id, vm->virtio[i].dev->ops->name);
+	}
+	if ((r = snap_cursor_end(&c, e)))
+		return r;
+	return 0;
+}
+
+static int check_shape(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+{
+	return check_vm_info(vm, s, 0, e);
+}
+
+static int check_info(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+{
+	return check_vm_info(vm, s, 1, e);
+}
+
+/* ---- the UART ---- */
+
+static int save_serial(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+{
+	struct serial *s = &vm->serial;
+
+	pthread_mutex_lock(&s->lock);
+	snap_begin(w, SNAP_SEC_SERIAL, 0, "serial", e);
+	snap_put_u8(w, SERIAL_STATE_VERSION, e);
+	snap_put_u8(w, s->ier, e);
+	snap_put_u8(w, s->lcr, e);
+	snap_put_u8(w, s->mcr, e);
+	snap_put_u8(w, s->fcr, e);
+	snap_put_u8(w, s->scr, e);
+	snap_put_u8(w, s->dll, e);
+	snap_put_u8(w, s->dlm, e);
+	snap_put_u8(w, (uint8_t)s->thri_pending, e);
+	pthread_mutex_unlock(&s->lock);
+	/* Received bytes not yet read are console input: dropped, like a line. */
+	return snap_end(w, e);
+}
+
+static int load_serial(struct kiln_vm *vm, const struct snap_view *v, struct kiln_error *e)
+{
+	const struct snap_section *sec = snap_find(v, SNAP_SEC_SERIAL, 0);
+	struct serial *s = &vm->serial;
+	struct snap_cursor c;
+
+	if (!sec)
+		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no serial port section");
+	snap_cursor_init(&c, sec);
+	if (snap_get_u8(&c) != SERIAL_STATE_VERSION)
+		return kiln_errf(e, -SNAP_ERR_FORMAT, "snapshot: serial port state of an unknown version");
+	pthread_mutex_lock(&s->lock);
+	s->ier = snap_get_u8(&c);
+	s->lcr = snap_get_u8(&c);
+	s->mcr = snap_get_u8(&c);
+	s->fcr = snap_get_u8(&c);
+	s->scr = snap_get_u8(&c);
+	s->dll = snap_get_u8(&c);
+	s->dlm = snap_get_u8(&c);
+	s->thri_pending = snap_get_u8(&c) != 0;
+	pthread_mutex_unlock(&s->lock);
+	return snap_cursor_end(&c, e);
+}
+
+/* ---- virtio devices: transport state + the device's own bytes ---- */
+
+static int save_devices(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+{
+	uint8_t *buf = malloc(DEVICE_STATE_MAX);
+	int r = 0;
+
+	if (!buf)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	for (int i = 0; i < vm->nvirtio && !r; i++) {
+		struct virtio_dev *d = vm->virtio[i].dev;
+		struct virtio_mmio_state ms;
+		long n = 0;
+
+		memset(&ms, 0, sizeof(ms));
+		virtio_mmio_save(&vm->virtio[i], &ms);
+		if (d->ops->save && (n = d->ops->save(d, buf, DEVICE_STATE_MAX)) < 0) {
+			r = n == -EBUSY ? kiln_errf(e, EBUSY, "snapshot: %s cannot be saved while the guest uses it (a mounted share holds host files open)",
+						    d->ops->name)
+					: kiln_errf(e, (int)-n, "snapshot: saving %s (device %d): %s", d->ops->name, i,
+						    strerror((int)-n));
+			break;
+		}
+		snap_begin(w, SNAP_SEC_DEVICE, (uint32_t)i, d->ops->name, e);
+		snap_put_u32(w, d->ops->device_id, e);
+		snap_put_u32(w, (uint32_t)sizeof(ms), e);
+		snap_put(w, &ms, sizeof(ms), e);
+		snap_put_u32(w, (uint32_t)n, e);
+		snap_put(w, buf, (size_t)n, e);
+		r = snap_end(w, e);
+	}
+	free(buf);
+	return r;
+}
+
+static int load_devices(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+{
+	for (int i = 0; i < vm->nvirtio; i++) {
+		const struct snap_section *sec = snap_find(s, SNAP_SEC_DEVICE, (uint32_t)i);
+		struct virtio_dev *d = vm->virtio[i].dev;
+		struct virtio_mmio_state ms;
+		struct snap_cursor c;
+		uint32_t n;
+		const uint8_t *p;
+		int r;
+
+		if (!sec)
+			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no state for device %d (%s)", i, d->ops->name);
+		snap_cursor_init(&c, sec);
+		snap_get_u32(&c); /* device id: checked by check_info */
+		if (snap_get_u32(&c) != sizeof(ms))
+			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's transport state has the wrong size", i);
+		snap_get(&c, &ms, sizeof(ms));
+		n = snap_get_u32(&c);
+		if (c.bad || n != sec->len - c.off)
+			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's state is malformed", i);
+		p = sec->data + c.off;
+		if (virtio_mmio_restore(&vm->virtio[i], &ms) < 0)
+			return kiln_errf(e, EINVAL, "restore: %s (device %d): transport state refused (queues outside RAM?)",
+					 d->ops->name, i);
+		if (d->ops->restore && (r = d->ops->restore(d, p, n)) < 0)
+			return kiln_errf(e, -r, "restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
+					 d->ops->name, i);
+	}
+	return 0;
+}
+
+/* ---- disk overlays ---- */
+
+/* Copy src into DIRFD/NAME (through NAME.tmp): a reflink when the
+ * filesystem can, else the data extents only, so holes stay holes. */
+static int copy_file(const char *src, int dirfd, const char *name, uint64_t *bytes, struct kiln_error *e)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC), out;
+	struct stat st;
+	off_t off = 0;
+	int r;
+
+	if (in < 0)
+		return kiln_errf(e, errno, "snapshot: opening overlay %s: %s", src, strerror(errno));
+	if (fstat(in, &st) < 0) {
+		r = kiln_errf(e, errno, "snapshot: %s: %s", src, strerror(errno));
+		close(in);
+		return r;
+	}
+	if ((out = snap_tmp_open(dirfd, name, e)) < 0) {
+		close(in);
+		return out;
+	}
+	*bytes = (uint64_t)st.st_blocks * 512;
+	if (ioctl(out, FICLONE, in) == 0)
+		goto done;
+	if (ftruncate(out, st.st_size) < 0)
+		goto fail;
+	while (off < st.st_size) {
+		off_t data = lseek(in, off, SEEK_DATA), hole;
+
+		if (data < 0) {
+			if (errno == ENXIO)
+				break; /* only a hole is left */
+			goto fail;
+		}
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			goto fail;
+		for (off = data; off < hole;) {
+			off_t o = off;
+			ssize_t n = copy_file_range(in, &o, out, &o, (size_t)(hole - off), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				if (n == 0)
+					errno = EIO;
+				goto fail;
+			}
+			off += n;
+		}
+	}
+done:
+	close(in);
+	return snap_tmp_commit(dirfd, name, out, e);
+fail:
+	r = kiln_errf(e, errno, "snapshot: copying overlay %s: %s", src, strerror(errno));
+	close(in);
+	snap_tmp_abort(dirfd, name, out);
+	return r;
+}
+
+static int save_disks(struct kiln_vm *vm, int dirfd, uint64_t *bytes, struct kiln_error *e)
+{
+	*bytes = 0;
+	for (int i = 0; i < vm->cfg.ndisk; i++) {
+		const struct kiln_disk_cfg *c = &vm->cfg.disk[i];
+		char name[16];
+		uint64_t n = 0;
+		int r;
+
+		if (!c->overlay) {
+			if (c->read_only)
+				continue; /* the same image serves the restore */
+			return kiln_errf(e, EINVAL,
+					 "snapshot: disk %d (%s) is writable without an overlay: give it ,ro or ,overlay=PATH to snapshot the VM",
+					 i, c->path);
+		}
+		snprintf(name, sizeof(name), "disk%d", i);
+		if ((r = copy_file(c->overlay, dirfd, name, &n, e)))
+			return r;
+		*bytes += n;
+	}
+	return 0;
+}
+
+/* Before the disks open: each overlay starts as the snapshot's copy. */
+static int restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct kiln_error *e)
+{
+	for (int i = 0; i < cfg->ndisk; i++) {
+		const struct kiln_disk_cfg *c = &cfg->disk[i];
+		char name[16], dir[4096], *slash;
+		const char *base;
+		uint64_t n;
+		int dfd, r;
+
+		snprintf(name, sizeof(name), "disk%d", i);
+		if (faccessat(snapfd, name, F_OK, 0) < 0) {
+			if (c->overlay || !c->read_only)
+				return kiln_errf(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks",
+						 i);
+			continue;
+		}
+		if (!c->overlay)
+			return kiln_errf(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH",
+					 i);
+		snprintf(dir, sizeof(dir), "%s", c->overlay);
+		slash = strrchr(dir, '/');
+		if (slash) {
+			*slash = 0;
+			base = slash + 1;
+		} else {
+			base = dir;
+		}
+		dfd = open(slash ? (dir[0] ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return kiln_errf(e, errno, "restore: overlay directory of %s: %s", c->overlay, strerror(errno));
+		/* copy_file reads a path: the snapshot's copy by its /proc name. */
+		{
+			char src[64];
+
+			snprintf(src, sizeof(src), "/proc/self/fd/%d/%s", snapfd, name);
+			r = copy_file(src, dfd, base, &n, e);
+		}
+		close(dfd);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- snapshot ---- */
+
+/* Split an absolute DIR into its parent (opened) and last component. */
+static int open_parent(const char *dir, char *name, size_t n, struct kiln_error *e)
+{
+	char parent[4096];
+	char *slash;
+	int fd;
+	size_t len = strlen(dir);
+
+	if (dir[0] != '/' || len >= sizeof(parent))
+		return kiln_errf(e, EINVAL, "snapshot: '%s' must be an absolute path", dir);
+	memcpy(parent, dir, len + 1);
+	while (len > 1 && parent[len - 1] == '/')
+		parent[--len] = 0;
+	slash = strrchr(parent, '/');
+	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0 || strlen(slash + 1) >= n)
+		return kiln_errf(e, EINVAL, "snapshot: '%s' does not end in a directory name", dir);
+	snprintf(name, n, "%s", slash + 1);
+	if (slash == parent)
+		slash[1] = 0;
+	else
+		*slash = 0;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return kiln_errf(e, errno, "snapshot: %s: %s", parent, strerror(errno));
+	return fd;
+}
+
+static int write_snapshot(struct kiln_vm *vm, int dfd, int compress, struct kiln_snapshot_info *info,
+			  struct kiln_error *e)
+{
+	struct snap_writer w = { 0 };
+	struct snap_compat who;
+	struct snap_mem_stats ms = { 0 };
+	const uint8_t *bytes;
+	size_t len;
+	int r;
+
+	if ((r = snap_kvm_compat(vm, &who, e)) || (r = snap_writer_init(&w, &who, e)))
+		goto out;
+	if ((r = save_info(vm, &w, e)))
+		goto out;
+	for (int i = 0; i < vm->ncpus; i++)
+		if ((r = snap_kvm_save_vcpu(vm, &vm->vcpu[i], &w, e)))
+			goto out;
+	/* Devices before the disks: a disk's save flushes its overlay. */
+	if ((r = snap_kvm_save_vm(vm, &w, e)) || (r = save_serial(vm, &w, e)) || (r = save_devices(vm, &w, e)))
+		goto out;
+	if ((r = snap_finish(&w, &bytes, &len, e)) || (r = snap_write_atomic(dfd, SNAP_STATE_FILE, bytes, len, e)))
+		goto out;
+	info->state_bytes = len;
+	if ((r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host, vm->mem.size,
+			       compress ? 1 : 0, &ms, e)))
+		goto out;
+	info->memory_bytes = vm->mem.size;
+	info->memory_stored_bytes = ms.stored;
+	r = save_disks(vm, dfd, &info->disk_bytes, e);
+out:
+	snap_writer_free(&w);
+	return r;
+}
+
+int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct kiln_snapshot_info *info,
+		     struct kiln_error *e)
+{
+	double t0 = now_ms();
+	char name[256];
+	int was_paused, parent, dfd, r;
+
+	memset(info, 0, sizeof(*info));
+	if (vm->cfg.hugepages)
+		return kiln_errf(e, ENOTSUP, "snapshot: hugepage-backed guests cannot be snapshotted yet");
+	if ((parent = open_parent(dir, name, sizeof(name), e)) < 0)
+		return parent;
+	was_paused = kiln_vm_is_paused(vm);
+	if (!was_paused && (r = kiln_vm_pause(vm, e))) {
+		close(parent);
+		return r;
+	}
+	dfd = snap_dir_begin(parent, name, e);
+	if (dfd < 0) {
+		r = dfd;
+	} else if ((r = write_snapshot(vm, dfd, compress, info, e))) {
+		snap_dir_abort(parent, name, dfd);
+	} else {
+		r = snap_dir_commit(parent, name, dfd, e);
+	}
+	close(parent);
+	if (!was_paused) {
+		struct kiln_error e2;
+
+		if (kiln_vm_resume(vm, &e2) && !r)
+			r = kiln_errf(e, EIO, "snapshot written, but %s", e2.msg);
+	}
+	info->ms = now_ms() - t0;
+	return r;
+}
+
+/* ---- restore ---- */
+
+int vm_restore_open(const struct kiln_vm_config *cfg, struct kiln_error *e)
+{
+	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return kiln_errf(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
+	if (cfg->hugepages) {
+		close(fd);
+		return kiln_errf(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
+	}
+	return fd;
+}
+
+int vm_restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct kiln_error *e)
+{
+	return restore_disks(cfg, snapfd, e);
+}
+
+int vm_restore_state(struct kiln_vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
+		     struct kiln_error *e)
+{
+	struct snap_compat host;
+	size_t len;
+	int r;
+
+	*buf = NULL;
+	if ((r = snap_kvm_compat(vm, &host, e)))
+		return r;
+	if ((r = snap_read_file(snapfd, SNAP_STATE_FILE, SNAP_STATE_MAX, buf, &len, e)))
+		return r;
+	if ((r = snap_parse(*buf, len, &host, view, e)) || (r = check_shape(vm, view, e))) {
+		snap_view_free(view);
+		free(*buf);
+		*buf = NULL;
+		return r;
+	}
+	return 0;
+}
+
+int vm_restore_memory(struct kiln_vm *vm, int snapfd, const struct snap_view *view, struct kiln_error *e)
+{
+	void *at;
+	int fd, r;
+
+	if ((r = check_info(vm, view, e)))
+		return r;
+	fd = snap_mem_open_raw(snapfd, SNAP_MEM_FILE, vm->mem.size, e);
+	if (fd == -ENOENT) {
+		fd = openat(snapfd, SNAP_MEMZ_FILE, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return kiln_errf(e, errno, "restore: the snapshot has no memory file: %s", strerror(errno));
+		r = snap_mem_read_z(fd, vm->mem.host, vm->mem.size, e);
+		close(fd);
+		return r;
+	}
+	if (fd < 0)
+		return fd;
+	/* MAP_PRIVATE over the RAM mapping: pages load on first touch, and
+	 * every restore of this snapshot shares one page-cache copy. */
+	r = snap_mem_map_raw(fd, vm->mem.size, vm->mem.host, &at, e);
+	close(fd);
+	return r;
+}
+
+int vm_restore_cpus_devices(struct kiln_vm *vm, const struct snap_view *view, struct kiln_error *e)
+{
+	int r;
+
+	if ((r = snap_kvm_load_vm(vm, view, e)))
+		return r;
+	for (int i = 0; i < vm->ncpus; i++)
+		if ((r = snap_kvm_load_vcpu(vm, &vm->vcpu[i], view, e)))
+			return r;
+	if ((r = load_serial(vm, view, e)))
+		return r;
+	return load_devices(vm, view, e);
+}

@@ -1,0 +1,29 @@
+/*
+ * snapshot_kvm: KVM's part of a snapshot — each vCPU's registers, FPU,
+ * MSRs, local APIC, events and MP state, and the VM's PIC, IOAPIC, PIT
+ * and kvmclock — read into state-file sections and written back.
+ *
+ * Contract: save only with every vCPU out of KVM_RUN (kiln_vm_pause); load
+ * into a freshly created VM whose vCPUs were given the same CPUID, before
+ * any of them runs. The payloads are KVM's own uapi structs, whose layout
+ * is ABI; a section of the wrong size is refused with its name. MSRs are
+ * saved as (index, value) pairs: every MSR KVM lists that reads back on
+ * this host, so a restore on the same host writes them all or says which
+ * one it refused.
+ */
+#ifndef KILN_SNAPSHOT_KVM_H
+#define KILN_SNAPSHOT_KVM_H
+
+#include "vmm/snapshot/snapshot_file.h"
+#include "vmm/core/vm_internal.h"
+
+/* The host record a snapshot of `vm` carries and a restore must match. */
+int snap_kvm_compat(struct kiln_vm *vm, struct snap_compat *out, struct kiln_error *e);
+
+int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w, struct kiln_error *e);
+int snap_kvm_save_vm(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e);
+
+int snap_kvm_load_vcpu(struct kiln_vm *vm, struct vcpu *v, const struct snap_view *s, struct kiln_error *e);
+int snap_kvm_load_vm(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e);
+
+#endif

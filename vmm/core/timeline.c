@@ -1,0 +1,80 @@
+#include "vmm/core/timeline.h"
+
+#include <string.h>
+#include <time.h>
+
+uint64_t timeline_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+void timeline_init(struct timeline *t, uint64_t t0_ns)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	t->t0_ns = t0_ns;
+}
+
+void timeline_destroy(struct timeline *t)
+{
+	pthread_mutex_destroy(&t->lock);
+}
+
+void timeline_mark_at(struct timeline *t, const char *name, uint64_t abs_ns, int derived)
+{
+	struct milestone *m;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->n < TIMELINE_MAX) {
+		m = &t->m[t->n++];
+		snprintf(m->name, sizeof(m->name), "%s", name);
+		m->ns = abs_ns > t->t0_ns ? abs_ns - t->t0_ns : 0;
+		m->derived = derived;
+		/* Keep the list ordered: a derived milestone lands in the past. */
+		for (int i = t->n - 1; i > 0 && t->m[i].ns < t->m[i - 1].ns; i--) {
+			struct milestone tmp = t->m[i];
+			t->m[i] = t->m[i - 1];
+			t->m[i - 1] = tmp;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+void timeline_mark(struct timeline *t, const char *name)
+{
+	timeline_mark_at(t, name, timeline_now_ns(), 0);
+}
+
+int timeline_has(struct timeline *t, const char *name)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < t->n && !found; i++)
+		found = strcmp(t->m[i].name, name) == 0;
+	pthread_mutex_unlock(&t->lock);
+	return found;
+}
+
+void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status)
+{
+	pthread_mutex_lock(&t->lock);
+	if (json) {
+		fprintf(f, "{\"unit\":\"ms\",\"milestones\":[");
+		for (int i = 0; i < t->n; i++)
+			fprintf(f, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "", t->m[i].name,
+				t->m[i].ns / 1e6, t->m[i].derived ? ",\"derived\":true" : "");
+		fprintf(f, "],\"exit\":{\"reason\":\"%s\",\"status\":%d}}\n", exit_reason, exit_status);
+	} else {
+		fprintf(f, "boot timeline (ms since kiln-vmm start):\n");
+		for (int i = 0; i < t->n; i++)
+			fprintf(f, "  %-20s %10.3f%s\n", t->m[i].name, t->m[i].ns / 1e6,
+				t->m[i].derived ? "  (guest clock: init time - guest uptime)" : "");
+		fprintf(f, "  exit: %s (status %d)\n", exit_reason, exit_status);
+	}
+	pthread_mutex_unlock(&t->lock);
+	fflush(f);
+}

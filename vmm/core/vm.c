@@ -1,0 +1,598 @@
+/* VM creation, the run/stop protocol and teardown. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "vmm/boot/cpu_boot.h"
+#include "vmm/core/kvm.h"
+#include "vmm/boot/layout.h"
+#include "vmm/boot/mptable.h"
+#include "devices/blk/virtio_blk.h"
+#include "devices/fs/virtio_fs.h"
+#include "devices/net/virtio_net.h"
+#include "devices/vsock/virtio_vsock.h"
+#include "devices/rng/virtio_rng.h"
+#include "vmm/core/snapshot.h"
+#include "vmm/core/vm_internal.h"
+
+/* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
+ * and identity map; harmless on AMD. */
+#define TSS_ADDR 0xfffbd000ULL
+#define IDENTITY_MAP_ADDR 0xfffbc000ULL
+#define CPUID_MAX_ENTRIES 256
+#define VERBOSE_BUDGET 64
+
+struct file_map {
+	const uint8_t *data;
+	size_t len;
+	int fd; /* kept open so guest memory can map the file's pages */
+};
+
+/* Map a file read-only: the kernel is read once from the page cache. */
+static int map_file(const char *path, const char *what, struct file_map *m, struct kiln_error *e)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *p;
+
+	if (fd < 0)
+		return kiln_errf(e, errno, "%s '%s': %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return kiln_errf(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s '%s': not a regular file",
+				 what, path);
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return kiln_errf(e, ENOEXEC, "%s '%s': file is empty", what, path);
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		int err = errno;
+
+		close(fd);
+		return kiln_errf(e, err, "%s '%s': %s", what, path, strerror(err));
+	}
+	m->data = p;
+	m->len = (size_t)st.st_size;
+	m->fd = fd;
+	return 0;
+}
+
+/* Name the file in a format error, so the user knows which input was wrong. */
+static void prefix_kernel(struct kiln_error *e, const char *path)
+{
+	char msg[2 * sizeof(e->msg)];
+
+	if (!e)
+		return;
+	snprintf(msg, sizeof(msg), "kernel '%.200s': %s", path, e->msg);
+	memcpy(e->msg, msg, sizeof(e->msg) - 1);
+	e->msg[sizeof(e->msg) - 1] = '\0';
+}
+
+static void unmap_file(struct file_map *m)
+{
+	if (m->data)
+		munmap((void *)m->data, m->len);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->data = NULL;
+	m->fd = -1;
+}
+
+void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
+{
+	va_list ap;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->stopping) {
+		pthread_mutex_unlock(&vm->lock);
+		return;
+	}
+	vm->result.exit = exit;
+	va_start(ap, fmt);
+	vsnprintf(vm->result.msg, sizeof(vm->result.msg), fmt, ap);
+	va_end(ap);
+	__atomic_store_n(&vm->stopping, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&vm->pause_cond); /* parked vCPUs and a waiting pauser */
+	timeline_mark(&vm->tl, "vm_exit");
+	/* immediate_exit first, then the signal: a vCPU between its check of
+	 * `stopping` and KVM_RUN returns at once instead of running on. */
+	for (int i = 0; i < vm->ncpus; i++) {
+		if (vm->vcpu[i].run)
+			vm->vcpu[i].run->immediate_exit = 1;
+	}
+	for (int i = 0; i < vm->ncpus; i++) {
+		if (vm->vcpu[i].started && !pthread_equal(vm->vcpu[i].thread, pthread_self()))
+			pthread_kill(vm->vcpu[i].thread, KILN_KICK_SIGNAL);
+	}
+	pthread_mutex_unlock(&vm->lock);
+	if (write(vm->stop_efd, &one, sizeof(one)) < 0) {
+		/* eventfd counter cannot overflow from one write; nothing to do */
+	}
+}
+
+static void irq_line(void *ctx, int gsi, int level)
+{
+	struct kiln_vm *vm = ctx;
+	struct kvm_irq_level il = { .irq = (uint32_t)gsi, .level = (uint32_t)level };
+
+	ioctl(vm->vm_fd, KVM_IRQ_LINE, &il);
+}
+
+static void serial_irq(void *ctx, int level)
+{
+	irq_line(ctx, SERIAL_COM1_IRQ, level);
+}
+
+static void kbd_reset(void *ctx)
+{
+	vm_stop(ctx, KILN_EXIT_RESET, "guest reset through the i8042 controller");
+}
+
+static void ignore_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, int is_write)
+{
+	(void)opaque;
+	(void)off;
+	if (!is_write)
+		memset(data, 0xff, size);
+}
+
+/* Checks that need no KVM, so bad arguments fail fast and the same way
+ * on every host. */
+static int check_config(const struct kiln_vm_config *c, int max_vcpus, struct kiln_error *e)
+{
+	struct sysinfo si;
+	uint64_t host_mib = 0;
+
+	if (!c->kernel && !c->restore_dir)
+		return kiln_errf(e, EINVAL, "no kernel given: pass --kernel PATH");
+	if (c->mem_mib < KILN_MIN_MEM_MIB)
+		return kiln_errf(e, EINVAL, "--mem %llu: guests need at least %d MiB",
+				 (unsigned long long)c->mem_mib, KILN_MIN_MEM_MIB);
+	if (sysinfo(&si) == 0)
+		host_mib = (uint64_t)si.totalram * si.mem_unit >> 20;
+	if (host_mib && c->mem_mib > host_mib)
+		return kiln_errf(e, EINVAL, "--mem %llu: more than this host's %llu MiB of RAM",
+				 (unsigned long long)c->mem_mib, (unsigned long long)host_mib);
+	if (c->hugepages && c->mem_mib % 2)
+		return kiln_errf(e, EINVAL, "--mem %llu: hugepage-backed RAM must be a multiple of 2 MiB",
+				 (unsigned long long)c->mem_mib);
+	if (c->cpus < 1 || c->cpus > max_vcpus)
+		return kiln_errf(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus, max_vcpus);
+	return 0;
+}
+
+static int setup_memory(struct kiln_vm *vm, struct kiln_error *e)
+{
+	struct kvm_userspace_memory_region lo = { 0 }, hi = { 0 };
+	int err = gm_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
+
+	if (err == -ENOMEM && vm->cfg.hugepages)
+		return kiln_errf(e, ENOMEM,
+				 "cannot get %llu MiB of hugepages: reserve them (sysctl vm.nr_hugepages) or drop --hugepages",
+				 (unsigned long long)vm->cfg.mem_mib);
+	if (err)
+		return kiln_errf(e, -err, "mapping %llu MiB of guest RAM: %s",
+				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
+	lo.slot = 0;
+	lo.guest_phys_addr = 0;
+	lo.memory_size = vm->mem.low_size;
+	lo.userspace_addr = (uintptr_t)vm->mem.host;
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &lo) < 0)
+		return kiln_errf(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	if (vm->mem.high_size) {
+		hi.slot = 1;
+		hi.guest_phys_addr = GM_HIGH_START;
+		hi.memory_size = vm->mem.high_size;
+		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
+			return kiln_errf(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
+{
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int err = 0;
+
+	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 ||
+	    ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &(uint64_t){ IDENTITY_MAP_ADDR }) < 0)
+		return kiln_errf(e, errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return kiln_errf(e, errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
+	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+		return kiln_errf(e, errno, "KVM_CREATE_PIT2: %s", strerror(errno));
+
+	serial_init(&vm->serial, vm->cfg.console_out_fd, serial_irq, vm);
+	vm->kbd = (struct i8042){ .reset = kbd_reset, .ctx = vm };
+	boot_timer_init(&vm->bt, &vm->tl);
+	err |= io_bus_add(&vm->pio, SERIAL_COM1, 8, serial_io, &vm->serial);
+	err |= io_bus_add(&vm->pio, I8042_DATA_PORT, 1, i8042_data_io, &vm->kbd);
+	err |= io_bus_add(&vm->pio, I8042_CMD_PORT, 1, i8042_cmd_io, &vm->kbd);
+	err |= io_bus_add(&vm->pio, BOOT_TIMER_PORT, BOOT_TIMER_LEN, boot_timer_io, &vm->bt);
+	/* POST code / I/O delay port: Linux writes it; nothing listens. */
+	err |= io_bus_add(&vm->pio, 0x80, 1, ignore_io, NULL);
+	if (err)
+		return kiln_errf(e, EINVAL, "internal error: overlapping device ports");
+	return 0;
+}
+
+static int ensure_loop(struct kiln_vm *vm, struct kiln_error *e)
+{
+	int err;
+
+	if (!vm->loop && (err = event_loop_create(&vm->loop)))
+		return kiln_errf(e, -err, "creating the device thread: %s", strerror(-err));
+	return 0;
+}
+
+/*
+ * Give `dev` the next virtio-mmio window and interrupt, announce it on the
+ * command line, and route its notifications and interrupts through KVM.
+ * Takes ownership of `dev` (destroyed with the VM).
+ */
+static int add_virtio(struct kiln_vm *vm, struct virtio_dev *dev, struct kiln_error *e)
+{
+	struct virtio_mmio *m;
+	int err;
+
+	if (vm->nvirtio == VM_VIRTIO_MAX) {
+		dev->ops->destroy(dev);
+		return kiln_errf(e, ENOSPC, "too many devices: kiln-vmm supports %d", VM_VIRTIO_MAX);
+	}
+	if ((err = ensure_loop(vm, e))) {
+		dev->ops->destroy(dev);
+		return err;
+	}
+	m = &vm->virtio[vm->nvirtio++];
+	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
+			 VM_VIRTIO_FIRST_GSI + (uint32_t)vm->nvirtio - 1);
+	if (io_bus_add(&vm->mmio, m->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, m))
+		return kiln_errf(e, EEXIST, "internal error: overlapping virtio-mmio windows");
+	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
+		return kiln_errf(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name, strerror(-err));
+	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base, m->gsi);
+	return 0;
+}
+
+static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
+{
+	struct virtio_dev *d;
+	int err;
+
+	if (vm->cfg.rng) {
+		if ((err = virtio_rng_create(&d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	for (int i = 0; i < vm->cfg.ndisk; i++) {
+		const struct kiln_disk_cfg *c = &vm->cfg.disk[i];
+		struct virtio_blk_params p = {
+			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
+			.create_overlay = 1, .serial = c->serial,
+		};
+
+		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	/* Without an initramfs the first disk is the root filesystem. */
+	if (vm->cfg.ndisk && !vm->cfg.initrd)
+		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
+	for (int i = 0; i < vm->cfg.nshare; i++) {
+		const struct kiln_share_cfg *c = &vm->cfg.share[i];
+		struct virtio_fs_config fc = { .dir = c->host_dir, .tag = c->tag, .read_only = c->read_only };
+
+		if ((err = virtio_fs_create(&fc, &d, e)) || (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	if (vm->cfg.vsock.uds) {
+		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid, .uds_path = vm->cfg.vsock.uds };
+
+		if ((err = ensure_loop(vm, e)) || (err = virtio_vsock_create(&vc, vm->loop, &d, e)) ||
+		    (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	for (int i = 0; i < vm->cfg.nnet; i++) {
+		if ((err = ensure_loop(vm, e)) || (err = vm_net_create(vm, &vm->cfg.net[i], &d, e)) ||
+		    (err = add_virtio(vm, d, e)))
+			return err;
+	}
+	return 0;
+}
+
+static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct file_map *rd,
+		      struct kiln_error *e)
+{
+	struct boot_spec spec = { 0 };
+	uint8_t mp[4096];
+	int n, err;
+
+	spec.kernel = k->data;
+	spec.kernel_len = k->len;
+	spec.initrd = rd->data;
+	spec.initrd_len = rd->len;
+	spec.cmdline = vm->cmdline.buf;
+	/*
+	 * Copied, not mapped from the files (spec.kernel_fd/initrd_fd = -1):
+	 * with PVH segments mapped MAP_PRIVATE from the image, guests in the
+	 * nested harness hit soft lockups in the outer kernel's KVM. Mapping
+	 * stays off until that is understood (see the closing note of issue 2).
+	 */
+	spec.kernel_fd = -1;
+	spec.initrd_fd = -1;
+	if ((err = linux_load(&vm->mem, &spec, &vm->entry, e)))
+		return err;
+
+	n = mptable_build(mp, sizeof(mp), LAYOUT_EBDA_START, vm->ncpus, (uint32_t)LAYOUT_LAPIC,
+			  (uint32_t)LAYOUT_IOAPIC);
+	if (n < 0 || gm_write(&vm->mem, LAYOUT_EBDA_START, mp, (uint64_t)n))
+		return kiln_errf(e, EINVAL, "cannot build the MP table for %d CPUs", vm->ncpus);
+	if (cpu_boot_tables(&vm->mem, vm->entry.kind))
+		return kiln_errf(e, EFAULT, "cannot write boot page tables");
+	return 0;
+}
+
+/* KVM's CPUID table: what every vCPU starts from (and a snapshot's host record). */
+static int get_cpuid(struct kiln_vm *vm, struct kiln_error *e)
+{
+	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
+	if (!vm->cpuid)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	vm->cpuid->nent = CPUID_MAX_ENTRIES;
+	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) < 0)
+		return kiln_errf(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+	return 0;
+}
+
+int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e)
+{
+	struct file_map k = { .fd = -1 }, rd = { .fd = -1 };
+	struct snap_view view = { 0 };
+	uint8_t *state = NULL;
+	struct kiln_vm *vm;
+	int err, max_vcpus, snapfd = -1;
+
+	*out = NULL;
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return kiln_errf(e, ENOMEM, "out of memory");
+	vm->cfg = *cfg;
+	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
+	vm->verbose_budget = VERBOSE_BUDGET;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
+	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
+
+	if ((err = check_config(cfg, KILN_MAX_CPUS, e)))
+		goto fail;
+	cmdline_init(&vm->cmdline);
+	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
+	if (cfg->restore_dir) {
+		vm->restored = 1;
+		if ((err = snapfd = vm_restore_open(cfg, e)) < 0)
+			goto fail;
+	} else {
+		if ((err = map_file(cfg->kernel, "kernel", &k, e)))
+			goto fail;
+		if ((err = linux_check(k.data, k.len, e))) {
+			prefix_kernel(e, cfg->kernel);
+			goto fail;
+		}
+		if (cfg->initrd && (err = map_file(cfg->initrd, "initrd", &rd, e)))
+			goto fail;
+	}
+
+	if ((err = kvm_open(e)) < 0)
+		goto fail;
+	vm->kvm_fd = err;
+	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
+	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
+		err = kiln_errf(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus, max_vcpus);
+		goto fail;
+	}
+	vm->ncpus = cfg->cpus;
+	if ((err = get_cpuid(vm, e)))
+		goto fail;
+	/* The state file is checked (checksum, version, CPU, RAM and vCPUs)
+	 * before the overlays are touched: they must be the snapshot's before
+	 * the disks open, and a refused restore must leave them as they were. */
+	if (snapfd >= 0 && ((err = vm_restore_state(vm, snapfd, &view, &state, e)) ||
+			    (err = vm_restore_disks(cfg, snapfd, e))))
+		goto fail;
+	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
+	if (vm->stop_efd < 0) {
+		err = kiln_errf(e, errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+	if (vm->vm_fd < 0) {
+		err = kiln_errf(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
+		goto fail;
+	}
+	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
+	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = setup_virtio(vm, e)))
+		goto fail;
+	/* The user's parameters come last, so they can override kiln's. */
+	if (cfg->cmdline && *cfg->cmdline)
+		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
+	if (vm->cmdline.overflow) {
+		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
+		goto fail;
+	}
+	if (snapfd >= 0)
+		err = vm_restore_memory(vm, snapfd, &view, e);
+	else
+		err = load_guest(vm, &k, &rd, e);
+	if (err)
+		goto fail;
+	unmap_file(&k);
+	unmap_file(&rd);
+
+	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
+	for (int i = 0; i < vm->ncpus; i++)
+		if ((err = vcpu_create(vm, i, e)))
+			goto fail;
+	if (snapfd >= 0) {
+		if ((err = vm_restore_cpus_devices(vm, &view, e)))
+			goto fail;
+		snap_view_free(&view);
+		free(state);
+		close(snapfd);
+		snapfd = -1;
+		timeline_mark(&vm->tl, "restored");
+	}
+	timeline_mark(&vm->tl, "vm_ready");
+	*out = vm;
+	return 0;
+fail:
+	unmap_file(&k);
+	unmap_file(&rd);
+	snap_view_free(&view);
+	free(state);
+	if (snapfd >= 0)
+		close(snapfd);
+	kiln_vm_destroy(vm);
+	return err;
+}
+
+int kiln_vm_restored(const struct kiln_vm *vm)
+{
+	return vm->restored;
+}
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+/* Feed console input to the UART until the VM stops. */
+static void pump_console(struct kiln_vm *vm)
+{
+	uint8_t buf[256];
+	size_t have = 0, off = 0;
+	int in = vm->cfg.console_in_fd;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = vm->stop_efd, .events = POLLIN },
+				       { .fd = have ? -1 : in, .events = POLLIN } };
+
+		/* With bytes waiting for FIFO room, poll the guest every 5 ms. */
+		if (poll(p, 2, have ? 5 : -1) < 0 && errno != EINTR)
+			return;
+		if (p[0].revents)
+			return;
+		if (!have && (p[1].revents & (POLLIN | POLLHUP))) {
+			ssize_t n = read(in, buf, sizeof(buf));
+
+			if (n <= 0) {
+				in = -1; /* end of input: keep waiting for the stop */
+				continue;
+			}
+			have = (size_t)n;
+			off = 0;
+		}
+		if (have) {
+			size_t n = serial_input(&vm->serial, buf + off, have);
+
+			off += n;
+			have -= n;
+		}
+	}
+}
+
+int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_error *e)
+{
+	struct sigaction sa = { .sa_handler = kick_handler };
+	uint64_t v;
+	int err;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(KILN_KICK_SIGNAL, &sa, NULL) < 0)
+		return kiln_errf(e, errno, "sigaction: %s", strerror(errno));
+	for (int i = 0; i < vm->ncpus; i++) {
+		if ((err = vcpu_start(&vm->vcpu[i]))) {
+			vm_stop(vm, KILN_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
+			break;
+		}
+	}
+	if (vm->loop && (err = event_loop_start(vm->loop)))
+		vm_stop(vm, KILN_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
+	if (vm->cfg.console_in_fd >= 0)
+		pump_console(vm);
+	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
+		;
+	for (int i = 0; i < vm->ncpus; i++) {
+		if (vm->vcpu[i].started) {
+			pthread_join(vm->vcpu[i].thread, NULL);
+			vm->vcpu[i].started = 0;
+		}
+	}
+	/* vCPUs are gone; now the device thread, which may still be
+	 * completing requests into guest memory. */
+	event_loop_stop(vm->loop);
+	*res = vm->result;
+	return 0;
+}
+
+struct timeline *kiln_vm_timeline(struct kiln_vm *vm)
+{
+	return &vm->tl;
+}
+
+const char *kiln_vm_cmdline(const struct kiln_vm *vm)
+{
+	return vm->cmdline.buf;
+}
+
+void kiln_vm_destroy(struct kiln_vm *vm)
+{
+	if (!vm)
+		return;
+	for (int i = 0; i < KILN_MAX_CPUS; i++) {
+		struct vcpu *v = &vm->vcpu[i];
+
+		if (v->started) {
+			/* Never destroyed while running: kiln_vm_run joins. */
+			pthread_join(v->thread, NULL);
+		}
+		if (v->run)
+			munmap(v->run, vm->run_size);
+		if (v->fd > 0)
+			close(v->fd);
+	}
+	event_loop_stop(vm->loop);
+	for (int i = 0; i < vm->nvirtio; i++) {
+		virtio_mmio_detach(&vm->virtio[i]);
+		vm->virtio[i].dev->ops->destroy(vm->virtio[i].dev);
+	}
+	event_loop_destroy(vm->loop);
+	free(vm->cpuid);
+	free(vm->snap_msrs);
+	gm_unmap(&vm->mem);
+	if (vm->serial.irq)
+		serial_destroy(&vm->serial);
+	if (vm->vm_fd >= 0)
+		close(vm->vm_fd);
+	if (vm->kvm_fd >= 0)
+		close(vm->kvm_fd);
+	if (vm->stop_efd >= 0)
+		close(vm->stop_efd);
+	timeline_destroy(&vm->tl);
+	pthread_cond_destroy(&vm->pause_cond);
+	pthread_mutex_destroy(&vm->lock);
+	free(vm);
+}

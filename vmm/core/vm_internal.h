@@ -1,0 +1,91 @@
+/*
+ * vm_internal: the parts of struct kiln_vm shared by vm.c and vcpu.c.
+ * Not for embedders: they use vm.h.
+ */
+#ifndef KILN_VM_INTERNAL_H
+#define KILN_VM_INTERNAL_H
+
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <stddef.h>
+
+#include "vmm/boot/boot_linux.h"
+#include "vmm/core/boot_timer.h"
+#include "vmm/boot/cmdline.h"
+#include "lib/guest/guest_mem.h"
+#include "vmm/core/i8042.h"
+#include "vmm/core/io_bus.h"
+#include "vmm/core/serial.h"
+#include "vmm/core/timeline.h"
+#include "lib/guest/event_loop.h"
+#include "devices/virtio/virtio_mmio.h"
+#include "vmm/core/vm.h"
+
+/* virtio-mmio windows: 4 KiB each from 0xd0000000, GSIs from 5 (4 is the
+ * UART) up to the IOAPIC's last pin, 23. */
+#define VM_VIRTIO_BASE 0xd0000000ULL
+#define VM_VIRTIO_FIRST_GSI 5
+#define VM_VIRTIO_MAX 19
+
+struct vcpu {
+	struct kiln_vm *vm;
+	int id;
+	int fd;
+	struct kvm_run *run;
+	pthread_t thread;
+	int started;
+};
+
+struct kiln_vm {
+	struct kiln_vm_config cfg;
+	int kvm_fd, vm_fd;
+	struct guest_mem mem;
+	struct io_bus pio, mmio;
+	struct serial serial;
+	struct i8042 kbd;
+	struct boot_timer bt;
+	struct timeline tl;
+	struct cmdline cmdline;
+	struct boot_entry entry;
+	size_t run_size;
+	struct kvm_cpuid2 *cpuid; /* what KVM supports, before per-vCPU fixes */
+	int ncpus;
+	struct vcpu vcpu[KILN_MAX_CPUS];
+
+	pthread_mutex_t lock; /* guards the stop and pause fields below */
+	int stopping;
+	struct kiln_vm_result result;
+	/* Pause (vm_pause.c): vCPUs park at their next exit while pause_req
+	 * is set; `paused` once all are parked and the device thread stopped. */
+	pthread_cond_t pause_cond;
+	int pause_req, parked, paused;
+	int stop_efd; /* eventfd: the VM has stopped */
+	int verbose_budget; /* unhandled-access log lines left */
+
+	int restored; /* came from cfg.restore_dir */
+	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
+	uint32_t nsnap_msrs;
+	struct event_loop *loop; /* the device thread; NULL without devices */
+	int nvirtio;
+	struct virtio_mmio virtio[VM_VIRTIO_MAX];
+};
+
+/* Create vCPU `id`, give it CPUID, LAPIC and (for 0) the boot registers. */
+int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e);
+/* Start the vCPU's thread. */
+int vcpu_start(struct vcpu *v);
+/* In the vCPU thread, when pause_req is set: finish the exit KVM is half
+ * way through, then wait until resumed or stopped. */
+void vcpu_park(struct vcpu *v);
+/* Stop the VM with `exit` and a printf message; the first caller wins. */
+void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* A virtio-net device for `c` (vm_net.c): MAC, backend (tap or passt), packet filter. */
+int vm_net_create(struct kiln_vm *vm, const struct kiln_net_cfg *c, struct virtio_dev **out,
+		  struct kiln_error *e);
+
+/* Per-vCPU CPUID fix-ups (pure): APIC ids, hypervisor bit, TSC deadline. */
+void cpuid_fixup(struct kvm_cpuid2 *c, int id, int ncpus, int tsc_deadline);
+
+#endif

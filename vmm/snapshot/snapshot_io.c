@@ -1,0 +1,296 @@
+#include "vmm/snapshot/snapshot_io.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TMP_SUFFIX ".tmp"
+
+/* NAME must be one path component with room for ".tmp" after it; fills tmp with NAME.tmp. */
+static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct kiln_error *e)
+{
+	size_t n = strnlen(name, NAME_MAX + 1);
+
+	if (n == 0 || n + strlen(TMP_SUFFIX) > NAME_MAX || strchr(name, '/') || !strcmp(name, ".") ||
+	    !strcmp(name, ".."))
+		return kiln_errf(e, EINVAL, "snapshot: '%.64s' is not a usable file name", name);
+	memcpy(tmp, name, n);
+	memcpy(tmp + n, TMP_SUFFIX, sizeof(TMP_SUFFIX));
+	return 0;
+}
+
+int snap_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int snap_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ENODATA;
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+int snap_tmp_open(int dirfd, const char *name, struct kiln_error *e)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, r = tmp_name(name, tmp, e);
+
+	if (r)
+		return r;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return kiln_errf(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
+	return fd;
+}
+
+void snap_tmp_abort(int dirfd, const char *name, int fd)
+{
+	char tmp[NAME_MAX + 1];
+
+	if (fd >= 0)
+		close(fd);
+	if (!tmp_name(name, tmp, NULL))
+		unlinkat(dirfd, tmp, 0);
+}
+
+int snap_tmp_commit(int dirfd, const char *name, int fd, struct kiln_error *e)
+{
+	char tmp[NAME_MAX + 1];
+	int r = tmp_name(name, tmp, e);
+
+	if (r) {
+		close(fd);
+		return r;
+	}
+	/* Data before name: a rename that reaches the disk before the data would publish a hole. */
+	if (fsync(fd) < 0) {
+		r = errno;
+		snap_tmp_abort(dirfd, name, fd);
+		return kiln_errf(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
+	}
+	if (close(fd) < 0) {
+		r = errno;
+		snap_tmp_abort(dirfd, name, -1);
+		return kiln_errf(e, r, "snapshot: closing '%s': %s", tmp, strerror(r));
+	}
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		r = errno;
+		snap_tmp_abort(dirfd, name, -1);
+		return kiln_errf(e, r, "snapshot: renaming '%s' to '%s': %s", tmp, name, strerror(r));
+	}
+	if (fsync(dirfd) < 0)
+		return kiln_errf(e, errno, "snapshot: syncing the directory of '%s': %s", name,
+				 strerror(errno));
+	return 0;
+}
+
+int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct kiln_error *e)
+{
+	int fd = snap_tmp_open(dirfd, name, e), r;
+
+	if (fd < 0)
+		return fd;
+	r = snap_pwrite_all(fd, buf, len, 0);
+	if (r) {
+		snap_tmp_abort(dirfd, name, fd);
+		return kiln_errf(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)", name,
+				 strerror(-r), name);
+	}
+	return snap_tmp_commit(dirfd, name, fd, e);
+}
+
+int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
+		   struct kiln_error *e)
+{
+	struct stat st;
+	uint8_t *b;
+	size_t size, got = 0;
+	int fd, r;
+
+	*buf = NULL;
+	*len = 0;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return kiln_errf(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = errno;
+		close(fd);
+		return kiln_errf(e, r, "snapshot: '%s': %s", name, strerror(r));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return kiln_errf(e, EINVAL, "snapshot: '%s' is not a regular file", name);
+	}
+	if ((uint64_t)st.st_size > cap) {
+		close(fd);
+		return kiln_errf(e, EFBIG, "snapshot: '%s' is %lld bytes, more than the %zu allowed", name,
+				 (long long)st.st_size, cap);
+	}
+	size = (size_t)st.st_size;
+	/* One byte more than the size, to see a file that grew since fstat. */
+	b = malloc(size + 1);
+	if (!b) {
+		close(fd);
+		return kiln_errf(e, ENOMEM, "snapshot: out of memory reading '%s'", name);
+	}
+	for (;;) {
+		ssize_t n = read(fd, b + got, size + 1 - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = errno;
+			free(b);
+			close(fd);
+			return kiln_errf(e, r, "snapshot: reading '%s': %s", name, strerror(r));
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		if (got > size) {
+			free(b);
+			close(fd);
+			return kiln_errf(e, EAGAIN, "snapshot: '%s' changed while it was read", name);
+		}
+	}
+	close(fd);
+	*buf = b;
+	*len = got;
+	return 0;
+}
+
+int snap_dir_remove(int parentfd, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, err = 0;
+
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	/* Only files: a snapshot directory has no subdirectories, and this must not recurse anywhere. */
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(fd, de->d_name, 0) < 0 && !err)
+			err = -errno;
+	}
+	closedir(d);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && !err)
+		err = -errno;
+	return err;
+}
+
+int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, r = tmp_name(name, tmp, e);
+
+	if (r)
+		return r;
+	/* A crash mid-snapshot leaves NAME.tmp behind; it never held the checkpoint. */
+	r = snap_dir_remove(parentfd, tmp);
+	if (r && r != -ENOENT)
+		return kiln_errf(e, -r, "snapshot: removing the unfinished '%s': %s", tmp, strerror(-r));
+	if (mkdirat(parentfd, tmp, 0700) < 0)
+		return kiln_errf(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
+	fd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		r = errno;
+		unlinkat(parentfd, tmp, AT_REMOVEDIR);
+		return kiln_errf(e, r, "snapshot: opening '%s': %s", tmp, strerror(r));
+	}
+	return fd;
+}
+
+void snap_dir_abort(int parentfd, const char *name, int dirfd)
+{
+	char tmp[NAME_MAX + 1];
+
+	if (dirfd >= 0)
+		close(dirfd);
+	if (!tmp_name(name, tmp, NULL))
+		snap_dir_remove(parentfd, tmp);
+}
+
+int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error *e)
+{
+	char tmp[NAME_MAX + 1];
+	int r = tmp_name(name, tmp, e), exchanged = 1;
+
+	if (r) {
+		close(dirfd);
+		return r;
+	}
+	/* The files' own renames must be on disk before the directory is published. */
+	if (fsync(dirfd) < 0) {
+		r = errno;
+		snap_dir_abort(parentfd, name, dirfd);
+		return kiln_errf(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
+	}
+	close(dirfd);
+	if (renameat2(parentfd, tmp, parentfd, name, RENAME_EXCHANGE) < 0) {
+		r = errno;
+		exchanged = 0;
+		/* No previous checkpoint: a plain rename, which must not replace one made meanwhile. */
+		if (r == ENOENT && renameat2(parentfd, tmp, parentfd, name, RENAME_NOREPLACE) == 0)
+			r = 0;
+		else if (r == ENOENT)
+			r = errno;
+		if (r) {
+			snap_dir_abort(parentfd, name, -1);
+			return kiln_errf(e, r, "snapshot: replacing '%s' with '%s': %s (the previous snapshot is kept)",
+					 name, tmp, strerror(r));
+		}
+	}
+	if (fsync(parentfd) < 0)
+		return kiln_errf(e, errno, "snapshot: syncing the directory of '%s': %s", name,
+				 strerror(errno));
+	/* NAME.tmp now holds the previous checkpoint; a failure here only leaves it for the next begin. */
+	if (exchanged)
+		snap_dir_remove(parentfd, tmp);
+	return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * snapshot_io: durable files and directories for snapshots.
+ *
+ * Contract: nothing a snapshot replaces is touched until its replacement
+ * is complete and on disk. A file is written as NAME.tmp beside NAME,
+ * fsynced, renamed over NAME, and the directory fsynced; a failed write
+ * (ENOSPC, EFBIG, EIO) removes NAME.tmp and leaves NAME as it was. A
+ * whole snapshot (state, memory, disk overlay) is built the same way one
+ * level up: in the directory NAME.tmp, swapped with NAME in one
+ * renameat2(RENAME_EXCHANGE) only when every file in it is synced, so a
+ * crash or a full disk at any point leaves the previous checkpoint whole.
+ * Names are single path components (no '/', not "." or ".."); every
+ * function works relative to a directory fd. Reading is capped: a file
+ * larger than the caller allows is refused before it is read.
+ */
+#ifndef KILN_SNAPSHOT_IO_H
+#define KILN_SNAPSHOT_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/base/error.h"
+
+/*
+ * Create DIRFD/NAME.tmp empty (truncating a stale one), mode 0600, for
+ * writing. Returns the fd or -errno.
+ */
+int snap_tmp_open(int dirfd, const char *name, struct kiln_error *e);
+
+/*
+ * fsync `fd`, close it, rename NAME.tmp to NAME and fsync the directory.
+ * `fd` is closed in every case; on failure NAME.tmp is removed and NAME is
+ * untouched. Returns 0 or -errno.
+ */
+int snap_tmp_commit(int dirfd, const char *name, int fd, struct kiln_error *e);
+
+/* Close `fd` (when >= 0) and remove NAME.tmp. */
+void snap_tmp_abort(int dirfd, const char *name, int fd);
+
+/* pwrite all of `buf` at `off`, through short writes and EINTR. 0 or -errno. */
+int snap_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+
+/* pread exactly `len` bytes at `off`: 0, -errno, or -ENODATA at end of file. */
+int snap_pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* The whole file NAME, atomically: snap_tmp_open + write + snap_tmp_commit. */
+int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct kiln_error *e);
+
+/*
+ * Read the whole regular file DIRFD/NAME into a malloc'd buffer (*buf,
+ * *len; free it). A file larger than `cap` is refused with -EFBIG before
+ * it is read; one that grows while read is refused too. Returns 0 or -errno.
+ */
+int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
+		   struct kiln_error *e);
+
+/*
+ * Start a snapshot directory: create PARENTFD/NAME.tmp fresh (removing a
+ * stale one a crash left, which may hold only regular files) and return
+ * an fd to it (O_DIRECTORY), or -errno. Write the snapshot's files into it
+ * with snap_tmp_open/snap_tmp_commit or snap_write_atomic.
+ */
+int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e);
+
+/*
+ * Make NAME.tmp the snapshot NAME: fsync the directory `dirfd` (closed
+ * here), then exchange it with an existing NAME (or rename it when there is
+ * none), fsync the parent, and remove the previous checkpoint. On failure
+ * before the exchange, NAME.tmp is removed and NAME is untouched. Returns
+ * 0 or -errno.
+ */
+int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error *e);
+
+/* Close `dirfd` (when >= 0) and remove NAME.tmp with the files in it. */
+void snap_dir_abort(int parentfd, const char *name, int dirfd);
+
+/* Remove the directory PARENTFD/NAME and the regular files in it. 0 or -errno. */
+int snap_dir_remove(int parentfd, const char *name);
+
+#endif
