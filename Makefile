@@ -26,18 +26,18 @@ VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/contro
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
-# INIT_PURE_SRCS are unit-tested too (SAN_OBJS).
+# INIT_PURE_SRCS are unit-tested too.
 INIT_PURE_SRCS := guest-init/agent/agent_env.c guest-init/sys/netconf_params.c
 INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent/agent.c guest-init/agent/agent_exec.c \
 	guest-init/agent/agent_stream.c guest-init/agent/agent_lifecycle.c guest-init/agent/agent_proc.c \
 	guest-init/agent/agent_launch.c guest-init/sys/reaper.c guest-init/sys/child.c \
 	guest-init/sys/milestone.c guest-init/sys/shutdown.c guest-init/sys/say.c guest-init/sys/netconf.c
 # The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
-# directory (tests/unit/test_agent_files.c), so they are in SAN_OBJS too.
+# directory (tests/unit/test_agent_files.c).
 INIT_FILES_SRCS := guest-init/agent/agent_files.c guest-init/agent/agent_fs.c guest-init/agent/agent_walk.c \
 	guest-init/agent/agent_list.c guest-init/agent/agent_remove.c guest-init/agent/agent_tar_io.c
 # The tcp_connect bridge and the byte relay it shares with kilnd's port
-# forwarding; unit-tested over real sockets, so in SAN_OBJS too.
+# forwarding; unit-tested over real sockets.
 INIT_TCP_SRCS := guest-init/agent/agent_tcp.c lib/base/sock_relay.c
 INIT_SRCS := guest-init/init.c guest-init/sys/params.c api/proto/agent_proto.c \
 	guest-init/agent/agent_conn.c $(INIT_TCP_SRCS) \
@@ -88,7 +88,7 @@ $(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/prot
 	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
 
 # kilnd, the daemon (docs/api.md). Its pure modules are unit-tested too
-# (SAN_OBJS); the rest is libmicrohttpd, processes and sockets.
+# the rest is libmicrohttpd, processes and sockets.
 KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_render.c api/kilnd/exec_spec.c \
 	api/kilnd/json_fields.c api/kilnd/metrics.c api/kilnd/names.c api/kilnd/query.c api/kilnd/route.c \
 	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/text_codec.c \
@@ -99,8 +99,7 @@ KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_e
 # control socket client is tested against a fake kiln-vmm.
 KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c api/kilnd/vmm_control_reply.c
 # Networking (docs/api.md, "Networking and firewall"): rule sets are
-# validated by the VMM's own parser (lib/netrules/net_rules.c, already in
-# SAN_OBJS through the VMM library, so linked into kilnd only).
+# validated by the VMM's own parser (lib/netrules/net_rules.c).
 KILND_PURE_SRCS += api/kilnd/firewall_spec.c
 KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/http.c api/kilnd/listen.c api/kilnd/images.c \
 	api/kilnd/sandbox.c api/kilnd/sandboxes.c api/kilnd/sandbox_vmm.c api/kilnd/sandbox_store.c api/kilnd/supervise.c \
@@ -116,7 +115,7 @@ $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket.
 # Its pure parts (options, request bodies, errors, output) are unit-tested
-# too (SAN_OBJS, tests/unit/test_kiln_cli*.c).
+# too (tests/unit/test_kiln_cli*.c).
 KILN_CLI_PURE_SRCS := api/kiln/cli_opts.c api/kiln/cli_body.c api/kiln/cli_error.c api/kiln/cli_exec_out.c api/kiln/cli_format.c
 # The tty stream's request and escape, the process/fs/port command lines,
 # and the directory archives of cp (tested in a scratch directory; the tar
@@ -164,22 +163,24 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 	@scripts/install-deps
 	rootfs/build-debian $(BUILD)/kiln-init $(BUILD)/rootfs
 
-# Unit tests: pure modules linked with cmocka, under ASan + UBSan.
-SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/sys/params.c api/proto/agent_proto.c $(INIT_PURE_SRCS) \
-	guest-init/agent/agent_conn.c $(INIT_TCP_SRCS) \
-	api/proto/agent_tar.c \
-	$(INIT_FILES_SRCS) \
-	guest-init/agent/agent_ring.c \
-	$(AGENT_CLIENT_SRCS))
-SAN_OBJS += $(KILND_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
-SAN_OBJS += $(KILN_CLI_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
+# Unit tests: cmocka, under ASan + UBSan. Each test links only the modules
+# it includes and what they use (scripts/unit-links writes the lists), so a
+# test also proves its module links alone.
+UNIT_LINKS := $(BUILD)/unit-links.mk
+-include $(UNIT_LINKS)
+$(UNIT_LINKS): scripts/unit-links $(shell find lib vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
+	@mkdir -p $(dir $@)
+	@scripts/unit-links > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
-$(BUILD)/tests/%: tests/unit/%.c $(SAN_OBJS)
+.SECONDEXPANSION:
+unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(SAN_OBJS) -lcmocka -ljansson -lz -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lpthread $(LIBS)
 
 # Objects reached only through pattern rules are "intermediate" to make,
 # which deletes them after each build; keep them, so unit tests relink only.

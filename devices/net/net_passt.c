@@ -28,7 +28,7 @@
 
 #include <arpa/inet.h>
 
-#include "devices/net/net_backend.h"
+#include "devices/net/net_passt.h"
 
 #define PASST_HDR 4
 #define PASST_IN_CAP (2 * (PASST_HDR + NET_MAX_FRAME))

@@ -7,7 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "devices/net/net_backend.h"
+#include "devices/net/net_tap.h"
 
 struct tap {
 	struct net_backend b;

@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "devices/net/net_backend.h"
+#include "devices/net/net_passt.h"
 
 struct fx {
 	int peer; /* passt's end */

@@ -30,6 +30,7 @@
 #include "frames.h"
 #include "lib/guest/guest_mem.h"
 #include "devices/net/net_filter.h"
+#include "devices/net/net_passt.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
 

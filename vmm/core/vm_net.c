@@ -11,6 +11,8 @@
 #include <time.h>
 
 #include "devices/net/net_filter.h"
+#include "devices/net/net_passt.h"
+#include "devices/net/net_tap.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
 
