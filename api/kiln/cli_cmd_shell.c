@@ -153,7 +153,7 @@ static int tty_open(struct tty_session *t, const char *path)
 	n = cli_tty_request(req, sizeof(req), path);
 	if (n < 0)
 		return tty_fail(t, CLI_EXIT_USAGE, "the request path is too long%s", "");
-	if (cli_send_all(t->sock, req, (size_t)n))
+	if (fd_io_send_all(t->sock, req, (size_t)n))
 		return tty_fail(t, CLI_EXIT_API, "sending the request to kilnd: %s", strerror(errno));
 	buf = malloc(CLI_TTY_HEAD_MAX + IN_CHUNK);
 	if (!buf)
@@ -178,7 +178,7 @@ static int tty_open(struct tty_session *t, const char *path)
 			continue;
 		if (h.status != 101 || !h.upgrade)
 			rc = tty_error_answer(t, &h, buf + h.len, len - h.len);
-		else if (len > h.len && cli_write_all(1, buf + h.len, len - h.len))
+		else if (len > h.len && fd_io_write_all(1, buf + h.len, len - h.len))
 			rc = tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s", strerror(errno));
 		break;
 	}
@@ -279,7 +279,7 @@ static int relay(struct tty_session *t)
 			n = recv(t->sock, buf, sizeof(buf), 0);
 			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 				return 0; /* the stream's end: the process exited (or kilnd went away) */
-			if (n > 0 && cli_write_all(1, buf, (size_t)n))
+			if (n > 0 && fd_io_write_all(1, buf, (size_t)n))
 				return tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s", strerror(errno));
 		}
 		if ((p[1].revents & POLLOUT) && t->out_len)

@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "api/kilnd/handlers.h"
+#include "lib/base/text_clean.h"
 
 /* Connections at once: each is a thread. */
 #define HTTP_CONNECTION_LIMIT 256
@@ -288,17 +289,6 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	return MHD_YES;
 }
 
-/* Control characters and non-ASCII bytes in the log line would let a
- * client forge log lines: show them as '?'. */
-static void printable(char *out, size_t cap, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s[i] && i + 1 < cap; i++)
-		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	out[i] = '\0';
-}
-
 static bool content_length(struct http_req *r, uint64_t *n)
 {
 	const char *cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -460,8 +450,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->url = url;
 		r->t0 = mono_ms_f();
 		r->method_raw = method;
-		printable(r->method, sizeof(r->method), method);
-		printable(r->path, sizeof(r->path), url);
+		/* Control characters and non-ASCII bytes in the log line would
+		 * let a client forge log lines: shown as '?'. */
+		text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
+		text_clean_ascii(r->path, sizeof(r->path), url, strlen(url));
 		begin(r);
 		return MHD_YES;
 	}

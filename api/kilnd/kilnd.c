@@ -27,6 +27,7 @@
 #include "api/kilnd/kilnd.h"
 #include "api/kilnd/listen.h"
 #include "api/kilnd/sandbox.h"
+#include "lib/base/text_clean.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
 /* parse_args: --help or --version answered, nothing more to do. */
@@ -65,22 +66,6 @@ static const char usage[] =
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
-int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-double mono_ms_f(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -102,9 +87,7 @@ void kilnd_log(const char *fmt, ...)
 	n = (int)strlen(line);
 	/* Messages quote clients and guests: a newline in one must not
 	 * forge a log line. */
-	for (int i = 0; i < n; i++)
-		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-			line[i] = '?';
+	text_clean_term_inplace(line);
 	/* One write per line: lines from different threads do not interleave. */
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {

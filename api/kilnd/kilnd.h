@@ -22,6 +22,7 @@
 #include "api/kilnd/metrics.h"
 #include "api/kilnd/names.h"
 #include "api/kilnd/sandbox_spec.h"
+#include "lib/base/mono.h"
 
 #define KILND_VERSION "0.1.0"
 #define KILND_MAX_IMAGES 64
@@ -77,9 +78,7 @@ struct kilnd {
 	atomic_bool shutting_down;
 };
 
-/* Milliseconds on CLOCK_MONOTONIC and CLOCK_REALTIME. */
-int64_t mono_ms(void);
-double mono_ms_f(void);
+/* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
 int64_t wall_ms(void);
 
 /* One log line on stderr, prefixed "kilnd: ". */

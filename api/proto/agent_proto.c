@@ -1,4 +1,5 @@
 #include "api/proto/agent_proto.h"
+#include "lib/base/utf8.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -96,56 +97,20 @@ enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const
 /* ---- UTF-8 ---- */
 
 /*
- * Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0 when the bytes there are not
- * one. jansson applies the same rules, so what passes here it will encode.
+ * Length of the valid UTF-8 sequence at s (lib/base/utf8.c: RFC 3629), or
+ * 0 when the bytes there are not one. jansson applies the same rules, so
+ * what passes here it will encode.
  */
 static size_t utf8_seq(const unsigned char *s, size_t n)
 {
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
+	int l = utf8_seq_len(s, n);
 
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0; /* overlong */
-		else if (c == 0xed)
-			hi = 0x9f; /* surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f; /* above U+10FFFF */
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
+	return l > 0 ? (size_t)l : 0;
 }
 
 bool agent_utf8_valid(const char *s, size_t n)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq(p + i, n - i);
-
-		if (!l)
-			return false;
-		i += l;
-	}
-	return true;
+	return utf8_valid((const uint8_t *)s, n);
 }
 
 bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen)

@@ -4,58 +4,6 @@
 #include <errno.h>
 #include <string.h>
 
-/*
- * Length of the valid sequence at s[0..n), 0 when the bytes there are
- * invalid, or -k when they are a valid but incomplete start needing k
- * more bytes. RFC 3629, section 4 (the second byte's range depends on the
- * first, which is what excludes overlongs and surrogates).
- */
-static int seq_len(const uint8_t *s, size_t n)
-{
-	uint8_t c = s[0], lo = 0x80, hi = 0xbf;
-	int need;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 1;
-	else if (c >= 0xe0 && c <= 0xef) {
-		need = 2;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		need = 3;
-		if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	for (int i = 1; i <= need; i++) {
-		if ((size_t)i >= n)
-			return -(need - i + 1);
-		if (s[i] < (i == 1 ? lo : 0x80) || s[i] > (i == 1 ? hi : 0xbf))
-			return 0;
-	}
-	return need + 1;
-}
-
-bool utf8_valid(const uint8_t *s, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n) {
-		int l = seq_len(s + i, n - i);
-
-		if (l <= 0)
-			return false;
-		i += (size_t)l;
-	}
-	return true;
-}
-
 size_t utf8_complete_prefix(const uint8_t *s, size_t n)
 {
 	/* A sequence is at most 4 bytes: only its lead can be within the last 3. */
@@ -66,7 +14,7 @@ size_t utf8_complete_prefix(const uint8_t *s, size_t n)
 
 		if ((c & 0xc0) != 0x80) {
 			/* The last lead byte: held back only if incomplete and valid so far. */
-			return seq_len(s + i - 1, n - (i - 1)) < 0 ? i - 1 : n;
+			return utf8_seq_len(s + i - 1, n - (i - 1)) < 0 ? i - 1 : n;
 		}
 	}
 	return n;
@@ -77,7 +25,7 @@ size_t utf8_sanitize(const uint8_t *s, size_t n, bool drop_controls, char *out)
 	size_t i = 0, o = 0;
 
 	while (i < n) {
-		int l = seq_len(s + i, n - i);
+		int l = utf8_seq_len(s + i, n - i);
 
 		if (l <= 0) {
 			/* U+FFFD, the replacement character, per invalid byte. */

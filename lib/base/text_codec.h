@@ -19,8 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* True when s[0..n) is entirely valid UTF-8. */
-bool utf8_valid(const uint8_t *s, size_t n);
+#include "lib/base/utf8.h" /* utf8_valid, which the users of this module check with */
 
 /*
  * Length of the longest prefix of s[0..n) that does not end inside a

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "api/agent-client/agent_client.h"
+#include "lib/base/mono.h"
 
 /* ---- the fake agent ---- */
 
@@ -307,14 +308,6 @@ static struct agent_client client_for(const struct fake *f, int timeout_ms)
 	assert_int_equal(agent_client_init(&c, f->path), 0);
 	c.timeout_ms = timeout_ms;
 	return c;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void assert_err(const struct agent_client_err *e, enum agent_fail fail, enum agent_code code)
