@@ -22,7 +22,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 # One of each helper (lib/base, plain libc): linked into every program,
 # kiln-init included, and into the unit tests through VMM_LIB_SRCS.
-BASE_SRCS := lib/base/fd_io.c lib/base/mono.c lib/base/num_parse.c lib/base/text_clean.c lib/base/utf8.c
+BASE_SRCS := lib/base/fd_io.c lib/base/mono.c lib/base/num_parse.c lib/base/term_mode.c lib/base/text_clean.c lib/base/utf8.c
 # The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
 # devices, and the shared modules they stand on (docs/architecture.md).
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \

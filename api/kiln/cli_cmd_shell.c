@@ -33,7 +33,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "api/kiln/cli_body.h"
@@ -41,6 +40,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
+#include "lib/base/term_mode.h"
 
 #define IN_CHUNK 16384
 #define OUT_MAX (4 * IN_CHUNK)
@@ -69,8 +69,7 @@ struct tty_session {
 	const char *what;
 	int sock;
 	int winfd;	  /* a terminal to take the size from, or -1 */
-	bool raw;	  /* stdin is in raw mode (saved holds its settings) */
-	struct termios saved;
+	struct term_mode_saved term; /* stdin's settings while it is raw */
 	bool send_eot;	  /* stdin is not a terminal and the process has a PTY */
 	int sigr;	  /* the self-pipe's read end */
 	char out[OUT_MAX]; /* our stdin (and resize escapes) on the way to kilnd */
@@ -331,18 +330,13 @@ static int tty_session_run(struct tty_session *t, const char *path)
 		sigemptyset(&sa.sa_mask);
 		sigaction(tty_signals[i], &sa, &old[i]);
 	}
-	if (isatty(0) && tcgetattr(0, &t->saved) == 0) {
-		struct termios raw = t->saved;
-
-		cfmakeraw(&raw);
-		t->raw = tcsetattr(0, TCSADRAIN, &raw) == 0;
-	}
+	/* Not a terminal (a pipe, a script): bytes go through as they are. */
+	term_mode_enter(0, TERM_MODE_RAW, &t->term);
 	if (fcntl(t->sock, F_SETFL, fcntl(t->sock, F_GETFL) | O_NONBLOCK))
 		rc = tty_fail(t, CLI_EXIT_API, "fcntl: %s", strerror(errno));
 	else
 		rc = relay(t);
-	if (t->raw)
-		tcsetattr(0, TCSADRAIN, &t->saved);
+	term_mode_leave(&t->term);
 	for (size_t i = 0; i < N_TTY_SIGNALS; i++)
 		sigaction(tty_signals[i], &old[i], NULL);
 	sig_fd = -1;
