@@ -29,6 +29,7 @@
 #include "api/kilnd/sandbox.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
+#include "lib/base/version.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
 /* parse_args: --help or --version answered, nothing more to do. */
@@ -380,7 +381,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			cfg->quiet = true;
 			break;
 		case OPT_VERSION:
-			printf("kilnd %s\n", KILND_VERSION);
+			printf("kilnd %s\n", KILN_VERSION);
 			return ARGS_DONE;
 		case OPT_HELP:
 			fputs(usage, stdout);

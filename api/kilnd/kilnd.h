@@ -24,7 +24,6 @@
 #include "api/kilnd/sandbox_spec.h"
 #include "lib/base/mono.h"
 
-#define KILND_VERSION "0.1.0"
 #define KILND_MAX_IMAGES 64
 #define KILND_MAX_ALLOW 32
 #define KILND_MAX_SHARE_ROOTS 16

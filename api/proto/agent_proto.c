@@ -1,5 +1,6 @@
 #include "api/proto/agent_proto.h"
 #include "lib/base/utf8.h"
+#include "lib/base/version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1401,7 +1402,7 @@ int agent_line_info(struct agent_line *out, const struct agent_info *in)
 	const char *k = in->kernel ? in->kernel : "", *h = in->hostname ? in->hostname : "";
 
 	jb_int(&b, "protocol", AGENT_PROTOCOL);
-	jb_set(&b, "agent_version", json_string(AGENT_VERSION));
+	jb_set(&b, "agent_version", json_string(KILN_VERSION));
 	jb_set(&b, "kernel", lossy_string(k, strlen(k), NULL));
 	jb_set(&b, "hostname", lossy_string(h, strlen(h), NULL));
 	jb_int(&b, "cpus", in->cpus);

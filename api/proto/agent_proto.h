@@ -32,7 +32,6 @@
 
 #define AGENT_PORT 1024
 #define AGENT_PROTOCOL 1
-#define AGENT_VERSION "0.1.0"
 
 #define AGENT_HEADER_MAX 65536          /* header line, '\n' included */
 #define AGENT_LEN_MAX (1u << 20)        /* payload bytes of one message */

@@ -29,6 +29,7 @@
 
 #include "api/agent-client/agent_client.h"
 #include "lib/base/mono.h"
+#include "lib/base/version.h"
 
 /* ---- the fake agent ---- */
 
@@ -517,7 +518,7 @@ static void test_info(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_info(&c, &info, &e), 0);
 	assert_int_equal(info.protocol, 1);
-	assert_string_equal(info.agent_version, "0.1.0");
+	assert_string_equal(info.agent_version, KILN_VERSION);
 	assert_string_equal(info.kernel, "6.1.0-kiln");
 	assert_string_equal(info.hostname, "kiln");
 	assert_int_equal(info.cpus, 2);

@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "api/proto/agent_proto.h"
+#include "lib/base/version.h"
 
 /* ---- framing helpers ---- */
 
@@ -1336,7 +1337,7 @@ static void test_line_info_exit(void **state)
 
 	(void)state;
 	assert_line(agent_line_info(&l, &info), &l,
-		    "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"" AGENT_VERSION "\","
+		    "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"" KILN_VERSION "\","
 		    "\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":2,\"mem_total\":130023424,"
 		    "\"mem_available\":110100480,\"uptime_ms\":412,\"time_ns\":1732312345123456789,"
 		    "\"processes\":0}\n");
