@@ -32,16 +32,32 @@ static int after_short(ssize_t r, int fd, const struct fd_io_waiter *w)
 	return fail(e);
 }
 
-int fd_io_put_all(int fd, const void *buf, size_t n, unsigned flags, const struct fd_io_waiter *w)
+/* How put() writes: write(), send(MSG_NOSIGNAL) or pwrite() at *off. */
+enum how { HOW_WRITE, HOW_SEND, HOW_PWRITE };
+
+static ssize_t put_once(int fd, const void *p, size_t n, enum how how, uint64_t off)
+{
+	switch (how) {
+	case HOW_SEND:
+		return send(fd, p, n, MSG_NOSIGNAL);
+	case HOW_PWRITE:
+		return pwrite(fd, p, n, (off_t)off);
+	default:
+		return write(fd, p, n);
+	}
+}
+
+static int put(int fd, const void *buf, size_t n, enum how how, uint64_t off, const struct fd_io_waiter *w)
 {
 	const char *p = buf;
 
 	while (n) {
-		ssize_t r = flags & FD_IO_SEND ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
+		ssize_t r = put_once(fd, p, n, how, off);
 		int k;
 
 		if (r > 0) {
 			p += r;
+			off += (uint64_t)r;
 			n -= (size_t)r;
 			continue;
 		}
@@ -52,35 +68,24 @@ int fd_io_put_all(int fd, const void *buf, size_t n, unsigned flags, const struc
 	return 0;
 }
 
+int fd_io_put_all(int fd, const void *buf, size_t n, unsigned flags, const struct fd_io_waiter *w)
+{
+	return put(fd, buf, n, flags & FD_IO_SEND ? HOW_SEND : HOW_WRITE, 0, w);
+}
+
 int fd_io_write_all(int fd, const void *buf, size_t n)
 {
-	return fd_io_put_all(fd, buf, n, 0, NULL);
+	return put(fd, buf, n, HOW_WRITE, 0, NULL);
 }
 
 int fd_io_send_all(int fd, const void *buf, size_t n)
 {
-	return fd_io_put_all(fd, buf, n, FD_IO_SEND, NULL);
+	return put(fd, buf, n, HOW_SEND, 0, NULL);
 }
 
 int fd_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off)
 {
-	const char *p = buf;
-
-	while (n) {
-		ssize_t r = pwrite(fd, p, n, (off_t)off);
-		int k;
-
-		if (r > 0) {
-			p += r;
-			off += (uint64_t)r;
-			n -= (size_t)r;
-			continue;
-		}
-		k = after_short(r, fd, NULL);
-		if (k < 0)
-			return k;
-	}
-	return 0;
+	return put(fd, buf, n, HOW_PWRITE, off, NULL);
 }
 
 int fd_io_sendv_all(int fd, struct iovec *iov, int cnt, const struct fd_io_waiter *w, size_t *sent)
