@@ -152,19 +152,7 @@ static ssize_t fd_source(void *arg, void *buf, size_t n)
 {
 	int fd = *(int *)arg;
 
-	for (;;) {
-		ssize_t r = read(fd, buf, n);
-
-		if (r >= 0)
-			return r;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		r = ac_wait_fd(fd, POLLIN, 0);
-		if (r < 0)
-			return r;
-	}
+	return fd_io_read_some(fd, buf, n, &(struct fd_io_waiter){ local_wait, NULL });
 }
 
 /*

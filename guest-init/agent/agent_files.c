@@ -47,30 +47,17 @@ static int fd_wait(struct agent_conn *c, int fd, short events)
 	return 0;
 }
 
-/* read() that waits for a non-blocking fd. >= 0, or -errno (or HOST_GONE). */
-static ssize_t read_wait(struct agent_conn *c, int fd, void *buf, size_t n)
-{
-	for (;;) {
-		ssize_t r = read(fd, buf, n);
-		int w;
-
-		if (r >= 0)
-			return r;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		w = fd_wait(c, fd, POLLIN);
-		if (w < 0)
-			return w;
-	}
-}
-
 /* fd_io's waiter: fd_wait() on the request's connection, so a host
  * that went away ends the write (HOST_GONE). */
 static int conn_wait(void *arg, int fd, short events)
 {
 	return fd_wait(arg, fd, events);
+}
+
+/* read() that waits for a non-blocking fd. >= 0, or -errno (or HOST_GONE). */
+static ssize_t read_wait(struct agent_conn *c, int fd, void *buf, size_t n)
+{
+	return fd_io_read_some(fd, buf, n, &(struct fd_io_waiter){ conn_wait, c });
 }
 
 /* Write all n bytes to a non-blocking fd. 0 or -errno (or HOST_GONE). */

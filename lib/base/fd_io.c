@@ -130,6 +130,25 @@ int fd_io_sendv_all(int fd, struct iovec *iov, int cnt, const struct fd_io_waite
 	return rc;
 }
 
+ssize_t fd_io_read_some(int fd, void *buf, size_t n, const struct fd_io_waiter *w)
+{
+	for (;;) {
+		ssize_t r = read(fd, buf, n);
+		int e;
+
+		if (r >= 0)
+			return r;
+		e = errno;
+		if (e == EINTR)
+			continue;
+		if (e != EAGAIN || !w || !w->wait)
+			return fail(e);
+		r = w->wait(w->arg, fd, POLLIN);
+		if (r < 0)
+			return fail((int)-r);
+	}
+}
+
 int fd_io_pread_all(int fd, void *buf, size_t n, uint64_t off)
 {
 	char *p = buf;

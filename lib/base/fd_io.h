@@ -51,6 +51,13 @@ int fd_io_put_all(int fd, const void *buf, size_t n, unsigned flags, const struc
  */
 int fd_io_sendv_all(int fd, struct iovec *iov, int cnt, const struct fd_io_waiter *w, size_t *sent);
 
+/*
+ * One read() of up to n bytes: the count (0 at end of file), or -errno.
+ * EINTR is retried; EAGAIN is -EAGAIN without a waiter, else
+ * waiter->wait(arg, fd, POLLIN) and a negative result from it is
+ * returned as is. For streams that pass on what they have.
+ */
+ssize_t fd_io_read_some(int fd, void *buf, size_t n, const struct fd_io_waiter *w);
 /* Exactly n bytes at offset off with pread(). End of file first is -EIO
  * (the file shrank under us). */
 int fd_io_pread_all(int fd, void *buf, size_t n, uint64_t off);
