@@ -95,7 +95,7 @@ $(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/prot
 # (SAN_OBJS); the rest is libmicrohttpd, processes and sockets.
 KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_render.c api/kilnd/exec_spec.c \
 	api/kilnd/json_fields.c api/kilnd/metrics.c api/kilnd/names.c api/kilnd/query.c api/kilnd/route.c \
-	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/text_codec.c \
+	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/base64.c \
 	api/kilnd/vmm_argv.c api/kilnd/vmm_output.c api/kilnd/files_spec.c api/proto/gz_stream.c
 # Background processes and the tty stream (docs/api.md, "Processes").
 KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_escape.c
@@ -128,7 +128,7 @@ KILN_CLI_PURE_SRCS := api/kiln/cli_opts.c api/kiln/cli_body.c api/kiln/cli_error
 KILN_CLI_PURE_SRCS += api/kiln/cli_tty.c api/kiln/cli_body_proc.c api/kiln/cli_body_fs.c api/kiln/cli_tar.c api/kiln/cli_body_snap.c
 KILN_CLI_PURE_SRCS += api/kiln/cli_body_firewall.c
 KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln/kiln.c api/kiln/cli_http.c api/kiln/cli_common.c \
-	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/text_codec.c
+	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/base64.c
 KILN_CLI_SRCS += api/kiln/cli_cmd_snap.c api/kiln/cli_cmd_run.c api/kiln/cli_cmd_proc.c api/kiln/cli_cmd_shell.c api/kiln/cli_cmd_fs.c \
 	api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
 KILN_CLI_SRCS += api/kiln/cli_cmd_firewall.c $(BASE_SRCS)

@@ -2,6 +2,7 @@
 #include "api/agent-client/agent_client_impl.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/text_clean.h"
+#include "lib/base/utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -469,7 +470,7 @@ void ac_req_set(struct ac_req *r, const char *k, json_t *v)
 /* jansson refuses non-UTF-8 strings; say which field instead of "no memory". */
 json_t *ac_req_string(struct ac_req *r, const char *key, const char *s)
 {
-	if (!agent_utf8_valid(s, strlen(s))) {
+	if (!utf8_valid((const uint8_t *)s, strlen(s))) {
 		if (!r->bad_key)
 			r->bad_key = key;
 		return NULL;
@@ -890,7 +891,7 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 /* Copy an untrusted string into a fixed buffer, cut at a character boundary. */
 static void copy_str(char *out, size_t cap, const char *s)
 {
-	agent_utf8_lossy(s, strlen(s), out, cap);
+	utf8_lossy(out, cap, (const uint8_t *)s, strlen(s), 0, NULL);
 }
 
 int agent_client_info(const struct agent_client *c, struct agent_client_info *info,

@@ -1,6 +1,7 @@
 /* agent_client: exec, spawned processes and their streams (agent_client.h). */
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
+#include "lib/base/utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -35,7 +36,7 @@ static void req_proc(struct ac_req *rq, const struct agent_client_proc_opts *o)
 			json_t *v = o->env[i].value ? ac_req_string(rq, "env", o->env[i].value)
 						    : json_null();
 
-			if (!agent_utf8_valid(o->env[i].key, strlen(o->env[i].key))) {
+			if (!utf8_valid((const uint8_t *)o->env[i].key, strlen(o->env[i].key))) {
 				json_decref(v);
 				if (!rq->bad_key)
 					rq->bad_key = "env";

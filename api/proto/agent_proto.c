@@ -97,49 +97,6 @@ enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const
 
 /* ---- UTF-8 ---- */
 
-/*
- * Length of the valid UTF-8 sequence at s (lib/base/utf8.c: RFC 3629), or
- * 0 when the bytes there are not one. jansson applies the same rules, so
- * what passes here it will encode.
- */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	int l = utf8_seq_len(s, n);
-
-	return l > 0 ? (size_t)l : 0;
-}
-
-bool agent_utf8_valid(const char *s, size_t n)
-{
-	return utf8_valid((const uint8_t *)s, n);
-}
-
-bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen)
-{
-	static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
-	const unsigned char *p = (const unsigned char *)s;
-	bool lossy = false;
-	size_t o = 0;
-
-	if (!outlen)
-		return false;
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq(p + i, n - i);
-		const char *src = l ? s + i : repl;
-		size_t cl = l ? l : 3;
-
-		if (o + cl > outlen - 1)
-			break;
-		memcpy(out + o, src, cl);
-		o += cl;
-		if (!l)
-			lossy = true;
-		i += l ? l : 1;
-	}
-	out[o] = '\0';
-	return lossy;
-}
-
 /* ---- framing ---- */
 
 enum { FR_HEADER, FR_PAYLOAD, FR_ERROR };
@@ -1309,13 +1266,10 @@ static json_t *lossy_string(const char *s, size_t n, bool *lossy)
 	size_t cap = n * 3 + 1;
 	char *buf = malloc(cap);
 	json_t *v;
-	bool l;
 
 	if (!buf)
 		return NULL;
-	l = agent_utf8_lossy(s, n, buf, cap);
-	if (lossy && l)
-		*lossy = true;
+	utf8_lossy(buf, cap, (const uint8_t *)s, n, 0, lossy);
 	v = json_string(buf);
 	free(buf);
 	return v;
@@ -1368,7 +1322,7 @@ int agent_line_error(struct agent_line *out, enum agent_code code, const char *f
 		 * UTF-8; the line must still be valid JSON. */
 		char msg[AGENT_ERR_MESSAGE_MAX];
 
-		agent_utf8_lossy(raw, strlen(raw), msg, sizeof(msg));
+		utf8_lossy(msg, sizeof(msg), (const uint8_t *)raw, strlen(raw), 0, NULL);
 		jb_set(&b, "message", json_string(msg));
 	}
 	return jb_finish(&b, out);
@@ -1570,7 +1524,7 @@ static int process_line(struct agent_line *out, const struct agent_process_info 
 	} else {
 		char cut[ARGV0_MAX + 1];
 
-		agent_utf8_lossy(a0, strlen(a0), cut, sizeof(cut));
+		utf8_lossy(cut, sizeof(cut), (const uint8_t *)a0, strlen(a0), 0, NULL);
 		jb_set(&b, "argv0", json_string(cut));
 		jb_bool(&b, "argv_truncated", true);
 	}

@@ -341,14 +341,6 @@ bool agent_ifname_valid(const char *s);
 /* True when `path` lexically names "/" ("/", "//", "/.", "/a/..", ...). */
 bool agent_path_is_root(const char *path);
 
-/*
- * Copy s[0..n) into out (capacity outlen, NUL-terminated, at most
- * outlen - 1 bytes), replacing each byte that is not part of a valid UTF-8
- * sequence with U+FFFD and never cutting a character in half. Returns true
- * when something was replaced (the "lossy" flag of the protocol).
- */
-bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen);
-bool agent_utf8_valid(const char *s, size_t n);
 
 /* ---- reply lines ---- */
 

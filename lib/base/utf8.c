@@ -1,6 +1,8 @@
 /* utf8: the UTF-8 decoder (utf8.h). */
 #include "lib/base/utf8.h"
 
+#include <string.h>
+
 /* The second byte's range depends on the first (RFC 3629, section 4):
  * that is what excludes overlongs, surrogates and code points above
  * U+10FFFF. */
@@ -48,4 +50,47 @@ bool utf8_valid(const uint8_t *s, size_t n)
 		i += (size_t)l;
 	}
 	return true;
+}
+
+size_t utf8_complete_prefix(const uint8_t *s, size_t n)
+{
+	/* A sequence is at most 4 bytes: only its lead can be within the last 3. */
+	size_t start = n > 3 ? n - 3 : 0;
+
+	for (size_t i = n; i > start; i--) {
+		uint8_t c = s[i - 1];
+
+		if ((c & 0xc0) != 0x80) {
+			/* The last lead byte: held back only if incomplete and valid so far. */
+			return utf8_seq_len(s + i - 1, n - (i - 1)) < 0 ? i - 1 : n;
+		}
+	}
+	return n;
+}
+
+size_t utf8_lossy(char *out, size_t cap, const uint8_t *s, size_t n, unsigned flags, bool *lossy)
+{
+	static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD, the replacement character */
+	size_t i = 0, o = 0;
+
+	if (!cap)
+		return 0;
+	while (i < n) {
+		int l = utf8_seq_len(s + i, n - i);
+		size_t cl = l > 0 ? (size_t)l : 3;
+
+		if ((flags & UTF8_DROP_CONTROLS) && l == 1 && (s[i] < 0x20 || s[i] == 0x7f) && s[i] != '\t') {
+			i++;
+			continue;
+		}
+		if (o + cl > cap - 1)
+			break;
+		memcpy(out + o, l > 0 ? (const char *)s + i : repl, cl);
+		o += cl;
+		if (l <= 0 && lossy)
+			*lossy = true;
+		i += l > 0 ? (size_t)l : 1;
+	}
+	out[o] = '\0';
+	return o;
 }

@@ -139,23 +139,6 @@ static void test_control_at(void **state)
 	assert_int_equal(text_clean_control_at("h\xc3\xa9", 3), 3);
 }
 
-static void test_utf8(void **state)
-{
-	(void)state;
-	assert_true(utf8_valid((const uint8_t *)"", 0));
-	assert_true(utf8_valid((const uint8_t *)"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
-	assert_true(utf8_valid((const uint8_t *)"\xf4\x8f\xbf\xbf", 4)); /* U+10FFFF */
-	assert_false(utf8_valid((const uint8_t *)"\xc1\xbf", 2));
-	assert_false(utf8_valid((const uint8_t *)"\xed\xb0\x80", 3));
-	assert_false(utf8_valid((const uint8_t *)"\xc3", 1));
-	assert_int_equal(utf8_seq_len((const uint8_t *)"a", 1), 1);
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xc3", 1), -1);          /* needs 1 more */
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x9f", 2), -2);      /* needs 2 more */
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x9f\x98\x80", 4), 4);
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x8f", 2), 0);       /* overlong, known early */
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\x80", 1), 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -165,7 +148,6 @@ int main(void)
 		cmocka_unit_test(test_term_copy_bounds),
 		cmocka_unit_test(test_ascii),
 		cmocka_unit_test(test_control_at),
-		cmocka_unit_test(test_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,50 +1,9 @@
-/* UTF-8 and base64 for JSON bodies; see text_codec.h. */
-#include "lib/base/text_codec.h"
+/* base64 for JSON bodies (base64.h). */
+#include "lib/base/base64.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
-
-size_t utf8_complete_prefix(const uint8_t *s, size_t n)
-{
-	/* A sequence is at most 4 bytes: only its lead can be within the last 3. */
-	size_t start = n > 3 ? n - 3 : 0;
-
-	for (size_t i = n; i > start; i--) {
-		uint8_t c = s[i - 1];
-
-		if ((c & 0xc0) != 0x80) {
-			/* The last lead byte: held back only if incomplete and valid so far. */
-			return utf8_seq_len(s + i - 1, n - (i - 1)) < 0 ? i - 1 : n;
-		}
-	}
-	return n;
-}
-
-size_t utf8_sanitize(const uint8_t *s, size_t n, bool drop_controls, char *out)
-{
-	size_t i = 0, o = 0;
-
-	while (i < n) {
-		int l = utf8_seq_len(s + i, n - i);
-
-		if (l <= 0) {
-			/* U+FFFD, the replacement character, per invalid byte. */
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-			continue;
-		}
-		if (drop_controls && l == 1 && (s[i] < 0x20 || s[i] == 0x7f) && s[i] != '\t') {
-			i++;
-			continue;
-		}
-		memcpy(out + o, s + i, (size_t)l);
-		o += (size_t)l;
-		i += (size_t)l;
-	}
-	out[o] = '\0';
-	return o;
-}
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
