@@ -12,6 +12,7 @@
 
 #include "api/kilnd/handlers.h"
 #include "lib/base/text_clean.h"
+#include "lib/base/num_parse.h"
 
 /* Connections at once: each is a thread. */
 #define HTTP_CONNECTION_LIMIT 256
@@ -291,14 +292,9 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 
 static bool content_length(struct http_req *r, uint64_t *n)
 {
-	const char *cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	char *end;
-
-	if (!cl || !*cl)
-		return false;
-	errno = 0;
-	*n = strtoull(cl, &end, 10);
-	return !errno && !*end;
+	/* Digits only (RFC 9110, 8.6); anything else is left to the body
+	 * limit that applies while the body streams in. */
+	return num_parse_u64(http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH), 10, 0, UINT64_MAX, n) == 0;
 }
 
 /* Raw uploads streamed to the guest (--max-upload), not JSON. */
