@@ -35,14 +35,21 @@
  * These definitions take the place of libc's for fd_io.o in this binary.
  */
 static int zero_writes;
+/* While short_cap is set, write() and pwrite() take at most that many
+ * bytes per call: short writes on demand. */
+static size_t short_cap;
 
 ssize_t write(int fd, const void *buf, size_t n)
 {
+	if (short_cap && n > short_cap)
+		n = short_cap;
 	return zero_writes ? 0 : syscall(SYS_write, fd, buf, n);
 }
 
 ssize_t pwrite(int fd, const void *buf, size_t n, off_t off)
 {
+	if (short_cap && n > short_cap)
+		n = short_cap;
 	return zero_writes ? 0 : syscall(SYS_pwrite64, fd, buf, n, off);
 }
 
@@ -308,6 +315,33 @@ static void test_zero_byte_write_is_eio(void **state)
 	close(p[1]);
 }
 
+/* Every write short (7 bytes of 1000): the bytes still arrive in order,
+ * and pwrite's offset advances with them. */
+static void test_short_writes(void **state)
+{
+	char path[] = "/tmp/kiln-fd-io-XXXXXX", src[1000], got[1000];
+	int fd = mkstemp(path), p[2];
+
+	(void)state;
+	assert_true(fd >= 0);
+	unlink(path);
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (char)(i * 31 + 7);
+	assert_int_equal(pipe(p), 0);
+	short_cap = 7;
+	assert_int_equal(fd_io_write_all(p[1], src, sizeof(src)), 0);
+	assert_int_equal(fd_io_pwrite_all(fd, src, sizeof(src), 5), 0);
+	short_cap = 0;
+	assert_int_equal(fd_io_read_full(p[0], got, sizeof(got)), sizeof(got));
+	assert_memory_equal(got, src, sizeof(src));
+	assert_int_equal(fd_io_pread_all(fd, got, sizeof(got), 5), 0);
+	assert_memory_equal(got, src, sizeof(src));
+	assert_int_equal(lseek(fd, 0, SEEK_END), 1005);
+	close(p[0]);
+	close(p[1]);
+	close(fd);
+}
+
 /* pwrite/pread at offsets; end of file before n bytes is -EIO. */
 static void test_pread_pwrite(void **state)
 {
@@ -398,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_eagain_full_pipe),
 		cmocka_unit_test(test_waiter_result_returned),
 		cmocka_unit_test(test_zero_byte_write_is_eio),
+		cmocka_unit_test(test_short_writes),
 		cmocka_unit_test(test_pread_pwrite),
 		cmocka_unit_test(test_read_full),
 		cmocka_unit_test(test_read_some),
