@@ -20,10 +20,14 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I.
 LIBS :=
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
+# One of each helper (lib/base, plain libc): linked into every program,
+# kiln-init included, and into the unit tests through VMM_LIB_SRCS.
+BASE_SRCS := lib/base/fd_io.c lib/base/mono.c lib/base/num_parse.c lib/base/term_mode.c lib/base/text_clean.c lib/base/utf8.c
 # The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
 # devices, and the shared modules they stand on (docs/architecture.md).
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c \
+	$(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
 # INIT_PURE_SRCS are unit-tested too.
@@ -44,7 +48,7 @@ INIT_SRCS := guest-init/init.c guest-init/sys/params.c api/proto/agent_proto.c \
 	api/proto/agent_tar.c \
 	$(INIT_FILES_SRCS) \
 	guest-init/agent/agent_ring.c \
-	$(INIT_AGENT_SRCS)
+	$(INIT_AGENT_SRCS) $(BASE_SRCS)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
 KERNEL := $(BUILD)/kernel/bzImage
@@ -82,7 +86,7 @@ $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h guest-init/agent/*.h 
 # Host-side agent client CLI (api/): links the guest's protocol layer so
 # both ends share one framer and parser.
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c)
-AGENT_CLI_SRCS := api/kiln-agent/kiln-agent.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
+AGENT_CLI_SRCS := api/kiln-agent/kiln-agent.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c $(BASE_SRCS)
 $(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/proto/agent_proto.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
@@ -91,7 +95,7 @@ $(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/prot
 # the rest is libmicrohttpd, processes and sockets.
 KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_render.c api/kilnd/exec_spec.c \
 	api/kilnd/json_fields.c api/kilnd/metrics.c api/kilnd/names.c api/kilnd/query.c api/kilnd/route.c \
-	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/text_codec.c \
+	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/base64.c \
 	api/kilnd/vmm_argv.c api/kilnd/vmm_output.c api/kilnd/files_spec.c api/proto/gz_stream.c
 # Background processes and the tty stream (docs/api.md, "Processes").
 KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_escape.c
@@ -107,7 +111,7 @@ KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/http.c api/kilnd/li
 	api/kilnd/handle_files.c api/kilnd/handle_misc.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
 KILND_SRCS += api/kilnd/handle_procs.c api/kilnd/handle_proc_output.c api/kilnd/handle_tty.c
 KILND_SRCS += api/kilnd/stream_job.c api/kilnd/handle_fs.c api/kilnd/handle_archive.c api/kilnd/handle_ports.c api/kilnd/port_fwd.c api/kilnd/sandbox_ports.c
-KILND_SRCS += lib/base/sock_relay.c
+KILND_SRCS += lib/base/sock_relay.c $(BASE_SRCS)
 KILND_SRCS += api/kilnd/sandbox_snap.c api/kilnd/sandbox_fork.c api/kilnd/handle_snapshots.c
 KILND_SRCS += api/kilnd/sandbox_firewall.c api/kilnd/handle_firewall.c lib/netrules/net_rules.c lib/netrules/net_addr.c
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -119,16 +123,14 @@ $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 KILN_CLI_PURE_SRCS := api/kiln/cli_opts.c api/kiln/cli_body.c api/kiln/cli_error.c api/kiln/cli_exec_out.c api/kiln/cli_format.c
 # The tty stream's request and escape, the process/fs/port command lines,
 # and the directory archives of cp (tested in a scratch directory; the tar
-# format is the agent's api/proto/agent_tar.c, gzip is api/proto/gz_stream.c),
-# and the whole writes (cli_io.c) that extraction shares with the commands.
-KILN_CLI_PURE_SRCS += api/kiln/cli_tty.c api/kiln/cli_body_proc.c api/kiln/cli_body_fs.c api/kiln/cli_tar.c api/kiln/cli_body_snap.c \
-	api/kiln/cli_io.c
+# format is the agent's api/proto/agent_tar.c, gzip is api/proto/gz_stream.c).
+KILN_CLI_PURE_SRCS += api/kiln/cli_tty.c api/kiln/cli_body_proc.c api/kiln/cli_body_fs.c api/kiln/cli_tar.c api/kiln/cli_body_snap.c
 KILN_CLI_PURE_SRCS += api/kiln/cli_body_firewall.c
 KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln/kiln.c api/kiln/cli_http.c api/kiln/cli_common.c \
-	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/text_codec.c
+	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/base64.c
 KILN_CLI_SRCS += api/kiln/cli_cmd_snap.c api/kiln/cli_cmd_run.c api/kiln/cli_cmd_proc.c api/kiln/cli_cmd_shell.c api/kiln/cli_cmd_fs.c \
 	api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
-KILN_CLI_SRCS += api/kiln/cli_cmd_firewall.c
+KILN_CLI_SRCS += api/kiln/cli_cmd_firewall.c $(BASE_SRCS)
 $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lcurl -ljansson -lz -lpthread
 

@@ -1,5 +1,8 @@
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
+#include "lib/base/fd_io.h"
+#include "lib/base/text_clean.h"
+#include "lib/base/utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -22,28 +25,6 @@
 #define CONNECT_RETRY_MS 5
 
 /* ---- time ---- */
-
-int64_t ac_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-uint64_t ac_now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Absolute deadline `ms` from now; 0 (none) when ms <= 0. */
-int64_t ac_deadline_in(int64_t ms)
-{
-	return ms > 0 ? ac_now_ms() + ms : 0;
-}
 
 static void sleep_ms(int64_t ms)
 {
@@ -120,7 +101,7 @@ int ac_wait_fd(int fd, short events, int64_t dl)
 		int t = -1, r;
 
 		if (dl) {
-			int64_t left = dl - ac_now_ms();
+			int64_t left = dl - mono_ms();
 
 			if (left <= 0)
 				return -ETIMEDOUT;
@@ -139,65 +120,16 @@ int ac_wait_fd(int fd, short events, int64_t dl)
  * Send iov[0..n) completely by the deadline. *sent (may be NULL) gets the
  * bytes that went out, so a stream can tell a half-sent message.
  */
-static int send_iov(int fd, struct iovec *iov, int n, int64_t dl, size_t *sent)
+static int deadline_wait(void *arg, int fd, short events)
 {
-	size_t done = 0;
-
-	while (n > 0) {
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t r;
-
-		if (iov[0].iov_len == 0) {
-			iov++;
-			n--;
-			continue;
-		}
-		/* MSG_NOSIGNAL: a library must not kill its host with SIGPIPE
-		 * when the guest goes away. */
-		r = sendmsg(fd, &mh, MSG_NOSIGNAL);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				int w = ac_wait_fd(fd, POLLOUT, dl);
-
-				if (w < 0) {
-					if (sent)
-						*sent = done;
-					return w;
-				}
-				continue;
-			}
-			if (sent)
-				*sent = done;
-			return -errno;
-		}
-		done += (size_t)r;
-		while (r > 0 && n > 0) {
-			size_t k = (size_t)r < iov[0].iov_len ? (size_t)r : iov[0].iov_len;
-
-			iov[0].iov_base = (char *)iov[0].iov_base + k;
-			iov[0].iov_len -= k;
-			r -= (ssize_t)k;
-			if (iov[0].iov_len == 0) {
-				iov++;
-				n--;
-			}
-		}
-	}
-	if (sent)
-		*sent = done;
-	return 0;
+	return ac_wait_fd(fd, events, *(const int64_t *)arg);
 }
 
-/* Printable copy of an untrusted handshake line for a message. */
-static void printable(char *out, size_t outlen, const char *s, size_t n)
+static int send_iov(int fd, struct iovec *iov, int n, int64_t dl, size_t *sent)
 {
-	size_t o = 0;
-
-	for (size_t i = 0; i < n && o + 1 < outlen; i++)
-		out[o++] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	out[o] = '\0';
+	/* MSG_NOSIGNAL (fd_io): a library must not kill its host with
+	 * SIGPIPE when the guest goes away. */
+	return fd_io_sendv_all(fd, iov, n, &(struct fd_io_waiter){ deadline_wait, &dl }, sent);
 }
 
 /* Read kiln-vmm's one-line answer to CONNECT without consuming a byte past
@@ -275,7 +207,7 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 			break;
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN && (!dl || ac_now_ms() < dl)) {
+		if (errno == EAGAIN && (!dl || mono_ms() < dl)) {
 			sleep_ms(CONNECT_RETRY_MS);
 			continue;
 		}
@@ -311,7 +243,8 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 		*fd_out = fd;
 		return 0;
 	}
-	printable(shown, sizeof(shown), line, len);
+	/* Printable: the line is untrusted (kiln-vmm relays what it got). */
+	text_clean_ascii(shown, sizeof(shown), line, len);
 	if (strncmp(line, "ERROR ", 6) == 0)
 		r = ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
 			  "kiln-vmm refused CONNECT %u: %s", c->port, shown + 6);
@@ -326,7 +259,7 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 int agent_client_connect(const struct agent_client *c, int *fd_out, struct agent_client_err *err)
 {
 	ERR_INIT(err);
-	return connect_by(c, ac_deadline_in(c->timeout_ms), fd_out, err);
+	return connect_by(c, mono_deadline_ms(c->timeout_ms), fd_out, err);
 }
 
 /* ---- one connection: framed replies ---- */
@@ -364,14 +297,14 @@ void ac_conn_close(struct ac_conn *k)
 /* Reads from now on must complete within ms (<= 0: no limit). */
 void ac_conn_wait(struct ac_conn *k, int64_t ms)
 {
-	k->deadline = ac_deadline_in(ms);
+	k->deadline = mono_deadline_ms(ms);
 	k->window_ms = ms;
 }
 
 void ac_conn_wait_until(struct ac_conn *k, int64_t dl)
 {
 	k->deadline = dl;
-	k->window_ms = dl ? dl - ac_now_ms() : 0;
+	k->window_ms = dl ? dl - mono_ms() : 0;
 }
 
 static int conn_fill(struct ac_conn *k, struct agent_client_err *err)
@@ -537,7 +470,7 @@ void ac_req_set(struct ac_req *r, const char *k, json_t *v)
 /* jansson refuses non-UTF-8 strings; say which field instead of "no memory". */
 json_t *ac_req_string(struct ac_req *r, const char *key, const char *s)
 {
-	if (!agent_utf8_valid(s, strlen(s))) {
+	if (!utf8_valid((const uint8_t *)s, strlen(s))) {
 		if (!r->bad_key)
 			r->bad_key = key;
 		return NULL;
@@ -852,7 +785,7 @@ out:
 int ac_call_now(const struct agent_client *c, struct ac_req *rq, const char *want, json_t **reply,
 		    struct agent_client_err *err)
 {
-	int64_t dl = ac_deadline_in(c->timeout_ms);
+	int64_t dl = mono_deadline_ms(c->timeout_ms);
 
 	return ac_call(c, rq, NULL, 0, want, dl, dl, reply, err);
 }
@@ -904,7 +837,7 @@ int agent_client_ping(const struct agent_client *c, int *protocol, struct agent_
 	int p = 0, r;
 
 	ERR_INIT(err);
-	r = ping_by(c, ac_deadline_in(c->timeout_ms), &p, err);
+	r = ping_by(c, mono_deadline_ms(c->timeout_ms), &p, err);
 	if (protocol)
 		*protocol = p;
 	return r;
@@ -913,7 +846,7 @@ int agent_client_ping(const struct agent_client *c, int *protocol, struct agent_
 int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			    struct agent_client_err *err)
 {
-	int64_t dl = ac_deadline_in(timeout_ms > 0 ? timeout_ms : 1);
+	int64_t dl = mono_deadline_ms(timeout_ms > 0 ? timeout_ms : 1);
 	int64_t pause = READY_PAUSE_MIN_MS;
 	struct agent_client_err last, reason;
 	int attempts = 0;
@@ -945,7 +878,7 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 		 * the refusal before it: report that one. */
 		if (last.fail != AGENT_FAIL_TIMEOUT || !reason.message[0])
 			reason = last;
-		left = dl - ac_now_ms();
+		left = dl - mono_ms();
 		if (left <= 0)
 			return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "the agent was not ready within %d ms (%d attempts; last: %s)",
@@ -958,7 +891,7 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 /* Copy an untrusted string into a fixed buffer, cut at a character boundary. */
 static void copy_str(char *out, size_t cap, const char *s)
 {
-	agent_utf8_lossy(s, strlen(s), out, cap);
+	utf8_lossy(out, cap, (const uint8_t *)s, strlen(s), 0, NULL);
 }
 
 int agent_client_info(const struct agent_client *c, struct agent_client_info *info,
@@ -1017,7 +950,7 @@ int ac_open_listing(const struct agent_client *c, struct ac_req *rq, struct ac_c
 	r = ac_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
-	dl = ac_deadline_in(c->timeout_ms);
+	dl = mono_deadline_ms(c->timeout_ms);
 	r = ac_conn_open(c, dl, rq->type, k, err);
 	if (r < 0) {
 		agent_line_free(&line);

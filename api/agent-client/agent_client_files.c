@@ -1,6 +1,7 @@
 /* agent_client: file requests, streamed to and from callbacks and fds (agent_client.h). */
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
+#include "lib/base/fd_io.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,35 +12,16 @@
 
 /* ---- files ---- */
 
-/* Write all of buf to a local fd, waiting when it is non-blocking. */
-static int write_all(int fd, const void *buf, size_t n)
+/* fd_io's waiter for a local non-blocking fd: no deadline. */
+static int local_wait(void *arg, int fd, short events)
 {
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN) {
-				int r = ac_wait_fd(fd, POLLOUT, 0);
-
-				if (r < 0)
-					return r;
-				continue;
-			}
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	(void)arg;
+	return ac_wait_fd(fd, events, 0);
 }
 
 static int fd_sink(void *arg, const void *data, size_t n)
 {
-	return write_all(*(int *)arg, data, n);
+	return fd_io_put_all(*(int *)arg, data, n, 0, &(struct fd_io_waiter){ local_wait, NULL });
 }
 
 /*
@@ -170,19 +152,7 @@ static ssize_t fd_source(void *arg, void *buf, size_t n)
 {
 	int fd = *(int *)arg;
 
-	for (;;) {
-		ssize_t r = read(fd, buf, n);
-
-		if (r >= 0)
-			return r;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		r = ac_wait_fd(fd, POLLIN, 0);
-		if (r < 0)
-			return r;
-	}
+	return fd_io_read_some(fd, buf, n, &(struct fd_io_waiter){ local_wait, NULL });
 }
 
 /*
@@ -266,7 +236,7 @@ static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src
 			r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
 			goto out;
 		}
-		r = ac_conn_send(&k, line.data, line.len, chunk, (size_t)n, ac_deadline_in(c->timeout_ms), NULL, err);
+		r = ac_conn_send(&k, line.data, line.len, chunk, (size_t)n, mono_deadline_ms(c->timeout_ms), NULL, err);
 		agent_line_free(&line);
 		if (r < 0) {
 			r = upload_answer(c, &k, r, err);
@@ -278,7 +248,7 @@ static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src
 		r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
 		goto out;
 	}
-	r = ac_conn_send(&k, line.data, line.len, NULL, 0, ac_deadline_in(c->timeout_ms), NULL, err);
+	r = ac_conn_send(&k, line.data, line.len, NULL, 0, mono_deadline_ms(c->timeout_ms), NULL, err);
 	agent_line_free(&line);
 	if (r < 0) {
 		r = upload_answer(c, &k, r, err);

@@ -15,6 +15,7 @@
 #include <errno.h>
 
 #include "api/agent-client/agent_client.h"
+#include "lib/base/mono.h"
 
 /* One read buffer per connection: the framer hands out payload as slices
  * of it, so a 1 MiB chunk never needs 1 MiB of memory. */
@@ -33,11 +34,6 @@
 
 /* ---- time and errors ---- */
 
-/* CLOCK_MONOTONIC in ms and us: the clock of every deadline. */
-int64_t ac_now_ms(void);
-uint64_t ac_now_us(void);
-/* Absolute deadline `ms` from now; 0 (none) when ms <= 0. */
-int64_t ac_deadline_in(int64_t ms);
 /* Reset err to "no failure". */
 void ac_err_clear(struct agent_client_err *err);
 /* Fill err (message from fmt) and return -errnum. */

@@ -1,6 +1,7 @@
 /* agent_client: exec, spawned processes and their streams (agent_client.h). */
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
+#include "lib/base/utf8.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -35,7 +36,7 @@ static void req_proc(struct ac_req *rq, const struct agent_client_proc_opts *o)
 			json_t *v = o->env[i].value ? ac_req_string(rq, "env", o->env[i].value)
 						    : json_null();
 
-			if (!agent_utf8_valid(o->env[i].key, strlen(o->env[i].key))) {
+			if (!utf8_valid((const uint8_t *)o->env[i].key, strlen(o->env[i].key))) {
 				json_decref(v);
 				if (!rq->bad_key)
 					rq->bad_key = "env";
@@ -114,7 +115,7 @@ void agent_client_exec_result_free(struct agent_client_exec_result *res)
 int agent_client_exec(const struct agent_client *c, const struct agent_client_proc_opts *o,
 		      struct agent_client_exec_result *res, struct agent_client_err *err)
 {
-	uint64_t start = ac_now_us();
+	int64_t start = mono_us();
 	uint64_t cap = o->discard_output ? 0 : o->output_cap ? o->output_cap : AGENT_OUTPUT_CAP_DEFAULT;
 	struct sink so = { .buf = &res->out, .len = &res->out_len };
 	struct sink se = { .buf = &res->err, .len = &res->err_len };
@@ -133,7 +134,7 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 	r = ac_req_finish(&rq, AGENT_CTX_REQUEST, o->stdin_len, &line, err);
 	if (r < 0)
 		return r;
-	dl = ac_deadline_in(c->timeout_ms);
+	dl = mono_deadline_ms(c->timeout_ms);
 	r = ac_conn_open(c, dl, "exec", &k, err);
 	if (r < 0) {
 		agent_line_free(&line);
@@ -194,7 +195,7 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 		res->exit.stderr_truncated |= se.truncated;
 	}
 out:
-	res->host_us = ac_now_us() - start;
+	res->host_us = (uint64_t)(mono_us() - start);
 	/* Closing an unfinished exec is how the agent learns to kill it. */
 	ac_conn_close(&k);
 	return r;
@@ -234,7 +235,7 @@ static int stream_open(const struct agent_client *c, struct ac_req *rq, const ch
 	}
 	snprintf(s->what, sizeof(s->what), "%s", rq->type);
 	s->timeout_ms = c->timeout_ms;
-	dl = ac_deadline_in(c->timeout_ms);
+	dl = mono_deadline_ms(c->timeout_ms);
 	r = ac_conn_open(c, dl, s->what, &s->k, err);
 	if (r < 0) {
 		agent_line_free(&line);
@@ -453,7 +454,7 @@ static int stream_send(struct agent_client_stream *s, struct ac_req *rq, const v
 	r = ac_req_finish(rq, AGENT_CTX_ATTACHED, n, &line, err);
 	if (r < 0)
 		return r;
-	r = ac_conn_send(&s->k, line.data, line.len, payload, n, ac_deadline_in(s->timeout_ms), &sent, err);
+	r = ac_conn_send(&s->k, line.data, line.len, payload, n, mono_deadline_ms(s->timeout_ms), &sent, err);
 	if (r < 0 && sent > 0)
 		s->send_broken = true;
 	agent_line_free(&line);
@@ -543,9 +544,9 @@ int agent_client_wait(const struct agent_client *c, uint32_t id, uint32_t timeou
 	ac_req_int(&rq, "id", id);
 	if (timeout_ms)
 		ac_req_int(&rq, "timeout_ms", timeout_ms);
-	dl = ac_deadline_in(c->timeout_ms);
+	dl = mono_deadline_ms(c->timeout_ms);
 	if (timeout_ms && c->timeout_ms > 0)
-		reply_dl = ac_deadline_in((int64_t)timeout_ms + c->timeout_ms);
+		reply_dl = mono_deadline_ms((int64_t)timeout_ms + c->timeout_ms);
 	r = ac_call(c, &rq, NULL, 0, "exit", dl, reply_dl, &h, err);
 	if (r < 0)
 		return r;
@@ -578,7 +579,7 @@ int agent_client_stdin(const struct agent_client *c, uint32_t id, const void *da
 		return 0;
 	do {
 		size_t chunk = n - off < AGENT_LEN_MAX ? n - off : AGENT_LEN_MAX;
-		int64_t dl = ac_deadline_in(c->timeout_ms);
+		int64_t dl = mono_deadline_ms(c->timeout_ms);
 		struct ac_req rq;
 		json_t *h;
 		int r;

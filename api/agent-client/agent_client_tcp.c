@@ -95,7 +95,7 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 	r = ac_req_finish(&rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
-	dl = ac_deadline_in(c->timeout_ms);
+	dl = mono_deadline_ms(c->timeout_ms);
 	r = ac_conn_open(c, dl, "tcp_connect", &k, err);
 	if (r < 0) {
 		agent_line_free(&line);

@@ -25,9 +25,9 @@ int cli_check_id(const char *s, char *id, char *err, size_t errsz)
 int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
 		     char *err, size_t errsz)
 {
-	unsigned long long n;
+	uint64_t n;
 
-	if (cli_parse_uint(v, 0, max, &n)) {
+	if (num_parse_u64(v, 10, 0, max, &n)) {
 		snprintf(err, errsz, "%s '%s': expected a whole number", opt, v);
 		return -1;
 	}

@@ -9,24 +9,19 @@
 #include <string.h>
 
 #include "api/kiln/cli_body.h"
+#include "lib/base/num_parse.h"
 
 static const char *const protos[] = { "tcp", "udp", "icmp", "icmpv6", "any", NULL };
 
 /* A port 1..65535 in [s, s+n). */
 static long port_of(const char *s, size_t n)
 {
-	char buf[8], *end;
-	long v;
+	uint64_t v;
 
-	if (n == 0 || n >= sizeof(buf))
+	/* At most 7 characters, as before: "0000080" but no longer. */
+	if (n >= 8 || num_parse_u64_n(s, n, 10, 1, 65535, &v))
 		return -1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	if (buf[0] < '0' || buf[0] > '9')
-		return -1;
-	errno = 0;
-	v = strtol(buf, &end, 10);
-	return *end || errno || v < 1 || v > 65535 ? -1 : v;
+	return (long)v;
 }
 
 /* An address or block: what kilnd's cidr takes (it checks the rest). */

@@ -80,7 +80,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL;
 	bool no_follow = false, parents = false, recursive = false, force = false, have_mode = false;
 	unsigned mode = 0;
-	unsigned long long n;
+	uint64_t n;
 	int nops = 0, opt, want, k;
 	struct cli_scan s;
 
@@ -106,7 +106,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			break;
 		case F_DEPTH:
 		case F_LIMIT:
-			if (cli_parse_uint(s.value, 1, CLI_INT_MAX, &n)) {
+			if (num_parse_u64(s.value, 10, 1, CLI_INT_MAX, &n)) {
 				snprintf(err, errsz, "--%s '%s': expected a whole number",
 					 opt == F_DEPTH ? "depth" : "limit", s.value);
 				return -1;
@@ -208,9 +208,9 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 static int port_number(const char *v, unsigned long long min, const char *what, unsigned *out, char *err,
 		       size_t errsz)
 {
-	unsigned long long n;
+	uint64_t n;
 
-	if (cli_parse_uint(v, min, 65535, &n)) {
+	if (num_parse_u64(v, 10, min, 65535, &n)) {
 		snprintf(err, errsz, "%s '%s': expected a port number %llu..65535", what, v, min);
 		return -1;
 	}

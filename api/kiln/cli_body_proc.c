@@ -102,9 +102,9 @@ enum { P_FOLLOW = 1, P_FROM, P_SIGNAL, P_GROUP, P_TIMEOUT_MS, P_CLOSE };
 /* --from: a seq (decimal) or "now", as kilnd's output and tty take it. */
 static int from_query(struct cli_proc_req *req, const char *v, const char *extra, char *err, size_t errsz)
 {
-	unsigned long long seq;
+	uint64_t seq;
 
-	if (strcmp(v, "now") && cli_parse_uint(v, 0, UINT64_MAX, &seq)) {
+	if (strcmp(v, "now") && num_parse_u64(v, 10, 0, UINT64_MAX, &seq)) {
 		snprintf(err, errsz, "--from '%s': expected a byte offset (seq) or 'now'", v);
 		return -1;
 	}
@@ -115,9 +115,9 @@ static int from_query(struct cli_proc_req *req, const char *v, const char *extra
 /* kill --signal: a number is sent as one, anything else as a name. */
 static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 {
-	unsigned long long n;
+	uint64_t n;
 
-	if (!cli_parse_uint(v, 1, 64, &n)) {
+	if (!num_parse_u64(v, 10, 1, 64, &n)) {
 		json_object_set_new(b, "signal", json_integer((json_int_t)n));
 		return 0;
 	}
@@ -144,7 +144,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 	bool logs = !strcmp(cmd, "logs"), is_stdin = !strcmp(cmd, "stdin");
 	const char *ops[3];
 	int nops = 0, maxops = is_stdin ? 3 : 2, opt, rc = 0;
-	unsigned long long n;
+	uint64_t n;
 	struct cli_scan s;
 
 	memset(req, 0, sizeof(*req));
@@ -182,11 +182,11 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			json_object_set_new(req->body, "group", json_true());
 			break;
 		case P_TIMEOUT_MS:
-			if (cli_parse_uint(s.value, 0, CLI_INT_MAX, &n)) {
+			if (num_parse_u64(s.value, 10, 0, CLI_INT_MAX, &n)) {
 				snprintf(err, errsz, "--timeout-ms '%s': expected a whole number", s.value);
 				rc = -1;
 			} else {
-				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", n);
+				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", (unsigned long long)n);
 			}
 			break;
 		case P_CLOSE:
@@ -222,7 +222,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 	}
 	if (!rc)
 		rc = cli_check_id(ops[0], req->id, err, errsz);
-	if (!rc && cli_parse_uint(ops[1], 1, 0xffffffffULL, &n)) {
+	if (!rc && num_parse_u64(ops[1], 10, 1, 0xffffffffULL, &n)) {
 		snprintf(err, errsz, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", ops[1]);
 		rc = -1;
 	}

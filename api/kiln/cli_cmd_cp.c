@@ -42,7 +42,7 @@ struct cp_ctx {
 
 static int sink_fd(void *arg, const char *p, size_t n)
 {
-	return cli_write_all(*(int *)arg, p, n);
+	return fd_io_write_all(*(int *)arg, p, n);
 }
 
 static ssize_t source_fd(void *arg, char *p, size_t n)
@@ -315,7 +315,7 @@ static int pump_send(void *arg, const void *p, size_t n)
 	struct tar_pump *t = arg;
 
 	/* curl gone (kilnd refused the upload) is an EPIPE, not a SIGPIPE. */
-	return cli_send_all(t->sock, p, n);
+	return fd_io_send_all(t->sock, p, n);
 }
 
 static int pump_tar(void *arg, const void *p, size_t n)

@@ -13,7 +13,7 @@
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_exec_out.h"
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
 
 /* docs/api.md: stdin_base64 carries at most 1 MiB. */
 #define EXEC_STDIN_MAX (1u << 20)

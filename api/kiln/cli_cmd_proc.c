@@ -163,25 +163,6 @@ static ssize_t mem_read(void *arg, char *p, size_t n)
 	return (ssize_t)n;
 }
 
-/* Up to n bytes from fd, fewer only at EOF. */
-static ssize_t read_full(int fd, char *p, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = read(fd, p + got, n - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	return (ssize_t)got;
-}
-
 int cli_cmd_stdin(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_proc_req p;
@@ -208,7 +189,7 @@ int cli_cmd_stdin(struct cli_ctx *c, int argc, char **argv)
 	}
 	/* One request per chunk; the last one closes when asked to. */
 	while (!rc) {
-		ssize_t got = read_full(fd, buf, STDIN_CHUNK);
+		ssize_t got = fd_io_read_full(fd, buf, STDIN_CHUNK);
 		bool eof = got >= 0 && got < (ssize_t)STDIN_CHUNK;
 		struct mem_src m = { buf, got > 0 ? (size_t)got : 0 };
 		struct cli_req req = { .method = "POST", .path = path, .source = mem_read, .source_arg = &m };

@@ -33,7 +33,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <termios.h>
 #include <unistd.h>
 
 #include "api/kiln/cli_body.h"
@@ -41,6 +40,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
+#include "lib/base/term_mode.h"
 
 #define IN_CHUNK 16384
 #define OUT_MAX (4 * IN_CHUNK)
@@ -69,8 +69,7 @@ struct tty_session {
 	const char *what;
 	int sock;
 	int winfd;	  /* a terminal to take the size from, or -1 */
-	bool raw;	  /* stdin is in raw mode (saved holds its settings) */
-	struct termios saved;
+	struct term_mode_saved term; /* stdin's settings while it is raw */
 	bool send_eot;	  /* stdin is not a terminal and the process has a PTY */
 	int sigr;	  /* the self-pipe's read end */
 	char out[OUT_MAX]; /* our stdin (and resize escapes) on the way to kilnd */
@@ -153,7 +152,7 @@ static int tty_open(struct tty_session *t, const char *path)
 	n = cli_tty_request(req, sizeof(req), path);
 	if (n < 0)
 		return tty_fail(t, CLI_EXIT_USAGE, "the request path is too long%s", "");
-	if (cli_send_all(t->sock, req, (size_t)n))
+	if (fd_io_send_all(t->sock, req, (size_t)n))
 		return tty_fail(t, CLI_EXIT_API, "sending the request to kilnd: %s", strerror(errno));
 	buf = malloc(CLI_TTY_HEAD_MAX + IN_CHUNK);
 	if (!buf)
@@ -178,7 +177,7 @@ static int tty_open(struct tty_session *t, const char *path)
 			continue;
 		if (h.status != 101 || !h.upgrade)
 			rc = tty_error_answer(t, &h, buf + h.len, len - h.len);
-		else if (len > h.len && cli_write_all(1, buf + h.len, len - h.len))
+		else if (len > h.len && fd_io_write_all(1, buf + h.len, len - h.len))
 			rc = tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s", strerror(errno));
 		break;
 	}
@@ -279,7 +278,7 @@ static int relay(struct tty_session *t)
 			n = recv(t->sock, buf, sizeof(buf), 0);
 			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 				return 0; /* the stream's end: the process exited (or kilnd went away) */
-			if (n > 0 && cli_write_all(1, buf, (size_t)n))
+			if (n > 0 && fd_io_write_all(1, buf, (size_t)n))
 				return tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s", strerror(errno));
 		}
 		if ((p[1].revents & POLLOUT) && t->out_len)
@@ -331,18 +330,13 @@ static int tty_session_run(struct tty_session *t, const char *path)
 		sigemptyset(&sa.sa_mask);
 		sigaction(tty_signals[i], &sa, &old[i]);
 	}
-	if (isatty(0) && tcgetattr(0, &t->saved) == 0) {
-		struct termios raw = t->saved;
-
-		cfmakeraw(&raw);
-		t->raw = tcsetattr(0, TCSADRAIN, &raw) == 0;
-	}
+	/* Not a terminal (a pipe, a script): bytes go through as they are. */
+	term_mode_enter(0, TERM_MODE_RAW, &t->term);
 	if (fcntl(t->sock, F_SETFL, fcntl(t->sock, F_GETFL) | O_NONBLOCK))
 		rc = tty_fail(t, CLI_EXIT_API, "fcntl: %s", strerror(errno));
 	else
 		rc = relay(t);
-	if (t->raw)
-		tcsetattr(0, TCSADRAIN, &t->saved);
+	term_mode_leave(&t->term);
 	for (size_t i = 0; i < N_TTY_SIGNALS; i++)
 		sigaction(tty_signals[i], &old[i], NULL);
 	sig_fd = -1;

@@ -23,7 +23,7 @@
 #include "api/kiln/cli_error.h"
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_http.h"
-#include "api/kiln/cli_io.h"
+#include "lib/base/fd_io.h"
 #include "api/kiln/cli_opts.h"
 
 struct cli_ctx;

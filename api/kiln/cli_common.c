@@ -118,7 +118,7 @@ void cli_print_json(const json_t *v, bool pretty)
 int cli_write_out(void *arg, int fd, const void *p, size_t n)
 {
 	(void)arg;
-	return cli_write_all(fd, p, n);
+	return fd_io_write_all(fd, p, n);
 }
 
 /* With --json the events go out as they are; they are parsed only for the status. */
@@ -143,7 +143,7 @@ static int stream_write(void *arg, const char *p, size_t n)
 	struct cli_stream *s = arg;
 	int rc;
 
-	if (s->raw && (rc = cli_write_all(1, p, n)))
+	if (s->raw && (rc = fd_io_write_all(1, p, n)))
 		return rc;
 	/* A failed event (an error event, a malformed line) stops the
 	 * transfer; the reason is in nd.fail, reported after curl returns. */

@@ -1,5 +1,6 @@
 /* kiln CLI failures and exit statuses (cli_error.h). */
 #include "api/kiln/cli_error.h"
+#include "lib/base/text_clean.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -79,21 +80,15 @@ void cli_fail_unreachable(const char *socket, int os_errno, const char *detail, 
 	}
 }
 
-static void put_clean(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
-
 void cli_fail_print(FILE *out, const char *what, const struct cli_fail *f)
 {
 	fputs("kiln: ", out);
-	put_clean(out, what);
+	text_clean_term_fput(out, what);
 	fputs(": ", out);
-	put_clean(out, f->msg);
+	text_clean_term_fput(out, f->msg);
 	if (f->code[0]) {
 		fputs(" (", out);
-		put_clean(out, f->code);
+		text_clean_term_fput(out, f->code);
 		fputc(')', out);
 	}
 	fputc('\n', out);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
 
 int cli_exec_status(const json_t *r)
 {

@@ -1,29 +1,16 @@
 /* kilnd's answers as text (cli_format.h). */
 #include "api/kiln/cli_format.h"
+#include "lib/base/text_clean.h"
 
 #include <stdbool.h>
 #include <string.h>
-
-static void put_clean(FILE *out, const char *s)
-{
-	for (; *s; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
-
-/* Control characters in s replaced, in place. */
-static void clean(char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			*s = '?';
-}
 
 /* s cleaned and padded to width (bytes; names are ASCII by kilnd's rules). */
 static void put_cell(FILE *out, const char *s, int width)
 {
 	int n = (int)strlen(s);
 
-	put_clean(out, s);
+	text_clean_term_fput(out, s);
 	for (; n < width; n++)
 		fputc(' ', out);
 	fputc(' ', out);
@@ -74,9 +61,9 @@ int cli_format_health(FILE *out, const json_t *h)
 	if (json_unpack((json_t *)h, "{s:s, s:s, s:I, s:I}", "status", &status, "version", &version, "uptime_s", &up,
 			"sandboxes", &count))
 		return -1;
-	put_clean(out, status);
+	text_clean_term_fput(out, status);
 	fputs("  kilnd ", out);
-	put_clean(out, version);
+	text_clean_term_fput(out, version);
 	fprintf(out, "  up %llds  %lld sandbox%s\n", (long long)up, (long long)count, count == 1 ? "" : "es");
 	return 0;
 }
@@ -111,13 +98,13 @@ int cli_format_images(FILE *out, const json_t *r)
 		put_cell(out, json_string_value(json_object_get(img, "name")), wname);
 		put_cell(out, size, 10);
 		put_cell(out, json_string_value(json_object_get(img, "source")), 9);
-		put_clean(out, json_string_value(json_object_get(img, "path")));
+		text_clean_term_fput(out, json_string_value(json_object_get(img, "path")));
 		fputc('\n', out);
 	}
 	if (json_is_string(json_object_get(kernel, "path"))) {
 		cli_format_size(size, sizeof(size), json_integer_value(json_object_get(kernel, "size_bytes")));
 		fputs("kernel: ", out);
-		put_clean(out, json_string_value(json_object_get(kernel, "path")));
+		text_clean_term_fput(out, json_string_value(json_object_get(kernel, "path")));
 		fprintf(out, " (%s)\n", size);
 	}
 	return 0;
@@ -168,9 +155,9 @@ int cli_format_list(FILE *out, const json_t *r)
 			if (!first)
 				fputc(',', out);
 			first = false;
-			put_clean(out, key);
+			text_clean_term_fput(out, key);
 			fputc('=', out);
-			put_clean(out, json_is_string(v) ? json_string_value(v) : "?");
+			text_clean_term_fput(out, json_is_string(v) ? json_string_value(v) : "?");
 		}
 		fputc('\n', out);
 	}
@@ -187,15 +174,15 @@ int cli_format_state(FILE *out, const json_t *sb)
 
 	if (!id || !state)
 		return -1;
-	put_clean(out, id);
+	text_clean_term_fput(out, id);
 	fputc(' ', out);
-	put_clean(out, state);
+	text_clean_term_fput(out, state);
 	if (!strcmp(state, "crashed") && reason) {
 		fputs(" (", out);
-		put_clean(out, reason);
+		text_clean_term_fput(out, reason);
 		if (msg) {
 			fputs(": ", out);
-			put_clean(out, msg);
+			text_clean_term_fput(out, msg);
 		}
 		fputc(')', out);
 	}
@@ -252,7 +239,7 @@ int cli_format_procs(FILE *out, const json_t *r)
 		json_array_foreach(json_object_get(p, "argv"), k, a)
 		{
 			fputc(' ', out);
-			put_clean(out, json_is_string(a) ? json_string_value(a) : "?");
+			text_clean_term_fput(out, json_is_string(a) ? json_string_value(a) : "?");
 		}
 		fputc('\n', out);
 	}
@@ -281,13 +268,13 @@ int cli_format_port(FILE *out, const json_t *m)
 
 	if (!port_shape(m))
 		return -1;
-	put_clean(out, json_string_value(json_object_get(m, "host_address")));
+	text_clean_term_fput(out, json_string_value(json_object_get(m, "host_address")));
 	fprintf(out, ":%lld -> guest port %lld", (long long)json_integer_value(json_object_get(m, "host_port")),
 		(long long)json_integer_value(json_object_get(m, "guest_port")));
 	/* A newer kilnd says what the guest side is (TCP or vsock). */
 	if (json_is_string(target)) {
 		fputs(" (", out);
-		put_clean(out, json_string_value(target));
+		text_clean_term_fput(out, json_string_value(target));
 		fputc(')', out);
 	}
 	fputc('\n', out);
@@ -309,8 +296,8 @@ int cli_format_ports(FILE *out, const json_t *r)
 		snprintf(host, sizeof(host), "%.40s:%lld", json_string_value(json_object_get(m, "host_address")),
 			 (long long)json_integer_value(json_object_get(m, "host_port")));
 		snprintf(target, sizeof(target), "%s", json_string_value(json_object_get(m, "target")) ?: "-");
-		clean(host);
-		clean(target);
+		text_clean_term_inplace(host);
+		text_clean_term_inplace(target);
 		fprintf(out, "%-21s %-10lld %-7s %-8lld %lld\n", host,
 			(long long)json_integer_value(json_object_get(m, "guest_port")), target,
 			(long long)json_integer_value(json_object_get(m, "connections")),
@@ -359,10 +346,10 @@ static void put_entry(FILE *out, const json_t *st)
 	fprintf(out, "%s %5lld %5lld %12lld %-24s ", mode, (long long)json_integer_value(json_object_get(st, "uid")),
 		(long long)json_integer_value(json_object_get(st, "gid")),
 		(long long)json_integer_value(json_object_get(st, "size")), mtime ? mtime : "-");
-	put_clean(out, json_string_value(json_object_get(st, "path")));
+	text_clean_term_fput(out, json_string_value(json_object_get(st, "path")));
 	if (target) {
 		fputs(" -> ", out);
-		put_clean(out, target);
+		text_clean_term_fput(out, target);
 	}
 	fputc('\n', out);
 }
@@ -391,12 +378,12 @@ int cli_format_stat(FILE *out, const json_t *st)
 		return -1;
 	mode_string(st, mode);
 	fputs("path:  ", out);
-	put_clean(out, json_string_value(json_object_get(st, "path")));
+	text_clean_term_fput(out, json_string_value(json_object_get(st, "path")));
 	fputs("\nkind:  ", out);
-	put_clean(out, json_string_value(json_object_get(st, "kind")));
+	text_clean_term_fput(out, json_string_value(json_object_get(st, "kind")));
 	if (target) {
 		fputs(" -> ", out);
-		put_clean(out, target);
+		text_clean_term_fput(out, target);
 	}
 	fprintf(out, "\nsize:  %lld\nmode:  %04llo (%s)\nowner: %lld:%lld\nlinks: %lld\nmtime: ",
 		(long long)json_integer_value(json_object_get(st, "size")),
@@ -404,7 +391,7 @@ int cli_format_stat(FILE *out, const json_t *st)
 		(long long)json_integer_value(json_object_get(st, "uid")),
 		(long long)json_integer_value(json_object_get(st, "gid")),
 		(long long)json_integer_value(json_object_get(st, "nlink")));
-	put_clean(out, mtime ? mtime : "-");
+	text_clean_term_fput(out, mtime ? mtime : "-");
 	fputc('\n', out);
 	return 0;
 }

@@ -121,23 +121,6 @@ int cli_scan_next(struct cli_scan *s)
 	}
 }
 
-int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out)
-{
-	unsigned long long v;
-	char *end;
-
-	/* strtoull accepts leading spaces, a sign and wraps "-1" to a huge
-	 * value; a count of CPUs written "-1" must be an error instead. */
-	if (!s || s[0] < '0' || s[0] > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, char *err, size_t errsz)
 {
 	const char *eq = strchr(arg, '=');

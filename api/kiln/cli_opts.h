@@ -20,6 +20,8 @@
 
 #include <jansson.h>
 
+#include "lib/base/num_parse.h" /* the option values' number parser */
+
 #define CLI_ERR_MAX 512
 #define CLI_SOCKET_DEFAULT "/run/kiln/kiln.sock"
 
@@ -65,9 +67,6 @@ void cli_scan_init(struct cli_scan *s, int argc, char **argv, const struct cli_o
  * CLI_SCAN_ERROR with an empty s->err.
  */
 int cli_scan_next(struct cli_scan *s);
-
-/* Decimal integer in [min, max], nothing else (no sign, no spaces, no 0x). */
-int cli_parse_uint(const char *s, unsigned long long min, unsigned long long max, unsigned long long *out);
 
 /*
  * "KEY=VALUE" into obj[KEY] = "VALUE". With allow_unset, a bare "KEY" is

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/kiln/cli_io.h"
+#include "lib/base/fd_io.h"
 
 /* ---- writer ---- */
 
@@ -483,7 +483,7 @@ int cli_untar_feed(struct cli_untar *u, const void *p, size_t n)
 				return -1;
 			break;
 		case TAR_EV_DATA:
-			r = cli_write_all(u->fd, ev.data, ev.data_len);
+			r = fd_io_write_all(u->fd, ev.data, ev.data_len);
 			if (r)
 				return member_errno(u, ev.member, "writing", -r);
 			u->st.bytes += ev.data_len;

@@ -7,7 +7,7 @@
 
 #include <jansson.h>
 
-#include "lib/base/text_codec.h"
+#include "lib/base/utf8.h"
 
 static const struct {
 	const char *name;
@@ -161,7 +161,7 @@ char *api_error_body(const struct api_err *e)
 	json_t *o;
 	char *s;
 
-	utf8_sanitize((const uint8_t *)e->message, n, false, clean);
+	utf8_lossy(clean, sizeof(clean), (const uint8_t *)e->message, n, 0, NULL);
 	o = json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(e->code), "message", clean);
 	if (!o)
 		return NULL;

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "lib/base/mono_deadline.h"
+#include "lib/base/mono.h"
 
 int bq_init(struct byte_queue *q, size_t cap)
 {

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
+#include "lib/base/utf8.h"
 
 /* bytes -> a JSON string value, as text or base64. */
 static json_t *bytes_value(const uint8_t *d, size_t n, bool base64, bool *is_b64)

@@ -6,7 +6,7 @@
 
 #include "api/kilnd/json_fields.h"
 #include "api/kilnd/names.h"
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
 
 static int parse_argv(struct exec_spec *s, struct api_err *e)
 {

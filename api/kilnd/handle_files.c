@@ -18,6 +18,7 @@
 #include "api/kilnd/handlers.h"
 #include "api/kilnd/sandbox.h"
 #include "api/kilnd/stream_job.h"
+#include "lib/base/fd_io.h"
 
 #define READ_QUEUE_BYTES (256u << 10)
 
@@ -118,19 +119,9 @@ static void *writer(void *arg)
 static int put_data(struct http_req *r, const void *p, size_t n)
 {
 	struct write_job *j = r->up;
-	const char *b = p;
 
-	while (n) {
-		ssize_t w = write(j->pipe_w, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno; /* EPIPE: the writer ended; its result says why */
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	/* EPIPE: the writer ended; its result says why */
+	return fd_io_write_all(j->pipe_w, p, n);
 }
 
 /* Close the body's pipe and wait for the agent's answer. */

@@ -5,6 +5,7 @@
 #include "api/kilnd/handlers.h"
 #include "api/kilnd/images.h"
 #include "api/kilnd/sandbox.h"
+#include "lib/base/version.h"
 
 /* These endpoints take no query parameters; answers 400 itself. */
 static bool no_query(struct http_req *r, const char *what)
@@ -38,7 +39,7 @@ void handle_health(struct http_req *r)
 		return;
 	sandboxes_count(r->d, counts, &total);
 	json_or_oom(r,
-		    json_pack("{s:s,s:s,s:I,s:I}", "status", "ok", "version", KILND_VERSION, "uptime_s",
+		    json_pack("{s:s,s:s,s:I,s:I}", "status", "ok", "version", KILN_VERSION, "uptime_s",
 			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
 			      (json_int_t)total),
 		    "health");

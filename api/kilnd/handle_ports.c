@@ -6,6 +6,7 @@
 #include "api/kilnd/files_spec.h"
 #include "api/kilnd/handlers.h"
 #include "api/kilnd/sandbox.h"
+#include "lib/base/num_parse.h"
 
 void handle_port_add(struct http_req *r)
 {
@@ -55,10 +56,10 @@ void handle_port_remove(struct http_req *r)
 	const char *s = r->rm.proc; /* the {port} segment */
 	struct sandbox *sb = NULL;
 	struct api_err e;
-	char *end;
-	unsigned long port;
+	uint64_t port = 0;
 
-	port = strspn(s, "0123456789") == strlen(s) && strlen(s) <= 5 ? strtoul(s, &end, 10) : 0;
+	if (strlen(s) <= 5) /* as before: "08080" is a port, "008080" is not */
+		num_parse_u64(s, 10, 1, 65535, &port);
 	if (port == 0 || port > 65535)
 		api_err_set(&e, API_E_BAD_FIELD, "port mapping: '%.16s' is not a host port (1..65535)", s);
 	if (port == 0 || port > 65535 || query_none(r->kv, r->nkv, "port removal", &e) ||

@@ -21,6 +21,7 @@
 #include "api/kilnd/handlers.h"
 #include "api/kilnd/proc_spec.h"
 #include "api/kilnd/tty_escape.h"
+#include "lib/base/fd_io.h"
 
 #define TTY_PROTOCOL "kiln-tty"
 /* Client bytes per read. */
@@ -47,30 +48,23 @@ static void tty_release(void *cls)
 	free(t);
 }
 
+/* fd_io's waiter for the client socket: wait a poll tick, and give up
+ * when kilnd stops. */
+static int client_wait(void *arg, int fd, short events)
+{
+	struct tty_session *t = arg;
+	struct pollfd p = { .fd = fd, .events = events };
+
+	if (atomic_load(&t->d->shutting_down))
+		return -ESHUTDOWN;
+	poll(&p, 1, TTY_POLL_MS);
+	return 0;
+}
+
 /* All of d[0..n) to the client; false when it is gone or kilnd stops. */
 static bool client_send(struct tty_session *t, int sock, const uint8_t *d, size_t n)
 {
-	while (n) {
-		ssize_t w = send(sock, d, n, MSG_NOSIGNAL);
-
-		if (w > 0) {
-			d += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd p = { .fd = sock, .events = POLLOUT };
-
-			if (atomic_load(&t->d->shutting_down))
-				return false;
-			poll(&p, 1, TTY_POLL_MS);
-			continue;
-		}
-		return false;
-	}
-	return true;
+	return fd_io_put_all(sock, d, n, FD_IO_SEND, &(struct fd_io_waiter){ client_wait, t }) == 0;
 }
 
 /* Client input through the escape parser to the process. */

@@ -11,6 +11,8 @@
 #include <strings.h>
 
 #include "api/kilnd/handlers.h"
+#include "lib/base/text_clean.h"
+#include "lib/base/num_parse.h"
 
 /* Connections at once: each is a thread. */
 #define HTTP_CONNECTION_LIMIT 256
@@ -288,27 +290,11 @@ static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const cha
 	return MHD_YES;
 }
 
-/* Control characters and non-ASCII bytes in the log line would let a
- * client forge log lines: show them as '?'. */
-static void printable(char *out, size_t cap, const char *s)
-{
-	size_t i;
-
-	for (i = 0; s[i] && i + 1 < cap; i++)
-		out[i] = (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-	out[i] = '\0';
-}
-
 static bool content_length(struct http_req *r, uint64_t *n)
 {
-	const char *cl = http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
-	char *end;
-
-	if (!cl || !*cl)
-		return false;
-	errno = 0;
-	*n = strtoull(cl, &end, 10);
-	return !errno && !*end;
+	/* Digits only (RFC 9110, 8.6); anything else is left to the body
+	 * limit that applies while the body streams in. */
+	return num_parse_u64(http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH), 10, 0, UINT64_MAX, n) == 0;
 }
 
 /* Raw uploads streamed to the guest (--max-upload), not JSON. */
@@ -460,8 +446,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->url = url;
 		r->t0 = mono_ms_f();
 		r->method_raw = method;
-		printable(r->method, sizeof(r->method), method);
-		printable(r->path, sizeof(r->path), url);
+		/* Control characters and non-ASCII bytes in the log line would
+		 * let a client forge log lines: shown as '?'. */
+		text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
+		text_clean_ascii(r->path, sizeof(r->path), url, strlen(url));
 		begin(r);
 		return MHD_YES;
 	}

@@ -27,6 +27,9 @@
 #include "api/kilnd/kilnd.h"
 #include "api/kilnd/listen.h"
 #include "api/kilnd/sandbox.h"
+#include "lib/base/text_clean.h"
+#include "lib/base/num_parse.h"
+#include "lib/base/version.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
 /* parse_args: --help or --version answered, nothing more to do. */
@@ -65,22 +68,6 @@ static const char usage[] =
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
-int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-double mono_ms_f(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1000.0 + (double)ts.tv_nsec / 1e6;
-}
-
 int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -102,9 +89,7 @@ void kilnd_log(const char *fmt, ...)
 	n = (int)strlen(line);
 	/* Messages quote clients and guests: a newline in one must not
 	 * forge a log line. */
-	for (int i = 0; i < n; i++)
-		if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
-			line[i] = '?';
+	text_clean_term_inplace(line);
 	/* One write per line: lines from different threads do not interleave. */
 	line[n++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
@@ -140,23 +125,12 @@ static int setup_error(const char *fmt, ...)
 	return EXIT_SETUP;
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-
-	if (!s || !*s || strspn(s, "0123456789") != strlen(s))
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return (errno || *end || *out > max) ? -1 : 0;
-}
-
 static int parse_gid(const char *s, gid_t *gid)
 {
 	uint64_t n;
 	struct group *g;
 
-	if (parse_u64(s, UINT32_MAX - 1, &n) == 0) {
+	if (num_parse_u64(s, 10, 0, UINT32_MAX - 1, &n) == 0) {
 		*gid = (gid_t)n;
 		return 0;
 	}
@@ -305,7 +279,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			cfg->has_socket_gid = true;
 			break;
 		case OPT_ALLOW_UID:
-			if (cfg->nallow_uid == KILND_MAX_ALLOW || parse_u64(optarg, UINT32_MAX - 1, &n))
+			if (cfg->nallow_uid == KILND_MAX_ALLOW || num_parse_u64(optarg, 10, 0, UINT32_MAX - 1, &n))
 				return bad_usage("--allow-uid '%s': not a uid (at most %d of them)", optarg, KILND_MAX_ALLOW);
 			cfg->allow_uid[cfg->nallow_uid++] = (uid_t)n;
 			break;
@@ -351,44 +325,44 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_BOOT_TIMEOUT:
 		case OPT_STOP_TIMEOUT:
-			if (parse_u64(optarg, 86400, &n) || n == 0)
+			if (num_parse_u64(optarg, 10, 0, 86400, &n) || n == 0)
 				return bad_usage("%s '%s': a number of seconds from 1 to 86400", argv[optind - 1], optarg);
 			*(opt == OPT_BOOT_TIMEOUT ? &cfg->boot_timeout_ms : &cfg->stop_timeout_ms) = (int)n * 1000;
 			break;
 		case OPT_MAX_BODY:
-			if (parse_u64(optarg, 1u << 30, &n) || n < 1024)
+			if (num_parse_u64(optarg, 10, 0, 1u << 30, &n) || n < 1024)
 				return bad_usage("--max-body '%s': bytes, from 1024 to 1073741824", optarg);
 			cfg->max_body = n;
 			break;
 		case OPT_MAX_UPLOAD:
-			if (parse_u64(optarg, UINT64_MAX, &n))
+			if (num_parse_u64(optarg, 10, 0, UINT64_MAX, &n))
 				return bad_usage("--max-upload '%s': a number of bytes", optarg);
 			cfg->max_upload = n;
 			break;
 		case OPT_MAX_SANDBOXES:
-			if (parse_u64(optarg, 100000, &n) || n == 0)
+			if (num_parse_u64(optarg, 10, 0, 100000, &n) || n == 0)
 				return bad_usage("--max-sandboxes '%s': from 1 to 100000", optarg);
 			cfg->max_sandboxes = (unsigned)n;
 			break;
 		case OPT_MAX_CPUS:
 			/* kiln-vmm's limit. */
-			if (parse_u64(optarg, 64, &n) || n == 0)
+			if (num_parse_u64(optarg, 10, 0, 64, &n) || n == 0)
 				return bad_usage("--max-cpus '%s': from 1 to 64", optarg);
 			cfg->limits.max_cpus = (unsigned)n;
 			break;
 		case OPT_MAX_MEMORY:
-			if (parse_u64(optarg, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
+			if (num_parse_u64(optarg, 10, 0, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
 				return bad_usage("--max-memory '%s': MiB, from %u to 1048576", optarg, SPEC_MEM_MIN_MIB);
 			cfg->limits.max_memory_mib = (unsigned)n;
 			break;
 		case OPT_IDLE_TIMEOUT:
-			if (parse_u64(optarg, SPEC_TIMEOUT_MAX_S, &n))
+			if (num_parse_u64(optarg, 10, 0, SPEC_TIMEOUT_MAX_S, &n))
 				return bad_usage("--idle-timeout '%s': seconds, from 0 (never) to %u", optarg,
 						 SPEC_TIMEOUT_MAX_S);
 			cfg->limits.idle_timeout_default_s = (uint32_t)n;
 			break;
 		case OPT_MAX_CHECKPOINTS:
-			if (parse_u64(optarg, CHECKPOINTS_LIMIT_MAX, &n))
+			if (num_parse_u64(optarg, 10, 0, CHECKPOINTS_LIMIT_MAX, &n))
 				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
 			cfg->max_checkpoints = (unsigned)n;
 			break;
@@ -407,7 +381,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			cfg->quiet = true;
 			break;
 		case OPT_VERSION:
-			printf("kilnd %s\n", KILND_VERSION);
+			printf("kilnd %s\n", KILN_VERSION);
 			return ARGS_DONE;
 		case OPT_HELP:
 			fputs(usage, stdout);

@@ -22,8 +22,8 @@
 #include "api/kilnd/metrics.h"
 #include "api/kilnd/names.h"
 #include "api/kilnd/sandbox_spec.h"
+#include "lib/base/mono.h"
 
-#define KILND_VERSION "0.1.0"
 #define KILND_MAX_IMAGES 64
 #define KILND_MAX_ALLOW 32
 #define KILND_MAX_SHARE_ROOTS 16
@@ -77,9 +77,7 @@ struct kilnd {
 	atomic_bool shutting_down;
 };
 
-/* Milliseconds on CLOCK_MONOTONIC and CLOCK_REALTIME. */
-int64_t mono_ms(void);
-double mono_ms_f(void);
+/* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
 int64_t wall_ms(void);
 
 /* One log line on stderr, prefixed "kilnd: ". */

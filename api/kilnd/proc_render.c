@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
+#include "lib/base/utf8.h"
 
 json_t *proc_render_view(const struct agent_client_process *p)
 {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/kilnd/json_fields.h"
+#include "lib/base/num_parse.h"
 
 static const char what[] = "process";
 
@@ -99,22 +100,12 @@ void proc_spec_free(struct proc_spec *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* A decimal integer without sign, spaces or leading zeros, at most max. */
+/* A decimal integer without sign, spaces or leading zeros (one spelling
+ * per value: these are ids and sequence numbers in URLs and bodies), at
+ * most max. */
 static bool parse_dec(const char *v, uint64_t max, uint64_t *out)
 {
-	uint64_t x = 0;
-
-	if (!v || !*v || (v[0] == '0' && v[1]))
-		return false;
-	for (; *v; v++) {
-		if (*v < '0' || *v > '9')
-			return false;
-		if (x > (max - (uint64_t)(*v - '0')) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(*v - '0');
-	}
-	*out = x;
-	return true;
+	return v && !(v[0] == '0' && v[1]) && num_parse_u64(v, 10, 0, max, out) == 0;
 }
 
 int proc_id_parse(const char *seg, uint32_t *id, struct api_err *e)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "api/kilnd/names.h"
+#include "lib/base/num_parse.h"
 
 static int hexval(char c)
 {
@@ -100,18 +101,9 @@ static int get_uint(const struct query_kv *kv, size_t n, const char *key, int ba
 		    bool *present, uint64_t *out, const char *what, struct api_err *e)
 {
 	const char *v = find(kv, n, key, present);
-	char *end;
 
-	if (!*present)
+	if (!*present || num_parse_u64(v, base, 0, max, out) == 0)
 		return 0;
-	if (!v || !*v || strspn(v, base == 8 ? "01234567" : "0123456789") != strlen(v))
-		goto bad;
-	errno = 0;
-	*out = strtoull(v, &end, base);
-	if (errno || *end || *out > max)
-		goto bad;
-	return 0;
-bad:
 	api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be a%s number from 0 to %llu%s", what, key,
 		    base == 8 ? "n octal" : "", (unsigned long long)max, base == 8 ? " (octal)" : "");
 	return -1;

@@ -17,6 +17,7 @@
 #include "api/kilnd/sandbox_impl.h"
 #include "api/kilnd/vmm_control.h"
 #include "api/kilnd/vmm_output.h"
+#include "lib/base/fd_io.h"
 
 /* A firewall-get answers at once unless the control socket is busy with a
  * snapshot; /metrics waits less for one sandbox. */
@@ -32,7 +33,7 @@ static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	char *s = json_dumps(canon, JSON_COMPACT);
-	size_t n = s ? strlen(s) : 0, off = 0;
+	size_t n = s ? strlen(s) : 0;
 	int fd, err = 0;
 
 	if (!s) {
@@ -47,17 +48,8 @@ static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		err = errno;
-	while (!err && off < n) {
-		ssize_t w = write(fd, s + off, n - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			err = w < 0 ? errno : EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
+	if (!err && fd_io_write_all(fd, s, n) < 0)
+		err = errno;
 	if (!err && fsync(fd) < 0)
 		err = errno;
 	if (fd >= 0 && close(fd) < 0 && !err)

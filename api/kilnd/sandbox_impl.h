@@ -16,7 +16,7 @@
 #include <pthread.h>
 
 #include "api/kilnd/checkpoint.h"
-#include "lib/base/mono_deadline.h"
+#include "lib/base/mono.h"
 #include "api/kilnd/port_fwd.h"
 #include "api/kilnd/sandbox.h"
 #include "api/kilnd/sandbox_record.h"

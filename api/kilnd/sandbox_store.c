@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox_impl.h"
+#include "lib/base/fd_io.h"
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int sb_pathf(char *out, size_t cap, const char *fmt, ...)
@@ -28,8 +29,8 @@ void sb_persist_locked(struct sandbox *sb)
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	json_t *m = sandbox_record_persist(&sb->rec);
 	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
-	size_t n = s ? strlen(s) : 0, off = 0;
-	int fd;
+	size_t n = s ? strlen(s) : 0;
+	int fd, wr_err = 0;
 
 	json_decref(m);
 	if (!s) {
@@ -39,19 +40,14 @@ void sb_persist_locked(struct sandbox *sb)
 	snprintf(path, sizeof(path), "%s/meta.json", sb->dir);
 	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", sb->dir);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	while (fd >= 0 && off < n) {
-		ssize_t w = write(fd, s + off, n - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		off += (size_t)w;
+	if (fd >= 0 && fd_io_write_all(fd, s, n) < 0) {
+		wr_err = errno;
+		close(fd);
 	}
-	if (fd < 0 || off < n || close(fd) < 0 || rename(tmp, path) < 0) {
+	if (fd < 0 || wr_err || close(fd) < 0 || rename(tmp, path) < 0) {
+		if (wr_err)
+			errno = wr_err; /* not close()'s: the write is what failed */
 		kilnd_log("sandbox %s: cannot save %s: %s", sb->rec.id, path, strerror(errno));
-		if (fd >= 0 && off < n)
-			close(fd);
 		unlink(tmp);
 	}
 	free(s);

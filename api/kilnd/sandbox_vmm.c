@@ -277,7 +277,6 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 	double ready_ms = 0;
 	int64_t uptime = -1;
 	bool synced = false, spawned = false, refused = false;
-	struct timespec now;
 
 	if (spawn_and_wait(sb, restore_dir, &ready_ms, &spawned, &refused, e)) {
 		if (!refused || !src->cold_fallback)
@@ -313,8 +312,6 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 	/* Best effort, for the boot timeline and for guests without an RTC. */
 	if (agent_client_info(&c, &info, &ae) == 0)
 		uptime = (int64_t)info.uptime_ms;
-	clock_gettime(CLOCK_REALTIME, &now);
-	(void)now;
 	if (sb_sync_guest(&c, &ae) == 0)
 		synced = true;
 	else

@@ -1,5 +1,6 @@
 /* One kiln-vmm child and its monitor thread; see supervise.h. */
 #include "api/kilnd/supervise.h"
+#include "lib/base/fd_io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,17 +80,9 @@ static void log_write(struct log_out *l, const uint8_t *p, size_t n)
 		if (l->fd < 0)
 			return;
 	}
-	while (n) {
-		ssize_t w = write(l->fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return; /* a full disk costs the log, never the VM */
-		p += w;
-		n -= (size_t)w;
-		l->written += (uint64_t)w;
-	}
+	if (fd_io_write_all(l->fd, p, n) < 0)
+		return; /* a full disk costs the log, never the VM */
+	l->written += n;
 }
 
 /* Child side of fork(): only async-signal-safe calls until exec. */

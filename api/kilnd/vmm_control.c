@@ -1,5 +1,7 @@
 /* kiln-vmm's control socket, the client side; see vmm_control.h. */
 #include "api/kilnd/vmm_control.h"
+#include "lib/base/fd_io.h"
+#include "lib/base/mono.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -11,20 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for events on fd until the deadline. 1 ready, 0 timed out, -errno. */
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - mono_ms();
 		int r;
 
 		if (left <= 0)
@@ -39,6 +33,14 @@ static int wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
+/* fd_io's waiter: wait_fd() until the exchange's deadline. */
+static int deadline_wait(void *arg, int fd, short events)
+{
+	int r = wait_fd(fd, events, *(const int64_t *)arg);
+
+	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
+}
+
 /*
  * Send line[len] (ending in its newline; modified) and read one reply line
  * of at most reply_max bytes into *reply (malloc'd, without the newline).
@@ -49,13 +51,13 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char *reply;
 	int64_t deadline;
-	size_t off = 0, have = 0;
+	size_t have = 0;
 	int fd, r;
 
 	*reply_out = NULL;
 	if (timeout_ms <= 0)
 		timeout_ms = VMM_CONTROL_TIMEOUT_MS;
-	deadline = now_ms() + timeout_ms;
+	deadline = mono_ms() + timeout_ms;
 	if (strlen(sock_path) >= sizeof(a.sun_path)) {
 		api_err_set(e, API_E_INTERNAL, "kiln-vmm control socket '%s': path too long", sock_path);
 		return -1;
@@ -77,7 +79,7 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 	while (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		if (errno == EINTR)
 			continue;
-		if (errno == EAGAIN && now_ms() < deadline) {
+		if (errno == EAGAIN && mono_ms() < deadline) {
 			usleep(10000);
 			continue;
 		}
@@ -88,21 +90,10 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 		free(reply);
 		return -1;
 	}
-	while (off < len) {
-		ssize_t k = send(fd, line + off, len - off, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0 && errno == EAGAIN) {
-			r = wait_fd(fd, POLLOUT, deadline);
-			if (r > 0)
-				continue;
-			errno = r ? -r : ETIMEDOUT;
-		}
-		if (k <= 0)
-			goto io_fail;
-		off += (size_t)k;
-	}
+	/* fd_io sets errno to what failed (ETIMEDOUT, EIO for a 0-byte
+	 * send, ...) for io_fail's message. */
+	if (fd_io_put_all(fd, line, len, FD_IO_SEND, &(struct fd_io_waiter){ deadline_wait, &deadline }) < 0)
+		goto io_fail;
 	for (;;) {
 		char *nl = memchr(reply, '\n', have);
 		ssize_t k;

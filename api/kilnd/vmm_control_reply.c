@@ -1,5 +1,6 @@
 /* kiln-vmm control commands and replies, pure; see vmm_control.h. */
 #include "api/kilnd/vmm_control.h"
+#include "lib/base/text_clean.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,12 +29,9 @@ int vmm_control_line(enum vmm_ctl_op op, const char *dir, bool compress, char *o
 		}
 		/* The line ends at the first newline: a directory with one (or
 		 * any control character) would be cut or refused by kiln-vmm. */
-		for (const char *p = dir; *p; p++) {
-			if ((unsigned char)*p < 0x20 || *p == 0x7f) {
-				api_err_set(e, API_E_BAD_FIELD, "snapshot directory '%.200s' holds a control character",
-					    dir);
-				return -1;
-			}
+		if (text_clean_control_at(dir, strlen(dir)) < strlen(dir)) {
+			api_err_set(e, API_E_BAD_FIELD, "snapshot directory '%.200s' holds a control character", dir);
+			return -1;
 		}
 		n = snprintf(out, cap, "snapshot %s%s", compress ? "--compress " : "", dir);
 	}
@@ -122,7 +120,7 @@ out:
 
 char *vmm_control_firewall_line(const char *rules, struct api_err *e)
 {
-	size_t n;
+	size_t n, at;
 	char *line;
 
 	if (!rules) {
@@ -139,12 +137,10 @@ char *vmm_control_firewall_line(const char *rules, struct api_err *e)
 			    VMM_CONTROL_RULES_MAX);
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++) {
-		if ((unsigned char)rules[i] < 0x20 || rules[i] == 0x7f) {
-			api_err_set(e, API_E_BAD_FIELD, "kiln-vmm control: the rule set holds a control character at byte %zu",
-				    i);
-			return NULL;
-		}
+	if ((at = text_clean_control_at(rules, n)) < n) {
+		api_err_set(e, API_E_BAD_FIELD, "kiln-vmm control: the rule set holds a control character at byte %zu",
+			    at);
+		return NULL;
 	}
 	/* "firewall-set " + rules + newline + NUL */
 	line = malloc(n + 15);

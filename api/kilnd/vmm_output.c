@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/text_codec.h"
+#include "lib/base/utf8.h"
 
 /* Visit lines [start, end) of buf from the last one backwards; fn
  * returns false to stop. */
@@ -62,7 +62,7 @@ static bool tail_line(void *arg, const uint8_t *l, size_t len)
 		return false;
 	}
 	/* Cutting may split a character: the sanitizer turns the piece into U+FFFD. */
-	if (utf8_sanitize(l, len, true, clean) == 0) {
+	if (utf8_lossy(clean, 3 * len + 1, l, len, UTF8_DROP_CONTROLS, NULL) == 0) {
 		free(clean);
 		return true; /* blank (or only control characters) */
 	}
@@ -129,7 +129,7 @@ json_t *vmm_output_message(const uint8_t *buf, size_t n)
 	clean = malloc(3 * f.len + 1);
 	if (!clean)
 		return NULL;
-	utf8_sanitize(f.line, f.len, true, clean);
+	utf8_lossy(clean, 3 * f.len + 1, f.line, f.len, UTF8_DROP_CONTROLS, NULL);
 	s = json_string(clean);
 	free(clean);
 	return s;

@@ -1,4 +1,6 @@
 #include "api/proto/agent_proto.h"
+#include "lib/base/utf8.h"
+#include "lib/base/version.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -94,85 +96,6 @@ enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const
 }
 
 /* ---- UTF-8 ---- */
-
-/*
- * Length of the valid UTF-8 sequence at s (RFC 3629: no overlong forms, no
- * surrogates, nothing above U+10FFFF), or 0 when the bytes there are not
- * one. jansson applies the same rules, so what passes here it will encode.
- */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		if (c == 0xe0)
-			lo = 0xa0; /* overlong */
-		else if (c == 0xed)
-			hi = 0x9f; /* surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		if (c == 0xf0)
-			lo = 0x90; /* overlong */
-		else if (c == 0xf4)
-			hi = 0x8f; /* above U+10FFFF */
-	} else
-		return 0;
-	if (n < len)
-		return 0;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-bool agent_utf8_valid(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq(p + i, n - i);
-
-		if (!l)
-			return false;
-		i += l;
-	}
-	return true;
-}
-
-bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen)
-{
-	static const char repl[] = "\xef\xbf\xbd"; /* U+FFFD */
-	const unsigned char *p = (const unsigned char *)s;
-	bool lossy = false;
-	size_t o = 0;
-
-	if (!outlen)
-		return false;
-	for (size_t i = 0; i < n;) {
-		size_t l = utf8_seq(p + i, n - i);
-		const char *src = l ? s + i : repl;
-		size_t cl = l ? l : 3;
-
-		if (o + cl > outlen - 1)
-			break;
-		memcpy(out + o, src, cl);
-		o += cl;
-		if (!l)
-			lossy = true;
-		i += l ? l : 1;
-	}
-	out[o] = '\0';
-	return lossy;
-}
 
 /* ---- framing ---- */
 
@@ -1343,13 +1266,10 @@ static json_t *lossy_string(const char *s, size_t n, bool *lossy)
 	size_t cap = n * 3 + 1;
 	char *buf = malloc(cap);
 	json_t *v;
-	bool l;
 
 	if (!buf)
 		return NULL;
-	l = agent_utf8_lossy(s, n, buf, cap);
-	if (lossy && l)
-		*lossy = true;
+	utf8_lossy(buf, cap, (const uint8_t *)s, n, 0, lossy);
 	v = json_string(buf);
 	free(buf);
 	return v;
@@ -1402,7 +1322,7 @@ int agent_line_error(struct agent_line *out, enum agent_code code, const char *f
 		 * UTF-8; the line must still be valid JSON. */
 		char msg[AGENT_ERR_MESSAGE_MAX];
 
-		agent_utf8_lossy(raw, strlen(raw), msg, sizeof(msg));
+		utf8_lossy(msg, sizeof(msg), (const uint8_t *)raw, strlen(raw), 0, NULL);
 		jb_set(&b, "message", json_string(msg));
 	}
 	return jb_finish(&b, out);
@@ -1436,7 +1356,7 @@ int agent_line_info(struct agent_line *out, const struct agent_info *in)
 	const char *k = in->kernel ? in->kernel : "", *h = in->hostname ? in->hostname : "";
 
 	jb_int(&b, "protocol", AGENT_PROTOCOL);
-	jb_set(&b, "agent_version", json_string(AGENT_VERSION));
+	jb_set(&b, "agent_version", json_string(KILN_VERSION));
 	jb_set(&b, "kernel", lossy_string(k, strlen(k), NULL));
 	jb_set(&b, "hostname", lossy_string(h, strlen(h), NULL));
 	jb_int(&b, "cpus", in->cpus);
@@ -1604,7 +1524,7 @@ static int process_line(struct agent_line *out, const struct agent_process_info 
 	} else {
 		char cut[ARGV0_MAX + 1];
 
-		agent_utf8_lossy(a0, strlen(a0), cut, sizeof(cut));
+		utf8_lossy(cut, sizeof(cut), (const uint8_t *)a0, strlen(a0), 0, NULL);
 		jb_set(&b, "argv0", json_string(cut));
 		jb_bool(&b, "argv_truncated", true);
 	}

@@ -32,7 +32,6 @@
 
 #define AGENT_PORT 1024
 #define AGENT_PROTOCOL 1
-#define AGENT_VERSION "0.1.0"
 
 #define AGENT_HEADER_MAX 65536          /* header line, '\n' included */
 #define AGENT_LEN_MAX (1u << 20)        /* payload bytes of one message */
@@ -342,14 +341,6 @@ bool agent_ifname_valid(const char *s);
 /* True when `path` lexically names "/" ("/", "//", "/.", "/a/..", ...). */
 bool agent_path_is_root(const char *path);
 
-/*
- * Copy s[0..n) into out (capacity outlen, NUL-terminated, at most
- * outlen - 1 bytes), replacing each byte that is not part of a valid UTF-8
- * sequence with U+FFFD and never cutting a character in half. Returns true
- * when something was replaced (the "lossy" flag of the protocol).
- */
-bool agent_utf8_lossy(const char *s, size_t n, char *out, size_t outlen);
-bool agent_utf8_valid(const char *s, size_t n);
 
 /* ---- reply lines ---- */
 

@@ -1,4 +1,5 @@
 #include "devices/blk/blk_backend.h"
+#include "lib/base/fd_io.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -123,47 +124,6 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
 	}
 	return ~crc;
-}
-
-/* Full pread: a short read means the file shrank under us, so -EIO. */
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t r = pread(fd, p, len, (off_t)off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
-static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t r = pwrite(fd, p, len, (off_t)off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
-	return 0;
 }
 
 /* Write zeros by pwritev() of one shared zero page, 1 MiB per call. */
@@ -428,7 +388,7 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 		return kiln_errf(e, r, "disk '%s': cannot create the overlay: %s: check the directory exists and is writable",
 				 path, strerror(r));
 	}
-	r = pwrite_full(fd, hdr, sizeof(hdr), 0);
+	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (!r && ftruncate(fd, (off_t)(data_off + nblocks * bs)))
 		r = -errno;
 	if (!r && fsync(fd))
@@ -576,7 +536,7 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 		r = kiln_errf(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", overlay_path);
 		goto fail;
 	}
-	r = pread_full(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
+	r = fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
 	if (r) {
 		r = kiln_errf(e, -r, "disk '%s': cannot read the overlay bitmap: %s", overlay_path, strerror(-r));
 		goto fail;
@@ -598,7 +558,7 @@ static int base_read(struct blk *b, uint64_t off, uint8_t *buf, size_t len)
 	if (off < b->base_size)
 		from_base = b->base_size - off < len ? (size_t)(b->base_size - off) : len;
 	memset(buf + from_base, 0, len - from_base);
-	return from_base ? pread_full(b->base_fd, buf, from_base, off) : 0;
+	return from_base ? fd_io_pread_all(b->base_fd, buf, from_base, off) : 0;
 }
 
 /* Bytes from `off` (at most len) covered by blocks whose bit equals that
@@ -620,7 +580,7 @@ static int cow_read(struct blk *b, uint64_t off, uint8_t *buf, size_t len)
 {
 	while (len) {
 		size_t n = cow_run(b, off, len);
-		int r = bit_get(b, off >> b->shift) ? pread_full(b->fd, buf, n, b->data_off + off)
+		int r = bit_get(b, off >> b->shift) ? fd_io_pread_all(b->fd, buf, n, b->data_off + off)
 						     : base_read(b, off, buf, n);
 
 		if (r)
@@ -657,7 +617,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 			/* Allocated: in place. A hole punched in the overlay
 			 * reads as zeros, so discarding frees the space. */
 			n = cow_run(b, off, len);
-			r = src ? pwrite_full(b->fd, src, n, b->data_off + off)
+			r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
 				: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			if (r)
 				return r;
@@ -665,7 +625,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 			if (in == 0 && len >= b->bs) {
 				/* Whole unallocated blocks: nothing to copy up. */
 				n = cow_run(b, off, len) & ~(size_t)(b->bs - 1);
-				r = src ? pwrite_full(b->fd, src, n, b->data_off + off)
+				r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
 					: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			} else {
 				n = b->bs - in < len ? b->bs - in : len;
@@ -676,7 +636,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 					memcpy(b->bounce + in, src, n);
 				else
 					memset(b->bounce + in, 0, n);
-				r = pwrite_full(b->fd, b->bounce, b->bs, b->data_off + (i << b->shift));
+				r = fd_io_pwrite_all(b->fd, b->bounce, b->bs, b->data_off + (i << b->shift));
 			}
 			if (r)
 				return r;
@@ -716,7 +676,7 @@ static int cow_flush(struct blk *b)
 	for (uint64_t p = 0; p < pages; p++) {
 		if (!((b->dirty[p >> 3] >> (p & 7)) & 1))
 			continue;
-		r = pwrite_full(b->fd, b->bitmap + p * COW_PAGE, COW_PAGE, b->bitmap_off + p * COW_PAGE);
+		r = fd_io_pwrite_all(b->fd, b->bitmap + p * COW_PAGE, COW_PAGE, b->bitmap_off + p * COW_PAGE);
 		if (r)
 			return r;
 		wrote = 1;
@@ -737,7 +697,7 @@ int blk_read(struct blk *b, uint64_t off, void *buf, size_t len)
 		return -EINVAL;
 	if (b->kind == BLK_COW)
 		return cow_read(b, off, buf, len);
-	return pread_full(b->fd, buf, len, off);
+	return fd_io_pread_all(b->fd, buf, len, off);
 }
 
 int blk_write(struct blk *b, uint64_t off, const void *buf, size_t len)
@@ -748,7 +708,7 @@ int blk_write(struct blk *b, uint64_t off, const void *buf, size_t len)
 		return -EINVAL;
 	if (b->kind == BLK_COW)
 		return cow_write(b, off, buf, len);
-	return pwrite_full(b->fd, buf, len, off);
+	return fd_io_pwrite_all(b->fd, buf, len, off);
 }
 
 int blk_flush(struct blk *b)

@@ -981,6 +981,11 @@ static int op_write(struct fuse_server *s, struct req *r)
 				return -errno;
 			break;
 		}
+		if (n == 0) { /* nothing moved: stop, or this loop never ends */
+			if (!done)
+				return -EIO;
+			break;
+		}
 		done += (size_t)n;
 	}
 	wo.size = (uint32_t)done;

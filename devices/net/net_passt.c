@@ -29,6 +29,7 @@
 #include <arpa/inet.h>
 
 #include "devices/net/net_passt.h"
+#include "lib/base/fd_io.h"
 
 #define PASST_HDR 4
 #define PASST_IN_CAP (2 * (PASST_HDR + NET_MAX_FRAME))
@@ -278,7 +279,6 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct ki
 	struct in_addr a;
 	char line[40];
 	int fd, n, err = 0;
-	ssize_t w;
 
 	/* One address, nothing else: the line must not carry more lines. */
 	if (inet_pton(AF_INET, resolver, &a) != 1)
@@ -290,9 +290,8 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct ki
 		return kiln_errf(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
 				 resolver, dir, strerror(errno));
 	n = snprintf(line, sizeof(line), "nameserver %s\n", resolver);
-	w = write(fd, line, (size_t)n);
-	if (w != n)
-		err = w < 0 ? errno : EIO;
+	if (fd_io_write_all(fd, line, (size_t)n) < 0)
+		err = errno;
 	/* passt reads it once it may have dropped to nobody. */
 	else if (fchmod(fd, 0644) < 0)
 		err = errno;

@@ -1,4 +1,5 @@
 #include "devices/net/virtio_net.h"
+#include "lib/base/mono.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -55,14 +56,6 @@ int net_parse_mac(const char *s, uint8_t mac[6])
 	for (int i = 0; i < 6; i++)
 		mac[i] = (uint8_t)v[i];
 	return (mac[0] & 1) ? -EINVAL : 0; /* multicast bit: not a station address */
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t net_features(struct virtio_dev *d)
@@ -182,7 +175,7 @@ static void rx_fill(struct vnet *n)
 			n->pending_checked = !n->filter;
 		}
 		if (!n->pending_checked) {
-			uint64_t now = now_ns(), wait;
+			uint64_t now = mono_ns(), wait;
 			size_t len = n->pending - NET_HDR_LEN;
 
 			wait = net_filter_rate_wait_ns(n->filter, NF_INGRESS, len, now);
@@ -239,7 +232,7 @@ static int tx_one(struct vnet *n)
 		return 1;
 	}
 	if (n->filter && !n->tx_checked) {
-		uint64_t now = now_ns(), wait;
+		uint64_t now = mono_ns(), wait;
 
 		wait = net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
 		if (wait && arm_timer(n, wait) == 0) {
@@ -520,7 +513,7 @@ int virtio_net_filter_replace(struct virtio_dev *d, struct net_rules *rules, siz
 		net_rules_free(rules);
 		return -ENODEV;
 	}
-	*cut = net_filter_replace_rules(n->filter, rules, now_ns());
+	*cut = net_filter_replace_rules(n->filter, rules, mono_ns());
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 }

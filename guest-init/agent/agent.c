@@ -199,7 +199,7 @@ static void *conn_main(void *arg)
 		close(j->fd);
 	} else {
 		agent_conn_init(c, j->fd);
-		agent_conn_deadline(c, agent_now_ms() + AGENT_REQUEST_TIMEOUT_MS);
+		agent_conn_deadline(c, mono_ms() + AGENT_REQUEST_TIMEOUT_MS);
 		switch (agent_conn_next(c, AGENT_CTX_REQUEST, &m, &err)) {
 		case 0:
 			dispatch(a, c, &m);

@@ -9,6 +9,7 @@
  * most AGENT_CONN_RBUF bytes are held here whatever `len` claims.
  */
 #include "guest-init/agent/agent_conn.h"
+#include "lib/base/fd_io.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -25,14 +26,6 @@ bool agent_peer_is_host(const struct sockaddr *addr, socklen_t len)
 
 	return len >= (socklen_t)sizeof(*vm) && vm->svm_family == AF_VSOCK &&
 	       vm->svm_cid == VMADDR_CID_HOST;
-}
-
-int64_t agent_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void agent_conn_init(struct agent_conn *c, int fd)
@@ -80,7 +73,7 @@ static int conn_wait(struct agent_conn *c, struct agent_err *err)
 		int r;
 
 		if (c->deadline_ms) {
-			int64_t left = c->deadline_ms - agent_now_ms();
+			int64_t left = c->deadline_ms - mono_ms();
 
 			if (left <= 0)
 				return conn_timeout(err);
@@ -285,33 +278,10 @@ int agent_conn_send(struct agent_conn *c, const struct agent_line *line, const v
 		{ .iov_base = line->data, .iov_len = line->len },
 		{ .iov_base = (void *)payload, .iov_len = payload ? n : 0 },
 	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
 
-	while (iov[0].iov_len || iov[1].iov_len) {
-		/* MSG_NOSIGNAL: a host that went away is an EPIPE for this
-		 * connection, not a SIGPIPE that would kill PID 1. */
-		ssize_t r = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
-		size_t done;
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		done = (size_t)r;
-		for (size_t i = 0; i < 2; i++) {
-			size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
-
-			iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
-			iov[i].iov_len -= d;
-			done -= d;
-		}
-		/* Skip the emptied leading vector so sendmsg never sees a
-		 * zero-length first entry it would have to step over. */
-		mh.msg_iov = iov[0].iov_len ? iov : iov + 1;
-		mh.msg_iovlen = iov[0].iov_len ? 2 : 1;
-	}
-	return 0;
+	/* MSG_NOSIGNAL (fd_io): a host that went away is an EPIPE for this
+	 * connection, not a SIGPIPE that would kill PID 1. */
+	return fd_io_sendv_all(c->fd, iov, 2, NULL, NULL);
 }
 
 int agent_conn_send_line(struct agent_conn *c, struct agent_line *line, int build_rc)

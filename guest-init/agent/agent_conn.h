@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "api/proto/agent_proto.h"
+#include "lib/base/mono.h"
 
 #define AGENT_CONN_RBUF 65536
 
@@ -46,9 +47,6 @@ struct agent_conn {
  * as root, shutdown, configure.
  */
 bool agent_peer_is_host(const struct sockaddr *addr, socklen_t len);
-
-/* Monotonic milliseconds, the clock of every deadline here. */
-int64_t agent_now_ms(void);
 
 void agent_conn_init(struct agent_conn *c, int fd);
 /* Frees the framer and closes fd. */

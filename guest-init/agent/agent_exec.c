@@ -62,7 +62,7 @@ static bool send_output(struct exec_state *s, int i, const uint8_t *buf, size_t 
 	if (!keep)
 		return true;
 	if (s->deadline_ms && !s->killed)
-		send_limit(s, agent_now_ms());
+		send_limit(s, mono_ms());
 	r = agent_line_chunk(&l, streams[i], -1, keep);
 	if (r == 0) {
 		r = agent_conn_send(s->c, &l, buf, keep);
@@ -137,7 +137,7 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 	for (;;) {
 		struct pollfd pf[5];
 		int idx[2] = { -1, -1 }, in_idx = -1, n = 0, wait, left;
-		int64_t now = agent_now_ms();
+		int64_t now = mono_ms();
 
 		if (s->deadline_ms && !s->killed && now >= s->deadline_ms) {
 			agent_proc_kill_group(p, true);
@@ -196,7 +196,7 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 				continue;
 			r = read(*fds[i], buf, AGENT_CHUNK_MAX);
 			if (r > 0) {
-				d.last_ms = agent_now_ms();
+				d.last_ms = mono_ms();
 				if (!send_output(s, i, buf, (size_t)r)) {
 					s->gone = true;
 					return;

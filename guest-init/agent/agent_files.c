@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "guest-init/agent/agent_files_ops.h"
+#include "lib/base/fd_io.h"
 
 /* ---- waiting on FIFOs and devices ---- */
 
@@ -46,48 +47,23 @@ static int fd_wait(struct agent_conn *c, int fd, short events)
 	return 0;
 }
 
+/* fd_io's waiter: fd_wait() on the request's connection, so a host
+ * that went away ends the write (HOST_GONE). */
+static int conn_wait(void *arg, int fd, short events)
+{
+	return fd_wait(arg, fd, events);
+}
+
 /* read() that waits for a non-blocking fd. >= 0, or -errno (or HOST_GONE). */
 static ssize_t read_wait(struct agent_conn *c, int fd, void *buf, size_t n)
 {
-	for (;;) {
-		ssize_t r = read(fd, buf, n);
-		int w;
-
-		if (r >= 0)
-			return r;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		w = fd_wait(c, fd, POLLIN);
-		if (w < 0)
-			return w;
-	}
+	return fd_io_read_some(fd, buf, n, &(struct fd_io_waiter){ conn_wait, c });
 }
 
 /* Write all n bytes to a non-blocking fd. 0 or -errno (or HOST_GONE). */
 static int write_all_wait(struct agent_conn *c, int fd, const uint8_t *p, size_t n)
 {
-	while (n) {
-		ssize_t r = write(fd, p, n);
-		int w;
-
-		if (r > 0) {
-			p += r;
-			n -= (size_t)r;
-			continue;
-		}
-		if (r == 0)
-			return -EIO;
-		if (errno == EINTR)
-			continue;
-		if (errno != EAGAIN)
-			return -errno;
-		w = fd_wait(c, fd, POLLOUT);
-		if (w < 0)
-			return w;
-	}
-	return 0;
+	return fd_io_put_all(fd, p, n, 0, &(struct fd_io_waiter){ conn_wait, c });
 }
 
 /* ---- read ---- */
@@ -286,7 +262,7 @@ void op_write(struct agent_conn *c, struct agent_msg *req)
 		struct agent_err err;
 		int r;
 
-		agent_conn_deadline(c, agent_now_ms() + AGENT_UPLOAD_IDLE_MS);
+		agent_conn_deadline(c, mono_ms() + AGENT_UPLOAD_IDLE_MS);
 		r = agent_conn_next(c, AGENT_CTX_UPLOAD, &m, &err);
 		if (r == 1) {
 			/* The host left without `end`: what was written stays. */

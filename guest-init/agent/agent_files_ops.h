@@ -78,9 +78,6 @@ int fs_dir_mode_fixup(int dirfd, const char *name, mode_t mode);
 /* openat2() with `resolve` flags and O_CLOEXEC; fd or -errno. */
 int fs_openat2(int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve);
 
-/* Write all n bytes (short writes and EINTR retried). 0 or -errno. */
-int fs_write_all(int fd, const void *buf, size_t n);
-
 /* st_mtim as nanoseconds since the epoch, saturated to int64. */
 int64_t fs_mtime_ns(const struct stat *st);
 

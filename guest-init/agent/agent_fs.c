@@ -266,26 +266,6 @@ int fs_mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-int fs_write_all(int fd, const void *buf, size_t n)
-{
-	const uint8_t *p = buf;
-
-	while (n) {
-		ssize_t r = write(fd, p, n);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 int64_t fs_mtime_ns(const struct stat *st)
 {
 	int64_t ns;

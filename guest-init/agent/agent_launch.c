@@ -15,14 +15,6 @@
 #include "guest-init/agent/agent_env.h"
 #include "guest-init/sys/child.h"
 
-int64_t agent_mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* What the child reports through the error pipe before it exits 127. */
 enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_USER, STAGE_CWD, STAGE_EXEC };
 
@@ -273,7 +265,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 	for (int i = 0; i < 3; i++)
 		pl.fd[i] = f.child[i];
 
-	io->start_us = agent_mono_us();
+	io->start_us = mono_us();
 	reaper_fork_lock(r);
 	pid = fork();
 	if (pid == 0)

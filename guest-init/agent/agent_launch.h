@@ -29,6 +29,7 @@
 
 #include "api/proto/agent_proto.h"
 #include "guest-init/sys/reaper.h"
+#include "lib/base/mono.h"
 
 struct agent_launch_io {
 	pid_t pid;
@@ -47,8 +48,5 @@ struct agent_launch_io {
 int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what,
 		 const struct agent_proc_req *req, bool pty, struct reaper_child *rc,
 		 struct agent_launch_io *io, struct agent_err *err);
-
-/* CLOCK_MONOTONIC in microseconds. */
-int64_t agent_mono_us(void);
 
 #endif

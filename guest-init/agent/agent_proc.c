@@ -25,11 +25,6 @@ int agent_procs_init(struct agent_procs *t, struct reaper *r, const struct rlimi
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	return agent_mono_us() / 1000;
-}
-
 static void poke(int efd)
 {
 	uint64_t one = 1;
@@ -50,7 +45,7 @@ static void proc_on_exit(struct reaper_child *rc)
 	p->exited = true;
 	p->status = rc->status;
 	p->ru = rc->ru;
-	p->reap_us = agent_mono_us();
+	p->reap_us = mono_us();
 	agent_proc_notify(p);
 	poke(p->wake_fd);
 	pthread_mutex_unlock(&p->tab->lock);
@@ -568,7 +563,7 @@ static void *pump_main(void *arg)
 
 	for (;;) {
 		struct pollfd pf[3];
-		int64_t now = now_ms();
+		int64_t now = mono_ms();
 		int wait = -1, left, n = 0, idx[2] = { -1, -1 };
 
 		if (deadline && !killed && now >= deadline) {
@@ -615,7 +610,7 @@ static void *pump_main(void *arg)
 				agent_ring_write(&p->ring, streams[i], buf, (size_t)r);
 				agent_proc_notify(p);
 				pthread_mutex_unlock(&t->lock);
-				d.last_ms = now_ms();
+				d.last_ms = mono_ms();
 			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
 				/* EOF, or EIO from a pty master whose slave side is gone. */
 				close(*fds[i]);

@@ -350,7 +350,7 @@ void agent_serve_stdin(struct agent *a, struct agent_conn *c, struct agent_msg *
 	while (c->payload_left) {
 		/* The host gets the request timeout for each chunk; the
 		 * process may take as long as it likes to read them. */
-		agent_conn_deadline(c, agent_now_ms() + AGENT_REQUEST_TIMEOUT_MS);
+		agent_conn_deadline(c, mono_ms() + AGENT_REQUEST_TIMEOUT_MS);
 		got = agent_conn_payload(c, buf, AGENT_CHUNK_MAX, &err);
 		if (got < 0) {
 			agent_conn_send_err(c, &err);
@@ -440,7 +440,7 @@ void agent_serve_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m
 		return;
 	}
 	if (m->u.ctl.timeout_ms)
-		deadline = agent_now_ms() + m->u.ctl.timeout_ms;
+		deadline = mono_ms() + m->u.ctl.timeout_ms;
 	for (;;) {
 		bool done;
 		int left = -1;
@@ -455,7 +455,7 @@ void agent_serve_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m
 			break;
 		}
 		if (deadline) {
-			int64_t l = deadline - agent_now_ms();
+			int64_t l = deadline - mono_ms();
 
 			if (l <= 0) {
 				agent_reply_error(c, AGENT_E_TIMEOUT,

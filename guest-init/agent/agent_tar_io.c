@@ -36,6 +36,7 @@
 #include "guest-init/agent/agent_files_ops.h"
 #include "api/proto/agent_tar.h"
 #include "guest-init/agent/agent_walk.h"
+#include "lib/base/fd_io.h"
 
 #define CONFINED (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
 
@@ -313,7 +314,7 @@ static int upload_feed(struct upload *u, const uint8_t *buf, size_t n)
 				return -1;
 			break;
 		case TAR_EV_DATA:
-			r = fs_write_all(u->fd, ev.data, ev.data_len);
+			r = fd_io_write_all(u->fd, ev.data, ev.data_len);
 			if (r < 0)
 				return member_errno(u, ev.member, "writing", r);
 			break;
@@ -413,7 +414,7 @@ void op_tar_upload(struct agent_conn *c, struct agent_msg *req)
 		struct agent_msg m;
 		struct agent_err err;
 
-		agent_conn_deadline(c, agent_now_ms() + AGENT_UPLOAD_IDLE_MS);
+		agent_conn_deadline(c, mono_ms() + AGENT_UPLOAD_IDLE_MS);
 		r = agent_conn_next(c, AGENT_CTX_UPLOAD, &m, &err);
 		if (r == 1) {
 			/* The host left without `end`: what was extracted stays. */

@@ -53,7 +53,7 @@ static int tcp_open(const struct agent_tcp_req *t)
 				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
 	const struct sockaddr *sa = t->family == AF_INET6 ? (struct sockaddr *)&in6 : (struct sockaddr *)&in4;
 	socklen_t salen = t->family == AF_INET6 ? sizeof(in6) : sizeof(in4);
-	int64_t deadline = agent_now_ms() + AGENT_TCP_CONNECT_MS;
+	int64_t deadline = mono_ms() + AGENT_TCP_CONNECT_MS;
 	int fd = socket(t->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int e = 0;
 	socklen_t elen = sizeof(e);
@@ -69,7 +69,7 @@ static int tcp_open(const struct agent_tcp_req *t)
 	}
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		int64_t left = deadline - agent_now_ms();
+		int64_t left = deadline - mono_ms();
 		int r;
 
 		if (left <= 0) {

@@ -14,6 +14,7 @@
 #include <linux/rtnetlink.h>
 
 #include "guest-init/sys/netconf.h"
+#include "lib/base/fd_io.h"
 
 #define NL_BUF 32768
 #define ADDRS_MAX 64 /* global addresses removed per family before adding one */
@@ -357,7 +358,6 @@ int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf,
 	char tmp[4200], text[AGENT_DNS_MAX * 64 + 64];
 	size_t len = 0;
 	int fd, e = 0;
-	ssize_t w;
 
 	if (!r->has_dns)
 		return 0;
@@ -373,9 +373,8 @@ int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf,
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return fail(err, errno, "writing %s", tmp);
-	w = write(fd, text, len);
-	if (w != (ssize_t)len)
-		e = w < 0 ? errno : EIO;
+	if (fd_io_write_all(fd, text, len) < 0)
+		e = errno;
 	if (close(fd) < 0 && !e)
 		e = errno;
 	if (!e && rename(tmp, resolv_conf) < 0)

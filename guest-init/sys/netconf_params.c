@@ -7,6 +7,7 @@
 
 #include "guest-init/sys/netconf.h"
 #include "guest-init/sys/params.h"
+#include "lib/base/num_parse.h"
 
 /* Long enough for any valid value; longer ones are invalid anyway. */
 #define VALUE_MAX 256
@@ -59,12 +60,9 @@ static void parse_dns(struct netconf_boot *b, const char *v)
 
 static void parse_mtu(struct netconf_boot *b, const char *v)
 {
-	char *end;
-	unsigned long mtu;
+	uint64_t mtu;
 
-	errno = 0;
-	mtu = strtoul(v, &end, 10);
-	if (!v[0] || *end || errno || v[0] == '-' || v[0] == '+' || mtu < 68 || mtu > 65535) {
+	if (num_parse_u64(v, 10, 68, 65535, &mtu)) {
 		complain(b, "kiln.mtu='%.60s': must be an integer from 68 to 65535; ignored", v);
 		return;
 	}

@@ -8,20 +8,13 @@
 #include <unistd.h>
 
 #include "guest-init/sys/say.h"
+#include "lib/base/mono.h"
 
 void shutdown_init(struct shutdown *s, const struct milestone *ms, struct reaper *r)
 {
 	pthread_mutex_init(&s->lock, NULL);
 	s->ms = ms;
 	s->reaper = r;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 void shutdown_run(struct shutdown *s, uint32_t grace_ms)

@@ -1,18 +1,11 @@
 /* Two-way byte relay between stream sockets; see sock_relay.h. */
 #include "lib/base/sock_relay.h"
+#include "lib/base/mono.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
-
-static int64_t relay_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* A failure that only means "try again later". */
 static bool transient(int e)
@@ -66,7 +59,7 @@ static void dir_finish(struct sock_relay_dir *d, int to)
 
 enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 {
-	int64_t last_move = relay_now_ms();
+	int64_t last_move = mono_ms();
 
 	*errnum = 0;
 	for (;;) {
@@ -78,7 +71,7 @@ enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 		if (r->dir[0].done && r->dir[1].done)
 			return SOCK_RELAY_DONE;
 		if (r->half_idle_ms > 0 && (r->dir[0].done || r->dir[1].done)) {
-			int64_t left = last_move + r->half_idle_ms - relay_now_ms();
+			int64_t left = last_move + r->half_idle_ms - mono_ms();
 
 			if (left <= 0)
 				return SOCK_RELAY_IDLE;
@@ -130,7 +123,7 @@ enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 					return SOCK_RELAY_FAILED;
 				}
 				if (m)
-					last_move = relay_now_ms();
+					last_move = mono_ms();
 			}
 			if ((p[i].events & POLLOUT) && (ev & (POLLOUT | POLLHUP | POLLERR))) {
 				m = dir_write(&r->dir[1 - i], r->fd[i]);
@@ -139,7 +132,7 @@ enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 					return SOCK_RELAY_FAILED;
 				}
 				if (m)
-					last_move = relay_now_ms();
+					last_move = mono_ms();
 			}
 		}
 	}

@@ -1,4 +1,5 @@
 #include "lib/netrules/net_addr.h"
+#include "lib/base/num_parse.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -111,17 +112,10 @@ int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen
 	prefix = max;
 	if (slash) {
 		const char *p = slash + 1;
-		char *end;
-		unsigned long v;
+		uint64_t v;
 
-		/* Digits only: strtoul would take "+8", " 8" and "0x8". */
-		if (*p < '0' || *p > '9' || strlen(p) > 3) {
-			snprintf(why, whylen, "prefix length must be 0..%u for %s", max,
-				 max == 32 ? "IPv4" : "IPv6");
-			return -EINVAL;
-		}
-		v = strtoul(p, &end, 10);
-		if (*end || v > max) {
+		/* At most 3 digits ("008" but not "0008"), nothing else. */
+		if (strlen(p) > 3 || num_parse_u64(p, 10, 0, max, &v)) {
 			snprintf(why, whylen, "prefix length must be 0..%u for %s", max,
 				 max == 32 ? "IPv4" : "IPv6");
 			return -EINVAL;

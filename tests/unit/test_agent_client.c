@@ -28,6 +28,8 @@
 #include <unistd.h>
 
 #include "api/agent-client/agent_client.h"
+#include "lib/base/mono.h"
+#include "lib/base/version.h"
 
 /* ---- the fake agent ---- */
 
@@ -309,14 +311,6 @@ static struct agent_client client_for(const struct fake *f, int timeout_ms)
 	return c;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void assert_err(const struct agent_client_err *e, enum agent_fail fail, enum agent_code code)
 {
 	if (e->fail != fail || e->code != code)
@@ -524,7 +518,7 @@ static void test_info(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_info(&c, &info, &e), 0);
 	assert_int_equal(info.protocol, 1);
-	assert_string_equal(info.agent_version, "0.1.0");
+	assert_string_equal(info.agent_version, KILN_VERSION);
 	assert_string_equal(info.kernel, "6.1.0-kiln");
 	assert_string_equal(info.hostname, "kiln");
 	assert_int_equal(info.cpus, 2);

@@ -209,7 +209,7 @@ static void test_split_stream(void **state)
 		struct writer w;
 
 		pair_open(&p);
-		agent_conn_deadline(p.c, agent_now_ms() + 10000);
+		agent_conn_deadline(p.c, mono_ms() + 10000);
 		writer_start(&w, p.peer, stream, strlen(stream), steps[i], 200, true);
 		expect_stream(p.c, chunks[i]);
 		writer_join(&w);
@@ -280,12 +280,12 @@ static void test_oversize_header(void **state)
 	memset(big, ' ', 70000);
 	big[0] = '{';
 	pair_open(&p);
-	agent_conn_deadline(p.c, agent_now_ms() + 20000);
+	agent_conn_deadline(p.c, mono_ms() + 20000);
 	writer_start(&w, p.peer, big, 70000, 70000, 0, false);
-	t0 = agent_now_ms();
+	t0 = mono_ms();
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_REQUEST, &m, &err), -1);
 	assert_int_equal(err.code, AGENT_E_HEADER_TOO_LONG);
-	assert_true(agent_now_ms() - t0 < 5000);
+	assert_true(mono_ms() - t0 < 5000);
 	/* Unblock the writer if it still has bytes in flight. */
 	agent_conn_close(p.c);
 	writer_join(&w);
@@ -305,12 +305,12 @@ static void test_deadline(void **state)
 
 	(void)state;
 	pair_open(&p);
-	t0 = agent_now_ms();
+	t0 = mono_ms();
 	agent_conn_deadline(p.c, t0 + 100);
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_REQUEST, &m, &err), -1);
 	assert_int_equal(err.code, AGENT_E_TIMEOUT);
-	assert_true(agent_now_ms() - t0 >= 100);
-	assert_true(agent_now_ms() - t0 < 2000);
+	assert_true(mono_ms() - t0 >= 100);
+	assert_true(mono_ms() - t0 < 2000);
 
 	pair_close(&p);
 
@@ -319,15 +319,15 @@ static void test_deadline(void **state)
 	puts_(p.peer, "{\"type\":\"write\",\"path\":\"/x\",\"len\":10}\nabc");
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_REQUEST, &m, &err), 0);
 	assert_int_equal(agent_conn_payload(p.c, buf, sizeof(buf), &err), 3);
-	t0 = agent_now_ms();
+	t0 = mono_ms();
 	agent_conn_deadline(p.c, t0 + 100);
 	assert_int_equal(agent_conn_payload(p.c, buf, sizeof(buf), &err), -1);
 	assert_int_equal(err.code, AGENT_E_TIMEOUT);
-	assert_true(agent_now_ms() - t0 < 2000);
+	assert_true(mono_ms() - t0 < 2000);
 	agent_msg_free(&m);
 
 	/* A deadline already in the past fails without waiting. */
-	agent_conn_deadline(p.c, agent_now_ms() - 1);
+	agent_conn_deadline(p.c, mono_ms() - 1);
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_UPLOAD, &m, &err), -1);
 	assert_int_equal(err.code, AGENT_E_TIMEOUT);
 	pair_close(&p);
@@ -349,12 +349,12 @@ static void test_trickle_cannot_extend_deadline(void **state)
 	slow[0] = '{';
 	pair_open(&p);
 	writer_start(&w, p.peer, slow, sizeof(slow), 1, 20000, false);
-	t0 = agent_now_ms();
+	t0 = mono_ms();
 	agent_conn_deadline(p.c, t0 + 200);
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_REQUEST, &m, &err), -1);
 	assert_int_equal(err.code, AGENT_E_TIMEOUT);
-	assert_true(agent_now_ms() - t0 >= 200);
-	assert_true(agent_now_ms() - t0 < 2000);
+	assert_true(mono_ms() - t0 >= 200);
+	assert_true(mono_ms() - t0 < 2000);
 	agent_conn_close(p.c);
 	writer_join(&w);
 	free(p.c);
@@ -421,7 +421,7 @@ static void test_skip_payload(void **state)
 	n += (size_t)sprintf((char *)s + n, "{\"type\":\"end\"}\n");
 
 	pair_open(&p);
-	agent_conn_deadline(p.c, agent_now_ms() + 10000);
+	agent_conn_deadline(p.c, mono_ms() + 10000);
 	writer_start(&w, p.peer, s, n, 5000, 0, true);
 	assert_int_equal(agent_conn_next(p.c, AGENT_CTX_UPLOAD, &m, &err), 0);
 	assert_int_equal(m.len, big);
@@ -490,7 +490,7 @@ static void test_errors_pass_through(void **state)
 
 		pair_open(&p);
 		puts_(p.peer, cases[i].in);
-		agent_conn_deadline(p.c, agent_now_ms() + 5000);
+		agent_conn_deadline(p.c, mono_ms() + 5000);
 		assert_int_equal(agent_conn_next(p.c, cases[i].ctx, &m, &err), -1);
 		assert_int_equal(err.code, cases[i].code);
 		pair_close(&p);

@@ -55,7 +55,7 @@ static void *server_main(void *arg)
 	if (!c)
 		return NULL;
 	agent_conn_init(c, s->fd);
-	agent_conn_deadline(c, agent_now_ms() + 5000);
+	agent_conn_deadline(c, mono_ms() + 5000);
 	switch (agent_conn_next(c, AGENT_CTX_REQUEST, &m, &err)) {
 	case 0:
 		agent_files_serve(c, &m);

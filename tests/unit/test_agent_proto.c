@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "api/proto/agent_proto.h"
+#include "lib/base/version.h"
 
 /* ---- framing helpers ---- */
 
@@ -1336,7 +1337,7 @@ static void test_line_info_exit(void **state)
 
 	(void)state;
 	assert_line(agent_line_info(&l, &info), &l,
-		    "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"" AGENT_VERSION "\","
+		    "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"" KILN_VERSION "\","
 		    "\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":2,\"mem_total\":130023424,"
 		    "\"mem_available\":110100480,\"uptime_ms\":412,\"time_ns\":1732312345123456789,"
 		    "\"processes\":0}\n");
@@ -1540,31 +1541,6 @@ static void test_documented(void **state)
 	free(doc);
 }
 
-static void test_utf8(void **state)
-{
-	char out[16];
-
-	(void)state;
-	assert_true(agent_utf8_valid("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", 15));
-	assert_false(agent_utf8_valid("\x80", 1));
-	assert_false(agent_utf8_valid("\xc3", 1));         /* cut short */
-	assert_false(agent_utf8_valid("\xc1\xbf", 2));     /* overlong */
-	assert_false(agent_utf8_valid("\xe0\x80\xaf", 3)); /* overlong */
-	assert_false(agent_utf8_valid("\xed\xb0\x80", 3)); /* surrogate */
-	assert_false(agent_utf8_valid("\xf5\x80\x80\x80", 4));
-	assert_false(agent_utf8_lossy("plain", 5, out, sizeof(out)));
-	assert_string_equal(out, "plain");
-	assert_true(agent_utf8_lossy("a\xff" "b", 3, out, sizeof(out)));
-	assert_string_equal(out, "a\xef\xbf\xbd" "b");
-	assert_true(agent_utf8_lossy("x\xe2\x82", 3, out, sizeof(out))); /* cut euro sign */
-	assert_string_equal(out, "x\xef\xbf\xbd\xef\xbf\xbd");
-	/* The output limit never splits a character. */
-	assert_false(agent_utf8_lossy("ab\xe2\x82\xac", 5, out, 5));
-	assert_string_equal(out, "ab");
-	assert_false(agent_utf8_lossy("abc", 3, out, 1));
-	assert_string_equal(out, "");
-}
-
 static void test_validators(void **state)
 {
 	struct agent_addr a;
@@ -1629,7 +1605,6 @@ int main(void)
 		cmocka_unit_test(test_line_roundtrip),
 		cmocka_unit_test(test_codes),
 		cmocka_unit_test(test_documented),
-		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_validators),
 	};
 

@@ -33,14 +33,7 @@
 #include "guest-init/agent/agent_conn.h"
 #include "guest-init/agent/agent_tcp.h"
 #include "lib/base/sock_relay.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#include "lib/base/mono.h"
 
 static void pair(int sv[2])
 {

@@ -18,7 +18,8 @@
 #include "api/kilnd/api_error.h"
 #include "api/kilnd/exec_render.h"
 #include "api/kilnd/metrics.h"
-#include "lib/base/text_codec.h"
+#include "lib/base/base64.h"
+#include "lib/base/utf8.h"
 #include "api/kilnd/vmm_argv.h"
 #include "api/kilnd/vmm_output.h"
 
@@ -49,9 +50,9 @@ static void test_utf8(void **state)
 
 	char out[64];
 
-	assert_int_equal(utf8_sanitize(U("a\xffz"), 3, false, out), 5);
+	assert_int_equal(utf8_lossy(out, sizeof(out), U("a\xffz"), 3, 0, NULL), 5);
 	assert_string_equal(out, "a\xef\xbf\xbdz");
-	utf8_sanitize(U("\x1b[31mred\r\tx\x7f"), 12, true, out);
+	utf8_lossy(out, sizeof(out), U("\x1b[31mred\r\tx\x7f"), 12, UTF8_DROP_CONTROLS, NULL);
 	assert_string_equal(out, "[31mred\tx");
 }
 

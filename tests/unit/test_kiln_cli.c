@@ -92,21 +92,6 @@ static void test_scan_errors(void **state)
 	assert_string_equal(s.err, "");
 }
 
-static void test_parse_uint_strict(void **state)
-{
-	static const char *const bad[] = { "", "-1", "+1", " 1", "1 ", "0x10", "1.0", "18446744073709551616", "abc" };
-	unsigned long long v;
-
-	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(cli_parse_uint(bad[i], 0, ~0ULL, &v), -EINVAL);
-	assert_int_equal(cli_parse_uint(NULL, 0, 10, &v), -EINVAL);
-	assert_int_equal(cli_parse_uint("11", 0, 10, &v), -EINVAL);
-	assert_int_equal(cli_parse_uint("0", 1, 10, &v), -EINVAL);
-	assert_int_equal(cli_parse_uint("007", 0, 10, &v), 0);
-	assert_int_equal(v, 7);
-}
-
 static void test_kv_and_share(void **state)
 {
 	json_t *o = json_object(), *a = json_array();
@@ -631,7 +616,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_scan_globals_anywhere),
 		cmocka_unit_test(test_scan_errors),
-		cmocka_unit_test(test_parse_uint_strict),
 		cmocka_unit_test(test_kv_and_share),
 		cmocka_unit_test(test_create_body),
 		cmocka_unit_test(test_exec_parse),
