@@ -82,8 +82,10 @@ $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h guest-init/agent/*.h 
 # Host-side agent client CLI (api/): links the guest's protocol layer so
 # both ends share one framer and parser.
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c)
-AGENT_CLI_SRCS := api/kiln-agent/kiln-agent.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
-$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/proto/agent_proto.h
+# kiln-agent.c is main and the command table; ka_cmd_<group>.c the commands.
+AGENT_CLI_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c \
+	lib/base/text_codec.c
+$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/kiln-agent/*.h api/agent-client/*.h) api/proto/agent_proto.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
 
