@@ -98,8 +98,10 @@ KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_r
 # Background processes and the tty stream (docs/api.md, "Processes").
 KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_escape.c
 # Snapshots (docs/api.md, "Pause, checkpoints, forks, hibernation"): the
-# control socket client is tested against a fake kiln-vmm.
-KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c api/kilnd/vmm_control_reply.c
+# control socket client is tested against a fake kiln-vmm; its codec is
+# kiln-vmm's own (vmm/control/control_proto.c, in SAN_OBJS through the VMM
+# library, so linked into kilnd only).
+KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c
 # Networking (docs/api.md, "Networking and firewall"): rule sets are
 # validated by the VMM's own parser (lib/netrules/net_rules.c, already in
 # SAN_OBJS through the VMM library, so linked into kilnd only).
@@ -113,6 +115,7 @@ KILND_SRCS += api/kilnd/stream_job.c api/kilnd/handle_fs.c api/kilnd/handle_arch
 KILND_SRCS += lib/base/sock_relay.c
 KILND_SRCS += api/kilnd/sandbox_snap.c api/kilnd/sandbox_fork.c api/kilnd/handle_snapshots.c
 KILND_SRCS += api/kilnd/sandbox_firewall.c api/kilnd/handle_firewall.c lib/netrules/net_rules.c lib/netrules/net_addr.c
+KILND_SRCS += vmm/control/control_proto.c
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
 

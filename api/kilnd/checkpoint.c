@@ -40,7 +40,7 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
 }
 
 /* The sizes every snapshot object carries. */
-static int add_sizes(json_t *o, const struct vmm_ctl_reply *r)
+static int add_sizes(json_t *o, const struct control_reply *r)
 {
 	return json_object_set_new(o, "memory_bytes", json_integer((json_int_t)r->memory_bytes)) |
 	       json_object_set_new(o, "memory_stored_bytes", json_integer((json_int_t)r->memory_stored_bytes)) |
@@ -52,7 +52,7 @@ static int add_sizes(json_t *o, const struct vmm_ctl_reply *r)
 }
 
 json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms, bool compressed,
-			  bool paused, const struct vmm_ctl_reply *r)
+			  bool paused, const struct control_reply *r)
 {
 	char at[40];
 	json_t *o;
@@ -67,7 +67,7 @@ json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t crea
 	return o;
 }
 
-json_t *hibernation_object(int64_t at_ms, const struct vmm_ctl_reply *r)
+json_t *hibernation_object(int64_t at_ms, const struct control_reply *r)
 {
 	char at[40];
 	json_t *o;

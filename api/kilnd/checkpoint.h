@@ -53,10 +53,10 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
  * disk copies), snapshot_ms (how long the guest was paused for it).
  */
 json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms, bool compressed,
-			  bool paused, const struct vmm_ctl_reply *r);
+			  bool paused, const struct control_reply *r);
 
 /* The hibernation object of a sandbox: at, the same sizes, snapshot_ms. */
-json_t *hibernation_object(int64_t at_ms, const struct vmm_ctl_reply *r);
+json_t *hibernation_object(int64_t at_ms, const struct control_reply *r);
 
 /* A checkpoint object read back from meta.json, checked whole. 0 or -1 with e. */
 int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err *e);

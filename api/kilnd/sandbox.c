@@ -335,7 +335,7 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 {
 	struct kilnd *d = sb->d;
 	enum sandbox_state to;
-	struct vmm_ctl_reply rep;
+	struct control_reply rep;
 	struct api_err ce;
 	bool was_paused;
 
@@ -352,7 +352,7 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 	sb_unlock(d);
 	/* A paused guest cannot shut down: let it run for its clean stop, or
 	 * kill it when kiln-vmm will not resume it. */
-	if (was_paused && vmm_control_call(sb->control, VMM_CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
+	if (was_paused && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
 		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.message);
 		sb_lock(d);
 		sb_kill_locked(sb);

@@ -60,7 +60,7 @@ static int pause_or_resume(struct sandbox *sb, bool pause, json_t **view, struct
 {
 	struct kilnd *d = sb->d;
 	enum sandbox_event ev = pause ? SB_EV_PAUSE : SB_EV_RESUME;
-	struct vmm_ctl_reply rep;
+	struct control_reply rep;
 	enum sandbox_state to;
 	int r;
 
@@ -72,7 +72,7 @@ static int pause_or_resume(struct sandbox *sb, bool pause, json_t **view, struct
 	}
 	sb->busy_op = pause ? "pause" : "resume";
 	sb_unlock(d);
-	r = vmm_control_call(sb->control, pause ? VMM_CTL_PAUSE : VMM_CTL_RESUME, NULL, false,
+	r = vmm_control_call(sb->control, pause ? CTL_PAUSE : CTL_RESUME, NULL, false,
 			     VMM_CONTROL_TIMEOUT_MS, &rep, e);
 	sb_lock(d);
 	sb->busy_op = NULL;
@@ -116,7 +116,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 {
 	struct kilnd *d = sb->d;
 	char dir[PATH_MAX], parent[PATH_MAX];
-	struct vmm_ctl_reply rep;
+	struct control_reply rep;
 	enum sandbox_state to;
 	json_t *obj = NULL;
 	bool paused;
@@ -155,7 +155,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id, parent, strerror(errno));
 		r = -1;
 	} else {
-		r = vmm_control_call(sb->control, VMM_CTL_SNAPSHOT, dir, req->compress, SNAPSHOT_TIMEOUT_MS, &rep, e);
+		r = vmm_control_call(sb->control, CTL_SNAPSHOT, dir, req->compress, SNAPSHOT_TIMEOUT_MS, &rep, e);
 	}
 	if (r == 0) {
 		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused, &rep);
@@ -368,7 +368,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	char dir[PATH_MAX];
-	struct vmm_ctl_reply rep;
+	struct control_reply rep;
 	struct api_err ce;
 	enum sandbox_state to;
 	bool was_paused, paused_here = false;
@@ -396,11 +396,11 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	/* Paused first, and it stays paused after the snapshot: nothing the
 	 * guest does between the snapshot and the kill can be lost. */
 	if (!was_paused) {
-		if (vmm_control_call(sb->control, VMM_CTL_PAUSE, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e))
+		if (vmm_control_call(sb->control, CTL_PAUSE, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e))
 			goto fail;
 		paused_here = true;
 	}
-	if (vmm_control_call(sb->control, VMM_CTL_SNAPSHOT, dir, false, SNAPSHOT_TIMEOUT_MS, &rep, e))
+	if (vmm_control_call(sb->control, CTL_SNAPSHOT, dir, false, SNAPSHOT_TIMEOUT_MS, &rep, e))
 		goto fail;
 
 	sb_lock(d);
@@ -426,7 +426,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	return 0;
 
 fail:
-	if (paused_here && vmm_control_call(sb->control, VMM_CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
+	if (paused_here && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
 		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.message);
 	sb_lock(d);
 	/* Back to what it was, in one hold of the lock; if the VMM died on

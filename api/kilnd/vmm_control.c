@@ -147,41 +147,57 @@ io_fail:
 	return -1;
 }
 
-int vmm_control_call(const char *sock_path, enum vmm_ctl_op op, const char *dir, bool compress, int timeout_ms,
-		     struct vmm_ctl_reply *out, struct api_err *e)
+int vmm_control_run(const char *sock_path, const struct control_cmd *cmd, int timeout_ms,
+		    struct control_reply *out, struct api_err *e)
 {
-	char line[VMM_CONTROL_LINE_MAX + 1], *reply;
+	char why[API_ERR_MESSAGE_MAX], *line, *reply;
 	size_t len;
 	int r;
 
-	if (vmm_control_line(op, dir, compress, line, sizeof(line) - 1, e))
+	memset(out, 0, sizeof(*out));
+	r = control_request(cmd, &line, &len, why, sizeof(why));
+	if (r) {
+		api_err_set(e, r == -EINVAL ? API_E_BAD_FIELD : API_E_INTERNAL, "%s", why);
 		return -1;
-	len = strlen(line);
-	line[len++] = '\n';
-	if (exchange(sock_path, line, len, VMM_CONTROL_REPLY_MAX, timeout_ms, &reply, e))
+	}
+	r = exchange(sock_path, line, len, control_reply_max(cmd->op), timeout_ms, &reply, e);
+	free(line);
+	if (r)
 		return -1;
-	r = vmm_control_reply_parse(reply, op, out, e);
+	r = control_reply_parse(reply, cmd->op, out, why, sizeof(why));
 	free(reply);
-	return r;
+	if (r) {
+		api_err_set(e, API_E_INTERNAL, "%s", why);
+		return -1;
+	}
+	return 0;
+}
+
+int vmm_control_call(const char *sock_path, enum control_op op, const char *dir, bool compress, int timeout_ms,
+		     struct control_reply *out, struct api_err *e)
+{
+	struct control_cmd cmd = { .op = op, .compress = compress, .dir = dir };
+
+	return vmm_control_run(sock_path, &cmd, timeout_ms, out, e);
 }
 
 int vmm_control_firewall(const char *sock_path, const char *rules, int timeout_ms, size_t *cut, json_t **obj,
 			 struct api_err *e)
 {
-	char *line = vmm_control_firewall_line(rules, e), *reply;
-	size_t len;
-	int r;
+	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, .json = rules };
+	struct control_reply rep;
 
-	if (!line)
+	if (cut)
+		*cut = 0;
+	if (obj)
+		*obj = NULL;
+	if (vmm_control_run(sock_path, &cmd, timeout_ms, &rep, e))
 		return -1;
-	len = strlen(line);
-	line[len++] = '\n'; /* vmm_control_firewall_line leaves room for it */
-	r = exchange(sock_path, line, len, rules ? VMM_CONTROL_REPLY_MAX : VMM_CONTROL_FIREWALL_REPLY_MAX,
-		     timeout_ms, &reply, e);
-	free(line);
-	if (r)
-		return -1;
-	r = vmm_control_firewall_reply_parse(reply, rules != NULL, cut, obj, e);
-	free(reply);
-	return r;
+	if (cut)
+		*cut = rep.cut;
+	if (obj)
+		*obj = rep.firewall;
+	else
+		json_decref(rep.firewall);
+	return 0;
 }

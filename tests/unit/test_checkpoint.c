@@ -71,7 +71,7 @@ static void test_request_body(void **state)
 	assert_int_equal(req("{\"name\":\"cp\",\"compress\":\"yes\"}", &r, msg), API_E_BAD_FIELD);
 }
 
-static const struct vmm_ctl_reply snap = { .memory_bytes = 134217728, .memory_stored_bytes = 9437184,
+static const struct control_reply snap = { .memory_bytes = 134217728, .memory_stored_bytes = 9437184,
 					   .state_bytes = 70000, .disk_bytes = 4096, .ms = 41.5 };
 
 static void test_object_and_validate(void **state)
