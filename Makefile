@@ -106,7 +106,7 @@ KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c
 # validated by the VMM's own parser (lib/netrules/net_rules.c, already in
 # SAN_OBJS through the VMM library, so linked into kilnd only).
 KILND_PURE_SRCS += api/kilnd/firewall_spec.c
-KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/http.c api/kilnd/listen.c api/kilnd/images.c \
+KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/dispatch.c api/kilnd/http.c api/kilnd/listen.c api/kilnd/images.c \
 	api/kilnd/sandbox.c api/kilnd/sandboxes.c api/kilnd/sandbox_vmm.c api/kilnd/sandbox_store.c api/kilnd/supervise.c \
 	api/kilnd/handle_sandboxes.c api/kilnd/handle_exec.c \
 	api/kilnd/handle_files.c api/kilnd/handle_misc.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c

@@ -8,6 +8,9 @@
 
 #include "api/kilnd/http.h"
 
+/* dispatch.c: one handler per route operation, for http_start(). */
+extern const http_handler_fn dispatch_handlers[OP_COUNT];
+
 /* handle_misc.c */
 void handle_health(struct http_req *r);
 void handle_metrics(struct http_req *r);

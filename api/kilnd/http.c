@@ -10,59 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "api/kilnd/handlers.h"
-
 /* Connections at once: each is a thread. */
 #define HTTP_CONNECTION_LIMIT 256
 /* The most kilnd reads and drops to answer 413 after a whole body. */
 #define HTTP_DISCARD_MAX (64u << 20)
 
-typedef void (*handler_fn)(struct http_req *r);
-
-static const handler_fn handlers[] = {
-	[OP_HEALTH] = handle_health,
-	[OP_METRICS] = handle_metrics,
-	[OP_IMAGES_LIST] = handle_images,
-	[OP_SANDBOX_LIST] = handle_sandbox_list,
-	[OP_SANDBOX_CREATE] = handle_sandbox_create,
-	[OP_SANDBOX_GET] = handle_sandbox_get,
-	[OP_SANDBOX_DELETE] = handle_sandbox_delete,
-	[OP_SANDBOX_START] = handle_sandbox_start,
-	[OP_SANDBOX_STOP] = handle_sandbox_stop,
-	[OP_EXEC] = handle_exec,
-	[OP_FILE_GET] = handle_file_get,
-	[OP_PROC_CREATE] = handle_proc_create,
-	[OP_PROC_LIST] = handle_proc_list,
-	[OP_PROC_GET] = handle_proc_get,
-	[OP_PROC_OUTPUT] = handle_proc_output,
-	[OP_PROC_STDIN] = handle_proc_stdin,
-	[OP_PROC_SIGNAL] = handle_proc_signal,
-	[OP_PROC_WAIT] = handle_proc_wait,
-	[OP_PROC_RESIZE] = handle_proc_resize,
-	[OP_PROC_TTY] = handle_proc_tty,
-	[OP_SHELL] = handle_shell,
-	[OP_FILE_STAT] = handle_file_stat,
-	[OP_FILE_LIST] = handle_file_list,
-	[OP_FILE_MKDIR] = handle_file_mkdir,
-	[OP_FILE_REMOVE] = handle_file_remove,
-	[OP_FILE_RENAME] = handle_file_rename,
-	[OP_ARCHIVE_GET] = handle_archive_get,
-	[OP_PORT_LIST] = handle_port_list,
-	[OP_PORT_ADD] = handle_port_add,
-	[OP_PORT_REMOVE] = handle_port_remove,
-	[OP_SANDBOX_PAUSE] = handle_sandbox_pause,
-	[OP_SANDBOX_RESUME] = handle_sandbox_resume,
-	[OP_SANDBOX_HIBERNATE] = handle_sandbox_hibernate,
-	[OP_SANDBOX_WAKE] = handle_sandbox_wake,
-	[OP_CHECKPOINT_LIST] = handle_checkpoint_list,
-	[OP_CHECKPOINT_CREATE] = handle_checkpoint_create,
-	[OP_CHECKPOINT_GET] = handle_checkpoint_get,
-	[OP_CHECKPOINT_DELETE] = handle_checkpoint_delete,
-	[OP_CHECKPOINT_RESTORE] = handle_checkpoint_restore,
-	[OP_FIREWALL_GET] = handle_firewall_get,
-	[OP_FIREWALL_PUT] = handle_firewall_put,
-	[OP_FIREWALL_LOG] = handle_firewall_log,
-};
 
 /* ---- answers ---- */
 
@@ -382,10 +334,9 @@ static void begin(struct http_req *r)
 		r->too_large = true;
 		return; /* and no upload starts: the target file stays as it is */
 	}
-	if (r->rm.op == OP_FILE_PUT)
-		handle_file_put_begin(r);
-	else if (r->rm.op == OP_ARCHIVE_PUT)
-		handle_archive_put_begin(r);
+	/* An upload's handler starts it before its body (http_upload). */
+	if (is_upload(r->rm.op))
+		r->svc->handlers[r->rm.op](r);
 }
 
 static void body_data(struct http_req *r, const char *data, size_t n)
@@ -436,7 +387,7 @@ static void finish(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	handlers[r->rm.op](r);
+	r->svc->handlers[r->rm.op](r);
 	if (!r->responded) {
 		api_err_set(&e, API_E_INTERNAL, "%s %s: the handler gave no answer", r->method, r->path);
 		http_error(r, &e);
@@ -455,7 +406,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
-		r->d = cls;
+		r->svc = cls;
+		r->d = r->svc->d;
 		r->conn = conn;
 		r->url = url;
 		r->t0 = mono_ms_f();
@@ -479,7 +431,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode why)
 {
-	struct kilnd *d = cls;
+	const struct http_service *svc = cls;
+	struct kilnd *d = svc->d;
 	struct http_req *r = *con_cls;
 
 	(void)conn;
@@ -520,16 +473,25 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	kilnd_log("libmicrohttpd: %s", buf);
 }
 
-struct MHD_Daemon *http_start(struct kilnd *d, int listen_fd, char *err, size_t errlen)
+struct MHD_Daemon *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen)
 {
+	struct MHD_Daemon *mhd;
+
+	/* Every route answers: a missing handler is a build mistake, found at start. */
+	for (int op = OP_NONE + 1; op < OP_COUNT; op++) {
+		if (!svc->handlers[op]) {
+			snprintf(err, errlen, "no handler for route operation %d", op);
+			return NULL;
+		}
+	}
 	/* Thread per connection: handlers and stream readers may block.
 	 * poll, not select: descriptors may exceed FD_SETSIZE. ITC: for
 	 * MHD_quiesce_daemon at shutdown. Upgrade: the tty stream. */
-	struct MHD_Daemon *mhd = MHD_start_daemon(
+	mhd = MHD_start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
 			MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE,
-		0, NULL, NULL, on_request, d, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, d, MHD_OPTION_CONNECTION_LIMIT,
+		0, NULL, NULL, on_request, (void *)svc, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)svc, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_END);
 
 	if (!mhd)

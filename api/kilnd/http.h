@@ -38,6 +38,22 @@
 
 struct http_req;
 
+/* One endpoint's handler (it answers through the http_* functions below). */
+typedef void (*http_handler_fn)(struct http_req *r);
+
+/*
+ * What the server serves: the daemon, and a handler for every route
+ * operation (route.h; indexed by enum route_op up to OP_COUNT, OP_NONE
+ * has none). An upload's handler (PUT .../files, .../archive) runs before
+ * its body and starts it (http_upload); every other one once the body is
+ * in. The caller keeps it alive until http_stop. The server names no
+ * handler itself, so it depends on no endpoint.
+ */
+struct http_service {
+	struct kilnd *d;
+	const http_handler_fn *handlers;
+};
+
 /* Streamed request bodies (PUT .../files): the handler's side. */
 struct http_upload_ops {
 	/* More body bytes. A negative return makes the rest of the body be
@@ -50,6 +66,7 @@ struct http_upload_ops {
 };
 
 struct http_req {
+	const struct http_service *svc;
 	struct kilnd *d;
 	struct MHD_Connection *conn;
 	const char *method_raw; /* as sent; valid during the request */
@@ -80,8 +97,9 @@ struct http_req {
 	bool kv_overflow;
 };
 
-/* Start serving on listen_fd (see listen.h). NULL with err. */
-struct MHD_Daemon *http_start(struct kilnd *d, int listen_fd, char *err, size_t errlen);
+/* Start serving svc on listen_fd (see listen.h). NULL with err (also for
+ * a route operation without a handler). */
+struct MHD_Daemon *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
 /* Stop accepting connections (in-flight requests go on). */
 void http_quiesce(struct MHD_Daemon *mhd);
 /* Stop: waits for every connection thread. */

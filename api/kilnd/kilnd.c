@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/checkpoint.h"
+#include "api/kilnd/handlers.h"
 #include "api/kilnd/http.h"
 #include "api/kilnd/kilnd.h"
 #include "api/kilnd/listen.h"
@@ -479,6 +480,8 @@ static int check_config(struct kilnd_config *cfg)
 /* Serve until SIGTERM/SIGINT/SIGHUP, then stop every sandbox. */
 static int run(struct kilnd *d)
 {
+	/* The server's view of the daemon: it lives as long as the server. */
+	const struct http_service svc = { .d = d, .handlers = dispatch_handlers };
 	char err[512];
 	struct MHD_Daemon *mhd;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
@@ -506,7 +509,7 @@ static int run(struct kilnd *d)
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
-	mhd = http_start(d, fd, err, sizeof(err));
+	mhd = http_start(&svc, fd, err, sizeof(err));
 	if (!mhd) {
 		unlink(d->cfg.socket_path);
 		close(fd);

@@ -61,6 +61,7 @@ enum route_op {
 	OP_FIREWALL_GET,
 	OP_FIREWALL_PUT,
 	OP_FIREWALL_LOG,
+	OP_COUNT /* not an operation: the number of them */
 };
 
 #define ROUTE_ID_MAX 64
