@@ -22,12 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/kilnd/checkpoint.h"
-#include "api/kilnd/handlers.h"
-#include "api/kilnd/http.h"
-#include "api/kilnd/kilnd.h"
-#include "api/kilnd/listen.h"
-#include "api/kilnd/sandbox.h"
+#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/http/http.h"
+#include "api/kilnd/core/kilnd.h"
+#include "api/kilnd/core/listen.h"
+#include "api/kilnd/sandbox/sandbox.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
 /* parse_args: --help or --version answered, nothing more to do. */

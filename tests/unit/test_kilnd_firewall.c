@@ -11,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "api/kilnd/firewall_spec.h"
-#include "api/kilnd/sandbox_spec.h"
-#include "api/kilnd/vmm_argv.h"
-#include "api/kilnd/vmm_control.h"
+#include "api/kilnd/core/firewall_spec.h"
+#include "api/kilnd/core/sandbox_spec.h"
+#include "api/kilnd/sandbox/vmm_argv.h"
+#include "api/kilnd/sandbox/vmm_control.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096 };
 

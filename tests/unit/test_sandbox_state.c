@@ -13,9 +13,9 @@
 
 #include <string.h>
 
-#include "api/kilnd/checkpoint.h"
-#include "api/kilnd/sandbox_record.h"
-#include "api/kilnd/sandbox_state.h"
+#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/sandbox/sandbox_record.h"
+#include "api/kilnd/core/sandbox_state.h"
 
 /* T(s): allowed, leads to s; 0: refused (409). */
 #define T(s) ((s) + 1)
