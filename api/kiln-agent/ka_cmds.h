@@ -44,8 +44,6 @@ enum {
 	EXIT_PROC_NOT_FOUND = 127,
 };
 
-extern const char usage_text[];
-
 struct cli {
 	struct agent_client c;
 	bool json;
@@ -94,7 +92,7 @@ enum {
 
 int __attribute__((format(printf, 1, 2))) usage_error(const char *fmt, ...);
 int exit_for(const struct agent_client_err *e);
-/* "kiln-agent: WHAT: CODE: MESSAGE", the message scrubbed (it may come from the guest). */
+/* "kiln-agent: WHAT: CODE: MESSAGE", WHAT and MESSAGE scrubbed (either may hold guest text). */
 int report(const char *what, const struct agent_client_err *e);
 /* The same for commands whose status is a process's. */
 int report_proc(const char *what, const struct agent_client_err *e);

@@ -46,8 +46,11 @@ int exit_for(const struct agent_client_err *e)
 
 int report(const char *what, const struct agent_client_err *e)
 {
-	fprintf(stderr, "kiln-agent: %s: %s: ", what, agent_client_err_name(e));
-	/* An agent error's message is the guest's text. */
+	/* An agent error's message is the guest's text, and what may quote a
+	 * name the caller took from the guest. */
+	fputs("kiln-agent: ", stderr);
+	print_guest_text(stderr, what);
+	fprintf(stderr, ": %s: ", agent_client_err_name(e));
 	print_guest_text(stderr, e->message);
 	fputc('\n', stderr);
 	return exit_for(e);

@@ -17,7 +17,7 @@
 
 #include "api/kiln-agent/ka_cmds.h"
 
-const char usage_text[] =
+static const char usage_text[] =
 	"usage: kiln-agent --vsock PATH [--timeout MS] [--json] COMMAND [ARGS]\n"
 	"\n"
 	"Talks to the kiln guest agent through kiln-vmm's --vsock socket PATH.\n"
