@@ -86,34 +86,40 @@ $(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h guest-init/agent/*.h 
 # Host-side agent client CLI (api/): links the guest's protocol layer so
 # both ends share one framer and parser.
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c)
-AGENT_CLI_SRCS := api/kiln-agent/kiln-agent.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c $(BASE_SRCS)
-$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/agent-client/*.h) api/proto/agent_proto.h
+# kiln-agent.c is main and the command table; ka_cmd_<group>.c the commands.
+AGENT_CLI_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c \
+	$(BASE_SRCS)
+$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/kiln-agent/*.h api/agent-client/*.h) api/proto/agent_proto.h
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
 
-# kilnd, the daemon (docs/api.md). Its pure modules are unit-tested too
-# the rest is libmicrohttpd, processes and sockets.
-KILND_PURE_SRCS := api/kilnd/api_error.c api/kilnd/byte_queue.c api/kilnd/exec_render.c api/kilnd/exec_spec.c \
-	api/kilnd/json_fields.c api/kilnd/metrics.c api/kilnd/names.c api/kilnd/query.c api/kilnd/route.c \
-	api/kilnd/sandbox_record.c api/kilnd/sandbox_spec.c api/kilnd/sandbox_state.c lib/base/base64.c \
-	api/kilnd/vmm_argv.c api/kilnd/vmm_output.c api/kilnd/files_spec.c api/proto/gz_stream.c
+# kilnd, the daemon (docs/api.md), one folder per layer (docs/architecture.md,
+# "Folders"): core <- http, sandbox <- endpoints/<resource> <- kilnd.c. Its
+# pure modules are unit-tested too; the rest is libmicrohttpd, processes
+# and sockets.
+KILND_PURE_SRCS := $(addprefix api/kilnd/core/,api_error.c json_fields.c metrics.c names.c query.c \
+	sandbox_spec.c sandbox_state.c) \
+	$(addprefix api/kilnd/http/,byte_queue.c route.c) \
+	$(addprefix api/kilnd/sandbox/,sandbox_record.c vmm_argv.c vmm_output.c files_spec.c) \
+	$(addprefix api/kilnd/endpoints/exec/,exec_render.c exec_spec.c) \
+	lib/base/base64.c api/proto/gz_stream.c
 # Background processes and the tty stream (docs/api.md, "Processes").
-KILND_PURE_SRCS += api/kilnd/proc_spec.c api/kilnd/proc_render.c api/kilnd/tty_escape.c
+KILND_PURE_SRCS += $(addprefix api/kilnd/endpoints/procs/,proc_spec.c proc_render.c tty_escape.c)
 # Snapshots (docs/api.md, "Pause, checkpoints, forks, hibernation"): the
-# control socket client is tested against a fake kiln-vmm.
-KILND_PURE_SRCS += api/kilnd/checkpoint.c api/kilnd/vmm_control.c api/kilnd/vmm_control_reply.c
+# control socket client is tested against a fake kiln-vmm; its codec is
+# kiln-vmm's own (vmm/control/control_proto.c).
+KILND_PURE_SRCS += api/kilnd/sandbox/checkpoint.c api/kilnd/sandbox/vmm_control.c
 # Networking (docs/api.md, "Networking and firewall"): rule sets are
 # validated by the VMM's own parser (lib/netrules/net_rules.c).
-KILND_PURE_SRCS += api/kilnd/firewall_spec.c
-KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/http.c api/kilnd/listen.c api/kilnd/images.c \
-	api/kilnd/sandbox.c api/kilnd/sandboxes.c api/kilnd/sandbox_vmm.c api/kilnd/sandbox_store.c api/kilnd/supervise.c \
-	api/kilnd/handle_sandboxes.c api/kilnd/handle_exec.c \
-	api/kilnd/handle_files.c api/kilnd/handle_misc.c $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c
-KILND_SRCS += api/kilnd/handle_procs.c api/kilnd/handle_proc_output.c api/kilnd/handle_tty.c
-KILND_SRCS += api/kilnd/stream_job.c api/kilnd/handle_fs.c api/kilnd/handle_archive.c api/kilnd/handle_ports.c api/kilnd/port_fwd.c api/kilnd/sandbox_ports.c
-KILND_SRCS += lib/base/sock_relay.c $(BASE_SRCS)
-KILND_SRCS += api/kilnd/sandbox_snap.c api/kilnd/sandbox_fork.c api/kilnd/handle_snapshots.c
-KILND_SRCS += api/kilnd/sandbox_firewall.c api/kilnd/handle_firewall.c lib/netrules/net_rules.c lib/netrules/net_addr.c
+KILND_PURE_SRCS += api/kilnd/core/firewall_spec.c
+KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/core/listen.c \
+	$(addprefix api/kilnd/http/,http.c stream_job.c) \
+	$(addprefix api/kilnd/sandbox/,sandbox.c sandboxes.c sandbox_vmm.c sandbox_store.c supervise.c images.c \
+		port_fwd.c sandbox_ports.c sandbox_snap.c sandbox_fork.c sandbox_firewall.c)
+# The endpoints: the dispatch table and every endpoints/<resource>/handle_*.c.
+KILND_SRCS += api/kilnd/endpoints/dispatch.c $(sort $(wildcard api/kilnd/endpoints/*/handle_*.c))
+KILND_SRCS += $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c lib/base/sock_relay.c \
+	lib/netrules/net_rules.c lib/netrules/net_addr.c vmm/control/control_proto.c $(BASE_SRCS)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
 

@@ -22,11 +22,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/kilnd/checkpoint.h"
-#include "api/kilnd/http.h"
-#include "api/kilnd/kilnd.h"
-#include "api/kilnd/listen.h"
-#include "api/kilnd/sandbox.h"
+#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/http/http.h"
+#include "api/kilnd/core/kilnd.h"
+#include "api/kilnd/core/listen.h"
+#include "api/kilnd/sandbox/sandbox.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
@@ -453,6 +454,8 @@ static int check_config(struct kilnd_config *cfg)
 /* Serve until SIGTERM/SIGINT/SIGHUP, then stop every sandbox. */
 static int run(struct kilnd *d)
 {
+	/* The server's view of the daemon: it lives as long as the server. */
+	const struct http_service svc = { .d = d, .handlers = dispatch_handlers };
 	char err[512];
 	struct MHD_Daemon *mhd;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
@@ -480,7 +483,7 @@ static int run(struct kilnd *d)
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
-	mhd = http_start(d, fd, err, sizeof(err));
+	mhd = http_start(&svc, fd, err, sizeof(err));
 	if (!mhd) {
 		unlink(d->cfg.socket_path);
 		close(fd);

@@ -171,3 +171,23 @@ test_agent_network_from_cmdline_and_configure_hostname_clock() {
   ip link del $tap
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
+
+# A hostile guest's text reaches the host terminal without control
+# characters: file names and link targets (ls, stat), process arguments
+# (ps) and the agent's error messages, which quote a guest path.
+test_agent_guest_text_is_scrubbed() {
+  agent_vm_start || return 1
+  local why= o id esc=$'\033' bel=$'\007'
+  ag exec -- sh -c 'd=/tmp/esc; mkdir -p $d; touch "$d/a$(printf "\033[2J")b"; ln -s "$(printf "t\033]0;pwned\007")" $d/link' >/dev/null
+  check '[ $arc = 0 ]' "could not make the hostile names ($arc)"
+  o=$(ag ls /tmp/esc); check '[ $arc = 0 ] && [[ "$o" == *"a?[2Jb"* && "$o" == *"link -> t?]0;pwned?"* ]]' "ls: '$o' ($arc)"
+  check '[[ "$o" != *"$esc"* && "$o" != *"$bel"* ]]' "ls printed a control character: $(printf '%q' "$o")"
+  o=$(ag stat --no-follow /tmp/esc/link); check '[[ "$o" == *"target t?]0;pwned?"* && "$o" != *"$esc"* && "$o" != *"$bel"* ]]' "stat: $(printf '%q' "$o")"
+  id=$(ag spawn -- sleep 60 "x${esc}[31my"); check '[ $arc = 0 ]' "spawn failed ($arc)"
+  o=$(ag ps); check '[[ "$o" == *"sleep 60 x?[31my"* && "$o" != *"$esc"* ]]' "ps: $(printf '%q' "$o")"
+  [ -n "$id" ] && ag signal "$id" KILL >/dev/null
+  ag read "/tmp/esc/no${esc}[2Jsuch" >/dev/null 2>"$vd/e"
+  check '[ $arc = 3 ] && grep -q not_found "$vd/e" && ! grep -q "$esc" "$vd/e"' "read error: $(printf '%q' "$(cat "$vd/e")") ($arc)"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}

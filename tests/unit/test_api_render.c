@@ -15,13 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/api_error.h"
-#include "api/kilnd/exec_render.h"
-#include "api/kilnd/metrics.h"
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/endpoints/exec/exec_render.h"
+#include "api/kilnd/core/metrics.h"
+#include "api/kilnd/sandbox/vmm_argv.h"
+#include "api/kilnd/sandbox/vmm_output.h"
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
-#include "api/kilnd/vmm_argv.h"
-#include "api/kilnd/vmm_output.h"
 
 #define U(s) ((const uint8_t *)(s))
 

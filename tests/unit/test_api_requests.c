@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/exec_spec.h"
-#include "api/kilnd/query.h"
-#include "api/kilnd/sandbox_spec.h"
+#include "api/kilnd/endpoints/exec/exec_spec.h"
+#include "api/kilnd/core/query.h"
+#include "api/kilnd/core/sandbox_spec.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096 };
 

@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "api/kilnd/names.h"
-#include "api/kilnd/route.h"
+#include "api/kilnd/core/names.h"
+#include "api/kilnd/http/route.h"
 
 static enum route_op op_of(const char *method, const char *path, char *id)
 {

@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "api/kilnd/byte_queue.h"
+#include "api/kilnd/http/byte_queue.h"
 
 #define TOTAL (1u << 20)
 

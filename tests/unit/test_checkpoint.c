@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "api/kilnd/checkpoint.h"
-#include "api/kilnd/sandbox_record.h"
+#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/sandbox/sandbox_record.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .idle_timeout_default_s = 300 };
 
@@ -71,7 +71,7 @@ static void test_request_body(void **state)
 	assert_int_equal(req("{\"name\":\"cp\",\"compress\":\"yes\"}", &r, msg), API_E_BAD_FIELD);
 }
 
-static const struct vmm_ctl_reply snap = { .memory_bytes = 134217728, .memory_stored_bytes = 9437184,
+static const struct control_reply snap = { .memory_bytes = 134217728, .memory_stored_bytes = 9437184,
 					   .state_bytes = 70000, .disk_bytes = 4096, .ms = 41.5 };
 
 static void test_object_and_validate(void **state)

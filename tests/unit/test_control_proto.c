@@ -1,7 +1,10 @@
 /*
- * control_proto: kiln-vmm's control commands. Every command and its
- * arguments parse exactly; anything else is refused with a reason; reply
- * messages are valid JSON strings whatever they hold.
+ * control_proto: kiln-vmm's control socket codec, both directions. Every
+ * command and its arguments parse exactly; anything else is refused with
+ * a reason; reply messages are valid JSON strings whatever they hold. The
+ * client's side: control_request() refuses what the server would misread
+ * and what it builds control_parse() reads back as the same command;
+ * control_reply_parse() accepts replies only in their documented shape.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -171,6 +174,182 @@ static void test_object_reply(void **state)
 	assert_null(control_reply_object(NULL));
 }
 
+/* Build cmd's line, strip its newline, parse it back. */
+static void round_trip(const struct control_cmd *cmd, const char *want)
+{
+	struct control_cmd back;
+	char why[256], *line;
+	size_t len;
+
+	assert_int_equal(control_request(cmd, &line, &len, why, sizeof(why)), 0);
+	assert_int_equal(len, strlen(line));
+	assert_int_equal(line[len - 1], '\n');
+	line[len - 1] = '\0';
+	assert_string_equal(line, want);
+	assert_int_equal(control_parse(line, &back, why, sizeof(why)), 0);
+	assert_int_equal(back.op, cmd->op);
+	if (cmd->op == CTL_SNAPSHOT) {
+		assert_int_equal(back.compress, !!cmd->compress);
+		assert_string_equal(back.dir, cmd->dir);
+	}
+	if (cmd->op == CTL_FIREWALL_SET)
+		assert_string_equal(back.json, cmd->json);
+	free(line);
+}
+
+static void test_requests_round_trip(void **state)
+{
+	(void)state;
+	round_trip(&(struct control_cmd){ .op = CTL_PAUSE }, "pause");
+	/* A directory is ignored by the commands that take none. */
+	round_trip(&(struct control_cmd){ .op = CTL_RESUME, .dir = "/ignored", .compress = 1 }, "resume");
+	round_trip(&(struct control_cmd){ .op = CTL_STATUS }, "status");
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/sb/a b/cp" }, "snapshot /st/sb/a b/cp");
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .compress = 1 },
+		   "snapshot --compress /st/cp");
+	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "{\"dns\":[\"10.0.2.3\"]}" },
+		   "firewall-set {\"dns\":[\"10.0.2.3\"]}");
+	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_GET }, "firewall-get");
+}
+
+static int request(const struct control_cmd *cmd, char *why)
+{
+	char *line = NULL;
+	size_t len;
+	int r = control_request(cmd, &line, &len, why, 256);
+
+	free(line);
+	return r;
+}
+
+static void test_request_refusals(void **state)
+{
+	static char big[CONTROL_LINE_MAX + 8];
+	char why[256];
+
+	(void)state;
+	/* A newline would end the command and start another. */
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp\nresume" }, why), -EINVAL);
+	assert_non_null(strstr(why, "control character"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/a\x1b[2J" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "relative/cp" }, why), -EINVAL);
+	assert_non_null(strstr(why, "absolute"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = (enum control_op)9 }, why), -ENOTSUP);
+	assert_non_null(strstr(why, "unknown operation"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "{}\npause" }, why), -EINVAL);
+	assert_non_null(strstr(why, "control character at byte 2"));
+	/* A rule set: up to CONTROL_RULES_MAX, which fits the server's line. */
+	memset(big, ' ', CONTROL_RULES_MAX + 1);
+	big[CONTROL_RULES_MAX + 1] = '\0';
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why), -EINVAL);
+	big[CONTROL_RULES_MAX] = '\0';
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why), 0);
+	/* A directory: the line, newline included, within CONTROL_LINE_MAX. */
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), -EINVAL);
+	assert_non_null(strstr(why, "too long"));
+	big[CONTROL_LINE_MAX - 10] = '\0'; /* "snapshot " + this + '\n': CONTROL_LINE_MAX */
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), 0);
+	big[CONTROL_LINE_MAX - 10] = 'a';
+	big[CONTROL_LINE_MAX - 9] = '\0';
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), -EINVAL);
+}
+
+static void test_replies(void **state)
+{
+	struct control_reply r;
+	char why[256], err[256];
+
+	(void)state;
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"paused\"}", CTL_PAUSE, &r, why, sizeof(why)), 0);
+	assert_true(r.paused);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\"}", CTL_RESUME, &r, why, sizeof(why)), 0);
+	assert_false(r.paused);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"dir\":\"/s/cp\","
+					     "\"memory_bytes\":134217728,\"memory_stored_bytes\":9437184,"
+					     "\"state_bytes\":70000,\"disk_bytes\":4096,\"ms\":41.25}",
+					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+			 0);
+	assert_int_equal(r.memory_bytes, 134217728);
+	assert_int_equal(r.memory_stored_bytes, 9437184);
+	assert_int_equal(r.state_bytes, 70000);
+	assert_int_equal(r.disk_bytes, 4096);
+	assert_true(r.ms == 41.25);
+	assert_false(r.paused);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, why, sizeof(why)), 0);
+	assert_int_equal(r.cut, 3);
+	assert_null(r.firewall);
+
+	/* kiln-vmm's refusal carries its message: what the server words
+	 * (control_reply_error) the client reads back, whatever it holds. */
+	control_reply_error(err, sizeof(err), "snapshot: disk \"full\"\n");
+	err[strlen(err) - 1] = '\0';
+	assert_int_equal(control_reply_parse(err, CTL_SNAPSHOT, &r, why, sizeof(why)), -EREMOTEIO);
+	assert_string_equal(why, "kiln-vmm: snapshot: disk \"full\"\n");
+
+	static const char *const bad[] = {
+		"",
+		"ok",
+		"[true]",
+		"{\"state\":\"running\"}",
+		"{\"ok\":1,\"state\":\"running\"}",
+		"{\"ok\":true}",
+		"{\"ok\":true,\"state\":\"sleeping\"}",
+		"{\"ok\":true,\"ok\":true,\"state\":\"running\"}",
+		/* a snapshot reply without its sizes, or with nonsense in them */
+		"{\"ok\":true,\"state\":\"running\"}",
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":-1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":0,\"ms\":1}",
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":\"0\",\"ms\":1}",
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":0}",
+		/* firewall replies without their fields */
+		"{\"ok\":true,\"cut\":-1}",
+		"{\"ok\":true}",
+		"{\"ok\":true,\"rules\":{}}",
+		"{\"ok\":true,\"rules\":[],\"counters\":{}}",
+	};
+	static const enum control_op ops[] = { CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS,
+					       CTL_STATUS, CTL_STATUS, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT,
+					       CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_SET, CTL_FIREWALL_GET,
+					       CTL_FIREWALL_GET };
+	_Static_assert(sizeof(bad) / sizeof(bad[0]) == sizeof(ops) / sizeof(ops[0]), "one op per case");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (control_reply_parse(bad[i], ops[i], &r, why, sizeof(why)) != -EPROTO)
+			fail_msg("accepted '%s'", bad[i]);
+		assert_null(r.firewall);
+	}
+}
+
+/* firewall-get: what the server builds (control_reply_object) the client reads. */
+static void test_firewall_get_both_ways(void **state)
+{
+	struct control_reply r;
+	char why[256];
+	char *line = control_reply_object("{\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2}}");
+
+	(void)state;
+	assert_non_null(line);
+	assert_true(strlen(line) <= control_reply_max(CTL_FIREWALL_GET));
+	line[strlen(line) - 1] = '\0';
+	assert_int_equal(control_reply_parse(line, CTL_FIREWALL_GET, &r, why, sizeof(why)), 0);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.firewall, "counters"), "flows_cut")), 2);
+	assert_non_null(json_object_get(r.firewall, "rules"));
+	json_decref(r.firewall);
+	free(line);
+	/* The limits: a short reply holds an error of any message; only firewall-get is long. */
+	assert_true(control_reply_max(CTL_PAUSE) == CONTROL_SHORT_REPLY_MAX);
+	assert_true(control_reply_max(CTL_FIREWALL_SET) == CONTROL_SHORT_REPLY_MAX);
+	assert_true(control_reply_max(CTL_FIREWALL_GET) == CONTROL_REPLY_MAX);
+	assert_true(CONTROL_LINE_MAX > CONTROL_RULES_MAX + sizeof("firewall-set \n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -181,6 +360,10 @@ int main(void)
 		cmocka_unit_test(test_escape_truncates_safely),
 		cmocka_unit_test(test_firewall_commands),
 		cmocka_unit_test(test_object_reply),
+		cmocka_unit_test(test_requests_round_trip),
+		cmocka_unit_test(test_request_refusals),
+		cmocka_unit_test(test_replies),
+		cmocka_unit_test(test_firewall_get_both_ways),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/files_spec.h"
+#include "api/kilnd/sandbox/files_spec.h"
 #include "api/proto/gz_stream.h"
-#include "api/kilnd/query.h"
-#include "api/kilnd/route.h"
+#include "api/kilnd/core/query.h"
+#include "api/kilnd/http/route.h"
 
 static json_t *J(const char *text)
 {

@@ -1,6 +1,7 @@
 /* kilnd's networking: firewall_spec, the create body's network and
  * firewall, kiln-vmm's --net/--firewall, the control socket's firewall
  * commands (docs/api.md, "Networking and firewall"). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +11,10 @@
 
 #include <cmocka.h>
 
-#include "api/kilnd/firewall_spec.h"
-#include "api/kilnd/sandbox_spec.h"
-#include "api/kilnd/vmm_argv.h"
-#include "api/kilnd/vmm_control.h"
+#include "api/kilnd/core/firewall_spec.h"
+#include "api/kilnd/core/sandbox_spec.h"
+#include "api/kilnd/sandbox/vmm_argv.h"
+#include "api/kilnd/sandbox/vmm_control.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096 };
 
@@ -271,49 +272,76 @@ static void test_argv_passt(void **state)
 	vmm_argv_free(&a);
 }
 
+/* The firewall lines kilnd sends (the codec's, vmm/control/control_proto.c). */
+static char *fw_line(const char *rules, int *r)
+{
+	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, .json = rules };
+	char why[256], *line;
+	size_t len;
+
+	*r = control_request(&cmd, &line, &len, why, sizeof(why));
+	if (*r == 0)
+		line[len - 1] = '\0';
+	return line;
+}
+
 static void test_control_firewall_line(void **state)
 {
-	struct api_err e;
-	char *line, big[VMM_CONTROL_RULES_MAX + 2];
+	static char big[CONTROL_RULES_MAX + 2];
+	char *line;
+	int r;
 
 	(void)state;
-	line = vmm_control_firewall_line(NULL, &e);
+	line = fw_line(NULL, &r);
 	assert_string_equal(line, "firewall-get");
 	free(line);
-	line = vmm_control_firewall_line("{\"dns\":[\"10.0.2.3\"]}", &e);
+	line = fw_line("{\"dns\":[\"10.0.2.3\"]}", &r);
 	assert_string_equal(line, "firewall-set {\"dns\":[\"10.0.2.3\"]}");
 	free(line);
 	/* A newline would end the command early and start another. */
-	assert_null(vmm_control_firewall_line("{}\npause", &e));
-	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_null(vmm_control_firewall_line("", &e));
+	assert_null(fw_line("{}\npause", &r));
+	assert_int_equal(r, -EINVAL);
+	assert_null(fw_line("", &r));
 	memset(big, ' ', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
-	assert_null(vmm_control_firewall_line(big, &e));
-	big[VMM_CONTROL_RULES_MAX] = '\0';
-	line = vmm_control_firewall_line(big, &e);
+	assert_null(fw_line(big, &r));
+	big[CONTROL_RULES_MAX] = '\0';
+	line = fw_line(big, &r);
 	assert_non_null(line);
 	free(line);
 }
 
+/* A firewall reply through the codec: 0 with *cut / *o, or -1. */
+static int fw_reply(const char *line, bool set, size_t *cut, json_t **o, char *why)
+{
+	struct control_reply rep;
+	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, why, 256);
+
+	if (cut)
+		*cut = rep.cut;
+	if (o)
+		*o = rep.firewall;
+	return r ? -1 : 0;
+}
+
 static void test_control_firewall_reply(void **state)
 {
-	struct api_err e;
+	char why[256];
 	json_t *o;
 	size_t cut;
 
 	(void)state;
-	assert_int_equal(vmm_control_firewall_reply_parse("{\"ok\":true,\"cut\":3}", true, &cut, NULL, &e), 0);
+	assert_int_equal(fw_reply("{\"ok\":true,\"cut\":3}", true, &cut, NULL, why), 0);
 	assert_int_equal(cut, 3);
-	assert_int_equal(vmm_control_firewall_reply_parse("{\"ok\":true,\"cut\":-1}", true, &cut, NULL, &e), -1);
-	assert_int_equal(vmm_control_firewall_reply_parse("{\"ok\":true}", true, &cut, NULL, &e), -1);
-	assert_int_equal(vmm_control_firewall_reply_parse("{\"ok\":false,\"error\":\"firewall: allow[0]: bad\"}", true,
-							  &cut, NULL, &e),
+	assert_int_equal(fw_reply("{\"ok\":true,\"cut\":-1}", true, &cut, NULL, why), -1);
+	assert_int_equal(fw_reply("{\"ok\":true}", true, &cut, NULL, why), -1);
+	assert_int_equal(fw_reply("{\"ok\":false,\"error\":\"firewall: allow[0]: bad\"}", true,
+							  &cut, NULL, why),
 			 -1);
-	assert_string_equal(e.message, "kiln-vmm: firewall: allow[0]: bad");
-	assert_int_equal(vmm_control_firewall_reply_parse(
+	assert_string_equal(why, "kiln-vmm: firewall: allow[0]: bad");
+	assert_int_equal(fw_reply(
 				 "{\"ok\":true,\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2,\"egress\":{\"pass_new\":{\"packets\":5,\"bytes\":9},\"drop_default\":{\"packets\":4,\"bytes\":1}},\"ingress\":{\"pass_flow\":{\"packets\":6,\"bytes\":1}}}}",
-				 false, NULL, &o, &e),
+				 false, NULL, &o, why),
 			 0);
 	{
 		struct fw_totals t = { 0 };
@@ -328,9 +356,9 @@ static void test_control_firewall_reply(void **state)
 		json_decref(v);
 	}
 	json_decref(o);
-	assert_int_equal(vmm_control_firewall_reply_parse("{\"ok\":true,\"rules\":{}}", false, NULL, &o, &e), -1);
+	assert_int_equal(fw_reply("{\"ok\":true,\"rules\":{}}", false, NULL, &o, why), -1);
 	assert_null(o);
-	assert_int_equal(vmm_control_firewall_reply_parse("not json", false, NULL, &o, &e), -1);
+	assert_int_equal(fw_reply("not json", false, NULL, &o, why), -1);
 	/* Not running: the stored rules, counters null. */
 	{
 		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"), *v = firewall_view(SB_NET_PASST, rules, NULL);

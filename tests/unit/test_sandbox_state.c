@@ -13,9 +13,9 @@
 
 #include <string.h>
 
-#include "api/kilnd/checkpoint.h"
-#include "api/kilnd/sandbox_record.h"
-#include "api/kilnd/sandbox_state.h"
+#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/sandbox/sandbox_record.h"
+#include "api/kilnd/core/sandbox_state.h"
 
 /* T(s): allowed, leads to s; 0: refused (409). */
 #define T(s) ((s) + 1)
@@ -117,7 +117,7 @@ static void test_names(void **state)
 	assert_false(sandbox_state_serves_agent(SB_HIBERNATED));
 }
 
-static const struct vmm_ctl_reply snap = { .memory_bytes = 1 << 27, .memory_stored_bytes = 1 << 20,
+static const struct control_reply snap = { .memory_bytes = 1 << 27, .memory_stored_bytes = 1 << 20,
 					   .state_bytes = 5000, .disk_bytes = 8192, .ms = 12.5 };
 
 static void make_record(struct sandbox_record *r)

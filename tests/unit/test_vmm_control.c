@@ -1,9 +1,10 @@
 /*
- * kilnd's client of kiln-vmm's control socket: command lines refuse what
- * kiln-vmm would misread, replies are accepted only in their documented
- * shape, and a call against a fake kiln-vmm (a thread on a real Unix
- * socket) gets the reply, kiln-vmm's error, or a timeout within its
- * deadline when the VMM never answers.
+ * kilnd's client of kiln-vmm's control socket: a call against a fake
+ * kiln-vmm (a thread on a real Unix socket) gets the reply, kiln-vmm's
+ * error, or a timeout within its deadline when the VMM never answers; a
+ * request kiln-vmm would misread is refused before connecting, as
+ * bad_field. The lines and replies themselves are the codec's
+ * (vmm/control/control_proto.c), tested in test_control_proto.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,101 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/kilnd/vmm_control.h"
-
-static void test_lines(void **state)
-{
-	char line[VMM_CONTROL_LINE_MAX];
-	char *big;
-	struct api_err e;
-
-	(void)state;
-	assert_int_equal(vmm_control_line(VMM_CTL_PAUSE, NULL, false, line, sizeof(line), &e), 0);
-	assert_string_equal(line, "pause");
-	assert_int_equal(vmm_control_line(VMM_CTL_RESUME, "/ignored", true, line, sizeof(line), &e), 0);
-	assert_string_equal(line, "resume");
-	assert_int_equal(vmm_control_line(VMM_CTL_STATUS, NULL, false, line, sizeof(line), &e), 0);
-	assert_string_equal(line, "status");
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, "/st/sb/a b/cp", false, line, sizeof(line), &e), 0);
-	assert_string_equal(line, "snapshot /st/sb/a b/cp");
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, "/st/cp", true, line, sizeof(line), &e), 0);
-	assert_string_equal(line, "snapshot --compress /st/cp");
-
-	/* A newline would end the command and start another. */
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, "/st/cp\nresume", false, line, sizeof(line), &e), -1);
-	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "control character"));
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, "relative/cp", false, line, sizeof(line), &e), -1);
-	assert_non_null(strstr(e.message, "absolute"));
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, NULL, false, line, sizeof(line), &e), -1);
-	assert_int_equal(vmm_control_line((enum vmm_ctl_op)9, NULL, false, line, sizeof(line), &e), -1);
-	assert_int_equal(e.code, API_E_INTERNAL);
-	/* Longer than kiln-vmm's line. */
-	big = malloc(VMM_CONTROL_LINE_MAX + 8);
-	assert_non_null(big);
-	memset(big, 'a', VMM_CONTROL_LINE_MAX + 7);
-	big[0] = '/';
-	big[VMM_CONTROL_LINE_MAX + 7] = '\0';
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, big, false, line, sizeof(line), &e), -1);
-	big[VMM_CONTROL_LINE_MAX - 12] = '\0'; /* "snapshot " + this + '\n' fits */
-	assert_int_equal(vmm_control_line(VMM_CTL_SNAPSHOT, big, false, line, sizeof(line), &e), 0);
-	free(big);
-}
-
-static void test_replies(void **state)
-{
-	struct vmm_ctl_reply r;
-	struct api_err e;
-
-	(void)state;
-	assert_int_equal(vmm_control_reply_parse("{\"ok\":true,\"state\":\"paused\"}", VMM_CTL_PAUSE, &r, &e), 0);
-	assert_true(r.paused);
-	assert_int_equal(vmm_control_reply_parse("{\"ok\":true,\"state\":\"running\"}", VMM_CTL_RESUME, &r, &e), 0);
-	assert_false(r.paused);
-	assert_int_equal(vmm_control_reply_parse("{\"ok\":true,\"state\":\"running\",\"dir\":\"/s/cp\","
-						 "\"memory_bytes\":134217728,\"memory_stored_bytes\":9437184,"
-						 "\"state_bytes\":70000,\"disk_bytes\":4096,\"ms\":41.25}",
-						 VMM_CTL_SNAPSHOT, &r, &e),
-			 0);
-	assert_int_equal(r.memory_bytes, 134217728);
-	assert_int_equal(r.memory_stored_bytes, 9437184);
-	assert_int_equal(r.state_bytes, 70000);
-	assert_int_equal(r.disk_bytes, 4096);
-	assert_true(r.ms == 41.25);
-	assert_false(r.paused);
-
-	/* kiln-vmm's refusal carries its message. */
-	assert_int_equal(vmm_control_reply_parse("{\"ok\":false,\"error\":\"snapshot: disk full\"}", VMM_CTL_SNAPSHOT,
-						 &r, &e),
-			 -1);
-	assert_int_equal(e.code, API_E_INTERNAL);
-	assert_string_equal(e.message, "kiln-vmm: snapshot: disk full");
-
-	static const char *const bad[] = {
-		"",
-		"ok",
-		"[true]",
-		"{\"state\":\"running\"}",
-		"{\"ok\":1,\"state\":\"running\"}",
-		"{\"ok\":true}",
-		"{\"ok\":true,\"state\":\"sleeping\"}",
-		"{\"ok\":true,\"ok\":true,\"state\":\"running\"}",
-		/* a snapshot reply without its sizes, or with nonsense in them */
-		"{\"ok\":true,\"state\":\"running\"}",
-		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":-1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
-		"\"disk_bytes\":0,\"ms\":1}",
-		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
-		"\"disk_bytes\":\"0\",\"ms\":1}",
-		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
-		"\"disk_bytes\":0}",
-	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		enum vmm_ctl_op op = i < 8 ? VMM_CTL_STATUS : VMM_CTL_SNAPSHOT;
-
-		if (vmm_control_reply_parse(bad[i], op, &r, &e) != -1 || e.code != API_E_INTERNAL)
-			fail_msg("accepted '%s'", bad[i]);
-	}
-}
+#include "api/kilnd/sandbox/vmm_control.h"
 
 /* ---- a fake kiln-vmm ---- */
 
@@ -185,7 +92,7 @@ static void fake_stop(struct fake *f)
 
 static void test_call(void **state)
 {
-	struct vmm_ctl_reply r;
+	struct control_reply r;
 	struct api_err e;
 	struct fake f;
 
@@ -193,21 +100,21 @@ static void test_call(void **state)
 	/* The reply may come in pieces and carry more after its newline. */
 	fake_start(&f, "{\"ok\":true,\"state\":\"paused\",\"dir\":\"/x\",\"memory_bytes\":1,\"memory_stored_bytes\":1,"
 		       "\"state_bytes\":2,\"disk_bytes\":3,\"ms\":0.5}\ntrailing");
-	assert_int_equal(vmm_control_call(f.path, VMM_CTL_SNAPSHOT, "/x", true, 5000, &r, &e), 0);
+	assert_int_equal(vmm_control_call(f.path, CTL_SNAPSHOT, "/x", true, 5000, &r, &e), 0);
 	fake_stop(&f);
 	assert_string_equal(f.got, "snapshot --compress /x\n");
 	assert_true(r.paused);
 	assert_int_equal(r.disk_bytes, 3);
 
 	fake_start(&f, "{\"ok\":false,\"error\":\"control: unknown command\"}\n");
-	assert_int_equal(vmm_control_call(f.path, VMM_CTL_RESUME, NULL, false, 5000, &r, &e), -1);
+	assert_int_equal(vmm_control_call(f.path, CTL_RESUME, NULL, false, 5000, &r, &e), -1);
 	fake_stop(&f);
 	assert_string_equal(f.got, "resume\n");
 	assert_string_equal(e.message, "kiln-vmm: control: unknown command");
 
 	/* Closed without a reply line. */
 	fake_start(&f, "{\"ok\":true");
-	assert_int_equal(vmm_control_call(f.path, VMM_CTL_STATUS, NULL, false, 5000, &r, &e), -1);
+	assert_int_equal(vmm_control_call(f.path, CTL_STATUS, NULL, false, 5000, &r, &e), -1);
 	fake_stop(&f);
 	assert_int_equal(e.code, API_E_INTERNAL);
 
@@ -218,7 +125,7 @@ static void test_call(void **state)
 
 		fake_start(&f, NULL);
 		clock_gettime(CLOCK_MONOTONIC, &t0);
-		assert_int_equal(vmm_control_call(f.path, VMM_CTL_PAUSE, NULL, false, 300, &r, &e), -1);
+		assert_int_equal(vmm_control_call(f.path, CTL_PAUSE, NULL, false, 300, &r, &e), -1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		fake_stop(&f);
 		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -228,17 +135,71 @@ static void test_call(void **state)
 	}
 
 	/* No VMM at all. */
-	assert_int_equal(vmm_control_call("/tmp/kiln-ctl-test.none.sock", VMM_CTL_PAUSE, NULL, false, 1000, &r, &e), -1);
+	assert_int_equal(vmm_control_call("/tmp/kiln-ctl-test.none.sock", CTL_PAUSE, NULL, false, 1000, &r, &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
 	assert_non_null(strstr(e.message, "control socket"));
+}
+
+/* Refused before any connection: no socket exists at the path. */
+static void test_refused_requests(void **state)
+{
+	const char *none = "/tmp/kiln-ctl-test.none.sock";
+	struct control_cmd bad_op = { .op = (enum control_op)9 };
+	struct control_reply r;
+	struct api_err e;
+	size_t cut;
+
+	(void)state;
+	/* A newline would end the command and start another. */
+	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "/st/cp\nresume", false, 1000, &r, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_non_null(strstr(e.message, "control character"));
+	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "relative/cp", false, 1000, &r, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_non_null(strstr(e.message, "absolute"));
+	assert_int_equal(vmm_control_firewall(none, "{}\npause", 1000, &cut, NULL, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_int_equal(vmm_control_run(none, &bad_op, 1000, &r, &e), -1);
+	assert_int_equal(e.code, API_E_INTERNAL);
+	assert_non_null(strstr(e.message, "unknown operation"));
+}
+
+/* firewall-set and firewall-get through the fake: the line sent, the reply read. */
+static void test_firewall_call(void **state)
+{
+	struct api_err e;
+	struct fake f;
+	json_t *o = NULL;
+	size_t cut = 0;
+
+	(void)state;
+	fake_start(&f, "{\"ok\":true,\"cut\":2}\n");
+	assert_int_equal(vmm_control_firewall(f.path, "{\"dns\":[]}", 5000, &cut, NULL, &e), 0);
+	fake_stop(&f);
+	assert_string_equal(f.got, "firewall-set {\"dns\":[]}\n");
+	assert_int_equal(cut, 2);
+
+	fake_start(&f, "{\"ok\":true,\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":0}}\n");
+	assert_int_equal(vmm_control_firewall(f.path, NULL, 5000, NULL, &o, &e), 0);
+	fake_stop(&f);
+	assert_string_equal(f.got, "firewall-get\n");
+	assert_non_null(json_object_get(o, "rules"));
+	assert_non_null(json_object_get(o, "counters"));
+	json_decref(o);
+
+	fake_start(&f, "{\"ok\":false,\"error\":\"firewall: allow[0]: bad\"}\n");
+	assert_int_equal(vmm_control_firewall(f.path, "{\"allow\":[1]}", 5000, &cut, NULL, &e), -1);
+	fake_stop(&f);
+	assert_int_equal(e.code, API_E_INTERNAL);
+	assert_string_equal(e.message, "kiln-vmm: firewall: allow[0]: bad");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines),
-		cmocka_unit_test(test_replies),
+		cmocka_unit_test(test_refused_requests),
 		cmocka_unit_test(test_call),
+		cmocka_unit_test(test_firewall_call),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -129,7 +129,7 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 /* Serve one client until it leaves, goes quiet or we stop. */
 static void serve_client(struct control *c, int fd)
 {
-	char reply[2048];
+	char reply[CONTROL_SHORT_REPLY_MAX];
 	char *buf = malloc(CONTROL_LINE_MAX + 1); /* a firewall-set line is up to 256 KiB */
 	size_t have = 0;
 

@@ -2,9 +2,24 @@
 #include "vmm/control/control_proto.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "lib/netrules/net_rules.h"
+
+_Static_assert(CONTROL_RULES_MAX == NET_RULES_TEXT_MAX,
+	       "firewall-set carries a whole rule set: CONTROL_RULES_MAX is net_rules.h's NET_RULES_TEXT_MAX");
+
+static const char *const op_names[] = {
+	[CTL_PAUSE] = "pause",
+	[CTL_RESUME] = "resume",
+	[CTL_STATUS] = "status",
+	[CTL_SNAPSHOT] = "snapshot",
+	[CTL_FIREWALL_SET] = "firewall-set",
+	[CTL_FIREWALL_GET] = "firewall-get",
+};
 
 static int fail(char *why, size_t n, const char *msg, const char *arg)
 {
@@ -118,4 +133,192 @@ size_t control_reply_error(char *buf, size_t n, const char *msg)
 	control_json_escape(m, sizeof(m), msg);
 	k = snprintf(buf, n, "{\"ok\":false,\"error\":\"%s\"}\n", m);
 	return k < 0 ? 0 : (size_t)k >= n ? n - 1 : (size_t)k;
+}
+
+size_t control_reply_max(enum control_op op)
+{
+	return op == CTL_FIREWALL_GET ? CONTROL_REPLY_MAX : CONTROL_SHORT_REPLY_MAX;
+}
+
+static int __attribute__((format(printf, 4, 5))) failf(int err, char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* The first control character (or DEL) in s, or -1. */
+static long control_char_at(const char *s)
+{
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return p - s;
+	return -1;
+}
+
+/* The argument of cmd's line after "<op> " into *arg (NULL: none), checked: 0 or -EINVAL with why. */
+static int request_arg(const struct control_cmd *cmd, const char **arg, char *why, size_t n)
+{
+	size_t len;
+	long at;
+
+	*arg = NULL;
+	if (cmd->op == CTL_SNAPSHOT) {
+		if (!cmd->dir || cmd->dir[0] != '/')
+			return failf(-EINVAL, why, n, "snapshot directory '%.200s' must be an absolute path",
+				     cmd->dir ? cmd->dir : "(none)");
+		/* The line ends at the first newline: a directory with one (or
+		 * any control character) would be cut or refused by kiln-vmm. */
+		if (control_char_at(cmd->dir) >= 0)
+			return failf(-EINVAL, why, n, "snapshot directory '%.200s' holds a control character",
+				     cmd->dir);
+		*arg = cmd->dir;
+	} else if (cmd->op == CTL_FIREWALL_SET) {
+		len = cmd->json ? strlen(cmd->json) : 0;
+		if (len == 0 || len > CONTROL_RULES_MAX)
+			return failf(-EINVAL, why, n, "kiln-vmm control: a rule set of %zu bytes (1..%d)", len,
+				     CONTROL_RULES_MAX);
+		at = control_char_at(cmd->json);
+		if (at >= 0)
+			return failf(-EINVAL, why, n,
+				     "kiln-vmm control: the rule set holds a control character at byte %ld", at);
+		*arg = cmd->json;
+	}
+	return 0;
+}
+
+int control_request(const struct control_cmd *cmd, char **line, size_t *len, char *why, size_t n)
+{
+	const char *arg, *name;
+	size_t need;
+	char *l;
+	int r;
+
+	*line = NULL;
+	*len = 0;
+	if ((unsigned)cmd->op >= sizeof(op_names) / sizeof(op_names[0]))
+		return failf(-ENOTSUP, why, n, "kiln-vmm control: unknown operation %d", (int)cmd->op);
+	r = request_arg(cmd, &arg, why, n);
+	if (r)
+		return r;
+	name = op_names[cmd->op];
+	/* "<op>" [" --compress"] [" " arg] "\n" */
+	need = strlen(name) + (arg ? 1 + strlen(arg) : 0) +
+	       (cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) + 1;
+	if (need > CONTROL_LINE_MAX)
+		return failf(-EINVAL, why, n, "kiln-vmm control: command too long (%zu bytes)", need - 1);
+	l = malloc(need + 1);
+	if (!l)
+		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
+	snprintf(l, need + 1, "%s%s%s%s\n", name, cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
+		 arg ? " " : "", arg ? arg : "");
+	*line = l;
+	*len = need;
+	return 0;
+}
+
+/* A non-negative integer field (snapshot sizes). */
+static int get_u64(json_t *o, const char *key, uint64_t *out, char *why, size_t n)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid '%s'", key);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/*
+ * One reply line as a JSON object that says {"ok":true,...} into *o (the
+ * caller decrefs it); -EPROTO when it is not one, -EREMOTEIO when
+ * kiln-vmm refused the command (its message in why).
+ */
+static int ok_reply(const char *line, const char *op, json_t **out, char *why, size_t n)
+{
+	json_error_t je;
+	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je), *ok;
+	int r;
+
+	*out = NULL;
+	if (!json_is_object(o)) {
+		r = failf(-EPROTO, why, n, "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
+			  line);
+	} else if (!json_is_boolean(ok = json_object_get(o, "ok"))) {
+		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
+	} else if (!json_is_true(ok)) {
+		const char *msg = json_string_value(json_object_get(o, "error"));
+
+		r = failf(-EREMOTEIO, why, n, "kiln-vmm: %s", msg ? msg : "the command failed (no message)");
+	} else {
+		*out = o;
+		return 0;
+	}
+	json_decref(o);
+	return r;
+}
+
+static int state_reply(json_t *o, const char *line, enum control_op op, struct control_reply *out, char *why,
+		       size_t n)
+{
+	const char *state = json_string_value(json_object_get(o, "state"));
+	json_t *ms;
+
+	if (!state || (strcmp(state, "running") && strcmp(state, "paused")))
+		return failf(-EPROTO, why, n, "kiln-vmm control: a reply without a valid 'state': '%.120s'", line);
+	out->paused = strcmp(state, "paused") == 0;
+	if (op != CTL_SNAPSHOT)
+		return 0;
+	if (get_u64(o, "memory_bytes", &out->memory_bytes, why, n) ||
+	    get_u64(o, "memory_stored_bytes", &out->memory_stored_bytes, why, n) ||
+	    get_u64(o, "state_bytes", &out->state_bytes, why, n) || get_u64(o, "disk_bytes", &out->disk_bytes, why, n))
+		return -EPROTO;
+	ms = json_object_get(o, "ms");
+	if (!json_is_number(ms) || json_number_value(ms) < 0)
+		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid 'ms'");
+	out->ms = json_number_value(ms);
+	return 0;
+}
+
+static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, char *why, size_t n)
+{
+	json_t *v, *rules, *ctr;
+
+	if (op == CTL_FIREWALL_SET) {
+		v = json_object_get(o, "cut");
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return failf(-EPROTO, why, n, "kiln-vmm control: firewall-set reply without a valid 'cut'");
+		out->cut = (size_t)json_integer_value(v);
+		return 0;
+	}
+	rules = json_object_get(o, "rules");
+	ctr = json_object_get(o, "counters");
+	if (!json_is_object(rules) || !json_is_object(ctr))
+		return failf(-EPROTO, why, n, "kiln-vmm control: firewall-get reply without 'rules' and 'counters'");
+	out->firewall = json_pack("{s:O,s:O}", "rules", rules, "counters", ctr);
+	if (!out->firewall)
+		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
+	return 0;
+}
+
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why, size_t n)
+{
+	bool known = (unsigned)op < sizeof(op_names) / sizeof(op_names[0]);
+	json_t *o;
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	r = ok_reply(line, known ? op_names[op] : "?", &o, why, n);
+	if (r)
+		return r;
+	if (!known)
+		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply to unknown operation %d", (int)op);
+	else if (op == CTL_FIREWALL_SET || op == CTL_FIREWALL_GET)
+		r = firewall_reply(o, op, out, why, n);
+	else
+		r = state_reply(o, line, op, out, why, n);
+	json_decref(o);
+	return r;
 }

@@ -20,15 +20,33 @@
  * rules cut. firewall-get answers net_filter_to_json() (rules, counters)
  * with the device's frame counters in counters.device; that reply line can
  * be long (up to CONTROL_REPLY_MAX).
- * Pure: parsing and reply formatting, unit-tested.
+ *
+ * The one codec of this socket: kiln-vmm's server (vmm/control/control.c)
+ * parses requests with control_parse() and words errors with
+ * control_reply_error(); kilnd's client (api/kilnd/sandbox/vmm_control.c)
+ * builds requests with control_request() and checks replies with
+ * control_reply_parse(). The limits below are the only ones either end
+ * uses. Pure: no I/O, unit-tested (tests/unit/test_control_proto.c, both
+ * directions).
  */
 #ifndef KILN_CONTROL_PROTO_H
 #define KILN_CONTROL_PROTO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* A firewall-set line carries a whole rule set (NET_RULES_TEXT_MAX, 256 KiB). */
-#define CONTROL_LINE_MAX (256 * 1024 + 64)
+#include <jansson.h>
+
+/* firewall-set's rule set: lib/netrules/net_rules.h's NET_RULES_TEXT_MAX
+ * (control_proto.c checks they agree). */
+#define CONTROL_RULES_MAX (256 * 1024)
+/* A request line with its newline: a firewall-set line carries a whole rule set. */
+#define CONTROL_LINE_MAX (CONTROL_RULES_MAX + 64)
+/* A reply line with its newline, but firewall-get's: a state, a snapshot's
+ * sizes, a cut count or an error (its message escaped, at most 1 KiB). */
+#define CONTROL_SHORT_REPLY_MAX 4096
+/* firewall-get's reply: the rules and every counter. */
 #define CONTROL_REPLY_MAX (1024 * 1024)
 
 enum control_op { CTL_PAUSE, CTL_RESUME, CTL_STATUS, CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_GET };
@@ -45,6 +63,44 @@ struct control_cmd {
  * with a one-line reason in why[n].
  */
 int control_parse(char *line, struct control_cmd *out, char *why, size_t n);
+
+/* The longest reply line (newline included) a client accepts for op. */
+size_t control_reply_max(enum control_op op);
+
+/*
+ * The request line for cmd, newline included, malloc'd into *line with
+ * its length in *len (without the NUL); what control_parse() takes back.
+ * 0; -EINVAL with why[n] for an argument the server would refuse or
+ * misread (a snapshot DIR not absolute, a DIR or rule set holding a
+ * control character, which would end or break the line; an empty or
+ * oversize rule set; a line longer than CONTROL_LINE_MAX); -ENOTSUP for an
+ * unknown op; -ENOMEM.
+ */
+int control_request(const struct control_cmd *cmd, char **line, size_t *len, char *why, size_t n);
+
+/* What a reply says; which fields are set depends on the op. */
+struct control_reply {
+	bool paused; /* "state" after pause, resume, status, snapshot */
+	/* snapshot */
+	uint64_t memory_bytes;        /* guest RAM */
+	uint64_t memory_stored_bytes; /* of it, in the memory file */
+	uint64_t state_bytes;
+	uint64_t disk_bytes;          /* the overlay copies */
+	double ms;                    /* paused, written and synced */
+	/* firewall-set: established flows the new rules cut */
+	size_t cut;
+	/* firewall-get: a new object {"rules":{..},"counters":{..}}, the
+	 * caller's reference; NULL for other ops */
+	json_t *firewall;
+};
+
+/*
+ * Check one reply line (without its newline) to op against the reply's
+ * documented shape and fill *out. 0; -EREMOTEIO when kiln-vmm refused the
+ * command (why[n] = "kiln-vmm: <its message>"); -EPROTO when the line is
+ * not a reply of that shape (why[n] says what is wrong); -ENOMEM.
+ */
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why, size_t n);
 
 /* `{"ok":false,"error":"<msg>"}\n` into buf[n], msg JSON-escaped; the length. */
 size_t control_reply_error(char *buf, size_t n, const char *msg);

@@ -1,0 +1,86 @@
+/*
+ * kilnd: the daemon's context, passed explicitly to every part of it
+ * (docs/api.md describes the daemon and its API).
+ *
+ * Contract:
+ *  - One struct kilnd per daemon, built by main() from the command line
+ *    and handed to the HTTP server as its closure; nothing in kilnd is a
+ *    global variable.
+ *  - cfg is immutable once the server runs; the sandbox registry and the
+ *    metrics have their own locks (sandbox.h, metrics_mu).
+ */
+#ifndef KILN_KILND_H
+#define KILN_KILND_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "api/kilnd/core/metrics.h"
+#include "api/kilnd/core/names.h"
+#include "api/kilnd/core/sandbox_spec.h"
+#include "lib/base/mono.h"
+
+#define KILND_MAX_IMAGES 64
+#define KILND_MAX_ALLOW 32
+#define KILND_MAX_SHARE_ROOTS 16
+#define KILND_SOCKET_MAX 108 /* sizeof(sun_path) */
+
+struct kilnd_image {
+	char name[IMAGE_NAME_MAX + 1];
+	char path[PATH_MAX];
+};
+
+struct kilnd_config {
+	char socket_path[KILND_SOCKET_MAX];
+	gid_t socket_gid;
+	bool has_socket_gid;
+	uid_t allow_uid[KILND_MAX_ALLOW];
+	size_t nallow_uid;
+	gid_t allow_gid[KILND_MAX_ALLOW];
+	size_t nallow_gid;
+	char state_dir[PATH_MAX];
+	char kernel[PATH_MAX];
+	char vmm[PATH_MAX];
+	struct kilnd_image images[KILND_MAX_IMAGES];
+	size_t nimages;
+	char share_roots[KILND_MAX_SHARE_ROOTS][PATH_MAX]; /* resolved */
+	size_t nshare_roots;
+	int boot_timeout_ms;
+	int stop_timeout_ms;
+	uint64_t max_body;
+	uint64_t max_upload; /* 0: no limit */
+	unsigned max_sandboxes;
+	unsigned max_checkpoints; /* per sandbox; 0: none */
+	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
+	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
+	bool quiet;
+};
+
+struct sandbox;
+
+struct sandbox_registry {
+	pthread_mutex_t mu;
+	struct sandbox **v;
+	size_t n, cap;
+};
+
+struct kilnd {
+	struct kilnd_config cfg;
+	struct sandbox_registry reg;
+	pthread_mutex_t metrics_mu;
+	struct kiln_metrics metrics;
+	int64_t started_mono_ms;
+	atomic_bool shutting_down;
+};
+
+/* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
+int64_t wall_ms(void);
+
+/* One log line on stderr, prefixed "kilnd: ". */
+void kilnd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

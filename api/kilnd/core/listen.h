@@ -1,0 +1,36 @@
+/*
+ * listen: the API's Unix socket, bound by kilnd itself (libmicrohttpd then
+ * serves it through MHD_OPTION_LISTEN_SOCKET), and the check of each
+ * peer's credentials.
+ *
+ * Contract: listen_unix() creates the parent directory (0755) if missing,
+ * refuses to take over a socket another process is listening on, replaces
+ * a stale one (nothing listening) and nothing else (a regular file at the
+ * path is an error), and leaves the socket with mode 0660 and the given
+ * group. Errors are -1 with a message in err (what failed, what to do).
+ */
+#ifndef KILN_LISTEN_H
+#define KILN_LISTEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "api/kilnd/core/kilnd.h"
+
+struct peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Bind and listen; *fd is close-on-exec. */
+int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd, char *err, size_t errlen);
+
+/* The credentials of the process at the other end of a connected Unix socket. */
+int peer_of(int fd, struct peer *p);
+
+/* root, kilnd's own uid, --allow-uid, or a primary gid in --allow-gid. */
+bool peer_allowed(const struct kilnd_config *cfg, const struct peer *p);
+
+#endif

@@ -1,0 +1,76 @@
+/*
+ * query: the URL query parameters of each endpoint (docs/api.md), checked
+ * and converted.
+ *
+ * Contract: pure. The HTTP layer hands over every parameter in order as
+ * decoded key/value pairs (value NULL for "?key" without '='). Unknown
+ * parameters are refused (unknown_field), a parameter given twice is
+ * bad_field unless it is documented as repeatable, values are checked
+ * like JSON fields. Returned strings borrow from the pairs.
+ */
+#ifndef KILN_QUERY_H
+#define KILN_QUERY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/agent-client/agent_client.h"
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/sandbox_state.h"
+
+struct query_kv {
+	const char *key;
+	const char *value; /* NULL: no '=' */
+};
+
+/*
+ * Decode %HH escapes of a URL path or query value in place (the HTTP
+ * server calls this; '+' in query values became ' ' before). "%00" is
+ * left as it is: a decoded NUL would silently cut the C string the
+ * handlers see ("/etc/x%00y" would become "/etc/x"). Malformed escapes
+ * stay as they are. Returns the new length.
+ */
+size_t query_unescape(char *s);
+
+/* Endpoints without parameters: any parameter is unknown_field. */
+int query_none(const struct query_kv *kv, size_t n, const char *what, struct api_err *e);
+
+/* POST .../exec: stream=1|0|true|false. */
+int query_exec(const struct query_kv *kv, size_t n, bool *stream, struct api_err *e);
+
+#define QUERY_LABELS_MAX 16
+
+/* GET /v1/sandboxes filters. */
+struct list_filter {
+	int state; /* enum sandbox_state, or -1 for any */
+	const char *label_key[QUERY_LABELS_MAX];
+	size_t label_key_len[QUERY_LABELS_MAX]; /* the key is label_key[i][0..len) */
+	const char *label_value[QUERY_LABELS_MAX];
+	size_t nlabels;
+};
+int query_list(const struct query_kv *kv, size_t n, struct list_filter *f, struct api_err *e);
+/* True when a sandbox in state st with these labels (object of strings) passes f. */
+bool list_filter_match(const struct list_filter *f, enum sandbox_state st, const json_t *labels);
+
+/* GET .../files: path, offset, length, user. */
+int query_file_get(const struct query_kv *kv, size_t n, const char **path,
+		   struct agent_client_read_opts *o, struct api_err *e);
+
+/* PUT .../files: path, mode, parents, append, exclusive, create, user. */
+int query_file_put(const struct query_kv *kv, size_t n, const char **path,
+		   struct agent_client_write_opts *o, struct api_err *e);
+
+/* GET .../files/stat: path, follow (default true), user. */
+int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool *follow,
+		    enum agent_user *user, struct api_err *e);
+
+/* GET .../files/list: path, depth (1..AGENT_LIST_DEPTH_MAX, default 1),
+ * limit (1..AGENT_LIST_LIMIT_MAX, default AGENT_LIST_LIMIT_DEFAULT), user. */
+int query_file_list(const struct query_kv *kv, size_t n, const char **path,
+		    struct agent_client_list_opts *o, struct api_err *e);
+
+/* GET/PUT .../archive: path, user. */
+int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
+		  struct api_err *e);
+
+#endif

@@ -1,0 +1,82 @@
+/* GET /v1/health, GET /metrics, GET /v1/images (docs/api.md). */
+#include <stdlib.h>
+
+#include "api/kilnd/core/firewall_spec.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/sandbox/images.h"
+#include "api/kilnd/sandbox/sandbox.h"
+#include "lib/base/version.h"
+
+/* These endpoints take no query parameters; answers 400 itself. */
+static bool no_query(struct http_req *r, const char *what)
+{
+	struct api_err e;
+
+	if (query_none(r->kv, r->nkv, what, &e) == 0)
+		return true;
+	http_error(r, &e);
+	return false;
+}
+
+static void json_or_oom(struct http_req *r, json_t *o, const char *what)
+{
+	struct api_err e;
+
+	if (o) {
+		http_json(r, 200, o);
+		return;
+	}
+	api_err_set(&e, API_E_INTERNAL, "%s: out of memory", what);
+	http_error(r, &e);
+}
+
+void handle_health(struct http_req *r)
+{
+	unsigned counts[SB_STATE_COUNT];
+	size_t total;
+
+	if (!no_query(r, "health"))
+		return;
+	sandboxes_count(r->d, counts, &total);
+	json_or_oom(r,
+		    json_pack("{s:s,s:s,s:I,s:I}", "status", "ok", "version", KILN_VERSION, "uptime_s",
+			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
+			      (json_int_t)total),
+		    "health");
+}
+
+void handle_metrics(struct http_req *r)
+{
+	unsigned counts[SB_STATE_COUNT];
+	struct kiln_metrics m;
+	struct fw_totals fw;
+	unsigned fw_n;
+	struct api_err e;
+	size_t total, len;
+	char *text;
+
+	if (!no_query(r, "metrics"))
+		return;
+	sandboxes_count(r->d, counts, &total);
+	sandboxes_firewall_totals(r->d, &fw, &fw_n);
+	pthread_mutex_lock(&r->d->metrics_mu);
+	m = r->d->metrics;
+	pthread_mutex_unlock(&r->d->metrics_mu);
+	m.fw_sandboxes = fw_n;
+	m.fw_pass_packets = fw.pass_packets;
+	m.fw_drop_packets = fw.drop_packets;
+	m.fw_flows_cut = fw.flows_cut;
+	text = metrics_render(&m, counts, &len);
+	if (!text) {
+		api_err_set(&e, API_E_INTERNAL, "metrics: out of memory");
+		http_error(r, &e);
+		return;
+	}
+	http_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", text, len);
+}
+
+void handle_images(struct http_req *r)
+{
+	if (no_query(r, "images"))
+		json_or_oom(r, images_list(r->d), "images");
+}

@@ -1,0 +1,53 @@
+/*
+ * dispatch: the handler of every route operation, the table kilnd.c hands
+ * to the HTTP server (http_service). Routes (route.c) name operations;
+ * the server knows no handler, so it depends on no endpoint.
+ */
+#include "api/kilnd/endpoints/handlers.h"
+
+const http_handler_fn dispatch_handlers[OP_COUNT] = {
+	[OP_HEALTH] = handle_health,
+	[OP_METRICS] = handle_metrics,
+	[OP_IMAGES_LIST] = handle_images,
+	[OP_SANDBOX_LIST] = handle_sandbox_list,
+	[OP_SANDBOX_CREATE] = handle_sandbox_create,
+	[OP_SANDBOX_GET] = handle_sandbox_get,
+	[OP_SANDBOX_DELETE] = handle_sandbox_delete,
+	[OP_SANDBOX_START] = handle_sandbox_start,
+	[OP_SANDBOX_STOP] = handle_sandbox_stop,
+	[OP_EXEC] = handle_exec,
+	[OP_FILE_GET] = handle_file_get,
+	[OP_FILE_PUT] = handle_file_put_begin,
+	[OP_PROC_CREATE] = handle_proc_create,
+	[OP_PROC_LIST] = handle_proc_list,
+	[OP_PROC_GET] = handle_proc_get,
+	[OP_PROC_OUTPUT] = handle_proc_output,
+	[OP_PROC_STDIN] = handle_proc_stdin,
+	[OP_PROC_SIGNAL] = handle_proc_signal,
+	[OP_PROC_WAIT] = handle_proc_wait,
+	[OP_PROC_RESIZE] = handle_proc_resize,
+	[OP_PROC_TTY] = handle_proc_tty,
+	[OP_SHELL] = handle_shell,
+	[OP_FILE_STAT] = handle_file_stat,
+	[OP_FILE_LIST] = handle_file_list,
+	[OP_FILE_MKDIR] = handle_file_mkdir,
+	[OP_FILE_REMOVE] = handle_file_remove,
+	[OP_FILE_RENAME] = handle_file_rename,
+	[OP_ARCHIVE_GET] = handle_archive_get,
+	[OP_ARCHIVE_PUT] = handle_archive_put_begin,
+	[OP_PORT_LIST] = handle_port_list,
+	[OP_PORT_ADD] = handle_port_add,
+	[OP_PORT_REMOVE] = handle_port_remove,
+	[OP_SANDBOX_PAUSE] = handle_sandbox_pause,
+	[OP_SANDBOX_RESUME] = handle_sandbox_resume,
+	[OP_SANDBOX_HIBERNATE] = handle_sandbox_hibernate,
+	[OP_SANDBOX_WAKE] = handle_sandbox_wake,
+	[OP_CHECKPOINT_LIST] = handle_checkpoint_list,
+	[OP_CHECKPOINT_CREATE] = handle_checkpoint_create,
+	[OP_CHECKPOINT_GET] = handle_checkpoint_get,
+	[OP_CHECKPOINT_DELETE] = handle_checkpoint_delete,
+	[OP_CHECKPOINT_RESTORE] = handle_checkpoint_restore,
+	[OP_FIREWALL_GET] = handle_firewall_get,
+	[OP_FIREWALL_PUT] = handle_firewall_put,
+	[OP_FIREWALL_LOG] = handle_firewall_log,
+};

@@ -1,0 +1,60 @@
+/*
+ * exec_render: exec results as JSON (docs/api.md, "POST .../exec"): the
+ * buffered result object and the streaming NDJSON events.
+ *
+ * Contract:
+ *  - Pure (jansson only), no I/O, no global state.
+ *  - Output bytes are the guest's and may be anything. In "auto" mode they
+ *    become a JSON string when they are valid UTF-8 and base64 otherwise;
+ *    the encoding is always stated next to them. The streaming encoder
+ *    keeps, per stream, the up to 3 bytes of a UTF-8 character cut by a
+ *    chunk boundary, so text stays text across chunks.
+ *  - Event lines end in '\n' and are malloc'd (free()).
+ */
+#ifndef KILN_EXEC_RENDER_H
+#define KILN_EXEC_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "api/agent-client/agent_client.h"
+#include "api/kilnd/core/api_error.h"
+
+/*
+ * The buffered result object. base64: always base64 ("output_encoding":
+ * "base64"). duration_ms: the host's view. NULL when out of memory.
+ */
+json_t *exec_render_result(const struct agent_client_exec_result *res, bool base64,
+			   double duration_ms);
+
+/* Streaming state: bytes of an unfinished UTF-8 character, per stream. */
+struct exec_stream_enc {
+	bool base64;
+	uint8_t hold[2][4];
+	size_t hold_len[2];
+};
+
+void exec_stream_enc_init(struct exec_stream_enc *enc, bool base64);
+
+/*
+ * The event line for `n` bytes of stdout or stderr (AGENT_STDOUT or
+ * AGENT_STDERR). 0 with *line (NULL when everything was held back) and
+ * *len; -ENOMEM.
+ */
+int exec_event_output(struct exec_stream_enc *enc, enum agent_stream st, const uint8_t *d, size_t n,
+		      char **line, size_t *len);
+
+/* The event for bytes still held for st (an incomplete character at the
+ * end of the output: sent as data_base64), or *line NULL when none. */
+int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **line, size_t *len);
+
+/* The exit event. NULL when out of memory. */
+char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, size_t *len);
+
+/* The error event {"type":"error","error":{"code","message"}}. NULL when out of memory. */
+char *exec_event_error(const struct api_err *e, size_t *len);
+
+#endif

@@ -1,0 +1,246 @@
+/* POST .../exec bodies; see exec_spec.h. */
+#include "api/kilnd/endpoints/exec/exec_spec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/core/json_fields.h"
+#include "api/kilnd/core/names.h"
+#include "lib/base/base64.h"
+
+static int parse_argv(struct exec_spec *s, struct api_err *e)
+{
+	const char *what = s->what;
+	json_t *a = json_object_get(s->body, "argv"), *v;
+	size_t i;
+
+	if (!a) {
+		api_err_set(e, API_E_MISSING_FIELD, "%s: 'argv' is required (argv[0] is the program)", what);
+		return -1;
+	}
+	if (!json_is_array(a)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'argv' must be an array of strings", what);
+		return -1;
+	}
+	if (json_array_size(a) == 0 || json_array_size(a) > AGENT_ARGV_MAX) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'argv' must have 1 to %d entries", what, AGENT_ARGV_MAX);
+		return -1;
+	}
+	s->argv = calloc(json_array_size(a) + 1, sizeof(*s->argv));
+	if (!s->argv) {
+		api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
+		return -1;
+	}
+	json_array_foreach(a, i, v) {
+		if (!json_is_string(v)) {
+			api_err_set(e, API_E_BAD_FIELD, "%s: argv[%zu] must be a string", what, i);
+			return -1;
+		}
+		s->argv[i] = json_string_value(v);
+	}
+	s->argc = i;
+	if (!s->argv[0][0]) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: argv[0] must not be empty", what);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_env(struct exec_spec *s, struct api_err *e)
+{
+	const char *what = s->what;
+	json_t *o = json_object_get(s->body, "env"), *v;
+	const char *k;
+
+	if (!o)
+		return 0;
+	if (!json_is_object(o)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' must be an object of strings or null", what);
+		return -1;
+	}
+	if (json_object_size(o) > AGENT_ENV_MAX) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' has more than %d entries", what, AGENT_ENV_MAX);
+		return -1;
+	}
+	json_object_foreach(o, k, v) {
+		if (!k[0] || strchr(k, '=')) {
+			api_err_set(e, API_E_BAD_FIELD, "%s: env key '%.80s' must be non-empty and without '='", what, k);
+			return -1;
+		}
+		if (!json_is_string(v) && !json_is_null(v)) {
+			api_err_set(e, API_E_BAD_FIELD, "%s: env['%.80s'] must be a string or null", what, k);
+			return -1;
+		}
+	}
+	s->env = o;
+	return 0;
+}
+
+static int parse_stdin(struct exec_spec *s, struct api_err *e)
+{
+	const char *what = s->what;
+	const char *text, *b64;
+
+	if (jf_string(s->body, "stdin", false, AGENT_LEN_MAX, &text, what, e))
+		return -1;
+	/* base64 of AGENT_LEN_MAX bytes, with padding. */
+	if (jf_string(s->body, "stdin_base64", false, (AGENT_LEN_MAX + 2) / 3 * 4, &b64, what, e))
+		return -1;
+	if (text && b64) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: give 'stdin' or 'stdin_base64', not both", what);
+		return -1;
+	}
+	if (text) {
+		size_t n = strlen(text);
+
+		s->stdin_data = malloc(n ? n : 1);
+		if (!s->stdin_data) {
+			api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
+			return -1;
+		}
+		memcpy(s->stdin_data, text, n);
+		s->stdin_len = n;
+	} else if (b64) {
+		size_t n = strlen(b64);
+
+		s->stdin_data = malloc(n / 4 * 3 + 1);
+		if (!s->stdin_data) {
+			api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
+			return -1;
+		}
+		if (base64_decode(b64, n, s->stdin_data, &s->stdin_len)) {
+			api_err_set(e, API_E_BAD_FIELD, "%s: 'stdin_base64' is not canonical base64 (RFC 4648, padded)", what);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct api_err *e)
+{
+	return exec_spec_parse_as(body, streaming, "exec", s, e);
+}
+
+int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *s,
+		       struct api_err *e)
+{
+	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
+					      "stdin_base64", "output_cap", "output_encoding", NULL };
+	const char *user, *enc;
+	uint64_t n;
+
+	memset(s, 0, sizeof(*s));
+	s->what = what;
+	if (!json_is_object(body)) {
+		api_err_set(e, API_E_BAD_JSON, "%s: the body must be a JSON object", what);
+		return -1;
+	}
+	s->body = json_incref(body);
+	if (jf_only(body, fields, what, e) || parse_argv(s, e) ||
+	    jf_bool(body, "shell", false, &s->shell, what, e))
+		return -1;
+	/* The agent counts the /bin/sh -c that shell adds into its limit. */
+	if (s->shell && s->argc > AGENT_ARGV_MAX - 2) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: with shell, 'argv' may have at most %d entries", what,
+			    AGENT_ARGV_MAX - 2);
+		return -1;
+	}
+	if (parse_env(s, e) || jf_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
+		return -1;
+	if (s->cwd && !guest_path_valid(s->cwd, AGENT_PATH_MAX)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: cwd '%.100s' must be an absolute path", what, s->cwd);
+		return -1;
+	}
+	if (jf_string(body, "user", false, 16, &user, what, e))
+		return -1;
+	if (!user || strcmp(user, "user") == 0) {
+		s->user = AGENT_USER_USER;
+	} else if (strcmp(user, "root") == 0) {
+		s->user = AGENT_USER_ROOT;
+	} else {
+		api_err_set(e, API_E_BAD_FIELD, "%s: user must be \"user\" or \"root\"", what);
+		return -1;
+	}
+	if (jf_uint(body, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &n, what, e))
+		return -1;
+	s->timeout_ms = (uint32_t)n;
+	if (parse_stdin(s, e))
+		return -1;
+	if (jf_uint(body, "output_cap", false, 0,
+		    streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX, AGENT_OUTPUT_CAP_DEFAULT, &n,
+		    what, e))
+		return -1;
+	s->output_cap = (uint32_t)n;
+	if (jf_string(body, "output_encoding", false, 16, &enc, what, e))
+		return -1;
+	if (enc && strcmp(enc, "base64") == 0) {
+		s->base64_output = true;
+	} else if (enc && strcmp(enc, "auto") != 0) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: output_encoding must be \"auto\" or \"base64\"", what);
+		return -1;
+	}
+	return 0;
+}
+
+int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
+{
+	const char *what = s->what;
+	size_t cap = json_object_size(base) + json_object_size(s->env), n = 0;
+	const char *k;
+	json_t *v;
+
+	free(s->merged);
+	s->merged = NULL;
+	s->nmerged = 0;
+	if (cap == 0)
+		return 0;
+	s->merged = calloc(cap, sizeof(*s->merged));
+	if (!s->merged) {
+		api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
+		return -1;
+	}
+	json_object_foreach((json_t *)base, k, v) {
+		if (json_object_get(s->env, k))
+			continue; /* the exec's own value (or null) wins */
+		s->merged[n].key = k;
+		s->merged[n++].value = json_string_value(v);
+	}
+	json_object_foreach((json_t *)s->env, k, v) {
+		s->merged[n].key = k;
+		s->merged[n++].value = json_is_null(v) ? NULL : json_string_value(v);
+	}
+	if (n > AGENT_ENV_MAX) {
+		api_err_set(e, API_E_TOO_LARGE, "%s: the sandbox's env and the exec's env have %zu variables together; at most %d",
+			    what, n, AGENT_ENV_MAX);
+		return -1;
+	}
+	s->nmerged = n;
+	return 0;
+}
+
+void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->argv = s->argv;
+	o->shell = s->shell;
+	o->env = s->merged;
+	o->envc = s->nmerged;
+	o->cwd = s->cwd;
+	o->user = s->user;
+	o->timeout_ms = s->timeout_ms;
+	/* The client library reads output_cap 0 as "the default"; 0 bytes
+	 * kept is its discard_output. */
+	o->output_cap = s->output_cap;
+	o->discard_output = s->output_cap == 0;
+	o->stdin_data = s->stdin_data;
+	o->stdin_len = s->stdin_len;
+}
+
+void exec_spec_free(struct exec_spec *s)
+{
+	free(s->argv);
+	free(s->stdin_data);
+	free(s->merged);
+	json_decref(s->body);
+	memset(s, 0, sizeof(*s));
+}

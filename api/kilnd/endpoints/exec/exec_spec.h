@@ -1,0 +1,74 @@
+/*
+ * exec_spec: the body of POST /v1/sandboxes/{id}/exec (docs/api.md),
+ * validated into the agent client's exec options.
+ *
+ * Contract:
+ *  - Pure (jansson only). Unknown fields are refused; the first failing
+ *    check wins, in the order of the table in docs/api.md.
+ *  - The limits are the agent's (docs/agent-protocol.md, section 5), so
+ *    a request that passes here is not refused by the agent for its
+ *    shape; output_cap is bounded lower for buffered execs, whose output
+ *    kilnd holds in memory (and then in base64).
+ *  - A parsed spec holds a reference to the body (argv, cwd and env
+ *    point into it) and owns its decoded stdin and merged environment;
+ *    release it with exec_spec_free().
+ */
+#ifndef KILN_EXEC_SPEC_H
+#define KILN_EXEC_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "api/agent-client/agent_client.h"
+#include "api/kilnd/core/api_error.h"
+
+/* Buffered output is held in memory, then encoded: 16 MiB per stream. */
+#define EXEC_OUTPUT_CAP_BUFFERED_MAX (16u << 20)
+
+struct exec_spec {
+	const char *what;         /* names the request in messages ("exec") */
+	json_t *body;             /* reference held */
+	const char **argv;        /* argc entries + NULL, strings borrowed from body */
+	size_t argc;
+	bool shell;
+	const json_t *env;        /* borrowed from body; NULL when absent */
+	const char *cwd;          /* NULL: the user's home */
+	enum agent_user user;
+	uint32_t timeout_ms;
+	uint8_t *stdin_data;      /* owned; NULL when none */
+	size_t stdin_len;
+	uint32_t output_cap;      /* AGENT_OUTPUT_CAP_DEFAULT unless given */
+	bool base64_output;       /* output_encoding "base64" */
+
+	struct agent_env *merged; /* exec_env_merge() result, owned */
+	size_t nmerged;
+};
+
+/*
+ * Validate an exec body. streaming raises output_cap's limit to the
+ * agent's. 0, or -1 with e set; *out needs exec_spec_free() either way.
+ */
+int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct api_err *e);
+
+/* The same for a request that shares exec's fields (process create);
+ * `what` (a static string) names it in messages. */
+int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *out,
+		       struct api_err *e);
+
+/*
+ * Merge the sandbox's environment (object of strings, may be NULL) with
+ * the exec's own (it wins; null values unset) into s->merged, ready for
+ * agent_client_proc_opts. -1 with e (too_large) past AGENT_ENV_MAX.
+ * Pointers in s->merged borrow from base and s->body: keep both alive.
+ */
+int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e);
+
+/* Fill agent client options from a parsed (and merged) spec. */
+void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o);
+
+void exec_spec_free(struct exec_spec *s);
+
+#endif

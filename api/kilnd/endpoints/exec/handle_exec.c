@@ -1,0 +1,268 @@
+/*
+ * POST /v1/sandboxes/{id}/exec, buffered and streaming (docs/api.md).
+ *
+ * Streaming: a producer thread runs the agent exec and turns its output
+ * into NDJSON lines in a byte_queue; the HTTP response reads the queue.
+ * The response starts with the first event, so an exec that fails before
+ * any output still gets a real status. The job is shared by the producer
+ * and the response and freed by whichever finishes last: the producer
+ * cannot be interrupted while the agent is silent (agent_client_exec has
+ * no cancel), so it may outlive the response until the process writes or
+ * exits.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/http/byte_queue.h"
+#include "api/kilnd/endpoints/exec/exec_render.h"
+#include "api/kilnd/endpoints/exec/exec_spec.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/sandbox/sandbox.h"
+
+/* Events in flight between the agent and a slow client. */
+#define EXEC_QUEUE_BYTES (256u << 10)
+/* How often a waiting stream looks for a client that went away. */
+#define CLIENT_CHECK_MS 1000
+
+struct exec_job {
+	atomic_int refs;
+	struct kilnd *d;
+	struct sandbox *sb;
+	struct agent_client c;
+	struct exec_spec spec;
+	json_t *env;
+	struct byte_queue q;
+	struct exec_stream_enc enc;
+	struct api_err err; /* the producer's failure, when nothing was sent */
+	double t0;
+	int conn_fd;
+};
+
+static void job_put(struct exec_job *j)
+{
+	if (atomic_fetch_sub(&j->refs, 1) != 1)
+		return;
+	bq_destroy(&j->q);
+	exec_spec_free(&j->spec);
+	json_decref(j->env);
+	sandbox_put(j->sb);
+	free(j);
+}
+
+static void count_exec(struct kilnd *d, bool ran, double ms)
+{
+	pthread_mutex_lock(&d->metrics_mu);
+	if (ran) {
+		d->metrics.execs++;
+		histogram_observe(&d->metrics.exec_seconds, ms / 1000.0);
+	} else {
+		d->metrics.exec_errors++;
+	}
+	pthread_mutex_unlock(&d->metrics_mu);
+}
+
+static int push_line(struct exec_job *j, char *line, size_t len)
+{
+	int r = line ? bq_push(&j->q, line, len) : 0;
+
+	free(line);
+	return r;
+}
+
+static int on_output(void *arg, enum agent_stream st, const void *data, size_t n)
+{
+	struct exec_job *j = arg;
+	char *line;
+	size_t len;
+
+	if (exec_event_output(&j->enc, st, data, n, &line, &len))
+		return -ENOMEM;
+	/* -ECANCELED when the client is gone: the exec ends, the agent kills the process. */
+	return push_line(j, line, len);
+}
+
+static void *producer(void *arg)
+{
+	struct exec_job *j = arg;
+	struct agent_client_exec_result res;
+	struct agent_client_proc_opts o;
+	struct agent_client_err ae;
+	char *line;
+	size_t len;
+	double ms;
+	int r;
+
+	memset(&res, 0, sizeof(res));
+	exec_spec_opts(&j->spec, &o);
+	o.on_output = on_output;
+	o.on_output_arg = j;
+	r = agent_client_exec(&j->c, &o, &res, &ae);
+	ms = mono_ms_f() - j->t0;
+	count_exec(j->d, r == 0, ms);
+	if (r == 0) {
+		for (int s = AGENT_STDOUT; s <= AGENT_STDERR && r == 0; s++)
+			if (exec_event_flush(&j->enc, (enum agent_stream)s, &line, &len) == 0)
+				r = push_line(j, line, len);
+		if (r == 0) {
+			line = exec_event_exit(&res.exit, ms, &len);
+			r = line ? push_line(j, line, len) : -ENOMEM;
+		}
+		bq_close(&j->q, r);
+	} else if (r != -ECANCELED) {
+		api_err_from_agent(&j->err, &ae, "exec");
+		/* Output already went out (and the 200 with it): the error is the
+		 * last event. Otherwise the handler answers with its status. */
+		if (j->q.pushed) {
+			line = exec_event_error(&j->err, &len);
+			push_line(j, line, len);
+			bq_close(&j->q, 0);
+		} else {
+			bq_close(&j->q, -EIO);
+		}
+	} else {
+		bq_close(&j->q, r);
+	}
+	agent_client_exec_result_free(&res);
+	job_put(j);
+	return NULL;
+}
+
+static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct exec_job *j = cls;
+
+	(void)pos;
+	for (;;) {
+		int err;
+		ssize_t n = bq_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
+
+		if (n > 0)
+			return n;
+		if (n < 0)
+			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+		if (http_client_gone(j->conn_fd))
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static void reader_free(void *cls)
+{
+	struct exec_job *j = cls;
+
+	bq_abort(&j->q);
+	job_put(j);
+}
+
+static void stream(struct http_req *r, struct exec_job *j)
+{
+	pthread_attr_t attr;
+	struct api_err e;
+	pthread_t th;
+	int err, rc;
+
+	if (bq_init(&j->q, EXEC_QUEUE_BYTES)) {
+		api_err_set(&e, API_E_INTERNAL, "exec: out of memory");
+		http_error(r, &e);
+		job_put(j);
+		return;
+	}
+	exec_stream_enc_init(&j->enc, j->spec.base64_output);
+	j->conn_fd = http_conn_fd(r);
+	atomic_store(&j->refs, 2);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&th, &attr, producer, j);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		api_err_set(&e, API_E_INTERNAL, "exec: cannot start a thread: %s", strerror(rc));
+		http_error(r, &e);
+		atomic_store(&j->refs, 1);
+		job_put(j);
+		return;
+	}
+	if (!bq_wait_first(&j->q, &err)) {
+		/* Ended before its first event: a start error with its own status. */
+		if (j->err.code == API_OK)
+			api_err_set(&j->err, API_E_INTERNAL, "exec: ended without a result");
+		http_error(r, &j->err);
+		job_put(j);
+		return;
+	}
+	http_stream(r, "application/x-ndjson", reader, j, reader_free);
+}
+
+static void buffered(struct http_req *r, struct exec_job *j)
+{
+	struct agent_client_exec_result res;
+	struct agent_client_proc_opts o;
+	struct agent_client_err ae;
+	struct api_err e;
+	json_t *out;
+	double ms;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	exec_spec_opts(&j->spec, &o);
+	rc = agent_client_exec(&j->c, &o, &res, &ae);
+	ms = mono_ms_f() - j->t0;
+	count_exec(j->d, rc == 0, ms);
+	if (rc) {
+		api_err_from_agent(&e, &ae, "exec");
+		http_error(r, &e);
+	} else if (!(out = exec_render_result(&res, j->spec.base64_output, ms))) {
+		api_err_set(&e, API_E_INTERNAL, "exec: out of memory rendering the result");
+		http_error(r, &e);
+	} else {
+		http_json(r, 200, out);
+	}
+	agent_client_exec_result_free(&res);
+	job_put(j);
+}
+
+void handle_exec(struct http_req *r)
+{
+	const char *accept = http_header(r, MHD_HTTP_HEADER_ACCEPT);
+	struct exec_job *j;
+	struct api_err e;
+	json_t *body = NULL;
+	bool want_stream;
+
+	if (query_exec(r->kv, r->nkv, &want_stream, &e) || http_body_json(r, false, &body, &e)) {
+		http_error(r, &e);
+		return;
+	}
+	if (accept && strstr(accept, "application/x-ndjson"))
+		want_stream = true;
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		json_decref(body);
+		api_err_set(&e, API_E_INTERNAL, "exec: out of memory");
+		http_error(r, &e);
+		return;
+	}
+	atomic_init(&j->refs, 1);
+	j->d = r->d;
+	j->t0 = mono_ms_f();
+	j->sb = sandbox_get(r->d, r->rm.id, &e);
+	if (!j->sb) {
+		json_decref(body);
+		free(j);
+		http_error(r, &e);
+		return;
+	}
+	if (exec_spec_parse(body, want_stream, &j->spec, &e) || sandbox_agent(j->sb, &j->c, &j->env, &e) ||
+	    exec_env_merge(&j->spec, j->env, &e)) {
+		json_decref(body);
+		http_error(r, &e);
+		job_put(j);
+		return;
+	}
+	json_decref(body); /* the spec keeps its own reference */
+	if (want_stream)
+		stream(r, j);
+	else
+		buffered(r, j);
+}

@@ -1,0 +1,267 @@
+/*
+ * File metadata endpoints (docs/api.md): GET .../files/stat and
+ * .../files/list, POST .../files/mkdir, .../files/remove, .../files/rename,
+ * each one agent request (docs/agent-protocol.md, 7.5) whose error codes
+ * pass through with their statuses (api_error.c).
+ *
+ * A listing may hold up to a million entries, so it is streamed like a
+ * file download: a producer thread renders each entry into a byte_queue
+ * that the response reads, and the status is decided by the first byte or
+ * the end (a missing directory is a 404, not an empty 200).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/http/byte_queue.h"
+#include "api/kilnd/sandbox/files_spec.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/http/stream_job.h"
+
+#define LIST_QUEUE_BYTES (256u << 10)
+
+/* The sandbox's agent, or an answered error (NULL). */
+static struct sandbox *agent_of(struct http_req *r, struct agent_client *c)
+{
+	struct api_err e;
+	json_t *env = NULL;
+	struct sandbox *sb = sandbox_get(r->d, r->rm.id, &e);
+
+	if (sb && sandbox_agent(sb, c, &env, &e)) {
+		sandbox_put(sb);
+		sb = NULL;
+	}
+	json_decref(env);
+	if (!sb)
+		http_error(r, &e);
+	return sb;
+}
+
+static void agent_error(struct http_req *r, const struct agent_client_err *ae, const char *op, const char *path)
+{
+	char what[64 + AGENT_PATH_MAX];
+	struct api_err e;
+
+	snprintf(what, sizeof(what), "%s '%s'", op, path);
+	api_err_from_agent(&e, ae, what);
+	http_error(r, &e);
+}
+
+void handle_file_stat(struct http_req *r)
+{
+	struct agent_client_stat st = { 0 };
+	struct agent_client_err ae;
+	struct agent_client c;
+	enum agent_user user;
+	struct sandbox *sb;
+	const char *path;
+	struct api_err e;
+	bool follow;
+	json_t *o;
+
+	if (query_file_stat(r->kv, r->nkv, &path, &follow, &user, &e)) {
+		http_error(r, &e);
+		return;
+	}
+	if (!(sb = agent_of(r, &c)))
+		return;
+	if (agent_client_stat(&c, path, follow, user, &st, &ae) < 0) {
+		agent_error(r, &ae, "stat", path);
+	} else if (!(o = file_stat_json(&st, false))) {
+		api_err_set(&e, API_E_INTERNAL, "stat: out of memory rendering the answer");
+		http_error(r, &e);
+	} else {
+		http_json(r, 200, o);
+	}
+	agent_client_stat_free(&st);
+	sandbox_put(sb);
+}
+
+/* ---- list ---- */
+
+struct list_job {
+	struct stream_job sj; /* first: the job is freed through it */
+	struct sandbox *sb;
+	struct agent_client c;
+	char path[AGENT_PATH_MAX + 1];
+	struct agent_client_list_opts o;
+	bool opened; /* the object's head is queued */
+};
+
+static void list_release(struct stream_job *sj)
+{
+	struct list_job *j = (struct list_job *)sj;
+
+	sandbox_put(j->sb);
+	free(j);
+}
+
+/* Queue a JSON value's text (NULL: out of memory) followed by tail. */
+static int push_json(struct list_job *j, json_t *v, const char *tail)
+{
+	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	int r;
+
+	json_decref(v);
+	if (!s)
+		return -ENOMEM;
+	r = bq_push(&j->sj.q, s, strlen(s));
+	free(s);
+	return r ? r : bq_push(&j->sj.q, tail, strlen(tail));
+}
+
+/* {"path":...,"entries":[ before the first entry (or the end). */
+static int open_listing(struct list_job *j)
+{
+	static const char head[] = "{\"path\":";
+	int r;
+
+	if (j->opened)
+		return 0;
+	j->opened = true;
+	r = bq_push(&j->sj.q, head, sizeof(head) - 1);
+	return r ? r : push_json(j, json_string(j->path), ",\"entries\":[");
+}
+
+static int list_entry(void *arg, const struct agent_client_stat *st)
+{
+	struct list_job *j = arg;
+	bool first = !j->opened;
+	int r = open_listing(j);
+
+	if (!r && !first)
+		r = bq_push(&j->sj.q, ",", 1);
+	return r ? r : push_json(j, file_stat_json(st, true), "");
+}
+
+/* A failure halfway ends the stream without its last chunk, so the client
+ * sees a broken transfer rather than JSON that stops (docs/api.md). */
+static void list_produce(struct stream_job *sj)
+{
+	struct list_job *j = (struct list_job *)sj;
+	struct agent_client_list_end end = { 0 };
+	struct agent_client_err ae;
+	char tail[160];
+	int r = agent_client_list_dir(&j->c, j->path, &j->o, list_entry, j, &end, &ae);
+
+	if (r == 0) {
+		snprintf(tail, sizeof(tail), "],\"count\":%llu,\"truncated\":%s,\"skipped\":%llu}\n",
+			 (unsigned long long)end.count, end.truncated ? "true" : "false",
+			 (unsigned long long)end.skipped);
+		r = open_listing(j);
+		if (!r)
+			r = bq_push(&sj->q, tail, strlen(tail));
+	} else if (r != -ECANCELED) {
+		char what[64 + AGENT_PATH_MAX];
+
+		snprintf(what, sizeof(what), "list '%s'", j->path);
+		api_err_from_agent(&sj->err, &ae, what);
+	}
+	stream_job_close(sj, r);
+}
+
+void handle_file_list(struct http_req *r)
+{
+	struct list_job *j = calloc(1, sizeof(*j));
+	const char *path;
+	struct api_err e;
+
+	if (!j || stream_job_init(&j->sj, LIST_QUEUE_BYTES, list_produce, list_release)) {
+		free(j);
+		api_err_set(&e, API_E_INTERNAL, "list: out of memory");
+		http_error(r, &e);
+		return;
+	}
+	if (query_file_list(r->kv, r->nkv, &path, &j->o, &e)) {
+		bq_destroy(&j->sj.q);
+		free(j);
+		http_error(r, &e);
+		return;
+	}
+	if (!(j->sb = agent_of(r, &j->c))) {
+		bq_destroy(&j->sj.q);
+		free(j);
+		return;
+	}
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	stream_job_respond(r, &j->sj, "application/json", false, "list");
+}
+
+/* ---- mkdir, remove, rename ---- */
+
+void handle_file_mkdir(struct http_req *r)
+{
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct mkdir_spec s;
+	struct sandbox *sb;
+	struct api_err e;
+	json_t *body = NULL;
+
+	if (query_none(r->kv, r->nkv, "mkdir", &e) || http_body_json(r, false, &body, &e) ||
+	    mkdir_spec_parse(body, &s, &e)) {
+		http_error(r, &e);
+		json_decref(body);
+		return;
+	}
+	if ((sb = agent_of(r, &c))) {
+		if (agent_client_mkdir(&c, s.path, s.parents, s.mode, s.user, &ae) < 0)
+			agent_error(r, &ae, "mkdir", s.path);
+		else
+			http_json(r, 200, json_pack("{s:s}", "path", s.path));
+		sandbox_put(sb);
+	}
+	json_decref(body);
+}
+
+void handle_file_remove(struct http_req *r)
+{
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct remove_spec s;
+	struct sandbox *sb;
+	struct api_err e;
+	json_t *body = NULL;
+
+	if (query_none(r->kv, r->nkv, "remove", &e) || http_body_json(r, false, &body, &e) ||
+	    remove_spec_parse(body, &s, &e)) {
+		http_error(r, &e);
+		json_decref(body);
+		return;
+	}
+	if ((sb = agent_of(r, &c))) {
+		if (agent_client_remove(&c, s.path, s.recursive, s.user, &ae) < 0)
+			agent_error(r, &ae, "remove", s.path);
+		else
+			http_no_content(r);
+		sandbox_put(sb);
+	}
+	json_decref(body);
+}
+
+void handle_file_rename(struct http_req *r)
+{
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct rename_spec s;
+	struct sandbox *sb;
+	struct api_err e;
+	json_t *body = NULL;
+
+	if (query_none(r->kv, r->nkv, "rename", &e) || http_body_json(r, false, &body, &e) ||
+	    rename_spec_parse(body, &s, &e)) {
+		http_error(r, &e);
+		json_decref(body);
+		return;
+	}
+	if ((sb = agent_of(r, &c))) {
+		if (agent_client_rename(&c, s.from, s.to, s.overwrite, s.user, &ae) < 0)
+			agent_error(r, &ae, "rename", s.from);
+		else
+			http_json(r, 200, json_pack("{s:s,s:s}", "from", s.from, "to", s.to));
+		sandbox_put(sb);
+	}
+	json_decref(body);
+}

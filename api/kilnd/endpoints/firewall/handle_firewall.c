@@ -1,0 +1,58 @@
+/*
+ * GET/PUT /v1/sandboxes/{id}/firewall and GET .../firewall/log (docs/api.md,
+ * "Networking and firewall"): parsing and answers; the work is
+ * sandbox_firewall.c's.
+ */
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/sandbox/sandbox.h"
+
+void handle_firewall_get(struct http_req *r)
+{
+	struct sandbox *sb = http_sandbox_target(r, "firewall get");
+	json_t *out = NULL;
+	struct api_err e;
+
+	if (!sb)
+		return;
+	if (sandbox_firewall_get(sb, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
+	sandbox_put(sb);
+}
+
+void handle_firewall_put(struct http_req *r)
+{
+	struct sandbox *sb = http_sandbox_target(r, "firewall set");
+	json_t *body = NULL, *out = NULL;
+	struct api_err e;
+
+	if (!sb)
+		return;
+	if (http_body_json(r, false, &body, &e) || sandbox_firewall_set(sb, body, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
+	json_decref(body);
+	sandbox_put(sb);
+}
+
+void handle_firewall_log(struct http_req *r)
+{
+	struct sandbox *sb;
+	json_t *out = NULL;
+	struct api_err e;
+
+	if (query_none(r->kv, r->nkv, "firewall log", &e)) {
+		http_error(r, &e);
+		return;
+	}
+	sb = http_sandbox_target(r, "firewall log");
+	if (!sb)
+		return;
+	if (sandbox_firewall_log(sb, &out, &e))
+		http_error(r, &e);
+	else
+		http_json(r, 200, out);
+	sandbox_put(sb);
+}

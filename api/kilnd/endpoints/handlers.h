@@ -1,0 +1,84 @@
+/*
+ * handlers: one function per endpoint of docs/api.md, called by http.c
+ * once the request passed the peer check, its route and its body limit.
+ * Each answers exactly once through the http_* functions.
+ */
+#ifndef KILN_HANDLERS_H
+#define KILN_HANDLERS_H
+
+#include "api/kilnd/http/http.h"
+
+/* dispatch.c: one handler per route operation, for http_start(). */
+extern const http_handler_fn dispatch_handlers[OP_COUNT];
+
+/* handle_misc.c */
+void handle_health(struct http_req *r);
+void handle_metrics(struct http_req *r);
+void handle_images(struct http_req *r);
+
+struct sandbox;
+
+/* handle_sandboxes.c */
+/* The sandbox the path names, as a reference (sandbox_put it), after
+ * refusing any query string; NULL when it answered 400/404 itself. */
+struct sandbox *http_sandbox_target(struct http_req *r, const char *what);
+void handle_sandbox_list(struct http_req *r);
+void handle_sandbox_create(struct http_req *r);
+void handle_sandbox_get(struct http_req *r);
+void handle_sandbox_delete(struct http_req *r);
+void handle_sandbox_start(struct http_req *r);
+void handle_sandbox_stop(struct http_req *r);
+
+/* handle_exec.c */
+void handle_exec(struct http_req *r);
+
+/* handle_files.c: GET answers like the others; PUT starts on the request's
+ * first call (before its body) and then streams it (http_upload). */
+void handle_file_get(struct http_req *r);
+void handle_file_put_begin(struct http_req *r);
+
+/* handle_procs.c, handle_proc_output.c, handle_tty.c: background processes. */
+void handle_proc_create(struct http_req *r);
+void handle_shell(struct http_req *r);
+void handle_proc_list(struct http_req *r);
+void handle_proc_get(struct http_req *r);
+void handle_proc_output(struct http_req *r);
+void handle_proc_stdin(struct http_req *r);
+void handle_proc_signal(struct http_req *r);
+void handle_proc_wait(struct http_req *r);
+void handle_proc_resize(struct http_req *r);
+void handle_proc_tty(struct http_req *r);
+
+/* handle_fs.c: file metadata */
+void handle_file_stat(struct http_req *r);
+void handle_file_list(struct http_req *r);
+void handle_file_mkdir(struct http_req *r);
+void handle_file_remove(struct http_req *r);
+void handle_file_rename(struct http_req *r);
+
+/* handle_archive.c: tar.gz; PUT streams its body like PUT .../files. */
+void handle_archive_get(struct http_req *r);
+void handle_archive_put_begin(struct http_req *r);
+
+/* handle_snapshots.c: pause, resume, hibernate, wake, checkpoints. */
+void handle_sandbox_pause(struct http_req *r);
+void handle_sandbox_resume(struct http_req *r);
+void handle_sandbox_hibernate(struct http_req *r);
+void handle_sandbox_wake(struct http_req *r);
+void handle_checkpoint_list(struct http_req *r);
+void handle_checkpoint_create(struct http_req *r);
+void handle_checkpoint_get(struct http_req *r);
+void handle_checkpoint_delete(struct http_req *r);
+void handle_checkpoint_restore(struct http_req *r);
+
+/* handle_firewall.c: GET/PUT .../firewall, GET .../firewall/log. */
+void handle_firewall_get(struct http_req *r);
+void handle_firewall_put(struct http_req *r);
+void handle_firewall_log(struct http_req *r);
+
+/* handle_ports.c */
+void handle_port_add(struct http_req *r);
+void handle_port_list(struct http_req *r);
+void handle_port_remove(struct http_req *r);
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * GET /v1/sandboxes/{id}/processes/{proc}/output (docs/api.md): a
+ * background process's output as NDJSON events, from an agent `attach`.
+ *
+ * No producer thread: the response's reader pulls the agent stream
+ * itself, one event at a time, in the connection's own thread. The
+ * agent keeps the process's output in its ring whatever the reader does,
+ * so a slow client never slows the process (it gets a gap instead), and
+ * a client that leaves only closes the attach: the process runs on.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/endpoints/exec/exec_render.h"
+#include "api/kilnd/endpoints/procs/handle_procs.h"
+#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/endpoints/procs/proc_render.h"
+#include "api/kilnd/endpoints/procs/proc_spec.h"
+
+/* How often a reader waiting for a silent process looks for a client
+ * that went away (and for kilnd shutting down). */
+#define CLIENT_CHECK_MS 1000
+
+struct out_job {
+	struct kilnd *d;
+	struct agent_client_stream *s;
+	struct proc_out_enc enc;
+	char *line; /* the event being sent */
+	size_t len, off;
+	bool ended;
+	int conn_fd;
+};
+
+/* The next event line into j->line; false at the end of the stream. */
+static bool next_line(struct out_job *j)
+{
+	struct agent_client_event ev;
+	struct agent_client_err ae;
+	struct api_err e;
+	int r;
+
+	while (!j->ended) {
+		r = agent_client_stream_next(j->s, CLIENT_CHECK_MS, &ev, &ae);
+		if (r == 1) {
+			j->ended = true;
+			break;
+		}
+		if (r == -ETIMEDOUT) {
+			if (http_client_gone(j->conn_fd) || atomic_load(&j->d->shutting_down))
+				return false;
+			continue;
+		}
+		if (r < 0) {
+			/* The 200 is out: the failure is the last event. */
+			api_err_from_agent(&e, &ae, "output");
+			j->line = exec_event_error(&e, &j->len);
+			j->ended = true;
+			return j->line != NULL;
+		}
+		switch (ev.kind) {
+		case AGENT_EVENT_STDOUT:
+		case AGENT_EVENT_STDERR:
+			if (proc_event_output(&j->enc, ev.kind == AGENT_EVENT_STDERR ? AGENT_STDERR : AGENT_STDOUT,
+					      ev.seq, ev.data, ev.len, &j->line, &j->len))
+				return false;
+			break;
+		case AGENT_EVENT_GAP:
+			j->line = proc_event_gap(&j->enc, ev.seq, ev.gap_bytes, &j->len);
+			if (!j->line)
+				return false;
+			break;
+		case AGENT_EVENT_EXIT:
+			j->line = proc_event_exit(&j->enc, &ev.exit, &j->len);
+			if (!j->line)
+				return false;
+			break;
+		}
+		if (j->line)
+			return true;
+	}
+	return false;
+}
+
+static ssize_t out_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct out_job *j = cls;
+	size_t n;
+
+	(void)pos;
+	if (j->off == j->len) {
+		free(j->line);
+		j->line = NULL;
+		j->len = j->off = 0;
+		if (!next_line(j))
+			return j->ended ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	n = j->len - j->off < max ? j->len - j->off : max;
+	memcpy(buf, j->line + j->off, n);
+	j->off += n;
+	return (ssize_t)n;
+}
+
+static void out_free(void *cls)
+{
+	struct out_job *j = cls;
+
+	/* Closing the attach detaches; the process keeps running. */
+	agent_client_stream_close(j->s);
+	free(j->line);
+	free(j);
+}
+
+void handle_proc_output(struct http_req *r)
+{
+	struct agent_client_attached info;
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct proc_from from;
+	struct api_err e;
+	struct out_job *j;
+	uint32_t id;
+	bool base64;
+
+	if (proc_query_output(r->kv, r->nkv, &from, &base64, &e) || proc_target(r, &c, &id, &e)) {
+		http_error(r, &e);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		api_err_set(&e, API_E_INTERNAL, "output: out of memory");
+		http_error(r, &e);
+		return;
+	}
+	j->d = r->d;
+	/* The wait for output has no deadline (CLIENT_CHECK_MS slices);
+	 * the context's timeout bounds the connect and the attach reply. */
+	if (agent_client_attach(&c, id, from.from, from.seq, &j->s, &info, &ae)) {
+		proc_err_from_agent(&e, &ae, "output");
+		free(j);
+		http_error(r, &e);
+		return;
+	}
+	proc_out_enc_init(&j->enc, base64);
+	j->conn_fd = http_conn_fd(r);
+	j->line = proc_event_attached(&info, &j->len);
+	if (!j->line) {
+		out_free(j);
+		api_err_set(&e, API_E_INTERNAL, "output: out of memory");
+		http_error(r, &e);
+		return;
+	}
+	http_stream(r, "application/x-ndjson", out_reader, j, out_free);
+}

@@ -1,0 +1,22 @@
+/*
+ * handle_procs: what the background-process handlers share
+ * (handle_procs.c, handle_proc_output.c, handle_tty.c). Not for use
+ * outside them.
+ */
+#ifndef KILN_HANDLE_PROCS_H
+#define KILN_HANDLE_PROCS_H
+
+#include <stdint.h>
+
+#include "api/agent-client/agent_client.h"
+#include "api/kilnd/http/http.h"
+
+/*
+ * The sandbox and process a request names: 404 sandbox_not_found, 404
+ * process_not_found (a {proc} that is no process id), 409 wrong_state
+ * (not running); 0 with an agent client for it and *id. The sandbox's
+ * reference is dropped again: the client needs only its socket path.
+ */
+int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct api_err *e);
+
+#endif

@@ -1,0 +1,147 @@
+/*
+ * http: kilnd's HTTP server on libmicrohttpd: per-request context, peer
+ * check, routing, body limits, JSON and streamed responses, request log.
+ *
+ * Contract:
+ *  - libmicrohttpd runs one thread per connection, so a handler may block
+ *    (a boot, an exec) and a streamed response's reader may wait for data.
+ *  - Every request is checked in this order, and the first failure is
+ *    answered at once, before any body is read: the peer's credentials
+ *    (SO_PEERCRED, 403), the route (404/405), a declared Content-Length
+ *    above the limit (413; for a client that did not ask for "100
+ *    Continue", after reading and dropping up to 64 MiB of it, so that it
+ *    reads the answer instead of a reset). Bodies are collected up to the
+ *    limit (JSON: --max-body) or streamed to the handler (PUT .../files,
+ *    --max-upload); a body that turns out larger is answered 413 once it
+ *    ended.
+ *  - Handlers answer through the http_* functions below, exactly once.
+ *    Errors are always the JSON error body of api_error.h.
+ *  - One log line per request on stderr when it completes (unless --quiet).
+ */
+#ifndef KILN_HTTP_H
+#define KILN_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/kilnd.h"
+#include "api/kilnd/core/listen.h"
+#include "api/kilnd/core/query.h"
+#include "api/kilnd/http/route.h"
+
+#define HTTP_QUERY_MAX 32
+
+struct http_req;
+
+/* One endpoint's handler (it answers through the http_* functions below). */
+typedef void (*http_handler_fn)(struct http_req *r);
+
+/*
+ * What the server serves: the daemon, and a handler for every route
+ * operation (route.h; indexed by enum route_op up to OP_COUNT, OP_NONE
+ * has none). An upload's handler (PUT .../files, .../archive) runs before
+ * its body and starts it (http_upload); every other one once the body is
+ * in. The caller keeps it alive until http_stop. The server names no
+ * handler itself, so it depends on no endpoint.
+ */
+struct http_service {
+	struct kilnd *d;
+	const http_handler_fn *handlers;
+};
+
+/* Streamed request bodies (PUT .../files): the handler's side. */
+struct http_upload_ops {
+	/* More body bytes. A negative return makes the rest of the body be
+	 * read and dropped; end() still runs and answers. */
+	int (*data)(struct http_req *r, const void *p, size_t n);
+	/* The body ended (too_large: it went past the limit). Must answer. */
+	void (*end)(struct http_req *r, bool too_large);
+	/* The request ended without end() (client gone): release everything. */
+	void (*cancel)(struct http_req *r);
+};
+
+struct http_req {
+	const struct http_service *svc;
+	struct kilnd *d;
+	struct MHD_Connection *conn;
+	const char *method_raw; /* as sent; valid during the request */
+	const char *url;        /* the decoded path; valid during the request */
+	char method[16];        /* both made printable, for messages and the log */
+	char path[512];
+	struct route_match rm;
+	struct peer peer;
+	double t0;
+	unsigned status;
+	bool responded;
+	/* JSON bodies */
+	char *body;
+	size_t body_len, body_cap;
+	uint64_t received;
+	bool too_large, body_failed;
+	/* streamed bodies */
+	const struct http_upload_ops *up_ops;
+	void *up;
+	bool up_done;
+	/* protocol upgrade (http_upgrade) */
+	void (*upg_run)(void *cls, const char *extra, size_t extra_n, int sock);
+	void (*upg_release)(void *cls);
+	void *upg_cls; /* NULL once the upgrade handler took it */
+	/* query */
+	struct query_kv kv[HTTP_QUERY_MAX];
+	size_t nkv;
+	bool kv_overflow;
+};
+
+/* Start serving svc on listen_fd (see listen.h). NULL with err (also for
+ * a route operation without a handler). */
+struct MHD_Daemon *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
+/* Stop accepting connections (in-flight requests go on). */
+void http_quiesce(struct MHD_Daemon *mhd);
+/* Stop: waits for every connection thread. */
+void http_stop(struct MHD_Daemon *mhd);
+
+/* ---- for handlers ---- */
+
+/* The JSON body: 0 and *out (a new reference; NULL when there was no body
+ * and optional), or -1 with e (missing body, bad_json). */
+int http_body_json(struct http_req *r, bool optional, json_t **out, struct api_err *e);
+
+/* A request header, or NULL. */
+const char *http_header(struct http_req *r, const char *name);
+
+/* The client's socket, for http_client_gone(). */
+int http_conn_fd(struct http_req *r);
+/* True when the peer closed the connection (poll, no wait). */
+bool http_client_gone(int fd);
+
+/* Answers. json and buf are taken over in every case. */
+void http_json(struct http_req *r, unsigned status, json_t *json);
+void http_error(struct http_req *r, const struct api_err *e);
+void http_no_content(struct http_req *r);
+void http_text(struct http_req *r, unsigned status, const char *content_type, char *buf, size_t len);
+/* A chunked response of unknown length produced by reader (see MHD). */
+void http_stream(struct http_req *r, const char *content_type, MHD_ContentReaderCallback reader, void *cls,
+		 MHD_ContentReaderFreeCallback free_cb);
+/* Header on the next answer's response, for Location. */
+void http_json_located(struct http_req *r, unsigned status, json_t *json, const char *location);
+
+/*
+ * Answer 101 Switching Protocols (Upgrade: protocol). Once the response
+ * is out, run(cls, extra, extra_n, sock) gets the raw socket in the
+ * connection's thread and may block; extra holds bytes the client sent
+ * right after its request. The connection closes when run returns, and
+ * release(cls) is called in every case (also when the 101 never went out).
+ */
+void http_upgrade(struct http_req *r, const char *protocol,
+		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
+		  void (*release)(void *cls));
+
+/* Record a streamed request body's handler (PUT .../files), from its begin. */
+void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up);
+
+#endif

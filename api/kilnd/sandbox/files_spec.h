@@ -1,0 +1,84 @@
+/*
+ * files_spec: the bodies of kilnd's file metadata and port endpoints
+ * (docs/api.md: POST .../files/mkdir, .../files/remove, .../files/rename,
+ * .../ports), validated into agent client arguments, and the JSON that
+ * describes a guest file (stat, list entries).
+ *
+ * Contract: pure (jansson only). Unknown fields are refused; the first
+ * failing check wins, in the order of the tables in docs/api.md. Paths
+ * are checked as the agent would (absolute, at most AGENT_PATH_MAX
+ * bytes), so a request that passes is not refused for its shape. Strings
+ * in the parsed structs borrow from the body: keep it alive.
+ */
+#ifndef KILN_FILES_SPEC_H
+#define KILN_FILES_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "api/agent-client/agent_client.h"
+#include "api/kilnd/core/api_error.h"
+
+struct mkdir_spec {
+	const char *path;
+	bool parents;
+	int mode; /* -1: the agent's default 0755 */
+	enum agent_user user;
+};
+
+struct remove_spec {
+	const char *path;
+	bool recursive;
+	enum agent_user user;
+};
+
+struct rename_spec {
+	const char *from, *to;
+	bool overwrite;
+	enum agent_user user;
+};
+
+/* {"path","parents","mode","user"}; mode 0..07777. 0 or -1 with e. */
+int mkdir_spec_parse(const json_t *body, struct mkdir_spec *s, struct api_err *e);
+/* {"path","recursive","user"}. */
+int remove_spec_parse(const json_t *body, struct remove_spec *s, struct api_err *e);
+/* {"from","to","overwrite","user"}. */
+int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err *e);
+
+/* What a port mapping reaches in the guest. */
+enum port_target {
+	PORT_TARGET_TCP,   /* a TCP port on the guest's loopback, through the agent's tcp_connect */
+	PORT_TARGET_VSOCK, /* an AF_VSOCK port, through kiln-vmm's CONNECT */
+};
+
+struct port_spec {
+	uint32_t guest_port;
+	uint16_t host_port;        /* 0: any free port */
+	enum port_target target;
+	const char *guest_address; /* tcp: "127.0.0.1" or "::1"; vsock: NULL */
+};
+
+/* "tcp", "vsock". */
+const char *port_target_name(enum port_target t);
+
+/*
+ * POST .../ports: {"guest_port": 1..65535, "host_port": 0 (any free port)
+ * or 1..65535, "target": "tcp" (default) or "vsock", "guest_address":
+ * "127.0.0.1" (default) or "::1", tcp only}. With target vsock the
+ * agent's vsock port is refused: forwarding it would hand the agent
+ * (root exec) to every local user that can reach 127.0.0.1, past kilnd's
+ * peer check. guest_address borrows from body.
+ */
+int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e);
+
+/*
+ * A stat reply or list entry as the API shows it: path, kind, size, mode
+ * (number) and mode_octal ("0644"), uid, gid, nlink, mtime (RFC 3339),
+ * mtime_ns, target (symlinks), depth (list entries only, with_depth),
+ * lossy (only when true). New reference; NULL when out of memory.
+ */
+json_t *file_stat_json(const struct agent_client_stat *st, bool with_depth);
+
+#endif

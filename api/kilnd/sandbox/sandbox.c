@@ -1,0 +1,445 @@
+/* One sandbox's requests: create, start, stop, delete, agent access; see sandbox.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/kilnd/sandbox/images.h"
+#include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/vmm_control.h"
+
+struct sandbox *sb_new(struct kilnd *d)
+{
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	pthread_condattr_t ca;
+
+	if (!sb)
+		return NULL;
+	sb->d = d;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sb->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return sb;
+}
+
+void sb_free(struct sandbox *sb)
+{
+	/* Normally closed when the VMM ended; nothing else holds them. */
+	for (size_t i = 0; i < sb->nports; i++)
+		port_fwd_close(sb->ports[i]);
+	sandbox_record_free(&sb->rec);
+	pthread_cond_destroy(&sb->cv);
+	free(sb);
+}
+
+void sandbox_put(struct sandbox *sb)
+{
+	struct kilnd *d = sb->d;
+	bool last;
+
+	sb_lock(d);
+	/* A request ending counts as activity for the idle timeout. */
+	sb->active_mono = mono_ms();
+	last = --sb->refs == 0;
+	sb_unlock(d);
+	if (last)
+		sb_free(sb);
+}
+
+struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e)
+{
+	struct sandbox *sb = NULL;
+
+	if (sandbox_id_valid(id)) {
+		sb_lock(d);
+		sb = sb_find_locked(d, id);
+		if (sb) {
+			sb->refs++;
+			sb->active_mono = mono_ms();
+		}
+		sb_unlock(d);
+	}
+	if (!sb)
+		api_err_set(e, API_E_SANDBOX_NOT_FOUND, "no sandbox '%.64s' (GET /v1/sandboxes lists them)", id);
+	return sb;
+}
+
+void sandbox_touch(struct kilnd *d, const char *id)
+{
+	struct sandbox *sb;
+
+	sb_lock(d);
+	sb = sb_find_locked(d, id);
+	if (sb)
+		sb->active_mono = mono_ms();
+	sb_unlock(d);
+}
+
+json_t *sandbox_view(struct sandbox *sb)
+{
+	json_t *v;
+
+	sb_lock(sb->d);
+	v = sandbox_record_view(&sb->rec);
+	sb_unlock(sb->d);
+	return v;
+}
+
+/*
+ * Resolve each share's host directory (symlinks included) and check it
+ * may be shared: it must be a directory, and a client other than root may
+ * only share beneath a --share-root. The resolved path replaces the given
+ * one, so the check and the boot see the same directory.
+ */
+static int authorize_shares(struct kilnd *d, struct sandbox_spec *s, const struct peer *peer,
+			    struct api_err *e)
+{
+	for (size_t i = 0; i < s->nshares; i++) {
+		char real[PATH_MAX];
+		struct stat st;
+		bool ok = peer->uid == 0;
+
+		if (!realpath(s->shares[i].host_path, real) || stat(real, &st) < 0) {
+			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s': %s", i, s->shares[i].host_path,
+				    strerror(errno));
+			return -1;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' is not a directory", i,
+				    s->shares[i].host_path);
+			return -1;
+		}
+		if (!vmm_path_valid(real) || strlen(real) > SPEC_HOST_PATH_MAX) {
+			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' resolves to '%s', which has ',' or ':' or is too long",
+				    i, s->shares[i].host_path, real);
+			return -1;
+		}
+		for (size_t r = 0; r < d->cfg.nshare_roots && !ok; r++) {
+			const char *root = d->cfg.share_roots[r];
+			size_t n = strlen(root);
+
+			ok = strcmp(root, "/") == 0 ||
+			     (strncmp(real, root, n) == 0 && (real[n] == '\0' || real[n] == '/'));
+		}
+		if (!ok) {
+			api_err_set(e, API_E_FORBIDDEN,
+				    "shares[%zu]: '%s' is not beneath a --share-root of this kilnd; only root may share other directories",
+				    i, real);
+			return -1;
+		}
+		memcpy(s->shares[i].host_path, real, strlen(real) + 1); /* fits: checked above */
+	}
+	return 0;
+}
+
+static int new_id_locked(struct kilnd *d, char *id)
+{
+	for (int tries = 0; tries < 16; tries++) {
+		uint8_t rnd[SANDBOX_ID_RANDOM_BYTES];
+
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -errno;
+		sandbox_id_format(rnd, id);
+		if (!sb_find_locked(d, id))
+			return 0;
+	}
+	return -EEXIST;
+}
+
+struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
+				bool hostname_from_id, struct api_err *e)
+{
+	struct sandbox *sb = sb_new(d);
+	int r;
+
+	if (!sb) {
+		api_err_set(e, API_E_INTERNAL, "sandbox create: out of memory");
+		sandbox_spec_free(spec);
+		return NULL;
+	}
+	sb_lock(d);
+	if (atomic_load(&d->shutting_down)) {
+		sb_unlock(d);
+		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
+		goto fail_sb;
+	}
+	if (d->reg.n >= d->cfg.max_sandboxes) {
+		sb_unlock(d);
+		api_err_set(e, API_E_LIMIT_REACHED, "%u sandboxes exist (--max-sandboxes); delete one first",
+			    d->cfg.max_sandboxes);
+		goto fail_sb;
+	}
+	if ((r = new_id_locked(d, sb->rec.id)) || (r = sb_registry_add_locked(d, sb))) {
+		sb_unlock(d);
+		api_err_set(e, API_E_INTERNAL, "sandbox create: no id: %s", strerror(-r));
+		goto fail_sb;
+	}
+	sb->refs++; /* the caller's */
+	sb->rec.spec = *spec;
+	memset(spec, 0, sizeof(*spec));
+	/* "kiln-" and 12 hex digits: a valid hostname of its own. */
+	if (hostname_from_id)
+		snprintf(sb->rec.spec.hostname, sizeof(sb->rec.spec.hostname), "kiln-%s", sb->rec.id);
+	snprintf(sb->rec.image_path, sizeof(sb->rec.image_path), "%s", image);
+	sb->rec.state = SB_BOOTING;
+	sb->rec.created_ms = wall_ms();
+	sb->rec.checkpoints = json_array();
+	/* check_config() made sure these fit. */
+	r = sb_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->rec.id);
+	if (!r)
+		r = sb_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", sb->dir);
+	if (!r)
+		r = sb_pathf(sb->control, sizeof(sb->control), "%s/control.sock", sb->dir);
+	sb_unlock(d);
+	if (r || !sb->rec.checkpoints) {
+		api_err_set(e, API_E_INTERNAL, "sandbox create: %s",
+			    r ? "the state directory's path is too long" : "out of memory");
+		goto fail_registered;
+	}
+	if (mkdir(sb->dir, 0700) < 0) {
+		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot create %s: %s", sb->dir, strerror(errno));
+		goto fail_registered;
+	}
+	kilnd_log("sandbox %s: created (image %s, %u vCPUs, %u MiB)", sb->rec.id, sb->rec.spec.image,
+		  sb->rec.spec.cpus, sb->rec.spec.memory_mib);
+	return sb;
+fail_registered:
+	sb_lock(d);
+	sb_registry_remove_locked(d, sb);
+	sb_unlock(d);
+	sandbox_put(sb);
+	return NULL;
+fail_sb:
+	sb_free(sb);
+	sandbox_spec_free(spec);
+	return NULL;
+}
+
+int sb_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	enum sandbox_state to;
+	int r;
+
+	if (sb_boot(sb, src, e) == 0) {
+		*view = sandbox_view(sb);
+		sandbox_put(sb);
+		return 0;
+	}
+	/* A failed create leaves nothing behind. It is crashed now, so a
+	 * concurrent DELETE may have taken it: then that one cleans up. */
+	sb_lock(d);
+	r = sandbox_transition(sb->rec.state, SB_EV_DELETE, &to, sb->rec.id, NULL);
+	if (r == 0) {
+		sb->rec.state = to;
+		sb_registry_remove_locked(d, sb);
+	}
+	sb_unlock(d);
+	if (r == 0)
+		sb_remove_dir(sb->dir);
+	sandbox_put(sb);
+	return -1;
+}
+
+int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
+		   struct api_err *e)
+{
+	struct sandbox_spec spec;
+	char image[PATH_MAX];
+	struct sandbox *sb;
+
+	if (fork_requested(body))
+		return sandbox_fork(d, body, view, e);
+	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
+		return -1;
+	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e)) {
+		sandbox_spec_free(&spec);
+		return -1;
+	}
+	sb = sb_create_entry(d, &spec, image, false, e);
+	if (!sb)
+		return -1;
+	return sb_create_finish(sb, NULL, view, e);
+}
+
+bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
+{
+	int64_t left = deadline_mono - mono_ms();
+	struct timespec dl;
+
+	if (left <= 0)
+		return false;
+	mono_deadline_in(&dl, left);
+	return pthread_cond_timedwait(&sb->cv, &sb->d->reg.mu, &dl) != ETIMEDOUT;
+}
+
+void sb_wait_unbusy_locked(struct sandbox *sb)
+{
+	/* Each ends within its control deadline or the boot timeout. An idle
+	 * hibernation or a wake is not the client's doing: a lifecycle
+	 * request waits for it rather than failing with 409. */
+	while (sb->busy_op || sb->rec.state == SB_HIBERNATING || (sb->rec.state == SB_BOOTING && sb->waking))
+		pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
+}
+
+int sb_lock_unbusy(struct sandbox *sb, struct api_err *e)
+{
+	sb_lock(sb->d);
+	sb_wait_unbusy_locked(sb);
+	if (atomic_load(&sb->d->shutting_down)) {
+		sb_unlock(sb->d);
+		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_start(struct sandbox *sb, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	enum sandbox_state to;
+
+	sb_lock(d);
+	if (atomic_load(&d->shutting_down)) {
+		sb_unlock(d);
+		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
+		return -1;
+	}
+	sb_wait_unbusy_locked(sb);
+	if (sb->rec.state == SB_HIBERNATED) {
+		sb_unlock(d);
+		if (sb_wake(sb, e))
+			return -1;
+		*view = sandbox_view(sb);
+		return 0;
+	}
+	if (sandbox_transition(sb->rec.state, SB_EV_START, &to, sb->rec.id, e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	sb->rec.state = to;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	if (sb_boot(sb, NULL, e))
+		return -1;
+	*view = sandbox_view(sb);
+	return 0;
+}
+
+int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	enum sandbox_state to;
+	struct control_reply rep;
+	struct api_err ce;
+	bool was_paused;
+
+	sb_lock(d);
+	sb_wait_unbusy_locked(sb);
+	was_paused = sb->rec.state == SB_PAUSED;
+	if (sandbox_transition(sb->rec.state, SB_EV_STOP, &to, sb->rec.id, e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	sb->rec.state = to;
+	sb->stop_reason = reason;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	/* A paused guest cannot shut down: let it run for its clean stop, or
+	 * kill it when kiln-vmm will not resume it. */
+	if (was_paused && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
+		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.message);
+		sb_lock(d);
+		sb_kill_locked(sb);
+		sb_unlock(d);
+	}
+	sb_halt(sb, grace_ms);
+	sb_lock(d);
+	if (sandbox_transition(sb->rec.state, SB_EV_STOPPED, &to, sb->rec.id, NULL) == 0)
+		sb->rec.state = to;
+	sb->stop_reason = NULL;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	kilnd_log("sandbox %s: stopped (%s)", sb->rec.id, reason);
+	if (view)
+		*view = sandbox_view(sb);
+	return 0;
+}
+
+int sandbox_delete(struct sandbox *sb, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	enum sandbox_state to;
+	bool was_paused;
+
+	sb_lock(d);
+	sb_wait_unbusy_locked(sb);
+	if (sb->cp_readers) {
+		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading one of its checkpoints; retry in a moment",
+			    sb->rec.id);
+		sb_unlock(d);
+		return -1;
+	}
+	was_paused = sb->rec.state == SB_PAUSED;
+	if (sandbox_transition(sb->rec.state, SB_EV_DELETE, &to, sb->rec.id, e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	sb->rec.state = to;
+	sb->stop_reason = "stopped";
+	sb_persist_locked(sb);
+	/* A paused guest would not answer the shutdown; its disk goes anyway. */
+	if (was_paused)
+		sb_kill_locked(sb);
+	sb_unlock(d);
+	sb_halt(sb, AGENT_GRACE_DEFAULT_MS);
+	sb_lock(d);
+	sb_registry_remove_locked(d, sb);
+	sb_unlock(d);
+	sb_remove_dir(sb->dir);
+	kilnd_log("sandbox %s: deleted", sb->rec.id);
+	return 0;
+}
+
+int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	/* Bounds the wait for a checkpoint, hibernation or wake under way. */
+	int64_t deadline = mono_ms() + SNAPSHOT_TIMEOUT_MS + 2 * (int64_t)d->cfg.boot_timeout_ms;
+
+	sb_lock(d);
+	for (;;) {
+		if (sb->busy_op || sb->rec.state == SB_HIBERNATING || (sb->rec.state == SB_BOOTING && sb->waking)) {
+			if (!sb_cv_wait_locked(sb, deadline))
+				break;
+			continue;
+		}
+		if (sb->rec.state == SB_HIBERNATED && !atomic_load(&d->shutting_down)) {
+			sb_unlock(d);
+			/* Another request may win the wake: then wait for it. */
+			if (sb_wake(sb, e) && e->code != API_E_WRONG_STATE)
+				return -1;
+			sb_lock(d);
+			continue;
+		}
+		break;
+	}
+	if (!sandbox_state_serves_agent(sb->rec.state)) {
+		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; exec and files need it running%s", sb->rec.id,
+			    sandbox_state_name(sb->rec.state),
+			    sb->rec.state == SB_STOPPED || sb->rec.state == SB_CRASHED ? " (POST .../start)"
+			    : sb->rec.state == SB_PAUSED ? ": resume it first (POST .../resume)"
+							 : "");
+		sb_unlock(d);
+		return -1;
+	}
+	*env = json_incref(sb->rec.spec.env);
+	sb_unlock(d);
+	agent_client_init(c, sb->vsock);
+	return 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * A sandbox's port mappings (sandbox.h): the list lives in struct sandbox
+ * under reg.mu; the listeners and relays are port_fwd's. A mapping is
+ * added only while the sandbox runs and its VMM has not ended, checked
+ * under the same lock on_vmm_exit takes the list with, so no mapping can
+ * outlive the boot it was made for.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/sandbox/sandbox_impl.h"
+
+int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	struct agent_client c;
+	struct port_fwd *f;
+	json_t *env = NULL;
+	bool ok;
+
+	*view = NULL;
+	/* Running, or 409: the same rule as exec and files. */
+	if (sandbox_agent(sb, &c, &env, e))
+		return -1;
+	json_decref(env);
+	sb_lock(d);
+	ok = sb->nports < SANDBOX_PORTS_MAX;
+	sb_unlock(d);
+	if (!ok) {
+		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
+			    SANDBOX_PORTS_MAX);
+		return -1;
+	}
+	if (port_fwd_open(c.uds_path, spec, &f, e))
+		return -1;
+	sb_lock(d);
+	if (sb->rec.state != SB_RUNNING || sb->vmm_exited) {
+		api_err_set(e, API_E_WRONG_STATE, "sandbox %s stopped while the port mapping was made", sb->rec.id);
+		ok = false;
+	} else if (sb->nports >= SANDBOX_PORTS_MAX) {
+		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
+			    SANDBOX_PORTS_MAX);
+		ok = false;
+	} else {
+		sb->ports[sb->nports++] = f;
+		*view = port_fwd_view(f);
+		ok = true;
+	}
+	sb_unlock(d);
+	if (!ok) {
+		port_fwd_close(f);
+		return -1;
+	}
+	kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u", sb->rec.id, (unsigned)port_fwd_host_port(f),
+		  port_target_name(spec->target), (unsigned)spec->guest_port);
+	return 0;
+}
+
+json_t *sandbox_port_list(struct sandbox *sb)
+{
+	struct kilnd *d = sb->d;
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	sb_lock(d);
+	for (size_t i = 0; i < sb->nports; i++) {
+		if (json_array_append_new(a, port_fwd_view(sb->ports[i]))) {
+			sb_unlock(d);
+			json_decref(a);
+			return NULL;
+		}
+	}
+	sb_unlock(d);
+	return json_pack("{s:o}", "ports", a);
+}
+
+int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	struct port_fwd *f = NULL;
+
+	sb_lock(d);
+	for (size_t i = 0; i < sb->nports; i++) {
+		if (port_fwd_host_port(sb->ports[i]) == host_port) {
+			f = sb->ports[i];
+			sb->ports[i] = sb->ports[--sb->nports];
+			break;
+		}
+	}
+	sb_unlock(d);
+	if (!f) {
+		api_err_set(e, API_E_NOT_FOUND, "sandbox %s has no port mapping on host port %u (GET .../ports lists them)",
+			    sb->rec.id, (unsigned)host_port);
+		return -1;
+	}
+	/* Outside the lock: closing joins the listener thread. */
+	port_fwd_close(f);
+	kilnd_log("sandbox %s: port %u no longer forwarded", sb->rec.id, (unsigned)host_port);
+	return 0;
+}
+
+void sb_ports_close(struct sandbox *sb)
+{
+	struct kilnd *d = sb->d;
+	struct port_fwd *v[SANDBOX_PORTS_MAX];
+	size_t n;
+
+	sb_lock(d);
+	n = sb->nports;
+	memcpy(v, sb->ports, n * sizeof(v[0]));
+	sb->nports = 0;
+	sb_unlock(d);
+	for (size_t i = 0; i < n; i++)
+		port_fwd_close(v[i]);
+}

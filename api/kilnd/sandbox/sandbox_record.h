@@ -1,0 +1,89 @@
+/*
+ * sandbox_record: a sandbox's data as the API shows it (the sandbox object
+ * of docs/api.md) and as kilnd keeps it in <state>/sandboxes/<id>/meta.json,
+ * so a restarted kilnd can list the sandboxes it had.
+ *
+ * Contract:
+ *  - Pure (jansson and time formatting only). The record is plain data;
+ *    the daemon's struct sandbox embeds one and guards it with its lock.
+ *  - Restoring re-validates everything (the spec through
+ *    sandbox_spec_parse with no daemon limits): a damaged or edited
+ *    meta.json is refused with a message, never half-loaded.
+ *  - boot and last_exit are JSON objects built by the functions below
+ *    (or NULL), owned by the record; so are checkpoints (an array of
+ *    checkpoint.h's objects, never NULL once created or restored; only
+ *    meta.json holds it, the view counts it) and hibernation (the
+ *    snapshot a hibernated sandbox waits in, or NULL).
+ */
+#ifndef KILN_SANDBOX_RECORD_H
+#define KILN_SANDBOX_RECORD_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/names.h"
+#include "api/kilnd/core/sandbox_spec.h"
+#include "api/kilnd/core/sandbox_state.h"
+
+#define SANDBOX_META_VERSION 1
+
+struct sandbox_record {
+	char id[SANDBOX_ID_LEN + 1];
+	struct sandbox_spec spec;
+	char image_path[PATH_MAX];
+	enum sandbox_state state;
+	int64_t created_ms, started_ms, stopped_ms; /* Unix ms; 0: never */
+	int64_t expires_ms;                         /* 0: no deadline */
+	int pid;                                    /* 0: no VMM */
+	unsigned boots;
+	json_t *boot;        /* object or NULL */
+	json_t *last_exit;   /* object or NULL */
+	json_t *checkpoints; /* array of checkpoint objects */
+	json_t *hibernation; /* object or NULL */
+};
+
+/* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */
+void format_time_ms(int64_t ms, char *out, size_t cap);
+
+/* The API's sandbox object (new reference; NULL when out of memory). */
+json_t *sandbox_record_view(const struct sandbox_record *r);
+
+/* The meta.json object: the view plus image_path and a format version. */
+json_t *sandbox_record_persist(const struct sandbox_record *r);
+
+/* Load a meta.json object into *r (zeroed first). 0, or -1 with e. */
+int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e);
+
+/* Release what a record owns (spec, boot, last_exit, checkpoints, hibernation). */
+void sandbox_record_free(struct sandbox_record *r);
+
+/* The boot object: agent_ready_ms, guest_uptime_ms (< 0: unknown),
+ * clock_synced; from "kernel", checkpoint null, snapshot_error null. */
+json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced);
+
+/* Where a boot came from: from "kernel", "hibernate" or "checkpoint";
+ * checkpoint "<sandbox id>/<name>" or NULL; snapshot_error: why a wake
+ * could not use its snapshot and booted the kernel instead, or NULL.
+ * 0, or -1 when out of memory. */
+int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint, const char *snapshot_error);
+
+/* How the VMM ended, for last_exit (docs/api.md). */
+struct vmm_end {
+	int64_t at_ms;
+	const char *reason;    /* stopped, timeout, guest_shutdown, crashed, boot_failed, restore_failed,
+				  hibernated, restored, kilnd_restart */
+	int exit_status;       /* < 0: none (a signal, or unknown) */
+	int signal;            /* 0: none */
+	json_t *message;       /* string or NULL; stolen */
+	json_t *console_tail;  /* array or NULL (then []); stolen */
+	json_t *timeline;      /* object or NULL; stolen */
+};
+
+/* The last_exit object; takes the JSON values of e in every case. */
+json_t *sandbox_exit_json(struct vmm_end *e);
+
+#endif

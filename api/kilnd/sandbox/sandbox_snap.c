@@ -1,0 +1,570 @@
+/*
+ * Snapshots of a sandbox through its kiln-vmm's control socket (see
+ * sandbox.h and docs/api.md, "Pause, checkpoints, forks, hibernation"):
+ * pause and resume, checkpoints (taken, listed, deleted, restored in
+ * place), hibernation and wake, and the idle timeout that hibernates.
+ *
+ * Pause, resume and checkpoint keep (or swap running ↔ paused) the state
+ * and hold busy_op while kiln-vmm works; hibernation and restores go
+ * through the transient states hibernating and booting, owned by the one
+ * request that entered them. Nothing here holds reg.mu across a control
+ * call, an agent call or a boot.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/kilnd/sandbox/sandbox_impl.h"
+
+static int cp_path(const struct sandbox *sb, const char *name, char *out, size_t cap)
+{
+	return name ? sb_pathf(out, cap, "%s/checkpoints/%s", sb->dir, name)
+		    : sb_pathf(out, cap, "%s/checkpoints", sb->dir);
+}
+
+static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
+{
+	return sb_pathf(out, cap, "%s/hibernate", sb->dir);
+}
+
+/* kiln-vmm refuses to snapshot a guest with a mounted virtio-fs share
+ * (the host side of its open files cannot be saved): say so up front. */
+static int snapshots_allowed_locked(struct sandbox *sb, const char *what, struct api_err *e)
+{
+	if (sb->rec.spec.nshares) {
+		api_err_set(e, API_E_UNSUPPORTED,
+			    "sandbox %s has shares (virtio-fs): kiln-vmm cannot %s a guest with a mounted share yet",
+			    sb->rec.id, what);
+		return -1;
+	}
+	return 0;
+}
+
+/* Best effort after the guest stood still: its clock is behind. */
+static void sync_clock(struct sandbox *sb)
+{
+	struct agent_client_err ae;
+	struct agent_client c;
+
+	agent_client_init(&c, sb->vsock);
+	if (sb_sync_guest(&c, &ae))
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
+}
+
+/* pause and resume: one control command, the state moves with it. */
+static int pause_or_resume(struct sandbox *sb, bool pause, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	enum sandbox_event ev = pause ? SB_EV_PAUSE : SB_EV_RESUME;
+	struct control_reply rep;
+	enum sandbox_state to;
+	int r;
+
+	sb_lock(d);
+	sb_wait_unbusy_locked(sb);
+	if (sandbox_transition(sb->rec.state, ev, &to, sb->rec.id, e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	sb->busy_op = pause ? "pause" : "resume";
+	sb_unlock(d);
+	r = vmm_control_call(sb->control, pause ? CTL_PAUSE : CTL_RESUME, NULL, false,
+			     VMM_CONTROL_TIMEOUT_MS, &rep, e);
+	sb_lock(d);
+	sb->busy_op = NULL;
+	/* The VMM may have ended meanwhile (crashed): then that is the answer. */
+	if (r == 0 && sandbox_transition(sb->rec.state, ev, &to, sb->rec.id, e) == 0) {
+		sb->rec.state = to;
+		sb->active_mono = mono_ms();
+		sb_persist_locked(sb);
+	} else {
+		r = -1;
+	}
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	if (r)
+		return -1;
+	if (!pause)
+		sync_clock(sb);
+	if (pause)
+		SB_METRIC(d, pauses);
+	else
+		SB_METRIC(d, resumes);
+	kilnd_log("sandbox %s: %s", sb->rec.id, pause ? "paused" : "resumed");
+	*view = sandbox_view(sb);
+	return 0;
+}
+
+int sandbox_pause(struct sandbox *sb, json_t **view, struct api_err *e)
+{
+	return pause_or_resume(sb, true, view, e);
+}
+
+int sandbox_resume(struct sandbox *sb, json_t **view, struct api_err *e)
+{
+	return pause_or_resume(sb, false, view, e);
+}
+
+/* ---- checkpoints ---- */
+
+int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *req, json_t **cp,
+			      struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char dir[PATH_MAX], parent[PATH_MAX];
+	struct control_reply rep;
+	enum sandbox_state to;
+	json_t *obj = NULL;
+	bool paused;
+	int r;
+
+	*cp = NULL;
+	if (cp_path(sb, req->name, dir, sizeof(dir))) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint path too long", sb->rec.id);
+		return -1;
+	}
+	sb_lock(d);
+	sb_wait_unbusy_locked(sb);
+	if (sandbox_transition(sb->rec.state, SB_EV_CHECKPOINT, &to, sb->rec.id, e) ||
+	    snapshots_allowed_locked(sb, "checkpoint", e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	if (checkpoint_find(sb->rec.checkpoints, req->name, NULL)) {
+		api_err_set(e, API_E_EXISTS, "sandbox %s already has a checkpoint '%s'; delete it first or pick another name",
+			    sb->rec.id, req->name);
+		sb_unlock(d);
+		return -1;
+	}
+	if (json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
+		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
+			    sb->rec.id, json_array_size(sb->rec.checkpoints), d->cfg.max_checkpoints);
+		sb_unlock(d);
+		return -1;
+	}
+	paused = sb->rec.state == SB_PAUSED;
+	sb->busy_op = "checkpoint";
+	sb_unlock(d);
+
+	/* Busy, so no delete removes the sandbox directory meanwhile. */
+	if (cp_path(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id, parent, strerror(errno));
+		r = -1;
+	} else {
+		r = vmm_control_call(sb->control, CTL_SNAPSHOT, dir, req->compress, SNAPSHOT_TIMEOUT_MS, &rep, e);
+	}
+	if (r == 0) {
+		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused, &rep);
+		if (!obj) {
+			api_err_set(e, API_E_INTERNAL, "checkpoint: out of memory");
+			r = -1;
+		}
+	}
+	sb_lock(d);
+	sb->busy_op = NULL;
+	if (r == 0 && (!sb->rec.checkpoints || json_array_append(sb->rec.checkpoints, obj))) {
+		api_err_set(e, API_E_INTERNAL, "checkpoint: out of memory");
+		r = -1;
+	}
+	if (r == 0) {
+		sb->active_mono = mono_ms();
+		sb_persist_locked(sb);
+	}
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	if (r) {
+		/* kiln-vmm keeps an earlier directory of that name whole; one it
+		 * made for this request and we could not record goes. */
+		if (obj)
+			sb_remove_dir(dir);
+		json_decref(obj);
+		SB_METRIC(d, checkpoint_failures);
+		kilnd_log("sandbox %s: checkpoint '%s' failed: %s", sb->rec.id, req->name, e->message);
+		return -1;
+	}
+	pthread_mutex_lock(&d->metrics_mu);
+	d->metrics.checkpoints++;
+	histogram_observe(&d->metrics.snapshot_seconds, rep.ms / 1000.0);
+	pthread_mutex_unlock(&d->metrics_mu);
+	kilnd_log("sandbox %s: checkpoint '%s' (%llu bytes, guest paused %.1f ms)", sb->rec.id, req->name,
+		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes), rep.ms);
+	*cp = obj;
+	return 0;
+}
+
+json_t *sandbox_checkpoint_list(struct sandbox *sb)
+{
+	json_t *a;
+
+	sb_lock(sb->d);
+	a = sb->rec.checkpoints ? json_deep_copy(sb->rec.checkpoints) : json_array();
+	sb_unlock(sb->d);
+	return a ? json_pack("{s:o}", "checkpoints", a) : NULL;
+}
+
+static void no_checkpoint(struct sandbox *sb, const char *name, struct api_err *e)
+{
+	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
+		    sb->rec.id, name);
+}
+
+int sandbox_checkpoint_get(struct sandbox *sb, const char *name, json_t **cp, struct api_err *e)
+{
+	json_t *c;
+
+	sb_lock(sb->d);
+	c = checkpoint_find(sb->rec.checkpoints, name, NULL);
+	*cp = c ? json_deep_copy(c) : NULL;
+	sb_unlock(sb->d);
+	if (!c) {
+		no_checkpoint(sb, name, e);
+		return -1;
+	}
+	if (!*cp) {
+		api_err_set(e, API_E_INTERNAL, "checkpoint: out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char dir[PATH_MAX];
+	size_t i;
+
+	if (cp_path(sb, name, dir, sizeof(dir))) {
+		no_checkpoint(sb, name, e);
+		return -1;
+	}
+	sb_lock(d);
+	if (!checkpoint_find(sb->rec.checkpoints, name, &i)) {
+		sb_unlock(d);
+		no_checkpoint(sb, name, e);
+		return -1;
+	}
+	if (sb->cp_readers) {
+		sb_unlock(d);
+		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading its checkpoints; retry in a moment",
+			    sb->rec.id);
+		return -1;
+	}
+	json_array_remove(sb->rec.checkpoints, i);
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	/* Sandboxes restored from it keep running: their memory maps the
+	 * files, which stay until the last mapping goes. */
+	sb_remove_dir(dir);
+	kilnd_log("sandbox %s: checkpoint '%s' deleted", sb->rec.id, name);
+	return 0;
+}
+
+int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char dir[PATH_MAX], hib[PATH_MAX], ref[CHECKPOINT_REF_MAX + 1];
+	struct boot_src src = { .restore_dir = dir, .from = "checkpoint", .checkpoint = ref };
+	enum sandbox_state to;
+	int r;
+
+	if (cp_path(sb, name, dir, sizeof(dir)) || hibernate_path(sb, hib, sizeof(hib))) {
+		no_checkpoint(sb, name, e);
+		return -1;
+	}
+	snprintf(ref, sizeof(ref), "%s/%s", sb->rec.id, name);
+	if (sb_lock_unbusy(sb, e))
+		return -1;
+	if (!checkpoint_find(sb->rec.checkpoints, name, NULL)) {
+		sb_unlock(d);
+		no_checkpoint(sb, name, e);
+		return -1;
+	}
+	if (sandbox_transition(sb->rec.state, SB_EV_RESTORE, &to, sb->rec.id, e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	sb->rec.state = to;
+	sb->cp_readers++;
+	sb_persist_locked(sb);
+	/* Everything since the checkpoint is discarded: no clean shutdown. */
+	sb->stop_reason = "restored";
+	sb_kill_locked(sb);
+	sb->stop_reason = NULL;
+	json_decref(sb->rec.hibernation);
+	sb->rec.hibernation = NULL;
+	sb_unlock(d);
+	sb_remove_dir(hib);
+	kilnd_log("sandbox %s: restoring checkpoint '%s'", sb->rec.id, name);
+	r = sb_boot(sb, &src, e);
+	sb_lock(d);
+	sb->cp_readers--;
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	if (r)
+		return -1;
+	SB_METRIC(d, restores);
+	*view = sandbox_view(sb);
+	return 0;
+}
+
+void sb_checkpoints_reconcile(struct sandbox *sb)
+{
+	char dir[PATH_MAX], sub[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	DIR *dh;
+
+	if (!sb->rec.checkpoints || cp_path(sb, NULL, dir, sizeof(dir)))
+		return;
+	for (size_t i = json_array_size(sb->rec.checkpoints); i-- > 0;) {
+		const char *name = json_string_value(json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
+
+		if (cp_path(sb, name, sub, sizeof(sub)) == 0 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+			continue;
+		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more; dropped", sb->rec.id, name);
+		json_array_remove(sb->rec.checkpoints, i);
+	}
+	dh = opendir(dir);
+	if (!dh)
+		return;
+	while ((de = readdir(dh))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    checkpoint_find(sb->rec.checkpoints, de->d_name, NULL))
+			continue;
+		/* A checkpoint kilnd never recorded (it stopped mid-way), or
+		 * kiln-vmm's scratch copy of one. */
+		if (sb_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
+			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id, sub);
+			sb_remove_dir(sub);
+		}
+	}
+	closedir(dh);
+}
+
+/* ---- hibernation ---- */
+
+/* Still idle enough to hibernate (reg.mu held); the caller holds one reference. */
+static bool idle_locked(struct sandbox *sb, int64_t now)
+{
+	/* References: the registry's, the monitor's, the caller's. More is
+	 * a request (an exec, a transfer) at work. Port mappings and shares
+	 * keep it awake: forwarded connections would end, and a guest with
+	 * a share cannot be snapshotted. */
+	return sb->rec.state == SB_RUNNING && !sb->busy_op && sb->refs <= 3 && sb->rec.spec.idle_timeout_s &&
+	       !sb->nports && !sb->rec.spec.nshares && !atomic_load(&sb->d->shutting_down) &&
+	       now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
+}
+
+/*
+ * Snapshot into <dir>/hibernate and end the VMM. idle: only if the
+ * sandbox is still idle (1 when it is not: nothing done). 0 hibernated,
+ * -1 with e (the sandbox goes on as it was, or crashed if its VMM died).
+ */
+static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char dir[PATH_MAX];
+	struct control_reply rep;
+	struct api_err ce;
+	enum sandbox_state to;
+	bool was_paused, paused_here = false;
+
+	if (hibernate_path(sb, dir, sizeof(dir))) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
+		return -1;
+	}
+	sb_lock(d);
+	sb_wait_unbusy_locked(sb);
+	if (idle && !idle_locked(sb, mono_ms())) {
+		sb_unlock(d);
+		return 1;
+	}
+	if (sandbox_transition(sb->rec.state, SB_EV_HIBERNATE, &to, sb->rec.id, e) ||
+	    snapshots_allowed_locked(sb, "hibernate", e)) {
+		sb_unlock(d);
+		return -1;
+	}
+	was_paused = sb->rec.state == SB_PAUSED;
+	sb->rec.state = to;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+
+	/* Paused first, and it stays paused after the snapshot: nothing the
+	 * guest does between the snapshot and the kill can be lost. */
+	if (!was_paused) {
+		if (vmm_control_call(sb->control, CTL_PAUSE, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e))
+			goto fail;
+		paused_here = true;
+	}
+	if (vmm_control_call(sb->control, CTL_SNAPSHOT, dir, false, SNAPSHOT_TIMEOUT_MS, &rep, e))
+		goto fail;
+
+	sb_lock(d);
+	sb->stop_reason = "hibernated";
+	sb_kill_locked(sb);
+	sb->stop_reason = NULL;
+	sandbox_transition(sb->rec.state, SB_EV_HIBERNATED, &to, sb->rec.id, NULL);
+	sb->rec.state = to;
+	json_decref(sb->rec.hibernation);
+	sb->rec.hibernation = hibernation_object(wall_ms(), &rep);
+	sb_persist_locked(sb);
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	pthread_mutex_lock(&d->metrics_mu);
+	d->metrics.hibernations++;
+	if (idle)
+		d->metrics.idle_hibernations++;
+	histogram_observe(&d->metrics.snapshot_seconds, rep.ms / 1000.0);
+	pthread_mutex_unlock(&d->metrics_mu);
+	kilnd_log("sandbox %s: hibernated%s (%llu bytes, guest paused %.1f ms)", sb->rec.id,
+		  idle ? " after its idle timeout" : "",
+		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes), rep.ms);
+	return 0;
+
+fail:
+	if (paused_here && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
+		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.message);
+	sb_lock(d);
+	/* Back to what it was, in one hold of the lock; if the VMM died on
+	 * the way, on to crashed (its on_exit left that to us). */
+	if (sandbox_transition(sb->rec.state, SB_EV_HIBERNATE_FAIL, &to, sb->rec.id, NULL) == 0)
+		sb->rec.state = to;
+	if (was_paused && sb->proc && sandbox_transition(sb->rec.state, SB_EV_PAUSE, &to, sb->rec.id, NULL) == 0)
+		sb->rec.state = to;
+	if (!sb->proc && sandbox_transition(sb->rec.state, SB_EV_VMM_FAIL, &to, sb->rec.id, NULL) == 0)
+		sb->rec.state = to;
+	sb_persist_locked(sb);
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	kilnd_log("sandbox %s: hibernation failed: %s", sb->rec.id, e->message);
+	return -1;
+}
+
+int sandbox_hibernate(struct sandbox *sb, json_t **view, struct api_err *e)
+{
+	if (hibernate(sb, false, e))
+		return -1;
+	*view = sandbox_view(sb);
+	return 0;
+}
+
+int sb_wake(struct sandbox *sb, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char dir[PATH_MAX];
+	struct boot_src src = { .restore_dir = dir, .from = "hibernate", .cold_fallback = true };
+	enum sandbox_state to;
+	int r;
+
+	if (hibernate_path(sb, dir, sizeof(dir))) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
+		return -1;
+	}
+	if (sb_lock_unbusy(sb, e))
+		return -1;
+	if (sb->rec.state != SB_HIBERNATED) {
+		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; only a hibernated sandbox wakes%s", sb->rec.id,
+			    sandbox_state_name(sb->rec.state),
+			    sb->rec.state == SB_STOPPED || sb->rec.state == SB_CRASHED ? " (POST .../start boots it)" : "");
+		sb_unlock(d);
+		return -1;
+	}
+	sandbox_transition(sb->rec.state, SB_EV_START, &to, sb->rec.id, NULL);
+	sb->rec.state = to;
+	sb->waking = true;
+	sb_persist_locked(sb);
+	sb_unlock(d);
+	kilnd_log("sandbox %s: waking", sb->rec.id);
+	r = sb_boot(sb, &src, e);
+	/* Used or unusable, the snapshot is spent: the disk is the overlay now. */
+	sb_remove_dir(dir);
+	sb_lock(d);
+	sb->waking = false;
+	json_decref(sb->rec.hibernation);
+	sb->rec.hibernation = NULL;
+	sb_persist_locked(sb);
+	pthread_cond_broadcast(&sb->cv);
+	sb_unlock(d);
+	if (r == 0)
+		SB_METRIC(d, wakes);
+	return r;
+}
+
+int sandbox_wake(struct sandbox *sb, json_t **view, struct api_err *e)
+{
+	json_t *v, *boot;
+
+	if (sb_wake(sb, e))
+		return -1;
+	v = sandbox_view(sb);
+	boot = json_object_get(v, "boot");
+	if (v && (json_object_set_new(v, "woke_from",
+				      json_string(strcmp(json_string_value(json_object_get(boot, "from")) ?: "",
+							 "hibernate") == 0
+							  ? "snapshot"
+							  : "cold_boot")) ||
+		  json_object_set(v, "fallback_reason", json_object_get(boot, "snapshot_error") ?: json_null()))) {
+		json_decref(v);
+		v = NULL;
+	}
+	*view = v;
+	return 0;
+}
+
+/* ---- the idle timeout ---- */
+
+static int any_attached(void *arg, const struct agent_client_process *p)
+{
+	if (p->attached)
+		*(bool *)arg = true;
+	return 0;
+}
+
+static void *idle_thread(void *arg)
+{
+	struct sandbox *sb = arg;
+	struct agent_client_err ae;
+	struct agent_client c;
+	struct api_err e;
+	bool watched = false;
+
+	/* A client reading a process's output or in its terminal holds no
+	 * request on the sandbox between keystrokes: ask the agent. */
+	agent_client_init(&c, sb->vsock);
+	if (agent_client_list_processes(&c, any_attached, &watched, NULL, &ae) == 0 && watched) {
+		sb_lock(sb->d);
+		sb->active_mono = mono_ms();
+		sb_unlock(sb->d);
+	} else {
+		hibernate(sb, true, &e);
+	}
+	sb_lock(sb->d);
+	sb->idle_pending = false;
+	sb_unlock(sb->d);
+	sandbox_put(sb);
+	return NULL;
+}
+
+void sb_idle_check_locked(struct sandbox *sb, int64_t now_mono)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+
+	/* Without the thread's own reference, so refs <= 2. */
+	if (sb->idle_pending || sb->refs > 2 || !idle_locked(sb, now_mono))
+		return;
+	sb->idle_pending = true;
+	sb->refs++;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &attr, idle_thread, sb)) {
+		/* Tried again at the next tick. */
+		sb->idle_pending = false;
+		sb->refs--;
+	}
+	pthread_attr_destroy(&attr);
+}
