@@ -23,7 +23,7 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 # The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
 # devices, and the shared modules they stand on (docs/architecture.md).
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/err.c
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
 # INIT_PURE_SRCS are unit-tested too (SAN_OBJS).

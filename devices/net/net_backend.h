@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #define NET_MAX_FRAME 65536
 #define NET_MIN_FRAME 14 /* an Ethernet header */
@@ -44,7 +44,7 @@ struct net_backend {
  * Attach to TAP device `ifname`, creating it when it does not exist (needs
  * CAP_NET_ADMIN). The device is used without IFF_VNET_HDR: no offloads.
  */
-int net_tap_open(const char *ifname, struct net_backend **out, struct kiln_error *e);
+int net_tap_open(const char *ifname, struct net_backend **out, struct err *e);
 
 /* What kiln-vmm asks passt for (net_passt.c); addresses in text form. */
 struct net_passt_cfg {
@@ -75,13 +75,13 @@ struct net_passt_cfg {
  * frame is preceded by its length as a 4-byte big-endian number. IPv4
  * only; no ports are forwarded to the guest.
  */
-int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct kiln_error *e);
+int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct err *e);
 
 /*
  * The passt framing on an already connected stream socket `fd` (owned from
  * now on); `pid` (or 0) is the passt process to stop and reap on close.
  * For tests, and for whoever starts passt another way.
  */
-int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct kiln_error *e);
+int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct err *e);
 
 #endif

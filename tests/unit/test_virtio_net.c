@@ -203,7 +203,7 @@ static struct fx *make(struct net_filter *filter)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct virtio_net_params p = { .filter = filter };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	int sv[2];
 
 	assert_non_null(f);
@@ -256,7 +256,7 @@ static struct net_filter_config filter_config(void)
 static struct fx *make_filtered(const struct net_filter_config *c, const char *json)
 {
 	struct net_filter *nf;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	if (net_filter_create(c, rules(json), 0, &nf, &e) < 0)
 		fail_msg("filter: %s", e.msg);
@@ -687,9 +687,9 @@ static void test_control_socket_firewall_commands(void **state)
 {
 	static const char first[] = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
 	struct net_filter_config c = filter_config();
-	struct kiln_vm *vm = calloc(1, sizeof(*vm));
+	struct vm *vm = calloc(1, sizeof(*vm));
 	struct control *ctl;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct fx *f = make_filtered(&c, first);
 	uint8_t fr[2048], got[NET_MAX_FRAME];
 	char dir[] = "/tmp/kiln-net-ctl-XXXXXX", path[64], *r;

@@ -19,7 +19,7 @@
 #define CONTROL_IDLE_MS 60000
 
 struct control {
-	struct kiln_vm *vm;
+	struct vm *vm;
 	int listen_fd;
 	int stop_fd;
 	pthread_t thread;
@@ -41,30 +41,30 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static const char *state_of(struct kiln_vm *vm)
+static const char *state_of(struct vm *vm)
 {
-	return kiln_vm_is_paused(vm) ? "paused" : "running";
+	return vm_is_paused(vm) ? "paused" : "running";
 }
 
 /* firewall-set/-get: a reply of any length, malloc'd; NULL: the error is in e. */
-static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct kiln_error *e)
+static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct err *e)
 {
 	char *obj, *r;
 
 	if (cmd->op == CTL_FIREWALL_SET) {
 		size_t cut = 0;
 
-		if (kiln_vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut, e) < 0)
+		if (vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut, e) < 0)
 			return NULL;
 		r = malloc(64);
 		if (r)
 			snprintf(r, 64, "{\"ok\":true,\"cut\":%zu}\n", cut);
 		return r;
 	}
-	obj = kiln_vm_firewall_get(c->vm, e);
+	obj = vm_firewall_get(c->vm, e);
 	r = obj ? control_reply_object(obj) : NULL;
 	if (obj && !r)
-		kiln_errf(e, ENOMEM, "out of memory");
+		err_set(e, ENOMEM, "out of memory");
 	free(obj);
 	return r;
 }
@@ -76,7 +76,7 @@ static char *run_firewall(struct control *c, const struct control_cmd *cmd, stru
 static char *run_command(struct control *c, char *line, char *out, size_t n)
 {
 	struct control_cmd cmd;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	char why[512];
 	int r = 0;
 
@@ -94,18 +94,18 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 		return r;
 	}
 	case CTL_PAUSE:
-		r = kiln_vm_pause(c->vm, &e);
+		r = vm_pause(c->vm, &e);
 		break;
 	case CTL_RESUME:
-		r = kiln_vm_resume(c->vm, &e);
+		r = vm_resume(c->vm, &e);
 		break;
 	case CTL_STATUS:
 		break;
 	case CTL_SNAPSHOT: {
-		struct kiln_snapshot_info info;
+		struct vm_snapshot_info info;
 		char dir[1024];
 
-		r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress, &info, &e);
+		r = vm_snapshot(c->vm, cmd.dir, cmd.compress, &info, &e);
 		if (r)
 			break;
 		control_json_escape(dir, sizeof(dir), cmd.dir);
@@ -200,7 +200,7 @@ static void *control_thread(void *arg)
 	}
 }
 
-int control_start(struct kiln_vm *vm, const char *path, struct control **out, struct kiln_error *e)
+int control_start(struct vm *vm, const char *path, struct control **out, struct err *e)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct control *c;
@@ -209,17 +209,17 @@ int control_start(struct kiln_vm *vm, const char *path, struct control **out, st
 
 	*out = NULL;
 	if (strlen(path) >= sizeof(a.sun_path))
-		return kiln_errf(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
+		return err_set(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
 				 sizeof(a.sun_path));
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return kiln_errf(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
+			return err_set(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
 					 path);
 		unlink(path);
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	c->vm = vm;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	memcpy(a.sun_path, path, strlen(path) + 1);
@@ -253,7 +253,7 @@ fail:
 	if (c->stop_fd >= 0)
 		close(c->stop_fd);
 	free(c);
-	return kiln_errf(e, err, "--control %s: %s", path, strerror(err));
+	return err_set(e, err, "--control %s: %s", path, strerror(err));
 }
 
 void control_stop(struct control *c)

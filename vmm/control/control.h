@@ -10,12 +10,12 @@
 #ifndef KILN_CONTROL_H
 #define KILN_CONTROL_H
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "vmm/core/vm.h"
 
 struct control;
 
-int control_start(struct kiln_vm *vm, const char *path, struct control **out, struct kiln_error *e);
+int control_start(struct vm *vm, const char *path, struct control **out, struct err *e);
 /* Stop serving, close the socket and unlink its path. NULL is fine. */
 void control_stop(struct control *c);
 

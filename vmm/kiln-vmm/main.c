@@ -222,12 +222,12 @@ int main(int argc, char **argv)
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
 	};
-	struct kiln_vm_config cfg = {
+	struct vm_config cfg = {
 		.mem_mib = 128, .cpus = 1, .console_out_fd = -1, .console_in_fd = -1, .rng = 1,
 	};
-	struct kiln_error err = { { 0 } };
-	struct kiln_vm_result res;
-	struct kiln_vm *vm;
+	struct err err = { { 0 } };
+	struct vm_result res;
+	struct vm *vm;
 	struct control *ctl = NULL;
 	const char *control_path = NULL;
 	const char *firewall_path = NULL;
@@ -282,19 +282,19 @@ int main(int argc, char **argv)
 			cfg.rng = 0;
 			break;
 		case OPT_NET:
-			if (cfg.nnet == KILN_MAX_NETS)
+			if (cfg.nnet == DEVSPEC_MAX_NETS)
 				return bad_usage("--net: at most %s network devices", "4");
 			if (devspec_net(optarg, &cfg.net[cfg.nnet++], &err))
 				return bad_usage("%s", err.msg);
 			break;
 		case OPT_DISK:
-			if (cfg.ndisk == KILN_MAX_DISKS)
+			if (cfg.ndisk == DEVSPEC_MAX_DISKS)
 				return bad_usage("--disk: at most %s disks", "8");
 			if (devspec_disk(optarg, &cfg.disk[cfg.ndisk++], &err))
 				return bad_usage("%s", err.msg);
 			break;
 		case OPT_SHARE:
-			if (cfg.nshare == KILN_MAX_SHARES)
+			if (cfg.nshare == DEVSPEC_MAX_SHARES)
 				return bad_usage("--share: at most %s shares", "8");
 			if (devspec_share(optarg, &cfg.share[cfg.nshare++], &err))
 				return bad_usage("%s", err.msg);
@@ -351,13 +351,13 @@ int main(int argc, char **argv)
 		cfg.console_in_fd = STDIN_FILENO;
 	}
 
-	if (kiln_vm_create(&cfg, &vm, &err) < 0) {
+	if (vm_create(&cfg, &vm, &err) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		return EXIT_SETUP;
 	}
 	if (control_path && control_start(vm, control_path, &ctl, &err) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
-		kiln_vm_destroy(vm);
+		vm_destroy(vm);
 		return EXIT_SETUP;
 	}
 	if (console && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
@@ -368,12 +368,12 @@ int main(int argc, char **argv)
 		t.c_iflag &= ~(tcflag_t)(ICRNL);
 		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
 	}
-	if (kiln_vm_run(vm, &res, &err) < 0) {
+	if (vm_run(vm, &res, &err) < 0) {
 		if (raw)
 			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 		control_stop(ctl);
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
-		kiln_vm_destroy(vm);
+		vm_destroy(vm);
 		return EXIT_SETUP;
 	}
 	if (raw)
@@ -381,9 +381,9 @@ int main(int argc, char **argv)
 	control_stop(ctl);
 
 	switch (res.exit) {
-	case KILN_EXIT_RESET:
+	case VM_EXIT_RESET:
 		/* A restored guest's init started before the snapshot. */
-		if (kiln_vm_restored(vm) || timeline_has(kiln_vm_timeline(vm), "init_started")) {
+		if (vm_restored(vm) || timeline_has(vm_timeline(vm), "init_started")) {
 			status = EXIT_OK;
 			reason = "reset";
 		} else {
@@ -391,11 +391,11 @@ int main(int argc, char **argv)
 			reason = "reset_before_init";
 		}
 		break;
-	case KILN_EXIT_TRIPLE_FAULT:
+	case VM_EXIT_TRIPLE_FAULT:
 		/* After kiln-init asked for the reset, a triple fault is Linux's
 		 * last-resort way of resetting (or an AP dying in the reboot IPI
 		 * storm): the reset the guest wanted, not a crash. */
-		if (timeline_has(kiln_vm_timeline(vm), "shutdown_requested")) {
+		if (timeline_has(vm_timeline(vm), "shutdown_requested")) {
 			status = EXIT_OK;
 			reason = "reset";
 			break;
@@ -409,12 +409,12 @@ int main(int argc, char **argv)
 		break;
 	}
 	if (timeline)
-		timeline_print(kiln_vm_timeline(vm), stderr, json, reason, status);
+		timeline_print(vm_timeline(vm), stderr, json, reason, status);
 	if (status == EXIT_EARLY_RESET)
 		fprintf(stderr, "kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
 	else if (status != EXIT_OK)
 		fprintf(stderr, "kiln-vmm: %s\n", res.msg);
-	kiln_vm_destroy(vm);
+	vm_destroy(vm);
 	free(firewall);
 	return status;
 }
