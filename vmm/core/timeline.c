@@ -1,5 +1,6 @@
 #include "vmm/core/timeline.h"
 
+#include <errno.h>
 #include <string.h>
 #include <time.h>
 
@@ -57,6 +58,50 @@ int timeline_has(struct timeline *t, const char *name)
 		found = strcmp(t->m[i].name, name) == 0;
 	pthread_mutex_unlock(&t->lock);
 	return found;
+}
+
+int timeline_count(struct timeline *t)
+{
+	int n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->n;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int timeline_get(struct timeline *t, int i, char *name, size_t n, uint64_t *ns, int *derived)
+{
+	int r = -ERANGE;
+
+	pthread_mutex_lock(&t->lock);
+	if (i >= 0 && i < t->n) {
+		if (name && n)
+			snprintf(name, n, "%s", t->m[i].name);
+		if (ns)
+			*ns = t->m[i].ns;
+		if (derived)
+			*derived = t->m[i].derived;
+		r = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
+}
+
+int timeline_find(struct timeline *t, const char *name, uint64_t *ns)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < t->n && r; i++) {
+		if (strcmp(t->m[i].name, name) == 0) {
+			if (ns)
+				*ns = t->m[i].ns;
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }
 
 void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status)

@@ -133,7 +133,7 @@ static void log_unhandled(struct vm *vm, const char *what, uint64_t addr, uint32
 	if (!vm->cfg.verbose || vm->verbose_budget <= 0)
 		return;
 	vm->verbose_budget--;
-	fprintf(stderr, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n", w ? "write" : "read",
+	dprintf(vm->cfg.log_fd, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n", w ? "write" : "read",
 		what, (unsigned long long)addr, size);
 }
 
@@ -171,6 +171,13 @@ static void *vcpu_thread(void *arg)
 	struct kvm_run *r = v->run;
 	char name[16];
 
+	sigset_t kick;
+
+	/* The caller's threads may block the kick signal (this thread
+	 * inherited their mask): vm_stop and vm_pause need it delivered. */
+	sigemptyset(&kick);
+	sigaddset(&kick, vm->cfg.kick_signal);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	snprintf(name, sizeof(name), "vcpu%d", v->id);
 	pthread_setname_np(pthread_self(), name);
 	if (v->id == 0)

@@ -117,7 +117,7 @@ void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 	}
 	for (int i = 0; i < vm->ncpus; i++) {
 		if (vm->vcpu[i].started && !pthread_equal(vm->vcpu[i].thread, pthread_self()))
-			pthread_kill(vm->vcpu[i].thread, VM_KICK_SIGNAL);
+			pthread_kill(vm->vcpu[i].thread, vm->cfg.kick_signal);
 	}
 	pthread_mutex_unlock(&vm->lock);
 	if (write(vm->stop_efd, &one, sizeof(one)) < 0) {
@@ -151,6 +151,21 @@ static void ignore_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, 
 		memset(data, 0xff, size);
 }
 
+/* Without a handler the kick would kill the process (SIG_DFL) or never
+ * interrupt KVM_RUN (SIG_IGN): a pause or stop would hang. */
+static int check_kick(int sig, struct err *e)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) < 0)
+		return err_set(e, EINVAL, "kick signal %d: not a signal", sig);
+	if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN))
+		return err_set(e, EINVAL,
+			       "kick signal %d has no handler: install one (a no-op is enough) or call "
+			       "kiln_kick_signal_install(%d)", sig, sig);
+	return 0;
+}
+
 /* Checks that need no KVM, so bad arguments fail fast and the same way
  * on every host. */
 static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
@@ -173,7 +188,7 @@ static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
 				 (unsigned long long)c->mem_mib);
 	if (c->cpus < 1 || c->cpus > max_vcpus)
 		return err_set(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus, max_vcpus);
-	return 0;
+	return check_kick(c->kick_signal, e);
 }
 
 static int setup_memory(struct vm *vm, struct err *e)
@@ -371,13 +386,15 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if (!vm)
 		return err_set(e, ENOMEM, "out of memory");
 	vm->cfg = *cfg;
+	if (!vm->cfg.kick_signal)
+		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
 	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
 
-	if ((err = check_config(cfg, VM_MAX_CPUS, e)))
+	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
@@ -474,11 +491,6 @@ int vm_restored(const struct vm *vm)
 	return vm->restored;
 }
 
-static void kick_handler(int sig)
-{
-	(void)sig;
-}
-
 /* Feed console input to the UART until the VM stops. */
 static void pump_console(struct vm *vm)
 {
@@ -516,13 +528,10 @@ static void pump_console(struct vm *vm)
 
 int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 {
-	struct sigaction sa = { .sa_handler = kick_handler };
 	uint64_t v;
 	int err;
 
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(VM_KICK_SIGNAL, &sa, NULL) < 0)
-		return err_set(e, errno, "sigaction: %s", strerror(errno));
+	(void)e;
 	for (int i = 0; i < vm->ncpus; i++) {
 		if ((err = vcpu_start(&vm->vcpu[i]))) {
 			vm_stop(vm, VM_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
@@ -546,6 +555,11 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 	event_loop_stop(vm->loop);
 	*res = vm->result;
 	return 0;
+}
+
+void vm_request_stop(struct vm *vm)
+{
+	vm_stop(vm, VM_EXIT_STOPPED, "stopped by the host");
 }
 
 struct timeline *vm_timeline(struct vm *vm)

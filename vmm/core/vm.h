@@ -6,8 +6,11 @@
  * No globals, no exit(): every failure comes back as -errno with a message
  * for the user in the err. One process may hold several VMs.
  *
- * Signals: vCPU threads are kicked out of KVM_RUN with VM_KICK_SIGNAL;
- * vm_run() installs a handler that does nothing for it.
+ * Signals: vCPU threads are kicked out of KVM_RUN with cfg.kick_signal
+ * (0: SIGUSR1). The caller installs a handler for it (libkiln's
+ * kiln_kick_signal_install, or its own): vm_create() refuses a signal
+ * whose disposition is SIG_DFL or SIG_IGN, and nothing here touches
+ * process-wide signal state.
  */
 #ifndef KILN_VM_H
 #define KILN_VM_H
@@ -19,7 +22,7 @@
 #include "lib/base/err.h"
 #include "vmm/core/timeline.h"
 
-#define VM_KICK_SIGNAL SIGUSR1
+#define VM_KICK_SIGNAL_DEFAULT SIGUSR1
 #define VM_MIN_MEM_MIB 32
 #define VM_MAX_CPUS 64
 
@@ -34,7 +37,9 @@ struct vm_config {
 	int hugepages;        /* back guest RAM with 2 MiB hugetlb pages */
 	int console_out_fd;   /* serial console output; -1 = console off */
 	int console_in_fd;    /* serial console input; -1 = none */
-	int verbose;          /* log unhandled port/MMIO accesses to stderr */
+	int verbose;          /* log unhandled port/MMIO accesses to log_fd */
+	int log_fd;           /* where verbose and firewall_log lines go */
+	int kick_signal;      /* kicks vCPUs out of KVM_RUN; 0: VM_KICK_SIGNAL_DEFAULT */
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
 	int rng;              /* attach a virtio-rng device */
 	int nnet;
@@ -51,7 +56,7 @@ struct vm_config {
 	 */
 	const char *firewall;
 	size_t firewall_len;
-	int firewall_log;                /* denied and cut flows on stderr (rate-limited) */
+	int firewall_log;                /* denied and cut flows on log_fd (rate-limited) */
 	struct devspec_net_rate_cfg net_rate; /* the filter's token buckets, per second */
 	/*
 	 * Restore the snapshot in this directory instead of booting `kernel`
@@ -75,6 +80,7 @@ enum vm_exit {
 	VM_EXIT_RESET,        /* the guest reset or powered off */
 	VM_EXIT_TRIPLE_FAULT, /* KVM_EXIT_SHUTDOWN */
 	VM_EXIT_FAILURE,      /* KVM error or an exit kiln cannot handle */
+	VM_EXIT_STOPPED,      /* vm_request_stop */
 };
 
 struct vm_result {
@@ -138,6 +144,11 @@ struct timeline *vm_timeline(struct vm *vm);
 /* The kernel command line the guest was given. */
 const char *vm_cmdline(const struct vm *vm);
 
+/* Stop the VM from the host (exit VM_EXIT_STOPPED) unless it has ended;
+ * returns at once, vm_run() returns soon after. Any thread. */
+void vm_request_stop(struct vm *vm);
+
+/* Free the VM. Not while vm_run() runs: stop it and let vm_run return. */
 void vm_destroy(struct vm *vm);
 
 #endif

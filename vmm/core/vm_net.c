@@ -27,9 +27,10 @@ static void firewall_log(void *ctx, const struct nf_log_entry *le)
 {
 	char line[256];
 
-	(void)ctx;
+	struct vm *vm = ctx;
+
 	nf_log_format(le, line, sizeof(line));
-	fprintf(stderr, "kiln-vmm: firewall: %s\n", line);
+	dprintf(vm->cfg.log_fd, "kiln-vmm: firewall: %s\n", line);
 }
 
 static void bucket(struct rate_bucket_cfg *b, uint64_t per_s)

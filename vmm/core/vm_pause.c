@@ -64,7 +64,7 @@ int vm_pause(struct vm *vm, struct err *e)
 	for (int i = 0; i < vm->ncpus; i++)
 		if (vm->vcpu[i].started) {
 			vm->vcpu[i].run->immediate_exit = 1;
-			pthread_kill(vm->vcpu[i].thread, VM_KICK_SIGNAL);
+			pthread_kill(vm->vcpu[i].thread, vm->cfg.kick_signal);
 		}
 	n = started_vcpus(vm);
 	while (vm->parked < n && !vm->stopping)

@@ -134,6 +134,12 @@ static void install_crash_report(void)
 	signal(SIGABRT, crash_report);
 }
 
+/* vCPUs are kicked out of KVM_RUN with SIGUSR1 (vm.h): kiln-vmm's choice. */
+static void kick_noop(int sig)
+{
+	(void)sig;
+}
+
 static int bad_usage(const char *fmt, const char *arg)
 {
 	fprintf(stderr, "kiln-vmm: ");
@@ -346,6 +352,14 @@ int main(int argc, char **argv)
 		return status;
 	cfg.firewall = firewall;
 	raise_fd_limit();
+	{
+		struct sigaction sa = { .sa_handler = kick_noop };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	}
+	cfg.kick_signal = SIGUSR1;
+	cfg.log_fd = STDERR_FILENO;
 	if (console) {
 		cfg.console_out_fd = STDOUT_FILENO;
 		cfg.console_in_fd = STDIN_FILENO;
