@@ -22,7 +22,9 @@ SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recove
 
 # The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
 # devices, and the shared modules they stand on (docs/architecture.md).
-VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \
+# vmm/control/control.c is kiln-vmm's control socket server, a user of
+# libkiln's public API like main.c (KILN_VMM_SRCS).
+VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c) vmm/control/control_proto.c \
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/err.c
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
@@ -67,10 +69,17 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libkiln-vmm.a: $(VMM_LIB_OBJS)
+# kiln-vmm is a thin user of libkiln's public API (include/kiln/): it
+# links libkiln's objects as built for the other programs (build/obj/,
+# not -fPIC), as an archive so only what it calls comes in.
+KILN_VMM_SRCS := vmm/kiln-vmm/main.c vmm/control/control.c
+LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(wildcard api/agent-client/*.c) \
+	api/proto/agent_proto.c) $(VMM_LIB_OBJS)
+$(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
+	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/kiln-vmm/main.o $(BUILD)/libkiln-vmm.a
+$(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lpthread $(LIBS)
 
 # libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
@@ -222,6 +231,9 @@ SAN_OBJS := $(patsubst %.c,$(BUILD)/obj-san/%.o,$(VMM_LIB_SRCS) guest-init/sys/p
 	guest-init/agent/agent_ring.c \
 	$(AGENT_CLIENT_SRCS))
 SAN_OBJS += $(KILND_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
+# libkiln's own files and kiln-vmm's control socket server (its firewall
+# commands are tested over a real socket, tests/unit/test_virtio_net.c).
+SAN_OBJS += $(patsubst %.c,$(BUILD)/obj-san/%.o,$(wildcard lib/kiln/*.c) vmm/control/control.c)
 SAN_OBJS += $(KILN_CLI_PURE_SRCS:%.c=$(BUILD)/obj-san/%.o)
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -78,10 +78,11 @@ KILN_API int kiln_vm_config_set_initrd(kiln_vm_config *cfg, const char *path);
  * 0 or -ENOMEM (its length is checked at create). */
 KILN_API int kiln_vm_config_set_cmdline(kiln_vm_config *cfg, const char *extra);
 
-/* Guest RAM in MiB, at least 32. 0 or -EINVAL. */
+/* Guest RAM in MiB (default 128); at least 32 and at most the host's RAM,
+ * checked at create. 0. */
 KILN_API int kiln_vm_config_set_memory(kiln_vm_config *cfg, uint64_t mib);
 
-/* vCPUs, 1..64 (KVM's own limit is checked at create). 0 or -EINVAL. */
+/* vCPUs (default 1): 1..64 and KVM's own limit, checked at create. 0. */
 KILN_API int kiln_vm_config_set_cpus(kiln_vm_config *cfg, unsigned cpus);
 
 /* Back guest RAM with 2 MiB hugetlb pages (such a VM cannot be
@@ -157,6 +158,9 @@ KILN_API int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path,
  * device), -EEXIST (a second vsock), -ENOMEM.
  */
 KILN_API int kiln_vm_config_add_device(kiln_vm_config *cfg, const char *kind, const char *spec);
+
+/* The largest rule set kiln_vm_config_set_firewall accepts, in bytes. */
+#define KILN_VM_FIREWALL_MAX (256 * 1024)
 
 /*
  * Put kiln's packet filter (default deny) on every network device, with

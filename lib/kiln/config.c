@@ -16,6 +16,8 @@
 #include "lib/netrules/net_rules.h"
 #include "vmm/core/devspec.h"
 
+_Static_assert(KILN_VM_FIREWALL_MAX == NET_RULES_TEXT_MAX, "the public limit is the parser's");
+
 char *strs_add(struct strs *o, const char *s, size_t len)
 {
 	char *c;
@@ -169,22 +171,17 @@ int kiln_vm_config_set_cmdline(kiln_vm_config *cfg, const char *extra)
 	return set_str(cfg, &cfg->c.cmdline, extra);
 }
 
+/* Memory and CPUs are checked at create (vm.c check_config), with the
+ * host's limits and kiln-vmm's messages. */
 int kiln_vm_config_set_memory(kiln_vm_config *cfg, uint64_t mib)
 {
-	char n[24];
-
-	snprintf(n, sizeof(n), "%llu", (unsigned long long)mib);
-	if (mib < VM_MIN_MEM_MIB || mib > (1ULL << 30))
-		return fail(cfg, EINVAL, "memory %s MiB: must be between %d MiB and 1 PiB", n, VM_MIN_MEM_MIB);
 	cfg->c.mem_mib = mib;
 	return 0;
 }
 
 int kiln_vm_config_set_cpus(kiln_vm_config *cfg, unsigned cpus)
 {
-	if (cpus < 1 || cpus > VM_MAX_CPUS)
-		return fail(cfg, EINVAL, "cpus %u: must be between 1 and %d", cpus, VM_MAX_CPUS);
-	cfg->c.cpus = (int)cpus;
+	cfg->c.cpus = cpus > 4096 ? 4096 : (int)cpus;
 	return 0;
 }
 
@@ -321,7 +318,7 @@ int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t le
 		return 0;
 	}
 	if (len > NET_RULES_TEXT_MAX)
-		return fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes", NET_RULES_TEXT_MAX);
+		return fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes", KILN_VM_FIREWALL_MAX);
 	if (net_rules_parse_text(json, len, &rules, &re) < 0)
 		return fail(cfg, EINVAL, "%s", re.msg);
 	net_rules_free(rules);

@@ -32,6 +32,7 @@
 #include "devices/net/net_filter.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
+#include "lib/kiln/handles.h"
 
 #define RAM (4u << 20)
 #define QSZ 64
@@ -688,6 +689,7 @@ static void test_control_socket_firewall_commands(void **state)
 	static const char first[] = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
 	struct net_filter_config c = filter_config();
 	struct vm *vm = calloc(1, sizeof(*vm));
+	struct kiln_vm *kv = calloc(1, sizeof(*kv)); /* libkiln's handle, as kiln-vmm's control sees it */
 	struct control *ctl;
 	struct err e = { { 0 } };
 	struct fx *f = make_filtered(&c, first);
@@ -699,13 +701,16 @@ static void test_control_socket_firewall_commands(void **state)
 
 	(void)state;
 	assert_non_null(vm);
+	assert_non_null(kv);
+	kv->vm = vm;
+	pthread_mutex_init(&kv->lk, NULL);
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/ctl", dir);
 	vm->cfg.firewall = first;
 	vm->cfg.firewall_len = strlen(first);
 	vm->nvirtio = 1;
 	vm->virtio[0].dev = f->d;
-	assert_int_equal(control_start(vm, path, &ctl, &e), 0);
+	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
 
 	/* An established flow on port 80... */
 	n = tcp(fr, GUEST, SERVER, 40000, 80, SYN, false);
@@ -754,7 +759,7 @@ static void test_control_socket_firewall_commands(void **state)
 	control_stop(ctl);
 	/* Without --firewall the commands say so. */
 	vm->cfg.firewall = NULL;
-	assert_int_equal(control_start(vm, path, &ctl, &e), 0);
+	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
 	r = control_call(path, "firewall-get");
 	assert_non_null(strstr(r, "\"ok\":false"));
 	assert_non_null(strstr(r, "without --firewall"));
@@ -764,6 +769,8 @@ static void test_control_socket_firewall_commands(void **state)
 	free(r);
 	control_stop(ctl);
 	rmdir(dir);
+	pthread_mutex_destroy(&kv->lk);
+	free(kv);
 	free(vm);
 	destroy(f);
 }

@@ -19,7 +19,7 @@
 #define CONTROL_IDLE_MS 60000
 
 struct control {
-	struct vm *vm;
+	kiln_vm *vm;
 	int listen_fd;
 	int stop_fd;
 	pthread_t thread;
@@ -41,31 +41,45 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static const char *state_of(struct vm *vm)
+static const char *state_of(kiln_vm *vm)
 {
-	return vm_is_paused(vm) ? "paused" : "running";
+	return kiln_vm_is_paused(vm) ? "paused" : "running";
+}
+
+/* A failed libkiln call: its message into e, its -errno back. */
+static int vm_err(kiln_vm *vm, int r, struct err *e)
+{
+	kiln_vm_errmsg_copy(vm, e->msg, sizeof(e->msg));
+	return r;
 }
 
 /* firewall-set/-get: a reply of any length, malloc'd; NULL: the error is in e. */
 static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct err *e)
 {
 	char *obj, *r;
+	int err;
 
 	if (cmd->op == CTL_FIREWALL_SET) {
 		size_t cut = 0;
 
-		if (vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut, e) < 0)
+		int rc = kiln_vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut);
+
+		if (rc < 0) {
+			vm_err(c->vm, rc, e);
 			return NULL;
+		}
 		r = malloc(64);
 		if (r)
 			snprintf(r, 64, "{\"ok\":true,\"cut\":%zu}\n", cut);
 		return r;
 	}
-	obj = vm_firewall_get(c->vm, e);
+	obj = NULL;
+	if ((err = kiln_vm_firewall_get(c->vm, &obj)) < 0)
+		vm_err(c->vm, err, e);
 	r = obj ? control_reply_object(obj) : NULL;
 	if (obj && !r)
 		err_set(e, ENOMEM, "out of memory");
-	free(obj);
+	kiln_free(obj);
 	return r;
 }
 
@@ -94,27 +108,31 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 		return r;
 	}
 	case CTL_PAUSE:
-		r = vm_pause(c->vm, &e);
+		if ((r = kiln_vm_pause(c->vm)) < 0)
+			vm_err(c->vm, r, &e);
 		break;
 	case CTL_RESUME:
-		r = vm_resume(c->vm, &e);
+		if ((r = kiln_vm_resume(c->vm)) < 0)
+			vm_err(c->vm, r, &e);
 		break;
 	case CTL_STATUS:
 		break;
 	case CTL_SNAPSHOT: {
-		struct vm_snapshot_info info;
+		uint64_t mem = 0, stored = 0, state = 0, disk = 0;
+		double ms = 0;
 		char dir[1024];
 
-		r = vm_snapshot(c->vm, cmd.dir, cmd.compress, &info, &e);
-		if (r)
+		if ((r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
+			vm_err(c->vm, r, &e);
 			break;
+		}
+		kiln_vm_snapshot_stats(c->vm, &mem, &stored, &state, &disk, &ms);
 		control_json_escape(dir, sizeof(dir), cmd.dir);
 		snprintf(out, n,
 			 "{\"ok\":true,\"state\":\"%s\",\"dir\":\"%s\",\"memory_bytes\":%llu,"
 			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f}\n",
-			 state_of(c->vm), dir, (unsigned long long)info.memory_bytes,
-			 (unsigned long long)info.memory_stored_bytes, (unsigned long long)info.state_bytes,
-			 (unsigned long long)info.disk_bytes, info.ms);
+			 state_of(c->vm), dir, (unsigned long long)mem, (unsigned long long)stored,
+			 (unsigned long long)state, (unsigned long long)disk, ms);
 		return NULL;
 	}
 	}
@@ -200,7 +218,7 @@ static void *control_thread(void *arg)
 	}
 }
 
-int control_start(struct vm *vm, const char *path, struct control **out, struct err *e)
+int control_start(kiln_vm *vm, const char *path, struct control **out, struct err *e)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct control *c;
