@@ -278,28 +278,42 @@ int kiln_vm_config_add_device(kiln_vm_config *cfg, const char *kind, const char 
 	 * config owns. */
 	if (!(arg = strs_add(&cfg->owned, spec, strlen(spec))))
 		return fail(cfg, ENOMEM, "out of memory");
+	/* Parsed into a copy: a refused spec leaves the config as it was. */
 	if (strcmp(kind, "disk") == 0) {
+		struct devspec_disk_cfg d;
+
 		if (c->ndisk == DEVSPEC_MAX_DISKS)
 			return fail(cfg, E2BIG, "--disk: at most %d disks", DEVSPEC_MAX_DISKS);
-		if (!(r = devspec_disk(arg, &c->disk[c->ndisk], &e)))
-			c->ndisk++;
+		if (!(r = devspec_disk(arg, &d, &e)))
+			c->disk[c->ndisk++] = d;
 	} else if (strcmp(kind, "share") == 0) {
+		struct devspec_share_cfg sh;
+
 		if (c->nshare == DEVSPEC_MAX_SHARES)
 			return fail(cfg, E2BIG, "--share: at most %d shares", DEVSPEC_MAX_SHARES);
-		if (!(r = devspec_share(arg, &c->share[c->nshare], &e)))
-			c->nshare++;
+		if (!(r = devspec_share(arg, &sh, &e)))
+			c->share[c->nshare++] = sh;
 	} else if (strcmp(kind, "net") == 0) {
+		struct devspec_net_cfg n;
+
 		if (c->nnet == DEVSPEC_MAX_NETS)
 			return fail(cfg, E2BIG, "--net: at most %d network devices", DEVSPEC_MAX_NETS);
-		if (!(r = devspec_net(arg, &c->net[c->nnet], &e)))
-			c->nnet++;
+		if (!(r = devspec_net(arg, &n, &e)))
+			c->net[c->nnet++] = n;
 	} else if (strcmp(kind, "vsock") == 0) {
+		struct devspec_vsock_cfg v;
+
 		if (c->vsock.uds)
 			return fail(cfg, EEXIST, "--vsock: given twice");
-		r = devspec_vsock(arg, &c->vsock, &e);
+		if (!(r = devspec_vsock(arg, &v, &e)))
+			c->vsock = v;
 	} else if (strcmp(kind, "net-rate") == 0) {
-		if (!(r = devspec_net_rate(arg, &c->net_rate, &e)))
+		struct devspec_net_rate_cfg nr = c->net_rate; /* fields not given keep their value */
+
+		if (!(r = devspec_net_rate(arg, &nr, &e))) {
+			c->net_rate = nr;
 			cfg->has_rate = 1;
+		}
 	} else {
 		return fail(cfg, EINVAL, "add_device: unknown kind '%s'", kind);
 	}
