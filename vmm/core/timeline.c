@@ -1,6 +1,7 @@
 #include "vmm/core/timeline.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -102,24 +103,4 @@ int timeline_find(struct timeline *t, const char *name, uint64_t *ns)
 	}
 	pthread_mutex_unlock(&t->lock);
 	return r;
-}
-
-void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status)
-{
-	pthread_mutex_lock(&t->lock);
-	if (json) {
-		fprintf(f, "{\"unit\":\"ms\",\"milestones\":[");
-		for (int i = 0; i < t->n; i++)
-			fprintf(f, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "", t->m[i].name,
-				t->m[i].ns / 1e6, t->m[i].derived ? ",\"derived\":true" : "");
-		fprintf(f, "],\"exit\":{\"reason\":\"%s\",\"status\":%d}}\n", exit_reason, exit_status);
-	} else {
-		fprintf(f, "boot timeline (ms since kiln-vmm start):\n");
-		for (int i = 0; i < t->n; i++)
-			fprintf(f, "  %-20s %10.3f%s\n", t->m[i].name, t->m[i].ns / 1e6,
-				t->m[i].derived ? "  (guest clock: init time - guest uptime)" : "");
-		fprintf(f, "  exit: %s (status %d)\n", exit_reason, exit_status);
-	}
-	pthread_mutex_unlock(&t->lock);
-	fflush(f);
 }

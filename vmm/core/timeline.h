@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #define TIMELINE_MAX 64
 #define TIMELINE_NAME 32
@@ -47,8 +47,5 @@ int timeline_count(struct timeline *t);
 int timeline_get(struct timeline *t, int i, char *name, size_t n, uint64_t *ns, int *derived);
 /* The first milestone called `name`: 0 with *ns, or -ENOENT. */
 int timeline_find(struct timeline *t, const char *name, uint64_t *ns);
-
-/* Print as text (one milestone a line) or as one JSON object. */
-void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status);
 
 #endif
