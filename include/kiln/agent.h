@@ -178,10 +178,12 @@ KILN_API int kiln_proc_signal(kiln_proc *p, int signo, unsigned flags);
 /* The process's id (for kiln_agent_attach/proc_wait). Any thread. */
 KILN_API uint32_t kiln_proc_id(const kiln_proc *p);
 
-/* The message of the last failed call on p; "" when none. */
+/* The message of the last failed call on p; "" when none. One thread at
+ * a time per kiln_proc. */
 KILN_API const char *kiln_proc_errmsg(const kiln_proc *p);
 
-/* Detach (the process keeps running) and free. NULL is fine. */
+/* Detach (the process keeps running) and free. NULL is fine. No other
+ * call on p may run or follow. */
 KILN_API void kiln_proc_close(kiln_proc *p);
 
 /*

@@ -56,13 +56,14 @@ KILN_API int kiln_kick_signal_install(int signo);
  */
 KILN_API kiln_vm_config *kiln_vm_config_new(void);
 
-/* Free a configuration. NULL is fine. */
+/* Free a configuration (VMs made from it keep their own copy). NULL is
+ * fine. Not while another call on cfg runs. */
 KILN_API void kiln_vm_config_free(kiln_vm_config *cfg);
 
 /*
  * The message of the last failed call on cfg, including kiln_vm_create,
  * kiln_vm_restore and kiln_vm_fork made with it; "" when none. Valid until
- * the next call on cfg.
+ * the next call on cfg. One thread at a time per config, like the setters.
  */
 KILN_API const char *kiln_vm_config_errmsg(const kiln_vm_config *cfg);
 
