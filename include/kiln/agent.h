@@ -61,6 +61,17 @@ KILN_API int kiln_agent_set_timeout(kiln_agent *a, int timeout_ms);
 KILN_API const char *kiln_agent_errmsg(const kiln_agent *a);
 
 /*
+ * The agent protocol's error code of the last failed call on a
+ * (docs/agent-protocol.md, section 4: "not_found", "exists", "busy", ...)
+ * or the host side's: "unreachable" (no VM or agent behind the socket),
+ * "timeout", "protocol_error", "host_error"; "" when none.
+ * The errno a call returned says the same in C terms (not_found ->
+ * -ENOENT, exists -> -EEXIST, timeout -> -ETIMEDOUT, too_large -> -EFBIG,
+ * busy -> -EBUSY, permission_denied -> -EACCES). Any thread.
+ */
+KILN_API const char *kiln_agent_errcode(const kiln_agent *a);
+
+/*
  * Wait until the agent answers (the guest booted or resumed), polling for
  * at most timeout_ms. 0, -ETIMEDOUT, or -errno. Any thread.
  */
@@ -112,7 +123,8 @@ struct kiln_exit_status {
  * their lengths (may be NULL). st (may be NULL) gets the exit status.
  * 0 when the process ran (whatever its exit code), or -errno: -ENOENT
  * (no such program), -ETIMEDOUT, -ECONNREFUSED/-ECONNRESET (VM or agent
- * gone), -EINVAL (bad options). Any thread.
+ * gone), -EINVAL (bad options); kiln_agent_errcode names the agent's code.
+ * Any thread.
  */
 KILN_API int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
 			     char **out, size_t *out_len, char **err, size_t *err_len);

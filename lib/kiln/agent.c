@@ -18,8 +18,9 @@
 
 struct kiln_agent {
 	struct agent_client c;
-	pthread_mutex_t lk; /* guards err: requests run concurrently */
+	pthread_mutex_t lk; /* guards err and code: requests run concurrently */
 	char err[AGENT_CLIENT_MSG_MAX];
+	char code[32];
 };
 
 struct kiln_proc {
@@ -28,10 +29,57 @@ struct kiln_proc {
 	char err[AGENT_CLIENT_MSG_MAX];
 };
 
+/*
+ * The agent's own error codes (docs/agent-protocol.md, section 4) come
+ * back from agent_client as -EREMOTEIO; an embedder wants the errno the
+ * code stands for (the inverse of agent_errno_code).
+ */
+static int code_errno(enum agent_code code)
+{
+	switch (code) {
+	case AGENT_E_NOT_FOUND:
+		return ENOENT;
+	case AGENT_E_EXISTS:
+		return EEXIST;
+	case AGENT_E_NOT_DIRECTORY:
+		return ENOTDIR;
+	case AGENT_E_IS_DIRECTORY:
+		return EISDIR;
+	case AGENT_E_NOT_EMPTY:
+		return ENOTEMPTY;
+	case AGENT_E_PERMISSION_DENIED:
+	case AGENT_E_UNSAFE_PATH:
+		return EACCES;
+	case AGENT_E_READ_ONLY:
+		return EROFS;
+	case AGENT_E_NO_SPACE:
+		return ENOSPC;
+	case AGENT_E_TOO_LARGE:
+		return EFBIG;
+	case AGENT_E_BUSY:
+		return EBUSY;
+	case AGENT_E_TIMEOUT:
+		return ETIMEDOUT;
+	case AGENT_E_REFUSED:
+		return ECONNREFUSED;
+	case AGENT_E_INVALID_STATE:
+		return EINVAL;
+	case AGENT_E_IO_ERROR:
+		return EIO;
+	default:
+		return EPROTO; /* a request the agent found malformed: a libkiln bug */
+	}
+}
+
 static int fail(kiln_agent *a, int r, const struct agent_client_err *e)
 {
+	const char *name = agent_client_err_name(e);
+
+	if (r == -EREMOTEIO && e->fail == AGENT_FAIL_AGENT)
+		r = -code_errno(e->code);
 	pthread_mutex_lock(&a->lk);
 	snprintf(a->err, sizeof(a->err), "%s", e->message[0] ? e->message : strerror(-r));
+	snprintf(a->code, sizeof(a->code), "%s", e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
 	pthread_mutex_unlock(&a->lk);
 	return r;
 }
@@ -73,6 +121,11 @@ int kiln_agent_set_timeout(kiln_agent *a, int timeout_ms)
 const char *kiln_agent_errmsg(const kiln_agent *a)
 {
 	return a->err;
+}
+
+const char *kiln_agent_errcode(const kiln_agent *a)
+{
+	return a->code;
 }
 
 int kiln_agent_wait_ready(kiln_agent *a, int timeout_ms)

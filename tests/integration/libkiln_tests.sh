@@ -2,7 +2,9 @@
 # into a staging root, build examples/appliance.c against the installed
 # headers, library and kiln.pc with pkg-config, run it on a real guest.
 # Sourced by run-all (uses fail, heartbeat, check from lib.sh and
-# agent_tests.sh).
+# agent_tests.sh). A second program (libkiln_agent.c, built the same way)
+# walks the rest of the API: streaming exec, spawn/attach/stdin/signal,
+# tar both ways, pause/resume, errors as errnos, the guest's shutdown.
 
 test_libkiln_example_installed_boots_execs_forks() {
   local why='' d ex root log
@@ -40,4 +42,33 @@ test_libkiln_example_installed_boots_execs_forks() {
   rm -rf "$d"
   [ -z "$why" ] || { fail "$why"; return 1; }
   printf '%s\n' "$out" | sed 's/^/    | /'
+}
+
+test_libkiln_agent_api_on_a_real_guest() {
+  local why='' d root log
+  d=$(mktemp -d /tmp/klib.XXXXXX)
+  root="$d/root" log="$d/log"
+  rc=0 out='' err=''
+  heartbeat "make install"
+  if ! make --no-print-directory install DESTDIR="$root" PREFIX=/usr >"$log" 2>&1; then
+    err=$(tail -15 "$log"); fail "make install failed"; rm -rf "$d"; return 1
+  fi
+  heartbeat "build libkiln_agent"
+  # shellcheck disable=SC2046
+  if ! cc -std=c11 -Wall -Wextra -Werror -o "$d/libkiln_agent" tests/integration/libkiln_agent.c \
+      $(PKG_CONFIG_SYSROOT_DIR="$root" PKG_CONFIG_PATH="$root/usr/lib/pkgconfig" pkg-config --cflags --libs kiln) \
+      >"$log" 2>&1; then
+    err=$(cat "$log"); fail "building libkiln_agent.c against the installed libkiln failed"; rm -rf "$d"; return 1
+  fi
+  mkdir "$d/w" "$d/t"
+  printf 'from the host\n' >"$d/t/a.txt"
+  tar --format=ustar -C "$d/t" -cf "$d/up.tar" a.txt
+  heartbeat "libkiln_agent"
+  timeout -k 5 $((BOOT_TIMEOUT * 3)) env LD_LIBRARY_PATH="$root/usr/lib" "$d/libkiln_agent" --kernel "$VMLINUX" \
+    --initrd "$TEST_INITRD" --workdir "$d/w" --tar "$d/up.tar" >"$d/out" 2>"$d/err" </dev/null || rc=$?
+  out=$(cat "$d/out") err=$(cat "$d/err")
+  check '[ "$rc" = 0 ] && grep -qx "all passed" "$d/out"' "libkiln_agent exited $rc: $(grep FAIL "$d/out")"
+  rm -rf "$d"
+  [ -z "$why" ] || { fail "$why"; return 1; }
+  printf '%s\n' "$out" | tail -3 | sed 's/^/    | /'
 }
