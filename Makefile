@@ -16,17 +16,17 @@ CC ?= gcc
 BUILD := build
 WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I.
+CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude
 LIBS :=
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # One of each helper (lib/base, plain libc): linked into every program,
 # kiln-init included, and into the unit tests through VMM_LIB_SRCS.
 BASE_SRCS := lib/base/fd_io.c lib/base/mono.c lib/base/num_parse.c lib/base/term_mode.c lib/base/text_clean.c lib/base/utf8.c
-# The VMM core (libkiln's VM half): vmm/ less the kiln-vmm program, its
-# devices, and the shared modules they stand on (docs/architecture.md).
-VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/control/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/error.c \
+# The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
+# libkiln's public API), its devices, and the shared modules they use.
+VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c) \
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/err.c \
 	$(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # kiln-init's agent server, processes, reaper and network settings.
@@ -57,7 +57,7 @@ ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net clean
-all: layers $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
+all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -71,11 +71,68 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/libkiln-vmm.a: $(VMM_LIB_OBJS)
+# kiln-vmm is a thin user of libkiln's public API (include/kiln/): it
+# links libkiln's objects as built for the other programs (build/obj/,
+# not -fPIC), as an archive so only what it calls comes in.
+KILN_VMM_SRCS := vmm/kiln-vmm/main.c vmm/kiln-vmm/control.c vmm/control/control_proto.c
+LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(wildcard api/agent-client/*.c) \
+	api/proto/agent_proto.c) $(VMM_LIB_OBJS)
+$(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
+	rm -f $@
 	$(AR) rcs $@ $^
 
-$(BUILD)/kiln-vmm: $(BUILD)/obj/vmm/kiln-vmm/main.o $(BUILD)/libkiln-vmm.a
+$(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lpthread $(LIBS)
+
+# libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
+# and the agent client kilnd uses. Its objects are a set of their own
+# (build/obj-pic/: -fPIC, hidden visibility, hardened as STYLE.md rule 7
+# says), so the programs' objects stay as they are. Only kiln_* is
+# exported (lib/kiln/libkiln.map; checked by tests/unit/exports_test).
+LIBKILN_VERSION := 0.1.0
+LIBKILN_SRCS := $(wildcard lib/kiln/*.c) $(VMM_LIB_SRCS) \
+	$(wildcard api/agent-client/*.c) api/proto/agent_proto.c
+LIBKILN_PIC_OBJS := $(LIBKILN_SRCS:%.c=$(BUILD)/obj-pic/%.o)
+HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
+LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+$(BUILD)/obj-pic/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(HARDEN) -fPIC -fvisibility=hidden -DKILN_BUILDING_LIBRARY -c $< -o $@
+
+$(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) lib/kiln/libkiln.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=lib/kiln/libkiln.map \
+		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) -lz -ljansson -lpthread
+$(BUILD)/libkiln.so.0: $(BUILD)/libkiln.so.$(LIBKILN_VERSION)
+	ln -sf libkiln.so.$(LIBKILN_VERSION) $@
+	ln -sf libkiln.so.$(LIBKILN_VERSION) $(BUILD)/libkiln.so
+# The static archive cannot hide symbols: the internal prefixes (vm_,
+# net_, agent_client_, ...) never start with kiln_, so they cannot clash
+# with the public names (docs/libkiln.md, "Static linking").
+$(BUILD)/libkiln.a: $(LIBKILN_PIC_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# make install PREFIX=/usr/local DESTDIR=: programs, libkiln (shared,
+# static, headers, kiln.pc), the guest's init (a guest artifact: it goes
+# into images, rootfs/build-* take it from $(PREFIX)/lib/kiln) and docs.
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+.PHONY: install
+install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init \
+		$(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
+		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
+	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/kiln-init $(DESTDIR)$(PREFIX)/lib/kiln/
+	install -m 0755 $(BUILD)/libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/libkiln.so.0
+	ln -sf libkiln.so.0 $(DESTDIR)$(LIBDIR)/libkiln.so
+	install -m 0644 $(BUILD)/libkiln.a $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/kiln/*.h $(DESTDIR)$(INCLUDEDIR)/kiln/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(LIBKILN_VERSION)|' lib/kiln/kiln.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
+	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
 # PID 1 of the guest: static, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
@@ -194,8 +251,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 # which deletes them after each build; keep them, so unit tests relink only.
 .SECONDARY:
 
-unit: layers $(UNIT_TESTS)
-	@tests/unit/run $(UNIT_TESTS) tests/unit/check_layers_test
+unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0
+	@tests/unit/run $(UNIT_TESTS) tests/unit/check_layers_test tests/unit/public_headers_test tests/unit/exports_test
 
 # The Debian image's test joins in when its base is cached (seconds to
 # build from there); `make test-debian` builds it if need be and runs only it.
@@ -249,7 +306,7 @@ bench-devices: deps
 clean:
 	rm -rf $(BUILD)
 
--include $(shell find $(BUILD)/obj $(BUILD)/obj-san $(BUILD)/tests -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/obj-san $(BUILD)/obj-pic $(BUILD)/tests -name '*.d' 2>/dev/null)
 
 # A PVH guest that triple-faults at once (tests/integration/triple_fault.S).
 $(BUILD)/tests/triple-fault.elf: tests/integration/triple_fault.S

@@ -200,47 +200,47 @@ static int file_size(int fd, const struct stat *st, uint64_t *size)
 
 /* Open `path` and take its lock; fills `e` in the "disk 'x': ..." style. */
 static int open_image(const char *path, const char *what, int rw, int *fdp, struct stat *st,
-		      uint64_t *size, struct kiln_error *e)
+		      uint64_t *size, struct err *e)
 {
 	int fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	int r;
 
 	if (fd < 0) {
 		r = errno;
-		return kiln_errf(e, r, "disk '%s': cannot open %s%s: %s: check the path and permissions",
+		return err_set(e, r, "disk '%s': cannot open %s%s: %s: check the path and permissions",
 				 path, what, rw ? " for writing" : "", strerror(r));
 	}
 	if (fstat(fd, st)) {
 		r = errno;
 		close(fd);
-		return kiln_errf(e, r, "disk '%s': cannot stat %s: %s", path, what, strerror(r));
+		return err_set(e, r, "disk '%s': cannot stat %s: %s", path, what, strerror(r));
 	}
 	r = file_size(fd, st, size);
 	if (r == -EINVAL) {
 		close(fd);
-		return kiln_errf(e, EINVAL, "disk '%s': %s is not a regular file or block device: pass an image file",
+		return err_set(e, EINVAL, "disk '%s': %s is not a regular file or block device: pass an image file",
 				 path, what);
 	}
 	if (r) {
 		close(fd);
-		return kiln_errf(e, -r, "disk '%s': cannot get the size of %s: %s", path, what, strerror(-r));
+		return err_set(e, -r, "disk '%s': cannot get the size of %s: %s", path, what, strerror(-r));
 	}
 	r = lock_file(fd, rw);
 	if (r == -EBUSY) {
 		close(fd);
-		return kiln_errf(e, EBUSY,
+		return err_set(e, EBUSY,
 				 "disk '%s': %s is in use by another process: stop the other VM%s",
 				 path, what, rw ? " or give each VM its own copy-on-write overlay" : "");
 	}
 	if (r) {
 		close(fd);
-		return kiln_errf(e, -r, "disk '%s': cannot lock %s: %s", path, what, strerror(-r));
+		return err_set(e, -r, "disk '%s': cannot lock %s: %s", path, what, strerror(-r));
 	}
 	*fdp = fd;
 	return 0;
 }
 
-int blk_open_raw(const char *path, int read_only, struct blk **out, struct kiln_error *e)
+int blk_open_raw(const char *path, int read_only, struct blk **out, struct err *e)
 {
 	struct blk *b;
 	struct stat st;
@@ -254,7 +254,7 @@ int blk_open_raw(const char *path, int read_only, struct blk **out, struct kiln_
 	b = calloc(1, sizeof(*b));
 	if (!b) {
 		close(fd);
-		return kiln_errf(e, ENOMEM, "disk '%s': out of memory", path);
+		return err_set(e, ENOMEM, "disk '%s': out of memory", path);
 	}
 	b->kind = BLK_RAW;
 	b->ro = read_only;
@@ -344,7 +344,7 @@ static void fsync_parent(const char *path)
  * created.
  */
 static int cow_create(const char *path, const struct base_id *id, uint64_t size, uint32_t bs,
-		      struct kiln_error *e)
+		      struct err *e)
 {
 	uint8_t hdr[COW_HEADER_SIZE] = { 0 };
 	uint64_t nblocks, bitmap_bytes, data_off;
@@ -353,11 +353,11 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	int fd, r;
 
 	if (size < id->size)
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "disk '%s': overlay size %llu is smaller than its base (%llu bytes): give a larger size or none",
 				 path, (unsigned long long)size, (unsigned long long)id->size);
 	if (cow_geometry(size, bs, &nblocks, &bitmap_bytes, &data_off))
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "disk '%s': cannot make an overlay of %llu bytes with %u-byte blocks: block size must be a power of two from 4 KiB to 1 MiB, and the bitmap at most 64 MiB",
 				 path, (unsigned long long)size, bs);
 	memcpy(hdr + H_MAGIC, COW_MAGIC, 8);
@@ -378,14 +378,14 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 
 	tmp = malloc(plen + 8);
 	if (!tmp)
-		return kiln_errf(e, ENOMEM, "disk '%s': out of memory", path);
+		return err_set(e, ENOMEM, "disk '%s': out of memory", path);
 	memcpy(tmp, path, plen);
 	memcpy(tmp + plen, ".XXXXXX", 8);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = errno;
 		free(tmp);
-		return kiln_errf(e, r, "disk '%s': cannot create the overlay: %s: check the directory exists and is writable",
+		return err_set(e, r, "disk '%s': cannot create the overlay: %s: check the directory exists and is writable",
 				 path, strerror(r));
 	}
 	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
@@ -405,37 +405,37 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	if (r == -EEXIST)
 		return r; /* created concurrently: the caller opens that one */
 	if (r)
-		return kiln_errf(e, -r, "disk '%s': cannot create the overlay: %s", path, strerror(-r));
+		return err_set(e, -r, "disk '%s': cannot create the overlay: %s", path, strerror(-r));
 	fsync_parent(path);
 	return 0;
 }
 
 /* Check a header read from `path` and fill the geometry into `b`. */
 static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t got, uint64_t file_size,
-		     const struct base_id *id, const char *base_path, struct kiln_error *e)
+		     const struct base_id *id, const char *base_path, struct err *e)
 {
 	uint64_t nblocks, bitmap_bytes, data_off;
 	uint32_t version, bs, flags;
 
 	if (got < COW_HEADER_SIZE)
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "disk '%s': overlay header is truncated (%zu of %u bytes): delete it and let kiln create a new one",
 				 path, got, COW_HEADER_SIZE);
 	if (memcmp(hdr + H_MAGIC, COW_MAGIC, 8))
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "disk '%s': not a kiln overlay (bad magic): pass an overlay kiln created, or a path that does not exist yet",
 				 path);
 	version = get32(hdr + H_VERSION);
 	if (version != COW_VERSION)
-		return kiln_errf(e, ENOTSUP,
+		return err_set(e, ENOTSUP,
 				 "disk '%s': overlay format version %u, this kiln reads version %u: use the kiln that created it",
 				 path, version, COW_VERSION);
 	if (get32(hdr + H_CRC) != crc32_ieee(hdr, COW_CRC_LEN))
-		return kiln_errf(e, EINVAL, "disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used",
+		return err_set(e, EINVAL, "disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used",
 				 path);
 	flags = get32(hdr + H_FLAGS);
 	if (flags)
-		return kiln_errf(e, ENOTSUP, "disk '%s': overlay has unknown flags 0x%x: use the kiln that created it",
+		return err_set(e, ENOTSUP, "disk '%s': overlay has unknown flags 0x%x: use the kiln that created it",
 				 path, flags);
 	bs = get32(hdr + H_BLOCK_SIZE);
 	b->size = get64(hdr + H_SIZE);
@@ -448,16 +448,16 @@ static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t
 	if (get32(hdr + H_HEADER_SIZE) != COW_HEADER_SIZE || b->size < b->base_size ||
 	    cow_geometry(b->size, bs, &nblocks, &bitmap_bytes, &data_off) ||
 	    b->bitmap_off != COW_HEADER_SIZE || b->bitmap_bytes != bitmap_bytes || b->data_off != data_off)
-		return kiln_errf(e, EINVAL, "disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used",
+		return err_set(e, EINVAL, "disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used",
 				 path);
 	if (file_size < data_off + nblocks * bs)
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "disk '%s': overlay is truncated (%llu of %llu bytes): the overlay cannot be used",
 				 path, (unsigned long long)file_size, (unsigned long long)(data_off + nblocks * bs));
 	if (b->base_size != id->size || get64(hdr + H_BASE_DEV) != id->dev || get64(hdr + H_BASE_INO) != id->ino ||
 	    (int64_t)get64(hdr + H_BASE_MTIME_SEC) != id->mtime_sec ||
 	    get32(hdr + H_BASE_MTIME_NSEC) != id->mtime_nsec)
-		return kiln_errf(e, ESTALE,
+		return err_set(e, ESTALE,
 				 "disk '%s': overlay was made for a different base than '%s' (or the base changed since): use the base it was created over, or a new overlay",
 				 path, base_path);
 	b->bs = bs;
@@ -467,7 +467,7 @@ static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t
 }
 
 int blk_open_cow(const char *base_path, const char *overlay_path, const struct blk_cow_opts *o,
-		 struct blk **out, struct kiln_error *e)
+		 struct blk **out, struct err *e)
 {
 	static const struct blk_cow_opts defaults;
 	uint8_t hdr[COW_HEADER_SIZE];
@@ -482,7 +482,7 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 		o = &defaults;
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return kiln_errf(e, ENOMEM, "disk '%s': out of memory", overlay_path);
+		return err_set(e, ENOMEM, "disk '%s': out of memory", overlay_path);
 	b->kind = BLK_COW;
 	b->ro = o->read_only;
 	b->fd = b->base_fd = -1;
@@ -503,26 +503,26 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 	}
 	if (b->fd < 0) {
 		r = errno;
-		r = kiln_errf(e, r, "disk '%s': cannot open the overlay%s: %s: %s", overlay_path,
+		r = err_set(e, r, "disk '%s': cannot open the overlay%s: %s: %s", overlay_path,
 			      b->ro ? "" : " for writing", strerror(r),
 			      r == ENOENT ? "create it first or allow creation" : "check the path and permissions");
 		goto fail;
 	}
 	if (fstat(b->fd, &st) || !S_ISREG(st.st_mode)) {
-		r = kiln_errf(e, EINVAL, "disk '%s': the overlay is not a regular file: pass an overlay kiln created",
+		r = err_set(e, EINVAL, "disk '%s': the overlay is not a regular file: pass an overlay kiln created",
 			      overlay_path);
 		goto fail;
 	}
 	r = lock_file(b->fd, !b->ro);
 	if (r) {
-		r = kiln_errf(e, -r, "disk '%s': overlay is in use by another process%s: each VM needs its own overlay",
+		r = err_set(e, -r, "disk '%s': overlay is in use by another process%s: each VM needs its own overlay",
 			      overlay_path, r == -EBUSY ? "" : " (cannot lock it)");
 		goto fail;
 	}
 	got = pread(b->fd, hdr, sizeof(hdr), 0);
 	if (got < 0) {
 		r = errno;
-		r = kiln_errf(e, r, "disk '%s': cannot read the overlay header: %s", overlay_path, strerror(r));
+		r = err_set(e, r, "disk '%s': cannot read the overlay header: %s", overlay_path, strerror(r));
 		goto fail;
 	}
 	r = cow_parse(b, overlay_path, hdr, (size_t)got, (uint64_t)st.st_size, &id, base_path, e);
@@ -533,12 +533,12 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
 	b->bounce = malloc(b->bs);
 	if (!b->bitmap || !b->dirty || !b->bounce) {
-		r = kiln_errf(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", overlay_path);
+		r = err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", overlay_path);
 		goto fail;
 	}
 	r = fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
 	if (r) {
-		r = kiln_errf(e, -r, "disk '%s': cannot read the overlay bitmap: %s", overlay_path, strerror(-r));
+		r = err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", overlay_path, strerror(-r));
 		goto fail;
 	}
 	*out = b;

@@ -10,7 +10,7 @@
  *                    overlay file (format: docs/overlay-format.md).
  *
  * Contract:
- *   - Every function returns 0 or -errno; opens also fill a kiln_error
+ *   - Every function returns 0 or -errno; opens also fill a struct err
  *     with one line "disk 'PATH': what failed: what to do".
  *   - Offsets and lengths are bytes; blk_read/blk_write/blk_discard refuse
  *     any range outside [0, blk_size()) with -EINVAL (overflow-safe), so
@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #define BLK_COW_DEFAULT_BLOCK (64u << 10)
 #define BLK_COW_MIN_BLOCK (4u << 10)
@@ -52,7 +52,7 @@ struct blk_cow_opts {
  * Open a raw image (regular file or block device). `read_only` opens it
  * O_RDONLY. 0, or -errno with `e` filled.
  */
-int blk_open_raw(const char *path, int read_only, struct blk **out, struct kiln_error *e);
+int blk_open_raw(const char *path, int read_only, struct blk **out, struct err *e);
 
 /*
  * Open the copy-on-write disk `overlay_path` over the read-only base
@@ -64,7 +64,7 @@ int blk_open_raw(const char *path, int read_only, struct blk **out, struct kiln_
  * filled.
  */
 int blk_open_cow(const char *base_path, const char *overlay_path, const struct blk_cow_opts *o,
-		 struct blk **out, struct kiln_error *e);
+		 struct blk **out, struct err *e);
 
 /* Read `len` bytes at `off`. 0, -EINVAL (out of range) or -EIO/-errno. */
 int blk_read(struct blk *b, uint64_t off, void *buf, size_t len);

@@ -337,7 +337,7 @@ static const struct virtio_dev_ops vblk_ops = {
 	.destroy = vblk_destroy,
 };
 
-int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out, struct kiln_error *e)
+int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out, struct err *e)
 {
 	const char *name = p->overlay ? p->overlay : p->path;
 	struct virtio_dev *d;
@@ -348,14 +348,14 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 
 	*out = NULL;
 	if (slen > VIRTIO_BLK_SERIAL_MAX)
-		return kiln_errf(e, EINVAL, "disk '%s': serial '%s' is longer than %d bytes: shorten it", name,
+		return err_set(e, EINVAL, "disk '%s': serial '%s' is longer than %d bytes: shorten it", name,
 				 p->serial, VIRTIO_BLK_SERIAL_MAX);
 	d = calloc(1, sizeof(*d));
 	v = calloc(1, sizeof(*v));
 	if (!d || !v) {
 		free(d);
 		free(v);
-		return kiln_errf(e, ENOMEM, "disk '%s': out of memory", name);
+		return err_set(e, ENOMEM, "disk '%s': out of memory", name);
 	}
 	if (p->overlay) {
 		struct blk_cow_opts o = {

@@ -19,7 +19,7 @@
 #ifndef KILN_VIRTIO_BLK_H
 #define KILN_VIRTIO_BLK_H
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "devices/virtio/virtio_dev.h"
 
 #define VIRTIO_BLK_QUEUE_MAX 256
@@ -49,6 +49,6 @@ struct virtio_blk_params {
  * ops->save() flushes the backend first, so the image or overlay on disk
  * is complete when the snapshot copies it.
  */
-int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out, struct kiln_error *e);
+int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out, struct err *e);
 
 #endif

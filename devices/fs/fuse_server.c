@@ -1341,7 +1341,7 @@ long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, vo
 /* ---- lifetime ---- */
 
 int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
-		     struct kiln_error *e)
+		     struct err *e)
 {
 	struct fuse_server *s = calloc(1, sizeof(*s));
 	struct statfs sfs;
@@ -1349,21 +1349,21 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 	int fd, probe, err;
 
 	if (!s)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	s->proc_fd = -1;
 	s->free_inode = s->free_handle = -1;
 	s->read_only = read_only;
 	/* The share root itself is the host's choice, so it may be a symlink. */
 	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		err = kiln_errf(e, errno, "share '%s': %s (give an existing directory)", root,
+		err = err_set(e, errno, "share '%s': %s (give an existing directory)", root,
 				strerror(errno));
 		goto fail;
 	}
 	probe = sys_openat2(fd, ".", O_PATH, 0);
 	if (probe < 0) {
 		close(fd);
-		err = kiln_errf(e, -probe, "share '%s': openat2: %s (virtio-fs needs Linux 5.6+)",
+		err = err_set(e, -probe, "share '%s': openat2: %s (virtio-fs needs Linux 5.6+)",
 				root, strerror(-probe));
 		goto fail;
 	}
@@ -1371,23 +1371,23 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 	s->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->proc_fd < 0 || fstatfs(s->proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC) {
 		close(fd);
-		err = kiln_errf(e, ENOENT, "share '%s': /proc/self/fd unusable (mount /proc)",
+		err = err_set(e, ENOENT, "share '%s': /proc/self/fd unusable (mount /proc)",
 				root);
 		goto fail;
 	}
 	if (fstat(fd, &st) < 0) {
-		err = kiln_errf(e, errno, "share '%s': %s", root, strerror(errno));
+		err = err_set(e, errno, "share '%s': %s", root, strerror(errno));
 		close(fd);
 		goto fail;
 	}
 	if (inodes_grow(s) < 0) {
 		close(fd);
-		err = kiln_errf(e, ENOMEM, "out of memory");
+		err = err_set(e, ENOMEM, "out of memory");
 		goto fail;
 	}
 	/* Slot 0, the first off the free list: the root, FUSE_ROOT_ID. */
 	if (inode_insert(s, fd, st.st_dev, st.st_ino) != 0) {
-		err = kiln_errf(e, EIO, "share '%s': root node not in slot 0", root);
+		err = err_set(e, EIO, "share '%s': root node not in slot 0", root);
 		goto fail;
 	}
 	*out = s;

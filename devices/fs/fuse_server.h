@@ -48,7 +48,7 @@
 
 #include <stddef.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 /*
  * Largest READ/WRITE payload, advertised as max_write and max_pages. A
@@ -70,7 +70,7 @@ struct fuse_server;
  * (Linux 5.6) and /proc mounted. 0, or -errno with `e` saying what failed.
  */
 int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
-		     struct kiln_error *e);
+		     struct err *e);
 
 /*
  * Handle one request of `in_len` bytes at `in`; write the reply into

@@ -163,7 +163,7 @@ static const struct virtio_dev_ops fs_ops = {
 };
 
 int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out,
-		     struct kiln_error *e)
+		     struct err *e)
 {
 	struct virtio_dev *d;
 	struct virtio_fs *fs;
@@ -171,17 +171,17 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	int err;
 
 	if (!cfg || !cfg->dir || !cfg->dir[0])
-		return kiln_errf(e, EINVAL, "virtio-fs: no host directory given");
+		return err_set(e, EINVAL, "virtio-fs: no host directory given");
 	taglen = cfg->tag ? strlen(cfg->tag) : 0;
 	if (taglen == 0 || taglen > VIRTIO_FS_TAG_MAX)
-		return kiln_errf(e, EINVAL, "virtio-fs: tag '%s' must be 1 to %d bytes",
+		return err_set(e, EINVAL, "virtio-fs: tag '%s' must be 1 to %d bytes",
 				 cfg->tag ? cfg->tag : "", VIRTIO_FS_TAG_MAX);
 	d = calloc(1, sizeof(*d));
 	fs = calloc(1, sizeof(*fs));
 	if (!d || !fs) {
 		free(d);
 		free(fs);
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	}
 	d->ops = &fs_ops;
 	d->priv = fs;
@@ -190,7 +190,7 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	fs->req = malloc(FUSE_SERVER_MAX_REQUEST);
 	fs->rep = malloc(FUSE_SERVER_MAX_REPLY);
 	if (!fs->req || !fs->rep) {
-		err = kiln_errf(e, ENOMEM, "out of memory");
+		err = err_set(e, ENOMEM, "out of memory");
 		goto fail;
 	}
 	memcpy(fs->config.tag, cfg->tag, taglen);

@@ -26,7 +26,7 @@
 #ifndef KILN_VIRTIO_FS_H
 #define KILN_VIRTIO_FS_H
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "devices/virtio/virtio_dev.h"
 
 /* The tag is 36 bytes in config space, NUL-padded, not NUL-terminated
@@ -45,6 +45,6 @@ struct virtio_fs_config {
  * directory or an empty or over-long tag; errors of fuse_server_open()).
  */
 int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out,
-		     struct kiln_error *e);
+		     struct err *e);
 
 #endif

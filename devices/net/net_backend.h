@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #define NET_MAX_FRAME 65536
 #define NET_MIN_FRAME 14 /* an Ethernet header */

@@ -38,7 +38,7 @@ struct net_filter {
 };
 
 int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rules, uint64_t now_ns,
-		      struct net_filter **out, struct kiln_error *e)
+		      struct net_filter **out, struct err *e)
 {
 	struct rate_bucket_cfg log_cfg = { 0 };
 	struct net_filter *f;
@@ -52,18 +52,18 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 		goto fail;
 	if (cfg->ct_capacity > CT_MAX_CAPACITY || cfg->dns_capacity > DNS_MAX_CAPACITY ||
 	    cfg->n_host_deny > NF_HOST_DENY_MAX) {
-		rc = kiln_errf(e, EINVAL,
+		rc = err_set(e, EINVAL,
 			       "packet filter: at most %u tracked flows, %u DNS bindings and %d host addresses",
 			       CT_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX);
 		goto fail;
 	}
 	if ((cfg->has_ip4 && cfg->ip4.family != NET_AF4) || (cfg->has_ip6 && cfg->ip6.family != NET_AF6)) {
-		rc = kiln_errf(e, EINVAL, "packet filter: the guest's ip4/ip6 have the wrong family");
+		rc = err_set(e, EINVAL, "packet filter: the guest's ip4/ip6 have the wrong family");
 		goto fail;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
-		rc = kiln_errf(e, ENOMEM, "packet filter: out of memory");
+		rc = err_set(e, ENOMEM, "packet filter: out of memory");
 		goto fail;
 	}
 	f->cfg = *cfg;
@@ -74,7 +74,7 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 	if ((rc = ct_init(&f->ct, cfg->ct_capacity, cfg->hash_key)) < 0 ||
 	    (rc = dns_bind_init(&f->dns, cfg->dns_capacity, cfg->hash_key)) < 0) {
 		net_filter_destroy(f);
-		rc = kiln_errf(e, -rc, "packet filter: cannot allocate its tables");
+		rc = err_set(e, -rc, "packet filter: cannot allocate its tables");
 		goto fail;
 	}
 	rate_limiter_init(&f->rl[NF_EGRESS], &cfg->tx_bytes, &cfg->tx_packets, now_ns);

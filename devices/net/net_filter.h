@@ -41,7 +41,7 @@
 #include <jansson.h>
 
 #include "devices/net/dns_bind.h"
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
 #include "devices/net/net_conntrack.h"
 #include "lib/netrules/net_rules.h"
@@ -145,7 +145,7 @@ struct net_filter;
  * 0, or -EINVAL (bad config, message in e) or -ENOMEM.
  */
 int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rules, uint64_t now_ns,
-		      struct net_filter **out, struct kiln_error *e);
+		      struct net_filter **out, struct err *e);
 void net_filter_destroy(struct net_filter *f);
 
 /* Decide one frame. d (may be NULL) says why. */

@@ -233,14 +233,14 @@ static void passt_close(struct net_backend *b)
 	free(p);
 }
 
-int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct kiln_error *e)
+int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct err *e)
 {
 	struct passt *p = calloc(1, sizeof(*p));
 
 	if (!p) {
 		close(fd);
 		passt_reap(pid);
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	p->b.name = "passt";
@@ -273,7 +273,7 @@ static void child_fail(int fd, int step)
 }
 
 /* A one-line resolv.conf naming `resolver`, made before fork: its path in `path`. */
-static int resolver_file(const char *resolver, char *path, size_t cap, struct kiln_error *e)
+static int resolver_file(const char *resolver, char *path, size_t cap, struct err *e)
 {
 	const char *dir = getenv("TMPDIR");
 	struct in_addr a;
@@ -282,12 +282,12 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct ki
 
 	/* One address, nothing else: the line must not carry more lines. */
 	if (inet_pton(AF_INET, resolver, &a) != 1)
-		return kiln_errf(e, EINVAL, "passt: resolver=%.60s: not an IPv4 address", resolver);
+		return err_set(e, EINVAL, "passt: resolver=%.60s: not an IPv4 address", resolver);
 	dir = dir && *dir ? dir : "/tmp";
 	snprintf(path, cap, "%s/kiln-passt-resolv.XXXXXX", dir);
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
-		return kiln_errf(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
+		return err_set(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
 				 resolver, dir, strerror(errno));
 	n = snprintf(line, sizeof(line), "nameserver %s\n", resolver);
 	if (fd_io_write_all(fd, line, (size_t)n) < 0)
@@ -298,12 +298,12 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct ki
 	close(fd);
 	if (err) {
 		unlink(path);
-		return kiln_errf(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path, strerror(err));
+		return err_set(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path, strerror(err));
 	}
 	return 0;
 }
 
-int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct kiln_error *e)
+int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct err *e)
 {
 	const char *prog = cfg->program ? cfg->program : "passt";
 	char fdarg[16], prefix[8], rpath[4096] = "";
@@ -314,7 +314,7 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 	ssize_t k;
 
 	if (!cfg->address || !cfg->gateway || !cfg->dns || cfg->prefix < 1 || cfg->prefix > 30)
-		return kiln_errf(e, EINVAL, "passt: the guest's address, prefix (1-30), gateway and DNS address are needed");
+		return err_set(e, EINVAL, "passt: the guest's address, prefix (1-30), gateway and DNS address are needed");
 	if (cfg->resolver && (k = resolver_file(cfg->resolver, rpath, sizeof(rpath), e)))
 		return (int)k;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -322,7 +322,7 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 
 		if (rpath[0])
 			unlink(rpath);
-		return kiln_errf(e, err, "passt: socketpair: %s", strerror(err));
+		return err_set(e, err, "passt: socketpair: %s", strerror(err));
 	}
 	if (pipe2(errp, O_CLOEXEC) < 0) {
 		int err = errno;
@@ -331,7 +331,7 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		close(sv[1]);
 		if (rpath[0])
 			unlink(rpath);
-		return kiln_errf(e, err, "passt: pipe: %s", strerror(err));
+		return err_set(e, err, "passt: pipe: %s", strerror(err));
 	}
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	snprintf(fdarg, sizeof(fdarg), "%d", sv[1]);
@@ -375,7 +375,7 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 			close(nullfd);
 		if (rpath[0])
 			unlink(rpath);
-		return kiln_errf(e, err, "passt: fork: %s", strerror(err));
+		return err_set(e, err, "passt: fork: %s", strerror(err));
 	}
 	if (pid == 0) {
 		/* The child of a possibly multithreaded process: only
@@ -416,14 +416,14 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		close(sv[0]);
 		waitpid(pid, NULL, 0);
 		if (fail.step == STEP_NAMESPACE)
-			return kiln_errf(e, fail.err,
+			return err_set(e, fail.err,
 					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (run kiln-vmm as root, or leave out resolver=; kilnd: --dns-resolver)",
 					 cfg->resolver, strerror(fail.err));
 		if (fail.step == STEP_BIND)
-			return kiln_errf(e, fail.err,
+			return err_set(e, fail.err,
 					 "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s (the host needs an /etc/resolv.conf file to cover)",
 					 cfg->resolver, strerror(fail.err));
-		return kiln_errf(e, fail.err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
+		return err_set(e, fail.err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
 				 prog, strerror(fail.err));
 	}
 	return net_passt_attach(sv[0], pid, out, e);

@@ -38,13 +38,13 @@ struct net_passt_cfg {
  * frame is preceded by its length as a 4-byte big-endian number. IPv4
  * only; no ports are forwarded to the guest.
  */
-int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct kiln_error *e);
+int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, struct err *e);
 
 /*
  * The passt framing on an already connected stream socket `fd` (owned from
  * now on); `pid` (or 0) is the passt process to stop and reap on close.
  * For tests, and for whoever starts passt another way.
  */
-int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct kiln_error *e);
+int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct err *e);
 
 #endif

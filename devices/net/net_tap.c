@@ -36,18 +36,18 @@ static void tap_close(struct net_backend *b)
 	free(b);
 }
 
-int net_tap_open(const char *ifname, struct net_backend **out, struct kiln_error *e)
+int net_tap_open(const char *ifname, struct net_backend **out, struct err *e)
 {
 	struct ifreq ifr = { 0 };
 	struct tap *t;
 	int fd;
 
 	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ)
-		return kiln_errf(e, EINVAL, "tap name '%s': must be 1-%d characters", ifname ? ifname : "",
+		return err_set(e, EINVAL, "tap name '%s': must be 1-%d characters", ifname ? ifname : "",
 				 IFNAMSIZ - 1);
 	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return kiln_errf(e, errno, "/dev/net/tun: %s (load the tun module; root or CAP_NET_ADMIN needed)",
+		return err_set(e, errno, "/dev/net/tun: %s (load the tun module; root or CAP_NET_ADMIN needed)",
 				 strerror(errno));
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
@@ -55,13 +55,13 @@ int net_tap_open(const char *ifname, struct net_backend **out, struct kiln_error
 		int err = errno;
 
 		close(fd);
-		return kiln_errf(e, err, "tap '%s': %s%s", ifname, strerror(err),
+		return err_set(e, err, "tap '%s': %s%s", ifname, strerror(err),
 				 err == EPERM ? " (creating or attaching needs CAP_NET_ADMIN, or a tap owned by this user)" : "");
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
 		close(fd);
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	}
 	memcpy(t->ifname, ifname, strlen(ifname));
 	t->b = (struct net_backend){ .name = "tap", .fd = fd, .send = tap_send, .recv = tap_recv, .close = tap_close };

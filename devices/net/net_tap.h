@@ -10,6 +10,6 @@
  * Attach to TAP device `ifname`, creating it when it does not exist (needs
  * CAP_NET_ADMIN). The device is used without IFF_VNET_HDR: no offloads.
  */
-int net_tap_open(const char *ifname, struct net_backend **out, struct kiln_error *e);
+int net_tap_open(const char *ifname, struct net_backend **out, struct err *e);
 
 #endif

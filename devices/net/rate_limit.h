@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #define RATE_REFILL_MS_MAX (3600ULL * 1000) /* an hour */
 #define RATE_SIZE_MAX (1ULL << 48)
@@ -45,7 +45,7 @@ struct rate_limiter {
 };
 
 /* 0, or -EINVAL with a message naming the field (`what`: "rx bytes"). */
-int rate_bucket_cfg_check(const struct rate_bucket_cfg *c, const char *what, struct kiln_error *e);
+int rate_bucket_cfg_check(const struct rate_bucket_cfg *c, const char *what, struct err *e);
 
 void rate_bucket_init(struct rate_bucket *b, const struct rate_bucket_cfg *c, uint64_t now_ns);
 /* Take n tokens; false (nothing taken) when there are not enough. */

@@ -469,14 +469,14 @@ static const struct virtio_dev_ops net_ops = {
 };
 
 int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop, struct virtio_dev **out,
-		      struct kiln_error *e)
+		      struct err *e)
 {
 	struct vnet *n = calloc(1, sizeof(*n));
 
 	if (!n) {
 		p->backend->close(p->backend);
 		net_filter_destroy(p->filter);
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	}
 	n->be = p->backend;
 	n->filter = p->filter;

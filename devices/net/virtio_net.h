@@ -30,7 +30,7 @@
 
 #include <jansson.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "lib/guest/event_loop.h"
 #include "devices/net/net_backend.h"
 #include "devices/net/net_filter.h"
@@ -47,7 +47,7 @@ int net_parse_mac(const char *s, uint8_t mac[6]);
 
 /* Backend and filter are owned (closed/destroyed) also on failure. */
 int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop, struct virtio_dev **out,
-		      struct kiln_error *e);
+		      struct err *e);
 
 /* Counters for tests and metrics. */
 struct virtio_net_stats {

@@ -60,12 +60,12 @@ static const struct virtio_dev_ops rng_ops = {
 	.destroy = rng_destroy,
 };
 
-int virtio_rng_create(struct virtio_dev **out, struct kiln_error *e)
+int virtio_rng_create(struct virtio_dev **out, struct err *e)
 {
 	struct virtio_dev *d = calloc(1, sizeof(*d));
 
 	if (!d)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	d->ops = &rng_ops;
 	pthread_mutex_init(&d->lock, NULL);
 	*out = d;

@@ -7,11 +7,11 @@
 #ifndef KILN_VIRTIO_RNG_H
 #define KILN_VIRTIO_RNG_H
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "devices/virtio/virtio_dev.h"
 
 #define VIRTIO_RNG_MAX_PER_REQUEST 65536
 
-int virtio_rng_create(struct virtio_dev **out, struct kiln_error *e);
+int virtio_rng_create(struct virtio_dev **out, struct err *e);
 
 #endif

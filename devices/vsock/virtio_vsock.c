@@ -759,7 +759,7 @@ static const struct virtio_dev_ops vsock_ops = {
 
 /* Bind `path`, replacing a stale socket file from an earlier run but not a
  * live one, nor anything that is not a socket. */
-static int listen_at(const char *path, struct kiln_error *e)
+static int listen_at(const char *path, struct err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -768,11 +768,11 @@ static int listen_at(const char *path, struct kiln_error *e)
 	strcpy(sa.sun_path, path); /* length checked by the caller */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return kiln_errf(e, EEXIST, "vsock socket '%s': exists and is not a socket; remove it or pick another path", path);
+			return err_set(e, EEXIST, "vsock socket '%s': exists and is not a socket; remove it or pick another path", path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			close(fd);
-			return kiln_errf(e, EADDRINUSE, "vsock socket '%s': another process is listening there; pick another path", path);
+			return err_set(e, EADDRINUSE, "vsock socket '%s': another process is listening there; pick another path", path);
 		}
 		if (fd >= 0)
 			close(fd);
@@ -780,18 +780,18 @@ static int listen_at(const char *path, struct kiln_error *e)
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return kiln_errf(e, errno, "vsock socket '%s': socket: %s", path, strerror(errno));
+		return err_set(e, errno, "vsock socket '%s': socket: %s", path, strerror(errno));
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
 		err = errno;
 		close(fd);
-		return kiln_errf(e, err, "vsock socket '%s': %s (is the directory writable and on a filesystem that allows sockets?)",
+		return err_set(e, err, "vsock socket '%s': %s (is the directory writable and on a filesystem that allows sockets?)",
 				 path, strerror(err));
 	}
 	return fd;
 }
 
 int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop *loop,
-			struct virtio_dev **out, struct kiln_error *e)
+			struct virtio_dev **out, struct err *e)
 {
 	struct vsock_dev *v;
 	size_t plen;
@@ -799,18 +799,18 @@ int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop
 
 	/* vsock(7): 0 hypervisor, 1 local, 2 host; -1U is VMADDR_CID_ANY. */
 	if (cfg->guest_cid < 3 || cfg->guest_cid >= UINT32_MAX)
-		return kiln_errf(e, EINVAL, "vsock: guest CID %llu is reserved or too large; use 3 .. 4294967294",
+		return err_set(e, EINVAL, "vsock: guest CID %llu is reserved or too large; use 3 .. 4294967294",
 				 (unsigned long long)cfg->guest_cid);
 	if (!cfg->uds_path || !*cfg->uds_path)
-		return kiln_errf(e, EINVAL, "vsock: no Unix socket path given");
+		return err_set(e, EINVAL, "vsock: no Unix socket path given");
 	plen = strlen(cfg->uds_path);
 	/* Room for "_4294967295", the longest guest-port suffix, plus NUL. */
 	if (plen + 11 >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return kiln_errf(e, ENAMETOOLONG, "vsock socket '%s': path too long for a Unix socket (max %zu bytes)",
+		return err_set(e, ENAMETOOLONG, "vsock socket '%s': path too long for a Unix socket (max %zu bytes)",
 				 cfg->uds_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 12);
 	v = calloc(1, sizeof(*v));
 	if (!v)
-		return kiln_errf(e, ENOMEM, "vsock: out of memory");
+		return err_set(e, ENOMEM, "vsock: out of memory");
 	fd = listen_at(cfg->uds_path, e);
 	if (fd < 0) {
 		free(v);

@@ -40,7 +40,7 @@
 
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "devices/virtio/virtio_dev.h"
 
 struct event_loop;
@@ -57,6 +57,6 @@ struct virtio_vsock_config {
  * address (with room for "_4294967295"), bind/listen failure.
  */
 int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop *loop,
-			struct virtio_dev **out, struct kiln_error *e);
+			struct virtio_dev **out, struct err *e);
 
 #endif

@@ -29,7 +29,7 @@
 struct fx {
 	char dir[64];
 	char base[128], ov[128], ov2[128], other[128];
-	struct kiln_error e;
+	struct err e;
 };
 
 static uint8_t pattern(uint64_t i)

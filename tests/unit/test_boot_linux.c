@@ -80,7 +80,7 @@ struct fx {
 	uint8_t *initrd;
 	struct boot_spec spec;
 	struct boot_entry be;
-	struct kiln_error e;
+	struct err e;
 };
 
 static int fx_setup(void **state)

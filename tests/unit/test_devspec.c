@@ -21,13 +21,13 @@
 
 static char buf[512];
 
-static int net(const char *s, struct kiln_net_cfg *c, struct kiln_error *e)
+static int net(const char *s, struct devspec_net_cfg *c, struct err *e)
 {
 	snprintf(buf, sizeof(buf), "%s", s);
 	return devspec_net(buf, c, e);
 }
 
-static int rate(const char *s, struct kiln_net_rate_cfg *r, struct kiln_error *e)
+static int rate(const char *s, struct devspec_net_rate_cfg *r, struct err *e)
 {
 	snprintf(buf, sizeof(buf), "%s", s);
 	return devspec_net_rate(buf, r, e);
@@ -35,8 +35,8 @@ static int rate(const char *s, struct kiln_net_rate_cfg *r, struct kiln_error *e
 
 static void test_tap(void **state)
 {
-	struct kiln_net_cfg c;
-	struct kiln_error e = { { 0 } };
+	struct devspec_net_cfg c;
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(net("tap=kt0", &c, &e), 0);
@@ -63,8 +63,8 @@ static void test_tap(void **state)
 
 static void test_passt_defaults_and_options(void **state)
 {
-	struct kiln_net_cfg c;
-	struct kiln_error e = { { 0 } };
+	struct devspec_net_cfg c;
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(net("passt", &c, &e), 0);
@@ -104,8 +104,8 @@ static void test_passt_defaults_and_options(void **state)
 
 static void test_one_backend(void **state)
 {
-	struct kiln_net_cfg c;
-	struct kiln_error e = { { 0 } };
+	struct devspec_net_cfg c;
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(net("mac=02:00:00:00:00:01", &c, &e), -EINVAL);
@@ -118,8 +118,8 @@ static void test_one_backend(void **state)
 
 static void test_net_rate(void **state)
 {
-	struct kiln_net_rate_cfg r = { 0 };
-	struct kiln_error e = { { 0 } };
+	struct devspec_net_rate_cfg r = { 0 };
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(rate("tx_bytes=1000000,rx_packets=500", &r, &e), 0);

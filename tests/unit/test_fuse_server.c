@@ -269,7 +269,7 @@ static int count_fds(void)
 static int fx_setup(void **state, int read_only)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_non_null(f);
 	strcpy(f->base, "/tmp/kiln-fuse-XXXXXX");
@@ -906,7 +906,7 @@ static void test_misc_ops(void **state)
 static void test_open_errors(void **state)
 {
 	struct fuse_server *s = NULL;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(fuse_server_open(&s, "/nonexistent/kiln-share", 0, &e), -ENOENT);

@@ -67,7 +67,7 @@ static struct net_filter_config config(struct logged *log)
 static struct net_filter *filter_cfg(const struct net_filter_config *c, const char *json)
 {
 	struct net_filter *f;
-	struct kiln_error e;
+	struct err e;
 
 	if (net_filter_create(c, json ? rules(json) : NULL, 0, &f, &e) < 0)
 		fail_msg("create: %s", e.msg);
@@ -734,7 +734,7 @@ static void test_rate_limit(void **state)
 	c.rx_bytes.refill_ms = 0;
 	{
 		struct net_filter *g;
-		struct kiln_error e;
+		struct err e;
 
 		assert_int_equal(net_filter_create(&c, rules("{}"), 0, &g, &e), -EINVAL);
 		assert_non_null(strstr(e.msg, "rx bytes"));

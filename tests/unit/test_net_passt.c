@@ -34,7 +34,7 @@ struct fx {
 static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct kiln_error e;
+	struct err e;
 	int sv[2];
 
 	assert_non_null(f);
@@ -237,7 +237,7 @@ static void test_send_never_splits_a_frame_and_says_full(void **state)
 static void test_close_stops_and_reaps_passt(void **state)
 {
 	struct net_backend *b;
-	struct kiln_error e;
+	struct err e;
 	int sv[2];
 	pid_t pid;
 
@@ -266,7 +266,7 @@ static void test_a_passt_that_cannot_run(void **state)
 		.gateway = "10.0.2.2", .dns = "10.0.2.3",
 	};
 	struct net_backend *b = NULL;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	(void)state;
 	assert_int_equal(net_passt_open(&c, &b, &e), -ENOENT);
@@ -302,7 +302,7 @@ static void test_a_resolver_of_its_own(void **state)
 		.gateway = "10.0.2.2", .dns = "10.0.2.3", .resolver = "192.0.2.53",
 	};
 	struct net_backend *b = NULL;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	FILE *f;
 	int r;
 

@@ -110,7 +110,7 @@ static void test_unlimited_and_limiter(void **state)
 static void test_cfg_check(void **state)
 {
 	struct rate_bucket_cfg c = { .size = 10, .refill_ms = 0 };
-	struct kiln_error e;
+	struct err e;
 
 	(void)state;
 	assert_int_equal(rate_bucket_cfg_check(&c, "tx bytes", &e), -EINVAL);

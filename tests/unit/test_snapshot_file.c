@@ -53,7 +53,7 @@ static void nth(uint32_t i, uint32_t *type, uint32_t *index, size_t *len, char n
 static uint8_t *build(uint32_t n, size_t *len)
 {
 	struct snap_writer w;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	const uint8_t *out;
 	uint8_t *copy;
 
@@ -83,7 +83,7 @@ static void reseal(uint8_t *b, size_t len)
 	put32(b + len - 8, (uint32_t)crc32(0, b, (uInt)(len - 8)));
 }
 
-static int parse_err(const uint8_t *b, size_t len, const struct snap_compat *host, struct kiln_error *e)
+static int parse_err(const uint8_t *b, size_t len, const struct snap_compat *host, struct err *e)
 {
 	struct snap_view v;
 	int r = snap_parse(b, len, host, &v, e);
@@ -95,7 +95,7 @@ static int parse_err(const uint8_t *b, size_t len, const struct snap_compat *hos
 
 static void test_round_trip(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_view v;
 	size_t len;
 	uint8_t *b = build(500, &len);
@@ -138,7 +138,7 @@ static void test_round_trip(void **state)
 /* No sections at all is a valid (if useless) file. */
 static void test_empty(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_view v;
 	size_t len;
 	uint8_t *b = build(0, &len);
@@ -155,7 +155,7 @@ static void test_empty(void **state)
 /* Piecewise sections and the payload cursor: what is put is what is got. */
 static void test_put_and_cursor(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_writer w;
 	struct snap_view v;
 	struct snap_cursor c;
@@ -208,7 +208,7 @@ static void test_put_and_cursor(void **state)
 /* Cut anywhere, from 0 bytes to one short: truncated, never anything else. */
 static void test_truncated_every_length(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(40, &len);
 
@@ -234,7 +234,7 @@ static void test_truncated_every_length(void **state)
 static void test_flipped_byte_every_offset(void **state)
 {
 	static const uint8_t flips[] = { 0x01, 0x80, 0xff };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(40, &len);
 
@@ -260,7 +260,7 @@ static void test_flipped_byte_every_offset(void **state)
 
 static void test_wrong_magic(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(3, &len);
 	static const uint8_t elf[] = { 0x7f, 'E', 'L', 'F', 2, 1, 1, 0 };
@@ -279,7 +279,7 @@ static void test_wrong_magic(void **state)
 /* A file from a future kiln: checksummed fine, but a format this kiln cannot read. */
 static void test_wrong_format_version(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(3, &len);
 
@@ -298,7 +298,7 @@ static void test_wrong_format_version(void **state)
 
 static void test_wrong_kiln_version(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_compat other = WHO;
 	size_t len;
 	uint8_t *b = build(3, &len);
@@ -315,7 +315,7 @@ static void test_wrong_kiln_version(void **state)
 
 static void test_cpu_mismatch(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_compat other;
 	size_t len;
 	uint8_t *b = build(3, &len);
@@ -367,7 +367,7 @@ static size_t sec_off(const uint8_t *b, uint32_t i)
 static void test_hostile_lengths(void **state)
 {
 	static const uint64_t lies[] = { UINT64_MAX, UINT64_MAX - 6, 1ull << 63, 0x7fffffffffffffffull, 4096 };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(5, &len), *c = malloc(len);
 	size_t s4;
@@ -401,7 +401,7 @@ static void test_hostile_lengths(void **state)
 
 static void test_hostile_counts(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(5, &len);
 
@@ -428,7 +428,7 @@ static void test_hostile_counts(void **state)
 /* Section headers and the file header are checked field by field. */
 static void test_malformed_fields(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len, s0 = SNAP_HEADER_SIZE;
 	uint8_t *b = build(3, &len), *c = malloc(len);
 	size_t s1 = sec_off(b, 1); /* section 1 is 7 bytes long: one byte of padding */
@@ -485,7 +485,7 @@ static void test_malformed_fields(void **state)
 /* Bytes after the end the header states: damaged, not silently ignored. */
 static void test_trailing_bytes(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(3, &len), *c = calloc(1, len + 8);
 
@@ -500,7 +500,7 @@ static void test_trailing_bytes(void **state)
 
 static void test_duplicates(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_writer w;
 	const uint8_t *out;
 	size_t len;
@@ -527,7 +527,7 @@ static void test_duplicates(void **state)
 
 static void test_writer_misuse(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_writer w;
 	struct snap_compat bad = WHO;
 	const uint8_t *out;
@@ -573,7 +573,7 @@ static void test_writer_misuse(void **state)
 
 static void test_section_limit(void **state)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_writer w;
 	uint32_t i;
 

@@ -69,7 +69,7 @@ static int exists(int dfd, const char *name)
 
 static void expect_contents(int dfd, const char *name, const void *want, size_t len)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t n;
 
@@ -94,7 +94,7 @@ static void limit_file_size(rlim_t bytes, struct rlimit *old)
 static void test_write_atomic_replaces(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_int_equal(snap_write_atomic(f->dfd, "state", "first", 5, &e), 0);
 	expect_contents(f->dfd, "state", "first", 5);
@@ -110,7 +110,7 @@ static void test_write_atomic_replaces(void **state)
 static void test_full_disk_keeps_old(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct rlimit old;
 	size_t big = 256 << 10;
 	uint8_t *buf = malloc(big);
@@ -133,7 +133,7 @@ static void test_full_disk_keeps_old(void **state)
 static void test_stale_tmp(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	int fd = openat(f->dfd, "state.tmp", O_WRONLY | O_CREAT, 0600);
 
 	assert_true(fd >= 0);
@@ -147,7 +147,7 @@ static void test_stale_tmp(void **state)
 static void test_bad_names(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	char longname[300];
 
 	memset(longname, 'n', sizeof(longname) - 1);
@@ -163,7 +163,7 @@ static void test_bad_names(void **state)
 static void test_read_file_limits(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t n;
 
@@ -185,7 +185,7 @@ static void test_read_file_limits(void **state)
 static void test_dir_checkpoints(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct rlimit old;
 	int sfd, dfd;
 	uint8_t big[16384];
@@ -250,7 +250,7 @@ static void test_state_file_on_disk(void **state)
 {
 	static const struct snap_compat who = { .kiln_version = "0.1.0", .cpu = { .vendor = "AuthenticAMD" } };
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_writer w;
 	struct snap_view v;
 	const uint8_t *out;

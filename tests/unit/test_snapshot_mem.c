@@ -128,7 +128,7 @@ static size_t data_pages(const struct fx *f)
 static void test_raw_round_trip(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_mem_stats st;
 	struct stat sb;
 	void *map;
@@ -182,7 +182,7 @@ static void test_raw_round_trip(void **state)
 static void test_raw_wrong_size(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_int_equal(snap_mem_save(f->dfd, SNAP_MEM_FILE, f->mem, MEM_SIZE, 0, NULL, &e), 0);
 	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE + PG, &e), SNAP_ERR_TRUNCATED);
@@ -201,7 +201,7 @@ static void test_raw_wrong_size(void **state)
 static void test_full_disk_keeps_old(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct rlimit old, lim;
 	uint8_t *prev = anon(MEM_SIZE);
 	void *map;
@@ -232,7 +232,7 @@ static void test_full_disk_keeps_old(void **state)
 	munmap(prev, MEM_SIZE);
 }
 
-static int read_z(struct fx *f, const char *name, void *into, uint64_t size, struct kiln_error *e)
+static int read_z(struct fx *f, const char *name, void *into, uint64_t size, struct err *e)
 {
 	int fd = openat(f->dfd, name, O_RDONLY), r;
 
@@ -245,7 +245,7 @@ static int read_z(struct fx *f, const char *name, void *into, uint64_t size, str
 static void test_z_round_trip(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct snap_mem_stats st;
 	struct stat sb;
 	uint8_t *back = anon(MEM_SIZE);
@@ -273,7 +273,7 @@ static void test_z_round_trip(void **state)
 static void test_z_wrong_size(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	uint8_t *back = anon(2 * MEM_SIZE);
 
 	assert_int_equal(snap_mem_save(f->dfd, SNAP_MEMZ_FILE, f->mem, MEM_SIZE, 1, NULL, &e), 0);
@@ -286,7 +286,7 @@ static void test_z_wrong_size(void **state)
 /* A small compressed file (a few pages of RAM) and its bytes, for the damage tests. */
 static uint8_t *small_z(struct fx *f, size_t *len)
 {
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	uint8_t *ram = anon(64 * PG), *b;
 	int fd;
 	struct stat sb;
@@ -307,7 +307,7 @@ static uint8_t *small_z(struct fx *f, size_t *len)
 	return b;
 }
 
-static int try_z(struct fx *f, const uint8_t *b, size_t len, struct kiln_error *e)
+static int try_z(struct fx *f, const uint8_t *b, size_t len, struct err *e)
 {
 	uint8_t *ram = anon(64 * PG);
 	int fd = openat(f->dfd, "try.z", O_RDWR | O_CREAT | O_TRUNC, 0600), r;
@@ -323,7 +323,7 @@ static int try_z(struct fx *f, const uint8_t *b, size_t len, struct kiln_error *
 static void test_z_truncated_every_length(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = small_z(f, &len);
 
@@ -342,7 +342,7 @@ static void test_z_flipped_byte_every_offset(void **state)
 {
 	static const uint8_t flips[] = { 0x01, 0x80 };
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = small_z(f, &len);
 
@@ -375,7 +375,7 @@ static void reseal_z(uint8_t *b, size_t len)
 static void test_z_hostile_index(void **state)
 {
 	struct fx *f = *state;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = small_z(f, &len), *c = malloc(len);
 	uint64_t idx;

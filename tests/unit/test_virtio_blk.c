@@ -37,7 +37,7 @@ struct fx {
 	int irqs;
 	uint16_t next_desc, avail_idx;
 	uint64_t next_data;
-	struct kiln_error e;
+	struct err e;
 };
 
 struct seg {

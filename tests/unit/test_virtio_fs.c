@@ -93,7 +93,7 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct virtio_fs_config cfg = { .tag = "myshare" };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_non_null(f);
 	strcpy(f->dir, "/tmp/kiln-vfs-XXXXXX");
@@ -277,7 +277,7 @@ static void test_create_errors(void **state)
 {
 	struct fx *f = *state;
 	struct virtio_dev *d = NULL;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct virtio_fs_config cfg = { .dir = f->dir,
 					.tag = "abcdefghijklmnopqrstuvwxyz0123456789X" };
 	uint8_t tag[36];

@@ -89,7 +89,7 @@ static void wr(struct virtio_mmio *m, uint64_t off, uint32_t v)
 static struct virtio_dev *new_dev(struct fx *f, struct virtio_mmio *m, int *irqs)
 {
 	struct virtio_dev *d = NULL;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_int_equal(virtio_rng_create(&d, &e), 0);
 	assert_non_null(d);

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/control/control.h"
+#include "vmm/kiln-vmm/control.h"
 #include "lib/guest/event_loop.h"
 #include "frames.h"
 #include "lib/guest/guest_mem.h"
@@ -33,6 +33,7 @@
 #include "devices/net/net_passt.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
+#include "lib/kiln/handles.h"
 
 #define RAM (4u << 20)
 #define QSZ 64
@@ -204,7 +205,7 @@ static struct fx *make(struct net_filter *filter)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct virtio_net_params p = { .filter = filter };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	int sv[2];
 
 	assert_non_null(f);
@@ -257,7 +258,7 @@ static struct net_filter_config filter_config(void)
 static struct fx *make_filtered(const struct net_filter_config *c, const char *json)
 {
 	struct net_filter *nf;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	if (net_filter_create(c, rules(json), 0, &nf, &e) < 0)
 		fail_msg("filter: %s", e.msg);
@@ -688,9 +689,10 @@ static void test_control_socket_firewall_commands(void **state)
 {
 	static const char first[] = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
 	struct net_filter_config c = filter_config();
-	struct kiln_vm *vm = calloc(1, sizeof(*vm));
+	struct vm *vm = calloc(1, sizeof(*vm));
+	struct kiln_vm *kv = calloc(1, sizeof(*kv)); /* libkiln's handle, as kiln-vmm's control sees it */
 	struct control *ctl;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct fx *f = make_filtered(&c, first);
 	uint8_t fr[2048], got[NET_MAX_FRAME];
 	char dir[] = "/tmp/kiln-net-ctl-XXXXXX", path[64], *r;
@@ -700,13 +702,16 @@ static void test_control_socket_firewall_commands(void **state)
 
 	(void)state;
 	assert_non_null(vm);
+	assert_non_null(kv);
+	kv->vm = vm;
+	pthread_mutex_init(&kv->lk, NULL);
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/ctl", dir);
 	vm->cfg.firewall = first;
 	vm->cfg.firewall_len = strlen(first);
 	vm->nvirtio = 1;
 	vm->virtio[0].dev = f->d;
-	assert_int_equal(control_start(vm, path, &ctl, &e), 0);
+	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
 
 	/* An established flow on port 80... */
 	n = tcp(fr, GUEST, SERVER, 40000, 80, SYN, false);
@@ -755,7 +760,7 @@ static void test_control_socket_firewall_commands(void **state)
 	control_stop(ctl);
 	/* Without --firewall the commands say so. */
 	vm->cfg.firewall = NULL;
-	assert_int_equal(control_start(vm, path, &ctl, &e), 0);
+	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
 	r = control_call(path, "firewall-get");
 	assert_non_null(strstr(r, "\"ok\":false"));
 	assert_non_null(strstr(r, "without --firewall"));
@@ -765,6 +770,8 @@ static void test_control_socket_firewall_commands(void **state)
 	free(r);
 	control_stop(ctl);
 	rmdir(dir);
+	pthread_mutex_destroy(&kv->lk);
+	free(kv);
 	free(vm);
 	destroy(f);
 }

@@ -196,7 +196,7 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct virtio_vsock_config cfg = { .guest_cid = CID };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 
 	assert_non_null(f);
 	strcpy(f->dir, "/tmp/kiln-vsock-XXXXXX");
@@ -625,7 +625,7 @@ static void test_create_errors(void **state)
 {
 	struct fx *f = *state;
 	struct virtio_vsock_config cfg = { .guest_cid = 2, .uds_path = "/tmp/x" };
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	struct virtio_dev *d;
 	char longp[200];
 

@@ -41,38 +41,38 @@ struct hvm_memmap_entry {
 	uint32_t type, reserved;
 };
 
-int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct kiln_error *e)
+int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct err *e)
 {
 	struct setup_header h;
 	size_t hdr_end, sects;
 
 	memset(out, 0, sizeof(*out));
 	if (len < HDR_MAGIC_OFF + 4 || memcmp(img + HDR_MAGIC_OFF, "HdrS", 4) != 0)
-		return kiln_errf(e, ENOEXEC, "not a bzImage or ELF vmlinux (no HdrS magic)");
+		return err_set(e, ENOEXEC, "not a bzImage or ELF vmlinux (no HdrS magic)");
 	if (le_get16(img + BOOT_FLAG_OFF) != 0xaa55)
-		return kiln_errf(e, ENOEXEC, "bzImage boot flag is not 0xAA55: image damaged");
+		return err_set(e, ENOEXEC, "bzImage boot flag is not 0xAA55: image damaged");
 	hdr_end = HDR_MAGIC_OFF + img[HDR_JUMP_END_OFF];
 	if (hdr_end > len)
-		return kiln_errf(e, ENOEXEC, "bzImage truncated inside its setup header");
+		return err_set(e, ENOEXEC, "bzImage truncated inside its setup header");
 	memset(&h, 0, sizeof(h));
 	memcpy(&h, img + SETUP_HDR_OFF,
 	       hdr_end - SETUP_HDR_OFF < sizeof(h) ? hdr_end - SETUP_HDR_OFF : sizeof(h));
 	if (h.version < MIN_PROTOCOL)
-		return kiln_errf(e, ENOEXEC,
+		return err_set(e, ENOEXEC,
 				 "bzImage boot protocol %u.%02u is too old: kiln needs 2.12+ (Linux 3.8+)",
 				 h.version >> 8, h.version & 0xff);
 	if (hdr_end < SETUP_HDR_OFF + offsetof(struct setup_header, init_size) + 4)
-		return kiln_errf(e, ENOEXEC, "bzImage setup header too short for protocol %#x", h.version);
+		return err_set(e, ENOEXEC, "bzImage setup header too short for protocol %#x", h.version);
 	if (!(h.xloadflags & XLF_KERNEL_64_BIT))
-		return kiln_errf(e, ENOEXEC, "bzImage has no 64-bit entry point (a 32-bit kernel?)");
+		return err_set(e, ENOEXEC, "bzImage has no 64-bit entry point (a 32-bit kernel?)");
 	sects = h.setup_sects ? h.setup_sects : 4;
 	out->setup_len = (sects + 1) * 512;
 	if (out->setup_len >= len)
-		return kiln_errf(e, ENOEXEC, "bzImage truncated: %zu bytes, setup alone is %zu", len,
+		return err_set(e, ENOEXEC, "bzImage truncated: %zu bytes, setup alone is %zu", len,
 				 out->setup_len);
 	out->pm_len = len - out->setup_len;
 	if ((uint64_t)h.syssize * 16 > out->pm_len)
-		return kiln_errf(e, ENOEXEC, "bzImage truncated: kernel needs %llu bytes, file has %zu",
+		return err_set(e, ENOEXEC, "bzImage truncated: kernel needs %llu bytes, file has %zu",
 				 (unsigned long long)h.syssize * 16, out->pm_len);
 	out->version = h.version;
 	out->hdr_end = hdr_end;
@@ -113,35 +113,35 @@ static int pvh_note(const uint8_t *img, size_t off, size_t size, struct pvh_info
 	return 0;
 }
 
-int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct kiln_error *e)
+int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *e)
 {
 	Elf64_Ehdr eh;
 	int found = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (len < sizeof(eh) || memcmp(img, ELFMAG, SELFMAG) != 0)
-		return kiln_errf(e, ENOEXEC, "not an ELF file");
+		return err_set(e, ENOEXEC, "not an ELF file");
 	memcpy(&eh, img, sizeof(eh));
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_machine != EM_X86_64)
-		return kiln_errf(e, ENOEXEC, "ELF vmlinux is not a 64-bit little-endian x86-64 image");
+		return err_set(e, ENOEXEC, "ELF vmlinux is not a 64-bit little-endian x86-64 image");
 	if (eh.e_type != ET_EXEC)
-		return kiln_errf(e, ENOEXEC, "ELF file is not an executable vmlinux");
+		return err_set(e, ENOEXEC, "ELF file is not an executable vmlinux");
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > len ||
 	    (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff)
-		return kiln_errf(e, ENOEXEC, "ELF program headers lie outside the file (truncated?)");
+		return err_set(e, ENOEXEC, "ELF program headers lie outside the file (truncated?)");
 
 	for (int i = 0; i < eh.e_phnum; i++) {
 		Elf64_Phdr ph;
 
 		memcpy(&ph, img + eh.e_phoff + (size_t)i * sizeof(ph), sizeof(ph));
 		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
-			return kiln_errf(e, ENOEXEC, "ELF segment %d lies outside the file (truncated?)", i);
+			return err_set(e, ENOEXEC, "ELF segment %d lies outside the file (truncated?)", i);
 		if (ph.p_type == PT_LOAD) {
 			if (ph.p_filesz > ph.p_memsz)
-				return kiln_errf(e, ENOEXEC, "ELF segment %d: file size exceeds memory size", i);
+				return err_set(e, ENOEXEC, "ELF segment %d: file size exceeds memory size", i);
 			if (out->nseg == PVH_MAX_SEGMENTS)
-				return kiln_errf(e, ENOEXEC, "ELF vmlinux has more than %d loadable segments",
+				return err_set(e, ENOEXEC, "ELF vmlinux has more than %d loadable segments",
 						 PVH_MAX_SEGMENTS);
 			out->seg[out->nseg++] = (struct pvh_segment){
 				.offset = ph.p_offset, .filesz = ph.p_filesz, .paddr = ph.p_paddr, .memsz = ph.p_memsz
@@ -150,25 +150,25 @@ int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct kiln_
 			int r = pvh_note(img, ph.p_offset, ph.p_filesz, out);
 
 			if (r < 0)
-				return kiln_errf(e, ENOEXEC, "ELF note segment %d is malformed", i);
+				return err_set(e, ENOEXEC, "ELF note segment %d is malformed", i);
 			found = r;
 		}
 	}
 	if (!found)
-		return kiln_errf(e, ENOEXEC, "vmlinux has no PVH entry note: build it with CONFIG_PVH=y, or boot the bzImage");
+		return err_set(e, ENOEXEC, "vmlinux has no PVH entry note: build it with CONFIG_PVH=y, or boot the bzImage");
 	if (out->nseg == 0)
-		return kiln_errf(e, ENOEXEC, "ELF vmlinux has no loadable segment");
+		return err_set(e, ENOEXEC, "ELF vmlinux has no loadable segment");
 	return 0;
 }
 
 /* Page-aligned address for the initrd: as high as allowed, above `floor`. */
 static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec, uint64_t max_end,
-			uint64_t floor, uint64_t *addr, struct kiln_error *e)
+			uint64_t floor, uint64_t *addr, struct err *e)
 {
 	uint64_t top = gm->low_size < max_end ? gm->low_size : max_end;
 
 	if (spec->initrd_len > top || ((top - spec->initrd_len) & ~0xfffULL) < floor)
-		return kiln_errf(e, ENOMEM,
+		return err_set(e, ENOMEM,
 				 "initrd (%zu KiB) does not fit in guest RAM beside the kernel: raise --mem",
 				 spec->initrd_len >> 10);
 	*addr = (top - spec->initrd_len) & ~0xfffULL;
@@ -176,17 +176,17 @@ static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec
 }
 
 static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t max,
-			struct kiln_error *e)
+			struct err *e)
 {
 	size_t n = strlen(cmdline);
 
 	if (n > max)
-		return kiln_errf(e, E2BIG, "kernel command line is %zu bytes, the kernel accepts %zu", n, max);
+		return err_set(e, E2BIG, "kernel command line is %zu bytes, the kernel accepts %zu", n, max);
 	return gm_write(gm, LAYOUT_CMDLINE, cmdline, n + 1);
 }
 
 static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec,
-			struct boot_entry *out, struct kiln_error *e)
+			struct boot_entry *out, struct err *e)
 {
 	struct bzimage_info bi;
 	struct boot_params *zp;
@@ -202,7 +202,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 */
 	load = bi.pref_address >= LAYOUT_HIMEM ? bi.pref_address : LAYOUT_HIMEM;
 	if (__builtin_add_overflow(load, (uint64_t)bi.init_size, &end) || end > gm->low_size)
-		return kiln_errf(e, ENOMEM, "guest RAM too small: the kernel needs %llu MiB to boot: raise --mem",
+		return err_set(e, ENOMEM, "guest RAM too small: the kernel needs %llu MiB to boot: raise --mem",
 				 (unsigned long long)((end + (1 << 20) - 1) >> 20));
 	/*
 	 * Copied, not mapped: the decompressor overwrites this area at once, and
@@ -210,7 +210,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 * with bench/boot: +2 s per boot in the nested harness).
 	 */
 	if ((err = gm_write(gm, load, spec->kernel + bi.setup_len, bi.pm_len)))
-		return kiln_errf(e, ENOMEM, "kernel does not fit in guest RAM");
+		return err_set(e, ENOMEM, "kernel does not fit in guest RAM");
 	/* The image's own limit, but never past the command-line area. */
 	cmax = bi.cmdline_size ? bi.cmdline_size : 255;
 	if (cmax > LAYOUT_CMDLINE_MAX - 1)
@@ -220,7 +220,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 
 	zp = gm_ptr(gm, LAYOUT_ZERO_PAGE, sizeof(*zp));
 	if (!zp)
-		return kiln_errf(e, ENOMEM, "guest RAM too small for the zero page");
+		return err_set(e, ENOMEM, "guest RAM too small for the zero page");
 	memset(zp, 0, sizeof(*zp));
 	memcpy(&zp->hdr, spec->kernel + SETUP_HDR_OFF,
 	       bi.hdr_end - SETUP_HDR_OFF < sizeof(zp->hdr) ? bi.hdr_end - SETUP_HDR_OFF : sizeof(zp->hdr));
@@ -240,7 +240,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	}
 	n = e820_build(gm, map, E820_MAX);
 	if (n < 0)
-		return kiln_errf(e, ENOMEM, "guest RAM too small for a memory map");
+		return err_set(e, ENOMEM, "guest RAM too small for a memory map");
 	for (int i = 0; i < n; i++) {
 		zp->e820_table[i].addr = map[i].addr;
 		zp->e820_table[i].size = map[i].size;
@@ -256,7 +256,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 }
 
 static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, struct boot_entry *out,
-		    struct kiln_error *e)
+		    struct err *e)
 {
 	struct pvh_info pi;
 	struct hvm_start_info si = { .magic = HVM_START_MAGIC, .version = 1 };
@@ -272,12 +272,12 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		uint8_t *dst = gm_ptr(gm, s->paddr, s->memsz);
 
 		if (!dst || s->paddr < LAYOUT_HIMEM)
-			return kiln_errf(e, ENOMEM,
+			return err_set(e, ENOMEM,
 					 "vmlinux segment at %#llx (+%llu MiB) is outside guest RAM: raise --mem",
 					 (unsigned long long)s->paddr, (unsigned long long)(s->memsz >> 20));
 		if (gm_place_file(gm, s->paddr, spec->kernel + s->offset, s->filesz,
 				  spec->kernel_fd > 0 ? spec->kernel_fd : -1, s->offset))
-			return kiln_errf(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM", i);
+			return err_set(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM", i);
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
 		if (s->paddr + s->memsz > end)
 			end = s->paddr + s->memsz;
@@ -293,21 +293,21 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		mod.paddr = out->initrd_addr;
 		mod.size = spec->initrd_len;
 		if ((err = gm_write(gm, PVH_MODLIST, &mod, sizeof(mod))))
-			return kiln_errf(e, ENOMEM, "guest RAM too small for the PVH module list");
+			return err_set(e, ENOMEM, "guest RAM too small for the PVH module list");
 		si.nr_modules = 1;
 		si.modlist_paddr = PVH_MODLIST;
 	}
 	n = e820_build(gm, map, E820_MAX);
 	if (n < 0)
-		return kiln_errf(e, ENOMEM, "guest RAM too small for a memory map");
+		return err_set(e, ENOMEM, "guest RAM too small for a memory map");
 	for (int i = 0; i < n; i++)
 		mm[i] = (struct hvm_memmap_entry){ .addr = map[i].addr, .size = map[i].size, .type = map[i].type };
 	if (gm_write(gm, PVH_MEMMAP, mm, (uint64_t)n * sizeof(mm[0])))
-		return kiln_errf(e, ENOMEM, "guest RAM too small for the PVH memory map");
+		return err_set(e, ENOMEM, "guest RAM too small for the PVH memory map");
 	si.memmap_paddr = PVH_MEMMAP;
 	si.memmap_entries = (uint32_t)n;
 	if (gm_write(gm, LAYOUT_PVH_INFO, &si, sizeof(si)))
-		return kiln_errf(e, ENOMEM, "guest RAM too small for the PVH start info");
+		return err_set(e, ENOMEM, "guest RAM too small for the PVH start info");
 
 	out->kind = BOOT_PVH;
 	out->rip = pi.entry;
@@ -321,7 +321,7 @@ static int is_elf(const uint8_t *img, size_t len)
 	return len >= SELFMAG && memcmp(img, ELFMAG, SELFMAG) == 0;
 }
 
-int linux_check(const uint8_t *img, size_t len, struct kiln_error *e)
+int linux_check(const uint8_t *img, size_t len, struct err *e)
 {
 	struct bzimage_info bi;
 	struct pvh_info pi;
@@ -330,11 +330,11 @@ int linux_check(const uint8_t *img, size_t len, struct kiln_error *e)
 }
 
 int linux_load(const struct guest_mem *gm, const struct boot_spec *spec, struct boot_entry *out,
-	       struct kiln_error *e)
+	       struct err *e)
 {
 	memset(out, 0, sizeof(*out));
 	if (gm->low_size < 2 * LAYOUT_HIMEM)
-		return kiln_errf(e, ENOMEM, "guest RAM of %llu KiB is too small to boot Linux",
+		return err_set(e, ENOMEM, "guest RAM of %llu KiB is too small to boot Linux",
 				 (unsigned long long)(gm->low_size >> 10));
 	if (is_elf(spec->kernel, spec->kernel_len))
 		return load_pvh(gm, spec, out, e);

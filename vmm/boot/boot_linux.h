@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "lib/guest/guest_mem.h"
 
 enum boot_kind { BOOT_BZIMAGE, BOOT_PVH };
@@ -64,11 +64,11 @@ struct boot_entry {
 /* Longest command line the PVH path accepts (x86 COMMAND_LINE_SIZE - 1). */
 #define PVH_CMDLINE_MAX 2047
 
-int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct kiln_error *e);
-int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct kiln_error *e);
+int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, struct err *e);
+int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *e);
 
 /* Check that `img` is a kernel kiln can boot, without loading it. */
-int linux_check(const uint8_t *img, size_t len, struct kiln_error *e);
+int linux_check(const uint8_t *img, size_t len, struct err *e);
 
 /*
  * Detect the image kind, load kernel, command line, initrd, e820 and boot
@@ -77,6 +77,6 @@ int linux_check(const uint8_t *img, size_t len, struct kiln_error *e);
  * too small for kernel or initrd), with the reason in `e`.
  */
 int linux_load(const struct guest_mem *gm, const struct boot_spec *spec, struct boot_entry *out,
-	       struct kiln_error *e);
+	       struct err *e);
 
 #endif

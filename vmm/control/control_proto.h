@@ -21,7 +21,7 @@
  * with the device's frame counters in counters.device; that reply line can
  * be long (up to CONTROL_REPLY_MAX).
  *
- * The one codec of this socket: kiln-vmm's server (vmm/control/control.c)
+ * The one codec of this socket: kiln-vmm's server (vmm/kiln-vmm/control.c)
  * parses requests with control_parse() and words errors with
  * control_reply_error(); kilnd's client (api/kilnd/sandbox/vmm_control.c)
  * builds requests with control_request() and checks replies with

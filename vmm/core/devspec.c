@@ -24,32 +24,32 @@ static char *next_field(char **s)
 	return f;
 }
 
-int devspec_disk(char *arg, struct kiln_disk_cfg *out, struct kiln_error *e)
+int devspec_disk(char *arg, struct devspec_disk_cfg *out, struct err *e)
 {
 	char *rest = arg, *f;
 
 	memset(out, 0, sizeof(*out));
 	out->path = next_field(&rest);
 	if (!out->path || !*out->path)
-		return kiln_errf(e, EINVAL, "--disk: expected PATH[,ro][,overlay=PATH][,serial=ID]");
+		return err_set(e, EINVAL, "--disk: expected PATH[,ro][,overlay=PATH][,serial=ID]");
 	while ((f = next_field(&rest))) {
 		if (strcmp(f, "ro") == 0)
 			out->read_only = 1;
 		else if (strncmp(f, "overlay=", 8) == 0 && f[8])
 			out->overlay = f + 8;
-		else if (strncmp(f, "serial=", 7) == 0 && f[7] && strlen(f + 7) <= KILN_SERIAL_MAX)
+		else if (strncmp(f, "serial=", 7) == 0 && f[7] && strlen(f + 7) <= DEVSPEC_SERIAL_MAX)
 			out->serial = f + 7;
 		else
-			return kiln_errf(e, EINVAL, "--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID of at most %d bytes)",
-					 out->path, f, KILN_SERIAL_MAX);
+			return err_set(e, EINVAL, "--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID of at most %d bytes)",
+					 out->path, f, DEVSPEC_SERIAL_MAX);
 	}
 	if (out->overlay && out->read_only)
-		return kiln_errf(e, EINVAL, "--disk %s: 'ro' and 'overlay=' together make no sense: an overlay exists to take writes",
+		return err_set(e, EINVAL, "--disk %s: 'ro' and 'overlay=' together make no sense: an overlay exists to take writes",
 				 out->path);
 	return 0;
 }
 
-int devspec_share(char *arg, struct kiln_share_cfg *out, struct kiln_error *e)
+int devspec_share(char *arg, struct devspec_share_cfg *out, struct err *e)
 {
 	char *tag = strrchr(arg, ':');
 
@@ -60,17 +60,17 @@ int devspec_share(char *arg, struct kiln_share_cfg *out, struct kiln_error *e)
 		tag = strrchr(arg, ':');
 	}
 	if (!tag || tag == arg || !tag[1])
-		return kiln_errf(e, EINVAL, "--share '%s': expected HOSTDIR:TAG[:ro]", arg);
+		return err_set(e, EINVAL, "--share '%s': expected HOSTDIR:TAG[:ro]", arg);
 	*tag++ = '\0';
-	if (strlen(tag) > KILN_TAG_MAX || strchr(tag, ',') || strchr(tag, ' '))
-		return kiln_errf(e, EINVAL, "--share: tag '%s' must be at most %d bytes, without spaces or commas",
-				 tag, KILN_TAG_MAX);
+	if (strlen(tag) > DEVSPEC_TAG_MAX || strchr(tag, ',') || strchr(tag, ' '))
+		return err_set(e, EINVAL, "--share: tag '%s' must be at most %d bytes, without spaces or commas",
+				 tag, DEVSPEC_TAG_MAX);
 	out->host_dir = arg;
 	out->tag = tag;
 	return 0;
 }
 
-int devspec_vsock(char *arg, struct kiln_vsock_cfg *out, struct kiln_error *e)
+int devspec_vsock(char *arg, struct devspec_vsock_cfg *out, struct err *e)
 {
 	char *rest = arg, *f;
 
@@ -78,18 +78,18 @@ int devspec_vsock(char *arg, struct kiln_vsock_cfg *out, struct kiln_error *e)
 	out->cid = 3;
 	out->uds = next_field(&rest);
 	if (!out->uds || !*out->uds)
-		return kiln_errf(e, EINVAL, "--vsock: expected PATH[,cid=N]");
+		return err_set(e, EINVAL, "--vsock: expected PATH[,cid=N]");
 	while ((f = next_field(&rest))) {
 		char *end;
 		unsigned long long v;
 
 		if (strncmp(f, "cid=", 4) != 0)
-			return kiln_errf(e, EINVAL, "--vsock: unknown option '%.40s' (cid=N)", f);
+			return err_set(e, EINVAL, "--vsock: unknown option '%.40s' (cid=N)", f);
 		errno = 0;
 		v = strtoull(f + 4, &end, 10);
 		/* 0-2 are reserved (hypervisor, local, host); -1U is VMADDR_CID_ANY. */
 		if (errno || *end || f[4] == '\0' || v < 3 || v >= 0xffffffffULL)
-			return kiln_errf(e, EINVAL, "--vsock: cid '%s' must be a number from 3 to 4294967294", f + 4);
+			return err_set(e, EINVAL, "--vsock: cid '%s' must be a number from 3 to 4294967294", f + 4);
 		out->cid = (uint32_t)v;
 	}
 	return 0;
@@ -129,7 +129,7 @@ static int same_subnet(const struct net_addr *a, const struct net_addr *b, unsig
 	return (x & mask) == (y & mask);
 }
 
-int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
+int devspec_net(char *arg, struct devspec_net_cfg *out, struct err *e)
 {
 	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=, resolver=";
 	char *rest = arg, *f;
@@ -153,56 +153,56 @@ int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e)
 		else if (strncmp(f, "resolver=", 9) == 0 && f[9])
 			out->resolver = f + 9;
 		else
-			return kiln_errf(e, EINVAL, "--net: unknown option '%.40s' (%s)", f, usage);
+			return err_set(e, EINVAL, "--net: unknown option '%.40s' (%s)", f, usage);
 	}
 	if (!out->tap == !out->passt)
-		return kiln_errf(e, EINVAL, "--net: expected exactly one backend: tap=NAME[,mac=MAC] or passt[,mac=MAC]");
+		return err_set(e, EINVAL, "--net: expected exactly one backend: tap=NAME[,mac=MAC] or passt[,mac=MAC]");
 	if (out->mac) {
 		uint8_t mac[6];
 
 		if (net_parse_mac(out->mac, mac))
-			return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", out->mac);
+			return err_set(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", out->mac);
 	}
 	if (out->tap && (out->gw || out->dns || out->resolver))
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "--net tap=%s: gw=, dns= and resolver= are passt's (with a TAP the host configures the network)",
 				 out->tap);
 	if (out->passt) {
-		out->ip = out->ip ? out->ip : (char *)KILN_PASST_IP;
-		out->gw = out->gw ? out->gw : (char *)KILN_PASST_GW;
-		out->dns = out->dns ? out->dns : (char *)KILN_PASST_DNS;
+		out->ip = out->ip ? out->ip : (char *)DEVSPEC_PASST_IP;
+		out->gw = out->gw ? out->gw : (char *)DEVSPEC_PASST_GW;
+		out->dns = out->dns ? out->dns : (char *)DEVSPEC_PASST_DNS;
 	}
 	if (out->ip && devspec_ip4_prefix(out->ip, &ip, &prefix))
-		return kiln_errf(e, EINVAL, "--net ip=%.60s: expected an IPv4 ADDRESS/PREFIX like 10.0.2.15/24 (prefix 1-30)",
+		return err_set(e, EINVAL, "--net ip=%.60s: expected an IPv4 ADDRESS/PREFIX like 10.0.2.15/24 (prefix 1-30)",
 				 out->ip);
 	if (!out->passt)
 		return 0;
 	if (ip4(out->gw, &gw))
-		return kiln_errf(e, EINVAL, "--net gw=%.60s: not an IPv4 address", out->gw);
+		return err_set(e, EINVAL, "--net gw=%.60s: not an IPv4 address", out->gw);
 	if (ip4(out->dns, &dns))
-		return kiln_errf(e, EINVAL, "--net dns=%.60s: not an IPv4 address", out->dns);
+		return err_set(e, EINVAL, "--net dns=%.60s: not an IPv4 address", out->dns);
 	if (!same_subnet(&ip, &gw, prefix) || net_addr_equal(&ip, &gw))
-		return kiln_errf(e, EINVAL, "--net gw=%s: must be another address in the guest's network %s", out->gw,
+		return err_set(e, EINVAL, "--net gw=%s: must be another address in the guest's network %s", out->gw,
 				 out->ip);
 	if (out->resolver && ip4(out->resolver, &resolver))
-		return kiln_errf(e, EINVAL, "--net resolver=%.60s: not an IPv4 address", out->resolver);
+		return err_set(e, EINVAL, "--net resolver=%.60s: not an IPv4 address", out->resolver);
 	/* A host's nameserver (loopback included), never the guest's side or nowhere. */
 	if (out->resolver && (resolver.b[0] == 0 || resolver.b[0] >= 224 || net_addr_equal(&resolver, &ip) ||
 			      net_addr_equal(&resolver, &gw) || net_addr_equal(&resolver, &dns)))
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "--net resolver=%s: must be a unicast address of a nameserver on the host's side, not 0/8, multicast or the guest's ip=, gw= or dns=",
 				 out->resolver);
 	if (net_addr_equal(&dns, &ip) || net_addr_equal(&dns, &gw))
-		return kiln_errf(e, EINVAL, "--net dns=%s: must differ from the guest's address and the gateway", out->dns);
+		return err_set(e, EINVAL, "--net dns=%s: must differ from the guest's address and the gateway", out->dns);
 	return 0;
 }
 
-int devspec_net_rate(char *arg, struct kiln_net_rate_cfg *out, struct kiln_error *e)
+int devspec_net_rate(char *arg, struct devspec_net_rate_cfg *out, struct err *e)
 {
 	char *rest = arg, *f;
 
 	if (!arg || !*arg)
-		return kiln_errf(e, EINVAL, "--net-rate: expected tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (per second)");
+		return err_set(e, EINVAL, "--net-rate: expected tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (per second)");
 	while ((f = next_field(&rest))) {
 		static const char *const names[4] = { "tx_bytes", "tx_packets", "rx_bytes", "rx_packets" };
 		uint64_t *slot[4] = { &out->tx_bytes, &out->tx_packets, &out->rx_bytes, &out->rx_packets };
@@ -214,12 +214,12 @@ int devspec_net_rate(char *arg, struct kiln_net_rate_cfg *out, struct kiln_error
 			if (eq && (size_t)(eq - f) == strlen(names[i]) && strncmp(f, names[i], (size_t)(eq - f)) == 0)
 				break;
 		if (i == 4)
-			return kiln_errf(e, EINVAL, "--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)", f);
+			return err_set(e, EINVAL, "--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)", f);
 		errno = 0;
 		v = strtoull(eq + 1, &end, 10);
 		/* 0 is unlimited; the filter's buckets hold at most 2^48 tokens. */
 		if (errno || *end || !eq[1] || eq[1] == '-' || eq[1] == '+' || v > RATE_SIZE_MAX)
-			return kiln_errf(e, EINVAL, "--net-rate %s: '%.40s' is not a number from 0 (unlimited) to %llu per second",
+			return err_set(e, EINVAL, "--net-rate %s: '%.40s' is not a number from 0 (unlimited) to %llu per second",
 					 names[i], eq + 1, (unsigned long long)RATE_SIZE_MAX);
 		*slot[i] = v;
 	}

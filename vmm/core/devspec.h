@@ -1,5 +1,5 @@
 /*
- * devspec: parsing kiln-vmm's device options into kiln_vm_config entries.
+ * devspec: parsing kiln-vmm's device options into vm_config entries.
  *
  *   --disk PATH[,ro][,overlay=PATH][,serial=ID]
  *   --share HOSTDIR:TAG[:ro]
@@ -16,34 +16,34 @@
 
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
 
-#define KILN_MAX_DISKS 8
-#define KILN_MAX_SHARES 8
-#define KILN_MAX_NETS 4
-#define KILN_SERIAL_MAX 20 /* VIRTIO_BLK_ID_BYTES */
-#define KILN_TAG_MAX 36    /* virtio-fs tag bytes */
+#define DEVSPEC_MAX_DISKS 8
+#define DEVSPEC_MAX_SHARES 8
+#define DEVSPEC_MAX_NETS 4
+#define DEVSPEC_SERIAL_MAX 20 /* VIRTIO_BLK_ID_BYTES */
+#define DEVSPEC_TAG_MAX 36    /* virtio-fs tag bytes */
 
-struct kiln_disk_cfg {
+struct devspec_disk_cfg {
 	char *path;
 	int read_only;
 	char *overlay; /* copy-on-write overlay over a read-only `path`, or NULL */
 	char *serial;  /* or NULL */
 };
 
-struct kiln_share_cfg {
+struct devspec_share_cfg {
 	char *host_dir;
 	char *tag;
 	int read_only;
 };
 
-struct kiln_vsock_cfg {
+struct devspec_vsock_cfg {
 	char *uds;     /* host Unix socket path; NULL = no vsock */
 	uint32_t cid;  /* guest CID, >= 3 */
 };
 
-struct kiln_net_cfg {
+struct devspec_net_cfg {
 	char *tap;     /* TAP interface name (the tap backend), or NULL */
 	int passt;     /* the passt backend */
 	char *mac;     /* or NULL: a random locally administered address */
@@ -59,26 +59,26 @@ struct kiln_net_cfg {
 };
 
 /* passt's guest network when not given: QEMU's user-mode layout. */
-#define KILN_PASST_IP "10.0.2.15/24"
-#define KILN_PASST_GW "10.0.2.2"
-#define KILN_PASST_DNS "10.0.2.3"
+#define DEVSPEC_PASST_IP "10.0.2.15/24"
+#define DEVSPEC_PASST_GW "10.0.2.2"
+#define DEVSPEC_PASST_DNS "10.0.2.3"
 
 /*
  * The packet filter's token buckets, per second (0: unlimited). A bucket
  * holds one second's worth, so bursts up to N pass at once.
  */
-struct kiln_net_rate_cfg {
+struct devspec_net_rate_cfg {
 	uint64_t tx_bytes, tx_packets, rx_bytes, rx_packets;
 };
 
 /* `arg` is modified in place (separators become NULs). */
-int devspec_disk(char *arg, struct kiln_disk_cfg *out, struct kiln_error *e);
-int devspec_share(char *arg, struct kiln_share_cfg *out, struct kiln_error *e);
-int devspec_vsock(char *arg, struct kiln_vsock_cfg *out, struct kiln_error *e);
-int devspec_net(char *arg, struct kiln_net_cfg *out, struct kiln_error *e);
+int devspec_disk(char *arg, struct devspec_disk_cfg *out, struct err *e);
+int devspec_share(char *arg, struct devspec_share_cfg *out, struct err *e);
+int devspec_vsock(char *arg, struct devspec_vsock_cfg *out, struct err *e);
+int devspec_net(char *arg, struct devspec_net_cfg *out, struct err *e);
 /* "ADDR/PREFIX", IPv4, prefix 1-30 (a host address in its network). 0 or -EINVAL. */
 int devspec_ip4_prefix(const char *s, struct net_addr *addr, unsigned *prefix);
 /* Fields not given keep their value in *out. */
-int devspec_net_rate(char *arg, struct kiln_net_rate_cfg *out, struct kiln_error *e);
+int devspec_net_rate(char *arg, struct devspec_net_rate_cfg *out, struct err *e);
 
 #endif

@@ -15,7 +15,7 @@ const struct kvm_cap_need kvm_required_caps[] = {
 	{ 0, NULL },
 };
 
-int kvm_open(struct kiln_error *e)
+int kvm_open(struct err *e)
 {
 	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	int err;
@@ -23,30 +23,30 @@ int kvm_open(struct kiln_error *e)
 	if (fd < 0) {
 		err = errno;
 		if (err == ENOENT)
-			return kiln_errf(e, err,
+			return err_set(e, err,
 					 "/dev/kvm does not exist: this machine has no KVM (enable virtualization, "
 					 "load kvm_intel or kvm_amd, or use tests/harness/run)");
 		if (err == EACCES)
-			return kiln_errf(e, err, "/dev/kvm: permission denied: add this user to group 'kvm'");
-		return kiln_errf(e, err, "/dev/kvm: %s", strerror(err));
+			return err_set(e, err, "/dev/kvm: permission denied: add this user to group 'kvm'");
+		return err_set(e, err, "/dev/kvm: %s", strerror(err));
 	}
 	/* A software KVM for PVM guests only: ordinary kernels die in it with
 	 * an emulation error deep in boot, so refuse it up front. */
 	if (access("/sys/module/kvm_pvm", F_OK) == 0 && access("/sys/module/kvm_amd", F_OK) != 0 &&
 	    access("/sys/module/kvm_intel", F_OK) != 0) {
 		close(fd);
-		return kiln_errf(e, ENOTSUP,
+		return err_set(e, ENOTSUP,
 				 "/dev/kvm is kvm-pvm, which runs only PVM-enabled guests: use a host with "
 				 "hardware KVM, or tests/harness/run");
 	}
 	if (ioctl(fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION) {
 		close(fd);
-		return kiln_errf(e, ENOTSUP, "/dev/kvm speaks an API version other than %d", KVM_API_VERSION);
+		return err_set(e, ENOTSUP, "/dev/kvm speaks an API version other than %d", KVM_API_VERSION);
 	}
 	for (const struct kvm_cap_need *c = kvm_required_caps; c->name; c++) {
 		if (ioctl(fd, KVM_CHECK_EXTENSION, c->cap) <= 0) {
 			close(fd);
-			return kiln_errf(e, ENOTSUP, "KVM lacks %s, which kiln-vmm needs (host kernel too old?)",
+			return err_set(e, ENOTSUP, "KVM lacks %s, which kiln-vmm needs (host kernel too old?)",
 					 c->name);
 		}
 	}

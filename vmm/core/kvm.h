@@ -4,7 +4,7 @@
 #ifndef KILN_KVM_H
 #define KILN_KVM_H
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 struct kvm_cap_need {
 	int cap;
@@ -16,6 +16,6 @@ extern const struct kvm_cap_need kvm_required_caps[];
 
 /* Open /dev/kvm, check the API version and every required capability.
  * Returns the fd or -errno with a message naming what is missing. */
-int kvm_open(struct kiln_error *e);
+int kvm_open(struct err *e);
 
 #endif

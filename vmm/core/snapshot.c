@@ -1,6 +1,6 @@
 /*
- * Snapshots of a whole VM: kiln_vm_snapshot() writes one, and
- * vm_restore_*() (called by kiln_vm_create when cfg.restore_dir is set)
+ * Snapshots of a whole VM: vm_snapshot() writes one, and
+ * vm_restore_*() (called by vm_create when cfg.restore_dir is set)
  * bring one back. The pieces: snapshot_kvm (vCPUs, irqchip, PIT, clock),
  * the devices' own save/restore (virtio_dev.h), snapshot_mem (RAM),
  * snapshot_file and snapshot_io (format, durability).
@@ -41,7 +41,7 @@ static double now_ms(void)
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
 
-static int save_info(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+static int save_info(struct vm *vm, struct snap_writer *w, struct err *e)
 {
 	snap_begin(w, SNAP_SEC_VM_INFO, 0, "vm", e);
 	snap_put_u32(w, VM_INFO_VERSION, e);
@@ -55,7 +55,7 @@ static int save_info(struct kiln_vm *vm, struct snap_writer *w, struct kiln_erro
 
 /* The snapshot must describe this VM: the same RAM, vCPUs and devices.
  * With `devices` 0 only RAM and vCPUs (the devices do not exist yet). */
-static int check_vm_info(struct kiln_vm *vm, const struct snap_view *s, int devices, struct kiln_error *e)
+static int check_vm_info(struct vm *vm, const struct snap_view *s, int devices, struct err *e)
 {
 	const struct snap_section *sec = snap_find(s, SNAP_SEC_VM_INFO, 0);
 	struct snap_cursor c;
@@ -64,32 +64,32 @@ static int check_vm_info(struct kiln_vm *vm, const struct snap_view *s, int devi
 	int r;
 
 	if (!sec)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no VM description section");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no VM description section");
 	snap_cursor_init(&c, sec);
 	if (snap_get_u32(&c) != VM_INFO_VERSION)
-		return kiln_errf(e, -SNAP_ERR_FORMAT, "snapshot: VM description of an unknown version");
+		return err_set(e, -SNAP_ERR_FORMAT, "snapshot: VM description of an unknown version");
 	mem = snap_get_u64(&c);
 	cpus = snap_get_u32(&c);
 	ndev = snap_get_u32(&c);
 	if (c.bad)
 		return snap_cursor_end(&c, e);
 	if (mem != vm->cfg.mem_mib << 20)
-		return kiln_errf(e, EINVAL, "restore: the snapshot has %llu MiB of RAM; start kiln-vmm with --mem %llu",
+		return err_set(e, EINVAL, "restore: the snapshot has %llu MiB of RAM; start kiln-vmm with --mem %llu",
 				 (unsigned long long)(mem >> 20), (unsigned long long)(mem >> 20));
 	if ((int)cpus != vm->ncpus)
-		return kiln_errf(e, EINVAL, "restore: the snapshot has %u vCPUs; start kiln-vmm with --cpus %u", cpus,
+		return err_set(e, EINVAL, "restore: the snapshot has %u vCPUs; start kiln-vmm with --cpus %u", cpus,
 				 cpus);
 	if (!devices)
 		return 0;
 	if ((int)ndev != vm->nvirtio)
-		return kiln_errf(e, EINVAL,
+		return err_set(e, EINVAL,
 				 "restore: the snapshot has %u virtio devices, this VM %d: give the same device options it was taken with",
 				 ndev, vm->nvirtio);
 	for (int i = 0; i < vm->nvirtio; i++) {
 		uint32_t id = snap_get_u32(&c);
 
 		if (!c.bad && id != vm->virtio[i].dev->ops->device_id)
-			return kiln_errf(e, EINVAL,
+			return err_set(e, EINVAL,
 					 "restore: device %d was virtio id %u in the snapshot and is %s now: give the same device options in the same order",
 					 i, id, vm->virtio[i].dev->ops->name);
 	}
@@ -98,19 +98,19 @@ static int check_vm_info(struct kiln_vm *vm, const struct snap_view *s, int devi
 	return 0;
 }
 
-static int check_shape(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+static int check_shape(struct vm *vm, const struct snap_view *s, struct err *e)
 {
 	return check_vm_info(vm, s, 0, e);
 }
 
-static int check_info(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+static int check_info(struct vm *vm, const struct snap_view *s, struct err *e)
 {
 	return check_vm_info(vm, s, 1, e);
 }
 
 /* ---- the UART ---- */
 
-static int save_serial(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+static int save_serial(struct vm *vm, struct snap_writer *w, struct err *e)
 {
 	struct serial *s = &vm->serial;
 
@@ -130,17 +130,17 @@ static int save_serial(struct kiln_vm *vm, struct snap_writer *w, struct kiln_er
 	return snap_end(w, e);
 }
 
-static int load_serial(struct kiln_vm *vm, const struct snap_view *v, struct kiln_error *e)
+static int load_serial(struct vm *vm, const struct snap_view *v, struct err *e)
 {
 	const struct snap_section *sec = snap_find(v, SNAP_SEC_SERIAL, 0);
 	struct serial *s = &vm->serial;
 	struct snap_cursor c;
 
 	if (!sec)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no serial port section");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no serial port section");
 	snap_cursor_init(&c, sec);
 	if (snap_get_u8(&c) != SERIAL_STATE_VERSION)
-		return kiln_errf(e, -SNAP_ERR_FORMAT, "snapshot: serial port state of an unknown version");
+		return err_set(e, -SNAP_ERR_FORMAT, "snapshot: serial port state of an unknown version");
 	pthread_mutex_lock(&s->lock);
 	s->ier = snap_get_u8(&c);
 	s->lcr = snap_get_u8(&c);
@@ -156,13 +156,13 @@ static int load_serial(struct kiln_vm *vm, const struct snap_view *v, struct kil
 
 /* ---- virtio devices: transport state + the device's own bytes ---- */
 
-static int save_devices(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 {
 	uint8_t *buf = malloc(DEVICE_STATE_MAX);
 	int r = 0;
 
 	if (!buf)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	for (int i = 0; i < vm->nvirtio && !r; i++) {
 		struct virtio_dev *d = vm->virtio[i].dev;
 		struct virtio_mmio_state ms;
@@ -171,9 +171,9 @@ static int save_devices(struct kiln_vm *vm, struct snap_writer *w, struct kiln_e
 		memset(&ms, 0, sizeof(ms));
 		virtio_mmio_save(&vm->virtio[i], &ms);
 		if (d->ops->save && (n = d->ops->save(d, buf, DEVICE_STATE_MAX)) < 0) {
-			r = n == -EBUSY ? kiln_errf(e, EBUSY, "snapshot: %s cannot be saved while the guest uses it (a mounted share holds host files open)",
+			r = n == -EBUSY ? err_set(e, EBUSY, "snapshot: %s cannot be saved while the guest uses it (a mounted share holds host files open)",
 						    d->ops->name)
-					: kiln_errf(e, (int)-n, "snapshot: saving %s (device %d): %s", d->ops->name, i,
+					: err_set(e, (int)-n, "snapshot: saving %s (device %d): %s", d->ops->name, i,
 						    strerror((int)-n));
 			break;
 		}
@@ -189,7 +189,7 @@ static int save_devices(struct kiln_vm *vm, struct snap_writer *w, struct kiln_e
 	return r;
 }
 
-static int load_devices(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 {
 	for (int i = 0; i < vm->nvirtio; i++) {
 		const struct snap_section *sec = snap_find(s, SNAP_SEC_DEVICE, (uint32_t)i);
@@ -201,21 +201,21 @@ static int load_devices(struct kiln_vm *vm, const struct snap_view *s, struct ki
 		int r;
 
 		if (!sec)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no state for device %d (%s)", i, d->ops->name);
+			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no state for device %d (%s)", i, d->ops->name);
 		snap_cursor_init(&c, sec);
 		snap_get_u32(&c); /* device id: checked by check_info */
 		if (snap_get_u32(&c) != sizeof(ms))
-			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's transport state has the wrong size", i);
+			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's transport state has the wrong size", i);
 		snap_get(&c, &ms, sizeof(ms));
 		n = snap_get_u32(&c);
 		if (c.bad || n != sec->len - c.off)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's state is malformed", i);
+			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's state is malformed", i);
 		p = sec->data + c.off;
 		if (virtio_mmio_restore(&vm->virtio[i], &ms) < 0)
-			return kiln_errf(e, EINVAL, "restore: %s (device %d): transport state refused (queues outside RAM?)",
+			return err_set(e, EINVAL, "restore: %s (device %d): transport state refused (queues outside RAM?)",
 					 d->ops->name, i);
 		if (d->ops->restore && (r = d->ops->restore(d, p, n)) < 0)
-			return kiln_errf(e, -r, "restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
+			return err_set(e, -r, "restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
 					 d->ops->name, i);
 	}
 	return 0;
@@ -225,7 +225,7 @@ static int load_devices(struct kiln_vm *vm, const struct snap_view *s, struct ki
 
 /* Copy src into DIRFD/NAME (through NAME.tmp): a reflink when the
  * filesystem can, else the data extents only, so holes stay holes. */
-static int copy_file(const char *src, int dirfd, const char *name, uint64_t *bytes, struct kiln_error *e)
+static int copy_file(const char *src, int dirfd, const char *name, uint64_t *bytes, struct err *e)
 {
 	int in = open(src, O_RDONLY | O_CLOEXEC), out;
 	struct stat st;
@@ -233,9 +233,9 @@ static int copy_file(const char *src, int dirfd, const char *name, uint64_t *byt
 	int r;
 
 	if (in < 0)
-		return kiln_errf(e, errno, "snapshot: opening overlay %s: %s", src, strerror(errno));
+		return err_set(e, errno, "snapshot: opening overlay %s: %s", src, strerror(errno));
 	if (fstat(in, &st) < 0) {
-		r = kiln_errf(e, errno, "snapshot: %s: %s", src, strerror(errno));
+		r = err_set(e, errno, "snapshot: %s: %s", src, strerror(errno));
 		close(in);
 		return r;
 	}
@@ -277,17 +277,17 @@ done:
 	close(in);
 	return snap_tmp_commit(dirfd, name, out, e);
 fail:
-	r = kiln_errf(e, errno, "snapshot: copying overlay %s: %s", src, strerror(errno));
+	r = err_set(e, errno, "snapshot: copying overlay %s: %s", src, strerror(errno));
 	close(in);
 	snap_tmp_abort(dirfd, name, out);
 	return r;
 }
 
-static int save_disks(struct kiln_vm *vm, int dirfd, uint64_t *bytes, struct kiln_error *e)
+static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 {
 	*bytes = 0;
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
-		const struct kiln_disk_cfg *c = &vm->cfg.disk[i];
+		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
 		char name[16];
 		uint64_t n = 0;
 		int r;
@@ -295,7 +295,7 @@ static int save_disks(struct kiln_vm *vm, int dirfd, uint64_t *bytes, struct kil
 		if (!c->overlay) {
 			if (c->read_only)
 				continue; /* the same image serves the restore */
-			return kiln_errf(e, EINVAL,
+			return err_set(e, EINVAL,
 					 "snapshot: disk %d (%s) is writable without an overlay: give it ,ro or ,overlay=PATH to snapshot the VM",
 					 i, c->path);
 		}
@@ -308,10 +308,10 @@ static int save_disks(struct kiln_vm *vm, int dirfd, uint64_t *bytes, struct kil
 }
 
 /* Before the disks open: each overlay starts as the snapshot's copy. */
-static int restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct kiln_error *e)
+static int restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
 {
 	for (int i = 0; i < cfg->ndisk; i++) {
-		const struct kiln_disk_cfg *c = &cfg->disk[i];
+		const struct devspec_disk_cfg *c = &cfg->disk[i];
 		char name[16], dir[4096], *slash;
 		const char *base;
 		uint64_t n;
@@ -320,12 +320,12 @@ static int restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct ki
 		snprintf(name, sizeof(name), "disk%d", i);
 		if (faccessat(snapfd, name, F_OK, 0) < 0) {
 			if (c->overlay || !c->read_only)
-				return kiln_errf(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks",
+				return err_set(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks",
 						 i);
 			continue;
 		}
 		if (!c->overlay)
-			return kiln_errf(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH",
+			return err_set(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH",
 					 i);
 		snprintf(dir, sizeof(dir), "%s", c->overlay);
 		slash = strrchr(dir, '/');
@@ -337,7 +337,7 @@ static int restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct ki
 		}
 		dfd = open(slash ? (dir[0] ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
-			return kiln_errf(e, errno, "restore: overlay directory of %s: %s", c->overlay, strerror(errno));
+			return err_set(e, errno, "restore: overlay directory of %s: %s", c->overlay, strerror(errno));
 		/* copy_file reads a path: the snapshot's copy by its /proc name. */
 		{
 			char src[64];
@@ -355,7 +355,7 @@ static int restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct ki
 /* ---- snapshot ---- */
 
 /* Split an absolute DIR into its parent (opened) and last component. */
-static int open_parent(const char *dir, char *name, size_t n, struct kiln_error *e)
+static int open_parent(const char *dir, char *name, size_t n, struct err *e)
 {
 	char parent[4096];
 	char *slash;
@@ -363,13 +363,13 @@ static int open_parent(const char *dir, char *name, size_t n, struct kiln_error 
 	size_t len = strlen(dir);
 
 	if (dir[0] != '/' || len >= sizeof(parent))
-		return kiln_errf(e, EINVAL, "snapshot: '%s' must be an absolute path", dir);
+		return err_set(e, EINVAL, "snapshot: '%s' must be an absolute path", dir);
 	memcpy(parent, dir, len + 1);
 	while (len > 1 && parent[len - 1] == '/')
 		parent[--len] = 0;
 	slash = strrchr(parent, '/');
 	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0 || strlen(slash + 1) >= n)
-		return kiln_errf(e, EINVAL, "snapshot: '%s' does not end in a directory name", dir);
+		return err_set(e, EINVAL, "snapshot: '%s' does not end in a directory name", dir);
 	snprintf(name, n, "%s", slash + 1);
 	if (slash == parent)
 		slash[1] = 0;
@@ -377,12 +377,12 @@ static int open_parent(const char *dir, char *name, size_t n, struct kiln_error 
 		*slash = 0;
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		return kiln_errf(e, errno, "snapshot: %s: %s", parent, strerror(errno));
+		return err_set(e, errno, "snapshot: %s: %s", parent, strerror(errno));
 	return fd;
 }
 
-static int write_snapshot(struct kiln_vm *vm, int dfd, int compress, struct kiln_snapshot_info *info,
-			  struct kiln_error *e)
+static int write_snapshot(struct vm *vm, int dfd, int compress, struct vm_snapshot_info *info,
+			  struct err *e)
 {
 	struct snap_writer w = { 0 };
 	struct snap_compat who;
@@ -415,8 +415,8 @@ out:
 	return r;
 }
 
-int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct kiln_snapshot_info *info,
-		     struct kiln_error *e)
+int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot_info *info,
+		     struct err *e)
 {
 	double t0 = now_ms();
 	char name[256];
@@ -424,11 +424,11 @@ int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct k
 
 	memset(info, 0, sizeof(*info));
 	if (vm->cfg.hugepages)
-		return kiln_errf(e, ENOTSUP, "snapshot: hugepage-backed guests cannot be snapshotted yet");
+		return err_set(e, ENOTSUP, "snapshot: hugepage-backed guests cannot be snapshotted yet");
 	if ((parent = open_parent(dir, name, sizeof(name), e)) < 0)
 		return parent;
-	was_paused = kiln_vm_is_paused(vm);
-	if (!was_paused && (r = kiln_vm_pause(vm, e))) {
+	was_paused = vm_is_paused(vm);
+	if (!was_paused && (r = vm_pause(vm, e))) {
 		close(parent);
 		return r;
 	}
@@ -442,10 +442,10 @@ int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct k
 	}
 	close(parent);
 	if (!was_paused) {
-		struct kiln_error e2;
+		struct err e2;
 
-		if (kiln_vm_resume(vm, &e2) && !r)
-			r = kiln_errf(e, EIO, "snapshot written, but %s", e2.msg);
+		if (vm_resume(vm, &e2) && !r)
+			r = err_set(e, EIO, "snapshot written, but %s", e2.msg);
 	}
 	info->ms = now_ms() - t0;
 	return r;
@@ -453,26 +453,26 @@ int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct k
 
 /* ---- restore ---- */
 
-int vm_restore_open(const struct kiln_vm_config *cfg, struct kiln_error *e)
+int vm_restore_open(const struct vm_config *cfg, struct err *e)
 {
 	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return kiln_errf(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
+		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
 	if (cfg->hugepages) {
 		close(fd);
-		return kiln_errf(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
+		return err_set(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
 	}
 	return fd;
 }
 
-int vm_restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct kiln_error *e)
+int vm_restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
 {
 	return restore_disks(cfg, snapfd, e);
 }
 
-int vm_restore_state(struct kiln_vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
-		     struct kiln_error *e)
+int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
+		     struct err *e)
 {
 	struct snap_compat host;
 	size_t len;
@@ -492,7 +492,7 @@ int vm_restore_state(struct kiln_vm *vm, int snapfd, struct snap_view *view, uin
 	return 0;
 }
 
-int vm_restore_memory(struct kiln_vm *vm, int snapfd, const struct snap_view *view, struct kiln_error *e)
+int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e)
 {
 	void *at;
 	int fd, r;
@@ -503,7 +503,7 @@ int vm_restore_memory(struct kiln_vm *vm, int snapfd, const struct snap_view *vi
 	if (fd == -ENOENT) {
 		fd = openat(snapfd, SNAP_MEMZ_FILE, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
-			return kiln_errf(e, errno, "restore: the snapshot has no memory file: %s", strerror(errno));
+			return err_set(e, errno, "restore: the snapshot has no memory file: %s", strerror(errno));
 		r = snap_mem_read_z(fd, vm->mem.host, vm->mem.size, e);
 		close(fd);
 		return r;
@@ -517,7 +517,7 @@ int vm_restore_memory(struct kiln_vm *vm, int snapfd, const struct snap_view *vi
 	return r;
 }
 
-int vm_restore_cpus_devices(struct kiln_vm *vm, const struct snap_view *view, struct kiln_error *e)
+int vm_restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct err *e)
 {
 	int r;
 

@@ -1,9 +1,9 @@
 /*
  * snapshot: saving a VM to a snapshot directory and the steps of bringing
- * one back, for vm.c (embedders use kiln_vm_snapshot and
- * kiln_vm_config.restore_dir in vm.h).
+ * one back, for vm.c (embedders use vm_snapshot and
+ * vm_config.restore_dir in vm.h).
  *
- * Restore, in kiln_vm_create's order: vm_restore_open (the directory),
+ * Restore, in vm_create's order: vm_restore_open (the directory),
  * vm_restore_disks (before the disks open: overlays start as the
  * snapshot's copies), vm_restore_state (read and check the state file
  * against this host), vm_restore_memory (after RAM is mapped and the
@@ -16,12 +16,12 @@
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/core/vm_internal.h"
 
-int vm_restore_open(const struct kiln_vm_config *cfg, struct kiln_error *e);
-int vm_restore_disks(const struct kiln_vm_config *cfg, int snapfd, struct kiln_error *e);
+int vm_restore_open(const struct vm_config *cfg, struct err *e);
+int vm_restore_disks(const struct vm_config *cfg, int snapfd, struct err *e);
 /* On success *buf holds the bytes `view` points into: free both after. */
-int vm_restore_state(struct kiln_vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
-		     struct kiln_error *e);
-int vm_restore_memory(struct kiln_vm *vm, int snapfd, const struct snap_view *view, struct kiln_error *e);
-int vm_restore_cpus_devices(struct kiln_vm *vm, const struct snap_view *view, struct kiln_error *e);
+int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
+		     struct err *e);
+int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e);
+int vm_restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct err *e);
 
 #endif

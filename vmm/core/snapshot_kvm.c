@@ -4,6 +4,7 @@
 #include <cpuid.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 
@@ -43,15 +44,15 @@ static int one_msr(int vcpu_fd, unsigned long req, uint32_t index, uint64_t *dat
  * and every later snapshot reuses the list (vm->snap_msrs, freed with the
  * VM).
  */
-static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, const uint32_t **out, uint32_t *n,
-			 struct kiln_error *e)
+static int readable_msrs(struct vm *vm, int vcpu_fd, const uint32_t **out, uint32_t *n,
+			 struct err *e)
 {
 	struct kvm_msr_list *l = calloc(1, sizeof(*l) + MSR_LIST_MAX * sizeof(uint32_t));
 	uint32_t *ok;
 	uint32_t k = 0;
 
 	if (!l)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	if (vm->snap_msrs) {
 		free(l);
 		*out = vm->snap_msrs;
@@ -63,12 +64,12 @@ static int readable_msrs(struct kiln_vm *vm, int vcpu_fd, const uint32_t **out, 
 		int err = errno;
 
 		free(l);
-		return kiln_errf(e, err, "KVM_GET_MSR_INDEX_LIST: %s", strerror(err));
+		return err_set(e, err, "KVM_GET_MSR_INDEX_LIST: %s", strerror(err));
 	}
 	ok = calloc(l->nmsrs ? l->nmsrs : 1, sizeof(uint32_t));
 	if (!ok) {
 		free(l);
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < l->nmsrs; i++) {
 		uint64_t v = 0;
@@ -122,14 +123,14 @@ static uint64_t cpuid_feature_digest(const struct kvm_cpuid2 *t)
 	return h;
 }
 
-int snap_kvm_compat(struct kiln_vm *vm, struct snap_compat *out, struct kiln_error *e)
+int snap_kvm_compat(struct vm *vm, struct snap_compat *out, struct err *e)
 {
 	unsigned a, b, c, d, a1, b1, c1, d1;
 
 	memset(out, 0, sizeof(*out));
 	snprintf(out->kiln_version, sizeof(out->kiln_version), "%s", KILN_VERSION);
 	if (!__get_cpuid(0, &a, &b, &c, &d) || !__get_cpuid(1, &a1, &b1, &c1, &d1))
-		return kiln_errf(e, ENODEV, "this CPU has no CPUID leaf 1");
+		return err_set(e, ENODEV, "this CPU has no CPUID leaf 1");
 	snap_cpu_from_cpuid(&out->cpu, b, c, d, a1);
 	out->cpu.features = cpuid_feature_digest(vm->cpuid);
 	return 0;
@@ -137,15 +138,15 @@ int snap_kvm_compat(struct kiln_vm *vm, struct snap_compat *out, struct kiln_err
 
 /* One KVM_GET_* into a section named `name`. */
 static int save_ioctl(struct snap_writer *w, int fd, unsigned long req, void *buf, size_t len, uint32_t type,
-		      uint32_t index, const char *name, struct kiln_error *e)
+		      uint32_t index, const char *name, struct err *e)
 {
 	memset(buf, 0, len);
 	if (ioctl(fd, req, buf) < 0)
-		return kiln_errf(e, errno, "snapshot: reading %s of vCPU/VM %u: %s", name, index, strerror(errno));
+		return err_set(e, errno, "snapshot: reading %s of vCPU/VM %u: %s", name, index, strerror(errno));
 	return snap_add(w, type, index, name, buf, len, e);
 }
 
-int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w, struct kiln_error *e)
+int snap_kvm_save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w, struct err *e)
 {
 	uint32_t id = (uint32_t)v->id, n = 0;
 	const uint32_t *idx = NULL;
@@ -167,13 +168,13 @@ int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w
 		return r;
 	msrs = calloc(1, sizeof(*msrs) + n * sizeof(struct kvm_msr_entry));
 	if (!msrs)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	msrs->nmsrs = n;
 	for (uint32_t i = 0; i < n; i++)
 		msrs->entries[i].index = idx[i];
 	if ((uint32_t)ioctl(v->fd, KVM_GET_MSRS, msrs) != n) {
 		free(msrs);
-		return kiln_errf(e, EIO, "snapshot: reading vCPU %u's MSRs failed part way", id);
+		return err_set(e, EIO, "snapshot: reading vCPU %u's MSRs failed part way", id);
 	}
 	snap_begin(w, SNAP_SEC_VCPU_MSRS, id, "msrs", e);
 	snap_put_u32(w, n, e);
@@ -185,7 +186,7 @@ int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w
 	return snap_end(w, e);
 }
 
-int snap_kvm_save_vm(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e)
+int snap_kvm_save_vm(struct vm *vm, struct snap_writer *w, struct err *e)
 {
 	struct kvm_irqchip chip;
 	struct kvm_pit_state2 pit;
@@ -196,7 +197,7 @@ int snap_kvm_save_vm(struct kiln_vm *vm, struct snap_writer *w, struct kiln_erro
 		memset(&chip, 0, sizeof(chip));
 		chip.chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _SLAVE, _IOAPIC */
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip) < 0)
-			return kiln_errf(e, errno, "snapshot: KVM_GET_IRQCHIP %u: %s", i, strerror(errno));
+			return err_set(e, errno, "snapshot: KVM_GET_IRQCHIP %u: %s", i, strerror(errno));
 		if (i < 2)
 			r = snap_add(w, SNAP_SEC_PIC, i, "pic", &chip, sizeof(chip), e);
 		else
@@ -213,16 +214,16 @@ int snap_kvm_save_vm(struct kiln_vm *vm, struct snap_writer *w, struct kiln_erro
 
 /* The section (type, index) as exactly `len` bytes, or an error naming it. */
 static const void *need(const struct snap_view *s, uint32_t type, uint32_t index, size_t len, const char *what,
-			int *r, struct kiln_error *e)
+			int *r, struct err *e)
 {
 	const struct snap_section *sec = snap_find(s, type, index);
 
 	if (!sec) {
-		*r = kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no %s for vCPU/VM %u", what, index);
+		*r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no %s for vCPU/VM %u", what, index);
 		return NULL;
 	}
 	if (sec->len != len) {
-		*r = kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: %s of vCPU/VM %u is %llu bytes, not %zu", what,
+		*r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot: %s of vCPU/VM %u is %llu bytes, not %zu", what,
 			       index, (unsigned long long)sec->len, len);
 		return NULL;
 	}
@@ -232,7 +233,7 @@ static const void *need(const struct snap_view *s, uint32_t type, uint32_t index
 
 /* Copy a section into `buf` and KVM_SET_* it. */
 static int load_ioctl(const struct snap_view *s, int fd, unsigned long req, void *buf, size_t len,
-		      uint32_t type, uint32_t index, const char *name, struct kiln_error *e)
+		      uint32_t type, uint32_t index, const char *name, struct err *e)
 {
 	const void *p;
 	int r;
@@ -241,11 +242,11 @@ static int load_ioctl(const struct snap_view *s, int fd, unsigned long req, void
 		return r;
 	memcpy(buf, p, len);
 	if (ioctl(fd, req, buf) < 0)
-		return kiln_errf(e, errno, "restore: KVM refused %s of vCPU/VM %u: %s", name, index, strerror(errno));
+		return err_set(e, errno, "restore: KVM refused %s of vCPU/VM %u: %s", name, index, strerror(errno));
 	return 0;
 }
 
-static int load_msrs(const struct snap_view *s, struct vcpu *v, struct kiln_error *e)
+static int load_msrs(const struct snap_view *s, struct vcpu *v, struct err *e)
 {
 	const struct snap_section *sec = snap_find(s, SNAP_SEC_VCPU_MSRS, (uint32_t)v->id);
 	struct snap_cursor c;
@@ -254,14 +255,14 @@ static int load_msrs(const struct snap_view *s, struct vcpu *v, struct kiln_erro
 	int r;
 
 	if (!sec)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: no MSRs for vCPU %d", v->id);
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no MSRs for vCPU %d", v->id);
 	snap_cursor_init(&c, sec);
 	n = snap_get_u32(&c);
 	if (n > MSR_LIST_MAX || sec->len != 4 + (uint64_t)n * 12)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot: vCPU %d's MSR section is malformed", v->id);
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: vCPU %d's MSR section is malformed", v->id);
 	msrs = calloc(1, sizeof(*msrs) + n * sizeof(struct kvm_msr_entry));
 	if (!msrs)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	msrs->nmsrs = n;
 	for (uint32_t i = 0; i < n; i++) {
 		msrs->entries[i].index = snap_get_u32(&c);
@@ -276,12 +277,12 @@ static int load_msrs(const struct snap_view *s, struct vcpu *v, struct kiln_erro
 		uint32_t bad = msrs->entries[r].index;
 
 		free(msrs);
-		return kiln_errf(e, EINVAL, "restore: this host's KVM refused MSR %#x of vCPU %d: the snapshot is from an incompatible host",
+		return err_set(e, EINVAL, "restore: this host's KVM refused MSR %#x of vCPU %d: the snapshot is from an incompatible host",
 				 bad, v->id);
 	}
 	free(msrs);
 	if (r < 0)
-		return kiln_errf(e, errno, "restore: KVM_SET_MSRS on vCPU %d: %s", v->id, strerror(errno));
+		return err_set(e, errno, "restore: KVM_SET_MSRS on vCPU %d: %s", v->id, strerror(errno));
 	return 0;
 }
 
@@ -290,7 +291,7 @@ static int load_msrs(const struct snap_view *s, struct vcpu *v, struct kiln_erro
  * timer Linux uses here) is written again after it, or the vCPU would
  * wait forever for its next tick.
  */
-static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct kiln_error *e)
+static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct err *e)
 {
 	const struct snap_section *sec = snap_find(s, SNAP_SEC_VCPU_MSRS, (uint32_t)v->id);
 	struct snap_cursor c;
@@ -305,13 +306,13 @@ static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct k
 		if (index != MSR_IA32_TSC_DEADLINE)
 			continue;
 		if (one_msr(v->fd, KVM_SET_MSRS, index, &data) != 1)
-			return kiln_errf(e, EINVAL, "restore: KVM refused vCPU %d's TSC deadline", v->id);
+			return err_set(e, EINVAL, "restore: KVM refused vCPU %d's TSC deadline", v->id);
 		break;
 	}
 	return 0;
 }
 
-int snap_kvm_load_vcpu(struct kiln_vm *vm, struct vcpu *v, const struct snap_view *s, struct kiln_error *e)
+int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s, struct err *e)
 {
 	uint32_t id = (uint32_t)v->id;
 	union vcpu_state u;
@@ -336,12 +337,12 @@ int snap_kvm_load_vcpu(struct kiln_vm *vm, struct vcpu *v, const struct snap_vie
 	/* Which optional fields to apply: all that a GET fills. */
 	u.ev.flags |= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
 	if (ioctl(v->fd, KVM_SET_VCPU_EVENTS, &u.ev) < 0)
-		return kiln_errf(e, errno, "restore: KVM refused events of vCPU %u: %s", id, strerror(errno));
+		return err_set(e, errno, "restore: KVM refused events of vCPU %u: %s", id, strerror(errno));
 	return load_ioctl(s, v->fd, KVM_SET_DEBUGREGS, &u.dr, sizeof(u.dr), SNAP_SEC_VCPU_DEBUGREGS, id, "debugregs",
 			  e);
 }
 
-int snap_kvm_load_vm(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e)
+int snap_kvm_load_vm(struct vm *vm, const struct snap_view *s, struct err *e)
 {
 	struct kvm_irqchip chip;
 	struct kvm_pit_state2 pit;
@@ -362,6 +363,6 @@ int snap_kvm_load_vm(struct kiln_vm *vm, const struct snap_view *s, struct kiln_
 	/* Only the clock value: the host and realtime fields describe the old host. */
 	clk.flags = 0;
 	if (ioctl(vm->vm_fd, KVM_SET_CLOCK, &clk) < 0)
-		return kiln_errf(e, errno, "restore: KVM_SET_CLOCK: %s", strerror(errno));
+		return err_set(e, errno, "restore: KVM_SET_CLOCK: %s", strerror(errno));
 	return 0;
 }

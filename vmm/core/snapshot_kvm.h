@@ -3,7 +3,7 @@
  * MSRs, local APIC, events and MP state, and the VM's PIC, IOAPIC, PIT
  * and kvmclock — read into state-file sections and written back.
  *
- * Contract: save only with every vCPU out of KVM_RUN (kiln_vm_pause); load
+ * Contract: save only with every vCPU out of KVM_RUN (vm_pause); load
  * into a freshly created VM whose vCPUs were given the same CPUID, before
  * any of them runs. The payloads are KVM's own uapi structs, whose layout
  * is ABI; a section of the wrong size is refused with its name. MSRs are
@@ -18,12 +18,12 @@
 #include "vmm/core/vm_internal.h"
 
 /* The host record a snapshot of `vm` carries and a restore must match. */
-int snap_kvm_compat(struct kiln_vm *vm, struct snap_compat *out, struct kiln_error *e);
+int snap_kvm_compat(struct vm *vm, struct snap_compat *out, struct err *e);
 
-int snap_kvm_save_vcpu(struct kiln_vm *vm, struct vcpu *v, struct snap_writer *w, struct kiln_error *e);
-int snap_kvm_save_vm(struct kiln_vm *vm, struct snap_writer *w, struct kiln_error *e);
+int snap_kvm_save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w, struct err *e);
+int snap_kvm_save_vm(struct vm *vm, struct snap_writer *w, struct err *e);
 
-int snap_kvm_load_vcpu(struct kiln_vm *vm, struct vcpu *v, const struct snap_view *s, struct kiln_error *e);
-int snap_kvm_load_vm(struct kiln_vm *vm, const struct snap_view *s, struct kiln_error *e);
+int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s, struct err *e);
+int snap_kvm_load_vm(struct vm *vm, const struct snap_view *s, struct err *e);
 
 #endif

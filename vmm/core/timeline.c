@@ -1,5 +1,7 @@
 #include "vmm/core/timeline.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -59,22 +61,46 @@ int timeline_has(struct timeline *t, const char *name)
 	return found;
 }
 
-void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status)
+int timeline_count(struct timeline *t)
 {
+	int n;
+
 	pthread_mutex_lock(&t->lock);
-	if (json) {
-		fprintf(f, "{\"unit\":\"ms\",\"milestones\":[");
-		for (int i = 0; i < t->n; i++)
-			fprintf(f, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "", t->m[i].name,
-				t->m[i].ns / 1e6, t->m[i].derived ? ",\"derived\":true" : "");
-		fprintf(f, "],\"exit\":{\"reason\":\"%s\",\"status\":%d}}\n", exit_reason, exit_status);
-	} else {
-		fprintf(f, "boot timeline (ms since kiln-vmm start):\n");
-		for (int i = 0; i < t->n; i++)
-			fprintf(f, "  %-20s %10.3f%s\n", t->m[i].name, t->m[i].ns / 1e6,
-				t->m[i].derived ? "  (guest clock: init time - guest uptime)" : "");
-		fprintf(f, "  exit: %s (status %d)\n", exit_reason, exit_status);
+	n = t->n;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int timeline_get(struct timeline *t, int i, char *name, size_t n, uint64_t *ns, int *derived)
+{
+	int r = -ERANGE;
+
+	pthread_mutex_lock(&t->lock);
+	if (i >= 0 && i < t->n) {
+		if (name && n)
+			snprintf(name, n, "%s", t->m[i].name);
+		if (ns)
+			*ns = t->m[i].ns;
+		if (derived)
+			*derived = t->m[i].derived;
+		r = 0;
 	}
 	pthread_mutex_unlock(&t->lock);
-	fflush(f);
+	return r;
+}
+
+int timeline_find(struct timeline *t, const char *name, uint64_t *ns)
+{
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < t->n && r; i++) {
+		if (strcmp(t->m[i].name, name) == 0) {
+			if (ns)
+				*ns = t->m[i].ns;
+			r = 0;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }

@@ -10,7 +10,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
+#include <stddef.h>
 
 #define TIMELINE_MAX 64
 #define TIMELINE_NAME 32
@@ -40,7 +40,12 @@ void timeline_mark(struct timeline *t, const char *name);
 /* 1 when a milestone called `name` was recorded. */
 int timeline_has(struct timeline *t, const char *name);
 
-/* Print as text (one milestone a line) or as one JSON object. */
-void timeline_print(struct timeline *t, FILE *f, int json, const char *exit_reason, int exit_status);
+/* Entries so far; entry i's name (copied, NUL-terminated, cut to n),
+ * time since t0 and derived flag: 0 or -ERANGE. Entries never change once
+ * recorded. */
+int timeline_count(struct timeline *t);
+int timeline_get(struct timeline *t, int i, char *name, size_t n, uint64_t *ns, int *derived);
+/* The first milestone called `name`: 0 with *ns, or -ENOENT. */
+int timeline_find(struct timeline *t, const char *name, uint64_t *ns);
 
 #endif

@@ -68,7 +68,7 @@ static int set_lapic_lints(int fd)
 	return 0;
 }
 
-static int set_boot_state(struct kiln_vm *vm, int fd)
+static int set_boot_state(struct vm *vm, int fd)
 {
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
@@ -93,7 +93,7 @@ static int set_boot_state(struct kiln_vm *vm, int fd)
 	return 0;
 }
 
-int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e)
+int vcpu_create(struct vm *vm, int id, struct err *e)
 {
 	struct vcpu *v = &vm->vcpu[id];
 	size_t csize = sizeof(*vm->cpuid) + vm->cpuid->nent * sizeof(vm->cpuid->entries[0]);
@@ -104,42 +104,42 @@ int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e)
 	v->id = id;
 	v->fd = ioctl(vm->vm_fd, KVM_CREATE_VCPU, id);
 	if (v->fd < 0)
-		return kiln_errf(e, errno, "KVM_CREATE_VCPU %d: %s", id, strerror(errno));
+		return err_set(e, errno, "KVM_CREATE_VCPU %d: %s", id, strerror(errno));
 	v->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		v->run = NULL;
-		return kiln_errf(e, errno, "mapping vCPU %d's run area: %s", id, strerror(errno));
+		return err_set(e, errno, "mapping vCPU %d's run area: %s", id, strerror(errno));
 	}
 	c = malloc(csize);
 	if (!c)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	memcpy(c, vm->cpuid, csize);
 	tscd = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
 	cpuid_fixup(c, id, vm->ncpus, tscd);
 	err = ioctl(v->fd, KVM_SET_CPUID2, c) < 0 ? errno : 0;
 	free(c);
 	if (err)
-		return kiln_errf(e, err, "KVM_SET_CPUID2 on vCPU %d: %s", id, strerror(err));
+		return err_set(e, err, "KVM_SET_CPUID2 on vCPU %d: %s", id, strerror(err));
 	if ((err = set_lapic_lints(v->fd)))
-		return kiln_errf(e, -err, "setting vCPU %d's local APIC: %s", id, strerror(-err));
+		return err_set(e, -err, "setting vCPU %d's local APIC: %s", id, strerror(-err));
 	/* Application processors wait for INIT/SIPI in the in-kernel LAPIC. */
 	if (id == 0 && (err = set_boot_state(vm, v->fd)))
-		return kiln_errf(e, -err, "setting the boot CPU's registers: %s", strerror(-err));
+		return err_set(e, -err, "setting the boot CPU's registers: %s", strerror(-err));
 	return 0;
 }
 
-static void log_unhandled(struct kiln_vm *vm, const char *what, uint64_t addr, uint32_t size, int w)
+static void log_unhandled(struct vm *vm, const char *what, uint64_t addr, uint32_t size, int w)
 {
 	if (!vm->cfg.verbose || vm->verbose_budget <= 0)
 		return;
 	vm->verbose_budget--;
-	fprintf(stderr, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n", w ? "write" : "read",
+	dprintf(vm->cfg.log_fd, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n", w ? "write" : "read",
 		what, (unsigned long long)addr, size);
 }
 
 static int handle_io(struct vcpu *v)
 {
-	struct kiln_vm *vm = v->vm;
+	struct vm *vm = v->vm;
 	struct kvm_run *r = v->run;
 	uint8_t *data = (uint8_t *)r + r->io.data_offset;
 	int w = r->io.direction == KVM_EXIT_IO_OUT;
@@ -167,10 +167,17 @@ static void handle_mmio(struct vcpu *v)
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
-	struct kiln_vm *vm = v->vm;
+	struct vm *vm = v->vm;
 	struct kvm_run *r = v->run;
 	char name[16];
 
+	sigset_t kick;
+
+	/* The caller's threads may block the kick signal (this thread
+	 * inherited their mask): vm_stop and vm_pause need it delivered. */
+	sigemptyset(&kick);
+	sigaddset(&kick, vm->cfg.kick_signal);
+	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	snprintf(name, sizeof(name), "vcpu%d", v->id);
 	pthread_setname_np(pthread_self(), name);
 	if (v->id == 0)
@@ -186,39 +193,39 @@ static void *vcpu_thread(void *arg)
 					break;
 				continue;
 			}
-			vm_stop(vm, KILN_EXIT_FAILURE, "KVM_RUN on vCPU %d failed: %s", v->id, strerror(errno));
+			vm_stop(vm, VM_EXIT_FAILURE, "KVM_RUN on vCPU %d failed: %s", v->id, strerror(errno));
 			break;
 		}
 		switch (r->exit_reason) {
 		case KVM_EXIT_IO:
 			if (handle_io(v) < 0)
-				vm_stop(vm, KILN_EXIT_FAILURE, "vCPU %d: malformed I/O exit", v->id);
+				vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: malformed I/O exit", v->id);
 			break;
 		case KVM_EXIT_MMIO:
 			handle_mmio(v);
 			break;
 		case KVM_EXIT_SHUTDOWN:
-			vm_stop(vm, KILN_EXIT_TRIPLE_FAULT, "guest triple fault on vCPU %d (rip unknown after reset)",
+			vm_stop(vm, VM_EXIT_TRIPLE_FAULT, "guest triple fault on vCPU %d (rip unknown after reset)",
 				v->id);
 			break;
 		case KVM_EXIT_SYSTEM_EVENT:
-			vm_stop(vm, KILN_EXIT_RESET, "guest system event %u (reset/poweroff)",
+			vm_stop(vm, VM_EXIT_RESET, "guest system event %u (reset/poweroff)",
 				r->system_event.type);
 			break;
 		case KVM_EXIT_HLT:
 			/* With the in-kernel LAPIC a HLT exit means the guest halted for good. */
-			vm_stop(vm, KILN_EXIT_RESET, "guest halted");
+			vm_stop(vm, VM_EXIT_RESET, "guest halted");
 			break;
 		case KVM_EXIT_FAIL_ENTRY:
-			vm_stop(vm, KILN_EXIT_FAILURE, "vCPU %d: VM entry failed (hardware reason %#llx)", v->id,
+			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: VM entry failed (hardware reason %#llx)", v->id,
 				(unsigned long long)r->fail_entry.hardware_entry_failure_reason);
 			break;
 		case KVM_EXIT_INTERNAL_ERROR:
-			vm_stop(vm, KILN_EXIT_FAILURE, "vCPU %d: KVM internal error (suberror %u)", v->id,
+			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: KVM internal error (suberror %u)", v->id,
 				r->internal.suberror);
 			break;
 		default:
-			vm_stop(vm, KILN_EXIT_FAILURE, "vCPU %d: unhandled KVM exit reason %u", v->id,
+			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: unhandled KVM exit reason %u", v->id,
 				r->exit_reason);
 			break;
 		}

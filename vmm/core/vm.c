@@ -40,29 +40,29 @@ struct file_map {
 };
 
 /* Map a file read-only: the kernel is read once from the page cache. */
-static int map_file(const char *path, const char *what, struct file_map *m, struct kiln_error *e)
+static int map_file(const char *path, const char *what, struct file_map *m, struct err *e)
 {
 	struct stat st;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	void *p;
 
 	if (fd < 0)
-		return kiln_errf(e, errno, "%s '%s': %s", what, path, strerror(errno));
+		return err_set(e, errno, "%s '%s': %s", what, path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return kiln_errf(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s '%s': not a regular file",
+		return err_set(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s '%s': not a regular file",
 				 what, path);
 	}
 	if (st.st_size == 0) {
 		close(fd);
-		return kiln_errf(e, ENOEXEC, "%s '%s': file is empty", what, path);
+		return err_set(e, ENOEXEC, "%s '%s': file is empty", what, path);
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED) {
 		int err = errno;
 
 		close(fd);
-		return kiln_errf(e, err, "%s '%s': %s", what, path, strerror(err));
+		return err_set(e, err, "%s '%s': %s", what, path, strerror(err));
 	}
 	m->data = p;
 	m->len = (size_t)st.st_size;
@@ -71,7 +71,7 @@ static int map_file(const char *path, const char *what, struct file_map *m, stru
 }
 
 /* Name the file in a format error, so the user knows which input was wrong. */
-static void prefix_kernel(struct kiln_error *e, const char *path)
+static void prefix_kernel(struct err *e, const char *path)
 {
 	char msg[2 * sizeof(e->msg)];
 
@@ -92,7 +92,7 @@ static void unmap_file(struct file_map *m)
 	m->fd = -1;
 }
 
-void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
+void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 {
 	va_list ap;
 	uint64_t one = 1;
@@ -117,7 +117,7 @@ void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
 	}
 	for (int i = 0; i < vm->ncpus; i++) {
 		if (vm->vcpu[i].started && !pthread_equal(vm->vcpu[i].thread, pthread_self()))
-			pthread_kill(vm->vcpu[i].thread, KILN_KICK_SIGNAL);
+			pthread_kill(vm->vcpu[i].thread, vm->cfg.kick_signal);
 	}
 	pthread_mutex_unlock(&vm->lock);
 	if (write(vm->stop_efd, &one, sizeof(one)) < 0) {
@@ -127,7 +127,7 @@ void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
 
 static void irq_line(void *ctx, int gsi, int level)
 {
-	struct kiln_vm *vm = ctx;
+	struct vm *vm = ctx;
 	struct kvm_irq_level il = { .irq = (uint32_t)gsi, .level = (uint32_t)level };
 
 	ioctl(vm->vm_fd, KVM_IRQ_LINE, &il);
@@ -140,7 +140,7 @@ static void serial_irq(void *ctx, int level)
 
 static void kbd_reset(void *ctx)
 {
-	vm_stop(ctx, KILN_EXIT_RESET, "guest reset through the i8042 controller");
+	vm_stop(ctx, VM_EXIT_RESET, "guest reset through the i8042 controller");
 }
 
 static void ignore_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, int is_write)
@@ -151,72 +151,87 @@ static void ignore_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, 
 		memset(data, 0xff, size);
 }
 
+/* Without a handler the kick would kill the process (SIG_DFL) or never
+ * interrupt KVM_RUN (SIG_IGN): a pause or stop would hang. */
+static int check_kick(int sig, struct err *e)
+{
+	struct sigaction old;
+
+	if (sigaction(sig, NULL, &old) < 0)
+		return err_set(e, EINVAL, "kick signal %d: not a signal", sig);
+	if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN))
+		return err_set(e, EINVAL,
+			       "kick signal %d has no handler: install one (a no-op is enough) or call "
+			       "kiln_kick_signal_install(%d)", sig, sig);
+	return 0;
+}
+
 /* Checks that need no KVM, so bad arguments fail fast and the same way
  * on every host. */
-static int check_config(const struct kiln_vm_config *c, int max_vcpus, struct kiln_error *e)
+static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
 {
 	struct sysinfo si;
 	uint64_t host_mib = 0;
 
 	if (!c->kernel && !c->restore_dir)
-		return kiln_errf(e, EINVAL, "no kernel given: pass --kernel PATH");
-	if (c->mem_mib < KILN_MIN_MEM_MIB)
-		return kiln_errf(e, EINVAL, "--mem %llu: guests need at least %d MiB",
-				 (unsigned long long)c->mem_mib, KILN_MIN_MEM_MIB);
+		return err_set(e, EINVAL, "no kernel given: pass --kernel PATH");
+	if (c->mem_mib < VM_MIN_MEM_MIB)
+		return err_set(e, EINVAL, "--mem %llu: guests need at least %d MiB",
+				 (unsigned long long)c->mem_mib, VM_MIN_MEM_MIB);
 	if (sysinfo(&si) == 0)
 		host_mib = (uint64_t)si.totalram * si.mem_unit >> 20;
 	if (host_mib && c->mem_mib > host_mib)
-		return kiln_errf(e, EINVAL, "--mem %llu: more than this host's %llu MiB of RAM",
+		return err_set(e, EINVAL, "--mem %llu: more than this host's %llu MiB of RAM",
 				 (unsigned long long)c->mem_mib, (unsigned long long)host_mib);
 	if (c->hugepages && c->mem_mib % 2)
-		return kiln_errf(e, EINVAL, "--mem %llu: hugepage-backed RAM must be a multiple of 2 MiB",
+		return err_set(e, EINVAL, "--mem %llu: hugepage-backed RAM must be a multiple of 2 MiB",
 				 (unsigned long long)c->mem_mib);
 	if (c->cpus < 1 || c->cpus > max_vcpus)
-		return kiln_errf(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus, max_vcpus);
-	return 0;
+		return err_set(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus, max_vcpus);
+	return check_kick(c->kick_signal, e);
 }
 
-static int setup_memory(struct kiln_vm *vm, struct kiln_error *e)
+static int setup_memory(struct vm *vm, struct err *e)
 {
 	struct kvm_userspace_memory_region lo = { 0 }, hi = { 0 };
 	int err = gm_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
 
 	if (err == -ENOMEM && vm->cfg.hugepages)
-		return kiln_errf(e, ENOMEM,
+		return err_set(e, ENOMEM,
 				 "cannot get %llu MiB of hugepages: reserve them (sysctl vm.nr_hugepages) or drop --hugepages",
 				 (unsigned long long)vm->cfg.mem_mib);
 	if (err)
-		return kiln_errf(e, -err, "mapping %llu MiB of guest RAM: %s",
+		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
 				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
 	lo.slot = 0;
 	lo.guest_phys_addr = 0;
 	lo.memory_size = vm->mem.low_size;
 	lo.userspace_addr = (uintptr_t)vm->mem.host;
 	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &lo) < 0)
-		return kiln_errf(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+		return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 	if (vm->mem.high_size) {
 		hi.slot = 1;
 		hi.guest_phys_addr = GM_HIGH_START;
 		hi.memory_size = vm->mem.high_size;
 		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
 		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
-			return kiln_errf(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
+			return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
 	}
 	return 0;
 }
 
-static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
+static int setup_devices(struct vm *vm, struct err *e)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
 	int err = 0;
 
 	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 ||
 	    ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &(uint64_t){ IDENTITY_MAP_ADDR }) < 0)
-		return kiln_errf(e, errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+		return err_set(e, errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
 	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
-		return kiln_errf(e, errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
+		return err_set(e, errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
 	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
-		return kiln_errf(e, errno, "KVM_CREATE_PIT2: %s", strerror(errno));
+		return err_set(e, errno, "KVM_CREATE_PIT2: %s", strerror(errno));
 
 	serial_init(&vm->serial, vm->cfg.console_out_fd, serial_irq, vm);
 	vm->kbd = (struct i8042){ .reset = kbd_reset, .ctx = vm };
@@ -228,16 +243,16 @@ static int setup_devices(struct kiln_vm *vm, struct kiln_error *e)
 	/* POST code / I/O delay port: Linux writes it; nothing listens. */
 	err |= io_bus_add(&vm->pio, 0x80, 1, ignore_io, NULL);
 	if (err)
-		return kiln_errf(e, EINVAL, "internal error: overlapping device ports");
+		return err_set(e, EINVAL, "internal error: overlapping device ports");
 	return 0;
 }
 
-static int ensure_loop(struct kiln_vm *vm, struct kiln_error *e)
+static int ensure_loop(struct vm *vm, struct err *e)
 {
 	int err;
 
 	if (!vm->loop && (err = event_loop_create(&vm->loop)))
-		return kiln_errf(e, -err, "creating the device thread: %s", strerror(-err));
+		return err_set(e, -err, "creating the device thread: %s", strerror(-err));
 	return 0;
 }
 
@@ -246,14 +261,14 @@ static int ensure_loop(struct kiln_vm *vm, struct kiln_error *e)
  * command line, and route its notifications and interrupts through KVM.
  * Takes ownership of `dev` (destroyed with the VM).
  */
-static int add_virtio(struct kiln_vm *vm, struct virtio_dev *dev, struct kiln_error *e)
+static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 {
 	struct virtio_mmio *m;
 	int err;
 
 	if (vm->nvirtio == VM_VIRTIO_MAX) {
 		dev->ops->destroy(dev);
-		return kiln_errf(e, ENOSPC, "too many devices: kiln-vmm supports %d", VM_VIRTIO_MAX);
+		return err_set(e, ENOSPC, "too many devices: kiln-vmm supports %d", VM_VIRTIO_MAX);
 	}
 	if ((err = ensure_loop(vm, e))) {
 		dev->ops->destroy(dev);
@@ -263,14 +278,14 @@ static int add_virtio(struct kiln_vm *vm, struct virtio_dev *dev, struct kiln_er
 	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
 			 VM_VIRTIO_FIRST_GSI + (uint32_t)vm->nvirtio - 1);
 	if (io_bus_add(&vm->mmio, m->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, m))
-		return kiln_errf(e, EEXIST, "internal error: overlapping virtio-mmio windows");
+		return err_set(e, EEXIST, "internal error: overlapping virtio-mmio windows");
 	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
-		return kiln_errf(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name, strerror(-err));
+		return err_set(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name, strerror(-err));
 	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base, m->gsi);
 	return 0;
 }
 
-static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
+static int setup_virtio(struct vm *vm, struct err *e)
 {
 	struct virtio_dev *d;
 	int err;
@@ -280,7 +295,7 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 			return err;
 	}
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
-		const struct kiln_disk_cfg *c = &vm->cfg.disk[i];
+		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
 		struct virtio_blk_params p = {
 			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
 			.create_overlay = 1, .serial = c->serial,
@@ -293,7 +308,7 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
 		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
-		const struct kiln_share_cfg *c = &vm->cfg.share[i];
+		const struct devspec_share_cfg *c = &vm->cfg.share[i];
 		struct virtio_fs_config fc = { .dir = c->host_dir, .tag = c->tag, .read_only = c->read_only };
 
 		if ((err = virtio_fs_create(&fc, &d, e)) || (err = add_virtio(vm, d, e)))
@@ -314,8 +329,8 @@ static int setup_virtio(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
-static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct file_map *rd,
-		      struct kiln_error *e)
+static int load_guest(struct vm *vm, const struct file_map *k, const struct file_map *rd,
+		      struct err *e)
 {
 	struct boot_spec spec = { 0 };
 	uint8_t mp[4096];
@@ -340,44 +355,46 @@ static int load_guest(struct kiln_vm *vm, const struct file_map *k, const struct
 	n = mptable_build(mp, sizeof(mp), LAYOUT_EBDA_START, vm->ncpus, (uint32_t)LAYOUT_LAPIC,
 			  (uint32_t)LAYOUT_IOAPIC);
 	if (n < 0 || gm_write(&vm->mem, LAYOUT_EBDA_START, mp, (uint64_t)n))
-		return kiln_errf(e, EINVAL, "cannot build the MP table for %d CPUs", vm->ncpus);
+		return err_set(e, EINVAL, "cannot build the MP table for %d CPUs", vm->ncpus);
 	if (cpu_boot_tables(&vm->mem, vm->entry.kind))
-		return kiln_errf(e, EFAULT, "cannot write boot page tables");
+		return err_set(e, EFAULT, "cannot write boot page tables");
 	return 0;
 }
 
 /* KVM's CPUID table: what every vCPU starts from (and a snapshot's host record). */
-static int get_cpuid(struct kiln_vm *vm, struct kiln_error *e)
+static int get_cpuid(struct vm *vm, struct err *e)
 {
 	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
 	if (!vm->cpuid)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	vm->cpuid->nent = CPUID_MAX_ENTRIES;
 	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) < 0)
-		return kiln_errf(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
+		return err_set(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
 	return 0;
 }
 
-int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e)
+int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 {
 	struct file_map k = { .fd = -1 }, rd = { .fd = -1 };
 	struct snap_view view = { 0 };
 	uint8_t *state = NULL;
-	struct kiln_vm *vm;
+	struct vm *vm;
 	int err, max_vcpus, snapfd = -1;
 
 	*out = NULL;
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	vm->cfg = *cfg;
+	if (!vm->cfg.kick_signal)
+		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
 	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
 
-	if ((err = check_config(cfg, KILN_MAX_CPUS, e)))
+	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
@@ -401,7 +418,7 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 	vm->kvm_fd = err;
 	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
 	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
-		err = kiln_errf(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus, max_vcpus);
+		err = err_set(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus, max_vcpus);
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
@@ -415,12 +432,12 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 		goto fail;
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
-		err = kiln_errf(e, errno, "eventfd: %s", strerror(errno));
+		err = err_set(e, errno, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0) {
-		err = kiln_errf(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
+		err = err_set(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
 		goto fail;
 	}
 	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
@@ -430,7 +447,7 @@ int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struc
 	if (cfg->cmdline && *cfg->cmdline)
 		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
 	if (vm->cmdline.overflow) {
-		err = kiln_errf(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
+		err = err_set(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
 		goto fail;
 	}
 	if (snapfd >= 0)
@@ -465,22 +482,17 @@ fail:
 	free(state);
 	if (snapfd >= 0)
 		close(snapfd);
-	kiln_vm_destroy(vm);
+	vm_destroy(vm);
 	return err;
 }
 
-int kiln_vm_restored(const struct kiln_vm *vm)
+int vm_restored(const struct vm *vm)
 {
 	return vm->restored;
 }
 
-static void kick_handler(int sig)
-{
-	(void)sig;
-}
-
 /* Feed console input to the UART until the VM stops. */
-static void pump_console(struct kiln_vm *vm)
+static void pump_console(struct vm *vm)
 {
 	uint8_t buf[256];
 	size_t have = 0, off = 0;
@@ -514,23 +526,20 @@ static void pump_console(struct kiln_vm *vm)
 	}
 }
 
-int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_error *e)
+int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 {
-	struct sigaction sa = { .sa_handler = kick_handler };
 	uint64_t v;
 	int err;
 
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(KILN_KICK_SIGNAL, &sa, NULL) < 0)
-		return kiln_errf(e, errno, "sigaction: %s", strerror(errno));
+	(void)e;
 	for (int i = 0; i < vm->ncpus; i++) {
 		if ((err = vcpu_start(&vm->vcpu[i]))) {
-			vm_stop(vm, KILN_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
+			vm_stop(vm, VM_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
 			break;
 		}
 	}
 	if (vm->loop && (err = event_loop_start(vm->loop)))
-		vm_stop(vm, KILN_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
+		vm_stop(vm, VM_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
 	if (vm->cfg.console_in_fd >= 0)
 		pump_console(vm);
 	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
@@ -548,25 +557,30 @@ int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_erro
 	return 0;
 }
 
-struct timeline *kiln_vm_timeline(struct kiln_vm *vm)
+void vm_request_stop(struct vm *vm)
+{
+	vm_stop(vm, VM_EXIT_STOPPED, "stopped by the host");
+}
+
+struct timeline *vm_timeline(struct vm *vm)
 {
 	return &vm->tl;
 }
 
-const char *kiln_vm_cmdline(const struct kiln_vm *vm)
+const char *vm_cmdline(const struct vm *vm)
 {
 	return vm->cmdline.buf;
 }
 
-void kiln_vm_destroy(struct kiln_vm *vm)
+void vm_destroy(struct vm *vm)
 {
 	if (!vm)
 		return;
-	for (int i = 0; i < KILN_MAX_CPUS; i++) {
+	for (int i = 0; i < VM_MAX_CPUS; i++) {
 		struct vcpu *v = &vm->vcpu[i];
 
 		if (v->started) {
-			/* Never destroyed while running: kiln_vm_run joins. */
+			/* Never destroyed while running: vm_run joins. */
 			pthread_join(v->thread, NULL);
 		}
 		if (v->run)

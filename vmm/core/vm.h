@@ -1,13 +1,16 @@
 /*
  * vm: kiln-vmm's embeddable core — one KVM virtual machine booting Linux.
  *
- * Usage: fill a kiln_vm_config, kiln_vm_create(), kiln_vm_run() (blocks
- * until the guest resets or fails), read the timeline, kiln_vm_destroy().
+ * Usage: fill a vm_config, vm_create(), vm_run() (blocks
+ * until the guest resets or fails), read the timeline, vm_destroy().
  * No globals, no exit(): every failure comes back as -errno with a message
- * for the user in the kiln_error. One process may hold several VMs.
+ * for the user in the err. One process may hold several VMs.
  *
- * Signals: vCPU threads are kicked out of KVM_RUN with KILN_KICK_SIGNAL;
- * kiln_vm_run() installs a handler that does nothing for it.
+ * Signals: vCPU threads are kicked out of KVM_RUN with cfg.kick_signal
+ * (0: SIGUSR1). The caller installs a handler for it (libkiln's
+ * kiln_kick_signal_install, or its own): vm_create() refuses a signal
+ * whose disposition is SIG_DFL or SIG_IGN, and nothing here touches
+ * process-wide signal state.
  */
 #ifndef KILN_VM_H
 #define KILN_VM_H
@@ -16,16 +19,16 @@
 #include <stdint.h>
 
 #include "vmm/core/devspec.h"
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 #include "vmm/core/timeline.h"
 
-#define KILN_KICK_SIGNAL SIGUSR1
-#define KILN_MIN_MEM_MIB 32
-#define KILN_MAX_CPUS 64
+#define VM_KICK_SIGNAL_DEFAULT SIGUSR1
+#define VM_MIN_MEM_MIB 32
+#define VM_MAX_CPUS 64
 
-struct kiln_vm;
+struct vm;
 
-struct kiln_vm_config {
+struct vm_config {
 	const char *kernel;   /* bzImage or PVH-capable ELF vmlinux */
 	const char *initrd;   /* optional */
 	const char *cmdline;  /* extra kernel parameters, appended; optional */
@@ -34,16 +37,18 @@ struct kiln_vm_config {
 	int hugepages;        /* back guest RAM with 2 MiB hugetlb pages */
 	int console_out_fd;   /* serial console output; -1 = console off */
 	int console_in_fd;    /* serial console input; -1 = none */
-	int verbose;          /* log unhandled port/MMIO accesses to stderr */
+	int verbose;          /* log unhandled port/MMIO accesses to log_fd */
+	int log_fd;           /* where verbose and firewall_log lines go */
+	int kick_signal;      /* kicks vCPUs out of KVM_RUN; 0: VM_KICK_SIGNAL_DEFAULT */
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
 	int rng;              /* attach a virtio-rng device */
 	int nnet;
-	struct kiln_net_cfg net[KILN_MAX_NETS];
+	struct devspec_net_cfg net[DEVSPEC_MAX_NETS];
 	int ndisk;            /* without an initrd, disk 0 is the root (/dev/vda) */
-	struct kiln_disk_cfg disk[KILN_MAX_DISKS];
+	struct devspec_disk_cfg disk[DEVSPEC_MAX_DISKS];
 	int nshare;
-	struct kiln_share_cfg share[KILN_MAX_SHARES];
-	struct kiln_vsock_cfg vsock; /* uds == NULL: no vsock device */
+	struct devspec_share_cfg share[DEVSPEC_MAX_SHARES];
+	struct devspec_vsock_cfg vsock; /* uds == NULL: no vsock device */
 	/*
 	 * The packet filter of every network device (docs/architecture.md,
 	 * "Packet filter"): a JSON rule set (net_rules.h), firewall_len bytes.
@@ -51,8 +56,8 @@ struct kiln_vm_config {
 	 */
 	const char *firewall;
 	size_t firewall_len;
-	int firewall_log;                /* denied and cut flows on stderr (rate-limited) */
-	struct kiln_net_rate_cfg net_rate; /* the filter's token buckets, per second */
+	int firewall_log;                /* denied and cut flows on log_fd (rate-limited) */
+	struct devspec_net_rate_cfg net_rate; /* the filter's token buckets, per second */
 	/*
 	 * Restore the snapshot in this directory instead of booting `kernel`
 	 * (which may then be NULL). mem_mib, cpus and the devices must be the
@@ -62,8 +67,8 @@ struct kiln_vm_config {
 	const char *restore_dir;
 };
 
-/* What kiln_vm_snapshot wrote. */
-struct kiln_snapshot_info {
+/* What vm_snapshot wrote. */
+struct vm_snapshot_info {
 	uint64_t memory_bytes;        /* guest RAM */
 	uint64_t memory_stored_bytes; /* of it, bytes in the memory file (nonzero pages, or compressed) */
 	uint64_t state_bytes;         /* the state file */
@@ -71,33 +76,34 @@ struct kiln_snapshot_info {
 	double ms;                    /* pause to written and synced */
 };
 
-enum kiln_exit {
-	KILN_EXIT_RESET,        /* the guest reset or powered off */
-	KILN_EXIT_TRIPLE_FAULT, /* KVM_EXIT_SHUTDOWN */
-	KILN_EXIT_FAILURE,      /* KVM error or an exit kiln cannot handle */
+enum vm_exit {
+	VM_EXIT_RESET,        /* the guest reset or powered off */
+	VM_EXIT_TRIPLE_FAULT, /* KVM_EXIT_SHUTDOWN */
+	VM_EXIT_FAILURE,      /* KVM error or an exit kiln cannot handle */
+	VM_EXIT_STOPPED,      /* vm_request_stop */
 };
 
-struct kiln_vm_result {
-	enum kiln_exit exit;
+struct vm_result {
+	enum vm_exit exit;
 	char msg[256]; /* one line: what happened */
 };
 
 /* Set up KVM, memory, devices and vCPUs and load the kernel. 0 or -errno. */
-int kiln_vm_create(const struct kiln_vm_config *cfg, struct kiln_vm **out, struct kiln_error *e);
+int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e);
 
 /* Run until the guest ends. 0 (result filled) or -errno on a setup error. */
-int kiln_vm_run(struct kiln_vm *vm, struct kiln_vm_result *res, struct kiln_error *e);
+int vm_run(struct vm *vm, struct vm_result *res, struct err *e);
 
 /*
- * Pause and resume, from any thread while kiln_vm_run() runs. Pause
+ * Pause and resume, from any thread while vm_run() runs. Pause
  * returns once every vCPU is out of KVM_RUN with its last exit completed
  * and the device thread has stopped (requests it took are done; guest
  * notifications wait in their eventfds). Pausing a paused VM is a no-op;
  * -ESRCH when the VM has stopped, -EINVAL to resume a VM not paused.
  */
-int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e);
-int kiln_vm_resume(struct kiln_vm *vm, struct kiln_error *e);
-int kiln_vm_is_paused(struct kiln_vm *vm);
+int vm_pause(struct vm *vm, struct err *e);
+int vm_resume(struct vm *vm, struct err *e);
+int vm_is_paused(struct vm *vm);
 
 /*
  * Write a snapshot of the VM into the directory `dir` (absolute; created,
@@ -107,10 +113,10 @@ int kiln_vm_is_paused(struct kiln_vm *vm);
  * zlib-compressed RAM instead of a sparse file that restores lazily.
  * Refused with a message for hugepage RAM, writable disks without an
  * overlay, and a mounted virtio-fs share. From any thread while
- * kiln_vm_run() runs. 0 or -errno.
+ * vm_run() runs. 0 or -errno.
  */
-int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct kiln_snapshot_info *info,
-		     struct kiln_error *e);
+int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot_info *info,
+		     struct err *e);
 
 /*
  * Replace the packet filter's rules on every network device with the JSON
@@ -120,24 +126,29 @@ int kiln_vm_snapshot(struct kiln_vm *vm, const char *dir, int compress, struct k
  * when no device has a filter (kiln-vmm ran without --firewall). From any
  * thread, also while paused.
  */
-int kiln_vm_firewall_set(struct kiln_vm *vm, const char *text, size_t len, size_t *cut, struct kiln_error *e);
+int vm_firewall_set(struct vm *vm, const char *text, size_t len, size_t *cut, struct err *e);
 
 /*
  * The first filtered network device's rules and counters as one line of
  * JSON (net_filter_to_json(), plus the device's frame counters under
  * counters.device), malloc'd; NULL with e (-ENODEV: no filter).
  */
-char *kiln_vm_firewall_get(struct kiln_vm *vm, struct kiln_error *e);
+char *vm_firewall_get(struct vm *vm, struct err *e);
 
 /* 1 when the VM was restored from a snapshot rather than booted. */
-int kiln_vm_restored(const struct kiln_vm *vm);
+int vm_restored(const struct vm *vm);
 
-/* The VM's boot timeline (valid until kiln_vm_destroy). */
-struct timeline *kiln_vm_timeline(struct kiln_vm *vm);
+/* The VM's boot timeline (valid until vm_destroy). */
+struct timeline *vm_timeline(struct vm *vm);
 
 /* The kernel command line the guest was given. */
-const char *kiln_vm_cmdline(const struct kiln_vm *vm);
+const char *vm_cmdline(const struct vm *vm);
 
-void kiln_vm_destroy(struct kiln_vm *vm);
+/* Stop the VM from the host (exit VM_EXIT_STOPPED) unless it has ended;
+ * returns at once, vm_run() returns soon after. Any thread. */
+void vm_request_stop(struct vm *vm);
+
+/* Free the VM. Not while vm_run() runs: stop it and let vm_run return. */
+void vm_destroy(struct vm *vm);
 
 #endif

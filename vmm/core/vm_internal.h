@@ -1,5 +1,5 @@
 /*
- * vm_internal: the parts of struct kiln_vm shared by vm.c and vcpu.c.
+ * vm_internal: the parts of struct vm shared by vm.c and vcpu.c.
  * Not for embedders: they use vm.h.
  */
 #ifndef KILN_VM_INTERNAL_H
@@ -28,7 +28,7 @@
 #define VM_VIRTIO_MAX 19
 
 struct vcpu {
-	struct kiln_vm *vm;
+	struct vm *vm;
 	int id;
 	int fd;
 	struct kvm_run *run;
@@ -36,8 +36,8 @@ struct vcpu {
 	int started;
 };
 
-struct kiln_vm {
-	struct kiln_vm_config cfg;
+struct vm {
+	struct vm_config cfg;
 	int kvm_fd, vm_fd;
 	struct guest_mem mem;
 	struct io_bus pio, mmio;
@@ -50,11 +50,11 @@ struct kiln_vm {
 	size_t run_size;
 	struct kvm_cpuid2 *cpuid; /* what KVM supports, before per-vCPU fixes */
 	int ncpus;
-	struct vcpu vcpu[KILN_MAX_CPUS];
+	struct vcpu vcpu[VM_MAX_CPUS];
 
 	pthread_mutex_t lock; /* guards the stop and pause fields below */
 	int stopping;
-	struct kiln_vm_result result;
+	struct vm_result result;
 	/* Pause (vm_pause.c): vCPUs park at their next exit while pause_req
 	 * is set; `paused` once all are parked and the device thread stopped. */
 	pthread_cond_t pause_cond;
@@ -71,19 +71,19 @@ struct kiln_vm {
 };
 
 /* Create vCPU `id`, give it CPUID, LAPIC and (for 0) the boot registers. */
-int vcpu_create(struct kiln_vm *vm, int id, struct kiln_error *e);
+int vcpu_create(struct vm *vm, int id, struct err *e);
 /* Start the vCPU's thread. */
 int vcpu_start(struct vcpu *v);
 /* In the vCPU thread, when pause_req is set: finish the exit KVM is half
  * way through, then wait until resumed or stopped. */
 void vcpu_park(struct vcpu *v);
 /* Stop the VM with `exit` and a printf message; the first caller wins. */
-void vm_stop(struct kiln_vm *vm, enum kiln_exit exit, const char *fmt, ...)
+void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* A virtio-net device for `c` (vm_net.c): MAC, backend (tap or passt), packet filter. */
-int vm_net_create(struct kiln_vm *vm, const struct kiln_net_cfg *c, struct virtio_dev **out,
-		  struct kiln_error *e);
+int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,
+		  struct err *e);
 
 /* Per-vCPU CPUID fix-ups (pure): APIC ids, hypervisor bit, TSC deadline. */
 void cpuid_fixup(struct kvm_cpuid2 *c, int id, int ncpus, int tsc_deadline);

@@ -29,9 +29,10 @@ static void firewall_log(void *ctx, const struct nf_log_entry *le)
 {
 	char line[256];
 
-	(void)ctx;
+	struct vm *vm = ctx;
+
 	nf_log_format(le, line, sizeof(line));
-	fprintf(stderr, "kiln-vmm: firewall: %s\n", line);
+	dprintf(vm->cfg.log_fd, "kiln-vmm: firewall: %s\n", line);
 }
 
 static void bucket(struct rate_bucket_cfg *b, uint64_t per_s)
@@ -41,23 +42,23 @@ static void bucket(struct rate_bucket_cfg *b, uint64_t per_s)
 	b->one_time_burst = 0;
 }
 
-static int rules_parse(const char *text, size_t len, struct net_rules **out, struct kiln_error *e)
+static int rules_parse(const char *text, size_t len, struct net_rules **out, struct err *e)
 {
 	struct net_rules_err re = { 0 };
 	int r = net_rules_parse_text(text, len, out, &re);
 
 	if (r < 0)
-		return kiln_errf(e, -r, "%s", re.msg);
+		return err_set(e, -r, "%s", re.msg);
 	return 0;
 }
 
-static int make_filter(struct kiln_vm *vm, const struct kiln_net_cfg *c, const uint8_t mac[6],
-		       struct net_filter **out, struct kiln_error *e)
+static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uint8_t mac[6],
+		       struct net_filter **out, struct err *e)
 {
 	struct net_filter_config fc = { 0 };
-	const struct kiln_net_rate_cfg *rate = &vm->cfg.net_rate;
+	const struct devspec_net_rate_cfg *rate = &vm->cfg.net_rate;
 	struct net_rules *rules;
-	struct kiln_error re = { { 0 } };
+	struct err re = { { 0 } };
 	unsigned prefix;
 	int err;
 
@@ -65,12 +66,12 @@ static int make_filter(struct kiln_vm *vm, const struct kiln_net_cfg *c, const u
 	memcpy(fc.guest_mac, mac, 6);
 	if (c->ip) {
 		if (devspec_ip4_prefix(c->ip, &fc.ip4, &prefix))
-			return kiln_errf(e, EINVAL, "--net ip=%s: not an IPv4 ADDRESS/PREFIX", c->ip);
+			return err_set(e, EINVAL, "--net ip=%s: not an IPv4 ADDRESS/PREFIX", c->ip);
 		fc.has_ip4 = true;
 	}
 	/* The flow and DNS tables' hash key: chains an outsider cannot aim at. */
 	if (getrandom(fc.hash_key, sizeof(fc.hash_key), 0) != (ssize_t)sizeof(fc.hash_key))
-		return kiln_errf(e, EIO, "getrandom: %s", strerror(errno));
+		return err_set(e, EIO, "getrandom: %s", strerror(errno));
 	bucket(&fc.tx_bytes, rate->tx_bytes);
 	bucket(&fc.tx_packets, rate->tx_packets);
 	bucket(&fc.rx_bytes, rate->rx_bytes);
@@ -78,7 +79,7 @@ static int make_filter(struct kiln_vm *vm, const struct kiln_net_cfg *c, const u
 	/* passt's gateway is passt itself: nothing for the guest to reach there. */
 	if (c->passt) {
 		if (net_addr_parse(c->gw, &fc.host_deny[0].addr))
-			return kiln_errf(e, EINVAL, "--net gw=%s: not an address", c->gw);
+			return err_set(e, EINVAL, "--net gw=%s: not an address", c->gw);
 		fc.host_deny[0].prefix = 32;
 		fc.n_host_deny = 1;
 	}
@@ -87,11 +88,11 @@ static int make_filter(struct kiln_vm *vm, const struct kiln_net_cfg *c, const u
 		fc.log_ctx = vm;
 	}
 	if ((err = rules_parse(vm->cfg.firewall, vm->cfg.firewall_len, &rules, &re)))
-		return kiln_errf(e, -err, "--firewall: %s", re.msg);
+		return err_set(e, -err, "--firewall: %s", re.msg);
 	return net_filter_create(&fc, rules, mono_ns(), out, e);
 }
 
-static int make_backend(const struct kiln_net_cfg *c, struct net_backend **out, struct kiln_error *e)
+static int make_backend(const struct devspec_net_cfg *c, struct net_backend **out, struct err *e)
 {
 	struct net_passt_cfg pc = { 0 };
 	char addr[NET_ADDR_STRLEN];
@@ -101,7 +102,7 @@ static int make_backend(const struct kiln_net_cfg *c, struct net_backend **out, 
 		return net_tap_open(c->tap, out, e);
 	slash = strchr(c->ip, '/');
 	if (!slash || (size_t)(slash - c->ip) >= sizeof(addr))
-		return kiln_errf(e, EINVAL, "--net ip=%s: expected ADDRESS/PREFIX", c->ip);
+		return err_set(e, EINVAL, "--net ip=%s: expected ADDRESS/PREFIX", c->ip);
 	memcpy(addr, c->ip, (size_t)(slash - c->ip));
 	addr[slash - c->ip] = '\0';
 	pc.address = addr;
@@ -112,20 +113,20 @@ static int make_backend(const struct kiln_net_cfg *c, struct net_backend **out, 
 	return net_passt_open(&pc, out, e);
 }
 
-int vm_net_create(struct kiln_vm *vm, const struct kiln_net_cfg *c, struct virtio_dev **out,
-		  struct kiln_error *e)
+int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,
+		  struct err *e)
 {
 	struct virtio_net_params p = { 0 };
 	int err;
 
 	if (c->mac) {
 		if (net_parse_mac(c->mac, p.mac))
-			return kiln_errf(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", c->mac);
+			return err_set(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", c->mac);
 	} else {
 		/* Locally administered unicast (02:...), random per VM so
 		 * forks and neighbours never collide. */
 		if (getrandom(p.mac, 6, 0) != 6)
-			return kiln_errf(e, EIO, "getrandom: %s", strerror(errno));
+			return err_set(e, EIO, "getrandom: %s", strerror(errno));
 		p.mac[0] = (uint8_t)((p.mac[0] & 0xfe) | 0x02);
 	}
 	if (vm->cfg.firewall && (err = make_filter(vm, c, p.mac, &p.filter, e)))
@@ -137,7 +138,7 @@ int vm_net_create(struct kiln_vm *vm, const struct kiln_net_cfg *c, struct virti
 	return virtio_net_create(&p, vm->loop, out, e);
 }
 
-int kiln_vm_firewall_set(struct kiln_vm *vm, const char *text, size_t len, size_t *cut, struct kiln_error *e)
+int vm_firewall_set(struct vm *vm, const char *text, size_t len, size_t *cut, struct err *e)
 {
 	struct net_rules *rules[VM_VIRTIO_MAX] = { 0 };
 	int idx[VM_VIRTIO_MAX], n = 0, err = 0;
@@ -147,7 +148,7 @@ int kiln_vm_firewall_set(struct kiln_vm *vm, const char *text, size_t len, size_
 		if (virtio_net_is(vm->virtio[i].dev))
 			idx[n++] = i;
 	if (!vm->cfg.firewall || !n)
-		return kiln_errf(e, ENODEV, "no packet filter: kiln-vmm runs without %s",
+		return err_set(e, ENODEV, "no packet filter: kiln-vmm runs without %s",
 				 n ? "--firewall (start it with --firewall FILE)" : "a network device (--net)");
 	/* Every device's copy first, so a bad rule set or no memory replaces nothing. */
 	for (int k = 0; k < n && !err; k++)
@@ -165,7 +166,7 @@ int kiln_vm_firewall_set(struct kiln_vm *vm, const char *text, size_t len, size_
 	return err;
 }
 
-char *kiln_vm_firewall_get(struct kiln_vm *vm, struct kiln_error *e)
+char *vm_firewall_get(struct vm *vm, struct err *e)
 {
 	for (int i = 0; vm->cfg.firewall && i < vm->nvirtio; i++) {
 		json_t *j;
@@ -179,9 +180,9 @@ char *kiln_vm_firewall_get(struct kiln_vm *vm, struct kiln_error *e)
 		s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 		json_decref(j);
 		if (!s)
-			kiln_errf(e, ENOMEM, "out of memory");
+			err_set(e, ENOMEM, "out of memory");
 		return s;
 	}
-	kiln_errf(e, ENODEV, "no packet filter: kiln-vmm runs without --firewall (start it with --firewall FILE)");
+	err_set(e, ENODEV, "no packet filter: kiln-vmm runs without --firewall (start it with --firewall FILE)");
 	return NULL;
 }

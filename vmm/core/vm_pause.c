@@ -11,7 +11,7 @@
 
 void vcpu_park(struct vcpu *v)
 {
-	struct kiln_vm *vm = v->vm;
+	struct vm *vm = v->vm;
 
 	/*
 	 * An exit we just handled may be half done inside KVM (the data of a
@@ -32,7 +32,7 @@ void vcpu_park(struct vcpu *v)
 	pthread_mutex_unlock(&vm->lock);
 }
 
-static int started_vcpus(struct kiln_vm *vm)
+static int started_vcpus(struct vm *vm)
 {
 	int n = 0;
 
@@ -41,14 +41,14 @@ static int started_vcpus(struct kiln_vm *vm)
 	return n;
 }
 
-int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e)
+int vm_pause(struct vm *vm, struct err *e)
 {
 	int n;
 
 	pthread_mutex_lock(&vm->lock);
 	if (vm->stopping) {
 		pthread_mutex_unlock(&vm->lock);
-		return kiln_errf(e, ESRCH, "cannot pause: the VM has stopped (%s)", vm->result.msg);
+		return err_set(e, ESRCH, "cannot pause: the VM has stopped (%s)", vm->result.msg);
 	}
 	if (vm->paused || vm->pause_req) {
 		/* Paused, or another thread is pausing it: wait for that. */
@@ -56,7 +56,7 @@ int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e)
 			pthread_cond_wait(&vm->pause_cond, &vm->lock);
 		n = vm->stopping;
 		pthread_mutex_unlock(&vm->lock);
-		return n ? kiln_errf(e, ESRCH, "cannot pause: the VM stopped meanwhile") : 0;
+		return n ? err_set(e, ESRCH, "cannot pause: the VM stopped meanwhile") : 0;
 	}
 	__atomic_store_n(&vm->pause_req, 1, __ATOMIC_RELEASE);
 	/* As in vm_stop: immediate_exit first, then the kick, so a vCPU between
@@ -64,7 +64,7 @@ int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e)
 	for (int i = 0; i < vm->ncpus; i++)
 		if (vm->vcpu[i].started) {
 			vm->vcpu[i].run->immediate_exit = 1;
-			pthread_kill(vm->vcpu[i].thread, KILN_KICK_SIGNAL);
+			pthread_kill(vm->vcpu[i].thread, vm->cfg.kick_signal);
 		}
 	n = started_vcpus(vm);
 	while (vm->parked < n && !vm->stopping)
@@ -73,7 +73,7 @@ int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e)
 		__atomic_store_n(&vm->pause_req, 0, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&vm->pause_cond);
 		pthread_mutex_unlock(&vm->lock);
-		return kiln_errf(e, ESRCH, "cannot pause: the VM stopped meanwhile (%s)", vm->result.msg);
+		return err_set(e, ESRCH, "cannot pause: the VM stopped meanwhile (%s)", vm->result.msg);
 	}
 	pthread_mutex_unlock(&vm->lock);
 	/* vCPUs are parked: no new notifications. Finish the device thread's
@@ -86,18 +86,18 @@ int kiln_vm_pause(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
-int kiln_vm_resume(struct kiln_vm *vm, struct kiln_error *e)
+int vm_resume(struct vm *vm, struct err *e)
 {
 	int err = 0;
 
 	pthread_mutex_lock(&vm->lock);
 	if (!vm->paused) {
 		pthread_mutex_unlock(&vm->lock);
-		return kiln_errf(e, EINVAL, "cannot resume: the VM is not paused");
+		return err_set(e, EINVAL, "cannot resume: the VM is not paused");
 	}
 	if (vm->loop && (err = event_loop_start(vm->loop))) {
 		pthread_mutex_unlock(&vm->lock);
-		return kiln_errf(e, -err, "cannot restart the device thread: %s", strerror(-err));
+		return err_set(e, -err, "cannot restart the device thread: %s", strerror(-err));
 	}
 	vm->paused = 0;
 	__atomic_store_n(&vm->pause_req, 0, __ATOMIC_RELEASE);
@@ -106,7 +106,7 @@ int kiln_vm_resume(struct kiln_vm *vm, struct kiln_error *e)
 	return 0;
 }
 
-int kiln_vm_is_paused(struct kiln_vm *vm)
+int vm_is_paused(struct vm *vm)
 {
 	int p;
 

@@ -17,13 +17,15 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "vmm/core/vm.h"
+/* kiln-vmm is a user of libkiln's public API like any embedder. */
+#include <kiln/kiln.h>
 
-#include "vmm/control/control.h"
-#include "lib/netrules/net_rules.h"
-#include "lib/base/version.h"
+/* The control socket server is kiln-vmm's own (a program module, over
+ * the public API); libkiln has no control socket. */
+#include "vmm/kiln-vmm/control.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_EARLY_RESET = 3, EXIT_TRIPLE = 4, EXIT_KVM = 5 };
 
@@ -143,25 +145,24 @@ static int bad_usage(const char *fmt, const char *arg)
 }
 
 /*
- * Read and check the --firewall rule set, so a bad one is a usage error
- * with net_rules' own message (the field it names). EXIT_OK or EXIT_USAGE.
+ * Read the --firewall rule set into the config, so a bad one is a usage
+ * error with the rule parser's own message (the field it names).
+ * EXIT_OK or EXIT_USAGE.
  */
-static int load_firewall(const char *path, char **text, size_t *len)
+static int load_firewall(kiln_vm_config *cfg, const char *path)
 {
-	struct net_rules_err re = { 0 };
-	struct net_rules *rules = NULL;
 	struct stat st;
 	char *buf;
 	size_t have = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, strerror(errno));
 		return EXIT_USAGE;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > NET_RULES_TEXT_MAX) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > KILN_VM_FIREWALL_MAX) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: not a regular file of at most %d bytes\n", path,
-			NET_RULES_TEXT_MAX);
+			KILN_VM_FIREWALL_MAX);
 		close(fd);
 		return EXIT_USAGE;
 	}
@@ -181,15 +182,57 @@ static int load_firewall(const char *path, char **text, size_t *len)
 		free(buf);
 		return EXIT_USAGE;
 	}
-	buf[have] = '\0';
-	if (net_rules_parse_text(buf, have, &rules, &re) < 0) {
-		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, re.msg);
-		free(buf);
+	r = kiln_vm_config_set_firewall(cfg, buf, have);
+	free(buf);
+	if (r < 0) {
+		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, kiln_vm_config_errmsg(cfg));
 		return EXIT_USAGE;
 	}
-	net_rules_free(rules);
-	*text = buf;
-	*len = have;
+	return EXIT_OK;
+}
+
+/* --boot-timeline: milestones since kiln-vmm started, as text or JSON. */
+static void print_timeline(kiln_vm *vm, int json, const char *reason, int status)
+{
+	size_t n = kiln_vm_timeline_count(vm);
+	char name[64];
+	uint64_t ns;
+	int derived;
+
+	if (json) {
+		fprintf(stderr, "{\"unit\":\"ms\",\"milestones\":[");
+		for (size_t i = 0; i < n; i++) {
+			if (kiln_vm_timeline_get(vm, i, name, sizeof(name), &ns, &derived) == 0)
+				fprintf(stderr, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "", name, ns / 1e6,
+					derived ? ",\"derived\":true" : "");
+		}
+		fprintf(stderr, "],\"exit\":{\"reason\":\"%s\",\"status\":%d}}\n", reason, status);
+	} else {
+		fprintf(stderr, "boot timeline (ms since kiln-vmm start):\n");
+		for (size_t i = 0; i < n; i++) {
+			if (kiln_vm_timeline_get(vm, i, name, sizeof(name), &ns, &derived) == 0)
+				fprintf(stderr, "  %-20s %10.3f%s\n", name, ns / 1e6,
+					derived ? "  (guest clock: init time - guest uptime)" : "");
+		}
+		fprintf(stderr, "  exit: %s (status %d)\n", reason, status);
+	}
+	fflush(stderr);
+}
+
+static uint64_t mono_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A device option into the config; a bad one is a usage error with
+ * libkiln's message (devspec's, the same as before libkiln). */
+static int add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
+{
+	if (kiln_vm_config_add_device(cfg, kind, spec) < 0)
+		return bad_usage("%s", kiln_vm_config_errmsg(cfg));
 	return EXIT_OK;
 }
 
@@ -222,48 +265,49 @@ int main(int argc, char **argv)
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
 	};
-	struct kiln_vm_config cfg = {
-		.mem_mib = 128, .cpus = 1, .console_out_fd = -1, .console_in_fd = -1, .rng = 1,
-	};
-	struct kiln_error err = { { 0 } };
-	struct kiln_vm_result res;
-	struct kiln_vm *vm;
+	kiln_vm_config *cfg;
+	kiln_vm *vm;
 	struct control *ctl = NULL;
-	const char *control_path = NULL;
-	const char *firewall_path = NULL;
-	char *firewall = NULL;
-	int net_rate = 0;
+	struct err err = { { 0 } };
+	const char *control_path = NULL, *firewall_path = NULL, *restore_dir = NULL, *kernel = NULL;
 	struct termios saved;
 	unsigned long long n;
-	int timeline = 0, json = 0, console = 0, raw = 0, status, opt;
+	unsigned log_flags = 0;
+	int timeline = 0, json = 0, console = 0, raw = 0, nets = 0, net_rate = 0, status, opt;
 	const char *reason;
 
-	cfg.t0_ns = timeline_now_ns();
 	install_crash_report();
+	cfg = kiln_vm_config_new();
+	if (!cfg) {
+		fprintf(stderr, "kiln-vmm: out of memory\n");
+		return EXIT_SETUP;
+	}
+	kiln_vm_config_set_time_origin(cfg, mono_now_ns());
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_KERNEL:
-			cfg.kernel = optarg;
+			kernel = optarg;
+			kiln_vm_config_set_kernel(cfg, optarg);
 			break;
 		case OPT_INITRD:
-			cfg.initrd = optarg;
+			kiln_vm_config_set_initrd(cfg, optarg);
 			break;
 		case OPT_CMDLINE:
-			cfg.cmdline = optarg;
+			kiln_vm_config_set_cmdline(cfg, optarg);
 			break;
 		case OPT_MEM:
 			if (parse_u64(optarg, &n) || n > (1ULL << 30))
 				return bad_usage("--mem '%s': not a size in MiB", optarg);
-			cfg.mem_mib = n;
+			kiln_vm_config_set_memory(cfg, n);
 			break;
 		case OPT_CPUS:
 			if (parse_u64(optarg, &n) || n > 4096)
 				return bad_usage("--cpus '%s': not a number of vCPUs", optarg);
-			cfg.cpus = (int)n;
+			kiln_vm_config_set_cpus(cfg, (unsigned)n);
 			break;
 		case OPT_HUGE:
-			cfg.hugepages = 1;
+			kiln_vm_config_set_hugepages(cfg, 1);
 			break;
 		case OPT_CONSOLE:
 			console = 1;
@@ -276,40 +320,33 @@ int main(int argc, char **argv)
 				return bad_usage("--boot-timeline='%s': expected text or json", optarg);
 			break;
 		case OPT_VERBOSE:
-			cfg.verbose = 1;
+			log_flags |= KILN_LOG_UNHANDLED;
 			break;
 		case OPT_NO_RNG:
-			cfg.rng = 0;
+			kiln_vm_config_set_rng(cfg, 0);
 			break;
 		case OPT_NET:
-			if (cfg.nnet == KILN_MAX_NETS)
-				return bad_usage("--net: at most %s network devices", "4");
-			if (devspec_net(optarg, &cfg.net[cfg.nnet++], &err))
-				return bad_usage("%s", err.msg);
+			nets++;
+			if ((status = add_device(cfg, "net", optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_DISK:
-			if (cfg.ndisk == KILN_MAX_DISKS)
-				return bad_usage("--disk: at most %s disks", "8");
-			if (devspec_disk(optarg, &cfg.disk[cfg.ndisk++], &err))
-				return bad_usage("%s", err.msg);
+			if ((status = add_device(cfg, "disk", optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_SHARE:
-			if (cfg.nshare == KILN_MAX_SHARES)
-				return bad_usage("--share: at most %s shares", "8");
-			if (devspec_share(optarg, &cfg.share[cfg.nshare++], &err))
-				return bad_usage("%s", err.msg);
+			if ((status = add_device(cfg, "share", optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_VSOCK:
-			if (cfg.vsock.uds)
-				return bad_usage("--vsock: given twice%s", "");
-			if (devspec_vsock(optarg, &cfg.vsock, &err))
-				return bad_usage("%s", err.msg);
+			if ((status = add_device(cfg, "vsock", optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_CONTROL:
 			control_path = optarg;
 			break;
 		case OPT_RESTORE:
-			cfg.restore_dir = optarg;
+			restore_dir = optarg;
 			break;
 		case OPT_FIREWALL:
 			if (firewall_path)
@@ -317,15 +354,15 @@ int main(int argc, char **argv)
 			firewall_path = optarg;
 			break;
 		case OPT_FIREWALL_LOG:
-			cfg.firewall_log = 1;
+			log_flags |= KILN_LOG_FIREWALL;
 			break;
 		case OPT_NET_RATE:
 			net_rate = 1;
-			if (devspec_net_rate(optarg, &cfg.net_rate, &err))
-				return bad_usage("%s", err.msg);
+			if ((status = add_device(cfg, "net-rate", optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_VERSION:
-			printf("kiln-vmm %s\n", KILN_VERSION);
+			printf("kiln-vmm %s\n", kiln_version());
 			return EXIT_OK;
 		case OPT_HELP:
 			fputs(usage, stdout);
@@ -336,25 +373,29 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
-	if (!cfg.kernel && !cfg.restore_dir)
+	if (!kernel && !restore_dir)
 		return bad_usage("%sno kernel given: pass --kernel PATH (or --restore DIR)", "");
-	if ((firewall_path || cfg.firewall_log || net_rate) && !cfg.nnet)
+	if ((firewall_path || (log_flags & KILN_LOG_FIREWALL) || net_rate) && !nets)
 		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device", "");
-	if ((cfg.firewall_log || net_rate) && !firewall_path)
+	if (((log_flags & KILN_LOG_FIREWALL) || net_rate) && !firewall_path)
 		return bad_usage("%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE", "");
-	if (firewall_path && (status = load_firewall(firewall_path, &firewall, &cfg.firewall_len)) != EXIT_OK)
+	if (firewall_path && (status = load_firewall(cfg, firewall_path)) != EXIT_OK)
 		return status;
-	cfg.firewall = firewall;
+	kiln_vm_config_set_log(cfg, STDERR_FILENO, log_flags);
 	raise_fd_limit();
-	if (console) {
-		cfg.console_out_fd = STDOUT_FILENO;
-		cfg.console_in_fd = STDIN_FILENO;
-	}
+	if (console)
+		kiln_vm_config_set_console(cfg, STDIN_FILENO, STDOUT_FILENO);
+	/* vCPUs are kicked out of KVM_RUN with SIGUSR1 (the config's
+	 * default): kiln-vmm owns its process, so it takes libkiln's no-op
+	 * handler for it. */
+	kiln_kick_signal_install(SIGUSR1);
 
-	if (kiln_vm_create(&cfg, &vm, &err) < 0) {
-		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+	if ((restore_dir ? kiln_vm_restore(cfg, restore_dir, &vm) : kiln_vm_create(cfg, &vm)) < 0) {
+		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_config_errmsg(cfg));
+		kiln_vm_config_free(cfg);
 		return EXIT_SETUP;
 	}
+	kiln_vm_config_free(cfg);
 	if (control_path && control_start(vm, control_path, &ctl, &err) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		kiln_vm_destroy(vm);
@@ -368,11 +409,11 @@ int main(int argc, char **argv)
 		t.c_iflag &= ~(tcflag_t)(ICRNL);
 		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
 	}
-	if (kiln_vm_run(vm, &res, &err) < 0) {
+	if (kiln_vm_run(vm) < 0) {
 		if (raw)
 			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 		control_stop(ctl);
-		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_errmsg(vm));
 		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
@@ -380,41 +421,28 @@ int main(int argc, char **argv)
 		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
 	control_stop(ctl);
 
-	switch (res.exit) {
-	case KILN_EXIT_RESET:
-		/* A restored guest's init started before the snapshot. */
-		if (kiln_vm_restored(vm) || timeline_has(kiln_vm_timeline(vm), "init_started")) {
-			status = EXIT_OK;
-			reason = "reset";
-		} else {
-			status = EXIT_EARLY_RESET;
-			reason = "reset_before_init";
-		}
+	switch (kiln_vm_exit_reason(vm)) {
+	case KILN_VM_EXIT_RESET:
+	case KILN_VM_EXIT_STOPPED:
+		status = EXIT_OK;
 		break;
-	case KILN_EXIT_TRIPLE_FAULT:
-		/* After kiln-init asked for the reset, a triple fault is Linux's
-		 * last-resort way of resetting (or an AP dying in the reboot IPI
-		 * storm): the reset the guest wanted, not a crash. */
-		if (timeline_has(kiln_vm_timeline(vm), "shutdown_requested")) {
-			status = EXIT_OK;
-			reason = "reset";
-			break;
-		}
+	case KILN_VM_EXIT_EARLY_RESET:
+		status = EXIT_EARLY_RESET;
+		break;
+	case KILN_VM_EXIT_TRIPLE_FAULT:
 		status = EXIT_TRIPLE;
-		reason = "triple_fault";
 		break;
 	default:
 		status = EXIT_KVM;
-		reason = "failure";
 		break;
 	}
+	reason = kiln_vm_exit_name(kiln_vm_exit_reason(vm));
 	if (timeline)
-		timeline_print(kiln_vm_timeline(vm), stderr, json, reason, status);
+		print_timeline(vm, json, reason, status);
 	if (status == EXIT_EARLY_RESET)
 		fprintf(stderr, "kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
 	else if (status != EXIT_OK)
-		fprintf(stderr, "kiln-vmm: %s\n", res.msg);
+		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_exit_message(vm));
 	kiln_vm_destroy(vm);
-	free(firewall);
 	return status;
 }

@@ -102,21 +102,21 @@ uint64_t snap_digest(uint64_t h, const void *p, size_t len)
 
 /* ---- writing ---- */
 
-static int sticky(struct snap_writer *w, struct kiln_error *e)
+static int sticky(struct snap_writer *w, struct err *e)
 {
 	if (e)
 		*e = w->why;
 	return w->err;
 }
 
-static int wfail(struct snap_writer *w, struct kiln_error *e, int code, const char *msg)
+static int wfail(struct snap_writer *w, struct err *e, int code, const char *msg)
 {
-	w->err = kiln_errf(&w->why, code, "snapshot state: %s", msg);
+	w->err = err_set(&w->why, code, "snapshot state: %s", msg);
 	return sticky(w, e);
 }
 
 /* Room for `n` more bytes, keeping the whole file (with trailer) within SNAP_STATE_MAX. */
-static int grow(struct snap_writer *w, size_t n, struct kiln_error *e)
+static int grow(struct snap_writer *w, size_t n, struct err *e)
 {
 	size_t need, cap;
 	uint8_t *nb;
@@ -137,7 +137,7 @@ static int grow(struct snap_writer *w, size_t n, struct kiln_error *e)
 	return 0;
 }
 
-int snap_writer_init(struct snap_writer *w, const struct snap_compat *who, struct kiln_error *e)
+int snap_writer_init(struct snap_writer *w, const struct snap_compat *who, struct err *e)
 {
 	uint8_t *h;
 
@@ -167,7 +167,7 @@ void snap_writer_free(struct snap_writer *w)
 }
 
 int snap_begin(struct snap_writer *w, uint32_t type, uint32_t index, const char *name,
-	       struct kiln_error *e)
+	       struct err *e)
 {
 	uint8_t *s;
 
@@ -191,7 +191,7 @@ int snap_begin(struct snap_writer *w, uint32_t type, uint32_t index, const char 
 	return 0;
 }
 
-int snap_put(struct snap_writer *w, const void *data, size_t len, struct kiln_error *e)
+int snap_put(struct snap_writer *w, const void *data, size_t len, struct err *e)
 {
 	if (w->err)
 		return sticky(w, e);
@@ -206,12 +206,12 @@ int snap_put(struct snap_writer *w, const void *data, size_t len, struct kiln_er
 	return 0;
 }
 
-int snap_put_u8(struct snap_writer *w, uint8_t v, struct kiln_error *e) { return snap_put(w, &v, 1, e); }
-int snap_put_u16(struct snap_writer *w, uint16_t v, struct kiln_error *e) { return snap_put(w, &v, 2, e); }
-int snap_put_u32(struct snap_writer *w, uint32_t v, struct kiln_error *e) { return snap_put(w, &v, 4, e); }
-int snap_put_u64(struct snap_writer *w, uint64_t v, struct kiln_error *e) { return snap_put(w, &v, 8, e); }
+int snap_put_u8(struct snap_writer *w, uint8_t v, struct err *e) { return snap_put(w, &v, 1, e); }
+int snap_put_u16(struct snap_writer *w, uint16_t v, struct err *e) { return snap_put(w, &v, 2, e); }
+int snap_put_u32(struct snap_writer *w, uint32_t v, struct err *e) { return snap_put(w, &v, 4, e); }
+int snap_put_u64(struct snap_writer *w, uint64_t v, struct err *e) { return snap_put(w, &v, 8, e); }
 
-int snap_end(struct snap_writer *w, struct kiln_error *e)
+int snap_end(struct snap_writer *w, struct err *e)
 {
 	size_t payload, pad;
 
@@ -232,14 +232,14 @@ int snap_end(struct snap_writer *w, struct kiln_error *e)
 }
 
 int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name, const void *data,
-	     size_t len, struct kiln_error *e)
+	     size_t len, struct err *e)
 {
 	if (snap_begin(w, type, index, name, e) || snap_put(w, data, len, e))
 		return w->err;
 	return snap_end(w, e);
 }
 
-int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, struct kiln_error *e)
+int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, struct err *e)
 {
 	struct snap_view v;
 	int r;
@@ -287,7 +287,7 @@ static int cmp_sorted(const void *pa, const void *pb, void *ctx)
 }
 
 /* Walk the sections between header and trailer into v->sections (v->count of them). */
-static int parse_sections(const uint8_t *b, uint64_t total, struct snap_view *v, struct kiln_error *e)
+static int parse_sections(const uint8_t *b, uint64_t total, struct snap_view *v, struct err *e)
 {
 	uint64_t off = SNAP_HEADER_SIZE, end = total - SNAP_TRAILER_SIZE;
 	uint32_t i;
@@ -298,42 +298,42 @@ static int parse_sections(const uint8_t *b, uint64_t total, struct snap_view *v,
 		uint64_t len, room;
 
 		if (i >= v->count)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED,
+			return err_set(e, -SNAP_ERR_MALFORMED,
 					 "snapshot state: more sections than the %u its header counts", v->count);
 		if (end - off < SNAP_SECTION_HEADER_SIZE)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED,
+			return err_set(e, -SNAP_ERR_MALFORMED,
 					 "snapshot state: section %u's header runs past the end", i);
 		s = &v->sections[i];
 		s->type = le_get32(h + S_TYPE);
 		s->index = le_get32(h + S_INDEX);
 		len = le_get64(h + S_LEN);
 		if (!field_ok(h + S_NAME, SNAP_NAME_MAX + 1, 0) || !name_ok((const char *)h + S_NAME))
-			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u has a bad name", i);
+			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u has a bad name", i);
 		memcpy(s->name, h + S_NAME, SNAP_NAME_MAX + 1);
 		if (s->type == 0)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u '%s' has type 0", i,
+			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u '%s' has type 0", i,
 					 s->name);
 		room = end - off - SNAP_SECTION_HEADER_SIZE;
 		/* len <= room < 2^63 before pad8, so the rounding cannot wrap. */
 		if (len > room || pad8(len) > room)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED,
+			return err_set(e, -SNAP_ERR_MALFORMED,
 					 "snapshot state: section %u '%s' says %llu bytes, only %llu remain", i,
 					 s->name, (unsigned long long)len, (unsigned long long)room);
 		s->data = h + SNAP_SECTION_HEADER_SIZE;
 		s->len = len;
 		for (uint64_t p = len; p < pad8(len); p++)
 			if (s->data[p])
-				return kiln_errf(e, -SNAP_ERR_MALFORMED,
+				return err_set(e, -SNAP_ERR_MALFORMED,
 						 "snapshot state: section %u '%s' has nonzero padding", i, s->name);
 		off += SNAP_SECTION_HEADER_SIZE + pad8(len);
 	}
 	if (i != v->count)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot state: %u sections, its header counts %u", i,
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: %u sections, its header counts %u", i,
 				 v->count);
 	return 0;
 }
 
-static int check_dups(struct snap_view *v, struct kiln_error *e)
+static int check_dups(struct snap_view *v, struct err *e)
 {
 	for (uint32_t i = 0; i < v->count; i++)
 		v->sorted[i] = i;
@@ -343,7 +343,7 @@ static int check_dups(struct snap_view *v, struct kiln_error *e)
 		const struct snap_section *b = &v->sections[v->sorted[i]];
 
 		if (!cmp_key(a, b))
-			return kiln_errf(e, -SNAP_ERR_DUPLICATE,
+			return err_set(e, -SNAP_ERR_DUPLICATE,
 					 "snapshot state: two sections of type %u index %u ('%s', '%s')", a->type,
 					 a->index, a->name, b->name);
 	}
@@ -351,25 +351,25 @@ static int check_dups(struct snap_view *v, struct kiln_error *e)
 }
 
 int snap_check_compat(const struct snap_compat *origin, const struct snap_compat *host,
-		      struct kiln_error *e)
+		      struct err *e)
 {
 	const struct snap_cpu *o = &origin->cpu, *h = &host->cpu;
 
 	if (strcmp(origin->kiln_version, host->kiln_version))
-		return kiln_errf(e, -SNAP_ERR_KILN_VERSION,
+		return err_set(e, -SNAP_ERR_KILN_VERSION,
 				 "snapshot was written by kiln %s, this is kiln %s: restore it with kiln %s",
 				 origin->kiln_version, host->kiln_version, origin->kiln_version);
 	if (strcmp(o->vendor, h->vendor))
-		return kiln_errf(e, -SNAP_ERR_CPU,
+		return err_set(e, -SNAP_ERR_CPU,
 				 "snapshot was taken on a %s CPU, this host's is %s: restore it on a matching host",
 				 o->vendor, h->vendor);
 	if (o->family != h->family || o->model != h->model)
-		return kiln_errf(e, -SNAP_ERR_CPU,
+		return err_set(e, -SNAP_ERR_CPU,
 				 "snapshot was taken on CPU family %u model %u, this host is family %u model %u: "
 				 "restore it on a matching host",
 				 o->family, o->model, h->family, h->model);
 	if (o->features != h->features)
-		return kiln_errf(e, -SNAP_ERR_CPU,
+		return err_set(e, -SNAP_ERR_CPU,
 				 "snapshot's CPU features differ from this host's (digest %016llx, here %016llx): "
 				 "restore it on a matching host",
 				 (unsigned long long)o->features, (unsigned long long)h->features);
@@ -377,7 +377,7 @@ int snap_check_compat(const struct snap_compat *origin, const struct snap_compat
 }
 
 int snap_parse(const void *buf, size_t len, const struct snap_compat *host, struct snap_view *v,
-	       struct kiln_error *e)
+	       struct err *e)
 {
 	const uint8_t *b = buf;
 	uint64_t total;
@@ -387,9 +387,9 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	memset(v, 0, sizeof(*v));
 	/* A file cut inside the magic is truncated, not foreign. */
 	if (len && memcmp(b, SNAP_MAGIC, len < 8 ? len : 8))
-		return kiln_errf(e, -SNAP_ERR_MAGIC, "not a kiln snapshot state file (no KILNSNAP magic)");
+		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln snapshot state file (no KILNSNAP magic)");
 	if (len < H_TOTAL + 8)
-		return kiln_errf(e, -SNAP_ERR_TRUNCATED, "snapshot state file truncated: %zu bytes", len);
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot state file truncated: %zu bytes", len);
 	/*
 	 * The magic, format version and total size keep their places in every
 	 * format version, so a file from a newer kiln is still measured and
@@ -397,28 +397,28 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	 */
 	total = le_get64(b + H_TOTAL);
 	if (total > len)
-		return kiln_errf(e, -SNAP_ERR_TRUNCATED,
+		return err_set(e, -SNAP_ERR_TRUNCATED,
 				 "snapshot state file truncated (or its header damaged): %zu bytes, header says %llu",
 				 len, (unsigned long long)total);
 	if (total < len || total < SNAP_HEADER_SIZE + SNAP_TRAILER_SIZE || total % 8)
-		return kiln_errf(e, -SNAP_ERR_CHECKSUM,
+		return err_set(e, -SNAP_ERR_CHECKSUM,
 				 "snapshot state file damaged: %zu bytes, header says %llu", len,
 				 (unsigned long long)total);
 	if (len > SNAP_STATE_MAX)
-		return kiln_errf(e, -SNAP_ERR_TOO_BIG, "snapshot state file is %zu bytes, the limit is %u", len,
+		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file is %zu bytes, the limit is %u", len,
 				 SNAP_STATE_MAX);
 	crc = snap_crc32(b, len - SNAP_TRAILER_SIZE);
 	if (le_get32(b + len - 8) != crc || le_get32(b + len - 4) != SNAP_END_MAGIC)
-		return kiln_errf(e, -SNAP_ERR_CHECKSUM, "snapshot state file damaged: checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot state file damaged: checksum mismatch");
 	v->format_version = le_get32(b + H_FORMAT);
 	if (v->format_version != SNAP_FORMAT_VERSION)
-		return kiln_errf(e, -SNAP_ERR_FORMAT,
+		return err_set(e, -SNAP_ERR_FORMAT,
 				 "snapshot state file has format version %u, this kiln reads version %u",
 				 v->format_version, SNAP_FORMAT_VERSION);
 
 	if (!field_ok(b + H_KILN_VERSION, SNAP_VERSION_MAX + 1, 0) ||
 	    !field_ok(b + H_VENDOR, SNAP_VENDOR_MAX + 1, 1) || le_get64(b + H_RESERVED))
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot state file has a malformed header");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state file has a malformed header");
 	memcpy(v->origin.kiln_version, b + H_KILN_VERSION, SNAP_VERSION_MAX + 1);
 	memcpy(v->origin.cpu.vendor, b + H_VENDOR, SNAP_VENDOR_MAX + 1);
 	v->origin.cpu.family = le_get32(b + H_FAMILY);
@@ -427,18 +427,18 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 
 	v->count = le_get32(b + H_COUNT);
 	if (v->count > SNAP_MAX_SECTIONS)
-		return kiln_errf(e, -SNAP_ERR_TOO_BIG, "snapshot state file has %u sections, the limit is %u",
+		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file has %u sections, the limit is %u",
 				 v->count, SNAP_MAX_SECTIONS);
 	/* Each section takes at least its header: a count the bytes cannot hold allocates nothing. */
 	if ((uint64_t)v->count * SNAP_SECTION_HEADER_SIZE > total - SNAP_HEADER_SIZE - SNAP_TRAILER_SIZE)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED,
+		return err_set(e, -SNAP_ERR_MALFORMED,
 				 "snapshot state file counts %u sections, its %llu bytes cannot hold them",
 				 v->count, (unsigned long long)total);
 	v->sections = calloc(v->count ? v->count : 1, sizeof(*v->sections));
 	v->sorted = calloc(v->count ? v->count : 1, sizeof(*v->sorted));
 	if (!v->sections || !v->sorted) {
 		snap_view_free(v);
-		return kiln_errf(e, ENOMEM, "snapshot state: out of memory");
+		return err_set(e, ENOMEM, "snapshot state: out of memory");
 	}
 	r = parse_sections(b, total, v, e);
 	if (!r)
@@ -525,13 +525,13 @@ uint64_t snap_get_u64(struct snap_cursor *c)
 	return v;
 }
 
-int snap_cursor_end(const struct snap_cursor *c, struct kiln_error *e)
+int snap_cursor_end(const struct snap_cursor *c, struct err *e)
 {
 	if (c->bad)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot state: section '%s' (index %u) is too short",
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section '%s' (index %u) is too short",
 				 c->s->name, c->s->index);
 	if (c->off != c->s->len)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED,
+		return err_set(e, -SNAP_ERR_MALFORMED,
 				 "snapshot state: section '%s' (index %u) has %llu bytes left over", c->s->name,
 				 c->s->index, (unsigned long long)(c->s->len - c->off));
 	return 0;

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 /* The files of a snapshot directory. */
 #define SNAP_STATE_FILE "state"
@@ -119,14 +119,14 @@ struct snap_writer {
 	size_t open;  /* offset of the section being written, 0 when none */
 	int finished; /* snap_finish succeeded: nothing more may be added */
 	int err;      /* first error; every later call returns it ... */
-	struct kiln_error why; /* ... with this message */
+	struct err why; /* ... with this message */
 };
 
 /*
  * Start a file for `who` (kiln version and CPU). Returns 0, or
  * -EINVAL/-ENOMEM with a message.
  */
-int snap_writer_init(struct snap_writer *w, const struct snap_compat *who, struct kiln_error *e);
+int snap_writer_init(struct snap_writer *w, const struct snap_compat *who, struct err *e);
 
 /* Free the writer's buffer (and any buffer snap_finish returned). Safe on a zeroed writer. */
 void snap_writer_free(struct snap_writer *w);
@@ -137,7 +137,7 @@ void snap_writer_free(struct snap_writer *w);
  * a section already open; SNAP_ERR_TOO_BIG past the limits; -ENOMEM).
  */
 int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name, const void *data,
-	     size_t len, struct kiln_error *e);
+	     size_t len, struct err *e);
 
 /*
  * Or build a section piece by piece: snap_begin, any number of snap_put*
@@ -146,13 +146,13 @@ int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *n
  * saver may check only snap_end's (or snap_finish's) result.
  */
 int snap_begin(struct snap_writer *w, uint32_t type, uint32_t index, const char *name,
-	       struct kiln_error *e);
-int snap_put(struct snap_writer *w, const void *data, size_t len, struct kiln_error *e);
-int snap_put_u8(struct snap_writer *w, uint8_t v, struct kiln_error *e);
-int snap_put_u16(struct snap_writer *w, uint16_t v, struct kiln_error *e);
-int snap_put_u32(struct snap_writer *w, uint32_t v, struct kiln_error *e);
-int snap_put_u64(struct snap_writer *w, uint64_t v, struct kiln_error *e);
-int snap_end(struct snap_writer *w, struct kiln_error *e);
+	       struct err *e);
+int snap_put(struct snap_writer *w, const void *data, size_t len, struct err *e);
+int snap_put_u8(struct snap_writer *w, uint8_t v, struct err *e);
+int snap_put_u16(struct snap_writer *w, uint16_t v, struct err *e);
+int snap_put_u32(struct snap_writer *w, uint32_t v, struct err *e);
+int snap_put_u64(struct snap_writer *w, uint64_t v, struct err *e);
+int snap_end(struct snap_writer *w, struct err *e);
 
 /*
  * Close the file: count, size, checksum. *out and *out_len are the file's
@@ -160,7 +160,7 @@ int snap_end(struct snap_writer *w, struct kiln_error *e);
  * appended afterwards. Duplicate (type, index) pairs are refused here with
  * SNAP_ERR_DUPLICATE. Returns 0 or -errno.
  */
-int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, struct kiln_error *e);
+int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, struct err *e);
 
 /* ---- reading ---- */
 
@@ -190,11 +190,11 @@ struct snap_view {
  * On success free the view with snap_view_free.
  */
 int snap_parse(const void *buf, size_t len, const struct snap_compat *host, struct snap_view *v,
-	       struct kiln_error *e);
+	       struct err *e);
 
 /* Refuse a snapshot whose origin is not `host` (snap_parse calls this). */
 int snap_check_compat(const struct snap_compat *origin, const struct snap_compat *host,
-		      struct kiln_error *e);
+		      struct err *e);
 
 void snap_view_free(struct snap_view *v);
 
@@ -219,6 +219,6 @@ uint8_t snap_get_u8(struct snap_cursor *c);
 uint16_t snap_get_u16(struct snap_cursor *c);
 uint32_t snap_get_u32(struct snap_cursor *c);
 uint64_t snap_get_u64(struct snap_cursor *c);
-int snap_cursor_end(const struct snap_cursor *c, struct kiln_error *e);
+int snap_cursor_end(const struct snap_cursor *c, struct err *e);
 
 #endif

@@ -13,13 +13,13 @@
 #define TMP_SUFFIX ".tmp"
 
 /* NAME must be one path component with room for ".tmp" after it; fills tmp with NAME.tmp. */
-static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct kiln_error *e)
+static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct err *e)
 {
 	size_t n = strnlen(name, NAME_MAX + 1);
 
 	if (n == 0 || n + strlen(TMP_SUFFIX) > NAME_MAX || strchr(name, '/') || !strcmp(name, ".") ||
 	    !strcmp(name, ".."))
-		return kiln_errf(e, EINVAL, "snapshot: '%.64s' is not a usable file name", name);
+		return err_set(e, EINVAL, "snapshot: '%.64s' is not a usable file name", name);
 	memcpy(tmp, name, n);
 	memcpy(tmp + n, TMP_SUFFIX, sizeof(TMP_SUFFIX));
 	return 0;
@@ -67,7 +67,7 @@ int snap_pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
-int snap_tmp_open(int dirfd, const char *name, struct kiln_error *e)
+int snap_tmp_open(int dirfd, const char *name, struct err *e)
 {
 	char tmp[NAME_MAX + 1];
 	int fd, r = tmp_name(name, tmp, e);
@@ -76,7 +76,7 @@ int snap_tmp_open(int dirfd, const char *name, struct kiln_error *e)
 		return r;
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
-		return kiln_errf(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
+		return err_set(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
 	return fd;
 }
 
@@ -90,7 +90,7 @@ void snap_tmp_abort(int dirfd, const char *name, int fd)
 		unlinkat(dirfd, tmp, 0);
 }
 
-int snap_tmp_commit(int dirfd, const char *name, int fd, struct kiln_error *e)
+int snap_tmp_commit(int dirfd, const char *name, int fd, struct err *e)
 {
 	char tmp[NAME_MAX + 1];
 	int r = tmp_name(name, tmp, e);
@@ -103,25 +103,25 @@ int snap_tmp_commit(int dirfd, const char *name, int fd, struct kiln_error *e)
 	if (fsync(fd) < 0) {
 		r = errno;
 		snap_tmp_abort(dirfd, name, fd);
-		return kiln_errf(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
+		return err_set(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
 	}
 	if (close(fd) < 0) {
 		r = errno;
 		snap_tmp_abort(dirfd, name, -1);
-		return kiln_errf(e, r, "snapshot: closing '%s': %s", tmp, strerror(r));
+		return err_set(e, r, "snapshot: closing '%s': %s", tmp, strerror(r));
 	}
 	if (renameat(dirfd, tmp, dirfd, name) < 0) {
 		r = errno;
 		snap_tmp_abort(dirfd, name, -1);
-		return kiln_errf(e, r, "snapshot: renaming '%s' to '%s': %s", tmp, name, strerror(r));
+		return err_set(e, r, "snapshot: renaming '%s' to '%s': %s", tmp, name, strerror(r));
 	}
 	if (fsync(dirfd) < 0)
-		return kiln_errf(e, errno, "snapshot: syncing the directory of '%s': %s", name,
+		return err_set(e, errno, "snapshot: syncing the directory of '%s': %s", name,
 				 strerror(errno));
 	return 0;
 }
 
-int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct kiln_error *e)
+int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct err *e)
 {
 	int fd = snap_tmp_open(dirfd, name, e), r;
 
@@ -130,14 +130,14 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
 	r = snap_pwrite_all(fd, buf, len, 0);
 	if (r) {
 		snap_tmp_abort(dirfd, name, fd);
-		return kiln_errf(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)", name,
+		return err_set(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)", name,
 				 strerror(-r), name);
 	}
 	return snap_tmp_commit(dirfd, name, fd, e);
 }
 
 int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
-		   struct kiln_error *e)
+		   struct err *e)
 {
 	struct stat st;
 	uint8_t *b;
@@ -148,19 +148,19 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
 	*len = 0;
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return kiln_errf(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
+		return err_set(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
 	if (fstat(fd, &st) < 0) {
 		r = errno;
 		close(fd);
-		return kiln_errf(e, r, "snapshot: '%s': %s", name, strerror(r));
+		return err_set(e, r, "snapshot: '%s': %s", name, strerror(r));
 	}
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
-		return kiln_errf(e, EINVAL, "snapshot: '%s' is not a regular file", name);
+		return err_set(e, EINVAL, "snapshot: '%s' is not a regular file", name);
 	}
 	if ((uint64_t)st.st_size > cap) {
 		close(fd);
-		return kiln_errf(e, EFBIG, "snapshot: '%s' is %lld bytes, more than the %zu allowed", name,
+		return err_set(e, EFBIG, "snapshot: '%s' is %lld bytes, more than the %zu allowed", name,
 				 (long long)st.st_size, cap);
 	}
 	size = (size_t)st.st_size;
@@ -168,7 +168,7 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
 	b = malloc(size + 1);
 	if (!b) {
 		close(fd);
-		return kiln_errf(e, ENOMEM, "snapshot: out of memory reading '%s'", name);
+		return err_set(e, ENOMEM, "snapshot: out of memory reading '%s'", name);
 	}
 	for (;;) {
 		ssize_t n = read(fd, b + got, size + 1 - got);
@@ -179,7 +179,7 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
 			r = errno;
 			free(b);
 			close(fd);
-			return kiln_errf(e, r, "snapshot: reading '%s': %s", name, strerror(r));
+			return err_set(e, r, "snapshot: reading '%s': %s", name, strerror(r));
 		}
 		if (n == 0)
 			break;
@@ -187,7 +187,7 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
 		if (got > size) {
 			free(b);
 			close(fd);
-			return kiln_errf(e, EAGAIN, "snapshot: '%s' changed while it was read", name);
+			return err_set(e, EAGAIN, "snapshot: '%s' changed while it was read", name);
 		}
 	}
 	close(fd);
@@ -224,7 +224,7 @@ int snap_dir_remove(int parentfd, const char *name)
 	return err;
 }
 
-int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e)
+int snap_dir_begin(int parentfd, const char *name, struct err *e)
 {
 	char tmp[NAME_MAX + 1];
 	int fd, r = tmp_name(name, tmp, e);
@@ -234,14 +234,14 @@ int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e)
 	/* A crash mid-snapshot leaves NAME.tmp behind; it never held the checkpoint. */
 	r = snap_dir_remove(parentfd, tmp);
 	if (r && r != -ENOENT)
-		return kiln_errf(e, -r, "snapshot: removing the unfinished '%s': %s", tmp, strerror(-r));
+		return err_set(e, -r, "snapshot: removing the unfinished '%s': %s", tmp, strerror(-r));
 	if (mkdirat(parentfd, tmp, 0700) < 0)
-		return kiln_errf(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
+		return err_set(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
 	fd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		r = errno;
 		unlinkat(parentfd, tmp, AT_REMOVEDIR);
-		return kiln_errf(e, r, "snapshot: opening '%s': %s", tmp, strerror(r));
+		return err_set(e, r, "snapshot: opening '%s': %s", tmp, strerror(r));
 	}
 	return fd;
 }
@@ -256,7 +256,7 @@ void snap_dir_abort(int parentfd, const char *name, int dirfd)
 		snap_dir_remove(parentfd, tmp);
 }
 
-int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error *e)
+int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 {
 	char tmp[NAME_MAX + 1];
 	int r = tmp_name(name, tmp, e), exchanged = 1;
@@ -269,7 +269,7 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error
 	if (fsync(dirfd) < 0) {
 		r = errno;
 		snap_dir_abort(parentfd, name, dirfd);
-		return kiln_errf(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
+		return err_set(e, r, "snapshot: syncing '%s': %s", tmp, strerror(r));
 	}
 	close(dirfd);
 	if (renameat2(parentfd, tmp, parentfd, name, RENAME_EXCHANGE) < 0) {
@@ -282,12 +282,12 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error
 			r = errno;
 		if (r) {
 			snap_dir_abort(parentfd, name, -1);
-			return kiln_errf(e, r, "snapshot: replacing '%s' with '%s': %s (the previous snapshot is kept)",
+			return err_set(e, r, "snapshot: replacing '%s' with '%s': %s (the previous snapshot is kept)",
 					 name, tmp, strerror(r));
 		}
 	}
 	if (fsync(parentfd) < 0)
-		return kiln_errf(e, errno, "snapshot: syncing the directory of '%s': %s", name,
+		return err_set(e, errno, "snapshot: syncing the directory of '%s': %s", name,
 				 strerror(errno));
 	/* NAME.tmp now holds the previous checkpoint; a failure here only leaves it for the next begin. */
 	if (exchanged)

@@ -19,20 +19,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 /*
  * Create DIRFD/NAME.tmp empty (truncating a stale one), mode 0600, for
  * writing. Returns the fd or -errno.
  */
-int snap_tmp_open(int dirfd, const char *name, struct kiln_error *e);
+int snap_tmp_open(int dirfd, const char *name, struct err *e);
 
 /*
  * fsync `fd`, close it, rename NAME.tmp to NAME and fsync the directory.
  * `fd` is closed in every case; on failure NAME.tmp is removed and NAME is
  * untouched. Returns 0 or -errno.
  */
-int snap_tmp_commit(int dirfd, const char *name, int fd, struct kiln_error *e);
+int snap_tmp_commit(int dirfd, const char *name, int fd, struct err *e);
 
 /* Close `fd` (when >= 0) and remove NAME.tmp. */
 void snap_tmp_abort(int dirfd, const char *name, int fd);
@@ -44,7 +44,7 @@ int snap_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 int snap_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 /* The whole file NAME, atomically: snap_tmp_open + write + snap_tmp_commit. */
-int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct kiln_error *e);
+int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct err *e);
 
 /*
  * Read the whole regular file DIRFD/NAME into a malloc'd buffer (*buf,
@@ -52,7 +52,7 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
  * it is read; one that grows while read is refused too. Returns 0 or -errno.
  */
 int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
-		   struct kiln_error *e);
+		   struct err *e);
 
 /*
  * Start a snapshot directory: create PARENTFD/NAME.tmp fresh (removing a
@@ -60,7 +60,7 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
  * an fd to it (O_DIRECTORY), or -errno. Write the snapshot's files into it
  * with snap_tmp_open/snap_tmp_commit or snap_write_atomic.
  */
-int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e);
+int snap_dir_begin(int parentfd, const char *name, struct err *e);
 
 /*
  * Make NAME.tmp the snapshot NAME: fsync the directory `dirfd` (closed
@@ -69,7 +69,7 @@ int snap_dir_begin(int parentfd, const char *name, struct kiln_error *e);
  * before the exchange, NAME.tmp is removed and NAME is untouched. Returns
  * 0 or -errno.
  */
-int snap_dir_commit(int parentfd, const char *name, int dirfd, struct kiln_error *e);
+int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e);
 
 /* Close `dirfd` (when >= 0) and remove NAME.tmp with the files in it. */
 void snap_dir_abort(int parentfd, const char *name, int dirfd);

@@ -64,16 +64,16 @@ static uint64_t next_run(const uint8_t *mem, uint64_t size, uint64_t *off, uint6
 	return end - start;
 }
 
-static int check_size(uint64_t size, struct kiln_error *e)
+static int check_size(uint64_t size, struct err *e)
 {
 	if (size == 0 || size % SNAP_PAGE || size > (uint64_t)INT64_MAX)
-		return kiln_errf(e, EINVAL, "snapshot memory: %llu bytes is not a whole number of pages",
+		return err_set(e, EINVAL, "snapshot memory: %llu bytes is not a whole number of pages",
 				 (unsigned long long)size);
 	return 0;
 }
 
 int snap_mem_write_raw(int fd, const void *mem, uint64_t size, struct snap_mem_stats *st,
-		       struct kiln_error *e)
+		       struct err *e)
 {
 	struct snap_mem_stats s = { 0 };
 	uint64_t off = 0, len;
@@ -83,11 +83,11 @@ int snap_mem_write_raw(int fd, const void *mem, uint64_t size, struct snap_mem_s
 		return r;
 	/* The length first: every page never written stays a hole that reads as zeros. */
 	if (ftruncate(fd, (off_t)size) < 0)
-		return kiln_errf(e, errno, "snapshot memory: sizing the file: %s", strerror(errno));
+		return err_set(e, errno, "snapshot memory: sizing the file: %s", strerror(errno));
 	while ((len = next_run(mem, size, &off, size))) {
 		r = snap_pwrite_all(fd, (const uint8_t *)mem + off, len, off);
 		if (r)
-			return kiln_errf(e, -r, "snapshot memory: writing: %s", strerror(-r));
+			return err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
 		s.pages += len / SNAP_PAGE;
 		s.runs++;
 		s.stored += len;
@@ -99,7 +99,7 @@ int snap_mem_write_raw(int fd, const void *mem, uint64_t size, struct snap_mem_s
 }
 
 int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct snap_mem_stats *st,
-		     struct kiln_error *e)
+		     struct err *e)
 {
 	struct snap_mem_stats s = { 0 };
 	struct zrun *runs = NULL;
@@ -113,13 +113,13 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	if (r)
 		return r;
 	if (level < 1 || level > 9)
-		return kiln_errf(e, EINVAL, "snapshot memory: compression level %d is not 1-9", level);
+		return err_set(e, EINVAL, "snapshot memory: compression level %d is not 1-9", level);
 	if (deflateInit(&z, level) != Z_OK)
-		return kiln_errf(e, ENOMEM, "snapshot memory: cannot start zlib");
+		return err_set(e, ENOMEM, "snapshot memory: cannot start zlib");
 	bound = deflateBound(&z, SNAP_MEMZ_RUN_MAX);
 	out = malloc(bound);
 	if (!out) {
-		r = kiln_errf(e, ENOMEM, "snapshot memory: out of memory");
+		r = err_set(e, ENOMEM, "snapshot memory: out of memory");
 		goto out;
 	}
 	while ((len = next_run(mem, size, &off, SNAP_MEMZ_RUN_MAX))) {
@@ -128,7 +128,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 			struct zrun *nr = realloc(runs, ncap * sizeof(*runs));
 
 			if (!nr) {
-				r = kiln_errf(e, ENOMEM, "snapshot memory: out of memory");
+				r = err_set(e, ENOMEM, "snapshot memory: out of memory");
 				goto out;
 			}
 			runs = nr;
@@ -140,12 +140,12 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 		z.next_out = out;
 		z.avail_out = (uInt)bound;
 		if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-			r = kiln_errf(e, EIO, "snapshot memory: zlib could not compress a run");
+			r = err_set(e, EIO, "snapshot memory: zlib could not compress a run");
 			goto out;
 		}
 		r = snap_pwrite_all(fd, out, z.total_out, file_off);
 		if (r) {
-			r = kiln_errf(e, -r, "snapshot memory: writing: %s", strerror(-r));
+			r = err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
 			goto out;
 		}
 		runs[nruns++] = (struct zrun){ .mem_off = off,
@@ -161,7 +161,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	}
 	r = snap_pwrite_all(fd, runs, nruns * sizeof(*runs), file_off);
 	if (r) {
-		r = kiln_errf(e, -r, "snapshot memory: writing the index: %s", strerror(-r));
+		r = err_set(e, -r, "snapshot memory: writing the index: %s", strerror(-r));
 		goto out;
 	}
 	/* The header last: a file cut short anywhere has no valid header. */
@@ -175,7 +175,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	le_put32(hdr + Z_HEADER_CRC, snap_crc32(hdr, Z_HEADER_CRC));
 	r = snap_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (r) {
-		r = kiln_errf(e, -r, "snapshot memory: writing the header: %s", strerror(-r));
+		r = err_set(e, -r, "snapshot memory: writing the header: %s", strerror(-r));
 		goto out;
 	}
 	if (st)
@@ -188,7 +188,7 @@ out:
 }
 
 int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, int level,
-		  struct snap_mem_stats *st, struct kiln_error *e)
+		  struct snap_mem_stats *st, struct err *e)
 {
 	int fd = snap_tmp_open(dirfd, name, e), r;
 
@@ -202,7 +202,7 @@ int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, i
 	return snap_tmp_commit(dirfd, name, fd, e);
 }
 
-int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct kiln_error *e)
+int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct err *e)
 {
 	struct stat st;
 	int fd, r = check_size(size, e);
@@ -211,14 +211,14 @@ int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct kiln_er
 		return r;
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return kiln_errf(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
+		return err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
 	if (fstat(fd, &st) < 0) {
-		r = kiln_errf(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
+		r = err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
 	} else if (!S_ISREG(st.st_mode)) {
-		r = kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot memory '%s' is not a regular file", name);
+		r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory '%s' is not a regular file", name);
 	} else if ((uint64_t)st.st_size != size) {
 		/* Mapped short, the guest would take SIGBUS-backed faults in the middle of its RAM. */
-		r = kiln_errf(e, (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
+		r = err_set(e, (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
 			      "snapshot memory '%s' is %lld bytes, the snapshot's RAM is %llu", name,
 			      (long long)st.st_size, (unsigned long long)size);
 	}
@@ -229,12 +229,12 @@ int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct kiln_er
 	return fd;
 }
 
-int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct kiln_error *e)
+int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct err *e)
 {
 	void *p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | (at ? MAP_FIXED : 0), fd, 0);
 
 	if (p == MAP_FAILED)
-		return kiln_errf(e, errno, "snapshot memory: mapping %llu bytes: %s", (unsigned long long)size,
+		return err_set(e, errno, "snapshot memory: mapping %llu bytes: %s", (unsigned long long)size,
 				 strerror(errno));
 	*out = p;
 	return 0;
@@ -242,7 +242,7 @@ int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct kiln_er
 
 /* Check the index against the header and itself: runs in order, inside RAM and tiling the file's data. */
 static int check_runs(const struct zrun *runs, uint32_t n, uint64_t size, uint64_t index_off,
-		      uLong max_zlen, struct kiln_error *e)
+		      uLong max_zlen, struct err *e)
 {
 	uint64_t mem_end = 0, file_off = SNAP_MEMZ_HEADER_SIZE;
 
@@ -252,22 +252,22 @@ static int check_runs(const struct zrun *runs, uint32_t n, uint64_t size, uint64
 		if (r->mem_off % SNAP_PAGE || r->mem_len % SNAP_PAGE || r->mem_len == 0 || r->reserved ||
 		    r->mem_len > SNAP_MEMZ_RUN_MAX || r->mem_off < mem_end || r->mem_len > size ||
 		    r->mem_off > size - r->mem_len)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED,
+			return err_set(e, -SNAP_ERR_MALFORMED,
 					 "snapshot memory.z: run %u ([%#llx, +%#llx)) is outside RAM, unaligned or out of order",
 					 i, (unsigned long long)r->mem_off, (unsigned long long)r->mem_len);
 		if (r->file_off != file_off || r->file_len == 0 || r->file_len > max_zlen ||
 		    r->file_len > index_off - file_off)
-			return kiln_errf(e, -SNAP_ERR_MALFORMED,
+			return err_set(e, -SNAP_ERR_MALFORMED,
 					 "snapshot memory.z: run %u's data is not where the index says", i);
 		mem_end = r->mem_off + r->mem_len;
 		file_off += r->file_len;
 	}
 	if (file_off != index_off)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot memory.z: the runs do not end at the index");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z: the runs do not end at the index");
 	return 0;
 }
 
-int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e)
+int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 {
 	uint8_t hdr[SNAP_MEMZ_HEADER_SIZE];
 	struct zrun *runs = NULL;
@@ -282,58 +282,58 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e)
 	if (r)
 		return r;
 	if (fstat(fd, &st) < 0)
-		return kiln_errf(e, errno, "snapshot memory.z: %s", strerror(errno));
+		return err_set(e, errno, "snapshot memory.z: %s", strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot memory.z is not a regular file");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z is not a regular file");
 	fsize = (uint64_t)st.st_size;
 	memset(hdr, 0, sizeof(hdr));
 	r = snap_pread_all(fd, hdr, fsize < sizeof(hdr) ? fsize : sizeof(hdr), 0);
 	if (r)
-		return kiln_errf(e, -r, "snapshot memory.z: reading: %s", strerror(-r));
+		return err_set(e, -r, "snapshot memory.z: reading: %s", strerror(-r));
 	if (memcmp(hdr, SNAP_MEMZ_MAGIC, fsize < 8 ? fsize : 8))
-		return kiln_errf(e, -SNAP_ERR_MAGIC, "not a kiln compressed memory file (no KILNMEMZ magic)");
+		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln compressed memory file (no KILNMEMZ magic)");
 	if (fsize < sizeof(hdr))
-		return kiln_errf(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes",
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes",
 				 (unsigned long long)fsize);
 	if (le_get32(hdr + Z_HEADER_CRC) != snap_crc32(hdr, Z_HEADER_CRC))
-		return kiln_errf(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: header checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: header checksum mismatch");
 	if (le_get32(hdr + Z_VERSION) != SNAP_MEMZ_VERSION)
-		return kiln_errf(e, -SNAP_ERR_FORMAT, "snapshot memory.z has format version %u, this kiln reads %u",
+		return err_set(e, -SNAP_ERR_FORMAT, "snapshot memory.z has format version %u, this kiln reads %u",
 				 le_get32(hdr + Z_VERSION), SNAP_MEMZ_VERSION);
 	if (le_get32(hdr + Z_PAGE) != SNAP_PAGE || le_get32(hdr + Z_RESERVED))
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
 	if (le_get64(hdr + Z_MEM_SIZE) != size)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED,
+		return err_set(e, -SNAP_ERR_MALFORMED,
 				 "snapshot memory.z holds %llu bytes of RAM, the snapshot's RAM is %llu",
 				 (unsigned long long)le_get64(hdr + Z_MEM_SIZE), (unsigned long long)size);
 	n = le_get32(hdr + Z_RUNS);
 	index_off = le_get64(hdr + Z_INDEX_OFF);
 	/* At most one run per page, so n * 32 cannot overflow for any RAM that fits in 64 bits. */
 	if (n > size / SNAP_PAGE || index_off < SNAP_MEMZ_HEADER_SIZE || index_off > (uint64_t)INT64_MAX)
-		return kiln_errf(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
 	want = index_off + (uint64_t)n * SNAP_MEMZ_INDEX_ENTRY;
 	if (want > fsize)
-		return kiln_errf(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes, needs %llu",
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes, needs %llu",
 				 (unsigned long long)fsize, (unsigned long long)want);
 	if (want < fsize)
-		return kiln_errf(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: %llu bytes, header says %llu",
+		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: %llu bytes, header says %llu",
 				 (unsigned long long)fsize, (unsigned long long)want);
 
 	/* The index is within the file that exists: its size bounds this allocation. */
 	runs = malloc(n ? (size_t)n * sizeof(*runs) : 1);
 	if (!runs)
-		return kiln_errf(e, ENOMEM, "snapshot memory.z: out of memory");
+		return err_set(e, ENOMEM, "snapshot memory.z: out of memory");
 	r = snap_pread_all(fd, runs, (size_t)n * sizeof(*runs), index_off);
 	if (r) {
-		r = kiln_errf(e, -r, "snapshot memory.z: reading the index: %s", strerror(-r));
+		r = err_set(e, -r, "snapshot memory.z: reading the index: %s", strerror(-r));
 		goto out;
 	}
 	if (le_get32(hdr + Z_INDEX_CRC) != snap_crc32(runs, (size_t)n * sizeof(*runs))) {
-		r = kiln_errf(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: index checksum mismatch");
+		r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: index checksum mismatch");
 		goto out;
 	}
 	if (inflateInit(&z) != Z_OK) {
-		r = kiln_errf(e, ENOMEM, "snapshot memory.z: cannot start zlib");
+		r = err_set(e, ENOMEM, "snapshot memory.z: cannot start zlib");
 		goto out;
 	}
 	/* zlib's worst case for one run: anything longer was not written by kiln. */
@@ -343,7 +343,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e)
 		goto out_z;
 	in = malloc(max_zlen);
 	if (!in) {
-		r = kiln_errf(e, ENOMEM, "snapshot memory.z: out of memory");
+		r = err_set(e, ENOMEM, "snapshot memory.z: out of memory");
 		goto out_z;
 	}
 	for (uint32_t i = 0; i < n; i++) {
@@ -351,11 +351,11 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e)
 
 		r = snap_pread_all(fd, in, run->file_len, run->file_off);
 		if (r) {
-			r = kiln_errf(e, -r, "snapshot memory.z: reading run %u: %s", i, strerror(-r));
+			r = err_set(e, -r, "snapshot memory.z: reading run %u: %s", i, strerror(-r));
 			goto out_z;
 		}
 		if (snap_crc32(in, run->file_len) != run->crc) {
-			r = kiln_errf(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: run %u checksum mismatch", i);
+			r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: run %u checksum mismatch", i);
 			goto out_z;
 		}
 		inflateReset(&z);
@@ -365,7 +365,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e)
 		z.avail_out = (uInt)run->mem_len;
 		/* Exactly the run: its stream must end (adler32 checked) with no input or room left. */
 		if (inflate(&z, Z_FINISH) != Z_STREAM_END || z.avail_in || z.avail_out) {
-			r = kiln_errf(e, -SNAP_ERR_CHECKSUM,
+			r = err_set(e, -SNAP_ERR_CHECKSUM,
 				      "snapshot memory.z damaged: run %u does not decompress to its %llu bytes", i,
 				      (unsigned long long)run->mem_len);
 			goto out_z;

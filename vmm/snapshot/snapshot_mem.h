@@ -22,7 +22,7 @@
 
 #include <stdint.h>
 
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #define SNAP_PAGE 4096
 #define SNAP_MEMZ_MAGIC "KILNMEMZ"
@@ -43,11 +43,11 @@ struct snap_mem_stats {
  * -errno (-EINVAL for a size that is not whole pages).
  */
 int snap_mem_write_raw(int fd, const void *mem, uint64_t size, struct snap_mem_stats *st,
-		       struct kiln_error *e);
+		       struct err *e);
 
 /* The same as a compressed memory file, zlib `level` 1..9 (1 is fast and usually enough). */
 int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct snap_mem_stats *st,
-		     struct kiln_error *e);
+		     struct err *e);
 
 /*
  * Write the memory file DIRFD/NAME atomically (snapshot_io's NAME.tmp,
@@ -55,21 +55,21 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
  * On failure (a full disk) NAME is untouched and NAME.tmp removed.
  */
 int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, int level,
-		  struct snap_mem_stats *st, struct kiln_error *e);
+		  struct snap_mem_stats *st, struct err *e);
 
 /*
  * Open the raw memory file DIRFD/NAME for restore: a regular file of
  * exactly `size` bytes. Returns a read-only fd, or SNAP_ERR_TRUNCATED
  * (smaller), SNAP_ERR_MALFORMED (larger, or not a regular file), -errno.
  */
-int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct kiln_error *e);
+int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct err *e);
 
 /*
  * Map that file MAP_PRIVATE, readable and writable: at `at` (MAP_FIXED,
  * replacing what is there) when not NULL, else anywhere. *out is the
  * mapping. Returns 0 or -errno.
  */
-int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct kiln_error *e);
+int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct err *e);
 
 /*
  * Decompress the compressed memory file `fd` into `mem` (`size` bytes,
@@ -78,6 +78,6 @@ int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct kiln_er
  * truncated, checksum/damaged, format version, malformed index) or -errno.
  * On failure `mem` may hold part of the image.
  */
-int snap_mem_read_z(int fd, void *mem, uint64_t size, struct kiln_error *e);
+int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e);
 
 #endif

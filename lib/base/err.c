@@ -1,9 +1,9 @@
-#include "lib/base/error.h"
+#include "lib/base/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-int kiln_errf(struct kiln_error *e, int code, const char *fmt, ...)
+int err_set(struct err *e, int code, const char *fmt, ...)
 {
 	va_list ap;
 

@@ -1,5 +1,5 @@
 /* kiln-vmm's control socket server; see control.h. */
-#include "vmm/control/control.h"
+#include "vmm/kiln-vmm/control.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -19,7 +19,7 @@
 #define CONTROL_IDLE_MS 60000
 
 struct control {
-	struct kiln_vm *vm;
+	kiln_vm *vm;
 	int listen_fd;
 	int stop_fd;
 	pthread_t thread;
@@ -41,31 +41,45 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
-static const char *state_of(struct kiln_vm *vm)
+static const char *state_of(kiln_vm *vm)
 {
 	return kiln_vm_is_paused(vm) ? "paused" : "running";
 }
 
+/* A failed libkiln call: its message into e, its -errno back. */
+static int vm_err(kiln_vm *vm, int r, struct err *e)
+{
+	kiln_vm_errmsg_copy(vm, e->msg, sizeof(e->msg));
+	return r;
+}
+
 /* firewall-set/-get: a reply of any length, malloc'd; NULL: the error is in e. */
-static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct kiln_error *e)
+static char *run_firewall(struct control *c, const struct control_cmd *cmd, struct err *e)
 {
 	char *obj, *r;
+	int err;
 
 	if (cmd->op == CTL_FIREWALL_SET) {
 		size_t cut = 0;
 
-		if (kiln_vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut, e) < 0)
+		int rc = kiln_vm_firewall_set(c->vm, cmd->json, strlen(cmd->json), &cut);
+
+		if (rc < 0) {
+			vm_err(c->vm, rc, e);
 			return NULL;
+		}
 		r = malloc(64);
 		if (r)
 			snprintf(r, 64, "{\"ok\":true,\"cut\":%zu}\n", cut);
 		return r;
 	}
-	obj = kiln_vm_firewall_get(c->vm, e);
+	obj = NULL;
+	if ((err = kiln_vm_firewall_get(c->vm, &obj)) < 0)
+		vm_err(c->vm, err, e);
 	r = obj ? control_reply_object(obj) : NULL;
 	if (obj && !r)
-		kiln_errf(e, ENOMEM, "out of memory");
-	free(obj);
+		err_set(e, ENOMEM, "out of memory");
+	kiln_free(obj);
 	return r;
 }
 
@@ -76,7 +90,7 @@ static char *run_firewall(struct control *c, const struct control_cmd *cmd, stru
 static char *run_command(struct control *c, char *line, char *out, size_t n)
 {
 	struct control_cmd cmd;
-	struct kiln_error e = { { 0 } };
+	struct err e = { { 0 } };
 	char why[512];
 	int r = 0;
 
@@ -94,27 +108,31 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 		return r;
 	}
 	case CTL_PAUSE:
-		r = kiln_vm_pause(c->vm, &e);
+		if ((r = kiln_vm_pause(c->vm)) < 0)
+			vm_err(c->vm, r, &e);
 		break;
 	case CTL_RESUME:
-		r = kiln_vm_resume(c->vm, &e);
+		if ((r = kiln_vm_resume(c->vm)) < 0)
+			vm_err(c->vm, r, &e);
 		break;
 	case CTL_STATUS:
 		break;
 	case CTL_SNAPSHOT: {
-		struct kiln_snapshot_info info;
+		uint64_t mem = 0, stored = 0, state = 0, disk = 0;
+		double ms = 0;
 		char dir[1024];
 
-		r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress, &info, &e);
-		if (r)
+		if ((r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
+			vm_err(c->vm, r, &e);
 			break;
+		}
+		kiln_vm_snapshot_stats(c->vm, &mem, &stored, &state, &disk, &ms);
 		control_json_escape(dir, sizeof(dir), cmd.dir);
 		snprintf(out, n,
 			 "{\"ok\":true,\"state\":\"%s\",\"dir\":\"%s\",\"memory_bytes\":%llu,"
 			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f}\n",
-			 state_of(c->vm), dir, (unsigned long long)info.memory_bytes,
-			 (unsigned long long)info.memory_stored_bytes, (unsigned long long)info.state_bytes,
-			 (unsigned long long)info.disk_bytes, info.ms);
+			 state_of(c->vm), dir, (unsigned long long)mem, (unsigned long long)stored,
+			 (unsigned long long)state, (unsigned long long)disk, ms);
 		return NULL;
 	}
 	}
@@ -200,7 +218,7 @@ static void *control_thread(void *arg)
 	}
 }
 
-int control_start(struct kiln_vm *vm, const char *path, struct control **out, struct kiln_error *e)
+int control_start(kiln_vm *vm, const char *path, struct control **out, struct err *e)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct control *c;
@@ -209,17 +227,17 @@ int control_start(struct kiln_vm *vm, const char *path, struct control **out, st
 
 	*out = NULL;
 	if (strlen(path) >= sizeof(a.sun_path))
-		return kiln_errf(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
+		return err_set(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
 				 sizeof(a.sun_path));
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return kiln_errf(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
+			return err_set(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
 					 path);
 		unlink(path);
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c)
-		return kiln_errf(e, ENOMEM, "out of memory");
+		return err_set(e, ENOMEM, "out of memory");
 	c->vm = vm;
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	memcpy(a.sun_path, path, strlen(path) + 1);
@@ -253,7 +271,7 @@ fail:
 	if (c->stop_fd >= 0)
 		close(c->stop_fd);
 	free(c);
-	return kiln_errf(e, err, "--control %s: %s", path, strerror(err));
+	return err_set(e, err, "--control %s: %s", path, strerror(err));
 }
 
 void control_stop(struct control *c)

@@ -1,0 +1,557 @@
+/*
+ * agent: kiln_agent and kiln_proc (include/kiln/agent.h) over
+ * api/agent-client, the agent protocol client kilnd uses. The wrapper
+ * converts options and results and keeps the message per handle; the
+ * protocol, its limits and its errno mapping are agent_client's.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include <kiln/agent.h>
+
+#include "api/agent-client/agent_client.h"
+
+struct kiln_agent {
+	struct agent_client c;
+	pthread_mutex_t lk; /* guards err and code: requests run concurrently */
+	char err[AGENT_CLIENT_MSG_MAX];
+	char code[32];
+};
+
+struct kiln_proc {
+	struct agent_client_stream *s;
+	uint32_t id;
+	char err[AGENT_CLIENT_MSG_MAX];
+};
+
+/*
+ * The agent's own error codes (docs/agent-protocol.md, section 4) come
+ * back from agent_client as -EREMOTEIO; an embedder wants the errno the
+ * code stands for (the inverse of agent_errno_code).
+ */
+static int code_errno(enum agent_code code)
+{
+	switch (code) {
+	case AGENT_E_NOT_FOUND:
+		return ENOENT;
+	case AGENT_E_EXISTS:
+		return EEXIST;
+	case AGENT_E_NOT_DIRECTORY:
+		return ENOTDIR;
+	case AGENT_E_IS_DIRECTORY:
+		return EISDIR;
+	case AGENT_E_NOT_EMPTY:
+		return ENOTEMPTY;
+	case AGENT_E_PERMISSION_DENIED:
+	case AGENT_E_UNSAFE_PATH:
+		return EACCES;
+	case AGENT_E_READ_ONLY:
+		return EROFS;
+	case AGENT_E_NO_SPACE:
+		return ENOSPC;
+	case AGENT_E_TOO_LARGE:
+		return EFBIG;
+	case AGENT_E_BUSY:
+		return EBUSY;
+	case AGENT_E_TIMEOUT:
+		return ETIMEDOUT;
+	case AGENT_E_REFUSED:
+		return ECONNREFUSED;
+	case AGENT_E_INVALID_STATE:
+		return EINVAL;
+	case AGENT_E_IO_ERROR:
+		return EIO;
+	default:
+		return EPROTO; /* a request the agent found malformed: a libkiln bug */
+	}
+}
+
+static int fail(kiln_agent *a, int r, const struct agent_client_err *e)
+{
+	const char *name = agent_client_err_name(e);
+
+	if (r == -EREMOTEIO && e->fail == AGENT_FAIL_AGENT)
+		r = -code_errno(e->code);
+	pthread_mutex_lock(&a->lk);
+	snprintf(a->err, sizeof(a->err), "%s", e->message[0] ? e->message : strerror(-r));
+	snprintf(a->code, sizeof(a->code), "%s", e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
+	pthread_mutex_unlock(&a->lk);
+	return r;
+}
+
+int kiln_agent_new(const char *vsock_path, kiln_agent **out)
+{
+	kiln_agent *a;
+	int r;
+
+	*out = NULL;
+	if (!vsock_path)
+		return -EINVAL;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	if ((r = agent_client_init(&a->c, vsock_path)) < 0) {
+		free(a);
+		return r;
+	}
+	pthread_mutex_init(&a->lk, NULL);
+	*out = a;
+	return 0;
+}
+
+void kiln_agent_free(kiln_agent *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_destroy(&a->lk);
+	free(a);
+}
+
+int kiln_agent_set_timeout(kiln_agent *a, int timeout_ms)
+{
+	a->c.timeout_ms = timeout_ms;
+	return 0;
+}
+
+const char *kiln_agent_errmsg(const kiln_agent *a)
+{
+	return a->err;
+}
+
+const char *kiln_agent_errcode(const kiln_agent *a)
+{
+	return a->code;
+}
+
+int kiln_agent_wait_ready(kiln_agent *a, int timeout_ms)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_wait_ready(&a->c, timeout_ms, &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+static int64_t realtime_ns(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+}
+
+int kiln_agent_sync_clock(kiln_agent *a, unsigned flags, int64_t *behind_ns)
+{
+	struct agent_client_err e = { 0 };
+	uint8_t seed[AGENT_ENTROPY_MAX];
+	int64_t d = 0;
+	int r;
+
+	/* As kilnd's sb_sync_guest: getrandom never fails once the host booted. */
+	if ((flags & KILN_AGENT_RESEED) && getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed)) {
+		r = agent_client_sync_clock_seed(&a->c, realtime_ns(), seed, sizeof(seed), &d, &e);
+		explicit_bzero(seed, sizeof(seed));
+	} else {
+		r = agent_client_sync_clock(&a->c, realtime_ns(), &d, &e);
+	}
+	if (r < 0)
+		return fail(a, r, &e);
+	if (behind_ns)
+		*behind_ns = d;
+	return 0;
+}
+
+int kiln_agent_shutdown(kiln_agent *a, int grace_ms)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_shutdown(&a->c, grace_ms, &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+/* Options in agent_client's terms; env entries point into o->env. */
+struct conv {
+	struct agent_client_proc_opts p;
+	struct agent_env *env;
+	char **keys;
+};
+
+static void conv_free(struct conv *c)
+{
+	for (size_t i = 0; c->keys && i < c->p.envc; i++)
+		free(c->keys[i]);
+	free(c->keys);
+	free(c->env);
+}
+
+static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv *c)
+{
+	struct agent_client_err e = { 0 };
+	size_t n = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (!o || o->size < sizeof(size_t) + sizeof(void *) || !o->argv || !o->argv[0]) {
+		snprintf(e.message, sizeof(e.message), "exec: no argv given");
+		return fail(a, -EINVAL, &e);
+	}
+	c->p.argv = o->argv;
+	c->p.cwd = o->cwd;
+	c->p.shell = !!(o->flags & KILN_AGENT_SHELL);
+	c->p.pty = !!(o->flags & KILN_AGENT_PTY);
+	c->p.user = (o->flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	c->p.timeout_ms = o->timeout_ms;
+	c->p.output_cap = o->output_cap;
+	c->p.stdin_data = o->stdin_data;
+	c->p.stdin_len = o->stdin_len;
+	while (o->env && o->env[n])
+		n++;
+	if (n) {
+		c->env = calloc(n, sizeof(*c->env));
+		c->keys = calloc(n, sizeof(*c->keys));
+		if (!c->env || !c->keys) {
+			conv_free(c);
+			snprintf(e.message, sizeof(e.message), "out of memory");
+			return fail(a, -ENOMEM, &e);
+		}
+		for (size_t i = 0; i < n; i++) {
+			const char *eq = strchr(o->env[i], '=');
+
+			c->keys[i] = eq ? strndup(o->env[i], (size_t)(eq - o->env[i])) : strdup(o->env[i]);
+			c->p.envc = i + 1;
+			if (!c->keys[i]) {
+				conv_free(c);
+				snprintf(e.message, sizeof(e.message), "out of memory");
+				return fail(a, -ENOMEM, &e);
+			}
+			c->env[i].key = c->keys[i];
+			c->env[i].value = eq ? eq + 1 : NULL;
+		}
+	}
+	c->p.env = c->env;
+	c->p.envc = n;
+	return 0;
+}
+
+static void put_exit(struct kiln_exit_status *st, const struct agent_client_exit *x)
+{
+	struct kiln_exit_status s;
+
+	if (!st)
+		return;
+	memset(&s, 0, sizeof(s));
+	s.size = st->size;
+	s.id = x->id;
+	s.pid = x->pid;
+	s.exit_code = x->exit_code;
+	s.signal = x->signal;
+	s.timed_out = x->timed_out;
+	s.stdout_bytes = x->stdout_bytes;
+	s.stderr_bytes = x->stderr_bytes;
+	s.stdout_truncated = x->stdout_truncated;
+	s.stderr_truncated = x->stderr_truncated;
+	s.wall_us = x->wall_us;
+	/* An older caller's struct is shorter: fill only what it has. */
+	memcpy(st, &s, st->size < sizeof(s) ? st->size : sizeof(s));
+}
+
+int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st, char **out,
+		    size_t *out_len, char **err, size_t *err_len)
+{
+	struct agent_client_exec_result res = { 0 };
+	struct agent_client_err e = { 0 };
+	struct conv c;
+	int r;
+
+	if ((r = conv_opts(a, o, &c)))
+		return r;
+	r = agent_client_exec(&a->c, &c.p, &res, &e);
+	conv_free(&c);
+	if (r < 0)
+		return fail(a, r, &e);
+	put_exit(st, &res.exit);
+	if (out) {
+		*out = (char *)res.out;
+		res.out = NULL;
+	}
+	if (out_len)
+		*out_len = res.out_len;
+	if (err) {
+		*err = (char *)res.err;
+		res.err = NULL;
+	}
+	if (err_len)
+		*err_len = res.err_len;
+	agent_client_exec_result_free(&res);
+	return 0;
+}
+
+struct relay {
+	kiln_output_fn fn;
+	void *arg;
+};
+
+static int relay_output(void *arg, enum agent_stream stream, const void *data, size_t n)
+{
+	struct relay *r = arg;
+
+	return r->fn(r->arg, stream == AGENT_STDERR ? KILN_STDERR : KILN_STDOUT, data, n);
+}
+
+int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn, void *arg,
+			   struct kiln_exit_status *st)
+{
+	struct agent_client_exec_result res = { 0 };
+	struct agent_client_err e = { 0 };
+	struct relay rl = { fn, arg };
+	struct conv c;
+	int r;
+
+	if ((r = conv_opts(a, o, &c)))
+		return r;
+	c.p.on_output = relay_output;
+	c.p.on_output_arg = &rl;
+	r = agent_client_exec(&a->c, &c.p, &res, &e);
+	conv_free(&c);
+	if (r < 0)
+		return fail(a, r, &e);
+	put_exit(st, &res.exit);
+	agent_client_exec_result_free(&res);
+	return 0;
+}
+
+static int new_proc(kiln_agent *a, struct agent_client_stream *s, uint32_t id, kiln_proc **out)
+{
+	kiln_proc *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		agent_client_stream_close(s);
+		return -ENOMEM;
+	}
+	(void)a;
+	p->s = s;
+	p->id = id;
+	*out = p;
+	return 0;
+}
+
+int kiln_agent_spawn(kiln_agent *a, const struct kiln_exec_opts *o, kiln_proc **out)
+{
+	struct agent_client_attached info = { 0 };
+	struct agent_client_stream *s = NULL;
+	struct agent_client_err e = { 0 };
+	struct conv c;
+	int r;
+
+	*out = NULL;
+	if ((r = conv_opts(a, o, &c)))
+		return r;
+	r = agent_client_spawn(&a->c, &c.p, &s, &info, &e);
+	conv_free(&c);
+	return r < 0 ? fail(a, r, &e) : new_proc(a, s, info.id, out);
+}
+
+int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out)
+{
+	struct agent_client_attached info = { 0 };
+	struct agent_client_stream *s = NULL;
+	struct agent_client_err e = { 0 };
+	int r;
+
+	*out = NULL;
+	r = agent_client_attach(&a->c, id, AGENT_FROM_OLDEST, 0, &s, &info, &e);
+	return r < 0 ? fail(a, r, &e) : new_proc(a, s, info.id, out);
+}
+
+int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms, struct kiln_exit_status *st)
+{
+	struct agent_client_exit x = { 0 };
+	struct agent_client_err e = { 0 };
+	int r = agent_client_wait(&a->c, id, timeout_ms, &x, &e);
+
+	if (r < 0)
+		return fail(a, r, &e);
+	put_exit(st, &x);
+	return 0;
+}
+
+int kiln_agent_proc_signal(kiln_agent *a, uint32_t id, int signo, unsigned flags)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_signal(&a->c, id, signo, !!(flags & KILN_AGENT_GROUP), &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n, unsigned flags)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_stdin(&a->c, id, data, n, !!(flags & KILN_AGENT_CLOSE), &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+static int pfail(kiln_proc *p, int r, const struct agent_client_err *e)
+{
+	snprintf(p->err, sizeof(p->err), "%s", e->message[0] ? e->message : strerror(-r));
+	return r;
+}
+
+int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
+{
+	struct agent_client_event x = { 0 };
+	struct agent_client_err e = { 0 };
+	size_t size = ev->size;
+	uint64_t lost = 0;
+	int r;
+
+	/* A gap is folded into the next event's `lost`. */
+	for (;;) {
+		if ((r = agent_client_stream_next(p->s, timeout_ms, &x, &e)) < 0)
+			return pfail(p, r, &e);
+		if (x.kind != AGENT_EVENT_GAP)
+			break;
+		lost += x.gap_bytes;
+	}
+	memset(ev, 0, size < sizeof(*ev) ? size : sizeof(*ev));
+	ev->size = size;
+	ev->lost = lost;
+	if (x.kind == AGENT_EVENT_EXIT) {
+		ev->exited = 1;
+		if (size >= sizeof(*ev)) {
+			ev->exit.size = sizeof(ev->exit);
+			put_exit(&ev->exit, &x.exit);
+		}
+	} else {
+		ev->stream = x.kind == AGENT_EVENT_STDERR ? KILN_STDERR : KILN_STDOUT;
+		ev->data = x.data;
+		ev->len = x.len;
+	}
+	return 0;
+}
+
+int kiln_proc_write_stdin(kiln_proc *p, const void *data, size_t n, unsigned flags)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_stream_stdin(p->s, data, n, !!(flags & KILN_AGENT_CLOSE), &e);
+
+	return r < 0 ? pfail(p, r, &e) : 0;
+}
+
+int kiln_proc_signal(kiln_proc *p, int signo, unsigned flags)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_stream_signal(p->s, signo, !!(flags & KILN_AGENT_GROUP), &e);
+
+	return r < 0 ? pfail(p, r, &e) : 0;
+}
+
+uint32_t kiln_proc_id(const kiln_proc *p)
+{
+	return p->id;
+}
+
+const char *kiln_proc_errmsg(const kiln_proc *p)
+{
+	return p->err;
+}
+
+void kiln_proc_close(kiln_proc *p)
+{
+	if (!p)
+		return;
+	agent_client_stream_close(p->s);
+	free(p);
+}
+
+struct collect {
+	char *buf;
+	size_t len, cap, max;
+};
+
+static int collect(void *arg, const void *data, size_t n)
+{
+	struct collect *c = arg;
+
+	if (n > c->max - c->len)
+		return -EFBIG;
+	if (c->len + n + 1 > c->cap) {
+		size_t cap = (c->len + n + 1) * 2;
+		char *b = realloc(c->buf, cap);
+
+		if (!b)
+			return -ENOMEM;
+		c->buf = b;
+		c->cap = cap;
+	}
+	memcpy(c->buf + c->len, data, n);
+	c->len += n;
+	return 0;
+}
+
+int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t max, void **data, size_t *len)
+{
+	struct agent_client_read_opts o = { 0 };
+	struct agent_client_err e = { 0 };
+	struct agent_client_read_info info = { 0 };
+	struct collect c = { .max = max };
+	int r;
+
+	*data = NULL;
+	o.user = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	r = agent_client_read(&a->c, path, &o, collect, &c, &info, &e);
+	if (r < 0) {
+		free(c.buf);
+		if (r == -EFBIG && !e.message[0])
+			snprintf(e.message, sizeof(e.message), "%s: larger than %zu bytes", path, max);
+		return fail(a, r, &e);
+	}
+	if (!c.buf && !(c.buf = malloc(1))) {
+		snprintf(e.message, sizeof(e.message), "out of memory");
+		return fail(a, -ENOMEM, &e);
+	}
+	c.buf[c.len] = '\0';
+	*data = c.buf;
+	if (len)
+		*len = c.len;
+	return 0;
+}
+
+int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int mode, const void *data, size_t n)
+{
+	struct agent_client_write_opts o = { 0 };
+	struct agent_client_err e = { 0 };
+	int r;
+
+	o.parents = !!(flags & KILN_AGENT_PARENTS);
+	o.exclusive = !!(flags & KILN_AGENT_EXCLUSIVE);
+	o.append = !!(flags & KILN_AGENT_APPEND);
+	o.has_mode = mode >= 0;
+	o.mode = mode >= 0 ? (uint32_t)mode : 0;
+	o.user = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	r = agent_client_write(&a->c, path, &o, data, n, NULL, &e);
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+int kiln_agent_tar_upload(kiln_agent *a, const char *dir, unsigned flags, int fd)
+{
+	struct agent_client_err e = { 0 };
+	enum agent_user u = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	struct agent_client_tar_stats st = { 0 };
+	int r = agent_client_tar_upload(&a->c, dir, u, fd, &st, &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+int kiln_agent_tar_download(kiln_agent *a, const char *path, unsigned flags, int fd)
+{
+	struct agent_client_err e = { 0 };
+	enum agent_user u = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	struct agent_client_tar_stats st = { 0 };
+	int r = agent_client_tar_download(&a->c, path, u, fd, &st, &e);
+
+	return r < 0 ? fail(a, r, &e) : 0;
+}
