@@ -36,7 +36,7 @@ static void sleep_ms(int64_t ms)
 
 /* ---- errors ---- */
 
-void ac_err_clear(struct agent_client_err *err)
+void agent_client_err_clear(struct agent_client_err *err)
 {
 	err->fail = AGENT_FAIL_NONE;
 	err->code = AGENT_OK;
@@ -45,7 +45,7 @@ void ac_err_clear(struct agent_client_err *err)
 }
 
 /* Fill err and return -errnum. */
-int ac_efail(struct agent_client_err *err, enum agent_fail fail, enum agent_code code, int errnum,
+int agent_client_efail(struct agent_client_err *err, enum agent_fail fail, enum agent_code code, int errnum,
       const char *fmt, ...)
 {
 	va_list ap;
@@ -94,7 +94,7 @@ const char *agent_client_err_name(const struct agent_client_err *err)
 /* ---- socket I/O ---- */
 
 /* Wait for `events` on fd until the absolute deadline (0: none). */
-int ac_wait_fd(int fd, short events, int64_t dl)
+int agent_client_wait_fd(int fd, short events, int64_t dl)
 {
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = events };
@@ -122,7 +122,7 @@ int ac_wait_fd(int fd, short events, int64_t dl)
  */
 static int deadline_wait(void *arg, int fd, short events)
 {
-	return ac_wait_fd(fd, events, *(const int64_t *)arg);
+	return agent_client_wait_fd(fd, events, *(const int64_t *)arg);
 }
 
 static int send_iov(int fd, struct iovec *iov, int n, int64_t dl, size_t *sent)
@@ -143,25 +143,25 @@ static int read_handshake(int fd, char *line, size_t cap, size_t *len, int64_t d
 		ssize_t n, m;
 		char *nl;
 		size_t take;
-		int w = ac_wait_fd(fd, POLLIN, dl);
+		int w = agent_client_wait_fd(fd, POLLIN, dl);
 
 		if (w == -ETIMEDOUT)
-			return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "no answer to CONNECT %u from kiln-vmm within %d ms (is the guest still booting?)",
 				     c->port, c->timeout_ms);
 		if (w < 0)
-			return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
 				     strerror(-w));
 		n = recv(fd, line + got, cap - 1 - got, MSG_PEEK);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
 				     "reading kiln-vmm's answer to CONNECT %u: %s", c->port,
 				     strerror(errno));
 		}
 		if (n == 0)
-			return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
+			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
 				     "kiln-vmm closed the connection without OK: nothing listens on guest vsock port %u (agent not started yet, or the guest is gone)",
 				     c->port);
 		nl = memchr(line + got, '\n', (size_t)n);
@@ -173,7 +173,7 @@ static int read_handshake(int fd, char *line, size_t cap, size_t *len, int64_t d
 		if (nl && (size_t)m == take)
 			break;
 		if (got >= cap - 1)
-			return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
+			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
 				     "kiln-vmm's answer to CONNECT is longer than %zu bytes; is %s a kiln-vmm --vsock socket?",
 				     cap - 1, c->uds_path);
 	}
@@ -195,12 +195,12 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	*fd_out = -1;
 	n = strnlen(c->uds_path, sizeof(c->uds_path));
 	if (n == 0 || n >= sizeof(sa.sun_path))
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, ENAMETOOLONG,
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, ENAMETOOLONG,
 			     "vsock socket path is empty or too long for a Unix socket");
 	memcpy(sa.sun_path, c->uds_path, n);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, errno, "socket: %s",
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, errno, "socket: %s",
 			     strerror(errno));
 	for (;;) {
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
@@ -212,10 +212,10 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 			continue;
 		}
 		r = errno == EAGAIN
-			    ? ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+			    ? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				    "connect to '%s': kiln-vmm's backlog stayed full for %d ms",
 				    c->uds_path, c->timeout_ms)
-			    : ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+			    : agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
 				    "connect to '%s': %s (is kiln-vmm running with --vsock %s?)",
 				    c->uds_path, strerror(errno), c->uds_path);
 		close(fd);
@@ -225,9 +225,9 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	iov.iov_len = (size_t)snprintf(hello, sizeof(hello), "CONNECT %u\n", c->port);
 	r = send_iov(fd, &iov, 1, dl, NULL);
 	if (r < 0) {
-		r = r == -ETIMEDOUT ? ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+		r = r == -ETIMEDOUT ? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 					    "sending CONNECT to '%s': timed out", c->uds_path)
-				    : ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
+				    : agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
 					    "sending CONNECT to '%s': %s", c->uds_path, strerror(-r));
 		close(fd);
 		return r;
@@ -246,10 +246,10 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	/* Printable: the line is untrusted (kiln-vmm relays what it got). */
 	text_clean_ascii(shown, sizeof(shown), line, len);
 	if (strncmp(line, "ERROR ", 6) == 0)
-		r = ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
+		r = agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
 			  "kiln-vmm refused CONNECT %u: %s", c->port, shown + 6);
 	else
-		r = ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
+		r = agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
 			  "unexpected answer to CONNECT %u: '%s' (expected 'OK <port>'); is %s a kiln-vmm --vsock socket?",
 			  c->port, shown, c->uds_path);
 	close(fd);
@@ -264,7 +264,7 @@ int agent_client_connect(const struct agent_client *c, int *fd_out, struct agent
 
 /* ---- one connection: framed replies ---- */
 
-int ac_conn_open(const struct agent_client *c, int64_t dl, const char *what, struct ac_conn *k,
+int agent_client_conn_open(const struct agent_client *c, int64_t dl, const char *what, struct agent_client_conn *k,
 		     struct agent_client_err *err)
 {
 	int r;
@@ -273,9 +273,9 @@ int ac_conn_open(const struct agent_client *c, int64_t dl, const char *what, str
 	k->fd = -1;
 	k->what = what;
 	agent_frame_init(&k->fr);
-	k->buf = malloc(AC_CONN_RBUF);
+	k->buf = malloc(AGENT_CLIENT_CONN_RBUF);
 	if (!k->buf)
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", what);
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", what);
 	r = connect_by(c, dl, &k->fd, err);
 	if (r < 0) {
 		free(k->buf);
@@ -284,7 +284,7 @@ int ac_conn_open(const struct agent_client *c, int64_t dl, const char *what, str
 	return r;
 }
 
-void ac_conn_close(struct ac_conn *k)
+void agent_client_conn_close(struct agent_client_conn *k)
 {
 	if (k->fd >= 0)
 		close(k->fd);
@@ -295,22 +295,22 @@ void ac_conn_close(struct ac_conn *k)
 }
 
 /* Reads from now on must complete within ms (<= 0: no limit). */
-void ac_conn_wait(struct ac_conn *k, int64_t ms)
+void agent_client_conn_wait(struct agent_client_conn *k, int64_t ms)
 {
 	k->deadline = mono_deadline_ms(ms);
 	k->window_ms = ms;
 }
 
-void ac_conn_wait_until(struct ac_conn *k, int64_t dl)
+void agent_client_conn_wait_until(struct agent_client_conn *k, int64_t dl)
 {
 	k->deadline = dl;
 	k->window_ms = dl ? dl - mono_ms() : 0;
 }
 
-static int conn_fill(struct ac_conn *k, struct agent_client_err *err)
+static int conn_fill(struct agent_client_conn *k, struct agent_client_err *err)
 {
 	for (;;) {
-		ssize_t n = recv(k->fd, k->buf, AC_CONN_RBUF, 0);
+		ssize_t n = recv(k->fd, k->buf, AGENT_CLIENT_CONN_RBUF, 0);
 		int w;
 
 		if (n > 0) {
@@ -325,23 +325,23 @@ static int conn_fill(struct ac_conn *k, struct agent_client_err *err)
 		if (errno == EINTR)
 			continue;
 		if (errno != EAGAIN)
-			return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
 				     "%s: reading the agent's reply: %s", k->what, strerror(errno));
-		w = ac_wait_fd(k->fd, POLLIN, k->deadline);
+		w = agent_client_wait_fd(k->fd, POLLIN, k->deadline);
 		if (w == -ETIMEDOUT)
-			return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "%s: no reply from the agent within %lld ms", k->what,
 				     (long long)k->window_ms);
 		if (w < 0)
-			return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
 				     strerror(-w));
 	}
 }
 
-static int frame_fail(struct ac_conn *k, const struct agent_err *fe, struct agent_client_err *err)
+static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe, struct agent_client_err *err)
 {
 	/* The framer's codes describe exactly what the agent got wrong. */
-	return ac_efail(err, AGENT_FAIL_PROTOCOL, fe->code, EPROTO, "%s: bad reply from the agent: %s",
+	return agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe->code, EPROTO, "%s: bad reply from the agent: %s",
 		     k->what, fe->message);
 }
 
@@ -350,7 +350,7 @@ static int frame_fail(struct ac_conn *k, const struct agent_err *fe, struct agen
  * connection at a message boundary; < 0: error. Skips the unread payload
  * of the previous message.
  */
-int ac_conn_next(struct ac_conn *k, json_t **hdr, uint64_t *len, struct agent_client_err *err)
+int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *len, struct agent_client_err *err)
 {
 	struct agent_event ev;
 
@@ -397,7 +397,7 @@ int ac_conn_next(struct ac_conn *k, json_t **hdr, uint64_t *len, struct agent_cl
  * Next slice of the current payload: 0 with *p and *n (valid until the next
  * read on k), 1 when the payload is complete, < 0 on error.
  */
-int ac_conn_payload(struct ac_conn *k, const uint8_t **p, size_t *n, struct agent_client_err *err)
+int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, size_t *n, struct agent_client_err *err)
 {
 	struct agent_event ev;
 
@@ -433,25 +433,25 @@ int ac_conn_payload(struct ac_conn *k, const uint8_t **p, size_t *n, struct agen
 	return 1;
 }
 
-int ac_conn_send(struct ac_conn *k, const void *a, size_t an, const void *b, size_t bn, int64_t dl,
+int agent_client_conn_send(struct agent_client_conn *k, const void *a, size_t an, const void *b, size_t bn, int64_t dl,
 		     size_t *sent, struct agent_client_err *err)
 {
 	struct iovec iov[2] = { { (void *)a, an }, { (void *)b, bn } };
 	int r = send_iov(k->fd, iov, 2, dl, sent);
 
 	if (r == -ETIMEDOUT)
-		return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+		return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 			     "%s: the agent did not take the request in time (is the guest stalled?)",
 			     k->what);
 	if (r < 0)
-		return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
+		return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
 			     "%s: sending to the agent: %s", k->what, strerror(-r));
 	return 0;
 }
 
 /* ---- requests ---- */
 
-void ac_req_init(struct ac_req *r, const char *type)
+void agent_client_req_init(struct agent_client_req *r, const char *type)
 {
 	r->o = json_object();
 	r->type = type;
@@ -461,14 +461,14 @@ void ac_req_init(struct ac_req *r, const char *type)
 		r->nomem = true;
 }
 
-void ac_req_set(struct ac_req *r, const char *k, json_t *v)
+void agent_client_req_set(struct agent_client_req *r, const char *k, json_t *v)
 {
 	if (!r->o || !v || json_object_set_new(r->o, k, v) < 0)
 		r->nomem = true;
 }
 
 /* jansson refuses non-UTF-8 strings; say which field instead of "no memory". */
-json_t *ac_req_string(struct ac_req *r, const char *key, const char *s)
+json_t *agent_client_req_string(struct agent_client_req *r, const char *key, const char *s)
 {
 	if (!utf8_valid((const uint8_t *)s, strlen(s))) {
 		if (!r->bad_key)
@@ -478,36 +478,36 @@ json_t *ac_req_string(struct ac_req *r, const char *key, const char *s)
 	return json_string(s);
 }
 
-void ac_req_str(struct ac_req *r, const char *k, const char *s)
+void agent_client_req_str(struct agent_client_req *r, const char *k, const char *s)
 {
-	json_t *v = ac_req_string(r, k, s);
+	json_t *v = agent_client_req_string(r, k, s);
 
 	if (v)
-		ac_req_set(r, k, v);
+		agent_client_req_set(r, k, v);
 }
 
-void ac_req_int(struct ac_req *r, const char *k, int64_t v)
+void agent_client_req_int(struct agent_client_req *r, const char *k, int64_t v)
 {
-	ac_req_set(r, k, json_integer((json_int_t)v));
+	agent_client_req_set(r, k, json_integer((json_int_t)v));
 }
 
-void ac_req_true(struct ac_req *r, const char *k)
+void agent_client_req_true(struct agent_client_req *r, const char *k)
 {
-	ac_req_set(r, k, json_true());
+	agent_client_req_set(r, k, json_true());
 }
 
-void ac_req_user(struct ac_req *r, enum agent_user u)
+void agent_client_req_user(struct agent_client_req *r, enum agent_user u)
 {
 	/* "user" is the default: leave it out, as the agent would read it. */
 	if (u == AGENT_USER_ROOT)
-		ac_req_str(r, "user", "root");
+		agent_client_req_str(r, "user", "root");
 }
 
 /*
  * Check the request with the agent's own parser, as it will arrive in
  * `ctx` with `len` payload bytes, and serialise it. Frees r->o.
  */
-int ac_req_finish(struct ac_req *r, enum agent_ctx ctx, uint64_t len, struct agent_line *line,
+int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint64_t len, struct agent_line *line,
 		      struct agent_client_err *err)
 {
 	struct agent_msg msg;
@@ -517,29 +517,29 @@ int ac_req_finish(struct ac_req *r, enum agent_ctx ctx, uint64_t len, struct age
 	line->data = NULL;
 	line->len = 0;
 	if (r->bad_key) {
-		ret = ac_efail(err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
+		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
 			    "%s: '%s' is not valid UTF-8; the protocol carries names and paths as UTF-8 text",
 			    r->type, r->bad_key);
 		goto out;
 	}
 	if (len)
-		ac_req_int(r, "len", (int64_t)len);
+		agent_client_req_int(r, "len", (int64_t)len);
 	if (r->nomem) {
-		ret = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", r->type);
+		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", r->type);
 		goto out;
 	}
 	if (agent_msg_parse(r->o, ctx, &msg, &pe) != AGENT_OK) {
-		ret = ac_efail(err, AGENT_FAIL_REQUEST, pe.code, EINVAL, "%s", pe.message);
+		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, pe.code, EINVAL, "%s", pe.message);
 		goto out;
 	}
 	agent_msg_free(&msg);
 	ret = agent_line_json(line, r->o);
 	if (ret == -E2BIG)
-		ret = ac_efail(err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
+		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
 			    "%s: the request is longer than %d bytes (argv, env or paths too long)",
 			    r->type, AGENT_HEADER_MAX);
 	else if (ret < 0)
-		ret = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -ret, "%s: out of memory", r->type);
+		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -ret, "%s: out of memory", r->type);
 out:
 	json_decref(r->o);
 	r->o = NULL;
@@ -554,23 +554,23 @@ static bool is_payload_type(const char *t)
 }
 
 /* An error line becomes the caller's typed error. */
-static int agent_error(struct ac_conn *k, json_t *h, struct agent_client_err *err)
+static int agent_error(struct agent_client_conn *k, json_t *h, struct agent_client_err *err)
 {
 	json_t *cv = json_object_get(h, "code"), *mv = json_object_get(h, "message");
 	const char *code;
 	int c;
 
 	if (!json_is_string(cv) || !json_is_string(mv))
-		return AC_PROTO_FAIL(err, "%s: the agent's error line lacks a string 'code' or 'message'",
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's error line lacks a string 'code' or 'message'",
 				  k->what);
 	code = json_string_value(cv);
 	for (c = AGENT_E_BAD_JSON; c < AGENT_CODE_COUNT; c++)
 		if (strcmp(agent_code_name((enum agent_code)c), code) == 0)
 			break;
 	if (c == AGENT_CODE_COUNT)
-		return AC_PROTO_FAIL(err, "%s: the agent sent an unknown error code '%.64s': %.400s",
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent an unknown error code '%.64s': %.400s",
 				  k->what, code, json_string_value(mv));
-	return ac_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO, "%s",
+	return agent_client_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO, "%s",
 		     json_string_value(mv));
 }
 
@@ -578,41 +578,41 @@ static int agent_error(struct ac_conn *k, json_t *h, struct agent_client_err *er
  * The type of a reply. Error lines are turned into err here (-EREMOTEIO),
  * as is a missing type or a payload on a type that carries none.
  */
-int ac_reply_type(struct ac_conn *k, json_t *h, uint64_t len, const char **type,
+int agent_client_reply_type(struct agent_client_conn *k, json_t *h, uint64_t len, const char **type,
 		      struct agent_client_err *err)
 {
 	json_t *t = json_object_get(h, "type");
 
 	*type = NULL;
 	if (!json_is_string(t))
-		return AC_PROTO_FAIL(err, "%s: the agent's reply has no string 'type'", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply has no string 'type'", k->what);
 	*type = json_string_value(t);
 	if (strcmp(*type, "error") == 0)
 		return agent_error(k, h, err);
 	if (len && !is_payload_type(*type))
-		return AC_PROTO_FAIL(err, "%s: the agent's '%.64s' reply carries %llu payload bytes; it has none",
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%.64s' reply carries %llu payload bytes; it has none",
 				  k->what, *type, (unsigned long long)len);
 	return 0;
 }
 
-int ac_unexpected(struct ac_conn *k, const char *type, const char *want, struct agent_client_err *err)
+int agent_client_unexpected(struct agent_client_conn *k, const char *type, const char *want, struct agent_client_err *err)
 {
-	return AC_PROTO_FAIL(err, "%s: the agent replied '%.64s' where %s belongs", k->what, type, want);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent replied '%.64s' where %s belongs", k->what, type, want);
 }
 
-int ac_closed_early(struct ac_conn *k, const char *before, struct agent_client_err *err)
+int agent_client_closed_early(struct agent_client_conn *k, const char *before, struct agent_client_err *err)
 {
-	return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
+	return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
 		     "%s: the agent closed the connection before %s (guest shutting down or gone?)",
 		     k->what, before);
 }
 
-static int field_missing(struct ac_conn *k, const char *key, const char *what, struct agent_client_err *err)
+static int field_missing(struct agent_client_conn *k, const char *key, const char *what, struct agent_client_err *err)
 {
-	return AC_PROTO_FAIL(err, "%s: the agent's reply lacks '%s' (%s)", k->what, key, what);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply lacks '%s' (%s)", k->what, key, what);
 }
 
-int ac_r_uint(struct ac_conn *k, json_t *h, const char *key, uint64_t max, uint64_t *out,
+int agent_client_r_uint(struct agent_client_conn *k, json_t *h, const char *key, uint64_t max, uint64_t *out,
 		  struct agent_client_err *err)
 {
 	json_t *v = json_object_get(h, key);
@@ -621,52 +621,52 @@ int ac_r_uint(struct ac_conn *k, json_t *h, const char *key, uint64_t max, uint6
 		return field_missing(k, key, "an integer", err);
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (uint64_t)json_integer_value(v) > max)
-		return AC_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer from 0 to %llu", k->what,
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer from 0 to %llu", k->what,
 				  key, (unsigned long long)max);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-int ac_r_u32(struct ac_conn *k, json_t *h, const char *key, uint32_t max, uint32_t *out,
+int agent_client_r_u32(struct agent_client_conn *k, json_t *h, const char *key, uint32_t max, uint32_t *out,
 		 struct agent_client_err *err)
 {
 	uint64_t v = 0;
-	int r = ac_r_uint(k, h, key, max, &v, err);
+	int r = agent_client_r_uint(k, h, key, max, &v, err);
 
 	*out = (uint32_t)v;
 	return r;
 }
 
-int ac_r_u64(struct ac_conn *k, json_t *h, const char *key, uint64_t *out, struct agent_client_err *err)
+int agent_client_r_u64(struct agent_client_conn *k, json_t *h, const char *key, uint64_t *out, struct agent_client_err *err)
 {
-	return ac_r_uint(k, h, key, INT64_MAX, out, err);
+	return agent_client_r_uint(k, h, key, INT64_MAX, out, err);
 }
 
-int ac_r_sint(struct ac_conn *k, json_t *h, const char *key, int64_t *out, struct agent_client_err *err)
+int agent_client_r_sint(struct agent_client_conn *k, json_t *h, const char *key, int64_t *out, struct agent_client_err *err)
 {
 	json_t *v = json_object_get(h, key);
 
 	if (!v)
 		return field_missing(k, key, "an integer", err);
 	if (!json_is_integer(v))
-		return AC_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer", k->what, key);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer", k->what, key);
 	*out = json_integer_value(v);
 	return 0;
 }
 
-int ac_r_bool(struct ac_conn *k, json_t *h, const char *key, bool *out, struct agent_client_err *err)
+int agent_client_r_bool(struct agent_client_conn *k, json_t *h, const char *key, bool *out, struct agent_client_err *err)
 {
 	json_t *v = json_object_get(h, key);
 
 	if (!v)
 		return field_missing(k, key, "true or false", err);
 	if (!json_is_boolean(v))
-		return AC_PROTO_FAIL(err, "%s: the agent's '%s' is not true or false", k->what, key);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not true or false", k->what, key);
 	*out = json_is_true(v);
 	return 0;
 }
 
-int ac_r_str(struct ac_conn *k, json_t *h, const char *key, const char **out,
+int agent_client_r_str(struct agent_client_conn *k, json_t *h, const char *key, const char **out,
 		 struct agent_client_err *err)
 {
 	json_t *v = json_object_get(h, key);
@@ -674,13 +674,13 @@ int ac_r_str(struct ac_conn *k, json_t *h, const char *key, const char **out,
 	if (!v)
 		return field_missing(k, key, "a string", err);
 	if (!json_is_string(v))
-		return AC_PROTO_FAIL(err, "%s: the agent's '%s' is not a string", k->what, key);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not a string", k->what, key);
 	*out = json_string_value(v);
 	return 0;
 }
 
 /* exit_code (0..255 or null) and signal (1..64 or null). */
-int ac_r_status(struct ac_conn *k, json_t *h, int *code, int *signo, struct agent_client_err *err)
+int agent_client_r_status(struct agent_client_conn *k, json_t *h, int *code, int *signo, struct agent_client_err *err)
 {
 	json_t *c = json_object_get(h, "exit_code"), *s = json_object_get(h, "signal");
 
@@ -688,47 +688,47 @@ int ac_r_status(struct ac_conn *k, json_t *h, int *code, int *signo, struct agen
 		return field_missing(k, c ? "signal" : "exit_code", "an integer or null", err);
 	if (!json_is_null(c) &&
 	    (!json_is_integer(c) || json_integer_value(c) < 0 || json_integer_value(c) > 255))
-		return AC_PROTO_FAIL(err, "%s: the agent's 'exit_code' is not 0..255 or null", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's 'exit_code' is not 0..255 or null", k->what);
 	if (!json_is_null(s) &&
 	    (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > 64))
-		return AC_PROTO_FAIL(err, "%s: the agent's 'signal' is not 1..64 or null", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's 'signal' is not 1..64 or null", k->what);
 	*code = json_is_null(c) ? -1 : (int)json_integer_value(c);
 	*signo = json_is_null(s) ? 0 : (int)json_integer_value(s);
 	return 0;
 }
 
-int ac_r_pid(struct ac_conn *k, json_t *h, int *pid, struct agent_client_err *err)
+int agent_client_r_pid(struct agent_client_conn *k, json_t *h, int *pid, struct agent_client_err *err)
 {
 	uint64_t v = 0;
-	int r = ac_r_uint(k, h, "pid", INT_MAX, &v, err);
+	int r = agent_client_r_uint(k, h, "pid", INT_MAX, &v, err);
 
 	*pid = (int)v;
 	return r;
 }
 
-int ac_parse_exit(struct ac_conn *k, json_t *h, bool exec, struct agent_client_exit *ex,
+int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, struct agent_client_exit *ex,
 		      struct agent_client_err *err)
 {
 	int r;
 
 	memset(ex, 0, sizeof(*ex));
 	if (!exec && json_object_get(h, "id") &&
-	    (r = ac_r_u32(k, h, "id", UINT32_MAX, &ex->id, err)))
+	    (r = agent_client_r_u32(k, h, "id", UINT32_MAX, &ex->id, err)))
 		return r;
-	if ((r = ac_r_pid(k, h, &ex->pid, err)) || (r = ac_r_status(k, h, &ex->exit_code, &ex->signal, err)) ||
-	    (r = ac_r_bool(k, h, "timed_out", &ex->timed_out, err)) ||
-	    (r = ac_r_u64(k, h, "stdout_bytes", &ex->stdout_bytes, err)) ||
-	    (r = ac_r_u64(k, h, "stderr_bytes", &ex->stderr_bytes, err)) ||
-	    (r = ac_r_u64(k, h, "wall_us", &ex->wall_us, err)) ||
-	    (r = ac_r_u64(k, h, "user_us", &ex->user_us, err)) ||
-	    (r = ac_r_u64(k, h, "sys_us", &ex->sys_us, err)))
+	if ((r = agent_client_r_pid(k, h, &ex->pid, err)) || (r = agent_client_r_status(k, h, &ex->exit_code, &ex->signal, err)) ||
+	    (r = agent_client_r_bool(k, h, "timed_out", &ex->timed_out, err)) ||
+	    (r = agent_client_r_u64(k, h, "stdout_bytes", &ex->stdout_bytes, err)) ||
+	    (r = agent_client_r_u64(k, h, "stderr_bytes", &ex->stderr_bytes, err)) ||
+	    (r = agent_client_r_u64(k, h, "wall_us", &ex->wall_us, err)) ||
+	    (r = agent_client_r_u64(k, h, "user_us", &ex->user_us, err)) ||
+	    (r = agent_client_r_u64(k, h, "sys_us", &ex->sys_us, err)))
 		return r;
-	if (exec && ((r = ac_r_bool(k, h, "stdout_truncated", &ex->stdout_truncated, err)) ||
-		     (r = ac_r_bool(k, h, "stderr_truncated", &ex->stderr_truncated, err))))
+	if (exec && ((r = agent_client_r_bool(k, h, "stdout_truncated", &ex->stdout_truncated, err)) ||
+		     (r = agent_client_r_bool(k, h, "stderr_truncated", &ex->stderr_truncated, err))))
 		return r;
 	/* An exited process has a status: one of the two is set. */
 	if (ex->exit_code < 0 && ex->signal == 0)
-		return AC_PROTO_FAIL(err, "%s: the agent's exit line has neither exit_code nor signal",
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's exit line has neither exit_code nor signal",
 				  k->what);
 	return 0;
 }
@@ -738,63 +738,63 @@ int ac_parse_exit(struct ac_conn *k, json_t *h, bool exec, struct agent_client_e
  * `want` and hand it to the caller (*reply, to json_decref). `dl` bounds
  * the connect and the send, `reply_dl` the reply (0: none).
  */
-int ac_call(const struct agent_client *c, struct ac_req *rq, const void *payload, size_t n,
+int agent_client_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload, size_t n,
 		const char *want, int64_t dl, int64_t reply_dl, json_t **reply,
 		struct agent_client_err *err)
 {
 	struct agent_line line;
-	struct ac_conn k;
+	struct agent_client_conn k;
 	const char *type;
 	json_t *h = NULL;
 	uint64_t len;
 	int r;
 
 	*reply = NULL;
-	r = ac_req_finish(rq, AGENT_CTX_REQUEST, n, &line, err);
+	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, n, &line, err);
 	if (r < 0)
 		return r;
-	r = ac_conn_open(c, dl, rq->type, &k, err);
+	r = agent_client_conn_open(c, dl, rq->type, &k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		return r;
 	}
-	r = ac_conn_send(&k, line.data, line.len, payload, n, dl, NULL, err);
+	r = agent_client_conn_send(&k, line.data, line.len, payload, n, dl, NULL, err);
 	agent_line_free(&line);
 	if (r < 0)
 		goto out;
-	ac_conn_wait_until(&k, reply_dl);
-	r = ac_conn_next(&k, &h, &len, err);
+	agent_client_conn_wait_until(&k, reply_dl);
+	r = agent_client_conn_next(&k, &h, &len, err);
 	if (r == 1)
-		r = ac_closed_early(&k, "replying", err);
+		r = agent_client_closed_early(&k, "replying", err);
 	if (r < 0)
 		goto out;
-	r = ac_reply_type(&k, h, len, &type, err);
+	r = agent_client_reply_type(&k, h, len, &type, err);
 	if (r == 0 && strcmp(type, want) != 0)
-		r = ac_unexpected(&k, type, want, err);
+		r = agent_client_unexpected(&k, type, want, err);
 	if (r == 0) {
 		*reply = h;
 		h = NULL;
 	}
 out:
 	json_decref(h);
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 
 /* An immediate request: everything within the context's timeout. */
-int ac_call_now(const struct agent_client *c, struct ac_req *rq, const char *want, json_t **reply,
+int agent_client_call_now(const struct agent_client *c, struct agent_client_req *rq, const char *want, json_t **reply,
 		    struct agent_client_err *err)
 {
 	int64_t dl = mono_deadline_ms(c->timeout_ms);
 
-	return ac_call(c, rq, NULL, 0, want, dl, dl, reply, err);
+	return agent_client_call(c, rq, NULL, 0, want, dl, dl, reply, err);
 }
 
 /* A request answered by {"type":"ok"} whose fields do not matter. */
-int ac_call_ok(const struct agent_client *c, struct ac_req *rq, struct agent_client_err *err)
+int agent_client_call_ok(const struct agent_client *c, struct agent_client_req *rq, struct agent_client_err *err)
 {
 	json_t *h;
-	int r = ac_call_now(c, rq, "ok", &h, err);
+	int r = agent_client_call_now(c, rq, "ok", &h, err);
 
 	json_decref(h);
 	return r;
@@ -802,9 +802,9 @@ int ac_call_ok(const struct agent_client *c, struct ac_req *rq, struct agent_cli
 
 /* A stand-in connection that only names the request, so that the reply
  * parsers can word their messages after the real one is closed. */
-struct ac_conn ac_msg_ctx(const char *what)
+struct agent_client_conn agent_client_msg_ctx(const char *what)
 {
-	struct ac_conn k = { .fd = -1, .what = what };
+	struct agent_client_conn k = { .fd = -1, .what = what };
 
 	return k;
 }
@@ -814,20 +814,20 @@ struct ac_conn ac_msg_ctx(const char *what)
 static int ping_by(const struct agent_client *c, int64_t dl, int *protocol,
 		   struct agent_client_err *err)
 {
-	struct ac_req rq;
-	struct ac_conn k = ac_msg_ctx("ping");
+	struct agent_client_req rq;
+	struct agent_client_conn k = agent_client_msg_ctx("ping");
 	json_t *h;
 	int64_t v = 0;
 	int r;
 
-	ac_req_init(&rq, "ping");
-	r = ac_call(c, &rq, NULL, 0, "pong", dl, dl, &h, err);
+	agent_client_req_init(&rq, "ping");
+	r = agent_client_call(c, &rq, NULL, 0, "pong", dl, dl, &h, err);
 	if (r < 0)
 		return r;
-	r = ac_r_sint(&k, h, "protocol", &v, err);
+	r = agent_client_r_sint(&k, h, "protocol", &v, err);
 	json_decref(h);
 	if (r == 0 && (v < 0 || v > INT_MAX))
-		r = AC_PROTO_FAIL(err, "ping: the agent's protocol number %lld is out of range", (long long)v);
+		r = AGENT_CLIENT_PROTO_FAIL(err, "ping: the agent's protocol number %lld is out of range", (long long)v);
 	*protocol = (int)v;
 	return r;
 }
@@ -852,8 +852,8 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 	int attempts = 0;
 
 	ERR_INIT(err);
-	ac_err_clear(&last);
-	ac_err_clear(&reason);
+	agent_client_err_clear(&last);
+	agent_client_err_clear(&reason);
 	for (;;) {
 		int proto = 0, r;
 		int64_t left;
@@ -862,7 +862,7 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 		r = ping_by(c, dl, &proto, &last);
 		if (r == 0) {
 			if (proto != AGENT_PROTOCOL)
-				return ac_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,
+				return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,
 					     "the agent speaks protocol %d, this host speaks %d; boot a kiln-init built from the same tree",
 					     proto, AGENT_PROTOCOL);
 			return 0;
@@ -880,7 +880,7 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			reason = last;
 		left = dl - mono_ms();
 		if (left <= 0)
-			return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "the agent was not ready within %d ms (%d attempts; last: %s)",
 				     timeout_ms, attempts, reason.message);
 		sleep_ms(pause < left ? pause : left);
@@ -897,8 +897,8 @@ static void copy_str(char *out, size_t cap, const char *s)
 int agent_client_info(const struct agent_client *c, struct agent_client_info *info,
 		      struct agent_client_err *err)
 {
-	struct ac_req rq;
-	struct ac_conn k = ac_msg_ctx("info");
+	struct agent_client_req rq;
+	struct agent_client_conn k = agent_client_msg_ctx("info");
 	const char *ver, *kern, *host;
 	json_t *h;
 	int64_t proto = 0;
@@ -906,22 +906,22 @@ int agent_client_info(const struct agent_client *c, struct agent_client_info *in
 
 	ERR_INIT(err);
 	memset(info, 0, sizeof(*info));
-	ac_req_init(&rq, "info");
-	r = ac_call_now(c, &rq, "info", &h, err);
+	agent_client_req_init(&rq, "info");
+	r = agent_client_call_now(c, &rq, "info", &h, err);
 	if (r < 0)
 		return r;
-	if ((r = ac_r_sint(&k, h, "protocol", &proto, err)) ||
-	    (r = ac_r_str(&k, h, "agent_version", &ver, err)) || (r = ac_r_str(&k, h, "kernel", &kern, err)) ||
-	    (r = ac_r_str(&k, h, "hostname", &host, err)) ||
-	    (r = ac_r_u32(&k, h, "cpus", UINT32_MAX, &info->cpus, err)) ||
-	    (r = ac_r_u64(&k, h, "mem_total", &info->mem_total, err)) ||
-	    (r = ac_r_u64(&k, h, "mem_available", &info->mem_available, err)) ||
-	    (r = ac_r_u64(&k, h, "uptime_ms", &info->uptime_ms, err)) ||
-	    (r = ac_r_sint(&k, h, "time_ns", &info->time_ns, err)) ||
-	    (r = ac_r_u32(&k, h, "processes", UINT32_MAX, &info->processes, err)))
+	if ((r = agent_client_r_sint(&k, h, "protocol", &proto, err)) ||
+	    (r = agent_client_r_str(&k, h, "agent_version", &ver, err)) || (r = agent_client_r_str(&k, h, "kernel", &kern, err)) ||
+	    (r = agent_client_r_str(&k, h, "hostname", &host, err)) ||
+	    (r = agent_client_r_u32(&k, h, "cpus", UINT32_MAX, &info->cpus, err)) ||
+	    (r = agent_client_r_u64(&k, h, "mem_total", &info->mem_total, err)) ||
+	    (r = agent_client_r_u64(&k, h, "mem_available", &info->mem_available, err)) ||
+	    (r = agent_client_r_u64(&k, h, "uptime_ms", &info->uptime_ms, err)) ||
+	    (r = agent_client_r_sint(&k, h, "time_ns", &info->time_ns, err)) ||
+	    (r = agent_client_r_u32(&k, h, "processes", UINT32_MAX, &info->processes, err)))
 		goto out;
 	if (proto < 0 || proto > INT_MAX) {
-		r = AC_PROTO_FAIL(err, "info: the agent's protocol number is out of range");
+		r = AGENT_CLIENT_PROTO_FAIL(err, "info: the agent's protocol number is out of range");
 		goto out;
 	}
 	info->protocol = (int)proto;
@@ -940,42 +940,42 @@ out:
  * caller reads them from *k (conn_next with the context's idle timeout)
  * and closes it.
  */
-int ac_open_listing(const struct agent_client *c, struct ac_req *rq, struct ac_conn *k,
+int agent_client_open_listing(const struct agent_client *c, struct agent_client_req *rq, struct agent_client_conn *k,
 			struct agent_client_err *err)
 {
 	struct agent_line line;
 	int64_t dl;
 	int r;
 
-	r = ac_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
+	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = ac_conn_open(c, dl, rq->type, k, err);
+	r = agent_client_conn_open(c, dl, rq->type, k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		return r;
 	}
-	r = ac_conn_send(k, line.data, line.len, NULL, 0, dl, NULL, err);
+	r = agent_client_conn_send(k, line.data, line.len, NULL, 0, dl, NULL, err);
 	agent_line_free(&line);
 	if (r < 0)
-		ac_conn_close(k);
+		agent_client_conn_close(k);
 	return r;
 }
 
 /* Next message of a listing: each must arrive within the idle timeout. */
-int ac_next_reply(const struct agent_client *c, struct ac_conn *k, json_t **h, uint64_t *len,
+int agent_client_next_reply(const struct agent_client *c, struct agent_client_conn *k, json_t **h, uint64_t *len,
 		      const char **type, const char *before, struct agent_client_err *err)
 {
 	int r;
 
-	ac_conn_wait(k, c->timeout_ms);
-	r = ac_conn_next(k, h, len, err);
+	agent_client_conn_wait(k, c->timeout_ms);
+	r = agent_client_conn_next(k, h, len, err);
 	if (r == 1)
-		return ac_closed_early(k, before, err);
+		return agent_client_closed_early(k, before, err);
 	if (r < 0)
 		return r;
-	r = ac_reply_type(k, *h, *len, type, err);
+	r = agent_client_reply_type(k, *h, *len, type, err);
 	if (r < 0) {
 		json_decref(*h);
 		*h = NULL;
@@ -988,34 +988,34 @@ int ac_next_reply(const struct agent_client *c, struct ac_conn *k, json_t **h, u
 int agent_client_configure(const struct agent_client *c, const struct agent_client_configure *cfg,
 			   struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "configure");
+	agent_client_req_init(&rq, "configure");
 	if (cfg->hostname)
-		ac_req_str(&rq, "hostname", cfg->hostname);
+		agent_client_req_str(&rq, "hostname", cfg->hostname);
 	if (cfg->interface)
-		ac_req_str(&rq, "interface", cfg->interface);
+		agent_client_req_str(&rq, "interface", cfg->interface);
 	if (cfg->address)
-		ac_req_str(&rq, "address", cfg->address);
+		agent_client_req_str(&rq, "address", cfg->address);
 	if (cfg->gateway)
-		ac_req_str(&rq, "gateway", cfg->gateway);
+		agent_client_req_str(&rq, "gateway", cfg->gateway);
 	if (cfg->set_dns) {
 		json_t *dns = json_array();
 
 		if (!dns)
 			rq.nomem = true;
 		for (size_t i = 0; dns && i < cfg->dns_n; i++) {
-			json_t *v = ac_req_string(&rq, "dns", cfg->dns[i]);
+			json_t *v = agent_client_req_string(&rq, "dns", cfg->dns[i]);
 
 			if (v && json_array_append_new(dns, v) < 0)
 				rq.nomem = true;
 		}
-		ac_req_set(&rq, "dns", dns);
+		agent_client_req_set(&rq, "dns", dns);
 	}
 	if (cfg->mtu)
-		ac_req_int(&rq, "mtu", cfg->mtu);
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_int(&rq, "mtu", cfg->mtu);
+	return agent_client_call_ok(c, &rq, err);
 }
 
 int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64_t *delta_ns,
@@ -1027,29 +1027,29 @@ int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64
 int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed, size_t n,
 				 int64_t *delta_ns, struct agent_client_err *err)
 {
-	struct ac_conn k = ac_msg_ctx("sync_clock");
+	struct agent_client_conn k = agent_client_msg_ctx("sync_clock");
 	char hex[2 * AGENT_ENTROPY_MAX + 1];
-	struct ac_req rq;
+	struct agent_client_req rq;
 	int64_t d = 0;
 	json_t *h;
 	int r;
 
 	ERR_INIT(err);
 	if (seed && (n == 0 || n > AGENT_ENTROPY_MAX))
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BAD_FIELD, EINVAL,
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BAD_FIELD, EINVAL,
 				"sync_clock: entropy is 1..%d bytes, not %zu", AGENT_ENTROPY_MAX, n);
-	ac_req_init(&rq, "sync_clock");
-	ac_req_int(&rq, "time_ns", time_ns);
+	agent_client_req_init(&rq, "sync_clock");
+	agent_client_req_int(&rq, "time_ns", time_ns);
 	if (seed) {
 		for (size_t i = 0; i < n; i++)
 			snprintf(hex + 2 * i, 3, "%02x", seed[i]);
-		ac_req_str(&rq, "entropy", hex);
+		agent_client_req_str(&rq, "entropy", hex);
 		explicit_bzero(hex, sizeof(hex));
 	}
-	r = ac_call_now(c, &rq, "ok", &h, err);
+	r = agent_client_call_now(c, &rq, "ok", &h, err);
 	if (r < 0)
 		return r;
-	r = ac_r_sint(&k, h, "delta_ns", &d, err);
+	r = agent_client_r_sint(&k, h, "delta_ns", &d, err);
 	json_decref(h);
 	if (delta_ns)
 		*delta_ns = d;
@@ -1058,11 +1058,11 @@ int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, 
 
 int agent_client_shutdown(const struct agent_client *c, int grace_ms, struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "shutdown");
+	agent_client_req_init(&rq, "shutdown");
 	if (grace_ms >= 0)
-		ac_req_int(&rq, "grace_ms", grace_ms);
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_int(&rq, "grace_ms", grace_ms);
+	return agent_client_call_ok(c, &rq, err);
 }

@@ -16,7 +16,7 @@
 static int local_wait(void *arg, int fd, short events)
 {
 	(void)arg;
-	return ac_wait_fd(fd, events, 0);
+	return agent_client_wait_fd(fd, events, 0);
 }
 
 static int fd_sink(void *arg, const void *data, size_t n)
@@ -28,7 +28,7 @@ static int fd_sink(void *arg, const void *data, size_t n)
  * Stream `data` replies to fn until `end`; *got counts the bytes. `end`
  * is returned for the caller to check (json_decref).
  */
-static int download(const struct agent_client *c, struct ac_conn *k, agent_client_data_fn fn,
+static int download(const struct agent_client *c, struct agent_client_conn *k, agent_client_data_fn fn,
 		    void *arg, uint64_t limit, uint64_t *got, json_t **end, struct agent_client_err *err)
 {
 	*end = NULL;
@@ -38,7 +38,7 @@ static int download(const struct agent_client *c, struct ac_conn *k, agent_clien
 		json_t *h;
 		int r;
 
-		r = ac_next_reply(c, k, &h, &len, &type, "the end of the transfer", err);
+		r = agent_client_next_reply(c, k, &h, &len, &type, "the end of the transfer", err);
 		if (r < 0)
 			return r;
 		if (strcmp(type, "end") == 0) {
@@ -46,20 +46,20 @@ static int download(const struct agent_client *c, struct ac_conn *k, agent_clien
 			return 0;
 		}
 		if (strcmp(type, "data") != 0) {
-			r = ac_unexpected(k, type, "data or end", err);
+			r = agent_client_unexpected(k, type, "data or end", err);
 			json_decref(h);
 			return r;
 		}
 		json_decref(h);
 		if (len > limit - *got)
-			return AC_PROTO_FAIL(err, "%s: the agent sent more than the %llu bytes asked for",
+			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent more than the %llu bytes asked for",
 					  k->what, (unsigned long long)limit);
 		for (;;) {
 			const uint8_t *p;
 			size_t n;
 
-			ac_conn_wait(k, c->timeout_ms);
-			r = ac_conn_payload(k, &p, &n, err);
+			agent_client_conn_wait(k, c->timeout_ms);
+			r = agent_client_conn_payload(k, &p, &n, err);
 			if (r == 1)
 				break;
 			if (r < 0)
@@ -67,7 +67,7 @@ static int download(const struct agent_client *c, struct ac_conn *k, agent_clien
 			*got += n;
 			r = fn(arg, p, n);
 			if (r < 0)
-				return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
+				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
 					     "%s: storing the data failed: %s", k->what, strerror(-r));
 		}
 	}
@@ -80,8 +80,8 @@ int agent_client_read(const struct agent_client *c, const char *path,
 	static const struct agent_client_read_opts defaults;
 	struct agent_client_read_info local;
 	const char *type;
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	uint64_t len, bytes = 0;
 	json_t *h = NULL, *end = NULL;
 	int r;
@@ -92,31 +92,31 @@ int agent_client_read(const struct agent_client *c, const char *path,
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof(*info));
-	ac_req_init(&rq, "read");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "read");
+	agent_client_req_str(&rq, "path", path);
 	if (o->offset)
-		ac_req_int(&rq, "offset", o->offset > INT64_MAX ? INT64_MAX : (int64_t)o->offset);
+		agent_client_req_int(&rq, "offset", o->offset > INT64_MAX ? INT64_MAX : (int64_t)o->offset);
 	if (o->has_length)
-		ac_req_int(&rq, "length", o->length > INT64_MAX ? INT64_MAX : (int64_t)o->length);
-	ac_req_user(&rq, o->user);
-	r = ac_open_listing(c, &rq, &k, err);
+		agent_client_req_int(&rq, "length", o->length > INT64_MAX ? INT64_MAX : (int64_t)o->length);
+	agent_client_req_user(&rq, o->user);
+	r = agent_client_open_listing(c, &rq, &k, err);
 	if (r < 0)
 		return r;
-	r = ac_next_reply(c, &k, &h, &len, &type, "replying", err);
+	r = agent_client_next_reply(c, &k, &h, &len, &type, "replying", err);
 	if (r == 0 && strcmp(type, "file") != 0)
-		r = ac_unexpected(&k, type, "file", err);
+		r = agent_client_unexpected(&k, type, "file", err);
 	if (r == 0)
-		r = ac_r_u64(&k, h, "size", &info->size, err);
+		r = agent_client_r_u64(&k, h, "size", &info->size, err);
 	if (r == 0)
 		r = download(c, &k, fn, arg, o->has_length ? o->length : UINT64_MAX, &info->bytes, &end, err);
 	if (r == 0)
-		r = ac_r_u64(&k, end, "bytes", &bytes, err);
+		r = agent_client_r_u64(&k, end, "bytes", &bytes, err);
 	if (r == 0 && bytes != info->bytes)
-		r = AC_PROTO_FAIL(err, "read: the agent reported %llu bytes but sent %llu",
+		r = AGENT_CLIENT_PROTO_FAIL(err, "read: the agent reported %llu bytes but sent %llu",
 			       (unsigned long long)bytes, (unsigned long long)info->bytes);
 	json_decref(h);
 	json_decref(end);
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 
@@ -159,7 +159,7 @@ static ssize_t fd_source(void *arg, void *buf, size_t n)
  * The agent answered in the middle of an upload (it never does unless it
  * failed): read that answer and turn it into the error.
  */
-static int upload_answer(const struct agent_client *c, struct ac_conn *k, int fallback,
+static int upload_answer(const struct agent_client *c, struct agent_client_conn *k, int fallback,
 			 struct agent_client_err *err)
 {
 	struct agent_client_err saved = *err;
@@ -171,12 +171,12 @@ static int upload_answer(const struct agent_client *c, struct ac_conn *k, int fa
 	/* A send that timed out means a stalled agent: no answer is coming. */
 	if (fallback == -ETIMEDOUT)
 		return fallback;
-	r = ac_next_reply(c, k, &h, &len, &type, "the end of the upload", err);
+	r = agent_client_next_reply(c, k, &h, &len, &type, "the end of the upload", err);
 
 	if (r == -EREMOTEIO)
 		return r;
 	if (r == 0) {
-		r = ac_unexpected(k, type, "nothing before 'end'", err);
+		r = agent_client_unexpected(k, type, "nothing before 'end'", err);
 		json_decref(h);
 		return r;
 	}
@@ -187,7 +187,7 @@ static int upload_answer(const struct agent_client *c, struct ac_conn *k, int fa
 	return r;
 }
 
-static bool readable_now(struct ac_conn *k)
+static bool readable_now(struct agent_client_conn *k)
 {
 	struct pollfd p = { .fd = k->fd, .events = POLLIN };
 
@@ -195,23 +195,23 @@ static bool readable_now(struct ac_conn *k)
 }
 
 /* write / tar_upload: the request, data chunks from src, end; *reply gets the ok line. */
-static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src, void *arg,
+static int upload(const struct agent_client *c, struct agent_client_req *rq, source_fn src, void *arg,
 		  json_t **reply, struct agent_client_err *err)
 {
 	struct agent_line line;
-	struct ac_conn k;
+	struct agent_client_conn k;
 	const char *type;
 	uint64_t len;
 	uint8_t *chunk = NULL;
 	int r;
 
 	*reply = NULL;
-	r = ac_open_listing(c, rq, &k, err);
+	r = agent_client_open_listing(c, rq, &k, err);
 	if (r < 0)
 		return r;
 	chunk = malloc(AGENT_CHUNK_MAX);
 	if (!chunk) {
-		r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", k.what);
+		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", k.what);
 		goto out;
 	}
 	for (;;) {
@@ -219,7 +219,7 @@ static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src
 
 		if (n < 0) {
 			/* Closing mid-upload stops the agent; what it wrote stays. */
-			r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, (int)-n,
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, (int)-n,
 				  "%s: reading the local data: %s", k.what, strerror((int)-n));
 			goto out;
 		}
@@ -233,10 +233,10 @@ static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src
 		}
 		r = agent_line_chunk(&line, AGENT_DATA, -1, (uint64_t)n);
 		if (r < 0) {
-			r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
 			goto out;
 		}
-		r = ac_conn_send(&k, line.data, line.len, chunk, (size_t)n, mono_deadline_ms(c->timeout_ms), NULL, err);
+		r = agent_client_conn_send(&k, line.data, line.len, chunk, (size_t)n, mono_deadline_ms(c->timeout_ms), NULL, err);
 		agent_line_free(&line);
 		if (r < 0) {
 			r = upload_answer(c, &k, r, err);
@@ -245,24 +245,24 @@ static int upload(const struct agent_client *c, struct ac_req *rq, source_fn src
 	}
 	r = agent_line_end(&line, NULL, 0);
 	if (r < 0) {
-		r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
+		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
 		goto out;
 	}
-	r = ac_conn_send(&k, line.data, line.len, NULL, 0, mono_deadline_ms(c->timeout_ms), NULL, err);
+	r = agent_client_conn_send(&k, line.data, line.len, NULL, 0, mono_deadline_ms(c->timeout_ms), NULL, err);
 	agent_line_free(&line);
 	if (r < 0) {
 		r = upload_answer(c, &k, r, err);
 		goto out;
 	}
-	r = ac_next_reply(c, &k, reply, &len, &type, "replying to 'end'", err);
+	r = agent_client_next_reply(c, &k, reply, &len, &type, "replying to 'end'", err);
 	if (r == 0 && strcmp(type, "ok") != 0) {
-		r = ac_unexpected(&k, type, "ok", err);
+		r = agent_client_unexpected(&k, type, "ok", err);
 		json_decref(*reply);
 		*reply = NULL;
 	}
 out:
 	free(chunk);
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 
@@ -271,31 +271,31 @@ static int write_by(const struct agent_client *c, const char *path,
 		    struct agent_client_err *err)
 {
 	static const struct agent_client_write_opts defaults;
-	struct ac_conn k = ac_msg_ctx("write");
-	struct ac_req rq;
+	struct agent_client_conn k = agent_client_msg_ctx("write");
+	struct agent_client_req rq;
 	uint64_t b = 0;
 	json_t *h;
 	int r;
 
 	if (!o)
 		o = &defaults;
-	ac_req_init(&rq, "write");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "write");
+	agent_client_req_str(&rq, "path", path);
 	if (o->no_create)
-		ac_req_set(&rq, "create", json_false());
+		agent_client_req_set(&rq, "create", json_false());
 	if (o->exclusive)
-		ac_req_true(&rq, "exclusive");
+		agent_client_req_true(&rq, "exclusive");
 	if (o->append)
-		ac_req_true(&rq, "append");
+		agent_client_req_true(&rq, "append");
 	if (o->has_mode)
-		ac_req_int(&rq, "mode", o->mode);
+		agent_client_req_int(&rq, "mode", o->mode);
 	if (o->parents)
-		ac_req_true(&rq, "parents");
-	ac_req_user(&rq, o->user);
+		agent_client_req_true(&rq, "parents");
+	agent_client_req_user(&rq, o->user);
 	r = upload(c, &rq, src, arg, &h, err);
 	if (r < 0)
 		return r;
-	r = ac_r_u64(&k, h, "bytes", &b, err);
+	r = agent_client_r_u64(&k, h, "bytes", &b, err);
 	json_decref(h);
 	if (bytes)
 		*bytes = b;
@@ -340,7 +340,7 @@ static enum agent_client_kind kind_of(const char *s)
 }
 
 /* A stat or entry line; strings point into h. */
-static int parse_stat(struct ac_conn *k, json_t *h, bool entry, struct agent_client_stat *st,
+static int parse_stat(struct agent_client_conn *k, json_t *h, bool entry, struct agent_client_stat *st,
 		      struct agent_client_err *err)
 {
 	const char *kind;
@@ -348,18 +348,18 @@ static int parse_stat(struct ac_conn *k, json_t *h, bool entry, struct agent_cli
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	if ((r = ac_r_str(k, h, "path", &st->path, err)) || (r = ac_r_str(k, h, "kind", &kind, err)) ||
-	    (r = ac_r_u64(k, h, "size", &st->size, err)) || (r = ac_r_u32(k, h, "mode", 07777, &st->mode, err)) ||
-	    (r = ac_r_u32(k, h, "uid", UINT32_MAX, &st->uid, err)) ||
-	    (r = ac_r_u32(k, h, "gid", UINT32_MAX, &st->gid, err)) ||
-	    (r = ac_r_u64(k, h, "nlink", &st->nlink, err)) ||
-	    (r = ac_r_sint(k, h, "mtime_ns", &st->mtime_ns, err)))
+	if ((r = agent_client_r_str(k, h, "path", &st->path, err)) || (r = agent_client_r_str(k, h, "kind", &kind, err)) ||
+	    (r = agent_client_r_u64(k, h, "size", &st->size, err)) || (r = agent_client_r_u32(k, h, "mode", 07777, &st->mode, err)) ||
+	    (r = agent_client_r_u32(k, h, "uid", UINT32_MAX, &st->uid, err)) ||
+	    (r = agent_client_r_u32(k, h, "gid", UINT32_MAX, &st->gid, err)) ||
+	    (r = agent_client_r_u64(k, h, "nlink", &st->nlink, err)) ||
+	    (r = agent_client_r_sint(k, h, "mtime_ns", &st->mtime_ns, err)))
 		return r;
-	if (entry && (r = ac_r_u32(k, h, "depth", AGENT_LIST_DEPTH_MAX, &st->depth, err)))
+	if (entry && (r = agent_client_r_u32(k, h, "depth", AGENT_LIST_DEPTH_MAX, &st->depth, err)))
 		return r;
-	if (json_object_get(h, "target") && (r = ac_r_str(k, h, "target", &st->target, err)))
+	if (json_object_get(h, "target") && (r = agent_client_r_str(k, h, "target", &st->target, err)))
 		return r;
-	if (lossy && (r = ac_r_bool(k, h, "lossy", &st->lossy, err)))
+	if (lossy && (r = agent_client_r_bool(k, h, "lossy", &st->lossy, err)))
 		return r;
 	st->kind = kind_of(kind);
 	return 0;
@@ -376,20 +376,20 @@ int agent_client_stat(const struct agent_client *c, const char *path, bool follo
 		      enum agent_user user, struct agent_client_stat *st,
 		      struct agent_client_err *err)
 {
-	struct ac_conn k = ac_msg_ctx("stat");
+	struct agent_client_conn k = agent_client_msg_ctx("stat");
 	struct agent_client_stat tmp;
-	struct ac_req rq;
+	struct agent_client_req rq;
 	json_t *h;
 	int r;
 
 	ERR_INIT(err);
 	memset(st, 0, sizeof(*st));
-	ac_req_init(&rq, "stat");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "stat");
+	agent_client_req_str(&rq, "path", path);
 	if (!follow)
-		ac_req_set(&rq, "follow", json_false());
-	ac_req_user(&rq, user);
-	r = ac_call_now(c, &rq, "stat", &h, err);
+		agent_client_req_set(&rq, "follow", json_false());
+	agent_client_req_user(&rq, user);
+	r = agent_client_call_now(c, &rq, "stat", &h, err);
 	if (r < 0)
 		return r;
 	r = parse_stat(&k, h, false, &tmp, err);
@@ -399,7 +399,7 @@ int agent_client_stat(const struct agent_client *c, const char *path, bool follo
 		st->target = tmp.target ? strdup(tmp.target) : NULL;
 		if (!st->path || (tmp.target && !st->target)) {
 			agent_client_stat_free(st);
-			r = ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "stat: out of memory");
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "stat: out of memory");
 		}
 	}
 	json_decref(h);
@@ -410,25 +410,25 @@ int agent_client_exists(const struct agent_client *c, const char *path, bool fol
 			enum agent_user user, bool *exists, enum agent_client_kind *kind,
 			struct agent_client_err *err)
 {
-	struct ac_conn k = ac_msg_ctx("exists");
-	struct ac_req rq;
+	struct agent_client_conn k = agent_client_msg_ctx("exists");
+	struct agent_client_req rq;
 	const char *ks = NULL;
 	json_t *h;
 	bool e = false;
 	int r;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "exists");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "exists");
+	agent_client_req_str(&rq, "path", path);
 	if (!follow)
-		ac_req_set(&rq, "follow", json_false());
-	ac_req_user(&rq, user);
-	r = ac_call_now(c, &rq, "exists", &h, err);
+		agent_client_req_set(&rq, "follow", json_false());
+	agent_client_req_user(&rq, user);
+	r = agent_client_call_now(c, &rq, "exists", &h, err);
 	if (r < 0)
 		return r;
-	r = ac_r_bool(&k, h, "exists", &e, err);
+	r = agent_client_r_bool(&k, h, "exists", &e, err);
 	if (r == 0 && e)
-		r = ac_r_str(&k, h, "kind", &ks, err);
+		r = agent_client_r_str(&k, h, "kind", &ks, err);
 	if (exists)
 		*exists = r == 0 && e;
 	if (kind)
@@ -445,8 +445,8 @@ int agent_client_list_dir(const struct agent_client *c, const char *path,
 	static const struct agent_client_list_opts defaults;
 	struct agent_client_list_end local;
 	uint64_t seen = 0;
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	int r;
 
 	ERR_INIT(err);
@@ -455,14 +455,14 @@ int agent_client_list_dir(const struct agent_client *c, const char *path,
 	if (!end)
 		end = &local;
 	memset(end, 0, sizeof(*end));
-	ac_req_init(&rq, "list_dir");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "list_dir");
+	agent_client_req_str(&rq, "path", path);
 	if (o->depth)
-		ac_req_int(&rq, "depth", o->depth);
+		agent_client_req_int(&rq, "depth", o->depth);
 	if (o->limit)
-		ac_req_int(&rq, "limit", o->limit);
-	ac_req_user(&rq, o->user);
-	r = ac_open_listing(c, &rq, &k, err);
+		agent_client_req_int(&rq, "limit", o->limit);
+	agent_client_req_user(&rq, o->user);
+	r = agent_client_open_listing(c, &rq, &k, err);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -471,90 +471,90 @@ int agent_client_list_dir(const struct agent_client *c, const char *path,
 		uint64_t len;
 		json_t *h;
 
-		r = ac_next_reply(c, &k, &h, &len, &type, "the end of the listing", err);
+		r = agent_client_next_reply(c, &k, &h, &len, &type, "the end of the listing", err);
 		if (r < 0)
 			break;
 		if (strcmp(type, "end") == 0) {
-			if ((r = ac_r_u64(&k, h, "count", &end->count, err)) == 0 &&
-			    (r = ac_r_bool(&k, h, "truncated", &end->truncated, err)) == 0)
-				r = ac_r_u64(&k, h, "skipped", &end->skipped, err);
+			if ((r = agent_client_r_u64(&k, h, "count", &end->count, err)) == 0 &&
+			    (r = agent_client_r_bool(&k, h, "truncated", &end->truncated, err)) == 0)
+				r = agent_client_r_u64(&k, h, "skipped", &end->skipped, err);
 			if (r == 0 && end->count != seen)
-				r = AC_PROTO_FAIL(err, "list_dir: the agent counted %llu entries but sent %llu",
+				r = AGENT_CLIENT_PROTO_FAIL(err, "list_dir: the agent counted %llu entries but sent %llu",
 					       (unsigned long long)end->count, (unsigned long long)seen);
 			json_decref(h);
 			break;
 		}
 		if (strcmp(type, "entry") != 0)
-			r = ac_unexpected(&k, type, "entry or end", err);
+			r = agent_client_unexpected(&k, type, "entry or end", err);
 		else
 			r = parse_stat(&k, h, true, &e, err);
 		if (r == 0) {
 			seen++;
 			r = fn(arg, &e);
 			if (r < 0)
-				ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
+				agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
 				      "list_dir: stopped by the caller: %s", strerror(-r));
 		}
 		json_decref(h);
 		if (r < 0)
 			break;
 	}
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 
 int agent_client_mkdir(const struct agent_client *c, const char *path, bool parents, int mode,
 		       enum agent_user user, struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "mkdir");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "mkdir");
+	agent_client_req_str(&rq, "path", path);
 	if (parents)
-		ac_req_true(&rq, "parents");
+		agent_client_req_true(&rq, "parents");
 	if (mode >= 0)
-		ac_req_int(&rq, "mode", mode);
-	ac_req_user(&rq, user);
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_int(&rq, "mode", mode);
+	agent_client_req_user(&rq, user);
+	return agent_client_call_ok(c, &rq, err);
 }
 
 int agent_client_remove(const struct agent_client *c, const char *path, bool recursive,
 			enum agent_user user, struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "remove");
-	ac_req_str(&rq, "path", path);
+	agent_client_req_init(&rq, "remove");
+	agent_client_req_str(&rq, "path", path);
 	if (recursive)
-		ac_req_true(&rq, "recursive");
-	ac_req_user(&rq, user);
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_true(&rq, "recursive");
+	agent_client_req_user(&rq, user);
+	return agent_client_call_ok(c, &rq, err);
 }
 
 int agent_client_rename(const struct agent_client *c, const char *from, const char *to,
 			bool overwrite, enum agent_user user, struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "rename");
-	ac_req_str(&rq, "from", from);
-	ac_req_str(&rq, "to", to);
+	agent_client_req_init(&rq, "rename");
+	agent_client_req_str(&rq, "from", from);
+	agent_client_req_str(&rq, "to", to);
 	if (overwrite)
-		ac_req_true(&rq, "overwrite");
-	ac_req_user(&rq, user);
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_true(&rq, "overwrite");
+	agent_client_req_user(&rq, user);
+	return agent_client_call_ok(c, &rq, err);
 }
 
 static int tar_upload_by(const struct agent_client *c, const char *path, enum agent_user user,
 			 source_fn src, void *arg, struct agent_client_tar_stats *stats,
 			 struct agent_client_err *err)
 {
-	struct ac_conn k = ac_msg_ctx("tar_upload");
+	struct agent_client_conn k = agent_client_msg_ctx("tar_upload");
 	struct agent_client_tar_stats local;
-	struct ac_req rq;
+	struct agent_client_req rq;
 	json_t *h;
 	int r;
 
@@ -562,18 +562,18 @@ static int tar_upload_by(const struct agent_client *c, const char *path, enum ag
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
-	ac_req_init(&rq, "tar_upload");
-	ac_req_str(&rq, "path", path);
-	ac_req_user(&rq, user);
+	agent_client_req_init(&rq, "tar_upload");
+	agent_client_req_str(&rq, "path", path);
+	agent_client_req_user(&rq, user);
 	r = upload(c, &rq, src, arg, &h, err);
 	if (r < 0)
 		return r;
-	if (!(r = ac_r_u64(&k, h, "files", &stats->files, err)) &&
-	    !(r = ac_r_u64(&k, h, "dirs", &stats->dirs, err)) &&
-	    !(r = ac_r_u64(&k, h, "symlinks", &stats->symlinks, err)) &&
-	    !(r = ac_r_u64(&k, h, "hardlinks", &stats->hardlinks, err)) &&
-	    !(r = ac_r_u64(&k, h, "skipped", &stats->skipped, err)))
-		r = ac_r_u64(&k, h, "bytes", &stats->bytes, err);
+	if (!(r = agent_client_r_u64(&k, h, "files", &stats->files, err)) &&
+	    !(r = agent_client_r_u64(&k, h, "dirs", &stats->dirs, err)) &&
+	    !(r = agent_client_r_u64(&k, h, "symlinks", &stats->symlinks, err)) &&
+	    !(r = agent_client_r_u64(&k, h, "hardlinks", &stats->hardlinks, err)) &&
+	    !(r = agent_client_r_u64(&k, h, "skipped", &stats->skipped, err)))
+		r = agent_client_r_u64(&k, h, "bytes", &stats->bytes, err);
 	json_decref(h);
 	return r;
 }
@@ -597,8 +597,8 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 				 struct agent_client_tar_stats *stats, struct agent_client_err *err)
 {
 	struct agent_client_tar_stats local;
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	uint64_t got = 0;
 	json_t *end = NULL;
 	int r;
@@ -607,22 +607,22 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 	if (!stats)
 		stats = &local;
 	memset(stats, 0, sizeof(*stats));
-	ac_req_init(&rq, "tar_download");
-	ac_req_str(&rq, "path", path);
-	ac_req_user(&rq, user);
-	r = ac_open_listing(c, &rq, &k, err);
+	agent_client_req_init(&rq, "tar_download");
+	agent_client_req_str(&rq, "path", path);
+	agent_client_req_user(&rq, user);
+	r = agent_client_open_listing(c, &rq, &k, err);
 	if (r < 0)
 		return r;
 	r = download(c, &k, fn, arg, UINT64_MAX, &got, &end, err);
-	if (r == 0 && !(r = ac_r_u64(&k, end, "bytes", &stats->bytes, err)) &&
-	    !(r = ac_r_u64(&k, end, "files", &stats->files, err)) &&
-	    !(r = ac_r_u64(&k, end, "dirs", &stats->dirs, err)) &&
-	    !(r = ac_r_u64(&k, end, "symlinks", &stats->symlinks, err)) &&
-	    !(r = ac_r_u64(&k, end, "skipped", &stats->skipped, err)) && stats->bytes != got)
-		r = AC_PROTO_FAIL(err, "tar_download: the agent reported %llu bytes but sent %llu",
+	if (r == 0 && !(r = agent_client_r_u64(&k, end, "bytes", &stats->bytes, err)) &&
+	    !(r = agent_client_r_u64(&k, end, "files", &stats->files, err)) &&
+	    !(r = agent_client_r_u64(&k, end, "dirs", &stats->dirs, err)) &&
+	    !(r = agent_client_r_u64(&k, end, "symlinks", &stats->symlinks, err)) &&
+	    !(r = agent_client_r_u64(&k, end, "skipped", &stats->skipped, err)) && stats->bytes != got)
+		r = AGENT_CLIENT_PROTO_FAIL(err, "tar_download: the agent reported %llu bytes but sent %llu",
 			       (unsigned long long)stats->bytes, (unsigned long long)got);
 	json_decref(end);
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 

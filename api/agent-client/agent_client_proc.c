@@ -12,28 +12,28 @@
 /* ---- processes ---- */
 
 /* The fields exec and spawn share. */
-static void req_proc(struct ac_req *rq, const struct agent_client_proc_opts *o)
+static void req_proc(struct agent_client_req *rq, const struct agent_client_proc_opts *o)
 {
 	json_t *argv = json_array();
 
 	if (!argv)
 		rq->nomem = true;
 	for (size_t i = 0; argv && o->argv && o->argv[i]; i++) {
-		json_t *v = ac_req_string(rq, "argv", o->argv[i]);
+		json_t *v = agent_client_req_string(rq, "argv", o->argv[i]);
 
 		if (v && json_array_append_new(argv, v) < 0)
 			rq->nomem = true;
 	}
-	ac_req_set(rq, "argv", argv);
+	agent_client_req_set(rq, "argv", argv);
 	if (o->shell)
-		ac_req_true(rq, "shell");
+		agent_client_req_true(rq, "shell");
 	if (o->envc) {
 		json_t *env = json_object();
 
 		if (!env)
 			rq->nomem = true;
 		for (size_t i = 0; env && i < o->envc; i++) {
-			json_t *v = o->env[i].value ? ac_req_string(rq, "env", o->env[i].value)
+			json_t *v = o->env[i].value ? agent_client_req_string(rq, "env", o->env[i].value)
 						    : json_null();
 
 			if (!utf8_valid((const uint8_t *)o->env[i].key, strlen(o->env[i].key))) {
@@ -45,13 +45,13 @@ static void req_proc(struct ac_req *rq, const struct agent_client_proc_opts *o)
 			if (v && json_object_set_new(env, o->env[i].key, v) < 0)
 				rq->nomem = true;
 		}
-		ac_req_set(rq, "env", env);
+		agent_client_req_set(rq, "env", env);
 	}
 	if (o->cwd)
-		ac_req_str(rq, "cwd", o->cwd);
-	ac_req_user(rq, o->user);
+		agent_client_req_str(rq, "cwd", o->cwd);
+	agent_client_req_user(rq, o->user);
 	if (o->timeout_ms)
-		ac_req_int(rq, "timeout_ms", o->timeout_ms);
+		agent_client_req_int(rq, "timeout_ms", o->timeout_ms);
 }
 
 /* Output of one exec stream: collected up to the cap, or passed on. */
@@ -79,7 +79,7 @@ static int sink_add(struct sink *s, const struct agent_client_proc_opts *o, enum
 		int r = o->on_output(o->on_output_arg, st, d, take);
 
 		if (r < 0)
-			return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
 				     "exec: the output callback failed: %s", strerror(-r));
 		return 0;
 	}
@@ -93,7 +93,7 @@ static int sink_add(struct sink *s, const struct agent_client_proc_opts *o, enum
 			want = (size_t)cap + 1;
 		nb = realloc(*s->buf, want);
 		if (!nb)
-			return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
 				     "exec: out of memory for %zu bytes of output", want);
 		*s->buf = nb;
 		s->alloc = want;
@@ -120,36 +120,36 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 	struct sink so = { .buf = &res->out, .len = &res->out_len };
 	struct sink se = { .buf = &res->err, .len = &res->err_len };
 	struct agent_line line;
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	int64_t dl;
 	int r;
 
 	ERR_INIT(err);
 	memset(res, 0, sizeof(*res));
-	ac_req_init(&rq, "exec");
+	agent_client_req_init(&rq, "exec");
 	req_proc(&rq, o);
 	if (cap != AGENT_OUTPUT_CAP_DEFAULT)
-		ac_req_int(&rq, "output_cap", (int64_t)cap);
-	r = ac_req_finish(&rq, AGENT_CTX_REQUEST, o->stdin_len, &line, err);
+		agent_client_req_int(&rq, "output_cap", (int64_t)cap);
+	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, o->stdin_len, &line, err);
 	if (r < 0)
 		return r;
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = ac_conn_open(c, dl, "exec", &k, err);
+	r = agent_client_conn_open(c, dl, "exec", &k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		return r;
 	}
-	r = ac_conn_send(&k, line.data, line.len, o->stdin_data, o->stdin_len, dl, NULL, err);
+	r = agent_client_conn_send(&k, line.data, line.len, o->stdin_data, o->stdin_len, dl, NULL, err);
 	agent_line_free(&line);
 	if (r < 0)
 		goto out;
 	if (o->wait_ms)
-		ac_conn_wait(&k, o->wait_ms);
+		agent_client_conn_wait(&k, o->wait_ms);
 	else if (o->timeout_ms && c->timeout_ms > 0)
-		ac_conn_wait(&k, (int64_t)o->timeout_ms + AGENT_DRAIN_MS + c->timeout_ms);
+		agent_client_conn_wait(&k, (int64_t)o->timeout_ms + AGENT_DRAIN_MS + c->timeout_ms);
 	else
-		ac_conn_wait(&k, 0);
+		agent_client_conn_wait(&k, 0);
 
 	for (;;) {
 		const char *type;
@@ -158,19 +158,19 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 		struct sink *s;
 		enum agent_stream st;
 
-		r = ac_conn_next(&k, &h, &len, err);
+		r = agent_client_conn_next(&k, &h, &len, err);
 		if (r == 1)
-			r = ac_closed_early(&k, "the process's exit line", err);
+			r = agent_client_closed_early(&k, "the process's exit line", err);
 		if (r < 0)
 			goto out;
-		r = ac_reply_type(&k, h, len, &type, err);
+		r = agent_client_reply_type(&k, h, len, &type, err);
 		if (r == 0 && strcmp(type, "exit") == 0) {
-			r = ac_parse_exit(&k, h, true, &res->exit, err);
+			r = agent_client_parse_exit(&k, h, true, &res->exit, err);
 			json_decref(h);
 			break;
 		}
 		if (r == 0 && strcmp(type, "stdout") != 0 && strcmp(type, "stderr") != 0)
-			r = ac_unexpected(&k, type, "stdout, stderr or exit", err);
+			r = agent_client_unexpected(&k, type, "stdout, stderr or exit", err);
 		st = r == 0 && strcmp(type, "stderr") == 0 ? AGENT_STDERR : AGENT_STDOUT;
 		json_decref(h);
 		if (r < 0)
@@ -180,7 +180,7 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 			const uint8_t *p;
 			size_t n;
 
-			r = ac_conn_payload(&k, &p, &n, err);
+			r = agent_client_conn_payload(&k, &p, &n, err);
 			if (r == 1)
 				break;
 			if (r < 0)
@@ -197,12 +197,12 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 out:
 	res->host_us = (uint64_t)(mono_us() - start);
 	/* Closing an unfinished exec is how the agent learns to kill it. */
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }
 
 struct agent_client_stream {
-	struct ac_conn k;
+	struct agent_client_conn k;
 	int timeout_ms;       /* for sends */
 	enum agent_stream cur; /* stream of the payload being delivered */
 	uint64_t seq;         /* seq of the next payload byte */
@@ -213,7 +213,7 @@ struct agent_client_stream {
 };
 
 /* Connect, send a spawn/attach request, read its first reply into *hdr. */
-static int stream_open(const struct agent_client *c, struct ac_req *rq, const char *want,
+static int stream_open(const struct agent_client *c, struct agent_client_req *rq, const char *want,
 		       struct agent_client_stream **out, json_t **hdr, struct agent_client_err *err)
 {
 	struct agent_client_stream *s;
@@ -225,35 +225,35 @@ static int stream_open(const struct agent_client *c, struct ac_req *rq, const ch
 
 	*out = NULL;
 	*hdr = NULL;
-	r = ac_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
+	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		agent_line_free(&line);
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", rq->type);
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", rq->type);
 	}
 	snprintf(s->what, sizeof(s->what), "%s", rq->type);
 	s->timeout_ms = c->timeout_ms;
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = ac_conn_open(c, dl, s->what, &s->k, err);
+	r = agent_client_conn_open(c, dl, s->what, &s->k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		free(s);
 		return r;
 	}
-	r = ac_conn_send(&s->k, line.data, line.len, NULL, 0, dl, NULL, err);
+	r = agent_client_conn_send(&s->k, line.data, line.len, NULL, 0, dl, NULL, err);
 	agent_line_free(&line);
 	if (r == 0) {
-		ac_conn_wait_until(&s->k, dl);
-		r = ac_conn_next(&s->k, hdr, &len, err);
+		agent_client_conn_wait_until(&s->k, dl);
+		r = agent_client_conn_next(&s->k, hdr, &len, err);
 		if (r == 1)
-			r = ac_closed_early(&s->k, "replying", err);
+			r = agent_client_closed_early(&s->k, "replying", err);
 	}
 	if (r == 0) {
-		r = ac_reply_type(&s->k, *hdr, len, &type, err);
+		r = agent_client_reply_type(&s->k, *hdr, len, &type, err);
 		if (r == 0 && strcmp(type, want) != 0)
-			r = ac_unexpected(&s->k, type, want, err);
+			r = agent_client_unexpected(&s->k, type, want, err);
 	}
 	if (r < 0) {
 		json_decref(*hdr);
@@ -271,7 +271,7 @@ int agent_client_spawn(const struct agent_client *c, const struct agent_client_p
 {
 	struct agent_client_attached local;
 	struct agent_client_stream *s;
-	struct ac_req rq;
+	struct agent_client_req rq;
 	json_t *h;
 	int r;
 
@@ -280,24 +280,24 @@ int agent_client_spawn(const struct agent_client *c, const struct agent_client_p
 		info = &local;
 	memset(info, 0, sizeof(*info));
 	*stream = NULL;
-	ac_req_init(&rq, "spawn");
+	agent_client_req_init(&rq, "spawn");
 	req_proc(&rq, o);
 	if (o->pty) {
-		ac_req_true(&rq, "pty");
+		agent_client_req_true(&rq, "pty");
 		if (o->rows)
-			ac_req_int(&rq, "rows", o->rows);
+			agent_client_req_int(&rq, "rows", o->rows);
 		if (o->cols)
-			ac_req_int(&rq, "cols", o->cols);
+			agent_client_req_int(&rq, "cols", o->cols);
 	}
 	if (o->ring_bytes)
-		ac_req_int(&rq, "ring_bytes", o->ring_bytes);
+		agent_client_req_int(&rq, "ring_bytes", o->ring_bytes);
 	r = stream_open(c, &rq, "spawned", &s, &h, err);
 	if (r < 0)
 		return r;
-	if ((r = ac_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 && info->id == 0)
-		r = AC_PROTO_FAIL(err, "spawn: the agent handed out process id 0");
+	if ((r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 && info->id == 0)
+		r = AGENT_CLIENT_PROTO_FAIL(err, "spawn: the agent handed out process id 0");
 	if (r == 0)
-		r = ac_r_pid(&s->k, h, &info->pid, err);
+		r = agent_client_r_pid(&s->k, h, &info->pid, err);
 	json_decref(h);
 	if (r < 0) {
 		agent_client_stream_close(s);
@@ -315,7 +315,7 @@ int agent_client_attach(const struct agent_client *c, uint32_t id, enum agent_cl
 {
 	struct agent_client_attached local;
 	struct agent_client_stream *s;
-	struct ac_req rq;
+	struct agent_client_req rq;
 	json_t *h;
 	int r;
 
@@ -324,20 +324,20 @@ int agent_client_attach(const struct agent_client *c, uint32_t id, enum agent_cl
 		info = &local;
 	memset(info, 0, sizeof(*info));
 	*stream = NULL;
-	ac_req_init(&rq, "attach");
-	ac_req_int(&rq, "id", id);
+	agent_client_req_init(&rq, "attach");
+	agent_client_req_int(&rq, "id", id);
 	if (from == AGENT_FROM_NOW)
-		ac_req_str(&rq, "from", "now");
+		agent_client_req_str(&rq, "from", "now");
 	else if (from == AGENT_FROM_SEQ)
-		ac_req_int(&rq, "from", seq > INT64_MAX ? INT64_MAX : (int64_t)seq);
+		agent_client_req_int(&rq, "from", seq > INT64_MAX ? INT64_MAX : (int64_t)seq);
 	r = stream_open(c, &rq, "attached", &s, &h, err);
 	if (r < 0)
 		return r;
-	if (!(r = ac_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) &&
-	    !(r = ac_r_pid(&s->k, h, &info->pid, err)) && !(r = ac_r_bool(&s->k, h, "pty", &info->pty, err)) &&
-	    !(r = ac_r_bool(&s->k, h, "running", &info->running, err)) &&
-	    !(r = ac_r_u64(&s->k, h, "seq", &info->seq, err)) && info->id != id)
-		r = AC_PROTO_FAIL(err, "attach: asked for process %u, the agent attached %u", id, info->id);
+	if (!(r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) &&
+	    !(r = agent_client_r_pid(&s->k, h, &info->pid, err)) && !(r = agent_client_r_bool(&s->k, h, "pty", &info->pty, err)) &&
+	    !(r = agent_client_r_bool(&s->k, h, "running", &info->running, err)) &&
+	    !(r = agent_client_r_u64(&s->k, h, "seq", &info->seq, err)) && info->id != id)
+		r = AGENT_CLIENT_PROTO_FAIL(err, "attach: asked for process %u, the agent attached %u", id, info->id);
 	json_decref(h);
 	if (r < 0) {
 		agent_client_stream_close(s);
@@ -351,13 +351,13 @@ int agent_client_attach(const struct agent_client *c, uint32_t id, enum agent_cl
 int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			     struct agent_client_event *ev, struct agent_client_err *err)
 {
-	struct ac_conn *k = &s->k;
+	struct agent_client_conn *k = &s->k;
 
 	ERR_INIT(err);
 	memset(ev, 0, sizeof(*ev));
 	if (s->done)
 		return 1;
-	ac_conn_wait(k, timeout_ms < 0 ? 0 : timeout_ms > 0 ? timeout_ms : 1);
+	agent_client_conn_wait(k, timeout_ms < 0 ? 0 : timeout_ms > 0 ? timeout_ms : 1);
 	for (;;) {
 		const char *type;
 		json_t *h;
@@ -368,7 +368,7 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			const uint8_t *p;
 			size_t n;
 
-			r = ac_conn_payload(k, &p, &n, err);
+			r = agent_client_conn_payload(k, &p, &n, err);
 			if (r < 0)
 				return r;
 			if (r == 0) {
@@ -380,21 +380,21 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 				return 0;
 			}
 		}
-		r = ac_conn_next(k, &h, &len, err);
+		r = agent_client_conn_next(k, &h, &len, err);
 		if (r == 1) {
 			if (s->exited) {
 				s->done = true;
 				return 1;
 			}
-			return ac_closed_early(k, "the process's exit line", err);
+			return agent_client_closed_early(k, "the process's exit line", err);
 		}
 		if (r < 0)
 			return r;
 		if (s->exited) {
 			json_decref(h);
-			return AC_PROTO_FAIL(err, "%s: the agent sent a message after the exit line", s->what);
+			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent a message after the exit line", s->what);
 		}
-		r = ac_reply_type(k, h, len, &type, err);
+		r = agent_client_reply_type(k, h, len, &type, err);
 		if (r < 0) {
 			json_decref(h);
 			return r;
@@ -402,7 +402,7 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 		if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
 			s->cur = type[3] == 'e' ? AGENT_STDERR : AGENT_STDOUT;
 			if (json_object_get(h, "seq")) {
-				r = ac_r_u64(k, h, "seq", &seq, err);
+				r = agent_client_r_u64(k, h, "seq", &seq, err);
 				if (r == 0)
 					s->seq = seq;
 			}
@@ -412,9 +412,9 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			continue; /* its payload, if any, comes next */
 		}
 		if (strcmp(type, "gap") == 0) {
-			r = ac_r_u64(k, h, "seq", &ev->seq, err);
+			r = agent_client_r_u64(k, h, "seq", &ev->seq, err);
 			if (r == 0)
-				r = ac_r_u64(k, h, "bytes", &ev->gap_bytes, err);
+				r = agent_client_r_u64(k, h, "bytes", &ev->gap_bytes, err);
 			json_decref(h);
 			if (r < 0)
 				return r;
@@ -423,7 +423,7 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			return 0;
 		}
 		if (strcmp(type, "exit") == 0) {
-			r = ac_parse_exit(k, h, false, &ev->exit, err);
+			r = agent_client_parse_exit(k, h, false, &ev->exit, err);
 			json_decref(h);
 			if (r < 0)
 				return r;
@@ -431,14 +431,14 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			s->exited = true;
 			return 0;
 		}
-		r = ac_unexpected(k, type, "stdout, stderr, gap or exit", err);
+		r = agent_client_unexpected(k, type, "stdout, stderr, gap or exit", err);
 		json_decref(h);
 		return r;
 	}
 }
 
 /* One control message on an attached stream. */
-static int stream_send(struct agent_client_stream *s, struct ac_req *rq, const void *payload, size_t n,
+static int stream_send(struct agent_client_stream *s, struct agent_client_req *rq, const void *payload, size_t n,
 		       struct agent_client_err *err)
 {
 	struct agent_line line;
@@ -447,14 +447,14 @@ static int stream_send(struct agent_client_stream *s, struct ac_req *rq, const v
 
 	if (s->send_broken) {
 		json_decref(rq->o);
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_INVALID_STATE, EPIPE,
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_INVALID_STATE, EPIPE,
 			     "%s: an earlier message was only half sent; this stream can no longer send (reading still works)",
 			     s->what);
 	}
-	r = ac_req_finish(rq, AGENT_CTX_ATTACHED, n, &line, err);
+	r = agent_client_req_finish(rq, AGENT_CTX_ATTACHED, n, &line, err);
 	if (r < 0)
 		return r;
-	r = ac_conn_send(&s->k, line.data, line.len, payload, n, mono_deadline_ms(s->timeout_ms), &sent, err);
+	r = agent_client_conn_send(&s->k, line.data, line.len, payload, n, mono_deadline_ms(s->timeout_ms), &sent, err);
 	if (r < 0 && sent > 0)
 		s->send_broken = true;
 	agent_line_free(&line);
@@ -471,12 +471,12 @@ int agent_client_stream_stdin(struct agent_client_stream *s, const void *data, s
 		return 0;
 	do {
 		size_t chunk = n - off < AGENT_CHUNK_MAX ? n - off : AGENT_CHUNK_MAX;
-		struct ac_req rq;
+		struct agent_client_req rq;
 		int r;
 
-		ac_req_init(&rq, "stdin");
+		agent_client_req_init(&rq, "stdin");
 		if (close && off + chunk == n)
-			ac_req_true(&rq, "close");
+			agent_client_req_true(&rq, "close");
 		/* No arithmetic on a NULL `data` when only closing. */
 		r = stream_send(s, &rq, chunk ? (const uint8_t *)data + off : NULL, chunk, err);
 		if (r < 0)
@@ -489,25 +489,25 @@ int agent_client_stream_stdin(struct agent_client_stream *s, const void *data, s
 int agent_client_stream_signal(struct agent_client_stream *s, int signo, bool group,
 			       struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "signal");
-	ac_req_int(&rq, "signal", signo);
+	agent_client_req_init(&rq, "signal");
+	agent_client_req_int(&rq, "signal", signo);
 	if (group)
-		ac_req_true(&rq, "group");
+		agent_client_req_true(&rq, "group");
 	return stream_send(s, &rq, NULL, 0, err);
 }
 
 int agent_client_stream_resize(struct agent_client_stream *s, uint16_t rows, uint16_t cols,
 			       struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "resize");
-	ac_req_int(&rq, "rows", rows);
-	ac_req_int(&rq, "cols", cols);
+	agent_client_req_init(&rq, "resize");
+	agent_client_req_int(&rq, "rows", rows);
+	agent_client_req_int(&rq, "cols", cols);
 	return stream_send(s, &rq, NULL, 0, err);
 }
 
@@ -525,32 +525,32 @@ void agent_client_stream_close(struct agent_client_stream *s)
 {
 	if (!s)
 		return;
-	ac_conn_close(&s->k);
+	agent_client_conn_close(&s->k);
 	free(s);
 }
 
 int agent_client_wait(const struct agent_client *c, uint32_t id, uint32_t timeout_ms,
 		      struct agent_client_exit *ex, struct agent_client_err *err)
 {
-	struct ac_conn k = ac_msg_ctx("wait");
-	struct ac_req rq;
+	struct agent_client_conn k = agent_client_msg_ctx("wait");
+	struct agent_client_req rq;
 	int64_t dl, reply_dl = 0;
 	json_t *h;
 	int r;
 
 	ERR_INIT(err);
 	memset(ex, 0, sizeof(*ex));
-	ac_req_init(&rq, "wait");
-	ac_req_int(&rq, "id", id);
+	agent_client_req_init(&rq, "wait");
+	agent_client_req_int(&rq, "id", id);
 	if (timeout_ms)
-		ac_req_int(&rq, "timeout_ms", timeout_ms);
+		agent_client_req_int(&rq, "timeout_ms", timeout_ms);
 	dl = mono_deadline_ms(c->timeout_ms);
 	if (timeout_ms && c->timeout_ms > 0)
 		reply_dl = mono_deadline_ms((int64_t)timeout_ms + c->timeout_ms);
-	r = ac_call(c, &rq, NULL, 0, "exit", dl, reply_dl, &h, err);
+	r = agent_client_call(c, &rq, NULL, 0, "exit", dl, reply_dl, &h, err);
 	if (r < 0)
 		return r;
-	r = ac_parse_exit(&k, h, false, ex, err);
+	r = agent_client_parse_exit(&k, h, false, ex, err);
 	json_decref(h);
 	return r;
 }
@@ -558,15 +558,15 @@ int agent_client_wait(const struct agent_client *c, uint32_t id, uint32_t timeou
 int agent_client_signal(const struct agent_client *c, uint32_t id, int signo, bool group,
 			struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "signal");
-	ac_req_int(&rq, "id", id);
-	ac_req_int(&rq, "signal", signo);
+	agent_client_req_init(&rq, "signal");
+	agent_client_req_int(&rq, "id", id);
+	agent_client_req_int(&rq, "signal", signo);
 	if (group)
-		ac_req_true(&rq, "group");
-	return ac_call_ok(c, &rq, err);
+		agent_client_req_true(&rq, "group");
+	return agent_client_call_ok(c, &rq, err);
 }
 
 int agent_client_stdin(const struct agent_client *c, uint32_t id, const void *data, size_t n,
@@ -580,15 +580,15 @@ int agent_client_stdin(const struct agent_client *c, uint32_t id, const void *da
 	do {
 		size_t chunk = n - off < AGENT_LEN_MAX ? n - off : AGENT_LEN_MAX;
 		int64_t dl = mono_deadline_ms(c->timeout_ms);
-		struct ac_req rq;
+		struct agent_client_req rq;
 		json_t *h;
 		int r;
 
-		ac_req_init(&rq, "stdin");
-		ac_req_int(&rq, "id", id);
+		agent_client_req_init(&rq, "stdin");
+		agent_client_req_int(&rq, "id", id);
 		if (close && off + chunk == n)
-			ac_req_true(&rq, "close");
-		r = ac_call(c, &rq, chunk ? (const uint8_t *)data + off : NULL, chunk, "ok", dl, dl, &h, err);
+			agent_client_req_true(&rq, "close");
+		r = agent_client_call(c, &rq, chunk ? (const uint8_t *)data + off : NULL, chunk, "ok", dl, dl, &h, err);
 		json_decref(h);
 		if (r < 0)
 			return r;
@@ -600,47 +600,47 @@ int agent_client_stdin(const struct agent_client *c, uint32_t id, const void *da
 int agent_client_resize(const struct agent_client *c, uint32_t id, uint16_t rows, uint16_t cols,
 			struct agent_client_err *err)
 {
-	struct ac_req rq;
+	struct agent_client_req rq;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "resize");
-	ac_req_int(&rq, "id", id);
-	ac_req_int(&rq, "rows", rows);
-	ac_req_int(&rq, "cols", cols);
-	return ac_call_ok(c, &rq, err);
+	agent_client_req_init(&rq, "resize");
+	agent_client_req_int(&rq, "id", id);
+	agent_client_req_int(&rq, "rows", rows);
+	agent_client_req_int(&rq, "cols", cols);
+	return agent_client_call_ok(c, &rq, err);
 }
 
-static int parse_process(struct ac_conn *k, json_t *h, struct agent_client_process *p,
+static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_client_process *p,
 			 struct agent_client_err *err)
 {
 	json_t *argv = json_object_get(h, "argv");
 	int r;
 
 	memset(p, 0, sizeof(*p));
-	if ((r = ac_r_u32(k, h, "id", UINT32_MAX, &p->id, err)) || (r = ac_r_pid(k, h, &p->pid, err)) ||
-	    (r = ac_r_bool(k, h, "pty", &p->pty, err)) || (r = ac_r_bool(k, h, "running", &p->running, err)) ||
-	    (r = ac_r_status(k, h, &p->exit_code, &p->signal, err)) ||
-	    (r = ac_r_bool(k, h, "timed_out", &p->timed_out, err)) ||
-	    (r = ac_r_u64(k, h, "seq", &p->seq, err)) ||
-	    (r = ac_r_u32(k, h, "attached", UINT32_MAX, &p->attached, err)))
+	if ((r = agent_client_r_u32(k, h, "id", UINT32_MAX, &p->id, err)) || (r = agent_client_r_pid(k, h, &p->pid, err)) ||
+	    (r = agent_client_r_bool(k, h, "pty", &p->pty, err)) || (r = agent_client_r_bool(k, h, "running", &p->running, err)) ||
+	    (r = agent_client_r_status(k, h, &p->exit_code, &p->signal, err)) ||
+	    (r = agent_client_r_bool(k, h, "timed_out", &p->timed_out, err)) ||
+	    (r = agent_client_r_u64(k, h, "seq", &p->seq, err)) ||
+	    (r = agent_client_r_u32(k, h, "attached", UINT32_MAX, &p->attached, err)))
 		return r;
 	if (!argv) {
 		const char *a0;
 
-		if ((r = ac_r_str(k, h, "argv0", &a0, err)) ||
-		    (r = ac_r_bool(k, h, "argv_truncated", &p->argv_truncated, err)))
+		if ((r = agent_client_r_str(k, h, "argv0", &a0, err)) ||
+		    (r = agent_client_r_bool(k, h, "argv_truncated", &p->argv_truncated, err)))
 			return r;
 		argv = json_object_get(h, "argv0");
 		p->argc = 1;
 	} else if (!json_is_array(argv)) {
-		return AC_PROTO_FAIL(err, "list_processes: the agent's 'argv' is not an array");
+		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv' is not an array");
 	} else {
 		p->argc = json_array_size(argv);
 	}
 	/* Bounded by the 64 KiB header: at most ~22k entries. */
 	p->argv = calloc(p->argc + 1, sizeof(*p->argv));
 	if (!p->argv)
-		return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "list_processes: out of memory");
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "list_processes: out of memory");
 	if (json_is_string(argv)) {
 		p->argv[0] = json_string_value(argv);
 		return 0;
@@ -651,7 +651,7 @@ static int parse_process(struct ac_conn *k, json_t *h, struct agent_client_proce
 		if (!json_is_string(v)) {
 			free(p->argv);
 			p->argv = NULL;
-			return AC_PROTO_FAIL(err, "list_processes: the agent's 'argv[%zu]' is not a string", i);
+			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv[%zu]' is not a string", i);
 		}
 		p->argv[i] = json_string_value(v);
 	}
@@ -662,14 +662,14 @@ int agent_client_list_processes(const struct agent_client *c,
 				int (*fn)(void *arg, const struct agent_client_process *p),
 				void *arg, uint64_t *count, struct agent_client_err *err)
 {
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	uint64_t seen = 0;
 	int r;
 
 	ERR_INIT(err);
-	ac_req_init(&rq, "list_processes");
-	r = ac_open_listing(c, &rq, &k, err);
+	agent_client_req_init(&rq, "list_processes");
+	r = agent_client_open_listing(c, &rq, &k, err);
 	if (r < 0)
 		return r;
 	for (;;) {
@@ -678,19 +678,19 @@ int agent_client_list_processes(const struct agent_client *c,
 		uint64_t len, n;
 		json_t *h;
 
-		r = ac_next_reply(c, &k, &h, &len, &type, "the end of the list", err);
+		r = agent_client_next_reply(c, &k, &h, &len, &type, "the end of the list", err);
 		if (r < 0)
 			break;
 		if (strcmp(type, "end") == 0) {
-			r = ac_r_u64(&k, h, "count", &n, err);
+			r = agent_client_r_u64(&k, h, "count", &n, err);
 			if (r == 0 && n != seen)
-				r = AC_PROTO_FAIL(err, "list_processes: the agent counted %llu processes but sent %llu",
+				r = AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent counted %llu processes but sent %llu",
 					       (unsigned long long)n, (unsigned long long)seen);
 			json_decref(h);
 			break;
 		}
 		if (strcmp(type, "process") != 0) {
-			r = ac_unexpected(&k, type, "process or end", err);
+			r = agent_client_unexpected(&k, type, "process or end", err);
 			json_decref(h);
 			break;
 		}
@@ -699,7 +699,7 @@ int agent_client_list_processes(const struct agent_client *c,
 			seen++;
 			r = fn(arg, &p);
 			if (r < 0)
-				ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
+				agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
 				      "list_processes: stopped by the caller: %s", strerror(-r));
 			free(p.argv);
 		}
@@ -707,7 +707,7 @@ int agent_client_list_processes(const struct agent_client *c,
 		if (r < 0)
 			break;
 	}
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	if (count)
 		*count = seen;
 	return r;

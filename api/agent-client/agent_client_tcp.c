@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-_Static_assert(AC_CONN_RBUF >= AGENT_HEADER_MAX, "the answer line is read into the connection's buffer");
+_Static_assert(AGENT_CLIENT_CONN_RBUF >= AGENT_HEADER_MAX, "the answer line is read into the connection's buffer");
 
 /*
  * The agent's answer line, read without consuming a byte past its '\n':
@@ -19,7 +19,7 @@ _Static_assert(AC_CONN_RBUF >= AGENT_HEADER_MAX, "the answer line is read into t
  * Peek, then take exactly through the newline; at most AGENT_HEADER_MAX
  * bytes, like any header. 0 with k->buf[0 .. *n) ending in '\n'.
  */
-static int read_answer(struct ac_conn *k, int64_t dl, int timeout_ms, size_t *n,
+static int read_answer(struct agent_client_conn *k, int64_t dl, int timeout_ms, size_t *n,
 		       struct agent_client_err *err)
 {
 	size_t got = 0;
@@ -31,7 +31,7 @@ static int read_answer(struct ac_conn *k, int64_t dl, int timeout_ms, size_t *n,
 		int w;
 
 		if (got == AGENT_HEADER_MAX)
-			return ac_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG, EPROTO,
+			return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG, EPROTO,
 					"%s: the agent's answer is longer than %d bytes without a newline", k->what,
 					AGENT_HEADER_MAX);
 		r = recv(k->fd, k->buf + got, AGENT_HEADER_MAX - got, MSG_PEEK | MSG_DONTWAIT);
@@ -39,20 +39,20 @@ static int read_answer(struct ac_conn *k, int64_t dl, int timeout_ms, size_t *n,
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+				return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
 						"%s: reading the agent's answer: %s", k->what, strerror(errno));
-			w = ac_wait_fd(k->fd, POLLIN, dl);
+			w = agent_client_wait_fd(k->fd, POLLIN, dl);
 			if (w == -ETIMEDOUT)
-				return ac_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+				return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 						"%s: no answer from the agent within %d ms", k->what, timeout_ms);
 			if (w < 0)
-				return ac_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s", strerror(-w));
+				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s", strerror(-w));
 			continue;
 		}
 		if (r == 0) {
 			if (!got)
-				return ac_closed_early(k, "answering", err);
-			return ac_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, EPROTO,
+				return agent_client_closed_early(k, "answering", err);
+			return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, EPROTO,
 					"%s: the agent closed the connection inside its answer (%zu bytes, no newline)",
 					k->what, got);
 		}
@@ -60,7 +60,7 @@ static int read_answer(struct ac_conn *k, int64_t dl, int timeout_ms, size_t *n,
 		take = nl ? (size_t)(nl - (k->buf + got)) + 1 : (size_t)r;
 		m = recv(k->fd, k->buf + got, take, MSG_DONTWAIT);
 		if (m < 0 && errno != EINTR && errno != EAGAIN)
-			return ac_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
 					"%s: reading the agent's answer: %s", k->what, strerror(errno));
 		if (m <= 0)
 			continue; /* the peeked bytes are still there */
@@ -77,8 +77,8 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 {
 	struct agent_line line;
 	struct agent_err fe;
-	struct ac_req rq;
-	struct ac_conn k;
+	struct agent_client_req rq;
+	struct agent_client_conn k;
 	const char *type;
 	json_t *h = NULL;
 	uint64_t len;
@@ -88,37 +88,37 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 
 	ERR_INIT(err);
 	*fd = -1;
-	ac_req_init(&rq, "tcp_connect");
-	ac_req_int(&rq, "port", port);
+	agent_client_req_init(&rq, "tcp_connect");
+	agent_client_req_int(&rq, "port", port);
 	if (address)
-		ac_req_str(&rq, "address", address);
-	r = ac_req_finish(&rq, AGENT_CTX_REQUEST, 0, &line, err);
+		agent_client_req_str(&rq, "address", address);
+	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = ac_conn_open(c, dl, "tcp_connect", &k, err);
+	r = agent_client_conn_open(c, dl, "tcp_connect", &k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		return r;
 	}
-	r = ac_conn_send(&k, line.data, line.len, NULL, 0, dl, NULL, err);
+	r = agent_client_conn_send(&k, line.data, line.len, NULL, 0, dl, NULL, err);
 	agent_line_free(&line);
 	if (r < 0 || (r = read_answer(&k, dl, c->timeout_ms, &n, err)) < 0)
 		goto out;
 	if (agent_header_decode((const char *)k.buf, n - 1, &h, &len, &fe) != AGENT_OK) {
-		r = ac_efail(err, AGENT_FAIL_PROTOCOL, fe.code, EPROTO, "%s: bad reply from the agent: %s", k.what,
+		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe.code, EPROTO, "%s: bad reply from the agent: %s", k.what,
 			     fe.message);
 		goto out;
 	}
-	r = ac_reply_type(&k, h, len, &type, err);
+	r = agent_client_reply_type(&k, h, len, &type, err);
 	if (r == 0 && strcmp(type, "ok") != 0)
-		r = ac_unexpected(&k, type, "ok", err);
+		r = agent_client_unexpected(&k, type, "ok", err);
 	if (r == 0) {
 		*fd = k.fd;
 		k.fd = -1;
 	}
 out:
 	json_decref(h);
-	ac_conn_close(&k);
+	agent_client_conn_close(&k);
 	return r;
 }

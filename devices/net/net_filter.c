@@ -29,7 +29,7 @@
 struct net_filter {
 	struct net_filter_config cfg;
 	struct net_rules *rules;
-	struct ct_table ct;
+	struct conntrack_table ct;
 	struct dns_bind dns;
 	struct rate_limiter rl[2];
 	struct rate_bucket log_rl;
@@ -50,11 +50,11 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 	    (rc = rate_bucket_cfg_check(&cfg->rx_bytes, "rx bytes", e)) < 0 ||
 	    (rc = rate_bucket_cfg_check(&cfg->rx_packets, "rx packets", e)) < 0)
 		goto fail;
-	if (cfg->ct_capacity > CT_MAX_CAPACITY || cfg->dns_capacity > DNS_MAX_CAPACITY ||
+	if (cfg->conntrack_capacity > CONNTRACK_MAX_CAPACITY || cfg->dns_capacity > DNS_MAX_CAPACITY ||
 	    cfg->n_host_deny > NF_HOST_DENY_MAX) {
 		rc = err_set(e, EINVAL,
 			       "packet filter: at most %u tracked flows, %u DNS bindings and %d host addresses",
-			       CT_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX);
+			       CONNTRACK_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX);
 		goto fail;
 	}
 	if ((cfg->has_ip4 && cfg->ip4.family != NET_AF4) || (cfg->has_ip6 && cfg->ip6.family != NET_AF6)) {
@@ -71,7 +71,7 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 		f->cfg.log_per_s = 10;
 		f->cfg.log_burst = 20;
 	}
-	if ((rc = ct_init(&f->ct, cfg->ct_capacity, cfg->hash_key)) < 0 ||
+	if ((rc = conntrack_init(&f->ct, cfg->conntrack_capacity, cfg->hash_key)) < 0 ||
 	    (rc = dns_bind_init(&f->dns, cfg->dns_capacity, cfg->hash_key)) < 0) {
 		net_filter_destroy(f);
 		rc = err_set(e, -rc, "packet filter: cannot allocate its tables");
@@ -97,7 +97,7 @@ void net_filter_destroy(struct net_filter *f)
 {
 	if (!f)
 		return;
-	ct_free(&f->ct);
+	conntrack_free(&f->ct);
 	dns_bind_free(&f->dns);
 	net_rules_free(f->rules);
 	free(f);
@@ -274,7 +274,7 @@ static bool is_ff02(const struct net_addr *a)
  * or a quoted packet the guest sent). ICMP echo: the identifier is the
  * guest "port", the remote port 0.
  */
-static void flow_key(const struct pkt *p, bool guest_is_src, struct ct_key *k)
+static void flow_key(const struct pkt *p, bool guest_is_src, struct conntrack_key *k)
 {
 	memset(k, 0, sizeof(*k));
 	k->family = p->src.family;
@@ -360,7 +360,7 @@ static enum nf_reason infra_ingress(const struct pkt *p)
 static bool related(struct net_filter *f, enum nf_dir dir, const struct pkt *p, uint64_t now_ns)
 {
 	struct pkt q;
-	struct ct_key k;
+	struct conntrack_key k;
 
 	if (pkt_parse_quoted(p->src.family, p->payload, p->payload_len, &q) < 0)
 		return false;
@@ -371,7 +371,7 @@ static bool related(struct net_filter *f, enum nf_dir dir, const struct pkt *p, 
 	if (q.proto == icmp_proto(&q) && !is_echo(&q, dir == NF_INGRESS))
 		return false;
 	flow_key(&q, dir == NF_INGRESS, &k);
-	return ct_lookup(&f->ct, &k, now_ns) != NULL;
+	return conntrack_lookup(&f->ct, &k, now_ns) != NULL;
 }
 
 static bool host_denied(const struct net_filter *f, const struct net_addr *a)
@@ -427,7 +427,7 @@ static enum nf_reason check_source(const struct net_filter *f, const struct pkt 
 	return infra;
 }
 
-static void dns_query_seen(struct net_filter *f, const struct pkt *p, const struct ct_flow *flow,
+static void dns_query_seen(struct net_filter *f, const struct pkt *p, const struct conntrack_flow *flow,
 			   uint64_t now_ns)
 {
 	struct dns_question q;
@@ -453,7 +453,7 @@ static uint8_t frag_proto(const struct pkt *p)
 static void frag_seen(struct net_filter *f, enum nf_dir dir, const struct pkt *p, uint64_t now_ns)
 {
 	if (p->flags & PKT_F_FRAG)
-		ct_frag_add(&f->ct, (enum ct_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b, p->frag_id,
+		conntrack_frag_add(&f->ct, (enum conntrack_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b, p->frag_id,
 			    now_ns);
 }
 
@@ -464,7 +464,7 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 	int r;
 
 	memset(d, 0, sizeof(*d));
-	ct_sweep(&f->ct, now_ns, CT_SWEEP_STEP);
+	conntrack_sweep(&f->ct, now_ns, CONNTRACK_SWEEP_STEP);
 	if (!rate_limiter_take(&f->rl[dir], len, now_ns))
 		return NF_DROP_RATE;
 	r = pkt_parse(frame, len, p);
@@ -497,7 +497,7 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 			if (s != NF_REASON_COUNT)
 				return s;
 		}
-		return ct_frag_known(&f->ct, (enum ct_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b,
+		return conntrack_frag_known(&f->ct, (enum conntrack_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b,
 				     p->frag_id, now_ns)
 			       ? NF_PASS_FRAGMENT
 			       : NF_DROP_FRAGMENT;
@@ -510,8 +510,8 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 {
 	struct nf_decision tmp;
 	struct pkt p;
-	struct ct_key k;
-	struct ct_flow *flow;
+	struct conntrack_key k;
+	struct conntrack_flow *flow;
 	struct net_rule_ref ref = no_rule;
 	enum net_decision dec;
 	enum nf_reason r;
@@ -533,11 +533,11 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 		return finish(f, NF_EGRESS, len, NULL, NF_DROP_PROTO, no_rule, now_ns, d);
 
 	flow_key(&p, true, &k);
-	flow = ct_lookup(&f->ct, &k, now_ns);
+	flow = conntrack_lookup(&f->ct, &k, now_ns);
 	/* A SYN on a known flow opens it again (port reuse): decide it anew. */
 	if (flow && !(p.proto == PKT_PROTO_TCP && (p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK)) == PKT_TCP_SYN &&
-		      flow->state != CT_TCP_SYN_SENT)) {
-		ct_track(flow, CT_EGRESS, p.tcp_flags, len, now_ns);
+		      flow->state != CONNTRACK_TCP_SYN_SENT)) {
+		conntrack_track(flow, CONNTRACK_EGRESS, p.tcp_flags, len, now_ns);
 		count_rule(f, flow->rule, len, false);
 		dns_query_seen(f, &p, flow, now_ns);
 		frag_seen(f, NF_EGRESS, &p, now_ns);
@@ -550,18 +550,18 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 		     false, now_ns, &ref);
 	if (dec != NET_ALLOW) {
 		if (flow)
-			ct_remove(&f->ct, flow);
+			conntrack_remove(&f->ct, flow);
 		count_rule(f, ref, len, false);
 		return finish(f, NF_EGRESS, len, &p, deny_reason(dec), ref, now_ns, d);
 	}
 	if (flow)
-		ct_start(flow, now_ns);
+		conntrack_start(flow, now_ns);
 	else
-		flow = ct_insert(&f->ct, &k, now_ns);
+		flow = conntrack_insert(&f->ct, &k, now_ns);
 	if (!flow)
 		return finish(f, NF_EGRESS, len, &p, NF_DROP_TABLE_FULL, ref, now_ns, d);
 	flow->rule = ref;
-	ct_track(flow, CT_EGRESS, p.tcp_flags, len, now_ns);
+	conntrack_track(flow, CONNTRACK_EGRESS, p.tcp_flags, len, now_ns);
 	count_rule(f, ref, len, true);
 	dns_query_seen(f, &p, flow, now_ns);
 	frag_seen(f, NF_EGRESS, &p, now_ns);
@@ -574,8 +574,8 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
 {
 	struct nf_decision tmp;
 	struct pkt p;
-	struct ct_key k;
-	struct ct_flow *flow;
+	struct conntrack_key k;
+	struct conntrack_flow *flow;
 	enum nf_reason r;
 	bool v4;
 
@@ -598,10 +598,10 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
 		return finish(f, NF_INGRESS, len, NULL,
 			      p.proto == icmp_proto(&p) ? NF_DROP_UNSOLICITED : NF_DROP_PROTO, no_rule, now_ns, d);
 	flow_key(&p, false, &k);
-	flow = ct_lookup(&f->ct, &k, now_ns);
+	flow = conntrack_lookup(&f->ct, &k, now_ns);
 	if (!flow)
 		return finish(f, NF_INGRESS, len, NULL, NF_DROP_UNSOLICITED, no_rule, now_ns, d);
-	ct_track(flow, CT_INGRESS, p.tcp_flags, len, now_ns);
+	conntrack_track(flow, CONNTRACK_INGRESS, p.tcp_flags, len, now_ns);
 	count_rule(f, flow->rule, len, false);
 	frag_seen(f, NF_INGRESS, &p, now_ns);
 	if (p.proto == PKT_PROTO_UDP && p.sport == 53 && flow->rule.list == NET_REF_DNS)
@@ -622,7 +622,7 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 
 	f->rules = rules;
 	for (uint32_t i = 0; i < f->ct.capacity; i++) {
-		struct ct_flow *flow = ct_at(&f->ct, i, now_ns);
+		struct conntrack_flow *flow = conntrack_at(&f->ct, i, now_ns);
 		struct net_rule_ref ref;
 		struct net_addr remote;
 		enum net_decision dec;
@@ -651,11 +651,11 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 			net_addr_set(&le.src, flow->key.family, flow->key.guest);
 			log_flow(f, &le, now_ns);
 		}
-		ct_remove(&f->ct, flow);
+		conntrack_remove(&f->ct, flow);
 		cut++;
 	}
 	/* Later fragments were let through on the old rules' word. */
-	ct_frag_flush(&f->ct);
+	conntrack_frag_flush(&f->ct);
 	f->ctr.flows_cut += cut;
 	net_rules_free(old);
 	return cut;

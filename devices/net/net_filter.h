@@ -9,7 +9,7 @@
  * layer 2 and anti-spoofing (source MAC, source IP of the guest) ->
  * infrastructure (ARP, NDP, DHCP; ICMP errors about a tracked flow) ->
  * later IP fragments (only after their first fragment passed) ->
- * connection tracking (net_conntrack.h: packets of a known flow pass both
+ * connection tracking (conntrack.h: packets of a known flow pass both
  * ways) -> for the first packet of a new egress flow, the rules
  * (net_rules.h: deny beats allow, the always-deny set, host rules through
  * dns_bind.h) -> DNS: queries to the resolvers are remembered, their
@@ -20,7 +20,7 @@
  *  - Pure and bounded: no syscalls, no allocation after net_filter_create()
  *    (rule sets are parsed, and so allocated, by the caller, outside the
  *    packet path); per-packet work is bounded by the frame length, one hash
- *    chain walk, CT_SWEEP_STEP expiries and, for a new flow only, the rule
+ *    chain walk, CONNTRACK_SWEEP_STEP expiries and, for a new flow only, the rule
  *    count times DNS_BIND_PER_ADDR names.
  *  - Not thread-safe: the caller serialises all calls (virtio-net's device
  *    mutex), so net_filter_replace_rules() is atomic for the packet path:
@@ -43,14 +43,14 @@
 #include "devices/net/dns_bind.h"
 #include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
-#include "devices/net/net_conntrack.h"
+#include "devices/net/conntrack.h"
 #include "lib/netrules/net_rules.h"
 #include "devices/net/pkt_parse.h"
 #include "devices/net/rate_limit.h"
 
 enum nf_dir {
-	NF_EGRESS = CT_EGRESS,   /* guest -> backend */
-	NF_INGRESS = CT_INGRESS, /* backend -> guest */
+	NF_EGRESS = CONNTRACK_EGRESS,   /* guest -> backend */
+	NF_INGRESS = CONNTRACK_INGRESS, /* backend -> guest */
 };
 
 enum nf_verdict {
@@ -120,7 +120,7 @@ struct net_filter_config {
 	 * them (NDP and DHCP may also use the unspecified and link-local ones). */
 	bool has_ip4, has_ip6;
 	struct net_addr ip4, ip6;
-	uint32_t ct_capacity;   /* 0: CT_DEFAULT_CAPACITY */
+	uint32_t conntrack_capacity;   /* 0: CONNTRACK_DEFAULT_CAPACITY */
 	uint32_t dns_capacity;  /* 0: DNS_DEFAULT_CAPACITY */
 	uint64_t hash_key[2];   /* random, from the caller (getrandom) */
 	/* Token buckets (size 0: unlimited). tx = guest to network. */

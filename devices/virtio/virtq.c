@@ -51,9 +51,9 @@ int virtq_enable(struct virtq *q, const struct guest_mem *mem)
 	/* Alignment requirements of 2.7: desc 16, avail 2, used 4. */
 	if (q->desc_gpa % 16 || q->avail_gpa % 2 || q->used_gpa % 4)
 		return -EINVAL;
-	if (!gm_ptr(mem, q->desc_gpa, virtq_desc_bytes(q->size)) ||
-	    !gm_ptr(mem, q->avail_gpa, virtq_avail_bytes(q->size)) ||
-	    !gm_ptr(mem, q->used_gpa, virtq_used_bytes(q->size)))
+	if (!guest_mem_ptr(mem, q->desc_gpa, virtq_desc_bytes(q->size)) ||
+	    !guest_mem_ptr(mem, q->avail_gpa, virtq_avail_bytes(q->size)) ||
+	    !guest_mem_ptr(mem, q->used_gpa, virtq_used_bytes(q->size)))
 		return -EINVAL;
 	q->mem = mem;
 	q->last_avail = 0;
@@ -70,7 +70,7 @@ static int add_buf(struct virtq_chain *c, const struct guest_mem *mem, const str
 
 	if (d->len == 0)
 		return 0; /* nothing to read or write; legal, skip it */
-	b.host = gm_ptr(mem, d->addr, d->len);
+	b.host = guest_mem_ptr(mem, d->addr, d->len);
 	if (!b.host)
 		return -EINVAL; /* buffer outside guest RAM */
 	b.len = d->len;
@@ -99,8 +99,8 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c)
 
 	if (!q->ready || !q->mem)
 		return -EINVAL;
-	avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
-	table = gm_ptr(q->mem, q->desc_gpa, virtq_desc_bytes(q->size));
+	avail = guest_mem_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	table = guest_mem_ptr(q->mem, q->desc_gpa, virtq_desc_bytes(q->size));
 	if (!avail || !table)
 		return -EINVAL;
 	avail_idx = ld16(avail + 2);
@@ -128,7 +128,7 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c)
 			if (indirect || (d.flags & VIRTQ_DESC_F_NEXT) || d.len == 0 || d.len % DESC_SIZE ||
 			    d.len / DESC_SIZE > VIRTQ_MAX_CHAIN)
 				return -EINVAL;
-			table = gm_ptr(q->mem, d.addr, d.len);
+			table = guest_mem_ptr(q->mem, d.addr, d.len);
 			if (!table)
 				return -EINVAL;
 			tsize = d.len / DESC_SIZE;
@@ -156,7 +156,7 @@ int virtq_push(struct virtq *q, uint16_t head, uint32_t written)
 
 	if (!q->ready || !q->mem || head >= q->size)
 		return -EINVAL;
-	used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	used = guest_mem_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
 	if (!used)
 		return -EINVAL;
 	elem = used + USED_RING + (size_t)USED_ELEM * (q->used_idx % q->size);
@@ -175,7 +175,7 @@ int virtq_need_interrupt(struct virtq *q)
 
 	if (!q->ready || !q->mem)
 		return 0;
-	avail = gm_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
+	avail = guest_mem_ptr(q->mem, q->avail_gpa, virtq_avail_bytes(q->size));
 	if (!avail)
 		return 0;
 	/* Our used->idx store must be visible before we read the guest's wish. */
@@ -201,7 +201,7 @@ void virtq_set_avail_event(struct virtq *q)
 
 	if (!q->ready || !q->mem || !q->event_idx)
 		return;
-	used = gm_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	used = guest_mem_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
 	if (used)
 		st16(used + USED_RING + (size_t)USED_ELEM * q->size, q->last_avail);
 }

@@ -4,7 +4,7 @@
  * Contract: every descriptor, ring index and buffer address comes from the
  * guest and is checked here before anyone uses it. virtq_pop() walks one
  * descriptor chain (direct or through one indirect table) and returns
- * host pointers to its buffers, each range validated with gm_ptr(); a chain
+ * host pointers to its buffers, each range validated with guest_mem_ptr(); a chain
  * that is longer than the queue, loops, nests indirect tables, points
  * outside guest RAM, or puts a device-readable buffer after a
  * device-writable one is refused with -EINVAL, and the caller marks the

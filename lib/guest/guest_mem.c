@@ -5,16 +5,16 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-void gm_layout(struct guest_mem *gm, uint64_t size)
+void guest_mem_layout(struct guest_mem *gm, uint64_t size)
 {
 	gm->size = size;
-	gm->low_size = size < GM_MMIO_HOLE_START ? size : GM_MMIO_HOLE_START;
+	gm->low_size = size < GUEST_MEM_MMIO_HOLE_START ? size : GUEST_MEM_MMIO_HOLE_START;
 	gm->high_size = size - gm->low_size;
 }
 
 #define HUGE_2M (2ULL << 20)
 
-int gm_map(struct guest_mem *gm, uint64_t size, int hugepages)
+int guest_mem_map(struct guest_mem *gm, uint64_t size, int hugepages)
 {
 	uint64_t align = hugepages ? HUGE_2M : (uint64_t)sysconf(_SC_PAGESIZE);
 	void *p;
@@ -41,18 +41,18 @@ int gm_map(struct guest_mem *gm, uint64_t size, int hugepages)
 	madvise(p, size, MADV_DONTDUMP);
 	gm->host = p;
 	gm->hugepages = hugepages;
-	gm_layout(gm, size);
+	guest_mem_layout(gm, size);
 	return 0;
 }
 
-void gm_unmap(struct guest_mem *gm)
+void guest_mem_unmap(struct guest_mem *gm)
 {
 	if (gm->host)
 		munmap(gm->host, gm->size);
 	memset(gm, 0, sizeof(*gm));
 }
 
-void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
+void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
 {
 	uint64_t end;
 
@@ -64,16 +64,16 @@ void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
 		return NULL;
 	if (end <= gm->low_size)
 		return gm->host + gpa;
-	if (gpa >= GM_HIGH_START && end - GM_HIGH_START <= gm->high_size)
-		return gm->host + gm->low_size + (gpa - GM_HIGH_START);
+	if (gpa >= GUEST_MEM_HIGH_START && end - GUEST_MEM_HIGH_START <= gm->high_size)
+		return gm->host + gm->low_size + (gpa - GUEST_MEM_HIGH_START);
 	return NULL;
 }
 
-int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
+int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
 		  uint64_t off)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	uint8_t *p = gm_ptr(gm, gpa, len);
+	uint8_t *p = guest_mem_ptr(gm, gpa, len);
 	uint64_t head, body;
 
 	if (!p)
@@ -95,9 +95,9 @@ int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uin
 	return 0;
 }
 
-int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)
+int guest_mem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)
 {
-	void *p = gm_ptr(gm, gpa, len);
+	void *p = guest_mem_ptr(gm, gpa, len);
 
 	if (!p)
 		return -EFAULT;
@@ -105,9 +105,9 @@ int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t
 	return 0;
 }
 
-int gm_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len)
+int guest_mem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len)
 {
-	const void *p = gm_ptr(gm, gpa, len);
+	const void *p = guest_mem_ptr(gm, gpa, len);
 
 	if (!p)
 		return -EFAULT;

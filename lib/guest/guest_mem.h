@@ -5,7 +5,7 @@
  * into at most two guest-physical regions: [0, low_size) and, when the
  * guest has more RAM than fits below the 32-bit MMIO hole, [4 GiB,
  * 4 GiB + high_size). Every access to guest memory in kiln goes through
- * gm_ptr(), which checks the whole range [gpa, gpa + len) against RAM with
+ * guest_mem_ptr(), which checks the whole range [gpa, gpa + len) against RAM with
  * overflow-safe arithmetic. Nothing else computes host pointers from guest
  * addresses.
  */
@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 /* Devices live in [MMIO_HOLE_START, 4 GiB): virtio-mmio, IOAPIC, LAPIC. */
-#define GM_MMIO_HOLE_START 0xc0000000ULL
-#define GM_HIGH_START 0x100000000ULL
+#define GUEST_MEM_MMIO_HOLE_START 0xc0000000ULL
+#define GUEST_MEM_HIGH_START 0x100000000ULL
 
 struct guest_mem {
 	uint8_t *host;      /* start of the mapping */
@@ -28,23 +28,23 @@ struct guest_mem {
 };
 
 /* Split `size` bytes of RAM into low and high regions (no allocation). */
-void gm_layout(struct guest_mem *gm, uint64_t size);
+void guest_mem_layout(struct guest_mem *gm, uint64_t size);
 
 /*
  * Map `size` bytes of anonymous memory (hugepages when asked).
  * Returns 0 or -errno (-EINVAL for a size that is zero or not page aligned).
  */
-int gm_map(struct guest_mem *gm, uint64_t size, int hugepages);
+int guest_mem_map(struct guest_mem *gm, uint64_t size, int hugepages);
 
-/* Unmap what gm_map() mapped; safe on a zeroed struct. */
-void gm_unmap(struct guest_mem *gm);
+/* Unmap what guest_mem_map() mapped; safe on a zeroed struct. */
+void guest_mem_unmap(struct guest_mem *gm);
 
 /*
  * Host pointer for guest-physical [gpa, gpa + len), or NULL when any byte
  * of that range is outside guest RAM (or the range wraps, or straddles the
  * MMIO hole). len == 0 is checked as len == 1.
  */
-void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
+void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
 
 /*
  * Place `len` bytes of a file into guest memory at `gpa`: the bytes are
@@ -55,11 +55,11 @@ void *gm_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
  * rest is copied. The file must not be modified in place while the VM
  * runs. 0, -EFAULT (out of bounds) or -errno from mmap.
  */
-int gm_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
+int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
 		  uint64_t off);
 
 /* Copy into / out of guest memory; 0 or -EFAULT when out of bounds. */
-int gm_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
-int gm_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
+int guest_mem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);
+int guest_mem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t len);
 
 #endif

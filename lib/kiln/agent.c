@@ -151,7 +151,7 @@ int kiln_agent_sync_clock(kiln_agent *a, unsigned flags, int64_t *behind_ns)
 	int64_t d = 0;
 	int r;
 
-	/* As kilnd's sb_sync_guest: getrandom never fails once the host booted. */
+	/* As kilnd's sandbox_sync_guest: getrandom never fails once the host booted. */
 	if ((flags & KILN_AGENT_RESEED) && getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed)) {
 		r = agent_client_sync_clock_seed(&a->c, realtime_ns(), seed, sizeof(seed), &d, &e);
 		explicit_bzero(seed, sizeof(seed));

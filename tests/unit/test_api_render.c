@@ -246,7 +246,7 @@ static void test_stream_events(void **state)
 static void test_metrics_text(void **state)
 {
 	struct kiln_metrics m;
-	unsigned states[SB_STATE_COUNT] = { [SB_RUNNING] = 2, [SB_CRASHED] = 1 };
+	unsigned states[SANDBOX_STATE_COUNT] = { [SANDBOX_RUNNING] = 2, [SANDBOX_CRASHED] = 1 };
 	char *t;
 	size_t len;
 

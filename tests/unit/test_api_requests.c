@@ -556,14 +556,14 @@ static void test_query_exec_and_list(void **state)
 	assert_int_equal(query_list(KV({ "state", "running" }, { "label", "job=42" }, { "label", "team=ci" }), 3,
 				    &f, &e),
 			 0);
-	assert_int_equal(f.state, SB_RUNNING);
+	assert_int_equal(f.state, SANDBOX_RUNNING);
 	assert_int_equal(f.nlabels, 2);
-	assert_true(list_filter_match(&f, SB_RUNNING, labels));
-	assert_false(list_filter_match(&f, SB_STOPPED, labels));
+	assert_true(list_filter_match(&f, SANDBOX_RUNNING, labels));
+	assert_false(list_filter_match(&f, SANDBOX_STOPPED, labels));
 	assert_int_equal(query_list(KV({ "label", "job=4" }), 1, &f, &e), 0);
-	assert_false(list_filter_match(&f, SB_RUNNING, labels));
+	assert_false(list_filter_match(&f, SANDBOX_RUNNING, labels));
 	assert_int_equal(query_list(KV({ "label", "job=42=x" }), 1, &f, &e), 0);
-	assert_false(list_filter_match(&f, SB_RUNNING, labels)); /* the value is "42=x" */
+	assert_false(list_filter_match(&f, SANDBOX_RUNNING, labels)); /* the value is "42=x" */
 	assert_int_equal(query_list(KV({ "state", "asleep" }), 1, &f, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_int_equal(query_list(KV({ "label", "=x" }), 1, &f, &e), -1);

@@ -90,7 +90,7 @@ static int fx_setup(void **state)
 	assert_non_null(f);
 	f->gm.host = calloc(1, RAM);
 	assert_non_null(f->gm.host);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	*state = f;
 	return 0;
 }
@@ -480,7 +480,7 @@ static void test_load_tiny_ram(void **state)
 	struct fx *f = *state;
 
 	bz_build(f);
-	gm_layout(&f->gm, 2 * MIB - 4096);
+	guest_mem_layout(&f->gm, 2 * MIB - 4096);
 	assert_int_equal(load(f), -ENOMEM);
 	assert_msg(f, "too small to boot Linux");
 }
@@ -618,7 +618,7 @@ static void test_pvh_load_valid(void **state)
 	assert_int_equal(get64(si + 24), LAYOUT_CMDLINE);       /* cmdline_paddr */
 	assert_string_equal((const char *)f->gm.host + LAYOUT_CMDLINE, "console=ttyS0");
 	assert_int_equal(get32(si + 48), 3);                    /* memmap_entries */
-	mm = gm_ptr(&f->gm, get64(si + 40), 3 * 24);            /* memmap_paddr */
+	mm = guest_mem_ptr(&f->gm, get64(si + 40), 3 * 24);            /* memmap_paddr */
 	assert_non_null(mm);
 	assert_int_equal(get64(mm + 2 * 24), MIB);              /* RAM above 1 MiB */
 	assert_int_equal(get64(mm + 2 * 24 + 8), RAM - MIB);
@@ -630,7 +630,7 @@ static void test_pvh_load_valid(void **state)
 	assert_true(f->be.initrd_addr + rdlen <= RAM);
 	assert_memory_equal(f->gm.host + f->be.initrd_addr, f->initrd, rdlen);
 	{
-		const uint8_t *mod = gm_ptr(&f->gm, get64(si + 16), 32);
+		const uint8_t *mod = guest_mem_ptr(&f->gm, get64(si + 16), 32);
 
 		assert_non_null(mod);
 		assert_int_equal(get64(mod), f->be.initrd_addr);

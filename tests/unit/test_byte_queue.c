@@ -29,11 +29,11 @@ static void *producer(void *arg)
 
 		for (size_t i = 0; i < n; i++)
 			chunk[i] = (uint8_t)((sent + i) * 7);
-		if (bq_push(q, chunk, n))
+		if (byte_queue_push(q, chunk, n))
 			return (void *)1;
 		sent += n;
 	}
-	bq_close(q, 0);
+	byte_queue_close(q, 0);
 	return NULL;
 }
 
@@ -47,10 +47,10 @@ static void test_stream_through_small_queue(void **state)
 	int err = 1;
 
 	(void)state;
-	assert_int_equal(bq_init(&q, 4096), 0);
+	assert_int_equal(byte_queue_init(&q, 4096), 0);
 	assert_int_equal(pthread_create(&th, NULL, producer, &q), 0);
-	assert_true(bq_wait_first(&q, &err));
-	while ((n = bq_pop(&q, buf, sizeof(buf), -1, &err)) > 0) {
+	assert_true(byte_queue_wait_first(&q, &err));
+	while ((n = byte_queue_pop(&q, buf, sizeof(buf), -1, &err)) > 0) {
 		for (ssize_t i = 0; i < n; i++)
 			if (buf[i] != (uint8_t)((got + (size_t)i) * 7))
 				fail_msg("byte %zu differs", got + (size_t)i);
@@ -61,7 +61,7 @@ static void test_stream_through_small_queue(void **state)
 	assert_int_equal(err, 0);
 	assert_int_equal(got, TOTAL);
 	pthread_join(th, NULL);
-	bq_destroy(&q);
+	byte_queue_destroy(&q);
 }
 
 static void test_error_after_data(void **state)
@@ -71,15 +71,15 @@ static void test_error_after_data(void **state)
 	int err = 0;
 
 	(void)state;
-	assert_int_equal(bq_init(&q, 64), 0);
-	assert_int_equal(bq_push(&q, "abc", 3), 0);
-	bq_close(&q, -EIO);
-	assert_true(bq_wait_first(&q, &err));
-	assert_int_equal(bq_pop(&q, buf, sizeof(buf), 0, &err), 3);
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	assert_int_equal(byte_queue_push(&q, "abc", 3), 0);
+	byte_queue_close(&q, -EIO);
+	assert_true(byte_queue_wait_first(&q, &err));
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 0, &err), 3);
 	assert_memory_equal(buf, "abc", 3);
-	assert_int_equal(bq_pop(&q, buf, sizeof(buf), 0, &err), -1);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 0, &err), -1);
 	assert_int_equal(err, -EIO);
-	bq_destroy(&q);
+	byte_queue_destroy(&q);
 }
 
 static void test_close_without_data(void **state)
@@ -89,20 +89,20 @@ static void test_close_without_data(void **state)
 	int err = 0;
 
 	(void)state;
-	assert_int_equal(bq_init(&q, 64), 0);
-	assert_int_equal(bq_pop(&q, buf, sizeof(buf), 10, &err), 0); /* times out: nothing yet */
-	bq_close(&q, -ENOENT);
-	assert_false(bq_wait_first(&q, &err));
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 10, &err), 0); /* times out: nothing yet */
+	byte_queue_close(&q, -ENOENT);
+	assert_false(byte_queue_wait_first(&q, &err));
 	assert_int_equal(err, -ENOENT);
-	bq_destroy(&q);
+	byte_queue_destroy(&q);
 	/* A clean, empty end (an empty file). */
-	assert_int_equal(bq_init(&q, 64), 0);
-	bq_close(&q, 0);
-	assert_false(bq_wait_first(&q, &err));
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	byte_queue_close(&q, 0);
+	assert_false(byte_queue_wait_first(&q, &err));
 	assert_int_equal(err, 0);
-	assert_int_equal(bq_pop(&q, buf, sizeof(buf), -1, &err), -1);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), -1);
 	assert_int_equal(err, 0);
-	bq_destroy(&q);
+	byte_queue_destroy(&q);
 }
 
 static void *blocked_producer(void *arg)
@@ -110,7 +110,7 @@ static void *blocked_producer(void *arg)
 	struct byte_queue *q = arg;
 	static uint8_t big[10000];
 
-	return (void *)(intptr_t)bq_push(q, big, sizeof(big));
+	return (void *)(intptr_t)byte_queue_push(q, big, sizeof(big));
 }
 
 static void test_abort_wakes_blocked_producer(void **state)
@@ -122,14 +122,14 @@ static void test_abort_wakes_blocked_producer(void **state)
 	int err;
 
 	(void)state;
-	assert_int_equal(bq_init(&q, 100), 0);
+	assert_int_equal(byte_queue_init(&q, 100), 0);
 	assert_int_equal(pthread_create(&th, NULL, blocked_producer, &q), 0);
-	assert_int_equal(bq_pop(&q, buf, sizeof(buf), -1, &err), 8); /* it is stuck on a full queue */
-	bq_abort(&q);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), 8); /* it is stuck on a full queue */
+	byte_queue_abort(&q);
 	pthread_join(th, &ret);
 	assert_int_equal((intptr_t)ret, -ECANCELED);
-	assert_int_equal(bq_push(&q, "x", 1), -ECANCELED);
-	bq_destroy(&q);
+	assert_int_equal(byte_queue_push(&q, "x", 1), -ECANCELED);
+	byte_queue_destroy(&q);
 }
 
 int main(void)

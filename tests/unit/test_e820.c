@@ -22,7 +22,7 @@ static struct guest_mem layout(uint64_t size)
 {
 	struct guest_mem gm = { 0 };
 
-	gm_layout(&gm, size);
+	guest_mem_layout(&gm, size);
 	return gm;
 }
 
@@ -54,22 +54,22 @@ static void test_above_4g(void **state)
 
 	(void)state;
 	assert_int_equal(e820_build(&gm, map, E820_MAX), 4);
-	expect(&map[2], MIB, GM_MMIO_HOLE_START - MIB, E820_RAM);
-	expect(&map[3], GM_HIGH_START, 5 * GIB - GM_MMIO_HOLE_START, E820_RAM);
+	expect(&map[2], MIB, GUEST_MEM_MMIO_HOLE_START - MIB, E820_RAM);
+	expect(&map[3], GUEST_MEM_HIGH_START, 5 * GIB - GUEST_MEM_MMIO_HOLE_START, E820_RAM);
 	/* Nothing claims the hole. */
 	for (int i = 0; i < 4; i++)
-		assert_true(map[i].addr + map[i].size <= GM_MMIO_HOLE_START || map[i].addr >= GM_HIGH_START);
+		assert_true(map[i].addr + map[i].size <= GUEST_MEM_MMIO_HOLE_START || map[i].addr >= GUEST_MEM_HIGH_START);
 }
 
 /* Exactly at the hole: no high entry. */
 static void test_exactly_hole(void **state)
 {
-	struct guest_mem gm = layout(GM_MMIO_HOLE_START);
+	struct guest_mem gm = layout(GUEST_MEM_MMIO_HOLE_START);
 	struct e820_entry map[E820_MAX];
 
 	(void)state;
 	assert_int_equal(e820_build(&gm, map, E820_MAX), 3);
-	expect(&map[2], MIB, GM_MMIO_HOLE_START - MIB, E820_RAM);
+	expect(&map[2], MIB, GUEST_MEM_MMIO_HOLE_START - MIB, E820_RAM);
 }
 
 /* Less than 1 MiB above the boot area is refused; exactly 2 MiB is the minimum. */

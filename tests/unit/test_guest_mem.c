@@ -1,5 +1,5 @@
 /*
- * guest_mem: gm_ptr() is the one gate between guest-physical addresses and
+ * guest_mem: guest_mem_ptr() is the one gate between guest-physical addresses and
  * host memory, so every edge of it is checked here: the ends of RAM, ranges
  * that wrap 2^64, ranges across the MMIO hole and the high region at 4 GiB.
  */
@@ -31,7 +31,7 @@ static int small_setup(void **state)
 	assert_non_null(gm);
 	gm->host = calloc(1, SMALL);
 	assert_non_null(gm->host);
-	gm_layout(gm, SMALL);
+	guest_mem_layout(gm, SMALL);
 	*state = gm;
 	return 0;
 }
@@ -55,7 +55,7 @@ static struct guest_mem fake(uint64_t size)
 {
 	struct guest_mem gm = { .host = FAKE_HOST };
 
-	gm_layout(&gm, size);
+	guest_mem_layout(&gm, size);
 	return gm;
 }
 
@@ -68,13 +68,13 @@ static void test_layout_split(void **state)
 	gm = fake(128ULL << 20);
 	assert_int_equal(gm.low_size, 128ULL << 20);
 	assert_int_equal(gm.high_size, 0);
-	gm = fake(GM_MMIO_HOLE_START);
-	assert_int_equal(gm.low_size, GM_MMIO_HOLE_START);
+	gm = fake(GUEST_MEM_MMIO_HOLE_START);
+	assert_int_equal(gm.low_size, GUEST_MEM_MMIO_HOLE_START);
 	assert_int_equal(gm.high_size, 0);
-	gm = fake(GM_MMIO_HOLE_START + 4096);
-	assert_int_equal(gm.low_size, GM_MMIO_HOLE_START);
+	gm = fake(GUEST_MEM_MMIO_HOLE_START + 4096);
+	assert_int_equal(gm.low_size, GUEST_MEM_MMIO_HOLE_START);
 	assert_int_equal(gm.high_size, 4096);
-	assert_int_equal(gm.size, GM_MMIO_HOLE_START + 4096);
+	assert_int_equal(gm.size, GUEST_MEM_MMIO_HOLE_START + 4096);
 }
 
 /* Plain in-bounds ranges map to host + gpa. */
@@ -82,9 +82,9 @@ static void test_inside(void **state)
 {
 	struct guest_mem *gm = *state;
 
-	assert_int_equal(off(gm, gm_ptr(gm, 0, 1)), 0);
-	assert_int_equal(off(gm, gm_ptr(gm, 0x1000, 16)), 0x1000);
-	assert_int_equal(off(gm, gm_ptr(gm, 0, SMALL)), 0);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, 0, 1)), 0);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, 0x1000, 16)), 0x1000);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, 0, SMALL)), 0);
 }
 
 /* A range whose last byte is the last byte of RAM. */
@@ -92,8 +92,8 @@ static void test_exactly_at_end(void **state)
 {
 	struct guest_mem *gm = *state;
 
-	assert_int_equal(off(gm, gm_ptr(gm, SMALL - 16, 16)), SMALL - 16);
-	assert_int_equal(off(gm, gm_ptr(gm, SMALL - 1, 1)), SMALL - 1);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, SMALL - 16, 16)), SMALL - 16);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, SMALL - 1, 1)), SMALL - 1);
 }
 
 /* One byte further is refused, however it is asked for. */
@@ -101,10 +101,10 @@ static void test_one_past_end(void **state)
 {
 	struct guest_mem *gm = *state;
 
-	assert_null(gm_ptr(gm, SMALL - 15, 16));
-	assert_null(gm_ptr(gm, SMALL, 1));
-	assert_null(gm_ptr(gm, 0, SMALL + 1));
-	assert_null(gm_ptr(gm, SMALL + 4096, 1));
+	assert_null(guest_mem_ptr(gm, SMALL - 15, 16));
+	assert_null(guest_mem_ptr(gm, SMALL, 1));
+	assert_null(guest_mem_ptr(gm, 0, SMALL + 1));
+	assert_null(guest_mem_ptr(gm, SMALL + 4096, 1));
 }
 
 /* gpa + len wrapping 2^64 must not look like a small in-bounds range. */
@@ -112,12 +112,12 @@ static void test_wraparound(void **state)
 {
 	struct guest_mem *gm = *state;
 
-	assert_null(gm_ptr(gm, UINT64_MAX, 1));
-	assert_null(gm_ptr(gm, UINT64_MAX, 2));          /* end wraps to 1 */
-	assert_null(gm_ptr(gm, 16, UINT64_MAX));         /* end wraps to 15 */
-	assert_null(gm_ptr(gm, 1, UINT64_MAX));          /* end wraps to 0 */
-	assert_null(gm_ptr(gm, UINT64_MAX - 15, 32));
-	assert_null(gm_ptr(gm, UINT64_MAX, 0));
+	assert_null(guest_mem_ptr(gm, UINT64_MAX, 1));
+	assert_null(guest_mem_ptr(gm, UINT64_MAX, 2));          /* end wraps to 1 */
+	assert_null(guest_mem_ptr(gm, 16, UINT64_MAX));         /* end wraps to 15 */
+	assert_null(guest_mem_ptr(gm, 1, UINT64_MAX));          /* end wraps to 0 */
+	assert_null(guest_mem_ptr(gm, UINT64_MAX - 15, 32));
+	assert_null(guest_mem_ptr(gm, UINT64_MAX, 0));
 }
 
 /* len 0 is checked as one byte: at the end of RAM it is already outside. */
@@ -125,9 +125,9 @@ static void test_len_zero(void **state)
 {
 	struct guest_mem *gm = *state;
 
-	assert_int_equal(off(gm, gm_ptr(gm, 0, 0)), 0);
-	assert_int_equal(off(gm, gm_ptr(gm, SMALL - 1, 0)), SMALL - 1);
-	assert_null(gm_ptr(gm, SMALL, 0));
+	assert_int_equal(off(gm, guest_mem_ptr(gm, 0, 0)), 0);
+	assert_int_equal(off(gm, guest_mem_ptr(gm, SMALL - 1, 0)), SMALL - 1);
+	assert_null(guest_mem_ptr(gm, SMALL, 0));
 }
 
 /* A guest_mem that was never mapped gives nothing. */
@@ -136,9 +136,9 @@ static void test_unmapped(void **state)
 	struct guest_mem gm = { 0 };
 
 	(void)state;
-	gm_layout(&gm, SMALL);
-	assert_null(gm_ptr(&gm, 0, 1));
-	assert_int_equal(gm_write(&gm, 0, "x", 1), -EFAULT);
+	guest_mem_layout(&gm, SMALL);
+	assert_null(guest_mem_ptr(&gm, 0, 1));
+	assert_int_equal(guest_mem_write(&gm, 0, "x", 1), -EFAULT);
 }
 
 /* Ranges that start in low RAM and run into the MMIO hole, or lie in it. */
@@ -147,14 +147,14 @@ static void test_straddles_low_end(void **state)
 	struct guest_mem gm = fake(4 * GIB);
 
 	(void)state;
-	assert_int_equal(gm.low_size, GM_MMIO_HOLE_START);
-	assert_int_equal(off(&gm, gm_ptr(&gm, GM_MMIO_HOLE_START - 8, 8)), GM_MMIO_HOLE_START - 8);
-	assert_null(gm_ptr(&gm, GM_MMIO_HOLE_START - 8, 16));
-	assert_null(gm_ptr(&gm, GM_MMIO_HOLE_START, 1));
-	assert_null(gm_ptr(&gm, GM_HIGH_START - 1, 1));
+	assert_int_equal(gm.low_size, GUEST_MEM_MMIO_HOLE_START);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, 8)), GUEST_MEM_MMIO_HOLE_START - 8);
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, 16));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START, 1));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START - 1, 1));
 	/* Low RAM through the hole into high RAM: the host bytes are not contiguous. */
-	assert_null(gm_ptr(&gm, GM_MMIO_HOLE_START - 8, GM_HIGH_START - GM_MMIO_HOLE_START + 16));
-	assert_null(gm_ptr(&gm, GM_HIGH_START - 8, 16));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, GUEST_MEM_HIGH_START - GUEST_MEM_MMIO_HOLE_START + 16));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START - 8, 16));
 }
 
 /* The high region: 4 GiB maps right after low RAM in the host mapping. */
@@ -162,46 +162,46 @@ static void test_high_region(void **state)
 {
 	const uint64_t size = 5 * GIB;
 	struct guest_mem gm = fake(size);
-	const uint64_t high = size - GM_MMIO_HOLE_START;
+	const uint64_t high = size - GUEST_MEM_MMIO_HOLE_START;
 
 	(void)state;
 	assert_int_equal(gm.high_size, high);
-	assert_int_equal(off(&gm, gm_ptr(&gm, GM_HIGH_START, 1)), GM_MMIO_HOLE_START);
-	assert_int_equal(off(&gm, gm_ptr(&gm, GM_HIGH_START + 0x1234, 8)), GM_MMIO_HOLE_START + 0x1234);
-	assert_int_equal(off(&gm, gm_ptr(&gm, GM_HIGH_START + high - 1, 1)), size - 1);
-	assert_int_equal(off(&gm, gm_ptr(&gm, GM_HIGH_START, high)), GM_MMIO_HOLE_START);
-	assert_null(gm_ptr(&gm, GM_HIGH_START + high, 1));
-	assert_null(gm_ptr(&gm, GM_HIGH_START + high - 8, 16));
-	assert_null(gm_ptr(&gm, GM_HIGH_START, high + 1));
-	assert_null(gm_ptr(&gm, GM_HIGH_START, UINT64_MAX - GM_HIGH_START + 1)); /* wraps to 0 */
-	assert_null(gm_ptr(&gm, UINT64_MAX - 7, 8));
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, 1)), GUEST_MEM_MMIO_HOLE_START);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + 0x1234, 8)), GUEST_MEM_MMIO_HOLE_START + 0x1234);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high - 1, 1)), size - 1);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, high)), GUEST_MEM_MMIO_HOLE_START);
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high, 1));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high - 8, 16));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, high + 1));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, UINT64_MAX - GUEST_MEM_HIGH_START + 1)); /* wraps to 0 */
+	assert_null(guest_mem_ptr(&gm, UINT64_MAX - 7, 8));
 }
 
 /* Without high RAM, addresses at 4 GiB are outside RAM. */
 static void test_no_high_region(void **state)
 {
-	struct guest_mem gm = fake(GM_MMIO_HOLE_START);
+	struct guest_mem gm = fake(GUEST_MEM_MMIO_HOLE_START);
 
 	(void)state;
-	assert_null(gm_ptr(&gm, GM_HIGH_START, 1));
-	assert_null(gm_ptr(&gm, GM_HIGH_START, 0));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, 1));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, 0));
 }
 
-/* gm_write/gm_read refuse out-of-bounds ranges without touching anything. */
+/* guest_mem_write/guest_mem_read refuse out-of-bounds ranges without touching anything. */
 static void test_write_read_bounds(void **state)
 {
 	struct guest_mem *gm = *state;
 	uint8_t buf[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, back[8];
 
-	assert_int_equal(gm_write(gm, SMALL - 8, buf, 8), 0);
-	assert_int_equal(gm_read(gm, SMALL - 8, back, 8), 0);
+	assert_int_equal(guest_mem_write(gm, SMALL - 8, buf, 8), 0);
+	assert_int_equal(guest_mem_read(gm, SMALL - 8, back, 8), 0);
 	assert_memory_equal(buf, back, 8);
-	assert_int_equal(gm_write(gm, SMALL - 7, buf, 8), -EFAULT);
+	assert_int_equal(guest_mem_write(gm, SMALL - 7, buf, 8), -EFAULT);
 	assert_int_equal(gm->host[SMALL - 1], 8); /* no partial write */
 	memset(back, 0xee, sizeof(back));
-	assert_int_equal(gm_read(gm, SMALL - 4, back, 8), -EFAULT);
+	assert_int_equal(guest_mem_read(gm, SMALL - 4, back, 8), -EFAULT);
 	assert_int_equal(back[0], 0xee);
-	assert_int_equal(gm_write(gm, UINT64_MAX - 3, buf, 8), -EFAULT);
+	assert_int_equal(guest_mem_write(gm, UINT64_MAX - 3, buf, 8), -EFAULT);
 }
 
 #define S(fn) cmocka_unit_test_setup_teardown(fn, small_setup, small_teardown)

@@ -128,7 +128,7 @@ static void test_spec_network(void **state)
 	/* The default: no network, no firewall; to_json says so. */
 	b = J("{\"image\":\"minimal\"}");
 	assert_int_equal(sandbox_spec_parse(b, &lim, &s, &e), 0);
-	assert_int_equal(s.network, SB_NET_NONE);
+	assert_int_equal(s.network, SANDBOX_NET_NONE);
 	assert_null(s.firewall);
 	j = sandbox_spec_to_json(&s);
 	assert_string_equal(json_string_value(json_object_get(j, "network")), "none");
@@ -139,7 +139,7 @@ static void test_spec_network(void **state)
 
 	b = J("{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":{\"allow\":[{\"host\":\"example.com\",\"ports\":443}]}}");
 	assert_int_equal(sandbox_spec_parse(b, &lim, &s, &e), 0);
-	assert_int_equal(s.network, SB_NET_PASST);
+	assert_int_equal(s.network, SANDBOX_NET_PASST);
 	assert_non_null(s.firewall);
 	assert_int_equal(json_array_size(json_object_get(s.firewall, "dns")), 1);
 	j = sandbox_spec_to_json(&s);
@@ -148,7 +148,7 @@ static void test_spec_network(void **state)
 	sandbox_spec_free(&s);
 	/* Round trip of the rest. */
 	assert_int_equal(sandbox_spec_parse(j, &lim, &s, &e), 0);
-	assert_int_equal(s.network, SB_NET_PASST);
+	assert_int_equal(s.network, SANDBOX_NET_PASST);
 	assert_null(s.firewall);
 	sandbox_spec_free(&s);
 	json_decref(j);
@@ -206,7 +206,7 @@ static struct sandbox_spec passt_spec(void)
 	strcpy(s.hostname, "box1");
 	s.cpus = 1;
 	s.memory_mib = 128;
-	s.network = SB_NET_PASST;
+	s.network = SANDBOX_NET_PASST;
 	return s;
 }
 
@@ -262,7 +262,7 @@ static void test_argv_passt(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	/* Without a network the file is not looked at and nothing is added. */
-	s.network = SB_NET_NONE;
+	s.network = SANDBOX_NET_NONE;
 	l.restore_dir = NULL;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
 	for (size_t i = 0; i < a.argc; i++) {
@@ -345,7 +345,7 @@ static void test_control_firewall_reply(void **state)
 			 0);
 	{
 		struct fw_totals t = { 0 };
-		json_t *v = firewall_view(SB_NET_PASST, NULL, o);
+		json_t *v = firewall_view(SANDBOX_NET_PASST, NULL, o);
 
 		firewall_totals_add(o, &t);
 		assert_int_equal(t.pass_packets, 11);
@@ -361,7 +361,7 @@ static void test_control_firewall_reply(void **state)
 	assert_int_equal(fw_reply("not json", false, NULL, &o, why), -1);
 	/* Not running: the stored rules, counters null. */
 	{
-		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"), *v = firewall_view(SB_NET_PASST, rules, NULL);
+		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"), *v = firewall_view(SANDBOX_NET_PASST, rules, NULL);
 
 		assert_false(json_is_true(json_object_get(v, "running")));
 		assert_true(json_is_null(json_object_get(v, "counters")));

@@ -161,7 +161,7 @@ static void test_stateful_tcp(void **state)
 	}
 	/* Idle past the established timeout: gone, replies drop. */
 	synack.src = "93.184.216.34";
-	reason_is(in(f, synack, 2 + CT_TO_TCP_ESTABLISHED + 1), NF_DROP_UNSOLICITED);
+	reason_is(in(f, synack, 2 + CONNTRACK_TO_TCP_ESTABLISHED + 1), NF_DROP_UNSOLICITED);
 	net_filter_destroy(f);
 }
 
@@ -174,9 +174,9 @@ static void test_tcp_close_and_reuse(void **state)
 	(void)state;
 	reason_is(out(f, SYN("1.1.1.1", 443), 0), NF_PASS_NEW);
 	reason_is(in(f, rst, S), NF_PASS_FLOW);
-	/* After a RST the flow lingers CT_TO_TCP_CLOSED, and the peer cannot prolong it. */
-	reason_is(in(f, rst, S + CT_TO_TCP_CLOSED - 1), NF_PASS_FLOW);
-	reason_is(in(f, rst, S + CT_TO_TCP_CLOSED + 1), NF_DROP_UNSOLICITED);
+	/* After a RST the flow lingers CONNTRACK_TO_TCP_CLOSED, and the peer cannot prolong it. */
+	reason_is(in(f, rst, S + CONNTRACK_TO_TCP_CLOSED - 1), NF_PASS_FLOW);
+	reason_is(in(f, rst, S + CONNTRACK_TO_TCP_CLOSED + 1), NF_DROP_UNSOLICITED);
 	/* A SYN on the same ports is a new flow, decided again. */
 	reason_is(out(f, SYN("1.1.1.1", 443), 20 * S), NF_PASS_NEW);
 	reason_is(out(f, SYN("1.1.1.1", 443), 21 * S), NF_PASS_FLOW); /* a retransmission */
@@ -197,9 +197,9 @@ static void test_udp_and_icmp(void **state)
 	reason_is(in(f, r, 0), NF_DROP_UNSOLICITED);
 	reason_is(out(f, q, 0), NF_PASS_NEW);
 	reason_is(in(f, r, S), NF_PASS_FLOW);
-	/* Unreplied UDP expires after CT_TO_UDP_NEW, replied after CT_TO_UDP_REPLIED. */
-	reason_is(in(f, r, S + CT_TO_UDP_REPLIED - 1), NF_PASS_FLOW);
-	reason_is(in(f, r, 2 * S + 2 * CT_TO_UDP_REPLIED), NF_DROP_UNSOLICITED);
+	/* Unreplied UDP expires after CONNTRACK_TO_UDP_NEW, replied after CONNTRACK_TO_UDP_REPLIED. */
+	reason_is(in(f, r, S + CONNTRACK_TO_UDP_REPLIED - 1), NF_PASS_FLOW);
+	reason_is(in(f, r, 2 * S + 2 * CONNTRACK_TO_UDP_REPLIED), NF_DROP_UNSOLICITED);
 
 	reason_is(in(f, pong, 0), NF_DROP_UNSOLICITED);
 	reason_is(out(f, ping, 0), NF_PASS_NEW);
@@ -537,7 +537,7 @@ static void test_table_full(void **state)
 	struct fr s = SYN("1.1.1.1", 443);
 
 	(void)state;
-	c.ct_capacity = 8;
+	c.conntrack_capacity = 8;
 	f = filter_cfg(&c, "{\"outbound_internet\":true}");
 	for (int i = 0; i < 8; i++) {
 		s.sport = (uint16_t)(1000 + i);
@@ -553,7 +553,7 @@ static void test_table_full(void **state)
 		  NF_PASS_FLOW);
 	assert_int_equal(net_filter_flow_count(f), 8);
 	/* Once the unanswered ones time out, there is room again. */
-	reason_is(out(f, s, CT_TO_TCP_SYN_SENT + 1), NF_PASS_NEW);
+	reason_is(out(f, s, CONNTRACK_TO_TCP_SYN_SENT + 1), NF_PASS_NEW);
 	net_filter_destroy(f);
 }
 
@@ -671,7 +671,7 @@ static void test_fragments(void **state)
 	n = fragment(fr, GUEST, "9.9.9.9", true, 90, NULL);
 	reason_is(send_frame(f, true, fr, n, 3), NF_PASS_FLOW);
 	n = fragment(fr, GUEST, "9.9.9.9", false, 90, NULL);
-	reason_is(send_frame(f, true, fr, n, 3 + CT_TO_FRAG + 1), NF_DROP_FRAGMENT);
+	reason_is(send_frame(f, true, fr, n, 3 + CONNTRACK_TO_FRAG + 1), NF_DROP_FRAGMENT);
 	net_filter_destroy(f);
 }
 
@@ -875,7 +875,7 @@ static void test_fuzz(void **state)
 	bool egress;
 
 	(void)state;
-	c.ct_capacity = 64;
+	c.conntrack_capacity = 64;
 	c.dns_capacity = 32;
 	f = filter_cfg(&c, "{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},"
 			   "{\"cidr\":\"10.0.0.0/8\"}],\"dns\":[\"" RESOLVER "\"]}");

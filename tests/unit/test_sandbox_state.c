@@ -23,35 +23,35 @@
 static void test_transition_table(void **state)
 {
 	/* The table of docs/api.md, "Sandbox states". */
-	static const int want[SB_STATE_COUNT][SB_EV_COUNT] = {
-		[SB_BOOTING] = { [SB_EV_BOOT_OK] = T(SB_RUNNING), [SB_EV_BOOT_FAIL] = T(SB_CRASHED),
-				 [SB_EV_VMM_CLEAN] = T(SB_BOOTING), [SB_EV_VMM_FAIL] = T(SB_BOOTING) },
-		[SB_RUNNING] = { [SB_EV_STOP] = T(SB_STOPPING), [SB_EV_DELETE] = T(SB_DELETING),
-				 [SB_EV_VMM_CLEAN] = T(SB_STOPPED), [SB_EV_VMM_FAIL] = T(SB_CRASHED),
-				 [SB_EV_PAUSE] = T(SB_PAUSED), [SB_EV_CHECKPOINT] = T(SB_RUNNING),
-				 [SB_EV_HIBERNATE] = T(SB_HIBERNATING), [SB_EV_RESTORE] = T(SB_BOOTING) },
-		[SB_PAUSED] = { [SB_EV_STOP] = T(SB_STOPPING), [SB_EV_DELETE] = T(SB_DELETING),
-				[SB_EV_VMM_CLEAN] = T(SB_STOPPED), [SB_EV_VMM_FAIL] = T(SB_CRASHED),
-				[SB_EV_RESUME] = T(SB_RUNNING), [SB_EV_CHECKPOINT] = T(SB_PAUSED),
-				[SB_EV_HIBERNATE] = T(SB_HIBERNATING), [SB_EV_RESTORE] = T(SB_BOOTING) },
-		[SB_STOPPING] = { [SB_EV_VMM_CLEAN] = T(SB_STOPPING), [SB_EV_VMM_FAIL] = T(SB_STOPPING),
-				  [SB_EV_STOPPED] = T(SB_STOPPED) },
-		[SB_STOPPED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
-				 [SB_EV_RESTORE] = T(SB_BOOTING) },
-		[SB_CRASHED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
-				 [SB_EV_RESTORE] = T(SB_BOOTING) },
-		[SB_DELETING] = { [SB_EV_VMM_CLEAN] = T(SB_DELETING), [SB_EV_VMM_FAIL] = T(SB_DELETING),
-				  [SB_EV_STOPPED] = T(SB_DELETING) },
-		[SB_HIBERNATING] = { [SB_EV_VMM_CLEAN] = T(SB_HIBERNATING), [SB_EV_VMM_FAIL] = T(SB_HIBERNATING),
-				     [SB_EV_HIBERNATED] = T(SB_HIBERNATED), [SB_EV_HIBERNATE_FAIL] = T(SB_RUNNING) },
-		[SB_HIBERNATED] = { [SB_EV_START] = T(SB_BOOTING), [SB_EV_DELETE] = T(SB_DELETING),
-				    [SB_EV_RESTORE] = T(SB_BOOTING) },
+	static const int want[SANDBOX_STATE_COUNT][SANDBOX_EV_COUNT] = {
+		[SANDBOX_BOOTING] = { [SANDBOX_EV_BOOT_OK] = T(SANDBOX_RUNNING), [SANDBOX_EV_BOOT_FAIL] = T(SANDBOX_CRASHED),
+				 [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_BOOTING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_BOOTING) },
+		[SANDBOX_RUNNING] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				 [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
+				 [SANDBOX_EV_PAUSE] = T(SANDBOX_PAUSED), [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_RUNNING),
+				 [SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_PAUSED] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				[SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
+				[SANDBOX_EV_RESUME] = T(SANDBOX_RUNNING), [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_PAUSED),
+				[SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_STOPPING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_STOPPING),
+				  [SANDBOX_EV_STOPPED] = T(SANDBOX_STOPPED) },
+		[SANDBOX_STOPPED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				 [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_CRASHED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				 [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_DELETING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_DELETING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_DELETING),
+				  [SANDBOX_EV_STOPPED] = T(SANDBOX_DELETING) },
+		[SANDBOX_HIBERNATING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_HIBERNATING),
+				     [SANDBOX_EV_HIBERNATED] = T(SANDBOX_HIBERNATED), [SANDBOX_EV_HIBERNATE_FAIL] = T(SANDBOX_RUNNING) },
+		[SANDBOX_HIBERNATED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				    [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
 	};
 
 	(void)state;
-	for (int s = 0; s < SB_STATE_COUNT; s++) {
-		for (int ev = 0; ev < SB_EV_COUNT; ev++) {
-			enum sandbox_state to = SB_STATE_COUNT;
+	for (int s = 0; s < SANDBOX_STATE_COUNT; s++) {
+		for (int ev = 0; ev < SANDBOX_EV_COUNT; ev++) {
+			enum sandbox_state to = SANDBOX_STATE_COUNT;
 			struct api_err e = { 0 };
 			int r = sandbox_transition((enum sandbox_state)s, (enum sandbox_event)ev, &to, "abc", &e);
 
@@ -76,17 +76,17 @@ static void test_refusal_hints(void **state)
 	struct api_err e;
 
 	(void)state;
-	assert_int_equal(sandbox_transition(SB_PAUSED, SB_EV_START, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_PAUSED, SANDBOX_EV_START, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "resume it first"));
-	assert_int_equal(sandbox_transition(SB_PAUSED, SB_EV_PAUSE, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_PAUSED, SANDBOX_EV_PAUSE, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "paused already"));
-	assert_int_equal(sandbox_transition(SB_RUNNING, SB_EV_RESUME, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_RESUME, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "running already"));
-	assert_int_equal(sandbox_transition(SB_HIBERNATED, SB_EV_STOP, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_STOP, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "wake it first"));
-	assert_int_equal(sandbox_transition(SB_HIBERNATED, SB_EV_HIBERNATE, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_HIBERNATE, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "hibernated already"));
-	assert_int_equal(sandbox_transition(SB_STOPPED, SB_EV_CHECKPOINT, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_STOPPED, SANDBOX_EV_CHECKPOINT, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.message, "does not allow checkpoint; start it first"));
 }
 
@@ -96,25 +96,25 @@ static void test_out_of_range_is_internal(void **state)
 	struct api_err e;
 
 	(void)state;
-	assert_int_equal(sandbox_transition(SB_STATE_COUNT, SB_EV_START, &to, "x", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_STATE_COUNT, SANDBOX_EV_START, &to, "x", &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
-	assert_int_equal(sandbox_transition(SB_RUNNING, SB_EV_COUNT, &to, "x", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_COUNT, &to, "x", &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
 }
 
 static void test_names(void **state)
 {
 	(void)state;
-	for (int s = 0; s < SB_STATE_COUNT; s++)
+	for (int s = 0; s < SANDBOX_STATE_COUNT; s++)
 		assert_int_equal(sandbox_state_parse(sandbox_state_name((enum sandbox_state)s)), s);
 	assert_int_equal(sandbox_state_parse("Running"), -1);
 	assert_int_equal(sandbox_state_parse(""), -1);
-	assert_null(sandbox_state_name(SB_STATE_COUNT));
-	assert_true(sandbox_state_serves_agent(SB_RUNNING));
-	assert_false(sandbox_state_serves_agent(SB_BOOTING));
-	assert_false(sandbox_state_serves_agent(SB_STOPPING));
-	assert_false(sandbox_state_serves_agent(SB_PAUSED));
-	assert_false(sandbox_state_serves_agent(SB_HIBERNATED));
+	assert_null(sandbox_state_name(SANDBOX_STATE_COUNT));
+	assert_true(sandbox_state_serves_agent(SANDBOX_RUNNING));
+	assert_false(sandbox_state_serves_agent(SANDBOX_BOOTING));
+	assert_false(sandbox_state_serves_agent(SANDBOX_STOPPING));
+	assert_false(sandbox_state_serves_agent(SANDBOX_PAUSED));
+	assert_false(sandbox_state_serves_agent(SANDBOX_HIBERNATED));
 }
 
 static const struct control_reply snap = { .memory_bytes = 1 << 27, .memory_stored_bytes = 1 << 20,
@@ -135,7 +135,7 @@ static void make_record(struct sandbox_record *r)
 	json_decref(body);
 	strcpy(r->id, "3f9a1c2b7d4e");
 	strcpy(r->image_path, "/var/lib/kiln/images/minimal.ext4");
-	r->state = SB_CRASHED;
+	r->state = SANDBOX_CRASHED;
 	r->created_ms = 1732269600123;
 	r->started_ms = 1732269600124;
 	r->stopped_ms = 1732269792002;
@@ -206,12 +206,12 @@ static void test_persist_round_trip(void **state)
 	json_decref(m);
 
 	/* A hibernated sandbox keeps its hibernation and where its boot came from. */
-	r.state = SB_HIBERNATED;
+	r.state = SANDBOX_HIBERNATED;
 	r.hibernation = hibernation_object(1732269800000, &snap);
 	assert_int_equal(sandbox_boot_source(r.boot, "checkpoint", "3f9a1c2b7d4e/cp1", NULL), 0);
 	m = sandbox_record_persist(&r);
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
-	assert_int_equal(back.state, SB_HIBERNATED);
+	assert_int_equal(back.state, SANDBOX_HIBERNATED);
 	assert_true(json_equal(back.hibernation, r.hibernation));
 	assert_string_equal(json_string_value(json_object_get(back.boot, "checkpoint")), "3f9a1c2b7d4e/cp1");
 	sandbox_record_free(&back);

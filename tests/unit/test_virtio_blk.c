@@ -103,7 +103,7 @@ static int setup(void **state)
 	assert_non_null(img);
 	f->gm.host = calloc(1, RAM);
 	assert_non_null(f->gm.host);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	f->next_data = DATA_GPA;
 	strcpy(f->dir, "/tmp/kiln-vblk-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));

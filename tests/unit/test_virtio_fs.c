@@ -101,7 +101,7 @@ static int setup(void **state)
 	cfg.dir = f->dir;
 	f->gm.host = calloc(1, RAM);
 	assert_non_null(f->gm.host);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	assert_int_equal(virtio_fs_create(&cfg, &f->d, &e), 0);
 	f->d->mem = &f->gm;
 	f->d->raise_irq = count_irq;

@@ -106,7 +106,7 @@ static int fx_setup(void **state)
 	assert_non_null(f);
 	f->gm.host = calloc(1, RAM);
 	assert_non_null(f->gm.host);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	f->dev = new_dev(f, &f->m, &f->irqs);
 	*state = f;
 	return 0;
@@ -338,7 +338,7 @@ static void test_queue_outside_ram(void **state)
 		{ RAM, AVAIL, USED },
 		{ DESC, RAM - 8, USED },
 		{ DESC, AVAIL, RAM - 0x100 }, /* used ring of 64 is 518 bytes */
-		{ DESC, AVAIL, GM_HIGH_START },
+		{ DESC, AVAIL, GUEST_MEM_HIGH_START },
 		{ 0xfffffffffffff000ULL, AVAIL, USED },
 		{ DESC + 8, AVAIL, USED },
 		{ DESC, AVAIL + 1, USED },

@@ -212,7 +212,7 @@ static struct fx *make(struct net_filter *filter)
 	f->gm.host = aligned_alloc(4096, RAM);
 	assert_non_null(f->gm.host);
 	memset(f->gm.host, 0, RAM);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	f->peer = sv[1];
 	f->devfd = sv[0];

@@ -206,7 +206,7 @@ static int setup(void **state)
 	f->gm.host = aligned_alloc(4096, RAM);
 	assert_non_null(f->gm.host);
 	memset(f->gm.host, 0, RAM);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	assert_int_equal(event_loop_create(&f->loop), 0);
 	assert_int_equal(virtio_vsock_create(&cfg, f->loop, &f->d, &e), 0);
 	f->d->mem = &f->gm;

@@ -115,7 +115,7 @@ static int fx_setup(void **state)
 	assert_non_null(f);
 	f->gm.host = calloc(1, RAM);
 	assert_non_null(f->gm.host);
-	gm_layout(&f->gm, RAM);
+	guest_mem_layout(&f->gm, RAM);
 	q_config(f, QSIZE);
 	*state = f;
 	return 0;
@@ -223,7 +223,7 @@ static void test_enable_outside_ram(void **state)
 	assert_int_equal(virtq_enable(&f->q, &f->gm), -EINVAL);
 	f->q.used_gpa = 0xfffffffffffffff0ULL; /* wraps 2^64 */
 	assert_int_equal(virtq_enable(&f->q, &f->gm), -EINVAL);
-	f->q.used_gpa = GM_HIGH_START; /* no high RAM in a 16 MiB guest */
+	f->q.used_gpa = GUEST_MEM_HIGH_START; /* no high RAM in a 16 MiB guest */
 	assert_int_equal(virtq_enable(&f->q, &f->gm), -EINVAL);
 	assert_int_equal(f->q.ready, 0);
 }
@@ -405,7 +405,7 @@ static void test_pop_buffer_outside_ram(void **state)
 	assert_int_equal(pop(f), -EINVAL);
 	/* the bad buffer is the second in a chain */
 	desc(f, 0, BUF, 8, VIRTQ_DESC_F_NEXT, 1);
-	desc(f, 1, GM_MMIO_HOLE_START, 8, VIRTQ_DESC_F_WRITE, 0);
+	desc(f, 1, GUEST_MEM_MMIO_HOLE_START, 8, VIRTQ_DESC_F_WRITE, 0);
 	assert_int_equal(pop(f), -EINVAL);
 	assert_int_equal(f->q.last_avail, 0);
 }
@@ -572,7 +572,7 @@ static void test_pop_indirect_outside_ram(void **state)
 	assert_int_equal(pop(f), -EINVAL);
 	desc(f, 0, 0xfffffffffffffff0ULL, 32, VIRTQ_DESC_F_INDIRECT, 0);
 	assert_int_equal(pop(f), -EINVAL);
-	desc(f, 0, GM_HIGH_START, 16, VIRTQ_DESC_F_INDIRECT, 0);
+	desc(f, 0, GUEST_MEM_HIGH_START, 16, VIRTQ_DESC_F_INDIRECT, 0);
 	assert_int_equal(pop(f), -EINVAL);
 }
 

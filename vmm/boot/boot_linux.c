@@ -172,7 +172,7 @@ static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec
 				 "initrd (%zu KiB) does not fit in guest RAM beside the kernel: raise --mem",
 				 spec->initrd_len >> 10);
 	*addr = (top - spec->initrd_len) & ~0xfffULL;
-	return gm_place_file(gm, *addr, spec->initrd, spec->initrd_len, spec->initrd_fd > 0 ? spec->initrd_fd : -1, 0);
+	return guest_mem_place_file(gm, *addr, spec->initrd, spec->initrd_len, spec->initrd_fd > 0 ? spec->initrd_fd : -1, 0);
 }
 
 static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t max,
@@ -182,7 +182,7 @@ static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t 
 
 	if (n > max)
 		return err_set(e, E2BIG, "kernel command line is %zu bytes, the kernel accepts %zu", n, max);
-	return gm_write(gm, LAYOUT_CMDLINE, cmdline, n + 1);
+	return guest_mem_write(gm, LAYOUT_CMDLINE, cmdline, n + 1);
 }
 
 static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec,
@@ -209,7 +209,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 * copy-on-write faults page by page cost more than one copy (measured
 	 * with bench/boot: +2 s per boot in the nested harness).
 	 */
-	if ((err = gm_write(gm, load, spec->kernel + bi.setup_len, bi.pm_len)))
+	if ((err = guest_mem_write(gm, load, spec->kernel + bi.setup_len, bi.pm_len)))
 		return err_set(e, ENOMEM, "kernel does not fit in guest RAM");
 	/* The image's own limit, but never past the command-line area. */
 	cmax = bi.cmdline_size ? bi.cmdline_size : 255;
@@ -218,7 +218,7 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	if ((err = load_cmdline(gm, spec->cmdline, cmax, e)))
 		return err;
 
-	zp = gm_ptr(gm, LAYOUT_ZERO_PAGE, sizeof(*zp));
+	zp = guest_mem_ptr(gm, LAYOUT_ZERO_PAGE, sizeof(*zp));
 	if (!zp)
 		return err_set(e, ENOMEM, "guest RAM too small for the zero page");
 	memset(zp, 0, sizeof(*zp));
@@ -269,13 +269,13 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		return err;
 	for (int i = 0; i < pi.nseg; i++) {
 		const struct pvh_segment *s = &pi.seg[i];
-		uint8_t *dst = gm_ptr(gm, s->paddr, s->memsz);
+		uint8_t *dst = guest_mem_ptr(gm, s->paddr, s->memsz);
 
 		if (!dst || s->paddr < LAYOUT_HIMEM)
 			return err_set(e, ENOMEM,
 					 "vmlinux segment at %#llx (+%llu MiB) is outside guest RAM: raise --mem",
 					 (unsigned long long)s->paddr, (unsigned long long)(s->memsz >> 20));
-		if (gm_place_file(gm, s->paddr, spec->kernel + s->offset, s->filesz,
+		if (guest_mem_place_file(gm, s->paddr, spec->kernel + s->offset, s->filesz,
 				  spec->kernel_fd > 0 ? spec->kernel_fd : -1, s->offset))
 			return err_set(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM", i);
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
@@ -288,11 +288,11 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 	if (spec->initrd) {
 		struct hvm_modlist_entry mod = { 0 };
 
-		if ((err = place_initrd(gm, spec, GM_MMIO_HOLE_START, end, &out->initrd_addr, e)))
+		if ((err = place_initrd(gm, spec, GUEST_MEM_MMIO_HOLE_START, end, &out->initrd_addr, e)))
 			return err;
 		mod.paddr = out->initrd_addr;
 		mod.size = spec->initrd_len;
-		if ((err = gm_write(gm, PVH_MODLIST, &mod, sizeof(mod))))
+		if ((err = guest_mem_write(gm, PVH_MODLIST, &mod, sizeof(mod))))
 			return err_set(e, ENOMEM, "guest RAM too small for the PVH module list");
 		si.nr_modules = 1;
 		si.modlist_paddr = PVH_MODLIST;
@@ -302,11 +302,11 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		return err_set(e, ENOMEM, "guest RAM too small for a memory map");
 	for (int i = 0; i < n; i++)
 		mm[i] = (struct hvm_memmap_entry){ .addr = map[i].addr, .size = map[i].size, .type = map[i].type };
-	if (gm_write(gm, PVH_MEMMAP, mm, (uint64_t)n * sizeof(mm[0])))
+	if (guest_mem_write(gm, PVH_MEMMAP, mm, (uint64_t)n * sizeof(mm[0])))
 		return err_set(e, ENOMEM, "guest RAM too small for the PVH memory map");
 	si.memmap_paddr = PVH_MEMMAP;
 	si.memmap_entries = (uint32_t)n;
-	if (gm_write(gm, LAYOUT_PVH_INFO, &si, sizeof(si)))
+	if (guest_mem_write(gm, LAYOUT_PVH_INFO, &si, sizeof(si)))
 		return err_set(e, ENOMEM, "guest RAM too small for the PVH start info");
 
 	out->kind = BOOT_PVH;

@@ -49,7 +49,7 @@ struct boot_spec {
 	size_t initrd_len;
 	const char *cmdline;
 	/* Files behind kernel/initrd, so aligned parts can be mapped instead
-	 * of copied (gm_place_file); -1 (or 0 in a zeroed spec) to copy. */
+	 * of copied (guest_mem_place_file); -1 (or 0 in a zeroed spec) to copy. */
 	int kernel_fd, initrd_fd;
 };
 

@@ -41,13 +41,13 @@ int cpu_boot_tables(const struct guest_mem *gm, enum boot_kind kind)
 	uint64_t gdt[4] = { 0, 0, kind == BOOT_PVH ? GDT_CODE32 : GDT_CODE64, GDT_DATA };
 	uint64_t *pml4, *pdpt, *pd;
 
-	if (gm_write(gm, LAYOUT_GDT, gdt, sizeof(gdt)))
+	if (guest_mem_write(gm, LAYOUT_GDT, gdt, sizeof(gdt)))
 		return -EFAULT;
 	if (kind == BOOT_PVH)
 		return 0;
-	pml4 = gm_ptr(gm, LAYOUT_PML4, 4096);
-	pdpt = gm_ptr(gm, LAYOUT_PDPT, 4096);
-	pd = gm_ptr(gm, LAYOUT_PD, 4 * 4096);
+	pml4 = guest_mem_ptr(gm, LAYOUT_PML4, 4096);
+	pdpt = guest_mem_ptr(gm, LAYOUT_PDPT, 4096);
+	pd = guest_mem_ptr(gm, LAYOUT_PD, 4 * 4096);
 	if (!pml4 || !pdpt || !pd)
 		return -EFAULT;
 	memset(pml4, 0, 4096);

@@ -26,7 +26,7 @@ int e820_build(const struct guest_mem *gm, struct e820_entry *out, int max)
 		return err;
 	if ((err = add(out, max, &n, LAYOUT_HIMEM, gm->low_size - LAYOUT_HIMEM, E820_RAM)))
 		return err;
-	if (gm->high_size && (err = add(out, max, &n, GM_HIGH_START, gm->high_size, E820_RAM)))
+	if (gm->high_size && (err = add(out, max, &n, GUEST_MEM_HIGH_START, gm->high_size, E820_RAM)))
 		return err;
 	return n;
 }

@@ -194,7 +194,7 @@ static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
 static int setup_memory(struct vm *vm, struct err *e)
 {
 	struct kvm_userspace_memory_region lo = { 0 }, hi = { 0 };
-	int err = gm_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
+	int err = guest_mem_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
 
 	if (err == -ENOMEM && vm->cfg.hugepages)
 		return err_set(e, ENOMEM,
@@ -211,7 +211,7 @@ static int setup_memory(struct vm *vm, struct err *e)
 		return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
 	if (vm->mem.high_size) {
 		hi.slot = 1;
-		hi.guest_phys_addr = GM_HIGH_START;
+		hi.guest_phys_addr = GUEST_MEM_HIGH_START;
 		hi.memory_size = vm->mem.high_size;
 		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
 		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
@@ -354,7 +354,7 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 
 	n = mptable_build(mp, sizeof(mp), LAYOUT_EBDA_START, vm->ncpus, (uint32_t)LAYOUT_LAPIC,
 			  (uint32_t)LAYOUT_IOAPIC);
-	if (n < 0 || gm_write(&vm->mem, LAYOUT_EBDA_START, mp, (uint64_t)n))
+	if (n < 0 || guest_mem_write(&vm->mem, LAYOUT_EBDA_START, mp, (uint64_t)n))
 		return err_set(e, EINVAL, "cannot build the MP table for %d CPUs", vm->ncpus);
 	if (cpu_boot_tables(&vm->mem, vm->entry.kind))
 		return err_set(e, EFAULT, "cannot write boot page tables");
@@ -596,7 +596,7 @@ void vm_destroy(struct vm *vm)
 	event_loop_destroy(vm->loop);
 	free(vm->cpuid);
 	free(vm->snap_msrs);
-	gm_unmap(&vm->mem);
+	guest_mem_unmap(&vm->mem);
 	if (vm->serial.irq)
 		serial_destroy(&vm->serial);
 	if (vm->vm_fd >= 0)

@@ -6,20 +6,20 @@
 
 #include "lib/netrules/net_rules.h"
 
-int firewall_network_parse(const char *s, enum sb_network *out)
+int firewall_network_parse(const char *s, enum sandbox_network *out)
 {
 	if (strcmp(s, "none") == 0)
-		*out = SB_NET_NONE;
+		*out = SANDBOX_NET_NONE;
 	else if (strcmp(s, "passt") == 0)
-		*out = SB_NET_PASST;
+		*out = SANDBOX_NET_PASST;
 	else
 		return -1;
 	return 0;
 }
 
-const char *firewall_network_name(enum sb_network n)
+const char *firewall_network_name(enum sandbox_network n)
 {
-	return n == SB_NET_PASST ? "passt" : "none";
+	return n == SANDBOX_NET_PASST ? "passt" : "none";
 }
 
 static enum api_code code_of(enum net_rules_ecode c)
@@ -93,7 +93,7 @@ char *firewall_rules_line(const json_t *canon, struct api_err *e)
 	return s;
 }
 
-json_t *firewall_view(enum sb_network net, const json_t *rules, const json_t *vmm)
+json_t *firewall_view(enum sandbox_network net, const json_t *rules, const json_t *vmm)
 {
 	json_t *live = vmm ? json_object_get(vmm, "rules") : NULL;
 	json_t *ctr = vmm ? json_object_get(vmm, "counters") : NULL;

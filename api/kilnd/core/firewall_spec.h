@@ -38,11 +38,11 @@
 /* net_rules.h's NET_RULES_TEXT_MAX: the longest rule set kiln-vmm takes on one line. */
 #define FW_RULES_TEXT_MAX (256 * 1024)
 
-enum sb_network { SB_NET_NONE, SB_NET_PASST };
+enum sandbox_network { SANDBOX_NET_NONE, SANDBOX_NET_PASST };
 
 /* "none" / "passt" → *out. 0, or -1 for another word. */
-int firewall_network_parse(const char *s, enum sb_network *out);
-const char *firewall_network_name(enum sb_network n);
+int firewall_network_parse(const char *s, enum sandbox_network *out);
+const char *firewall_network_name(enum sandbox_network n);
 
 /*
  * Validate a rule set (NULL: the default) and return its canonical form
@@ -61,7 +61,7 @@ char *firewall_rules_line(const json_t *canon, struct api_err *e);
  * NULL when no VMM answered) supplies the live rules and counters
  * (counters null without one). New reference, NULL on OOM.
  */
-json_t *firewall_view(enum sb_network net, const json_t *rules, const json_t *vmm);
+json_t *firewall_view(enum sandbox_network net, const json_t *rules, const json_t *vmm);
 
 /* Totals of a firewall-get reply's counters for /metrics: packets that
  * passed and that dropped, both directions, and flows cut. */

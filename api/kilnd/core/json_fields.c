@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-int jf_only(const json_t *obj, const char *const *allowed, const char *what, struct api_err *e)
+int json_fields_only(const json_t *obj, const char *const *allowed, const char *what, struct api_err *e)
 {
 	const char *key;
 	json_t *v;
@@ -21,7 +21,7 @@ int jf_only(const json_t *obj, const char *const *allowed, const char *what, str
 	return 0;
 }
 
-int jf_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max,
+int json_fields_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max,
 	    uint64_t def, uint64_t *out, const char *what, struct api_err *e)
 {
 	json_t *v = json_object_get(obj, key);
@@ -49,7 +49,7 @@ int jf_uint(const json_t *obj, const char *key, bool required, uint64_t min, uin
 	return 0;
 }
 
-int jf_bool(const json_t *obj, const char *key, bool def, bool *out, const char *what,
+int json_fields_bool(const json_t *obj, const char *key, bool def, bool *out, const char *what,
 	    struct api_err *e)
 {
 	json_t *v = json_object_get(obj, key);
@@ -66,7 +66,7 @@ int jf_bool(const json_t *obj, const char *key, bool def, bool *out, const char 
 	return 0;
 }
 
-int jf_string(const json_t *obj, const char *key, bool required, size_t max, const char **out,
+int json_fields_string(const json_t *obj, const char *key, bool required, size_t max, const char **out,
 	      const char *what, struct api_err *e)
 {
 	json_t *v = json_object_get(obj, key);

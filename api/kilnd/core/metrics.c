@@ -66,7 +66,7 @@ static void hist(FILE *f, const char *name, const char *help, const struct histo
 	fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->count);
 }
 
-char *metrics_render(const struct kiln_metrics *m, const unsigned states[SB_STATE_COUNT], size_t *len)
+char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX_STATE_COUNT], size_t *len)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -75,7 +75,7 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SB_STAT
 	if (!f)
 		return NULL;
 	fprintf(f, "# HELP kiln_sandboxes Sandboxes by state.\n# TYPE kiln_sandboxes gauge\n");
-	for (int s = 0; s < SB_STATE_COUNT; s++)
+	for (int s = 0; s < SANDBOX_STATE_COUNT; s++)
 		fprintf(f, "kiln_sandboxes{state=\"%s\"} %u\n", sandbox_state_name((enum sandbox_state)s), states[s]);
 	counter(f, "kiln_boots_total", "Boots that reached the guest agent.", m->boots);
 	counter(f, "kiln_boot_failures_total", "Boots that did not reach the guest agent.", m->boot_failures);

@@ -71,9 +71,9 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 		api_err_set(e, API_E_BAD_FIELD, "%s must be an object", w);
 		return -1;
 	}
-	if (jf_only(v, fields, w, e) || jf_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e) ||
-	    jf_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
-	    jf_bool(v, "read_only", false, &sh->read_only, w, e))
+	if (json_fields_only(v, fields, w, e) || json_fields_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e) ||
+	    json_fields_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
+	    json_fields_bool(v, "read_only", false, &sh->read_only, w, e))
 		return -1;
 	if (!vmm_path_valid(host)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: host_path '%.100s' must be absolute, without ',' or ':'",
@@ -106,9 +106,9 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		api_err_set(e, API_E_BAD_JSON, "%s: the body must be a JSON object", what);
 		return -1;
 	}
-	if (jf_only(body, fields, what, e))
+	if (json_fields_only(body, fields, what, e))
 		return -1;
-	if (jf_string(body, "image", true, IMAGE_NAME_MAX, &image, what, e))
+	if (json_fields_string(body, "image", true, IMAGE_NAME_MAX, &image, what, e))
 		return -1;
 	if (!image_name_valid(image)) {
 		api_err_set(e, API_E_BAD_FIELD,
@@ -117,14 +117,14 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		return -1;
 	}
 	snprintf(out->image, sizeof(out->image), "%s", image);
-	if (jf_uint(body, "cpus", false, 1, lim->max_cpus, SPEC_CPUS_DEFAULT, &n, what, e))
+	if (json_fields_uint(body, "cpus", false, 1, lim->max_cpus, SPEC_CPUS_DEFAULT, &n, what, e))
 		return -1;
 	out->cpus = (unsigned)n;
-	if (jf_uint(body, "memory_mib", false, SPEC_MEM_MIN_MIB, lim->max_memory_mib, SPEC_MEM_DEFAULT_MIB,
+	if (json_fields_uint(body, "memory_mib", false, SPEC_MEM_MIN_MIB, lim->max_memory_mib, SPEC_MEM_DEFAULT_MIB,
 		    &n, what, e))
 		return -1;
 	out->memory_mib = (unsigned)n;
-	if (jf_string(body, "hostname", false, HOSTNAME_MAX, &hostname, what, e))
+	if (json_fields_string(body, "hostname", false, HOSTNAME_MAX, &hostname, what, e))
 		return -1;
 	if (hostname && !hostname_valid(hostname)) {
 		api_err_set(e, API_E_BAD_FIELD,
@@ -166,22 +166,22 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 			out->nshares = i + 1;
 		}
 	}
-	if (jf_uint(body, "timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, 0, &n, what, e))
+	if (json_fields_uint(body, "timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, 0, &n, what, e))
 		goto fail;
 	out->timeout_s = (uint32_t)n;
-	if (jf_uint(body, "idle_timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, lim->idle_timeout_default_s, &n, what, e))
+	if (json_fields_uint(body, "idle_timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, lim->idle_timeout_default_s, &n, what, e))
 		goto fail;
 	out->idle_timeout_s = (uint32_t)n;
-	if (jf_bool(body, "console", true, &out->console, what, e))
+	if (json_fields_bool(body, "console", true, &out->console, what, e))
 		goto fail;
-	if (jf_string(body, "network", false, 16, &network, what, e))
+	if (json_fields_string(body, "network", false, 16, &network, what, e))
 		goto fail;
 	if (network && firewall_network_parse(network, &out->network)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: network '%.16s' is not \"none\" or \"passt\"", what, network);
 		goto fail;
 	}
 	if (json_object_get(body, "firewall")) {
-		if (out->network != SB_NET_PASST) {
+		if (out->network != SANDBOX_NET_PASST) {
 			api_err_set(e, API_E_BAD_FIELD,
 				    "%s: 'firewall' needs \"network\": \"passt\" (without a network there is nothing to filter)",
 				    what);
@@ -241,8 +241,8 @@ int sandbox_stop_body_parse(const json_t *body, int *grace_ms, struct api_err *e
 		api_err_set(e, API_E_BAD_JSON, "sandbox stop: the body must be a JSON object");
 		return -1;
 	}
-	if (jf_only(body, fields, "sandbox stop", e) ||
-	    jf_uint(body, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &n, "sandbox stop", e))
+	if (json_fields_only(body, fields, "sandbox stop", e) ||
+	    json_fields_uint(body, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &n, "sandbox stop", e))
 		return -1;
 	*grace_ms = (int)n;
 	return 0;
@@ -258,5 +258,5 @@ int sandbox_start_body_parse(const json_t *body, struct api_err *e)
 		api_err_set(e, API_E_BAD_JSON, "sandbox start: the body must be a JSON object");
 		return -1;
 	}
-	return jf_only(body, fields, "sandbox start", e);
+	return json_fields_only(body, fields, "sandbox start", e);
 }

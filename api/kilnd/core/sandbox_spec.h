@@ -69,7 +69,7 @@ struct sandbox_spec {
 	uint32_t timeout_s; /* 0: none */
 	uint32_t idle_timeout_s; /* hibernate after this long without a request; 0: never */
 	bool console;
-	enum sb_network network;
+	enum sandbox_network network;
 	/* The create body's rule set, canonical (firewall_spec.h), or NULL:
 	 * given only with network passt. It seeds <sandbox dir>/firewall.json,
 	 * which holds the current rules from then on; so it is not part of

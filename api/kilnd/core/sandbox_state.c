@@ -3,106 +3,106 @@
 
 #include <string.h>
 
-static const char *const state_names[SB_STATE_COUNT] = {
-	[SB_BOOTING] = "booting",   [SB_RUNNING] = "running",         [SB_PAUSED] = "paused",
-	[SB_STOPPING] = "stopping", [SB_STOPPED] = "stopped",         [SB_CRASHED] = "crashed",
-	[SB_DELETING] = "deleting", [SB_HIBERNATING] = "hibernating", [SB_HIBERNATED] = "hibernated",
+static const char *const state_names[SANDBOX_STATE_COUNT] = {
+	[SANDBOX_BOOTING] = "booting",   [SANDBOX_RUNNING] = "running",         [SANDBOX_PAUSED] = "paused",
+	[SANDBOX_STOPPING] = "stopping", [SANDBOX_STOPPED] = "stopped",         [SANDBOX_CRASHED] = "crashed",
+	[SANDBOX_DELETING] = "deleting", [SANDBOX_HIBERNATING] = "hibernating", [SANDBOX_HIBERNATED] = "hibernated",
 };
 
-static const char *const event_names[SB_EV_COUNT] = {
-	[SB_EV_START] = "start",
-	[SB_EV_BOOT_OK] = "boot_ok",
-	[SB_EV_BOOT_FAIL] = "boot_fail",
-	[SB_EV_STOP] = "stop",
-	[SB_EV_DELETE] = "delete",
-	[SB_EV_VMM_CLEAN] = "vmm_clean_exit",
-	[SB_EV_VMM_FAIL] = "vmm_failed",
-	[SB_EV_STOPPED] = "stopped",
-	[SB_EV_PAUSE] = "pause",
-	[SB_EV_RESUME] = "resume",
-	[SB_EV_CHECKPOINT] = "checkpoint",
-	[SB_EV_HIBERNATE] = "hibernate",
-	[SB_EV_HIBERNATED] = "hibernated",
-	[SB_EV_HIBERNATE_FAIL] = "hibernate_failed",
-	[SB_EV_RESTORE] = "restore",
+static const char *const event_names[SANDBOX_EV_COUNT] = {
+	[SANDBOX_EV_START] = "start",
+	[SANDBOX_EV_BOOT_OK] = "boot_ok",
+	[SANDBOX_EV_BOOT_FAIL] = "boot_fail",
+	[SANDBOX_EV_STOP] = "stop",
+	[SANDBOX_EV_DELETE] = "delete",
+	[SANDBOX_EV_VMM_CLEAN] = "vmm_clean_exit",
+	[SANDBOX_EV_VMM_FAIL] = "vmm_failed",
+	[SANDBOX_EV_STOPPED] = "stopped",
+	[SANDBOX_EV_PAUSE] = "pause",
+	[SANDBOX_EV_RESUME] = "resume",
+	[SANDBOX_EV_CHECKPOINT] = "checkpoint",
+	[SANDBOX_EV_HIBERNATE] = "hibernate",
+	[SANDBOX_EV_HIBERNATED] = "hibernated",
+	[SANDBOX_EV_HIBERNATE_FAIL] = "hibernate_failed",
+	[SANDBOX_EV_RESTORE] = "restore",
 };
 
 /* The allowed transitions; every other pair is refused. */
 static const struct {
 	unsigned char from, ev, to;
 } allowed[] = {
-	{ SB_BOOTING, SB_EV_BOOT_OK, SB_RUNNING },
-	{ SB_BOOTING, SB_EV_BOOT_FAIL, SB_CRASHED },
-	{ SB_BOOTING, SB_EV_VMM_CLEAN, SB_BOOTING },
-	{ SB_BOOTING, SB_EV_VMM_FAIL, SB_BOOTING },
+	{ SANDBOX_BOOTING, SANDBOX_EV_BOOT_OK, SANDBOX_RUNNING },
+	{ SANDBOX_BOOTING, SANDBOX_EV_BOOT_FAIL, SANDBOX_CRASHED },
+	{ SANDBOX_BOOTING, SANDBOX_EV_VMM_CLEAN, SANDBOX_BOOTING },
+	{ SANDBOX_BOOTING, SANDBOX_EV_VMM_FAIL, SANDBOX_BOOTING },
 
-	{ SB_RUNNING, SB_EV_STOP, SB_STOPPING },
-	{ SB_RUNNING, SB_EV_DELETE, SB_DELETING },
-	{ SB_RUNNING, SB_EV_VMM_CLEAN, SB_STOPPED },
-	{ SB_RUNNING, SB_EV_VMM_FAIL, SB_CRASHED },
-	{ SB_RUNNING, SB_EV_PAUSE, SB_PAUSED },
-	{ SB_RUNNING, SB_EV_CHECKPOINT, SB_RUNNING },
-	{ SB_RUNNING, SB_EV_HIBERNATE, SB_HIBERNATING },
-	{ SB_RUNNING, SB_EV_RESTORE, SB_BOOTING },
+	{ SANDBOX_RUNNING, SANDBOX_EV_STOP, SANDBOX_STOPPING },
+	{ SANDBOX_RUNNING, SANDBOX_EV_DELETE, SANDBOX_DELETING },
+	{ SANDBOX_RUNNING, SANDBOX_EV_VMM_CLEAN, SANDBOX_STOPPED },
+	{ SANDBOX_RUNNING, SANDBOX_EV_VMM_FAIL, SANDBOX_CRASHED },
+	{ SANDBOX_RUNNING, SANDBOX_EV_PAUSE, SANDBOX_PAUSED },
+	{ SANDBOX_RUNNING, SANDBOX_EV_CHECKPOINT, SANDBOX_RUNNING },
+	{ SANDBOX_RUNNING, SANDBOX_EV_HIBERNATE, SANDBOX_HIBERNATING },
+	{ SANDBOX_RUNNING, SANDBOX_EV_RESTORE, SANDBOX_BOOTING },
 
-	{ SB_PAUSED, SB_EV_STOP, SB_STOPPING },
-	{ SB_PAUSED, SB_EV_DELETE, SB_DELETING },
-	{ SB_PAUSED, SB_EV_VMM_CLEAN, SB_STOPPED },
-	{ SB_PAUSED, SB_EV_VMM_FAIL, SB_CRASHED },
-	{ SB_PAUSED, SB_EV_RESUME, SB_RUNNING },
-	{ SB_PAUSED, SB_EV_CHECKPOINT, SB_PAUSED },
-	{ SB_PAUSED, SB_EV_HIBERNATE, SB_HIBERNATING },
-	{ SB_PAUSED, SB_EV_RESTORE, SB_BOOTING },
+	{ SANDBOX_PAUSED, SANDBOX_EV_STOP, SANDBOX_STOPPING },
+	{ SANDBOX_PAUSED, SANDBOX_EV_DELETE, SANDBOX_DELETING },
+	{ SANDBOX_PAUSED, SANDBOX_EV_VMM_CLEAN, SANDBOX_STOPPED },
+	{ SANDBOX_PAUSED, SANDBOX_EV_VMM_FAIL, SANDBOX_CRASHED },
+	{ SANDBOX_PAUSED, SANDBOX_EV_RESUME, SANDBOX_RUNNING },
+	{ SANDBOX_PAUSED, SANDBOX_EV_CHECKPOINT, SANDBOX_PAUSED },
+	{ SANDBOX_PAUSED, SANDBOX_EV_HIBERNATE, SANDBOX_HIBERNATING },
+	{ SANDBOX_PAUSED, SANDBOX_EV_RESTORE, SANDBOX_BOOTING },
 
-	{ SB_STOPPING, SB_EV_VMM_CLEAN, SB_STOPPING },
-	{ SB_STOPPING, SB_EV_VMM_FAIL, SB_STOPPING },
-	{ SB_STOPPING, SB_EV_STOPPED, SB_STOPPED },
+	{ SANDBOX_STOPPING, SANDBOX_EV_VMM_CLEAN, SANDBOX_STOPPING },
+	{ SANDBOX_STOPPING, SANDBOX_EV_VMM_FAIL, SANDBOX_STOPPING },
+	{ SANDBOX_STOPPING, SANDBOX_EV_STOPPED, SANDBOX_STOPPED },
 
-	{ SB_STOPPED, SB_EV_START, SB_BOOTING },
-	{ SB_STOPPED, SB_EV_DELETE, SB_DELETING },
-	{ SB_STOPPED, SB_EV_RESTORE, SB_BOOTING },
+	{ SANDBOX_STOPPED, SANDBOX_EV_START, SANDBOX_BOOTING },
+	{ SANDBOX_STOPPED, SANDBOX_EV_DELETE, SANDBOX_DELETING },
+	{ SANDBOX_STOPPED, SANDBOX_EV_RESTORE, SANDBOX_BOOTING },
 
-	{ SB_CRASHED, SB_EV_START, SB_BOOTING },
-	{ SB_CRASHED, SB_EV_DELETE, SB_DELETING },
-	{ SB_CRASHED, SB_EV_RESTORE, SB_BOOTING },
+	{ SANDBOX_CRASHED, SANDBOX_EV_START, SANDBOX_BOOTING },
+	{ SANDBOX_CRASHED, SANDBOX_EV_DELETE, SANDBOX_DELETING },
+	{ SANDBOX_CRASHED, SANDBOX_EV_RESTORE, SANDBOX_BOOTING },
 
-	{ SB_DELETING, SB_EV_VMM_CLEAN, SB_DELETING },
-	{ SB_DELETING, SB_EV_VMM_FAIL, SB_DELETING },
-	{ SB_DELETING, SB_EV_STOPPED, SB_DELETING },
+	{ SANDBOX_DELETING, SANDBOX_EV_VMM_CLEAN, SANDBOX_DELETING },
+	{ SANDBOX_DELETING, SANDBOX_EV_VMM_FAIL, SANDBOX_DELETING },
+	{ SANDBOX_DELETING, SANDBOX_EV_STOPPED, SANDBOX_DELETING },
 
 	/* The owner decides after a VMM exit: the snapshot may be complete. */
-	{ SB_HIBERNATING, SB_EV_VMM_CLEAN, SB_HIBERNATING },
-	{ SB_HIBERNATING, SB_EV_VMM_FAIL, SB_HIBERNATING },
-	{ SB_HIBERNATING, SB_EV_HIBERNATED, SB_HIBERNATED },
-	{ SB_HIBERNATING, SB_EV_HIBERNATE_FAIL, SB_RUNNING },
+	{ SANDBOX_HIBERNATING, SANDBOX_EV_VMM_CLEAN, SANDBOX_HIBERNATING },
+	{ SANDBOX_HIBERNATING, SANDBOX_EV_VMM_FAIL, SANDBOX_HIBERNATING },
+	{ SANDBOX_HIBERNATING, SANDBOX_EV_HIBERNATED, SANDBOX_HIBERNATED },
+	{ SANDBOX_HIBERNATING, SANDBOX_EV_HIBERNATE_FAIL, SANDBOX_RUNNING },
 
 	/* start and wake: restore the snapshot (or boot, when it is unusable). */
-	{ SB_HIBERNATED, SB_EV_START, SB_BOOTING },
-	{ SB_HIBERNATED, SB_EV_DELETE, SB_DELETING },
-	{ SB_HIBERNATED, SB_EV_RESTORE, SB_BOOTING },
+	{ SANDBOX_HIBERNATED, SANDBOX_EV_START, SANDBOX_BOOTING },
+	{ SANDBOX_HIBERNATED, SANDBOX_EV_DELETE, SANDBOX_DELETING },
+	{ SANDBOX_HIBERNATED, SANDBOX_EV_RESTORE, SANDBOX_BOOTING },
 };
 
 /* What each state lets a client do, for the 409 message. */
-static const char *const hints[SB_STATE_COUNT] = {
-	[SB_BOOTING] = "wait until it is running",
-	[SB_RUNNING] = "it is running already",
-	[SB_PAUSED] = "resume it first (POST .../resume)",
-	[SB_STOPPING] = "wait until it is stopped",
-	[SB_STOPPED] = "start it first",
-	[SB_CRASHED] = "start it again or delete it",
-	[SB_DELETING] = "it is being deleted",
-	[SB_HIBERNATING] = "wait until it is hibernated",
-	[SB_HIBERNATED] = "wake it first (POST .../wake), or delete it",
+static const char *const hints[SANDBOX_STATE_COUNT] = {
+	[SANDBOX_BOOTING] = "wait until it is running",
+	[SANDBOX_RUNNING] = "it is running already",
+	[SANDBOX_PAUSED] = "resume it first (POST .../resume)",
+	[SANDBOX_STOPPING] = "wait until it is stopped",
+	[SANDBOX_STOPPED] = "start it first",
+	[SANDBOX_CRASHED] = "start it again or delete it",
+	[SANDBOX_DELETING] = "it is being deleted",
+	[SANDBOX_HIBERNATING] = "wait until it is hibernated",
+	[SANDBOX_HIBERNATED] = "wake it first (POST .../wake), or delete it",
 };
 
 const char *sandbox_state_name(enum sandbox_state s)
 {
-	return (unsigned)s < SB_STATE_COUNT ? state_names[s] : NULL;
+	return (unsigned)s < SANDBOX_STATE_COUNT ? state_names[s] : NULL;
 }
 
 int sandbox_state_parse(const char *name)
 {
-	for (int i = 0; i < SB_STATE_COUNT; i++)
+	for (int i = 0; i < SANDBOX_STATE_COUNT; i++)
 		if (strcmp(state_names[i], name) == 0)
 			return i;
 	return -1;
@@ -110,7 +110,7 @@ int sandbox_state_parse(const char *name)
 
 const char *sandbox_event_name(enum sandbox_event ev)
 {
-	return (unsigned)ev < SB_EV_COUNT ? event_names[ev] : NULL;
+	return (unsigned)ev < SANDBOX_EV_COUNT ? event_names[ev] : NULL;
 }
 
 int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sandbox_state *to,
@@ -118,7 +118,7 @@ int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sand
 {
 	const char *hint;
 
-	if ((unsigned)from >= SB_STATE_COUNT || (unsigned)ev >= SB_EV_COUNT) {
+	if ((unsigned)from >= SANDBOX_STATE_COUNT || (unsigned)ev >= SANDBOX_EV_COUNT) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: bad state %d or event %d", id, (int)from, (int)ev);
 		return -1;
 	}
@@ -129,9 +129,9 @@ int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sand
 		}
 	}
 	hint = hints[from];
-	if (from == SB_PAUSED && ev == SB_EV_PAUSE)
+	if (from == SANDBOX_PAUSED && ev == SANDBOX_EV_PAUSE)
 		hint = "it is paused already";
-	else if (from == SB_HIBERNATED && ev == SB_EV_HIBERNATE)
+	else if (from == SANDBOX_HIBERNATED && ev == SANDBOX_EV_HIBERNATE)
 		hint = "it is hibernated already";
 	api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s, which does not allow %s; %s", id, state_names[from],
 		    event_names[ev], hint);
@@ -140,5 +140,5 @@ int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sand
 
 bool sandbox_state_serves_agent(enum sandbox_state s)
 {
-	return s == SB_RUNNING;
+	return s == SANDBOX_RUNNING;
 }

@@ -21,35 +21,35 @@
 #include "api/kilnd/core/api_error.h"
 
 enum sandbox_state {
-	SB_BOOTING,
-	SB_RUNNING,
-	SB_PAUSED,      /* the VMM runs, its vCPUs and devices are stopped */
-	SB_STOPPING,
-	SB_STOPPED,
-	SB_CRASHED,
-	SB_DELETING,
-	SB_HIBERNATING, /* snapshot into <dir>/hibernate, then the VMM is killed */
-	SB_HIBERNATED,  /* no VMM; the snapshot waits for a wake */
-	SB_STATE_COUNT
+	SANDBOX_BOOTING,
+	SANDBOX_RUNNING,
+	SANDBOX_PAUSED,      /* the VMM runs, its vCPUs and devices are stopped */
+	SANDBOX_STOPPING,
+	SANDBOX_STOPPED,
+	SANDBOX_CRASHED,
+	SANDBOX_DELETING,
+	SANDBOX_HIBERNATING, /* snapshot into <dir>/hibernate, then the VMM is killed */
+	SANDBOX_HIBERNATED,  /* no VMM; the snapshot waits for a wake */
+	SANDBOX_STATE_COUNT
 };
 
 enum sandbox_event {
-	SB_EV_START,          /* start request: boot again (from hibernated: wake) */
-	SB_EV_BOOT_OK,        /* the agent answered */
-	SB_EV_BOOT_FAIL,      /* the VMM exited or the agent never answered while booting */
-	SB_EV_STOP,           /* stop request, or the sandbox's timeout */
-	SB_EV_DELETE,         /* delete request */
-	SB_EV_VMM_CLEAN,      /* the VMM exited with status 0 (guest reset/poweroff) */
-	SB_EV_VMM_FAIL,       /* the VMM exited otherwise (status, signal) */
-	SB_EV_STOPPED,        /* a stop finished: the VMM is gone */
-	SB_EV_PAUSE,          /* pause request */
-	SB_EV_RESUME,         /* resume request */
-	SB_EV_CHECKPOINT,     /* checkpoint request: the state stays */
-	SB_EV_HIBERNATE,      /* hibernate request, or the idle timeout */
-	SB_EV_HIBERNATED,     /* the snapshot is written and the VMM gone */
-	SB_EV_HIBERNATE_FAIL, /* the snapshot failed: the VM runs on */
-	SB_EV_RESTORE,        /* restore a checkpoint in place: boot from it */
-	SB_EV_COUNT
+	SANDBOX_EV_START,          /* start request: boot again (from hibernated: wake) */
+	SANDBOX_EV_BOOT_OK,        /* the agent answered */
+	SANDBOX_EV_BOOT_FAIL,      /* the VMM exited or the agent never answered while booting */
+	SANDBOX_EV_STOP,           /* stop request, or the sandbox's timeout */
+	SANDBOX_EV_DELETE,         /* delete request */
+	SANDBOX_EV_VMM_CLEAN,      /* the VMM exited with status 0 (guest reset/poweroff) */
+	SANDBOX_EV_VMM_FAIL,       /* the VMM exited otherwise (status, signal) */
+	SANDBOX_EV_STOPPED,        /* a stop finished: the VMM is gone */
+	SANDBOX_EV_PAUSE,          /* pause request */
+	SANDBOX_EV_RESUME,         /* resume request */
+	SANDBOX_EV_CHECKPOINT,     /* checkpoint request: the state stays */
+	SANDBOX_EV_HIBERNATE,      /* hibernate request, or the idle timeout */
+	SANDBOX_EV_HIBERNATED,     /* the snapshot is written and the VMM gone */
+	SANDBOX_EV_HIBERNATE_FAIL, /* the snapshot failed: the VM runs on */
+	SANDBOX_EV_RESTORE,        /* restore a checkpoint in place: boot from it */
+	SANDBOX_EV_COUNT
 };
 
 /* "booting", ...; NULL when out of range. */

@@ -8,7 +8,7 @@
 
 #include "lib/base/mono.h"
 
-int bq_init(struct byte_queue *q, size_t cap)
+int byte_queue_init(struct byte_queue *q, size_t cap)
 {
 	pthread_condattr_t ca;
 	int r;
@@ -35,7 +35,7 @@ int bq_init(struct byte_queue *q, size_t cap)
 	return 0;
 }
 
-void bq_destroy(struct byte_queue *q)
+void byte_queue_destroy(struct byte_queue *q)
 {
 	pthread_cond_destroy(&q->cv);
 	pthread_mutex_destroy(&q->mu);
@@ -43,7 +43,7 @@ void bq_destroy(struct byte_queue *q)
 	q->buf = NULL;
 }
 
-int bq_push(struct byte_queue *q, const void *data, size_t n)
+int byte_queue_push(struct byte_queue *q, const void *data, size_t n)
 {
 	const uint8_t *p = data;
 	int r = 0;
@@ -74,7 +74,7 @@ int bq_push(struct byte_queue *q, const void *data, size_t n)
 	return r;
 }
 
-void bq_close(struct byte_queue *q, int err)
+void byte_queue_close(struct byte_queue *q, int err)
 {
 	pthread_mutex_lock(&q->mu);
 	q->closed = true;
@@ -83,7 +83,7 @@ void bq_close(struct byte_queue *q, int err)
 	pthread_mutex_unlock(&q->mu);
 }
 
-void bq_abort(struct byte_queue *q)
+void byte_queue_abort(struct byte_queue *q)
 {
 	pthread_mutex_lock(&q->mu);
 	q->aborted = true;
@@ -91,7 +91,7 @@ void bq_abort(struct byte_queue *q)
 	pthread_mutex_unlock(&q->mu);
 }
 
-ssize_t bq_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err)
+ssize_t byte_queue_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err)
 {
 	struct timespec dl;
 	size_t k;
@@ -125,7 +125,7 @@ ssize_t bq_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int 
 	return (ssize_t)k;
 }
 
-bool bq_wait_first(struct byte_queue *q, int *err)
+bool byte_queue_wait_first(struct byte_queue *q, int *err)
 {
 	bool any;
 

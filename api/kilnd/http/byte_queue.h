@@ -8,10 +8,10 @@
  *    pushes more than the consumer reads waits, which makes the agent
  *    client stop reading the guest (the guest's writer blocks, as with a
  *    pipe). Nothing is dropped.
- *  - The producer ends with bq_close(err): err 0 is a clean end of
+ *  - The producer ends with byte_queue_close(err): err 0 is a clean end of
  *    stream; a negative err is delivered to the consumer after the bytes
  *    already queued, so it can abort the response instead of ending it.
- *  - The consumer ends with bq_abort() (the client went away): every
+ *  - The consumer ends with byte_queue_abort() (the client went away): every
  *    pending and later push fails with -ECANCELED, so the producer stops.
  *  - No global state; only pthreads. The struct is shared: the owner
  *    frees it when both sides are done (see its users).
@@ -36,17 +36,17 @@ struct byte_queue {
 };
 
 /* 0 or -ENOMEM / -errno from pthread init. */
-int bq_init(struct byte_queue *q, size_t cap);
-void bq_destroy(struct byte_queue *q);
+int byte_queue_init(struct byte_queue *q, size_t cap);
+void byte_queue_destroy(struct byte_queue *q);
 
 /* Producer: queue all n bytes, waiting for room. 0, or -ECANCELED once aborted. */
-int bq_push(struct byte_queue *q, const void *data, size_t n);
+int byte_queue_push(struct byte_queue *q, const void *data, size_t n);
 
 /* Producer: no more bytes; err 0 (clean end) or -errno. */
-void bq_close(struct byte_queue *q, int err);
+void byte_queue_close(struct byte_queue *q, int err);
 
 /* Consumer: the reader is gone; wakes and fails the producer. */
-void bq_abort(struct byte_queue *q);
+void byte_queue_abort(struct byte_queue *q);
 
 /*
  * Consumer: take up to max bytes, waiting at most timeout_ms (< 0: no
@@ -54,7 +54,7 @@ void bq_abort(struct byte_queue *q);
  * end (closed, nothing left), with *err 0 for a clean end or the
  * producer's -errno.
  */
-ssize_t bq_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err);
+ssize_t byte_queue_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err);
 
 /*
  * Consumer: wait (no limit) until at least one byte is queued or the
@@ -62,6 +62,6 @@ ssize_t bq_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int 
  * already taken), false when it closed without ever pushing a byte;
  * *err is the close error then.
  */
-bool bq_wait_first(struct byte_queue *q, int *err);
+bool byte_queue_wait_first(struct byte_queue *q, int *err);
 
 #endif

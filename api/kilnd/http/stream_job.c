@@ -15,20 +15,20 @@ int stream_job_init(struct stream_job *sj, size_t qbytes, void (*produce)(struct
 	sj->produce = produce;
 	sj->release = release;
 	sj->conn_fd = -1;
-	return bq_init(&sj->q, qbytes) ? -ENOMEM : 0;
+	return byte_queue_init(&sj->q, qbytes) ? -ENOMEM : 0;
 }
 
 void stream_job_put(struct stream_job *sj)
 {
 	if (atomic_fetch_sub(&sj->refs, 1) != 1)
 		return;
-	bq_destroy(&sj->q);
+	byte_queue_destroy(&sj->q);
 	sj->release(sj);
 }
 
 void stream_job_close(struct stream_job *sj, int r)
 {
-	bq_close(&sj->q, r < 0 ? (r == -ECANCELED ? r : -EIO) : 0);
+	byte_queue_close(&sj->q, r < 0 ? (r == -ECANCELED ? r : -EIO) : 0);
 }
 
 static void *run(void *arg)
@@ -47,7 +47,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	for (;;) {
 		int err;
-		ssize_t n = bq_pop(&sj->q, buf, max, CLIENT_CHECK_MS, &err);
+		ssize_t n = byte_queue_pop(&sj->q, buf, max, CLIENT_CHECK_MS, &err);
 
 		if (n > 0)
 			return n;
@@ -62,7 +62,7 @@ static void reader_free(void *cls)
 {
 	struct stream_job *sj = cls;
 
-	bq_abort(&sj->q);
+	byte_queue_abort(&sj->q);
 	stream_job_put(sj);
 }
 
@@ -87,7 +87,7 @@ void stream_job_respond(struct http_req *r, struct stream_job *sj, const char *c
 		http_error(r, &e);
 		return;
 	}
-	if (!bq_wait_first(&sj->q, &err) && (err || !empty_ok)) {
+	if (!byte_queue_wait_first(&sj->q, &err) && (err || !empty_ok)) {
 		if (sj->err.code == API_OK)
 			api_err_set(&sj->err, API_E_INTERNAL, "%s: ended without an answer", what);
 		http_error(r, &sj->err);

@@ -5,7 +5,7 @@
  *
  * Contract:
  *  - Embed struct stream_job in the handler's job and give it `produce`
- *    (runs on its own thread, pushes with bq_push and ends with
+ *    (runs on its own thread, pushes with byte_queue_push and ends with
  *    stream_job_close) and `release` (frees the job around it; the queue is
  *    already destroyed).
  *  - The job is reference counted: the caller's reference from

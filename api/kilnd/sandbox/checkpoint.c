@@ -28,8 +28,8 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
 		api_err_set(e, API_E_BAD_JSON, "%s: the body must be a JSON object", what);
 		return -1;
 	}
-	if (jf_only(body, fields, what, e) || jf_string(body, "name", true, CHECKPOINT_NAME_MAX, &name, what, e) ||
-	    jf_bool(body, "compress", false, &out->compress, what, e))
+	if (json_fields_only(body, fields, what, e) || json_fields_string(body, "name", true, CHECKPOINT_NAME_MAX, &name, what, e) ||
+	    json_fields_bool(body, "compress", false, &out->compress, what, e))
 		return -1;
 	if (!checkpoint_name_valid(name)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: name '%.80s' is invalid (%s)", what, name, name_rule);
@@ -95,7 +95,7 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 		api_err_set(e, API_E_BAD_FIELD, "a checkpoint is not an object");
 		return -1;
 	}
-	if (jf_only(o, fields, "checkpoint", e))
+	if (json_fields_only(o, fields, "checkpoint", e))
 		return -1;
 	name = json_string_value(json_object_get(o, "name"));
 	if (!name || !checkpoint_name_valid(name)) {
@@ -206,8 +206,8 @@ int fork_ref_parse(const json_t *body, char id[SANDBOX_ID_LEN + 1], char name[CH
 			return -1;
 		}
 	}
-	if (jf_only(body, fields, fork_what, e) ||
-	    jf_string(body, "from_checkpoint", true, CHECKPOINT_REF_MAX, &ref, fork_what, e))
+	if (json_fields_only(body, fields, fork_what, e) ||
+	    json_fields_string(body, "from_checkpoint", true, CHECKPOINT_REF_MAX, &ref, fork_what, e))
 		return -1;
 	return checkpoint_ref_parse(ref, id, name, e);
 }

@@ -13,7 +13,7 @@ static int get_user(const json_t *body, enum agent_user *u, const char *what, st
 	const char *v;
 
 	*u = AGENT_USER_USER;
-	if (jf_string(body, "user", false, 8, &v, what, e))
+	if (json_fields_string(body, "user", false, 8, &v, what, e))
 		return -1;
 	if (!v || strcmp(v, "user") == 0)
 		return 0;
@@ -28,9 +28,9 @@ static int get_user(const json_t *body, enum agent_user *u, const char *what, st
 static int get_path(const json_t *body, const char *key, const char **out, const char *what,
 		    struct api_err *e)
 {
-	/* AGENT_PATH_MAX + 1 lets jf_string accept what guest_path_valid
+	/* AGENT_PATH_MAX + 1 lets json_fields_string accept what guest_path_valid
 	 * then refuses with the clearer message. */
-	if (jf_string(body, key, true, AGENT_PATH_MAX + 1, out, what, e))
+	if (json_fields_string(body, key, true, AGENT_PATH_MAX + 1, out, what, e))
 		return -1;
 	if (!guest_path_valid(*out, AGENT_PATH_MAX)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' ('%.100s') must be an absolute path of at most %d bytes",
@@ -48,9 +48,9 @@ int mkdir_spec_parse(const json_t *body, struct mkdir_spec *s, struct api_err *e
 
 	memset(s, 0, sizeof(*s));
 	s->mode = -1;
-	if (jf_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
-	    jf_bool(body, "parents", false, &s->parents, what, e) ||
-	    jf_uint(body, "mode", false, 0, 07777, 0755, &mode, what, e) || get_user(body, &s->user, what, e))
+	if (json_fields_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
+	    json_fields_bool(body, "parents", false, &s->parents, what, e) ||
+	    json_fields_uint(body, "mode", false, 0, 07777, 0755, &mode, what, e) || get_user(body, &s->user, what, e))
 		return -1;
 	if (json_object_get(body, "mode"))
 		s->mode = (int)mode;
@@ -63,8 +63,8 @@ int remove_spec_parse(const json_t *body, struct remove_spec *s, struct api_err 
 	static const char what[] = "remove";
 
 	memset(s, 0, sizeof(*s));
-	if (jf_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
-	    jf_bool(body, "recursive", false, &s->recursive, what, e) || get_user(body, &s->user, what, e))
+	if (json_fields_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
+	    json_fields_bool(body, "recursive", false, &s->recursive, what, e) || get_user(body, &s->user, what, e))
 		return -1;
 	return 0;
 }
@@ -75,8 +75,8 @@ int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err 
 	static const char what[] = "rename";
 
 	memset(s, 0, sizeof(*s));
-	if (jf_only(body, allowed, what, e) || get_path(body, "from", &s->from, what, e) ||
-	    get_path(body, "to", &s->to, what, e) || jf_bool(body, "overwrite", false, &s->overwrite, what, e) ||
+	if (json_fields_only(body, allowed, what, e) || get_path(body, "from", &s->from, what, e) ||
+	    get_path(body, "to", &s->to, what, e) || json_fields_bool(body, "overwrite", false, &s->overwrite, what, e) ||
 	    get_user(body, &s->user, what, e))
 		return -1;
 	return 0;
@@ -95,9 +95,9 @@ int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e)
 	uint64_t g, h;
 
 	memset(s, 0, sizeof(*s));
-	if (jf_only(body, allowed, what, e) || jf_uint(body, "guest_port", true, 1, 65535, 0, &g, what, e) ||
-	    jf_uint(body, "host_port", false, 0, 65535, 0, &h, what, e) ||
-	    jf_string(body, "target", false, 16, &target, what, e))
+	if (json_fields_only(body, allowed, what, e) || json_fields_uint(body, "guest_port", true, 1, 65535, 0, &g, what, e) ||
+	    json_fields_uint(body, "host_port", false, 0, 65535, 0, &h, what, e) ||
+	    json_fields_string(body, "target", false, 16, &target, what, e))
 		return -1;
 	if (!target || strcmp(target, "tcp") == 0) {
 		s->target = PORT_TARGET_TCP;
@@ -108,7 +108,7 @@ int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e)
 			    what);
 		return -1;
 	}
-	if (jf_string(body, "guest_address", false, 64, &addr, what, e))
+	if (json_fields_string(body, "guest_address", false, 64, &addr, what, e))
 		return -1;
 	if (s->target == PORT_TARGET_VSOCK && addr) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: guest_address applies to target 'tcp' only", what);

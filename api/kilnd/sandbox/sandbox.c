@@ -12,7 +12,7 @@
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 
-struct sandbox *sb_new(struct kilnd *d)
+struct sandbox *sandbox_new(struct kilnd *d)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	pthread_condattr_t ca;
@@ -27,7 +27,7 @@ struct sandbox *sb_new(struct kilnd *d)
 	return sb;
 }
 
-void sb_free(struct sandbox *sb)
+void sandbox_free(struct sandbox *sb)
 {
 	/* Normally closed when the VMM ended; nothing else holds them. */
 	for (size_t i = 0; i < sb->nports; i++)
@@ -42,13 +42,13 @@ void sandbox_put(struct sandbox *sb)
 	struct kilnd *d = sb->d;
 	bool last;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	/* A request ending counts as activity for the idle timeout. */
 	sb->active_mono = mono_ms();
 	last = --sb->refs == 0;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (last)
-		sb_free(sb);
+		sandbox_free(sb);
 }
 
 struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e)
@@ -56,13 +56,13 @@ struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e)
 	struct sandbox *sb = NULL;
 
 	if (sandbox_id_valid(id)) {
-		sb_lock(d);
-		sb = sb_find_locked(d, id);
+		kilnd_lock(d);
+		sb = sandbox_find_locked(d, id);
 		if (sb) {
 			sb->refs++;
 			sb->active_mono = mono_ms();
 		}
-		sb_unlock(d);
+		kilnd_unlock(d);
 	}
 	if (!sb)
 		api_err_set(e, API_E_SANDBOX_NOT_FOUND, "no sandbox '%.64s' (GET /v1/sandboxes lists them)", id);
@@ -73,20 +73,20 @@ void sandbox_touch(struct kilnd *d, const char *id)
 {
 	struct sandbox *sb;
 
-	sb_lock(d);
-	sb = sb_find_locked(d, id);
+	kilnd_lock(d);
+	sb = sandbox_find_locked(d, id);
 	if (sb)
 		sb->active_mono = mono_ms();
-	sb_unlock(d);
+	kilnd_unlock(d);
 }
 
 json_t *sandbox_view(struct sandbox *sb)
 {
 	json_t *v;
 
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	v = sandbox_record_view(&sb->rec);
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	return v;
 }
 
@@ -145,16 +145,16 @@ static int new_id_locked(struct kilnd *d, char *id)
 		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 			return -errno;
 		sandbox_id_format(rnd, id);
-		if (!sb_find_locked(d, id))
+		if (!sandbox_find_locked(d, id))
 			return 0;
 	}
 	return -EEXIST;
 }
 
-struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
+struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
 				bool hostname_from_id, struct api_err *e)
 {
-	struct sandbox *sb = sb_new(d);
+	struct sandbox *sb = sandbox_new(d);
 	int r;
 
 	if (!sb) {
@@ -162,20 +162,20 @@ struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, cons
 		sandbox_spec_free(spec);
 		return NULL;
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	if (atomic_load(&d->shutting_down)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
 		goto fail_sb;
 	}
 	if (d->reg.n >= d->cfg.max_sandboxes) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		api_err_set(e, API_E_LIMIT_REACHED, "%u sandboxes exist (--max-sandboxes); delete one first",
 			    d->cfg.max_sandboxes);
 		goto fail_sb;
 	}
-	if ((r = new_id_locked(d, sb->rec.id)) || (r = sb_registry_add_locked(d, sb))) {
-		sb_unlock(d);
+	if ((r = new_id_locked(d, sb->rec.id)) || (r = sandbox_registry_add_locked(d, sb))) {
+		kilnd_unlock(d);
 		api_err_set(e, API_E_INTERNAL, "sandbox create: no id: %s", strerror(-r));
 		goto fail_sb;
 	}
@@ -186,16 +186,16 @@ struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, cons
 	if (hostname_from_id)
 		snprintf(sb->rec.spec.hostname, sizeof(sb->rec.spec.hostname), "kiln-%s", sb->rec.id);
 	snprintf(sb->rec.image_path, sizeof(sb->rec.image_path), "%s", image);
-	sb->rec.state = SB_BOOTING;
+	sb->rec.state = SANDBOX_BOOTING;
 	sb->rec.created_ms = wall_ms();
 	sb->rec.checkpoints = json_array();
 	/* check_config() made sure these fit. */
-	r = sb_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->rec.id);
+	r = sandbox_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->rec.id);
 	if (!r)
-		r = sb_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", sb->dir);
+		r = sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", sb->dir);
 	if (!r)
-		r = sb_pathf(sb->control, sizeof(sb->control), "%s/control.sock", sb->dir);
-	sb_unlock(d);
+		r = sandbox_pathf(sb->control, sizeof(sb->control), "%s/control.sock", sb->dir);
+	kilnd_unlock(d);
 	if (r || !sb->rec.checkpoints) {
 		api_err_set(e, API_E_INTERNAL, "sandbox create: %s",
 			    r ? "the state directory's path is too long" : "out of memory");
@@ -209,39 +209,39 @@ struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, cons
 		  sb->rec.spec.cpus, sb->rec.spec.memory_mib);
 	return sb;
 fail_registered:
-	sb_lock(d);
-	sb_registry_remove_locked(d, sb);
-	sb_unlock(d);
+	kilnd_lock(d);
+	sandbox_registry_remove_locked(d, sb);
+	kilnd_unlock(d);
 	sandbox_put(sb);
 	return NULL;
 fail_sb:
-	sb_free(sb);
+	sandbox_free(sb);
 	sandbox_spec_free(spec);
 	return NULL;
 }
 
-int sb_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e)
+int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	enum sandbox_state to;
 	int r;
 
-	if (sb_boot(sb, src, e) == 0) {
+	if (sandbox_boot(sb, src, e) == 0) {
 		*view = sandbox_view(sb);
 		sandbox_put(sb);
 		return 0;
 	}
 	/* A failed create leaves nothing behind. It is crashed now, so a
 	 * concurrent DELETE may have taken it: then that one cleans up. */
-	sb_lock(d);
-	r = sandbox_transition(sb->rec.state, SB_EV_DELETE, &to, sb->rec.id, NULL);
+	kilnd_lock(d);
+	r = sandbox_transition(sb->rec.state, SANDBOX_EV_DELETE, &to, sb->rec.id, NULL);
 	if (r == 0) {
 		sb->rec.state = to;
-		sb_registry_remove_locked(d, sb);
+		sandbox_registry_remove_locked(d, sb);
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r == 0)
-		sb_remove_dir(sb->dir);
+		sandbox_remove_dir(sb->dir);
 	sandbox_put(sb);
 	return -1;
 }
@@ -261,13 +261,13 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 		sandbox_spec_free(&spec);
 		return -1;
 	}
-	sb = sb_create_entry(d, &spec, image, false, e);
+	sb = sandbox_create_entry(d, &spec, image, false, e);
 	if (!sb)
 		return -1;
-	return sb_create_finish(sb, NULL, view, e);
+	return sandbox_create_finish(sb, NULL, view, e);
 }
 
-bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
+bool sandbox_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
 {
 	int64_t left = deadline_mono - mono_ms();
 	struct timespec dl;
@@ -278,21 +278,21 @@ bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono)
 	return pthread_cond_timedwait(&sb->cv, &sb->d->reg.mu, &dl) != ETIMEDOUT;
 }
 
-void sb_wait_unbusy_locked(struct sandbox *sb)
+void sandbox_wait_unbusy_locked(struct sandbox *sb)
 {
 	/* Each ends within its control deadline or the boot timeout. An idle
 	 * hibernation or a wake is not the client's doing: a lifecycle
 	 * request waits for it rather than failing with 409. */
-	while (sb->busy_op || sb->rec.state == SB_HIBERNATING || (sb->rec.state == SB_BOOTING && sb->waking))
+	while (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING || (sb->rec.state == SANDBOX_BOOTING && sb->waking))
 		pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
 }
 
-int sb_lock_unbusy(struct sandbox *sb, struct api_err *e)
+int sandbox_lock_unbusy(struct sandbox *sb, struct api_err *e)
 {
-	sb_lock(sb->d);
-	sb_wait_unbusy_locked(sb);
+	kilnd_lock(sb->d);
+	sandbox_wait_unbusy_locked(sb);
 	if (atomic_load(&sb->d->shutting_down)) {
-		sb_unlock(sb->d);
+		kilnd_unlock(sb->d);
 		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
 		return -1;
 	}
@@ -304,28 +304,28 @@ int sandbox_start(struct sandbox *sb, json_t **view, struct api_err *e)
 	struct kilnd *d = sb->d;
 	enum sandbox_state to;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	if (atomic_load(&d->shutting_down)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
 		return -1;
 	}
-	sb_wait_unbusy_locked(sb);
-	if (sb->rec.state == SB_HIBERNATED) {
-		sb_unlock(d);
-		if (sb_wake(sb, e))
+	sandbox_wait_unbusy_locked(sb);
+	if (sb->rec.state == SANDBOX_HIBERNATED) {
+		kilnd_unlock(d);
+		if (sandbox_wake_locked(sb, e))
 			return -1;
 		*view = sandbox_view(sb);
 		return 0;
 	}
-	if (sandbox_transition(sb->rec.state, SB_EV_START, &to, sb->rec.id, e)) {
-		sb_unlock(d);
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_START, &to, sb->rec.id, e)) {
+		kilnd_unlock(d);
 		return -1;
 	}
 	sb->rec.state = to;
-	sb_persist_locked(sb);
-	sb_unlock(d);
-	if (sb_boot(sb, NULL, e))
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
+	if (sandbox_boot(sb, NULL, e))
 		return -1;
 	*view = sandbox_view(sb);
 	return 0;
@@ -339,32 +339,32 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 	struct api_err ce;
 	bool was_paused;
 
-	sb_lock(d);
-	sb_wait_unbusy_locked(sb);
-	was_paused = sb->rec.state == SB_PAUSED;
-	if (sandbox_transition(sb->rec.state, SB_EV_STOP, &to, sb->rec.id, e)) {
-		sb_unlock(d);
+	kilnd_lock(d);
+	sandbox_wait_unbusy_locked(sb);
+	was_paused = sb->rec.state == SANDBOX_PAUSED;
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_STOP, &to, sb->rec.id, e)) {
+		kilnd_unlock(d);
 		return -1;
 	}
 	sb->rec.state = to;
 	sb->stop_reason = reason;
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	/* A paused guest cannot shut down: let it run for its clean stop, or
 	 * kill it when kiln-vmm will not resume it. */
 	if (was_paused && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
 		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.message);
-		sb_lock(d);
-		sb_kill_locked(sb);
-		sb_unlock(d);
+		kilnd_lock(d);
+		sandbox_kill_locked(sb);
+		kilnd_unlock(d);
 	}
-	sb_halt(sb, grace_ms);
-	sb_lock(d);
-	if (sandbox_transition(sb->rec.state, SB_EV_STOPPED, &to, sb->rec.id, NULL) == 0)
+	sandbox_halt(sb, grace_ms);
+	kilnd_lock(d);
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_STOPPED, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
 	sb->stop_reason = NULL;
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	kilnd_log("sandbox %s: stopped (%s)", sb->rec.id, reason);
 	if (view)
 		*view = sandbox_view(sb);
@@ -377,31 +377,31 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e)
 	enum sandbox_state to;
 	bool was_paused;
 
-	sb_lock(d);
-	sb_wait_unbusy_locked(sb);
+	kilnd_lock(d);
+	sandbox_wait_unbusy_locked(sb);
 	if (sb->cp_readers) {
 		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading one of its checkpoints; retry in a moment",
 			    sb->rec.id);
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
-	was_paused = sb->rec.state == SB_PAUSED;
-	if (sandbox_transition(sb->rec.state, SB_EV_DELETE, &to, sb->rec.id, e)) {
-		sb_unlock(d);
+	was_paused = sb->rec.state == SANDBOX_PAUSED;
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_DELETE, &to, sb->rec.id, e)) {
+		kilnd_unlock(d);
 		return -1;
 	}
 	sb->rec.state = to;
 	sb->stop_reason = "stopped";
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	/* A paused guest would not answer the shutdown; its disk goes anyway. */
 	if (was_paused)
-		sb_kill_locked(sb);
-	sb_unlock(d);
-	sb_halt(sb, AGENT_GRACE_DEFAULT_MS);
-	sb_lock(d);
-	sb_registry_remove_locked(d, sb);
-	sb_unlock(d);
-	sb_remove_dir(sb->dir);
+		sandbox_kill_locked(sb);
+	kilnd_unlock(d);
+	sandbox_halt(sb, AGENT_GRACE_DEFAULT_MS);
+	kilnd_lock(d);
+	sandbox_registry_remove_locked(d, sb);
+	kilnd_unlock(d);
+	sandbox_remove_dir(sb->dir);
 	kilnd_log("sandbox %s: deleted", sb->rec.id);
 	return 0;
 }
@@ -412,19 +412,19 @@ int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, stru
 	/* Bounds the wait for a checkpoint, hibernation or wake under way. */
 	int64_t deadline = mono_ms() + SNAPSHOT_TIMEOUT_MS + 2 * (int64_t)d->cfg.boot_timeout_ms;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	for (;;) {
-		if (sb->busy_op || sb->rec.state == SB_HIBERNATING || (sb->rec.state == SB_BOOTING && sb->waking)) {
-			if (!sb_cv_wait_locked(sb, deadline))
+		if (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING || (sb->rec.state == SANDBOX_BOOTING && sb->waking)) {
+			if (!sandbox_cv_wait_locked(sb, deadline))
 				break;
 			continue;
 		}
-		if (sb->rec.state == SB_HIBERNATED && !atomic_load(&d->shutting_down)) {
-			sb_unlock(d);
+		if (sb->rec.state == SANDBOX_HIBERNATED && !atomic_load(&d->shutting_down)) {
+			kilnd_unlock(d);
 			/* Another request may win the wake: then wait for it. */
-			if (sb_wake(sb, e) && e->code != API_E_WRONG_STATE)
+			if (sandbox_wake_locked(sb, e) && e->code != API_E_WRONG_STATE)
 				return -1;
-			sb_lock(d);
+			kilnd_lock(d);
 			continue;
 		}
 		break;
@@ -432,14 +432,14 @@ int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, stru
 	if (!sandbox_state_serves_agent(sb->rec.state)) {
 		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; exec and files need it running%s", sb->rec.id,
 			    sandbox_state_name(sb->rec.state),
-			    sb->rec.state == SB_STOPPED || sb->rec.state == SB_CRASHED ? " (POST .../start)"
-			    : sb->rec.state == SB_PAUSED ? ": resume it first (POST .../resume)"
+			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED ? " (POST .../start)"
+			    : sb->rec.state == SANDBOX_PAUSED ? ": resume it first (POST .../resume)"
 							 : "");
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
 	*env = json_incref(sb->rec.spec.env);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	agent_client_init(c, sb->vsock);
 	return 0;
 }

@@ -155,6 +155,6 @@ void sandboxes_shutdown(struct kilnd *d);
 bool sandboxes_free(struct kilnd *d);
 
 /* Sandboxes per state (for /metrics) and in total. */
-void sandboxes_count(struct kilnd *d, unsigned counts[SB_STATE_COUNT], size_t *total);
+void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size_t *total);
 
 #endif

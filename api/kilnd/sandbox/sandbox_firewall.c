@@ -25,7 +25,7 @@
 
 static int fw_path(const struct sandbox *sb, char *out, size_t cap)
 {
-	return sb_pathf(out, cap, "%s/firewall.json", sb->dir);
+	return sandbox_pathf(out, cap, "%s/firewall.json", sb->dir);
 }
 
 /* Write the canonical rules to <dir>/firewall.json: temporary file, fsync, rename. */
@@ -40,7 +40,7 @@ static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: out of memory writing firewall.json", sb->rec.id);
 		return -1;
 	}
-	if (fw_path(sb, path, sizeof(path)) || sb_pathf(tmp, sizeof(tmp), "%s/firewall.json.tmp", sb->dir)) {
+	if (fw_path(sb, path, sizeof(path)) || sandbox_pathf(tmp, sizeof(tmp), "%s/firewall.json.tmp", sb->dir)) {
 		free(s);
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
 		return -1;
@@ -99,12 +99,12 @@ static int fw_read(struct sandbox *sb, json_t **canon, struct api_err *e)
 	return 0;
 }
 
-int sb_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_err *e)
+int sandbox_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_err *e)
 {
 	json_t *canon = NULL;
 	int r;
 
-	if (sb->rec.spec.network != SB_NET_PASST)
+	if (sb->rec.spec.network != SANDBOX_NET_PASST)
 		return 0;
 	if (fw_path(sb, path, cap)) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
@@ -126,7 +126,7 @@ int sb_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_e
 
 static int need_network(struct sandbox *sb, struct api_err *e)
 {
-	if (sb->rec.spec.network == SB_NET_PASST)
+	if (sb->rec.spec.network == SANDBOX_NET_PASST)
 		return 0;
 	api_err_set(e, API_E_WRONG_STATE,
 		    "sandbox %s has no network (created with \"network\": \"none\"); create one with \"network\": \"passt\" for a firewall",
@@ -135,7 +135,7 @@ static int need_network(struct sandbox *sb, struct api_err *e)
 }
 
 /* The stored rules: firewall.json, else what the first boot will write. */
-int sb_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e)
+int sandbox_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e)
 {
 	int r = fw_read(sb, canon, e);
 
@@ -150,7 +150,7 @@ int sb_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e)
 
 static bool has_vmm(enum sandbox_state s)
 {
-	return s == SB_RUNNING || s == SB_PAUSED;
+	return s == SANDBOX_RUNNING || s == SANDBOX_PAUSED;
 }
 
 int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e)
@@ -160,14 +160,14 @@ int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e)
 	struct api_err ce;
 
 	*out = NULL;
-	if (need_network(sb, e) || sb_firewall_current(sb, &rules, e))
+	if (need_network(sb, e) || sandbox_firewall_current(sb, &rules, e))
 		return -1;
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	st = sb->rec.state;
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	if (has_vmm(st) && vmm_control_firewall(sb->control, NULL, VMM_CONTROL_TIMEOUT_MS, NULL, &live, &ce))
 		kilnd_log("sandbox %s: firewall-get: %s", sb->rec.id, ce.message); /* the VM ended meanwhile */
-	*out = firewall_view(SB_NET_PASST, rules, live);
+	*out = firewall_view(SANDBOX_NET_PASST, rules, live);
 	json_decref(rules);
 	json_decref(live);
 	if (!*out) {
@@ -193,18 +193,18 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	line = firewall_rules_line(canon, e);
 	if (!line)
 		goto done;
-	if (sb_lock_unbusy(sb, e))
+	if (sandbox_lock_unbusy(sb, e))
 		goto done;
 	st = sb->rec.state;
-	if (st == SB_BOOTING || st == SB_STOPPING || st == SB_DELETING || st == SB_HIBERNATING) {
+	if (st == SANDBOX_BOOTING || st == SANDBOX_STOPPING || st == SANDBOX_DELETING || st == SANDBOX_HIBERNATING) {
 		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; change its firewall once that is over",
 			    sb->rec.id, sandbox_state_name(st));
-		sb_unlock(d);
+		kilnd_unlock(d);
 		goto done;
 	}
 	/* Other lifecycle requests (a boot that would read the file) wait. */
 	sb->busy_op = "firewall";
-	sb_unlock(d);
+	kilnd_unlock(d);
 	r = fw_write(sb, canon, e);
 	if (!r && has_vmm(st)) {
 		struct api_err ce;
@@ -212,9 +212,9 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 		if (vmm_control_firewall(sb->control, line, VMM_CONTROL_TIMEOUT_MS, &cut, NULL, &ce) == 0) {
 			applied = true;
 		} else {
-			sb_lock(d);
+			kilnd_lock(d);
 			st = sb->rec.state;
-			sb_unlock(d);
+			kilnd_unlock(d);
 			/* A VMM that ended meanwhile takes the file at its next boot. */
 			if (has_vmm(st)) {
 				api_err_set(e, ce.code, "%s (the rules are saved and apply at the next boot)", ce.message);
@@ -222,13 +222,13 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 			}
 		}
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	sb->busy_op = NULL;
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r)
 		goto done;
-	SB_METRIC(d, firewall_updates);
+	SANDBOX_METRIC(d, firewall_updates);
 	kilnd_log("sandbox %s: firewall rules replaced%s (%zu flows cut)", sb->rec.id,
 		  applied ? " at runtime" : " for the next boot", cut);
 	*out = json_pack("{s:s, s:O, s:b, s:o}", "network", "passt", "rules", canon, "applied", applied, "cut",
@@ -250,7 +250,7 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 
 	memset(t, 0, sizeof(*t));
 	*filtered = 0;
-	sb_lock(d);
+	kilnd_lock(d);
 	if (d->reg.n)
 		socks = calloc(d->reg.n, sizeof(*socks));
 	for (size_t i = 0; socks && i < d->reg.n; i++) {
@@ -259,10 +259,10 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 		/* Skip one busy with a snapshot: its control socket answers late.
 		 * No reference is taken (a scrape is not activity for the idle
 		 * timeout): a socket gone meanwhile is just not counted. */
-		if (sb->rec.spec.network == SB_NET_PASST && has_vmm(sb->rec.state) && !sb->busy_op)
+		if (sb->rec.spec.network == SANDBOX_NET_PASST && has_vmm(sb->rec.state) && !sb->busy_op)
 			memcpy(socks[n++], sb->control, sizeof(socks[0]));
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	for (size_t i = 0; i < n; i++) {
 		json_t *live = NULL;
 		struct api_err ce;

@@ -5,7 +5,7 @@
  * checkpoint: kiln-vmm copies the checkpoint's disk into the new overlay
  * and maps its memory copy-on-write, so forks of one checkpoint share
  * its pages in the page cache. Once the agent answers it gets its own
- * hostname and the host's clock (sb_boot).
+ * hostname and the host's clock (sandbox_boot).
  */
 #include <stdio.h>
 #include <string.h>
@@ -28,7 +28,7 @@ int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_
 	if (!from)
 		return -1;
 	snprintf(ref, sizeof(ref), "%s/%s", id, name);
-	if (sb_pathf(dir, sizeof(dir), "%s/checkpoints/%s", from->dir, name)) {
+	if (sandbox_pathf(dir, sizeof(dir), "%s/checkpoints/%s", from->dir, name)) {
 		api_err_set(e, API_E_INTERNAL, "fork: checkpoint path too long");
 		sandbox_put(from);
 		return -1;
@@ -39,19 +39,19 @@ int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_
 		return -1;
 	}
 	/* A fork starts with the source's current firewall rules. */
-	if (spec.network == SB_NET_PASST && !spec.firewall && sb_firewall_current(from, &spec.firewall, e)) {
+	if (spec.network == SANDBOX_NET_PASST && !spec.firewall && sandbox_firewall_current(from, &spec.firewall, e)) {
 		sandbox_spec_free(&spec);
 		sandbox_put(from);
 		return -1;
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	/* A sandbox being deleted takes its checkpoints with it. */
-	found = from->rec.state != SB_DELETING && checkpoint_find(from->rec.checkpoints, name, NULL) != NULL;
+	found = from->rec.state != SANDBOX_DELETING && checkpoint_find(from->rec.checkpoints, name, NULL) != NULL;
 	/* Holds the checkpoint: neither it nor its sandbox is deleted while
 	 * kiln-vmm copies and maps it. */
 	if (found)
 		from->cp_readers++;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (!found) {
 		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%s' (GET /v1/sandboxes/%s/checkpoints lists them)",
 			    id, name, id);
@@ -60,21 +60,21 @@ int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_
 		return -1;
 	}
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
-	sb = sb_create_entry(d, &spec, image, !hostname_given, e);
+	sb = sandbox_create_entry(d, &spec, image, !hostname_given, e);
 	if (sb) {
 		/* Its own name: the checkpoint's guest still has the source's. */
 		src.hostname = sb->rec.spec.hostname;
 		kilnd_log("sandbox %s: forking checkpoint %s", sb->rec.id, ref);
-		r = sb_create_finish(sb, &src, view, e);
+		r = sandbox_create_finish(sb, &src, view, e);
 	} else {
 		r = -1;
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	from->cp_readers--;
 	pthread_cond_broadcast(&from->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	sandbox_put(from);
 	if (r == 0)
-		SB_METRIC(d, forks);
+		SANDBOX_METRIC(d, forks);
 	return r;
 }

@@ -60,7 +60,7 @@ struct sandbox {
 	unsigned cp_readers;          /* reg.mu: restores reading one of its checkpoints */
 };
 
-/* Where a boot starts (sb_boot): NULL, or a snapshot to resume. */
+/* Where a boot starts (sandbox_boot): NULL, or a snapshot to resume. */
 struct boot_src {
 	const char *restore_dir; /* the snapshot directory */
 	const char *from;        /* boot.from: "hibernate" or "checkpoint" */
@@ -69,92 +69,92 @@ struct boot_src {
 	bool cold_fallback;      /* kiln-vmm refused the snapshot (exit 1): boot the kernel instead */
 };
 
-static inline void sb_lock(struct kilnd *d)
+static inline void kilnd_lock(struct kilnd *d)
 {
 	pthread_mutex_lock(&d->reg.mu);
 }
 
-static inline void sb_unlock(struct kilnd *d)
+static inline void kilnd_unlock(struct kilnd *d)
 {
 	pthread_mutex_unlock(&d->reg.mu);
 }
 
 /* sandbox.c / sandboxes.c: allocation and the registry (reg.mu held where _locked). */
-struct sandbox *sb_new(struct kilnd *d);
-void sb_free(struct sandbox *sb);
-struct sandbox *sb_find_locked(struct kilnd *d, const char *id);
-int sb_registry_add_locked(struct kilnd *d, struct sandbox *sb);
-void sb_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
+struct sandbox *sandbox_new(struct kilnd *d);
+void sandbox_free(struct sandbox *sb);
+struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id);
+int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb);
+void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
 
 /* sandbox_store.c */
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
-int sb_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int sandbox_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
-void sb_persist_locked(struct sandbox *sb);
+void sandbox_persist_locked(struct sandbox *sb);
 /* Remove a directory and everything beneath it (a sandbox's, a
  * checkpoint's), nothing outside it: nothing is followed. Missing: fine. */
-void sb_remove_dir(const char *dir);
+void sandbox_remove_dir(const char *dir);
 
 /* sandbox_ports.c: close every port mapping (the VMM ended). Not under reg.mu. */
-void sb_ports_close(struct sandbox *sb);
+void sandbox_ports_close(struct sandbox *sb);
 
 /* sandbox.c: creation, shared by create and fork. A new sandbox (booting,
  * registered, its directory made) for spec (taken over in every case) on
  * the image file; with hostname_from_id its hostname becomes kiln-<id>.
  * The caller holds a reference. NULL with e. */
-struct sandbox *sb_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
+struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
 				bool hostname_from_id, struct api_err *e);
 /* Boot it from src; on failure remove it whole. Drops the caller's reference. */
-int sb_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
+int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
 /* Wait (reg.mu held) until no pause, resume or checkpoint runs and no
  * hibernation or wake is under way (their owners broadcast cv). */
-void sb_wait_unbusy_locked(struct sandbox *sb);
-/* sb_lock + sb_wait_unbusy_locked, then refuse (unlocked, -1) while kilnd shuts down. */
-int sb_lock_unbusy(struct sandbox *sb, struct api_err *e);
+void sandbox_wait_unbusy_locked(struct sandbox *sb);
+/* kilnd_lock + sandbox_wait_unbusy_locked, then refuse (unlocked, -1) while kilnd shuts down. */
+int sandbox_lock_unbusy(struct sandbox *sb, struct api_err *e);
 /* Wait on cv (reg.mu held) until woken or deadline (mono ms) passed; false then. */
-bool sb_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono);
+bool sandbox_cv_wait_locked(struct sandbox *sb, int64_t deadline_mono);
 
 /* sandbox_vmm.c */
 /* Boot (state booting, owned by the caller) from src (NULL: the kernel)
  * and wait for the agent; then set the hostname (src->hostname) and the
  * guest clock. 0: running. -1 with e: crashed, no VMM left. */
-int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e);
+int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e);
 /* Bring the VMM down (state stopping or deleting, owned by the caller):
  * the agent's shutdown, then SIGTERM, then SIGKILL. */
-void sb_halt(struct sandbox *sb, int grace_ms);
+void sandbox_halt(struct sandbox *sb, int grace_ms);
 /* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
-bool sb_wait_gone_locked(struct sandbox *sb, int ms);
+bool sandbox_wait_gone_locked(struct sandbox *sb, int ms);
 /* Kill the VMM and wait until it is gone. Under reg.mu. */
-void sb_kill_locked(struct sandbox *sb);
+void sandbox_kill_locked(struct sandbox *sb);
 /*
  * Set the guest's clock from the host's and push fresh entropy into its
  * random pool (the agent reseeds the CRNG), as after every boot and restore:
  * forks of one snapshot must not share a clock or random numbers. 0 or -1
  * with *ae set.
  */
-int sb_sync_guest(const struct agent_client *c, struct agent_client_err *ae);
+int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae);
 
 /* sandbox_firewall.c: with network passt, the rules file for kiln-vmm's
  * --firewall into path[cap] (<dir>/firewall.json, written from the create
  * body's rules or the default when it does not exist yet). 0 (path
  * untouched without a network), or -1 with e. */
-int sb_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_err *e);
+int sandbox_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_err *e);
 /* Its current rules (firewall.json, else what its first boot will write). 0 with *canon, or -1 with e. */
-int sb_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e);
+int sandbox_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e);
 
 /* sandbox_snap.c */
 /* Wake a hibernated sandbox (the caller saw it hibernated, reg.mu not
  * held): restore <dir>/hibernate, or boot the kernel when the snapshot is
  * unusable. 0: running; -1 with e (wrong_state when another request
  * changed its state first). */
-int sb_wake(struct sandbox *sb, struct api_err *e);
+int sandbox_wake_locked(struct sandbox *sb, struct api_err *e);
 /* At load: drop checkpoints whose directory is gone, remove directories
  * no checkpoint names (a checkpoint cut short). reg.mu not needed. */
-void sb_checkpoints_reconcile(struct sandbox *sb);
+void sandbox_checkpoints_reconcile(struct sandbox *sb);
 /* The tick's part: start an idle hibernation where one is due. reg.mu held. */
-void sb_idle_check_locked(struct sandbox *sb, int64_t now_mono);
+void sandbox_idle_check_locked(struct sandbox *sb, int64_t now_mono);
 /* Count a metric (metrics_mu). */
-#define SB_METRIC(d, field)                              \
+#define SANDBOX_METRIC(d, field)                              \
 	do {                                             \
 		pthread_mutex_lock(&(d)->metrics_mu);    \
 		(d)->metrics.field++;                    \

@@ -23,9 +23,9 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 	if (sandbox_agent(sb, &c, &env, e))
 		return -1;
 	json_decref(env);
-	sb_lock(d);
+	kilnd_lock(d);
 	ok = sb->nports < SANDBOX_PORTS_MAX;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (!ok) {
 		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
 			    SANDBOX_PORTS_MAX);
@@ -33,8 +33,8 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 	}
 	if (port_fwd_open(c.uds_path, spec, &f, e))
 		return -1;
-	sb_lock(d);
-	if (sb->rec.state != SB_RUNNING || sb->vmm_exited) {
+	kilnd_lock(d);
+	if (sb->rec.state != SANDBOX_RUNNING || sb->vmm_exited) {
 		api_err_set(e, API_E_WRONG_STATE, "sandbox %s stopped while the port mapping was made", sb->rec.id);
 		ok = false;
 	} else if (sb->nports >= SANDBOX_PORTS_MAX) {
@@ -46,7 +46,7 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 		*view = port_fwd_view(f);
 		ok = true;
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (!ok) {
 		port_fwd_close(f);
 		return -1;
@@ -63,15 +63,15 @@ json_t *sandbox_port_list(struct sandbox *sb)
 
 	if (!a)
 		return NULL;
-	sb_lock(d);
+	kilnd_lock(d);
 	for (size_t i = 0; i < sb->nports; i++) {
 		if (json_array_append_new(a, port_fwd_view(sb->ports[i]))) {
-			sb_unlock(d);
+			kilnd_unlock(d);
 			json_decref(a);
 			return NULL;
 		}
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	return json_pack("{s:o}", "ports", a);
 }
 
@@ -80,7 +80,7 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
 	struct kilnd *d = sb->d;
 	struct port_fwd *f = NULL;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	for (size_t i = 0; i < sb->nports; i++) {
 		if (port_fwd_host_port(sb->ports[i]) == host_port) {
 			f = sb->ports[i];
@@ -88,7 +88,7 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
 			break;
 		}
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (!f) {
 		api_err_set(e, API_E_NOT_FOUND, "sandbox %s has no port mapping on host port %u (GET .../ports lists them)",
 			    sb->rec.id, (unsigned)host_port);
@@ -100,17 +100,17 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
 	return 0;
 }
 
-void sb_ports_close(struct sandbox *sb)
+void sandbox_ports_close(struct sandbox *sb)
 {
 	struct kilnd *d = sb->d;
 	struct port_fwd *v[SANDBOX_PORTS_MAX];
 	size_t n;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	n = sb->nports;
 	memcpy(v, sb->ports, n * sizeof(v[0]));
 	sb->nports = 0;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	for (size_t i = 0; i < n; i++)
 		port_fwd_close(v[i]);
 }

@@ -22,13 +22,13 @@
 
 static int cp_path(const struct sandbox *sb, const char *name, char *out, size_t cap)
 {
-	return name ? sb_pathf(out, cap, "%s/checkpoints/%s", sb->dir, name)
-		    : sb_pathf(out, cap, "%s/checkpoints", sb->dir);
+	return name ? sandbox_pathf(out, cap, "%s/checkpoints/%s", sb->dir, name)
+		    : sandbox_pathf(out, cap, "%s/checkpoints", sb->dir);
 }
 
 static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
 {
-	return sb_pathf(out, cap, "%s/hibernate", sb->dir);
+	return sandbox_pathf(out, cap, "%s/hibernate", sb->dir);
 }
 
 /* kiln-vmm refuses to snapshot a guest with a mounted virtio-fs share
@@ -51,7 +51,7 @@ static void sync_clock(struct sandbox *sb)
 	struct agent_client c;
 
 	agent_client_init(&c, sb->vsock);
-	if (sb_sync_guest(&c, &ae))
+	if (sandbox_sync_guest(&c, &ae))
 		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
 }
 
@@ -59,41 +59,41 @@ static void sync_clock(struct sandbox *sb)
 static int pause_or_resume(struct sandbox *sb, bool pause, json_t **view, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	enum sandbox_event ev = pause ? SB_EV_PAUSE : SB_EV_RESUME;
+	enum sandbox_event ev = pause ? SANDBOX_EV_PAUSE : SANDBOX_EV_RESUME;
 	struct control_reply rep;
 	enum sandbox_state to;
 	int r;
 
-	sb_lock(d);
-	sb_wait_unbusy_locked(sb);
+	kilnd_lock(d);
+	sandbox_wait_unbusy_locked(sb);
 	if (sandbox_transition(sb->rec.state, ev, &to, sb->rec.id, e)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
 	sb->busy_op = pause ? "pause" : "resume";
-	sb_unlock(d);
+	kilnd_unlock(d);
 	r = vmm_control_call(sb->control, pause ? CTL_PAUSE : CTL_RESUME, NULL, false,
 			     VMM_CONTROL_TIMEOUT_MS, &rep, e);
-	sb_lock(d);
+	kilnd_lock(d);
 	sb->busy_op = NULL;
 	/* The VMM may have ended meanwhile (crashed): then that is the answer. */
 	if (r == 0 && sandbox_transition(sb->rec.state, ev, &to, sb->rec.id, e) == 0) {
 		sb->rec.state = to;
 		sb->active_mono = mono_ms();
-		sb_persist_locked(sb);
+		sandbox_persist_locked(sb);
 	} else {
 		r = -1;
 	}
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r)
 		return -1;
 	if (!pause)
 		sync_clock(sb);
 	if (pause)
-		SB_METRIC(d, pauses);
+		SANDBOX_METRIC(d, pauses);
 	else
-		SB_METRIC(d, resumes);
+		SANDBOX_METRIC(d, resumes);
 	kilnd_log("sandbox %s: %s", sb->rec.id, pause ? "paused" : "resumed");
 	*view = sandbox_view(sb);
 	return 0;
@@ -127,28 +127,28 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint path too long", sb->rec.id);
 		return -1;
 	}
-	sb_lock(d);
-	sb_wait_unbusy_locked(sb);
-	if (sandbox_transition(sb->rec.state, SB_EV_CHECKPOINT, &to, sb->rec.id, e) ||
+	kilnd_lock(d);
+	sandbox_wait_unbusy_locked(sb);
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_CHECKPOINT, &to, sb->rec.id, e) ||
 	    snapshots_allowed_locked(sb, "checkpoint", e)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
 	if (checkpoint_find(sb->rec.checkpoints, req->name, NULL)) {
 		api_err_set(e, API_E_EXISTS, "sandbox %s already has a checkpoint '%s'; delete it first or pick another name",
 			    sb->rec.id, req->name);
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
 	if (json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
 		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
 			    sb->rec.id, json_array_size(sb->rec.checkpoints), d->cfg.max_checkpoints);
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
-	paused = sb->rec.state == SB_PAUSED;
+	paused = sb->rec.state == SANDBOX_PAUSED;
 	sb->busy_op = "checkpoint";
-	sb_unlock(d);
+	kilnd_unlock(d);
 
 	/* Busy, so no delete removes the sandbox directory meanwhile. */
 	if (cp_path(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
@@ -164,7 +164,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 			r = -1;
 		}
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	sb->busy_op = NULL;
 	if (r == 0 && (!sb->rec.checkpoints || json_array_append(sb->rec.checkpoints, obj))) {
 		api_err_set(e, API_E_INTERNAL, "checkpoint: out of memory");
@@ -172,17 +172,17 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	}
 	if (r == 0) {
 		sb->active_mono = mono_ms();
-		sb_persist_locked(sb);
+		sandbox_persist_locked(sb);
 	}
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r) {
 		/* kiln-vmm keeps an earlier directory of that name whole; one it
 		 * made for this request and we could not record goes. */
 		if (obj)
-			sb_remove_dir(dir);
+			sandbox_remove_dir(dir);
 		json_decref(obj);
-		SB_METRIC(d, checkpoint_failures);
+		SANDBOX_METRIC(d, checkpoint_failures);
 		kilnd_log("sandbox %s: checkpoint '%s' failed: %s", sb->rec.id, req->name, e->message);
 		return -1;
 	}
@@ -200,9 +200,9 @@ json_t *sandbox_checkpoint_list(struct sandbox *sb)
 {
 	json_t *a;
 
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	a = sb->rec.checkpoints ? json_deep_copy(sb->rec.checkpoints) : json_array();
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	return a ? json_pack("{s:o}", "checkpoints", a) : NULL;
 }
 
@@ -216,10 +216,10 @@ int sandbox_checkpoint_get(struct sandbox *sb, const char *name, json_t **cp, st
 {
 	json_t *c;
 
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	c = checkpoint_find(sb->rec.checkpoints, name, NULL);
 	*cp = c ? json_deep_copy(c) : NULL;
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	if (!c) {
 		no_checkpoint(sb, name, e);
 		return -1;
@@ -241,24 +241,24 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	if (!checkpoint_find(sb->rec.checkpoints, name, &i)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
 	if (sb->cp_readers) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading its checkpoints; retry in a moment",
 			    sb->rec.id);
 		return -1;
 	}
 	json_array_remove(sb->rec.checkpoints, i);
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	/* Sandboxes restored from it keep running: their memory maps the
 	 * files, which stay until the last mapping goes. */
-	sb_remove_dir(dir);
+	sandbox_remove_dir(dir);
 	kilnd_log("sandbox %s: checkpoint '%s' deleted", sb->rec.id, name);
 	return 0;
 }
@@ -276,42 +276,42 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 		return -1;
 	}
 	snprintf(ref, sizeof(ref), "%s/%s", sb->rec.id, name);
-	if (sb_lock_unbusy(sb, e))
+	if (sandbox_lock_unbusy(sb, e))
 		return -1;
 	if (!checkpoint_find(sb->rec.checkpoints, name, NULL)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
-	if (sandbox_transition(sb->rec.state, SB_EV_RESTORE, &to, sb->rec.id, e)) {
-		sb_unlock(d);
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_RESTORE, &to, sb->rec.id, e)) {
+		kilnd_unlock(d);
 		return -1;
 	}
 	sb->rec.state = to;
 	sb->cp_readers++;
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	/* Everything since the checkpoint is discarded: no clean shutdown. */
 	sb->stop_reason = "restored";
-	sb_kill_locked(sb);
+	sandbox_kill_locked(sb);
 	sb->stop_reason = NULL;
 	json_decref(sb->rec.hibernation);
 	sb->rec.hibernation = NULL;
-	sb_unlock(d);
-	sb_remove_dir(hib);
+	kilnd_unlock(d);
+	sandbox_remove_dir(hib);
 	kilnd_log("sandbox %s: restoring checkpoint '%s'", sb->rec.id, name);
-	r = sb_boot(sb, &src, e);
-	sb_lock(d);
+	r = sandbox_boot(sb, &src, e);
+	kilnd_lock(d);
 	sb->cp_readers--;
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r)
 		return -1;
-	SB_METRIC(d, restores);
+	SANDBOX_METRIC(d, restores);
 	*view = sandbox_view(sb);
 	return 0;
 }
 
-void sb_checkpoints_reconcile(struct sandbox *sb)
+void sandbox_checkpoints_reconcile(struct sandbox *sb)
 {
 	char dir[PATH_MAX], sub[PATH_MAX];
 	struct dirent *de;
@@ -337,9 +337,9 @@ void sb_checkpoints_reconcile(struct sandbox *sb)
 			continue;
 		/* A checkpoint kilnd never recorded (it stopped mid-way), or
 		 * kiln-vmm's scratch copy of one. */
-		if (sb_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
+		if (sandbox_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
 			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id, sub);
-			sb_remove_dir(sub);
+			sandbox_remove_dir(sub);
 		}
 	}
 	closedir(dh);
@@ -354,7 +354,7 @@ static bool idle_locked(struct sandbox *sb, int64_t now)
 	 * a request (an exec, a transfer) at work. Port mappings and shares
 	 * keep it awake: forwarded connections would end, and a guest with
 	 * a share cannot be snapshotted. */
-	return sb->rec.state == SB_RUNNING && !sb->busy_op && sb->refs <= 3 && sb->rec.spec.idle_timeout_s &&
+	return sb->rec.state == SANDBOX_RUNNING && !sb->busy_op && sb->refs <= 3 && sb->rec.spec.idle_timeout_s &&
 	       !sb->nports && !sb->rec.spec.nshares && !atomic_load(&sb->d->shutting_down) &&
 	       now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
 }
@@ -377,21 +377,21 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}
-	sb_lock(d);
-	sb_wait_unbusy_locked(sb);
+	kilnd_lock(d);
+	sandbox_wait_unbusy_locked(sb);
 	if (idle && !idle_locked(sb, mono_ms())) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return 1;
 	}
-	if (sandbox_transition(sb->rec.state, SB_EV_HIBERNATE, &to, sb->rec.id, e) ||
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE, &to, sb->rec.id, e) ||
 	    snapshots_allowed_locked(sb, "hibernate", e)) {
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
-	was_paused = sb->rec.state == SB_PAUSED;
+	was_paused = sb->rec.state == SANDBOX_PAUSED;
 	sb->rec.state = to;
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 
 	/* Paused first, and it stays paused after the snapshot: nothing the
 	 * guest does between the snapshot and the kill can be lost. */
@@ -403,17 +403,17 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	if (vmm_control_call(sb->control, CTL_SNAPSHOT, dir, false, SNAPSHOT_TIMEOUT_MS, &rep, e))
 		goto fail;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	sb->stop_reason = "hibernated";
-	sb_kill_locked(sb);
+	sandbox_kill_locked(sb);
 	sb->stop_reason = NULL;
-	sandbox_transition(sb->rec.state, SB_EV_HIBERNATED, &to, sb->rec.id, NULL);
+	sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATED, &to, sb->rec.id, NULL);
 	sb->rec.state = to;
 	json_decref(sb->rec.hibernation);
 	sb->rec.hibernation = hibernation_object(wall_ms(), &rep);
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	pthread_mutex_lock(&d->metrics_mu);
 	d->metrics.hibernations++;
 	if (idle)
@@ -428,18 +428,18 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 fail:
 	if (paused_here && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
 		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.message);
-	sb_lock(d);
+	kilnd_lock(d);
 	/* Back to what it was, in one hold of the lock; if the VMM died on
 	 * the way, on to crashed (its on_exit left that to us). */
-	if (sandbox_transition(sb->rec.state, SB_EV_HIBERNATE_FAIL, &to, sb->rec.id, NULL) == 0)
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
-	if (was_paused && sb->proc && sandbox_transition(sb->rec.state, SB_EV_PAUSE, &to, sb->rec.id, NULL) == 0)
+	if (was_paused && sb->proc && sandbox_transition(sb->rec.state, SANDBOX_EV_PAUSE, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
-	if (!sb->proc && sandbox_transition(sb->rec.state, SB_EV_VMM_FAIL, &to, sb->rec.id, NULL) == 0)
+	if (!sb->proc && sandbox_transition(sb->rec.state, SANDBOX_EV_VMM_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	kilnd_log("sandbox %s: hibernation failed: %s", sb->rec.id, e->message);
 	return -1;
 }
@@ -452,7 +452,7 @@ int sandbox_hibernate(struct sandbox *sb, json_t **view, struct api_err *e)
 	return 0;
 }
 
-int sb_wake(struct sandbox *sb, struct api_err *e)
+int sandbox_wake_locked(struct sandbox *sb, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	char dir[PATH_MAX];
@@ -464,33 +464,33 @@ int sb_wake(struct sandbox *sb, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}
-	if (sb_lock_unbusy(sb, e))
+	if (sandbox_lock_unbusy(sb, e))
 		return -1;
-	if (sb->rec.state != SB_HIBERNATED) {
+	if (sb->rec.state != SANDBOX_HIBERNATED) {
 		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; only a hibernated sandbox wakes%s", sb->rec.id,
 			    sandbox_state_name(sb->rec.state),
-			    sb->rec.state == SB_STOPPED || sb->rec.state == SB_CRASHED ? " (POST .../start boots it)" : "");
-		sb_unlock(d);
+			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED ? " (POST .../start boots it)" : "");
+		kilnd_unlock(d);
 		return -1;
 	}
-	sandbox_transition(sb->rec.state, SB_EV_START, &to, sb->rec.id, NULL);
+	sandbox_transition(sb->rec.state, SANDBOX_EV_START, &to, sb->rec.id, NULL);
 	sb->rec.state = to;
 	sb->waking = true;
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	kilnd_log("sandbox %s: waking", sb->rec.id);
-	r = sb_boot(sb, &src, e);
+	r = sandbox_boot(sb, &src, e);
 	/* Used or unusable, the snapshot is spent: the disk is the overlay now. */
-	sb_remove_dir(dir);
-	sb_lock(d);
+	sandbox_remove_dir(dir);
+	kilnd_lock(d);
 	sb->waking = false;
 	json_decref(sb->rec.hibernation);
 	sb->rec.hibernation = NULL;
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (r == 0)
-		SB_METRIC(d, wakes);
+		SANDBOX_METRIC(d, wakes);
 	return r;
 }
 
@@ -498,7 +498,7 @@ int sandbox_wake(struct sandbox *sb, json_t **view, struct api_err *e)
 {
 	json_t *v, *boot;
 
-	if (sb_wake(sb, e))
+	if (sandbox_wake_locked(sb, e))
 		return -1;
 	v = sandbox_view(sb);
 	boot = json_object_get(v, "boot");
@@ -536,20 +536,20 @@ static void *idle_thread(void *arg)
 	 * request on the sandbox between keystrokes: ask the agent. */
 	agent_client_init(&c, sb->vsock);
 	if (agent_client_list_processes(&c, any_attached, &watched, NULL, &ae) == 0 && watched) {
-		sb_lock(sb->d);
+		kilnd_lock(sb->d);
 		sb->active_mono = mono_ms();
-		sb_unlock(sb->d);
+		kilnd_unlock(sb->d);
 	} else {
 		hibernate(sb, true, &e);
 	}
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	sb->idle_pending = false;
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	sandbox_put(sb);
 	return NULL;
 }
 
-void sb_idle_check_locked(struct sandbox *sb, int64_t now_mono)
+void sandbox_idle_check_locked(struct sandbox *sb, int64_t now_mono)
 {
 	pthread_attr_t attr;
 	pthread_t th;

@@ -12,7 +12,7 @@
 #include "lib/base/fd_io.h"
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
-int sb_pathf(char *out, size_t cap, const char *fmt, ...)
+int sandbox_pathf(char *out, size_t cap, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -24,7 +24,7 @@ int sb_pathf(char *out, size_t cap, const char *fmt, ...)
 }
 
 /* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
-void sb_persist_locked(struct sandbox *sb)
+void sandbox_persist_locked(struct sandbox *sb)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	json_t *m = sandbox_record_persist(&sb->rec);
@@ -97,7 +97,7 @@ static void empty_dir(int dfd, const char *path, int depth)
 }
 
 /* Remove a directory and everything beneath it; see sandbox_impl.h. */
-void sb_remove_dir(const char *dir)
+void sandbox_remove_dir(const char *dir)
 {
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 

@@ -12,7 +12,7 @@
 #include "api/kilnd/sandbox/vmm_output.h"
 
 /* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
-bool sb_wait_gone_locked(struct sandbox *sb, int ms)
+bool sandbox_wait_gone_locked(struct sandbox *sb, int ms)
 {
 	struct timespec dl;
 
@@ -27,15 +27,15 @@ bool sb_wait_gone_locked(struct sandbox *sb, int ms)
 }
 
 /* Kill the VMM and wait until it is gone. Under reg.mu. */
-void sb_kill_locked(struct sandbox *sb)
+void sandbox_kill_locked(struct sandbox *sb)
 {
 	if (!sb->proc)
 		return;
 	vmm_signal(sb->proc, SIGKILL);
-	if (!sb_wait_gone_locked(sb, KILL_WAIT_MS)) {
+	if (!sandbox_wait_gone_locked(sb, KILL_WAIT_MS)) {
 		kilnd_log("sandbox %s: kiln-vmm pid %d has not died %d s after SIGKILL; still waiting", sb->rec.id,
 			  sb->rec.pid, KILL_WAIT_MS / 1000);
-		sb_wait_gone_locked(sb, -1);
+		sandbox_wait_gone_locked(sb, -1);
 	}
 }
 
@@ -60,26 +60,26 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	enum sandbox_state was, to;
 	bool crashed = false;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	was = sb->rec.state;
 	switch (was) {
-	case SB_BOOTING:
+	case SANDBOX_BOOTING:
 		/* stop_reason: the VMM a restore in place replaces. */
 		end.reason = sb->stop_reason ? sb->stop_reason : sb->restoring ? "restore_failed" : "boot_failed";
 		break;
-	case SB_STOPPING:
-	case SB_DELETING:
+	case SANDBOX_STOPPING:
+	case SANDBOX_DELETING:
 		end.reason = sb->stop_reason ? sb->stop_reason : "stopped";
 		break;
-	case SB_HIBERNATING:
+	case SANDBOX_HIBERNATING:
 		/* stop_reason is set once the snapshot is complete. */
 		end.reason = sb->stop_reason ? sb->stop_reason : "crashed";
 		break;
-	case SB_RUNNING:
-	case SB_PAUSED:
+	case SANDBOX_RUNNING:
+	case SANDBOX_PAUSED:
 		crashed = !(x->status == 0 && x->signal == 0);
 		end.reason = crashed ? "crashed" : "guest_shutdown";
-		if (sandbox_transition(was, crashed ? SB_EV_VMM_FAIL : SB_EV_VMM_CLEAN, &to, sb->rec.id, NULL) == 0)
+		if (sandbox_transition(was, crashed ? SANDBOX_EV_VMM_FAIL : SANDBOX_EV_VMM_CLEAN, &to, sb->rec.id, NULL) == 0)
 			sb->rec.state = to;
 		break;
 	default:
@@ -97,7 +97,7 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	/* kiln-vmm removes nothing on its way out: the next boot binds again. */
 	unlink(sb->vsock);
 	unlink(sb->control);
-	sb_persist_locked(sb);
+	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
 	if (x->signal)
 		kilnd_log("sandbox %s: kiln-vmm was killed by signal %d (%s)", sb->rec.id, x->signal,
@@ -105,9 +105,9 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	else
 		kilnd_log("sandbox %s: kiln-vmm exited with status %d (%s)", sb->rec.id, x->status,
 			  sandbox_state_name(sb->rec.state));
-	sb_unlock(d);
+	kilnd_unlock(d);
 	/* Port mappings end with the boot they forward into. */
-	sb_ports_close(sb);
+	sandbox_ports_close(sb);
 	if (crashed) {
 		pthread_mutex_lock(&d->metrics_mu);
 		d->metrics.crashes++;
@@ -175,36 +175,36 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
 	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
 	firewall[0] = '\0';
-	if (sb_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e))
+	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e))
 		return -1;
 	req.argv = argv.argv;
 	/* Sockets left by a kiln-vmm that was killed would make bind fail. */
 	unlink(sb->vsock);
 	unlink(sb->control);
-	sb_lock(d);
+	kilnd_lock(d);
 	sb->vmm_exited = false;
 	sb->restoring = restore_dir != NULL;
 	sb->rec.boots++;
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
-	sb_unlock(d);
+	kilnd_unlock(d);
 	t0 = mono_ms_f();
 	if (vmm_spawn(&req, &proc, &pid, e)) {
 		vmm_argv_free(&argv);
-		sb_lock(d);
+		kilnd_lock(d);
 		sb->refs--;
-		sb_unlock(d);
+		kilnd_unlock(d);
 		return -1;
 	}
 	vmm_argv_free(&argv);
 	*spawned = true;
-	sb_lock(d);
+	kilnd_lock(d);
 	/* The VMM may already be gone (on_vmm_exit ran): then keep proc NULL. */
 	if (!sb->vmm_exited) {
 		sb->proc = proc;
 		sb->rec.pid = pid;
 	}
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 
 	agent_client_init(&c, sb->vsock);
 	deadline = t0 + d->cfg.boot_timeout_ms;
@@ -213,13 +213,13 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		bool exited;
 		int r;
 
-		sb_lock(d);
+		kilnd_lock(d);
 		exited = sb->vmm_exited;
 		if (exited) {
 			boot_exit_error_locked(sb, e);
 			*refused = restore_dir && last_exit_status_locked(sb) == 1;
 		}
-		sb_unlock(d);
+		kilnd_unlock(d);
 		if (exited)
 			return -1;
 		if (atomic_load(&d->shutting_down)) {
@@ -242,8 +242,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	return 0;
 
 kill:
-	sb_lock(d);
-	sb_kill_locked(sb);
+	kilnd_lock(d);
+	sandbox_kill_locked(sb);
 	if (timed_out) {
 		/* The directory of a failed create is gone by the time the client
 		 * reads this: quote the console instead of pointing at it. */
@@ -255,7 +255,7 @@ kill:
 			    sb->rec.id, d->cfg.boot_timeout_ms / 1000,
 			    last ? last : sb->rec.spec.console ? "(none)" : "(console off)");
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	return -1;
 }
 
@@ -265,7 +265,7 @@ kill:
  * and the host's clock (every restore: the guest's clock stood still in
  * the snapshot). 0: running. -1 with e: crashed, no VMM left.
  */
-int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
+int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	const char *restore_dir = src ? src->restore_dir : NULL;
@@ -283,14 +283,14 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 			goto failed;
 		/* The snapshot is unusable: the overlay still holds the disk as
 		 * it was at the snapshot, so boot the kernel on it instead. */
-		sb_lock(d);
+		kilnd_lock(d);
 		const char *msg = json_string_value(json_object_get(sb->rec.last_exit, "message"));
 
 		snprintf(snapshot_error, sizeof(snapshot_error), "%s", msg ? msg : e->message);
-		sb_unlock(d);
+		kilnd_unlock(d);
 		kilnd_log("sandbox %s: the snapshot in %s is unusable (%s); booting the kernel instead", sb->rec.id,
 			  restore_dir, snapshot_error);
-		SB_METRIC(d, wake_cold_boots);
+		SANDBOX_METRIC(d, wake_cold_boots);
 		restore_dir = NULL;
 		if (spawn_and_wait(sb, NULL, &ready_ms, &spawned, &refused, e))
 			goto failed;
@@ -303,27 +303,27 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 
 		if (agent_client_configure(&c, &cfg, &ae)) {
 			api_err_from_agent(e, &ae, "setting the fork's hostname");
-			sb_lock(d);
-			sb_kill_locked(sb);
-			sb_unlock(d);
+			kilnd_lock(d);
+			sandbox_kill_locked(sb);
+			kilnd_unlock(d);
 			goto failed;
 		}
 	}
 	/* Best effort, for the boot timeline and for guests without an RTC. */
 	if (agent_client_info(&c, &info, &ae) == 0)
 		uptime = (int64_t)info.uptime_ms;
-	if (sb_sync_guest(&c, &ae) == 0)
+	if (sandbox_sync_guest(&c, &ae) == 0)
 		synced = true;
 	else
 		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
 
-	sb_lock(d);
+	kilnd_lock(d);
 	if (sb->vmm_exited) {
 		boot_exit_error_locked(sb, e);
-		sb_unlock(d);
+		kilnd_unlock(d);
 		goto failed;
 	}
-	sandbox_transition(sb->rec.state, SB_EV_BOOT_OK, &to, sb->rec.id, NULL);
+	sandbox_transition(sb->rec.state, SANDBOX_EV_BOOT_OK, &to, sb->rec.id, NULL);
 	sb->rec.state = to;
 	sb->restoring = false;
 	sb->rec.started_ms = wall_ms();
@@ -339,8 +339,8 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 		sb->deadline_mono = mono_ms() + (int64_t)sb->rec.spec.timeout_s * 1000;
 		sb->rec.expires_ms = sb->rec.started_ms + (int64_t)sb->rec.spec.timeout_s * 1000;
 	}
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	pthread_mutex_lock(&d->metrics_mu);
 	if (restore_dir) {
 		histogram_observe(&d->metrics.restore_seconds, ready_ms / 1000.0);
@@ -354,7 +354,7 @@ int sb_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 	return 0;
 
 failed:
-	sb_lock(d);
+	kilnd_lock(d);
 	if (!spawned) {
 		/* No VMM ever ran, so no on_exit described the failure. */
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "boot_failed", .exit_status = -1,
@@ -367,10 +367,10 @@ failed:
 				    json_string(sb->restoring ? "restore_failed" : "boot_failed"));
 	}
 	sb->restoring = false;
-	if (sandbox_transition(sb->rec.state, SB_EV_BOOT_FAIL, &to, sb->rec.id, NULL) == 0)
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_BOOT_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 	pthread_mutex_lock(&d->metrics_mu);
 	d->metrics.boot_failures++;
 	pthread_mutex_unlock(&d->metrics_mu);
@@ -382,16 +382,16 @@ failed:
  * Bring the VMM down (state stopping or deleting, owned by the caller):
  * ask the agent to shut the guest down, then SIGTERM, then SIGKILL.
  */
-void sb_halt(struct sandbox *sb, int grace_ms)
+void sandbox_halt(struct sandbox *sb, int grace_ms)
 {
 	struct kilnd *d = sb->d;
 	struct agent_client_err ae;
 	struct agent_client c;
 	bool has;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	has = sb->proc != NULL;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	if (!has)
 		return;
 	agent_client_init(&c, sb->vsock);
@@ -401,18 +401,18 @@ void sb_halt(struct sandbox *sb, int grace_ms)
 	if (agent_client_shutdown(&c, grace_ms, &ae) < 0)
 		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM", sb->rec.id,
 			  ae.message);
-	sb_lock(d);
-	if (!sb_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
+	kilnd_lock(d);
+	if (!sandbox_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
 		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm", sb->rec.id,
 			  d->cfg.stop_timeout_ms + grace_ms);
 		vmm_signal(sb->proc, SIGTERM);
-		if (!sb_wait_gone_locked(sb, TERM_WAIT_MS))
-			sb_kill_locked(sb);
+		if (!sandbox_wait_gone_locked(sb, TERM_WAIT_MS))
+			sandbox_kill_locked(sb);
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 }
 
-int sb_sync_guest(const struct agent_client *c, struct agent_client_err *ae)
+int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae)
 {
 	uint8_t seed[AGENT_ENTROPY_MAX];
 	struct timespec now;

@@ -9,7 +9,7 @@
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-struct sandbox *sb_find_locked(struct kilnd *d, const char *id)
+struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
 	for (size_t i = 0; i < d->reg.n; i++)
 		if (strcmp(d->reg.v[i]->rec.id, id) == 0)
@@ -17,7 +17,7 @@ struct sandbox *sb_find_locked(struct kilnd *d, const char *id)
 	return NULL;
 }
 
-int sb_registry_add_locked(struct kilnd *d, struct sandbox *sb)
+int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb)
 {
 	if (d->reg.n == d->reg.cap) {
 		size_t cap = d->reg.cap ? 2 * d->reg.cap : 16;
@@ -34,7 +34,7 @@ int sb_registry_add_locked(struct kilnd *d, struct sandbox *sb)
 }
 
 /* Drop the registry's reference (the caller still holds its own). */
-void sb_registry_remove_locked(struct kilnd *d, struct sandbox *sb)
+void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb)
 {
 	for (size_t i = 0; i < d->reg.n; i++) {
 		if (d->reg.v[i] == sb) {
@@ -53,29 +53,29 @@ json_t *sandbox_list(struct kilnd *d, const struct list_filter *f)
 
 	if (!arr)
 		return NULL;
-	sb_lock(d);
+	kilnd_lock(d);
 	for (size_t i = 0; i < d->reg.n; i++) {
 		struct sandbox *sb = d->reg.v[i];
 
 		if (list_filter_match(f, sb->rec.state, sb->rec.spec.labels) &&
 		    json_array_append_new(arr, sandbox_record_view(&sb->rec))) {
-			sb_unlock(d);
+			kilnd_unlock(d);
 			json_decref(arr);
 			return NULL;
 		}
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	return json_pack("{s:o}", "sandboxes", arr);
 }
 
-void sandboxes_count(struct kilnd *d, unsigned counts[SB_STATE_COUNT], size_t *total)
+void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size_t *total)
 {
-	memset(counts, 0, SB_STATE_COUNT * sizeof(counts[0]));
-	sb_lock(d);
+	memset(counts, 0, SANDBOX_STATE_COUNT * sizeof(counts[0]));
+	kilnd_lock(d);
 	for (size_t i = 0; i < d->reg.n; i++)
 		counts[d->reg.v[i]->rec.state]++;
 	*total = d->reg.n;
-	sb_unlock(d);
+	kilnd_unlock(d);
 }
 
 static void *timeout_thread(void *arg)
@@ -85,9 +85,9 @@ static void *timeout_thread(void *arg)
 
 	/* A request that got there first (stop, delete) is fine: 409 here. */
 	sandbox_stop(sb, AGENT_GRACE_DEFAULT_MS, "timeout", NULL, &e);
-	sb_lock(sb->d);
+	kilnd_lock(sb->d);
 	sb->timeout_pending = false;
-	sb_unlock(sb->d);
+	kilnd_unlock(sb->d);
 	sandbox_put(sb);
 	return NULL;
 }
@@ -96,15 +96,15 @@ void sandboxes_tick(struct kilnd *d)
 {
 	int64_t now = mono_ms();
 
-	sb_lock(d);
+	kilnd_lock(d);
 	for (size_t i = 0; i < d->reg.n; i++) {
 		struct sandbox *sb = d->reg.v[i];
 		pthread_attr_t attr;
 		pthread_t th;
 
-		sb_idle_check_locked(sb, now);
+		sandbox_idle_check_locked(sb, now);
 		/* A paused sandbox's deadline runs on: its stop resumes it first. */
-		if ((sb->rec.state != SB_RUNNING && sb->rec.state != SB_PAUSED) || !sb->deadline_mono ||
+		if ((sb->rec.state != SANDBOX_RUNNING && sb->rec.state != SANDBOX_PAUSED) || !sb->deadline_mono ||
 		    now < sb->deadline_mono || sb->timeout_pending)
 			continue;
 		sb->timeout_pending = true;
@@ -118,7 +118,7 @@ void sandboxes_tick(struct kilnd *d)
 		}
 		pthread_attr_destroy(&attr);
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 }
 
 static void *shutdown_thread(void *arg)
@@ -137,14 +137,14 @@ void sandboxes_shutdown(struct kilnd *d)
 	bool *started;
 	size_t n;
 
-	sb_lock(d);
+	kilnd_lock(d);
 	n = d->reg.n;
 	all = calloc(n ? n : 1, sizeof(*all));
 	th = calloc(n ? n : 1, sizeof(*th));
 	started = calloc(n ? n : 1, sizeof(*started));
 	if (!all || !th || !started) {
 		/* No memory to stop them gracefully: they die with us (PDEATHSIG). */
-		sb_unlock(d);
+		kilnd_unlock(d);
 		free(all);
 		free(th);
 		free(started);
@@ -154,7 +154,7 @@ void sandboxes_shutdown(struct kilnd *d)
 		all[i] = d->reg.v[i];
 		all[i]->refs++;
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	/* In parallel: each stop may wait for its guest. */
 	for (size_t i = 0; i < n; i++)
 		started[i] = pthread_create(&th[i], NULL, shutdown_thread, all[i]) == 0;
@@ -163,12 +163,12 @@ void sandboxes_shutdown(struct kilnd *d)
 			pthread_join(th[i], NULL);
 	/* Booting, stopping or deleting ones belong to requests that see
 	 * shutting_down or finish on their own; wait for their VMMs too. */
-	sb_lock(d);
+	kilnd_lock(d);
 	for (size_t i = 0; i < n; i++) {
-		if (all[i]->proc && !sb_wait_gone_locked(all[i], d->cfg.stop_timeout_ms))
-			sb_kill_locked(all[i]);
+		if (all[i]->proc && !sandbox_wait_gone_locked(all[i], d->cfg.stop_timeout_ms))
+			sandbox_kill_locked(all[i]);
 	}
-	sb_unlock(d);
+	kilnd_unlock(d);
 	for (size_t i = 0; i < n; i++)
 		sandbox_put(all[i]);
 	free(all);
@@ -186,8 +186,8 @@ static void load_one(struct kilnd *d, const char *id)
 	struct stat st;
 	json_t *meta;
 
-	if (sb_pathf(dir, sizeof(dir), "%s/sandboxes/%s", d->cfg.state_dir, id) ||
-	    sb_pathf(path, sizeof(path), "%s/meta.json", dir))
+	if (sandbox_pathf(dir, sizeof(dir), "%s/sandboxes/%s", d->cfg.state_dir, id) ||
+	    sandbox_pathf(path, sizeof(path), "%s/meta.json", dir))
 		return;
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > META_MAX) {
 		kilnd_log("skipping %s: no usable meta.json", dir);
@@ -198,65 +198,65 @@ static void load_one(struct kilnd *d, const char *id)
 		kilnd_log("skipping %s: meta.json: %s (line %d)", dir, je.text, je.line);
 		return;
 	}
-	sb = sb_new(d);
+	sb = sandbox_new(d);
 	if (!sb || sandbox_record_restore(meta, &sb->rec, &e) || strcmp(sb->rec.id, id) != 0) {
 		kilnd_log("skipping %s: %s", dir, sb ? (strcmp(sb->rec.id, id) ? "meta.json names another id" : e.message)
 						     : "out of memory");
 		json_decref(meta);
 		if (sb)
-			sb_free(sb);
+			sandbox_free(sb);
 		return;
 	}
 	json_decref(meta);
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
-	if (sb_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", dir) ||
-	    sb_pathf(sb->control, sizeof(sb->control), "%s/control.sock", dir) ||
-	    sb_pathf(path, sizeof(path), "%s/hibernate", dir)) {
-		sb_free(sb);
+	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", dir) ||
+	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/control.sock", dir) ||
+	    sandbox_pathf(path, sizeof(path), "%s/hibernate", dir)) {
+		sandbox_free(sb);
 		return;
 	}
-	if (sb->rec.state == SB_DELETING) {
+	if (sb->rec.state == SANDBOX_DELETING) {
 		/* The delete was cut short: finish it. */
 		kilnd_log("sandbox %s: finishing an interrupted delete", id);
-		sb_remove_dir(dir);
-		sb_free(sb);
+		sandbox_remove_dir(dir);
+		sandbox_free(sb);
 		return;
 	}
-	sb_checkpoints_reconcile(sb);
+	sandbox_checkpoints_reconcile(sb);
 	/* A hibernation whose snapshot was complete (kiln-vmm publishes the
 	 * directory only then), or a wake cut short: still hibernated. */
-	if ((sb->rec.state == SB_HIBERNATING || sb->rec.state == SB_BOOTING) && stat(path, &st) == 0 &&
+	if ((sb->rec.state == SANDBOX_HIBERNATING || sb->rec.state == SANDBOX_BOOTING) && stat(path, &st) == 0 &&
 	    S_ISDIR(st.st_mode)) {
 		kilnd_log("sandbox %s: %s was cut short; it stays hibernated", id,
-			  sb->rec.state == SB_BOOTING ? "a wake" : "a hibernation");
-		sb->rec.state = SB_HIBERNATED;
+			  sb->rec.state == SANDBOX_BOOTING ? "a wake" : "a hibernation");
+		sb->rec.state = SANDBOX_HIBERNATED;
 	}
-	if (sb->rec.state != SB_STOPPED && sb->rec.state != SB_CRASHED && sb->rec.state != SB_HIBERNATED) {
+	if (sb->rec.state != SANDBOX_STOPPED && sb->rec.state != SANDBOX_CRASHED && sb->rec.state != SANDBOX_HIBERNATED) {
 		/* Its VMM died with the previous kilnd (PR_SET_PDEATHSIG). */
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1,
 				       .message = json_string("kilnd exited while this sandbox ran; its VM was killed with it") };
 
 		json_decref(sb->rec.last_exit);
 		sb->rec.last_exit = sandbox_exit_json(&end);
-		sb->rec.state = SB_CRASHED;
+		sb->rec.state = SANDBOX_CRASHED;
 		sb->rec.stopped_ms = end.at_ms;
 		unlink(sb->vsock);
 		unlink(sb->control);
 		/* Only a hibernated sandbox keeps a hibernation snapshot. */
 		json_decref(sb->rec.hibernation);
 		sb->rec.hibernation = NULL;
-		sb_remove_dir(path);
+		sandbox_remove_dir(path);
 	}
 	sb->rec.pid = 0;
 	sb->rec.expires_ms = 0;
-	sb_lock(d);
-	if (sb_registry_add_locked(d, sb)) {
-		sb_unlock(d);
-		sb_free(sb);
+	kilnd_lock(d);
+	if (sandbox_registry_add_locked(d, sb)) {
+		kilnd_unlock(d);
+		sandbox_free(sb);
 		return;
 	}
-	sb_persist_locked(sb);
-	sb_unlock(d);
+	sandbox_persist_locked(sb);
+	kilnd_unlock(d);
 }
 
 static int cmp_created(const void *a, const void *b)
@@ -299,28 +299,28 @@ bool sandboxes_free(struct kilnd *d)
 	for (int i = 0; i < 500; i++) {
 		bool busy = false;
 
-		sb_lock(d);
+		kilnd_lock(d);
 		for (size_t k = 0; k < d->reg.n && !busy; k++)
 			busy = d->reg.v[k]->refs > 1;
-		sb_unlock(d);
+		kilnd_unlock(d);
 		if (!busy)
 			break;
 		usleep(10000);
 	}
-	sb_lock(d);
+	kilnd_lock(d);
 	while (d->reg.n) {
 		struct sandbox *sb = d->reg.v[--d->reg.n];
 
 		/* A straggler keeps its sandbox and the daemon context: it will
 		 * still lock the registry when it lets go. */
 		if (--sb->refs == 0)
-			sb_free(sb);
+			sandbox_free(sb);
 		else
 			clean = false;
 	}
 	free(d->reg.v);
 	d->reg.v = NULL;
 	d->reg.cap = 0;
-	sb_unlock(d);
+	kilnd_unlock(d);
 	return clean;
 }

@@ -54,7 +54,7 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	    check_path("vsock socket", l->vsock, e) || check_path("control socket", l->control, e) ||
 	    (l->restore_dir && check_path("snapshot", l->restore_dir, e)))
 		return -1;
-	if (s->network == SB_NET_PASST && check_path("firewall rules", l->firewall, e))
+	if (s->network == SANDBOX_NET_PASST && check_path("firewall rules", l->firewall, e))
 		return -1;
 	if (!hostname_valid(s->hostname)) {
 		api_err_set(e, API_E_BAD_FIELD, "hostname '%.80s' is invalid", s->hostname);
@@ -88,7 +88,7 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		goto fail;
 	if (s->console && add(a, e, "--console"))
 		goto fail;
-	if (s->network == SB_NET_PASST &&
+	if (s->network == SANDBOX_NET_PASST &&
 	    (add(a, e, "--net") ||
 	     (l->resolver && *l->resolver ? add(a, e, "passt,resolver=%s", l->resolver) : add(a, e, "passt")) ||
 	     add(a, e, "--firewall") || add(a, e, "%s", l->firewall) ||
@@ -100,7 +100,7 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	if (!l->restore_dir &&
 	    (add(a, e, "--cmdline") ||
 	     add(a, e, "quiet kiln.hostname=%s%s%s%s", s->hostname, s->nshares ? " kiln.shares=" : "", shares,
-		 s->network == SB_NET_PASST
+		 s->network == SANDBOX_NET_PASST
 			 ? " kiln.ip=" FW_PASST_GUEST_IP " kiln.gw=" FW_PASST_GATEWAY " kiln.dns=" FW_PASST_DNS
 			 : "")))
 		goto fail;

@@ -32,7 +32,7 @@ static void json_or_oom(struct http_req *r, json_t *o, const char *what)
 
 void handle_health(struct http_req *r)
 {
-	unsigned counts[SB_STATE_COUNT];
+	unsigned counts[SANDBOX_STATE_COUNT];
 	size_t total;
 
 	if (!no_query(r, "health"))
@@ -47,7 +47,7 @@ void handle_health(struct http_req *r)
 
 void handle_metrics(struct http_req *r)
 {
-	unsigned counts[SB_STATE_COUNT];
+	unsigned counts[SANDBOX_STATE_COUNT];
 	struct kiln_metrics m;
 	struct fw_totals fw;
 	unsigned fw_n;

@@ -81,10 +81,10 @@ static int parse_stdin(struct exec_spec *s, struct api_err *e)
 	const char *what = s->what;
 	const char *text, *b64;
 
-	if (jf_string(s->body, "stdin", false, AGENT_LEN_MAX, &text, what, e))
+	if (json_fields_string(s->body, "stdin", false, AGENT_LEN_MAX, &text, what, e))
 		return -1;
 	/* base64 of AGENT_LEN_MAX bytes, with padding. */
-	if (jf_string(s->body, "stdin_base64", false, (AGENT_LEN_MAX + 2) / 3 * 4, &b64, what, e))
+	if (json_fields_string(s->body, "stdin_base64", false, (AGENT_LEN_MAX + 2) / 3 * 4, &b64, what, e))
 		return -1;
 	if (text && b64) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: give 'stdin' or 'stdin_base64', not both", what);
@@ -136,8 +136,8 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 		return -1;
 	}
 	s->body = json_incref(body);
-	if (jf_only(body, fields, what, e) || parse_argv(s, e) ||
-	    jf_bool(body, "shell", false, &s->shell, what, e))
+	if (json_fields_only(body, fields, what, e) || parse_argv(s, e) ||
+	    json_fields_bool(body, "shell", false, &s->shell, what, e))
 		return -1;
 	/* The agent counts the /bin/sh -c that shell adds into its limit. */
 	if (s->shell && s->argc > AGENT_ARGV_MAX - 2) {
@@ -145,13 +145,13 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 			    AGENT_ARGV_MAX - 2);
 		return -1;
 	}
-	if (parse_env(s, e) || jf_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
+	if (parse_env(s, e) || json_fields_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
 		return -1;
 	if (s->cwd && !guest_path_valid(s->cwd, AGENT_PATH_MAX)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: cwd '%.100s' must be an absolute path", what, s->cwd);
 		return -1;
 	}
-	if (jf_string(body, "user", false, 16, &user, what, e))
+	if (json_fields_string(body, "user", false, 16, &user, what, e))
 		return -1;
 	if (!user || strcmp(user, "user") == 0) {
 		s->user = AGENT_USER_USER;
@@ -161,17 +161,17 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 		api_err_set(e, API_E_BAD_FIELD, "%s: user must be \"user\" or \"root\"", what);
 		return -1;
 	}
-	if (jf_uint(body, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &n, what, e))
+	if (json_fields_uint(body, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &n, what, e))
 		return -1;
 	s->timeout_ms = (uint32_t)n;
 	if (parse_stdin(s, e))
 		return -1;
-	if (jf_uint(body, "output_cap", false, 0,
+	if (json_fields_uint(body, "output_cap", false, 0,
 		    streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX, AGENT_OUTPUT_CAP_DEFAULT, &n,
 		    what, e))
 		return -1;
 	s->output_cap = (uint32_t)n;
-	if (jf_string(body, "output_encoding", false, 16, &enc, what, e))
+	if (json_fields_string(body, "output_encoding", false, 16, &enc, what, e))
 		return -1;
 	if (enc && strcmp(enc, "base64") == 0) {
 		s->base64_output = true;

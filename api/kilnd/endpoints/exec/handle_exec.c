@@ -45,7 +45,7 @@ static void job_put(struct exec_job *j)
 {
 	if (atomic_fetch_sub(&j->refs, 1) != 1)
 		return;
-	bq_destroy(&j->q);
+	byte_queue_destroy(&j->q);
 	exec_spec_free(&j->spec);
 	json_decref(j->env);
 	sandbox_put(j->sb);
@@ -66,7 +66,7 @@ static void count_exec(struct kilnd *d, bool ran, double ms)
 
 static int push_line(struct exec_job *j, char *line, size_t len)
 {
-	int r = line ? bq_push(&j->q, line, len) : 0;
+	int r = line ? byte_queue_push(&j->q, line, len) : 0;
 
 	free(line);
 	return r;
@@ -110,7 +110,7 @@ static void *producer(void *arg)
 			line = exec_event_exit(&res.exit, ms, &len);
 			r = line ? push_line(j, line, len) : -ENOMEM;
 		}
-		bq_close(&j->q, r);
+		byte_queue_close(&j->q, r);
 	} else if (r != -ECANCELED) {
 		api_err_from_agent(&j->err, &ae, "exec");
 		/* Output already went out (and the 200 with it): the error is the
@@ -118,12 +118,12 @@ static void *producer(void *arg)
 		if (j->q.pushed) {
 			line = exec_event_error(&j->err, &len);
 			push_line(j, line, len);
-			bq_close(&j->q, 0);
+			byte_queue_close(&j->q, 0);
 		} else {
-			bq_close(&j->q, -EIO);
+			byte_queue_close(&j->q, -EIO);
 		}
 	} else {
-		bq_close(&j->q, r);
+		byte_queue_close(&j->q, r);
 	}
 	agent_client_exec_result_free(&res);
 	job_put(j);
@@ -137,7 +137,7 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 	(void)pos;
 	for (;;) {
 		int err;
-		ssize_t n = bq_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
+		ssize_t n = byte_queue_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
 
 		if (n > 0)
 			return n;
@@ -152,7 +152,7 @@ static void reader_free(void *cls)
 {
 	struct exec_job *j = cls;
 
-	bq_abort(&j->q);
+	byte_queue_abort(&j->q);
 	job_put(j);
 }
 
@@ -163,7 +163,7 @@ static void stream(struct http_req *r, struct exec_job *j)
 	pthread_t th;
 	int err, rc;
 
-	if (bq_init(&j->q, EXEC_QUEUE_BYTES)) {
+	if (byte_queue_init(&j->q, EXEC_QUEUE_BYTES)) {
 		api_err_set(&e, API_E_INTERNAL, "exec: out of memory");
 		http_error(r, &e);
 		job_put(j);
@@ -183,7 +183,7 @@ static void stream(struct http_req *r, struct exec_job *j)
 		job_put(j);
 		return;
 	}
-	if (!bq_wait_first(&j->q, &err)) {
+	if (!byte_queue_wait_first(&j->q, &err)) {
 		/* Ended before its first event: a start error with its own status. */
 		if (j->err.code == API_OK)
 			api_err_set(&j->err, API_E_INTERNAL, "exec: ended without a result");

@@ -63,7 +63,7 @@ static int gz_to_queue(void *arg, const void *data, size_t n)
 {
 	struct get_job *j = arg;
 
-	return bq_push(&j->sj.q, data, n);
+	return byte_queue_push(&j->sj.q, data, n);
 }
 
 static int tar_to_gz(void *arg, const void *data, size_t n)
@@ -121,7 +121,7 @@ void handle_archive_get(struct http_req *r)
 fail:
 	json_decref(env);
 	gz_end(&j->gz);
-	bq_destroy(&j->sj.q);
+	byte_queue_destroy(&j->sj.q);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);
@@ -150,7 +150,7 @@ static ssize_t tar_source(void *arg, void *buf, size_t n)
 {
 	struct put_job *j = arg;
 	int err;
-	ssize_t k = bq_pop(&j->q, buf, n, -1, &err);
+	ssize_t k = byte_queue_pop(&j->q, buf, n, -1, &err);
 
 	if (k > 0)
 		return k;
@@ -164,7 +164,7 @@ static void *writer(void *arg)
 	j->rc = agent_client_tar_upload_cb(&j->c, j->path, j->user, tar_source, j, &j->stats, &j->ae);
 	/* Ended early (the agent refused a member): the body's next push
 	 * fails, and the rest of it is read and dropped. */
-	bq_abort(&j->q);
+	byte_queue_abort(&j->q);
 	return NULL;
 }
 
@@ -172,7 +172,7 @@ static int tar_to_queue(void *arg, const void *data, size_t n)
 {
 	struct put_job *j = arg;
 
-	return bq_push(&j->q, data, n);
+	return byte_queue_push(&j->q, data, n);
 }
 
 static int put_data(struct http_req *r, const void *p, size_t n)
@@ -184,7 +184,7 @@ static int put_data(struct http_req *r, const void *p, size_t n)
 	rc = gz_dec_write(&j->gz, p, n, tar_to_queue, j);
 	if (rc == -EBADMSG) {
 		j->gz_failed = true;
-		bq_close(&j->q, -EBADMSG);
+		byte_queue_close(&j->q, -EBADMSG);
 	}
 	return rc;
 }
@@ -193,7 +193,7 @@ static int put_data(struct http_req *r, const void *p, size_t n)
 static void put_release(struct http_req *r, struct put_job *j)
 {
 	gz_end(&j->gz);
-	bq_destroy(&j->q);
+	byte_queue_destroy(&j->q);
 	sandbox_put(j->sb);
 	free(j);
 	r->up = NULL;
@@ -206,12 +206,12 @@ static void put_end(struct http_req *r, bool too_large)
 	struct api_err e;
 
 	if (too_large) {
-		bq_close(&j->q, -EFBIG);
+		byte_queue_close(&j->q, -EFBIG);
 	} else if (!j->gz_failed && gz_dec_finish(&j->gz) < 0) {
 		j->gz_failed = true;
-		bq_close(&j->q, -EBADMSG);
+		byte_queue_close(&j->q, -EBADMSG);
 	} else if (!j->gz_failed) {
-		bq_close(&j->q, 0);
+		byte_queue_close(&j->q, 0);
 	}
 	pthread_join(j->th, NULL);
 	if (too_large) {
@@ -241,7 +241,7 @@ static void put_abort(struct http_req *r)
 	if (!j)
 		return;
 	/* The client went away: abandon the upload, not `end` it. */
-	bq_close(&j->q, -ECONNRESET);
+	byte_queue_close(&j->q, -ECONNRESET);
 	pthread_join(j->th, NULL);
 	put_release(r, j);
 }
@@ -267,7 +267,7 @@ void handle_archive_put_begin(struct http_req *r)
 	json_decref(env);
 	env = NULL;
 	snprintf(j->path, sizeof(j->path), "%s", path);
-	if (bq_init(&j->q, ARCHIVE_QUEUE_BYTES) || gz_dec_init(&j->gz)) {
+	if (byte_queue_init(&j->q, ARCHIVE_QUEUE_BYTES) || gz_dec_init(&j->gz)) {
 		api_err_set(&e, API_E_INTERNAL, "archive upload: out of memory");
 		goto fail;
 	}
@@ -282,7 +282,7 @@ fail:
 	json_decref(env);
 	gz_end(&j->gz);
 	if (j->q.buf)
-		bq_destroy(&j->q);
+		byte_queue_destroy(&j->q);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);

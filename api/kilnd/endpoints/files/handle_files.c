@@ -44,7 +44,7 @@ static int read_sink(void *arg, const void *data, size_t n)
 {
 	struct read_job *j = arg;
 
-	return bq_push(&j->sj.q, data, n);
+	return byte_queue_push(&j->sj.q, data, n);
 }
 
 static void read_produce(struct stream_job *sj)
@@ -80,7 +80,7 @@ void handle_file_get(struct http_req *r)
 		json_decref(env);
 		if (j->sb)
 			sandbox_put(j->sb);
-		bq_destroy(&j->sj.q);
+		byte_queue_destroy(&j->sj.q);
 		free(j);
 		http_error(r, &e);
 		return;

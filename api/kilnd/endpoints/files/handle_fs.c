@@ -107,9 +107,9 @@ static int push_json(struct list_job *j, json_t *v, const char *tail)
 	json_decref(v);
 	if (!s)
 		return -ENOMEM;
-	r = bq_push(&j->sj.q, s, strlen(s));
+	r = byte_queue_push(&j->sj.q, s, strlen(s));
 	free(s);
-	return r ? r : bq_push(&j->sj.q, tail, strlen(tail));
+	return r ? r : byte_queue_push(&j->sj.q, tail, strlen(tail));
 }
 
 /* {"path":...,"entries":[ before the first entry (or the end). */
@@ -121,7 +121,7 @@ static int open_listing(struct list_job *j)
 	if (j->opened)
 		return 0;
 	j->opened = true;
-	r = bq_push(&j->sj.q, head, sizeof(head) - 1);
+	r = byte_queue_push(&j->sj.q, head, sizeof(head) - 1);
 	return r ? r : push_json(j, json_string(j->path), ",\"entries\":[");
 }
 
@@ -132,7 +132,7 @@ static int list_entry(void *arg, const struct agent_client_stat *st)
 	int r = open_listing(j);
 
 	if (!r && !first)
-		r = bq_push(&j->sj.q, ",", 1);
+		r = byte_queue_push(&j->sj.q, ",", 1);
 	return r ? r : push_json(j, file_stat_json(st, true), "");
 }
 
@@ -152,7 +152,7 @@ static void list_produce(struct stream_job *sj)
 			 (unsigned long long)end.skipped);
 		r = open_listing(j);
 		if (!r)
-			r = bq_push(&sj->q, tail, strlen(tail));
+			r = byte_queue_push(&sj->q, tail, strlen(tail));
 	} else if (r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
@@ -175,13 +175,13 @@ void handle_file_list(struct http_req *r)
 		return;
 	}
 	if (query_file_list(r->kv, r->nkv, &path, &j->o, &e)) {
-		bq_destroy(&j->sj.q);
+		byte_queue_destroy(&j->sj.q);
 		free(j);
 		http_error(r, &e);
 		return;
 	}
 	if (!(j->sb = agent_of(r, &j->c))) {
-		bq_destroy(&j->sj.q);
+		byte_queue_destroy(&j->sj.q);
 		free(j);
 		return;
 	}

@@ -23,7 +23,7 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 		api_err_set(e, API_E_BAD_JSON, "%s: the body must be a JSON object", what);
 		return -1;
 	}
-	if (jf_only(body, fields, what, e))
+	if (json_fields_only(body, fields, what, e))
 		return -1;
 	/* exec's fields through exec's parser; a shallow copy shares the
 	 * strings, and the spec keeps the copy alive. */
@@ -38,19 +38,19 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 	json_decref(rest);
 	if (r)
 		return -1;
-	if (jf_bool(body, "pty", false, &s->pty, what, e))
+	if (json_fields_bool(body, "pty", false, &s->pty, what, e))
 		return -1;
-	if (jf_uint(body, "rows", false, 1, UINT16_MAX, 0, &n, what, e))
+	if (json_fields_uint(body, "rows", false, 1, UINT16_MAX, 0, &n, what, e))
 		return -1;
 	s->rows = (uint16_t)n;
-	if (jf_uint(body, "cols", false, 1, UINT16_MAX, 0, &n, what, e))
+	if (json_fields_uint(body, "cols", false, 1, UINT16_MAX, 0, &n, what, e))
 		return -1;
 	s->cols = (uint16_t)n;
 	if ((s->rows || s->cols) && !s->pty) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: 'rows' and 'cols' size a terminal; they need \"pty\": true", what);
 		return -1;
 	}
-	if (jf_uint(body, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX, 0, &n, what, e))
+	if (json_fields_uint(body, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX, 0, &n, what, e))
 		return -1;
 	s->ring_bytes = (uint32_t)n;
 	return 0;
@@ -67,7 +67,7 @@ int proc_shell_parse(const json_t *body, struct proc_spec *s, struct api_err *e)
 		api_err_set(e, API_E_BAD_JSON, "shell: the body must be a JSON object");
 		return -1;
 	}
-	if (body && jf_only(body, fields, "shell", e))
+	if (body && json_fields_only(body, fields, "shell", e))
 		return -1;
 	full = body ? json_copy((json_t *)body) : json_object();
 	if (!full || json_object_set_new(full, "argv", json_pack("[s]", "sh")) ||
@@ -133,7 +133,7 @@ int proc_signal_parse(const json_t *body, int *signo, bool *group, struct api_er
 	static const char *const fields[] = { "signal", "group", NULL };
 	const json_t *v;
 
-	if (jf_only(body, fields, "signal", e))
+	if (json_fields_only(body, fields, "signal", e))
 		return -1;
 	v = json_object_get(body, "signal");
 	if (!v) {
@@ -146,7 +146,7 @@ int proc_signal_parse(const json_t *body, int *signo, bool *group, struct api_er
 			    "signal: 'signal' must be a signal name (\"TERM\", \"SIGKILL\", ...) or a number 1..64");
 		return -1;
 	}
-	return jf_bool(body, "group", false, group, "signal", e);
+	return json_fields_bool(body, "group", false, group, "signal", e);
 }
 
 int proc_resize_parse(const json_t *body, uint16_t *rows, uint16_t *cols, struct api_err *e)
@@ -154,8 +154,8 @@ int proc_resize_parse(const json_t *body, uint16_t *rows, uint16_t *cols, struct
 	static const char *const fields[] = { "rows", "cols", NULL };
 	uint64_t r, c;
 
-	if (jf_only(body, fields, "resize", e) || jf_uint(body, "rows", true, 1, UINT16_MAX, 0, &r, "resize", e) ||
-	    jf_uint(body, "cols", true, 1, UINT16_MAX, 0, &c, "resize", e))
+	if (json_fields_only(body, fields, "resize", e) || json_fields_uint(body, "rows", true, 1, UINT16_MAX, 0, &r, "resize", e) ||
+	    json_fields_uint(body, "cols", true, 1, UINT16_MAX, 0, &c, "resize", e))
 		return -1;
 	*rows = (uint16_t)r;
 	*cols = (uint16_t)c;

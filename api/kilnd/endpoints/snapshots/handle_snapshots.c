@@ -31,7 +31,7 @@ static struct sandbox *target(struct http_req *r, const char *what, bool empty_b
 		rc = -1;
 	}
 	if (!rc && body)
-		rc = jf_only(body, none, what, &e);
+		rc = json_fields_only(body, none, what, &e);
 	json_decref(body);
 	if (!rc)
 		return sb;
