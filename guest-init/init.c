@@ -125,17 +125,17 @@ static void configure_from_cmdline(const char *cmdline)
 	for (int i = 0; i < nb.ncomplaints; i++)
 		say("%s", nb.complaint[i]);
 	if (netconf_loopback(&err) < 0)
-		say("lo: %s", err.message);
+		say("lo: %s", err.msg);
 	if (netconf_hostname(&nb.req, &err) < 0)
-		say("%s", err.message);
+		say("%s", err.msg);
 	if (netconf_mtu(&nb.req, &err) < 0)
-		say("kiln.mtu: %s", err.message);
+		say("kiln.mtu: %s", err.msg);
 	if (netconf_address(&nb.req, &err) < 0)
-		say("kiln.ip: %s", err.message);
+		say("kiln.ip: %s", err.msg);
 	if (netconf_gateway(&nb.req, &err) < 0)
-		say("kiln.gw: %s", err.message);
+		say("kiln.gw: %s", err.msg);
 	if (netconf_dns(&nb.req, "/etc/resolv.conf", &err) < 0)
-		say("kiln.dns: %s", err.message);
+		say("kiln.dns: %s", err.msg);
 }
 
 /* kiln.exec=: run the command as root through the shell and wait for it. */

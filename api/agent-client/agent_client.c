@@ -41,7 +41,7 @@ void agent_client_err_clear(struct agent_client_err *err)
 	err->fail = AGENT_FAIL_NONE;
 	err->code = AGENT_OK;
 	err->errnum = 0;
-	err->message[0] = '\0';
+	err->msg[0] = '\0';
 }
 
 /* Fill err and return -errnum. */
@@ -54,7 +54,7 @@ int agent_client_efail(struct agent_client_err *err, enum agent_fail fail, enum 
 	err->code = code;
 	err->errnum = errnum;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	return -errnum;
 }
@@ -342,7 +342,7 @@ static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe, s
 {
 	/* The framer's codes describe exactly what the agent got wrong. */
 	return agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe->code, EPROTO, "%s: bad reply from the agent: %s",
-		     k->what, fe->message);
+		     k->what, fe->msg);
 }
 
 /*
@@ -529,7 +529,7 @@ int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint
 		goto out;
 	}
 	if (agent_msg_parse(r->o, ctx, &msg, &pe) != AGENT_OK) {
-		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, pe.code, EINVAL, "%s", pe.message);
+		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, pe.code, EINVAL, "%s", pe.msg);
 		goto out;
 	}
 	agent_msg_free(&msg);
@@ -876,13 +876,13 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 		}
 		/* An attempt cut short by the overall deadline says less than
 		 * the refusal before it: report that one. */
-		if (last.fail != AGENT_FAIL_TIMEOUT || !reason.message[0])
+		if (last.fail != AGENT_FAIL_TIMEOUT || !reason.msg[0])
 			reason = last;
 		left = dl - mono_ms();
 		if (left <= 0)
 			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "the agent was not ready within %d ms (%d attempts; last: %s)",
-				     timeout_ms, attempts, reason.message);
+				     timeout_ms, attempts, reason.msg);
 		sleep_ms(pause < left ? pause : left);
 		pause = pause * 2 > READY_PAUSE_MAX_MS ? READY_PAUSE_MAX_MS : pause * 2;
 	}

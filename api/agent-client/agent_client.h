@@ -41,13 +41,13 @@
 #include <sys/types.h>
 
 #include "api/proto/agent_proto.h"
+#include "lib/base/err.h"
 
 /* Default for agent_client.timeout_ms: generous because the nested test
  * harness runs guests 50-100x slower than real KVM. */
 #define AGENT_CLIENT_TIMEOUT_DEFAULT_MS 10000
 /* The longest "OK <port>\n" / "ERROR <reason>\n" line kiln-vmm sends. */
 #define AGENT_CLIENT_HANDSHAKE_MAX 256
-#define AGENT_CLIENT_MSG_MAX 768
 
 /* ---- context and errors ---- */
 
@@ -75,7 +75,7 @@ struct agent_client_err {
 	 * well-framed but wrong reply. TIMEOUT: timeout. Otherwise io_error. */
 	enum agent_code code;
 	int errnum; /* the positive errno the function returned as -errnum */
-	char message[AGENT_CLIENT_MSG_MAX];
+	char msg[ERR_MSG_MAX];
 };
 
 /*

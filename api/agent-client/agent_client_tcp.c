@@ -107,7 +107,7 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 		goto out;
 	if (agent_header_decode((const char *)k.buf, n - 1, &h, &len, &fe) != AGENT_OK) {
 		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe.code, EPROTO, "%s: bad reply from the agent: %s", k.what,
-			     fe.message);
+			     fe.msg);
 		goto out;
 	}
 	r = agent_client_reply_type(&k, h, len, &type, err);

@@ -52,7 +52,7 @@ int report(const char *what, const struct agent_client_err *e)
 	fputs("kiln-agent: ", stderr);
 	print_guest_text(stderr, what);
 	fprintf(stderr, ": %s: ", agent_client_err_name(e));
-	print_guest_text(stderr, e->message);
+	print_guest_text(stderr, e->msg);
 	fputc('\n', stderr);
 	return exit_for(e);
 }

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "lib/base/err.h"
 
 /* Exit statuses (kiln --help lists them). exec exits with the process's. */
 enum cli_exit {
@@ -30,12 +31,11 @@ enum cli_exit {
 };
 
 #define CLI_CODE_MAX 64
-#define CLI_MSG_MAX 1024
 
 struct cli_fail {
 	int exit;		     /* enum cli_exit */
 	char code[CLI_CODE_MAX];     /* kilnd's code, "" for local failures */
-	char msg[CLI_MSG_MAX];
+	char msg[ERR_MSG_MAX];
 };
 
 /* Fill f; code may be NULL. Always returns -1 so callers can `return cli_fail_set(...)`. */

@@ -499,7 +499,7 @@ int cli_untar_feed(struct cli_untar *u, const void *p, size_t n)
 			u->ended = true;
 			return 0;
 		case TAR_EV_ERROR:
-			return untar_fail(u, "%s", ev.err->message);
+			return untar_fail(u, "%s", ev.err->msg);
 		}
 	}
 }
@@ -513,7 +513,7 @@ int cli_untar_finish(struct cli_untar *u)
 	if (!u->ended) {
 		tar_reader_finish(&u->rd, &ev);
 		if (ev.kind == TAR_EV_ERROR)
-			return untar_fail(u, "%s", ev.err->message);
+			return untar_fail(u, "%s", ev.err->msg);
 	}
 	return 0;
 }

@@ -90,7 +90,7 @@ enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const
 
 	err->code = code;
 	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -956,7 +956,7 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 
 	memset(msg, 0, sizeof(*msg));
 	err->code = AGENT_OK;
-	err->message[0] = '\0';
+	err->msg[0] = '\0';
 	if (!json_is_object(hdr))
 		return agent_err_set(err, AGENT_E_BAD_JSON,
 				     "header is not a JSON object (got %s); every message is one JSON object on one line",
@@ -1330,7 +1330,7 @@ int agent_line_error(struct agent_line *out, enum agent_code code, const char *f
 
 int agent_line_err(struct agent_line *out, const struct agent_err *err)
 {
-	return agent_line_error(out, err->code, "%s", err->message);
+	return agent_line_error(out, err->code, "%s", err->msg);
 }
 
 int agent_line_ok(struct agent_line *out, const struct agent_kv *kv, size_t n)

@@ -111,9 +111,10 @@ enum agent_code {
 	AGENT_CODE_COUNT
 };
 
+/* The protocol's own limit, not a host buffer choice (lib/base/err.h). */
 struct agent_err {
 	enum agent_code code;
-	char message[AGENT_ERR_MESSAGE_MAX];
+	char msg[AGENT_ERR_MESSAGE_MAX];
 };
 
 /* "bad_json", ...; "ok" for AGENT_OK; NULL when out of range. */
@@ -122,7 +123,7 @@ const char *agent_code_name(enum agent_code code);
 /* The code an errno becomes (docs/agent-protocol.md, section 4). */
 enum agent_code agent_errno_code(int errnum);
 
-/* Format err->message and set err->code; returns code. */
+/* Format err->msg and set err->code; returns code. */
 enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

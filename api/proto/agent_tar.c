@@ -228,7 +228,7 @@ __attribute__((format(printf, 4, 5))) static void fail(struct tar_reader *r, str
 
 	r->err.code = code;
 	va_start(ap, fmt);
-	vsnprintf(r->err.message, sizeof(r->err.message), fmt, ap);
+	vsnprintf(r->err.msg, sizeof(r->err.msg), fmt, ap);
 	va_end(ap);
 	fail_event(r, ev);
 }

@@ -81,7 +81,7 @@ int agent_reply_error(struct agent_conn *c, enum agent_code code, const char *fm
 
 	err.code = code;
 	va_start(ap, fmt);
-	vsnprintf(err.message, sizeof(err.message), fmt, ap);
+	vsnprintf(err.msg, sizeof(err.msg), fmt, ap);
 	va_end(ap);
 	return agent_conn_send_err(c, &err);
 }

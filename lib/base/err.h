@@ -11,8 +11,21 @@
 
 #include <stddef.h>
 
+/*
+ * The one convention for error structs (issue 14): a struct named
+ * <module>_err, its message in `msg`, ERR_MSG_MAX bytes on the host side
+ * (enough for a path and what to do, and for one layer to prefix
+ * another's message without cutting it), its setter <module>_err_set.
+ * Each keeps its own typed code (an API or wire vocabulary): err (an
+ * errno), net_rules_err, agent_client_err, api_err, and the CLI's
+ * cli_fail (an exit status and kilnd's code). The one exception to the
+ * size is the guest's agent_err, whose buffer is the protocol's
+ * AGENT_ERR_MESSAGE_MAX (docs/agent-protocol.md).
+ */
+#define ERR_MSG_MAX 1024
+
 struct err {
-	char msg[256];
+	char msg[ERR_MSG_MAX];
 };
 
 /* Format `e->msg` (when e is not NULL) and return -code (code is an errno). */

@@ -19,14 +19,14 @@
 struct kiln_agent {
 	struct agent_client c;
 	pthread_mutex_t lk; /* guards err and code: requests run concurrently */
-	char err[AGENT_CLIENT_MSG_MAX];
+	char err[ERR_MSG_MAX];
 	char code[32];
 };
 
 struct kiln_proc {
 	struct agent_client_stream *s;
 	uint32_t id;
-	char err[AGENT_CLIENT_MSG_MAX];
+	char err[ERR_MSG_MAX];
 };
 
 /*
@@ -78,7 +78,7 @@ static int fail(kiln_agent *a, int r, const struct agent_client_err *e)
 	if (r == -EREMOTEIO && e->fail == AGENT_FAIL_AGENT)
 		r = -code_errno(e->code);
 	pthread_mutex_lock(&a->lk);
-	snprintf(a->err, sizeof(a->err), "%s", e->message[0] ? e->message : strerror(-r));
+	snprintf(a->err, sizeof(a->err), "%s", e->msg[0] ? e->msg : strerror(-r));
 	snprintf(a->code, sizeof(a->code), "%s", e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
 	pthread_mutex_unlock(&a->lk);
 	return r;
@@ -195,7 +195,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 
 	memset(c, 0, sizeof(*c));
 	if (!o || o->size < sizeof(size_t) + sizeof(void *) || !o->argv || !o->argv[0]) {
-		snprintf(e.message, sizeof(e.message), "exec: no argv given");
+		snprintf(e.msg, sizeof(e.msg), "exec: no argv given");
 		return fail(a, -EINVAL, &e);
 	}
 	c->p.argv = o->argv;
@@ -214,7 +214,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 		c->keys = calloc(n, sizeof(*c->keys));
 		if (!c->env || !c->keys) {
 			conv_free(c);
-			snprintf(e.message, sizeof(e.message), "out of memory");
+			snprintf(e.msg, sizeof(e.msg), "out of memory");
 			return fail(a, -ENOMEM, &e);
 		}
 		for (size_t i = 0; i < n; i++) {
@@ -224,7 +224,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 			c->p.envc = i + 1;
 			if (!c->keys[i]) {
 				conv_free(c);
-				snprintf(e.message, sizeof(e.message), "out of memory");
+				snprintf(e.msg, sizeof(e.msg), "out of memory");
 				return fail(a, -ENOMEM, &e);
 			}
 			c->env[i].key = c->keys[i];
@@ -396,7 +396,7 @@ int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n
 
 static int pfail(kiln_proc *p, int r, const struct agent_client_err *e)
 {
-	snprintf(p->err, sizeof(p->err), "%s", e->message[0] ? e->message : strerror(-r));
+	snprintf(p->err, sizeof(p->err), "%s", e->msg[0] ? e->msg : strerror(-r));
 	return r;
 }
 
@@ -505,12 +505,12 @@ int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t
 	r = agent_client_read(&a->c, path, &o, collect, &c, &info, &e);
 	if (r < 0) {
 		free(c.buf);
-		if (r == -EFBIG && !e.message[0])
-			snprintf(e.message, sizeof(e.message), "%s: larger than %zu bytes", path, max);
+		if (r == -EFBIG && !e.msg[0])
+			snprintf(e.msg, sizeof(e.msg), "%s: larger than %zu bytes", path, max);
 		return fail(a, r, &e);
 	}
 	if (!c.buf && !(c.buf = malloc(1))) {
-		snprintf(e.message, sizeof(e.message), "out of memory");
+		snprintf(e.msg, sizeof(e.msg), "out of memory");
 		return fail(a, -ENOMEM, &e);
 	}
 	c.buf[c.len] = '\0';

@@ -52,7 +52,7 @@ void strs_free(struct strs *o)
 
 int handle_err(char *buf, int rc, const struct err *e)
 {
-	snprintf(buf, 256, "%s", e->msg[0] ? e->msg : strerror(-rc));
+	snprintf(buf, ERR_MSG_MAX, "%s", e->msg[0] ? e->msg : strerror(-rc));
 	return rc;
 }
 

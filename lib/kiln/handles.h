@@ -25,7 +25,7 @@ struct kiln_vm_config {
 	struct vm_config c;
 	struct strs owned;
 	int has_rate;
-	char err[256];
+	char err[ERR_MSG_MAX];
 };
 
 struct kiln_vm {
@@ -39,7 +39,7 @@ struct kiln_vm {
 	struct vm_result res;
 	enum kiln_vm_exit exit;
 	struct vm_snapshot_info snap;
-	char err[256];
+	char err[ERR_MSG_MAX];
 };
 
 /* Copy s[len] (NUL added) into `owned`; NULL when out of memory. s NULL: NULL. */

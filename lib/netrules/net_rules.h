@@ -45,6 +45,7 @@
 #include <jansson.h>
 
 #include "lib/netrules/net_addr.h"
+#include "lib/base/err.h"
 
 #define NET_RULES_MAX 256
 #define NET_DNS_MAX 4
@@ -106,7 +107,7 @@ enum net_rules_ecode {
 
 struct net_rules_err {
 	enum net_rules_ecode code;
-	char msg[256];
+	char msg[ERR_MSG_MAX];
 };
 
 /* Parse a rule set; *out is freed with net_rules_free. 0, -EINVAL or -ENOMEM (with e filled). */

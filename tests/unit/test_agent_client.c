@@ -315,7 +315,7 @@ static void assert_err(const struct agent_client_err *e, enum agent_fail fail, e
 {
 	if (e->fail != fail || e->code != code)
 		fail_msg("error fail=%d code=%s (%s), wanted fail=%d code=%s", e->fail,
-			 agent_code_name(e->code), e->message, fail, agent_code_name(code));
+			 agent_code_name(e->code), e->msg, fail, agent_code_name(code));
 }
 
 #define OK_HELLO "OK 1073741824\n"
@@ -345,7 +345,7 @@ static void test_no_socket(void **state)
 	assert_int_equal(agent_client_ping(&c, NULL, &e), -ENOENT);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
 	assert_string_equal(agent_client_err_name(&e), "unreachable");
-	assert_non_null(strstr(e.message, "/tmp/kiln-no-such-dir/v.sock"));
+	assert_non_null(strstr(e.msg, "/tmp/kiln-no-such-dir/v.sock"));
 }
 
 static void test_handshake_closed(void **state)
@@ -367,7 +367,7 @@ static void test_handshake_closed(void **state)
 	r = agent_client_ping(&c, NULL, &e);
 	assert_int_equal(r, -ECONNRESET);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
-	assert_non_null(strstr(e.message, "without OK"));
+	assert_non_null(strstr(e.msg, "without OK"));
 	fake_stop(&f);
 	fake_free(&f);
 }
@@ -390,9 +390,9 @@ static void test_handshake_garbage(void **state)
 	assert_int_equal(agent_client_connect(&c, &fd, &e), -EPROTO);
 	assert_int_equal(fd, -1);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
-	assert_non_null(strstr(e.message, "'HELLO? there'"));
+	assert_non_null(strstr(e.msg, "'HELLO? there'"));
 	assert_int_equal(agent_client_connect(&c, &fd, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "refused CONNECT 1024: too many vsock connections"));
+	assert_non_null(strstr(e.msg, "refused CONNECT 1024: too many vsock connections"));
 	assert_int_equal(agent_client_connect(&c, &fd, &e), -EPROTO);
 	fake_stop(&f);
 	fake_free(&f);
@@ -420,7 +420,7 @@ static void test_handshake_too_long(void **state)
 	fake_start(&f, steps, 1);
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_connect(&c, &fd, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "longer than"));
+	assert_non_null(strstr(e.msg, "longer than"));
 	fake_stop(&f);
 	fake_free(&f);
 }
@@ -529,7 +529,7 @@ static void test_info(void **state)
 	/* A negative count is a lie, not a huge number. */
 	assert_int_equal(agent_client_info(&c, &info, &e), -EPROTO);
 	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR);
-	assert_non_null(strstr(e.message, "'cpus'"));
+	assert_non_null(strstr(e.msg, "'cpus'"));
 	fake_stop(&f);
 	fake_free(&f);
 }
@@ -560,7 +560,7 @@ static void test_error_codes(void **state)
 		assert_err(&e, AGENT_FAIL_AGENT, (enum agent_code)i);
 		assert_int_equal(e.errnum, EREMOTEIO);
 		snprintf(want, sizeof(want), "stat '/x': code %d", i);
-		assert_string_equal(e.message, want);
+		assert_string_equal(e.msg, want);
 		assert_string_equal(agent_client_err_name(&e), agent_code_name((enum agent_code)i));
 		assert_null(st.path);
 	}
@@ -584,7 +584,7 @@ static void test_error_line_malformed(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_ping(&c, NULL, &e), -EPROTO);
 	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR);
-	assert_non_null(strstr(e.message, "unknown error code 'launch_failed'"));
+	assert_non_null(strstr(e.msg, "unknown error code 'launch_failed'"));
 	assert_int_equal(agent_client_ping(&c, NULL, &e), -EPROTO);
 	assert_int_equal(agent_client_ping(&c, NULL, &e), -EPROTO);
 	fake_stop(&f);
@@ -625,8 +625,8 @@ static void test_hostile_replies(void **state)
 	for (size_t i = 0; i < N; i++) {
 		assert_int_equal(agent_client_ping(&c, NULL, &e), -EPROTO);
 		assert_err(&e, AGENT_FAIL_PROTOCOL, cases[i].code);
-		if (!strstr(e.message, cases[i].needle))
-			fail_msg("case %zu: '%s' lacks '%s'", i, e.message, cases[i].needle);
+		if (!strstr(e.msg, cases[i].needle))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, cases[i].needle);
 		assert_string_equal(agent_client_err_name(&e), "protocol_error");
 	}
 	fake_stop(&f);
@@ -675,7 +675,7 @@ static void test_closed_before_reply(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_mkdir(&c, "/a", true, -1, AGENT_USER_ROOT, &e), -ECONNRESET);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
-	assert_non_null(strstr(e.message, "mkdir"));
+	assert_non_null(strstr(e.msg, "mkdir"));
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs,
 			    "{\"type\":\"mkdir\",\"path\":\"/a\",\"parents\":true,\"user\":\"root\"}\n");
@@ -724,7 +724,7 @@ static void test_invalid_requests(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_string_equal(e.message, "exec: 'argv' must have at least one entry (argv[0] is the program)");
+	assert_string_equal(e.msg, "exec: 'argv' must have at least one entry (argv[0] is the program)");
 	agent_client_exec_result_free(&res);
 
 	o.argv = argv;
@@ -739,7 +739,7 @@ static void test_invalid_requests(void **state)
 	o.argv = bad_utf8;
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "UTF-8"));
+	assert_non_null(strstr(e.msg, "UTF-8"));
 	agent_client_exec_result_free(&res);
 
 	big = malloc(AGENT_LEN_MAX + 1);
@@ -829,7 +829,7 @@ static void test_wait_ready_wrong_protocol(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_wait_ready(&c, 5000, &e), -EPROTONOSUPPORT);
 	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
-	assert_non_null(strstr(e.message, "protocol 2"));
+	assert_non_null(strstr(e.msg, "protocol 2"));
 	fake_stop(&f);
 	/* No retry after an incompatible answer. */
 	assert_int_equal(f.served, 1);
@@ -873,7 +873,7 @@ static void test_wait_ready_timeout(void **state)
 	t0 = mono_ms();
 	assert_int_equal(agent_client_wait_ready(&c, 300, &e), -ETIMEDOUT);
 	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
-	assert_non_null(strstr(e.message, "without OK"));
+	assert_non_null(strstr(e.msg, "without OK"));
 	assert_true(mono_ms() - t0 >= 290);
 	assert_true(mono_ms() - t0 < 3000);
 	fake_stop(&f);
@@ -996,7 +996,7 @@ static void test_exec_start_error(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_NOT_FOUND);
-	assert_string_equal(e.message, "exec: 'nope' not found in PATH");
+	assert_string_equal(e.msg, "exec: 'nope' not found in PATH");
 	agent_client_exec_result_free(&res);
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs, "{\"type\":\"exec\",\"argv\":[\"nope\"],\"user\":\"root\"}\n");
@@ -1174,15 +1174,15 @@ static void test_exec_lying_len(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EPROTO);
 	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED);
-	assert_non_null(strstr(e.message, "after 10 of 1000 payload bytes"));
+	assert_non_null(strstr(e.msg, "after 10 of 1000 payload bytes"));
 	agent_client_exec_result_free(&res);
 	/* Output, then the connection ends without an exit line. */
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -ECONNRESET);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
-	assert_non_null(strstr(e.message, "exit line"));
+	assert_non_null(strstr(e.msg, "exit line"));
 	agent_client_exec_result_free(&res);
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "'data'"));
+	assert_non_null(strstr(e.msg, "'data'"));
 	agent_client_exec_result_free(&res);
 	fake_stop(&f);
 	fake_free(&f);
@@ -1394,7 +1394,7 @@ static void test_stream_ends_early(void **state)
 	agent_client_stream_close(s);
 	assert_int_equal(agent_client_spawn(&c, &o, &s, NULL, &e), 0);
 	assert_int_equal(agent_client_stream_next(s, 2000, &ev, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "'launch'"));
+	assert_non_null(strstr(e.msg, "'launch'"));
 	agent_client_stream_close(s);
 	assert_int_equal(agent_client_spawn(&c, &o, &s, NULL, &e), -EPROTO);
 	assert_null(s);
@@ -1490,7 +1490,7 @@ static void test_list_processes(void **state)
 	assert_string_equal(ps.argv0[1], "sleep");
 	assert_true(ps.truncated[1]);
 	assert_int_equal(agent_client_list_processes(&c, on_process, &ps, &count, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "counted 5"));
+	assert_non_null(strstr(e.msg, "counted 5"));
 	assert_int_equal(agent_client_list_processes(&c, on_process, &ps, &count, &e), -EPROTO);
 	/* The list ends without `end`. */
 	ps.n = 0;
@@ -1547,7 +1547,7 @@ static void test_read(void **state)
 	assert_int_equal(info.size, 5);
 	assert_int_equal(info.bytes, 3);
 	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "reported 4 bytes but sent 3"));
+	assert_non_null(strstr(e.msg, "reported 4 bytes but sent 3"));
 	/* More than `length` asked for. */
 	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e), -EPROTO);
 	assert_int_equal(agent_client_read(&c, "/etc/hostname", NULL, collect, &cl, NULL, &e), -EREMOTEIO);
@@ -1798,7 +1798,7 @@ static void test_list_dir(void **state)
 	assert_int_equal(end.skipped, 1);
 	/* An entry line without its depth. */
 	assert_int_equal(agent_client_list_dir(&c, "/srv", NULL, on_entry, &en, NULL, &e), -EPROTO);
-	assert_non_null(strstr(e.message, "'depth'"));
+	assert_non_null(strstr(e.msg, "'depth'"));
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs, "{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":2}\n");
 	fake_free(&f);
@@ -1980,8 +1980,8 @@ static void test_tcp_connect_errors(void **state)
 		assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), cases[i].ret);
 		assert_err(&e, cases[i].fail, cases[i].code);
 		assert_int_equal(fd, -1);
-		if (!strstr(e.message, cases[i].needle))
-			fail_msg("case %zu: '%s' lacks '%s'", i, e.message, cases[i].needle);
+		if (!strstr(e.msg, cases[i].needle))
+			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, cases[i].needle);
 	}
 	assert_string_equal(agent_client_err_name(&(struct agent_client_err){ .fail = AGENT_FAIL_AGENT,
 									  .code = AGENT_E_REFUSED }),
@@ -2002,7 +2002,7 @@ static void test_tcp_connect_errors(void **state)
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_int_equal(agent_client_tcp_connect(&c, 80, "10.0.2.2", &fd, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "loopback"));
+	assert_non_null(strstr(e.msg, "loopback"));
 	assert_int_equal(fd, -1);
 	fake_stop(&f);
 	assert_int_equal(f.served, N + 2);

@@ -238,7 +238,7 @@ static void test_lying_len(void **state)
 	assert_int_equal(r, -1);
 	assert_int_equal(got, 20);
 	assert_int_equal(err.code, AGENT_E_TRUNCATED);
-	assert_string_equal(err.message,
+	assert_string_equal(err.msg,
 			    "connection closed after 20 of 100 payload bytes; send exactly 'len' bytes after the header");
 	agent_msg_free(&m);
 

@@ -281,7 +281,7 @@ static void test_frame_len_lies(void **state)
 	agent_frame_eof(&f, &ev);
 	assert_int_equal(ev.kind, AGENT_EV_ERROR);
 	assert_int_equal(ev.err->code, AGENT_E_TRUNCATED);
-	assert_non_null(strstr(ev.err->message, "after 4 of 10 payload bytes"));
+	assert_non_null(strstr(ev.err->msg, "after 4 of 10 payload bytes"));
 	agent_frame_free(&f);
 }
 
@@ -484,7 +484,7 @@ static enum agent_code code_in(enum agent_ctx ctx, const char *line)
 	if (c == AGENT_OK)
 		agent_msg_free(&m);
 	else
-		assert_true(err.message[0] != '\0');
+		assert_true(err.msg[0] != '\0');
 	return c;
 }
 
@@ -507,7 +507,7 @@ static void test_parse_type(void **state)
 	assert_int_equal(REQ("{\"type\":\"\"}"), AGENT_E_UNKNOWN_TYPE);
 	assert_int_equal(parse_ctx("{\"type\":\"launch_missiles\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_UNKNOWN_TYPE);
-	assert_string_equal(err.message, "unknown message type 'launch_missiles'; see "
+	assert_string_equal(err.msg, "unknown message type 'launch_missiles'; see "
 					 "docs/agent-protocol.md for the list");
 	/* len is checked before type, as the framer does. */
 	assert_int_equal(REQ("{\"type\":\"nope\",\"len\":-1}"), AGENT_E_BAD_FIELD);
@@ -546,7 +546,7 @@ static void test_parse_unknown_field_and_len(void **state)
 	(void)state;
 	assert_int_equal(parse_ctx("{\"type\":\"ping\",\"verbose\":true}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_UNKNOWN_FIELD);
-	assert_string_equal(err.message, "ping: unknown field 'verbose'");
+	assert_string_equal(err.msg, "ping: unknown field 'verbose'");
 	/* A typo is never ignored. */
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\"],\"timout_ms\":5}"),
 			 AGENT_E_UNKNOWN_FIELD);
@@ -652,13 +652,13 @@ static void test_parse_exec_bad(void **state)
 	(void)state;
 	assert_int_equal(parse_ctx("{\"type\":\"exec\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_MISSING_FIELD);
-	assert_string_equal(err.message, "exec: missing required field 'argv' (array of strings)");
+	assert_string_equal(err.msg, "exec: missing required field 'argv' (array of strings)");
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":\"ls\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.message, "exec: 'argv' must be an array of strings, not a string");
+	assert_string_equal(err.msg, "exec: 'argv' must be an array of strings, not a string");
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[]}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.message,
+	assert_string_equal(err.msg,
 			    "exec: 'argv' must have at least one entry (argv[0] is the program)");
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\",1]}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\",null]}"), AGENT_E_BAD_FIELD);
@@ -733,7 +733,7 @@ static void test_parse_exec_bad(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"timeout_ms\":604800001}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.message, "exec: 'timeout_ms' must be an integer from 0 to 604800000 "
+	assert_string_equal(err.msg, "exec: 'timeout_ms' must be an integer from 0 to 604800000 "
 					 "(got 604800001)");
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"output_cap\":268435456}"),
 			 AGENT_OK);
@@ -744,7 +744,7 @@ static void test_parse_exec_bad(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"cwd\":\"rel\",\"argv\":[]}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_non_null(strstr(err.message, "'argv'"));
+	assert_non_null(strstr(err.msg, "'argv'"));
 }
 
 static void test_parse_spawn(void **state)
@@ -839,7 +839,7 @@ static void test_parse_process_control(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"stdin\",\"id\":3,\"len\":8}", AGENT_CTX_ATTACHED, &m,
 				   &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.message, "stdin: 'id' is not allowed on an attached stream; the "
+	assert_string_equal(err.msg, "stdin: 'id' is not allowed on an attached stream; the "
 					 "stream's process is implied");
 	assert_int_equal(ATT("{\"type\":\"stdin\",\"close\":\"yes\"}"), AGENT_E_BAD_FIELD);
 
@@ -1166,7 +1166,7 @@ static void test_parse_tcp_connect(void **state)
 
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_MISSING_FIELD);
-	assert_string_equal(err.message, "tcp_connect: missing required field 'port' (integer)");
+	assert_string_equal(err.msg, "tcp_connect: missing required field 'port' (integer)");
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":0}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":65536}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":-80}"), AGENT_E_BAD_FIELD);
@@ -1176,7 +1176,7 @@ static void test_parse_tcp_connect(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"10.0.2.2\"}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.message,
+	assert_string_equal(err.msg,
 			    "tcp_connect: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '10.0.2.2'");
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"localhost\"}"),
 			 AGENT_E_BAD_FIELD);
@@ -1189,7 +1189,7 @@ static void test_parse_tcp_connect(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"host\":\"::1\"}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_UNKNOWN_FIELD);
-	assert_string_equal(err.message, "tcp_connect: unknown field 'host'");
+	assert_string_equal(err.msg, "tcp_connect: unknown field 'host'");
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":5}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":0}"), AGENT_OK);
 	assert_int_equal(ATT("{\"type\":\"tcp_connect\",\"port\":80}"), AGENT_E_UNEXPECTED_TYPE);

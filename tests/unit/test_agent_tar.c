@@ -178,7 +178,7 @@ static bool tr_event(struct tr *t, const struct tar_event *ev)
 		return true;
 	case TAR_EV_ERROR:
 		t->code = ev->err->code;
-		snprintf(t->msg, sizeof(t->msg), "%s", ev->err->message);
+		snprintf(t->msg, sizeof(t->msg), "%s", ev->err->msg);
 		tr_add(t, "E:%s", agent_code_name(ev->err->code));
 		return true;
 	default:
@@ -1065,7 +1065,7 @@ static void test_normalize(void **state)
 			 AGENT_E_UNSAFE_PATH);
 	assert_int_equal(tar_name_normalize("x/..", 4, out, &n, &dir, NULL, &err),
 			 AGENT_E_UNSAFE_PATH);
-	assert_string_equal(err.message,
+	assert_string_equal(err.msg,
 			    "tar member 'x/..': '..' would leave the target directory; the archive must hold relative paths inside the target");
 }
 

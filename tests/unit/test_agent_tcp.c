@@ -677,7 +677,7 @@ static void test_client_through_agent(void **state)
 	assert_int_equal(agent_client_init(&c, v.path), 0);
 	c.timeout_ms = 5000;
 	if (agent_client_tcp_connect(&c, port, NULL, &fd, &e) != 0)
-		fail_msg("tcp_connect: %s", e.message);
+		fail_msg("tcp_connect: %s", e.msg);
 	get_n(fd, buf, 8);
 	assert_memory_equal(buf, "220 hi\r\n", 8);
 	put(fd, "QUIT\r\n", 6);

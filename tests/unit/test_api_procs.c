@@ -37,7 +37,7 @@ static enum api_code create(const char *text, struct proc_spec *s, char *msg)
 
 	json_decref(j);
 	if (msg)
-		strcpy(msg, e.message);
+		strcpy(msg, e.msg);
 	return r ? e.code : API_OK;
 }
 
@@ -103,7 +103,7 @@ static void test_create_rejects(void **state)
 		{ "{\"argv\":[\"x\"],\"timeout_ms\":604800001}", API_E_BAD_FIELD, NULL },
 		{ "[1]", API_E_BAD_JSON, NULL },
 	};
-	char msg[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 	struct proc_spec s;
 
 	(void)state;
@@ -183,10 +183,10 @@ static void test_agent_not_found_is_process_not_found(void **state)
 	struct api_err e;
 
 	(void)state;
-	strcpy(ae.message, "attach: no process 9");
+	strcpy(ae.msg, "attach: no process 9");
 	proc_err_from_agent(&e, &ae, "output");
 	assert_int_equal(e.code, API_E_PROCESS_NOT_FOUND);
-	assert_string_equal(e.message, "attach: no process 9");
+	assert_string_equal(e.msg, "attach: no process 9");
 	assert_string_equal(api_code_name(e.code), "process_not_found");
 	ae.code = AGENT_E_INVALID_STATE;
 	proc_err_from_agent(&e, &ae, "stdin");

@@ -121,12 +121,12 @@ static void test_agent_errors_map(void **state)
 	struct api_err e;
 
 	(void)state;
-	strcpy(ae.message, "exec: 'nope' not found");
+	strcpy(ae.msg, "exec: 'nope' not found");
 	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
-	assert_string_equal(e.message, "exec: 'nope' not found");
-	ae.message[0] = '\0';
+	assert_string_equal(e.msg, "exec: 'nope' not found");
+	ae.msg[0] = '\0';
 	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
-	assert_string_equal(e.message, "exec failed");
+	assert_string_equal(e.msg, "exec failed");
 	ae.code = AGENT_E_PERMISSION_DENIED;
 	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_PERMISSION_DENIED);
 	ae.code = AGENT_E_NO_SPACE;
@@ -371,13 +371,13 @@ static void test_vmm_argv_restore(void **state)
 	vmm_argv_free(&a);
 	l.restore_dir = "/st/sb/abc/checkpoints/a,b";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "snapshot"));
+	assert_non_null(strstr(e.msg, "snapshot"));
 	l.restore_dir = "checkpoints/cp1";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	/* Without a snapshot, a boot needs its kernel. */
 	l.restore_dir = NULL;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "kernel"));
+	assert_non_null(strstr(e.msg, "kernel"));
 	assert_int_equal(a.argc, 0);
 }
 
@@ -393,11 +393,11 @@ static void test_vmm_argv_refuses_injection(void **state)
 	(void)state;
 	strcpy(s.hostname, "x kiln.exec=reboot");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "hostname"));
+	assert_non_null(strstr(e.msg, "hostname"));
 	s = base_spec();
 	l.image = "/i,ro";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "image"));
+	assert_non_null(strstr(e.msg, "image"));
 	l.image = "/i";
 	l.overlay = "relative";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
@@ -406,16 +406,16 @@ static void test_vmm_argv_refuses_injection(void **state)
 	strcpy(s.shares[0].host_path, "/a:evil");
 	strcpy(s.shares[0].guest_path, "/m");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "host_path"));
+	assert_non_null(strstr(e.msg, "host_path"));
 	strcpy(s.shares[0].host_path, "/a");
 	strcpy(s.shares[0].guest_path, "/m kiln.exec=x");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "guest_path"));
+	assert_non_null(strstr(e.msg, "guest_path"));
 	assert_int_equal(a.argc, 0);
 	s = base_spec();
 	l.control = "control.sock";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
-	assert_non_null(strstr(e.message, "control socket"));
+	assert_non_null(strstr(e.msg, "control socket"));
 }
 
 static void test_vmm_output(void **state)

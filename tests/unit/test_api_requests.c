@@ -38,7 +38,7 @@ static enum api_code create(const char *text, struct sandbox_spec *s, char *msg)
 
 	json_decref(j);
 	if (msg)
-		strcpy(msg, r ? e.message : "");
+		strcpy(msg, r ? e.msg : "");
 	return r ? e.code : API_OK;
 }
 
@@ -90,7 +90,7 @@ static void test_create_idle_timeout(void **state)
 	sandbox_spec_free(&s);
 	b = json_loads("{\"image\":\"m\",\"idle_timeout_s\":604801}", 0, NULL);
 	assert_int_equal(sandbox_spec_parse(b, &idle, &s, &e), -1);
-	assert_non_null(strstr(e.message, "idle_timeout_s"));
+	assert_non_null(strstr(e.msg, "idle_timeout_s"));
 	json_decref(b);
 }
 
@@ -185,7 +185,7 @@ static void test_create_rejects(void **state)
 		{ "{\"image\":\"m\",\"console\":\"yes\"}", API_E_BAD_FIELD, "console" },
 	};
 	struct sandbox_spec s;
-	char msg[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -214,7 +214,7 @@ static void test_create_counts(void **state)
 	json_object_set_new(body, "env", env);
 	assert_int_equal(sandbox_spec_parse(body, &lim, &s, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "more than 256"));
+	assert_non_null(strstr(e.msg, "more than 256"));
 	json_object_del(env, "K0");
 	assert_int_equal(sandbox_spec_parse(body, &lim, &s, &e), 0);
 	sandbox_spec_free(&s);
@@ -226,7 +226,7 @@ static void test_create_counts(void **state)
 	}
 	json_object_set_new(body, "shares", shares);
 	assert_int_equal(sandbox_spec_parse(body, &lim, &s, &e), -1);
-	assert_non_null(strstr(e.message, "at most 8 shares"));
+	assert_non_null(strstr(e.msg, "at most 8 shares"));
 	json_array_remove(shares, 0);
 	assert_int_equal(sandbox_spec_parse(body, &lim, &s, &e), 0);
 	assert_int_equal(s.nshares, 8);
@@ -242,7 +242,7 @@ static enum api_code exec(const char *text, bool streaming, struct exec_spec *s,
 
 	json_decref(j);
 	if (msg)
-		strcpy(msg, r ? e.message : "");
+		strcpy(msg, r ? e.msg : "");
 	return r ? e.code : API_OK;
 }
 
@@ -313,7 +313,7 @@ static void test_exec_rejects(void **state)
 		{ "{\"argv\":[\"a\"],\"output_cap\":268435457}", true, API_E_BAD_FIELD, "output_cap" },
 		{ "{\"argv\":[\"a\"],\"output_encoding\":\"hex\"}", false, API_E_BAD_FIELD, "output_encoding" },
 	};
-	char msg[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 	struct exec_spec s;
 
 	(void)state;
@@ -345,7 +345,7 @@ static void test_exec_argv_limits(void **state)
 	/* With shell the agent adds /bin/sh -c: two fewer. */
 	json_object_set_new(body, "shell", json_true());
 	assert_int_equal(exec_spec_parse(body, false, &s, &e), -1);
-	assert_non_null(strstr(e.message, "at most 1022"));
+	assert_non_null(strstr(e.msg, "at most 1022"));
 	exec_spec_free(&s);
 	json_object_del(body, "shell");
 	json_array_append_new(argv, json_string("x"));
@@ -510,8 +510,8 @@ static void test_query_files(void **state)
 		int r = bad[i].put ? query_file_put(bad[i].kv, bad[i].n, &path, &wo, &e)
 				   : query_file_get(bad[i].kv, bad[i].n, &path, &ro, &e);
 
-		if (r != -1 || e.code != bad[i].code || !strstr(e.message, bad[i].in_message))
-			fail_msg("case %zu: got %d %s '%s', want %s with '%s'", i, r, api_code_name(e.code), e.message,
+		if (r != -1 || e.code != bad[i].code || !strstr(e.msg, bad[i].in_message))
+			fail_msg("case %zu: got %d %s '%s', want %s with '%s'", i, r, api_code_name(e.code), e.msg,
 				 api_code_name(bad[i].code), bad[i].in_message);
 	}
 }
@@ -569,7 +569,7 @@ static void test_query_exec_and_list(void **state)
 	assert_int_equal(query_list(KV({ "label", "=x" }), 1, &f, &e), -1);
 	assert_int_equal(query_list(KV({ "label", "nokey" }), 1, &f, &e), -1);
 	assert_int_equal(query_list(KV({ "state", "running" }, { "state", "stopped" }), 2, &f, &e), -1);
-	assert_non_null(strstr(e.message, "given twice"));
+	assert_non_null(strstr(e.msg, "given twice"));
 	json_decref(labels);
 }
 

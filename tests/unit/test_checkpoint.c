@@ -46,14 +46,14 @@ static enum api_code req(const char *body, struct checkpoint_req *out, char *msg
 	int r = checkpoint_req_parse(j, out, &e);
 
 	json_decref(j);
-	strcpy(msg, r ? e.message : "");
+	strcpy(msg, r ? e.msg : "");
 	return r ? e.code : API_OK;
 }
 
 static void test_request_body(void **state)
 {
 	struct checkpoint_req r;
-	char msg[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 
 	(void)state;
 	assert_int_equal(req("{\"name\":\"cp1\"}", &r, msg), API_OK);
@@ -91,7 +91,7 @@ static void test_object_and_validate(void **state)
 	assert_int_equal(checkpoint_validate(o, "3f9a1c2b7d4e", &e), 0);
 	/* Another sandbox's, or damaged: refused with the reason. */
 	assert_int_equal(checkpoint_validate(o, "000000000000", &e), -1);
-	assert_non_null(strstr(e.message, "sandbox_id"));
+	assert_non_null(strstr(e.msg, "sandbox_id"));
 
 	static const struct {
 		const char *key, *json, *in_message;
@@ -112,9 +112,9 @@ static void test_object_and_validate(void **state)
 			json_object_set_new(c, damage[i].key, json_loads(damage[i].json, JSON_DECODE_ANY, NULL));
 		else
 			json_object_del(c, damage[i].key);
-		if (checkpoint_validate(c, "3f9a1c2b7d4e", &e) != -1 || !strstr(e.message, damage[i].in_message))
+		if (checkpoint_validate(c, "3f9a1c2b7d4e", &e) != -1 || !strstr(e.msg, damage[i].in_message))
 			fail_msg("%s: want a refusal with '%s', got '%s'", damage[i].key, damage[i].in_message,
-				 e.message);
+				 e.msg);
 		json_decref(c);
 	}
 	assert_int_equal(checkpoint_validate(json_null(), "3f9a1c2b7d4e", &e), -1);
@@ -178,14 +178,14 @@ static enum api_code fork_parse(const char *body, struct sandbox_spec *out, bool
 		r = fork_spec_parse(j, &src, &lim, out, named, &e);
 	json_decref(j);
 	sandbox_spec_free(&src);
-	strcpy(msg, r ? e.message : "");
+	strcpy(msg, r ? e.msg : "");
 	return r ? e.code : API_OK;
 }
 
 static void test_fork_bodies(void **state)
 {
 	struct sandbox_spec s;
-	char msg[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 	bool named;
 	json_t *b;
 
@@ -259,7 +259,7 @@ static void test_fork_limits(void **state)
 	(void)state;
 	assert_int_equal(fork_spec_parse(j, &src, &small, &s, &named, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "cpus"));
+	assert_non_null(strstr(e.msg, "cpus"));
 	json_decref(j);
 	sandbox_spec_free(&src);
 }

@@ -118,7 +118,7 @@ static void test_remove_and_rename_bodies(void **state)
 	j = J("{\"from\":\"/a\"}");
 	assert_int_equal(rename_spec_parse(j, &mv, &e), -1);
 	assert_int_equal(e.code, API_E_MISSING_FIELD);
-	assert_non_null(strstr(e.message, "'to'"));
+	assert_non_null(strstr(e.msg, "'to'"));
 	json_decref(j);
 	j = J("{\"from\":\"a\",\"to\":\"/b\"}");
 	assert_int_equal(rename_spec_parse(j, &mv, &e), -1);
@@ -265,7 +265,7 @@ static void test_agent_codes_to_status(void **state)
 		struct agent_client_err ae = { .fail = AGENT_FAIL_AGENT, .code = want[i].agent };
 		struct api_err e;
 
-		snprintf(ae.message, sizeof(ae.message), "m");
+		snprintf(ae.msg, sizeof(ae.msg), "m");
 		api_err_from_agent(&e, &ae, "x");
 		assert_string_equal(api_code_name(e.code), want[i].name);
 		assert_int_equal(api_code_status(e.code), want[i].status);

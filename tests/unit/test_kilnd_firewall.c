@@ -108,12 +108,12 @@ static void test_canon_errors(void **state)
 
 		e.code = API_OK;
 		if (firewall_rules_canon(in, &out, &e) != -1 || e.code != bad[i].code)
-			fail_msg("case %zu: code %d, message '%s'", i, (int)e.code, e.message);
+			fail_msg("case %zu: code %d, message '%s'", i, (int)e.code, e.msg);
 		assert_null(out);
 		if (bad[i].msg)
-			assert_string_equal(e.message, bad[i].msg);
+			assert_string_equal(e.msg, bad[i].msg);
 		else
-			assert_true(strncmp(e.message, "firewall: ", 10) == 0);
+			assert_true(strncmp(e.msg, "firewall: ", 10) == 0);
 		json_decref(in);
 	}
 }
@@ -189,9 +189,9 @@ static void test_spec_network_errors(void **state)
 
 		e.code = API_OK;
 		if (sandbox_spec_parse(b, &lim, &s, &e) != -1 || e.code != bad[i].code)
-			fail_msg("case %zu: code %d, message '%s'", i, (int)e.code, e.message);
+			fail_msg("case %zu: code %d, message '%s'", i, (int)e.code, e.msg);
 		if (bad[i].msg)
-			assert_string_equal(e.message, bad[i].msg);
+			assert_string_equal(e.msg, bad[i].msg);
 		assert_null(s.firewall);
 		json_decref(b);
 	}

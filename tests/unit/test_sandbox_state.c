@@ -59,8 +59,8 @@ static void test_transition_table(void **state)
 				if (r != -1 || e.code != API_E_WRONG_STATE)
 					fail_msg("%s + %s should be refused", sandbox_state_name(s), sandbox_event_name(ev));
 				assert_int_equal(api_code_status(e.code), 409);
-				assert_non_null(strstr(e.message, "sandbox abc is "));
-				assert_non_null(strstr(e.message, sandbox_state_name(s)));
+				assert_non_null(strstr(e.msg, "sandbox abc is "));
+				assert_non_null(strstr(e.msg, sandbox_state_name(s)));
 			} else if (r != 0 || (int)to != want[s][ev] - 1) {
 				fail_msg("%s + %s: got %d -> %s", sandbox_state_name(s), sandbox_event_name(ev), r,
 					 sandbox_state_name(to));
@@ -77,17 +77,17 @@ static void test_refusal_hints(void **state)
 
 	(void)state;
 	assert_int_equal(sandbox_transition(SANDBOX_PAUSED, SANDBOX_EV_START, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "resume it first"));
+	assert_non_null(strstr(e.msg, "resume it first"));
 	assert_int_equal(sandbox_transition(SANDBOX_PAUSED, SANDBOX_EV_PAUSE, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "paused already"));
+	assert_non_null(strstr(e.msg, "paused already"));
 	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_RESUME, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "running already"));
+	assert_non_null(strstr(e.msg, "running already"));
 	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_STOP, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "wake it first"));
+	assert_non_null(strstr(e.msg, "wake it first"));
 	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_HIBERNATE, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "hibernated already"));
+	assert_non_null(strstr(e.msg, "hibernated already"));
 	assert_int_equal(sandbox_transition(SANDBOX_STOPPED, SANDBOX_EV_CHECKPOINT, &to, "abc", &e), -1);
-	assert_non_null(strstr(e.message, "does not allow checkpoint; start it first"));
+	assert_non_null(strstr(e.msg, "does not allow checkpoint; start it first"));
 }
 
 static void test_out_of_range_is_internal(void **state)
@@ -263,9 +263,9 @@ static void test_restore_refuses_damage(void **state)
 			json_object_set_new(m, cases[i].key, json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
 		else
 			json_object_del(m, cases[i].key);
-		if (sandbox_record_restore(m, &back, &e) != -1 || !strstr(e.message, cases[i].in_message))
+		if (sandbox_record_restore(m, &back, &e) != -1 || !strstr(e.msg, cases[i].in_message))
 			fail_msg("%s=%s: want a refusal with '%s', got '%s'", cases[i].key,
-				 cases[i].json ? cases[i].json : "(deleted)", cases[i].in_message, e.message);
+				 cases[i].json ? cases[i].json : "(deleted)", cases[i].in_message, e.msg);
 		assert_null(back.spec.env);
 		json_decref(m);
 	}
@@ -274,11 +274,11 @@ static void test_restore_refuses_damage(void **state)
 
 	json_array_append_new(cps, json_deep_copy(json_array_get(cps, 0)));
 	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
-	assert_non_null(strstr(e.message, "listed twice"));
+	assert_non_null(strstr(e.msg, "listed twice"));
 	json_array_remove(cps, 2);
 	json_object_set_new(json_array_get(cps, 1), "sandbox_id", json_string("000000000000"));
 	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
-	assert_non_null(strstr(e.message, "sandbox_id"));
+	assert_non_null(strstr(e.msg, "sandbox_id"));
 	assert_null(back.checkpoints);
 	json_decref(m);
 

@@ -110,7 +110,7 @@ static void test_call(void **state)
 	assert_int_equal(vmm_control_call(f.path, CTL_RESUME, NULL, false, 5000, &r, &e), -1);
 	fake_stop(&f);
 	assert_string_equal(f.got, "resume\n");
-	assert_string_equal(e.message, "kiln-vmm: control: unknown command");
+	assert_string_equal(e.msg, "kiln-vmm: control: unknown command");
 
 	/* Closed without a reply line. */
 	fake_start(&f, "{\"ok\":true");
@@ -130,14 +130,14 @@ static void test_call(void **state)
 		fake_stop(&f);
 		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 		assert_int_equal(e.code, API_E_TIMEOUT);
-		assert_non_null(strstr(e.message, "'pause'"));
+		assert_non_null(strstr(e.msg, "'pause'"));
 		assert_true(ms >= 250 && ms < 5000);
 	}
 
 	/* No VMM at all. */
 	assert_int_equal(vmm_control_call("/tmp/kiln-ctl-test.none.sock", CTL_PAUSE, NULL, false, 1000, &r, &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
-	assert_non_null(strstr(e.message, "control socket"));
+	assert_non_null(strstr(e.msg, "control socket"));
 }
 
 /* Refused before any connection: no socket exists at the path. */
@@ -153,15 +153,15 @@ static void test_refused_requests(void **state)
 	/* A newline would end the command and start another. */
 	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "/st/cp\nresume", false, 1000, &r, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "control character"));
+	assert_non_null(strstr(e.msg, "control character"));
 	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "relative/cp", false, 1000, &r, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
-	assert_non_null(strstr(e.message, "absolute"));
+	assert_non_null(strstr(e.msg, "absolute"));
 	assert_int_equal(vmm_control_firewall(none, "{}\npause", 1000, &cut, NULL, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_int_equal(vmm_control_run(none, &bad_op, 1000, &r, &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
-	assert_non_null(strstr(e.message, "unknown operation"));
+	assert_non_null(strstr(e.msg, "unknown operation"));
 }
 
 /* firewall-set and firewall-get through the fake: the line sent, the reply read. */
@@ -191,7 +191,7 @@ static void test_firewall_call(void **state)
 	assert_int_equal(vmm_control_firewall(f.path, "{\"allow\":[1]}", 5000, &cut, NULL, &e), -1);
 	fake_stop(&f);
 	assert_int_equal(e.code, API_E_INTERNAL);
-	assert_string_equal(e.message, "kiln-vmm: firewall: allow[0]: bad");
+	assert_string_equal(e.msg, "kiln-vmm: firewall: allow[0]: bad");
 }
 
 int main(void)

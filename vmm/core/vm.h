@@ -85,7 +85,7 @@ enum vm_exit {
 
 struct vm_result {
 	enum vm_exit exit;
-	char msg[256]; /* one line: what happened */
+	char msg[ERR_MSG_MAX]; /* one line: what happened */
 };
 
 /* Set up KVM, memory, devices and vCPUs and load the kernel. 0 or -errno. */

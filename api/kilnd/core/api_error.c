@@ -69,7 +69,7 @@ enum api_code api_err_vset(struct api_err *e, enum api_code code, const char *fm
 {
 	if (e) {
 		e->code = code;
-		vsnprintf(e->message, sizeof(e->message), fmt, ap);
+		vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	}
 	return code;
 }
@@ -149,19 +149,19 @@ enum api_code api_err_from_agent(struct api_err *e, const struct agent_client_er
 	}
 	/* The agent's and the client library's messages already name the
 	 * operation ("exec: 'x' not found"); `what` only stands in for none. */
-	if (ae->message[0])
-		return api_err_set(e, c, "%s", ae->message);
+	if (ae->msg[0])
+		return api_err_set(e, c, "%s", ae->msg);
 	return api_err_set(e, c, "%s failed", what);
 }
 
 char *api_error_body(const struct api_err *e)
 {
-	size_t n = strnlen(e->message, sizeof(e->message));
-	char clean[3 * API_ERR_MESSAGE_MAX + 1];
+	size_t n = strnlen(e->msg, sizeof(e->msg));
+	char clean[3 * ERR_MSG_MAX + 1];
 	json_t *o;
 	char *s;
 
-	utf8_lossy(clean, sizeof(clean), (const uint8_t *)e->message, n, 0, NULL);
+	utf8_lossy(clean, sizeof(clean), (const uint8_t *)e->msg, n, 0, NULL);
 	o = json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(e->code), "message", clean);
 	if (!o)
 		return NULL;

@@ -16,6 +16,7 @@
 #include <stdarg.h>
 
 #include "api/agent-client/agent_client.h"
+#include "lib/base/err.h"
 
 enum api_code {
 	API_OK = 0,
@@ -57,11 +58,9 @@ enum api_code {
 	API_CODE_COUNT
 };
 
-#define API_ERR_MESSAGE_MAX 1024
-
 struct api_err {
 	enum api_code code;
-	char message[API_ERR_MESSAGE_MAX];
+	char msg[ERR_MSG_MAX];
 };
 
 /* "bad_json", ...; "ok" for API_OK; "internal" when out of range. */

@@ -353,7 +353,7 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 	/* A paused guest cannot shut down: let it run for its clean stop, or
 	 * kill it when kiln-vmm will not resume it. */
 	if (was_paused && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
-		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.message);
+		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.msg);
 		kilnd_lock(d);
 		sandbox_kill_locked(sb);
 		kilnd_unlock(d);

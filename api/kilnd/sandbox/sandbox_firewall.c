@@ -90,9 +90,9 @@ static int fw_read(struct sandbox *sb, json_t **canon, struct api_err *e)
 	r = firewall_rules_canon(j, canon, e);
 	json_decref(j);
 	if (r) {
-		char msg[API_ERR_MESSAGE_MAX];
+		char msg[ERR_MSG_MAX];
 
-		snprintf(msg, sizeof(msg), "%s", e->message);
+		snprintf(msg, sizeof(msg), "%s", e->msg);
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: %s: %s", sb->rec.id, path, msg);
 		return -1;
 	}
@@ -166,7 +166,7 @@ int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e)
 	st = sb->rec.state;
 	kilnd_unlock(sb->d);
 	if (has_vmm(st) && vmm_control_firewall(sb->control, NULL, VMM_CONTROL_TIMEOUT_MS, NULL, &live, &ce))
-		kilnd_log("sandbox %s: firewall-get: %s", sb->rec.id, ce.message); /* the VM ended meanwhile */
+		kilnd_log("sandbox %s: firewall-get: %s", sb->rec.id, ce.msg); /* the VM ended meanwhile */
 	*out = firewall_view(SANDBOX_NET_PASST, rules, live);
 	json_decref(rules);
 	json_decref(live);
@@ -217,7 +217,7 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 			kilnd_unlock(d);
 			/* A VMM that ended meanwhile takes the file at its next boot. */
 			if (has_vmm(st)) {
-				api_err_set(e, ce.code, "%s (the rules are saved and apply at the next boot)", ce.message);
+				api_err_set(e, ce.code, "%s (the rules are saved and apply at the next boot)", ce.msg);
 				r = -1;
 			}
 		}

@@ -112,13 +112,13 @@ static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_
 /* Each checkpoint whole, and no name twice. */
 static int check_checkpoints(const json_t *list, const char *id, struct api_err *e)
 {
-	char msg[sizeof(e->message)];
+	char msg[sizeof(e->msg)];
 	size_t i;
 	json_t *c;
 
 	json_array_foreach(list, i, c) {
 		if (checkpoint_validate(c, id, e)) {
-			snprintf(msg, sizeof(msg), "%s", e->message);
+			snprintf(msg, sizeof(msg), "%s", e->msg);
 			api_err_set(e, API_E_BAD_FIELD, "meta.json: %s", msg);
 			return -1;
 		}
@@ -195,9 +195,9 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		}
 	}
 	if (sandbox_spec_parse(spec, &unlimited, &r->spec, e)) {
-		char msg[sizeof(e->message)];
+		char msg[sizeof(e->msg)];
 
-		snprintf(msg, sizeof(msg), "%s", e->message);
+		snprintf(msg, sizeof(msg), "%s", e->msg);
 		api_err_set(e, e->code, "meta.json: %s", msg);
 		json_decref(spec);
 		return -1;
@@ -265,9 +265,9 @@ json_t *sandbox_exit_json(struct vmm_end *x)
 		      x->timeline && json_is_string(json_object_get(json_object_get(x->timeline, "exit"), "reason"))
 			      ? json_incref(json_object_get(json_object_get(x->timeline, "exit"), "reason"))
 			      : json_null(),
-		      "message", x->message ? x->message : json_null(), "console_tail",
+		      "message", x->msg ? x->msg : json_null(), "console_tail",
 		      x->console_tail ? x->console_tail : json_array(), "timeline",
 		      x->timeline ? x->timeline : json_null());
-	x->message = x->console_tail = x->timeline = NULL;
+	x->msg = x->console_tail = x->timeline = NULL;
 	return o;
 }

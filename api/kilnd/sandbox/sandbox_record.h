@@ -78,7 +78,7 @@ struct vmm_end {
 				  hibernated, restored, kilnd_restart */
 	int exit_status;       /* < 0: none (a signal, or unknown) */
 	int signal;            /* 0: none */
-	json_t *message;       /* string or NULL; stolen */
+	json_t *msg;       /* string or NULL; stolen */
 	json_t *console_tail;  /* array or NULL (then []); stolen */
 	json_t *timeline;      /* object or NULL; stolen */
 };

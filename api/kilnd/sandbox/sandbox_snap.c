@@ -52,7 +52,7 @@ static void sync_clock(struct sandbox *sb)
 
 	agent_client_init(&c, sb->vsock);
 	if (sandbox_sync_guest(&c, &ae))
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
 }
 
 /* pause and resume: one control command, the state moves with it. */
@@ -183,7 +183,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 			sandbox_remove_dir(dir);
 		json_decref(obj);
 		SANDBOX_METRIC(d, checkpoint_failures);
-		kilnd_log("sandbox %s: checkpoint '%s' failed: %s", sb->rec.id, req->name, e->message);
+		kilnd_log("sandbox %s: checkpoint '%s' failed: %s", sb->rec.id, req->name, e->msg);
 		return -1;
 	}
 	pthread_mutex_lock(&d->metrics_mu);
@@ -427,7 +427,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 
 fail:
 	if (paused_here && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
-		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.message);
+		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.msg);
 	kilnd_lock(d);
 	/* Back to what it was, in one hold of the lock; if the VMM died on
 	 * the way, on to crashed (its on_exit left that to us). */
@@ -440,7 +440,7 @@ fail:
 	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
 	kilnd_unlock(d);
-	kilnd_log("sandbox %s: hibernation failed: %s", sb->rec.id, e->message);
+	kilnd_log("sandbox %s: hibernation failed: %s", sb->rec.id, e->msg);
 	return -1;
 }
 

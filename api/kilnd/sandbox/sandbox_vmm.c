@@ -54,7 +54,7 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 		.signal = x->signal,
 		.console_tail = vmm_output_tail(x->console, x->console_len, x->console_whole, CONSOLE_TAIL_LINES,
 						CONSOLE_LINE_MAX),
-		.message = vmm_output_message(x->err, x->err_len),
+		.msg = vmm_output_message(x->err, x->err_len),
 		.timeline = vmm_output_timeline(x->err, x->err_len),
 	};
 	enum sandbox_state was, to;
@@ -269,7 +269,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 {
 	struct kilnd *d = sb->d;
 	const char *restore_dir = src ? src->restore_dir : NULL;
-	char snapshot_error[API_ERR_MESSAGE_MAX] = "";
+	char snapshot_error[ERR_MSG_MAX] = "";
 	struct agent_client_info info;
 	struct agent_client_err ae;
 	struct agent_client c;
@@ -286,7 +286,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		kilnd_lock(d);
 		const char *msg = json_string_value(json_object_get(sb->rec.last_exit, "message"));
 
-		snprintf(snapshot_error, sizeof(snapshot_error), "%s", msg ? msg : e->message);
+		snprintf(snapshot_error, sizeof(snapshot_error), "%s", msg ? msg : e->msg);
 		kilnd_unlock(d);
 		kilnd_log("sandbox %s: the snapshot in %s is unusable (%s); booting the kernel instead", sb->rec.id,
 			  restore_dir, snapshot_error);
@@ -315,7 +315,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	if (sandbox_sync_guest(&c, &ae) == 0)
 		synced = true;
 	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.message);
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
 
 	kilnd_lock(d);
 	if (sb->vmm_exited) {
@@ -358,7 +358,7 @@ failed:
 	if (!spawned) {
 		/* No VMM ever ran, so no on_exit described the failure. */
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "boot_failed", .exit_status = -1,
-				       .message = json_string(e->message) };
+				       .msg = json_string(e->msg) };
 
 		json_decref(sb->rec.last_exit);
 		sb->rec.last_exit = sandbox_exit_json(&end);
@@ -374,7 +374,7 @@ failed:
 	pthread_mutex_lock(&d->metrics_mu);
 	d->metrics.boot_failures++;
 	pthread_mutex_unlock(&d->metrics_mu);
-	kilnd_log("%s", e->message);
+	kilnd_log("%s", e->msg);
 	return -1;
 }
 
@@ -400,7 +400,7 @@ void sandbox_halt(struct sandbox *sb, int grace_ms)
 		c.timeout_ms = d->cfg.stop_timeout_ms;
 	if (agent_client_shutdown(&c, grace_ms, &ae) < 0)
 		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM", sb->rec.id,
-			  ae.message);
+			  ae.msg);
 	kilnd_lock(d);
 	if (!sandbox_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
 		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm", sb->rec.id,

@@ -200,7 +200,7 @@ static void load_one(struct kilnd *d, const char *id)
 	}
 	sb = sandbox_new(d);
 	if (!sb || sandbox_record_restore(meta, &sb->rec, &e) || strcmp(sb->rec.id, id) != 0) {
-		kilnd_log("skipping %s: %s", dir, sb ? (strcmp(sb->rec.id, id) ? "meta.json names another id" : e.message)
+		kilnd_log("skipping %s: %s", dir, sb ? (strcmp(sb->rec.id, id) ? "meta.json names another id" : e.msg)
 						     : "out of memory");
 		json_decref(meta);
 		if (sb)
@@ -234,7 +234,7 @@ static void load_one(struct kilnd *d, const char *id)
 	if (sb->rec.state != SANDBOX_STOPPED && sb->rec.state != SANDBOX_CRASHED && sb->rec.state != SANDBOX_HIBERNATED) {
 		/* Its VMM died with the previous kilnd (PR_SET_PDEATHSIG). */
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1,
-				       .message = json_string("kilnd exited while this sandbox ran; its VM was killed with it") };
+				       .msg = json_string("kilnd exited while this sandbox ran; its VM was killed with it") };
 
 		json_decref(sb->rec.last_exit);
 		sb->rec.last_exit = sandbox_exit_json(&end);

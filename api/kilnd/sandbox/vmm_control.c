@@ -141,7 +141,7 @@ io_fail:
 int vmm_control_run(const char *sock_path, const struct control_cmd *cmd, int timeout_ms,
 		    struct control_reply *out, struct api_err *e)
 {
-	char why[API_ERR_MESSAGE_MAX], *line, *reply;
+	char why[ERR_MSG_MAX], *line, *reply;
 	size_t len;
 	int r;
 

@@ -89,7 +89,7 @@ static void create(struct http_req *r, bool shell)
 	if (spec.x.stdin_data && agent_client_stdin(&c, info.id, spec.x.stdin_data, spec.x.stdin_len, true, &ae)) {
 		api_err_from_agent(&e, &ae, what);
 		api_err_set(&e, e.code, "process %u (pid %d) started, but its stdin was not delivered: %.900s", info.id,
-			    info.pid, ae.message);
+			    info.pid, ae.msg);
 		goto fail;
 	}
 	snprintf(loc, sizeof(loc), "/v1/sandboxes/%s/processes/%u", r->rm.id, info.id);
