@@ -20,35 +20,26 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude
 LIBS :=
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-# One of each helper (lib/base, plain libc): linked into every program,
-# kiln-init included, and into the unit tests through VMM_LIB_SRCS.
-BASE_SRCS := lib/base/fd_io.c lib/base/mono.c lib/base/num_parse.c lib/base/term_mode.c lib/base/text_clean.c lib/base/utf8.c
+# Sources by folder (docs/architecture.md, "Folders"): a program is its
+# own folder plus the libraries it uses, and each library is a folder.
+# lib/base (one of each helper, plain libc) goes into every program, the
+# static kiln-init included, as an archive: each takes only what it calls.
+BASE_SRCS := $(wildcard lib/base/*.c)
+BASE_LIB := $(BUILD)/libkiln-base.a
+$(BASE_LIB): $(BASE_SRCS:%.c=$(BUILD)/obj/%.o)
+	rm -f $@
+	$(AR) rcs $@ $^
 # The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
 # libkiln's public API), its devices, and the shared modules they use.
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) lib/base/err.c \
-	$(BASE_SRCS)
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-# kiln-init's agent server, processes, reaper and network settings.
-# INIT_PURE_SRCS are unit-tested too.
-INIT_PURE_SRCS := guest-init/agent/agent_env.c guest-init/sys/netconf_params.c
-INIT_AGENT_SRCS := $(INIT_PURE_SRCS) guest-init/agent/agent.c guest-init/agent/agent_exec.c \
-	guest-init/agent/agent_stream.c guest-init/agent/agent_lifecycle.c guest-init/agent/agent_proc.c \
-	guest-init/agent/agent_launch.c guest-init/sys/reaper.c guest-init/sys/child.c \
-	guest-init/sys/milestone.c guest-init/sys/shutdown.c guest-init/sys/say.c guest-init/sys/netconf.c
-# The file requests (docs/agent-protocol.md, 7.5); unit-tested in a scratch
-# directory (tests/unit/test_agent_files.c).
-INIT_FILES_SRCS := guest-init/agent/agent_files.c guest-init/agent/agent_fs.c guest-init/agent/agent_walk.c \
-	guest-init/agent/agent_list.c guest-init/agent/agent_remove.c guest-init/agent/agent_tar_io.c
-# The tcp_connect bridge and the byte relay it shares with kilnd's port
-# forwarding; unit-tested over real sockets.
-INIT_TCP_SRCS := guest-init/agent/agent_tcp.c lib/base/sock_relay.c
-INIT_SRCS := guest-init/init.c guest-init/sys/params.c api/proto/agent_proto.c \
-	guest-init/agent/agent_conn.c $(INIT_TCP_SRCS) \
-	api/proto/agent_tar.c \
-	$(INIT_FILES_SRCS) \
-	guest-init/agent/agent_ring.c \
-	$(INIT_AGENT_SRCS) $(BASE_SRCS)
+# The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
+AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c
+# kiln-init: PID 1 (guest-init/init.c), its primitives (sys/), the agent
+# (agent/), and the protocol codec it shares with the host.
+INIT_SRCS := $(wildcard guest-init/*.c guest-init/sys/*.c guest-init/agent/*.c) \
+	api/proto/agent_proto.c api/proto/agent_tar.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
 KERNEL := $(BUILD)/kernel/bzImage
@@ -75,8 +66,7 @@ $(BUILD)/obj/%.o: %.c
 # links libkiln's objects as built for the other programs (build/obj/,
 # not -fPIC), as an archive so only what it calls comes in.
 KILN_VMM_SRCS := vmm/kiln-vmm/main.c vmm/kiln-vmm/control.c vmm/control/control_proto.c
-LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(wildcard api/agent-client/*.c) \
-	api/proto/agent_proto.c) $(VMM_LIB_OBJS)
+LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
 $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -90,8 +80,7 @@ $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 # says), so the programs' objects stay as they are. Only kiln_* is
 # exported (lib/kiln/libkiln.map; checked by tests/unit/exports_test).
 LIBKILN_VERSION := 0.1.0
-LIBKILN_SRCS := $(wildcard lib/kiln/*.c) $(VMM_LIB_SRCS) \
-	$(wildcard api/agent-client/*.c) api/proto/agent_proto.c
+LIBKILN_SRCS := $(wildcard lib/kiln/*.c) $(VMM_LIB_SRCS) $(AGENT_CLIENT_SRCS)
 LIBKILN_PIC_OBJS := $(LIBKILN_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
@@ -136,65 +125,29 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 
 # PID 1 of the guest: static, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
-$(BUILD)/kiln-init: $(INIT_SRCS) $(wildcard guest-init/*.h guest-init/agent/*.h api/proto/*.h lib/base/*.h)
+$(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS) -ljansson
+	$(CC) $(CFLAGS) -static -o $@ $(INIT_SRCS) $(BASE_LIB) -ljansson
 
-# Host-side agent client CLI (api/): links the guest's protocol layer so
-# both ends share one framer and parser.
-AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c)
-# kiln-agent.c is main and the command table; ka_cmd_<group>.c the commands.
-AGENT_CLI_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c \
-	$(BASE_SRCS)
-$(BUILD)/kiln-agent: $(AGENT_CLI_SRCS) $(wildcard api/kiln-agent/*.h api/agent-client/*.h) api/proto/agent_proto.h
-	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) -o $@ $(AGENT_CLI_SRCS) -ljansson
+# kiln-agent, the agent client's debugging CLI: kiln-agent.c is main and
+# the command table, ka_cmd_<group>.c the commands.
+KILN_AGENT_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS)
+$(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ -ljansson
 
 # kilnd, the daemon (docs/api.md), one folder per layer (docs/architecture.md,
-# "Folders"): core <- http, sandbox <- endpoints/<resource> <- kilnd.c. Its
-# pure modules are unit-tested too; the rest is libmicrohttpd, processes
-# and sockets.
-KILND_PURE_SRCS := $(addprefix api/kilnd/core/,api_error.c json_fields.c metrics.c names.c query.c \
-	sandbox_spec.c sandbox_state.c) \
-	$(addprefix api/kilnd/http/,byte_queue.c route.c) \
-	$(addprefix api/kilnd/sandbox/,sandbox_record.c vmm_argv.c vmm_output.c files_spec.c) \
-	$(addprefix api/kilnd/endpoints/exec/,exec_render.c exec_spec.c) \
-	lib/base/base64.c api/proto/gz_stream.c
-# Background processes and the tty stream (docs/api.md, "Processes").
-KILND_PURE_SRCS += $(addprefix api/kilnd/endpoints/procs/,proc_spec.c proc_render.c tty_escape.c)
-# Snapshots (docs/api.md, "Pause, checkpoints, forks, hibernation"): the
-# control socket client is tested against a fake kiln-vmm; its codec is
-# kiln-vmm's own (vmm/control/control_proto.c).
-KILND_PURE_SRCS += api/kilnd/sandbox/checkpoint.c api/kilnd/sandbox/vmm_control.c
-# Networking (docs/api.md, "Networking and firewall"): rule sets are
-# validated by the VMM's own parser (lib/netrules/net_rules.c).
-KILND_PURE_SRCS += api/kilnd/core/firewall_spec.c
-KILND_SRCS := $(KILND_PURE_SRCS) api/kilnd/kilnd.c api/kilnd/core/listen.c \
-	$(addprefix api/kilnd/http/,http.c stream_job.c) \
-	$(addprefix api/kilnd/sandbox/,sandbox.c sandboxes.c sandbox_vmm.c sandbox_store.c supervise.c images.c \
-		port_fwd.c sandbox_ports.c sandbox_snap.c sandbox_fork.c sandbox_firewall.c)
-# The endpoints: the dispatch table and every endpoints/<resource>/handle_*.c.
-KILND_SRCS += api/kilnd/endpoints/dispatch.c $(sort $(wildcard api/kilnd/endpoints/*/handle_*.c))
-KILND_SRCS += $(AGENT_CLIENT_SRCS) api/proto/agent_proto.c lib/base/sock_relay.c \
-	lib/netrules/net_rules.c lib/netrules/net_addr.c vmm/control/control_proto.c $(BASE_SRCS)
-$(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o)
+# "Folders"): core <- http, sandbox <- endpoints/<resource> <- kilnd.c. It
+# validates rule sets with the VMM's own parser (lib/netrules) and talks to
+# kiln-vmm through the control socket's one codec (vmm/control).
+KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c \
+	$(wildcard lib/netrules/*.c) vmm/control/control_proto.c
+$(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
 
-# kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket.
-# Its pure parts (options, request bodies, errors, output) are unit-tested
-# too (tests/unit/test_kiln_cli*.c).
-KILN_CLI_PURE_SRCS := api/kiln/cli_opts.c api/kiln/cli_body.c api/kiln/cli_error.c api/kiln/cli_exec_out.c api/kiln/cli_format.c
-# The tty stream's request and escape, the process/fs/port command lines,
-# and the directory archives of cp (tested in a scratch directory; the tar
-# format is the agent's api/proto/agent_tar.c, gzip is api/proto/gz_stream.c).
-KILN_CLI_PURE_SRCS += api/kiln/cli_tty.c api/kiln/cli_body_proc.c api/kiln/cli_body_fs.c api/kiln/cli_tar.c api/kiln/cli_body_snap.c
-KILN_CLI_PURE_SRCS += api/kiln/cli_body_firewall.c
-KILN_CLI_SRCS := $(KILN_CLI_PURE_SRCS) api/kiln/kiln.c api/kiln/cli_http.c api/kiln/cli_common.c \
-	api/kiln/cli_cmd_sandbox.c api/kiln/cli_cmd_exec.c api/kiln/cli_cmd_cp.c lib/base/base64.c
-KILN_CLI_SRCS += api/kiln/cli_cmd_snap.c api/kiln/cli_cmd_run.c api/kiln/cli_cmd_proc.c api/kiln/cli_cmd_shell.c api/kiln/cli_cmd_fs.c \
-	api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
-KILN_CLI_SRCS += api/kiln/cli_cmd_firewall.c $(BASE_SRCS)
-$(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o)
+# kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
+# cp's directory archives are the agent's tar (api/proto) in gzip.
+KILN_CLI_SRCS := $(wildcard api/kiln/*.c) api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
+$(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -lcurl -ljansson -lz -lpthread
 
 # Cheap when cached: the script keys the cache on source version + config.
