@@ -90,7 +90,12 @@ static void set_status(struct virtio_mmio *m, uint32_t v)
 	}
 	if ((added & VIRTIO_STATUS_DRIVER_OK) && !(v & VIRTIO_STATUS_FEATURES_OK))
 		v &= ~(uint32_t)VIRTIO_STATUS_DRIVER_OK;
-	d->status = v | (d->status & VIRTIO_STATUS_NEEDS_RESET);
+	/*
+	 * 2.1.2: only a reset (writing 0) clears status bits. Keeping them
+	 * stops a driver that drops FEATURES_OK under a live device from
+	 * unfreezing the features and renegotiating them behind DRIVER_OK.
+	 */
+	d->status = v | d->status;
 	if ((added & VIRTIO_STATUS_DRIVER_OK) && (d->status & VIRTIO_STATUS_DRIVER_OK) && d->ops->activate &&
 	    d->ops->activate(d) < 0)
 		virtio_dev_fail(d, "device could not start");

@@ -301,6 +301,23 @@ static void test_features_frozen(void **state)
 	assert_int_equal(f->dev->driver_features, F_VERSION_1);
 }
 
+/* Found by fuzz_virtio_mmio: a driver that drops FEATURES_OK under a live
+ * device (Status = DRIVER_OK alone) must not unfreeze the features; only
+ * a reset clears status bits (2.1.2). */
+static void test_status_bits_kept_until_reset(void **state)
+{
+	struct fx *f = *state;
+
+	bring_up(f, F_VERSION_1);
+	wr(&f->m, VMMIO_STATUS, ST_ACK | ST_DRV | 4 /* DRIVER_OK */);
+	assert_int_equal(rd(&f->m, VMMIO_STATUS), ST_OK);
+	wr(&f->m, VMMIO_DRIVER_FEATURES_SEL, 1);
+	wr(&f->m, VMMIO_DRIVER_FEATURES, 0);
+	assert_int_equal(f->dev->driver_features, F_VERSION_1);
+	wr(&f->m, VMMIO_STATUS, 0);
+	assert_int_equal(rd(&f->m, VMMIO_STATUS), 0);
+}
+
 /* ---- queue selection and set-up ---- */
 
 /* QueueSel past the last queue (and past VIRTIO_MAX_QUEUES) selects
@@ -843,6 +860,7 @@ int main(void)
 		T(test_features_ok_refused_without_version1),
 		T(test_features_ok_refused_unoffered),
 		T(test_features_frozen),
+		T(test_status_bits_kept_until_reset),
 		T(test_queue_sel_out_of_range),
 		T(test_queue_outside_ram),
 		T(test_queue_bad_size),
