@@ -302,7 +302,11 @@ int agent_conn_send(struct agent_conn *c, const struct agent_line *line, const v
 		for (size_t i = 0; i < 2; i++) {
 			size_t d = done < iov[i].iov_len ? done : iov[i].iov_len;
 
-			iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
+			/* d == 0 leaves iov_base alone: a line without payload has
+			 * a NULL base, and NULL + 0 is undefined behaviour
+			 * (found by fuzz_agent_conn under UBSan). */
+			if (d)
+				iov[i].iov_base = (uint8_t *)iov[i].iov_base + d;
 			iov[i].iov_len -= d;
 			done -= d;
 		}
