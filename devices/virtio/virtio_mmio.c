@@ -356,6 +356,15 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 		return -EINVAL;
 	if (s->driver_features & ~d->device_features)
 		return -EINVAL;
+	/* A state no live device can be in (a damaged or hand-made file; found
+	 * by fuzz_virtio_mmio): ISR bits beyond used buffer / config change,
+	 * DRIVER_OK without FEATURES_OK, FEATURES_OK without VERSION_1 (3.1.1).
+	 * Restoring it would show the guest a device the transport never
+	 * lets exist. */
+	if ((s->isr & ~3u) ||
+	    ((s->status & VIRTIO_STATUS_DRIVER_OK) && !(s->status & VIRTIO_STATUS_FEATURES_OK)) ||
+	    ((s->status & VIRTIO_STATUS_FEATURES_OK) && !((s->driver_features >> VIRTIO_F_VERSION_1) & 1)))
+		return -EINVAL;
 	/* Check every queue before changing anything: a refused state leaves
 	 * the device as it was. */
 	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {

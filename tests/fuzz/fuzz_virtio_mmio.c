@@ -8,6 +8,9 @@
  * space, notifications, and whatever chains the guest RAM holds when a
  * queue is kicked.
  *
+ * Operation 8 saves the transport's and the device's snapshot state,
+ * damages one byte and restores it.
+ *
  * Input: device (1 byte), a count and that many 6-byte operations
  * (op, offset, value), then guest RAM's contents. Operation 4 is a whole
  * driver bring-up (reset .. DRIVER_OK, every queue at a fixed address:
@@ -235,6 +238,39 @@ static void check(struct virtio_mmio *m, struct virtio_dev *d, const struct gues
 	}
 }
 
+/*
+ * A snapshot of the transport and the device, one byte damaged (the state
+ * file's checksum stops accidents, not a hand-edited file), restored:
+ * refused, or every invariant holds again (restore re-validates).
+ */
+static void save_restore(struct virtio_mmio *m, struct virtio_dev *d, uint8_t where, uint32_t v)
+{
+	static uint8_t dev_state[65536];
+	struct virtio_mmio_state st;
+	long n = 0;
+	int r;
+
+	virtio_mmio_save(m, &st);
+	if (d->ops->save) {
+		pthread_mutex_lock(&d->lock);
+		n = d->ops->save(d, dev_state, sizeof(dev_state));
+		pthread_mutex_unlock(&d->lock);
+		FUZZ_ASSERT(n >= 0 && (size_t)n <= sizeof(dev_state));
+	}
+	if (v & 0x100)
+		((uint8_t *)&st)[(v >> 9) % sizeof(st)] ^= (uint8_t)(where | 1);
+	else if (n > 0)
+		dev_state[(v >> 9) % (uint32_t)n] ^= (uint8_t)(where | 1);
+	r = virtio_mmio_restore(m, &st);
+	FUZZ_ASSERT(r == 0 || r == -EINVAL);
+	if (d->ops->restore) {
+		pthread_mutex_lock(&d->lock);
+		r = d->ops->restore(d, dev_state, (size_t)n);
+		pthread_mutex_unlock(&d->lock);
+		FUZZ_ASSERT(r == 0 || r == -EINVAL);
+	}
+}
+
 /* What the device sent to passt: read and dropped, so its socket never fills. */
 static void drain_peer(void)
 {
@@ -274,7 +310,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(b, &v, 4);
 		memcpy(b + 4, &v, 4);
-		switch (op[0] % 8) {
+		switch (op[0] % 9) {
 		case 0:
 			wr(&m, (uint64_t)op[1] * 4, v);
 			if (op[1] * 4 == VMMIO_STATUS && v == 0) {
@@ -303,6 +339,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 7: /* the guest rewrites RAM (a ring index, a descriptor) */
 			gm_write(&gm, v & 0xffff, op + 1, 1);
+			break;
+		case 8:
+			save_restore(&m, d, op[1], v);
 			break;
 		}
 		check(&m, d, &gm);
