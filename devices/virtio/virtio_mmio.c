@@ -90,7 +90,12 @@ static void set_status(struct virtio_mmio *m, uint32_t v)
 	}
 	if ((added & VIRTIO_STATUS_DRIVER_OK) && !(v & VIRTIO_STATUS_FEATURES_OK))
 		v &= ~(uint32_t)VIRTIO_STATUS_DRIVER_OK;
-	d->status = v | (d->status & VIRTIO_STATUS_NEEDS_RESET);
+	/*
+	 * 2.1.2: only a reset (writing 0) clears status bits. Keeping them
+	 * stops a driver that drops FEATURES_OK under a live device from
+	 * unfreezing the features and renegotiating them behind DRIVER_OK.
+	 */
+	d->status = v | d->status;
 	if ((added & VIRTIO_STATUS_DRIVER_OK) && (d->status & VIRTIO_STATUS_DRIVER_OK) && d->ops->activate &&
 	    d->ops->activate(d) < 0)
 		virtio_dev_fail(d, "device could not start");
@@ -350,6 +355,15 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 	if (s->version != VIRTIO_MMIO_STATE_VERSION)
 		return -EINVAL;
 	if (s->driver_features & ~d->device_features)
+		return -EINVAL;
+	/* A state no live device can be in (a damaged or hand-made file; found
+	 * by fuzz_virtio_mmio): ISR bits beyond used buffer / config change,
+	 * DRIVER_OK without FEATURES_OK, FEATURES_OK without VERSION_1 (3.1.1).
+	 * Restoring it would show the guest a device the transport never
+	 * lets exist. */
+	if ((s->isr & ~3u) ||
+	    ((s->status & VIRTIO_STATUS_DRIVER_OK) && !(s->status & VIRTIO_STATUS_FEATURES_OK)) ||
+	    ((s->status & VIRTIO_STATUS_FEATURES_OK) && !((s->driver_features >> VIRTIO_F_VERSION_1) & 1)))
 		return -EINVAL;
 	/* Check every queue before changing anything: a refused state leaves
 	 * the device as it was. */

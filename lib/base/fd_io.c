@@ -116,8 +116,13 @@ int fd_io_sendv_all(int fd, struct iovec *iov, int cnt, const struct fd_io_waite
 		while (r > 0 && cnt > 0) {
 			size_t k = (size_t)r < iov[0].iov_len ? (size_t)r : iov[0].iov_len;
 
-			iov[0].iov_base = (char *)iov[0].iov_base + k;
-			iov[0].iov_len -= k;
+			/* k == 0 leaves iov_base alone: an empty vector may have a
+			 * NULL base, and NULL + 0 is undefined behaviour (found by
+			 * fuzz_agent_conn under UBSan). */
+			if (k) {
+				iov[0].iov_base = (char *)iov[0].iov_base + k;
+				iov[0].iov_len -= k;
+			}
 			r -= (ssize_t)k;
 			if (iov[0].iov_len == 0) {
 				iov++;

@@ -817,11 +817,28 @@ static void test_pvh_segment_outside_ram(void **state)
 	ph_put(f, PH_LOAD, &ph);
 	assert_int_equal(load(f), -ENOMEM);
 
-	/* Boundary: ending exactly at the top of RAM loads. */
-	ph.p_paddr = RAM - E_SEG_MEMSZ;
+	/* Boundary: ending exactly at the top of RAM loads (the segment
+	 * still holds the entry point). */
+	ph.p_paddr = E_PADDR;
+	ph.p_memsz = RAM - E_PADDR;
 	ph_put(f, PH_LOAD, &ph);
 	assert_int_equal(load(f), 0);
 	assert_int_equal(f->be.kernel_end, RAM);
+}
+
+/* Found by fuzz_boot: a PVH entry point outside every loadable segment
+ * (the vCPU would start in unloaded RAM or the MMIO hole) is refused. */
+static void test_pvh_entry_outside_segments(void **state)
+{
+	struct fx *f = *state;
+	Elf64_Phdr ph;
+
+	pvh_build(f, 4, 1);
+	ph_get(f, PH_LOAD, &ph);
+	ph.p_paddr = E_PADDR + 0x1000; /* the entry, E_PADDR + 0x40, is below it */
+	ph_put(f, PH_LOAD, &ph);
+	assert_int_equal(load(f), -ENOEXEC);
+	assert_msg(f, "entry point 0x1000040 lies outside");
 }
 
 /* The PVH path has its own command line limit (COMMAND_LINE_SIZE - 1). */
@@ -904,6 +921,7 @@ int main(void)
 		T(test_pvh_elf32),
 		T(test_pvh_not_exec),
 		T(test_pvh_segment_outside_ram),
+		T(test_pvh_entry_outside_segments),
 		T(test_pvh_cmdline_too_long),
 		T(test_pvh_initrd_too_big),
 		T(test_pvh_truncated_10_bytes),

@@ -301,6 +301,23 @@ static void test_features_frozen(void **state)
 	assert_int_equal(f->dev->driver_features, F_VERSION_1);
 }
 
+/* Found by fuzz_virtio_mmio: a driver that drops FEATURES_OK under a live
+ * device (Status = DRIVER_OK alone) must not unfreeze the features; only
+ * a reset clears status bits (2.1.2). */
+static void test_status_bits_kept_until_reset(void **state)
+{
+	struct fx *f = *state;
+
+	bring_up(f, F_VERSION_1);
+	wr(&f->m, VMMIO_STATUS, ST_ACK | ST_DRV | 4 /* DRIVER_OK */);
+	assert_int_equal(rd(&f->m, VMMIO_STATUS), ST_OK);
+	wr(&f->m, VMMIO_DRIVER_FEATURES_SEL, 1);
+	wr(&f->m, VMMIO_DRIVER_FEATURES, 0);
+	assert_int_equal(f->dev->driver_features, F_VERSION_1);
+	wr(&f->m, VMMIO_STATUS, 0);
+	assert_int_equal(rd(&f->m, VMMIO_STATUS), 0);
+}
+
 /* ---- queue selection and set-up ---- */
 
 /* QueueSel past the last queue (and past VIRTIO_MAX_QUEUES) selects
@@ -766,6 +783,31 @@ static void test_restore_bad_version(void **state)
 	assert_int_equal(f->dev2->vq[0].ready, 0);
 }
 
+/* Found by fuzz_virtio_mmio: a state no live device can be in (ISR bits
+ * beyond 0..1, DRIVER_OK without FEATURES_OK, FEATURES_OK without
+ * VERSION_1) is refused and changes nothing. */
+static void test_restore_impossible_state(void **state)
+{
+	struct fx *f = *state;
+	struct virtio_mmio_state s, bad;
+
+	bring_up(f, F_ALL);
+	virtio_mmio_save(&f->m, &s);
+	f->dev2 = new_dev(f, &f->m2, &f->irqs2);
+	bad = s;
+	bad.isr = 0x80;
+	assert_int_equal(virtio_mmio_restore(&f->m2, &bad), -EINVAL);
+	bad = s;
+	bad.status &= ~(uint32_t)VIRTIO_STATUS_FEATURES_OK;
+	assert_int_equal(virtio_mmio_restore(&f->m2, &bad), -EINVAL);
+	bad = s;
+	bad.driver_features &= ~F_VERSION_1;
+	assert_int_equal(virtio_mmio_restore(&f->m2, &bad), -EINVAL);
+	assert_int_equal(f->dev2->status, 0);
+	assert_int_equal(virtio_mmio_restore(&f->m2, &s), 0);
+	assert_int_equal(f->dev2->status, ST_OK);
+}
+
 /* A damaged state: a ready queue with rings outside RAM, a size above
  * queue_max, a ready queue the device does not have, unoffered features. */
 static void test_restore_damaged(void **state)
@@ -843,6 +885,7 @@ int main(void)
 		T(test_features_ok_refused_without_version1),
 		T(test_features_ok_refused_unoffered),
 		T(test_features_frozen),
+		T(test_status_bits_kept_until_reset),
 		T(test_queue_sel_out_of_range),
 		T(test_queue_outside_ram),
 		T(test_queue_bad_size),
@@ -861,6 +904,7 @@ int main(void)
 		T(test_shm_region_absent),
 		T(test_save_restore_roundtrip),
 		T(test_restore_bad_version),
+		T(test_restore_impossible_state),
 		T(test_restore_damaged),
 		T(test_restore_keeps_needs_reset),
 	};

@@ -263,7 +263,7 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 	struct hvm_memmap_entry mm[E820_MAX];
 	struct e820_entry map[E820_MAX];
 	uint64_t end = 0;
-	int n, err;
+	int n, err, entry_loaded = 0;
 
 	if ((err = pvh_parse(spec->kernel, spec->kernel_len, &pi, e)))
 		return err;
@@ -281,7 +281,15 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
 		if (s->paddr + s->memsz > end)
 			end = s->paddr + s->memsz;
+		if (pi.entry >= s->paddr && pi.entry - s->paddr < s->memsz)
+			entry_loaded = 1;
 	}
+	/* The vCPU starts at the entry: one outside every segment would have
+	 * it execute unloaded RAM or the MMIO hole (a KVM emulation failure
+	 * instead of a clear refusal). Found by fuzz_boot. */
+	if (!entry_loaded)
+		return err_set(e, ENOEXEC, "PVH entry point %#x lies outside the vmlinux's loadable segments",
+				 pi.entry);
 	if ((err = load_cmdline(gm, spec->cmdline, PVH_CMDLINE_MAX, e)))
 		return err;
 	si.cmdline_paddr = LAYOUT_CMDLINE;

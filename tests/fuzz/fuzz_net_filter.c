@@ -1,0 +1,187 @@
+/*
+ * fuzz_net_filter: frames both ways through the packet filter
+ * (devices/net/net_filter.c) and what it stands on: the frame parser
+ * (pkt_parse.c), connection tracking (net_conntrack.c), DNS answer binding
+ * (dns_bind.c), rate limits, and a rule set (lib/netrules/) the input
+ * picks from a list or writes itself, replaced midway like PUT /firewall.
+ *
+ * Input: rule choice (1 byte: < 0x80 a canned set, else a length-prefixed
+ * JSON text follows), config byte (addresses, rate limits), then frames:
+ * [flags: bit 0 ingress, bit 1 replace the rules with canned set (byte
+ * 2 >> 2), bits 2..7 time step][len: 2][frame].
+ * Invariants: the verdict follows the reason; every frame counts under
+ * exactly one reason; a malformed drop names a parse error; the flow
+ * table never holds more than its capacity, and a rule replacement cuts
+ * no more flows than there were; whatever pkt_parse accepts points inside
+ * the frame; the filter's JSON and log lines are well formed.
+ */
+#include <errno.h>
+
+#include "devices/net/net_filter.h"
+#include "devices/net/pkt_parse.h"
+#include "fuzz.h"
+
+#define CONNTRACK_CAP 16
+#define DNS_CAP 8
+
+static const char *const canned[] = {
+	"{}",
+	"{\"outbound_internet\":true}",
+	"{\"allow\":[{\"cidr\":\"93.184.216.0/24\",\"proto\":\"tcp\",\"ports\":443}]}",
+	"{\"allow\":[{\"host\":\"api.github.com\",\"proto\":\"tcp\",\"ports\":443},"
+	"{\"host\":\"*.example.com\"}],\"dns\":[\"10.0.2.3\"]}",
+	"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"0.0.0.0/0\"},{\"cidr\":\"::/0\"},"
+	"{\"cidr\":\"192.168.7.0/24\",\"ports\":22}],\"deny\":[{\"cidr\":\"1.1.1.1\"},{\"host\":\"*.evil.com\"}]}",
+	"{\"allow\":[{\"cidr\":\"2606:4700::/32\",\"proto\":\"udp\"},{\"cidr\":\"9.9.9.9\",\"proto\":\"udp\"}],"
+	"\"dns\":[\"10.0.2.3\",\"fd00::3\"]}",
+	"{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},{\"cidr\":\"10.0.0.0/8\"}],"
+	"\"dns\":[\"10.0.2.3\"]}",
+	"{\"allow\":[{\"cidr\":\"10.0.2.2\",\"proto\":\"icmp\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}",
+};
+#define NCANNED (sizeof(canned) / sizeof(canned[0]))
+
+static struct net_rules *rules_text(const char *t, size_t n)
+{
+	struct net_rules *r = NULL;
+	struct net_rules_err e = { 0 };
+
+	if (net_rules_parse_text(t, n, &r, &e) < 0)
+		return NULL;
+	return r;
+}
+
+static struct net_rules *rules_canned(unsigned i)
+{
+	const char *t = canned[i % NCANNED];
+	struct net_rules *r = rules_text(t, strlen(t));
+
+	FUZZ_ASSERT(r); /* the canned sets are all valid */
+	return r;
+}
+
+static void log_cb(void *ctx, const struct nf_log_entry *e)
+{
+	char line[256];
+
+	(void)ctx;
+	FUZZ_ASSERT(e->reason >= NF_DROP_RATE && e->reason < NF_REASON_COUNT);
+	nf_log_format(e, line, sizeof(line));
+	FUZZ_ASSERT(memchr(line, 0, sizeof(line)));
+}
+
+/* Whatever pkt_parse accepted lies inside the frame. */
+static void check_parse(const uint8_t *fr, size_t len)
+{
+	struct pkt p;
+	int r = pkt_parse(fr, len, &p);
+
+	FUZZ_ASSERT(r <= 0 && r > -PKT_E_COUNT);
+	FUZZ_ASSERT(pkt_strerror(r));
+	if (r < 0 || p.l3 == PKT_L3_ARP)
+		return;
+	FUZZ_ASSERT(p.ip >= fr && p.ip_len <= len && (size_t)(p.ip - fr) <= len - p.ip_len);
+	if (p.l4) {
+		FUZZ_ASSERT(p.l4 >= p.ip && (size_t)(p.l4 - p.ip) <= p.ip_len &&
+			    p.l4_len <= p.ip_len - (size_t)(p.l4 - p.ip));
+	}
+	if (p.payload && p.payload_len) {
+		FUZZ_ASSERT(p.payload >= fr && (size_t)(p.payload - fr) <= len &&
+			    p.payload_len <= len - (size_t)(p.payload - fr));
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fuzz_in in = { data, size };
+	struct net_filter_config c = { .has_ip4 = true, .has_ip6 = true, .hash_key = { 1, 2 } };
+	struct net_filter *f = NULL;
+	struct net_rules *r = NULL;
+	struct err e = { { 0 } };
+	uint64_t frames[2] = { 0, 0 }, now = 1;
+	uint8_t pick = take8(&in), conf;
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+	if (pick & 0x80) {
+		size_t n, got;
+		const uint8_t *t;
+		char *text;
+
+		n = take16(&in) % 4096;
+		t = take_bytes(&in, n, &got);
+		text = malloc(got + 1);
+		if (!text)
+			return 0;
+		memcpy(text, t, got);
+		text[got] = 0;
+		r = rules_text(text, got);
+		free(text);
+	}
+	if (!r)
+		r = rules_canned(pick);
+	conf = take8(&in);
+	memcpy(c.guest_mac, mac, 6);
+	net_addr_parse("10.0.2.15", &c.ip4);
+	net_addr_parse("fd00::15", &c.ip6);
+	c.has_ip4 = !(conf & 1);
+	c.has_ip6 = !(conf & 2);
+	c.conntrack_capacity = CONNTRACK_CAP;
+	c.dns_capacity = DNS_CAP;
+	if (conf & 4) {
+		c.tx_packets.size = 4;
+		c.tx_packets.refill_ms = 1000;
+		c.rx_bytes.size = 3000;
+		c.rx_bytes.refill_ms = 100;
+		c.rx_bytes.one_time_burst = 1500;
+	}
+	if (conf & 8) {
+		net_cidr_parse("10.0.2.2/32", &c.host_deny[0], NULL, 0);
+		c.n_host_deny = 1;
+	}
+	c.log = log_cb;
+	if (net_filter_create(&c, r, 0, &f, &e) < 0)
+		return 0;
+
+	while (in.n) {
+		uint8_t fl = take8(&in);
+		size_t len = take16(&in) % 2048, got;
+		const uint8_t *fr = take_bytes(&in, len, &got);
+		struct nf_decision d;
+		enum nf_verdict v;
+		int dir = fl & 1;
+
+		now += (uint64_t)(fl >> 2) * (fl & 0x80 ? CONNTRACK_NS(60) : 1000000ULL);
+		if (fl & 2) {
+			size_t before = net_filter_flow_count(f);
+
+			FUZZ_ASSERT(net_filter_replace_rules(f, rules_canned(fl >> 2), now) <= before);
+		}
+		check_parse(fr, got);
+		v = dir ? net_filter_ingress(f, fr, got, now, &d) : net_filter_egress(f, fr, got, now, &d);
+		frames[dir]++;
+		FUZZ_ASSERT(v == d.verdict);
+		FUZZ_ASSERT(d.reason < NF_REASON_COUNT);
+		FUZZ_ASSERT((d.reason < NF_DROP_RATE) == (v == NF_PASS));
+		if (d.reason == NF_DROP_MALFORMED)
+			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
+		FUZZ_ASSERT(net_filter_flow_count(f) <= CONNTRACK_CAP);
+		net_filter_rate_wait_ns(f, dir ? NF_INGRESS : NF_EGRESS, got, now);
+	}
+
+	{
+		struct nf_counters k;
+		json_t *j = net_filter_to_json(f);
+
+		net_filter_counters(f, &k);
+		for (int dir = 0; dir < 2; dir++) {
+			uint64_t sum = 0;
+
+			for (int i = 0; i < NF_REASON_COUNT; i++)
+				sum += k.packets[dir][i];
+			FUZZ_ASSERT(sum == frames[dir]);
+		}
+		FUZZ_ASSERT(j);
+		json_decref(j);
+	}
+	net_filter_destroy(f);
+	return 0;
+}
