@@ -25,6 +25,7 @@
 #include "devices/rng/virtio_rng.h"
 #include "vmm/core/snapshot.h"
 #include "vmm/core/vm_internal.h"
+#include "lib/base/mono.h"
 
 /* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
  * and identity map; harmless on AMD. */
@@ -392,7 +393,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
-	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
+	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : mono_ns());
 
 	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
