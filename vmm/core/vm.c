@@ -262,6 +262,14 @@ static int ensure_loop(struct vm *vm, struct err *e)
  * command line, and route its notifications and interrupts through KVM.
  * Takes ownership of `dev` (destroyed with the VM).
  */
+/* A device's log line (virtio_dev_log) to the VM's log fd. */
+static void device_log(void *ctx, const char *line)
+{
+	struct vm *vm = ctx;
+
+	dprintf(vm->cfg.log_fd, "kiln-vmm: %s\n", line);
+}
+
 static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 {
 	struct virtio_mmio *m;
@@ -274,6 +282,10 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 	if ((err = ensure_loop(vm, e))) {
 		dev->ops->destroy(dev);
 		return err;
+	}
+	if (vm->cfg.device_log && vm->cfg.log_fd >= 0) {
+		dev->log = device_log;
+		dev->log_ctx = vm;
 	}
 	m = &vm->virtio[vm->nvirtio++];
 	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,

@@ -290,7 +290,7 @@ int main(int argc, char **argv)
 	struct err err = { { 0 } };
 	const char *control_path = NULL, *firewall_path = NULL, *restore_dir = NULL, *kernel = NULL;
 	uint64_t n;
-	unsigned log_flags = 0;
+	unsigned log_flags = KILN_LOG_DEVICE; /* a broken device or backend is always said */
 	int timeline = 0, json = 0, console = 0, nets = 0, net_rate = 0, status, opt;
 	const char *reason;
 
