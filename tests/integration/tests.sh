@@ -111,7 +111,7 @@ test_bad_arguments_each_get_one_clear_line() {
   expect_rc 2 && expect_one_line_err && expect_err "not a size in MiB" || return 1
   # num_parse: a sign or a space is a mistake, not a number
   vmm --kernel "$BZIMAGE" --mem +64
-  expect_rc 2 && expect_one_line_err && expect_err "--mem '+64': not a size in MiB" || return 1
+  expect_rc 2 && expect_one_line_err && expect_err "--mem '\\+64': not a size in MiB" || return 1
   vmm --kernel "$BZIMAGE" --cpus " 2"
   expect_rc 2 && expect_one_line_err && expect_err "--cpus ' 2': not a number of vCPUs" || return 1
   vmm

@@ -25,6 +25,7 @@
  * the public API); libkiln has no control socket. */
 #include "vmm/kiln-vmm/control.h"
 
+#include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/term_mode.h"
@@ -158,14 +159,10 @@ static int load_firewall(kiln_vm_config *cfg, const char *path)
 		return EXIT_USAGE;
 	}
 	buf = malloc((size_t)st.st_size + 1);
-	while (buf && have < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + have, (size_t)st.st_size - have);
+	if (buf) {
+		ssize_t k = fd_io_read_full(fd, buf, (size_t)st.st_size);
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		have += (size_t)k;
+		have = k > 0 ? (size_t)k : 0;
 	}
 	close(fd);
 	if (!buf || have != (size_t)st.st_size) {
