@@ -108,8 +108,8 @@ static void unregister(struct vnet *n)
 static void backend_failed(struct vnet *n, long err)
 {
 	if (!n->be_dead)
-		fprintf(stderr, "kiln-vmm: virtio-net: %s backend failed: %s; the guest's network is down\n",
-			n->be->name, n->be->why[0] ? n->be->why : strerror((int)-err));
+		virtio_dev_log(&n->dev, "virtio-net: %s backend failed: %s; the guest's network is down",
+			       n->be->name, n->be->why[0] ? n->be->why : strerror((int)-err));
 	n->be_dead = 1;
 	n->out_blocked = 0;
 	unregister(n);

@@ -1,5 +1,6 @@
 #include "devices/virtio/virtio_dev.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 
 void virtio_dev_interrupt(struct virtio_dev *d, int q)
@@ -19,8 +20,21 @@ void virtio_dev_fail(struct virtio_dev *d, const char *why)
 	/* 2.1.1: NEEDS_RESET plus a configuration change notification. */
 	d->status |= VIRTIO_STATUS_NEEDS_RESET;
 	__atomic_or_fetch(&d->isr, 2, __ATOMIC_SEQ_CST);
-	fprintf(stderr, "kiln-vmm: %s: guest driver error: %s; device needs reset\n",
-		d->ops && d->ops->name ? d->ops->name : "virtio", why);
+	virtio_dev_log(d, "%s: guest driver error: %s; device needs reset",
+		       d->ops && d->ops->name ? d->ops->name : "virtio", why);
 	if (d->raise_irq)
 		d->raise_irq(d->irq_ctx);
+}
+
+void virtio_dev_log(struct virtio_dev *d, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (!d->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	d->log(d->log_ctx, line);
 }

@@ -90,6 +90,15 @@ struct virtio_dev {
 	/* Set by the transport: inject the device's interrupt. */
 	void (*raise_irq)(void *ctx);
 	void *irq_ctx;
+
+	/*
+	 * Set by the VM when it adds the device: where the device's log lines
+	 * go (one line, no newline; the VM adds its prefix). NULL: nowhere.
+	 * A device never writes to stderr itself: libkiln's embedder chooses
+	 * the fd (kiln_vm_config_set_log, KILN_LOG_DEVICE).
+	 */
+	void (*log)(void *ctx, const char *line);
+	void *log_ctx;
 };
 
 /* 1 when the driver accepted feature `bit`. */
@@ -110,5 +119,8 @@ void virtio_dev_interrupt(struct virtio_dev *d, int q);
  * then ignores its queues until the driver resets it; the VMM runs on.
  */
 void virtio_dev_fail(struct virtio_dev *d, const char *why);
+
+/* One line to the device's log (d->log), printf-style; nothing when there is none. */
+void virtio_dev_log(struct virtio_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

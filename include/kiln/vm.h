@@ -113,7 +113,12 @@ KILN_API int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monoto
 /* What kiln_vm_config_set_log writes. */
 enum {
 	KILN_LOG_FIREWALL = 1u << 0, /* denied and cut flows, at most 10 lines a second */
-	KILN_LOG_UNHANDLED = 1u << 1 /* guest accesses to ports/MMIO with no device */
+	KILN_LOG_UNHANDLED = 1u << 1, /* guest accesses to ports/MMIO with no device */
+	/* Devices' own lines, once each: a guest that breaks a virtio
+	 * device's protocol ("virtio-blk: guest driver error: ...; device
+	 * needs reset"), a network backend that died ("virtio-net: passt
+	 * backend failed: ...") */
+	KILN_LOG_DEVICE = 1u << 2
 };
 
 /* Write the log lines `flags` selects to `fd` (the caller's; -1 or flags

@@ -230,6 +230,7 @@ int kiln_vm_config_set_log(kiln_vm_config *cfg, int fd, unsigned flags)
 	cfg->c.log_fd = fd;
 	cfg->c.firewall_log = !!(flags & KILN_LOG_FIREWALL);
 	cfg->c.verbose = !!(flags & KILN_LOG_UNHANDLED);
+	cfg->c.device_log = !!(flags & KILN_LOG_DEVICE);
 	return 0;
 }
 

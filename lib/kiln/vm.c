@@ -13,6 +13,7 @@
 
 #include <kiln/version.h>
 
+#include "lib/base/mono.h"
 #include "lib/base/version.h"
 #include "lib/kiln/handles.h"
 #include "vmm/core/timeline.h"
@@ -243,15 +244,7 @@ int kiln_vm_wait(kiln_vm *vm, int timeout_ms)
 	struct timespec dl;
 	int r = 0, join = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	if (timeout_ms > 0) {
-		dl.tv_sec += timeout_ms / 1000;
-		dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-	}
+	mono_deadline_in(&dl, timeout_ms); /* vm->cv runs on CLOCK_MONOTONIC */
 	pthread_mutex_lock(&vm->lk);
 	if (!vm->started) {
 		pthread_mutex_unlock(&vm->lk);

@@ -50,6 +50,54 @@ P
   expect_rc 0 && expect_out '^host=box1 mounts=6' && expect_out 'kiln-init: command exited with status 0'
 }
 
+# ^C on --console ends kiln-vmm by SIGINT, and its handler gives the
+# user's terminal back first (echo and line editing on again).
+test_console_terminal_restored_after_sigint() {
+  local r
+  heartbeat "kiln-vmm --console on a pty, then SIGINT"
+  r=$(timeout -k 5 "$BOOT_TIMEOUT" python3 - "$VMM" "$BZIMAGE" "$INITRD" <<'PY'
+import os, pty, select, signal, sys, termios, time
+vmm, kernel, initrd = sys.argv[1:4]
+master, slave = pty.openpty()
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    os.execv(vmm, [vmm, "--kernel", kernel, "--initrd", initrd, "--console",
+                   "--cmdline", 'kiln.exec="sleep 60"'])
+before = termios.tcgetattr(slave)[3]
+keys = termios.ECHO | termios.ICANON
+# Wait for kiln-vmm to switch the terminal (echo off), draining its output.
+deadline = time.time() + 60
+while termios.tcgetattr(slave)[3] & termios.ECHO and time.time() < deadline:
+    if select.select([master], [], [], 0.05)[0]:
+        os.read(master, 4096)
+if termios.tcgetattr(slave)[3] & termios.ECHO:
+    print("kiln-vmm never turned echo off"); sys.exit(0)
+time.sleep(0.5)
+os.kill(pid, signal.SIGINT)
+while True:
+    if select.select([master], [], [], 0.05)[0]:
+        try:
+            os.read(master, 4096)
+        except OSError:
+            pass
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+after = termios.tcgetattr(slave)[3]
+if not os.WIFSIGNALED(status) or os.WTERMSIG(status) != signal.SIGINT:
+    print("not ended by SIGINT: status %#x" % status)
+elif after & keys != before & keys:
+    print("terminal left changed: lflag %#o, was %#o" % (after, before))
+else:
+    print("ok")
+PY
+  )
+  [ "$r" = ok ] || fail "kiln-vmm --console, then SIGINT: $r"
+}
+
 test_guest_memory_size_is_what_was_asked() {
   vmm --kernel "$VMLINUX" --initrd "$INITRD" --mem 512 --console \
     --cmdline 'kiln.exec="grep MemTotal /proc/meminfo"'
@@ -109,6 +157,11 @@ test_bad_arguments_each_get_one_clear_line() {
   expect_rc 1 && expect_one_line_err && expect_err "between 1 and 64" || return 1
   vmm --kernel "$BZIMAGE" --mem lots
   expect_rc 2 && expect_one_line_err && expect_err "not a size in MiB" || return 1
+  # num_parse: a sign or a space is a mistake, not a number
+  vmm --kernel "$BZIMAGE" --mem +64
+  expect_rc 2 && expect_one_line_err && expect_err "--mem '\\+64': not a size in MiB" || return 1
+  vmm --kernel "$BZIMAGE" --cpus " 2"
+  expect_rc 2 && expect_one_line_err && expect_err "--cpus ' 2': not a number of vCPUs" || return 1
   vmm
   expect_rc 2 && expect_one_line_err && expect_err "no kernel given"
 }

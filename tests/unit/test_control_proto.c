@@ -76,6 +76,13 @@ static void test_refusals(void **state)
 	assert_int_equal(parse("snapshot /a\tb", &c, why), -EINVAL);
 	assert_non_null(strstr(why, "control characters"));
 	assert_int_equal(parse("resume\x1b[2J", &c, why), -EINVAL);
+	/* DEL is refused like C0, as kilnd refuses it (text_clean_control_at). */
+	assert_int_equal(parse("snapshot /a\x7f", &c, why), -EINVAL);
+	assert_non_null(strstr(why, "control characters"));
+	assert_int_equal(parse("firewall-set {\"dns\":\x7f[]}", &c, why), -EINVAL);
+	assert_non_null(strstr(why, "control characters"));
+	assert_int_equal(parse("pause\x7f", &c, why), -EINVAL);
+	assert_non_null(strstr(why, "control characters"));
 }
 
 static void test_error_reply_is_json(void **state)

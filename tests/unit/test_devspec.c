@@ -138,6 +138,13 @@ static void test_net_rate(void **state)
 	assert_int_equal(rate("tx_bytes=-1", &r, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "--net-rate tx_bytes: '-1' is not a number"));
 	assert_int_equal(rate("tx_bytes=1M", &r, &e), -EINVAL);
+	/* num_parse: no sign, no space, only digits; same message as any bad number. */
+	assert_int_equal(rate("tx_bytes=+5", &r, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--net-rate tx_bytes: '+5' is not a number"));
+	assert_int_equal(rate("tx_bytes= 5", &r, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--net-rate tx_bytes: ' 5' is not a number"));
+	assert_int_equal(rate("tx_bytes=0x10", &r, &e), -EINVAL);
+	assert_int_equal(rate("tx_bytes=18446744073709551616", &r, &e), -EINVAL); /* 2^64 */
 	assert_int_equal(rate("rx_bytes=281474976710657", &r, &e), -EINVAL); /* 2^48 + 1 */
 	assert_int_equal(rate("rx_bytes=281474976710656", &r, &e), 0);
 	assert_int_equal(rate("", &r, &e), -EINVAL);
@@ -158,6 +165,62 @@ static void test_ip4_prefix(void **state)
 	assert_int_equal(devspec_ip4_prefix("10.0.2/24", &a, &p), -EINVAL);
 	assert_int_equal(devspec_ip4_prefix("/24", &a, &p), -EINVAL);
 	assert_int_equal(devspec_ip4_prefix("10.0.2.15/", &a, &p), -EINVAL);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/+24", &a, &p), -EINVAL);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/ 24", &a, &p), -EINVAL);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/-24", &a, &p), -EINVAL);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/31", &a, &p), -EINVAL);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/4294967320", &a, &p), -EINVAL); /* 2^32 + 24 */
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/1", &a, &p), 0);
+	assert_int_equal(p, 1);
+	assert_int_equal(devspec_ip4_prefix("10.0.2.15/30", &a, &p), 0);
+	assert_int_equal(p, 30);
+}
+
+/* devspec_net keeps the prefix it checked, for the passt backend. */
+static void test_net_prefix(void **state)
+{
+	struct devspec_net_cfg c;
+	struct err e = { { 0 } };
+
+	(void)state;
+	assert_int_equal(net("passt", &c, &e), 0);
+	assert_int_equal(c.prefix, 24);
+	assert_int_equal(net("passt,ip=10.1.0.9/16,gw=10.1.200.1", &c, &e), 0);
+	assert_int_equal(c.prefix, 16);
+	assert_int_equal(net("tap=kt0", &c, &e), 0);
+	assert_int_equal(c.prefix, 0);
+	assert_int_equal(net("tap=kt0,ip=10.77.0.2/+24", &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--net ip=10.77.0.2/+24: expected an IPv4 ADDRESS/PREFIX"));
+}
+
+static int vsock(const char *s, struct devspec_vsock_cfg *v, struct err *e)
+{
+	snprintf(buf, sizeof(buf), "%s", s);
+	return devspec_vsock(buf, v, e);
+}
+
+static void test_vsock_cid(void **state)
+{
+	struct devspec_vsock_cfg v;
+	struct err e = { { 0 } };
+
+	(void)state;
+	assert_int_equal(vsock("/run/v.sock", &v, &e), 0);
+	assert_int_equal(v.cid, 3);
+	assert_int_equal(vsock("/run/v.sock,cid=3", &v, &e), 0);
+	assert_int_equal(v.cid, 3);
+	assert_int_equal(vsock("/run/v.sock,cid=4294967294", &v, &e), 0);
+	assert_int_equal(v.cid, 4294967294u);
+	static const char *const bad[] = { "2", "4294967295", "", "+5", " 5", "5 ", "-5", "0x10", "99999999999999999999" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char s[64];
+
+		snprintf(s, sizeof(s), "/run/v.sock,cid=%s", bad[i]);
+		assert_int_equal(vsock(s, &v, &e), -EINVAL);
+		assert_non_null(strstr(e.msg, "must be a number from 3 to 4294967294"));
+	}
+	assert_int_equal(vsock("/run/v.sock,port=5", &v, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "unknown option"));
 }
 
 int main(void)
@@ -168,6 +231,8 @@ int main(void)
 		cmocka_unit_test(test_one_backend),
 		cmocka_unit_test(test_net_rate),
 		cmocka_unit_test(test_ip4_prefix),
+		cmocka_unit_test(test_net_prefix),
+		cmocka_unit_test(test_vsock_cid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

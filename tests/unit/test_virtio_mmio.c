@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -394,6 +395,50 @@ static void test_queue_bad_size(void **state)
 	setup_queue(&f->m, 0, 8, DESC, AVAIL, USED);
 	assert_int_equal(rd(&f->m, VMMIO_QUEUE_READY), 1);
 	assert_int_equal(f->dev->broken, 0);
+}
+
+/* Lines a device logs (virtio_dev_log), kept for the test to read. */
+struct log_lines {
+	int n;
+	char last[512];
+};
+
+static void keep_line(void *ctx, const char *line)
+{
+	struct log_lines *l = ctx;
+
+	l->n++;
+	snprintf(l->last, sizeof(l->last), "%s", line);
+}
+
+/* A broken device says so once, through the log the VM gave it (never
+ * stderr); without one it says nothing and still breaks. */
+static void test_fail_logs_once_to_the_vm_log(void **state)
+{
+	struct fx *f = *state;
+	struct log_lines l = { 0 };
+
+	f->dev->log = keep_line;
+	f->dev->log_ctx = &l;
+	assert_int_equal(negotiate(&f->m, F_ALL), ST_FOK);
+	setup_queue(&f->m, 0, 48, DESC, AVAIL, USED);
+	assert_int_equal(f->dev->broken, 1);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.last, "virtio-rng: guest driver error: queue set up with a bad size or rings outside "
+				    "guest RAM; device needs reset");
+	/* Still broken: the second bad setup is not logged again. */
+	setup_queue(&f->m, 0, 0, DESC, AVAIL, USED);
+	assert_int_equal(l.n, 1);
+	/* A reset clears broken; the next failure is logged again. */
+	assert_int_equal(negotiate(&f->m, F_ALL), ST_FOK);
+	setup_queue(&f->m, 0, 0, DESC, AVAIL, USED);
+	assert_int_equal(l.n, 2);
+	/* No log: nothing written anywhere, the device still breaks. */
+	f->dev->log = NULL;
+	assert_int_equal(negotiate(&f->m, F_ALL), ST_FOK);
+	setup_queue(&f->m, 0, 0, DESC, AVAIL, USED);
+	assert_int_equal(f->dev->broken, 1);
+	assert_int_equal(l.n, 2);
 }
 
 /* While a queue is ready its size and ring addresses are fixed (4.2.2.2);
@@ -889,6 +934,7 @@ int main(void)
 		T(test_queue_sel_out_of_range),
 		T(test_queue_outside_ram),
 		T(test_queue_bad_size),
+		T(test_fail_logs_once_to_the_vm_log),
 		T(test_queue_regs_ignored_while_ready),
 		T(test_notify_fills_buffer),
 		T(test_notify_no_interrupt_flag),

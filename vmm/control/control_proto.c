@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/text_clean.h"
 #include "lib/netrules/net_rules.h"
 
 _Static_assert(CONTROL_RULES_MAX == NET_RULES_TEXT_MAX,
@@ -35,9 +36,9 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 	memset(out, 0, sizeof(*out));
 	if (len && line[len - 1] == '\r')
 		line[--len] = 0;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)line[i] < 0x20)
-			return fail(why, n, "control: a command may not hold control characters%s", "");
+	/* The rule of kilnd's control lines too: C0 and DEL are refused. */
+	if (text_clean_control_at(line, len) < len)
+		return fail(why, n, "control: a command may not hold control characters%s", "");
 	rest = strchr(line, ' ');
 	if (rest)
 		*rest++ = 0;
@@ -153,10 +154,9 @@ static int __attribute__((format(printf, 4, 5))) failf(int err, char *why, size_
 /* The first control character (or DEL) in s, or -1. */
 static long control_char_at(const char *s)
 {
-	for (const char *p = s; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return p - s;
-	return -1;
+	size_t len = strlen(s), at = text_clean_control_at(s, len);
+
+	return at < len ? (long)at : -1;
 }
 
 /* The argument of cmd's line after "<op> " into *arg (NULL: none), checked: 0 or -EINVAL with why. */

@@ -1,5 +1,7 @@
 #include "vmm/core/boot_timer.h"
 
+#include "lib/base/mono.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -27,7 +29,7 @@ const char *boot_timer_name(uint8_t code, char *buf, int len)
 void boot_timer_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, int is_write)
 {
 	struct boot_timer *bt = opaque;
-	uint64_t now = timeline_now_ns();
+	uint64_t now = mono_ns();
 	char buf[16];
 
 	if (!is_write) {

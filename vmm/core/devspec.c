@@ -2,6 +2,7 @@
 
 #include "devices/net/rate_limit.h"
 #include "devices/net/virtio_net.h"
+#include "lib/base/num_parse.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -80,15 +81,12 @@ int devspec_vsock(char *arg, struct devspec_vsock_cfg *out, struct err *e)
 	if (!out->uds || !*out->uds)
 		return err_set(e, EINVAL, "--vsock: expected PATH[,cid=N]");
 	while ((f = next_field(&rest))) {
-		char *end;
-		unsigned long long v;
+		uint64_t v;
 
 		if (strncmp(f, "cid=", 4) != 0)
 			return err_set(e, EINVAL, "--vsock: unknown option '%.40s' (cid=N)", f);
-		errno = 0;
-		v = strtoull(f + 4, &end, 10);
 		/* 0-2 are reserved (hypervisor, local, host); -1U is VMADDR_CID_ANY. */
-		if (errno || *end || f[4] == '\0' || v < 3 || v >= 0xffffffffULL)
+		if (num_parse_u64(f + 4, 10, 3, 0xfffffffeULL, &v))
 			return err_set(e, EINVAL, "--vsock: cid '%s' must be a number from 3 to 4294967294", f + 4);
 		out->cid = (uint32_t)v;
 	}
@@ -99,16 +97,13 @@ int devspec_ip4_prefix(const char *s, struct net_addr *addr, unsigned *prefix)
 {
 	char buf[NET_ADDR_STRLEN];
 	const char *slash = strchr(s, '/');
-	char *end;
-	unsigned long p;
+	uint64_t p;
 
-	if (!slash || (size_t)(slash - s) >= sizeof(buf) || !slash[1] || slash[1] == '-' || slash[1] == '+')
+	if (!slash || (size_t)(slash - s) >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, s, (size_t)(slash - s));
 	buf[slash - s] = '\0';
-	errno = 0;
-	p = strtoul(slash + 1, &end, 10);
-	if (errno || *end || p < 1 || p > 30 || net_addr_parse(buf, addr) || addr->family != NET_AF4)
+	if (num_parse_u64(slash + 1, 10, 1, 30, &p) || net_addr_parse(buf, addr) || addr->family != NET_AF4)
 		return -EINVAL;
 	*prefix = (unsigned)p;
 	return 0;
@@ -134,7 +129,6 @@ int devspec_net(char *arg, struct devspec_net_cfg *out, struct err *e)
 	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=, resolver=";
 	char *rest = arg, *f;
 	struct net_addr ip, gw, dns, resolver;
-	unsigned prefix;
 
 	memset(out, 0, sizeof(*out));
 	while ((f = next_field(&rest))) {
@@ -172,7 +166,7 @@ int devspec_net(char *arg, struct devspec_net_cfg *out, struct err *e)
 		out->gw = out->gw ? out->gw : (char *)DEVSPEC_PASST_GW;
 		out->dns = out->dns ? out->dns : (char *)DEVSPEC_PASST_DNS;
 	}
-	if (out->ip && devspec_ip4_prefix(out->ip, &ip, &prefix))
+	if (out->ip && devspec_ip4_prefix(out->ip, &ip, &out->prefix))
 		return err_set(e, EINVAL, "--net ip=%.60s: expected an IPv4 ADDRESS/PREFIX like 10.0.2.15/24 (prefix 1-30)",
 				 out->ip);
 	if (!out->passt)
@@ -181,7 +175,7 @@ int devspec_net(char *arg, struct devspec_net_cfg *out, struct err *e)
 		return err_set(e, EINVAL, "--net gw=%.60s: not an IPv4 address", out->gw);
 	if (ip4(out->dns, &dns))
 		return err_set(e, EINVAL, "--net dns=%.60s: not an IPv4 address", out->dns);
-	if (!same_subnet(&ip, &gw, prefix) || net_addr_equal(&ip, &gw))
+	if (!same_subnet(&ip, &gw, out->prefix) || net_addr_equal(&ip, &gw))
 		return err_set(e, EINVAL, "--net gw=%s: must be another address in the guest's network %s", out->gw,
 				 out->ip);
 	if (out->resolver && ip4(out->resolver, &resolver))
@@ -206,8 +200,8 @@ int devspec_net_rate(char *arg, struct devspec_net_rate_cfg *out, struct err *e)
 	while ((f = next_field(&rest))) {
 		static const char *const names[4] = { "tx_bytes", "tx_packets", "rx_bytes", "rx_packets" };
 		uint64_t *slot[4] = { &out->tx_bytes, &out->tx_packets, &out->rx_bytes, &out->rx_packets };
-		char *eq = strchr(f, '='), *end;
-		unsigned long long v;
+		char *eq = strchr(f, '=');
+		uint64_t v;
 		int i;
 
 		for (i = 0; i < 4; i++)
@@ -215,10 +209,8 @@ int devspec_net_rate(char *arg, struct devspec_net_rate_cfg *out, struct err *e)
 				break;
 		if (i == 4)
 			return err_set(e, EINVAL, "--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)", f);
-		errno = 0;
-		v = strtoull(eq + 1, &end, 10);
 		/* 0 is unlimited; the filter's buckets hold at most 2^48 tokens. */
-		if (errno || *end || !eq[1] || eq[1] == '-' || eq[1] == '+' || v > RATE_SIZE_MAX)
+		if (num_parse_u64(eq + 1, 10, 0, RATE_SIZE_MAX, &v))
 			return err_set(e, EINVAL, "--net-rate %s: '%.40s' is not a number from 0 (unlimited) to %llu per second",
 					 names[i], eq + 1, (unsigned long long)RATE_SIZE_MAX);
 		*slot[i] = v;

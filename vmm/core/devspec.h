@@ -53,6 +53,7 @@ struct devspec_net_cfg {
 	 * below; tap: NULL = any source address.
 	 */
 	char *ip;
+	unsigned prefix; /* ip's PREFIX, 1-30 (0 when ip is NULL) */
 	char *gw;      /* passt: its gateway address */
 	char *dns;     /* passt: the guest's resolver address, forwarded to `resolver` */
 	char *resolver; /* passt: the nameserver it forwards to; NULL: the host's first */

@@ -19,9 +19,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "lib/base/mono.h"
 #include "vmm/core/snapshot.h"
 #include "vmm/snapshot/snapshot_io.h"
 #include "vmm/core/snapshot_kvm.h"
@@ -30,14 +30,6 @@
 #define VM_INFO_VERSION 1
 #define DEVICE_STATE_MAX 65536
 #define SERIAL_STATE_VERSION 1
-
-static double now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
 
@@ -418,7 +410,7 @@ out:
 int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot_info *info,
 		     struct err *e)
 {
-	double t0 = now_ms();
+	double t0 = mono_ms_f();
 	char name[256];
 	int was_paused, parent, dfd, r;
 
@@ -447,7 +439,7 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot
 		if (vm_resume(vm, &e2) && !r)
 			r = err_set(e, EIO, "snapshot written, but %s", e2.msg);
 	}
-	info->ms = now_ms() - t0;
+	info->ms = mono_ms_f() - t0;
 	return r;
 }
 

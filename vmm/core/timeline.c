@@ -1,17 +1,10 @@
 #include "vmm/core/timeline.h"
 
+#include "lib/base/mono.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-
-uint64_t timeline_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 void timeline_init(struct timeline *t, uint64_t t0_ns)
 {
@@ -47,7 +40,7 @@ void timeline_mark_at(struct timeline *t, const char *name, uint64_t abs_ns, int
 
 void timeline_mark(struct timeline *t, const char *name)
 {
-	timeline_mark_at(t, name, timeline_now_ns(), 0);
+	timeline_mark_at(t, name, mono_ns(), 0);
 }
 
 int timeline_has(struct timeline *t, const char *name)

@@ -28,7 +28,6 @@ struct timeline {
 	struct milestone m[TIMELINE_MAX];
 };
 
-uint64_t timeline_now_ns(void);
 void timeline_init(struct timeline *t, uint64_t t0_ns);
 void timeline_destroy(struct timeline *t);
 

@@ -25,6 +25,7 @@
 #include "devices/rng/virtio_rng.h"
 #include "vmm/core/snapshot.h"
 #include "vmm/core/vm_internal.h"
+#include "lib/base/mono.h"
 
 /* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
  * and identity map; harmless on AMD. */
@@ -261,6 +262,14 @@ static int ensure_loop(struct vm *vm, struct err *e)
  * command line, and route its notifications and interrupts through KVM.
  * Takes ownership of `dev` (destroyed with the VM).
  */
+/* A device's log line (virtio_dev_log) to the VM's log fd. */
+static void device_log(void *ctx, const char *line)
+{
+	struct vm *vm = ctx;
+
+	dprintf(vm->cfg.log_fd, "kiln-vmm: %s\n", line);
+}
+
 static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 {
 	struct virtio_mmio *m;
@@ -273,6 +282,10 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 	if ((err = ensure_loop(vm, e))) {
 		dev->ops->destroy(dev);
 		return err;
+	}
+	if (vm->cfg.device_log && vm->cfg.log_fd >= 0) {
+		dev->log = device_log;
+		dev->log_ctx = vm;
 	}
 	m = &vm->virtio[vm->nvirtio++];
 	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
@@ -392,7 +405,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
-	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : timeline_now_ns());
+	timeline_init(&vm->tl, cfg->t0_ns ? cfg->t0_ns : mono_ns());
 
 	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;

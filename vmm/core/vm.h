@@ -38,7 +38,9 @@ struct vm_config {
 	int console_out_fd;   /* serial console output; -1 = console off */
 	int console_in_fd;    /* serial console input; -1 = none */
 	int verbose;          /* log unhandled port/MMIO accesses to log_fd */
-	int log_fd;           /* where verbose and firewall_log lines go */
+	int log_fd;           /* where verbose, firewall_log and device_log lines go */
+	int device_log;       /* devices' own lines on log_fd: a guest breaking a virtio
+			       * device's protocol, a dead network backend */
 	int kick_signal;      /* kicks vCPUs out of KVM_RUN; 0: VM_KICK_SIGNAL_DEFAULT */
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
 	int rng;              /* attach a virtio-rng device */

@@ -8,21 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "devices/net/net_filter.h"
 #include "devices/net/net_passt.h"
 #include "devices/net/net_tap.h"
 #include "devices/net/virtio_net.h"
+#include "lib/base/mono.h"
 #include "vmm/core/vm_internal.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 /* The filter's denied-flow log: one line each (the filter rate-limits them). */
 static void firewall_log(void *ctx, const struct nf_log_entry *le)
@@ -106,7 +98,7 @@ static int make_backend(const struct devspec_net_cfg *c, struct net_backend **ou
 	memcpy(addr, c->ip, (size_t)(slash - c->ip));
 	addr[slash - c->ip] = '\0';
 	pc.address = addr;
-	pc.prefix = (unsigned)atoi(slash + 1);
+	pc.prefix = c->prefix; /* devspec_net checked it (1-30) */
 	pc.gateway = c->gw;
 	pc.dns = c->dns;
 	pc.resolver = c->resolver;

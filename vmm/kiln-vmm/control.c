@@ -13,6 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lib/base/fd_io.h"
 #include "vmm/control/control_proto.h"
 
 /* A client that sends nothing for this long is dropped: one client at a time. */
@@ -25,21 +26,6 @@ struct control {
 	pthread_t thread;
 	char path[108];
 };
-
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
 
 static const char *state_of(kiln_vm *vm)
 {
@@ -176,7 +162,7 @@ static void serve_client(struct control *c, int fd)
 
 			*nl = 0;
 			big = run_command(c, buf, reply, sizeof(reply));
-			bad = big ? write_all(fd, big, strlen(big)) : write_all(fd, reply, strlen(reply));
+			bad = big ? fd_io_send_all(fd, big, strlen(big)) : fd_io_send_all(fd, reply, strlen(reply));
 			free(big);
 			if (bad)
 				goto out;
@@ -185,7 +171,7 @@ static void serve_client(struct control *c, int fd)
 		}
 		if (have == CONTROL_LINE_MAX) {
 			control_reply_error(reply, sizeof(reply), "control: command line too long");
-			write_all(fd, reply, strlen(reply));
+			fd_io_send_all(fd, reply, strlen(reply));
 			break;
 		}
 	}

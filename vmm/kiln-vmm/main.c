@@ -16,8 +16,6 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 /* kiln-vmm is a user of libkiln's public API like any embedder. */
@@ -26,6 +24,11 @@
 /* The control socket server is kiln-vmm's own (a program module, over
  * the public API); libkiln has no control socket. */
 #include "vmm/kiln-vmm/control.h"
+
+#include "lib/base/fd_io.h"
+#include "lib/base/mono.h"
+#include "lib/base/num_parse.h"
+#include "lib/base/term_mode.h"
 
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_EARLY_RESET = 3, EXIT_TRIPLE = 4, EXIT_KVM = 5 };
 
@@ -80,17 +83,6 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 guest reset/poweroff, 1 setup error, 2 usage, 3 reset before\n"
 	"init started (kernel panic?), 4 guest triple fault, 5 KVM failure.\n";
-
-static int parse_u64(const char *s, unsigned long long *out)
-{
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return (errno || *end) ? -1 : 0;
-}
 
 /* virtio-fs holds one host fd per guest inode it knows: allow as many as
  * the hard limit does. */
@@ -167,14 +159,10 @@ static int load_firewall(kiln_vm_config *cfg, const char *path)
 		return EXIT_USAGE;
 	}
 	buf = malloc((size_t)st.st_size + 1);
-	while (buf && have < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + have, (size_t)st.st_size - have);
+	if (buf) {
+		ssize_t k = fd_io_read_full(fd, buf, (size_t)st.st_size);
 
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break;
-		have += (size_t)k;
+		have = k > 0 ? (size_t)k : 0;
 	}
 	close(fd);
 	if (!buf || have != (size_t)st.st_size) {
@@ -219,12 +207,40 @@ static void print_timeline(kiln_vm *vm, int json, const char *reason, int status
 	fflush(stderr);
 }
 
-static uint64_t mono_now_ns(void)
-{
-	struct timespec ts;
+/*
+ * --console puts the user's terminal in TERM_MODE_KEYS, which keeps ISIG:
+ * ^C (or a kill, or the terminal closing) ends kiln-vmm by a signal, and
+ * the terminal must be given back first or the user's shell is left
+ * without echo. A signal handler has no argument to carry the saved
+ * settings, so they live in this one static: kiln-vmm is a program with
+ * one console, not library code (libkiln keeps no globals).
+ */
+static struct term_mode_saved console_term;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+static void console_signal(int sig)
+{
+	term_mode_leave(&console_term);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* The console's terminal in TERM_MODE_KEYS, given back on SIGINT/SIGTERM/SIGHUP too. */
+static void console_term_enter(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, old;
+	size_t i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = console_signal;
+	sigemptyset(&sa.sa_mask);
+	/* Before the switch, so no signal finds the terminal changed and no
+	 * handler; a signal the caller ignores (nohup) stays ignored. */
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	/* -ENOTTY (stdin is a pipe) leaves nothing to restore. */
+	term_mode_enter(STDIN_FILENO, TERM_MODE_KEYS, &console_term);
 }
 
 /* A device option into the config; a bad one is a usage error with
@@ -270,10 +286,9 @@ int main(int argc, char **argv)
 	struct control *ctl = NULL;
 	struct err err = { { 0 } };
 	const char *control_path = NULL, *firewall_path = NULL, *restore_dir = NULL, *kernel = NULL;
-	struct termios saved;
-	unsigned long long n;
-	unsigned log_flags = 0;
-	int timeline = 0, json = 0, console = 0, raw = 0, nets = 0, net_rate = 0, status, opt;
+	uint64_t n;
+	unsigned log_flags = KILN_LOG_DEVICE; /* a broken device or backend is always said */
+	int timeline = 0, json = 0, console = 0, nets = 0, net_rate = 0, status, opt;
 	const char *reason;
 
 	install_crash_report();
@@ -282,7 +297,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln-vmm: out of memory\n");
 		return EXIT_SETUP;
 	}
-	kiln_vm_config_set_time_origin(cfg, mono_now_ns());
+	kiln_vm_config_set_time_origin(cfg, mono_ns());
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -297,12 +312,12 @@ int main(int argc, char **argv)
 			kiln_vm_config_set_cmdline(cfg, optarg);
 			break;
 		case OPT_MEM:
-			if (parse_u64(optarg, &n) || n > (1ULL << 30))
+			if (num_parse_u64(optarg, 10, 0, 1ULL << 30, &n))
 				return bad_usage("--mem '%s': not a size in MiB", optarg);
 			kiln_vm_config_set_memory(cfg, n);
 			break;
 		case OPT_CPUS:
-			if (parse_u64(optarg, &n) || n > 4096)
+			if (num_parse_u64(optarg, 10, 0, 4096, &n))
 				return bad_usage("--cpus '%s': not a number of vCPUs", optarg);
 			kiln_vm_config_set_cpus(cfg, (unsigned)n);
 			break;
@@ -401,24 +416,17 @@ int main(int argc, char **argv)
 		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
-	if (console && isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &saved) == 0) {
-		struct termios t = saved;
-
-		/* Keys go to the guest; ISIG stays so ^C still stops kiln-vmm. */
-		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		t.c_iflag &= ~(tcflag_t)(ICRNL);
-		raw = tcsetattr(STDIN_FILENO, TCSANOW, &t) == 0;
-	}
+	/* Keys go to the guest; ISIG stays so ^C still stops kiln-vmm. */
+	if (console)
+		console_term_enter();
 	if (kiln_vm_run(vm) < 0) {
-		if (raw)
-			tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+		term_mode_leave(&console_term);
 		control_stop(ctl);
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_errmsg(vm));
 		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
-	if (raw)
-		tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+	term_mode_leave(&console_term);
 	control_stop(ctl);
 
 	switch (kiln_vm_exit_reason(vm)) {

@@ -1,5 +1,7 @@
 #include "vmm/snapshot/snapshot_io.h"
 
+#include "lib/base/fd_io.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,48 +24,6 @@ static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct err *e)
 		return err_set(e, EINVAL, "snapshot: '%.64s' is not a usable file name", name);
 	memcpy(tmp, name, n);
 	memcpy(tmp + n, TMP_SUFFIX, sizeof(TMP_SUFFIX));
-	return 0;
-}
-
-int snap_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-int snap_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -ENODATA;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
 	return 0;
 }
 
@@ -127,7 +87,7 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
 
 	if (fd < 0)
 		return fd;
-	r = snap_pwrite_all(fd, buf, len, 0);
+	r = fd_io_pwrite_all(fd, buf, len, 0);
 	if (r) {
 		snap_tmp_abort(dirfd, name, fd);
 		return err_set(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)", name,

@@ -37,12 +37,6 @@ int snap_tmp_commit(int dirfd, const char *name, int fd, struct err *e);
 /* Close `fd` (when >= 0) and remove NAME.tmp. */
 void snap_tmp_abort(int dirfd, const char *name, int fd);
 
-/* pwrite all of `buf` at `off`, through short writes and EINTR. 0 or -errno. */
-int snap_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
-
-/* pread exactly `len` bytes at `off`: 0, -errno, or -ENODATA at end of file. */
-int snap_pread_all(int fd, void *buf, size_t len, uint64_t off);
-
 /* The whole file NAME, atomically: snap_tmp_open + write + snap_tmp_commit. */
 int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct err *e);
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/base/fd_io.h"
 #include "lib/base/le.h"
 #include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
@@ -85,7 +86,7 @@ int snap_mem_write_raw(int fd, const void *mem, uint64_t size, struct snap_mem_s
 	if (ftruncate(fd, (off_t)size) < 0)
 		return err_set(e, errno, "snapshot memory: sizing the file: %s", strerror(errno));
 	while ((len = next_run(mem, size, &off, size))) {
-		r = snap_pwrite_all(fd, (const uint8_t *)mem + off, len, off);
+		r = fd_io_pwrite_all(fd, (const uint8_t *)mem + off, len, off);
 		if (r)
 			return err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
 		s.pages += len / SNAP_PAGE;
@@ -143,7 +144,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 			r = err_set(e, EIO, "snapshot memory: zlib could not compress a run");
 			goto out;
 		}
-		r = snap_pwrite_all(fd, out, z.total_out, file_off);
+		r = fd_io_pwrite_all(fd, out, z.total_out, file_off);
 		if (r) {
 			r = err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
 			goto out;
@@ -159,7 +160,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 		s.stored += z.total_out;
 		off += len;
 	}
-	r = snap_pwrite_all(fd, runs, nruns * sizeof(*runs), file_off);
+	r = fd_io_pwrite_all(fd, runs, nruns * sizeof(*runs), file_off);
 	if (r) {
 		r = err_set(e, -r, "snapshot memory: writing the index: %s", strerror(-r));
 		goto out;
@@ -173,7 +174,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	le_put32(hdr + Z_RUNS, (uint32_t)nruns);
 	le_put32(hdr + Z_INDEX_CRC, snap_crc32(runs, nruns * sizeof(*runs)));
 	le_put32(hdr + Z_HEADER_CRC, snap_crc32(hdr, Z_HEADER_CRC));
-	r = snap_pwrite_all(fd, hdr, sizeof(hdr), 0);
+	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (r) {
 		r = err_set(e, -r, "snapshot memory: writing the header: %s", strerror(-r));
 		goto out;
@@ -287,7 +288,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z is not a regular file");
 	fsize = (uint64_t)st.st_size;
 	memset(hdr, 0, sizeof(hdr));
-	r = snap_pread_all(fd, hdr, fsize < sizeof(hdr) ? fsize : sizeof(hdr), 0);
+	r = fd_io_pread_all(fd, hdr, fsize < sizeof(hdr) ? fsize : sizeof(hdr), 0);
 	if (r)
 		return err_set(e, -r, "snapshot memory.z: reading: %s", strerror(-r));
 	if (memcmp(hdr, SNAP_MEMZ_MAGIC, fsize < 8 ? fsize : 8))
@@ -323,7 +324,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 	runs = malloc(n ? (size_t)n * sizeof(*runs) : 1);
 	if (!runs)
 		return err_set(e, ENOMEM, "snapshot memory.z: out of memory");
-	r = snap_pread_all(fd, runs, (size_t)n * sizeof(*runs), index_off);
+	r = fd_io_pread_all(fd, runs, (size_t)n * sizeof(*runs), index_off);
 	if (r) {
 		r = err_set(e, -r, "snapshot memory.z: reading the index: %s", strerror(-r));
 		goto out;
@@ -349,7 +350,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 	for (uint32_t i = 0; i < n; i++) {
 		const struct zrun *run = &runs[i];
 
-		r = snap_pread_all(fd, in, run->file_len, run->file_off);
+		r = fd_io_pread_all(fd, in, run->file_len, run->file_off);
 		if (r) {
 			r = err_set(e, -r, "snapshot memory.z: reading run %u: %s", i, strerror(-r));
 			goto out_z;
