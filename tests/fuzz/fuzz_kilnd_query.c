@@ -15,7 +15,8 @@
  * limit and timeouts are inside the documented ranges, a label filter has
  * a non-empty key. The tty parser consumes something of every non-empty
  * chunk, holds less than TTY_ESC_MAX bytes, reports sizes 1..65535 only,
- * and a stream without a complete sequence comes out byte for byte.
+ * gives the same bytes and events for the fuzzer's split as for the whole
+ * stream at once, and a stream without a sequence comes out byte for byte.
  */
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/endpoints/procs/proc_spec.h"
@@ -169,42 +170,65 @@ static void fuzz_query(unsigned sel, const uint8_t *data, size_t size)
 	free(text);
 }
 
-static void fuzz_tty(const uint8_t *data, size_t size)
+/* What a tty stream came to: the bytes for the process and the events
+ * (3 bytes each: event, rows, cols, folded into one record). */
+struct tty_run {
+	uint8_t *out;
+	size_t outlen;
+	uint32_t ev[64];
+	size_t nev;
+};
+
+static void tty_run(const uint8_t *data, size_t size, size_t chunk, struct tty_run *t)
 {
 	struct tty_esc p;
-	uint8_t *out;
-	size_t chunk, outlen = 0, off = 0;
-	int events = 0;
+	size_t off = 0;
 
-	if (size < 1)
-		return;
-	chunk = (size_t)data[0] % 32 + 1;
-	data++;
-	size--;
-	out = malloc(size + TTY_ESC_MAX);
-	if (!out)
-		return;
 	tty_esc_init(&p);
 	while (off < size) {
 		size_t n = size - off < chunk ? size - off : chunk, used;
 		enum tty_esc_ev ev = TTY_ESC_NONE;
 		uint16_t rows = 0, cols = 0;
 
-		used = tty_esc_feed(&p, data + off, n, out, &outlen, &ev, &rows, &cols);
+		used = tty_esc_feed(&p, data + off, n, t->out, &t->outlen, &ev, &rows, &cols);
 		FUZZ_ASSERT(used >= 1 && used <= n);
 		FUZZ_ASSERT(tty_esc_pending(&p) < TTY_ESC_MAX);
-		FUZZ_ASSERT(outlen + tty_esc_pending(&p) <= off + used);
+		FUZZ_ASSERT(t->outlen + tty_esc_pending(&p) <= off + used);
+		FUZZ_ASSERT(ev == TTY_ESC_NONE || ev == TTY_ESC_RESIZE || ev == TTY_ESC_BAD_SIZE);
 		if (ev == TTY_ESC_RESIZE)
 			FUZZ_ASSERT(rows >= 1 && cols >= 1);
-		FUZZ_ASSERT(ev == TTY_ESC_NONE || ev == TTY_ESC_RESIZE || ev == TTY_ESC_BAD_SIZE);
-		events += ev != TTY_ESC_NONE;
+		if (ev != TTY_ESC_NONE && t->nev < 64)
+			t->ev[t->nev++] = (uint32_t)ev << 30 ^ (uint32_t)rows << 15 ^ cols ^ (uint32_t)t->outlen << 8;
 		off += used;
 	}
-	tty_esc_flush(&p, out, &outlen);
+	tty_esc_flush(&p, t->out, &t->outlen);
 	FUZZ_ASSERT(tty_esc_pending(&p) == 0);
-	if (!events)
-		FUZZ_ASSERT(outlen == size && !memcmp(out, data, size));
-	free(out);
+}
+
+/* The fuzzer's split, then the whole stream at once: the same bytes and
+ * the same events at the same places (tty_escape.h: any split works). */
+static void fuzz_tty(const uint8_t *data, size_t size)
+{
+	struct tty_run a = { 0 }, b = { 0 };
+	size_t chunk;
+
+	if (size < 1)
+		return;
+	chunk = (size_t)data[0] % 32 + 1;
+	data++;
+	size--;
+	a.out = malloc(size + TTY_ESC_MAX);
+	b.out = malloc(size + TTY_ESC_MAX);
+	if (a.out && b.out) {
+		tty_run(data, size, chunk, &a);
+		tty_run(data, size, size ? size : 1, &b);
+		FUZZ_ASSERT(a.outlen == b.outlen && !memcmp(a.out, b.out, a.outlen));
+		FUZZ_ASSERT(a.nev == b.nev && !memcmp(a.ev, b.ev, a.nev * sizeof(a.ev[0])));
+		if (!a.nev)
+			FUZZ_ASSERT(a.outlen == size && !memcmp(a.out, data, size));
+	}
+	free(a.out);
+	free(b.out);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

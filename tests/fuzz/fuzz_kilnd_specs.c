@@ -109,10 +109,19 @@ static void merge(struct exec_spec *x)
 	struct api_err e = { 0 };
 	json_t *base = json_pack("{ssss}", "PATH", "/bin", "HOME", "/root");
 
-	if (exec_env_merge(x, base, &e))
+	if (exec_env_merge(x, base, &e)) {
 		check_err(&e);
-	else
+	} else {
+		/* The agent gets each variable once, a name without '=' (it
+		 * would split "A=B" differently from the client's intent). */
+		FUZZ_ASSERT(x->nmerged <= AGENT_ENV_MAX);
+		for (size_t i = 0; i < x->nmerged; i++) {
+			FUZZ_ASSERT(x->merged[i].key[0] && !strchr(x->merged[i].key, '='));
+			for (size_t j = 0; j < i && x->nmerged <= 64; j++)
+				FUZZ_ASSERT(strcmp(x->merged[i].key, x->merged[j].key));
+		}
 		exec_spec_opts(x, &o);
+	}
 	json_decref(base);
 }
 
