@@ -844,6 +844,38 @@ static int reply_open(struct fuse_server *s, struct req *r, int fd, int dir)
 	return sizeof(oo);
 }
 
+/* Which files the host opens for the guest: regular files only. The guest
+ * kernel opens fifos and devices itself; a host fifo would block the device
+ * thread, a symlink would be followed. OPEN and CREATE both apply it. */
+static int open_type_check(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return -EISDIR;
+	if (S_ISLNK(mode))
+		return -ELOOP;
+	if (!S_ISREG(mode))
+		return -EACCES;
+	return 0;
+}
+
+/* CREATE without O_EXCL on a name that exists: look at what it is through
+ * an O_PATH descriptor (which opens nothing) before opening it for real. */
+static int create_open_existing(struct fuse_server *s, int dirfd, const char *name, int flags)
+{
+	struct stat st;
+	int pfd = sys_openat2(dirfd, name, O_PATH | O_NOFOLLOW, 0), fd, err;
+
+	if (pfd < 0)
+		return pfd;
+	if ((err = stat_fd(pfd, &st)) < 0 || (err = open_type_check(st.st_mode)) < 0) {
+		close(pfd);
+		return err;
+	}
+	fd = reopen(s, pfd, flags | O_NOCTTY);
+	close(pfd);
+	return fd;
+}
+
 static int op_open(struct fuse_server *s, struct req *r)
 {
 	struct fuse_open_in in;
@@ -855,14 +887,8 @@ static int op_open(struct fuse_server *s, struct req *r)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0 ||
 	    (err = open_flags(s, in.flags, &flags)) < 0)
 		return err;
-	/* The guest kernel opens fifos and devices itself; a host fifo would
-	 * block the device thread, a symlink would be followed. */
-	if (S_ISDIR(st.st_mode))
-		return -EISDIR;
-	if (S_ISLNK(st.st_mode))
-		return -ELOOP;
-	if (!S_ISREG(st.st_mode))
-		return -EACCES;
+	if ((err = open_type_check(st.st_mode)) < 0)
+		return err;
 	if ((fd = reopen(s, fd, flags | O_NOCTTY)) < 0)
 		return fd;
 	return reply_open(s, r, fd, 0);
@@ -890,7 +916,7 @@ static int op_create(struct fuse_server *s, struct req *r)
 	fd = sys_openat2(dirfd, name, flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY, mode);
 	if (fd == -EEXIST && !(in.flags & O_EXCL)) {
 		created = 0;
-		fd = sys_openat2(dirfd, name, flags | O_NOFOLLOW | O_NOCTTY, 0);
+		fd = create_open_existing(s, dirfd, name, flags);
 	}
 	if (fd < 0)
 		return fd;

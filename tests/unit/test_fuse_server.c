@@ -902,6 +902,25 @@ static void test_misc_ops(void **state)
 			 -EBADF);
 }
 
+/* CREATE without O_EXCL on an existing fifo must refuse like OPEN does,
+ * not open it on the host: that open blocks the device thread for ever.
+ * alarm() turns the hang of the unfixed server into a failure. */
+static void test_create_existing_fifo(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e;
+	uint64_t fh;
+
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(mkfifo(host_path(f, "fifo"), 0644), 0);
+	alarm(5);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "fifo", O_RDWR, 0644, &e, &fh), -EACCES);
+	assert_int_equal(create(f, FUSE_ROOT_ID, "fifo", O_RDONLY, 0644, &e, &fh), -EACCES);
+	alarm(0);
+	/* A regular file is still opened, not refused. */
+	assert_int_equal(create(f, FUSE_ROOT_ID, "existing", O_RDWR, 0644, &e, &fh), 0);
+}
+
 /* fuse_server_open() refuses what it cannot serve, with a message. */
 static void test_open_errors(void **state)
 {
@@ -930,6 +949,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reply_too_small, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_bogus_ids, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_misc_ops, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_create_existing_fifo, setup_rw, teardown),
 		cmocka_unit_test(test_open_errors),
 	};
 
