@@ -181,6 +181,29 @@ static void test_read_file_limits(void **state)
 	assert_int_equal(snap_read_file(f->dfd, "link", 1 << 20, &b, &n, &e), -ELOOP);
 }
 
+/* A restore opens only the snapshot's own regular files: a symlink planted
+ * in the directory (to /etc/shadow, say) is refused by name, and a fifo is
+ * refused without blocking in open() (alarm() fails a hang). */
+static void test_read_file_not_followed(void **state)
+{
+	struct fx *f = *state;
+	struct err e = { { 0 } };
+	uint8_t *b;
+	size_t n;
+
+	assert_int_equal(symlinkat("/etc/passwd", f->dfd, "state"), 0);
+	assert_int_equal(snap_read_file(f->dfd, "state", 1 << 20, &b, &n, &e), -ELOOP);
+	assert_null(b);
+	assert_non_null(strstr(e.msg, "'state' is a symbolic link"));
+	assert_int_equal(mkfifoat(f->dfd, "fifo", 0600), 0);
+	alarm(5);
+	assert_int_equal(snap_read_file(f->dfd, "fifo", 1 << 20, &b, &n, &e), -EINVAL);
+	alarm(0);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	assert_int_equal(snap_file_open(f->dfd, "state", &e), -ELOOP);
+	assert_non_null(strstr(e.msg, "symbolic link"));
+}
+
 /* A whole checkpoint directory: first, replaced, a failed one, an abandoned one. */
 static void test_dir_checkpoints(void **state)
 {
@@ -277,6 +300,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_tmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_file_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_file_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dir_checkpoints, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_state_file_on_disk, setup, teardown),
 	};

@@ -189,6 +189,10 @@ static void test_raw_wrong_size(void **state)
 	assert_non_null(strstr(e.msg, "8388608 bytes"));
 	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE - PG, &e), SNAP_ERR_MALFORMED);
 	assert_int_equal(snap_mem_open_raw(f->dfd, "nope", MEM_SIZE, &e), -ENOENT);
+	/* A memory file planted as a symlink is refused by name, not followed. */
+	assert_int_equal(symlinkat(SNAP_MEM_FILE, f->dfd, "memlink"), 0);
+	assert_int_equal(snap_mem_open_raw(f->dfd, "memlink", MEM_SIZE, &e), -ELOOP);
+	assert_non_null(strstr(e.msg, "'memlink' is a symbolic link"));
 	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE + 1, &e), -EINVAL);
 	/* Sizes that are not whole pages are refused by the writers too. */
 	assert_int_equal(snap_mem_save(f->dfd, "x", f->mem, PG + 1, 0, NULL, &e), -EINVAL);

@@ -215,17 +215,16 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 
 /* ---- disk overlays ---- */
 
-/* Copy src into DIRFD/NAME (through NAME.tmp): a reflink when the
- * filesystem can, else the data extents only, so holes stay holes. */
-static int copy_file(const char *src, int dirfd, const char *name, uint64_t *bytes, struct err *e)
+/* Copy the open file IN (named SRC in messages; closed here) into
+ * DIRFD/NAME (through NAME.tmp): a reflink when the filesystem can, else
+ * the data extents only, so holes stay holes. */
+static int copy_file(int in, const char *src, int dirfd, const char *name, uint64_t *bytes,
+		     struct err *e)
 {
-	int in = open(src, O_RDONLY | O_CLOEXEC), out;
 	struct stat st;
 	off_t off = 0;
-	int r;
+	int out, r;
 
-	if (in < 0)
-		return err_set(e, errno, "snapshot: opening overlay %s: %s", src, strerror(errno));
 	if (fstat(in, &st) < 0) {
 		r = err_set(e, errno, "snapshot: %s: %s", src, strerror(errno));
 		close(in);
@@ -282,7 +281,7 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
 		char name[16];
 		uint64_t n = 0;
-		int r;
+		int in, r;
 
 		if (!c->overlay) {
 			if (c->read_only)
@@ -292,7 +291,9 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 					 i, c->path);
 		}
 		snprintf(name, sizeof(name), "disk%d", i);
-		if ((r = copy_file(c->overlay, dirfd, name, &n, e)))
+		if ((in = open(c->overlay, O_RDONLY | O_CLOEXEC)) < 0)
+			return err_set(e, errno, "snapshot: opening overlay %s: %s", c->overlay, strerror(errno));
+		if ((r = copy_file(in, c->overlay, dirfd, name, &n, e)))
 			return r;
 		*bytes += n;
 	}
@@ -307,7 +308,7 @@ static int restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
 		char name[16], dir[4096], *slash;
 		const char *base;
 		uint64_t n;
-		int dfd, r;
+		int dfd, in, r;
 
 		snprintf(name, sizeof(name), "disk%d", i);
 		if (faccessat(snapfd, name, F_OK, 0) < 0) {
@@ -330,13 +331,12 @@ static int restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
 		dfd = open(slash ? (dir[0] ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return err_set(e, errno, "restore: overlay directory of %s: %s", c->overlay, strerror(errno));
-		/* copy_file reads a path: the snapshot's copy by its /proc name. */
-		{
-			char src[64];
-
-			snprintf(src, sizeof(src), "/proc/self/fd/%d/%s", snapfd, name);
-			r = copy_file(src, dfd, base, &n, e);
+		/* The snapshot's copy, never through a symlink planted in its place. */
+		if ((in = snap_file_open(snapfd, name, e)) < 0) {
+			close(dfd);
+			return in;
 		}
+		r = copy_file(in, name, dfd, base, &n, e);
 		close(dfd);
 		if (r)
 			return r;
@@ -493,9 +493,12 @@ int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, s
 		return r;
 	fd = snap_mem_open_raw(snapfd, SNAP_MEM_FILE, vm->mem.size, e);
 	if (fd == -ENOENT) {
-		fd = openat(snapfd, SNAP_MEMZ_FILE, O_RDONLY | O_CLOEXEC);
+		fd = snap_file_open(snapfd, SNAP_MEMZ_FILE, e);
+		if (fd == -ENOENT)
+			return err_set(e, ENOENT, "restore: the snapshot has no memory file (%s or %s)",
+				       SNAP_MEM_FILE, SNAP_MEMZ_FILE);
 		if (fd < 0)
-			return err_set(e, errno, "restore: the snapshot has no memory file: %s", strerror(errno));
+			return fd;
 		r = snap_mem_read_z(fd, vm->mem.host, vm->mem.size, e);
 		close(fd);
 		return r;

@@ -27,6 +27,31 @@ static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct err *e)
 	return 0;
 }
 
+int snap_file_open(int dirfd, const char *name, struct err *e)
+{
+	/* O_NONBLOCK so a fifo cannot stall the open; cleared once the file
+	 * is known to be regular. */
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), r;
+	struct stat st;
+
+	if (fd < 0 && errno == ELOOP)
+		return err_set(e, ELOOP,
+			       "snapshot: '%s' is a symbolic link; a snapshot's files are never followed: replace it with the file itself",
+			       name);
+	if (fd < 0)
+		return err_set(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
+	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, 0) < 0) {
+		r = err_set(e, errno, "snapshot: '%s': %s", name, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, EINVAL, "snapshot: '%s' is not a regular file", name);
+	}
+	return fd;
+}
+
 int snap_tmp_open(int dirfd, const char *name, struct err *e)
 {
 	char tmp[NAME_MAX + 1];
@@ -106,17 +131,13 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
 
 	*buf = NULL;
 	*len = 0;
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = snap_file_open(dirfd, name, e);
 	if (fd < 0)
-		return err_set(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		r = errno;
 		close(fd);
 		return err_set(e, r, "snapshot: '%s': %s", name, strerror(r));
-	}
-	if (!S_ISREG(st.st_mode)) {
-		close(fd);
-		return err_set(e, EINVAL, "snapshot: '%s' is not a regular file", name);
 	}
 	if ((uint64_t)st.st_size > cap) {
 		close(fd);

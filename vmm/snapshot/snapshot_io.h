@@ -41,6 +41,15 @@ void snap_tmp_abort(int dirfd, const char *name, int fd);
 int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, struct err *e);
 
 /*
+ * Open the regular file DIRFD/NAME of a snapshot for reading, never through
+ * a symlink (O_NOFOLLOW: a link planted in the directory would hand the
+ * restore any file the VMM can read) and without blocking on a fifo or
+ * device (refused before anything is read). Returns the fd (O_CLOEXEC) or
+ * -errno: -ELOOP for a symlink, -EINVAL for anything not a regular file.
+ */
+int snap_file_open(int dirfd, const char *name, struct err *e);
+
+/*
  * Read the whole regular file DIRFD/NAME into a malloc'd buffer (*buf,
  * *len; free it). A file larger than `cap` is refused with -EFBIG before
  * it is read; one that grows while read is refused too. Returns 0 or -errno.

@@ -210,13 +210,11 @@ int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct err *e)
 
 	if (r)
 		return r;
-	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = snap_file_open(dirfd, name, e);
 	if (fd < 0)
-		return err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
+		return fd;
 	if (fstat(fd, &st) < 0) {
 		r = err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
-	} else if (!S_ISREG(st.st_mode)) {
-		r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory '%s' is not a regular file", name);
 	} else if ((uint64_t)st.st_size != size) {
 		/* Mapped short, the guest would take SIGBUS-backed faults in the middle of its RAM. */
 		r = err_set(e, (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
