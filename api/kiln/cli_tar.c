@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,7 +283,7 @@ static int member_errno(struct cli_untar *u, const struct tar_member *m, const c
  */
 static int open_parent(struct cli_untar *u, const char *name, size_t len)
 {
-	char comp[AGENT_PATH_MAX + 1];
+	char comp[NAME_MAX + 1];
 	int cur = u->root;
 	size_t i = 0;
 
@@ -292,6 +293,13 @@ static int open_parent(struct cli_untar *u, const char *name, size_t len)
 
 		while (i + k < len && name[i + k] != '/')
 			k++;
+		/* The reader caps components at NAME_MAX (tar_name_normalize);
+		 * checked again here because the buffer is on the stack. */
+		if (k > NAME_MAX) {
+			if (cur != u->root)
+				close(cur);
+			return -ENAMETOOLONG;
+		}
 		memcpy(comp, name + i, k);
 		comp[k] = 0;
 		i += k + 1;

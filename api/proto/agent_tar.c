@@ -7,6 +7,7 @@
 #include "api/proto/agent_tar.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,13 @@ enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t 
 			return agent_err_set(err, AGENT_E_UNSAFE_PATH,
 					     "tar member '%.*s': '..' would leave %s; the archive must hold relative paths inside the target",
 					     (int)(n > 200 ? 200 : n), raw, target);
+		/* Extractors copy a component into a NAME_MAX buffer and the
+		 * whole into a PATH_MAX one; a pax or GNU long name is bounded
+		 * only by TAR_EXT_MAX, so the limits are enforced here. */
+		if (len > NAME_MAX || o + !!o + len > AGENT_PATH_MAX)
+			return agent_err_set(err, AGENT_E_BAD_ARCHIVE,
+					     "tar member '%.*s...': the name is too long: at most %d bytes per component and %d in all",
+					     (int)(n > 200 ? 200 : n), raw, NAME_MAX, AGENT_PATH_MAX);
 		if (o)
 			out[o++] = '/';
 		memcpy(out + o, raw + s, len);

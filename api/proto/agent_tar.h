@@ -121,7 +121,9 @@ void tar_reader_finish(struct tar_reader *r, struct tar_event *ev);
  * Member name rule (exposed for tests): raw[0..n) normalised into out (at
  * least n + 1 bytes). AGENT_OK with *out_len (0: the name is the target
  * itself) and *dir set when it ended in '/'; AGENT_E_UNSAFE_PATH for an
- * absolute name or a `..` component.
+ * absolute name or a `..` component; AGENT_E_BAD_ARCHIVE for a component
+ * longer than NAME_MAX or a normalised name longer than AGENT_PATH_MAX
+ * (what extractors' per-component and whole-name buffers hold).
  */
 enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t *out_len,
 				   bool *dir, const char *target, struct agent_err *err);

@@ -232,7 +232,10 @@ static int create_member(struct upload *u, const struct tar_member *m)
 
 		/* The link's directory must exist already: only look, confined
 		 * the same way. */
-		if (sdlen) {
+		if (sdlen > AGENT_PATH_MAX) {
+			/* tar_name_normalize caps it; the buffer is on the stack. */
+			spfd = -ENAMETOOLONG;
+		} else if (sdlen) {
 			char sdir[AGENT_PATH_MAX + 1];
 
 			memcpy(sdir, m->link, sdlen);

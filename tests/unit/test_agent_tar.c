@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -831,6 +832,87 @@ static void test_gnu_long_names(void **state)
 	arc_free(&a);
 }
 
+/* A name read back for extraction: each component at most NAME_MAX bytes,
+ * the whole at most AGENT_PATH_MAX. A pax or GNU long name is otherwise
+ * bounded only by TAR_EXT_MAX, and an extractor that copies a component
+ * into a NAME_MAX- or PATH_MAX-sized buffer would overrun it. */
+static void long_name_refused(const char *name, bool gnu)
+{
+	struct arc a = { 0 };
+	struct tr t;
+	size_t n = strlen(name);
+
+	if (gnu) {
+		hdr(&a, "././@LongLink", 'L', n + 1, NULL);
+		data(&a, name, n + 1);
+	} else {
+		char *rec = malloc(n + 32);
+
+		assert_non_null(rec);
+		pax(&a, 'x', rec, (size_t)rec_fmt(rec, "path", name));
+		free(rec);
+	}
+	file(&a, "short", "x");
+	zeros(&a, 2);
+	run(&a, &t);
+	assert_string_equal(t.s, "E:bad_archive");
+	assert_non_null(strstr(t.msg, "name is too long"));
+	assert_non_null(strstr(t.msg, "at most 255 bytes per component and 4095 in all"));
+	arc_free(&a);
+}
+
+static void test_name_limits(void **state)
+{
+	static const size_t comps[] = { NAME_MAX + 1, 5000 };
+	char *name = malloc(8192);
+	struct arc a = { 0 };
+	struct tr t;
+	size_t n;
+
+	(void)state;
+	assert_non_null(name);
+	for (size_t i = 0; i < 2; i++) {
+		/* One long component, alone and below a directory. */
+		memset(name, 'c', comps[i]);
+		name[comps[i]] = '\0';
+		long_name_refused(name, false);
+		long_name_refused(name, true);
+		n = (size_t)sprintf(name, "dir/");
+		memset(name + n, 'c', comps[i]);
+		name[n + comps[i]] = '\0';
+		long_name_refused(name, false);
+		long_name_refused(name, true);
+	}
+	/* Short components, too many bytes in all. */
+	for (n = 0; n < 4200; n += 10)
+		memcpy(name + n, "ccccccccc/", 10);
+	name[n] = '\0';
+	long_name_refused(name, false);
+	long_name_refused(name, true);
+	/* A hard link's target is a name too. */
+	memset(name, 'c', NAME_MAX + 1);
+	name[NAME_MAX + 1] = '\0';
+	hdr(&a, "././@LongLink", 'K', NAME_MAX + 2, NULL);
+	data(&a, name, NAME_MAX + 2);
+	hdr(&a, "hl", '1', 0, "x");
+	zeros(&a, 2);
+	run(&a, &t);
+	assert_string_equal(t.s, "E:bad_archive");
+	arc_free(&a);
+	/* At the limits exactly: accepted. */
+	memset(name, 'c', NAME_MAX);
+	name[NAME_MAX] = '\0';
+	hdr(&a, "././@LongLink", 'L', NAME_MAX + 1, NULL);
+	data(&a, name, NAME_MAX + 1);
+	file(&a, "short", "x");
+	zeros(&a, 2);
+	run(&a, &t);
+	assert_int_equal(t.members, 1);
+	assert_non_null(strstr(t.s, "|END"));
+	arc_free(&a);
+	free(name);
+}
+
 static void test_pax(void **state)
 {
 	struct arc a = { 0 };
@@ -845,6 +927,7 @@ static void test_pax(void **state)
 	memset(longname, 'p', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	longname[50] = '/';
+	longname[250] = '/'; /* components stay within NAME_MAX */
 	/* path, linkpath, size, mtime, and keys that are ignored. */
 	n = rec_fmt(rec, "path", longname);
 	n += rec_fmt(rec + n, "mtime", "1700000000.123456789");
@@ -1246,6 +1329,7 @@ int main(void)
 		cmocka_unit_test(test_dir_link_with_size),
 		cmocka_unit_test(test_skipped_types),
 		cmocka_unit_test(test_gnu_long_names),
+		cmocka_unit_test(test_name_limits),
 		cmocka_unit_test(test_pax),
 		cmocka_unit_test(test_pax_hostile),
 		cmocka_unit_test(test_pax_size_limit),

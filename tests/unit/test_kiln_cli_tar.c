@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,6 +281,100 @@ static int extract(struct mem *t, const char *dir, char *err, size_t errsz)
 	return rc;
 }
 
+/* One hand-made 512-byte header (what tar_header_build would refuse to write). */
+static void raw_hdr(struct mem *t, const char *name, char type, size_t size)
+{
+	uint8_t h[512] = { 0 };
+	unsigned sum = 0;
+
+	memcpy(h, name, strlen(name));
+	snprintf((char *)h + 100, 8, "%07o", 0644);
+	snprintf((char *)h + 124, 12, "%011zo", size);
+	snprintf((char *)h + 136, 12, "%011o", 1000000000);
+	h[156] = (uint8_t)type;
+	memcpy(h + 257, "ustar", 6);
+	memcpy(h + 263, "00", 2);
+	memset(h + 148, ' ', 8);
+	for (int i = 0; i < 512; i++)
+		sum += h[i];
+	snprintf((char *)h + 148, 8, "%06o", sum);
+	mem_out(t, h, sizeof(h));
+}
+
+static void raw_data(struct mem *t, const char *d, size_t n)
+{
+	uint8_t zero[512] = { 0 };
+
+	mem_out(t, d, n);
+	mem_out(t, zero, tar_pad(n));
+}
+
+/* A member named `name` through a GNU long name or a pax path record. */
+static void long_member(struct mem *t, const char *name, bool gnu, char type, const char *link)
+{
+	size_t n = strlen(name);
+
+	if (gnu) {
+		raw_hdr(t, "././@LongLink", 'L', n + 1);
+		raw_data(t, name, n + 1);
+	} else {
+		size_t body = n + 7, len = body + 1; /* " path=" + "\n" */
+		char *rec;
+
+		while (len != body + (size_t)snprintf(NULL, 0, "%zu", len))
+			len = body + (size_t)snprintf(NULL, 0, "%zu", len);
+		rec = malloc(len + 1);
+		assert_non_null(rec);
+		snprintf(rec, len + 1, "%zu path=%s\n", len, name);
+		raw_hdr(t, "PaxHeaders/x", 'x', len);
+		raw_data(t, rec, len);
+		free(rec);
+	}
+	raw_hdr(t, "short", type, 0);
+	if (link) /* a hard link: its target in the header's link field */
+		memcpy(t->b + t->n - 512 + 157, link, strlen(link));
+	if (link) {
+		unsigned sum = 0;
+		uint8_t *h = t->b + t->n - 512;
+
+		memset(h + 148, ' ', 8);
+		for (int i = 0; i < 512; i++)
+			sum += h[i];
+		snprintf((char *)h + 148, 8, "%06o", sum);
+	}
+	tb_end(t);
+}
+
+/* A guest's `kiln cp` answer with a pax or GNU long name whose directory
+ * component is longer than NAME_MAX (5000 bytes overran open_parent's
+ * per-component stack buffer): refused, with what failed, nothing made. */
+static void test_long_component(void **state)
+{
+	static const size_t comps[] = { NAME_MAX + 1, 5000 };
+	char err[CLI_TAR_ERR_MAX], *name = malloc(6000);
+	struct mem t = { 0 };
+
+	(void)state;
+	assert_non_null(name);
+	mk("long");
+	put("long/x", "x", 1, 0644);
+	for (size_t i = 0; i < 2; i++) {
+		for (int gnu = 0; gnu < 2; gnu++) {
+			memset(name, 'c', comps[i]);
+			strcpy(name + comps[i], "/f");
+			long_member(&t, name, gnu, '0', NULL);
+			assert_int_equal(extract(&t, "long", err, sizeof(err)), -1);
+			assert_non_null(strstr(err, "name is too long"));
+			/* The hard link's name the same. */
+			long_member(&t, name, gnu, '1', "x");
+			assert_int_equal(extract(&t, "long", err, sizeof(err)), -1);
+			assert_non_null(strstr(err, "name is too long"));
+		}
+	}
+	assert_false(exists("long/ccc"));
+	free(name);
+}
+
 static void test_hostile_archives(void **state)
 {
 	struct mem t = { 0 };
@@ -428,6 +523,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_tree_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_archives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_long_component, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_name_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_output_fails, setup, teardown),
 	};
