@@ -636,6 +636,11 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv' is not an array");
 	} else {
 		p->argc = json_array_size(argv);
+		/* spawn takes at most AGENT_ARGV_MAX arguments; more is a lie that
+		 * would cost the caller (kilnd renders every one) memory. */
+		if (p->argc > AGENT_ARGV_MAX)
+			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv' has %zu entries, more than %d",
+						       p->argc, AGENT_ARGV_MAX);
 	}
 	/* Bounded by the 64 KiB header: at most ~22k entries. */
 	p->argv = calloc(p->argc + 1, sizeof(*p->argv));
@@ -658,12 +663,40 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 	return 0;
 }
 
+/*
+ * A process line the listing may still take. The agent's table holds
+ * AGENT_MAX_PROCS processes and a process line has no payload, so a reply
+ * is at most AGENT_MAX_PROCS lines of AGENT_HEADER_MAX bytes: a guest that
+ * sends more (1,000 entries took kilnd to 1.3 GiB) is refused.
+ */
+static int list_entry_check(uint64_t len, uint64_t seen, struct agent_client_err *err)
+{
+	if (len)
+		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: a process line carries a %llu-byte payload; it has none",
+					       (unsigned long long)len);
+	if (seen >= AGENT_MAX_PROCS)
+		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent sent more than %d processes, its table's size",
+					       AGENT_MAX_PROCS);
+	return 0;
+}
+
+/* Ids are never reused, so one listed twice is a lie (and would make a
+ * by-id lookup keep two answers). */
+static int list_id_check(const uint32_t *ids, uint64_t seen, uint32_t id, struct agent_client_err *err)
+{
+	for (uint64_t i = 0; i < seen; i++)
+		if (ids[i] == id)
+			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent sent process %u twice", id);
+	return 0;
+}
+
 int agent_client_list_processes(const struct agent_client *c,
 				int (*fn)(void *arg, const struct agent_client_process *p),
 				void *arg, uint64_t *count, struct agent_client_err *err)
 {
 	struct agent_client_req rq;
 	struct agent_client_conn k;
+	uint32_t ids[AGENT_MAX_PROCS];
 	uint64_t seen = 0;
 	int r;
 
@@ -694,8 +727,13 @@ int agent_client_list_processes(const struct agent_client *c,
 			json_decref(h);
 			break;
 		}
-		r = parse_process(&k, h, &p, err);
+		r = list_entry_check(len, seen, err);
+		if (r == 0)
+			r = parse_process(&k, h, &p, err);
+		if (r == 0 && (r = list_id_check(ids, seen, p.id, err)) < 0)
+			free(p.argv);
 		if (r == 0) {
+			ids[seen] = p.id;
 			seen++;
 			r = fn(arg, &p);
 			if (r < 0)

@@ -1461,6 +1461,100 @@ static int on_process(void *arg, const struct agent_client_process *p)
 	return 0;
 }
 
+/* A hostile agent's list_processes: one entry more than the agent's
+ * process table holds, a repeated id, an argv longer than spawn accepts,
+ * a process line carrying a payload. */
+static void proc_line(int fd, unsigned id, unsigned argc, unsigned payload)
+{
+	char line[65536];
+	size_t n = (size_t)snprintf(line, sizeof(line), "{\"type\":\"process\",\"id\":%u,\"pid\":%u,\"argv\":[", id, id + 100);
+
+	for (unsigned i = 0; i < argc; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s\"a\"", i ? "," : "");
+	n += (size_t)snprintf(line + n, sizeof(line) - n,
+			      "],\"pty\":false,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":0,\"attached\":0%s}\n",
+			      payload ? ",\"len\":4" : "");
+	assert_true(n < sizeof(line));
+	fk_write(fd, line, n);
+	if (payload)
+		fk_write(fd, "abcd", 4);
+}
+
+static void gen_too_many(int fd)
+{
+	for (unsigned i = 1; i <= AGENT_MAX_PROCS + 1; i++)
+		proc_line(fd, i, 2, 0);
+	fk_write(fd, "{\"type\":\"end\",\"count\":129}\n", strlen("{\"type\":\"end\",\"count\":129}\n"));
+}
+
+static void gen_at_cap(int fd)
+{
+	for (unsigned i = 1; i <= AGENT_MAX_PROCS; i++)
+		proc_line(fd, i, 2, 0);
+	fk_write(fd, "{\"type\":\"end\",\"count\":128}\n", strlen("{\"type\":\"end\",\"count\":128}\n"));
+}
+
+static void gen_repeated_id(int fd)
+{
+	proc_line(fd, 7, 1, 0);
+	proc_line(fd, 7, 1, 0);
+	fk_write(fd, "{\"type\":\"end\",\"count\":2}\n", strlen("{\"type\":\"end\",\"count\":2}\n"));
+}
+
+static void gen_long_argv(int fd)
+{
+	proc_line(fd, 1, AGENT_ARGV_MAX + 1, 0);
+	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n", strlen("{\"type\":\"end\",\"count\":1}\n"));
+}
+
+static void gen_payload(int fd)
+{
+	proc_line(fd, 1, 1, 1);
+	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n", strlen("{\"type\":\"end\",\"count\":1}\n"));
+}
+
+static int count_process(void *arg, const struct agent_client_process *p)
+{
+	(void)p;
+	(*(int *)arg)++;
+	return 0;
+}
+
+static void test_list_processes_caps(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .gen = gen_too_many },
+		{ .hello = OK_HELLO, .gen = gen_at_cap },
+		{ .hello = OK_HELLO, .gen = gen_repeated_id },
+		{ .hello = OK_HELLO, .gen = gen_long_argv },
+		{ .hello = OK_HELLO, .gen = gen_payload },
+	};
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+	uint64_t count = 0;
+	int n = 0;
+
+	(void)state;
+	fake_start(&f, steps, 5);
+	c = client_for(&f, 5000);
+	assert_int_equal(agent_client_list_processes(&c, count_process, &n, &count, &e), -EPROTO);
+	assert_non_null(strstr(e.msg, "more than 128 processes"));
+	assert_int_equal(n, AGENT_MAX_PROCS);
+	n = 0;
+	assert_int_equal(agent_client_list_processes(&c, count_process, &n, &count, &e), 0);
+	assert_int_equal(n, AGENT_MAX_PROCS);
+	n = 0;
+	assert_int_equal(agent_client_list_processes(&c, count_process, &n, &count, &e), -EPROTO);
+	assert_non_null(strstr(e.msg, "process 7 twice"));
+	assert_int_equal(agent_client_list_processes(&c, count_process, &n, &count, &e), -EPROTO);
+	assert_non_null(strstr(e.msg, "more than 1024"));
+	assert_int_equal(agent_client_list_processes(&c, count_process, &n, &count, &e), -EPROTO);
+	assert_non_null(strstr(e.msg, "payload"));
+	fake_stop(&f);
+	fake_free(&f);
+}
+
 static void test_list_processes(void **state)
 {
 	static const struct fake_step steps[] = {
@@ -2046,6 +2140,7 @@ int main(void)
 		cmocka_unit_test(test_stream_ends_early),
 		cmocka_unit_test(test_wait_and_controls),
 		cmocka_unit_test(test_list_processes),
+		cmocka_unit_test(test_list_processes_caps),
 		cmocka_unit_test(test_read),
 		cmocka_unit_test(test_write_chunks),
 		cmocka_unit_test(test_write_refused),

@@ -145,6 +145,9 @@ static int list_one(void *arg, const struct agent_client_process *p)
 	if (!v)
 		return -ENOMEM;
 	if (l->want) {
+		/* The agent client refuses a repeated id; were one to pass,
+		 * the first answer would leak. */
+		json_decref(l->found);
 		l->found = v;
 		return 0;
 	}
