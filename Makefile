@@ -32,7 +32,7 @@ $(BASE_LIB): $(BASE_SRCS:%.c=$(BUILD)/obj/%.o)
 	$(AR) rcs $@ $^
 # The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
 # libkiln's public API), its devices, and the shared modules they use.
-VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c) \
+VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
@@ -66,7 +66,7 @@ $(BUILD)/obj/%.o: %.c
 # kiln-vmm is a thin user of libkiln's public API (include/kiln/): it
 # links libkiln's objects as built for the other programs (build/obj/,
 # not -fPIC), as an archive so only what it calls comes in.
-KILN_VMM_SRCS := vmm/kiln-vmm/main.c vmm/kiln-vmm/control.c vmm/control/control_proto.c
+KILN_VMM_SRCS := $(wildcard vmm/kiln-vmm/*.c) vmm/control/control_proto.c
 LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
 $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	rm -f $@

@@ -291,8 +291,9 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 					 i, c->path);
 		}
 		snprintf(name, sizeof(name), "disk%d", i);
-		if ((in = open(c->overlay, O_RDONLY | O_CLOEXEC)) < 0)
-			return err_set(e, errno, "snapshot: opening overlay %s: %s", c->overlay, strerror(errno));
+		/* The descriptor from create: a jailed VMM cannot reopen the path. */
+		if ((in = fcntl(vm->overlay_fd[i], F_DUPFD_CLOEXEC, 0)) < 0)
+			return err_set(e, errno, "snapshot: overlay %s: %s", c->overlay, strerror(errno));
 		if ((r = copy_file(in, c->overlay, dirfd, name, &n, e)))
 			return r;
 		*bytes += n;

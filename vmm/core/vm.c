@@ -316,6 +316,9 @@ static int setup_virtio(struct vm *vm, struct err *e)
 
 		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;
+		/* After the device made a missing overlay. */
+		if (c->overlay && (vm->overlay_fd[i] = open(c->overlay, O_RDONLY | O_CLOEXEC)) < 0)
+			return err_set(e, errno, "disk %d: reopening overlay %s: %s", i, c->overlay, strerror(errno));
 	}
 	/* Without an initramfs the first disk is the root filesystem. */
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
@@ -402,6 +405,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if (!vm->cfg.kick_signal)
 		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
+	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+		vm->overlay_fd[i] = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->pause_cond, NULL);
@@ -607,6 +612,9 @@ void vm_destroy(struct vm *vm)
 		vm->virtio[i].dev->ops->destroy(vm->virtio[i].dev);
 	}
 	event_loop_destroy(vm->loop);
+	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+		if (vm->overlay_fd[i] >= 0)
+			close(vm->overlay_fd[i]);
 	free(vm->cpuid);
 	free(vm->snap_msrs);
 	guest_mem_unmap(&vm->mem);

@@ -63,6 +63,10 @@ struct vm {
 	int verbose_budget; /* unhandled-access log lines left */
 
 	int restored; /* came from cfg.restore_dir */
+	/* Each overlay opened read-only at create, for snapshots to copy
+	 * from: a jailed VMM no longer reaches the overlay by its path. -1:
+	 * none. */
+	int overlay_fd[DEVSPEC_MAX_DISKS];
 	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
 	uint32_t nsnap_msrs;
 	struct event_loop *loop; /* the device thread; NULL without devices */

@@ -25,6 +25,7 @@ struct control {
 	int stop_fd;
 	pthread_t thread;
 	char path[108];
+	int started; /* control_start ran: the thread is there to join */
 };
 
 static const char *state_of(kiln_vm *vm)
@@ -204,7 +205,7 @@ static void *control_thread(void *arg)
 	}
 }
 
-int control_start(kiln_vm *vm, const char *path, struct control **out, struct err *e)
+int control_open(kiln_vm *vm, const char *path, struct control **out, struct err *e)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct control *c;
@@ -245,10 +246,6 @@ int control_start(kiln_vm *vm, const char *path, struct control **out, struct er
 		unlink(path);
 		goto fail;
 	}
-	if ((err = pthread_create(&c->thread, NULL, control_thread, c))) {
-		unlink(path);
-		goto fail;
-	}
 	*out = c;
 	return 0;
 fail:
@@ -260,6 +257,16 @@ fail:
 	return err_set(e, err, "--control %s: %s", path, strerror(err));
 }
 
+int control_start(struct control *c, struct err *e)
+{
+	int err = pthread_create(&c->thread, NULL, control_thread, c);
+
+	if (err)
+		return err_set(e, err, "--control %s: starting its thread: %s", c->path, strerror(err));
+	c->started = 1;
+	return 0;
+}
+
 void control_stop(struct control *c)
 {
 	uint64_t one = 1;
@@ -269,7 +276,8 @@ void control_stop(struct control *c)
 	if (write(c->stop_fd, &one, sizeof(one)) < 0) {
 		/* a fresh eventfd cannot refuse one write */
 	}
-	pthread_join(c->thread, NULL);
+	if (c->started)
+		pthread_join(c->thread, NULL);
 	close(c->listen_fd);
 	close(c->stop_fd);
 	unlink(c->path);

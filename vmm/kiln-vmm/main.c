@@ -24,6 +24,7 @@
 /* The control socket server is kiln-vmm's own (a program module, over
  * the public API); libkiln has no control socket. */
 #include "vmm/kiln-vmm/control.h"
+#include "vmm/kiln-vmm/jailed.h"
 
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
@@ -78,6 +79,15 @@ static const char usage[] =
 	"  --restore DIR        resume the snapshot in DIR instead of booting (then\n"
 	"                       --kernel is not needed); --mem, --cpus and the device\n"
 	"                       options must be the ones it was taken with\n"
+	"  --jail DIR --uid U --gid G\n"
+	"                       once set up, confine kiln-vmm (root needed to start):\n"
+	"                       pid 1 of new pid, mount, ipc, uts, cgroup and (without\n"
+	"                       a TAP device) network namespaces; its root an empty\n"
+	"                       read-only tmpfs holding only DIR (an existing\n"
+	"                       directory, at its own path: put the --vsock and\n"
+	"                       --control sockets and snapshot directories there);\n"
+	"                       uid U and gid G (not 0), no capabilities, no_new_privs\n"
+	"                       (docs/security.md)\n"
 	"  --verbose            log guest accesses to ports/MMIO with no device\n"
 	"  --version, --help\n"
 	"\n"
@@ -222,6 +232,27 @@ static void console_signal(int sig)
 	term_mode_leave(&console_term);
 	signal(sig, SIG_DFL);
 	raise(sig);
+	/* Still here: pid 1 of a jail ignores a signal left at SIG_DFL. */
+	_exit(128 + sig);
+}
+
+/* Jailed, kiln-vmm is pid 1 of its pid namespace, where SIGTERM, SIGINT
+ * and SIGHUP at SIG_DFL are ignored: make them end it as they would
+ * elsewhere (the exit status says which: 128 + signal). */
+static void exit_on_signal(int sig)
+{
+	_exit(128 + sig);
+}
+
+static void pid1_signals(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = exit_on_signal }, old;
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
 }
 
 /* The console's terminal in TERM_MODE_KEYS, given back on SIGINT/SIGTERM/SIGHUP too. */
@@ -243,6 +274,15 @@ static void console_term_enter(void)
 	term_mode_enter(STDIN_FILENO, TERM_MODE_KEYS, &console_term);
 }
 
+/* libkiln's jail step, its message into e. */
+static int jail_step(const char *dir, uint32_t uid, uint32_t gid, unsigned flags, struct err *e)
+{
+	char msg[sizeof(e->msg)];
+	int r = kiln_jail_enter(dir, uid, gid, flags, msg, sizeof(msg));
+
+	return r < 0 ? err_set(e, -r, "%s", msg) : 0;
+}
+
 /* A device option into the config; a bad one is a usage error with
  * libkiln's message (devspec's, the same as before libkiln). */
 static int add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
@@ -256,7 +296,7 @@ int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
 	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK,
-	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE };
+	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE, OPT_JAIL, OPT_UID, OPT_GID };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -277,6 +317,9 @@ int main(int argc, char **argv)
 		{ "firewall", required_argument, 0, OPT_FIREWALL },
 		{ "firewall-log", no_argument, 0, OPT_FIREWALL_LOG },
 		{ "net-rate", required_argument, 0, OPT_NET_RATE },
+		{ "jail", required_argument, 0, OPT_JAIL },
+		{ "uid", required_argument, 0, OPT_UID },
+		{ "gid", required_argument, 0, OPT_GID },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -289,6 +332,9 @@ int main(int argc, char **argv)
 	uint64_t n;
 	unsigned log_flags = KILN_LOG_DEVICE; /* a broken device or backend is always said */
 	int timeline = 0, json = 0, console = 0, nets = 0, net_rate = 0, status, opt;
+	const char *jail_dir = NULL;
+	unsigned jail_flags = 0;
+	uint64_t uid = 0, gid = 0;
 	const char *reason;
 
 	install_crash_report();
@@ -342,6 +388,8 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NET:
 			nets++;
+			if (strncmp(optarg, "tap=", 4) == 0)
+				jail_flags |= KILN_JAIL_KEEP_NET; /* the TAP device is in this namespace */
 			if ((status = add_device(cfg, "net", optarg)) != EXIT_OK)
 				return status;
 			break;
@@ -376,6 +424,16 @@ int main(int argc, char **argv)
 			if ((status = add_device(cfg, "net-rate", optarg)) != EXIT_OK)
 				return status;
 			break;
+		case OPT_JAIL:
+			jail_dir = optarg;
+			break;
+		case OPT_UID:
+		case OPT_GID:
+			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, opt == OPT_UID ? &uid : &gid))
+				return bad_usage(opt == OPT_UID ? "--uid '%s': not a uid above 0"
+								: "--gid '%s': not a gid above 0",
+						 optarg);
+			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", kiln_version());
 			return EXIT_OK;
@@ -394,6 +452,18 @@ int main(int argc, char **argv)
 		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device", "");
 	if (((log_flags & KILN_LOG_FIREWALL) || net_rate) && !firewall_path)
 		return bad_usage("%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE", "");
+	if (!jail_dir != !uid || !jail_dir != !gid)
+		return bad_usage("%s--jail, --uid and --gid go together: give all three", "");
+	if (jail_dir) {
+		/* Standalone: become pid 1 of a new pid namespace (kilnd starts
+		 * kiln-vmm in one already). Returns in the child only. */
+		if (getpid() != 1 && jailed_fork_pid1(&err) < 0) {
+			fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+			return EXIT_SETUP;
+		}
+		jailed_close_fds(NULL, 0);
+		pid1_signals();
+	}
 	if (firewall_path && (status = load_firewall(cfg, firewall_path)) != EXIT_OK)
 		return status;
 	kiln_vm_config_set_log(cfg, STDERR_FILENO, log_flags);
@@ -411,8 +481,13 @@ int main(int argc, char **argv)
 		return EXIT_SETUP;
 	}
 	kiln_vm_config_free(cfg);
-	if (control_path && control_start(vm, control_path, &ctl, &err) < 0) {
+	/* Bound as the caller, before the jail; served after it (the jail
+	 * needs a single thread). */
+	if ((control_path && control_open(vm, control_path, &ctl, &err) < 0) ||
+	    (jail_dir && jail_step(jail_dir, (uint32_t)uid, (uint32_t)gid, jail_flags, &err) < 0) ||
+	    (ctl && control_start(ctl, &err) < 0)) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+		control_stop(ctl);
 		kiln_vm_destroy(vm);
 		return EXIT_SETUP;
 	}
