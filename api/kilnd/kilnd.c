@@ -66,6 +66,11 @@ static const char usage[] =
 	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
 	"  --dns-resolver ADDR   the IPv4 nameserver that passt sandboxes' DNS goes to\n"
 	"                        (root only; default: the first of /etc/resolv.conf)\n"
+	"  --jail-ids FIRST:COUNT  uids (= gids) for sandboxes' kiln-vmm processes,\n"
+	"                        one per sandbox (default 2000000000:65536; never 0)\n"
+	"  --no-jail             run kiln-vmm unconfined, with kilnd's own privileges\n"
+	"                        (needed when kilnd cannot jail: not root); said in\n"
+	"                        GET /v1/health (docs/security.md)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -215,12 +220,26 @@ static void ensure_stdio(void)
 	}
 }
 
+/* "FIRST:COUNT" of uids: 0 or -1. */
+static int parse_id_range(const char *s, uint32_t *first, uint32_t *count)
+{
+	const char *colon = strchr(s, ':');
+	uint64_t f, c;
+
+	if (!colon || num_parse_u64_n(s, (size_t)(colon - s), 10, 1, UINT32_MAX - 1, &f) ||
+	    num_parse_u64(colon + 1, 10, 1, UINT32_MAX, &c) || f + c - 1 >= UINT32_MAX)
+		return -1;
+	*first = (uint32_t)f;
+	*count = (uint32_t)c;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
-	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER };
+	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_NO_JAIL };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -242,6 +261,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
 		{ "quiet", no_argument, 0, OPT_QUIET },
+		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
+		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -265,6 +286,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->limits.max_memory_mib = 16384;
 	cfg->limits.idle_timeout_default_s = 300;
 	cfg->max_checkpoints = CHECKPOINTS_DEFAULT;
+	cfg->jail_id_first = 2000000000u;
+	cfg->jail_id_count = 65536;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -381,6 +404,14 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
+		case OPT_JAIL_IDS:
+			if (parse_id_range(optarg, &cfg->jail_id_first, &cfg->jail_id_count))
+				return bad_usage("--jail-ids '%s': FIRST:COUNT with FIRST >= 1, COUNT >= 1 and FIRST + COUNT - 1 below 4294967295",
+						 optarg);
+			break;
+		case OPT_NO_JAIL:
+			cfg->no_jail = true;
+			break;
 		case OPT_VERSION:
 			printf("kilnd %s\n", KILN_VERSION);
 			return ARGS_DONE;
@@ -410,9 +441,17 @@ static int check_config(struct kilnd_config *cfg)
 	if (!vmm_path_valid(real))
 		return setup_error("--state-dir '%s': kiln-vmm cannot take a path with ',' or ':'", real);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
+	if (!cfg->no_jail && geteuid() != 0) {
+		snprintf(cfg->jail_unavailable, sizeof(cfg->jail_unavailable),
+			 "kilnd runs as uid %u, not root, so it cannot give each kiln-vmm its own uid and namespaces (jails inside a user namespace are not implemented): run kilnd as root, or pass --no-jail to run sandboxes unconfined",
+			 (unsigned)geteuid());
+		kilnd_log("no sandbox can start: %s", cfg->jail_unavailable);
+	} else if (cfg->no_jail) {
+		kilnd_log("--no-jail: every kiln-vmm runs with kilnd's own privileges, unconfined");
+	}
 	/* The longest socket kiln-vmm binds for a sandbox: its vsock socket
 	 * plus the "_<port>" of guest-initiated connections. */
-	if (strlen(cfg->state_dir) + strlen("/sandboxes/") + SANDBOX_ID_LEN + strlen("/vsock.sock_4294967295") >=
+	if (strlen(cfg->state_dir) + strlen("/sandboxes/") + SANDBOX_ID_LEN + strlen("/vm/vsock.sock_4294967295") >=
 	    KILND_SOCKET_MAX)
 		return setup_error("--state-dir '%s': too long; sandbox sockets beneath it would not fit a Unix socket address (%d bytes); pick a shorter one",
 				   cfg->state_dir, KILND_SOCKET_MAX - 1);

@@ -47,6 +47,7 @@ static const struct {
 	[API_E_AGENT_PROTOCOL] = { "agent_protocol_error", 502 },
 	[API_E_AGENT_UNAVAILABLE] = { "agent_unavailable", 503 },
 	[API_E_BUSY] = { "busy", 503 },
+	[API_E_JAIL_UNAVAILABLE] = { "jail_unavailable", 503 },
 	[API_E_TIMEOUT] = { "timeout", 504 },
 	[API_E_NO_SPACE] = { "no_space", 507 },
 };

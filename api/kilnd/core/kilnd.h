@@ -58,6 +58,11 @@ struct kilnd_config {
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
 	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
 	bool quiet;
+	/* The jail (docs/security.md): each sandbox's kiln-vmm runs as its own
+	 * uid = gid from jail_id_first .. jail_id_first + jail_id_count - 1. */
+	bool no_jail;              /* --no-jail: the operator runs VMMs unconfined */
+	char jail_unavailable[256]; /* why this kilnd cannot jail; "": it can */
+	uint32_t jail_id_first, jail_id_count;
 };
 
 struct sandbox;

@@ -192,9 +192,9 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec,
 	/* check_config() made sure these fit. */
 	r = sandbox_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->rec.id);
 	if (!r)
-		r = sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", sb->dir);
+		r = sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", sb->dir);
 	if (!r)
-		r = sandbox_pathf(sb->control, sizeof(sb->control), "%s/control.sock", sb->dir);
+		r = sandbox_pathf(sb->control, sizeof(sb->control), "%s/vm/control.sock", sb->dir);
 	kilnd_unlock(d);
 	if (r || !sb->rec.checkpoints) {
 		api_err_set(e, API_E_INTERNAL, "sandbox create: %s",

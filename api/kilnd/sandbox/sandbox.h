@@ -17,9 +17,10 @@
  *    each request and each monitor thread its own. sandbox_get() returns
  *    a new reference; sandbox_put() drops it.
  *  - A sandbox's files live in <state-dir>/sandboxes/<id>/: overlay,
- *    vsock.sock, control.sock, console.log, vmm.log, meta.json (rewritten
- *    atomically at every change, so a restarted kilnd lists what it had),
- *    checkpoints/<name>/ and, while hibernated, hibernate/ (kiln-vmm
+ *    console.log, vmm.log, meta.json (rewritten atomically at every
+ *    change, so a restarted kilnd lists what it had), and vm/, the jail's
+ *    directory (sandbox_jail.h): vsock.sock, control.sock,
+ *    checkpoints/<name>/ and, while hibernated, hibernate/image (kiln-vmm
  *    snapshot directories).
  *  - Pause, resume and checkpoints keep the state (or go running ↔
  *    paused) and mark the sandbox busy meanwhile: other lifecycle

@@ -55,6 +55,10 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	e |= json_object_set_new(o, "last_exit", obj_or_null(r->last_exit));
 	e |= json_object_set_new(o, "hibernation", obj_or_null(r->hibernation));
 	e |= json_object_set_new(o, "checkpoints", json_integer((json_int_t)json_array_size(r->checkpoints)));
+	e |= json_object_set_new(o, "jail",
+				 r->jail_id ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->jail_id, "gid",
+							(json_int_t)r->jail_id)
+					    : json_null());
 	if (e) {
 		json_decref(o);
 		return NULL;
@@ -95,7 +99,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "stopped_at", "expires_at", "pid",        "boots",
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
-					 "hibernation", NULL };
+					 "hibernation", "jail",     NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -177,6 +181,18 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->boots = (unsigned)json_integer_value(v);
+	/* Records from before the jail have none: null. */
+	v = json_object_get(meta, "jail");
+	if (v && !json_is_null(v)) {
+		json_t *uid = json_object_get(v, "uid");
+
+		if (!json_is_integer(uid) || json_integer_value(uid) <= 0 || json_integer_value(uid) >= UINT32_MAX ||
+		    !json_equal(uid, json_object_get(v, "gid"))) {
+			api_err_set(e, API_E_BAD_FIELD, "meta.json: 'jail' must be {\"uid\": N, \"gid\": N} with N > 0");
+			return -1;
+		}
+		r->jail_id = (uint32_t)json_integer_value(uid);
+	}
 	/* The spec is every other field. */
 	spec = json_object();
 	if (!spec) {

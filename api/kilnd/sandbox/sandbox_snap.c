@@ -22,13 +22,14 @@
 
 static int cp_path(const struct sandbox *sb, const char *name, char *out, size_t cap)
 {
-	return name ? sandbox_pathf(out, cap, "%s/checkpoints/%s", sb->dir, name)
-		    : sandbox_pathf(out, cap, "%s/checkpoints", sb->dir);
+	/* In the jail's directory, writable by the sandbox's jailed kiln-vmm (sandbox_jail.h). */
+	return name ? sandbox_pathf(out, cap, "%s/vm/checkpoints/%s", sb->dir, name)
+		    : sandbox_pathf(out, cap, "%s/vm/checkpoints", sb->dir);
 }
 
 static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
 {
-	return sandbox_pathf(out, cap, "%s/hibernate", sb->dir);
+	return sandbox_pathf(out, cap, "%s/vm/hibernate/image", sb->dir);
 }
 
 /* kiln-vmm refuses to snapshot a guest with a mounted virtio-fs share

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_argv.h"
 #include "api/kilnd/sandbox/vmm_output.h"
 
@@ -154,7 +155,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 			  bool *refused, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16], firewall[PATH_MAX];
+	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
 				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
 				.firewall = firewall, .resolver = d->cfg.dns_resolver };
@@ -175,6 +176,14 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
 	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
 	firewall[0] = '\0';
+	if (sandbox_jail_prepare(sb, e) || sandbox_jail_dir(sb, jail, sizeof(jail)))
+		return -1;
+	kilnd_lock(d);
+	l.jail_id = sb->rec.jail_id;
+	kilnd_unlock(d);
+	/* --no-jail: the sockets and snapshots stay where they are, unconfined. */
+	l.jail_dir = d->cfg.no_jail ? NULL : jail;
+	req.new_pid_ns = l.jail_dir != NULL;
 	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e))
 		return -1;
 	req.argv = argv.argv;

@@ -209,8 +209,8 @@ static void load_one(struct kilnd *d, const char *id)
 	}
 	json_decref(meta);
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
-	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vsock.sock", dir) ||
-	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/control.sock", dir) ||
+	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", dir) ||
+	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/vm/control.sock", dir) ||
 	    sandbox_pathf(path, sizeof(path), "%s/hibernate", dir)) {
 		sandbox_free(sb);
 		return;

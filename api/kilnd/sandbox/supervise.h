@@ -52,6 +52,7 @@ struct vmm_spawn_req {
 	const char *vmm_log;
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
+	bool new_pid_ns; /* start kiln-vmm as pid 1 of a new pid namespace (its jail) */
 };
 
 struct vmm_proc;

@@ -88,6 +88,13 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		goto fail;
 	if (s->console && add(a, e, "--console"))
 		goto fail;
+	if (l->jail_dir && !l->jail_id) {
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm command line: a jail without an id");
+		goto fail;
+	}
+	if (l->jail_dir && (check_path("jail directory", l->jail_dir, e) || add(a, e, "--jail") || add(a, e, "%s", l->jail_dir) || add(a, e, "--uid") ||
+			    add(a, e, "%u", l->jail_id) || add(a, e, "--gid") || add(a, e, "%u", l->jail_id)))
+		goto fail;
 	if (s->network == SANDBOX_NET_PASST &&
 	    (add(a, e, "--net") ||
 	     (l->resolver && *l->resolver ? add(a, e, "passt,resolver=%s", l->resolver) : add(a, e, "passt")) ||

@@ -19,6 +19,7 @@
 #define KILN_VMM_ARGV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/sandbox_spec.h"
@@ -35,6 +36,8 @@ struct vmm_launch {
 	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
 	const char *firewall;    /* the rule set file; needed when spec->network is passt */
 	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
+	const char *jail_dir;    /* kiln-vmm --jail: the sockets' and snapshots' directory; NULL: unjailed */
+	uint32_t jail_id;        /* its --uid and --gid (non-zero with jail_dir) */
 	const struct sandbox_spec *spec;
 };
 

@@ -37,11 +37,16 @@ void handle_health(struct http_req *r)
 
 	if (!no_query(r, "health"))
 		return;
+	const struct kilnd_config *c = &r->d->cfg;
+	bool jailed = !c->no_jail && !c->jail_unavailable[0];
+
 	sandboxes_count(r->d, counts, &total);
 	json_or_oom(r,
-		    json_pack("{s:s,s:s,s:I,s:I}", "status", "ok", "version", KILN_VERSION, "uptime_s",
-			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
-			      (json_int_t)total),
+		    json_pack("{s:s,s:s,s:I,s:I,s:{s:b,s:s,s:o}}", "status", "ok", "version", KILN_VERSION,
+			      "uptime_s", (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
+			      (json_int_t)total, "jail", "enabled", jailed, "mode",
+			      jailed ? "jailed" : c->no_jail ? "off (--no-jail)" : "unavailable", "reason",
+			      c->jail_unavailable[0] ? json_string(c->jail_unavailable) : json_null()),
 		    "health");
 }
 

@@ -1,0 +1,100 @@
+/* Jail directories and ids of sandboxes; see sandbox_jail.h. */
+#include "api/kilnd/sandbox/sandbox_jail.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/kilnd/sandbox/jail_ids.h"
+#include "api/kilnd/sandbox/sandbox_impl.h"
+
+int sandbox_jail_dir(const struct sandbox *sb, char *out, size_t cap)
+{
+	return sandbox_pathf(out, cap, "%s/vm", sb->dir);
+}
+
+/* An id for sb from --jail-ids, none of another live sandbox's. Under the lock. */
+static int assign_id_locked(struct sandbox *sb, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	uint32_t *used = calloc(d->reg.n + 1, sizeof(*used)), id;
+	size_t n = 0;
+
+	if (!used) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: out of memory", sb->rec.id);
+		return -1;
+	}
+	for (size_t i = 0; i < d->reg.n; i++)
+		if (d->reg.v[i] != sb && d->reg.v[i]->rec.jail_id)
+			used[n++] = d->reg.v[i]->rec.jail_id;
+	id = jail_id_pick(d->cfg.jail_id_first, d->cfg.jail_id_count, used, n);
+	free(used);
+	if (!id) {
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "sandbox %s: all %u jail ids (--jail-ids) are held by sandboxes; delete one, or give kilnd a larger range",
+			    sb->rec.id, d->cfg.jail_id_count);
+		return -1;
+	}
+	sb->rec.jail_id = id;
+	sandbox_persist_locked(sb);
+	return 0;
+}
+
+/* mkdir (existing is fine) and make it a directory of owner:owner, mode. */
+static int own_dir(const char *path, uid_t owner, mode_t mode, struct api_err *e)
+{
+	int fd;
+
+	if (mkdir(path, mode) < 0 && errno != EEXIST)
+		goto fail;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		goto fail;
+	if (fchown(fd, owner, (gid_t)owner) < 0 || fchmod(fd, mode) < 0) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	api_err_set(e, API_E_INTERNAL, "sandbox directory %s: %s", path, strerror(errno));
+	return -1;
+}
+
+int sandbox_jail_prepare(struct sandbox *sb, struct api_err *e)
+{
+	struct kilnd *d = sb->d;
+	char vm[PATH_MAX], sub[PATH_MAX];
+	uid_t owner = 0;
+	int r = 0;
+
+	if (!d->cfg.no_jail) {
+		if (d->cfg.jail_unavailable[0]) {
+			api_err_set(e, API_E_JAIL_UNAVAILABLE, "%s", d->cfg.jail_unavailable);
+			return -1;
+		}
+		kilnd_lock(d);
+		if (!sb->rec.jail_id)
+			r = assign_id_locked(sb, e);
+		owner = sb->rec.jail_id;
+		kilnd_unlock(d);
+		if (r)
+			return -1;
+	}
+	if (sandbox_jail_dir(sb, vm, sizeof(vm))) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: its directory's path is too long", sb->rec.id);
+		return -1;
+	}
+	if (own_dir(vm, 0, 0755, e))
+		return -1;
+	if (sandbox_pathf(sub, sizeof(sub), "%s/checkpoints", vm) || own_dir(sub, owner, 0700, e) ||
+	    sandbox_pathf(sub, sizeof(sub), "%s/hibernate", vm) || own_dir(sub, owner, 0700, e))
+		return -1;
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * sandbox_jail: the directory and the ids a sandbox's kiln-vmm is jailed
+ * with (docs/security.md).
+ *
+ * <sandbox dir>/vm is the jail's one directory (kiln-vmm --jail): root's,
+ * mode 0755, holding the vsock and control sockets (bound by kiln-vmm
+ * before it drops root) and two directories the jailed VMM writes,
+ * owned by its uid, mode 0700: checkpoints/ and hibernate/. Everything
+ * else of the sandbox (meta.json, logs, the overlay) stays root's and out
+ * of its reach.
+ */
+#ifndef KILN_KILND_SANDBOX_JAIL_H
+#define KILN_KILND_SANDBOX_JAIL_H
+
+#include "api/kilnd/core/api_error.h"
+
+struct sandbox;
+
+/*
+ * Before each kiln-vmm start (boot, wake, fork, restore): give the
+ * sandbox its jail id if it has none yet (and jails are on), and make the
+ * directories above with their owners and modes (also for records from
+ * before the jail). 0, or -1 with e: jail_unavailable (kilnd cannot
+ * jail), limit_reached (every --jail-ids id is in use), internal.
+ */
+int sandbox_jail_prepare(struct sandbox *sb, struct api_err *e);
+
+/* <sandbox dir>/vm into out. 0 or -1 (too long). */
+int sandbox_jail_dir(const struct sandbox *sb, char *out, size_t cap);
+
+#endif
