@@ -122,6 +122,35 @@ test_kilnd_requests_refused_without_booting() {
   kd_done
 }
 
+# kd_jail_why PID ID: "" when kiln-vmm PID is confined as docs/security.md
+# says (checked from /proc, as an operator would), else what is not.
+kd_jail_why() {
+  local pid=$1 id=$2 uid st t ns vm
+  api GET "/v1/sandboxes/$id"
+  uid=$(jget 'd["jail"]["uid"] if d.get("jail") else ""')
+  [ -n "$uid" ] && [ "$uid" != 0 ] && [ "$(jget 'd["jail"]["gid"]')" = "$uid" ] || { echo "no jail uid in GET: ${body:0:300}"; return; }
+  st=$(cat "/proc/$pid/status") || { echo "no kiln-vmm $pid"; return; }
+  printf '%s\n' "$st" | grep -Eq "^Uid:[[:space:]]+$uid[[:space:]]+$uid[[:space:]]+$uid[[:space:]]+$uid\$" || { echo "uid is not $uid: $(grep ^Uid <<<"$st")"; return; }
+  printf '%s\n' "$st" | grep -Eq "^Gid:[[:space:]]+$uid[[:space:]]+$uid[[:space:]]+$uid[[:space:]]+$uid\$" || { echo "gid is not $uid: $(grep ^Gid <<<"$st")"; return; }
+  printf '%s\n' "$st" | grep -Eq '^Groups:[[:space:]]*$' || { echo "supplementary groups: $(grep ^Groups <<<"$st")"; return; }
+  printf '%s\n' "$st" | grep -q '^NoNewPrivs:[[:space:]]*1$' || { echo "no_new_privs is off"; return; }
+  for f in CapInh CapPrm CapEff CapBnd CapAmb; do
+    printf '%s\n' "$st" | grep -q "^$f:[[:space:]]*0000000000000000$" || { echo "$(grep "^$f" <<<"$st")"; return; }
+  done
+  for t in /proc/"$pid"/task/*; do
+    grep -q '^Seccomp:[[:space:]]*2$' "$t/status" || { echo "thread ${t##*/}: $(grep '^Seccomp' "$t/status")"; return; }
+  done
+  for ns in pid mnt net ipc uts; do
+    [ "$(readlink "/proc/$pid/ns/$ns")" != "$(readlink "/proc/self/ns/$ns")" ] || { echo "shares the host's $ns namespace"; return; }
+  done
+  grep -q '^NSpid:[[:space:]]*[0-9]*[[:space:]]*1$' <<<"$st" || { echo "not pid 1 of its pid namespace: $(grep ^NSpid <<<"$st")"; return; }
+  vm=$kd/state/sandboxes/$id/vm
+  [ -S "/proc/$pid/root$vm/control.sock" ] || { echo "its root lacks $vm"; return; }
+  [ ! -e "/proc/$pid/root/etc" ] && [ ! -e "/proc/$pid/root/usr" ] && [ ! -e "/proc/$pid/root$kd/state/sandboxes/$id/meta.json" ] ||
+    { echo "its root shows more than $vm: $(ls /proc/$pid/root/ | head -5)"; return; }
+  touch "/proc/$pid/root/x" 2>/dev/null && { echo "its root is writable"; return; }
+}
+
 test_kilnd_lifecycle_exec_files_stop_start_delete() {
   kd_start || return 1
   local why='' ev
@@ -129,6 +158,11 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
     { kd_stop; return 1; }
   kd_check '[ "$(jget "d[\"state\"]")" = running ]' "created sandbox is running"
   kd_check '[ "$(jget "d[\"boot\"][\"agent_ready_ms\"] > 0")" = True ]' "boot timeline has agent_ready_ms"
+  local jail_why
+  jail_why=$(kd_jail_why "$(jget 'd["pid"]')" "$sid")
+  kd_check '[ -z "$jail_why" ]' "kiln-vmm is jailed: $jail_why"
+  api GET /v1/health
+  kd_check '[ "$(jget "d[\"jail\"][\"enabled\"]")" = True ]' "health says the jail is on"
 
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["echo","hello"]}'
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hello\\n\" and d[\"exit_code\"] == 0")" = True ]' "exec echo"
@@ -189,7 +223,7 @@ test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {
   kill -KILL "$pid"
   kd_check 'kd_wait_state "$a" crashed' "a killed kiln-vmm shows crashed"
   kd_check '[ "$(jget "d[\"last_exit\"][\"signal\"]")" = 9 ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = crashed ] && [ "$(jget "d[\"pid\"]")" = None ]' "last_exit says SIGKILL"
-  kd_check '[ ! -e "$kd/state/sandboxes/$a/vsock.sock" ]' "the crashed sandbox's vsock socket is gone"
+  kd_check '[ ! -e "$kd/state/sandboxes/$a/vm/vsock.sock" ]' "the crashed sandbox's vsock socket is gone"
   api POST "/v1/sandboxes/$a/exec" -d '{"argv":["true"]}'
   kd_check '[ $status = 409 ]' "exec on a crashed sandbox is 409"
   api POST "/v1/sandboxes/$b/exec" -d '{"argv":["echo","still"]}'
@@ -649,6 +683,9 @@ test_kilnd_ten_sandboxes_in_parallel() {
   done
   n=$(printf '%s\n' "${ids[@]}" | sort -u | wc -l)
   kd_check '[ "$n" = 10 ]' "10 distinct ids ($n)"
+  api GET /v1/sandboxes
+  n=$(jget 'len({s["jail"]["uid"] for s in d["sandboxes"] if s.get("jail")})')
+  kd_check '[ "$n" = 10 ]' "10 distinct jail uids ($n)"
   for k in "${!ids[@]}"; do
     api POST "/v1/sandboxes/${ids[$k]}/exec" -d '{"argv":["hostname"]}'
     kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = "${hosts[$k]}" ]' "exec in ${hosts[$k]} sees its own hostname"
@@ -787,7 +824,7 @@ test_kilnd_checkpoint_restore_in_place_discards_later_changes() {
   kd_start || return 1
   local why='' cpdir
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
-  cpdir=$kd/state/sandboxes/$sid/checkpoints/cp1
+  cpdir=$kd/state/sandboxes/$sid/vm/checkpoints/cp1
   kd_sh "$sid" 'echo before >/home/user/before.txt && echo ram-before >/tmp/ram.txt && sync'
   api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp1"}'
   kd_check '[ $status = 201 ] && [ "$(jget "d[\"name\"], d[\"sandbox_id\"] == \"$sid\", d[\"size_bytes\"] > 0, d[\"memory_bytes\"]")" = "cp1 True True 134217728" ]' "checkpoint cp1"
@@ -920,7 +957,7 @@ test_kilnd_hibernate_frees_the_vmm_and_wake_resumes() {
   kd_check 'kd_count_above "$sid" "$c1"' "and counts on after the wake ($c1 → $n)"
   kd_sh "$sid" 'cat /tmp/keep'
   kd_check '[ "$(kd_out)" = kept-in-ram ]' "the tmpfs file is kept"
-  kd_check '[ ! -e "$kd/state/sandboxes/$sid/hibernate" ]' "the spent snapshot is removed"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/vm/hibernate/image" ]' "the spent snapshot is removed"
   api POST "/v1/sandboxes/$sid/wake"
   kd_check '[ $status = 409 ]' "waking a running sandbox is 409"
   kd_check '[ "$(kd_metric kiln_hibernations_total)" = 1 ] && [ "$(kd_metric kiln_wakes_total)" = 1 ]' "counted"
@@ -961,7 +998,7 @@ test_kilnd_wake_falls_back_to_cold_boot_on_a_damaged_snapshot() {
   kd_sh "$sid" 'echo on-disk >/home/user/disk.txt && sync && echo in-ram >/tmp/ram.txt'
   api POST "/v1/sandboxes/$sid/hibernate"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = hibernated ]' "hibernate"
-  state=$kd/state/sandboxes/$sid/hibernate/state
+  state=$kd/state/sandboxes/$sid/vm/hibernate/image/state
   python3 - "$state" <<'PY' || why=${why:-"could not flip a byte of $state"}
 import sys
 p = sys.argv[1]
@@ -974,7 +1011,7 @@ PY
   kd_check '[ "$(jget "d[\"fallback_reason\"] is not None and d[\"fallback_reason\"] == d[\"boot\"][\"snapshot_error\"] and d[\"fallback_reason\"].startswith(\"kiln-vmm: \")")" = True ]' "and says why: $(jget 'd.get("fallback_reason")')"
   kd_sh "$sid" 'cat /home/user/disk.txt; cat /tmp/ram.txt 2>/dev/null || echo no-ram'
   kd_check '[ "$(kd_outw)" = "on-disk no-ram" ]' "the disk survived, the RAM did not ($(kd_outw))"
-  kd_check '[ ! -e "$kd/state/sandboxes/$sid/hibernate" ]' "the damaged snapshot is removed"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/vm/hibernate/image" ]' "the damaged snapshot is removed"
   kd_check '[ "$(kd_metric kiln_wake_cold_boots_total)" = 1 ]' "counted"
   api DELETE "/v1/sandboxes/$sid"
   kd_done || return 1

@@ -110,6 +110,10 @@ test_vmm_restore_refuses_bad_snapshots() {
   "$VMM" --restore "$snap" --mem 256 --cpus 2 </dev/null >/dev/null 2>"$vd/e"
   rc=$?
   check '[ $rc = 1 ] && grep -q "devices" "$vd/e"' "other devices are refused (exit $rc: $(cat "$vd/e"))"
+  ln -s "$snap" "$vd/link"
+  "$VMM" --restore "$vd/link" --mem 256 --cpus 2 --vsock "$vd/x.sock" </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -q "symbolic link" "$vd/e"' "a snapshot directory given as a symlink is refused (exit $rc: $(cat "$vd/e"))"
   truncate -s 1000 "$bad/state"
   "$VMM" --restore "$bad" --mem 256 --cpus 2 --vsock "$vd/x.sock" </dev/null >/dev/null 2>"$vd/e"
   rc=$?

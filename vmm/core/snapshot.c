@@ -448,10 +448,13 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot
 
 int vm_restore_open(const struct vm_config *cfg, struct err *e)
 {
-	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* No symlink as the last component: a jailed VMM owns the directory
+	 * its snapshots are made in and could plant one there. */
+	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0)
-		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
+		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir,
+			       errno == ELOOP ? "a symbolic link (give the snapshot directory itself)" : strerror(errno));
 	if (cfg->hugepages) {
 		close(fd);
 		return err_set(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
