@@ -119,6 +119,16 @@ test_kilnd_requests_refused_without_booting() {
   kd_check '[ $status = 413 ] && [ "$(jget "d[\"error\"][\"code\"]")" = body_too_large ]' "3 MB body is 413"
   api GET /metrics
   kd_check 'printf "%s" "$body" | grep -q "^kiln_sandboxes{state=\"running\"} 0$"' "metrics"
+  kd_done || return 1
+  # Not root: no jail, so no sandbox, unless the operator says --no-jail.
+  local kd_wrap=(setpriv --reuid 65534 --regid 65534 --clear-groups) kd_keep
+  kd_keep=$(mktemp -d /tmp/kd.XXXXXX)
+  chmod 0777 "$kd_keep"
+  kd_start --allow-uid 0 || return 1
+  api GET /v1/health
+  kd_check '[ "$(jget "d[\"jail\"][\"enabled\"], d[\"jail\"][\"mode\"], \"not root\" in d[\"jail\"][\"reason\"]")" = "False unavailable True" ]' "health says why there is no jail"
+  api POST /v1/sandboxes -d '{"image":"minimal"}'
+  kd_check '[ $status = 503 ] && [ "$(jget "d[\"error\"][\"code\"]")" = jail_unavailable ] && jget "d[\"error\"][\"message\"]" | grep -q -- --no-jail' "an unjailable kilnd refuses sandboxes, naming --no-jail"
   kd_done
 }
 

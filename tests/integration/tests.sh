@@ -27,8 +27,13 @@ print(" ".join(m["name"] for m in t["milestones"]))')
 }
 
 test_guest_sees_two_vcpus() {
-  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --cpus 2 --console \
+  # Standalone --jail too: kiln-vmm forks into its own pid namespace and
+  # the guest runs as uid 4242 with the console and exit status intact.
+  local j
+  j=$(mktemp -d)
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --cpus 2 --console --jail "$j" --uid 4242 --gid 4242 \
     --cmdline 'kiln.exec="echo cpus=$(grep -c ^processor /proc/cpuinfo) online=$(cat /sys/devices/system/cpu/online)"'
+  rmdir "$j"
   expect_rc 0 && expect_out '^cpus=2 online=0-1'
 }
 
@@ -163,7 +168,13 @@ test_bad_arguments_each_get_one_clear_line() {
   vmm --kernel "$BZIMAGE" --cpus " 2"
   expect_rc 2 && expect_one_line_err && expect_err "--cpus ' 2': not a number of vCPUs" || return 1
   vmm
-  expect_rc 2 && expect_one_line_err && expect_err "no kernel given"
+  expect_rc 2 && expect_one_line_err && expect_err "no kernel given" || return 1
+  vmm --kernel "$BZIMAGE" --jail /tmp
+  expect_rc 2 && expect_one_line_err && expect_err "--jail, --uid and --gid go together" || return 1
+  vmm --kernel "$BZIMAGE" --jail /tmp --uid 0 --gid 5
+  expect_rc 2 && expect_one_line_err && expect_err "--uid '0': not a uid above 0" || return 1
+  vmm --kernel "$BZIMAGE" --initrd "$INITRD" --jail tmp --uid 5 --gid 5
+  expect_rc 1 && expect_one_line_err && expect_err "must be an absolute path"
 }
 
 test_missing_dev_kvm_gives_one_clear_line() {

@@ -16,7 +16,8 @@ uint32_t jail_id_pick(uint32_t first, uint32_t count, uint32_t *used, size_t n)
 
 	if (first == 0 || count == 0 || end > UINT32_MAX)
 		return 0;
-	qsort(used, n, sizeof(*used), cmp_u32);
+	if (n)
+		qsort(used, n, sizeof(*used), cmp_u32);
 	/* Walk the sorted ids: the first gap at or after `first` is free. */
 	for (size_t i = 0; i < n && want < end; i++) {
 		if (used[i] < want)
