@@ -953,7 +953,7 @@ test_kilnd_hibernate_frees_the_vmm_and_wake_resumes() {
   api POST "/v1/sandboxes/$sid/hibernate"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"], d[\"pid\"], d[\"last_exit\"][\"reason\"], d[\"hibernation\"][\"size_bytes\"] > 0")" = "hibernated None hibernated True" ]' "hibernate"
   kd_check '! kill -0 "$pid" 2>/dev/null' "its kiln-vmm ($pid) is gone"
-  kd_check '[ -f "$kd/state/sandboxes/$sid/hibernate/state" ]' "the snapshot is on disk"
+  kd_check '[ -f "$kd/state/sandboxes/$sid/vm/hibernate/image/state" ]' "the snapshot is on disk"
   api POST "/v1/sandboxes/$sid/stop"
   kd_check '[ $status = 409 ]' "a hibernated sandbox cannot be stopped"
   api GET /v1/sandboxes
