@@ -134,6 +134,13 @@ void sandbox_kill_locked(struct sandbox *sb);
  */
 int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae);
 
+/* sandbox_shares.c: open each share's directory for one kiln-vmm start
+ * (share_open.h: no symbolic link followed; beneath a --share-root unless
+ * root owns the sandbox). 0 with fds[0..nshares), or -1 with e naming the
+ * share and the component, and nothing left open. */
+int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api_err *e);
+void sandbox_shares_close(int *fds, size_t n);
+
 /* sandbox_firewall.c: with network passt, the rules file for kiln-vmm's
  * --firewall into path[cap] (<dir>/firewall.json, written from the create
  * body's rules or the default when it does not exist yet). 0 (path

@@ -35,6 +35,10 @@ struct vmm_launch {
 	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
 	const char *firewall;    /* the rule set file; needed when spec->network is passt */
 	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
+	/* One open directory per spec share (share_open.h), passed as
+	 * --share fd=N:TAG: kiln-vmm resolves no share path. NULL: the
+	 * paths (--share DIR:TAG). */
+	const int *share_fds;
 	const struct sandbox_spec *spec;
 };
 
