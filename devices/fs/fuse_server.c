@@ -1366,43 +1366,29 @@ long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, vo
 
 /* ---- lifetime ---- */
 
-int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
-		     struct err *e)
+/* Serve the directory fd (taken over in every case); name for messages. */
+static int serve_dir(struct fuse_server **out, int fd, const char *name, int read_only, struct err *e)
 {
 	struct fuse_server *s = calloc(1, sizeof(*s));
 	struct statfs sfs;
 	struct stat st;
-	int fd, probe, err;
+	int err;
 
-	if (!s)
+	if (!s) {
+		close(fd);
 		return err_set(e, ENOMEM, "out of memory");
+	}
 	s->proc_fd = -1;
 	s->free_inode = s->free_handle = -1;
 	s->read_only = read_only;
-	/* The share root itself is the host's choice, so it may be a symlink. */
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		err = err_set(e, errno, "share '%s': %s (give an existing directory)", root,
-				strerror(errno));
-		goto fail;
-	}
-	probe = sys_openat2(fd, ".", O_PATH, 0);
-	if (probe < 0) {
-		close(fd);
-		err = err_set(e, -probe, "share '%s': openat2: %s (virtio-fs needs Linux 5.6+)",
-				root, strerror(-probe));
-		goto fail;
-	}
-	close(probe);
 	s->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->proc_fd < 0 || fstatfs(s->proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC) {
 		close(fd);
-		err = err_set(e, ENOENT, "share '%s': /proc/self/fd unusable (mount /proc)",
-				root);
+		err = err_set(e, ENOENT, "share %s: /proc/self/fd unusable (mount /proc)", name);
 		goto fail;
 	}
 	if (fstat(fd, &st) < 0) {
-		err = err_set(e, errno, "share '%s': %s", root, strerror(errno));
+		err = err_set(e, errno, "share %s: %s", name, strerror(errno));
 		close(fd);
 		goto fail;
 	}
@@ -1413,7 +1399,7 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 	}
 	/* Slot 0, the first off the free list: the root, FUSE_ROOT_ID. */
 	if (inode_insert(s, fd, st.st_dev, st.st_ino) != 0) {
-		err = err_set(e, EIO, "share '%s': root node not in slot 0", root);
+		err = err_set(e, EIO, "share %s: root node not in slot 0", name);
 		goto fail;
 	}
 	*out = s;
@@ -1421,6 +1407,42 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 fail:
 	fuse_server_close(s);
 	return err;
+}
+
+int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
+		     struct err *e)
+{
+	char name[PATH_MAX + 2];
+	int fd, probe;
+
+	snprintf(name, sizeof(name), "'%s'", root);
+	/* The share root itself is the host's choice, so it may be a symlink. */
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, errno, "share %s: %s (give an existing directory)", name,
+			       strerror(errno));
+	probe = sys_openat2(fd, ".", O_PATH, 0);
+	close(fd);
+	if (probe < 0)
+		return err_set(e, -probe, "share %s: openat2: %s (virtio-fs needs Linux 5.6+)",
+			       name, strerror(-probe));
+	return serve_dir(out, probe, name, read_only, e);
+}
+
+int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, struct err *e)
+{
+	char name[32];
+	int fd;
+
+	snprintf(name, sizeof(name), "fd=%d", dir_fd);
+	/* Our own descriptor of that very directory: "." resolves nothing,
+	 * and O_DIRECTORY refuses anything else. */
+	fd = sys_openat2(dir_fd, ".", O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return err_set(e, -fd, "share %s: %s%s", name, strerror(-fd),
+			       fd == -ENOSYS ? " (virtio-fs needs Linux 5.6+)"
+			       : fd == -EBADF ? " (no such open descriptor)" : "");
+	return serve_dir(out, fd, name, read_only, e);
 }
 
 void fuse_server_close(struct fuse_server *s)

@@ -73,6 +73,15 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 		     struct err *e);
 
 /*
+ * The same for a directory the caller opened (any open mode, O_PATH
+ * included): the server keeps its own descriptor of it, so dir_fd stays
+ * the caller's. Nothing is resolved by path: a caller that opened the
+ * directory without following symbolic links (kilnd) shares exactly that
+ * directory. -ENOTDIR when dir_fd is not a directory.
+ */
+int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, struct err *e);
+
+/*
  * Handle one request of `in_len` bytes at `in`; write the reply into
  * `out` (at most `out_cap` bytes). Returns the reply's length, or 0 when
  * the request gets no reply (FORGET, BATCH_FORGET, or out_cap too small

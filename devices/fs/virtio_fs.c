@@ -170,7 +170,8 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	size_t taglen;
 	int err;
 
-	if (!cfg || !cfg->dir || !cfg->dir[0])
+	/* Descriptors 0-2 are stdio (and 0 is what a zeroed config holds). */
+	if (!cfg || (cfg->dir ? !cfg->dir[0] : cfg->dir_fd < 3))
 		return err_set(e, EINVAL, "virtio-fs: no host directory given");
 	taglen = cfg->tag ? strlen(cfg->tag) : 0;
 	if (taglen == 0 || taglen > VIRTIO_FS_TAG_MAX)
@@ -195,7 +196,8 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	}
 	memcpy(fs->config.tag, cfg->tag, taglen);
 	fs->config.num_request_queues = htole32(1);
-	err = fuse_server_open(&fs->srv, cfg->dir, cfg->read_only, e);
+	err = cfg->dir ? fuse_server_open(&fs->srv, cfg->dir, cfg->read_only, e)
+		       : fuse_server_open_fd(&fs->srv, cfg->dir_fd, cfg->read_only, e);
 	if (err < 0)
 		goto fail;
 	*out = d;

@@ -34,7 +34,8 @@
 #define VIRTIO_FS_TAG_MAX 36
 
 struct virtio_fs_config {
-	const char *dir; /* host directory to share */
+	const char *dir; /* host directory to share, or NULL: */
+	int dir_fd;      /* with dir NULL, an open directory (>= 3) to share; the caller keeps it */
 	const char *tag; /* mount tag the guest sees, 1..36 bytes */
 	int read_only; /* refuse every modification with EROFS */
 };

@@ -155,6 +155,9 @@ KILN_API int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path,
  * syntax and its messages (kiln-vmm --help):
  *   "disk"     PATH[,ro][,overlay=OVL][,serial=ID]
  *   "share"    DIR:TAG[:ro]                       (virtio-fs)
+ *              fd=N:TAG[:ro]   (N >= 3: an open directory, used as it is;
+ *              it must stay open until the VM is created; a directory
+ *              named "fd=N" is "./fd=N")
  *   "vsock"    PATH[,cid=N]
  *   "net"      tap=NAME[,mac=MAC][,ip=ADDR/PREFIX]
  *              passt[,mac=][,ip=][,gw=][,dns=][,resolver=]

@@ -54,7 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct devspec_share_cfg s = { 0 };
 
 		if (!(r = devspec_share(arg, &s, &e))) {
-			FUZZ_ASSERT(s.host_dir && s.tag && inside(s.host_dir) && inside(s.tag));
+			/* A path inside arg, or a descriptor (never stdio), not both. */
+			FUZZ_ASSERT(s.host_dir ? inside(s.host_dir) && s.host_fd == -1 : s.host_fd >= 3);
+			FUZZ_ASSERT(s.tag && inside(s.tag));
 			FUZZ_ASSERT(strlen(s.tag) >= 1 && strlen(s.tag) <= DEVSPEC_TAG_MAX);
 		}
 		break;

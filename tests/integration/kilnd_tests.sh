@@ -161,10 +161,51 @@ kd_jail_why() {
   touch "/proc/$pid/root/x" 2>/dev/null && { echo "its root is writable"; return; }
 }
 
+# api_as UID METHOD PATH [CURL ARGS...]: api as another uid (and gid UID,
+# no supplementary groups), for the owner checks.
+api_as() {
+  local u=$1 m=$2 p=$3 resp
+  shift 3
+  heartbeat "uid $u $m $p"
+  resp=$(setpriv --reuid="$u" --regid="$u" --clear-groups \
+    curl -sS --max-time 900 --unix-socket "$kds" -X "$m" -w '\n%{http_code}' "http://kiln$p" "$@")
+  status=${resp##*$'\n'}
+  body=${resp%$'\n'*}
+}
+
+# Root's sandbox $sid, seen by an allowed client of another uid: not at
+# all (docs/api.md "Sandbox owners"), and 404 exactly like a missing one.
+kd_check_owner() {
+  local nobody=65534 missing
+  api_as $nobody GET /v1/sandboxes/0123456789ab
+  missing=$(jget 'd["error"]["message"]' | sed 's/0123456789ab/ID/')
+  api_as $nobody GET /v1/sandboxes
+  kd_check '[ $status = 200 ] && [ "$(jget "len(d[\"sandboxes\"])")" = 0 ]' "another uid lists none of root's sandboxes"
+  api_as $nobody GET "/v1/sandboxes/$sid"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ] &&
+    [ "$(jget "d[\"error\"][\"message\"]" | sed "s/$sid/ID/")" = "$missing" ]' "another uid's GET is the 404 of a missing id"
+  api_as $nobody POST "/v1/sandboxes/$sid/exec" -d '{"argv":["true"]}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ]' "another uid cannot exec"
+  api_as $nobody POST /v1/sandboxes -d "{\"from_checkpoint\":\"$sid/cp\"}"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = sandbox_not_found ]' "another uid cannot fork"
+  api_as $nobody DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 404 ]' "another uid cannot delete"
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"owner_uid\"]")" = 0 ] && [ "$(jget "d[\"state\"]")" = running ]' "root still sees it, owner 0"
+}
+
 test_kilnd_lifecycle_exec_files_stop_start_delete() {
-  kd_start || return 1
+  # Also the owner and share-swap checks, on this test's one sandbox: a
+  # nobody client may connect (socket group, allowed uid).
+  kd_start --allow-uid 65534 --socket-group 65534 || return 1
+  chmod 711 "$kd"
+  mkdir "$kd/shared"
+  # The jailed kiln-vmm reaches a share with its jail uid's rights
+  # (docs/security.md): make this one writable by it.
+  chmod 0777 "$kd/shared"
   local why='' ev
-  kd_create '{"image":"minimal","cpus":2,"memory_mib":256,"hostname":"box1","env":{"FOO":"bar"},"labels":{"suite":"kilnd"}}' ||
+  kd_create '{"image":"minimal","cpus":2,"memory_mib":256,"hostname":"box1","env":{"FOO":"bar"},"labels":{"suite":"kilnd"},
+    "shares":[{"host_path":"'"$kd/shared"'","guest_path":"/mnt/shared"}]}' ||
     { kd_stop; return 1; }
   kd_check '[ "$(jget "d[\"state\"]")" = running ]' "created sandbox is running"
   kd_check '[ "$(jget "d[\"boot\"][\"agent_ready_ms\"] > 0")" = True ]' "boot timeline has agent_ready_ms"
@@ -173,6 +214,10 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   kd_check '[ -z "$jail_why" ]' "kiln-vmm is jailed: $jail_why"
   api GET /v1/health
   kd_check '[ "$(jget "d[\"jail\"][\"enabled\"]")" = True ]' "health says the jail is on"
+  kd_check_owner
+  # The share reached kiln-vmm as the directory kilnd opened (fd=N).
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo via-fd > /mnt/shared/f"],"user":"root"}'
+  kd_check '[ "$(cat "$kd/shared/f" 2>/dev/null)" = via-fd ]' "the guest wrote into the share"
 
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["echo","hello"]}'
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hello\\n\" and d[\"exit_code\"] == 0")" = True ]' "exec echo"
@@ -205,6 +250,14 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
   kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "exec on a stopped sandbox is 409"
   api POST "/v1/sandboxes/$sid/stop"
   kd_check '[ $status = 409 ]' "stopping twice is 409"
+  # Share swap: the shared directory replaced by a symbolic link while
+  # stopped. The next start opens it without following links: refused
+  # before kiln-vmm runs, naming the share and the component.
+  mv "$kd/shared" "$kd/shared.real" && ln -s "$kd/shared.real" "$kd/shared"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 403 ] && [ "$(jget "d[\"error\"][\"code\"]")" = forbidden ] &&
+    jget "d[\"error\"][\"message\"]" | grep -q "shares\[0\].*component .shared. .*symbolic link"' "a start with a swapped share is refused"
+  rm "$kd/shared" && mv "$kd/shared.real" "$kd/shared"
   api POST "/v1/sandboxes/$sid/start"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ] && [ "$(jget "d[\"boots\"]")" = 2 ]' "start again"
   curl -sS --unix-socket "$kds" -o "$kd/again.bin" "http://kiln/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin"

@@ -342,6 +342,18 @@ static void test_vmm_argv(void **state)
 	assert_string_equal(a.argv[17], "/srv/data:kiln0:ro");
 	assert_string_equal(a.argv[19], "/srv/out:kiln1");
 	vmm_argv_free(&a);
+
+	/* kilnd's starts: the directories it opened, never the paths. */
+	static const int fds[2] = { 7, 12 }, stdio_fds[2] = { 7, 1 };
+	l.share_fds = fds;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_int_equal(a.argc, 20);
+	assert_string_equal(a.argv[17], "fd=7:kiln0:ro");
+	assert_string_equal(a.argv[19], "fd=12:kiln1");
+	vmm_argv_free(&a);
+	l.share_fds = stdio_fds;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.msg, "descriptor 1"));
 }
 
 /* A restore: the snapshot instead of a kernel, the same machine and devices. */

@@ -223,6 +223,48 @@ static void test_vsock_cid(void **state)
 	assert_non_null(strstr(e.msg, "unknown option"));
 }
 
+static int share(const char *s, struct devspec_share_cfg *c, struct err *e)
+{
+	static char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	return devspec_share(buf, c, e);
+}
+
+/* --share DIR:TAG[:ro], or fd=N:TAG[:ro] for a directory kilnd opened. */
+static void test_share_forms(void **state)
+{
+	struct devspec_share_cfg c;
+	struct err e = { { 0 } };
+
+	(void)state;
+	assert_int_equal(share("/srv/data:kiln0:ro", &c, &e), 0);
+	assert_string_equal(c.host_dir, "/srv/data");
+	assert_int_equal(c.host_fd, -1);
+	assert_string_equal(c.tag, "kiln0");
+	assert_int_equal(c.read_only, 1);
+	assert_int_equal(share("fd=7:kiln1", &c, &e), 0);
+	assert_null(c.host_dir);
+	assert_int_equal(c.host_fd, 7);
+	assert_string_equal(c.tag, "kiln1");
+	assert_int_equal(c.read_only, 0);
+	assert_int_equal(share("fd=12:t:ro", &c, &e), 0);
+	assert_int_equal(c.host_fd, 12);
+	assert_int_equal(c.read_only, 1);
+	/* A directory named like that is still reachable as a path. */
+	assert_int_equal(share("./fd=3:t", &c, &e), 0);
+	assert_string_equal(c.host_dir, "./fd=3");
+	/* Never stdio, never a non-number. */
+	static const char *const bad[] = { "fd=0:t", "fd=2:t", "fd=:t", "fd=3x:t", "fd=-4:t", "fd= 3:t",
+					   "fd=4294967299:t", "fd=0x5:t" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(share(bad[i], &c, &e), -EINVAL);
+		assert_non_null(strstr(e.msg, "fd=N"));
+	}
+	assert_int_equal(share("nodir", &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "fd=N:TAG"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_ip4_prefix),
 		cmocka_unit_test(test_net_prefix),
 		cmocka_unit_test(test_vsock_cid),
+		cmocka_unit_test(test_share_forms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

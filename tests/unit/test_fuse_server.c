@@ -934,10 +934,47 @@ static void test_open_errors(void **state)
 	assert_null(s);
 }
 
+/* A directory handed over as a descriptor (kilnd opened it without
+ * following symbolic links) is served as it is; the descriptor stays the
+ * caller's. Anything but an open directory is refused with a message. */
+static void test_open_fd(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_server *s = NULL, *mine = f->s;
+	struct err e = { { 0 } };
+	struct fuse_entry_out eo;
+	int dir, file, fds;
+
+	dir = open(f->share, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dir >= 0);
+	fds = count_fds();
+	assert_int_equal(fuse_server_open_fd(&s, dir, 0, &e), 0);
+	f->s = s;
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &eo), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "..", &eo), -EINVAL);
+	fuse_server_close(s);
+	f->s = mine;
+	assert_int_equal(count_fds(), fds);
+	assert_true(fcntl(dir, F_GETFD) >= 0); /* still open: the caller's */
+	close(dir);
+
+	s = NULL;
+	file = open(f->secret, O_RDONLY | O_CLOEXEC);
+	assert_true(file >= 0);
+	assert_int_equal(fuse_server_open_fd(&s, file, 0, &e), -ENOTDIR);
+	assert_non_null(strstr(e.msg, "fd="));
+	close(file);
+	assert_int_equal(fuse_server_open_fd(&s, 1000, 0, &e), -EBADF);
+	assert_non_null(strstr(e.msg, "no such open descriptor"));
+	assert_null(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_init, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_open_fd, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_file_round_trip, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_mkdir_readdir, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_ops, setup_rw, teardown),

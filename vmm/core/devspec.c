@@ -61,13 +61,26 @@ int devspec_share(char *arg, struct devspec_share_cfg *out, struct err *e)
 		tag = strrchr(arg, ':');
 	}
 	if (!tag || tag == arg || !tag[1])
-		return err_set(e, EINVAL, "--share '%s': expected HOSTDIR:TAG[:ro]", arg);
+		return err_set(e, EINVAL, "--share '%s': expected HOSTDIR:TAG[:ro] or fd=N:TAG[:ro]", arg);
 	*tag++ = '\0';
 	if (strlen(tag) > DEVSPEC_TAG_MAX || strchr(tag, ',') || strchr(tag, ' '))
 		return err_set(e, EINVAL, "--share: tag '%s' must be at most %d bytes, without spaces or commas",
 				 tag, DEVSPEC_TAG_MAX);
-	out->host_dir = arg;
 	out->tag = tag;
+	out->host_fd = -1;
+	/* A directory its caller opened (kilnd: without following symbolic
+	 * links, at every start): no path is resolved again here. 0-2 are
+	 * stdio, never a directory handed over. A directory really named
+	 * "fd=3" is "./fd=3". */
+	if (strncmp(arg, "fd=", 3) == 0) {
+		uint64_t fd;
+
+		if (num_parse_u64(arg + 3, 10, 3, INT32_MAX, &fd))
+			return err_set(e, EINVAL, "--share %s: fd=N needs a descriptor number of at least 3", arg);
+		out->host_fd = (int)fd;
+		return 0;
+	}
+	out->host_dir = arg;
 	return 0;
 }
 

@@ -2,7 +2,7 @@
  * devspec: parsing kiln-vmm's device options into vm_config entries.
  *
  *   --disk PATH[,ro][,overlay=PATH][,serial=ID]
- *   --share HOSTDIR:TAG[:ro]
+ *   --share HOSTDIR:TAG[:ro]   or   --share fd=N:TAG[:ro]
  *   --vsock PATH[,cid=N]
  *   --net tap=NAME[,mac=aa:bb:cc:dd:ee:ff][,ip=ADDR/PREFIX]
  *   --net passt[,mac=MAC][,ip=ADDR/PREFIX][,gw=ADDR][,dns=ADDR][,resolver=ADDR]
@@ -33,7 +33,8 @@ struct devspec_disk_cfg {
 };
 
 struct devspec_share_cfg {
-	char *host_dir;
+	char *host_dir; /* NULL when given as fd=N */
+	int host_fd;    /* fd=N: an open directory (N >= 3) shared instead of a path; else -1 */
 	char *tag;
 	int read_only;
 };

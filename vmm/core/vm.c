@@ -325,7 +325,8 @@ static int setup_virtio(struct vm *vm, struct err *e)
 		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
 		const struct devspec_share_cfg *c = &vm->cfg.share[i];
-		struct virtio_fs_config fc = { .dir = c->host_dir, .tag = c->tag, .read_only = c->read_only };
+		struct virtio_fs_config fc = { .dir = c->host_dir, .dir_fd = c->host_fd, .tag = c->tag,
+					       .read_only = c->read_only };
 
 		if ((err = virtio_fs_create(&fc, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;

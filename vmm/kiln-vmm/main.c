@@ -52,6 +52,9 @@ static const char usage[] =
 	"                       overlay OVL (created if missing). Without --initrd the\n"
 	"                       first disk is the root filesystem (root=/dev/vda)\n"
 	"  --share DIR:TAG[:ro] virtio-fs: host directory DIR as mount tag TAG\n"
+	"  --share fd=N:TAG[:ro] the same for the directory open as descriptor N\n"
+	"                       (>= 3; no path is resolved; ./fd=N for a directory\n"
+	"                       named so)\n"
 	"  --vsock PATH[,cid=N] virtio-vsock; host side is the Unix socket PATH\n"
 	"                       (CONNECT <port> protocol), guest CID N (default 3)\n"
 	"  --net tap=NAME[,mac=MAC][,ip=ADDR/PREFIX]\n"
@@ -333,6 +336,7 @@ int main(int argc, char **argv)
 	unsigned log_flags = KILN_LOG_DEVICE; /* a broken device or backend is always said */
 	int timeline = 0, json = 0, console = 0, nets = 0, net_rate = 0, status, opt;
 	const char *jail_dir = NULL;
+	int keep[16], nkeep = 0; /* descriptors given on the command line */
 	unsigned jail_flags = 0;
 	uint64_t uid = 0, gid = 0;
 	const char *reason;
@@ -400,6 +404,10 @@ int main(int argc, char **argv)
 		case OPT_SHARE:
 			if ((status = add_device(cfg, "share", optarg)) != EXIT_OK)
 				return status;
+			/* fd=N: a descriptor the jail step must not close (libkiln
+			 * checked N). */
+			if (strncmp(optarg, "fd=", 3) == 0 && nkeep < (int)(sizeof(keep) / sizeof(keep[0])))
+				keep[nkeep++] = atoi(optarg + 3);
 			break;
 		case OPT_VSOCK:
 			if ((status = add_device(cfg, "vsock", optarg)) != EXIT_OK)
@@ -461,7 +469,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 			return EXIT_SETUP;
 		}
-		jailed_close_fds(NULL, 0);
+		jailed_close_fds(keep, nkeep);
 		pid1_signals();
 	}
 	if (firewall_path && (status = load_firewall(cfg, firewall_path)) != EXIT_OK)

@@ -51,13 +51,16 @@ void sandbox_put(struct sandbox *sb)
 		sandbox_free(sb);
 }
 
-struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e)
+struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e)
 {
 	struct sandbox *sb = NULL;
 
 	if (sandbox_id_valid(id)) {
 		kilnd_lock(d);
 		sb = sandbox_find_locked(d, id);
+		/* Another uid's sandbox is answered like a missing one. */
+		if (sb && !sandbox_record_visible(&sb->rec, who->uid))
+			sb = NULL;
 		if (sb) {
 			sb->refs++;
 			sb->active_mono = mono_ms();
@@ -69,13 +72,13 @@ struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e)
 	return sb;
 }
 
-void sandbox_touch(struct kilnd *d, const char *id)
+void sandbox_touch(struct kilnd *d, const struct peer *who, const char *id)
 {
 	struct sandbox *sb;
 
 	kilnd_lock(d);
 	sb = sandbox_find_locked(d, id);
-	if (sb)
+	if (sb && sandbox_record_visible(&sb->rec, who->uid))
 		sb->active_mono = mono_ms();
 	kilnd_unlock(d);
 }
@@ -151,7 +154,7 @@ static int new_id_locked(struct kilnd *d, char *id)
 	return -EEXIST;
 }
 
-struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
+struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
 				bool hostname_from_id, struct api_err *e)
 {
 	struct sandbox *sb = sandbox_new(d);
@@ -180,6 +183,7 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec,
 		goto fail_sb;
 	}
 	sb->refs++; /* the caller's */
+	sb->rec.owner_uid = owner;
 	sb->rec.spec = *spec;
 	memset(spec, 0, sizeof(*spec));
 	/* "kiln-" and 12 hex digits: a valid hostname of its own. */
@@ -254,14 +258,14 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 	struct sandbox *sb;
 
 	if (fork_requested(body))
-		return sandbox_fork(d, body, view, e);
+		return sandbox_fork(d, body, peer, view, e);
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return -1;
 	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e)) {
 		sandbox_spec_free(&spec);
 		return -1;
 	}
-	sb = sandbox_create_entry(d, &spec, image, false, e);
+	sb = sandbox_create_entry(d, peer->uid, &spec, image, false, e);
 	if (!sb)
 		return -1;
 	return sandbox_create_finish(sb, NULL, view, e);

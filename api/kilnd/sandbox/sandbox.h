@@ -43,20 +43,24 @@
 /* Create the registry and load <state-dir>/sandboxes. -1 with err. */
 int sandboxes_init(struct kilnd *d, char *err, size_t errlen);
 
-/* The sandbox with this id (a new reference), or NULL with e
- * (sandbox_not_found). Getting and putting one is activity for its idle
+/* The sandbox with this id (a new reference) if the client `who` may
+ * see it (sandbox_record_visible: root, or the uid that created it), or
+ * NULL with e (sandbox_not_found, the same for a sandbox of another uid:
+ * its existence is not revealed). The only way a request reaches a
+ * sandbox by id. Getting and putting one is activity for its idle
  * timeout. */
-struct sandbox *sandbox_get(struct kilnd *d, const char *id, struct api_err *e);
+struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e);
 void sandbox_put(struct sandbox *sb);
-/* Activity on the sandbox with this id (if any) for a request that holds
- * no reference while it waits on the guest (a long process wait). */
-void sandbox_touch(struct kilnd *d, const char *id);
+/* Activity on the sandbox with this id (if any, and if who may see it)
+ * for a request that holds no reference while it waits on the guest (a
+ * long process wait). */
+void sandbox_touch(struct kilnd *d, const struct peer *who, const char *id);
 
 /* The API's sandbox object (new reference; NULL when out of memory). */
 json_t *sandbox_view(struct sandbox *sb);
 
-/* {"sandboxes":[...]} filtered by f, oldest first. */
-json_t *sandbox_list(struct kilnd *d, const struct list_filter *f);
+/* {"sandboxes":[...]} filtered by f, oldest first: those who may see. */
+json_t *sandbox_list(struct kilnd *d, const struct peer *who, const struct list_filter *f);
 
 /*
  * POST /v1/sandboxes: validate, create the directory, boot, wait for the
@@ -141,8 +145,9 @@ int sandbox_checkpoint_get(struct sandbox *sb, const char *name, json_t **cp, st
 int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_err *e);
 /* POST .../checkpoints/{cp}/restore: in place; everything since is gone. */
 int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view, struct api_err *e);
-/* POST /v1/sandboxes {"from_checkpoint":"<id>/<name>",...}: a new sandbox. */
-int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_err *e);
+/* POST /v1/sandboxes {"from_checkpoint":"<id>/<name>",...}: a new sandbox
+ * of peer's, from a checkpoint of a sandbox peer may see. */
+int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view, struct api_err *e);
 
 /* Once a second: stop sandboxes whose timeout_s passed, hibernate those
  * idle for their idle_timeout_s. */

@@ -12,7 +12,7 @@
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_err *e)
+int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view, struct api_err *e)
 {
 	char id[SANDBOX_ID_LEN + 1], name[CHECKPOINT_NAME_MAX + 1], ref[CHECKPOINT_REF_MAX + 1];
 	char dir[PATH_MAX], image[PATH_MAX];
@@ -24,7 +24,9 @@ int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_
 
 	if (fork_ref_parse(body, id, name, e))
 		return -1;
-	from = sandbox_get(d, id, e);
+	/* Only from a sandbox this client may see: another uid's checkpoint
+	 * is as missing as its sandbox. */
+	from = sandbox_get(d, peer, id, e);
 	if (!from)
 		return -1;
 	snprintf(ref, sizeof(ref), "%s/%s", id, name);
@@ -60,7 +62,7 @@ int sandbox_fork(struct kilnd *d, const json_t *body, json_t **view, struct api_
 		return -1;
 	}
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
-	sb = sandbox_create_entry(d, &spec, image, !hostname_given, e);
+	sb = sandbox_create_entry(d, peer->uid, &spec, image, !hostname_given, e);
 	if (sb) {
 		/* Its own name: the checkpoint's guest still has the source's. */
 		src.hostname = sb->rec.spec.hostname;

@@ -99,10 +99,10 @@ void sandbox_remove_dir(const char *dir);
 void sandbox_ports_close(struct sandbox *sb);
 
 /* sandbox.c: creation, shared by create and fork. A new sandbox (booting,
- * registered, its directory made) for spec (taken over in every case) on
- * the image file; with hostname_from_id its hostname becomes kiln-<id>.
- * The caller holds a reference. NULL with e. */
-struct sandbox *sandbox_create_entry(struct kilnd *d, struct sandbox_spec *spec, const char *image,
+ * registered, its directory made) of owner's for spec (taken over in every
+ * case) on the image file; with hostname_from_id its hostname becomes
+ * kiln-<id>. The caller holds a reference. NULL with e. */
+struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
 				bool hostname_from_id, struct api_err *e);
 /* Boot it from src; on failure remove it whole. Drops the caller's reference. */
 int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
@@ -133,6 +133,13 @@ void sandbox_kill_locked(struct sandbox *sb);
  * with *ae set.
  */
 int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae);
+
+/* sandbox_shares.c: open each share's directory for one kiln-vmm start
+ * (share_open.h: no symbolic link followed; beneath a --share-root unless
+ * root owns the sandbox). 0 with fds[0..nshares), or -1 with e naming the
+ * share and the component, and nothing left open. */
+int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api_err *e);
+void sandbox_shares_close(int *fds, size_t n);
 
 /* sandbox_firewall.c: with network passt, the rules file for kiln-vmm's
  * --firewall into path[cap] (<dir>/firewall.json, written from the create

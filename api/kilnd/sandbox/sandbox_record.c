@@ -45,6 +45,7 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	/* id and state first: the most read fields lead the object. */
 	e |= json_object_set_new(o, "id", json_string(r->id));
 	e |= json_object_set_new(o, "state", json_string(sandbox_state_name(r->state)));
+	e |= json_object_set_new(o, "owner_uid", json_integer((json_int_t)r->owner_uid));
 	e |= json_object_set_new(o, "created_at", time_or_null(r->created_ms));
 	e |= json_object_set_new(o, "started_at", time_or_null(r->started_ms));
 	e |= json_object_set_new(o, "stopped_at", time_or_null(r->stopped_ms));
@@ -99,7 +100,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "stopped_at", "expires_at", "pid",        "boots",
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
-					 "hibernation", "jail",     NULL };
+					 "hibernation", "jail",     "owner_uid", NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -193,6 +194,14 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		}
 		r->jail_id = (uint32_t)json_integer_value(uid);
 	}
+	/* Owners came after version 1's first files: absent is root's (the
+	 * only client that could create sandboxes with host shares before). */
+	v = json_object_get(meta, "owner_uid");
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (json_int_t)UINT32_MAX)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'owner_uid' must be a uid");
+		return -1;
+	}
+	r->owner_uid = v ? (uid_t)json_integer_value(v) : 0;
 	/* The spec is every other field. */
 	spec = json_object();
 	if (!spec) {
@@ -243,6 +252,11 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	return 0;
+}
+
+bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid)
+{
+	return client_uid == 0 || client_uid == r->owner_uid;
 }
 
 void sandbox_record_free(struct sandbox_record *r)

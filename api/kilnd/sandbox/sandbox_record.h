@@ -14,6 +14,10 @@
  *    checkpoint.h's objects, never NULL once created or restored; only
  *    meta.json holds it, the view counts it) and hibernation (the
  *    snapshot a hibernated sandbox waits in, or NULL).
+ *  - owner_uid is the uid of the client that created the sandbox (its
+ *    peer credentials); a meta.json written before owners existed has
+ *    none and belongs to root. sandbox_record_visible() is the one rule
+ *    for who may see and touch it.
  */
 #ifndef KILN_SANDBOX_RECORD_H
 #define KILN_SANDBOX_RECORD_H
@@ -21,6 +25,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -33,6 +38,7 @@
 
 struct sandbox_record {
 	char id[SANDBOX_ID_LEN + 1];
+	uid_t owner_uid;     /* the creating client's uid; 0: root */
 	struct sandbox_spec spec;
 	char image_path[PATH_MAX];
 	enum sandbox_state state;
@@ -58,6 +64,14 @@ json_t *sandbox_record_persist(const struct sandbox_record *r);
 
 /* Load a meta.json object into *r (zeroed first). 0, or -1 with e. */
 int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e);
+
+/*
+ * May a client with this uid see and touch the sandbox? Root sees every
+ * sandbox; any other uid only those it created. Everything that reaches
+ * a sandbox for a client (sandbox_get, the list) asks this, and a "no"
+ * looks exactly like a sandbox that does not exist.
+ */
+bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid);
 
 /* Release what a record owns (spec, boot, last_exit, checkpoints, hibernation). */
 void sandbox_record_free(struct sandbox_record *r);

@@ -164,9 +164,12 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	struct agent_client c;
 	struct vmm_argv argv;
 	struct vmm_proc *proc;
+	int shares[SPEC_MAX_SHARES];
+	size_t nshares = sb->rec.spec.nshares;
 	double t0, deadline;
 	bool timed_out = false;
 	pid_t pid;
+	int r;
 
 	*spawned = *refused = false;
 	/* The spec and image path do not change after creation. */
@@ -184,9 +187,17 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	/* --no-jail: the sockets and snapshots stay where they are, unconfined. */
 	l.jail_dir = d->cfg.no_jail ? NULL : jail;
 	req.new_pid_ns = l.jail_dir != NULL;
-	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e))
+	/* Opened afresh at every start and handed over as descriptors. */
+	if (sandbox_shares_open(sb, shares, e))
 		return -1;
+	l.share_fds = shares;
+	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e)) {
+		sandbox_shares_close(shares, nshares);
+		return -1;
+	}
 	req.argv = argv.argv;
+	req.keep_fds = shares;
+	req.nkeep = nshares;
 	/* Sockets left by a kiln-vmm that was killed would make bind fail. */
 	unlink(sb->vsock);
 	unlink(sb->control);
@@ -197,7 +208,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
 	t0 = mono_ms_f();
-	if (vmm_spawn(&req, &proc, &pid, e)) {
+	r = vmm_spawn(&req, &proc, &pid, e);
+	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
+	if (r) {
 		vmm_argv_free(&argv);
 		kilnd_lock(d);
 		sb->refs--;

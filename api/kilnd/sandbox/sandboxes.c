@@ -47,7 +47,7 @@ void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb)
 	}
 }
 
-json_t *sandbox_list(struct kilnd *d, const struct list_filter *f)
+json_t *sandbox_list(struct kilnd *d, const struct peer *who, const struct list_filter *f)
 {
 	json_t *arr = json_array();
 
@@ -57,7 +57,7 @@ json_t *sandbox_list(struct kilnd *d, const struct list_filter *f)
 	for (size_t i = 0; i < d->reg.n; i++) {
 		struct sandbox *sb = d->reg.v[i];
 
-		if (list_filter_match(f, sb->rec.state, sb->rec.spec.labels) &&
+		if (sandbox_record_visible(&sb->rec, who->uid) && list_filter_match(f, sb->rec.state, sb->rec.spec.labels) &&
 		    json_array_append_new(arr, sandbox_record_view(&sb->rec))) {
 			kilnd_unlock(d);
 			json_decref(arr);

@@ -36,6 +36,8 @@ struct log_out {
 struct vmm_proc {
 	pid_t pid;
 	char *const *argv; /* only until the spawn handshake */
+	const int *keep_fds; /* likewise */
+	size_t nkeep;
 	struct log_out out[2]; /* 0: console, 1: stderr */
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
@@ -111,6 +113,9 @@ child(struct vmm_proc *p, pid_t parent, int devnull, int cons_w, int err_w, int 
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	/* Every other descriptor of kilnd's closes at exec (status_w already does). */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	for (size_t i = 0; i < p->nkeep; i++)
+		if (fcntl(p->keep_fds[i], F_SETFD, 0) < 0)
+			goto fail;
 	execv(p->argv[0], p->argv);
 fail:
 	e = errno;
@@ -265,6 +270,8 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, pid_t *pi
 		return -1;
 	}
 	p->argv = req->argv;
+	p->keep_fds = req->keep_fds;
+	p->nkeep = req->nkeep;
 	p->on_exit = req->on_exit;
 	p->arg = req->arg;
 	p->new_pid_ns = req->new_pid_ns;

@@ -6,7 +6,8 @@
  *    and returns once the exec succeeded or failed (an exec failure is a
  *    spawn_failed error with the errno, not a child that exits 127).
  *  - The child gets /dev/null as stdin, its own session, default signal
- *    dispositions and an empty signal mask, no descriptor of kilnd's, and
+ *    dispositions and an empty signal mask, no descriptor of kilnd's but
+ *    the request's keep_fds, and
  *    SIGKILL when the monitor thread ends (PR_SET_PDEATHSIG is tied to the
  *    thread that forked, which is why the monitor forks): a VMM never
  *    outlives the kilnd that supervises it.
@@ -53,6 +54,11 @@ struct vmm_spawn_req {
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
 	bool new_pid_ns; /* start kiln-vmm as pid 1 of a new pid namespace (its jail) */
+	/* Descriptors (>= 3) kiln-vmm inherits, e.g. its shares' directories
+	 * (--share fd=N): the only ones of kilnd's that survive the exec.
+	 * The caller keeps them open until vmm_spawn returned. */
+	const int *keep_fds;
+	size_t nkeep;
 };
 
 struct vmm_proc;

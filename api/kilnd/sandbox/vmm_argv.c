@@ -69,6 +69,10 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 
 		if (check_path("share host_path", sh->host_path, e))
 			return -1;
+		if (l->share_fds && l->share_fds[i] < 3) {
+			api_err_set(e, API_E_INTERNAL, "share %zu: descriptor %d is not a share's", i, l->share_fds[i]);
+			return -1;
+		}
 		if (!guest_mount_path_valid(sh->guest_path, SPEC_GUEST_PATH_MAX)) {
 			api_err_set(e, API_E_BAD_FIELD, "share guest_path '%.140s' is invalid", sh->guest_path);
 			return -1;
@@ -112,8 +116,11 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 			 : "")))
 		goto fail;
 	for (size_t i = 0; i < s->nshares; i++) {
+		const char *ro = s->shares[i].read_only ? ":ro" : "";
+
 		if (add(a, e, "--share") ||
-		    add(a, e, "%s:kiln%zu%s", s->shares[i].host_path, i, s->shares[i].read_only ? ":ro" : ""))
+		    (l->share_fds ? add(a, e, "fd=%d:kiln%zu%s", l->share_fds[i], i, ro)
+				  : add(a, e, "%s:kiln%zu%s", s->shares[i].host_path, i, ro)))
 			goto fail;
 	}
 	return 0;

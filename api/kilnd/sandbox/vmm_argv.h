@@ -38,6 +38,10 @@ struct vmm_launch {
 	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
 	const char *jail_dir;    /* kiln-vmm --jail: the sockets' and snapshots' directory; NULL: unjailed */
 	uint32_t jail_id;        /* its --uid and --gid (non-zero with jail_dir) */
+	/* One open directory per spec share (share_open.h), passed as
+	 * --share fd=N:TAG: kiln-vmm resolves no share path. NULL: the
+	 * paths (--share DIR:TAG). */
+	const int *share_fds;
 	const struct sandbox_spec *spec;
 };
 

@@ -246,7 +246,7 @@ void handle_exec(struct http_req *r)
 	atomic_init(&j->refs, 1);
 	j->d = r->d;
 	j->t0 = mono_ms_f();
-	j->sb = sandbox_get(r->d, r->rm.id, &e);
+	j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
 	if (!j->sb) {
 		json_decref(body);
 		free(j);

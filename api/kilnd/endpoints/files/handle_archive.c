@@ -107,7 +107,7 @@ void handle_archive_get(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	if (gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
@@ -261,7 +261,7 @@ void handle_archive_put_begin(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	json_decref(env);

@@ -75,7 +75,7 @@ void handle_file_get(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e)) {
 		json_decref(env);
 		if (j->sb)
@@ -181,7 +181,7 @@ void handle_file_put_begin(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	json_decref(env);

@@ -27,7 +27,7 @@ static struct sandbox *agent_of(struct http_req *r, struct agent_client *c)
 {
 	struct api_err e;
 	json_t *env = NULL;
-	struct sandbox *sb = sandbox_get(r->d, r->rm.id, &e);
+	struct sandbox *sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
 
 	if (sb && sandbox_agent(sb, c, &env, &e)) {
 		sandbox_put(sb);

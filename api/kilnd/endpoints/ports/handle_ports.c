@@ -17,7 +17,7 @@ void handle_port_add(struct http_req *r)
 	char location[128];
 
 	if (query_none(r->kv, r->nkv, "port mapping", &e) || http_body_json(r, false, &body, &e) ||
-	    port_spec_parse(body, &spec, &e) || !(sb = sandbox_get(r->d, r->rm.id, &e)) ||
+	    port_spec_parse(body, &spec, &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_port_add(sb, &spec, &view, &e)) {
 		http_error(r, &e);
 	} else if (!view) {
@@ -39,7 +39,7 @@ void handle_port_list(struct http_req *r)
 	struct api_err e;
 	json_t *view;
 
-	if (query_none(r->kv, r->nkv, "port list", &e) || !(sb = sandbox_get(r->d, r->rm.id, &e))) {
+	if (query_none(r->kv, r->nkv, "port list", &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e))) {
 		http_error(r, &e);
 	} else if (!(view = sandbox_port_list(sb))) {
 		api_err_set(&e, API_E_INTERNAL, "port list: out of memory rendering the answer");
@@ -63,7 +63,7 @@ void handle_port_remove(struct http_req *r)
 	if (port == 0 || port > 65535)
 		api_err_set(&e, API_E_BAD_FIELD, "port mapping: '%.16s' is not a host port (1..65535)", s);
 	if (port == 0 || port > 65535 || query_none(r->kv, r->nkv, "port removal", &e) ||
-	    !(sb = sandbox_get(r->d, r->rm.id, &e)) || sandbox_port_remove(sb, (uint16_t)port, &e))
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) || sandbox_port_remove(sb, (uint16_t)port, &e))
 		http_error(r, &e);
 	else
 		http_no_content(r);

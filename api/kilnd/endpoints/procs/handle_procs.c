@@ -22,7 +22,7 @@
 
 int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct api_err *e)
 {
-	struct sandbox *sb = sandbox_get(r->d, r->rm.id, e);
+	struct sandbox *sb = sandbox_get(r->d, &r->peer, r->rm.id, e);
 	json_t *env = NULL;
 	int rc;
 
@@ -72,7 +72,7 @@ static void create(struct http_req *r, bool shell)
 		goto fail;
 	if (!body_or_answer(r, shell, &body))
 		return;
-	if (!(sb = sandbox_get(r->d, r->rm.id, &e)))
+	if (!(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)))
 		goto fail;
 	if ((shell ? proc_shell_parse(body, &spec, &e) : proc_spec_parse(body, &spec, &e)) ||
 	    sandbox_agent(sb, &c, &env, &e) || exec_env_merge(&spec.x, env, &e))
@@ -314,7 +314,7 @@ void handle_proc_wait(struct http_req *r)
 			return;
 		}
 		/* A waiting client keeps the sandbox from its idle hibernation. */
-		sandbox_touch(r->d, r->rm.id);
+		sandbox_touch(r->d, &r->peer, r->rm.id);
 	}
 	o = proc_render_exit(&ex);
 	if (o)

@@ -28,7 +28,7 @@ void handle_sandbox_list(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	answer(r, 0, 200, sandbox_list(r->d, &f), NULL);
+	answer(r, 0, 200, sandbox_list(r->d, &r->peer, &f), NULL);
 }
 
 void handle_sandbox_create(struct http_req *r)
@@ -61,7 +61,7 @@ struct sandbox *http_sandbox_target(struct http_req *r, const char *what)
 		http_error(r, &e);
 		return NULL;
 	}
-	sb = sandbox_get(r->d, r->rm.id, &e);
+	sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
 	if (!sb)
 		http_error(r, &e);
 	return sb;
