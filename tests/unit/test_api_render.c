@@ -356,6 +356,37 @@ static void test_vmm_argv(void **state)
 	assert_non_null(strstr(e.msg, "descriptor 1"));
 }
 
+/* kilnd's jail (docs/security.md): --jail DIR --uid N --gid N, never without an id. */
+static void test_vmm_argv_jail(void **state)
+{
+	struct sandbox_spec s = base_spec();
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/m.ext4",
+				.overlay = "/st/sandboxes/abc/overlay", .vsock = "/st/sandboxes/abc/vm/vsock.sock",
+				.control = "/st/sandboxes/abc/vm/control.sock", .jail_dir = "/st/sandboxes/abc/vm",
+				.jail_id = 2000000007, .spec = &s };
+	struct vmm_argv a;
+	struct api_err e;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	for (i = 0; i < a.argc && strcmp(a.argv[i], "--jail") != 0; i++)
+		;
+	assert_true(i + 5 < a.argc);
+	assert_string_equal(a.argv[i + 1], "/st/sandboxes/abc/vm");
+	assert_string_equal(a.argv[i + 2], "--uid");
+	assert_string_equal(a.argv[i + 3], "2000000007");
+	assert_string_equal(a.argv[i + 4], "--gid");
+	assert_string_equal(a.argv[i + 5], "2000000007");
+	vmm_argv_free(&a);
+	l.jail_id = 0;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.msg, "without an id"));
+	l.jail_id = 5;
+	l.jail_dir = "/st/sandboxes/a,b/vm";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+}
+
 /* A restore: the snapshot instead of a kernel, the same machine and devices. */
 static void test_vmm_argv_restore(void **state)
 {
@@ -510,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_stream_events),
 		cmocka_unit_test(test_metrics_text),
 		cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_vmm_argv_jail),
 		cmocka_unit_test(test_vmm_argv_refuses_injection),
 		cmocka_unit_test(test_vmm_argv_restore),
 		cmocka_unit_test(test_vmm_output),
