@@ -73,12 +73,10 @@ HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
 HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
-# A stamp named for the flags: changing them rebuilds every host object.
+# A stamp named for the flags, made as the Makefile is read (a rule would
+# be skipped: .SECONDARY): changing them rebuilds every host object.
 HOST_FLAGS_STAMP := $(BUILD)/.host-flags-$(shell echo '$(CFLAGS) $(HOST_CFLAGS) $(HOST_LDFLAGS)' | cksum | cut -d' ' -f1)
-$(HOST_FLAGS_STAMP):
-	@mkdir -p $(BUILD)
-	@rm -f $(BUILD)/.host-flags-*
-	@touch $@
+$(shell [ -f $(HOST_FLAGS_STAMP) ] || { mkdir -p $(BUILD); rm -f $(BUILD)/.host-flags-*; touch $(HOST_FLAGS_STAMP); })
 
 $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
 	@mkdir -p $(dir $@)
