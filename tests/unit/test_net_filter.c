@@ -387,6 +387,15 @@ static void test_source_without_address(void **state)
 	net_filter_destroy(f);
 }
 
+/* An NDP message of type from src to dst with body (len bytes), hop limit 255. */
+static enum nf_reason ndp_out(struct net_filter *f, const char *src, const char *dst, uint8_t type,
+			      const uint8_t *body, size_t len)
+{
+	return out(f, (struct fr){ .src = src, .dst = dst, .proto = FR_ICMP6, .icmp_type = type, .ttl = 255,
+				   .payload = body, .payload_len = len },
+		   0);
+}
+
 /* Neighbour discovery speaks for the guest's own link-local address, targets and MAC only. */
 static void test_ndp_spoofing(void **state)
 {
@@ -399,61 +408,34 @@ static void test_ndp_spoofing(void **state)
 	/* A link-local source other than the guest's (EUI-64 of its MAC). */
 	net_addr_parse("fe80::2", &a);
 	memcpy(body, a.b, 16);
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::1:ff00:2", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255, .payload = body, .payload_len = 16 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, "fe80::15", "ff02::1:ff00:2", 135, body, 16), NF_DROP_SPOOF);
 	/* An advertisement for the router's address: neighbour cache poisoning. */
 	net_addr_parse("fe80::1", &a);
 	memcpy(body, a.b, 16);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = body, .payload_len = 16 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 16), NF_DROP_SPOOF);
 	/* An advertisement for its own address with another MAC in the target option. */
 	net_addr_parse(GUEST_LL, &a);
 	memcpy(body, a.b, 16);
 	body[16] = 2;
 	body[17] = 1;
 	memcpy(body + 18, other_mac, 6);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = body, .payload_len = 24 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
 	memcpy(body + 18, fr_guest_mac, 6);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = body, .payload_len = 24 },
-		      0),
-		  NF_PASS_NDP);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_PASS_NDP);
 	/* An option of length 0 (RFC 4861 4.6: invalid), and one running past the end. */
 	body[17] = 0;
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = body, .payload_len = 24 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
 	body[17] = 2;
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = body, .payload_len = 24 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
 	/* A router solicitation's source link-layer option: the guest's MAC. */
 	body[0] = 1;
 	body[1] = 1;
 	memcpy(body + 2, other_mac, 6);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::2", .proto = FR_ICMP6, .icmp_type = 133,
-				      .ttl = 255, .payload = body, .payload_len = 8 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::2", 133, body, 8), NF_DROP_SPOOF);
 	memcpy(body + 2, fr_guest_mac, 6);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::2", .proto = FR_ICMP6, .icmp_type = 133,
-				      .ttl = 255, .payload = body, .payload_len = 8 },
-		      0),
-		  NF_PASS_NDP);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::2", 133, body, 8), NF_PASS_NDP);
 	/* A solicitation without its target is malformed. */
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:ff00:2", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255 },
-		      0),
-		  NF_DROP_SPOOF);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1:ff00:2", 135, NULL, 0), NF_DROP_SPOOF);
 	net_filter_destroy(f);
 }
 

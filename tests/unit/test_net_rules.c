@@ -2,8 +2,9 @@
  * net_addr + net_rules: CIDRs parse strictly, the always-deny set
  * classifies what it should (embedded IPv4 included), a rule set's JSON is
  * validated with an error that names the field, and the decision follows
- * its precedence: deny rules, resolvers, reserved, private (lifted only by
- * a private CIDR rule), allow rules, outbound_internet, default deny.
+ * its precedence: deny rules, reserved, resolvers, the host's own
+ * addresses (opened only by a rule naming one), private (lifted only by a
+ * private CIDR rule), allow rules, outbound_internet, default deny.
  */
 #include <stdarg.h>
 #include <stddef.h>
