@@ -28,6 +28,8 @@
 
 struct net_filter {
 	struct net_filter_config cfg;
+	struct net_addr *host_addrs; /* cfg.host_addrs points here */
+	struct net_addr ip6_ll;      /* fe80:: + the EUI-64 of guest_mac */
 	struct net_rules *rules;
 	struct conntrack_table ct;
 	struct dns_bind dns;
@@ -36,6 +38,22 @@ struct net_filter {
 	uint64_t log_pending_suppressed;
 	struct nf_counters ctr;
 };
+
+/* The modified EUI-64 link-local address of mac (RFC 4291 2.5.1, appendix A). */
+static void link_local_of(const uint8_t mac[6], struct net_addr *a)
+{
+	uint8_t b[16] = { 0xfe, 0x80 };
+
+	b[8] = mac[0] ^ 0x02;
+	b[9] = mac[1];
+	b[10] = mac[2];
+	b[11] = 0xff;
+	b[12] = 0xfe;
+	b[13] = mac[3];
+	b[14] = mac[4];
+	b[15] = mac[5];
+	net_addr_set(a, NET_AF6, b);
+}
 
 int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rules, uint64_t now_ns,
 		      struct net_filter **out, struct err *e)
@@ -51,10 +69,10 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 	    (rc = rate_bucket_cfg_check(&cfg->rx_packets, "rx packets", e)) < 0)
 		goto fail;
 	if (cfg->conntrack_capacity > CONNTRACK_MAX_CAPACITY || cfg->dns_capacity > DNS_MAX_CAPACITY ||
-	    cfg->n_host_deny > NF_HOST_DENY_MAX) {
+	    cfg->n_host_deny > NF_HOST_DENY_MAX || cfg->n_host_addrs > NF_HOST_ADDRS_MAX) {
 		rc = err_set(e, EINVAL,
-			       "packet filter: at most %u tracked flows, %u DNS bindings and %d host addresses",
-			       CONNTRACK_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX);
+			       "packet filter: at most %u tracked flows, %u DNS bindings, %d denied host blocks and %d host addresses",
+			       CONNTRACK_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX, NF_HOST_ADDRS_MAX);
 		goto fail;
 	}
 	if ((cfg->has_ip4 && cfg->ip4.family != NET_AF4) || (cfg->has_ip6 && cfg->ip6.family != NET_AF6)) {
@@ -67,6 +85,20 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 		goto fail;
 	}
 	f->cfg = *cfg;
+	f->cfg.host_addrs = NULL;
+	f->cfg.n_host_addrs = 0;
+	if (cfg->n_host_addrs) {
+		f->host_addrs = calloc(cfg->n_host_addrs, sizeof(*f->host_addrs));
+		if (!f->host_addrs) {
+			net_filter_destroy(f);
+			rc = err_set(e, ENOMEM, "packet filter: out of memory");
+			goto fail;
+		}
+		memcpy(f->host_addrs, cfg->host_addrs, cfg->n_host_addrs * sizeof(*f->host_addrs));
+		f->cfg.host_addrs = f->host_addrs;
+		f->cfg.n_host_addrs = cfg->n_host_addrs;
+	}
+	link_local_of(cfg->guest_mac, &f->ip6_ll);
 	if (!f->cfg.log_per_s || !f->cfg.log_burst) {
 		f->cfg.log_per_s = 10;
 		f->cfg.log_burst = 20;
@@ -100,6 +132,7 @@ void net_filter_destroy(struct net_filter *f)
 	conntrack_free(&f->ct);
 	dns_bind_free(&f->dns);
 	net_rules_free(f->rules);
+	free(f->host_addrs);
 	free(f);
 }
 
@@ -127,6 +160,7 @@ const char *nf_reason_name(enum nf_reason r)
 		[NF_DROP_TCP_STATE] = "drop_tcp_state",
 		[NF_DROP_TABLE_FULL] = "drop_table_full",
 		[NF_DROP_FRAGMENT] = "drop_fragment",
+		[NF_DROP_HOST] = "drop_host",
 	};
 
 	return (unsigned)r < NF_REASON_COUNT ? names[r] : "unknown";
@@ -198,7 +232,7 @@ static void log_flow(struct net_filter *f, struct nf_log_entry *le, uint64_t now
 static bool loggable(enum nf_reason r)
 {
 	return r == NF_DROP_SPOOF || r == NF_DROP_RULE || r == NF_DROP_RESERVED || r == NF_DROP_PRIVATE ||
-	       r == NF_DROP_DEFAULT || r == NF_DROP_TABLE_FULL;
+	       r == NF_DROP_HOST || r == NF_DROP_DEFAULT || r == NF_DROP_TABLE_FULL;
 }
 
 static void count_rule(struct net_filter *f, struct net_rule_ref ref, size_t len, bool new_flow)
@@ -387,7 +421,8 @@ static enum net_decision decide(struct net_filter *f, const struct net_addr *rem
 				uint16_t rport, bool any_binding, uint64_t now_ns, struct net_rule_ref *ref)
 {
 	const char *names[DNS_BIND_PER_ADDR];
-	struct net_flow_dst d = { .addr = remote, .proto = proto, .port = rport, .names = names };
+	struct net_flow_dst d = { .addr = remote, .proto = proto, .port = rport, .names = names,
+				  .host_addrs = f->cfg.host_addrs, .n_host_addrs = f->cfg.n_host_addrs };
 
 	if (host_denied(f, remote)) {
 		*ref = no_rule;
@@ -407,12 +442,19 @@ static enum nf_reason deny_reason(enum net_decision dec)
 		return NF_DROP_RESERVED;
 	case NET_DENY_PRIVATE:
 		return NF_DROP_PRIVATE;
+	case NET_DENY_HOST:
+		return NF_DROP_HOST;
 	default:
 		return NF_DROP_DEFAULT;
 	}
 }
 
-/* The guest's own source address, or one infrastructure may use. */
+/*
+ * The guest's own source address, or one infrastructure may use. Without
+ * a known address in a family, nothing but infrastructure leaves in it: a
+ * guest on a TAP link with no ip= (or any guest in IPv6, which kiln does
+ * not assign) could otherwise send as any host of the network.
+ */
 static enum nf_reason check_source(const struct net_filter *f, const struct pkt *p, enum nf_reason infra)
 {
 	bool v4 = p->l3 == PKT_L3_IP4;
@@ -420,11 +462,51 @@ static enum nf_reason check_source(const struct net_filter *f, const struct pkt 
 	bool known = v4 ? f->cfg.has_ip4 : f->cfg.has_ip6;
 
 	/* DHCP before an address, DAD and router solicitation before one, link-local NDP and MLD. */
-	if (net_addr_is_unspecified(&p->src) || net_addr_is_link_local6(&p->src))
+	if (net_addr_is_unspecified(&p->src) ||
+	    (net_addr_is_link_local6(&p->src) && net_addr_equal(&p->src, &f->ip6_ll)))
 		return infra != NF_REASON_COUNT ? infra : NF_DROP_SPOOF;
-	if (net_addr_is_multicast(&p->src) || (known && !net_addr_equal(&p->src, mine)))
+	if (!known || !net_addr_equal(&p->src, mine))
 		return NF_DROP_SPOOF;
 	return infra;
+}
+
+/* addr is one of the guest's own IPv6 addresses. */
+static bool own_addr6(const struct net_filter *f, const uint8_t *addr)
+{
+	return !memcmp(addr, f->ip6_ll.b, 16) || (f->cfg.has_ip6 && !memcmp(addr, f->cfg.ip6.b, 16));
+}
+
+/*
+ * A neighbour discovery message the guest may send (RFC 4861 4.1-4.4):
+ * an advertisement only for its own addresses, and every link-layer
+ * address option (source, target) its own MAC, so it cannot claim the
+ * router's address or point neighbours at another MAC.
+ */
+static bool ndp_own(const struct net_filter *f, const struct pkt *p)
+{
+	const uint8_t *o = p->payload;
+	size_t n = p->payload_len, off = 0;
+
+	if (p->icmp_type == ICMP6_NS || p->icmp_type == ICMP6_NA) {
+		if (n < 16) /* the target address */
+			return false;
+		if (p->icmp_type == ICMP6_NA && !own_addr6(f, o))
+			return false;
+		off = 16;
+	}
+	while (off < n) {
+		size_t olen;
+
+		if (n - off < 2)
+			return false;
+		olen = (size_t)o[off + 1] * 8;
+		if (olen == 0 || olen > n - off) /* RFC 4861 4.6: length 0 is invalid */
+			return false;
+		if ((o[off] == 1 || o[off] == 2) && (olen != 8 || memcmp(o + off + 2, f->cfg.guest_mac, 6)))
+			return false;
+		off += olen;
+	}
+	return true;
 }
 
 static void dns_query_seen(struct net_filter *f, const struct pkt *p, const struct conntrack_flow *flow,
@@ -482,11 +564,12 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 
 		if (dir == NF_INGRESS)
 			return NF_PASS_ARP;
-		/* The guest speaks for its own MAC and address only (or probes: 0.0.0.0). */
+		/* The guest speaks for its own MAC and address only (or probes:
+		 * 0.0.0.0, all it may say before it has an address). */
 		if (memcmp(a->sha, f->cfg.guest_mac, 6))
 			return NF_DROP_SPOOF;
-		if (f->cfg.has_ip4 && memcmp(a->spa, f->cfg.ip4.b, 4) &&
-		    memcmp(a->spa, (const uint8_t[4]){ 0 }, 4))
+		if (memcmp(a->spa, (const uint8_t[4]){ 0 }, 4) &&
+		    (!f->cfg.has_ip4 || memcmp(a->spa, f->cfg.ip4.b, 4)))
 			return NF_DROP_SPOOF;
 		return NF_PASS_ARP;
 	}
@@ -523,6 +606,8 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 		return finish(f, NF_EGRESS, len, r == NF_DROP_SPOOF ? &p : NULL, r,
 			      r == NF_PASS_ARP ? infra_rule : no_rule, now_ns, d);
 	r = check_source(f, &p, infra_egress(&p));
+	if (r == NF_PASS_NDP && !ndp_own(f, &p))
+		r = NF_DROP_SPOOF;
 	if (r != NF_REASON_COUNT)
 		return finish(f, NF_EGRESS, len, &p, r, r < NF_DROP_RATE ? infra_rule : no_rule, now_ns, d);
 	if (is_icmp_error(&p))

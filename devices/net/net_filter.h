@@ -30,6 +30,16 @@
  *    in both directions; rule counters start from zero.
  *  - Time is the caller's monotonic clock in nanoseconds.
  *  - What passes is not modified: the filter never rewrites frames.
+ *  - Anti-spoofing (docs/security.md, "Network confinement"): egress frames
+ *    carry the guest's MAC (Ethernet source, ARP sender, NDP link-layer
+ *    options); IPv4 packets come from the guest's ip4, or from 0.0.0.0
+ *    for DHCP and ARP probes; IPv6 packets from the guest's ip6, or, for
+ *    neighbour discovery, MLD and DHCPv6 only, from :: or the link-local
+ *    address derived from the MAC (EUI-64, RFC 4291 appendix A). Without
+ *    an ip4/ip6 nothing but that infrastructure leaves in that family; a
+ *    neighbour advertisement speaks only for the guest's own addresses.
+ *  - The host's own addresses (cfg.host_addrs) are a class of their own:
+ *    only a rule naming one of them opens it (net_rules.h, NET_DENY_HOST).
  */
 #ifndef KILN_NET_FILTER_H
 #define KILN_NET_FILTER_H
@@ -81,6 +91,7 @@ enum nf_reason {
 	NF_DROP_TCP_STATE, /* a TCP packet other than SYN opening a flow */
 	NF_DROP_TABLE_FULL, /* the connection-tracking table is full */
 	NF_DROP_FRAGMENT,  /* a later fragment whose first fragment did not pass */
+	NF_DROP_HOST,      /* one of the host's own addresses, and no rule named it */
 	NF_REASON_COUNT
 };
 
@@ -113,11 +124,14 @@ struct nf_log_entry {
 typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
 
 #define NF_HOST_DENY_MAX 4
+#define NF_HOST_ADDRS_MAX 1024
 
 struct net_filter_config {
 	uint8_t guest_mac[6];
 	/* The guest's addresses, when kiln assigned them: egress must come from
-	 * them (NDP and DHCP may also use the unspecified and link-local ones). */
+	 * them (NDP and DHCP may also use the unspecified address and the
+	 * link-local one derived from guest_mac). Without one, only that
+	 * infrastructure leaves in its family. */
 	bool has_ip4, has_ip6;
 	struct net_addr ip4, ip6;
 	uint32_t conntrack_capacity;   /* 0: CONNTRACK_DEFAULT_CAPACITY */
@@ -129,6 +143,10 @@ struct net_filter_config {
 	 * maps its gateway address to the host's loopback): never allowed. */
 	struct net_cidr host_deny[NF_HOST_DENY_MAX];
 	size_t n_host_deny;
+	/* The host's own addresses (net_host_addrs.h finds them), copied at
+	 * create: reached only by a rule naming one (net_rules.h). */
+	const struct net_addr *host_addrs;
+	size_t n_host_addrs; /* at most NF_HOST_ADDRS_MAX */
 	/* Denied-flow log: at most log_burst lines, refilled at log_per_s. The
 	 * callback runs inside the filter call (the device thread, under its
 	 * lock): it must not block or call back into the filter. */

@@ -172,8 +172,7 @@ void net_cidr_format(const struct net_cidr *c, char *buf, size_t cap)
 	snprintf(buf, cap, "%s/%u", t, c->prefix);
 }
 
-/* The IPv4 address an IPv6 one carries (NAT64, 6to4), if any. */
-static bool embedded_v4(const struct net_addr *a, struct net_addr *v4)
+bool net_addr_embedded_v4(const struct net_addr *a, struct net_addr *v4)
 {
 	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
 
@@ -194,7 +193,7 @@ static const struct range *range_of(const struct net_addr *a)
 {
 	struct net_addr v4;
 
-	if (embedded_v4(a, &v4))
+	if (net_addr_embedded_v4(a, &v4))
 		return range_of(&v4);
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
 		if (net_cidr_contains(&ranges[i].c, a))
@@ -221,7 +220,7 @@ static bool cidr_in_class(const struct net_cidr *c, enum net_addr_class cls, con
 	struct net_cidr v4;
 
 	/* A block inside NAT64 or 6to4 space is judged by the IPv4 block it embeds. */
-	if (embedded_v4(&c->addr, &v4.addr)) {
+	if (net_addr_embedded_v4(&c->addr, &v4.addr)) {
 		unsigned off = c->addr.b[0] == 0x20 ? 16 : 96;
 
 		if (c->prefix < off)

@@ -75,6 +75,9 @@ bool net_cidr_in_private(const struct net_cidr *c);
 /* c lies entirely inside one reserved range: no rule can allow it. */
 bool net_cidr_in_reserved(const struct net_cidr *c, const char **why);
 
+/* The IPv4 address an IPv6 one carries (NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
+bool net_addr_embedded_v4(const struct net_addr *a, struct net_addr *v4);
+
 /* Address kinds the filter's infrastructure rules need. */
 bool net_addr_is_multicast(const struct net_addr *a); /* 224/4, ff00::/8 */
 bool net_addr_is_link_local6(const struct net_addr *a); /* fe80::/10 */

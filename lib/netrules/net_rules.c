@@ -259,18 +259,6 @@ static int parse_list(const json_t *j, const char *list, bool allow, struct net_
 	return 0;
 }
 
-/* A resolver is a unicast address the guest reaches through the network. */
-static bool resolver_ok(const struct net_addr *d)
-{
-	static const uint8_t loop6[16] = { [15] = 1 };
-
-	if (net_addr_is_unspecified(d) || net_addr_is_multicast(d))
-		return false;
-	if (d->family == NET_AF4)
-		return d->b[0] != 127 && d->b[0] < 240; /* loopback, class E and broadcast */
-	return memcmp(d->b, loop6, 16) != 0;
-}
-
 static int parse_dns(const json_t *j, struct net_rules *r, struct net_rules_err *e)
 {
 	const json_t *a = json_object_get(j, "dns");
@@ -289,10 +277,12 @@ static int parse_dns(const json_t *j, struct net_rules *r, struct net_rules_err 
 		if (!json_is_string(v) || net_addr_parse(json_string_value(v), d) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD, "dns[%zu] \"%.60s\": not an IPv4 or IPv6 address", i,
 				    json_is_string(v) ? json_string_value(v) : "");
-		if (!resolver_ok(d))
+		/* The same always-deny set as allow rules: a resolver entry is
+		 * no way to the metadata service or the host's loopback. */
+		if (net_addr_classify(d) == NET_CLASS_RESERVED)
 			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "dns[%zu] \"%.60s\": a resolver must be a unicast address the guest reaches through its network (not loopback, multicast or unspecified)",
-				    i, json_string_value(v));
+				    "dns[%zu] \"%.60s\" is inside %s, which kiln never allows; a resolver must be a unicast address the guest reaches through its network",
+				    i, json_string_value(v), net_addr_class_why(d));
 	}
 	r->n_dns = json_array_size(a);
 	return 0;
@@ -471,10 +461,39 @@ static bool rule_matches(const struct net_rule *r, const struct net_flow_dst *d)
 	return false;
 }
 
+/*
+ * A CIDR rule for exactly one address (a bare address, /32 or /128): the
+ * only kind that opens one of the host's own addresses, so no broad block
+ * ("everything public", a LAN's /16) reaches a service the host runs.
+ */
+static bool rule_names_one(const struct net_rule *r)
+{
+	return !r->is_host && r->cidr.prefix == (r->cidr.addr.family == NET_AF4 ? 32 : 128);
+}
+
+bool net_addr_in_list(const struct net_addr *a, const struct net_addr *list, size_t n)
+{
+	for (size_t i = 0; list && i < n; i++)
+		if (net_addr_equal(a, &list[i]))
+			return true;
+	return false;
+}
+
+/* a is one of the host's addresses, also in the NAT64 or 6to4 form of an IPv4 one. */
+static bool is_host_addr(const struct net_flow_dst *d)
+{
+	struct net_addr v4;
+
+	if (net_addr_in_list(d->addr, d->host_addrs, d->n_host_addrs))
+		return true;
+	return net_addr_embedded_v4(d->addr, &v4) && net_addr_in_list(&v4, d->host_addrs, d->n_host_addrs);
+}
+
 enum net_decision net_rules_decide(const struct net_rules *r, const struct net_flow_dst *d,
 				   struct net_rule_ref *ref)
 {
 	enum net_addr_class cls = net_addr_classify(d->addr);
+	bool host;
 
 	ref->list = NET_REF_NONE;
 	ref->index = 0;
@@ -485,16 +504,20 @@ enum net_decision net_rules_decide(const struct net_rules *r, const struct net_f
 			return NET_DENY_RULE;
 		}
 	}
+	/* Before the resolvers: a `dns` entry never opens a reserved range. */
+	if (cls == NET_CLASS_RESERVED)
+		return NET_DENY_RESERVED;
 	if ((d->proto == 6 || d->proto == 17) && d->port == 53 && net_rules_is_resolver(r, d->addr)) {
 		ref->list = NET_REF_DNS;
 		return NET_ALLOW;
 	}
-	if (cls == NET_CLASS_RESERVED)
-		return NET_DENY_RESERVED;
+	host = is_host_addr(d);
 	for (size_t i = 0; r && i < r->n_allow; i++) {
 		const struct net_rule *a = &r->allow[i];
 
 		if (cls == NET_CLASS_PRIVATE && !a->lifts_private)
+			continue;
+		if (host && !rule_names_one(a))
 			continue;
 		if (rule_matches(a, d)) {
 			ref->list = NET_REF_ALLOW;
@@ -502,6 +525,8 @@ enum net_decision net_rules_decide(const struct net_rules *r, const struct net_f
 			return NET_ALLOW;
 		}
 	}
+	if (host)
+		return NET_DENY_HOST;
 	if (cls == NET_CLASS_PRIVATE)
 		return NET_DENY_PRIVATE;
 	if (r && r->outbound_internet) {

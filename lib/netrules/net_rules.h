@@ -22,14 +22,22 @@
  *    `allow[2].ports "80-": not a port or a range LO-HI of 1..65535`.
  *    The error's code says whether a field is unknown, missing or bad.
  *  - At most NET_RULES_MAX rules in each list, NET_DNS_MAX resolvers.
+ *  - `dns` entries are rule targets like any other: one inside a reserved
+ *    range (loopback, link-local and metadata, IPv4-mapped or NAT64 forms
+ *    of them, multicast, ...) is refused at parse, naming the entry.
  *  - Decision for a new flow (net_rules_decide): a matching deny rule wins;
- *    then TCP/UDP port 53 of a resolver in `dns` is allowed (even in a
- *    private or reserved range: kilnd picks the resolvers); then a reserved destination (net_addr.h) is denied whatever allows it;
- *    a private one is allowed only by a matching CIDR allow rule lying
- *    inside a private range (so `outbound_internet` and 0.0.0.0/0 never
- *    open the host's LAN, and host rules never do: DNS rebinding); any
- *    other destination by the first matching allow rule, then by
- *    `outbound_internet`; else the default deny.
+ *    then a reserved destination (net_addr.h) is denied whatever allows
+ *    it, a resolver in `dns` included; then TCP/UDP port 53 of a resolver
+ *    in `dns` is allowed (also a private address or one of the host's:
+ *    the entry names it); then one of the host's own addresses
+ *    (net_flow_dst.host_addrs) is denied unless a CIDR allow rule names
+ *    that one address (a bare address, /32 or /128: NET_DENY_HOST; no
+ *    wider block, no host rule, no `outbound_internet`); a private one is
+ *    allowed only by a matching CIDR allow rule lying inside a private
+ *    range (so `outbound_internet` and 0.0.0.0/0 never open the host's
+ *    LAN, and host rules never do: DNS rebinding); any other destination
+ *    by the first matching allow rule, then by `outbound_internet`; else
+ *    the default deny.
  *  - A host rule matches a destination when the caller says the guest
  *    resolved one of the names bound to it (dns_bind.h).
  *  - Counters live in the rule set, so replacing the rules starts them
@@ -127,6 +135,10 @@ struct net_flow_dst {
 	/* Names the guest resolved to addr through an allowed resolver (dns_bind). */
 	const char *const *names;
 	size_t n_names;
+	/* The host's own addresses (every address of its interfaces, found by
+	 * the caller): reached only through a rule that names one of them. */
+	const struct net_addr *host_addrs;
+	size_t n_host_addrs;
 };
 
 enum net_decision {
@@ -134,6 +146,7 @@ enum net_decision {
 	NET_DENY_RULE,     /* a deny rule matched */
 	NET_DENY_RESERVED, /* always-deny: reserved destination */
 	NET_DENY_PRIVATE,  /* always-deny: private destination no CIDR rule lifted */
+	NET_DENY_HOST,     /* one of the host's own addresses no rule named */
 	NET_DENY_DEFAULT,  /* nothing allowed it */
 };
 
@@ -143,6 +156,9 @@ enum net_decision net_rules_decide(const struct net_rules *r, const struct net_f
 
 /* The counters of a reference, or NULL (NET_REF_NONE, NET_REF_INFRA, out of range). */
 struct net_rule_counters *net_rules_counters(struct net_rules *r, struct net_rule_ref ref);
+
+/* a is one of the n addresses of list. */
+bool net_addr_in_list(const struct net_addr *a, const struct net_addr *list, size_t n);
 
 /* addr is a resolver of the set. */
 bool net_rules_is_resolver(const struct net_rules *r, const struct net_addr *addr);

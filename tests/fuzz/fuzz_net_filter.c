@@ -100,6 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint64_t frames[2] = { 0, 0 }, now = 1;
 	uint8_t pick = take8(&in), conf;
 	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+	struct net_addr host[3];
 
 	if (pick & 0x80) {
 		size_t n, got;
@@ -136,6 +137,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (conf & 8) {
 		net_cidr_parse("10.0.2.2/32", &c.host_deny[0], NULL, 0);
 		c.n_host_deny = 1;
+	}
+	/* The host's own addresses: a public, a private and an IPv6 one. */
+	if (conf & 16) {
+		net_addr_parse("203.0.113.5", &host[0]);
+		net_addr_parse("10.0.2.2", &host[1]);
+		net_addr_parse("2606:4700::5", &host[2]);
+		c.host_addrs = host;
+		c.n_host_addrs = 3;
 	}
 	c.log = log_cb;
 	if (net_filter_create(&c, r, 0, &f, &e) < 0)

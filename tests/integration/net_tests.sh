@@ -3,32 +3,46 @@
 # guests driven through the agent. Sourced by run-all after agent_tests.sh
 # and snapshot_tests.sh (uses agent_vm_stop, ag, check, vctl).
 #
-# The test hosts live in a network namespace made per test on this machine:
-# kiln-vmm runs inside it (ip netns exec), so its TAP device, or its passt
-# child's sockets, see only that namespace, whose loopback carries the
-# hosts' addresses. Nothing can leave the machine: the namespace has no
-# other interface. Addresses: 10.77.0.0/24 the guest's link (TAP tests),
-# 10.77.x.y / 10.78.x.y hosts, and two addresses of 203.0.113.0/24
-# (TEST-NET-3, RFC 5737: documentation only, never routed) bound on the
-# namespace's loopback, because the filter needs a destination of the
-# public class for two things it does by design: a hostname rule never
-# opens a private address (DNS rebinding) and outbound_internet opens only
-# public ones.
+# The test hosts live in network namespaces made per test on this machine:
+# kiln-vmm runs inside one ($ns, "the host": ip netns exec), so its TAP
+# device, or its passt child's sockets, see only that namespace; the test
+# hosts live in a second one ($nsh), behind a veth pair ($ns routes their
+# addresses to it and forwards the guest's packets), because the filter
+# denies the host's own addresses unless a rule names them: servers bound
+# in $ns itself play the host's own services (net_self_start). Nothing
+# can leave the machine: the namespaces have no other interface.
+# Addresses: 10.77.0.0/24 the guest's link (TAP tests), 10.79.0.0/30 the
+# veth, 10.77.x.y / 10.78.x.y hosts, and two addresses of 203.0.113.0/24
+# (TEST-NET-3, RFC 5737: documentation only, never routed) on the hosts'
+# loopback, because the filter needs a destination of the public class for
+# two things it does by design: a hostname rule never opens a private
+# address (DNS rebinding) and outbound_internet opens only public ones.
+# 203.0.113.20 is a public address of the host itself.
 NET_HOSTS=tests/integration/net_hosts.py
 PY3=/usr/bin/python3
 
 # net_fail MESSAGE: fail before any kiln-vmm ran (nothing to show of it).
 net_fail() { rc=1 out= err=; fail "$1"; }
 
-# net_ns_make: a namespace $ns with loopback up and the hosts' addresses
-# on it. TAP tests add kt0 (the guest's link, 10.77.0.1/24).
+# net_ns_make: a namespace $ns (the host) with loopback up, 203.0.113.20 on
+# it, and the hosts' namespace $nsh behind a veth pair, the hosts'
+# addresses on its loopback and routed to it from $ns. TAP tests add kt0
+# (the guest's link, 10.77.0.1/24).
 net_ns_make() {
   ns=kiln$1$BASHPID
-  ip netns add "$ns" || { net_fail "ip netns add $ns failed (network namespaces, root)"; return 1; }
-  ip -n "$ns" link set lo up
+  nsh=${ns}h
+  ip netns add "$ns" && ip netns add "$nsh" || { net_fail "ip netns add $ns failed (network namespaces, root)"; return 1; }
+  ip -n "$ns" link set lo up && ip -n "$nsh" link set lo up &&
+    ip -n "$ns" addr add 203.0.113.20/32 dev lo &&
+    ip -n "$ns" link add kv0 type veth peer name kv1 netns "$nsh" &&
+    ip -n "$ns" addr add 10.79.0.1/30 dev kv0 && ip -n "$ns" link set kv0 up &&
+    ip -n "$nsh" addr add 10.79.0.2/30 dev kv1 && ip -n "$nsh" link set kv1 up &&
+    ip -n "$nsh" route add default via 10.79.0.1 &&
+    ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1 || { net_fail "cannot link $ns to $nsh (veth)"; return 1; }
   local a
   for a in 10.77.1.10 10.77.2.10 10.77.3.53 10.78.1.10 10.78.3.53 203.0.113.10 203.0.113.11 169.254.169.254; do
-    ip -n "$ns" addr add "$a/32" dev lo || { net_fail "cannot add $a in $ns"; return 1; }
+    ip -n "$nsh" addr add "$a/32" dev lo && ip -n "$ns" route add "$a/32" via 10.79.0.2 ||
+      { net_fail "cannot add $a in $nsh"; return 1; }
   done
 }
 
@@ -45,17 +59,33 @@ net_ns_uplink() {
     { net_fail "cannot give $ns an uplink"; return 1; }
 }
 
-# net_hosts_start ARGS...: net_hosts.py in $ns (log $hlog); waits until it listens.
+# net_hosts_start ARGS...: net_hosts.py in $nsh (log $hlog); waits until it listens.
 net_hosts_start() {
   hdir=$(mktemp -d /tmp/kh.XXXXXX)
   hlog="$hdir/hosts.log"
-  ip netns exec "$ns" "$PY3" "$NET_HOSTS" --log "$hlog" --ready "$hdir/ready" "$@" >"$hdir/out" 2>&1 &
+  ip netns exec "$nsh" "$PY3" "$NET_HOSTS" --log "$hlog" --ready "$hdir/ready" "$@" >"$hdir/out" 2>&1 &
   hpid=$!
+  net_hosts_wait "$hdir/ready" "$hdir/out"
+}
+
+# net_self_start ARGS...: net_hosts.py in $ns, the host's own services
+# (log $slog; after net_hosts_start).
+net_self_start() {
+  slog="$hdir/self.log"
+  ip netns exec "$ns" "$PY3" "$NET_HOSTS" --log "$slog" --ready "$hdir/ready-self" "$@" >"$hdir/out-self" 2>&1 &
+  spid=$!
+  net_hosts_wait "$hdir/ready-self" "$hdir/out-self"
+}
+
+net_hosts_wait() {
   local i
-  for i in $(seq 1 240); do [ -e "$hdir/ready" ] && return 0; sleep 0.5; done
-  rc=1 out=$(cat "$hdir/out") err=
+  for i in $(seq 1 240); do [ -e "$1" ] && return 0; sleep 0.5; done
+  rc=1 out=$(cat "$2") err=
   fail "test hosts did not start"
 }
+
+# reached_self HOST:PORT: the host's own service had a request.
+reached_self() { grep -q "^http $1 " "$slog"; }
 
 # The usual set: HTTP on host A (two ports), host B, the two public
 # addresses and the metadata address; a stream, a sink and a UDP sink on
@@ -71,9 +101,11 @@ net_hosts_default() {
 net_cleanup() {
   [ -n "${vpid:-}" ] && kill -0 "$vpid" 2>/dev/null && agent_vm_stop
   [ -n "${hpid:-}" ] && { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+  [ -n "${spid:-}" ] && { kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null; }
   [ -n "${ns:-}" ] && ip netns del "$ns" 2>/dev/null
+  [ -n "${nsh:-}" ] && ip netns del "$nsh" 2>/dev/null
   [ -n "${hdir:-}" ] && rm -rf "$hdir"
-  hpid= ns= hdir=
+  hpid= spid= ns= nsh= hdir=
 }
 
 # net_vm_start RULES_JSON [VMM ARGS...]: the test image in $ns with the
@@ -274,6 +306,39 @@ test_net_metadata_blocked_with_outbound_internet() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# The host's own addresses (TAP): outbound_internet and a private block
+# covering them do not reach the host's services; a rule naming the one
+# address does, for its port.
+test_net_host_addresses_need_a_rule_naming_them() {
+  net_ns_make ha && net_ns_tap && net_hosts_default || { net_cleanup; return 1; }
+  net_self_start --http 203.0.113.20:8080 --http 10.77.0.1:8080 || { net_cleanup; return 1; }
+  net_vm_start '{"outbound_internet":true,"allow":[{"cidr":"10.77.0.0/16","proto":"tcp"}]}' "${NET_TAP_ARGS[@]}" ||
+    { net_cleanup; return 1; }
+  local why= o
+  o=$(gget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "a public host failed with outbound_internet: '$o'"
+  o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "a private host failed through 10.77.0.0/16: '$o'"
+  o=$(gget 203.0.113.20 8080 20); check '[ -z "$o" ]' "the host's public address answered with outbound_internet: $o"
+  o=$(gget 10.77.0.1 8080 20); check '[ -z "$o" ]' "the host's link address answered through 10.77.0.0/16: $o"
+  check '! reached_self 203.0.113.20:8080 && ! reached_self 10.77.0.1:8080' "a host service was reached: $(cat "$slog")"
+  vctl firewall-get
+  check '[ "$(fwj counters egress drop_host packets)" -ge 2 ]' "drop_host: $(fwj counters egress drop_host)"
+  vctl 'firewall-set {"outbound_internet":true,"allow":[{"cidr":"203.0.113.20","proto":"tcp","ports":8080}]}'
+  check '[ "$(fwj ok)" = True ]' "naming the host's address: $reply"
+  o=$(gget 203.0.113.20 8080); check '[ "$o" = "kiln-net 203.0.113.20:8080" ]' "the named host address failed: '$o'"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# A TAP device without ip= cannot have a filter: the guest's source could not be held.
+test_net_firewall_tap_needs_ip() {
+  local d
+  d=$(mktemp -d)
+  echo '{"outbound_internet":true}' >"$d/r.json"
+  vmm --kernel "$VMLINUX" --net tap=kt0 --firewall "$d/r.json"
+  rm -rf "$d"
+  expect_rc 1 && expect_one_line_err && expect_err 'kiln-vmm: --net tap=kt0: --firewall needs ip=ADDRESS/PREFIX'
+}
+
 # passt mode: kiln-vmm makes no interface and needs no privilege for the
 # guest's network; passt (its child, as nobody) NATs the guest's flows into
 # sockets of the namespace. The namespace gets a TAP with a default route
@@ -282,11 +347,12 @@ test_net_metadata_blocked_with_outbound_internet() {
 # resolver kiln-vmm names (resolver=: a resolv.conf of passt's own).
 test_net_passt_outbound_without_root_setup() {
   net_ns_make ps && net_ns_uplink || { net_cleanup; return 1; }
-  net_hosts_start --http 10.78.1.10:8080 --http 203.0.113.10:8080 --http 127.0.0.1:8080 \
+  net_hosts_start --http 10.78.1.10:8080 --http 203.0.113.10:8080 \
     --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
+  net_self_start --http 127.0.0.1:8080 --http 203.0.113.20:8080 --http 10.78.0.2:8080 || { net_cleanup; return 1; }
   local why= o a links0 links1 ppid puser i
   links0=$(ip -n "$ns" -o link | wc -l)
-  net_vm_start '{"dns":["10.0.2.3"],"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080},{"host":"allowed.test","proto":"tcp","ports":8080}]}' \
+  net_vm_start '{"outbound_internet":true,"dns":["10.0.2.3"],"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080},{"host":"allowed.test","proto":"tcp","ports":8080},{"cidr":"10.78.0.0/16"}]}' \
     --net passt,mac=02:00:00:00:00:08,resolver=10.78.3.53 \
     --cmdline 'quiet kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3' || { net_cleanup; return 1; }
   ppid=$(ps -o pid=,args= --ppid "$vpid" | awk '$2 ~ /passt/ {print $1; exit}')
@@ -301,9 +367,15 @@ test_net_passt_outbound_without_root_setup() {
   o=$(pget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "the resolved host through passt failed: '$o'"
   # The gateway is passt itself: never a way to the host's services.
   o=$(pget 10.0.2.2 8080 20); check '[ -z "$o" ]' "the gateway address answered: $o"
-  check '! reached 127.0.0.1:8080' "the host's loopback service was reached"
+  check '! reached_self 127.0.0.1:8080' "the host's loopback service was reached"
+  # The host's own addresses: outbound_internet and 10.78.0.0/16 do not
+  # name them, so passt (a process of the host) never connects there.
+  o=$(pget 203.0.113.20 8080 20); check '[ -z "$o" ]' "the host's public address answered with outbound_internet: $o"
+  o=$(pget 10.78.0.2 8080 20); check '[ -z "$o" ]' "the host's uplink address answered through 10.78.0.0/16: $o"
+  check '! reached_self 203.0.113.20:8080 && ! reached_self 10.78.0.2:8080' "a host service was reached: $(cat "$slog")"
   vctl firewall-get
   check '[ "$(fwj counters egress drop_reserved packets)" -ge 1 ]' "gateway not denied: $(fwj counters egress drop_reserved)"
+  check '[ "$(fwj counters egress drop_host packets)" -ge 2 ]' "host addresses not denied: $(fwj counters egress drop_host)"
   # passt ends with kiln-vmm, even a killed one (its socket closes).
   kill -9 "$vpid"
   wait "$vpid" 2>/dev/null

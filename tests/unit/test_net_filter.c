@@ -25,6 +25,8 @@
 #define S 1000000000ULL
 #define GUEST "10.0.2.15"
 #define GUEST6 "fd00::15"
+/* The link-local address of fr_guest_mac (modified EUI-64). */
+#define GUEST_LL "fe80::5054:ff:fe12:3456"
 #define RESOLVER "10.0.2.3"
 
 struct logged {
@@ -301,6 +303,142 @@ static void test_host_deny(void **state)
 	net_filter_destroy(f);
 }
 
+/* The host's own addresses: "everything public" does not reach them. */
+static void test_host_addrs(void **state)
+{
+	struct net_filter_config c = config(&lg);
+	struct net_addr host[2];
+	struct net_filter *f;
+
+	(void)state;
+	net_addr_parse("203.0.113.5", &host[0]);
+	net_addr_parse("2606:4700::5", &host[1]);
+	c.host_addrs = host;
+	c.n_host_addrs = 2;
+	f = filter_cfg(&c, "{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"::/0\"},"
+			   "{\"cidr\":\"203.0.113.5\",\"proto\":\"tcp\",\"ports\":8443}]}");
+	memset(host, 0, sizeof(host)); /* the filter keeps its own copy */
+	reason_is(out(f, SYN("203.0.113.5", 22), 0), NF_DROP_HOST);
+	assert_non_null(strstr(lg.line, "egress drop_host tcp 10.0.2.15:40000 -> 203.0.113.5:22"));
+	reason_is(out(f, SYN("2606:4700::5", 22), 0), NF_DROP_HOST);
+	reason_is(out(f, SYN("203.0.113.5", 8443), 0), NF_PASS_NEW);
+	reason_is(out(f, SYN("203.0.113.6", 22), 0), NF_PASS_NEW);
+	/* New rules that stop naming it cut the flow. */
+	assert_int_equal(net_filter_replace_rules(f, rules("{\"outbound_internet\":true}"), 1), 1);
+	reason_is(out(f, SYN("203.0.113.6", 22), 2), NF_PASS_FLOW);
+	net_filter_destroy(f);
+	/* Too many addresses: refused with the limit. */
+	{
+		struct net_filter *g;
+		struct err e;
+
+		c.n_host_addrs = NF_HOST_ADDRS_MAX + 1;
+		assert_int_equal(net_filter_create(&c, NULL, 0, &g, &e), -EINVAL);
+		assert_non_null(strstr(e.msg, "1024 host addresses"));
+	}
+}
+
+/*
+ * Without an address in a family (TAP with no ip=, IPv6 kiln did not
+ * assign), only DHCP, ARP probes and neighbour discovery from :: or the
+ * guest's own link-local address leave: no source is the guest's.
+ */
+static void test_source_without_address(void **state)
+{
+	struct net_filter_config c = config(&lg);
+	struct net_filter *f;
+	uint8_t fr[128];
+
+	(void)state;
+	c.has_ip4 = false;
+	c.has_ip6 = false;
+	f = filter_cfg(&c, "{\"outbound_internet\":true}");
+	reason_is(out(f, (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+		      0),
+		  NF_DROP_SPOOF);
+	reason_is(out(f, (struct fr){ .src = "198.51.100.7", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+		      0),
+		  NF_DROP_SPOOF);
+	reason_is(out(f, (struct fr){ .src = "2001:db8::99", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1,
+				      .dport = 2 },
+		      0),
+		  NF_DROP_SPOOF);
+	reason_is(out(f, (struct fr){ .src = "0.0.0.0", .dst = "255.255.255.255", .proto = FR_UDP, .sport = 68,
+				      .dport = 67 },
+		      0),
+		  NF_PASS_DHCP);
+	/* ARP: a probe only; claiming any address is spoofing. */
+	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, "0.0.0.0", GUEST), 0),
+		  NF_PASS_ARP);
+	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 2, fr_guest_mac, "10.0.2.2", GUEST), 0),
+		  NF_DROP_SPOOF);
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:2", .proto = FR_UDP, .sport = 546, .dport = 547 },
+		      0),
+		  NF_PASS_DHCP);
+	net_filter_destroy(f);
+	/* With an IPv6 address too, a global source other than it is refused. */
+	f = filter("{\"outbound_internet\":true}");
+	reason_is(out(f, (struct fr){ .src = "2001:db8::99", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1,
+				      .dport = 2 },
+		      0),
+		  NF_DROP_SPOOF);
+	reason_is(out(f, (struct fr){ .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1, .dport = 2 }, 0),
+		  NF_PASS_NEW);
+	net_filter_destroy(f);
+}
+
+/* An NDP message of type from src to dst with body (len bytes), hop limit 255. */
+static enum nf_reason ndp_out(struct net_filter *f, const char *src, const char *dst, uint8_t type,
+			      const uint8_t *body, size_t len)
+{
+	return out(f, (struct fr){ .src = src, .dst = dst, .proto = FR_ICMP6, .icmp_type = type, .ttl = 255,
+				   .payload = body, .payload_len = len },
+		   0);
+}
+
+/* Neighbour discovery speaks for the guest's own link-local address, targets and MAC only. */
+static void test_ndp_spoofing(void **state)
+{
+	static const uint8_t other_mac[6] = { 0x52, 0x54, 0, 0, 0, 9 };
+	struct net_filter *f = filter(NULL);
+	uint8_t body[32];
+	struct net_addr a;
+
+	(void)state;
+	/* A link-local source other than the guest's (EUI-64 of its MAC). */
+	net_addr_parse("fe80::2", &a);
+	memcpy(body, a.b, 16);
+	reason_is(ndp_out(f, "fe80::15", "ff02::1:ff00:2", 135, body, 16), NF_DROP_SPOOF);
+	/* An advertisement for the router's address: neighbour cache poisoning. */
+	net_addr_parse("fe80::1", &a);
+	memcpy(body, a.b, 16);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 16), NF_DROP_SPOOF);
+	/* An advertisement for its own address with another MAC in the target option. */
+	net_addr_parse(GUEST_LL, &a);
+	memcpy(body, a.b, 16);
+	body[16] = 2;
+	body[17] = 1;
+	memcpy(body + 18, other_mac, 6);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
+	memcpy(body + 18, fr_guest_mac, 6);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_PASS_NDP);
+	/* An option of length 0 (RFC 4861 4.6: invalid), and one running past the end. */
+	body[17] = 0;
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
+	body[17] = 2;
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1", 136, body, 24), NF_DROP_SPOOF);
+	/* A router solicitation's source link-layer option: the guest's MAC. */
+	body[0] = 1;
+	body[1] = 1;
+	memcpy(body + 2, other_mac, 6);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::2", 133, body, 8), NF_DROP_SPOOF);
+	memcpy(body + 2, fr_guest_mac, 6);
+	reason_is(ndp_out(f, GUEST_LL, "ff02::2", 133, body, 8), NF_PASS_NDP);
+	/* A solicitation without its target is malformed. */
+	reason_is(ndp_out(f, GUEST_LL, "ff02::1:ff00:2", 135, NULL, 0), NF_DROP_SPOOF);
+	net_filter_destroy(f);
+}
+
 static void test_deny_beats_allow(void **state)
 {
 	struct net_filter *f = filter("{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"203.0.113.0/24\"}],"
@@ -361,9 +499,20 @@ static void test_spoofing(void **state)
 	net_filter_destroy(f);
 }
 
+/* An NS/NA body: the target address (RFC 4861 4.3, 4.4), then opts. */
+static const uint8_t *ndp_target(const char *target, uint8_t *buf)
+{
+	struct net_addr a;
+
+	assert_int_equal(net_addr_parse(target, &a), 0);
+	memcpy(buf, a.b, 16);
+	return buf;
+}
+
 static void test_infrastructure(void **state)
 {
 	struct net_filter *f = filter(NULL); /* no rules at all */
+	uint8_t t[16];
 
 	(void)state;
 	/* DHCPv4: discover from 0.0.0.0 to broadcast; the offer comes back. */
@@ -379,35 +528,35 @@ static void test_infrastructure(void **state)
 	reason_is(out(f, (struct fr){ .dst = "1.2.3.4", .proto = FR_UDP, .sport = 68, .dport = 67 }, 0),
 		  NF_DROP_DEFAULT);
 	/* DHCPv6 to its multicast group. */
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::1:2", .proto = FR_UDP, .sport = 546,
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:2", .proto = FR_UDP, .sport = 546,
 				      .dport = 547 },
 		      0),
 		  NF_PASS_DHCP);
 	/* NDP: hop limit 255 only; the guest solicits, it does not advertise routes. */
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::1:ff00:2", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255 },
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:ff00:2", .proto = FR_ICMP6, .icmp_type = 135,
+				      .ttl = 255, .payload = ndp_target("fe80::2", t), .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
 	reason_is(out(f, (struct fr){ .src = "::", .dst = "ff02::1:ff00:15", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255 },
+				      .ttl = 255, .payload = ndp_target(GUEST6, t), .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
 	/* A neighbour solicitation to a routed address could carry data out: no. */
 	reason_is(out(f, (struct fr){ .dst = "2606:4700::1", .proto = FR_ICMP6, .icmp_type = 135, .ttl = 255 }, 0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "fe80::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255 },
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "fe80::1", .proto = FR_ICMP6, .icmp_type = 136,
+				      .ttl = 255, .payload = ndp_target(GUEST6, t), .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::2", .proto = FR_ICMP6, .icmp_type = 133,
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::2", .proto = FR_ICMP6, .icmp_type = 133,
 				      .ttl = 64 },
 		      0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 134,
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 134,
 				      .ttl = 255 },
 		      0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = "fe80::15", .dst = "ff02::16", .proto = FR_ICMP6, .icmp_type = 143,
+	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::16", .proto = FR_ICMP6, .icmp_type = 143,
 				      .ttl = 1 },
 		      0),
 		  NF_PASS_NDP);
@@ -902,6 +1051,9 @@ int main(void)
 		cmocka_unit_test(test_related_icmp_errors),
 		cmocka_unit_test(test_always_deny),
 		cmocka_unit_test(test_host_deny),
+		cmocka_unit_test(test_host_addrs),
+		cmocka_unit_test(test_source_without_address),
+		cmocka_unit_test(test_ndp_spoofing),
 		cmocka_unit_test(test_deny_beats_allow),
 		cmocka_unit_test(test_spoofing),
 		cmocka_unit_test(test_infrastructure),

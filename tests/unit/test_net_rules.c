@@ -2,8 +2,9 @@
  * net_addr + net_rules: CIDRs parse strictly, the always-deny set
  * classifies what it should (embedded IPv4 included), a rule set's JSON is
  * validated with an error that names the field, and the decision follows
- * its precedence: deny rules, resolvers, reserved, private (lifted only by
- * a private CIDR rule), allow rules, outbound_internet, default deny.
+ * its precedence: deny rules, reserved, resolvers, the host's own
+ * addresses (opened only by a rule naming one), private (lifted only by a
+ * private CIDR rule), allow rules, outbound_internet, default deny.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -164,9 +165,22 @@ static void test_json_errors(void **state)
 		NET_RULES_E_BAD_FIELD, "not a DNS name"); /* a 64-byte label */
 	refused("{\"dns\":\"10.0.2.3\"}", NET_RULES_E_BAD_FIELD, "\"dns\" must be an array");
 	refused("{\"dns\":[\"10.0.2.300\"]}", NET_RULES_E_BAD_FIELD, "dns[0] \"10.0.2.300\": not an IPv4 or IPv6");
-	refused("{\"dns\":[\"127.0.0.53\"]}", NET_RULES_E_BAD_FIELD, "dns[0] \"127.0.0.53\": a resolver must be");
+	refused("{\"dns\":[\"127.0.0.53\"]}", NET_RULES_E_BAD_FIELD,
+		"dns[0] \"127.0.0.53\" is inside 127.0.0.0/8 (loopback), which kiln never allows; a resolver must be");
 	refused("{\"dns\":[\"::1\"]}", NET_RULES_E_BAD_FIELD, "a resolver must be");
 	refused("{\"dns\":[\"224.0.0.251\"]}", NET_RULES_E_BAD_FIELD, "a resolver must be");
+	/* dns entries are validated like any rule target: metadata, link-local
+	 * and loopback in their mapped forms are refused, naming the entry. */
+	refused("{\"dns\":[\"1.1.1.1\",\"169.254.169.254\"]}", NET_RULES_E_BAD_FIELD,
+		"dns[1] \"169.254.169.254\" is inside 169.254.0.0/16 (link-local, cloud metadata), which kiln never allows");
+	refused("{\"dns\":[\"100.100.100.200\"]}", NET_RULES_E_BAD_FIELD, "100.100.100.200 (cloud metadata)");
+	refused("{\"dns\":[\"fd00:ec2::254\"]}", NET_RULES_E_BAD_FIELD, "(cloud metadata)");
+	refused("{\"dns\":[\"::ffff:127.0.0.1\"]}", NET_RULES_E_BAD_FIELD, "::ffff:0:0/96 (IPv4-mapped)");
+	refused("{\"dns\":[\"64:ff9b::7f00:35\"]}", NET_RULES_E_BAD_FIELD, "127.0.0.0/8 (loopback)");
+	refused("{\"dns\":[\"64:ff9b::a9fe:a9fe\"]}", NET_RULES_E_BAD_FIELD, "169.254.0.0/16");
+	refused("{\"dns\":[\"fe80::1\"]}", NET_RULES_E_BAD_FIELD, "dns[0] \"fe80::1\" is inside fe80::/10 (link-local)");
+	refused("{\"dns\":[\"0.0.0.0\"]}", NET_RULES_E_BAD_FIELD, "0.0.0.0/8 (this network)");
+	refused("{\"dns\":[\"255.255.255.255\"]}", NET_RULES_E_BAD_FIELD, "which kiln never allows");
 	refused("{\"dns\":[\"1.1.1.1\",\"1.0.0.1\",\"8.8.8.8\",\"8.8.4.4\",\"9.9.9.9\"]}", NET_RULES_E_BAD_FIELD,
 		"\"dns\" has 5 resolvers; at most 4");
 }
@@ -234,15 +248,14 @@ struct want {
 	uint16_t index;
 };
 
-static void decide_all(const char *json, const struct want *w, size_t n)
+static void decide_host(struct net_rules *r, const struct net_addr *host, size_t n_host, const struct want *w,
+			size_t n)
 {
-	struct net_rules *r = rules(json);
-
 	for (size_t i = 0; i < n; i++) {
 		struct net_addr a;
 		const char *names[1] = { w[i].name };
 		struct net_flow_dst d = { .addr = &a, .proto = w[i].proto, .port = w[i].port, .names = names,
-					  .n_names = w[i].name ? 1 : 0 };
+					  .n_names = w[i].name ? 1 : 0, .host_addrs = host, .n_host_addrs = n_host };
 		struct net_rule_ref ref;
 		enum net_decision dec;
 
@@ -253,6 +266,88 @@ static void decide_all(const char *json, const struct want *w, size_t n)
 				 w[i].dst, w[i].proto, w[i].port, w[i].name ? w[i].name : "-", dec, ref.list, ref.index,
 				 w[i].dec, w[i].list, w[i].index);
 	}
+}
+
+static void decide_all(const char *json, const struct want *w, size_t n)
+{
+	struct net_rules *r = rules(json);
+
+	decide_host(r, NULL, 0, w, n);
+	net_rules_free(r);
+}
+
+/*
+ * The host's own addresses: "everything public", a private block and host
+ * rules do not reach them; only a rule naming the one address does.
+ */
+static void test_host_addresses(void **state)
+{
+	static const char *const host_text[] = { "203.0.113.5", "192.168.1.10", "2001:db8::5", "127.0.0.1" };
+	static const char json[] =
+		"{\"outbound_internet\":true,"
+		"\"allow\":[{\"cidr\":\"0.0.0.0/0\"},{\"cidr\":\"192.168.0.0/16\"},{\"host\":\"*.example.com\"},"
+		"{\"cidr\":\"203.0.113.5/32\",\"proto\":\"tcp\",\"ports\":8080},{\"cidr\":\"2001:db8::/32\"},"
+		"{\"cidr\":\"203.0.113.0/24\",\"ports\":22}],"
+		"\"deny\":[{\"cidr\":\"203.0.113.5\",\"ports\":9}],"
+		"\"dns\":[\"192.168.1.10\"]}";
+	static const struct want w[] = {
+		/* outbound_internet, 0.0.0.0/0 and a /24 naming the port: not enough. */
+		{ "203.0.113.5", 6, 22, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		{ "203.0.113.5", 17, 443, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		/* A host rule (a name the guest resolved): never. */
+		{ "203.0.113.5", 6, 443, "www.example.com", NET_DENY_HOST, NET_REF_NONE, 0 },
+		/* The rule naming the address opens it, for its port only. */
+		{ "203.0.113.5", 6, 8080, NULL, NET_ALLOW, NET_REF_ALLOW, 3 },
+		{ "203.0.113.5", 17, 8080, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		/* A deny rule still beats it. */
+		{ "203.0.113.5", 6, 9, NULL, NET_DENY_RULE, NET_REF_DENY, 0 },
+		/* A neighbour of the host is public as before. */
+		{ "203.0.113.6", 6, 22, NULL, NET_ALLOW, NET_REF_ALLOW, 0 },
+		/* The host's LAN address: the private /16 does not open it. */
+		{ "192.168.1.10", 6, 80, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		{ "192.168.1.11", 6, 80, NULL, NET_ALLOW, NET_REF_ALLOW, 1 },
+		/* A `dns` entry names it: port 53 only. */
+		{ "192.168.1.10", 17, 53, NULL, NET_ALLOW, NET_REF_DNS, 0 },
+		/* IPv6, and the host's IPv4 address in NAT64 and 6to4 form. */
+		{ "2001:db8::5", 6, 22, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		{ "2001:db8::6", 6, 22, NULL, NET_ALLOW, NET_REF_ALLOW, 4 },
+		{ "64:ff9b::cb00:7105", 6, 22, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		{ "2002:cb00:7105::1", 6, 22, NULL, NET_DENY_HOST, NET_REF_NONE, 0 },
+		/* Loopback stays reserved, listed or not. */
+		{ "127.0.0.1", 6, 8080, NULL, NET_DENY_RESERVED, NET_REF_NONE, 0 },
+	};
+	struct net_addr host[4];
+	struct net_rules *r = rules(json);
+
+	(void)state;
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(net_addr_parse(host_text[i], &host[i]), 0);
+	decide_host(r, host, 4, w, sizeof(w) / sizeof(w[0]));
+	/* Without the host list, the same rules open the same address: the list decides. */
+	{
+		static const struct want open[] = { { "203.0.113.5", 6, 22, NULL, NET_ALLOW, NET_REF_ALLOW, 0 } };
+
+		decide_host(r, NULL, 0, open, 1);
+	}
+	net_rules_free(r);
+}
+
+/* A resolver entry never opens a reserved range, even one the parser was not asked about. */
+static void test_resolver_after_reserved(void **state)
+{
+	static const struct want w[] = {
+		{ "169.254.169.254", 17, 53, NULL, NET_DENY_RESERVED, NET_REF_NONE, 0 },
+		{ "127.0.0.53", 6, 53, NULL, NET_DENY_RESERVED, NET_REF_NONE, 0 },
+		{ "10.0.2.3", 17, 53, NULL, NET_ALLOW, NET_REF_DNS, 0 },
+	};
+	struct net_rules *r = rules("{\"dns\":[\"10.0.2.3\"]}");
+
+	(void)state;
+	/* As a rule set from an older parser could hold them. */
+	net_addr_parse("169.254.169.254", &r->dns[1]);
+	net_addr_parse("127.0.0.53", &r->dns[2]);
+	r->n_dns = 3;
+	decide_host(r, NULL, 0, w, sizeof(w) / sizeof(w[0]));
 	net_rules_free(r);
 }
 
@@ -385,6 +480,8 @@ int main(void)
 		cmocka_unit_test(test_json_too_many_rules),
 		cmocka_unit_test(test_json_round_trip),
 		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_host_addresses),
+		cmocka_unit_test(test_resolver_after_reserved),
 		cmocka_unit_test(test_default_deny),
 		cmocka_unit_test(test_resolver_and_deny),
 		cmocka_unit_test(test_counters_json),

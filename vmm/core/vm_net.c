@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "devices/net/net_filter.h"
+#include "devices/net/net_host_addrs.h"
 #include "devices/net/net_passt.h"
 #include "devices/net/net_tap.h"
 #include "devices/net/virtio_net.h"
@@ -50,6 +51,7 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
 	struct net_filter_config fc = { 0 };
 	const struct devspec_net_rate_cfg *rate = &vm->cfg.net_rate;
 	struct net_rules *rules;
+	struct net_addr *host = NULL;
 	struct err re = { { 0 } };
 	unsigned prefix;
 	int err;
@@ -81,7 +83,22 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
 	}
 	if ((err = rules_parse(vm->cfg.firewall, vm->cfg.firewall_len, &rules, &re)))
 		return err_set(e, -err, "--firewall: %s", re.msg);
-	return net_filter_create(&fc, rules, mono_ns(), out, e);
+	/* Without it the filter lets no IPv4 out but DHCP (docs/security.md). */
+	if (!fc.has_ip4) {
+		net_rules_free(rules);
+		return err_set(e, EINVAL,
+			       "--net tap=%s: --firewall needs ip=ADDRESS/PREFIX, the guest's address, so the filter can hold the guest to it",
+			       c->tap ? c->tap : "");
+	}
+	/* The host's own addresses: reached only through a rule naming one. */
+	if ((err = net_host_addrs(&host, &fc.n_host_addrs, e))) {
+		net_rules_free(rules);
+		return err;
+	}
+	fc.host_addrs = host;
+	err = net_filter_create(&fc, rules, mono_ns(), out, e);
+	free(host);
+	return err;
 }
 
 static int make_backend(const struct devspec_net_cfg *c, struct net_backend **out, struct err *e)
