@@ -11,6 +11,7 @@
 #include "vmm/jail/seccomp_filter.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <seccomp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,9 +26,13 @@
 #include <linux/seccomp.h>
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+#define END INT_MIN /* no syscall number, not even a pseudo one */
 
-/* Every thread of every role. */
-static const int every_thread[] = {
+/*
+ * Groups of syscalls, each ended by END; a role is a list of groups.
+ * Every thread of every role has `base`.
+ */
+static const int base[] = {
 	/* malloc, free, thread stacks given back at thread exit (mmap and
 	 * mprotect have their rule: never executable) */
 	SCMP_SYS(brk), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
@@ -41,65 +46,60 @@ static const int every_thread[] = {
 	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction), SCMP_SYS(getpid),
 	SCMP_SYS(gettid),
 	/* log lines (dprintf on the log fd), eventfds (stop, irqfd), closing */
-	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(close),
-	SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(close), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	END,
 };
 
-/*
- * vCPU threads: KVM_RUN (ioctl rule), and what an exit handled inline
- * does: serial output, interrupts (irqfd writes, KVM_IRQ_LINE), and a
- * virtio status write activating or resetting a device (vsock's pending
- * connections pumped, event loop watches and timers added or removed,
- * a share's handles closed).
- */
-static const int vcpu_only[] = {
-	SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime),
-	SCMP_SYS(recvfrom), SCMP_SYS(sendmsg), SCMP_SYS(sendto), SCMP_SYS(shutdown),
+/* Watches and timers of the device thread's event loop: the loop itself,
+ * and a vCPU activating or resetting a device, teardown removing them. */
+static const int loop_watches[] = {
+	SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime), END,
 };
 
-/* The device thread: the event loop and every device backend it runs. */
-static const int device_only[] = {
-	/* the loop itself, its timers */
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_create),
-	SCMP_SYS(timerfd_settime),
-	/* virtio-blk: raw images and overlays (flush, discard as punch hole) */
+/* I/O on sockets already open: vsock connections (also pumped by a vCPU
+ * when the guest activates the device), passt, the control socket. */
+static const int socket_io[] = {
+	SCMP_SYS(recvfrom), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(shutdown), END,
+};
+
+/* File data: virtio-blk's images and overlays (flush, discard as punch
+ * hole), virtio-fs's reads and writes, a snapshot's files and overlay
+ * copies (holes kept). */
+static const int file_io[] = {
 	SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(preadv), SCMP_SYS(pwritev), SCMP_SYS(preadv2),
 	SCMP_SYS(pwritev2), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(lseek), SCMP_SYS(fsync),
-	SCMP_SYS(fdatasync), SCMP_SYS(fallocate), SCMP_SYS(ftruncate),
-	/* virtio-fs: every path is walked below the share's fd (openat2
-	 * RESOLVE_BENEATH), handles reopened through /proc/self/fd */
-	SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(statx),
-	SCMP_SYS(fstatfs), SCMP_SYS(getdents64), SCMP_SYS(mkdirat), SCMP_SYS(mknodat), SCMP_SYS(unlinkat),
-	SCMP_SYS(renameat), SCMP_SYS(renameat2), SCMP_SYS(symlinkat), SCMP_SYS(linkat), SCMP_SYS(readlinkat),
-	SCMP_SYS(fchmod), SCMP_SYS(fchmodat), SCMP_SYS(fchown), SCMP_SYS(fchownat), SCMP_SYS(utimensat),
-	SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(fcntl), SCMP_SYS(flock), SCMP_SYS(copy_file_range),
-	/* vsock (Unix sockets: socket has its rule) and the network backends
-	 * (TAP reads and writes, passt's stream socket) */
-	SCMP_SYS(connect), SCMP_SYS(accept4), SCMP_SYS(recvfrom), SCMP_SYS(recvmsg), SCMP_SYS(sendto),
-	SCMP_SYS(sendmsg), SCMP_SYS(shutdown), SCMP_SYS(getsockopt),
-	/* virtio-rng */
-	SCMP_SYS(getrandom),
+	SCMP_SYS(fdatasync), SCMP_SYS(fallocate), SCMP_SYS(ftruncate), SCMP_SYS(copy_file_range), END,
 };
 
-/*
- * The control role: the thread that called vm_run (libkiln's runner, or
- * kiln-vmm's main thread), kiln-vmm's control socket thread, and
- * teardown on them.
- */
-static const int control_only[] = {
-	/* the console pump, the control socket's one client at a time */
-	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(recvfrom), SCMP_SYS(sendto),
-	SCMP_SYS(sendmsg), SCMP_SYS(shutdown), SCMP_SYS(writev),
-	/* snapshots: state and memory files written into a new directory,
-	 * overlays copied (reflink, copy_file_range, holes kept), renamed
-	 * into place */
+/* Names below a directory fd: virtio-fs (every path walked below the
+ * share, handles reopened through /proc/self/fd), a snapshot's new
+ * directory written and renamed into place. */
+static const int dir_ops[] = {
 	SCMP_SYS(openat), SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(statx), SCMP_SYS(fstatfs),
-	SCMP_SYS(mkdirat), SCMP_SYS(unlinkat), SCMP_SYS(unlink), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-	SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(getdents64), SCMP_SYS(lseek), SCMP_SYS(pread64),
-	SCMP_SYS(pwrite64), SCMP_SYS(pwritev), SCMP_SYS(ftruncate), SCMP_SYS(fallocate), SCMP_SYS(fsync),
-	SCMP_SYS(fdatasync), SCMP_SYS(copy_file_range), SCMP_SYS(fcntl),
-	/* teardown: the device thread's watches, passt ended and reaped */
-	SCMP_SYS(epoll_ctl), SCMP_SYS(kill), SCMP_SYS(wait4),
+	SCMP_SYS(getdents64), SCMP_SYS(mkdirat), SCMP_SYS(unlinkat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
+	SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(fcntl), END,
+};
+
+/* virtio-fs's other operations on the share: RESOLVE_BENEATH walks,
+ * links, nodes, attributes, locks. */
+static const int share_ops[] = {
+	SCMP_SYS(openat2), SCMP_SYS(mknodat), SCMP_SYS(symlinkat), SCMP_SYS(linkat), SCMP_SYS(readlinkat),
+	SCMP_SYS(fchmod), SCMP_SYS(fchmodat), SCMP_SYS(fchown), SCMP_SYS(fchownat), SCMP_SYS(utimensat),
+	SCMP_SYS(flock), END,
+};
+
+/* The device thread's own: waiting for events, vsock's connections to
+ * the host (socket has its rule: AF_UNIX only), virtio-rng. */
+static const int device_own[] = {
+	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(connect), SCMP_SYS(accept4),
+	SCMP_SYS(getsockopt), SCMP_SYS(getrandom), END,
+};
+
+/* The control role's own: the console pump, the control socket's one
+ * client at a time, teardown (sockets unlinked, passt ended and reaped). */
+static const int control_own[] = {
+	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(unlink), SCMP_SYS(kill), SCMP_SYS(wait4),
+	END,
 };
 
 /* KVM ioctls of a running vCPU: its run loop and the serial IRQ line. */
@@ -107,8 +107,9 @@ static const unsigned long vcpu_ioctls[] = { KVM_RUN, KVM_IRQ_LINE };
 
 /*
  * The control role's ioctls: a snapshot reads every vCPU's and the VM's
- * state (vmm/core/snapshot_kvm.c) and reflinks overlays; kiln-vmm gives
- * the terminal back (--console).
+ * state (vmm/core/snapshot_kvm.c) and reflinks overlays; the console
+ * pump raises the serial IRQ; kiln-vmm gives the terminal back
+ * (--console).
  */
 static const unsigned long control_ioctls[] = {
 	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE, KVM_GET_XCRS, KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS,
@@ -118,17 +119,25 @@ static const unsigned long control_ioctls[] = {
 
 struct role_spec {
 	const char *name;
-	const int *calls;
-	size_t ncalls;
+	const int *groups[8]; /* NULL-terminated */
 	const unsigned long *ioctls;
 	size_t nioctls;
 	int unix_sockets; /* socket(AF_UNIX, ...) */
 };
 
+/*
+ * vcpu: KVM_RUN and what an exit handled on the vCPU does (serial output,
+ * interrupts, a virtio status write activating or resetting a device).
+ * device: every device backend. control: vm_run's caller, kiln-vmm's
+ * control socket thread, snapshots and teardown.
+ */
 static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
-	[SECCOMP_ROLE_VCPU] = { "vcpu", vcpu_only, N(vcpu_only), vcpu_ioctls, N(vcpu_ioctls), 0 },
-	[SECCOMP_ROLE_DEVICE] = { "device", device_only, N(device_only), NULL, 0, 1 },
-	[SECCOMP_ROLE_CONTROL] = { "control", control_only, N(control_only), control_ioctls, N(control_ioctls), 0 },
+	[SECCOMP_ROLE_VCPU] = { "vcpu", { base, loop_watches, socket_io }, vcpu_ioctls, N(vcpu_ioctls), 0 },
+	[SECCOMP_ROLE_DEVICE] = { "device",
+				  { base, loop_watches, socket_io, file_io, dir_ops, share_ops, device_own },
+				  NULL, 0, 1 },
+	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, control_own },
+				   control_ioctls, N(control_ioctls), 0 },
 };
 
 const char *seccomp_role_name(enum seccomp_role role)
@@ -136,12 +145,12 @@ const char *seccomp_role_name(enum seccomp_role role)
 	return (unsigned)role < SECCOMP_ROLE_COUNT ? roles[role].name : "?";
 }
 
-static int add_list(scmp_filter_ctx ctx, const int *calls, size_t n)
+static int add_group(scmp_filter_ctx ctx, const int *calls)
 {
 	int r;
 
-	for (size_t i = 0; i < n; i++)
-		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, calls[i], 0)) < 0)
+	for (; *calls != END; calls++)
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, *calls, 0)) < 0)
 			return r;
 	return 0;
 }
@@ -151,8 +160,6 @@ static int add_common(scmp_filter_ctx ctx)
 {
 	int r;
 
-	if ((r = add_list(ctx, every_thread, N(every_thread))))
-		return r;
 	/* No new executable memory: a guest that takes over a thread cannot
 	 * map code of its own (PROT_EXEC bit clear). */
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
@@ -169,8 +176,11 @@ static int add_role(scmp_filter_ctx ctx, const struct role_spec *s)
 {
 	int r;
 
-	if ((r = add_common(ctx)) || (r = add_list(ctx, s->calls, s->ncalls)))
+	if ((r = add_common(ctx)))
 		return r;
+	for (size_t i = 0; i < N(s->groups) && s->groups[i]; i++)
+		if ((r = add_group(ctx, s->groups[i])))
+			return r;
 	for (size_t i = 0; i < s->nioctls; i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
 					  SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)s->ioctls[i]))) < 0)
