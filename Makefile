@@ -92,7 +92,7 @@ $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	$(AR) rcs $@ $^
 
 $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
-	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lpthread $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS)
 
 # libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
@@ -108,7 +108,7 @@ $(BUILD)/obj-pic/%.o: %.c
 
 $(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) lib/kiln/libkiln.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=lib/kiln/libkiln.map \
-		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) -lz -ljansson -lpthread
+		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) -lz -ljansson -lseccomp -lpthread
 $(BUILD)/libkiln.so.0: $(BUILD)/libkiln.so.$(LIBKILN_VERSION)
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $@
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $(BUILD)/libkiln.so
@@ -216,7 +216,7 @@ $(BUILD)/obj-san/%.o: %.c
 unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lseccomp -lpthread $(LIBS)
 
 # Objects reached only through pattern rules are "intermediate" to make,
 # which deletes them after each build; keep them, so unit tests relink only.
@@ -255,7 +255,7 @@ $(BUILD)/obj-fuzz/%.o: %.c
 fuzz_objs = $(addprefix $(BUILD)/obj-fuzz/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LINKS) $$(call fuzz_objs,fuzz_$$*)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) -ljansson -lz -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) -ljansson -lz -lseccomp -lpthread
 
 # A target's dictionary, when it has one (tests/fuzz/dict/<name>.dict).
 fuzz_dict = $(if $(wildcard tests/fuzz/dict/$(1).dict),-dict=tests/fuzz/dict/$(1).dict)

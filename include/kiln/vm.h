@@ -110,6 +110,24 @@ KILN_API int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo);
  * default): when kiln_vm_create is called. 0. */
 KILN_API int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monotonic_ns);
 
+/* Modes of kiln_vm_config_set_seccomp (docs/security.md, "seccomp
+ * filters per thread"). */
+enum kiln_seccomp_mode {
+	KILN_SECCOMP_KILL = 0, /* the default: a syscall outside the thread's allowlist kills the process */
+	KILN_SECCOMP_LOG = 1,  /* diagnosis only: such a syscall runs and the kernel logs it */
+	KILN_SECCOMP_OFF = 2,  /* no filters */
+};
+
+/*
+ * Seccomp filters on the VM's threads: each vCPU thread, the device
+ * thread and the thread that runs the VM (libkiln's own with
+ * kiln_vm_start; the caller's with kiln_vm_run, which stays filtered
+ * after it returns) load their role's allowlist on themselves before
+ * guest-reachable work. Filters are per thread: the caller's other
+ * threads are not touched (see kiln_seccomp_apply_control). 0 or -EINVAL.
+ */
+KILN_API int kiln_vm_config_set_seccomp(kiln_vm_config *cfg, enum kiln_seccomp_mode mode);
+
 /* What kiln_vm_config_set_log writes. */
 enum {
 	KILN_LOG_FIREWALL = 1u << 0, /* denied and cut flows, at most 10 lines a second */
@@ -218,7 +236,8 @@ KILN_API int kiln_vm_fork(kiln_vm_config *cfg, const char *snapshot_dir, const c
 /*
  * Start the VM on threads libkiln owns (one per vCPU, one for devices, one
  * that waits for the end and pumps console input) and return at once.
- * 0, -EALREADY (started or run before), or -errno. Any thread.
+ * 0, -EALREADY (started or run before), or -errno. Any thread not carrying
+ * a seccomp filter (the VM's threads would inherit it).
  */
 KILN_API int kiln_vm_start(kiln_vm *vm);
 
@@ -229,6 +248,19 @@ KILN_API int kiln_vm_start(kiln_vm *vm);
  * Any thread; once per VM.
  */
 KILN_API int kiln_vm_run(kiln_vm *vm);
+
+/*
+ * Put the calling thread under the control role's seccomp filter of vm
+ * (the one libkiln's runner has: pause, resume, snapshot, firewall,
+ * status, destroy, Unix socket I/O; no exec, no new threads or processes,
+ * no new sockets): for a thread of the caller's that drives the VM, such
+ * as kiln-vmm's control socket thread. The filter cannot be removed; the
+ * thread's later threads inherit it. Call it after kiln_vm_start, or
+ * from another thread than the one that will call kiln_vm_run. 0 (also
+ * when the config's mode is KILN_SECCOMP_OFF), or -errno with
+ * kiln_vm_errmsg set.
+ */
+KILN_API int kiln_seccomp_apply_control(kiln_vm *vm);
 
 /*
  * Wait until the VM has ended, at most timeout_ms (< 0: no limit; 0: just

@@ -20,8 +20,13 @@ struct event_loop {
 	int epfd;
 	int stop_fd; /* eventfd: wakes the loop to stop */
 	pthread_t thread;
-	int running;
-	pthread_mutex_t lock; /* guards the watch table */
+	int running; /* started and not stopped (the caller's view) */
+	int created; /* the thread exists: parked or running */
+	pthread_mutex_t lock; /* guards the watch table and the fields below */
+	pthread_cond_t park_cv;
+	int parked, go, quit; /* the thread is parked; wake it to run; to end */
+	int (*enter)(void *ctx); /* run by the thread on itself first (seccomp) */
+	void *enter_ctx;
 	struct watch w[EVENT_LOOP_MAX];
 };
 
@@ -42,6 +47,7 @@ int event_loop_create(struct event_loop **out)
 		return -ENOMEM;
 	l->epfd = l->stop_fd = -1;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->park_cv, NULL);
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ev.data.ptr = NULL; /* NULL marks the stop fd */
@@ -174,24 +180,23 @@ int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), v
 	return 0;
 }
 
-static void *loop_thread(void *arg)
+/* Handle events until a stop is requested. */
+static void run_until_stop(struct event_loop *l)
 {
-	struct event_loop *l = arg;
 	struct epoll_event ev[32];
 
-	pthread_setname_np(pthread_self(), "kiln-devices");
 	for (;;) {
 		int n = epoll_wait(l->epfd, ev, 32, -1);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return NULL;
+			return;
 		for (int i = 0; i < n; i++) {
 			struct watch *w = ev[i].data.ptr, copy;
 
 			if (!w)
-				return NULL; /* stop requested */
+				return; /* stop requested */
 			pthread_mutex_lock(&l->lock);
 			copy = *w; /* the handler may delete its own watch */
 			pthread_mutex_unlock(&l->lock);
@@ -201,13 +206,66 @@ static void *loop_thread(void *arg)
 	}
 }
 
+/*
+ * The thread lives as long as the loop: a stop parks it, a start wakes
+ * it. So it is created once, from vm_run, and never by a thread that
+ * already carries a seccomp filter of another role (filters are inherited
+ * and stack): a VM resumed from its control thread keeps a device thread
+ * with the device filter alone.
+ */
+static void *loop_thread(void *arg)
+{
+	struct event_loop *l = arg;
+	int dead = 0, end;
+
+	pthread_setname_np(pthread_self(), "kiln-devices");
+	if (l->enter && l->enter(l->enter_ctx) < 0)
+		dead = 1; /* the hook said why (the VM stops): handle nothing */
+	for (;;) {
+		if (!dead)
+			run_until_stop(l);
+		pthread_mutex_lock(&l->lock);
+		l->parked = 1;
+		pthread_cond_broadcast(&l->park_cv);
+		while (!l->quit && (dead || !l->go)) {
+			pthread_cond_wait(&l->park_cv, &l->lock);
+			if (dead && !l->parked) {
+				l->parked = 1; /* a start cannot wake a dead loop */
+				pthread_cond_broadcast(&l->park_cv);
+			}
+		}
+		end = l->quit;
+		l->go = 0;
+		pthread_mutex_unlock(&l->lock);
+		if (end)
+			return NULL;
+	}
+}
+
+void event_loop_set_enter(struct event_loop *l, int (*enter)(void *ctx), void *ctx)
+{
+	l->enter = enter;
+	l->enter_ctx = ctx;
+}
+
 int event_loop_start(struct event_loop *l)
 {
-	int err = pthread_create(&l->thread, NULL, loop_thread, l);
+	int err;
 
-	if (err)
+	if (l->running)
+		return 0;
+	if (l->created) {
+		pthread_mutex_lock(&l->lock);
+		l->parked = 0;
+		l->go = 1;
+		pthread_cond_broadcast(&l->park_cv);
+		pthread_mutex_unlock(&l->lock);
+		l->running = 1;
+		return 0;
+	}
+	if ((err = pthread_create(&l->thread, NULL, loop_thread, l)))
 		return -err;
-	l->running = 1;
+	l->created = l->running = 1;
 	return 0;
 }
 
@@ -220,7 +278,10 @@ void event_loop_stop(struct event_loop *l)
 	if (write(l->stop_fd, &one, sizeof(one)) < 0) {
 		/* cannot fail for a fresh eventfd; nothing else to do */
 	}
-	pthread_join(l->thread, NULL);
+	pthread_mutex_lock(&l->lock);
+	while (!l->parked)
+		pthread_cond_wait(&l->park_cv, &l->lock);
+	pthread_mutex_unlock(&l->lock);
 	l->running = 0;
 	/* Drain the stop request, so the loop can be started again (resume). */
 	if (read(l->stop_fd, &one, sizeof(one)) < 0) {
@@ -233,6 +294,13 @@ void event_loop_destroy(struct event_loop *l)
 	if (!l)
 		return;
 	event_loop_stop(l);
+	if (l->created) {
+		pthread_mutex_lock(&l->lock);
+		l->quit = 1;
+		pthread_cond_broadcast(&l->park_cv);
+		pthread_mutex_unlock(&l->lock);
+		pthread_join(l->thread, NULL);
+	}
 	for (int i = 0; i < EVENT_LOOP_MAX; i++)
 		if (l->w[i].timer_fn)
 			close(l->w[i].fd);
@@ -240,6 +308,7 @@ void event_loop_destroy(struct event_loop *l)
 		close(l->epfd);
 	if (l->stop_fd >= 0)
 		close(l->stop_fd);
+	pthread_cond_destroy(&l->park_cv);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }

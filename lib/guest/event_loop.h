@@ -26,10 +26,18 @@ int event_loop_mod(struct event_loop *l, int fd, uint32_t events);
 int event_loop_del(struct event_loop *l, int fd);
 /* Run `fn(ctx)` in the loop thread after `ms` milliseconds (one-shot). */
 int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), void *ctx);
-/* Start the thread. 0 or -errno. */
+/*
+ * `enter(ctx)` is the first thing the loop's thread runs, on itself,
+ * before any handler (libkiln installs the device thread's seccomp filter
+ * there); below 0 the thread handles nothing. Set before the first start.
+ */
+void event_loop_set_enter(struct event_loop *l, int (*enter)(void *ctx), void *ctx);
+/* Start the thread (the first time), or wake it from a stop. 0 or -errno. */
 int event_loop_start(struct event_loop *l);
-/* Stop and join the thread; safe when never started. A stopped loop keeps
- * its watches and may be started again (that is how a VM pauses). */
+/* Stop handling events: returns once the thread is parked, out of every
+ * handler; safe when never started. A stopped loop keeps its watches and
+ * may be started again (that is how a VM pauses). The thread itself ends
+ * in event_loop_destroy. */
 void event_loop_stop(struct event_loop *l);
 void event_loop_destroy(struct event_loop *l);
 

@@ -215,6 +215,14 @@ int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo)
 	return 0;
 }
 
+int kiln_vm_config_set_seccomp(kiln_vm_config *cfg, enum kiln_seccomp_mode mode)
+{
+	if (mode != KILN_SECCOMP_KILL && mode != KILN_SECCOMP_LOG && mode != KILN_SECCOMP_OFF)
+		return fail(cfg, EINVAL, "seccomp: mode %d is none of kill, log, off", (int)mode);
+	cfg->seccomp = mode;
+	return 0;
+}
+
 int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monotonic_ns)
 {
 	cfg->c.t0_ns = monotonic_ns;

@@ -15,6 +15,7 @@
 
 #include "lib/base/err.h"
 #include "vmm/core/vm.h"
+#include "vmm/jail/seccomp_filter.h"
 
 struct strs {
 	char **v;
@@ -25,6 +26,7 @@ struct kiln_vm_config {
 	struct vm_config c;
 	struct strs owned;
 	int has_rate;
+	enum kiln_seccomp_mode seccomp;
 	char err[ERR_MSG_MAX];
 };
 
@@ -39,6 +41,11 @@ struct kiln_vm {
 	struct vm_result res;
 	enum kiln_vm_exit exit;
 	struct vm_snapshot_info snap;
+	/* Each thread role's filter, built once before the first VM thread
+	 * starts (lib/kiln/vm_seccomp.c); `filters_built` under lk. */
+	enum kiln_seccomp_mode seccomp;
+	int filters_built;
+	struct seccomp_prog filters[SECCOMP_ROLE_COUNT];
 	char err[ERR_MSG_MAX];
 };
 
@@ -47,6 +54,11 @@ char *strs_add(struct strs *o, const char *s, size_t len);
 void strs_free(struct strs *o);
 /* A copy of src in dst whose strings are in `owned`. 0 or -ENOMEM. */
 int config_clone(const struct vm_config *src, struct vm_config *dst, struct strs *owned);
+/* vm_config.thread_enter for a kiln_vm (ctx): its role's filter. */
+int vm_seccomp_enter(void *ctx, enum vm_thread_role role);
+/* Build the filters if not yet (under vm->lk). 0 or -errno, vm->err set. */
+int vm_seccomp_prepare(kiln_vm *vm);
+void vm_seccomp_free(kiln_vm *vm);
 /* Copy e's message into buf[256]; returns rc. */
 int handle_err(char *buf, int rc, const struct err *e);
 

@@ -77,6 +77,9 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 		snprintf(cfg->err, sizeof(cfg->err), "out of memory");
 		return -ENOMEM;
 	}
+	vm->seccomp = cfg->seccomp;
+	vm->cfg.thread_enter = vm_seccomp_enter;
+	vm->cfg.thread_ctx = vm;
 	if ((r = vm_create(&vm->cfg, &vm->vm, &e)) < 0) {
 		handle_err(cfg->err, r, &e);
 		strs_free(&vm->owned);
@@ -198,7 +201,8 @@ static void *runner(void *arg)
 	return NULL;
 }
 
-/* Mark started; -EALREADY when it was. */
+/* Mark started and build the threads' seccomp filters before any VM
+ * thread exists; -EALREADY when it was started. */
 static int claim(kiln_vm *vm)
 {
 	int r = 0;
@@ -210,6 +214,11 @@ static int claim(kiln_vm *vm)
 	}
 	vm->started = 1;
 	pthread_mutex_unlock(&vm->lk);
+	if (!r && (r = vm_seccomp_prepare(vm)) < 0) {
+		pthread_mutex_lock(&vm->lk);
+		vm->started = 0;
+		pthread_mutex_unlock(&vm->lk);
+	}
 	return r;
 }
 
@@ -363,6 +372,7 @@ void kiln_vm_destroy(kiln_vm *vm)
 		kiln_vm_wait(vm, -1);
 	}
 	vm_destroy(vm->vm);
+	vm_seccomp_free(vm);
 	strs_free(&vm->owned);
 	pthread_cond_destroy(&vm->cv);
 	pthread_mutex_destroy(&vm->lk);

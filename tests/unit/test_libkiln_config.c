@@ -129,6 +129,24 @@ static void test_fork_refuses_tap_and_firewall_needs_a_net(void **state)
 	kiln_vm_config_free(c);
 }
 
+/* Filters are on unless the caller says otherwise; a mode that is none
+ * of the three is refused with a message and changes nothing. */
+static void test_seccomp_kill_by_default_and_bad_mode_refused(void **state)
+{
+	kiln_vm_config *c = kiln_vm_config_new();
+
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(c->seccomp, KILN_SECCOMP_KILL);
+	assert_int_equal(kiln_vm_config_set_seccomp(c, KILN_SECCOMP_LOG), 0);
+	assert_int_equal(c->seccomp, KILN_SECCOMP_LOG);
+	assert_int_equal(kiln_vm_config_set_seccomp(c, (enum kiln_seccomp_mode)7), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "none of kill, log, off"));
+	assert_int_equal(c->seccomp, KILN_SECCOMP_LOG);
+	assert_int_equal(kiln_vm_config_set_seccomp(c, KILN_SECCOMP_OFF), 0);
+	kiln_vm_config_free(c);
+}
+
 static void test_names_and_version(void **state)
 {
 	(void)state;
@@ -170,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_vsock_and_firewall_checked_at_the_setter),
 		cmocka_unit_test(test_create_refuses_a_kick_signal_without_handler),
 		cmocka_unit_test(test_fork_refuses_tap_and_firewall_needs_a_net),
+		cmocka_unit_test(test_seccomp_kill_by_default_and_bad_mode_refused),
 		cmocka_unit_test(test_names_and_version),
 		cmocka_unit_test(test_agent_handle_refuses_long_paths_and_bad_exec),
 	};

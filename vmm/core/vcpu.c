@@ -180,6 +180,15 @@ static void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &kick, NULL);
 	snprintf(name, sizeof(name), "vcpu%d", v->id);
 	pthread_setname_np(pthread_self(), name);
+	if (vm->cfg.thread_enter) {
+		int err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_VCPU);
+
+		if (err) {
+			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d cannot install its seccomp filter: %s", v->id,
+				strerror(-err));
+			return NULL;
+		}
+	}
 	if (v->id == 0)
 		timeline_mark(&vm->tl, "first_kvm_run");
 	for (;;) {

@@ -248,12 +248,26 @@ static int setup_devices(struct vm *vm, struct err *e)
 	return 0;
 }
 
+/* The device thread's first step (vm_config.thread_enter). */
+static int device_enter(void *ctx)
+{
+	struct vm *vm = ctx;
+	int err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_DEVICE);
+
+	if (err)
+		vm_stop(vm, VM_EXIT_FAILURE, "the device thread cannot install its seccomp filter: %s",
+			strerror(-err));
+	return err;
+}
+
 static int ensure_loop(struct vm *vm, struct err *e)
 {
 	int err;
 
 	if (!vm->loop && (err = event_loop_create(&vm->loop)))
 		return err_set(e, -err, "creating the device thread: %s", strerror(-err));
+	if (vm->cfg.thread_enter)
+		event_loop_set_enter(vm->loop, device_enter, vm);
 	return 0;
 }
 
@@ -559,6 +573,10 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 	}
 	if (vm->loop && (err = event_loop_start(vm->loop)))
 		vm_stop(vm, VM_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
+	/* Only now: threads started after this one's filter would inherit it. */
+	if (vm->cfg.thread_enter && (err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RUNNER)))
+		vm_stop(vm, VM_EXIT_FAILURE, "the VM's control thread cannot install its seccomp filter: %s",
+			strerror(-err));
 	if (vm->cfg.console_in_fd >= 0)
 		pump_console(vm);
 	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)

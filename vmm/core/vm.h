@@ -28,6 +28,9 @@
 
 struct vm;
 
+/* Who a VM thread is, for vm_config.thread_enter. */
+enum vm_thread_role { VM_THREAD_VCPU, VM_THREAD_DEVICE, VM_THREAD_RUNNER };
+
 struct vm_config {
 	const char *kernel;   /* bzImage or PVH-capable ELF vmlinux */
 	const char *initrd;   /* optional */
@@ -67,6 +70,16 @@ struct vm_config {
 	 * the snapshot's copy. NULL: boot.
 	 */
 	const char *restore_dir;
+	/*
+	 * Run by each VM thread on itself before its first guest-reachable
+	 * work: a vCPU before KVM_RUN, the device thread before its first
+	 * handler, vm_run's caller right after starting them (so they do not
+	 * inherit its filter). libkiln installs the thread's seccomp filter
+	 * here (docs/security.md). 0, or -errno: the VM then stops with a
+	 * failure naming the thread. NULL: nothing to do.
+	 */
+	int (*thread_enter)(void *ctx, enum vm_thread_role role);
+	void *thread_ctx;
 };
 
 /* What vm_snapshot wrote. */

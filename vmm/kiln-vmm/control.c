@@ -185,6 +185,13 @@ static void *control_thread(void *arg)
 	struct control *c = arg;
 
 	pthread_setname_np(pthread_self(), "kiln-control");
+	/* Before the first client: this thread pauses, snapshots and
+	 * destroys nothing else than the main thread may (its role). */
+	if (kiln_seccomp_apply_control(c->vm) < 0) {
+		fprintf(stderr, "kiln-vmm: control socket: %s\n", kiln_vm_errmsg(c->vm));
+		kiln_vm_stop(c->vm);
+		return NULL;
+	}
 	for (;;) {
 		struct pollfd p[2] = { { .fd = c->listen_fd, .events = POLLIN },
 				       { .fd = c->stop_fd, .events = POLLIN } };

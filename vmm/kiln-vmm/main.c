@@ -91,6 +91,9 @@ static const char usage[] =
 	"                       --control sockets and snapshot directories there);\n"
 	"                       uid U and gid G (not 0), no capabilities, no_new_privs\n"
 	"                       (docs/security.md)\n"
+	"  --seccomp=kill|log|off  seccomp filter per thread role (default kill: a\n"
+	"                       syscall outside the thread's allowlist kills kiln-vmm;\n"
+	"                       log: only logged by the kernel, to find a missing rule)\n"
 	"  --verbose            log guest accesses to ports/MMIO with no device\n"
 	"  --version, --help\n"
 	"\n"
@@ -295,11 +298,28 @@ static int add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
 	return EXIT_OK;
 }
 
+/* --seccomp=kill|log|off (docs/security.md, "seccomp filters per thread"). */
+static int set_seccomp(kiln_vm_config *cfg, const char *mode)
+{
+	static const struct {
+		const char *name;
+		enum kiln_seccomp_mode mode;
+	} modes[] = { { "kill", KILN_SECCOMP_KILL }, { "log", KILN_SECCOMP_LOG }, { "off", KILN_SECCOMP_OFF } };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (strcmp(mode, modes[i].name) == 0) {
+			kiln_vm_config_set_seccomp(cfg, modes[i].mode);
+			return EXIT_OK;
+		}
+	return bad_usage("--seccomp=%s: expected kill, log or off", mode);
+}
+
 int main(int argc, char **argv)
 {
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
 	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK,
-	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE, OPT_JAIL, OPT_UID, OPT_GID };
+	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE, OPT_JAIL, OPT_UID, OPT_GID,
+	       OPT_SECCOMP };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -323,6 +343,7 @@ int main(int argc, char **argv)
 		{ "jail", required_argument, 0, OPT_JAIL },
 		{ "uid", required_argument, 0, OPT_UID },
 		{ "gid", required_argument, 0, OPT_GID },
+		{ "seccomp", required_argument, 0, OPT_SECCOMP },
 		{ "version", no_argument, 0, OPT_VERSION },
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
@@ -441,6 +462,10 @@ int main(int argc, char **argv)
 				return bad_usage(opt == OPT_UID ? "--uid '%s': not a uid above 0"
 								: "--gid '%s': not a gid above 0",
 						 optarg);
+			break;
+		case OPT_SECCOMP:
+			if ((status = set_seccomp(cfg, optarg)) != EXIT_OK)
+				return status;
 			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", kiln_version());
