@@ -58,6 +58,11 @@ struct kilnd_config {
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
 	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
 	bool quiet;
+	bool no_jail; /* --no-jail: run VMMs without the jail or their cgroups where these are unusable */
+	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
+	char cgroup_parent[PATH_MAX];
+	bool cgroups;          /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
+	char cgroup_off[512];  /* why not, when cgroups is false */
 };
 
 struct sandbox;

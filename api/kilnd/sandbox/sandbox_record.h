@@ -44,6 +44,7 @@ struct sandbox_record {
 	json_t *last_exit;   /* object or NULL */
 	json_t *checkpoints; /* array of checkpoint objects */
 	json_t *hibernation; /* object or NULL */
+	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */

@@ -34,6 +34,7 @@ struct log_out {
 struct vmm_proc {
 	pid_t pid;
 	char *const *argv; /* only until the spawn handshake */
+	int cgroup_fd;     /* likewise */
 	struct log_out out[2]; /* 0: console, 1: stderr */
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
@@ -95,6 +96,9 @@ child(struct vmm_proc *p, pid_t parent, int devnull, int cons_w, int err_w, int 
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127); /* kilnd is already gone */
+	/* Into the sandbox's cgroup before exec: all kiln-vmm allocates is charged there. */
+	if (p->cgroup_fd >= 0 && write(p->cgroup_fd, "0", 1) != 1)
+		goto fail;
 	setsid();
 	if (dup2(devnull, 0) < 0 || dup2(cons_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
@@ -258,6 +262,7 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, pid_t *pi
 		return -1;
 	}
 	p->argv = req->argv;
+	p->cgroup_fd = req->cgroup_fd;
 	p->on_exit = req->on_exit;
 	p->arg = req->arg;
 	for (int i = 0; i < 2; i++) {

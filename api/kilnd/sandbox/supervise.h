@@ -52,6 +52,9 @@ struct vmm_spawn_req {
 	const char *vmm_log;
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
+	/* The cgroup.procs of the VMM's cgroup (sandbox/cgroup.h), written
+	 * by the child before exec; -1: none. The caller keeps and closes it. */
+	int cgroup_fd;
 };
 
 struct vmm_proc;

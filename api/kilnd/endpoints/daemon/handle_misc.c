@@ -32,6 +32,7 @@ static void json_or_oom(struct http_req *r, json_t *o, const char *what)
 
 void handle_health(struct http_req *r)
 {
+	const struct kilnd_config *cfg = &r->d->cfg;
 	unsigned counts[SANDBOX_STATE_COUNT];
 	size_t total;
 
@@ -39,9 +40,11 @@ void handle_health(struct http_req *r)
 		return;
 	sandboxes_count(r->d, counts, &total);
 	json_or_oom(r,
-		    json_pack("{s:s,s:s,s:I,s:I}", "status", "ok", "version", KILN_VERSION, "uptime_s",
-			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
-			      (json_int_t)total),
+		    json_pack("{s:s,s:s,s:I,s:I,s:{s:b,s:o,s:o}}", "status", "ok", "version", KILN_VERSION,
+			      "uptime_s", (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
+			      (json_int_t)total, "cgroups", "used", cfg->cgroups, "parent",
+			      cfg->cgroups ? json_string(cfg->cgroup_parent) : json_null(), "reason",
+			      cfg->cgroups ? json_null() : json_string(cfg->cgroup_off)),
 		    "health");
 }
 
