@@ -18,8 +18,14 @@
 #include "api/kilnd/core/names.h"
 #include "lib/base/fd_io.h"
 
-/* What every VMM's cgroup limits. io is not among them: see docs/security.md. */
-static const char *const controllers[] = { "memory", "pids", "cpu", NULL };
+/* What every VMM's cgroup limits, and io where offered: with memory, it
+ * makes the kernel throttle a VMM's dirty page cache (snapshot and overlay
+ * writes) against its own memory.max rather than the host's (cgroup
+ * writeback). No io.max is set: see docs/security.md. */
+static const struct {
+	const char *name;
+	bool required;
+} controllers[] = { { "memory", true }, { "pids", true }, { "cpu", true }, { "io", false }, { NULL, false } };
 /* How long cgroup_remove waits for killed processes to leave (10 ms steps). */
 #define REMOVE_TRIES 200
 
@@ -101,26 +107,32 @@ static int enable_level(const char *dir, char *err, size_t errlen)
 		snprintf(err, errlen, "cgroup: cannot read the controllers of %s: %s", dir, strerror(-r));
 		return -1;
 	}
-	for (size_t i = 0; controllers[i]; i++) {
-		if (has_word(on, controllers[i]))
+	for (size_t i = 0; controllers[i].name; i++) {
+		const char *c = controllers[i].name;
+
+		if (has_word(on, c))
 			continue;
-		if (!has_word(have, controllers[i])) {
+		if (!has_word(have, c)) {
+			if (!controllers[i].required)
+				continue;
 			snprintf(err, errlen,
 				 "cgroup: the %s controller is not available in %s (it offers: %.100s); enable it above, or pick another --cgroup-parent",
-				 controllers[i], dir, have[0] ? have : "none");
+				 c, dir, have[0] ? have : "none");
 			return -1;
 		}
-		snprintf(plus, sizeof(plus), "+%s", controllers[i]);
+		snprintf(plus, sizeof(plus), "+%s", c);
 		r = write_file(dir, "cgroup.subtree_control", plus);
+		if (r && !controllers[i].required)
+			continue;
 		if (r == -EBUSY) {
 			snprintf(err, errlen,
 				 "cgroup: cannot enable %s below %s: processes live in it, and a cgroup that holds processes cannot hand controllers to children; use a --cgroup-parent beside kilnd's own cgroup (docs/api.md)",
-				 controllers[i], dir);
+				 c, dir);
 			return -1;
 		}
 		if (r) {
 			snprintf(err, errlen, "cgroup: cannot enable %s below %s: %s (run kilnd as root, or delegate the subtree to it: docs/api.md)",
-				 controllers[i], dir, strerror(-r));
+				 c, dir, strerror(-r));
 			return -1;
 		}
 	}
