@@ -16,7 +16,7 @@ void cg_limits_default(unsigned cpus, unsigned memory_mib, struct cg_limits *out
 		over = CG_OVERHEAD_MAX_MIB;
 	out->memory_max_mib = (uint64_t)memory_mib + over;
 	out->pids_max = CG_PIDS_DEFAULT_BASE + cpus;
-	out->cpu_max_centi = cpus * 100u;
+	out->cpu_max_centi = cpus > CG_CPU_MAX_CENTI / 100u ? CG_CPU_MAX_CENTI : cpus * 100u;
 }
 
 /* CPUs as a JSON number with at most two decimals, into hundredths. */
