@@ -1202,7 +1202,9 @@ test_kilnd_firewall_passt() {
   net_ns_make kf && net_ns_uplink || { net_cleanup; return 1; }
   net_hosts_start --http 10.78.1.10:8080 --http 10.77.2.10:8080 --http 203.0.113.10:8080 \
     --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
-  kd_wrap=(ip netns exec "$ns")
+  # ip netns exec mounts a fresh /sys without the cgroup2 beneath it: kilnd
+  # needs the hierarchy for its VMMs' cgroups (in this mount namespace only).
+  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
   kd_start --dns-resolver 10.78.3.53 || { net_cleanup; return 1; }
   why=
 
