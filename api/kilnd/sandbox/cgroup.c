@@ -218,7 +218,8 @@ int cgroup_create(const char *parent, const char *id, const struct cg_limits *l,
 
 	*procs_fd = -1;
 	if ((size_t)snprintf(path, cap, "%s/%s", parent, id) >= cap) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cgroup: the path of %s/%s is too long", parent, id);
+		api_err_set(e, API_E_SPAWN_FAILED, "cgroup: the path of sandbox %s's cgroup is too long (--cgroup-parent %.200s...)",
+			    id, parent);
 		return -1;
 	}
 	/* A cgroup of an earlier boot whose removal failed: start it over,
