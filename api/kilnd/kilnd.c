@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/kilnd/sandbox/cgroup.h"
 #include "api/kilnd/sandbox/checkpoint.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/http.h"
@@ -68,8 +69,11 @@ static const char usage[] =
 	"                        (root only; default: the first of /etc/resolv.conf)\n"
 	"  --jail-ids FIRST:COUNT  uids (= gids) for sandboxes' kiln-vmm processes,\n"
 	"                        one per sandbox (default 2000000000:65536; never 0)\n"
-	"  --no-jail             run kiln-vmm unconfined, with kilnd's own privileges\n"
-	"                        (needed when kilnd cannot jail: not root); said in\n"
+	"  --cgroup-parent DIR   cgroup v2 directory for the sandboxes' cgroups\n"
+	"                        (default /sys/fs/cgroup/kiln; docs/api.md)\n"
+	"  --no-jail             run kiln-vmm unconfined, with kilnd's own privileges,\n"
+	"                        and without cgroups where they are unusable (needed\n"
+	"                        when kilnd cannot jail: not root); said in\n"
 	"                        GET /v1/health (docs/security.md)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
@@ -239,7 +243,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
-	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_NO_JAIL };
+	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
+	       OPT_NO_JAIL };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -260,6 +265,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
+		{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -401,6 +407,12 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			snprintf(cfg->dns_resolver, sizeof(cfg->dns_resolver), "%s", optarg);
 			break;
 		}
+		case OPT_CGROUP_PARENT:
+			if (optarg[0] != '/' || strlen(optarg) >= sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32)
+				return bad_usage("--cgroup-parent '%s': an absolute path (of a cgroup v2 directory), shorter than %zu bytes",
+						 optarg, sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32);
+			snprintf(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "%s", optarg);
+			break;
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -424,6 +436,24 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
+	return EXIT_OK;
+}
+
+/* Each VMM gets a cgroup of its own; without one it runs only with --no-jail. */
+static int check_cgroups(struct kilnd_config *cfg)
+{
+	char err[sizeof(cfg->cgroup_off)];
+
+	cfg->cgroups = cgroup_setup(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), err, sizeof(err)) == 0;
+	if (cfg->cgroups)
+		return EXIT_OK;
+	/* A kilnd that cannot jail starts to say so (health) and runs nothing. */
+	if (!cfg->no_jail && !cfg->jail_unavailable[0])
+		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits", err);
+	if (cfg->no_jail)
+		kilnd_log("%s; running sandboxes without cgroup limits (--no-jail)", err);
+	snprintf(cfg->cgroup_off, sizeof(cfg->cgroup_off), "%s", err);
+	cfg->cgroup_parent[0] = '\0';
 	return EXIT_OK;
 }
 
@@ -487,7 +517,7 @@ static int check_config(struct kilnd_config *cfg)
 			return setup_error("--share-root '%s': not a directory", cfg->share_roots[i]);
 		snprintf(cfg->share_roots[i], PATH_MAX, "%s", real);
 	}
-	return EXIT_OK;
+	return check_cgroups(cfg);
 }
 
 /* Serve until SIGTERM/SIGINT/SIGHUP, then stop every sandbox. */

@@ -61,6 +61,11 @@ static void check_sandbox(const struct sandbox_spec *s, const struct sandbox_lim
 	FUZZ_ASSERT(s->nshares <= SPEC_MAX_SHARES && s->timeout_s <= SPEC_TIMEOUT_MAX_S);
 	FUZZ_ASSERT(s->idle_timeout_s <= SPEC_TIMEOUT_MAX_S);
 	FUZZ_ASSERT(!s->firewall || s->network == SANDBOX_NET_PASST);
+	/* The cgroup's limits: never below the guest's RAM plus the floor, never unbounded. */
+	FUZZ_ASSERT(s->limits.memory_max_mib >= (uint64_t)s->memory_mib + CG_MEMORY_FLOOR_MIB &&
+		    s->limits.memory_max_mib <= CG_MEMORY_MAX_MIB);
+	FUZZ_ASSERT(s->limits.pids_max >= CG_PIDS_FLOOR + s->cpus && s->limits.pids_max <= CG_PIDS_MAX);
+	FUZZ_ASSERT(s->limits.cpu_max_centi >= 1 && s->limits.cpu_max_centi <= CG_CPU_MAX_CENTI);
 	for (size_t i = 0; i < s->nshares; i++) {
 		FUZZ_ASSERT(s->shares[i].host_path[0] == '/' && !has_any(s->shares[i].host_path, ",:"));
 		FUZZ_ASSERT(s->shares[i].guest_path[0] == '/' && !has_any(s->shares[i].guest_path, " \"'\\=,:"));

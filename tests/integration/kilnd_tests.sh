@@ -218,6 +218,21 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   # The share reached kiln-vmm as the directory kilnd opened (fd=N).
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo via-fd > /mnt/shared/f"],"user":"root"}'
   kd_check '[ "$(cat "$kd/shared/f" 2>/dev/null)" = via-fd ]' "the guest wrote into the share"
+  # Its cgroup (docs/security.md, "cgroup limits"): the limits computed
+  # from cpus 2 and memory_mib 256 are in force with kiln-vmm inside, and
+  # a guest that touches all its RAM does not push the VMM past memory.max.
+  local cg pid peak
+  cg=$(jget 'd["cgroup"]') pid=$(jget 'd["pid"]')
+  kd_check '[ "$(jget "d[\"limits\"] == {\"memory_max_mib\": 336, \"pids_max\": 66, \"cpu_max\": 2}")" = True ]' "the sandbox shows its limits"
+  kd_check '[ -d "$cg" ] && [ "$(cat "$cg/memory.max")" = 352321536 ] && [ "$(cat "$cg/pids.max")" = 66 ] && [ "$(cat "$cg/cpu.max")" = "200000 100000" ]' "its cgroup $cg has the limits in force"
+  kd_check 'grep -qx "$pid" "$cg/cgroup.procs"' "kiln-vmm (pid $pid) runs in its cgroup"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","for i in 1 2 3; do dd if=/dev/zero of=/dev/null bs=120M count=1 2>/dev/null & done; wait; echo filled"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = filled ]' "the guest ran three 120 MiB allocations in 256 MiB"
+  peak=$(cat "$cg/memory.peak" 2>/dev/null || cat "$cg/memory.current")
+  kd_check '[ "$peak" -ge $((200 << 20)) ] && [ "$peak" -le 352321536 ] && [ "$(cat "$cg/memory.current")" -le 352321536 ]' "the guest filled its RAM ($peak bytes at most in the cgroup) within memory.max"
+  kd_check 'grep -qx "oom_kill 0" "$cg/memory.events" && grep -qx "$pid" "$cg/cgroup.procs"' "the VMM was not OOM-killed"
+  api GET /v1/health
+  kd_check '[ "$(jget "d[\"cgroups\"][\"used\"]")" = True ]' "health says cgroups are used"
 
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["echo","hello"]}'
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hello\\n\" and d[\"exit_code\"] == 0")" = True ]' "exec echo"
@@ -246,6 +261,7 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
 
   api POST "/v1/sandboxes/$sid/stop"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = stopped ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = stopped ]' "stop"
+  kd_check '[ ! -e "$cg" ] && [ "$(jget "d[\"cgroup\"]")" = None ]' "the stopped VMM's cgroup is gone"
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["true"]}'
   kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = wrong_state ]' "exec on a stopped sandbox is 409"
   api POST "/v1/sandboxes/$sid/stop"
@@ -276,7 +292,7 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
 
 test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {
   kd_start || return 1
-  local why='' a b pid
+  local why='' a b pid cg
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   a=$sid
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
@@ -295,6 +311,13 @@ test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {
   kd_check 'printf "%s" "$body" | grep -q "^kiln_sandbox_crashes_total 1$"' "crash counted"
   api POST "/v1/sandboxes/$a/start"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = running ]' "a crashed sandbox starts again"
+  # A VMM killed at its cgroup's memory.max is reported as such, not as a
+  # mystery crash: shrinking memory.max below what it uses OOM-kills it.
+  cg=$(jget 'd["cgroup"]')
+  kd_check '[ -d "$cg" ] && (echo 8M >"$cg/memory.max")' "shrink memory.max of $cg"
+  kd_check 'kd_wait_state "$a" crashed' "a VMM killed at memory.max shows crashed"
+  kd_check '[ "$(jget "d[\"last_exit\"][\"reason\"]")" = memory_limit ] && jget "d[\"last_exit\"][\"message\"]" | grep -q memory.max' "last_exit says memory_limit"
+  kd_check '[ ! -e "$cg" ]' "the killed VMM's cgroup is gone"
   api DELETE "/v1/sandboxes/$a"
   api DELETE "/v1/sandboxes/$b"
   kd_check '[ $status = 204 ]' "delete a running sandbox"
@@ -1279,7 +1302,9 @@ test_kilnd_firewall_passt() {
   net_ns_make kf && net_ns_uplink || { net_cleanup; return 1; }
   net_hosts_start --http 10.78.1.10:8080 --http 10.77.2.10:8080 --http 203.0.113.10:8080 \
     --dns 10.78.3.53 --zone allowed.test=203.0.113.10 || { net_cleanup; return 1; }
-  kd_wrap=(ip netns exec "$ns")
+  # ip netns exec mounts a fresh /sys without the cgroup2 beneath it: kilnd
+  # needs the hierarchy for its VMMs' cgroups (in this mount namespace only).
+  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
   kd_start --dns-resolver 10.78.3.53 || { net_cleanup; return 1; }
   why=
 

@@ -59,10 +59,15 @@ struct kilnd_config {
 	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
 	bool quiet;
 	/* The jail (docs/security.md): each sandbox's kiln-vmm runs as its own
-	 * uid = gid from jail_id_first .. jail_id_first + jail_id_count - 1. */
-	bool no_jail;              /* --no-jail: the operator runs VMMs unconfined */
+	 * uid = gid from jail_id_first .. jail_id_first + jail_id_count - 1,
+	 * in a cgroup of its own. */
+	bool no_jail;               /* --no-jail: the operator runs VMMs unconfined (and without cgroups where unusable) */
 	char jail_unavailable[256]; /* why this kilnd cannot jail; "": it can */
 	uint32_t jail_id_first, jail_id_count;
+	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
+	char cgroup_parent[PATH_MAX];
+	bool cgroups;         /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
+	char cgroup_off[512]; /* why not, when cgroups is false */
 };
 
 struct sandbox;

@@ -96,7 +96,7 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 {
 	static const char *const fields[] = { "image", "cpus", "memory_mib", "hostname", "env", "labels",
 					      "shares", "timeout_s", "idle_timeout_s", "console", "network",
-					      "firewall", NULL };
+					      "firewall", "limits", NULL };
 	const char *image, *hostname, *network;
 	json_t *shares;
 	uint64_t n;
@@ -124,6 +124,8 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		    &n, what, e))
 		return -1;
 	out->memory_mib = (unsigned)n;
+	if (cg_limits_parse(json_object_get(body, "limits"), out->cpus, out->memory_mib, &out->limits, what, e))
+		return -1;
 	if (json_fields_string(body, "hostname", false, HOSTNAME_MAX, &hostname, what, e))
 		return -1;
 	if (hostname && !hostname_valid(hostname)) {
@@ -220,11 +222,12 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			return NULL;
 		}
 	}
-	o = json_pack("{s:s,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s}", "image", s->image, "cpus",
+	o = json_pack("{s:s,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s,s:o}", "image", s->image, "cpus",
 		      (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "hostname", s->hostname,
 		      "env", s->env, "labels", s->labels, "shares", shares, "timeout_s",
 		      (json_int_t)s->timeout_s, "idle_timeout_s", (json_int_t)s->idle_timeout_s, "console",
-		      s->console, "network", firewall_network_name(s->network));
+		      s->console, "network", firewall_network_name(s->network), "limits",
+		      cg_limits_to_json(&s->limits));
 	return o;
 }
 

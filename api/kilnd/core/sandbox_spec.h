@@ -24,6 +24,7 @@
 
 #include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/cgroup_limits.h"
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/core/names.h"
 
@@ -75,6 +76,9 @@ struct sandbox_spec {
 	 * which holds the current rules from then on; so it is not part of
 	 * sandbox_spec_to_json() (and NULL in a spec read back from meta.json). */
 	json_t *firewall;
+	/* The cgroup's limits (cgroup_limits.h): the `limits` object, every
+	 * field filled in (defaults from cpus and memory_mib). */
+	struct cg_limits limits;
 };
 
 /*

@@ -405,6 +405,8 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e)
 	kilnd_lock(d);
 	sandbox_registry_remove_locked(d, sb);
 	kilnd_unlock(d);
+	if (d->cfg.cgroups)
+		sandbox_cgroup_remove(sb); /* one its VMM's exit could not remove */
 	sandbox_remove_dir(sb->dir);
 	kilnd_log("sandbox %s: deleted", sb->rec.id);
 	return 0;

@@ -126,6 +126,8 @@ void sandbox_halt(struct sandbox *sb, int grace_ms);
 bool sandbox_wait_gone_locked(struct sandbox *sb, int ms);
 /* Kill the VMM and wait until it is gone. Under reg.mu. */
 void sandbox_kill_locked(struct sandbox *sb);
+/* Remove the sandbox's cgroup (<--cgroup-parent>/<id>) if one is left; no VMM runs. */
+void sandbox_cgroup_remove(struct sandbox *sb);
 /*
  * Set the guest's clock from the host's and push fresh entropy into its
  * random pool (the agent reseeds the CRNG), as after every boot and restore:

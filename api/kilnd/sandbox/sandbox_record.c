@@ -51,6 +51,7 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	e |= json_object_set_new(o, "stopped_at", time_or_null(r->stopped_ms));
 	e |= json_object_set_new(o, "expires_at", time_or_null(r->expires_ms));
 	e |= json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
+	e |= json_object_set_new(o, "cgroup", r->cgroup[0] ? json_string(r->cgroup) : json_null());
 	e |= json_object_set_new(o, "boots", json_integer(r->boots));
 	e |= json_object_set_new(o, "boot", obj_or_null(r->boot));
 	e |= json_object_set_new(o, "last_exit", obj_or_null(r->last_exit));
@@ -100,7 +101,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "stopped_at", "expires_at", "pid",        "boots",
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
-					 "hibernation", "jail",     "owner_uid", NULL };
+					 "hibernation", "jail",     "owner_uid", "cgroup",     NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {

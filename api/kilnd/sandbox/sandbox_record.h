@@ -51,6 +51,7 @@ struct sandbox_record {
 	json_t *checkpoints; /* array of checkpoint objects */
 	json_t *hibernation; /* object or NULL */
 	uint32_t jail_id;    /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
+	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/kilnd/sandbox/cgroup.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_argv.h"
@@ -40,6 +41,41 @@ void sandbox_kill_locked(struct sandbox *sb)
 	}
 }
 
+void sandbox_cgroup_remove(struct sandbox *sb)
+{
+	char cg[PATH_MAX];
+
+	if ((size_t)snprintf(cg, sizeof(cg), "%s/%s", sb->d->cfg.cgroup_parent, sb->rec.id) < sizeof(cg))
+		cgroup_remove(cg);
+}
+
+/*
+ * The ended VMM's cgroup: read what it counted, then remove it. The limit
+ * that ended the VMM (a last_exit reason, with msg) or NULL.
+ */
+static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info *x, char *msg, size_t cap)
+{
+	const char *limit = NULL;
+	struct cg_events ev;
+	char cg[PATH_MAX];
+	int r;
+
+	kilnd_lock(sb->d);
+	snprintf(cg, sizeof(cg), "%s", sb->rec.cgroup);
+	kilnd_unlock(sb->d);
+	if (!cg[0])
+		return NULL;
+	cgroup_read_events(cg, &ev);
+	/* A VMM that ended cleanly was not ended by a limit it brushed. */
+	if (x->status != 0 || x->signal)
+		limit = cg_limit_hit(&ev, &sb->rec.spec.limits, msg, cap);
+	/* Outside the lock: removing may wait for leftover processes to die. */
+	if ((r = cgroup_remove(cg)))
+		kilnd_log("sandbox %s: cannot remove its cgroup %s: %s (removed at its next boot or delete)",
+			  sb->rec.id, cg, strerror(-r));
+	return limit;
+}
+
 /*
  * Called by the monitor thread when kiln-vmm ended, before it is reaped.
  * A running sandbox becomes stopped (the guest shut itself down: status
@@ -60,7 +96,10 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	};
 	enum sandbox_state was, to;
 	bool crashed = false;
+	const char *limit;
+	char limit_msg[512];
 
+	limit = vmm_cgroup_end(sb, x, limit_msg, sizeof(limit_msg));
 	kilnd_lock(d);
 	was = sb->rec.state;
 	switch (was) {
@@ -87,8 +126,17 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 		end.reason = "crashed";
 		break;
 	}
+	if (limit) {
+		/* Not a mystery crash: the cgroup says which limit ended it. */
+		if (strcmp(end.reason, "crashed") == 0)
+			end.reason = limit;
+		json_decref(end.msg);
+		end.msg = json_string(limit_msg);
+		kilnd_log("sandbox %s: %s", sb->rec.id, limit_msg);
+	}
 	json_decref(sb->rec.last_exit);
 	sb->rec.last_exit = sandbox_exit_json(&end);
+	sb->rec.cgroup[0] = '\0';
 	sb->proc = NULL;
 	sb->vmm_exited = true;
 	sb->rec.pid = 0;
@@ -159,7 +207,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
 				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
 				.firewall = firewall, .resolver = d->cfg.dns_resolver };
-	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb };
+	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb,
+				     .cgroup_fd = -1 };
+	char cg[PATH_MAX];
 	struct agent_client_err ae;
 	struct agent_client c;
 	struct vmm_argv argv;
@@ -198,10 +248,19 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	req.argv = argv.argv;
 	req.keep_fds = shares;
 	req.nkeep = nshares;
+	cg[0] = '\0';
+	if (d->cfg.cgroups && cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits, cg, sizeof(cg),
+					    &req.cgroup_fd, e)) {
+		sandbox_shares_close(shares, nshares);
+		vmm_argv_free(&argv);
+		return -1;
+	}
 	/* Sockets left by a kiln-vmm that was killed would make bind fail. */
 	unlink(sb->vsock);
 	unlink(sb->control);
 	kilnd_lock(d);
+	/* on_vmm_exit reads and removes it. */
+	snprintf(sb->rec.cgroup, sizeof(sb->rec.cgroup), "%s", cg);
 	sb->vmm_exited = false;
 	sb->restoring = restore_dir != NULL;
 	sb->rec.boots++;
@@ -210,14 +269,18 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	t0 = mono_ms_f();
 	r = vmm_spawn(&req, &proc, &pid, e);
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
+	if (req.cgroup_fd >= 0)
+		close(req.cgroup_fd);
+	vmm_argv_free(&argv);
 	if (r) {
-		vmm_argv_free(&argv);
 		kilnd_lock(d);
+		sb->rec.cgroup[0] = '\0';
 		sb->refs--;
 		kilnd_unlock(d);
+		if (cg[0])
+			cgroup_remove(cg);
 		return -1;
 	}
-	vmm_argv_free(&argv);
 	*spawned = true;
 	kilnd_lock(d);
 	/* The VMM may already be gone (on_vmm_exit ran): then keep proc NULL. */
@@ -233,7 +296,6 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	for (;;) {
 		double left = deadline - mono_ms_f();
 		bool exited;
-		int r;
 
 		kilnd_lock(d);
 		exited = sb->vmm_exited;

@@ -38,6 +38,7 @@ struct vmm_proc {
 	char *const *argv; /* only until the spawn handshake */
 	const int *keep_fds; /* likewise */
 	size_t nkeep;
+	int cgroup_fd;     /* likewise */
 	struct log_out out[2]; /* 0: console, 1: stderr */
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
@@ -102,6 +103,9 @@ child(struct vmm_proc *p, pid_t parent, int devnull, int cons_w, int err_w, int 
 	 * outside it and getppid() says 0: nothing to compare. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (!p->new_pid_ns && getppid() != parent))
 		_exit(127);
+	/* Into the sandbox's cgroup before exec: all kiln-vmm allocates is charged there. */
+	if (p->cgroup_fd >= 0 && write(p->cgroup_fd, "0", 1) != 1)
+		goto fail;
 	setsid();
 	if (dup2(devnull, 0) < 0 || dup2(cons_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
@@ -272,6 +276,7 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, pid_t *pi
 	p->argv = req->argv;
 	p->keep_fds = req->keep_fds;
 	p->nkeep = req->nkeep;
+	p->cgroup_fd = req->cgroup_fd;
 	p->on_exit = req->on_exit;
 	p->arg = req->arg;
 	p->new_pid_ns = req->new_pid_ns;

@@ -59,6 +59,9 @@ struct vmm_spawn_req {
 	 * The caller keeps them open until vmm_spawn returned. */
 	const int *keep_fds;
 	size_t nkeep;
+	/* The cgroup.procs of the VMM's cgroup (sandbox/cgroup.h), written
+	 * by the child before exec; -1: none. The caller keeps and closes it. */
+	int cgroup_fd;
 };
 
 struct vmm_proc;
