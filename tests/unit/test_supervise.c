@@ -57,7 +57,7 @@ static void test_keep_fds_only(void **state)
 		 kept, shut, plain);
 	char *argv[] = { "/bin/sh", "-c", script, NULL };
 	struct vmm_spawn_req req = { .argv = argv, .console_log = cons, .vmm_log = vlog, .on_exit = on_exit_cb,
-				     .arg = &x, .keep_fds = &kept, .nkeep = 1 };
+				     .arg = &x, .keep_fds = &kept, .nkeep = 1, .cgroup_fd = -1 };
 
 	assert_int_equal(vmm_spawn(&req, &proc, &pid, &e), 0);
 	pthread_mutex_lock(&x.mu);

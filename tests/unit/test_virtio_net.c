@@ -714,7 +714,8 @@ static void test_control_socket_firewall_commands(void **state)
 	vm->cfg.firewall_len = strlen(first);
 	vm->nvirtio = 1;
 	vm->virtio[0].dev = f->d;
-	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
+	assert_int_equal(control_open(kv, path, &ctl, &e), 0);
+	assert_int_equal(control_start(ctl, &e), 0);
 
 	/* An established flow on port 80... */
 	n = tcp(fr, GUEST, SERVER, 40000, 80, SYN, false);
@@ -763,7 +764,8 @@ static void test_control_socket_firewall_commands(void **state)
 	control_stop(ctl);
 	/* Without --firewall the commands say so. */
 	vm->cfg.firewall = NULL;
-	assert_int_equal(control_start(kv, path, &ctl, &e), 0);
+	assert_int_equal(control_open(kv, path, &ctl, &e), 0);
+	assert_int_equal(control_start(ctl, &e), 0);
 	r = control_call(path, "firewall-get");
 	assert_non_null(strstr(r, "\"ok\":false"));
 	assert_non_null(strstr(r, "without --firewall"));
