@@ -235,9 +235,15 @@ static struct term_mode_saved console_term;
 
 static void console_signal(int sig)
 {
+	sigset_t self;
+
 	term_mode_leave(&console_term);
 	signal(sig, SIG_DFL);
 	raise(sig);
+	/* The handler blocks sig: unblocking it delivers it now. */
+	sigemptyset(&self);
+	sigaddset(&self, sig);
+	sigprocmask(SIG_UNBLOCK, &self, NULL);
 	/* Still here: pid 1 of a jail ignores a signal left at SIG_DFL. */
 	_exit(128 + sig);
 }
