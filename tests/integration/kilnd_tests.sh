@@ -222,6 +222,7 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   # from cpus 2 and memory_mib 256 are in force with kiln-vmm inside, and
   # a guest that touches all its RAM does not push the VMM past memory.max.
   local cg pid peak
+  api GET "/v1/sandboxes/$sid"
   cg=$(jget 'd["cgroup"]') pid=$(jget 'd["pid"]')
   kd_check '[ "$(jget "d[\"limits\"] == {\"memory_max_mib\": 336, \"pids_max\": 66, \"cpu_max\": 2}")" = True ]' "the sandbox shows its limits"
   kd_check '[ -d "$cg" ] && [ "$(cat "$cg/memory.max")" = 352321536 ] && [ "$(cat "$cg/pids.max")" = 66 ] && [ "$(cat "$cg/cpu.max")" = "200000 100000" ]' "its cgroup $cg has the limits in force"
@@ -1004,7 +1005,7 @@ test_kilnd_five_forks_from_one_checkpoint() {
   # The forks' memory maps the checkpoint's file: deleting it is fine.
   api DELETE "/v1/sandboxes/$src"
   kd_check '[ $status = 204 ]' "delete the source"
-  kd_sh "${ids[0]}" 'cat /home/user/base.txt; echo still >/home/user/x && cat /home/user/x'
+  kd_sh "${ids[0]:-none}" 'cat /home/user/base.txt; echo still >/home/user/x && cat /home/user/x'
   kd_check '[ "$(kd_outw)" = "base still" ]' "a fork runs on without its source"
   for k in "${ids[@]}"; do
     api DELETE "/v1/sandboxes/$k"
