@@ -124,7 +124,11 @@ test_kilnd_requests_refused_without_booting() {
   local kd_wrap=(setpriv --reuid 65534 --regid 65534 --clear-groups) kd_keep
   kd_keep=$(mktemp -d /tmp/kd.XXXXXX)
   chmod 0777 "$kd_keep"
-  kd_start --allow-uid 0 || return 1
+  # It boots nothing: a kernel file it may read is enough (the real one
+  # lies beneath root's cache).
+  : >"$kd_keep/vmlinux"
+  chmod 0644 "$kd_keep/vmlinux"
+  kd_start --allow-uid 0 --kernel "$kd_keep/vmlinux" || return 1
   api GET /v1/health
   kd_check '[ "$(jget "d[\"jail\"][\"enabled\"], d[\"jail\"][\"mode\"], \"not root\" in d[\"jail\"][\"reason\"]")" = "False unavailable True" ]' "health says why there is no jail"
   api POST /v1/sandboxes -d '{"image":"minimal"}'
