@@ -451,10 +451,13 @@ int vm_restore_open(const struct vm_config *cfg, struct err *e)
 	/* No symlink as the last component: a jailed VMM owns the directory
 	 * its snapshots are made in and could plant one there. */
 	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
 
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(cfg->restore_dir, &st) == 0 && S_ISLNK(st.st_mode))
+		return err_set(e, ELOOP, "--restore %s: a symbolic link (give the snapshot directory itself)",
+			       cfg->restore_dir);
 	if (fd < 0)
-		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir,
-			       errno == ELOOP ? "a symbolic link (give the snapshot directory itself)" : strerror(errno));
+		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
 	if (cfg->hugepages) {
 		close(fd);
 		return err_set(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
