@@ -30,7 +30,7 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 	if (!from)
 		return -1;
 	snprintf(ref, sizeof(ref), "%s/%s", id, name);
-	if (sandbox_pathf(dir, sizeof(dir), "%s/checkpoints/%s", from->dir, name)) {
+	if (sandbox_checkpoint_dir(from, name, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "fork: checkpoint path too long");
 		sandbox_put(from);
 		return -1;

@@ -86,6 +86,11 @@ struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id);
 int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb);
 void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
 
+/* sandbox_snap.c */
+/* Checkpoint `name`'s directory (NULL: the checkpoints' parent) into out:
+ * in the jail's directory, where the jailed kiln-vmm writes it. 0 or -1. */
+int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap);
+
 /* sandbox_store.c */
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int sandbox_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -20,7 +20,7 @@
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-static int cp_path(const struct sandbox *sb, const char *name, char *out, size_t cap)
+int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap)
 {
 	/* In the jail's directory, writable by the sandbox's jailed kiln-vmm (sandbox_jail.h). */
 	return name ? sandbox_pathf(out, cap, "%s/vm/checkpoints/%s", sb->dir, name)
@@ -124,7 +124,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	int r;
 
 	*cp = NULL;
-	if (cp_path(sb, req->name, dir, sizeof(dir))) {
+	if (sandbox_checkpoint_dir(sb, req->name, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint path too long", sb->rec.id);
 		return -1;
 	}
@@ -152,7 +152,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	kilnd_unlock(d);
 
 	/* Busy, so no delete removes the sandbox directory meanwhile. */
-	if (cp_path(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
+	if (sandbox_checkpoint_dir(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id, parent, strerror(errno));
 		r = -1;
 	} else {
@@ -238,7 +238,7 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 	char dir[PATH_MAX];
 	size_t i;
 
-	if (cp_path(sb, name, dir, sizeof(dir))) {
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir))) {
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
@@ -272,7 +272,7 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	enum sandbox_state to;
 	int r;
 
-	if (cp_path(sb, name, dir, sizeof(dir)) || hibernate_path(sb, hib, sizeof(hib))) {
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || hibernate_path(sb, hib, sizeof(hib))) {
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
@@ -319,12 +319,12 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb)
 	struct stat st;
 	DIR *dh;
 
-	if (!sb->rec.checkpoints || cp_path(sb, NULL, dir, sizeof(dir)))
+	if (!sb->rec.checkpoints || sandbox_checkpoint_dir(sb, NULL, dir, sizeof(dir)))
 		return;
 	for (size_t i = json_array_size(sb->rec.checkpoints); i-- > 0;) {
 		const char *name = json_string_value(json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
 
-		if (cp_path(sb, name, sub, sizeof(sub)) == 0 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+		if (sandbox_checkpoint_dir(sb, name, sub, sizeof(sub)) == 0 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode))
 			continue;
 		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more; dropped", sb->rec.id, name);
 		json_array_remove(sb->rec.checkpoints, i);
