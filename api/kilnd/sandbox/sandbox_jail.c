@@ -11,11 +11,6 @@
 #include "api/kilnd/sandbox/jail_ids.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-int sandbox_jail_dir(const struct sandbox *sb, char *out, size_t cap)
-{
-	return sandbox_pathf(out, cap, "%s/vm", sb->dir);
-}
-
 /* An id for sb from --jail-ids, none of another live sandbox's. Under the lock. */
 static int assign_id_locked(struct sandbox *sb, struct api_err *e)
 {
@@ -67,13 +62,14 @@ fail:
 	return -1;
 }
 
-int sandbox_jail_prepare(struct sandbox *sb, struct api_err *e)
+int sandbox_jail_prepare(struct sandbox *sb, char *vm, size_t cap, uint32_t *id, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	char vm[PATH_MAX], sub[PATH_MAX];
+	char sub[PATH_MAX];
 	uid_t owner = 0;
 	int r = 0;
 
+	*id = 0;
 	if (!d->cfg.no_jail) {
 		if (d->cfg.jail_unavailable[0]) {
 			api_err_set(e, API_E_JAIL_UNAVAILABLE, "%s", d->cfg.jail_unavailable);
@@ -87,7 +83,8 @@ int sandbox_jail_prepare(struct sandbox *sb, struct api_err *e)
 		if (r)
 			return -1;
 	}
-	if (sandbox_jail_dir(sb, vm, sizeof(vm))) {
+	*id = owner;
+	if (sandbox_pathf(vm, cap, "%s/vm", sb->dir)) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: its directory's path is too long", sb->rec.id);
 		return -1;
 	}

@@ -12,6 +12,9 @@
 #ifndef KILN_KILND_SANDBOX_JAIL_H
 #define KILN_KILND_SANDBOX_JAIL_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "api/kilnd/core/api_error.h"
 
 struct sandbox;
@@ -20,12 +23,10 @@ struct sandbox;
  * Before each kiln-vmm start (boot, wake, fork, restore): give the
  * sandbox its jail id if it has none yet (and jails are on), and make the
  * directories above with their owners and modes (also for records from
- * before the jail). 0, or -1 with e: jail_unavailable (kilnd cannot
- * jail), limit_reached (every --jail-ids id is in use), internal.
+ * before the jail). 0 with *id (0: --no-jail) and the jail directory in
+ * dir[cap], or -1 with e: jail_unavailable (kilnd cannot jail),
+ * limit_reached (every --jail-ids id is in use), internal.
  */
-int sandbox_jail_prepare(struct sandbox *sb, struct api_err *e);
-
-/* <sandbox dir>/vm into out. 0 or -1 (too long). */
-int sandbox_jail_dir(const struct sandbox *sb, char *out, size_t cap);
+int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id, struct api_err *e);
 
 #endif

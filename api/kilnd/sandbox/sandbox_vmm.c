@@ -229,13 +229,10 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
 	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
 	firewall[0] = '\0';
-	if (sandbox_jail_prepare(sb, e) || sandbox_jail_dir(sb, jail, sizeof(jail)))
+	if (sandbox_jail_prepare(sb, jail, sizeof(jail), &l.jail_id, e))
 		return -1;
-	kilnd_lock(d);
-	l.jail_id = sb->rec.jail_id;
-	kilnd_unlock(d);
-	/* --no-jail: the sockets and snapshots stay where they are, unconfined. */
-	l.jail_dir = d->cfg.no_jail ? NULL : jail;
+	/* --no-jail (id 0): the sockets and snapshots stay where they are, unconfined. */
+	l.jail_dir = l.jail_id ? jail : NULL;
 	req.new_pid_ns = l.jail_dir != NULL;
 	/* Opened afresh at every start and handed over as descriptors. */
 	if (sandbox_shares_open(sb, shares, e))
