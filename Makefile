@@ -160,7 +160,7 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c \
 	$(wildcard lib/netrules/*.c) vmm/control/control_proto.c
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -lmicrohttpd -ljansson -lz -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
@@ -282,7 +282,7 @@ fuzz-check: $(FUZZ_BINS)
 # FUZZ_CHECK_SECONDS fresh (about 125 s for 20 targets on 2 cores).
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
 	@tests/unit/run $(UNIT_TESTS) tests/unit/check_layers_test tests/unit/public_headers_test tests/unit/exports_test \
-		tests/unit/hardening_test
+		tests/unit/hardening_test tests/unit/kilnd_http_test
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to

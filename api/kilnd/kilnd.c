@@ -59,6 +59,9 @@ static const char usage[] =
 	"  --stop-timeout SEC    wait this long for a clean guest shutdown (default 10)\n"
 	"  --max-body BYTES      largest JSON request body (default 2097152)\n"
 	"  --max-upload BYTES    largest file upload, 0 for none (default 4294967296)\n"
+	"  --client-timeout SEC  a client sends each request head, and each part of a\n"
+	"                        body, and reads each part of an answer within this\n"
+	"                        (default 30)\n"
 	"  --max-sandboxes N     sandboxes at once (default 64)\n"
 	"  --max-cpus N          largest cpus of a sandbox (default: online CPUs, <= 64)\n"
 	"  --max-memory MIB      largest memory_mib of a sandbox (default 16384)\n"
@@ -244,7 +247,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL };
+	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -259,6 +262,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "stop-timeout", required_argument, 0, OPT_STOP_TIMEOUT },
 		{ "max-body", required_argument, 0, OPT_MAX_BODY },
 		{ "max-upload", required_argument, 0, OPT_MAX_UPLOAD },
+		{ "client-timeout", required_argument, 0, OPT_CLIENT_TIMEOUT },
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
 		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
@@ -287,6 +291,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->stop_timeout_ms = 10000;
 	cfg->max_body = 2u << 20;
 	cfg->max_upload = 4ull << 30;
+	cfg->client_timeout_s = 30;
 	cfg->max_sandboxes = 64;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
 	cfg->limits.max_memory_mib = 16384;
@@ -368,6 +373,11 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			if (num_parse_u64(optarg, 10, 0, UINT64_MAX, &n))
 				return bad_usage("--max-upload '%s': a number of bytes", optarg);
 			cfg->max_upload = n;
+			break;
+		case OPT_CLIENT_TIMEOUT:
+			if (num_parse_u64(optarg, 10, 1, 3600, &n))
+				return bad_usage("--client-timeout '%s': a number of seconds from 1 to 3600", optarg);
+			cfg->client_timeout_s = (unsigned)n;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (num_parse_u64(optarg, 10, 0, 100000, &n) || n == 0)
@@ -526,7 +536,7 @@ static int run(struct kilnd *d)
 	/* The server's view of the daemon: it lives as long as the server. */
 	const struct http_service svc = { .d = d, .handlers = dispatch_handlers };
 	char err[512];
-	struct MHD_Daemon *mhd;
+	struct http_server *mhd;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigset_t stop;
 	int fd, sig;

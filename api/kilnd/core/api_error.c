@@ -14,6 +14,7 @@ static const struct {
 	unsigned status;
 } codes[API_CODE_COUNT] = {
 	[API_OK] = { "ok", 200 },
+	[API_E_BAD_REQUEST] = { "bad_request", 400 },
 	[API_E_BAD_JSON] = { "bad_json", 400 },
 	[API_E_MISSING_FIELD] = { "missing_field", 400 },
 	[API_E_UNKNOWN_FIELD] = { "unknown_field", 400 },
@@ -32,6 +33,7 @@ static const struct {
 	[API_E_CHECKPOINT_NOT_FOUND] = { "checkpoint_not_found", 404 },
 	[API_E_NOT_FOUND] = { "not_found", 404 },
 	[API_E_METHOD_NOT_ALLOWED] = { "method_not_allowed", 405 },
+	[API_E_REQUEST_TIMEOUT] = { "request_timeout", 408 },
 	[API_E_WRONG_STATE] = { "wrong_state", 409 },
 	[API_E_LIMIT_REACHED] = { "limit_reached", 409 },
 	[API_E_EXISTS] = { "exists", 409 },
@@ -40,6 +42,8 @@ static const struct {
 	[API_E_READ_ONLY] = { "read_only", 409 },
 	[API_E_UNSUPPORTED] = { "unsupported", 409 },
 	[API_E_BODY_TOO_LARGE] = { "body_too_large", 413 },
+	[API_E_URI_TOO_LONG] = { "uri_too_long", 414 },
+	[API_E_HEADERS_TOO_LARGE] = { "headers_too_large", 431 },
 	[API_E_INTERNAL] = { "internal", 500 },
 	[API_E_SPAWN_FAILED] = { "spawn_failed", 500 },
 	[API_E_BOOT_FAILED] = { "boot_failed", 500 },
@@ -48,8 +52,10 @@ static const struct {
 	[API_E_AGENT_UNAVAILABLE] = { "agent_unavailable", 503 },
 	[API_E_BUSY] = { "busy", 503 },
 	[API_E_JAIL_UNAVAILABLE] = { "jail_unavailable", 503 },
+	[API_E_TOO_MANY_CONNECTIONS] = { "too_many_connections", 503 },
 	[API_E_TIMEOUT] = { "timeout", 504 },
 	[API_E_NO_SPACE] = { "no_space", 507 },
+	[API_E_HTTP_VERSION] = { "http_version_not_supported", 505 },
 };
 
 const char *api_code_name(enum api_code code)

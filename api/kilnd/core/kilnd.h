@@ -53,6 +53,7 @@ struct kilnd_config {
 	int stop_timeout_ms;
 	uint64_t max_body;
 	uint64_t max_upload; /* 0: no limit */
+	unsigned client_timeout_s; /* --client-timeout: a silent client is dropped after it */
 	unsigned max_sandboxes;
 	unsigned max_checkpoints; /* per sandbox; 0: none */
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */

@@ -81,7 +81,7 @@ int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, char *er
 		unlink(path);
 		goto fail;
 	}
-	if (listen(fd, 128) < 0) {
+	if (listen(fd, SOMAXCONN) < 0) {
 		snprintf(err, errlen, "socket '%s': listen: %s", path, strerror(errno));
 		unlink(path);
 		goto fail;

@@ -1,6 +1,6 @@
 /*
- * listen: the API's Unix socket, bound by kilnd itself (libmicrohttpd then
- * serves it through MHD_OPTION_LISTEN_SOCKET), and the check of each
+ * listen: the API's Unix socket, bound by kilnd itself (the HTTP server
+ * of http.h then serves it), and the check of each
  * peer's credentials.
  *
  * Contract: listen_unix() creates the parent directory (0755) if missing,

@@ -32,6 +32,14 @@ struct query_kv {
  */
 size_t query_unescape(char *s);
 
+/*
+ * Split the raw query q (after '?') into at most max decoded pairs in
+ * place: '&' separates pairs (empty ones are skipped), the first '='
+ * separates key and value, '+' becomes a space, then query_unescape.
+ * 0 with *n, or -1 with e (bad_field: more than max parameters).
+ */
+int query_split(char *q, struct query_kv *kv, size_t max, size_t *n, struct api_err *e);
+
 /* Endpoints without parameters: any parameter is unknown_field. */
 int query_none(const struct query_kv *kv, size_t n, const char *what, struct api_err *e);
 

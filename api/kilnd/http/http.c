@@ -1,4 +1,4 @@
-/* libmicrohttpd glue; see http.h. */
+/* http: requests and answers of kilnd's HTTP server; see http.h. */
 #include "api/kilnd/http/http.h"
 
 #include <errno.h>
@@ -9,164 +9,145 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
+#include "api/kilnd/http/http_chunked.h"
+#include "api/kilnd/http/http_conn.h"
+#include "lib/base/mono.h"
 #include "lib/base/text_clean.h"
-#include "lib/base/num_parse.h"
-/* Connections at once: each is a thread. */
-#define HTTP_CONNECTION_LIMIT 256
+
 /* The most kilnd reads and drops to answer 413 after a whole body. */
 #define HTTP_DISCARD_MAX (64u << 20)
+/* A streamed response's block: the agent's chunk size. */
+#define HTTP_STREAM_BLOCK 65536
 
+/* ---- answers (recorded; sent once the handler returned) ---- */
 
-/* ---- answers ---- */
-
-static void queue(struct http_req *r, unsigned status, struct MHD_Response *resp)
+static void answer(struct http_req *r, unsigned status, char *body, size_t len, const char *content_type)
 {
-	if (!resp) {
-		/* Out of memory: MHD closes the connection, the log says 500. */
-		r->status = 500;
-		r->responded = true;
+	if (r->responded) {
+		/* A handler answers once; a second answer is a kilnd bug. */
+		free(body);
 		return;
 	}
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (MHD_queue_response(r->conn, status, resp) == MHD_YES)
-		r->status = status;
-	else
-		r->status = 500;
-	MHD_destroy_response(resp);
 	r->responded = true;
+	r->status = status;
+	r->resp.body = body;
+	r->resp.len = len;
+	r->resp.content_type = content_type;
 }
 
-static struct MHD_Response *json_response(json_t *json)
+static void add_header(struct http_req *r, const char *name, const char *value)
 {
-	char *s = json ? json_dumps(json, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
-	struct MHD_Response *resp;
-	size_t n;
+	size_t n = strlen(r->resp.headers);
 
-	json_decref(json);
+	snprintf(r->resp.headers + n, sizeof(r->resp.headers) - n, "%s: %s\r\n", name, value);
+}
+
+/* s (malloc'd, NUL-terminated) with a newline: a trailing newline keeps
+ * curl output readable in a terminal. NULL when out of memory. */
+static char *with_newline(char *s, size_t *len)
+{
+	size_t n;
+	char *t;
+
 	if (!s)
 		return NULL;
 	n = strlen(s);
-	/* A trailing newline keeps curl output readable in a terminal. */
-	char *t = realloc(s, n + 2);
-
+	t = realloc(s, n + 2);
 	if (!t) {
 		free(s);
 		return NULL;
 	}
 	t[n++] = '\n';
 	t[n] = '\0';
-	resp = MHD_create_response_from_buffer(n, t, MHD_RESPMEM_MUST_FREE);
-	if (!resp) {
-		free(t);
-		return NULL;
-	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	return resp;
+	*len = n;
+	return t;
+}
+
+static void out_of_memory(struct http_req *r)
+{
+	static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":\"kilnd is out of memory\"}}\n";
+
+	answer(r, 500, strdup(body), sizeof(body) - 1, "application/json");
 }
 
 void http_json(struct http_req *r, unsigned status, json_t *json)
 {
-	queue(r, status, json_response(json));
+	char *s = json ? json_dumps(json, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	size_t n = 0;
+
+	json_decref(json);
+	s = with_newline(s, &n);
+	if (!s)
+		out_of_memory(r);
+	else
+		answer(r, status, s, n, "application/json");
 }
 
 void http_json_located(struct http_req *r, unsigned status, json_t *json, const char *location)
 {
-	struct MHD_Response *resp = json_response(json);
-
-	if (resp)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
-	queue(r, status, resp);
+	http_json(r, status, json);
+	if (r->status == status)
+		add_header(r, "Location", location);
 }
 
 void http_error(struct http_req *r, const struct api_err *e)
 {
-	char *body = api_error_body(e);
-	struct MHD_Response *resp = NULL;
-	size_t n;
+	size_t n = 0;
+	char *body = with_newline(api_error_body(e), &n);
 
-	if (body) {
-		n = strlen(body);
-		char *t = realloc(body, n + 2);
-
-		if (t) {
-			t[n++] = '\n';
-			t[n] = '\0';
-			body = t;
-			resp = MHD_create_response_from_buffer(n, body, MHD_RESPMEM_MUST_FREE);
-		}
-		if (!resp)
-			free(body);
+	if (!body) {
+		out_of_memory(r);
+		return;
 	}
-	if (resp) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-		if (e->code == API_E_METHOD_NOT_ALLOWED && r->rm.allow)
-			MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->rm.allow);
-	}
-	queue(r, api_code_status(e->code), resp);
+	answer(r, api_code_status(e->code), body, n, "application/json");
+	if (e->code == API_E_METHOD_NOT_ALLOWED && r->rm.allow)
+		add_header(r, "Allow", r->rm.allow);
 }
 
 void http_no_content(struct http_req *r)
 {
-	queue(r, 204, MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT));
+	answer(r, 204, NULL, 0, NULL);
 }
 
 void http_text(struct http_req *r, unsigned status, const char *content_type, char *buf, size_t len)
 {
-	struct MHD_Response *resp = buf ? MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE) : NULL;
-
-	if (!resp)
-		free(buf);
+	if (!buf)
+		out_of_memory(r);
 	else
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-	queue(r, status, resp);
+		answer(r, status, buf, len, content_type);
 }
 
-void http_stream(struct http_req *r, const char *content_type, MHD_ContentReaderCallback reader, void *cls,
-		 MHD_ContentReaderFreeCallback free_cb)
+void http_stream(struct http_req *r, const char *content_type, http_reader_fn reader, void *cls,
+		 http_reader_free_fn free_cb)
 {
-	/* 64 KiB blocks: the agent's chunk size. */
-	struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 65536, reader, cls, free_cb);
-
-	if (!resp) {
+	if (r->responded) {
 		free_cb(cls);
-	} else {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
-		/* Intermediaries that buffer (nginx) must pass events on at once. */
-		MHD_add_response_header(resp, "X-Accel-Buffering", "no");
+		return;
 	}
-	queue(r, 200, resp);
-}
-
-static void upgraded(void *cls, struct MHD_Connection *conn, void *con_cls, const char *extra, size_t extra_n,
-		     MHD_socket sock, struct MHD_UpgradeResponseHandle *urh)
-{
-	struct http_req *r = cls;
-	void *ucls = r->upg_cls;
-
-	(void)conn;
-	(void)con_cls;
-	/* Taken: on_completed must not release it too, whenever it runs. */
-	r->upg_cls = NULL;
-	r->upg_run(ucls, extra, extra_n, sock);
-	r->upg_release(ucls);
-	MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+	answer(r, 200, NULL, 0, content_type);
+	r->resp.reader = reader;
+	r->resp.reader_cls = cls;
+	r->resp.reader_free = free_cb;
+	/* Intermediaries that buffer (nginx) must pass events on at once. */
+	add_header(r, "X-Accel-Buffering", "no");
 }
 
 void http_upgrade(struct http_req *r, const char *protocol,
 		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
 		  void (*release)(void *cls))
 {
-	struct MHD_Response *resp = MHD_create_response_for_upgrade(upgraded, r);
-
+	if (r->responded) {
+		release(cls);
+		return;
+	}
+	answer(r, 101, NULL, 0, NULL);
 	r->upg_run = run;
 	r->upg_release = release;
 	r->upg_cls = cls;
-	if (resp) {
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, protocol);
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "Upgrade");
-	}
-	queue(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	add_header(r, "Upgrade", protocol);
+	add_header(r, "Connection", "Upgrade");
 }
 
 /* ---- for handlers ---- */
@@ -200,14 +181,12 @@ int http_body_json(struct http_req *r, bool optional, json_t **out, struct api_e
 
 const char *http_header(struct http_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+	return http_head_field(r->head, name);
 }
 
 int http_conn_fd(struct http_req *r)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-	return ci ? ci->connect_fd : -1;
+	return r->conn->fd;
 }
 
 bool http_client_gone(int fd)
@@ -227,27 +206,129 @@ void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up
 	r->up = up;
 }
 
-/* ---- requests ---- */
+/* ---- sending ---- */
 
-static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+static const char *reason(unsigned status)
 {
-	struct http_req *r = cls;
-
-	(void)kind;
-	if (r->nkv == HTTP_QUERY_MAX) {
-		r->kv_overflow = true;
-		return MHD_NO;
+	switch (status) {
+	case 100: return "Continue";
+	case 101: return "Switching Protocols";
+	case 200: return "OK";
+	case 201: return "Created";
+	case 202: return "Accepted";
+	case 204: return "No Content";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 409: return "Conflict";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	case 505: return "HTTP Version Not Supported";
+	case 507: return "Insufficient Storage";
+	default: return "";
 	}
-	r->kv[r->nkv++] = (struct query_kv){ .key = key, .value = value };
-	return MHD_YES;
 }
 
-static bool content_length(struct http_req *r, uint64_t *n)
+/* The status line and headers of r's answer. chunked: Transfer-Encoding
+ * instead of Content-Length; close: "Connection: close". */
+static int send_head(struct http_conn *c, struct http_req *r, bool chunked, bool close)
 {
-	/* Digits only (RFC 9110, 8.6); anything else is left to the body
-	 * limit that applies while the body streams in. */
-	return num_parse_u64(http_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH), 10, 0, UINT64_MAX, n) == 0;
+	char head[1024], date[64];
+	struct tm tm;
+	time_t now = time(NULL);
+	int n;
+
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
+	n = snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nCache-Control: no-store\r\n", r->status,
+		     reason(r->status), date);
+	if (r->resp.content_type)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n", r->resp.content_type);
+	if (chunked)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
+	else if (r->status != 101 && r->status != 204)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %zu\r\n", r->resp.len);
+	if (close && r->status != 101)
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: close\r\n");
+	n += snprintf(head + n, sizeof(head) - (size_t)n, "%s\r\n", r->resp.headers);
+	if ((size_t)n >= sizeof(head))
+		return -ENOBUFS;
+	return conn_send(c, head, (size_t)n);
 }
+
+/* A streamed body: chunks as the reader gives them. false when it broke. */
+static bool send_stream(struct http_conn *c, struct http_req *r, bool chunked)
+{
+	char *buf = malloc(HTTP_STREAM_BLOCK + 32);
+	bool ok = false;
+
+	if (!buf)
+		return false;
+	for (;;) {
+		ssize_t n = r->resp.reader(r->resp.reader_cls, buf + 16, HTTP_STREAM_BLOCK);
+		int k;
+
+		if (n == HTTP_READER_END) {
+			ok = !chunked || conn_send(c, "0\r\n\r\n", 5) == 0;
+			break;
+		}
+		if (n <= 0 || (size_t)n > HTTP_STREAM_BLOCK)
+			break;
+		if (!chunked) {
+			if (conn_send(c, buf + 16, (size_t)n) < 0)
+				break;
+			continue;
+		}
+		/* The chunk's size line right before its data, one write. */
+		char line[18];
+
+		k = snprintf(line, sizeof(line), "%zx\r\n", (size_t)n);
+		memcpy(buf + 16 - k, line, (size_t)k);
+		memcpy(buf + 16 + n, "\r\n", 2);
+		if (conn_send(c, buf + 16 - k, (size_t)k + (size_t)n + 2) < 0)
+			break;
+	}
+	free(buf);
+	return ok;
+}
+
+/* Send r's answer; false when the connection must close after it. */
+static bool send_answer(struct http_conn *c, struct http_req *r, bool keep)
+{
+	bool head_only = strcmp(r->head->method, "HEAD") == 0;
+	bool chunked = r->resp.reader && r->head->minor == 1;
+
+	if (r->status == 101) {
+		if (send_head(c, r, false, false) < 0)
+			return false;
+		void *ucls = r->upg_cls;
+
+		/* Taken: the request's end must not release it too. */
+		r->upg_cls = NULL;
+		r->upg_run(ucls, c->buf + c->start, c->end - c->start, c->fd);
+		r->upg_release(ucls);
+		c->start = c->end = 0;
+		return false;
+	}
+	/* A stream to an HTTP/1.0 client ends with the connection. */
+	if (r->resp.reader && !chunked)
+		keep = false;
+	if (send_head(c, r, chunked, !keep) < 0)
+		return false;
+	if (head_only)
+		return keep;
+	if (r->resp.reader)
+		return send_stream(c, r, chunked) && keep;
+	return (!r->resp.len || conn_send(c, r->resp.body, r->resp.len) == 0) && keep;
+}
+
+/* ---- requests ---- */
 
 /* Raw uploads streamed to the guest (--max-upload), not JSON. */
 static bool is_upload(enum route_op op)
@@ -277,43 +358,33 @@ static void too_large(struct http_req *r)
 	http_error(r, &e);
 }
 
-/* First call: everything that can be answered before the body is read. */
+/* Everything that can be answered before the body is read. */
 static void begin(struct http_req *r)
 {
+	const struct http_head *h = r->head;
 	struct api_err e;
-	uint64_t cl;
-	int fd = http_conn_fd(r);
 
-	if (fd < 0 || peer_of(fd, &r->peer) < 0) {
-		api_err_set(&e, API_E_FORBIDDEN, "kilnd cannot tell who is connecting (SO_PEERCRED failed)");
+	if (route_match(h->method, h->path, &r->rm, &e)) {
 		http_error(r, &e);
 		return;
 	}
-	if (!peer_allowed(&r->d->cfg, &r->peer)) {
-		api_err_set(&e, API_E_FORBIDDEN,
-			    "uid %u (gid %u) may not use this kilnd; it allows root, its own uid, --allow-uid and --allow-gid",
-			    (unsigned)r->peer.uid, (unsigned)r->peer.gid);
-		http_error(r, &e);
-		return;
+	if (h->query) {
+		r->query_copy = strdup(h->query);
+		if (!r->query_copy) {
+			out_of_memory(r);
+			return;
+		}
+		if (query_split(r->query_copy, r->kv, HTTP_QUERY_MAX, &r->nkv, &e)) {
+			http_error(r, &e);
+			return;
+		}
 	}
-	if (route_match(r->method_raw, r->url, &r->rm, &e)) {
-		http_error(r, &e);
-		return;
-	}
-	MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, collect_arg, r);
-	if (r->kv_overflow) {
-		api_err_set(&e, API_E_BAD_FIELD, "more than %d query parameters", HTTP_QUERY_MAX);
-		http_error(r, &e);
-		return;
-	}
-	if (content_length(r, &cl) && cl > body_limit(r)) {
-		const char *expect = http_header(r, MHD_HTTP_HEADER_EXPECT);
-
+	if (h->body == HTTP_BODY_LENGTH && h->content_length > body_limit(r)) {
 		/* A client that waits for "100 Continue" has sent nothing yet:
 		 * answer now. One that sends at once would see its connection
 		 * close under its writes before it reads an early answer, so up
 		 * to HTTP_DISCARD_MAX the body is read, dropped, then answered. */
-		if ((expect && strcasecmp(expect, "100-continue") == 0) || cl > HTTP_DISCARD_MAX) {
+		if (h->expect_continue || h->content_length > HTTP_DISCARD_MAX) {
 			too_large(r);
 			return;
 		}
@@ -330,8 +401,8 @@ static void body_data(struct http_req *r, const char *data, size_t n)
 	if (r->received + n > body_limit(r) || r->received + n < r->received)
 		r->too_large = true;
 	r->received += n;
-	if (r->too_large)
-		return; /* read and dropped: the answer is 413 */
+	if (r->too_large || r->responded)
+		return; /* read and dropped */
 	if (r->up_ops) {
 		if (!r->body_failed && r->up_ops->data(r, data, n) < 0)
 			r->body_failed = true;
@@ -380,119 +451,228 @@ static void finish(struct http_req *r)
 	}
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
-				  const char *version, const char *upload_data, size_t *upload_data_size,
-				  void **con_cls)
-{
-	struct http_req *r = *con_cls;
+enum body_end {
+	BODY_DONE,      /* all of it read */
+	BODY_STOPPED,   /* reading stopped on purpose (too much to drop) */
+	BODY_BROKEN,    /* the client went away or broke the framing */
+};
 
-	(void)version;
-	if (!r) {
-		r = calloc(1, sizeof(*r));
-		if (!r)
-			return MHD_NO;
-		*con_cls = r;
-		r->svc = cls;
-		r->d = r->svc->d;
-		r->conn = conn;
-		r->url = url;
-		r->t0 = mono_ms_f();
-		r->method_raw = method;
-		/* Control characters and non-ASCII bytes in the log line would
-		 * let a client forge log lines: shown as '?'. */
-		text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
-		text_clean_ascii(r->path, sizeof(r->path), url, strlen(url));
-		begin(r);
-		return MHD_YES;
+/* Read r's body, handing it to body_data. At most `drop` bytes are read
+ * once the answer is decided (too large, or answered early). */
+static enum body_end read_body(struct http_conn *c, struct http_req *r, struct api_err *e)
+{
+	const struct http_head *h = r->head;
+	uint64_t left = h->content_length;
+	struct http_chunked ch;
+
+	http_chunked_init(&ch);
+	for (;;) {
+		size_t avail = c->end - c->start;
+
+		if ((r->too_large || r->responded) && r->received > HTTP_DISCARD_MAX)
+			return BODY_STOPPED;
+		if (h->body == HTTP_BODY_LENGTH && !left)
+			return BODY_DONE;
+		if (avail) {
+			const char *data = c->buf + c->start;
+			size_t used = avail;
+
+			if (h->body == HTTP_BODY_LENGTH) {
+				if (used > left)
+					used = (size_t)left;
+				left -= used;
+				body_data(r, data, used);
+				c->start += used;
+				continue;
+			}
+			size_t dn;
+			int k = http_chunked_feed(&ch, c->buf + c->start, avail, &used, &data, &dn, e);
+
+			c->start += used;
+			if (k < 0)
+				return BODY_BROKEN;
+			if (dn)
+				body_data(r, data, dn);
+			if (k > 0)
+				return BODY_DONE;
+			continue;
+		}
+		ssize_t n = conn_fill(c, mono_ms() + c->srv->timeout_ms);
+
+		if (n == -ETIMEDOUT)
+			api_err_set(e, API_E_REQUEST_TIMEOUT,
+				    "the request body stopped for %d s (--client-timeout); the request is dropped",
+				    c->srv->timeout_ms / 1000);
+		else if (n <= 0)
+			e->code = API_OK; /* gone: nobody to answer */
+		if (n <= 0)
+			return BODY_BROKEN;
 	}
-	if (*upload_data_size) {
-		if (!r->responded)
-			body_data(r, upload_data, *upload_data_size);
-		*upload_data_size = 0;
-		return MHD_YES;
-	}
-	if (!r->responded)
-		finish(r);
-	return MHD_YES;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-			 enum MHD_RequestTerminationCode why)
+/* The request's log line and metrics, and what it still holds. */
+static void request_end(struct http_req *r, bool complete)
 {
-	const struct http_service *svc = cls;
-	struct kilnd *d = svc->d;
-	struct http_req *r = *con_cls;
+	struct kilnd *d = r->d;
 
-	(void)conn;
-	if (!r)
-		return;
 	if (r->up_ops && !r->up_done)
 		r->up_ops->cancel(r);
 	if (r->upg_cls)
 		r->upg_release(r->upg_cls); /* the 101 never went out */
+	if (r->resp.reader_free)
+		r->resp.reader_free(r->resp.reader_cls);
 	if (!d->cfg.quiet)
 		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path, r->status,
-			  mono_ms_f() - r->t0, why == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (connection ended early)");
+			  mono_ms_f() - r->t0, complete ? "" : " (connection ended early)");
 	pthread_mutex_lock(&d->metrics_mu);
 	metrics_http(&d->metrics, r->status);
 	pthread_mutex_unlock(&d->metrics_mu);
+	free(r->resp.body);
 	free(r->body);
+	free(r->query_copy);
 	free(r);
-	*con_cls = NULL;
 }
 
-static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+/* An answer to a request that could not be served (e), then the
+ * connection closes; logged like any request. */
+static void answer_error_and_close(struct http_conn *c, const struct http_head *h, const char *method,
+				   const char *path, const struct api_err *e)
 {
-	(void)cls;
-	(void)c;
-	return query_unescape(s);
+	struct http_req *r = calloc(1, sizeof(*r));
+	static const struct http_head no_head = { .method = "", .minor = 1 };
+
+	if (!r)
+		return;
+	r->svc = c->srv->svc;
+	r->d = r->svc->d;
+	r->conn = c;
+	r->head = h ? h : &no_head;
+	r->peer = c->peer;
+	r->t0 = mono_ms_f();
+	text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
+	text_clean_ascii(r->path, sizeof(r->path), path, strlen(path));
+	http_error(r, e);
+	send_answer(c, r, false);
+	conn_linger(c);
+	request_end(r, true);
 }
 
-static void mhd_log(void *cls, const char *fmt, va_list ap)
+/* Wait for a complete head in c's buffer: its length, 0 when the client
+ * closed or stayed silent (nothing to answer), -1 with e. */
+static long read_head(struct http_conn *c, int64_t deadline, struct api_err *e)
 {
-	char buf[512];
-	size_t n;
+	for (;;) {
+		long n = http_head_end(c->buf + c->start, c->end - c->start, e);
+		ssize_t k;
 
-	(void)cls;
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	while (n && buf[n - 1] == '\n')
-		buf[--n] = '\0';
-	kilnd_log("libmicrohttpd: %s", buf);
+		if (n)
+			return n;
+		k = conn_fill(c, deadline);
+		if (k > 0)
+			continue;
+		if (k == -ETIMEDOUT && c->end > c->start) {
+			api_err_set(e, API_E_REQUEST_TIMEOUT,
+				    "the request's head did not arrive within %d s (--client-timeout)",
+				    c->srv->timeout_ms / 1000);
+			return -1;
+		}
+		return 0;
+	}
 }
 
-struct MHD_Daemon *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen)
+/* One request on c whose head is c->buf[start..start+hlen). false when
+ * the connection closes after it. */
+static bool serve_one(struct http_conn *c, size_t hlen)
 {
-	struct MHD_Daemon *mhd;
+	struct http_head h;
+	struct http_req *r;
+	struct api_err e = { 0 };
+	char *head = c->buf + c->start;
+	bool keep;
 
-	/* Every route answers: a missing handler is a build mistake, found at start. */
-	for (int op = OP_NONE + 1; op < OP_COUNT; op++) {
-		if (!svc->handlers[op]) {
-			snprintf(err, errlen, "no handler for route operation %d", op);
-			return NULL;
+	c->start += hlen;
+	c->pin = c->start;
+	if (http_head_parse(head, hlen, &h, &e) < 0) {
+		answer_error_and_close(c, NULL, "-", "-", &e);
+		return false;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return false;
+	r->svc = c->srv->svc;
+	r->d = r->svc->d;
+	r->conn = c;
+	r->head = &h;
+	r->peer = c->peer;
+	r->t0 = mono_ms_f();
+	/* Control characters and non-ASCII bytes in the log line would let a
+	 * client forge log lines: shown as '?'. */
+	text_clean_ascii(r->method, sizeof(r->method), h.method, strlen(h.method));
+	text_clean_ascii(r->path, sizeof(r->path), h.path, strlen(h.path));
+	keep = h.keep_alive;
+	begin(r);
+	if (h.body != HTTP_BODY_NONE) {
+		enum body_end end = BODY_STOPPED;
+
+		if (r->responded && (h.expect_continue || (h.body == HTTP_BODY_LENGTH &&
+							  h.content_length > HTTP_DISCARD_MAX))) {
+			/* Answered before a body the client has not sent or that is
+			 * too big to drop: answer, then close. */
+		} else {
+			if (h.expect_continue && !r->too_large &&
+			    conn_send(c, "HTTP/1.1 100 Continue\r\n\r\n", 25) < 0) {
+				request_end(r, false);
+				return false;
+			}
+			end = read_body(c, r, &e);
+		}
+		if (end == BODY_BROKEN && !e.code) {
+			request_end(r, false); /* the client is gone */
+			return false;
+		}
+		if (end == BODY_BROKEN && !r->responded)
+			http_error(r, &e);
+		if (end != BODY_DONE)
+			keep = false;
+	}
+	if (!r->responded)
+		finish(r);
+	if (atomic_load(&r->d->shutting_down))
+		keep = false;
+	keep = send_answer(c, r, keep);
+	if (!keep && c->end > c->start)
+		conn_linger(c);
+	request_end(r, true);
+	return keep;
+}
+
+void http_conn_serve(struct http_conn *c)
+{
+	for (;;) {
+		struct api_err e;
+		long n = read_head(c, mono_ms() + c->srv->timeout_ms, &e);
+
+		if (n < 0) {
+			answer_error_and_close(c, NULL, "-", "-", &e);
+			return;
+		}
+		if (n == 0 || !serve_one(c, (size_t)n))
+			return;
+		/* The next request's bytes already read move to the front, where
+		 * a head is read. */
+		c->pin = 0;
+		if (c->start) {
+			memmove(c->buf, c->buf + c->start, c->end - c->start);
+			c->end -= c->start;
+			c->start = 0;
 		}
 	}
-	/* Thread per connection: handlers and stream readers may block.
-	 * poll, not select: descriptors may exceed FD_SETSIZE. ITC: for
-	 * MHD_quiesce_daemon at shutdown. Upgrade: the tty stream. */
-	mhd = MHD_start_daemon(
-		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL | MHD_USE_ITC |
-			MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE,
-		0, NULL, NULL, on_request, (void *)svc, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)svc, MHD_OPTION_CONNECTION_LIMIT,
-		(unsigned)HTTP_CONNECTION_LIMIT, MHD_OPTION_END);
-
-	if (!mhd)
-		snprintf(err, errlen, "libmicrohttpd did not start on the socket");
-	return mhd;
 }
 
-void http_quiesce(struct MHD_Daemon *mhd)
+void http_conn_refuse(struct http_conn *c)
 {
-	MHD_quiesce_daemon(mhd);
-}
-
-void http_stop(struct MHD_Daemon *mhd)
-{
-	MHD_stop_daemon(mhd);
+	/* Answered before the request arrives: the client still sends it
+	 * (the socket reads on while conn_linger drops it) and then reads
+	 * the answer, and the refusal holds its thread for a second at most. */
+	answer_error_and_close(c, NULL, "-", "-", &c->err);
 }

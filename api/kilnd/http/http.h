@@ -1,19 +1,34 @@
 /*
- * http: kilnd's HTTP server on libmicrohttpd: per-request context, peer
- * check, routing, body limits, JSON and streamed responses, request log.
+ * http: kilnd's HTTP/1.1 server (kiln's own, on the Unix socket of
+ * listen.h): admission of connections, request framing, routing, body
+ * limits, JSON and streamed responses, the request log.
  *
  * Contract:
- *  - libmicrohttpd runs one thread per connection, so a handler may block
- *    (a boot, an exec) and a streamed response's reader may wait for data.
+ *  - One thread per connection, so a handler may block (a boot, an exec)
+ *    and a streamed response's reader may wait for data.
+ *  - Connections are admitted at accept by their peer's credentials
+ *    (SO_PEERCRED): a peer that may not use kilnd is answered 403 and
+ *    closed without taking a slot; at most HTTP_CONNECTION_LIMIT are
+ *    served at once, the last HTTP_CONNECTION_RESERVE of them only for
+ *    root and kilnd's own uid, so a flood of one allowed client never
+ *    locks out the operator (503 too_many_connections beyond that).
+ *  - A client has --client-timeout seconds to send each request's head
+ *    (from the connection's start or the previous answer), may be silent
+ *    at most that long inside a body, and must read what kilnd writes
+ *    within it; otherwise 408 (when a request was begun) and the
+ *    connection closes.
+ *  - Framing is strict (http_head.h, http_chunked.h): every request that
+ *    is not unambiguous HTTP/1.1 (or 1.0) gets one JSON 4xx/5xx error and
+ *    the connection closes. Routing sees the raw path.
  *  - Every request is checked in this order, and the first failure is
- *    answered at once, before any body is read: the peer's credentials
- *    (SO_PEERCRED, 403), the route (404/405), a declared Content-Length
- *    above the limit (413; for a client that did not ask for "100
- *    Continue", after reading and dropping up to 64 MiB of it, so that it
- *    reads the answer instead of a reset). Bodies are collected up to the
- *    limit (JSON: --max-body) or streamed to the handler (PUT .../files,
- *    --max-upload); a body that turns out larger is answered 413 once it
- *    ended.
+ *    answered at once, before any body is read: the route (404/405), a
+ *    declared Content-Length above the limit (413; for a client that did
+ *    not ask for "100 Continue", after reading and dropping up to 64 MiB
+ *    of it, so that it reads the answer instead of a reset). Bodies are
+ *    collected up to the limit (JSON: --max-body) or streamed to the
+ *    handler (PUT .../files, --max-upload); a body that turns out larger
+ *    is answered 413 once it ended (a chunked one once 64 MiB were
+ *    dropped, then the connection closes).
  *  - Handlers answer through the http_* functions below, exactly once.
  *    Errors are always the JSON error body of api_error.h.
  *  - One log line per request on stderr when it completes (unless --quiet).
@@ -25,18 +40,36 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include <jansson.h>
-#include <microhttpd.h>
 
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/query.h"
+#include "api/kilnd/http/http_head.h"
 #include "api/kilnd/http/route.h"
 
 #define HTTP_QUERY_MAX 32
+/* Connections served at once, and how many of them only root and
+ * kilnd's own uid may take. */
+#define HTTP_CONNECTION_LIMIT 256
+#define HTTP_CONNECTION_RESERVE 16
 
 struct http_req;
+struct http_conn;
+struct http_server;
+
+/* A streamed response body: up to max bytes into buf (> 0), or one of the
+ * two ends below. It may block until it has bytes. */
+typedef ssize_t (*http_reader_fn)(void *cls, char *buf, size_t max);
+typedef void (*http_reader_free_fn)(void *cls);
+/* The body is complete. */
+#define HTTP_READER_END ((ssize_t)-1)
+/* The body broke: the connection closes without the last chunk, so the
+ * client sees a broken transfer, never a short body. */
+#define HTTP_READER_ERROR ((ssize_t)-2)
 
 /* One endpoint's handler (it answers through the http_* functions below). */
 typedef void (*http_handler_fn)(struct http_req *r);
@@ -68,10 +101,9 @@ struct http_upload_ops {
 struct http_req {
 	const struct http_service *svc;
 	struct kilnd *d;
-	struct MHD_Connection *conn;
-	const char *method_raw; /* as sent; valid during the request */
-	const char *url;        /* the decoded path; valid during the request */
-	char method[16];        /* both made printable, for messages and the log */
+	struct http_conn *conn;
+	const struct http_head *head; /* valid during the request */
+	char method[16];              /* both made printable, for messages and the log */
 	char path[512];
 	struct route_match rm;
 	struct peer peer;
@@ -87,6 +119,16 @@ struct http_req {
 	const struct http_upload_ops *up_ops;
 	void *up;
 	bool up_done;
+	/* the answer, sent once the handler returned */
+	struct {
+		char *body; /* malloc'd */
+		size_t len;
+		const char *content_type;
+		char headers[256]; /* more header lines, each ending in CRLF */
+		http_reader_fn reader;
+		http_reader_free_fn reader_free;
+		void *reader_cls;
+	} resp;
 	/* protocol upgrade (http_upgrade) */
 	void (*upg_run)(void *cls, const char *extra, size_t extra_n, int sock);
 	void (*upg_release)(void *cls);
@@ -94,16 +136,16 @@ struct http_req {
 	/* query */
 	struct query_kv kv[HTTP_QUERY_MAX];
 	size_t nkv;
-	bool kv_overflow;
+	char *query_copy; /* the decoded parameters point into it */
 };
 
 /* Start serving svc on listen_fd (see listen.h). NULL with err (also for
  * a route operation without a handler). */
-struct MHD_Daemon *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
+struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
 /* Stop accepting connections (in-flight requests go on). */
-void http_quiesce(struct MHD_Daemon *mhd);
-/* Stop: waits for every connection thread. */
-void http_stop(struct MHD_Daemon *mhd);
+void http_quiesce(struct http_server *s);
+/* Stop: closes every connection, waits for their threads, frees s. */
+void http_stop(struct http_server *s);
 
 /* ---- for handlers ---- */
 
@@ -124,9 +166,10 @@ void http_json(struct http_req *r, unsigned status, json_t *json);
 void http_error(struct http_req *r, const struct api_err *e);
 void http_no_content(struct http_req *r);
 void http_text(struct http_req *r, unsigned status, const char *content_type, char *buf, size_t len);
-/* A chunked response of unknown length produced by reader (see MHD). */
-void http_stream(struct http_req *r, const char *content_type, MHD_ContentReaderCallback reader, void *cls,
-		 MHD_ContentReaderFreeCallback free_cb);
+/* A chunked response of unknown length produced by reader; free_cb(cls)
+ * runs in every case once the response is over. */
+void http_stream(struct http_req *r, const char *content_type, http_reader_fn reader, void *cls,
+		 http_reader_free_fn free_cb);
 /* Header on the next answer's response, for Location. */
 void http_json_located(struct http_req *r, unsigned status, json_t *json, const char *location);
 

@@ -40,11 +40,10 @@ static void *run(void *arg)
 	return NULL;
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t reader(void *cls, char *buf, size_t max)
 {
 	struct stream_job *sj = cls;
 
-	(void)pos;
 	for (;;) {
 		int err;
 		ssize_t n = byte_queue_pop(&sj->q, buf, max, CLIENT_CHECK_MS, &err);
@@ -52,9 +51,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n > 0)
 			return n;
 		if (n < 0)
-			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+			return err ? HTTP_READER_ERROR : HTTP_READER_END;
 		if (http_client_gone(sj->conn_fd))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return HTTP_READER_ERROR;
 	}
 }
 

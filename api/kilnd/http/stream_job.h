@@ -1,7 +1,7 @@
 /*
  * stream_job: a response body produced by a worker thread (an agent read,
  * an archive, a listing, exec events) into a bounded byte_queue that
- * libmicrohttpd drains.
+ * the HTTP server drains.
  *
  * Contract:
  *  - Embed struct stream_job in the handler's job and give it `produce`

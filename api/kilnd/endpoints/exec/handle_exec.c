@@ -130,11 +130,10 @@ static void *producer(void *arg)
 	return NULL;
 }
 
-static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t reader(void *cls, char *buf, size_t max)
 {
 	struct exec_job *j = cls;
 
-	(void)pos;
 	for (;;) {
 		int err;
 		ssize_t n = byte_queue_pop(&j->q, buf, max, CLIENT_CHECK_MS, &err);
@@ -142,9 +141,9 @@ static ssize_t reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (n > 0)
 			return n;
 		if (n < 0)
-			return err ? MHD_CONTENT_READER_END_WITH_ERROR : MHD_CONTENT_READER_END_OF_STREAM;
+			return err ? HTTP_READER_ERROR : HTTP_READER_END;
 		if (http_client_gone(j->conn_fd))
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return HTTP_READER_ERROR;
 	}
 }
 
@@ -224,7 +223,7 @@ static void buffered(struct http_req *r, struct exec_job *j)
 
 void handle_exec(struct http_req *r)
 {
-	const char *accept = http_header(r, MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = http_header(r, "Accept");
 	struct exec_job *j;
 	struct api_err e;
 	json_t *body = NULL;

@@ -82,18 +82,17 @@ static bool next_line(struct out_job *j)
 	return false;
 }
 
-static ssize_t out_reader(void *cls, uint64_t pos, char *buf, size_t max)
+static ssize_t out_reader(void *cls, char *buf, size_t max)
 {
 	struct out_job *j = cls;
 	size_t n;
 
-	(void)pos;
 	if (j->off == j->len) {
 		free(j->line);
 		j->line = NULL;
 		j->len = j->off = 0;
 		if (!next_line(j))
-			return j->ended ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+			return j->ended ? HTTP_READER_END : HTTP_READER_ERROR;
 	}
 	n = j->len - j->off < max ? j->len - j->off : max;
 	memcpy(buf, j->line + j->off, n);

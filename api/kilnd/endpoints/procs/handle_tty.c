@@ -6,7 +6,7 @@
  *
  * The attach happens before the 101, so an unknown process or a stopped
  * sandbox gets its normal error status. The session then runs in the
- * connection's own thread (libmicrohttpd's thread-per-connection mode
+ * connection's own thread (the HTTP server's thread per connection
  * lets an upgrade handler block) as one poll loop over the client socket
  * and the agent stream.
  */
@@ -176,24 +176,6 @@ static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
 }
 
 /* Does the comma-separated header value list the token (any case)? */
-static bool has_token(const char *v, const char *token)
-{
-	size_t n = strlen(token);
-
-	while (v && *v) {
-		size_t k;
-
-		v += strspn(v, " \t,");
-		k = strcspn(v, ",");
-		while (k && (v[k - 1] == ' ' || v[k - 1] == '\t'))
-			k--;
-		if (k == n && strncasecmp(v, token, n) == 0)
-			return true;
-		v += strcspn(v, ",");
-	}
-	return false;
-}
-
 void handle_proc_tty(struct http_req *r)
 {
 	struct agent_client_err ae;
@@ -207,8 +189,8 @@ void handle_proc_tty(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (!has_token(http_header(r, MHD_HTTP_HEADER_CONNECTION), "upgrade") ||
-	    !has_token(http_header(r, MHD_HTTP_HEADER_UPGRADE), TTY_PROTOCOL)) {
+	if (!http_has_token(http_header(r, "Connection"), "upgrade") ||
+	    !http_has_token(http_header(r, "Upgrade"), TTY_PROTOCOL)) {
 		api_err_set(&e, API_E_BAD_FIELD,
 			    "tty: this endpoint switches protocols; send 'Connection: Upgrade' and 'Upgrade: " TTY_PROTOCOL
 			    "' (docs/api.md, \"The tty stream\")");

@@ -1,0 +1,301 @@
+/* http_conn: see http_conn.h. The server's start and stop live here too. */
+#include "api/kilnd/http/http_conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lib/base/mono.h"
+
+/* After accept fails (out of descriptors), wait this long before the next
+ * try instead of spinning on a listen socket that stays readable. */
+#define ACCEPT_BACKOFF_MS 100
+/* conn_linger: how long, and how much, to drop before closing. */
+#define LINGER_MS 1000
+#define LINGER_MAX (1u << 20)
+
+enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed, bool privileged, uid_t uid,
+			   gid_t gid, struct api_err *e)
+{
+	unsigned limit = privileged ? HTTP_CONNECTION_LIMIT : HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE;
+
+	if (allowed && serving < limit)
+		return HTTP_ADMIT_SERVE;
+	if (refusing[allowed] >= HTTP_REFUSING_MAX)
+		return HTTP_ADMIT_DROP;
+	if (!allowed)
+		api_err_set(e, API_E_FORBIDDEN,
+			    "uid %u (gid %u) may not use this kilnd; it allows root, its own uid, --allow-uid and "
+			    "--allow-gid",
+			    (unsigned)uid, (unsigned)gid);
+	else
+		api_err_set(e, API_E_TOO_MANY_CONNECTIONS,
+			    "kilnd serves %u connections already (at most %d, the last %d kept for root and "
+			    "kilnd's own uid); close idle ones or retry",
+			    serving, HTTP_CONNECTION_LIMIT, HTTP_CONNECTION_RESERVE);
+	return HTTP_ADMIT_REFUSE;
+}
+
+/* Wait for events on c's socket until deadline_ms (0: the client timeout
+ * from now). 0 when ready, -ETIMEDOUT, or -ESHUTDOWN once the server stops. */
+static int conn_wait(struct http_conn *c, short events, int64_t deadline_ms)
+{
+	struct pollfd p = { .fd = c->fd, .events = events };
+	int64_t left = deadline_ms - mono_ms();
+	int r;
+
+	if (left <= 0)
+		return -ETIMEDOUT;
+	r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+	if (r < 0)
+		return errno == EINTR ? 0 : -errno;
+	return r == 0 ? -ETIMEDOUT : 0;
+}
+
+ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
+{
+	if (c->start == c->end)
+		c->start = c->end = c->pin;
+	if (c->end == sizeof(c->buf)) {
+		if (c->start == c->pin)
+			return -ENOBUFS;
+		memmove(c->buf + c->pin, c->buf + c->start, c->end - c->start);
+		c->end -= c->start - c->pin;
+		c->start = c->pin;
+	}
+	for (;;) {
+		ssize_t n = recv(c->fd, c->buf + c->end, sizeof(c->buf) - c->end, 0);
+		int r;
+
+		if (n >= 0) {
+			c->end += (size_t)n;
+			return n;
+		}
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		r = conn_wait(c, POLLIN, deadline_ms);
+		if (r < 0)
+			return r;
+	}
+}
+
+int conn_send(struct http_conn *c, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n) {
+		ssize_t k = send(c->fd, b, n, MSG_NOSIGNAL);
+		int r;
+
+		if (k > 0) {
+			b += k;
+			n -= (size_t)k;
+			continue;
+		}
+		if (k < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		/* The deadline restarts with each write that made progress:
+		 * a slow reader is fine, a reader that stopped is not. */
+		r = conn_wait(c, POLLOUT, mono_ms() + c->srv->timeout_ms);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void conn_linger(struct http_conn *c)
+{
+	int64_t deadline = mono_ms() + LINGER_MS;
+	size_t dropped = 0;
+
+	shutdown(c->fd, SHUT_WR);
+	while (dropped < LINGER_MAX) {
+		c->start = c->end = c->pin;
+		ssize_t n = conn_fill(c, deadline);
+
+		if (n <= 0)
+			break;
+		dropped += (size_t)n;
+	}
+	c->start = c->end = c->pin;
+}
+
+/* ---- the connection list and threads ---- */
+
+static void conn_end(struct http_conn *c)
+{
+	struct http_server *s = c->srv;
+
+	pthread_mutex_lock(&s->mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (c->refuse)
+		s->refusing[c->refuse_kind]--;
+	else
+		s->serving--;
+	pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	close(c->fd);
+	free(c);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct http_conn *c = arg;
+
+	if (c->refuse)
+		http_conn_refuse(c);
+	else
+		http_conn_serve(c);
+	conn_end(c);
+	return NULL;
+}
+
+/* Decide and start a thread for the accepted fd (closed on any failure). */
+static void conn_admit(struct http_server *s, int fd)
+{
+	const struct kilnd_config *cfg = &s->svc->d->cfg;
+	struct http_conn *c = calloc(1, sizeof(*c));
+	bool allowed, privileged;
+	pthread_attr_t attr;
+	pthread_t th;
+	enum http_admit a;
+	int err;
+
+	if (!c || peer_of(fd, &c->peer) < 0) {
+		free(c);
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	c->fd = fd;
+	allowed = peer_allowed(cfg, &c->peer);
+	privileged = c->peer.uid == 0 || c->peer.uid == getuid();
+	pthread_mutex_lock(&s->mu);
+	a = s->stopping ? HTTP_ADMIT_DROP
+			: http_admit(s->serving, s->refusing, allowed, privileged, c->peer.uid, c->peer.gid, &c->err);
+	if (a != HTTP_ADMIT_DROP) {
+		c->refuse = a == HTTP_ADMIT_REFUSE;
+		c->refuse_kind = allowed;
+		if (c->refuse)
+			s->refusing[c->refuse_kind]++;
+		else
+			s->serving++;
+		c->next = s->conns;
+		if (s->conns)
+			s->conns->prev = c;
+		s->conns = c;
+	}
+	pthread_mutex_unlock(&s->mu);
+	if (a == HTTP_ADMIT_DROP) {
+		free(c);
+		close(fd);
+		return;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	err = pthread_create(&th, &attr, conn_thread, c);
+	pthread_attr_destroy(&attr);
+	if (err)
+		conn_end(c);
+}
+
+static void *accept_thread(void *arg)
+{
+	struct http_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN }, { .fd = s->wake[0], .events = POLLIN } };
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0) {
+			conn_admit(s, fd);
+			continue;
+		}
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			poll(NULL, 0, ACCEPT_BACKOFF_MS);
+	}
+	return NULL;
+}
+
+struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen)
+{
+	struct http_server *s;
+	int e;
+
+	/* Every route answers: a missing handler is a build mistake, found at start. */
+	for (int op = OP_NONE + 1; op < OP_COUNT; op++) {
+		if (!svc->handlers[op]) {
+			snprintf(err, errlen, "no handler for route operation %d", op);
+			return NULL;
+		}
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(err, errlen, "out of memory starting the HTTP server");
+		return NULL;
+	}
+	s->svc = svc;
+	s->listen_fd = listen_fd;
+	s->timeout_ms = (int)svc->d->cfg.client_timeout_s * 1000;
+	if (pipe2(s->wake, O_CLOEXEC) < 0) {
+		snprintf(err, errlen, "cannot start the HTTP server: pipe: %s", strerror(errno));
+		free(s);
+		return NULL;
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	e = pthread_create(&s->accept_thread, NULL, accept_thread, s);
+	if (e) {
+		snprintf(err, errlen, "cannot start the HTTP server's thread: %s", strerror(e));
+		close(s->wake[0]);
+		close(s->wake[1]);
+		free(s);
+		return NULL;
+	}
+	s->accepting = true;
+	return s;
+}
+
+void http_quiesce(struct http_server *s)
+{
+	if (!s->accepting)
+		return;
+	(void)!write(s->wake[1], "", 1);
+	pthread_join(s->accept_thread, NULL);
+	s->accepting = false;
+}
+
+void http_stop(struct http_server *s)
+{
+	http_quiesce(s);
+	pthread_mutex_lock(&s->mu);
+	s->stopping = true;
+	/* Every wait in poll() ends; handlers see kilnd shutting down. */
+	for (struct http_conn *c = s->conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);
+	while (s->serving || s->refusing[0] || s->refusing[1])
+		pthread_cond_wait(&s->idle, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->idle);
+	free(s);
+}
