@@ -8,9 +8,9 @@
 #                 agent's exec latency and file throughput, and kilnd's
 #                 create-to-ready and API exec round trip, and checkpoint,
 #                 restore and fork beside a cold boot, and guest<->host TCP
-#                 with the packet filter off and on (make bench-boot,
-#                 bench-devices, bench-agent, bench-api, bench-snapshot,
-#                 bench-net)
+#                 with the packet filter off and on, and kilnd's HTTP layer
+#                 alone (make bench-boot, bench-devices, bench-agent,
+#                 bench-api, bench-snapshot, bench-net, bench-http)
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -48,7 +48,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net clean
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http clean
 all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
 
 deps:
@@ -306,7 +306,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net
+bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
@@ -315,6 +315,11 @@ bench-boot: deps
 bench-agent: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout 1800 bench/agent
+
+# kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
+bench-http: deps
+	@$(MAKE) --no-print-directory $(BUILD)/kilnd
+	bench/http
 
 bench-api: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
