@@ -15,7 +15,7 @@ int cli_check_id(const char *s, char *id, char *err, size_t errsz)
 	size_t n = strlen(s);
 
 	if (!n || n > CLI_ID_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
-		snprintf(err, errsz, "'%s' is not a sandbox id (see `kiln ls`)", s);
+		snprintf(err, errsz, "'%s' is not a sandbox id (see `kiln ls`)", CLI_ECHO(s));
 		return -1;
 	}
 	memcpy(id, s, n + 1);
@@ -28,7 +28,7 @@ int cli_body_uint(json_t *body, const char *field, const char *opt, const char *
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, 0, max, &n)) {
-		snprintf(err, errsz, "%s '%s': expected a whole number", opt, v);
+		snprintf(err, errsz, "%s '%s': expected a whole number", opt, CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(body, field, json_integer((json_int_t)n));
@@ -96,11 +96,11 @@ static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz
 		return cli_body_str(b, "network", "--network", v, err, errsz);
 	case C_FIREWALL: {
 		/* The rule set file, read here so create and run both send it. */
-		json_error_t je;
-		json_t *r = json_load_file(v, JSON_REJECT_DUPLICATES, &je);
+		json_t *r;
+		char why[CLI_ERR_MAX];
 
-		if (!r) {
-			snprintf(err, errsz, "--firewall %s: %s (line %d)", v, je.text, je.line);
+		if (cli_firewall_load(v, &r, why, sizeof(why))) {
+			snprintf(err, errsz, "--firewall %s", why);
 			return -1;
 		}
 		json_object_set_new(b, "firewall", r);
@@ -128,7 +128,7 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 			rc = -1;
 			break;
 		case CLI_SCAN_POSITIONAL:
-			snprintf(err, errsz, "unexpected argument '%s' (create takes only options)", s.value);
+			snprintf(err, errsz, "unexpected argument '%s' (create takes only options)", CLI_ECHO(s.value));
 			rc = -1;
 			break;
 		case CLI_SCAN_REST:
@@ -417,7 +417,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			break;
 		case L_LABEL:
 			if (!strchr(s.value, '=') || s.value[0] == '=') {
-				snprintf(err, errsz, "--label '%s': expected KEY=VALUE", s.value);
+				snprintf(err, errsz, "--label '%s': expected KEY=VALUE", CLI_ECHO(s.value));
 				return -1;
 			}
 			if (cli_query_add(q, qsz, "label", s.value))
@@ -428,7 +428,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			return -1;
 		default:
 			snprintf(err, errsz, "unexpected argument '%s' (ls takes only options)",
-				 s.value ? s.value : "--");
+				 CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 	}
@@ -451,7 +451,7 @@ int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err
 			return -1;
 		}
 		if (opt != CLI_SCAN_POSITIONAL || have) {
-			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", s.value ? s.value : "--");
+			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 		if (cli_check_id(s.value, id, err, errsz))
@@ -483,7 +483,7 @@ int cli_guest_operand(const char *arg, char *id, const char **path, char *err, s
 	if (cli_check_id(idbuf, id, err, errsz))
 		return -1;
 	if (colon[1] != '/') {
-		snprintf(err, errsz, "'%s': the guest path must be absolute (ID:/path)", arg);
+		snprintf(err, errsz, "'%s': the guest path must be absolute (ID:/path)", CLI_ECHO(arg));
 		return -1;
 	}
 	*path = colon + 1;

@@ -126,6 +126,7 @@ struct cli_proc_req {
 	bool follow;	     /* logs -f */
 	bool close;	     /* stdin --close */
 	const char *file;    /* stdin: FILE operand (NULL or "-": our stdin) */
+	long long wait_s;    /* wait: kilnd's own time (--timeout-ms), -1: unbounded */
 };
 
 /*
@@ -256,6 +257,13 @@ struct cli_firewall_req {
 
 int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, char *err,
 		       size_t errsz);
+/*
+ * A rule set file (kiln create --firewall FILE, kiln firewall set FILE;
+ * "-": stdin) into *out, at most 1 MiB. 0; -errno with "FILE: <strerror>"
+ * when it cannot be read (no line number: there is no JSON yet); -EINVAL
+ * with "FILE: not JSON: <why> (line N)" when its content is wrong.
+ */
+int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz);
 /* One RULE as a rule object, or NULL with err. */
 json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz);
 /* Append rule to rules' "allow" (CLI_FW_ALLOW) or "deny" list. 0, or -1 with err. */

@@ -4,12 +4,53 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/kiln/cli_body.h"
+#include "lib/base/fd_io.h"
 #include "lib/base/num_parse.h"
+
+/* kilnd takes 256 KiB of rules; leave room for whitespace. */
+#define FW_FILE_MAX (1u << 20)
+
+int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz)
+{
+	int fd = strcmp(file, "-") == 0 ? 0 : open(file, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	ssize_t have = -ENOMEM;
+	json_error_t je;
+	int rc;
+
+	*out = NULL;
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errsz, "%s: %s", CLI_ECHO(file), strerror(-rc));
+		return rc;
+	}
+	buf = malloc(FW_FILE_MAX + 1);
+	if (buf)
+		have = fd_io_read_full(fd, buf, FW_FILE_MAX + 1);
+	if (fd > 0)
+		close(fd);
+	if (have < 0) {
+		snprintf(err, errsz, "%s: %s", CLI_ECHO(file), strerror((int)-have));
+		rc = (int)have;
+	} else if (have > FW_FILE_MAX) {
+		snprintf(err, errsz, "%s: more than %u bytes", CLI_ECHO(file), FW_FILE_MAX);
+		rc = -EINVAL;
+	} else {
+		*out = json_loadb(buf, (size_t)have, JSON_REJECT_DUPLICATES, &je);
+		if (!*out)
+			snprintf(err, errsz, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text, je.line);
+		rc = *out ? 0 : -EINVAL;
+	}
+	free(buf);
+	return rc;
+}
 
 static const char *const protos[] = { "tcp", "udp", "icmp", "icmpv6", "any", NULL };
 

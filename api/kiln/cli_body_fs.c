@@ -67,7 +67,7 @@ static int fs_query(struct cli_fs_req *req, const char *user, const char *depth,
 static int add_operand(const char **ops, int *n, int want, const char *v, char *err, size_t errsz)
 {
 	if (*n == want) {
-		snprintf(err, errsz, "unexpected argument '%s'", v);
+		snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(v));
 		return -1;
 	}
 	ops[(*n)++] = v;
@@ -92,7 +92,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	for (sub = fs_subs; sub->name && strcmp(sub->name, argv[0]); sub++)
 		;
 	if (!sub->name) {
-		snprintf(err, errsz, "unknown subcommand '%s' (ls, stat, mkdir, rm or mv)", argv[0]);
+		snprintf(err, errsz, "unknown subcommand '%s' (ls, stat, mkdir, rm or mv)", CLI_ECHO(argv[0]));
 		return -1;
 	}
 	req->op = sub->op;
@@ -108,7 +108,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		case F_LIMIT:
 			if (num_parse_u64(s.value, 10, 1, CLI_INT_MAX, &n)) {
 				snprintf(err, errsz, "--%s '%s': expected a whole number",
-					 opt == F_DEPTH ? "depth" : "limit", s.value);
+					 opt == F_DEPTH ? "depth" : "limit", CLI_ECHO(s.value));
 				return -1;
 			}
 			*(opt == F_DEPTH ? &depth : &limit) = s.value;
@@ -121,7 +121,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			break;
 		case F_MODE:
 			if (parse_mode(s.value, &mode)) {
-				snprintf(err, errsz, "--mode '%s': expected octal permission bits (0755)", s.value);
+				snprintf(err, errsz, "--mode '%s': expected octal permission bits (0755)", CLI_ECHO(s.value));
 				return -1;
 			}
 			have_mode = true;
@@ -153,7 +153,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	}
 	k = cli_guest_operand(ops[0], req->id, &req->path, err, errsz);
 	if (k == 1)
-		snprintf(err, errsz, "'%s' is not ID:/PATH (a path in a sandbox)", ops[0]);
+		snprintf(err, errsz, "'%s' is not ID:/PATH (a path in a sandbox)", CLI_ECHO(ops[0]));
 	if (k)
 		return -1;
 	if (want == 2) {
@@ -164,7 +164,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		if (k == 1) {
 			to = ops[1];
 			if (to[0] != '/') {
-				snprintf(err, errsz, "'%s': the destination must be absolute (/TO or ID:/TO)", to);
+				snprintf(err, errsz, "'%s': the destination must be absolute (/TO or ID:/TO)", CLI_ECHO(to));
 				return -1;
 			}
 		} else if (strcmp(id2, req->id)) {
@@ -211,7 +211,7 @@ static int port_number(const char *v, unsigned long long min, const char *what, 
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, min, 65535, &n)) {
-		snprintf(err, errsz, "%s '%s': expected a port number %llu..65535", what, v, min);
+		snprintf(err, errsz, "%s '%s': expected a port number %llu..65535", what, CLI_ECHO(v), min);
 		return -1;
 	}
 	*out = (unsigned)n;
@@ -234,7 +234,7 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 			return -1;
 		}
 		if (opt != CLI_SCAN_POSITIONAL || nops == 4) {
-			snprintf(err, errsz, "unexpected argument '%s'", s.value ? s.value : "--");
+			snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 		ops[nops++] = s.value;

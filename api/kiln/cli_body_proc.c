@@ -105,7 +105,7 @@ static int from_query(struct cli_proc_req *req, const char *v, const char *extra
 	uint64_t seq;
 
 	if (strcmp(v, "now") && num_parse_u64(v, 10, 0, UINT64_MAX, &seq)) {
-		snprintf(err, errsz, "--from '%s': expected a byte offset (seq) or 'now'", v);
+		snprintf(err, errsz, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
 		return -1;
 	}
 	snprintf(req->query, sizeof(req->query), "?%sfrom=%s", extra, v);
@@ -123,7 +123,7 @@ static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 	}
 	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-") != strlen(v) ||
 	    strlen(v) > 16) {
-		snprintf(err, errsz, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", v);
+		snprintf(err, errsz, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(b, "signal", json_string(v));
@@ -148,6 +148,8 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 	struct cli_scan s;
 
 	memset(req, 0, sizeof(*req));
+	/* A wait without --timeout-ms lasts as long as the process. */
+	req->wait_s = !strcmp(cmd, "wait") ? -1 : 0;
 	if (logs)
 		defs = logs_defs;
 	else if (!strcmp(cmd, "attach"))
@@ -183,10 +185,11 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			break;
 		case P_TIMEOUT_MS:
 			if (num_parse_u64(s.value, 10, 0, CLI_INT_MAX, &n)) {
-				snprintf(err, errsz, "--timeout-ms '%s': expected a whole number", s.value);
+				snprintf(err, errsz, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", (unsigned long long)n);
+				req->wait_s = n ? (long long)((n + 999) / 1000) : -1;
 			}
 			break;
 		case P_CLOSE:
@@ -199,7 +202,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		case CLI_SCAN_REST:
 			for (; !rc && s.i < s.argc; s.i++) {
 				if (nops == maxops) {
-					snprintf(err, errsz, "unexpected argument '%s'", s.argv[s.i]);
+					snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.argv[s.i]));
 					rc = -1;
 				} else {
 					ops[nops++] = s.argv[s.i];
@@ -208,7 +211,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			break;
 		case CLI_SCAN_POSITIONAL:
 			if (nops == maxops) {
-				snprintf(err, errsz, "unexpected argument '%s'", s.value);
+				snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				ops[nops++] = s.value;
@@ -223,7 +226,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 	if (!rc)
 		rc = cli_check_id(ops[0], req->id, err, errsz);
 	if (!rc && num_parse_u64(ops[1], 10, 1, 0xffffffffULL, &n)) {
-		snprintf(err, errsz, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", ops[1]);
+		snprintf(err, errsz, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
 		rc = -1;
 	}
 	if (rc) {

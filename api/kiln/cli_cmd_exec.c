@@ -120,12 +120,18 @@ static int exec_stream(struct cli_ctx *c, const char *what, const char *path, js
 int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel)
 {
 	char path[160];
+	long long saved = c->wait_s;
 	int rc;
 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec%s", x->id, x->stream ? "?stream=1" : "");
 	rc = x->send_stdin ? cli_body_stdin(c, x->body) : 0;
+	/* Even a stream's answer begins only with the first output, which
+	 * may come at the exit: the process's own time, plus a wake's. */
+	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x->body, "timeout_ms")),
+				    CLI_WAIT_BOOT);
 	if (!rc)
 		rc = x->stream ? exec_stream(c, what, path, x->body, cancel) : exec_buffered(c, what, path, x->body);
+	c->wait_s = saved;
 	return rc;
 }
 

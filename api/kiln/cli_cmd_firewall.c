@@ -4,60 +4,12 @@
  * allow and deny read the current rules, append one and put them back.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_cmds.h"
-
-/* kilnd takes 256 KiB of rules; leave room for whitespace. */
-#define FW_FILE_MAX (1u << 20)
-
-/* FILE or "-" (stdin) as JSON. NULL with err. */
-static json_t *load_rules(const char *file, char *err, size_t errsz)
-{
-	int fd = strcmp(file, "-") == 0 ? 0 : open(file, O_RDONLY | O_CLOEXEC);
-	size_t have = 0;
-	char *buf;
-	json_error_t je;
-	json_t *j = NULL;
-
-	if (fd < 0) {
-		snprintf(err, errsz, "%s: %s", file, strerror(errno));
-		return NULL;
-	}
-	buf = malloc(FW_FILE_MAX + 1);
-	while (buf && have <= FW_FILE_MAX) {
-		ssize_t k = read(fd, buf + have, FW_FILE_MAX + 1 - have);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0) {
-			snprintf(err, errsz, "%s: %s", file, strerror(errno));
-			goto out;
-		}
-		if (k == 0)
-			break;
-		have += (size_t)k;
-	}
-	if (!buf) {
-		snprintf(err, errsz, "out of memory");
-	} else if (have > FW_FILE_MAX) {
-		snprintf(err, errsz, "%s: more than %u bytes", file, FW_FILE_MAX);
-	} else {
-		j = json_loadb(buf, have, JSON_REJECT_DUPLICATES, &je);
-		if (!j)
-			snprintf(err, errsz, "%s: not JSON: %s (line %d)", file, je.text, je.line);
-	}
-out:
-	free(buf);
-	if (fd > 0)
-		close(fd);
-	return j;
-}
 
 /* PUT's answer: "applied, N flows cut" or "saved for the next boot". */
 static int format_put(FILE *out, const json_t *v)
@@ -129,10 +81,12 @@ int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 		return cli_call_show(c, "firewall log", "GET", path, NULL, format_log);
 	}
 	if (r.op == CLI_FW_SET) {
-		rules = load_rules(r.file, err, sizeof(err));
-		if (!rules) {
-			fprintf(stderr, "kiln: firewall set: %s\n", err);
-			return 2;
+		rc = cli_firewall_load(r.file, &rules, err, sizeof(err));
+		if (rc) {
+			struct cli_fail f;
+
+			cli_fail_set(&f, rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_LOCAL, NULL, "%s", err);
+			return cli_report(c, "firewall set", &f);
 		}
 	} else {
 		rc = cli_call_json(c, "firewall", "GET", path, NULL, &cur);

@@ -44,6 +44,7 @@ int cli_cmd_spawn(struct cli_ctx *c, int argc, char **argv)
 	struct cli_spawn_req r;
 	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 8];
 	json_t *v = NULL;
+	struct cli_fail f;
 	int rc;
 
 	if (cli_spawn_parse(argc, argv, &c->g, &r, err, sizeof(err)))
@@ -51,16 +52,15 @@ int cli_cmd_spawn(struct cli_ctx *c, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", r.id);
 	snprintf(what, sizeof(what), "spawn %s", r.id);
 	rc = r.send_stdin ? cli_body_stdin(c, r.body) : 0;
+	c->wait_s = CLI_WAIT_BOOT; /* a hibernated sandbox wakes first */
 	if (!rc)
 		rc = cli_call_json(c, what, "POST", path, r.body, &v);
-	if (!rc) {
-		json_t *pid = json_object_get(v, "id");
-
-		if (!c->g.json && json_is_integer(pid))
-			printf("%lld\n", (long long)json_integer_value(pid));
-		else
-			cli_print_json(v, !c->g.json);
-	}
+	if (!rc && cli_answer_need(v, "id", JSON_INTEGER, &f))
+		rc = cli_report(c, what, &f);
+	else if (!rc && !c->g.json)
+		printf("%lld\n", (long long)json_integer_value(json_object_get(v, "id")));
+	else if (!rc)
+		cli_print_json(v, false);
 	json_decref(v);
 	json_decref(r.body);
 	return rc;
@@ -132,6 +132,7 @@ int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv)
 		return rc;
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait%s", p.id, p.proc, p.query);
 	snprintf(what, sizeof(what), "wait %s %lu", p.id, p.proc);
+	c->wait_s = p.wait_s;
 	rc = cli_call_json(c, what, "POST", path, NULL, &v);
 	if (!rc)
 		rc = cli_show(c, v, cli_format_exit);

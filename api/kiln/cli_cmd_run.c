@@ -47,15 +47,13 @@ int cli_cmd_run(struct cli_ctx *c, int argc, char **argv)
 
 		sigaction(sigs[i], sigs[i] == SIGPIPE ? &ign : &sa, &old[i]);
 	}
+	c->wait_s = CLI_WAIT_BOOT;
 	rc = cli_call_json(c, "run: create", "POST", "/v1/sandboxes", r.create, &sb);
-	id = json_string_value(json_object_get(sb, "id"));
-	if (!rc && !id) {
-		struct cli_fail f;
-
-		cli_fail_set(&f, CLI_EXIT_API, NULL,
-			     "kilnd's create answer has no id; see `kiln ls` for a sandbox to remove");
-		rc = cli_report(c, "run", &f);
-	}
+	c->wait_s = 0;
+	if (!rc)
+		rc = cli_new_sandbox(c, "run: create", sb, &id);
+	else
+		id = NULL;
 	if (!rc && !run_signal) {
 		snprintf(r.exec.id, sizeof(r.exec.id), "%s", id);
 		snprintf(what, sizeof(what), "run %s", id);

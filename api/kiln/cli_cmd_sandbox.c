@@ -26,7 +26,7 @@ static int no_args(struct cli_ctx *c, int argc, char **argv)
 	if (opt != CLI_SCAN_DONE) {
 		char msg[CLI_ERR_MAX];
 
-		snprintf(msg, sizeof(msg), "unexpected argument '%s'", s.value ? s.value : "--");
+		snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
 		return cli_usage_error(c, msg);
 	}
 	return 0;
@@ -104,18 +104,11 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 	if (cli_create_body(argc, argv, &c->g, &body, err, sizeof(err)))
 		return cli_usage_error(c, err);
 	rc = cli_absolute_shares(c, body);
+	c->wait_s = CLI_WAIT_BOOT; /* kilnd answers once the guest's agent does */
 	if (!rc)
 		rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
-	if (!rc) {
-		const char *id = json_string_value(json_object_get(sb, "id"));
-
-		if (c->g.json)
-			cli_print_json(sb, false);
-		else if (id)
-			puts(id);
-		else
-			rc = cli_show(c, sb, NULL);
-	}
+	if (!rc)
+		rc = cli_new_sandbox(c, NULL, sb, NULL);
 	json_decref(body);
 	json_decref(sb);
 	return rc;
@@ -143,21 +136,39 @@ static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, 
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s%s", id, suffix);
 	snprintf(what, sizeof(what), "%s %s", c->cmd->name, id);
 	rc = cli_call_json(c, what, method, path, NULL, &v);
-	if (!rc && v)
+	if (!rc && !v && strcmp(method, "DELETE")) {
+		struct cli_fail f;
+
+		/* Only DELETE answers 204 without a body; the rest answer the sandbox. */
+		cli_answer_need(v, "state", JSON_STRING, &f);
+		rc = cli_report(c, what, &f);
+	} else if (!rc && v) {
 		rc = cli_show(c, v, fmt);
-	else if (!rc && !c->g.json)
+	} else if (!rc && !c->g.json) {
 		puts(id); /* DELETE: 204, no body */
+	}
 	json_decref(v);
 	return rc;
 }
 
+/* The sandbox object as it is, once it is one. */
+static int format_sandbox(FILE *out, const json_t *v)
+{
+	if (!json_is_string(json_object_get(v, "id")) || !json_is_string(json_object_get(v, "state")))
+		return -1;
+	cli_print_json(v, true);
+	(void)out;
+	return 0;
+}
+
 int cli_cmd_inspect(struct cli_ctx *c, int argc, char **argv)
 {
-	return on_one(c, argc, argv, "GET", "", NULL);
+	return on_one(c, argc, argv, "GET", "", format_sandbox);
 }
 
 int cli_cmd_start(struct cli_ctx *c, int argc, char **argv)
 {
+	c->wait_s = CLI_WAIT_BOOT;
 	return on_one(c, argc, argv, "POST", "/start", cli_format_state);
 }
 
@@ -183,10 +194,12 @@ int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv)
 {
+	c->wait_s = CLI_WAIT_SNAPSHOT;
 	return on_one(c, argc, argv, "POST", "/hibernate", cli_format_state);
 }
 
 int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv)
 {
+	c->wait_s = CLI_WAIT_SNAPSHOT;
 	return on_one(c, argc, argv, "POST", "/wake", cli_format_state);
 }

@@ -118,6 +118,15 @@ static int tty_error_answer(struct tty_session *t, const struct cli_http_head *h
 	return cli_report(t->c, t->what, &f);
 }
 
+/* SO_SNDTIMEO and SO_RCVTIMEO of seconds (0: none). */
+static void set_timeouts(int sock, unsigned long seconds)
+{
+	struct timeval tv = { .tv_sec = (time_t)seconds };
+
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
 /*
  * Connect, ask for the upgrade and read the answer's head; what came
  * after a 101 is the terminal's first output and goes to stdout. 0, or
@@ -133,15 +142,24 @@ static int tty_open(struct tty_session *t, const char *path)
 	size_t len = 0;
 	int n, rc = 0;
 
-	if (strlen(sock) >= sizeof(sa.sun_path))
-		return tty_fail(t, CLI_EXIT_USAGE, "the socket path '%s' is too long for a Unix socket", sock);
+	if (cli_fail_socket_path(sock, &f))
+		return cli_report(t->c, t->what, &f);
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	t->sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (t->sock < 0)
 		return tty_fail(t, CLI_EXIT_API, "socket: %s", strerror(errno));
+	/* As cli_http: a connection and an answer's head within the base
+	 * timeout (a Unix socket's connect() waits SO_SNDTIMEO on a full
+	 * queue); the session itself may then be quiet for ever. */
+	set_timeouts(t->sock, t->c->g.timeout_s);
 	if (connect(t->sock, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = errno;
 		struct stat st;
+
+		if (e == EAGAIN || e == EWOULDBLOCK || e == EINPROGRESS) {
+			cli_fail_timeout(sock, false, t->c->g.timeout_s, &f);
+			return cli_report(t->c, t->what, &f);
+		}
 
 		/* As cli_http: a regular file at the path answers ECONNREFUSED. */
 		if (e == ECONNREFUSED && stat(sock, &st) == 0 && !S_ISSOCK(st.st_mode))
@@ -162,6 +180,11 @@ static int tty_open(struct tty_session *t, const char *path)
 
 		if (got < 0 && errno == EINTR)
 			continue;
+		if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			cli_fail_timeout(sock, true, t->c->g.timeout_s, &f);
+			rc = cli_report(t->c, t->what, &f);
+			break;
+		}
 		if (got <= 0) {
 			rc = tty_fail(t, CLI_EXIT_API, "kilnd closed the connection before answering (%s)",
 				      got < 0 ? strerror(errno) : "end of stream");
@@ -175,6 +198,7 @@ static int tty_open(struct tty_session *t, const char *path)
 		}
 		if (n == 0)
 			continue;
+		set_timeouts(t->sock, 0);
 		if (h.status != 101 || !h.upgrade)
 			rc = tty_error_answer(t, &h, buf + h.len, len - h.len);
 		else if (len > h.len && fd_io_write_all(1, buf + h.len, len - h.len))
@@ -435,7 +459,9 @@ int cli_cmd_shell(struct cli_ctx *c, int argc, char **argv)
 		json_object_set_new(r.body, "cols", json_integer(cols));
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", r.id, r.has_argv ? "processes" : "shell");
+	c->wait_s = CLI_WAIT_BOOT; /* a hibernated sandbox wakes first */
 	rc = cli_call_json(c, what, "POST", path, r.body, &v);
+	c->wait_s = 0;
 	pid = json_object_get(v, "id");
 	if (!rc && (!json_is_integer(pid) || json_integer_value(pid) < 1))
 		rc = tty_fail(t, CLI_EXIT_API, "kilnd's answer has no process id%s", "");

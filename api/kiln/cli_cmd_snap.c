@@ -25,6 +25,8 @@ static int format_list(FILE *out, const json_t *v)
 	const json_t *cp;
 	size_t i;
 
+	if (!json_is_array(json_object_get(v, "checkpoints")))
+		return -1;
 	fprintf(out, "%-24s %12s %11s  %s\n", "NAME", "SIZE", "PAUSED", "CREATED");
 	json_array_foreach(json_object_get(v, "checkpoints"), i, cp)
 		if (print_checkpoint(out, cp))
@@ -53,6 +55,7 @@ int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv)
 	} else {
 		snprintf(path, sizeof(path), "/v1/sandboxes/%s/checkpoints", rq.id);
 		body = json_pack("{s:s, s:b}", "name", rq.name, "compress", rq.compress);
+		c->wait_s = CLI_WAIT_SNAPSHOT;
 		rc = cli_call_show(c, what, "POST", path, body, print_checkpoint);
 	}
 	json_decref(body);
@@ -69,6 +72,7 @@ int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage_error(c, err);
 	snprintf(what, sizeof(what), "restore %s %s", rq.id, rq.name);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/checkpoints/%s/restore", rq.id, rq.name);
+	c->wait_s = CLI_WAIT_SNAPSHOT;
 	return cli_call_show(c, what, "POST", path, NULL, cli_format_state);
 }
 
@@ -80,15 +84,10 @@ int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv)
 
 	if (cli_fork_body(argc, argv, &c->g, &body, err, sizeof(err)))
 		return cli_usage_error(c, err);
+	c->wait_s = CLI_WAIT_SNAPSHOT;
 	rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
-	if (!rc) {
-		const char *id = json_string_value(json_object_get(sb, "id"));
-
-		if (c->g.json || !id)
-			cli_print_json(sb, false);
-		else
-			puts(id);
-	}
+	if (!rc)
+		rc = cli_new_sandbox(c, NULL, sb, NULL);
 	json_decref(body);
 	json_decref(sb);
 	return rc;

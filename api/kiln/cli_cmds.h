@@ -40,9 +40,12 @@ struct cli_ctx {
 	struct cli_http http;
 	bool connected;
 	const struct cli_cmd *cmd; /* the command running, for messages */
+	/* kilnd's own time for the command's requests (cli_req.wait_s),
+	 * for those that name none: set before a create's or a start's call. */
+	long long wait_s;
 };
 
-/* Print `kiln: <cmd>: <msg>` and the command's synopsis; returns 2. */
+/* Print `kiln: <cmd>: <msg>; see 'kiln <cmd> --help'` (one line); returns 2. */
 int cli_usage_error(struct cli_ctx *c, const char *msg);
 /* Print f as `kiln: <what>: <message> (<code>)`; returns f->exit. */
 int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f);
@@ -86,6 +89,14 @@ void cli_stream_init(struct cli_stream *s, struct cli_ctx *c, const char *who);
  * req->cancel stopped it (the caller says why).
  */
 int cli_stream_call(struct cli_ctx *c, const char *what, struct cli_req *req, struct cli_stream *s);
+/*
+ * A create's or fork's answer sb: it must carry the new sandbox's id (a
+ * valid one: it goes into the next requests' paths). Printed (the id, or
+ * with --json the object) and 0, or reported (what: NULL means the
+ * command's name) and kiln's exit status. *id, when id is not NULL, is the
+ * id (owned by sb) or NULL.
+ */
+int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const char **id);
 /* Relative --share host paths made absolute (kilnd resolves them in its own cwd). */
 int cli_absolute_shares(struct cli_ctx *c, json_t *create_body);
 /* Our stdin, whole (at most 1 MiB), as body["stdin_base64"] (exec -i, spawn -i). */

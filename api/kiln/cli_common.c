@@ -6,13 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/text_clean.h"
+
 int cli_usage_error(struct cli_ctx *c, const char *msg)
 {
 	if (c->g.help) {
 		printf("usage: kiln %s %s\n%s\n", c->cmd->name, c->cmd->args, c->cmd->summary);
 		return CLI_EXIT_OK;
 	}
-	fprintf(stderr, "kiln: %s: %s\nusage: kiln %s %s\n", c->cmd->name, msg, c->cmd->name, c->cmd->args);
+	/* One line: what is wrong and where the synopsis is (some are
+	 * longer than a terminal's width). */
+	fprintf(stderr, "kiln: %s: ", c->cmd->name);
+	text_clean_term_fput(stderr, msg);
+	fprintf(stderr, "; see 'kiln %s --help'\n", c->cmd->name);
 	return CLI_EXIT_USAGE;
 }
 
@@ -24,12 +30,16 @@ int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f)
 
 int cli_call_quiet(struct cli_ctx *c, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f)
 {
+	struct cli_req r = *req;
+
 	if (!c->connected) {
-		if (cli_http_open(&c->http, c->g.socket))
+		if (cli_http_open(&c->http, c->g.socket, c->g.timeout_s))
 			return cli_fail_set(f, CLI_EXIT_API, NULL, "cannot initialise libcurl");
 		c->connected = true;
 	}
-	return cli_http_do(&c->http, req, resp, f);
+	if (!r.wait_s)
+		r.wait_s = c->wait_s;
+	return cli_http_do(&c->http, &r, resp, f);
 }
 
 int cli_call(struct cli_ctx *c, const char *what, const struct cli_req *req, struct cli_resp *resp)
@@ -38,6 +48,31 @@ int cli_call(struct cli_ctx *c, const char *what, const struct cli_req *req, str
 
 	if (cli_call_quiet(c, req, resp, &f))
 		return cli_report(c, what, &f);
+	return 0;
+}
+
+int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const char **id)
+{
+	char ok[CLI_ID_MAX + 1], err[CLI_ERR_MAX];
+	const char *s = json_string_value(json_object_get(sb, "id"));
+	struct cli_fail f;
+
+	if (id)
+		*id = NULL;
+	if (cli_answer_need(sb, "id", JSON_STRING, &f))
+		return cli_report(c, what, &f);
+	if (cli_check_id(s, ok, err, sizeof(err))) {
+		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd answered an invalid sandbox id: %s", err);
+		return cli_report(c, what, &f);
+	}
+	if (id) {
+		*id = s;
+		return 0;
+	}
+	if (c->g.json)
+		cli_print_json(sb, false);
+	else
+		puts(s);
 	return 0;
 }
 

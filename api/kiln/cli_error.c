@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <jansson.h>
 
@@ -78,6 +80,53 @@ void cli_fail_unreachable(const char *socket, int os_errno, const char *detail, 
 			     os_errno && detail ? " / " : "", os_errno && detail ? detail : "");
 		break;
 	}
+}
+
+int cli_fail_socket_path(const char *socket, struct cli_fail *f)
+{
+	struct sockaddr_un sa;
+	size_t n = strlen(socket);
+
+	if (n < sizeof(sa.sun_path))
+		return 0;
+	return cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			    "cannot reach kilnd: the socket path is %zu bytes, longer than a Unix socket address "
+			    "holds (%zu with its NUL): '%.60s...'; use a shorter path (kilnd --socket and kiln "
+			    "--socket or KILN_SOCKET)",
+			    n, sizeof(sa.sun_path), socket);
+}
+
+void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds, struct cli_fail *f)
+{
+	if (!connected)
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			     "cannot reach kilnd: no connection within %llu s at %s (its queue of connections is "
+			     "full: kilnd is stuck or overloaded); wait longer with --request-timeout SECONDS or "
+			     "KILN_REQUEST_TIMEOUT (0: no limit)",
+			     seconds, socket);
+	else
+		cli_fail_set(f, CLI_EXIT_TIMEOUT, NULL,
+			     "kilnd did not answer within %llu s at %s; the request may still take effect there "
+			     "(check with `kiln ls`); wait longer with --request-timeout SECONDS or "
+			     "KILN_REQUEST_TIMEOUT (0: no limit)",
+			     seconds, socket);
+}
+
+int cli_answer_need(const json_t *v, const char *field, json_type type, struct cli_fail *f)
+{
+	const json_t *x = json_object_get(v, field);
+	const char *kind = type == JSON_STRING	 ? "a string "
+			   : type == JSON_INTEGER ? "an integer "
+			   : type == JSON_OBJECT  ? "an object "
+			   : type == JSON_ARRAY	  ? "an array "
+						  : "";
+
+	if (x && json_typeof(x) == type && (type != JSON_STRING || *json_string_value(x)))
+		return 0;
+	return cli_fail_set(f, CLI_EXIT_API, NULL,
+			    "kilnd answered without %s'%s' (%s; another program on the socket, or a kilnd of "
+			    "another version?); --json shows the answer",
+			    kind, field, !v ? "no body" : !json_is_object(v) ? "not a JSON object" : x ? "wrong type" : "missing");
 }
 
 void cli_fail_print(FILE *out, const char *what, const struct cli_fail *f)

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/base/mono.h"
 
 struct xfer {
 	const struct cli_req *req;
@@ -14,6 +17,12 @@ struct xfer {
 	bool sinking; /* decided at the first body byte from the status */
 	bool decided;
 	bool too_big;
+	bool connected; /* curl's pre-request callback ran */
+	bool head_done; /* the final (non-1xx) status line and headers arrived */
+	bool timed_out;
+	bool queue_full; /* connect() kept failing with EAGAIN until the deadline */
+	long long answer_ms; /* 0: no limit */
+	int64_t since_ms;    /* the connection, or the last upload bytes; 0: not yet */
 };
 
 static int collect(struct xfer *x, const char *p, size_t n)
@@ -61,11 +70,47 @@ static size_t on_upload(char *p, size_t size, size_t nmemb, void *arg)
 	struct xfer *x = arg;
 	ssize_t got = x->req->source(x->req->source_arg, p, size * nmemb);
 
+	/* kilnd took what we sent: its time to answer counts from here. */
+	x->since_ms = mono_ms();
 	if (got < 0) {
 		x->resp->local_err = (int)got;
 		return CURL_READFUNC_ABORT;
 	}
 	return (size_t)got;
+}
+
+/* A header line: the final status line's blank line ends the head. */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	long status = 0;
+
+	if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n')) {
+		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
+		/* 100 Continue is followed by the real answer. */
+		if (status >= 200 || status == 101)
+			x->head_done = true;
+	}
+	return n;
+}
+
+/* Connected, the request not sent yet: the answer's time starts. */
+static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	struct xfer *x = arg;
+
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	x->connected = true;
+	/* An upload's clock starts at its first bytes instead: curl may first
+	 * wait for a "100 Continue" that a kilnd need not send. */
+	if (!x->req->source)
+		x->since_ms = mono_ms();
+	return CURL_PREREQFUNC_OK;
 }
 
 /* curl calls this about once a second, and at every transfer step. */
@@ -77,13 +122,24 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	(void)dlnow;
 	(void)ultotal;
 	(void)ulnow;
-	return *x->req->cancel ? 1 : 0;
+	if (x->req->cancel && *x->req->cancel)
+		return 1;
+	/* A stream may stay quiet once it has begun; a collected answer
+	 * is held to the limit to its end. */
+	if (!x->since_ms || !x->answer_ms || (x->head_done && x->req->sink))
+		return 0;
+	if (mono_ms() - x->since_ms > x->answer_ms) {
+		x->timed_out = true;
+		return 1;
+	}
+	return 0;
 }
 
-int cli_http_open(struct cli_http *h, const char *socket)
+int cli_http_open(struct cli_http *h, const char *socket, unsigned long timeout_s)
 {
 	memset(h, 0, sizeof(*h));
 	h->socket = socket;
+	h->timeout_s = timeout_s;
 	h->curl = curl_easy_init();
 	return h->curl ? 0 : -ENOMEM;
 }
@@ -100,13 +156,18 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 	long os_errno = 0;
 	struct stat st;
 
-	if (cc == CURLE_COULDNT_CONNECT) {
+	if (cc == CURLE_COULDNT_CONNECT && !x->queue_full) {
 		curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
 		/* connect() to a regular file is ECONNREFUSED too; a user who
 		 * passed the wrong path deserves to hear it is not a socket. */
 		if (os_errno == ECONNREFUSED && stat(h->socket, &st) == 0 && !S_ISSOCK(st.st_mode))
 			os_errno = ENOTSOCK;
 		cli_fail_unreachable(h->socket, (int)os_errno, h->errbuf, f);
+		return -1;
+	}
+	if (x->timed_out || (cc == CURLE_OPERATION_TIMEDOUT && !x->connected) || x->queue_full) {
+		cli_fail_timeout(h->socket, x->connected,
+				 x->timed_out ? (unsigned long long)x->answer_ms / 1000 : h->timeout_s, f);
 		return -1;
 	}
 	if (x->resp->local_err)
@@ -124,15 +185,36 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 			    h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
 }
 
+/*
+ * Try the connection again? A Unix socket whose listen queue is full
+ * fails a non-blocking connect() with EAGAIN at once (curl then reports
+ * no errno): kilnd is busy accepting, not gone, so kiln tries again until
+ * the connect deadline, and then reports a timeout (exit 3).
+ */
+static bool queue_full(struct cli_http *h)
+{
+	long os_errno = 0;
+	struct stat st;
+
+	curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
+	return (!os_errno || os_errno == EAGAIN) && stat(h->socket, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f)
 {
 	struct xfer x = { .req = req, .resp = resp, .curl = h->curl };
+	/* 0 would be curl's default of 300 s, not "none": a day is. */
+	long connect_ms = h->timeout_s ? (long)h->timeout_s * 1000 : 86400000L;
+	int64_t connect_deadline = mono_ms() + connect_ms;
 	struct curl_slist *hdr = NULL;
 	char url[8192];
 	CURLcode cc;
 	int rc = 0;
 
 	memset(resp, 0, sizeof(*resp));
+	if (cli_fail_socket_path(h->socket, f))
+		return -1;
+	x.answer_ms = cli_answer_ms(h->timeout_s, req->wait_s);
 	if (snprintf(url, sizeof(url), "http://kiln%s", req->path) >= (int)sizeof(url))
 		return cli_fail_set(f, CLI_EXIT_USAGE, NULL, "the request path is too long");
 	curl_easy_reset(h->curl);
@@ -161,11 +243,15 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	}
 	if (strcmp(req->method, "GET") && !(req->source && !strcmp(req->method, "PUT")))
 		curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, req->method);
-	if (req->cancel) {
-		curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
-		curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-		curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &x);
-	}
+	curl_easy_setopt(h->curl, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h->curl, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(h->curl, CURLOPT_PREREQDATA, &x);
+	/* The answer's limit and Ctrl-C (req->cancel) are checked here. */
+	curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(h->curl, CURLOPT_XFERINFODATA, &x);
 	if (!strcmp(req->method, "POST") && !req->body && !req->source) {
 		/* A POST without a body (stop, start) still sends
 		 * Content-Length: 0, as kilnd's body checks expect. */
@@ -173,7 +259,16 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	}
 	if (hdr)
 		curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, hdr);
-	cc = curl_easy_perform(h->curl);
+	for (;;) {
+		cc = curl_easy_perform(h->curl);
+		if (cc != CURLE_COULDNT_CONNECT || !queue_full(h) || (req->cancel && *req->cancel))
+			break;
+		if (mono_ms() >= connect_deadline) {
+			x.queue_full = true;
+			break;
+		}
+		usleep(100 * 1000);
+	}
 	curl_slist_free_all(hdr);
 	if (resp->status == 0)
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
@@ -191,6 +286,8 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	/* curl_easy_reset drops these; the slist and &x are gone after return. */
 	curl_easy_setopt(h->curl, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 1L);
+	curl_easy_setopt(h->curl, CURLOPT_HEADERFUNCTION, NULL);
+	curl_easy_setopt(h->curl, CURLOPT_PREREQFUNCTION, NULL);
 	if (rc) {
 		free(resp->body);
 		resp->body = NULL;

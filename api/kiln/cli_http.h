@@ -14,6 +14,16 @@
  *  - Returns 0 with resp filled for a 2xx, or -1 with fail (kilnd's error,
  *    no kilnd on the socket, or a transfer that broke). The caller frees
  *    resp->body.
+ *  - Nothing waits forever on a socket that accepts and never answers:
+ *    the connection must be made within the base timeout
+ *    (struct cli_globals.timeout_s), and the answer must begin within
+ *    cli_answer_ms() (cli_opts.h): the base plus the request's own wait_s, counted
+ *    from the connection or from the last upload bytes kilnd took (an
+ *    upload fed from a slow pipe is never cut). A streamed answer (a
+ *    sink) may then be quiet as long as it likes (an exec's NDJSON, logs
+ *    -f, a download); a collected one must end within the same limit.
+ *    Failures: exit 3 when no connection was made, 6 when kilnd took the
+ *    request and did not answer.
  */
 #ifndef KILN_CLI_HTTP_H
 #define KILN_CLI_HTTP_H
@@ -25,6 +35,7 @@
 #include <curl/curl.h>
 
 #include "api/kiln/cli_error.h"
+#include "api/kiln/cli_opts.h"
 
 /* Collected bodies: JSON answers and error objects. A sandbox list of the
  * daemon's maximum size is far below this. */
@@ -32,6 +43,7 @@
 
 struct cli_http {
 	const char *socket;
+	unsigned long timeout_s; /* the base timeout, 0: none */
 	CURL *curl;
 	char errbuf[CURL_ERROR_SIZE];
 };
@@ -50,6 +62,14 @@ struct cli_req {
 	long long source_size;	/* -1: unknown (sent chunked) */
 	cli_sink_fn sink;	/* 2xx body, or NULL to collect it */
 	void *sink_arg;
+	/*
+	 * The time kilnd may legitimately take on this request before it
+	 * answers, beyond the base timeout, in seconds: a boot
+	 * (CLI_WAIT_BOOT), a snapshot (CLI_WAIT_SNAPSHOT), a process's
+	 * timeout; CLI_WAIT_UNBOUNDED for a wait with no end of its own (an
+	 * exec without --timeout-ms answers when the process exits).
+	 */
+	long long wait_s;
 	/* When set, the transfer is abandoned soon after *cancel turns
 	 * nonzero (a signal handler's flag: kiln run's Ctrl-C); it then
 	 * fails with code "interrupted". */
@@ -65,7 +85,7 @@ struct cli_resp {
 	int local_err;
 };
 
-int cli_http_open(struct cli_http *h, const char *socket);
+int cli_http_open(struct cli_http *h, const char *socket, unsigned long timeout_s);
 void cli_http_close(struct cli_http *h);
 
 int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *fail);

@@ -6,14 +6,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { GOPT_SOCKET = 1, GOPT_JSON, GOPT_HELP };
+#include "lib/base/text_clean.h"
+
+enum { GOPT_SOCKET = 1, GOPT_TIMEOUT, GOPT_JSON, GOPT_HELP };
 
 static const struct cli_optdef global_defs[] = {
 	{ "socket", 0, true, GOPT_SOCKET },
+	{ "request-timeout", 0, true, GOPT_TIMEOUT },
 	{ "json", 0, false, GOPT_JSON },
 	{ "help", 'h', false, GOPT_HELP },
 	{ 0 },
 };
+
+int cli_timeout_parse(const char *v, const char *what, unsigned long *out, char *err, size_t errsz)
+{
+	uint64_t n;
+
+	if (num_parse_u64(v, 10, 0, CLI_TIMEOUT_MAX, &n)) {
+		snprintf(err, errsz, "%s '%s': expected whole seconds 0..%u (0: no limit)", what, CLI_ECHO(v),
+			 CLI_TIMEOUT_MAX);
+		return -1;
+	}
+	*out = (unsigned long)n;
+	return 0;
+}
+
+long long cli_answer_ms(unsigned long timeout_s, long long wait_s)
+{
+	if (!timeout_s || wait_s < 0)
+		return 0;
+	return ((long long)timeout_s + wait_s) * 1000;
+}
+
+long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s)
+{
+	if (!timeout_ms)
+		return CLI_WAIT_UNBOUNDED;
+	return (long long)((timeout_ms + 999) / 1000) + extra_s;
+}
+
+const char *cli_echo(char *buf, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (text_clean_term(buf, CLI_ECHO_MAX + 1, s, n) < n)
+		strcat(buf, "...");
+	return buf;
+}
 
 void cli_scan_init(struct cli_scan *s, int argc, char **argv, const struct cli_optdef *defs,
 		   struct cli_globals *g)
@@ -51,6 +90,8 @@ static int apply_global(struct cli_scan *s, const struct cli_optdef *d)
 		}
 		s->g->socket = s->value;
 		break;
+	case GOPT_TIMEOUT:
+		return cli_timeout_parse(s->value, "--request-timeout", &s->g->timeout_s, s->err, sizeof(s->err));
 	case GOPT_JSON:
 		s->g->json = true;
 		break;
@@ -98,7 +139,7 @@ int cli_scan_next(struct cli_scan *s)
 				global = true;
 		}
 		if (!d) {
-			snprintf(s->err, sizeof(s->err), "unknown option '%s'", arg);
+			snprintf(s->err, sizeof(s->err), "unknown option '%s'", CLI_ECHO(arg));
 			return CLI_SCAN_ERROR;
 		}
 		if (d->has_arg) {
@@ -107,7 +148,7 @@ int cli_scan_next(struct cli_scan *s)
 			} else if (s->i < s->argc) {
 				s->value = s->argv[s->i++];
 			} else {
-				snprintf(s->err, sizeof(s->err), "option '%s' needs a value", arg);
+				snprintf(s->err, sizeof(s->err), "option '%s' needs a value", CLI_ECHO(arg));
 				return CLI_SCAN_ERROR;
 			}
 		} else if (eq) {
@@ -128,11 +169,11 @@ int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what,
 	int rc;
 
 	if (eq == arg || !*arg) {
-		snprintf(err, errsz, "%s '%s': empty key (expected KEY=VALUE)", what, arg);
+		snprintf(err, errsz, "%s '%s': empty key (expected KEY=VALUE)", what, CLI_ECHO(arg));
 		return -EINVAL;
 	}
 	if (!eq && !allow_unset) {
-		snprintf(err, errsz, "%s '%s': expected KEY=VALUE", what, arg);
+		snprintf(err, errsz, "%s '%s': expected KEY=VALUE", what, CLI_ECHO(arg));
 		return -EINVAL;
 	}
 	key = strndup(arg, eq ? (size_t)(eq - arg) : strlen(arg));
@@ -140,7 +181,7 @@ int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what,
 		return -ENOMEM;
 	rc = json_object_set_new(obj, key, eq ? json_string(eq + 1) : json_null());
 	if (rc)
-		snprintf(err, errsz, "%s '%s': not valid UTF-8", what, arg);
+		snprintf(err, errsz, "%s '%s': not valid UTF-8", what, CLI_ECHO(arg));
 	free(key);
 	return rc ? -EINVAL : 0;
 }
@@ -153,7 +194,7 @@ int cli_put_share(json_t *arr, const char *arg, char *err, size_t errsz)
 	char *host, *guest;
 
 	if (!c1 || c1 == arg || !c1[1] || c2 == c1 + 1) {
-		snprintf(err, errsz, "--share '%s': expected HOST:GUEST[:ro]", arg);
+		snprintf(err, errsz, "--share '%s': expected HOST:GUEST[:ro]", CLI_ECHO(arg));
 		return -EINVAL;
 	}
 	if (c2) {
@@ -161,7 +202,7 @@ int cli_put_share(json_t *arr, const char *arg, char *err, size_t errsz)
 			ro = true;
 		} else if (strcmp(c2 + 1, "rw")) {
 			snprintf(err, errsz, "--share '%s': the third part must be 'ro' or 'rw' (paths cannot hold ':')",
-				 arg);
+				 CLI_ECHO(arg));
 			return -EINVAL;
 		}
 	}
@@ -172,7 +213,7 @@ int cli_put_share(json_t *arr, const char *arg, char *err, size_t errsz)
 	free(guest);
 	if (!share || json_object_size(share) != 3) {
 		json_decref(share);
-		snprintf(err, errsz, "--share '%s': not valid UTF-8", arg);
+		snprintf(err, errsz, "--share '%s': not valid UTF-8", CLI_ECHO(arg));
 		return -EINVAL;
 	}
 	return json_array_append_new(arr, share) ? -ENOMEM : 0;

@@ -71,7 +71,7 @@ static const struct cli_cmd commands[] = {
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: kiln [--socket PATH] [--json] COMMAND [ARGS]\n\n"
+	fprintf(out, "usage: kiln [--socket PATH] [--request-timeout SECONDS] [--json] COMMAND [ARGS]\n\n"
 		     "The client of kilnd, kiln's daemon (docs/api.md).\n\n"
 		     "commands:\n");
 	for (const struct cli_cmd *c = commands; c->name; c++)
@@ -84,7 +84,16 @@ static void usage(FILE *out)
 		"options (before or after the command, not after the program of exec, run,\n"
 		"spawn or shell):\n"
 		"  --socket PATH  kilnd's socket (default $KILN_SOCKET, else " CLI_SOCKET_DEFAULT ")\n"
-		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
+		"  --request-timeout SECONDS\n"
+		"                 how long to wait for kilnd (default $KILN_REQUEST_TIMEOUT,\n"
+		"                 else 30; 0: no limit): for the connection, and for the\n"
+		"                 answer beyond what the request itself takes: create,\n"
+		"                 start, spawn and shell add kilnd's default boot time\n"
+		"                 (60 s); checkpoint, hibernate, wake, restore and fork\n"
+		"                 10 min and a boot; exec and run their --timeout-ms and a\n"
+		"                 boot, wait its --timeout-ms (without one they wait as long\n"
+		"                 as the process runs). A stream (exec, logs, a download, a\n"
+		"                 terminal) may be quiet as long as it likes once it began\n"		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
 		"                 events, or with --buffered the result object; create: the\n"
 		"                 sandbox object; shell, attach, wait: the exit object;\n"
 		"                 cp: kilnd's answer, or for downloads {path, bytes} or the\n"
@@ -93,12 +102,15 @@ static void usage(FILE *out)
 		"\n"
 		"exit status:\n"
 		"  0  done\n"
-		"  1  kilnd refused the request or failed (the line says its code), or a\n"
-		"     transfer broke off\n"
+		"  1  kilnd refused the request or failed (the line says its code), a\n"
+		"     transfer broke off, or kilnd's answer lacks a field kiln needs\n"
 		"  2  usage: bad command line\n"
-		"  3  cannot reach kilnd: no socket, connection refused, permission denied\n"
+		"  3  cannot reach kilnd: no socket, connection refused, permission denied,\n"
+		"     a socket path too long for a Unix socket, or no connection within\n"
+		"     --request-timeout\n"
 		"  4  not found: no such sandbox, image or guest file\n"
-		"  5  a local file could not be read or written\n"
+		"  5  a local file could not be read or written\n"		"  6  kilnd did not answer within --request-timeout (the request may still\n"
+		"     take effect there)\n"
 		"  exec, run, shell, attach and wait exit with the process's status: 124\n"
 		"  when --timeout-ms expired, 128+N when signal N ended it (kiln's own\n"
 		"  failures keep the codes above); run, shell and attach exit 128+N when\n"
@@ -110,9 +122,14 @@ int main(int argc, char **argv)
 	struct cli_ctx c = { 0 };
 	struct cli_scan s;
 	int opt, rc;
-	const char *env = getenv("KILN_SOCKET");
+	const char *env = getenv("KILN_SOCKET"), *tenv = getenv("KILN_REQUEST_TIMEOUT");
 
 	c.g.socket = env && *env ? env : CLI_SOCKET_DEFAULT;
+	c.g.timeout_s = CLI_TIMEOUT_DEFAULT;
+	if (tenv && *tenv && cli_timeout_parse(tenv, "KILN_REQUEST_TIMEOUT", &c.g.timeout_s, s.err, sizeof(s.err))) {
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
+		return CLI_EXIT_USAGE;
+	}
 	/* Options before the command: only the global ones. */
 	cli_scan_init(&s, argc - 1, argv + 1, NULL, &c.g);
 	opt = cli_scan_next(&s);
@@ -120,9 +137,9 @@ int main(int argc, char **argv)
 		usage(stdout);
 		return CLI_EXIT_OK;
 	}
+	/* A usage error is one line: the 90 lines of help would bury it. */
 	if (opt == CLI_SCAN_ERROR) {
-		fprintf(stderr, "kiln: %s\n", s.err);
-		usage(stderr);
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
 		return CLI_EXIT_USAGE;
 	}
 	if (opt == CLI_SCAN_POSITIONAL && !strcmp(s.value, "help")) {
@@ -130,14 +147,13 @@ int main(int argc, char **argv)
 		return CLI_EXIT_OK;
 	}
 	if (opt != CLI_SCAN_POSITIONAL) {
-		fprintf(stderr, "kiln: missing command\n");
-		usage(stderr);
+		fprintf(stderr, "kiln: missing command; see 'kiln --help'\n");
 		return CLI_EXIT_USAGE;
 	}
 	for (c.cmd = commands; c.cmd->name && strcmp(c.cmd->name, s.value); c.cmd++)
 		;
 	if (!c.cmd->name) {
-		fprintf(stderr, "kiln: unknown command '%s' (kiln --help lists them)\n", s.value);
+		fprintf(stderr, "kiln: unknown command '%s'; see 'kiln --help'\n", CLI_ECHO(s.value));
 		return CLI_EXIT_USAGE;
 	}
 	/* SIGPIPE keeps its default: `kiln exec ID -- yes | head` ends kiln
