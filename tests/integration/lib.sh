@@ -11,6 +11,9 @@ PATH=/usr/bin:/bin:$PATH
 export PATH
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
+# The kiln CLI's request timeouts (README, "kiln CLI timeouts") are sized
+# for real KVM; here each call is bounded by the test's own `timeout`.
+export KILN_REQUEST_TIMEOUT=${KILN_REQUEST_TIMEOUT:-0}
 
 # heartbeat WHAT: tell the nested harness's stall watchdog that the test
 # is moving (it stops the outer VM after KILN_HARNESS_STALL seconds without a
