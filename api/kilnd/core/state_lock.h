@@ -44,9 +44,10 @@ void state_lock_format(pid_t pid, const char *socket_path, char *out, size_t cap
 
 /*
  * Read a lock file's contents (buf, len bytes, not NUL-terminated: it may
- * be anything) into *pid (0: none) and socket[cap] ("": none). Every byte
- * outside printable ASCII ends the path, so a message built from it is
- * one clean line. Pure.
+ * be anything) into *pid (0: none) and socket[cap] ("": none). The path
+ * ends at its newline; control bytes and invalid UTF-8 in it become '?'
+ * (text_clean's term rule), so a message built from it is one clean
+ * line. Pure.
  */
 void state_lock_parse(const char *buf, size_t len, pid_t *pid, char *socket, size_t cap);
 
