@@ -28,6 +28,7 @@
 #include "api/kilnd/http/http.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
+#include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/sandbox/sandbox.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
@@ -48,7 +49,8 @@ static const char usage[] =
 	"  --allow-uid UID       also allow this uid (repeatable; root and kilnd's\n"
 	"                        own uid always may connect)\n"
 	"  --allow-gid GID       also allow peers with this primary gid (repeatable)\n"
-	"  --state-dir DIR       images/, sandboxes/ (default /var/lib/kiln)\n"
+	"  --state-dir DIR       images/, sandboxes/ (default /var/lib/kiln); one kilnd\n"
+	"                        per directory (kilnd.lock)\n"
 	"  --kernel PATH         guest kernel (default: kernel/vmlinux next to kilnd)\n"
 	"  --vmm PATH            kiln-vmm (default: kiln-vmm next to kilnd)\n"
 	"  --image NAME=PATH     register a root image (repeatable); images are also\n"
@@ -481,6 +483,10 @@ static int check_config(struct kilnd_config *cfg)
 	if (!vmm_path_valid(real))
 		return setup_error("--state-dir '%s': kiln-vmm cannot take a path with ',' or ':'", real);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
+	/* Before anything of the state directory (or the cgroups) is read or
+	 * changed: a second kilnd here would break the first's sandboxes. */
+	if (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, sub, sizeof(sub)))
+		return setup_error("%s", sub);
 	if (!cfg->no_jail && geteuid() != 0) {
 		snprintf(cfg->jail_unavailable, sizeof(cfg->jail_unavailable),
 			 "kilnd runs as uid %u, not root, so it cannot give each kiln-vmm its own uid and namespaces (jails inside a user namespace are not implemented): run kilnd as root, or pass --no-jail to run sandboxes unconfined",

@@ -24,7 +24,8 @@ kd_start() {
   kdpid=$!
   local i
   for i in $(seq 1 200); do
-    [ -S "$kds" ] && return 0
+    # Answering, not just there: a kilnd killed with -9 leaves its socket.
+    [ -S "$kds" ] && curl -s -o /dev/null --max-time 5 --unix-socket "$kds" http://kiln/v1/health && return 0
     kill -0 "$kdpid" 2>/dev/null || break
     sleep 0.1
   done
@@ -362,6 +363,58 @@ test_kilnd_restart_lists_its_sandboxes() {
   kd_keep=$kd kd_start || return 1
   api GET "/v1/sandboxes/$a"
   kd_check '[ "$(jget "d[\"state\"]")" = crashed ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = kilnd_restart ]' "running at SIGKILL: crashed, kilnd_restart"
+  kd_done
+}
+
+# Issue 18: kill -9 of kilnd while creates are in flight. A create that
+# never answered its client must leave nothing behind: after five rounds
+# of (start, a burst of creates, kill -9 after a short random delay), the
+# API's list and the directories under state/sandboxes agree, nothing is
+# left crashed with boot null, every --max-sandboxes slot is free (the
+# list is empty) and a create succeeds. The delays cover the whole create:
+# before its first meta.json, while kiln-vmm starts, while the guest boots.
+test_kilnd_kill9_during_creates_leaves_nothing() {
+  local why='' round i k delay ids dirs cpids id cgp=/sys/fs/cgroup/kiln
+  local -a delays=(0.05 0.3 1 2 4)
+  kd_keep=$(mktemp -d /tmp/kd.XXXXXX)
+  for round in 0 1 2 3 4; do
+    kd_keep=$kd_keep kd_start --max-sandboxes 4 || return 1
+    cpids=()
+    for i in 1 2 3; do
+      curl -sS --max-time 600 --unix-socket "$kds" -o /dev/null -X POST http://kiln/v1/sandboxes \
+        -d '{"image":"minimal","memory_mib":96}' 2>/dev/null &
+      cpids+=($!)
+    done
+    # A short random delay: from mid-request to mid-boot.
+    delay=$(python3 -c "import random; print(round(${delays[$round]} * (0.5 + random.random()), 3))")
+    sleep "$delay"
+    heartbeat "kill -9 kilnd after $delay s (round $round)"
+    kill -KILL "$kdpid"
+    wait "$kdpid" 2>/dev/null
+    for k in "${cpids[@]}"; do wait "$k" 2>/dev/null; done
+  done
+  kd_keep=$kd_keep kd_start --max-sandboxes 4 || return 1
+  kd_keep=
+  api GET /v1/sandboxes
+  ids=$(jget '" ".join(sorted(s["id"] for s in d["sandboxes"]))')
+  dirs=$(ls -A "$kd/state/sandboxes" | sort | paste -sd ' ' -)
+  kd_check '[ "$ids" = "$dirs" ]' "the API lists '$ids', the state directory holds '$dirs'"
+  kd_check '[ "$(jget "len([s for s in d[\"sandboxes\"] if s[\"boot\"] is None])")" = 0 ]' "a sandbox that never booted is listed"
+  # A create that answered before its kill (a fast boot) is a sandbox of
+  # its own; it goes, and then no slot may be held by anything.
+  for id in $ids; do api DELETE "/v1/sandboxes/$id"; done
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 0 ]' "slots still held after deleting every listed sandbox"
+  # Every sandbox a cut create made is gone with its cgroup.
+  for id in $(sed -n 's/.*sandbox \([0-9a-f]\{12\}\): created.*/\1/p' "$kd/kilnd.log" | sort -u); do
+    case " $ids " in *" $id "*) continue ;; esac
+    kd_check '[ ! -e "$cgp/$id" ]' "the cgroup of $id (a create cut short) is still there"
+  done
+  kd_check 'grep -q "removing .*: \(no meta.json\|its create was cut short\)" "$kd/kilnd.log"' "no removal was logged"
+  # And the slots work: a create succeeds.
+  api POST /v1/sandboxes -d '{"image":"minimal","memory_mib":96}'
+  kd_check '[ "$status" = 201 ]' "a create after the rounds"
+  [ "$status" = 201 ] && { id=$(jget 'd["id"]'); api DELETE "/v1/sandboxes/$id"; }
   kd_done
 }
 

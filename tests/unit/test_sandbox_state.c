@@ -289,6 +289,123 @@ static void test_restore_refuses_damage(void **state)
 	sandbox_record_free(&r);
 }
 
+/* What is wrong with a version is said as such (issue 18: a wrong version
+ * was logged as "meta.json names another id"). */
+static void test_version_refusal_says_what(void **state)
+{
+	static const struct {
+		const char *json; /* NULL: delete the key */
+		const char *want;
+	} cases[] = {
+		{ "2", "meta.json: 'version' is 2, this kilnd reads version 1" },
+		{ "0", "meta.json: 'version' is 0, this kilnd reads version 1" },
+		{ "\"1\"", "meta.json: 'version' is not a number, this kilnd reads version 1" },
+		{ NULL, "meta.json: 'version' is missing, this kilnd reads version 1" },
+	};
+	struct sandbox_record r, back;
+	struct api_err e;
+	char why[512];
+
+	(void)state;
+	make_record(&r);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		json_t *m = sandbox_record_persist(&r);
+
+		if (cases[i].json)
+			json_object_set_new(m, "version", json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+		else
+			json_object_del(m, "version");
+		assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
+		assert_string_equal(e.msg, cases[i].want);
+		/* And start-up logs that, leaving the directory as it is. */
+		assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+		assert_string_equal(why, cases[i].want);
+		json_decref(m);
+	}
+	sandbox_record_free(&r);
+}
+
+/*
+ * Start-up's decision for each directory of <state>/sandboxes (issue 18):
+ * what a create cut short by a crash left is removed, whether it got as
+ * far as its first record or not; a delete cut short is finished; a
+ * damaged record is left alone with what is wrong; a sandbox is loaded.
+ */
+static void test_dir_judge(void **state)
+{
+	struct sandbox_record r, back;
+	char why[512];
+	json_t *m;
+
+	(void)state;
+	make_record(&r);
+	/* No meta.json: a create killed before its first write. */
+	assert_int_equal(sandbox_dir_judge(r.id, NULL, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why, "no meta.json"));
+	/* Unreadable: kept (meta.json is only ever replaced whole), and why. */
+	assert_int_equal(sandbox_dir_judge(r.id, NULL, "meta.json: '[' expected (line 1)", &back, why, sizeof(why)),
+			 SANDBOX_DIR_SKIP);
+	assert_string_equal(why, "meta.json: '[' expected (line 1)");
+
+	/* A finished sandbox: loaded, and the record is the one persisted. */
+	m = sandbox_record_persist(&r);
+	assert_true(json_is_false(json_object_get(m, "creating")));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_LOAD);
+	assert_string_equal(back.id, r.id);
+	assert_false(back.creating);
+	assert_int_equal(back.state, SANDBOX_CRASHED);
+	sandbox_record_free(&back);
+	/* Another directory's record: kept, said as such. */
+	assert_int_equal(sandbox_dir_judge("000000000000", m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_string_equal(why, "meta.json names another id, '3f9a1c2b7d4e'");
+	assert_null(back.spec.env);
+	json_decref(m);
+
+	/* A create in flight, at any point up to its answer: removed. */
+	r.creating = true;
+	r.state = SANDBOX_BOOTING;
+	m = sandbox_record_persist(&r);
+	assert_true(json_is_true(json_object_get(m, "creating")));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why, "create was cut short"));
+	assert_null(back.spec.env);
+	json_decref(m);
+	/* Even one that the guest had answered: the client had not been. */
+	r.state = SANDBOX_RUNNING;
+	m = sandbox_record_persist(&r);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	json_decref(m);
+	r.creating = false;
+
+	/* A delete cut short: finished. */
+	r.state = SANDBOX_DELETING;
+	m = sandbox_record_persist(&r);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why, "delete"));
+	json_decref(m);
+
+	/* Before the field: a record that never booted is a create cut short
+	 * (an older kilnd showed it as crashed, kilnd_restart, boot null). */
+	r.state = SANDBOX_CRASHED;
+	m = sandbox_record_persist(&r);
+	json_object_del(m, "creating");
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_LOAD);
+	sandbox_record_free(&back);
+	json_object_set_new(m, "boot", json_null());
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	/* A field that is not a boolean is damage, not a decision. */
+	json_object_set_new(m, "creating", json_string("no"));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_string_equal(why, "meta.json: 'creating' must be true or false");
+	json_decref(m);
+
+	/* The API's view does not show it. */
+	m = sandbox_record_view(&r);
+	assert_null(json_object_get(m, "creating"));
+	json_decref(m);
+	sandbox_record_free(&r);
+}
+
 static void test_time_format(void **state)
 {
 	char buf[40];
@@ -310,6 +427,8 @@ int main(void)
 		cmocka_unit_test(test_view),
 		cmocka_unit_test(test_persist_round_trip),
 		cmocka_unit_test(test_restore_refuses_damage),
+		cmocka_unit_test(test_version_refusal_says_what),
+		cmocka_unit_test(test_dir_judge),
 		cmocka_unit_test(test_time_format),
 	};
 

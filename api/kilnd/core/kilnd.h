@@ -69,6 +69,7 @@ struct kilnd_config {
 	char cgroup_parent[PATH_MAX];
 	bool cgroups;         /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
 	char cgroup_off[512]; /* why not, when cgroups is false */
+	int state_lock_fd;    /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
 };
 
 struct sandbox;

@@ -191,6 +191,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 		snprintf(sb->rec.spec.hostname, sizeof(sb->rec.spec.hostname), "kiln-%s", sb->rec.id);
 	snprintf(sb->rec.image_path, sizeof(sb->rec.image_path), "%s", image);
 	sb->rec.state = SANDBOX_BOOTING;
+	/* Until the create's answer is decided (sandbox_create_finish). */
+	sb->rec.creating = true;
 	sb->rec.created_ms = wall_ms();
 	sb->rec.checkpoints = json_array();
 	/* check_config() made sure these fit. */
@@ -207,6 +209,17 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	}
 	if (mkdir(sb->dir, 0700) < 0) {
 		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot create %s: %s", sb->dir, strerror(errno));
+		goto fail_registered;
+	}
+	/* The record says "being created" before anything else lands in the
+	 * directory: a kilnd killed from here on leaves what its next start
+	 * removes (sandbox_dir_judge), never a sandbox that did not boot. */
+	kilnd_lock(d);
+	r = sandbox_persist_locked(sb);
+	kilnd_unlock(d);
+	if (r) {
+		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot write %s/meta.json: %s", sb->dir, strerror(-r));
+		sandbox_remove_dir(sb->dir);
 		goto fail_registered;
 	}
 	kilnd_log("sandbox %s: created (image %s, %u vCPUs, %u MiB)", sb->rec.id, sb->rec.spec.image,
@@ -231,9 +244,24 @@ int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t
 	int r;
 
 	if (sandbox_boot(sb, src, e) == 0) {
-		*view = sandbox_view(sb);
-		sandbox_put(sb);
-		return 0;
+		/* Answered: from now on a restart keeps it. The client gets
+		 * its 201 only once meta.json says so. */
+		kilnd_lock(d);
+		sb->rec.creating = false;
+		/* A DELETE that got in first owns the directory now. */
+		r = sb->rec.state == SANDBOX_DELETING ? 0 : sandbox_persist_locked(sb);
+		if (r) {
+			sb->rec.creating = true;
+			api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot save meta.json: %s; the sandbox was removed",
+				    sb->rec.id, strerror(-r));
+			sandbox_kill_locked(sb);
+		}
+		kilnd_unlock(d);
+		if (r == 0) {
+			*view = sandbox_view(sb);
+			sandbox_put(sb);
+			return 0;
+		}
 	}
 	/* A failed create leaves nothing behind. It is crashed now, so a
 	 * concurrent DELETE may have taken it: then that one cleans up. */

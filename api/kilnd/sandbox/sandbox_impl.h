@@ -94,8 +94,9 @@ int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out
 /* sandbox_store.c */
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int sandbox_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
-void sandbox_persist_locked(struct sandbox *sb);
+/* Rewrite meta.json atomically (temporary file + rename). Under reg.mu.
+ * 0, or -errno (logged; most callers go on: the next write catches up). */
+int sandbox_persist_locked(struct sandbox *sb);
 /* Remove a directory and everything beneath it (a sandbox's, a
  * checkpoint's), nothing outside it: nothing is followed. Missing: fine. */
 void sandbox_remove_dir(const char *dir);

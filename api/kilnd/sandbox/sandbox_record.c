@@ -88,7 +88,8 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "created_ms", json_integer(r->created_ms)) ||
 	    json_object_set_new(o, "started_ms", json_integer(r->started_ms)) ||
 	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
-	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array())) {
+	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
+	    json_object_set_new(o, "creating", json_boolean(r->creating))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -101,7 +102,8 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "stopped_at", "expires_at", "pid",        "boots",
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
-					 "hibernation", "jail",     "owner_uid", "cgroup",     NULL };
+					 "hibernation", "jail",     "owner_uid", "cgroup",
+					 "creating",   NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -151,7 +153,12 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	}
 	v = json_object_get(meta, "version");
 	if (!json_is_integer(v) || json_integer_value(v) != SANDBOX_META_VERSION) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: version must be %d", SANDBOX_META_VERSION);
+		char got[32];
+
+		if (json_is_integer(v))
+			snprintf(got, sizeof(got), "%lld", (long long)json_integer_value(v));
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'version' is %s, this kilnd reads version %d",
+			    !v ? "missing" : json_is_integer(v) ? got : "not a number", SANDBOX_META_VERSION);
 		return -1;
 	}
 	v = json_object_get(meta, "id");
@@ -252,7 +259,51 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		sandbox_record_free(r);
 		return -1;
 	}
+	/* Before the field: only a create in flight has never booted. */
+	v = json_object_get(meta, "creating");
+	if (v && !json_is_boolean(v)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'creating' must be true or false");
+		sandbox_record_free(r);
+		return -1;
+	}
+	r->creating = v ? json_is_true(v) : r->boot == NULL;
 	return 0;
+}
+
+enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, const char *meta_err,
+					struct sandbox_record *r, char *why, size_t cap)
+{
+	struct api_err e;
+
+	memset(r, 0, sizeof(*r));
+	if (!meta && !meta_err) {
+		snprintf(why, cap, "no meta.json: a create was cut short before its record was written");
+		return SANDBOX_DIR_REMOVE;
+	}
+	if (!meta) {
+		snprintf(why, cap, "%s", meta_err);
+		return SANDBOX_DIR_SKIP;
+	}
+	if (sandbox_record_restore(meta, r, &e)) {
+		snprintf(why, cap, "%s", e.msg);
+		return SANDBOX_DIR_SKIP;
+	}
+	if (strcmp(r->id, id) != 0) {
+		snprintf(why, cap, "meta.json names another id, '%s'", r->id);
+		sandbox_record_free(r);
+		memset(r, 0, sizeof(*r));
+		return SANDBOX_DIR_SKIP;
+	}
+	if (r->state == SANDBOX_DELETING || r->creating) {
+		snprintf(why, cap, "%s",
+			 r->state == SANDBOX_DELETING
+				 ? "finishing a delete that was cut short"
+				 : "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client");
+		sandbox_record_free(r);
+		memset(r, 0, sizeof(*r));
+		return SANDBOX_DIR_REMOVE;
+	}
+	return SANDBOX_DIR_LOAD;
 }
 
 bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid)

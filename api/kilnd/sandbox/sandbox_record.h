@@ -18,6 +18,12 @@
  *    peer credentials); a meta.json written before owners existed has
  *    none and belongs to root. sandbox_record_visible() is the one rule
  *    for who may see and touch it.
+ *  - creating is true from the first meta.json a create writes until the
+ *    create's answer is decided (only meta.json holds it, the view does
+ *    not show it): a kilnd that stops in between leaves a record that the
+ *    next start removes (sandbox_dir_judge). A meta.json from before the
+ *    field is still being created when it never booted (boot null): a
+ *    create answers only after the first boot.
  */
 #ifndef KILN_SANDBOX_RECORD_H
 #define KILN_SANDBOX_RECORD_H
@@ -52,6 +58,7 @@ struct sandbox_record {
 	json_t *hibernation; /* object or NULL */
 	uint32_t jail_id;    /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
+	bool creating;       /* its create has not answered yet (meta.json only) */
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */
@@ -65,6 +72,25 @@ json_t *sandbox_record_persist(const struct sandbox_record *r);
 
 /* Load a meta.json object into *r (zeroed first). 0, or -1 with e. */
 int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e);
+
+/* What kilnd's start does with one directory of <state>/sandboxes. */
+enum sandbox_dir_fate {
+	SANDBOX_DIR_LOAD,   /* a sandbox: *r holds its record */
+	SANDBOX_DIR_REMOVE, /* what a create or a delete cut short left: remove it, its cgroup too */
+	SANDBOX_DIR_SKIP,   /* a damaged record: left as it is, for the operator to look at */
+};
+
+/*
+ * The fate of the directory named id (a valid sandbox id: the caller
+ * lists only those) from its meta.json: meta parsed, or NULL with
+ * meta_err saying why it could not be read (a file kilnd did not finish
+ * is never unreadable: meta.json is replaced by rename), or NULL and
+ * meta_err NULL when there is no meta.json at all (a create cut short
+ * before its first write). why[cap] says why for every fate but LOAD.
+ * *r is the record for LOAD, zeroed otherwise. Pure.
+ */
+enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, const char *meta_err,
+					struct sandbox_record *r, char *why, size_t cap);
 
 /*
  * May a client with this uid see and touch the sandbox? Root sees every

@@ -24,18 +24,18 @@ int sandbox_pathf(char *out, size_t cap, const char *fmt, ...)
 }
 
 /* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
-void sandbox_persist_locked(struct sandbox *sb)
+int sandbox_persist_locked(struct sandbox *sb)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	json_t *m = sandbox_record_persist(&sb->rec);
 	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
 	size_t n = s ? strlen(s) : 0;
-	int fd, wr_err = 0;
+	int fd, wr_err = 0, r = 0;
 
 	json_decref(m);
 	if (!s) {
 		kilnd_log("sandbox %s: cannot save meta.json: out of memory", sb->rec.id);
-		return;
+		return -ENOMEM;
 	}
 	snprintf(path, sizeof(path), "%s/meta.json", sb->dir);
 	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", sb->dir);
@@ -47,10 +47,12 @@ void sandbox_persist_locked(struct sandbox *sb)
 	if (fd < 0 || wr_err || close(fd) < 0 || rename(tmp, path) < 0) {
 		if (wr_err)
 			errno = wr_err; /* not close()'s: the write is what failed */
+		r = -errno;
 		kilnd_log("sandbox %s: cannot save %s: %s", sb->rec.id, path, strerror(errno));
 		unlink(tmp);
 	}
 	free(s);
+	return r;
 }
 
 /* Sandbox directory → checkpoints → one checkpoint → its files: anything

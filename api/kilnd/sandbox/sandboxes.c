@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/kilnd/sandbox/cgroup.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
@@ -176,49 +177,67 @@ void sandboxes_shutdown(struct kilnd *d)
 	free(started);
 }
 
+/* Remove what a cut-short create or delete left of sandbox id: its
+ * directory and its cgroup (a VMM still in it is killed: nobody owns it). */
+static void remove_leftover(struct kilnd *d, const char *id, const char *dir, const char *why)
+{
+	char cg[PATH_MAX];
+	int r;
+
+	kilnd_log("removing %s: %s", dir, why);
+	if (d->cfg.cgroups && sandbox_pathf(cg, sizeof(cg), "%s/%s", d->cfg.cgroup_parent, id) == 0 &&
+	    (r = cgroup_remove(cg)))
+		kilnd_log("cannot remove the cgroup %s: %s", cg, strerror(-r));
+	sandbox_remove_dir(dir);
+}
+
 /* Load one sandbox directory's meta.json (path: its hibernate/ then). */
 static void load_one(struct kilnd *d, const char *id)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16];
+	char dir[PATH_MAX], path[PATH_MAX + 16], why[ERR_MSG_MAX + 64], err[ERR_MSG_MAX];
+	enum sandbox_dir_fate fate;
 	struct sandbox *sb;
 	json_error_t je;
-	struct api_err e;
 	struct stat st;
-	json_t *meta;
+	json_t *meta = NULL;
 
 	if (sandbox_pathf(dir, sizeof(dir), "%s/sandboxes/%s", d->cfg.state_dir, id) ||
 	    sandbox_pathf(path, sizeof(path), "%s/meta.json", dir))
 		return;
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > META_MAX) {
-		kilnd_log("skipping %s: no usable meta.json", dir);
+	/* Only a directory of its own is a sandbox's: a link is never followed. */
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		kilnd_log("skipping %s: not a directory", dir);
 		return;
 	}
-	meta = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!meta) {
-		kilnd_log("skipping %s: meta.json: %s (line %d)", dir, je.text, je.line);
-		return;
+	err[0] = '\0';
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT)
+			snprintf(err, sizeof(err), "meta.json: %s", strerror(errno));
+	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
+		snprintf(err, sizeof(err), "meta.json is not a regular file of at most %u bytes", META_MAX);
+	} else if (!(meta = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
+		snprintf(err, sizeof(err), "meta.json: %s (line %d)", je.text, je.line);
 	}
 	sb = sandbox_new(d);
-	if (!sb || sandbox_record_restore(meta, &sb->rec, &e) || strcmp(sb->rec.id, id) != 0) {
-		kilnd_log("skipping %s: %s", dir, sb ? (strcmp(sb->rec.id, id) ? "meta.json names another id" : e.msg)
-						     : "out of memory");
+	if (!sb) {
+		kilnd_log("skipping %s: out of memory", dir);
 		json_decref(meta);
-		if (sb)
-			sandbox_free(sb);
 		return;
 	}
+	fate = sandbox_dir_judge(id, meta, err[0] ? err : NULL, &sb->rec, why, sizeof(why));
 	json_decref(meta);
+	if (fate != SANDBOX_DIR_LOAD) {
+		if (fate == SANDBOX_DIR_REMOVE)
+			remove_leftover(d, id, dir, why);
+		else
+			kilnd_log("skipping %s: %s", dir, why);
+		sandbox_free(sb);
+		return;
+	}
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
 	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", dir) ||
 	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/vm/control.sock", dir) ||
 	    sandbox_pathf(path, sizeof(path), "%s/hibernate", dir)) {
-		sandbox_free(sb);
-		return;
-	}
-	if (sb->rec.state == SANDBOX_DELETING) {
-		/* The delete was cut short: finish it. */
-		kilnd_log("sandbox %s: finishing an interrupted delete", id);
-		sandbox_remove_dir(dir);
 		sandbox_free(sb);
 		return;
 	}
