@@ -194,18 +194,29 @@ static size_t count_fields(const struct http_head *h, const char *name, const ch
 	return k;
 }
 
+/* Whether any field called name has tok in its comma-separated list. */
+static bool fields_have_token(const struct http_head *h, const char *name, const char *tok)
+{
+	for (size_t i = 0; i < h->nfields; i++) {
+		if (strcasecmp(h->fields[i].name, name) == 0 && http_has_token(h->fields[i].value, tok))
+			return true;
+	}
+	return false;
+}
+
 /* Host, body framing, Connection and Expect: what the fields mean together. */
 static int check_fields(struct http_head *h, struct api_err *e)
 {
 	char q[QUOTE_MAX + 1];
-	const char *host, *cl, *te, *conn, *expect;
+	const char *host, *cl, *te;
 	size_t nhost = count_fields(h, "Host", &host);
 	size_t ncl = count_fields(h, "Content-Length", &cl);
 	size_t nte = count_fields(h, "Transfer-Encoding", &te);
 
-	if (h->minor == 1 && nhost != 1) {
-		/* RFC 9112 section 3.2: exactly one Host on HTTP/1.1. */
-		api_err_set(e, API_E_BAD_REQUEST, "an HTTP/1.1 request needs exactly one Host header (it has %zu)",
+	if (nhost > 1 || (h->minor == 1 && nhost != 1)) {
+		/* RFC 9112 section 3.2: exactly one Host on HTTP/1.1, and
+		 * never more than one on any request. */
+		api_err_set(e, API_E_BAD_REQUEST, "a request needs exactly one Host header (it has %zu; HTTP/1.0 may have none)",
 			    nhost);
 		return -1;
 	}
@@ -235,12 +246,18 @@ static int check_fields(struct http_head *h, struct api_err *e)
 		return -1;
 	}
 	h->body = te ? HTTP_BODY_CHUNKED : cl && h->content_length ? HTTP_BODY_LENGTH : HTTP_BODY_NONE;
-	count_fields(h, "Connection", &conn);
-	h->keep_alive = h->minor == 1 ? !http_has_token(conn, "close") : http_has_token(conn, "keep-alive");
-	if (count_fields(h, "Expect", &expect)) {
-		if (strcasecmp(expect, "100-continue") != 0) {
+	/* Connection and Expect are lists: every field line of one is part
+	 * of it, as a proxy that joins them reads it (RFC 9110 section 5.3). */
+	h->keep_alive = !fields_have_token(h, "Connection", "close") &&
+			(h->minor == 1 || fields_have_token(h, "Connection", "keep-alive"));
+	for (size_t i = 0; i < h->nfields; i++) {
+		const char *v = h->fields[i].value;
+
+		if (strcasecmp(h->fields[i].name, "Expect") != 0)
+			continue;
+		if (strcasecmp(v, "100-continue") != 0) {
 			api_err_set(e, API_E_BAD_REQUEST, "Expect '%s' is not supported (only 100-continue)",
-				    quote(q, sizeof(q), expect, strlen(expect)));
+				    quote(q, sizeof(q), v, strlen(v)));
 			return -1;
 		}
 		h->expect_continue = h->minor == 1;

@@ -10,11 +10,14 @@
  *    refused, never guessed at: bare CR or LF line ends, a NUL or other
  *    control byte, whitespace before a field's colon, folded lines, a
  *    method that is not a token, a target that is not a path, a version
- *    other than HTTP/1.0 and HTTP/1.1, a missing or repeated Host on
- *    HTTP/1.1, more than one Content-Length, a Content-Length that is not
+ *    other than HTTP/1.0 and HTTP/1.1, a missing Host on HTTP/1.1 or a
+ *    repeated one on any version, more than one Content-Length, a Content-Length that is not
  *    plain digits, a Transfer-Encoding other than exactly "chunked", and
  *    both Content-Length and Transfer-Encoding. These request-smuggling
- *    ambiguities are what RFC 9112 sections 6.1 and 6.3 name.
+ *    ambiguities are what RFC 9112 sections 6.1 and 6.3 name. Connection
+ *    and Expect are read over all their field lines (a proxy joins
+ *    them): "close" anywhere closes, any Expect other than 100-continue
+ *    is refused.
  *  - Errors are api_err values: bad_request (400), uri_too_long (414),
  *    headers_too_large (431), http_version_not_supported (505). Their
  *    messages quote at most a short, printable piece of the input.
