@@ -34,3 +34,14 @@ int num_parse_u64(const char *s, int base, uint64_t min, uint64_t max, uint64_t 
 {
 	return num_parse_u64_n(s, s ? strlen(s) : 0, base, min, max, out);
 }
+
+int num_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

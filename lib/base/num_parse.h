@@ -25,5 +25,8 @@
 int num_parse_u64(const char *s, int base, uint64_t min, uint64_t max, uint64_t *out);
 /* The same for s[0..n) (not NUL-terminated: a segment of a longer string). */
 int num_parse_u64_n(const char *s, size_t n, int base, uint64_t min, uint64_t max, uint64_t *out);
+/* The value of one hex digit (0-9, a-f, A-F), or -1 (URL escapes, HTTP
+ * chunk sizes). */
+int num_hex_digit(char c);
 
 #endif

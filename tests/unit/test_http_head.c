@@ -673,7 +673,9 @@ static void test_chunked_small_bodies(void **state)
 	CHUNKED_OK("0\r\n\r\n", "");
 	chunked_expect("0\r\n\r\nX", 6, NULL, 0, "", 5);
 	CHUNKED_OK("1\r\na\r\n0\r\n\r\n", "a");
-	CHUNKED_OK("3 \r\nabc\r\n0 ;x=\"\\\"\"\r\nT: 1\r\n\r\n", "abc");
+	CHUNKED_OK("3 \t;e\r\nabc\r\n0 ;x=\"\\\"\"\r\nT: 1\r\n\r\n", "abc");
+	/* Tabs are fine in an extension or a trailer. */
+	CHUNKED_OK("3;e=\ta\r\nabc\r\n0\r\nT:\t1\r\n\r\n", "abc");
 	CHUNKED_OK("a\r\n0123456789\r\nA\r\n0123456789\r\n0\r\n\r\n", "01234567890123456789");
 
 	/* After the end, nothing more is consumed. */
@@ -724,6 +726,11 @@ static void test_chunked_errors(void **state)
 	size_t n;
 
 	(void)state;
+	/* Whitespace after a size only before an extension (RFC 9112 7.1.1). */
+	CHUNKED_ERR("3 \r\nabc\r\n0\r\n\r\n");
+	/* No control bytes in an extension or a trailer. */
+	CHUNKED_ERR("3;e\x01\r\nabc\r\n0\r\n\r\n");
+	CHUNKED_ERR("3\r\nabc\r\n0\r\nT: \x7f\r\n\r\n");
 	/* Sizes: not hex, empty, signed, 0x, too many digits. */
 	CHUNKED_ERR("zz\r\n");
 	CHUNKED_ERR("\r\n");

@@ -8,24 +8,13 @@
 #include "api/kilnd/core/names.h"
 #include "lib/base/num_parse.h"
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 size_t query_unescape(char *s)
 {
 	size_t r = 0, w = 0;
 
 	while (s[r]) {
-		int hi = s[r] == '%' ? hexval(s[r + 1]) : -1;
-		int lo = hi >= 0 ? hexval(s[r + 2]) : -1;
+		int hi = s[r] == '%' ? num_hex_digit(s[r + 1]) : -1;
+		int lo = hi >= 0 ? num_hex_digit(s[r + 2]) : -1;
 
 		if (lo >= 0 && (hi | lo)) {
 			s[w++] = (char)(hi << 4 | lo);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "lib/base/num_parse.h"
+
 /* 15 hex digits: every size below 2^60, far above any body limit, and no
  * overflow to check. More digits (also leading zeros) are refused. */
 #define CHUNK_DIGITS_MAX 15
@@ -13,15 +15,12 @@ void http_chunked_init(struct http_chunked *c)
 	c->st = CHUNK_SIZE;
 }
 
-static int hex(char ch)
+/* Not allowed in an extension or a trailer line: C0 controls but tab, DEL. */
+static bool is_control(char ch)
 {
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
+	unsigned char u = (unsigned char)ch;
+
+	return (u < 0x20 && u != '\t') || u == 0x7f;
 }
 
 static int bad(struct api_err *e, const char *what)
@@ -33,11 +32,7 @@ static int bad(struct api_err *e, const char *what)
 /* The end of a size line: a chunk of data, or the last chunk. */
 static void size_done(struct http_chunked *c)
 {
-	if (c->left) {
-		c->st = CHUNK_DATA;
-	} else {
-		c->st = CHUNK_TRAILER;
-	}
+	c->st = c->left ? CHUNK_DATA : CHUNK_TRAILER;
 }
 
 /* One byte outside data; 0, 1 (the body ended) or -1. */
@@ -49,7 +44,7 @@ static int step(struct http_chunked *c, char ch, struct api_err *e)
 		return bad(e, "a chunk-size line is too long");
 	switch (c->st) {
 	case CHUNK_SIZE:
-		v = hex(ch);
+		v = num_hex_digit(ch);
 		if (v >= 0) {
 			if (++c->digits > CHUNK_DIGITS_MAX)
 				return bad(e, "a chunk size has too many digits");
@@ -68,18 +63,17 @@ static int step(struct http_chunked *c, char ch, struct api_err *e)
 			return bad(e, "a chunk size is followed by something else than ';' or CRLF");
 		return 0;
 	case CHUNK_SIZE_WS:
+		/* Whitespace only before an extension (RFC 9112 section 7.1.1). */
 		if (ch == ';')
 			c->st = CHUNK_EXT;
-		else if (ch == '\r')
-			c->st = CHUNK_SIZE_LF;
 		else if (ch != ' ' && ch != '\t')
-			return bad(e, "a chunk size is followed by something else than ';' or CRLF");
+			return bad(e, "whitespace after a chunk size is not followed by ';'");
 		return 0;
 	case CHUNK_EXT:
 		if (ch == '\r')
 			c->st = CHUNK_SIZE_LF;
-		else if (ch == '\n' || ch == '\0')
-			return bad(e, "a chunk extension has a bare LF or a NUL");
+		else if (is_control(ch))
+			return bad(e, "a chunk extension has a control byte (a bare LF?)");
 		return 0;
 	case CHUNK_SIZE_LF:
 		if (ch != '\n')
@@ -111,8 +105,8 @@ static int step(struct http_chunked *c, char ch, struct api_err *e)
 			return bad(e, "the trailers are too long");
 		if (ch == '\r')
 			c->st = CHUNK_TRAILER_LF;
-		else if (ch == '\n' || ch == '\0')
-			return bad(e, "a trailer line has a bare LF or a NUL");
+		else if (is_control(ch))
+			return bad(e, "a trailer line has a control byte (a bare LF?)");
 		return 0;
 	case CHUNK_TRAILER_LF:
 		if (ch != '\n')

@@ -8,7 +8,9 @@
  *    span of body data inside it, so the caller never copies: call again
  *    with the rest until everything is used or the body is done.
  *  - Chunk sizes are hex digits that fit 63 bits; chunk extensions are
- *    skipped; trailer fields are read and dropped. A size line with an
+ *    skipped (whitespace after the size only before one); control
+ *    bytes in them or in trailers are refused; trailer fields are read
+ *    and dropped. A size line with an
  *    extension, and all trailers together, are bounded: a client cannot
  *    make kilnd read without end without sending body bytes the limits
  *    count. Line ends are CRLF only. A violation is bad_request (400).
@@ -28,7 +30,7 @@
 
 enum http_chunked_state {
 	CHUNK_SIZE,      /* hex digits of the next chunk's size */
-	CHUNK_SIZE_WS,   /* whitespace after the digits, before ';' or CR */
+	CHUNK_SIZE_WS,   /* whitespace after the digits: an extension's ';' must follow */
 	CHUNK_EXT,       /* a chunk extension, up to CR */
 	CHUNK_SIZE_LF,   /* the LF after the size line's CR */
 	CHUNK_DATA,      /* left bytes of data */
