@@ -26,6 +26,7 @@
 #include "api/kilnd/sandbox/checkpoint.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/http.h"
+#include "api/kilnd/keeper/keeper.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/state_lock.h"
@@ -80,6 +81,9 @@ static const char usage[] =
 	"                        and without cgroups where they are unusable (needed\n"
 	"                        when kilnd cannot jail: not root); said in\n"
 	"                        GET /v1/health (docs/security.md)\n"
+	"  --keeper-grace SEC    a sandbox's VM outlives a kilnd that dies (crash,\n"
+	"                        kill -9) this long waiting for a new one, then it is\n"
+	"                        stopped (default 600; 0: never; docs/api.md)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -249,7 +253,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT };
+	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -272,6 +276,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
 		{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
+		{ "keeper-grace", required_argument, 0, OPT_KEEPER_GRACE },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -294,6 +299,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->max_body = 2u << 20;
 	cfg->max_upload = 4ull << 30;
 	cfg->client_timeout_s = 30;
+	cfg->keeper_grace_s = KEEPER_GRACE_DEFAULT_S;
 	cfg->max_sandboxes = 64;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
 	cfg->limits.max_memory_mib = 16384;
@@ -424,6 +430,11 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 				return bad_usage("--cgroup-parent '%s': an absolute path (of a cgroup v2 directory), shorter than %zu bytes",
 						 optarg, sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32);
 			snprintf(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "%s", optarg);
+			break;
+		case OPT_KEEPER_GRACE:
+			if (num_parse_u64(optarg, 10, 0, 86400 * 365, &n))
+				return bad_usage("--keeper-grace '%s': seconds, from 0 (never) to 31536000", optarg);
+			cfg->keeper_grace_s = (unsigned)n;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;
@@ -605,6 +616,9 @@ int main(int argc, char **argv)
 	struct kilnd *d;
 	int r;
 
+	/* Not an option: the keeper mode supervise.c runs as /proc/self/exe. */
+	if (argc > 1 && strcmp(argv[1], "--keeper") == 0)
+		return keeper_main(argc - 1, argv + 1);
 	ensure_stdio();
 	/* Large (paths, images): on the heap, handed to everything by pointer. */
 	d = calloc(1, sizeof(*d));

@@ -70,7 +70,11 @@ struct kilnd_config {
 	bool cgroups;         /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
 	char cgroup_off[512]; /* why not, when cgroups is false */
 	int state_lock_fd;    /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
+	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
 };
+
+/* What supervise.c runs as `--keeper` (keeper.h): this very binary. */
+#define KILND_SELF_EXE "/proc/self/exe"
 
 struct sandbox;
 

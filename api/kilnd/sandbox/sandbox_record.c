@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/sandbox/checkpoint.h"
 
 void format_time_ms(int64_t ms, char *out, size_t cap)
@@ -89,7 +90,8 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "started_ms", json_integer(r->started_ms)) ||
 	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
 	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
-	    json_object_set_new(o, "creating", json_boolean(r->creating))) {
+	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
+	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -103,7 +105,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
 					 "hibernation", "jail",     "owner_uid", "cgroup",
-					 "creating",   NULL };
+					 "creating",   "vmm_start",  NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -267,6 +269,22 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->creating = v ? json_is_true(v) : r->boot == NULL;
+	/* pid and vmm_start name the VMM a restarted kilnd may reattach;
+	 * before the field there is none to reattach. */
+	v = json_object_get(meta, "pid");
+	if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > KEEPER_PID_MAX)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'pid' must be null or a pid");
+		sandbox_record_free(r);
+		return -1;
+	}
+	r->pid = json_is_integer(v) ? (int)json_integer_value(v) : 0;
+	v = json_object_get(meta, "vmm_start");
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'vmm_start' must be a non-negative integer");
+		sandbox_record_free(r);
+		return -1;
+	}
+	r->vmm_start = v ? (uint64_t)json_integer_value(v) : 0;
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct sandbox_record {
 	int64_t created_ms, started_ms, stopped_ms; /* Unix ms; 0: never */
 	int64_t expires_ms;                         /* 0: no deadline */
 	int pid;                                    /* 0: no VMM */
+	uint64_t vmm_start;  /* the VMM's start time (/proc/PID/stat field 22; meta.json only); 0: unknown */
 	unsigned boots;
 	json_t *boot;        /* object or NULL */
 	json_t *last_exit;   /* object or NULL */

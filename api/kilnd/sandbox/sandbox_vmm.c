@@ -91,7 +91,8 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 		.signal = x->signal,
 		.console_tail = vmm_output_tail(x->console, x->console_len, x->console_whole, CONSOLE_TAIL_LINES,
 						CONSOLE_LINE_MAX),
-		.msg = vmm_output_message(x->err, x->err_len),
+		.msg = x->known ? vmm_output_message(x->err, x->err_len)
+				: json_string("kiln-keeper ended without recording how kiln-vmm ended (it was killed?); kiln-vmm was killed"),
 		.timeline = vmm_output_timeline(x->err, x->err_len),
 	};
 	enum sandbox_state was, to;
@@ -140,6 +141,7 @@ static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	sb->proc = NULL;
 	sb->vmm_exited = true;
 	sb->rec.pid = 0;
+	sb->rec.vmm_start = 0;
 	sb->rec.stopped_ms = end.at_ms;
 	sb->rec.expires_ms = 0;
 	sb->deadline_mono = 0;
@@ -203,12 +205,12 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 			  bool *refused, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	char overlay[PATH_MAX + 16], console[PATH_MAX + 16], vlog[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
+	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
 				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
 				.firewall = firewall, .resolver = d->cfg.dns_resolver };
-	struct vmm_spawn_req req = { .console_log = console, .vmm_log = vlog, .on_exit = on_vmm_exit, .arg = sb,
-				     .cgroup_fd = -1 };
+	struct vmm_spawn_req req = { .keeper = KILND_SELF_EXE, .dir = sb->dir, .grace_s = d->cfg.keeper_grace_s,
+				     .on_exit = on_vmm_exit, .arg = sb, .cgroup_fd = -1 };
 	char cg[PATH_MAX];
 	struct agent_client_err ae;
 	struct agent_client c;
@@ -218,7 +220,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	size_t nshares = sb->rec.spec.nshares;
 	double t0, deadline;
 	bool timed_out = false;
-	pid_t pid;
+	struct keeper_vmm_id id;
 	int r;
 
 	*spawned = *refused = false;
@@ -226,8 +228,6 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	l.image = sb->rec.image_path;
 	l.spec = &sb->rec.spec;
 	snprintf(overlay, sizeof(overlay), "%s/overlay", sb->dir);
-	snprintf(console, sizeof(console), "%s/console.log", sb->dir);
-	snprintf(vlog, sizeof(vlog), "%s/vmm.log", sb->dir);
 	firewall[0] = '\0';
 	if (sandbox_jail_prepare(sb, jail, sizeof(jail), &l.jail_id, e))
 		return -1;
@@ -264,7 +264,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
 	t0 = mono_ms_f();
-	r = vmm_spawn(&req, &proc, &pid, e);
+	r = vmm_spawn(&req, &proc, &id, e);
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
 	if (req.cgroup_fd >= 0)
 		close(req.cgroup_fd);
@@ -283,7 +283,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	/* The VMM may already be gone (on_vmm_exit ran): then keep proc NULL. */
 	if (!sb->vmm_exited) {
 		sb->proc = proc;
-		sb->rec.pid = pid;
+		/* What a restarted kilnd checks before it reattaches. */
+		sb->rec.pid = id.pid;
+		sb->rec.vmm_start = id.start;
 	}
 	sandbox_persist_locked(sb);
 	kilnd_unlock(d);

@@ -1,4 +1,4 @@
-/* One kiln-vmm child and its monitor thread; see supervise.h. */
+/* One kiln-vmm under its keeper, and the monitor thread that watches it; see supervise.h. */
 #include "api/kilnd/sandbox/supervise.h"
 #include "lib/base/fd_io.h"
 
@@ -7,107 +7,316 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* The last VMM_TAIL_BYTES of a stream. */
-struct tail {
-	uint8_t buf[VMM_TAIL_BYTES];
-	size_t len;
-	uint64_t total;
-};
-
-/* One capped log file and its pipe. */
-struct log_out {
-	int pipe_r;
-	int fd;
-	uint64_t written;
-	char path[PATH_MAX];
-	struct tail tail;
-};
+#include "lib/base/mono.h"
 
 struct vmm_proc {
-	pid_t pid;
-	char *const *argv; /* only until the spawn handshake */
-	const int *keep_fds; /* likewise */
-	size_t nkeep;
-	int cgroup_fd;     /* likewise */
-	struct log_out out[2]; /* 0: console, 1: stderr */
+	struct keeper_vmm_id id;
+	pid_t keeper;   /* our child (reaped by the monitor), or 0: a keeper of an earlier kilnd */
+	int conn;       /* keeper.sock; -1: the keeper was gone already */
+	int pidfd;      /* the VMM's, verified; -1: none */
+	char dir[PATH_MAX];
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
-	bool new_pid_ns;
-
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool answered;
-	int spawn_errno;
-	const char *spawn_step;
 };
 
-static void tail_add(struct tail *t, const uint8_t *p, size_t n)
-{
-	t->total += n;
-	if (n >= sizeof(t->buf)) {
-		memcpy(t->buf, p + n - sizeof(t->buf), sizeof(t->buf));
-		t->len = sizeof(t->buf);
-		return;
-	}
-	if (t->len + n > sizeof(t->buf)) {
-		size_t drop = t->len + n - sizeof(t->buf);
+/* ---- the recorded end and the logs' tails ---- */
 
-		memmove(t->buf, t->buf + drop, t->len - drop);
-		t->len -= drop;
+/* Up to cap bytes of name (beneath dir) into buf: the whole file when
+ * small, else its end. Nothing is followed. The size read, or -1. */
+static ssize_t read_end(const char *dir, const char *name, uint8_t *buf, size_t cap, uint64_t *size)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	ssize_t n = -1;
+	uint64_t off;
+	int fd;
+
+	*size = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+		off = *size > cap ? *size - cap : 0;
+		n = (ssize_t)(*size - off);
+		if (fd_io_pread_all(fd, buf, (size_t)n, off) < 0)
+			n = -1;
 	}
-	memcpy(t->buf + t->len, p, n);
-	t->len += n;
+	close(fd);
+	return n;
 }
 
-/* Start the file over as PATH.1 once it holds VMM_LOG_CAP bytes. */
-static void log_write(struct log_out *l, const uint8_t *p, size_t n)
+/* The last cap bytes written to log `name` (its ".1" first when the
+ * current file holds fewer). *whole: they are everything since the start. */
+static size_t log_tail(const char *dir, const char *name, uint8_t *buf, size_t cap, bool *whole)
 {
-	tail_add(&l->tail, p, n);
-	if (l->fd < 0)
-		return;
-	if (l->written + n > VMM_LOG_CAP) {
-		char old[PATH_MAX + 4];
+	char old[64];
+	uint64_t size, old_size;
+	ssize_t n = read_end(dir, name, buf, cap, &size), m;
 
-		snprintf(old, sizeof(old), "%s.1", l->path);
-		rename(l->path, old);
-		close(l->fd);
-		l->fd = open(l->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		l->written = 0;
-		if (l->fd < 0)
-			return;
+	if (n < 0)
+		n = 0;
+	*whole = size <= cap;
+	if ((size_t)n >= cap)
+		return (size_t)n;
+	snprintf(old, sizeof(old), "%s.1", name);
+	/* The rotated part goes before: move what we have to the end first. */
+	memmove(buf + (cap - (size_t)n), buf, (size_t)n);
+	m = read_end(dir, old, buf, cap - (size_t)n, &old_size);
+	if (m <= 0) {
+		memmove(buf, buf + (cap - (size_t)n), (size_t)n);
+		return (size_t)n;
 	}
-	if (fd_io_write_all(l->fd, p, n) < 0)
-		return; /* a full disk costs the log, never the VM */
-	l->written += n;
+	*whole = false;
+	memmove(buf + m, buf + (cap - (size_t)n), (size_t)n);
+	return (size_t)(m + n);
+}
+
+int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t)
+{
+	char line[KEEPER_LINE_MAX + 1];
+	struct keeper_exit x;
+	uint64_t size;
+	ssize_t n;
+
+	*info = (struct vmm_exit_info){ .status = -1 };
+	info->console = t->console;
+	info->console_len = log_tail(dir, "console.log", t->console, sizeof(t->console), &info->console_whole);
+	info->err = t->err;
+	info->err_len = log_tail(dir, "vmm.log", t->err, sizeof(t->err), &info->err_whole);
+	/* One more byte than a line may have: a longer file is refused, not cut. */
+	n = read_end(dir, KEEPER_EXIT_NAME, (uint8_t *)line, sizeof(line), &size);
+	if (n < 0 || size > KEEPER_LINE_MAX || keeper_exit_parse(line, (size_t)n, &x) ||
+	    x.id.pid != want->pid || x.id.start != want->start)
+		return -1;
+	info->status = x.status;
+	info->signal = x.signal;
+	info->known = true;
+	return 0;
+}
+
+/* ---- the keeper connection ---- */
+
+/* Connect to dir's keeper and read its hello. 0 with *fd and *id;
+ * -ESRCH: nobody listens; -EPROTO: not a hello this kilnd reads. */
+static int keeper_connect(const char *dir, int *fd, struct keeper_vmm_id *id)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = VMM_KEEPER_HELLO_MS / 1000 };
+	char line[KEEPER_LINE_MAX];
+	size_t got = 0;
+	int s, r;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, KEEPER_SOCK_NAME) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = errno == ENOENT || errno == ECONNREFUSED ? -ESRCH : -errno;
+		close(s);
+		return r;
+	}
+	/* One byte at a time: nothing after the hello is ours to take here. */
+	while (got < sizeof(line)) {
+		ssize_t n = read(s, line + got, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (line[got++] == '\n')
+			break;
+	}
+	if (got == 0) {
+		/* Accepted by the kernel, then closed: the keeper was finishing. */
+		close(s);
+		return -ESRCH;
+	}
+	if (keeper_hello_parse(line, got, id)) {
+		close(s);
+		return -EPROTO;
+	}
+	tv.tv_sec = 0; /* from now on the monitor waits as long as the VMM runs */
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	*fd = s;
+	return 0;
+}
+
+/* A pidfd for id, opened first and checked after: then it names that
+ * process or none. -ESTALE: the pid is another process now. */
+static int pidfd_verified(const struct keeper_vmm_id *id, int *pidfd)
+{
+	uint64_t start;
+	int fd = (int)syscall(SYS_pidfd_open, id->pid, 0), r;
+
+	if (fd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	r = proc_start_time(id->pid, &start);
+	if (r == 0 && start != id->start)
+		r = -ESTALE;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	*pidfd = fd;
+	return 0;
+}
+
+/* The last exit line the keeper sent on the connection, if any. */
+static bool conn_drain(int fd, struct keeper_exit *x)
+{
+	char buf[KEEPER_LINE_MAX], line[KEEPER_LINE_MAX];
+	size_t have = 0;
+	bool got = false;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return got;
+		have += (size_t)n;
+		for (char *nl; (nl = memchr(buf, '\n', have));) {
+			size_t len = (size_t)(nl - buf) + 1;
+
+			memcpy(line, buf, len);
+			got |= keeper_exit_parse(line, len, x) == 0;
+			memmove(buf, buf + len, have - len);
+			have -= len;
+		}
+		if (have == sizeof(buf))
+			have = 0; /* a line too long for the protocol: skipped */
+	}
+}
+
+static void *monitor(void *arg)
+{
+	struct vmm_proc *p = arg;
+	struct vmm_tails t; /* 32 KiB of the thread's stack */
+	struct keeper_exit x;
+	struct vmm_exit_info info;
+	bool sent = false;
+	int status;
+
+	if (p->conn >= 0)
+		sent = conn_drain(p->conn, &x);
+	if (p->keeper > 0)
+		while (waitpid(p->keeper, &status, 0) < 0 && errno == EINTR)
+			;
+	if (vmm_exit_load(p->dir, &p->id, &info, &t) && sent && x.id.pid == p->id.pid && x.id.start == p->id.start) {
+		/* vmm.exit could not be written (a full disk): the line said it. */
+		info.status = x.status;
+		info.signal = x.signal;
+		info.known = true;
+	}
+	if (!info.known && p->pidfd >= 0) {
+		/* The keeper died and the VMM may run on, orphaned: it must not
+		 * run without anyone to report it. */
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0)
+			poll(&pf, 1, 10000);
+	}
+	p->on_exit(p->arg, &info);
+	if (p->conn >= 0)
+		close(p->conn);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+	return NULL;
+}
+
+/* The monitor thread, detached: it frees p. 0 or -errno. */
+static int start_monitor(struct vmm_proc *p)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&th, &attr, monitor, p);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
+/* ---- spawn ---- */
+
+#define KARGV_FIXED 16
+
+struct keeper_argv {
+	char **v;
+	char nums[4 + KEEPER_MAX_KEEP][24];
+};
+
+/* The keeper's command line, built before fork (the child may not allocate). */
+static int keeper_argv_build(const struct vmm_spawn_req *req, int ready_fd, struct keeper_argv *k)
+{
+	size_t nvmm = 0, i = 0, num = 0;
+
+	while (req->argv[nvmm])
+		nvmm++;
+	if (req->nkeep > KEEPER_MAX_KEEP)
+		return -E2BIG;
+	k->v = calloc(KARGV_FIXED + 2 * req->nkeep + nvmm + 1, sizeof(*k->v));
+	if (!k->v)
+		return -ENOMEM;
+	k->v[i++] = "kiln-keeper";
+	k->v[i++] = "--keeper";
+	k->v[i++] = "--dir";
+	k->v[i++] = (char *)req->dir;
+	snprintf(k->nums[num], sizeof(k->nums[num]), "%u", req->grace_s);
+	k->v[i++] = "--grace";
+	k->v[i++] = k->nums[num++];
+	snprintf(k->nums[num], sizeof(k->nums[num]), "%d", ready_fd);
+	k->v[i++] = "--ready-fd";
+	k->v[i++] = k->nums[num++];
+	if (req->cgroup_fd >= 0) {
+		snprintf(k->nums[num], sizeof(k->nums[num]), "%d", req->cgroup_fd);
+		k->v[i++] = "--cgroup-fd";
+		k->v[i++] = k->nums[num++];
+	}
+	if (req->new_pid_ns)
+		k->v[i++] = "--pidns";
+	for (size_t j = 0; j < req->nkeep; j++) {
+		snprintf(k->nums[num], sizeof(k->nums[num]), "%d", req->keep_fds[j]);
+		k->v[i++] = "--keep";
+		k->v[i++] = k->nums[num++];
+	}
+	k->v[i++] = "--";
+	for (size_t j = 0; j < nvmm; j++)
+		k->v[i++] = req->argv[j];
+	return 0;
 }
 
 /* Child side of fork(): only async-signal-safe calls until exec. */
 static void __attribute__((noreturn))
-child(struct vmm_proc *p, pid_t parent, int devnull, int cons_w, int err_w, int status_w)
+keeper_child(const struct vmm_spawn_req *req, char **kargv, int devnull, int ready_w, int st_w)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	sigset_t none;
 	int e;
 
-	/* kilnd is already gone? In a new pid namespace the parent is
-	 * outside it and getppid() says 0: nothing to compare. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || (!p->new_pid_ns && getppid() != parent))
-		_exit(127);
-	/* Into the sandbox's cgroup before exec: all kiln-vmm allocates is charged there. */
-	if (p->cgroup_fd >= 0 && write(p->cgroup_fd, "0", 1) != 1)
-		goto fail;
+	/* Its own session: no signal for kilnd's process group or terminal reaches it. */
 	setsid();
-	if (dup2(devnull, 0) < 0 || dup2(cons_w, 1) < 0 || dup2(err_w, 2) < 0)
+	if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
 		goto fail;
 	/* kilnd ignores SIGPIPE and blocks its shutdown signals; ignored
 	 * dispositions and the mask survive exec. */
@@ -115,216 +324,180 @@ child(struct vmm_proc *p, pid_t parent, int devnull, int cons_w, int err_w, int 
 		sigaction(s, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Every other descriptor of kilnd's closes at exec (status_w already does). */
+	/* Every other descriptor of kilnd's closes at exec (st_w already does). */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	for (size_t i = 0; i < p->nkeep; i++)
-		if (fcntl(p->keep_fds[i], F_SETFD, 0) < 0)
+	if (fcntl(ready_w, F_SETFD, 0) < 0 || (req->cgroup_fd >= 0 && fcntl(req->cgroup_fd, F_SETFD, 0) < 0))
+		goto fail;
+	for (size_t i = 0; i < req->nkeep; i++)
+		if (fcntl(req->keep_fds[i], F_SETFD, 0) < 0)
 			goto fail;
-	execv(p->argv[0], p->argv);
+	execv(req->keeper, kargv);
 fail:
 	e = errno;
-	while (write(status_w, &e, sizeof(e)) < 0 && errno == EINTR)
+	while (write(st_w, &e, sizeof(e)) < 0 && errno == EINTR)
 		;
 	_exit(127);
 }
 
-static void answer(struct vmm_proc *p, int err, const char *step)
+static void close_pair(int p[2])
 {
-	pthread_mutex_lock(&p->mu);
-	p->answered = true;
-	p->spawn_errno = err;
-	p->spawn_step = step;
-	pthread_cond_signal(&p->cv);
-	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
 }
 
-/* Copy both pipes to their logs until both reach EOF. */
-static void pump(struct vmm_proc *p)
+/* Run the keeper and read its verdict on kiln-vmm's exec. 0 with *keeper, or -1 with e. */
+static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct api_err *e)
 {
-	uint8_t buf[16384];
-	int open_pipes = 2;
-
-	while (open_pipes) {
-		struct pollfd fds[2];
-
-		for (int i = 0; i < 2; i++)
-			fds[i] = (struct pollfd){ .fd = p->out[i].pipe_r, .events = POLLIN };
-		if (poll(fds, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			return;
-		}
-		for (int i = 0; i < 2; i++) {
-			ssize_t n;
-
-			if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-				continue;
-			n = read(fds[i].fd, buf, sizeof(buf));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				close(p->out[i].pipe_r);
-				p->out[i].pipe_r = -1;
-				open_pipes--;
-				continue;
-			}
-			log_write(&p->out[i], buf, (size_t)n);
-		}
-	}
-}
-
-static void *monitor(void *arg)
-{
-	struct vmm_proc *p = arg;
-	int devnull, cons[2] = { -1, -1 }, err[2] = { -1, -1 }, st[2] = { -1, -1 }, e = 0, status;
-	struct vmm_exit_info info;
-	siginfo_t si;
-	pid_t parent = getpid();
+	int devnull, ready[2] = { -1, -1 }, st[2] = { -1, -1 }, err = 0, status;
+	struct keeper_argv ka = { 0 };
+	char said[128];
+	size_t got = 0;
 	ssize_t n;
+	pid_t pid;
 
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0) {
-		answer(p, errno, "open /dev/null");
-		return NULL;
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(errno));
+		goto fail;
 	}
-	if (pipe2(cons, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
-		e = errno;
-		close(devnull);
-		for (int i = 0; i < 2; i++) {
-			if (cons[i] >= 0)
-				close(cons[i]);
-			if (err[i] >= 0)
-				close(err[i]);
-		}
-		answer(p, e, "pipe");
-		return NULL;
+	if ((err = -keeper_argv_build(req, ready[1], &ka))) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(err));
+		goto fail;
 	}
-	/* clone as fork does, plus the namespace: the child runs only
-	 * async-signal-safe code until exec, as after fork. */
-	p->pid = p->new_pid_ns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
-	if (p->pid == 0)
-		child(p, parent, devnull, cons[1], err[1], st[1]);
-	e = errno;
-	close(devnull);
-	close(cons[1]);
-	close(err[1]);
+	pid = fork();
+	if (pid == 0)
+		keeper_child(req, ka.v, devnull, ready[1], st[1]);
+	err = errno;
+	close(ready[1]);
 	close(st[1]);
-	if (p->pid < 0) {
-		close(cons[0]);
-		close(err[0]);
-		close(st[0]);
-		answer(p, e, "fork");
-		return NULL;
+	ready[1] = st[1] = -1;
+	if (pid < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper (fork): %s", strerror(err));
+		goto fail;
 	}
 	/* The exec status pipe closes at exec (success) or carries errno. */
 	do
-		n = read(st[0], &e, sizeof(e));
+		n = read(st[0], &err, sizeof(err));
 	while (n < 0 && errno == EINTR);
-	close(st[0]);
-	if (n == sizeof(e)) {
-		close(cons[0]);
-		close(err[0]);
-		while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+	if (n == sizeof(err)) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		answer(p, e, "exec");
-		return NULL;
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm's keeper '%s --keeper': %s", req->keeper,
+			    strerror(err));
+		goto fail;
 	}
-	p->out[0].pipe_r = cons[0];
-	p->out[1].pipe_r = err[0];
-	answer(p, 0, NULL);
-	/* From here on p belongs to this thread. */
+	/* "ok\n" once kiln-vmm runs, or "err <errno> <step>\n". */
+	while (got < sizeof(said) - 1) {
+		n = read(ready[0], said + got, sizeof(said) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	said[got] = '\0';
+	if (strcmp(said, "ok\n") != 0) {
+		char step[64] = "?";
+		int code = 0;
 
-	pump(p);
-	/* WNOWAIT: the zombie keeps the pid reserved while on_exit runs. */
-	memset(&si, 0, sizeof(si));
-	while (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
-		;
-	info = (struct vmm_exit_info){
-		.status = si.si_code == CLD_EXITED ? si.si_status : -1,
-		.signal = si.si_code == CLD_EXITED ? 0 : si.si_status,
-		.console = p->out[0].tail.buf,
-		.console_len = p->out[0].tail.len,
-		.console_whole = p->out[0].tail.total == p->out[0].tail.len,
-		.err = p->out[1].tail.buf,
-		.err_len = p->out[1].tail.len,
-		.err_whole = p->out[1].tail.total == p->out[1].tail.len,
-	};
-	p->on_exit(p->arg, &info);
-	while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
-		;
-	for (int i = 0; i < 2; i++)
-		if (p->out[i].fd >= 0)
-			close(p->out[i].fd);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
-	return NULL;
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
+			api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s", req->argv[0], step,
+				    strerror(code));
+		else
+			api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm's keeper ended before it started kiln-vmm");
+		goto fail;
+	}
+	free(ka.v);
+	close(devnull);
+	close_pair(ready);
+	close_pair(st);
+	*keeper = pid;
+	return 0;
+fail:
+	free(ka.v);
+	if (devnull >= 0)
+		close(devnull);
+	close_pair(ready);
+	close_pair(st);
+	return -1;
 }
 
-int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, pid_t *pid, struct api_err *e)
+int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct keeper_vmm_id *id, struct api_err *e)
 {
 	struct vmm_proc *p = calloc(1, sizeof(*p));
-	const char *paths[2] = { req->console_log, req->vmm_log };
-	pthread_attr_t attr;
-	pthread_t th;
 	int r;
 
 	if (!p) {
 		api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm: out of memory");
 		return -1;
 	}
-	p->argv = req->argv;
-	p->keep_fds = req->keep_fds;
-	p->nkeep = req->nkeep;
-	p->cgroup_fd = req->cgroup_fd;
-	p->on_exit = req->on_exit;
-	p->arg = req->arg;
-	p->new_pid_ns = req->new_pid_ns;
-	for (int i = 0; i < 2; i++) {
-		snprintf(p->out[i].path, sizeof(p->out[i].path), "%s", paths[i]);
-		p->out[i].pipe_r = -1;
-		/* Each boot starts its logs afresh: last_exit describes this boot. */
-		p->out[i].fd = open(paths[i], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-		if (p->out[i].fd < 0) {
-			api_err_set(e, API_E_SPAWN_FAILED, "cannot open the log '%s': %s", paths[i], strerror(errno));
-			if (i)
-				close(p->out[0].fd);
-			free(p);
-			return -1;
-		}
+	*p = (struct vmm_proc){ .conn = -1, .pidfd = -1, .on_exit = req->on_exit, .arg = req->arg };
+	snprintf(p->dir, sizeof(p->dir), "%s", req->dir);
+	if (keeper_start(req, &p->keeper, e)) {
+		free(p);
+		return -1;
 	}
-	pthread_mutex_init(&p->mu, NULL);
-	pthread_cond_init(&p->cv, NULL);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = pthread_create(&th, &attr, monitor, p);
-	pthread_attr_destroy(&attr);
+	/* kiln-vmm runs (or already ended: then the keeper has written
+	 * vmm.exit and is gone, and the monitor reports that at once). */
+	r = keeper_connect(p->dir, &p->conn, &p->id);
+	if (r == 0 && pidfd_verified(&p->id, &p->pidfd) == -ESTALE) {
+		/* Impossible while the keeper holds it unreaped; never signal it then. */
+		p->pidfd = -1;
+	}
+	r = start_monitor(p);
 	if (r) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot start a monitor thread for kiln-vmm: %s", strerror(r));
-		goto fail;
-	}
-	pthread_mutex_lock(&p->mu);
-	while (!p->answered)
-		pthread_cond_wait(&p->cv, &p->mu);
-	pthread_mutex_unlock(&p->mu);
-	if (p->spawn_errno) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s", req->argv[0], p->spawn_step,
-			    strerror(p->spawn_errno));
-		goto fail;
+		/* Without a monitor nobody would report it: end it now. */
+		if (p->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		if (p->conn >= 0)
+			close(p->conn);
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		waitpid(p->keeper, NULL, 0);
+		free(p);
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start a monitor thread for kiln-vmm: %s", strerror(-r));
+		return -1;
 	}
 	*proc = p;
-	*pid = p->pid;
+	*id = p->id;
 	return 0;
-fail:
-	for (int i = 0; i < 2; i++)
-		close(p->out[i].fd);
-	pthread_cond_destroy(&p->cv);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
-	return -1;
+}
+
+int vmm_reattach(const char *dir, const struct keeper_vmm_id *want, void (*on_exit)(void *, const struct vmm_exit_info *),
+		 void *arg, struct vmm_proc **proc)
+{
+	struct vmm_proc *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	*p = (struct vmm_proc){ .conn = -1, .pidfd = -1, .on_exit = on_exit, .arg = arg };
+	snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	r = keeper_connect(dir, &p->conn, &p->id);
+	if (r == 0 && (p->id.pid != want->pid || p->id.start != want->start))
+		r = -ESTALE;
+	if (r == 0)
+		r = pidfd_verified(&p->id, &p->pidfd);
+	if (r == 0)
+		r = start_monitor(p);
+	if (r) {
+		if (p->conn >= 0)
+			close(p->conn);
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		free(p);
+		return r;
+	}
+	*proc = p;
+	return 0;
 }
 
 int vmm_signal(struct vmm_proc *p, int sig)
 {
-	return kill(p->pid, sig) < 0 ? -errno : 0;
+	if (p->pidfd < 0)
+		return -ESRCH;
+	return syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 }

@@ -1,0 +1,468 @@
+/* One kiln-vmm's keeper; see keeper.h. */
+#include "api/kilnd/keeper/keeper.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/kilnd/keeper/keeper_proto.h"
+#include "lib/base/fd_io.h"
+#include "lib/base/mono.h"
+#include "lib/base/num_parse.h"
+
+struct keeper_args {
+	const char *dir;
+	uint64_t grace_s;
+	int ready_fd, cgroup_fd;
+	bool pidns;
+	int keep[KEEPER_MAX_KEEP];
+	size_t nkeep;
+	char **argv; /* kiln-vmm's */
+};
+
+/* One capped log and the pipe it is fed from. */
+struct klog {
+	int dirfd;
+	const char *name, *old; /* "console.log" and "console.log.1" */
+	int fd, pipe_r;
+	uint64_t written;
+};
+
+struct keeper {
+	struct keeper_args a;
+	int dirfd, listen_fd, client, pidfd;
+	struct klog log[2]; /* 0: console, 1: stderr */
+	struct keeper_vmm_id id;
+	int64_t alone_since, term_at; /* mono ms; term_at 0: no SIGTERM sent */
+	bool killed;
+};
+
+static int parse_fd(const char *s, int *fd)
+{
+	uint64_t v;
+
+	if (num_parse_u64(s, 10, 3, INT_MAX, &v))
+		return -1;
+	*fd = (int)v;
+	return 0;
+}
+
+/* kilnd wrote these; still, a malformed line is refused whole. */
+static int parse_args(int argc, char **argv, struct keeper_args *a)
+{
+	int i;
+
+	*a = (struct keeper_args){ .ready_fd = -1, .cgroup_fd = -1 };
+	for (i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(o, "--") == 0)
+			break;
+		if (strcmp(o, "--pidns") == 0) {
+			a->pidns = true;
+			continue;
+		}
+		if (!v)
+			return -1;
+		i++;
+		if (strcmp(o, "--dir") == 0)
+			a->dir = v;
+		else if (strcmp(o, "--grace") == 0 ? num_parse_u64(v, 10, 0, 86400 * 365, &a->grace_s)
+			 : strcmp(o, "--ready-fd") == 0 ? parse_fd(v, &a->ready_fd)
+			 : strcmp(o, "--cgroup-fd") == 0 ? parse_fd(v, &a->cgroup_fd)
+			 : strcmp(o, "--keep") == 0 ? (a->nkeep == KEEPER_MAX_KEEP || parse_fd(v, &a->keep[a->nkeep++]))
+						    : 1)
+			return -1;
+	}
+	if (i >= argc - 1 || !a->dir || a->dir[0] != '/' || a->ready_fd < 0)
+		return -1;
+	a->argv = argv + i + 1;
+	return 0;
+}
+
+/* Start the file over as its ".1" once it holds KEEPER_LOG_CAP bytes. */
+static void log_write(struct klog *l, const void *p, size_t n)
+{
+	if (l->fd < 0)
+		return;
+	if (l->written + n > KEEPER_LOG_CAP) {
+		renameat(l->dirfd, l->name, l->dirfd, l->old);
+		close(l->fd);
+		l->fd = openat(l->dirfd, l->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		l->written = 0;
+		if (l->fd < 0)
+			return;
+	}
+	if (fd_io_write_all(l->fd, p, n) < 0)
+		return; /* a full disk costs the log, never the VM */
+	l->written += n;
+}
+
+/* A line of the keeper's own in vmm.log. */
+static void __attribute__((format(printf, 2, 3))) note(struct keeper *k, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n = snprintf(line, sizeof(line), "kiln-keeper: ");
+
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	log_write(&k->log[1], line, (size_t)n);
+}
+
+static void ready_say(struct keeper *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ready_say(struct keeper *k, const char *fmt, ...)
+{
+	char line[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n > 0 && k->a.ready_fd >= 0)
+		fd_io_write_all(k->a.ready_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	if (k->a.ready_fd >= 0)
+		close(k->a.ready_fd);
+	k->a.ready_fd = -1;
+}
+
+static int open_logs(struct keeper *k)
+{
+	static const char *const names[2][2] = { { "console.log", "console.log.1" }, { "vmm.log", "vmm.log.1" } };
+
+	for (int i = 0; i < 2; i++) {
+		struct klog *l = &k->log[i];
+
+		*l = (struct klog){ .dirfd = k->dirfd, .name = names[i][0], .old = names[i][1], .pipe_r = -1 };
+		/* Each boot starts its logs afresh: last_exit describes this boot. */
+		unlinkat(k->dirfd, l->old, 0);
+		l->fd = openat(k->dirfd, l->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (l->fd < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static int listen_sock(struct keeper *k)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", k->a.dir, KEEPER_SOCK_NAME) >=
+	    sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(sa.sun_path);
+	/* umask 077 (keeper_main): the socket is 0600 from its bind on. */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	k->listen_fd = fd;
+	return 0;
+}
+
+/* kiln-vmm's side of the fork: async-signal-safe calls only, as after any fork. */
+static void __attribute__((noreturn)) vmm_child(struct keeper *k, int devnull, int cons_w, int err_w, int st_w)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t none;
+	int e;
+
+	/* Into the sandbox's cgroup before exec: all kiln-vmm allocates is charged there. */
+	if (k->a.cgroup_fd >= 0 && write(k->a.cgroup_fd, "0", 1) != 1)
+		goto fail;
+	setsid();
+	if (dup2(devnull, 0) < 0 || dup2(cons_w, 1) < 0 || dup2(err_w, 2) < 0)
+		goto fail;
+	for (int s = 1; s < NSIG; s++)
+		sigaction(s, &dfl, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The keeper's own descriptors are close-on-exec; the --keep ones are not. */
+	execv(k->a.argv[0], k->a.argv);
+fail:
+	e = errno;
+	while (write(st_w, &e, sizeof(e)) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
+/* Fork and exec kiln-vmm. 0, or an errno with *step. */
+static int spawn_vmm(struct keeper *k, const char **step)
+{
+	int devnull, cons[2] = { -1, -1 }, errp[2] = { -1, -1 }, st[2] = { -1, -1 }, e = 0, status;
+	pid_t pid;
+	ssize_t n;
+
+	*step = "pipe";
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || pipe2(cons, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0)
+		return errno;
+	*step = "fork";
+	/* clone as fork does, plus the namespace. */
+	pid = k->a.pidns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
+	if (pid == 0)
+		vmm_child(k, devnull, cons[1], errp[1], st[1]);
+	e = errno;
+	close(devnull);
+	close(cons[1]);
+	close(errp[1]);
+	close(st[1]);
+	if (pid < 0)
+		return e;
+	*step = "exec";
+	do
+		n = read(st[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(st[0]);
+	if (n == sizeof(e)) {
+		close(cons[0]);
+		close(errp[0]);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return e ? e : EIO;
+	}
+	k->id.pid = pid;
+	k->log[0].pipe_r = cons[0];
+	k->log[1].pipe_r = errp[0];
+	for (int i = 0; i < 2; i++)
+		fcntl(k->log[i].pipe_r, F_SETFL, O_NONBLOCK);
+	/* A zombie still has its stat: this works even if it already ended. */
+	*step = "/proc/PID/stat";
+	e = -proc_start_time(pid, &k->id.start);
+	if (e) {
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return e;
+	}
+	k->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return 0;
+}
+
+/* Copy what a pipe holds now into its log; false at its end. */
+static bool pump(struct klog *l)
+{
+	uint8_t buf[16384];
+
+	for (;;) {
+		ssize_t n = read(l->pipe_r, buf, sizeof(buf));
+
+		if (n > 0) {
+			log_write(l, buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return true;
+		close(l->pipe_r);
+		l->pipe_r = -1;
+		return false;
+	}
+}
+
+static void client_drop(struct keeper *k)
+{
+	if (k->client < 0)
+		return;
+	close(k->client);
+	k->client = -1;
+	k->alone_since = mono_ms();
+}
+
+static void client_accept(struct keeper *k)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char hello[KEEPER_LINE_MAX];
+	int fd = accept4(k->listen_fd, NULL, NULL, SOCK_CLOEXEC), n;
+
+	if (fd < 0)
+		return;
+	/* The socket is 0600 in kilnd's 0700 directory; the uid check says so twice. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.uid != geteuid()) {
+		close(fd);
+		return;
+	}
+	/* The newest client is the kilnd that holds the state directory's lock. */
+	client_drop(k);
+	n = keeper_hello_format(hello, sizeof(hello), &k->id);
+	if (n < 0 || fd_io_send_all(fd, hello, (size_t)n) < 0) {
+		close(fd);
+		return;
+	}
+	k->client = fd;
+}
+
+/* Stop the VMM: SIGTERM (kiln-vmm ends the guest), SIGKILL if it stays. */
+static void stop_vmm(struct keeper *k, const char *why)
+{
+	int64_t now = mono_ms();
+
+	if (!k->term_at) {
+		note(k, "%s; stopping kiln-vmm pid %d", why, k->id.pid);
+		kill(k->id.pid, SIGTERM);
+		k->term_at = now;
+	} else if (!k->killed && now - k->term_at >= KEEPER_KILL_AFTER_S * 1000) {
+		note(k, "kiln-vmm pid %d still runs %d s after SIGTERM; SIGKILL", k->id.pid, KEEPER_KILL_AFTER_S);
+		kill(k->id.pid, SIGKILL);
+		k->killed = true;
+	}
+}
+
+/* The VMM's end: the status file, then the client. */
+static void finish(struct keeper *k, const siginfo_t *si)
+{
+	struct keeper_exit x = { .id = k->id };
+	char line[KEEPER_LINE_MAX], tmp[] = KEEPER_EXIT_NAME ".tmp";
+	int n, fd;
+
+	if (si->si_code == CLD_EXITED) {
+		x.status = si->si_status & 0xff;
+	} else {
+		x.status = -1;
+		x.signal = si->si_status;
+	}
+	/* What the pipes hold now; one kept open by another process is left. */
+	for (int i = 0; i < 2; i++)
+		if (k->log[i].pipe_r >= 0)
+			pump(&k->log[i]);
+	n = keeper_exit_format(line, sizeof(line), &x);
+	if (n < 0)
+		return;
+	fd = openat(k->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		if (fd_io_write_all(fd, line, (size_t)n) == 0 && fsync(fd) == 0 && close(fd) == 0)
+			renameat(k->dirfd, tmp, k->dirfd, KEEPER_EXIT_NAME);
+		else
+			close(fd);
+	}
+	if (k->client >= 0)
+		fd_io_send_all(k->client, line, (size_t)n);
+}
+
+static int run(struct keeper *k)
+{
+	siginfo_t si;
+	struct stat st;
+
+	k->alone_since = mono_ms();
+	for (;;) {
+		struct pollfd p[5];
+		int np = 0, ip[2] = { -1, -1 }, il, ic = -1;
+
+		for (int i = 0; i < 2; i++)
+			if (k->log[i].pipe_r >= 0) {
+				ip[i] = np;
+				p[np++] = (struct pollfd){ .fd = k->log[i].pipe_r, .events = POLLIN };
+			}
+		il = np;
+		p[np++] = (struct pollfd){ .fd = k->listen_fd, .events = POLLIN };
+		if (k->client >= 0) {
+			ic = np;
+			p[np++] = (struct pollfd){ .fd = k->client, .events = POLLIN };
+		}
+		/* Readable when the VMM ended: no second's wait for the next look. */
+		if (k->pidfd >= 0) {
+			p[np++] = (struct pollfd){ .fd = k->pidfd, .events = POLLIN };
+		}
+		if (poll(p, (nfds_t)np, 1000) < 0 && errno != EINTR)
+			return 1;
+		for (int i = 0; i < 2; i++)
+			if (ip[i] >= 0 && (p[ip[i]].revents & (POLLIN | POLLHUP | POLLERR)))
+				pump(&k->log[i]);
+		if (p[il].revents & POLLIN)
+			client_accept(k);
+		if (ic >= 0 && (p[ic].revents & (POLLIN | POLLHUP | POLLERR))) {
+			char junk[64];
+			ssize_t n = recv(p[ic].fd, junk, sizeof(junk), MSG_DONTWAIT);
+
+			/* Only this client's own end is news; a newer one may have replaced it. */
+			if (p[ic].fd == k->client && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)))
+				client_drop(k);
+		}
+		/* Reaped only here: until then the pid stays this VMM's, so the kills below are safe. */
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)k->id.pid, &si, WEXITED | WNOHANG) == 0 && si.si_pid == k->id.pid) {
+			finish(k, &si);
+			return 0;
+		}
+		if (fstat(k->dirfd, &st) == 0 && st.st_nlink == 0)
+			stop_vmm(k, "the sandbox's directory was removed");
+		else if (k->term_at || (k->a.grace_s && k->client < 0 &&
+					mono_ms() - k->alone_since >= (int64_t)k->a.grace_s * 1000))
+			stop_vmm(k, "no kilnd connected for --keeper-grace");
+	}
+}
+
+int keeper_main(int argc, char **argv)
+{
+	struct keeper k = { .listen_fd = -1, .client = -1, .pidfd = -1 };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	const char *step = "arguments";
+	int e;
+
+	if (parse_args(argc, argv, &k.a)) {
+		/* Not run by kilnd: a person gets one line. */
+		fprintf(stderr, "kilnd --keeper: internal mode of kilnd, run by kilnd itself; not for direct use\n");
+		return 2;
+	}
+	/* Named so in ps and top: the file is kilnd's, run as /proc/self/exe. */
+	prctl(PR_SET_NAME, "kiln-keeper");
+	fcntl(k.a.ready_fd, F_SETFD, FD_CLOEXEC);
+	if (k.a.cgroup_fd >= 0)
+		fcntl(k.a.cgroup_fd, F_SETFD, FD_CLOEXEC);
+	/* A client gone mid-send is EPIPE, not the keeper's (and its VM's) end. */
+	sigaction(SIGPIPE, &ign, NULL);
+	umask(077);
+	k.dirfd = open(k.a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	step = "the sandbox directory";
+	if (k.dirfd < 0) {
+		e = errno;
+		goto fail;
+	}
+	unlinkat(k.dirfd, KEEPER_EXIT_NAME, 0);
+	step = "the logs";
+	if ((e = -open_logs(&k)))
+		goto fail;
+	step = "keeper.sock";
+	if ((e = -listen_sock(&k)))
+		goto fail;
+	if ((e = spawn_vmm(&k, &step)))
+		goto fail;
+	for (size_t i = 0; i < k.a.nkeep; i++)
+		close(k.a.keep[i]);
+	if (k.a.cgroup_fd >= 0)
+		close(k.a.cgroup_fd);
+	ready_say(&k, "ok\n");
+	return run(&k);
+fail:
+	ready_say(&k, "err %d %s\n", e, step);
+	return 1;
+}

@@ -1,0 +1,175 @@
+/* The keeper's lines and /proc/PID/stat's start time; see keeper_proto.h. */
+#include "api/kilnd/keeper/keeper_proto.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/base/fd_io.h"
+#include "lib/base/num_parse.h"
+
+/* Take the literal word at *p (then a space or the end), advancing *p. */
+static bool take(const char **p, const char *end, const char *word)
+{
+	size_t n = strlen(word);
+
+	if ((size_t)(end - *p) < n || memcmp(*p, word, n) != 0)
+		return false;
+	*p += n;
+	return true;
+}
+
+/* "key=digits" then one space (last: the newline, which must end buf). */
+static bool take_num(const char **p, const char *end, const char *key, bool last, uint64_t min, uint64_t max,
+		     uint64_t *out)
+{
+	const char *s;
+
+	if (!take(p, end, key) || !take(p, end, "="))
+		return false;
+	s = *p;
+	while (*p < end && **p >= '0' && **p <= '9')
+		(*p)++;
+	if (*p == s || *p - s > 20 || num_parse_u64_n(s, (size_t)(*p - s), 10, min, max, out))
+		return false;
+	if (last)
+		return *p + 1 == end && **p == '\n';
+	return take(p, end, " ");
+}
+
+/* The exit status field: "-1" or 0..255. */
+static bool take_status(const char **p, const char *end, int *status)
+{
+	uint64_t v;
+
+	if (!take(p, end, "status="))
+		return false;
+	if (take(p, end, "-1 ")) {
+		*status = -1;
+		return true;
+	}
+	/* take_num wants its key: "status=" was taken, so match digits here. */
+	const char *s = *p;
+
+	while (*p < end && **p >= '0' && **p <= '9')
+		(*p)++;
+	if (*p == s || *p - s > 3 || num_parse_u64_n(s, (size_t)(*p - s), 10, 0, 255, &v))
+		return false;
+	*status = (int)v;
+	return take(p, end, " ");
+}
+
+static bool id_fields(const char **p, const char *end, struct keeper_vmm_id *id, bool last)
+{
+	uint64_t pid, start;
+
+	if (!take_num(p, end, "pid", false, 1, KEEPER_PID_MAX, &pid) ||
+	    !take_num(p, end, "start", last, 0, UINT64_MAX, &start))
+		return false;
+	id->pid = (int)pid;
+	id->start = start;
+	return true;
+}
+
+static bool line_ok(const char *buf, size_t n)
+{
+	return n > 0 && n <= KEEPER_LINE_MAX && !memchr(buf, '\0', n) && memchr(buf, '\n', n) == buf + n - 1;
+}
+
+int keeper_hello_format(char *out, size_t cap, const struct keeper_vmm_id *id)
+{
+	int n = snprintf(out, cap, "kiln-keeper %d pid=%d start=%llu\n", KEEPER_PROTO_VERSION, id->pid,
+			 (unsigned long long)id->start);
+
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+}
+
+int keeper_hello_parse(const char *buf, size_t n, struct keeper_vmm_id *id)
+{
+	const char *p = buf, *end = buf + n;
+	struct keeper_vmm_id v;
+
+	if (!line_ok(buf, n) || !take(&p, end, "kiln-keeper 1 ") || !id_fields(&p, end, &v, true))
+		return -EINVAL;
+	*id = v;
+	return 0;
+}
+
+int keeper_exit_format(char *out, size_t cap, const struct keeper_exit *x)
+{
+	int n;
+
+	if (x->id.pid < 1 || x->id.pid > KEEPER_PID_MAX || !((x->status >= 0 && x->status <= 255 && x->signal == 0) ||
+							     (x->status == -1 && x->signal >= 1 && x->signal <= 64)))
+		return -EINVAL;
+	n = snprintf(out, cap, "kiln-keeper %d exit pid=%d start=%llu status=%d signal=%d\n", KEEPER_PROTO_VERSION,
+		     x->id.pid, (unsigned long long)x->id.start, x->status, x->signal);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
+}
+
+int keeper_exit_parse(const char *buf, size_t n, struct keeper_exit *x)
+{
+	const char *p = buf, *end = buf + n;
+	struct keeper_exit v;
+	uint64_t sig;
+
+	if (!line_ok(buf, n) || !take(&p, end, "kiln-keeper 1 exit ") || !id_fields(&p, end, &v.id, false) ||
+	    !take_status(&p, end, &v.status) || !take_num(&p, end, "signal", true, 0, 64, &sig))
+		return -EINVAL;
+	v.signal = (int)sig;
+	/* A status or a signal, never both or neither. */
+	if ((v.status >= 0) == (v.signal != 0))
+		return -EINVAL;
+	*x = v;
+	return 0;
+}
+
+int proc_stat_start_time(const char *buf, size_t n, uint64_t *start)
+{
+	const char *p = NULL, *end = buf + n, *s;
+
+	for (size_t i = n; i > 0; i--) {
+		if (buf[i - 1] == ')') {
+			p = buf + i;
+			break;
+		}
+	}
+	if (!p)
+		return -EINVAL;
+	/* After ')': " <field 3> <field 4> ... <field 22> ...". */
+	for (int field = 3; field <= 22; field++) {
+		if (p >= end || *p != ' ')
+			return -EINVAL;
+		s = ++p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		if (p == s)
+			return -EINVAL;
+		if (field == 22)
+			return num_parse_u64_n(s, (size_t)(p - s), 10, 0, UINT64_MAX, start) ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}
+
+int proc_start_time(int pid, uint64_t *start)
+{
+	char path[64], buf[1024];
+	ssize_t n;
+	int fd, r;
+
+	if (pid < 1 || pid > KEEPER_PID_MAX)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = fd_io_read_full(fd, buf, sizeof(buf));
+	r = n < 0 ? (int)n : 0;
+	close(fd);
+	if (r)
+		return r;
+	return proc_stat_start_time(buf, (size_t)n, start);
+}
