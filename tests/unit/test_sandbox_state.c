@@ -250,6 +250,14 @@ static void test_restore_refuses_damage(void **state)
 		{ "checkpoints", "{}", "'checkpoints' must be an array" },
 		{ "checkpoints", "[{\"name\":\"../x\"}]", "checkpoint" },
 		{ "idle_timeout_s", "-5", "idle_timeout_s" },
+		/* What a restarted kilnd would signal: nothing but a pid and a start time. */
+		{ "pid", "0", "'pid'" },
+		{ "pid", "-1", "'pid'" },
+		{ "pid", "4194305", "'pid'" },
+		{ "pid", "\"42\"", "'pid'" },
+		{ "vmm_start", "-1", "vmm_start" },
+		{ "vmm_start", "1.5", "vmm_start" },
+		{ "vmm_start", "null", "vmm_start" },
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
@@ -406,6 +414,36 @@ static void test_dir_judge(void **state)
 	sandbox_record_free(&r);
 }
 
+/* The running VMM's pid and start time survive the round trip (a
+ * restarted kilnd reattaches by them); the view shows only the pid. */
+static void test_vmm_identity_round_trip(void **state)
+{
+	struct sandbox_record r, back;
+	struct api_err e;
+	json_t *m;
+
+	(void)state;
+	make_record(&r);
+	r.state = SANDBOX_RUNNING;
+	r.pid = 4321;
+	r.vmm_start = 987654321;
+	m = sandbox_record_persist(&r);
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_int_equal(back.pid, 4321);
+	assert_true(back.vmm_start == 987654321);
+	sandbox_record_free(&back);
+	/* A record from before the field: no start time, nothing to reattach by. */
+	json_object_del(m, "vmm_start");
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_true(back.vmm_start == 0);
+	sandbox_record_free(&back);
+	json_decref(m);
+	m = sandbox_record_view(&r);
+	assert_null(json_object_get(m, "vmm_start"));
+	json_decref(m);
+	sandbox_record_free(&r);
+}
+
 static void test_time_format(void **state)
 {
 	char buf[40];
@@ -429,6 +467,7 @@ int main(void)
 		cmocka_unit_test(test_restore_refuses_damage),
 		cmocka_unit_test(test_version_refusal_says_what),
 		cmocka_unit_test(test_dir_judge),
+		cmocka_unit_test(test_vmm_identity_round_trip),
 		cmocka_unit_test(test_time_format),
 	};
 

@@ -101,6 +101,13 @@ int sandbox_persist_locked(struct sandbox *sb);
  * checkpoint's), nothing outside it: nothing is followed. Missing: fine. */
 void sandbox_remove_dir(const char *dir);
 
+/* sandbox_reattach.c: at load, the sandbox registered (one reference):
+ * supervise its VMM again if the record names one that still runs under
+ * its keeper; else say how it ended (hib_dir: its hibernate/ directory,
+ * kept when a hibernation or wake was cut short with it complete).
+ * Persists the record. */
+void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir);
+
 /* sandbox_ports.c: close every port mapping (the VMM ended). Not under reg.mu. */
 void sandbox_ports_close(struct sandbox *sb);
 
@@ -132,6 +139,9 @@ void sandbox_halt(struct sandbox *sb, int grace_ms);
 bool sandbox_wait_gone_locked(struct sandbox *sb, int ms);
 /* Kill the VMM and wait until it is gone. Under reg.mu. */
 void sandbox_kill_locked(struct sandbox *sb);
+/* The monitor's on_exit for a sandbox's VMM (arg: the sandbox, holding a
+ * reference for the monitor that this drops). */
+void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x);
 /* Remove the sandbox's cgroup (<--cgroup-parent>/<id>) if one is left; no VMM runs. */
 void sandbox_cgroup_remove(struct sandbox *sb);
 /*

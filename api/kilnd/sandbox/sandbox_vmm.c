@@ -81,7 +81,7 @@ static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info
  * A running sandbox becomes stopped (the guest shut itself down: status
  * 0) or crashed; in a transient state the owner of that state moves on.
  */
-static void on_vmm_exit(void *arg, const struct vmm_exit_info *x)
+void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 {
 	struct sandbox *sb = arg;
 	struct kilnd *d = sb->d;
@@ -210,7 +210,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
 				.firewall = firewall, .resolver = d->cfg.dns_resolver };
 	struct vmm_spawn_req req = { .keeper = KILND_SELF_EXE, .dir = sb->dir, .grace_s = d->cfg.keeper_grace_s,
-				     .on_exit = on_vmm_exit, .arg = sb, .cgroup_fd = -1 };
+				     .on_exit = sandbox_on_vmm_exit, .arg = sb, .cgroup_fd = -1 };
 	char cg[PATH_MAX];
 	struct agent_client_err ae;
 	struct agent_client c;

@@ -144,7 +144,7 @@ void sandboxes_shutdown(struct kilnd *d)
 	th = calloc(n ? n : 1, sizeof(*th));
 	started = calloc(n ? n : 1, sizeof(*started));
 	if (!all || !th || !started) {
-		/* No memory to stop them gracefully: they die with us (PDEATHSIG). */
+		/* No memory to stop them gracefully: their keepers stop them after --keeper-grace. */
 		kilnd_unlock(d);
 		free(all);
 		free(th);
@@ -242,40 +242,16 @@ static void load_one(struct kilnd *d, const char *id)
 		return;
 	}
 	sandbox_checkpoints_reconcile(sb);
-	/* A hibernation whose snapshot was complete (kiln-vmm publishes the
-	 * directory only then), or a wake cut short: still hibernated. */
-	if ((sb->rec.state == SANDBOX_HIBERNATING || sb->rec.state == SANDBOX_BOOTING) && stat(path, &st) == 0 &&
-	    S_ISDIR(st.st_mode)) {
-		kilnd_log("sandbox %s: %s was cut short; it stays hibernated", id,
-			  sb->rec.state == SANDBOX_BOOTING ? "a wake" : "a hibernation");
-		sb->rec.state = SANDBOX_HIBERNATED;
-	}
-	if (sb->rec.state != SANDBOX_STOPPED && sb->rec.state != SANDBOX_CRASHED && sb->rec.state != SANDBOX_HIBERNATED) {
-		/* Its VMM died with the previous kilnd (PR_SET_PDEATHSIG). */
-		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1,
-				       .msg = json_string("kilnd exited while this sandbox ran; its VM was killed with it") };
-
-		json_decref(sb->rec.last_exit);
-		sb->rec.last_exit = sandbox_exit_json(&end);
-		sb->rec.state = SANDBOX_CRASHED;
-		sb->rec.stopped_ms = end.at_ms;
-		unlink(sb->vsock);
-		unlink(sb->control);
-		/* Only a hibernated sandbox keeps a hibernation snapshot. */
-		json_decref(sb->rec.hibernation);
-		sb->rec.hibernation = NULL;
-		sandbox_remove_dir(path);
-	}
-	sb->rec.pid = 0;
-	sb->rec.expires_ms = 0;
 	kilnd_lock(d);
 	if (sandbox_registry_add_locked(d, sb)) {
 		kilnd_unlock(d);
 		sandbox_free(sb);
 		return;
 	}
-	sandbox_persist_locked(sb);
 	kilnd_unlock(d);
+	/* Registered first: a VMM reattached may end at once, and its
+	 * on_vmm_exit finds the sandbox whole. */
+	sandbox_reattach_load(sb, path);
 }
 
 static int cmp_created(const void *a, const void *b)
