@@ -357,12 +357,68 @@ test_kilnd_restart_lists_its_sandboxes() {
   kd_check '[ "$(jget "d[\"state\"]")" = stopped ]' "the sandbox running at SIGTERM is stopped"
   api POST "/v1/sandboxes/$a/start"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"labels\"][\"keep\"]")" = yes ]' "a restored sandbox starts with its settings"
-  # kilnd killed outright: its VMMs die with it (PR_SET_PDEATHSIG).
+  kd_done
+}
+
+# Issue 20: kill -9 of kilnd leaves its sandboxes running; the next kilnd
+# reattaches them. Two sandboxes with a background process each printing
+# a counter, a third whose VMM is killed while no kilnd runs.
+test_kilnd_kill9_reattaches_running_sandboxes() {
+  kd_start || return 1
+  local why='' s id pid started proc seq ev
+  local -A vpid vstart vproc vseq
+  for s in a b c; do
+    kd_create '{"image":"minimal","memory_mib":96}' || { kd_stop; return 1; }
+    eval "id_$s=$sid"
+    vpid[$s]=$(jget 'd["pid"]')
+    vstart[$s]=$(jget 'd["started_at"]')
+  done
+  for s in a b; do
+    eval "id=\$id_$s"
+    api POST "/v1/sandboxes/$id/processes" -d '{"argv":["sh","-c","i=0; while :; do echo n$i; i=$((i+1)); sleep 0.2; done"]}'
+    kd_check '[ $status = 201 ]' "background process in $s"
+    vproc[$s]=$(jget 'd["id"]')
+  done
+  sleep 2
+  for s in a b; do
+    eval "id=\$id_$s"
+    api GET "/v1/sandboxes/$id/processes/${vproc[$s]}"
+    vseq[$s]=$(jget 'd["output_bytes"]')
+  done
+  heartbeat "kill -9 kilnd with three running sandboxes"
   kill -KILL "$kdpid"
   wait "$kdpid" 2>/dev/null
+  # The VMMs run on without a daemon; one of them dies meanwhile.
+  kd_check 'kill -0 "${vpid[a]}" && kill -0 "${vpid[b]}" && kill -0 "${vpid[c]}"' "VMMs outlive kilnd"
+  kill -KILL "${vpid[c]}"
+  sleep 3
   kd_keep=$kd kd_start || return 1
-  api GET "/v1/sandboxes/$a"
-  kd_check '[ "$(jget "d[\"state\"]")" = crashed ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = kilnd_restart ]' "running at SIGKILL: crashed, kilnd_restart"
+  for s in a b; do
+    eval "id=\$id_$s"
+    api GET "/v1/sandboxes/$id"
+    kd_check '[ "$(jget "d[\"state\"]")" = running ] && [ "$(jget "d[\"pid\"]")" = "${vpid[$s]}" ] && [ "$(jget "d[\"started_at\"]")" = "${vstart[$s]}" ]' "$s: running, same VMM pid and started_at after kill -9 of kilnd"
+    api GET "/v1/sandboxes/$id/processes/${vproc[$s]}"
+    kd_check '[ "$(jget "d[\"running\"]")" = True ] && [ "$(jget "d[\"output_bytes\"] > ${vseq[$s]}")" = True ]' "$s: its process printed on while no kilnd ran"
+    # Re-attach where we left: the first byte is ours, the counter has no gap.
+    curl -sS -N --max-time 3 --unix-socket "$kds" "http://kiln/v1/sandboxes/$id/processes/${vproc[$s]}/output?from=${vseq[$s]}" >"$kd/out_$s" 2>/dev/null
+    ev=$(python3 -c '
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.endswith("\n")]
+out = [e for e in ev if e["type"] == "stdout"]
+text = "".join(e["data"] for e in out)
+nums = [int(w[1:]) for w in text.split("\n")[:-1] if w.startswith("n")]
+gap = any(b != a + 1 for a, b in zip(nums, nums[1:]))
+print(out[0]["seq"] if out else -1, len(nums) > 5 and not gap)' "$kd/out_$s")
+    kd_check '[ "$ev" = "${vseq[$s]} True" ]' "$s: output re-attached from seq ${vseq[$s]} without a gap ($ev)"
+    api POST "/v1/sandboxes/$id/exec" -d '{"argv":["echo","after-restart"]}'
+    kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = after-restart ]' "$s: exec after the restart"
+  done
+  api GET "/v1/sandboxes/$id_c"
+  kd_check '[ "$(jget "d[\"state\"]")" = crashed ] && [ "$(jget "d[\"last_exit\"][\"signal\"]")" = 9 ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = crashed ] && [ "$(jget "d[\"pid\"]")" = None ]' "c: killed while no kilnd ran, crashed with signal 9"
+  # Supervised again: a stop reaches the reattached VMM and sees it end.
+  api POST "/v1/sandboxes/$id_a/stop"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = stopped ]' "a: stop after the restart"
+  kd_check '! kill -0 "${vpid[a]}" 2>/dev/null' "a: its VMM is gone after the stop"
   kd_done
 }
 

@@ -315,6 +315,29 @@ static void test_removed_dir_stops_the_vmm(void **state)
 	assert_false(alive(id.pid));
 }
 
+/* A create cut short: the new kilnd ends the VMM and waits for its keeper
+ * to finish before it removes the directory. */
+static void test_keeper_end(void **state)
+{
+	char dir[] = "/tmp/kiln-sup-XXXXXX";
+	struct vmm_tails *t = malloc(sizeof(*t));
+	struct vmm_exit_info info;
+	struct keeper_vmm_id id;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	id = spawn_orphan(dir, "exec sleep 60", 600);
+	assert_true(alive(id.pid));
+	assert_int_equal(vmm_keeper_end(dir), 0);
+	assert_false(alive(id.pid));
+	/* Its last word is on disk already, and nobody answers any more. */
+	assert_int_equal(vmm_exit_load(dir, &id, &info, t), 0);
+	assert_int_equal(info.signal, SIGKILL);
+	assert_int_equal(vmm_keeper_end(dir), -ESRCH);
+	free(t);
+	rm_dir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +347,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_outlives_kilnd_and_reattaches),
 		cmocka_unit_test(test_grace_stops_an_unsupervised_vmm),
 		cmocka_unit_test(test_removed_dir_stops_the_vmm),
+		cmocka_unit_test(test_keeper_end),
 	};
 
 	/* As kilnd: this binary is the keeper too. */

@@ -185,6 +185,10 @@ static void remove_leftover(struct kilnd *d, const char *id, const char *dir, co
 	int r;
 
 	kilnd_log("removing %s: %s", dir, why);
+	/* Its VMM outlived the kilnd that started it: ended first, and its
+	 * keeper gone, so nothing writes into the directory as it goes. */
+	if (vmm_keeper_end(dir) == 0)
+		kilnd_log("sandbox %s: its kiln-vmm, still running under its keeper, was killed", id);
 	if (d->cfg.cgroups && sandbox_pathf(cg, sizeof(cg), "%s/%s", d->cfg.cgroup_parent, id) == 0 &&
 	    (r = cgroup_remove(cg)))
 		kilnd_log("cannot remove the cgroup %s: %s", cg, strerror(-r));

@@ -495,6 +495,31 @@ int vmm_reattach(const char *dir, const struct keeper_vmm_id *want, void (*on_ex
 	return 0;
 }
 
+int vmm_keeper_end(const char *dir)
+{
+	struct keeper_vmm_id id;
+	struct keeper_exit x;
+	int conn, pidfd = -1, r;
+
+	r = keeper_connect(dir, &conn, &id);
+	if (r)
+		return r;
+	/* Only a VMM that is the one the keeper names gets the signal. */
+	if (pidfd_verified(&id, &pidfd) == 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		close(pidfd);
+	}
+	/* The keeper closes the connection as it exits, its last file written. */
+	{
+		struct timeval tv = { .tv_sec = KEEPER_KILL_WAIT_S };
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	conn_drain(conn, &x);
+	close(conn);
+	return 0;
+}
+
 int vmm_signal(struct vmm_proc *p, int sig)
 {
 	if (p->pidfd < 0)

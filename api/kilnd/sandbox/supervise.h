@@ -107,6 +107,15 @@ struct vmm_tails {
  */
 int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t);
 
+/*
+ * End whatever VMM a keeper in dir still runs (a create or delete cut
+ * short: nobody else will), and wait (up to KEEPER_KILL_WAIT_S) until the
+ * keeper has written its last file and exited, so the directory can be
+ * removed. 0, or -ESRCH when no keeper answers, or -errno.
+ */
+#define KEEPER_KILL_WAIT_S 10
+int vmm_keeper_end(const char *dir);
+
 /* Send sig to the VMM through its pidfd. 0 or -errno (-ESRCH: it ended). */
 int vmm_signal(struct vmm_proc *p, int sig);
 
