@@ -258,6 +258,14 @@ static void test_restore_refuses_damage(void **state)
 		{ "vmm_start", "-1", "vmm_start" },
 		{ "vmm_start", "1.5", "vmm_start" },
 		{ "vmm_start", "null", "vmm_start" },
+		/* What a restarted kilnd would listen on again. */
+		{ "ports", "{}", "'ports'" },
+		{ "ports", "[{\"guest_port\":80}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":0,\"host_port\":8080}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"target\":\"udp\"}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"guest_address\":\"10.0.0.1\"}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"x\":1}]", "'ports' entry 0" },
+		{ "ports", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]", "at most 16" },
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
@@ -431,6 +439,14 @@ static void test_vmm_identity_round_trip(void **state)
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
 	assert_int_equal(back.pid, 4321);
 	assert_true(back.vmm_start == 987654321);
+	assert_int_equal(json_array_size(back.ports), 0);
+	sandbox_record_free(&back);
+	/* Port mappings with their host ports come back as they were. */
+	json_object_set_new(m, "ports", json_loads("[{\"guest_port\":80,\"host_port\":8080,\"target\":\"tcp\","
+						   "\"guest_address\":\"::1\"},{\"guest_port\":5000,\"host_port\":9000,"
+						   "\"target\":\"vsock\"}]", 0, NULL));
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_true(json_equal(back.ports, json_object_get(m, "ports")));
 	sandbox_record_free(&back);
 	/* A record from before the field: no start time, nothing to reattach by. */
 	json_object_del(m, "vmm_start");

@@ -110,6 +110,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir);
 
 /* sandbox_ports.c: close every port mapping (the VMM ended). Not under reg.mu. */
 void sandbox_ports_close(struct sandbox *sb);
+/* After a reattach: listen again on each mapping rec.ports names (one
+ * whose port is taken now is logged and dropped), then persist. Not under reg.mu. */
+void sandbox_ports_reopen(struct sandbox *sb);
 
 /* sandbox.c: creation, shared by create and fork. A new sandbox (booting,
  * registered, its directory made) of owner's for spec (taken over in every

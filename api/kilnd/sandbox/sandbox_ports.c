@@ -10,6 +10,71 @@
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
+/* rec.ports from the live mappings (POST bodies with their host port, for
+ * a restarted kilnd to listen again), then meta.json. Under reg.mu. */
+static void ports_persist_locked(struct sandbox *sb)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < sb->nports; i++) {
+		json_t *v = port_fwd_view(sb->ports[i]), *o = NULL;
+
+		if (v)
+			o = json_pack("{s:O,s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "host_port",
+				      json_object_get(v, "host_port"), "target", json_object_get(v, "target"));
+		if (o && json_object_get(v, "guest_address"))
+			json_object_set(o, "guest_address", json_object_get(v, "guest_address"));
+		json_decref(v);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	if (!a)
+		return; /* out of memory: the record keeps the last list it had */
+	json_decref(sb->rec.ports);
+	sb->rec.ports = a;
+	sandbox_persist_locked(sb);
+}
+
+void sandbox_ports_reopen(struct sandbox *sb)
+{
+	struct kilnd *d = sb->d;
+	struct port_spec spec;
+	struct port_fwd *f;
+	struct api_err e;
+	json_t *list, *p;
+	size_t i;
+
+	kilnd_lock(d);
+	list = sb->rec.ports ? json_deep_copy(sb->rec.ports) : NULL;
+	kilnd_unlock(d);
+	json_array_foreach(list, i, p) {
+		bool kept = false;
+
+		/* Checked at load already; the spec points into p, alive until the end. */
+		if (port_spec_parse(p, &spec, &e) || port_fwd_open(sb->vsock, &spec, &f, &e)) {
+			kilnd_log("sandbox %s: port mapping %zu not listened again: %s", sb->rec.id, i, e.msg);
+			continue;
+		}
+		kilnd_lock(d);
+		if (sb->proc && !sb->vmm_exited && sb->nports < SANDBOX_PORTS_MAX) {
+			sb->ports[sb->nports++] = f;
+			kept = true;
+		}
+		kilnd_unlock(d);
+		if (!kept)
+			port_fwd_close(f);
+		else
+			kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u again", sb->rec.id,
+				  (unsigned)spec.host_port, port_target_name(spec.target), (unsigned)spec.guest_port);
+	}
+	json_decref(list);
+	kilnd_lock(d);
+	ports_persist_locked(sb);
+	kilnd_unlock(d);
+}
+
 int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
@@ -45,6 +110,7 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 		sb->ports[sb->nports++] = f;
 		*view = port_fwd_view(f);
 		ok = true;
+		ports_persist_locked(sb);
 	}
 	kilnd_unlock(d);
 	if (!ok) {
@@ -85,6 +151,7 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
 		if (port_fwd_host_port(sb->ports[i]) == host_port) {
 			f = sb->ports[i];
 			sb->ports[i] = sb->ports[--sb->nports];
+			ports_persist_locked(sb);
 			break;
 		}
 	}

@@ -160,6 +160,7 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	fate = reattach_decide(&s);
 	if (fate == REATTACH_KEEP) {
 		reread_state(sb);
+		sandbox_ports_reopen(sb);
 		kilnd_lock(d);
 		kilnd_log("sandbox %s: reattached to kiln-vmm pid %d (%s), running since its start before the restart",
 			  sb->rec.id, sb->rec.pid, sandbox_state_name(sb->rec.state));
@@ -203,6 +204,7 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	sb->rec.pid = 0;
 	sb->rec.vmm_start = 0;
 	sb->rec.expires_ms = 0;
+	json_array_clear(sb->rec.ports);
 	sandbox_persist_locked(sb);
 	kilnd_unlock(d);
 	free(t);

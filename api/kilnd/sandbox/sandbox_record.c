@@ -7,6 +7,7 @@
 
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/sandbox/files_spec.h"
 
 void format_time_ms(int64_t ms, char *out, size_t cap)
 {
@@ -91,6 +92,7 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
 	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
 	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
+	    json_object_set_new(o, "ports", r->ports ? json_incref(r->ports) : json_array()) ||
 	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
 		json_decref(o);
 		return NULL;
@@ -105,7 +107,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
 					 "hibernation", "jail",     "owner_uid", "cgroup",
-					 "creating",   "vmm_start",  NULL };
+					 "creating",   "vmm_start",  "ports",      NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -135,6 +137,31 @@ static int check_checkpoints(const json_t *list, const char *id, struct api_err 
 		if (checkpoint_find(list, json_string_value(json_object_get(c, "name")), NULL) != c) {
 			api_err_set(e, API_E_BAD_FIELD, "meta.json: checkpoint '%s' is listed twice",
 				    json_string_value(json_object_get(c, "name")));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Absent (before the field), or at most RECORD_PORTS_MAX POST .../ports
+ * bodies, each with the host port it had: what a restarted kilnd binds. */
+static int check_ports(const json_t *list, struct api_err *e)
+{
+	struct port_spec spec;
+	size_t i;
+	json_t *p;
+
+	if (!list)
+		return 0;
+	if (!json_is_array(list) || json_array_size(list) > RECORD_PORTS_MAX) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'ports' must be an array of at most %d port mappings",
+			    RECORD_PORTS_MAX);
+		return -1;
+	}
+	json_array_foreach(list, i, p) {
+		if (port_spec_parse(p, &spec, e) || spec.host_port == 0) {
+			api_err_set(e, API_E_BAD_FIELD, "meta.json: 'ports' entry %zu is not a port mapping with its host_port",
+				    i);
 			return -1;
 		}
 	}
@@ -285,6 +312,17 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->vmm_start = v ? (uint64_t)json_integer_value(v) : 0;
+	if (check_ports(json_object_get(meta, "ports"), e)) {
+		sandbox_record_free(r);
+		return -1;
+	}
+	v = json_object_get(meta, "ports");
+	r->ports = v ? json_deep_copy(v) : json_array();
+	if (!r->ports) {
+		api_err_set(e, API_E_INTERNAL, "meta.json: out of memory");
+		sandbox_record_free(r);
+		return -1;
+	}
 	return 0;
 }
 
@@ -336,7 +374,8 @@ void sandbox_record_free(struct sandbox_record *r)
 	json_decref(r->last_exit);
 	json_decref(r->checkpoints);
 	json_decref(r->hibernation);
-	r->boot = r->last_exit = r->checkpoints = r->hibernation = NULL;
+	json_decref(r->ports);
+	r->boot = r->last_exit = r->checkpoints = r->hibernation = r->ports = NULL;
 }
 
 json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced)

@@ -138,6 +138,8 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	json_decref(sb->rec.last_exit);
 	sb->rec.last_exit = sandbox_exit_json(&end);
 	sb->rec.cgroup[0] = '\0';
+	/* Port mappings end with the boot they forward into (closed below). */
+	json_array_clear(sb->rec.ports);
 	sb->proc = NULL;
 	sb->vmm_exited = true;
 	sb->rec.pid = 0;
