@@ -139,7 +139,7 @@ static int enable_level(const char *dir, char *err, size_t errlen)
 	return 0;
 }
 
-/* Remove the cgroups a previous kilnd left: its VMMs died with it, so they are empty. */
+/* Remove the cgroups a previous kilnd left empty; a populated one holds a VMM that outlived it. */
 static void remove_stale(const char *parent)
 {
 	DIR *dir = opendir(parent);
@@ -155,7 +155,8 @@ static void remove_stale(const char *parent)
 		if (rmdir(p) == 0)
 			kilnd_log("cgroup: removed %s, left by an earlier kilnd", p);
 		else
-			kilnd_log("cgroup: %s is in use (%s); another kilnd's? left alone", p, strerror(errno));
+			kilnd_log("cgroup: %s is in use (%s): a VMM that outlived the previous kilnd (reattached or ended below); left alone",
+				  p, strerror(errno));
 	}
 	closedir(dir);
 }

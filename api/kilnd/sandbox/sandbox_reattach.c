@@ -169,8 +169,12 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		free(t);
 		return;
 	}
-	if (fate == REATTACH_KILL)
+	if (fate == REATTACH_KILL) {
 		kill_and_wait(sb, proc, &k);
+		/* Populated when kilnd's start looked at the cgroups: empty now. */
+		if (d->cfg.cgroups)
+			sandbox_cgroup_remove(sb);
+	}
 	kilnd_lock(d);
 	if (fate != REATTACH_NONE && !hibernated_after_all(sb, hib_dir)) {
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1 };
