@@ -39,8 +39,9 @@
 #include "api/kilnd/keeper/keeper_proto.h"
 
 #define VMM_TAIL_BYTES 16384
-/* Connecting to a keeper and reading its hello. */
-#define VMM_KEEPER_HELLO_MS 5000
+/* Connecting to a keeper and reading its hello: at once on a healthy
+ * host, generous for the nested test harness (software-emulated CPUs). */
+#define VMM_KEEPER_HELLO_MS 30000
 
 struct vmm_exit_info {
 	int status; /* exit status, or -1 when a signal ended it (or unknown: signal 0 then) */
