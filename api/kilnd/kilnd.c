@@ -27,6 +27,7 @@
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/http.h"
 #include "api/kilnd/keeper/keeper.h"
+#include "api/kilnd/core/handover.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/state_lock.h"
@@ -84,6 +85,9 @@ static const char usage[] =
 	"  --keeper-grace SEC    a sandbox's VM outlives a kilnd that dies (crash,\n"
 	"                        kill -9) this long waiting for a new one, then it is\n"
 	"                        stopped (default 600; 0: never; docs/api.md)\n"
+	"  --upgrade             take over from the kilnd running on --state-dir: its\n"
+	"                        API socket, then its sandboxes, without a gap\n"
+	"                        (docs/api.md)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -253,7 +257,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE };
+	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -277,6 +281,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
 		{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
 		{ "keeper-grace", required_argument, 0, OPT_KEEPER_GRACE },
+		{ "upgrade", no_argument, 0, OPT_UPGRADE },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -436,6 +441,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 				return bad_usage("--keeper-grace '%s': seconds, from 0 (never) to 31536000", optarg);
 			cfg->keeper_grace_s = (unsigned)n;
 			break;
+		case OPT_UPGRADE:
+			cfg->upgrade = true;
+			break;
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -480,6 +488,30 @@ static int check_cgroups(struct kilnd_config *cfg)
 	return EXIT_OK;
 }
 
+/*
+ * --upgrade: the running kilnd's listening socket, then its state
+ * directory's lock once it has finished its requests and exited.
+ */
+static int take_over(struct kilnd_config *cfg)
+{
+	char err[512];
+	int64_t deadline;
+	pid_t old;
+
+	if (handover_request(cfg->state_dir, &cfg->listen_fd, &old, err, sizeof(err)))
+		return setup_error("%s", err);
+	kilnd_log("--upgrade: kilnd pid %d handed its API socket over; waiting for it to finish its requests and exit",
+		  (int)old);
+	/* Its requests get --client-timeout to finish, then it exits. */
+	deadline = mono_ms() + (int64_t)cfg->client_timeout_s * 1000 + HANDOVER_ANSWER_MS;
+	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, err, sizeof(err))) {
+		if (mono_ms() > deadline)
+			return setup_error("--upgrade: %s (it did not exit after handing over)", err);
+		usleep(50000);
+	}
+	return EXIT_OK;
+}
+
 /* Everything that can be checked before serving, so bad setups fail at once. */
 static int check_config(struct kilnd_config *cfg)
 {
@@ -496,7 +528,10 @@ static int check_config(struct kilnd_config *cfg)
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
 	/* Before anything of the state directory (or the cgroups) is read or
 	 * changed: a second kilnd here would break the first's sandboxes. */
-	if (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, sub, sizeof(sub)))
+	cfg->listen_fd = -1;
+	if (cfg->upgrade && (r = take_over(cfg)))
+		return r;
+	if (!cfg->upgrade && state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, sub, sizeof(sub)))
 		return setup_error("%s", sub);
 	if (!cfg->no_jail && geteuid() != 0) {
 		snprintf(cfg->jail_unavailable, sizeof(cfg->jail_unavailable),
@@ -547,6 +582,32 @@ static int check_config(struct kilnd_config *cfg)
 	return check_cgroups(cfg);
 }
 
+/*
+ * SIGUSR2 from `kilnd --upgrade`: pass it the listening socket, stop
+ * accepting (new connections wait in the socket's backlog for the new
+ * kilnd), let the requests in flight finish (--client-timeout at most),
+ * and exit with every sandbox left running for it to reattach. 0: handed
+ * over (the caller exits); -1: nobody asked, serving goes on.
+ */
+static int hand_over(struct kilnd *d, struct http_server *mhd, int fd)
+{
+	char err[512];
+
+	if (handover_send(d->cfg.state_dir, fd, err, sizeof(err))) {
+		kilnd_log("%s; still serving", err);
+		return -1;
+	}
+	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
+	http_quiesce(mhd);
+	if (!http_drain(mhd, (int)d->cfg.client_timeout_s * 1000))
+		kilnd_log("requests still in flight after %u s (--client-timeout) are cut; their clients retry",
+			  d->cfg.client_timeout_s);
+	/* Not http_stop(): it would wait for streams that outlive the drain.
+	 * Exiting closes them; the sandboxes and their keepers stay. */
+	kilnd_log("handed over; exiting with every sandbox left running");
+	return 0;
+}
+
 /* Serve until SIGTERM/SIGINT/SIGHUP, then stop every sandbox. */
 static int run(struct kilnd *d)
 {
@@ -567,6 +628,7 @@ static int run(struct kilnd *d)
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGHUP);
+	sigaddset(&stop, SIGUSR2); /* kilnd --upgrade asks for the socket */
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	d->started_mono_ms = mono_ms();
@@ -575,7 +637,8 @@ static int run(struct kilnd *d)
 	metrics_init(&d->metrics);
 	if (sandboxes_init(d, err, sizeof(err)))
 		return setup_error("%s", err);
-	if (listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, err, sizeof(err))) {
+	fd = d->cfg.listen_fd;
+	if (fd < 0 && listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, err, sizeof(err))) {
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
@@ -593,6 +656,12 @@ static int run(struct kilnd *d)
 		struct timespec tick = { .tv_sec = 1 };
 
 		sig = sigtimedwait(&stop, NULL, &tick);
+		if (sig == SIGUSR2) {
+			/* Threads still hold d (monitors, streams): it stays allocated. */
+			if (hand_over(d, mhd, fd) == 0)
+				return RUN_BUSY;
+			continue;
+		}
 		if (sig > 0)
 			break;
 		sandboxes_tick(d);

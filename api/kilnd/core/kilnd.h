@@ -71,6 +71,8 @@ struct kilnd_config {
 	char cgroup_off[512]; /* why not, when cgroups is false */
 	int state_lock_fd;    /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
+	bool upgrade;         /* --upgrade: take over from the running kilnd (handover.h) */
+	int listen_fd;        /* the API socket handed over by it; -1: bind our own */
 };
 
 /* What supervise.c runs as `--keeper` (keeper.h): this very binary. */

@@ -144,6 +144,9 @@ struct http_req {
 struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
 /* Stop accepting connections (in-flight requests go on). */
 void http_quiesce(struct http_server *s);
+/* After http_quiesce: wait up to ms for every served connection to end
+ * (a handover lets requests in flight finish). True when none is left. */
+bool http_drain(struct http_server *s, int ms);
 /* Stop: closes every connection, waits for their threads, frees s. */
 void http_stop(struct http_server *s);
 

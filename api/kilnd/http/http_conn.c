@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lib/base/mono.h"
@@ -280,6 +281,26 @@ void http_quiesce(struct http_server *s)
 	(void)!write(s->wake[1], "", 1);
 	pthread_join(s->accept_thread, NULL);
 	s->accepting = false;
+}
+
+bool http_drain(struct http_server *s, int ms)
+{
+	struct timespec dl;
+	bool idle;
+
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += ms / 1000;
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (s->serving && pthread_cond_timedwait(&s->idle, &s->mu, &dl) == 0)
+		;
+	idle = s->serving == 0;
+	pthread_mutex_unlock(&s->mu);
+	return idle;
 }
 
 void http_stop(struct http_server *s)

@@ -1,0 +1,35 @@
+/*
+ * handover: `kilnd --upgrade` (docs/api.md, "Upgrading kilnd without a
+ * gap"): the running kilnd passes its listening API socket to a new one,
+ * finishes the requests it has, and exits leaving its sandboxes running;
+ * the new one takes the state directory's lock as the old one exits,
+ * reattaches the sandboxes and serves on the same socket. Connections
+ * made meanwhile wait in the socket's backlog: none is refused.
+ *
+ * Contract:
+ *  - The new kilnd binds <state>/upgrade.sock (0600), sends SIGUSR2 to the
+ *    process the kernel names as the lock's holder (F_GETLK, never the
+ *    pid written in the file), and takes one connection from exactly that
+ *    pid (SO_PEERCRED) carrying one descriptor (SCM_RIGHTS) that must be
+ *    a listening Unix stream socket. Anything else is refused with one line.
+ *  - The old kilnd, on SIGUSR2, connects and sends its listening socket.
+ *  - No global state.
+ */
+#ifndef KILN_HANDOVER_H
+#define KILN_HANDOVER_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define HANDOVER_SOCK_NAME "upgrade.sock"
+/* How long the new kilnd waits for the old one to answer SIGUSR2. */
+#define HANDOVER_ANSWER_MS 30000
+
+/* New side: ask the holder of state_dir's lock for its socket. 0 with
+ * *listen_fd and *old (its pid), or -1 with err. */
+int handover_request(const char *state_dir, int *listen_fd, pid_t *old, char *err, size_t errlen);
+
+/* Old side: send listen_fd to the kilnd waiting on state_dir's upgrade.sock. 0 or -1 with err. */
+int handover_send(const char *state_dir, int listen_fd, char *err, size_t errlen);
+
+#endif
