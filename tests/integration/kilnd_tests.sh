@@ -362,7 +362,8 @@ test_kilnd_restart_lists_its_sandboxes() {
 
 # Issue 20: kill -9 of kilnd leaves its sandboxes running; the next kilnd
 # reattaches them. Two sandboxes with a background process each printing
-# a counter, a third whose VMM is killed while no kilnd runs.
+# a counter, a third whose VMM is killed while no kilnd runs; then
+# kilnd --upgrade hands everything over to yet another kilnd.
 test_kilnd_kill9_reattaches_running_sandboxes() {
   kd_start || return 1
   local why='' s id pid started proc seq ev
@@ -415,6 +416,16 @@ print(out[0]["seq"] if out else -1, len(nums) > 5 and not gap)' "$kd/out_$s")
   done
   api GET "/v1/sandboxes/$id_c"
   kd_check '[ "$(jget "d[\"state\"]")" = crashed ] && [ "$(jget "d[\"last_exit\"][\"signal\"]")" = 9 ] && [ "$(jget "d[\"last_exit\"][\"reason\"]")" = crashed ] && [ "$(jget "d[\"pid\"]")" = None ]' "c: killed while no kilnd ran, crashed with signal 9"
+  # kilnd --upgrade: the next kilnd takes the socket and the sandboxes over.
+  local old=$kdpid rc_old
+  kd_keep=$kd kd_start --upgrade || return 1
+  wait "$old"
+  rc_old=$?
+  kd_check '[ "$rc_old" = 0 ] && grep -q "handed over; exiting" "$kd/kilnd.log"' "the old kilnd handed over and exited 0 ($rc_old)"
+  api GET "/v1/sandboxes/$id_b"
+  kd_check '[ "$(jget "d[\"state\"]")" = running ] && [ "$(jget "d[\"pid\"]")" = "${vpid[b]}" ]' "b: running with the same VMM after kilnd --upgrade"
+  api POST "/v1/sandboxes/$id_b/exec" -d '{"argv":["echo","after-upgrade"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"].strip()")" = after-upgrade ]' "b: exec after kilnd --upgrade"
   # Supervised again: a stop reaches the reattached VMM and sees it end.
   api POST "/v1/sandboxes/$id_a/stop"
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = stopped ]' "a: stop after the restart"

@@ -99,8 +99,9 @@ int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_
 	info->err_len = log_tail(dir, "vmm.log", t->err, sizeof(t->err), &info->err_whole);
 	/* One more byte than a line may have: a longer file is refused, not cut. */
 	n = read_end(dir, KEEPER_EXIT_NAME, (uint8_t *)line, sizeof(line), &size);
+	/* want pid 0: the spawn never heard the keeper's hello, whose VMM is the only one it ran. */
 	if (n < 0 || size > KEEPER_LINE_MAX || keeper_exit_parse(line, (size_t)n, &x) ||
-	    x.id.pid != want->pid || x.id.start != want->start)
+	    (want->pid && (x.id.pid != want->pid || x.id.start != want->start)))
 		return -1;
 	info->status = x.status;
 	info->signal = x.signal;

@@ -104,7 +104,7 @@ struct vmm_tails {
  * What dir's keeper recorded about the end of VMM want (vmm.exit), with
  * the logs' tails in t: 0 with *info (known), or -1 when vmm.exit is
  * missing, malformed or about another VMM (then *info holds the tails,
- * known false).
+ * known false). want->pid 0: whichever VMM the file names.
  */
 int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t);
 
