@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/reattach.h"
@@ -41,15 +42,19 @@ static void kill_and_wait(struct sandbox *sb, struct vmm_proc *proc, struct kill
 {
 	struct timespec dl;
 	int r = vmm_signal(proc, SIGKILL);
+	bool done;
 
-	mono_deadline_in(&dl, KILL_WAIT_MS);
+	/* k->cv runs on CLOCK_REALTIME (PTHREAD_COND_INITIALIZER). */
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += KILL_WAIT_MS / 1000;
 	pthread_mutex_lock(&k->mu);
 	while (!k->done && pthread_cond_timedwait(&k->cv, &k->mu, &dl) != ETIMEDOUT)
 		;
+	done = k->done;
 	pthread_mutex_unlock(&k->mu);
 	kilnd_log("sandbox %s: was %s when the previous kilnd stopped; its kiln-vmm pid %d %s", sb->rec.id,
 		  sandbox_state_name(sb->rec.state), sb->rec.pid,
-		  r ? "had ended" : k->done ? "was killed" : "was sent SIGKILL and has not ended yet");
+		  r ? "had ended" : done ? "was killed" : "was sent SIGKILL and has not ended yet");
 }
 
 /* Supervise it again: the same VMM, pid, start time and uptime. Under reg.mu. */
@@ -125,13 +130,19 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	struct reattach_seen s = { .state = sb->rec.state, .pid = sb->rec.pid, .vmm_start = sb->rec.vmm_start,
 				   .attach = -ESRCH };
 	struct keeper_vmm_id id = { .pid = sb->rec.pid, .start = sb->rec.vmm_start };
-	struct killed k = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, -1, 0 };
+	/* On the heap: a monitor that reports after kill_and_wait gave up still finds it. */
+	struct killed *kp = malloc(sizeof(*kp));
 	bool keep = s.state == SANDBOX_RUNNING || s.state == SANDBOX_PAUSED;
 	struct vmm_tails *t = NULL;
 	struct vmm_exit_info info = { .status = -1 };
 	struct vmm_proc *proc = NULL;
 	enum reattach_fate fate;
 
+	if (!kp) {
+		kilnd_log("sandbox %s: out of memory at load; left as it is", sb->rec.id);
+		return;
+	}
+	*kp = (struct killed){ PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, -1, 0 };
 	if (reattach_should_try(s.state, s.pid, s.vmm_start)) {
 		kilnd_lock(d);
 		if (keep) {
@@ -144,7 +155,7 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		}
 		kilnd_unlock(d);
 		/* Not under reg.mu: it waits for the keeper's hello. */
-		s.attach = vmm_reattach(sb->dir, &id, keep ? sandbox_on_vmm_exit : on_killed, keep ? (void *)sb : &k, &proc);
+		s.attach = vmm_reattach(sb->dir, &id, keep ? sandbox_on_vmm_exit : on_killed, keep ? (void *)sb : (void *)kp, &proc);
 		kilnd_lock(d);
 		/* A kept VMM's monitor may have reported its end already: then proc is gone. */
 		if (s.attach == 0 && keep && !sb->vmm_exited)
@@ -167,10 +178,11 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		sandbox_persist_locked(sb);
 		kilnd_unlock(d);
 		free(t);
+		free(kp);
 		return;
 	}
 	if (fate == REATTACH_KILL) {
-		kill_and_wait(sb, proc, &k);
+		kill_and_wait(sb, proc, kp);
 		/* Populated when kilnd's start looked at the cgroups: empty now. */
 		if (d->cfg.cgroups)
 			sandbox_cgroup_remove(sb);
@@ -192,8 +204,10 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 				end.msg = json_string("kiln-vmm ended while no kilnd ran");
 			end.timeline = vmm_output_timeline(info.err, info.err_len);
 		} else if (fate == REATTACH_KILL) {
-			end.exit_status = k.done ? k.status : -1;
-			end.signal = k.done ? k.signal : SIGKILL;
+			pthread_mutex_lock(&kp->mu);
+			end.exit_status = kp->done ? kp->status : -1;
+			end.signal = kp->done ? kp->signal : SIGKILL;
+			pthread_mutex_unlock(&kp->mu);
 			end.msg = json_string("kilnd stopped while this sandbox's boot, stop or hibernation ran; its VM was killed at the next start");
 		} else {
 			end.msg = json_string(s.attach == -ESTALE || s.attach == -EPROTO
@@ -212,4 +226,10 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	sandbox_persist_locked(sb);
 	kilnd_unlock(d);
 	free(t);
+	/* A kill's monitor that has not reported yet keeps it (a few bytes, once). */
+	pthread_mutex_lock(&kp->mu);
+	bool done = kp->done || fate != REATTACH_KILL;
+	pthread_mutex_unlock(&kp->mu);
+	if (done)
+		free(kp);
 }
