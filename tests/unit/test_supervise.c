@@ -162,6 +162,24 @@ static void test_exit_status_and_console(void **state)
 	rm_dir(dir);
 }
 
+/* kiln-vmm runs under kilnd's umask, not the keeper's 077 (its jail makes
+ * the directories of its root with it, which its uid must traverse). */
+static void test_vmm_keeps_kilnds_umask(void **state)
+{
+	struct ended x = ENDED_INIT;
+	char dir[] = "/tmp/kiln-sup-XXXXXX";
+	struct keeper_vmm_id id;
+	mode_t old = umask(022);
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(spawn_sh(dir, "[ \"$(umask)\" = 0022 ]", 0, &x, &id), 0);
+	wait_ended(&x);
+	umask(old);
+	assert_int_equal(x.status, 0);
+	rm_dir(dir);
+}
+
 /* A guest printing without end while nobody reads: 1 MiB plus one ".1". */
 static void test_logs_capped(void **state)
 {
@@ -343,6 +361,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_keep_fds_only),
 		cmocka_unit_test(test_exit_status_and_console),
+		cmocka_unit_test(test_vmm_keeps_kilnds_umask),
 		cmocka_unit_test(test_logs_capped),
 		cmocka_unit_test(test_outlives_kilnd_and_reattaches),
 		cmocka_unit_test(test_grace_stops_an_unsupervised_vmm),

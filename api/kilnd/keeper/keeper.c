@@ -49,6 +49,7 @@ struct keeper {
 	struct klog log[2]; /* 0: console, 1: stderr */
 	struct keeper_vmm_id id;
 	int64_t alone_since, term_at; /* mono ms; term_at 0: no SIGTERM sent */
+	mode_t umask_vmm;             /* kilnd's, given back to kiln-vmm */
 	bool killed;
 };
 
@@ -203,6 +204,9 @@ static void __attribute__((noreturn)) vmm_child(struct keeper *k, int devnull, i
 		sigaction(s, &dfl, NULL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The keeper's 077 is for its own files: kiln-vmm's jail builds its
+	 * root's directories (which its uid must traverse) under kilnd's. */
+	umask(k->umask_vmm);
 	/* The keeper's own descriptors are close-on-exec; the --keep ones are not. */
 	execv(k->a.argv[0], k->a.argv);
 fail:
@@ -440,7 +444,7 @@ int keeper_main(int argc, char **argv)
 		fcntl(k.a.cgroup_fd, F_SETFD, FD_CLOEXEC);
 	/* A client gone mid-send is EPIPE, not the keeper's (and its VM's) end. */
 	sigaction(SIGPIPE, &ign, NULL);
-	umask(077);
+	k.umask_vmm = umask(077);
 	k.dirfd = open(k.a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	step = "the sandbox directory";
 	if (k.dirfd < 0) {
