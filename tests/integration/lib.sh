@@ -37,9 +37,10 @@ vmm() {
 
 fail() {
   echo "    FAIL: $*"
-  echo "    --- exit status: $rc"
-  echo "    --- stdout (last 15 lines):"; printf '%s\n' "$out" | tail -15 | sed 's/^/    | /'
-  echo "    --- stderr:"; printf '%s\n' "$err" | tail -15 | sed 's/^/    | /'
+  # A kilnd test may fail before any command set these.
+  echo "    --- exit status: ${rc-}"
+  echo "    --- stdout (last 15 lines):"; printf '%s\n' "${out-}" | tail -15 | sed 's/^/    | /'
+  echo "    --- stderr:"; printf '%s\n' "${err-}" | tail -15 | sed 's/^/    | /'
   return 1
 }
 
