@@ -8,19 +8,11 @@
 #include <linux/close_range.h>
 
 #include "guest-init/sys/milestone.h"
+#include "lib/base/sig_reset.h"
 
 void child_reset(const struct rlimit *nofile)
 {
-	struct sigaction sa;
-	sigset_t none;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	/* SIGKILL and SIGSTOP refuse; NSIG covers the real-time signals. */
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sig_reset_all();
 	/* Turning permission off needs no privilege and fails harmlessly
 	 * when it was never on. */
 	ioperm(MILESTONE_PORT, MILESTONE_PORT_LEN, 0);

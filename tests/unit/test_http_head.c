@@ -246,6 +246,51 @@ static void test_head_body_framing(void **state)
 	free(b);
 }
 
+/* http_head_scan_end fed one more byte at a time gives what
+ * http_head_end gives on each prefix, and stops where it stops. */
+static void scan_matches_whole(const char *in, size_t n)
+{
+	struct http_head_scan sc = { 0 };
+
+	for (size_t k = 0; k <= n; k++) {
+		struct api_err e1 = { 0 }, e2 = { 0 };
+		long whole = http_head_end(in, k, &e1);
+		long inc = http_head_scan_end(in, k, &sc, &e2);
+
+		if (whole != inc || e1.code != e2.code)
+			fail_msg("prefix %zu of '%.40s': whole %ld (%d), incremental %ld (%d)", k, in, whole, e1.code,
+				 inc, e2.code);
+		if (whole)
+			return;
+	}
+}
+
+static void test_head_scan_incremental(void **state)
+{
+	static const char *const heads[] = {
+		"GET / HTTP/1.1\r\nHost: k\r\n\r\nBODY",
+		"\r\n\r\n\r\nGET / HTTP/1.0\r\n\r\n",
+		"\r\n\rGET / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\nC: d\r\n\r\n",
+		"\nGET / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: \r\r\n\r\n",
+	};
+	char *big = malloc(HTTP_HEAD_MAX + 64);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(heads) / sizeof(heads[0]); i++)
+		scan_matches_whole(heads[i], strlen(heads[i]));
+	/* No end within the limit, and empty lines without end. */
+	assert_non_null(big);
+	memset(big, 'a', HTTP_HEAD_MAX + 64);
+	memcpy(big, "GET / HTTP/1.1\r\n", 16);
+	scan_matches_whole(big, HTTP_HEAD_MAX + 64);
+	for (size_t i = 0; i + 1 < HTTP_HEAD_MAX + 64; i += 2)
+		memcpy(big + i, "\r\n", 2);
+	scan_matches_whole(big, HTTP_HEAD_MAX + 64);
+	free(big);
+}
+
 static void test_head_end(void **state)
 {
 	static const char req[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -968,6 +1013,7 @@ int main(void)
 		cmocka_unit_test(test_head_http10_and_keep_alive),
 		cmocka_unit_test(test_head_body_framing),
 		cmocka_unit_test(test_head_end),
+		cmocka_unit_test(test_head_scan_incremental),
 		cmocka_unit_test(test_head_line_ends),
 		cmocka_unit_test(test_head_bytes),
 		cmocka_unit_test(test_head_fields),

@@ -561,8 +561,10 @@ static void answer_error_and_close(struct http_conn *c, const struct http_head *
  * closed or stayed silent (nothing to answer), -1 with e. */
 static long read_head(struct http_conn *c, int64_t deadline, struct api_err *e)
 {
+	struct http_head_scan sc = { 0 };
+
 	for (;;) {
-		long n = http_head_end(c->buf + c->start, c->end - c->start, e);
+		long n = http_head_scan_end(c->buf + c->start, c->end - c->start, &sc, e);
 		ssize_t k;
 
 		if (n)

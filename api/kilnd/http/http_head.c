@@ -39,18 +39,23 @@ static const char *quote(char *out, size_t cap, const char *s, size_t n)
 	return out;
 }
 
-long http_head_end(const char *buf, size_t n, struct api_err *e)
+long http_head_scan_end(const char *buf, size_t n, struct http_head_scan *sc, struct api_err *e)
 {
-	size_t skip = 0;
+	size_t skip = sc->skip, from;
 	const char *p;
 
-	/* Empty lines before a request are not its end (http_head_parse). */
-	while (skip + 2 <= n && buf[skip] == '\r' && buf[skip + 1] == '\n')
-		skip += 2;
-	p = n - skip >= 4 ? memmem(buf + skip, n - skip, "\r\n\r\n", 4) : NULL;
+	/* Empty lines before a request are not its end (http_head_parse).
+	 * Their run only grows while everything scanned belongs to it. */
+	if (skip + 1 >= sc->scanned)
+		while (skip + 2 <= n && buf[skip] == '\r' && buf[skip + 1] == '\n')
+			skip += 2;
+	sc->skip = skip;
+	/* Bytes already scanned hold no end, but one may straddle them. */
+	from = sc->scanned > skip + 3 ? sc->scanned - 3 : skip;
+	p = n - from >= 4 ? memmem(buf + from, n - from, "\r\n\r\n", 4) : NULL;
 	/* A bare LF is refused as soon as it arrives, not after the client
 	 * waited for an end that its line ends never make. */
-	for (size_t i = 0, end = p ? (size_t)(p - buf) + 4 : n; i < end; i++) {
+	for (size_t i = sc->scanned, end = p ? (size_t)(p - buf) + 4 : n; i < end; i++) {
 		if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')) {
 			api_err_set(e, API_E_BAD_REQUEST, "a line of the request's head ends in a bare LF (use CRLF)");
 			return -1;
@@ -63,7 +68,15 @@ long http_head_end(const char *buf, size_t n, struct api_err *e)
 			    "the request's head (request line and headers) is longer than %d bytes", HTTP_HEAD_MAX);
 		return -1;
 	}
+	sc->scanned = n;
 	return 0;
+}
+
+long http_head_end(const char *buf, size_t n, struct api_err *e)
+{
+	struct http_head_scan sc = { 0 };
+
+	return http_head_scan_end(buf, n, &sc, e);
 }
 
 /* The next line of s up to end: NUL-terminates it at its CR, returns the

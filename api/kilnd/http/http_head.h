@@ -71,6 +71,16 @@ struct http_head {
  */
 long http_head_end(const char *buf, size_t n, struct api_err *e);
 
+/* http_head_end over a buffer that grows: each call checks only the bytes
+ * added since the last (which returned 0), so a head trickled in byte by
+ * byte costs its length once, not its length squared. Start from
+ * { 0 } for each head; the same result as http_head_end(buf, n). */
+struct http_head_scan {
+	size_t skip;    /* leading empty lines' bytes */
+	size_t scanned; /* bytes checked, no end among them */
+};
+long http_head_scan_end(const char *buf, size_t n, struct http_head_scan *sc, struct api_err *e);
+
 /* Parse the complete head buf[0..len) (len from http_head_end) in place.
  * 0, or -1 with e. */
 int http_head_parse(char *buf, size_t len, struct http_head *h, struct api_err *e);

@@ -24,6 +24,7 @@
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
 #include "lib/base/num_parse.h"
+#include "lib/base/sig_reset.h"
 
 struct keeper_args {
 	const char *dir;
@@ -190,8 +191,6 @@ static int listen_sock(struct keeper *k)
 /* kiln-vmm's side of the fork: async-signal-safe calls only, as after any fork. */
 static void __attribute__((noreturn)) vmm_child(struct keeper *k, int devnull, int cons_w, int err_w, int st_w)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
 	int e;
 
 	/* Into the sandbox's cgroup before exec: all kiln-vmm allocates is charged there. */
@@ -200,10 +199,7 @@ static void __attribute__((noreturn)) vmm_child(struct keeper *k, int devnull, i
 	setsid();
 	if (dup2(devnull, 0) < 0 || dup2(cons_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sig_reset_all();
 	/* The keeper's 077 is for its own files: kiln-vmm's jail builds its
 	 * root's directories (which its uid must traverse) under kilnd's. */
 	umask(k->umask_vmm);

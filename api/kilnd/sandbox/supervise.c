@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lib/base/mono.h"
+#include "lib/base/sig_reset.h"
 
 struct vmm_proc {
 	struct keeper_vmm_id id;
@@ -311,8 +312,6 @@ static int keeper_argv_build(const struct vmm_spawn_req *req, int ready_fd, stru
 static void __attribute__((noreturn))
 keeper_child(const struct vmm_spawn_req *req, char **kargv, int devnull, int ready_w, int st_w)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
-	sigset_t none;
 	int e;
 
 	/* Its own session: no signal for kilnd's process group or terminal reaches it. */
@@ -321,10 +320,7 @@ keeper_child(const struct vmm_spawn_req *req, char **kargv, int devnull, int rea
 		goto fail;
 	/* kilnd ignores SIGPIPE and blocks its shutdown signals; ignored
 	 * dispositions and the mask survive exec. */
-	for (int s = 1; s < NSIG; s++)
-		sigaction(s, &dfl, NULL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	sig_reset_all();
 	/* Every other descriptor of kilnd's closes at exec (st_w already does). */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
 	if (fcntl(ready_w, F_SETFD, 0) < 0 || (req->cgroup_fd >= 0 && fcntl(req->cgroup_fd, F_SETFD, 0) < 0))
