@@ -292,7 +292,7 @@ integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
 	@if rootfs/build-debian --cached-only $(BUILD)/kiln-init $(BUILD)/rootfs; then \
 		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
 	else echo "integration: no cached Debian base: its test is left out (make test-debian)"; fi; \
-	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=5 tests/harness/run tests/integration/run-all
+	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=8 tests/harness/run tests/integration/run-all
 
 test-debian: all image-debian
 	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \
