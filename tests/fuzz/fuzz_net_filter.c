@@ -20,44 +20,10 @@
 #include "devices/net/net_filter.h"
 #include "devices/net/pkt_parse.h"
 #include "fuzz.h"
+#include "net_canned.h"
 
 #define CONNTRACK_CAP 16
 #define DNS_CAP 8
-
-static const char *const canned[] = {
-	"{}",
-	"{\"outbound_internet\":true}",
-	"{\"allow\":[{\"cidr\":\"93.184.216.0/24\",\"proto\":\"tcp\",\"ports\":443}]}",
-	"{\"allow\":[{\"host\":\"api.github.com\",\"proto\":\"tcp\",\"ports\":443},"
-	"{\"host\":\"*.example.com\"}],\"dns\":[\"10.0.2.3\"]}",
-	"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"0.0.0.0/0\"},{\"cidr\":\"::/0\"},"
-	"{\"cidr\":\"192.168.7.0/24\",\"ports\":22}],\"deny\":[{\"cidr\":\"1.1.1.1\"},{\"host\":\"*.evil.com\"}]}",
-	"{\"allow\":[{\"cidr\":\"2606:4700::/32\",\"proto\":\"udp\"},{\"cidr\":\"9.9.9.9\",\"proto\":\"udp\"}],"
-	"\"dns\":[\"10.0.2.3\",\"fd00::3\"]}",
-	"{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},{\"cidr\":\"10.0.0.0/8\"}],"
-	"\"dns\":[\"10.0.2.3\"]}",
-	"{\"allow\":[{\"cidr\":\"10.0.2.2\",\"proto\":\"icmp\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}",
-};
-#define NCANNED (sizeof(canned) / sizeof(canned[0]))
-
-static struct net_rules *rules_text(const char *t, size_t n)
-{
-	struct net_rules *r = NULL;
-	struct net_rules_err e = { 0 };
-
-	if (net_rules_parse_text(t, n, &r, &e) < 0)
-		return NULL;
-	return r;
-}
-
-static struct net_rules *rules_canned(unsigned i)
-{
-	const char *t = canned[i % NCANNED];
-	struct net_rules *r = rules_text(t, strlen(t));
-
-	FUZZ_ASSERT(r); /* the canned sets are all valid */
-	return r;
-}
 
 static void log_cb(void *ctx, const struct nf_log_entry *e)
 {
@@ -114,11 +80,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(text, t, got);
 		text[got] = 0;
-		r = rules_text(text, got);
+		r = fuzz_rules_text(text, got);
 		free(text);
 	}
 	if (!r)
-		r = rules_canned(pick);
+		r = fuzz_rules_canned(pick);
 	conf = take8(&in);
 	memcpy(c.guest_mac, mac, 6);
 	net_addr_parse("10.0.2.15", &c.ip4);
@@ -162,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fl & 2) {
 			size_t before = net_filter_flow_count(f);
 
-			FUZZ_ASSERT(net_filter_replace_rules(f, rules_canned(fl >> 2), now) <= before);
+			FUZZ_ASSERT(net_filter_replace_rules(f, fuzz_rules_canned(fl >> 2), now) <= before);
 		}
 		check_parse(fr, got);
 		v = dir ? net_filter_ingress(f, fr, got, now, &d) : net_filter_egress(f, fr, got, now, &d);
