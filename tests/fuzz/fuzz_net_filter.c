@@ -22,9 +22,6 @@
 #include "fuzz.h"
 #include "net_canned.h"
 
-#define CONNTRACK_CAP 16
-#define DNS_CAP 8
-
 static void log_cb(void *ctx, const struct nf_log_entry *e)
 {
 	char line[256];
@@ -59,14 +56,12 @@ static void check_parse(const uint8_t *fr, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
-	struct net_filter_config c = { .has_ip4 = true, .has_ip6 = true, .hash_key = { 1, 2 } };
+	struct net_filter_config c;
 	struct net_filter *f = NULL;
 	struct net_rules *r = NULL;
 	struct err e = { { 0 } };
 	uint64_t frames[2] = { 0, 0 }, now = 1;
 	uint8_t pick = take8(&in), conf;
-	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-	struct net_addr host[3];
 
 	if (pick & 0x80) {
 		size_t n, got;
@@ -86,32 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!r)
 		r = fuzz_rules_canned(pick);
 	conf = take8(&in);
-	memcpy(c.guest_mac, mac, 6);
-	net_addr_parse("10.0.2.15", &c.ip4);
-	net_addr_parse("fd00::15", &c.ip6);
-	c.has_ip4 = !(conf & 1);
-	c.has_ip6 = !(conf & 2);
-	c.conntrack_capacity = CONNTRACK_CAP;
-	c.dns_capacity = DNS_CAP;
-	if (conf & 4) {
-		c.tx_packets.size = 4;
-		c.tx_packets.refill_ms = 1000;
-		c.rx_bytes.size = 3000;
-		c.rx_bytes.refill_ms = 100;
-		c.rx_bytes.one_time_burst = 1500;
-	}
-	if (conf & 8) {
-		net_cidr_parse("10.0.2.2/32", &c.host_deny[0], NULL, 0);
-		c.n_host_deny = 1;
-	}
-	/* The host's own addresses: a public, a private and an IPv6 one. */
-	if (conf & 16) {
-		net_addr_parse("203.0.113.5", &host[0]);
-		net_addr_parse("10.0.2.2", &host[1]);
-		net_addr_parse("2606:4700::5", &host[2]);
-		c.host_addrs = host;
-		c.n_host_addrs = 3;
-	}
+	fuzz_filter_config(&c, conf);
 	c.log = log_cb;
 	if (net_filter_create(&c, r, 0, &f, &e) < 0)
 		return 0;
@@ -138,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT((d.reason < NF_DROP_RATE) == (v == NF_PASS));
 		if (d.reason == NF_DROP_MALFORMED)
 			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
-		FUZZ_ASSERT(net_filter_flow_count(f) <= CONNTRACK_CAP);
+		FUZZ_ASSERT(net_filter_flow_count(f) <= c.conntrack_capacity);
 		net_filter_rate_wait_ns(f, dir ? NF_INGRESS : NF_EGRESS, got, now);
 	}
 

@@ -19,10 +19,10 @@
  *
  * A device byte with bit 7 set is virtio-net behind the packet filter
  * (devices/net/net_filter.c; guest 52:54:00:12:34:56, 10.0.2.15,
- * fd00::15): bits 0..2 pick the rule set (net_canned.h), bit 3 turns on
- * rate limits, bit 4 denies 10.0.2.2, bit 5 takes the IPv6 address away,
- * bit 6 the IPv4 one. Its input has, between the operations and RAM, a
- * 2-byte length and that many bytes of what passt sends (4-byte
+ * fd00::15): bits 0..2 pick the rule set, bits 3..6 the configuration
+ * (net_canned.h: bit 3 takes the IPv4 address away, bit 4 the IPv6 one,
+ * bit 5 turns on rate limits, bit 6 makes 10.0.2.2 the host). Its input
+ * has, between the operations and RAM, a 2-byte length and that many bytes of what passt sends (4-byte
  * big-endian length, frame, ...). On it, a notify of queue 2 (which it
  * has not) also replaces the rules with canned set value >> 8, and of
  * queue 3 writes the next (value >> 8) & 0xffff bytes of that stream into
@@ -68,7 +68,6 @@ enum { DEV_RNG, DEV_BLK, DEV_BLK_RO, DEV_BLK_OVERLAY, DEV_NET, DEV_VSOCK, DEV_FS
 #define DEV_NET_FILTER DEV_COUNT
 #define PASST_HDR 4
 
-static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 /* tmpfs: the overlay's creation and FLUSH fsync, which on a disk would
  * cost milliseconds per input. */
@@ -142,40 +141,20 @@ static int setup_once(void)
 	return 0;
 }
 
-/*
- * The packet filter the device byte asks for (cfg bits as in the comment
- * at the top), on the addresses fuzz_net_filter gives it too.
- */
-static int filter_create(uint8_t cfg, struct net_filter **out, struct err *e)
-{
-	struct net_filter_config c = { .hash_key = { 1, 2 }, .conntrack_capacity = 16, .dns_capacity = 8 };
-
-	memcpy(c.guest_mac, guest_mac, 6);
-	net_addr_parse("10.0.2.15", &c.ip4);
-	net_addr_parse("fd00::15", &c.ip6);
-	c.has_ip6 = !(cfg & 0x20);
-	c.has_ip4 = !(cfg & 0x40);
-	if (cfg & 8) {
-		c.tx_packets.size = 4;
-		c.tx_packets.refill_ms = 1000;
-		c.rx_bytes.size = 3000;
-		c.rx_bytes.refill_ms = 100;
-	}
-	if (cfg & 0x10) {
-		net_cidr_parse("10.0.2.2/32", &c.host_deny[0], NULL, 0);
-		c.n_host_deny = 1;
-	}
-	return net_filter_create(&c, fuzz_rules_canned(cfg & 7), 0, out, e);
-}
-
 /* virtio-net on passt framing over a socketpair; cfg bit 7: with the filter. */
 static int net_create(uint8_t cfg, struct virtio_dev **d, struct err *e)
 {
 	struct virtio_net_params p = { .mac = { 2, 0, 0, 0, 0, 1 } };
 	int sv[2];
 
-	if ((cfg & 0x80) && filter_create(cfg, &p.filter, e))
-		return -1;
+	if (cfg & 0x80) {
+		struct net_filter_config c;
+
+		/* Bits 3..6: no IPv4, no IPv6, rate limits, 10.0.2.2 is the host. */
+		fuzz_filter_config(&c, (cfg >> 3) & 15);
+		if (net_filter_create(&c, fuzz_rules_canned(cfg & 7), 0, &p.filter, e))
+			return -1;
+	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
 		net_filter_destroy(p.filter);
 		return err_set(e, errno, "socketpair: %s", strerror(errno));
@@ -187,7 +166,7 @@ static int net_create(uint8_t cfg, struct virtio_dev **d, struct err *e)
 		return -1;
 	}
 	if (p.filter)
-		memcpy(p.mac, guest_mac, 6);
+		memcpy(p.mac, fuzz_guest_mac, 6);
 	peer.fd = sv[1];
 	peer.filter = p.filter;
 	return virtio_net_create(&p, loop, d, e);
@@ -355,7 +334,7 @@ static void peer_frame(const uint8_t *f, size_t len)
 	peer.tx_frames++;
 	/* Anti-spoofing: nothing leaves with another source MAC. */
 	if (peer.filter)
-		FUZZ_ASSERT(!memcmp(f + 6, guest_mac, 6));
+		FUZZ_ASSERT(!memcmp(f + 6, fuzz_guest_mac, 6));
 }
 
 /* What the device sent to passt: cut into frames and dropped, so its socket never fills. */
