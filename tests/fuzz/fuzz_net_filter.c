@@ -20,44 +20,7 @@
 #include "devices/net/net_filter.h"
 #include "devices/net/pkt_parse.h"
 #include "fuzz.h"
-
-#define CONNTRACK_CAP 16
-#define DNS_CAP 8
-
-static const char *const canned[] = {
-	"{}",
-	"{\"outbound_internet\":true}",
-	"{\"allow\":[{\"cidr\":\"93.184.216.0/24\",\"proto\":\"tcp\",\"ports\":443}]}",
-	"{\"allow\":[{\"host\":\"api.github.com\",\"proto\":\"tcp\",\"ports\":443},"
-	"{\"host\":\"*.example.com\"}],\"dns\":[\"10.0.2.3\"]}",
-	"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"0.0.0.0/0\"},{\"cidr\":\"::/0\"},"
-	"{\"cidr\":\"192.168.7.0/24\",\"ports\":22}],\"deny\":[{\"cidr\":\"1.1.1.1\"},{\"host\":\"*.evil.com\"}]}",
-	"{\"allow\":[{\"cidr\":\"2606:4700::/32\",\"proto\":\"udp\"},{\"cidr\":\"9.9.9.9\",\"proto\":\"udp\"}],"
-	"\"dns\":[\"10.0.2.3\",\"fd00::3\"]}",
-	"{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},{\"cidr\":\"10.0.0.0/8\"}],"
-	"\"dns\":[\"10.0.2.3\"]}",
-	"{\"allow\":[{\"cidr\":\"10.0.2.2\",\"proto\":\"icmp\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}",
-};
-#define NCANNED (sizeof(canned) / sizeof(canned[0]))
-
-static struct net_rules *rules_text(const char *t, size_t n)
-{
-	struct net_rules *r = NULL;
-	struct net_rules_err e = { 0 };
-
-	if (net_rules_parse_text(t, n, &r, &e) < 0)
-		return NULL;
-	return r;
-}
-
-static struct net_rules *rules_canned(unsigned i)
-{
-	const char *t = canned[i % NCANNED];
-	struct net_rules *r = rules_text(t, strlen(t));
-
-	FUZZ_ASSERT(r); /* the canned sets are all valid */
-	return r;
-}
+#include "net_canned.h"
 
 static void log_cb(void *ctx, const struct nf_log_entry *e)
 {
@@ -93,14 +56,12 @@ static void check_parse(const uint8_t *fr, size_t len)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fuzz_in in = { data, size };
-	struct net_filter_config c = { .has_ip4 = true, .has_ip6 = true, .hash_key = { 1, 2 } };
+	struct net_filter_config c;
 	struct net_filter *f = NULL;
 	struct net_rules *r = NULL;
 	struct err e = { { 0 } };
 	uint64_t frames[2] = { 0, 0 }, now = 1;
 	uint8_t pick = take8(&in), conf;
-	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-	struct net_addr host[3];
 
 	if (pick & 0x80) {
 		size_t n, got;
@@ -114,38 +75,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 		memcpy(text, t, got);
 		text[got] = 0;
-		r = rules_text(text, got);
+		r = fuzz_rules_text(text, got);
 		free(text);
 	}
 	if (!r)
-		r = rules_canned(pick);
+		r = fuzz_rules_canned(pick);
 	conf = take8(&in);
-	memcpy(c.guest_mac, mac, 6);
-	net_addr_parse("10.0.2.15", &c.ip4);
-	net_addr_parse("fd00::15", &c.ip6);
-	c.has_ip4 = !(conf & 1);
-	c.has_ip6 = !(conf & 2);
-	c.conntrack_capacity = CONNTRACK_CAP;
-	c.dns_capacity = DNS_CAP;
-	if (conf & 4) {
-		c.tx_packets.size = 4;
-		c.tx_packets.refill_ms = 1000;
-		c.rx_bytes.size = 3000;
-		c.rx_bytes.refill_ms = 100;
-		c.rx_bytes.one_time_burst = 1500;
-	}
-	if (conf & 8) {
-		net_cidr_parse("10.0.2.2/32", &c.host_deny[0], NULL, 0);
-		c.n_host_deny = 1;
-	}
-	/* The host's own addresses: a public, a private and an IPv6 one. */
-	if (conf & 16) {
-		net_addr_parse("203.0.113.5", &host[0]);
-		net_addr_parse("10.0.2.2", &host[1]);
-		net_addr_parse("2606:4700::5", &host[2]);
-		c.host_addrs = host;
-		c.n_host_addrs = 3;
-	}
+	fuzz_filter_config(&c, conf);
 	c.log = log_cb;
 	if (net_filter_create(&c, r, 0, &f, &e) < 0)
 		return 0;
@@ -162,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fl & 2) {
 			size_t before = net_filter_flow_count(f);
 
-			FUZZ_ASSERT(net_filter_replace_rules(f, rules_canned(fl >> 2), now) <= before);
+			FUZZ_ASSERT(net_filter_replace_rules(f, fuzz_rules_canned(fl >> 2), now) <= before);
 		}
 		check_parse(fr, got);
 		v = dir ? net_filter_ingress(f, fr, got, now, &d) : net_filter_egress(f, fr, got, now, &d);
@@ -172,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT((d.reason < NF_DROP_RATE) == (v == NF_PASS));
 		if (d.reason == NF_DROP_MALFORMED)
 			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
-		FUZZ_ASSERT(net_filter_flow_count(f) <= CONNTRACK_CAP);
+		FUZZ_ASSERT(net_filter_flow_count(f) <= c.conntrack_capacity);
 		net_filter_rate_wait_ns(f, dir ? NF_INGRESS : NF_EGRESS, got, now);
 	}
 

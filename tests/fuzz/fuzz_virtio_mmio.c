@@ -2,11 +2,11 @@
  * fuzz_virtio_mmio: register sequences against the virtio-mmio transport
  * (devices/virtio/virtio_mmio.c) in front of each real device model:
  * virtio-rng, virtio-blk (a raw image, or a fresh copy-on-write overlay),
- * virtio-net (passt framing over a socketpair), virtio-vsock (a Unix
- * socket directory nobody listens in) and virtio-fs (a read-only scratch
- * share). Feature negotiation, queue setup, status transitions, config
- * space, notifications, and whatever chains the guest RAM holds when a
- * queue is kicked.
+ * virtio-net (passt framing over a socketpair, without or with the packet
+ * filter), virtio-vsock (a Unix socket directory nobody listens in) and
+ * virtio-fs (a read-only scratch share). Feature negotiation, queue setup,
+ * status transitions, config space, notifications, and whatever chains
+ * the guest RAM holds when a queue is kicked.
  *
  * Operation 8 saves the transport's and the device's snapshot state,
  * damages one byte and restores it.
@@ -16,11 +16,30 @@
  * driver bring-up (reset .. DRIVER_OK, every queue at a fixed address:
  * queue i's descriptors at 0x2000 * i, avail at +0x1000, used at +0x1400)
  * so kicks reach the device's request parsers.
+ *
+ * A device byte with bit 7 set is virtio-net behind the packet filter
+ * (devices/net/net_filter.c; guest 52:54:00:12:34:56, 10.0.2.15,
+ * fd00::15): bits 0..2 pick the rule set, bits 3..6 the configuration
+ * (net_canned.h: bit 3 takes the IPv4 address away, bit 4 the IPv6 one,
+ * bit 5 turns on rate limits, bit 6 makes 10.0.2.2 the host). Its input
+ * has, between the operations and RAM, a 2-byte length and that many bytes of what passt sends (4-byte
+ * big-endian length, frame, ...). On it, a notify of queue 2 (which it
+ * has not) also replaces the rules with canned set value >> 8, and of
+ * queue 3 writes the next (value >> 8) & 0xffff bytes of that stream into
+ * the socket: a notify of queue 0 then reads them through the filter
+ * into receive buffers. Guest transmit frames go device -> filter ->
+ * socket, where the target reads them back.
+ *
  * Invariants: the identity registers never change; a device that raised
  * DEVICE_NEEDS_RESET shows it in Status; DRIVER_OK implies FEATURES_OK
  * with VERSION_1 and only offered features; every ready queue has a legal
  * size and rings inside guest RAM; a reset leaves no queue ready; ISR
- * holds only its two bits; a device's request never writes past RAM (ASan).
+ * holds only its two bits; a device's request never writes past RAM
+ * (ASan); virtio-net's socket carries whole passt frames. With the
+ * filter: every frame the filter drops counts as filtered, and as
+ * nothing else; what reaches the backend is no more than the filter
+ * passed, and carries the guest's MAC (anti-spoofing); what fills receive
+ * buffers is no more than the filter passed inbound.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,20 +57,35 @@
 #include "devices/vsock/virtio_vsock.h"
 #include "lib/guest/event_loop.h"
 #include "fuzz.h"
+#include "net_canned.h"
 
 #define RAM_LOW (64u << 10)
 #define RAM_HIGH (4u << 10)
 #define QSTRIDE 0x2000u
 
+/* DEV_COUNT: the device byte modulo it (bit 7 clear); DEV_NET_FILTER: bit 7 set. */
 enum { DEV_RNG, DEV_BLK, DEV_BLK_RO, DEV_BLK_OVERLAY, DEV_NET, DEV_VSOCK, DEV_FS, DEV_COUNT };
+#define DEV_NET_FILTER DEV_COUNT
+#define PASST_HDR 4
+
 
 /* tmpfs: the overlay's creation and FLUSH fsync, which on a disk would
  * cost milliseconds per input. */
 static char dir[] = "/dev/shm/kiln-fuzz-mmio-XXXXXX";
 static char image[64], overlay[64], share[64], vsock_path[64];
-static struct event_loop *loop;
-static int net_peer = -1;
+static struct event_loop *loop; /* per input: no timer outlives its device */
 static int irqs;
+
+/* The passt end of a virtio-net device's socket, as the target plays it. */
+static struct {
+	int fd; /* -1: not a net device */
+	struct net_filter *filter; /* owned by the device; NULL: none */
+	const uint8_t *rx;  /* what passt still has to send */
+	size_t rx_n;
+	uint8_t tx[PASST_HDR + NET_MAX_FRAME + 4096]; /* sent by the device, not yet a whole frame */
+	size_t tx_n;
+	uint64_t tx_frames; /* whole frames the device sent */
+} peer = { .fd = -1 };
 
 static void count_irq(void *ctx)
 {
@@ -81,7 +115,7 @@ static int setup_once(void)
 
 	if (done)
 		return 0;
-	if (!mkdtemp(dir) || event_loop_create(&loop))
+	if (!mkdtemp(dir))
 		return -1;
 	snprintf(image, sizeof(image), "%s/disk.img", dir);
 	snprintf(overlay, sizeof(overlay), "%s/disk.overlay", dir);
@@ -107,7 +141,38 @@ static int setup_once(void)
 	return 0;
 }
 
-static struct virtio_dev *create(int kind)
+/* virtio-net on passt framing over a socketpair; cfg bit 7: with the filter. */
+static int net_create(uint8_t cfg, struct virtio_dev **d, struct err *e)
+{
+	struct virtio_net_params p = { .mac = { 2, 0, 0, 0, 0, 1 } };
+	int sv[2];
+
+	if (cfg & 0x80) {
+		struct net_filter_config c;
+
+		/* Bits 3..6: no IPv4, no IPv6, rate limits, 10.0.2.2 is the host. */
+		fuzz_filter_config(&c, (cfg >> 3) & 15);
+		if (net_filter_create(&c, fuzz_rules_canned(cfg & 7), 0, &p.filter, e))
+			return -1;
+	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv)) {
+		net_filter_destroy(p.filter);
+		return err_set(e, errno, "socketpair: %s", strerror(errno));
+	}
+	if (net_passt_attach(sv[0], 0, &p.backend, e)) {
+		net_filter_destroy(p.filter);
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (p.filter)
+		memcpy(p.mac, fuzz_guest_mac, 6);
+	peer.fd = sv[1];
+	peer.filter = p.filter;
+	return virtio_net_create(&p, loop, d, e);
+}
+
+static struct virtio_dev *create(int kind, uint8_t cfg)
 {
 	struct virtio_dev *d = NULL;
 	struct err e = { { 0 } };
@@ -131,21 +196,12 @@ static struct virtio_dev *create(int kind)
 		r = virtio_blk_create(&p, &d, &e);
 		break;
 	}
-	case DEV_NET: {
-		struct virtio_net_params p = { .mac = { 2, 0, 0, 0, 0, 1 } };
-		int sv[2];
-
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sv))
-			return NULL;
-		if (net_passt_attach(sv[0], 0, &p.backend, &e)) {
-			close(sv[0]);
-			close(sv[1]);
-			return NULL;
-		}
-		net_peer = sv[1];
-		r = virtio_net_create(&p, loop, &d, &e);
+	case DEV_NET:
+		r = net_create(0, &d, &e);
 		break;
-	}
+	case DEV_NET_FILTER:
+		r = net_create(cfg | 0x80, &d, &e);
+		break;
 	case DEV_VSOCK: {
 		struct virtio_vsock_config c = { .guest_cid = 3, .uds_path = vsock_path };
 
@@ -271,13 +327,79 @@ static void save_restore(struct virtio_mmio *m, struct virtio_dev *d, uint8_t wh
 	}
 }
 
-/* What the device sent to passt: read and dropped, so its socket never fills. */
+/* One frame the device handed its backend. */
+static void peer_frame(const uint8_t *f, size_t len)
+{
+	FUZZ_ASSERT(len >= NET_MIN_FRAME && len <= NET_MAX_FRAME);
+	peer.tx_frames++;
+	/* Anti-spoofing: nothing leaves with another source MAC. */
+	if (peer.filter)
+		FUZZ_ASSERT(!memcmp(f + 6, fuzz_guest_mac, 6));
+}
+
+/* What the device sent to passt: cut into frames and dropped, so its socket never fills. */
 static void drain_peer(void)
 {
-	char buf[65536];
+	ssize_t got;
 
-	while (net_peer >= 0 && read(net_peer, buf, sizeof(buf)) > 0) {
+	while (peer.fd >= 0 && (got = read(peer.fd, peer.tx + peer.tx_n, sizeof(peer.tx) - peer.tx_n)) > 0) {
+		size_t at = 0;
+
+		peer.tx_n += (size_t)got;
+		while (peer.tx_n - at >= PASST_HDR) {
+			const uint8_t *h = peer.tx + at;
+			size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+
+			FUZZ_ASSERT(len <= NET_MAX_FRAME); /* or the stream is out of step */
+			if (peer.tx_n - at - PASST_HDR < len)
+				break;
+			peer_frame(h + PASST_HDR, len);
+			at += PASST_HDR + len;
+		}
+		memmove(peer.tx, peer.tx + at, peer.tx_n - at);
+		peer.tx_n -= at;
 	}
+}
+
+/* The filtered device's extra operations (a notify of a queue it has not). */
+static void filter_op(struct virtio_dev *d, uint32_t v)
+{
+	if (v % 4 == 2) {
+		size_t cut;
+
+		FUZZ_ASSERT(virtio_net_filter_replace(d, fuzz_rules_canned(v >> 8), &cut) == 0);
+	} else if (v % 4 == 3) {
+		size_t n = (v >> 8) & 0xffff;
+		ssize_t w;
+
+		if (n > peer.rx_n)
+			n = peer.rx_n;
+		w = n ? write(peer.fd, peer.rx, n) : 0;
+		if (w > 0) {
+			peer.rx += w;
+			peer.rx_n -= (size_t)w;
+		}
+	}
+}
+
+/*
+ * The filter decides every frame both ways: its drops are the device's
+ * "filtered" counts, and the device delivers no more than it passed.
+ */
+static void check_filter(struct virtio_dev *d)
+{
+	uint64_t pass[2] = { 0, 0 }, drop[2] = { 0, 0 };
+	struct virtio_net_stats st;
+	struct nf_counters k;
+
+	virtio_net_stats(d, &st);
+	net_filter_counters(peer.filter, &k);
+	for (int dir = 0; dir < 2; dir++)
+		for (int i = 0; i < NF_REASON_COUNT; i++)
+			*(i < NF_DROP_RATE ? &pass[dir] : &drop[dir]) += k.packets[dir][i];
+	FUZZ_ASSERT(drop[NF_EGRESS] == st.tx_filtered && drop[NF_INGRESS] == st.rx_filtered);
+	FUZZ_ASSERT(st.tx_frames <= pass[NF_EGRESS] && peer.tx_frames <= pass[NF_EGRESS]);
+	FUZZ_ASSERT(st.rx_frames + st.rx_dropped <= pass[NF_INGRESS]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -288,13 +410,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct virtio_dev *d;
 	size_t nops, got;
 	const uint8_t *ops, *ram;
+	uint8_t dev;
+	int kind;
 
-	if (setup_once())
+	if (setup_once() || event_loop_create(&loop))
 		abort();
-	d = create(take8(&in) % DEV_COUNT);
+	dev = take8(&in);
+	kind = dev & 0x80 ? DEV_NET_FILTER : dev % DEV_COUNT;
+	d = create(kind, dev);
 	nops = take8(&in);
 	ops = take_bytes(&in, nops * 6, &got);
 	nops = got / 6;
+	if (kind == DEV_NET_FILTER)
+		peer.rx = take_bytes(&in, take16(&in), &peer.rx_n);
 	ram = take_bytes(&in, RAM_LOW + RAM_HIGH, &got);
 	if (fuzz_ram_init(&gm, RAM_LOW, RAM_HIGH))
 		abort();
@@ -333,6 +461,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 5:
 			wr(&m, VMMIO_QUEUE_NOTIFY, v % 4);
+			if (kind == DEV_NET_FILTER)
+				filter_op(d, v);
 			break;
 		case 6: /* a misaligned or odd-sized register access */
 			virtio_mmio_io(&m, (uint64_t)op[1] * 4 + (v & 3), b, sz, (v >> 2) & 1);
@@ -346,12 +476,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		check(&m, d, &gm);
 		drain_peer();
+		if (peer.filter)
+			check_filter(d);
 	}
 	d->ops->destroy(d);
-	if (net_peer >= 0) {
-		close(net_peer);
-		net_peer = -1;
-	}
+	if (peer.fd >= 0)
+		close(peer.fd);
+	peer.fd = -1;
+	peer.filter = NULL;
+	peer.tx_n = peer.tx_frames = peer.rx_n = 0;
+	event_loop_destroy(loop);
+	loop = NULL;
 	fuzz_ram_free(&gm);
 	return 0;
 }
