@@ -204,6 +204,32 @@ static void test_write_read_bounds(void **state)
 	assert_int_equal(guest_mem_write(gm, UINT64_MAX - 3, buf, 8), -EFAULT);
 }
 
+/*
+ * RAM sits at a 2 MiB-aligned host address (so KVM can map it with 2 MiB
+ * nested pages where the host gives transparent huge pages), all of it
+ * usable, and a size that is not a whole number of pages is refused.
+ */
+static void test_map_is_2m_aligned(void **state)
+{
+	struct guest_mem gm;
+	uint64_t sizes[] = { 6ULL << 20, (6ULL << 20) + 4096, 4096 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		assert_int_equal(guest_mem_map(&gm, sizes[i], 0), 0);
+		assert_int_equal((uintptr_t)gm.host % (2ULL << 20), 0);
+		assert_int_equal(gm.size, sizes[i]);
+		gm.host[0] = 1;
+		gm.host[sizes[i] - 1] = 2;
+		assert_ptr_equal(guest_mem_ptr(&gm, sizes[i] - 1, 1), gm.host + sizes[i] - 1);
+		assert_null(guest_mem_ptr(&gm, sizes[i], 1));
+		guest_mem_unmap(&gm);
+		assert_null(gm.host);
+	}
+	assert_int_equal(guest_mem_map(&gm, 4097, 0), -EINVAL);
+	assert_int_equal(guest_mem_map(&gm, 0, 0), -EINVAL);
+}
+
 #define S(fn) cmocka_unit_test_setup_teardown(fn, small_setup, small_teardown)
 
 int main(void)
@@ -219,6 +245,7 @@ int main(void)
 		cmocka_unit_test(test_straddles_low_end),
 		cmocka_unit_test(test_high_region),
 		cmocka_unit_test(test_no_high_region),
+		cmocka_unit_test(test_map_is_2m_aligned),
 		S(test_write_read_bounds),
 	};
 
