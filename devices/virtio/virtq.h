@@ -41,6 +41,7 @@ struct virtq {
 
 struct virtq_buf {
 	uint8_t *host; /* validated host pointer to the whole buffer */
+	uint64_t gpa;  /* where the guest put it */
 	uint32_t len;
 };
 
@@ -51,6 +52,15 @@ struct virtq_chain {
 	struct virtq_buf in[VIRTQ_MAX_CHAIN];
 	uint64_t out_len, in_len; /* total bytes of each kind */
 };
+
+/*
+ * Dirty tracking (guest_mem_mark): virtq_pop marks a chain's writable
+ * buffers and virtq_push / virtq_set_avail_event the used ring, so a
+ * device that writes a chain within one handler call needs nothing more.
+ * A device that holds a popped chain across calls and fills it later
+ * calls virtq_chain_mark before it pushes it.
+ */
+void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c);
 
 /* Bytes the rings of a queue of `size` occupy (for validation). */
 uint64_t virtq_desc_bytes(uint16_t size);

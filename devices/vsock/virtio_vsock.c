@@ -337,6 +337,8 @@ static int rx_push(struct vsock_dev *v, const struct vsock_hdr *h)
 
 	vsock_hdr_encode(raw, h);
 	virtq_chain_write(&v->rxc, 0, raw, sizeof(raw));
+	/* Held since an earlier call, perhaps since before a snapshot. */
+	virtq_chain_mark(&v->dev.vq[Q_RX], &v->rxc);
 	v->rx_held = 0;
 	if (virtq_push(&v->dev.vq[Q_RX], v->rxc.head, VSOCK_HDR_SIZE + h->len) < 0) {
 		fail(v, "rx used ring unusable");

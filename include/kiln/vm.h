@@ -306,6 +306,26 @@ enum {
 KILN_API int kiln_vm_snapshot(kiln_vm *vm, const char *dir, unsigned flags);
 
 /*
+ * The same, as an incremental snapshot when it can be: `base` names a
+ * sibling of `dir` (a directory in the same folder). When `base` is the
+ * snapshot this VM last took or was restored from, only the RAM pages
+ * written since are stored, layered on it; restoring `dir` then needs
+ * `base` beside it (and its own base, down to a full snapshot). Otherwise
+ * (another snapshot, compressed, a chain already 32 deep) the snapshot is
+ * full, as kiln_vm_snapshot writes it. kiln_vm_snapshot_base says which.
+ * 0 or -errno.
+ */
+KILN_API int kiln_vm_snapshot_layered(kiln_vm *vm, const char *dir, const char *base, unsigned flags);
+
+/*
+ * The base the last successful snapshot was layered on, into buf[n]
+ * (NUL-terminated, cut to fit), and the RAM pages it stored (written
+ * since the base) in *pages (may be NULL). 1 when it was layered, 0 when
+ * it was full (buf ""). Any thread.
+ */
+KILN_API int kiln_vm_snapshot_base(const kiln_vm *vm, char *buf, size_t n, uint64_t *pages);
+
+/*
  * Figures of the last successful kiln_vm_snapshot (all 0 before one):
  * guest RAM bytes, bytes stored for it, the state file's bytes, the
  * overlay copies' allocated bytes, and pause-to-synced milliseconds. Any

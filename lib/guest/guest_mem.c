@@ -1,6 +1,7 @@
 #include "lib/guest/guest_mem.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -67,6 +68,7 @@ void guest_mem_unmap(struct guest_mem *gm)
 {
 	if (gm->host)
 		munmap(gm->host, gm->size);
+	free(gm->dirty);
 	memset(gm, 0, sizeof(*gm));
 }
 
@@ -131,4 +133,49 @@ int guest_mem_read(const struct guest_mem *gm, uint64_t gpa, void *dst, uint64_t
 		return -EFAULT;
 	memcpy(dst, p, len);
 	return 0;
+}
+
+#define MARK_PAGE 4096u
+
+static size_t mark_words(const struct guest_mem *gm)
+{
+	return (size_t)((gm->size / MARK_PAGE + 63) / 64);
+}
+
+int guest_mem_track(struct guest_mem *gm)
+{
+	if (gm->dirty)
+		return 0;
+	gm->dirty = calloc(mark_words(gm) ? mark_words(gm) : 1, sizeof(uint64_t));
+	return gm->dirty ? 0 : -ENOMEM;
+}
+
+void guest_mem_untrack(struct guest_mem *gm)
+{
+	free(gm->dirty);
+	gm->dirty = NULL;
+}
+
+void guest_mem_mark(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
+{
+	uint8_t *p;
+	uint64_t first, last;
+
+	if (!gm->dirty || !(p = guest_mem_ptr(gm, gpa, len)))
+		return;
+	if (len == 0)
+		len = 1;
+	/* The RAM offset: the high region follows the low one in the mapping. */
+	first = (uint64_t)(p - gm->host) / MARK_PAGE;
+	last = ((uint64_t)(p - gm->host) + len - 1) / MARK_PAGE;
+	for (uint64_t pg = first; pg <= last; pg++)
+		__atomic_fetch_or(&gm->dirty[pg / 64], 1ull << (pg % 64), __ATOMIC_RELAXED);
+}
+
+void guest_mem_take_marks(const struct guest_mem *gm, uint64_t *out)
+{
+	if (!gm->dirty)
+		return;
+	for (size_t i = 0; i < mark_words(gm); i++)
+		out[i] |= __atomic_exchange_n(&gm->dirty[i], 0, __ATOMIC_ACQ_REL);
 }

@@ -25,6 +25,14 @@ struct guest_mem {
 	uint64_t low_size;  /* bytes mapped at guest-physical 0 */
 	uint64_t high_size; /* bytes mapped at guest-physical 4 GiB */
 	int hugepages;      /* 1 when backed by MAP_HUGETLB */
+	/*
+	 * Pages the VMM itself wrote (device buffers, used rings) while
+	 * dirty tracking is on: one bit per 4 KiB page of the mapping (RAM
+	 * offset, not guest-physical address), set atomically from any
+	 * thread. KVM's dirty log sees only the guest's own writes; an
+	 * incremental snapshot needs both. NULL: not tracking.
+	 */
+	uint64_t *dirty;
 };
 
 /* Split `size` bytes of RAM into low and high regions (no allocation). */
@@ -57,6 +65,29 @@ void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
  */
 int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
 		  uint64_t off);
+
+/*
+ * Start tracking the VMM's own writes (allocates gm->dirty, zeroed).
+ * 0, or -ENOMEM. Idempotent.
+ */
+int guest_mem_track(struct guest_mem *gm);
+
+/* Stop tracking and free the bitmap; safe when not tracking. */
+void guest_mem_untrack(struct guest_mem *gm);
+
+/*
+ * Record that the VMM writes guest-physical [gpa, gpa + len): every page
+ * it touches is marked. Nothing when not tracking or out of bounds (the
+ * write itself is refused then). Any thread.
+ */
+void guest_mem_mark(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
+
+/*
+ * Take the marks: OR them into `out` (RAM offset bitmap, gm->size / 4096
+ * bits) and clear them, word by word atomically, so a mark made meanwhile
+ * lands either in `out` or in the next take.
+ */
+void guest_mem_take_marks(const struct guest_mem *gm, uint64_t *out);
 
 /* Copy into / out of guest memory; 0 or -EFAULT when out of bounds. */
 int guest_mem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len);

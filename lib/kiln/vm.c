@@ -304,11 +304,11 @@ int kiln_vm_is_paused(const kiln_vm *vm)
 	return vm_is_paused(vm->vm);
 }
 
-int kiln_vm_snapshot(kiln_vm *vm, const char *dir, unsigned flags)
+int kiln_vm_snapshot_layered(kiln_vm *vm, const char *dir, const char *base, unsigned flags)
 {
 	struct vm_snapshot_info info = { 0 };
 	struct err e = { { 0 } };
-	int r = vm_snapshot(vm->vm, dir, !!(flags & KILN_SNAPSHOT_COMPRESS), &info, &e);
+	int r = vm_snapshot(vm->vm, dir, !!(flags & KILN_SNAPSHOT_COMPRESS), base, &info, &e);
 
 	if (r < 0)
 		return vm_fail(vm, r, &e);
@@ -316,6 +316,26 @@ int kiln_vm_snapshot(kiln_vm *vm, const char *dir, unsigned flags)
 	vm->snap = info;
 	pthread_mutex_unlock(&vm->lk);
 	return 0;
+}
+
+int kiln_vm_snapshot(kiln_vm *vm, const char *dir, unsigned flags)
+{
+	return kiln_vm_snapshot_layered(vm, dir, NULL, flags);
+}
+
+int kiln_vm_snapshot_base(const kiln_vm *vm, char *buf, size_t n, uint64_t *pages)
+{
+	kiln_vm *v = (kiln_vm *)vm; /* the lock is not part of the value */
+	int layered;
+
+	pthread_mutex_lock(&v->lk);
+	layered = v->snap.base[0] != 0;
+	if (buf && n)
+		snprintf(buf, n, "%s", v->snap.base);
+	if (pages)
+		*pages = v->snap.dirty_pages;
+	pthread_mutex_unlock(&v->lk);
+	return layered;
 }
 
 void kiln_vm_snapshot_stats(const kiln_vm *vm, uint64_t *memory_bytes, uint64_t *stored_bytes,

@@ -1077,6 +1077,62 @@ test_kilnd_checkpoint_restore_in_place_discards_later_changes() {
   expect_rc 0
 }
 
+# Incremental checkpoints (docs/api.md, "Checkpoints"): the second and
+# later checkpoints store only the pages written since the one before,
+# layered on it; each restores whole (newest, oldest), and deleting one in
+# the middle, then the oldest, folds it into those layered on it.
+test_kilnd_incremental_checkpoints_restore_and_delete() {
+  kd_start || return 1
+  local why='' cps=$kd/state/sandboxes stored1
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  cps=$cps/$sid/vm/checkpoints
+  kd_sh "$sid" 'echo one >/tmp/a && sync'
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp1"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"base\"]")" = None ]' "the first checkpoint is full"
+  stored1=$(jget 'd["memory_stored_bytes"]')
+  kd_sh "$sid" 'echo two >/tmp/a && echo bee >/tmp/b && sync'
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp2"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"base\"], d[\"memory_stored_bytes\"] * 4 < '"$stored1"'")" = "cp1 True" ]' "the second is layered on the first and stores far less ($(jget 'd["memory_stored_bytes"]') of $stored1 bytes)"
+  kd_check '[ -f "$cps/cp2/memory.layer" ] && [ ! -e "$cps/cp1/memory.layer" ]' "cp2 has a layer file, cp1 none"
+  kd_sh "$sid" 'echo three >/tmp/a && sync'
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp3"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"base\"]")" = cp2 ]' "the third is layered on the second"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"full","incremental":false}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"base\"]")" = None ]' "incremental:false is full"
+  api DELETE "/v1/sandboxes/$sid/checkpoints/full"
+  kd_sh "$sid" 'echo four >/tmp/a && rm /tmp/b && sync'
+
+  api POST "/v1/sandboxes/$sid/checkpoints/cp3/restore"
+  kd_check '[ $status = 200 ]' "restore the newest ($(jget 'd.get("error")'))"
+  kd_sh "$sid" 'cat /tmp/a /tmp/b'
+  kd_check '[ "$(kd_outw)" = "three bee" ]' "its RAM is the newest's ($(kd_outw))"
+  api POST "/v1/sandboxes/$sid/checkpoints/cp1/restore"
+  kd_check '[ $status = 200 ]' "restore the oldest"
+  kd_sh "$sid" 'cat /tmp/a; test -e /tmp/b && echo b-is-there || echo b-is-gone'
+  kd_check '[ "$(kd_outw)" = "one b-is-gone" ]' "its RAM is the oldest's ($(kd_outw))"
+
+  api DELETE "/v1/sandboxes/$sid/checkpoints/cp2"
+  kd_check '[ $status = 204 ] && [ ! -e "$cps/cp2" ]' "delete the middle one"
+  api GET "/v1/sandboxes/$sid/checkpoints/cp3"
+  kd_check '[ "$(jget "d[\"base\"]")" = cp1 ]' "cp3 is layered on cp1 now"
+  api POST "/v1/sandboxes/$sid/checkpoints/cp3/restore"
+  kd_check '[ $status = 200 ]' "restore cp3 after its base was deleted ($(jget 'd.get("error")'))"
+  kd_sh "$sid" 'cat /tmp/a /tmp/b'
+  kd_check '[ "$(kd_outw)" = "three bee" ]' "cp3's RAM is whole ($(kd_outw))"
+  # Restored from cp3, the next checkpoint is a layer on it.
+  kd_sh "$sid" 'echo five >/tmp/a && sync'
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"cp4"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"base\"]")" = cp3 ]' "a checkpoint after a restore is layered on the restored one"
+  api DELETE "/v1/sandboxes/$sid/checkpoints/cp1"
+  kd_check '[ $status = 204 ] && [ ! -e "$cps/cp3/memory.layer" ]' "deleting the oldest makes cp3 full"
+  api POST "/v1/sandboxes/$sid/checkpoints/cp4/restore"
+  kd_sh "$sid" 'cat /tmp/a /tmp/b'
+  kd_check '[ "$(kd_outw)" = "five bee" ]' "cp4 restores through cp3 ($(kd_outw))"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done || return 1
+  expect_rc 0
+}
+
 # Five forks of one checkpoint, created at once: each runs with its own id
 # and hostname, sees the checkpoint's disk and RAM, and none sees another's
 # writes; they run on after their source is deleted.

@@ -59,8 +59,12 @@ static void test_request_body(void **state)
 	assert_int_equal(req("{\"name\":\"cp1\"}", &r, msg), API_OK);
 	assert_string_equal(r.name, "cp1");
 	assert_false(r.compress);
+	assert_true(r.incremental); /* on unless asked not to */
 	assert_int_equal(req("{\"name\":\"cp1\",\"compress\":true}", &r, msg), API_OK);
 	assert_true(r.compress);
+	assert_int_equal(req("{\"name\":\"cp1\",\"incremental\":false}", &r, msg), API_OK);
+	assert_false(r.incremental);
+	assert_int_equal(req("{\"name\":\"cp1\",\"incremental\":0}", &r, msg), API_E_BAD_FIELD);
 	assert_int_equal(req("{}", &r, msg), API_E_MISSING_FIELD);
 	assert_int_equal(req("[]", &r, msg), API_E_BAD_JSON);
 	assert_int_equal(req("{\"name\":\"cp1\",\"label\":1}", &r, msg), API_E_UNKNOWN_FIELD);
@@ -88,7 +92,21 @@ static void test_object_and_validate(void **state)
 	assert_true(json_is_true(json_object_get(o, "paused")));
 	assert_int_equal(json_integer_value(json_object_get(o, "size_bytes")), 9437184 + 70000 + 4096);
 	assert_true(json_real_value(json_object_get(o, "snapshot_ms")) == 41.5);
+	assert_true(json_is_null(json_object_get(o, "base")));
 	assert_int_equal(checkpoint_validate(o, "3f9a1c2b7d4e", &e), 0);
+	{
+		struct control_reply layered = snap;
+		json_t *l;
+
+		snprintf(layered.base, sizeof(layered.base), "cp0");
+		l = checkpoint_object("3f9a1c2b7d4e", "cp1", 1732269600123, false, true, &layered);
+		assert_string_equal(json_string_value(json_object_get(l, "base")), "cp0");
+		assert_int_equal(checkpoint_validate(l, "3f9a1c2b7d4e", &e), 0);
+		/* A record from before incremental checkpoints has no base. */
+		json_object_del(l, "base");
+		assert_int_equal(checkpoint_validate(l, "3f9a1c2b7d4e", &e), 0);
+		json_decref(l);
+	}
 	/* Another sandbox's, or damaged: refused with the reason. */
 	assert_int_equal(checkpoint_validate(o, "000000000000", &e), -1);
 	assert_non_null(strstr(e.msg, "sandbox_id"));
@@ -104,6 +122,9 @@ static void test_object_and_validate(void **state)
 		{ "snapshot_ms", "null", "snapshot_ms" },
 		{ "created_at", "5", "created_at" },
 		{ "extra", "1", "unknown field 'extra'" },
+		{ "base", "\"../x\"", "'base'" },
+		{ "base", "\"cp1\"", "'base'" }, /* itself */
+		{ "base", "3", "'base'" },
 	};
 	for (i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
 		json_t *c = json_deep_copy(o);

@@ -60,6 +60,26 @@ static void test_snapshot_arguments(void **state)
 	assert_int_equal(parse("snapshot --compress ", &c, why), -EINVAL);
 	assert_int_equal(parse("snapshot rel/dir", &c, why), -EINVAL);
 	assert_non_null(strstr(why, "absolute"));
+	assert_null(c.base);
+
+	/* --base NAME: a sibling's name, before the directory. */
+	assert_int_equal(parse("snapshot --compress --base cp-1 /s/cp 2", &c, why), 0);
+	assert_int_equal(c.compress, 1);
+	assert_string_equal(c.base, "cp-1");
+	assert_string_equal(c.dir, "/s/cp 2");
+	assert_int_equal(parse("snapshot --base a /s", &c, why), 0);
+	assert_string_equal(c.base, "a");
+	assert_int_equal(parse("snapshot --base /s", &c, why), -EINVAL);
+	assert_non_null(strstr(why, "needs a directory"));
+	assert_int_equal(parse("snapshot --base  /s", &c, why), -EINVAL);
+	assert_non_null(strstr(why, "sibling directory's name"));
+	assert_int_equal(parse("snapshot --base ../x /s", &c, why), -EINVAL);
+	assert_int_equal(parse("snapshot --base "
+			       "0123456789012345678901234567890123456789012345678901234567890123 /s",
+			       &c, why),
+			 -EINVAL);
+	/* --compress after --base is a relative directory, refused. */
+	assert_int_equal(parse("snapshot --base a --compress /s", &c, why), -EINVAL);
 }
 
 static void test_refusals(void **state)
@@ -198,6 +218,10 @@ static void round_trip(const struct control_cmd *cmd, const char *want)
 	if (cmd->op == CTL_SNAPSHOT) {
 		assert_int_equal(back.compress, !!cmd->compress);
 		assert_string_equal(back.dir, cmd->dir);
+		if (cmd->base)
+			assert_string_equal(back.base, cmd->base);
+		else
+			assert_null(back.base);
 	}
 	if (cmd->op == CTL_FIREWALL_SET)
 		assert_string_equal(back.json, cmd->json);
@@ -214,6 +238,10 @@ static void test_requests_round_trip(void **state)
 	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/sb/a b/cp" }, "snapshot /st/sb/a b/cp");
 	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .compress = 1 },
 		   "snapshot --compress /st/cp");
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/c p2", .base = "cp1" },
+		   "snapshot --base cp1 /st/c p2");
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp2", .base = "c.1", .compress = 1 },
+		   "snapshot --compress --base c.1 /st/cp2");
 	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "{\"dns\":[\"10.0.2.3\"]}" },
 		   "firewall-set {\"dns\":[\"10.0.2.3\"]}");
 	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_GET }, "firewall-get");
@@ -238,6 +266,12 @@ static void test_request_refusals(void **state)
 	/* A newline would end the command and start another. */
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp\nresume" }, why), -EINVAL);
 	assert_non_null(strstr(why, "control character"));
+	/* A base the server would split or refuse. */
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "a b" }, why), -EINVAL);
+	assert_non_null(strstr(why, "not a directory name"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "../a" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "a\n" }, why), -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/a\x1b[2J" }, why), -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "relative/cp" }, why), -EINVAL);
 	assert_non_null(strstr(why, "absolute"));
@@ -288,6 +322,21 @@ static void test_replies(void **state)
 	assert_int_equal(r.disk_bytes, 4096);
 	assert_true(r.ms == 41.25);
 	assert_false(r.paused);
+	assert_string_equal(r.base, "");
+	/* A layered snapshot names its base and its pages. */
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
+					     "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
+					     "\"base\":\"cp-1\",\"dirty_pages\":2560}",
+					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+			 0);
+	assert_string_equal(r.base, "cp-1");
+	assert_int_equal(r.dirty_pages, 2560);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
+					     "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
+					     "\"base\":null,\"dirty_pages\":0}",
+					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+			 0);
+	assert_string_equal(r.base, "");
 	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, why, sizeof(why)), 0);
 	assert_int_equal(r.cut, 3);
 	assert_null(r.firewall);
@@ -316,6 +365,13 @@ static void test_replies(void **state)
 		"\"disk_bytes\":\"0\",\"ms\":1}",
 		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
 		"\"disk_bytes\":0}",
+		/* a base that is no name, or without its page count */
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":0,\"ms\":1,\"base\":\"../x\",\"dirty_pages\":1}",
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":0,\"ms\":1,\"base\":7,\"dirty_pages\":1}",
+		"{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,\"memory_stored_bytes\":0,\"state_bytes\":0,"
+		"\"disk_bytes\":0,\"ms\":1,\"base\":\"a\"}",
 		/* firewall replies without their fields */
 		"{\"ok\":true,\"cut\":-1}",
 		"{\"ok\":true}",
@@ -324,7 +380,7 @@ static void test_replies(void **state)
 	};
 	static const enum control_op ops[] = { CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS,
 					       CTL_STATUS, CTL_STATUS, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT,
-					       CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_SET, CTL_FIREWALL_GET,
+					       CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_SET, CTL_FIREWALL_GET,
 					       CTL_FIREWALL_GET };
 	_Static_assert(sizeof(bad) / sizeof(bad[0]) == sizeof(ops) / sizeof(ops[0]), "one op per case");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

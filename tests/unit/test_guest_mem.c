@@ -230,6 +230,68 @@ static void test_map_is_2m_aligned(void **state)
 	assert_int_equal(guest_mem_map(&gm, 0, 0), -EINVAL);
 }
 
+/* Bit `page` of a marks bitmap. */
+static int marked(const uint64_t *bits, uint64_t page)
+{
+	return (int)((bits[page / 64] >> (page % 64)) & 1);
+}
+
+/*
+ * The VMM's own writes are marked page by page at RAM offsets (the high
+ * region follows the low one), taken once, and nothing is marked while
+ * not tracking or out of bounds.
+ */
+static void test_marks(void **state)
+{
+	struct guest_mem *gm = *state;
+	uint64_t bits[SMALL / 4096 / 64];
+
+	guest_mem_mark(gm, 0, 1); /* not tracking: nothing to mark */
+	assert_null(gm->dirty);
+	assert_int_equal(guest_mem_track(gm), 0);
+	assert_int_equal(guest_mem_track(gm), 0); /* idempotent */
+	guest_mem_mark(gm, 4095, 2);               /* straddles pages 0 and 1 */
+	guest_mem_mark(gm, 5 * 4096, 4096);        /* exactly page 5 */
+	guest_mem_mark(gm, SMALL - 1, 1);          /* the last page */
+	guest_mem_mark(gm, SMALL, 1);              /* outside RAM: refused, not marked */
+	guest_mem_mark(gm, UINT64_MAX - 1, 4);     /* wraps: refused */
+	guest_mem_mark(gm, 9 * 4096, 0);           /* len 0 is a byte */
+	memset(bits, 0, sizeof(bits));
+	guest_mem_take_marks(gm, bits);
+	for (uint64_t p = 0; p < SMALL / 4096; p++)
+		assert_int_equal(marked(bits, p), p == 0 || p == 1 || p == 5 || p == 9 || p == SMALL / 4096 - 1);
+	/* Taken: the next take starts empty, and ORs into what it is given. */
+	memset(bits, 0, sizeof(bits));
+	bits[0] = 1ull << 3;
+	guest_mem_take_marks(gm, bits);
+	assert_int_equal(bits[0], 1ull << 3);
+	guest_mem_untrack(gm);
+	assert_null(gm->dirty);
+}
+
+/* In a layout with high RAM, an address at 4 GiB is marked after all of low RAM. */
+static void test_marks_high_region(void **state)
+{
+	struct guest_mem gm = fake(GUEST_MEM_MMIO_HOLE_START + 2 * SMALL);
+	uint64_t *bits;
+	uint64_t low_pages = GUEST_MEM_MMIO_HOLE_START / 4096;
+
+	(void)state;
+	assert_int_equal(guest_mem_track(&gm), 0);
+	bits = calloc((gm.size / 4096 + 63) / 64, sizeof(*bits));
+	assert_non_null(bits);
+	guest_mem_mark(&gm, GUEST_MEM_HIGH_START + 4096, 4097);
+	guest_mem_mark(&gm, GUEST_MEM_MMIO_HOLE_START, 1); /* the hole: not RAM */
+	guest_mem_take_marks(&gm, bits);
+	assert_int_equal(marked(bits, low_pages), 0);
+	assert_int_equal(marked(bits, low_pages + 1), 1);
+	assert_int_equal(marked(bits, low_pages + 2), 1);
+	assert_int_equal(marked(bits, low_pages + 3), 0);
+	assert_int_equal(marked(bits, low_pages - 1), 0);
+	free(bits);
+	guest_mem_untrack(&gm);
+}
+
 #define S(fn) cmocka_unit_test_setup_teardown(fn, small_setup, small_teardown)
 
 int main(void)
@@ -246,6 +308,8 @@ int main(void)
 		cmocka_unit_test(test_high_region),
 		cmocka_unit_test(test_no_high_region),
 		cmocka_unit_test(test_map_is_2m_aligned),
+		S(test_marks),
+		cmocka_unit_test(test_marks_high_region),
 		S(test_write_read_bounds),
 	};
 

@@ -21,51 +21,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tmpdir.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_io.h"
 
-struct fx {
-	char dir[64];
-	int dfd;
-};
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	strcpy(f->dir, "/tmp/kiln-snapio-XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY);
-	assert_true(f->dfd >= 0);
-	*state = f;
-	return 0;
-}
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(p);
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	close(f->dfd);
-	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-	free(f);
-	return 0;
-}
-
-static int exists(int dfd, const char *name)
-{
-	struct stat st;
-
-	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-}
 
 static void expect_contents(int dfd, const char *name, const void *want, size_t len)
 {
@@ -93,14 +52,14 @@ static void limit_file_size(rlim_t bytes, struct rlimit *old)
 
 static void test_write_atomic_replaces(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 
 	assert_int_equal(snap_write_atomic(f->dfd, "state", "first", 5, &e), 0);
 	expect_contents(f->dfd, "state", "first", 5);
 	assert_int_equal(snap_write_atomic(f->dfd, "state", "second!", 7, &e), 0);
 	expect_contents(f->dfd, "state", "second!", 7);
-	assert_false(exists(f->dfd, "state.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "state.tmp"));
 	/* An empty file is a file. */
 	assert_int_equal(snap_write_atomic(f->dfd, "empty", "", 0, &e), 0);
 	expect_contents(f->dfd, "empty", "", 0);
@@ -109,7 +68,7 @@ static void test_write_atomic_replaces(void **state)
 /* A full disk mid-write: the old file is kept whole, the temporary removed. */
 static void test_full_disk_keeps_old(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	struct rlimit old;
 	size_t big = 256 << 10;
@@ -125,14 +84,14 @@ static void test_full_disk_keeps_old(void **state)
 	assert_int_equal(r, -EFBIG);
 	assert_non_null(strstr(e.msg, "previous 'state' is kept"));
 	expect_contents(f->dfd, "state", "previous", 8);
-	assert_false(exists(f->dfd, "state.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "state.tmp"));
 	free(buf);
 }
 
 /* A stale NAME.tmp a crash left is not mistaken for anything and is replaced. */
 static void test_stale_tmp(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	int fd = openat(f->dfd, "state.tmp", O_WRONLY | O_CREAT, 0600);
 
@@ -141,12 +100,23 @@ static void test_stale_tmp(void **state)
 	close(fd);
 	assert_int_equal(snap_write_atomic(f->dfd, "state", "whole", 5, &e), 0);
 	expect_contents(f->dfd, "state", "whole", 5);
-	assert_false(exists(f->dfd, "state.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "state.tmp"));
+
+	/* A stale name that is a hard link to another file is unlinked, not
+	 * written through: kilnd writes where a jailed kiln-vmm can plant one. */
+	fd = openat(f->dfd, "victim", O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep me", 7), 7);
+	close(fd);
+	assert_int_equal(linkat(f->dfd, "victim", f->dfd, "memory.tmp", 0), 0);
+	assert_int_equal(snap_write_atomic(f->dfd, "memory", "new", 3, &e), 0);
+	expect_contents(f->dfd, "victim", "keep me", 7);
+	expect_contents(f->dfd, "memory", "new", 3);
 }
 
 static void test_bad_names(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	char longname[300];
 
@@ -162,7 +132,7 @@ static void test_bad_names(void **state)
 
 static void test_read_file_limits(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t n;
@@ -186,7 +156,7 @@ static void test_read_file_limits(void **state)
  * refused without blocking in open() (alarm() fails a hang). */
 static void test_read_file_not_followed(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t n;
@@ -207,7 +177,7 @@ static void test_read_file_not_followed(void **state)
 /* A whole checkpoint directory: first, replaced, a failed one, an abandoned one. */
 static void test_dir_checkpoints(void **state)
 {
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	struct rlimit old;
 	int sfd, dfd;
@@ -219,7 +189,7 @@ static void test_dir_checkpoints(void **state)
 	assert_int_equal(snap_write_atomic(dfd, SNAP_STATE_FILE, "one", 3, &e), 0);
 	assert_int_equal(snap_write_atomic(dfd, SNAP_MEM_FILE, "mem-one", 7, &e), 0);
 	assert_int_equal(snap_dir_commit(f->dfd, "snap", dfd, &e), 0);
-	assert_false(exists(f->dfd, "snap.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "snap.tmp"));
 	sfd = openat(f->dfd, "snap", O_RDONLY | O_DIRECTORY);
 	assert_true(sfd >= 0);
 	expect_contents(sfd, SNAP_STATE_FILE, "one", 3);
@@ -230,11 +200,11 @@ static void test_dir_checkpoints(void **state)
 	assert_true(dfd >= 0);
 	assert_int_equal(snap_write_atomic(dfd, SNAP_STATE_FILE, "two", 3, &e), 0);
 	assert_int_equal(snap_dir_commit(f->dfd, "snap", dfd, &e), 0);
-	assert_false(exists(f->dfd, "snap.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "snap.tmp"));
 	sfd = openat(f->dfd, "snap", O_RDONLY | O_DIRECTORY);
 	assert_true(sfd >= 0);
 	expect_contents(sfd, SNAP_STATE_FILE, "two", 3);
-	assert_false(exists(sfd, SNAP_MEM_FILE));
+	assert_false(tmpdir_exists(sfd, SNAP_MEM_FILE));
 	close(sfd);
 
 	/* The third fails on a full disk: abandoned, the second stays. */
@@ -246,7 +216,7 @@ static void test_dir_checkpoints(void **state)
 	assert_int_equal(snap_write_atomic(dfd, SNAP_MEM_FILE, big, sizeof(big), &e), -EFBIG);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
 	snap_dir_abort(f->dfd, "snap", dfd);
-	assert_false(exists(f->dfd, "snap.tmp"));
+	assert_false(tmpdir_exists(f->dfd, "snap.tmp"));
 	sfd = openat(f->dfd, "snap", O_RDONLY | O_DIRECTORY);
 	assert_true(sfd >= 0);
 	expect_contents(sfd, SNAP_STATE_FILE, "two", 3);
@@ -259,7 +229,7 @@ static void test_dir_checkpoints(void **state)
 	close(dfd); /* "crash" */
 	dfd = snap_dir_begin(f->dfd, "snap", &e);
 	assert_true(dfd >= 0);
-	assert_false(exists(dfd, SNAP_STATE_FILE));
+	assert_false(tmpdir_exists(dfd, SNAP_STATE_FILE));
 	assert_int_equal(snap_write_atomic(dfd, SNAP_STATE_FILE, "four", 4, &e), 0);
 	assert_int_equal(snap_dir_commit(f->dfd, "snap", dfd, &e), 0);
 	sfd = openat(f->dfd, "snap", O_RDONLY | O_DIRECTORY);
@@ -272,7 +242,7 @@ static void test_dir_checkpoints(void **state)
 static void test_state_file_on_disk(void **state)
 {
 	static const struct snap_compat who = { .kiln_version = "0.1.0", .cpu = { .vendor = "AuthenticAMD" } };
-	struct fx *f = *state;
+	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	struct snap_writer w;
 	struct snap_view v;
@@ -295,14 +265,14 @@ static void test_state_file_on_disk(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_write_atomic_replaces, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_full_disk_keeps_old, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_tmp, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_file_limits, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_file_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dir_checkpoints, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_state_file_on_disk, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_atomic_replaces, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_full_disk_keeps_old, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_stale_tmp, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_bad_names, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_file_limits, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_file_not_followed, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_checkpoints, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_file_on_disk, tmpdir_setup, tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -835,12 +835,67 @@ static void test_chain_write(void **state)
 	assert_memory_equal(at(f, BUF), zero, 8); /* readable buffer untouched */
 }
 
+/* The marks guest_mem holds, taken (which clears them). */
+static uint64_t *take_marks(struct fx *f)
+{
+	uint64_t *bits = calloc(RAM / 4096 / 64, sizeof(*bits));
+
+	assert_non_null(bits);
+	guest_mem_take_marks(&f->gm, bits);
+	return bits;
+}
+
+static int is_marked(const uint64_t *bits, uint64_t gpa)
+{
+	return (int)((bits[gpa / 4096 / 64] >> (gpa / 4096 % 64)) & 1);
+}
+
+/*
+ * Dirty tracking: a popped chain's writable buffers and the used ring a
+ * push writes are marked (an incremental snapshot stores them); readable
+ * buffers, the descriptor table and the avail ring are not. A held chain
+ * is marked again by virtq_chain_mark.
+ */
+static void test_marks_writable_buffers_and_used_ring(void **state)
+{
+	struct fx *f = ready(state);
+	uint64_t *bits;
+
+	assert_int_equal(guest_mem_track(&f->gm), 0);
+	desc(f, 0, BUF, 100, VIRTQ_DESC_F_NEXT, 1);                        /* readable */
+	desc(f, 1, BUF + 0x10000 - 8, 16, VIRTQ_DESC_F_WRITE, 0);          /* writable, two pages */
+	avail_add(f, 0);
+	assert_int_equal(pop(f), 1);
+	bits = take_marks(f);
+	assert_false(is_marked(bits, BUF));
+	assert_true(is_marked(bits, BUF + 0x10000 - 8));
+	assert_true(is_marked(bits, BUF + 0x10000));
+	assert_false(is_marked(bits, DESC));
+	assert_false(is_marked(bits, AVAIL));
+	assert_false(is_marked(bits, USED));
+	free(bits);
+
+	virtq_chain_mark(&f->q, &f->c);
+	bits = take_marks(f);
+	assert_true(is_marked(bits, BUF + 0x10000));
+	assert_false(is_marked(bits, BUF));
+	free(bits);
+
+	assert_int_equal(virtq_push(&f->q, 0, 16), 0);
+	bits = take_marks(f);
+	assert_true(is_marked(bits, USED));
+	assert_false(is_marked(bits, BUF + 0x10000));
+	free(bits);
+	guest_mem_untrack(&f->gm);
+}
+
 #define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(test_enable_valid),
+		T(test_marks_writable_buffers_and_used_ring),
 		T(test_enable_bad_size),
 		T(test_enable_misaligned),
 		T(test_enable_outside_ram),

@@ -55,7 +55,7 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 	else if (strcmp(line, "firewall-get") == 0)
 		out->op = CTL_FIREWALL_GET;
 	else
-		return fail(why, n, "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] DIR, firewall-set JSON, firewall-get)",
+		return fail(why, n, "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get)",
 			    line);
 	if (out->op == CTL_FIREWALL_SET) {
 		if (!rest || !*rest)
@@ -72,8 +72,20 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 		out->compress = 1;
 		rest += 11;
 	}
+	if (rest && strncmp(rest, "--base ", 7) == 0) {
+		char *end = strchr(rest + 7, ' ');
+
+		if (!end)
+			return fail(why, n, "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s", "");
+		if (end == rest + 7 || end - (rest + 7) > CONTROL_BASE_MAX || memchr(rest + 7, '/', (size_t)(end - rest - 7)))
+			return fail(why, n, "control: snapshot --base takes a sibling directory's name (1..63 bytes, no '/'): snapshot [--compress] [--base NAME] DIR%s",
+				    "");
+		*end = 0;
+		out->base = rest + 7;
+		rest = end + 1;
+	}
 	if (!rest || !*rest)
-		return fail(why, n, "control: snapshot needs a directory: snapshot [--compress] DIR%s", "");
+		return fail(why, n, "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s", "");
 	if (rest[0] != '/')
 		return fail(why, n, "control: snapshot directory '%.200s' must be an absolute path", rest);
 	out->dir = rest;
@@ -175,6 +187,10 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, char *wh
 		if (control_char_at(cmd->dir) >= 0)
 			return failf(-EINVAL, why, n, "snapshot directory '%.200s' holds a control character",
 				     cmd->dir);
+		if (cmd->base && (!*cmd->base || strlen(cmd->base) > CONTROL_BASE_MAX || strpbrk(cmd->base, "/ ") ||
+				  control_char_at(cmd->base) >= 0))
+			return failf(-EINVAL, why, n, "snapshot base '%.80s' is not a directory name (1..%d bytes, no '/' or space)",
+				     cmd->base, CONTROL_BASE_MAX);
 		*arg = cmd->dir;
 	} else if (cmd->op == CTL_FIREWALL_SET) {
 		len = cmd->json ? strlen(cmd->json) : 0;
@@ -192,7 +208,7 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, char *wh
 
 int control_request(const struct control_cmd *cmd, char **line, size_t *len, char *why, size_t n)
 {
-	const char *arg, *name;
+	const char *arg, *name, *base;
 	size_t need;
 	char *l;
 	int r;
@@ -205,16 +221,17 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 	if (r)
 		return r;
 	name = op_names[cmd->op];
-	/* "<op>" [" --compress"] [" " arg] "\n" */
+	/* "<op>" [" --compress"] [" --base " base] [" " arg] "\n" */
+	base = cmd->op == CTL_SNAPSHOT ? cmd->base : NULL;
 	need = strlen(name) + (arg ? 1 + strlen(arg) : 0) +
-	       (cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) + 1;
+	       (cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) + (base ? 8 + strlen(base) : 0) + 1;
 	if (need > CONTROL_LINE_MAX)
 		return failf(-EINVAL, why, n, "kiln-vmm control: command too long (%zu bytes)", need - 1);
 	l = malloc(need + 1);
 	if (!l)
 		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
-	snprintf(l, need + 1, "%s%s%s%s\n", name, cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
-		 arg ? " " : "", arg ? arg : "");
+	snprintf(l, need + 1, "%s%s%s%s%s%s\n", name, cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
+		 base ? " --base " : "", base ? base : "", arg ? " " : "", arg ? arg : "");
 	*line = l;
 	*len = need;
 	return 0;
@@ -264,7 +281,7 @@ static int state_reply(json_t *o, const char *line, enum control_op op, struct c
 		       size_t n)
 {
 	const char *state = json_string_value(json_object_get(o, "state"));
-	json_t *ms;
+	json_t *ms, *base;
 
 	if (!state || (strcmp(state, "running") && strcmp(state, "paused")))
 		return failf(-EPROTO, why, n, "kiln-vmm control: a reply without a valid 'state': '%.120s'", line);
@@ -279,6 +296,14 @@ static int state_reply(json_t *o, const char *line, enum control_op op, struct c
 	if (!json_is_number(ms) || json_number_value(ms) < 0)
 		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid 'ms'");
 	out->ms = json_number_value(ms);
+	base = json_object_get(o, "base");
+	if (json_is_string(base) && json_string_length(base) >= 1 && json_string_length(base) <= CONTROL_BASE_MAX &&
+	    !strchr(json_string_value(base), '/'))
+		snprintf(out->base, sizeof(out->base), "%s", json_string_value(base));
+	else if (base && !json_is_null(base))
+		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply with a 'base' that is not a name or null");
+	if (out->base[0] && get_u64(o, "dirty_pages", &out->dirty_pages, why, n))
+		return -EPROTO;
 	return 0;
 }
 

@@ -8,12 +8,17 @@
  *   pause                      → {"ok":true,"state":"paused"}
  *   resume                     → {"ok":true,"state":"running"}
  *   status                     → {"ok":true,"state":"running"|"paused"}
- *   snapshot [--compress] DIR  → {"ok":true,"state":"paused","memory_bytes":N,...}
+ *   snapshot [--compress] [--base NAME] DIR
+ *                              → {"ok":true,"state":"paused","memory_bytes":N,...,
+ *                                 "base":"NAME"|null,"dirty_pages":N}
  *   firewall-set JSON          → {"ok":true,"cut":N}
  *   firewall-get               → {"ok":true,"rules":{...},"counters":{...}}
  *   anything else              → {"ok":false,"error":"<what, what to do>"}
  *
  * DIR is the rest of the line (it may hold spaces) and must be absolute.
+ * NAME (1..63 bytes, no '/', space or control character) is a sibling of
+ * DIR to layer the snapshot on (vm.h, vm_snapshot); the reply's "base"
+ * says whether it was (null: a full snapshot).
  * firewall-set's JSON is the rest of the line: a rule set (net_rules.h) on
  * one line, at most NET_RULES_TEXT_MAX bytes, that replaces the packet
  * filter's rules at once; N is the number of established flows the new
@@ -48,6 +53,8 @@
 #define CONTROL_SHORT_REPLY_MAX 4096
 /* firewall-get's reply: the rules and every counter. */
 #define CONTROL_REPLY_MAX (1024 * 1024)
+/* snapshot --base NAME: the longest NAME. */
+#define CONTROL_BASE_MAX 63
 
 enum control_op { CTL_PAUSE, CTL_RESUME, CTL_STATUS, CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_GET };
 
@@ -55,6 +62,7 @@ struct control_cmd {
 	enum control_op op;
 	int compress;    /* snapshot --compress */
 	const char *dir; /* snapshot: points into the parsed line */
+	const char *base; /* snapshot --base: the same; NULL when not given */
 	const char *json; /* firewall-set: the rule set, points into the parsed line */
 };
 
@@ -87,6 +95,8 @@ struct control_reply {
 	uint64_t state_bytes;
 	uint64_t disk_bytes;          /* the overlay copies */
 	double ms;                    /* paused, written and synced */
+	char base[64];                /* layered on this sibling; "" when full */
+	uint64_t dirty_pages;         /* layered: pages written since the base */
 	/* firewall-set: established flows the new rules cut */
 	size_t cut;
 	/* firewall-get: a new object {"rules":{..},"counters":{..}}, the

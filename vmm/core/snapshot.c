@@ -7,17 +7,20 @@
  *
  * A snapshot directory holds:
  *   state       the state file (snapshot_file.h)
- *   memory      RAM, sparse (or memory.z, compressed)
+ *   memory      RAM, sparse (or memory.z, compressed); in a layered
+ *               snapshot only the pages written since its parent
+ *   memory.layer which pages those are, and the parent (snapshot_layer.h)
  *   disk<N>     a copy of disk N's copy-on-write overlay (reflinked when
  *               the filesystem can), never the shared base image
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/fs.h>
+#include <linux/kvm.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,6 +28,7 @@
 #include "vmm/core/snapshot.h"
 #include "vmm/snapshot/snapshot_io.h"
 #include "vmm/core/snapshot_kvm.h"
+#include "vmm/snapshot/snapshot_layer.h"
 #include "vmm/snapshot/snapshot_mem.h"
 
 #define VM_INFO_VERSION 1
@@ -216,62 +220,23 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 /* ---- disk overlays ---- */
 
 /* Copy the open file IN (named SRC in messages; closed here) into
- * DIRFD/NAME (through NAME.tmp): a reflink when the filesystem can, else
- * the data extents only, so holes stay holes. */
+ * DIRFD/NAME (through NAME.tmp), holes kept (snap_copy_data). */
 static int copy_file(int in, const char *src, int dirfd, const char *name, uint64_t *bytes,
 		     struct err *e)
 {
-	struct stat st;
-	off_t off = 0;
 	int out, r;
 
-	if (fstat(in, &st) < 0) {
-		r = err_set(e, errno, "snapshot: %s: %s", src, strerror(errno));
-		close(in);
-		return r;
-	}
 	if ((out = snap_tmp_open(dirfd, name, e)) < 0) {
 		close(in);
 		return out;
 	}
-	*bytes = (uint64_t)st.st_blocks * 512;
-	if (ioctl(out, FICLONE, in) == 0)
-		goto done;
-	if (ftruncate(out, st.st_size) < 0)
-		goto fail;
-	while (off < st.st_size) {
-		off_t data = lseek(in, off, SEEK_DATA), hole;
-
-		if (data < 0) {
-			if (errno == ENXIO)
-				break; /* only a hole is left */
-			goto fail;
-		}
-		hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			goto fail;
-		for (off = data; off < hole;) {
-			off_t o = off;
-			ssize_t n = copy_file_range(in, &o, out, &o, (size_t)(hole - off), 0);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				if (n == 0)
-					errno = EIO;
-				goto fail;
-			}
-			off += n;
-		}
+	r = snap_copy_data(in, out, bytes);
+	close(in);
+	if (r) {
+		snap_tmp_abort(dirfd, name, out);
+		return err_set(e, -r, "snapshot: copying overlay %s: %s", src, strerror(-r));
 	}
-done:
-	close(in);
 	return snap_tmp_commit(dirfd, name, out, e);
-fail:
-	r = err_set(e, errno, "snapshot: copying overlay %s: %s", src, strerror(errno));
-	close(in);
-	snap_tmp_abort(dirfd, name, out);
-	return r;
 }
 
 static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
@@ -345,6 +310,101 @@ static int restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
 	return 0;
 }
 
+/* ---- dirty tracking for layered snapshots ---- */
+
+/* Start logging writes from now on, against snapshot `id`. A VM that
+ * cannot (an embedder's seccomp filter, no memory) only loses layering. */
+static void track_start(struct vm *vm, const uint8_t id[SNAP_ID_LEN])
+{
+	struct err e2;
+
+	if (!vm->tracking) {
+		if (guest_mem_track(&vm->mem))
+			return;
+		if (vm_set_slots(vm, KVM_MEM_LOG_DIRTY_PAGES, &e2)) {
+			guest_mem_untrack(&vm->mem);
+			return;
+		}
+		vm->tracking = 1;
+	}
+	memcpy(vm->base_id, id, SNAP_ID_LEN);
+	vm->base_valid = 1;
+}
+
+/*
+ * The pages written since tracking started or was last taken, into
+ * `bits` (zeroed, RAM offsets): KVM's log of each slot (which it clears
+ * as it hands it over) and the VMM's own marks. The low slot ends on a
+ * whole word: RAM is whole MiB, 256 pages.
+ */
+static int track_take(struct vm *vm, uint64_t *bits, struct err *e)
+{
+	struct kvm_dirty_log lo = { .slot = 0, .dirty_bitmap = bits };
+	struct kvm_dirty_log hi = { .slot = 1, .dirty_bitmap = bits + vm->mem.low_size / SNAP_PAGE / 64 };
+
+	if (ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &lo) < 0 ||
+	    (vm->mem.high_size && ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &hi) < 0))
+		return err_set(e, errno, "snapshot: KVM_GET_DIRTY_LOG: %s", strerror(errno));
+	guest_mem_take_marks(&vm->mem, bits);
+	return 0;
+}
+
+/*
+ * Can this snapshot be a layer on the sibling `base`? It must be the
+ * snapshot RAM is tracked against, with raw memory, and not too deep.
+ * 1 with the layer's parent fields filled in, 0 for a full snapshot.
+ */
+static int layer_on(struct vm *vm, int parent, const char *name, const char *base, struct snap_layer *l)
+{
+	uint8_t id[SNAP_ID_LEN];
+	struct snap_layer bl;
+	struct err e2;
+	int bfd, r, ok = 0;
+
+	if (!base || !vm->tracking || !vm->base_valid || !snap_layer_name_valid(base) || strcmp(base, name) == 0)
+		return 0;
+	bfd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0)
+		return 0;
+	if (snap_id_read(bfd, id, &e2) || memcmp(id, vm->base_id, SNAP_ID_LEN) ||
+	    faccessat(bfd, SNAP_MEM_FILE, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		goto out;
+	r = snap_layer_read(bfd, vm->mem.size, &bl, &e2);
+	if (r == 0) {
+		l->depth = bl.depth + 1;
+		snap_layer_free(&bl);
+	} else if (r == -ENOENT) {
+		l->depth = 1;
+	} else {
+		goto out;
+	}
+	if (l->depth > SNAP_LAYER_DEPTH_MAX)
+		goto out;
+	memcpy(l->parent_id, id, SNAP_ID_LEN);
+	snprintf(l->parent, sizeof(l->parent), "%s", base);
+	ok = 1;
+out:
+	close(bfd);
+	return ok;
+}
+
+/* RAM as a layer: the pages in l->bits, then the layer file. */
+static int save_layer(struct vm *vm, int dfd, const struct snap_layer *l, struct snap_mem_stats *ms,
+		      struct err *e)
+{
+	int fd = snap_tmp_open(dfd, SNAP_MEM_FILE, e), r;
+
+	if (fd < 0)
+		return fd;
+	if ((r = snap_mem_write_pages(fd, vm->mem.host, vm->mem.size, l->bits, ms, e))) {
+		snap_tmp_abort(dfd, SNAP_MEM_FILE, fd);
+		return r;
+	}
+	if ((r = snap_tmp_commit(dfd, SNAP_MEM_FILE, fd, e)))
+		return r;
+	return snap_layer_write(dfd, l, e);
+}
+
 /* ---- snapshot ---- */
 
 /* Split an absolute DIR into its parent (opened) and last component. */
@@ -374,8 +434,8 @@ static int open_parent(const char *dir, char *name, size_t n, struct err *e)
 	return fd;
 }
 
-static int write_snapshot(struct vm *vm, int dfd, int compress, struct vm_snapshot_info *info,
-			  struct err *e)
+static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id[SNAP_ID_LEN],
+			  const struct snap_layer *layer, struct vm_snapshot_info *info, struct err *e)
 {
 	struct snap_writer w = { 0 };
 	struct snap_compat who;
@@ -386,7 +446,7 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, struct vm_snapsh
 
 	if ((r = snap_kvm_compat(vm, &who, e)) || (r = snap_writer_init(&w, &who, e)))
 		goto out;
-	if ((r = save_info(vm, &w, e)))
+	if ((r = save_info(vm, &w, e)) || (r = snap_id_put(&w, id, e)))
 		goto out;
 	for (int i = 0; i < vm->ncpus; i++)
 		if ((r = snap_kvm_save_vcpu(vm, &vm->vcpu[i], &w, e)))
@@ -397,8 +457,12 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, struct vm_snapsh
 	if ((r = snap_finish(&w, &bytes, &len, e)) || (r = snap_write_atomic(dfd, SNAP_STATE_FILE, bytes, len, e)))
 		goto out;
 	info->state_bytes = len;
-	if ((r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host, vm->mem.size,
-			       compress ? 1 : 0, &ms, e)))
+	if (layer)
+		r = save_layer(vm, dfd, layer, &ms, e);
+	else
+		r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host, vm->mem.size,
+				  compress ? 1 : 0, &ms, e);
+	if (r)
 		goto out;
 	info->memory_bytes = vm->mem.size;
 	info->memory_stored_bytes = ms.stored;
@@ -408,12 +472,56 @@ out:
 	return r;
 }
 
-int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot_info *info,
-		     struct err *e)
+/* Paused: take the written pages, write the snapshot (a layer on `base`
+ * when it can be), commit it, and track against it from here on. */
+static int snapshot_paused(struct vm *vm, int parent, const char *name, int compress, const char *base,
+			   struct vm_snapshot_info *info, struct err *e)
+{
+	struct snap_layer l = { 0 };
+	uint8_t id[SNAP_ID_LEN];
+	int layered = 0, dfd, r;
+
+	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
+		return err_set(e, errno ? errno : EIO, "snapshot: no random id: %s", strerror(errno ? errno : EIO));
+	if (vm->tracking) {
+		if ((r = snap_layer_init(&l, vm->mem.size)))
+			return err_set(e, -r, "snapshot: %s", strerror(-r));
+		/* Taken whatever comes next: the log restarts at this snapshot. */
+		if ((r = track_take(vm, l.bits, e))) {
+			vm->base_valid = 0;
+			snap_layer_free(&l);
+			return r;
+		}
+		l.mem_size = vm->mem.size;
+		layered = !compress && layer_on(vm, parent, name, base, &l);
+	}
+	dfd = snap_dir_begin(parent, name, e);
+	if (dfd < 0) {
+		r = dfd;
+	} else if ((r = write_snapshot(vm, dfd, compress, id, layered ? &l : NULL, info, e))) {
+		snap_dir_abort(parent, name, dfd);
+	} else {
+		r = snap_dir_commit(parent, name, dfd, e);
+	}
+	if (r == 0 && layered) {
+		snprintf(info->base, sizeof(info->base), "%s", l.parent);
+		for (size_t i = 0; i < snap_layer_words(vm->mem.size); i++)
+			info->dirty_pages += (uint64_t)__builtin_popcountll(l.bits[i]);
+	}
+	snap_layer_free(&l);
+	if (r)
+		vm->base_valid = 0; /* the log was spent on a snapshot that does not exist */
+	else
+		track_start(vm, id);
+	return r;
+}
+
+int vm_snapshot(struct vm *vm, const char *dir, int compress, const char *base,
+		struct vm_snapshot_info *info, struct err *e)
 {
 	double t0 = mono_ms_f();
 	char name[256];
-	int was_paused, parent, dfd, r;
+	int was_paused, parent, r;
 
 	memset(info, 0, sizeof(*info));
 	if (vm->cfg.hugepages)
@@ -425,14 +533,7 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot
 		close(parent);
 		return r;
 	}
-	dfd = snap_dir_begin(parent, name, e);
-	if (dfd < 0) {
-		r = dfd;
-	} else if ((r = write_snapshot(vm, dfd, compress, info, e))) {
-		snap_dir_abort(parent, name, dfd);
-	} else {
-		r = snap_dir_commit(parent, name, dfd, e);
-	}
+	r = snapshot_paused(vm, parent, name, compress, base, info, e);
 	close(parent);
 	if (!was_paused) {
 		struct err e2;
@@ -491,16 +592,16 @@ int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t 
 	return 0;
 }
 
-int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e)
+/* The base's RAM: mapped MAP_PRIVATE from `memory` (lazy; every restore
+ * of it shares one page-cache copy) or inflated from `memory.z`.
+ * `raw_only`: under layers, which are only ever written on raw memory. */
+static int restore_base(struct vm *vm, int dfd, int raw_only, struct err *e)
 {
 	void *at;
-	int fd, r;
+	int fd = snap_mem_open_raw(dfd, SNAP_MEM_FILE, vm->mem.size, e), r;
 
-	if ((r = check_info(vm, view, e)))
-		return r;
-	fd = snap_mem_open_raw(snapfd, SNAP_MEM_FILE, vm->mem.size, e);
-	if (fd == -ENOENT) {
-		fd = snap_file_open(snapfd, SNAP_MEMZ_FILE, e);
+	if (fd == -ENOENT && !raw_only) {
+		fd = snap_file_open(dfd, SNAP_MEMZ_FILE, e);
 		if (fd == -ENOENT)
 			return err_set(e, ENOENT, "restore: the snapshot has no memory file (%s or %s)",
 				       SNAP_MEM_FILE, SNAP_MEMZ_FILE);
@@ -512,11 +613,97 @@ int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, s
 	}
 	if (fd < 0)
 		return fd;
-	/* MAP_PRIVATE over the RAM mapping: pages load on first touch, and
-	 * every restore of this snapshot shares one page-cache copy. */
 	r = snap_mem_map_raw(fd, vm->mem.size, vm->mem.host, &at, e);
 	close(fd);
 	return r;
+}
+
+/* The snapshot a layer names, beside the one in `dfd`: its id must be the one the layer recorded. */
+static int open_layer_parent(int dfd, const struct snap_layer *l, struct err *e)
+{
+	uint8_t id[SNAP_ID_LEN];
+	int up = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC), pfd, r;
+
+	if (up < 0)
+		return err_set(e, errno, "restore: the folder of the snapshot: %s", strerror(errno));
+	pfd = openat(up, l->parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(up);
+	if (pfd < 0)
+		return err_set(e, errno, "restore: layered on snapshot '%s', which cannot be opened: %s", l->parent,
+			       strerror(errno));
+	if ((r = snap_id_read(pfd, id, e)) == 0 && memcmp(id, l->parent_id, SNAP_ID_LEN))
+		r = err_set(e, -SNAP_ERR_MALFORMED,
+			    "restore: layered on snapshot '%s', but that is another snapshot now (taken again since)",
+			    l->parent);
+	if (r) {
+		close(pfd);
+		return r;
+	}
+	return pfd;
+}
+
+/*
+ * RAM of the snapshot in `snapfd`: when it is a layer, follow its
+ * parents down to the full snapshot, restore that, then copy each
+ * layer's pages over it, oldest first.
+ */
+static int restore_ram(struct vm *vm, int snapfd, struct err *e)
+{
+	struct snap_layer l[SNAP_LAYER_DEPTH_MAX + 1] = { 0 };
+	int dfd[SNAP_LAYER_DEPTH_MAX + 1], n = 0, r;
+
+	dfd[0] = snapfd;
+	for (int i = 1; i <= SNAP_LAYER_DEPTH_MAX; i++)
+		dfd[i] = -1;
+	for (;;) {
+		r = snap_layer_read(dfd[n], vm->mem.size, &l[n], e);
+		if (r == -ENOENT)
+			break;
+		if (r)
+			goto out;
+		/* Depths fall strictly toward the full snapshot (a deleted
+		 * parent folded into its child lowers the child's by more
+		 * than one): no chain is longer than its top's depth. */
+		if (n == SNAP_LAYER_DEPTH_MAX || (n && l[n].depth >= l[n - 1].depth)) {
+			r = err_set(e, -SNAP_ERR_MALFORMED, "restore: snapshot '%s' does not fit the layers above it",
+				    n ? l[n - 1].parent : ".");
+			goto out;
+		}
+		if ((r = open_layer_parent(dfd[n], &l[n], e)) < 0)
+			goto out;
+		dfd[++n] = r;
+	}
+	if ((r = restore_base(vm, dfd[n], n > 0, e)))
+		goto out;
+	for (int i = n - 1; i >= 0 && r == 0; i--) {
+		int fd = snap_file_open(dfd[i], SNAP_MEM_FILE, e);
+
+		if (fd < 0) {
+			r = fd;
+			break;
+		}
+		r = snap_layer_apply(fd, &l[i], vm->mem.host, e);
+		close(fd);
+	}
+out:
+	for (int i = 0; i <= SNAP_LAYER_DEPTH_MAX; i++) {
+		snap_layer_free(&l[i]);
+		if (i && dfd[i] >= 0)
+			close(dfd[i]);
+	}
+	return r;
+}
+
+int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e)
+{
+	uint8_t id[SNAP_ID_LEN];
+	int r;
+
+	if ((r = check_info(vm, view, e)) || (r = snap_id_get(view, id, e)) || (r = restore_ram(vm, snapfd, e)))
+		return r;
+	/* The next snapshot can be a layer on this one. */
+	track_start(vm, id);
+	return 0;
 }
 
 int vm_restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct err *e)

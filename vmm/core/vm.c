@@ -192,9 +192,31 @@ static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
 	return check_kick(c->kick_signal, e);
 }
 
-static int setup_memory(struct vm *vm, struct err *e)
+int vm_set_slots(struct vm *vm, uint32_t flags, struct err *e)
 {
 	struct kvm_userspace_memory_region lo = { 0 }, hi = { 0 };
+
+	lo.slot = 0;
+	lo.flags = flags;
+	lo.guest_phys_addr = 0;
+	lo.memory_size = vm->mem.low_size;
+	lo.userspace_addr = (uintptr_t)vm->mem.host;
+	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &lo) < 0)
+		return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	if (vm->mem.high_size) {
+		hi.slot = 1;
+		hi.flags = flags;
+		hi.guest_phys_addr = GUEST_MEM_HIGH_START;
+		hi.memory_size = vm->mem.high_size;
+		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
+		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
+			return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
+	}
+	return 0;
+}
+
+static int setup_memory(struct vm *vm, struct err *e)
+{
 	int err = guest_mem_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
 
 	if (err == -ENOMEM && vm->cfg.hugepages)
@@ -204,21 +226,7 @@ static int setup_memory(struct vm *vm, struct err *e)
 	if (err)
 		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
 				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
-	lo.slot = 0;
-	lo.guest_phys_addr = 0;
-	lo.memory_size = vm->mem.low_size;
-	lo.userspace_addr = (uintptr_t)vm->mem.host;
-	if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &lo) < 0)
-		return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
-	if (vm->mem.high_size) {
-		hi.slot = 1;
-		hi.guest_phys_addr = GUEST_MEM_HIGH_START;
-		hi.memory_size = vm->mem.high_size;
-		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
-		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
-			return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
-	}
-	return 0;
+	return vm_set_slots(vm, 0, e);
 }
 
 static int setup_devices(struct vm *vm, struct err *e)

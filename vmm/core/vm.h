@@ -89,6 +89,8 @@ struct vm_snapshot_info {
 	uint64_t state_bytes;         /* the state file */
 	uint64_t disk_bytes;          /* overlay copies (allocated bytes) */
 	double ms;                    /* pause to written and synced */
+	char base[64];                /* layered on this sibling snapshot; "" when full */
+	uint64_t dirty_pages;         /* RAM pages written since the base (layered only) */
 };
 
 enum vm_exit {
@@ -129,9 +131,16 @@ int vm_is_paused(struct vm *vm);
  * Refused with a message for hugepage RAM, writable disks without an
  * overlay, and a mounted virtio-fs share. From any thread while
  * vm_run() runs. 0 or -errno.
+ *
+ * `base` (may be NULL): the name of a sibling snapshot directory. When it
+ * is the snapshot this VM last took or was restored from (same id), RAM
+ * is written as a layer on it: only the pages written since
+ * (snapshot_layer.h). Otherwise, or with `compress`, or when the chain
+ * below it is already SNAP_LAYER_DEPTH_MAX deep, the snapshot is full;
+ * info->base says which it was.
  */
-int vm_snapshot(struct vm *vm, const char *dir, int compress, struct vm_snapshot_info *info,
-		     struct err *e);
+int vm_snapshot(struct vm *vm, const char *dir, int compress, const char *base,
+		struct vm_snapshot_info *info, struct err *e);
 
 /*
  * Replace the packet filter's rules on every network device with the JSON

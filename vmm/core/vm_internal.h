@@ -69,6 +69,16 @@ struct vm {
 	int overlay_fd[DEVSPEC_MAX_DISKS];
 	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
 	uint32_t nsnap_msrs;
+	/*
+	 * Incremental snapshots (snapshot.c): from the first snapshot or
+	 * restore on, KVM logs the guest's writes to RAM (the slots carry
+	 * KVM_MEM_LOG_DIRTY_PAGES) and guest_mem marks the VMM's own; both
+	 * are taken at each snapshot. base_id names the snapshot RAM is
+	 * tracked against (the last one taken or restored), when valid.
+	 */
+	int tracking;
+	int base_valid;
+	uint8_t base_id[16];
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];
@@ -84,6 +94,9 @@ void vcpu_park(struct vcpu *v);
 /* Stop the VM with `exit` and a printf message; the first caller wins. */
 void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* (Re)register guest RAM with KVM as slots 0 and 1 with `flags`. 0 or -errno. */
+int vm_set_slots(struct vm *vm, uint32_t flags, struct err *e);
 
 /* A virtio-net device for `c` (vm_net.c): MAC, backend (tap or passt), packet filter. */
 int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,

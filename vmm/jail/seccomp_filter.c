@@ -96,10 +96,11 @@ static const int device_own[] = {
 };
 
 /* The control role's own: the console pump, the control socket's one
- * client at a time, teardown (sockets unlinked, passt ended and reaped). */
+ * client at a time, a snapshot's random id, teardown (sockets unlinked,
+ * passt ended and reaped). */
 static const int control_own[] = {
-	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(unlink), SCMP_SYS(kill), SCMP_SYS(wait4),
-	END,
+	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(getrandom), SCMP_SYS(unlink), SCMP_SYS(kill),
+	SCMP_SYS(wait4), END,
 };
 
 /* KVM ioctls of a running vCPU: its run loop and the serial IRQ line. */
@@ -114,7 +115,7 @@ static const unsigned long vcpu_ioctls[] = { KVM_RUN, KVM_IRQ_LINE };
 static const unsigned long control_ioctls[] = {
 	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE, KVM_GET_XCRS, KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS,
 	KVM_GET_MP_STATE, KVM_GET_DEBUGREGS, KVM_GET_MSRS, KVM_GET_MSR_INDEX_LIST, KVM_GET_IRQCHIP,
-	KVM_GET_PIT2, KVM_GET_CLOCK, KVM_IRQ_LINE, FICLONE, TCGETS, TCSETS, TCSETSW,
+	KVM_GET_PIT2, KVM_GET_CLOCK, KVM_IRQ_LINE, KVM_GET_DIRTY_LOG, KVM_SET_USER_MEMORY_REGION, FICLONE, TCGETS, TCSETS, TCSETSW,
 };
 
 struct role_spec {

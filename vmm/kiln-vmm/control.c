@@ -105,21 +105,27 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 	case CTL_STATUS:
 		break;
 	case CTL_SNAPSHOT: {
-		uint64_t mem = 0, stored = 0, state = 0, disk = 0;
+		uint64_t mem = 0, stored = 0, state = 0, disk = 0, pages = 0;
 		double ms = 0;
-		char dir[1024];
+		char dir[1024], base[CONTROL_BASE_MAX + 1], jbase[2 * CONTROL_BASE_MAX + 3] = "null";
 
-		if ((r = kiln_vm_snapshot(c->vm, cmd.dir, cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
+		if ((r = kiln_vm_snapshot_layered(c->vm, cmd.dir, cmd.base, cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
 			vm_err(c->vm, r, &e);
 			break;
 		}
 		kiln_vm_snapshot_stats(c->vm, &mem, &stored, &state, &disk, &ms);
+		if (kiln_vm_snapshot_base(c->vm, base, sizeof(base), &pages)) {
+			jbase[0] = '"';
+			control_json_escape(jbase + 1, sizeof(jbase) - 2, base);
+			strcat(jbase, "\"");
+		}
 		control_json_escape(dir, sizeof(dir), cmd.dir);
 		snprintf(out, n,
 			 "{\"ok\":true,\"state\":\"%s\",\"dir\":\"%s\",\"memory_bytes\":%llu,"
-			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f}\n",
+			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f,"
+			 "\"base\":%s,\"dirty_pages\":%llu}\n",
 			 state_of(c->vm), dir, (unsigned long long)mem, (unsigned long long)stored,
-			 (unsigned long long)state, (unsigned long long)disk, ms);
+			 (unsigned long long)state, (unsigned long long)disk, ms, jbase, (unsigned long long)pages);
 		return NULL;
 	}
 	}

@@ -81,6 +81,7 @@ enum snap_section_type {
 	SNAP_SEC_DEVICE = 64,     /* index = device slot; name = device kind */
 	SNAP_SEC_SERIAL,
 	SNAP_SEC_BOOT_TIMER,
+	SNAP_SEC_SNAP_ID = 96,    /* the snapshot's id (snapshot_layer.h) */
 };
 
 /*

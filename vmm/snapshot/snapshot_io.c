@@ -5,10 +5,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -59,7 +61,12 @@ int snap_tmp_open(int dirfd, const char *name, struct err *e)
 
 	if (r)
 		return r;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* A stale one is removed, never truncated: kilnd (root) writes in
+	 * directories a jailed kiln-vmm owns, which could leave a hard link
+	 * to some other file under this name. */
+	if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT)
+		return err_set(e, errno, "snapshot: removing a stale '%s': %s", tmp, strerror(errno));
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_set(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
 	return fd;
@@ -273,5 +280,40 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 	/* NAME.tmp now holds the previous checkpoint; a failure here only leaves it for the next begin. */
 	if (exchanged)
 		snap_dir_remove(parentfd, tmp);
+	return 0;
+}
+
+int snap_copy_data(int in, int out, uint64_t *bytes)
+{
+	struct stat st;
+	off_t off = 0;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	if (bytes)
+		*bytes = (uint64_t)st.st_blocks * 512;
+	if (ioctl(out, FICLONE, in) == 0)
+		return 0;
+	if (ftruncate(out, st.st_size) < 0)
+		return -errno;
+	while (off < st.st_size) {
+		off_t data = lseek(in, off, SEEK_DATA), hole;
+
+		if (data < 0)
+			return errno == ENXIO ? 0 : -errno; /* ENXIO: only a hole is left */
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0)
+			return -errno;
+		for (off = data; off < hole;) {
+			off_t o = off;
+			ssize_t n = copy_file_range(in, &o, out, &o, (size_t)(hole - off), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n == 0 ? -EIO : -errno;
+			off += n;
+		}
+	}
 	return 0;
 }

@@ -22,8 +22,10 @@
 #include "lib/base/err.h"
 
 /*
- * Create DIRFD/NAME.tmp empty (truncating a stale one), mode 0600, for
- * writing. Returns the fd or -errno.
+ * Create DIRFD/NAME.tmp, a new empty file (a stale one is removed first,
+ * never truncated: it could be a hard link planted by whoever else
+ * writes the directory), mode 0600, for writing, never through a
+ * symlink. Returns the fd or -errno.
  */
 int snap_tmp_open(int dirfd, const char *name, struct err *e);
 
@@ -56,6 +58,14 @@ int snap_file_open(int dirfd, const char *name, struct err *e);
  */
 int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
 		   struct err *e);
+
+/*
+ * Copy the whole regular file `in` into `out` (empty, open for writing):
+ * a reflink when the filesystem can, else its data extents only, so holes
+ * stay holes. *bytes (may be NULL) is what `in` takes on disk. Neither
+ * fd is closed. Returns 0 or -errno.
+ */
+int snap_copy_data(int in, int out, uint64_t *bytes);
 
 /*
  * Start a snapshot directory: create PARENTFD/NAME.tmp fresh (removing a

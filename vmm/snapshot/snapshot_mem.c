@@ -40,7 +40,7 @@ struct zrun {
 
 _Static_assert(sizeof(struct zrun) == SNAP_MEMZ_INDEX_ENTRY, "memory.z index entry");
 
-static int page_zero(const uint8_t *p)
+int snap_page_zero(const uint8_t *p)
 {
 	for (size_t i = 0; i < SNAP_PAGE; i += 64) {
 		uint64_t w[8];
@@ -57,9 +57,9 @@ static uint64_t next_run(const uint8_t *mem, uint64_t size, uint64_t *off, uint6
 {
 	uint64_t start, end;
 
-	for (start = *off; start < size && page_zero(mem + start); start += SNAP_PAGE)
+	for (start = *off; start < size && snap_page_zero(mem + start); start += SNAP_PAGE)
 		;
-	for (end = start; end < size && end - start < max && !page_zero(mem + end); end += SNAP_PAGE)
+	for (end = start; end < size && end - start < max && !snap_page_zero(mem + end); end += SNAP_PAGE)
 		;
 	*off = start;
 	return end - start;

@@ -31,6 +31,9 @@
 #define SNAP_MEMZ_INDEX_ENTRY 32
 #define SNAP_MEMZ_RUN_MAX (1u << 20) /* RAM bytes per zlib stream */
 
+/* 1 when the 4 KiB page at p is all zeros (such pages are holes in a memory file). */
+int snap_page_zero(const uint8_t *p);
+
 struct snap_mem_stats {
 	uint64_t pages;  /* nonzero pages saved */
 	uint64_t runs;   /* writes (raw) or zlib streams (compressed) */

@@ -19,7 +19,7 @@ static const char name_rule[] =
 
 int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct api_err *e)
 {
-	static const char *const fields[] = { "name", "compress", NULL };
+	static const char *const fields[] = { "name", "compress", "incremental", NULL };
 	static const char what[] = "checkpoint";
 	const char *name;
 
@@ -29,7 +29,8 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
 		return -1;
 	}
 	if (json_fields_only(body, fields, what, e) || json_fields_string(body, "name", true, CHECKPOINT_NAME_MAX, &name, what, e) ||
-	    json_fields_bool(body, "compress", false, &out->compress, what, e))
+	    json_fields_bool(body, "compress", false, &out->compress, what, e) ||
+	    json_fields_bool(body, "incremental", true, &out->incremental, what, e))
 		return -1;
 	if (!checkpoint_name_valid(name)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: name '%.80s' is invalid (%s)", what, name, name_rule);
@@ -58,8 +59,8 @@ json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t crea
 	json_t *o;
 
 	format_time_ms(created_ms, at, sizeof(at));
-	o = json_pack("{s:s,s:s,s:s,s:b,s:b}", "name", name, "sandbox_id", sandbox_id, "created_at", at, "paused",
-		      paused, "compressed", compressed);
+	o = json_pack("{s:s,s:s,s:s,s:b,s:b,s:o}", "name", name, "sandbox_id", sandbox_id, "created_at", at, "paused",
+		      paused, "compressed", compressed, "base", r->base[0] ? json_string(r->base) : json_null());
 	if (o && add_sizes(o, r)) {
 		json_decref(o);
 		o = NULL;
@@ -87,9 +88,9 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 					    "size_bytes", NULL };
 	static const char *const fields[] = { "name",        "sandbox_id",  "created_at",  "paused",
 					      "compressed",  "memory_bytes", "memory_stored_bytes", "state_bytes",
-					      "disk_bytes",  "size_bytes",   "snapshot_ms", NULL };
+					      "disk_bytes",  "size_bytes",   "snapshot_ms", "base", NULL };
 	const char *name, *sid, *at;
-	json_t *ms;
+	json_t *ms, *base;
 
 	if (!json_is_object(o)) {
 		api_err_set(e, API_E_BAD_FIELD, "a checkpoint is not an object");
@@ -128,6 +129,14 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 	ms = json_object_get(o, "snapshot_ms");
 	if (!json_is_number(ms) || json_number_value(ms) < 0) {
 		api_err_set(e, API_E_BAD_FIELD, "checkpoint '%s': 'snapshot_ms' must be a non-negative number", name);
+		return -1;
+	}
+	/* Absent in records from before incremental checkpoints. */
+	base = json_object_get(o, "base");
+	if (base && !json_is_null(base) &&
+	    (!json_is_string(base) || !checkpoint_name_valid(json_string_value(base)) ||
+	     strcmp(json_string_value(base), name) == 0)) {
+		api_err_set(e, API_E_BAD_FIELD, "checkpoint '%s': 'base' must be another checkpoint's name or null", name);
 		return -1;
 	}
 	return 0;

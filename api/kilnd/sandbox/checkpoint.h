@@ -38,10 +38,11 @@
 /* 1..64 bytes of [A-Za-z0-9._-], first a letter or digit, not ending in ".tmp". */
 bool checkpoint_name_valid(const char *s);
 
-/* POST .../checkpoints: {"name": required, "compress": false}. */
+/* POST .../checkpoints: {"name": required, "compress": false, "incremental": true}. */
 struct checkpoint_req {
 	char name[CHECKPOINT_NAME_MAX + 1];
 	bool compress;
+	bool incremental; /* layer it on the sandbox's last checkpoint when kiln-vmm can */
 };
 int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct api_err *e);
 
@@ -50,7 +51,8 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
  * name, sandbox_id, created_at, paused (the sandbox's state when it was
  * taken), compressed, memory_bytes, memory_stored_bytes, state_bytes,
  * disk_bytes, size_bytes (what it takes on disk: stored memory + state +
- * disk copies), snapshot_ms (how long the guest was paused for it).
+ * disk copies), snapshot_ms (how long the guest was paused for it), base
+ * (the checkpoint its memory is layered on, from r->base, or null).
  */
 json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms, bool compressed,
 			  bool paused, const struct control_reply *r);

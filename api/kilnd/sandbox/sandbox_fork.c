@@ -47,6 +47,8 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 		return -1;
 	}
 	kilnd_lock(d);
+	/* Not while a deleted checkpoint is folded into the one we read. */
+	sandbox_wait_unmerging_locked(from);
 	/* A sandbox being deleted takes its checkpoints with it. */
 	found = from->rec.state != SANDBOX_DELETING && checkpoint_find(from->rec.checkpoints, name, NULL) != NULL;
 	/* Holds the checkpoint: neither it nor its sandbox is deleted while

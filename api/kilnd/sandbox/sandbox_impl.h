@@ -58,6 +58,14 @@ struct sandbox {
 	bool idle_pending;            /* reg.mu: an idle hibernation is under way */
 	int64_t active_mono;          /* reg.mu: the last request on it (mono ms) */
 	unsigned cp_readers;          /* reg.mu: restores reading one of its checkpoints */
+	/* reg.mu: a checkpoint delete is folding the checkpoint into those
+	 * layered on it; checkpoints are not taken, restored or forked
+	 * meanwhile (they wait on cv). */
+	bool cp_merging;
+	/* reg.mu: the checkpoint this boot's kiln-vmm tracks RAM against
+	 * (the last one it took, or the one it was restored from): the next
+	 * checkpoint is layered on it. "": none. */
+	char cp_base[CHECKPOINT_NAME_MAX + 1];
 };
 
 /* Where a boot starts (sandbox_boot): NULL, or a snapshot to resume. */
@@ -100,6 +108,9 @@ int sandbox_persist_locked(struct sandbox *sb);
 /* Remove a directory and everything beneath it (a sandbox's, a
  * checkpoint's), nothing outside it: nothing is followed. Missing: fine. */
 void sandbox_remove_dir(const char *dir);
+
+/* Wait (reg.mu held) until no checkpoint delete is folding checkpoints of sb. */
+void sandbox_wait_unmerging_locked(struct sandbox *sb);
 
 /* sandbox_reattach.c: at load, the sandbox registered (one reference):
  * supervise its VMM again if the record names one that still runs under

@@ -18,7 +18,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "vmm/snapshot/snapshot_layer.h"
 
 int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap)
 {
@@ -116,7 +119,8 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 			      struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	char dir[PATH_MAX], parent[PATH_MAX];
+	char dir[PATH_MAX], parent[PATH_MAX], base[CHECKPOINT_NAME_MAX + 1] = "";
+	struct control_cmd cmd = { .op = CTL_SNAPSHOT, .compress = req->compress };
 	struct control_reply rep;
 	enum sandbox_state to;
 	json_t *obj = NULL;
@@ -130,6 +134,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	}
 	kilnd_lock(d);
 	sandbox_wait_unbusy_locked(sb);
+	sandbox_wait_unmerging_locked(sb);
 	if (sandbox_transition(sb->rec.state, SANDBOX_EV_CHECKPOINT, &to, sb->rec.id, e) ||
 	    snapshots_allowed_locked(sb, "checkpoint", e)) {
 		kilnd_unlock(d);
@@ -148,15 +153,25 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		return -1;
 	}
 	paused = sb->rec.state == SANDBOX_PAUSED;
+	/* kiln-vmm layers it on that one only if RAM is still tracked against it. */
+	if (req->incremental && sb->cp_base[0] && checkpoint_find(sb->rec.checkpoints, sb->cp_base, NULL))
+		snprintf(base, sizeof(base), "%s", sb->cp_base);
 	sb->busy_op = "checkpoint";
 	kilnd_unlock(d);
+	cmd.dir = dir;
+	cmd.base = base[0] ? base : NULL;
 
 	/* Busy, so no delete removes the sandbox directory meanwhile. */
 	if (sandbox_checkpoint_dir(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id, parent, strerror(errno));
 		r = -1;
 	} else {
-		r = vmm_control_call(sb->control, CTL_SNAPSHOT, dir, req->compress, SNAPSHOT_TIMEOUT_MS, &rep, e);
+		r = vmm_control_run(sb->control, &cmd, SNAPSHOT_TIMEOUT_MS, &rep, e);
+	}
+	if (r == 0 && rep.base[0] && strcmp(rep.base, base)) {
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm layered checkpoint '%s' on '%s', not on '%s' as asked", req->name,
+			    rep.base, base);
+		r = -1;
 	}
 	if (r == 0) {
 		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused, &rep);
@@ -173,6 +188,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	}
 	if (r == 0) {
 		sb->active_mono = mono_ms();
+		snprintf(sb->cp_base, sizeof(sb->cp_base), "%s", req->name);
 		sandbox_persist_locked(sb);
 	}
 	pthread_cond_broadcast(&sb->cv);
@@ -191,8 +207,9 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	d->metrics.checkpoints++;
 	histogram_observe(&d->metrics.snapshot_seconds, rep.ms / 1000.0);
 	pthread_mutex_unlock(&d->metrics_mu);
-	kilnd_log("sandbox %s: checkpoint '%s' (%llu bytes, guest paused %.1f ms)", sb->rec.id, req->name,
-		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes), rep.ms);
+	kilnd_log("sandbox %s: checkpoint '%s' (%llu bytes%s%s%s, guest paused %.1f ms)", sb->rec.id, req->name,
+		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes),
+		  rep.base[0] ? ", layered on '" : "", rep.base, rep.base[0] ? "'" : "", rep.ms);
 	*cp = obj;
 	return 0;
 }
@@ -232,36 +249,129 @@ int sandbox_checkpoint_get(struct sandbox *sb, const char *name, json_t **cp, st
 	return 0;
 }
 
+void sandbox_wait_unmerging_locked(struct sandbox *sb)
+{
+	while (sb->cp_merging)
+		pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
+}
+
+/*
+ * Fold checkpoint `name` (in `dir`) into every checkpoint of `names`
+ * layered on it, so that they stay whole once it is gone
+ * (snap_layer_merge). The new bases go into `bases` (null: full). 0, or
+ * -1 with e: nothing is deleted then, and those folded so far are whole
+ * either way.
+ */
+static int fold_into_layers(struct sandbox *sb, const char *name, const char *dir, json_t *names, json_t *bases,
+			    struct api_err *e)
+{
+	char sub[PATH_MAX];
+	struct snap_merge_result res;
+	struct err me = { { 0 } };
+	size_t i;
+	json_t *v;
+	int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), cfd, r = 0;
+
+	if (pfd < 0)
+		return 0; /* nothing on disk to fold: the directory went already */
+	json_array_foreach (names, i, v) {
+		const char *child = json_string_value(v);
+
+		if (sandbox_checkpoint_dir(sb, child, sub, sizeof(sub)) ||
+		    (cfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			continue;
+		r = snap_layer_merge(pfd, cfd, &res, &me);
+		close(cfd);
+		if (r) {
+			api_err_set(e, API_E_INTERNAL,
+				    "sandbox %s: checkpoint '%s' is the base of '%s', which could not be made whole without it (%s); nothing was deleted",
+				    sb->rec.id, name, child, me.msg);
+			break;
+		}
+		if (res.merged) {
+			json_object_set_new(bases, child, res.full ? json_null() : json_string(res.parent));
+			kilnd_log("sandbox %s: checkpoint '%s' folded into '%s' (now %s%s%s)", sb->rec.id, name, child,
+				  res.full ? "full" : "layered on '", res.full ? "" : res.parent, res.full ? "" : "'");
+		}
+	}
+	close(pfd);
+	return r ? -1 : 0;
+}
+
 int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	char dir[PATH_MAX];
+	json_t *names = json_array(), *bases = json_object(), *c, *v;
+	const char *child;
 	size_t i;
+	int r;
 
-	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir))) {
-		no_checkpoint(sb, name, e);
+	if (!names || !bases) {
+		json_decref(names);
+		json_decref(bases);
+		api_err_set(e, API_E_INTERNAL, "checkpoint delete: out of memory");
 		return -1;
 	}
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir))) {
+		no_checkpoint(sb, name, e);
+		r = -1;
+		goto out;
+	}
 	kilnd_lock(d);
+	sandbox_wait_unmerging_locked(sb);
 	if (!checkpoint_find(sb->rec.checkpoints, name, &i)) {
 		kilnd_unlock(d);
 		no_checkpoint(sb, name, e);
-		return -1;
+		r = -1;
+		goto out;
 	}
 	if (sb->cp_readers) {
 		kilnd_unlock(d);
 		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading its checkpoints; retry in a moment",
 			    sb->rec.id);
-		return -1;
+		r = -1;
+		goto out;
 	}
-	json_array_remove(sb->rec.checkpoints, i);
-	sandbox_persist_locked(sb);
+	/* Every other checkpoint may be layered on it: the files say. */
+	json_array_foreach (sb->rec.checkpoints, i, c) {
+		const char *n = json_string_value(json_object_get(c, "name"));
+
+		if (n && strcmp(n, name))
+			json_array_append_new(names, json_string(n));
+	}
+	sb->cp_merging = true;
 	kilnd_unlock(d);
-	/* Sandboxes restored from it keep running: their memory maps the
-	 * files, which stay until the last mapping goes. */
-	sandbox_remove_dir(dir);
-	kilnd_log("sandbox %s: checkpoint '%s' deleted", sb->rec.id, name);
-	return 0;
+
+	r = fold_into_layers(sb, name, dir, names, bases, e);
+
+	kilnd_lock(d);
+	sb->cp_merging = false;
+	if (r == 0 && checkpoint_find(sb->rec.checkpoints, name, &i)) {
+		json_array_remove(sb->rec.checkpoints, i);
+		json_object_foreach (bases, child, v) {
+			json_t *cp = checkpoint_find(sb->rec.checkpoints, child, NULL);
+
+			if (cp)
+				json_object_set(cp, "base", v);
+		}
+		/* kiln-vmm tracks RAM against a snapshot that is going. */
+		if (strcmp(sb->cp_base, name) == 0)
+			sb->cp_base[0] = 0;
+		sandbox_persist_locked(sb);
+	}
+	pthread_cond_broadcast(&sb->cv);
+	kilnd_unlock(d);
+	if (r == 0) {
+		/* Sandboxes restored from it keep running: their memory maps the
+		 * files, which stay until the last mapping goes. */
+		sandbox_remove_dir(dir);
+		kilnd_log("sandbox %s: checkpoint '%s' deleted", sb->rec.id, name);
+	}
+out:
+	json_decref(names);
+	json_decref(bases);
+	return r;
 }
 
 int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view, struct api_err *e)
@@ -279,6 +389,7 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	snprintf(ref, sizeof(ref), "%s/%s", sb->rec.id, name);
 	if (sandbox_lock_unbusy(sb, e))
 		return -1;
+	sandbox_wait_unmerging_locked(sb);
 	if (!checkpoint_find(sb->rec.checkpoints, name, NULL)) {
 		kilnd_unlock(d);
 		no_checkpoint(sb, name, e);
@@ -303,6 +414,9 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	r = sandbox_boot(sb, &src, e);
 	kilnd_lock(d);
 	sb->cp_readers--;
+	/* Its kiln-vmm tracks RAM against that checkpoint now. */
+	if (r == 0 && sb->proc)
+		snprintf(sb->cp_base, sizeof(sb->cp_base), "%s", name);
 	pthread_cond_broadcast(&sb->cv);
 	kilnd_unlock(d);
 	if (r)

@@ -262,6 +262,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	snprintf(sb->rec.cgroup, sizeof(sb->rec.cgroup), "%s", cg);
 	sb->vmm_exited = false;
 	sb->restoring = restore_dir != NULL;
+	sb->cp_base[0] = 0; /* a new kiln-vmm; a restore in place names its checkpoint once it runs */
 	sb->rec.boots++;
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
