@@ -64,8 +64,9 @@ struct virtio_dev_ops {
 	 * Snapshots: the device-specific state as plain bytes (no pointers),
 	 * versioned by the device. save() returns the bytes written or -ENOSPC;
 	 * restore() returns 0 or -EINVAL for bytes it does not recognise.
-	 * Queue and transport state are saved by the transport. May be NULL
-	 * for a device with no state of its own.
+	 * Queue and transport state are saved by the transport, after save()
+	 * (which may hand chains it holds back to a queue: virtq_unpop). May
+	 * be NULL for a device with no state of its own.
 	 */
 	long (*save)(struct virtio_dev *d, void *buf, size_t len);
 	int (*restore)(struct virtio_dev *d, const void *buf, size_t len);

@@ -211,6 +211,11 @@ void virtq_set_avail_event(struct virtq *q)
 	}
 }
 
+void virtq_unpop(struct virtq *q, uint16_t n)
+{
+	q->last_avail = (uint16_t)(q->last_avail - n);
+}
+
 void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c)
 {
 	if (!q->mem)

@@ -62,6 +62,14 @@ struct virtq_chain {
  */
 void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c);
 
+/*
+ * Give back the `n` chains popped last and not pushed: the next pops
+ * return them again (their avail ring entries are still the guest's, and
+ * the guest changes none until they are used). For a device that holds
+ * chains across a snapshot.
+ */
+void virtq_unpop(struct virtq *q, uint16_t n);
+
 /* Bytes the rings of a queue of `size` occupy (for validation). */
 uint64_t virtq_desc_bytes(uint16_t size);
 uint64_t virtq_avail_bytes(uint16_t size);

@@ -25,6 +25,7 @@
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_mem.h"
 #include "fuzz.h"
+#include "snap_seal.h"
 
 #define MEM (64u << 10)
 
@@ -76,15 +77,8 @@ static void parse_raw(const uint8_t *p, size_t n, uint8_t mode)
 	if (!b)
 		return;
 	memcpy(b, p, in_len);
-	if ((mode & 0x80) && n >= SNAP_HEADER_SIZE + SNAP_TRAILER_SIZE) {
-		uint64_t total = n;
-		uint32_t crc, end = SNAP_END_MAGIC;
-
-		memcpy(b + 16, &total, 8);
-		crc = snap_crc32(b, n - SNAP_TRAILER_SIZE);
-		memcpy(b + n - 8, &crc, 4);
-		memcpy(b + n - 4, &end, 4);
-	}
+	if (mode & 0x80)
+		snap_seal(b, n);
 	memset(&v, 0, sizeof(v));
 	r = snap_parse(b, n, (mode & 0x40) ? &WHO : NULL, &v, &e);
 	if (r == 0) {

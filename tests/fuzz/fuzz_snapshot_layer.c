@@ -34,6 +34,7 @@
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_layer.h"
 #include "fuzz.h"
+#include "snap_seal.h"
 
 #define PG SNAP_PAGE
 #define MAX_PAGES 130
@@ -259,15 +260,7 @@ static void ids(struct fuzz_in *in)
 	b = calloc(1, n ? n : 1);
 	FUZZ_ASSERT(b);
 	memcpy(b, p, in->p - p);
-	if (n >= SNAP_HEADER_SIZE + SNAP_TRAILER_SIZE) {
-		uint64_t total = n;
-		uint32_t crc, end = SNAP_END_MAGIC;
-
-		memcpy(b + 16, &total, 8);
-		crc = snap_crc32(b, n - SNAP_TRAILER_SIZE);
-		memcpy(b + n - 8, &crc, 4);
-		memcpy(b + n - 4, &end, 4);
-	}
+	snap_seal(b, n);
 	memset(&v, 0, sizeof(v));
 	if (snap_parse(b, n, NULL, &v, &e) == 0) {
 		memset(got_id, 0x5a, sizeof(got_id));

@@ -306,13 +306,14 @@ static void save_restore(struct virtio_mmio *m, struct virtio_dev *d, uint8_t wh
 	long n = 0;
 	int r;
 
-	virtio_mmio_save(m, &st);
+	/* In vm_snapshot's order: the device may hand held chains back first. */
 	if (d->ops->save) {
 		pthread_mutex_lock(&d->lock);
 		n = d->ops->save(d, dev_state, sizeof(dev_state));
 		pthread_mutex_unlock(&d->lock);
 		FUZZ_ASSERT(n >= 0 && (size_t)n <= sizeof(dev_state));
 	}
+	virtio_mmio_save(m, &st);
 	if (v & 0x100)
 		((uint8_t *)&st)[(v >> 9) % sizeof(st)] ^= (uint8_t)(where | 1);
 	else if (n > 0)

@@ -1079,11 +1079,12 @@ test_kilnd_checkpoint_restore_in_place_discards_later_changes() {
 
 # Incremental checkpoints (docs/api.md, "Checkpoints"): the second and
 # later checkpoints store only the pages written since the one before,
-# layered on it; each restores whole (newest, oldest), and deleting one in
-# the middle, then the oldest, folds it into those layered on it.
+# layered on it; each restores whole (newest, oldest) and a layer forks,
+# and deleting one in the middle, then the oldest, folds it into those
+# layered on it.
 test_kilnd_incremental_checkpoints_restore_and_delete() {
   kd_start || return 1
-  local why='' cps=$kd/state/sandboxes stored1
+  local why='' cps=$kd/state/sandboxes stored1 fork
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   cps=$cps/$sid/vm/checkpoints
   kd_sh "$sid" 'echo one >/tmp/a && sync'
@@ -1106,6 +1107,13 @@ test_kilnd_incremental_checkpoints_restore_and_delete() {
   kd_check '[ $status = 200 ]' "restore the newest ($(jget 'd.get("error")'))"
   kd_sh "$sid" 'cat /tmp/a /tmp/b'
   kd_check '[ "$(kd_outw)" = "three bee" ]' "its RAM is the newest's ($(kd_outw))"
+  # A fork of a layer reads the chain from the source sandbox's checkpoints.
+  api POST /v1/sandboxes -d "{\"from_checkpoint\":\"$sid/cp3\"}"
+  kd_check '[ $status = 201 ]' "fork the newest ($(jget 'd.get("error")'))"
+  fork=$(jget 'd["id"]')
+  kd_sh "$fork" 'cat /tmp/a /tmp/b'
+  kd_check '[ "$(kd_outw)" = "three bee" ]' "the fork's RAM is the newest's ($(kd_outw))"
+  api DELETE "/v1/sandboxes/$fork"
   api POST "/v1/sandboxes/$sid/checkpoints/cp1/restore"
   kd_check '[ $status = 200 ]' "restore the oldest"
   kd_sh "$sid" 'cat /tmp/a; test -e /tmp/b && echo b-is-there || echo b-is-gone'

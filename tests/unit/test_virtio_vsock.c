@@ -514,6 +514,95 @@ static void test_credit_limits_host_data(void **state)
 	close(fd);
 }
 
+/* Connect host → guest port `port` with `credit`, the REQUEST and "OK" done; the host fd, *lport. */
+static int connected(struct fx *f, uint32_t port, uint32_t credit, uint32_t *lport)
+{
+	int fd = host_connect(f->path);
+	char cmd[32], line[64];
+	struct vsock_hdr h;
+	uint32_t len;
+
+	snprintf(cmd, sizeof(cmd), "CONNECT %u\n", port);
+	send_all(fd, cmd);
+	h = rx_hdr(f, &len, NULL);
+	assert_int_equal(h.op, VSOCK_OP_REQUEST);
+	*lport = h.src_port;
+	guest_send(f, VSOCK_OP_RESPONSE, port, *lport, NULL, 0, credit, 0);
+	recv_n(fd, line, strlen("OK \n") + (size_t)snprintf(line, sizeof(line), "%u", *lport));
+	return fd;
+}
+
+/*
+ * Bulk host data is spread over several rx buffers from one read (up to
+ * RX_BATCH): in order, each buffer full but the last, none over the
+ * credit.
+ */
+static void test_rx_batches_host_data(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t data[20000], got[sizeof(data)];
+	size_t have = 0, packets = 0;
+	uint32_t lport, len;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 251);
+	post_rx(f, 12);
+	fd = connected(f, 9, 65536, &lport);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	while (have < sizeof(data)) {
+		const uint8_t *pl;
+		struct vsock_hdr h = rx_hdr(f, &len, &pl);
+
+		assert_int_equal(h.op, VSOCK_OP_RW);
+		assert_true(h.len > 0 && h.len <= RXBUF - VSOCK_HDR_SIZE);
+		assert_true(have + h.len <= sizeof(data));
+		memcpy(got + have, pl, h.len);
+		have += h.len;
+		packets++;
+	}
+	assert_memory_equal(got, data, sizeof(data));
+	assert_true(packets >= (sizeof(data) + RXBUF - VSOCK_HDR_SIZE - 1) / (RXBUF - VSOCK_HDR_SIZE));
+	assert_true(quiet(f, 0, 50));
+	assert_false(f->d->broken);
+	close(fd);
+}
+
+/*
+ * rx chains the device holds for host data yet to come go back to the
+ * avail ring when the device is saved, so a snapshot does not take them
+ * from the guest; the device takes them again and goes on.
+ */
+static void test_save_gives_back_held_rx_chains(void **state)
+{
+	struct fx *f = *state;
+	struct virtq *rx = &f->d->vq[0];
+	uint8_t st[64];
+	const uint8_t *pl;
+	struct vsock_hdr h;
+	uint32_t lport, len;
+	int fd;
+
+	post_rx(f, 10);
+	fd = connected(f, 11, 65536, &lport);
+	send_all(fd, "abc");
+	h = rx_hdr(f, &len, &pl);
+	assert_int_equal(h.len, 3);
+	assert_memory_equal(pl, "abc", 3);
+	pthread_mutex_lock(&f->d->lock);
+	/* The credit reached past one buffer: the rest were taken and wait. */
+	assert_true((uint16_t)(rx->last_avail - rx->used_idx) > 0);
+	assert_true(f->d->ops->save(f->d, st, sizeof(st)) > 0);
+	assert_int_equal(rx->last_avail, rx->used_idx);
+	pthread_mutex_unlock(&f->d->lock);
+	send_all(fd, "defg");
+	h = rx_hdr(f, &len, &pl);
+	assert_int_equal(h.len, 4);
+	assert_memory_equal(pl, "defg", 4);
+	assert_false(f->d->broken);
+	close(fd);
+}
+
 /* A descriptor chain that loops: the device is marked broken, the VMM
  * (this process) goes on, host clients are let go. */
 static void test_looping_tx_chain(void **state)
@@ -657,6 +746,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guest_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_guest_overrun_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_limits_host_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_batches_host_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_save_gives_back_held_rx_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_looping_tx_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_and_lying_tx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),

@@ -835,6 +835,33 @@ static void test_chain_write(void **state)
 	assert_memory_equal(at(f, BUF), zero, 8); /* readable buffer untouched */
 }
 
+/* Chains given back with virtq_unpop come out of the next pops again, in order. */
+static void test_unpop(void **state)
+{
+	struct fx *f = ready(state);
+
+	desc(f, 0, BUF, 64, VIRTQ_DESC_F_WRITE, 0);
+	desc(f, 1, BUF + 64, 64, VIRTQ_DESC_F_WRITE, 0);
+	avail_add(f, 0);
+	avail_add(f, 1);
+	assert_int_equal(pop(f), 1);
+	assert_int_equal(f->c.head, 0);
+	assert_int_equal(pop(f), 1);
+	assert_int_equal(f->c.head, 1);
+	assert_int_equal(pop(f), 0);
+	virtq_unpop(&f->q, 2);
+	assert_int_equal(f->q.last_avail, 0);
+	assert_int_equal(pop(f), 1);
+	assert_int_equal(f->c.head, 0);
+	assert_int_equal(pop(f), 1);
+	assert_int_equal(f->c.head, 1);
+	assert_int_equal(pop(f), 0);
+	/* Across the 16-bit wrap of the index too. */
+	f->q.last_avail = 0;
+	virtq_unpop(&f->q, 1);
+	assert_int_equal(f->q.last_avail, 0xffff);
+}
+
 /* The marks guest_mem holds, taken (which clears them). */
 static uint64_t *take_marks(struct fx *f)
 {
@@ -896,6 +923,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		T(test_enable_valid),
 		T(test_marks_writable_buffers_and_used_ring),
+		T(test_unpop),
 		T(test_enable_bad_size),
 		T(test_enable_misaligned),
 		T(test_enable_outside_ram),

@@ -165,7 +165,7 @@ static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 		long n = 0;
 
 		memset(&ms, 0, sizeof(ms));
-		virtio_mmio_save(&vm->virtio[i], &ms);
+		/* The device first: it may hand held chains back to its queues (vsock). */
 		if (d->ops->save && (n = d->ops->save(d, buf, DEVICE_STATE_MAX)) < 0) {
 			r = n == -EBUSY ? err_set(e, EBUSY, "snapshot: %s cannot be saved while the guest uses it (a mounted share holds host files open)",
 						    d->ops->name)
@@ -173,6 +173,7 @@ static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 						    strerror((int)-n));
 			break;
 		}
+		virtio_mmio_save(&vm->virtio[i], &ms);
 		snap_begin(w, SNAP_SEC_DEVICE, (uint32_t)i, d->ops->name, e);
 		snap_put_u32(w, d->ops->device_id, e);
 		snap_put_u32(w, (uint32_t)sizeof(ms), e);

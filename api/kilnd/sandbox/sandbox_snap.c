@@ -347,19 +347,20 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 
 	kilnd_lock(d);
 	sb->cp_merging = false;
+	/* Those folded say so, even when a later one failed and it stays. */
+	json_object_foreach (bases, child, v) {
+		json_t *cp = checkpoint_find(sb->rec.checkpoints, child, NULL);
+
+		if (cp)
+			json_object_set(cp, "base", v);
+	}
 	if (r == 0 && checkpoint_find(sb->rec.checkpoints, name, &i)) {
 		json_array_remove(sb->rec.checkpoints, i);
-		json_object_foreach (bases, child, v) {
-			json_t *cp = checkpoint_find(sb->rec.checkpoints, child, NULL);
-
-			if (cp)
-				json_object_set(cp, "base", v);
-		}
 		/* kiln-vmm tracks RAM against a snapshot that is going. */
 		if (strcmp(sb->cp_base, name) == 0)
 			sb->cp_base[0] = 0;
-		sandbox_persist_locked(sb);
 	}
+	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
 	kilnd_unlock(d);
 	if (r == 0) {
