@@ -73,12 +73,11 @@ static int add_buf(struct virtq_chain *c, const struct guest_mem *mem, const str
 	b.host = guest_mem_ptr(mem, d->addr, d->len);
 	if (!b.host)
 		return -EINVAL; /* buffer outside guest RAM */
-	b.gpa = d->addr;
 	b.len = d->len;
 	if (d->flags & VIRTQ_DESC_F_WRITE) {
 		if (c->nin == VIRTQ_MAX_CHAIN)
 			return -EINVAL;
-		guest_mem_mark(mem, b.gpa, b.len);
+		guest_mem_mark(mem, b.host, b.len);
 		c->in[c->nin++] = b;
 		c->in_len += b.len;
 		*seen_write = 1;
@@ -164,7 +163,7 @@ int virtq_push(struct virtq *q, uint16_t head, uint32_t written)
 	elem = used + USED_RING + (size_t)USED_ELEM * (q->used_idx % q->size);
 	memcpy(elem, &id, 4);
 	memcpy(elem + 4, &written, 4);
-	guest_mem_mark(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+	guest_mem_mark(q->mem, used, virtq_used_bytes(q->size));
 	q->used_idx++;
 	st16(used + 2, q->used_idx); /* release: the element is visible first */
 	return 0;
@@ -207,7 +206,7 @@ void virtq_set_avail_event(struct virtq *q)
 	used = guest_mem_ptr(q->mem, q->used_gpa, virtq_used_bytes(q->size));
 	if (used) {
 		st16(used + USED_RING + (size_t)USED_ELEM * q->size, q->last_avail);
-		guest_mem_mark(q->mem, q->used_gpa, virtq_used_bytes(q->size));
+		guest_mem_mark(q->mem, used, virtq_used_bytes(q->size));
 	}
 }
 
@@ -221,7 +220,7 @@ void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c)
 	if (!q->mem)
 		return;
 	for (int i = 0; i < c->nin; i++)
-		guest_mem_mark(q->mem, c->in[i].gpa, c->in[i].len);
+		guest_mem_mark(q->mem, c->in[i].host, c->in[i].len);
 }
 
 int virtq_pop_or_arm(struct virtq *q, struct virtq_chain *c)

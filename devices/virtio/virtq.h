@@ -41,7 +41,6 @@ struct virtq {
 
 struct virtq_buf {
 	uint8_t *host; /* validated host pointer to the whole buffer */
-	uint64_t gpa;  /* where the guest put it */
 	uint32_t len;
 };
 

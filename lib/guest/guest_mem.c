@@ -156,18 +156,18 @@ void guest_mem_untrack(struct guest_mem *gm)
 	gm->dirty = NULL;
 }
 
-void guest_mem_mark(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
+void guest_mem_mark(const struct guest_mem *gm, const void *p, uint64_t len)
 {
-	uint8_t *p;
-	uint64_t first, last;
+	uintptr_t at = (uintptr_t)p, host = (uintptr_t)gm->host;
+	uint64_t off, first, last;
 
-	if (!gm->dirty || !(p = guest_mem_ptr(gm, gpa, len)))
-		return;
 	if (len == 0)
 		len = 1;
 	/* The RAM offset: the high region follows the low one in the mapping. */
-	first = (uint64_t)(p - gm->host) / MARK_PAGE;
-	last = ((uint64_t)(p - gm->host) + len - 1) / MARK_PAGE;
+	if (!gm->dirty || !p || at < host || (off = at - host) >= gm->size || len > gm->size - off)
+		return;
+	first = off / MARK_PAGE;
+	last = (off + len - 1) / MARK_PAGE;
 	for (uint64_t pg = first; pg <= last; pg++)
 		__atomic_fetch_or(&gm->dirty[pg / 64], 1ull << (pg % 64), __ATOMIC_RELAXED);
 }

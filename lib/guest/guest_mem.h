@@ -76,11 +76,13 @@ int guest_mem_track(struct guest_mem *gm);
 void guest_mem_untrack(struct guest_mem *gm);
 
 /*
- * Record that the VMM writes guest-physical [gpa, gpa + len): every page
- * it touches is marked. Nothing when not tracking or out of bounds (the
- * write itself is refused then). Any thread.
+ * Record that the VMM writes [p, p + len), a range guest_mem_ptr()
+ * returned (callers mark what they already validated, so no guest
+ * address is checked twice): every page it touches is marked. Nothing
+ * when not tracking, for NULL, or for a range outside the mapping. Any
+ * thread.
  */
-void guest_mem_mark(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
+void guest_mem_mark(const struct guest_mem *gm, const void *p, uint64_t len);
 
 /*
  * Take the marks: OR them into `out` (RAM offset bitmap, gm->size / 4096

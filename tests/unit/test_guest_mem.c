@@ -246,16 +246,17 @@ static void test_marks(void **state)
 	struct guest_mem *gm = *state;
 	uint64_t bits[SMALL / 4096 / 64];
 
-	guest_mem_mark(gm, 0, 1); /* not tracking: nothing to mark */
+	guest_mem_mark(gm, gm->host, 1); /* not tracking: nothing to mark */
 	assert_null(gm->dirty);
 	assert_int_equal(guest_mem_track(gm), 0);
 	assert_int_equal(guest_mem_track(gm), 0); /* idempotent */
-	guest_mem_mark(gm, 4095, 2);               /* straddles pages 0 and 1 */
-	guest_mem_mark(gm, 5 * 4096, 4096);        /* exactly page 5 */
-	guest_mem_mark(gm, SMALL - 1, 1);          /* the last page */
-	guest_mem_mark(gm, SMALL, 1);              /* outside RAM: refused, not marked */
-	guest_mem_mark(gm, UINT64_MAX - 1, 4);     /* wraps: refused */
-	guest_mem_mark(gm, 9 * 4096, 0);           /* len 0 is a byte */
+	guest_mem_mark(gm, guest_mem_ptr(gm, 4095, 2), 2);           /* straddles pages 0 and 1 */
+	guest_mem_mark(gm, guest_mem_ptr(gm, 5 * 4096, 4096), 4096); /* exactly page 5 */
+	guest_mem_mark(gm, guest_mem_ptr(gm, SMALL - 1, 1), 1);      /* the last page */
+	guest_mem_mark(gm, guest_mem_ptr(gm, SMALL, 1), 1);          /* outside RAM: NULL, not marked */
+	guest_mem_mark(gm, gm->host + SMALL - 1, 2);                 /* runs past the mapping: not marked */
+	guest_mem_mark(gm, gm->host - 1, 1);                         /* before it: not marked */
+	guest_mem_mark(gm, guest_mem_ptr(gm, 9 * 4096, 0), 0);       /* len 0 is a byte */
 	memset(bits, 0, sizeof(bits));
 	guest_mem_take_marks(gm, bits);
 	for (uint64_t p = 0; p < SMALL / 4096; p++)
@@ -280,8 +281,8 @@ static void test_marks_high_region(void **state)
 	assert_int_equal(guest_mem_track(&gm), 0);
 	bits = calloc((gm.size / 4096 + 63) / 64, sizeof(*bits));
 	assert_non_null(bits);
-	guest_mem_mark(&gm, GUEST_MEM_HIGH_START + 4096, 4097);
-	guest_mem_mark(&gm, GUEST_MEM_MMIO_HOLE_START, 1); /* the hole: not RAM */
+	guest_mem_mark(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + 4096, 4097), 4097);
+	guest_mem_mark(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START, 1), 1); /* the hole: NULL */
 	guest_mem_take_marks(&gm, bits);
 	assert_int_equal(marked(bits, low_pages), 0);
 	assert_int_equal(marked(bits, low_pages + 1), 1);

@@ -467,6 +467,8 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id
 		goto out;
 	info->memory_bytes = vm->mem.size;
 	info->memory_stored_bytes = ms.stored;
+	if (layer)
+		info->dirty_pages = ms.pages; /* every marked page, zero ones included */
 	r = save_disks(vm, dfd, &info->disk_bytes, e);
 out:
 	snap_writer_free(&w);
@@ -504,11 +506,8 @@ static int snapshot_paused(struct vm *vm, int parent, const char *name, int comp
 	} else {
 		r = snap_dir_commit(parent, name, dfd, e);
 	}
-	if (r == 0 && layered) {
+	if (r == 0 && layered)
 		snprintf(info->base, sizeof(info->base), "%s", l.parent);
-		for (size_t i = 0; i < snap_layer_words(vm->mem.size); i++)
-			info->dirty_pages += (uint64_t)__builtin_popcountll(l.bits[i]);
-	}
 	snap_layer_free(&l);
 	if (r)
 		vm->base_valid = 0; /* the log was spent on a snapshot that does not exist */
