@@ -65,6 +65,30 @@ int cli_format_health(FILE *out, const json_t *h)
 	fputs("  kilnd ", out);
 	text_clean_term_fput(out, version);
 	fprintf(out, "  up %llds  %lld sandbox%s\n", (long long)up, (long long)count, count == 1 ? "" : "es");
+	/* Warm pools (kilnd --pool), one line each; a kilnd without them says nothing. */
+	const json_t *pools = json_object_get(h, "pools"), *p;
+	size_t i;
+
+	json_array_foreach(pools, i, p)
+	{
+		const char *image = json_string_value(json_object_get(p, "image"));
+		const char *err = json_string_value(json_object_get(p, "last_error"));
+		json_int_t ready = json_integer_value(json_object_get(p, "ready"));
+		json_int_t size = json_integer_value(json_object_get(p, "size"));
+
+		if (!image)
+			continue;
+		fputs("pool ", out);
+		text_clean_term_fput(out, image);
+		fprintf(out, ": %lld/%lld ready, %lld served, %lld missed", (long long)ready, (long long)size,
+			(long long)json_integer_value(json_object_get(p, "hits")),
+			(long long)json_integer_value(json_object_get(p, "misses")));
+		if (err) {
+			fputs("; filling failed: ", out);
+			text_clean_term_fput(out, err);
+		}
+		fputc('\n', out);
+	}
 	return 0;
 }
 

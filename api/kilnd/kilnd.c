@@ -72,6 +72,10 @@ static const char usage[] =
 	"  --idle-timeout SEC    hibernate a running sandbox after this long without a\n"
 	"                        request (its idle_timeout_s default; 0: never; 300)\n"
 	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
+	"  --pool IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt]\n"
+	"                        keep N sandboxes of IMAGE restored and paused, so a\n"
+	"                        create that fits takes one instead of booting\n"
+	"                        (repeatable, one per image; docs/api.md, Warm pools)\n"
 	"  --dns-resolver ADDR   the IPv4 nameserver that passt sandboxes' DNS goes to\n"
 	"                        (root only; default: the first of /etc/resolv.conf)\n"
 	"  --jail-ids FIRST:COUNT  uids (= gids) for sandboxes' kiln-vmm processes,\n"
@@ -257,7 +261,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE };
+	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -282,6 +286,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
 		{ "keeper-grace", required_argument, 0, OPT_KEEPER_GRACE },
 		{ "upgrade", no_argument, 0, OPT_UPGRADE },
+		{ "pool", required_argument, 0, OPT_POOL },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -414,6 +419,20 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 						 SPEC_TIMEOUT_MAX_S);
 			cfg->limits.idle_timeout_default_s = (uint32_t)n;
 			break;
+		case OPT_POOL: {
+			char why[256];
+
+			if (cfg->npools == KILND_MAX_POOLS)
+				return bad_usage("--pool: at most %d pools", KILND_MAX_POOLS);
+			if (pool_cfg_parse(optarg, &cfg->pools[cfg->npools], why, sizeof(why)))
+				return bad_usage("--pool '%s': %s", optarg, why);
+			for (size_t i = 0; i < cfg->npools; i++)
+				if (strcmp(cfg->pools[i].image, cfg->pools[cfg->npools].image) == 0)
+					return bad_usage("--pool: image '%s' given twice (one pool per image)",
+							 cfg->pools[i].image);
+			cfg->npools++;
+			break;
+		}
 		case OPT_MAX_CHECKPOINTS:
 			if (num_parse_u64(optarg, 10, 0, CHECKPOINTS_LIMIT_MAX, &n))
 				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
@@ -598,6 +617,8 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd)
 		return -1;
 	}
 	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
+	/* The new kilnd removes the pools' sandboxes and fills its own. */
+	sandbox_pools_stop(d, false);
 	http_quiesce(mhd);
 	if (!http_drain(mhd, (int)d->cfg.client_timeout_s * 1000))
 		kilnd_log("requests still in flight after %u s (--client-timeout) are cut; their clients retry",
@@ -637,8 +658,13 @@ static int run(struct kilnd *d)
 	metrics_init(&d->metrics);
 	if (sandboxes_init(d, err, sizeof(err)))
 		return setup_error("%s", err);
+	if (sandbox_pools_init(d, err, sizeof(err))) {
+		sandboxes_free(d);
+		return setup_error("%s", err);
+	}
 	fd = d->cfg.listen_fd;
 	if (fd < 0 && listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, err, sizeof(err))) {
+		sandbox_pools_free(d);
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
@@ -646,11 +672,13 @@ static int run(struct kilnd *d)
 	if (!mhd) {
 		unlink(d->cfg.socket_path);
 		close(fd);
+		sandbox_pools_free(d);
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
 	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path, d->cfg.state_dir,
 		  d->cfg.kernel, d->cfg.vmm);
+	sandbox_pools_start(d);
 
 	for (;;) {
 		struct timespec tick = { .tv_sec = 1 };
@@ -670,9 +698,11 @@ static int run(struct kilnd *d)
 	atomic_store(&d->shutting_down, true);
 	/* No new connections; requests in flight see shutting_down, and the
 	 * ones waiting on a guest end when its VM stops. */
+	sandbox_pools_stop(d, true);
 	http_quiesce(mhd);
 	unlink(d->cfg.socket_path);
 	sandboxes_shutdown(d);
+	sandbox_pools_free(d);
 	http_stop(mhd);
 	close(fd);
 	kilnd_log("stopped");

@@ -4,12 +4,14 @@
  * (endpoints/exec/exec_spec.c), processes, shell, signal and resize
  * (endpoints/procs/proc_spec.c), files mkdir/remove/rename and ports
  * (sandbox/files_spec.c), firewall rules (core/firewall_spec.c),
- * checkpoints and forks (sandbox/checkpoint.c), and the field helpers
- * they share (core/json_fields.c).
+ * checkpoints and forks (sandbox/checkpoint.c), the field helpers
+ * they share (core/json_fields.c), and warm pools (core/pool_spec.c: the
+ * --pool argument, and which creates a pool serves).
  *
  * Input: parser (1 byte), then the body as the HTTP server decodes it
  * (json_loadb with JSON_REJECT_DUPLICATES; text jansson refuses is
- * jansson's business and skipped).
+ * jansson's business and skipped); for parser 18 the bytes are a --pool
+ * argument instead.
  * Invariants: a refusal is a client error code (bad_json..too_large) with
  * a message. An accepted sandbox spec renders to JSON that parses again
  * to the same JSON; its names hold none of the characters docs/api.md
@@ -18,10 +20,14 @@
  * in kiln-vmm's options, image and checkpoint names are file names);
  * numbers are within the limits given. An accepted exec has argv[argc] ==
  * NULL, 1..AGENT_ARGV_MAX arguments and an output cap within its bound;
- * canonical firewall rules canonicalise to themselves.
+ * canonical firewall rules canonicalise to themselves. A create that a
+ * pool serves has every VM-shaping field of the pool's spec; an accepted
+ * --pool argument has a valid image name, a size within bounds and a
+ * create body the spec parser takes.
  */
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/core/json_fields.h"
+#include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
 #include "api/kilnd/endpoints/exec/exec_spec.h"
 #include "api/kilnd/endpoints/procs/proc_spec.h"
@@ -130,16 +136,74 @@ static void merge(struct exec_spec *x)
 	json_decref(base);
 }
 
+/* A pool made from cfg serves the create s only when it shapes the same VM. */
+static void check_pool_fit(const struct sandbox_spec *s, const struct pool_cfg *cfg)
+{
+	json_t *pb = pool_cfg_body(cfg);
+	struct sandbox_spec pool = { 0 };
+	struct api_err e = { 0 };
+	const char *why = NULL;
+
+	if (pb && sandbox_spec_parse(pb, &lim, &pool, &e) == 0) {
+		if (pool_spec_fits(&pool, s, &why)) {
+			FUZZ_ASSERT(!why && !strcmp(pool.image, s->image) && pool.cpus == s->cpus);
+			FUZZ_ASSERT(pool.memory_mib == s->memory_mib && pool.network == s->network);
+			FUZZ_ASSERT(!s->nshares && s->console == pool.console && !s->firewall);
+		} else {
+			FUZZ_ASSERT(why && why[0]);
+		}
+	}
+	sandbox_spec_free(&pool);
+	json_decref(pb);
+}
+
 static int fuzz_sandbox(const json_t *body, struct api_err *e)
 {
+	static const struct pool_cfg pools[] = {
+		{ .image = "m", .size = 1 },
+		{ .image = "minimal", .size = 4, .cpus = 2, .memory_mib = 256, .network = SANDBOX_NET_PASST },
+	};
 	struct sandbox_spec s = { 0 };
 
 	if (sandbox_spec_parse(body, &lim, &s, e))
 		return -1;
 	check_sandbox(&s, &lim);
 	check_sandbox_roundtrip(&s);
+	for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++)
+		check_pool_fit(&s, &pools[i]);
 	sandbox_spec_free(&s);
 	return 0;
+}
+
+/* A --pool argument (the input's bytes up to a NUL). */
+static void fuzz_pool_arg(const uint8_t *data, size_t size)
+{
+	char arg[POOL_ARG_MAX + 8], err[256];
+	size_t n = size < sizeof(arg) - 1 ? size : sizeof(arg) - 1;
+	struct sandbox_spec s = { 0 };
+	struct pool_cfg c;
+	struct api_err e = { 0 };
+	json_t *b;
+
+	memcpy(arg, data, n);
+	arg[n] = '\0';
+	err[0] = '\0';
+	if (pool_cfg_parse(arg, &c, err, sizeof(err))) {
+		FUZZ_ASSERT(err[0] && memchr(err, 0, sizeof(err)));
+		return;
+	}
+	FUZZ_ASSERT(image_name_valid(c.image) && c.size >= 1 && c.size <= POOL_SIZE_MAX);
+	FUZZ_ASSERT(c.cpus <= 64 && (!c.memory_mib || c.memory_mib >= SPEC_MEM_MIN_MIB));
+	b = pool_cfg_body(&c);
+	if (b && sandbox_spec_parse(b, &lim, &s, &e) == 0) {
+		/* A pool serves the creates of its own body. */
+		FUZZ_ASSERT(pool_spec_fits(&s, &s, NULL));
+		check_sandbox(&s, &lim);
+	} else if (b) {
+		check_err(&e); /* beyond this daemon's limits: kilnd refuses to start */
+	}
+	sandbox_spec_free(&s);
+	json_decref(b);
 }
 
 static int fuzz_exec(json_t *body, bool streaming, struct api_err *e)
@@ -302,7 +366,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	sel = data[0] % 18;
+	sel = data[0] % 19;
+	if (sel == 18) {
+		fuzz_pool_arg(data + 1, size - 1);
+		return 0;
+	}
 	body = json_loadb((const char *)data + 1, size - 1, JSON_REJECT_DUPLICATES, NULL);
 	if (!body)
 		return 0;

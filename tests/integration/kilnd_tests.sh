@@ -99,6 +99,7 @@ test_kilnd_requests_refused_without_booting() {
   local why=
   api GET /v1/health
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"status\"]")" = ok ]' "health"
+  kd_check '[ "$(jget "d[\"pools\"]")" = "[]" ]' "health: no warm pools without --pool"
   api GET /v1/images
   kd_check '[ "$(jget "d[\"images\"][0][\"name\"]")" = minimal ]' "images lists minimal"
   api POST /v1/sandboxes -d '{"image":'
@@ -121,6 +122,15 @@ test_kilnd_requests_refused_without_booting() {
   api GET /metrics
   kd_check 'printf "%s" "$body" | grep -q "^kiln_sandboxes{state=\"running\"} 0$"' "metrics"
   kd_done || return 1
+  # A pool of an image kilnd does not have: it does not start, and says why.
+  local pd
+  pd=$(mktemp -d /tmp/kd.XXXXXX)
+  out=$("$KILND" --socket "$pd/s" --state-dir "$pd/state" --kernel "$VMLINUX" --vmm "$VMM" \
+    --image minimal="$KILND_IMAGE" --pool nosuch=2 2>&1)
+  rc=$?
+  rm -rf "$pd"
+  [ "$rc" = 1 ] && printf '%s' "$out" | grep -q -- "--pool nosuch: no image 'nosuch'" ||
+    { err=$out; fail "kilnd --pool of a missing image: exit $rc"; return 1; }
   # Not root: no jail, so no sandbox, unless the operator says --no-jail.
   local kd_wrap=(setpriv --reuid 65534 --regid 65534 --clear-groups) kd_keep
   kd_keep=$(mktemp -d /tmp/kd.XXXXXX)
@@ -1201,6 +1211,62 @@ test_kilnd_five_forks_from_one_checkpoint() {
   done
   kd_check '[ -z "$(ls -A "$kd/state/sandboxes")" ]' "nothing left in the state directory"
   kd_done || return 1
+  expect_rc 0
+}
+
+# kd_pool_ready N: poll GET /v1/health (bounded) until the first pool
+# has N sandboxes ready; $body is the health object.
+kd_pool_ready() {
+  local i
+  for i in $(seq 1 600); do
+    api GET /v1/health
+    [ "$(jget 'd["pools"][0]["ready"]')" = "$1" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# A warm pool (--pool): its sandboxes are nobody's until a create that
+# fits takes one, which then is the client's with the create's hostname,
+# env, labels and the host's clock; a create that does not fit boots; a
+# kilnd stopping takes the pool with it.
+test_kilnd_warm_pool_serves_fitting_creates() {
+  kd_start --pool minimal=1 || return 1
+  local why='' a b c now t
+  kd_pool_ready 1
+  kd_check '[ "$(jget "d[\"pools\"][0][\"ready\"], d[\"pools\"][0][\"size\"], d[\"sandboxes\"]")" = "1 1 0" ]' "the pool fills and its sandboxes are not counted"
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 0 ]' "a pool's sandboxes are listed to nobody, root included"
+  api POST /v1/sandboxes -d '{"image":"minimal","hostname":"alpha","env":{"FOO":"bar"},"labels":{"team":"x"},"timeout_s":3600}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"boot\"][\"from\"], d[\"hostname\"], d[\"labels\"], d[\"state\"], d[\"expires_at\"] is not None")" = "pool alpha {'"'"'team'"'"': '"'"'x'"'"'} running True" ]' "a fitting create takes the pool's sandbox"
+  a=$(jget 'd["id"]' 2>/dev/null)
+  now=$(date +%s)
+  kd_sh "$a" 'hostname; echo "$FOO"; date +%s; echo mine >/tmp/mine'
+  t=$(kd_out | tail -n 1)
+  kd_check '[ "$(kd_out | head -n 2 | paste -sd " " -)" = "alpha bar" ]' "the guest has the create's hostname and env ($(kd_outw))"
+  kd_check '[ -n "$t" ] && [ $((t - now)) -lt 120 ] && [ $((now - t)) -lt 120 ]' "the guest has the host's clock ($t vs $now)"
+  kd_pool_ready 1
+  kd_check '[ "$(jget "d[\"pools\"][0][\"hits\"]")" = 1 ]' "the pool fills again after a create took one"
+  api POST /v1/sandboxes -d '{"image":"minimal"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"boot\"][\"from\"], d[\"hostname\"]")" = "pool kiln" ]' "a second create from the pool"
+  b=$(jget 'd["id"]' 2>/dev/null)
+  kd_sh "$b" 'hostname; cat /tmp/mine 2>/dev/null || echo none; cat /proc/sys/kernel/random/uuid'
+  kd_check '[ "$(kd_out | head -n 2 | paste -sd " " -)" = "kiln none" ]' "it has the default hostname and none of the first one's files ($(kd_outw))"
+  api POST /v1/sandboxes -d '{"image":"minimal","memory_mib":160}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"boot\"][\"from\"], d[\"memory_mib\"]")" = "kernel 160" ]' "a create that does not fit the pool boots"
+  c=$(jget 'd["id"]' 2>/dev/null)
+  api GET /v1/sandboxes
+  kd_check '[ "$(jget "[s[\"id\"] for s in d[\"sandboxes\"]] == [\"$a\", \"$b\", \"$c\"]")" = True ]' "the list has the clients' three, oldest first"
+  kd_check '[ "$(kd_metric kiln_pool_creates_total)" = 2 ]' "pool creates counted"
+  for t in "$a" "$b" "$c"; do
+    api DELETE "/v1/sandboxes/$t"
+    kd_check '[ $status = 204 ]' "delete $t"
+  done
+  kd_pool_ready 1
+  kd_stop keep
+  kd_check '[ -z "$(ls -A "$kd/state/sandboxes")" ]' "a stopping kilnd removes its pool ($(ls "$kd/state/sandboxes"))"
+  rm -rf "$kd"
+  [ -z "$why" ] || { fail "$why"; return 1; }
   expect_rc 0
 }
 

@@ -569,6 +569,16 @@ static void test_format(void **state)
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "ok  kilnd 0.1.0  up 42s  1 sandbox\n");
 	free(out);
+	out = fmt(cli_format_health,
+		  "{\"status\":\"ok\",\"version\":\"0.1.0\",\"uptime_s\":42,\"sandboxes\":0,\"pools\":["
+		  "{\"image\":\"py\",\"size\":4,\"ready\":3,\"hits\":12,\"misses\":1,\"last_error\":null},"
+		  "{\"image\":\"m\",\"size\":1,\"ready\":0,\"hits\":0,\"misses\":0,\"last_error\":\"boot\\nfailed\"}]}",
+		  &rc);
+	assert_int_equal(rc, 0);
+	assert_string_equal(out, "ok  kilnd 0.1.0  up 42s  0 sandboxes\n"
+				 "pool py: 3/4 ready, 12 served, 1 missed\n"
+				 "pool m: 0/1 ready, 0 served, 0 missed; filling failed: boot?failed\n");
+	free(out);
 	out = fmt(cli_format_health, "{\"status\":\"ok\"}", &rc);
 	assert_int_equal(rc, -1);
 	assert_string_equal(out, "");

@@ -172,6 +172,11 @@ static void test_visible_and_persisted(void **state)
 	assert_true(sandbox_record_visible(&r, 1000));
 	assert_true(sandbox_record_visible(&r, 0));
 	assert_false(sandbox_record_visible(&r, 1001));
+	/* A warm pool's sandbox is nobody's, root's neither. */
+	r.pooled = true;
+	assert_false(sandbox_record_visible(&r, 1000));
+	assert_false(sandbox_record_visible(&r, 0));
+	r.pooled = false;
 	m = sandbox_record_persist(&r);
 	assert_non_null(m);
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);

@@ -393,6 +393,23 @@ static void test_dir_judge(void **state)
 	json_decref(m);
 	r.creating = false;
 
+	/* A warm pool's sandbox: removed (the pool is filled again); a
+	 * pooled field that is not a boolean is damage. */
+	r.pooled = true;
+	r.state = SANDBOX_PAUSED;
+	m = sandbox_record_persist(&r);
+	assert_true(json_is_true(json_object_get(m, "pooled")));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why, "warm pool"));
+	json_object_set_new(m, "pooled", json_integer(1));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_string_equal(why, "meta.json: 'pooled' must be true or false");
+	json_decref(m);
+	m = sandbox_record_view(&r);
+	assert_null(json_object_get(m, "pooled"));
+	json_decref(m);
+	r.pooled = false;
+
 	/* A delete cut short: finished. */
 	r.state = SANDBOX_DELETING;
 	m = sandbox_record_persist(&r);

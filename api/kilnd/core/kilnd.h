@@ -21,6 +21,7 @@
 
 #include "api/kilnd/core/metrics.h"
 #include "api/kilnd/core/names.h"
+#include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
 #include "lib/base/mono.h"
 
@@ -73,12 +74,15 @@ struct kilnd_config {
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
 	bool upgrade;         /* --upgrade: take over from the running kilnd (handover.h) */
 	int listen_fd;        /* the API socket handed over by it; -1: bind our own */
+	struct pool_cfg pools[KILND_MAX_POOLS]; /* --pool (sandbox_pool.c) */
+	size_t npools;
 };
 
 /* What supervise.c runs as `--keeper` (keeper.h): this very binary. */
 #define KILND_SELF_EXE "/proc/self/exe"
 
 struct sandbox;
+struct kilnd_pools; /* sandbox_pool.c */
 
 struct sandbox_registry {
 	pthread_mutex_t mu;
@@ -93,6 +97,7 @@ struct kilnd {
 	struct kiln_metrics metrics;
 	int64_t started_mono_ms;
 	atomic_bool shutting_down;
+	struct kilnd_pools *pools; /* NULL: no --pool; its fields under reg.mu */
 };
 
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */

@@ -92,6 +92,8 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 	counter(f, "kiln_checkpoint_failures_total", "Checkpoints kiln-vmm could not take.", m->checkpoint_failures);
 	counter(f, "kiln_restores_total", "Checkpoints restored in place.", m->restores);
 	counter(f, "kiln_forks_total", "Sandboxes forked from a checkpoint.", m->forks);
+	counter(f, "kiln_pool_creates_total", "Creates served by a warm pool's ready sandbox (kilnd --pool).",
+		m->pool_creates);
 	counter(f, "kiln_hibernations_total", "Sandboxes hibernated (on request or idle).", m->hibernations);
 	counter(f, "kiln_idle_hibernations_total", "Hibernations by the idle timeout.", m->idle_hibernations);
 	counter(f, "kiln_wakes_total", "Hibernated sandboxes woken (on request or by a request that needed the agent).",

@@ -29,6 +29,7 @@ struct kiln_metrics {
 	/* snapshots: wake_cold_boots are wakes whose snapshot was unusable */
 	uint64_t pauses, resumes, checkpoints, checkpoint_failures, restores, forks;
 	uint64_t hibernations, idle_hibernations, wakes, wake_cold_boots;
+	uint64_t pool_creates; /* creates a warm pool's sandbox served */
 	/* firewall: rule sets replaced (PUT .../firewall); the rest is read
 	 * from the running VMMs at each scrape (handle_metrics), so gauges */
 	uint64_t firewall_updates;

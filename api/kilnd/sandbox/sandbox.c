@@ -154,8 +154,18 @@ static int new_id_locked(struct kilnd *d, char *id)
 	return -EEXIST;
 }
 
+/* Sandboxes of clients (a warm pool's are not). reg.mu held. */
+static size_t clients_sandboxes_locked(const struct kilnd *d)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->reg.n; i++)
+		n += !d->reg.v[i]->rec.pooled;
+	return n;
+}
+
 struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
-				bool hostname_from_id, struct api_err *e)
+				bool hostname_from_id, bool pooled, struct api_err *e)
 {
 	struct sandbox *sb = sandbox_new(d);
 	int r;
@@ -171,7 +181,7 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
 		goto fail_sb;
 	}
-	if (d->reg.n >= d->cfg.max_sandboxes) {
+	if (!pooled && clients_sandboxes_locked(d) >= d->cfg.max_sandboxes) {
 		kilnd_unlock(d);
 		api_err_set(e, API_E_LIMIT_REACHED, "%u sandboxes exist (--max-sandboxes); delete one first",
 			    d->cfg.max_sandboxes);
@@ -184,6 +194,7 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	}
 	sb->refs++; /* the caller's */
 	sb->rec.owner_uid = owner;
+	sb->rec.pooled = pooled;
 	sb->rec.spec = *spec;
 	memset(spec, 0, sizeof(*spec));
 	/* "kiln-" and 12 hex digits: a valid hostname of its own. */
@@ -293,7 +304,12 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 		sandbox_spec_free(&spec);
 		return -1;
 	}
-	sb = sandbox_create_entry(d, peer->uid, &spec, image, false, e);
+	/* A warm pool's sandbox when one fits (sandbox_pool.c); else a boot. */
+	if (sandbox_pool_claim(d, &spec, peer, view) == 0) {
+		sandbox_spec_free(&spec);
+		return 0;
+	}
+	sb = sandbox_create_entry(d, peer->uid, &spec, image, false, false, e);
 	if (!sb)
 		return -1;
 	return sandbox_create_finish(sb, NULL, view, e);

@@ -160,7 +160,30 @@ void sandboxes_shutdown(struct kilnd *d);
  * False when a thread still holds a sandbox: then d must stay allocated. */
 bool sandboxes_free(struct kilnd *d);
 
-/* Sandboxes per state (for /metrics) and in total. */
+/* ---- warm pools (docs/api.md "Warm pools"; sandbox_pool.c) ---- */
+
+/* Check each --pool (its image exists, its spec is within the daemon's
+ * limits) and set the pools up, empty. 0, or -1 with err. */
+int sandbox_pools_init(struct kilnd *d, char *err, size_t errlen);
+/* Start filling them (once the API serves). */
+void sandbox_pools_start(struct kilnd *d);
+/* Stop filling the pools (shutdown, handover); with discard, remove their
+ * ready sandboxes too. Does not wait for a fill under way. */
+void sandbox_pools_stop(struct kilnd *d, bool discard);
+/* After sandboxes_shutdown(): wait for the filler, remove what the pools
+ * still hold (templates included), release them. */
+void sandbox_pools_free(struct kilnd *d);
+/*
+ * A create of spec by peer, served by a pool when one fits and has a
+ * sandbox ready: 0 with *view (the client's sandbox; spec's env and labels
+ * taken over). 1: no pool served it (none fits, none ready, or the one
+ * taken failed and was removed): create it cold. Never fails the request.
+ */
+int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct peer *peer, json_t **view);
+/* GET /v1/health's "pools" array (new reference; NULL when out of memory). */
+json_t *sandbox_pools_view(struct kilnd *d);
+
+/* Sandboxes per state (for /metrics) and in total; a pool's are not counted. */
 void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size_t *total);
 
 #endif

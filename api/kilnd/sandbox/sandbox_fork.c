@@ -64,7 +64,7 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 		return -1;
 	}
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
-	sb = sandbox_create_entry(d, peer->uid, &spec, image, !hostname_given, e);
+	sb = sandbox_create_entry(d, peer->uid, &spec, image, !hostname_given, false, e);
 	if (sb) {
 		/* Its own name: the checkpoint's guest still has the source's. */
 		src.hostname = sb->rec.spec.hostname;

@@ -128,9 +128,10 @@ void sandbox_ports_reopen(struct sandbox *sb);
 /* sandbox.c: creation, shared by create and fork. A new sandbox (booting,
  * registered, its directory made) of owner's for spec (taken over in every
  * case) on the image file; with hostname_from_id its hostname becomes
- * kiln-<id>. The caller holds a reference. NULL with e. */
+ * kiln-<id>; pooled: a warm pool's (hidden, not counted against
+ * --max-sandboxes). The caller holds a reference. NULL with e. */
 struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
-				bool hostname_from_id, struct api_err *e);
+				bool hostname_from_id, bool pooled, struct api_err *e);
 /* Boot it from src; on failure remove it whole. Drops the caller's reference. */
 int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
 /* Wait (reg.mu held) until no pause, resume or checkpoint runs and no

@@ -92,6 +92,7 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
 	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
 	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
+	    json_object_set_new(o, "pooled", json_boolean(r->pooled)) ||
 	    json_object_set_new(o, "ports", r->ports ? json_incref(r->ports) : json_array()) ||
 	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
 		json_decref(o);
@@ -107,7 +108,8 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "boot",       "last_exit",  "version",    "image_path",
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
 					 "hibernation", "jail",     "owner_uid", "cgroup",
-					 "creating",   "vmm_start",  "ports",      NULL };
+					 "creating",   "vmm_start",  "ports",      "pooled",
+					 NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -296,6 +298,13 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->creating = v ? json_is_true(v) : r->boot == NULL;
+	v = json_object_get(meta, "pooled");
+	if (v && !json_is_boolean(v)) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'pooled' must be true or false");
+		sandbox_record_free(r);
+		return -1;
+	}
+	r->pooled = json_is_true(v);
 	/* pid and vmm_start name the VMM a restarted kilnd may reattach;
 	 * before the field there is none to reattach. */
 	v = json_object_get(meta, "pid");
@@ -350,11 +359,12 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 		memset(r, 0, sizeof(*r));
 		return SANDBOX_DIR_SKIP;
 	}
-	if (r->state == SANDBOX_DELETING || r->creating) {
+	if (r->state == SANDBOX_DELETING || r->creating || r->pooled) {
 		snprintf(why, cap, "%s",
-			 r->state == SANDBOX_DELETING
-				 ? "finishing a delete that was cut short"
-				 : "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client");
+			 r->state == SANDBOX_DELETING ? "finishing a delete that was cut short"
+			 : r->creating
+				 ? "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client"
+				 : "a warm pool's sandbox that no create took (the pool is filled again)");
 		sandbox_record_free(r);
 		memset(r, 0, sizeof(*r));
 		return SANDBOX_DIR_REMOVE;
@@ -364,7 +374,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 
 bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid)
 {
-	return client_uid == 0 || client_uid == r->owner_uid;
+	return !r->pooled && (client_uid == 0 || client_uid == r->owner_uid);
 }
 
 void sandbox_record_free(struct sandbox_record *r)

@@ -24,6 +24,9 @@
  *    next start removes (sandbox_dir_judge). A meta.json from before the
  *    field is still being created when it never booted (boot null): a
  *    create answers only after the first boot.
+ *  - pooled is true while the sandbox belongs to a warm pool
+ *    (sandbox_pool.c): no client sees it, root included, and a restarted
+ *    kilnd removes it (the pool is filled again).
  */
 #ifndef KILN_SANDBOX_RECORD_H
 #define KILN_SANDBOX_RECORD_H
@@ -62,6 +65,7 @@ struct sandbox_record {
 	uint32_t jail_id;    /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 	bool creating;       /* its create has not answered yet (meta.json only) */
+	bool pooled;         /* a warm pool's, waiting for a create (meta.json only): no client sees it */
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */
@@ -97,7 +101,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 
 /*
  * May a client with this uid see and touch the sandbox? Root sees every
- * sandbox; any other uid only those it created. Everything that reaches
+ * sandbox but a warm pool's; any other uid only those it created. Everything that reaches
  * a sandbox for a client (sandbox_get, the list) asks this, and a "no"
  * looks exactly like a sandbox that does not exist.
  */

@@ -146,7 +146,8 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		kilnd_unlock(d);
 		return -1;
 	}
-	if (json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
+	/* A pool's template takes its one checkpoint whatever the limit. */
+	if (!sb->rec.pooled && json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
 		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
 			    sb->rec.id, json_array_size(sb->rec.checkpoints), d->cfg.max_checkpoints);
 		kilnd_unlock(d);

@@ -73,9 +73,13 @@ void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size
 {
 	memset(counts, 0, SANDBOX_STATE_COUNT * sizeof(counts[0]));
 	kilnd_lock(d);
-	for (size_t i = 0; i < d->reg.n; i++)
+	*total = 0;
+	for (size_t i = 0; i < d->reg.n; i++) {
+		if (d->reg.v[i]->rec.pooled)
+			continue;
 		counts[d->reg.v[i]->rec.state]++;
-	*total = d->reg.n;
+		(*total)++;
+	}
 	kilnd_unlock(d);
 }
 
