@@ -603,6 +603,26 @@ PY
 # port where nothing listens closes the client's connection and counts as
 # guest_unreachable. With "target":"vsock" to a guest vsock listener
 # (kiln-vsock-test from the test image, an echo server for one connection).
+# kd_http_hello PORT: "ok" when GET http://127.0.0.1:PORT/hello.txt
+# answers the guest's hello-from-guest (retried while nothing answers).
+kd_http_hello() {
+  python3 - "$1" <<'PY'
+import sys, time, urllib.request
+last = None
+for attempt in range(240):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/hello.txt", timeout=120) as r:
+            body = r.read()
+            print("ok" if r.status == 200 and body == b"hello-from-guest\n" else f"bad {r.status} {body[:100]!r}")
+            break
+    except Exception as e:
+        last = e
+        time.sleep(0.5)
+else:
+    print(f"never answered: {last!r}")
+PY
+}
+
 test_kilnd_port_forwarding() {
   kd_start || return 1
   local why='' hp hp2 hpu hpv got
@@ -624,22 +644,7 @@ test_kilnd_port_forwarding() {
   kd_check '[ $status = 400 ]' "the agent's vsock port cannot be forwarded"
 
   # httpd may not listen yet: until it does, kilnd closes each connection.
-  got=$(python3 - "$hp" <<'PY'
-import sys, time, urllib.request
-last = None
-for attempt in range(240):
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/hello.txt", timeout=120) as r:
-            body = r.read()
-            print("ok" if r.status == 200 and body == b"hello-from-guest\n" else f"bad {r.status} {body[:100]!r}")
-            break
-    except Exception as e:
-        last = e
-        time.sleep(0.5)
-else:
-    print(f"never answered: {last!r}")
-PY
-)
+  got=$(kd_http_hello "$hp")
   kd_check '[ "$got" = ok ]' "HTTP GET through 127.0.0.1:$hp → guest TCP 127.0.0.1:8080 ($got)"
   curl -sS --max-time 300 -o "$kd/seq.txt" "http://127.0.0.1:$hp/seq.txt" 2>"$kd/curl.err"
   kd_check 'seq 1 60000 | cmp -s - "$kd/seq.txt"' "curl fetched the 350 KB file whole ($(wc -c <"$kd/seq.txt" 2>/dev/null) bytes; $(head -c 200 "$kd/curl.err"))"
@@ -719,6 +724,32 @@ PY
   kd_check '! python3 -c "import socket, sys; socket.create_connection((\"127.0.0.1\", $hp), timeout=5)" 2>/dev/null' "the host port is closed"
   api DELETE "/v1/sandboxes/$sid/ports/$hp"
   kd_check '[ $status = 404 ]' "removing it twice is 404"
+  # A hibernation keeps the mappings: they listen again on the same host
+  # ports once the sandbox wakes. A checkpoint keeps their guest sides:
+  # its forks listen on them anew, on host ports of their own.
+  api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080}'
+  hp=$(jget 'd["host_port"]')
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"served"}'
+  kd_check '[ $status = 201 ] && [ "$(jget "sorted(p[\"guest_port\"] for p in d[\"ports\"])")" = "[7070, 8080, 8089, 9090]" ]' "the checkpoint keeps the mappings' guest sides"
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ]' "hibernate with port mappings"
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"woke_from\"]")" = snapshot ]' "wake"
+  api GET "/v1/sandboxes/$sid/ports"
+  kd_check '[ "$(jget "sorted(p[\"host_port\"] for p in d[\"ports\"]) == sorted([$hp, $hp2, $hpu, $hpv])")" = True ]' "after the wake the mappings listen again on their host ports"
+  got=$(kd_http_hello "$hp")
+  kd_check '[ "$got" = ok ]' "HTTP GET through 127.0.0.1:$hp after the wake ($got)"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$sid"'/served"}'
+  kd_check '[ $status = 201 ]' "fork the checkpoint"
+  local fk fhp
+  fk=$(jget 'd["id"]' 2>/dev/null)
+  api GET "/v1/sandboxes/$fk/ports"
+  kd_check '[ "$(jget "sorted(p[\"guest_port\"] for p in d[\"ports\"]), not set(p[\"host_port\"] for p in d[\"ports\"]) & {$hp, $hp2, $hpu, $hpv}")" = "[7070, 8080, 8089, 9090] True" ]' "the fork listens on the checkpoint's mappings, on host ports of its own"
+  fhp=$(jget '[p["host_port"] for p in d["ports"] if p["guest_port"] == 8080][0]' 2>/dev/null)
+  got=$(kd_http_hello "$fhp")
+  kd_check '[ "$got" = ok ]' "HTTP GET through the fork's 127.0.0.1:$fhp reaches its own httpd ($got)"
+  api DELETE "/v1/sandboxes/$fk"
+  kd_check '[ $status = 204 ]' "delete the fork"
   # A mapping ends with the sandbox.
   api POST "/v1/sandboxes/$sid/ports" -d '{"guest_port":8080}'
   hp=$(jget 'd["host_port"]')

@@ -107,6 +107,11 @@ static void test_object_and_validate(void **state)
 		assert_int_equal(checkpoint_validate(l, "3f9a1c2b7d4e", &e), 0);
 		json_decref(l);
 	}
+	/* The port mappings' guest sides its forks listen on. */
+	json_object_set_new(o, "ports", json_loads("[{\"guest_port\":8080},{\"guest_port\":5000,\"target\":\"vsock\"},"
+						   "{\"guest_port\":22,\"target\":\"tcp\",\"guest_address\":\"::1\"}]",
+						   0, NULL));
+	assert_int_equal(checkpoint_validate(o, "3f9a1c2b7d4e", &e), 0);
 	/* Another sandbox's, or damaged: refused with the reason. */
 	assert_int_equal(checkpoint_validate(o, "000000000000", &e), -1);
 	assert_non_null(strstr(e.msg, "sandbox_id"));
@@ -125,6 +130,16 @@ static void test_object_and_validate(void **state)
 		{ "base", "\"../x\"", "'base'" },
 		{ "base", "\"cp1\"", "'base'" }, /* itself */
 		{ "base", "3", "'base'" },
+		{ "ports", "{}", "'ports'" },
+		{ "ports", "[{\"guest_port\":80,\"host_port\":8080}]", "without a host_port" },
+		{ "ports", "[{\"guest_port\":0}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":80},{\"guest_port\":81,\"target\":\"udp\"}]", "'ports' entry 1" },
+		{ "ports",
+		  "[{\"guest_port\":1},{\"guest_port\":2},{\"guest_port\":3},{\"guest_port\":4},{\"guest_port\":5},"
+		  "{\"guest_port\":6},{\"guest_port\":7},{\"guest_port\":8},{\"guest_port\":9},{\"guest_port\":10},"
+		  "{\"guest_port\":11},{\"guest_port\":12},{\"guest_port\":13},{\"guest_port\":14},{\"guest_port\":15},"
+		  "{\"guest_port\":16},{\"guest_port\":17}]",
+		  "at most 16" },
 	};
 	for (i = 0; i < sizeof(damage) / sizeof(damage[0]); i++) {
 		json_t *c = json_deep_copy(o);

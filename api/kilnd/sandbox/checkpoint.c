@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/kilnd/core/json_fields.h"
+#include "api/kilnd/sandbox/files_spec.h"
 #include "api/kilnd/sandbox/sandbox_record.h"
 
 bool checkpoint_name_valid(const char *s)
@@ -88,9 +89,10 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 					    "size_bytes", NULL };
 	static const char *const fields[] = { "name",        "sandbox_id",  "created_at",  "paused",
 					      "compressed",  "memory_bytes", "memory_stored_bytes", "state_bytes",
-					      "disk_bytes",  "size_bytes",   "snapshot_ms", "base", NULL };
+					      "disk_bytes",  "size_bytes",   "snapshot_ms", "base", "ports", NULL };
 	const char *name, *sid, *at;
-	json_t *ms, *base;
+	json_t *ms, *base, *ports, *p;
+	size_t i;
 
 	if (!json_is_object(o)) {
 		api_err_set(e, API_E_BAD_FIELD, "a checkpoint is not an object");
@@ -138,6 +140,22 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 	     strcmp(json_string_value(base), name) == 0)) {
 		api_err_set(e, API_E_BAD_FIELD, "checkpoint '%s': 'base' must be another checkpoint's name or null", name);
 		return -1;
+	}
+	/* Absent in records from before it: the port mappings' guest sides. */
+	ports = json_object_get(o, "ports");
+	if (ports && (!json_is_array(ports) || json_array_size(ports) > CHECKPOINT_PORTS_MAX)) {
+		api_err_set(e, API_E_BAD_FIELD, "checkpoint '%s': 'ports' must be an array of at most %d port mappings",
+			    name, CHECKPOINT_PORTS_MAX);
+		return -1;
+	}
+	json_array_foreach(ports, i, p) {
+		struct port_spec spec;
+
+		if (port_spec_parse(p, &spec, e) || spec.host_port) {
+			api_err_set(e, API_E_BAD_FIELD, "checkpoint '%s': 'ports' entry %zu is not a port mapping without a host_port",
+				    name, i);
+			return -1;
+		}
 	}
 	return 0;
 }

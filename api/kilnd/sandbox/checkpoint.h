@@ -31,6 +31,8 @@
 #define CHECKPOINT_NAME_MAX 64
 /* "<sandbox id>/<checkpoint name>" */
 #define CHECKPOINT_REF_MAX (SANDBOX_ID_LEN + 1 + CHECKPOINT_NAME_MAX)
+/* Port mappings a checkpoint keeps for its forks (sandbox.h's SANDBOX_PORTS_MAX). */
+#define CHECKPOINT_PORTS_MAX 16
 /* The largest --max-checkpoints. */
 #define CHECKPOINTS_LIMIT_MAX 1024
 #define CHECKPOINTS_DEFAULT 8
@@ -52,7 +54,9 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
  * taken), compressed, memory_bytes, memory_stored_bytes, state_bytes,
  * disk_bytes, size_bytes (what it takes on disk: stored memory + state +
  * disk copies), snapshot_ms (how long the guest was paused for it), base
- * (the checkpoint its memory is layered on, from r->base, or null).
+ * (the checkpoint its memory is layered on, from r->base, or null). The
+ * caller adds ports: the guest sides of the sandbox's port mappings then
+ * (POST .../ports bodies without host_port), which its forks listen on.
  */
 json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms, bool compressed,
 			  bool paused, const struct control_reply *r);

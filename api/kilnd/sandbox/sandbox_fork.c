@@ -5,7 +5,8 @@
  * checkpoint: kiln-vmm copies the checkpoint's disk into the new overlay
  * and maps its memory copy-on-write, so forks of one checkpoint share
  * its pages in the page cache. Once the agent answers it gets its own
- * hostname and the host's clock (sandbox_boot).
+ * hostname and the host's clock (sandbox_boot), and the port mappings
+ * the source had at the checkpoint, each on a new host port.
  */
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 	struct boot_src src = { .restore_dir = dir, .from = "checkpoint", .checkpoint = ref };
 	struct sandbox_spec spec;
 	struct sandbox *from, *sb;
+	json_t *ports = NULL, *cp;
 	bool hostname_given, found;
 	int r;
 
@@ -50,11 +52,14 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 	/* Not while a deleted checkpoint is folded into the one we read. */
 	sandbox_wait_unmerging_locked(from);
 	/* A sandbox being deleted takes its checkpoints with it. */
-	found = from->rec.state != SANDBOX_DELETING && checkpoint_find(from->rec.checkpoints, name, NULL) != NULL;
+	cp = from->rec.state != SANDBOX_DELETING ? checkpoint_find(from->rec.checkpoints, name, NULL) : NULL;
+	found = cp != NULL;
 	/* Holds the checkpoint: neither it nor its sandbox is deleted while
 	 * kiln-vmm copies and maps it. */
-	if (found)
+	if (found) {
 		from->cp_readers++;
+		ports = json_deep_copy(json_object_get(cp, "ports"));
+	}
 	kilnd_unlock(d);
 	if (!found) {
 		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%s' (GET /v1/sandboxes/%s/checkpoints lists them)",
@@ -69,10 +74,18 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 		/* Its own name: the checkpoint's guest still has the source's. */
 		src.hostname = sb->rec.spec.hostname;
 		kilnd_log("sandbox %s: forking checkpoint %s", sb->rec.id, ref);
+		kilnd_lock(d);
+		sb->refs++; /* create_finish drops the caller's */
+		kilnd_unlock(d);
 		r = sandbox_create_finish(sb, &src, view, e);
+		/* Before the answer: GET .../ports lists them at once. */
+		if (r == 0 && json_array_size(ports))
+			sandbox_ports_open_new(sb, ports);
+		sandbox_put(sb);
 	} else {
 		r = -1;
 	}
+	json_decref(ports);
 	kilnd_lock(d);
 	from->cp_readers--;
 	pthread_cond_broadcast(&from->cv);

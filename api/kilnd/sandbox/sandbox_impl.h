@@ -121,9 +121,15 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir);
 
 /* sandbox_ports.c: close every port mapping (the VMM ended). Not under reg.mu. */
 void sandbox_ports_close(struct sandbox *sb);
-/* After a reattach: listen again on each mapping rec.ports names (one
- * whose port is taken now is logged and dropped), then persist. Not under reg.mu. */
+/* After a reattach, a wake or a restore in place: listen again on each
+ * mapping rec.ports names (one whose port is taken now is logged and
+ * dropped), then persist. Nothing when mappings listen already. Not under reg.mu. */
 void sandbox_ports_reopen(struct sandbox *sb);
+/* The live mappings' guest sides (POST .../ports bodies without
+ * host_port), for a checkpoint object; NULL when out of memory. */
+json_t *sandbox_ports_guest_side(struct sandbox *sb);
+/* A fork: the checkpoint's mappings, each on a new host port. */
+void sandbox_ports_open_new(struct sandbox *sb, const json_t *guest_side);
 
 /* sandbox.c: creation, shared by create and fork. A new sandbox (booting,
  * registered, its directory made) of owner's for spec (taken over in every

@@ -37,18 +37,18 @@ static void ports_persist_locked(struct sandbox *sb)
 	sandbox_persist_locked(sb);
 }
 
-void sandbox_ports_reopen(struct sandbox *sb)
+/* Listen on each mapping of list (POST .../ports bodies; taken): one that
+ * cannot be made (its host port is taken now) is logged and dropped. Then
+ * persist. Not under reg.mu. */
+static void ports_open(struct sandbox *sb, json_t *list)
 {
 	struct kilnd *d = sb->d;
 	struct port_spec spec;
 	struct port_fwd *f;
 	struct api_err e;
-	json_t *list, *p;
+	json_t *p;
 	size_t i;
 
-	kilnd_lock(d);
-	list = sb->rec.ports ? json_deep_copy(sb->rec.ports) : NULL;
-	kilnd_unlock(d);
 	json_array_foreach(list, i, p) {
 		bool kept = false;
 
@@ -66,13 +66,61 @@ void sandbox_ports_reopen(struct sandbox *sb)
 		if (!kept)
 			port_fwd_close(f);
 		else
-			kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u again", sb->rec.id,
-				  (unsigned)spec.host_port, port_target_name(spec.target), (unsigned)spec.guest_port);
+			kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u%s", sb->rec.id,
+				  (unsigned)port_fwd_host_port(f), port_target_name(spec.target), (unsigned)spec.guest_port,
+				  spec.host_port ? " again" : "");
 	}
 	json_decref(list);
 	kilnd_lock(d);
 	ports_persist_locked(sb);
 	kilnd_unlock(d);
+}
+
+void sandbox_ports_reopen(struct sandbox *sb)
+{
+	json_t *list;
+
+	kilnd_lock(sb->d);
+	/* Only when none listens (a reattach, or this boot resumes a snapshot). */
+	list = sb->rec.ports && !sb->nports ? json_deep_copy(sb->rec.ports) : NULL;
+	kilnd_unlock(sb->d);
+	if (json_array_size(list))
+		ports_open(sb, list);
+	else
+		json_decref(list);
+}
+
+json_t *sandbox_ports_guest_side(struct sandbox *sb)
+{
+	json_t *a = json_array();
+
+	kilnd_lock(sb->d);
+	for (size_t i = 0; a && i < sb->nports; i++) {
+		json_t *v = port_fwd_view(sb->ports[i]), *o = NULL;
+
+		if (v)
+			o = json_pack("{s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "target",
+				      json_object_get(v, "target"));
+		if (o && json_object_get(v, "guest_address"))
+			json_object_set(o, "guest_address", json_object_get(v, "guest_address"));
+		json_decref(v);
+		if (!o || json_array_append_new(a, o)) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	kilnd_unlock(sb->d);
+	return a;
+}
+
+void sandbox_ports_open_new(struct sandbox *sb, const json_t *guest_side)
+{
+	json_t *list = json_deep_copy(guest_side);
+
+	if (json_array_size(list))
+		ports_open(sb, list);
+	else
+		json_decref(list);
 }
 
 int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e)

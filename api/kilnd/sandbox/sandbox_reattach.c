@@ -222,7 +222,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	sb->rec.pid = 0;
 	sb->rec.vmm_start = 0;
 	sb->rec.expires_ms = 0;
-	json_array_clear(sb->rec.ports);
+	/* A hibernated sandbox keeps them for its wake. */
+	if (sb->rec.state != SANDBOX_HIBERNATED)
+		json_array_clear(sb->rec.ports);
 	sandbox_persist_locked(sb);
 	kilnd_unlock(d);
 	free(t);

@@ -176,6 +176,11 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	}
 	if (r == 0) {
 		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused, &rep);
+		/* Its port mappings' guest sides: a fork of it listens on them anew. */
+		if (obj && json_object_set_new(obj, "ports", sandbox_ports_guest_side(sb))) {
+			json_decref(obj);
+			obj = NULL;
+		}
 		if (!obj) {
 			api_err_set(e, API_E_INTERNAL, "checkpoint: out of memory");
 			r = -1;

@@ -138,8 +138,11 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	json_decref(sb->rec.last_exit);
 	sb->rec.last_exit = sandbox_exit_json(&end);
 	sb->rec.cgroup[0] = '\0';
-	/* Port mappings end with the boot they forward into (closed below). */
-	json_array_clear(sb->rec.ports);
+	/* Port mappings end with the boot they forward into (closed below),
+	 * unless the guest goes on in another VMM (a wake, a restore in
+	 * place): then they listen again once it runs (sandbox_boot). */
+	if (strcmp(end.reason, "hibernated") != 0 && strcmp(end.reason, "restored") != 0)
+		json_array_clear(sb->rec.ports);
 	sb->proc = NULL;
 	sb->vmm_exited = true;
 	sb->rec.pid = 0;
@@ -437,6 +440,8 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	pthread_mutex_unlock(&d->metrics_mu);
 	kilnd_log("sandbox %s: running, agent answered after %.1f ms (%s)", sb->rec.id, ready_ms,
 		  restore_dir ? src->from : "kernel");
+	/* The mappings of a hibernated or restored sandbox (none otherwise). */
+	sandbox_ports_reopen(sb);
 	return 0;
 
 failed:
@@ -453,6 +458,8 @@ failed:
 				    json_string(sb->restoring ? "restore_failed" : "boot_failed"));
 	}
 	sb->restoring = false;
+	/* Kept for a wake or a restore: that boot did not happen. */
+	json_array_clear(sb->rec.ports);
 	if (sandbox_transition(sb->rec.state, SANDBOX_EV_BOOT_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
 	sandbox_persist_locked(sb);
