@@ -1350,9 +1350,11 @@ test_kilnd_idle_timeout_hibernates_and_exec_wakes() {
   kd_check '[ "$(jget "[s[\"pid\"] for s in d[\"sandboxes\"] if s[\"id\"] == \"$sid\"]")" = "[None]" ]' "no VMM while hibernated"
   kd_sh "$sid" 'cat /tmp/idle.txt'
   kd_check '[ $status = 200 ] && [ "$(kd_out)" = idle-ram ]' "an exec woke it and ran ($status)"
-  # (It may be on its way back to hibernation by now: 5 s is short.)
+  # (It may be on its way back to hibernation by now: 5 s is short. On a
+  # loaded host it may also have hibernated and woken once more before
+  # the first exec: at least two boots.)
   api GET "/v1/sandboxes/$sid"
-  kd_check '[ "$(jget "d[\"state\"] in (\"running\", \"hibernating\", \"hibernated\"), d[\"boot\"][\"from\"], d[\"boots\"]")" = "True hibernate 2" ]' "it woke from its snapshot"
+  kd_check '[ "$(jget "d[\"state\"] in (\"running\", \"hibernating\", \"hibernated\"), d[\"boot\"][\"from\"], d[\"boots\"] >= 2")" = "True hibernate True" ]' "it woke from its snapshot"
   kd_check '[ "$(kd_metric kiln_idle_hibernations_total)" -ge 1 ] && [ "$(kd_metric kiln_wakes_total)" -ge 1 ]' "counted"
   api DELETE "/v1/sandboxes/$sid"
   kd_check '[ $status = 204 ]' "delete (running, or hibernating or hibernated again: it waits)"

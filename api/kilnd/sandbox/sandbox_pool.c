@@ -447,14 +447,15 @@ json_t *sandbox_pools_view(struct kilnd *d)
  * then the create's fields, visible at the end of the list. 0, or -1
  * with e (sb is still the pool's then, for the caller to discard).
  */
-static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const struct peer *peer, struct api_err *e)
+static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const struct peer *peer, double *resume_ms,
+			  struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	struct agent_client_err ae;
 	struct agent_client c;
 	struct control_reply rep;
 	enum sandbox_state to;
-	int64_t t0 = mono_ms();
+	double t0 = mono_ms_f();
 	double ready_ms;
 	bool rename;
 	int r;
@@ -469,6 +470,7 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	rename = strcmp(spec->hostname, sb->rec.spec.hostname) != 0;
 	kilnd_unlock(d);
 	r = vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e);
+	*resume_ms = mono_ms_f() - t0;
 	agent_client_init(&c, sb->vsock);
 	if (r == 0 && rename) {
 		struct agent_client_configure cfg = { .hostname = spec->hostname };
@@ -478,7 +480,7 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	}
 	if (r == 0 && (r = sandbox_sync_guest(&c, &ae)))
 		api_err_from_agent(e, &ae, "setting its clock and entropy");
-	ready_ms = (double)(mono_ms() - t0);
+	ready_ms = mono_ms_f() - t0;
 	kilnd_lock(d);
 	sb->busy_op = NULL;
 	pthread_cond_broadcast(&sb->cv);
@@ -528,6 +530,8 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	struct sandbox *sb;
 	struct api_err e;
 	size_t clients = 0;
+	double resume_ms = 0;
+	json_t *boot;
 
 	if (!P)
 		return 1;
@@ -553,7 +557,7 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	pthread_cond_broadcast(&P->cv); /* the filler forks its replacement */
 	kilnd_unlock(d);
 
-	if (pool_hand_over(sb, spec, peer, &e)) {
+	if (pool_hand_over(sb, spec, peer, &resume_ms, &e)) {
 		kilnd_log("pool %s: sandbox %s could not take the create (%s); booting one instead", p->cfg.image,
 			  sb->rec.id, e.msg);
 		pool_discard(sb);
@@ -568,8 +572,10 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	pthread_mutex_lock(&d->metrics_mu);
 	d->metrics.pool_creates++;
 	pthread_mutex_unlock(&d->metrics_mu);
-	kilnd_log("sandbox %s: created from pool %s", sb->rec.id, p->cfg.image);
 	*view = sandbox_view(sb);
+	boot = json_object_get(*view, "boot");
+	kilnd_log("sandbox %s: created from pool %s (resumed in %.1f ms, guest ready %.1f ms after)", sb->rec.id,
+		  p->cfg.image, resume_ms, json_number_value(json_object_get(boot, "agent_ready_ms")) - resume_ms);
 	sandbox_put(sb);
 	return 0;
 }
