@@ -4,9 +4,11 @@
  * it once its agent answers and stops it; then it keeps N forks of that
  * checkpoint restored, their agents answering, and paused. A create that
  * fits a pool (pool_spec.h) takes one of them: kilnd resumes it, gives
- * the guest its hostname, the host's clock and fresh entropy (no two
- * sandboxes of a pool share random numbers), hands it to the client with
- * the create's fields, and forks a replacement in the background. One
+ * the guest its hostname when the create has its own, hands it to the
+ * client with the create's fields, and forks a replacement in the
+ * background. Each fork got fresh host entropy and the host's clock when
+ * it was made (sandbox_boot), so no two sandboxes of a pool share random
+ * numbers, and its clock runs on while it waits paused. One
  * thread (pool_filler) does every fill, one at a time, and replaces ready
  * sandboxes whose VMM ended.
  *
@@ -443,9 +445,13 @@ json_t *sandbox_pools_view(struct kilnd *d)
 
 /*
  * Resume the pool sandbox sb for the client's create (spec, peer) and
- * give it to the client: the guest's hostname, clock and entropy first,
- * then the create's fields, visible at the end of the list. 0, or -1
- * with e (sb is still the pool's then, for the caller to discard).
+ * give it to the client: the guest's hostname first when the create's
+ * differs, then the create's fields, visible at the end of the list. Its
+ * entropy is its own already (its fork pushed fresh host entropy and the
+ * agent reseeded the CRNG), and its clock ran on while it was paused (a
+ * pause stops the vCPUs, not the TSC that kvm-clock reads): no agent
+ * request is needed for either. 0, or -1 with e (sb is still the pool's
+ * then, for the caller to discard).
  */
 static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const struct peer *peer, double *resume_ms,
 			  struct api_err *e)
@@ -478,8 +484,6 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 		if ((r = agent_client_configure(&c, &cfg, &ae)))
 			api_err_from_agent(e, &ae, "setting its hostname");
 	}
-	if (r == 0 && (r = sandbox_sync_guest(&c, &ae)))
-		api_err_from_agent(e, &ae, "setting its clock and entropy");
 	ready_ms = mono_ms_f() - t0;
 	kilnd_lock(d);
 	sb->busy_op = NULL;
