@@ -1,8 +1,8 @@
 /*
  * Warm pools (kilnd --pool IMAGE=N; docs/api.md "Warm pools"): for each
- * pool, kilnd boots one template sandbox of the pool's spec, checkpoints
- * it once its agent answers and stops it; then it keeps N forks of that
- * checkpoint restored, their agents answering, and paused. A create that
+ * pool, kilnd boots one template sandbox of the pool's spec, runs one
+ * process in it (pool_warm), checkpoints it and stops it; then it keeps N
+ * forks of that checkpoint restored, warmed the same way, and paused. A create that
  * fits a pool (pool_spec.h) takes one of them: kilnd resumes it, gives
  * the guest its hostname when the create has its own, hands it to the
  * client with the create's fields, and forks a replacement in the
@@ -78,6 +78,35 @@ static struct sandbox *pool_entry(struct kilnd *d, struct pool *p, struct api_er
 	return sb;
 }
 
+/*
+ * Run one process in the guest (/bin/true), so that what every first exec
+ * pays (the agent's first fork, the binary and libc read into the guest's
+ * page cache, pages of a fork's memory faulted in from its checkpoint) is
+ * paid here, in the background, not by the client's first request. 0, or
+ * -1 with e.
+ */
+static int pool_warm(struct sandbox *sb, struct api_err *e)
+{
+	static const char *const argv[] = { "true", NULL };
+	struct agent_client_proc_opts o = { .argv = argv, .discard_output = true, .timeout_ms = 60000 };
+	struct agent_client_exec_result res = { 0 };
+	struct agent_client_err ae;
+	struct agent_client c;
+	int r;
+
+	agent_client_init(&c, sb->vsock);
+	r = agent_client_exec(&c, &o, &res, &ae);
+	if (r) {
+		api_err_from_agent(e, &ae, "warming it up (exec true)");
+	} else if (res.exit.exit_code != 0) {
+		api_err_set(e, API_E_INTERNAL, "warming it up: true exited with %d (signal %d)", res.exit.exit_code,
+			    res.exit.signal);
+		r = -1;
+	}
+	agent_client_exec_result_free(&res);
+	return r ? -1 : 0;
+}
+
 /* Remove a pool sandbox and drop the pool's reference. */
 static void pool_discard(struct sandbox *sb)
 {
@@ -109,7 +138,8 @@ static int pool_make_template(struct kilnd *d, struct pool *p, struct api_err *e
 		return -1;
 	}
 	json_decref(view);
-	if (sandbox_checkpoint_create(sb, &req, &cp, e) || sandbox_stop(sb, 0, "stopped", NULL, e)) {
+	/* Warm before the checkpoint: its forks start with that page cache. */
+	if (pool_warm(sb, e) || sandbox_checkpoint_create(sb, &req, &cp, e) || sandbox_stop(sb, 0, "stopped", NULL, e)) {
 		pool_discard(sb);
 		return -1;
 	}
@@ -151,7 +181,7 @@ static int pool_add_one(struct kilnd *d, struct pool *p, struct api_err *e)
 		return -1;
 	}
 	json_decref(view);
-	if (sandbox_pause(sb, &view, e)) {
+	if (pool_warm(sb, e) || sandbox_pause(sb, &view, e)) {
 		pool_discard(sb);
 		return -1;
 	}
