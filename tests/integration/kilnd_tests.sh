@@ -1233,10 +1233,12 @@ kd_lines_above() {
 test_kilnd_share_survives_hibernate_wake_and_fork() {
   kd_start || return 1
   local why='' fork n1
-  mkdir "$kd/sh" && chmod 0777 "$kd/sh"
+  # exec runs as the guest's user, who does not own what the jail uid
+  # creates: the directories it writes into are writable by all.
+  mkdir "$kd/sh" "$kd/sh/d" && chmod 0777 "$kd/sh" "$kd/sh/d"
   echo outside >"$kd/beside"
   kd_create '{"image":"minimal","shares":[{"host_path":"'"$kd/sh"'","guest_path":"/mnt/s"}]}' || { kd_stop; return 1; }
-  kd_sh "$sid" 'echo one >/mnt/s/a && mkdir /mnt/s/d && echo two >/mnt/s/d/b && cat /mnt/s/a /mnt/s/d/b'
+  kd_sh "$sid" 'echo one >/mnt/s/a && echo two >/mnt/s/d/b && cat /mnt/s/a /mnt/s/d/b'
   kd_check '[ "$(kd_outw)" = "one two" ]' "the guest writes and reads through the share ($(kd_outw))"
   # Its fd 3 stays open on the share's log for the whole test.
   kd_sh "$sid" 'setsid sh -c "exec 3>>/mnt/s/log; i=0; while :; do i=\$((i+1)); echo \$i >&3; sleep 0.3; done" </dev/null >/dev/null 2>&1 &'
