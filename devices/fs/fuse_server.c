@@ -16,6 +16,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "devices/fs/fuse_state.h"
+#include "lib/base/le.h"
+
 /* The guest's kernel caches names and attributes this long (seconds): short,
  * because the host may change the share behind the guest's back. */
 #define ATTR_TIMEOUT 1
@@ -35,19 +38,27 @@
  * O_DIRECTORY are the server's to choose. */
 #define OPEN_FLAGS (O_ACCMODE | O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_TRUNC | O_LARGEFILE)
 
+/* What a slot's fd holds besides a descriptor: nothing (free), or a node or
+ * handle a restore could not find again (stale: the guest's id stays valid
+ * until it forgets or releases it, every other use gets -ESTALE). */
+#define SLOT_FREE (-1)
+#define SLOT_STALE (-2)
+
 struct fs_inode {
-	int fd; /* O_PATH, no follow; -1 when the slot is free */
+	int fd; /* O_PATH, no follow; SLOT_FREE, SLOT_STALE */
 	uint32_t gen;
 	uint64_t nlookup;
 	dev_t dev;
 	ino_t ino;
-	int32_t next; /* hash chain while used, free list while free */
+	mode_t type; /* S_IFMT bits, saved with the node */
+	int32_t next; /* hash chain while live, free list while free */
 };
 
 struct fs_handle {
-	int fd; /* real open fd; -1 when the slot is free */
+	int fd; /* real open fd; SLOT_FREE, SLOT_STALE */
 	uint32_t gen;
 	int dir;
+	int flags; /* what the host opened it with: a restore opens it so again */
 	uint64_t nodeid;
 	int32_t next_free;
 };
@@ -98,18 +109,18 @@ static struct fs_inode *inode_get(struct fuse_server *s, uint64_t nodeid)
 	if ((nodeid & 0xffffffffULL) == 0 || idx >= s->ninodes)
 		return NULL;
 	n = &s->inodes[idx];
-	if (n->fd < 0 || n->gen != (uint32_t)(nodeid >> 32))
+	if (n->fd == SLOT_FREE || n->gen != (uint32_t)(nodeid >> 32))
 		return NULL;
 	return n;
 }
 
 /* The fd of node `nodeid`, or -ENOENT for ids the guest made up or kept
- * after forgetting them. */
+ * after forgetting them, -ESTALE for a node a restore could not find. */
 static int node_fd(struct fuse_server *s, uint64_t nodeid)
 {
 	struct fs_inode *n = inode_get(s, nodeid);
 
-	return n ? n->fd : -ENOENT;
+	return !n ? -ENOENT : n->fd == SLOT_STALE ? -ESTALE : n->fd;
 }
 
 static int inodes_grow(struct fuse_server *s)
@@ -142,7 +153,7 @@ static int inodes_grow(struct fuse_server *s)
 		}
 	}
 	for (uint32_t i = n; i-- > old;) {
-		t[i].fd = -1;
+		t[i].fd = SLOT_FREE;
 		t[i].gen = 0;
 		t[i].next = s->free_inode;
 		s->free_inode = (int32_t)i;
@@ -160,7 +171,7 @@ static int32_t inode_find(struct fuse_server *s, dev_t dev, ino_t ino)
 
 /* Take ownership of O_PATH `fd` for (dev, ino); returns the slot or -errno
  * (fd is closed on failure). */
-static int32_t inode_insert(struct fuse_server *s, int fd, dev_t dev, ino_t ino)
+static int32_t inode_insert(struct fuse_server *s, int fd, const struct stat *st)
 {
 	struct fs_inode *n;
 	uint32_t h;
@@ -175,10 +186,11 @@ static int32_t inode_insert(struct fuse_server *s, int fd, dev_t dev, ino_t ino)
 	n = &s->inodes[i];
 	s->free_inode = n->next;
 	n->fd = fd;
-	n->dev = dev;
-	n->ino = ino;
+	n->dev = st->st_dev;
+	n->ino = st->st_ino;
+	n->type = st->st_mode & S_IFMT;
 	n->nlookup = 1;
-	h = key_hash(dev, ino, s->ninodes);
+	h = key_hash(n->dev, n->ino, s->ninodes);
 	n->next = s->buckets[h];
 	s->buckets[h] = i;
 	return i;
@@ -189,11 +201,14 @@ static void inode_free(struct fuse_server *s, int32_t i)
 	struct fs_inode *n = &s->inodes[i];
 	int32_t *pp = &s->buckets[key_hash(n->dev, n->ino, s->ninodes)];
 
-	while (*pp != i)
-		pp = &s->inodes[*pp].next;
-	*pp = n->next;
-	close(n->fd);
-	n->fd = -1;
+	/* Only live nodes are hashed: a stale one has no (dev, ino) here. */
+	if (n->fd >= 0) {
+		while (*pp != i)
+			pp = &s->inodes[*pp].next;
+		*pp = n->next;
+		close(n->fd);
+	}
+	n->fd = SLOT_FREE;
 	n->gen++; /* ids naming the old occupant are now stale */
 	n->next = s->free_inode;
 	s->free_inode = i;
@@ -225,7 +240,7 @@ static int handles_grow(struct fuse_server *s)
 	s->handles = t;
 	s->nhandles = n;
 	for (uint32_t i = n; i-- > old;) {
-		t[i].fd = -1;
+		t[i].fd = SLOT_FREE;
 		t[i].gen = 0;
 		t[i].next_free = s->free_handle;
 		s->free_handle = (int32_t)i;
@@ -234,7 +249,7 @@ static int handles_grow(struct fuse_server *s)
 }
 
 /* Take ownership of open `fd`; the fh for it, or -errno (fd closed). */
-static int64_t handle_alloc(struct fuse_server *s, int fd, int dir, uint64_t nodeid)
+static int64_t handle_alloc(struct fuse_server *s, int fd, int dir, int flags, uint64_t nodeid)
 {
 	struct fs_handle *h;
 	int32_t i;
@@ -249,12 +264,13 @@ static int64_t handle_alloc(struct fuse_server *s, int fd, int dir, uint64_t nod
 	s->free_handle = h->next_free;
 	h->fd = fd;
 	h->dir = dir;
+	h->flags = flags;
 	h->nodeid = nodeid;
 	return (int64_t)(((uint64_t)h->gen << 32) | (uint32_t)i);
 }
 
-/* The handle `fh` names, when it is open and of the kind asked for. */
-static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
+/* The slot `fh` names, open or stale, when it is of the kind asked for. */
+static struct fs_handle *handle_slot(struct fuse_server *s, uint64_t fh, int dir)
 {
 	uint64_t i = fh & 0xffffffffULL;
 	struct fs_handle *h;
@@ -262,15 +278,31 @@ static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
 	if (i >= s->nhandles)
 		return NULL;
 	h = &s->handles[i];
-	if (h->fd < 0 || h->gen != (uint32_t)(fh >> 32) || h->dir != dir)
+	if (h->fd == SLOT_FREE || h->gen != (uint32_t)(fh >> 32) || h->dir != dir)
 		return NULL;
 	return h;
 }
 
+/* The handle `fh` names, when it is open and of the kind asked for. */
+static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
+{
+	struct fs_handle *h = handle_slot(s, fh, dir);
+
+	return h && h->fd >= 0 ? h : NULL;
+}
+
+/* Why handle_get() found nothing: a stale handle (its file was not found
+ * again after a restore) or none at all. */
+static int handle_err(struct fuse_server *s, uint64_t fh, int dir)
+{
+	return handle_slot(s, fh, dir) ? -ESTALE : -EBADF;
+}
+
 static void handle_free(struct fuse_server *s, struct fs_handle *h)
 {
-	close(h->fd);
-	h->fd = -1;
+	if (h->fd >= 0)
+		close(h->fd);
+	h->fd = SLOT_FREE;
 	h->gen++;
 	h->next_free = s->free_handle;
 	s->free_handle = (int32_t)(h - s->handles);
@@ -400,7 +432,7 @@ static int entry_from_fd(struct fuse_server *s, int fd, struct fuse_entry_out *e
 		close(fd);
 		s->inodes[i].nlookup++;
 	} else {
-		i = inode_insert(s, fd, st.st_dev, st.st_ino);
+		i = inode_insert(s, fd, &st);
 		if (i < 0)
 			return i;
 	}
@@ -476,10 +508,10 @@ static int reply_entry(struct fuse_server *s, struct req *r, int dirfd, const ch
 void fuse_server_reset(struct fuse_server *s)
 {
 	for (uint32_t i = 0; i < s->nhandles; i++)
-		if (s->handles[i].fd >= 0)
+		if (s->handles[i].fd != SLOT_FREE)
 			handle_free(s, &s->handles[i]);
 	for (uint32_t i = 1; i < s->ninodes; i++)
-		if (s->inodes[i].fd >= 0)
+		if (s->inodes[i].fd != SLOT_FREE)
 			inode_free(s, (int32_t)i);
 	s->active = 0;
 }
@@ -832,10 +864,10 @@ static int open_flags(struct fuse_server *s, uint32_t guest, int *flags)
 	return 0;
 }
 
-static int reply_open(struct fuse_server *s, struct req *r, int fd, int dir)
+static int reply_open(struct fuse_server *s, struct req *r, int fd, int dir, int flags)
 {
 	struct fuse_open_out oo = { 0 };
-	int64_t fh = handle_alloc(s, fd, dir, r->h.nodeid);
+	int64_t fh = handle_alloc(s, fd, dir, flags, r->h.nodeid);
 
 	if (fh < 0)
 		return (int)fh;
@@ -891,7 +923,7 @@ static int op_open(struct fuse_server *s, struct req *r)
 		return err;
 	if ((fd = reopen(s, fd, flags | O_NOCTTY)) < 0)
 		return fd;
-	return reply_open(s, r, fd, 0);
+	return reply_open(s, r, fd, 0, flags);
 }
 
 static int op_create(struct fuse_server *s, struct req *r)
@@ -931,7 +963,7 @@ static int op_create(struct fuse_server *s, struct req *r)
 		close(fd);
 		return err;
 	}
-	fh = handle_alloc(s, fd, 0, 0);
+	fh = handle_alloc(s, fd, 0, flags, 0);
 	if (fh < 0) {
 		close(pfd);
 		return (int)fh;
@@ -958,7 +990,7 @@ static int op_read(struct fuse_server *s, struct req *r)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_get(s, in.fh, 0)))
-		return -EBADF;
+		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	want = in.size;
@@ -994,7 +1026,7 @@ static int op_write(struct fuse_server *s, struct req *r)
 	if (in.size > r->alen)
 		return -EINVAL; /* the data the guest claims is not there */
 	if (!(h = handle_get(s, in.fh, 0)))
-		return -EBADF;
+		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	while (done < in.size) {
@@ -1049,7 +1081,7 @@ static int release_common(struct fuse_server *s, struct req *r, int dir)
 
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, dir)))
+	if (!(h = handle_slot(s, in.fh, dir)))
 		return -EBADF;
 	handle_free(s, h);
 	return 0;
@@ -1074,7 +1106,7 @@ static int fsync_common(struct fuse_server *s, struct req *r, int dir)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_get(s, in.fh, dir)))
-		return -EBADF;
+		return handle_err(s, in.fh, dir);
 	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->fd) : fsync(h->fd);
 	return err < 0 ? -errno : 0;
 }
@@ -1097,7 +1129,7 @@ static int op_flush(struct fuse_server *s, struct req *r)
 
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
-	return handle_get(s, in.fh, 0) ? 0 : -EBADF;
+	return handle_slot(s, in.fh, 0) ? 0 : -EBADF;
 }
 
 static int op_opendir(struct fuse_server *s, struct req *r)
@@ -1114,7 +1146,7 @@ static int op_opendir(struct fuse_server *s, struct req *r)
 		return -ENOTDIR;
 	if ((fd = reopen(s, fd, O_RDONLY | O_DIRECTORY)) < 0)
 		return fd;
-	return reply_open(s, r, fd, 1);
+	return reply_open(s, r, fd, 1, O_RDONLY | O_DIRECTORY);
 }
 
 /*
@@ -1134,7 +1166,7 @@ static int readdir_common(struct fuse_server *s, struct req *r, int plus)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_get(s, in.fh, 1)))
-		return -EBADF;
+		return handle_err(s, in.fh, 1);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	cap = in.size < r->cap ? in.size : r->cap;
@@ -1225,7 +1257,7 @@ static int op_lseek(struct fuse_server *s, struct req *r)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_get(s, in.fh, 0)))
-		return -EBADF;
+		return handle_err(s, in.fh, 0);
 	if (in.whence != SEEK_SET && in.whence != SEEK_CUR && in.whence != SEEK_END &&
 	    in.whence != SEEK_DATA && in.whence != SEEK_HOLE)
 		return -EINVAL;
@@ -1245,7 +1277,7 @@ static int op_fallocate(struct fuse_server *s, struct req *r)
 	if ((err = take_arg(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_get(s, in.fh, 0)))
-		return -EBADF;
+		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX || in.length > INT64_MAX)
 		return -EINVAL;
 	return fallocate(h->fd, (int)in.mode, (off_t)in.offset, (off_t)in.length) < 0 ? -errno : 0;
@@ -1364,6 +1396,281 @@ long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, vo
 	return n < 0 ? reply(out, r.h.unique, n, 0) : reply(out, r.h.unique, 0, (size_t)n);
 }
 
+/* ---- snapshots (fuse_state.h holds the format) ---- */
+
+#define SAVE_V1_MAGIC 0x6b667331u /* "kfs1": a save without a session */
+
+/* How a restore resolves a saved path: beneath the root, no "..", no
+ * symbolic link and no /proc magic link on the way, the last component
+ * not followed (O_PATH | O_NOFOLLOW opens a trailing symlink itself). */
+static int open_beneath(struct fuse_server *s, const char *path)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS,
+	};
+	long fd = syscall(SYS_openat2, s->inodes[0].fd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* What the kernel says our fd's path is now (renames since the lookup
+ * included); its length or -1. */
+static ssize_t fd_path(struct fuse_server *s, int fd, char *buf, size_t cap)
+{
+	char n[16];
+	ssize_t l;
+
+	fd_name(fd, n);
+	l = readlinkat(s->proc_fd, n, buf, cap - 1);
+	if (l <= 0 || (size_t)l >= cap - 1)
+		return -1;
+	buf[l] = '\0';
+	return l;
+}
+
+/*
+ * The path of node n relative to the share root, or 0 when it has none
+ * (then it is saved stale). The kernel's name for the fd, minus the
+ * root's, is only a candidate: a deleted file reads "x (deleted)", a file
+ * moved out of the share has another prefix, a name may hold anything. So
+ * the candidate is resolved again beneath the root exactly as a restore
+ * would, and kept only when it reaches the same (st_dev, st_ino).
+ */
+static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const char *root, ssize_t rlen,
+			char *out)
+{
+	char link[PATH_MAX + 16];
+	size_t pre = rlen == 1 ? 0 : (size_t)rlen; /* a share of "/" has children "/x" */
+	struct stat st;
+	ssize_t l;
+	int fd;
+
+	if (rlen <= 0 || (l = fd_path(s, n->fd, link, sizeof(link))) < 0)
+		return 0;
+	if ((size_t)l <= pre + 1 || memcmp(link, root, pre) || link[pre] != '/' ||
+	    !fuse_state_path_ok(link + pre + 1, (size_t)l - pre - 1))
+		return 0;
+	if ((fd = open_beneath(s, link + pre + 1)) < 0)
+		return 0;
+	l = stat_fd(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino ? 0 : l - (ssize_t)pre - 1;
+	close(fd);
+	if (l > 0)
+		memcpy(out, link + pre + 1, (size_t)l);
+	return (size_t)l;
+}
+
+static void save_nodes(struct fuse_server *s, struct fuse_state_writer *w)
+{
+	char root[PATH_MAX + 16], path[PATH_MAX];
+	ssize_t rlen = fd_path(s, s->inodes[0].fd, root, sizeof(root));
+
+	for (uint32_t i = 1; i < s->ninodes; i++) {
+		const struct fs_inode *n = &s->inodes[i];
+		struct fuse_state_node r = { .slot = i, .gen = n->gen, .path = path };
+
+		if (n->fd == SLOT_FREE && !n->gen)
+			continue; /* a slot never used: restored as it is */
+		if (n->fd != SLOT_FREE) {
+			r.nlookup = n->nlookup ? n->nlookup : 1;
+			r.mode = n->type;
+			r.dev = n->dev;
+			r.ino = n->ino;
+			r.path_len = n->fd >= 0 ? (uint16_t)node_path(s, n, root, rlen, path) : 0;
+		}
+		fuse_state_put_node(w, &r);
+	}
+}
+
+static void save_handles(struct fuse_server *s, struct fuse_state_writer *w)
+{
+	for (uint32_t i = 0; i < s->nhandles; i++) {
+		const struct fs_handle *h = &s->handles[i];
+		struct fuse_state_handle r = { .slot = i, .gen = h->gen };
+
+		if (h->fd == SLOT_FREE && !h->gen)
+			continue;
+		if (h->fd != SLOT_FREE) {
+			/* A handle of no node (a guest that forgot it) is restored stale. */
+			r.nodeid = h->nodeid ? h->nodeid : UINT64_MAX;
+			r.flags = (uint32_t)h->flags;
+			r.dir = (uint32_t)h->dir | (h->fd == SLOT_STALE ? FUSE_STATE_HANDLE_STALE : 0);
+		}
+		fuse_state_put_handle(w, &r);
+	}
+}
+
+long fuse_server_save(struct fuse_server *s, void *buf, size_t cap)
+{
+	struct fuse_state st = { .inode_cap = s->ninodes, .handle_cap = s->nhandles };
+	struct fuse_state_writer w;
+	struct stat rst;
+	int err;
+
+	if ((err = stat_fd(s->inodes[0].fd, &rst)) < 0)
+		return err;
+	st.root_dev = rst.st_dev;
+	st.root_ino = rst.st_ino;
+	st.flags = s->active ? FUSE_STATE_ACTIVE : 0;
+	fuse_state_begin(&w, buf, cap, &st);
+	if (s->active) {
+		save_nodes(s, &w);
+		save_handles(s, &w);
+	}
+	return fuse_state_finish(&w);
+}
+
+/*
+ * Reopen saved node n: the same kind of file at the same path beneath the
+ * root, and, when the share is the very directory it was (same root
+ * dev/ino: a wake, a fork of a sandbox sharing that directory), the very
+ * same file. Another directory (a share moved or copied) keeps the names
+ * the guest knew, whatever their inode numbers. The fd, or -ESTALE.
+ */
+static int node_reopen(struct fuse_server *s, const struct fuse_state_node *n, int same, struct stat *st)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (!n->path_len)
+		return -ESTALE;
+	memcpy(path, n->path, n->path_len);
+	path[n->path_len] = '\0';
+	if ((fd = open_beneath(s, path)) < 0)
+		return -ESTALE;
+	if (stat_fd(fd, st) < 0 || (st->st_mode & S_IFMT) != n->mode ||
+	    (same && (st->st_dev != n->dev || st->st_ino != n->ino)) || inode_find(s, st->st_dev, st->st_ino) >= 0) {
+		close(fd); /* replaced, or a second name of a node already back */
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static void restore_node(struct fuse_server *s, const struct fuse_state_node *r, int same)
+{
+	struct fs_inode *n = &s->inodes[r->slot];
+	struct stat st;
+	uint32_t h;
+	int fd;
+
+	n->gen = r->gen;
+	if (!r->nlookup)
+		return; /* free, with its generation */
+	fd = node_reopen(s, r, same, &st);
+	n->fd = fd >= 0 ? fd : SLOT_STALE;
+	n->nlookup = r->nlookup;
+	n->type = r->mode;
+	n->dev = fd >= 0 ? st.st_dev : 0;
+	n->ino = fd >= 0 ? st.st_ino : 0;
+	if (fd >= 0) {
+		h = key_hash(n->dev, n->ino, s->ninodes);
+		n->next = s->buckets[h];
+		s->buckets[h] = (int32_t)r->slot;
+	}
+}
+
+/* Reopen a handle from its node with the flags it was opened with, minus
+ * those that act at open (O_CREAT, O_EXCL, O_TRUNC: a restore must not
+ * empty a file again). The fd, or -ESTALE. */
+static int handle_reopen(struct fuse_server *s, const struct fuse_state_handle *r, int *flags)
+{
+	struct fs_inode *n = inode_get(s, r->nodeid);
+	int fd;
+
+	*flags = (int)r->flags & OPEN_FLAGS & ~(O_CREAT | O_EXCL | O_TRUNC);
+	if (!n || n->fd < 0 || (r->dir & FUSE_STATE_HANDLE_STALE))
+		return -ESTALE;
+	if (r->dir & 1) {
+		*flags = O_RDONLY | O_DIRECTORY;
+		fd = S_ISDIR(n->type) ? reopen(s, n->fd, *flags) : -ESTALE;
+		return fd < 0 ? -ESTALE : fd;
+	}
+	if (open_type_check(n->type) < 0 ||
+	    (s->read_only && (*flags & O_ACCMODE) != O_RDONLY))
+		return -ESTALE;
+	fd = reopen(s, n->fd, *flags | O_NOCTTY);
+	return fd < 0 ? -ESTALE : fd;
+}
+
+static void restore_handle(struct fuse_server *s, const struct fuse_state_handle *r)
+{
+	struct fs_handle *h = &s->handles[r->slot];
+	int fd, flags;
+
+	h->gen = r->gen;
+	if (!r->nodeid)
+		return;
+	fd = handle_reopen(s, r, &flags);
+	h->fd = fd >= 0 ? fd : SLOT_STALE;
+	h->dir = (int)(r->dir & 1);
+	h->flags = flags;
+	h->nodeid = r->nodeid;
+}
+
+/* Thread every free slot onto the free lists again, lowest first. */
+static void free_lists_rebuild(struct fuse_server *s)
+{
+	s->free_inode = s->free_handle = -1;
+	for (uint32_t i = s->ninodes; i-- > 1;) {
+		if (s->inodes[i].fd == SLOT_FREE) {
+			s->inodes[i].next = s->free_inode;
+			s->free_inode = (int32_t)i;
+		}
+	}
+	for (uint32_t i = s->nhandles; i-- > 0;) {
+		if (s->handles[i].fd == SLOT_FREE) {
+			s->handles[i].next_free = s->free_handle;
+			s->free_handle = (int32_t)i;
+		}
+	}
+}
+
+int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, struct err *e)
+{
+	struct fuse_state st;
+	struct stat rst;
+	int err, same;
+
+	fuse_server_reset(s);
+	if (len == 4 && le_get32(buf) == SAVE_V1_MAGIC)
+		return 0; /* saved before node tables were: no session */
+	if ((err = fuse_state_parse(buf, len, &st, e)) < 0)
+		return err;
+	if (!(st.flags & FUSE_STATE_ACTIVE)) {
+		fuse_state_free(&st);
+		return 0;
+	}
+	/* The tables as large as they were, so every saved slot exists. */
+	while (s->ninodes < st.inode_cap && (err = inodes_grow(s)) == 0)
+		;
+	while (err == 0 && s->nhandles < st.handle_cap && (err = handles_grow(s)) == 0)
+		;
+	if (err < 0 || (err = stat_fd(s->inodes[0].fd, &rst)) < 0) {
+		fuse_state_free(&st);
+		return err_set(e, -err, "share state: %s restoring %u nodes", strerror(-err), st.nnodes);
+	}
+	same = rst.st_dev == st.root_dev && rst.st_ino == st.root_ino;
+	for (uint32_t i = 0; i < st.nnodes; i++)
+		restore_node(s, &st.nodes[i], same);
+	for (uint32_t i = 0; i < st.nhandles; i++)
+		restore_handle(s, &st.handles[i]);
+	free_lists_rebuild(s);
+	s->active = 1;
+	fuse_state_free(&st);
+	return 0;
+}
+
+unsigned fuse_server_stale(const struct fuse_server *s)
+{
+	unsigned n = 0;
+
+	for (uint32_t i = 1; i < s->ninodes; i++)
+		n += s->inodes[i].fd == SLOT_STALE;
+	for (uint32_t i = 0; i < s->nhandles; i++)
+		n += s->handles[i].fd == SLOT_STALE;
+	return n;
+}
+
 /* ---- lifetime ---- */
 
 /* Serve the directory fd (taken over in every case); name for messages. */
@@ -1398,7 +1705,7 @@ static int serve_dir(struct fuse_server **out, int fd, const char *name, int rea
 		goto fail;
 	}
 	/* Slot 0, the first off the free list: the root, FUSE_ROOT_ID. */
-	if (inode_insert(s, fd, st.st_dev, st.st_ino) != 0) {
+	if (inode_insert(s, fd, &st) != 0) {
 		err = err_set(e, EIO, "share %s: root node not in slot 0", name);
 		goto fail;
 	}

@@ -41,6 +41,11 @@
  *  - Not implemented (-ENOSYS, so the guest kernel stops asking): xattrs,
  *    POSIX/flock locks (the guest kernel then keeps locks local), ioctl,
  *    poll, bmap, copy_file_range, DAX mappings, syncfs, tmpfile.
+ *  - Snapshots: fuse_server_save() writes the node and handle tables
+ *    (fuse_state.h) with each node's path beneath the share, derived from
+ *    the kernel's name for its fd and checked by resolving it again;
+ *    fuse_server_restore() reopens them in a new process (see there).
+ *    Node ids and file handles the guest holds stay exactly valid.
  *  - Single-threaded: the caller serialises calls on one server.
  */
 #ifndef KILN_FUSE_SERVER_H
@@ -100,6 +105,32 @@ void fuse_server_reset(struct fuse_server *s);
 
 /* 1 while a guest session exists (INIT seen, no DESTROY or reset since). */
 int fuse_server_active(const struct fuse_server *s);
+
+/*
+ * Save the session (node and handle tables) into buf (cap bytes): the
+ * bytes written, -E2BIG when they do not fit, -errno. A node whose path
+ * beneath the share cannot be found now (deleted, moved out of the share)
+ * is saved stale.
+ */
+long fuse_server_save(struct fuse_server *s, void *buf, size_t cap);
+
+/*
+ * Replace the session with a saved one (a server just opened on the share,
+ * which may be another directory). Every node is reopened by its path
+ * beneath the root with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS) and O_PATH | O_NOFOLLOW, and kept when it is the
+ * same kind of file (and, when the root is the very directory that was
+ * saved, the same st_dev/st_ino); every handle is reopened from its node
+ * with its flags minus O_CREAT/O_EXCL/O_TRUNC. What cannot be found again
+ * becomes stale: its id stays valid for FORGET and RELEASE, everything
+ * else gets -ESTALE. Never resolves anything outside the share. 0, or
+ * -EINVAL with e saying why the bytes were refused (fuse_state_parse),
+ * -ENOMEM; the server then has no session.
+ */
+int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, struct err *e);
+
+/* Stale nodes plus stale handles (what the last restore could not reopen). */
+unsigned fuse_server_stale(const struct fuse_server *s);
 
 /* Close every fd the server holds and free it; NULL is fine. */
 void fuse_server_close(struct fuse_server *s);

@@ -9,7 +9,6 @@
 #include "devices/fs/fuse_server.h"
 
 #define FS_QUEUES 2 /* hiprio + one request queue (5.11.2) */
-#define SAVE_MAGIC 0x6b667331u /* "kfs1": no session, nothing else to save */
 
 /* Config space layout (5.11.4): tag[36], le32 num_request_queues. */
 struct fs_config {
@@ -107,28 +106,24 @@ static void fs_reset(struct virtio_dev *d)
 static long fs_save(struct virtio_dev *d, void *buf, size_t len)
 {
 	struct virtio_fs *fs = d->priv;
-	uint32_t magic = SAVE_MAGIC;
 
-	/* Node ids name host fds of this process: not serialisable. */
-	if (fuse_server_active(fs->srv))
-		return -ENOTSUP;
-	if (len < sizeof(magic))
-		return -ENOSPC;
-	memcpy(buf, &magic, sizeof(magic));
-	return sizeof(magic);
+	return fuse_server_save(fs->srv, buf, len);
 }
 
 static int fs_restore(struct virtio_dev *d, const void *buf, size_t len)
 {
 	struct virtio_fs *fs = d->priv;
-	uint32_t magic;
+	struct err e = { { 0 } };
+	unsigned stale;
+	int err = fuse_server_restore(fs->srv, buf, len, &e);
 
-	if (len != sizeof(magic))
-		return -EINVAL;
-	memcpy(&magic, buf, sizeof(magic));
-	if (magic != SAVE_MAGIC)
-		return -EINVAL;
-	fuse_server_reset(fs->srv);
+	if (err < 0) {
+		virtio_dev_log(d, "virtio-fs %.36s: %s", fs->config.tag, e.msg);
+		return err;
+	}
+	if ((stale = fuse_server_stale(fs->srv)))
+		virtio_dev_log(d, "virtio-fs %.36s: %u files in use were not found again in the share (the guest gets ESTALE on them)",
+			       fs->config.tag, stale);
 	return 0;
 }
 

@@ -16,12 +16,11 @@
  *  - The guest mounts it with `mount -t virtiofs TAG DIR`.
  *  - Requests run synchronously on the thread that delivers the queue
  *    notification, under the device lock.
- *  - Snapshots: open host fds cannot be serialised, so save() refuses
- *    (-ENOTSUP) while the guest has the share mounted (a FUSE session
- *    exists); before the first mount or after unmount it saves a version
- *    word, and restore() accepts only that. A VM with a mounted share is
- *    therefore not snapshottable until an issue gives it a way (e.g.
- *    re-looking up nodes by path on restore).
+ *  - Snapshots: save() writes the FUSE session (fuse_server_save: every
+ *    node by its path beneath the share, every open handle); restore()
+ *    reopens them beneath the share given at restore, confined as lookups
+ *    are, and logs how many could not be found (those are stale: the
+ *    guest gets ESTALE). A state the format refuses fails the restore.
  */
 #ifndef KILN_VIRTIO_FS_H
 #define KILN_VIRTIO_FS_H

@@ -38,6 +38,12 @@ static inline uint64_t le_get64(const uint8_t *p)
 	return le64toh(v);
 }
 
+static inline void le_put16(uint8_t *p, uint16_t v)
+{
+	v = htole16(v);
+	memcpy(p, &v, sizeof(v));
+}
+
 static inline void le_put32(uint8_t *p, uint32_t v)
 {
 	v = htole32(v);

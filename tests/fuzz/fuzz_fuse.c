@@ -4,13 +4,17 @@
  * every name form, node ids and file handles the server handed out (the
  * input may reuse the last ones) or made up.
  *
- * Input: flags (bit 0 read-only share, bit 1 small reply buffer), then
- * requests [flags][len: 2][bytes]; request flags: bit 0 set the header's
- * len to the bytes given, bit 1 set nodeid to the last one a reply
- * returned, bit 2 set the first argument word (fh) to the last handle.
+ * Input: flags (bit 0 read-only share, bit 1 small reply buffer, bit 2 a
+ * saved session follows: [len: 2][bytes] restored into the new server,
+ * refused or not), then requests [flags][len: 2][bytes]; request flags:
+ * bit 0 set the header's len to the bytes given, bit 1 set nodeid to the
+ * last one a reply returned, bit 2 set the first argument word (fh) to the
+ * last handle, bit 3 first snapshot the server: save it, close it, open a
+ * new one on the share and restore (which must succeed).
  * Invariants: every reply fits its buffer and says its own length; an
  * error reply is a bare header with -errno; nothing outside the share
- * changes (the secret beside it, no new entries beside it); a read-only
+ * changes (the secret beside it, no new entries beside it) and no read
+ * returns its contents, however a restored table names files; a read-only
  * share does not change at all; no set-id file appears; when the server
  * closes, every fd it opened is closed.
  */
@@ -29,6 +33,23 @@ static char base[] = "/dev/shm/kiln-fuzz-fuse-XXXXXX";
 static char share[64], secret[64];
 static uint8_t out[FUSE_SERVER_MAX_REPLY];
 static uint8_t req[8192];
+static uint8_t saved[1 << 20];
+
+/* Save, close, reopen on the share, restore: what kiln-vmm does across a
+ * snapshot. A session the server saved itself always restores. */
+static void snapshot_cycle(struct fuse_server **s, int ro)
+{
+	struct err e = { { 0 } };
+	long n = fuse_server_save(*s, saved, sizeof(saved));
+
+	FUZZ_ASSERT(n >= 40);
+	fuse_server_close(*s);
+	FUZZ_ASSERT(fuse_server_open(s, share, ro, &e) == 0);
+	if (fuse_server_restore(*s, saved, (size_t)n, &e) != 0) {
+		fprintf(stderr, "restore of a save: %s\n", e.msg);
+		abort();
+	}
+}
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
@@ -175,6 +196,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "fuse_server_open: %s\n", e.msg);
 		abort();
 	}
+	if (fl & 4) {
+		size_t len = take16(&in), got;
+		const uint8_t *p = take_bytes(&in, len, &got);
+
+		fuse_server_restore(s, p, got, &e);
+	}
 	while (in.n) {
 		uint8_t rf = take8(&in);
 		size_t len = take16(&in) % sizeof(req), got;
@@ -183,6 +210,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct fuse_out_header oh;
 		long r;
 
+		if (rf & 8)
+			snapshot_cycle(&s, ro);
 		memset(req, 0, sizeof(struct fuse_in_header) + 8);
 		memcpy(req, p, got);
 		if (got >= sizeof(*ih)) {
@@ -208,6 +237,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(r == sizeof(oh));
 			continue;
 		}
+		/* The secret, through any node: a way out of the share. */
+		FUZZ_ASSERT(!memmem(out, (size_t)r, "outside the share", 17));
 		if (got >= sizeof(*ih)) {
 			FUZZ_ASSERT(oh.unique == ih->unique);
 			switch (ih->opcode) {

@@ -1245,6 +1245,62 @@ test_kilnd_five_forks_from_one_checkpoint() {
   expect_rc 0
 }
 
+# kd_lines_above FILE N: poll (bounded) until FILE on the host has more
+# than N lines; $n its count.
+kd_lines_above() {
+  local i
+  for i in $(seq 1 240); do
+    n=$(wc -l <"$1" 2>/dev/null || echo 0)
+    [ "$n" -gt "$2" ] && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# A sandbox with a share (virtio-fs) is checkpointed, hibernated, woken
+# and forked: the share works after each, a guest process holding a file
+# of the share open appends to it across the hibernation, a file the host
+# added meanwhile is seen, and the fork's share reaches nothing beside it.
+test_kilnd_share_survives_hibernate_wake_and_fork() {
+  kd_start || return 1
+  local why='' fork n1
+  # exec runs as the guest's user, who does not own what the jail uid
+  # creates: the directories it writes into are writable by all.
+  mkdir "$kd/sh" "$kd/sh/d" && chmod 0777 "$kd/sh" "$kd/sh/d"
+  echo outside >"$kd/beside"
+  kd_create '{"image":"minimal","shares":[{"host_path":"'"$kd/sh"'","guest_path":"/mnt/s"}]}' || { kd_stop; return 1; }
+  kd_sh "$sid" 'echo one >/mnt/s/a && echo two >/mnt/s/d/b && cat /mnt/s/a /mnt/s/d/b'
+  kd_check '[ "$(kd_outw)" = "one two" ]' "the guest writes and reads through the share ($(kd_outw))"
+  # Its fd 3 stays open on the share's log for the whole test.
+  kd_sh "$sid" 'setsid sh -c "exec 3>>/mnt/s/log; i=0; while :; do i=\$((i+1)); echo \$i >&3; sleep 0.3; done" </dev/null >/dev/null 2>&1 &'
+  kd_check 'kd_lines_above "$kd/sh/log" 2' "a guest process appends to a file of the share"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"s"}'
+  kd_check '[ $status = 201 ]' "checkpoint of a sandbox with a share"
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = hibernated ]' "hibernate of a sandbox with a share"
+  echo host >"$kd/sh/fromhost"
+  n1=$(wc -l <"$kd/sh/log")
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"woke_from\"]")" = snapshot ]' "wake from the snapshot"
+  kd_check 'kd_lines_above "$kd/sh/log" "$n1"' "the file held open across the hibernation is appended to ($n1 → $n lines)"
+  kd_sh "$sid" 'cat /mnt/s/a /mnt/s/d/b /mnt/s/fromhost && echo three >/mnt/s/d/c'
+  kd_check '[ "$(kd_outw)" = "one two host" ] && [ "$(cat "$kd/sh/d/c")" = three ]' "the share works after the wake ($(kd_outw))"
+  # A symlink on the host pointing out of the share: the guest resolves it
+  # in its own tree, and the host never follows it.
+  ln -s "$kd" "$kd/sh/out"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$sid"'/s"}'
+  kd_check '[ $status = 201 ]' "fork of a checkpoint with a share"
+  fork=$(jget 'd["id"]')
+  kd_sh "$fork" 'cat /mnt/s/a /mnt/s/d/b; cat /mnt/s/out/beside /mnt/s/../beside 2>/dev/null; echo fork >/mnt/s/f'
+  kd_check '[ "$(kd_outw)" = "one two" ] && [ "$(cat "$kd/sh/f")" = fork ]' "the fork sees and writes the share, nothing beside it ($(kd_outw))"
+  kd_check '[ "$(cat "$kd/beside")" = outside ] && [ ! -e "$kd/f" ]' "nothing beside the share changed"
+  api DELETE "/v1/sandboxes/$fork"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
+  kd_done || return 1
+  expect_rc 0
+}
+
 # kd_pool_ready N: poll GET /v1/health (bounded) until the first pool
 # has N sandboxes ready; $body is the health object.
 kd_pool_ready() {

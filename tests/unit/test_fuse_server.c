@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "devices/fs/fuse_server.h"
+#include "devices/fs/fuse_state.h"
 
 #define BUF (FUSE_SERVER_MAX_REPLY)
 
@@ -970,6 +971,203 @@ static void test_open_fd(void **state)
 	assert_null(s);
 }
 
+/* ---- snapshots: save, change the share, restore in a new server ---- */
+
+static uint8_t snap_buf[1 << 16];
+
+/* Save f->s, close it (as kiln-vmm exits), open a new server on `dir` and
+ * restore into it; the restore's result. */
+static int snap_cycle(struct fx *f, const char *dir, void (*between)(struct fx *f), struct err *e)
+{
+	long n = fuse_server_save(f->s, snap_buf, sizeof(snap_buf));
+
+	assert_true(n > 40);
+	assert_int_equal(fuse_server_save(f->s, snap_buf, 39), -E2BIG);
+	fuse_server_close(f->s);
+	f->s = NULL;
+	if (between)
+		between(f);
+	assert_int_equal(fuse_server_open(&f->s, dir, 0, e), 0);
+	return fuse_server_restore(f->s, snap_buf, (size_t)n, e);
+}
+
+/* The host changes the share while the VM is a snapshot. */
+static void change_share(struct fx *f)
+{
+	char p[256];
+
+	assert_int_equal(unlink(host_path(f, "gone")), 0);
+	snprintf(p, sizeof(p), "%s/moved2", f->share);
+	assert_int_equal(rename(host_path(f, "moved"), p), 0);
+	/* "existing" replaced by another file of the same name, as editors
+	 * do (written beside it first: a new inode, not a reused number) */
+	snprintf(p, sizeof(p), "%s/existing.new", f->share);
+	put_file(p, "a new file\n");
+	assert_int_equal(rename(p, host_path(f, "existing")), 0);
+	/* "sub" (a directory) replaced by a symlink to the share's parent */
+	snprintf(p, sizeof(p), "%s/sub/inner", f->share);
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(rmdir(host_path(f, "sub")), 0);
+	assert_int_equal(symlink("..", host_path(f, "sub")), 0);
+	/* "kept" renamed and renamed back: the same file at the same path */
+	snprintf(p, sizeof(p), "%s/kept.tmp", f->share);
+	assert_int_equal(rename(host_path(f, "kept"), p), 0);
+	assert_int_equal(rename(p, host_path(f, "kept")), 0);
+}
+
+static void test_snapshot_restore(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out ex, gone, moved, sub, inner, kept, made, lnk, d;
+	struct fuse_attr a;
+	struct err e = { { 0 } };
+	uint64_t fh_ex, fh_made, fh_kept, fh_dir;
+	char p[256];
+	FILE *fp;
+
+	put_file(host_path(f, "gone"), "gone\n");
+	put_file(host_path(f, "moved"), "moved\n");
+	put_file(host_path(f, "kept"), "kept\n");
+	assert_int_equal(mkdir(host_path(f, "sub"), 0755), 0);
+	snprintf(p, sizeof(p), "%s/sub/inner", f->share);
+	put_file(p, "inner\n");
+	assert_int_equal(symlink("../secret", host_path(f, "lnk")), 0);
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &ex), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "gone", &gone), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "moved", &moved), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "sub", &sub), 0);
+	assert_int_equal(lookup(f, sub.nodeid, "inner", &inner), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "kept", &kept), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "lnk", &lnk), 0);
+	assert_int_equal(mkdir_at(f, FUSE_ROOT_ID, "d", &d), 0);
+	/* A slot freed before the save: its generation must survive. */
+	forget(f, gone.nodeid, 1);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "gone", &gone), 0);
+	assert_int_not_equal(gone.nodeid >> 32, 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, ex.nodeid, O_RDONLY, &fh_ex), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, kept.nodeid, O_WRONLY | O_APPEND | O_TRUNC, &fh_kept), 0);
+	assert_int_equal(create(f, d.nodeid, "made", O_WRONLY | O_CREAT | O_EXCL, 0644, &made, &fh_made), 0);
+	assert_int_equal(write_fh(f, made.nodeid, fh_made, 0, "before\n"), 0);
+	assert_int_equal(open_node(f, FUSE_OPENDIR, d.nodeid, O_RDONLY, &fh_dir), 0);
+	/* Renamed on the host before the save: saved under its new name. */
+	snprintf(p, sizeof(p), "%s/d/made2", f->share);
+	assert_int_equal(rename(host_path(f, "d/made"), p), 0);
+
+	assert_int_equal(snap_cycle(f, f->share, change_share, &e), 0);
+	/* Stale: gone, moved, existing (replaced), sub and inner (a symlink
+	 * now), and the handle on existing. */
+	assert_int_equal(fuse_server_stale(f->s), 6);
+	assert_int_equal(getattr(f, gone.nodeid, &a), -ESTALE);
+	assert_int_equal(getattr(f, moved.nodeid, &a), -ESTALE);
+	assert_int_equal(getattr(f, ex.nodeid, &a), -ESTALE);
+	assert_int_equal(getattr(f, sub.nodeid, &a), -ESTALE);
+	assert_int_equal(getattr(f, inner.nodeid, &a), -ESTALE);
+	assert_int_equal(lookup(f, sub.nodeid, "secret", &inner), -ESTALE);
+	assert_int_equal(read_fh(f, FUSE_READ, ex.nodeid, fh_ex, 0, 100), -ESTALE);
+	assert_int_equal(release(f, FUSE_RELEASE, ex.nodeid, fh_ex), 0);
+	assert_int_equal(release(f, FUSE_RELEASE, ex.nodeid, fh_ex), -EBADF);
+	forget(f, gone.nodeid, 1);
+	assert_int_equal(getattr(f, gone.nodeid, &a), -ENOENT);
+	/* Live, under the same ids and handles. */
+	assert_int_equal(getattr(f, kept.nodeid, &a), 0);
+	assert_int_equal(getattr(f, lnk.nodeid, &a), 0);
+	assert_true(S_ISLNK(a.mode));
+	assert_int_equal(write_fh(f, kept.nodeid, fh_kept, 0, "more\n"), 0);
+	assert_int_equal(write_fh(f, made.nodeid, fh_made, 7, "after\n"), 0);
+	assert_int_equal(read_fh(f, FUSE_READDIR, d.nodeid, fh_dir, 0, 4096), 0);
+	assert_int_equal(release(f, FUSE_RELEASEDIR, d.nodeid, fh_dir), 0);
+	/* O_TRUNC was not applied again; O_APPEND was. */
+	fp = fopen(host_path(f, "kept"), "r");
+	assert_non_null(fp);
+	assert_non_null(fgets(p, sizeof(p), fp));
+	assert_string_equal(p, "more\n");
+	fclose(fp);
+	snprintf(p, sizeof(p), "%s/d/made2", f->share);
+	fp = fopen(p, "r");
+	assert_non_null(fp);
+	assert_int_equal(fread(p, 1, sizeof(p), fp), 13);
+	fclose(fp);
+	assert_memory_equal(p, "before\nafter\n", 13);
+	/* A new lookup of a replaced name gets a new node. */
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &ex), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, ex.nodeid, O_RDONLY, &fh_ex), 0);
+	assert_int_equal(read_fh(f, FUSE_READ, ex.nodeid, fh_ex, 0, 100), 0);
+	assert_int_equal(body_len(f), 11);
+	/* A second snapshot keeps stale nodes stale. */
+	assert_int_equal(snap_cycle(f, f->share, NULL, &e), 0);
+	assert_int_equal(getattr(f, moved.nodeid, &a), -ESTALE);
+	assert_int_equal(getattr(f, made.nodeid, &a), 0);
+}
+
+/* Restored into another directory with the same names (a moved or copied
+ * share): nodes come back by name and kind, whatever their inode. */
+static void test_snapshot_other_dir(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out ex, sub;
+	struct fuse_attr a;
+	struct err e = { { 0 } };
+	char other[128], p[160];
+	uint64_t fh;
+
+	assert_int_equal(mkdir(host_path(f, "sub"), 0755), 0);
+	assert_int_equal(do_init(f), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &ex), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "sub", &sub), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, ex.nodeid, O_RDONLY, &fh), 0);
+	snprintf(other, sizeof(other), "%s/other", f->base);
+	assert_int_equal(mkdir(other, 0755), 0);
+	snprintf(p, sizeof(p), "%s/existing", other);
+	put_file(p, "copied\n");
+	snprintf(p, sizeof(p), "%s/sub", other);
+	assert_int_equal(mkdir(p, 0755), 0); /* a file in the copy would be stale */
+	assert_int_equal(snap_cycle(f, other, NULL, &e), 0);
+	assert_int_equal(fuse_server_stale(f->s), 0);
+	assert_int_equal(getattr(f, sub.nodeid, &a), 0);
+	assert_int_equal(read_fh(f, FUSE_READ, ex.nodeid, fh, 0, 100), 0);
+	assert_int_equal(body_len(f), 7);
+}
+
+/* A planted table: refused, or stale, never a way out of the share. */
+static void test_snapshot_hostile(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE, .inode_cap = 64, .handle_cap = 64 };
+	struct fuse_state_node n = { .slot = 1, .nlookup = 1, .mode = S_IFREG };
+	struct fuse_state_handle h = { .slot = 0, .nodeid = 1 | (uint64_t)0 << 32, .flags = O_RDWR };
+	struct fuse_state_writer w;
+	struct fuse_attr a;
+	struct err e = { { 0 } };
+	long len;
+
+	h.nodeid = 2; /* slot 1, generation 0 */
+	assert_int_equal(symlink("..", host_path(f, "up")), 0);
+	/* "up/secret": resolving through a symlink is refused by openat2. */
+	n.path = "up/secret";
+	n.path_len = 9;
+	fuse_state_begin(&w, snap_buf, sizeof(snap_buf), &st);
+	fuse_state_put_node(&w, &n);
+	fuse_state_put_handle(&w, &h);
+	len = fuse_state_finish(&w);
+	assert_true(len > 0);
+	assert_int_equal(fuse_server_restore(f->s, snap_buf, (size_t)len, &e), 0);
+	assert_int_equal(fuse_server_stale(f->s), 2);
+	assert_int_equal(getattr(f, 2, &a), -ESTALE);
+	assert_int_equal(read_fh(f, FUSE_READ, 2, 0, 0, 100), -ESTALE);
+	/* "../secret": refused outright. */
+	n.path = "../secret";
+	fuse_state_begin(&w, snap_buf, sizeof(snap_buf), &st);
+	fuse_state_put_node(&w, &n);
+	len = fuse_state_finish(&w);
+	assert_int_equal(fuse_server_restore(f->s, snap_buf, (size_t)len, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "not a plain path"));
+	assert_int_equal(getattr(f, 2, &a), -EIO); /* no session left */
+	/* The old format (no session) still restores. */
+	memcpy(snap_buf, "1sfk", 4);
+	assert_int_equal(fuse_server_restore(f->s, snap_buf, 4, &e), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -988,6 +1186,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_misc_ops, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_create_existing_fifo, setup_rw, teardown),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test_setup_teardown(test_snapshot_restore, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_other_dir, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_hostile, setup_rw, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,10 @@
 #include "vmm/snapshot/snapshot_mem.h"
 
 #define VM_INFO_VERSION 1
-#define DEVICE_STATE_MAX 65536
+/* One device's own state. A share's node table (virtio-fs) is the large
+ * one: about 100 bytes a file the guest has looked up, so 16 MiB holds
+ * some 150k; malloc maps it lazily, so only what a save writes is touched. */
+#define DEVICE_STATE_MAX (16u << 20)
 #define SERIAL_STATE_VERSION 1
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
@@ -167,8 +170,8 @@ static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 		memset(&ms, 0, sizeof(ms));
 		/* The device first: it may hand held chains back to its queues (vsock). */
 		if (d->ops->save && (n = d->ops->save(d, buf, DEVICE_STATE_MAX)) < 0) {
-			r = n == -EBUSY ? err_set(e, EBUSY, "snapshot: %s cannot be saved while the guest uses it (a mounted share holds host files open)",
-						    d->ops->name)
+			r = n == -E2BIG ? err_set(e, E2BIG, "snapshot: %s's state exceeds %u MiB (a share with too many files in use: have the guest drop its caches, echo 2 >/proc/sys/vm/drop_caches, and retry)",
+						    d->ops->name, DEVICE_STATE_MAX >> 20)
 					: err_set(e, (int)-n, "snapshot: saving %s (device %d): %s", d->ops->name, i,
 						    strerror((int)-n));
 			break;

@@ -88,6 +88,11 @@ static const int share_ops[] = {
 	SCMP_SYS(flock), END,
 };
 
+/* A snapshot of a mounted share (control thread): each node's path read
+ * from /proc/self/fd and checked by resolving it again beneath the share
+ * (devices/fs/fuse_server.c, fuse_server_save). */
+static const int share_save[] = { SCMP_SYS(openat2), SCMP_SYS(readlinkat), END };
+
 /* The device thread's own: waiting for events, vsock's connections to
  * the host (socket has its rule: AF_UNIX only), virtio-rng. */
 static const int device_own[] = {
@@ -137,7 +142,7 @@ static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 	[SECCOMP_ROLE_DEVICE] = { "device",
 				  { base, loop_watches, socket_io, file_io, dir_ops, share_ops, device_own },
 				  NULL, 0, 1 },
-	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, control_own },
+	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, share_save, control_own },
 				   control_ioctls, N(control_ioctls), 0 },
 };
 

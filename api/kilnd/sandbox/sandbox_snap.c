@@ -35,19 +35,6 @@ static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
 	return sandbox_pathf(out, cap, "%s/vm/hibernate/image", sb->dir);
 }
 
-/* kiln-vmm refuses to snapshot a guest with a mounted virtio-fs share
- * (the host side of its open files cannot be saved): say so up front. */
-static int snapshots_allowed_locked(struct sandbox *sb, const char *what, struct api_err *e)
-{
-	if (sb->rec.spec.nshares) {
-		api_err_set(e, API_E_UNSUPPORTED,
-			    "sandbox %s has shares (virtio-fs): kiln-vmm cannot %s a guest with a mounted share yet",
-			    sb->rec.id, what);
-		return -1;
-	}
-	return 0;
-}
-
 /* Best effort after the guest stood still: its clock is behind. */
 static void sync_clock(struct sandbox *sb)
 {
@@ -135,8 +122,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	kilnd_lock(d);
 	sandbox_wait_unbusy_locked(sb);
 	sandbox_wait_unmerging_locked(sb);
-	if (sandbox_transition(sb->rec.state, SANDBOX_EV_CHECKPOINT, &to, sb->rec.id, e) ||
-	    snapshots_allowed_locked(sb, "checkpoint", e)) {
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_CHECKPOINT, &to, sb->rec.id, e)) {
 		kilnd_unlock(d);
 		return -1;
 	}
@@ -473,11 +459,11 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb)
 static bool idle_locked(struct sandbox *sb, int64_t now)
 {
 	/* References: the registry's, the monitor's, the caller's. More is
-	 * a request (an exec, a transfer) at work. Port mappings and shares
-	 * keep it awake: forwarded connections would end, and a guest with
-	 * a share cannot be snapshotted. */
+	 * a request (an exec, a transfer) at work. Port mappings keep it
+	 * awake: forwarded connections would end. Shares do not: the share's
+	 * open files are saved by path and reopened at the wake. */
 	return sb->rec.state == SANDBOX_RUNNING && !sb->busy_op && sb->refs <= 3 && sb->rec.spec.idle_timeout_s &&
-	       !sb->nports && !sb->rec.spec.nshares && !atomic_load(&sb->d->shutting_down) &&
+	       !sb->nports && !atomic_load(&sb->d->shutting_down) &&
 	       now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
 }
 
@@ -505,8 +491,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 		kilnd_unlock(d);
 		return 1;
 	}
-	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE, &to, sb->rec.id, e) ||
-	    snapshots_allowed_locked(sb, "hibernate", e)) {
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE, &to, sb->rec.id, e)) {
 		kilnd_unlock(d);
 		return -1;
 	}
