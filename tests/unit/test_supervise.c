@@ -138,6 +138,14 @@ static void test_exit_status_and_console(void **state)
 	assert_non_null(f);
 	assert_non_null(fgets(text, sizeof(text), f));
 	fclose(f);
+	/* A VMM that ends before vmm_spawn asks its keeper who it is leaves
+	 * the id unknown (0): vmm.exit alone names it then. */
+	if (id.pid == 0) {
+		unsigned long long start;
+
+		assert_int_equal(sscanf(text, "kiln-keeper 1 exit pid=%d start=%llu", &id.pid, &start), 2);
+		id.start = start;
+	}
 	snprintf(path, sizeof(path), "kiln-keeper 1 exit pid=%d start=%llu status=3 signal=0\n", id.pid,
 		 (unsigned long long)id.start);
 	assert_string_equal(text, path);
