@@ -10,9 +10,9 @@
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-/* rec.ports from the live mappings (POST bodies with their host port, for
- * a restarted kilnd to listen again), then meta.json. Under reg.mu. */
-static void ports_persist_locked(struct sandbox *sb)
+/* The live mappings as POST .../ports bodies, with their host ports or
+ * (a checkpoint's) without; NULL when out of memory. Under reg.mu. */
+static json_t *ports_bodies_locked(struct sandbox *sb, bool host_port)
 {
 	json_t *a = json_array();
 
@@ -20,8 +20,12 @@ static void ports_persist_locked(struct sandbox *sb)
 		json_t *v = port_fwd_view(sb->ports[i]), *o = NULL;
 
 		if (v)
-			o = json_pack("{s:O,s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "host_port",
-				      json_object_get(v, "host_port"), "target", json_object_get(v, "target"));
+			o = json_pack("{s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "target",
+				      json_object_get(v, "target"));
+		if (o && host_port && json_object_set(o, "host_port", json_object_get(v, "host_port"))) {
+			json_decref(o);
+			o = NULL;
+		}
 		if (o && json_object_get(v, "guest_address"))
 			json_object_set(o, "guest_address", json_object_get(v, "guest_address"));
 		json_decref(v);
@@ -30,6 +34,15 @@ static void ports_persist_locked(struct sandbox *sb)
 			a = NULL;
 		}
 	}
+	return a;
+}
+
+/* rec.ports from the live mappings (with their host ports, for a
+ * restarted kilnd or a wake to listen again), then meta.json. Under reg.mu. */
+static void ports_persist_locked(struct sandbox *sb)
+{
+	json_t *a = ports_bodies_locked(sb, true);
+
 	if (!a)
 		return; /* out of memory: the record keeps the last list it had */
 	json_decref(sb->rec.ports);
@@ -92,23 +105,10 @@ void sandbox_ports_reopen(struct sandbox *sb)
 
 json_t *sandbox_ports_guest_side(struct sandbox *sb)
 {
-	json_t *a = json_array();
+	json_t *a;
 
 	kilnd_lock(sb->d);
-	for (size_t i = 0; a && i < sb->nports; i++) {
-		json_t *v = port_fwd_view(sb->ports[i]), *o = NULL;
-
-		if (v)
-			o = json_pack("{s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "target",
-				      json_object_get(v, "target"));
-		if (o && json_object_get(v, "guest_address"))
-			json_object_set(o, "guest_address", json_object_get(v, "guest_address"));
-		json_decref(v);
-		if (!o || json_array_append_new(a, o)) {
-			json_decref(a);
-			a = NULL;
-		}
-	}
+	a = ports_bodies_locked(sb, false);
 	kilnd_unlock(sb->d);
 	return a;
 }
