@@ -137,6 +137,19 @@ test_vmm_restore_refuses_bad_snapshots() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# restore_run SNAP N: restore SNAP (--boot-timeline), check that its guest
+# answers, shut it down; kiln-vmm's stderr is $vd/vmmN.err.
+restore_run() {
+  vs="$vd/v$2.sock"
+  "$VMM" --restore "$1" --mem 256 --cpus 2 --console --vsock "$vs" --boot-timeline \
+    >"$vd/console$2" 2>"$vd/vmm$2.err" </dev/null &
+  vpid=$!
+  check 'ag wait-ready >/dev/null && [ "$(ag exec -- echo alive)" = alive ]' \
+    "the guest runs after restoring $1: $(cat "$vd/vmm$2.err")"
+  ag shutdown >/dev/null 2>&1
+  vmm_wait
+}
+
 # A snapshot of a booted VM has no workingset; one of a restored VM lists
 # the pages its guest used since the restore; restoring that reads them
 # ahead (the timeline's "prefetched") under the seccomp filters; a damaged
@@ -162,25 +175,13 @@ test_vmm_snapshot_working_set() {
     "the restored VM's snapshot lists its working set: $n bytes, $(ls "$s2" 2>&1)"
   kill -9 "$vpid"; wait "$vpid" 2>/dev/null
 
-  vs="$vd/v3.sock"
-  "$VMM" --restore "$s2" --mem 256 --cpus 2 --console --vsock "$vs" --boot-timeline \
-    >"$vd/console3" 2>"$vd/vmm3.err" </dev/null &
-  vpid=$!
-  check 'ag wait-ready >/dev/null && [ "$(ag exec -- echo alive)" = alive ]' \
-    "the guest runs after a prefetching restore: $(cat "$vd/vmm3.err")"
-  ag shutdown >/dev/null 2>&1; vmm_wait
+  restore_run "$s2" 3
   check 'grep -q "prefetched" "$vd/vmm3.err" && ! grep -qi "working set\|workingset" "$vd/vmm3.err"' \
     "the restore read the working set ahead: $(cat "$vd/vmm3.err")"
 
   cp -r "$s2" "$bad"
   printf '\x55' | dd of="$bad/workingset" bs=1 seek=60 conv=notrunc status=none
-  vs="$vd/v4.sock"
-  "$VMM" --restore "$bad" --mem 256 --cpus 2 --console --vsock "$vs" --boot-timeline \
-    >"$vd/console4" 2>"$vd/vmm4.err" </dev/null &
-  vpid=$!
-  check 'ag wait-ready >/dev/null && [ "$(ag exec -- echo alive)" = alive ]' \
-    "a damaged workingset does not stop the restore: $(cat "$vd/vmm4.err")"
-  ag shutdown >/dev/null 2>&1; vmm_wait
+  restore_run "$bad" 4
   check '[ "$(grep -c "ignoring the snapshot.s workingset: snapshot workingset damaged" "$vd/vmm4.err")" = 1 ] && ! grep -q prefetched "$vd/vmm4.err"' \
     "one log line, and no prefetch: $(cat "$vd/vmm4.err")"
   out=$(tail -20 "$vd/console4" 2>/dev/null) err=$(cat "$vd/vmm4.err" 2>/dev/null)
