@@ -10,7 +10,8 @@ import tempfile
 import time
 
 KILND = "build/kilnd"
-VMM = "build/kiln-vmm"
+# KILN_BENCH_VMM: another kiln-vmm for kilnd to start (an A/B against a saved build).
+VMM = os.environ.get("KILN_BENCH_VMM", "build/kiln-vmm")
 AGENT = "build/kiln-agent"
 KERNEL = "build/kernel/vmlinux"
 IMAGE = "build/rootfs/minimal-test.ext4"

@@ -10,6 +10,8 @@
  *   memory      RAM, sparse (or memory.z, compressed); in a layered
  *               snapshot only the pages written since its parent
  *   memory.layer which pages those are, and the parent (snapshot_layer.h)
+ *   workingset  the pages to prefetch at restore (snapshot_ws.h), when
+ *               the VM was itself restored lazily
  *   disk<N>     a copy of disk N's copy-on-write overlay (reflinked when
  *               the filesystem can), never the shared base image
  */
@@ -461,11 +463,16 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id
 	if ((r = snap_finish(&w, &bytes, &len, e)) || (r = snap_write_atomic(dfd, SNAP_STATE_FILE, bytes, len, e)))
 		goto out;
 	info->state_bytes = len;
-	if (layer)
+	/* Before the memory: reading RAM for it would make every page look touched. */
+	if (!compress && (r = vm_ws_save(vm, dfd, e)))
+		goto out;
+	if (layer) {
 		r = save_layer(vm, dfd, layer, &ms, e);
-	else
+	} else {
+		vm_ws_stale(vm);
 		r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host, vm->mem.size,
 				  compress ? 1 : 0, &ms, e);
+	}
 	if (r)
 		goto out;
 	info->memory_bytes = vm->mem.size;
@@ -596,9 +603,9 @@ int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t 
 }
 
 /* The base's RAM: mapped MAP_PRIVATE from `memory` (lazy; every restore
- * of it shares one page-cache copy) or inflated from `memory.z`.
+ * of it shares one page-cache copy; *lazy set) or inflated from `memory.z`.
  * `raw_only`: under layers, which are only ever written on raw memory. */
-static int restore_base(struct vm *vm, int dfd, int raw_only, struct err *e)
+static int restore_base(struct vm *vm, int dfd, int raw_only, int *lazy, struct err *e)
 {
 	void *at;
 	int fd = snap_mem_open_raw(dfd, SNAP_MEM_FILE, vm->mem.size, e), r;
@@ -618,6 +625,7 @@ static int restore_base(struct vm *vm, int dfd, int raw_only, struct err *e)
 		return fd;
 	r = snap_mem_map_raw(fd, vm->mem.size, vm->mem.host, &at, e);
 	close(fd);
+	*lazy = r == 0;
 	return r;
 }
 
@@ -648,9 +656,10 @@ static int open_layer_parent(int dfd, const struct snap_layer *l, struct err *e)
 /*
  * RAM of the snapshot in `snapfd`: when it is a layer, follow its
  * parents down to the full snapshot, restore that, then copy each
- * layer's pages over it, oldest first.
+ * layer's pages over it, oldest first. *lazy: the full snapshot's RAM
+ * was mapped, not inflated.
  */
-static int restore_ram(struct vm *vm, int snapfd, struct err *e)
+static int restore_ram(struct vm *vm, int snapfd, int *lazy, struct err *e)
 {
 	struct snap_layer l[SNAP_LAYER_DEPTH_MAX + 1] = { 0 };
 	int dfd[SNAP_LAYER_DEPTH_MAX + 1], n = 0, r;
@@ -676,7 +685,7 @@ static int restore_ram(struct vm *vm, int snapfd, struct err *e)
 			goto out;
 		dfd[++n] = r;
 	}
-	if ((r = restore_base(vm, dfd[n], n > 0, e)))
+	if ((r = restore_base(vm, dfd[n], n > 0, lazy, e)))
 		goto out;
 	for (int i = n - 1; i >= 0 && r == 0; i--) {
 		int fd = snap_file_open(dfd[i], SNAP_MEM_FILE, e);
@@ -700,10 +709,12 @@ out:
 int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e)
 {
 	uint8_t id[SNAP_ID_LEN];
-	int r;
+	int lazy = 0, r;
 
-	if ((r = check_info(vm, view, e)) || (r = snap_id_get(view, id, e)) || (r = restore_ram(vm, snapfd, e)))
+	if ((r = check_info(vm, view, e)) || (r = snap_id_get(view, id, e)) ||
+	    (r = restore_ram(vm, snapfd, &lazy, e)))
 		return r;
+	vm_ws_restored(vm, snapfd, lazy);
 	/* The next snapshot can be a layer on this one. */
 	track_start(vm, id);
 	return 0;

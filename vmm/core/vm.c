@@ -428,6 +428,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if (!vm->cfg.kick_signal)
 		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
+	vm_ws_init(&vm->ws);
 	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
 		vm->overlay_fd[i] = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
@@ -585,6 +586,8 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 	if (vm->cfg.thread_enter && (err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RUNNER)))
 		vm_stop(vm, VM_EXIT_FAILURE, "the VM's control thread cannot install its seccomp filter: %s",
 			strerror(-err));
+	/* This thread is free until the VM stops: the guest runs meanwhile. */
+	vm_ws_prefetch(vm);
 	if (vm->cfg.console_in_fd >= 0)
 		pump_console(vm);
 	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
@@ -644,6 +647,7 @@ void vm_destroy(struct vm *vm)
 			close(vm->overlay_fd[i]);
 	free(vm->cpuid);
 	free(vm->snap_msrs);
+	vm_ws_free(&vm->ws);
 	guest_mem_unmap(&vm->mem);
 	if (vm->serial.irq)
 		serial_destroy(&vm->serial);

@@ -16,6 +16,7 @@
 #include "vmm/core/i8042.h"
 #include "vmm/core/io_bus.h"
 #include "vmm/core/serial.h"
+#include "vmm/core/snapshot_ws.h"
 #include "vmm/core/timeline.h"
 #include "lib/guest/event_loop.h"
 #include "devices/virtio/virtio_mmio.h"
@@ -79,6 +80,7 @@ struct vm {
 	int tracking;
 	int base_valid;
 	uint8_t base_id[16];
+	struct vm_ws ws; /* working set: recorded since a lazy restore, prefetched after one (snapshot_ws.h) */
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];

@@ -9,6 +9,7 @@
 
 #include "lib/base/fd_io.h"
 #include "lib/base/le.h"
+#include "vmm/snapshot/page_bits.h"
 #include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_io.h"
 
@@ -38,7 +39,7 @@ _Static_assert(MERGE_CHUNK % SNAP_PAGE == 0, "merge chunks are whole pages");
 
 size_t snap_layer_words(uint64_t mem_size)
 {
-	return (size_t)((mem_size / SNAP_PAGE + 63) / 64);
+	return page_bits_words(mem_size / SNAP_PAGE);
 }
 
 /* The file's length for `mem_size` bytes of RAM (check_size passed). */
@@ -286,43 +287,6 @@ int snap_layer_write(int dirfd, const struct snap_layer *l, struct err *e)
 	return r;
 }
 
-/*
- * The next run of pages `bits` marks at or after *page, of `npages`:
- * *page moves to its start and its length in pages is returned, 0 past
- * the last. Whole words at a time, so sparse bitmaps of large RAM are
- * quick to walk.
- */
-static uint64_t next_marked(const uint64_t *bits, uint64_t npages, uint64_t *page)
-{
-	uint64_t p = *page, end;
-
-	while (p < npages) {
-		uint64_t w = bits[p / 64] >> (p % 64);
-
-		if (w) {
-			p += (uint64_t)__builtin_ctzll(w);
-			break;
-		}
-		p = (p / 64 + 1) * 64;
-	}
-	if (p >= npages) {
-		*page = npages;
-		return 0;
-	}
-	for (end = p; end < npages;) {
-		uint64_t w = ~bits[end / 64] >> (end % 64);
-
-		if (w) {
-			end += (uint64_t)__builtin_ctzll(w);
-			break;
-		}
-		end = (end / 64 + 1) * 64;
-	}
-	*page = p;
-	return (end < npages ? end : npages) - p;
-}
-
-
 /* Write the nonzero pages of `buf` (len bytes, whole pages, belonging at `off`), a run per write. -errno. */
 static int write_nonzero(int fd, const uint8_t *buf, uint64_t len, uint64_t off, struct snap_mem_stats *s)
 {
@@ -357,7 +321,7 @@ int snap_mem_write_pages(int fd, const void *mem, uint64_t size, const uint64_t 
 	/* The length first: every page not written stays a hole that reads as zeros. */
 	if (ftruncate(fd, (off_t)size) < 0)
 		return err_set(e, errno, "snapshot memory: sizing the file: %s", strerror(errno));
-	while ((n = next_marked(bits, size / SNAP_PAGE, &page))) {
+	while ((n = page_bits_next_run(bits, size / SNAP_PAGE, &page))) {
 		r = write_nonzero(fd, (const uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE, page * SNAP_PAGE, &s);
 		if (r)
 			return err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
@@ -396,7 +360,7 @@ int snap_layer_apply(int fd, const struct snap_layer *l, void *mem, struct err *
 		return err_set(e, EINVAL, "snapshot memory.layer: no bitmap");
 	if ((r = check_mem_file(fd, l->mem_size, " of the layer", e)))
 		return r;
-	while ((n = next_marked(l->bits, l->mem_size / SNAP_PAGE, &page))) {
+	while ((n = page_bits_next_run(l->bits, l->mem_size / SNAP_PAGE, &page))) {
 		r = fd_io_pread_all(fd, (uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE, page * SNAP_PAGE);
 		if (r)
 			return err_set(e, -r, "snapshot memory: reading the layer's pages at %#llx: %s",
@@ -538,7 +502,7 @@ static int merge_pages(int from, int to, const struct snap_layer *child, struct 
 
 	if (!buf)
 		return err_set(e, ENOMEM, "snapshot memory: out of memory");
-	while (!r && (n = next_marked(child->bits, child->mem_size / SNAP_PAGE, &page))) {
+	while (!r && (n = page_bits_next_run(child->bits, child->mem_size / SNAP_PAGE, &page))) {
 		uint64_t off = page * SNAP_PAGE, end = (page + n) * SNAP_PAGE;
 
 		for (; !r && off < end; off += MERGE_CHUNK)
