@@ -154,8 +154,7 @@ static int new_id_locked(struct kilnd *d, char *id)
 	return -EEXIST;
 }
 
-/* Sandboxes of clients (a warm pool's are not). reg.mu held. */
-static size_t clients_sandboxes_locked(const struct kilnd *d)
+size_t sandbox_clients_count_locked(const struct kilnd *d)
 {
 	size_t n = 0;
 
@@ -181,7 +180,7 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 		api_err_set(e, API_E_AGENT_UNAVAILABLE, "kilnd is shutting down");
 		goto fail_sb;
 	}
-	if (!pooled && clients_sandboxes_locked(d) >= d->cfg.max_sandboxes) {
+	if (!pooled && sandbox_clients_count_locked(d) >= d->cfg.max_sandboxes) {
 		kilnd_unlock(d);
 		api_err_set(e, API_E_LIMIT_REACHED, "%u sandboxes exist (--max-sandboxes); delete one first",
 			    d->cfg.max_sandboxes);

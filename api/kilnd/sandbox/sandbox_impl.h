@@ -138,6 +138,8 @@ void sandbox_ports_open_new(struct sandbox *sb, const json_t *guest_side);
  * --max-sandboxes). The caller holds a reference. NULL with e. */
 struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
 				bool hostname_from_id, bool pooled, struct api_err *e);
+/* Sandboxes of clients, what --max-sandboxes counts (a warm pool's are not). reg.mu held. */
+size_t sandbox_clients_count_locked(const struct kilnd *d);
 /* Boot it from src; on failure remove it whole. Drops the caller's reference. */
 int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
 /* Wait (reg.mu held) until no pause, resume or checkpoint runs and no

@@ -563,7 +563,6 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	struct pool *p = NULL;
 	struct sandbox *sb;
 	struct api_err e;
-	size_t clients = 0;
 	double resume_ms = 0;
 	json_t *boot;
 
@@ -573,10 +572,8 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	for (size_t i = 0; i < P->n && !p; i++)
 		if (pool_spec_fits(&P->v[i].spec, spec, NULL))
 			p = &P->v[i];
-	for (size_t i = 0; i < d->reg.n; i++)
-		clients += !d->reg.v[i]->rec.pooled;
 	/* The cold create answers these (shutting down, --max-sandboxes). */
-	if (!p || P->stop || atomic_load(&d->shutting_down) || clients >= d->cfg.max_sandboxes) {
+	if (!p || P->stop || atomic_load(&d->shutting_down) || sandbox_clients_count_locked(d) >= d->cfg.max_sandboxes) {
 		kilnd_unlock(d);
 		return 1;
 	}
