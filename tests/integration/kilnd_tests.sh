@@ -925,7 +925,7 @@ test_kilnd_ten_sandboxes_in_parallel() {
     pids+=($!)
   done
   for i in "${pids[@]}"; do
-    while kill -0 "$i" 2>/dev/null; do heartbeat "10 creates"; sleep 5; done
+    while kill -0 "$i" 2>/dev/null; do heartbeat "10 creates"; sleep 1; done
     wait "$i"
   done
   for i in $(seq 1 10); do
@@ -1199,7 +1199,7 @@ test_kilnd_five_forks_from_one_checkpoint() {
     pids+=($!)
   done
   for i in "${pids[@]}"; do
-    while kill -0 "$i" 2>/dev/null; do heartbeat "5 forks"; sleep 5; done
+    while kill -0 "$i" 2>/dev/null; do heartbeat "5 forks"; sleep 1; done
     wait "$i"
   done
   for i in 1 2 3 4 5; do
@@ -1677,7 +1677,7 @@ test_kilnd_firewall_passt() {
   kd_check '[ "$(kd_fw "type(d[\"counters\"][\"egress\"]).__name__")" = dict ]' "GET firewall has kiln-vmm's counters"
 
   o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "allowed host through passt: '$o'"
-  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "a host no rule allows answered: '$o'"
+  o=$(kd_get 10.77.2.10 8080 "$NET_BLOCKED_S"); kd_check '[ -z "$o" ]' "a host no rule allows answered: '$o'"
   # ... and the denied flow is in the sandbox's denied-flow log.
   api GET "/v1/sandboxes/$sid/firewall/log"
   kd_check '[ $status = 200 ] && [ "$(jget "any(l.startswith(\"egress drop_private tcp 10.0.2.15:\") and \"-> 10.77.2.10:8080\" in l for l in d[\"lines\"])")" = True ]' \
@@ -1701,7 +1701,7 @@ test_kilnd_firewall_passt() {
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.77.2.10/32","proto":"tcp","ports":8080}]}'
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"applied\"] and d[\"cut\"] >= 0")" = True ]' "PUT applied at runtime"
   o=$(kd_get 10.77.2.10 8080); kd_check '[ "$o" = "kiln-net 10.77.2.10:8080" ]' "the newly allowed host: '$o'"
-  o=$(kd_get 10.78.1.10 8080 20); kd_check '[ -z "$o" ]' "the host no longer allowed answered: '$o'"
+  o=$(kd_get 10.78.1.10 8080 "$NET_BLOCKED_S"); kd_check '[ -z "$o" ]' "the host no longer allowed answered: '$o'"
   kd_check '[ "$(kd_metric kiln_firewall_updates_total)" = 1 ] && [ "$(kd_metric kiln_firewall_sandboxes)" = 1 ]' "firewall metrics"
 
   # Stopped: the saved rules, no counters; a PUT now is for the next boot.
@@ -1713,7 +1713,7 @@ test_kilnd_firewall_passt() {
   api POST "/v1/sandboxes/$sid/start"
   kd_check '[ $status = 200 ]' "start"
   o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "the saved rules apply at the next boot: '$o'"
-  o=$(kd_get 10.77.2.10 8080 20); kd_check '[ -z "$o" ]' "the rules of the previous boot still allowed: '$o'"
+  o=$(kd_get 10.77.2.10 8080 "$NET_BLOCKED_S"); kd_check '[ -z "$o" ]' "the rules of the previous boot still allowed: '$o'"
 
   # The CLI: allow appends a rule (read, append, PUT), show prints it.
   kc firewall allow "$sid" 10.77.2.10:8080/tcp
