@@ -28,6 +28,7 @@
 #include "guest-init/sys/netconf.h"
 #include "guest-init/sys/params.h"
 #include "guest-init/sys/reaper.h"
+#include "guest-init/sys/rootfs_grow.h"
 #include "guest-init/sys/say.h"
 #include "guest-init/sys/shutdown.h"
 
@@ -139,6 +140,30 @@ static void configure_from_cmdline(const char *cmdline)
 }
 
 /* kiln.exec=: run the command as root through the shell and wait for it. */
+/*
+ * A root disk larger than its filesystem (a sandbox's disk_mib): grow the
+ * filesystem to it, online, before the agent answers, so the first df
+ * already sees the whole disk. Only the writable root disk kiln-vmm names
+ * (root=/dev/vda rw); a failure is reported and the guest runs on.
+ */
+static void grow_root(const char *cmdline)
+{
+	char root[32], rw[4];
+	const char *why = "";
+	uint64_t from = 0, to = 0;
+	int r;
+
+	if (param_get(cmdline, "root", root, sizeof(root)) <= 0 || strcmp(root, "/dev/vda") != 0 ||
+	    param_get(cmdline, "rw", rw, sizeof(rw)) <= 0)
+		return;
+	r = rootfs_grow(root, "/", &from, &to, &why);
+	if (r < 0)
+		say("root filesystem: %s: %s (it keeps its size)", why, strerror(-r));
+	else if (r > 0)
+		say("root filesystem grown from %llu to %llu MiB", (unsigned long long)(from >> 20),
+		    (unsigned long long)(to >> 20));
+}
+
 static void run_command(struct reaper *r, const struct rlimit *nofile, const char *cmd)
 {
 	static const char nosh[] = "kiln-init: kiln.exec: cannot run /bin/sh\n";
@@ -200,6 +225,7 @@ int main(void)
 
 	read_cmdline(cmdline, sizeof(cmdline));
 	configure_from_cmdline(cmdline);
+	grow_root(cmdline);
 	if (param_get(cmdline, "kiln.shares", value, sizeof(value)) > 0 && value[0])
 		mount_shares(value);
 	setenv("PATH", AGENT_DEFAULT_PATH, 1);

@@ -58,12 +58,13 @@ json_t *cli_body_sub(json_t *body, const char *field, bool array)
 	return v;
 }
 
-enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
+enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_DISK, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
        C_FIREWALL };
 
 /* create's options but --image (run names the image as an operand). */
 #define CREATE_OPTDEFS                                                                                    \
-	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "env", 'e', true, C_ENV },        \
+	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "disk", 0, true, C_DISK },       \
+		{ "env", 'e', true, C_ENV },                                                              \
 		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },                    \
 		{ "share", 0, true, C_SHARE }, { "timeout", 0, true, C_TIMEOUT },                         \
 		{ "no-console", 0, false, C_NO_CONSOLE }, { "network", 0, true, C_NETWORK },             \
@@ -79,6 +80,8 @@ static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz
 		return cli_body_uint(b, "cpus", "--cpus", v, CLI_INT_MAX, err, errsz);
 	case C_MEMORY:
 		return cli_body_uint(b, "memory_mib", "--memory", v, CLI_INT_MAX, err, errsz);
+	case C_DISK:
+		return cli_body_uint(b, "disk_mib", "--disk", v, CLI_INT_MAX, err, errsz);
 	case C_TIMEOUT:
 		return cli_body_uint(b, "timeout_s", "--timeout", v, CLI_INT_MAX, err, errsz);
 	case C_HOSTNAME:

@@ -16,7 +16,7 @@ static const struct cli_cmd commands[] = {
 	{ "health", "", "is kilnd serving: status, version, uptime, sandbox count", cli_cmd_health },
 	{ "images", "", "root images kilnd can boot, and its kernel", cli_cmd_images },
 	{ "create",
-	  "[--image NAME] [--cpus N] [--memory MIB] [--env K=V]... [--hostname H] [--label K=V]... "
+	  "[--image NAME] [--cpus N] [--memory MIB] [--disk MIB] [--env K=V]... [--hostname H] [--label K=V]... "
 	  "[--share HOST:GUEST[:ro]]... [--timeout S] [--no-console] [--network none|passt] [--firewall FILE]",
 	  "create and boot a sandbox (image 'minimal' by default); prints its id", cli_cmd_create },
 	{ "run",

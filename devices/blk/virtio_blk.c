@@ -362,6 +362,7 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 			.read_only = p->read_only,
 			.create = p->create_overlay,
 			.block_size = p->overlay_block_size,
+			.size = p->overlay_size,
 		};
 
 		r = blk_open_cow(p->path, p->overlay, &o, &v->blk, e);

@@ -36,6 +36,7 @@ struct virtio_blk_params {
 	int read_only;       /* the guest sees a read-only disk (VIRTIO_BLK_F_RO) */
 	int create_overlay;  /* create a missing overlay (sparse: copies nothing) */
 	uint32_t overlay_block_size; /* for a created overlay; 0 = 64 KiB */
+	uint64_t overlay_size; /* a created overlay's virtual size in bytes; 0 = the base's */
 	const char *serial;  /* GET_ID answer, at most 20 bytes; NULL = empty */
 };
 

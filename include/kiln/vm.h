@@ -171,7 +171,7 @@ KILN_API int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path,
 /*
  * Add or set a device the way kiln-vmm's command line does, with its
  * syntax and its messages (kiln-vmm --help):
- *   "disk"     PATH[,ro][,overlay=OVL][,serial=ID]
+ *   "disk"     PATH[,ro][,overlay=OVL[,size=MIB]][,serial=ID]
  *   "share"    DIR:TAG[:ro]                       (virtio-fs)
  *              fd=N:TAG[:ro]   (N >= 3: an open directory, used as it is;
  *              it must stay open until the VM is created; a directory

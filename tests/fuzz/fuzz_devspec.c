@@ -47,6 +47,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!(r = devspec_disk(arg, &d, &e))) {
 			FUZZ_ASSERT(d.path && inside(d.path) && inside(d.overlay) && inside(d.serial));
 			FUZZ_ASSERT(!d.serial || strlen(d.serial) <= DEVSPEC_SERIAL_MAX);
+			/* size=: whole MiB, 1 MiB .. 1 TiB, and only over an overlay. */
+			FUZZ_ASSERT(!d.size || (d.overlay && d.size % (1u << 20) == 0 &&
+						d.size <= ((uint64_t)DEVSPEC_DISK_MAX_MIB << 20)));
 		}
 		break;
 	}

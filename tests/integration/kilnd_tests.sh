@@ -219,7 +219,12 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   # (docs/security.md): make this one writable by it.
   chmod 0777 "$kd/shared"
   local why='' ev
-  kd_create '{"image":"minimal","cpus":2,"memory_mib":256,"hostname":"box1","env":{"FOO":"bar"},"labels":{"suite":"kilnd"},
+  # A disk smaller than its image is refused before anything boots.
+  api POST /v1/sandboxes -d '{"image":"minimal","disk_mib":16}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"message\"]")" = "disk_mib 16 is smaller than image '"'"'minimal'"'"' (32 MiB): give at least 32, or leave it out for the image'"'"'s size" ]' \
+    "a disk_mib under the image's size is 400 with the size to give"
+  # The disk is 64 MiB, twice the image (kiln-init grows its ext4).
+  kd_create '{"image":"minimal","cpus":2,"memory_mib":256,"disk_mib":64,"hostname":"box1","env":{"FOO":"bar"},"labels":{"suite":"kilnd"},
     "shares":[{"host_path":"'"$kd/shared"'","guest_path":"/mnt/shared"}]}' ||
     { kd_stop; return 1; }
   kd_check '[ "$(jget "d[\"state\"]")" = running ]' "created sandbox is running"
@@ -233,6 +238,22 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   # The share reached kiln-vmm as the directory kilnd opened (fd=N).
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo via-fd > /mnt/shared/f"],"user":"root"}'
   kd_check '[ "$(cat "$kd/shared/f" 2>/dev/null)" = via-fd ]' "the guest wrote into the share"
+  # disk_mib: the guest sees the whole disk; filling it is ENOSPC inside,
+  # the sandbox works on, and the overlay on the host holds what was
+  # written. Before the RAM check below: this kilnd's state directory is on
+  # the outer VM's tmpfs, where the overlay's pages are RAM charged to the
+  # sandbox's cgroup (docs/api.md, disk_mib); fstrim gives them back.
+  kd_sh "$sid" 'df -k / | tail -1'
+  kd_check '[ "$(kd_out | awk "{print \$2}")" -gt 49152 ]' "df / shows the 64 MiB disk, not the 32 MiB image: $(kd_out)"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","dd if=/dev/zero of=/fill bs=1M 2>&1; sync; echo rc=$?"],"user":"root","timeout_ms":600000}'
+  local fill
+  fill=$(jget 'd["stdout"]' 2>/dev/null)
+  kd_check '[ $status = 200 ] && [[ "$fill" == *"No space left on device"* ]]' "filling the disk ends in ENOSPC: $fill"
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ "$(jget "d[\"disk_mib\"], d[\"disk\"][\"size_bytes\"], d[\"disk\"][\"stored_bytes\"] > (20 << 20)")" = "64 67108864 True" ]' \
+    "GET shows the disk's size and the written bytes the overlay stores: $(jget 'd["disk"]' 2>/dev/null)"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","rm /fill && fstrim / >/dev/null 2>&1; echo after > /after && cat /after"],"user":"root"}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"]")" = "after" ]' "the sandbox writes again once the filler is gone"
   # Its cgroup (docs/security.md, "cgroup limits"): the limits computed
   # from cpus 2 and memory_mib 256 are in force with kiln-vmm inside, and
   # a guest that touches all its RAM does not push the VMM past memory.max.
@@ -249,6 +270,7 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   kd_check 'grep -qx "oom_kill 0" "$cg/memory.events" && grep -qx "$pid" "$cg/cgroup.procs"' "the VMM was not OOM-killed"
   api GET /v1/health
   kd_check '[ "$(jget "d[\"cgroups\"][\"used\"]")" = True ]' "health says cgroups are used"
+
 
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["echo","hello"]}'
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hello\\n\" and d[\"exit_code\"] == 0")" = True ]' "exec echo"

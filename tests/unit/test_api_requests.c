@@ -100,7 +100,7 @@ static void test_create_everything_and_round_trip(void **state)
 			   "\"env\":{\"A\":\"1\",\"LANG\":\"C.UTF-8\"},\"labels\":{\"job\":\"42\"},"
 			   "\"shares\":[{\"host_path\":\"/srv/data\",\"guest_path\":\"/mnt/data\",\"read_only\":true},"
 			   "{\"host_path\":\"/srv/out\",\"guest_path\":\"/mnt/out\"}],"
-			   "\"timeout_s\":604800,\"console\":false}";
+			   "\"timeout_s\":604800,\"console\":false,\"disk_mib\":4096}";
 	struct sandbox_spec s, t;
 	struct api_err e;
 	json_t *j;
@@ -109,6 +109,7 @@ static void test_create_everything_and_round_trip(void **state)
 	assert_int_equal(create(body, &s, NULL), API_OK);
 	assert_int_equal(s.cpus, 8);
 	assert_int_equal(s.memory_mib, 4096);
+	assert_int_equal(s.disk_mib, 4096);
 	assert_string_equal(s.hostname, "box1");
 	assert_string_equal(json_string_value(json_object_get(s.env, "LANG")), "C.UTF-8");
 	assert_int_equal(s.nshares, 2);
@@ -122,6 +123,7 @@ static void test_create_everything_and_round_trip(void **state)
 	assert_non_null(j);
 	assert_int_equal(sandbox_spec_parse(j, &lim, &t, &e), 0);
 	assert_int_equal(t.nshares, 2);
+	assert_int_equal(t.disk_mib, 4096);
 	assert_string_equal(t.shares[0].host_path, "/srv/data");
 	assert_true(json_equal(t.env, s.env));
 	assert_true(json_equal(t.labels, s.labels));
@@ -152,6 +154,9 @@ static void test_create_rejects(void **state)
 		{ "{\"image\":\"m\",\"cpus\":\"2\"}", API_E_BAD_FIELD, "integer" },
 		{ "{\"image\":\"m\",\"memory_mib\":31}", API_E_BAD_FIELD, "from 32 to 4096" },
 		{ "{\"image\":\"m\",\"memory_mib\":4097}", API_E_BAD_FIELD, "'memory_mib'" },
+		{ "{\"image\":\"m\",\"disk_mib\":1048577}", API_E_BAD_FIELD, "'disk_mib' must be from 0 to 1048576" },
+		{ "{\"image\":\"m\",\"disk_mib\":-5}", API_E_BAD_FIELD, "'disk_mib'" },
+		{ "{\"image\":\"m\",\"disk_mib\":\"4G\"}", API_E_BAD_FIELD, "'disk_mib' must be an integer" },
 		{ "{\"image\":\"m\",\"hostname\":\"a b\"}", API_E_BAD_FIELD, "hostname" },
 		{ "{\"image\":\"m\",\"hostname\":\"x kiln.exec=reboot\"}", API_E_BAD_FIELD, "hostname" },
 		{ "{\"image\":\"m\",\"hostname\":\"\"}", API_E_BAD_FIELD, "hostname" },

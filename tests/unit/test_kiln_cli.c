@@ -137,9 +137,9 @@ static void test_create_body(void **state)
 
 	char **av = ARGV("--image", "alpine", "--cpus", "2", "--memory=256", "--env", "A=1", "-e", "B=2",
 			 "--hostname", "box1", "--label", "job=42", "--share", "/srv:/mnt/s:ro", "--timeout", "600",
-			 "--no-console", "--json");
-	assert_int_equal(cli_create_body(19, av, &g, &b, err, sizeof(err)), 0);
-	assert_json(b, "{\"console\":false,\"cpus\":2,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
+			 "--no-console", "--json", "--disk", "4096");
+	assert_int_equal(cli_create_body(21, av, &g, &b, err, sizeof(err)), 0);
+	assert_json(b, "{\"console\":false,\"cpus\":2,\"disk_mib\":4096,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
 		       "\"image\":\"alpine\",\"labels\":{\"job\":\"42\"},\"memory_mib\":256,"
 		       "\"shares\":[{\"guest_path\":\"/mnt/s\",\"host_path\":\"/srv\",\"read_only\":true}],"
 		       "\"timeout_s\":600}");
@@ -149,6 +149,8 @@ static void test_create_body(void **state)
 	b = (json_t *)1;
 	assert_int_equal(cli_create_body(2, ARGV("--cpus", "two"), &g, &b, err, sizeof(err)), -1);
 	assert_string_equal(err, "--cpus 'two': expected a whole number");
+	assert_int_equal(cli_create_body(2, ARGV("--disk", "4G"), &g, &b, err, sizeof(err)), -1);
+	assert_string_equal(err, "--disk '4G': expected a whole number");
 	assert_ptr_equal(b, (json_t *)1); /* nothing handed out on failure */
 	assert_int_equal(cli_create_body(1, ARGV("box"), &g, &b, err, sizeof(err)), -1);
 	assert_string_equal(err, "unexpected argument 'box' (create takes only options)");

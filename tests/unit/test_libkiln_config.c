@@ -52,6 +52,21 @@ static void test_devices_use_kiln_vmm_syntax_and_messages(void **state)
 	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,bogus"), -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "--disk"));
 	assert_int_equal(c->c.ndisk, 1);
+	/* size=: an overlay's virtual size in MiB, 1 MiB .. 1 TiB, only with overlay=. */
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o2,size=4096"), 0);
+	assert_int_equal(c->c.ndisk, 2);
+	assert_true(c->c.disk[1].size == 4096ull << 20);
+	assert_true(c->c.disk[0].size == 0);
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,size=64"), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c),
+			    "--disk /img: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)");
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=0"), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c), "--disk /img: size '0' must be a whole number of MiB from 1 to 1048576");
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=1048577"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=-1"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=18446744073709551616"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=4k"), -EINVAL);
+	assert_int_equal(c->c.ndisk, 2);
 	assert_int_equal(kiln_vm_config_add_device(c, "net", "tap=kt0,mac=01:00:00:00:00:01"), -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "not a unicast MAC"));
 	assert_int_equal(c->c.nnet, 0);
@@ -62,7 +77,7 @@ static void test_devices_use_kiln_vmm_syntax_and_messages(void **state)
 	assert_string_equal(kiln_vm_config_errmsg(c), "--vsock: given twice");
 	assert_int_equal(kiln_vm_config_add_device(c, "floppy", "/a"), -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "unknown kind 'floppy'"));
-	for (int i = 1; i < 8; i++)
+	for (int i = 2; i < 8; i++)
 		assert_int_equal(kiln_vm_config_add_disk(c, "/img", KILN_DISK_READ_ONLY, NULL), 0);
 	assert_int_equal(kiln_vm_config_add_disk(c, "/img", 0, NULL), -E2BIG);
 	assert_string_equal(kiln_vm_config_errmsg(c), "--disk: at most 8 disks");

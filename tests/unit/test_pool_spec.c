@@ -167,6 +167,9 @@ static void test_fits(void **state)
 	assert_string_equal(why, "cpus");
 	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"memory_mib\":256}", &why));
 	assert_string_equal(why, "memory_mib");
+	/* A pool's disks have the image's size: a bigger disk boots. */
+	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"disk_mib\":4096}", &why));
+	assert_string_equal(why, "disk_mib");
 	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"network\":\"passt\"}", &why));
 	assert_string_equal(why, "network");
 	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"console\":false}", &why));

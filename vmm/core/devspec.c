@@ -32,7 +32,7 @@ int devspec_disk(char *arg, struct devspec_disk_cfg *out, struct err *e)
 	memset(out, 0, sizeof(*out));
 	out->path = next_field(&rest);
 	if (!out->path || !*out->path)
-		return err_set(e, EINVAL, "--disk: expected PATH[,ro][,overlay=PATH][,serial=ID]");
+		return err_set(e, EINVAL, "--disk: expected PATH[,ro][,overlay=PATH[,size=MIB]][,serial=ID]");
 	while ((f = next_field(&rest))) {
 		if (strcmp(f, "ro") == 0)
 			out->read_only = 1;
@@ -40,10 +40,20 @@ int devspec_disk(char *arg, struct devspec_disk_cfg *out, struct err *e)
 			out->overlay = f + 8;
 		else if (strncmp(f, "serial=", 7) == 0 && f[7] && strlen(f + 7) <= DEVSPEC_SERIAL_MAX)
 			out->serial = f + 7;
-		else
-			return err_set(e, EINVAL, "--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID of at most %d bytes)",
+		else if (strncmp(f, "size=", 5) == 0) {
+			uint64_t mib;
+
+			if (num_parse_u64(f + 5, 10, 1, DEVSPEC_DISK_MAX_MIB, &mib))
+				return err_set(e, EINVAL, "--disk %s: size '%.40s' must be a whole number of MiB from 1 to %u",
+						 out->path, f + 5, DEVSPEC_DISK_MAX_MIB);
+			out->size = mib << 20;
+		} else
+			return err_set(e, EINVAL, "--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID of at most %d bytes, size=MIB)",
 					 out->path, f, DEVSPEC_SERIAL_MAX);
 	}
+	if (out->size && !out->overlay)
+		return err_set(e, EINVAL, "--disk %s: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)",
+				 out->path);
 	if (out->overlay && out->read_only)
 		return err_set(e, EINVAL, "--disk %s: 'ro' and 'overlay=' together make no sense: an overlay exists to take writes",
 				 out->path);

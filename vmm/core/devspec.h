@@ -1,7 +1,7 @@
 /*
  * devspec: parsing kiln-vmm's device options into vm_config entries.
  *
- *   --disk PATH[,ro][,overlay=PATH][,serial=ID]
+ *   --disk PATH[,ro][,overlay=PATH[,size=MIB]][,serial=ID]
  *   --share HOSTDIR:TAG[:ro]   or   --share fd=N:TAG[:ro]
  *   --vsock PATH[,cid=N]
  *   --net tap=NAME[,mac=aa:bb:cc:dd:ee:ff][,ip=ADDR/PREFIX]
@@ -23,6 +23,7 @@
 #define DEVSPEC_MAX_SHARES 8
 #define DEVSPEC_MAX_NETS 4
 #define DEVSPEC_SERIAL_MAX 20 /* VIRTIO_BLK_ID_BYTES */
+#define DEVSPEC_DISK_MAX_MIB (1u << 20) /* size=: 1 TiB */
 #define DEVSPEC_TAG_MAX 36    /* virtio-fs tag bytes */
 
 struct devspec_disk_cfg {
@@ -30,6 +31,7 @@ struct devspec_disk_cfg {
 	int read_only;
 	char *overlay; /* copy-on-write overlay over a read-only `path`, or NULL */
 	char *serial;  /* or NULL */
+	uint64_t size; /* size=MIB, in bytes: a new overlay's virtual size; 0 = the base's */
 };
 
 struct devspec_share_cfg {

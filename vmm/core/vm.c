@@ -333,7 +333,7 @@ static int setup_virtio(struct vm *vm, struct err *e)
 		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
 		struct virtio_blk_params p = {
 			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
-			.create_overlay = 1, .serial = c->serial,
+			.create_overlay = 1, .serial = c->serial, .overlay_size = c->size,
 		};
 
 		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))

@@ -123,6 +123,8 @@ bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *
 		w = "cpus";
 	else if (pool->memory_mib != want->memory_mib)
 		w = "memory_mib";
+	else if (pool->disk_mib != want->disk_mib)
+		w = "disk_mib";
 	else if (pool->network != want->network)
 		w = "network";
 	else if (want->nshares != pool->nshares)

@@ -96,7 +96,7 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 {
 	static const char *const fields[] = { "image", "cpus", "memory_mib", "hostname", "env", "labels",
 					      "shares", "timeout_s", "idle_timeout_s", "console", "network",
-					      "firewall", "limits", NULL };
+					      "firewall", "limits", "disk_mib", NULL };
 	const char *image, *hostname, *network;
 	json_t *shares;
 	uint64_t n;
@@ -124,6 +124,9 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		    &n, what, e))
 		return -1;
 	out->memory_mib = (unsigned)n;
+	if (json_fields_uint(body, "disk_mib", false, 0, SPEC_DISK_MAX_MIB, 0, &n, what, e))
+		return -1;
+	out->disk_mib = (unsigned)n;
 	if (cg_limits_parse(json_object_get(body, "limits"), out->cpus, out->memory_mib, &out->limits, what, e))
 		return -1;
 	if (json_fields_string(body, "hostname", false, HOSTNAME_MAX, &hostname, what, e))
@@ -222,8 +225,9 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 			return NULL;
 		}
 	}
-	o = json_pack("{s:s,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s,s:o}", "image", s->image, "cpus",
-		      (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "hostname", s->hostname,
+	o = json_pack("{s:s,s:I,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s,s:o}", "image", s->image, "cpus",
+		      (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "disk_mib",
+		      (json_int_t)s->disk_mib, "hostname", s->hostname,
 		      "env", s->env, "labels", s->labels, "shares", shares, "timeout_s",
 		      (json_int_t)s->timeout_s, "idle_timeout_s", (json_int_t)s->idle_timeout_s, "console",
 		      s->console, "network", firewall_network_name(s->network), "limits",

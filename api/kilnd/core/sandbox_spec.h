@@ -43,6 +43,9 @@
 #define SPEC_CPUS_DEFAULT 1u
 #define SPEC_MEM_DEFAULT_MIB 128u
 #define SPEC_HOSTNAME_DEFAULT "kiln"
+/* disk_mib: the root disk's size (the overlay's virtual size); at most
+ * 1 TiB. The overlay is sparse: the host stores only what the guest writes. */
+#define SPEC_DISK_MAX_MIB (1u << 20)
 
 struct share_spec {
 	char host_path[SPEC_HOST_PATH_MAX + 1];
@@ -62,6 +65,9 @@ struct sandbox_spec {
 	char image[IMAGE_NAME_MAX + 1];
 	unsigned cpus;
 	unsigned memory_mib;
+	/* The root disk's size in MiB, at least the image's (checked at create,
+	 * where the image is known); 0 (or absent): the image's own size. */
+	unsigned disk_mib;
 	char hostname[HOSTNAME_MAX + 1];
 	json_t *env;    /* object: string -> string */
 	json_t *labels; /* object: string -> string */

@@ -209,7 +209,7 @@ bool fork_requested(const json_t *body)
 
 static const char fork_what[] = "fork";
 /* What the checkpoint's memory image fixes. */
-static const char *const inherited[] = { "image", "cpus", "memory_mib", "shares", NULL };
+static const char *const inherited[] = { "image", "cpus", "memory_mib", "disk_mib", "shares", NULL };
 /* What a fork may set; the rest of the spec is the source's. */
 static const char *const overridable[] = { "hostname", "env", "labels", "timeout_s", "idle_timeout_s", "console",
 					   NULL };

@@ -49,6 +49,27 @@ int images_find(const struct kilnd *d, const char *name, char *path, struct api_
 	return -1;
 }
 
+int images_check_disk(const char *name, const char *path, unsigned disk_mib, struct api_err *e)
+{
+	off_t size = 0;
+	uint64_t need;
+
+	if (!disk_mib)
+		return 0;
+	if (!regular_file(path, &size)) {
+		api_err_set(e, API_E_IMAGE_NOT_FOUND, "image '%s' (%s) went away: register it again", name, path);
+		return -1;
+	}
+	need = ((uint64_t)size + (1u << 20) - 1) >> 20;
+	if ((uint64_t)disk_mib < need) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "disk_mib %u is smaller than image '%s' (%llu MiB): give at least %llu, or leave it out for the image's size",
+			    disk_mib, name, (unsigned long long)need, (unsigned long long)need);
+		return -1;
+	}
+	return 0;
+}
+
 static int add(json_t *arr, const char *name, const char *path, const char *source)
 {
 	off_t size = 0;

@@ -21,6 +21,10 @@
  * -1 with e (image_not_found, bad_field). */
 int images_find(const struct kilnd *d, const char *name, char *path, struct api_err *e);
 
+/* disk_mib (0: the image's size) holds the image at path: 0, or -1 with e
+ * (bad_field: give at least the image's size in MiB). */
+int images_check_disk(const char *name, const char *path, unsigned disk_mib, struct api_err *e);
+
 /* The GET /v1/images body (new reference; NULL when out of memory). */
 json_t *images_list(const struct kilnd *d);
 

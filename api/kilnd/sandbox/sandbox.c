@@ -83,13 +83,43 @@ void sandbox_touch(struct kilnd *d, const struct peer *who, const char *id)
 	kilnd_unlock(d);
 }
 
+/*
+ * The root disk, outside the lock (stats): its size (disk_mib, else the
+ * image's) and what its overlay holds on the host, which is what the guest
+ * wrote (the overlay is sparse). Null fields for what cannot be read.
+ */
+static json_t *disk_view(const char *dir, const char *image_path, unsigned disk_mib)
+{
+	char ovl[PATH_MAX + 16];
+	struct stat st;
+	json_int_t size = -1, stored = -1;
+
+	if (disk_mib)
+		size = (json_int_t)disk_mib << 20;
+	else if (stat(image_path, &st) == 0)
+		size = (json_int_t)st.st_size;
+	snprintf(ovl, sizeof(ovl), "%s/overlay", dir);
+	if (stat(ovl, &st) == 0)
+		stored = (json_int_t)st.st_blocks * 512;
+	return json_pack("{s:o,s:o}", "size_bytes", size >= 0 ? json_integer(size) : json_null(), "stored_bytes",
+			 stored >= 0 ? json_integer(stored) : json_null());
+}
+
 json_t *sandbox_view(struct sandbox *sb)
 {
+	char image_path[PATH_MAX];
+	unsigned disk_mib;
 	json_t *v;
 
 	kilnd_lock(sb->d);
 	v = sandbox_record_view(&sb->rec);
+	snprintf(image_path, sizeof(image_path), "%s", sb->rec.image_path);
+	disk_mib = sb->rec.spec.disk_mib;
 	kilnd_unlock(sb->d);
+	if (v && json_object_set_new(v, "disk", disk_view(sb->dir, image_path, disk_mib))) {
+		json_decref(v);
+		return NULL;
+	}
 	return v;
 }
 
@@ -299,7 +329,8 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 		return sandbox_fork(d, body, peer, view, e);
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return -1;
-	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e)) {
+	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e) ||
+	    images_check_disk(spec.image, image, spec.disk_mib, e)) {
 		sandbox_spec_free(&spec);
 		return -1;
 	}

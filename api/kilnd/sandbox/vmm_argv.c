@@ -85,7 +85,10 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	if (l->restore_dir ? (add(a, e, "--restore") || add(a, e, "%s", l->restore_dir))
 			   : (add(a, e, "--kernel") || add(a, e, "%s", l->kernel)))
 		goto fail;
-	if (add(a, e, "--disk") || add(a, e, "%s,overlay=%s", l->image, l->overlay) ||
+	/* size= only shapes an overlay kiln-vmm creates (the first boot). */
+	if (add(a, e, "--disk") ||
+	    (s->disk_mib ? add(a, e, "%s,overlay=%s,size=%u", l->image, l->overlay, s->disk_mib)
+			 : add(a, e, "%s,overlay=%s", l->image, l->overlay)) ||
 	    add(a, e, "--vsock") || add(a, e, "%s", l->vsock) || add(a, e, "--control") ||
 	    add(a, e, "%s", l->control) || add(a, e, "--mem") || add(a, e, "%u", s->memory_mib) ||
 	    add(a, e, "--cpus") || add(a, e, "%u", s->cpus) || add(a, e, "--boot-timeline=json"))
