@@ -254,6 +254,17 @@ static void test_rewrite_keeps_the_apps_own(void **state)
 	assert_string_equal(out, "GET /?token=" TOK " HTTP/1.0\r\nHost: 1-" ID ".localhost\r\nConnection: close\r\n"
 				 "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: 1-" ID
 				 ".localhost\r\n\r\n");
+	/* 61 fields of a client's and the proxy's own 4: more than kilnd's
+	 * parser takes (64), so not forwarded either; 60 and 4 are. */
+	{
+		char many[4096] = "GET / HTTP/1.1\nHost: 1-" ID ".localhost\n";
+
+		for (int i = 0; i < 60; i++)
+			snprintf(many + strlen(many), sizeof(many) - strlen(many), "X-%d: v\n", i);
+		assert_int_equal(rewrite(many, NULL, out, sizeof(out)), -1);
+		many[strlen(many) - 8] = '\0'; /* without "X-59: v\n" */
+		assert_true(rewrite(many, NULL, out, sizeof(out)) > 0);
+	}
 	/* Too small a buffer: refused, never overrun. */
 	for (size_t cap = 0; cap < 64; cap++)
 		assert_int_equal(rewrite("GET / HTTP/1.1\nHost: 1-" ID ".localhost\n", NULL, out, cap), -1);

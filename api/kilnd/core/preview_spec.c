@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/kilnd/core/json_fields.h"
+#include "api/kilnd/core/names.h"
 
 int preview_body_parse(const json_t *body, uint16_t *port, bool *public_, struct api_err *e)
 {
@@ -150,21 +151,5 @@ bool preview_token_equal(const char *a, size_t n, const char *token)
 
 bool preview_domain_valid(const char *s)
 {
-	size_t n = strnlen(s, PREVIEW_DOMAIN_MAX + 1), label = 0;
-
-	if (n == 0 || n > PREVIEW_DOMAIN_MAX)
-		return false;
-	for (size_t i = 0; i <= n; i++) {
-		if (i == n || s[i] == '.') {
-			if (label == 0 || label > 63 || s[i - 1] == '-')
-				return false;
-			label = 0;
-			continue;
-		}
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-') ||
-		    (label == 0 && s[i] == '-'))
-			return false;
-		label++;
-	}
-	return true;
+	return dns_name_valid(s, PREVIEW_DOMAIN_MAX, true);
 }

@@ -231,10 +231,13 @@ struct out {
 	char *p;
 	size_t n, cap;
 	bool over;
+	size_t lines; /* line ends written (values hold none: the parser refused them) */
 };
 
 static void put(struct out *o, const char *s, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		o->lines += s[i] == '\n';
 	if (o->over || n > o->cap - o->n) {
 		o->over = true;
 		return;
@@ -359,7 +362,11 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
 	if (r->form == PREVIEW_BY_PATH)
 		putf(&o, "X-Forwarded-Prefix: /preview/%s/%u\r\n", r->id, (unsigned)r->port);
 	puts_(&o, "\r\n");
-	return o.over ? -1 : (long)o.n;
+	/* Within kilnd's own limits for a head (what its parser takes), so a
+	 * guest server never sees more than a client could send kilnd. */
+	if (o.over || o.n > HTTP_HEAD_MAX || o.lines - 2 > HTTP_FIELDS_MAX)
+		return -1;
+	return (long)o.n;
 }
 
 long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token, char *out,

@@ -95,7 +95,9 @@ const struct preview_cred *preview_auth(const struct preview_req *r, const char 
 
 /*
  * The head to send the guest, into out[cap]: its length, or -1 when it
- * does not fit. token: the preview's (what is stripped), or NULL for a
+ * does not fit cap, or would be more than kilnd's parser takes itself
+ * (HTTP_HEAD_MAX bytes, HTTP_FIELDS_MAX fields: the proxy's fields come
+ * on top of the client's). token: the preview's (what is stripped), or NULL for a
  * public preview; client: the client's address for X-Forwarded-For.
  */
 long preview_head_rewrite(const struct http_head *h, const struct preview_req *r, const char *token,

@@ -20,6 +20,7 @@
 #include "api/kilnd/http/http_head.h"
 #include "api/kilnd/sandbox/port_fwd.h"
 #include "api/kilnd/sandbox/sandbox.h"
+#include "lib/base/accept_loop.h"
 #include "lib/base/mono.h"
 #include "lib/base/sock_relay.h"
 
@@ -260,8 +261,9 @@ static void refuse(int fd)
 	close(fd);
 }
 
-static int accept_one(struct preview_server *s)
+static int accept_one(void *arg)
 {
+	struct preview_server *s = arg;
 	struct sockaddr_in a;
 	socklen_t alen = sizeof(a);
 	int fd = accept4(s->listen_fd, (struct sockaddr *)&a, &alen, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -319,23 +321,7 @@ static void *listener_main(void *arg)
 {
 	struct preview_server *s = arg;
 
-	for (;;) {
-		struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN }, { .fd = s->stop_fd, .events = POLLIN } };
-		int r = poll(p, 2, -1);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || (p[1].revents & POLLIN))
-			break;
-		if (p[0].revents & POLLIN) {
-			r = accept_one(s);
-			/* Out of descriptors: a short pause keeps it from spinning. */
-			if (r == EMFILE || r == ENFILE)
-				usleep(10000);
-		} else if (p[0].revents & (POLLERR | POLLNVAL)) {
-			break;
-		}
-	}
+	accept_loop(s->listen_fd, s->stop_fd, accept_one, s);
 	close(s->listen_fd);
 	s->listen_fd = -1;
 	return NULL;
