@@ -285,7 +285,8 @@ fuzz-check: $(FUZZ_BINS)
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
 	@tests/unit/run $(UNIT_TESTS) tests/unit/check_layers_test tests/unit/public_headers_test tests/unit/exports_test \
 		tests/unit/hardening_test tests/unit/kilnd_http_test tests/unit/kiln_cli_socket_test \
-		tests/unit/state_dir_lock_test tests/unit/kilnd_restart_test tests/bench/test_boot_profile.py
+		tests/unit/state_dir_lock_test tests/unit/kilnd_restart_test tests/bench/test_boot_profile.py \
+		tests/unit/kilnd_preview_test
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to
