@@ -179,7 +179,8 @@ $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 
 # The test image: minimal + guest-side test and bench tools (tests/guest/,
 # bench/guest/).
-GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-udp-flood $(BUILD)/tests/kiln-bench-guest
+GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-udp-flood $(BUILD)/tests/kiln-bench-guest \
+	$(BUILD)/tests/kiln-ws-echo
 $(BUILD)/tests/kiln-%: tests/guest/kiln-%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
@@ -284,7 +285,7 @@ fuzz-check: $(FUZZ_BINS)
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
-		tests/unit/kilnd_http_test tests/unit/public_headers_test tests/unit/exports_test \
+		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 

@@ -173,6 +173,19 @@ struct cli_port_req {
 int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, char *err,
 		   size_t errsz);
 
+enum cli_preview_op { CLI_PREVIEW_ADD, CLI_PREVIEW_LS, CLI_PREVIEW_RM };
+
+struct cli_preview_req {
+	enum cli_preview_op op;
+	char id[CLI_ID_MAX + 1];
+	json_t *body;  /* add: {"port", "public"} */
+	unsigned port; /* rm */
+};
+
+/* kiln preview [add] ID PORT [--public] | preview ls ID | preview rm ID PORT */
+int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, char *err,
+		      size_t errsz);
+
 /* ---- checkpoints and forks (cli_body_snap.c) ---- */
 
 #define CLI_CP_NAME_MAX 64

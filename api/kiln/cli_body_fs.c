@@ -218,11 +218,26 @@ static int port_number(const char *v, unsigned long long min, const char *what, 
 	return 0;
 }
 
+/* The verb of "[add] ID ...", "ls ID ..." or "rm ID ...": 0 add, 1 ls,
+ * 2 rm; *first is where ID is. Sandbox ids are hex, so "ls", "rm" and
+ * "add" cannot be ids. */
+static int sub_verb(const char *const *ops, int nops, int *first)
+{
+	int verb = 0;
+
+	if (nops && !strcmp(ops[0], "ls"))
+		verb = 1;
+	else if (nops && !strcmp(ops[0], "rm"))
+		verb = 2;
+	*first = nops && (verb || !strcmp(ops[0], "add"));
+	return verb;
+}
+
 int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, char *err,
 		   size_t errsz)
 {
 	const char *ops[4];
-	int nops = 0, opt, first = 0, min, max;
+	int nops = 0, opt, first, min, max, verb;
 	unsigned guest, host = 0;
 	struct cli_scan s;
 
@@ -239,14 +254,8 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 		}
 		ops[nops++] = s.value;
 	}
-	/* Sandbox ids are hex, so "ls", "rm" and "add" cannot be ids. */
-	req->op = CLI_PORT_ADD;
-	if (nops && !strcmp(ops[0], "ls"))
-		req->op = CLI_PORT_LS;
-	else if (nops && !strcmp(ops[0], "rm"))
-		req->op = CLI_PORT_RM;
-	if (nops && (req->op != CLI_PORT_ADD || !strcmp(ops[0], "add")))
-		first = 1;
+	verb = sub_verb(ops, nops, &first);
+	req->op = verb == 1 ? CLI_PORT_LS : verb == 2 ? CLI_PORT_RM : CLI_PORT_ADD;
 	min = req->op == CLI_PORT_ADD ? 2 : req->op == CLI_PORT_LS ? 1 : 2;
 	max = req->op == CLI_PORT_ADD ? 3 : min;
 	if (nops - first < min || nops - first > max) {
@@ -268,5 +277,53 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 	req->body = json_pack("{s:i}", "guest_port", (int)guest);
 	if (nops - first == 3)
 		json_object_set_new(req->body, "host_port", json_integer(host));
+	return 0;
+}
+
+int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, char *err,
+		      size_t errsz)
+{
+	enum { O_PUBLIC = 1 };
+	static const struct cli_optdef defs[] = { { "public", 0, false, O_PUBLIC }, { 0 } };
+	const char *ops[3];
+	int nops = 0, opt, first, want, verb;
+	bool pub = false;
+	struct cli_scan s;
+
+	memset(req, 0, sizeof(*req));
+	cli_scan_init(&s, argc, argv, defs, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		if (opt == CLI_SCAN_ERROR) {
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		}
+		if (opt == O_PUBLIC) {
+			pub = true;
+			continue;
+		}
+		if (opt != CLI_SCAN_POSITIONAL || nops == 3) {
+			snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			return -1;
+		}
+		ops[nops++] = s.value;
+	}
+	verb = sub_verb(ops, nops, &first);
+	req->op = verb == 1 ? CLI_PREVIEW_LS : verb == 2 ? CLI_PREVIEW_RM : CLI_PREVIEW_ADD;
+	want = req->op == CLI_PREVIEW_LS ? 1 : 2;
+	if (nops - first != want || (pub && req->op != CLI_PREVIEW_ADD)) {
+		snprintf(err, errsz,
+			 req->op == CLI_PREVIEW_ADD ? "expected: kiln preview ID PORT [--public]"
+			 : req->op == CLI_PREVIEW_LS ? "expected: kiln preview ls ID"
+						      : "expected: kiln preview rm ID PORT");
+		return -1;
+	}
+	if (cli_check_id(ops[first], req->id, err, errsz))
+		return -1;
+	if (req->op == CLI_PREVIEW_LS)
+		return 0;
+	if (port_number(ops[first + 1], 1, "PORT", &req->port, err, errsz))
+		return -1;
+	if (req->op == CLI_PREVIEW_ADD)
+		req->body = json_pack("{s:i,s:b}", "port", (int)req->port, "public", pub);
 	return 0;
 }

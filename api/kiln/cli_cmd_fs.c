@@ -1,7 +1,8 @@
 /*
- * kiln fs (ls, stat, mkdir, rm, mv) and kiln port (add, ls, rm): guest
- * file metadata and port forwarding (docs/api.md, .../files/..., and
- * .../ports), one request each.
+ * kiln fs (ls, stat, mkdir, rm, mv), kiln port (add, ls, rm) and kiln
+ * preview (add, ls, rm): guest file metadata, port forwarding and preview
+ * URLs (docs/api.md, .../files/..., .../ports and .../previews), one
+ * request each.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,33 +48,58 @@ int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 	return rc;
 }
 
-int cli_cmd_port(struct cli_ctx *c, int argc, char **argv)
+/* A sandbox's sub-resource of add/ls/rm commands: port mappings, previews. */
+struct sub_resource {
+	const char *cmd;  /* "port" */
+	const char *path; /* "ports": /v1/sandboxes/ID/<path> */
+	int (*show_one)(FILE *, const json_t *);
+	int (*show_list)(FILE *, const json_t *);
+};
+
+/* op: 0 add (POST body), 1 ls, 2 rm (DELETE .../<num>). */
+static int sub_call(struct cli_ctx *c, const struct sub_resource *res, int op, const char *id, json_t *body,
+		    unsigned num)
 {
-	struct cli_port_req r;
-	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 48], what[CLI_ID_MAX + 32];
+	char path[CLI_ID_MAX + 48], what[CLI_ID_MAX + 32];
 	json_t *v = NULL;
 	int rc;
 
-	if (cli_port_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
-	switch (r.op) {
-	case CLI_PORT_ADD:
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports", r.id);
-		snprintf(what, sizeof(what), "port %s", r.id);
-		rc = cli_call_show(c, what, "POST", path, r.body, cli_format_port);
-		break;
-	case CLI_PORT_LS:
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports", r.id);
-		snprintf(what, sizeof(what), "port ls %s", r.id);
-		rc = cli_call_show(c, what, "GET", path, NULL, cli_format_ports);
-		break;
-	default:
-		snprintf(path, sizeof(path), "/v1/sandboxes/%s/ports/%u", r.id, r.host_port);
-		snprintf(what, sizeof(what), "port rm %s %u", r.id, r.host_port);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", id, res->path);
+	if (op == 0) {
+		snprintf(what, sizeof(what), "%s %s", res->cmd, id);
+		rc = cli_call_show(c, what, "POST", path, body, res->show_one);
+	} else if (op == 1) {
+		snprintf(what, sizeof(what), "%s ls %s", res->cmd, id);
+		rc = cli_call_show(c, what, "GET", path, NULL, res->show_list);
+	} else {
+		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/%u", num);
+		snprintf(what, sizeof(what), "%s rm %s %u", res->cmd, id, num);
 		rc = cli_call_json(c, what, "DELETE", path, NULL, &v);
-		break;
 	}
 	json_decref(v);
-	json_decref(r.body);
+	json_decref(body);
 	return rc;
+}
+
+int cli_cmd_port(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct sub_resource ports = { "port", "ports", cli_format_port, cli_format_ports };
+	struct cli_port_req r;
+	char err[CLI_ERR_MAX];
+
+	if (cli_port_parse(argc, argv, &c->g, &r, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	return sub_call(c, &ports, r.op == CLI_PORT_ADD ? 0 : r.op == CLI_PORT_LS ? 1 : 2, r.id, r.body, r.host_port);
+}
+
+int cli_cmd_preview(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct sub_resource previews = { "preview", "previews", cli_format_preview, cli_format_previews };
+	struct cli_preview_req r;
+	char err[CLI_ERR_MAX];
+
+	if (cli_preview_parse(argc, argv, &c->g, &r, err, sizeof(err)))
+		return cli_usage_error(c, err);
+	return sub_call(c, &previews, r.op == CLI_PREVIEW_ADD ? 0 : r.op == CLI_PREVIEW_LS ? 1 : 2, r.id, r.body,
+			r.port);
 }

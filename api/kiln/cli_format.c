@@ -330,6 +330,53 @@ int cli_format_ports(FILE *out, const json_t *r)
 	return 0;
 }
 
+static bool preview_shape(const json_t *p)
+{
+	return json_is_integer(json_object_get(p, "port")) && json_is_boolean(json_object_get(p, "public"));
+}
+
+/* "name: value" when value is a string (kilnd without --preview-listen has no URLs). */
+static void put_field(FILE *out, const char *name, const json_t *v)
+{
+	if (!json_is_string(v))
+		return;
+	fprintf(out, "%s: ", name);
+	text_clean_term_fput(out, json_string_value(v));
+	fputc('\n', out);
+}
+
+int cli_format_preview(FILE *out, const json_t *p)
+{
+	if (!preview_shape(p))
+		return -1;
+	put_field(out, "url", json_object_get(p, "url"));
+	put_field(out, "path_url", json_object_get(p, "path_url"));
+	put_field(out, "token", json_object_get(p, "token"));
+	if (!json_is_string(json_object_get(p, "url")))
+		fputs("(kilnd serves no previews: start it with --preview-listen ADDR:PORT)\n", out);
+	return 0;
+}
+
+int cli_format_previews(FILE *out, const json_t *r)
+{
+	const json_t *list = checked_list(r, "previews", preview_shape), *p;
+	size_t i;
+
+	if (!list)
+		return -1;
+	fprintf(out, "%-6s %-7s %s\n", "PORT", "ACCESS", "URL");
+	json_array_foreach(list, i, p)
+	{
+		const char *url = json_string_value(json_object_get(p, "url"));
+
+		fprintf(out, "%-6lld %-7s ", (long long)json_integer_value(json_object_get(p, "port")),
+			json_is_true(json_object_get(p, "public")) ? "public" : "token");
+		text_clean_term_fput(out, url ? url : "-");
+		fputc('\n', out);
+	}
+	return 0;
+}
+
 /* "drwxr-xr-x" from a stat object's kind and mode. */
 static void mode_string(const json_t *st, char s[11])
 {

@@ -42,6 +42,12 @@ int cli_format_port(FILE *out, const json_t *mapping);
 /* GET .../ports: HOST GUEST TARGET OPEN TOTAL. */
 int cli_format_ports(FILE *out, const json_t *list);
 
+/* A preview (POST .../previews): its URL, its path URL and its token, one "name: value" a line. */
+int cli_format_preview(FILE *out, const json_t *preview);
+
+/* GET .../previews: PORT ACCESS URL, then each token-protected one's token. */
+int cli_format_previews(FILE *out, const json_t *list);
+
 /* GET .../files/list: one `ls -l` style line per entry (MODE UID GID SIZE MTIME PATH [-> TARGET]). */
 int cli_format_fs_list(FILE *out, const json_t *listing);
 

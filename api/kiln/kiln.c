@@ -54,6 +54,8 @@ static const struct cli_cmd commands[] = {
 	  "guest files: list, stat, mkdir, remove, rename", cli_cmd_fs },
 	{ "port", "[add] ID GUEST_PORT [HOST_PORT] | ls ID | rm ID HOST_PORT",
 	  "forward 127.0.0.1:HOST_PORT to the guest's GUEST_PORT; list; remove", cli_cmd_port },
+	{ "preview", "[add] ID PORT [--public] | ls ID | rm ID PORT",
+	  "a URL for the guest's web server on PORT (kilnd --preview-listen); list; remove", cli_cmd_preview },
 	{ "pause", "ID", "stop a sandbox's vCPUs; its memory stays", cli_cmd_pause },
 	{ "resume", "ID", "run a paused sandbox again", cli_cmd_resume },
 	{ "checkpoint", "[add] ID NAME [--compress] | ls ID | rm ID NAME",

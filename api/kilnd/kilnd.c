@@ -25,6 +25,7 @@
 #include "api/kilnd/sandbox/cgroup.h"
 #include "api/kilnd/sandbox/checkpoint.h"
 #include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/endpoints/previews/preview_server.h"
 #include "api/kilnd/http/http.h"
 #include "api/kilnd/keeper/keeper.h"
 #include "api/kilnd/core/handover.h"
@@ -92,6 +93,14 @@ static const char usage[] =
 	"  --upgrade             take over from the kilnd running on --state-dir: its\n"
 	"                        API socket, then its sandboxes, without a gap\n"
 	"                        (docs/api.md)\n"
+	"  --preview-listen ADDR:PORT\n"
+	"                        serve sandboxes' preview URLs (plain HTTP, no TLS)\n"
+	"                        on this IPv4 address (default: off; keep it on\n"
+	"                        127.0.0.1 unless a TLS proxy fronts it; docs/api.md,\n"
+	"                        Preview URLs)\n"
+	"  --preview-domain DOMAIN\n"
+	"                        the host-based preview URLs' domain:\n"
+	"                        http://PORT-ID.DOMAIN:PORT/ (default localhost)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -255,13 +264,32 @@ static int parse_id_range(const char *s, uint32_t *first, uint32_t *count)
 	return 0;
 }
 
+/* --preview-listen "A.B.C.D:PORT": 0 or -1. */
+static int parse_preview_listen(const char *s, struct kilnd_config *cfg)
+{
+	const char *colon = strrchr(s, ':');
+	struct in_addr a;
+	uint64_t port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(cfg->preview_addr) ||
+	    num_parse_u64(colon + 1, 10, 1, 65535, &port))
+		return -1;
+	memcpy(cfg->preview_addr, s, (size_t)(colon - s));
+	cfg->preview_addr[colon - s] = '\0';
+	if (inet_pton(AF_INET, cfg->preview_addr, &a) != 1)
+		return -1;
+	cfg->preview_port = (uint16_t)port;
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL };
+	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL, OPT_PREVIEW_LISTEN,
+	       OPT_PREVIEW_DOMAIN };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -287,6 +315,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "keeper-grace", required_argument, 0, OPT_KEEPER_GRACE },
 		{ "upgrade", no_argument, 0, OPT_UPGRADE },
 		{ "pool", required_argument, 0, OPT_POOL },
+		{ "preview-listen", required_argument, 0, OPT_PREVIEW_LISTEN },
+		{ "preview-domain", required_argument, 0, OPT_PREVIEW_DOMAIN },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -317,6 +347,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->max_checkpoints = CHECKPOINTS_DEFAULT;
 	cfg->jail_id_first = 2000000000u;
 	cfg->jail_id_count = 65536;
+	snprintf(cfg->preview_domain, sizeof(cfg->preview_domain), "localhost");
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -462,6 +493,17 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_UPGRADE:
 			cfg->upgrade = true;
+			break;
+		case OPT_PREVIEW_LISTEN:
+			if (parse_preview_listen(optarg, cfg))
+				return bad_usage("--preview-listen '%s': expected IPV4:PORT, like 127.0.0.1:8443 (PORT 1..65535)",
+						 optarg);
+			break;
+		case OPT_PREVIEW_DOMAIN:
+			if (!preview_domain_valid(optarg))
+				return bad_usage("--preview-domain '%s': a lowercase DNS name (labels of a-z, 0-9 and '-'), like preview.example.com",
+						 optarg);
+			snprintf(cfg->preview_domain, sizeof(cfg->preview_domain), "%s", optarg);
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;
@@ -636,6 +678,7 @@ static int run(struct kilnd *d)
 	const struct http_service svc = { .d = d, .handlers = dispatch_handlers };
 	char err[512];
 	struct http_server *mhd;
+	struct preview_server *previews = NULL;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigset_t stop;
 	int fd, sig;
@@ -669,6 +712,11 @@ static int run(struct kilnd *d)
 		return setup_error("%s", err);
 	}
 	mhd = http_start(&svc, fd, err, sizeof(err));
+	if (mhd && d->cfg.preview_port && preview_server_start(d, &previews, err, sizeof(err))) {
+		http_quiesce(mhd);
+		http_stop(mhd);
+		mhd = NULL;
+	}
 	if (!mhd) {
 		unlink(d->cfg.socket_path);
 		close(fd);
@@ -678,6 +726,10 @@ static int run(struct kilnd *d)
 	}
 	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path, d->cfg.state_dir,
 		  d->cfg.kernel, d->cfg.vmm);
+	if (previews)
+		kilnd_log("serving preview URLs on http://%s:%u/ (http://PORT-ID.%s:%u/ and /preview/ID/PORT/)",
+			  d->cfg.preview_addr, (unsigned)d->cfg.preview_port, d->cfg.preview_domain,
+			  (unsigned)d->cfg.preview_port);
 	sandbox_pools_start(d);
 
 	for (;;) {
@@ -700,8 +752,10 @@ static int run(struct kilnd *d)
 	 * ones waiting on a guest end when its VM stops. */
 	sandbox_pools_stop(d, true);
 	http_quiesce(mhd);
+	preview_server_quiesce(previews);
 	unlink(d->cfg.socket_path);
 	sandboxes_shutdown(d);
+	preview_server_free(previews);
 	sandbox_pools_free(d);
 	http_stop(mhd);
 	close(fd);

@@ -786,6 +786,146 @@ PY
   expect_rc 0
 }
 
+# Preview URLs (docs/api.md, "Preview URLs"): kilnd's --preview-listen
+# proxies HTTP to guest ports by Host (PORT-ID.localhost) and by path
+# (/preview/ID/PORT/). Busybox httpd (with a CGI that prints what reached
+# it) behind a token: 401 without it, 200 with it as a header, a bearer or
+# the cookie a ?token= first visit sets, and nothing of the token reaches
+# the guest. kiln-ws-echo (the test image) behind a public preview: a
+# WebSocket handshake and one masked frame echoed. Then the sandbox
+# hibernates and a preview request wakes it. One boot.
+KD_PREVIEW_PORT=18443
+
+# kd_pcurl HOSTHDR PATH [CURL ARGS...]: $status and $body (without its
+# last newline) of one request to the preview listener (retried while the
+# guest server is not up: 502).
+kd_pcurl() {
+  local h=$1 p=$2 resp i
+  shift 2
+  for i in $(seq 1 120); do
+    heartbeat "preview $p"
+    resp=$(curl -sS --max-time 600 -H "Host: $h" -w '\n%{http_code}' "http://127.0.0.1:$KD_PREVIEW_PORT$p" "$@")
+    status=${resp##*$'\n'}
+    body=${resp%$'\n'*}
+    body=${body%$'\n'}  # the page's own last newline
+    [ "$status" = 502 ] || return 0
+    sleep 0.5
+  done
+}
+
+# kd_ws_echo HOSTHDR PATH [HEADER]: "ok" when the WebSocket handshake
+# through the preview listener answers the right Sec-WebSocket-Accept and a
+# masked text frame comes back as sent.
+kd_ws_echo() {
+  python3 - "$KD_PREVIEW_PORT" "$@" <<'PY'
+import base64, hashlib, os, socket, sys, time
+port, hosthdr, path = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+extra = sys.argv[4] + "\r\n" if len(sys.argv) > 4 else ""
+msg = b"hello-through-the-preview"
+for attempt in range(120):
+    key = base64.b64encode(os.urandom(16)).decode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=600)
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: {hosthdr}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = s.recv(1)
+        if not b:
+            break
+        head += b
+    if head.startswith(b"HTTP/1.1 502"):
+        s.close()
+        time.sleep(0.5)  # kiln-ws-echo is not listening yet
+        continue
+    break
+want = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+if not head.startswith(b"HTTP/1.1 101") or f"Sec-WebSocket-Accept: {want}\r\n".encode() not in head:
+    print(f"bad handshake {head[:300]!r}")
+    sys.exit(0)
+mask = os.urandom(4)
+s.sendall(bytes([0x81, 0x80 | len(msg)]) + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(msg)))
+got = b""
+while len(got) < 2 + len(msg):
+    b = s.recv(4096)
+    if not b:
+        break
+    got += b
+s.close()
+print("ok" if got == bytes([0x81, len(msg)]) + msg else f"bad frame {got[:100]!r}")
+PY
+}
+
+test_kilnd_preview_urls() {
+  kd_start --preview-listen "127.0.0.1:$KD_PREVIEW_PORT" || return 1
+  local why='' tok h hw got url jar="$kd/cookies"
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  h="8080-$sid.localhost:$KD_PREVIEW_PORT" hw="8081-$sid.localhost:$KD_PREVIEW_PORT"
+  api POST "/v1/sandboxes/$sid/exec" \
+    -d '{"argv":["sh","-c","mkdir -p /tmp/www/cgi-bin && echo hello-from-guest >/tmp/www/hello.txt && printf \"#!/bin/sh\\necho Content-Type: text/plain\\necho\\nenv\\n\" >/tmp/www/cgi-bin/env && chmod +x /tmp/www/cgi-bin/env || exit 1; setsid httpd -f -p 127.0.0.1:8080 -h /tmp/www </dev/null >/dev/null 2>&1 & setsid kiln-ws-echo 8081 </dev/null >/dev/null 2>&1 &"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"exit_code\"]")" = 0 ]' "start the guest servers"
+
+  api POST "/v1/sandboxes/$sid/previews" -d '{"port":8080}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"id\"], d[\"public\"], len(d[\"token\"]), d[\"url\"], d[\"path_url\"]")" = "$sid/8080 False 48 http://$h/ http://127.0.0.1:$KD_PREVIEW_PORT/preview/$sid/8080/" ]' "a preview with a token and both URLs"
+  tok=$(jget 'd["token"]' 2>/dev/null)
+  api POST "/v1/sandboxes/$sid/previews" -d '{"port":8081,"public":true}'
+  kd_check '[ $status = 201 ] && [ "$(jget "d[\"public\"], \"token\" in d")" = "True False" ]' "a public preview has no token"
+  api POST "/v1/sandboxes/$sid/previews" -d '{"port":8080}'
+  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "the same port twice is 409"
+  api POST "/v1/sandboxes/$sid/previews" -d '{"port":0}'
+  kd_check '[ $status = 400 ]' "port 0 is 400"
+
+  kd_pcurl "$h" /hello.txt
+  kd_check '[ $status = 401 ] && [[ "$body" == *unauthorized* ]]' "no token: 401"
+  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: ${tok%?}0"
+  kd_check '[ $status = 401 ]' "a wrong token: 401"
+  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: $tok"
+  kd_check '[ $status = 200 ] && [ "$body" = hello-from-guest ]' "by Host with the token header: the guest's page"
+  kd_pcurl 127.0.0.1 "/preview/$sid/8080/hello.txt" -H "Authorization: Bearer $tok"
+  kd_check '[ $status = 200 ] && [ "$body" = hello-from-guest ]' "by path with a bearer token: the same page"
+  # A first visit with ?token=: a redirect that sets the cookie and drops
+  # the token; the cookie alone then lets the browser in.
+  kd_pcurl 127.0.0.1 "/preview/$sid/8080/cgi-bin/env?a=1&token=$tok" -c "$jar" -D "$kd/redirect.h"
+  kd_check '[ $status = 302 ] && grep -qi "^Location: /preview/$sid/8080/cgi-bin/env?a=1" "$kd/redirect.h" && grep -qi "Set-Cookie: kiln_preview_${sid}_8080=$tok; Path=/preview/$sid/8080; HttpOnly" "$kd/redirect.h"' "?token= answers 302 with an HttpOnly cookie"
+  kd_pcurl 127.0.0.1 "/preview/$sid/8080/cgi-bin/env?a=1" -b "$jar" -H "Cookie: app=1"
+  kd_check '[ $status = 200 ] && [[ "$body" == *QUERY_STRING=a=1* ]] && [[ "$body" == *HTTP_X_FORWARDED_PREFIX=/preview/$sid/8080* ]] && [[ "$body" == *app=1* ]]' "the cookie lets it in; the guest sees the path without the prefix and the app's own cookie"
+  kd_check '[[ "$body" != *"$tok"* ]] && [[ "$body" != *kiln_preview* ]]' "neither the token nor the preview cookie reaches the guest"
+
+  # The public preview: a WebSocket echo, by Host and by path, no token.
+  got=$(kd_ws_echo "$hw" /)
+  kd_check '[ "$got" = ok ]' "WebSocket echo through the host-based URL ($got)"
+  got=$(kd_ws_echo 127.0.0.1 "/preview/$sid/8081/")
+  kd_check '[ "$got" = ok ]' "WebSocket echo through the path-based URL ($got)"
+  kd_pcurl "9999-$sid.localhost" /
+  kd_check '[ $status = 404 ]' "a port without a preview: 404"
+
+  # A hibernated sandbox is woken by a request to its preview.
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"state\"]")" = hibernated ]' "hibernate"
+  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: $tok"
+  kd_check '[ $status = 200 ] && [ "$body" = hello-from-guest ]' "a preview request wakes it and gets the page ($status)"
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ "$(jget "d[\"state\"], d[\"boot\"][\"from\"]")" = "running hibernate" ]' "running again, from its snapshot"
+  api GET "/v1/sandboxes/$sid/previews"
+  kd_check '[ "$(jget "sorted(p[\"port\"] for p in d[\"previews\"])")" = "[8080, 8081]" ]' "the previews survive the hibernation"
+  api DELETE "/v1/sandboxes/$sid/previews/8080"
+  kd_check '[ $status = 204 ]' "remove a preview"
+  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: $tok"
+  kd_check '[ $status = 404 ]' "a removed preview is 404"
+  api DELETE "/v1/sandboxes/$sid/previews/8080"
+  kd_check '[ $status = 404 ]' "removing it twice is 404"
+  # The CLI's three commands.
+  kc preview "$sid" 8082
+  kd_check '[ $rc = 0 ] && printf "%s\n" "$out" | grep -qx "url: http://8082-$sid.localhost:$KD_PREVIEW_PORT/" && printf "%s\n" "$out" | grep -qE "^token: [0-9a-f]{48}$"' "kiln preview prints the URL and the token ($out $err)"
+  kc preview ls "$sid"
+  kd_check '[ $rc = 0 ] && printf "%s\n" "$out" | grep -qE "^8081 +public +http://8081-$sid" && printf "%s\n" "$out" | grep -qE "^8082 +token "' "kiln preview ls ($out $err)"
+  kc preview rm "$sid" 8082
+  kd_check '[ $rc = 0 ]' "kiln preview rm ($err)"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '! grep -q "$tok" "$kd/kilnd.log"' "the token is never logged"
+  kd_done || return 1
+  expect_rc 0
+}
+
 # Background processes: output streamed, a reader that disconnects and
 # comes back with ?from=, stdin, signal, wait, errors.
 test_kilnd_processes_output_reattach_stdin_signal() {

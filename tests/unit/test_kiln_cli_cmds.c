@@ -279,6 +279,41 @@ static void test_port_parse(void **state)
 	assert_int_equal(cli_port_parse(2, ARGV("abc", "--bogus"), &g, &r, err, sizeof(err)), -1);
 }
 
+static void test_preview_parse(void **state)
+{
+	struct cli_globals g = { 0 };
+	struct cli_preview_req r;
+	char err[CLI_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(cli_preview_parse(2, ARGV("abc", "8080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.op, CLI_PREVIEW_ADD);
+	assert_string_equal(r.id, "abc");
+	assert_json(r.body, "{\"port\":8080,\"public\":false}");
+	json_decref(r.body);
+	assert_int_equal(cli_preview_parse(4, ARGV("add", "abc", "--public", "3000"), &g, &r, err, sizeof(err)), 0);
+	assert_json(r.body, "{\"port\":3000,\"public\":true}");
+	json_decref(r.body);
+	assert_int_equal(cli_preview_parse(2, ARGV("ls", "abc"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.op, CLI_PREVIEW_LS);
+	assert_null(r.body);
+	assert_int_equal(cli_preview_parse(3, ARGV("rm", "abc", "8080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(r.op, CLI_PREVIEW_RM);
+	assert_int_equal(r.port, 8080);
+	assert_null(r.body);
+
+	assert_int_equal(cli_preview_parse(2, ARGV("abc", "0"), &g, &r, err, sizeof(err)), -1);
+	assert_string_equal(err, "PORT '0': expected a port number 1..65535");
+	assert_int_equal(cli_preview_parse(3, ARGV("abc", "80", "81"), &g, &r, err, sizeof(err)), -1);
+	assert_string_equal(err, "expected: kiln preview ID PORT [--public]");
+	assert_int_equal(cli_preview_parse(3, ARGV("ls", "abc", "--public"), &g, &r, err, sizeof(err)), -1);
+	assert_string_equal(err, "expected: kiln preview ls ID");
+	assert_int_equal(cli_preview_parse(2, ARGV("rm", "abc"), &g, &r, err, sizeof(err)), -1);
+	assert_string_equal(err, "expected: kiln preview rm ID PORT");
+	assert_int_equal(cli_preview_parse(2, ARGV("abc", "--bogus"), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_preview_parse(4, ARGV("a", "b", "c", "d"), &g, &r, err, sizeof(err)), -1);
+}
+
 /* --- the tty stream --- */
 
 static void test_tty_request(void **state)
@@ -539,6 +574,7 @@ int main(void)
 		cmocka_unit_test(test_proc_parse),
 		cmocka_unit_test(test_fs_parse),
 		cmocka_unit_test(test_port_parse),
+		cmocka_unit_test(test_preview_parse),
 		cmocka_unit_test(test_tty_request),
 		cmocka_unit_test(test_http_head_parse),
 		cmocka_unit_test(test_tty_resize_escape),

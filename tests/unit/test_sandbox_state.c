@@ -266,6 +266,14 @@ static void test_restore_refuses_damage(void **state)
 		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"guest_address\":\"10.0.0.1\"}]", "'ports' entry 0" },
 		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"x\":1}]", "'ports' entry 0" },
 		{ "ports", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]", "at most 16" },
+		/* Preview URLs and their tokens. */
+		{ "previews", "{}", "'previews'" },
+		{ "previews", "[{\"port\":80,\"public\":false,\"created_at\":\"t\"}]", "48 lowercase hex" },
+		{ "previews", "[{\"port\":80,\"public\":false,\"token\":\"00112233445566778899AABBCCDDEEFF0011223344556677\",\"created_at\":\"t\"}]", "48 lowercase hex" },
+		{ "previews", "[{\"port\":80,\"public\":true,\"token\":\"00112233445566778899aabbccddeeff0011223344556677\",\"created_at\":\"t\"}]", "public preview has no token" },
+		{ "previews", "[{\"port\":0,\"public\":true,\"created_at\":\"t\"}]", "preview" },
+		{ "previews", "[{\"port\":80,\"public\":true,\"created_at\":\"t\"},{\"port\":80,\"public\":true,\"created_at\":\"u\"}]", "two previews of port 80" },
+		{ "previews", "[{\"port\":80,\"public\":true,\"created_at\":\"t\",\"x\":1}]", "preview" },
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
@@ -464,6 +472,24 @@ static void test_vmm_identity_round_trip(void **state)
 						   "\"target\":\"vsock\"}]", 0, NULL));
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
 	assert_true(json_equal(back.ports, json_object_get(m, "ports")));
+	assert_int_equal(json_array_size(back.previews), 0);
+	sandbox_record_free(&back);
+	/* Previews with their tokens too (meta.json only: never in the view). */
+	json_object_set_new(m, "previews", json_loads("[{\"port\":8080,\"public\":false,\"token\":"
+						      "\"00112233445566778899aabbccddeeff0011223344556677\","
+						      "\"created_at\":\"2026-01-01T00:00:00.000Z\"},{\"port\":3000,"
+						      "\"public\":true,\"created_at\":\"2026-01-01T00:00:00.000Z\"}]",
+						      0, NULL));
+	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
+	assert_true(json_equal(back.previews, json_object_get(m, "previews")));
+	{
+		json_t *again = sandbox_record_persist(&back), *view = sandbox_record_view(&back);
+
+		assert_true(json_equal(json_object_get(again, "previews"), json_object_get(m, "previews")));
+		assert_null(json_object_get(view, "previews"));
+		json_decref(again);
+		json_decref(view);
+	}
 	sandbox_record_free(&back);
 	/* A record from before the field: no start time, nothing to reattach by. */
 	json_object_del(m, "vmm_start");

@@ -22,6 +22,7 @@
 #include "api/kilnd/core/metrics.h"
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/pool_spec.h"
+#include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
 #include "lib/base/mono.h"
 
@@ -76,6 +77,11 @@ struct kilnd_config {
 	int listen_fd;        /* the API socket handed over by it; -1: bind our own */
 	struct pool_cfg pools[KILND_MAX_POOLS]; /* --pool (sandbox_pool.c) */
 	size_t npools;
+	/* --preview-listen ADDR:PORT and --preview-domain (docs/api.md,
+	 * "Preview URLs"); preview_port 0: no preview listener. */
+	char preview_addr[16];
+	uint16_t preview_port;
+	char preview_domain[PREVIEW_DOMAIN_MAX + 1];
 };
 
 /* What supervise.c runs as `--keeper` (keeper.h): this very binary. */

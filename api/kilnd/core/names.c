@@ -52,11 +52,11 @@ bool label_key_valid(const char *s)
 	return name_like(s, LABEL_KEY_MAX, "._/-");
 }
 
-bool hostname_valid(const char *s)
+bool dns_name_valid(const char *s, size_t max, bool lower_only)
 {
-	size_t n = strnlen(s, HOSTNAME_MAX + 1), label = 0;
+	size_t n = strnlen(s, max + 1), label = 0;
 
-	if (n == 0 || n > HOSTNAME_MAX)
+	if (n == 0 || n > max)
 		return false;
 	for (size_t i = 0; i <= n; i++) {
 		if (i == n || s[i] == '.') {
@@ -65,13 +65,18 @@ bool hostname_valid(const char *s)
 			label = 0;
 			continue;
 		}
-		if (!is_alnum(s[i]) && s[i] != '-')
+		if ((!is_alnum(s[i]) && s[i] != '-') || (lower_only && s[i] >= 'A' && s[i] <= 'Z'))
 			return false;
 		if (label == 0 && s[i] == '-')
 			return false;
 		label++;
 	}
 	return true;
+}
+
+bool hostname_valid(const char *s)
+{
+	return dns_name_valid(s, HOSTNAME_MAX, false);
 }
 
 bool guest_mount_path_valid(const char *s, size_t max)

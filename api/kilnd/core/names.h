@@ -35,6 +35,9 @@ bool image_name_valid(const char *s);
 /* RFC 1123: dot-separated labels of [A-Za-z0-9-], 1..63 bytes, no '-' at
  * either end of a label; 1..64 bytes in all. */
 bool hostname_valid(const char *s);
+/* The same rule for a name of at most max bytes; with lower_only, no
+ * uppercase letter (a name compared case-insensitively, kept canonical). */
+bool dns_name_valid(const char *s, size_t max, bool lower_only);
 
 /* 1..63 bytes of [A-Za-z0-9._/-], first a letter or digit. */
 bool label_key_valid(const char *s);

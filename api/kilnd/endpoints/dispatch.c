@@ -50,4 +50,7 @@ const http_handler_fn dispatch_handlers[OP_COUNT] = {
 	[OP_FIREWALL_GET] = handle_firewall_get,
 	[OP_FIREWALL_PUT] = handle_firewall_put,
 	[OP_FIREWALL_LOG] = handle_firewall_log,
+	[OP_PREVIEW_LIST] = handle_preview_list,
+	[OP_PREVIEW_ADD] = handle_preview_add,
+	[OP_PREVIEW_REMOVE] = handle_preview_remove,
 };

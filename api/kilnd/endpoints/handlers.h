@@ -81,4 +81,9 @@ void handle_port_add(struct http_req *r);
 void handle_port_list(struct http_req *r);
 void handle_port_remove(struct http_req *r);
 
+/* previews/handle_previews.c */
+void handle_preview_add(struct http_req *r);
+void handle_preview_list(struct http_req *r);
+void handle_preview_remove(struct http_req *r);
+
 #endif

@@ -41,6 +41,8 @@ static const struct {
 	{ "/v1/sandboxes/{id}/archive", "GET, PUT", { { "GET", OP_ARCHIVE_GET }, { "PUT", OP_ARCHIVE_PUT } } },
 	{ "/v1/sandboxes/{id}/ports", "GET, POST", { { "GET", OP_PORT_LIST }, { "POST", OP_PORT_ADD } } },
 	{ "/v1/sandboxes/{id}/ports/{port}", "DELETE", { { "DELETE", OP_PORT_REMOVE } } },
+	{ "/v1/sandboxes/{id}/previews", "GET, POST", { { "GET", OP_PREVIEW_LIST }, { "POST", OP_PREVIEW_ADD } } },
+	{ "/v1/sandboxes/{id}/previews/{port}", "DELETE", { { "DELETE", OP_PREVIEW_REMOVE } } },
 	{ "/v1/sandboxes/{id}/pause", "POST", { { "POST", OP_SANDBOX_PAUSE } } },
 	{ "/v1/sandboxes/{id}/resume", "POST", { { "POST", OP_SANDBOX_RESUME } } },
 	{ "/v1/sandboxes/{id}/hibernate", "POST", { { "POST", OP_SANDBOX_HIBERNATE } } },
@@ -119,5 +121,5 @@ bool route_has_body(enum route_op op)
 	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
 	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||
 	       op == OP_SANDBOX_HIBERNATE || op == OP_SANDBOX_WAKE || op == OP_CHECKPOINT_CREATE ||
-	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT;
+	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT || op == OP_PREVIEW_ADD;
 }

@@ -61,6 +61,9 @@ enum route_op {
 	OP_FIREWALL_GET,
 	OP_FIREWALL_PUT,
 	OP_FIREWALL_LOG,
+	OP_PREVIEW_LIST,
+	OP_PREVIEW_ADD,
+	OP_PREVIEW_REMOVE,
 	OP_COUNT /* not an operation: the number of them */
 };
 

@@ -18,6 +18,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/sandbox/sandbox_record.h"
+#include "lib/base/accept_loop.h"
 #include "lib/base/sock_relay.h"
 
 struct port_fwd {
@@ -100,8 +101,9 @@ static void *relay_main(void *arg)
 /* ---- listener ---- */
 
 /* 0, or the errno of a failed accept. */
-static int accept_one(struct port_fwd *f)
+static int accept_one(void *arg)
 {
+	struct port_fwd *f = arg;
 	int fd = accept4(f->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct relay *rl;
 	pthread_attr_t attr;
@@ -139,24 +141,7 @@ static void *listener_main(void *arg)
 {
 	struct port_fwd *f = arg;
 
-	for (;;) {
-		struct pollfd p[2] = { { .fd = f->listen_fd, .events = POLLIN }, { .fd = f->stop_fd, .events = POLLIN } };
-		int r = poll(p, 2, -1);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0 || (p[1].revents & POLLIN))
-			break;
-		if (p[0].revents & POLLIN) {
-			r = accept_one(f);
-			/* Out of descriptors leaves the connection queued and the
-			 * socket readable: a short pause keeps that from spinning. */
-			if (r == EMFILE || r == ENFILE)
-				usleep(10000);
-		} else if (p[0].revents & (POLLERR | POLLNVAL)) {
-			break;
-		}
-	}
+	accept_loop(f->listen_fd, f->stop_fd, accept_one, f);
 	/* The port is free once this returns (port_fwd_close joins). */
 	close(f->listen_fd);
 	f->listen_fd = -1;

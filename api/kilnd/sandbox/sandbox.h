@@ -37,6 +37,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/kilnd.h"
+#include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/query.h"
 
@@ -103,6 +104,37 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 json_t *sandbox_port_list(struct sandbox *sb);
 /* DELETE .../ports/{host_port}: 0, or -1 with e (not_found). */
 int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *e);
+
+/* ---- preview URLs (docs/api.md, "Preview URLs"; sandbox_previews.c) ---- */
+
+/*
+ * Previews belong to the sandbox record (meta.json): they outlive stops,
+ * hibernations and kilnd restarts, and go with the sandbox. A fork starts
+ * without any (its own tokens). POST .../previews: 0 with *view (the
+ * preview object, its token included), or -1 with e (exists, limit_reached).
+ */
+int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t **view, struct api_err *e);
+/* GET .../previews: {"previews":[...]} (new reference; NULL when out of memory). */
+json_t *sandbox_preview_list(struct sandbox *sb);
+/* DELETE .../previews/{port}: 0, or -1 with e (not_found). */
+int sandbox_preview_remove(struct sandbox *sb, uint16_t port, struct api_err *e);
+
+/* What the preview proxy learns of a preview it is asked for. */
+struct preview_grant {
+	bool public_;
+	char token[PREVIEW_TOKEN_LEN + 1]; /* "" when public */
+	enum sandbox_state state;
+};
+/*
+ * The proxy's lookup, for a client that has no uid (the token is its
+ * credential): the sandbox with this id (a new reference: the request's;
+ * activity for the idle timeout) when it has a preview of port, with *g;
+ * NULL when there is no such sandbox (a warm pool's counts as none) or
+ * no such preview.
+ */
+struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t port, struct preview_grant *g);
+/* The sandbox's agent socket, for the proxy's connection to the guest port. */
+const char *sandbox_vsock_path(const struct sandbox *sb);
 
 /* ---- networking (docs/api.md, "Networking and firewall") ---- */
 

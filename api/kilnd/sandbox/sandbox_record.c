@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/sandbox/checkpoint.h"
 #include "api/kilnd/sandbox/files_spec.h"
@@ -94,6 +95,7 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
 	    json_object_set_new(o, "pooled", json_boolean(r->pooled)) ||
 	    json_object_set_new(o, "ports", r->ports ? json_incref(r->ports) : json_array()) ||
+	    json_object_set_new(o, "previews", r->previews ? json_incref(r->previews) : json_array()) ||
 	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
 		json_decref(o);
 		return NULL;
@@ -109,7 +111,7 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
 					 "hibernation", "jail",     "owner_uid", "cgroup",
 					 "creating",   "vmm_start",  "ports",      "pooled",
-					 NULL };
+					 "previews",   NULL };
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -327,7 +329,13 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	}
 	v = json_object_get(meta, "ports");
 	r->ports = v ? json_deep_copy(v) : json_array();
-	if (!r->ports) {
+	if (preview_list_check(json_object_get(meta, "previews"), e)) {
+		sandbox_record_free(r);
+		return -1;
+	}
+	v = json_object_get(meta, "previews");
+	r->previews = v ? json_deep_copy(v) : json_array();
+	if (!r->ports || !r->previews) {
 		api_err_set(e, API_E_INTERNAL, "meta.json: out of memory");
 		sandbox_record_free(r);
 		return -1;
@@ -385,7 +393,8 @@ void sandbox_record_free(struct sandbox_record *r)
 	json_decref(r->checkpoints);
 	json_decref(r->hibernation);
 	json_decref(r->ports);
-	r->boot = r->last_exit = r->checkpoints = r->hibernation = r->ports = NULL;
+	json_decref(r->previews);
+	r->boot = r->last_exit = r->checkpoints = r->hibernation = r->ports = r->previews = NULL;
 }
 
 json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced)

@@ -62,6 +62,8 @@ struct sandbox_record {
 	json_t *hibernation; /* object or NULL */
 	json_t *ports;       /* the running boot's port mappings as POST .../ports bodies with
 				their host_port (meta.json only: a restarted kilnd listens again); array or NULL */
+	json_t *previews;    /* its preview URLs (preview_spec.h's entries, tokens included; meta.json
+				only: GET .../previews shows them); array, never NULL once created or restored */
 	uint32_t jail_id;    /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 	bool creating;       /* its create has not answered yet (meta.json only) */
@@ -110,7 +112,7 @@ bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid);
 /* Most port mappings a record keeps (sandbox.h's SANDBOX_PORTS_MAX). */
 #define RECORD_PORTS_MAX 16
 
-/* Release what a record owns (spec, boot, last_exit, checkpoints, hibernation, ports). */
+/* Release what a record owns (spec, boot, last_exit, checkpoints, hibernation, ports, previews). */
 void sandbox_record_free(struct sandbox_record *r);
 
 /* The boot object: agent_ready_ms, guest_uptime_ms (< 0: unknown),

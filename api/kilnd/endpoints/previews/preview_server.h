@@ -1,0 +1,51 @@
+/*
+ * preview_server: kilnd's preview listener (--preview-listen ADDR:PORT;
+ * docs/api.md, "Preview URLs"): plain HTTP/1.x on a TCP address of its
+ * own, apart from the API's Unix socket, reverse-proxied to TCP ports on
+ * sandboxes' guest loopback through the agent's tcp_connect bridge (the
+ * way port forwarding reaches them: no guest network involved).
+ *
+ * Contract:
+ *  - One thread accepts; each connection gets a thread that reads one
+ *    request head (at most HTTP_HEAD_MAX bytes, within --client-timeout:
+ *    a slow client cannot hold a thread longer), decides with
+ *    preview_route.h (which preview, which credential), wakes a
+ *    hibernated sandbox (sandbox_agent), connects to the guest port and
+ *    then relays bytes both ways (sock_relay, two PREVIEW_BUF buffers)
+ *    until either side ends: bodies, chunked or streamed, and upgraded
+ *    protocols (WebSocket) pass as they are.
+ *  - At most PREVIEW_CONNS_MAX connections at once; more are answered 503
+ *    at once (without blocking the accept thread) and closed.
+ *  - The proxy's own answers (400, 401, 404, 502, 503) are JSON
+ *    {"error":{"code","message"}} and close the connection. Tokens are
+ *    never logged.
+ *  - A connection holds a reference to its sandbox while it is relayed:
+ *    an open connection keeps an idle sandbox from hibernating, and its
+ *    end counts as activity.
+ *  - No global state. preview_server_quiesce() stops accepting and ends
+ *    every relay; preview_server_free() waits for the connection threads
+ *    (each bounded by its timeouts) and frees the server.
+ */
+#ifndef KILN_PREVIEW_SERVER_H
+#define KILN_PREVIEW_SERVER_H
+
+#include <stddef.h>
+
+#include "api/kilnd/core/kilnd.h"
+
+#define PREVIEW_CONNS_MAX 128
+#define PREVIEW_BUF (64u << 10)
+
+struct preview_server;
+
+/* Listen on d->cfg.preview_addr:preview_port and serve. 0 with *out, or
+ * -1 with err (the address is in use, not local, ...). */
+int preview_server_start(struct kilnd *d, struct preview_server **out, char *err, size_t errlen);
+
+/* Stop accepting (the port is free when it returns) and end every relay. */
+void preview_server_quiesce(struct preview_server *s);
+
+/* After quiesce: wait for every connection thread, then free s. */
+void preview_server_free(struct preview_server *s);
+
+#endif

@@ -1,0 +1,445 @@
+/*
+ * Preview URLs, their pure parts: routing a request head to a sandbox and
+ * port by Host or by path (preview_route), the credentials it carries
+ * (header, bearer, cookie, ?token=) and the constant-time check, the head
+ * the guest gets (token, cookie and hop-by-hop fields gone; prefix
+ * stripped), the first visit's redirect, the proxy's own answers, and the
+ * record entries meta.json keeps (preview_spec), hostile inputs included.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/kilnd/core/preview_spec.h"
+#include "api/kilnd/endpoints/previews/preview_route.h"
+
+#define ID "0123456789ab"
+#define TOK "00112233445566778899aabbccddeeff0011223344556677"
+
+struct parsed {
+	char buf[HTTP_HEAD_MAX];
+	struct http_head h;
+};
+
+/* Parse a head given with "\n" line ends (CRLF added) and the final empty line into p. */
+static void parse_into(struct parsed *p, const char *lines)
+{
+	struct api_err e;
+	size_t n = 0;
+	long end;
+
+	for (const char *s = lines; *s; s++) {
+		if (*s == '\n')
+			p->buf[n++] = '\r';
+		p->buf[n++] = *s;
+	}
+	memcpy(p->buf + n, "\r\n", 2);
+	n += 2;
+	end = http_head_end(p->buf, n, &e);
+	assert_true(end > 0);
+	assert_int_equal(http_head_parse(p->buf, (size_t)end, &p->h, &e), 0);
+}
+
+static struct parsed *parse(const char *lines)
+{
+	struct parsed *p = calloc(1, sizeof(*p));
+
+	parse_into(p, lines);
+	return p;
+}
+
+/* The last head route_ok parsed: r's pointers point into it until the next call. */
+static struct parsed routed;
+
+static void route_ok(const char *head, const char *domain, struct preview_req *r)
+{
+	struct preview_err e;
+
+	memset(&routed, 0, sizeof(routed));
+	parse_into(&routed, head);
+	assert_int_equal(preview_route(&routed.h, domain, r, &e), 0);
+}
+
+static void route_404(const char *head, const char *domain)
+{
+	struct parsed *p = parse(head);
+	struct preview_req r;
+	struct preview_err e;
+
+	assert_int_equal(preview_route(&p->h, domain, &r, &e), -1);
+	assert_int_equal(e.status, 404);
+	assert_string_equal(e.code, "preview_not_found");
+	assert_non_null(strstr(e.msg, "/preview/ID/PORT/"));
+	free(p);
+}
+
+static void test_route_by_host(void **state)
+{
+	struct preview_req r;
+
+	(void)state;
+	route_ok("GET /a/b?x=1 HTTP/1.1\nHost: 8080-" ID ".localhost:8443\n", "localhost", &r);
+	assert_string_equal(r.id, ID);
+	assert_int_equal(r.port, 8080);
+	assert_int_equal(r.form, PREVIEW_BY_HOST);
+	assert_int_equal(r.rest_len, 4);
+	assert_memory_equal(r.rest, "/a/b", 4);
+	assert_string_equal(r.cookie, "kiln_preview_" ID "_8080");
+	/* Host names are case-insensitive; the id is lowercased. */
+	route_ok("GET / HTTP/1.1\nHost: 1-0123456789AB.Preview.Example.COM\n", "preview.example.com", &r);
+	assert_string_equal(r.id, ID);
+	assert_int_equal(r.port, 1);
+	route_ok("GET / HTTP/1.1\nHost: 65535-" ID ".localhost\n", "localhost", &r);
+	assert_int_equal(r.port, 65535);
+}
+
+static void test_route_by_path(void **state)
+{
+	struct preview_req r;
+
+	(void)state;
+	route_ok("GET /preview/" ID "/3000/static/app.js?v=2 HTTP/1.1\nHost: 127.0.0.1:8443\n", "localhost", &r);
+	assert_int_equal(r.form, PREVIEW_BY_PATH);
+	assert_int_equal(r.port, 3000);
+	assert_int_equal(r.rest_len, strlen("/static/app.js"));
+	assert_memory_equal(r.rest, "/static/app.js", r.rest_len);
+	route_ok("GET /preview/" ID "/3000 HTTP/1.1\nHost: 127.0.0.1\n", "localhost", &r);
+	assert_int_equal(r.rest_len, 1);
+	assert_memory_equal(r.rest, "/", 1);
+	/* HTTP/1.0 without a Host: the path form still works. */
+	route_ok("GET /preview/" ID "/80/ HTTP/1.0\n", "localhost", &r);
+	assert_int_equal(r.port, 80);
+	/* A Host that is not ours falls back to the path. */
+	route_ok("GET /preview/" ID "/80/ HTTP/1.1\nHost: 80-" ID ".other.test\n", "localhost", &r);
+	assert_int_equal(r.form, PREVIEW_BY_PATH);
+}
+
+static void test_route_hostile(void **state)
+{
+	(void)state;
+	route_404("GET / HTTP/1.1\nHost: localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: .localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 0-" ID ".localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 65536-" ID ".localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 08080-" ID ".localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID "0.localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-0123456789ag.localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID ".evil.localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID ".localhost:\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID ".localhost:80x\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID "localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: -" ID ".localhost\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: [::1]:8080\n", "localhost");
+	route_404("GET / HTTP/1.1\nHost: 8080-" ID ".xlocalhost\n", "localhost");
+	route_404("GET /preview/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/" ID " HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/" ID "/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/" ID "/0/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/" ID "/99999/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/" ID "/80x/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/0123456789AB/80/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /preview/../" ID "/80/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET /Preview/" ID "/80/ HTTP/1.1\nHost: x\n", "localhost");
+	route_404("GET //preview/" ID "/80/ HTTP/1.1\nHost: x\n", "localhost");
+}
+
+static void test_credentials(void **state)
+{
+	struct preview_req r;
+	const struct preview_cred *c;
+
+	(void)state;
+	route_ok("GET /?a=1&token=" TOK "&token=zz HTTP/1.1\nHost: 80-" ID ".localhost\n"
+		 "X-Kiln-Preview-Token: nope\nAuthorization: Bearer   wrong  \n"
+		 "Cookie: a=b; kiln_preview_" ID "_80=" TOK "; kiln_preview_" ID "_81=x\n",
+		 "localhost", &r);
+	assert_int_equal(r.ncreds, 5);
+	assert_int_equal(r.creds[0].kind, PREVIEW_CRED_HEADER);
+	assert_int_equal(r.creds[1].kind, PREVIEW_CRED_BEARER);
+	assert_int_equal(r.creds[1].n, 5);
+	assert_memory_equal(r.creds[1].p, "wrong", 5);
+	assert_int_equal(r.creds[2].kind, PREVIEW_CRED_COOKIE);
+	assert_int_equal(r.creds[3].kind, PREVIEW_CRED_QUERY);
+	c = preview_auth(&r, TOK);
+	assert_non_null(c);
+	assert_int_equal(c->kind, PREVIEW_CRED_COOKIE);
+	assert_null(preview_auth(&r, NULL));
+	assert_null(preview_auth(&r, "ffffffffffffffffffffffffffffffffffffffffffffffff"));
+
+	/* Nothing offered, or only lookalikes: no access. */
+	route_ok("GET / HTTP/1.1\nHost: 80-" ID ".localhost\nAuthorization: Basic " TOK "\n"
+		 "Cookie: kiln_preview_" ID "_8=" TOK "\nX-Token: " TOK "\n",
+		 "localhost", &r);
+	assert_int_equal(r.ncreds, 0);
+	assert_null(preview_auth(&r, TOK));
+	/* A prefix or an extension of the token is not it. */
+	route_ok("GET /?token=" TOK "0&token=0011 HTTP/1.1\nHost: 80-" ID ".localhost\n", "localhost", &r);
+	assert_int_equal(r.ncreds, 2);
+	assert_null(preview_auth(&r, TOK));
+	/* Many credentials: the first PREVIEW_CREDS_MAX are looked at. */
+	route_ok("GET /?token=1&token=2&token=3&token=4&token=5&token=6&token=7&token=8&token=" TOK
+		 " HTTP/1.1\nHost: 80-" ID ".localhost\n",
+		 "localhost", &r);
+	assert_int_equal(r.ncreds, PREVIEW_CREDS_MAX);
+	assert_null(preview_auth(&r, TOK));
+}
+
+static void test_token_equal(void **state)
+{
+	(void)state;
+	assert_true(preview_token_equal(TOK, strlen(TOK), TOK));
+	assert_false(preview_token_equal(TOK, strlen(TOK) - 1, TOK));
+	assert_false(preview_token_equal("", 0, TOK));
+	assert_false(preview_token_equal(TOK, strlen(TOK), NULL));
+	assert_false(preview_token_equal("10112233445566778899aabbccddeeff0011223344556677", strlen(TOK), TOK));
+	assert_false(preview_token_equal("00112233445566778899aabbccddeeff0011223344556678", strlen(TOK), TOK));
+}
+
+static long rewrite(const char *head, const char *token, char *out, size_t cap)
+{
+	struct parsed *p = parse(head);
+	struct preview_req r;
+	struct preview_err e;
+	long n;
+
+	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
+	n = preview_head_rewrite(&p->h, &r, token, "192.0.2.7", out, cap);
+	if (n >= 0)
+		out[n] = '\0';
+	free(p);
+	return n;
+}
+
+static void test_rewrite_strips_credentials(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	assert_true(rewrite("POST /preview/" ID "/8080/api?token=" TOK "&q=1 HTTP/1.1\nHost: 127.0.0.1:8443\n"
+			    "X-Kiln-Preview-Token: " TOK "\nAuthorization: Bearer " TOK "\n"
+			    "Cookie: a=b; kiln_preview_" ID "_8080=" TOK "; c=d\nConnection: keep-alive\n"
+			    "Keep-Alive: timeout=5\nX-Forwarded-For: 6.6.6.6\nContent-Length: 3\n",
+			    TOK, out, sizeof(out)) > 0);
+	assert_string_equal(out, "POST /api?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nCookie: a=b; c=d\r\n"
+				 "Content-Length: 3\r\nConnection: close\r\nX-Forwarded-For: 192.0.2.7\r\n"
+				 "X-Forwarded-Proto: http\r\nX-Forwarded-Host: 127.0.0.1:8443\r\n"
+				 "X-Forwarded-Prefix: /preview/" ID "/8080\r\n\r\n");
+	assert_null(strstr(out, TOK));
+}
+
+static void test_rewrite_keeps_the_apps_own(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	/* An Authorization that is not the token is the app's; a lone
+	 * preview cookie leaves no Cookie field; an upgrade stays one. */
+	assert_true(rewrite("GET /ws?token=other HTTP/1.1\nHost: 8080-" ID ".localhost\n"
+			    "Authorization: Bearer app-secret\nCookie: kiln_preview_" ID "_8080=" TOK "\n"
+			    "Upgrade: websocket\nConnection: Upgrade\nSec-WebSocket-Key: abc\n",
+			    TOK, out, sizeof(out)) > 0);
+	assert_string_equal(out, "GET /ws?token=other HTTP/1.1\r\nHost: 8080-" ID ".localhost\r\n"
+				 "Authorization: Bearer app-secret\r\nUpgrade: websocket\r\nSec-WebSocket-Key: abc\r\n"
+				 "Connection: Upgrade\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
+				 "X-Forwarded-Host: 8080-" ID ".localhost\r\n\r\n");
+	/* Public: nothing is a token, only the proxy's own fields go. */
+	assert_true(rewrite("GET /?token=" TOK " HTTP/1.0\nHost: 1-" ID ".localhost\nX-Kiln-Preview-Token: x\n", NULL,
+			    out, sizeof(out)) > 0);
+	assert_string_equal(out, "GET /?token=" TOK " HTTP/1.0\r\nHost: 1-" ID ".localhost\r\nConnection: close\r\n"
+				 "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: 1-" ID
+				 ".localhost\r\n\r\n");
+	/* 61 fields of a client's and the proxy's own 4: more than kilnd's
+	 * parser takes (64), so not forwarded either; 60 and 4 are. */
+	{
+		char many[4096] = "GET / HTTP/1.1\nHost: 1-" ID ".localhost\n";
+
+		for (int i = 0; i < 60; i++)
+			snprintf(many + strlen(many), sizeof(many) - strlen(many), "X-%d: v\n", i);
+		assert_int_equal(rewrite(many, NULL, out, sizeof(out)), -1);
+		many[strlen(many) - 8] = '\0'; /* without "X-59: v\n" */
+		assert_true(rewrite(many, NULL, out, sizeof(out)) > 0);
+	}
+	/* Too small a buffer: refused, never overrun. */
+	for (size_t cap = 0; cap < 64; cap++)
+		assert_int_equal(rewrite("GET / HTTP/1.1\nHost: 1-" ID ".localhost\n", NULL, out, cap), -1);
+}
+
+static void test_redirect(void **state)
+{
+	struct parsed *p = parse("GET /preview/" ID "/80/x?token=" TOK "&y=2 HTTP/1.1\nHost: 127.0.0.1\n");
+	struct preview_req r;
+	struct preview_err e;
+	char out[2048];
+	long n;
+
+	(void)state;
+	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
+	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "HTTP/1.1 302 Found\r\nLocation: /preview/" ID "/80/x?y=2\r\n"));
+	assert_non_null(strstr(out, "Set-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/preview/" ID "/80; HttpOnly; SameSite=Lax\r\n"));
+	assert_int_equal(preview_redirect(&p->h, &r, TOK, out, 40), -1);
+	free(p);
+	p = parse("GET /?token=" TOK " HTTP/1.1\nHost: 80-" ID ".localhost\n");
+	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
+	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
+	out[n] = '\0';
+	assert_non_null(strstr(out, "Location: /\r\nSet-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/;"));
+	free(p);
+}
+
+static void test_err_answer(void **state)
+{
+	struct preview_err e;
+	char out[1024];
+	size_t n;
+
+	(void)state;
+	preview_err_set(&e, 401, "unauthorized", "needs \"its\" token\n\\");
+	n = preview_err_answer(&e, out, sizeof(out));
+	out[n] = '\0';
+	assert_non_null(strstr(out, "HTTP/1.1 401 Unauthorized\r\n"));
+	assert_non_null(strstr(out, "WWW-Authenticate: Bearer"));
+	assert_non_null(strstr(out, "{\"error\":{\"code\":\"unauthorized\",\"message\":\"needs \\\"its\\\" token?\\\\\"}}\n"));
+	/* Content-Length matches the body. */
+	{
+		const char *body = strstr(out, "\r\n\r\n") + 4;
+		char cl[64];
+
+		snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", strlen(body));
+		assert_non_null(strstr(out, cl));
+	}
+	assert_true(preview_err_answer(&e, out, 20) <= 20);
+}
+
+static void test_spec_body_and_entries(void **state)
+{
+	struct api_err e;
+	uint8_t raw[PREVIEW_TOKEN_BYTES];
+	struct preview_where w = { .addr = "127.0.0.1", .port = 8443, .domain = "localhost" };
+	json_t *b, *entry, *v, *list;
+	uint16_t port;
+	bool pub;
+
+	(void)state;
+	b = json_pack("{s:i}", "port", 8080);
+	assert_int_equal(preview_body_parse(b, &port, &pub, &e), 0);
+	assert_int_equal(port, 8080);
+	assert_false(pub);
+	json_decref(b);
+	b = json_pack("{s:i,s:b}", "port", 0, "public", 1);
+	assert_int_equal(preview_body_parse(b, &port, &pub, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	json_decref(b);
+	b = json_pack("{s:i,s:s}", "port", 1, "token", "mine");
+	assert_int_equal(preview_body_parse(b, &port, &pub, &e), -1);
+	assert_int_equal(e.code, API_E_UNKNOWN_FIELD);
+	json_decref(b);
+	b = json_pack("{s:s}", "port", "80");
+	assert_int_equal(preview_body_parse(b, &port, &pub, &e), -1);
+	json_decref(b);
+
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)((i % 16) * 0x11);
+	entry = preview_entry_new(8080, false, raw, "2026-01-01T00:00:00.000Z");
+	assert_int_equal(preview_entry_check(entry, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(entry, "token")), TOK);
+	v = preview_view(entry, ID, &w);
+	assert_string_equal(json_string_value(json_object_get(v, "url")), "http://8080-" ID ".localhost:8443/");
+	assert_string_equal(json_string_value(json_object_get(v, "path_url")), "http://127.0.0.1:8443/preview/" ID "/8080/");
+	assert_string_equal(json_string_value(json_object_get(v, "id")), ID "/8080");
+	assert_string_equal(json_string_value(json_object_get(v, "token")), TOK);
+	assert_true(json_is_false(json_object_get(v, "public")));
+	json_decref(v);
+	v = preview_view(entry, ID, NULL);
+	assert_true(json_is_null(json_object_get(v, "url")));
+	json_decref(v);
+
+	/* meta.json: a damaged list is refused whole. */
+	list = json_array();
+	json_array_append(list, entry);
+	assert_int_equal(preview_list_check(list, &e), 0);
+	json_array_append_new(list, json_deep_copy(entry));
+	assert_int_equal(preview_list_check(list, &e), -1);
+	assert_non_null(strstr(e.msg, "two previews of port 8080"));
+	json_array_clear(list);
+	json_object_set_new(entry, "token", json_string("00112233"));
+	json_array_append(list, entry);
+	assert_int_equal(preview_list_check(list, &e), -1);
+	json_object_set_new(entry, "token", json_string(TOK));
+	json_object_set_new(entry, "public", json_true());
+	assert_int_equal(preview_entry_check(entry, &e), -1);
+	json_object_del(entry, "token");
+	assert_int_equal(preview_entry_check(entry, &e), 0);
+	json_object_set_new(entry, "extra", json_true());
+	assert_int_equal(preview_entry_check(entry, &e), -1);
+	v = json_string("x");
+	assert_int_equal(preview_list_check(v, &e), -1);
+	json_decref(v);
+	assert_int_equal(preview_list_check(NULL, &e), 0);
+	json_decref(list);
+	json_decref(entry);
+	entry = preview_entry_new(1, true, raw, "t");
+	assert_null(json_object_get(entry, "token"));
+	json_decref(entry);
+}
+
+static void test_domain_valid(void **state)
+{
+	char longname[300];
+
+	(void)state;
+	assert_true(preview_domain_valid("localhost"));
+	assert_true(preview_domain_valid("preview.example.com"));
+	assert_true(preview_domain_valid("a-b.c0"));
+	assert_false(preview_domain_valid(""));
+	assert_false(preview_domain_valid("Example.com"));
+	assert_false(preview_domain_valid("-a.com"));
+	assert_false(preview_domain_valid("a-.com"));
+	assert_false(preview_domain_valid("a..com"));
+	assert_false(preview_domain_valid(".a"));
+	assert_false(preview_domain_valid("a."));
+	assert_false(preview_domain_valid("a_b"));
+	assert_false(preview_domain_valid("a:80"));
+	memset(longname, 'a', sizeof(longname));
+	longname[64] = '\0';
+	assert_false(preview_domain_valid(longname));
+	/* "a.a.a...a": 253 bytes is the most a name may have. */
+	for (int i = 0; i < 290; i++)
+		longname[i] = i % 2 ? '.' : 'a';
+	longname[253] = '\0';
+	assert_true(preview_domain_valid(longname));
+	longname[252] = '\0';
+	assert_false(preview_domain_valid(longname)); /* ends with '.' */
+	longname[252] = 'a';
+	longname[253] = '.';
+	longname[254] = 'a';
+	longname[255] = '\0';
+	assert_false(preview_domain_valid(longname)); /* 255 bytes */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_route_by_host),
+		cmocka_unit_test(test_route_by_path),
+		cmocka_unit_test(test_route_hostile),
+		cmocka_unit_test(test_credentials),
+		cmocka_unit_test(test_token_equal),
+		cmocka_unit_test(test_rewrite_strips_credentials),
+		cmocka_unit_test(test_rewrite_keeps_the_apps_own),
+		cmocka_unit_test(test_redirect),
+		cmocka_unit_test(test_err_answer),
+		cmocka_unit_test(test_spec_body_and_entries),
+		cmocka_unit_test(test_domain_valid),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
