@@ -118,6 +118,7 @@ int cli_cmd_start(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv);
