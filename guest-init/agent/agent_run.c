@@ -41,14 +41,17 @@ extern const char kiln_run_py[], kiln_run_prelude_js[], kiln_run_result_sh[];
 struct run_lang {
 	const char *runtime;   /* must be in PATH */
 	const char *runtime2;  /* also needed, or NULL */
+	const char *fallback;  /* used instead of runtime when that is missing, or NULL */
 	const char *code_name; /* the code file's name (its extension picks the loader) */
 };
 
+/* bash falls back to sh: busybox's ash (the minimal image) runs the
+ * helper, which keeps to what both shells share. */
 static const struct run_lang langs[AGENT_LANG_COUNT] = {
-	[AGENT_LANG_PYTHON] = { "python3", NULL, "main.py" },
-	[AGENT_LANG_JAVASCRIPT] = { "node", NULL, "main.js" },
-	[AGENT_LANG_TYPESCRIPT] = { "node", "esbuild", "main.ts" },
-	[AGENT_LANG_BASH] = { "bash", NULL, "main.sh" },
+	[AGENT_LANG_PYTHON] = { "python3", NULL, NULL, "main.py" },
+	[AGENT_LANG_JAVASCRIPT] = { "node", NULL, NULL, "main.js" },
+	[AGENT_LANG_TYPESCRIPT] = { "node", "esbuild", NULL, "main.ts" },
+	[AGENT_LANG_BASH] = { "bash", NULL, "sh", "main.sh" },
 };
 
 struct run_ctx {
@@ -205,15 +208,17 @@ static int send_result(void *arg, struct agent_conn *c)
 	return r;
 }
 
-/* The interpreter's argv, and req's env with room for the two variables
- * run adds after it (later entries win). */
-static int run_command(struct agent_proc_req *req, const struct run_ctx *x, char *code_path,
-		       size_t code_path_len, struct agent_env **env_out)
+/* The interpreter's argv, and req's env with room for the variable run
+ * adds after it (later entries win). */
+static int run_command(struct agent_proc_req *req, const struct run_ctx *x, const char *shell,
+		       char *code_path, size_t code_path_len, struct agent_env **env_out)
 {
 	static const char *argv_py[] = { "python3", RUN_DIR "/run.py", NULL, NULL };
 	static const char *argv_js[] = { "node", "--require", RUN_DIR "/prelude.js", NULL, NULL };
-	static const char *argv_sh[] = { "bash", NULL, NULL };
-	struct agent_env *env = calloc(req->envc + 2, sizeof(*env));
+	/* The code is sourced after the helper, as $0 (so it reads like a
+	 * script's); errors name its file and line. */
+	const char *argv_sh[] = { shell, "-c", ". " RUN_DIR "/result.sh && . \"$0\"", NULL, NULL };
+	struct agent_env *env = calloc(req->envc + 1, sizeof(*env));
 	const char **argv, **src;
 	size_t n = 0;
 
@@ -242,7 +247,7 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	struct agent_proc_req req = m->u.proc;
 	struct run_ctx x = { .dir_fd = -1, .result_fd = -1 };
 	const struct run_lang *lang = &langs[req.lang];
-	const char *lname = agent_lang_name(req.lang);
+	const char *lname = agent_lang_name(req.lang), *runtime = lang->runtime;
 	char code_path[sizeof(x.dir) + 16], result_path[sizeof(x.dir) + 16];
 	struct agent_env *env = NULL;
 	size_t in_len = (size_t)m->len;
@@ -265,8 +270,10 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 			return;
 		}
 	}
-	if (!have_runtime(&req, lang->runtime) || (lang->runtime2 && !have_runtime(&req, lang->runtime2))) {
-		const char *need = have_runtime(&req, lang->runtime) ? lang->runtime2 : lang->runtime;
+	if (!have_runtime(&req, runtime) && lang->fallback && have_runtime(&req, lang->fallback))
+		runtime = lang->fallback;
+	if (!have_runtime(&req, runtime) || (lang->runtime2 && !have_runtime(&req, lang->runtime2))) {
+		const char *need = have_runtime(&req, runtime) ? lang->runtime2 : runtime;
 
 		agent_reply_error(c, AGENT_E_NOT_FOUND,
 				  "run: language \"%s\" needs %s in the image: use the debian image (or install %s)",
@@ -278,7 +285,7 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	if (r == 0)
 		r = make_run_dir(&x, &req, in);
 	if (r == 0)
-		r = run_command(&req, &x, code_path, sizeof(code_path), &env);
+		r = run_command(&req, &x, runtime, code_path, sizeof(code_path), &env);
 	if (r < 0) {
 		agent_reply_error(c, agent_errno_code(-r), "run: cannot prepare the code in %s: %s",
 				  x.dir[0] ? x.dir : RUN_DIR, strerror(-r));
@@ -290,8 +297,6 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	envc = req.envc;
 	snprintf(result_path, sizeof(result_path), "%s/result.json", x.dir);
 	env[envc++] = (struct agent_env){ "KILN_RESULT_FILE", result_path };
-	if (req.lang == AGENT_LANG_BASH)
-		env[envc++] = (struct agent_env){ "BASH_ENV", RUN_DIR "/result.sh" };
 	req.env = env;
 	req.envc = envc;
 	if (req.code_len) {

@@ -1,10 +1,10 @@
 # kiln run: the bash helper (docs/agent-protocol.md, "run"). kiln-init
-# writes this file to /run/kiln-run/result.sh and runs `bash CODE_FILE` with
-# BASH_ENV pointing here and KILN_RESULT_FILE naming the file the host
-# reads back after the exit.
+# writes this file to /run/kiln-run/result.sh and runs
+#   bash -c '. /run/kiln-run/result.sh && . "$0"' CODE_FILE
+# (sh where the image has no bash: busybox ash runs this too) with
+# KILN_RESULT_FILE naming the file the host reads back after the exit.
 #   result set JSON      record JSON text (checked by the host) as the value
 #   result error MESSAGE record MESSAGE as the run's error (type ResultError)
-unset BASH_ENV
 __kiln_value= __kiln_error=
 __kiln_json_string() {
   local s=$1
