@@ -99,7 +99,8 @@ static void usage(FILE *out)
 		"                 as the process runs). A stream (exec, logs, a download, a\n"
 		"                 terminal) may be quiet as long as it likes once it began\n"		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
 		"                 events, or with --buffered the result object; create: the\n"
-		"                 sandbox object; shell, attach, wait: the exit object;\n"
+		"                 sandbox object; run-code: run's result object, or with\n"
+		"                 --stream its events; shell, attach, wait: the exit object;\n"
 		"                 cp: kilnd's answer, or for downloads {path, bytes} or the\n"
 		"                 counts of what was extracted)\n"
 		"  -h, --help     this text\n"
@@ -115,7 +116,7 @@ static void usage(FILE *out)
 		"  4  not found: no such sandbox, image or guest file\n"
 		"  5  a local file could not be read or written\n"		"  6  kilnd did not answer within --request-timeout (the request may still\n"
 		"     take effect there)\n"
-		"  exec, run, shell, attach and wait exit with the process's status: 124\n"
+		"  exec, run, run-code, shell, attach and wait exit with the process's status: 124\n"
 		"  when --timeout-ms expired, 128+N when signal N ended it (kiln's own\n"
 		"  failures keep the codes above); run, shell and attach exit 128+N when\n"
 		"  signal N stopped kiln itself\n");
