@@ -73,7 +73,8 @@ int cli_body_stdin(struct cli_ctx *c, json_t *body)
 	return 0;
 }
 
-static int exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body)
+int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		      void (*after)(const json_t *result))
 {
 	json_t *r = NULL;
 	struct cli_fail f;
@@ -92,6 +93,8 @@ static int exec_buffered(struct cli_ctx *c, const char *what, const char *path, 
 		return cli_report(c, what, &f);
 	}
 	rc = cli_exec_result(r, cli_write_out, NULL, &status, &f);
+	if (!rc && after)
+		after(r);
 	json_decref(r);
 	return rc ? cli_report(c, what, &f) : status;
 }
@@ -130,7 +133,7 @@ int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, v
 	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x->body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
-		rc = x->stream ? exec_stream(c, what, path, x->body, cancel) : exec_buffered(c, what, path, x->body);
+		rc = x->stream ? exec_stream(c, what, path, x->body, cancel) : cli_exec_buffered(c, what, path, x->body, NULL);
 	c->wait_s = saved;
 	return rc;
 }

@@ -157,33 +157,15 @@ static void print_result(const json_t *value, const json_t *error)
 	free(v);
 }
 
-static int run_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body)
+/* After a buffered run's output: a line break if it lacked one, then the result. */
+static void after_buffered(const json_t *r)
 {
-	struct cli_fail f;
-	json_t *r = NULL;
-	int rc, status;
+	const char *out = json_string_value(json_object_get(r, "stdout"));
+	size_t n = out ? strlen(out) : 0;
 
-	rc = cli_call_json(c, what, "POST", path, body, &r);
-	if (rc)
-		return rc;
-	if (c->g.json) {
-		cli_print_json(r, false);
-		status = cli_exec_status(r);
-		json_decref(r);
-		return status >= 0 ? status : CLI_EXIT_API;
-	}
-	rc = cli_exec_result(r, cli_write_out, NULL, &status, &f);
-	if (!rc) {
-		/* The result goes on a line of its own. */
-		const char *out = json_string_value(json_object_get(r, "stdout"));
-		size_t n = out ? strlen(out) : 0;
-
-		if (n && out[n - 1] != '\n')
-			fputc('\n', stdout);
-		print_result(json_object_get(r, "result"), json_object_get(r, "error"));
-	}
-	json_decref(r);
-	return rc ? cli_report(c, what, &f) : status;
+	if (n && out[n - 1] != '\n')
+		fputc('\n', stdout);
+	print_result(json_object_get(r, "result"), json_object_get(r, "error"));
 }
 
 static int run_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body)
@@ -228,7 +210,8 @@ int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x.body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
-		rc = x.stream ? run_stream(c, what, path, x.body) : run_buffered(c, what, path, x.body);
+		rc = x.stream ? run_stream(c, what, path, x.body)
+			      : cli_exec_buffered(c, what, path, x.body, after_buffered);
 	c->wait_s = saved;
 	json_decref(x.body);
 	return rc;

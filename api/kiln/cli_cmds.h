@@ -107,6 +107,10 @@ int cli_body_stdin(struct cli_ctx *c, json_t *body);
  * NULL) abandons a streamed exec (kiln run's Ctrl-C).
  */
 int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel);
+/* POST body to path (exec's or run's, buffered): its output becomes ours,
+ * then after(result) when given (not with --json); the status is kiln's. */
+int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		      void (*after)(const json_t *result));
 
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_images(struct cli_ctx *c, int argc, char **argv);

@@ -116,10 +116,10 @@ static void usage(FILE *out)
 		"  4  not found: no such sandbox, image or guest file\n"
 		"  5  a local file could not be read or written\n"		"  6  kilnd did not answer within --request-timeout (the request may still\n"
 		"     take effect there)\n"
-		"  exec, run, run-code, shell, attach and wait exit with the process's status: 124\n"
-		"  when --timeout-ms expired, 128+N when signal N ended it (kiln's own\n"
-		"  failures keep the codes above); run, shell and attach exit 128+N when\n"
-		"  signal N stopped kiln itself\n");
+		"  exec, run, run-code, shell, attach and wait exit with the process's\n"
+		"  status: 124 when --timeout-ms expired, 128+N when signal N ended it\n"
+		"  (kiln's own failures keep the codes above); run, shell and attach exit\n"
+		"  128+N when signal N stopped kiln itself\n");
 }
 
 int main(int argc, char **argv)

@@ -264,25 +264,34 @@ void agent_exec_run(struct agent *a, struct agent_conn *c, const struct agent_pr
 	agent_proc_put(s.p);
 }
 
+int agent_exec_payload(struct agent_conn *c, const struct agent_msg *m, uint8_t **out)
+{
+	size_t n = (size_t)m->len;
+	struct agent_err err;
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	*out = malloc(n);
+	if (!*out) {
+		agent_reply_error(c, AGENT_E_BUSY, "%s: no memory for a %zu-byte payload; retry later",
+				  agent_type_name(m->type), n);
+		return -ENOMEM;
+	}
+	if (agent_conn_payload_all(c, *out, n, &err) < 0) {
+		agent_conn_send_err(c, &err);
+		free(*out);
+		*out = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
 void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
-	size_t in_len = (size_t)m->len;
-	struct agent_err err;
-	uint8_t *in = NULL;
+	uint8_t *in;
 
 	/* The process starts only after the whole request arrived (7.3). */
-	if (in_len) {
-		in = malloc(in_len);
-		if (!in) {
-			agent_reply_error(c, AGENT_E_BUSY, "exec: no memory for %zu bytes of stdin; retry later",
-					  in_len);
-			return;
-		}
-		if (agent_conn_payload_all(c, in, in_len, &err) < 0) {
-			agent_conn_send_err(c, &err);
-			free(in);
-			return;
-		}
-	}
-	agent_exec_run(a, c, &m->u.proc, in, in_len, NULL, NULL);
+	if (agent_exec_payload(c, m, &in) == 0)
+		agent_exec_run(a, c, &m->u.proc, in, (size_t)m->len, NULL, NULL);
 }

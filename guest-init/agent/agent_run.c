@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "guest-init/agent/agent_env.h"
+#include "guest-init/agent/agent_launch.h"
 #include "guest-init/agent/agent_serve.h"
 #include "lib/base/fd_io.h"
 
@@ -117,14 +118,6 @@ static int helpers_ready(void)
 	return 0;
 }
 
-static bool is_exec_file(const char *path, void *ctx)
-{
-	struct stat st;
-
-	(void)ctx;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111);
-}
-
 /* True when `name` is in the PATH the process will get. */
 static bool have_runtime(const struct agent_proc_req *req, const char *name)
 {
@@ -134,7 +127,7 @@ static bool have_runtime(const struct agent_proc_req *req, const char *name)
 
 	if (agent_env_build(req, false, &envp) < 0)
 		return true; /* let the launch report it */
-	ok = agent_path_search(name, agent_env_get(envp, "PATH"), cwd, is_exec_file, NULL, out,
+	ok = agent_path_search(name, agent_env_get(envp, "PATH"), cwd, agent_launch_is_exec_file, NULL, out,
 			       sizeof(out)) == 0;
 	free(envp);
 	return ok;
@@ -251,25 +244,13 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	char code_path[sizeof(x.dir) + 16], result_path[sizeof(x.dir) + 16];
 	struct agent_env *env = NULL;
 	size_t in_len = (size_t)m->len;
-	struct agent_err err;
-	uint8_t *in = NULL;
+	uint8_t *in;
 	size_t envc;
 	int r;
 
 	x.code_name = lang->code_name;
-	if (in_len) {
-		in = malloc(in_len);
-		if (!in) {
-			agent_reply_error(c, AGENT_E_BUSY, "run: no memory for %zu bytes of code and stdin; retry later",
-					  in_len);
-			return;
-		}
-		if (agent_conn_payload_all(c, in, in_len, &err) < 0) {
-			agent_conn_send_err(c, &err);
-			free(in);
-			return;
-		}
-	}
+	if (agent_exec_payload(c, m, &in) < 0)
+		return;
 	if (!have_runtime(&req, runtime) && lang->fallback && have_runtime(&req, lang->fallback))
 		runtime = lang->fallback;
 	if (!have_runtime(&req, runtime) || (lang->runtime2 && !have_runtime(&req, lang->runtime2))) {

@@ -19,6 +19,10 @@
 void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 
+/* Read m's whole payload into *out (malloc'd; NULL when len is 0). 0, or
+ * -errno with the error line sent. */
+int agent_exec_payload(struct agent_conn *c, const struct agent_msg *m, uint8_t **out);
+
 /* Called after the process ended, before the `exit` line; nonzero: the
  * host is gone, send nothing more. */
 typedef int (*agent_exec_hook)(void *arg, struct agent_conn *c);
