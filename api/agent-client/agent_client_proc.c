@@ -115,14 +115,15 @@ void agent_client_exec_result_free(struct agent_client_exec_result *res)
 }
 
 /* run's `result` line and its payload (at most AGENT_RUN_RESULT_MAX). */
-static int read_result(struct agent_client_conn *k, json_t *h, uint64_t len,
+static int read_result(struct agent_client_conn *k, json_t *h, uint64_t len, bool *seen,
 		       struct agent_client_exec_result *res, struct agent_client_err *err)
 {
 	uint64_t size;
 	int r;
 
-	if (res->result || res->result_size)
+	if (*seen)
 		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent a second result", k->what);
+	*seen = true;
 	r = agent_client_r_uint(k, h, "size", UINT64_MAX, &size, err);
 	if (r < 0)
 		return r;
@@ -185,6 +186,7 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 	int r;
 
 	const char *what = o->lang ? "run" : "exec";
+	bool seen_result = false;
 	const void *payload = o->stdin_data;
 	size_t plen = o->stdin_len;
 	uint8_t *joined = NULL;
@@ -259,7 +261,7 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 			break;
 		}
 		if (r == 0 && o->lang && strcmp(type, "result") == 0) {
-			r = read_result(&k, h, len, res, err);
+			r = read_result(&k, h, len, &seen_result, res, err);
 			json_decref(h);
 			if (r < 0)
 				goto out;
