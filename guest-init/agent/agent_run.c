@@ -59,6 +59,7 @@ struct run_ctx {
 	int dir_fd;        /* the run's directory */
 	char dir[64];
 	int result_fd;     /* the result file, as the agent created it */
+	bool made;         /* dir exists */
 	const char *code_name;
 };
 
@@ -143,6 +144,7 @@ static int make_run_dir(struct run_ctx *x, const struct agent_proc_req *req, con
 	memcpy(x->dir, tmpl, sizeof(tmpl));
 	if (!mkdtemp(x->dir))
 		return -errno;
+	x->made = true;
 	if (chmod(x->dir, 0755) < 0)
 		return -errno;
 	x->dir_fd = open(x->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -168,10 +170,11 @@ static void remove_run_dir(struct run_ctx *x)
 		unlinkat(x->dir_fd, "result.json", 0);
 		unlinkat(x->dir_fd, x->code_name, 0);
 		close(x->dir_fd);
-		/* Fails, and leaves the directory, only if root's code put
-		 * something there. */
-		rmdir(x->dir);
 	}
+	/* Fails, and leaves the directory, only if root's code put
+	 * something there. */
+	if (x->made)
+		rmdir(x->dir);
 }
 
 /* Before `exit`: the result file's bytes, or only its size past the cap. */
@@ -206,7 +209,8 @@ static int send_result(void *arg, struct agent_conn *c)
 static int run_command(struct agent_proc_req *req, const struct run_ctx *x, const char *shell,
 		       char *code_path, size_t code_path_len, struct agent_env **env_out)
 {
-	static const char *argv_py[] = { "python3", RUN_DIR "/run.py", NULL, NULL };
+	/* -u: output reaches a streaming client as it is printed. */
+	static const char *argv_py[] = { "python3", "-u", RUN_DIR "/run.py", NULL, NULL };
 	static const char *argv_js[] = { "node", "--require", RUN_DIR "/prelude.js", NULL, NULL };
 	/* The code is sourced after the helper, as $0 (so it reads like a
 	 * script's); errors name its file and line. */

@@ -1,6 +1,6 @@
 # kiln run: the Python runner (docs/agent-protocol.md, "run"). kiln-init
 # writes this file to /run/kiln-run/run.py and runs
-#   python3 /run/kiln-run/run.py CODE_FILE
+#   python3 -u /run/kiln-run/run.py CODE_FILE
 # with KILN_RESULT_FILE naming the file the host reads back after the exit.
 # The code gets an importable `result` module (also a builtin):
 # result.set(value) and result.error(message). An uncaught exception is
