@@ -322,7 +322,10 @@ struct msg_spec {
 
 #define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define NO_FIELDS ((const char *const[]){ NULL })
-#define PROC_FIELDS "argv", "shell", "env", "cwd", "user", "timeout_ms"
+/* How a process runs, for exec, spawn and run alike: an option added
+ * here reaches all three (parse_proc reads them). */
+#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms"
+#define PROC_FIELDS "argv", "shell", PROC_RUN_FIELDS
 
 static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_PING] = { "ping", CTX_REQ, false, NO_FIELDS },
@@ -354,7 +357,7 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address") },
 	/* exec's fields less argv and shell: the agent builds the command. */
 	[AGENT_T_RUN] = { "run", CTX_REQ, true,
-			  FIELDS("language", "code_len", "env", "cwd", "user", "timeout_ms", "output_cap") },
+			  FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap") },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS },
 };

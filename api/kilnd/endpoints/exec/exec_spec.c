@@ -121,6 +121,10 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct ap
 	return exec_spec_parse_as(body, streaming, "exec", s, e);
 }
 
+/* The fields exec and run share (parse_common reads them): an option added
+ * here reaches both. */
+#define SHARED_FIELDS "env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", "output_encoding"
+
 /* The fields exec and run share, after what names the command. */
 static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e);
 
@@ -140,8 +144,7 @@ static int spec_begin(json_t *body, const char *what, const char *const *fields,
 int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *s,
 		       struct api_err *e)
 {
-	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
-					      "stdin_base64", "output_cap", "output_encoding", NULL };
+	static const char *const fields[] = { "argv", "shell", SHARED_FIELDS, NULL };
 
 	if (spec_begin(body, what, fields, s, e) || parse_argv(s, e) ||
 	    json_fields_bool(body, "shell", false, &s->shell, what, e))
@@ -157,8 +160,7 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 
 int run_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct api_err *e)
 {
-	static const char *const fields[] = { "language", "code", "env", "cwd", "user", "timeout_ms", "stdin",
-					      "stdin_base64", "output_cap", "output_encoding", NULL };
+	static const char *const fields[] = { "language", "code", SHARED_FIELDS, NULL };
 	const char *what = "run", *lang;
 	json_t *code;
 
