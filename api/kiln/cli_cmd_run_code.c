@@ -1,6 +1,6 @@
 /*
  * kiln run-code: run a snippet of Python, JavaScript, TypeScript or bash
- * in a sandbox (docs/api.md, POST .../run). Its stdout and stderr become
+ * in a sandbox (docs/api.md, POST .../run); -i sends our stdin to it. Its stdout and stderr become
  * ours, then its result (what the code passed to result.set) is printed
  * on stdout as one line of JSON, and an error (result.error or an
  * uncaught exception) as "kiln: run-code: TYPE: MESSAGE" on stderr. kiln
@@ -23,7 +23,7 @@
 #define RUN_CODE_USAGE \
 	"kiln run-code ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -)"
 
-enum { RC_LANG = CLI_PO_END + 20, RC_FILE, RC_CODE, RC_STREAM };
+enum { RC_LANG = CLI_PO_END + 20, RC_FILE, RC_CODE, RC_STREAM, RC_STDIN };
 
 struct run_code_req {
 	char id[CLI_ID_MAX + 1];
@@ -31,6 +31,7 @@ struct run_code_req {
 	const char *file;   /* --file, or "-" for stdin */
 	bool have_code;     /* -c */
 	bool stream;
+	bool send_stdin;    /* -i */
 };
 
 static int rc_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
@@ -49,6 +50,9 @@ static int rc_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 	case RC_STREAM:
 		x->stream = true;
 		return 0;
+	case RC_STDIN:
+		x->send_stdin = true;
+		return 0;
 	}
 	return 1;
 }
@@ -62,6 +66,7 @@ static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_cod
 		{ "file", 'f', true, RC_FILE },
 		{ "code", 'c', true, RC_CODE },
 		{ "stream", 0, false, RC_STREAM },
+		{ "stdin", 'i', false, RC_STDIN },
 		{ 0 },
 	};
 	struct cli_scan s;
@@ -97,6 +102,8 @@ static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_cod
 	if (!rc && x->have_code == !!x->file)
 		rc = -1, snprintf(err, errsz, "give the code once: -c CODE, --file FILE or - for stdin (%s)",
 				  RUN_CODE_USAGE);
+	if (!rc && x->send_stdin && x->file && !strcmp(x->file, "-"))
+		rc = -1, snprintf(err, errsz, "-i sends stdin to the code, '-' reads the code from it: not both");
 	if (rc) {
 		json_decref(x->body);
 		x->body = NULL;
@@ -202,6 +209,8 @@ int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 	if (rc_parse(argc, argv, &c->g, &x, err, sizeof(err)))
 		return cli_usage_error(c, err);
 	rc = x.file ? read_code(c, &x) : 0;
+	if (!rc && x.send_stdin)
+		rc = cli_body_stdin(c, x.body);
 	snprintf(what, sizeof(what), "run-code %s", x.id);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/run%s", x.id, x.stream ? "?stream=1" : "");
 	if (x.stream && !json_object_get(x.body, "output_cap"))

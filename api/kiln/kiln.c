@@ -34,7 +34,7 @@ static const struct cli_cmd commands[] = {
 	  "run a process, its output streamed; its exit status is kiln's", cli_cmd_exec },
 	{ "run-code",
 	  "ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -) [--user U] [--cwd DIR] "
-	  "[--env K=V|K]... [--timeout-ms N] [--stream]",
+	  "[--env K=V|K]... [--timeout-ms N] [-i] [--stream]",
 	  "run a snippet; prints its output, then what it passed to result.set as JSON", cli_cmd_run_code },
 	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [-- PROGRAM [ARG...]]",
 	  "a terminal: sh (or PROGRAM) on a PTY, attached to ours", cli_cmd_shell },

@@ -65,9 +65,9 @@ ev = [json.loads(l) for l in sys.stdin if l.strip()]
 out = "".join(e.get("data", "") for e in ev if e["type"] == "stdout")
 print(out.strip(), ev[-2]["type"], ev[-2]["exit_code"], ev[-1]["type"], ev[-1]["result"], ev[-1]["error"])')
   kd_check '[ "$ev" = "streamed exit 0 result done None" ]' "streamed run ends with exit, then the result event: $ev"
-  o=$(KILN_SOCKET=$kds build/kiln run-code "$sid" --language python -c $'print(7)\nresult.set({"ok": True})\nimport sys\nsys.exit(3)' 2>&1)
+  o=$(printf abc | KILN_SOCKET=$kds build/kiln run-code "$sid" --language python -i -c $'import sys\nprint(7)\nresult.set({"ok": sys.stdin.read()})\nsys.exit(3)' 2>&1)
   rc=$? body=$o
-  kd_check '[ $rc = 3 ] && [ "$o" = "$(printf "7\n{\"ok\":true}")" ]' "kiln run-code prints the output, then the result; exit 3 (rc $rc)"
+  kd_check '[ $rc = 3 ] && [ "$o" = "$(printf "7\n{\"ok\":\"abc\"}")" ]' "kiln run-code -i: the output, then the result; exit 3 (rc $rc)"
   o=$(printf 'throw new Error("cli")' | KILN_SOCKET=$kds build/kiln run-code "$sid" --language javascript --stream - 2>&1)
   rc=$? body=$o
   kd_check '[ $rc = 1 ] && printf "%s" "$o" | grep -q "^kiln: run-code: Error: cli$" && [ "$(printf "%s" "$o" | tail -1)" = null ]' "kiln run-code --stream from stdin: the error, then null (rc $rc)"
