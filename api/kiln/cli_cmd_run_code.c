@@ -175,28 +175,9 @@ static void after_buffered(const json_t *r)
 	print_result(json_object_get(r, "result"), json_object_get(r, "error"));
 }
 
-static int run_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body)
+static void after_stream(const json_t *ev)
 {
-	struct cli_req req = { .method = "POST", .path = path };
-	struct cli_stream s;
-	int rc;
-
-	cli_stream_init(&s, c, "run-code");
-	s.nd.want_result = true;
-	req.body = json_dumps(body, JSON_COMPACT);
-	if (!req.body) {
-		cli_ndjson_free(&s.nd);
-		return CLI_EXIT_API;
-	}
-	rc = cli_stream_call(c, what, &req, &s);
-	free((char *)req.body);
-	if (!rc) {
-		rc = s.nd.status;
-		if (!s.raw)
-			print_result(json_object_get(s.nd.result, "result"), json_object_get(s.nd.result, "error"));
-	}
-	cli_ndjson_free(&s.nd);
-	return rc;
+	print_result(json_object_get(ev, "result"), json_object_get(ev, "error"));
 }
 
 int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
@@ -219,7 +200,7 @@ int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x.body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
-		rc = x.stream ? run_stream(c, what, path, x.body)
+		rc = x.stream ? cli_exec_stream(c, what, path, x.body, NULL, after_stream)
 			      : cli_exec_buffered(c, what, path, x.body, after_buffered);
 	c->wait_s = saved;
 	json_decref(x.body);

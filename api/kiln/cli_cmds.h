@@ -111,6 +111,10 @@ int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, v
  * then after(result) when given (not with --json); the status is kiln's. */
 int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,
 		      void (*after)(const json_t *result));
+/* The same streamed (?stream=1); with after, run's stream: its `result`
+ * event, the last, goes to after (not with --json). */
+int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		    volatile sig_atomic_t *cancel, void (*after)(const json_t *result_event));
 
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_images(struct cli_ctx *c, int argc, char **argv);
