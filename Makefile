@@ -143,7 +143,8 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 
 # PID 1 of the guest: a static PIE, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
-$(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h)
+$(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h) \
+		$(wildcard guest-init/agent/run/*)
 	@mkdir -p $(BUILD)
 	$(CC) $(CFLAGS) $(HOST_CFLAGS) -static-pie $(LIB_LDFLAGS) -o $@ $(INIT_SRCS) $(BASE_LIB) -ljansson
 

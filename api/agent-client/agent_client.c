@@ -550,7 +550,8 @@ out:
 
 static bool is_payload_type(const char *t)
 {
-	return strcmp(t, "stdout") == 0 || strcmp(t, "stderr") == 0 || strcmp(t, "data") == 0;
+	return strcmp(t, "stdout") == 0 || strcmp(t, "stderr") == 0 || strcmp(t, "data") == 0 ||
+	       strcmp(t, "result") == 0;
 }
 
 /* An error line becomes the caller's typed error. */

@@ -170,6 +170,12 @@ struct agent_client_proc_opts {
 	agent_client_output_fn on_output;
 	void *on_output_arg;
 
+	/* run only (agent_client_run): the code's language and text. code_len
+	 * plus stdin_len is at most AGENT_LEN_MAX. argv and shell are unused. */
+	enum agent_lang lang;
+	const void *code;
+	size_t code_len;
+
 	/* spawn only */
 	bool pty;
 	uint16_t rows, cols;         /* 0: 24x80; only with pty */
@@ -195,6 +201,12 @@ struct agent_client_exec_result {
 	uint8_t *out, *err;
 	size_t out_len, err_len;
 	uint64_t host_us; /* connect to exit line, measured on the host */
+	/* run: the result file as the agent sent it (guest bytes: validate
+	 * them, run_result.h), NUL-terminated, NULL when empty or over
+	 * AGENT_RUN_RESULT_MAX; result_size is the file's size either way. */
+	uint8_t *result;
+	size_t result_len;
+	uint64_t result_size;
 };
 
 /*
@@ -207,6 +219,14 @@ struct agent_client_exec_result {
  */
 int agent_client_exec(const struct agent_client *c, const struct agent_client_proc_opts *o,
 		      struct agent_client_exec_result *res, struct agent_client_err *err);
+
+/*
+ * run: code in o->lang (docs/agent-protocol.md, 7.3.1), as exec otherwise:
+ * the same output, timeout and result, plus res->result. A language whose
+ * interpreter the image lacks fails with AGENT_FAIL_AGENT, not_found.
+ */
+int agent_client_run(const struct agent_client *c, const struct agent_client_proc_opts *o,
+		     struct agent_client_exec_result *res, struct agent_client_err *err);
 
 /* Free an exec result's buffers (safe on a zeroed or already freed result). */
 void agent_client_exec_result_free(struct agent_client_exec_result *res);

@@ -14,9 +14,9 @@
 /* The fields exec and spawn share. */
 static void req_proc(struct agent_client_req *rq, const struct agent_client_proc_opts *o)
 {
-	json_t *argv = json_array();
+	json_t *argv = o->lang ? NULL : json_array();
 
-	if (!argv)
+	if (!argv && !o->lang)
 		rq->nomem = true;
 	for (size_t i = 0; argv && o->argv && o->argv[i]; i++) {
 		json_t *v = agent_client_req_string(rq, "argv", o->argv[i]);
@@ -24,8 +24,9 @@ static void req_proc(struct agent_client_req *rq, const struct agent_client_proc
 		if (v && json_array_append_new(argv, v) < 0)
 			rq->nomem = true;
 	}
-	agent_client_req_set(rq, "argv", argv);
-	if (o->shell)
+	if (argv)
+		agent_client_req_set(rq, "argv", argv);
+	if (o->shell && !o->lang)
 		agent_client_req_true(rq, "shell");
 	if (o->envc) {
 		json_t *env = json_object();
@@ -108,8 +109,67 @@ void agent_client_exec_result_free(struct agent_client_exec_result *res)
 {
 	free(res->out);
 	free(res->err);
-	res->out = res->err = NULL;
-	res->out_len = res->err_len = 0;
+	free(res->result);
+	res->out = res->err = res->result = NULL;
+	res->out_len = res->err_len = res->result_len = 0;
+}
+
+/* run's `result` line and its payload (at most AGENT_RUN_RESULT_MAX). */
+static int read_result(struct agent_client_conn *k, json_t *h, uint64_t len, bool *seen,
+		       struct agent_client_exec_result *res, struct agent_client_err *err)
+{
+	uint64_t size;
+	int r;
+
+	if (*seen)
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent a second result", k->what);
+	*seen = true;
+	r = agent_client_r_uint(k, h, "size", UINT64_MAX, &size, err);
+	if (r < 0)
+		return r;
+	/* The whole file, or nothing when it is over the cap. (The agent
+	 * may read less than the size it saw if the code shrank the file
+	 * meanwhile; a shorter payload is fine, a longer one is a lie.) */
+	if (size > AGENT_RUN_RESULT_MAX ? len != 0 : len > size)
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's result line says size %llu but carries %llu bytes",
+					       k->what, (unsigned long long)size, (unsigned long long)len);
+	res->result_size = size;
+	if (len) {
+		res->result = malloc((size_t)len + 1);
+		if (!res->result)
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+						  "%s: out of memory for a %llu-byte result", k->what,
+						  (unsigned long long)len);
+	}
+	for (;;) {
+		const uint8_t *p;
+		size_t n;
+
+		r = agent_client_conn_payload(k, &p, &n, err);
+		if (r == 1)
+			break;
+		if (r < 0)
+			return r;
+		if (res->result_len + n > len)
+			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's result overran its len", k->what);
+		memcpy(res->result + res->result_len, p, n);
+		res->result_len += n;
+	}
+	if (res->result)
+		res->result[res->result_len] = '\0';
+	return 0;
+}
+
+int agent_client_run(const struct agent_client *c, const struct agent_client_proc_opts *o,
+		     struct agent_client_exec_result *res, struct agent_client_err *err)
+{
+	if (!o->lang || !agent_lang_name(o->lang)) {
+		ERR_INIT(err);
+		memset(res, 0, sizeof(*res));
+		return agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
+					  "run: no language given");
+	}
+	return agent_client_exec(c, o, res, err);
 }
 
 int agent_client_exec(const struct agent_client *c, const struct agent_client_proc_opts *o,
@@ -125,23 +185,54 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 	int64_t dl;
 	int r;
 
+	const char *what = o->lang ? "run" : "exec";
+	bool seen_result = false;
+	const void *payload = o->stdin_data;
+	size_t plen = o->stdin_len;
+	uint8_t *joined = NULL;
+
 	ERR_INIT(err);
 	memset(res, 0, sizeof(*res));
-	agent_client_req_init(&rq, "exec");
+	if (o->lang) {
+		/* run's payload: the code, then stdin. */
+		if (o->code_len > AGENT_LEN_MAX || o->stdin_len > AGENT_LEN_MAX - o->code_len)
+			return agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
+						  "run: code and stdin are %zu bytes together; at most %u",
+						  o->code_len + (o->stdin_len > AGENT_LEN_MAX ? AGENT_LEN_MAX : o->stdin_len),
+						  AGENT_LEN_MAX);
+		plen = o->code_len + o->stdin_len;
+		joined = malloc(plen ? plen : 1);
+		if (!joined)
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "run: out of memory");
+		if (o->code_len)
+			memcpy(joined, o->code, o->code_len);
+		if (o->stdin_len)
+			memcpy(joined + o->code_len, o->stdin_data, o->stdin_len);
+		payload = joined;
+	}
+	agent_client_req_init(&rq, what);
+	if (o->lang) {
+		agent_client_req_str(&rq, "language", agent_lang_name(o->lang));
+		agent_client_req_int(&rq, "code_len", (int64_t)o->code_len);
+	}
 	req_proc(&rq, o);
 	if (cap != AGENT_OUTPUT_CAP_DEFAULT)
 		agent_client_req_int(&rq, "output_cap", (int64_t)cap);
-	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, o->stdin_len, &line, err);
-	if (r < 0)
-		return r;
-	dl = mono_deadline_ms(c->timeout_ms);
-	r = agent_client_conn_open(c, dl, "exec", &k, err);
+	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, plen, &line, err);
 	if (r < 0) {
-		agent_line_free(&line);
+		free(joined);
 		return r;
 	}
-	r = agent_client_conn_send(&k, line.data, line.len, o->stdin_data, o->stdin_len, dl, NULL, err);
+	dl = mono_deadline_ms(c->timeout_ms);
+	r = agent_client_conn_open(c, dl, what, &k, err);
+	if (r < 0) {
+		agent_line_free(&line);
+		free(joined);
+		return r;
+	}
+	r = agent_client_conn_send(&k, line.data, line.len, payload, plen, dl, NULL, err);
 	agent_line_free(&line);
+	free(joined);
 	if (r < 0)
 		goto out;
 	if (o->wait_ms)
@@ -169,8 +260,15 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 			json_decref(h);
 			break;
 		}
+		if (r == 0 && o->lang && strcmp(type, "result") == 0) {
+			r = read_result(&k, h, len, &seen_result, res, err);
+			json_decref(h);
+			if (r < 0)
+				goto out;
+			continue;
+		}
 		if (r == 0 && strcmp(type, "stdout") != 0 && strcmp(type, "stderr") != 0)
-			r = agent_client_unexpected(&k, type, "stdout, stderr or exit", err);
+			r = agent_client_unexpected(&k, type, o->lang ? "stdout, stderr, result or exit" : "stdout, stderr or exit", err);
 		st = r == 0 && strcmp(type, "stderr") == 0 ? AGENT_STDERR : AGENT_STDOUT;
 		json_decref(h);
 		if (r < 0)

@@ -73,7 +73,8 @@ int cli_body_stdin(struct cli_ctx *c, json_t *body)
 	return 0;
 }
 
-static int exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body)
+int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		      void (*after)(const json_t *result))
 {
 	json_t *r = NULL;
 	struct cli_fail f;
@@ -92,18 +93,21 @@ static int exec_buffered(struct cli_ctx *c, const char *what, const char *path, 
 		return cli_report(c, what, &f);
 	}
 	rc = cli_exec_result(r, cli_write_out, NULL, &status, &f);
+	if (!rc && after)
+		after(r);
 	json_decref(r);
 	return rc ? cli_report(c, what, &f) : status;
 }
 
-static int exec_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body,
-		       volatile sig_atomic_t *cancel)
+int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		    volatile sig_atomic_t *cancel, void (*after)(const json_t *result_event))
 {
 	struct cli_stream s;
 	struct cli_req req = { .method = "POST", .path = path, .cancel = cancel };
 	int rc;
 
-	cli_stream_init(&s, c, "exec");
+	cli_stream_init(&s, c, after ? "run-code" : "exec");
+	s.nd.want_result = after != NULL;
 	req.body = json_dumps(body, JSON_COMPACT);
 	if (!req.body) {
 		cli_ndjson_free(&s.nd);
@@ -111,6 +115,8 @@ static int exec_stream(struct cli_ctx *c, const char *what, const char *path, js
 	}
 	rc = cli_stream_call(c, what, &req, &s);
 	free((char *)req.body);
+	if (!rc && after && !s.raw)
+		after(s.nd.result);
 	if (!rc)
 		rc = s.nd.status; /* the process's exit status is kiln's */
 	cli_ndjson_free(&s.nd);
@@ -130,7 +136,7 @@ int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, v
 	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x->body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
-		rc = x->stream ? exec_stream(c, what, path, x->body, cancel) : exec_buffered(c, what, path, x->body);
+		rc = x->stream ? cli_exec_stream(c, what, path, x->body, cancel, NULL) : cli_exec_buffered(c, what, path, x->body, NULL);
 	c->wait_s = saved;
 	return rc;
 }

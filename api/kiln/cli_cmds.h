@@ -107,6 +107,14 @@ int cli_body_stdin(struct cli_ctx *c, json_t *body);
  * NULL) abandons a streamed exec (kiln run's Ctrl-C).
  */
 int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel);
+/* POST body to path (exec's or run's, buffered): its output becomes ours,
+ * then after(result) when given (not with --json); the status is kiln's. */
+int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		      void (*after)(const json_t *result));
+/* The same streamed (?stream=1); with after, run's stream: its `result`
+ * event, the last, goes to after (not with --json). */
+int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_t *body,
+		    volatile sig_atomic_t *cancel, void (*after)(const json_t *result_event));
 
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_images(struct cli_ctx *c, int argc, char **argv);
@@ -118,6 +126,7 @@ int cli_cmd_start(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv);

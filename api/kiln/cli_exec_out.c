@@ -105,6 +105,8 @@ void cli_ndjson_free(struct cli_ndjson *n)
 {
 	free(n->buf);
 	n->buf = NULL;
+	json_decref(n->result);
+	n->result = NULL;
 }
 
 static int ndjson_fail(struct cli_ndjson *n, const char *fmt, const char *detail)
@@ -194,6 +196,10 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 			warn_truncated_event(n, ev);
 		if (n->until)
 			n->status = 0;
+		n->exited = true;
+		n->done = !n->want_result;
+	} else if (!strcmp(type, "result") && n->want_result && n->exited) {
+		n->result = json_incref(ev);
 		n->done = true;
 	} else if (!strcmp(type, "error")) {
 		const char *code = json_string_value(json_object_get(json_object_get(ev, "error"), "code"));
@@ -205,7 +211,7 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 				  "failed after output was sent: %s", msg ? msg : "(no message)");
 	}
 	/* Other types are skipped: a newer kilnd may add events, and output
-	 * and exit are all this client needs. */
+	 * and exit (and run's result) are all this client needs. */
 	json_decref(ev);
 	return rc;
 }
@@ -257,6 +263,8 @@ int cli_ndjson_end(struct cli_ndjson *n)
 		return -1;
 	if (n->len)
 		return ndjson_fail(n, "the stream ended inside an event (kilnd or the sandbox went away%s)", "");
+	if (!n->done && n->exited)
+		return ndjson_fail(n, "the stream ended after the exit event, without the result event (kilnd or the sandbox went away%s)", "");
 	if (!n->done)
 		return ndjson_fail(n, "the stream ended without an exit event (kilnd or the sandbox went away%s)", "");
 	return 0;

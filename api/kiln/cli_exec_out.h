@@ -56,13 +56,18 @@ struct cli_ndjson {
 	bool until, reached;
 	unsigned long long until_seq;
 	const char *who; /* names the command in warnings ("exec", "logs") */
+	/* run's stream (POST .../run?stream=1): a `result` event follows exit
+	 * and is the last; it is kept here (cli_ndjson_free drops it). */
+	bool want_result;
+	bool exited;
+	json_t *result;
 };
 
 void cli_ndjson_init(struct cli_ndjson *n, cli_write_fn w, void *arg);
 void cli_ndjson_free(struct cli_ndjson *n);
 
 /*
- * Events other than output, exit and error are skipped, except gap (a
+ * Events other than output, exit, error (and result, with want_result) are skipped, except gap (a
  * warning on stderr: bytes lost from a process's ring) and, for exit,
  * a warning when kilnd truncated a stream at output_cap.
  *

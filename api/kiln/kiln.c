@@ -32,6 +32,10 @@ static const struct cli_cmd commands[] = {
 	  "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--shell] [-i] [--buffered] "
 	  "[--] PROGRAM [ARG...]",
 	  "run a process, its output streamed; its exit status is kiln's", cli_cmd_exec },
+	{ "run-code",
+	  "ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -) [--user U] [--cwd DIR] "
+	  "[--env K=V|K]... [--timeout-ms N] [-i] [--stream]",
+	  "run a snippet; prints its output, then what it passed to result.set as JSON", cli_cmd_run_code },
 	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [-- PROGRAM [ARG...]]",
 	  "a terminal: sh (or PROGRAM) on a PTY, attached to ours", cli_cmd_shell },
 	{ "spawn",
@@ -97,7 +101,8 @@ static void usage(FILE *out)
 		"                 as the process runs). A stream (exec, logs, a download, a\n"
 		"                 terminal) may be quiet as long as it likes once it began\n"		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
 		"                 events, or with --buffered the result object; create: the\n"
-		"                 sandbox object; shell, attach, wait: the exit object;\n"
+		"                 sandbox object; run-code: run's result object, or with\n"
+		"                 --stream its events; shell, attach, wait: the exit object;\n"
 		"                 cp: kilnd's answer, or for downloads {path, bytes} or the\n"
 		"                 counts of what was extracted)\n"
 		"  -h, --help     this text\n"
@@ -113,10 +118,10 @@ static void usage(FILE *out)
 		"  4  not found: no such sandbox, image or guest file\n"
 		"  5  a local file could not be read or written\n"		"  6  kilnd did not answer within --request-timeout (the request may still\n"
 		"     take effect there)\n"
-		"  exec, run, shell, attach and wait exit with the process's status: 124\n"
-		"  when --timeout-ms expired, 128+N when signal N ended it (kiln's own\n"
-		"  failures keep the codes above); run, shell and attach exit 128+N when\n"
-		"  signal N stopped kiln itself\n");
+		"  exec, run, run-code, shell, attach and wait exit with the process's\n"
+		"  status: 124 when --timeout-ms expired, 128+N when signal N ended it\n"
+		"  (kiln's own failures keep the codes above); run, shell and attach exit\n"
+		"  128+N when signal N stopped kiln itself\n");
 }
 
 int main(int argc, char **argv)

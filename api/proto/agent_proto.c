@@ -322,7 +322,10 @@ struct msg_spec {
 
 #define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
 #define NO_FIELDS ((const char *const[]){ NULL })
-#define PROC_FIELDS "argv", "shell", "env", "cwd", "user", "timeout_ms"
+/* How a process runs, for exec, spawn and run alike: an option added
+ * here reaches all three (parse_proc reads them). */
+#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms"
+#define PROC_FIELDS "argv", "shell", PROC_RUN_FIELDS
 
 static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_PING] = { "ping", CTX_REQ, false, NO_FIELDS },
@@ -352,6 +355,9 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy") },
 	[AGENT_T_SHUTDOWN] = { "shutdown", CTX_REQ, false, FIELDS("grace_ms") },
 	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address") },
+	/* exec's fields less argv and shell: the agent builds the command. */
+	[AGENT_T_RUN] = { "run", CTX_REQ, true,
+			  FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap") },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS },
 };
@@ -600,13 +606,50 @@ static enum agent_code parse_env(struct parse *p, struct agent_proc_req *r)
 	return AGENT_OK;
 }
 
+static const char *const lang_names[AGENT_LANG_COUNT] = {
+	[AGENT_LANG_PYTHON] = "python",
+	[AGENT_LANG_JAVASCRIPT] = "javascript",
+	[AGENT_LANG_TYPESCRIPT] = "typescript",
+	[AGENT_LANG_BASH] = "bash",
+};
+
+const char *agent_lang_name(enum agent_lang l)
+{
+	return (unsigned)l < AGENT_LANG_COUNT ? lang_names[l] : NULL;
+}
+
+enum agent_lang agent_lang_by_name(const char *name)
+{
+	for (int l = AGENT_LANG_NONE + 1; l < AGENT_LANG_COUNT; l++)
+		if (strcmp(lang_names[l], name) == 0)
+			return (enum agent_lang)l;
+	return AGENT_LANG_NONE;
+}
+
+/* run: `language`, then `code_len` within the payload's `len`. */
+static enum agent_code parse_run(struct parse *p, struct agent_proc_req *r, uint64_t len)
+{
+	const char *lang;
+	enum agent_code c = get_string(p, "language", true,
+				       "\"python\", \"javascript\", \"typescript\" or \"bash\"", &lang);
+
+	if (c)
+		return c;
+	r->lang = agent_lang_by_name(lang);
+	if (r->lang == AGENT_LANG_NONE)
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+				     "%s: 'language' must be \"python\", \"javascript\", \"typescript\" or \"bash\", got '%.100s'",
+				     p->name, lang);
+	return get_u32(p, "code_len", true, 0, (uint32_t)len, 0, &r->code_len);
+}
+
 static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, bool spawn)
 {
 	enum agent_code c;
 	bool has_rows, has_cols;
 	uint32_t rows, cols;
 
-	if ((c = parse_argv(p, r)) || (c = parse_env(p, r)))
+	if ((!r->lang && (c = parse_argv(p, r))) || (c = parse_env(p, r)))
 		return c;
 	if ((c = get_path(p, "cwd", false, &r->cwd)) || (c = get_user(p, &r->user)))
 		return c;
@@ -910,6 +953,9 @@ static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
 			       &m->u.grace_ms);
 	case AGENT_T_TCP_CONNECT:
 		return parse_tcp(p, &m->u.tcp);
+	case AGENT_T_RUN:
+		c = parse_run(p, &m->u.proc, m->len);
+		return c ? c : parse_proc(p, &m->u.proc, false);
 	default:
 		return AGENT_OK;
 	}
@@ -1010,7 +1056,7 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 
 void agent_msg_free(struct agent_msg *msg)
 {
-	if (msg->type == AGENT_T_EXEC || msg->type == AGENT_T_SPAWN) {
+	if (msg->type == AGENT_T_EXEC || msg->type == AGENT_T_SPAWN || msg->type == AGENT_T_RUN) {
 		free(msg->u.proc.argv);
 		free(msg->u.proc.env);
 	}
@@ -1418,6 +1464,15 @@ int agent_line_file(struct agent_line *out, uint64_t size)
 	struct jb b = jb_new("file");
 
 	jb_int(&b, "size", size);
+	return jb_finish(&b, out);
+}
+
+int agent_line_result(struct agent_line *out, uint64_t size, uint64_t len)
+{
+	struct jb b = jb_new("result");
+
+	jb_int(&b, "size", size);
+	jb_int(&b, "len", len);
 	return jb_finish(&b, out);
 }
 

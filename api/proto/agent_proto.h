@@ -208,6 +208,7 @@ enum agent_type {
 	AGENT_T_SYNC_CLOCK,
 	AGENT_T_SHUTDOWN,
 	AGENT_T_TCP_CONNECT,
+	AGENT_T_RUN,
 	AGENT_T_DATA,
 	AGENT_T_END,
 	AGENT_TYPE_COUNT
@@ -230,7 +231,20 @@ struct agent_env {
 	const char *value; /* NULL: remove the variable from the base environment */
 };
 
-/* exec and spawn. */
+/* run's languages (docs/agent-protocol.md, 7.3.1). */
+enum agent_lang { AGENT_LANG_NONE, AGENT_LANG_PYTHON, AGENT_LANG_JAVASCRIPT, AGENT_LANG_TYPESCRIPT,
+		  AGENT_LANG_BASH, AGENT_LANG_COUNT };
+
+/* "python", ...; NULL for AGENT_LANG_NONE or out of range. */
+const char *agent_lang_name(enum agent_lang l);
+/* The language a name stands for; AGENT_LANG_NONE when none. */
+enum agent_lang agent_lang_by_name(const char *name);
+
+/* run: the result file the code's `result` helper writes is sent back as
+ * at most this many bytes (more is flagged, not sent). */
+#define AGENT_RUN_RESULT_MAX (1u << 20)
+
+/* exec, spawn and run. */
 struct agent_proc_req {
 	const char **argv; /* argc entries + NULL; `shell` already expanded */
 	size_t argc;
@@ -244,6 +258,8 @@ struct agent_proc_req {
 	bool pty;             /* spawn */
 	uint16_t rows, cols;  /* spawn with pty */
 	uint32_t ring_bytes;  /* spawn */
+	enum agent_lang lang; /* run: argv is empty until the agent builds it */
+	uint32_t code_len;    /* run: the payload's first code_len bytes are the code, the rest stdin */
 };
 
 /* attach, stdin, signal, resize, wait: `id` is 0 on an attached stream. */
@@ -393,6 +409,9 @@ int agent_line_spawned(struct agent_line *out, uint32_t id, int pid);
 int agent_line_attached(struct agent_line *out, uint32_t id, int pid, bool pty, bool running,
 			uint64_t seq);
 int agent_line_file(struct agent_line *out, uint64_t size);
+/* run: {"type":"result","size":S,"len":N}: the result file had S bytes;
+ * N (S, or 0 when S > AGENT_RUN_RESULT_MAX) follow as the payload. */
+int agent_line_result(struct agent_line *out, uint64_t size, uint64_t len);
 
 struct agent_exit {
 	uint32_t id;       /* 0: an exec (no id field) */

@@ -129,6 +129,9 @@ static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	case AGENT_T_EXEC:
 		agent_serve_exec(a, c, m);
 		break;
+	case AGENT_T_RUN:
+		agent_serve_run(a, c, m);
+		break;
 	case AGENT_T_SPAWN:
 		agent_serve_spawn(a, c, m);
 		break;

@@ -209,31 +209,18 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 	}
 }
 
-void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+void agent_exec_run(struct agent *a, struct agent_conn *c, const struct agent_proc_req *req,
+		    uint8_t *in, size_t in_len, agent_exec_hook before_exit, void *hook_arg)
 {
-	struct exec_state s = { .c = c, .in_len = (size_t)m->len, .cap = m->u.proc.output_cap };
+	struct exec_state s = { .c = c, .in = in, .in_len = in_len, .cap = req->output_cap };
 	struct agent_err err;
 	struct agent_exit e;
 	struct agent_line l;
 	uint8_t *buf;
 
-	/* The process starts only after the whole request arrived (7.3). */
-	if (s.in_len) {
-		s.in = malloc(s.in_len);
-		if (!s.in) {
-			agent_reply_error(c, AGENT_E_BUSY, "exec: no memory for %zu bytes of stdin; retry later",
-					  s.in_len);
-			return;
-		}
-		if (agent_conn_payload_all(c, s.in, s.in_len, &err) < 0) {
-			agent_conn_send_err(c, &err);
-			free(s.in);
-			return;
-		}
-	}
 	agent_conn_deadline(c, 0);
 	buf = malloc(AGENT_CHUNK_MAX);
-	s.p = buf ? agent_proc_start(&a->procs, &m->u.proc, false, &err) : NULL;
+	s.p = buf ? agent_proc_start(&a->procs, req, false, &err) : NULL;
 	if (!s.p) {
 		if (!buf)
 			agent_err_set(&err, AGENT_E_BUSY, "exec: out of memory; retry later");
@@ -242,8 +229,8 @@ void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m
 		free(s.in);
 		return;
 	}
-	if (m->u.proc.timeout_ms)
-		s.deadline_ms = s.p->start_us / 1000 + m->u.proc.timeout_ms;
+	if (req->timeout_ms)
+		s.deadline_ms = s.p->start_us / 1000 + req->timeout_ms;
 	if (!s.in_len) {
 		agent_proc_eof_stdin(s.p);
 		s.stdin_done = true;
@@ -262,7 +249,8 @@ void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m
 		e.stderr_bytes = s.total[1];
 		e.stdout_truncated = s.trunc[0];
 		e.stderr_truncated = s.trunc[1];
-		agent_conn_send_line(c, &l, agent_line_exit(&l, &e));
+		if (!before_exit || before_exit(hook_arg, c) == 0)
+			agent_conn_send_line(c, &l, agent_line_exit(&l, &e));
 	}
 	for (int i = 0; i < 2; i++) {
 		int *fd = i ? &s.p->err_fd : &s.p->out_fd;
@@ -274,4 +262,36 @@ void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	free(buf);
 	free(s.in);
 	agent_proc_put(s.p);
+}
+
+int agent_exec_payload(struct agent_conn *c, const struct agent_msg *m, uint8_t **out)
+{
+	size_t n = (size_t)m->len;
+	struct agent_err err;
+
+	*out = NULL;
+	if (!n)
+		return 0;
+	*out = malloc(n);
+	if (!*out) {
+		agent_reply_error(c, AGENT_E_BUSY, "%s: no memory for a %zu-byte payload; retry later",
+				  agent_type_name(m->type), n);
+		return -ENOMEM;
+	}
+	if (agent_conn_payload_all(c, *out, n, &err) < 0) {
+		agent_conn_send_err(c, &err);
+		free(*out);
+		*out = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+void agent_serve_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	uint8_t *in;
+
+	/* The process starts only after the whole request arrived (7.3). */
+	if (agent_exec_payload(c, m, &in) == 0)
+		agent_exec_run(a, c, &m->u.proc, in, (size_t)m->len, NULL, NULL);
 }

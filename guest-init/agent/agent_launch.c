@@ -73,7 +73,7 @@ static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
 	child_fail(pl, STAGE_EXEC);
 }
 
-static bool is_exec_file(const char *path, void *ctx)
+bool agent_launch_is_exec_file(const char *path, void *ctx)
 {
 	struct stat st;
 
@@ -234,7 +234,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 	pl.cwd = req->cwd;
 	if (!pl.cwd)
 		pl.cwd = is_dir(agent_user_home(req->user)) ? agent_user_home(req->user) : "/";
-	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd, is_exec_file,
+	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd, agent_launch_is_exec_file,
 			      NULL, prog, sizeof(prog));
 	if (e == -ENAMETOOLONG) {
 		agent_err_set(err, AGENT_E_IO_ERROR, "%s: program path '%.200s' is too long", what,

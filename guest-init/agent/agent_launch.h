@@ -49,4 +49,8 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 		 const struct agent_proc_req *req, bool pty, struct reaper_child *rc,
 		 struct agent_launch_io *io, struct agent_err *err);
 
+/* agent_path_search()'s test for a program: a regular file with an x
+ * bit (the agent is root: access(X_OK) would not tell). ctx unused. */
+bool agent_launch_is_exec_file(const char *path, void *ctx);
+
 #endif

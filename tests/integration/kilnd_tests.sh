@@ -287,6 +287,12 @@ ev = [json.loads(l) for l in sys.stdin if l.strip()]
 out = "".join(e.get("data", "") for e in ev if e["type"] == "stdout")
 print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
   kd_check '[ "$ev" = "one|three| exit 0" ]' "streamed exec events: $ev"
+  # run (POST .../run) in the minimal image: bash is busybox's sh there,
+  # and python is missing, which says so once.
+  api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","code":"echo hi; result set \"[1,2]\"; exit 2"}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hi\\n\" and d[\"result\"] == [1, 2] and d[\"error\"] is None and d[\"exit_code\"] == 2")" = True ]' "run bash: output, result, exit status"
+  api POST "/v1/sandboxes/$sid/run" -d '{"language":"python","code":"print(1)"}'
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ] && jget "d[\"error\"][\"message\"]" | grep -q "language \"python\" needs python3 in the image: use the debian image"' "run python without python3: one clear error"
 
   head -c 3145728 /dev/urandom >"$kd/up.bin"
   api PUT "/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin&parents=true" -T "$kd/up.bin"

@@ -978,6 +978,66 @@ static void test_exec_signal_and_timeout(void **state)
 	fake_free(&f);
 }
 
+#define EXIT_0_RUN "{\"type\":\"exit\",\"pid\":61,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":3,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n"
+
+/* run: the request carries language, code_len and code + stdin; the
+ * result line's bytes come back; a result line that lies is refused. */
+static void test_run(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"stdout\",\"len\":3}\nhi\n{\"type\":\"result\",\"size\":11,\"len\":11}\n{\"value\":1}" EXIT_0_RUN,
+		  .trickle = true },
+		/* Over the cap: the size only. */
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":0}\n" EXIT_0_RUN },
+		/* More bytes than the size, bytes beside an over-cap size, two results. */
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":1,\"len\":2}\nab" EXIT_0_RUN },
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":2}\nab" EXIT_0_RUN },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"result\",\"size\":0}\n{\"type\":\"result\",\"size\":1,\"len\":1}\nx" EXIT_0_RUN },
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"len\":0}\n" EXIT_0_RUN },
+	};
+	struct agent_client_proc_opts o = {
+		.lang = AGENT_LANG_PYTHON, .code = "print(1)", .code_len = 8, .stdin_data = "in", .stdin_len = 2,
+	};
+	struct agent_client_exec_result res;
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+
+	(void)state;
+	fake_start(&f, steps, 6);
+	c = client_for(&f, 2000);
+	assert_int_equal(agent_client_run(&c, &o, &res, &e), 0);
+	assert_string_equal((char *)res.out, "hi\n");
+	assert_int_equal(res.result_len, 11);
+	assert_int_equal(res.result_size, 11);
+	assert_string_equal((char *)res.result, "{\"value\":1}");
+	agent_client_exec_result_free(&res);
+	assert_int_equal(agent_client_run(&c, &o, &res, &e), 0);
+	assert_null(res.result);
+	assert_int_equal(res.result_size, 2000000);
+	agent_client_exec_result_free(&res);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(agent_client_run(&c, &o, &res, &e), -EPROTO);
+		assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
+		agent_client_exec_result_free(&res);
+	}
+	fake_stop(&f);
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"run\",\"language\":\"python\",\"code_len\":8,\"len\":10}\n");
+	assert_int_equal(f.log[0].data_len, 10);
+	assert_memory_equal(f.log[0].data, "print(1)in", 10);
+	fake_free(&f);
+	/* No language, or code and stdin over one message. */
+	o.lang = AGENT_LANG_NONE;
+	assert_int_equal(agent_client_run(&c, &o, &res, &e), -EINVAL);
+	o.lang = AGENT_LANG_BASH;
+	o.code_len = AGENT_LEN_MAX;
+	assert_int_equal(agent_client_run(&c, &o, &res, &e), -E2BIG);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE);
+}
+
 static void test_exec_start_error(void **state)
 {
 	static const struct fake_step steps[] = {
@@ -2130,6 +2190,7 @@ int main(void)
 		cmocka_unit_test(test_exec_interleaved),
 		cmocka_unit_test(test_exec_signal_and_timeout),
 		cmocka_unit_test(test_exec_start_error),
+		cmocka_unit_test(test_run),
 		cmocka_unit_test(test_exec_output_cap),
 		cmocka_unit_test(test_exec_flood),
 		cmocka_unit_test(test_exec_callback),

@@ -16,6 +16,7 @@ const http_handler_fn dispatch_handlers[OP_COUNT] = {
 	[OP_SANDBOX_START] = handle_sandbox_start,
 	[OP_SANDBOX_STOP] = handle_sandbox_stop,
 	[OP_EXEC] = handle_exec,
+	[OP_RUN] = handle_run,
 	[OP_FILE_GET] = handle_file_get,
 	[OP_FILE_PUT] = handle_file_put_begin,
 	[OP_PROC_CREATE] = handle_proc_create,

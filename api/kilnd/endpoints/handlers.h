@@ -31,6 +31,8 @@ void handle_sandbox_stop(struct http_req *r);
 
 /* handle_exec.c */
 void handle_exec(struct http_req *r);
+/* POST .../run: exec's machinery with a language and a structured result */
+void handle_run(struct http_req *r);
 
 /* handle_files.c: GET answers like the others; PUT starts on the request's
  * first call (before its body) and then streams it (http_upload). */

@@ -22,6 +22,7 @@ static const struct {
 	{ "/v1/sandboxes/{id}/start", "POST", { { "POST", OP_SANDBOX_START } } },
 	{ "/v1/sandboxes/{id}/stop", "POST", { { "POST", OP_SANDBOX_STOP } } },
 	{ "/v1/sandboxes/{id}/exec", "POST", { { "POST", OP_EXEC } } },
+	{ "/v1/sandboxes/{id}/run", "POST", { { "POST", OP_RUN } } },
 	{ "/v1/sandboxes/{id}/files", "GET, PUT", { { "GET", OP_FILE_GET }, { "PUT", OP_FILE_PUT } } },
 	{ "/v1/sandboxes/{id}/processes", "GET, POST",
 	  { { "GET", OP_PROC_LIST }, { "POST", OP_PROC_CREATE } } },
@@ -116,7 +117,7 @@ int route_match(const char *method, const char *path, struct route_match *m, str
 bool route_has_body(enum route_op op)
 {
 	return op == OP_SANDBOX_CREATE || op == OP_SANDBOX_START || op == OP_SANDBOX_STOP ||
-	       op == OP_EXEC || op == OP_FILE_PUT || op == OP_PROC_CREATE || op == OP_PROC_STDIN ||
+	       op == OP_EXEC || op == OP_RUN || op == OP_FILE_PUT || op == OP_PROC_CREATE || op == OP_PROC_STDIN ||
 	       op == OP_PROC_SIGNAL || op == OP_PROC_RESIZE || op == OP_SHELL ||
 	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
 	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||

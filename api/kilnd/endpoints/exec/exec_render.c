@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/endpoints/exec/run_result.h"
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
 
@@ -164,6 +165,30 @@ char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, si
 	json_t *o = json_pack("{s:s}", "type", "exit");
 
 	if (!o || put_exit(o, ex, true, duration_ms)) {
+		json_decref(o);
+		return NULL;
+	}
+	return dump_line(o, len);
+}
+
+int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res)
+{
+	json_t *value, *error;
+
+	if (run_result_parse(res->result, res->result_len, res->result_size, &value, &error))
+		return -ENOMEM;
+	if (json_object_set_new(o, "result", value)) {
+		json_decref(error);
+		return -ENOMEM;
+	}
+	return json_object_set_new(o, "error", error) ? -ENOMEM : 0;
+}
+
+char *exec_event_result(const struct agent_client_exec_result *res, size_t *len)
+{
+	json_t *o = json_pack("{s:s}", "type", "result");
+
+	if (!o || exec_render_run_result(o, res)) {
 		json_decref(o);
 		return NULL;
 	}

@@ -54,6 +54,15 @@ int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **l
 /* The exit event. NULL when out of memory. */
 char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, size_t *len);
 
+/*
+ * run: the result file in res (run_result.h) as the members "result" and
+ * "error" of o. 0 or -ENOMEM.
+ */
+int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res);
+
+/* run's last event: {"type":"result","result":...,"error":...}. NULL when out of memory. */
+char *exec_event_result(const struct agent_client_exec_result *res, size_t *len);
+
 /* The error event {"type":"error","error":{"code","message"}}. NULL when out of memory. */
 char *exec_event_error(const struct api_err *e, size_t *len);
 

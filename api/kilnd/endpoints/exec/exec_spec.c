@@ -121,14 +121,16 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct ap
 	return exec_spec_parse_as(body, streaming, "exec", s, e);
 }
 
-int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *s,
-		       struct api_err *e)
-{
-	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
-					      "stdin_base64", "output_cap", "output_encoding", NULL };
-	const char *user, *enc;
-	uint64_t n;
+/* The fields exec and run share (parse_common reads them): an option added
+ * here reaches both. */
+#define SHARED_FIELDS "env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", "output_encoding"
 
+/* The fields exec and run share, after what names the command. */
+static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e);
+
+static int spec_begin(json_t *body, const char *what, const char *const *fields, struct exec_spec *s,
+		      struct api_err *e)
+{
 	memset(s, 0, sizeof(*s));
 	s->what = what;
 	if (!json_is_object(body)) {
@@ -136,7 +138,15 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 		return -1;
 	}
 	s->body = json_incref(body);
-	if (json_fields_only(body, fields, what, e) || parse_argv(s, e) ||
+	return json_fields_only(body, fields, what, e);
+}
+
+int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *s,
+		       struct api_err *e)
+{
+	static const char *const fields[] = { "argv", "shell", SHARED_FIELDS, NULL };
+
+	if (spec_begin(body, what, fields, s, e) || parse_argv(s, e) ||
 	    json_fields_bool(body, "shell", false, &s->shell, what, e))
 		return -1;
 	/* The agent counts the /bin/sh -c that shell adds into its limit. */
@@ -145,6 +155,58 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 			    AGENT_ARGV_MAX - 2);
 		return -1;
 	}
+	return parse_common(s, streaming, e);
+}
+
+int run_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct api_err *e)
+{
+	static const char *const fields[] = { "language", "code", SHARED_FIELDS, NULL };
+	const char *what = "run", *lang;
+	json_t *code;
+
+	if (spec_begin(body, what, fields, s, e) ||
+	    json_fields_string(body, "language", true, 16, &lang, what, e))
+		return -1;
+	s->lang = agent_lang_by_name(lang);
+	if (s->lang == AGENT_LANG_NONE) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: language must be \"python\", \"javascript\", \"typescript\" or \"bash\", not '%.40s'",
+			    what, lang);
+		return -1;
+	}
+	code = json_object_get(body, "code");
+	if (!code) {
+		api_err_set(e, API_E_MISSING_FIELD, "%s: 'code' is required (the program text)", what);
+		return -1;
+	}
+	if (!json_is_string(code)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'code' must be a string (the program text)", what);
+		return -1;
+	}
+	s->code = json_string_value(code);
+	s->code_len = json_string_length(code);
+	if (s->code_len > AGENT_LEN_MAX) {
+		api_err_set(e, API_E_TOO_LARGE, "%s: 'code' is %zu bytes; at most %u", what, s->code_len,
+			    AGENT_LEN_MAX);
+		return -1;
+	}
+	if (parse_common(s, streaming, e))
+		return -1;
+	/* One agent message carries both. */
+	if (s->stdin_len > AGENT_LEN_MAX - s->code_len) {
+		api_err_set(e, API_E_TOO_LARGE, "%s: code and stdin are %zu bytes together; at most %u", what,
+			    s->code_len + s->stdin_len, AGENT_LEN_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
+{
+	const char *what = s->what, *user, *enc;
+	json_t *body = s->body;
+	uint64_t n;
+
 	if (parse_env(s, e) || json_fields_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
 		return -1;
 	if (s->cwd && !guest_path_valid(s->cwd, AGENT_PATH_MAX)) {
@@ -234,6 +296,9 @@ void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o)
 	o->discard_output = s->output_cap == 0;
 	o->stdin_data = s->stdin_data;
 	o->stdin_len = s->stdin_len;
+	o->lang = s->lang;
+	o->code = s->code;
+	o->code_len = s->code_len;
 }
 
 void exec_spec_free(struct exec_spec *s)

@@ -1,6 +1,8 @@
 /*
  * exec_spec: the body of POST /v1/sandboxes/{id}/exec (docs/api.md),
- * validated into the agent client's exec options.
+ * validated into the agent client's exec options; also run's body
+ * (POST .../run: a language and its code instead of argv), which shares
+ * every other field, so an option added here reaches both.
  *
  * Contract:
  *  - Pure (jansson only). Unknown fields are refused; the first failing
@@ -42,6 +44,9 @@ struct exec_spec {
 	size_t stdin_len;
 	uint32_t output_cap;      /* AGENT_OUTPUT_CAP_DEFAULT unless given */
 	bool base64_output;       /* output_encoding "base64" */
+	enum agent_lang lang;     /* run: the language; AGENT_LANG_NONE for exec */
+	const char *code;         /* run: borrowed from body */
+	size_t code_len;
 
 	struct agent_env *merged; /* exec_env_merge() result, owned */
 	size_t nmerged;
@@ -57,6 +62,12 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct 
  * `what` (a static string) names it in messages. */
 int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct exec_spec *out,
 		       struct api_err *e);
+
+/*
+ * Validate a run body: `language` and `code` instead of argv and shell;
+ * code and stdin together at most AGENT_LEN_MAX bytes (too_large).
+ */
+int run_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct api_err *e);
 
 /*
  * Merge the sandbox's environment (object of strings, may be NULL) with

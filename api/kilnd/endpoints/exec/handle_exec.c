@@ -1,5 +1,9 @@
 /*
- * POST /v1/sandboxes/{id}/exec, buffered and streaming (docs/api.md).
+ * POST /v1/sandboxes/{id}/exec, buffered and streaming (docs/api.md), and
+ * POST .../run, which is the same request with a language and code in
+ * place of argv (the agent's `run`) and a structured result: buffered,
+ * the response gains "result" and "error"; streaming, a `result` event
+ * follows `exit`.
  *
  * Streaming: a producer thread runs the agent exec and turns its output
  * into NDJSON lines in a byte_queue; the HTTP response reads the queue.
@@ -110,9 +114,13 @@ static void *producer(void *arg)
 			line = exec_event_exit(&res.exit, ms, &len);
 			r = line ? push_line(j, line, len) : -ENOMEM;
 		}
+		if (r == 0 && j->spec.lang) {
+			line = exec_event_result(&res, &len);
+			r = line ? push_line(j, line, len) : -ENOMEM;
+		}
 		byte_queue_close(&j->q, r);
 	} else if (r != -ECANCELED) {
-		api_err_from_agent(&j->err, &ae, "exec");
+		api_err_from_agent(&j->err, &ae, j->spec.what);
 		/* Output already went out (and the 200 with it): the error is the
 		 * last event. Otherwise the handler answers with its status. */
 		if (j->q.pushed) {
@@ -209,10 +217,12 @@ static void buffered(struct http_req *r, struct exec_job *j)
 	ms = mono_ms_f() - j->t0;
 	count_exec(j->d, rc == 0, ms);
 	if (rc) {
-		api_err_from_agent(&e, &ae, "exec");
+		api_err_from_agent(&e, &ae, j->spec.what);
 		http_error(r, &e);
-	} else if (!(out = exec_render_result(&res, j->spec.base64_output, ms))) {
-		api_err_set(&e, API_E_INTERNAL, "exec: out of memory rendering the result");
+	} else if (!(out = exec_render_result(&res, j->spec.base64_output, ms)) ||
+		   (j->spec.lang && exec_render_run_result(out, &res))) {
+		json_decref(out);
+		api_err_set(&e, API_E_INTERNAL, "%s: out of memory rendering the result", j->spec.what);
 		http_error(r, &e);
 	} else {
 		http_json(r, 200, out);
@@ -221,7 +231,7 @@ static void buffered(struct http_req *r, struct exec_job *j)
 	job_put(j);
 }
 
-void handle_exec(struct http_req *r)
+static void serve(struct http_req *r, bool run)
 {
 	const char *accept = http_header(r, "Accept");
 	struct exec_job *j;
@@ -252,7 +262,9 @@ void handle_exec(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (exec_spec_parse(body, want_stream, &j->spec, &e) || sandbox_agent(j->sb, &j->c, &j->env, &e) ||
+	if ((run ? run_spec_parse(body, want_stream, &j->spec, &e)
+		 : exec_spec_parse(body, want_stream, &j->spec, &e)) ||
+	    sandbox_agent(j->sb, &j->c, &j->env, &e) ||
 	    exec_env_merge(&j->spec, j->env, &e)) {
 		json_decref(body);
 		http_error(r, &e);
@@ -264,4 +276,14 @@ void handle_exec(struct http_req *r)
 		stream(r, j);
 	else
 		buffered(r, j);
+}
+
+void handle_exec(struct http_req *r)
+{
+	serve(r, false);
+}
+
+void handle_run(struct http_req *r)
+{
+	serve(r, true);
 }
