@@ -117,6 +117,28 @@ static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	pthread_mutex_unlock(&a->conn_lock);
 }
 
+/* watch within AGENT_MAX_WATCH_STREAMS: a stream holds its slot while it runs. */
+static void serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->conn_lock);
+	ok = a->watches < AGENT_MAX_WATCH_STREAMS;
+	if (ok)
+		a->watches++;
+	pthread_mutex_unlock(&a->conn_lock);
+	if (!ok) {
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "watch: %d watches are open, the most the agent runs at once; end one first",
+				  AGENT_MAX_WATCH_STREAMS);
+		return;
+	}
+	agent_serve_watch(a, c, m);
+	pthread_mutex_lock(&a->conn_lock);
+	a->watches--;
+	pthread_mutex_unlock(&a->conn_lock);
+}
+
 static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	switch (m->type) {
@@ -173,6 +195,9 @@ static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		break;
 	case AGENT_T_TCP_CONNECT:
 		serve_tcp(a, c, m);
+		break;
+	case AGENT_T_WATCH:
+		serve_watch(a, c, m);
 		break;
 	default:
 		/* data / end: agent_msg_parse refuses them as requests. */

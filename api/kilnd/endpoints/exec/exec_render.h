@@ -54,6 +54,9 @@ int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **l
 /* The exit event. NULL when out of memory. */
 char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, size_t *len);
 
+/* Any event object as one compact NDJSON line; consumes o (NULL: out of memory gives NULL). */
+char *exec_event_json(json_t *o, size_t *len);
+
 /* The error event {"type":"error","error":{"code","message"}}. NULL when out of memory. */
 char *exec_event_error(const struct api_err *e, size_t *len);
 
