@@ -160,6 +160,19 @@ struct cli_fs_req {
  */
 int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, char *err, size_t errsz);
 
+struct cli_watch_req {
+	char id[CLI_ID_MAX + 1];
+	const char *path;	   /* the guest directory (points into argv) */
+	char query[CLI_QUERY_MAX]; /* "?path=...&recursive=true&..." */
+};
+
+/*
+ * kiln fs watch [-r|--recursive] [--max-watches N] [--queue N] [-u|--user
+ * user|root] ID:/DIR (or ID /DIR); argv[0] is "watch".
+ */
+int cli_fs_watch_parse(int argc, char **argv, struct cli_globals *g, struct cli_watch_req *req, char *err,
+		       size_t errsz);
+
 enum cli_port_op { CLI_PORT_ADD, CLI_PORT_LS, CLI_PORT_RM };
 
 struct cli_port_req {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE };
+enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE, F_WATCHES, F_QUEUE };
 
 struct fs_sub {
 	const char *name;
@@ -200,6 +200,84 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		json_decref(req->body);
 		req->body = NULL;
 		snprintf(err, errsz, "the guest path is not valid UTF-8");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct cli_optdef watch_defs[] = {
+	{ "user", 'u', true, F_USER },		{ "recursive", 'r', false, F_RECURSIVE },
+	{ "max-watches", 0, true, F_WATCHES }, { "queue", 0, true, F_QUEUE },
+	{ 0 } };
+
+int cli_fs_watch_parse(int argc, char **argv, struct cli_globals *g, struct cli_watch_req *req, char *err,
+		       size_t errsz)
+{
+	const char *ops[2], *user = NULL, *watches = NULL, *queue = NULL;
+	char *q = req->query;
+	size_t qsz = sizeof(req->query);
+	bool recursive = false;
+	int nops = 0, opt, k;
+	struct cli_scan s;
+	uint64_t n;
+
+	memset(req, 0, sizeof(*req));
+	cli_scan_init(&s, argc - 1, argv + 1, watch_defs, g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		switch (opt) {
+		case F_USER:
+			user = s.value;
+			break;
+		case F_RECURSIVE:
+			recursive = true;
+			break;
+		case F_WATCHES:
+		case F_QUEUE:
+			if (num_parse_u64(s.value, 10, 1, CLI_INT_MAX, &n)) {
+				snprintf(err, errsz, "--%s '%s': expected a whole number",
+					 opt == F_WATCHES ? "max-watches" : "queue", CLI_ECHO(s.value));
+				return -1;
+			}
+			*(opt == F_WATCHES ? &watches : &queue) = s.value;
+			break;
+		case CLI_SCAN_ERROR:
+			snprintf(err, errsz, "%s", s.err);
+			return -1;
+		case CLI_SCAN_REST:
+			for (; s.i < s.argc; s.i++)
+				if (add_operand(ops, &nops, 2, s.argv[s.i], err, errsz))
+					return -1;
+			break;
+		case CLI_SCAN_POSITIONAL:
+			if (add_operand(ops, &nops, 2, s.value, err, errsz))
+				return -1;
+			break;
+		}
+	}
+	if (nops == 0) {
+		snprintf(err, errsz, "expected ID:/DIR (or ID /DIR): the guest directory to watch");
+		return -1;
+	}
+	if (nops == 1) {
+		k = cli_guest_operand(ops[0], req->id, &req->path, err, errsz);
+		if (k == 1)
+			snprintf(err, errsz, "'%s' is not ID:/DIR (a directory in a sandbox)", CLI_ECHO(ops[0]));
+		if (k)
+			return -1;
+	} else {
+		if (cli_check_id(ops[0], req->id, err, errsz))
+			return -1;
+		req->path = ops[1];
+		if (req->path[0] != '/') {
+			snprintf(err, errsz, "'%s': the guest directory must be absolute", CLI_ECHO(req->path));
+			return -1;
+		}
+	}
+	q[0] = 0;
+	if (cli_query_add(q, qsz, "path", req->path) || (recursive && cli_query_add(q, qsz, "recursive", "true")) ||
+	    (watches && cli_query_add(q, qsz, "max_watches", watches)) ||
+	    (queue && cli_query_add(q, qsz, "queue", queue)) || (user && cli_query_add(q, qsz, "user", user))) {
+		snprintf(err, errsz, "the guest path is too long");
 		return -1;
 	}
 	return 0;

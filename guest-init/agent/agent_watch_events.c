@@ -204,6 +204,8 @@ static void modify(struct watch_state *w, const char *path, size_t len, bool clo
 		return;
 	}
 	if (same && (w->last_kind == AGENT_FS_CREATE || (w->last_kind == AGENT_FS_MODIFY && w->run_open))) {
+		/* The close is covered; a later one is news again. */
+		w->last_kind = AGENT_FS_MODIFY;
 		w->run_open = false;
 		return;
 	}
