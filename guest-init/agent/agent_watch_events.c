@@ -432,8 +432,11 @@ void watch_feed(struct watch_state *w, int wd, uint32_t mask, uint32_t cookie, c
 	if (i < 0)
 		return; /* a watch already forgotten (moved out, removed) */
 	if (mask & (IN_IGNORED | IN_UNMOUNT | IN_DELETE_SELF | IN_MOVE_SELF) || n == 0) {
+		/* The flush may drop directories (a subtree moved out), which
+		 * moves entries of the table: look wd up again after it. */
 		watch_flush(w);
-		self_event(w, (size_t)i, mask);
+		if ((i = dir_index(w, wd)) >= 0)
+			self_event(w, (size_t)i, mask);
 		return;
 	}
 	path = watch_join(w->dirs[i].rel, w->dirs[i].len, name, n, &plen);

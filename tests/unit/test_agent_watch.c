@@ -205,6 +205,18 @@ static void test_dir_moves(void **state)
 	assert_null(watch_ended(&f.w));
 	assert_string_equal(drain(&f, 0), "create d/\nrename d -> z/\ncreate z/e/f\ndelete z/\ndelete dx/\n");
 	watch_free(&f.w);
+	/* A held directory move flushed by a record of another directory
+	 * reorders the table under it (found by fuzz_agent_watch). */
+	fx_init(&f, true, 16, 64);
+	assert_int_equal(watch_dir_add(&f.w, 2, "a", 1), 0);
+	assert_int_equal(watch_dir_add(&f.w, 3, "b", 1), 0);
+	feed(&f, 1, IN_MOVED_FROM | IN_ISDIR, 9, "a");
+	feed(&f, 3, IN_IGNORED, 0, NULL);
+	assert_null(watch_dir_find(&f.w, 2));
+	assert_null(watch_dir_find(&f.w, 3));
+	assert_int_equal(f.w.ndirs, 1);
+	assert_string_equal(drain(&f, 0), "delete a/\n");
+	watch_free(&f.w);
 }
 
 static void test_queue_overflow(void **state)
