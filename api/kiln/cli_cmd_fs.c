@@ -27,8 +27,9 @@ static int watch_sink(void *arg, const char *p, size_t n)
 static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 {
 	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
-	struct cli_req req = { .method = "GET", .path = path, .sink = watch_sink };
-	struct cli_watch_req *r = malloc(sizeof(*r));
+	/* A hibernated sandbox wakes before the watch begins. */
+	struct cli_req req = { .method = "GET", .path = path, .sink = watch_sink, .wait_s = CLI_WAIT_BOOT };
+	struct cli_fs_req *r = malloc(sizeof(*r));
 	struct cli_watch_out o;
 	struct cli_resp resp;
 	struct cli_fail f;
@@ -36,7 +37,7 @@ static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 
 	if (!r)
 		return CLI_EXIT_API;
-	if (cli_fs_watch_parse(argc, argv, &c->g, r, err, sizeof(err))) {
+	if (cli_fs_parse(argc, argv, &c->g, r, err, sizeof(err))) {
 		free(r);
 		return cli_usage_error(c, err);
 	}
@@ -60,7 +61,7 @@ static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 {
-	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv" };
+	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv", "watch" };
 	struct cli_fs_req *r;
 	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
 	json_t *v = NULL;

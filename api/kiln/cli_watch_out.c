@@ -113,6 +113,16 @@ static int apply(struct cli_watch_out *o, const char *text, size_t n)
 		   !strcmp(type, "rename") || !strcmp(type, "overflow")) {
 		rc = show(o, e, type);
 	}
+	if (!rc && !o->raw && !strcmp(type, "watching")) {
+		const char *path = json_string_value(json_object_get(e, "path"));
+		char p[3 * 4096 + 1], line[sizeof(p) + 96];
+
+		text_clean_term(p, sizeof(p), path ? path : "?", strlen(path ? path : "?"));
+		snprintf(line, sizeof(line), "kiln: watching %s (%s, %lld directories); Ctrl-C ends\n", p,
+			 json_is_true(json_object_get(e, "recursive")) ? "recursive" : "not recursive",
+			 (long long)json_integer_value(json_object_get(e, "watches")));
+		rc = out(o, 2, line);
+	}
 	if (!rc && !strcmp(type, "end")) {
 		const char *why = json_string_value(json_object_get(e, "reason"));
 		char r[64], line[128];

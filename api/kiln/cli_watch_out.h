@@ -15,7 +15,9 @@
  *      delete  a/b.txt
  *      rename  a/b.txt -> a/c.txt
  *      overflow  12 events lost (queue); rescan to catch up
- *    raw (--json): each line exactly as kilnd sent it.
+ *    and on stderr the start ("kiln: watching /w (recursive, 3
+ *    directories); Ctrl-C ends") and the end's reason;
+ *    raw (--json): each line exactly as kilnd sent it, nothing on stderr.
  *  - The `end` event finishes the stream (its reason on stderr); an
  *    `error` event or a malformed line fails it. Unknown event types are
  *    skipped (newer kilnd).

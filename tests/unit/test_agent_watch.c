@@ -33,6 +33,7 @@
 #include "guest-init/agent/agent_serve.h"
 #include "guest-init/agent/agent_watch_events.h"
 #include "lib/base/mono.h"
+#include "fake_vmm.h"
 #include "tmpdir.h"
 
 /* ---- pure translation ---- */
@@ -454,8 +455,7 @@ static void test_lines(void **state)
 /* kiln-vmm's side of the hybrid vsock socket and the agent's connection
  * thread: CONNECT answered, then the real request parser and handler. */
 struct vmm_agent {
-	char dir[64], path[108];
-	int lfd;
+	struct fake_vmm v;
 	int nconn;
 	pthread_t th;
 };
@@ -468,19 +468,11 @@ static void *vmm_agent_main(void *arg)
 		struct agent_conn *c = malloc(sizeof(*c));
 		struct agent_msg m;
 		struct agent_err err;
-		char line[32];
-		size_t n = 0;
-		int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC);
+		int fd = fake_vmm_accept(&v->v);
 
 		if (fd < 0 || !c) {
-			free(c);
-			return NULL;
-		}
-		while (n < sizeof(line) - 1 && read(fd, line + n, 1) == 1 && line[n++] != '\n')
-			;
-		line[n] = '\0';
-		if (strcmp(line, "CONNECT 1024\n") != 0 || write(fd, "OK 7\n", 5) != 5) {
-			close(fd);
+			if (fd >= 0)
+				close(fd);
 			free(c);
 			return NULL;
 		}
@@ -500,27 +492,16 @@ static void *vmm_agent_main(void *arg)
 
 static void vmm_agent_start(struct vmm_agent *v, int nconn)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
 	memset(v, 0, sizeof(*v));
 	v->nconn = nconn;
-	snprintf(v->dir, sizeof(v->dir), "/tmp/kiln-agent-watch-XXXXXX");
-	assert_non_null(mkdtemp(v->dir));
-	snprintf(v->path, sizeof(v->path), "%s/v.sock", v->dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
-	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(v->lfd >= 0);
-	assert_int_equal(bind(v->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(v->lfd, 4), 0);
+	fake_vmm_listen(&v->v);
 	assert_int_equal(pthread_create(&v->th, NULL, vmm_agent_main, v), 0);
 }
 
 static void vmm_agent_stop(struct vmm_agent *v)
 {
 	assert_int_equal(pthread_join(v->th, NULL), 0);
-	close(v->lfd);
-	unlink(v->path);
-	rmdir(v->dir);
+	fake_vmm_close(&v->v);
 }
 
 /* The next event as a drain()-style line; fails after 5 s. */
@@ -568,7 +549,7 @@ static void test_watch_real(void **state)
 	uint32_t watches = 0;
 
 	vmm_agent_start(&v, 3);
-	assert_int_equal(agent_client_init(&c, v.path), 0);
+	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	/* One directory already there, so the first answer counts 2 watches. */
 	snprintf(p, sizeof(p), "%s/old", t->dir);
@@ -645,7 +626,7 @@ static void test_watch_cancel(void **state)
 	struct vmm_agent v;
 
 	vmm_agent_start(&v, 1);
-	assert_int_equal(agent_client_init(&c, v.path), 0);
+	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	assert_int_equal(agent_client_watch(&c, t->dir, &o, &w, NULL, &e), 0);
 	assert_int_equal(agent_client_watch_next(w, 50, &ev, NULL, &e), -ETIMEDOUT);

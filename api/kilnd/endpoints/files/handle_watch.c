@@ -24,6 +24,7 @@
 #include "api/kilnd/endpoints/exec/exec_render.h"
 #include "api/kilnd/endpoints/files/watch_render.h"
 #include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/http/line_feed.h"
 #include "api/kilnd/sandbox/sandbox.h"
 
 /* How often a reader waiting for a quiet directory looks for a client
@@ -34,8 +35,7 @@ struct watch_job {
 	struct kilnd *d;
 	struct sandbox *sb;
 	struct agent_client_watch *w;
-	char *line; /* the event being sent */
-	size_t len, off;
+	struct line_feed lf; /* the event being sent */
 	bool ended;
 	int conn_fd;
 };
@@ -65,7 +65,7 @@ static char *lost_line(struct watch_job *j, const struct agent_client_err *ae, s
 	return exec_event_error(&e, len);
 }
 
-/* The next line into j->line; false when the stream must break off. */
+/* The next line into j->lf.line; false when the stream must break off. */
 static bool next_line(struct watch_job *j)
 {
 	struct agent_client_fs_event ev;
@@ -82,38 +82,35 @@ static bool next_line(struct watch_job *j)
 				return false;
 			if (atomic_load(&j->d->shutting_down)) {
 				j->ended = true;
-				j->line = watch_line_end("kilnd_shutdown", NULL, &j->len);
-				return j->line != NULL;
+				j->lf.line = watch_line_end("kilnd_shutdown", NULL, &j->lf.len);
+				return j->lf.line != NULL;
 			}
 			continue;
 		}
 		j->ended = r != 0;
 		if (r == 1)
-			j->line = watch_line_end(reason, NULL, &j->len);
+			j->lf.line = watch_line_end(reason, NULL, &j->lf.len);
 		else if (r < 0)
-			j->line = lost_line(j, &ae, &j->len);
+			j->lf.line = lost_line(j, &ae, &j->lf.len);
 		else
-			j->line = watch_line_event(&ev, &j->len);
-		return j->line != NULL;
+			j->lf.line = watch_line_event(&ev, &j->lf.len);
+		return j->lf.line != NULL;
 	}
+}
+
+static bool more(void *arg)
+{
+	return next_line(arg);
 }
 
 static ssize_t watch_reader(void *cls, char *buf, size_t max)
 {
 	struct watch_job *j = cls;
-	size_t n;
+	size_t n = line_feed_read(&j->lf, buf, max, more, j);
 
-	if (j->off == j->len) {
-		free(j->line);
-		j->line = NULL;
-		j->len = j->off = 0;
-		if (!next_line(j))
-			return j->ended ? HTTP_READER_END : HTTP_READER_ERROR;
-	}
-	n = j->len - j->off < max ? j->len - j->off : max;
-	memcpy(buf, j->line + j->off, n);
-	j->off += n;
-	return (ssize_t)n;
+	if (n)
+		return (ssize_t)n;
+	return j->ended ? HTTP_READER_END : HTTP_READER_ERROR;
 }
 
 static void job_free(void *cls)
@@ -123,7 +120,7 @@ static void job_free(void *cls)
 	/* The agent sees the close and ends its watch. */
 	agent_client_watch_close(j->w);
 	sandbox_put(j->sb);
-	free(j->line);
+	line_feed_free(&j->lf);
 	free(j);
 }
 
@@ -168,8 +165,8 @@ void handle_file_watch(struct http_req *r)
 		return;
 	}
 	j->conn_fd = http_conn_fd(r);
-	j->line = watch_line_started(path, o.recursive, watches, &j->len);
-	if (!j->line) {
+	j->lf.line = watch_line_started(path, o.recursive, watches, &j->lf.len);
+	if (!j->lf.line) {
 		job_free(j);
 		api_err_set(&e, API_E_INTERNAL, "watch: out of memory");
 		http_error(r, &e);
