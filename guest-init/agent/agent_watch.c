@@ -144,7 +144,11 @@ static int add_tree(struct watcher *wt, const char *rel, size_t len, bool synth)
 	if (wd < 0) {
 		int e = -errno;
 
-		if (e == -ENOSPC) /* the kernel's max_user_watches */
+		/* A subdirectory the kernel's max_user_watches or the user's
+		 * permissions keep unwatched: its events will be missing, so
+		 * say so. One that vanished or was replaced meanwhile is not
+		 * news (its delete comes). */
+		if (len && (e == -ENOSPC || e == -EACCES))
 			watch_overflow(&wt->st, "watch_limit");
 		free(abs);
 		return e;

@@ -614,6 +614,37 @@ static void test_watch_real(void **state)
 	assert_int_equal(e.fail, AGENT_FAIL_REQUEST);
 }
 
+/* As "user": a subdirectory that user may not read is not watched, and
+ * an overflow with reason watch_limit says so; the rest is watched. */
+static void test_watch_as_user(void **state)
+{
+	struct tmpdir_fx *t = *state;
+	struct agent_client_watch_opts o = { .recursive = true, .user = AGENT_USER_USER };
+	struct agent_client_watch *w;
+	struct agent_client_err e;
+	struct agent_client c;
+	struct vmm_agent v;
+	char p[256];
+	uint32_t watches = 0;
+
+	assert_int_equal(chmod(t->dir, 0755), 0);
+	snprintf(p, sizeof(p), "%s/open", t->dir);
+	assert_int_equal(mkdir(p, 0777), 0);
+	assert_int_equal(chmod(p, 0777), 0);
+	snprintf(p, sizeof(p), "%s/open/closed", t->dir);
+	assert_int_equal(mkdir(p, 0700), 0);
+	vmm_agent_start(&v, 1);
+	assert_int_equal(agent_client_init(&c, v.v.path), 0);
+	c.timeout_ms = 5000;
+	snprintf(p, sizeof(p), "%s/open", t->dir);
+	if (agent_client_watch(&c, p, &o, &w, &watches, &e) != 0)
+		fail_msg("watch: %s", e.msg);
+	assert_int_equal(watches, 1);
+	expect(w, "overflow watch_limit");
+	agent_client_watch_close(w);
+	vmm_agent_stop(&v);
+}
+
 /* The host closes: the agent ends the watch (its handler returns). */
 static void test_watch_cancel(void **state)
 {
@@ -648,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_request_parse),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test_setup_teardown(test_watch_real, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_watch_as_user, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_watch_cancel, tmpdir_setup, tmpdir_teardown),
 	};
 
