@@ -513,6 +513,56 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address, int *fd,
 			     struct agent_client_err *err);
 
+/* ---- watch (docs/agent-protocol.md, 7.8) ---- */
+
+struct agent_client_watch_opts {
+	bool recursive;
+	uint32_t max_watches; /* 0: AGENT_WATCH_WATCHES_DEFAULT */
+	uint32_t queue;       /* 0: AGENT_WATCH_QUEUE_DEFAULT */
+	enum agent_user user;
+};
+
+/* A directory's change stream; one connection. */
+struct agent_client_watch;
+
+struct agent_client_fs_event {
+	enum agent_fs_kind kind;
+	uint64_t seq;
+	const char *path;     /* below the watched directory; valid until the next call */
+	const char *old_path; /* rename only, else NULL */
+	bool is_dir, lossy;
+	const char *reason;   /* overflow: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;     /* overflow */
+};
+
+/*
+ * watch: start watching directory `path`. The connect, the request and the
+ * agent's `watching` answer are bounded by the context's timeout. 0 with
+ * *w (close it with agent_client_watch_close, which ends the watch) and
+ * *watches (may be NULL: the inotify watches the agent placed). Failures:
+ * AGENT_FAIL_AGENT with not_found, not_directory, permission_denied, busy;
+ * AGENT_FAIL_REQUEST for options the agent would refuse.
+ */
+int agent_client_watch(const struct agent_client *c, const char *path,
+		       const struct agent_client_watch_opts *o, struct agent_client_watch **w,
+		       uint32_t *watches, struct agent_client_err *err);
+/*
+ * Next event, waiting at most timeout_ms (< 0: no limit). 0 and *ev;
+ * 1 at the end: the agent's watch_end arrived (its reason, a static
+ * string, in *end_reason: "deleted", "moved", "unmounted", "error");
+ * a close without it is an error (AGENT_FAIL_CONNECT); -ETIMEDOUT when nothing
+ * arrived (the watch stays usable); any other -errno ends it. Sequence
+ * numbers are checked: each event's is the previous one's plus 1.
+ */
+int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms, struct agent_client_fs_event *ev,
+			    const char **end_reason, struct agent_client_err *err);
+/* The watch's socket, for poll(); readable: call watch_next. */
+int agent_client_watch_fd(const struct agent_client_watch *w);
+/* True when decoded bytes are buffered: call watch_next before polling again. */
+bool agent_client_watch_pending(const struct agent_client_watch *w);
+/* End the watch (the agent sees the close) and free it; NULL is fine. */
+void agent_client_watch_close(struct agent_client_watch *w);
+
 /* ---- lifecycle ---- */
 
 /* configure: NULL / 0 / !set_dns leave a setting alone; at least one must be set. */

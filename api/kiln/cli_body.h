@@ -140,13 +140,13 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 
 /* ---- guest file metadata and ports (cli_body_fs.c) ---- */
 
-enum cli_fs_op { CLI_FS_LS, CLI_FS_STAT, CLI_FS_MKDIR, CLI_FS_RM, CLI_FS_MV };
+enum cli_fs_op { CLI_FS_LS, CLI_FS_STAT, CLI_FS_MKDIR, CLI_FS_RM, CLI_FS_MV, CLI_FS_WATCH };
 
 struct cli_fs_req {
 	enum cli_fs_op op;
 	char id[CLI_ID_MAX + 1];
 	const char *path;	   /* the guest path (points into argv) */
-	char query[CLI_QUERY_MAX]; /* ls, stat: "?path=...&..." */
+	char query[CLI_QUERY_MAX]; /* ls, stat, watch: "?path=...&..." */
 	json_t *body;		   /* mkdir, rm, mv: the POST body */
 	const char *endpoint;	   /* "files/list", "files/stat", "files/mkdir", ... */
 };
@@ -156,6 +156,7 @@ struct cli_fs_req {
  *   ls [--depth N] [--limit N] ID:/DIR      stat [--no-follow] ID:/PATH
  *   mkdir [-p] [--mode OCTAL] ID:/DIR       rm [-r] ID:/PATH
  *   mv [-f] ID:/FROM ID:/TO|/TO
+ *   watch [-r] [--max-watches N] [--queue N] ID:/DIR|ID /DIR
  * each with [--user user|root].
  */
 int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, char *err, size_t errsz);

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE };
+enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE, F_WATCHES, F_QUEUE };
 
 struct fs_sub {
 	const char *name;
@@ -23,6 +23,10 @@ static const struct cli_optdef rm_defs[] = {
 	{ "user", 'u', true, F_USER }, { "recursive", 'r', false, F_RECURSIVE }, { 0 } };
 static const struct cli_optdef mv_defs[] = {
 	{ "user", 'u', true, F_USER }, { "force", 'f', false, F_FORCE }, { 0 } };
+static const struct cli_optdef watch_defs[] = {
+	{ "user", 'u', true, F_USER },		{ "recursive", 'r', false, F_RECURSIVE },
+	{ "max-watches", 0, true, F_WATCHES }, { "queue", 0, true, F_QUEUE },
+	{ 0 } };
 
 static const struct fs_sub fs_subs[] = {
 	{ "ls", CLI_FS_LS, "files/list", ls_defs },
@@ -30,6 +34,7 @@ static const struct fs_sub fs_subs[] = {
 	{ "mkdir", CLI_FS_MKDIR, "files/mkdir", mkdir_defs },
 	{ "rm", CLI_FS_RM, "files/remove", rm_defs },
 	{ "mv", CLI_FS_MV, "files/rename", mv_defs },
+	{ "watch", CLI_FS_WATCH, "files/watch", watch_defs },
 	{ 0 },
 };
 
@@ -48,20 +53,22 @@ static int parse_mode(const char *v, unsigned *mode)
 	return 0;
 }
 
-static int fs_query(struct cli_fs_req *req, const char *user, const char *depth, const char *limit, bool no_follow,
-		    char *err, size_t errsz)
+/* The query of ls, stat and watch: "?path=..." and the options given (NULL: left out). */
+static int fs_query(struct cli_fs_req *req, const char *const opts[][2], size_t n, char *err, size_t errsz)
 {
 	char *q = req->query;
 	size_t qsz = sizeof(req->query);
 
 	q[0] = 0;
-	if (cli_query_add(q, qsz, "path", req->path) || (depth && cli_query_add(q, qsz, "depth", depth)) ||
-	    (limit && cli_query_add(q, qsz, "limit", limit)) || (no_follow && cli_query_add(q, qsz, "follow", "false")) ||
-	    (user && cli_query_add(q, qsz, "user", user))) {
-		snprintf(err, errsz, "the guest path is too long");
-		return -1;
-	}
+	if (cli_query_add(q, qsz, "path", req->path))
+		goto long_path;
+	for (size_t i = 0; i < n; i++)
+		if (opts[i][1] && cli_query_add(q, qsz, opts[i][0], opts[i][1]))
+			goto long_path;
 	return 0;
+long_path:
+	snprintf(err, errsz, "the guest path is too long");
+	return -1;
 }
 
 static int add_operand(const char **ops, int *n, int want, const char *v, char *err, size_t errsz)
@@ -77,7 +84,7 @@ static int add_operand(const char **ops, int *n, int want, const char *v, char *
 int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, char *err, size_t errsz)
 {
 	const struct fs_sub *sub;
-	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL;
+	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL, *watches = NULL, *queue = NULL;
 	bool no_follow = false, parents = false, recursive = false, force = false, have_mode = false;
 	unsigned mode = 0;
 	uint64_t n;
@@ -86,18 +93,19 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 
 	memset(req, 0, sizeof(*req));
 	if (argc < 1) {
-		snprintf(err, errsz, "missing subcommand: ls, stat, mkdir, rm or mv");
+		snprintf(err, errsz, "missing subcommand: ls, stat, mkdir, rm, mv or watch");
 		return -1;
 	}
 	for (sub = fs_subs; sub->name && strcmp(sub->name, argv[0]); sub++)
 		;
 	if (!sub->name) {
-		snprintf(err, errsz, "unknown subcommand '%s' (ls, stat, mkdir, rm or mv)", CLI_ECHO(argv[0]));
+		snprintf(err, errsz, "unknown subcommand '%s' (ls, stat, mkdir, rm, mv or watch)", CLI_ECHO(argv[0]));
 		return -1;
 	}
 	req->op = sub->op;
 	req->endpoint = sub->endpoint;
-	want = sub->op == CLI_FS_MV ? 2 : 1;
+	/* watch also takes "ID /DIR" (kiln fs watch SANDBOX DIR). */
+	want = sub->op == CLI_FS_MV || sub->op == CLI_FS_WATCH ? 2 : 1;
 	cli_scan_init(&s, argc - 1, argv + 1, sub->defs, g);
 	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
 		switch (opt) {
@@ -106,12 +114,18 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			break;
 		case F_DEPTH:
 		case F_LIMIT:
+		case F_WATCHES:
+		case F_QUEUE:
 			if (num_parse_u64(s.value, 10, 1, CLI_INT_MAX, &n)) {
 				snprintf(err, errsz, "--%s '%s': expected a whole number",
-					 opt == F_DEPTH ? "depth" : "limit", CLI_ECHO(s.value));
+					 opt == F_DEPTH	  ? "depth"
+					 : opt == F_LIMIT ? "limit"
+					 : opt == F_QUEUE ? "queue"
+							  : "max-watches",
+					 CLI_ECHO(s.value));
 				return -1;
 			}
-			*(opt == F_DEPTH ? &depth : &limit) = s.value;
+			*(opt == F_DEPTH ? &depth : opt == F_LIMIT ? &limit : opt == F_QUEUE ? &queue : &watches) = s.value;
 			break;
 		case F_NO_FOLLOW:
 			no_follow = true;
@@ -147,8 +161,20 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			break;
 		}
 	}
-	if (nops < want) {
-		snprintf(err, errsz, want == 2 ? "expected ID:/FROM and ID:/TO (or /TO)" : "expected ID:/PATH");
+	if (sub->op == CLI_FS_WATCH && nops == 2) {
+		if (cli_check_id(ops[0], req->id, err, errsz))
+			return -1;
+		req->path = ops[1];
+		if (req->path[0] != '/') {
+			snprintf(err, errsz, "'%s': the guest directory must be absolute", CLI_ECHO(req->path));
+			return -1;
+		}
+		goto query;
+	}
+	if (nops < (sub->op == CLI_FS_WATCH ? 1 : want)) {
+		snprintf(err, errsz, sub->op == CLI_FS_WATCH ? "expected ID:/DIR (or ID /DIR): the guest directory to watch"
+				     : want == 2			 ? "expected ID:/FROM and ID:/TO (or /TO)"
+									 : "expected ID:/PATH");
 		return -1;
 	}
 	k = cli_guest_operand(ops[0], req->id, &req->path, err, errsz);
@@ -156,7 +182,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		snprintf(err, errsz, "'%s' is not ID:/PATH (a path in a sandbox)", CLI_ECHO(ops[0]));
 	if (k)
 		return -1;
-	if (want == 2) {
+	if (sub->op == CLI_FS_MV) {
 		char id2[CLI_ID_MAX + 1];
 		k = cli_guest_operand(ops[1], id2, &to, err, errsz);
 		if (k < 0)
@@ -172,8 +198,20 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			return -1;
 		}
 	}
-	if (sub->op == CLI_FS_LS || sub->op == CLI_FS_STAT)
-		return fs_query(req, user, depth, limit, no_follow, err, errsz);
+query:
+	if (sub->op == CLI_FS_LS || sub->op == CLI_FS_STAT || sub->op == CLI_FS_WATCH) {
+		const char *const opts[][2] = {
+			{ "depth", depth },
+			{ "limit", limit },
+			{ "follow", no_follow ? "false" : NULL },
+			{ "recursive", sub->op == CLI_FS_WATCH && recursive ? "true" : NULL },
+			{ "max_watches", watches },
+			{ "queue", queue },
+			{ "user", user },
+		};
+
+		return fs_query(req, opts, sizeof(opts) / sizeof(opts[0]), err, errsz);
+	}
 	req->body = json_object();
 	if (sub->op == CLI_FS_MV) {
 		json_object_set_new(req->body, "from", json_string(req->path));

@@ -1,9 +1,10 @@
 /*
- * kiln fs (ls, stat, mkdir, rm, mv), kiln port (add, ls, rm) and kiln
+ * kiln fs (ls, stat, mkdir, rm, mv, watch), kiln port (add, ls, rm) and kiln
  * preview (add, ls, rm): guest file metadata, port forwarding and preview
  * URLs (docs/api.md, .../files/..., .../ports and .../previews), one
- * request each.
+ * request each (watch: a stream of events).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,15 +12,64 @@
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
+#include "api/kiln/cli_watch_out.h"
+
+static int watch_sink(void *arg, const char *p, size_t n)
+{
+	/* A failed event or line stops the transfer; the reason is in fail. */
+	return cli_watch_out_feed(arg, p, n) ? -ECANCELED : 0;
+}
+
+/*
+ * kiln fs watch: one line per event until the watch ends (the directory
+ * went away, the sandbox stopped) or Ctrl-C ends kiln. Each line is
+ * flushed as it comes (cli_write_out writes the fd), so a pipe sees it at once.
+ */
+static int fs_watch(struct cli_ctx *c, int argc, char **argv)
+{
+	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
+	/* A hibernated sandbox wakes before the watch begins. */
+	struct cli_req req = { .method = "GET", .path = path, .sink = watch_sink, .wait_s = CLI_WAIT_BOOT };
+	struct cli_fs_req *r = malloc(sizeof(*r));
+	struct cli_watch_out o;
+	struct cli_resp resp;
+	struct cli_fail f;
+	int rc;
+
+	if (!r)
+		return CLI_EXIT_API;
+	if (cli_fs_parse(argc, argv, &c->g, r, err, sizeof(err))) {
+		free(r);
+		return cli_usage_error(c, err);
+	}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files/watch%s", r->id, r->query);
+	snprintf(what, sizeof(what), "fs watch %s:%.80s", r->id, r->path);
+	cli_watch_out_init(&o, c->g.json, cli_write_out, NULL);
+	req.sink_arg = &o;
+	rc = cli_call_quiet(c, &req, &resp, &f);
+	if (o.failed)
+		rc = cli_report(c, what, &o.fail);
+	else if (rc)
+		rc = cli_report(c, what, &f);
+	else if (cli_watch_out_end(&o))
+		rc = cli_report(c, what, &o.fail);
+	if (!rc)
+		free(resp.body);
+	cli_watch_out_free(&o);
+	free(r);
+	return rc;
+}
 
 int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 {
-	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv" };
+	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv", "watch" };
 	struct cli_fs_req *r;
 	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
 	json_t *v = NULL;
 	int rc;
 
+	if (argc >= 1 && !strcmp(argv[0], "watch"))
+		return fs_watch(c, argc, argv);
 	r = malloc(sizeof(*r)); /* its query holds a whole encoded path */
 	if (!r)
 		return CLI_EXIT_API;

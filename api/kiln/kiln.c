@@ -54,8 +54,11 @@ static const struct cli_cmd commands[] = {
 	  "copy a file or a directory in or out, streamed ('-': stdin/stdout)", cli_cmd_cp },
 	{ "fs",
 	  "ls [-d|--depth N] [--limit N] ID:/DIR | stat [--no-follow] ID:/PATH | mkdir [-p] [-m|--mode OCTAL] "
-	  "ID:/DIR | rm [-r] ID:/PATH | mv [-f] ID:/FROM [ID:]/TO  (each: [--user user|root])",
-	  "guest files: list, stat, mkdir, remove, rename", cli_cmd_fs },
+	  "ID:/DIR | rm [-r] ID:/PATH | mv [-f] ID:/FROM [ID:]/TO | watch [-r|--recursive] [--max-watches N] "
+	  "[--queue N] ID:/DIR|ID /DIR  (each: [--user user|root])",
+	  "guest files: list, stat, mkdir, remove, rename; watch prints create/modify/delete/rename events "
+	  "until Ctrl-C or the watch ends",
+	  cli_cmd_fs },
 	{ "port", "[add] ID GUEST_PORT [HOST_PORT] | ls ID | rm ID HOST_PORT",
 	  "forward 127.0.0.1:HOST_PORT to the guest's GUEST_PORT; list; remove", cli_cmd_port },
 	{ "preview", "[add] ID PORT [--public] | ls ID | rm ID PORT",

@@ -358,6 +358,8 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	/* exec's fields less argv and shell: the agent builds the command. */
 	[AGENT_T_RUN] = { "run", CTX_REQ, true,
 			  FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap") },
+	[AGENT_T_WATCH] = { "watch", CTX_REQ, false,
+			    FIELDS("path", "recursive", "max_watches", "queue", "user") },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS },
 };
@@ -915,6 +917,20 @@ static enum agent_code parse_tcp(struct parse *p, struct agent_tcp_req *r)
 	return AGENT_OK;
 }
 
+static enum agent_code parse_watch(struct parse *p, struct agent_watch_req *r)
+{
+	enum agent_code c;
+
+	if ((c = get_path(p, "path", true, &r->path)) ||
+	    (c = get_bool(p, "recursive", false, &r->recursive)) ||
+	    (c = get_u32(p, "max_watches", false, 1, AGENT_WATCH_WATCHES_MAX,
+			 AGENT_WATCH_WATCHES_DEFAULT, &r->max_watches)) ||
+	    (c = get_u32(p, "queue", false, AGENT_WATCH_QUEUE_MIN, AGENT_WATCH_QUEUE_MAX,
+			 AGENT_WATCH_QUEUE_DEFAULT, &r->queue)))
+		return c;
+	return get_user(p, &r->user);
+}
+
 static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
 {
 	uint64_t v;
@@ -956,6 +972,8 @@ static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
 	case AGENT_T_RUN:
 		c = parse_run(p, &m->u.proc, m->len);
 		return c ? c : parse_proc(p, &m->u.proc, false);
+	case AGENT_T_WATCH:
+		return parse_watch(p, &m->u.watch);
 	default:
 		return AGENT_OK;
 	}
@@ -1601,4 +1619,69 @@ int agent_line_process(struct agent_line *out, const struct agent_process_info *
 	if (r == -E2BIG)
 		r = process_line(out, p, false);
 	return r;
+}
+
+/* ---- watch ---- */
+
+static const char *const fs_kinds[AGENT_FS_KIND_COUNT] = {
+	[AGENT_FS_CREATE] = "create",  [AGENT_FS_MODIFY] = "modify",     [AGENT_FS_DELETE] = "delete",
+	[AGENT_FS_RENAME] = "rename",  [AGENT_FS_OVERFLOW] = "overflow",
+};
+
+const char *agent_fs_kind_name(enum agent_fs_kind k)
+{
+	return (unsigned)k < AGENT_FS_KIND_COUNT ? fs_kinds[k] : NULL;
+}
+
+int agent_fs_kind_parse(const char *name)
+{
+	for (int k = 0; k < AGENT_FS_KIND_COUNT; k++)
+		if (strcmp(fs_kinds[k], name) == 0)
+			return k;
+	return -1;
+}
+
+int agent_line_watching(struct agent_line *out, const char *path, bool recursive, uint32_t watches)
+{
+	struct jb b = jb_new("watching");
+
+	jb_set(&b, "path", lossy_string(path, strlen(path), NULL));
+	jb_bool(&b, "recursive", recursive);
+	jb_int(&b, "watches", watches);
+	return jb_finish(&b, out);
+}
+
+int agent_line_fs_event(struct agent_line *out, const struct agent_fs_event *ev)
+{
+	const char *kind = agent_fs_kind_name(ev->kind);
+	struct jb b = jb_new("fs_event");
+	bool lossy = false;
+
+	if (!kind) {
+		json_decref(b.o);
+		return -EINVAL;
+	}
+	jb_int(&b, "seq", ev->seq);
+	jb_set(&b, "event", json_string(kind));
+	if (ev->kind == AGENT_FS_OVERFLOW) {
+		jb_set(&b, "reason", json_string(ev->reason ? ev->reason : "queue"));
+		jb_int(&b, "dropped", ev->dropped);
+		return jb_finish(&b, out);
+	}
+	jb_set(&b, "path", lossy_string(ev->path, ev->path_len, &lossy));
+	if (ev->kind == AGENT_FS_RENAME)
+		jb_set(&b, "old_path", lossy_string(ev->old_path, ev->old_len, &lossy));
+	jb_bool(&b, "is_dir", ev->is_dir);
+	if (lossy)
+		jb_bool(&b, "lossy", true);
+	return jb_finish(&b, out);
+}
+
+int agent_line_watch_end(struct agent_line *out, uint64_t seq, const char *reason)
+{
+	struct jb b = jb_new("watch_end");
+
+	jb_int(&b, "seq", seq);
+	jb_set(&b, "reason", json_string(reason));
+	return jb_finish(&b, out);
 }

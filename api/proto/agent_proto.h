@@ -61,6 +61,14 @@
 #define AGENT_GRACE_MAX_MS 60000u
 #define AGENT_TCP_CONNECT_MS 10000      /* tcp_connect: connect() to the guest port */
 #define AGENT_TCP_HALF_IDLE_MS 60000    /* tcp_connect: one direction ended, the other idle this long */
+/* watch: inotify watches per watch request, and events queued for a slow host. */
+#define AGENT_WATCH_WATCHES_DEFAULT 8192u
+#define AGENT_WATCH_WATCHES_MAX 65536u
+#define AGENT_WATCH_QUEUE_DEFAULT 4096u
+#define AGENT_WATCH_QUEUE_MIN 16u
+#define AGENT_WATCH_QUEUE_MAX 65536u
+/* watch streams at once: like bridges, they must leave connections free. */
+#define AGENT_MAX_WATCH_STREAMS 16
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
 #define AGENT_ERR_MESSAGE_MAX 512       /* message buffer, NUL included */
@@ -209,6 +217,7 @@ enum agent_type {
 	AGENT_T_SHUTDOWN,
 	AGENT_T_TCP_CONNECT,
 	AGENT_T_RUN,
+	AGENT_T_WATCH,
 	AGENT_T_DATA,
 	AGENT_T_END,
 	AGENT_TYPE_COUNT
@@ -313,6 +322,15 @@ struct agent_tcp_req {
 	const char *address; /* "127.0.0.1" or "::1", as given or the default */
 };
 
+/* watch: a directory's changes as a stream of fs_event lines. */
+struct agent_watch_req {
+	const char *path;
+	bool recursive;
+	uint32_t max_watches; /* inotify watches at most (recursive: one per directory) */
+	uint32_t queue;       /* events held for a host that does not read */
+	enum agent_user user;
+};
+
 struct agent_msg {
 	enum agent_type type;
 	uint64_t len;   /* payload bytes that follow this header */
@@ -323,6 +341,7 @@ struct agent_msg {
 		struct agent_file_req file;
 		struct agent_configure_req conf;
 		struct agent_tcp_req tcp;
+		struct agent_watch_req watch;
 		struct {
 			int64_t time_ns;
 			const char *entropy; /* hex digits (checked), or NULL */
@@ -460,5 +479,39 @@ struct agent_process_info {
 };
 /* A list_processes line; argv becomes argv0 + argv_truncated past 64 KiB. */
 int agent_line_process(struct agent_line *out, const struct agent_process_info *p);
+
+/* ---- watch (docs/agent-protocol.md, 7.8) ---- */
+
+enum agent_fs_kind {
+	AGENT_FS_CREATE,
+	AGENT_FS_MODIFY,
+	AGENT_FS_DELETE,
+	AGENT_FS_RENAME,   /* path is the new name, old_path the old one */
+	AGENT_FS_OVERFLOW, /* events were lost: reason, dropped */
+	AGENT_FS_KIND_COUNT
+};
+
+/* "create", ...; NULL when out of range. agent_fs_kind_parse: -1 when unknown. */
+const char *agent_fs_kind_name(enum agent_fs_kind k);
+int agent_fs_kind_parse(const char *name);
+
+struct agent_fs_event {
+	enum agent_fs_kind kind;
+	uint64_t seq;
+	const char *path;     /* below the watched directory; raw bytes */
+	size_t path_len;
+	const char *old_path; /* rename only */
+	size_t old_len;
+	bool is_dir;
+	const char *reason;   /* overflow: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;     /* overflow: events the agent dropped (0: unknown) */
+};
+
+/* {"type":"watching","path":P,"recursive":B,"watches":N} */
+int agent_line_watching(struct agent_line *out, const char *path, bool recursive, uint32_t watches);
+/* {"type":"fs_event","seq":S,"event":K,...}: paths made valid UTF-8 ("lossy"). */
+int agent_line_fs_event(struct agent_line *out, const struct agent_fs_event *ev);
+/* {"type":"watch_end","seq":S,"reason":R}: the last line of a watch. */
+int agent_line_watch_end(struct agent_line *out, uint64_t seq, const char *reason);
 
 #endif

@@ -95,26 +95,52 @@ int agent_reply_ok(struct agent_conn *c)
 
 /* ---- connections ---- */
 
-/* tcp_connect within AGENT_MAX_BRIDGES: the bridge holds its slot while it runs. */
-static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+/* One of `max` slots of a kind of long-lived connection (bridges,
+ * watches), so they can never take the slots exec, files and ping need.
+ * false when all are taken. */
+static bool slot_take(struct agent *a, unsigned *count, unsigned max)
 {
 	bool ok;
 
 	pthread_mutex_lock(&a->conn_lock);
-	ok = a->bridges < AGENT_MAX_BRIDGES;
+	ok = *count < max;
 	if (ok)
-		a->bridges++;
+		(*count)++;
 	pthread_mutex_unlock(&a->conn_lock);
-	if (!ok) {
+	return ok;
+}
+
+static void slot_put(struct agent *a, unsigned *count)
+{
+	pthread_mutex_lock(&a->conn_lock);
+	(*count)--;
+	pthread_mutex_unlock(&a->conn_lock);
+}
+
+/* tcp_connect within AGENT_MAX_BRIDGES: the bridge holds its slot while it runs. */
+static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	if (!slot_take(a, &a->bridges, AGENT_MAX_BRIDGES)) {
 		agent_reply_error(c, AGENT_E_BUSY,
 				  "tcp_connect: %d bridges are open, the most the agent runs at once (its other connections stay free for exec and files); retry when one has ended",
 				  AGENT_MAX_BRIDGES);
 		return;
 	}
 	agent_tcp_serve(c, m);
-	pthread_mutex_lock(&a->conn_lock);
-	a->bridges--;
-	pthread_mutex_unlock(&a->conn_lock);
+	slot_put(a, &a->bridges);
+}
+
+/* watch within AGENT_MAX_WATCH_STREAMS: a stream holds its slot while it runs. */
+static void serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	if (!slot_take(a, &a->watches, AGENT_MAX_WATCH_STREAMS)) {
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "watch: %d watches are open, the most the agent runs at once; end one first",
+				  AGENT_MAX_WATCH_STREAMS);
+		return;
+	}
+	agent_serve_watch(a, c, m);
+	slot_put(a, &a->watches);
 }
 
 static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
@@ -176,6 +202,9 @@ static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		break;
 	case AGENT_T_TCP_CONNECT:
 		serve_tcp(a, c, m);
+		break;
+	case AGENT_T_WATCH:
+		serve_watch(a, c, m);
 		break;
 	default:
 		/* data / end: agent_msg_parse refuses them as requests. */

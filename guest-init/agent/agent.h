@@ -50,6 +50,7 @@ struct agent {
 	pthread_mutex_t conn_lock;
 	unsigned conns;            /* open connections, under conn_lock */
 	unsigned bridges;          /* of which tcp_connect bridges, under conn_lock */
+	unsigned watches;          /* of which watch streams, under conn_lock */
 	int listen_fd;
 	int null_fd;               /* /dev/null, O_RDWR */
 	struct rlimit child_nofile; /* the open-file limit children get back */

@@ -2,7 +2,7 @@
  * agent_serve: the request handlers behind agent.c's dispatcher, one file
  * per group: agent_exec.c (exec), agent_run.c (run), agent_stream.c (spawn, attach, stdin,
  * signal, resize, wait, list_processes), agent_lifecycle.c (ping, info,
- * configure, sync_clock, shutdown).
+ * configure, sync_clock, shutdown), agent_watch.c (watch).
  *
  * Contract: a handler gets the connection right after its request (and
  * before the request's payload), replies everything the protocol says,
@@ -48,6 +48,8 @@ void agent_serve_info(struct agent *a, struct agent_conn *c, struct agent_msg *m
 void agent_serve_configure(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_serve_shutdown(struct agent *a, struct agent_conn *c, struct agent_msg *m);
+/* agent_watch.c: a directory's changes as fs_event lines until the host closes. */
+void agent_serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 
 /* Send an error line built from code and message. 0 or -errno. */
 int agent_reply_error(struct agent_conn *c, enum agent_code code, const char *fmt, ...)

@@ -4,7 +4,7 @@
  * behind a real Unix socket (kiln-vmm's vsock socket and its CONNECT/OK
  * handshake) answers one request with the input's bytes, and the client
  * parses them: pong, info, exec output and exit, process lists, stat,
- * list_dir streams, read with `len` payloads, exists.
+ * list_dir streams, read with `len` payloads, exists, watch event streams.
  *
  * Input: request (1 byte), then the agent's reply stream.
  * Invariants: a call returns 0 or -errno with a failure kind, a name and
@@ -105,7 +105,7 @@ static int on_data(void *arg, const void *data, size_t n)
 
 static int call(const struct agent_client *c, uint8_t which, struct agent_client_err *err)
 {
-	switch (which % 8) {
+	switch (which % 9) {
 	case 0: {
 		int proto = 0;
 
@@ -175,6 +175,30 @@ static int call(const struct agent_client *c, uint8_t which, struct agent_client
 		if (r == 0)
 			FUZZ_ASSERT(info.bytes == n);
 		return r;
+	}
+	case 8: {
+		struct agent_client_watch_opts o = { .recursive = true };
+		struct agent_client_watch *w;
+		struct agent_client_fs_event ev;
+		const char *end = NULL;
+		uint32_t watches = 0;
+		uint64_t seq = 0;
+		int r = agent_client_watch(c, "/w", &o, &w, &watches, err);
+
+		if (r)
+			return r;
+		while ((r = agent_client_watch_next(w, 3000, &ev, &end, err)) == 0) {
+			FUZZ_ASSERT(ev.seq == seq++ && agent_fs_kind_name(ev.kind));
+			if (ev.kind == AGENT_FS_OVERFLOW)
+				FUZZ_ASSERT(ev.reason && !ev.path);
+			else
+				FUZZ_ASSERT(ev.path && ev.path[0] && ev.path[0] != '/' &&
+					    (ev.kind != AGENT_FS_RENAME || ev.old_path));
+		}
+		if (r == 1)
+			FUZZ_ASSERT(end != NULL);
+		agent_client_watch_close(w);
+		return r == 1 ? 0 : r;
 	}
 	default: {
 		bool exists = false;

@@ -4,7 +4,7 @@
  * api/kilnd/endpoints/procs/proc_spec.c) and the raw tty stream's resize
  * escape (api/kilnd/endpoints/procs/tty_escape.c).
  *
- * Input: selector (1 byte), then
+ * Input: selector (1 byte: 0..11 and 13 queries, 12 the tty), then
  *   query selectors: a query string "k=v&k&..." split as the HTTP server
  *     does (at most HTTP's 32 pairs; '+' is a space, then %HH decoded by
  *     query_unescape), handed to one endpoint's parser;
@@ -24,7 +24,8 @@
 #include "fuzz.h"
 
 #define PAIRS_MAX 32 /* HTTP_QUERY_MAX */
-#define NSEL 13 /* 12 query parsers, then the tty stream */
+#define NSEL 14 /* 12 query parsers, the tty stream (12), the watch query (13) */
+#define TTY_SEL 12
 
 static void check_path(const char *p)
 {
@@ -122,6 +123,18 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 		bool close;
 
 		return proc_query_stdin(kv, n, &close, e);
+	}
+	case 13: {
+		const char *p = NULL;
+		struct agent_client_watch_opts o = { 0 };
+		int r = query_file_watch(kv, n, &p, &o, e);
+
+		if (!r) {
+			check_path(p);
+			FUZZ_ASSERT(o.max_watches >= 1 && o.max_watches <= AGENT_WATCH_WATCHES_MAX);
+			FUZZ_ASSERT(o.queue >= AGENT_WATCH_QUEUE_MIN && o.queue <= AGENT_WATCH_QUEUE_MAX);
+		}
+		return r;
 	}
 	default: {
 		uint32_t t = 0;
@@ -238,7 +251,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	sel = data[0] % NSEL;
-	if (sel == NSEL - 1)
+	if (sel == TTY_SEL)
 		fuzz_tty(data + 1, size - 1);
 	else
 		fuzz_query(sel, data + 1, size - 1);

@@ -523,9 +523,85 @@ test_kilnd_kill9_during_creates_leaves_nothing() {
   kd_done
 }
 
+# File watching (docs/api.md, "Watching files") on the sandbox of
+# test_kilnd_file_metadata_and_archives (no boot of its own): a recursive
+# watch through kilnd's endpoint (curl) and one through `kiln fs watch` at
+# once see create, modify, rename, delete and a file in a new
+# subdirectory, in order; both streams end, saying why, when the sandbox
+# is deleted. kd_watch_until FILE PATTERN: wait (bounded) for PATTERN.
+kd_watch_until() {
+  local i
+  for i in $(seq 1 240); do
+    grep -q -- "$2" "$1" 2>/dev/null && return 0
+    sleep 0.5
+  done
+  return 1
+}
+
+# kd_watch_begin: bad requests, then both watches, then the changes.
+kd_watch_begin() {
+  local t0=$SECONDS
+  api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/home/user/w/old","parents":true}'
+  kd_check '[ $status = 200 ]' "mkdir of the watched directory"
+  api GET "/v1/sandboxes/$sid/files/watch?path=/home/user/w&recursive=maybe"
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "a bad watch parameter is 400 bad_field"
+  api GET "/v1/sandboxes/$sid/files/watch?path=/home/user/none"
+  kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ]' "watching a missing directory is 404"
+  heartbeat "watch streams"
+  curl -sS -N --max-time 900 --unix-socket "$kds" \
+    "http://kiln/v1/sandboxes/$sid/files/watch?path=/home/user/w&recursive=true" >"$kd/watch.ndjson" 2>"$kd/watch.err" &
+  kd_wpid=$!
+  timeout -k 5 900 "$KILN_CLI" --socket "$kds" fs watch -r "$sid:/home/user/w" >"$kd/watch.cli" 2>"$kd/watch.cli.err" </dev/null &
+  kd_wcpid=$!
+  kd_check 'kd_watch_until "$kd/watch.ndjson" "\"watching\"" && kd_watch_until "$kd/watch.cli.err" "kiln: watching"' \
+    "both watches started ($(cat "$kd/watch.err" "$kd/watch.cli.err" 2>/dev/null))"
+  kd_sh "$sid" 'cd /home/user/w && echo one >a.txt && echo two >>a.txt && mv a.txt b.txt && rm b.txt && mkdir sub && echo x >sub/c.txt && echo y >old/d.txt'
+  kd_check '[ $status = 200 ]' "the changes ran"
+  kd_check 'kd_watch_until "$kd/watch.ndjson" old/d.txt && kd_watch_until "$kd/watch.cli" old/d.txt' "both watches saw the last change"
+  # The first six events are exact; then the file of the new directory
+  # (reported by its scan or by inotify, possibly both) before old/d.txt.
+  kd_check 'python3 - "$kd/watch.ndjson" "$kd/watch.cli" <<'"'"'PY'"'"'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert ev[0]["type"] == "watching" and ev[0]["recursive"] is True, ev[0]
+ev = ev[1:]
+assert [e["seq"] for e in ev] == list(range(len(ev))), ev
+got = [(e["type"], e.get("old_path", ""), e["path"], e["is_dir"]) for e in ev]
+want = [("create", "", "a.txt", False), ("modify", "", "a.txt", False), ("modify", "", "a.txt", False),
+        ("rename", "a.txt", "b.txt", False), ("delete", "", "b.txt", False), ("create", "", "sub", True)]
+assert got[:6] == want, got
+rest = [g for g in got[6:] if g[0] == "create"]
+assert rest[0] == ("create", "", "sub/c.txt", False) and rest[-1] == ("create", "", "old/d.txt", False), got
+cli = open(sys.argv[2]).read().splitlines()
+assert cli[:6] == ["create  a.txt", "modify  a.txt", "modify  a.txt", "rename  a.txt -> b.txt", "delete  b.txt",
+                   "create  sub/"], cli
+assert [l for l in cli[6:] if l.startswith("create")][0] == "create  sub/c.txt", cli
+assert "create  old/d.txt" in cli[6:], cli
+PY' "the events, in order (curl: $(head -c 1500 "$kd/watch.ndjson"); kiln: $(head -c 600 "$kd/watch.cli"))"
+  kd_watch_secs=$((SECONDS - t0))
+}
+
+# kd_watch_end: after the sandbox's DELETE, both streams have ended by
+# themselves with their end event.
+kd_watch_end() {
+  local i
+  for i in $(seq 1 240); do
+    kill -0 "$kd_wpid" 2>/dev/null || kill -0 "$kd_wcpid" 2>/dev/null || break
+    sleep 0.5
+  done
+  kd_check '! kill -0 "$kd_wpid" 2>/dev/null && ! kill -0 "$kd_wcpid" 2>/dev/null' "both watch streams ended with the sandbox"
+  kill "$kd_wpid" "$kd_wcpid" 2>/dev/null
+  wait "$kd_wpid"
+  kd_check 'wait "$kd_wcpid"' "kiln fs watch exits 0 at the end ($(cat "$kd/watch.cli.err"))"
+  kd_check '[ "$(tail -n 1 "$kd/watch.ndjson" | python3 -c "import json, sys; d = json.load(sys.stdin); print(d[\"type\"], d[\"reason\"])")" = "end sandbox_stopped" ]' \
+    "the curl stream ends with an end event ($(tail -n 1 "$kd/watch.ndjson"))"
+  kd_check 'grep -q "the watch ended: sandbox_stopped" "$kd/watch.cli.err"' "kiln fs watch says why it ended"
+  heartbeat "file watch checks took ${kd_watch_secs}s, their end $((SECONDS - kd_watch_t1))s with the DELETE"
+}
+
 test_kilnd_file_metadata_and_archives() {
   kd_start || return 1
-  local why='' n
+  local why='' n kd_wpid kd_wcpid kd_watch_secs kd_watch_t1
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
 
   api POST "/v1/sandboxes/$sid/files/mkdir" -d '{"path":"/home/user/m/a/b","parents":true,"mode":448}'
@@ -618,7 +694,10 @@ PY
   api PUT "/v1/sandboxes/$sid/archive?path=/home/user/half" -T "$kd/half.tgz"
   kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_archive ]' "a truncated tar.gz is 400 bad_archive"
 
+  kd_watch_begin
+  kd_watch_t1=$SECONDS
   api DELETE "/v1/sandboxes/$sid"
+  kd_watch_end
   kd_done || return 1
   expect_rc 0
 }

@@ -34,6 +34,7 @@
 #include "guest-init/agent/agent_tcp.h"
 #include "lib/base/sock_relay.h"
 #include "lib/base/mono.h"
+#include "fake_vmm.h"
 
 static void pair(int sv[2])
 {
@@ -576,8 +577,7 @@ static void test_serve_bad_request(void **state)
  * real request parser and tcp_connect handler on the same socket.
  */
 struct vmm_agent {
-	char dir[64], path[108];
-	int lfd;
+	struct fake_vmm v;
 	int rc;
 	pthread_t th;
 };
@@ -586,20 +586,11 @@ static void *vmm_agent_main(void *arg)
 {
 	struct vmm_agent *v = arg;
 	struct agent_side ag = { .rc = 1 };
-	char line[32];
-	size_t n = 0;
-	int fd = accept4(v->lfd, NULL, NULL, SOCK_CLOEXEC);
+	int fd = fake_vmm_accept(&v->v);
 
 	v->rc = -1;
 	if (fd < 0)
 		return NULL;
-	while (n < sizeof(line) - 1 && read(fd, line + n, 1) == 1 && line[n++] != '\n')
-		;
-	line[n] = '\0';
-	if (strcmp(line, "CONNECT 1024\n") != 0 || write(fd, "OK 7\n", 5) != 5) {
-		close(fd);
-		return NULL;
-	}
 	ag.fd = fd;
 	agent_main(&ag);
 	v->rc = ag.rc;
@@ -608,26 +599,15 @@ static void *vmm_agent_main(void *arg)
 
 static void vmm_agent_start(struct vmm_agent *v)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
 	memset(v, 0, sizeof(*v));
-	snprintf(v->dir, sizeof(v->dir), "/tmp/kiln-agent-tcp-XXXXXX");
-	assert_non_null(mkdtemp(v->dir));
-	snprintf(v->path, sizeof(v->path), "%s/v.sock", v->dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", v->path);
-	v->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	assert_true(v->lfd >= 0);
-	assert_int_equal(bind(v->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(v->lfd, 4), 0);
+	fake_vmm_listen(&v->v);
 	assert_int_equal(pthread_create(&v->th, NULL, vmm_agent_main, v), 0);
 }
 
 static void vmm_agent_stop(struct vmm_agent *v)
 {
 	join_bounded(v->th, "the fake kiln-vmm + agent");
-	close(v->lfd);
-	unlink(v->path);
-	rmdir(v->dir);
+	fake_vmm_close(&v->v);
 }
 
 /* A server that greets at once, then reads until EOF. */
@@ -674,7 +654,7 @@ static void test_client_through_agent(void **state)
 	assert_true(g.lfd >= 0);
 	assert_int_equal(pthread_create(&g.th, NULL, greeter_main, &g), 0);
 	vmm_agent_start(&v);
-	assert_int_equal(agent_client_init(&c, v.path), 0);
+	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	if (agent_client_tcp_connect(&c, port, NULL, &fd, &e) != 0)
 		fail_msg("tcp_connect: %s", e.msg);
@@ -694,7 +674,7 @@ static void test_client_through_agent(void **state)
 	/* Nothing listens any more: the agent's `refused` reaches the caller. */
 	close(g.lfd);
 	vmm_agent_start(&v);
-	assert_int_equal(agent_client_init(&c, v.path), 0);
+	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	assert_int_equal(agent_client_tcp_connect(&c, port, NULL, &fd, &e), -EREMOTEIO);
 	assert_int_equal(e.fail, AGENT_FAIL_AGENT);
 	assert_int_equal(e.code, AGENT_E_REFUSED);

@@ -234,7 +234,7 @@ static void test_fs_parse(void **state)
 	assert_string_equal(err, "unknown option '-r'");
 	assert_int_equal(cli_fs_parse(4, ARGV("ls", "--depth", "0", "box:/"), &g, r, err, sizeof(err)), -1);
 	assert_int_equal(cli_fs_parse(2, ARGV("cat", "box:/a"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown subcommand 'cat' (ls, stat, mkdir, rm or mv)");
+	assert_string_equal(err, "unknown subcommand 'cat' (ls, stat, mkdir, rm, mv or watch)");
 	assert_int_equal(cli_fs_parse(0, ARGV(NULL), &g, r, err, sizeof(err)), -1);
 	assert_int_equal(cli_fs_parse(1, ARGV("rm"), &g, r, err, sizeof(err)), -1);
 	assert_string_equal(err, "expected ID:/PATH");

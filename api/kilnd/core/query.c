@@ -320,6 +320,32 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 	return 0;
 }
 
+int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
+		     struct agent_client_watch_opts *o, struct api_err *e)
+{
+	static const char *const known[] = { "path", "recursive", "max_watches", "queue", "user", NULL };
+	static const char what[] = "watch";
+	uint64_t watches = AGENT_WATCH_WATCHES_DEFAULT, queue = AGENT_WATCH_QUEUE_DEFAULT;
+	bool present;
+
+	memset(o, 0, sizeof(*o));
+	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	    get_bool(kv, n, "recursive", false, &o->recursive, what, e) ||
+	    get_uint(kv, n, "max_watches", 10, AGENT_WATCH_WATCHES_MAX, &present, &watches, what, e) ||
+	    get_uint(kv, n, "queue", 10, AGENT_WATCH_QUEUE_MAX, &present, &queue, what, e) ||
+	    get_user(kv, n, &o->user, what, e))
+		return -1;
+	/* 0 would mean "the default" to the client library: refuse it here. */
+	if (watches == 0 || queue < AGENT_WATCH_QUEUE_MIN) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least %u", what,
+			    watches == 0 ? "max_watches" : "queue", watches == 0 ? 1u : AGENT_WATCH_QUEUE_MIN);
+		return -1;
+	}
+	o->max_watches = (uint32_t)watches;
+	o->queue = (uint32_t)queue;
+	return 0;
+}
+
 int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
 		  struct api_err *e)
 {

@@ -77,6 +77,11 @@ int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool
 int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 		    struct agent_client_list_opts *o, struct api_err *e);
 
+/* GET .../files/watch: path, recursive (default false), max_watches
+ * (1..AGENT_WATCH_WATCHES_MAX), queue (AGENT_WATCH_QUEUE_MIN..MAX), user. */
+int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
+		     struct agent_client_watch_opts *o, struct api_err *e);
+
 /* GET/PUT .../archive: path, user. */
 int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
 		  struct api_err *e);

@@ -34,6 +34,7 @@ const http_handler_fn dispatch_handlers[OP_COUNT] = {
 	[OP_FILE_MKDIR] = handle_file_mkdir,
 	[OP_FILE_REMOVE] = handle_file_remove,
 	[OP_FILE_RENAME] = handle_file_rename,
+	[OP_FILE_WATCH] = handle_file_watch,
 	[OP_ARCHIVE_GET] = handle_archive_get,
 	[OP_ARCHIVE_PUT] = handle_archive_put_begin,
 	[OP_PORT_LIST] = handle_port_list,

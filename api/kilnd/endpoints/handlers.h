@@ -57,6 +57,8 @@ void handle_file_list(struct http_req *r);
 void handle_file_mkdir(struct http_req *r);
 void handle_file_remove(struct http_req *r);
 void handle_file_rename(struct http_req *r);
+/* handle_watch.c: GET .../files/watch, NDJSON events. */
+void handle_file_watch(struct http_req *r);
 
 /* handle_archive.c: tar.gz; PUT streams its body like PUT .../files. */
 void handle_archive_get(struct http_req *r);

@@ -39,6 +39,7 @@ static const struct {
 	{ "/v1/sandboxes/{id}/files/mkdir", "POST", { { "POST", OP_FILE_MKDIR } } },
 	{ "/v1/sandboxes/{id}/files/remove", "POST", { { "POST", OP_FILE_REMOVE } } },
 	{ "/v1/sandboxes/{id}/files/rename", "POST", { { "POST", OP_FILE_RENAME } } },
+	{ "/v1/sandboxes/{id}/files/watch", "GET", { { "GET", OP_FILE_WATCH } } },
 	{ "/v1/sandboxes/{id}/archive", "GET, PUT", { { "GET", OP_ARCHIVE_GET }, { "PUT", OP_ARCHIVE_PUT } } },
 	{ "/v1/sandboxes/{id}/ports", "GET, POST", { { "GET", OP_PORT_LIST }, { "POST", OP_PORT_ADD } } },
 	{ "/v1/sandboxes/{id}/ports/{port}", "DELETE", { { "DELETE", OP_PORT_REMOVE } } },

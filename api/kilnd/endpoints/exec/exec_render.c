@@ -216,3 +216,8 @@ char *exec_event_error(const struct api_err *e, size_t *len)
 	json_decref(err);
 	return dump_line(o, len);
 }
+
+char *exec_event_json(json_t *o, size_t *len)
+{
+	return dump_line(o, len);
+}

@@ -63,6 +63,9 @@ int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res
 /* run's last event: {"type":"result","result":...,"error":...}. NULL when out of memory. */
 char *exec_event_result(const struct agent_client_exec_result *res, size_t *len);
 
+/* Any event object as one compact NDJSON line; consumes o (NULL: out of memory gives NULL). */
+char *exec_event_json(json_t *o, size_t *len);
+
 /* The error event {"type":"error","error":{"code","message"}}. NULL when out of memory. */
 char *exec_event_error(const struct api_err *e, size_t *len);
 

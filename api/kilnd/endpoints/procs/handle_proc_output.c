@@ -15,6 +15,7 @@
 #include "api/kilnd/endpoints/exec/exec_render.h"
 #include "api/kilnd/endpoints/procs/handle_procs.h"
 #include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/http/line_feed.h"
 #include "api/kilnd/endpoints/procs/proc_render.h"
 #include "api/kilnd/endpoints/procs/proc_spec.h"
 
@@ -26,13 +27,12 @@ struct out_job {
 	struct kilnd *d;
 	struct agent_client_stream *s;
 	struct proc_out_enc enc;
-	char *line; /* the event being sent */
-	size_t len, off;
+	struct line_feed lf; /* the event being sent */
 	bool ended;
 	int conn_fd;
 };
 
-/* The next event line into j->line; false at the end of the stream. */
+/* The next event line into j->lf.line; false at the end of the stream. */
 static bool next_line(struct out_job *j)
 {
 	struct agent_client_event ev;
@@ -54,50 +54,47 @@ static bool next_line(struct out_job *j)
 		if (r < 0) {
 			/* The 200 is out: the failure is the last event. */
 			api_err_from_agent(&e, &ae, "output");
-			j->line = exec_event_error(&e, &j->len);
+			j->lf.line = exec_event_error(&e, &j->lf.len);
 			j->ended = true;
-			return j->line != NULL;
+			return j->lf.line != NULL;
 		}
 		switch (ev.kind) {
 		case AGENT_EVENT_STDOUT:
 		case AGENT_EVENT_STDERR:
 			if (proc_event_output(&j->enc, ev.kind == AGENT_EVENT_STDERR ? AGENT_STDERR : AGENT_STDOUT,
-					      ev.seq, ev.data, ev.len, &j->line, &j->len))
+					      ev.seq, ev.data, ev.len, &j->lf.line, &j->lf.len))
 				return false;
 			break;
 		case AGENT_EVENT_GAP:
-			j->line = proc_event_gap(&j->enc, ev.seq, ev.gap_bytes, &j->len);
-			if (!j->line)
+			j->lf.line = proc_event_gap(&j->enc, ev.seq, ev.gap_bytes, &j->lf.len);
+			if (!j->lf.line)
 				return false;
 			break;
 		case AGENT_EVENT_EXIT:
-			j->line = proc_event_exit(&j->enc, &ev.exit, &j->len);
-			if (!j->line)
+			j->lf.line = proc_event_exit(&j->enc, &ev.exit, &j->lf.len);
+			if (!j->lf.line)
 				return false;
 			break;
 		}
-		if (j->line)
+		if (j->lf.line)
 			return true;
 	}
 	return false;
 }
 
+static bool more(void *arg)
+{
+	return next_line(arg);
+}
+
 static ssize_t out_reader(void *cls, char *buf, size_t max)
 {
 	struct out_job *j = cls;
-	size_t n;
+	size_t n = line_feed_read(&j->lf, buf, max, more, j);
 
-	if (j->off == j->len) {
-		free(j->line);
-		j->line = NULL;
-		j->len = j->off = 0;
-		if (!next_line(j))
-			return j->ended ? HTTP_READER_END : HTTP_READER_ERROR;
-	}
-	n = j->len - j->off < max ? j->len - j->off : max;
-	memcpy(buf, j->line + j->off, n);
-	j->off += n;
-	return (ssize_t)n;
+	if (n)
+		return (ssize_t)n;
+	return j->ended ? HTTP_READER_END : HTTP_READER_ERROR;
 }
 
 static void out_free(void *cls)
@@ -106,7 +103,7 @@ static void out_free(void *cls)
 
 	/* Closing the attach detaches; the process keeps running. */
 	agent_client_stream_close(j->s);
-	free(j->line);
+	line_feed_free(&j->lf);
 	free(j);
 }
 
@@ -142,8 +139,8 @@ void handle_proc_output(struct http_req *r)
 	}
 	proc_out_enc_init(&j->enc, base64);
 	j->conn_fd = http_conn_fd(r);
-	j->line = proc_event_attached(&info, &j->len);
-	if (!j->line) {
+	j->lf.line = proc_event_attached(&info, &j->lf.len);
+	if (!j->lf.line) {
 		out_free(j);
 		api_err_set(&e, API_E_INTERNAL, "output: out of memory");
 		http_error(r, &e);
