@@ -27,6 +27,11 @@ static const char *const etc_entries[] = {
 	"resolv.conf",  "services",        "ssl",                  "timezone",
 };
 
+/* The agent's own read-only helpers under /run (the run-code helpers,
+ * /run/kiln-run), shown when present so confined snippets can use them;
+ * nothing else of /run (sockets, the agent's state) is. */
+static const char *const run_dirs[] = { "/run/kiln-run" };
+
 /* Device nodes, bound from the guest's devtmpfs (a bind keeps the node
  * usable on a nodev mount). No disks, no consoles, no /dev/kmsg. */
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
@@ -199,6 +204,12 @@ int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx
 	}
 	mkdir_at(&b, "/etc", 0755);
 	show_each(&b, "/etc", etc_entries, N(etc_entries));
+	for (size_t i = 0; i < N(run_dirs); i++) {
+		if (probe(ctx, run_dirs[i], NULL, 0) != CONFINE_DIR)
+			continue;
+		mkdir_at(&b, "/run", 0755);
+		show(&b, run_dirs[i], false);
+	}
 	/* Read-write, with whatever is mounted below it (a share). */
 	mkdir_at(&b, CONFINE_WORKSPACE, 0755);
 	bind(&b, CONFINE_WORKSPACE, CONFINE_WORKSPACE, MS_REC);

@@ -76,6 +76,8 @@ static const struct fake_entry debian[] = {
 	{ "/dev/tty", CONFINE_NODE, NULL },
 	{ "/dev/pts", CONFINE_DIR, NULL },
 	{ "/dev/vda", CONFINE_NODE, NULL },
+	{ "/run/kiln-run", CONFINE_DIR, NULL },
+	{ "/run/kiln-vsock.sock", CONFINE_NODE, NULL },
 };
 
 /* The minimal (busybox) image: real directories, no /usr/lib. */
@@ -165,6 +167,12 @@ static void test_debian_view(void **state)
 	assert_unseen("/dev/vda");
 	assert_unseen("/sys");
 
+	/* Of /run only the run-code helpers, read-only. */
+	assert_non_null(find(CONFINE_MKDIR, R "/run"));
+	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run")->src, "/run/kiln-run");
+	assert_non_null(find(CONFINE_READONLY, R "/run/kiln-run"));
+	assert_unseen("/run/kiln-vsock.sock");
+
 	/* /workspace read-write with its submounts; /tmp private. */
 	s = find(CONFINE_BIND, R "/workspace");
 	assert_non_null(s);
@@ -232,6 +240,7 @@ static void test_minimal_view_and_shape(void **state)
 	assert_null(find(CONFINE_BIND, R "/dev/tty")); /* absent there: left out */
 	assert_unseen("/etc/passwd");
 	assert_non_null(find(CONFINE_MKDIR, R "/etc")); /* an empty /etc */
+	assert_null(find(CONFINE_MKDIR, R "/run")); /* no helpers, no /run */
 	assert_int_equal(confine_plan_build(&plan, fake_probe, &deb), 0);
 	assert_well_formed();
 }
