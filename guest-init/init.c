@@ -216,6 +216,13 @@ int main(void)
 	setup_stdio();
 	mount_one("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount_one("sys", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	/* cgroup v2 where users' tools look for it (systemd-run, podman, a
+	 * browser's sandbox); the kernel makes the directory when it has
+	 * cgroups, so a kernel without them is skipped quietly. nsdelegate:
+	 * a cgroup namespace owns its subtree. */
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, "nsdelegate") < 0 &&
+	    errno != ENOENT && errno != ENODEV)
+		say("mount cgroup2 on /sys/fs/cgroup: %s", strerror(errno));
 	mount_one("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "mode=0620,ptmxmode=0666");
 	mount_one("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
 	mount_one("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755");

@@ -152,6 +152,7 @@ struct agent_client_proc_opts {
 	const char *cwd;             /* NULL: the user's home */
 	enum agent_user user;        /* AGENT_USER_USER (uid 1000) or AGENT_USER_ROOT */
 	uint32_t timeout_ms;         /* guest-side kill after this long; 0: none */
+	bool confine;                /* own mount namespace: /workspace, /tmp, the runtime (agent protocol 8) */
 
 	/* exec only */
 	uint32_t output_cap;         /* per stream; 0: AGENT_OUTPUT_CAP_DEFAULT */

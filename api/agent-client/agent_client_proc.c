@@ -53,6 +53,8 @@ static void req_proc(struct agent_client_req *rq, const struct agent_client_proc
 	agent_client_req_user(rq, o->user);
 	if (o->timeout_ms)
 		agent_client_req_int(rq, "timeout_ms", o->timeout_ms);
+	if (o->confine)
+		agent_client_req_set(rq, "confine", json_true());
 }
 
 /* Output of one exec stream: collected up to the cap, or passed on. */

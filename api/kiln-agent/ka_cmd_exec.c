@@ -39,6 +39,7 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 		{ "env", required_argument, 0, OPT_ENV },
 		{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },
 		{ "shell", no_argument, 0, OPT_SHELL },
+		{ "confine", no_argument, 0, OPT_CONFINE },
 		{ "output-cap", required_argument, 0, OPT_OUTPUT_CAP },
 		{ "stdin-file", required_argument, 0, OPT_STDIN_FILE },
 		{ "json", no_argument, 0, OPT_JSON },
@@ -50,6 +51,7 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 		{ "env", required_argument, 0, OPT_ENV },
 		{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },
 		{ "shell", no_argument, 0, OPT_SHELL },
+		{ "confine", no_argument, 0, OPT_CONFINE },
 		{ "pty", no_argument, 0, OPT_PTY },
 		{ "rows", required_argument, 0, OPT_ROWS },
 		{ "cols", required_argument, 0, OPT_COLS },
@@ -96,6 +98,9 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 			break;
 		case OPT_SHELL:
 			p->o.shell = true;
+			break;
+		case OPT_CONFINE:
+			p->o.confine = true;
 			break;
 		case OPT_OUTPUT_CAP:
 			if (!parse_u32(optarg, AGENT_OUTPUT_CAP_MAX, &v))

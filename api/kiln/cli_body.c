@@ -165,6 +165,9 @@ int cli_proc_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
 	case CLI_PO_SHELL:
 		json_object_set_new(b, "shell", json_true());
 		return 0;
+	case CLI_PO_CONFINE:
+		json_object_set_new(b, "confine", json_true());
+		return 0;
 	}
 	return 1;
 }
@@ -332,6 +335,7 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 		{ "user", 'u', true, CLI_PO_USER },
 		{ "cwd", 'w', true, CLI_PO_CWD },
 		{ "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },
+		{ "confine", 0, false, CLI_PO_CONFINE },
 		EXEC_OPTDEFS,
 		{ 0 },
 	};

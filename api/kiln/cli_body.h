@@ -226,10 +226,11 @@ int cli_body_argv(json_t *body, int argc, char **argv, int rest, char *err, size
 int cli_query_add(char *q, size_t qsz, const char *name, const char *value);
 
 /* The options of every command that starts a process (exec, spawn, shell, run). */
-enum { CLI_PO_USER = 100, CLI_PO_CWD, CLI_PO_ENV, CLI_PO_TIMEOUT_MS, CLI_PO_SHELL, CLI_PO_END };
+enum { CLI_PO_USER = 100, CLI_PO_CWD, CLI_PO_ENV, CLI_PO_TIMEOUT_MS, CLI_PO_SHELL, CLI_PO_CONFINE, CLI_PO_END };
 #define CLI_PROC_OPTDEFS                                                                          \
 	{ "user", 'u', true, CLI_PO_USER }, { "cwd", 'w', true, CLI_PO_CWD },                     \
-		{ "env", 'e', true, CLI_PO_ENV }, { "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS }
+		{ "env", 'e', true, CLI_PO_ENV }, { "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },   \
+		{ "confine", 0, false, CLI_PO_CONFINE }
 /* One of them into body; 1 when opt is not one of them. */
 int cli_proc_opt(json_t *body, int opt, const char *value, char *err, size_t errsz);
 

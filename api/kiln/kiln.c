@@ -20,7 +20,7 @@ static const struct cli_cmd commands[] = {
 	  "[--share HOST:GUEST[:ro]]... [--timeout S] [--no-console] [--network none|passt] [--firewall FILE]",
 	  "create and boot a sandbox (image 'minimal' by default); prints its id", cli_cmd_create },
 	{ "run",
-	  "[create options] [--user U] [--cwd DIR] [--timeout-ms N] [--shell] [-i] [--buffered] IMAGE "
+	  "[create options] [--user U] [--cwd DIR] [--timeout-ms N] [--confine] [--shell] [-i] [--buffered] IMAGE "
 	  "[--] PROGRAM [ARG...]",
 	  "create a sandbox, run one command, delete it (also on Ctrl-C)", cli_cmd_run },
 	{ "ls", "[--state STATE] [--label K=V]...", "list sandboxes, oldest first", cli_cmd_ls },
@@ -29,17 +29,17 @@ static const struct cli_cmd commands[] = {
 	{ "start", "ID", "boot a stopped or crashed sandbox again", cli_cmd_start },
 	{ "rm", "ID", "stop a sandbox if it runs and delete everything it owned", cli_cmd_rm },
 	{ "exec",
-	  "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--shell] [-i] [--buffered] "
+	  "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [--shell] [-i] [--buffered] "
 	  "[--] PROGRAM [ARG...]",
 	  "run a process, its output streamed; its exit status is kiln's", cli_cmd_exec },
 	{ "run-code",
 	  "ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -) [--user U] [--cwd DIR] "
 	  "[--env K=V|K]... [--timeout-ms N] [-i] [--stream]",
 	  "run a snippet; prints its output, then what it passed to result.set as JSON", cli_cmd_run_code },
-	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [-- PROGRAM [ARG...]]",
+	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [-- PROGRAM [ARG...]]",
 	  "a terminal: sh (or PROGRAM) on a PTY, attached to ours", cli_cmd_shell },
 	{ "spawn",
-	  "ID [--user U] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--shell] [--pty [--rows R] [--cols C]] "
+	  "ID [--user U] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [--shell] [--pty [--rows R] [--cols C]] "
 	  "[--ring-bytes N] [-i] [--] PROGRAM [ARG...]",
 	  "start a background process; prints its process id", cli_cmd_spawn },
 	{ "ps", "ID", "a sandbox's background processes, running and exited", cli_cmd_ps },
@@ -109,6 +109,12 @@ static void usage(FILE *out)
 		"                 cp: kilnd's answer, or for downloads {path, bytes} or the\n"
 		"                 counts of what was extracted)\n"
 		"  -h, --help     this text\n"
+		"\n"
+		"--confine (exec, run, spawn, shell): the process runs in its own mount\n"
+		"  namespace in the guest and sees only /workspace (read-write, its cwd and\n"
+		"  HOME), a private /tmp and the image's programs and libraries, read-only:\n"
+		"  no /home, no /root, no /etc/passwd (docs/api.md, \"Confinement\"). A\n"
+		"  convenience inside the VM; the VM is the security boundary\n"
 		"\n"
 		"exit status:\n"
 		"  0  done\n"

@@ -324,7 +324,7 @@ struct msg_spec {
 #define NO_FIELDS ((const char *const[]){ NULL })
 /* How a process runs, for exec, spawn and run alike: an option added
  * here reaches all three (parse_proc reads them). */
-#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms"
+#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms", "confine"
 #define PROC_FIELDS "argv", "shell", PROC_RUN_FIELDS
 
 static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
@@ -657,6 +657,13 @@ static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, boo
 		return c;
 	if ((c = get_u32(p, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &r->timeout_ms)))
 		return c;
+	if ((c = get_bool(p, "confine", false, &r->confine)))
+		return c;
+	if (r->confine && !agent_confine_cwd_ok(r->cwd))
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+				     "%s: 'cwd' '%.200s' is not visible to a confined process; give " AGENT_WORKSPACE
+				     " or a directory below it (without '..'), or leave it out",
+				     p->name, r->cwd);
 	if (!spawn)
 		return get_u32(p, "output_cap", false, 0, AGENT_OUTPUT_CAP_MAX,
 			       AGENT_OUTPUT_CAP_DEFAULT, &r->output_cap);
@@ -1225,6 +1232,22 @@ bool agent_ifname_valid(const char *s)
 	for (; *s; s++)
 		if (*s == '/' || *s == ':' || *s == ' ' || *s == '\t' || *s == '\n' ||
 		    *s == '\r' || *s == '\v' || *s == '\f')
+			return false;
+	return true;
+}
+
+bool agent_confine_cwd_ok(const char *cwd)
+{
+	size_t n = strlen(AGENT_WORKSPACE);
+	const char *c;
+
+	if (!cwd)
+		return true;
+	if (strncmp(cwd, AGENT_WORKSPACE, n) != 0 || (cwd[n] && cwd[n] != '/'))
+		return false;
+	/* A ".." component would climb out of it, lexically at least. */
+	for (c = cwd + n; (c = strstr(c, "..")); c += 2)
+		if (c[-1] == '/' && (c[2] == '/' || !c[2]))
 			return false;
 	return true;
 }

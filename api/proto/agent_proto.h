@@ -87,6 +87,8 @@
 #define AGENT_USER_GID 1000u
 #define AGENT_USER_HOME "/home/user"
 #define AGENT_ROOT_HOME "/root"
+/* The directory a confined process sees read-write (its cwd and HOME). */
+#define AGENT_WORKSPACE "/workspace"
 #define AGENT_DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 /* Error codes; agent_code_name() gives the wire string. */
@@ -262,6 +264,7 @@ struct agent_proc_req {
 	const char *cwd; /* NULL: the user's home */
 	enum agent_user user;
 	bool shell;
+	bool confine;         /* run in a mount namespace that shows /workspace (section 8) */
 	uint32_t timeout_ms;  /* 0: none */
 	uint32_t output_cap;  /* exec */
 	bool pty;             /* spawn */
@@ -374,6 +377,9 @@ int agent_parse_ip(const char *s, struct agent_addr *out);   /* 0 or -EINVAL */
 int agent_parse_cidr(const char *s, struct agent_addr *out); /* 0 or -EINVAL */
 bool agent_hostname_valid(const char *s);
 bool agent_ifname_valid(const char *s);
+/* The cwd of a confined process: absent (NULL), or /workspace or below
+ * it without ".." components (section 8, "Confinement"). */
+bool agent_confine_cwd_ok(const char *cwd);
 /* True when `path` lexically names "/" ("/", "//", "/.", "/a/..", ...). */
 bool agent_path_is_root(const char *path);
 

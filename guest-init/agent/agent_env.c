@@ -43,7 +43,8 @@ int agent_env_build(const struct agent_proc_req *req, bool pty, char ***out)
 	if (!v)
 		return -ENOMEM;
 	v[n++] = (struct kv){ "PATH", AGENT_DEFAULT_PATH };
-	v[n++] = (struct kv){ "HOME", agent_user_home(req->user) };
+	/* Confined, the home directory is not visible: the workspace is home. */
+	v[n++] = (struct kv){ "HOME", req->confine ? AGENT_WORKSPACE : agent_user_home(req->user) };
 	v[n++] = (struct kv){ "USER", agent_user_name(req->user) };
 	v[n++] = (struct kv){ "LOGNAME", agent_user_name(req->user) };
 	v[n++] = (struct kv){ "SHELL", "/bin/sh" };

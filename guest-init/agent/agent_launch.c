@@ -13,14 +13,16 @@
 #include <unistd.h>
 
 #include "guest-init/agent/agent_env.h"
+#include "guest-init/agent/confine_apply.h"
 #include "guest-init/sys/child.h"
 
 /* What the child reports through the error pipe before it exits 127. */
-enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_USER, STAGE_CWD, STAGE_EXEC };
+enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_CONFINE, STAGE_USER, STAGE_CWD, STAGE_EXEC };
 
 struct launch_fail {
 	int stage;
 	int err;
+	size_t step; /* STAGE_CONFINE: the plan's failing step */
 };
 
 /* Everything the child needs, prepared by the parent. */
@@ -34,15 +36,21 @@ struct launch_plan {
 	int slave;        /* pty slave, or -1 */
 	int report;       /* error pipe, write end */
 	const struct rlimit *nofile;
+	const struct confine_plan *confine; /* NULL: not confined */
 };
 
-static void __attribute__((noreturn)) child_fail(const struct launch_plan *pl, int stage)
+static void __attribute__((noreturn)) child_fail_at(const struct launch_plan *pl, int stage, size_t step)
 {
-	struct launch_fail f = { stage, errno };
+	struct launch_fail f = { stage, errno, step };
 	ssize_t r = write(pl->report, &f, sizeof(f));
 
 	(void)r; /* nothing left to tell if even this fails */
 	_exit(127);
+}
+
+static void __attribute__((noreturn)) child_fail(const struct launch_plan *pl, int stage)
+{
+	child_fail_at(pl, stage, 0);
 }
 
 /* After fork(): async-signal-safe system calls only (see agent_launch.h). */
@@ -58,6 +66,14 @@ static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
 	for (int i = 0; i < 3; i++)
 		if (dup2(pl->fd[i], i) < 0)
 			child_fail(pl, STAGE_STDIO);
+	/* As root, before the user switch; a failure stops here, so a process
+	 * asked to be confined never runs unconfined. */
+	if (pl->confine) {
+		size_t step = 0;
+
+		if (confine_apply(pl->confine, &step) < 0)
+			child_fail_at(pl, STAGE_CONFINE, step);
+	}
 	/* Raw system calls: glibc's setuid() wrappers coordinate all threads
 	 * of a process, which is not something to rely on in the child of a
 	 * multithreaded fork. Here there is exactly one thread, so the
@@ -111,6 +127,37 @@ static int setup_error(struct agent_err *err, const char *what, const char *step
 	agent_err_set(err, agent_errno_code(e), "%s: %s: %s%s", what, step, strerror(e),
 		      agent_errno_code(e) == AGENT_E_BUSY ? "; retry later" : "");
 	return -1;
+}
+
+/* The view of a confined process, laid out before the fork (the child
+ * may not allocate). */
+static int prepare_confine(struct confine_plan **plan, const char *what, struct agent_err *err)
+{
+	int e = confine_workspace_ensure();
+
+	if (e < 0) {
+		agent_err_set(err, agent_errno_code(-e), "%s: confine: cannot create " AGENT_WORKSPACE ": %s",
+			      what, strerror(-e));
+		return -1;
+	}
+	*plan = malloc(sizeof(**plan));
+	if (!*plan) {
+		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
+		return -1;
+	}
+	e = confine_plan_build(*plan, confine_probe, NULL);
+	if (e == -ENOENT) {
+		agent_err_set(err, AGENT_E_NOT_FOUND,
+			      "%s: confine: " AGENT_WORKSPACE " is not a directory in this image; make it one, or run without \"confine\"",
+			      what);
+		return -1;
+	}
+	if (e < 0) {
+		agent_err_set(err, AGENT_E_IO_ERROR, "%s: confine: laying out the view failed: %s", what,
+			      strerror(-e));
+		return -1;
+	}
+	return 0;
 }
 
 /* The parent's ends and the child's ends of the three stdio channels. */
@@ -183,14 +230,26 @@ static void close_all(struct launch_fds *f, bool parent_too)
 
 /* Turn the child's report into the protocol's error. */
 static void child_error(const struct launch_fail *f, const char *what, const char *prog,
-			const struct agent_proc_req *req, const char *cwd, struct agent_err *err)
+			const struct agent_proc_req *req, const char *cwd,
+			const struct confine_plan *confine, struct agent_err *err)
 {
 	enum agent_code code = agent_errno_code(f->err);
 	const char *why = strerror(f->err);
+	char step[160];
 
 	switch (f->stage) {
+	case STAGE_CONFINE:
+		confine_step_describe(confine, f->step, step, sizeof(step));
+		agent_err_set(err, code,
+			      "%s: confining the process failed while %s: %s; it did not run (run it without \"confine\", or report this)",
+			      what, step, why);
+		break;
 	case STAGE_EXEC:
-		if (f->err == ENOEXEC)
+		if (f->err == ENOENT && confine)
+			agent_err_set(err, code,
+				      "%s: cannot run '%.200s' confined: it is not visible there (a confined process sees /usr, /bin, /sbin, /lib*, /opt, " AGENT_WORKSPACE " and /tmp)",
+				      what, prog);
+		else if (f->err == ENOEXEC)
 			agent_err_set(err, code,
 				      "%s: cannot run '%.200s': %s (not a binary this kernel runs, and no #! line); run it through an interpreter or with \"shell\": true",
 				      what, prog, why);
@@ -219,6 +278,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 	struct launch_fds f = { { -1, -1, -1 }, { -1, -1, -1 }, -1 };
 	struct launch_plan pl = { .slave = -1, .report = -1, .nofile = nofile };
 	struct launch_fail fail;
+	struct confine_plan *plan = NULL;
 	char prog[PATH_MAX];
 	char **envp = NULL;
 	int report[2] = { -1, -1 }, e, rc_ok = -1;
@@ -231,7 +291,11 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
 		return -1;
 	}
+	if (req->confine && prepare_confine(&plan, what, err) < 0)
+		goto out;
 	pl.cwd = req->cwd;
+	if (!pl.cwd && plan)
+		pl.cwd = AGENT_WORKSPACE;
 	if (!pl.cwd)
 		pl.cwd = is_dir(agent_user_home(req->user)) ? agent_user_home(req->user) : "/";
 	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd, agent_launch_is_exec_file,
@@ -262,6 +326,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 	pl.gid = agent_user_gid(req->user);
 	pl.slave = f.slave;
 	pl.report = report[1];
+	pl.confine = plan;
 	for (int i = 0; i < 3; i++)
 		pl.fd[i] = f.child[i];
 
@@ -287,7 +352,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 		n = read(report[0], &fail, sizeof(fail));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(fail)) {
-		child_error(&fail, what, prog, req, pl.cwd, err);
+		child_error(&fail, what, prog, req, pl.cwd, plan, err);
 		reaper_wait(r, rc);
 		goto out;
 	}
@@ -302,5 +367,6 @@ out:
 	close_fd(&report[0]);
 	close_fd(&report[1]);
 	free(envp);
+	free(plan);
 	return rc_ok;
 }

@@ -19,7 +19,8 @@
  * mount point on the kernel command line, no ',' or ':' in a host path
  * in kiln-vmm's options, image and checkpoint names are file names);
  * numbers are within the limits given. An accepted exec has argv[argc] ==
- * NULL, 1..AGENT_ARGV_MAX arguments and an output cap within its bound;
+ * NULL, 1..AGENT_ARGV_MAX arguments, an output cap within its bound and,
+ * confined, a cwd inside /workspace;
  * canonical firewall rules canonicalise to themselves. A create that a
  * pool serves has every VM-shaping field of the pool's spec; an accepted
  * --pool argument has a valid image name, a size within bounds and a
@@ -111,6 +112,8 @@ static void check_exec(const struct exec_spec *x, bool streaming)
 	FUZZ_ASSERT(x->timeout_ms <= AGENT_TIMEOUT_MAX_MS);
 	FUZZ_ASSERT(!x->stdin_len || x->stdin_data);
 	check_guest_path(x->cwd);
+	/* A confined exec's cwd is one the agent accepts for it. */
+	FUZZ_ASSERT(!x->confine || agent_confine_cwd_ok(x->cwd));
 }
 
 /* The environment merge, against a sandbox environment. */

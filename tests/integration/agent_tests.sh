@@ -62,6 +62,9 @@ test_agent_exec_basics() {
   o=$(echo piped | ag exec --stdin-file - -- cat); check '[ "$o" = piped ]' "stdin '$o'"
   o=$(ag exec -- sh -c 'echo out; echo err >&2' 2>"$vd/e"); check '[ "$o" = out ] && [ "$(cat "$vd/e")" = err ]' "stdout/stderr split"
   ag exec -- /no/such/program >/dev/null 2>"$vd/e"; check 'grep -q not_found "$vd/e"' "missing program: $(cat "$vd/e")"
+  # Confined on an initramfs root (move + chroot, not pivot_root).
+  o=$(ag exec --confine -- sh -c 'cat /etc/passwd 2>/dev/null || echo no-passwd; echo w > f; pwd; cat /workspace/f; touch /x 2>/dev/null || echo ro')
+  check '[ "$o" = "$(printf "no-passwd\n/workspace\nw\nro")" ]' "confined exec: '$o'"
   agent_vm_stop
   [ -z "$why" ] || { fail "$why"; return 1; }
 }

@@ -293,6 +293,10 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hi\\n\" and d[\"result\"] == [1, 2] and d[\"error\"] is None and d[\"exit_code\"] == 2")" = True ]' "run bash: output, result, exit status"
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"python","code":"print(1)"}'
   kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ] && jget "d[\"error\"][\"message\"]" | grep -q "language \"python\" needs python3 in the image: use the debian image"' "run python without python3: one clear error"
+  # ... and confined (confine: true, as for exec): no /etc/passwd, /workspace writable, the result back.
+  api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","confine":true,"code":"cat /etc/passwd >/dev/null 2>&1 && echo leaked; echo r > /workspace/from-run && result set 7"}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"\" and d[\"result\"] == 7 and d[\"exit_code\"] == 0")" = True ]' "a confined run: no /etc/passwd, /workspace written, its result"
+  kd_confine_checks
 
   head -c 3145728 /dev/urandom >"$kd/up.bin"
   api PUT "/v1/sandboxes/$sid/files?path=/home/user/dir/up.bin&parents=true" -T "$kd/up.bin"
@@ -332,6 +336,36 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
   kd_check '[ $status = 404 ]' "deleted sandbox is 404"
   kd_done || return 1
   expect_rc 0
+}
+
+# kd_confine_checks: "confine": true (docs/api.md, "Confinement") on the
+# lifecycle test's sandbox (the minimal image on a disk, so the pivot_root
+# path; test_agent_exec_basics covers an initramfs root): a confined process cannot read /etc/passwd, sees
+# /workspace (its cwd and HOME) read-write and a private /tmp, cannot write
+# to its root; the same through processes; an unconfined exec is as before;
+# uid 1000 can stack user, mount and pid namespaces (the guest kernel's
+# namespaces; busybox's unshare).
+kd_confine_checks() {
+  heartbeat "confine"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo outside > /tmp/outside; printf \"#!/bin/sh\\necho hi\\n\" > /home/user/x; chmod +x /home/user/x; head -c 5 /etc/passwd; id -u"]}'
+  kd_check '[ "$(jget "d[\"stdout\"]")" = "$(printf "root:1000")" ]' "an unconfined exec reads /etc/passwd and /tmp as before"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","cat /etc/passwd || echo no-passwd; test -e /tmp/outside && echo sees-tmp; echo mine > /tmp/own; echo confined > c.txt; echo $(pwd) $HOME $(id -u); touch /x 2>/dev/null || echo ro-root; ls /home /root 2>/dev/null || echo no-home"],"confine":true}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"]")" = "$(printf "no-passwd\n/workspace /workspace 1000\nro-root\nno-home")" ] &&
+    jget "d[\"stderr\"]" | grep -q "/etc/passwd.*No such file"' "a confined exec: no /etc/passwd, its own /tmp, /workspace its cwd and HOME, a read-only root"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","cat /workspace/c.txt; test -e /tmp/own || echo tmp-private"]}'
+  kd_check '[ "$(jget "d[\"stdout\"]")" = "$(printf "confined\ntmp-private")" ]' "the confined write is in /workspace unconfined; its /tmp was its own"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["cat","/etc/passwd"],"confine":"yes"}'
+  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_field ]' "confine: \"yes\" is 400 bad_field"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["/home/user/x"],"confine":true}'
+  kd_check '[ $status = 404 ] && jget "d[\"error\"][\"message\"]" | grep -q "not visible"' "a program outside the confined view is 404, saying why"
+  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sh","-c","cat /etc/passwd 2>/dev/null || echo proc-confined; pwd"],"confine":true,"cwd":"/workspace"}'
+  local cpid
+  cpid=$(jget 'd["id"]')
+  api POST "/v1/sandboxes/$sid/processes/$cpid/wait?timeout_ms=60000"
+  api GET "/v1/sandboxes/$sid/processes/$cpid/output?from=0"
+  kd_check 'printf "%s" "$body" | python3 -c "import json, sys; ev = [json.loads(l) for l in sys.stdin if l.strip()]; sys.exit(\"\".join(e.get(\"data\", \"\") for e in ev if e[\"type\"] == \"stdout\") != \"proc-confined\\n/workspace\\n\")"' "a confined background process ($body)"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","unshare --user --map-root-user --mount --pid --fork sh -c \"id -u; echo \\$\\$\" && echo unshare-ok; test -f /sys/fs/cgroup/cgroup.controllers && echo cgroup2"]}'
+  kd_check '[ "$(jget "d[\"stdout\"]")" = "$(printf "0\n1\nunshare-ok\ncgroup2")" ]' "uid 1000 unshares user, mount and pid namespaces; cgroup2 is mounted (${body:0:300})"
 }
 
 test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {

@@ -950,7 +950,7 @@ static void test_exec_signal_and_timeout(void **state)
 		  .reply = "{\"type\":\"exit\",\"pid\":59,\"exit_code\":0,\"signal\":null,\"timed_out\":\"no\",\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
 	};
 	const char *argv[] = { "sleep 60", NULL };
-	struct agent_client_proc_opts o = { .argv = argv, .shell = true, .timeout_ms = 500 };
+	struct agent_client_proc_opts o = { .argv = argv, .shell = true, .timeout_ms = 500, .confine = true };
 	struct agent_client_exec_result res;
 	struct agent_client_err e;
 	struct agent_client c;
@@ -975,6 +975,9 @@ static void test_exec_signal_and_timeout(void **state)
 		agent_client_exec_result_free(&res);
 	}
 	fake_stop(&f);
+	/* confine goes out as a bool after the other process fields. */
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"exec\",\"argv\":[\"sleep 60\"],\"shell\":true,\"timeout_ms\":500,\"confine\":true}\n");
 	fake_free(&f);
 }
 

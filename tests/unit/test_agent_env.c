@@ -58,6 +58,26 @@ static void test_base_root_pty(void **state)
 	free(envp);
 }
 
+/* Confined, home is /workspace (the only writable directory it sees),
+ * for root too; env still overrides it. */
+static void test_base_confined(void **state)
+{
+	struct agent_env env[] = { { "HOME", "/tmp" } };
+	struct agent_proc_req req = { .user = AGENT_USER_ROOT, .confine = true };
+	char **envp;
+
+	(void)state;
+	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_string_equal(agent_env_get(envp, "HOME"), "/workspace");
+	assert_string_equal(agent_env_get(envp, "USER"), "root");
+	free(envp);
+	req.env = env;
+	req.envc = 1;
+	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_string_equal(agent_env_get(envp, "HOME"), "/tmp");
+	free(envp);
+}
+
 /* Replace in place, remove with null, add at the end; removing an unset key is a no-op. */
 static void test_overrides(void **state)
 {
@@ -208,6 +228,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_base_user),
+		cmocka_unit_test(test_base_confined),
 		cmocka_unit_test(test_base_root_pty),
 		cmocka_unit_test(test_overrides),
 		cmocka_unit_test(test_remove_all),

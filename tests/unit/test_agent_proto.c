@@ -747,6 +747,69 @@ static void test_parse_exec_bad(void **state)
 	assert_non_null(strstr(err.msg, "'argv'"));
 }
 
+/* confine: a strict bool on exec and spawn, and a cwd the confined view
+ * shows (section 8, "Confinement"). */
+static void test_parse_confine(void **state)
+{
+	struct agent_msg m;
+	struct agent_err err;
+
+	(void)state;
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"cat\"],\"confine\":true}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_true(m.u.proc.confine);
+	assert_null(m.u.proc.cwd);
+	agent_msg_free(&m);
+	assert_int_equal(parse_ctx("{\"type\":\"spawn\",\"argv\":[\"sh\"],\"confine\":true,"
+				   "\"cwd\":\"/workspace/src\",\"pty\":true}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_true(m.u.proc.confine);
+	assert_string_equal(m.u.proc.cwd, "/workspace/src");
+	agent_msg_free(&m);
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"]}", AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_false(m.u.proc.confine);
+	agent_msg_free(&m);
+	/* Without confine any cwd is fine, as before. */
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":false,\"cwd\":\"/tmp\"}"), AGENT_OK);
+
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":\"yes\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_E_BAD_FIELD);
+	assert_string_equal(err.msg, "exec: 'confine' must be true or false, not a string");
+	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":1}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":null}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/etc\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_E_BAD_FIELD);
+	assert_string_equal(err.msg, "exec: 'cwd' '/etc' is not visible to a confined process; give /workspace "
+				     "or a directory below it (without '..'), or leave it out");
+	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}"),
+			 AGENT_E_BAD_FIELD);
+	/* confine is not a field of the other messages. */
+	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/a\",\"confine\":true}"), AGENT_E_UNKNOWN_FIELD);
+}
+
+static void test_confine_cwd_ok(void **state)
+{
+	static const char *const ok[] = { "/workspace", "/workspace/", "/workspace/a/b", "/workspace/..x",
+					  "/workspace/a..", "/workspace/./a", "/workspace//a" };
+	static const char *const bad[] = { "/", "/tmp", "/workspaces", "/workspace-x", "/workspace/..",
+					   "/workspace/../", "/workspace/a/../../etc", "/work", "workspace",
+					   "/Workspace", "" };
+
+	(void)state;
+	assert_true(agent_confine_cwd_ok(NULL));
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		assert_true(agent_confine_cwd_ok(ok[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (agent_confine_cwd_ok(bad[i]))
+			fail_msg("'%s' accepted", bad[i]);
+	}
+}
+
 static void test_parse_spawn(void **state)
 {
 	struct agent_msg m;
@@ -1576,6 +1639,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_frame_all_at_once),
+		cmocka_unit_test(test_parse_confine),
+		cmocka_unit_test(test_confine_cwd_ok),
 		cmocka_unit_test(test_frame_every_split),
 		cmocka_unit_test(test_frame_binary_payload),
 		cmocka_unit_test(test_frame_len_lies),

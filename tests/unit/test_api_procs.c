@@ -47,6 +47,11 @@ static void test_create_fields(void **state)
 	struct proc_spec s;
 
 	(void)state;
+	assert_int_equal(create("{\"argv\":[\"sh\"],\"confine\":true}", &s, NULL), API_OK);
+	proc_spec_opts(&s, &o);
+	assert_true(o.confine);
+	assert_null(o.cwd);
+	proc_spec_free(&s);
 	assert_int_equal(create("{\"argv\":[\"sleep\",\"9\"]}", &s, NULL), API_OK);
 	assert_false(s.pty);
 	assert_int_equal(s.rows, 0);
@@ -69,6 +74,7 @@ static void test_create_fields(void **state)
 	assert_int_equal(o.timeout_ms, 5000);
 	assert_string_equal(o.cwd, "/tmp");
 	assert_int_equal(o.envc, 1);
+	assert_false(o.confine);
 	/* stdin is sent after the spawn, not as part of it */
 	assert_null(o.stdin_data);
 	assert_int_equal(s.x.stdin_len, 3);
@@ -102,6 +108,8 @@ static void test_create_rejects(void **state)
 		{ "{\"argv\":[\"x\"],\"stdin\":\"a\",\"stdin_base64\":\"YQ==\"}", API_E_BAD_FIELD, NULL },
 		{ "{\"argv\":[\"x\"],\"timeout_ms\":604800001}", API_E_BAD_FIELD, NULL },
 		{ "[1]", API_E_BAD_JSON, NULL },
+		{ "{\"argv\":[\"x\"],\"confine\":\"yes\"}", API_E_BAD_FIELD, "process: 'confine' must be true or false" },
+		{ "{\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/home/user\"}", API_E_BAD_FIELD, NULL },
 	};
 	char msg[ERR_MSG_MAX];
 	struct proc_spec s;
@@ -136,6 +144,24 @@ static void test_shell(void **state)
 	assert_int_equal(proc_shell_parse(j, &s, &e), 0);
 	assert_int_equal(s.rows, 50);
 	assert_int_equal(s.x.user, AGENT_USER_ROOT);
+	proc_spec_free(&s);
+	json_decref(j);
+
+	/* A confined terminal: confine reaches the spawn options. */
+	j = J("{\"confine\":true,\"cwd\":\"/workspace\"}");
+	assert_int_equal(proc_shell_parse(j, &s, &e), 0);
+	{
+		struct agent_client_proc_opts o;
+
+		proc_spec_opts(&s, &o);
+		assert_true(o.confine);
+		assert_true(o.pty);
+	}
+	proc_spec_free(&s);
+	json_decref(j);
+	j = J("{\"confine\":true,\"cwd\":\"/root\"}");
+	assert_int_equal(proc_shell_parse(j, &s, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
 	proc_spec_free(&s);
 	json_decref(j);
 

@@ -282,6 +282,22 @@ static void test_exec_fields(void **state)
 	assert_int_equal(o.stdin_len, 6);
 	exec_spec_free(&s);
 
+	/* confine: off by default, passed on; a cwd inside /workspace. */
+	assert_int_equal(exec("{\"argv\":[\"cat\",\"/etc/passwd\"]}", false, &s, NULL), API_OK);
+	assert_false(s.confine);
+	exec_spec_opts(&s, &o);
+	assert_false(o.confine);
+	exec_spec_free(&s);
+	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":true,\"cwd\":\"/workspace/src\"}", true, &s, NULL),
+			 API_OK);
+	assert_true(s.confine);
+	exec_spec_opts(&s, &o);
+	assert_true(o.confine);
+	assert_string_equal(o.cwd, "/workspace/src");
+	exec_spec_free(&s);
+	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":false,\"cwd\":\"/tmp\"}", false, &s, NULL), API_OK);
+	exec_spec_free(&s);
+
 	/* Binary stdin through base64, NUL bytes included. */
 	assert_int_equal(exec("{\"argv\":[\"cat\"],\"stdin_base64\":\"AP8A\"}", false, &s, NULL), API_OK);
 	assert_int_equal(s.stdin_len, 3);
@@ -317,6 +333,15 @@ static void test_exec_rejects(void **state)
 		{ "{\"argv\":[\"a\"],\"output_cap\":16777217}", false, API_E_BAD_FIELD, "output_cap" },
 		{ "{\"argv\":[\"a\"],\"output_cap\":268435457}", true, API_E_BAD_FIELD, "output_cap" },
 		{ "{\"argv\":[\"a\"],\"output_encoding\":\"hex\"}", false, API_E_BAD_FIELD, "output_encoding" },
+		{ "{\"argv\":[\"a\"],\"confine\":\"yes\"}", false, API_E_BAD_FIELD, "exec: 'confine' must be true or false" },
+		{ "{\"argv\":[\"a\"],\"confine\":1}", true, API_E_BAD_FIELD, "'confine'" },
+		{ "{\"argv\":[\"a\"],\"confine\":null}", false, API_E_BAD_FIELD, "'confine'" },
+		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/tmp\"}", false, API_E_BAD_FIELD,
+		  "exec: cwd '/tmp' is not visible to a confined process; give /workspace or a directory below it" },
+		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}", true, API_E_BAD_FIELD,
+		  "not visible to a confined process" },
+		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspaces\"}", false, API_E_BAD_FIELD,
+		  "not visible to a confined process" },
 	};
 	char msg[ERR_MSG_MAX];
 	struct exec_spec s;

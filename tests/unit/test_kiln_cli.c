@@ -188,6 +188,12 @@ static void test_exec_parse(void **state)
 			    "\"output_cap\":268435456,\"shell\":true,\"timeout_ms\":500}");
 	json_decref(x.body);
 
+	/* --confine: a flag, before the program only. */
+	assert_int_equal(cli_exec_parse(5, ARGV("abc", "--confine", "--", "cat", "--confine"), &g, &x, err, sizeof(err)), 0);
+	assert_json(x.body, "{\"argv\":[\"cat\",\"--confine\"],\"confine\":true,\"output_cap\":268435456}");
+	json_decref(x.body);
+	assert_int_equal(cli_exec_parse(3, ARGV("abc", "--confine=yes", "ls"), &g, &x, err, sizeof(err)), -1);
+
 	assert_int_equal(cli_exec_parse(1, ARGV("abc"), &g, &x, err, sizeof(err)), -1);
 	assert_string_equal(err, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
 	assert_int_equal(cli_exec_parse(2, ARGV("abc", "--"), &g, &x, err, sizeof(err)), -1);

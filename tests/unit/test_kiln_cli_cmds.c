@@ -56,6 +56,13 @@ static void test_run_parse(void **state)
 	json_decref(r.create);
 	json_decref(r.exec.body);
 
+	/* --confine is the command's. */
+	assert_int_equal(cli_run_parse(4, ARGV("--confine", "debian", "--", "ls"), &g, &r, err, sizeof(err)), 0);
+	assert_json(r.create, "{\"image\":\"debian\"}");
+	assert_json(r.exec.body, "{\"argv\":[\"ls\"],\"confine\":true,\"output_cap\":268435456}");
+	json_decref(r.create);
+	json_decref(r.exec.body);
+
 	assert_int_equal(cli_run_parse(6, ARGV("--buffered", "-i", "--label", "a=b", "debian", "--"), &g, &r, err,
 				       sizeof(err)),
 			 -1);
@@ -111,6 +118,13 @@ static void test_spawn_and_shell_parse(void **state)
 	assert_true(sh.has_argv);
 	assert_json(sh.body, "{\"argv\":[\"vi\",\"-R\"],\"env\":{\"X\":\"1\"},\"pty\":true}");
 	json_decref(sh.body);
+	/* --confine on spawn and shell. */
+	assert_int_equal(cli_shell_parse(2, ARGV("abc", "--confine"), &g, &sh, err, sizeof(err)), 0);
+	assert_json(sh.body, "{\"confine\":true}");
+	json_decref(sh.body);
+	assert_int_equal(cli_spawn_parse(4, ARGV("abc", "--confine", "--", "sleep"), &g, &s, err, sizeof(err)), 0);
+	assert_json(s.body, "{\"argv\":[\"sleep\"],\"confine\":true}");
+	json_decref(s.body);
 	/* The shell endpoint has no "shell" option. */
 	assert_int_equal(cli_shell_parse(2, ARGV("abc", "--shell"), &g, &sh, err, sizeof(err)), -1);
 	assert_string_equal(err, "unknown option '--shell'");

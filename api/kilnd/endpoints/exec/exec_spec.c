@@ -76,6 +76,22 @@ static int parse_env(struct exec_spec *s, struct api_err *e)
 	return 0;
 }
 
+/* confine: true shows the process only /workspace, a private /tmp and the
+ * image's programs; its cwd must then be visible there. */
+static int parse_confine(struct exec_spec *s, struct api_err *e)
+{
+	if (json_fields_bool(s->body, "confine", false, &s->confine, s->what, e))
+		return -1;
+	if (s->confine && !agent_confine_cwd_ok(s->cwd)) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: cwd '%.100s' is not visible to a confined process; give " AGENT_WORKSPACE
+			    " or a directory below it (without '..'), or leave cwd out",
+			    s->what, s->cwd);
+		return -1;
+	}
+	return 0;
+}
+
 static int parse_stdin(struct exec_spec *s, struct api_err *e)
 {
 	const char *what = s->what;
@@ -123,7 +139,7 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct ap
 
 /* The fields exec and run share (parse_common reads them): an option added
  * here reaches both. */
-#define SHARED_FIELDS "env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", "output_encoding"
+#define SHARED_FIELDS "env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", "output_encoding", "confine"
 
 /* The fields exec and run share, after what names the command. */
 static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e);
@@ -226,7 +242,7 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	if (json_fields_uint(body, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &n, what, e))
 		return -1;
 	s->timeout_ms = (uint32_t)n;
-	if (parse_stdin(s, e))
+	if (parse_confine(s, e) || parse_stdin(s, e))
 		return -1;
 	if (json_fields_uint(body, "output_cap", false, 0,
 		    streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX, AGENT_OUTPUT_CAP_DEFAULT, &n,
@@ -290,6 +306,7 @@ void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o)
 	o->cwd = s->cwd;
 	o->user = s->user;
 	o->timeout_ms = s->timeout_ms;
+	o->confine = s->confine;
 	/* The client library reads output_cap 0 as "the default"; 0 bytes
 	 * kept is its discard_output. */
 	o->output_cap = s->output_cap;

@@ -36,6 +36,7 @@ struct exec_spec {
 	const char **argv;        /* argc entries + NULL, strings borrowed from body */
 	size_t argc;
 	bool shell;
+	bool confine;             /* own mount namespace showing /workspace (docs/api.md) */
 	const json_t *env;        /* borrowed from body; NULL when absent */
 	const char *cwd;          /* NULL: the user's home */
 	enum agent_user user;

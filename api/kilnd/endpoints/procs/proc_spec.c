@@ -12,7 +12,7 @@ static const char what[] = "process";
 int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 {
 	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
-					      "stdin_base64", "pty", "rows", "cols", "ring_bytes", NULL };
+					      "stdin_base64", "pty", "rows", "cols", "ring_bytes", "confine", NULL };
 	static const char *const own[] = { "pty", "rows", "cols", "ring_bytes" };
 	json_t *rest;
 	uint64_t n;
@@ -58,7 +58,8 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 
 int proc_shell_parse(const json_t *body, struct proc_spec *s, struct api_err *e)
 {
-	static const char *const fields[] = { "rows", "cols", "user", "cwd", "env", "timeout_ms", "ring_bytes", NULL };
+	static const char *const fields[] = { "rows", "cols", "user", "cwd", "env", "timeout_ms", "ring_bytes",
+					      "confine", NULL };
 	json_t *full;
 	int r;
 
