@@ -5,9 +5,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,7 +21,7 @@
 #include "guest-init/sys/child.h"
 
 /* What the child reports through the error pipe before it exits 127. */
-enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_CONFINE, STAGE_USER, STAGE_CWD, STAGE_EXEC };
+enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_CONFINE, STAGE_PIDNS, STAGE_USER, STAGE_CWD, STAGE_EXEC };
 
 struct launch_fail {
 	int stage;
@@ -53,6 +57,125 @@ static void __attribute__((noreturn)) child_fail(const struct launch_plan *pl, i
 	child_fail_at(pl, stage, 0);
 }
 
+/* The user switch, the cwd and the exec: the last steps of every child. */
+static void __attribute__((noreturn)) child_exec(const struct launch_plan *pl)
+{
+	/* Raw system calls: glibc's setuid() wrappers coordinate all threads
+	 * of a process, which is not something to rely on in the child of a
+	 * multithreaded fork. Here there is exactly one thread, so the
+	 * per-thread credentials the kernel changes are the process's. */
+	if (syscall(SYS_setgroups, 0, NULL) < 0 ||
+	    syscall(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
+	    syscall(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
+		child_fail(pl, STAGE_USER);
+	/* After the switch, so the user's own permissions decide. */
+	if (chdir(pl->cwd) < 0)
+		child_fail(pl, STAGE_CWD);
+	execve(pl->path, pl->argv, pl->envp);
+	child_fail(pl, STAGE_EXEC);
+}
+
+/*
+ * A confined process also gets a PID namespace of its own: in the
+ * agent's, its /proc would show the same user's unconfined processes, and
+ * their /proc/PID/root and cwd are the real filesystem. The child stays
+ * outside and forks the namespace's init; the init mounts the namespace's
+ * /proc over the view's and forks the program (PID 2 there). Signals
+ * reach the program as its process group's (agent_proc_signal signals a
+ * confined process's whole group): the child and the init catch them only
+ * to live on, and wait. The program's wait status goes back through a
+ * pipe to the child, which ends the same way, so the agent sees the
+ * program's own exit. Anything the program left running in the namespace
+ * ends with it (the init's exit kills the namespace).
+ */
+static const int pass_sigs[] = { SIGHUP,  SIGINT,    SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
+				 SIGTERM, SIGWINCH,  SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG,
+				 SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGPROF, SIGIO, SIGPWR };
+
+static void swallow(int sig)
+{
+	(void)sig;
+}
+
+static void catch_pass_sigs(void)
+{
+	struct sigaction sa = { .sa_handler = swallow };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(pass_sigs) / sizeof(pass_sigs[0]); i++)
+		sigaction(pass_sigs[i], &sa, NULL);
+}
+
+static void __attribute__((noreturn)) ns_init(const struct launch_plan *pl, int status_w)
+{
+	int st = 0, s;
+	pid_t prog, w;
+	ssize_t n;
+
+	if (umount2("/proc", MNT_DETACH) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") < 0)
+		child_fail(pl, STAGE_PIDNS);
+	catch_pass_sigs();
+	prog = fork();
+	if (prog < 0)
+		child_fail(pl, STAGE_PIDNS);
+	if (prog == 0) {
+		close(status_w);
+		child_exec(pl); /* execve resets the caught signals */
+	}
+	close(pl->report);
+	/* Reap everything; the program's status is the one to pass on. */
+	for (;;) {
+		w = wait(&s);
+		if (w == prog) {
+			st = s;
+			break;
+		}
+		if (w < 0 && errno != EINTR)
+			break;
+	}
+	do
+		n = write(status_w, &st, sizeof(st));
+	while (n < 0 && errno == EINTR);
+	_exit(0);
+}
+
+static void __attribute__((noreturn)) confined_run(const struct launch_plan *pl)
+{
+	int sp[2], st, gst = 0;
+	sigset_t all;
+	pid_t init;
+	ssize_t n;
+
+	if (pipe2(sp, O_CLOEXEC) < 0 || unshare(CLONE_NEWPID) < 0)
+		child_fail(pl, STAGE_PIDNS);
+	catch_pass_sigs();
+	init = fork();
+	if (init < 0)
+		child_fail(pl, STAGE_PIDNS);
+	if (init == 0) {
+		close(sp[0]);
+		ns_init(pl, sp[1]);
+	}
+	close(sp[1]);
+	close(pl->report);
+	while (waitpid(init, &gst, 0) < 0 && errno == EINTR)
+		;
+	do
+		n = read(sp[0], &st, sizeof(st));
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(st))
+		st = gst; /* the init itself was killed: its status */
+	if (WIFSIGNALED(st)) {
+		signal(WTERMSIG(st), SIG_DFL);
+		sigfillset(&all);
+		sigprocmask(SIG_UNBLOCK, &all, NULL);
+		raise(WTERMSIG(st));
+		_exit(128 + WTERMSIG(st));
+	}
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 127);
+}
+
 /* After fork(): async-signal-safe system calls only (see agent_launch.h). */
 static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
 {
@@ -73,20 +196,9 @@ static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
 
 		if (confine_apply(pl->confine, &step) < 0)
 			child_fail_at(pl, STAGE_CONFINE, step);
+		confined_run(pl);
 	}
-	/* Raw system calls: glibc's setuid() wrappers coordinate all threads
-	 * of a process, which is not something to rely on in the child of a
-	 * multithreaded fork. Here there is exactly one thread, so the
-	 * per-thread credentials the kernel changes are the process's. */
-	if (syscall(SYS_setgroups, 0, NULL) < 0 ||
-	    syscall(SYS_setresgid, pl->gid, pl->gid, pl->gid) < 0 ||
-	    syscall(SYS_setresuid, pl->uid, pl->uid, pl->uid) < 0)
-		child_fail(pl, STAGE_USER);
-	/* After the switch, so the user's own permissions decide. */
-	if (chdir(pl->cwd) < 0)
-		child_fail(pl, STAGE_CWD);
-	execve(pl->path, pl->argv, pl->envp);
-	child_fail(pl, STAGE_EXEC);
+	child_exec(pl);
 }
 
 bool agent_launch_is_exec_file(const char *path, void *ctx)
@@ -243,6 +355,11 @@ static void child_error(const struct launch_fail *f, const char *what, const cha
 		agent_err_set(err, code,
 			      "%s: confining the process failed while %s: %s; it did not run (run it without \"confine\", or report this)",
 			      what, step, why);
+		break;
+	case STAGE_PIDNS:
+		agent_err_set(err, code,
+			      "%s: confining the process failed while giving it a PID namespace of its own: %s; it did not run (run it without \"confine\", or report this)",
+			      what, why);
 		break;
 	case STAGE_EXEC:
 		if (f->err == ENOENT && confine)

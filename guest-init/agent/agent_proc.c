@@ -247,6 +247,7 @@ struct agent_proc *agent_proc_start(struct agent_procs *t, const struct agent_pr
 		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory or descriptors; retry later", what);
 		return NULL;
 	}
+	p->confined = req->confine;
 	if (reserve(t, p, spawn, what, &slot, err) < 0) {
 		agent_proc_put(p);
 		return NULL;
@@ -449,9 +450,11 @@ int agent_proc_signal(struct agent_proc *p, int signo, bool group)
 	int r = -ESRCH;
 
 	pthread_mutex_lock(&p->tab->lock);
-	/* Only before the reap: after it the pid may belong to someone else. */
+	/* Only before the reap: after it the pid may belong to someone else.
+	 * A confined process's pid is the launcher outside its PID namespace
+	 * (agent_launch.c): the program gets the signal as one of its group. */
 	if (!p->exited)
-		r = kill(group ? -p->pid : p->pid, signo) < 0 ? -errno : 0;
+		r = kill(group || p->confined ? -p->pid : p->pid, signo) < 0 ? -errno : 0;
 	pthread_mutex_unlock(&p->tab->lock);
 	return r;
 }

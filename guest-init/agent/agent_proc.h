@@ -67,6 +67,7 @@ struct agent_proc {
 	uint32_t id;              /* 0: exec */
 	pid_t pid;
 	bool pty;
+	bool confined;           /* in a PID namespace of its own: signals go to its group */
 	char **argv;              /* a copy for list_processes, NULL-terminated */
 	size_t argc;
 	int64_t start_us;

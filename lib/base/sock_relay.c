@@ -16,11 +16,19 @@ static bool transient(int e)
 /* Read into the (empty) buffer. 1 moved or reached EOF, 0 nothing, -errno. */
 static int dir_read(struct sock_relay_dir *d, int from)
 {
-	ssize_t n = recv(from, d->buf, d->cap, MSG_DONTWAIT);
+	size_t want = d->capped && d->left < d->cap ? (size_t)d->left : d->cap;
+	ssize_t n;
 
+	if (d->capped && !d->left) {
+		d->eof = true;
+		return 1;
+	}
+	n = recv(from, d->buf, want, MSG_DONTWAIT);
 	if (n > 0) {
 		d->off = 0;
 		d->end = (size_t)n;
+		if (d->capped && !(d->left -= (uint64_t)n))
+			d->eof = true;
 		return 1;
 	}
 	if (n == 0) {
@@ -53,7 +61,8 @@ static void dir_finish(struct sock_relay_dir *d, int to)
 {
 	if (d->done || !d->eof || d->off != d->end)
 		return;
-	shutdown(to, SHUT_WR);
+	if (!d->capped)
+		shutdown(to, SHUT_WR);
 	d->done = true;
 }
 
@@ -62,6 +71,10 @@ enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 	int64_t last_move = mono_ms();
 
 	*errnum = 0;
+	for (int i = 0; i < 2; i++) {
+		if (r->dir[i].capped && !r->dir[i].left)
+			r->dir[i].eof = true; /* everything it may send is pre-filled */
+	}
 	for (;;) {
 		struct pollfd p[3];
 		int timeout = -1, n;

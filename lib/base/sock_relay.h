@@ -38,6 +38,14 @@ struct sock_relay_dir {
 	uint64_t bytes;  /* delivered to the destination */
 	bool eof;        /* the source ended */
 	bool done;       /* eof, everything delivered, the destination shut for writing */
+	/* capped: read at most `left` more bytes from the source (pre-filled
+	 * bytes not counted). Once they are read the direction ends as if the
+	 * source had, except that the destination is not shut for writing (it
+	 * keeps its half open: an HTTP server that closes on its client's EOF
+	 * still answers) and nothing past the cap is ever read, so whatever
+	 * the source sends after it never reaches the destination. */
+	bool capped;
+	uint64_t left;
 };
 
 struct sock_relay {

@@ -364,6 +364,26 @@ kd_confine_checks() {
   api POST "/v1/sandboxes/$sid/processes/$cpid/wait?timeout_ms=60000"
   api GET "/v1/sandboxes/$sid/processes/$cpid/output?from=0"
   kd_check 'printf "%s" "$body" | python3 -c "import json, sys; ev = [json.loads(l) for l in sys.stdin if l.strip()]; sys.exit(\"\".join(e.get(\"data\", \"\") for e in ev if e[\"type\"] == \"stdout\") != \"proc-confined\\n/workspace\\n\")"' "a confined background process ($body)"
+  # Its own PID namespace: beside an unconfined process of the same user,
+  # whose /proc/PID/root is the real root, a confined one sees neither.
+  local upid tpid
+  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sleep","600"]}'
+  upid=$(jget 'd["id"]')
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo $$; for p in /proc/[0-9]*; do cat $p/root/etc/passwd 2>/dev/null; done | head -c 4; echo end"],"confine":true}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"]")" = "$(printf "2\nend")" ]' "a confined exec is PID 2 of its own namespace and reaches no other process's root"
+  api POST "/v1/sandboxes/$sid/processes/$upid/signal" -d '{"signal":"KILL"}'
+  # A signal to a confined process reaches the program, and its exit is the program's.
+  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sh","-c","trap \"echo got-term; exit 7\" TERM; echo ready; while :; do sleep 1; done"],"confine":true}'
+  tpid=$(jget 'd["id"]')
+  sleep 2
+  api POST "/v1/sandboxes/$sid/processes/$tpid/signal" -d '{"signal":"TERM"}'
+  api POST "/v1/sandboxes/$sid/processes/$tpid/wait?timeout_ms=60000"
+  kd_check '[ "$(jget "d[\"exit_code\"]")" = 7 ]' "TERM reached the confined program, which exited 7 (${body:0:200})"
+  api POST "/v1/sandboxes/$sid/processes" -d '{"argv":["sleep","600"],"confine":true}'
+  tpid=$(jget 'd["id"]')
+  api POST "/v1/sandboxes/$sid/processes/$tpid/signal" -d '{"signal":"TERM"}'
+  api POST "/v1/sandboxes/$sid/processes/$tpid/wait?timeout_ms=60000"
+  kd_check '[ "$(jget "d[\"signal\"]")" = 15 ] && [ "$(jget "d[\"exit_code\"]")" = None ]' "a confined program killed by TERM shows signal 15 (${body:0:200})"
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","unshare --user --map-root-user --mount --pid --fork sh -c \"id -u; echo \\$\\$\" && echo unshare-ok; test -f /sys/fs/cgroup/cgroup.controllers && echo cgroup2"]}'
   kd_check '[ "$(jget "d[\"stdout\"]")" = "$(printf "0\n1\nunshare-ok\ncgroup2")" ]' "uid 1000 unshares user, mount and pid namespaces; cgroup2 is mounted (${body:0:300})"
 }

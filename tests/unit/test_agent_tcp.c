@@ -217,6 +217,81 @@ static void test_relay_prefilled(void **state)
 	}
 }
 
+/*
+ * A capped direction (the preview proxy's client side): the pre-filled
+ * bytes and `left` more reach the destination, nothing after them is
+ * read, and the destination is not shut for writing, so it still answers;
+ * the relay ends when the answer's direction does.
+ */
+static void test_relay_capped(void **state)
+{
+	int a[2], b[2];
+	uint8_t buf[64];
+	struct run x;
+
+	(void)state;
+	pair(a);
+	pair(b);
+	memset(&x, 0, sizeof(x));
+	x.r.fd[0] = a[1];
+	x.r.fd[1] = b[0];
+	x.r.stop_fd = -1;
+	x.r.dir[0].buf = malloc(16);
+	x.r.dir[1].buf = malloc(16);
+	x.r.dir[0].cap = x.r.dir[1].cap = 16;
+	memcpy(x.r.dir[0].buf, "HEAD", 4);
+	x.r.dir[0].end = 4;
+	x.r.dir[0].capped = true;
+	x.r.dir[0].left = 5;
+	put(a[0], "body!NEXT REQUEST", 17);
+	assert_int_equal(pthread_create(&x.th, NULL, run_main, &x), 0);
+	get_n(b[1], buf, 9);
+	assert_memory_equal(buf, "HEADbody!", 9);
+	/* No EOF toward the destination, and nothing past the cap. */
+	usleep(50000);
+	assert_int_equal(recv(b[1], buf, sizeof(buf), MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);
+	put(b[1], "answer", 6);
+	shutdown(b[1], SHUT_WR);
+	assert_int_equal(get_all(a[0], buf, sizeof(buf)), 6);
+	assert_memory_equal(buf, "answer", 6);
+	run_join(&x);
+	assert_int_equal(x.end, SOCK_RELAY_DONE);
+	assert_int_equal(x.r.dir[0].bytes, 9);
+	/* What came after the body is still unread in the client's socket. */
+	assert_int_equal(recv(a[1], buf, sizeof(buf), MSG_DONTWAIT), 12);
+	for (int i = 0; i < 2; i++) {
+		close(a[i]);
+		close(b[i]);
+	}
+	/* Nothing but the pre-filled bytes (a request without a body). */
+	pair(a);
+	pair(b);
+	memset(&x, 0, sizeof(x));
+	x.r.fd[0] = a[1];
+	x.r.fd[1] = b[0];
+	x.r.stop_fd = -1;
+	x.r.dir[0].buf = malloc(16);
+	x.r.dir[1].buf = malloc(16);
+	x.r.dir[0].cap = x.r.dir[1].cap = 16;
+	memcpy(x.r.dir[0].buf, "GET", 3);
+	x.r.dir[0].end = 3;
+	x.r.dir[0].capped = true;
+	put(a[0], "x", 1);
+	assert_int_equal(pthread_create(&x.th, NULL, run_main, &x), 0);
+	get_n(b[1], buf, 3);
+	assert_memory_equal(buf, "GET", 3);
+	shutdown(b[1], SHUT_WR);
+	assert_int_equal(get_all(a[0], buf, sizeof(buf)), 0);
+	run_join(&x);
+	assert_int_equal(x.end, SOCK_RELAY_DONE);
+	assert_int_equal(recv(a[1], buf, sizeof(buf), MSG_DONTWAIT), 1);
+	for (int i = 0; i < 2; i++) {
+		close(a[i]);
+		close(b[i]);
+	}
+}
+
 struct feeder {
 	int fd;
 	size_t n;
@@ -688,6 +763,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_relay_half_close),
 		cmocka_unit_test(test_relay_prefilled),
+		cmocka_unit_test(test_relay_capped),
 		cmocka_unit_test(test_relay_bulk_both_ways),
 		cmocka_unit_test(test_relay_stop),
 		cmocka_unit_test(test_relay_half_idle),

@@ -293,6 +293,14 @@ static void test_redirect(void **state)
 	out[n] = '\0';
 	assert_non_null(strstr(out, "Location: /\r\nSet-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/;"));
 	free(p);
+	/* "//evil.example/x" would send the browser to another site: it stays here. */
+	p = parse("GET ///evil.example/x?token=" TOK " HTTP/1.1\nHost: 80-" ID ".localhost\n");
+	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
+	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "Location: /evil.example/x\r\n"));
+	free(p);
 }
 
 static void test_err_answer(void **state)

@@ -288,6 +288,10 @@ static void test_result_hostile(void **state)
 		{ "{\"error\":{\"type\":\"T\"}}", "ResultInvalid", "'error.message'" },
 		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"traceback\":5}}", "ResultInvalid", "'error.traceback'" },
 		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"extra\":1}}", "ResultInvalid", "unknown member 'extra'" },
+		/* A member name cut at 64 bytes in the middle of a character: the
+		 * message stays valid UTF-8 (U+FFFD for the cut), not a 500. */
+		{ "{\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" "\xc3\xa9\":1}", "ResultInvalid",
+		  "unknown member 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xef\xbf\xbd'" },
 		/* A bad error takes the value with it: the file is not the helpers'. */
 		{ "{\"value\":7,\"error\":[]}", "ResultInvalid", "not an object" },
 	};

@@ -51,6 +51,18 @@ void sandbox_put(struct sandbox *sb)
 		sandbox_free(sb);
 }
 
+void sandbox_put_quiet(struct sandbox *sb)
+{
+	struct kilnd *d = sb->d;
+	bool last;
+
+	kilnd_lock(d);
+	last = --sb->refs == 0;
+	kilnd_unlock(d);
+	if (last)
+		sandbox_free(sb);
+}
+
 struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e)
 {
 	struct sandbox *sb = NULL;

@@ -52,6 +52,9 @@ int sandboxes_init(struct kilnd *d, char *err, size_t errlen);
  * timeout. */
 struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e);
 void sandbox_put(struct sandbox *sb);
+/* sandbox_put without the activity: for a request that was refused (a
+ * preview request without its token). */
+void sandbox_put_quiet(struct sandbox *sb);
 /* Activity on the sandbox with this id (if any, and if who may see it)
  * for a request that holds no reference while it waits on the guest (a
  * long process wait). */

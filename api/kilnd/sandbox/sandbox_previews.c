@@ -131,8 +131,9 @@ struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t p
 		g->public_ = !t;
 		snprintf(g->token, sizeof(g->token), "%s", t ? t : "");
 		g->state = sb->rec.state;
+		/* No activity yet: a request without the token must not keep
+		 * a private preview's sandbox awake (the caller's put says). */
 		sb->refs++;
-		sb->active_mono = mono_ms();
 	} else {
 		sb = NULL;
 	}

@@ -14,13 +14,17 @@
 static json_t *invalid(const char *type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static json_t *invalid(const char *type, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], clean[3 * sizeof(msg) + 1];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:s,s:s,s:n}", "type", type, "message", msg, "traceback");
+	/* The message quotes guest bytes (a member's name cut at 64 bytes,
+	 * jansson's excerpt): cut mid-character or invalid, they would make
+	 * the string unpackable, and the run's answer a 500. */
+	utf8_lossy(clean, sizeof(clean), (const uint8_t *)msg, strlen(msg), 0, NULL);
+	return json_pack("{s:s,s:s,s:n}", "type", type, "message", clean, "traceback");
 }
 
 /* A string member cut to max bytes at a character boundary; NULL when

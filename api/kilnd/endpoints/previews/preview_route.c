@@ -374,8 +374,14 @@ long preview_redirect(const struct http_head *h, const struct preview_req *r, co
 {
 	struct out o = { .p = out, .cap = cap };
 
+	const char *path = h->path;
+
+	/* "//host/x" is another site to a browser (a scheme-relative URL):
+	 * the redirect stays on this one, as "/host/x". */
+	while (path[0] == '/' && path[1] == '/')
+		path++;
 	puts_(&o, "HTTP/1.1 302 Found\r\nLocation: ");
-	puts_(&o, h->path);
+	puts_(&o, path);
 	put_query(&o, h->query, token, true);
 	putf(&o, "\r\nSet-Cookie: %s=%s; Path=", r->cookie, token);
 	if (r->form == PREVIEW_BY_PATH)
@@ -393,6 +399,7 @@ static const char *reason(unsigned status)
 	case 401: return "Unauthorized";
 	case 404: return "Not Found";
 	case 408: return "Request Timeout";
+	case 411: return "Length Required";
 	case 431: return "Request Header Fields Too Large";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";

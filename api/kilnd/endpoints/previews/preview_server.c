@@ -156,7 +156,9 @@ static void serve(struct pconn *c)
 	struct api_err ae;
 	struct sandbox *sb = NULL;
 	const struct preview_cred *cred = NULL;
-	size_t got = 0;
+	bool authorized = false;
+	size_t got = 0, extra;
+	uint64_t body = 0;
 	long hlen = read_head(c, &got, &e), flen;
 	int guest = -1, errnum;
 
@@ -181,7 +183,8 @@ static void serve(struct pconn *c)
 		answer_err(c, &e);
 		return;
 	}
-	if (!g.public_ && !(cred = preview_auth(&r, g.token))) {
+	authorized = g.public_ || (cred = preview_auth(&r, g.token));
+	if (!authorized) {
 		preview_err_set(&e, 401, "unauthorized",
 				"this preview needs its token: header X-Kiln-Preview-Token or Authorization: Bearer, its cookie, or ?token= (GET /v1/sandboxes/%s/previews shows it)",
 				r.id);
@@ -196,6 +199,24 @@ static void serve(struct pconn *c)
 		shutdown(c->fd, SHUT_WR);
 		goto out;
 	}
+	/* One request per connection, and only it reaches the guest: past an
+	 * upgrade the bytes are the upgraded protocol's, else the client's
+	 * bytes end with the body its head announced. Nothing after it is
+	 * read, so a guest that keeps the connection open (whatever it
+	 * answers) never gets a later request of the browser's, routed and
+	 * checked by no one, with another preview's token in it. */
+	extra = got - (size_t)hlen;
+	if (!r.upgrade) {
+		if (h.body == HTTP_BODY_CHUNKED) {
+			preview_err_set(&e, 411, "length_required",
+					"a chunked request body cannot go through a preview: send it with Content-Length");
+			answer_err(c, &e);
+			goto out;
+		}
+		body = h.body == HTTP_BODY_LENGTH ? h.content_length : 0;
+		if (extra > body)
+			extra = (size_t)body;
+	}
 	guest = guest_open(sb, &r, &g, &e);
 	if (guest < 0) {
 		answer_err(c, &e);
@@ -203,18 +224,19 @@ static void serve(struct pconn *c)
 	}
 	/* The head the guest gets, then the bytes that came after it. */
 	flen = preview_head_rewrite(&h, &r, g.public_ ? NULL : g.token, c->client, (char *)c->out, PREVIEW_BUF);
-	if (flen < 0 || got - (size_t)hlen > PREVIEW_BUF - (size_t)flen) {
+	if (flen < 0 || extra > PREVIEW_BUF - (size_t)flen) {
 		preview_err_set(&e, 431, "headers_too_large", "the request head is too large to forward");
 		answer_err(c, &e);
 		goto out;
 	}
-	memcpy(c->out + flen, c->in + hlen, got - (size_t)hlen);
+	memcpy(c->out + flen, c->in + hlen, extra);
 	{
 		struct sock_relay rl = { .fd = { c->fd, guest }, .stop_fd = s->stop_fd,
 					 .half_idle_ms = PORT_FWD_HALF_IDLE_MS };
 
 		rl.dir[0] = (struct sock_relay_dir){ .buf = c->out, .cap = PREVIEW_BUF,
-						     .end = (size_t)flen + got - (size_t)hlen };
+						     .end = (size_t)flen + extra, .capped = !r.upgrade,
+						     .left = r.upgrade ? 0 : body - extra };
 		rl.dir[1] = (struct sock_relay_dir){ .buf = c->in, .cap = PREVIEW_BUF };
 		sock_relay_run(&rl, &errnum);
 	}
@@ -222,7 +244,11 @@ out:
 	explicit_bzero(&g, sizeof(g));
 	if (guest >= 0)
 		close(guest);
-	sandbox_put(sb); /* activity for its idle timeout */
+	/* Activity for its idle timeout, once the request had its token. */
+	if (authorized)
+		sandbox_put(sb);
+	else
+		sandbox_put_quiet(sb);
 }
 
 static void *conn_main(void *arg)
