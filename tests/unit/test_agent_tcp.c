@@ -117,19 +117,27 @@ static void *run_main(void *arg)
 	return NULL;
 }
 
-/* Relay fd0 <-> fd1 on a thread, with buffers of `cap` bytes. */
-static void run_start(struct run *x, int fd0, int fd1, size_t cap, int stop_fd, int half_idle_ms)
+/* A relay of fd0 <-> fd1 with `cap`-byte buffers, not started: the caller
+ * pre-fills or caps a direction, then starts run_main. */
+static void relay_init(struct run *x, int fd0, int fd1, size_t cap)
 {
 	memset(x, 0, sizeof(*x));
 	x->r.fd[0] = fd0;
 	x->r.fd[1] = fd1;
-	x->r.stop_fd = stop_fd;
-	x->r.half_idle_ms = half_idle_ms;
+	x->r.stop_fd = -1;
 	for (int i = 0; i < 2; i++) {
 		x->r.dir[i].buf = malloc(cap);
 		assert_non_null(x->r.dir[i].buf);
 		x->r.dir[i].cap = cap;
 	}
+}
+
+/* Relay fd0 <-> fd1 on a thread, with buffers of `cap` bytes. */
+static void run_start(struct run *x, int fd0, int fd1, size_t cap, int stop_fd, int half_idle_ms)
+{
+	relay_init(x, fd0, fd1, cap);
+	x->r.stop_fd = stop_fd;
+	x->r.half_idle_ms = half_idle_ms;
 	assert_int_equal(pthread_create(&x->th, NULL, run_main, x), 0);
 }
 
@@ -193,13 +201,7 @@ static void test_relay_prefilled(void **state)
 	(void)state;
 	pair(a);
 	pair(b);
-	memset(&x, 0, sizeof(x));
-	x.r.fd[0] = a[1];
-	x.r.fd[1] = b[0];
-	x.r.stop_fd = -1;
-	x.r.dir[0].buf = malloc(16);
-	x.r.dir[1].buf = malloc(16);
-	x.r.dir[0].cap = x.r.dir[1].cap = 16;
+	relay_init(&x, a[1], b[0], 16);
 	memcpy(x.r.dir[0].buf, "xxearly", 7);
 	x.r.dir[0].off = 2;
 	x.r.dir[0].end = 7;
@@ -232,13 +234,7 @@ static void test_relay_capped(void **state)
 	(void)state;
 	pair(a);
 	pair(b);
-	memset(&x, 0, sizeof(x));
-	x.r.fd[0] = a[1];
-	x.r.fd[1] = b[0];
-	x.r.stop_fd = -1;
-	x.r.dir[0].buf = malloc(16);
-	x.r.dir[1].buf = malloc(16);
-	x.r.dir[0].cap = x.r.dir[1].cap = 16;
+	relay_init(&x, a[1], b[0], 16);
 	memcpy(x.r.dir[0].buf, "HEAD", 4);
 	x.r.dir[0].end = 4;
 	x.r.dir[0].capped = true;
@@ -267,13 +263,7 @@ static void test_relay_capped(void **state)
 	/* Nothing but the pre-filled bytes (a request without a body). */
 	pair(a);
 	pair(b);
-	memset(&x, 0, sizeof(x));
-	x.r.fd[0] = a[1];
-	x.r.fd[1] = b[0];
-	x.r.stop_fd = -1;
-	x.r.dir[0].buf = malloc(16);
-	x.r.dir[1].buf = malloc(16);
-	x.r.dir[0].cap = x.r.dir[1].cap = 16;
+	relay_init(&x, a[1], b[0], 16);
 	memcpy(x.r.dir[0].buf, "GET", 3);
 	x.r.dir[0].end = 3;
 	x.r.dir[0].capped = true;
