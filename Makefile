@@ -281,13 +281,17 @@ $(FUZZ_TARGETS:%=fuzz-%): fuzz-%: $(BUILD)/fuzz/bin/fuzz_%
 fuzz-check: $(FUZZ_BINS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
+# Each SDK's unit tests (against a fake kilnd socket) are one executable
+# that prints cmocka's summary lines.
+SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
+
 # The unit tests (several binaries at once, the slowest started first:
 # tests/unit/run), then every fuzz corpus replayed and each target fuzzed
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
-		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py $(UNIT_TESTS)
+		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to
