@@ -9,8 +9,9 @@
 #                 create-to-ready and API exec round trip, and checkpoint,
 #                 restore and fork beside a cold boot, and guest<->host TCP
 #                 with the packet filter off and on, and kilnd's HTTP layer
-#                 alone (make bench-boot, bench-devices, bench-agent,
-#                 bench-api, bench-snapshot, bench-net, bench-http)
+#                 alone, and the exec round trip through each SDK beside the
+#                 CLI (make bench-boot, bench-devices, bench-agent,
+#                 bench-api, bench-snapshot, bench-net, bench-http, bench-sdk)
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -48,7 +49,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http clean
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http bench-sdk clean
 all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
 
 deps:
@@ -318,7 +319,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http
+bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http bench-sdk
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
@@ -329,6 +330,11 @@ bench-agent: deps
 	tests/harness/run --timeout 1800 bench/agent
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
+# The exec round trip through the raw socket, each SDK and the CLI, in one run.
+bench-sdk: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	tests/harness/run --timeout 1800 bench/sdk
+
 bench-http: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kilnd
 	bench/http
