@@ -49,7 +49,8 @@ ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
 .PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http clean
-all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
+all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
+	$(BUILD)/kiln-image-import kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -70,7 +71,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HOST_CFLAGS := $(HARDEN) -fPIE
 LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
-HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent
+HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
@@ -126,12 +127,12 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 .PHONY: install
-install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init \
+install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import \
 		$(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
 		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
 	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/kiln-init $(DESTDIR)$(PREFIX)/lib/kiln/
+	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(DESTDIR)$(PREFIX)/lib/kiln/
 	install -m 0755 $(BUILD)/libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(LIBDIR)/libkiln.so
@@ -163,6 +164,12 @@ KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) ap
 	$(wildcard lib/netrules/*.c) vmm/control/control_proto.c $(wildcard vmm/snapshot/*.c)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
+
+# kiln-image-import (docs/architecture.md, "Image import"): the OCI and
+# docker save importer kilnd runs as an unprivileged child per import.
+IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c) lib/base/sha256.c
+$(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
