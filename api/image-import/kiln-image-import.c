@@ -3,6 +3,7 @@
  * tarball into a bootable ext4 image (docs/api.md, "POST /v1/images").
  *
  *   kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT
+ *   kiln-image-import --clean
  *
  * Runs in the current directory (kilnd's per-import work directory),
  * as the unprivileged import uid kilnd dropped it to (docs/security.md,
@@ -11,6 +12,9 @@
  * JSON line on stdout: {"format", "manifest_digest", "config_digest",
  * "layers", "config", "digest", "size_bytes"}. On failure one line on
  * stderr; exit 2 when the archive is at fault (bad_archive), 1 otherwise.
+ * Either way outer/ and stage/ are removed before it exits (--clean does
+ * only that, for an importer that was killed), so kilnd, which is root,
+ * never walks a tree an archive made.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +39,7 @@
 struct opts {
 	uint64_t max_bytes, max_entries;
 	bool devices;
+	bool clean_only;
 };
 
 /* Open a file of the outer tree read-only, through no symlink. */
@@ -166,6 +171,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "max-bytes", required_argument, 0, 'b' },
 		{ "max-entries", required_argument, 0, 'n' },
 		{ "devices", no_argument, 0, 'd' },
+		{ "clean", no_argument, 0, 'c' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -175,11 +181,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			continue;
 		if (c == 'n' && num_parse_u64(optarg, 10, 1, UINT64_MAX, &o->max_entries) == 0)
 			continue;
-		if (c == 'd') {
-			o->devices = true;
+		if (c == 'd' || c == 'c') {
+			*(c == 'd' ? &o->devices : &o->clean_only) = true;
 			continue;
 		}
-		fprintf(stderr, "usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT\n");
+		fprintf(stderr, "usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT\n"
+				"       kiln-image-import --clean   (remove outer/ and stage/)\n");
 		return -1;
 	}
 	return 0;
@@ -193,9 +200,41 @@ static int tree_open(struct import_tree *t, const char *dir, struct err *e)
 	return t->root < 0 ? err_set(e, errno, "open '%s': %s", dir, strerror(errno)) : 0;
 }
 
+/* Remove outer/ and stage/ (whatever the archive put there: never followed). */
+static int clean(void)
+{
+	struct import_tree cwd = { .root = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) };
+	struct err e;
+	int r = cwd.root < 0 ? -errno : 0;
+
+	if (r == 0 && (r = tree_remove(&cwd, "outer", &e)) == 0)
+		r = tree_remove(&cwd, "stage", &e);
+	if (r < 0)
+		fprintf(stderr, "cleaning the work directory failed: %s\n", r == -errno ? strerror(errno) : e.msg);
+	if (cwd.root >= 0)
+		close(cwd.root);
+	return r < 0 ? 1 : 0;
+}
+
+static int import(const struct opts *op);
+
 int main(int argc, char **argv)
 {
 	struct opts op = { .max_bytes = 16ull << 30, .max_entries = 1000000 };
+	int rc;
+
+	if (parse_opts(argc, argv, &op) < 0)
+		return 1;
+	setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+	if (op.clean_only)
+		return clean();
+	rc = import(&op);
+	return clean() && rc == 0 ? 1 : rc;
+}
+
+static int import(const struct opts *opp)
+{
+	struct opts op = *opp;
 	struct import_tree outer = { .root = -1 }, stage = { .root = -1 };
 	static struct oci_image im;
 	char manifest_digest[SHA256_DIGEST_STR] = "", config_digest[SHA256_DIGEST_STR] = "", digest[SHA256_DIGEST_STR];
@@ -207,9 +246,6 @@ int main(int argc, char **argv)
 	int r, fd;
 	uint64_t bytes;
 
-	if (parse_opts(argc, argv, &op) < 0)
-		return 1;
-	setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
 	stage.max_bytes = op.max_bytes;
 	stage.max_entries = op.max_entries;
 	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0 ||
