@@ -86,8 +86,9 @@ int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct
 	}
 	mt = json_string_value(json_object_get(pick, "mediaType"));
 	if (mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0)) {
+		r = err_set(e, EINVAL, "index.json points at another index (%.100s): nested indexes are not supported, export one platform", mt);
 		json_decref(j);
-		return err_set(e, EINVAL, "index.json points at another index (%s): nested indexes are not supported, export one platform", mt);
+		return r;
 	}
 	r = descriptor(pick, "index.json manifests[]", manifest, e);
 	json_decref(j);
@@ -105,8 +106,9 @@ int oci_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct e
 	memset(im, 0, sizeof(*im));
 	mt = json_string_value(json_object_get(j, "mediaType"));
 	if (mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0)) {
+		r = err_set(e, EINVAL, "the manifest is an index (%.100s): nested indexes are not supported, export one platform", mt);
 		json_decref(j);
-		return err_set(e, EINVAL, "the manifest is an index (%s): nested indexes are not supported, export one platform", mt);
+		return r;
 	}
 	r = descriptor(json_object_get(j, "config"), "manifest config", &im->config, e);
 	ls = json_object_get(j, "layers");
