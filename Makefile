@@ -9,8 +9,9 @@
 #                 create-to-ready and API exec round trip, and checkpoint,
 #                 restore and fork beside a cold boot, and guest<->host TCP
 #                 with the packet filter off and on, and kilnd's HTTP layer
-#                 alone (make bench-boot, bench-devices, bench-agent,
-#                 bench-api, bench-snapshot, bench-net, bench-http)
+#                 alone, and a 200 MiB OCI image import (make bench-boot,
+#                 bench-devices, bench-agent, bench-api, bench-images,
+#                 bench-snapshot, bench-net, bench-http)
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -48,7 +49,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http clean
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http clean
 all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
 	$(BUILD)/kiln-image-import kernel rootfs
 
@@ -325,7 +326,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http
+bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
@@ -343,6 +344,11 @@ bench-http: deps
 bench-api: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout 1800 bench/api
+
+# Importing a generated ~200 MiB OCI image through kilnd (no guest boots).
+bench-images: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	tests/harness/run --timeout 1800 bench/images
 
 bench-snapshot: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
