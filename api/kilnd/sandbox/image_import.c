@@ -19,6 +19,7 @@
 #include "api/kilnd/sandbox/images.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "lib/base/mono.h"
+#include "lib/base/sig_reset.h"
 
 /* An import that takes longer is killed (a 16 GiB image takes minutes). */
 #define IMPORT_TIMEOUT_MS (60 * 60 * 1000)
@@ -79,6 +80,7 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	if ((in >= 0 && dup2(in, 0) < 0) || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (init >= 0 && dup2(init, 3) < 0))
 		_exit(126);
 	close_range(init >= 0 ? 4 : 3, ~0U, 0);
+	sig_reset_all();
 	if (chdir(work) < 0)
 		_exit(126);
 	/* kilnd is root: the importer gets the import uid and nothing else */
@@ -126,17 +128,19 @@ static void kill_leftovers(const struct kilnd *d)
 		;
 }
 
+/* Read what the pipe has into buf (cap bytes with the NUL); once buf is
+ * full the rest is read and dropped, so the importer never blocks on a
+ * full pipe (and kilnd then never waits for it forever). */
 static void drain(int fd, char *buf, size_t cap, size_t *n, bool *open_)
 {
-	ssize_t k = read(fd, buf + *n, cap - 1 - *n);
+	char scratch[4096];
+	bool full = *n >= cap - 1;
+	ssize_t k = full ? read(fd, scratch, sizeof(scratch)) : read(fd, buf + *n, cap - 1 - *n);
 
-	if (k > 0) {
+	if (k > 0 && !full)
 		*n += (size_t)k;
-		if (*n == cap - 1) /* full: the rest is dropped */
-			*n = cap - 1;
-	} else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+	else if (k == 0 || (k < 0 && errno != EINTR && errno != EAGAIN))
 		*open_ = false;
-	}
 	buf[*n] = '\0';
 }
 
