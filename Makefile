@@ -9,9 +9,10 @@
 #                 create-to-ready and API exec round trip, and checkpoint,
 #                 restore and fork beside a cold boot, and guest<->host TCP
 #                 with the packet filter off and on, and kilnd's HTTP layer
-#                 alone, and the exec round trip through each SDK beside the
-#                 CLI (make bench-boot, bench-devices, bench-agent,
-#                 bench-api, bench-snapshot, bench-net, bench-http, bench-sdk)
+#                 alone, a 200 MiB OCI image import, and the exec round
+#                 trip through each SDK beside the CLI (make bench-boot,
+#                 bench-devices, bench-agent, bench-api, bench-images,
+#                 bench-snapshot, bench-net, bench-http, bench-sdk)
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -49,8 +50,9 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http bench-sdk clean
-all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln kernel rootfs
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk clean
+all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
+	$(BUILD)/kiln-image-import kernel rootfs
 
 deps:
 	@scripts/install-deps
@@ -71,7 +73,7 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HOST_CFLAGS := $(HARDEN) -fPIE
 LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
-HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent
+HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
@@ -127,12 +129,12 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 .PHONY: install
-install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init \
+install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import \
 		$(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
 		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
 	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/kiln-init $(DESTDIR)$(PREFIX)/lib/kiln/
+	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(DESTDIR)$(PREFIX)/lib/kiln/
 	install -m 0755 $(BUILD)/libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/libkiln.so.0
 	ln -sf libkiln.so.0 $(DESTDIR)$(LIBDIR)/libkiln.so
@@ -164,6 +166,12 @@ KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) ap
 	$(wildcard lib/netrules/*.c) vmm/control/control_proto.c $(wildcard vmm/snapshot/*.c)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
+
+# kiln-image-import (docs/architecture.md, "Image import"): the OCI and
+# docker save importer kilnd runs as an unprivileged child per import.
+IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c) lib/base/sha256.c
+$(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
@@ -319,7 +327,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-snapshot bench-net bench-http bench-sdk
+bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
@@ -342,6 +350,11 @@ bench-http: deps
 bench-api: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout 1800 bench/api
+
+# Importing a generated ~200 MiB OCI image through kilnd (no guest boots).
+bench-images: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	tests/harness/run --timeout 1800 bench/images
 
 bench-snapshot: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)

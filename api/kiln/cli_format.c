@@ -115,6 +115,7 @@ int cli_format_images(FILE *out, const json_t *r)
 	put_cell(out, "NAME", wname);
 	put_cell(out, "SIZE", 10);
 	put_cell(out, "SOURCE", 9);
+	put_cell(out, "DIGEST", 19);
 	fputs("PATH\n", out);
 	json_array_foreach(images, i, img)
 	{
@@ -122,6 +123,14 @@ int cli_format_images(FILE *out, const json_t *r)
 		put_cell(out, json_string_value(json_object_get(img, "name")), wname);
 		put_cell(out, size, 10);
 		put_cell(out, json_string_value(json_object_get(img, "source")), 9);
+		{
+			/* sha256: and the first 12 hex digits, as docker shows ids */
+			const char *dg = json_string_value(json_object_get(img, "digest"));
+			char shortd[20];
+
+			snprintf(shortd, sizeof(shortd), "%.19s", dg ? dg : "-");
+			put_cell(out, shortd, 19);
+		}
 		text_clean_term_fput(out, json_string_value(json_object_get(img, "path")));
 		fputc('\n', out);
 	}

@@ -64,6 +64,14 @@ static const char usage[] =
 	"  --stop-timeout SEC    wait this long for a clean guest shutdown (default 10)\n"
 	"  --max-body BYTES      largest JSON request body (default 2097152)\n"
 	"  --max-upload BYTES    largest file upload, 0 for none (default 4294967296)\n"
+	"  --max-image BYTES     largest image archive POST /v1/images takes\n"
+	"                        (default 17179869184; also the cap of its content)\n"
+	"  --importer PATH       kiln-image-import (default: next to kilnd, or\n"
+	"                        ../lib/kiln/ from it)\n"
+	"  --kiln-init PATH      the guest init imported images get (default: next to\n"
+	"                        kilnd, or ../lib/kiln/ from it)\n"
+	"  --import-id ID        uid (= gid) the importer runs as when kilnd is root\n"
+	"                        (default: the id after the --jail-ids range)\n"
 	"  --client-timeout SEC  a client sends each request head, and each part of a\n"
 	"                        body, and reads each part of an answer within this\n"
 	"                        (default 30)\n"
@@ -191,6 +199,16 @@ static void self_dir(char *out, size_t cap)
 	snprintf(out, cap, "%s", dirname(exe));
 }
 
+/* A helper program kilnd runs (or installs into images): next to kilnd
+ * (the build tree), else in ../lib/kiln/ from it (make install). */
+static void helper_path(const char *here, const char *name, char *out)
+{
+	snprintf(out, PATH_MAX, "%s/%s", here, name);
+	if (access(out, R_OK) == 0)
+		return;
+	snprintf(out, PATH_MAX, "%s/../lib/kiln/%s", here, name);
+}
+
 static int mkdir_p(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX];
@@ -289,7 +307,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
 	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL, OPT_PREVIEW_LISTEN,
-	       OPT_PREVIEW_DOMAIN };
+	       OPT_PREVIEW_DOMAIN, OPT_MAX_IMAGE, OPT_IMPORTER, OPT_KILN_INIT, OPT_IMPORT_ID };
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -304,6 +322,10 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "stop-timeout", required_argument, 0, OPT_STOP_TIMEOUT },
 		{ "max-body", required_argument, 0, OPT_MAX_BODY },
 		{ "max-upload", required_argument, 0, OPT_MAX_UPLOAD },
+		{ "max-image", required_argument, 0, OPT_MAX_IMAGE },
+		{ "importer", required_argument, 0, OPT_IMPORTER },
+		{ "kiln-init", required_argument, 0, OPT_KILN_INIT },
+		{ "import-id", required_argument, 0, OPT_IMPORT_ID },
 		{ "client-timeout", required_argument, 0, OPT_CLIENT_TIMEOUT },
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
@@ -338,6 +360,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->stop_timeout_ms = 10000;
 	cfg->max_body = 2u << 20;
 	cfg->max_upload = 4ull << 30;
+	cfg->max_image = 16ull << 30;
+	helper_path(here, "kiln-image-import", cfg->importer);
+	helper_path(here, "kiln-init", cfg->kiln_init);
 	cfg->client_timeout_s = 30;
 	cfg->keeper_grace_s = KEEPER_GRACE_DEFAULT_S;
 	cfg->max_sandboxes = 64;
@@ -422,6 +447,22 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			if (num_parse_u64(optarg, 10, 0, UINT64_MAX, &n))
 				return bad_usage("--max-upload '%s': a number of bytes", optarg);
 			cfg->max_upload = n;
+			break;
+		case OPT_MAX_IMAGE:
+			if (num_parse_u64(optarg, 10, 1u << 20, UINT64_MAX, &n))
+				return bad_usage("--max-image '%s': a number of bytes, at least 1048576", optarg);
+			cfg->max_image = n;
+			break;
+		case OPT_IMPORTER:
+		case OPT_KILN_INIT:
+			if (optarg[0] != '/' || strlen(optarg) >= PATH_MAX)
+				return bad_usage("%s '%s': an absolute path", argv[optind - 1], optarg);
+			snprintf(opt == OPT_IMPORTER ? cfg->importer : cfg->kiln_init, PATH_MAX, "%s", optarg);
+			break;
+		case OPT_IMPORT_ID:
+			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, &n))
+				return bad_usage("--import-id '%s': a uid from 1 to 4294967294", optarg);
+			cfg->import_id = (uint32_t)n;
 			break;
 		case OPT_CLIENT_TIMEOUT:
 			if (num_parse_u64(optarg, 10, 1, 3600, &n))
@@ -528,6 +569,15 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!cfg->import_id) {
+		/* the first id past the jail range: no sandbox's VMM has it */
+		if (cfg->jail_id_first + (uint64_t)cfg->jail_id_count >= UINT32_MAX)
+			return bad_usage("--jail-ids reaches the last uid: give --import-id ID outside it");
+		cfg->import_id = cfg->jail_id_first + cfg->jail_id_count;
+	}
+	if (cfg->import_id >= cfg->jail_id_first && cfg->import_id - cfg->jail_id_first < cfg->jail_id_count)
+		return bad_usage("--import-id %u is inside the --jail-ids range: the importer would share a sandbox's uid",
+				 cfg->import_id);
 	return EXIT_OK;
 }
 

@@ -18,13 +18,14 @@
  * gives the same bytes and events for the fuzzer's split as for the whole
  * stream at once, and a stream without a sequence comes out byte for byte.
  */
+#include "api/kilnd/core/names.h"
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/endpoints/procs/proc_spec.h"
 #include "api/kilnd/endpoints/procs/tty_escape.h"
 #include "fuzz.h"
 
 #define PAIRS_MAX 32 /* HTTP_QUERY_MAX */
-#define NSEL 14 /* 12 query parsers, the tty stream (12), the watch query (13) */
+#define NSEL 15 /* 12 query parsers, the tty stream (12), the watch query (13), image import (14) */
 #define TTY_SEL 12
 
 static void check_path(const char *p)
@@ -123,6 +124,15 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 		bool close;
 
 		return proc_query_stdin(kv, n, &close, e);
+	}
+	case 14: {
+		const char *name = NULL;
+		bool devices;
+		int r = query_image_import(kv, n, &name, &devices, e);
+
+		if (!r)
+			FUZZ_ASSERT(name && image_name_valid(name));
+		return r;
 	}
 	case 13: {
 		const char *p = NULL;

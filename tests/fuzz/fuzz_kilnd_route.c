@@ -73,22 +73,27 @@ static int is_cp_op(enum route_op op)
 }
 
 /* The path with captures put back must be the path: rebuild it by
- * replacing the captures where they stand (after "/v1/sandboxes/" and,
+ * replacing the captures where they stand (after "/v1/sandboxes/" or
+ * "/v1/images/" and,
  * for a second one, after the next "/<word>/"). */
 static void check_captures(const char *path, const struct route_match *m)
 {
-	static const char pre[] = "/v1/sandboxes/";
-	size_t il = strlen(m->id), pl = strlen(m->proc);
+	/* an {id} is a sandbox's, or an image's name (/v1/images/{id}) */
+	static const char sbs[] = "/v1/sandboxes/", ims[] = "/v1/images/";
+	const char *pre = strncmp(path, ims, sizeof(ims) - 1) ? sbs : ims;
+	size_t il = strlen(m->id), pl = strlen(m->proc), prel = strlen(pre);
 
 	FUZZ_ASSERT(il <= ROUTE_ID_MAX && pl <= ROUTE_ID_MAX);
 	FUZZ_ASSERT(!strchr(m->id, '/') && !strchr(m->proc, '/'));
 	if (!il) {
-		FUZZ_ASSERT(!pl && path[0] == '/' && strncmp(path, pre, sizeof(pre) - 1));
+		FUZZ_ASSERT(!pl && path[0] == '/' && strncmp(path, sbs, sizeof(sbs) - 1) &&
+			    strncmp(path, ims, sizeof(ims) - 1));
 		return;
 	}
-	FUZZ_ASSERT(!strncmp(path, pre, sizeof(pre) - 1));
-	FUZZ_ASSERT(!strncmp(path + sizeof(pre) - 1, m->id, il));
-	path += sizeof(pre) - 1 + il;
+	FUZZ_ASSERT(!strncmp(path, pre, prel));
+	FUZZ_ASSERT(!strncmp(path + prel, m->id, il));
+	FUZZ_ASSERT(pre == sbs || (!pl && path[prel + il] == '\0')); /* an image route has one segment */
+	path += prel + il;
 	FUZZ_ASSERT(*path == '\0' || *path == '/');
 	if (pl) {
 		const char *slash = strchr(path + 1, '/');

@@ -603,9 +603,49 @@ static void test_query_exec_and_list(void **state)
 	json_decref(labels);
 }
 
+/* An imported image's WorkingDir and User are defaults only: the
+ * request's own cwd and user win; a user kiln cannot run as is ignored;
+ * a confined process keeps /workspace unless the default is under it. */
+static void test_exec_image_defaults(void **state)
+{
+	json_t *def = J("{\"working_dir\":\"/srv/work\",\"user\":\"0:0\"}");
+	json_t *odd = J("{\"working_dir\":\"/srv\",\"user\":\"www-data\"}");
+	json_t *ws = J("{\"working_dir\":\"/workspace/app\",\"user\":\"1000\"}");
+	struct exec_spec s;
+
+	(void)state;
+	assert_int_equal(exec("{\"argv\":[\"pwd\"]}", false, &s, NULL), API_OK);
+	exec_spec_image_defaults(&s, def);
+	assert_string_equal(s.cwd, "/srv/work");
+	assert_int_equal(s.user, AGENT_USER_ROOT);
+	exec_spec_image_defaults(&s, NULL); /* none: unchanged */
+	assert_string_equal(s.cwd, "/srv/work");
+	exec_spec_free(&s);
+	assert_int_equal(exec("{\"argv\":[\"pwd\"],\"cwd\":\"/tmp\",\"user\":\"user\"}", false, &s, NULL), API_OK);
+	exec_spec_image_defaults(&s, def);
+	assert_string_equal(s.cwd, "/tmp");
+	assert_int_equal(s.user, AGENT_USER_USER);
+	exec_spec_free(&s);
+	assert_int_equal(exec("{\"argv\":[\"pwd\"]}", false, &s, NULL), API_OK);
+	exec_spec_image_defaults(&s, odd);
+	assert_string_equal(s.cwd, "/srv");
+	assert_int_equal(s.user, AGENT_USER_USER);
+	exec_spec_free(&s);
+	assert_int_equal(exec("{\"argv\":[\"pwd\"],\"confine\":true}", false, &s, NULL), API_OK);
+	exec_spec_image_defaults(&s, def);
+	assert_null(s.cwd); /* /srv/work is not visible to a confined process */
+	exec_spec_image_defaults(&s, ws);
+	assert_string_equal(s.cwd, "/workspace/app");
+	exec_spec_free(&s);
+	json_decref(def);
+	json_decref(odd);
+	json_decref(ws);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exec_image_defaults),
 		cmocka_unit_test(test_create_defaults),
 		cmocka_unit_test(test_create_idle_timeout),
 		cmocka_unit_test(test_create_everything_and_round_trip),

@@ -36,6 +36,12 @@ static void test_every_endpoint(void **state)
 	assert_int_equal(op_of("GET", "/v1/health", NULL), OP_HEALTH);
 	assert_int_equal(op_of("GET", "/metrics", NULL), OP_METRICS);
 	assert_int_equal(op_of("GET", "/v1/images", NULL), OP_IMAGES_LIST);
+	assert_int_equal(op_of("POST", "/v1/images", NULL), OP_IMAGE_IMPORT);
+	assert_true(route_has_body(OP_IMAGE_IMPORT));
+	assert_int_equal(op_of("GET", "/v1/images/alpine-3.20", id), OP_IMAGE_GET);
+	assert_string_equal(id, "alpine-3.20");
+	assert_int_equal(op_of("DELETE", "/v1/images/x", id), OP_IMAGE_DELETE);
+	assert_false(route_has_body(OP_IMAGE_DELETE));
 	assert_int_equal(op_of("GET", "/v1/sandboxes", NULL), OP_SANDBOX_LIST);
 	assert_int_equal(op_of("POST", "/v1/sandboxes", NULL), OP_SANDBOX_CREATE);
 	assert_int_equal(op_of("GET", "/v1/sandboxes/3f9a1c2b7d4e", id), OP_SANDBOX_GET);

@@ -593,12 +593,15 @@ static void test_format(void **state)
 	free(out);
 
 	out = fmt(cli_format_images,
-		  "{\"images\":[{\"name\":\"minimal\",\"path\":\"/i/m.ext4\",\"size_bytes\":33554432,\"source\":\"option\"}],"
+		  "{\"images\":[{\"name\":\"minimal\",\"path\":\"/i/m.ext4\",\"size_bytes\":33554432,\"source\":\"option\"},"
+		  "{\"name\":\"py\",\"path\":\"/i/py.ext4\",\"size_bytes\":1048576,\"source\":\"oci\","
+		  "\"digest\":\"sha256:2c09fe1eeac0e10d8bc6d003fb3835fe00dc23b6110ae87beb1343c13639455b\"}],"
 		  "\"kernel\":{\"path\":\"/k\",\"size_bytes\":1000}}",
 		  &rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(out, "NAME     SIZE        SOURCE     PATH\n"
-				 "minimal  32.0 MiB    option     /i/m.ext4\n"
+	assert_string_equal(out, "NAME     SIZE        SOURCE     DIGEST               PATH\n"
+				 "minimal  32.0 MiB    option     -                    /i/m.ext4\n"
+				 "py       1.0 MiB     oci        sha256:2c09fe1eeac0  /i/py.ext4\n"
 				 "kernel: /k (1000 B)\n");
 	free(out);
 	out = fmt(cli_format_images, "{\"images\":[{\"name\":\"x\"}]}", &rc);

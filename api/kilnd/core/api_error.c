@@ -41,6 +41,7 @@ static const struct {
 	[API_E_INVALID_STATE] = { "invalid_state", 409 },
 	[API_E_READ_ONLY] = { "read_only", 409 },
 	[API_E_UNSUPPORTED] = { "unsupported", 409 },
+	[API_E_IN_USE] = { "in_use", 409 },
 	[API_E_BODY_TOO_LARGE] = { "body_too_large", 413 },
 	[API_E_URI_TOO_LONG] = { "uri_too_long", 414 },
 	[API_E_HEADERS_TOO_LARGE] = { "headers_too_large", 431 },

@@ -47,6 +47,13 @@ struct kilnd_config {
 	char state_dir[PATH_MAX];
 	char kernel[PATH_MAX];
 	char vmm[PATH_MAX];
+	/* Image import (docs/api.md, "POST /v1/images"): the importer and
+	 * the kiln-init it installs, the archive cap (--max-image), the
+	 * uid = gid the importer runs as (--import-id; docs/security.md). */
+	char importer[PATH_MAX];
+	char kiln_init[PATH_MAX];
+	uint64_t max_image;
+	uint32_t import_id;
 	struct kilnd_image images[KILND_MAX_IMAGES];
 	size_t nimages;
 	char share_roots[KILND_MAX_SHARE_ROOTS][PATH_MAX]; /* resolved */

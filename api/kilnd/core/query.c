@@ -357,3 +357,24 @@ int query_archive(const struct query_kv *kv, size_t n, const char **path, enum a
 		return -1;
 	return 0;
 }
+
+int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices, struct api_err *e)
+{
+	static const char *const known[] = { "name", "devices", NULL };
+	static const char what[] = "image import";
+	bool present;
+
+	if (check_keys(kv, n, known, NULL, what, e) || get_bool(kv, n, "devices", false, devices, what, e))
+		return -1;
+	*name = find(kv, n, "name", &present);
+	if (!*name || !**name) {
+		api_err_set(e, API_E_MISSING_FIELD, "%s: give the new image's name: ?name=NAME", what);
+		return -1;
+	}
+	if (!image_name_valid(*name)) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit", what, *name);
+		return -1;
+	}
+	return 0;
+}

@@ -86,4 +86,7 @@ int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
 int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
 		  struct api_err *e);
 
+/* POST /v1/images: name (required, an image name), devices (default false). */
+int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices, struct api_err *e);
+
 #endif

@@ -55,4 +55,7 @@ const http_handler_fn dispatch_handlers[OP_COUNT] = {
 	[OP_PREVIEW_LIST] = handle_preview_list,
 	[OP_PREVIEW_ADD] = handle_preview_add,
 	[OP_PREVIEW_REMOVE] = handle_preview_remove,
+	[OP_IMAGE_IMPORT] = handle_image_import_begin,
+	[OP_IMAGE_GET] = handle_image_get,
+	[OP_IMAGE_DELETE] = handle_image_delete,
 };

@@ -16,6 +16,12 @@ void handle_health(struct http_req *r);
 void handle_metrics(struct http_req *r);
 void handle_images(struct http_req *r);
 
+/* handle_image_import.c: POST /v1/images streams its body (an image
+ * archive) to a file like PUT .../files; GET and DELETE /v1/images/{name}. */
+void handle_image_import_begin(struct http_req *r);
+void handle_image_get(struct http_req *r);
+void handle_image_delete(struct http_req *r);
+
 struct sandbox;
 
 /* handle_sandboxes.c */

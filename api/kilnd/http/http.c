@@ -330,14 +330,17 @@ static bool send_answer(struct http_conn *c, struct http_req *r, bool keep)
 
 /* ---- requests ---- */
 
-/* Raw uploads streamed to the guest (--max-upload), not JSON. */
+/* Raw uploads streamed to the guest (--max-upload), or to a file (an
+ * image archive, --max-image), not JSON. */
 static bool is_upload(enum route_op op)
 {
-	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT;
+	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT || op == OP_IMAGE_IMPORT;
 }
 
 static uint64_t body_limit(struct http_req *r)
 {
+	if (r->rm.op == OP_IMAGE_IMPORT)
+		return r->d->cfg.max_image;
 	if (is_upload(r->rm.op))
 		return r->d->cfg.max_upload ? r->d->cfg.max_upload : UINT64_MAX;
 	return route_has_body(r->rm.op) ? r->d->cfg.max_body : 0;
@@ -347,7 +350,10 @@ static void too_large(struct http_req *r)
 {
 	struct api_err e;
 
-	if (is_upload(r->rm.op))
+	if (r->rm.op == OP_IMAGE_IMPORT)
+		api_err_set(&e, API_E_BODY_TOO_LARGE, "the image archive is larger than %" PRIu64 " bytes (--max-image)",
+			    r->d->cfg.max_image);
+	else if (is_upload(r->rm.op))
 		api_err_set(&e, API_E_BODY_TOO_LARGE, "the upload is larger than %" PRIu64 " bytes (--max-upload)",
 			    r->d->cfg.max_upload);
 	else if (!route_has_body(r->rm.op))

@@ -15,7 +15,8 @@ static const struct {
 } routes[] = {
 	{ "/v1/health", "GET", { { "GET", OP_HEALTH } } },
 	{ "/metrics", "GET", { { "GET", OP_METRICS } } },
-	{ "/v1/images", "GET", { { "GET", OP_IMAGES_LIST } } },
+	{ "/v1/images", "GET, POST", { { "GET", OP_IMAGES_LIST }, { "POST", OP_IMAGE_IMPORT } } },
+	{ "/v1/images/{id}", "GET, DELETE", { { "GET", OP_IMAGE_GET }, { "DELETE", OP_IMAGE_DELETE } } },
 	{ "/v1/sandboxes", "GET, POST", { { "GET", OP_SANDBOX_LIST }, { "POST", OP_SANDBOX_CREATE } } },
 	{ "/v1/sandboxes/{id}", "GET, DELETE",
 	  { { "GET", OP_SANDBOX_GET }, { "DELETE", OP_SANDBOX_DELETE } } },
@@ -123,5 +124,6 @@ bool route_has_body(enum route_op op)
 	       op == OP_FILE_MKDIR || op == OP_FILE_REMOVE || op == OP_FILE_RENAME || op == OP_ARCHIVE_PUT ||
 	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||
 	       op == OP_SANDBOX_HIBERNATE || op == OP_SANDBOX_WAKE || op == OP_CHECKPOINT_CREATE ||
-	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT || op == OP_PREVIEW_ADD;
+	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT || op == OP_PREVIEW_ADD ||
+	       op == OP_IMAGE_IMPORT;
 }

@@ -1,10 +1,17 @@
-/* Image registry; see images.h. */
+/* Image registry and records; see images.h. */
 #include "api/kilnd/sandbox/images.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_record.h"
+#include "lib/base/sha256.h"
 
 static const char suffix[] = ".ext4";
 
@@ -27,6 +34,11 @@ static bool regular_file(const char *path, off_t *size)
 	return true;
 }
 
+static int state_path(const struct kilnd *d, const char *name, char *path)
+{
+	return snprintf(path, PATH_MAX, "%s/images/%s%s", d->cfg.state_dir, name, suffix) < PATH_MAX ? 0 : -1;
+}
+
 int images_find(const struct kilnd *d, const char *name, char *path, struct api_err *e)
 {
 	const struct kilnd_image *im;
@@ -40,12 +52,11 @@ int images_find(const struct kilnd *d, const char *name, char *path, struct api_
 		snprintf(path, PATH_MAX, "%s", im->path);
 		return 0;
 	}
-	if (snprintf(path, PATH_MAX, "%s/images/%s%s", d->cfg.state_dir, name, suffix) < PATH_MAX &&
-	    regular_file(path, NULL))
+	if (state_path(d, name, path) == 0 && regular_file(path, NULL))
 		return 0;
 	api_err_set(e, API_E_IMAGE_NOT_FOUND,
-		    "no image '%s': register it with --image %s=PATH or put it at %s/images/%s%s (GET /v1/images lists them)",
-		    name, name, d->cfg.state_dir, name, suffix);
+		    "no image '%s': register it with --image %s=PATH, import one (POST /v1/images?name=%s) or put it at %s/images/%s%s (GET /v1/images lists them)",
+		    name, name, name, d->cfg.state_dir, name, suffix);
 	return -1;
 }
 
@@ -70,16 +81,113 @@ int images_check_disk(const char *name, const char *path, unsigned disk_mib, str
 	return 0;
 }
 
-static int add(json_t *arr, const char *name, const char *path, const char *source)
+/* ---- records ---- */
+
+static void record_path(const struct kilnd *d, const char *name, char *out, size_t cap)
 {
-	off_t size = 0;
-	json_t *o;
+	snprintf(out, cap, "%s/images/.records/%s.json", d->cfg.state_dir, name);
+}
+
+static json_t *record_load(const struct kilnd *d, const char *name)
+{
+	char p[PATH_MAX + 64];
+	json_t *j;
+
+	record_path(d, name, p, sizeof(p));
+	j = json_load_file(p, JSON_REJECT_DUPLICATES, NULL);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+/* Written whole then renamed: a reader sees the old record or the new. */
+static int record_save(const struct kilnd *d, const char *name, json_t *rec)
+{
+	char dir[PATH_MAX + 32], p[PATH_MAX + 64], tmp[PATH_MAX + 96];
+
+	snprintf(dir, sizeof(dir), "%s/images/.records", d->cfg.state_dir);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	record_path(d, name, p, sizeof(p));
+	snprintf(tmp, sizeof(tmp), "%s.%d.%ld.tmp", p, (int)getpid(), (long)gettid());
+	if (json_dump_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static json_t *rfc3339(int64_t ms)
+{
+	char buf[40];
+
+	format_time_ms(ms, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+/* The record of the file at path as it is now: the stored one when it
+ * still describes this file (path, size, mtime), else a new one with
+ * the file's digest (computed here, once) and source. */
+static json_t *record_current(const struct kilnd *d, const char *name, const char *path, const char *source)
+{
+	json_t *rec = record_load(d, name);
+	char digest[SHA256_DIGEST_STR];
+	struct stat st;
+	int fd;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		json_decref(rec);
+		return NULL;
+	}
+	if (rec && json_is_string(json_object_get(rec, "path")) &&
+	    strcmp(json_string_value(json_object_get(rec, "path")), path) == 0 &&
+	    json_integer_value(json_object_get(rec, "size_bytes")) == st.st_size &&
+	    json_integer_value(json_object_get(rec, "mtime_ns")) ==
+		    (json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec &&
+	    json_is_string(json_object_get(rec, "digest")))
+		return rec;
+	json_decref(rec);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || sha256_fd(fd, digest) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	close(fd);
+	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes", (json_int_t)st.st_size, "mtime_ns",
+			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest", digest, "source",
+			source, "created", rfc3339((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
+	if (rec)
+		record_save(d, name, rec);
+	return rec;
+}
+
+/* One image as GET /v1/images shows it (new reference). */
+static json_t *image_view(const struct kilnd *d, const char *name, const char *path, bool option)
+{
+	json_t *rec = record_current(d, name, path, option ? "option" : "state_dir"), *o;
+	const char *src = json_string_value(json_object_get(rec, "source"));
+	off_t size = -1;
 
 	if (!regular_file(path, &size))
 		size = -1; /* an --image file that went away still shows, with no size */
-	o = json_pack("{s:s,s:s,s:o,s:s}", "name", name, "path", path, "size_bytes",
-		      size >= 0 ? json_integer(size) : json_null(), "source", source);
-	return o ? json_array_append_new(arr, o) : -1;
+	/* a record of an imported image says oci; --image always wins */
+	if (option || !src)
+		src = option ? "option" : "state_dir";
+	o = json_pack("{s:s,s:s,s:o,s:s,s:O?,s:O?}", "name", name, "path", path, "size_bytes",
+		      size >= 0 ? json_integer(size) : json_null(), "source", src, "digest",
+		      json_object_get(rec, "digest"), "created", json_object_get(rec, "created"));
+	if (o && !option && strcmp(src, "oci") == 0) {
+		static const char *const extra[] = { "manifest_digest", "format", "config_digest", "layers", "config" };
+
+		for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
+			if (json_object_get(rec, extra[i]))
+				json_object_set(o, extra[i], json_object_get(rec, extra[i]));
+	}
+	json_decref(rec);
+	return o;
 }
 
 json_t *images_list(const struct kilnd *d)
@@ -93,7 +201,7 @@ json_t *images_list(const struct kilnd *d)
 	if (!arr)
 		return NULL;
 	for (size_t i = 0; i < d->cfg.nimages; i++)
-		add(arr, d->cfg.images[i].name, d->cfg.images[i].path, "option");
+		json_array_append_new(arr, image_view(d, d->cfg.images[i].name, d->cfg.images[i].path, true));
 	snprintf(dir, sizeof(dir), "%s/images", d->cfg.state_dir);
 	dh = opendir(dir);
 	while (dh && (de = readdir(dh))) {
@@ -110,7 +218,7 @@ json_t *images_list(const struct kilnd *d)
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path) ||
 		    !regular_file(path, NULL))
 			continue;
-		add(arr, name, path, "state_dir");
+		json_array_append_new(arr, image_view(d, name, path, false));
 	}
 	if (dh)
 		closedir(dh);
@@ -118,4 +226,125 @@ json_t *images_list(const struct kilnd *d)
 	kernel = json_pack("{s:s,s:o}", "path", d->cfg.kernel, "size_bytes",
 			   ksize >= 0 ? json_integer(ksize) : json_null());
 	return json_pack("{s:o,s:o}", "images", arr, "kernel", kernel);
+}
+
+int images_get(const struct kilnd *d, const char *name, json_t **out, struct api_err *e)
+{
+	char path[PATH_MAX];
+
+	if (images_find(d, name, path, e))
+		return -1;
+	*out = image_view(d, name, path, option_image(d, name) != NULL);
+	if (!*out) {
+		api_err_set(e, API_E_INTERNAL, "image '%s': out of memory", name);
+		return -1;
+	}
+	return 0;
+}
+
+int images_register(struct kilnd *d, const char *name, const char *tmp_path, const char *source,
+		    const json_t *extra, struct api_err *e)
+{
+	char path[PATH_MAX], digest[SHA256_DIGEST_STR];
+	const char *k;
+	json_t *rec, *v;
+	struct stat st;
+	int fd;
+
+	if (option_image(d, name) || state_path(d, name, path) < 0 || regular_file(path, NULL)) {
+		api_err_set(e, API_E_EXISTS, "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
+			    name, name);
+		return -1;
+	}
+	fd = open(tmp_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 ||
+	    sha256_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
+		api_err_set(e, API_E_IO_ERROR, "image '%s': reading the new image failed: %s", name, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	/* link, not rename: an image of that name that appeared meanwhile is never replaced */
+	if (link(tmp_path, path) < 0) {
+		api_err_set(e, errno == EEXIST ? API_E_EXISTS : API_E_IO_ERROR, "image '%s': %s: %s", name, path,
+			    strerror(errno));
+		return -1;
+	}
+	unlink(tmp_path);
+	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes", (json_int_t)st.st_size, "mtime_ns",
+			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest", digest, "source",
+			source, "created", rfc3339(wall_ms()));
+	if (rec && extra)
+		json_object_foreach((json_t *)extra, k, v)
+			if (!json_object_get(rec, k))
+				json_object_set(rec, k, v);
+	if (!rec || record_save(d, name, rec) < 0)
+		kilnd_log("image %s: its record could not be written; GET /v1/images will compute it again", name);
+	json_decref(rec);
+	return 0;
+}
+
+/* Who names the image, under reg.mu: a sandbox (any state) or a pool. */
+static const char *image_user_locked(struct kilnd *d, const char *name)
+{
+	for (size_t i = 0; i < d->reg.n; i++)
+		if (strcmp(d->reg.v[i]->rec.spec.image, name) == 0)
+			return d->reg.v[i]->rec.id;
+	for (size_t i = 0; i < d->cfg.npools; i++)
+		if (strcmp(d->cfg.pools[i].image, name) == 0)
+			return "--pool";
+	return NULL;
+}
+
+int images_delete(struct kilnd *d, const char *name, struct api_err *e)
+{
+	char path[PATH_MAX], rp[PATH_MAX + 64];
+	const char *user;
+
+	if (images_find(d, name, path, e))
+		return -1;
+	if (option_image(d, name)) {
+		api_err_set(e, API_E_READ_ONLY, "image '%s' comes from kilnd's --image option: it cannot be deleted through the API",
+			    name);
+		return -1;
+	}
+	kilnd_lock(d);
+	user = image_user_locked(d, name);
+	if (user) {
+		api_err_set(e, API_E_IN_USE, "image '%s' is in use by %s%s: delete %s first", name,
+			    strcmp(user, "--pool") ? "sandbox " : "", user,
+			    strcmp(user, "--pool") ? "that sandbox (and so its checkpoints)" : "the pool (restart kilnd without it)");
+		kilnd_unlock(d);
+		return -1;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		api_err_set(e, API_E_IO_ERROR, "image '%s': remove %s: %s", name, path, strerror(errno));
+		kilnd_unlock(d);
+		return -1;
+	}
+	kilnd_unlock(d);
+	record_path(d, name, rp, sizeof(rp));
+	unlink(rp);
+	return 0;
+}
+
+json_t *images_defaults(const struct kilnd *d, const char *name)
+{
+	char path[PATH_MAX];
+	json_t *rec, *c;
+	struct stat st;
+
+	if (option_image(d, name) || state_path(d, name, path) < 0 || stat(path, &st) < 0)
+		return NULL;
+	rec = record_load(d, name);
+	c = json_object_get(rec, "config");
+	/* only while the record still describes the file */
+	if (!json_is_object(c) || json_integer_value(json_object_get(rec, "size_bytes")) != st.st_size) {
+		json_decref(rec);
+		return NULL;
+	}
+	json_incref(c);
+	json_decref(rec);
+	return c;
 }

@@ -1,6 +1,6 @@
 /*
- * images: the read-only root images kilnd can boot, and its kernel
- * (docs/api.md, "GET /v1/images").
+ * images: the read-only root images kilnd can boot, their records, and
+ * its kernel (docs/api.md, "Images").
  *
  * Contract: images come from --image NAME=PATH (checked at start-up) and
  * from <state-dir>/images/NAME.ext4, which is looked at on every call, so
@@ -8,6 +8,13 @@
  * same name wins. Only regular files are images; names follow
  * image_name_valid() and paths vmm_path_valid(), since both end up in
  * kiln-vmm's --disk option.
+ *
+ * Records: <state-dir>/images/.records/NAME.json holds what is known of
+ * an image beyond its file: its sha256 digest (computed once, at import
+ * or when first listed, and kept while the file's path, size and mtime
+ * are the same), its source and creation time, and for an imported image
+ * the archive's manifest digest and the config's runtime defaults
+ * (images_defaults).
  */
 #ifndef KILN_IMAGES_H
 #define KILN_IMAGES_H
@@ -27,5 +34,30 @@ int images_check_disk(const char *name, const char *path, unsigned disk_mib, str
 
 /* The GET /v1/images body (new reference; NULL when out of memory). */
 json_t *images_list(const struct kilnd *d);
+
+/* GET /v1/images/{name}: 0 and *out (new reference), or -1 with e. */
+int images_get(const struct kilnd *d, const char *name, json_t **out, struct api_err *e);
+
+/*
+ * Register the ext4 file at tmp_path (on the state directory's file
+ * system) as image name: renamed to <state-dir>/images/NAME.ext4 (root's,
+ * 0644) with its record (source, created, digest and size of the file,
+ * and every member of extra: manifest_digest, config, ...). -1 with e
+ * (exists: an image of that name is there already). The function a
+ * template build would call too.
+ */
+int images_register(struct kilnd *d, const char *name, const char *tmp_path, const char *source,
+		    const json_t *extra, struct api_err *e);
+
+/*
+ * DELETE /v1/images/{name}: 0, or -1 with e: image_not_found; read_only
+ * for a --image image; in_use while any sandbox (in any state: its
+ * checkpoints and hibernation image need the image too) or --pool names it.
+ */
+int images_delete(struct kilnd *d, const char *name, struct api_err *e);
+
+/* The image's runtime defaults, {"env", "working_dir", "user", ...}
+ * (new reference), or NULL when it has none (not an imported image). */
+json_t *images_defaults(const struct kilnd *d, const char *name);
 
 #endif

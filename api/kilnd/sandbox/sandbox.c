@@ -330,6 +330,28 @@ int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t
 	return -1;
 }
 
+/* An imported image's Env under the create's own env (which wins):
+ * image < sandbox env < request env (docs/api.md, "Images"). */
+static int image_env_under(struct kilnd *d, struct sandbox_spec *spec, struct api_err *e)
+{
+	json_t *def = images_defaults(d, spec->image), *env;
+
+	if (!json_is_object(json_object_get(def, "env"))) {
+		json_decref(def);
+		return 0;
+	}
+	env = json_deep_copy(json_object_get(def, "env"));
+	json_decref(def);
+	if (!env || (spec->env && json_object_update(env, spec->env) < 0)) {
+		json_decref(env);
+		api_err_set(e, API_E_INTERNAL, "create: out of memory");
+		return -1;
+	}
+	json_decref(spec->env);
+	spec->env = env;
+	return 0;
+}
+
 int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
 		   struct api_err *e)
 {
@@ -342,7 +364,7 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return -1;
 	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e) ||
-	    images_check_disk(spec.image, image, spec.disk_mib, e)) {
+	    images_check_disk(spec.image, image, spec.disk_mib, e) || image_env_under(d, &spec, e)) {
 		sandbox_spec_free(&spec);
 		return -1;
 	}
@@ -496,6 +518,12 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e)
 	sandbox_remove_dir(sb->dir);
 	kilnd_log("sandbox %s: deleted", sb->rec.id);
 	return 0;
+}
+
+json_t *sandbox_image_defaults(struct sandbox *sb)
+{
+	/* spec.image is set at create and never changes */
+	return images_defaults(sb->d, sb->rec.spec.image);
 }
 
 int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e)

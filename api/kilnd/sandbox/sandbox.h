@@ -91,6 +91,10 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e);
  */
 int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e);
 
+/* The runtime defaults of the sandbox's image (images_defaults: an
+ * imported image's WorkingDir, User, ...; new reference), or NULL. */
+json_t *sandbox_image_defaults(struct sandbox *sb);
+
 /* Port mappings per sandbox (docs/api.md, .../ports). */
 #define SANDBOX_PORTS_MAX 16
 

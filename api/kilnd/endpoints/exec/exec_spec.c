@@ -231,6 +231,7 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	}
 	if (json_fields_string(body, "user", false, 16, &user, what, e))
 		return -1;
+	s->user_given = user != NULL;
 	if (!user || strcmp(user, "user") == 0) {
 		s->user = AGENT_USER_USER;
 	} else if (strcmp(user, "root") == 0) {
@@ -318,8 +319,28 @@ void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o)
 	o->code_len = s->code_len;
 }
 
+void exec_spec_image_defaults(struct exec_spec *s, json_t *defaults)
+{
+	const char *cwd = json_string_value(json_object_get(defaults, "working_dir"));
+	const char *user = json_string_value(json_object_get(defaults, "user"));
+
+	if (!defaults)
+		return;
+	json_decref(s->image_defaults);
+	s->image_defaults = json_incref(defaults);
+	if (!s->cwd && cwd && guest_path_valid(cwd, AGENT_PATH_MAX) && (!s->confine || agent_confine_cwd_ok(cwd)))
+		s->cwd = cwd;
+	if (s->user_given || !user)
+		return;
+	if (strcmp(user, "root") == 0 || strcmp(user, "0") == 0 || strcmp(user, "0:0") == 0)
+		s->user = AGENT_USER_ROOT;
+	else if (strcmp(user, "user") == 0 || strcmp(user, "1000") == 0 || strcmp(user, "1000:1000") == 0)
+		s->user = AGENT_USER_USER;
+}
+
 void exec_spec_free(struct exec_spec *s)
 {
+	json_decref(s->image_defaults);
 	free(s->argv);
 	free(s->stdin_data);
 	free(s->merged);

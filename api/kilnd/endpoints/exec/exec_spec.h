@@ -40,6 +40,8 @@ struct exec_spec {
 	const json_t *env;        /* borrowed from body; NULL when absent */
 	const char *cwd;          /* NULL: the user's home */
 	enum agent_user user;
+	bool user_given;          /* the request named a user */
+	json_t *image_defaults;   /* exec_spec_image_defaults(): reference held (cwd may point into it) */
 	uint32_t timeout_ms;
 	uint8_t *stdin_data;      /* owned; NULL when none */
 	size_t stdin_len;
@@ -77,6 +79,17 @@ int run_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct a
  * Pointers in s->merged borrow from base and s->body: keep both alive.
  */
 int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e);
+
+/*
+ * The sandbox image's runtime defaults (images.h: an imported image's
+ * config, {"working_dir", "user", ...}; NULL: none) under the request's
+ * own: working_dir becomes cwd when the request gave none (and, for a
+ * confined process, only when it is visible there), user ("root", "0",
+ * "0:0"; "user", "1000", "1000:1000") the user when it gave none; any
+ * other user is not one kiln can run as and is ignored. A reference to
+ * defaults is kept.
+ */
+void exec_spec_image_defaults(struct exec_spec *s, json_t *defaults);
 
 /* Fill agent client options from a parsed (and merged) spec. */
 void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o);

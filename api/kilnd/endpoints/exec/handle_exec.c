@@ -271,6 +271,12 @@ static void serve(struct http_req *r, bool run)
 		job_put(j);
 		return;
 	}
+	{
+		json_t *def = sandbox_image_defaults(j->sb); /* an imported image's WorkingDir and User */
+
+		exec_spec_image_defaults(&j->spec, def);
+		json_decref(def);
+	}
 	json_decref(body); /* the spec keeps its own reference */
 	if (want_stream)
 		stream(r, j);

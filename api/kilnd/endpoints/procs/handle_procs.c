@@ -77,6 +77,12 @@ static void create(struct http_req *r, bool shell)
 	if ((shell ? proc_shell_parse(body, &spec, &e) : proc_spec_parse(body, &spec, &e)) ||
 	    sandbox_agent(sb, &c, &env, &e) || exec_env_merge(&spec.x, env, &e))
 		goto fail;
+	{
+		json_t *def = sandbox_image_defaults(sb); /* an imported image's WorkingDir and User */
+
+		exec_spec_image_defaults(&spec.x, def);
+		json_decref(def);
+	}
 	proc_spec_opts(&spec, &o);
 	if (agent_client_spawn(&c, &o, &s, &info, &ae)) {
 		api_err_from_agent(&e, &ae, what);

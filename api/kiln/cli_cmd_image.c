@@ -1,0 +1,147 @@
+/*
+ * kiln image import|ls|inspect|rm (docs/api.md, "Images"): an OCI or
+ * docker save tarball streamed to POST /v1/images (never read whole),
+ * the list, one image's record, its removal.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/kiln/cli_cmds.h"
+#include "api/kiln/cli_format.h"
+
+enum { O_NAME = 1, O_DEVICES };
+
+static ssize_t read_fd(void *arg, char *p, size_t n)
+{
+	for (;;) {
+		ssize_t got = read(*(int *)arg, p, n);
+
+		if (got >= 0 || errno != EINTR)
+			return got >= 0 ? got : -errno;
+	}
+}
+
+/* One image, as `kiln image inspect` and import print it without --json. */
+static int show_image(FILE *out, const json_t *im)
+{
+	const char *name = json_string_value(json_object_get(im, "name"));
+
+	if (!name)
+		return -1;
+	fprintf(out, "%s\t%s\t%s\n", name, json_string_value(json_object_get(im, "digest")) ?: "-",
+		json_string_value(json_object_get(im, "source")) ?: "-");
+	return 0;
+}
+
+static int image_import(struct cli_ctx *c, int argc, char **argv)
+{
+	static const struct cli_optdef defs[] = { { "name", 'n', true, O_NAME }, { "devices", 0, false, O_DEVICES }, { 0 } };
+	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
+			       /* kilnd builds the image before it answers: minutes for a big one */
+			       .wait_s = 3600 };
+	const char *name = NULL, *file = NULL;
+	char path[256], msg[CLI_ERR_MAX];
+	bool devices = false;
+	struct cli_resp resp;
+	struct cli_scan s;
+	struct stat st;
+	int opt, fd, rc;
+	json_t *j;
+
+	cli_scan_init(&s, argc, argv, defs, &c->g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		if (opt == CLI_SCAN_ERROR)
+			return cli_usage_error(c, s.err);
+		if (opt == O_NAME)
+			name = s.value;
+		else if (opt == O_DEVICES)
+			devices = true;
+		else if (opt == CLI_SCAN_POSITIONAL && !file)
+			file = s.value;
+		else {
+			snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			return cli_usage_error(c, msg);
+		}
+	}
+	if (!file || !name)
+		return cli_usage_error(c, "usage: kiln image import FILE --name NAME [--devices]");
+	if (strlen(name) > 64 || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(name))
+		return cli_usage_error(c, "--name: 1..64 of [A-Za-z0-9._-]");
+	fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(msg, sizeof(msg), "'%s': %s", CLI_ECHO(file), strerror(errno));
+		return cli_usage_error(c, msg);
+	}
+	/* a file's size goes in Content-Length: kilnd refuses one over --max-image at once */
+	if (S_ISREG(st.st_mode))
+		req.source_size = st.st_size;
+	snprintf(path, sizeof(path), "/v1/images?name=%s%s", name, devices ? "&devices=1" : "");
+	req.path = path;
+	req.source_arg = &fd;
+	rc = cli_call(c, "image import", &req, &resp);
+	if (fd > 0)
+		close(fd);
+	if (rc)
+		return rc;
+	j = json_loadb(resp.body, resp.len, 0, NULL);
+	if (c->g.json || !j || show_image(stdout, j))
+		fwrite(resp.body, 1, resp.len, stdout), fputc('\n', stdout);
+	json_decref(j);
+	free(resp.body);
+	return 0;
+}
+
+static int one_name(struct cli_ctx *c, int argc, char **argv, const char **name)
+{
+	struct cli_scan s;
+	int opt;
+
+	*name = NULL;
+	cli_scan_init(&s, argc, argv, NULL, &c->g);
+	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+		if (opt == CLI_SCAN_ERROR)
+			return cli_usage_error(c, s.err);
+		if (*name || opt != CLI_SCAN_POSITIONAL)
+			return cli_usage_error(c, "one image name only");
+		*name = s.value;
+	}
+	if (!*name || !**name || strchr(*name, '/') || strchr(*name, '?') || strlen(*name) > 64)
+		return cli_usage_error(c, "give one image name");
+	return 0;
+}
+
+int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
+{
+	char path[128];
+	const char *name;
+	int rc;
+
+	if (argc < 1)
+		return cli_usage_error(c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+	if (strcmp(argv[0], "import") == 0)
+		return image_import(c, argc - 1, argv + 1);
+	if (strcmp(argv[0], "ls") == 0)
+		return cli_cmd_images(c, argc - 1, argv + 1);
+	if (strcmp(argv[0], "inspect") == 0 || strcmp(argv[0], "rm") == 0) {
+		bool rm = argv[0][0] == 'r';
+
+		if ((rc = one_name(c, argc - 1, argv + 1, &name)))
+			return rc;
+		json_t *v = NULL;
+
+		snprintf(path, sizeof(path), "/v1/images/%s", name);
+		rc = cli_call_json(c, rm ? "image rm" : "image inspect", rm ? "DELETE" : "GET", path, NULL, &v);
+		if (!rc && v)
+			rc = cli_show(c, v, show_image);
+		else if (!rc && !c->g.json)
+			puts(name); /* DELETE: 204, no body */
+		json_decref(v);
+		return rc;
+	}
+	return cli_usage_error(c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+}

@@ -1,0 +1,42 @@
+/*
+ * image_import: running kiln-image-import (api/image-import/) for
+ * POST /v1/images: a work directory under <state-dir>/images/, the
+ * importer as a child with the least privilege kilnd can give it
+ * (docs/security.md, "Image import"), its answer read back, the image
+ * registered (images_register).
+ *
+ * Contract: one import at a time per kilnd (they share the import uid;
+ * a lock file serializes them). The archive is a file kilnd wrote into
+ * the work directory; the importer reads it on stdin and never sees a
+ * path outside its work directory. After it ends every process of the
+ * import uid is killed, so nothing it started outlives it.
+ */
+#ifndef KILN_IMAGE_IMPORT_H
+#define KILN_IMAGE_IMPORT_H
+
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/kilnd.h"
+
+#define IMAGE_IMPORT_WORK_MAX 512
+
+/* A new work directory (path: IMAGE_IMPORT_WORK_MAX bytes) and, open for
+ * writing in it, the file the archive goes to (*fd). -1 with e. */
+int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e);
+
+/*
+ * Import the archive written into work (its fd closed by the caller) as
+ * image name: 0 and *out (the new image's GET /v1/images/{name} view),
+ * or -1 with e (bad_archive naming the member, exists, internal). The
+ * work directory is removed in every case.
+ */
+int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices, json_t **out,
+			struct api_err *e);
+
+/* Remove a work directory without importing (the upload failed). */
+void image_import_abort(struct kilnd *d, const char *work);
+
+#endif

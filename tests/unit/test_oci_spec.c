@@ -1,0 +1,185 @@
+/*
+ * api/image-import/oci_spec.c: an image archive's JSON documents (OCI
+ * index, manifest, config; docker save's manifest.json) from a hostile
+ * archive: what they name is read with its digest, anything malformed is
+ * refused saying which document and field. And lib/base/sha256.c, which
+ * checks those digests (FIPS 180-4 test vectors).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "api/image-import/oci_spec.h"
+#include "lib/base/sha256.h"
+
+#define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+#define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
+#define D3 "sha256:3333333333333333333333333333333333333333333333333333333333333333"
+
+static struct err e;
+
+static int parse_index(const char *s, struct oci_blob *b)
+{
+	return oci_index_parse(s, strlen(s), b, &e);
+}
+
+static void test_sha256_vectors(void **state)
+{
+	uint8_t d[SHA256_BYTES];
+	char s[SHA256_DIGEST_STR];
+	struct sha256 h;
+	char *a = malloc(1000000);
+
+	(void)state;
+	sha256_init(&h);
+	sha256_update(&h, "abc", 3);
+	sha256_final(&h, d);
+	sha256_digest_str(d, s);
+	assert_string_equal(s, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	sha256_init(&h);
+	sha256_final(&h, d);
+	sha256_digest_str(d, s);
+	assert_string_equal(s, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	/* 56 bytes: the padding needs a second block */
+	sha256_init(&h);
+	sha256_update(&h, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56);
+	sha256_final(&h, d);
+	sha256_digest_str(d, s);
+	assert_string_equal(s, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	/* a million 'a', fed in uneven pieces */
+	memset(a, 'a', 1000000);
+	sha256_init(&h);
+	for (size_t off = 0, step = 1; off < 1000000; off += step, step = step * 3 % 977 + 1)
+		sha256_update(&h, a + off, off + step > 1000000 ? 1000000 - off : step);
+	sha256_final(&h, d);
+	sha256_digest_str(d, s);
+	assert_string_equal(s, "sha256:cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	free(a);
+	assert_true(oci_digest_valid(D1));
+	assert_false(oci_digest_valid("sha256:ABCD"));
+	assert_false(oci_digest_valid("sha512:1111111111111111111111111111111111111111111111111111111111111111"));
+	assert_false(oci_digest_valid(D1 "0"));
+	assert_false(oci_digest_valid("sha256:111111111111111111111111111111111111111111111111111111111111111G"));
+}
+
+static void test_index(void **state)
+{
+	struct oci_blob b;
+
+	(void)state;
+	assert_int_equal(parse_index("{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\"}]}", &b), 0);
+	assert_string_equal(b.digest, D1);
+	assert_string_equal(b.path, "blobs/sha256/1111111111111111111111111111111111111111111111111111111111111111");
+	/* several: the linux/amd64 one */
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
+				     "{\"digest\":\"" D2 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}", &b), 0);
+	assert_string_equal(b.digest, D2);
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"},{\"digest\":\"" D2 "\"}]}", &b), -EINVAL);
+	assert_non_null(strstr(e.msg, "none for linux/amd64"));
+	assert_int_equal(parse_index("{\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"digest\":\"" D1 "\"}]}", &b), -EINVAL);
+	assert_non_null(strstr(e.msg, "nested"));
+	assert_int_equal(parse_index("{\"manifests\":[]}", &b), -EINVAL);
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"sha256:../../etc\"}]}", &b), -EINVAL);
+	assert_non_null(strstr(e.msg, "64 hex"));
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":1}]}", &b), -EINVAL);
+	assert_int_equal(parse_index("[", &b), -EINVAL);
+	assert_non_null(strstr(e.msg, "not JSON"));
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"}],\"manifests\":[]}", &b), -EINVAL); /* duplicate key */
+}
+
+static void test_manifest(void **state)
+{
+	static struct oci_image im;
+	const char *ok = "{\"config\":{\"digest\":\"" D1 "\"},\"layers\":[{\"digest\":\"" D2 "\"},{\"digest\":\"" D3 "\"}]}";
+	char *many = malloc(OCI_LAYERS_MAX * 90 + 200), *p;
+
+	(void)state;
+	assert_int_equal(oci_manifest_parse(ok, strlen(ok), &im, &e), 0);
+	assert_int_equal(im.nlayers, 2);
+	assert_string_equal(im.config.digest, D1);
+	assert_string_equal(im.layers[1].digest, D3);
+	assert_int_equal(oci_manifest_parse("{\"config\":{\"digest\":\"" D1 "\"}}", 80, &im, &e), -EINVAL);
+	assert_int_equal(oci_manifest_parse("{\"layers\":[]}", 13, &im, &e), -EINVAL);
+	p = many + sprintf(many, "{\"config\":{\"digest\":\"" D1 "\"},\"layers\":[");
+	for (int i = 0; i <= OCI_LAYERS_MAX; i++)
+		p += sprintf(p, "%s{\"digest\":\"" D2 "\"}", i ? "," : "");
+	strcpy(p, "]}");
+	assert_int_equal(oci_manifest_parse(many, strlen(many), &im, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "at most"));
+	free(many);
+}
+
+static void test_docker_manifest(void **state)
+{
+	static struct oci_image im;
+	const char *ok = "[{\"Config\":\"1111111111111111111111111111111111111111111111111111111111111111.json\","
+			 "\"Layers\":[\"abc/layer.tar\",\"blobs/sha256/2222222222222222222222222222222222222222222222222222222222222222\"]}]";
+	const char *two = "[{\"Config\":\"a.json\",\"Layers\":[]},{\"Config\":\"b.json\",\"Layers\":[]}]";
+	const char *up = "[{\"Config\":\"a.json\",\"Layers\":[\"../../etc/shadow\"]}]";
+
+	(void)state;
+	assert_int_equal(oci_docker_manifest_parse(ok, strlen(ok), &im, &e), 0);
+	assert_string_equal(im.config.digest, D1);
+	assert_int_equal(im.nlayers, 2);
+	assert_string_equal(im.layers[0].path, "abc/layer.tar");
+	assert_string_equal(im.layers[0].digest, "");
+	assert_string_equal(im.layers[1].digest, D2);
+	assert_int_equal(oci_docker_manifest_parse(two, strlen(two), &im, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "one image per archive"));
+	assert_int_equal(oci_docker_manifest_parse(up, strlen(up), &im, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "Layers[0]"));
+	assert_int_equal(oci_docker_manifest_parse("{}", 2, &im, &e), -EINVAL);
+	assert_int_equal(oci_docker_manifest_parse("[{\"Config\":5,\"Layers\":[]}]", 26, &im, &e), -EINVAL);
+}
+
+static void test_config(void **state)
+{
+	const char *ok = "{\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\",\"EMPTY=\"],\"WorkingDir\":\"/srv\",\"User\":\"1000\","
+			 "\"Cmd\":[\"sh\"],\"Entrypoint\":null}}";
+	json_t *c;
+
+	(void)state;
+	assert_int_equal(oci_config_parse(ok, strlen(ok), &c, &e), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "A")), "b=c");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "EMPTY")), "");
+	assert_string_equal(json_string_value(json_object_get(c, "working_dir")), "/srv");
+	assert_string_equal(json_string_value(json_object_get(c, "user")), "1000");
+	assert_int_equal(json_array_size(json_object_get(c, "cmd")), 1);
+	assert_null(json_object_get(c, "entrypoint"));
+	json_decref(c);
+	assert_int_equal(oci_config_parse("{}", 2, &c, &e), 0); /* no config at all: no defaults */
+	assert_int_equal(json_object_size(c), 0);
+	json_decref(c);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"NOEQUALS\"]}}", 31, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "NAME=VALUE"));
+	assert_null(c);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"=x\"]}}", 25, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A B=x\"]}}", 28, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":\"A=b\"}}", 24, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"WorkingDir\":\"srv\"}}", 31, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "absolute"));
+	assert_int_equal(oci_config_parse("{\"config\":{\"User\":\"a\\nb\"}}", 26, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Cmd\":[1]}}", 22, &c, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "Cmd[0]"));
+	assert_int_equal(oci_config_parse("{\"config\":[]}", 13, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A=\\u0000\"]}}", 31, &c, &e), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_index),
+		cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_docker_manifest),
+		cmocka_unit_test(test_config),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
