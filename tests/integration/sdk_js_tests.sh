@@ -17,13 +17,13 @@ sdk_js_npm() {
 test_sdk_js() {
   command -v node >/dev/null && command -v npm >/dev/null ||
     { fail "node and npm are needed (scripts/install-deps installs nodejs)"; return 1; }
-  local why='' t0=$SECONDS sdk_home proj sbid
+  local why='' t0=$SECONDS sdk_home proj sbid root=$PWD
   sdk_home=$(mktemp -d /tmp/sdkjs.XXXXXX)
   proj=$sdk_home/proj
   mkdir -p "$proj" "$sdk_home/work"
   heartbeat "sdk_js: npm install"
   printf '{"name":"sdk-js-test","version":"1.0.0","private":true,"type":"module"}\n' >"$proj/package.json"
-  out=$(cd "$proj" && sdk_js_npm install --offline --no-audit --no-fund "$PWD/sdk/js" 2>&1) rc=$?
+  out=$(cd "$proj" && sdk_js_npm install --offline --no-audit --no-fund "$root/sdk/js" 2>&1) rc=$?
   [ "$rc" = 0 ] && [ -e "$proj/node_modules/@kiln/sdk/package.json" ] && [ -e "$proj/node_modules/.bin/kiln-mcp" ] ||
     { err=$out; fail "npm install ./sdk/js into a scratch project"; rm -rf "$sdk_home"; return 1; }
   echo "    sdk_js: npm install took $((SECONDS - t0)) s"

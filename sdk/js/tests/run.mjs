@@ -3,6 +3,7 @@ import { run } from './runner.mjs';
 import './sdk_test.mjs';
 import './mcp_test.mjs';
 import './package_test.mjs';
+import './fuzz_test.mjs';
 
 const ok = await run();
 process.exit(ok ? 0 : 1);
