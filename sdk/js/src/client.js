@@ -1,7 +1,9 @@
 // The client: Kiln, its sandboxes and every call group of docs/api.md.
 import fs from 'node:fs';
+import net from 'node:net';
 import { spawn } from 'node:child_process';
-import { Transport, seg, DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';
+import { Transport, seg, errorFromBody, DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';
+import { downloadTo } from './download.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
 // Slack added to the client deadline of a call that carries a guest-side
@@ -343,29 +345,31 @@ export class Files {
   }
 
   /**
-   * Streams the guest file into dest: a local path (string) or a Writable.
-   * Memory stays bounded whatever the size. Resolves with the byte count.
+   * Streams the guest file into dest: a local path (string) or a Writable
+   * (each chunk is written with a callback, and the next read waits for
+   * it). Memory stays flat whatever the size. Resolves with the byte count.
    */
   async download(path, dest, opts = {}) {
-    const chunks = await this.readStream(path, opts);
-    const own = typeof dest === 'string';
-    const out = own ? fs.createWriteStream(dest) : dest;
-    let n = 0;
-    try {
-      for await (const c of chunks) {
-        n += c.length;
-        if (!out.write(c)) {
-          await new Promise((resolve, reject) => {
-            const ok = () => { out.off('error', bad); resolve(); };
-            const bad = (e) => { out.off('drain', ok); reject(e); };
-            out.once('drain', ok);
-            out.once('error', bad);
-          });
-        }
-      }
-    } finally {
-      if (own) await new Promise((resolve) => out.end(resolve));
+    const query = { path, ...wire(opts) };
+    const opt = { errorFromBody, idleTimeoutMs: this.sb.kiln.timeoutMs };
+    if (typeof dest !== 'string') {
+      // A file or socket stream is done with a chunk when it calls back;
+      // any other Writable (a PassThrough) may keep it: it gets copies.
+      const copy = !(dest instanceof fs.WriteStream || dest instanceof net.Socket);
+      return downloadTo(this.t, this.base, query, dest, { ...opt, copy });
     }
+    // Our own file stream is done with a chunk when it calls back: the read
+    // buffer is handed to it without a copy.
+    const out = fs.createWriteStream(dest);
+    let fileErr = null;
+    out.on('error', (e) => { fileErr = fileErr || e; });
+    let n;
+    try {
+      n = await downloadTo(this.t, this.base, query, out, { ...opt, copy: false });
+    } finally {
+      await new Promise((resolve) => { if (out.destroyed) resolve(); else out.end(resolve); out.once('error', resolve); });
+    }
+    if (fileErr) throw new KilnError(`download to ${dest}: ${fileErr.message}`, { code: 'download_sink' });
     return n;
   }
 

@@ -13,11 +13,9 @@ export interface Bytes extends Uint8Array {
 /** An upload's source: a local file path, bytes, or any async iterable of bytes (a Node Readable). */
 export type ByteSource = string | Uint8Array | AsyncIterable<Uint8Array | string>;
 
-/** A download's destination: a Node Writable (or anything with the same write/once/off). */
+/** A download's destination: a Node Writable, or anything whose write calls back once it took the chunk. */
 export interface WritableLike {
-  write(chunk: Uint8Array): boolean;
-  once(event: string, listener: (...args: any[]) => void): unknown;
-  off(event: string, listener: (...args: any[]) => void): unknown;
+  write(chunk: Uint8Array, callback: (error?: Error | null) => void): boolean;
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

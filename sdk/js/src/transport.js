@@ -209,7 +209,7 @@ function parseJson(buf, what) {
   }
 }
 
-function errorFromBody(status, buf, what) {
+export function errorFromBody(status, buf, what) {
   let doc;
   try {
     doc = JSON.parse(buf.toString('utf8'));

@@ -574,3 +574,80 @@ test('ids and names are escaped in paths', () => withFake({
   assert.equal((await k.sandboxes.get('a/b')).id, 'a/b');
   await assert.rejects(k.sandboxes.get('..'), TypeError);
 }));
+
+test('download framing: Content-Length, chunk extensions and trailers, until-close; errors mapped', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-sdk-'));
+  const answers = {
+    cl: 'HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello',
+    ext: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n',
+    eof: 'HTTP/1.1 200 OK\r\n\r\nuntil close',
+    empty: 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+    err: errorResponse(404, 'not_found', 'no such file').toString(),
+    badsize: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n0\r\n\r\n',
+    barelf: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\nab\r\n0\r\n\r\n',
+    long: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n',
+    both: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n',
+    status: 'HTTP/9 200 OK\r\n\r\n',
+    cut: 'HTTP/1.1 200 OK\r\nContent-Length: 50\r\n\r\nshort',
+    cutchunk: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+    nothing: '',
+  };
+  const f = await startFake((req, sock) => {
+    const a = answers[req.query.get('path')];
+    if (a === undefined) return; // never answers
+    sock.end(a);
+  });
+  try {
+    const sb = new kiln.Sandbox(new Kiln({ socket: f.socket, timeoutMs: 5000 }), { id: 'abc123' });
+    const quick = new kiln.Sandbox(new Kiln({ socket: f.socket, timeoutMs: 300 }), { id: 'abc123' });
+    const get = async (name, s = sb) => {
+      const p = path.join(dir, name);
+      const n = await s.files.download(name, p);
+      return [n, fs.readFileSync(p, 'utf8')];
+    };
+    assert.deepEqual(await get('cl'), [5, 'hello']);
+    assert.deepEqual(await get('ext'), [5, 'abcde']);
+    assert.deepEqual(await get('eof'), [11, 'until close']);
+    assert.deepEqual(await get('empty'), [0, '']);
+    await assert.rejects(get('err'), (e) => e instanceof kiln.NotFoundError && e.status === 404 && e.message === 'no such file');
+    for (const name of ['badsize', 'barelf', 'long', 'both', 'status']) await assert.rejects(get(name), kiln.KilnProtocolError, name);
+    for (const name of ['cut', 'cutchunk', 'nothing']) await assert.rejects(get(name), kiln.KilnConnectionError, name);
+    await assert.rejects(get('silent', quick), kiln.ClientTimeoutError);
+    await assert.rejects(new kiln.Sandbox(new Kiln({ socket: '/nonexistent/s' }), { id: 'x' }).files.download('/a', path.join(dir, 'z')), kiln.KilnConnectionError);
+    // A Writable that is not a file gets copies; the bytes arrive whole.
+    const { PassThrough } = await import('node:stream');
+    const pt = new PassThrough();
+    const parts = [];
+    pt.on('data', (c) => parts.push(c));
+    assert.equal(await sb.files.download('ext', pt), 5);
+    assert.equal(Buffer.concat(parts).toString(), 'abcde');
+  } finally {
+    await f.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a 20 MiB download to a file keeps the read buffer and RSS flat', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-sdk-'));
+  const block = Buffer.alloc(65536 + 17, 3);
+  const f = await startFake(async (req, sock) => {
+    sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
+    const framed = chunk(block); // one buffer written again and again: the server allocates nothing per write
+    for (let i = 0; i < 320; i++) if (!sock.write(framed)) await new Promise((r) => sock.once('drain', r));
+    sock.end(LAST_CHUNK);
+  });
+  try {
+    const sb = new kiln.Sandbox(new Kiln({ socket: f.socket }), { id: 'abc123' });
+    const before = process.memoryUsage().arrayBuffers;
+    let peak = before;
+    const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().arrayBuffers); }, 2);
+    const n = await sb.files.download('/big', path.join(dir, 'big'));
+    clearInterval(iv);
+    assert.equal(n, 320 * block.length);
+    assert.equal(fs.statSync(path.join(dir, 'big')).size, n);
+    assert.ok(peak - before < 16 * 1048576, `arrayBuffers grew by ${(peak - before) / 1048576} MiB`);
+  } finally {
+    await f.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
