@@ -173,12 +173,16 @@ beat('MCP session');
   assert.equal(await new Promise((res) => child.on('exit', res)), 0);
 }
 
-beat('100 MiB streamed download');
+// KILN_SDK_DOWNLOAD_MIB (default 100): the nested harness moves about
+// 1 MiB/s from a guest, so this step costs about a second per MiB there.
+const dlMib = Number(process.env.KILN_SDK_DOWNLOAD_MIB || 100);
+beat(`${dlMib} MiB streamed download`);
 {
-  assert.equal((await sb.exec('truncate -s 100M /home/user/big || dd if=/dev/zero of=/home/user/big bs=1048576 count=0 seek=100')).exitCode, 0);
+  assert.equal((await sb.exec(`truncate -s ${dlMib}M /home/user/big || dd if=/dev/zero of=/home/user/big bs=1048576 count=0 seek=${dlMib}`)).exitCode, 0);
   // Into a local file (the SDK hands its one read buffer to the file
-  // stream, no copy); RSS sampled throughout.
-  const dest = path.join(work, 'big');
+  // stream, no copy; /dev/null: the outer VM's tmpfs copy is not what is
+  // measured); RSS sampled throughout.
+  const dest = '/dev/null';
   const base = process.memoryUsage().rss;
   let peak = base;
   const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().rss); }, 10);
@@ -188,11 +192,9 @@ beat('100 MiB streamed download');
   peak = Math.max(peak, process.memoryUsage().rss);
   const mib = (x) => (x / 1048576).toFixed(1);
   console.log(`sdk_js: download of ${got} bytes in ${((Date.now() - t1) / 1000).toFixed(1)} s; RSS ${mib(base)} MiB before, peak ${mib(peak)} MiB (+${mib(peak - base)} MiB)`);
-  assert.equal(got, 104857600);
-  assert.equal(fs.statSync(dest).size, 104857600);
-  fs.rmSync(dest);
+  assert.equal(got, dlMib * 1048576);
   // Checked at the end, so that one run reports every step.
-  if (peak - base >= 32 * 1048576) late.push(`RSS grew by ${mib(peak - base)} MiB during the 100 MiB download`);
+  if (peak - base >= 32 * 1048576) late.push(`RSS grew by ${mib(peak - base)} MiB during the ${dlMib} MiB download`);
   await sb.files.remove('/home/user/big');
 }
 

@@ -5,6 +5,8 @@
 # sandbox and its fork, the 100 MiB streamed download with its RSS, an MCP
 # session with kiln-mcp, and kilnd SIGKILLed mid-stream. One kilnd, two
 # boots (the quickstart's sandbox and the coverage's; forks resume).
+# KILN_SDK_DOWNLOAD_MIB (default 100) sizes the download: the nested
+# harness moves about 1 MiB/s out of a guest, so it is most of the time.
 # Source after lib.sh and kilnd_tests.sh.
 
 # sdk_js_npm ARGS...: npm with its home and cache on tmpfs (the checkout

@@ -1,5 +1,5 @@
 // A download into a Writable with bounded memory: node:net with one
-// reused 64 KiB read buffer (the socket's `onread`), kilnd's answer framed
+// reused 128 KiB read buffer (the socket's `onread`), kilnd's answer framed
 // here (Content-Length, chunked, or until close), and the socket paused
 // until the destination has taken each slice. node:http allocates a new
 // Buffer per read, which the garbage collector frees late: a 100 MiB
@@ -8,7 +8,7 @@ import net from 'node:net';
 import { queryString } from './transport.js';
 import { KilnError, KilnProtocolError } from './errors.js';
 
-const READ_BUF = 64 * 1024;
+const READ_BUF = 128 * 1024;
 const MAX_HEAD = 64 * 1024;
 const MAX_LINE = 1024;
 const MAX_ERROR_BODY = 1024 * 1024;

@@ -2,9 +2,12 @@
 // answers mutated byte by byte, and MCP lines mutated the same way. The
 // SDK must settle every call with a value or a KilnError, never hang or
 // throw anything else; the MCP server must answer every request line once
-// and stay up. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600).
+// and stay up. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from './runner.mjs';
 import { startFake, jsonResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
@@ -36,22 +39,27 @@ const STREAM = Buffer.concat([Buffer.from(chunkedHead()), chunk('{"type":"stdout
   chunk('{"type":"exit","exit_code":0}\n'), Buffer.from(LAST_CHUNK)]);
 const JSONANS = jsonResponse(200, { exit_code: 0, stdout: 'x', stdout_encoding: 'utf-8', stderr: '', stderr_encoding: 'base64' });
 const ERRANS = jsonResponse(409, { error: { code: 'wrong_state', message: 'm' } });
+const FILEANS = Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('hello ')}${chunk('world')}${LAST_CHUNK}`);
+const FILECL = Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world');
 
 test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang', async () => {
-  const rnd = prng(0x6b696c6e);
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6b696c6e));
   let answer = JSONANS;
   const f = await startFake((req, sock) => { sock.end(answer); });
+  const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-fuzz-')), 'f');
   try {
     const k = new kiln.Kiln({ socket: f.socket, timeoutMs: 500 });
     const sb = new kiln.Sandbox(k, { id: 'abc123' });
     const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300);
     const seen = {};
     for (let i = 0; i < rounds; i++) {
-      const which = i % 3;
-      answer = mutate([JSONANS, STREAM, ERRANS][which], rnd);
+      const which = i % 5;
+      answer = mutate([JSONANS, STREAM, ERRANS, FILEANS, FILECL][which], rnd);
       let outcome;
       try {
-        if (which === 1) {
+        if (which >= 3) {
+          await sb.files.download('/f', dest);
+        } else if (which === 1) {
           for await (const ev of await sb.execStream('x')) assert.equal(typeof ev.type, 'string');
         } else {
           await sb.exec('x');
@@ -66,11 +74,12 @@ test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang
     assert.ok(Object.keys(seen).length >= 3, JSON.stringify(seen));
   } finally {
     await f.close();
+    fs.rmSync(path.dirname(dest), { recursive: true, force: true });
   }
 });
 
 test('fuzz: mutated MCP lines each get one answer and the server stays up', async () => {
-  const rnd = prng(0x6d6370);
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6d6370));
   const input = new PassThrough();
   const output = new PassThrough();
   const k = new kiln.Kiln({ socket: '/nonexistent/kiln.sock', timeoutMs: 500 });
