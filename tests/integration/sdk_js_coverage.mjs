@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import * as kiln from '@kiln/sdk';
 
 const { Kiln } = kiln;
@@ -196,6 +196,14 @@ beat(`${dlMib} MiB streamed download`);
   // Checked at the end, so that one run reports every step.
   if (peak - base >= 32 * 1048576) late.push(`RSS grew by ${mib(peak - base)} MiB during the ${dlMib} MiB download`);
   await sb.files.remove('/home/user/big');
+}
+
+beat('examples/exec-roundtrip.mjs');
+{
+  const ex = path.join(path.dirname(process.env.MCP_BIN), '..', 'examples', 'exec-roundtrip.mjs');
+  const ms = execFileSync(process.execPath, [ex, process.env.KILN_SOCKET, sb.id, '5']).toString();
+  assert.match(ms, /^\d+\.\d{3}\n$/);
+  console.log(`sdk_js: exec round trip through the SDK, median of 5: ${ms.trim()} ms (nested harness)`);
 }
 
 beat('pause, resume, checkpoint, fork');
