@@ -47,6 +47,24 @@ test('package: no dependencies, and npm pack takes src, bin, examples and the RE
   }
 });
 
+test('package: npm install ./sdk/js into a project works offline, and the project imports it and has kiln-mcp', () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-npm-install-'));
+  try {
+    const proj = path.join(tmp, 'proj');
+    fs.mkdirSync(proj);
+    fs.writeFileSync(path.join(proj, 'package.json'), '{"name":"p","version":"1.0.0","private":true,"type":"module"}\n');
+    execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', ROOT], {
+      cwd: proj, stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, HOME: tmp, npm_config_cache: path.join(tmp, 'cache'), npm_config_update_notifier: 'false' },
+    });
+    assert.ok(fs.existsSync(path.join(proj, 'node_modules/.bin/kiln-mcp')), 'no node_modules/.bin/kiln-mcp');
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', "import { Kiln, KilnError } from '@kiln/sdk'; console.log(typeof Kiln, typeof KilnError)"], { cwd: proj });
+    assert.equal(out.toString(), 'function function\n');
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
 test('examples/exec-roundtrip.mjs prints a median in ms', async () => {
   const f = await startFake((req, sock) => sock.end(jsonResponse(200, { exit_code: 0, stdout: '', stderr: '' })));
   try {

@@ -627,25 +627,31 @@ test('download framing: Content-Length, chunk extensions and trailers, until-clo
   }
 });
 
-test('a 20 MiB download to a file keeps the read buffer and RSS flat', async () => {
+test('a 100 MiB download to a file keeps the read buffer and RSS flat', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-sdk-'));
   const block = Buffer.alloc(65536 + 17, 3);
   const f = await startFake(async (req, sock) => {
     sock.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
     const framed = chunk(block); // one buffer written again and again: the server allocates nothing per write
-    for (let i = 0; i < 320; i++) if (!sock.write(framed)) await new Promise((r) => sock.once('drain', r));
+    for (let i = 0; i < 1600; i++) if (!sock.write(framed)) await new Promise((r) => sock.once('drain', r));
     sock.end(LAST_CHUNK);
   });
   try {
     const sb = new kiln.Sandbox(new Kiln({ socket: f.socket }), { id: 'abc123' });
-    const before = process.memoryUsage().arrayBuffers;
-    let peak = before;
-    const iv = setInterval(() => { peak = Math.max(peak, process.memoryUsage().arrayBuffers); }, 2);
+    const before = process.memoryUsage().arrayBuffers, rssBefore = process.memoryUsage().rss;
+    let peak = before, rssPeak = rssBefore;
+    const iv = setInterval(() => {
+      const m = process.memoryUsage();
+      peak = Math.max(peak, m.arrayBuffers);
+      rssPeak = Math.max(rssPeak, m.rss);
+    }, 2);
     const n = await sb.files.download('/big', path.join(dir, 'big'));
     clearInterval(iv);
-    assert.equal(n, 320 * block.length);
+    assert.equal(n, 1600 * block.length);
     assert.equal(fs.statSync(path.join(dir, 'big')).size, n);
     assert.ok(peak - before < 16 * 1048576, `arrayBuffers grew by ${(peak - before) / 1048576} MiB`);
+    // The SDK's own memory for the download (the fake kilnd shares the process: its writes are one buffer).
+    assert.ok(rssPeak - rssBefore < 32 * 1048576, `RSS grew by ${(rssPeak - rssBefore) / 1048576} MiB`);
   } finally {
     await f.close();
     fs.rmSync(dir, { recursive: true, force: true });
