@@ -1,0 +1,329 @@
+// Types of @kiln/sdk (hand-written beside the JavaScript; tests/unit_test
+// checks them with tsc --strict and that every runtime export is declared).
+// Objects kilnd answers (the sandbox object, checkpoints, ...) are
+// docs/api.md's JSON as it comes, snake_case; ExecResult and RunResult are
+// the SDK's own, camelCase. No @types/node needed: byte and stream types
+// are structural (a Node Buffer is a Bytes, a Readable a ByteSource).
+
+/** Bytes as the SDK returns them (Node Buffers). */
+export interface Bytes extends Uint8Array {
+  toString(encoding?: string): string;
+}
+
+/** An upload's source: a local file path, bytes, or any async iterable of bytes (a Node Readable). */
+export type ByteSource = string | Uint8Array | AsyncIterable<Uint8Array | string>;
+
+/** A download's destination: a Node Writable, or anything whose write calls back once it took the chunk. */
+export interface WritableLike {
+  write(chunk: Uint8Array, callback: (error?: Error | null) => void): boolean;
+}
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+/** A JSON object from kilnd, as docs/api.md describes it. */
+export interface KilnObject { [key: string]: any }
+
+export const DEFAULT_SOCKET: string;
+export const DEFAULT_TIMEOUT_MS: number;
+
+// ---- errors ---------------------------------------------------------------
+
+export class KilnError extends Error {
+  constructor(message: string, opts?: { status?: number; code?: string });
+  /** HTTP status; undefined for client-side errors and a stream's error event. */
+  status: number | undefined;
+  /** kilnd's error code; `connection_error`, `protocol_error`, `client_timeout` for the client's own. */
+  code: string | undefined;
+}
+export class TimeoutError extends KilnError {}
+export class RequestTimeoutError extends TimeoutError {}
+export class ClientTimeoutError extends TimeoutError {}
+export class KilnConnectionError extends KilnError {}
+export class KilnProtocolError extends KilnError {}
+export class BadRequestError extends KilnError {}
+export class BadJsonError extends KilnError {}
+export class MissingFieldError extends KilnError {}
+export class UnknownFieldError extends KilnError {}
+export class BadFieldError extends KilnError {}
+export class TooLargeError extends KilnError {}
+export class NotDirectoryError extends KilnError {}
+export class IsDirectoryError extends KilnError {}
+export class UnsafePathError extends KilnError {}
+export class BadArchiveError extends KilnError {}
+export class ForbiddenError extends KilnError {}
+export class PermissionDeniedError extends KilnError {}
+export class RouteNotFoundError extends KilnError {}
+export class SandboxNotFoundError extends KilnError {}
+export class ImageNotFoundError extends KilnError {}
+export class ProcessNotFoundError extends KilnError {}
+export class CheckpointNotFoundError extends KilnError {}
+export class NotFoundError extends KilnError {}
+export class MethodNotAllowedError extends KilnError {}
+export class WrongStateError extends KilnError {}
+export class LimitReachedError extends KilnError {}
+export class ExistsError extends KilnError {}
+export class NotEmptyError extends KilnError {}
+export class InvalidStateError extends KilnError {}
+export class ReadOnlyError extends KilnError {}
+export class UnsupportedError extends KilnError {}
+export class BodyTooLargeError extends KilnError {}
+export class UriTooLongError extends KilnError {}
+export class HeadersTooLargeError extends KilnError {}
+export class InternalError extends KilnError {}
+export class SpawnFailedError extends KilnError {}
+export class BootFailedError extends KilnError {}
+export class IoErrorError extends KilnError {}
+export class AgentProtocolErrorError extends KilnError {}
+export class AgentUnavailableError extends KilnError {}
+export class JailUnavailableError extends KilnError {}
+export class TooManyConnectionsError extends KilnError {}
+export class BusyError extends KilnError {}
+export class HttpVersionNotSupportedError extends KilnError {}
+export class NoSpaceError extends KilnError {}
+/** Every error code of docs/api.md's table. */
+export const ERROR_CODES: string[];
+/** `sandbox_not_found` -> `SandboxNotFoundError`. */
+export function className(code: string): string;
+/** The class of a kilnd error code (KilnError for an unknown one). */
+export function errorClass(code: string): typeof KilnError;
+/** The error for kilnd's {"error":{"code","message"}}. */
+export function fromKiln(code: string, message?: string, status?: number): KilnError;
+
+// ---- client ---------------------------------------------------------------
+
+export interface KilnOptions {
+  /** kilnd's API socket: $KILN_SOCKET, else /run/kiln/kiln.sock. */
+  socket?: string;
+  /** Client deadline of one request in ms (default 300000; 0: none). */
+  timeoutMs?: number;
+}
+
+export class Kiln {
+  constructor(opts?: KilnOptions | string);
+  readonly socket: string;
+  readonly timeoutMs: number;
+  readonly sandboxes: Sandboxes;
+  health(): Promise<KilnObject>;
+  /** Prometheus text. */
+  metrics(): Promise<string>;
+  images(): Promise<KilnObject[]>;
+}
+
+/** POST /v1/sandboxes fields, camelCase or snake_case (sent snake_case); nested objects go as api.md spells them. */
+export interface CreateOptions {
+  image?: string;
+  cpus?: number;
+  memoryMib?: number;
+  diskMib?: number;
+  hostname?: string;
+  env?: Record<string, string>;
+  labels?: Record<string, string>;
+  shares?: Array<{ host_path: string; guest_path: string; read_only?: boolean }>;
+  timeoutS?: number;
+  idleTimeoutS?: number;
+  console?: boolean;
+  network?: 'none' | 'passt' | string;
+  limits?: { memory_max_mib?: number; pids_max?: number; cpu_max?: number };
+  firewall?: KilnObject;
+  /** "<sandbox id>/<checkpoint name>": a fork. */
+  fromCheckpoint?: string;
+  /** Anything else is passed through; kilnd answers unknown_field for what it does not know. */
+  [field: string]: unknown;
+}
+
+export class Sandboxes {
+  create(spec?: CreateOptions): Promise<Sandbox>;
+  list(filter?: { state?: string; label?: string | string[] | Record<string, string> }): Promise<Sandbox[]>;
+  get(id: string): Promise<Sandbox>;
+}
+
+/** Creates a sandbox, runs fn with it, and deletes it however fn ends. */
+export function withSandbox<T>(kiln: Kiln, spec: CreateOptions, fn: (sb: Sandbox) => Promise<T> | T): Promise<T>;
+
+export interface ExecOptions {
+  env?: Record<string, string | null>;
+  cwd?: string;
+  user?: 'user' | 'root' | string;
+  /** Text, or bytes (sent as stdin_base64). */
+  stdin?: string | Uint8Array;
+  timeoutMs?: number;
+  confine?: boolean;
+  outputCap?: number;
+  outputEncoding?: 'auto' | 'base64';
+  shell?: boolean;
+  /** Stream the output to these as it comes (the exec then uses the NDJSON stream). */
+  onStdout?: (text: string, bytes: Bytes) => unknown;
+  onStderr?: (text: string, bytes: Bytes) => unknown;
+  [field: string]: unknown;
+}
+
+export interface RunOptions extends ExecOptions {
+  language?: 'python' | 'javascript' | 'typescript' | 'bash' | string;
+}
+
+export class ExecResult {
+  exitCode: number | null;
+  signal: number | null;
+  timedOut: boolean;
+  /** stdout as UTF-8 text. */
+  stdout: string;
+  stderr: string;
+  stdoutRaw: Bytes;
+  stderrRaw: Bytes;
+  stdoutBytes?: number;
+  stderrBytes?: number;
+  stdoutTruncated?: boolean;
+  stderrTruncated?: boolean;
+  pid?: number;
+  durationMs?: number;
+  wallUs?: number;
+  userUs?: number;
+  sysUs?: number;
+  /** exitCode === 0 */
+  readonly ok: boolean;
+  /** kilnd's object as it came. */
+  readonly raw: KilnObject;
+  [field: string]: unknown;
+}
+
+export class RunResult extends ExecResult {
+  /** The value the code gave result.set, or null. */
+  result: Json;
+  error: { type: string; message: string; traceback: string | null } | null;
+}
+
+/** A stream event: kilnd's object (`type` first); output events carry `bytes` too, a process's `next`. */
+export interface StreamEvent extends KilnObject {
+  type: string;
+  bytes?: Bytes;
+  next?: number;
+}
+
+/** Events of a stream; leaving a for-await loop (or close()) closes its connection. */
+export interface EventIterable extends AsyncIterable<StreamEvent> {
+  close(): Promise<void>;
+}
+
+export class EventStream implements EventIterable {
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent>;
+  close(): Promise<void>;
+}
+
+export class Sandbox {
+  readonly id: string;
+  /** The last sandbox object kilnd answered. */
+  info: KilnObject;
+  readonly state: string;
+  readonly files: Files;
+  readonly processes: Processes;
+  readonly ports: Ports;
+  readonly previews: Previews;
+  readonly checkpoints: Checkpoints;
+  readonly firewall: Firewall;
+  refresh(): Promise<KilnObject>;
+  stop(opts?: { graceMs?: number }): Promise<KilnObject>;
+  start(): Promise<KilnObject>;
+  pause(): Promise<KilnObject>;
+  resume(): Promise<KilnObject>;
+  hibernate(): Promise<KilnObject>;
+  wake(): Promise<KilnObject>;
+  delete(): Promise<void>;
+  /** delete(), where a sandbox already gone is fine. */
+  close(): Promise<void>;
+  /** A new sandbox from this sandbox's checkpoint. */
+  fork(checkpointName: string, opts?: CreateOptions): Promise<Sandbox>;
+  /** cmd: argv, or a string run by sh -c. A non-zero exit is not an error. */
+  exec(cmd: string | string[], opts?: ExecOptions): Promise<ExecResult>;
+  execStream(cmd: string | string[], opts?: ExecOptions): Promise<EventStream>;
+  runCode(code: string, opts?: RunOptions): Promise<RunResult>;
+  runCodeStream(code: string, opts?: RunOptions): Promise<EventStream>;
+}
+
+export interface FileQuery { user?: 'user' | 'root' | string; [field: string]: unknown }
+
+export class Files {
+  read(path: string, opts?: FileQuery & { offset?: number; length?: number }): Promise<Bytes>;
+  readText(path: string, opts?: FileQuery & { offset?: number; length?: number }): Promise<string>;
+  /** The file's chunks as they arrive. */
+  readStream(path: string, opts?: FileQuery & { offset?: number; length?: number }): Promise<AsyncIterable<Bytes>>;
+  write(path: string, data: string | Uint8Array, opts?: WriteOptions): Promise<{ path: string; bytes: number }>;
+  /** Streamed: a local path, bytes, or an async iterable of bytes. */
+  upload(path: string, source: ByteSource, opts?: WriteOptions): Promise<{ path: string; bytes: number }>;
+  /** Streamed into a local path or a Writable; resolves with the byte count. */
+  download(path: string, dest: string | WritableLike, opts?: FileQuery & { offset?: number; length?: number }): Promise<number>;
+  stat(path: string, opts?: FileQuery & { follow?: boolean }): Promise<KilnObject>;
+  list(path: string, opts?: FileQuery & { depth?: number; limit?: number }): Promise<{ path: string; entries: KilnObject[]; count: number; truncated: boolean; skipped: number }>;
+  mkdir(path: string, opts?: FileQuery & { parents?: boolean; mode?: number }): Promise<{ path: string }>;
+  remove(path: string, opts?: FileQuery & { recursive?: boolean }): Promise<void>;
+  rename(from: string, to: string, opts?: FileQuery & { overwrite?: boolean }): Promise<{ from: string; to: string }>;
+  watch(path: string, opts?: FileQuery & { recursive?: boolean; maxWatches?: number; queue?: number }): Promise<EventStream>;
+  downloadArchive(path: string, opts?: FileQuery): Promise<AsyncIterable<Bytes>>;
+  uploadArchive(path: string, source: ByteSource, opts?: FileQuery): Promise<KilnObject>;
+  /** A local directory's contents into the guest directory (system tar czf, streamed). */
+  uploadDir(localDir: string, path: string, opts?: FileQuery): Promise<KilnObject>;
+  /** The guest directory into a local one (system tar xzf, streamed). */
+  downloadDir(path: string, localDir: string, opts?: FileQuery): Promise<void>;
+}
+
+export interface WriteOptions extends FileQuery {
+  /** 0o600, or octal text "0600". */
+  mode?: number | string;
+  parents?: boolean;
+  append?: boolean;
+  exclusive?: boolean;
+  create?: boolean;
+}
+
+export interface SpawnOptions extends ExecOptions {
+  pty?: boolean;
+  rows?: number;
+  cols?: number;
+  ringBytes?: number;
+}
+
+export class Processes {
+  spawn(cmd: string | string[], opts?: SpawnOptions): Promise<Process>;
+  shell(opts?: { rows?: number; cols?: number; [field: string]: unknown }): Promise<Process>;
+  list(): Promise<Process[]>;
+  get(id: number): Promise<Process>;
+}
+
+export class Process {
+  readonly id: number;
+  pid: number;
+  info: KilnObject;
+  refresh(): Promise<KilnObject>;
+  /** Output events from `since` (a seq, or "now"); reattach with an event's `next`. follow: false ends once caught up. */
+  output(opts?: { since?: number | 'now'; encoding?: 'auto' | 'base64'; follow?: boolean }): Promise<EventIterable>;
+  writeStdin(data: string | Uint8Array | null, opts?: { eof?: boolean }): Promise<{ bytes: number; closed: boolean }>;
+  signal(sig: string | number, opts?: { group?: boolean }): Promise<void>;
+  /** The exit object; TimeoutError when still running after timeoutMs. */
+  wait(timeoutMs?: number): Promise<KilnObject>;
+  resize(rows: number, cols: number): Promise<void>;
+}
+
+export class Ports {
+  add(guestPort: number, opts?: { hostPort?: number; target?: 'tcp' | 'vsock'; guestAddress?: string }): Promise<KilnObject>;
+  list(): Promise<KilnObject[]>;
+  remove(hostPort: number): Promise<void>;
+}
+
+export class Previews {
+  add(port: number, opts?: { public?: boolean }): Promise<KilnObject>;
+  list(): Promise<KilnObject[]>;
+  remove(port: number): Promise<void>;
+}
+
+export class Checkpoints {
+  create(name: string, opts?: { compress?: boolean; incremental?: boolean }): Promise<KilnObject>;
+  list(): Promise<KilnObject[]>;
+  get(name: string): Promise<KilnObject>;
+  delete(name: string): Promise<void>;
+  /** In place; resolves with the sandbox object (also kept in sb.info). */
+  restore(name: string): Promise<KilnObject>;
+}
+
+export class Firewall {
+  get(): Promise<KilnObject>;
+  set(rules: KilnObject): Promise<KilnObject>;
+  log(): Promise<string[]>;
+}

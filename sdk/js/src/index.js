@@ -1,0 +1,7 @@
+// @kiln/sdk: kilnd's API (docs/api.md) for Node 18+, no dependencies.
+export {
+  Kiln, Sandboxes, Sandbox, Files, Processes, Process, Ports, Previews, Checkpoints, Firewall,
+  ExecResult, RunResult, EventStream, withSandbox,
+} from './client.js';
+export * from './errors.js';
+export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';

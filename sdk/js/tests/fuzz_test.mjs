@@ -1,0 +1,110 @@
+// Randomized hostile input (a seeded PRNG, so a failure reproduces): kilnd
+// answers mutated byte by byte, and MCP lines mutated the same way. The
+// SDK must settle every call with a value or a KilnError, never hang or
+// throw anything else; the MCP server must answer every request line once
+// and stay up. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from './runner.mjs';
+import { startFake, jsonResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
+import * as kiln from '../src/index.js';
+import { serve } from '../src/mcp.js';
+
+function prng(seed) {
+  let s = seed >>> 0;
+  return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 4294967296; };
+}
+
+function mutate(buf, rnd) {
+  const b = Buffer.from(buf);
+  const out = [...b];
+  const n = 1 + Math.floor(rnd() * 4);
+  for (let i = 0; i < n; i++) {
+    const at = Math.floor(rnd() * (out.length + 1));
+    switch (Math.floor(rnd() * 5)) {
+      case 0: if (out.length) out[Math.min(at, out.length - 1)] = Math.floor(rnd() * 256); break;
+      case 1: out.splice(at, 0, Math.floor(rnd() * 256)); break;
+      case 2: out.splice(at, 1 + Math.floor(rnd() * 8)); break;
+      case 3: out.splice(at, 0, ...Buffer.from(['\r\n', '\n', '"', '{', '0\r\n\r\n', '\u0000', 'ffffffff\r\n'][Math.floor(rnd() * 7)])); break;
+      default: out.length = at; // truncated
+    }
+  }
+  return Buffer.from(out);
+}
+
+const STREAM = Buffer.concat([Buffer.from(chunkedHead()), chunk('{"type":"stdout","data":"a\\n"}\n{"type":"stderr","data_base64":"/w=="}\n'),
+  chunk('{"type":"exit","exit_code":0}\n'), Buffer.from(LAST_CHUNK)]);
+const JSONANS = jsonResponse(200, { exit_code: 0, stdout: 'x', stdout_encoding: 'utf-8', stderr: '', stderr_encoding: 'base64' });
+const ERRANS = jsonResponse(409, { error: { code: 'wrong_state', message: 'm' } });
+const FILEANS = Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('hello ')}${chunk('world')}${LAST_CHUNK}`);
+const FILECL = Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\nhello world');
+
+test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang', async () => {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6b696c6e));
+  let answer = JSONANS;
+  const f = await startFake((req, sock) => { sock.end(answer); });
+  const dest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-fuzz-')), 'f');
+  try {
+    const k = new kiln.Kiln({ socket: f.socket, timeoutMs: 500 });
+    const sb = new kiln.Sandbox(k, { id: 'abc123' });
+    const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300);
+    const seen = {};
+    for (let i = 0; i < rounds; i++) {
+      const which = i % 5;
+      answer = mutate([JSONANS, STREAM, ERRANS, FILEANS, FILECL][which], rnd);
+      let outcome;
+      try {
+        if (which >= 3) {
+          await sb.files.download('/f', dest);
+        } else if (which === 1) {
+          for await (const ev of await sb.execStream('x')) assert.equal(typeof ev.type, 'string');
+        } else {
+          await sb.exec('x');
+        }
+        outcome = 'ok';
+      } catch (e) {
+        assert.ok(e instanceof kiln.KilnError, `round ${i}: ${e && e.name}: ${e && e.message} for ${JSON.stringify(answer.toString('latin1'))}`);
+        outcome = e.name;
+      }
+      seen[outcome] = (seen[outcome] || 0) + 1;
+    }
+    assert.ok(Object.keys(seen).length >= 3, JSON.stringify(seen));
+  } finally {
+    await f.close();
+    fs.rmSync(path.dirname(dest), { recursive: true, force: true });
+  }
+});
+
+test('fuzz: mutated MCP lines each get one answer and the server stays up', async () => {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x6d6370));
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const k = new kiln.Kiln({ socket: '/nonexistent/kiln.sock', timeoutMs: 500 });
+  const done = serve({ input, output, kiln: k });
+  const seeds = [
+    '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}',
+    '{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+    '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":"a","command":["ls"]}}}',
+    '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"sandbox_id":"a","path":"/x","content":"y"}}}',
+    '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+  ];
+  let text = '';
+  output.on('data', (d) => { text += d; });
+  const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300) * 2;
+  for (let i = 0; i < rounds; i++) {
+    const line = mutate(seeds[i % seeds.length], rnd).toString('latin1').replace(/\n/g, ' ');
+    input.write(`${line}\n`);
+  }
+  input.write('{"jsonrpc":"2.0","id":"last","method":"ping"}\n');
+  input.end();
+  await done;
+  const answers = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  for (const a of answers) {
+    assert.equal(a.jsonrpc, '2.0');
+    assert.ok(('result' in a) !== ('error' in a), JSON.stringify(a));
+  }
+  assert.deepEqual(answers.at(-1).id === 'last' || answers.some((a) => a.id === 'last'), true);
+});

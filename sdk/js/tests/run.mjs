@@ -1,0 +1,9 @@
+// All of the JS SDK's unit tests, with cmocka's summary lines.
+import { run } from './runner.mjs';
+import './sdk_test.mjs';
+import './mcp_test.mjs';
+import './package_test.mjs';
+import './fuzz_test.mjs';
+
+const ok = await run();
+process.exit(ok ? 0 : 1);

@@ -1,0 +1,36 @@
+// Compiled with tsc --noEmit --strict by the unit tests: the declarations
+// must type-check and describe the API as the README uses it.
+import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent } from '../src/index.js';
+
+async function main(): Promise<void> {
+  const kiln = new Kiln({ socket: '/run/kiln/kiln.sock', timeoutMs: 1000 });
+  const sb = await kiln.sandboxes.create({ image: 'minimal', memoryMib: 256, env: { A: 'b' } });
+  const r: ExecResult = await sb.exec(['echo', 'hi'], { timeoutMs: 5000 });
+  const code: number | null = r.exitCode;
+  const text: string = r.stdout + r.stderrRaw.toString('utf8');
+  await sb.files.write('/tmp/a', 'x', { mode: 0o600 });
+  const back: string = await sb.files.readText('/tmp/a');
+  for await (const ev of await sb.execStream('for i in 1 2; do echo $i; done')) {
+    const e: StreamEvent = ev;
+    if (e.type === 'stdout' && e.bytes) process_(e.bytes.toString());
+  }
+  await sb.checkpoints.create('c1');
+  const fork = await sb.fork('c1', { hostname: 'f' });
+  const run = await fork.runCode('result.set(1)', { language: 'python' });
+  const p = await sb.processes.spawn('sleep 1');
+  for await (const ev of await p.output({ since: 0 })) if (ev.next !== undefined) break;
+  await p.wait(1000);
+  await sb.files.download('/tmp/a', '/tmp/b');
+  await sb.files.uploadDir('/tmp', '/w');
+  await withSandbox(kiln, { image: 'minimal' }, async (s) => s.id);
+  try {
+    await sb.refresh();
+  } catch (e) {
+    if (e instanceof SandboxNotFoundError || e instanceof TimeoutError) process_(String(e.status));
+    else if (e instanceof KilnError) process_(e.code ?? '');
+  }
+  process_(String(code) + text + back + String(run.result));
+}
+
+function process_(s: string): void { void s; }
+void main;
