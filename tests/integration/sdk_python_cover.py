@@ -2,18 +2,21 @@
 and its fork (tests/integration/sdk_python_tests.sh runs it with the venv's
 python, the SDK installed by pip).
 
-    sdk_python_cover.py KILND_PID WORKDIR
+    sdk_python_cover.py KILND_PID WORKDIR QUICKSTART_PY
 
-$KILN_SOCKET names kilnd's socket. Prints "ok: ..." per check and
+$KILN_SOCKET names kilnd's socket. QUICKSTART_PY (sdk/python/README.md's
+quickstart, extracted) runs first; its output lines come prefixed "qs| ". Prints "ok: ..." per check and
 "FAIL: ..." for each failure; exits 1 when one failed. The last step
 SIGKILLs kilnd during a stream: the stream must end in one
 KilnConnectionError, not hang.
 """
 
 import asyncio
+import contextlib
 import io
 import os
 import resource
+import runpy
 import signal
 import sys
 import time
@@ -57,6 +60,17 @@ def raises(cls: type, fn, what: str) -> None:
     check(False, f"{what}: no exception")
 
 
+beat("the README quickstart")
+qs_out = io.StringIO()
+try:
+    with contextlib.redirect_stdout(qs_out):
+        runpy.run_path(sys.argv[3], run_name="__main__")
+    check(True, "the quickstart ran")
+except Exception as e:  # noqa: BLE001 - reported
+    check(False, f"the quickstart: {type(e).__name__}: {e}")
+for line in qs_out.getvalue().splitlines():
+    print(f"qs| {line}", flush=True)
+
 k = kiln.Kiln(timeout=600)
 beat("health, metrics, images")
 check(k.health()["status"] == "ok", "health")
@@ -67,7 +81,10 @@ raises(errors.UnknownFieldError, lambda: k.sandboxes.create(image="minimal", col
        "unknown fields are not filtered: kilnd refuses them")
 
 beat("create")
-sb = k.sandboxes.create(image="minimal", labels={"sdk": "python"}, env={"GREETING": "hi"})
+# The harness keeps the state directory on tmpfs, where what the guest
+# writes is charged to its cgroup (docs/api.md, disk_mib): room for that.
+sb = k.sandboxes.create(image="minimal", labels={"sdk": "python"}, env={"GREETING": "hi"},
+                        limits={"memory_max_mib": 512})
 check(sb.state == "running", f"created {sb.id}")
 check([s.id for s in k.sandboxes.list(labels={"sdk": "python"})] == [sb.id], "list by label")
 check(k.sandboxes.get(sb.id).info["labels"] == {"sdk": "python"}, "get")

@@ -92,6 +92,19 @@ def build_wheel(wheel_directory: str, config_settings: Optional[dict[str, Any]] 
     return _write_wheel(wheel_directory, files)
 
 
+def prepare_metadata_for_build_wheel(metadata_directory: str,
+                                     config_settings: Optional[dict[str, Any]] = None) -> str:
+    """The .dist-info directory alone, so pip need not build the wheel twice."""
+    name, version = _names()
+    dist_info = f"{name}-{version}.dist-info"
+    os.makedirs(os.path.join(metadata_directory, dist_info), exist_ok=True)
+    with open(os.path.join(metadata_directory, dist_info, "METADATA"), "w", encoding="utf-8") as f:
+        f.write(_metadata())
+    with open(os.path.join(metadata_directory, dist_info, "WHEEL"), "w") as f:
+        f.write("Wheel-Version: 1.0\nGenerator: kiln_build\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    return dist_info
+
+
 def build_editable(wheel_directory: str, config_settings: Optional[dict[str, Any]] = None,
                    metadata_directory: Optional[str] = None) -> str:
     """PEP 660: a wheel holding one .pth file that puts this tree on sys.path."""

@@ -16,6 +16,10 @@ from ._transport import READ_SIZE, connection_error
 from .errors import ClientTimeoutError, KilnConnectionError, KilnError
 
 
+def _next_block(it: Iterator[bytes]) -> Optional[bytes]:
+    return next(it, None)
+
+
 class _AsyncConn:
     def __init__(self, transport: "AsyncTransport", reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, what: str) -> None:
@@ -202,7 +206,7 @@ class AsyncTransport:
                 try:
                     sent = 0
                     while True:
-                        block = await asyncio.to_thread(next, it, None)
+                        block = await asyncio.to_thread(_next_block, it)
                         if block is None:
                             break
                         if not block:

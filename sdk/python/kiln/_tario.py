@@ -70,7 +70,7 @@ def tar_chunks(local_dir: str) -> Iterator[bytes]:
     def produce() -> None:
         w = _QueueWriter(q, stop)
         try:
-            with tarfile.open(fileobj=w, mode="w|gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            with tarfile.open(fileobj=w, mode="w|gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[arg-type]
                 for name in sorted(os.listdir(local_dir)):
                     tar.add(os.path.join(local_dir, name), arcname=name, recursive=True)
             w.flush()
@@ -143,7 +143,7 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
     dest_real = os.path.realpath(dest)
     counts = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "skipped": 0}
     try:
-        tar = tarfile.open(fileobj=fileobj, mode="r|gz")  # type: ignore[call-overload]
+        tar = tarfile.open(fileobj=fileobj, mode="r|gz")
     except (tarfile.TarError, OSError, EOFError) as e:
         raise KilnError(f"download_dir: the archive is not tar.gz: {e}") from e
     with tar:
