@@ -12,8 +12,8 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Optional
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
-from ._transport import READ_SIZE, connection_error
-from .errors import ClientTimeoutError, KilnConnectionError, KilnError
+from ._transport import READ_SIZE, connect_failed, cut_short, deadline_error, io_failed, no_answer
+from .errors import ClientTimeoutError, KilnError
 
 
 def _next_block(it: Iterator[bytes]) -> Optional[bytes]:
@@ -50,9 +50,7 @@ class _AsyncConn:
         return left
 
     def timed_out(self) -> ClientTimeoutError:
-        return ClientTimeoutError(
-            f"kilnd at {self.t.socket_path} did not answer {self.what} within {self.timeout_s:g} s "
-            "(the client's deadline: raise AsyncKiln(timeout=...) for slow operations)")
+        return deadline_error(self.t.socket_path, self.what, self.timeout_s, "AsyncKiln")
 
     async def send(self, data: bytes) -> None:
         self.writer.write(data)
@@ -100,15 +98,13 @@ class AsyncResponse:
                 self._parser.feed(await conn.recv())
             except Truncated:
                 await self.aclose()
-                raise connection_error(conn.t.socket_path,
-                                       f"the connection ended before the end of the answer to {conn.what} "
-                                       "(kilnd stopped, or the transfer failed in kilnd)") from None
+                raise cut_short(conn.t.socket_path, conn.what) from None
             except KilnError:
                 await self.aclose()
                 raise
             except OSError as e:
                 await self.aclose()
-                raise connection_error(conn.t.socket_path, f"{conn.what}: {e.strerror or e}") from None
+                raise io_failed(conn.t.socket_path, conn.what, e) from None
             except BaseException:
                 await self.aclose()
                 raise
@@ -153,12 +149,8 @@ class AsyncTransport:
         except asyncio.TimeoutError:
             raise ClientTimeoutError(f"kilnd at {self.socket_path}: connecting for {what} took over "
                                      f"{self.timeout:g} s (its backlog is full?)") from None
-        except PermissionError:
-            raise KilnConnectionError(
-                f"kilnd at {self.socket_path}: permission denied; ask for kilnd's --allow-uid/--allow-gid "
-                "and the socket's group (--socket-group)") from None
         except OSError as e:
-            raise connection_error(self.socket_path, f"cannot connect ({e.strerror or e})") from None
+            raise connect_failed(self.socket_path, e) from None
 
     async def aclose(self) -> None:
         """Nothing is pooled: each request's connection ends with it."""
@@ -263,11 +255,11 @@ class AsyncTransport:
         try:
             parser.feed(await conn.recv())
         except Truncated:
-            raise connection_error(self.socket_path, f"the connection closed before the answer to {conn.what}") from None
+            raise no_answer(self.socket_path, conn.what) from None
         except KilnError:
             raise
         except OSError as e:
-            raise connection_error(self.socket_path, f"{conn.what}: {e.strerror or e}") from None
+            raise io_failed(self.socket_path, conn.what, e) from None
 
     async def _read_head(self, conn: _AsyncConn, parser: ResponseParser) -> Head:
         while parser.head() is None:

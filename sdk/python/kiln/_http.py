@@ -167,12 +167,7 @@ class ResponseParser:
             if self._state == _HEAD:
                 self._parse_head()
             elif self._state == _LENGTH:
-                take = min(self._remaining, len(self._buf))
-                self._out += self._buf[:take]
-                del self._buf[:take]
-                self._remaining -= take
-                if self._remaining == 0:
-                    self._state = _DONE
+                self._take(_DONE)
             elif self._state == _UNTIL_EOF:
                 self._out += self._buf
                 self._buf.clear()
@@ -181,12 +176,7 @@ class ResponseParser:
             elif self._state == _CHUNK_SIZE:
                 self._parse_chunk_size()
             elif self._state == _CHUNK_DATA:
-                take = min(self._remaining, len(self._buf))
-                self._out += self._buf[:take]
-                del self._buf[:take]
-                self._remaining -= take
-                if self._remaining == 0:
-                    self._state = _CHUNK_CRLF
+                self._take(_CHUNK_CRLF)
             elif self._state == _CHUNK_CRLF:
                 if len(self._buf) >= 2:
                     if self._buf[:2] != b"\r\n":
@@ -206,6 +196,16 @@ class ResponseParser:
             if self.head_ is None and not self.received_any:
                 raise Truncated("the connection closed before any answer")
             raise Truncated("the connection closed before the end of the response")
+
+    def _take(self, then: int) -> None:
+        """Body bytes of a known length (the body's or a chunk's); state
+        ``then`` once they are all in."""
+        take = min(self._remaining, len(self._buf))
+        self._out += self._buf[:take]
+        del self._buf[:take]
+        self._remaining -= take
+        if self._remaining == 0:
+            self._state = then
 
     def _line(self, limit: int, what: str) -> Optional[bytes]:
         i = self._buf.find(b"\n")

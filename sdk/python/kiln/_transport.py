@@ -29,6 +29,33 @@ def connection_error(socket_path: str, what: str) -> KilnConnectionError:
         f"kilnd at {socket_path}: {what}; is kilnd running? start it or set KILN_SOCKET")
 
 
+def deadline_error(socket_path: str, what: str, timeout_s: Optional[float], client: str) -> ClientTimeoutError:
+    return ClientTimeoutError(
+        f"kilnd at {socket_path} did not answer {what} within {timeout_s or 0:g} s "
+        f"(the client's deadline: raise {client}(timeout=...) for slow operations)")
+
+
+def cut_short(socket_path: str, what: str) -> KilnConnectionError:
+    return connection_error(socket_path, f"the connection ended before the end of the answer to {what} "
+                                         "(kilnd stopped, or the transfer failed in kilnd)")
+
+
+def no_answer(socket_path: str, what: str) -> KilnConnectionError:
+    return connection_error(socket_path, f"the connection closed before the answer to {what}")
+
+
+def io_failed(socket_path: str, what: str, e: OSError) -> KilnConnectionError:
+    return connection_error(socket_path, f"{what}: {e.strerror or e}")
+
+
+def connect_failed(socket_path: str, e: OSError) -> KilnConnectionError:
+    if isinstance(e, PermissionError):
+        return KilnConnectionError(
+            f"kilnd at {socket_path}: permission denied; ask for kilnd's --allow-uid/--allow-gid "
+            "and the socket's group (--socket-group)")
+    return connection_error(socket_path, f"cannot connect ({e.strerror or e})")
+
+
 def _deadline(timeout: Optional[float]) -> Optional[float]:
     return None if timeout is None else time.monotonic() + timeout
 
@@ -70,9 +97,7 @@ class _Conn:
         self.sock.settimeout(left)
 
     def timed_out(self) -> ClientTimeoutError:
-        return ClientTimeoutError(
-            f"kilnd at {self.t.socket_path} did not answer {self.what} within {self.timeout_s:g} s "
-            "(the client's deadline: raise Kiln(timeout=...) for slow operations)")
+        return deadline_error(self.t.socket_path, self.what, self.timeout_s, "Kiln")
 
     def send(self, data: bytes) -> None:
         try:
@@ -123,15 +148,13 @@ class Response:
                 self._parser.feed(got)
             except Truncated:
                 self.close()
-                raise connection_error(conn.t.socket_path,
-                                       f"the connection ended before the end of the answer to {conn.what} "
-                                       "(kilnd stopped, or the transfer failed in kilnd)") from None
+                raise cut_short(conn.t.socket_path, conn.what) from None
             except KilnError:
                 self.close()
                 raise
             except OSError as e:
                 self.close()
-                raise connection_error(conn.t.socket_path, f"{conn.what}: {e.strerror or e}") from None
+                raise io_failed(conn.t.socket_path, conn.what, e) from None
 
     def read_all(self, limit: int = _http.MAX_JSON_BODY) -> bytes:
         out = bytearray()
@@ -191,11 +214,7 @@ class Transport:
                                      f"{self.timeout:g} s (its backlog is full?)") from None
         except OSError as e:
             s.close()
-            if isinstance(e, PermissionError):
-                raise KilnConnectionError(
-                    f"kilnd at {self.socket_path}: permission denied; ask for kilnd's --allow-uid/--allow-gid "
-                    "and the socket's group (--socket-group)") from None
-            raise connection_error(self.socket_path, f"cannot connect ({e.strerror or e})") from None
+            raise connect_failed(self.socket_path, e) from None
         return s
 
     def _acquire(self) -> tuple[socket.socket, bool]:
@@ -302,11 +321,11 @@ class Transport:
         try:
             parser.feed(conn.recv())
         except Truncated:
-            raise connection_error(self.socket_path, f"the connection closed before the answer to {conn.what}") from None
+            raise no_answer(self.socket_path, conn.what) from None
         except KilnError:
             raise
         except OSError as e:
-            raise connection_error(self.socket_path, f"{conn.what}: {e.strerror or e}") from None
+            raise io_failed(self.socket_path, conn.what, e) from None
 
     def _read_head(self, conn: _Conn, parser: ResponseParser) -> Head:
         while parser.head() is None:
@@ -316,14 +335,13 @@ class Transport:
             except Truncated:
                 if conn.reused and not parser.received_any:
                     raise _Stale() from None
-                raise connection_error(self.socket_path,
-                                       f"the connection closed before the answer to {conn.what}") from None
+                raise no_answer(self.socket_path, conn.what) from None
             except KilnError:
                 raise
             except OSError as e:
                 if conn.reused and not parser.received_any:
                     raise _Stale() from None
-                raise connection_error(self.socket_path, f"{conn.what}: {e.strerror or e}") from None
+                raise io_failed(self.socket_path, conn.what, e) from None
         head = parser.head()
         assert head is not None
         return head

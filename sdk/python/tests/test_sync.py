@@ -659,3 +659,60 @@ class TestGenerated(unittest.TestCase):
         tool = os.path.join(HERE, "..", "tools", "unasync.py")
         r = subprocess.run([sys.executable, tool, "--check"], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+
+
+class TestPackaging(unittest.TestCase):
+    def test_backend_writes_a_valid_wheel_and_sdist(self) -> None:
+        import base64 as b64
+        import hashlib
+        import zipfile
+        sys.path.insert(0, os.path.join(HERE, "..", "_backend"))
+        try:
+            import kiln_build
+        finally:
+            sys.path.pop(0)
+        d = tempfile.mkdtemp()
+        try:
+            name = kiln_build.build_wheel(d)
+            self.assertEqual(name, f"kiln-{kiln.__version__}-py3-none-any.whl")
+            with zipfile.ZipFile(os.path.join(d, name)) as z:
+                names = set(z.namelist())
+                for need in ("kiln/__init__.py", "kiln/py.typed", "kiln/aio/__init__.py", "kiln/_surface.py"):
+                    self.assertIn(need, names)
+                self.assertFalse([n for n in names if "__pycache__" in n or n.endswith(".pyc")])
+                record = z.read(f"kiln-{kiln.__version__}.dist-info/RECORD").decode().splitlines()
+                for line in record:
+                    path, digest, size = line.rsplit(",", 2)
+                    if not digest:
+                        continue
+                    data = z.read(path)
+                    want = b64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                    self.assertEqual((digest, int(size)), (f"sha256={want}", len(data)), path)
+                meta = z.read(f"kiln-{kiln.__version__}.dist-info/METADATA").decode()
+                self.assertIn("Name: kiln\n", meta)
+                self.assertIn("Requires-Python: >=3.11\n", meta)
+            sdist = kiln_build.build_sdist(d)
+            with tarfile.open(os.path.join(d, sdist)) as t:
+                members = t.getnames()
+            self.assertIn(f"kiln-{kiln.__version__}/pyproject.toml", members)
+            self.assertIn(f"kiln-{kiln.__version__}/_backend/kiln_build.py", members)
+            self.assertEqual(kiln_build.get_requires_for_build_wheel(), [])
+        finally:
+            subprocess.run(["rm", "-rf", d])
+
+
+class TestExample(Base):
+    def test_exec_roundtrip_prints_a_median(self) -> None:
+        self.fake.handler = routes({
+            ("GET", "/v1/sandboxes/3f9a1c2b7d4e"): json_response(200, SB),
+            ("POST", "/v1/sandboxes/3f9a1c2b7d4e/exec"): json_response(200, {"exit_code": 0, "stdout": "",
+                                                                            "stderr": ""})})
+        ex = os.path.join(HERE, "..", "examples", "exec_roundtrip.py")
+        r = subprocess.run([sys.executable, ex, self.fake.path, SB["id"], "5"], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        float(r.stdout.strip())
+        self.assertEqual(len(self.fake.requests), 7)  # get, warm-up, 5
+        self.assertEqual(self.fake.connections, 1)  # one kept-alive connection
+        r = subprocess.run([sys.executable, ex, self.fake.path], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 2)
