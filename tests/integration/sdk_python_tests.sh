@@ -6,22 +6,21 @@
 # One kilnd, one test: sourced by run-all after lib.sh and kilnd_tests.sh.
 
 test_sdk_python() {
-  local why='' v py t0 vmm_pid i status='' body=''
+  local why='' v py t0 vmm_pid i status='' body='' venv
   v=$(mktemp -d /tmp/sdkpy.XXXXXX)
   t0=$SECONDS
-  heartbeat "sdk python: venv and pip install"
-  # The venv gets no pip of its own when Debian's python3-pip is there
-  # (ensurepip costs half a minute in the emulated outer VM): that pip,
-  # seen through the system site packages, installs the SDK into the venv
-  # with no index. The SDK then comes from the venv's site-packages
-  # (checked below). Without python3-pip, the venv's own pip does it.
-  local venv_opts=(--system-site-packages --without-pip)
-  /usr/bin/python3 -m pip --version >/dev/null 2>&1 || venv_opts=()
-  /usr/bin/python3 -m venv "${venv_opts[@]}" "$v/venv" &&
-    "$v/venv/bin/python" -m pip install -q --no-index --no-cache-dir --no-build-isolation \
-      --disable-pip-version-check ./sdk/python >"$v/pip.log" 2>&1 ||
-    { rc=$? out=$(cat "$v/pip.log") err=''; rm -rf "$v"; fail "pip install ./sdk/python into a venv"; return 1; }
-  py=$v/venv/bin/python
+  # The SDK as a user installs it (python3 -m venv, pip install with no
+  # index: sdk/python/tools/install-venv). `make unit` made this venv on
+  # the host moments ago (sdk/python/tests/unit_test); it is reused when
+  # its stamp matches the sources, since pip takes minutes in the
+  # emulated outer VM. Otherwise it is made here, with heartbeats.
+  venv=build/sdk-python/venv
+  sdk/python/tools/install-venv "$venv" >"$v/pip.log" 2>&1 &
+  i=$!
+  while kill -0 "$i" 2>/dev/null; do heartbeat "sdk python: venv and pip install"; sleep 5; done
+  wait "$i" ||
+    { rc=$? out=$(cat "$v/pip.log") err=''; rm -rf "$v"; fail "sdk/python/tools/install-venv $venv"; return 1; }
+  py=$PWD/$venv/bin/python
   # From the scratch directory: the installed package, not the checkout's.
   (cd "$v" && "$py" -c 'import kiln, kiln.aio, sys; assert kiln.__file__.startswith(sys.prefix), kiln.__file__') ||
     why="the venv imports kiln from its site-packages"
