@@ -17,7 +17,7 @@ from ._async_transport import AsyncResponse, AsyncTransport
 from ._common import Cmd, Data, LocalFile, drop_none, sb_path
 from ._http import decode_json
 from ._tario import tar_chunks
-from ._transport import default_socket
+from ._transport import cut_short, default_socket
 from .errors import SandboxNotFoundError
 from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapEvent, OutputEvent,
                      ResultEvent, RunResult, event_from)
@@ -41,9 +41,12 @@ class AsyncEventStream:
     process's output stream): reattach there with ``output(since=...)``.
     """
 
-    def __init__(self, opener: Callable[[], Awaitable[AsyncResponse]], *, watch: bool = False,
-                 since: Optional[int] = None) -> None:
+    def __init__(self, opener: Callable[[], Awaitable[AsyncResponse]], *, socket_path: str,
+                 last: tuple[str, ...], watch: bool = False, since: Optional[int] = None) -> None:
         self._opener = opener
+        self._socket_path = socket_path
+        self._last = last  # the event types that end the stream
+        self._last_type: Optional[str] = None
         self._watch = watch
         self._resp: Optional[AsyncResponse] = None
         self._events: Optional[AsyncIterator[dict[str, Any]]] = None
@@ -65,9 +68,17 @@ class AsyncEventStream:
                 self._events = self._resp.events()
             obj = await self._events.__anext__()
             ev = event_from(obj, self._watch)
+        except StopAsyncIteration:
+            await self.aclose()
+            if self._last_type not in self._last:
+                # A clean end without the last event: kilnd went away
+                # (an upgrade cuts open streams) or cut it short.
+                raise cut_short(self._socket_path, f"a stream (its last event was {self._last_type!r})") from None
+            raise
         except BaseException:
             await self.aclose()
             raise
+        self._last_type = ev.type
         if isinstance(ev, OutputEvent) and ev.seq is not None:
             self.next_seq = ev.seq + len(ev.data)
         elif isinstance(ev, (AttachedEvent, GapEvent)):
@@ -293,7 +304,8 @@ class AsyncSandbox:
             # may hold it back as long as the command runs.
             return await self._t.open("POST", sb_path(self.id, endpoint), query={"stream": 1}, json=body,
                                       extra_timeout=_common.extra_for(timeout_ms), stream=True)
-        return AsyncEventStream(opener)
+        return AsyncEventStream(opener, socket_path=self._t.socket_path,
+                                last=("result",) if endpoint == "run" else ("exit",))
 
     async def _collect(self, stream: AsyncEventStream, on_stdout: Optional[OutputCallback],
                        on_stderr: Optional[OutputCallback], run: bool) -> ExecResult:
@@ -443,7 +455,7 @@ class AsyncFiles:
 
         async def opener() -> AsyncResponse:
             return await self._t.open("GET", self._p("watch"), query=q, stream=True)
-        return AsyncEventStream(opener, watch=True)
+        return AsyncEventStream(opener, socket_path=self._t.socket_path, last=("end",), watch=True)
 
 
 class AsyncProcesses:
@@ -513,7 +525,8 @@ class AsyncProcess:
                 stream.until = (await self.refresh()).info.get("output_bytes", 0)
             return await self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
                                       stream=True)
-        stream = AsyncEventStream(opener, since=since if isinstance(since, int) else None)
+        stream = AsyncEventStream(opener, socket_path=self._t.socket_path, last=("exit",),
+                                  since=since if isinstance(since, int) else None)
         return stream
 
     async def write_stdin(self, data: Data, *, eof: bool = False) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from ._transport import Response, Transport
 from ._common import Cmd, Data, LocalFile, drop_none, sb_path
 from ._http import decode_json
 from ._tario import tar_chunks
-from ._transport import default_socket
+from ._transport import cut_short, default_socket
 from .errors import SandboxNotFoundError
 from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapEvent, OutputEvent,
                      ResultEvent, RunResult, event_from)
@@ -39,9 +39,12 @@ class EventStream:
     process's output stream): reattach there with ``output(since=...)``.
     """
 
-    def __init__(self, opener: Callable[[], Response], *, watch: bool = False,
-                 since: Optional[int] = None) -> None:
+    def __init__(self, opener: Callable[[], Response], *, socket_path: str,
+                 last: tuple[str, ...], watch: bool = False, since: Optional[int] = None) -> None:
         self._opener = opener
+        self._socket_path = socket_path
+        self._last = last  # the event types that end the stream
+        self._last_type: Optional[str] = None
         self._watch = watch
         self._resp: Optional[Response] = None
         self._events: Optional[Iterator[dict[str, Any]]] = None
@@ -63,9 +66,17 @@ class EventStream:
                 self._events = self._resp.events()
             obj = self._events.__next__()
             ev = event_from(obj, self._watch)
+        except StopIteration:
+            self.close()
+            if self._last_type not in self._last:
+                # A clean end without the last event: kilnd went away
+                # (an upgrade cuts open streams) or cut it short.
+                raise cut_short(self._socket_path, f"a stream (its last event was {self._last_type!r})") from None
+            raise
         except BaseException:
             self.close()
             raise
+        self._last_type = ev.type
         if isinstance(ev, OutputEvent) and ev.seq is not None:
             self.next_seq = ev.seq + len(ev.data)
         elif isinstance(ev, (AttachedEvent, GapEvent)):
@@ -291,7 +302,8 @@ class Sandbox:
             # may hold it back as long as the command runs.
             return self._t.open("POST", sb_path(self.id, endpoint), query={"stream": 1}, json=body,
                                       extra_timeout=_common.extra_for(timeout_ms), stream=True)
-        return EventStream(opener)
+        return EventStream(opener, socket_path=self._t.socket_path,
+                                last=("result",) if endpoint == "run" else ("exit",))
 
     def _collect(self, stream: EventStream, on_stdout: Optional[OutputCallback],
                        on_stderr: Optional[OutputCallback], run: bool) -> ExecResult:
@@ -441,7 +453,7 @@ class Files:
 
         def opener() -> Response:
             return self._t.open("GET", self._p("watch"), query=q, stream=True)
-        return EventStream(opener, watch=True)
+        return EventStream(opener, socket_path=self._t.socket_path, last=("end",), watch=True)
 
 
 class Processes:
@@ -511,7 +523,8 @@ class Process:
                 stream.until = (self.refresh()).info.get("output_bytes", 0)
             return self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
                                       stream=True)
-        stream = EventStream(opener, since=since if isinstance(since, int) else None)
+        stream = EventStream(opener, socket_path=self._t.socket_path, last=("exit",),
+                                  since=since if isinstance(since, int) else None)
         return stream
 
     def write_stdin(self, data: Data, *, eof: bool = False) -> dict[str, Any]:

@@ -39,7 +39,7 @@ class KilnConnectionError(KilnError, builtins.ConnectionError):
     """kilnd could not be reached, or the connection ended before the end of
     a response or stream (kilnd stopped or was killed, or aborted a transfer)."""
 
-    code = "connection_failed"
+    code = "connection_error"
 
 
 class KilnProtocolError(KilnError):

@@ -347,6 +347,14 @@ class TestExec(Base):
                 seen.append(e)
         self.assertEqual(len(seen), 1)
 
+    def test_stream_ending_before_its_last_event_is_connection_error(self) -> None:
+        # A well-framed end without "exit": kilnd cut the stream (an
+        # upgrade does): the caller must not take it for a finished command.
+        self.fake.handler = routes({("POST", "/v1/sandboxes/3f9a1c2b7d4e/exec"):
+                                    self.stream_handler(ndjson({"type": "stdout", "data": "1\n"}))})
+        with self.assertRaises(errors.KilnConnectionError):
+            list(self.sandbox().exec_stream("x"))
+
     def test_closing_a_stream_closes_its_connection(self) -> None:
         def endless(req: Request, c: socket.socket) -> bool:
             c.sendall(chunked_head())
