@@ -53,11 +53,18 @@ class _AsyncConn:
         return deadline_error(self.t.socket_path, self.what, self.timeout_s, "AsyncKiln")
 
     async def send(self, data: bytes) -> None:
-        self.writer.write(data)
+        """Raises BrokenPipeError/ConnectionResetError as they are (an
+        upload reads kilnd's early answer then), other failures as
+        KilnConnectionError."""
         try:
+            self.writer.write(data)
             await asyncio.wait_for(self.writer.drain(), self._left())
         except asyncio.TimeoutError:
             raise self.timed_out() from None
+        except (BrokenPipeError, ConnectionResetError):
+            raise
+        except OSError as e:
+            raise io_failed(self.t.socket_path, self.what, e) from None
 
     async def recv(self) -> bytes:
         try:
@@ -170,7 +177,12 @@ class AsyncTransport:
         conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)
         parser = ResponseParser(no_body=method == "HEAD")
         try:
-            await conn.send(head_bytes + (data or b""))
+            try:
+                await conn.send(head_bytes + (data or b""))
+            except OSError as e:
+                if isinstance(e, KilnError):
+                    raise
+                raise io_failed(self.socket_path, what, e) from None
             head = await self._read_head(conn, parser)
         except BaseException:
             conn.close()
@@ -190,8 +202,11 @@ class AsyncTransport:
         parser = ResponseParser()
         it: Iterator[bytes] = iter(source)
         try:
-            await conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
-                                               content_type=content_type, expect_continue=True))
+            try:
+                await conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
+                                                   content_type=content_type, expect_continue=True))
+            except (BrokenPipeError, ConnectionResetError) as e:
+                raise io_failed(self.socket_path, what, e) from None
             while not parser.continued and parser.head() is None:
                 await self._feed(conn, parser)
             if parser.head() is None:

@@ -262,7 +262,14 @@ class Transport:
             conn.set_deadline(timeout)
             parser = ResponseParser(no_body=method == "HEAD")
             try:
-                conn.send(payload)
+                try:
+                    conn.send(payload)
+                except KilnError:
+                    raise
+                except OSError as e:
+                    if reused and attempt == 0:
+                        raise _Stale() from None
+                    raise io_failed(self.socket_path, what, e) from None
                 head = self._read_head(conn, parser)
             except _Stale:
                 conn.close()
@@ -283,8 +290,13 @@ class Transport:
         conn.set_deadline(self.timeout)
         parser = ResponseParser()
         try:
-            conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
-                                         content_type=content_type, expect_continue=True))
+            try:
+                conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
+                                             content_type=content_type, expect_continue=True))
+            except KilnError:
+                raise
+            except OSError as e:
+                raise io_failed(self.socket_path, what, e) from None
             while not parser.continued and parser.head() is None:
                 self._feed(conn, parser)
             if parser.head() is None:
