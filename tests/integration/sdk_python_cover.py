@@ -261,8 +261,16 @@ sb.exec("truncate -s 100M /home/user/big 2>/dev/null || dd if=/dev/zero of=/home
 # In a process of its own, so that its peak RSS is the download's (this
 # script's own peak includes everything before).
 DOWNLOAD = r"""
-import io, resource, sys, time
+import io, sys, time
 import kiln
+
+def hwm_kib():
+    # VmHWM: this process's own peak RSS. ru_maxrss would also count the
+    # parent's, which the kernel charges to a child at exec after vfork.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return -1
 
 class ZeroCounter(io.RawIOBase):
     n = 0
@@ -276,13 +284,16 @@ class ZeroCounter(io.RawIOBase):
         return len(b)
 
 sb = kiln.Kiln(timeout=600).sandboxes.get(sys.argv[1])
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = hwm_kib()
 sink = ZeroCounter()
 t0 = time.monotonic()
-n = sb.files.download("/home/user/big", sink)
+try:
+    n = sb.files.download("/home/user/big", sink)
+except kiln.KilnConnectionError as e:
+    print(f"cut after {sink.n} bytes in {time.monotonic() - t0:.1f} s: {e}", file=sys.stderr)
+    raise
 secs = time.monotonic() - t0
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(n, sink.n, sink.zeros, f"{secs:.1f}", before // 1024, rss // 1024)
+print(n, sink.n, sink.zeros, f"{secs:.1f}", before // 1024, hwm_kib() // 1024)
 """
 dl = subprocess.run([sys.executable, "-c", DOWNLOAD, sb.id], capture_output=True, text=True, timeout=900)
 try:
