@@ -1,0 +1,643 @@
+"""The synchronous client: :class:`Kiln` and what hangs off it.
+
+GENERATED from ``kiln/_async_surface.py`` by ``tools/unasync.py``: do not
+edit; change the asyncio surface and run ``python3 tools/unasync.py``.
+"""
+
+
+from __future__ import annotations
+
+import os
+from typing import Any, Iterator, Callable, Mapping, Optional, Union
+
+from . import _common
+from ._transport import Response, Transport
+from ._common import Cmd, Data, LocalFile, drop_none, sb_path
+from ._http import decode_json
+from ._tario import tar_chunks
+from ._transport import cut_short, default_socket
+from .errors import SandboxNotFoundError
+from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapEvent, OutputEvent,
+                     ResultEvent, RunResult, event_from)
+
+__all__ = [
+    "Kiln", "Sandboxes", "Sandbox", "Files", "Processes", "Process",
+    "Ports", "Previews", "Checkpoints", "Firewall", "EventStream",
+]
+
+OutputCallback = Callable[[str], Any]
+
+
+class EventStream:
+    """An NDJSON stream of kilnd's (exec or run with ``stream``, process
+    output, file watch) as an iterator of typed events. The request is sent
+    at the first iteration. Closing it (``close()``, or leaving
+    ``async with``; a dropped one is closed when collected) closes its
+    connection. An ``error`` event raises the exception of its code.
+
+    ``next_seq`` is the sequence number after the last output byte seen (a
+    process's output stream): reattach there with ``output(since=...)``.
+    """
+
+    def __init__(self, opener: Callable[[], Response], *, socket_path: str,
+                 last: tuple[str, ...], watch: bool = False, since: Optional[int] = None) -> None:
+        self._opener = opener
+        self._socket_path = socket_path
+        self._last = last  # the event types that end the stream
+        self._last_type: Optional[str] = None
+        self._watch = watch
+        self._resp: Optional[Response] = None
+        self._events: Optional[Iterator[dict[str, Any]]] = None
+        self._closed = False
+        self.next_seq: Optional[int] = since
+        self.until: Optional[int] = None
+
+    def __iter__(self) -> "EventStream":
+        return self
+
+    def __next__(self) -> Event:
+        if self._closed or (self.until is not None and self.next_seq is not None
+                            and self.next_seq >= self.until):
+            self.close()
+            raise StopIteration
+        try:
+            if self._events is None:
+                self._resp = self._opener()
+                self._events = self._resp.events()
+            obj = self._events.__next__()
+            ev = event_from(obj, self._watch)
+        except StopIteration:
+            self.close()
+            if self._last_type not in self._last:
+                # A clean end without the last event: kilnd went away
+                # (an upgrade cuts open streams) or cut it short.
+                raise cut_short(self._socket_path, f"a stream (its last event was {self._last_type!r})") from None
+            raise
+        except BaseException:
+            self.close()
+            raise
+        self._last_type = ev.type
+        if isinstance(ev, OutputEvent) and ev.seq is not None:
+            self.next_seq = ev.seq + len(ev.data)
+        elif isinstance(ev, (AttachedEvent, GapEvent)):
+            self.next_seq = ev.seq + (ev.bytes if isinstance(ev, GapEvent) else 0)
+        return ev
+
+    def close(self) -> None:
+        self._closed = True
+        events, self._events = self._events, None
+        resp, self._resp = self._resp, None
+        if resp is not None:
+            resp.close()
+        if events is not None:
+            events.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> "EventStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Kiln:
+    """A client of kilnd's socket.
+
+    ``socket``: kilnd's API socket; default ``$KILN_SOCKET``, else
+    ``/run/kiln/kiln.sock``. ``timeout``: seconds any request may take
+    (plus the guest's own ``timeout_ms`` where a call has one) before
+    :class:`~kiln.errors.ClientTimeoutError`; None: no limit.
+    ``stream_timeout``: seconds a stream may stay silent between events;
+    None (the default): until kilnd ends it or the connection closes.
+    """
+
+    def __init__(self, socket: Optional[str] = None, *, timeout: Optional[float] = 120.0,
+                 stream_timeout: Optional[float] = None) -> None:
+        self.socket = socket or default_socket()
+        self._t = Transport(self.socket, timeout, stream_timeout)
+        self.sandboxes = Sandboxes(self)
+
+    def health(self) -> dict[str, Any]:
+        """``GET /v1/health``."""
+        return self._t.call("GET", "/v1/health")  # type: ignore[no-any-return]
+
+    def metrics(self) -> str:
+        """``GET /metrics``: Prometheus text."""
+        return (self._t.text("GET", "/metrics")).decode("utf-8", errors="replace")
+
+    def images(self) -> list[dict[str, Any]]:
+        """``GET /v1/images``: the images (``name``, ``path``, ``size_bytes``, ``source``)."""
+        return (self._t.call("GET", "/v1/images"))["images"]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        """Close idle connections (the client stays usable)."""
+        self._t.close()
+
+    def __enter__(self) -> "Kiln":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class Sandboxes:
+    """``kiln.sandboxes``: create, list and find sandboxes."""
+
+    def __init__(self, kiln: Kiln) -> None:
+        self._kiln = kiln
+
+    def create(self, image: Optional[str] = None, *, cpus: Optional[int] = None,
+                     memory_mib: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
+                     network: Optional[str] = None, firewall: Optional[Mapping[str, Any]] = None,
+                     disk_mib: Optional[int] = None, from_checkpoint: Optional[str] = None,
+                     **fields: Any) -> "Sandbox":
+        """``POST /v1/sandboxes``: create and boot a sandbox (or, with
+        ``from_checkpoint="ID/NAME"``, fork one). Other fields
+        (``hostname``, ``labels``, ``timeout_s``, ``limits``, ...) go as
+        they are; kilnd refuses unknown ones (UnknownFieldError)."""
+        body = drop_none({"image": image, "cpus": cpus, "memory_mib": memory_mib, "env": env,
+                          "network": network, "firewall": firewall, "disk_mib": disk_mib,
+                          "from_checkpoint": from_checkpoint, **fields})
+        info = self._kiln._t.call("POST", "/v1/sandboxes", json=body)
+        return Sandbox(self._kiln, info)
+
+    def list(self, *, state: Optional[str] = None,
+                   labels: Optional[Mapping[str, str]] = None) -> list["Sandbox"]:
+        """``GET /v1/sandboxes``, optionally filtered by state and labels."""
+        ans = self._kiln._t.call("GET", "/v1/sandboxes", query=_common.label_query(state, labels))
+        return [Sandbox(self._kiln, s) for s in ans["sandboxes"]]
+
+    def get(self, sandbox_id: str) -> "Sandbox":
+        """``GET /v1/sandboxes/{id}`` (SandboxNotFoundError if none)."""
+        return Sandbox(self._kiln, self._kiln._t.call("GET", sb_path(sandbox_id)))
+
+
+class Sandbox:
+    """One sandbox. ``info`` is kilnd's last sandbox object for it. Use it
+    as a context manager to delete the sandbox at the end."""
+
+    def __init__(self, kiln: Kiln, info: dict[str, Any]) -> None:
+        self._kiln = kiln
+        self._t = kiln._t
+        self.id: str = info["id"]
+        self.info = info
+        self.files = Files(self)
+        self.processes = Processes(self)
+        self.ports = Ports(self)
+        self.previews = Previews(self)
+        self.checkpoints = Checkpoints(self)
+        self.firewall = Firewall(self)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id} {self.state}>"
+
+    @property
+    def state(self) -> str:
+        return str(self.info.get("state"))
+
+    def _lifecycle(self, action: str, body: Optional[dict[str, Any]] = None) -> "Sandbox":
+        self.info = self._t.call("POST", sb_path(self.id, action), json=body)
+        return self
+
+    def refresh(self) -> "Sandbox":
+        """``GET .../{id}``: ``info`` anew."""
+        self.info = self._t.call("GET", sb_path(self.id))
+        return self
+
+    def stop(self, *, grace_ms: Optional[int] = None) -> "Sandbox":
+        return self._lifecycle("stop", drop_none({"grace_ms": grace_ms}) or None)
+
+    def start(self) -> "Sandbox":
+        return self._lifecycle("start")
+
+    def pause(self) -> "Sandbox":
+        return self._lifecycle("pause")
+
+    def resume(self) -> "Sandbox":
+        return self._lifecycle("resume")
+
+    def hibernate(self) -> "Sandbox":
+        return self._lifecycle("hibernate")
+
+    def wake(self) -> "Sandbox":
+        """``POST .../wake``; ``info["woke_from"]`` says ``snapshot`` or ``cold_boot``."""
+        return self._lifecycle("wake")
+
+    def delete(self) -> None:
+        """``DELETE .../{id}``: the sandbox and everything it owned."""
+        self._t.call("DELETE", sb_path(self.id))
+
+    def fork(self, checkpoint_name: str, **fields: Any) -> "Sandbox":
+        """A new sandbox from this sandbox's checkpoint (``hostname``,
+        ``env``, ``labels``, ``timeout_s``, ... as for a fork)."""
+        return self._kiln.sandboxes.create(from_checkpoint=f"{self.id}/{checkpoint_name}", **fields)
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.delete()
+        except SandboxNotFoundError:
+            pass
+
+    # -- commands -------------------------------------------------------------
+
+    def _exec_body(self, cmd: Cmd, stdin: Optional[Data], fields: dict[str, Any]) -> dict[str, Any]:
+        return {**_common.command_fields(cmd), **_common.stdin_fields(stdin), **drop_none(fields)}
+
+    def exec(self, cmd: Cmd, *, env: Optional[Mapping[str, Optional[str]]] = None,
+                   cwd: Optional[str] = None, user: Optional[str] = None, stdin: Optional[Data] = None,
+                   timeout_ms: Optional[int] = None, confine: Optional[bool] = None,
+                   on_stdout: Optional[OutputCallback] = None, on_stderr: Optional[OutputCallback] = None,
+                   **fields: Any) -> ExecResult:
+        """Run ``cmd`` (a list: argv; a string: ``sh -c``) and wait for it.
+        With ``on_stdout``/``on_stderr`` the output is streamed to them as
+        it comes (text) and also collected in the result. Other fields
+        (``output_cap``, ``output_encoding``, ...) go as they are."""
+        body = self._exec_body(cmd, stdin, {"env": env, "cwd": cwd, "user": user, "timeout_ms": timeout_ms,
+                                            "confine": confine, **fields})
+        if on_stdout is None and on_stderr is None:
+            ans = self._t.call("POST", sb_path(self.id, "exec"), json=body,
+                                     extra_timeout=_common.extra_for(timeout_ms))
+            return ExecResult.from_json(ans)
+        return self._collect(self._stream("exec", body, timeout_ms), on_stdout, on_stderr, False)
+
+    def exec_stream(self, cmd: Cmd, *, env: Optional[Mapping[str, Optional[str]]] = None,
+                    cwd: Optional[str] = None, user: Optional[str] = None, stdin: Optional[Data] = None,
+                    timeout_ms: Optional[int] = None, confine: Optional[bool] = None,
+                    **fields: Any) -> EventStream:
+        """``POST .../exec?stream=1``: the command's events as they happen
+        (:class:`OutputEvent` ``stdout``/``stderr``, then :class:`ExitEvent`)."""
+        body = self._exec_body(cmd, stdin, {"env": env, "cwd": cwd, "user": user, "timeout_ms": timeout_ms,
+                                            "confine": confine, **fields})
+        return self._stream("exec", body, timeout_ms)
+
+    def run_code(self, code: str, language: str = "python", *, stdin: Optional[Data] = None,
+                       timeout_ms: Optional[int] = None, on_stdout: Optional[OutputCallback] = None,
+                       on_stderr: Optional[OutputCallback] = None, **fields: Any) -> RunResult:
+        """``POST .../run``: run a snippet (``python``, ``javascript``,
+        ``typescript``, ``bash``); ``result`` is what it gave
+        ``result.set``, ``error`` its uncaught exception or
+        ``result.error``. Other fields as for exec."""
+        body = {"language": language, "code": code, **_common.stdin_fields(stdin),
+                **drop_none({"timeout_ms": timeout_ms, **fields})}
+        if on_stdout is None and on_stderr is None:
+            ans = self._t.call("POST", sb_path(self.id, "run"), json=body,
+                                     extra_timeout=_common.extra_for(timeout_ms))
+            return RunResult.from_json(ans)
+        res = self._collect(self._stream("run", body, timeout_ms), on_stdout, on_stderr, True)
+        assert isinstance(res, RunResult)
+        return res
+
+    def run_code_stream(self, code: str, language: str = "python", *, stdin: Optional[Data] = None,
+                        timeout_ms: Optional[int] = None, **fields: Any) -> EventStream:
+        """``POST .../run?stream=1``: exec's events, then a :class:`ResultEvent`."""
+        body = {"language": language, "code": code, **_common.stdin_fields(stdin),
+                **drop_none({"timeout_ms": timeout_ms, **fields})}
+        return self._stream("run", body, timeout_ms)
+
+    def _stream(self, endpoint: str, body: dict[str, Any], timeout_ms: Optional[int]) -> EventStream:
+        def opener() -> Response:
+            # The answer's head comes with the first event: a silent command
+            # may hold it back as long as the command runs.
+            return self._t.open("POST", sb_path(self.id, endpoint), query={"stream": 1}, json=body,
+                                      extra_timeout=_common.extra_for(timeout_ms), stream=True)
+        return EventStream(opener, socket_path=self._t.socket_path,
+                                last=("result",) if endpoint == "run" else ("exit",))
+
+    def _collect(self, stream: EventStream, on_stdout: Optional[OutputCallback],
+                       on_stderr: Optional[OutputCallback], run: bool) -> ExecResult:
+        out = {"stdout": bytearray(), "stderr": bytearray()}
+        exit_raw: dict[str, Any] = {}
+        result_ev: Optional[ResultEvent] = None
+        with stream:
+            for ev in stream:
+                if isinstance(ev, OutputEvent):
+                    out[ev.type] += ev.data
+                    cb = on_stdout if ev.type == "stdout" else on_stderr
+                    if cb is not None:
+                        cb(ev.text)
+                elif isinstance(ev, ExitEvent):
+                    exit_raw = ev.raw
+                elif isinstance(ev, ResultEvent):
+                    result_ev = ev
+        raw = {k: v for k, v in exit_raw.items() if k != "type"}
+        args = (raw.get("exit_code"), raw.get("signal"), bool(raw.get("timed_out")),
+                bytes(out["stdout"]), bytes(out["stderr"]), raw)
+        if run:
+            return RunResult(*args, result=result_ev.result if result_ev else None,
+                             error=result_ev.error if result_ev else None)
+        return ExecResult(*args)
+
+
+class Files:
+    """``sb.files``: the guest's files. ``user`` is ``"user"`` (default) or
+    ``"root"`` everywhere."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def _p(self, *rest: str) -> str:
+        return sb_path(self._sb.id, "files", *rest)
+
+    def read(self, path: str, *, offset: Optional[int] = None, length: Optional[int] = None,
+                   user: Optional[str] = None) -> bytes:
+        """A whole file (or ``length`` bytes from ``offset``) in memory; see
+        ``download`` for large ones."""
+        return self._t.text("GET", self._p(), query={"path": path, "offset": offset, "length": length,
+                                                           "user": user})
+
+    def read_text(self, path: str, *, encoding: str = "utf-8", user: Optional[str] = None) -> str:
+        return (self.read(path, user=user)).decode(encoding)
+
+    def write(self, path: str, data: Data, *, mode: Union[int, str, None] = None,
+                    parents: Optional[bool] = None, append: Optional[bool] = None,
+                    exclusive: Optional[bool] = None, create: Optional[bool] = None,
+                    user: Optional[str] = None) -> dict[str, Any]:
+        """Write bytes or text (UTF-8) to a guest file; ``{"path", "bytes"}``."""
+        return self._t.call("PUT", self._p(), data=_common.to_bytes(data),  # type: ignore[no-any-return]
+                                  content_type="application/octet-stream",
+                                  query=self._write_query(path, mode, parents, append, exclusive, create, user))
+
+    def _write_query(self, path: str, mode: Union[int, str, None], parents: Optional[bool],
+                     append: Optional[bool], exclusive: Optional[bool], create: Optional[bool],
+                     user: Optional[str]) -> dict[str, Any]:
+        return {"path": path, "mode": _common.file_mode(mode), "parents": parents, "append": append,
+                "exclusive": exclusive, "create": create, "user": user}
+
+    def upload(self, path: str, src: LocalFile, *, mode: Union[int, str, None] = None,
+                     parents: Optional[bool] = None, append: Optional[bool] = None,
+                     exclusive: Optional[bool] = None, create: Optional[bool] = None,
+                     user: Optional[str] = None) -> dict[str, Any]:
+        """Stream a local file (a path, or a binary file object) into the
+        guest in 64 KiB blocks: memory stays bounded whatever its size."""
+        source, length = _common.file_source(src)
+        resp = self._t.open_upload("PUT", self._p(), source=source, length=length,
+                                         content_type="application/octet-stream",
+                                         query=self._write_query(path, mode, parents, append, exclusive,
+                                                                 create, user))
+        return _decode(resp.status, resp.read_all())
+
+    def download(self, path: str, dst: LocalFile, *, offset: Optional[int] = None,
+                       length: Optional[int] = None, user: Optional[str] = None) -> int:
+        """Stream a guest file into ``dst`` (a local path, written whole or
+        not at all, or a binary file object); returns the bytes written.
+        A transfer cut short raises KilnConnectionError."""
+        resp = self._t.open("GET", self._p(), query={"path": path, "offset": offset, "length": length,
+                                                           "user": user}, stream=True)
+        sink = _common.Sink(dst)
+        ok = False
+        try:
+            while True:
+                data = resp.read_chunk()
+                if not data:
+                    break
+                sink.write(data)
+            ok = True
+        finally:
+            resp.close()
+            sink.finish(ok)
+        return sink.bytes
+
+    def upload_dir(self, local_dir: Union[str, "os.PathLike[str]"], path: str, *,
+                         user: Optional[str] = None) -> dict[str, Any]:
+        """``PUT .../archive``: a local directory's contents into guest
+        directory ``path`` (made if missing), packed as tar.gz while sent."""
+        resp = self._t.open_upload("PUT", sb_path(self._sb.id, "archive"),
+                                         query={"path": path, "user": user},
+                                         source=tar_chunks(os.fspath(local_dir)), length=None,
+                                         content_type="application/gzip")
+        return _decode(resp.status, resp.read_all())
+
+    def download_dir(self, path: str, local_dir: Union[str, "os.PathLike[str]"], *,
+                           user: Optional[str] = None) -> dict[str, int]:
+        """``GET .../archive``: guest directory ``path`` into ``local_dir``
+        (made if missing), unpacked while it streams. Members that would
+        leave ``local_dir`` raise UnsafePathError."""
+        resp = self._t.open("GET", sb_path(self._sb.id, "archive"), query={"path": path, "user": user},
+                                  stream=True)
+        return self._t.extract(resp, os.fspath(local_dir))
+
+    def stat(self, path: str, *, follow: Optional[bool] = None, user: Optional[str] = None) -> FileInfo:
+        ans = self._t.call("GET", self._p("stat"), query={"path": path, "follow": follow, "user": user})
+        return FileInfo.from_json(ans)
+
+    def list(self, path: str, *, depth: Optional[int] = None, limit: Optional[int] = None,
+                   user: Optional[str] = None) -> list[FileInfo]:
+        """A directory's entries (``depth`` levels), each a FileInfo whose
+        ``raw["depth"]`` is its level."""
+        ans = self._t.call("GET", self._p("list"), query={"path": path, "depth": depth, "limit": limit,
+                                                               "user": user})
+        return [FileInfo.from_json(e) for e in ans["entries"]]
+
+    def mkdir(self, path: str, *, parents: Optional[bool] = None, mode: Optional[int] = None,
+                    user: Optional[str] = None) -> dict[str, Any]:
+        return self._t.call("POST", self._p("mkdir"),  # type: ignore[no-any-return]
+                                  json=drop_none({"path": path, "parents": parents, "mode": mode, "user": user}))
+
+    def remove(self, path: str, *, recursive: Optional[bool] = None, user: Optional[str] = None) -> None:
+        self._t.call("POST", self._p("remove"),
+                           json=drop_none({"path": path, "recursive": recursive, "user": user}))
+
+    def rename(self, src: str, dst: str, *, overwrite: Optional[bool] = None,
+                     user: Optional[str] = None) -> dict[str, Any]:
+        return self._t.call("POST", self._p("rename"),  # type: ignore[no-any-return]
+                                  json=drop_none({"from": src, "to": dst, "overwrite": overwrite, "user": user}))
+
+    def watch(self, path: str, *, recursive: Optional[bool] = None, max_watches: Optional[int] = None,
+              queue: Optional[int] = None, user: Optional[str] = None) -> EventStream:
+        """``GET .../files/watch``: a directory's changes as :class:`WatchEvent`s
+        (``watching`` first) until closed or an ``end`` event."""
+        q = {"path": path, "recursive": recursive, "max_watches": max_watches, "queue": queue, "user": user}
+
+        def opener() -> Response:
+            return self._t.open("GET", self._p("watch"), query=q, stream=True)
+        return EventStream(opener, socket_path=self._t.socket_path, last=("end",), watch=True)
+
+
+class Processes:
+    """``sb.processes``: background processes (their output kept in a ring)."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def spawn(self, cmd: Cmd, *, pty: Optional[bool] = None, rows: Optional[int] = None,
+                    cols: Optional[int] = None, env: Optional[Mapping[str, Optional[str]]] = None,
+                    cwd: Optional[str] = None, user: Optional[str] = None, stdin: Optional[Data] = None,
+                    timeout_ms: Optional[int] = None, confine: Optional[bool] = None,
+                    ring_bytes: Optional[int] = None, **fields: Any) -> "Process":
+        """``POST .../processes``: start ``cmd`` detached (stdin stays open
+        unless ``stdin`` is given)."""
+        body = {**_common.command_fields(cmd), **_common.stdin_fields(stdin),
+                **drop_none({"pty": pty, "rows": rows, "cols": cols, "env": env, "cwd": cwd, "user": user,
+                             "timeout_ms": timeout_ms, "confine": confine, "ring_bytes": ring_bytes, **fields})}
+        ans = self._t.call("POST", sb_path(self._sb.id, "processes"), json=body)
+        return Process(self._sb, ans)
+
+    def list(self) -> list["Process"]:
+        ans = self._t.call("GET", sb_path(self._sb.id, "processes"))
+        return [Process(self._sb, p) for p in ans["processes"]]
+
+    def get(self, proc_id: int) -> "Process":
+        """The process of this ``id`` (the create answer's, not the guest pid)."""
+        return Process(self._sb, self._t.call("GET", sb_path(self._sb.id, "processes", proc_id)))
+
+
+class Process:
+    """A background process: ``id`` (kilnd's), ``pid`` (the guest's),
+    ``info`` (the last process object)."""
+
+    def __init__(self, sb: Sandbox, info: dict[str, Any]) -> None:
+        self._sb = sb
+        self._t = sb._t
+        self.id: int = info["id"]
+        self.pid: Optional[int] = info.get("pid")
+        self.info = info
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.id} pid={self.pid}>"
+
+    def _p(self, *rest: str) -> str:
+        return sb_path(self._sb.id, "processes", self.id, *rest)
+
+    def refresh(self) -> "Process":
+        self.info = self._t.call("GET", self._p())
+        return self
+
+    def output(self, since: Optional[int] = None, *, follow: bool = True,
+               encoding: Optional[str] = None) -> EventStream:
+        """The output as events (``attached``, ``stdout``/``stderr`` with
+        ``seq``, ``gap``, ``exit``), from sequence number ``since`` (None:
+        the oldest the ring holds; ``"now"`` is kilnd's too). ``follow``:
+        live until the process exits; False: only what was written when
+        the call was made. After a disconnect, reattach with
+        ``output(since=stream.next_seq)``: nothing the ring still holds is
+        missed."""
+        stream: Optional[EventStream] = None
+
+        def opener() -> Response:
+            if not follow:
+                assert stream is not None
+                stream.until = (self.refresh()).info.get("output_bytes", 0)
+            return self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
+                                      stream=True)
+        stream = EventStream(opener, socket_path=self._t.socket_path, last=("exit",),
+                                  since=since if isinstance(since, int) else None)
+        return stream
+
+    def write_stdin(self, data: Data, *, eof: bool = False) -> dict[str, Any]:
+        """Bytes (or UTF-8 text) to its stdin; ``eof`` closes stdin after them."""
+        return self._t.call("POST", self._p("stdin"),  # type: ignore[no-any-return]
+                                  query={"close": 1 if eof else None}, data=_common.to_bytes(data),
+                                  content_type="application/octet-stream")
+
+    def signal(self, sig: Union[str, int] = "TERM", *, group: Optional[bool] = None) -> None:
+        """A signal by name (``"TERM"``, ``"SIGKILL"``) or number."""
+        self._t.call("POST", self._p("signal"), json=drop_none({"signal": sig, "group": group}))
+
+    def wait(self, timeout_ms: Optional[int] = None) -> dict[str, Any]:
+        """Until it exited (its output drained): the exit object
+        (``exit_code``, ``signal``, ``timed_out``, ...). kilnd's
+        TimeoutError after ``timeout_ms``."""
+        return self._t.call("POST", self._p("wait"),  # type: ignore[no-any-return]
+                                  query={"timeout_ms": timeout_ms}, extra_timeout=_common.extra_for(timeout_ms))
+
+    def resize(self, rows: int, cols: int) -> None:
+        """The terminal's size (a ``pty`` process)."""
+        self._t.call("POST", self._p("resize"), json={"rows": rows, "cols": cols})
+
+
+class Ports:
+    """``sb.ports``: host TCP ports forwarded to guest ports."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def add(self, guest_port: int, host_port: Optional[int] = None, *, target: Optional[str] = None,
+                  guest_address: Optional[str] = None) -> dict[str, Any]:
+        """Forward ``127.0.0.1:host_port`` (any free one when None) to the
+        guest; the mapping's ``host_port`` says which."""
+        body = drop_none({"guest_port": guest_port, "host_port": host_port, "target": target,
+                          "guest_address": guest_address})
+        return self._t.call("POST", sb_path(self._sb.id, "ports"), json=body)  # type: ignore[no-any-return]
+
+    def list(self) -> list[dict[str, Any]]:
+        return (self._t.call("GET", sb_path(self._sb.id, "ports")))["ports"]  # type: ignore[no-any-return]
+
+    def remove(self, host_port: int) -> None:
+        self._t.call("DELETE", sb_path(self._sb.id, "ports", host_port))
+
+
+class Previews:
+    """``sb.previews``: preview URLs of guest web servers."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def add(self, port: int, public: bool = False) -> dict[str, Any]:
+        """A preview of guest TCP ``port``: ``url``, ``path_url``, ``token``."""
+        return self._t.call("POST", sb_path(self._sb.id, "previews"),  # type: ignore[no-any-return]
+                                  json={"port": port, "public": public})
+
+    def list(self) -> list[dict[str, Any]]:
+        return (self._t.call("GET", sb_path(self._sb.id, "previews")))["previews"]  # type: ignore[no-any-return]
+
+    def remove(self, port: int) -> None:
+        self._t.call("DELETE", sb_path(self._sb.id, "previews", port))
+
+
+class Checkpoints:
+    """``sb.checkpoints``: snapshots of the running sandbox, restored in place
+    or forked (``sb.fork``)."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def create(self, name: str, *, compress: Optional[bool] = None,
+                     incremental: Optional[bool] = None) -> dict[str, Any]:
+        return self._t.call("POST", sb_path(self._sb.id, "checkpoints"),  # type: ignore[no-any-return]
+                                  json=drop_none({"name": name, "compress": compress, "incremental": incremental}))
+
+    def list(self) -> list[dict[str, Any]]:
+        return (self._t.call("GET", sb_path(self._sb.id, "checkpoints")))["checkpoints"]  # type: ignore[no-any-return]
+
+    def get(self, name: str) -> dict[str, Any]:
+        return self._t.call("GET", sb_path(self._sb.id, "checkpoints", name))  # type: ignore[no-any-return]
+
+    def delete(self, name: str) -> None:
+        self._t.call("DELETE", sb_path(self._sb.id, "checkpoints", name))
+
+    def restore(self, name: str) -> Sandbox:
+        """Put the sandbox back to checkpoint ``name`` in place (same id)."""
+        self._sb.info = self._t.call("POST", sb_path(self._sb.id, "checkpoints", name, "restore"))
+        return self._sb
+
+
+class Firewall:
+    """``sb.firewall``: the packet filter's rules, counters and log (a
+    sandbox with ``network="passt"``)."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def get(self) -> dict[str, Any]:
+        """``{"network", "running", "rules", "counters"}``."""
+        return self._t.call("GET", sb_path(self._sb.id, "firewall"))  # type: ignore[no-any-return]
+
+    def set(self, rules: Mapping[str, Any]) -> dict[str, Any]:
+        """Replace the rule set (``{"outbound_internet", "allow", "deny", "dns"}``)."""
+        return self._t.call("PUT", sb_path(self._sb.id, "firewall"), json=dict(rules))  # type: ignore[no-any-return]
+
+    def log(self) -> list[str]:
+        """The denied-flow log's lines, oldest first."""
+        return (self._t.call("GET", sb_path(self._sb.id, "firewall", "log")))["lines"]  # type: ignore[no-any-return]
+
+
+def _decode(status: int, body: bytes) -> dict[str, Any]:
+    return decode_json(status, body)  # type: ignore[no-any-return]

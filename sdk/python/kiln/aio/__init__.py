@@ -1,0 +1,17 @@
+"""kiln's asyncio client: the same surface as :class:`kiln.Kiln`, with
+``async def`` methods and async iterators for streams.
+
+    from kiln.aio import AsyncKiln
+    async with AsyncKiln() as k:
+        async with await k.sandboxes.create(image="minimal") as sb:
+            print((await sb.exec("echo hi")).stdout)
+"""
+
+from .._async_surface import (AsyncCheckpoints, AsyncEventStream, AsyncFiles, AsyncFirewall, AsyncKiln,
+                              AsyncPorts, AsyncPreviews, AsyncProcess, AsyncProcesses, AsyncSandbox,
+                              AsyncSandboxes)
+
+__all__ = [
+    "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
+    "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
+]
