@@ -527,6 +527,39 @@ class TestFiles(Base):
         self.assertEqual(buf.getvalue(), data)
         self.assertEqual(self.fake.requests[-1].q, {"path": "/d", "offset": "5", "length": "10"})
 
+    def test_a_100_mib_download_stays_under_32_mib_of_rss(self) -> None:
+        # The client in a process of its own (its VmHWM is the download's),
+        # the fake writing one 64 KiB chunk again and again.
+        piece = chunk(b"\0" * 65536)
+
+        def serve(req: Request, c: socket.socket) -> bool:
+            c.sendall(chunked_head(200, "application/octet-stream"))
+            for _ in range(1600):
+                c.sendall(piece)
+            c.sendall(b"0\r\n\r\n")
+            return False
+        self.fake.handler = routes({("GET", self.F): serve})
+        code = (
+            "import sys, kiln\n"
+            "class Sink:\n"
+            "    n = 0\n"
+            "    def write(self, b):\n"
+            "        self.n += len(b)\n"
+            "        return len(b)\n"
+            "k = kiln.Kiln(sys.argv[1], timeout=60)\n"
+            "s = Sink()\n"
+            "n = kiln.Sandbox(k, {'id': '3f9a1c2b7d4e', 'state': 'running'}).files.download('/big', s)\n"
+            "hwm = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+            "print(n, s.n, hwm // 1024)\n")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(kiln.__file__))))
+        p = subprocess.run([sys.executable, "-c", code, self.fake.path], capture_output=True, text=True,
+                           timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        n, got, hwm = (int(x) for x in p.stdout.split())
+        self.assertEqual(n, 1600 * 65536)
+        self.assertEqual(got, n)
+        self.assertLess(hwm, 32, f"peak RSS {hwm} MiB")
+
     def test_stat_list_mkdir_remove_rename(self) -> None:
         entry = {"path": "/srv/app", "kind": "dir", "size": 4096, "mode": 493, "depth": 1}
         self.fake.handler = routes({
