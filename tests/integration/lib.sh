@@ -9,6 +9,47 @@ INITRD=build/rootfs/minimal.cpio
 # second per call here and half a minute inside the nested harness.
 PATH=/usr/bin:/bin:$PATH
 export PATH
+# pyeval_start: one python3 for the whole run (tests/integration/pyeval.py),
+# which pyeval answers through bash's own /dev/tcp: inside the nested
+# harness a python3 start costs about a second, and the tests look into
+# JSON hundreds of times. Without it (not started, or gone) pyeval starts
+# a python3 per call as before.
+pyeval_start() {
+  local f i
+  f=$(mktemp -u /tmp/pyeval.XXXXXX)
+  /usr/bin/python3 tests/integration/pyeval.py "$f" </dev/null >/dev/null 2>&1 &
+  PYEVAL_PID=$!
+  for i in $(seq 1 600); do [ -s "$f" ] && break; kill -0 "$PYEVAL_PID" 2>/dev/null || break; sleep 0.1; done
+  PYEVAL_PORT=$(cat "$f" 2>/dev/null)
+  rm -f "$f"
+  export PYEVAL_PORT
+}
+
+pyeval_stop() { [ -z "${PYEVAL_PID:-}" ] || kill "$PYEVAL_PID" 2>/dev/null; }
+
+# pyeval KIND A B: pyeval.py's answer on stdout (stderr when it failed),
+# its status as ours. KIND print: print(A) over the JSON document B as d.
+pyeval() {
+  local LC_ALL=C fd reply rc msg
+  if [ -n "${PYEVAL_PORT:-}" ] && { exec {fd}<>"/dev/tcp/127.0.0.1/$PYEVAL_PORT"; } 2>/dev/null; then
+    # One write (bash flushes at each newline, and a request in pieces
+    # waits on Nagle and a delayed ACK): the head ends with a colon.
+    printf -v msg '%s %d %d:%s%s' "$1" "${#2}" "${#3}" "$2" "$3"
+    printf '%s' "$msg" >&"$fd"
+    IFS= read -r -d '' reply <&"$fd"
+    exec {fd}>&-
+    rc=${reply%%$'\n'*}
+    case $rc in
+      0) printf '%s' "${reply#*$'\n'}"; return 0 ;;
+      1) printf '%s' "${reply#*$'\n'}" >&2; return 1 ;;
+    esac
+  fi
+  case $1 in
+    print) printf '%s' "$3" | python3 -c "import json, sys; d = json.load(sys.stdin); print($2)" ;;
+    shjson) python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]]}))' "$2" ;;
+  esac
+}
+
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
 # The kiln CLI's request timeouts (README, "kiln CLI timeouts") are sized

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""pyeval: one Python interpreter for the integration tests' JSON look-ups.
+
+    python3 tests/integration/pyeval.py PORTFILE
+
+Inside the nested harness every python3 start costs about a second (the
+outer VM is emulated), and the tests look into JSON answers hundreds of
+times (lib.sh's jget). This server starts once per run, listens on an
+ephemeral port of 127.0.0.1, writes the port to PORTFILE and answers one
+request per connection, which bash makes with its own /dev/tcp (no
+process started at all):
+
+    request:  KIND " " LEN_A " " LEN_B ":" A B     (lengths in bytes)
+    reply:    RC "\\n" TEXT                  (then the connection closes)
+
+KIND "print": A is a Python expression list, B a JSON document; TEXT is
+what `d = json.loads(B); print(A)` prints, exactly as
+`python3 -c "import json, sys; d = json.load(sys.stdin); print(A)"` would
+(RC 0), or the traceback (RC 1). KIND "shjson": TEXT is the exec body
+{"argv": ["sh", "-c", A]}. Anything else is RC 2. The tests are the only
+client: the port is on the loopback of the (throwaway) test machine.
+"""
+import io
+import json
+import socket
+import socketserver
+import sys
+import traceback
+
+
+def answer(kind, a, b):
+    out = io.StringIO()
+
+    def p(*args, **kw):
+        kw.setdefault("file", out)
+        print(*args, **kw)
+
+    if kind == "print":
+        d = json.loads(b)
+        exec("print(" + a + ")", {"json": json, "sys": sys, "d": d, "print": p})
+        return 0, out.getvalue()
+    if kind == "shjson":
+        return 0, json.dumps({"argv": ["sh", "-c", a]}) + "\n"
+    return 2, f"pyeval: unknown kind {kind!r}\n"
+
+
+class Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        try:
+            # Answer each segment at once: the client (bash) cannot turn
+            # Nagle off, so a delayed ACK would hold its next write.
+            self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+            head = b""
+            while not head.endswith(b":") and len(head) < 64:
+                c = self.rfile.read(1)
+                if not c:
+                    return
+                head += c
+            kind, la, lb = head[:-1].decode().split(" ")
+            la, lb = int(la), int(lb)
+            a = self.rfile.read(la).decode("utf-8", "surrogateescape")
+            b = self.rfile.read(lb).decode("utf-8", "surrogateescape")
+            rc, text = answer(kind, a, b)
+        except Exception:  # the expression's own error, as python3 -c reports it
+            rc, text = 1, traceback.format_exc()
+        self.wfile.write(b"%d\n" % rc + text.encode("utf-8", "surrogateescape"))
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+
+def main():
+    srv = Server(("127.0.0.1", 0), Handler)
+    tmp = sys.argv[1] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    import os
+    os.rename(tmp, sys.argv[1])
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
