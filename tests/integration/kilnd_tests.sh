@@ -58,7 +58,7 @@ api() {
 }
 
 # jget EXPR: a Python expression over the JSON body as d.
-jget() { printf '%s' "$body" | python3 -c "import json, sys; d = json.load(sys.stdin); print($1)"; }
+jget() { pyeval print "$1" "$body"; }
 
 # expect_status CODE [ERROR_CODE]: the last api call's status (and error code).
 expect_status() {
@@ -1258,7 +1258,7 @@ test_kilnd_ten_sandboxes_in_parallel() {
 # kd_sh ID SCRIPT: exec `sh -c SCRIPT` in sandbox ID; $status, $body.
 kd_sh() {
   api POST "/v1/sandboxes/$1/exec" \
-    -d "$(python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]]}))' "$2")"
+    -d "$(pyeval shjson "$2" "")"
 }
 
 # kd_out: the last exec's stdout, stripped ("" when it failed); kd_outw:
@@ -1772,7 +1772,7 @@ kc() {
 }
 
 # kc_json EXPR: a Python expression over $out's JSON as d ("" if it is not JSON).
-kc_json() { printf '%s' "$out" | python3 -c "import json, sys; d = json.load(sys.stdin); print($1)" 2>/dev/null; }
+kc_json() { pyeval print "$1" "$out" 2>/dev/null; }
 
 test_kiln_cli_end_to_end() {
   kd_start || return 1
@@ -1995,7 +1995,7 @@ test_kilnd_firewall_passt() {
   # guest answers, and the device resets it (devices/net/tcp_reset.h), so
   # the reader fails at once instead of waiting for ever. (nc's input is
   # held open: a half-closed flow through passt is another story, pget.)
-  kd_sh "$sid" 'setsid sh -c "sleep 600 | nc 10.78.1.10 7070 >/tmp/stream 2>/tmp/stream.err; echo \$? >/tmp/stream.rc" </dev/null >/dev/null 2>&1 &'
+  kd_sh "$sid" 'mkfifo /tmp/hold && setsid sh -c "sleep 600 >/tmp/hold & nc 10.78.1.10 7070 </tmp/hold >/tmp/stream 2>/tmp/stream.err; echo \$? >/tmp/stream.rc" </dev/null >/dev/null 2>&1 &'
   for i in $(seq 1 60); do
     kd_sh "$sid" 'wc -l </tmp/stream'
     [ "$(kd_out)" -ge 2 ] 2>/dev/null && break
@@ -2011,7 +2011,7 @@ test_kilnd_firewall_passt() {
     [ -n "$(kd_out)" ] && break
     sleep 0.5
   done
-  kd_check '[ -n "$(kd_out)" ]' "the connection held across the hibernation still hangs after the wake"
+  kd_check '[ -n "$(kd_out)" ]' "the connection held across the hibernation still hangs after the wake ($(kd_fw 'd["counters"]["device"]'))"
   kd_check '[ "$(kd_fw "d[\"counters\"][\"device\"][\"tcp_probes\"] >= 1 and d[\"counters\"][\"device\"][\"tcp_resets\"] >= 1")" = True ]' \
     "the wake's probe and reset are counted"
   o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "a new connection after the wake: '$o'"
