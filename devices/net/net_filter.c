@@ -756,6 +756,12 @@ void net_filter_counters(const struct net_filter *f, struct nf_counters *out)
 	*out = f->ctr;
 }
 
+void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6])
+{
+	memcpy(f->cfg.guest_mac, mac, 6);
+	link_local_of(mac, &f->ip6_ll);
+}
+
 size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max, uint64_t now_ns)
 {
 	size_t n = 0;

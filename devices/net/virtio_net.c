@@ -524,6 +524,9 @@ static int net_restore(struct virtio_dev *d, const void *buf, size_t len)
 		return -EINVAL;
 	}
 	memcpy(n->mac, st.mac, 6);
+	/* The guest keeps the MAC it had: the filter holds it to that one. */
+	if (n->filter)
+		net_filter_set_guest_mac(n->filter, st.mac);
 	if (st.held)
 		virtq_push(&d->vq[TXQ], st.head, 0);
 	probes_free(n);

@@ -2011,7 +2011,7 @@ test_kilnd_firewall_passt() {
     [ -n "$(kd_out)" ] && break
     sleep 0.5
   done
-  kd_check '[ -n "$(kd_out)" ]' "the connection held across the hibernation still hangs after the wake ($(kd_fw 'd["counters"]["device"]'))"
+  kd_check '[ -n "$(kd_out)" ]' "the connection held across the hibernation still hangs after the wake ($(kd_fw 'd["counters"]["device"], {k: v for k, v in d["counters"]["egress"].items() if v["packets"]}'); $(api GET "/v1/sandboxes/$sid/firewall/log"; jget 'd["lines"][-6:]'))"
   kd_check '[ "$(kd_fw "d[\"counters\"][\"device\"][\"tcp_probes\"] >= 1 and d[\"counters\"][\"device\"][\"tcp_resets\"] >= 1")" = True ]' \
     "the wake's probe and reset are counted"
   o=$(kd_get 10.78.1.10 8080); kd_check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "a new connection after the wake: '$o'"

@@ -737,7 +737,8 @@ static void test_untracked_segments_get_resets(void **state)
  * A snapshot keeps the established flows; the restored device probes each
  * with an out-of-window ACK (its first frame, no backend frame needed),
  * and the guest's answer, untracked by the new filter, gets the reset
- * that ends the connection in the guest.
+ * that ends the connection in the guest. The restored MAC is the filter's
+ * too.
  */
 static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 {
@@ -759,6 +760,9 @@ static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 	assert_int_equal(buf[10], 1);
 	destroy(f);
 
+	/* The new VM was given another MAC: the guest keeps its own, and the
+	 * filter must hold it to that one, or its answer drops as spoofed. */
+	c.guest_mac[5] ^= 0xff;
 	g = make_filtered(&c, allow);
 	pthread_mutex_lock(&g->d->lock);
 	g->d->ops->reset(g->d); /* as a restore finds it: not yet registered */
