@@ -44,10 +44,7 @@ pyeval() {
       1) printf '%s' "${reply#*$'\n'}" >&2; return 1 ;;
     esac
   fi
-  case $1 in
-    print) printf '%s' "$3" | python3 -c "import json, sys; d = json.load(sys.stdin); print($2)" ;;
-    shjson) python3 -c 'import json, sys; print(json.dumps({"argv": ["sh", "-c", sys.argv[1]]}))' "$2" ;;
-  esac
+  /usr/bin/python3 tests/integration/pyeval.py --once "$@"
 }
 
 # Generous: inside the nested harness everything is 50-100x slower.

@@ -2,6 +2,7 @@
 """pyeval: one Python interpreter for the integration tests' JSON look-ups.
 
     python3 tests/integration/pyeval.py PORTFILE
+    python3 tests/integration/pyeval.py --once KIND A B
 
 Inside the nested harness every python3 start costs about a second (the
 outer VM is emulated), and the tests look into JSON answers hundreds of
@@ -16,7 +17,8 @@ process started at all):
 KIND "print": A is a Python expression list, B a JSON document; TEXT is
 what `d = json.loads(B); print(A)` prints, exactly as
 `python3 -c "import json, sys; d = json.load(sys.stdin); print(A)"` would
-(RC 0), or the traceback (RC 1). KIND "shjson": TEXT is the exec body
+(RC 0), or the traceback (RC 1); `walk(d, KEY...)` is there for
+net_tests.sh's fwj. KIND "shjson": TEXT is the exec body
 {"argv": ["sh", "-c", A]}. Anything else is RC 2. The tests are the only
 client: the port is on the loopback of the (throwaway) test machine.
 """
@@ -28,6 +30,16 @@ import sys
 import traceback
 
 
+def walk(v, *keys):
+    """net_tests.sh's fwj: the value at keys (list indices as numbers), ""
+    when missing, JSON for objects and lists."""
+    for k in keys:
+        v = v[int(k)] if isinstance(v, list) else v.get(k)
+        if v is None:
+            break
+    return "" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v)
+
+
 def answer(kind, a, b):
     out = io.StringIO()
 
@@ -37,7 +49,7 @@ def answer(kind, a, b):
 
     if kind == "print":
         d = json.loads(b)
-        exec("print(" + a + ")", {"json": json, "sys": sys, "d": d, "print": p})
+        exec("print(" + a + ")", {"json": json, "sys": sys, "d": d, "walk": walk, "print": p})
         return 0, out.getvalue()
     if kind == "shjson":
         return 0, json.dumps({"argv": ["sh", "-c", a]}) + "\n"
@@ -72,6 +84,13 @@ class Server(socketserver.ThreadingTCPServer):
 
 
 def main():
+    if sys.argv[1] == "--once":  # lib.sh's pyeval without a server: the same answer
+        try:
+            rc, text = answer(sys.argv[2], sys.argv[3], sys.argv[4])
+        except Exception:
+            rc, text = 1, traceback.format_exc()
+        (sys.stdout if rc == 0 else sys.stderr).write(text)
+        sys.exit(rc)
     srv = Server(("127.0.0.1", 0), Handler)
     tmp = sys.argv[1] + ".tmp"
     with open(tmp, "w") as f:
