@@ -69,6 +69,9 @@ int net_state_decode(const uint8_t *buf, size_t len, struct net_state *out)
 		return -EINVAL;
 	out->version = buf[0];
 	memcpy(out->mac, buf + 1, 6);
+	/* The filter holds the guest to this MAC: a unicast one, never zero. */
+	if ((out->mac[0] & 1) || !memcmp(out->mac, (const uint8_t[6]){ 0 }, 6))
+		return -EINVAL;
 	if (buf[0] >= 2) {
 		if (buf[7] > 1)
 			return -EINVAL;

@@ -14,7 +14,8 @@
  * ports set, at most NET_STATE_FLOWS_MAX.
  *
  * Contract: pure; decode reads exactly buf[0..len) and refuses anything
- * else than one of the three layouts whole (-EINVAL).
+ * else than one of the three layouts whole (-EINVAL), and a MAC that is
+ * multicast or all zero (the restored filter holds the guest to it).
  */
 #ifndef KILN_NET_STATE_H
 #define KILN_NET_STATE_H

@@ -123,8 +123,8 @@ size_t tcp_reset_reply(const struct pkt *p, uint8_t *out, size_t cap)
 	return build(&s, out, cap);
 }
 
-size_t tcp_reset_probe(const struct conntrack_key *k, const uint8_t guest_mac[6], const uint8_t src_mac[6], uint8_t *out,
-		       size_t cap)
+size_t tcp_reset_probe(const struct conntrack_key *k, unsigned half, const uint8_t guest_mac[6],
+		       const uint8_t src_mac[6], uint8_t *out, size_t cap)
 {
 	struct seg s;
 
@@ -139,9 +139,7 @@ size_t tcp_reset_probe(const struct conntrack_key *k, const uint8_t guest_mac[6]
 	s.dst = k->guest;
 	s.sport = k->rport;
 	s.dport = k->gport;
-	/* Sequence numbers start at random: 0 lies outside the guest's
-	 * window (at most 1 GiB of 4) for all but a few in a million flows. */
-	s.seq = 0;
+	s.seq = half ? 0x80000000u : 0;
 	s.ack = 0;
 	s.flags = PKT_TCP_ACK;
 	return build(&s, out, cap);

@@ -12,7 +12,7 @@
  *    what the guest expects next ends its connection (ECONNRESET).
  *  - A restore, for the guest's established flows that were tracked when
  *    the snapshot was taken (a guest that only reads would otherwise wait
- *    for ever): tcp_reset_probe() makes a bare ACK far outside any window.
+ *    for ever): tcp_reset_probe() makes bare ACKs outside the window.
  *    The guest answers it with an ACK carrying its real sequence numbers
  *    (RFC 9293 3.10.7.4), which the filter drops as untracked, and the
  *    reset answering that ACK is exact.
@@ -44,12 +44,17 @@
 size_t tcp_reset_reply(const struct pkt *p, uint8_t *out, size_t cap);
 
 /*
- * The out-of-window ACK for the tracked flow k (guest side and remote
- * side), from the remote to the guest: Ethernet source src_mac,
- * destination guest_mac. Its length, or 0 when k is not TCP over IPv4 or
- * IPv6 or out is too small.
+ * Probe `half` (0 or 1) of the tracked flow k (guest side and remote
+ * side): a bare ACK from the remote to the guest, Ethernet source src_mac,
+ * destination guest_mac, at SEQ 0 (half 0) or 2^31 (half 1). A receive
+ * window is at most 2^30 (RFC 7323), so at least one of the two lies
+ * outside it and is answered; the guest answers one probe per 500 ms at
+ * most (Linux's tcp_invalid_ratelimit), so the second costs no reply when
+ * the first had one. Its length, or 0 when k is not TCP over IPv4 or IPv6
+ * with both ports, or out is too small.
  */
-size_t tcp_reset_probe(const struct conntrack_key *k, const uint8_t guest_mac[6], const uint8_t src_mac[6], uint8_t *out,
-		       size_t cap);
+#define TCP_RESET_PROBES 2
+size_t tcp_reset_probe(const struct conntrack_key *k, unsigned half, const uint8_t guest_mac[6],
+		       const uint8_t src_mac[6], uint8_t *out, size_t cap);
 
 #endif

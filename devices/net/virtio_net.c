@@ -53,7 +53,10 @@ struct vnet {
 	uint8_t resets[RESET_SLOTS][TCP_RESET_MAX_FRAME];
 	size_t reset_len[RESET_SLOTS];
 	unsigned reset_head, reset_count;
-	struct conntrack_key *probes; /* a restore's flows still to probe */
+	/* A restore's flows: probed once each (probe_next counts the probes
+	 * sent), and kept, so a snapshot taken before the guest answered
+	 * keeps them too (their host side is gone either way). */
+	struct conntrack_key *probes;
 	size_t nprobes, probe_next;
 	uint8_t frame[NET_HDR_LEN + NET_MAX_FRAME];
 	uint8_t txbuf[NET_HDR_LEN + NET_MAX_FRAME];
@@ -180,12 +183,13 @@ static int take_made_up(struct vnet *n)
 		n->reset_head = (n->reset_head + 1) % RESET_SLOTS;
 		n->reset_count--;
 	}
-	while (!len && n->probe_next < n->nprobes) {
-		len = tcp_reset_probe(&n->probes[n->probe_next++], n->mac, probe_mac, f, NET_MAX_FRAME);
+	/* probe_next counts probes: TCP_RESET_PROBES per flow. */
+	while (!len && n->probe_next < n->nprobes * TCP_RESET_PROBES) {
+		len = tcp_reset_probe(&n->probes[n->probe_next / TCP_RESET_PROBES], n->probe_next % TCP_RESET_PROBES,
+				      n->mac, probe_mac, f, NET_MAX_FRAME);
+		n->probe_next++;
 		n->st.tcp_probes += len != 0;
 	}
-	if (n->probes && n->probe_next == n->nprobes)
-		probes_free(n);
 	if (!len)
 		return 0;
 	memset(n->frame, 0, NET_HDR_LEN);
@@ -196,6 +200,8 @@ static int take_made_up(struct vnet *n)
 }
 
 /* The guest sent a TCP segment of no tracked flow: queue the reset that answers it. */
+static void rx_fill(struct vnet *n);
+
 static void queue_reset(struct vnet *n, const uint8_t *frame, size_t len)
 {
 	struct pkt p;
@@ -203,6 +209,10 @@ static void queue_reset(struct vnet *n, const uint8_t *frame, size_t len)
 
 	if (pkt_parse(frame, len, &p) < 0)
 		return;
+	/* A burst (the answers to a restore's probes come in one transmit
+	 * pass): hand what waits to the guest's receive buffers first. */
+	if (n->reset_count == RESET_SLOTS)
+		rx_fill(n);
 	if (n->reset_count == RESET_SLOTS) {
 		n->st.tcp_resets_lost++;
 		return;
@@ -483,9 +493,11 @@ static void net_reset(struct virtio_dev *d)
  * backend room, if any (its frame is dropped, as a wire would lose it, but
  * its descriptor must come back to the guest: the transport saved the
  * queue with that chain taken), and the guest's TCP flows that carry data
- * (with probes not yet sent): the restored device probes each so the guest
- * resets it (tcp_reset.h), since their host side ends with this VMM and
- * its passt. The filter's other state and its counters are not saved: a
+ * (with those of the restore this device came from, probed or not): the
+ * restored device probes each so the guest resets it (tcp_reset.h), since
+ * their host side ends with this VMM and its passt. save and restore run
+ * while the device thread is stopped (vm_pause; before the VM starts), as
+ * every device's do. The filter's other state and its counters are not saved: a
  * restored VM starts with the rules it is given (--firewall) and no
  * tracked flows.
  */
@@ -493,17 +505,17 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 {
 	struct vnet *n = d->priv;
 	struct net_state st = { .held = n->tx_held, .head = n->tx_head };
-	size_t max = 0, left = n->nprobes - n->probe_next, out;
+	size_t max = 0, out;
 
 	memcpy(st.mac, n->mac, 6);
 	if (n->filter) {
-		max = net_filter_flow_count(n->filter) + left;
+		max = net_filter_flow_count(n->filter) + n->nprobes;
 		if (max > NET_STATE_FLOWS_MAX)
 			max = NET_STATE_FLOWS_MAX;
 		if (max && !(st.flows = malloc(max * sizeof(*st.flows))))
 			return -ENOMEM;
-		for (; st.nflows < max && st.nflows < left; st.nflows++)
-			st.flows[st.nflows] = n->probes[n->probe_next + st.nflows];
+		for (; st.nflows < max && st.nflows < n->nprobes; st.nflows++)
+			st.flows[st.nflows] = n->probes[st.nflows];
 		st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows, max - st.nflows, mono_ns());
 	}
 	out = net_state_encode(&st, buf, len);

@@ -87,7 +87,7 @@ static void check_flows(struct net_filter *f, const struct net_filter_config *c,
 
 	FUZZ_ASSERT(n <= 64 && n <= net_filter_flow_count(f));
 	for (size_t i = 0; i < n; i++) {
-		size_t len = tcp_reset_probe(&keys[i], c->guest_mac, c->guest_mac, out, sizeof(out));
+		size_t len = tcp_reset_probe(&keys[i], (unsigned)i & 1, c->guest_mac, c->guest_mac, out, sizeof(out));
 
 		FUZZ_ASSERT(keys[i].proto == PKT_PROTO_TCP);
 		FUZZ_ASSERT(len);

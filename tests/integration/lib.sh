@@ -14,15 +14,16 @@ export PATH
 # harness a python3 start costs about a second, and the tests look into
 # JSON hundreds of times. Without it (not started, or gone) pyeval starts
 # a python3 per call as before.
+PYEVAL_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/pyeval.py
 pyeval_start() {
-  local f i
-  f=$(mktemp -u /tmp/pyeval.XXXXXX)
-  /usr/bin/python3 tests/integration/pyeval.py "$f" </dev/null >/dev/null 2>&1 &
+  local d i
+  d=$(mktemp -d /tmp/pyeval.XXXXXX)
+  /usr/bin/python3 "$PYEVAL_PY" "$d/port" </dev/null >/dev/null 2>&1 &
   PYEVAL_PID=$!
-  for i in $(seq 1 600); do [ -s "$f" ] && break; kill -0 "$PYEVAL_PID" 2>/dev/null || break; sleep 0.1; done
-  PYEVAL_PORT=$(cat "$f" 2>/dev/null)
-  rm -f "$f"
-  export PYEVAL_PORT
+  for i in $(seq 1 600); do [ -s "$d/port" ] && break; kill -0 "$PYEVAL_PID" 2>/dev/null || break; sleep 0.1; done
+  read -r PYEVAL_PORT PYEVAL_TOKEN <"$d/port" 2>/dev/null
+  rm -rf "$d"
+  export PYEVAL_PORT PYEVAL_TOKEN
 }
 
 pyeval_stop() { [ -z "${PYEVAL_PID:-}" ] || kill "$PYEVAL_PID" 2>/dev/null; }
@@ -32,9 +33,10 @@ pyeval_stop() { [ -z "${PYEVAL_PID:-}" ] || kill "$PYEVAL_PID" 2>/dev/null; }
 pyeval() {
   local LC_ALL=C fd reply rc msg
   if [ -n "${PYEVAL_PORT:-}" ] && { exec {fd}<>"/dev/tcp/127.0.0.1/$PYEVAL_PORT"; } 2>/dev/null; then
-    # One write (bash flushes at each newline, and a request in pieces
-    # waits on Nagle and a delayed ACK): the head ends with a colon.
-    printf -v msg '%s %d %d:%s%s' "$1" "${#2}" "${#3}" "$2" "$3"
+    # As few writes as can be: bash flushes at each newline (a body with
+    # none goes in one piece), and a request in pieces waits on Nagle and
+    # a delayed ACK; so the head ends with a colon, not a newline.
+    printf -v msg '%s %s %d %d:%s%s' "$PYEVAL_TOKEN" "$1" "${#2}" "${#3}" "$2" "$3"
     printf '%s' "$msg" >&"$fd"
     IFS= read -r -d '' reply <&"$fd"
     exec {fd}>&-
@@ -44,7 +46,7 @@ pyeval() {
       1) printf '%s' "${reply#*$'\n'}" >&2; return 1 ;;
     esac
   fi
-  /usr/bin/python3 tests/integration/pyeval.py --once "$@"
+  /usr/bin/python3 "$PYEVAL_PY" --once "$@"
 }
 
 # Generous: inside the nested harness everything is 50-100x slower.

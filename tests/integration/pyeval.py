@@ -9,9 +9,11 @@ outer VM is emulated), and the tests look into JSON answers hundreds of
 times (lib.sh's jget). This server starts once per run, listens on an
 ephemeral port of 127.0.0.1, writes the port to PORTFILE and answers one
 request per connection, which bash makes with its own /dev/tcp (no
-process started at all):
+process started at all). PORTFILE (in a directory of mode 0700) gets
+"PORT TOKEN"; a request without the token is closed unanswered, so no
+other user of the machine can have Python run:
 
-    request:  KIND " " LEN_A " " LEN_B ":" A B     (lengths in bytes)
+    request:  TOKEN " " KIND " " LEN_A " " LEN_B ":" A B   (lengths in bytes)
     reply:    RC "\\n" TEXT                  (then the connection closes)
 
 KIND "print": A is a Python expression list, B a JSON document; TEXT is
@@ -24,6 +26,7 @@ client: the port is on the loopback of the (throwaway) test machine.
 """
 import io
 import json
+import secrets
 import socket
 import socketserver
 import sys
@@ -38,6 +41,9 @@ def walk(v, *keys):
         if v is None:
             break
     return "" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v)
+
+
+TOKEN = secrets.token_hex(16)
 
 
 def answer(kind, a, b):
@@ -63,24 +69,31 @@ class Handler(socketserver.StreamRequestHandler):
             # Nagle off, so a delayed ACK would hold its next write.
             self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
             head = b""
-            while not head.endswith(b":") and len(head) < 64:
+            while not head.endswith(b":") and len(head) < 128:
                 c = self.rfile.read(1)
                 if not c:
                     return
                 head += c
-            kind, la, lb = head[:-1].decode().split(" ")
+            token, kind, la, lb = head[:-1].decode().split(" ")
+            if not secrets.compare_digest(token, TOKEN):
+                return
             la, lb = int(la), int(lb)
             a = self.rfile.read(la).decode("utf-8", "surrogateescape")
             b = self.rfile.read(lb).decode("utf-8", "surrogateescape")
+        except Exception:
+            return
+        try:
             rc, text = answer(kind, a, b)
-        except Exception:  # the expression's own error, as python3 -c reports it
+        except BaseException:  # the expression's own error (sys.exit too), as python3 -c reports it
             rc, text = 1, traceback.format_exc()
-        self.wfile.write(b"%d\n" % rc + text.encode("utf-8", "surrogateescape"))
+        # bash's read stops at a NUL, and $(...) drops them: drop them here.
+        self.wfile.write(b"%d\n" % rc + text.replace("\0", "").encode("utf-8", "surrogateescape"))
 
 
 class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 64  # parallel callers (background subshells)
 
 
 def main():
@@ -94,7 +107,7 @@ def main():
     srv = Server(("127.0.0.1", 0), Handler)
     tmp = sys.argv[1] + ".tmp"
     with open(tmp, "w") as f:
-        f.write(str(srv.server_address[1]))
+        f.write(f"{srv.server_address[1]} {TOKEN}")
     import os
     os.rename(tmp, sys.argv[1])
     srv.serve_forever()

@@ -159,7 +159,7 @@ static void test_a_probe_is_an_ack_from_the_remote_to_the_guest(void **state)
 	size_t n;
 
 	(void)state;
-	n = tcp_reset_probe(&k, fr_guest_mac, src_mac, out, sizeof(out));
+	n = tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, sizeof(out));
 	assert_int_equal(n, 74);
 	r = parse_checked(out, n);
 	assert_memory_equal(r.dst_mac, fr_guest_mac, 6);
@@ -169,17 +169,22 @@ static void test_a_probe_is_an_ack_from_the_remote_to_the_guest(void **state)
 	assert_int_equal(r.sport, 443);
 	assert_int_equal(r.dport, 40000);
 	assert_int_equal(r.tcp_flags, PKT_TCP_ACK);
+	assert_int_equal(fr_get32(r.l4 + 4), 0);
+	/* The second half of the sequence space: one of the two is outside any window. */
+	n = tcp_reset_probe(&k, 1, fr_guest_mac, src_mac, out, sizeof(out));
+	r = parse_checked(out, n);
+	assert_int_equal(fr_get32(r.l4 + 4), 0x80000000u);
 	k = key(GUEST4, SERVER4, 40000, 443);
-	assert_int_equal(tcp_reset_probe(&k, fr_guest_mac, src_mac, out, sizeof(out)), 54);
+	assert_int_equal(tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, sizeof(out)), 54);
 	parse_checked(out, 54);
-	assert_int_equal(tcp_reset_probe(&k, fr_guest_mac, src_mac, out, 53), 0);
+	assert_int_equal(tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, 53), 0);
 	k.proto = PKT_PROTO_UDP;
-	assert_int_equal(tcp_reset_probe(&k, fr_guest_mac, src_mac, out, sizeof(out)), 0);
+	assert_int_equal(tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, sizeof(out)), 0);
 	k = key(GUEST4, SERVER4, 0, 443);
-	assert_int_equal(tcp_reset_probe(&k, fr_guest_mac, src_mac, out, sizeof(out)), 0);
+	assert_int_equal(tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, sizeof(out)), 0);
 	k = key(GUEST4, SERVER4, 1, 443);
 	k.family = 5;
-	assert_int_equal(tcp_reset_probe(&k, fr_guest_mac, src_mac, out, sizeof(out)), 0);
+	assert_int_equal(tcp_reset_probe(&k, 0, fr_guest_mac, src_mac, out, sizeof(out)), 0);
 }
 
 static void test_state_round_trips_with_flows(void **state)
@@ -229,12 +234,19 @@ static void test_state_reads_versions_one_and_two(void **state)
 static void test_hostile_state_is_refused(void **state)
 {
 	struct conntrack_key flows[1] = { key(GUEST4, SERVER4, 40000, 443) };
-	struct net_state s = { .nflows = 1, .flows = flows };
+	struct net_state s = { .mac = { 2, 0, 0, 0, 0, 7 }, .nflows = 1, .flows = flows };
 	struct net_state d;
 	uint8_t buf[128], *x;
 	size_t n = net_state_encode(&s, buf, sizeof(buf));
 
 	(void)state;
+	assert_int_equal(net_state_decode(buf, n, &d), 0);
+	free(d.flows);
+	buf[1] = 3; /* a multicast MAC: the filter would hold the guest to it */
+	assert_int_equal(net_state_decode(buf, n, &d), -EINVAL);
+	memset(buf + 1, 0, 6);
+	assert_int_equal(net_state_decode(buf, n, &d), -EINVAL);
+	buf[1] = 2;
 	assert_int_equal(net_state_decode(buf, 0, &d), -EINVAL);
 	assert_int_equal(net_state_decode(buf, n - 1, &d), -EINVAL); /* a flow cut short */
 	assert_int_equal(net_state_decode(buf, 13, &d), -EINVAL);
@@ -256,6 +268,8 @@ static void test_hostile_state_is_refused(void **state)
 	buf[14 + 33] = buf[14 + 34] = 0; /* guest port 0 */
 	assert_int_equal(net_state_decode(buf, n, &d), -EINVAL);
 	/* Exactly the bytes it is given: a copy of exactly n on the heap. */
+	buf[14] = 4;
+	buf[14 + 33] = 0x9c;
 	x = fr_exact(buf, 14);
 	x[10] = 1;
 	assert_int_equal(net_state_decode(x, 14, &d), -EINVAL);

@@ -31,6 +31,8 @@
 #include "lib/guest/guest_mem.h"
 #include "devices/net/net_filter.h"
 #include "devices/net/net_passt.h"
+#include "devices/net/net_state.h"
+#include "devices/net/pkt_parse.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/kiln/handles.h"
@@ -767,21 +769,24 @@ static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 	pthread_mutex_lock(&g->d->lock);
 	g->d->ops->reset(g->d); /* as a restore finds it: not yet registered */
 	pthread_mutex_unlock(&g->d->lock);
-	post_rx(g, 2);
+	post_rx(g, 3);
 	pthread_mutex_lock(&g->d->lock);
 	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n), 0);
 	pthread_mutex_unlock(&g->d->lock);
-	b = next_used(g, RXQ, &len);
-	assert_int_equal(len, HDR + 54);
-	assert_memory_equal(b + HDR, fr_guest_mac, 6);
-	assert_int_equal(b[HDR + 14 + 20 + 13], 0x10); /* a bare ACK */
-	assert_int_equal(b[HDR + 14 + 20 + 3], 0x40);  /* to 40000 (0x9c40) */
+	for (uint32_t half = 0; half < 2; half++) {
+		b = next_used(g, RXQ, &len);
+		assert_int_equal(len, HDR + 54);
+		assert_memory_equal(b + HDR, fr_guest_mac, 6);
+		assert_int_equal(b[HDR + 14 + 20 + 13], 0x10); /* a bare ACK */
+		assert_int_equal(b[HDR + 14 + 20 + 3], 0x40);  /* to 40000 (0x9c40) */
+		assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), half << 31);
+	}
 	guest_ack(g, 0x0badcafe);
 	b = next_used(g, RXQ, &len);
 	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);
 	assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 0x0badcafe);
 	virtio_net_stats(g->d, &st);
-	assert_int_equal(st.tcp_probes, 1);
+	assert_int_equal(st.tcp_probes, 2);
 	assert_int_equal(st.tcp_resets, 1);
 	/* Hostile state: refused whole. */
 	buf[14] = 9;
@@ -789,6 +794,74 @@ static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n), -EINVAL);
 	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n - 1), -EINVAL);
 	pthread_mutex_unlock(&g->d->lock);
+	destroy(g);
+}
+
+/*
+ * Twenty connections restored at once: the guest answers every probe in
+ * one transmit pass, and every answer gets its reset (the queue hands
+ * what waits to the receive buffers when it fills), none lost.
+ */
+static void test_a_burst_of_answers_after_a_restore_loses_no_reset(void **state)
+{
+	struct net_filter_config c = filter_config();
+	struct fx *g = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct conntrack_key keys[20];
+	struct net_state ns = { .nflows = 20, .flows = keys };
+	struct virtio_net_stats st;
+	uint8_t buf[1024], fr[2048];
+	uint32_t len;
+	size_t n;
+
+	(void)state;
+	memcpy(ns.mac, fr_guest_mac, 6);
+	for (int i = 0; i < 20; i++) {
+		struct net_addr a;
+
+		memset(&keys[i], 0, sizeof(keys[i]));
+		keys[i].family = NET_AF4;
+		keys[i].proto = PKT_PROTO_TCP;
+		net_addr_parse(GUEST, &a);
+		memcpy(keys[i].guest, a.b, 16);
+		net_addr_parse(SERVER, &a);
+		memcpy(keys[i].remote, a.b, 16);
+		keys[i].gport = (uint16_t)(40000 + i);
+		keys[i].rport = 80;
+	}
+	n = net_state_encode(&ns, buf, sizeof(buf));
+	assert_true(n > 0);
+	pthread_mutex_lock(&g->d->lock);
+	g->d->ops->reset(g->d);
+	pthread_mutex_unlock(&g->d->lock);
+	post_rx(g, 60);
+	pthread_mutex_lock(&g->d->lock);
+	assert_int_equal(g->d->ops->restore(g->d, buf, n), 0);
+	pthread_mutex_unlock(&g->d->lock);
+	for (int i = 0; i < 40; i++)
+		next_used(g, RXQ, &len);
+	/* The twenty answers, one kick. */
+	pthread_mutex_lock(&g->d->lock);
+	for (int i = 0; i < 20; i++) {
+		size_t m = tcp(fr, GUEST, SERVER, (uint16_t)(40000 + i), 80, ACK, false);
+		uint64_t a = alloc_buf(g, (uint32_t)(HDR + m));
+
+		fr_put32(fr + 14 + 20 + 8, 1000u + (uint32_t)i);
+		memset(gpa(g, a), 0, HDR);
+		memcpy(gpa(g, a + HDR), fr, m);
+		add_buf(g, TXQ, a, (uint32_t)(HDR + m), 0);
+	}
+	g->d->ops->notify(g->d, TXQ);
+	pthread_mutex_unlock(&g->d->lock);
+	for (int i = 0; i < 20; i++) {
+		uint8_t *b = next_used(g, RXQ, &len);
+
+		assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);
+		assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 1000u + (uint32_t)i);
+	}
+	virtio_net_stats(g->d, &st);
+	assert_int_equal(st.tcp_probes, 40);
+	assert_int_equal(st.tcp_resets, 20);
+	assert_int_equal(st.tcp_resets_lost, 0);
 	destroy(g);
 }
 
@@ -932,6 +1005,7 @@ int main(void)
 		cmocka_unit_test(test_state_versions),
 		cmocka_unit_test(test_untracked_segments_get_resets),
 		cmocka_unit_test(test_restore_probes_the_flows_the_snapshot_kept),
+		cmocka_unit_test(test_a_burst_of_answers_after_a_restore_loses_no_reset),
 		cmocka_unit_test(test_control_socket_firewall_commands),
 	};
 
