@@ -756,6 +756,26 @@ void net_filter_counters(const struct net_filter *f, struct nf_counters *out)
 	*out = f->ctr;
 }
 
+void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6])
+{
+	memcpy(f->cfg.guest_mac, mac, 6);
+	link_local_of(mac, &f->ip6_ll);
+}
+
+size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max, uint64_t now_ns)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < f->ct.capacity && n < max; i++) {
+		const struct conntrack_flow *fl = conntrack_at(&f->ct, i, now_ns);
+
+		if (fl && fl->key.proto == PKT_PROTO_TCP &&
+		    (fl->state == CONNTRACK_TCP_ESTABLISHED || fl->state == CONNTRACK_TCP_FIN_WAIT))
+			out[n++] = fl->key;
+	}
+	return n;
+}
+
 size_t net_filter_flow_count(const struct net_filter *f)
 {
 	return f->ct.count;

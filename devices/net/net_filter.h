@@ -193,6 +193,21 @@ void net_filter_counters(const struct net_filter *f, struct nf_counters *out);
 size_t net_filter_flow_count(const struct net_filter *f);
 
 /*
+ * The guest's MAC is now mac (and so its IPv6 link-local address): a
+ * restored device takes the one the guest had when the snapshot was
+ * taken, whatever the new VM was given, and the guest goes on using it.
+ */
+void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6]);
+
+/*
+ * The guest's live TCP flows that carry data (established, or closing: one
+ * side sent FIN), at most max of them into out: how many. A snapshot keeps
+ * them so the restored device can make the guest reset them
+ * (tcp_reset.h): the host side of every one ends with the old VMM.
+ */
+size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max, uint64_t now_ns);
+
+/*
  * For GET /v1/sandboxes/{id}/firewall: {"rules": <net_rules_to_json>,
  * "counters": {"rules": <net_rules_counters_json>, "egress": {reason:
  * {"packets","bytes"}}, "ingress": {...}, "flows": N, "flows_cut": N,

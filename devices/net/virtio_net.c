@@ -1,5 +1,8 @@
 #include "devices/net/virtio_net.h"
 #include "lib/base/mono.h"
+#include "devices/net/pkt_parse.h"
+#include "devices/net/net_state.h"
+#include "devices/net/tcp_reset.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +21,14 @@
  * keep the device thread (every device of the VM) in one loop.
  */
 #define RX_BUDGET 256
+
+/*
+ * Resets the device makes up for the guest (tcp_reset.h) wait here for a
+ * receive buffer, ahead of the backend's frames. One per dropped guest
+ * segment at most, and the guest's segments are rate-limited: a full ring
+ * drops the newest (the guest's next segment asks again).
+ */
+#define RESET_SLOTS 8
 
 struct vnet {
 	struct virtio_dev dev;
@@ -39,6 +50,14 @@ struct vnet {
 	uint16_t tx_head;
 	size_t tx_len;      /* its frame bytes in txbuf, after the header */
 	struct virtio_net_stats st;
+	uint8_t resets[RESET_SLOTS][TCP_RESET_MAX_FRAME];
+	size_t reset_len[RESET_SLOTS];
+	unsigned reset_head, reset_count;
+	/* A restore's flows: probed once each (probe_next counts the probes
+	 * sent), and kept, so a snapshot taken before the guest answered
+	 * keeps them too (their host side is gone either way). */
+	struct conntrack_key *probes;
+	size_t nprobes, probe_next;
 	uint8_t frame[NET_HDR_LEN + NET_MAX_FRAME];
 	uint8_t txbuf[NET_HDR_LEN + NET_MAX_FRAME];
 };
@@ -138,6 +157,74 @@ static int arm_timer(struct vnet *n, uint64_t wait_ns)
 	return r;
 }
 
+/* The Ethernet source of a probe: a locally administered address of no one. */
+static const uint8_t probe_mac[6] = { 0x02, 0x6b, 0x69, 0x6c, 0x6e, 0x00 };
+
+static void probes_free(struct vnet *n)
+{
+	free(n->probes);
+	n->probes = NULL;
+	n->nprobes = n->probe_next = 0;
+}
+
+/*
+ * The next segment the device made up (a reset, then a restore's probes)
+ * as the pending frame, past the filter (it is the device's own): 1, or 0
+ * when there is none.
+ */
+static int take_made_up(struct vnet *n)
+{
+	uint8_t *f = n->frame + NET_HDR_LEN;
+	size_t len = 0;
+
+	if (n->reset_count) {
+		len = n->reset_len[n->reset_head];
+		memcpy(f, n->resets[n->reset_head], len);
+		n->reset_head = (n->reset_head + 1) % RESET_SLOTS;
+		n->reset_count--;
+	}
+	/* probe_next counts probes: TCP_RESET_PROBES per flow. */
+	while (!len && n->probe_next < n->nprobes * TCP_RESET_PROBES) {
+		len = tcp_reset_probe(&n->probes[n->probe_next / TCP_RESET_PROBES], n->probe_next % TCP_RESET_PROBES,
+				      n->mac, probe_mac, f, NET_MAX_FRAME);
+		n->probe_next++;
+		n->st.tcp_probes += len != 0;
+	}
+	if (!len)
+		return 0;
+	memset(n->frame, 0, NET_HDR_LEN);
+	n->frame[10] = 1; /* num_buffers = 1 */
+	n->pending = NET_HDR_LEN + len;
+	n->pending_checked = 1;
+	return 1;
+}
+
+/* The guest sent a TCP segment of no tracked flow: queue the reset that answers it. */
+static void rx_fill(struct vnet *n);
+
+static void queue_reset(struct vnet *n, const uint8_t *frame, size_t len)
+{
+	struct pkt p;
+	unsigned i;
+
+	if (pkt_parse(frame, len, &p) < 0)
+		return;
+	/* A burst (the answers to a restore's probes come in one transmit
+	 * pass): hand what waits to the guest's receive buffers first. */
+	if (n->reset_count == RESET_SLOTS)
+		rx_fill(n);
+	if (n->reset_count == RESET_SLOTS) {
+		n->st.tcp_resets_lost++;
+		return;
+	}
+	i = (n->reset_head + n->reset_count) % RESET_SLOTS;
+	n->reset_len[i] = tcp_reset_reply(&p, n->resets[i], TCP_RESET_MAX_FRAME);
+	if (n->reset_len[i]) {
+		n->reset_count++;
+		n->st.tcp_resets++;
+	}
+}
+
 /* Move frames from the backend into receive buffers while both exist. */
 static void rx_fill(struct vnet *n)
 {
@@ -151,7 +238,7 @@ static void rx_fill(struct vnet *n)
 	for (;;) {
 		int r;
 
-		if (!n->pending) {
+		if (!n->pending && !take_made_up(n)) {
 			ssize_t got;
 
 			if (n->be_dead)
@@ -233,14 +320,17 @@ static int tx_one(struct vnet *n)
 	}
 	if (n->filter && !n->tx_checked) {
 		uint64_t now = mono_ns(), wait;
+		struct nf_decision dec;
 
 		wait = net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
 		if (wait && arm_timer(n, wait) == 0) {
 			n->st.tx_throttled++;
 			return 0;
 		}
-		if (net_filter_egress(n->filter, f, n->tx_len, now, NULL) == NF_DROP) {
+		if (net_filter_egress(n->filter, f, n->tx_len, now, &dec) == NF_DROP) {
 			n->st.tx_filtered++;
+			if (dec.reason == NF_DROP_TCP_STATE)
+				queue_reset(n, f, n->tx_len);
 			return 1;
 		}
 		n->tx_checked = 1;
@@ -306,6 +396,8 @@ static void tx_drain(struct vnet *n)
 		else if (fr < 0)
 			backend_failed(n, fr);
 	}
+	if (n->reset_count)
+		rx_fill(n);
 	update_watch(n);
 	if (pushed)
 		virtio_dev_interrupt(d, TXQ);
@@ -391,53 +483,78 @@ static void net_reset(struct virtio_dev *d)
 	n->tx_held = 0;
 	n->rx_stalled = 0;
 	n->rx_throttled = 0;
+	n->reset_count = 0;
+	probes_free(n);
 	unregister(n);
 }
 
 /*
- * State: version 2 is the MAC and the transmit chain held for tokens or
+ * State (net_state.h): the MAC, the transmit chain held for tokens or
  * backend room, if any (its frame is dropped, as a wire would lose it, but
  * its descriptor must come back to the guest: the transport saved the
- * queue with that chain taken). Version 1 (the MAC alone) still restores.
- * The filter's flows and counters are not saved: a restored VM starts
- * with the rules it is given (--firewall) and no tracked flows.
+ * queue with that chain taken), and the guest's TCP flows that carry data
+ * (with those of the restore this device came from, probed or not): the
+ * restored device probes each so the guest resets it (tcp_reset.h), since
+ * their host side ends with this VMM and its passt. save and restore run
+ * while the device thread is stopped (vm_pause; before the VM starts), as
+ * every device's do. The filter's other state and its counters are not saved: a
+ * restored VM starts with the rules it is given (--firewall) and no
+ * tracked flows.
  */
-#define NET_STATE_V1 7
-#define NET_STATE_V2 10
-
 static long net_save(struct virtio_dev *d, void *buf, size_t len)
 {
 	struct vnet *n = d->priv;
-	uint8_t *b = buf;
+	struct net_state st = { .held = n->tx_held, .head = n->tx_head };
+	size_t max = 0, out;
 
-	if (len < NET_STATE_V2)
-		return -ENOSPC;
-	b[0] = 2;
-	memcpy(b + 1, n->mac, 6);
-	b[7] = (uint8_t)n->tx_held;
-	b[8] = (uint8_t)(n->tx_head & 0xff);
-	b[9] = (uint8_t)(n->tx_head >> 8);
-	return NET_STATE_V2;
+	memcpy(st.mac, n->mac, 6);
+	if (n->filter) {
+		max = net_filter_flow_count(n->filter) + n->nprobes;
+		if (max > NET_STATE_FLOWS_MAX)
+			max = NET_STATE_FLOWS_MAX;
+		if (max && !(st.flows = malloc(max * sizeof(*st.flows))))
+			return -ENOMEM;
+		for (; st.nflows < max && st.nflows < n->nprobes; st.nflows++)
+			st.flows[st.nflows] = n->probes[st.nflows];
+		st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows, max - st.nflows, mono_ns());
+	}
+	out = net_state_encode(&st, buf, len);
+	free(st.flows);
+	return out ? (long)out : -ENOSPC;
 }
 
 static int net_restore(struct virtio_dev *d, const void *buf, size_t len)
 {
 	struct vnet *n = d->priv;
-	const uint8_t *b = buf;
+	struct net_state st;
+	int r = net_state_decode(buf, len, &st);
 
-	if (!((len == NET_STATE_V1 && b[0] == 1) || (len == NET_STATE_V2 && b[0] == 2)))
+	if (r < 0)
+		return r;
+	if (st.held && (!d->vq[TXQ].ready || st.head >= d->vq[TXQ].size)) {
+		free(st.flows);
 		return -EINVAL;
-	memcpy(n->mac, b + 1, 6);
-	if (len == NET_STATE_V2 && b[7]) {
-		uint16_t head = (uint16_t)(b[8] | b[9] << 8);
-
-		if (b[7] != 1 || !d->vq[TXQ].ready || head >= d->vq[TXQ].size)
-			return -EINVAL;
-		virtq_push(&d->vq[TXQ], head, 0);
+	}
+	memcpy(n->mac, st.mac, 6);
+	/* The guest keeps the MAC it had: the filter holds it to that one. */
+	if (n->filter)
+		net_filter_set_guest_mac(n->filter, st.mac);
+	if (st.held)
+		virtq_push(&d->vq[TXQ], st.head, 0);
+	probes_free(n);
+	if (n->filter) { /* without the filter nothing would answer the guest's reply */
+		n->probes = st.flows;
+		n->nprobes = st.nflows;
+	} else {
+		free(st.flows);
 	}
 	/* The transport restored DRIVER_OK: take frames from the backend again. */
-	if ((d->status & VIRTIO_STATUS_DRIVER_OK) && !n->registered)
-		return net_activate(d) < 0 ? -EINVAL : 0;
+	if ((d->status & VIRTIO_STATUS_DRIVER_OK) && !n->registered) {
+		if (net_activate(d) < 0)
+			return -EINVAL;
+		rx_fill(n); /* the probes go out now, not at the backend's first frame */
+		update_watch(n);
+	}
 	return 0;
 }
 
@@ -530,11 +647,13 @@ json_t *virtio_net_filter_json(struct virtio_dev *d)
 		return NULL;
 	}
 	j = net_filter_to_json(n->filter);
-	dev = json_pack("{sIsIsIsIsIsIsIsIsI}", "rx_frames", (json_int_t)n->st.rx_frames, "tx_frames",
+	dev = json_pack("{sIsIsIsIsIsIsIsIsIsIsIsI}", "rx_frames", (json_int_t)n->st.rx_frames, "tx_frames",
 			(json_int_t)n->st.tx_frames, "rx_dropped", (json_int_t)n->st.rx_dropped, "tx_dropped",
 			(json_int_t)n->st.tx_dropped, "rx_filtered", (json_int_t)n->st.rx_filtered, "tx_filtered",
 			(json_int_t)n->st.tx_filtered, "rx_throttled", (json_int_t)n->st.rx_throttled, "tx_throttled",
-			(json_int_t)n->st.tx_throttled, "tx_backend_full", (json_int_t)n->st.tx_backend_full);
+			(json_int_t)n->st.tx_throttled, "tx_backend_full", (json_int_t)n->st.tx_backend_full, "tcp_resets",
+			(json_int_t)n->st.tcp_resets, "tcp_resets_lost", (json_int_t)n->st.tcp_resets_lost, "tcp_probes",
+			(json_int_t)n->st.tcp_probes);
 	pthread_mutex_unlock(&d->lock);
 	if (!j || !dev) {
 		json_decref(j);

@@ -55,6 +55,9 @@ struct virtio_net_stats {
 	uint64_t rx_filtered, tx_filtered;   /* the filter dropped them */
 	uint64_t rx_throttled, tx_throttled; /* times the rate limit made a frame wait */
 	uint64_t tx_backend_full;            /* times the backend said -EAGAIN */
+	uint64_t tcp_resets;      /* resets answering guest segments of untracked flows (tcp_reset.h) */
+	uint64_t tcp_resets_lost; /* ... not made: RESET_SLOTS were waiting for receive buffers */
+	uint64_t tcp_probes;      /* a restore's probes of the flows the snapshot kept */
 };
 void virtio_net_stats(struct virtio_dev *d, struct virtio_net_stats *out);
 

@@ -13,12 +13,16 @@
  * exactly one reason; a malformed drop names a parse error; the flow
  * table never holds more than its capacity, and a rule replacement cuts
  * no more flows than there were; whatever pkt_parse accepts points inside
- * the frame; the filter's JSON and log lines are well formed.
+ * the frame; the filter's JSON and log lines are well formed; the reset
+ * answering an untracked guest segment (tcp_reset.c) parses as a TCP
+ * reset back to the guest, ports swapped; the flows a snapshot would keep
+ * are live TCP ones, and each makes a probe that parses.
  */
 #include <errno.h>
 
 #include "devices/net/net_filter.h"
 #include "devices/net/pkt_parse.h"
+#include "devices/net/tcp_reset.h"
 #include "fuzz.h"
 #include "net_canned.h"
 
@@ -50,6 +54,44 @@ static void check_parse(const uint8_t *fr, size_t len)
 	if (p.payload && p.payload_len) {
 		FUZZ_ASSERT(p.payload >= fr && (size_t)(p.payload - fr) <= len &&
 			    p.payload_len <= len - (size_t)(p.payload - fr));
+	}
+}
+
+/* The reset the device would answer an untracked guest segment with. */
+static void check_reset(const uint8_t *fr, size_t len)
+{
+	uint8_t out[TCP_RESET_MAX_FRAME];
+	struct pkt p, q;
+	size_t n;
+
+	if (pkt_parse(fr, len, &p) < 0)
+		return;
+	n = tcp_reset_reply(&p, out, sizeof(out));
+	if (!n)
+		return;
+	FUZZ_ASSERT(n <= sizeof(out));
+	FUZZ_ASSERT(pkt_parse(out, n, &q) == 0);
+	FUZZ_ASSERT(q.proto == PKT_PROTO_TCP && (q.tcp_flags & PKT_TCP_RST));
+	FUZZ_ASSERT(q.sport == p.dport && q.dport == p.sport);
+	FUZZ_ASSERT(net_addr_equal(&q.src, &p.dst) && net_addr_equal(&q.dst, &p.src));
+	FUZZ_ASSERT(!memcmp(q.dst_mac, p.src_mac, 6));
+}
+
+/* What a snapshot would keep, and the probes a restore would send. */
+static void check_flows(struct net_filter *f, const struct net_filter_config *c, uint64_t now)
+{
+	static struct conntrack_key keys[64];
+	uint8_t out[TCP_RESET_MAX_FRAME];
+	struct pkt q;
+	size_t n = net_filter_tcp_flows(f, keys, 64, now);
+
+	FUZZ_ASSERT(n <= 64 && n <= net_filter_flow_count(f));
+	for (size_t i = 0; i < n; i++) {
+		size_t len = tcp_reset_probe(&keys[i], (unsigned)i & 1, c->guest_mac, c->guest_mac, out, sizeof(out));
+
+		FUZZ_ASSERT(keys[i].proto == PKT_PROTO_TCP);
+		FUZZ_ASSERT(len);
+		FUZZ_ASSERT(pkt_parse(out, len, &q) == 0 && q.tcp_flags == PKT_TCP_ACK && q.dport == keys[i].gport);
 	}
 }
 
@@ -109,9 +151,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (d.reason == NF_DROP_MALFORMED)
 			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
 		FUZZ_ASSERT(net_filter_flow_count(f) <= c.conntrack_capacity);
+		if (!dir && d.reason == NF_DROP_TCP_STATE)
+			check_reset(fr, got);
 		net_filter_rate_wait_ns(f, dir ? NF_INGRESS : NF_EGRESS, got, now);
 	}
 
+	check_flows(f, &c, now);
 	{
 		struct nf_counters k;
 		json_t *j = net_filter_to_json(f);

@@ -170,14 +170,9 @@ reached() { grep -q "^http $1 " "$hlog"; }
 # fwj KEY...: a value of the last firewall-get reply ($reply), e.g.
 # fwj counters egress drop_private packets; list indices are numbers.
 fwj() {
-  printf '%s' "$reply" | "$PY3" -c '
-import json, sys
-v = json.loads(sys.stdin.read())
-for k in sys.argv[1:]:
-    v = v[int(k)] if isinstance(v, list) else v.get(k)
-    if v is None:
-        break
-print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else v))' "$@"
+  local k expr="walk(d"
+  for k; do expr="$expr, '$k'"; done
+  pyeval print "$expr)" "$reply"
 }
 
 # nslookup_a NAME SERVER: the address the guest's resolver query answered.

@@ -46,6 +46,11 @@ static inline void fr_put32(uint8_t *p, uint32_t v)
 	fr_put16(p + 2, (uint16_t)v);
 }
 
+static inline uint32_t fr_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 /* Fill the L4 header + payload at p; returns its length. */
 static inline size_t fr_l4(uint8_t *p, const struct fr *s)
 {

@@ -31,6 +31,8 @@
 #include "lib/guest/guest_mem.h"
 #include "devices/net/net_filter.h"
 #include "devices/net/net_passt.h"
+#include "devices/net/net_state.h"
+#include "devices/net/pkt_parse.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/kiln/handles.h"
@@ -540,6 +542,10 @@ static void test_replacing_rules_cuts_an_established_flow(void **state)
 	next_used(f, TXQ, &len);
 	next_used(f, TXQ, &len);
 	assert_int_equal(peer_read(f, got, 200), -1);
+	/* ... and the guest's segment on it is answered with a reset (tcp_reset.h). */
+	b = next_used(f, RXQ, &len);
+	assert_int_equal(len, HDR + 54);
+	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);
 	n = tcp(fr, SERVER, GUEST, 80, 40000, ACK, true);
 	peer_write(f, fr, n);
 	usleep(200 * 1000);
@@ -547,6 +553,7 @@ static void test_replacing_rules_cuts_an_established_flow(void **state)
 	virtio_net_stats(f->d, &st);
 	assert_int_equal(st.tx_filtered, 1);
 	assert_int_equal(st.rx_filtered, 1);
+	assert_int_equal(st.tcp_resets, 1);
 
 	j = virtio_net_filter_json(f->d);
 	assert_non_null(j);
@@ -631,28 +638,231 @@ static void test_state_versions(void **state)
 	struct fx *f = make(NULL);
 	uint8_t buf[64];
 	const uint8_t v1[7] = { 1, 0x02, 0, 0, 0, 0, 0x09 };
+	uint8_t v2[10] = { 2, 0x02, 0, 0, 0, 0, 0x09, 1, QSZ, 0 };
 	long n;
 
 	(void)state;
 	pthread_mutex_lock(&f->d->lock);
 	n = f->d->ops->save(f->d, buf, sizeof(buf));
-	assert_int_equal(n, 10);
-	assert_int_equal(buf[0], 2);
+	assert_int_equal(n, 14);
+	assert_int_equal(buf[0], 3);
 	assert_memory_equal(buf + 1, fr_guest_mac, 6);
 	assert_int_equal(buf[7], 0); /* nothing held */
-	assert_int_equal(f->d->ops->save(f->d, buf, 9), -ENOSPC);
+	assert_int_equal(buf[10] | buf[11] | buf[12] | buf[13], 0); /* no flows without a filter */
+	assert_int_equal(f->d->ops->save(f->d, buf, 13), -ENOSPC);
+	assert_int_equal(f->d->ops->restore(f->d, buf, 14), 0);
 	assert_int_equal(f->d->ops->restore(f->d, v1, sizeof(v1)), 0);
-	buf[7] = 1;
-	buf[8] = QSZ; /* a held chain beyond the queue */
-	buf[9] = 0;
-	assert_int_equal(f->d->ops->restore(f->d, buf, 10), -EINVAL);
-	assert_int_equal(f->d->ops->restore(f->d, buf, 9), -EINVAL);
+	/* A held chain beyond the queue. */
+	assert_int_equal(f->d->ops->restore(f->d, v2, sizeof(v2)), -EINVAL);
+	assert_int_equal(f->d->ops->restore(f->d, v2, 9), -EINVAL);
 	/* A held chain comes back to the guest as used. */
-	buf[8] = 5;
-	assert_int_equal(f->d->ops->restore(f->d, buf, 10), 0);
+	v2[8] = 5;
+	assert_int_equal(f->d->ops->restore(f->d, v2, sizeof(v2)), 0);
 	pthread_mutex_unlock(&f->d->lock);
 	assert_int_equal(used_new(f, TXQ), 1);
 	destroy(f);
+}
+
+/* Established 10.0.2.15:40000 <-> SERVER:80 through the filter of f (one receive buffer used). */
+static void establish(struct fx *f)
+{
+	uint8_t fr[2048], got[NET_MAX_FRAME];
+	uint32_t len;
+	size_t n;
+
+	n = tcp(fr, GUEST, SERVER, 40000, 80, SYN, false);
+	guest_tx(f, fr, n);
+	assert_int_equal(peer_read(f, got, 3000), (ssize_t)n);
+	n = tcp(fr, SERVER, GUEST, 80, 40000, SYN | ACK, true);
+	peer_write(f, fr, n);
+	next_used(f, RXQ, &len);
+	n = tcp(fr, GUEST, SERVER, 40000, 80, ACK, false);
+	guest_tx(f, fr, n);
+	assert_int_equal(peer_read(f, got, 3000), (ssize_t)n);
+}
+
+/* The guest sends an ACK whose ACK field is ack, on 40000 -> SERVER:80. */
+static void guest_ack(struct fx *f, uint32_t ack)
+{
+	uint8_t fr[2048];
+	size_t n = tcp(fr, GUEST, SERVER, 40000, 80, ACK, false);
+
+	fr_put32(fr + 14 + 20 + 8, ack);
+	guest_tx(f, fr, n);
+}
+
+/*
+ * A segment of a flow the filter does not track is answered with a reset
+ * at its ACK, before the backend's frames and past the filter; a reset is
+ * never answered, and a guest sending faster than it gives receive buffers
+ * loses resets (counted), never memory.
+ */
+static void test_untracked_segments_get_resets(void **state)
+{
+	struct net_filter_config c = filter_config();
+	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	uint8_t fr[2048], *b;
+	struct virtio_net_stats st;
+	uint32_t len;
+	size_t n;
+
+	(void)state;
+	post_rx(f, 1);
+	guest_ack(f, 0x11223344);
+	b = next_used(f, RXQ, &len);
+	assert_int_equal(len, HDR + 54);
+	assert_memory_equal(b + HDR, fr_guest_mac, 6);
+	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);          /* RST */
+	assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 0x11223344); /* SEQ = the segment's ACK */
+	assert_int_equal(b[HDR + 14 + 20 + 1], 80);              /* from the server's port */
+	n = tcp(fr, GUEST, SERVER, 40000, 80, 0x04, false);     /* a reset: not answered */
+	guest_tx(f, fr, n);
+	for (int i = 0; i < 20; i++)
+		guest_ack(f, (uint32_t)i);
+	for (int i = 0; i < 22; i++)
+		next_used(f, TXQ, &len);
+	virtio_net_stats(f->d, &st);
+	/* RESET_SLOTS waiting, and one more as the frame waiting for a buffer. */
+	assert_int_equal(st.tcp_resets, 1 + 9);
+	assert_int_equal(st.tcp_resets_lost, 11);
+	post_rx(f, 10);
+	for (int i = 0; i < 9; i++) {
+		b = next_used(f, RXQ, &len);
+		assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), (uint32_t)i);
+	}
+	usleep(100 * 1000);
+	assert_int_equal(used_new(f, RXQ), 0);
+	destroy(f);
+}
+
+/*
+ * A snapshot keeps the established flows; the restored device probes each
+ * with an out-of-window ACK (its first frame, no backend frame needed),
+ * and the guest's answer, untracked by the new filter, gets the reset
+ * that ends the connection in the guest. The restored MAC is the filter's
+ * too.
+ */
+static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
+{
+	struct net_filter_config c = filter_config();
+	const char *allow = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
+	struct fx *f = make_filtered(&c, allow), *g;
+	uint8_t buf[256], *b;
+	struct virtio_net_stats st;
+	uint32_t len;
+	long n;
+
+	(void)state;
+	post_rx(f, 1);
+	establish(f);
+	pthread_mutex_lock(&f->d->lock);
+	n = f->d->ops->save(f->d, buf, sizeof(buf));
+	pthread_mutex_unlock(&f->d->lock);
+	assert_int_equal(n, 14 + 37);
+	assert_int_equal(buf[10], 1);
+	destroy(f);
+
+	/* The new VM was given another MAC: the guest keeps its own, and the
+	 * filter must hold it to that one, or its answer drops as spoofed. */
+	c.guest_mac[5] ^= 0xff;
+	g = make_filtered(&c, allow);
+	pthread_mutex_lock(&g->d->lock);
+	g->d->ops->reset(g->d); /* as a restore finds it: not yet registered */
+	pthread_mutex_unlock(&g->d->lock);
+	post_rx(g, 3);
+	pthread_mutex_lock(&g->d->lock);
+	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n), 0);
+	pthread_mutex_unlock(&g->d->lock);
+	for (uint32_t half = 0; half < 2; half++) {
+		b = next_used(g, RXQ, &len);
+		assert_int_equal(len, HDR + 54);
+		assert_memory_equal(b + HDR, fr_guest_mac, 6);
+		assert_int_equal(b[HDR + 14 + 20 + 13], 0x10); /* a bare ACK */
+		assert_int_equal(b[HDR + 14 + 20 + 3], 0x40);  /* to 40000 (0x9c40) */
+		assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), half << 31);
+	}
+	guest_ack(g, 0x0badcafe);
+	b = next_used(g, RXQ, &len);
+	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);
+	assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 0x0badcafe);
+	virtio_net_stats(g->d, &st);
+	assert_int_equal(st.tcp_probes, 2);
+	assert_int_equal(st.tcp_resets, 1);
+	/* Hostile state: refused whole. */
+	buf[14] = 9;
+	pthread_mutex_lock(&g->d->lock);
+	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n), -EINVAL);
+	assert_int_equal(g->d->ops->restore(g->d, buf, (size_t)n - 1), -EINVAL);
+	pthread_mutex_unlock(&g->d->lock);
+	destroy(g);
+}
+
+/*
+ * Twenty connections restored at once: the guest answers every probe in
+ * one transmit pass, and every answer gets its reset (the queue hands
+ * what waits to the receive buffers when it fills), none lost.
+ */
+static void test_a_burst_of_answers_after_a_restore_loses_no_reset(void **state)
+{
+	struct net_filter_config c = filter_config();
+	struct fx *g = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct conntrack_key keys[20];
+	struct net_state ns = { .nflows = 20, .flows = keys };
+	struct virtio_net_stats st;
+	uint8_t buf[1024], fr[2048];
+	uint32_t len;
+	size_t n;
+
+	(void)state;
+	memcpy(ns.mac, fr_guest_mac, 6);
+	for (int i = 0; i < 20; i++) {
+		struct net_addr a;
+
+		memset(&keys[i], 0, sizeof(keys[i]));
+		keys[i].family = NET_AF4;
+		keys[i].proto = PKT_PROTO_TCP;
+		net_addr_parse(GUEST, &a);
+		memcpy(keys[i].guest, a.b, 16);
+		net_addr_parse(SERVER, &a);
+		memcpy(keys[i].remote, a.b, 16);
+		keys[i].gport = (uint16_t)(40000 + i);
+		keys[i].rport = 80;
+	}
+	n = net_state_encode(&ns, buf, sizeof(buf));
+	assert_true(n > 0);
+	pthread_mutex_lock(&g->d->lock);
+	g->d->ops->reset(g->d);
+	pthread_mutex_unlock(&g->d->lock);
+	post_rx(g, 60);
+	pthread_mutex_lock(&g->d->lock);
+	assert_int_equal(g->d->ops->restore(g->d, buf, n), 0);
+	pthread_mutex_unlock(&g->d->lock);
+	for (int i = 0; i < 40; i++)
+		next_used(g, RXQ, &len);
+	/* The twenty answers, one kick. */
+	pthread_mutex_lock(&g->d->lock);
+	for (int i = 0; i < 20; i++) {
+		size_t m = tcp(fr, GUEST, SERVER, (uint16_t)(40000 + i), 80, ACK, false);
+		uint64_t a = alloc_buf(g, (uint32_t)(HDR + m));
+
+		fr_put32(fr + 14 + 20 + 8, 1000u + (uint32_t)i);
+		memset(gpa(g, a), 0, HDR);
+		memcpy(gpa(g, a + HDR), fr, m);
+		add_buf(g, TXQ, a, (uint32_t)(HDR + m), 0);
+	}
+	g->d->ops->notify(g->d, TXQ);
+	pthread_mutex_unlock(&g->d->lock);
+	for (int i = 0; i < 20; i++) {
+		uint8_t *b = next_used(g, RXQ, &len);
+
+		assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);
+		assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 1000u + (uint32_t)i);
+	}
+	virtio_net_stats(g->d, &st);
+	assert_int_equal(st.tcp_probes, 40);
+	assert_int_equal(st.tcp_resets, 20);
+	assert_int_equal(st.tcp_resets_lost, 0);
+	destroy(g);
 }
 
 /* One command on the control socket at path; the reply line (malloc'd). */
@@ -793,6 +1003,9 @@ int main(void)
 		cmocka_unit_test(test_full_backend_waits_for_room),
 		cmocka_unit_test(test_backend_gone_drops_frames),
 		cmocka_unit_test(test_state_versions),
+		cmocka_unit_test(test_untracked_segments_get_resets),
+		cmocka_unit_test(test_restore_probes_the_flows_the_snapshot_kept),
+		cmocka_unit_test(test_a_burst_of_answers_after_a_restore_loses_no_reset),
 		cmocka_unit_test(test_control_socket_firewall_commands),
 	};
 

@@ -216,7 +216,9 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 		if (virtio_mmio_restore(&vm->virtio[i], &ms) < 0)
 			return err_set(e, EINVAL, "restore: %s (device %d): transport state refused (queues outside RAM?)",
 					 d->ops->name, i);
-		if (d->ops->restore && (r = d->ops->restore(d, p, n)) < 0)
+		if (d->ops->restore && (r = d->ops->restore(d, p, n)) == -ENOMEM)
+			return err_set(e, ENOMEM, "restore: %s (device %d): out of memory", d->ops->name, i);
+		if (r < 0)
 			return err_set(e, -r, "restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
 					 d->ops->name, i);
 	}
