@@ -516,7 +516,8 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 			return -ENOMEM;
 		for (; st.nflows < max && st.nflows < n->nprobes; st.nflows++)
 			st.flows[st.nflows] = n->probes[st.nflows];
-		st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows, max - st.nflows, mono_ns());
+		if (max)
+			st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows, max - st.nflows, mono_ns());
 	}
 	out = net_state_encode(&st, buf, len);
 	free(st.flows);
