@@ -413,11 +413,16 @@ export class Files {
     return answer;
   }
 
-  /** Downloads the guest directory into a local directory (created if missing) through the system `tar xzf`. */
+  /**
+   * Downloads the guest directory into a local directory (created if missing) through the system `tar xzf`.
+   * The archive is the guest's: even run as root, tar keeps none of its owners or set-id bits, and
+   * GNU tar refuses members that climb out of the directory.
+   */
   async downloadDir(path, localDir, opts = {}) {
     fs.mkdirSync(localDir, { recursive: true });
     const chunks = await this.downloadArchive(path, opts);
-    const tar = spawn('tar', ['xzf', '-', '-C', localDir], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const tar = spawn('tar', ['xzf', '-', '-C', localDir, '--no-same-owner', '--no-same-permissions', '--no-overwrite-dir'],
+      { stdio: ['pipe', 'ignore', 'pipe'] });
     const status = tarStatus(tar);
     try {
       for await (const c of chunks) {

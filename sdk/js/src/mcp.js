@@ -124,7 +124,7 @@ function typeOk(schema, v) {
   switch (schema.type) {
     case 'string': return typeof v === 'string' && (schema.minLength === undefined || v.length >= schema.minLength)
       && (schema.maxLength === undefined || v.length <= schema.maxLength) && (!schema.enum || schema.enum.includes(v));
-    case 'integer': return Number.isInteger(v) && (schema.minimum === undefined || v >= schema.minimum) && (schema.maximum === undefined || v <= schema.maximum);
+    case 'integer': return Number.isSafeInteger(v) && (schema.minimum === undefined || v >= schema.minimum) && (schema.maximum === undefined || v <= schema.maximum);
     case 'boolean': return typeof v === 'boolean';
     case 'array': return Array.isArray(v) && (schema.minItems === undefined || v.length >= schema.minItems) && v.every((x) => typeOk(schema.items, x));
     case 'object':
@@ -144,7 +144,8 @@ export function checkArgs(tool, args) {
   if (!args || typeof args !== 'object' || Array.isArray(args)) throw new ParamsError(`${tool.name}: arguments must be an object`);
   for (const r of s.required || []) if (args[r] === undefined) throw new ParamsError(`${tool.name}: "${r}" is required`);
   for (const [k, v] of Object.entries(args)) {
-    const ps = s.properties[k];
+    // Own properties only: "constructor", "__proto__" and the like are unknown arguments.
+    const ps = Object.hasOwn(s.properties, k) ? s.properties[k] : undefined;
     if (!ps) throw new ParamsError(`${tool.name}: unknown argument "${k}" (known: ${Object.keys(s.properties).join(', ') || 'none'})`);
     if (!typeOk(ps, v)) throw new ParamsError(`${tool.name}: "${k}" does not match its schema ${JSON.stringify(ps)}`);
   }

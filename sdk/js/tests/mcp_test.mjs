@@ -145,6 +145,10 @@ test('mcp: hostile input gets JSON-RPC errors and never kills the server', async
     await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":"a","command":[1]}}}\n', -32602);
     await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":"a","command":"x","timeout_ms":-1}}}\n', -32602);
     await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":"a","command":"x","rm":true}}}\n', -32602);
+    // Inherited names are not arguments, and an integer is a safe one.
+    await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"constructor":"x"}}}\n', -32602);
+    await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sandbox_create","arguments":{"__proto__":{"a":1}}}}\n', -32602);
+    await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"exec","arguments":{"sandbox_id":"a","command":"x","timeout_ms":1e300}}}\n', -32602);
     await expectErr('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write_file","arguments":{"sandbox_id":"a","path":"/x","content":"y","encoding":"utf-16"}}}\n', -32602);
     // A 5 MiB line is dropped with one error; the server goes on.
     const a = await expectErr(`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"${'A'.repeat(5 * 1024 * 1024)}"}}\n`, -32600);

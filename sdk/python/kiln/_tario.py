@@ -128,11 +128,17 @@ def _check_parents(dest_real: str, path: str) -> None:
             raise UnsafePathError(f"download_dir: member path goes through {cur}, which is not a directory")
 
 
+def _inside(dest_real: str, p: str) -> bool:
+    return p == dest_real or p.startswith(dest_real + os.sep)
+
+
 def _link_stays_inside(dest_real: str, path: str, target: str) -> bool:
+    """The link's target, resolved through the links already extracted
+    (``sub/l -> ..`` then ``sub/l2 -> l/..`` climbs out), stays inside."""
     if os.path.isabs(target):
         return False
-    resolved = os.path.normpath(os.path.join(os.path.dirname(path), target))
-    return resolved == dest_real or resolved.startswith(dest_real + os.sep)
+    joined = os.path.join(os.path.dirname(path), target)
+    return _inside(dest_real, os.path.normpath(joined)) and _inside(dest_real, os.path.realpath(joined))
 
 
 def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
@@ -173,6 +179,9 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
                     counts["symlinks"] += 1
                 elif m.islnk():
                     src = _safe_target(dest_real, m.linkname)
+                    # The source through every link an earlier member made: still a file of the archive.
+                    if src is not None:
+                        src = os.path.realpath(src) if _inside(dest_real, os.path.realpath(src)) else None
                     if src is None or not os.path.isfile(src) or os.path.islink(src):
                         raise UnsafePathError(f"download_dir: hard link {m.name!r} -> {m.linkname!r} is not to a file of the archive")
                     _replace(path)

@@ -271,8 +271,13 @@ class Transport:
                         raise _Stale() from None
                     raise io_failed(self.socket_path, what, e) from None
                 head = self._read_head(conn, parser)
-            except _Stale:
+            except _Stale as e:
                 conn.close()
+                # A reused connection that ends before any answer: kilnd
+                # closed it idle, or took the request and then went away.
+                # Only a request that is safe to repeat is sent again.
+                if e.answered_nothing and method not in ("GET", "HEAD", "PUT", "DELETE"):
+                    raise no_answer(self.socket_path, what) from None
                 continue
             except BaseException:
                 conn.close()
@@ -346,13 +351,13 @@ class Transport:
                 parser.feed(got)
             except Truncated:
                 if conn.reused and not parser.received_any:
-                    raise _Stale() from None
+                    raise _Stale(answered_nothing=True) from None
                 raise no_answer(self.socket_path, conn.what) from None
             except KilnError:
                 raise
             except OSError as e:
                 if conn.reused and not parser.received_any:
-                    raise _Stale() from None
+                    raise _Stale(answered_nothing=True) from None
                 raise io_failed(self.socket_path, conn.what, e) from None
         head = parser.head()
         assert head is not None
@@ -385,7 +390,12 @@ def _close_source(source: Iterable[bytes]) -> None:
 
 
 class _Stale(Exception):
-    """A pooled connection kilnd had closed: the request goes again, once."""
+    """A pooled connection kilnd had closed: the request goes again, once
+    (after the request was sent, only if it is safe to repeat)."""
+
+    def __init__(self, answered_nothing: bool = False) -> None:
+        super().__init__()
+        self.answered_nothing = answered_nothing
 
 
 def _readable(s: socket.socket) -> bool:

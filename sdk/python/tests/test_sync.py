@@ -628,6 +628,11 @@ class TestFiles(Base):
             "write through symlink": lambda t: (member(t, "d", type=tarfile.SYMTYPE, linkname="."),
                                                 member(t, "d/../../evil")),
             "hardlink out": lambda t: member(t, "h", type=tarfile.LNKTYPE, linkname="/etc/passwd"),
+            # Each link harmless by its text, together out of the tree.
+            "links through links": lambda t: (member(t, "sub", type=tarfile.DIRTYPE),
+                                              member(t, "sub/l", type=tarfile.SYMTYPE, linkname=".."),
+                                              member(t, "sub/l2", type=tarfile.SYMTYPE, linkname="l/.."),
+                                              member(t, "h", type=tarfile.LNKTYPE, linkname="sub/l2/evil")),
         }
         for what, add in cases.items():
             blob = self.hostile_archive(add)
