@@ -36,7 +36,9 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e);
 int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices, json_t **out,
 			struct api_err *e);
 
-/* Remove a work directory without importing (the upload failed). */
+/* Remove a work directory without importing (the upload failed): no
+ * importer has run in it, so it is removed as root; no child runs and
+ * nothing is killed (another client's import may be running). */
 void image_import_abort(struct kilnd *d, const char *work);
 
 #endif
