@@ -8,8 +8,9 @@
  * Contract: one import at a time per kilnd (they share the import uid;
  * a lock file serializes them). The archive is a file kilnd wrote into
  * the work directory; the importer reads it on stdin and never sees a
- * path outside its work directory. After it ends every process of the
- * import uid is killed, so nothing it started outlives it.
+ * path outside its work directory. It runs in its own process group,
+ * killed whole when it ends or times out; a root kilnd then also kills
+ * every process of the import uid, so nothing it started outlives it.
  */
 #ifndef KILN_IMAGE_IMPORT_H
 #define KILN_IMAGE_IMPORT_H
