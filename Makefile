@@ -224,6 +224,9 @@ $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
+# the importer's archive reader is libarchive's
+$(BUILD)/tests/test_import_archive: LIBS += -larchive
+
 .SECONDEXPANSION:
 unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)

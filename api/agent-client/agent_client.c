@@ -571,6 +571,10 @@ static int agent_error(struct agent_client_conn *k, json_t *h, struct agent_clie
 	if (c == AGENT_CODE_COUNT)
 		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent an unknown error code '%.64s': %.400s",
 				  k->what, code, json_string_value(mv));
+	/* an empty message still gives the caller one that says something */
+	if (!json_string_value(mv)[0])
+		return agent_client_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO,
+					  "%s: the agent refused (%s) without a message", k->what, code);
 	return agent_client_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO, "%s",
 		     json_string_value(mv));
 }

@@ -31,6 +31,24 @@ static struct archive *reader(int fd, struct err *e)
 	return a;
 }
 
+/* The bytes one pass decompresses are capped (a gzip bomb, or members
+ * that are only skipped, must not run for hours): what the tar reader has
+ * taken from the decompressor so far, plus the member's declared size
+ * (skipping it decompresses that much), against the tree's byte cap. */
+static int over_cap(struct archive *a, struct archive_entry *ent, const struct import_tree *t, struct err *e)
+{
+	la_int64_t done = archive_filter_bytes(a, 0);
+	uint64_t size = ent && archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0 ?
+				(uint64_t)archive_entry_size(ent) : 0;
+
+	const char *name = ent ? archive_entry_pathname(ent) : NULL;
+
+	if (!t->max_bytes || done < 0 || ((uint64_t)done <= t->max_bytes && size <= t->max_bytes - (uint64_t)done))
+		return 0;
+	return err_set(e, EFBIG, "%s%.200s%sthe archive decompresses to more than %llu bytes (the size cap): too large to import",
+		       name ? "member \"" : "", name ? name : "", name ? "\": " : "", (unsigned long long)t->max_bytes);
+}
+
 /* Copy the entry's data to fd; the tree's byte cap is checked as it goes. */
 static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struct import_tree *t, uint64_t *size,
 		     struct err *e)
@@ -48,6 +66,8 @@ static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struc
 				return err_set(e, EINVAL, "bad sparse offset");
 			*size = (uint64_t)off;
 		}
+		if (over_cap(a, NULL, t, e) < 0)
+			return -EFBIG;
 		if (t->max_bytes && t->bytes + *size + n > t->max_bytes)
 			return err_set(e, EFBIG, "more than %llu bytes of content (the size cap): the image is too large to import",
 				       (unsigned long long)t->max_bytes);
@@ -68,15 +88,16 @@ static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struc
 	return 0;
 }
 
-static int next(struct archive *a, struct archive_entry **ent, struct err *e)
+static int next(struct archive *a, struct archive_entry **ent, const struct import_tree *t, struct err *e)
 {
 	int r = archive_read_next_header(a, ent);
 
 	if (r == ARCHIVE_EOF)
-		return 0;
+		return over_cap(a, NULL, t, e) < 0 ? -EFBIG : 0;
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-		return err_set(e, EINVAL, "bad tar header: %.200s", archive_error_string(a));
-	return 1;
+		return over_cap(a, NULL, t, e) < 0 ? -EFBIG
+						    : err_set(e, EINVAL, "bad tar header: %.200s", archive_error_string(a));
+	return over_cap(a, *ent, t, e) < 0 ? -EFBIG : 1;
 }
 
 int import_outer(int fd, struct import_tree *t, struct err *e)
@@ -88,7 +109,7 @@ int import_outer(int fd, struct import_tree *t, struct err *e)
 
 	if (!a)
 		return -EINVAL;
-	while ((r = next(a, &ent, e)) == 1) {
+	while ((r = next(a, &ent, t, e)) == 1) {
 		const char *name = archive_entry_pathname(ent);
 		char clean[OCI_PATH_MAX + 1];
 		struct import_attr at = { .mode = S_IFREG | 0600 };
@@ -132,7 +153,7 @@ static int whiteouts(struct archive *a, struct import_tree *t, struct err *e)
 	struct archive_entry *ent;
 	int r;
 
-	while ((r = next(a, &ent, e)) == 1) {
+	while ((r = next(a, &ent, t, e)) == 1) {
 		const char *name = archive_entry_pathname(ent);
 		char clean[OCI_PATH_MAX + 1], target[OCI_PATH_MAX + 1];
 		enum oci_whiteout kind;
@@ -219,7 +240,7 @@ int import_layer(int fd, struct import_tree *t, bool devices, struct err *e)
 		return r;
 	if (lseek(fd, 0, SEEK_SET) < 0 || !(a = reader(fd, e)))
 		return -EINVAL;
-	while ((r = next(a, &ent, e)) == 1) {
+	while ((r = next(a, &ent, t, e)) == 1) {
 		const char *name = archive_entry_pathname(ent);
 		char clean[OCI_PATH_MAX + 1];
 		struct err pe;

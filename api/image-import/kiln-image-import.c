@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,6 +227,9 @@ int main(int argc, char **argv)
 	if (parse_opts(argc, argv, &op) < 0)
 		return 1;
 	setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
+	/* a write past RLIMIT_FSIZE then fails with EFBIG (the archive's
+	 * fault, exit 2) instead of killing the importer */
+	signal(SIGXFSZ, SIG_IGN);
 	if (op.clean_only)
 		return clean();
 	rc = import(&op);
@@ -246,6 +250,9 @@ static int import(const struct opts *opp)
 	int r, fd;
 	uint64_t bytes;
 
+	/* the outer archive's files are capped like the layers' content: a
+	 * gzip outer or sparse members must not fill the disk */
+	outer.max_bytes = op.max_bytes;
 	stage.max_bytes = op.max_bytes;
 	stage.max_entries = op.max_entries;
 	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0 ||

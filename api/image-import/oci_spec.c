@@ -290,6 +290,12 @@ int oci_config_parse(const char *buf, size_t n, json_t **out, struct err *e)
 		r = argv_copy(json_object_get(c, "Entrypoint"), "Entrypoint", &ep, e);
 	if (!r && ep)
 		r = json_object_set_new(o, "entrypoint", ep) ? -ENOMEM : 0;
+	/* the record travels in the importer's answer and kilnd's image
+	 * record: bounded well below the answer's cap */
+	if (!r && json_dumpb(o, NULL, 0, JSON_COMPACT) > OCI_CONFIG_RECORD_MAX)
+		r = err_set(e, EINVAL,
+			    "image config: its Env, Cmd, Entrypoint, User and WorkingDir take %zu bytes as JSON, more than %u: make them smaller",
+			    json_dumpb(o, NULL, 0, JSON_COMPACT), OCI_CONFIG_RECORD_MAX);
 out:
 	json_decref(j);
 	if (r)

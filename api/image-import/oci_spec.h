@@ -26,6 +26,7 @@
 #define OCI_ENV_MAX 1024
 #define OCI_ARGV_MAX 1024
 #define OCI_STRING_MAX 65536
+#define OCI_CONFIG_RECORD_MAX (256u << 10) /* kiln's record of a config, as compact JSON */
 
 struct oci_blob {
 	char path[OCI_PATH_MAX + 1];       /* in the archive */
@@ -64,7 +65,8 @@ int oci_docker_manifest_parse(const char *buf, size_t n, struct oci_image *im, s
  * defaults, {"env": {NAME: VALUE}, "working_dir": S, "user": S, "cmd":
  * [..], "entrypoint": [..]}, each present only when the config has it
  * (config.Env entries are "NAME=VALUE"; NAME is non-empty, printable and
- * has no '='). -EINVAL with e for a wrong type or an over-long value.
+ * has no '='). -EINVAL with e for a wrong type, an over-long value or a
+ * record over OCI_CONFIG_RECORD_MAX bytes as compact JSON.
  */
 int oci_config_parse(const char *buf, size_t n, json_t **out, struct err *e);
 

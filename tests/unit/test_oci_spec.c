@@ -171,6 +171,45 @@ static void test_config(void **state)
 	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A=\\u0000\"]}}", 31, &c, &e), -EINVAL);
 }
 
+/* Each string within its cap, the whole record over 256 KiB: refused
+ * (it would not fit the importer's answer), one just under is taken. */
+static void test_config_record_cap(void **state)
+{
+	size_t cap = 1u << 20, k;
+	char *big = malloc(cap);
+	json_t *c;
+
+	(void)state;
+	assert_non_null(big);
+	k = (size_t)snprintf(big, cap, "{\"config\":{\"Cmd\":[");
+	/* 5 strings of 60000 bytes: 300000 > 262144 */
+	for (int i = 0; i < 5; i++) {
+		big[k++] = i ? ',' : ' ';
+		big[k++] = '"';
+		memset(big + k, 'x', 60000);
+		k += 60000;
+		big[k++] = '"';
+	}
+	k += (size_t)snprintf(big + k, cap - k, "]}}");
+	assert_int_equal(oci_config_parse(big, k, &c, &e), -EINVAL);
+	assert_null(c);
+	assert_non_null(strstr(e.msg, "more than 262144"));
+	/* 4 of them: 240000 and some, taken */
+	k = (size_t)snprintf(big, cap, "{\"config\":{\"Cmd\":[");
+	for (int i = 0; i < 4; i++) {
+		big[k++] = i ? ',' : ' ';
+		big[k++] = '"';
+		memset(big + k, 'x', 60000);
+		k += 60000;
+		big[k++] = '"';
+	}
+	k += (size_t)snprintf(big + k, cap - k, "]}}");
+	assert_int_equal(oci_config_parse(big, k, &c, &e), 0);
+	assert_int_equal(json_array_size(json_object_get(c, "cmd")), 4);
+	json_decref(c);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -179,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_docker_manifest),
 		cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_record_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

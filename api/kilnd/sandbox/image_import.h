@@ -8,8 +8,9 @@
  * Contract: one import at a time per kilnd (they share the import uid;
  * a lock file serializes them). The archive is a file kilnd wrote into
  * the work directory; the importer reads it on stdin and never sees a
- * path outside its work directory. After it ends every process of the
- * import uid is killed, so nothing it started outlives it.
+ * path outside its work directory. It runs in its own process group,
+ * killed whole when it ends or times out; a root kilnd then also kills
+ * every process of the import uid, so nothing it started outlives it.
  */
 #ifndef KILN_IMAGE_IMPORT_H
 #define KILN_IMAGE_IMPORT_H
@@ -36,7 +37,9 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e);
 int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices, json_t **out,
 			struct api_err *e);
 
-/* Remove a work directory without importing (the upload failed). */
+/* Remove a work directory without importing (the upload failed): no
+ * importer has run in it, so it is removed as root; no child runs and
+ * nothing is killed (another client's import may be running). */
 void image_import_abort(struct kilnd *d, const char *work);
 
 #endif

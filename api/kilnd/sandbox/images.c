@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/kilnd/sandbox/image_file.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/sandbox_record.h"
 #include "lib/base/sha256.h"
@@ -249,28 +250,33 @@ int images_register(struct kilnd *d, const char *name, const char *tmp_path, con
 	const char *k;
 	json_t *rec, *v;
 	struct stat st;
-	int fd;
+	struct err fe;
+	int fd, r;
 
 	if (option_image(d, name) || state_path(d, name, path) < 0 || regular_file(path, NULL)) {
 		api_err_set(e, API_E_EXISTS, "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
 			    name, name);
 		return -1;
 	}
-	fd = open(tmp_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 ||
-	    sha256_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
+	/* the importer's file: trusted only as far as fstat of this fd says */
+	fd = image_file_open(tmp_path, geteuid() == 0 ? d->cfg.import_id : geteuid(), &st, &fe);
+	if (fd < 0) {
+		api_err_set(e, API_E_INTERNAL, "image '%s': the importer's image: %s", name, fe.msg);
+		return -1;
+	}
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 || sha256_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
 		api_err_set(e, API_E_IO_ERROR, "image '%s': reading the new image failed: %s", name, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		close(fd);
+		return -1;
+	}
+	/* link, not rename: an image of that name that appeared meanwhile is
+	 * never replaced; the fd checked above, not the path again */
+	if ((r = image_file_link(fd, path, &fe)) < 0) {
+		api_err_set(e, r == -EEXIST ? API_E_EXISTS : API_E_IO_ERROR, "image '%s': %s", name, fe.msg);
+		close(fd);
 		return -1;
 	}
 	close(fd);
-	/* link, not rename: an image of that name that appeared meanwhile is never replaced */
-	if (link(tmp_path, path) < 0) {
-		api_err_set(e, errno == EEXIST ? API_E_EXISTS : API_E_IO_ERROR, "image '%s': %s: %s", name, path,
-			    strerror(errno));
-		return -1;
-	}
 	unlink(tmp_path);
 	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes", (json_int_t)st.st_size, "mtime_ns",
 			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest", digest, "source",

@@ -40,11 +40,13 @@ int images_get(const struct kilnd *d, const char *name, json_t **out, struct api
 
 /*
  * Register the ext4 file at tmp_path (on the state directory's file
- * system) as image name: renamed to <state-dir>/images/NAME.ext4 (root's,
+ * system) as image name: linked to <state-dir>/images/NAME.ext4 (root's,
  * 0644) with its record (source, created, digest and size of the file,
- * and every member of extra: manifest_digest, config, ...). -1 with e
- * (exists: an image of that name is there already). The function a
- * template build would call too.
+ * and every member of extra: manifest_digest, config, ...). The file must
+ * be a regular file of the import uid (kilnd's own uid when not root)
+ * with one link (image_file.h); the descriptor checked is the one linked.
+ * -1 with e (exists: an image of that name is there already; internal: a
+ * file that fails the checks).
  */
 int images_register(struct kilnd *d, const char *name, const char *tmp_path, const char *source,
 		    const json_t *extra, struct api_err *e);
