@@ -7,8 +7,9 @@
  *
  * Contract: one import at a time per kilnd (they share the import uid;
  * a lock file serializes them). The archive is a file kilnd wrote into
- * the work directory; the importer reads it on stdin and never sees a
- * path outside its work directory. It runs in its own process group,
+ * the work directory; the importer reads it on stdin and writes only
+ * below its work directory (it has no namespace of its own: it can read
+ * what any unprivileged user of the host can; docs/security.md). It runs in its own process group,
  * killed whole when it ends or times out; a root kilnd then also kills
  * every process of the import uid, so nothing it started outlives it.
  */
