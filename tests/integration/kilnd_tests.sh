@@ -996,7 +996,7 @@ PY
 
 test_kilnd_preview_urls() {
   kd_start --preview-listen "127.0.0.1:$KD_PREVIEW_PORT" || return 1
-  local why='' tok h hw got url jar="$kd/cookies"
+  local why='' tok bad h hw got url jar="$kd/cookies"
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   h="8080-$sid.localhost:$KD_PREVIEW_PORT" hw="8081-$sid.localhost:$KD_PREVIEW_PORT"
   api POST "/v1/sandboxes/$sid/exec" \
@@ -1015,7 +1015,11 @@ test_kilnd_preview_urls() {
 
   kd_pcurl "$h" /hello.txt
   kd_check '[ $status = 401 ] && [[ "$body" == *unauthorized* ]]' "no token: 401"
-  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: ${tok%?}0"
+  # The token with its last character changed (a token ending in 0 must
+  # not become itself: that was a 1-in-16 flake).
+  bad=${tok%?}0
+  [ "$bad" != "$tok" ] || bad=${tok%?}1
+  kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: $bad"
   kd_check '[ $status = 401 ]' "a wrong token: 401"
   kd_pcurl "$h" /hello.txt -H "X-Kiln-Preview-Token: $tok"
   kd_check '[ $status = 200 ] && [ "$body" = hello-from-guest ]' "by Host with the token header: the guest's page"
