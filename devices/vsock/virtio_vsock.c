@@ -810,11 +810,33 @@ static int vsock_restore(struct virtio_dev *d, const void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * The guest's last words. A guest that answers and then powers off (the
+ * agent's reply to `shutdown`) can stop its vCPUs before the event loop
+ * served the tx kick, so the answer would still sit in the tx ring, or in
+ * a connection's buffer behind a full host socket. Pass on what is there,
+ * without waiting: a host that does not read loses only what it did not
+ * read. Only a live driver's queues are read; the ring is bounded.
+ */
+static void last_words(struct vsock_dev *v)
+{
+	if (!active(v) || !v->dev.vq[Q_TX].ready)
+		return;
+	tx_process(v);
+	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
+		struct vsock_conn *c = &v->t.conn[i];
+
+		if (c->state == VSOCK_ESTABLISHED && c->fd >= 0)
+			flush(v, c);
+	}
+}
+
 static void vsock_destroy(struct virtio_dev *d)
 {
 	struct vsock_dev *v = to_vsock(d);
 
 	stop_accepting(v);
+	last_words(v);
 	drop_all(v);
 	if (v->listen_fd >= 0) {
 		close(v->listen_fd);

@@ -47,6 +47,7 @@ struct fx {
 	uint64_t next_buf;
 	uint32_t next_flags; /* flags for the next guest_send() */
 	int irqs;
+	int destroyed; /* the test destroyed the device itself */
 };
 
 static void count_irq(void *ctx)
@@ -243,7 +244,8 @@ static int teardown(void **state)
 	struct stat st;
 
 	event_loop_stop(f->loop);
-	f->d->ops->destroy(f->d);
+	if (!f->destroyed)
+		f->d->ops->destroy(f->d);
 	event_loop_destroy(f->loop);
 	/* destroy() removes its listening socket. */
 	assert_int_equal(stat(f->path, &st), -1);
@@ -737,6 +739,72 @@ static void test_create_errors(void **state)
 	assert_int_equal(virtio_vsock_create(&cfg, f->loop, &d, &e), -EEXIST);
 }
 
+/* The guest answers and powers off before the tx kick is served: the
+ * answer still reaches the host when the device is destroyed, then EOF. */
+static void test_last_words_reach_the_host(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 3 };
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), cfd;
+	struct vsock_hdr h = {
+		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = 5000, .dst_port = 1024,
+		.len = 3, .type = VSOCK_TYPE_STREAM, .op = VSOCK_OP_RW, .buf_alloc = 65536,
+	};
+	uint64_t a[2];
+	uint32_t l[2] = { VSOCK_HDR_SIZE, 3 }, len;
+	int w[2] = { 0, 0 };
+	char buf[16];
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_1024", f->path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	post_rx(f, 8);
+	guest_send(f, VSOCK_OP_REQUEST, 5000, 1024, NULL, 0, 65536, 0);
+	assert_int_equal(rx_hdr(f, &len, NULL).op, VSOCK_OP_RESPONSE);
+	cfd = accept(lfd, NULL, NULL);
+	assert_true(cfd >= 0);
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	/* On the ring, never kicked. */
+	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
+	a[1] = alloc_buf(f, 3);
+	vsock_hdr_encode(gpa(f, a[0]), &h);
+	memcpy(gpa(f, a[1]), "bye", 3);
+	pthread_mutex_lock(&f->d->lock);
+	add_chain(f, 1, a, l, w, 2);
+	pthread_mutex_unlock(&f->d->lock);
+
+	event_loop_stop(f->loop);
+	f->d->ops->destroy(f->d);
+	f->destroyed = 1;
+	recv_n(cfd, buf, 3);
+	assert_string_equal(buf, "bye");
+	assert_int_equal(recv(cfd, buf, sizeof(buf), 0), 0);
+	close(cfd);
+	close(lfd);
+}
+
+/* A broken or stopped driver's ring is not read at destroy. */
+static void test_no_last_words_from_a_broken_driver(void **state)
+{
+	struct fx *f = *state;
+	uint64_t a = alloc_buf(f, VSOCK_HDR_SIZE);
+	uint32_t l = VSOCK_HDR_SIZE;
+	int w = 0;
+
+	/* Garbage on the ring of a device that has failed already: ignored. */
+	memset(gpa(f, a), 0xff, VSOCK_HDR_SIZE);
+	pthread_mutex_lock(&f->d->lock);
+	add_chain(f, 1, &a, &l, &w, 1);
+	virtio_dev_fail(f->d, "test");
+	pthread_mutex_unlock(&f->d->lock);
+	event_loop_stop(f->loop);
+	f->d->ops->destroy(f->d);
+	f->destroyed = 1;
+	assert_int_equal(*(uint16_t *)gpa(f, f->q[1].used + 2), f->q[1].used_seen);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -753,6 +821,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_words_reach_the_host, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_last_words_from_a_broken_driver, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
