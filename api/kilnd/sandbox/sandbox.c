@@ -228,6 +228,15 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 			    d->cfg.max_sandboxes);
 		goto fail_sb;
 	}
+	/* images_delete() removes an image under this lock once no sandbox
+	 * names it: checked here, a create either sees the file or never
+	 * becomes a user of a deleted image. */
+	if (access(image, F_OK) < 0) {
+		kilnd_unlock(d);
+		api_err_set(e, API_E_IMAGE_NOT_FOUND, "image '%s' was deleted while this sandbox was being created: import it again",
+			    spec->image);
+		goto fail_sb;
+	}
 	if ((r = new_id_locked(d, sb->rec.id)) || (r = sandbox_registry_add_locked(d, sb))) {
 		kilnd_unlock(d);
 		api_err_set(e, API_E_INTERNAL, "sandbox create: no id: %s", strerror(-r));
