@@ -171,7 +171,7 @@ $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # docker save importer kilnd runs as an unprivileged child per import.
 IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c) lib/base/sha256.c
 $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson
+	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson -lseccomp
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.

@@ -30,6 +30,7 @@
 
 #include "api/image-import/import_archive.h"
 #include "api/image-import/import_ext4.h"
+#include "api/image-import/import_seccomp.h"
 #include "api/image-import/import_tree.h"
 #include "api/image-import/oci_spec.h"
 #include "lib/base/num_parse.h"
@@ -222,10 +223,16 @@ static int import(const struct opts *op);
 int main(int argc, char **argv)
 {
 	struct opts op = { .max_bytes = 16ull << 30, .max_entries = 1000000 };
+	struct err e;
 	int rc;
 
 	if (parse_opts(argc, argv, &op) < 0)
 		return 1;
+	/* Confined before the first byte of the archive is read. */
+	if (import_seccomp_load(&e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		return 1;
+	}
 	setenv("PATH", "/usr/sbin:/usr/bin:/sbin:/bin", 1);
 	/* a write past RLIMIT_FSIZE then fails with EFBIG (the archive's
 	 * fault, exit 2) instead of killing the importer */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/images.h"
+#include "api/kilnd/sandbox/import_ns.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "lib/base/mono.h"
 #include "lib/base/sig_reset.h"
@@ -57,6 +58,19 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e)
 	return 0;
 }
 
+/* In the child: why it cannot go on, on its stderr (what kilnd reports),
+ * with write() alone. Never returns. */
+static void child_fail(const char *what, int errnum)
+{
+	const char *name = strerrorname_np(errnum);
+	const char *parts[] = { "could not confine the importer: ", what, ": ", name ? name : "error", "\n" };
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+		if (write(2, parts[i], strlen(parts[i])) < 0)
+			break;
+	_exit(126);
+}
+
 /* In the child: the least privilege, then the importer. Never returns. */
 static void child(const struct kilnd *d, const char *work, int in, int out, int err, int init, bool clean_only,
 		  bool devices)
@@ -65,6 +79,8 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	char *argv[8] = { (char *)d->cfg.importer }, *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
 	size_t n = 1;
 	uid_t id = d->cfg.import_id;
+	const char *step;
+	int prog, r;
 	const struct {
 		int res;
 		rlim_t v;
@@ -87,6 +103,12 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 		_exit(126);
 	if (chdir(work) < 0)
 		_exit(126);
+	/* executed from this descriptor: the mounts below may hide its path */
+	prog = open(d->cfg.importer, O_PATH | O_CLOEXEC);
+	if (prog < 0)
+		child_fail(d->cfg.importer, errno);
+	if (geteuid() == 0 && (r = import_ns_enter(&step)) < 0)
+		child_fail(step, -r);
 	/* kilnd is root: the importer gets the import uid and nothing else */
 	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0))
 		_exit(126);
@@ -108,7 +130,7 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 			argv[n++] = "--devices";
 	}
 	argv[n] = NULL;
-	execve(d->cfg.importer, argv, envp);
+	execveat(prog, "", argv, envp, AT_EMPTY_PATH);
 	_exit(127);
 }
 
