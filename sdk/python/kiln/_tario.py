@@ -141,6 +141,25 @@ def _link_stays_inside(dest_real: str, path: str, target: str) -> bool:
     return _inside(dest_real, os.path.normpath(joined)) and _inside(dest_real, os.path.realpath(joined))
 
 
+# A pax or GNU long-name header is read whole into memory by tarfile: a
+# guest's archive may claim one of any size, so it is refused above this.
+HEADER_MAX = 1 << 20
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """TarInfo that refuses, before tarfile reads them, extended headers
+    larger than HEADER_MAX and sparse members (whose extension headers
+    tarfile collects without bound; kiln's agent never writes them)."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise tarfile.HeaderError(f"member {self.name!r} is sparse, which download_dir does not take")
+        if self.type in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
+                         tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK) and self.size > HEADER_MAX:
+            raise tarfile.HeaderError(f"an extended header of {self.size} bytes (at most {HEADER_MAX})")
+        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+
+
 def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
     """Unpack a tar.gz stream into ``dest`` (made if missing). Returns counts
     ``{"files", "dirs", "symlinks", "hardlinks", "skipped"}``. A member that
@@ -149,9 +168,9 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
     dest_real = os.path.realpath(dest)
     counts = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "skipped": 0}
     try:
-        tar = tarfile.open(fileobj=fileobj, mode="r|gz")
+        tar = tarfile.open(fileobj=fileobj, mode="r|gz", tarinfo=_BoundedTarInfo)
     except (tarfile.TarError, OSError, EOFError) as e:
-        raise KilnError(f"download_dir: the archive is not tar.gz: {e}") from e
+        raise KilnError(f"download_dir: the archive cannot be read (not tar.gz, or hostile): {e}") from e
     with tar:
         try:
             for m in tar:

@@ -646,6 +646,20 @@ class TestFiles(Base):
             self.assertFalse(os.path.exists("/tmp/evil-kiln-sdk"), what)
             subprocess.run(["rm", "-rf", os.path.join(self.tmp, "x")])
 
+    def test_huge_extended_header_is_refused_unread(self) -> None:
+        # tarfile reads a pax header whole: one claiming 64 MiB is refused
+        # from its size, before any of it is read (the body here is short).
+        ti = tarfile.TarInfo("x")
+        ti.type, ti.size = tarfile.XHDTYPE, 64 << 20
+        blob = gzip.compress(ti.tobuf(format=tarfile.USTAR_FORMAT) + b"a" * 4096)
+        sparse = tarfile.TarInfo("s")
+        sparse.type, sparse.size = tarfile.GNUTYPE_SPARSE, 10
+        for what, body in (("pax", blob), ("sparse", gzip.compress(sparse.tobuf(format=tarfile.GNU_FORMAT) + bytes(1024)))):
+            self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e/archive"):
+                                        chunked_response(body, 2, "application/gzip")})
+            with self.assertRaisesRegex(errors.KilnError, "extended header of 67108864 bytes|is sparse", msg=what):
+                self.sandbox().files.download_dir("/p", os.path.join(self.tmp, "h"))
+
     def test_corrupt_archive_is_an_error(self) -> None:
         blob = gzip.compress(b"not a tar at all" * 100)
         self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e/archive"):
