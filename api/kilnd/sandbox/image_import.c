@@ -170,13 +170,29 @@ static void drain(int fd, char *buf, size_t cap, size_t *n, bool *open_)
 	buf[*n] = '\0';
 }
 
+/* Whether child `pid` has ended, leaving it unreaped (its pid and group
+ * id stay taken); the _wait form blocks (false with errno on failure). */
+static bool leader_ended(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+static bool leader_ended_wait(pid_t pid)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) == 0;
+}
+
 /* Run the importer; 0 with its exit status, out and err filled. */
 static int run(struct kilnd *d, const char *work, int in, int init, bool clean_only, bool devices, int *status,
 	       char *out, char *err)
 {
 	int po[2], pe[2];
 	size_t no = 0, ne = 0;
-	bool oo = true, eo = true;
+	bool oo = true, eo = true, exited = false;
 	int64_t deadline = mono_ms() + IMPORT_TIMEOUT_MS;
 	pid_t pid;
 
@@ -198,6 +214,13 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 		struct pollfd p[2] = { { oo ? po[0] : -1, POLLIN, 0 }, { eo ? pe[0] : -1, POLLIN, 0 } };
 		int64_t left = deadline - mono_ms();
 
+		/* The importer has ended but something it started holds its
+		 * pipes open: the group goes now, not at the deadline. Not
+		 * reaped (WNOWAIT), so the group's id stays ours. */
+		if (!exited && leader_ended(pid)) {
+			exited = true;
+			kill(-pid, SIGKILL);
+		}
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
 			snprintf(err, IMPORT_STDERR_MAX, "the import took longer than %d minutes", IMPORT_TIMEOUT_MS / 60000);
@@ -214,14 +237,17 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 	close(pe[0]);
 	if (pid < 0)
 		return -EAGAIN;
-	while (waitpid(pid, status, 0) < 0)
+	/* The leader ended and is not reaped yet: its group id cannot have
+	 * been reused, so kill(-pid) reaches only what it started. */
+	while (!leader_ended_wait(pid))
 		if (errno != EINTR) {
 			kill(-pid, SIGKILL);
 			return -errno;
 		}
-	/* the group outlives its leader while a member lives; its id is not
-	 * reused until then */
 	kill(-pid, SIGKILL);
+	while (waitpid(pid, status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
 	kill_leftovers(d);
 	return 0;
 }
