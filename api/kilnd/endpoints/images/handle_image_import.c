@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "api/kilnd/core/import_room.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/sandbox/image_import.h"
 #include "api/kilnd/sandbox/images.h"
@@ -79,6 +81,18 @@ static void import_cancel(struct http_req *r)
 
 static const struct http_upload_ops import_ops = { .data = import_data, .end = import_end, .cancel = import_cancel };
 
+/* A declared length that surely cannot fit is refused before the body
+ * (import_room.h); where the file system cannot say, the import goes on
+ * and a full disk ends it with no_space as before. */
+static int room_check(struct http_req *r, struct api_err *e)
+{
+	struct statvfs fs;
+
+	if (statvfs(r->d->cfg.state_dir, &fs) < 0)
+		return 0;
+	return import_room_check(r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, r->d->cfg.state_dir, e);
+}
+
 void handle_image_import_begin(struct http_req *r)
 {
 	struct import_job *j = calloc(1, sizeof(*j));
@@ -105,6 +119,8 @@ void handle_image_import_begin(struct http_req *r)
 			    name, name);
 		goto fail;
 	}
+	if (r->head->body == HTTP_BODY_LENGTH && room_check(r, &e))
+		goto fail;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	if (image_import_begin(r->d, j->work, &j->fd, &e))
 		goto fail;
