@@ -30,6 +30,13 @@ function camel(key) {
   return key.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 }
 
+// A stream's silence limit (Kiln({streamTimeoutMs})), as transport options.
+function streamIdle(client) {
+  return client.streamTimeoutMs > 0
+    ? { idleTimeoutMs: client.streamTimeoutMs, idleWhat: 'a silent stream: Kiln({streamTimeoutMs})' }
+    : {};
+}
+
 function deadlineFor(client, timeoutMs) {
   if (client.timeoutMs === 0) return 0;
   if (typeof timeoutMs === 'number' && timeoutMs > 0) return Math.max(client.timeoutMs, timeoutMs + DEADLINE_SLACK_MS);
@@ -142,14 +149,17 @@ function stdinOf(opts, body) {
 
 export class Kiln {
   /**
-   * @param {{socket?: string, timeoutMs?: number}} [opts] socket: kilnd's
+   * @param {{socket?: string, timeoutMs?: number, streamTimeoutMs?: number}} [opts] socket: kilnd's
    * API socket ($KILN_SOCKET, else /run/kiln/kiln.sock); timeoutMs: the
-   * client deadline of a request (0: none).
+   * client deadline of a request (0: none); streamTimeoutMs: how long a
+   * stream (exec and run streams, process output, watch) may stay silent
+   * once it began (0 or absent: until kilnd ends it or the connection closes).
    */
   constructor(opts = {}) {
     if (typeof opts === 'string') opts = { socket: opts };
     this.socket = opts.socket || process.env.KILN_SOCKET || DEFAULT_SOCKET;
     this.timeoutMs = opts.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : opts.timeoutMs;
+    this.streamTimeoutMs = opts.streamTimeoutMs || 0;
     this.transport = new Transport(this.socket, this.timeoutMs);
     this.sandboxes = new Sandboxes(this);
   }
@@ -263,7 +273,7 @@ export class Sandbox {
   /** The exec's events as they come (`stdout`, `stderr`, then `exit`). */
   async execStream(cmd, opts = {}) {
     const body = this.execBody(cmd, opts, ['onStdout', 'onStderr']);
-    const r = await this.t.open('POST', `${this.path}/exec`, { json: body, query: { stream: 1 } });
+    const r = await this.t.open('POST', `${this.path}/exec`, { json: body, query: { stream: 1 }, ...streamIdle(this.kiln) });
     return new EventStream(r, ['exit'], `exec in ${this.id}`);
   }
 
@@ -279,7 +289,7 @@ export class Sandbox {
   async runCodeStream(code, opts = {}) {
     const body = wire({ language: 'python', ...opts, code }, ['onStdout', 'onStderr']);
     stdinOf(opts, body);
-    const r = await this.t.open('POST', `${this.path}/run`, { json: body, query: { stream: 1 } });
+    const r = await this.t.open('POST', `${this.path}/run`, { json: body, query: { stream: 1 }, ...streamIdle(this.kiln) });
     return new EventStream(r, ['result'], `run in ${this.id}`);
   }
 
@@ -382,7 +392,7 @@ export class Files {
 
   /** The directory's change events (`watching` first); never ends by itself until `end`. */
   async watch(path, opts = {}) {
-    const r = await this.t.open('GET', `${this.base}/watch`, { query: { path, ...wire(opts) } });
+    const r = await this.t.open('GET', `${this.base}/watch`, { query: { path, ...wire(opts) }, ...streamIdle(this.sb.kiln) });
     return new EventStream(r, ['end'], `watch of ${path} in ${this.sb.id}`);
   }
 
@@ -504,7 +514,7 @@ export class Process {
     const since = opts.since !== undefined ? opts.since : opts.from;
     let until = null;
     if (opts.follow === false) until = (await this.refresh()).output_bytes;
-    const r = await this.sb.t.open('GET', `${this.path}/output`, { query: { from: since, encoding: opts.encoding } });
+    const r = await this.sb.t.open('GET', `${this.path}/output`, { query: { from: since, encoding: opts.encoding }, ...streamIdle(this.sb.kiln) });
     const stream = new EventStream(r, ['exit'], `output of process ${this.id} in ${this.sb.id}`);
     if (until === null) return withNext(stream);
     return caughtUp(withNext(stream), until);

@@ -95,12 +95,16 @@ export interface KilnOptions {
   socket?: string;
   /** Client deadline of one request in ms (default 300000; 0: none). */
   timeoutMs?: number;
+  /** How long a stream (exec and run streams, process output, watch) may
+   * stay silent once it began, in ms (default 0: until kilnd ends it). */
+  streamTimeoutMs?: number;
 }
 
 export class Kiln {
   constructor(opts?: KilnOptions | string);
   readonly socket: string;
   readonly timeoutMs: number;
+  readonly streamTimeoutMs: number;
   readonly sandboxes: Sandboxes;
   health(): Promise<KilnObject>;
   /** Prometheus text. */

@@ -48,7 +48,8 @@ export class Transport {
   convert(err, state, what) {
     if (err instanceof KilnError) return err;
     if (state && state.timedOut) {
-      return new ClientTimeoutError(`${what}: no complete answer from kilnd at ${this.socket} within ${state.deadlineMs} ms (the client deadline: Kiln({timeoutMs}))`, { code: 'client_timeout' });
+      const which = state.idleWhat || 'the client deadline: Kiln({timeoutMs})';
+      return new ClientTimeoutError(`${what}: no complete answer from kilnd at ${this.socket} within ${state.deadlineMs} ms (${which})`, { code: 'client_timeout' });
     }
     if (state && state.lastError && String(state.lastError.code).startsWith('HPE_')) err = state.lastError;
     const code = err && err.code;
@@ -134,6 +135,7 @@ export class Transport {
         req.setTimeout(opts.idleTimeoutMs, () => {
           state.timedOut = true;
           state.deadlineMs = opts.idleTimeoutMs;
+          if (opts.idleWhat) state.idleWhat = opts.idleWhat;
           if (!state.done) { fail(new Error('idle')); return; }
           req.destroy();
           if (resRef) resRef.destroy(new Error('idle'));

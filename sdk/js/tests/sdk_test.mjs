@@ -266,6 +266,33 @@ test('a stream cut mid-way (kilnd died): exactly one KilnConnectionError', () =>
   assert.deepEqual(evs, ['stdout']);
 }));
 
+test('a stream silent past Kiln({streamTimeoutMs}): one ClientTimeoutError naming it; without it the stream waits', () => withFake({
+  'POST /v1/sandboxes': () => jsonResponse(201, SB),
+  // One event, then neither more nor an end.
+  'POST /v1/sandboxes/abc123/exec': (req, sock) => { sock.write(chunkedHead()); sock.write(chunk(JSON.stringify({ type: 'stdout', data: 'a' }) + '\n')); },
+}, async (k, f) => {
+  const quick = new Kiln({ socket: f.socket, timeoutMs: 3000, streamTimeoutMs: 300 });
+  const sb = await quick.sandboxes.create({ image: 'minimal' });
+  const evs = [];
+  const t0 = Date.now();
+  await assert.rejects((async () => { for await (const ev of await sb.execStream('x')) evs.push(ev.type); })(),
+    (e) => e instanceof kiln.ClientTimeoutError && /300 ms/.test(e.message) && /streamTimeoutMs/.test(e.message));
+  assert.deepEqual(evs, ['stdout']);
+  assert.ok(Date.now() - t0 < 2500);
+  assert.equal(quick.streamTimeoutMs, 300);
+  assert.equal(k.streamTimeoutMs, 0);
+  // The default: a long-silent stream is not the client's to end (timeoutMs bounds its head only).
+  const slow = new Kiln({ socket: f.socket, timeoutMs: 500 });
+  const sb2 = await slow.sandboxes.create({ image: 'minimal' });
+  const it = (await sb2.execStream('x'))[Symbol.asyncIterator]();
+  assert.equal((await it.next()).value.type, 'stdout');
+  const more = it.next().then(() => 'ended', () => 'failed');
+  const waited = await Promise.race([more, new Promise((r) => setTimeout(() => r('waiting'), 1500))]);
+  assert.equal(waited, 'waiting');
+  await f.close(); // ends it: an async generator's return() would queue behind the pending next()
+  assert.equal(await more, 'failed');
+}));
+
 test('a stream that ends cleanly before its exit event: KilnConnectionError', () => withFake({
   'POST /v1/sandboxes': () => jsonResponse(201, SB),
   'POST /v1/sandboxes/abc123/exec': ndjsonStream([{ type: 'stdout', data: 'a\n' }]),
