@@ -78,6 +78,7 @@ static const char usage[] =
 	"  --max-sandboxes N     sandboxes at once (default 64)\n"
 	"  --max-cpus N          largest cpus of a sandbox (default: online CPUs, <= 64)\n"
 	"  --max-memory MIB      largest memory_mib of a sandbox (default 16384)\n"
+	"  --max-disk MIB        largest disk_mib of a sandbox (default 65536; at most 1048576)\n"
 	"  --idle-timeout SEC    hibernate a running sandbox after this long without a\n"
 	"                        request (its idle_timeout_s default; 0: never; 300)\n"
 	"  --max-checkpoints N   checkpoints per sandbox (default 8; 0: none)\n"
@@ -304,7 +305,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
 	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
 	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
-	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_QUIET, OPT_VERSION, OPT_HELP,
+	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_MAX_DISK, OPT_QUIET, OPT_VERSION, OPT_HELP,
 	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
 	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL, OPT_PREVIEW_LISTEN,
 	       OPT_PREVIEW_DOMAIN, OPT_MAX_IMAGE, OPT_IMPORTER, OPT_KILN_INIT, OPT_IMPORT_ID };
@@ -330,6 +331,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
 		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
+		{ "max-disk", required_argument, 0, OPT_MAX_DISK },
 		{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 		{ "max-checkpoints", required_argument, 0, OPT_MAX_CHECKPOINTS },
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
@@ -368,6 +370,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->max_sandboxes = 64;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
 	cfg->limits.max_memory_mib = 16384;
+	cfg->limits.max_disk_mib = SPEC_DISK_DEFAULT_MAX_MIB;
 	cfg->limits.idle_timeout_default_s = 300;
 	cfg->max_checkpoints = CHECKPOINTS_DEFAULT;
 	cfg->jail_id_first = 2000000000u;
@@ -484,6 +487,11 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			if (num_parse_u64(optarg, 10, 0, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
 				return bad_usage("--max-memory '%s': MiB, from %u to 1048576", optarg, SPEC_MEM_MIN_MIB);
 			cfg->limits.max_memory_mib = (unsigned)n;
+			break;
+		case OPT_MAX_DISK:
+			if (num_parse_u64(optarg, 10, 0, SPEC_DISK_MAX_MIB, &n) || n == 0)
+				return bad_usage("--max-disk '%s': MiB, from 1 to %u", optarg, SPEC_DISK_MAX_MIB);
+			cfg->limits.max_disk_mib = (unsigned)n;
 			break;
 		case OPT_IDLE_TIMEOUT:
 			if (num_parse_u64(optarg, 10, 0, SPEC_TIMEOUT_MAX_S, &n))

@@ -36,7 +36,7 @@
 #include "api/kilnd/sandbox/files_spec.h"
 #include "fuzz.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096,
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB,
 					   .idle_timeout_default_s = 300 };
 
 static void check_err(const struct api_err *e)
@@ -321,7 +321,7 @@ static int fuzz_checkpoint(unsigned which, const json_t *body, struct api_err *e
 		/* The source: a sandbox made from the smallest create body. */
 		json_t *src_body = json_pack("{ss}", "image", "base");
 		struct sandbox_spec src = { 0 }, fork = { 0 };
-		struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 128 };
+		struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 128, .max_disk_mib = SPEC_DISK_MAX_MIB };
 		bool given = false;
 		int r;
 

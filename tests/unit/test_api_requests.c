@@ -17,7 +17,7 @@
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096 };
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 static json_t *J(const char *text)
 {
@@ -64,7 +64,7 @@ static void test_create_defaults(void **state)
 /* idle_timeout_s: the daemon's default unless given; 0 is never. */
 static void test_create_idle_timeout(void **state)
 {
-	static const struct sandbox_limits idle = { .max_cpus = 8, .max_memory_mib = 4096,
+	static const struct sandbox_limits idle = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB,
 						    .idle_timeout_default_s = 300 };
 	struct sandbox_spec s, t;
 	struct api_err e;
@@ -91,6 +91,27 @@ static void test_create_idle_timeout(void **state)
 	b = json_loads("{\"image\":\"m\",\"idle_timeout_s\":604801}", 0, NULL);
 	assert_int_equal(sandbox_spec_parse(b, &idle, &s, &e), -1);
 	assert_non_null(strstr(e.msg, "idle_timeout_s"));
+	json_decref(b);
+}
+
+/* disk_mib: up to --max-disk; a record restored under a smaller one keeps its disk. */
+static void test_create_disk_within_max_disk(void **state)
+{
+	static const struct sandbox_limits small = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = 2048 };
+	struct sandbox_spec s;
+	struct api_err e;
+	json_t *b;
+
+	(void)state;
+	b = json_loads("{\"image\":\"m\",\"disk_mib\":2048}", 0, NULL);
+	assert_int_equal(sandbox_spec_parse(b, &small, &s, &e), 0);
+	assert_int_equal(s.disk_mib, 2048);
+	sandbox_spec_free(&s);
+	json_decref(b);
+	b = json_loads("{\"image\":\"m\",\"disk_mib\":2049}", 0, NULL);
+	assert_int_equal(sandbox_spec_parse(b, &small, &s, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_non_null(strstr(e.msg, "'disk_mib' must be from 0 to 2048"));
 	json_decref(b);
 }
 
@@ -648,6 +669,7 @@ int main(void)
 		cmocka_unit_test(test_exec_image_defaults),
 		cmocka_unit_test(test_create_defaults),
 		cmocka_unit_test(test_create_idle_timeout),
+		cmocka_unit_test(test_create_disk_within_max_disk),
 		cmocka_unit_test(test_create_everything_and_round_trip),
 		cmocka_unit_test(test_create_rejects),
 		cmocka_unit_test(test_create_counts),

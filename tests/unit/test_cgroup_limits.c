@@ -15,7 +15,7 @@
 #include "api/kilnd/core/cgroup_limits.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536 };
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536, .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 /* Parse a create body; the error code (API_OK on success), its message in msg. */
 static enum api_code create(const char *text, struct sandbox_spec *s, char *msg)

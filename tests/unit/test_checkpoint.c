@@ -16,7 +16,7 @@
 #include "api/kilnd/sandbox/checkpoint.h"
 #include "api/kilnd/sandbox/sandbox_record.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .idle_timeout_default_s = 300 };
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB, .idle_timeout_default_s = 300 };
 
 static void test_names(void **state)
 {
@@ -286,7 +286,7 @@ static void test_fork_bodies(void **state)
 /* A fork is held to today's limits, not the source's day's. */
 static void test_fork_limits(void **state)
 {
-	static const struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 4096 };
+	static const struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_t *j = json_loads("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\"}", 0, NULL);
 	struct sandbox_spec src = source_spec(), s;
 	struct api_err e;

@@ -16,7 +16,7 @@
 #include "api/kilnd/sandbox/vmm_argv.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096 };
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 static json_t *J(const char *text)
 {

@@ -13,7 +13,7 @@
 
 #include "api/kilnd/core/pool_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536, .idle_timeout_default_s = 300 };
+static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536, .max_disk_mib = SPEC_DISK_MAX_MIB, .idle_timeout_default_s = 300 };
 
 static void parse_ok(const char *arg, struct pool_cfg *c)
 {

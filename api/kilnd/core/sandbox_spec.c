@@ -124,7 +124,7 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		    &n, what, e))
 		return -1;
 	out->memory_mib = (unsigned)n;
-	if (json_fields_uint(body, "disk_mib", false, 0, SPEC_DISK_MAX_MIB, 0, &n, what, e))
+	if (json_fields_uint(body, "disk_mib", false, 0, lim->max_disk_mib, 0, &n, what, e))
 		return -1;
 	out->disk_mib = (unsigned)n;
 	if (cg_limits_parse(json_object_get(body, "limits"), out->cpus, out->memory_mib, &out->limits, what, e))

@@ -44,8 +44,10 @@
 #define SPEC_MEM_DEFAULT_MIB 128u
 #define SPEC_HOSTNAME_DEFAULT "kiln"
 /* disk_mib: the root disk's size (the overlay's virtual size); at most
- * 1 TiB. The overlay is sparse: the host stores only what the guest writes. */
+ * --max-disk (default SPEC_DISK_DEFAULT_MAX_MIB), which is at most 1 TiB.
+ * The overlay is sparse: the host stores only what the guest writes. */
 #define SPEC_DISK_MAX_MIB (1u << 20)
+#define SPEC_DISK_DEFAULT_MAX_MIB (64u << 10)
 
 struct share_spec {
 	char host_path[SPEC_HOST_PATH_MAX + 1];
@@ -58,6 +60,7 @@ struct share_spec {
 struct sandbox_limits {
 	unsigned max_cpus;
 	unsigned max_memory_mib;
+	unsigned max_disk_mib; /* --max-disk: largest disk_mib, at most SPEC_DISK_MAX_MIB */
 	uint32_t idle_timeout_default_s;
 };
 

@@ -174,7 +174,8 @@ static int check_ports(const json_t *list, struct api_err *e)
 
 int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e)
 {
-	static const struct sandbox_limits unlimited = { .max_cpus = 4096, .max_memory_mib = 1u << 30 };
+	static const struct sandbox_limits unlimited = { .max_cpus = 4096, .max_memory_mib = 1u << 30,
+							    .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_t *spec = NULL, *v;
 	const char *key;
 	int st;
