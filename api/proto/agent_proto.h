@@ -272,6 +272,7 @@ struct agent_proc_req {
 	uint32_t ring_bytes;  /* spawn */
 	enum agent_lang lang; /* run: argv is empty until the agent builds it */
 	uint32_t code_len;    /* run: the payload's first code_len bytes are the code, the rest stdin */
+	const char *run_dir;  /* run, confined: its directory, shown in the view; set by the agent, never parsed */
 };
 
 /* attach, stdin, signal, resize, wait: `id` is 0 on an attached stream. */

@@ -243,7 +243,7 @@ static int setup_error(struct agent_err *err, const char *what, const char *step
 
 /* The view of a confined process, laid out before the fork (the child
  * may not allocate). */
-static int prepare_confine(struct confine_plan **plan, const char *what, struct agent_err *err)
+static int prepare_confine(struct confine_plan **plan, const char *what, const char *run_dir, struct agent_err *err)
 {
 	int e = confine_workspace_ensure();
 
@@ -257,7 +257,7 @@ static int prepare_confine(struct confine_plan **plan, const char *what, struct 
 		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
 		return -1;
 	}
-	e = confine_plan_build(*plan, confine_probe, NULL);
+	e = confine_plan_build(*plan, confine_probe, NULL, run_dir);
 	if (e == -ENOENT) {
 		agent_err_set(err, AGENT_E_NOT_FOUND,
 			      "%s: confine: " AGENT_WORKSPACE " is not a directory in this image; make it one, or run without \"confine\"",
@@ -408,7 +408,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
 		return -1;
 	}
-	if (req->confine && prepare_confine(&plan, what, err) < 0)
+	if (req->confine && prepare_confine(&plan, what, req->run_dir, err) < 0)
 		goto out;
 	pl.cwd = req->cwd;
 	if (!pl.cwd && plan)

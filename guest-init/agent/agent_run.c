@@ -26,9 +26,10 @@
 #include "guest-init/agent/agent_env.h"
 #include "guest-init/agent/agent_launch.h"
 #include "guest-init/agent/agent_serve.h"
+#include "guest-init/agent/confine_plan.h"
 #include "lib/base/fd_io.h"
 
-#define RUN_DIR "/run/kiln-run"
+#define RUN_DIR CONFINE_RUN_DIR
 
 /* The helpers, as they are in guest-init/agent/run/ (NUL-terminated). */
 __asm__(".section .rodata\n"
@@ -284,6 +285,7 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	env[envc++] = (struct agent_env){ "KILN_RESULT_FILE", result_path };
 	req.env = env;
 	req.envc = envc;
+	req.run_dir = x.dir; /* a confined run sees this run's directory only */
 	if (req.code_len) {
 		memmove(in, in + req.code_len, in_len - req.code_len);
 		in_len -= req.code_len;

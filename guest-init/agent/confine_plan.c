@@ -27,13 +27,14 @@ static const char *const etc_entries[] = {
 	"resolv.conf",  "services",        "ssl",                  "timezone",
 };
 
-/* The agent's run-code directory under /run (/run/kiln-run: its helpers,
- * and each run's code and result file), shown when present so a confined
- * run finds its code and writes its result. Writable: the result file is
- * the run user's, in a directory of root's (agent_run.c), so the user can
- * write that file and nothing else there. Nothing else of /run (sockets,
- * the agent's state) is shown. */
-static const char *const run_dirs[] = { "/run/kiln-run" };
+/* For a run (agent_run.c): the helpers its interpreter loads, in the
+ * agent's run-code directory, shown read-only; with them the run's own
+ * directory (its code and its result file), writable: the result file is
+ * the run user's, in a directory of root's, so the user can write that
+ * file and nothing else there. Other runs' directories, and the rest of
+ * /run (sockets, the agent's state), are not shown: a confined run cannot
+ * read another run's code nor write its result. */
+static const char *const run_helpers[] = { "run.py", "result.sh", "prelude.js" };
 
 /* Device nodes, bound from the guest's devtmpfs (a bind keeps the node
  * usable on a nodev mount). No disks, no consoles, no /dev/kmsg. */
@@ -171,7 +172,7 @@ static void dev(struct builder *b)
 	mount_at(b, "tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, "mode=1777");
 }
 
-int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx)
+int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx, const char *run_dir)
 {
 	struct builder b = { .p = p, .probe = probe, .ctx = ctx };
 	char path[CONFINE_PATH_MAX];
@@ -207,11 +208,17 @@ int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx
 	}
 	mkdir_at(&b, "/etc", 0755);
 	show_each(&b, "/etc", etc_entries, N(etc_entries));
-	for (size_t i = 0; i < N(run_dirs); i++) {
-		if (probe(ctx, run_dirs[i], NULL, 0) != CONFINE_DIR)
-			continue;
+	if (run_dir) {
+		/* only a directory of the run-code directory's own */
+		const char *name = run_dir + sizeof(CONFINE_RUN_DIR);
+
+		if (strncmp(run_dir, CONFINE_RUN_DIR "/", sizeof(CONFINE_RUN_DIR)) || !*name || strchr(name, '/') ||
+		    !strcmp(name, ".") || !strcmp(name, "..") || probe(ctx, run_dir, NULL, 0) != CONFINE_DIR)
+			return -EINVAL;
 		mkdir_at(&b, "/run", 0755);
-		show(&b, run_dirs[i], true);
+		mkdir_at(&b, CONFINE_RUN_DIR, 0755);
+		show_each(&b, CONFINE_RUN_DIR, run_helpers, N(run_helpers));
+		show(&b, run_dir, true);
 	}
 	/* Read-write, with whatever is mounted below it (a share). */
 	mkdir_at(&b, CONFINE_WORKSPACE, 0755);

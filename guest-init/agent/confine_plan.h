@@ -74,12 +74,20 @@ struct confine_plan {
 	struct confine_step step[CONFINE_STEPS_MAX];
 };
 
+/* The agent's run-code directory: the interpreters' helpers and one
+ * directory per run (agent_run.c). */
+#define CONFINE_RUN_DIR "/run/kiln-run"
+
 /*
- * Lay out the view. 0, or -ENOENT when there is no /workspace to show
- * (the agent creates it first, so this means it is not a directory),
- * -ENAMETOOLONG / -E2BIG if the plan does not fit (a bug, tested).
+ * Lay out the view. run_dir: for a run, its own directory, directly under
+ * CONFINE_RUN_DIR, shown with the helpers (and no other run's); NULL for
+ * an exec or a process, which see nothing of /run. 0, or -ENOENT when
+ * there is no /workspace to show (the agent creates it first, so this
+ * means it is not a directory), -EINVAL for a run_dir that is not such a
+ * directory, -ENAMETOOLONG / -E2BIG if the plan does not fit (a bug,
+ * tested).
  */
-int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx);
+int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx, const char *run_dir);
 
 /* Step i in words for an error message ("mounting tmpfs on /tmp"), with
  * paths as the confined process would see them. */

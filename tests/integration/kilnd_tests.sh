@@ -293,9 +293,12 @@ print(out.replace("\n", "|"), ev[-1]["type"], ev[-1]["exit_code"])')
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"hi\\n\" and d[\"result\"] == [1, 2] and d[\"error\"] is None and d[\"exit_code\"] == 2")" = True ]' "run bash: output, result, exit status"
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"python","code":"print(1)"}'
   kd_check '[ $status = 404 ] && [ "$(jget "d[\"error\"][\"code\"]")" = not_found ] && jget "d[\"error\"][\"message\"]" | grep -q "language \"python\" needs python3 in the image: use the debian image"' "run python without python3: one clear error"
-  # ... and confined (confine: true, as for exec): no /etc/passwd, /workspace writable, the result back.
-  api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","confine":true,"code":"cat /etc/passwd >/dev/null 2>&1 && echo leaked; echo r > /workspace/from-run && result set 7"}'
-  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"\" and d[\"result\"] == 7 and d[\"exit_code\"] == 0")" = True ]' "a confined run: no /etc/passwd, /workspace written, its result"
+  # ... and confined (confine: true, as for exec): no /etc/passwd, /workspace writable, the result back;
+  # of /run/kiln-run only the helpers and its own directory (not r.decoy, as another run's would be).
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["mkdir","/run/kiln-run/r.decoy"],"user":"root"}'
+  api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","confine":true,"code":"cat /etc/passwd >/dev/null 2>&1 && echo leaked; ls /run/kiln-run | grep -c .; test -e /run/kiln-run/r.decoy && echo sees-other-run; echo r > /workspace/from-run && result set 7"}'
+  kd_check '[ $status = 200 ] && [ "$(jget "d[\"stdout\"] == \"4\\n\" and d[\"result\"] == 7 and d[\"exit_code\"] == 0")" = True ]' "a confined run: no /etc/passwd, no other run's directory, /workspace written, its result"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["rmdir","/run/kiln-run/r.decoy"],"user":"root"}'
   kd_confine_checks
 
   head -c 3145728 /dev/urandom >"$kd/up.bin"

@@ -77,6 +77,11 @@ static const struct fake_entry debian[] = {
 	{ "/dev/pts", CONFINE_DIR, NULL },
 	{ "/dev/vda", CONFINE_NODE, NULL },
 	{ "/run/kiln-run", CONFINE_DIR, NULL },
+	{ "/run/kiln-run/run.py", CONFINE_NODE, NULL },
+	{ "/run/kiln-run/result.sh", CONFINE_NODE, NULL },
+	{ "/run/kiln-run/prelude.js", CONFINE_NODE, NULL },
+	{ "/run/kiln-run/r.abc123", CONFINE_DIR, NULL },
+	{ "/run/kiln-run/r.other1", CONFINE_DIR, NULL },
 	{ "/run/kiln-vsock.sock", CONFINE_NODE, NULL },
 };
 
@@ -123,13 +128,44 @@ static void assert_unseen(const char *path)
 	}
 }
 
+/* A run sees the helpers (read-only) and its own directory (writable:
+ * its result file), never another run's; a run_dir elsewhere is refused. */
+static void test_run_sees_its_own_directory_only(void **state)
+{
+	static const char *const bad[] = {
+		"/run/kiln-run/", "/run/kiln-run", "/run/kiln-run/r.abc123/x", "/run/kiln-run/../kiln-run/r.abc123",
+		"/tmp/r.abc123", "/run/kiln-run/r.missing", "/run/kiln-runx/r.abc123", "/run/kiln-run/..",
+		"/run/kiln-run/.",
+	};
+	struct fake_fs fs = FS(debian);
+
+	(void)state;
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, "/run/kiln-run/r.abc123"), 0);
+	assert_non_null(find(CONFINE_MKDIR, R "/run"));
+	assert_non_null(find(CONFINE_MKDIR, R "/run/kiln-run"));
+	assert_null(find(CONFINE_BIND, R "/run/kiln-run")); /* the directory itself is the view's own */
+	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")->src, "/run/kiln-run/r.abc123");
+	assert_null(find(CONFINE_READONLY, R "/run/kiln-run/r.abc123"));
+	for (const char *const *h = (const char *const[]){ "/run.py", "/result.sh", "/prelude.js", NULL }; *h; h++) {
+		char dst[CONFINE_PATH_MAX];
+
+		snprintf(dst, sizeof(dst), R "/run/kiln-run%s", *h);
+		assert_non_null(find(CONFINE_BIND, dst));
+		assert_non_null(find(CONFINE_READONLY, dst));
+	}
+	assert_unseen("/run/kiln-run/r.other1");
+	assert_unseen("/run/kiln-vsock.sock");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, bad[i]), -EINVAL);
+}
+
 static void test_debian_view(void **state)
 {
 	struct fake_fs fs = FS(debian);
 	const struct confine_step *s;
 
 	(void)state;
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
 	/* Namespace first, nothing propagating back to the agent's mounts. */
 	assert_int_equal(plan.step[0].op, CONFINE_UNSHARE);
 	assert_int_equal(plan.step[1].op, CONFINE_PRIVATE);
@@ -167,10 +203,10 @@ static void test_debian_view(void **state)
 	assert_unseen("/dev/vda");
 	assert_unseen("/sys");
 
-	/* Of /run only the run-code directory (writable: each run's result file). */
-	assert_non_null(find(CONFINE_MKDIR, R "/run"));
-	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run")->src, "/run/kiln-run");
-	assert_null(find(CONFINE_READONLY, R "/run/kiln-run")); /* a run writes its result there */
+	/* Nothing of /run for an exec: not the runs' directories, not the agent's sockets. */
+	assert_null(find(CONFINE_MKDIR, R "/run"));
+	assert_unseen("/run/kiln-run");
+	assert_unseen("/run/kiln-run/r.abc123");
 	assert_unseen("/run/kiln-vsock.sock");
 
 	/* /workspace read-write with its submounts; /tmp private. */
@@ -231,7 +267,7 @@ static void test_minimal_view_and_shape(void **state)
 	struct fake_fs deb = FS(debian);
 
 	(void)state;
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
 	assert_well_formed();
 	assert_non_null(find(CONFINE_READONLY, R "/bin"));
 	assert_non_null(find(CONFINE_READONLY, R "/sbin"));
@@ -241,7 +277,7 @@ static void test_minimal_view_and_shape(void **state)
 	assert_unseen("/etc/passwd");
 	assert_non_null(find(CONFINE_MKDIR, R "/etc")); /* an empty /etc */
 	assert_null(find(CONFINE_MKDIR, R "/run")); /* no helpers, no /run */
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &deb), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &deb, NULL), 0);
 	assert_well_formed();
 }
 
@@ -257,7 +293,8 @@ static enum confine_kind all_dirs(void *ctx, const char *path, char *link, size_
 static void test_fullest_root_fits(void **state)
 {
 	(void)state;
-	assert_int_equal(confine_plan_build(&plan, all_dirs, NULL), 0);
+	assert_int_equal(confine_plan_build(&plan, all_dirs, NULL, NULL), 0);
+	assert_int_equal(confine_plan_build(&plan, all_dirs, NULL, "/run/kiln-run/r.abcdef"), 0);
 	assert_true(plan.n < CONFINE_STEPS_MAX);
 	assert_well_formed();
 }
@@ -271,10 +308,10 @@ static void test_workspace_must_exist(void **state)
 
 	(void)state;
 	none.n = 4; /* without /workspace and what follows it */
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &none), -ENOENT);
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &file), -ENOENT);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &none, NULL), -ENOENT);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &file, NULL), -ENOENT);
 	/* A link is shown like the unconfined view shows it: followed. */
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &link), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &link, NULL), 0);
 	assert_string_equal(find(CONFINE_BIND, R "/workspace")->src, "/workspace");
 }
 
@@ -287,10 +324,10 @@ static void test_long_link_target(void **state)
 
 	(void)state;
 	memset(target, 'a', sizeof(target) - 1);
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
 	assert_null(find(CONFINE_SYMLINK, R "/bin"));
 	target[CONFINE_PATH_MAX - 1] = 0;
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
 	assert_int_equal(strlen(find(CONFINE_SYMLINK, R "/bin")->src), CONFINE_PATH_MAX - 1);
 }
 
@@ -300,7 +337,7 @@ static void test_describe(void **state)
 	char buf[160];
 
 	(void)state;
-	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs), 0);
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
 	confine_step_describe(&plan, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "creating a mount namespace");
 	confine_step_describe(&plan, index_of(find(CONFINE_MOUNT, R "/tmp")), buf, sizeof(buf));
@@ -328,6 +365,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_view),
+		cmocka_unit_test(test_run_sees_its_own_directory_only),
 		cmocka_unit_test(test_minimal_view_and_shape),
 		cmocka_unit_test(test_fullest_root_fits),
 		cmocka_unit_test(test_workspace_must_exist),

@@ -30,7 +30,7 @@ void kilnd_log(const char *fmt, ...)
 /* A valid spec (the view renders it). */
 static void min_spec(struct sandbox_spec *spec)
 {
-	static const struct sandbox_limits lim = { 8, 4096, 0 };
+	static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_t *body = json_pack("{s:s}", "image", "minimal");
 	struct api_err e;
 

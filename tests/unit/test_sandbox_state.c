@@ -122,7 +122,7 @@ static const struct control_reply snap = { .memory_bytes = 1 << 27, .memory_stor
 
 static void make_record(struct sandbox_record *r)
 {
-	static const struct sandbox_limits lim = { 8, 4096, 0 };
+	static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_error_t je;
 	json_t *body = json_loads("{\"image\":\"minimal\",\"cpus\":2,\"labels\":{\"job\":\"7\"},"
 				  "\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\",\"read_only\":true}]}",
