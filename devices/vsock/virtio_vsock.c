@@ -60,6 +60,7 @@ struct vsock_dev {
 	struct virtq_chain txc;
 	struct virtq_chain evc;
 	int reset_event_pending;    /* TRANSPORT_RESET owed to the guest (after restore) */
+	int draining;               /* last_words(): no new host connections */
 	int event_retries;
 	struct iovec iov[VIRTQ_MAX_CHAIN];
 };
@@ -286,7 +287,12 @@ static void tx_packet(struct vsock_dev *v, const struct vsock_hdr *h, uint64_t p
 			conn_close(v, c, 0);
 		break;
 	case VSOCK_ACT_CONNECT:
-		guest_connect(v, c);
+		/* At teardown nothing new starts (and the tearing-down thread's
+		 * seccomp role may not make sockets): refused as nobody listening. */
+		if (v->draining)
+			vsock_conn_reset(&v->t, c);
+		else
+			guest_connect(v, c);
 		break;
 	case VSOCK_ACT_ESTABLISHED:
 		host_reply_ok(v, c);
@@ -816,12 +822,16 @@ static int vsock_restore(struct virtio_dev *d, const void *buf, size_t len)
  * served the tx kick, so the answer would still sit in the tx ring, or in
  * a connection's buffer behind a full host socket. Pass on what is there,
  * without waiting: a host that does not read loses only what it did not
- * read. Only a live driver's queues are read; the ring is bounded.
+ * read. Only a live driver's queues are read; the ring is bounded. A
+ * guest's new connection request is refused, not connected.
  */
 static void last_words(struct vsock_dev *v)
 {
 	if (!active(v) || !v->dev.vq[Q_TX].ready)
 		return;
+	/* Data, shutdowns and resets of connections that exist: send, close
+	 * and epoll_ctl, which the control role's filter allows. */
+	v->draining = 1;
 	tx_process(v);
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
 		struct vsock_conn *c = &v->t.conn[i];

@@ -13,12 +13,14 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -785,6 +787,79 @@ static void test_last_words_reach_the_host(void **state)
 	close(lfd);
 }
 
+/* kiln-vmm destroys devices on the thread that runs under the control
+ * role's seccomp filter, which has no socket and no connect: a guest that
+ * queued a new connection request before powering off gets no connect
+ * there (the process would die of SIGSYS); the established connection's
+ * data still goes out. Destroyed in a child whose filter kills at socket
+ * or connect (the control role's own filter would also kill the
+ * sanitizers' runtime); the parent checks. */
+static void test_last_words_under_the_control_filter(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 3 };
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), cfd, st;
+	struct vsock_hdr h = {
+		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = 5000, .dst_port = 1024,
+		.len = 3, .type = VSOCK_TYPE_STREAM, .op = VSOCK_OP_RW, .buf_alloc = 65536,
+	};
+	uint64_t a[2];
+	uint32_t l[2] = { VSOCK_HDR_SIZE, 3 }, len;
+	int w[2] = { 0, 0 };
+	char buf[16];
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_1024", f->path);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	post_rx(f, 8);
+	guest_send(f, VSOCK_OP_REQUEST, 5000, 1024, NULL, 0, 65536, 0);
+	assert_int_equal(rx_hdr(f, &len, NULL).op, VSOCK_OP_RESPONSE);
+	cfd = accept(lfd, NULL, NULL);
+	assert_true(cfd >= 0);
+	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+	/* Never kicked: data on the connection, then a new request. */
+	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
+	a[1] = alloc_buf(f, 3);
+	vsock_hdr_encode(gpa(f, a[0]), &h);
+	memcpy(gpa(f, a[1]), "bye", 3);
+	h.op = VSOCK_OP_REQUEST;
+	h.src_port = 5001;
+	h.len = 0;
+	pthread_mutex_lock(&f->d->lock);
+	add_chain(f, 1, a, l, w, 2);
+	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
+	vsock_hdr_encode(gpa(f, a[0]), &h);
+	add_chain(f, 1, a, l, w, 1);
+	pthread_mutex_unlock(&f->d->lock);
+
+	event_loop_stop(f->loop);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+
+		if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), 0) < 0 ||
+		    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(connect), 0) < 0 || seccomp_load(ctx) < 0)
+			_exit(2);
+		f->d->ops->destroy(f->d);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st))
+		fail_msg("the filtered destroy ended by signal %d", WTERMSIG(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	recv_n(cfd, buf, 3);
+	assert_string_equal(buf, "bye");
+	/* the request made no connection */
+	assert_int_equal(accept(lfd, NULL, NULL), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(cfd);
+	close(lfd);
+}
+
 /* A broken or stopped driver's ring is not read at destroy. */
 static void test_no_last_words_from_a_broken_driver(void **state)
 {
@@ -823,6 +898,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_words_reach_the_host, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_last_words_from_a_broken_driver, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_last_words_under_the_control_filter, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
