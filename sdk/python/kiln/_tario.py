@@ -141,23 +141,47 @@ def _link_stays_inside(dest_real: str, path: str, target: str) -> bool:
     return _inside(dest_real, os.path.normpath(joined)) and _inside(dest_real, os.path.realpath(joined))
 
 
-# A pax or GNU long-name header is read whole into memory by tarfile: a
-# guest's archive may claim one of any size, so it is refused above this.
-HEADER_MAX = 1 << 20
+# tarfile reads an extended header (pax "x", GNU long name/link) whole
+# into memory, and follows it with the member it describes by recursion.
+# kiln's agent writes only pax "x" headers of at most 64 KiB
+# (api/proto/agent_tar.h, TAR_EXT_MAX), one per member, so a guest's
+# archive gets no more: a larger one, one extended header after another,
+# global headers (whose keys tarfile keeps for the whole archive) and sparse
+# members (whose maps tarfile reads without bound) are refused before they
+# are read.
+HEADER_MAX = 64 << 10
+_EXTENDED = (tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+_REFUSED = {tarfile.XGLTYPE: "a global pax header", tarfile.SOLARIS_XHDTYPE: "a Solaris extended header",
+            tarfile.GNUTYPE_SPARSE: "a sparse member"}
 
 
 class _BoundedTarInfo(tarfile.TarInfo):
-    """TarInfo that refuses, before tarfile reads them, extended headers
-    larger than HEADER_MAX and sparse members (whose extension headers
-    tarfile collects without bound; kiln's agent never writes them)."""
+    """TarInfo that refuses what kiln's agent never writes and what would
+    make tarfile read without bound (see HEADER_MAX)."""
 
     def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
-        if self.type == tarfile.GNUTYPE_SPARSE:
-            raise tarfile.HeaderError(f"member {self.name!r} is sparse, which download_dir does not take")
-        if self.type in (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
-                         tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK) and self.size > HEADER_MAX:
+        if self.type in _REFUSED:
+            raise tarfile.HeaderError(f"{_REFUSED[self.type]} ({self.name!r}), which download_dir does not take")
+        if self.type not in _EXTENDED:
+            return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+        if self.size > HEADER_MAX:
             raise tarfile.HeaderError(f"an extended header of {self.size} bytes (at most {HEADER_MAX})")
-        return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+        if getattr(tarfile_, "_kiln_in_extended", False):
+            raise tarfile.HeaderError("an extended header followed by another")
+        setattr(tarfile_, "_kiln_in_extended", True)
+        try:
+            return super()._proc_member(tarfile_)  # type: ignore[misc,no-any-return]
+        finally:
+            setattr(tarfile_, "_kiln_in_extended", False)
+
+    def _proc_sparse(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
+        raise tarfile.HeaderError(f"a sparse member ({self.name!r}), which download_dir does not take")
+
+    def _proc_gnusparse_00(self, *args: Any) -> None:
+        raise tarfile.HeaderError("a sparse member (GNU.sparse pax keys), which download_dir does not take")
+
+    _proc_gnusparse_01 = _proc_gnusparse_00
+    _proc_gnusparse_10 = _proc_gnusparse_00
 
 
 def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
@@ -169,7 +193,7 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
     counts = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "skipped": 0}
     try:
         tar = tarfile.open(fileobj=fileobj, mode="r|gz", tarinfo=_BoundedTarInfo)
-    except (tarfile.TarError, OSError, EOFError) as e:
+    except (tarfile.TarError, OSError, EOFError, RecursionError) as e:
         raise KilnError(f"download_dir: the archive cannot be read (not tar.gz, or hostile): {e}") from e
     with tar:
         try:
@@ -208,7 +232,7 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
                     counts["hardlinks"] += 1
                 else:
                     counts["skipped"] += 1
-        except (tarfile.TarError, EOFError, zlib.error) as e:
+        except (tarfile.TarError, EOFError, zlib.error, RecursionError) as e:
             raise KilnError(f"download_dir: the archive is damaged: {e}") from e
     return counts
 

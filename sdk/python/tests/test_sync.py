@@ -40,6 +40,18 @@ def routes(table):
     return handler
 
 
+
+def _add_dir(tar: tarfile.TarFile, name: str) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+    tar.addfile(ti)
+
+
+def _add_file(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    tar.addfile(ti, io.BytesIO(data))
+
 class Base(unittest.TestCase):
     def setUp(self) -> None:
         self.fake = FakeKilnd()
@@ -647,18 +659,43 @@ class TestFiles(Base):
             subprocess.run(["rm", "-rf", os.path.join(self.tmp, "x")])
 
     def test_huge_extended_header_is_refused_unread(self) -> None:
-        # tarfile reads a pax header whole: one claiming 64 MiB is refused
-        # from its size, before any of it is read (the body here is short).
-        ti = tarfile.TarInfo("x")
-        ti.type, ti.size = tarfile.XHDTYPE, 64 << 20
-        blob = gzip.compress(ti.tobuf(format=tarfile.USTAR_FORMAT) + b"a" * 4096)
-        sparse = tarfile.TarInfo("s")
-        sparse.type, sparse.size = tarfile.GNUTYPE_SPARSE, 10
-        for what, body in (("pax", blob), ("sparse", gzip.compress(sparse.tobuf(format=tarfile.GNU_FORMAT) + bytes(1024)))):
+        # tarfile reads an extended header whole and follows chains of
+        # them by recursion: what kiln's agent never writes is refused
+        # from its header, before it is read (the bodies here are short).
+        def hdr(name: str, typ: bytes, size: int, fmt: int = tarfile.USTAR_FORMAT) -> bytes:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.size = typ, size
+            return ti.tobuf(format=fmt)
+
+        def pax(records: dict) -> bytes:
+            data = b"".join(f"{len(k) + len(v) + 3 + len(str(len(k) + len(v) + 3))} {k}={v}\n".encode()
+                            for k, v in records.items())
+            assert all(int(r.split(b" ")[0]) == len(r) for r in data.splitlines(keepends=True))
+            return hdr("p", tarfile.XHDTYPE, len(data)) + data + bytes(-len(data) % 512)
+
+        member = hdr("f", tarfile.REGTYPE, 0)
+        cases = {
+            "pax 64 MiB": (hdr("x", tarfile.XHDTYPE, 64 << 20) + b"a" * 4096, "extended header of 67108864 bytes"),
+            "global": (hdr("g", tarfile.XGLTYPE, 10) + bytes(512), "global pax header"),
+            "sparse": (hdr("s", tarfile.GNUTYPE_SPARSE, 10, tarfile.GNU_FORMAT) + bytes(1024), "sparse member"),
+            "x after x": (pax({"comment": "a"}) + pax({"comment": "b"}) + member, "followed by another"),
+            "pax sparse": (pax({"GNU.sparse.major": "1", "GNU.sparse.minor": "0", "GNU.sparse.name": "f",
+                                "GNU.sparse.realsize": "10"}) + member + bytes(1024), "sparse member"),
+        }
+        for what, (body, why) in cases.items():
             self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e/archive"):
-                                        chunked_response(body, 2, "application/gzip")})
-            with self.assertRaisesRegex(errors.KilnError, "extended header of 67108864 bytes|is sparse", msg=what):
+                                        chunked_response(gzip.compress(body), 2, "application/gzip")})
+            with self.assertRaisesRegex(errors.KilnError, why, msg=what):
                 self.sandbox().files.download_dir("/p", os.path.join(self.tmp, "h"))
+        # What the agent does write: one pax header per member, for a long name.
+        long = "d/" + "n" * 200
+        blob = self.hostile_archive(lambda t: (_add_dir(t, "d"), _add_file(t, long, b"hi")))
+        self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e/archive"):
+                                    chunked_response(blob, 2, "application/gzip")})
+        dst = os.path.join(self.tmp, "longname")
+        self.sandbox().files.download_dir("/p", dst)
+        with open(os.path.join(dst, long), "rb") as f:
+            self.assertEqual(f.read(), b"hi")
 
     def test_corrupt_archive_is_an_error(self) -> None:
         blob = gzip.compress(b"not a tar at all" * 100)
