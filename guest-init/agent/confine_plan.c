@@ -210,10 +210,13 @@ int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx
 	show_each(&b, "/etc", etc_entries, N(etc_entries));
 	if (run_dir) {
 		/* only a directory of the run-code directory's own */
-		const char *name = run_dir + sizeof(CONFINE_RUN_DIR);
+		const char *name;
 
-		if (strncmp(run_dir, CONFINE_RUN_DIR "/", sizeof(CONFINE_RUN_DIR)) || !*name || strchr(name, '/') ||
-		    !strcmp(name, ".") || !strcmp(name, "..") || probe(ctx, run_dir, NULL, 0) != CONFINE_DIR)
+		if (strncmp(run_dir, CONFINE_RUN_DIR "/", sizeof(CONFINE_RUN_DIR)))
+			return -EINVAL;
+		name = run_dir + sizeof(CONFINE_RUN_DIR);
+		if (!*name || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..") ||
+		    probe(ctx, run_dir, NULL, 0) != CONFINE_DIR)
 			return -EINVAL;
 		mkdir_at(&b, "/run", 0755);
 		mkdir_at(&b, CONFINE_RUN_DIR, 0755);

@@ -33,7 +33,7 @@ function camel(key) {
 // A stream's silence limit (Kiln({streamTimeoutMs})), as transport options.
 function streamIdle(client) {
   return client.streamTimeoutMs > 0
-    ? { idleTimeoutMs: client.streamTimeoutMs, idleWhat: 'a silent stream: Kiln({streamTimeoutMs})' }
+    ? { idleTimeoutMs: client.streamTimeoutMs, idleAfterHead: true, idleWhat: 'a silent stream: Kiln({streamTimeoutMs})' }
     : {};
 }
 
@@ -153,7 +153,9 @@ export class Kiln {
    * API socket ($KILN_SOCKET, else /run/kiln/kiln.sock); timeoutMs: the
    * client deadline of a request (0: none); streamTimeoutMs: how long a
    * stream (exec and run streams, process output, watch) may stay silent
-   * once it began (0 or absent: until kilnd ends it or the connection closes).
+   * once its head arrived (0 or absent: until kilnd ends it or the
+   * connection closes). A watch is silent while nothing changes: a limit
+   * ends an idle watch too.
    */
   constructor(opts = {}) {
     if (typeof opts === 'string') opts = { socket: opts };

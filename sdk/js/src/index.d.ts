@@ -96,7 +96,8 @@ export interface KilnOptions {
   /** Client deadline of one request in ms (default 300000; 0: none). */
   timeoutMs?: number;
   /** How long a stream (exec and run streams, process output, watch) may
-   * stay silent once it began, in ms (default 0: until kilnd ends it). */
+   * stay silent once its head arrived, in ms (default 0: until kilnd ends
+   * it). A watch is silent while nothing changes: a limit ends it too. */
   streamTimeoutMs?: number;
 }
 

@@ -130,19 +130,21 @@ export class Transport {
         if (!state.lastError) state.lastError = e;
         fail(e);
       });
-      if (opts.idleTimeoutMs) {
-        // A transfer may take long, but never sits silent longer than this.
-        req.setTimeout(opts.idleTimeoutMs, () => {
-          state.timedOut = true;
-          state.deadlineMs = opts.idleTimeoutMs;
-          if (opts.idleWhat) state.idleWhat = opts.idleWhat;
-          if (!state.done) { fail(new Error('idle')); return; }
-          req.destroy();
-          if (resRef) resRef.destroy(new Error('idle'));
-        });
-      }
+      // A transfer may take long, but never sits silent longer than this;
+      // a stream's silence counts from its head (idleAfterHead), the head
+      // itself being the deadline's.
+      const armIdle = () => req.setTimeout(opts.idleTimeoutMs, () => {
+        state.timedOut = true;
+        state.deadlineMs = opts.idleTimeoutMs;
+        if (opts.idleWhat) state.idleWhat = opts.idleWhat;
+        if (!state.done) { fail(new Error('idle')); return; }
+        req.destroy();
+        if (resRef) resRef.destroy(new Error('idle'));
+      });
+      if (opts.idleTimeoutMs && !opts.idleAfterHead) armIdle();
       req.on('response', (res) => {
         state.gotHead = true;
+        if (opts.idleTimeoutMs && opts.idleAfterHead) armIdle();
         resRef = res;
         if (state.done) { res.destroy(); return; }
         const stop = () => { clearTimeout(timer); req.destroy(); };

@@ -293,6 +293,18 @@ test('a stream silent past Kiln({streamTimeoutMs}): one ClientTimeoutError namin
   assert.equal(await more, 'failed');
 }));
 
+test('a stream head slower than streamTimeoutMs (a sandbox waking) is the deadline\'s to judge, not the silence\'s', () => withFake({
+  'POST /v1/sandboxes': () => jsonResponse(201, SB),
+  'POST /v1/sandboxes/abc123/exec': (req, sock) => {
+    setTimeout(() => ndjsonStream([{ type: 'stdout', data: 'a' }, EXIT])(req, sock), 700);
+  },
+}, async (k, f) => {
+  const sb = await new Kiln({ socket: f.socket, timeoutMs: 3000, streamTimeoutMs: 300 }).sandboxes.create({ image: 'minimal' });
+  const evs = [];
+  for await (const ev of await sb.execStream('x')) evs.push(ev.type);
+  assert.deepEqual(evs, ['stdout', 'exit']);
+}));
+
 test('a stream that ends cleanly before its exit event: KilnConnectionError', () => withFake({
   'POST /v1/sandboxes': () => jsonResponse(201, SB),
   'POST /v1/sandboxes/abc123/exec': ndjsonStream([{ type: 'stdout', data: 'a\n' }]),
