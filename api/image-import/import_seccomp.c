@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 
@@ -29,7 +30,12 @@ static const int refused[] = {
 	SCMP_SYS(ioperm), SCMP_SYS(settimeofday), SCMP_SYS(clock_settime), SCMP_SYS(clock_adjtime),
 	SCMP_SYS(adjtimex), SCMP_SYS(sethostname), SCMP_SYS(setdomainname), SCMP_SYS(fanotify_init),
 	SCMP_SYS(vhangup), SCMP_SYS(lookup_dcookie),
+	/* leaving its process group, which kilnd kills whole when it ends */
+	SCMP_SYS(setsid), SCMP_SYS(setpgid),
 };
+
+/* Terminal ioctls that type into, or drive, a terminal it might hold. */
+static const unsigned long refused_ioctls[] = { TIOCSTI, TIOCLINUX };
 
 static const unsigned long ns_flags[] = {
 	CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP,
@@ -52,6 +58,10 @@ static int add_rules(scmp_filter_ctx ctx)
 			return r;
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0)) < 0)
 		return r;
+	for (size_t i = 0; i < N(refused_ioctls); i++)
+		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+					  SCMP_A1(SCMP_CMP_EQ, refused_ioctls[i]))) < 0)
+			return r;
 	/* Unix sockets only (the C library's name service may use one). */
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 1,
 				  SCMP_A0(SCMP_CMP_NE, AF_UNIX))) < 0)

@@ -9,8 +9,10 @@
  * pivot_root, chroot, clone with namespace flags), the kernel's attack
  * surface it never needs (bpf, perf_event_open, userfaultfd, io_uring,
  * keyrings, modules, kexec, reboot, swap, the clock, host names), and
- * every socket that is not AF_UNIX. clone3 answers ENOSYS, so the C
- * library falls back to clone, whose flags the filter can see. The filter
+ * every socket that is not AF_UNIX, leaving its process group (setsid,
+ * setpgid) and the terminal ioctls TIOCSTI and TIOCLINUX. clone3 answers
+ * ENOSYS, so the C library falls back to clone, whose flags the filter
+ * can see. The filter
  * is inherited by what the importer executes; calls of a foreign ABI
  * (i386, x32) kill the process.
  */

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -78,6 +79,10 @@ static int filtered(void *arg)
 	if (!refused(syscall(SYS_mount, "none", "/mnt", "tmpfs", 0, NULL), EPERM) ||
 	    !refused(syscall(SYS_bpf, 0, NULL, 0), EPERM))
 		return 8;
+	/* it stays in its process group, and types into no terminal */
+	if (!refused(syscall(SYS_setsid), EPERM) || !refused(syscall(SYS_setpgid, 0, 0), EPERM) ||
+	    !refused(syscall(SYS_ioctl, 0, TIOCSTI, "x"), EPERM))
+		return 10;
 	/* What it runs inherits the filter, and plain processes still start:
 	 * unshare(1) (util-linux) is refused inside; true is not. */
 	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
@@ -100,6 +105,7 @@ static void test_seccomp_refuses_what_an_importer_never_needs(void **state)
 
 struct ns_probe {
 	char host_file[64]; /* made in /tmp by the parent */
+	char work[64];      /* a work directory beneath /tmp, with "marker" */
 	int port;           /* a listener on the host's 127.0.0.1 */
 };
 
@@ -112,15 +118,20 @@ static int namespaced(void *arg)
 	const char *step;
 	int fd, n = 0;
 
-	if (chdir("/var/lib") < 0)
+	char cwd[64];
+
+	if (chdir(p->work) < 0)
 		return 1;
 	if (import_ns_enter(&step) < 0)
 		return 2;
-	/* the working directory survives the mounts */
-	fd = open(".", O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
+	/* the work directory, though /tmp now hides its path, is bound into
+	 * the new /run and entered: its ".." is that tmpfs, not the host's */
+	fd = open("marker", O_RDONLY);
+	if (fd < 0 || !getcwd(cwd, sizeof(cwd)) || strcmp(cwd, IMPORT_NS_WORK))
 		return 3;
 	close(fd);
+	if (statfs("..", &fs) < 0 || fs.f_type != TMPFS_MAGIC || access("../../tmp/kiln-import-ns-marker-dir", F_OK) == 0)
+		return 9;
 	if (statfs("/tmp", &fs) < 0 || fs.f_type != TMPFS_MAGIC || access(p->host_file, F_OK) == 0)
 		return 4;
 	if (statfs("/run", &fs) < 0 || fs.f_type != TMPFS_MAGIC)
@@ -155,6 +166,11 @@ static void test_namespaces_hide_the_host(void **state)
 	fd = mkstemp(p.host_file);
 	assert_true(fd >= 0);
 	close(fd);
+	snprintf(p.work, sizeof(p.work), "/tmp/kiln-import-ns-marker-dir");
+	mkdir(p.work, 0700);
+	fd = open("/tmp/kiln-import-ns-marker-dir/marker", O_WRONLY | O_CREAT, 0600);
+	assert_true(fd >= 0);
+	close(fd);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	assert_true(lfd >= 0);
 	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
@@ -166,6 +182,8 @@ static void test_namespaces_hide_the_host(void **state)
 	/* and the host's mounts are untouched */
 	assert_int_equal(access(p.host_file, F_OK), 0);
 	unlink(p.host_file);
+	unlink("/tmp/kiln-import-ns-marker-dir/marker");
+	rmdir(p.work);
 	close(lfd);
 }
 

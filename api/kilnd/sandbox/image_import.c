@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -25,6 +26,8 @@
 /* An import that takes longer is killed (a 16 GiB image takes minutes). */
 #define IMPORT_TIMEOUT_MS (60 * 60 * 1000)
 #define IMPORT_STDOUT_MAX (1u << 20)
+/* How long its pipes may stay open once the importer has ended. */
+#define IMPORT_PIPE_GRACE_MS 2000
 #define IMPORT_STDERR_MAX (16u << 10)
 #define EXIT_BAD_ARCHIVE 2
 
@@ -80,7 +83,7 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	size_t n = 1;
 	uid_t id = d->cfg.import_id;
 	const char *step;
-	int prog, r;
+	int prog, tty, r;
 	const struct {
 		int res;
 		rlim_t v;
@@ -101,12 +104,20 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	 * killed with it, by kill(-pid), also when kilnd is not root */
 	if (setpgid(0, 0) < 0)
 		_exit(126);
-	if (chdir(work) < 0)
-		_exit(126);
+	/* no controlling terminal of kilnd's (a foreground kilnd's) to reach */
+	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty >= 0) {
+		ioctl(tty, TIOCNOTTY);
+		close(tty);
+	}
 	/* executed from this descriptor: the mounts below may hide its path */
 	prog = open(d->cfg.importer, O_PATH | O_CLOEXEC);
 	if (prog < 0)
 		child_fail(d->cfg.importer, errno);
+	if (chdir(work) < 0)
+		child_fail(work, errno);
+	/* it then works in the work directory bound into a tmpfs of its own
+	 * (IMPORT_NS_WORK): its ".." is not the host's */
 	if (geteuid() == 0 && (r = import_ns_enter(&step)) < 0)
 		child_fail(step, -r);
 	/* kilnd is root: the importer gets the import uid and nothing else */
@@ -193,7 +204,7 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 	int po[2], pe[2];
 	size_t no = 0, ne = 0;
 	bool oo = true, eo = true, exited = false;
-	int64_t deadline = mono_ms() + IMPORT_TIMEOUT_MS;
+	int64_t deadline = mono_ms() + IMPORT_TIMEOUT_MS, ended_ms = 0;
 	pid_t pid;
 
 	out[0] = err[0] = '\0';
@@ -215,12 +226,18 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 		int64_t left = deadline - mono_ms();
 
 		/* The importer has ended but something it started holds its
-		 * pipes open: the group goes now, not at the deadline. Not
-		 * reaped (WNOWAIT), so the group's id stays ours. */
+		 * pipes open: the group goes now, not at the deadline, and with
+		 * it (a root kilnd) every process of the import uid, in case one
+		 * left the group. Not reaped (WNOWAIT), so the group's id stays
+		 * ours. What still holds the pipes after a grace is left. */
 		if (!exited && leader_ended(pid)) {
 			exited = true;
+			ended_ms = mono_ms();
 			kill(-pid, SIGKILL);
+			kill_leftovers(d);
 		}
+		if (exited && mono_ms() - ended_ms > IMPORT_PIPE_GRACE_MS)
+			break;
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
 			snprintf(err, IMPORT_STDERR_MAX, "the import took longer than %d minutes", IMPORT_TIMEOUT_MS / 60000);

@@ -5,6 +5,8 @@
 #include <sched.h>
 #include <stddef.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char *const hidden[] = { "/tmp", "/var/tmp", "/dev/shm", "/run" };
 
@@ -23,6 +25,13 @@ int import_ns_enter(const char **step)
 			  IMPORT_NS_TMPFS_SIZE ",mode=1777") < 0 && errno != ENOENT)
 			return -errno;
 	}
+	/* The working directory, also when a mount above now hides its path,
+	 * bound beneath /run's new tmpfs and entered there: ".." leads into
+	 * that tmpfs, not to the host's directories around the work dir. */
+	*step = "bind the work directory to " IMPORT_NS_WORK;
+	if ((mkdir(IMPORT_NS_WORK, 0700) < 0 && errno != EEXIST) ||
+	    mount(".", IMPORT_NS_WORK, NULL, MS_BIND, NULL) < 0 || chdir(IMPORT_NS_WORK) < 0)
+		return -errno;
 	*step = NULL;
 	return 0;
 }

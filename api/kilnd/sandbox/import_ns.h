@@ -7,9 +7,11 @@
  *  - a new mount namespace, every mount private, where /tmp, /var/tmp,
  *    /dev/shm and /run are empty tmpfs of its own (no host sockets or
  *    scratch files to reach; at most IMPORT_NS_TMPFS_SIZE each).
- * The importer works in its current directory (kept across the mounts,
- * even beneath one of them) and is executed from a descriptor opened
- * before, so neither depends on what the mounts hide.
+ * The caller's current directory (the work directory, entered before,
+ * even beneath one of the hidden paths) is bound to IMPORT_NS_WORK in the
+ * new /run and entered, so its ".." is that tmpfs, not the host's
+ * directories around it. The importer is executed from a descriptor
+ * opened before, so it does not depend on what the mounts hide.
  *
  * Only system calls, no allocation: safe in the child of a threaded
  * process. 0, or -errno with *step naming what failed.
@@ -18,6 +20,7 @@
 #define KILN_IMPORT_NS_H
 
 #define IMPORT_NS_TMPFS_SIZE "size=16m"
+#define IMPORT_NS_WORK "/run/import"
 
 int import_ns_enter(const char **step);
 

@@ -6,6 +6,7 @@
  * GET and DELETE /v1/images/{name}: one image's record, and its removal.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
@@ -86,11 +87,17 @@ static const struct http_upload_ops import_ops = { .data = import_data, .end = i
  * and a full disk ends it with no_space as before. */
 static int room_check(struct http_req *r, struct api_err *e)
 {
+	char dir[PATH_MAX + 8];
 	struct statvfs fs;
 
-	if (statvfs(r->d->cfg.state_dir, &fs) < 0)
-		return 0;
-	return import_room_check(r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, r->d->cfg.state_dir, e);
+	/* where the import is written (a mount of its own, perhaps) */
+	snprintf(dir, sizeof(dir), "%s/images", r->d->cfg.state_dir);
+	if (statvfs(dir, &fs) < 0) {
+		snprintf(dir, sizeof(dir), "%s", r->d->cfg.state_dir);
+		if (statvfs(dir, &fs) < 0)
+			return 0;
+	}
+	return import_room_check(r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
 }
 
 void handle_image_import_begin(struct http_req *r)
