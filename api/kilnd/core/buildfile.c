@@ -50,6 +50,7 @@ static void free_strv(char **v, size_t n)
 static void step_free(struct bf_step *s)
 {
 	free(s->canon);
+	free(s->text);
 	free_strv(s->argv, s->argc);
 	free_strv(s->src, s->nsrc);
 	free(s->dest);
@@ -636,6 +637,8 @@ static int parse_instruction(struct parse *P, char *text, unsigned line, struct 
 	s->line = line;
 	s->chown = -1;
 	bf->n++;
+	if (!(s->text = strdup(text)))
+		return oom(e);
 	switch (s->op) {
 	case BF_RUN:
 		return parse_cmd(P, s, rest, e);

@@ -47,6 +47,7 @@ struct bf_step {
 	enum bf_op op;
 	unsigned line;   /* where the instruction starts (1-based) */
 	char *canon;     /* its normalised text: what the cache key hashes */
+	char *text;      /* the instruction as written (continuations joined), for the log */
 	/* RUN, READY: argv (shell: one element, the /bin/sh -c command) */
 	char **argv;
 	size_t argc;
