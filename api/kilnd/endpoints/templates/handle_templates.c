@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/kilnd/endpoints/exec/exec_render.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/endpoints/templates/build_context.h"
 #include "api/kilnd/http/stream_job.h"
@@ -26,8 +25,10 @@
 #include "api/kilnd/sandbox/sandbox_record.h"
 #include "api/kilnd/sandbox/sandbox.h"
 #include "api/kilnd/sandbox/templates.h"
+#include "lib/base/base64.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
+#include "lib/base/utf8.h"
 
 #define BUILD_QUEUE_BYTES (256u << 10)
 /* A RUN step may take this long (the guest kills it then). */
@@ -58,7 +59,6 @@ struct build_job {
 	/* while building */
 	struct sandbox *sb;
 	struct agent_client c;
-	struct exec_stream_enc enc;
 	json_t *env;
 	char cwd[BUILDFILE_PATH_MAX + 1];
 	enum agent_user user;
@@ -106,15 +106,19 @@ static void build_release(struct stream_job *sj)
 	job_free((struct build_job *)sj);
 }
 
-/* One log line; a client that went away does not stop the build. */
+/* One log line (takes o); a client that went away does not stop the build. */
 static void emit(struct build_job *j, json_t *o)
 {
-	size_t len;
-	char *line = exec_event_json(o, &len);
+	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-	if (line)
-		byte_queue_push(&j->sj.q, line, len);
+	if (line) {
+		size_t len = strlen(line);
+
+		line[len] = '\n'; /* the NUL becomes the line's end */
+		byte_queue_push(&j->sj.q, line, len + 1);
+	}
 	free(line);
+	json_decref(o);
 }
 
 static void emit_step(struct build_job *j, const char *type, size_t i, double ms)
@@ -130,17 +134,28 @@ static void emit_step(struct build_job *j, const char *type, size_t i, double ms
 
 /* ---- steps ---- */
 
+/* A RUN step's output chunk: {"type":"stdout"|"stderr","step","data"}, or
+ * data_base64 when the chunk is not UTF-8 text on its own. */
 static int on_output(void *arg, enum agent_stream st, const void *data, size_t n)
 {
 	struct build_job *j = arg;
-	char *line;
-	size_t len;
+	const char *type = st == AGENT_STDERR ? "stderr" : "stdout";
+	json_t *o;
 
-	if (exec_event_output(&j->enc, st, data, n, &line, &len))
+	if (utf8_valid(data, n)) {
+		o = json_pack("{s:s,s:I,s:s%}", "type", type, "step", (json_int_t)j->step, "data", (const char *)data, n);
+	} else {
+		char *b = malloc(base64_encoded_size(n));
+
+		if (!b)
+			return -ENOMEM;
+		base64_encode(data, n, b);
+		o = json_pack("{s:s,s:I,s:s}", "type", type, "step", (json_int_t)j->step, "data_base64", b);
+		free(b);
+	}
+	if (!o)
 		return -ENOMEM;
-	if (line)
-		byte_queue_push(&j->sj.q, line, len);
-	free(line);
+	emit(j, o);
 	return 0;
 }
 
@@ -170,7 +185,6 @@ static int guest_run(struct build_job *j, const char *const *argv, bool shell, b
 	o.env = env;
 	o.envc = n;
 	if (show) {
-		exec_stream_enc_init(&j->enc, false);
 		o.on_output = on_output;
 		o.on_output_arg = j;
 		o.output_cap = AGENT_OUTPUT_CAP_MAX;
@@ -179,14 +193,6 @@ static int guest_run(struct build_job *j, const char *const *argv, bool shell, b
 	if (r) {
 		api_err_from_agent(e, &ae, "template build");
 	} else {
-		char *line;
-		size_t len;
-
-		for (int s = AGENT_STDOUT; show && s <= AGENT_STDERR; s++)
-			if (exec_event_flush(&j->enc, (enum agent_stream)s, &line, &len) == 0 && line) {
-				byte_queue_push(&j->sj.q, line, len);
-				free(line);
-			}
 		*status = res.exit.signal ? 128 + res.exit.signal : res.exit.exit_code;
 	}
 	agent_client_exec_result_free(&res);
@@ -458,6 +464,18 @@ static void build_produce(struct stream_job *sj)
 			r = add_step(j, i, buildfile_step_writes(s) ? name : NULL, false);
 		if (r == 0)
 			emit_step(j, "step_end", i, mono_ms_f() - t);
+	}
+	if (r == 0) {
+		/* The guest's dirty page cache onto its disk: a cold start from
+		 * the template boots the checkpoint's disk copy, not its memory. */
+		static const char *const sync_argv[] = { "sync", NULL };
+		int status = 0;
+
+		r = guest_run(j, sync_argv, false, true, false, 600000, &status, &e);
+		if (r == 0 && status) {
+			api_err_set(&e, API_E_INTERNAL, "template build: sync in the guest exited with status %d", status);
+			r = -1;
+		}
 	}
 	if (r == 0)
 		r = checkpoint(j, TEMPLATE_READY_CHECKPOINT, &e);
