@@ -657,6 +657,10 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	for (size_t i = 0; fork_fields[i]; i++)
 		if (json_object_get(body, fork_fields[i]))
 			json_object_set(fb, fork_fields[i], json_object_get(body, fork_fields[i]));
+	/* The template's own sandbox never hibernates; its sandboxes have the
+	 * daemon's default unless the create gives one. */
+	if (!json_object_get(fb, "idle_timeout_s"))
+		json_object_set_new(fb, "idle_timeout_s", json_integer(d->cfg.limits.idle_timeout_default_s));
 	/* The snapshot fixes cpus and memory_mib: other values boot cold. */
 	kilnd_lock(d);
 	from = sandbox_find_locked(d, rec_str(rec, "sandbox"));

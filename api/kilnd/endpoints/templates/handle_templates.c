@@ -558,7 +558,9 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 		 json_string_value(json_object_get(img, "digest")) ?: "unknown");
 	json_decref(img);
 	j->base_defaults = images_defaults(j->d, from);
-	j->spec = json_pack("{s:s}", "image", from);
+	/* idle_timeout_s 0: no idle hibernation in the middle of a long step
+	 * (its forks get the daemon's default, sandbox_from_template). */
+	j->spec = json_pack("{s:s,s:i}", "image", from, "idle_timeout_s", 0);
 	if (!j->spec || (j->q.cpus && json_object_set_new(j->spec, "cpus", json_integer(j->q.cpus))) ||
 	    (j->q.memory_mib && json_object_set_new(j->spec, "memory_mib", json_integer(j->q.memory_mib))) ||
 	    (j->q.disk_mib && json_object_set_new(j->spec, "disk_mib", json_integer(j->q.disk_mib)))) {
