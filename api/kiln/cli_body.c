@@ -59,7 +59,7 @@ json_t *cli_body_sub(json_t *body, const char *field, bool array)
 }
 
 enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_DISK, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
-       C_FIREWALL };
+       C_FIREWALL, C_TEMPLATE };
 
 /* create's options but --image (run names the image as an operand). */
 #define CREATE_OPTDEFS                                                                                    \
@@ -115,7 +115,8 @@ static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz
 
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, CREATE_OPTDEFS, { 0 } };
+	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, { "template", 0, true, C_TEMPLATE },
+						  CREATE_OPTDEFS, { 0 } };
 	struct cli_scan s;
 	json_t *b = json_object();
 	int rc = 0, opt;
@@ -138,10 +139,19 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 			snprintf(err, errsz, "unexpected '--' (create takes only options)");
 			rc = -1;
 			break;
+		case C_TEMPLATE:
+			/* a template names its image */
+			json_object_del(b, "image");
+			rc = cli_body_str(b, "template", "--template", s.value, err, errsz);
+			break;
 		default:
 			rc = create_opt(b, opt, s.value, err, errsz);
 			break;
 		}
+	}
+	if (!rc && json_object_get(b, "template") && json_object_get(b, "image")) {
+		snprintf(err, errsz, "--image and --template exclude each other (a template names its image)");
+		rc = -1;
 	}
 	if (rc) {
 		json_decref(b);

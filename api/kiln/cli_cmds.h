@@ -119,6 +119,7 @@ int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_
 int cli_cmd_health(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_images(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_image(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_template(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv);

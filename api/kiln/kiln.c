@@ -19,10 +19,14 @@ static const struct cli_cmd commands[] = {
 	  "import an OCI image-layout or docker save tarball as a bootable image (Env, WorkingDir and User become "
 	  "its sandboxes' defaults); list; one image's record; delete one no sandbox uses",
 	  cli_cmd_image },
+	{ "template", "build [-f FILE] [--name NAME] DIR | ls | inspect NAME | rm NAME",
+	  "build a template from DIR's Kilnfile or Dockerfile (FROM, RUN, COPY, ENV, WORKDIR, USER, READY), its log "
+	  "streamed, steps cached; list; one template's record and build file; delete one no sandbox uses",
+	  cli_cmd_template },
 	{ "create",
-	  "[--image NAME] [--cpus N] [--memory MIB] [--disk MIB] [--env K=V]... [--hostname H] [--label K=V]... "
+	  "[--image NAME | --template NAME] [--cpus N] [--memory MIB] [--disk MIB] [--env K=V]... [--hostname H] [--label K=V]... "
 	  "[--share HOST:GUEST[:ro]]... [--timeout S] [--no-console] [--network none|passt] [--firewall FILE]",
-	  "create and boot a sandbox (image 'minimal' by default); prints its id", cli_cmd_create },
+	  "create and boot a sandbox (image 'minimal' by default; a template's start from its ready snapshot); prints its id", cli_cmd_create },
 	{ "run",
 	  "[create options] [--user U] [--cwd DIR] [--timeout-ms N] [--confine] [--shell] [-i] [--buffered] IMAGE "
 	  "[--] PROGRAM [ARG...]",

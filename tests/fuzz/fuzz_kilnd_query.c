@@ -25,7 +25,7 @@
 #include "fuzz.h"
 
 #define PAIRS_MAX 32 /* HTTP_QUERY_MAX */
-#define NSEL 15 /* 12 query parsers, the tty stream (12), the watch query (13), image import (14) */
+#define NSEL 16 /* 12 query parsers, the tty stream (12), the watch query (13), image import (14), template build (15) */
 #define TTY_SEL 12
 
 static void check_path(const char *p)
@@ -132,6 +132,14 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 
 		if (!r)
 			FUZZ_ASSERT(name && image_name_valid(name));
+		return r;
+	}
+	case 15: {
+		struct template_build_query q;
+		int r = query_template_build(kv, n, &q, e);
+
+		if (!r)
+			FUZZ_ASSERT(q.name && image_name_valid(q.name) && (!q.file || (q.file[0] && q.file[0] != '/')));
 		return r;
 	}
 	case 13: {

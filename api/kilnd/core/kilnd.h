@@ -103,6 +103,10 @@ struct sandbox_registry {
 	size_t n, cap;
 };
 
+/* Template builds at once, and a template name's longest (names.h's image rule). */
+#define KILND_TEMPLATE_BUILDS_MAX 4
+#define KILND_TEMPLATE_NAME_MAX 64
+
 struct kilnd {
 	struct kilnd_config cfg;
 	struct sandbox_registry reg;
@@ -111,6 +115,9 @@ struct kilnd {
 	int64_t started_mono_ms;
 	atomic_bool shutting_down;
 	struct kilnd_pools *pools; /* NULL: no --pool; its fields under reg.mu */
+	/* Names of the template builds under way ("": a free slot; reg.mu;
+	 * sandbox/templates.h). */
+	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];
 };
 
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */

@@ -378,3 +378,44 @@ int query_image_import(const struct query_kv *kv, size_t n, const char **name, b
 	}
 	return 0;
 }
+
+int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q, struct api_err *e)
+{
+	static const char *const known[] = { "name", "file", "cpus", "memory_mib", "disk_mib", NULL };
+	static const char *const nums[] = { "cpus", "memory_mib", "disk_mib" };
+	static const char what[] = "template build";
+	bool present;
+
+	memset(q, 0, sizeof(*q));
+	if (check_keys(kv, n, known, NULL, what, e))
+		return -1;
+	q->name = find(kv, n, "name", &present);
+	if (!q->name || !*q->name) {
+		api_err_set(e, API_E_MISSING_FIELD, "%s: give the template's name: ?name=NAME", what);
+		return -1;
+	}
+	if (!image_name_valid(q->name)) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit", what, q->name);
+		return -1;
+	}
+	q->file = find(kv, n, "file", &present);
+	if (present && (!q->file || !*q->file || q->file[0] == '/' || strlen(q->file) > 4096)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'file' must be the build file's path inside the context (relative)",
+			    what);
+		return -1;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		uint64_t v;
+
+		if (get_uint(kv, n, nums[i], 10, UINT32_MAX, &present, &v, what, e))
+			return -1;
+		if (present && v == 0) {
+			api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what, nums[i]);
+			return -1;
+		}
+		if (present)
+			*(i == 0 ? &q->cpus : i == 1 ? &q->memory_mib : &q->disk_mib) = (unsigned)v;
+	}
+	return 0;
+}

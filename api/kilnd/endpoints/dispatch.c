@@ -58,4 +58,8 @@ const http_handler_fn dispatch_handlers[OP_COUNT] = {
 	[OP_IMAGE_IMPORT] = handle_image_import_begin,
 	[OP_IMAGE_GET] = handle_image_get,
 	[OP_IMAGE_DELETE] = handle_image_delete,
+	[OP_TEMPLATES_LIST] = handle_templates,
+	[OP_TEMPLATE_BUILD] = handle_template_build_begin,
+	[OP_TEMPLATE_GET] = handle_template_get,
+	[OP_TEMPLATE_DELETE] = handle_template_delete,
 };

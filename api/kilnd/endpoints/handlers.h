@@ -22,6 +22,13 @@ void handle_image_import_begin(struct http_req *r);
 void handle_image_get(struct http_req *r);
 void handle_image_delete(struct http_req *r);
 
+/* handle_templates.c: POST /v1/templates streams its body (the build
+ * context) to a file, then streams the build's log; GET and DELETE. */
+void handle_templates(struct http_req *r);
+void handle_template_build_begin(struct http_req *r);
+void handle_template_get(struct http_req *r);
+void handle_template_delete(struct http_req *r);
+
 struct sandbox;
 
 /* handle_sandboxes.c */

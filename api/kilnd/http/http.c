@@ -334,12 +334,13 @@ static bool send_answer(struct http_conn *c, struct http_req *r, bool keep)
  * image archive, --max-image), not JSON. */
 static bool is_upload(enum route_op op)
 {
-	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT || op == OP_IMAGE_IMPORT;
+	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT || op == OP_IMAGE_IMPORT || op == OP_TEMPLATE_BUILD;
 }
 
 static uint64_t body_limit(struct http_req *r)
 {
-	if (r->rm.op == OP_IMAGE_IMPORT)
+	/* a build context is capped like an image archive */
+	if (r->rm.op == OP_IMAGE_IMPORT || r->rm.op == OP_TEMPLATE_BUILD)
 		return r->d->cfg.max_image;
 	if (is_upload(r->rm.op))
 		return r->d->cfg.max_upload ? r->d->cfg.max_upload : UINT64_MAX;
@@ -350,9 +351,9 @@ static void too_large(struct http_req *r)
 {
 	struct api_err e;
 
-	if (r->rm.op == OP_IMAGE_IMPORT)
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "the image archive is larger than %" PRIu64 " bytes (--max-image)",
-			    r->d->cfg.max_image);
+	if (r->rm.op == OP_IMAGE_IMPORT || r->rm.op == OP_TEMPLATE_BUILD)
+		api_err_set(&e, API_E_BODY_TOO_LARGE, "the %s is larger than %" PRIu64 " bytes (--max-image)",
+			    r->rm.op == OP_IMAGE_IMPORT ? "image archive" : "build context", r->d->cfg.max_image);
 	else if (is_upload(r->rm.op))
 		api_err_set(&e, API_E_BODY_TOO_LARGE, "the upload is larger than %" PRIu64 " bytes (--max-upload)",
 			    r->d->cfg.max_upload);

@@ -17,6 +17,8 @@ static const struct {
 	{ "/metrics", "GET", { { "GET", OP_METRICS } } },
 	{ "/v1/images", "GET, POST", { { "GET", OP_IMAGES_LIST }, { "POST", OP_IMAGE_IMPORT } } },
 	{ "/v1/images/{id}", "GET, DELETE", { { "GET", OP_IMAGE_GET }, { "DELETE", OP_IMAGE_DELETE } } },
+	{ "/v1/templates", "GET, POST", { { "GET", OP_TEMPLATES_LIST }, { "POST", OP_TEMPLATE_BUILD } } },
+	{ "/v1/templates/{id}", "GET, DELETE", { { "GET", OP_TEMPLATE_GET }, { "DELETE", OP_TEMPLATE_DELETE } } },
 	{ "/v1/sandboxes", "GET, POST", { { "GET", OP_SANDBOX_LIST }, { "POST", OP_SANDBOX_CREATE } } },
 	{ "/v1/sandboxes/{id}", "GET, DELETE",
 	  { { "GET", OP_SANDBOX_GET }, { "DELETE", OP_SANDBOX_DELETE } } },
@@ -125,5 +127,5 @@ bool route_has_body(enum route_op op)
 	       op == OP_PORT_ADD || op == OP_SANDBOX_PAUSE || op == OP_SANDBOX_RESUME ||
 	       op == OP_SANDBOX_HIBERNATE || op == OP_SANDBOX_WAKE || op == OP_CHECKPOINT_CREATE ||
 	       op == OP_CHECKPOINT_RESTORE || op == OP_FIREWALL_PUT || op == OP_PREVIEW_ADD ||
-	       op == OP_IMAGE_IMPORT;
+	       op == OP_IMAGE_IMPORT || op == OP_TEMPLATE_BUILD;
 }

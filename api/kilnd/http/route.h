@@ -6,7 +6,7 @@
  * empty segments, no prefix matching. A path that names a known resource
  * with a method it does not have is method_not_allowed (405) with the
  * Allow header's value; anything else unknown is route_not_found (404).
- * An {id} segment (an image's name under /v1/images; and a {proc} segment, a guest process's id, or {cp},
+ * An {id} segment (an image's name under /v1/images, a template's under /v1/templates; and a {proc} segment, a guest process's id, or {cp},
  * a checkpoint's name) is captured as given (at most 64 bytes); whether
  * such a sandbox, process or checkpoint exists is the caller's question.
  */
@@ -69,6 +69,10 @@ enum route_op {
 	OP_IMAGE_IMPORT,
 	OP_IMAGE_GET,
 	OP_IMAGE_DELETE,
+	OP_TEMPLATES_LIST,
+	OP_TEMPLATE_BUILD,
+	OP_TEMPLATE_GET,
+	OP_TEMPLATE_DELETE,
 	OP_COUNT /* not an operation: the number of them */
 };
 

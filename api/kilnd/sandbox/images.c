@@ -317,6 +317,14 @@ int images_delete(struct kilnd *d, const char *name, struct api_err *e)
 	}
 	kilnd_lock(d);
 	user = image_user_locked(d, name);
+	/* A template's hidden sandbox: name the template, the thing to delete. */
+	for (size_t i = 0; user && i < d->reg.n; i++)
+		if (d->reg.v[i]->rec.id == user && d->reg.v[i]->rec.tmpl_build[0]) {
+			api_err_set(e, API_E_IN_USE, "image '%s' is in use by template '%s': DELETE /v1/templates/%s first",
+				    name, d->reg.v[i]->rec.tmpl_build, d->reg.v[i]->rec.tmpl_build);
+			kilnd_unlock(d);
+			return -1;
+		}
 	if (user) {
 		api_err_set(e, API_E_IN_USE, "image '%s' is in use by %s%s: delete %s first", name,
 			    strcmp(user, "--pool") ? "sandbox " : "", user,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/images.h"
+#include "api/kilnd/sandbox/templates.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 
@@ -201,7 +202,7 @@ size_t sandbox_clients_count_locked(const struct kilnd *d)
 	size_t n = 0;
 
 	for (size_t i = 0; i < d->reg.n; i++)
-		n += !d->reg.v[i]->rec.pooled;
+		n += !d->reg.v[i]->rec.pooled && !d->reg.v[i]->rec.tmpl_build[0];
 	return n;
 }
 
@@ -370,6 +371,8 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 
 	if (fork_requested(body))
 		return sandbox_fork(d, body, peer, view, e);
+	if (template_requested(body))
+		return sandbox_from_template(d, body, peer, view, e);
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return -1;
 	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e) ||
@@ -531,8 +534,24 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e)
 
 json_t *sandbox_image_defaults(struct sandbox *sb)
 {
-	/* spec.image is set at create and never changes */
-	return images_defaults(sb->d, sb->rec.spec.image);
+	char tmpl[sizeof(sb->rec.tmpl)];
+	json_t *def, *t;
+
+	/* spec.image and tmpl are set at create and never change */
+	def = images_defaults(sb->d, sb->rec.spec.image);
+	kilnd_lock(sb->d);
+	memcpy(tmpl, sb->rec.tmpl, sizeof(tmpl));
+	kilnd_unlock(sb->d);
+	/* A template's working_dir and user over its image's. */
+	t = tmpl[0] ? template_defaults(sb->d, tmpl) : NULL;
+	if (t && (def || (def = json_object()))) {
+		if (json_is_string(json_object_get(t, "working_dir")))
+			json_object_set(def, "working_dir", json_object_get(t, "working_dir"));
+		if (json_is_string(json_object_get(t, "user")))
+			json_object_set(def, "user", json_object_get(t, "user"));
+	}
+	json_decref(t);
+	return def;
 }
 
 int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e)

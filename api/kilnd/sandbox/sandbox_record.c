@@ -56,6 +56,7 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	e |= json_object_set_new(o, "pid", r->pid > 0 ? json_integer(r->pid) : json_null());
 	e |= json_object_set_new(o, "cgroup", r->cgroup[0] ? json_string(r->cgroup) : json_null());
 	e |= json_object_set_new(o, "boots", json_integer(r->boots));
+	e |= json_object_set_new(o, "template", r->tmpl[0] ? json_string(r->tmpl) : json_null());
 	e |= json_object_set_new(o, "boot", obj_or_null(r->boot));
 	e |= json_object_set_new(o, "last_exit", obj_or_null(r->last_exit));
 	e |= json_object_set_new(o, "hibernation", obj_or_null(r->hibernation));
@@ -94,6 +95,7 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
 	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
 	    json_object_set_new(o, "pooled", json_boolean(r->pooled)) ||
+	    json_object_set_new(o, "template_build", r->tmpl_build[0] ? json_string(r->tmpl_build) : json_null()) ||
 	    json_object_set_new(o, "ports", r->ports ? json_incref(r->ports) : json_array()) ||
 	    json_object_set_new(o, "previews", r->previews ? json_incref(r->previews) : json_array()) ||
 	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
@@ -111,7 +113,24 @@ static const char *const meta_only[] = { "id",         "state",      "created_at
 					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
 					 "hibernation", "jail",     "owner_uid", "cgroup",
 					 "creating",   "vmm_start",  "ports",      "pooled",
+					 "template",   "template_build",
 					 "previews",   NULL };
+
+/* An optional template name (null or absent: none) into out. */
+static int template_field(const json_t *meta, const char *key, char out[IMAGE_NAME_MAX + 1], struct api_err *e)
+{
+	json_t *v = json_object_get(meta, key);
+
+	out[0] = '\0';
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) || !image_name_valid(json_string_value(v))) {
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: '%s' must be null or a template name", key);
+		return -1;
+	}
+	snprintf(out, IMAGE_NAME_MAX + 1, "%s", json_string_value(v));
+	return 0;
+}
 
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
@@ -308,6 +327,10 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->pooled = json_is_true(v);
+	if (template_field(meta, "template", r->tmpl, e) || template_field(meta, "template_build", r->tmpl_build, e)) {
+		sandbox_record_free(r);
+		return -1;
+	}
 	/* pid and vmm_start name the VMM a restarted kilnd may reattach;
 	 * before the field there is none to reattach. */
 	v = json_object_get(meta, "pid");
@@ -383,7 +406,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 
 bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid)
 {
-	return !r->pooled && (client_uid == 0 || client_uid == r->owner_uid);
+	return !r->pooled && !r->tmpl_build[0] && (client_uid == 0 || client_uid == r->owner_uid);
 }
 
 void sandbox_record_free(struct sandbox_record *r)

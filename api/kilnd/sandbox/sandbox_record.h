@@ -27,6 +27,8 @@
  *  - pooled is true while the sandbox belongs to a warm pool
  *    (sandbox_pool.c): no client sees it, root included, and a restarted
  *    kilnd removes it (the pool is filled again).
+ *  - tmpl_build names the template a hidden sandbox builds or holds
+ *    (templates.h): no client sees it either; it stays across restarts.
  */
 #ifndef KILN_SANDBOX_RECORD_H
 #define KILN_SANDBOX_RECORD_H
@@ -68,6 +70,13 @@ struct sandbox_record {
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 	bool creating;       /* its create has not answered yet (meta.json only) */
 	bool pooled;         /* a warm pool's, waiting for a create (meta.json only): no client sees it */
+	/* The template it was created from ("": none): its exec defaults
+	 * apply, and the template is in use while the sandbox exists. */
+	char tmpl[IMAGE_NAME_MAX + 1];
+	/* The template this sandbox builds or holds ("": none; meta.json
+	 * only, as "template_build"): hidden from every client like a pool's,
+	 * but kept across restarts (its checkpoints are the template). */
+	char tmpl_build[IMAGE_NAME_MAX + 1];
 };
 
 /* RFC 3339 UTC with milliseconds into out (at least 32 bytes). */
@@ -103,7 +112,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 
 /*
  * May a client with this uid see and touch the sandbox? Root sees every
- * sandbox but a warm pool's; any other uid only those it created. Everything that reaches
+ * sandbox but a warm pool's and a template's; any other uid only those it created. Everything that reaches
  * a sandbox for a client (sandbox_get, the list) asks this, and a "no"
  * looks exactly like a sandbox that does not exist.
  */

@@ -133,7 +133,7 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		return -1;
 	}
 	/* A pool's template takes its one checkpoint whatever the limit. */
-	if (!sb->rec.pooled && json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
+	if (!sb->rec.pooled && !sb->rec.tmpl_build[0] && json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
 		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
 			    sb->rec.id, json_array_size(sb->rec.checkpoints), d->cfg.max_checkpoints);
 		kilnd_unlock(d);
