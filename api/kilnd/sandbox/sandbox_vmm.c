@@ -199,16 +199,26 @@ static int last_exit_status_locked(struct sandbox *sb)
 	return json_is_integer(st) ? (int)json_integer_value(st) : -1;
 }
 
+/* Where a boot's time went, as kilnd sees it (boot.phases_ms). */
+struct boot_phases {
+	double prepare_ms;   /* jail directory, shares, firewall file, argv, cgroup */
+	double spawn_ms;     /* vmm_spawn: the keeper forks and execs kiln-vmm */
+	double agent_ms;     /* from then to the agent's first answer */
+	double configure_ms; /* hostname, info, clock and entropy after it */
+};
+
 /*
  * One kiln-vmm run (state booting, owned by the caller) up to the agent's
- * first answer. 0: it answered, *ready_ms since the spawn. -1 with e: no
+ * first answer. 0: it answered, *ready_ms since the spawn, ph filled in
+ * but for configure_ms. -1 with e: no
  * VMM is left; *spawned says whether one ran (its on_exit described how
  * it ended), *refused that it was a restore kiln-vmm gave up on with exit
  * status 1 (a damaged, truncated or foreign snapshot) before the guest ran.
  */
-static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, bool *spawned,
-			  bool *refused, struct api_err *e)
+static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, struct boot_phases *ph,
+			  bool *spawned, bool *refused, struct api_err *e)
 {
+	double t_prep = mono_ms_f(), t_spawned;
 	struct kilnd *d = sb->d;
 	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
@@ -271,6 +281,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	kilnd_unlock(d);
 	t0 = mono_ms_f();
 	r = vmm_spawn(&req, &proc, &id, e);
+	t_spawned = mono_ms_f();
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
 	if (req.cgroup_fd >= 0)
 		close(req.cgroup_fd);
@@ -328,6 +339,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		}
 	}
 	*ready_ms = mono_ms_f() - t0;
+	ph->prepare_ms = t0 - t_prep;
+	ph->spawn_ms = t_spawned - t0;
+	ph->agent_ms = t0 + *ready_ms - t_spawned;
 	return 0;
 
 kill:
@@ -363,11 +377,12 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct agent_client_err ae;
 	struct agent_client c;
 	enum sandbox_state to;
-	double ready_ms = 0;
+	struct boot_phases ph = { 0 };
+	double ready_ms = 0, t_ready;
 	int64_t uptime = -1;
 	bool synced = false, spawned = false, refused = false;
 
-	if (spawn_and_wait(sb, restore_dir, &ready_ms, &spawned, &refused, e)) {
+	if (spawn_and_wait(sb, restore_dir, &ready_ms, &ph, &spawned, &refused, e)) {
 		if (!refused || !src->cold_fallback)
 			goto failed;
 		/* The snapshot is unusable: the overlay still holds the disk as
@@ -381,10 +396,11 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			  restore_dir, snapshot_error);
 		SANDBOX_METRIC(d, wake_cold_boots);
 		restore_dir = NULL;
-		if (spawn_and_wait(sb, NULL, &ready_ms, &spawned, &refused, e))
+		if (spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &refused, e))
 			goto failed;
 	}
 
+	t_ready = mono_ms_f();
 	agent_client_init(&c, sb->vsock);
 	if (src && src->hostname && restore_dir) {
 		/* A fork runs the memory of another guest: its own name first. */
@@ -405,6 +421,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		synced = true;
 	else
 		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
+	ph.configure_ms = mono_ms_f() - t_ready;
 
 	kilnd_lock(d);
 	if (sb->vmm_exited) {
@@ -420,6 +437,9 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	sb->active_mono = mono_ms();
 	json_decref(sb->rec.boot);
 	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
+	json_object_set_new(sb->rec.boot, "phases_ms",
+			    json_pack("{s:f,s:f,s:f,s:f}", "prepare", ph.prepare_ms, "spawn", ph.spawn_ms, "agent",
+				      ph.agent_ms, "configure", ph.configure_ms));
 	if (restore_dir)
 		sandbox_boot_source(sb->rec.boot, src->from, src->checkpoint, NULL);
 	else if (snapshot_error[0])
