@@ -19,6 +19,12 @@
 /* Backoff of wait_ready (docs/agent-protocol.md, section 1). */
 #define READY_PAUSE_MIN_MS 10
 #define READY_PAUSE_MAX_MS 100
+/* While kiln-vmm has not bound its vsock socket yet (ENOENT, or
+ * ECONNREFUSED between bind and listen) a try costs one failed connect
+ * and nothing in the guest: try at this pace, so a restore, whose agent
+ * answers as soon as the socket exists, is not left waiting out a
+ * backoff step (up to READY_PAUSE_MAX_MS) started while kiln-vmm loaded. */
+#define READY_PAUSE_NO_SOCKET_MS 2
 /* A full listen backlog makes a non-blocking AF_UNIX connect fail with
  * EAGAIN (kiln-vmm accepts only once the guest's vsock driver is up);
  * retry at this pace until the deadline. */
@@ -888,6 +894,10 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "the agent was not ready within %d ms (%d attempts; last: %s)",
 				     timeout_ms, attempts, reason.msg);
+		if (last.fail == AGENT_FAIL_CONNECT && (last.errnum == ENOENT || last.errnum == ECONNREFUSED)) {
+			sleep_ms(READY_PAUSE_NO_SOCKET_MS < left ? READY_PAUSE_NO_SOCKET_MS : left);
+			continue;
+		}
 		sleep_ms(pause < left ? pause : left);
 		pause = pause * 2 > READY_PAUSE_MAX_MS ? READY_PAUSE_MAX_MS : pause * 2;
 	}

@@ -882,6 +882,29 @@ static void test_wait_ready_timeout(void **state)
 	fake_free(&f);
 }
 
+/* No socket yet (kiln-vmm still loading): tried every few ms, not on the
+ * backoff, so a restore's agent is reached as soon as its socket exists. */
+static void test_wait_ready_no_socket_polls_fast(void **state)
+{
+	struct agent_client_err e;
+	struct agent_client c;
+	const char *at;
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(agent_client_init(&c, "/nonexistent-kiln-test/vsock.sock"), 0);
+	t0 = mono_ms();
+	assert_int_equal(agent_client_wait_ready(&c, 300, &e), -ETIMEDOUT);
+	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
+	assert_true(mono_ms() - t0 >= 290);
+	assert_true(mono_ms() - t0 < 3000);
+	assert_non_null(strstr(e.msg, "No such file"));
+	at = strstr(e.msg, "ms (");
+	assert_non_null(at);
+	/* The backoff would give about 6 attempts in 300 ms; 2 ms steps about 150. */
+	assert_true(atoi(at + 4) >= 30);
+}
+
 /* ---- exec ---- */
 
 static void test_exec_interleaved(void **state)
@@ -2190,6 +2213,7 @@ int main(void)
 		cmocka_unit_test(test_wait_ready_wrong_protocol),
 		cmocka_unit_test(test_wait_ready_garbage),
 		cmocka_unit_test(test_wait_ready_timeout),
+		cmocka_unit_test(test_wait_ready_no_socket_polls_fast),
 		cmocka_unit_test(test_exec_interleaved),
 		cmocka_unit_test(test_exec_signal_and_timeout),
 		cmocka_unit_test(test_exec_start_error),
