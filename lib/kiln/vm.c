@@ -207,6 +207,10 @@ static int claim(kiln_vm *vm)
 {
 	int r = 0;
 
+	/* The restore timeline's legs after vm_ready: the caller's own steps
+	 * (kiln-vmm: control socket, jail), then the filters. */
+	if (vm_restored(vm->vm))
+		timeline_mark(vm_timeline(vm->vm), "run_start");
 	pthread_mutex_lock(&vm->lk);
 	if (vm->started) {
 		snprintf(vm->err, sizeof(vm->err), "the VM was started already");
@@ -219,6 +223,8 @@ static int claim(kiln_vm *vm)
 		vm->started = 0;
 		pthread_mutex_unlock(&vm->lk);
 	}
+	if (!r && vm_restored(vm->vm))
+		timeline_mark(vm_timeline(vm->vm), "seccomp_built");
 	return r;
 }
 
