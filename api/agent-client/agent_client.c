@@ -857,6 +857,12 @@ int agent_client_ping(const struct agent_client *c, int *protocol, struct agent_
 int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			    struct agent_client_err *err)
 {
+	return agent_client_wait_ready_hold(c, timeout_ms, 0, err);
+}
+
+int agent_client_wait_ready_hold(const struct agent_client *c, int timeout_ms, int hold_ms,
+				 struct agent_client_err *err)
+{
 	int64_t dl = mono_deadline_ms(timeout_ms > 0 ? timeout_ms : 1);
 	int64_t pause = READY_PAUSE_MIN_MS;
 	struct agent_client_err last, reason;
@@ -870,7 +876,9 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 		int64_t left;
 
 		attempts++;
-		r = ping_by(c, dl, &proto, &last);
+		/* An attempt kiln-vmm holds (in its backlog, or waiting for the
+		 * guest's answer) is worth more than a new one behind it. */
+		r = ping_by(c, hold_ms > 0 && mono_ms() + hold_ms > dl ? mono_ms() + hold_ms : dl, &proto, &last);
 		if (r == 0) {
 			if (proto != AGENT_PROTOCOL)
 				return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,

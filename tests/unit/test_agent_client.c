@@ -47,6 +47,7 @@ struct fake_step {
 	bool hold;            /* afterwards read (and record) until the client closes */
 	int expect_msgs;      /* then read this many more messages ... */
 	const char *reply2;   /* ... and send this */
+	int hello_delay_ms;   /* wait this long before answering CONNECT (a slow guest) */
 };
 
 struct fake_log {
@@ -187,6 +188,8 @@ static void serve(struct fake *f, const struct fake_step *st, int fd, struct fak
 	line[n] = '\0';
 	if (strcmp(line, "CONNECT 1024\n") != 0)
 		snprintf(f->bad, sizeof(f->bad), "handshake line was '%s'", line);
+	if (st->hello_delay_ms)
+		usleep((useconds_t)st->hello_delay_ms * 1000);
 	fk_write(fd, st->hello, strlen(st->hello));
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -879,6 +882,49 @@ static void test_wait_ready_timeout(void **state)
 	fake_stop(&f);
 	/* Backoff: 10, 20, 40, 80, 100, ... ms, so a handful of attempts. */
 	assert_true(f.served >= 3 && f.served <= 12);
+	fake_free(&f);
+}
+
+/* A guest slow to answer (a restore faulting its memory in): the held
+ * attempt gets its answer although each slice is shorter; without the
+ * hold every slice would leave its connection behind. */
+static void test_wait_ready_hold_keeps_slow_attempt(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .hello_delay_ms = 300, .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
+	};
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+	int64_t t0;
+
+	(void)state;
+	fake_start(&f, steps, 1);
+	c = client_for(&f, 2000);
+	t0 = mono_ms();
+	assert_int_equal(agent_client_wait_ready_hold(&c, 50, 2000, &e), 0);
+	assert_true(mono_ms() - t0 >= 250);
+	fake_stop(&f);
+	assert_int_equal(f.served, 1);
+	fake_free(&f);
+}
+
+/* The same slice without a hold gives up on it. */
+static void test_wait_ready_slice_without_hold(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .hello_delay_ms = 300, .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
+	};
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+
+	(void)state;
+	fake_start(&f, steps, 1);
+	c = client_for(&f, 2000);
+	assert_int_equal(agent_client_wait_ready(&c, 50, &e), -ETIMEDOUT);
+	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
+	fake_stop(&f);
 	fake_free(&f);
 }
 
@@ -2214,6 +2260,8 @@ int main(void)
 		cmocka_unit_test(test_wait_ready_garbage),
 		cmocka_unit_test(test_wait_ready_timeout),
 		cmocka_unit_test(test_wait_ready_no_socket_polls_fast),
+		cmocka_unit_test(test_wait_ready_hold_keeps_slow_attempt),
+		cmocka_unit_test(test_wait_ready_slice_without_hold),
 		cmocka_unit_test(test_exec_interleaved),
 		cmocka_unit_test(test_exec_signal_and_timeout),
 		cmocka_unit_test(test_exec_start_error),

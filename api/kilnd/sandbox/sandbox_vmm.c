@@ -330,7 +330,10 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 			timed_out = true;
 			goto kill;
 		}
-		r = agent_client_wait_ready(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS, &ae);
+		/* Slices to look at the VMM and shutdown between attempts; an
+		 * attempt kiln-vmm holds runs on past its slice (BOOT_HOLD_MS). */
+		r = agent_client_wait_ready_hold(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS,
+						 left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS, &ae);
 		if (r == 0)
 			break;
 		if (r == -EPROTONOSUPPORT) {
