@@ -1,5 +1,6 @@
 /* Booting, stopping and watching a sandbox's kiln-vmm; see sandbox_impl.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -365,6 +366,43 @@ kill:
 	return -1;
 }
 
+/* The agent's info (for boot.guest_uptime_ms), asked beside the requests
+ * that must come first: each is a vsock connection of its own and a round
+ * trip into the guest, so one runs while the other waits. */
+struct info_job {
+	struct agent_client c;
+	struct agent_client_info info;
+	struct agent_client_err ae;
+	int r;
+	bool started;
+	pthread_t th;
+};
+
+static void *info_main(void *arg)
+{
+	struct info_job *j = arg;
+
+	j->r = agent_client_info(&j->c, &j->info, &j->ae);
+	return NULL;
+}
+
+static void info_start(struct info_job *j, const char *vsock)
+{
+	j->r = -1;
+	agent_client_init(&j->c, vsock);
+	j->started = pthread_create(&j->th, NULL, info_main, j) == 0;
+}
+
+/* -1 when the agent did not say (best effort). */
+static int64_t info_uptime(struct info_job *j)
+{
+	if (j->started)
+		pthread_join(j->th, NULL);
+	else
+		info_main(j); /* no thread to spare: ask now */
+	return j->r == 0 ? (int64_t)j->info.uptime_ms : -1;
+}
+
 /*
  * Boot the sandbox (state booting, owned by the caller) from src (NULL:
  * the kernel) and wait for its agent; then give it its hostname (forks)
@@ -376,7 +414,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct kilnd *d = sb->d;
 	const char *restore_dir = src ? src->restore_dir : NULL;
 	char snapshot_error[ERR_MSG_MAX] = "";
-	struct agent_client_info info;
+	struct info_job info;
 	struct agent_client_err ae;
 	struct agent_client c;
 	enum sandbox_state to;
@@ -405,11 +443,14 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 
 	t_ready = mono_ms_f();
 	agent_client_init(&c, sb->vsock);
+	/* Best effort, for the boot timeline and for guests without an RTC. */
+	info_start(&info, sb->vsock);
 	if (src && src->hostname && restore_dir) {
 		/* A fork runs the memory of another guest: its own name first. */
 		struct agent_client_configure cfg = { .hostname = src->hostname };
 
 		if (agent_client_configure(&c, &cfg, &ae)) {
+			info_uptime(&info);
 			api_err_from_agent(e, &ae, "setting the fork's hostname");
 			kilnd_lock(d);
 			sandbox_kill_locked(sb);
@@ -417,13 +458,11 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			goto failed;
 		}
 	}
-	/* Best effort, for the boot timeline and for guests without an RTC. */
-	if (agent_client_info(&c, &info, &ae) == 0)
-		uptime = (int64_t)info.uptime_ms;
 	if (sandbox_sync_guest(&c, &ae) == 0)
 		synced = true;
 	else
 		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
+	uptime = info_uptime(&info);
 	ph.configure_ms = mono_ms_f() - t_ready;
 
 	kilnd_lock(d);
