@@ -366,41 +366,56 @@ kill:
 	return -1;
 }
 
-/* The agent's info (for boot.guest_uptime_ms), asked beside the requests
- * that must come first: each is a vsock connection of its own and a round
- * trip into the guest, so one runs while the other waits. */
-struct info_job {
+/*
+ * A request to the agent after its first answer, run on a thread of its
+ * own beside the others: each is a vsock connection and a round trip into
+ * the guest, so one runs while another waits (a restored guest is slow to
+ * answer: every page it touches first is faulted in).
+ */
+struct agent_job {
 	struct agent_client c;
-	struct agent_client_info info;
+	int (*fn)(struct agent_job *j);
+	struct agent_client_info info; /* JOB_INFO's answer */
 	struct agent_client_err ae;
 	int r;
 	bool started;
 	pthread_t th;
 };
 
-static void *info_main(void *arg)
+static int job_info(struct agent_job *j)
 {
-	struct info_job *j = arg;
+	return agent_client_info(&j->c, &j->info, &j->ae);
+}
 
-	j->r = agent_client_info(&j->c, &j->info, &j->ae);
+static int job_sync(struct agent_job *j)
+{
+	return sandbox_sync_guest(&j->c, &j->ae);
+}
+
+static void *job_main(void *arg)
+{
+	struct agent_job *j = arg;
+
+	j->r = j->fn(j);
 	return NULL;
 }
 
-static void info_start(struct info_job *j, const char *vsock)
+static void job_start(struct agent_job *j, const char *vsock, int (*fn)(struct agent_job *j))
 {
 	j->r = -1;
+	j->fn = fn;
 	agent_client_init(&j->c, vsock);
-	j->started = pthread_create(&j->th, NULL, info_main, j) == 0;
+	j->started = pthread_create(&j->th, NULL, job_main, j) == 0;
 }
 
-/* -1 when the agent did not say (best effort). */
-static int64_t info_uptime(struct info_job *j)
+/* Its result (0 or -1 with j->ae). */
+static int job_end(struct agent_job *j)
 {
 	if (j->started)
 		pthread_join(j->th, NULL);
 	else
-		info_main(j); /* no thread to spare: ask now */
-	return j->r == 0 ? (int64_t)j->info.uptime_ms : -1;
+		job_main(j); /* no thread to spare: ask now */
+	return j->r;
 }
 
 /*
@@ -414,7 +429,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct kilnd *d = sb->d;
 	const char *restore_dir = src ? src->restore_dir : NULL;
 	char snapshot_error[ERR_MSG_MAX] = "";
-	struct info_job info;
+	struct agent_job info, sync;
 	struct agent_client_err ae;
 	struct agent_client c;
 	enum sandbox_state to;
@@ -444,13 +459,16 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	t_ready = mono_ms_f();
 	agent_client_init(&c, sb->vsock);
 	/* Best effort, for the boot timeline and for guests without an RTC. */
-	info_start(&info, sb->vsock);
+	job_start(&info, sb->vsock, job_info);
+	job_start(&sync, sb->vsock, job_sync);
 	if (src && src->hostname && restore_dir) {
-		/* A fork runs the memory of another guest: its own name first. */
+		/* A fork runs the memory of another guest: its own name (the clock
+		 * and entropy go in beside it). */
 		struct agent_client_configure cfg = { .hostname = src->hostname };
 
 		if (agent_client_configure(&c, &cfg, &ae)) {
-			info_uptime(&info);
+			job_end(&info);
+			job_end(&sync);
 			api_err_from_agent(e, &ae, "setting the fork's hostname");
 			kilnd_lock(d);
 			sandbox_kill_locked(sb);
@@ -458,11 +476,12 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			goto failed;
 		}
 	}
-	if (sandbox_sync_guest(&c, &ae) == 0)
+	if (job_end(&sync) == 0)
 		synced = true;
 	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
-	uptime = info_uptime(&info);
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, sync.ae.msg);
+	if (job_end(&info) == 0)
+		uptime = (int64_t)info.info.uptime_ms;
 	ph.configure_ms = mono_ms_f() - t_ready;
 
 	kilnd_lock(d);
