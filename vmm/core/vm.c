@@ -226,6 +226,15 @@ static int setup_memory(struct vm *vm, struct err *e)
 	if (err)
 		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
 				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
+	/* A restored VM logs its writes from its first run on (its next
+	 * snapshot can be a layer on this one, snapshot.c track_start): its
+	 * slots are made with the log on rather than set again after. */
+	if (vm->restored && guest_mem_track(&vm->mem) == 0) {
+		if ((err = vm_set_slots(vm, KVM_MEM_LOG_DIRTY_PAGES, e)))
+			return err;
+		vm->tracking = 1;
+		return 0;
+	}
 	return vm_set_slots(vm, 0, e);
 }
 
