@@ -19,6 +19,12 @@
 /* Backoff of wait_ready (docs/agent-protocol.md, section 1). */
 #define READY_PAUSE_MIN_MS 10
 #define READY_PAUSE_MAX_MS 100
+/* While kiln-vmm has not bound its vsock socket yet (ENOENT, or
+ * ECONNREFUSED between bind and listen) a try costs one failed connect
+ * and nothing in the guest: try at this pace, so a restore, whose agent
+ * answers as soon as the socket exists, is not left waiting out a
+ * backoff step (up to READY_PAUSE_MAX_MS) started while kiln-vmm loaded. */
+#define READY_PAUSE_NO_SOCKET_MS 2
 /* A full listen backlog makes a non-blocking AF_UNIX connect fail with
  * EAGAIN (kiln-vmm accepts only once the guest's vsock driver is up);
  * retry at this pace until the deadline. */
@@ -851,6 +857,12 @@ int agent_client_ping(const struct agent_client *c, int *protocol, struct agent_
 int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			    struct agent_client_err *err)
 {
+	return agent_client_wait_ready_hold(c, timeout_ms, 0, err);
+}
+
+int agent_client_wait_ready_hold(const struct agent_client *c, int timeout_ms, int hold_ms,
+				 struct agent_client_err *err)
+{
 	int64_t dl = mono_deadline_ms(timeout_ms > 0 ? timeout_ms : 1);
 	int64_t pause = READY_PAUSE_MIN_MS;
 	struct agent_client_err last, reason;
@@ -864,7 +876,9 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 		int64_t left;
 
 		attempts++;
-		r = ping_by(c, dl, &proto, &last);
+		/* An attempt kiln-vmm holds (in its backlog, or waiting for the
+		 * guest's answer) is worth more than a new one behind it. */
+		r = ping_by(c, hold_ms > 0 && mono_ms() + hold_ms > dl ? mono_ms() + hold_ms : dl, &proto, &last);
 		if (r == 0) {
 			if (proto != AGENT_PROTOCOL)
 				return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,
@@ -888,6 +902,10 @@ int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
 				     "the agent was not ready within %d ms (%d attempts; last: %s)",
 				     timeout_ms, attempts, reason.msg);
+		if (last.fail == AGENT_FAIL_CONNECT && (last.errnum == ENOENT || last.errnum == ECONNREFUSED)) {
+			sleep_ms(READY_PAUSE_NO_SOCKET_MS < left ? READY_PAUSE_NO_SOCKET_MS : left);
+			continue;
+		}
 		sleep_ms(pause < left ? pause : left);
 		pause = pause * 2 > READY_PAUSE_MAX_MS ? READY_PAUSE_MAX_MS : pause * 2;
 	}

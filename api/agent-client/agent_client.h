@@ -114,6 +114,18 @@ int agent_client_connect(const struct agent_client *c, int *fd, struct agent_cli
  */
 int agent_client_wait_ready(const struct agent_client *c, int timeout_ms,
 			    struct agent_client_err *err);
+/*
+ * wait_ready, but each attempt may run on up to hold_ms past timeout_ms
+ * while kiln-vmm holds it: a caller that waits in short slices (to look
+ * at other things between them) does not abandon, at every slice, a
+ * connection the guest is about to answer. An abandoned one still costs
+ * the guest a connection setup (kiln-vmm accepts it from its backlog and
+ * asks the guest), so slices shorter than the guest's answer would
+ * never meet one. A refusal or the VMM's end fails the attempt at once;
+ * only an answer that is slow to come holds it.
+ */
+int agent_client_wait_ready_hold(const struct agent_client *c, int timeout_ms, int hold_ms,
+				 struct agent_client_err *err);
 
 /* ---- simple requests ---- */
 

@@ -61,6 +61,9 @@ struct vsock_dev {
 	struct virtq_chain evc;
 	int reset_event_pending;    /* TRANSPORT_RESET owed to the guest (after restore) */
 	int draining;               /* last_words(): no new host connections */
+	void (*mark)(void *ctx, const char *name);
+	void *mark_ctx;
+	int marked_connect, marked_ok; /* each mark once */
 	int event_retries;
 	struct iovec iov[VIRTQ_MAX_CHAIN];
 };
@@ -238,10 +241,20 @@ static void host_write(struct vsock_dev *v, struct vsock_conn *c, uint32_t len)
 	settle(v, c);
 }
 
+static void mark_once(struct vsock_dev *v, int *done, const char *name)
+{
+	if (v->mark && !*done) {
+		*done = 1;
+		v->mark(v->mark_ctx, name);
+	}
+}
+
 static void host_reply_ok(struct vsock_dev *v, struct vsock_conn *c)
 {
 	char line[24];
 	int n = snprintf(line, sizeof(line), "OK %u\n", c->local_port);
+
+	mark_once(v, &v->marked_ok, "vsock_first_ok");
 
 	/* A fresh socket has an empty send buffer: a short write means the
 	 * client is gone. */
@@ -616,6 +629,7 @@ static void hello_read(struct vsock_dev *v, struct vsock_conn *c)
 			return;
 		}
 		if (r > 0) {
+			mark_once(v, &v->marked_connect, "vsock_first_connect");
 			vsock_conn_connect(c, port);
 			c->host_readable = 1; /* bytes after the line raise no new edge */
 			return;
@@ -934,6 +948,8 @@ int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop
 	v->listen_fd = fd;
 	memcpy(v->path, cfg->uds_path, plen + 1);
 	v->loop = loop;
+	v->mark = cfg->mark;
+	v->mark_ctx = cfg->mark_ctx;
 	vsock_table_init(&v->t, cfg->guest_cid);
 	v->dev.ops = &vsock_ops;
 	v->dev.priv = v;

@@ -48,6 +48,12 @@ struct event_loop;
 struct virtio_vsock_config {
 	uint64_t guest_cid;   /* >= 3 (0, 1 and 2 are reserved, vsock(7)); < 2^32 - 1 */
 	const char *uds_path; /* host listening socket; guest ports at "<uds_path>_<port>" */
+	/* Optional: called (device thread, device lock held) once at the
+	 * first host CONNECT ("vsock_first_connect") and once at the guest's
+	 * first accept of one ("vsock_first_ok"): the restore timeline's
+	 * host-to-agent legs. */
+	void (*mark)(void *ctx, const char *name);
+	void *mark_ctx;
 };
 
 /*

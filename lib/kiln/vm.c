@@ -51,13 +51,22 @@ static int vm_fail(kiln_vm *vm, int rc, const struct err *e)
 	return rc;
 }
 
+/* The seccomp filters, built while vm_create works (mostly in the kernel:
+ * KVM's VM, devices, RAM); libseccomp's compile is CPU work of its own. */
+static void *prebuild(void *arg)
+{
+	vm_seccomp_prepare(arg); /* a failure is reported again by claim() */
+	return NULL;
+}
+
 /* Build a VM from cfg (restore_dir set by the caller's copy when restoring). */
 static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 {
 	struct err e = { { 0 } };
 	pthread_condattr_t ca;
+	pthread_t pre;
 	kiln_vm *vm;
-	int r;
+	int r, pre_started;
 
 	*out = NULL;
 	cfg->err[0] = '\0';
@@ -80,13 +89,23 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	vm->seccomp = cfg->seccomp;
 	vm->cfg.thread_enter = vm_seccomp_enter;
 	vm->cfg.thread_ctx = vm;
-	if ((r = vm_create(&vm->cfg, &vm->vm, &e)) < 0) {
+	pthread_mutex_init(&vm->lk, NULL);
+	/* Joined before this returns: the caller may need a single thread
+	 * next (kiln-vmm's jail). Without a thread, claim() builds them. */
+	pre_started = vm->seccomp != KILN_SECCOMP_OFF && pthread_create(&pre, NULL, prebuild, vm) == 0;
+	r = vm_create(&vm->cfg, &vm->vm, &e);
+	if (pre_started) {
+		pthread_join(pre, NULL);
+		vm->err[0] = '\0'; /* a build that failed is tried and reported again by claim() */
+	}
+	if (r < 0) {
 		handle_err(cfg->err, r, &e);
+		vm_seccomp_free(vm);
+		pthread_mutex_destroy(&vm->lk);
 		strs_free(&vm->owned);
 		free(vm);
 		return r;
 	}
-	pthread_mutex_init(&vm->lk, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&vm->cv, &ca);
@@ -207,6 +226,10 @@ static int claim(kiln_vm *vm)
 {
 	int r = 0;
 
+	/* The restore timeline's legs after vm_ready: the caller's own steps
+	 * (kiln-vmm: control socket, jail), then the filters. */
+	if (vm_restored(vm->vm))
+		timeline_mark(vm_timeline(vm->vm), "run_start");
 	pthread_mutex_lock(&vm->lk);
 	if (vm->started) {
 		snprintf(vm->err, sizeof(vm->err), "the VM was started already");
@@ -219,6 +242,8 @@ static int claim(kiln_vm *vm)
 		vm->started = 0;
 		pthread_mutex_unlock(&vm->lk);
 	}
+	if (!r && vm_restored(vm->vm))
+		timeline_mark(vm_timeline(vm->vm), "seccomp_built");
 	return r;
 }
 

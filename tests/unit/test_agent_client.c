@@ -47,6 +47,7 @@ struct fake_step {
 	bool hold;            /* afterwards read (and record) until the client closes */
 	int expect_msgs;      /* then read this many more messages ... */
 	const char *reply2;   /* ... and send this */
+	int hello_delay_ms;   /* wait this long before answering CONNECT (a slow guest) */
 };
 
 struct fake_log {
@@ -187,6 +188,8 @@ static void serve(struct fake *f, const struct fake_step *st, int fd, struct fak
 	line[n] = '\0';
 	if (strcmp(line, "CONNECT 1024\n") != 0)
 		snprintf(f->bad, sizeof(f->bad), "handshake line was '%s'", line);
+	if (st->hello_delay_ms)
+		usleep((useconds_t)st->hello_delay_ms * 1000);
 	fk_write(fd, st->hello, strlen(st->hello));
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -880,6 +883,70 @@ static void test_wait_ready_timeout(void **state)
 	/* Backoff: 10, 20, 40, 80, 100, ... ms, so a handful of attempts. */
 	assert_true(f.served >= 3 && f.served <= 12);
 	fake_free(&f);
+}
+
+/* A guest 300 ms slow to answer CONNECT (a restore faulting its memory
+ * in), waited for in 50 ms slices with `hold_ms`: the result, *served
+ * the connections the fake took, *ms the wait. */
+static int slow_guest_ready(int hold_ms, struct agent_client_err *e, size_t *served, int64_t *ms)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .hello_delay_ms = 300, .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
+	};
+	struct agent_client c;
+	struct fake f;
+	int64_t t0;
+	int r;
+
+	fake_start(&f, steps, 1);
+	c = client_for(&f, 2000);
+	t0 = mono_ms();
+	r = agent_client_wait_ready_hold(&c, 50, hold_ms, e);
+	*ms = mono_ms() - t0;
+	fake_stop(&f);
+	*served = f.served;
+	fake_free(&f);
+	return r;
+}
+
+/* The held attempt gets its answer although each slice is shorter; without
+ * the hold the slice gives up on it (and kilnd's next slice would leave
+ * another connection behind it). */
+static void test_wait_ready_hold_keeps_slow_attempt(void **state)
+{
+	struct agent_client_err e;
+	size_t served;
+	int64_t ms;
+
+	(void)state;
+	assert_int_equal(slow_guest_ready(0, &e, &served, &ms), -ETIMEDOUT);
+	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
+	assert_int_equal(slow_guest_ready(2000, &e, &served, &ms), 0);
+	assert_true(ms >= 250);
+	assert_int_equal(served, 1);
+}
+
+/* No socket yet (kiln-vmm still loading): tried every few ms, not on the
+ * backoff, so a restore's agent is reached as soon as its socket exists. */
+static void test_wait_ready_no_socket_polls_fast(void **state)
+{
+	struct agent_client_err e;
+	struct agent_client c;
+	const char *at;
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(agent_client_init(&c, "/nonexistent-kiln-test/vsock.sock"), 0);
+	t0 = mono_ms();
+	assert_int_equal(agent_client_wait_ready(&c, 300, &e), -ETIMEDOUT);
+	assert_err(&e, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT);
+	assert_true(mono_ms() - t0 >= 290);
+	assert_true(mono_ms() - t0 < 3000);
+	assert_non_null(strstr(e.msg, "No such file"));
+	at = strstr(e.msg, "ms (");
+	assert_non_null(at);
+	/* The backoff would give about 6 attempts in 300 ms; 2 ms steps about 150. */
+	assert_true(atoi(at + 4) >= 30);
 }
 
 /* ---- exec ---- */
@@ -2190,6 +2257,8 @@ int main(void)
 		cmocka_unit_test(test_wait_ready_wrong_protocol),
 		cmocka_unit_test(test_wait_ready_garbage),
 		cmocka_unit_test(test_wait_ready_timeout),
+		cmocka_unit_test(test_wait_ready_no_socket_polls_fast),
+		cmocka_unit_test(test_wait_ready_hold_keeps_slow_attempt),
 		cmocka_unit_test(test_exec_interleaved),
 		cmocka_unit_test(test_exec_signal_and_timeout),
 		cmocka_unit_test(test_exec_start_error),

@@ -98,7 +98,7 @@ int vcpu_create(struct vm *vm, int id, struct err *e)
 	struct vcpu *v = &vm->vcpu[id];
 	size_t csize = sizeof(*vm->cpuid) + vm->cpuid->nent * sizeof(vm->cpuid->entries[0]);
 	struct kvm_cpuid2 *c;
-	int err, tscd;
+	int err;
 
 	v->vm = vm;
 	v->id = id;
@@ -114,12 +114,21 @@ int vcpu_create(struct vm *vm, int id, struct err *e)
 	if (!c)
 		return err_set(e, ENOMEM, "out of memory");
 	memcpy(c, vm->cpuid, csize);
-	tscd = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
-	cpuid_fixup(c, id, vm->ncpus, tscd);
+	/* Asked once per VM: the answer is the host's. */
+	if (!vm->tsc_deadline_known) {
+		vm->tsc_deadline = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+		vm->tsc_deadline_known = 1;
+	}
+	cpuid_fixup(c, id, vm->ncpus, vm->tsc_deadline);
 	err = ioctl(v->fd, KVM_SET_CPUID2, c) < 0 ? errno : 0;
 	free(c);
 	if (err)
 		return err_set(e, err, "KVM_SET_CPUID2 on vCPU %d: %s", id, strerror(err));
+	/* A restore sets the whole local APIC and every register from the
+	 * snapshot right after (snap_kvm_load_vcpu): the boot state would
+	 * only be overwritten, seven ioctls for nothing. */
+	if (vm->restored)
+		return 0;
 	if ((err = set_lapic_lints(v->fd)))
 		return err_set(e, -err, "setting vCPU %d's local APIC: %s", id, strerror(-err));
 	/* Application processors wait for INIT/SIPI in the in-kernel LAPIC. */

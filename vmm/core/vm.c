@@ -226,6 +226,15 @@ static int setup_memory(struct vm *vm, struct err *e)
 	if (err)
 		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
 				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
+	/* A restored VM logs its writes from its first run on (its next
+	 * snapshot can be a layer on this one, snapshot.c track_start): its
+	 * slots are made with the log on rather than set again after. */
+	if (vm->restored && guest_mem_track(&vm->mem) == 0) {
+		if ((err = vm_set_slots(vm, KVM_MEM_LOG_DIRTY_PAGES, e)))
+			return err;
+		vm->tracking = 1;
+		return 0;
+	}
 	return vm_set_slots(vm, 0, e);
 }
 
@@ -320,6 +329,12 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 	return 0;
 }
 
+/* The vsock device's milestones: when the host first asked for the agent, and when it first answered. */
+static void vsock_mark(void *ctx, const char *name)
+{
+	timeline_mark(ctx, name);
+}
+
 static int setup_virtio(struct vm *vm, struct err *e)
 {
 	struct virtio_dev *d;
@@ -354,7 +369,8 @@ static int setup_virtio(struct vm *vm, struct err *e)
 			return err;
 	}
 	if (vm->cfg.vsock.uds) {
-		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid, .uds_path = vm->cfg.vsock.uds };
+		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid, .uds_path = vm->cfg.vsock.uds,
+						  .mark = vsock_mark, .mark_ctx = &vm->tl };
 
 		if ((err = ensure_loop(vm, e)) || (err = virtio_vsock_create(&vc, vm->loop, &d, e)) ||
 		    (err = add_virtio(vm, d, e)))
@@ -442,6 +458,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
 	if (cfg->restore_dir) {
 		vm->restored = 1;
+		timeline_mark(&vm->tl, "restore_start");
 		if ((err = snapfd = vm_restore_open(cfg, e)) < 0)
 			goto fail;
 	} else {
@@ -466,12 +483,16 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->ncpus = cfg->cpus;
 	if ((err = get_cpuid(vm, e)))
 		goto fail;
+	if (snapfd >= 0)
+		timeline_mark(&vm->tl, "restore_kvm_open");
 	/* The state file is checked (checksum, version, CPU, RAM and vCPUs)
 	 * before the overlays are touched: they must be the snapshot's before
 	 * the disks open, and a refused restore must leave them as they were. */
 	if (snapfd >= 0 && ((err = vm_restore_state(vm, snapfd, &view, &state, e)) ||
 			    (err = vm_restore_disks(cfg, snapfd, e))))
 		goto fail;
+	if (snapfd >= 0)
+		timeline_mark(&vm->tl, "restore_state_disks");
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
 		err = err_set(e, errno, "eventfd: %s", strerror(errno));
@@ -492,10 +513,13 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		err = err_set(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
 		goto fail;
 	}
-	if (snapfd >= 0)
+	if (snapfd >= 0) {
+		timeline_mark(&vm->tl, "restore_devices_made");
 		err = vm_restore_memory(vm, snapfd, &view, e);
-	else
+		timeline_mark(&vm->tl, "restore_memory");
+	} else {
 		err = load_guest(vm, &k, &rd, e);
+	}
 	if (err)
 		goto fail;
 	unmap_file(&k);
@@ -506,6 +530,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		if ((err = vcpu_create(vm, i, e)))
 			goto fail;
 	if (snapfd >= 0) {
+		timeline_mark(&vm->tl, "restore_vcpus_made");
 		if ((err = vm_restore_cpus_devices(vm, &view, e)))
 			goto fail;
 		snap_view_free(&view);

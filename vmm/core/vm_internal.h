@@ -64,6 +64,7 @@ struct vm {
 	int verbose_budget; /* unhandled-access log lines left */
 
 	int restored; /* came from cfg.restore_dir */
+	int tsc_deadline, tsc_deadline_known; /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
 	/* Each overlay opened read-only at create, for snapshots to copy
 	 * from: a jailed VMM no longer reaches the overlay by its path. -1:
 	 * none. */

@@ -29,6 +29,12 @@
 #define TERM_WAIT_MS 2000
 /* How often the boot loop looks at the VMM between agent connects. */
 #define BOOT_SLICE_MS 100
+/* How long one ping attempt that kiln-vmm holds may run past its slice:
+ * a restored guest answers its first CONNECT after hundreds of ms in the
+ * nested harness, and every abandoned attempt costs it another. A dead
+ * VMM ends an attempt at once (EOF); only a guest that is slow to answer
+ * keeps kilnd from its shutdown check this long. */
+#define BOOT_HOLD_MS 5000
 /* meta.json is small; anything bigger is not ours. */
 #define META_MAX (1u << 20)
 /* Writing a snapshot: RAM, state and a copy of the overlay, synced. Seconds

@@ -1,5 +1,6 @@
 /* Booting, stopping and watching a sandbox's kiln-vmm; see sandbox_impl.h. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,16 +200,26 @@ static int last_exit_status_locked(struct sandbox *sb)
 	return json_is_integer(st) ? (int)json_integer_value(st) : -1;
 }
 
+/* Where a boot's time went, as kilnd sees it (boot.phases_ms). */
+struct boot_phases {
+	double prepare_ms;   /* jail directory, shares, firewall file, argv, cgroup */
+	double spawn_ms;     /* vmm_spawn: the keeper forks and execs kiln-vmm */
+	double agent_ms;     /* from then to the agent's first answer */
+	double configure_ms; /* hostname, info, clock and entropy after it */
+};
+
 /*
  * One kiln-vmm run (state booting, owned by the caller) up to the agent's
- * first answer. 0: it answered, *ready_ms since the spawn. -1 with e: no
+ * first answer. 0: it answered, *ready_ms since the spawn, ph filled in
+ * but for configure_ms. -1 with e: no
  * VMM is left; *spawned says whether one ran (its on_exit described how
  * it ended), *refused that it was a restore kiln-vmm gave up on with exit
  * status 1 (a damaged, truncated or foreign snapshot) before the guest ran.
  */
-static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, bool *spawned,
-			  bool *refused, struct api_err *e)
+static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, struct boot_phases *ph,
+			  bool *spawned, bool *refused, struct api_err *e)
 {
+	double t_prep = mono_ms_f(), t_spawned;
 	struct kilnd *d = sb->d;
 	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
@@ -271,6 +282,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	kilnd_unlock(d);
 	t0 = mono_ms_f();
 	r = vmm_spawn(&req, &proc, &id, e);
+	t_spawned = mono_ms_f();
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
 	if (req.cgroup_fd >= 0)
 		close(req.cgroup_fd);
@@ -319,7 +331,10 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 			timed_out = true;
 			goto kill;
 		}
-		r = agent_client_wait_ready(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS, &ae);
+		/* Slices to look at the VMM and shutdown between attempts; an
+		 * attempt kiln-vmm holds runs on past its slice (BOOT_HOLD_MS). */
+		r = agent_client_wait_ready_hold(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS,
+						 left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS, &ae);
 		if (r == 0)
 			break;
 		if (r == -EPROTONOSUPPORT) {
@@ -328,6 +343,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		}
 	}
 	*ready_ms = mono_ms_f() - t0;
+	ph->prepare_ms = t0 - t_prep;
+	ph->spawn_ms = t_spawned - t0;
+	ph->agent_ms = t0 + *ready_ms - t_spawned;
 	return 0;
 
 kill:
@@ -349,6 +367,58 @@ kill:
 }
 
 /*
+ * A request to the agent after its first answer, run on a thread of its
+ * own beside the others: each is a vsock connection and a round trip into
+ * the guest, so one runs while another waits (a restored guest is slow to
+ * answer: every page it touches first is faulted in).
+ */
+struct agent_job {
+	struct agent_client c;
+	int (*fn)(struct agent_job *j);
+	struct agent_client_info info; /* JOB_INFO's answer */
+	struct agent_client_err ae;
+	int r;
+	bool started;
+	pthread_t th;
+};
+
+static int job_info(struct agent_job *j)
+{
+	return agent_client_info(&j->c, &j->info, &j->ae);
+}
+
+static int job_sync(struct agent_job *j)
+{
+	return sandbox_sync_guest(&j->c, &j->ae);
+}
+
+static void *job_main(void *arg)
+{
+	struct agent_job *j = arg;
+
+	j->r = j->fn(j);
+	return NULL;
+}
+
+static void job_start(struct agent_job *j, const char *vsock, int (*fn)(struct agent_job *j))
+{
+	j->r = -1;
+	j->fn = fn;
+	agent_client_init(&j->c, vsock);
+	j->started = pthread_create(&j->th, NULL, job_main, j) == 0;
+}
+
+/* Its result (0 or -1 with j->ae). */
+static int job_end(struct agent_job *j)
+{
+	if (j->started)
+		pthread_join(j->th, NULL);
+	else
+		job_main(j); /* no thread to spare: ask now */
+	return j->r;
+}
+
+/*
  * Boot the sandbox (state booting, owned by the caller) from src (NULL:
  * the kernel) and wait for its agent; then give it its hostname (forks)
  * and the host's clock (every restore: the guest's clock stood still in
@@ -359,15 +429,16 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct kilnd *d = sb->d;
 	const char *restore_dir = src ? src->restore_dir : NULL;
 	char snapshot_error[ERR_MSG_MAX] = "";
-	struct agent_client_info info;
+	struct agent_job info, sync;
 	struct agent_client_err ae;
 	struct agent_client c;
 	enum sandbox_state to;
-	double ready_ms = 0;
+	struct boot_phases ph = { 0 };
+	double ready_ms = 0, t_ready;
 	int64_t uptime = -1;
 	bool synced = false, spawned = false, refused = false;
 
-	if (spawn_and_wait(sb, restore_dir, &ready_ms, &spawned, &refused, e)) {
+	if (spawn_and_wait(sb, restore_dir, &ready_ms, &ph, &spawned, &refused, e)) {
 		if (!refused || !src->cold_fallback)
 			goto failed;
 		/* The snapshot is unusable: the overlay still holds the disk as
@@ -381,16 +452,23 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			  restore_dir, snapshot_error);
 		SANDBOX_METRIC(d, wake_cold_boots);
 		restore_dir = NULL;
-		if (spawn_and_wait(sb, NULL, &ready_ms, &spawned, &refused, e))
+		if (spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &refused, e))
 			goto failed;
 	}
 
+	t_ready = mono_ms_f();
 	agent_client_init(&c, sb->vsock);
+	/* Best effort, for the boot timeline and for guests without an RTC. */
+	job_start(&info, sb->vsock, job_info);
+	job_start(&sync, sb->vsock, job_sync);
 	if (src && src->hostname && restore_dir) {
-		/* A fork runs the memory of another guest: its own name first. */
+		/* A fork runs the memory of another guest: its own name (the clock
+		 * and entropy go in beside it). */
 		struct agent_client_configure cfg = { .hostname = src->hostname };
 
 		if (agent_client_configure(&c, &cfg, &ae)) {
+			job_end(&info);
+			job_end(&sync);
 			api_err_from_agent(e, &ae, "setting the fork's hostname");
 			kilnd_lock(d);
 			sandbox_kill_locked(sb);
@@ -398,13 +476,13 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			goto failed;
 		}
 	}
-	/* Best effort, for the boot timeline and for guests without an RTC. */
-	if (agent_client_info(&c, &info, &ae) == 0)
-		uptime = (int64_t)info.uptime_ms;
-	if (sandbox_sync_guest(&c, &ae) == 0)
+	if (job_end(&sync) == 0)
 		synced = true;
 	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, sync.ae.msg);
+	if (job_end(&info) == 0)
+		uptime = (int64_t)info.info.uptime_ms;
+	ph.configure_ms = mono_ms_f() - t_ready;
 
 	kilnd_lock(d);
 	if (sb->vmm_exited) {
@@ -420,6 +498,9 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	sb->active_mono = mono_ms();
 	json_decref(sb->rec.boot);
 	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
+	json_object_set_new(sb->rec.boot, "phases_ms",
+			    json_pack("{s:f,s:f,s:f,s:f}", "prepare", ph.prepare_ms, "spawn", ph.spawn_ms, "agent",
+				      ph.agent_ms, "configure", ph.configure_ms));
 	if (restore_dir)
 		sandbox_boot_source(sb->rec.boot, src->from, src->checkpoint, NULL);
 	else if (snapshot_error[0])
