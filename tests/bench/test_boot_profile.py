@@ -10,6 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "lib"))
 import boot_profile as bp  # noqa: E402
+import exit_detail as ed  # noqa: E402
 
 # What kiln's kernel (no KALLSYMS, printk.time=1) prints on the console with
 # initcall_debug, with the serial line's \r\n, plus lines a real log mixes in.
@@ -231,6 +232,50 @@ class Combine(unittest.TestCase):
         self.assertNotIn("note:", bp.format_tables({"k": c}, {"k": t}))  # under 100 ms
         c["phases_ms"]["kernel_early"]["median"] = 2000.0
         self.assertIn("note: early boot took 1999 ms longer than in the timed boots", bp.format_tables({"k": c}, {"k": t}))
+
+
+# kvm tracepoint lines as the outer kernel prints them (bench/lib/exit_detail.py),
+# both page-fault formats, and lines that are not ours.
+TRACE = "\n".join([
+    "# tracer: nop",
+    "  vcpu0-345 [000] d.... 38.1: kvm_msr: msr_write 6e0 = 0x1b2e3c4d5e",
+    "  vcpu0-345 [000] d.... 38.2: kvm_msr: msr_write 6e0 = 0x1b2e3c4d6e",
+    "  vcpu0-345 [000] d.... 38.3: kvm_msr: msr_read c0011028 = 0x0 (#GP)",
+    "  vcpu0-345 [000] d.... 38.4: kvm_pio: pio_write at 0x21 size 1 count 1 val 0xff ",
+    "  vcpu0-345 [000] d.... 38.5: kvm_cpuid: func 40000000 idx 0 rax 40000001 rbx 4b4d564b "
+    "rcx 564b4d56 rdx 4d, cpuid entry found",
+    "  vcpu0-345 [000] d.... 38.6: kvm_cpuid: func 40000100 idx 0 rax 0 rbx 0 rcx 0 rdx 0, cpuid entry not found",
+    "  vcpu0-345 [000] d.... 38.7: kvm_cpuid: func 4000ff00 idx 0 rax 0 rbx 0 rcx 0 rdx 0, cpuid entry not found",
+    "  vcpu0-345 [000] d.... 38.8: kvm_page_fault: vcpu 0 rip 0xffffffff81000000 address 0x00000000fec00000 "
+    "error_code 0x6",
+    "  vcpu0-345 [000] d.... 38.9: kvm_page_fault: address fee00300 error_code 6",
+    "  vcpu0-345 [000] d.... 39.0: kvm_page_fault: vcpu 0 rip 0x0 address 0x00000000d0000070 error_code 0x4",
+    "  vcpu0-345 [000] d.... 39.1: kvm_page_fault: vcpu 0 rip 0x0 address 0x0000000001000000 error_code 0x14",
+    "  vcpu0-345 [000] d.... 39.2: kvm_exit: vcpu 0 reason npf rip 0x0 info1 0x0",
+    "kvm_msr: msr_write zz = nothing",
+    "garbage \x00\xff",
+])
+
+
+class ExitDetail(unittest.TestCase):
+    def test_parse_counts_each_kind(self):
+        d = ed.parse(TRACE)
+        self.assertEqual(d["msr"], {"write 0x6e0": 2, "read 0xc0011028 #GP": 1})
+        self.assertEqual(d["pio"], {"write 0x21": 1})
+        self.assertEqual(d["cpuid"], {"0x40000000": 1, "0x40000100-0x4000ff00 (hypervisor scan)": 2})
+        self.assertEqual(d["npf"], {"ioapic": 1, "lapic": 1, "other mmio (virtio)": 1, "ram": 1})
+
+    def test_empty_and_hostile_text(self):
+        self.assertEqual(ed.parse(""), {"msr": {}, "pio": {}, "cpuid": {}, "npf": {}})
+        self.assertEqual(ed.parse("kvm_msr: msr_write\nkvm_pio: pio_read at zz\n" + "x" * 10000)["msr"], {})
+
+    def test_format_rows_totals_and_top(self):
+        lines = ed.format_rows(ed.parse(TRACE), top=1)
+        self.assertEqual(len(lines), 4)
+        self.assertIn("npf", lines[0])
+        self.assertIn("4:", lines[0])
+        self.assertIn("3 more", lines[0])
+        self.assertIn("write 0x6e0 2", lines[1])
 
 
 class CmockaStyle(unittest.TextTestResult):

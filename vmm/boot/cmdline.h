@@ -25,7 +25,8 @@ int cmdline_has(const struct cmdline *c, const char *key);
 
 /*
  * kiln-vmm's defaults: reset through the keyboard controller (which the VMM
- * turns into a clean exit), reboot at once on panic, trust the TSC, and
+ * turns into a clean exit) without the guest's APIC teardown first (the VM
+ * ends there), reboot at once on panic, trust the TSC, and
  * the console on ttyS0 only when it is wanted (no probing otherwise).
  * User parameters come last so they can override.
  */
