@@ -741,42 +741,57 @@ static void test_create_errors(void **state)
 	assert_int_equal(virtio_vsock_create(&cfg, f->loop, &d, &e), -EEXIST);
 }
 
+/* A guest connection 5000 -> host port 1024 through a listener the test
+ * makes (*lfd, non-blocking); the host's end (*cfd, 3 s receive timeout). */
+static void guest_connection(struct fx *f, int *lfd, int *cfd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 3 };
+	uint32_t len;
+
+	*lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_1024", f->path);
+	assert_int_equal(bind(*lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(*lfd, 4), 0);
+	post_rx(f, 8);
+	guest_send(f, VSOCK_OP_REQUEST, 5000, 1024, NULL, 0, 65536, 0);
+	assert_int_equal(rx_hdr(f, &len, NULL).op, VSOCK_OP_RESPONSE);
+	*cfd = accept(*lfd, NULL, NULL);
+	assert_true(*cfd >= 0);
+	setsockopt(*cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+}
+
+/* A packet from guest port src on the tx ring, never kicked: RW with
+ * data, or a payload-less op. */
+static void guest_queue(struct fx *f, uint16_t op, uint32_t src, const char *data)
+{
+	uint32_t n = data ? (uint32_t)strlen(data) : 0;
+	struct vsock_hdr h = {
+		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = src, .dst_port = 1024,
+		.len = n, .type = VSOCK_TYPE_STREAM, .op = op, .buf_alloc = 65536,
+	};
+	uint64_t a[2] = { alloc_buf(f, VSOCK_HDR_SIZE), n ? alloc_buf(f, n) : 0 };
+	uint32_t l[2] = { VSOCK_HDR_SIZE, n };
+	int w[2] = { 0, 0 };
+
+	vsock_hdr_encode(gpa(f, a[0]), &h);
+	if (n)
+		memcpy(gpa(f, a[1]), data, n);
+	pthread_mutex_lock(&f->d->lock);
+	add_chain(f, 1, a, l, w, n ? 2 : 1);
+	pthread_mutex_unlock(&f->d->lock);
+}
+
 /* The guest answers and powers off before the tx kick is served: the
  * answer still reaches the host when the device is destroyed, then EOF. */
 static void test_last_words_reach_the_host(void **state)
 {
 	struct fx *f = *state;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 3 };
-	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), cfd;
-	struct vsock_hdr h = {
-		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = 5000, .dst_port = 1024,
-		.len = 3, .type = VSOCK_TYPE_STREAM, .op = VSOCK_OP_RW, .buf_alloc = 65536,
-	};
-	uint64_t a[2];
-	uint32_t l[2] = { VSOCK_HDR_SIZE, 3 }, len;
-	int w[2] = { 0, 0 };
+	int lfd, cfd;
 	char buf[16];
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_1024", f->path);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	post_rx(f, 8);
-	guest_send(f, VSOCK_OP_REQUEST, 5000, 1024, NULL, 0, 65536, 0);
-	assert_int_equal(rx_hdr(f, &len, NULL).op, VSOCK_OP_RESPONSE);
-	cfd = accept(lfd, NULL, NULL);
-	assert_true(cfd >= 0);
-	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-
-	/* On the ring, never kicked. */
-	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
-	a[1] = alloc_buf(f, 3);
-	vsock_hdr_encode(gpa(f, a[0]), &h);
-	memcpy(gpa(f, a[1]), "bye", 3);
-	pthread_mutex_lock(&f->d->lock);
-	add_chain(f, 1, a, l, w, 2);
-	pthread_mutex_unlock(&f->d->lock);
-
+	guest_connection(f, &lfd, &cfd);
+	guest_queue(f, VSOCK_OP_RW, 5000, "bye");
 	event_loop_stop(f->loop);
 	f->d->ops->destroy(f->d);
 	f->destroyed = 1;
@@ -797,44 +812,13 @@ static void test_last_words_reach_the_host(void **state)
 static void test_last_words_under_the_control_filter(void **state)
 {
 	struct fx *f = *state;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timeval tv = { .tv_sec = 3 };
-	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), cfd, st;
-	struct vsock_hdr h = {
-		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = 5000, .dst_port = 1024,
-		.len = 3, .type = VSOCK_TYPE_STREAM, .op = VSOCK_OP_RW, .buf_alloc = 65536,
-	};
-	uint64_t a[2];
-	uint32_t l[2] = { VSOCK_HDR_SIZE, 3 }, len;
-	int w[2] = { 0, 0 };
+	int lfd, cfd, st;
 	char buf[16];
 	pid_t pid;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s_1024", f->path);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 4), 0);
-	post_rx(f, 8);
-	guest_send(f, VSOCK_OP_REQUEST, 5000, 1024, NULL, 0, 65536, 0);
-	assert_int_equal(rx_hdr(f, &len, NULL).op, VSOCK_OP_RESPONSE);
-	cfd = accept(lfd, NULL, NULL);
-	assert_true(cfd >= 0);
-	setsockopt(cfd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-
-	/* Never kicked: data on the connection, then a new request. */
-	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
-	a[1] = alloc_buf(f, 3);
-	vsock_hdr_encode(gpa(f, a[0]), &h);
-	memcpy(gpa(f, a[1]), "bye", 3);
-	h.op = VSOCK_OP_REQUEST;
-	h.src_port = 5001;
-	h.len = 0;
-	pthread_mutex_lock(&f->d->lock);
-	add_chain(f, 1, a, l, w, 2);
-	a[0] = alloc_buf(f, VSOCK_HDR_SIZE);
-	vsock_hdr_encode(gpa(f, a[0]), &h);
-	add_chain(f, 1, a, l, w, 1);
-	pthread_mutex_unlock(&f->d->lock);
-
+	guest_connection(f, &lfd, &cfd);
+	guest_queue(f, VSOCK_OP_RW, 5000, "bye");
+	guest_queue(f, VSOCK_OP_REQUEST, 5001, NULL);
 	event_loop_stop(f->loop);
 	pid = fork();
 	assert_true(pid >= 0);
