@@ -26,7 +26,36 @@ test_kilnd_debian_image_python_node_git() {
   api GET /v1/sandboxes
   kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 0 ]' "kiln run removed its sandboxes"
   unset KILN_SOCKET
+  debian_template_checks
   kd_done
+}
+
+# A template on the Debian image (docs/api.md, "Templates"), steps that need
+# no network: a C program compiled from the build context, an npm package
+# installed from a tarball in the context; a sandbox from it has both.
+debian_template_checks() {
+  local c=$kd/dctx
+  heartbeat "debian template build"
+  mkdir -p "$c/package"
+  printf '#include <stdio.h>\nint main(void) { puts("hello from c"); return 0; }\n' >"$c/hello.c"
+  printf '{"name":"kiln-tpl-pkg","version":"1.0.0","main":"index.js"}\n' >"$c/package/package.json"
+  printf 'module.exports = { answer: 42 };\n' >"$c/package/index.js"
+  tar czf "$c/pkg.tgz" -C "$c" package && rm -r "$c/package"
+  cat >"$c/Kilnfile" <<'KF'
+FROM debian
+COPY hello.c pkg.tgz /src/
+RUN gcc -O2 -o /usr/local/bin/hello-kiln /src/hello.c
+WORKDIR /app
+RUN npm install --offline --no-audit --no-fund --loglevel=error /src/pkg.tgz
+KF
+  tpl_build dtpl "$c" "&memory_mib=512"
+  kd_check '[ $status = 200 ] && printf "%s" "$body" | grep -q "\"type\": *\"result\""' "the Debian template builds (gcc, npm install from the context): ${body: -400}"
+  kd_create '{"template":"dtpl"}' || return 1
+  kd_sh "$sid" 'hello-kiln; node -e "console.log(require(\"kiln-tpl-pkg\").answer)"; pwd'
+  kd_check '[ "$(kd_outw)" = "hello from c 42 /app" ]' "a sandbox from it runs the compiled program and requires the installed package in /app"
+  api DELETE "/v1/sandboxes/$sid"
+  api DELETE /v1/templates/dtpl
+  kd_check '[ $status = 204 ]' "the Debian template deleted"
 }
 
 # kd_run LANG CODE [EXTRA_JSON] [QUERY]: POST .../run on $sid; $body, $status.
