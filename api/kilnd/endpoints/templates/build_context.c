@@ -18,6 +18,8 @@ struct walk {
 	ctx_event_fn fn;
 	void *arg;
 	bool ended;
+	uint64_t inflated, max; /* tar bytes decompressed so far; the cap */
+	char cur[256];          /* the member being read, for messages */
 	struct api_err *e;
 };
 
@@ -26,6 +28,15 @@ static int feed(void *arg, const void *data, size_t n)
 	struct walk *w = arg;
 	const uint8_t *p = data;
 
+	/* A gzip bomb is refused, not inflated: the decompressed tar is
+	 * capped like the compressed body (--max-image). */
+	w->inflated += n;
+	if (w->inflated > w->max) {
+		api_err_set(w->e, API_E_BAD_ARCHIVE,
+			    "build context: it inflates to more than %llu bytes (--max-image), at member '%.200s': send a smaller context",
+			    (unsigned long long)w->max, w->cur[0] ? w->cur : "(the first)");
+		return -EFBIG;
+	}
 	while (!w->ended) {
 		struct tar_event ev;
 		size_t used = tar_reader_feed(&w->r, p, n, &ev);
@@ -43,15 +54,17 @@ static int feed(void *arg, const void *data, size_t n)
 			w->ended = true;
 			return 0;
 		}
+		if (ev.kind == TAR_EV_MEMBER)
+			snprintf(w->cur, sizeof(w->cur), "%s", ev.member->name);
 		if ((r = w->fn(w->arg, &ev)) < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int walk(int fd, ctx_event_fn fn, void *arg, struct api_err *e)
+static int walk(int fd, uint64_t max, ctx_event_fn fn, void *arg, struct api_err *e)
 {
-	struct walk w = { .fn = fn, .arg = arg, .e = e };
+	struct walk w = { .fn = fn, .arg = arg, .max = max, .e = e };
 	struct gz_stream g;
 	struct tar_event ev;
 	static const size_t bufsz = 64u << 10;
@@ -187,12 +200,13 @@ static int scan_event(void *arg, const struct tar_event *ev)
 	return 0;
 }
 
-int build_context_scan(int fd, const char *file, struct build_context *c, struct api_err *e)
+int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c, struct api_err *e)
 {
 	struct scan s = { .c = c, .file = file, .e = e };
 	int r;
 
 	memset(c, 0, sizeof(*c));
+	c->max_bytes = max_bytes;
 	if (file) {
 		while (file[0] == '.' && file[1] == '/')
 			file += 2;
@@ -203,7 +217,7 @@ int build_context_scan(int fd, const char *file, struct build_context *c, struct
 		api_err_set(e, API_E_INTERNAL, "build context: out of memory");
 		return -1;
 	}
-	r = walk(fd, scan_event, &s, e);
+	r = walk(fd, c->max_bytes, scan_event, &s, e);
 	close_member(&s);
 	for (int i = 1; i <= 3 && r == 0 && !c->buildfile; i++)
 		if (s.bf[i]) {
@@ -289,12 +303,22 @@ struct copy {
 	const char *file_as; /* one file copied to this name, or NULL */
 	bool copying;        /* the current member's data goes out */
 	uint64_t size;
+	uint64_t written, max; /* bytes of the re-pack so far; the cap */
 	struct api_err *e;
 };
 
 static int put(struct copy *cp, const void *p, size_t n)
 {
-	int r = fd_io_write_all(cp->out, p, n);
+	int r;
+
+	cp->written += n;
+	if (cp->written > cp->max) {
+		api_err_set(cp->e, API_E_BAD_ARCHIVE,
+			    "build file line %u: COPY: what it copies is more than %llu bytes (--max-image): copy less",
+			    cp->s->line, (unsigned long long)cp->max);
+		return -EFBIG;
+	}
+	r = fd_io_write_all(cp->out, p, n);
 
 	if (r)
 		api_err_set(cp->e, API_E_IO_ERROR, "COPY: writing its archive: %s", strerror(-r));
@@ -366,7 +390,7 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 			   char *target, size_t target_cap, struct api_err *e)
 {
 	static const uint8_t end[2 * TAR_BLOCK];
-	struct copy cp = { .s = s, .out = out_fd, .e = e };
+	struct copy cp = { .s = s, .out = out_fd, .max = c->max_bytes, .e = e };
 	bool one_file = false;
 
 	/* COPY file /path/name (no trailing '/'): the file takes that name. */
@@ -382,7 +406,7 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 	} else {
 		snprintf(target, target_cap, "%s", s->dest);
 	}
-	if (walk(fd, copy_event, &cp, e))
+	if (walk(fd, c->max_bytes, copy_event, &cp, e))
 		return -1;
 	return put(&cp, end, sizeof(end)) ? -1 : 0;
 }

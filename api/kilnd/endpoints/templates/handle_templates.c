@@ -576,7 +576,7 @@ static int build_check(struct build_job *j, struct api_err *e)
 {
 	const json_t *env;
 
-	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, &j->ctx, e) ||
+	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, j->d->cfg.max_image, &j->ctx, e) ||
 	    buildfile_parse(j->ctx.buildfile, j->ctx.buildfile_len, &j->bf, e) || resolve_from(j, e))
 		return -1;
 	j->keys = calloc(j->bf.n, sizeof(*j->keys));
@@ -678,6 +678,8 @@ void handle_template_build_begin(struct http_req *r)
 	if (template_build_begin(r->d, j->name, &e))
 		goto fail;
 	j->began = true;
+	if (http_room_check(r, "templates", "template build", "the context and the re-pack of a COPY", &e))
+		goto fail;
 	if ((size_t)snprintf(dir, sizeof(dir), "%.4000s/templates", r->d->cfg.state_dir) >= sizeof(dir) ||
 	    (size_t)snprintf(j->work, sizeof(j->work), "%s/.build-XXXXXX", dir) >= sizeof(j->work) ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || !mkdtemp(j->work)) {
