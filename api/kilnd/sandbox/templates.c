@@ -27,6 +27,32 @@ static int tpath(const struct kilnd *d, const char *name, char *out, size_t cap)
 			     name ? ".json" : "");
 }
 
+void templates_init(struct kilnd *d)
+{
+	static const char *const files[] = { "context.tar.gz", "copy.tar" };
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct dirent *de;
+	DIR *dh;
+
+	if (tpath(d, NULL, dir, sizeof(dir)) || !(dh = opendir(dir)))
+		return;
+	while ((de = readdir(dh))) {
+		if (strncmp(de->d_name, ".build-", 7) != 0 || sandbox_pathf(p, sizeof(p), "%s/%s", dir, de->d_name))
+			continue;
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char f[PATH_MAX];
+
+			if (sandbox_pathf(f, sizeof(f), "%s/%s", p, files[i]) == 0)
+				unlink(f);
+		}
+		if (rmdir(p) == 0)
+			kilnd_log("removed %s: the work directory of a template build that kilnd's end cut short", p);
+		else
+			kilnd_log("cannot remove %s: %s", p, strerror(errno));
+	}
+	closedir(dh);
+}
+
 static void not_found(struct api_err *e, const char *name)
 {
 	api_err_set(e, API_E_NOT_FOUND, "no template '%.64s' (GET /v1/templates lists them)", name);

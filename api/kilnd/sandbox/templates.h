@@ -43,6 +43,11 @@ struct sandbox;
 
 #define TEMPLATE_READY_CHECKPOINT "ready"
 
+/* At start: the work directories (templates/.build-*) of builds that a
+ * kilnd crash or --upgrade cut short are removed (their hidden sandboxes
+ * go in sandboxes_init, sandbox_build_orphan). */
+void templates_init(struct kilnd *d);
+
 /* GET /v1/templates: {"templates": [...]} (new reference; NULL when out of memory). */
 json_t *templates_list(struct kilnd *d);
 /* GET /v1/templates/{name}: 0 and *out, or -1 with e (not_found). */
