@@ -295,6 +295,18 @@ static void test_hard_link(void **state)
 	member(&a, "b", '1', "a");
 	fd = finish(&a);
 	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
+	/* refused by the check before anything boots (the COPY digest) */
+	{
+		char digest[SHA256_DIGEST_STR];
+
+		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), digest, &e), -1);
+		assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+		assert_non_null(strstr(e.msg, "'b' is a hard link"));
+		buildfile_free(&bf);
+		/* a hard link that no COPY names is harmless */
+		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY a /x/", 1), digest, &e), 0);
+		buildfile_free(&bf);
+	}
 	out = memfd_create("copy", 0);
 	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e),
 			 -1);
@@ -344,6 +356,54 @@ static void test_bomb(void **state)
 	free(big);
 }
 
+/* A member name that does not fit under the destination is refused, never
+ * cut short into another name in the guest. */
+static void test_long_name(void **state)
+{
+	struct arc a = { 0 };
+	struct build_context c;
+	struct buildfile bf;
+	struct api_err e = { 0 };
+	char target[4200], name[4096];
+	size_t o = 0;
+	int fd, out;
+
+	(void)state;
+	/* 15 components of 250 bytes and a file: 3770 bytes, fits a name */
+	for (int i = 0; i < 15; i++) {
+		memset(name + o, 'a' + i, 250);
+		o += 250;
+		name[o++] = '/';
+	}
+	memcpy(name + o, "f", 2);
+	member(&a, "Kilnfile", '0', "FROM m\n");
+	member(&a, name, '0', "x");
+	fd = finish(&a);
+	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
+	out = memfd_create("copy", 0);
+	/* under a short destination it goes */
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e), 0);
+	buildfile_free(&bf);
+	/* under a long one it would pass 4095 bytes: refused */
+	assert_int_equal(build_context_copy_tar(fd, &c,
+						copy_step(&bf, "FROM m\nCOPY . /a-rather-long-destination-directory/"
+							       "that-goes-on-and-on/and-on-and-on/and-on-still/"
+							       "and-further-yet/beyond-that-too/and-then-some/"
+							       "more-of-it/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/"
+							       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy/"
+							       "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"
+							       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww/",
+							       1),
+						out, target, sizeof(target), &e),
+			 -1);
+	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+	assert_non_null(strstr(e.msg, "too long a name"));
+	buildfile_free(&bf);
+	build_context_free(&c);
+	close(out);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -352,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_hard_link),
 		cmocka_unit_test(test_bomb),
+		cmocka_unit_test(test_long_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

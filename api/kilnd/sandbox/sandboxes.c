@@ -76,7 +76,8 @@ void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size
 	kilnd_lock(d);
 	*total = 0;
 	for (size_t i = 0; i < d->reg.n; i++) {
-		if (d->reg.v[i]->rec.pooled)
+		/* what clients see: not a warm pool's, not a template's hidden one */
+		if (d->reg.v[i]->rec.pooled || d->reg.v[i]->rec.tmpl_build[0])
 			continue;
 		counts[d->reg.v[i]->rec.state]++;
 		(*total)++;

@@ -207,17 +207,27 @@ json_t *templates_list(struct kilnd *d)
 {
 	json_t *arr = json_array();
 	char dir[PATH_MAX];
-	char *names[1024];
-	size_t n = 0;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *dh;
 
 	if (!arr || tpath(d, NULL, dir, sizeof(dir)) || !(dh = opendir(dir)))
 		return arr ? json_pack("{s:o}", "templates", arr) : NULL;
-	while ((de = readdir(dh)) && n < sizeof(names) / sizeof(names[0])) {
+	/* every record: the list has no cap of its own (a name is 64 bytes) */
+	while ((de = readdir(dh))) {
 		size_t l = strlen(de->d_name);
 
-		if (l > 5 && strcmp(de->d_name + l - 5, ".json") == 0 && (names[n] = strndup(de->d_name, l - 5)))
+		if (l <= 5 || strcmp(de->d_name + l - 5, ".json") != 0)
+			continue;
+		if (n == cap) {
+			char **nv = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
+
+			if (!nv)
+				break;
+			names = nv;
+		}
+		if ((names[n] = strndup(de->d_name, l - 5)))
 			n++;
 	}
 	closedir(dh);
@@ -238,6 +248,7 @@ json_t *templates_list(struct kilnd *d)
 		}
 		free(names[i]);
 	}
+	free(names);
 	return json_pack("{s:o}", "templates", arr);
 }
 

@@ -281,6 +281,13 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
 
 		for (size_t i = 0; i < c->n; i++)
 			if (buildfile_copy_match(s->src[k], c->m[i].name, &rel)) {
+				/* refused here, before anything boots, not at COPY time */
+				if (c->m[i].kind == TAR_HARDLINK) {
+					api_err_set(e, API_E_BAD_ARCHIVE,
+						    "build file line %u: COPY: '%.200s' is a hard link; give the file itself in the context",
+						    s->line, c->m[i].name);
+					return -1;
+				}
 				any = true;
 				hash_u64(&h, strlen(c->m[i].name));
 				sha256_update(&h, c->m[i].name, strlen(c->m[i].name));
@@ -301,6 +308,7 @@ struct copy {
 	const struct bf_step *s;
 	int out;
 	const char *file_as; /* one file copied to this name, or NULL */
+	const char *target;  /* the guest directory it goes into */
 	bool copying;        /* the current member's data goes out */
 	uint64_t size;
 	uint64_t written, max; /* bytes of the re-pack so far; the cap */
@@ -366,7 +374,13 @@ static int copy_event(void *arg, const struct tar_event *ev)
 			    cp->s->line, m->name);
 		return -EINVAL;
 	}
-	snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "");
+	if ((size_t)snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "") >= sizeof(name) ||
+	    strlen(cp->target) + 1 + strlen(name) > AGENT_PATH_MAX) {
+		/* never cut short into another name in the guest */
+		api_err_set(cp->e, API_E_BAD_ARCHIVE, "build file line %u: COPY: '%.200s' is too long a name under %.200s (at most %d bytes)",
+			    cp->s->line, m->name, cp->target, AGENT_PATH_MAX);
+		return -ENAMETOOLONG;
+	}
 	o.name = name;
 	o.name_len = strlen(name);
 	o.type = m->kind == TAR_DIR ? '5' : m->kind == TAR_SYMLINK ? '2' : '0';
@@ -392,6 +406,7 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 	static const uint8_t end[2 * TAR_BLOCK];
 	struct copy cp = { .s = s, .out = out_fd, .max = c->max_bytes, .e = e };
 	bool one_file = false;
+	int n;
 
 	/* COPY file /path/name (no trailing '/'): the file takes that name. */
 	if (s->nsrc == 1 && !s->dest_dir && strcmp(s->src[0], ".") != 0)
@@ -402,10 +417,15 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 		const char *slash = strrchr(s->dest, '/');
 
 		cp.file_as = slash[1] ? slash + 1 : NULL;
-		snprintf(target, target_cap, "%.*s", slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
+		n = snprintf(target, target_cap, "%.*s", slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
 	} else {
-		snprintf(target, target_cap, "%s", s->dest);
+		n = snprintf(target, target_cap, "%s", s->dest);
 	}
+	if (n < 0 || (size_t)n >= target_cap) {
+		api_err_set(e, API_E_BAD_FIELD, "build file line %u: COPY: the destination is too long", s->line);
+		return -1;
+	}
+	cp.target = target;
 	if (walk(fd, c->max_bytes, copy_event, &cp, e))
 		return -1;
 	return put(&cp, end, sizeof(end)) ? -1 : 0;
