@@ -16,6 +16,9 @@
 #include "api/proto/gz_stream.h"
 #include "fuzz.h"
 
+/* the inflated-bytes cap (--max-image), small so bombs end fast */
+#define CTX_MAX (8u << 20)
+
 static int out_fd(void *arg, const void *p, size_t n)
 {
 	return write(*(int *)arg, p, n) == (ssize_t)n ? 0 : -5;
@@ -75,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(fd >= 0 && gz_enc_init(&g, 1) == 0);
 	FUZZ_ASSERT(gz_enc_write(&g, data, size, out_fd, &fd) == 0 && gz_enc_finish(&g, out_fd, &fd) == 0);
 	gz_end(&g);
-	if (build_context_scan(fd, NULL, &c, &e)) {
+	if (build_context_scan(fd, NULL, CTX_MAX, &c, &e)) {
 		FUZZ_ASSERT(e.msg[0]);
 	} else {
 		FUZZ_ASSERT(c.n <= CONTEXT_MEMBERS_MAX && c.buildfile && c.buildfile_len <= BUILDFILE_MAX);

@@ -18,6 +18,9 @@
 #include "api/kilnd/endpoints/templates/build_context.h"
 #include "api/proto/gz_stream.h"
 
+/* the cap on inflated bytes (--max-image) the tests pass */
+#define CTX_MAX (64ull << 20)
+
 struct arc {
 	uint8_t *p;
 	size_t n, cap;
@@ -111,7 +114,7 @@ static void scan_bad(int fd, const char *file, enum api_code code, const char *p
 	struct build_context c;
 	struct api_err e = { 0 };
 
-	assert_int_equal(build_context_scan(fd, file, &c, &e), -1);
+	assert_int_equal(build_context_scan(fd, file, CTX_MAX, &c, &e), -1);
 	assert_int_equal(e.code, code);
 	if (!strstr(e.msg, part))
 		fail_msg("message '%s' does not name '%s'", e.msg, part);
@@ -127,11 +130,11 @@ static void test_build_file(void **state)
 
 	(void)state;
 	/* Kilnfile wins over Dockerfile */
-	assert_int_equal(build_context_scan(fd, NULL, &c, &e), 0);
+	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
 	assert_int_equal(c.n, 8);
 	assert_true(strncmp(c.buildfile, "FROM minimal\n", 13) == 0);
 	build_context_free(&c);
-	assert_int_equal(build_context_scan(fd, "./build/other.kf", &c, &e), 0);
+	assert_int_equal(build_context_scan(fd, "./build/other.kf", CTX_MAX, &c, &e), 0);
 	assert_string_equal(c.buildfile, "FROM x\n");
 	build_context_free(&c);
 	scan_bad(fd, "nope", API_E_BAD_FIELD, "no regular file 'nope'");
@@ -232,7 +235,7 @@ static void test_copy(void **state)
 	int fd = sample(), fd2;
 
 	(void)state;
-	assert_int_equal(build_context_scan(fd, NULL, &c, &e), 0);
+	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
 	/* a directory: its contents go into the destination */
 	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/ /srv/", 1), "/srv", "a.txt sub/ sub/c.txt link ");
 	buildfile_free(&bf);
@@ -259,7 +262,7 @@ static void test_copy(void **state)
 		member(&a, "app/sub/c.txt", '0', "gamma");
 		member(&a, "app/link", '2', "a.txt");
 		fd2 = finish(&a);
-		assert_int_equal(build_context_scan(fd2, NULL, &c2, &e), 0);
+		assert_int_equal(build_context_scan(fd2, NULL, CTX_MAX, &c2, &e), 0);
 		assert_int_equal(build_context_copy_digest(&c2, copy_step(&bf, "FROM m\nCOPY app /x/", 1), d2, &e), 0);
 		buildfile_free(&bf);
 		assert_string_not_equal(d1, d2);
@@ -291,11 +294,110 @@ static void test_hard_link(void **state)
 	member(&a, "a", '0', "x");
 	member(&a, "b", '1', "a");
 	fd = finish(&a);
-	assert_int_equal(build_context_scan(fd, NULL, &c, &e), 0);
+	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
+	/* refused by the check before anything boots (the COPY digest) */
+	{
+		char digest[SHA256_DIGEST_STR];
+
+		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), digest, &e), -1);
+		assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+		assert_non_null(strstr(e.msg, "'b' is a hard link"));
+		buildfile_free(&bf);
+		/* a hard link that no COPY names is harmless */
+		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY a /x/", 1), digest, &e), 0);
+		buildfile_free(&bf);
+	}
 	out = memfd_create("copy", 0);
 	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e),
 			 -1);
 	assert_non_null(strstr(e.msg, "'b' is a hard link"));
+	buildfile_free(&bf);
+	build_context_free(&c);
+	close(out);
+	close(fd);
+}
+
+/* A gzip bomb: refused at the cap naming the member, not inflated; a COPY
+ * that re-packs more than the cap is refused too. */
+static void test_bomb(void **state)
+{
+	struct arc a = { 0 };
+	struct build_context c;
+	struct buildfile bf;
+	struct api_err e = { 0 };
+	char target[64], *big = malloc(300001);
+	int fd, out;
+
+	(void)state;
+	assert_non_null(big);
+	memset(big, 'z', 300000);
+	big[300000] = '\0';
+	member(&a, "Kilnfile", '0', "FROM m\nCOPY . /x/\n");
+	member(&a, "zeros", '0', big);
+	fd = finish(&a);
+	/* 300 KB of data inflates past a 100 KB cap, inside 'zeros' */
+	assert_int_equal(build_context_scan(fd, NULL, 100000, &c, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+	if (!strstr(e.msg, "more than 100000 bytes (--max-image), at member 'zeros'"))
+		fail_msg("message '%s'", e.msg);
+	assert_null(c.m);
+	/* under the cap the scan passes; a COPY's re-pack is capped as well */
+	assert_int_equal(build_context_scan(fd, NULL, 400000, &c, &e), 0);
+	c.max_bytes = 200000;
+	out = memfd_create("copy", 0);
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e),
+			 -1);
+	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+	assert_non_null(strstr(e.msg, "more than 200000 bytes"));
+	buildfile_free(&bf);
+	build_context_free(&c);
+	close(out);
+	close(fd);
+	free(big);
+}
+
+/* A member name that does not fit under the destination is refused, never
+ * cut short into another name in the guest. */
+static void test_long_name(void **state)
+{
+	struct arc a = { 0 };
+	struct build_context c;
+	struct buildfile bf;
+	struct api_err e = { 0 };
+	char target[4200], name[4096];
+	size_t o = 0;
+	int fd, out;
+
+	(void)state;
+	/* 15 components of 250 bytes and a file: 3770 bytes, fits a name */
+	for (int i = 0; i < 15; i++) {
+		memset(name + o, 'a' + i, 250);
+		o += 250;
+		name[o++] = '/';
+	}
+	memcpy(name + o, "f", 2);
+	member(&a, "Kilnfile", '0', "FROM m\n");
+	member(&a, name, '0', "x");
+	fd = finish(&a);
+	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
+	out = memfd_create("copy", 0);
+	/* under a short destination it goes */
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e), 0);
+	buildfile_free(&bf);
+	/* under a long one it would pass 4095 bytes: refused */
+	assert_int_equal(build_context_copy_tar(fd, &c,
+						copy_step(&bf, "FROM m\nCOPY . /a-rather-long-destination-directory/"
+							       "that-goes-on-and-on/and-on-and-on/and-on-still/"
+							       "and-further-yet/beyond-that-too/and-then-some/"
+							       "more-of-it/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/"
+							       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy/"
+							       "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"
+							       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww/",
+							       1),
+						out, target, sizeof(target), &e),
+			 -1);
+	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
+	assert_non_null(strstr(e.msg, "too long a name"));
 	buildfile_free(&bf);
 	build_context_free(&c);
 	close(out);
@@ -309,6 +411,8 @@ int main(void)
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_hard_link),
+		cmocka_unit_test(test_bomb),
+		cmocka_unit_test(test_long_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

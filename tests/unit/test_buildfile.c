@@ -267,6 +267,66 @@ static void test_keys(void **state)
 	buildfile_free(&a);
 }
 
+/* The FROM key covers the build sandbox's shape: another cpus, memory or
+ * disk is another key, so a cached prefix never forks with a wrong shape. */
+static void test_from_shape(void **state)
+{
+	char in[4][256], k[4][BUILDFILE_KEY_LEN + 1];
+
+	(void)state;
+	buildfile_from_input("sha256:ab", 2, 512, 0, in[0], sizeof(in[0]));
+	buildfile_from_input("sha256:ab", 1, 512, 0, in[1], sizeof(in[1]));
+	buildfile_from_input("sha256:ab", 2, 1024, 0, in[2], sizeof(in[2]));
+	buildfile_from_input("sha256:ab", 2, 512, 4096, in[3], sizeof(in[3]));
+	assert_string_equal(in[0], "sha256:ab;cpus=2;memory_mib=512;disk_mib=0");
+	for (int i = 0; i < 4; i++)
+		buildfile_step_key("", "{\"op\":\"FROM\"}", in[i], k[i]);
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
+			assert_string_not_equal(k[i], k[j]);
+}
+
+/* Relative COPY destinations and WORKDIRs resolve against the base's
+ * working directory; a hostile or missing one is "/". */
+static void test_base_workdir(void **state)
+{
+	static const char f[] = "FROM a\nCOPY x dst/\nWORKDIR sub\nCOPY y z/\n";
+	struct buildfile bf;
+	struct api_err e = { 0 };
+
+	(void)state;
+	assert_int_equal(buildfile_parse_in(f, sizeof(f) - 1, "/app", &bf, &e), 0);
+	assert_string_equal(bf.steps[1].dest, "/app/dst");
+	assert_string_equal(bf.steps[2].arg, "/app/sub");
+	assert_string_equal(bf.steps[3].dest, "/app/sub/z");
+	assert_string_equal(bf.working_dir, "/app/sub");
+	buildfile_free(&bf);
+	assert_int_equal(buildfile_parse_in(f, sizeof(f) - 1, "/srv/./x/../app/", &bf, &e), 0);
+	assert_string_equal(bf.steps[1].dest, "/srv/app/dst");
+	buildfile_free(&bf);
+	for (size_t i = 0; i < 3; i++) {
+		const char *bad[] = { NULL, "relative", "" };
+
+		assert_int_equal(buildfile_parse_in(f, sizeof(f) - 1, bad[i], &bf, &e), 0);
+		assert_string_equal(bf.steps[1].dest, "/dst");
+		buildfile_free(&bf);
+	}
+	{
+		char longwd[BUILDFILE_PATH_MAX + 8];
+
+		memset(longwd, 'a', sizeof(longwd) - 1);
+		longwd[0] = '/';
+		longwd[sizeof(longwd) - 1] = '\0';
+		assert_int_equal(buildfile_parse_in(f, sizeof(f) - 1, longwd, &bf, &e), 0);
+		assert_string_equal(bf.steps[1].dest, "/dst");
+		buildfile_free(&bf);
+	}
+	/* a WORKDIR of its own is absolute: the base's does not matter */
+	assert_int_equal(buildfile_parse_in("FROM a\nWORKDIR /w\nCOPY x y/\n", 28, "/app", &bf, &e), 0);
+	assert_string_equal(bf.steps[2].dest, "/w/y");
+	buildfile_free(&bf);
+}
+
 static void test_copy_match(void **state)
 {
 	const char *rel;
@@ -289,6 +349,7 @@ int main(void)
 		cmocka_unit_test(test_every_instruction), cmocka_unit_test(test_continuations_comments),
 		cmocka_unit_test(test_refusals),          cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_keys),              cmocka_unit_test(test_copy_match),
+		cmocka_unit_test(test_from_shape),        cmocka_unit_test(test_base_workdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -349,6 +349,32 @@ static void test_version_refusal_says_what(void **state)
 	sandbox_record_free(&r);
 }
 
+/* A template build's hidden sandbox that no template record names (a
+ * build cut short) is an orphan; a template's own, or a plain sandbox, not. */
+static void test_build_orphan(void **state)
+{
+	struct sandbox_record r;
+	char why[512] = "";
+	json_t *t;
+
+	(void)state;
+	make_record(&r);
+	assert_false(sandbox_build_orphan(&r, NULL, why, sizeof(why)));
+	snprintf(r.tmpl_build, sizeof(r.tmpl_build), "web");
+	assert_true(sandbox_build_orphan(&r, NULL, why, sizeof(why)));
+	assert_non_null(strstr(why, "template 'web'"));
+	assert_non_null(strstr(why, "no such template"));
+	t = json_pack("{s:s,s:s}", "name", "web", "sandbox", r.id);
+	assert_false(sandbox_build_orphan(&r, t, why, sizeof(why)));
+	json_object_set_new(t, "sandbox", json_string("000000000000"));
+	assert_true(sandbox_build_orphan(&r, t, why, sizeof(why)));
+	assert_non_null(strstr(why, "names another sandbox"));
+	json_object_del(t, "sandbox");
+	assert_true(sandbox_build_orphan(&r, t, why, sizeof(why)));
+	json_decref(t);
+	sandbox_record_free(&r);
+}
+
 /*
  * Start-up's decision for each directory of <state>/sandboxes (issue 18):
  * what a create cut short by a crash left is removed, whether it got as
@@ -526,6 +552,7 @@ int main(void)
 		cmocka_unit_test(test_restore_refuses_damage),
 		cmocka_unit_test(test_version_refusal_says_what),
 		cmocka_unit_test(test_dir_judge),
+		cmocka_unit_test(test_build_orphan),
 		cmocka_unit_test(test_vmm_identity_round_trip),
 		cmocka_unit_test(test_time_format),
 	};

@@ -663,6 +663,11 @@ static void rtrim(char *s, size_t *n)
 
 int buildfile_parse(const char *text, size_t len, struct buildfile *bf, struct api_err *e)
 {
+	return buildfile_parse_in(text, len, NULL, bf, e);
+}
+
+int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf, struct api_err *e)
+{
 	struct parse P = { .bf = bf, .workdir = "/" };
 	char *logical = NULL;
 	size_t ll = 0;
@@ -670,6 +675,11 @@ int buildfile_parse(const char *text, size_t len, struct buildfile *bf, struct a
 	const char *p = text, *end = text + len;
 	int r = 0;
 
+	/* Relative paths resolve against the base's working directory, when
+	 * it is an absolute path that fits; else against "/". */
+	if (workdir && workdir[0] == '/' && strlen(workdir) <= BUILDFILE_PATH_MAX &&
+	    resolve_path("/", workdir, P.workdir, sizeof(P.workdir)))
+		snprintf(P.workdir, sizeof(P.workdir), "/");
 	memset(bf, 0, sizeof(*bf));
 	if (len > BUILDFILE_MAX) {
 		api_err_set(e, API_E_BAD_FIELD, "build file: %zu bytes, more than %u", len, BUILDFILE_MAX);
@@ -745,6 +755,12 @@ static void hash_field(struct sha256 *h, const char *s)
 	sha256_update(h, len, sizeof(len));
 	if (s)
 		sha256_update(h, s, strlen(s));
+}
+
+void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib, char *out,
+			  size_t cap)
+{
+	snprintf(out, cap, "%s;cpus=%u;memory_mib=%u;disk_mib=%u", base, cpus, memory_mib, disk_mib);
 }
 
 void buildfile_step_key(const char *parent, const char *canon, const char *extra, char out[BUILDFILE_KEY_LEN + 1])

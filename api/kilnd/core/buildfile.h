@@ -78,6 +78,17 @@ struct buildfile {
 /* Parse text[0..len). 0 with *bf (buildfile_free it), or -1 with e
  * (bad_field, naming the line). */
 int buildfile_parse(const char *text, size_t len, struct buildfile *bf, struct api_err *e);
+/* The same with relative COPY destinations and WORKDIRs resolved against
+ * workdir, the base's working directory (NULL or not absolute: "/"). */
+int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf, struct api_err *e);
+
+/*
+ * The FROM step's extra cache input: the base's digest (or template id)
+ * and the build sandbox's resolved shape, so a cached prefix is only
+ * forked into a sandbox of the same cpus, memory and disk. out[cap].
+ */
+void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib, char *out,
+			  size_t cap);
 void buildfile_free(struct buildfile *bf);
 
 /* "FROM", "RUN", ... */

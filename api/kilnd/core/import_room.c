@@ -1,7 +1,8 @@
 /* Room for an image import; see import_room.h. */
 #include "api/kilnd/core/import_room.h"
 
-int import_room_check(uint64_t archive_bytes, uint64_t free_bytes, const char *dir, struct api_err *e)
+int import_room_check(const char *what, const char *holds, uint64_t archive_bytes, uint64_t free_bytes, const char *dir,
+		      struct api_err *e)
 {
 	uint64_t need;
 
@@ -12,8 +13,8 @@ int import_room_check(uint64_t archive_bytes, uint64_t free_bytes, const char *d
 	if (free_bytes >= need)
 		return 0;
 	api_err_set(e, API_E_NO_SPACE,
-		    "image import: an archive of %llu MiB needs about %llu MiB free in %s (the archive, its unpacked layers and the image), and %llu MiB are: free some space first",
-		    (unsigned long long)(archive_bytes >> 20), (unsigned long long)(need >> 20), dir,
+		    "%s: an archive of %llu MiB needs about %llu MiB free in %s (%s), and %llu MiB are: free some space first",
+		    what, (unsigned long long)(archive_bytes >> 20), (unsigned long long)(need >> 20), dir, holds,
 		    (unsigned long long)(free_bytes >> 20));
 	return -1;
 }

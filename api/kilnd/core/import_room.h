@@ -5,7 +5,9 @@
  * its layers unpack to and the ext4 image made from that tree: each about
  * the archive's size for uncompressed layers, more for compressed ones.
  * So this refuses only what surely cannot fit: less free space than
- * IMPORT_ROOM_FACTOR times the archive plus IMPORT_ROOM_SLACK. Pure.
+ * IMPORT_ROOM_FACTOR times the archive plus IMPORT_ROOM_SLACK. A template
+ * build's context is checked the same way (the archive, and the re-pack
+ * of a COPY). Pure.
  */
 #ifndef KILN_IMPORT_ROOM_H
 #define KILN_IMPORT_ROOM_H
@@ -17,7 +19,9 @@
 #define IMPORT_ROOM_FACTOR 3u
 #define IMPORT_ROOM_SLACK (64ull << 20)
 
-/* 0, or -1 with e (no_space, 507) naming dir and both sizes. */
-int import_room_check(uint64_t archive_bytes, uint64_t free_bytes, const char *dir, struct api_err *e);
+/* 0, or -1 with e (no_space, 507) naming what ("image import"), dir,
+ * both sizes and what the room holds. */
+int import_room_check(const char *what, const char *holds, uint64_t archive_bytes, uint64_t free_bytes, const char *dir,
+		      struct api_err *e);
 
 #endif

@@ -19,6 +19,9 @@ void handle_images(struct http_req *r);
 /* handle_image_import.c: POST /v1/images streams its body (an image
  * archive) to a file like PUT .../files; GET and DELETE /v1/images/{name}. */
 void handle_image_import_begin(struct http_req *r);
+/* Whether a body of its declared length can fit in state_dir/sub
+ * (import_room.h); 0, or -1 with e (no_space). handle_image_import.c. */
+int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e);
 void handle_image_get(struct http_req *r);
 void handle_image_delete(struct http_req *r);
 

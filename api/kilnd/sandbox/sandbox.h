@@ -222,7 +222,8 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 /* GET /v1/health's "pools" array (new reference; NULL when out of memory). */
 json_t *sandbox_pools_view(struct kilnd *d);
 
-/* Sandboxes per state (for /metrics) and in total; a pool's are not counted. */
+/* Sandboxes per state (for /metrics and health) and in total: those clients
+ * see; a pool's and a template's hidden ones are not counted. */
 void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size_t *total);
 
 #endif

@@ -404,6 +404,20 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 	return SANDBOX_DIR_LOAD;
 }
 
+bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why, size_t cap)
+{
+	const char *id;
+
+	if (!r->tmpl_build[0])
+		return false;
+	id = json_string_value(json_object_get(tmpl, "sandbox"));
+	if (id && strcmp(id, r->id) == 0)
+		return false;
+	snprintf(why, cap, "the hidden sandbox of a build of template '%s' that kilnd's end cut short (%s)", r->tmpl_build,
+		 tmpl ? "the template names another sandbox" : "no such template");
+	return true;
+}
+
 bool sandbox_record_visible(const struct sandbox_record *r, uid_t client_uid)
 {
 	return !r->pooled && !r->tmpl_build[0] && (client_uid == 0 || client_uid == r->owner_uid);

@@ -111,6 +111,16 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 					struct sandbox_record *r, char *why, size_t cap);
 
 /*
+ * Whether a loaded record r is a template build's hidden sandbox
+ * (r->tmpl_build) that no template record names: a build that a kilnd
+ * crash or --upgrade cut short, its VM perhaps still running. tmpl is
+ * the record of template r->tmpl_build, NULL when there is none (a
+ * record that could not be read is not NULL's case: the caller keeps
+ * the sandbox then). why[cap] says why when true. Pure.
+ */
+bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why, size_t cap);
+
+/*
  * May a client with this uid see and touch the sandbox? Root sees every
  * sandbox but a warm pool's and a template's; any other uid only those it created. Everything that reaches
  * a sandbox for a client (sandbox_get, the list) asks this, and a "no"

@@ -9,6 +9,7 @@
 
 #include "api/kilnd/sandbox/cgroup.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/templates.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
@@ -75,7 +76,8 @@ void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size
 	kilnd_lock(d);
 	*total = 0;
 	for (size_t i = 0; i < d->reg.n; i++) {
-		if (d->reg.v[i]->rec.pooled)
+		/* what clients see: not a warm pool's, not a template's hidden one */
+		if (d->reg.v[i]->rec.pooled || d->reg.v[i]->rec.tmpl_build[0])
 			continue;
 		counts[d->reg.v[i]->rec.state]++;
 		(*total)++;
@@ -242,6 +244,20 @@ static void load_one(struct kilnd *d, const char *id)
 		sandbox_free(sb);
 		return;
 	}
+	if (sb->rec.tmpl_build[0]) {
+		/* A build cut short: its VM is stopped and its directory goes
+		 * (a template record that cannot be read keeps its sandbox). */
+		struct api_err te;
+		json_t *t = template_load(d, sb->rec.tmpl_build, &te);
+		bool orphan = (t || te.code == API_E_NOT_FOUND) && sandbox_build_orphan(&sb->rec, t, why, sizeof(why));
+
+		json_decref(t);
+		if (orphan) {
+			remove_leftover(d, id, dir, why);
+			sandbox_free(sb);
+			return;
+		}
+	}
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
 	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", dir) ||
 	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/vm/control.sock", dir) ||
@@ -286,6 +302,7 @@ int sandboxes_init(struct kilnd *d, char *err, size_t errlen)
 		if (sandbox_id_valid(de->d_name))
 			load_one(d, de->d_name);
 	closedir(dh);
+	templates_init(d);
 	if (d->reg.n > 1)
 		qsort(d->reg.v, d->reg.n, sizeof(*d->reg.v), cmp_created);
 	if (d->reg.n)

@@ -27,6 +27,32 @@ static int tpath(const struct kilnd *d, const char *name, char *out, size_t cap)
 			     name ? ".json" : "");
 }
 
+void templates_init(struct kilnd *d)
+{
+	static const char *const files[] = { "context.tar.gz", "copy.tar" };
+	char dir[PATH_MAX], p[PATH_MAX];
+	struct dirent *de;
+	DIR *dh;
+
+	if (tpath(d, NULL, dir, sizeof(dir)) || !(dh = opendir(dir)))
+		return;
+	while ((de = readdir(dh))) {
+		if (strncmp(de->d_name, ".build-", 7) != 0 || sandbox_pathf(p, sizeof(p), "%s/%s", dir, de->d_name))
+			continue;
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			char f[PATH_MAX];
+
+			if (sandbox_pathf(f, sizeof(f), "%s/%s", p, files[i]) == 0)
+				unlink(f);
+		}
+		if (rmdir(p) == 0)
+			kilnd_log("removed %s: the work directory of a template build that kilnd's end cut short", p);
+		else
+			kilnd_log("cannot remove %s: %s", p, strerror(errno));
+	}
+	closedir(dh);
+}
+
 static void not_found(struct api_err *e, const char *name)
 {
 	api_err_set(e, API_E_NOT_FOUND, "no template '%.64s' (GET /v1/templates lists them)", name);
@@ -95,6 +121,45 @@ static bool building_locked(struct kilnd *d, const char *name)
 	return false;
 }
 
+/*
+ * Under reg.mu: whether from (a hidden template sandbox) is still the
+ * sandbox of a live template record, so a restore or copy from it may
+ * start. A delete or a rebuild decides under the same lock, before it
+ * unlinks or replaces the record, whether a reader holds the sandbox
+ * (cp_readers): so either the reader sees the record gone (and refuses)
+ * or the delete sees the reader (and answers 409).
+ */
+static bool template_live_locked(struct kilnd *d, const struct sandbox *from, struct api_err *e)
+{
+	struct api_err le;
+	json_t *rec;
+	bool live;
+
+	if (!from->rec.tmpl_build[0])
+		return true;
+	rec = template_load(d, from->rec.tmpl_build, &le);
+	live = rec && rec_str(rec, "sandbox") && strcmp(rec_str(rec, "sandbox"), from->rec.id) == 0;
+	json_decref(rec);
+	if (!live)
+		api_err_set(e, API_E_NOT_FOUND, "template '%s' was deleted or rebuilt meanwhile: retry (GET /v1/templates)",
+			    from->rec.tmpl_build);
+	return live;
+}
+
+/* Under reg.mu: 409 busy when a create or build reads the hidden sandbox id. */
+static int template_readers_locked(struct kilnd *d, const char *name, const char *id, const char *what,
+				   struct api_err *e)
+{
+	struct sandbox *sb = sandbox_find_locked(d, id);
+
+	if (!sb || !sb->cp_readers)
+		return 0;
+	api_err_set(e, API_E_BUSY,
+		    "template '%s': a sandbox is being created from it or a build reads it right now; %s once that ended",
+		    name, what);
+	return -1;
+}
+
 uint64_t template_sandbox_bytes(struct kilnd *d, const char *id)
 {
 	struct sandbox *sb;
@@ -142,17 +207,27 @@ json_t *templates_list(struct kilnd *d)
 {
 	json_t *arr = json_array();
 	char dir[PATH_MAX];
-	char *names[1024];
-	size_t n = 0;
+	char **names = NULL;
+	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *dh;
 
 	if (!arr || tpath(d, NULL, dir, sizeof(dir)) || !(dh = opendir(dir)))
 		return arr ? json_pack("{s:o}", "templates", arr) : NULL;
-	while ((de = readdir(dh)) && n < sizeof(names) / sizeof(names[0])) {
+	/* every record: the list has no cap of its own (a name is 64 bytes) */
+	while ((de = readdir(dh))) {
 		size_t l = strlen(de->d_name);
 
-		if (l > 5 && strcmp(de->d_name + l - 5, ".json") == 0 && (names[n] = strndup(de->d_name, l - 5)))
+		if (l <= 5 || strcmp(de->d_name + l - 5, ".json") != 0)
+			continue;
+		if (n == cap) {
+			char **nv = realloc(names, (cap = cap ? 2 * cap : 64) * sizeof(*names));
+
+			if (!nv)
+				break;
+			names = nv;
+		}
+		if ((names[n] = strndup(de->d_name, l - 5)))
 			n++;
 	}
 	closedir(dh);
@@ -173,6 +248,7 @@ json_t *templates_list(struct kilnd *d)
 		}
 		free(names[i]);
 	}
+	free(names);
 	return json_pack("{s:o}", "templates", arr);
 }
 
@@ -239,7 +315,12 @@ int templates_delete(struct kilnd *d, const char *name, struct api_err *e)
 		kilnd_unlock(d);
 		return -1;
 	}
-	/* The record goes first, under the lock: no create finds it after. */
+	if (template_readers_locked(d, name, id, "retry the delete", e)) {
+		kilnd_unlock(d);
+		return -1;
+	}
+	/* The record goes first, under the lock: no create finds it after
+	 * (one that loaded it before re-checks it here, template_live_locked). */
 	if (unlink(p) < 0 && errno != ENOENT) {
 		api_err_set(e, API_E_IO_ERROR, "template '%s': remove %s: %s", name, p, strerror(errno));
 		kilnd_unlock(d);
@@ -359,13 +440,16 @@ static struct sandbox *fork_from(struct kilnd *d, struct sandbox *from, const ch
 	kilnd_lock(d);
 	sandbox_wait_unmerging_locked(from);
 	found = from->rec.state != SANDBOX_DELETING && checkpoint_find(from->rec.checkpoints, cp, NULL);
-	if (found)
+	if (!found)
+		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "template: sandbox %s has no checkpoint '%s' any more",
+			    from->rec.id, cp);
+	else if (!(found = template_live_locked(d, from, e)))
+		;
+	else
 		from->cp_readers++;
 	kilnd_unlock(d);
 	if (!found) {
 		sandbox_spec_free(&spec);
-		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "template: sandbox %s has no checkpoint '%s' any more",
-			    from->rec.id, cp);
 		return NULL;
 	}
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
@@ -497,6 +581,11 @@ int template_commit(struct kilnd *d, json_t *rec, struct api_err *e)
 		kilnd_unlock(d);
 		return -1;
 	}
+	if (old_id[0] && strcmp(old_id, rec_str(rec, "sandbox")) &&
+	    template_readers_locked(d, name, old_id, "build it again", e)) {
+		kilnd_unlock(d);
+		return -1;
+	}
 	r = save_record(d, rec, e);
 	kilnd_unlock(d);
 	if (r)
@@ -567,8 +656,15 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 		return -1;
 	}
 	kilnd_lock(d);
-	from->cp_readers++;
+	r = template_live_locked(d, from, e) ? 0 : -1;
+	if (r == 0)
+		from->cp_readers++;
 	kilnd_unlock(d);
+	if (r) {
+		sandbox_spec_free(&spec);
+		sandbox_put(from);
+		return -1;
+	}
 	sb = sandbox_create_entry(d, peer->uid, &spec, image, false, false, e);
 	r = -1;
 	if (sb) {
@@ -682,7 +778,8 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 			 json_integer_value(json_object_get(body, "memory_mib")), from->rec.spec.memory_mib);
 	if (!reason[0]) {
 		sb = fork_from(d, from, TEMPLATE_READY_CHECKPOINT, fb, peer->uid, NULL, name, view, e);
-		if (!sb && (e->code == API_E_BAD_FIELD || e->code == API_E_UNKNOWN_FIELD || e->code == API_E_LIMIT_REACHED)) {
+		if (!sb && (e->code == API_E_BAD_FIELD || e->code == API_E_UNKNOWN_FIELD || e->code == API_E_LIMIT_REACHED ||
+			    e->code == API_E_NOT_FOUND)) {
 			sandbox_put(from);
 			goto out;
 		}

@@ -43,12 +43,20 @@ struct sandbox;
 
 #define TEMPLATE_READY_CHECKPOINT "ready"
 
+/* At start: the work directories (templates/.build-*) of builds that a
+ * kilnd crash or --upgrade cut short are removed (their hidden sandboxes
+ * go in sandboxes_init, sandbox_build_orphan). */
+void templates_init(struct kilnd *d);
+
 /* GET /v1/templates: {"templates": [...]} (new reference; NULL when out of memory). */
 json_t *templates_list(struct kilnd *d);
 /* GET /v1/templates/{name}: 0 and *out, or -1 with e (not_found). */
 int templates_get(struct kilnd *d, const char *name, json_t **out, struct api_err *e);
 /* DELETE /v1/templates/{name}: 0, or -1 with e (not_found; in_use naming
- * a sandbox created from it; busy while it is being rebuilt). */
+ * a sandbox created from it; busy while it is being rebuilt, or while a
+ * create or build reads its hidden sandbox: decided under reg.mu before
+ * the record goes, and every reader re-checks the record under reg.mu
+ * before it holds the sandbox, so no delete leaves the sandbox behind). */
 int templates_delete(struct kilnd *d, const char *name, struct api_err *e);
 /* The template's record (new reference), or NULL with e (not_found). */
 json_t *template_load(struct kilnd *d, const char *name, struct api_err *e);
@@ -79,7 +87,8 @@ uint64_t template_sandbox_bytes(struct kilnd *d, const char *id);
 /*
  * Publish the template: its record rec (name, sandbox, ...) written; the
  * sandbox of a template it replaces is removed. -1 with e (in_use: the
- * old template gained a sandbox meanwhile).
+ * old template gained a sandbox meanwhile; busy: a create or build reads
+ * the old sandbox right now).
  */
 int template_commit(struct kilnd *d, json_t *rec, struct api_err *e);
 

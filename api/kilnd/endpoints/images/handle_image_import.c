@@ -82,22 +82,24 @@ static void import_cancel(struct http_req *r)
 
 static const struct http_upload_ops import_ops = { .data = import_data, .end = import_end, .cancel = import_cancel };
 
-/* A declared length that surely cannot fit is refused before the body
- * (import_room.h); where the file system cannot say, the import goes on
- * and a full disk ends it with no_space as before. */
-static int room_check(struct http_req *r, struct api_err *e)
+/* A declared length that surely cannot fit in state_dir/sub is refused
+ * before the body (import_room.h); where the file system cannot say, the
+ * upload goes on and a full disk ends it with no_space as before. */
+int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e)
 {
-	char dir[PATH_MAX + 8];
+	char dir[PATH_MAX + 16];
 	struct statvfs fs;
 
-	/* where the import is written (a mount of its own, perhaps) */
-	snprintf(dir, sizeof(dir), "%s/images", r->d->cfg.state_dir);
+	if (r->head->body != HTTP_BODY_LENGTH)
+		return 0;
+	/* where the upload is written (a mount of its own, perhaps) */
+	snprintf(dir, sizeof(dir), "%.4000s/%s", r->d->cfg.state_dir, sub);
 	if (statvfs(dir, &fs) < 0) {
-		snprintf(dir, sizeof(dir), "%s", r->d->cfg.state_dir);
+		snprintf(dir, sizeof(dir), "%.4000s", r->d->cfg.state_dir);
 		if (statvfs(dir, &fs) < 0)
 			return 0;
 	}
-	return import_room_check(r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
+	return import_room_check(what, holds, r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
 }
 
 void handle_image_import_begin(struct http_req *r)
@@ -126,7 +128,7 @@ void handle_image_import_begin(struct http_req *r)
 			    name, name);
 		goto fail;
 	}
-	if (r->head->body == HTTP_BODY_LENGTH && room_check(r, &e))
+	if (http_room_check(r, "images", "image import", "the archive, its unpacked layers and the image", &e))
 		goto fail;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	if (image_import_begin(r->d, j->work, &j->fd, &e))

@@ -18,6 +18,8 @@ struct walk {
 	ctx_event_fn fn;
 	void *arg;
 	bool ended;
+	uint64_t inflated, max; /* tar bytes decompressed so far; the cap */
+	char cur[256];          /* the member being read, for messages */
 	struct api_err *e;
 };
 
@@ -26,6 +28,15 @@ static int feed(void *arg, const void *data, size_t n)
 	struct walk *w = arg;
 	const uint8_t *p = data;
 
+	/* A gzip bomb is refused, not inflated: the decompressed tar is
+	 * capped like the compressed body (--max-image). */
+	w->inflated += n;
+	if (w->inflated > w->max) {
+		api_err_set(w->e, API_E_BAD_ARCHIVE,
+			    "build context: it inflates to more than %llu bytes (--max-image), at member '%.200s': send a smaller context",
+			    (unsigned long long)w->max, w->cur[0] ? w->cur : "(the first)");
+		return -EFBIG;
+	}
 	while (!w->ended) {
 		struct tar_event ev;
 		size_t used = tar_reader_feed(&w->r, p, n, &ev);
@@ -43,15 +54,17 @@ static int feed(void *arg, const void *data, size_t n)
 			w->ended = true;
 			return 0;
 		}
+		if (ev.kind == TAR_EV_MEMBER)
+			snprintf(w->cur, sizeof(w->cur), "%s", ev.member->name);
 		if ((r = w->fn(w->arg, &ev)) < 0)
 			return r;
 	}
 	return 0;
 }
 
-static int walk(int fd, ctx_event_fn fn, void *arg, struct api_err *e)
+static int walk(int fd, uint64_t max, ctx_event_fn fn, void *arg, struct api_err *e)
 {
-	struct walk w = { .fn = fn, .arg = arg, .e = e };
+	struct walk w = { .fn = fn, .arg = arg, .max = max, .e = e };
 	struct gz_stream g;
 	struct tar_event ev;
 	static const size_t bufsz = 64u << 10;
@@ -187,12 +200,13 @@ static int scan_event(void *arg, const struct tar_event *ev)
 	return 0;
 }
 
-int build_context_scan(int fd, const char *file, struct build_context *c, struct api_err *e)
+int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c, struct api_err *e)
 {
 	struct scan s = { .c = c, .file = file, .e = e };
 	int r;
 
 	memset(c, 0, sizeof(*c));
+	c->max_bytes = max_bytes;
 	if (file) {
 		while (file[0] == '.' && file[1] == '/')
 			file += 2;
@@ -203,7 +217,7 @@ int build_context_scan(int fd, const char *file, struct build_context *c, struct
 		api_err_set(e, API_E_INTERNAL, "build context: out of memory");
 		return -1;
 	}
-	r = walk(fd, scan_event, &s, e);
+	r = walk(fd, c->max_bytes, scan_event, &s, e);
 	close_member(&s);
 	for (int i = 1; i <= 3 && r == 0 && !c->buildfile; i++)
 		if (s.bf[i]) {
@@ -267,6 +281,13 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
 
 		for (size_t i = 0; i < c->n; i++)
 			if (buildfile_copy_match(s->src[k], c->m[i].name, &rel)) {
+				/* refused here, before anything boots, not at COPY time */
+				if (c->m[i].kind == TAR_HARDLINK) {
+					api_err_set(e, API_E_BAD_ARCHIVE,
+						    "build file line %u: COPY: '%.200s' is a hard link; give the file itself in the context",
+						    s->line, c->m[i].name);
+					return -1;
+				}
 				any = true;
 				hash_u64(&h, strlen(c->m[i].name));
 				sha256_update(&h, c->m[i].name, strlen(c->m[i].name));
@@ -287,14 +308,25 @@ struct copy {
 	const struct bf_step *s;
 	int out;
 	const char *file_as; /* one file copied to this name, or NULL */
+	const char *target;  /* the guest directory it goes into */
 	bool copying;        /* the current member's data goes out */
 	uint64_t size;
+	uint64_t written, max; /* bytes of the re-pack so far; the cap */
 	struct api_err *e;
 };
 
 static int put(struct copy *cp, const void *p, size_t n)
 {
-	int r = fd_io_write_all(cp->out, p, n);
+	int r;
+
+	cp->written += n;
+	if (cp->written > cp->max) {
+		api_err_set(cp->e, API_E_BAD_ARCHIVE,
+			    "build file line %u: COPY: what it copies is more than %llu bytes (--max-image): copy less",
+			    cp->s->line, (unsigned long long)cp->max);
+		return -EFBIG;
+	}
+	r = fd_io_write_all(cp->out, p, n);
 
 	if (r)
 		api_err_set(cp->e, API_E_IO_ERROR, "COPY: writing its archive: %s", strerror(-r));
@@ -342,7 +374,13 @@ static int copy_event(void *arg, const struct tar_event *ev)
 			    cp->s->line, m->name);
 		return -EINVAL;
 	}
-	snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "");
+	if ((size_t)snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "") >= sizeof(name) ||
+	    strlen(cp->target) + 1 + strlen(name) > AGENT_PATH_MAX) {
+		/* never cut short into another name in the guest */
+		api_err_set(cp->e, API_E_BAD_ARCHIVE, "build file line %u: COPY: '%.200s' is too long a name under %.200s (at most %d bytes)",
+			    cp->s->line, m->name, cp->target, AGENT_PATH_MAX);
+		return -ENAMETOOLONG;
+	}
 	o.name = name;
 	o.name_len = strlen(name);
 	o.type = m->kind == TAR_DIR ? '5' : m->kind == TAR_SYMLINK ? '2' : '0';
@@ -366,8 +404,9 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 			   char *target, size_t target_cap, struct api_err *e)
 {
 	static const uint8_t end[2 * TAR_BLOCK];
-	struct copy cp = { .s = s, .out = out_fd, .e = e };
+	struct copy cp = { .s = s, .out = out_fd, .max = c->max_bytes, .e = e };
 	bool one_file = false;
+	int n;
 
 	/* COPY file /path/name (no trailing '/'): the file takes that name. */
 	if (s->nsrc == 1 && !s->dest_dir && strcmp(s->src[0], ".") != 0)
@@ -378,11 +417,16 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 		const char *slash = strrchr(s->dest, '/');
 
 		cp.file_as = slash[1] ? slash + 1 : NULL;
-		snprintf(target, target_cap, "%.*s", slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
+		n = snprintf(target, target_cap, "%.*s", slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
 	} else {
-		snprintf(target, target_cap, "%s", s->dest);
+		n = snprintf(target, target_cap, "%s", s->dest);
 	}
-	if (walk(fd, copy_event, &cp, e))
+	if (n < 0 || (size_t)n >= target_cap) {
+		api_err_set(e, API_E_BAD_FIELD, "build file line %u: COPY: the destination is too long", s->line);
+		return -1;
+	}
+	cp.target = target;
+	if (walk(fd, c->max_bytes, copy_event, &cp, e))
 		return -1;
 	return put(&cp, end, sizeof(end)) ? -1 : 0;
 }

@@ -11,7 +11,9 @@
  *    extracted on the host: COPY re-packs the members it names into a
  *    plain ustar stream that the guest agent extracts and confines again.
  *  - Bounded: CONTEXT_MEMBERS_MAX members; the build file at most
- *    BUILDFILE_MAX bytes.
+ *    BUILDFILE_MAX bytes; the decompressed tar, and each COPY's re-pack,
+ *    at most max_bytes (--max-image): a gzip bomb is refused naming the
+ *    member it reached, not inflated.
  *  - Every function works on a file descriptor and memory only, so it is
  *    unit-tested and fuzzed without a daemon.
  */
@@ -40,15 +42,17 @@ struct build_context {
 	size_t n;
 	char *buildfile; /* NUL-terminated; NULL: not found */
 	size_t buildfile_len;
+	uint64_t max_bytes; /* the cap on inflated and re-packed bytes */
 };
 
 /*
  * Read the context archive from fd (from its start): every member's name
  * and digest, and the build file: `file` when given, else `Kilnfile`,
- * else `Dockerfile`. 0, or -1 with e (bad_archive naming the member,
+ * else `Dockerfile`. At most max_bytes of tar are inflated (then
+ * bad_archive). 0, or -1 with e (bad_archive naming the member,
  * bad_field: no build file or too big).
  */
-int build_context_scan(int fd, const char *file, struct build_context *c, struct api_err *e);
+int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c, struct api_err *e);
 void build_context_free(struct build_context *c);
 
 /* The digest of what COPY step s copies ("sha256:..."), or -1 with e

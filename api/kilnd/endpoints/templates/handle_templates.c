@@ -56,6 +56,7 @@ struct build_job {
 	json_t *base_defaults; /* {"env","working_dir","user"} of the image or template */
 	json_t *spec;          /* the build sandbox's create body (an image base) */
 	char from_digest[128];
+	char from_key[256]; /* the FROM step's cache input: the digest and the build sandbox's shape */
 	/* while building */
 	struct sandbox *sb;
 	struct agent_client c;
@@ -528,6 +529,7 @@ done:
 static int resolve_from(struct build_job *j, struct api_err *e)
 {
 	const char *from = j->bf.steps[0].arg;
+	struct sandbox_spec spec;
 	struct api_err te;
 	json_t *t = template_load(j->d, from, &te), *img = NULL;
 
@@ -538,6 +540,8 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 			 json_string_value(json_object_get(t, "created_at")) ?: "");
 		j->base_defaults = json_incref(json_object_get(t, "defaults"));
 		json_decref(t);
+		/* the base sandbox (named by the digest) fixes the shape */
+		snprintf(j->from_key, sizeof(j->from_key), "%s", j->from_digest);
 		if (j->q.cpus || j->q.memory_mib || j->q.disk_mib) {
 			api_err_set(e, API_E_BAD_FIELD,
 				    "template build: cpus, memory_mib and disk_mib come from template '%s' (FROM): leave them out", from);
@@ -567,6 +571,12 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "template build: out of memory");
 		return -1;
 	}
+	/* The shape the build sandbox gets (the daemon's defaults filled in)
+	 * is part of the cache key: a cached prefix forks with its shape. */
+	if (sandbox_spec_parse(j->spec, &j->d->cfg.limits, &spec, e))
+		return -1;
+	buildfile_from_input(j->from_digest, spec.cpus, spec.memory_mib, spec.disk_mib, j->from_key, sizeof(j->from_key));
+	sandbox_spec_free(&spec);
 	return 0;
 }
 
@@ -575,10 +585,19 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 static int build_check(struct build_job *j, struct api_err *e)
 {
 	const json_t *env;
+	const char *wd;
 
-	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, &j->ctx, e) ||
+	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, j->d->cfg.max_image, &j->ctx, e) ||
 	    buildfile_parse(j->ctx.buildfile, j->ctx.buildfile_len, &j->bf, e) || resolve_from(j, e))
 		return -1;
+	/* FROM named the base: relative paths resolve against its working
+	 * directory, as RUN runs there (the FROM key covers the base). */
+	wd = json_string_value(json_object_get(j->base_defaults, "working_dir"));
+	if (wd && strcmp(wd, "/") != 0) {
+		buildfile_free(&j->bf);
+		if (buildfile_parse_in(j->ctx.buildfile, j->ctx.buildfile_len, wd, &j->bf, e))
+			return -1;
+	}
 	j->keys = calloc(j->bf.n, sizeof(*j->keys));
 	env = json_object_get(j->base_defaults, "env");
 	j->env = json_is_object(env) ? json_deep_copy(env) : json_object();
@@ -592,7 +611,7 @@ static int build_check(struct build_job *j, struct api_err *e)
 		const char *extra = NULL;
 
 		if (s->op == BF_FROM)
-			extra = j->from_digest;
+			extra = j->from_key;
 		if (s->op == BF_COPY) {
 			if (build_context_copy_digest(&j->ctx, s, digest, e))
 				return -1;
@@ -678,6 +697,8 @@ void handle_template_build_begin(struct http_req *r)
 	if (template_build_begin(r->d, j->name, &e))
 		goto fail;
 	j->began = true;
+	if (http_room_check(r, "templates", "template build", "the context and the re-pack of a COPY", &e))
+		goto fail;
 	if ((size_t)snprintf(dir, sizeof(dir), "%.4000s/templates", r->d->cfg.state_dir) >= sizeof(dir) ||
 	    (size_t)snprintf(j->work, sizeof(j->work), "%s/.build-XXXXXX", dir) >= sizeof(j->work) ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || !mkdtemp(j->work)) {
