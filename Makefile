@@ -315,7 +315,7 @@ integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
 	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=8 tests/harness/run tests/integration/run-all
 
 test-debian: all image-debian
-	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \
+	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_DEBIAN_TEMPLATE=1 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \
 		tests/harness/run tests/integration/run-all
 
 # Builds use every CPU (CI calls plain `make test`); the harness runs one
