@@ -4,15 +4,15 @@
  *
  * The task register. On AMD (SVM) KVM_GET_SREGS reports TR's type with
  * the busy bit set even when the VMCB holds an available TSS (type 9):
- * svm_get_segment() ORs it in so that a snapshot can move to Intel, where
- * VM entry requires a busy TSS (type 11) in 64-bit mode. Written back
- * unchanged, an AMD guest restarts with a TR that a cold boot never has,
- * and QEMU's emulated SVM (the nested harness) then refuses every port
- * access through the TSS I/O bitmap with #GP: it checks the I/O bitmap
- * only of an available TSS. The guest's first user-space OUT after a
- * restore (kiln-init's shutdown milestone) kills PID 1 and panics the
- * guest. So on SVM the busy bit goes back to what the VMCB had; on Intel
- * the busy type is the one VMX accepts and stays.
+ * svm_get_segment() ORs it in unconditionally ("the busy flag in the tr
+ * selector isn't exposed"); a busy TSS (type 11) is also what VMX needs to
+ * enter a 64-bit guest. Written back unchanged, an AMD guest restarts with
+ * a TR that a cold boot never has, and QEMU's emulated SVM (the nested
+ * harness) then refuses every user-space port access with #GP: it reads
+ * the TSS I/O bitmap only of an available TSS. The guest's first such OUT
+ * after a restore (kiln-init's shutdown milestone) killed PID 1 and
+ * panicked the guest. So on SVM the busy bit goes back to what the VMCB
+ * had; on Intel the busy type is the one VMX accepts and stays.
  *
  * Pure: no KVM, no CPUID; the caller says which extension the host has.
  */
