@@ -132,14 +132,27 @@ test_vmm_restore_refuses_bad_snapshots() {
     why=${why:-"the intact snapshot restores: $(cat "$vd/vmm.err"; tail -5 "$vd/console3")"}
   ag shutdown >/dev/null 2>&1
   vmm_wait
+  check 'stopped_clean "$vd/console3"' "the restored guest stops cleanly: $(tr -d '\r' <"$vd/console3" | tail -4)"
   out=$(tail -20 "$vd/console3" 2>/dev/null) err=$(cat "$vd/vmm.err" 2>/dev/null)
   rm -rf "$vd" "$ctl"
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# stopped_clean CONSOLE: the guest's console ends in a clean shutdown
+# ("reboot: Restarting system") with no crash of PID 1 before it. Restored
+# vCPUs once ran with a busy TSS in TR, and kiln-init's shutdown milestone
+# (port I/O) then faulted: "Attempted to kill init!" (snapshot_sregs.h).
+stopped_clean() {
+  local c
+  c=$(tr -d '\r' <"$1" 2>/dev/null)
+  printf '%s\n' "$c" | grep -q "reboot: Restarting system" &&
+    ! printf '%s\n' "$c" | grep -q "Attempted to kill init\|general protection fault\|segfault at\|Kernel panic"
+}
+
 # restore_run SNAP N: restore SNAP (--boot-timeline), check that its guest
-# answers, shut it down; kiln-vmm's stderr is $vd/vmmN.err.
+# answers and stops cleanly; kiln-vmm's stderr is $vd/vmmN.err.
 restore_run() {
+  local con="$vd/console$2" # check evals its condition: its own $2 is the message
   vs="$vd/v$2.sock"
   "$VMM" --restore "$1" --mem 256 --cpus 2 --console --vsock "$vs" --boot-timeline \
     >"$vd/console$2" 2>"$vd/vmm$2.err" </dev/null &
@@ -148,6 +161,7 @@ restore_run() {
     "the guest runs after restoring $1: $(cat "$vd/vmm$2.err")"
   ag shutdown >/dev/null 2>&1
   vmm_wait
+  check 'stopped_clean "$con"' "the guest restored from $1 stops cleanly: $(tr -d '\r' <"$con" | tail -4)"
 }
 
 # A snapshot of a booted VM has no workingset; one of a restored VM lists

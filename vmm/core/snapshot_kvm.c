@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 
 #include "lib/base/version.h"
+#include "vmm/core/snapshot_sregs.h"
 
 #define MSR_LIST_MAX 1024
 #define MSR_IA32_TSC_DEADLINE 0x6e0
@@ -312,6 +313,33 @@ static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct e
 	return 0;
 }
 
+/* Whether this host's KVM runs vCPUs under SVM (AMD): CPUID's vendor. */
+static bool host_is_svm(void)
+{
+	unsigned a, b, c, d;
+	struct snap_cpu cpu;
+
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		return false;
+	snap_cpu_from_cpuid(&cpu, b, c, d, 0);
+	return snap_vendor_is_svm(cpu.vendor);
+}
+
+/* The special registers, fitted to this host (snapshot_sregs.h: TR). */
+static int load_sregs(const struct snap_view *s, struct vcpu *v, struct kvm_sregs *sregs, struct err *e)
+{
+	const void *p;
+	int r;
+
+	if (!(p = need(s, SNAP_SEC_VCPU_SREGS, (uint32_t)v->id, sizeof(*sregs), "sregs", &r, e)))
+		return r;
+	memcpy(sregs, p, sizeof(*sregs));
+	snap_sregs_fit_host(sregs, host_is_svm());
+	if (ioctl(v->fd, KVM_SET_SREGS, sregs) < 0)
+		return err_set(e, errno, "restore: KVM refused sregs of vCPU/VM %d: %s", v->id, strerror(errno));
+	return 0;
+}
+
 int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s, struct err *e)
 {
 	uint32_t id = (uint32_t)v->id;
@@ -325,7 +353,7 @@ int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s,
 	if ((r = load_ioctl(s, v->fd, KVM_SET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id, "regs", e)) ||
 	    (r = load_ioctl(s, v->fd, KVM_SET_XSAVE, &u.xsave, sizeof(u.xsave), SNAP_SEC_VCPU_XSAVE, id, "xsave", e)) ||
 	    (r = load_ioctl(s, v->fd, KVM_SET_XCRS, &u.xcrs, sizeof(u.xcrs), SNAP_SEC_VCPU_XCRS, id, "xcrs", e)) ||
-	    (r = load_ioctl(s, v->fd, KVM_SET_SREGS, &u.sregs, sizeof(u.sregs), SNAP_SEC_VCPU_SREGS, id, "sregs", e)) ||
+	    (r = load_sregs(s, v, &u.sregs, e)) ||
 	    (r = load_msrs(s, v, e)) ||
 	    (r = load_ioctl(s, v->fd, KVM_SET_MP_STATE, &u.mp, sizeof(u.mp), SNAP_SEC_VCPU_MP_STATE, id, "mp_state", e)) ||
 	    (r = load_ioctl(s, v->fd, KVM_SET_LAPIC, &u.lapic, sizeof(u.lapic), SNAP_SEC_VCPU_LAPIC, id, "lapic", e)) ||
