@@ -229,9 +229,15 @@ static int run_step(struct build_job *j, const struct bf_step *s, struct api_err
 static int mkdir_p(struct build_job *j, const char *dir, struct api_err *e)
 {
 	const char *argv[] = { "mkdir", "-p", "--", dir, NULL };
-	int status = 0;
+	char cwd[sizeof(j->cwd)];
+	int status = 0, r;
 
-	if (guest_run(j, argv, false, true, false, 60000, &status, e))
+	/* From "/": what it makes may be the working directory itself (WORKDIR). */
+	memcpy(cwd, j->cwd, sizeof(cwd));
+	snprintf(j->cwd, sizeof(j->cwd), "/");
+	r = guest_run(j, argv, false, true, false, 60000, &status, e);
+	memcpy(j->cwd, cwd, sizeof(cwd));
+	if (r)
 		return -1;
 	if (status) {
 		api_err_set(e, API_E_BAD_REQUEST, "step %u: mkdir -p %s in the guest failed (status %d)", j->step, dir,
