@@ -36,7 +36,7 @@ RUN echo built >/etc/built-by-kiln && \
 COPY app/ /srv/app/
 COPY --chown=user app/hello.txt /srv/owned.txt
 ENV GREETING="hello world" MODE=test
-WORKDIR /srv/app
+WORKDIR /srv/work
 RUN setsid sh -c 'i=0; while :; do i=$((i+1)); echo $i >/tmp/beat.new; mv /tmp/beat.new /tmp/beat; sleep 1; done' </dev/null >/dev/null 2>&1 &
 READY --timeout=300 test -s /tmp/beat
 KF
@@ -46,7 +46,7 @@ KF
   kd_check '[ $(printf "%s\n" "$body" | grep -c "\"type\": *\"step_end\"") = 8 ]' "a step_end per step (8)"
   api GET /v1/templates/t1
   kd_check '[ $status = 200 ] && [ "$(jget "d[\"cache_entries\"]")" = 4 ]' "t1: 4 cache entries (RUN, COPY, COPY, RUN)"
-  kd_check '[ "$(jget "d[\"defaults\"][\"working_dir\"]")" = /srv/app ]' "t1: its working_dir"
+  kd_check '[ "$(jget "d[\"defaults\"][\"working_dir\"]")" = /srv/work ]' "t1: its working_dir (made by WORKDIR)"
 
   # A sandbox from it: a fork of the ready snapshot, with the build's
   # files, env and cwd, and the READY service already running.
@@ -54,7 +54,7 @@ KF
   fork=$sid
   kd_check '[ "$(jget "d[\"boot\"][\"from\"]")" = template ] && [ "$(jget "d[\"template\"]")" = t1 ]' "boot.from template"
   kd_sh "$sid" 'b1=$(cat /tmp/beat); cat /etc/built-by-kiln /srv/app/hello.txt /srv/app/sub/n.txt; echo "$GREETING/$MODE/$(pwd)"; stat -c %u /srv/owned.txt; sleep 2; b2=$(cat /tmp/beat); [ "$b2" -gt "$b1" ] && echo beating'
-  kd_check '[ "$(kd_outw)" = "built hello from the context nested hello world/mine//srv/app 1000 beating" ]' "the fork sees the build"
+  kd_check '[ "$(kd_outw)" = "built hello from the context nested hello world/mine//srv/work 1000 beating" ]' "the fork sees the build"
   kd_check '[ "$(jget "d[\"stdout\"]")" != "" ]' "exec answered"
 
   # Rebuild under another name with one more step: the prefix is cached.
