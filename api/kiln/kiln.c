@@ -180,6 +180,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln: unknown command '%s'; see 'kiln --help'\n", CLI_ECHO(s.value));
 		return CLI_EXIT_USAGE;
 	}
+	/* `kiln CMD --help` for every command, also those whose first word is
+	 * a subcommand (image, template) and never reach an option scan. */
+	if (argc - 1 - s.i >= 1 && (!strcmp(argv[1 + s.i], "--help") || !strcmp(argv[1 + s.i], "-h"))) {
+		printf("usage: kiln %s %s\n%s\n", c.cmd->name, c.cmd->args, c.cmd->summary);
+		return CLI_EXIT_OK;
+	}
 	/* SIGPIPE keeps its default: `kiln exec ID -- yes | head` ends kiln
 	 * quietly as it ends any filter, and the closed connection makes
 	 * kilnd kill the process. curl's own socket writes use MSG_NOSIGNAL,
