@@ -50,7 +50,7 @@ static int add_rules(scmp_filter_ctx ctx)
 			return r;
 	/* A new namespace through clone: one rule per flag (rules on one
 	 * call are alternatives). clone3's flags sit in memory the filter
-	 * cannot read, so clone3 is "not implemented" and the C library falls
+	 * cannot read, so clone3 answers ENOSYS and the C library falls
 	 * back to clone. */
 	for (size_t i = 0; i < N(ns_flags); i++)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,

@@ -11,6 +11,13 @@
 /* dispatch.c: one handler per route operation, for http_start(). */
 extern const http_handler_fn dispatch_handlers[OP_COUNT];
 
+/* http_checks.c: checks several endpoints share. */
+/* No query parameters: true, or false after answering 400 itself. */
+bool http_no_query(struct http_req *r, const char *what);
+/* Whether a body of its declared length can fit in state_dir/sub
+ * (import_room.h); 0, or -1 with e (no_space). */
+int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e);
+
 /* handle_misc.c */
 void handle_health(struct http_req *r);
 void handle_metrics(struct http_req *r);
@@ -19,9 +26,6 @@ void handle_images(struct http_req *r);
 /* handle_image_import.c: POST /v1/images streams its body (an image
  * archive) to a file like PUT .../files; GET and DELETE /v1/images/{name}. */
 void handle_image_import_begin(struct http_req *r);
-/* Whether a body of its declared length can fit in state_dir/sub
- * (import_room.h); 0, or -1 with e (no_space). handle_image_import.c. */
-int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e);
 void handle_image_get(struct http_req *r);
 void handle_image_delete(struct http_req *r);
 

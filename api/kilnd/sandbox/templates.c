@@ -95,6 +95,23 @@ static const char *rec_str(const json_t *rec, const char *key)
 	return json_string_value(json_object_get(rec, key));
 }
 
+/* The hidden sandbox that holds the template's snapshots, with a
+ * reference (sandbox_put), or NULL with e when it is gone. */
+static struct sandbox *template_sandbox(struct kilnd *d, const json_t *rec, struct api_err *e)
+{
+	struct sandbox *sb;
+
+	kilnd_lock(d);
+	sb = sandbox_find_locked(d, rec_str(rec, "sandbox"));
+	if (sb)
+		sb->refs++;
+	kilnd_unlock(d);
+	if (!sb)
+		api_err_set(e, API_E_INTERNAL, "template %s: its sandbox %s is gone: build it again", rec_str(rec, "name"),
+			    rec_str(rec, "sandbox"));
+	return sb;
+}
+
 /* The first sandbox created from the template, under reg.mu, or NULL. */
 static const char *template_user_locked(struct kilnd *d, const char *name)
 {
@@ -625,16 +642,9 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 	struct sandbox *sb, *from;
 	int in, out, r;
 
-	kilnd_lock(d);
-	from = sandbox_find_locked(d, rec_str(rec, "sandbox"));
-	if (from)
-		from->refs++;
-	kilnd_unlock(d);
-	if (!from) {
-		api_err_set(e, API_E_INTERNAL, "template %s: its sandbox %s is gone: build it again", name,
-			    rec_str(rec, "sandbox"));
+	from = template_sandbox(d, rec, e);
+	if (!from)
 		return -1;
-	}
 	if (sandbox_checkpoint_dir(from, TEMPLATE_READY_CHECKPOINT, disk, sizeof(disk) - 8)) {
 		sandbox_put(from);
 		api_err_set(e, API_E_INTERNAL, "template: path too long");
@@ -758,16 +768,9 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	if (!json_object_get(fb, "idle_timeout_s"))
 		json_object_set_new(fb, "idle_timeout_s", json_integer(d->cfg.limits.idle_timeout_default_s));
 	/* The snapshot fixes cpus and memory_mib: other values boot cold. */
-	kilnd_lock(d);
-	from = sandbox_find_locked(d, rec_str(rec, "sandbox"));
-	if (from)
-		from->refs++;
-	kilnd_unlock(d);
-	if (!from) {
-		api_err_set(e, API_E_INTERNAL, "template %s: its sandbox %s is gone: build it again", name,
-			    rec_str(rec, "sandbox"));
+	from = template_sandbox(d, rec, e);
+	if (!from)
 		goto out;
-	}
 	if (json_is_integer(json_object_get(body, "cpus")) &&
 	    json_integer_value(json_object_get(body, "cpus")) != from->rec.spec.cpus)
 		snprintf(reason, sizeof(reason), "cpus %lld differs from the template snapshot's %u",

@@ -7,17 +7,6 @@
 #include "api/kilnd/sandbox/sandbox.h"
 #include "lib/base/version.h"
 
-/* These endpoints take no query parameters; answers 400 itself. */
-static bool no_query(struct http_req *r, const char *what)
-{
-	struct api_err e;
-
-	if (query_none(r->kv, r->nkv, what, &e) == 0)
-		return true;
-	http_error(r, &e);
-	return false;
-}
-
 static void json_or_oom(struct http_req *r, json_t *o, const char *what)
 {
 	struct api_err e;
@@ -35,7 +24,7 @@ void handle_health(struct http_req *r)
 	unsigned counts[SANDBOX_STATE_COUNT];
 	size_t total;
 
-	if (!no_query(r, "health"))
+	if (!http_no_query(r, "health"))
 		return;
 	const struct kilnd_config *c = &r->d->cfg;
 	bool jailed = !c->no_jail && !c->jail_unavailable[0];
@@ -63,7 +52,7 @@ void handle_metrics(struct http_req *r)
 	size_t total, len;
 	char *text;
 
-	if (!no_query(r, "metrics"))
+	if (!http_no_query(r, "metrics"))
 		return;
 	sandboxes_count(r->d, counts, &total);
 	sandboxes_firewall_totals(r->d, &fw, &fw_n);
@@ -85,6 +74,6 @@ void handle_metrics(struct http_req *r)
 
 void handle_images(struct http_req *r)
 {
-	if (no_query(r, "images"))
+	if (http_no_query(r, "images"))
 		json_or_oom(r, images_list(r->d), "images");
 }

@@ -9,10 +9,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "api/kilnd/core/import_room.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/sandbox/image_import.h"
 #include "api/kilnd/sandbox/images.h"
@@ -82,25 +80,6 @@ static void import_cancel(struct http_req *r)
 
 static const struct http_upload_ops import_ops = { .data = import_data, .end = import_end, .cancel = import_cancel };
 
-/* A declared length that surely cannot fit in state_dir/sub is refused
- * before the body (import_room.h); where the file system cannot say, the
- * upload goes on and a full disk ends it with no_space as before. */
-int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e)
-{
-	char dir[PATH_MAX + 16];
-	struct statvfs fs;
-
-	if (r->head->body != HTTP_BODY_LENGTH)
-		return 0;
-	/* where the upload is written (a mount of its own, perhaps) */
-	snprintf(dir, sizeof(dir), "%.4000s/%s", r->d->cfg.state_dir, sub);
-	if (statvfs(dir, &fs) < 0) {
-		snprintf(dir, sizeof(dir), "%.4000s", r->d->cfg.state_dir);
-		if (statvfs(dir, &fs) < 0)
-			return 0;
-	}
-	return import_room_check(what, holds, r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
-}
 
 void handle_image_import_begin(struct http_req *r)
 {
@@ -140,22 +119,12 @@ fail:
 	http_error(r, &e);
 }
 
-static bool image_target(struct http_req *r, const char *what)
-{
-	struct api_err e;
-
-	if (query_none(r->kv, r->nkv, what, &e) == 0)
-		return true;
-	http_error(r, &e);
-	return false;
-}
-
 void handle_image_get(struct http_req *r)
 {
 	struct api_err e;
 	json_t *o;
 
-	if (!image_target(r, "image"))
+	if (!http_no_query(r, "image"))
 		return;
 	if (images_get(r->d, r->rm.id, &o, &e))
 		http_error(r, &e);
@@ -167,7 +136,7 @@ void handle_image_delete(struct http_req *r)
 {
 	struct api_err e;
 
-	if (!image_target(r, "image delete"))
+	if (!http_no_query(r, "image delete"))
 		return;
 	if (images_delete(r->d, r->rm.id, &e)) {
 		http_error(r, &e);

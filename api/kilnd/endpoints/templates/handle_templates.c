@@ -726,22 +726,12 @@ fail:
 	http_error(r, &e);
 }
 
-static bool template_target(struct http_req *r, const char *what)
-{
-	struct api_err e;
-
-	if (query_none(r->kv, r->nkv, what, &e) == 0)
-		return true;
-	http_error(r, &e);
-	return false;
-}
-
 void handle_templates(struct http_req *r)
 {
 	struct api_err e;
 	json_t *o;
 
-	if (!template_target(r, "templates"))
+	if (!http_no_query(r, "templates"))
 		return;
 	o = templates_list(r->d);
 	if (!o) {
@@ -757,7 +747,7 @@ void handle_template_get(struct http_req *r)
 	struct api_err e;
 	json_t *o;
 
-	if (!template_target(r, "template"))
+	if (!http_no_query(r, "template"))
 		return;
 	if (templates_get(r->d, r->rm.id, &o, &e))
 		http_error(r, &e);
@@ -769,7 +759,7 @@ void handle_template_delete(struct http_req *r)
 {
 	struct api_err e;
 
-	if (!template_target(r, "template delete"))
+	if (!http_no_query(r, "template delete"))
 		return;
 	if (templates_delete(r->d, r->rm.id, &e)) {
 		http_error(r, &e);
