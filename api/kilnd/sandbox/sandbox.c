@@ -34,6 +34,7 @@ void sandbox_free(struct sandbox *sb)
 	for (size_t i = 0; i < sb->nports; i++)
 		port_fwd_close(sb->ports[i]);
 	sandbox_record_free(&sb->rec);
+	json_decref(sb->exec_defaults);
 	pthread_cond_destroy(&sb->cv);
 	free(sb);
 }
@@ -537,11 +538,18 @@ json_t *sandbox_image_defaults(struct sandbox *sb)
 	char tmpl[sizeof(sb->rec.tmpl)];
 	json_t *def, *t;
 
-	/* spec.image and tmpl are set at create and never change */
-	def = images_defaults(sb->d, sb->rec.spec.image);
+	/* Read from the records once per sandbox, not per exec: spec.image
+	 * and tmpl are set at create and never change, and neither record
+	 * can be deleted while this sandbox names it. */
 	kilnd_lock(sb->d);
+	if (sb->exec_defaults_read) {
+		def = json_incref(sb->exec_defaults);
+		kilnd_unlock(sb->d);
+		return def;
+	}
 	memcpy(tmpl, sb->rec.tmpl, sizeof(tmpl));
 	kilnd_unlock(sb->d);
+	def = images_defaults(sb->d, sb->rec.spec.image);
 	/* A template's working_dir and user over its image's. */
 	t = tmpl[0] ? template_defaults(sb->d, tmpl) : NULL;
 	if (t && (def || (def = json_object()))) {
@@ -551,6 +559,12 @@ json_t *sandbox_image_defaults(struct sandbox *sb)
 			json_object_set(def, "user", json_object_get(t, "user"));
 	}
 	json_decref(t);
+	kilnd_lock(sb->d);
+	if (!sb->exec_defaults_read) {
+		sb->exec_defaults = json_incref(def);
+		sb->exec_defaults_read = true;
+	}
+	kilnd_unlock(sb->d);
 	return def;
 }
 

@@ -54,6 +54,10 @@ struct sandbox {
 	const char *stop_reason;      /* reg.mu: last_exit.reason while stopping */
 	pthread_cond_t cv;            /* with reg.mu: the VMM ended */
 	struct port_fwd *ports[SANDBOX_PORTS_MAX]; /* reg.mu: port mappings of this boot */
+	/* reg.mu: sandbox_image_defaults() once read (its image and template
+	 * cannot change while it exists); NULL with them set: none */
+	json_t *exec_defaults;
+	bool exec_defaults_read;
 	size_t nports;                /* reg.mu */
 	char control[KILND_SOCKET_MAX]; /* kiln-vmm's control socket */
 	/* reg.mu: a pause, resume or checkpoint under way (its name): other
