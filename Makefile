@@ -12,7 +12,9 @@
 #                 alone, a 200 MiB OCI image import, and the exec round
 #                 trip through each SDK beside the CLI (make bench-boot,
 #                 bench-devices, bench-agent, bench-api, bench-images,
-#                 bench-snapshot, bench-net, bench-http, bench-sdk)
+#                 bench-snapshot, bench-net, bench-http, bench-sdk), then
+#                 issue 17's target table (make bench-targets: the table
+#                 alone, from the last boot, snapshot and devices results)
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -50,7 +52,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk clean
+.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
 all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
 	$(BUILD)/kiln-image-import kernel rootfs
 
@@ -303,7 +305,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
-		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
+		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to
@@ -331,6 +333,12 @@ demo: deps
 	tests/harness/run --timeout 900 bench/demo
 
 bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk
+	@bench/targets
+
+# Issue 17's target table from the last boot, snapshot and devices results
+# (build/bench/*.json); `make bench` prints it last.
+bench-targets:
+	@bench/targets
 
 bench-boot: deps
 	@$(MAKE) --no-print-directory all
