@@ -617,10 +617,16 @@ static int take_over(struct kilnd_config *cfg)
 	int64_t deadline;
 	pid_t old;
 
-	if (handover_request(cfg->state_dir, &cfg->listen_fd, &old, err, sizeof(err)))
+	if (handover_request(cfg->state_dir, &cfg->listen_fd, &cfg->preview_fd, &old, err, sizeof(err)))
 		return setup_error("%s", err);
-	kilnd_log("--upgrade: kilnd pid %d handed its API socket over; waiting for it to finish its requests and exit",
-		  (int)old);
+	kilnd_log("--upgrade: kilnd pid %d handed its API socket%s over; waiting for it to finish its requests and exit",
+		  (int)old, cfg->preview_fd >= 0 ? " and preview listener" : "");
+	/* Handed over but not asked for (no --preview-listen now): closed, so
+	 * the port is free once the old kilnd exits. */
+	if (cfg->preview_fd >= 0 && !cfg->preview_port) {
+		close(cfg->preview_fd);
+		cfg->preview_fd = -1;
+	}
 	/* Its requests get --client-timeout to finish, then it exits. */
 	deadline = mono_ms() + (int64_t)cfg->client_timeout_s * 1000 + HANDOVER_ANSWER_MS;
 	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, err, sizeof(err))) {
@@ -648,6 +654,7 @@ static int check_config(struct kilnd_config *cfg)
 	/* Before anything of the state directory (or the cgroups) is read or
 	 * changed: a second kilnd here would break the first's sandboxes. */
 	cfg->listen_fd = -1;
+	cfg->preview_fd = -1;
 	if (cfg->upgrade && (r = take_over(cfg)))
 		return r;
 	if (!cfg->upgrade && state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, sub, sizeof(sub)))
@@ -708,14 +715,17 @@ static int check_config(struct kilnd_config *cfg)
  * and exit with every sandbox left running for it to reattach. 0: handed
  * over (the caller exits); -1: nobody asked, serving goes on.
  */
-static int hand_over(struct kilnd *d, struct http_server *mhd, int fd)
+static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct preview_server *previews)
 {
 	char err[512];
 
-	if (handover_send(d->cfg.state_dir, fd, err, sizeof(err))) {
+	if (handover_send(d->cfg.state_dir, fd, preview_server_listen_fd(previews), err, sizeof(err))) {
 		kilnd_log("%s; still serving", err);
 		return -1;
 	}
+	/* New preview connections now wait in the listener's backlog for the
+	 * new kilnd too; relays in flight run until this kilnd exits. */
+	preview_server_stop_accepting(previews);
 	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
 	/* The new kilnd removes the pools' sandboxes and fills its own. */
 	sandbox_pools_stop(d, false);
@@ -796,7 +806,7 @@ static int run(struct kilnd *d)
 		sig = sigtimedwait(&stop, NULL, &tick);
 		if (sig == SIGUSR2) {
 			/* Threads still hold d (monitors, streams): it stays allocated. */
-			if (hand_over(d, mhd, fd) == 0)
+			if (hand_over(d, mhd, fd, previews) == 0)
 				return RUN_BUSY;
 			continue;
 		}

@@ -1,4 +1,4 @@
-/* Passing the API socket from a running kilnd to its successor; see handover.h. */
+/* Passing the listening sockets from a running kilnd to its successor; see handover.h. */
 #include "api/kilnd/core/handover.h"
 
 #include <errno.h>
@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -43,21 +44,26 @@ static pid_t lock_holder(const char *state_dir)
 	return q.l_pid;
 }
 
-/* One descriptor from msg, which must carry exactly one. -1: none. */
-static int take_fd(int conn)
+/* The descriptors of one message: 1..HANDOVER_MAX_FDS of them into fds,
+ * their number returned; 0 (and none kept) for anything else. */
+static int take_fds(int conn, int fds[HANDOVER_MAX_FDS])
 {
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE((HANDOVER_MAX_FDS + 1) * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c;
-	int fd = -1, n = 0;
+	int n = 0;
+	bool bad;
 
-	if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != 1 || (msg.msg_flags & MSG_CTRUNC))
-		goto out;
+	if (recvmsg(conn, &msg, MSG_CMSG_CLOEXEC) != 1)
+		return 0;
+	/* Whatever arrived is closed if the message is refused: a truncated
+	 * one has lost descriptors, one with too many is not from kilnd. */
+	bad = msg.msg_flags & MSG_CTRUNC;
 	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
 			continue;
@@ -65,40 +71,41 @@ static int take_fd(int conn)
 			int got;
 
 			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (n++ == 0)
-				fd = got;
-			else
+			if (n < HANDOVER_MAX_FDS) {
+				fds[n++] = got;
+			} else {
 				close(got);
+				bad = true;
+			}
 		}
 	}
-out:
-	if (n != 1 && fd >= 0) {
-		close(fd);
-		fd = -1;
+	if (bad) {
+		while (n > 0)
+			close(fds[--n]);
 	}
-	return fd;
+	return n;
 }
 
-/* A listening Unix stream socket? */
-static int is_listener(int fd)
+/* A listening stream socket of this address family? */
+static bool is_listener(int fd, sa_family_t family)
 {
 	int v = 0, type = 0;
 	socklen_t len = sizeof(v), tlen = sizeof(type);
-	struct sockaddr_un sa;
+	struct sockaddr_storage sa;
 	socklen_t salen = sizeof(sa);
 
 	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == 0 && v &&
 	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM &&
-	       getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && sa.sun_family == AF_UNIX;
+	       getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && sa.ss_family == family;
 }
 
-int handover_request(const char *state_dir, int *listen_fd, pid_t *old, char *err, size_t errlen)
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct pollfd p;
-	int s, conn = -1, fd = -1;
+	int s, conn = -1, fd = -1, fds[HANDOVER_MAX_FDS], n;
 	pid_t holder = lock_holder(state_dir);
 
 	if (!holder) {
@@ -137,15 +144,17 @@ int handover_request(const char *state_dir, int *listen_fd, pid_t *old, char *er
 
 		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
-	fd = take_fd(conn);
-	if (fd < 0 || !is_listener(fd)) {
+	/* The API socket, then (kilnd with --preview-listen) the preview listener. */
+	n = take_fds(conn, fds);
+	if (n == 0 || !is_listener(fds[0], AF_UNIX) || (n == 2 && !is_listener(fds[1], AF_INET))) {
 		snprintf(err, errlen, "--upgrade: kilnd pid %d sent no listening socket", (int)holder);
-		if (fd >= 0)
-			close(fd);
-		fd = -1;
+		while (n > 0)
+			close(fds[--n]);
 		goto out;
 	}
+	fd = fds[0];
 	*listen_fd = fd;
+	*preview_fd = n == 2 ? fds[1] : -1;
 	*old = holder;
 out:
 	if (conn >= 0)
@@ -156,15 +165,20 @@ out:
 	return fd >= 0 ? 0 : -1;
 }
 
-int handover_send(const char *state_dir, int listen_fd, char *err, size_t errlen)
+int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen)
 {
+	int fds[2] = { listen_fd, preview_fd };
+	size_t nfds = preview_fd >= 0 ? 2 : 1;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	char byte = 'k';
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = CMSG_SPACE(nfds * sizeof(int)) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
 	struct sockaddr_un sa;
 	int s, r = -1;
@@ -175,8 +189,8 @@ int handover_send(const char *state_dir, int listen_fd, char *err, size_t errlen
 	}
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &listen_fd, sizeof(int));
+	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || sendmsg(s, &msg, MSG_NOSIGNAL) != 1)
 		snprintf(err, errlen, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path, strerror(errno));

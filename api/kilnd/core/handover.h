@@ -10,9 +10,11 @@
  *  - The new kilnd binds <state>/upgrade.sock (0600), sends SIGUSR2 to the
  *    process the kernel names as the lock's holder (F_GETLK, never the
  *    pid written in the file), and takes one connection from exactly that
- *    pid (SO_PEERCRED) carrying one descriptor (SCM_RIGHTS) that must be
- *    a listening Unix stream socket. Anything else is refused with one line.
- *  - The old kilnd, on SIGUSR2, connects and sends its listening socket.
+ *    pid (SO_PEERCRED) carrying one or two descriptors (SCM_RIGHTS): the
+ *    first a listening Unix stream socket (the API), the second, when the
+ *    old kilnd serves previews, its listening TCP/IPv4 socket. Anything
+ *    else is refused with one line, and what arrived is closed.
+ *  - The old kilnd, on SIGUSR2, connects and sends its listening sockets.
  *  - No global state.
  */
 #ifndef KILN_HANDOVER_H
@@ -24,12 +26,16 @@
 #define HANDOVER_SOCK_NAME "upgrade.sock"
 /* How long the new kilnd waits for the old one to answer SIGUSR2. */
 #define HANDOVER_ANSWER_MS 30000
+/* The API socket and the preview listener. */
+#define HANDOVER_MAX_FDS 2
 
-/* New side: ask the holder of state_dir's lock for its socket. 0 with
- * *listen_fd and *old (its pid), or -1 with err. */
-int handover_request(const char *state_dir, int *listen_fd, pid_t *old, char *err, size_t errlen);
+/* New side: ask the holder of state_dir's lock for its sockets. 0 with
+ * *listen_fd, *preview_fd (-1 when it sent none) and *old (its pid), or
+ * -1 with err. */
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, char *err, size_t errlen);
 
-/* Old side: send listen_fd to the kilnd waiting on state_dir's upgrade.sock. 0 or -1 with err. */
-int handover_send(const char *state_dir, int listen_fd, char *err, size_t errlen);
+/* Old side: send listen_fd and preview_fd (-1: none) to the kilnd waiting
+ * on state_dir's upgrade.sock. 0 or -1 with err. */
+int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen);
 
 #endif

@@ -82,6 +82,7 @@ struct kilnd_config {
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
 	bool upgrade;         /* --upgrade: take over from the running kilnd (handover.h) */
 	int listen_fd;        /* the API socket handed over by it; -1: bind our own */
+	int preview_fd;       /* its preview listener, handed over too; -1: none */
 	struct pool_cfg pools[KILND_MAX_POOLS]; /* --pool (sandbox_pool.c) */
 	size_t npools;
 	/* --preview-listen ADDR:PORT and --preview-domain (docs/api.md,

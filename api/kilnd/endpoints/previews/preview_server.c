@@ -28,6 +28,7 @@ struct preview_server {
 	struct kilnd *d;
 	int listen_fd;
 	int stop_fd; /* eventfd: written once by quiesce, never read: readable for all */
+	int accept_stop_fd; /* eventfd: the same for the listener thread alone */
 	pthread_t listener;
 	bool listening;
 	pthread_mutex_t mu;
@@ -347,10 +348,38 @@ static void *listener_main(void *arg)
 {
 	struct preview_server *s = arg;
 
-	accept_loop(s->listen_fd, s->stop_fd, accept_one, s);
+	accept_loop(s->listen_fd, s->accept_stop_fd, accept_one, s);
 	close(s->listen_fd);
 	s->listen_fd = -1;
 	return NULL;
+}
+
+/*
+ * The preview listener the kilnd before this one handed over (--upgrade),
+ * when it listens on the address asked for now; -1 (it is closed) when
+ * there is none or it listens elsewhere (the options changed).
+ */
+static int handed_listener(struct kilnd *d, const struct sockaddr_in *want)
+{
+	struct sockaddr_in got;
+	socklen_t len = sizeof(got);
+	int fd = d->cfg.preview_fd;
+
+	if (fd < 0)
+		return -1;
+	d->cfg.preview_fd = -1;
+	if (getsockname(fd, (struct sockaddr *)&got, &len) == 0 && len == sizeof(got) && got.sin_family == AF_INET &&
+	    got.sin_port == want->sin_port && got.sin_addr.s_addr == want->sin_addr.s_addr)
+		return fd;
+	kilnd_log("--upgrade: the previous kilnd's preview listener is not on %s:%u; listening anew",
+		  d->cfg.preview_addr, (unsigned)d->cfg.preview_port);
+	close(fd);
+	return -1;
+}
+
+int preview_server_listen_fd(const struct preview_server *s)
+{
+	return s ? s->listen_fd : -1;
 }
 
 int preview_server_start(struct kilnd *d, struct preview_server **out, char *err, size_t errlen)
@@ -368,8 +397,17 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, char *err
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->stop_fd < 0 || s->accept_stop_fd < 0 || inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
+		snprintf(err, errlen, "--preview-listen: %s", strerror(errno));
+		s->listen_fd = -1;
+		goto fail;
+	}
+	s->listen_fd = handed_listener(d, &a);
+	if (s->listen_fd >= 0)
+		goto listening;
 	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->stop_fd < 0 || s->listen_fd < 0 || inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
+	if (s->listen_fd < 0) {
 		snprintf(err, errlen, "--preview-listen: socket: %s", strerror(errno));
 		goto fail;
 	}
@@ -385,6 +423,7 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, char *err
 					      : "");
 		goto fail;
 	}
+listening:
 	e = pthread_create(&s->listener, NULL, listener_main, s);
 	if (e) {
 		snprintf(err, errlen, "--preview-listen: cannot start a thread: %s", strerror(e));
@@ -398,22 +437,35 @@ fail:
 		close(s->listen_fd);
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
+	if (s->accept_stop_fd >= 0)
+		close(s->accept_stop_fd);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 	return -1;
 }
 
-void preview_server_quiesce(struct preview_server *s)
+void preview_server_stop_accepting(struct preview_server *s)
 {
 	uint64_t one = 1;
 
 	if (!s || !s->listening)
 		return;
-	if (write(s->stop_fd, &one, sizeof(one)) < 0)
-		kilnd_log("preview listener: cannot signal its threads: %s", strerror(errno));
+	if (write(s->accept_stop_fd, &one, sizeof(one)) < 0)
+		kilnd_log("preview listener: cannot signal its thread: %s", strerror(errno));
 	pthread_join(s->listener, NULL);
 	s->listening = false;
+}
+
+void preview_server_quiesce(struct preview_server *s)
+{
+	uint64_t one = 1;
+
+	if (!s)
+		return;
+	preview_server_stop_accepting(s);
+	if (write(s->stop_fd, &one, sizeof(one)) < 0)
+		kilnd_log("preview listener: cannot signal its threads: %s", strerror(errno));
 }
 
 void preview_server_free(struct preview_server *s)
@@ -427,6 +479,7 @@ void preview_server_free(struct preview_server *s)
 		pthread_cond_wait(&s->idle, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 	close(s->stop_fd);
+	close(s->accept_stop_fd);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	free(s);

@@ -38,11 +38,22 @@
 
 struct preview_server;
 
-/* Listen on d->cfg.preview_addr:preview_port and serve. 0 with *out, or
- * -1 with err (the address is in use, not local, ...). */
+/* Listen on d->cfg.preview_addr:preview_port and serve: on the listener
+ * the previous kilnd handed over (d->cfg.preview_fd, --upgrade) when it is
+ * on that address, else on a new one. 0 with *out, or -1 with err (the
+ * address is in use, not local, ...). */
 int preview_server_start(struct kilnd *d, struct preview_server **out, char *err, size_t errlen);
 
-/* Stop accepting (the port is free when it returns) and end every relay. */
+/* The listening socket (to hand over to a new kilnd before quiesce), or -1. */
+int preview_server_listen_fd(const struct preview_server *s);
+
+/* Stop accepting (this kilnd's descriptor of the listener is closed when
+ * it returns); relays in flight go on (kilnd --upgrade hands over). */
+void preview_server_stop_accepting(struct preview_server *s);
+
+/* Stop accepting (this kilnd's descriptor of the listener is closed when it
+ * returns; the port stays open only if it was handed over) and end every
+ * relay. */
 void preview_server_quiesce(struct preview_server *s);
 
 /* After quiesce: wait for every connection thread, then free s. */
