@@ -75,12 +75,14 @@ HARDEN := -fstack-protector-strong -D_FORTIFY_SOURCE=2
 HOST_CFLAGS := $(HARDEN) -fPIE
 LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
+# How kiln-vmm is linked (below, at its rule): static or dynamic.
+VMM_LINK ?= static
 HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
 # be skipped: .SECONDARY): changing them rebuilds every host object.
-HOST_FLAGS_STAMP := $(BUILD)/.host-flags-$(shell echo '$(CFLAGS) $(HOST_CFLAGS) $(HOST_LDFLAGS)' | cksum | cut -d' ' -f1)
+HOST_FLAGS_STAMP := $(BUILD)/.host-flags-$(shell echo '$(CFLAGS) $(HOST_CFLAGS) $(HOST_LDFLAGS) $(VMM_LINK)' | cksum | cut -d' ' -f1)
 $(shell [ -f $(HOST_FLAGS_STAMP) ] || { mkdir -p $(BUILD); rm -f $(BUILD)/.host-flags-*; touch $(HOST_FLAGS_STAMP); })
 
 $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
@@ -96,8 +98,20 @@ $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+# kiln-vmm is a static PIE: every sandbox start, wake and fork execs it,
+# and a static binary has no libraries for the dynamic loader to find, map
+# and bind first (docs/architecture.md, "kiln-vmm's start"). Hardened like
+# the others (tests/unit/hardening_test). VMM_LINK=dynamic links it against
+# the shared libraries instead (a distribution that patches them in place).
+ifeq ($(VMM_LINK),static)
+VMM_LINK_FLAGS := -static-pie
+else ifeq ($(VMM_LINK),dynamic)
+VMM_LINK_FLAGS :=
+else
+$(error VMM_LINK=$(VMM_LINK): use static or dynamic)
+endif
 $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
-	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
 
 # libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
