@@ -19,6 +19,10 @@ EXIT = f"{TRACEFS}/events/kvm/kvm_exit"
 USER = f"{TRACEFS}/events/kvm/kvm_userspace_exit"
 EXIT_HIST = "hist:keys=exit_reason,isa:vals=hitcount:size=2048"
 USER_HIST = "hist:keys=reason:vals=hitcount"
+# Device interrupts raised through the in-kernel irqchip (irqfd, KVM_IRQ_LINE,
+# the in-kernel PIT on GSI 0, left out): one rising edge per injection.
+IRQ = f"{TRACEFS}/events/kvm/kvm_set_irq"
+IRQ_HIST = "hist:keys=gsi,level:vals=hitcount"
 
 # AMD SVM exit codes (isa 2), grouped the way the boot profile reads them.
 SVM = {0x60: "intr", 0x61: "nmi", 0x63: "init", 0x64: "irq_window", 0x65: "cr",
@@ -58,13 +62,15 @@ def available():
             pass
     if not os.path.isdir(EXIT):
         return "no kvm:kvm_exit tracepoint (tracefs not mounted, no root, or kvm not loaded)"
-    try:
-        for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST)):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST)):
+        if ev == IRQ and not os.path.isdir(IRQ):
+            continue
+        try:
             with open(f"{ev}/trigger", "w") as f:
                 f.write(spec)
-    except OSError as e:
-        if e.errno != 17:  # EEXIST: already set up by an earlier run
-            return f"cannot set a hist trigger on kvm_exit: {e.strerror}"
+        except OSError as e:
+            if e.errno != 17:  # EEXIST: already set up by an earlier run
+                return f"cannot set a hist trigger on {os.path.basename(ev)}: {e.strerror}"
     return None
 
 
@@ -80,7 +86,7 @@ def _hist(path):
 
 def read():
     """Exits counted so far: {"total": n, "to_vmm": n, reason: n, ...,
-    "to_vmm_" + reason: n}."""
+    "to_vmm_" + reason: n, "irqs": device interrupts raised}."""
     out = {"total": 0, "to_vmm": 0}
     for r in _hist(EXIT):
         name = reason_name(r.get("isa", 0), r["exit_reason"])
@@ -90,6 +96,8 @@ def read():
         name = "to_vmm_" + USERSPACE.get(r["reason"], str(r["reason"]))
         out[name] = out.get(name, 0) + r["hitcount"]
         out["to_vmm"] += r["hitcount"]
+    if os.path.isdir(IRQ):
+        out["irqs"] = sum(r["hitcount"] for r in _hist(IRQ) if r.get("level") and r.get("gsi"))
     return out
 
 
@@ -100,7 +108,7 @@ def since(before):
 
 
 def remove():
-    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST)):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST)):
         try:
             with open(f"{ev}/trigger", "w") as f:
                 f.write("!" + spec)
