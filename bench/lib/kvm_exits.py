@@ -23,6 +23,12 @@ USER_HIST = "hist:keys=reason:vals=hitcount"
 # the in-kernel PIT on GSI 0, left out): one rising edge per injection.
 IRQ = f"{TRACEFS}/events/kvm/kvm_set_irq"
 IRQ_HIST = "hist:keys=gsi,level:vals=hitcount"
+# System calls of the VMM threads that move device data, by thread name
+# (kiln-vmm's device thread and vCPUs; QEMU's main loop and vCPU; vhost
+# runs in the kernel and makes none): `syscalls.<thread>`.
+SYS = f"{TRACEFS}/events/raw_syscalls/sys_enter"
+SYS_HIST = "hist:keys=common_pid.execname:vals=hitcount:size=4096"
+SYS_THREADS = ("kiln-devices", "vcpu0", "qemu-system-x86", "CPU 0/KVM")
 
 # AMD SVM exit codes (isa 2), grouped the way the boot profile reads them.
 SVM = {0x60: "intr", 0x61: "nmi", 0x63: "init", 0x64: "irq_window", 0x65: "cr",
@@ -52,8 +58,11 @@ def reason_name(isa, code):
     return f"other_{code:#x}"
 
 
-def available():
-    """None when exits can be counted here, else why not."""
+def available(syscalls=False):
+    """None when exits can be counted here, else why not. With `syscalls`,
+    the VMM threads' system calls are counted too (a trigger on every
+    system call of the machine: for benchmarks that measure throughput,
+    not boot time)."""
     if not os.path.isdir(f"{TRACEFS}/events"):
         try:
             os.makedirs(TRACEFS, exist_ok=True)
@@ -62,8 +71,8 @@ def available():
             pass
     if not os.path.isdir(EXIT):
         return "no kvm:kvm_exit tracepoint (tracefs not mounted, no root, or kvm not loaded)"
-    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST)):
-        if ev == IRQ and not os.path.isdir(IRQ):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
+        if (ev in (IRQ, SYS) and not os.path.isdir(ev)) or (ev == SYS and not syscalls):
             continue
         try:
             with open(f"{ev}/trigger", "w") as f:
@@ -86,7 +95,8 @@ def _hist(path):
 
 def read():
     """Exits counted so far: {"total": n, "to_vmm": n, reason: n, ...,
-    "to_vmm_" + reason: n, "irqs": device interrupts raised}."""
+    "to_vmm_" + reason: n, "irqs": device interrupts raised,
+    "syscalls.<thread>": n}."""
     out = {"total": 0, "to_vmm": 0}
     for r in _hist(EXIT):
         name = reason_name(r.get("isa", 0), r["exit_reason"])
@@ -98,6 +108,15 @@ def read():
         out["to_vmm"] += r["hitcount"]
     if os.path.isdir(IRQ):
         out["irqs"] = sum(r["hitcount"] for r in _hist(IRQ) if r.get("level") and r.get("gsi"))
+    try:
+        with open(f"{SYS}/hist") as f:
+            for line in f:
+                m = re.match(r"\{ common_pid: (.+?)\s*\[\s*\d+\] \} hitcount:\s+(\d+)", line)
+                if m and m.group(1).strip() in SYS_THREADS:
+                    key = "syscalls." + m.group(1).strip()
+                    out[key] = out.get(key, 0) + int(m.group(2))
+    except OSError:
+        pass  # no such event, or not counted (available(syscalls=False))
     return out
 
 
@@ -108,7 +127,7 @@ def since(before):
 
 
 def remove():
-    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST)):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
         try:
             with open(f"{ev}/trigger", "w") as f:
                 f.write("!" + spec)
