@@ -27,7 +27,7 @@ IRQ_HIST = "hist:keys=gsi,level:vals=hitcount"
 # (kiln-vmm's device thread and vCPUs; QEMU's main loop and vCPU; vhost
 # runs in the kernel and makes none): `syscalls.<thread>`.
 SYS = f"{TRACEFS}/events/raw_syscalls/sys_enter"
-SYS_HIST = "hist:keys=common_pid.execname:vals=hitcount:size=4096"
+SYS_HIST = "hist:keys=common_pid:vals=hitcount:size=4096"
 SYS_THREADS = ("kiln-devices", "vcpu0", "qemu-system-x86", "CPU 0/KVM")
 
 # AMD SVM exit codes (isa 2), grouped the way the boot profile reads them.
@@ -93,6 +93,14 @@ def _hist(path):
     return rows
 
 
+def _comm(tid):
+    try:
+        with open(f"/proc/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def read():
     """Exits counted so far: {"total": n, "to_vmm": n, reason: n, ...,
     "to_vmm_" + reason: n, "irqs": device interrupts raised,
@@ -111,9 +119,13 @@ def read():
     try:
         with open(f"{SYS}/hist") as f:
             for line in f:
-                m = re.match(r"\{ common_pid: (.+?)\s*\[\s*\d+\] \} hitcount:\s+(\d+)", line)
-                if m and m.group(1).strip() in SYS_THREADS:
-                    key = "syscalls." + m.group(1).strip()
+                # Keyed by thread id, named from /proc while it lives (the
+                # tracer's own name cache misses most threads): read it
+                # while the VMM runs.
+                m = re.match(r"\{ common_pid:\s*(\d+) \} hitcount:\s+(\d+)", line)
+                name = _comm(m.group(1)) if m else None
+                if name in SYS_THREADS:
+                    key = "syscalls." + name
                     out[key] = out.get(key, 0) + int(m.group(2))
     except OSError:
         pass  # no such event, or not counted (available(syscalls=False))
