@@ -19,6 +19,16 @@ EXIT = f"{TRACEFS}/events/kvm/kvm_exit"
 USER = f"{TRACEFS}/events/kvm/kvm_userspace_exit"
 EXIT_HIST = "hist:keys=exit_reason,isa:vals=hitcount:size=2048"
 USER_HIST = "hist:keys=reason:vals=hitcount"
+# Device interrupts raised through the in-kernel irqchip (irqfd, KVM_IRQ_LINE,
+# the in-kernel PIT on GSI 0, left out): one rising edge per injection.
+IRQ = f"{TRACEFS}/events/kvm/kvm_set_irq"
+IRQ_HIST = "hist:keys=gsi,level:vals=hitcount"
+# System calls of the VMM threads that move device data, by thread name
+# (kiln-vmm's device thread and vCPUs; QEMU's main loop and vCPU; vhost
+# runs in the kernel and makes none): `syscalls.<thread>`.
+SYS = f"{TRACEFS}/events/raw_syscalls/sys_enter"
+SYS_HIST = "hist:keys=common_pid:vals=hitcount:size=4096"
+SYS_THREADS = ("kiln-devices", "vcpu0", "qemu-system-x86", "CPU 0/KVM")
 
 # AMD SVM exit codes (isa 2), grouped the way the boot profile reads them.
 SVM = {0x60: "intr", 0x61: "nmi", 0x63: "init", 0x64: "irq_window", 0x65: "cr",
@@ -48,8 +58,11 @@ def reason_name(isa, code):
     return f"other_{code:#x}"
 
 
-def available():
-    """None when exits can be counted here, else why not."""
+def available(syscalls=False):
+    """None when exits can be counted here, else why not. With `syscalls`,
+    the VMM threads' system calls are counted too (a trigger on every
+    system call of the machine: for benchmarks that measure throughput,
+    not boot time)."""
     if not os.path.isdir(f"{TRACEFS}/events"):
         try:
             os.makedirs(TRACEFS, exist_ok=True)
@@ -58,13 +71,15 @@ def available():
             pass
     if not os.path.isdir(EXIT):
         return "no kvm:kvm_exit tracepoint (tracefs not mounted, no root, or kvm not loaded)"
-    try:
-        for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST)):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
+        if (ev in (IRQ, SYS) and not os.path.isdir(ev)) or (ev == SYS and not syscalls):
+            continue
+        try:
             with open(f"{ev}/trigger", "w") as f:
                 f.write(spec)
-    except OSError as e:
-        if e.errno != 17:  # EEXIST: already set up by an earlier run
-            return f"cannot set a hist trigger on kvm_exit: {e.strerror}"
+        except OSError as e:
+            if e.errno != 17:  # EEXIST: already set up by an earlier run
+                return f"cannot set a hist trigger on {os.path.basename(ev)}: {e.strerror}"
     return None
 
 
@@ -78,9 +93,18 @@ def _hist(path):
     return rows
 
 
+def _comm(tid):
+    try:
+        with open(f"/proc/{tid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
 def read():
     """Exits counted so far: {"total": n, "to_vmm": n, reason: n, ...,
-    "to_vmm_" + reason: n}."""
+    "to_vmm_" + reason: n, "irqs": device interrupts raised,
+    "syscalls.<thread>": n}."""
     out = {"total": 0, "to_vmm": 0}
     for r in _hist(EXIT):
         name = reason_name(r.get("isa", 0), r["exit_reason"])
@@ -90,6 +114,21 @@ def read():
         name = "to_vmm_" + USERSPACE.get(r["reason"], str(r["reason"]))
         out[name] = out.get(name, 0) + r["hitcount"]
         out["to_vmm"] += r["hitcount"]
+    if os.path.isdir(IRQ):
+        out["irqs"] = sum(r["hitcount"] for r in _hist(IRQ) if r.get("level") and r.get("gsi"))
+    try:
+        with open(f"{SYS}/hist") as f:
+            for line in f:
+                # Keyed by thread id, named from /proc while it lives (the
+                # tracer's own name cache misses most threads): read it
+                # while the VMM runs.
+                m = re.match(r"\{ common_pid:\s*(\d+) \} hitcount:\s+(\d+)", line)
+                name = _comm(m.group(1)) if m else None
+                if name in SYS_THREADS:
+                    key = "syscalls." + name
+                    out[key] = out.get(key, 0) + int(m.group(2))
+    except OSError:
+        pass  # no such event, or not counted (available(syscalls=False))
     return out
 
 
@@ -100,7 +139,7 @@ def since(before):
 
 
 def remove():
-    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST)):
+    for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
         try:
             with open(f"{ev}/trigger", "w") as f:
                 f.write("!" + spec)

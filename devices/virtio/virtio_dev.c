@@ -5,7 +5,20 @@
 
 void virtio_dev_interrupt(struct virtio_dev *d, int q)
 {
-	if (q < 0 || q >= VIRTIO_MAX_QUEUES || !virtq_need_interrupt(&d->vq[q]))
+	if (q >= 0 && q < VIRTIO_MAX_QUEUES)
+		virtio_dev_interrupt_queues(d, 1u << q);
+}
+
+void virtio_dev_interrupt_queues(struct virtio_dev *d, uint32_t qmask)
+{
+	int need = 0;
+
+	/* Every queue is asked: virtq_need_interrupt moves its "signalled" mark. */
+	for (int q = 0; q < VIRTIO_MAX_QUEUES; q++) {
+		if ((qmask >> q) & 1)
+			need |= virtq_need_interrupt(&d->vq[q]);
+	}
+	if (!need)
 		return;
 	__atomic_or_fetch(&d->isr, 1, __ATOMIC_SEQ_CST);
 	if (d->raise_irq)

@@ -115,6 +115,15 @@ static inline int virtio_has(const struct virtio_dev *d, int bit)
 void virtio_dev_interrupt(struct virtio_dev *d, int q);
 
 /*
+ * The same for every queue q with bit q set in `qmask`, with one interrupt
+ * for all of them: the transport has one line per device and the driver's
+ * handler looks at every queue, so a device that pushed on several queues
+ * in one go (vsock: a tx credit update and the rx data it let through)
+ * costs the guest one injection, not one per queue.
+ */
+void virtio_dev_interrupt_queues(struct virtio_dev *d, uint32_t qmask);
+
+/*
  * The guest broke the protocol (malformed chain, bad request): set
  * DEVICE_NEEDS_RESET, signal a config change, log `why` once. The device
  * then ignores its queues until the driver resets it; the VMM runs on.

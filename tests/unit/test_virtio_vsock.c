@@ -572,6 +572,168 @@ static void test_rx_batches_host_data(void **state)
 	close(fd);
 }
 
+static int irq_count(struct fx *f)
+{
+	return __atomic_load_n(&f->irqs, __ATOMIC_SEQ_CST);
+}
+
+/* Turn VIRTIO_F_EVENT_IDX on for every queue, as the transport does when
+ * the driver accepts it. */
+static void use_event_idx(struct fx *f)
+{
+	pthread_mutex_lock(&f->d->lock);
+	f->d->driver_features |= 1ULL << VIRTIO_F_RING_EVENT_IDX;
+	for (int i = 0; i < 3; i++)
+		f->d->vq[i].event_idx = 1;
+	pthread_mutex_unlock(&f->d->lock);
+}
+
+/* The guest's used_event for queue `qi` (the avail ring's last field). */
+static void set_used_event(struct fx *f, int qi, uint16_t ev)
+{
+	__atomic_store_n((uint16_t *)gpa(f, f->q[qi].avail + 4 + 2u * QSZ), ev, __ATOMIC_RELEASE);
+}
+
+/* The device's avail_event for queue `qi` (the used ring's last field). */
+static uint16_t avail_event(struct fx *f, int qi)
+{
+	return __atomic_load_n((uint16_t *)gpa(f, f->q[qi].used + 4 + 8u * QSZ), __ATOMIC_ACQUIRE);
+}
+
+/* Read host data as the guest until `n` bytes came, checking it against `want`. */
+static void rx_expect(struct fx *f, const uint8_t *want, size_t n)
+{
+	size_t have = 0;
+
+	while (have < n) {
+		const uint8_t *pl;
+		uint32_t len;
+		struct vsock_hdr h = rx_hdr(f, &len, &pl);
+
+		assert_int_equal(h.op, VSOCK_OP_RW);
+		assert_true(h.len > 0 && have + h.len <= n);
+		assert_memory_equal(pl, want + have, h.len);
+		have += h.len;
+	}
+}
+
+/*
+ * A credit update that lets host data through: the tx buffer and the rx
+ * data it released are pushed in one go and raise one interrupt, not one
+ * for tx and another for rx.
+ */
+static void test_credit_update_one_interrupt(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t data[6000];
+	uint32_t lport;
+	int fd, before;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + 1);
+	post_rx(f, 12);
+	fd = connected(f, 21, 1000, &lport);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	rx_expect(f, data, 1000);
+	assert_true(quiet(f, 0, 50)); /* out of credit */
+	before = irq_count(f);
+	/* It consumed the 1000 and grows its buffer: 4000 more may come. */
+	guest_send(f, VSOCK_OP_CREDIT_UPDATE, 21, lport, NULL, 0, 4000, 1000);
+	rx_expect(f, data + 1000, 4000);
+	assert_int_equal(irq_count(f) - before, 1);
+	assert_true(quiet(f, 0, 50));
+	assert_false(f->d->broken);
+	close(fd);
+}
+
+/*
+ * EVENT_IDX with a guest that never re-arms (used_event stays where it
+ * was) or lies (used_event far ahead of anything pushed): no interrupt it
+ * did not ask for, data still flows into every buffer it posts, nothing
+ * breaks; once it asks (used_event at the next entry) it gets one.
+ */
+static void test_event_idx_never_rearmed_and_lying(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t data[3 * (RXBUF - VSOCK_HDR_SIZE)];
+	struct virtq *rx = &f->d->vq[0];
+	uint32_t lport;
+	int fd, before;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 5 + 3);
+	use_event_idx(f);
+	post_rx(f, 14);
+	fd = connected(f, 22, 1 << 20, &lport);
+	/* Never re-armed: used_event 0, long passed. */
+	before = irq_count(f);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	rx_expect(f, data, sizeof(data));
+	assert_int_equal(irq_count(f), before);
+	/* Lying: an entry 30000 pushes away, across the 16-bit wrap. */
+	set_used_event(f, 0, (uint16_t)(rx->used_idx + 30000));
+	set_used_event(f, 1, (uint16_t)(f->d->vq[1].used_idx - 2));
+	guest_send(f, VSOCK_OP_CREDIT_UPDATE, 22, lport, NULL, 0, 1 << 20, sizeof(data));
+	assert_int_equal(write(fd, data, 100), 100);
+	rx_expect(f, data, 100);
+	assert_int_equal(irq_count(f), before);
+	/* Asking again: the next push interrupts, once. */
+	pthread_mutex_lock(&f->d->lock);
+	set_used_event(f, 0, rx->used_idx);
+	pthread_mutex_unlock(&f->d->lock);
+	assert_int_equal(write(fd, data, 50), 50);
+	rx_expect(f, data, 50);
+	assert_int_equal(irq_count(f), before + 1);
+	assert_false(f->d->broken);
+	close(fd);
+}
+
+/*
+ * EVENT_IDX across the 16-bit ring index wrap: a queue whose indices are
+ * just below 65536 keeps delivering, interrupts when the re-arming guest
+ * asks for the entry past the wrap, and asks for kicks (avail_event) at
+ * the wrapped index when it runs dry.
+ */
+static void test_event_idx_wraparound(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t data[2 * (RXBUF - VSOCK_HDR_SIZE)];
+	struct virtq *rx = &f->d->vq[0];
+	uint16_t start = 65533;
+	uint32_t lport;
+	int fd, before;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 3 + 7);
+	use_event_idx(f);
+	pthread_mutex_lock(&f->d->lock);
+	rx->last_avail = rx->used_idx = start;
+	f->q[0].avail_idx = f->q[0].used_seen = start;
+	__atomic_store_n((uint16_t *)gpa(f, f->q[0].avail + 2), start, __ATOMIC_RELEASE);
+	__atomic_store_n((uint16_t *)gpa(f, f->q[0].used + 2), start, __ATOMIC_RELEASE);
+	set_used_event(f, 0, start);
+	pthread_mutex_unlock(&f->d->lock);
+	post_rx(f, 6);
+	fd = connected(f, 23, 1 << 20, &lport);
+	for (int round = 0; round < 3; round++) {
+		pthread_mutex_lock(&f->d->lock);
+		set_used_event(f, 0, rx->used_idx); /* re-armed: the next push interrupts */
+		pthread_mutex_unlock(&f->d->lock);
+		before = irq_count(f);
+		assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+		rx_expect(f, data, sizeof(data));
+		assert_true(irq_count(f) > before);
+		post_rx(f, 2);
+	}
+	/* Past the wrap, and it asks for a kick at its own wrapped index. */
+	assert_true(rx->used_idx < start);
+	pthread_mutex_lock(&f->d->lock);
+	assert_int_equal(avail_event(f, 0), rx->last_avail);
+	pthread_mutex_unlock(&f->d->lock);
+	assert_false(f->d->broken);
+	close(fd);
+}
+
 /*
  * rx chains the device holds for host data yet to come go back to the
  * avail ring when the device is saved, so a snapshot does not take them
@@ -874,6 +1036,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guest_overrun_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_limits_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_batches_host_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_credit_update_one_interrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_idx_never_rearmed_and_lying, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_idx_wraparound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_gives_back_held_rx_chains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_looping_tx_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_and_lying_tx, setup, teardown),
