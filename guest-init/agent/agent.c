@@ -323,6 +323,22 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The receive credit each connection grants the host: Linux's default is
+ * 256 KiB, handed back after 192 KiB are read, so a bulk upload costs
+ * four credit round trips (a tx kick, an interrupt and its acknowledgement
+ * each way) per MiB. 1 MiB makes it one. Accepted connections inherit it
+ * from the listener; it is memory only while the host sends faster than
+ * the agent reads. A kernel that refuses keeps its default.
+ */
+#define AGENT_VSOCK_BUF (1ull << 20)
+
+static void vsock_buffer(int fd, unsigned long long bytes)
+{
+	(void)!setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &bytes, sizeof(bytes));
+	(void)!setsockopt(fd, AF_VSOCK, SO_VM_SOCKETS_BUFFER_SIZE, &bytes, sizeof(bytes));
+}
+
 int agent_listen(struct agent *a)
 {
 	struct sockaddr_vm sa = {
@@ -336,6 +352,7 @@ int agent_listen(struct agent *a)
 	fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
+	vsock_buffer(fd, AGENT_VSOCK_BUF);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, AGENT_MAX_CONNS) < 0) {
 		e = -errno;
 		close(fd);
