@@ -290,12 +290,17 @@ class CmockaStyle(unittest.TextTestResult):
         print(f"[       OK ] {test.id()}", flush=True)
 
 
-if __name__ == "__main__":
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
+def run_cmocka(module):
+    """Runs a module's tests printing cmocka's lines; the exit status."""
+    suite = unittest.defaultTestLoader.loadTestsFromModule(module)
     res = unittest.TextTestRunner(resultclass=CmockaStyle, verbosity=0, stream=sys.stderr).run(suite)
     bad = len(res.failures) + len(res.errors)
     print(f"[==========] {res.testsRun} test(s) run.")
     print(f"[  PASSED  ] {res.testsRun - bad} test(s).")
     if bad:
         print(f"[  FAILED  ] {bad} test(s), listed below:")
-    sys.exit(1 if bad else 0)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cmocka(sys.modules[__name__]))

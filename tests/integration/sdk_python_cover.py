@@ -1,6 +1,7 @@
 """Every call group of the Python SDK against a real kilnd, on one sandbox
-and its fork (tests/integration/sdk_python_tests.sh runs it with the venv's
-python, the SDK installed by pip).
+and its fork, and a template built from a local directory with one
+sandbox from it (tests/integration/sdk_python_tests.sh runs it with the
+venv's python, the SDK installed by pip).
 
     sdk_python_cover.py KILND_PID WORKDIR QUICKSTART_PY
 
@@ -20,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import kiln
 from kiln import errors
@@ -318,6 +320,44 @@ except ValueError:
 beat("delete the sandbox")
 sb.delete()
 raises(errors.SandboxNotFoundError, sb.refresh, "delete")
+
+# Templates: a build from a local directory (packed by the SDK, a link out
+# of it left out), its log, a sandbox from its ready snapshot, the delete;
+# a refused build file. One boot (the build's) and one fork.
+beat("templates")
+t_tpl = time.monotonic()
+ctx = os.path.join(WORK, "tpl")
+os.makedirs(os.path.join(ctx, "app"))
+with open(os.path.join(ctx, "app", "hi.txt"), "w") as f:
+    f.write("from the context\n")
+os.symlink("/etc/passwd", os.path.join(ctx, "app", "out"))
+with open(os.path.join(ctx, "Kilnfile"), "w") as f:
+    f.write("FROM minimal\nRUN true\nADD app /srv\n")
+try:
+    k.templates.build("sdkpy", context_dir=ctx)
+    check(False, "a refused build file raises")
+except errors.BadFieldError as e:
+    check(e.status == 400 and "line 3" in e.message, f"a refused build file: BadFieldError naming line 3 ({e.message})")
+with open(os.path.join(ctx, "Kilnfile"), "w") as f:
+    f.write("FROM minimal\nCOPY app/ /home/user/app/\nREADY test -s /home/user/app/hi.txt\n")
+seen: list[str] = []
+with warnings.catch_warnings(record=True) as warned:
+    warnings.simplefilter("always")
+    tpl = k.templates.build("sdkpy", context_dir=ctx, on_event=lambda ev: seen.append(ev.type))
+check(tpl["name"] == "sdkpy" and seen[-1] == "result" and "copied" in seen and "ready" in seen,
+      f"templates.build: the log and the template ({seen})")
+check(len(warned) == 1 and "app/out" in str(warned[0].message), "templates.build: the link out was left out")
+check([t["name"] for t in k.templates.list()] == ["sdkpy"] and k.templates.get("sdkpy")["from"] == "minimal",
+      "templates.list, get")
+with k.sandboxes.create(template="sdkpy", hostname="tpl1") as tsb:
+    check(tsb.info["boot"]["from"] == "template" and tsb.info["template"] == "sdkpy",
+          f"create from the template ({tsb.info['boot'].get('from')})")
+    check(tsb.exec("cat /home/user/app/hi.txt; test -e /home/user/app/out || echo no-link").stdout == "from the context\nno-link\n",
+          "the template's sandbox has the copied files")
+    raises(errors.InUseError, lambda: k.templates.delete("sdkpy"), "templates.delete while a sandbox uses it")
+k.templates.delete("sdkpy")
+raises(errors.NotFoundError, lambda: k.templates.get("sdkpy"), "templates.delete")
+print(f"measure: template build, create, delete {time.monotonic() - t_tpl:.1f} s", flush=True)
 
 beat("kill kilnd during a stream")
 kinds: list[str] = []

@@ -1,7 +1,8 @@
 # The Python SDK (sdk/python) against a real kilnd: installed as a user
 # would (a venv, pip with no index), its README's quickstart run as it is
 # written, every call group on one sandbox and its fork
-# (sdk_python_cover.py), a streamed download under 32 MiB of RSS (8 MiB
+# (sdk_python_cover.py), a template built from a local directory and a
+# sandbox from it (about 11 s in the nested harness), a streamed download under 32 MiB of RSS (8 MiB
 # here, where a guest sends a few MiB/s; the unit test streams 100 MiB
 # from a fake kilnd), and kilnd SIGKILLed during a stream: one
 # KilnConnectionError, no hang.

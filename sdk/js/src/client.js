@@ -4,6 +4,7 @@ import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { Transport, seg, errorFromBody, DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';
 import { downloadTo } from './download.js';
+import { Templates, imagesOf } from './templates.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
 // Slack added to the client deadline of a call that carries a guest-side
@@ -31,7 +32,7 @@ function camel(key) {
 }
 
 // A stream's silence limit (Kiln({streamTimeoutMs})), as transport options.
-function streamIdle(client) {
+export function streamIdle(client) {
   return client.streamTimeoutMs > 0
     ? { idleTimeoutMs: client.streamTimeoutMs, idleAfterHead: true, idleWhat: 'a silent stream: Kiln({streamTimeoutMs})' }
     : {};
@@ -103,7 +104,10 @@ export class EventStream {
         if (ended) throw new KilnProtocolError(`${this.what}: an event after the stream's last one`, { code: 'protocol_error' });
         if (ev.type === 'error') {
           const e = ev.error && typeof ev.error === 'object' ? ev.error : {};
-          throw fromKiln(typeof e.code === 'string' ? e.code : 'internal', e.message);
+          const err = fromKiln(typeof e.code === 'string' ? e.code : 'internal', e.message);
+          if (Number.isInteger(ev.step)) err.step = ev.step;
+          if (Number.isInteger(ev.line)) err.line = ev.line;
+          throw err;
         }
         if (this.terminal.includes(ev.type)) ended = true;
         yield eventOf(ev);
@@ -164,17 +168,18 @@ export class Kiln {
     this.streamTimeoutMs = opts.streamTimeoutMs || 0;
     this.transport = new Transport(this.socket, this.timeoutMs);
     this.sandboxes = new Sandboxes(this);
+    this.templates = new Templates(this);
+    this.images = imagesOf(this);
   }
 
   health() { return this.transport.json('GET', '/v1/health'); }
   metrics() { return this.transport.text('GET', '/metrics'); }
-  async images() { return (await this.transport.json('GET', '/v1/images')).images; }
 }
 
 export class Sandboxes {
   constructor(kiln) { this.kiln = kiln; }
 
-  /** Creates (boots) a sandbox; a fork with `fromCheckpoint: "ID/NAME"`. */
+  /** Creates (boots) a sandbox; a fork with `fromCheckpoint: "ID/NAME"`; from a template's ready snapshot with `template: NAME`. */
   async create(spec = {}) {
     const t = this.kiln.transport;
     const info = await t.json('POST', '/v1/sandboxes', { json: wire(spec) });
@@ -451,7 +456,7 @@ export class Files {
   }
 }
 
-function tarStatus(child) {
+export function tarStatus(child) {
   let err = '';
   child.stderr.on('data', (d) => { if (err.length < 4096) err += d; });
   if (child.stdin) child.stdin.on('error', () => {});

@@ -10,6 +10,9 @@ export class KilnError extends Error {
     this.status = status;
     /** kilnd's error code (`wrong_state`, ...), or the SDK's own for client-side errors. */
     this.code = code;
+    /** Where a template build failed (its log's `error` line), else undefined. */
+    this.step = undefined;
+    this.line = undefined;
   }
 }
 
@@ -33,7 +36,7 @@ export const ERROR_CODES = [
   'route_not_found', 'sandbox_not_found', 'image_not_found', 'process_not_found',
   'checkpoint_not_found', 'not_found',
   'method_not_allowed', 'request_timeout',
-  'wrong_state', 'limit_reached', 'exists', 'not_empty', 'invalid_state', 'read_only', 'unsupported',
+  'wrong_state', 'limit_reached', 'exists', 'in_use', 'not_empty', 'invalid_state', 'read_only', 'unsupported',
   'body_too_large', 'uri_too_long', 'headers_too_large',
   'internal', 'spawn_failed', 'boot_failed', 'io_error',
   'agent_protocol_error', 'agent_unavailable', 'jail_unavailable', 'too_many_connections', 'busy',
@@ -67,6 +70,7 @@ export class MethodNotAllowedError extends KilnError {}
 export class WrongStateError extends KilnError {}
 export class LimitReachedError extends KilnError {}
 export class ExistsError extends KilnError {}
+export class InUseError extends KilnError {}
 export class NotEmptyError extends KilnError {}
 export class InvalidStateError extends KilnError {}
 export class ReadOnlyError extends KilnError {}
@@ -92,7 +96,7 @@ const CLASSES = {
   ForbiddenError, PermissionDeniedError, RouteNotFoundError, SandboxNotFoundError,
   ImageNotFoundError, ProcessNotFoundError, CheckpointNotFoundError, NotFoundError,
   MethodNotAllowedError, RequestTimeoutError, WrongStateError, LimitReachedError, ExistsError,
-  NotEmptyError, InvalidStateError, ReadOnlyError, UnsupportedError, BodyTooLargeError,
+  InUseError, NotEmptyError, InvalidStateError, ReadOnlyError, UnsupportedError, BodyTooLargeError,
   UriTooLongError, HeadersTooLargeError, InternalError, SpawnFailedError, BootFailedError,
   IoErrorError, AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,
   TooManyConnectionsError, BusyError, TimeoutError, HttpVersionNotSupportedError, NoSpaceError,

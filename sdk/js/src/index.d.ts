@@ -33,6 +33,9 @@ export class KilnError extends Error {
   status: number | undefined;
   /** kilnd's error code; `connection_error`, `protocol_error`, `client_timeout` for the client's own. */
   code: string | undefined;
+  /** Where a template build failed (its log's `error` line); undefined otherwise. */
+  step: number | undefined;
+  line: number | undefined;
 }
 export class TimeoutError extends KilnError {}
 export class RequestTimeoutError extends TimeoutError {}
@@ -61,6 +64,7 @@ export class MethodNotAllowedError extends KilnError {}
 export class WrongStateError extends KilnError {}
 export class LimitReachedError extends KilnError {}
 export class ExistsError extends KilnError {}
+export class InUseError extends KilnError {}
 export class NotEmptyError extends KilnError {}
 export class InvalidStateError extends KilnError {}
 export class ReadOnlyError extends KilnError {}
@@ -107,10 +111,53 @@ export class Kiln {
   readonly timeoutMs: number;
   readonly streamTimeoutMs: number;
   readonly sandboxes: Sandboxes;
+  readonly templates: Templates;
+  /** Callable (`kiln.images()` lists them) with list, get, import, delete. */
+  readonly images: Images;
   health(): Promise<KilnObject>;
   /** Prometheus text. */
   metrics(): Promise<string>;
-  images(): Promise<KilnObject[]>;
+}
+
+/** kiln.images: GET/POST/DELETE /v1/images. */
+export interface Images {
+  (): Promise<KilnObject[]>;
+  list(): Promise<KilnObject[]>;
+  get(name: string): Promise<KilnObject>;
+  /** An OCI or docker-save archive (a local path, bytes or a stream), streamed; resolves to the new image.
+   * devices: make its device nodes (a root client only); timeoutMs: how long kilnd may stay silent (default an hour). */
+  import(name: string, archive: ByteSource, opts?: { devices?: boolean; timeoutMs?: number }): Promise<KilnObject>;
+  delete(name: string): Promise<void>;
+}
+
+/** POST /v1/templates: the build context is contextDir (a local directory, packed) or context (a tar.gz). */
+export interface BuildOptions {
+  contextDir?: string;
+  context?: ByteSource;
+  /** The build file's path in the context (default Kilnfile, else Dockerfile). */
+  file?: string;
+  cpus?: number;
+  memoryMib?: number;
+  diskMib?: number;
+  /** build() only: called with each log event as it arrives. */
+  onEvent?: (ev: StreamEvent) => unknown;
+}
+
+/** A template build's log; `result` is the template after the `result` line; `skipped` what packing left out. */
+export class BuildStream implements EventIterable {
+  result: KilnObject | null;
+  skipped: string[];
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent>;
+  close(): Promise<void>;
+}
+
+export class Templates {
+  /** The build and its template; a failed step throws its error with `step` and `line`. */
+  build(name: string, opts: BuildOptions): Promise<KilnObject>;
+  buildStream(name: string, opts: BuildOptions): Promise<BuildStream>;
+  list(): Promise<KilnObject[]>;
+  get(name: string): Promise<KilnObject>;
+  delete(name: string): Promise<void>;
 }
 
 /** POST /v1/sandboxes fields, camelCase or snake_case (sent snake_case); nested objects go as api.md spells them. */
@@ -131,6 +178,8 @@ export interface CreateOptions {
   firewall?: KilnObject;
   /** "<sandbox id>/<checkpoint name>": a fork. */
   fromCheckpoint?: string;
+  /** A template's name: a sandbox from its ready snapshot (then no image, diskMib, network, firewall). */
+  template?: string;
   /** Anything else is passed through; kilnd answers unknown_field for what it does not know. */
   [field: string]: unknown;
 }

@@ -3,5 +3,6 @@ export {
   Kiln, Sandboxes, Sandbox, Files, Processes, Process, Ports, Previews, Checkpoints, Firewall,
   ExecResult, RunResult, EventStream, withSandbox,
 } from './client.js';
+export { Templates, BuildStream } from './templates.js';
 export * from './errors.js';
 export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';

@@ -68,7 +68,9 @@ export class Transport {
    * status below 400 (errors are thrown, mapped to their classes).
    * opts: query, json, body (Buffer|string|async iterable|{path}),
    * headers, timeoutMs (deadline for the head, or for everything with
-   * wholeDeadline), idleTimeoutMs (while reading the body).
+   * wholeDeadline), idleTimeoutMs (while reading the body),
+   * idleAfterHeadMs (when given: the silence limit from the head on, 0
+   * none; an upload whose answer is a long stream: a template build).
    */
   open(method, path, opts = {}) {
     const what = `${method} ${path}`;
@@ -133,18 +135,19 @@ export class Transport {
       // A transfer may take long, but never sits silent longer than this;
       // a stream's silence counts from its head (idleAfterHead), the head
       // itself being the deadline's.
-      const armIdle = () => req.setTimeout(opts.idleTimeoutMs, () => {
+      const armIdle = (ms) => req.setTimeout(ms, () => {
         state.timedOut = true;
-        state.deadlineMs = opts.idleTimeoutMs;
+        state.deadlineMs = ms;
         if (opts.idleWhat) state.idleWhat = opts.idleWhat;
         if (!state.done) { fail(new Error('idle')); return; }
         req.destroy();
         if (resRef) resRef.destroy(new Error('idle'));
       });
-      if (opts.idleTimeoutMs && !opts.idleAfterHead) armIdle();
+      if (opts.idleTimeoutMs && !opts.idleAfterHead) armIdle(opts.idleTimeoutMs);
       req.on('response', (res) => {
         state.gotHead = true;
-        if (opts.idleTimeoutMs && opts.idleAfterHead) armIdle();
+        if (opts.idleAfterHeadMs !== undefined) armIdle(opts.idleAfterHeadMs);
+        else if (opts.idleTimeoutMs && opts.idleAfterHead) armIdle(opts.idleTimeoutMs);
         resRef = res;
         if (state.done) { res.destroy(); return; }
         const stop = () => { clearTimeout(timer); req.destroy(); };

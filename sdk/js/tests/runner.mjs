@@ -2,6 +2,26 @@
 // (make unit) counts these tests with the C ones.
 const tests = [];
 
+/**
+ * fn()'s value and how far the process's arrayBuffers and RSS rose above
+ * where they were while it ran (sampled every 2 ms), in MiB.
+ */
+export async function memoryGrowth(fn) {
+  const m0 = process.memoryUsage();
+  let peak = m0.arrayBuffers, rssPeak = m0.rss;
+  const iv = setInterval(() => {
+    const m = process.memoryUsage();
+    peak = Math.max(peak, m.arrayBuffers);
+    rssPeak = Math.max(rssPeak, m.rss);
+  }, 2);
+  try {
+    const value = await fn();
+    return { value, arrayBuffersMib: (peak - m0.arrayBuffers) / 1048576, rssMib: (rssPeak - m0.rss) / 1048576 };
+  } finally {
+    clearInterval(iv);
+  }
+}
+
 /** test(name, fn): fn may be async; each test has 20 s. */
 export function test(name, fn) { tests.push({ name, fn }); }
 

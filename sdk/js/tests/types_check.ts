@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit --strict by the unit tests: the declarations
 // must type-check and describe the API as the README uses it.
-import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent } from '../src/index.js';
+import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent, BadFieldError, KilnObject } from '../src/index.js';
 
 async function main(): Promise<void> {
   const kiln = new Kiln({ socket: '/run/kiln/kiln.sock', timeoutMs: 1000 });
@@ -30,6 +30,23 @@ async function main(): Promise<void> {
     else if (e instanceof KilnError) process_(e.code ?? '');
   }
   process_(String(code) + text + back + String(run.result));
+  try {
+    const tpl: KilnObject = await kiln.templates.build('web', { contextDir: './ctx', memoryMib: 256, onEvent: (ev) => process_(ev.type) });
+    const st = await kiln.templates.buildStream('web', { context: '/tmp/ctx.tgz', file: 'Kilnfile' });
+    for await (const ev of st) process_(ev.type);
+    const again: KilnObject | null = st.result;
+    process_(tpl.name + String(again) + st.skipped.join());
+  } catch (e) {
+    if (e instanceof BadFieldError) process_(`${e.step} ${e.line}`);
+  }
+  await kiln.templates.list();
+  await kiln.templates.delete('web');
+  const web = await kiln.sandboxes.create({ template: 'web' });
+  const img: KilnObject = await kiln.images.import('alpine', '/tmp/alpine.tar', { devices: false });
+  const all: KilnObject[] = await kiln.images();
+  await kiln.images.get(img.name);
+  await kiln.images.delete('alpine');
+  process_(web.id + String(all.length));
 }
 
 function process_(s: string): void { void s; }

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Optional
+from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Optional, TypeVar
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
 from ._transport import READ_SIZE, connect_failed, cut_short, deadline_error, io_failed, no_answer
 from .errors import ClientTimeoutError, KilnError
+
+T = TypeVar("T")
 
 
 def _next_block(it: Iterator[bytes]) -> Optional[bytes]:
@@ -190,10 +192,15 @@ class AsyncTransport:
         return await self._answer(conn, parser, head, stream)
 
     async def open_upload(self, method: str, path: str, *, query: Optional[_http.Query],
-                          source: Iterable[bytes], length: Optional[int], content_type: str) -> AsyncResponse:
+                          source: Iterable[bytes], length: Optional[int], content_type: str,
+                          stream: bool = False, extra_timeout: float = 0.0) -> AsyncResponse:
         """A streamed body after kilnd's ``100 Continue``. ``source`` is a
         plain iterator (file reads, the tar writer): each block is taken in
-        a worker thread, so the event loop never waits on the disk."""
+        a worker thread, so the event loop never waits on the disk.
+        ``stream``: the answer is a stream (a template build's log), read
+        under the stream timeout once its head arrived. ``extra_timeout``:
+        seconds kilnd may take to answer beyond the client's timeout once
+        the body is sent (an image import's work)."""
         tgt = _http.target(path, query)
         what = f"{method} {path}"
         reader, writer = await self._connect(what)
@@ -227,7 +234,7 @@ class AsyncTransport:
                         raise KilnError(f"upload to {path}: the source gave {sent} bytes, not the {length} announced")
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # kilnd answered early and closed: read its answer below
-                conn.set_deadline(self.timeout)
+                conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)
             head = await self._read_head(conn, parser)
         except BaseException:
             conn.close()
@@ -235,7 +242,7 @@ class AsyncTransport:
             if close is not None:
                 close()
             raise
-        return await self._answer(conn, parser, head, False)
+        return await self._answer(conn, parser, head, stream)
 
     async def extract(self, resp: AsyncResponse, dest: str) -> dict[str, int]:
         """Unpack a tar.gz answer into ``dest`` as it is read: tarfile runs
@@ -300,3 +307,9 @@ class AsyncTransport:
     async def text(self, method: str, path: str, **kw: Any) -> bytes:
         resp = await self.open(method, path, **kw)
         return await resp.read_all()
+
+
+async def run_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` in a worker thread (local disk work: packing a build
+    context), so the event loop does not wait on it."""
+    return await asyncio.to_thread(fn, *args)

@@ -7,8 +7,10 @@ import base64
 import io
 import os
 import stat
+import tempfile
 from typing import IO, Any, Iterator, Mapping, Optional, Sequence, Union
 
+from . import _tario
 from ._http import seg
 
 BLOCK = 64 * 1024
@@ -131,3 +133,34 @@ class Sink:
                 os.unlink(self._path + ".part")
             except OSError:
                 pass
+
+
+Context = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", IO[bytes]]
+
+
+def check_context(context_dir: Optional[Union[str, "os.PathLike[str]"]], context: Optional[Context]) -> None:
+    if (context_dir is None) == (context is None):
+        raise TypeError("templates.build: give context_dir (a directory, packed here) or context "
+                        "(a tar.gz: bytes, a path or a binary file object), one of them")
+
+
+def spool_context(context_dir: Union[str, "os.PathLike[str]"]) -> tuple[IO[bytes], list[str]]:
+    """``context_dir`` packed as tar.gz into an anonymous temporary file
+    (so its length goes as Content-Length and kilnd can refuse a context
+    that cannot fit before it is sent), rewound; and what was left out."""
+    spool = tempfile.TemporaryFile(prefix="kiln-context.")
+    try:
+        skipped = _tario.pack_context(os.fspath(context_dir), spool)
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool, skipped
+
+
+def context_source(context: Context) -> tuple[Iterator[bytes], Optional[int]]:
+    """A ready tar.gz context (bytes, a path, a binary file object) as blocks."""
+    if isinstance(context, (bytes, bytearray, memoryview)):
+        data = bytes(context)
+        return iter([data]), len(data)
+    return file_source(context)

@@ -8,21 +8,23 @@ edit; change the asyncio surface and run ``python3 tools/unasync.py``.
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Iterator, Callable, Mapping, Optional, Union
 
 from . import _common
-from ._transport import Response, Transport
-from ._common import Cmd, Data, LocalFile, drop_none, sb_path
-from ._http import decode_json
+from ._transport import Response, Transport, run_blocking
+from ._common import Cmd, Context, Data, LocalFile, drop_none, sb_path
+from ._http import decode_json, seg
 from ._tario import tar_chunks
 from ._transport import cut_short, default_socket
 from .errors import SandboxNotFoundError
 from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapEvent, OutputEvent,
-                     ResultEvent, RunResult, event_from)
+                     ResultEvent, RunResult, build_event_from, event_from)
 
 __all__ = [
     "Kiln", "Sandboxes", "Sandbox", "Files", "Processes", "Process",
     "Ports", "Previews", "Checkpoints", "Firewall", "EventStream",
+    "Templates", "BuildStream", "Images",
 ]
 
 OutputCallback = Callable[[str], Any]
@@ -65,7 +67,7 @@ class EventStream:
                 self._resp = self._opener()
                 self._events = self._resp.events()
             obj = self._events.__next__()
-            ev = event_from(obj, self._watch)
+            ev = self._convert(obj)
         except StopIteration:
             self.close()
             if self._last_type not in self._last:
@@ -82,6 +84,9 @@ class EventStream:
         elif isinstance(ev, (AttachedEvent, GapEvent)):
             self.next_seq = ev.seq + (ev.bytes if isinstance(ev, GapEvent) else 0)
         return ev
+
+    def _convert(self, obj: dict[str, Any]) -> Event:
+        return event_from(obj, self._watch)
 
     def close(self) -> None:
         self._closed = True
@@ -115,6 +120,8 @@ class Kiln:
         self.socket = socket or default_socket()
         self._t = Transport(self.socket, timeout, stream_timeout)
         self.sandboxes = Sandboxes(self)
+        self.templates = Templates(self)
+        self.images = Images(self)
 
     def health(self) -> dict[str, Any]:
         """``GET /v1/health``."""
@@ -123,10 +130,6 @@ class Kiln:
     def metrics(self) -> str:
         """``GET /metrics``: Prometheus text."""
         return (self._t.text("GET", "/metrics")).decode("utf-8", errors="replace")
-
-    def images(self) -> list[dict[str, Any]]:
-        """``GET /v1/images``: the images (``name``, ``path``, ``size_bytes``, ``source``)."""
-        return (self._t.call("GET", "/v1/images"))["images"]  # type: ignore[no-any-return]
 
     def close(self) -> None:
         """Close idle connections (the client stays usable)."""
@@ -149,14 +152,16 @@ class Sandboxes:
                      memory_mib: Optional[int] = None, env: Optional[Mapping[str, str]] = None,
                      network: Optional[str] = None, firewall: Optional[Mapping[str, Any]] = None,
                      disk_mib: Optional[int] = None, from_checkpoint: Optional[str] = None,
-                     **fields: Any) -> "Sandbox":
+                     template: Optional[str] = None, **fields: Any) -> "Sandbox":
         """``POST /v1/sandboxes``: create and boot a sandbox (or, with
-        ``from_checkpoint="ID/NAME"``, fork one). Other fields
+        ``from_checkpoint="ID/NAME"``, fork one; with ``template=NAME``,
+        start one from a template's ready snapshot: then no ``image``,
+        ``disk_mib``, ``network`` or ``firewall``). Other fields
         (``hostname``, ``labels``, ``timeout_s``, ``limits``, ...) go as
         they are; kilnd refuses unknown ones (UnknownFieldError)."""
         body = drop_none({"image": image, "cpus": cpus, "memory_mib": memory_mib, "env": env,
                           "network": network, "firewall": firewall, "disk_mib": disk_mib,
-                          "from_checkpoint": from_checkpoint, **fields})
+                          "from_checkpoint": from_checkpoint, "template": template, **fields})
         info = self._kiln._t.call("POST", "/v1/sandboxes", json=body)
         return Sandbox(self._kiln, info)
 
@@ -169,6 +174,151 @@ class Sandboxes:
     def get(self, sandbox_id: str) -> "Sandbox":
         """``GET /v1/sandboxes/{id}`` (SandboxNotFoundError if none)."""
         return Sandbox(self._kiln, self._kiln._t.call("GET", sb_path(sandbox_id)))
+
+
+class BuildStream(EventStream):
+    """A template build's log (``templates.build_stream``): its lines as
+    events, the request sent at the first iteration. ``stdout``/``stderr``
+    are :class:`OutputEvent`; ``step``, ``cached``, ``copied``,
+    ``ready``, ``step_end`` and ``result`` are :class:`Event` (fields in
+    ``raw``). After the ``result`` line (the last), ``result`` is the new
+    template. An ``error`` line raises the exception of its code with
+    ``step`` and ``line`` set; a log that ends without either raises
+    KilnConnectionError. ``skipped``: what packing ``context_dir`` left
+    out (a symlink pointing outside it, special files), one message each."""
+
+    def __init__(self, opener: Callable[[], Response], *, socket_path: str) -> None:
+        super().__init__(opener, socket_path=socket_path, last=("result",))
+        self.result: Optional[dict[str, Any]] = None
+        self.skipped: list[str] = []
+
+    def _convert(self, obj: dict[str, Any]) -> Event:
+        ev = build_event_from(obj)
+        if ev.type == "result":
+            self.result = obj["template"]
+        return ev
+
+
+class Templates:
+    """``kiln.templates``: build, list and delete templates (a build file
+    run into a ready snapshot; ``sandboxes.create(template=NAME)`` starts
+    from it)."""
+
+    def __init__(self, kiln: Kiln) -> None:
+        self._kiln = kiln
+        self._t = kiln._t
+
+    def build_stream(self, name: str, *, context_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                     context: Optional[Context] = None, file: Optional[str] = None,
+                     cpus: Optional[int] = None, memory_mib: Optional[int] = None,
+                     disk_mib: Optional[int] = None) -> BuildStream:
+        """``POST /v1/templates?name=NAME``: the build's log as it happens
+        (:class:`BuildStream`). The context is ``context_dir``, a
+        local directory packed as tar.gz into a temporary file first
+        (nothing followed: symlinks stay symlinks, those pointing outside
+        it are left out), or ``context``, a tar.gz already made (bytes, a
+        path, a binary file object; streamed). ``file``: the build file's
+        path in the context (default ``Kilnfile``, else ``Dockerfile``);
+        ``cpus``, ``memory_mib``, ``disk_mib``: the build sandbox's (and so
+        the snapshot's). A build refused before it starts raises at the
+        first iteration (BadFieldError naming the build file's line,
+        BusyError, InUseError, NoSpaceError, BodyTooLargeError, ...)."""
+        _common.check_context(context_dir, context)
+        q = {"name": name, "file": file, "cpus": cpus, "memory_mib": memory_mib, "disk_mib": disk_mib}
+        stream: Optional[BuildStream] = None
+
+        def opener() -> Response:
+            assert stream is not None
+            spool = None
+            if context_dir is not None:
+                spool, stream.skipped = run_blocking(_common.spool_context, context_dir)
+                for msg in stream.skipped:
+                    warnings.warn(f"templates.build: {msg}", stacklevel=3)
+                source, length = _common.file_source(spool)
+            else:
+                assert context is not None
+                source, length = _common.context_source(context)
+            try:
+                return self._t.open_upload("POST", "/v1/templates", query=q, source=source,
+                                                 length=length, content_type="application/gzip", stream=True)
+            finally:
+                if spool is not None:
+                    spool.close()
+        stream = BuildStream(opener, socket_path=self._t.socket_path)
+        return stream
+
+    def build(self, name: str, *, context_dir: Optional[Union[str, "os.PathLike[str]"]] = None,
+                    context: Optional[Context] = None, file: Optional[str] = None,
+                    cpus: Optional[int] = None, memory_mib: Optional[int] = None,
+                    disk_mib: Optional[int] = None,
+                    on_event: Optional[Callable[[Event], Any]] = None) -> dict[str, Any]:
+        """Build template ``name`` (as :meth:`build_stream`) and return it
+        (as ``get`` shows it). ``on_event`` is called with each log event
+        as it arrives. A failed step raises the exception of its code with
+        ``step`` and ``line`` set (``message``: what failed)."""
+        stream = self.build_stream(name, context_dir=context_dir, context=context, file=file, cpus=cpus,
+                                   memory_mib=memory_mib, disk_mib=disk_mib)
+        with stream:
+            for ev in stream:
+                if on_event is not None:
+                    on_event(ev)
+        assert stream.result is not None
+        return stream.result
+
+    def list(self) -> list[dict[str, Any]]:
+        """``GET /v1/templates``: every template (without ``buildfile`` and ``steps``)."""
+        return (self._t.call("GET", "/v1/templates"))["templates"]  # type: ignore[no-any-return]
+
+    def get(self, name: str) -> dict[str, Any]:
+        """``GET /v1/templates/{name}`` (NotFoundError if none)."""
+        return self._t.call("GET", "/v1/templates/" + seg(name))  # type: ignore[no-any-return]
+
+    def delete(self, name: str) -> None:
+        """``DELETE /v1/templates/{name}``: the template and its cache
+        (InUseError while sandboxes made from it exist, BusyError while it
+        is being built or used by a create right now)."""
+        self._t.call("DELETE", "/v1/templates/" + seg(name))
+
+
+class Images:
+    """``kiln.images``: root images. Calling it (``kiln.images()``) lists
+    them, as ``list()``."""
+
+    def __init__(self, kiln: Kiln) -> None:
+        self._t = kiln._t
+
+    def __call__(self) -> list[dict[str, Any]]:
+        return self.list()
+
+    def list(self) -> list[dict[str, Any]]:
+        """``GET /v1/images``: the images (``name``, ``path``, ``size_bytes``, ``source``, ...)."""
+        return (self._t.call("GET", "/v1/images"))["images"]  # type: ignore[no-any-return]
+
+    def get(self, name: str) -> dict[str, Any]:
+        """``GET /v1/images/{name}`` (ImageNotFoundError if none)."""
+        return self._t.call("GET", "/v1/images/" + seg(name))  # type: ignore[no-any-return]
+
+    def import_(self, name: str, archive: LocalFile, *, devices: bool = False,
+                      timeout_s: float = 3600.0) -> dict[str, Any]:
+        """``POST /v1/images?name=NAME``: import an OCI or ``docker save``
+        archive (a path or a binary file object, plain or gzip), streamed
+        in 64 KiB blocks (never held in memory); returns the new image.
+        ``devices``: make its device nodes (a root client only).
+        ``timeout_s``: how long kilnd may take after the archive is sent
+        (it caps an import at an hour). ExistsError, BadArchiveError
+        (``message`` names the layer and member), BodyTooLargeError,
+        NoSpaceError, ForbiddenError."""
+        source, length = _common.file_source(archive)
+        resp = self._t.open_upload("POST", "/v1/images",
+                                         query={"name": name, "devices": 1 if devices else None},
+                                         source=source, length=length, content_type="application/octet-stream",
+                                         extra_timeout=timeout_s)
+        return _decode(resp.status, resp.read_all())
+
+    def delete(self, name: str) -> None:
+        """``DELETE /v1/images/{name}`` (InUseError while a sandbox or pool
+        uses it, ReadOnlyError for a ``--image`` one)."""
+        self._t.call("DELETE", "/v1/images/" + seg(name))
 
 
 class Sandbox:

@@ -306,3 +306,66 @@ class QueueSource:
             except queue.Full:
                 continue
         return False
+
+
+def _link_leaves(name: str, target: str) -> bool:
+    """A symlink member ``name`` -> ``target`` that points outside the
+    archive's root (kilnd's and the agent's rule, tar_symlink_check: an
+    absolute target, or more ``..`` than the member's directory is deep)."""
+    if not target or target.startswith("/") or "\0" in target:
+        return True
+    depth = name.count("/")
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if depth == 0:
+                return True
+            depth -= 1
+        else:
+            depth += 1
+    return False
+
+
+def pack_context(local_dir: str, out: IO[bytes]) -> list[str]:
+    """A template build context: ``local_dir``'s contents as tar.gz into
+    ``out`` (member names relative, as ``tar czf - -C DIR .``). Nothing is
+    followed: a symlink is packed as a symlink, and left out (named in the
+    answer, one message each) when it points outside ``local_dir``, as
+    are sockets, fifos and devices. A file with several links is packed
+    as a plain file each time (kilnd refuses hard links in a context).
+    Files are opened with O_NOFOLLOW, so one swapped for a symlink while
+    packing is an error, never the link's target."""
+    if not os.path.isdir(local_dir):
+        raise KilnError(f"templates.build: context_dir {local_dir!r} is not a directory")
+    skipped: list[str] = []
+    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+        def walk(path: str, prefix: str) -> None:
+            with os.scandir(path) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            for e in entries:
+                name = prefix + e.name
+                st = e.stat(follow_symlinks=False)
+                ti = tarfile.TarInfo(name)
+                ti.mode, ti.mtime, ti.uid, ti.gid = stat.S_IMODE(st.st_mode), int(st.st_mtime), 0, 0
+                if stat.S_ISLNK(st.st_mode):
+                    target = os.readlink(e.path)
+                    if _link_leaves(name, target):
+                        skipped.append(f"skipped symlink {name!r} -> {target!r}: it points outside "
+                                       f"the context directory")
+                        continue
+                    ti.type, ti.linkname = tarfile.SYMTYPE, target
+                    tar.addfile(ti)
+                elif stat.S_ISDIR(st.st_mode):
+                    ti.type = tarfile.DIRTYPE
+                    tar.addfile(ti)
+                    walk(e.path, name + "/")
+                elif stat.S_ISREG(st.st_mode):
+                    fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as f:
+                        ti.size = os.fstat(f.fileno()).st_size
+                        tar.addfile(ti, f)
+                else:
+                    skipped.append(f"skipped {name!r}: not a file, directory or symlink")
+        walk(local_dir, "")
+    return skipped

@@ -10,11 +10,13 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, TypeVar
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
 from .errors import ClientTimeoutError, KilnConnectionError, KilnError
+
+T = TypeVar("T")
 
 # Idle keep-alive connections kept, and how long: kilnd closes an idle one
 # after its --client-timeout (30 s by default, 1 s at the least); one found
@@ -286,9 +288,14 @@ class Transport:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def open_upload(self, method: str, path: str, *, query: Optional[_http.Query],
-                    source: Iterable[bytes], length: Optional[int], content_type: str) -> Response:
+                    source: Iterable[bytes], length: Optional[int], content_type: str,
+                    stream: bool = False, extra_timeout: float = 0.0) -> Response:
         """Send a streamed body (chunked unless ``length`` is known) on a
-        fresh connection, after kilnd's ``100 Continue``."""
+        fresh connection, after kilnd's ``100 Continue``. ``stream``: the
+        answer is a stream (a template build's log), read under the stream
+        timeout once its head arrived. ``extra_timeout``: seconds kilnd may
+        take to answer beyond the client's timeout once the body is sent
+        (an image import's work)."""
         tgt = _http.target(path, query)
         what = f"{method} {path}"
         conn = _Conn(self, self._connect(what), False, what)
@@ -319,13 +326,13 @@ class Transport:
                         raise KilnError(f"upload to {path}: the source gave {sent} bytes, not the {length} announced")
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # kilnd answered early and closed: read its answer below
-                conn.set_deadline(self.timeout)
+                conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)
             head = self._read_head(conn, parser)
         except BaseException:
             conn.close()
             _close_source(source)
             raise
-        return self._answer(conn, parser, head, False)
+        return self._answer(conn, parser, head, stream)
 
     def extract(self, resp: Response, dest: str) -> dict[str, int]:
         """Unpack a tar.gz answer into ``dest`` as it is read."""
@@ -410,3 +417,8 @@ def _readable(s: socket.socket) -> bool:
 
 def default_socket() -> str:
     return os.environ.get("KILN_SOCKET") or "/run/kiln/kiln.sock"
+
+
+def run_blocking(fn: Callable[..., T], *args: Any) -> T:
+    """``fn(*args)`` (the asyncio client runs it in a worker thread)."""
+    return fn(*args)

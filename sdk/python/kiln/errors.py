@@ -19,9 +19,12 @@ __all__ = [
 
 
 class KilnError(Exception):
-    """Base of every exception the SDK raises."""
+    """Base of every exception the SDK raises. ``step`` and ``line``: where
+    a template build failed (its log's ``error`` line), else None."""
 
     code: str = "error"
+    step: Optional[int] = None
+    line: Optional[int] = None
 
     def __init__(self, message: str, *, status: Optional[int] = None,
                  code: Optional[str] = None) -> None:
@@ -160,6 +163,10 @@ class ExistsError(KilnError):
     code = "exists"
 
 
+class InUseError(KilnError):
+    code = "in_use"
+
+
 class NotEmptyError(KilnError):
     code = "not_empty"
 
@@ -239,7 +246,7 @@ _BY_CODE: dict[str, type[KilnError]] = {cls.code: cls for cls in (
     BadArchiveError, ForbiddenError, PermissionDeniedError, RouteNotFoundError,
     SandboxNotFoundError, ImageNotFoundError, ProcessNotFoundError,
     CheckpointNotFoundError, NotFoundError, MethodNotAllowedError, WrongStateError,
-    LimitReachedError, ExistsError, NotEmptyError, InvalidStateError, ReadOnlyError,
+    LimitReachedError, ExistsError, InUseError, NotEmptyError, InvalidStateError, ReadOnlyError,
     UnsupportedError, BodyTooLargeError, UriTooLongError, HeadersTooLargeError,
     InternalError, SpawnFailedError, BootFailedError, IoErrorError,
     AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,

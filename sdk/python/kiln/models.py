@@ -212,6 +212,27 @@ def event_from(obj: dict[str, Any], watch: bool = False) -> Event:
     return Event(t, obj)
 
 
+def build_event_from(obj: dict[str, Any]) -> Event:
+    """One line of a template build's log (docs/api.md, "POST
+    /v1/templates"): ``stdout``/``stderr`` as :class:`OutputEvent`, the
+    others (``step``, ``cached``, ``copied``, ``ready``, ``step_end``,
+    ``result``) as :class:`Event` with their fields in ``raw``. An
+    ``error`` line raises the exception of its code, its ``step`` and
+    ``line`` set."""
+    t = obj["type"]
+    if t == "error":
+        e = error_from_body(None, obj.get("error"))
+        step, line = obj.get("step"), obj.get("line")
+        e.step = step if isinstance(step, int) else None
+        e.line = line if isinstance(line, int) else None
+        raise e
+    if t in ("stdout", "stderr"):
+        return OutputEvent(t, obj, _decode(obj, "data"), obj.get("seq"))
+    if t == "result" and not isinstance(obj.get("template"), dict):
+        raise KilnProtocolError(f"kilnd's build log: a result line without a template object: {str(obj)[:120]}")
+    return Event(t, obj)
+
+
 @dataclass
 class FileInfo:
     """A guest file's metadata (``stat``, an entry of ``list``)."""

@@ -27,6 +27,7 @@ class Request:
     body: bytes = b""
     raw_head: bytes = b""
     conn_no: int = 0
+    body_len: int = 0
 
     @property
     def path(self) -> str:
@@ -90,6 +91,7 @@ class FakeKilnd:
         self.connections = 0
         self.closed_by_client = threading.Event()
         self.expect_continue = True  # answer "100 Continue" to Expect
+        self.discard_body = False  # count a Content-Length body (body_len), keep none of it
         self._stop = False
         self._threads: list[threading.Thread] = []
         self._accept = threading.Thread(target=self._loop, daemon=True)
@@ -159,7 +161,16 @@ class FakeKilnd:
             if not self.expect_continue:
                 return req, buf  # the handler answers before the body
             c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-        if "content-length" in headers:
+        if "content-length" in headers and self.discard_body:
+            left = int(headers["content-length"])
+            req.body_len = left
+            while left > len(buf):
+                left -= len(buf)
+                buf = c.recv(1 << 20)
+                if not buf:
+                    raise OSError("client closed inside the body")
+            buf = buf[left:]
+        elif "content-length" in headers:
             n = int(headers["content-length"])
             while len(buf) < n:
                 d = c.recv(65536)

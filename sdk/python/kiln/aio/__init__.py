@@ -7,11 +7,12 @@
             print((await sb.exec("echo hi")).stdout)
 """
 
-from .._async_surface import (AsyncCheckpoints, AsyncEventStream, AsyncFiles, AsyncFirewall, AsyncKiln,
-                              AsyncPorts, AsyncPreviews, AsyncProcess, AsyncProcesses, AsyncSandbox,
-                              AsyncSandboxes)
+from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEventStream, AsyncFiles,
+                              AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
+                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncTemplates)
 
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages",
 ]
