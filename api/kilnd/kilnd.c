@@ -619,14 +619,14 @@ static int take_over(struct kilnd_config *cfg)
 
 	if (handover_request(cfg->state_dir, &cfg->listen_fd, &cfg->preview_fd, &old, err, sizeof(err)))
 		return setup_error("%s", err);
-	kilnd_log("--upgrade: kilnd pid %d handed its API socket%s over; waiting for it to finish its requests and exit",
-		  (int)old, cfg->preview_fd >= 0 ? " and preview listener" : "");
 	/* Handed over but not asked for (no --preview-listen now): closed, so
 	 * the port is free once the old kilnd exits. */
 	if (cfg->preview_fd >= 0 && !cfg->preview_port) {
 		close(cfg->preview_fd);
 		cfg->preview_fd = -1;
 	}
+	kilnd_log("--upgrade: kilnd pid %d handed its API socket%s over; waiting for it to finish its requests and exit",
+		  (int)old, cfg->preview_fd >= 0 ? " and preview listener" : "");
 	/* Its requests get --client-timeout to finish, then it exits. */
 	deadline = mono_ms() + (int64_t)cfg->client_timeout_s * 1000 + HANDOVER_ANSWER_MS;
 	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, err, sizeof(err))) {
@@ -709,11 +709,13 @@ static int check_config(struct kilnd_config *cfg)
 }
 
 /*
- * SIGUSR2 from `kilnd --upgrade`: pass it the listening socket, stop
- * accepting (new connections wait in the socket's backlog for the new
- * kilnd), let the requests in flight finish (--client-timeout at most),
- * and exit with every sandbox left running for it to reattach. 0: handed
- * over (the caller exits); -1: nobody asked, serving goes on.
+ * SIGUSR2 from `kilnd --upgrade`: pass it the listening sockets (API and
+ * previews), stop accepting API connections (new ones wait in the socket's
+ * backlog for the new kilnd), let the requests in flight finish
+ * (--client-timeout at most) while previews are still served, then stop
+ * accepting those too and exit with every sandbox left running for it to
+ * reattach. 0: handed over (the caller exits); -1: nobody asked, or the
+ * new kilnd did not take the sockets: serving goes on.
  */
 static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct preview_server *previews)
 {
@@ -723,9 +725,6 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct pr
 		kilnd_log("%s; still serving", err);
 		return -1;
 	}
-	/* New preview connections now wait in the listener's backlog for the
-	 * new kilnd too; relays in flight run until this kilnd exits. */
-	preview_server_stop_accepting(previews);
 	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
 	/* The new kilnd removes the pools' sandboxes and fills its own. */
 	sandbox_pools_stop(d, false);
@@ -733,6 +732,10 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct pr
 	if (!http_drain(mhd, (int)d->cfg.client_timeout_s * 1000))
 		kilnd_log("requests still in flight after %u s (--client-timeout) are cut; their clients retry",
 			  d->cfg.client_timeout_s);
+	/* Previews were served during the drain (the new kilnd serves none
+	 * before this one exits); from here they wait in the listener's
+	 * backlog for it. Relays in flight end when this kilnd exits. */
+	preview_server_stop_accepting(previews);
 	/* Not http_stop(): it would wait for streams that outlive the drain.
 	 * Exiting closes them; the sandboxes and their keepers stay. */
 	kilnd_log("handed over; exiting with every sandbox left running");

@@ -147,7 +147,21 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	/* The API socket, then (kilnd with --preview-listen) the preview listener. */
 	n = take_fds(conn, fds);
 	if (n == 0 || !is_listener(fds[0], AF_UNIX) || (n == 2 && !is_listener(fds[1], AF_INET))) {
-		snprintf(err, errlen, "--upgrade: kilnd pid %d sent no listening socket", (int)holder);
+		snprintf(err, errlen,
+			 n == 0 || !is_listener(fds[0], AF_UNIX)
+				 ? "--upgrade: kilnd pid %d sent no listening API socket (it keeps serving)"
+				 : "--upgrade: kilnd pid %d sent a preview listener that is not a listening TCP socket (it keeps serving)",
+			 (int)holder);
+		/* Refused: the old kilnd keeps serving. */
+		(void)!send(conn, "n", 1, MSG_NOSIGNAL);
+		while (n > 0)
+			close(fds[--n]);
+		goto out;
+	}
+	/* Taken: only now does the old kilnd stop serving. */
+	if (send(conn, "k", 1, MSG_NOSIGNAL) != 1) {
+		snprintf(err, errlen, "--upgrade: cannot tell kilnd pid %d its sockets were taken: %s (it keeps serving)",
+			 (int)holder, strerror(errno));
 		while (n > 0)
 			close(fds[--n]);
 		goto out;
@@ -163,6 +177,30 @@ out:
 		close(s);
 	unlink(sa.sun_path);
 	return fd >= 0 ? 0 : -1;
+}
+
+/*
+ * After sending: did the new kilnd take the sockets? It answers one byte
+ * once it has checked them, 'k' (taken) or 'n'. A kilnd from before that
+ * answer closes the connection without one: it took a single socket (and
+ * refuses two), so a close is a yes only when one was sent. 0: taken
+ * (stop serving); -1 with err: keep serving.
+ */
+static int handover_taken(int s, size_t nfds, char *err, size_t errlen)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+	char ack;
+	ssize_t n = -1;
+
+	if (poll(&p, 1, HANDOVER_ANSWER_MS) == 1)
+		n = recv(s, &ack, 1, 0);
+	if (n == 1 && ack == 'k')
+		return 0;
+	if (n == 0 && nfds == 1)
+		return 0;
+	snprintf(err, errlen, "the new kilnd did not take the %s (see its log; a kilnd older than this one takes no preview listener: start it without --upgrade, or give this one no --preview-listen)",
+		 nfds == 1 ? "API socket" : "API socket and preview listener");
+	return -1;
 }
 
 int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen)
@@ -192,10 +230,12 @@ int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *er
 	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || sendmsg(s, &msg, MSG_NOSIGNAL) != 1)
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || sendmsg(s, &msg, MSG_NOSIGNAL) != 1) {
 		snprintf(err, errlen, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path, strerror(errno));
-	else
-		r = 0;
+		goto out;
+	}
+	r = handover_taken(s, nfds, err, errlen);
+out:
 	if (s >= 0)
 		close(s);
 	return r;

@@ -13,8 +13,11 @@
  *    pid (SO_PEERCRED) carrying one or two descriptors (SCM_RIGHTS): the
  *    first a listening Unix stream socket (the API), the second, when the
  *    old kilnd serves previews, its listening TCP/IPv4 socket. Anything
- *    else is refused with one line, and what arrived is closed.
- *  - The old kilnd, on SIGUSR2, connects and sends its listening sockets.
+ *    else is refused with one line, and what arrived is closed. It answers
+ *    one byte: 'k' taken, 'n' refused.
+ *  - The old kilnd, on SIGUSR2, connects and sends its listening sockets,
+ *    and stops serving only once they were taken (the byte; from a kilnd
+ *    older than it, which answers nothing, a close after one socket).
  *  - No global state.
  */
 #ifndef KILN_HANDOVER_H
@@ -35,7 +38,8 @@
 int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, char *err, size_t errlen);
 
 /* Old side: send listen_fd and preview_fd (-1: none) to the kilnd waiting
- * on state_dir's upgrade.sock. 0 or -1 with err. */
+ * on state_dir's upgrade.sock. 0 once it took them, or -1 with err (keep
+ * serving). */
 int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen);
 
 #endif

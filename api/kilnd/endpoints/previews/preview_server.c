@@ -348,9 +348,9 @@ static void *listener_main(void *arg)
 {
 	struct preview_server *s = arg;
 
+	/* The listener is closed by preview_server_stop_accepting() after the
+	 * join: its number stays valid for a handover until then. */
 	accept_loop(s->listen_fd, s->accept_stop_fd, accept_one, s);
-	close(s->listen_fd);
-	s->listen_fd = -1;
 	return NULL;
 }
 
@@ -398,9 +398,14 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, char *err
 	pthread_cond_init(&s->idle, NULL);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->stop_fd < 0 || s->accept_stop_fd < 0 || inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
-		snprintf(err, errlen, "--preview-listen: %s", strerror(errno));
-		s->listen_fd = -1;
+	s->listen_fd = -1;
+	if (s->stop_fd < 0 || s->accept_stop_fd < 0) {
+		snprintf(err, errlen, "--preview-listen: cannot make an eventfd: %s (too many open files? raise the limit)",
+			 strerror(errno));
+		goto fail;
+	}
+	if (inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
+		snprintf(err, errlen, "--preview-listen '%s': not an IPv4 address", d->cfg.preview_addr);
 		goto fail;
 	}
 	s->listen_fd = handed_listener(d, &a);
@@ -455,6 +460,8 @@ void preview_server_stop_accepting(struct preview_server *s)
 		kilnd_log("preview listener: cannot signal its thread: %s", strerror(errno));
 	pthread_join(s->listener, NULL);
 	s->listening = false;
+	close(s->listen_fd);
+	s->listen_fd = -1;
 }
 
 void preview_server_quiesce(struct preview_server *s)
