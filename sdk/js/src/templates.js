@@ -26,38 +26,45 @@ export function linkLeaves(name, target) {
 }
 
 // The members of a context directory (relative names), nothing followed:
-// symlinks pointing outside it and special files are left out, one
-// message each in `skipped`.
-async function contextMembers(dir, prefix, names, skipped) {
+// `top` gets the names directly in it that are packed, `left` the names
+// (at any depth) left out: symlinks pointing outside it and special
+// files, one message each in `skipped`.
+async function contextMembers(dir, prefix, top, left, skipped) {
   const entries = (await fs.promises.readdir(path.join(dir, prefix), { withFileTypes: true }))
     .map((e) => e.name).sort();
   for (const base of entries) {
     const name = prefix ? `${prefix}/${base}` : base;
     const st = await fs.promises.lstat(path.join(dir, name));
+    let keep = true;
     if (st.isSymbolicLink()) {
       const target = await fs.promises.readlink(path.join(dir, name));
       if (linkLeaves(name, target)) {
         skipped.push(`skipped symlink '${name}' -> '${target}': it points outside the context directory`);
-        continue;
+        keep = false;
       }
-      names.push(name);
     } else if (st.isDirectory()) {
-      names.push(name);
-      await contextMembers(dir, name, names, skipped);
-    } else if (st.isFile()) {
-      names.push(name);
-    } else {
+      await contextMembers(dir, name, top, left, skipped);
+    } else if (!st.isFile()) {
       skipped.push(`skipped '${name}': not a file, directory or symlink`);
+      keep = false;
     }
+    if (!keep) left.push(name);
+    else if (!prefix) top.push(name);
   }
 }
 
 /**
- * `dir` packed as tar.gz into a temporary file (the system GNU tar, fed the
- * member list: no recursion of its own, links kept as links, a file with
- * several links packed as a file each time): { file, skipped, cleanup }.
+ * `dir` packed as tar.gz into a temporary file by the system GNU tar:
+ * { file, skipped, cleanup }. The listing here only decides what is left
+ * out; tar itself descends from the top-level names (openat, O_NOFOLLOW),
+ * so no path with a directory in it is ever opened by name, and a
+ * directory swapped for a symlink while packing is packed as that symlink,
+ * never followed. What is left out is excluded by exact name (anchored, no
+ * wildcards). Links are kept as links; a file with several links is packed
+ * as a file each time. `hooks.beforeTar` (tests) runs between the listing
+ * and tar.
  */
-export async function packContext(dir) {
+export async function packContext(dir, hooks = {}) {
   let st;
   try {
     st = await fs.promises.stat(dir);
@@ -65,17 +72,22 @@ export async function packContext(dir) {
     throw new KilnError(`templates.build: contextDir ${dir}: ${e.message}`, { code: 'local_context' });
   }
   if (!st.isDirectory()) throw new KilnError(`templates.build: contextDir ${dir} is not a directory`, { code: 'local_context' });
-  const names = [];
+  const top = [];
+  const left = [];
   const skipped = [];
-  await contextMembers(dir, '', names, skipped);
+  await contextMembers(dir, '', top, left, skipped);
+  if (hooks.beforeTar) await hooks.beforeTar();
   const tmp = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'kiln-context.'));
   const cleanup = () => fs.promises.rm(tmp, { recursive: true, force: true });
   const file = path.join(tmp, 'context.tar.gz');
   try {
-    const tar = spawn('tar', ['czf', file, '-C', dir, '--no-recursion', '--hard-dereference', '--owner=0', '--group=0',
-      '--numeric-owner', '--null', '--verbatim-files-from', '-T', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    // --exclude on the command line (tar reads -X files by lines, so a
+    // name with a newline could not be given there).
+    const tar = spawn('tar', ['czf', file, '-C', dir, '--hard-dereference', '--owner=0', '--group=0', '--numeric-owner',
+      '--anchored', '--no-wildcards', ...left.map((n) => `--exclude=${n}`),
+      '--null', '--verbatim-files-from', '-T', '-'], { stdio: ['pipe', 'ignore', 'pipe'] });
     const status = tarStatus(tar);
-    tar.stdin.end(names.length ? Buffer.from(names.join('\0') + '\0') : Buffer.alloc(0));
+    tar.stdin.end(top.length ? Buffer.from(top.join('\0') + '\0') : Buffer.alloc(0));
     const { code, err } = await status;
     if (code !== 0) throw new KilnError(`tar czf of ${dir} failed: ${err.trim() || `exit ${code}`}`, { code: 'local_tar' });
   } catch (e) {

@@ -13,7 +13,7 @@ import zlib from 'node:zlib';
 import { test, memoryGrowth } from './runner.mjs';
 import { startFake, jsonResponse, errorResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
-import { linkLeaves } from '../src/templates.js';
+import { linkLeaves, packContext } from '../src/templates.js';
 
 const { Kiln } = kiln;
 const TPL = { name: 'web', from: 'minimal', from_kind: 'image', sandbox: '0123456789ab', checkpoint: 'ready', steps: [] };
@@ -143,6 +143,47 @@ test('templates: build from a directory packs it (links out left out) and resolv
       assert.ok(s.skipped.some((x) => /'fifo'/.test(x) && /not a file/.test(x)));
       assert.deepEqual(s.result, TPL);
     });
+  } finally {
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('templates: packing never follows a directory swapped for a symlink out after the listing; odd names kept', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-sdk-race-'));
+  const ctx = path.join(root, 'ctx');
+  try {
+    fs.mkdirSync(path.join(root, 'outside'));
+    fs.writeFileSync(path.join(root, 'outside', 'x'), 'outside secret');
+    fs.mkdirSync(path.join(ctx, 'd'), { recursive: true });
+    fs.mkdirSync(path.join(ctx, 'app', 'sub'), { recursive: true });
+    fs.writeFileSync(path.join(ctx, 'd', 'x'), 'inside');
+    fs.writeFileSync(path.join(ctx, 'app', 'sub', 'x'), 'inside');
+    const odd = ['-dash', '--exclude=x', 'sp ace', 'new\nline', 'star*', 'back\\slash', '[br]'];
+    for (const n of odd) fs.writeFileSync(path.join(ctx, 'app', n), n);
+    const out = ['-out*', 'o\\ut', 'o\nut', '[o]ut'];
+    for (const n of out) fs.symlinkSync('../../outside', path.join(ctx, 'app', n)); // left out, each by its exact name
+    fs.writeFileSync(path.join(ctx, 'app', '-out-kept'), 'kept'); // not caught by that exclusion
+    const packed = await packContext(ctx, {
+      beforeTar: () => { // listed as directories, now symlinks out of the context
+        fs.rmSync(path.join(ctx, 'd'), { recursive: true });
+        fs.symlinkSync('../outside', path.join(ctx, 'd'));
+        fs.rmSync(path.join(ctx, 'app', 'sub'), { recursive: true });
+        fs.symlinkSync('../../outside', path.join(ctx, 'app', 'sub'));
+      },
+    });
+    try {
+      const m = tarMembers(fs.readFileSync(packed.file));
+      assert.ok(!zlib.gunzipSync(fs.readFileSync(packed.file)).includes('outside secret'), Object.keys(m).join(' '));
+      assert.equal(m.d.type, '2'); // packed as the symlink it became, never followed
+      assert.equal(m['app/sub'].type, '2');
+      assert.ok(!('d/x' in m) && !('app/sub/x' in m));
+      for (const n of odd) assert.equal(m[`app/${n}`].data.toString(), n, n);
+      assert.equal(m['app/-out-kept'].data.toString(), 'kept');
+      for (const n of out) assert.ok(!(`app/${n}` in m), n);
+      assert.deepEqual(packed.skipped, [...out].sort().map((n) => `skipped symlink 'app/${n}' -> '../../outside': it points outside the context directory`));
+    } finally {
+      await packed.cleanup();
+    }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

@@ -8,6 +8,7 @@ leaves the directory, no special files).
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import stat
@@ -327,45 +328,105 @@ def _link_leaves(name: str, target: str) -> bool:
     return False
 
 
-def pack_context(local_dir: str, out: IO[bytes]) -> list[str]:
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a file swapped for a fifo after its lstat opens at once (and
+# is then left out on its fstat) instead of waiting for a writer forever.
+_FILE_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def pack_context(local_dir: str, out: IO[bytes],
+                 _listed: Optional[Callable[[str], None]] = None) -> list[str]:
     """A template build context: ``local_dir``'s contents as tar.gz into
     ``out`` (member names relative, as ``tar czf - -C DIR .``). Nothing is
     followed: a symlink is packed as a symlink, and left out (named in the
     answer, one message each) when it points outside ``local_dir``, as
     are sockets, fifos and devices. A file with several links is packed
     as a plain file each time (kilnd refuses hard links in a context).
-    Files are opened with O_NOFOLLOW, so one swapped for a symlink while
-    packing is an error, never the link's target."""
-    if not os.path.isdir(local_dir):
-        raise KilnError(f"templates.build: context_dir {local_dir!r} is not a directory")
+    The tree is walked by directory descriptor (every entry opened
+    relative to its directory's fd with O_NOFOLLOW, then fstat'ed), never
+    by a path with a directory in it: an entry swapped for a symlink while
+    packing is an error, a directory above it swapped for one changes
+    nothing, and a file swapped for a fifo or a device is left out, never
+    read. ``local_dir`` itself is the caller's path and is followed.
+    ``_listed`` (tests) is called with each member's name after its lstat,
+    before it is opened."""
+    try:
+        root = os.open(local_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as e:
+        raise KilnError(f"templates.build: context_dir {local_dir!r} is not a directory ({e.strerror})") from e
     skipped: list[str] = []
-    with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
-        def walk(path: str, prefix: str) -> None:
-            with os.scandir(path) as it:
-                entries = sorted(it, key=lambda e: e.name)
-            for e in entries:
-                name = prefix + e.name
-                st = e.stat(follow_symlinks=False)
-                ti = tarfile.TarInfo(name)
-                ti.mode, ti.mtime, ti.uid, ti.gid = stat.S_IMODE(st.st_mode), int(st.st_mtime), 0, 0
-                if stat.S_ISLNK(st.st_mode):
-                    target = os.readlink(e.path)
-                    if _link_leaves(name, target):
-                        skipped.append(f"skipped symlink {name!r} -> {target!r}: it points outside "
-                                       f"the context directory")
-                        continue
-                    ti.type, ti.linkname = tarfile.SYMTYPE, target
-                    tar.addfile(ti)
-                elif stat.S_ISDIR(st.st_mode):
+    try:
+        with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
+            _pack_dir(tar, root, "", skipped, _listed)
+    except OSError as e:
+        name = f" {e.filename!r}" if e.filename else ""
+        raise KilnError(f"templates.build: packing{name} of {local_dir}: {e.strerror or e} "
+                        f"(did it change while it was packed? pack it again)") from e
+    finally:
+        os.close(root)
+    return skipped
+
+
+def _tarinfo(name: str, st: os.stat_result) -> tarfile.TarInfo:
+    ti = tarfile.TarInfo(name)
+    ti.mode, ti.mtime, ti.uid, ti.gid = stat.S_IMODE(st.st_mode), int(st.st_mtime), 0, 0
+    return ti
+
+
+def _special(name: str) -> str:
+    return f"skipped {name!r}: not a file, directory or symlink"
+
+
+def _pack_dir(tar: tarfile.TarFile, dfd: int, prefix: str, skipped: list[str],
+              listed: Optional[Callable[[str], None]]) -> None:
+    """The entries of the directory open as ``dfd`` (names ``prefix`` +
+    entry) into ``tar``, each opened relative to ``dfd``."""
+    for base in sorted(os.listdir(dfd)):
+        name = prefix + base
+        try:
+            st = os.stat(base, dir_fd=dfd, follow_symlinks=False)
+            if listed is not None:
+                listed(name)
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(base, dir_fd=dfd)
+                if _link_leaves(name, target):
+                    skipped.append(f"skipped symlink {name!r} -> {target!r}: it points outside "
+                                   f"the context directory")
+                    continue
+                ti = _tarinfo(name, st)
+                ti.type, ti.linkname = tarfile.SYMTYPE, target
+                tar.addfile(ti)
+            elif stat.S_ISDIR(st.st_mode):
+                fd = os.open(base, _DIR_OPEN, dir_fd=dfd)
+                try:
+                    ti = _tarinfo(name, os.fstat(fd))
                     ti.type = tarfile.DIRTYPE
                     tar.addfile(ti)
-                    walk(e.path, name + "/")
-                elif stat.S_ISREG(st.st_mode):
-                    fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                    with os.fdopen(fd, "rb") as f:
-                        ti.size = os.fstat(f.fileno()).st_size
+                    _pack_dir(tar, fd, name + "/", skipped, listed)
+                finally:
+                    os.close(fd)
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    fd = os.open(base, _FILE_OPEN, dir_fd=dfd)
+                except OSError as e:
+                    if e.errno != errno.ENXIO:  # ENXIO: now a socket (or a device with nothing behind it)
+                        raise
+                    skipped.append(_special(name))
+                    continue
+                try:
+                    fst = os.fstat(fd)
+                    if not stat.S_ISREG(fst.st_mode):  # swapped for a fifo or a device since its lstat
+                        skipped.append(_special(name))
+                        continue
+                    ti = _tarinfo(name, fst)
+                    ti.size = fst.st_size
+                    with os.fdopen(fd, "rb", closefd=False) as f:
                         tar.addfile(ti, f)
-                else:
-                    skipped.append(f"skipped {name!r}: not a file, directory or symlink")
-        walk(local_dir, "")
-    return skipped
+                finally:
+                    os.close(fd)
+            else:
+                skipped.append(_special(name))
+        except OSError as e:
+            if not e.filename or e.filename == base:
+                e.filename = name  # the member's name in the context, not the bare entry
+            raise

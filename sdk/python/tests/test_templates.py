@@ -14,11 +14,15 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
+import threading
 import time
+import unittest
 import warnings
+from typing import Any
 
 import kiln
-from kiln import errors
+from kiln import _tario, errors
 from fake_kilnd import (Request, chunk, chunked_head, chunked_response, error_response, json_response,
                         ndjson, response)
 from test_sync import SB, Base, routes
@@ -256,6 +260,97 @@ class TestTemplates(Base):
                     self.k.templates.delete("x/y")  # a name is one path segment
                 with self.assertRaises(cls):
                     self.k.templates.get("x/y")
+
+
+class TestPackContextRaces(unittest.TestCase):
+    """pack_context walks by directory descriptor: entries swapped while it
+    packs (through its ``_listed`` hook, called after each lstat) never
+    make it read outside the context, nor block on a fifo."""
+
+    def setUp(self) -> None:
+        self.tmp = tempfile.mkdtemp(prefix="kiln-sdk-race.")
+        self.ctx = os.path.join(self.tmp, "ctx")
+        os.makedirs(os.path.join(self.ctx, "d"))
+        os.makedirs(os.path.join(self.tmp, "outside"))
+        for p, data in (("ctx/d/x", "inside"), ("ctx/f", "a file"), ("outside/x", "outside secret")):
+            with open(os.path.join(self.tmp, p), "w") as f:
+                f.write(data)
+
+    def tearDown(self) -> None:
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def pack(self, hook=None) -> tuple[bytes, list[str]]:  # type: ignore[no-untyped-def]
+        """Packs in a thread so that a packer that blocks fails the test, not hangs it."""
+        buf = io.BytesIO()
+        res: list[Any] = []
+
+        def run() -> None:
+            try:
+                res.append(_tario.pack_context(self.ctx, buf, _listed=hook))
+            except BaseException as e:  # checked by the test
+                res.append(e)
+        th = threading.Thread(target=run, daemon=True)
+        th.start()
+        th.join(10)
+        self.assertFalse(th.is_alive(), "pack_context blocked")
+        if isinstance(res[0], BaseException):
+            raise res[0]
+        return buf.getvalue(), res[0]
+
+    def test_a_directory_swapped_for_a_symlink_out_after_its_listing_is_not_followed(self) -> None:
+        def swap(name: str) -> None:
+            if name == "d/x":  # d is open and listed; now d -> ../outside
+                os.rename(os.path.join(self.ctx, "d"), os.path.join(self.tmp, "d.old"))
+                os.symlink("../outside", os.path.join(self.ctx, "d"))
+        body, skipped = self.pack(swap)
+        self.assertFalse(b"outside secret" in gzip.decompress(body), "read outside the context")
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as t:
+            self.assertEqual(t.extractfile("d/x").read(), b"inside")  # type: ignore[union-attr]
+        self.assertEqual(skipped, [])
+
+    def test_a_directory_swapped_for_a_symlink_before_it_is_opened_is_an_error(self) -> None:
+        def swap(name: str) -> None:
+            if name == "d":
+                os.rename(os.path.join(self.ctx, "d"), os.path.join(self.tmp, "d.old"))
+                os.symlink("../outside", os.path.join(self.ctx, "d"))
+        with self.assertRaises(errors.KilnError) as cm:
+            self.pack(swap)
+        self.assertIn("'d'", str(cm.exception))
+        self.assertIn("did it change while it was packed", str(cm.exception))
+
+    def test_a_file_swapped_for_a_fifo_is_left_out_without_blocking(self) -> None:
+        def swap(name: str) -> None:
+            if name == "f":
+                os.unlink(os.path.join(self.ctx, "f"))
+                os.mkfifo(os.path.join(self.ctx, "f"))
+        body, skipped = self.pack(swap)
+        self.assertEqual(sorted(members(body)), ["d", "d/x"])
+        self.assertEqual(skipped, ["skipped 'f': not a file, directory or symlink"])
+
+    def test_a_file_swapped_for_a_symlink_is_an_error_never_its_target(self) -> None:
+        def swap(name: str) -> None:
+            if name == "f":
+                os.unlink(os.path.join(self.ctx, "f"))
+                os.symlink("../outside/x", os.path.join(self.ctx, "f"))
+        with self.assertRaises(errors.KilnError) as cm:
+            self.pack(swap)
+        self.assertIn("'f'", str(cm.exception))
+
+    def test_odd_names_a_fifo_and_no_leaked_descriptors(self) -> None:
+        odd = ["-dash", "--x=y", "sp ace", "new\nline", "star*", "back\\slash"]
+        for n in odd:
+            with open(os.path.join(self.ctx, "d", n), "w") as f:
+                f.write(n)
+        os.mkfifo(os.path.join(self.ctx, "d", "fifo"))
+        before = len(os.listdir("/proc/self/fd"))
+        body, skipped = self.pack()
+        self.assertEqual(len(os.listdir("/proc/self/fd")), before)
+        with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as t:
+            for n in odd:
+                self.assertEqual(t.extractfile("d/" + n).read(), n.encode())  # type: ignore[union-attr]
+        self.assertEqual(skipped, ["skipped 'd/fifo': not a file, directory or symlink"])
+        with self.assertRaises(errors.KilnError):
+            _tario.pack_context(os.path.join(self.ctx, "f"), io.BytesIO())  # not a directory
 
 
 class TestImages(Base):
