@@ -28,8 +28,9 @@ init_started less the guest's uptime, and the initcall durations and
 printk stamps are the guest's too. Early boot (host span less guest
 uptime) takes up whatever the guest clock lost; `clock_lag_ms` estimates
 that from the timed boots. Initcall durations before the clocksource
-switch (fs_initcall) are whole jiffies (4 ms), and an initcall's duration
-includes printing its own messages, which the console shows at loglevel=8.
+switch (fs_initcall) are whole jiffies (10 ms: kiln's kernel runs at
+HZ=100), and an initcall's duration includes printing its own messages,
+which the console shows at loglevel=8.
 
 The parsing is pure (text in, dict out) and unit-tested by
 tests/bench/test_boot_profile.py with captured and hostile log text.
