@@ -38,7 +38,7 @@ static const char usage[] =
 	"Boot one Linux guest on KVM in the foreground.\n"
 	"\n"
 	"  --kernel PATH        bzImage, or uncompressed vmlinux with a PVH entry note\n"
-	"  --initrd PATH        initramfs (cpio, optionally compressed)\n"
+	"  --initrd PATH        initramfs (cpio, plain or gzip)\n"
 	"  --cmdline STRING     extra kernel parameters, appended to kiln's defaults\n"
 	"  --mem MIB            guest RAM in MiB (default 128, at least 32)\n"
 	"  --cpus N             vCPUs (default 1)\n"
