@@ -75,11 +75,7 @@ def available(syscalls=False):
         # A bench that counted system calls and died before remove() left a
         # trigger on every system call of the machine: it would skew this
         # bench's timings.
-        try:
-            with open(f"{SYS}/trigger", "w") as f:
-                f.write("!" + SYS_HIST)
-        except OSError:
-            pass
+        _untrigger(SYS, SYS_HIST)
     for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
         if (ev in (IRQ, SYS) and not os.path.isdir(ev)) or (ev == SYS and not syscalls):
             continue
@@ -147,10 +143,14 @@ def since(before):
     return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0) or k in ("total", "to_vmm")}
 
 
+def _untrigger(ev, spec):
+    try:
+        with open(f"{ev}/trigger", "w") as f:
+            f.write("!" + spec)
+    except OSError:
+        pass
+
+
 def remove():
     for ev, spec in ((EXIT, EXIT_HIST), (USER, USER_HIST), (IRQ, IRQ_HIST), (SYS, SYS_HIST)):
-        try:
-            with open(f"{ev}/trigger", "w") as f:
-                f.write("!" + spec)
-        except OSError:
-            pass
+        _untrigger(ev, spec)
