@@ -263,6 +263,7 @@ static void test_metrics_text(void **state)
 	metrics_http(&m, 999);
 	m.hibernations = 4;
 	m.wake_cold_boots = 1;
+	m.boot_retries = 2;
 	histogram_observe(&m.restore_seconds, 0.02);
 	t = metrics_render(&m, states, &len);
 	assert_non_null(t);
@@ -274,6 +275,7 @@ static void test_metrics_text(void **state)
 	assert_non_null(strstr(t, "kiln_sandboxes{state=\"hibernated\"} 0\n"));
 	assert_non_null(strstr(t, "kiln_hibernations_total 4\n"));
 	assert_non_null(strstr(t, "kiln_wake_cold_boots_total 1\n"));
+	assert_non_null(strstr(t, "# TYPE kiln_boot_retries_total counter\nkiln_boot_retries_total 2\n"));
 	assert_non_null(strstr(t, "kiln_pauses_total 0\n"));
 	assert_non_null(strstr(t, "kiln_restore_seconds_bucket{le=\"0.025\"} 1\n"));
 	assert_non_null(strstr(t, "# TYPE kiln_boots_total counter\nkiln_boots_total 3\n"));

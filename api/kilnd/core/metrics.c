@@ -79,6 +79,8 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 		fprintf(f, "kiln_sandboxes{state=\"%s\"} %u\n", sandbox_state_name((enum sandbox_state)s), states[s]);
 	counter(f, "kiln_boots_total", "Boots that reached the guest agent.", m->boots);
 	counter(f, "kiln_boot_failures_total", "Boots that did not reach the guest agent.", m->boot_failures);
+	counter(f, "kiln_boot_retries_total", "Cold boots tried once more because the guest triple-faulted before its agent answered.",
+		m->boot_retries);
 	counter(f, "kiln_sandbox_crashes_total", "Running sandboxes whose VMM ended without being asked.",
 		m->crashes);
 	hist(f, "kiln_boot_seconds", "Time from spawning kiln-vmm to the agent's first answer.",

@@ -24,7 +24,7 @@ struct histogram {
 };
 
 struct kiln_metrics {
-	uint64_t boots, boot_failures, crashes;
+	uint64_t boots, boot_failures, boot_retries, crashes;
 	uint64_t execs, exec_errors;
 	/* snapshots: wake_cold_boots are wakes whose snapshot was unusable */
 	uint64_t pauses, resumes, checkpoints, checkpoint_failures, restores, forks;
