@@ -161,7 +161,7 @@ beat('MCP session');
   assert.equal(init.result.protocolVersion, '2025-06-18');
   child.stdin.write('{"jsonrpc":"2.0","method":"notifications/initialized"}\n');
   const tools = (await ask(2, 'tools/list', {})).result.tools.map((t) => t.name);
-  assert.ok(tools.includes('exec') && tools.length === 8, tools.join(' '));
+  assert.ok(tools.includes('exec') && tools.includes('template_build') && tools.length === 12, tools.join(' '));
   const call = await ask(3, 'tools/call', { name: 'exec', arguments: { sandbox_id: sb.id, command: 'echo from mcp; uname -s' } });
   assert.equal(call.result.isError, false, JSON.stringify(call));
   assert.match(call.result.content[0].text, /^exit_code: 0\nstdout:\nfrom mcp\nLinux\n/);
@@ -169,6 +169,8 @@ beat('MCP session');
   assert.equal(rd.result.content[0].text, 'héllo\n');
   const bad = await ask(5, 'tools/call', { name: 'exec', arguments: { sandbox_id: sb.id } });
   assert.equal(bad.error.code, -32602);
+  const imgs = await ask(6, 'tools/call', { name: 'image_list', arguments: {} });
+  assert.match(imgs.result.content[0].text, /^minimal: [0-9.]+ MiB, source /m, JSON.stringify(imgs));
   child.stdin.end();
   assert.equal(await new Promise((res) => child.on('exit', res)), 0);
 }

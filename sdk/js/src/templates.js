@@ -25,17 +25,24 @@ export function linkLeaves(name, target) {
   return false;
 }
 
+/** kilnd's cap of a build context's members (CONTEXT_MEMBERS_MAX): a larger directory is refused before packing. */
+export const MAX_CONTEXT_MEMBERS = 16384;
+
 // The members of a context directory (relative names), nothing followed:
 // `top` gets the names directly in it that are packed, `left` the names
 // (at any depth) left out: symlinks pointing outside it and special
-// files, one message each in `skipped`.
-async function contextMembers(dir, prefix, top, left, skipped) {
+// files, one message each in `skipped`. More than MAX_CONTEXT_MEMBERS
+// kept (counted in `seen.n`) stops the walk there.
+async function contextMembers(dir, prefix, top, left, skipped, seen) {
   const entries = (await fs.promises.readdir(path.join(dir, prefix), { withFileTypes: true }))
     .map((e) => e.name).sort();
   for (const base of entries) {
     const name = prefix ? `${prefix}/${base}` : base;
     const st = await fs.promises.lstat(path.join(dir, name));
     let keep = true;
+    if (++seen.n > MAX_CONTEXT_MEMBERS) {
+      throw new KilnError(`templates.build: contextDir ${dir} has more than ${MAX_CONTEXT_MEMBERS} entries (kilnd's cap of a build context; at '${name}'): build from a directory that holds only the build file and what it COPYs`, { code: 'local_context' });
+    }
     if (st.isSymbolicLink()) {
       const target = await fs.promises.readlink(path.join(dir, name));
       if (linkLeaves(name, target)) {
@@ -43,7 +50,7 @@ async function contextMembers(dir, prefix, top, left, skipped) {
         keep = false;
       }
     } else if (st.isDirectory()) {
-      await contextMembers(dir, name, top, left, skipped);
+      await contextMembers(dir, name, top, left, skipped, seen);
     } else if (!st.isFile()) {
       skipped.push(`skipped '${name}': not a file, directory or symlink`);
       keep = false;
@@ -75,7 +82,7 @@ export async function packContext(dir, hooks = {}) {
   const top = [];
   const left = [];
   const skipped = [];
-  await contextMembers(dir, '', top, left, skipped);
+  await contextMembers(dir, '', top, left, skipped, { n: 0 });
   if (hooks.beforeTar) await hooks.beforeTar();
   const tmp = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'kiln-context.'));
   const cleanup = () => fs.promises.rm(tmp, { recursive: true, force: true });
