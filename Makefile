@@ -324,11 +324,13 @@ unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-
 
 # The Debian image's test joins in when its base is cached (seconds to
 # build from there); `make test-debian` builds it if need be and runs only it.
+# Without hardware KVM the tests are split over one one-vCPU outer VM per
+# host CPU (tests/harness/shards; KILN_TEST_SHARDS=1 for a single one).
 integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
 	@if rootfs/build-debian --cached-only $(BUILD)/kiln-init $(BUILD)/rootfs; then \
 		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
 	else echo "integration: no cached Debian base: its test is left out (make test-debian)"; fi; \
-	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=8 tests/harness/run tests/integration/run-all
+	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=8 tests/harness/shards
 
 test-debian: all image-debian
 	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_DEBIAN_TEMPLATE=1 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \

@@ -7,6 +7,9 @@ KILND=${KILND:-build/kilnd}
 KILND_IMAGE=${KILND_IMAGE:-build/rootfs/minimal-test.ext4}
 # Scaled for the nested harness, where a guest boots 50-100x slower.
 KILND_BOOT_TIMEOUT=${KILND_BOOT_TIMEOUT:-300}
+# kilnd's default --max-cpus is the CPUs online; the tests' sandboxes take
+# up to 2 also in a one-CPU outer VM (tests/harness/shards).
+KD_MAX_CPUS=$(n=$(nproc); echo $((n < 2 ? 2 : n)))
 
 # kd_start [KILND ARGS...]: start kilnd on a scratch state directory.
 # Sets $kd (scratch dir), $kds (socket), $kdpid. No idle hibernation
@@ -19,7 +22,7 @@ kd_start() {
   kds=$kd/kiln.sock
   ${kd_wrap[@]+"${kd_wrap[@]}"} "$KILND" --socket "$kds" --state-dir "$kd/state" --kernel "$VMLINUX" --vmm "$VMM" \
     --image minimal="$KILND_IMAGE" --boot-timeout "$KILND_BOOT_TIMEOUT" --stop-timeout 120 \
-    --idle-timeout 0 "$@" \
+    --idle-timeout 0 --max-cpus "$KD_MAX_CPUS" "$@" \
     2>>"$kd/kilnd.log" </dev/null &
   kdpid=$!
   local i
