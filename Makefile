@@ -336,8 +336,8 @@ test-debian: all image-debian
 	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_DEBIAN_TEMPLATE=1 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \
 		tests/harness/run tests/integration/run-all
 
-# Builds use every CPU (CI calls plain `make test`); the harness runs one
-# outer VM, so integration's own build steps are all that -j speeds there.
+# Builds use every CPU (CI calls plain `make test`); integration's outer
+# VMs (tests/harness/shards) are not make jobs, so -j speeds only its builds.
 NPROC := $(shell nproc 2>/dev/null || echo 2)
 test: deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all

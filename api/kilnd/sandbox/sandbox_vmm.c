@@ -483,8 +483,15 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		restore_dir = NULL;
 		r = spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &status, e);
 	}
-	if (r && !restore_dir && boot_retry_worth(sb, status, e))
+	if (r && !restore_dir && boot_retry_worth(sb, status, e)) {
 		r = spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &status, e);
+		if (r && status == VMM_EXIT_TRIPLE_FAULT) {
+			size_t n = strlen(e->msg);
+
+			snprintf(e->msg + n, sizeof(e->msg) - n,
+				 " (the second boot in a row to triple-fault: boot the kernel and image with kiln-vmm --console to see where, or check the host's KVM)");
+		}
+	}
 	if (r)
 		goto failed;
 

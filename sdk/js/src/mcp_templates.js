@@ -160,9 +160,9 @@ export async function templateDelete(kiln, name) {
 
 const fail = (text) => ({ text: `template_build: ${text}`, isError: true });
 
-async function statOf(p) {
+async function statOf(p, how = 'stat') {
   try {
-    return await fs.promises.stat(p);
+    return await fs.promises[how](p);
   } catch (e) {
     return { error: e.code === 'ENOENT' ? 'does not exist' : e.message };
   }
@@ -177,15 +177,34 @@ async function contextProblem(dir, where, file) {
     if (path.isAbsolute(file) || file.split('/').includes('..')) {
       return `file ${JSON.stringify(file)}: the build file's path inside context_dir, relative and without '..' (e.g. "Kilnfile")`;
     }
-    const f = await statOf(path.join(dir, file));
-    if (f.error || !f.isFile()) return `file ${JSON.stringify(file)}: no such file in context_dir ${dir}`;
+    // lstat: a symbolic link is left out of the context when packed.
+    const f = await statOf(path.join(dir, file), 'lstat');
+    if (f.error || !f.isFile()) return `file ${JSON.stringify(file)}: no such file in context_dir ${dir} (a symbolic link is not followed)`;
     return null;
   }
   for (const n of ['Kilnfile', 'Dockerfile']) {
-    const f = await statOf(path.join(dir, n));
+    const f = await statOf(path.join(dir, n), 'lstat');
     if (!f.error && f.isFile()) return null;
   }
   return `context_dir ${where} has no Kilnfile or Dockerfile at its top: write one there, or name it with file`;
+}
+
+/**
+ * With KILN_MCP_CONTEXT_ROOT set, a context directory must lie beneath it
+ * (symbolic links resolved): what a model may pack and upload from this
+ * machine. Null when it does, else the error.
+ */
+async function outsideRoot(dir, where, root) {
+  if (!root) return null;
+  let real;
+  let top;
+  try {
+    [real, top] = await Promise.all([fs.promises.realpath(dir), fs.promises.realpath(root)]);
+  } catch (e) {
+    return `KILN_MCP_CONTEXT_ROOT ${root}: ${e.message}: set it to an existing directory`;
+  }
+  if (real === top || real.startsWith(top === '/' ? '/' : `${top}/`)) return null;
+  return `context_dir ${where} is outside KILN_MCP_CONTEXT_ROOT ${top}: give a directory beneath it`;
 }
 
 /**
@@ -194,10 +213,10 @@ async function contextProblem(dir, where, file) {
  * its step and line) and the tail. progress(n, message) (optional) is
  * told of each step.
  */
-export async function templateBuild(kiln, a, { cwd, progress }) {
+export async function templateBuild(kiln, a, { env, cwd, progress }) {
   const dir = path.resolve(cwd, a.context_dir);
   const where = dir === a.context_dir ? dir : `${dir} (${JSON.stringify(a.context_dir)} resolved against kiln-mcp's working directory ${cwd})`;
-  const problem = await contextProblem(dir, where, a.file);
+  const problem = await contextProblem(dir, where, a.file) || await outsideRoot(dir, where, env.KILN_MCP_CONTEXT_ROOT);
   if (problem) return fail(problem);
   const tail = new LogTail();
   let steps = 0;

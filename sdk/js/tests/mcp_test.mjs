@@ -13,8 +13,8 @@ import { startFake, jsonResponse, errorResponse, chunkedHead, chunk, LAST_CHUNK 
 const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'kiln-mcp.js');
 
 /** The server as a child; send(obj|string) writes a line, next() the next answer line. */
-function startServer(socket, { cwd } = {}) {
-  const child = spawn(process.execPath, [BIN], { cwd, env: { ...process.env, KILN_SOCKET: socket }, stdio: ['pipe', 'pipe', 'pipe'] });
+function startServer(socket, { cwd, env = {} } = {}) {
+  const child = spawn(process.execPath, [BIN], { cwd, env: { ...process.env, KILN_SOCKET: socket, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
   const lines = [];
   const waiters = [];
   let buf = '';
@@ -320,8 +320,10 @@ test('mcp: template_build from a relative context_dir: the template, its log tai
 
 test('mcp: template_build refuses a bad context_dir or file with one clear error each, before any upload', async () => {
   const f = await kilnd();
-  const top = scratch({ 'ctx/Kilnfile': 'FROM minimal\n', 'ctx/sub/x': 'x', 'plain': 'x', 'nofile/readme': 'x' });
-  const s = startServer(f.socket, { cwd: top });
+  const top = scratch({ 'ctx/Kilnfile': 'FROM minimal\n', 'ctx/sub/x': 'x', 'plain': 'x', 'nofile/readme': 'x', 'out/Kilnfile': 'FROM minimal\n' });
+  fs.symlinkSync(path.join(top, 'out', 'Kilnfile'), path.join(top, 'ctx', 'Linked'));
+  fs.symlinkSync(path.join(top, 'out'), path.join(top, 'ctx', 'sub', 'up'));
+  const s = startServer(f.socket, { cwd: top, env: { KILN_MCP_CONTEXT_ROOT: path.join(top, 'ctx') } });
   const build = async (id, args) => (await s.call(id, 'tools/call', { name: 'template_build', arguments: { name: 'web', ...args } })).result;
   try {
     const cases = [
@@ -330,7 +332,11 @@ test('mcp: template_build refuses a bad context_dir or file with one clear error
       [{ context_dir: 'nofile' }, `template_build: context_dir ${path.join(top, 'nofile')} ("nofile" resolved against kiln-mcp's working directory ${top}) has no Kilnfile or Dockerfile at its top: write one there, or name it with file`],
       [{ context_dir: 'ctx', file: '/etc/passwd' }, 'template_build: file "/etc/passwd": the build file\'s path inside context_dir, relative and without \'..\' (e.g. "Kilnfile")'],
       [{ context_dir: 'ctx', file: '../plain' }, 'template_build: file "../plain": the build file\'s path inside context_dir, relative and without \'..\' (e.g. "Kilnfile")'],
-      [{ context_dir: 'ctx', file: 'sub' }, `template_build: file "sub": no such file in context_dir ${path.join(top, 'ctx')}`],
+      [{ context_dir: 'ctx', file: 'sub' }, `template_build: file "sub": no such file in context_dir ${path.join(top, 'ctx')} (a symbolic link is not followed)`],
+      [{ context_dir: 'ctx', file: 'Linked' }, `template_build: file "Linked": no such file in context_dir ${path.join(top, 'ctx')} (a symbolic link is not followed)`],
+      // KILN_MCP_CONTEXT_ROOT: beside it, or beneath it only through a link, is outside.
+      [{ context_dir: 'out' }, `template_build: context_dir ${path.join(top, 'out')} ("out" resolved against kiln-mcp's working directory ${top}) is outside KILN_MCP_CONTEXT_ROOT ${fs.realpathSync(path.join(top, 'ctx'))}: give a directory beneath it`],
+      [{ context_dir: 'ctx/sub/up' }, `template_build: context_dir ${path.join(top, 'ctx/sub/up')} ("ctx/sub/up" resolved against kiln-mcp's working directory ${top}) is outside KILN_MCP_CONTEXT_ROOT ${fs.realpathSync(path.join(top, 'ctx'))}: give a directory beneath it`],
       [{ context_dir: 'ctx\0x' }, null],
     ];
     let id = 1;
@@ -346,11 +352,11 @@ test('mcp: template_build refuses a bad context_dir or file with one clear error
       assert.equal(a.error && a.error.code, -32602, JSON.stringify(a));
     }
     // A context over kilnd's 16384 members is refused before packing.
-    const big = path.join(top, 'big');
+    const big = path.join(top, 'ctx', 'big');
     fs.mkdirSync(big);
     fs.writeFileSync(path.join(big, 'Kilnfile'), 'FROM minimal\n');
     for (let i = 0; i < 16384; i++) fs.writeFileSync(path.join(big, `f${i}`), '');
-    const r = await build(id++, { context_dir: 'big' });
+    const r = await build(id++, { context_dir: 'ctx/big' });
     assert.equal(r.isError, true);
     assert.match(r.content[0].text, /^template_build web failed: KilnError \(local_context\): templates.build: contextDir .*big has more than 16384 entries \(kilnd's cap of a build context; at 'f9999'\)/);
     assert.equal(f.requests.length, 0, 'nothing was sent to kilnd');
