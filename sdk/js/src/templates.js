@@ -32,17 +32,22 @@ export const MAX_CONTEXT_MEMBERS = 16384;
 // `top` gets the names directly in it that are packed, `left` the names
 // (at any depth) left out: symlinks pointing outside it and special
 // files, one message each in `skipped`. More than MAX_CONTEXT_MEMBERS
-// kept (counted in `seen.n`) stops the walk there.
+// entries in the whole tree (counted in `seen.n` as they are listed)
+// stops the walk there, before the rest of a huge directory is read.
 async function contextMembers(dir, prefix, top, left, skipped, seen) {
-  const entries = (await fs.promises.readdir(path.join(dir, prefix), { withFileTypes: true }))
-    .map((e) => e.name).sort();
+  const entries = [];
+  for await (const e of await fs.promises.opendir(path.join(dir, prefix))) {
+    if (++seen.n > MAX_CONTEXT_MEMBERS) {
+      const name = prefix ? `${prefix}/${e.name}` : e.name;
+      throw new KilnError(`templates.build: contextDir ${dir} has more than ${MAX_CONTEXT_MEMBERS} entries (kilnd's cap of a build context; at '${name}'): build from a directory that holds only the build file and what it COPYs`, { code: 'local_context' });
+    }
+    entries.push(e.name);
+  }
+  entries.sort();
   for (const base of entries) {
     const name = prefix ? `${prefix}/${base}` : base;
     const st = await fs.promises.lstat(path.join(dir, name));
     let keep = true;
-    if (++seen.n > MAX_CONTEXT_MEMBERS) {
-      throw new KilnError(`templates.build: contextDir ${dir} has more than ${MAX_CONTEXT_MEMBERS} entries (kilnd's cap of a build context; at '${name}'): build from a directory that holds only the build file and what it COPYs`, { code: 'local_context' });
-    }
     if (st.isSymbolicLink()) {
       const target = await fs.promises.readlink(path.join(dir, name));
       if (linkLeaves(name, target)) {

@@ -358,7 +358,7 @@ test('mcp: template_build refuses a bad context_dir or file with one clear error
     for (let i = 0; i < 16384; i++) fs.writeFileSync(path.join(big, `f${i}`), '');
     const r = await build(id++, { context_dir: 'ctx/big' });
     assert.equal(r.isError, true);
-    assert.match(r.content[0].text, /^template_build web failed: KilnError \(local_context\): templates.build: contextDir .*big has more than 16384 entries \(kilnd's cap of a build context; at 'f9999'\)/);
+    assert.match(r.content[0].text, /^template_build web failed: KilnError \(local_context\): templates.build: contextDir .*big has more than 16384 entries \(kilnd's cap of a build context; at '[^']+'\)/);
     assert.equal(f.requests.length, 0, 'nothing was sent to kilnd');
   } finally {
     s.child.kill();

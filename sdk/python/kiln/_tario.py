@@ -328,6 +328,10 @@ def _link_leaves(name: str, target: str) -> bool:
     return False
 
 
+# kilnd's cap of a build context's members (CONTEXT_MEMBERS_MAX): a larger
+# directory is refused here, before it is packed and uploaded.
+MAX_CONTEXT_MEMBERS = 16384
+
 _DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a file swapped for a fifo after its lstat opens at once (and
 # is then left out on its fstat) instead of waiting for a writer forever.
@@ -347,8 +351,9 @@ def pack_context(local_dir: str, out: IO[bytes],
     by a path with a directory in it: an entry swapped for a symlink while
     packing is an error, a directory above it swapped for one changes
     nothing, and a file swapped for a fifo or a device is left out, never
-    read. ``local_dir`` itself is the caller's path and is followed.
-    ``_listed`` (tests) is called with each member's name after its lstat,
+    read. ``local_dir`` itself is the caller's path and is followed. More
+    than MAX_CONTEXT_MEMBERS entries (kilnd's cap) is a KilnError before
+    the whole tree is read. ``_listed`` (tests) is called with each member's name after its lstat,
     before it is opened."""
     try:
         root = os.open(local_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -357,7 +362,7 @@ def pack_context(local_dir: str, out: IO[bytes],
     skipped: list[str] = []
     try:
         with tarfile.open(fileobj=out, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:  # type: ignore[call-overload]
-            _pack_dir(tar, root, "", skipped, _listed)
+            _pack_dir(tar, root, "", skipped, _listed, [0], local_dir)
     except OSError as e:
         name = f" {e.filename!r}" if e.filename else ""
         raise KilnError(f"templates.build: packing{name} of {local_dir}: {e.strerror or e} "
@@ -377,11 +382,28 @@ def _special(name: str) -> str:
     return f"skipped {name!r}: not a file, directory or symlink"
 
 
+def _listing(dfd: int, prefix: str, seen: list[int], top: str) -> list[str]:
+    """The names in the directory open as ``dfd``, sorted, each counted in
+    ``seen[0]``: past MAX_CONTEXT_MEMBERS a KilnError, before the rest of
+    a huge directory is read."""
+    names = []
+    with os.scandir(dfd) as it:
+        for e in it:
+            seen[0] += 1
+            if seen[0] > MAX_CONTEXT_MEMBERS:
+                raise KilnError(f"templates.build: context_dir {top!r} has more than {MAX_CONTEXT_MEMBERS} "
+                                f"entries (kilnd's cap of a build context; at {prefix + e.name!r}): build from "
+                                f"a directory that holds only the build file and what it COPYs")
+            names.append(e.name)
+    return sorted(names)
+
+
 def _pack_dir(tar: tarfile.TarFile, dfd: int, prefix: str, skipped: list[str],
-              listed: Optional[Callable[[str], None]]) -> None:
+              listed: Optional[Callable[[str], None]], seen: list[int], top: str) -> None:
     """The entries of the directory open as ``dfd`` (names ``prefix`` +
-    entry) into ``tar``, each opened relative to ``dfd``."""
-    for base in sorted(os.listdir(dfd)):
+    entry) into ``tar``, each opened relative to ``dfd``; ``seen[0]``
+    counts the entries of the whole tree (_listing)."""
+    for base in _listing(dfd, prefix, seen, top):
         name = prefix + base
         try:
             st = os.stat(base, dir_fd=dfd, follow_symlinks=False)
@@ -402,7 +424,7 @@ def _pack_dir(tar: tarfile.TarFile, dfd: int, prefix: str, skipped: list[str],
                     ti = _tarinfo(name, os.fstat(fd))
                     ti.type = tarfile.DIRTYPE
                     tar.addfile(ti)
-                    _pack_dir(tar, fd, name + "/", skipped, listed)
+                    _pack_dir(tar, fd, name + "/", skipped, listed, seen, top)
                 finally:
                     os.close(fd)
             elif stat.S_ISREG(st.st_mode):

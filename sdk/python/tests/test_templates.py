@@ -353,6 +353,24 @@ class TestPackContextRaces(unittest.TestCase):
             _tario.pack_context(os.path.join(self.ctx, "f"), io.BytesIO())  # not a directory
 
 
+    def test_a_context_over_kilnds_member_cap_is_refused_before_it_is_read_whole(self) -> None:
+        big = os.path.join(self.ctx, "d", "big")
+        os.mkdir(big)
+        for i in range(_tario.MAX_CONTEXT_MEMBERS):
+            open(os.path.join(big, f"f{i}"), "w").close()
+        seen: list[str] = []
+        with self.assertRaises(errors.KilnError) as cm:
+            self.pack(seen.append)
+        self.assertIn(f"has more than {_tario.MAX_CONTEXT_MEMBERS} entries (kilnd's cap of a build context",
+                      str(cm.exception))
+        self.assertEqual(seen, ["d", "d/big"], "no member of the oversized directory was packed")
+        # At the cap exactly (d, d/big and 16382 files: every entry is a member) it packs.
+        for n in ("f", "d/x", "d/big/f0", "d/big/f1"):
+            os.unlink(os.path.join(self.ctx, n))
+        body, _ = self.pack()
+        self.assertEqual(len(members(body)), _tario.MAX_CONTEXT_MEMBERS)
+
+
 class TestImages(Base):
     def test_list_get_delete_and_the_old_call(self) -> None:
         self.fake.handler = routes({
