@@ -30,8 +30,8 @@
 #include "lib/base/mono.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/term_mode.h"
+#include "vmm/control/exit_status.h"
 
-enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2, EXIT_EARLY_RESET = 3, EXIT_TRIPLE = 4, EXIT_KVM = 5 };
 
 static const char usage[] =
 	"usage: kiln-vmm --kernel PATH [options]\n"
@@ -151,13 +151,13 @@ static int bad_usage(const char *fmt, const char *arg)
 	fprintf(stderr, "kiln-vmm: ");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, " (see kiln-vmm --help)\n");
-	return EXIT_USAGE;
+	return VMM_EXIT_USAGE;
 }
 
 /*
  * Read the --firewall rule set into the config, so a bad one is a usage
  * error with the rule parser's own message (the field it names).
- * EXIT_OK or EXIT_USAGE.
+ * VMM_EXIT_OK or VMM_EXIT_USAGE.
  */
 static int load_firewall(kiln_vm_config *cfg, const char *path)
 {
@@ -168,13 +168,13 @@ static int load_firewall(kiln_vm_config *cfg, const char *path)
 
 	if (fd < 0) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, strerror(errno));
-		return EXIT_USAGE;
+		return VMM_EXIT_USAGE;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > KILN_VM_FIREWALL_MAX) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: not a regular file of at most %d bytes\n", path,
 			KILN_VM_FIREWALL_MAX);
 		close(fd);
-		return EXIT_USAGE;
+		return VMM_EXIT_USAGE;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (buf) {
@@ -186,15 +186,15 @@ static int load_firewall(kiln_vm_config *cfg, const char *path)
 	if (!buf || have != (size_t)st.st_size) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: cannot read it\n", path);
 		free(buf);
-		return EXIT_USAGE;
+		return VMM_EXIT_USAGE;
 	}
 	r = kiln_vm_config_set_firewall(cfg, buf, have);
 	free(buf);
 	if (r < 0) {
 		fprintf(stderr, "kiln-vmm: --firewall %s: %s\n", path, kiln_vm_config_errmsg(cfg));
-		return EXIT_USAGE;
+		return VMM_EXIT_USAGE;
 	}
-	return EXIT_OK;
+	return VMM_EXIT_OK;
 }
 
 /* --boot-timeline: milestones since kiln-vmm started, as text or JSON. */
@@ -303,7 +303,7 @@ static int add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
 {
 	if (kiln_vm_config_add_device(cfg, kind, spec) < 0)
 		return bad_usage("%s", kiln_vm_config_errmsg(cfg));
-	return EXIT_OK;
+	return VMM_EXIT_OK;
 }
 
 /* --seccomp=kill|log|off (docs/security.md, "seccomp filters per thread"). */
@@ -317,7 +317,7 @@ static int set_seccomp(kiln_vm_config *cfg, const char *mode)
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(mode, modes[i].name) == 0) {
 			kiln_vm_config_set_seccomp(cfg, modes[i].mode);
-			return EXIT_OK;
+			return VMM_EXIT_OK;
 		}
 	return bad_usage("--seccomp=%s: expected kill, log or off", mode);
 }
@@ -374,7 +374,7 @@ int main(int argc, char **argv)
 	cfg = kiln_vm_config_new();
 	if (!cfg) {
 		fprintf(stderr, "kiln-vmm: out of memory\n");
-		return EXIT_SETUP;
+		return VMM_EXIT_SETUP;
 	}
 	kiln_vm_config_set_time_origin(cfg, mono_ns());
 	opterr = 0;
@@ -423,15 +423,15 @@ int main(int argc, char **argv)
 			nets++;
 			if (strncmp(optarg, "tap=", 4) == 0)
 				jail_flags |= KILN_JAIL_KEEP_NET; /* the TAP device is in this namespace */
-			if ((status = add_device(cfg, "net", optarg)) != EXIT_OK)
+			if ((status = add_device(cfg, "net", optarg)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_DISK:
-			if ((status = add_device(cfg, "disk", optarg)) != EXIT_OK)
+			if ((status = add_device(cfg, "disk", optarg)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_SHARE:
-			if ((status = add_device(cfg, "share", optarg)) != EXIT_OK)
+			if ((status = add_device(cfg, "share", optarg)) != VMM_EXIT_OK)
 				return status;
 			/* fd=N: a descriptor the jail step must not close (libkiln
 			 * checked N). */
@@ -439,7 +439,7 @@ int main(int argc, char **argv)
 				keep[nkeep++] = atoi(optarg + 3);
 			break;
 		case OPT_VSOCK:
-			if ((status = add_device(cfg, "vsock", optarg)) != EXIT_OK)
+			if ((status = add_device(cfg, "vsock", optarg)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_CONTROL:
@@ -458,7 +458,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_NET_RATE:
 			net_rate = 1;
-			if ((status = add_device(cfg, "net-rate", optarg)) != EXIT_OK)
+			if ((status = add_device(cfg, "net-rate", optarg)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_JAIL:
@@ -472,15 +472,15 @@ int main(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_SECCOMP:
-			if ((status = set_seccomp(cfg, optarg)) != EXIT_OK)
+			if ((status = set_seccomp(cfg, optarg)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_VERSION:
 			printf("kiln-vmm %s\n", kiln_version());
-			return EXIT_OK;
+			return VMM_EXIT_OK;
 		case OPT_HELP:
 			fputs(usage, stdout);
-			return EXIT_OK;
+			return VMM_EXIT_OK;
 		default:
 			return bad_usage("unknown or incomplete option '%s'", argv[optind - 1]);
 		}
@@ -500,12 +500,12 @@ int main(int argc, char **argv)
 		 * kiln-vmm in one already). Returns in the child only. */
 		if (getpid() != 1 && jailed_fork_pid1(&err) < 0) {
 			fprintf(stderr, "kiln-vmm: %s\n", err.msg);
-			return EXIT_SETUP;
+			return VMM_EXIT_SETUP;
 		}
 		jailed_close_fds(keep, nkeep);
 		pid1_signals();
 	}
-	if (firewall_path && (status = load_firewall(cfg, firewall_path)) != EXIT_OK)
+	if (firewall_path && (status = load_firewall(cfg, firewall_path)) != VMM_EXIT_OK)
 		return status;
 	kiln_vm_config_set_log(cfg, STDERR_FILENO, log_flags);
 	raise_fd_limit();
@@ -519,7 +519,7 @@ int main(int argc, char **argv)
 	if ((restore_dir ? kiln_vm_restore(cfg, restore_dir, &vm) : kiln_vm_create(cfg, &vm)) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_config_errmsg(cfg));
 		kiln_vm_config_free(cfg);
-		return EXIT_SETUP;
+		return VMM_EXIT_SETUP;
 	}
 	kiln_vm_config_free(cfg);
 	/* Bound as the caller, before the jail; served after it (the jail
@@ -530,7 +530,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		control_stop(ctl);
 		kiln_vm_destroy(vm);
-		return EXIT_SETUP;
+		return VMM_EXIT_SETUP;
 	}
 	/* Keys go to the guest; ISIG stays so ^C still stops kiln-vmm. */
 	if (console)
@@ -540,7 +540,7 @@ int main(int argc, char **argv)
 		control_stop(ctl);
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_errmsg(vm));
 		kiln_vm_destroy(vm);
-		return EXIT_SETUP;
+		return VMM_EXIT_SETUP;
 	}
 	term_mode_leave(&console_term);
 	control_stop(ctl);
@@ -548,24 +548,24 @@ int main(int argc, char **argv)
 	switch (kiln_vm_exit_reason(vm)) {
 	case KILN_VM_EXIT_RESET:
 	case KILN_VM_EXIT_STOPPED:
-		status = EXIT_OK;
+		status = VMM_EXIT_OK;
 		break;
 	case KILN_VM_EXIT_EARLY_RESET:
-		status = EXIT_EARLY_RESET;
+		status = VMM_EXIT_EARLY_RESET;
 		break;
 	case KILN_VM_EXIT_TRIPLE_FAULT:
-		status = EXIT_TRIPLE;
+		status = VMM_EXIT_TRIPLE;
 		break;
 	default:
-		status = EXIT_KVM;
+		status = VMM_EXIT_KVM;
 		break;
 	}
 	reason = kiln_vm_exit_name(kiln_vm_exit_reason(vm));
 	if (timeline)
 		print_timeline(vm, json, reason, status);
-	if (status == EXIT_EARLY_RESET)
+	if (status == VMM_EXIT_EARLY_RESET)
 		fprintf(stderr, "kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
-	else if (status != EXIT_OK)
+	else if (status != VMM_EXIT_OK)
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_exit_message(vm));
 	kiln_vm_destroy(vm);
 	return status;

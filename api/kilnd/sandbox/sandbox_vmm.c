@@ -13,6 +13,7 @@
 #include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_argv.h"
 #include "api/kilnd/sandbox/vmm_output.h"
+#include "vmm/control/exit_status.h"
 
 /* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
 bool sandbox_wait_gone_locked(struct sandbox *sb, int ms)
@@ -201,13 +202,6 @@ static int last_exit_status_locked(struct sandbox *sb)
 }
 
 /*
- * kiln-vmm's exit statuses kilnd tells apart (vmm/kiln-vmm/main.c): 1 it
- * gave up before the guest ran (for a restore: a damaged, truncated or
- * foreign snapshot), 4 the guest triple-faulted.
- */
-enum { VMM_EXIT_SETUP = 1, VMM_EXIT_TRIPLE_FAULT = 4 };
-
-/*
  * Whether a cold boot that ended with kiln-vmm's exit status (-1: killed,
  * timed out) is worth one more: a guest that triple-faulted before its
  * agent answered. Linux does not do that on its way to init on a sound
@@ -221,7 +215,7 @@ static bool boot_retry_worth(struct sandbox *sb, int status, const struct api_er
 {
 	struct kilnd *d = sb->d;
 
-	if (status != VMM_EXIT_TRIPLE_FAULT || atomic_load(&d->shutting_down))
+	if (status != VMM_EXIT_TRIPLE || atomic_load(&d->shutting_down))
 		return false;
 	kilnd_log("%s; booting it once more", e->msg);
 	SANDBOX_METRIC(d, boot_retries);
@@ -485,7 +479,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	}
 	if (r && !restore_dir && boot_retry_worth(sb, status, e)) {
 		r = spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &status, e);
-		if (r && status == VMM_EXIT_TRIPLE_FAULT) {
+		if (r && status == VMM_EXIT_TRIPLE) {
 			size_t n = strlen(e->msg);
 
 			snprintf(e->msg + n, sizeof(e->msg) - n,
