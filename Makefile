@@ -113,6 +113,13 @@ endif
 $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
 
+# The escape suite's compromised VMM (tests/escape/): kiln-vmm's own
+# parser and setup (every vmm/kiln-vmm module but main.c), then attacks.
+ESCAPE_SRCS := tests/escape/kiln-escape.c $(filter-out vmm/kiln-vmm/main.c,$(KILN_VMM_SRCS))
+$(BUILD)/tests/kiln-escape: $(ESCAPE_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
+
 # libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
 # (build/obj-pic/: -fPIC, hidden visibility, hardened as STYLE.md rule 7
@@ -326,7 +333,7 @@ unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-
 # build from there); `make test-debian` builds it if need be and runs only it.
 # Without hardware KVM the tests are split over one one-vCPU outer VM per
 # host CPU (tests/harness/shards; KILN_TEST_SHARDS=1 for a single one).
-integration: all $(BUILD)/tests/triple-fault.elf $(TEST_ROOTFS)
+integration: all $(BUILD)/tests/triple-fault.elf $(BUILD)/tests/kiln-escape $(TEST_ROOTFS)
 	@if rootfs/build-debian --cached-only $(BUILD)/kiln-init $(BUILD)/rootfs; then \
 		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
 	else echo "integration: no cached Debian base: its test is left out (make test-debian)"; fi; \

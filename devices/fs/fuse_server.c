@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "devices/fs/fuse_state.h"
+#include "devices/fs/share_mount.h"
 #include "lib/base/le.h"
 
 /* The guest's kernel caches names and attributes this long (seconds): short,
@@ -322,6 +323,41 @@ static int sys_openat2(int dirfd, const char *name, int flags, mode_t mode)
 	return fd < 0 ? -errno : (int)fd;
 }
 
+/*
+ * /proc/self/fd, where an O_PATH descriptor is opened again for I/O.
+ * Opened when first needed and kept: by then the VMM is in its jail,
+ * whose /proc is a procfs of its own pid namespace and nothing else; a
+ * descriptor of the host's /proc kept from before the jail would lead
+ * out of it (".." from /proc/self/fd is the host's /proc, and every
+ * process's files beside it). -1 (errno set) when unusable: the caller's
+ * call then fails with EBADF, which the guest sees.
+ */
+static int proc_dir(struct fuse_server *s)
+{
+	struct statfs sfs;
+	int fd;
+
+	if (s->proc_fd >= 0)
+		return s->proc_fd;
+	fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && (fstatfs(fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC)) {
+		close(fd);
+		fd = -1;
+		errno = ENOENT;
+	}
+	s->proc_fd = fd;
+	return fd;
+}
+
+/* Work done before the jail (setup, a restore) must not leave the
+ * host's /proc open for after it. */
+static void proc_forget(struct fuse_server *s)
+{
+	if (s->proc_fd >= 0)
+		close(s->proc_fd);
+	s->proc_fd = -1;
+}
+
 static void fd_name(int fd, char buf[16])
 {
 	snprintf(buf, 16, "%d", fd);
@@ -335,7 +371,7 @@ static int reopen(struct fuse_server *s, int fd, int flags)
 	int r;
 
 	fd_name(fd, n);
-	r = openat(s->proc_fd, n, flags | O_CLOEXEC);
+	r = openat(proc_dir(s), n, flags | O_CLOEXEC);
 	return r < 0 ? -errno : r;
 }
 
@@ -469,7 +505,7 @@ static int fix_mode(struct fuse_server *s, int pathfd, mode_t mode)
 	if (S_ISLNK(st.st_mode) || (st.st_mode & 07777) == mode)
 		return 0;
 	fd_name(pathfd, n);
-	return fchmodat(s->proc_fd, n, mode, 0) < 0 ? -errno : 0;
+	return fchmodat(proc_dir(s), n, mode, 0) < 0 ? -errno : 0;
 }
 
 /* The same for a file CREATE just made, through its open fd. */
@@ -668,7 +704,7 @@ static int op_setattr(struct fuse_server *s, struct req *r)
 	if (in.valid & FATTR_MODE) {
 		if (S_ISLNK(st.st_mode))
 			return -EOPNOTSUPP; /* Linux has no lchmod */
-		if (fchmodat(s->proc_fd, n, safe_mode(st.st_mode, in.mode), 0) < 0)
+		if (fchmodat(proc_dir(s), n, safe_mode(st.st_mode, in.mode), 0) < 0)
 			return -errno;
 	}
 	if (in.valid & (FATTR_UID | FATTR_GID)) {
@@ -851,7 +887,7 @@ static int op_link(struct fuse_server *s, struct req *r)
 	/* linkat(AT_EMPTY_PATH) needs CAP_DAC_READ_SEARCH; the /proc magic link
 	 * reaches the same inode without it (links to the symlink itself). */
 	fd_name(oldfd, n);
-	if (linkat(s->proc_fd, n, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
+	if (linkat(proc_dir(s), n, dirfd, name, AT_SYMLINK_FOLLOW) < 0)
 		return -errno;
 	return reply_entry(s, r, dirfd, name, st.st_mode & 07777);
 }
@@ -957,7 +993,7 @@ static int op_create(struct fuse_server *s, struct req *r)
 		return err;
 	}
 	fd_name(fd, n);
-	pfd = openat(s->proc_fd, n, O_PATH | O_CLOEXEC);
+	pfd = openat(proc_dir(s), n, O_PATH | O_CLOEXEC);
 	if (pfd < 0) {
 		err = -errno;
 		close(fd);
@@ -1422,7 +1458,7 @@ static ssize_t fd_path(struct fuse_server *s, int fd, char *buf, size_t cap)
 	ssize_t l;
 
 	fd_name(fd, n);
-	l = readlinkat(s->proc_fd, n, buf, cap - 1);
+	l = readlinkat(proc_dir(s), n, buf, cap - 1);
 	if (l <= 0 || (size_t)l >= cap - 1)
 		return -1;
 	buf[l] = '\0';
@@ -1654,6 +1690,7 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 		restore_node(s, &st.nodes[i], same);
 	for (uint32_t i = 0; i < st.nhandles; i++)
 		restore_handle(s, &st.handles[i]);
+	proc_forget(s);
 	free_lists_rebuild(s);
 	s->active = 1;
 	fuse_state_free(&st);
@@ -1677,7 +1714,6 @@ unsigned fuse_server_stale(const struct fuse_server *s)
 static int serve_dir(struct fuse_server **out, int fd, const char *name, int read_only, struct err *e)
 {
 	struct fuse_server *s = calloc(1, sizeof(*s));
-	struct statfs sfs;
 	struct stat st;
 	int err;
 
@@ -1688,12 +1724,14 @@ static int serve_dir(struct fuse_server **out, int fd, const char *name, int rea
 	s->proc_fd = -1;
 	s->free_inode = s->free_handle = -1;
 	s->read_only = read_only;
-	s->proc_fd = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (s->proc_fd < 0 || fstatfs(s->proc_fd, &sfs) < 0 || sfs.f_type != PROC_SUPER_MAGIC) {
+	/* Checked now, so a host without /proc is told at setup; opened
+	 * again when first used (proc_dir). */
+	if (proc_dir(s) < 0) {
 		close(fd);
 		err = err_set(e, ENOENT, "share %s: /proc/self/fd unusable (mount /proc)", name);
 		goto fail;
 	}
+	proc_forget(s);
 	if (fstat(fd, &st) < 0) {
 		err = err_set(e, errno, "share %s: %s", name, strerror(errno));
 		close(fd);
@@ -1720,7 +1758,7 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 		     struct err *e)
 {
 	char name[PATH_MAX + 2];
-	int fd, probe;
+	int fd, probe, cloned, err;
 
 	snprintf(name, sizeof(name), "'%s'", root);
 	/* The share root itself is the host's choice, so it may be a symlink. */
@@ -1728,6 +1766,10 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 	if (fd < 0)
 		return err_set(e, errno, "share %s: %s (give an existing directory)", name,
 			       strerror(errno));
+	if ((err = share_mount_detach(&fd, read_only, name, &cloned, e)) < 0) {
+		close(fd);
+		return err;
+	}
 	probe = sys_openat2(fd, ".", O_PATH, 0);
 	close(fd);
 	if (probe < 0)
@@ -1739,7 +1781,7 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, struct err *e)
 {
 	char name[32];
-	int fd;
+	int fd, cloned, err;
 
 	snprintf(name, sizeof(name), "fd=%d", dir_fd);
 	/* Our own descriptor of that very directory: "." resolves nothing,
@@ -1749,6 +1791,10 @@ int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, str
 		return err_set(e, -fd, "share %s: %s%s", name, strerror(-fd),
 			       fd == -ENOSYS ? " (virtio-fs needs Linux 5.6+)"
 			       : fd == -EBADF ? " (no such open descriptor)" : "");
+	if ((err = share_mount_detach(&fd, read_only, name, &cloned, e)) < 0) {
+		close(fd);
+		return err;
+	}
 	return serve_dir(out, fd, name, read_only, e);
 }
 

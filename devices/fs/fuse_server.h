@@ -27,7 +27,10 @@
  *    directories are ever opened for I/O on the host (never fifos or
  *    device nodes); MKNOD creates only regular files, fifos and sockets.
  *    Reopening a node for I/O goes through /proc/self/fd of the server's
- *    own fd, opened once at fuse_server_open().
+ *    own fd, opened when first needed (after the jail: its own /proc).
+ *    The share itself is served from a detached clone of the directory
+ *    (share_mount.h) when the process may make one, so ".." from any
+ *    descriptor the server holds stops at the share's root.
  *  - A read-only share answers every modifying opcode (and OPEN for
  *    writing or with O_TRUNC) with -EROFS.
  *  - Modes the guest sets on regular files lose S_ISUID and S_ISGID: a VMM
@@ -79,8 +82,9 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 
 /*
  * The same for a directory the caller opened (any open mode, O_PATH
- * included): the server keeps its own descriptor of it, so dir_fd stays
- * the caller's. Nothing is resolved by path: a caller that opened the
+ * included): the server keeps its own descriptor of it (a detached clone,
+ * see above), so dir_fd stays the caller's, and a caller about to jail
+ * itself must close dir_fd: it still leads to the host's tree. Nothing is resolved by path: a caller that opened the
  * directory without following symbolic links (kilnd) shares exactly that
  * directory. -ENOTDIR when dir_fd is not a directory.
  */

@@ -12,7 +12,8 @@
  * and (without KILN_JAIL_KEEP_NET) network namespaces; its root an empty
  * read-only tmpfs holding only `dir`, bound at its own absolute path, so
  * the paths of sockets and snapshot directories kept there read the same
- * inside and out (put them there; anything else must be open already);
+ * inside and out (put them there; anything else must be open already),
+ * and /proc, a procfs of its own pid namespace (its processes only);
  * running as uid:gid with no supplementary groups, no capabilities in any
  * set (bounding included) and no_new_privs. It does not close
  * descriptors: the program knows which it needs.
@@ -29,7 +30,10 @@ KILN_BEGIN_DECLS
 
 /* Flags of kiln_jail_enter. */
 enum {
-	KILN_JAIL_KEEP_NET = 1u << 0 /* stay in the network namespace (a TAP device lives there) */
+	/* Stay in the caller's network namespace, and so reach its loopback
+	 * and abstract sockets. Not needed for a TAP device (an open TAP
+	 * descriptor works from any namespace); kiln-vmm never sets it. */
+	KILN_JAIL_KEEP_NET = 1u << 0
 };
 
 /*

@@ -3,7 +3,7 @@
  * enters a jail on a scratch directory and then checks, from inside, each
  * promise of jail.h (uid and gid, no capabilities in any set,
  * no_new_privs, a root holding only that directory at its own path and
- * read-only elsewhere, no way back to mount). Needs root and namespaces:
+ * its own /proc, read-only elsewhere, no way back to mount). Needs root and namespaces:
  * skipped (not passed) without them. Also the refusals: a bad spec, a
  * second thread, not pid 1.
  */
@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -41,11 +42,31 @@ enum {
 	BAD_IDS = 1 << 1,
 	BAD_CAPS = 1 << 2,
 	BAD_NNP = 1 << 3,
-	BAD_ROOT = 1 << 4, /* the host's files are visible */
+	BAD_ROOT = 1 << 4, /* the host's files are visible, or a /proc not the jail's own */
 	BAD_DIR = 1 << 5,  /* the jail directory is not at its own path */
 	BAD_RO = 1 << 6,   /* the root outside it is writable */
 	BAD_MOUNT = 1 << 7 /* mount still works */
 };
+
+/* The jail's /proc: its own pid namespace's processes (only pid 1 here),
+ * self, thread-self, and nothing else (no sys, no kcore, no mounts of
+ * the host). */
+static int proc_is_own(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	int bad = !d || access("/proc/self/fd", F_OK) != 0 || access("/proc/sys", F_OK) == 0 ||
+		  access("/proc/kcore", F_OK) == 0 || access("/proc/sysrq-trigger", F_OK) == 0;
+
+	while (d && (de = readdir(d))) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "1") &&
+		    strcmp(de->d_name, "self") && strcmp(de->d_name, "thread-self"))
+			bad = 1;
+	}
+	if (d)
+		closedir(d);
+	return bad;
+}
 
 static int jailed_checks(void)
 {
@@ -68,7 +89,9 @@ static int jailed_checks(void)
 		bad |= BAD_CAPS;
 	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
 		bad |= BAD_NNP;
-	if (access("/etc/passwd", F_OK) == 0 || access("/proc/self", F_OK) == 0 || access("/usr", F_OK) == 0)
+	if (access("/etc/passwd", F_OK) == 0 || access("/usr", F_OK) == 0 || access("/dev", F_OK) == 0)
+		bad |= BAD_ROOT;
+	if (proc_is_own())
 		bad |= BAD_ROOT;
 	snprintf(path, sizeof(path), "%s/marker", scratch);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -175,7 +198,7 @@ static void test_second_thread_refused(void **state)
 
 static void test_spec_checks(void **state)
 {
-	static const char *bad_dirs[] = { "", "relative", "/", "/a/../b", "/a/./b", "/a//b", "/a/", NULL };
+	static const char *bad_dirs[] = { "", "relative", "/", "/a/../b", "/a/./b", "/a//b", "/a/", "/proc", "/proc/1", NULL };
 	struct jail_spec j = { .uid = 1000, .gid = 1000 };
 	struct err e = { { 0 } };
 

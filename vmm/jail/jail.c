@@ -22,6 +22,7 @@
 
 /* The new root: a tmpfs with room for the path to `dir` and nothing else. */
 #define JAIL_ROOT_OPTS "mode=0755,size=16k,nr_inodes=64"
+#define JAIL_PROC_OPTS "subset=pid,hidepid=invisible"
 
 #ifndef OPEN_TREE_CLONE
 #define OPEN_TREE_CLONE 1
@@ -39,6 +40,10 @@ int jail_spec_check(const struct jail_spec *j, struct err *e)
 
 	if (!p || p[0] != '/' || p[1] == '\0')
 		return err_set(e, EINVAL, "jail: directory '%s' must be an absolute path other than /", p ? p : "");
+	/* The jail's own /proc is mounted at /proc of its root: a directory
+	 * there would be hidden under it. */
+	if (strcmp(p, "/proc") == 0 || strncmp(p, "/proc/", 6) == 0)
+		return err_set(e, EINVAL, "jail: directory '%s' is under /proc: pick one elsewhere", p);
 	if (strlen(p) >= PATH_MAX / 2)
 		return err_set(e, EINVAL, "jail: directory '%.64s...' is too long", p);
 	/* Each component: not empty, not "." or "..", so the path names itself. */
@@ -131,6 +136,24 @@ static int make_path(int at, const char *path)
 	return cur;
 }
 
+/*
+ * /proc inside the jail: a procfs of the jail's own pid namespace with
+ * nothing but its processes' directories (subset=pid: no /proc/sys, no
+ * sysrq-trigger, no kcore) and only those the jail uid may ptrace
+ * (hidepid=invisible: not passt, which runs as another uid). virtio-fs
+ * reopens its O_PATH descriptors through /proc/self/fd; the host's /proc
+ * must not be what it uses, since ".." from there is the host's.
+ */
+static int mount_proc(struct err *e)
+{
+	if (mkdir("/proc", 0555) < 0 && errno != EEXIST)
+		return err_set(e, errno, "jail: making /proc in the new root: %s", strerror(errno));
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, JAIL_PROC_OPTS) < 0)
+		return err_set(e, errno, "jail: mounting the jail's own /proc (%s): %s (Linux 5.8 or later is needed)",
+			       JAIL_PROC_OPTS, strerror(errno));
+	return 0;
+}
+
 /* The new root: tmpfs over `dir` (this namespace only), `dir` itself bound
  * back at its own path inside, pivot_root into it, old root gone. */
 static int enter_root(const char *dir, struct err *e)
@@ -171,6 +194,8 @@ static int enter_root(const char *dir, struct err *e)
 		r = err_set(e, errno, "jail: detaching the old root: %s", strerror(errno));
 		goto out;
 	}
+	if ((r = mount_proc(e)))
+		goto out;
 	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
 	    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		r = err_set(e, errno, "jail: remounting the root read-only: %s", strerror(errno));
