@@ -3,15 +3,55 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/jail_ids.h"
+#include "lib/base/num_parse.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 
-/* An id for sb from --jail-ids, none of another live sandbox's. Under the lock. */
+/* The jail id given last (<state-dir>/jail-ids.last, root's, outside
+ * every jail), or 0: a missing or damaged file starts the ring over. */
+static uint32_t last_id_read(const struct kilnd *d)
+{
+	char path[PATH_MAX + 32], buf[16] = { 0 };
+	uint64_t v;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/jail-ids.last", d->cfg.state_dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	return n > 0 && num_parse_u64(buf, 10, 1, UINT32_MAX - 1, &v) == 0 ? (uint32_t)v : 0;
+}
+
+/* Record it: written aside and renamed, so a crash leaves the old one. */
+static void last_id_write(const struct kilnd *d, uint32_t id)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], buf[16];
+	int fd, len = snprintf(buf, sizeof(buf), "%u\n", id);
+
+	snprintf(path, sizeof(path), "%s/jail-ids.last", d->cfg.state_dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, buf, (size_t)len) != len || close(fd) < 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+}
+
+/* An id for sb from --jail-ids, none of another live sandbox's, the next
+ * round the range from the last one given. Under the lock. */
 static int assign_id_locked(struct sandbox *sb, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
@@ -25,7 +65,7 @@ static int assign_id_locked(struct sandbox *sb, struct api_err *e)
 	for (size_t i = 0; i < d->reg.n; i++)
 		if (d->reg.v[i] != sb && d->reg.v[i]->rec.jail_id)
 			used[n++] = d->reg.v[i]->rec.jail_id;
-	id = jail_id_pick(d->cfg.jail_id_first, d->cfg.jail_id_count, used, n);
+	id = jail_id_pick(d->cfg.jail_id_first, d->cfg.jail_id_count, used, n, last_id_read(d));
 	free(used);
 	if (!id) {
 		api_err_set(e, API_E_LIMIT_REACHED,
@@ -34,6 +74,7 @@ static int assign_id_locked(struct sandbox *sb, struct api_err *e)
 		return -1;
 	}
 	sb->rec.jail_id = id;
+	last_id_write(d, id);
 	sandbox_persist_locked(sb);
 	return 0;
 }
