@@ -385,6 +385,17 @@ bench-api: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout 1800 bench/api
 
+# The confinement's cost (issue 32): create and wake against the tree
+# before it (CONFINEMENT_BASE, a commit), built in build/baseline/.
+CONFINEMENT_BASE ?= 4003e21
+.PHONY: bench-confinement
+bench-confinement: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
+	@rm -rf $(BUILD)/baseline/src && mkdir -p $(BUILD)/baseline/src
+	git archive $(CONFINEMENT_BASE) | tar -x -C $(BUILD)/baseline/src
+	$(MAKE) --no-print-directory -C $(BUILD)/baseline/src build/kilnd build/kiln-vmm
+	KILN_BENCH_BASELINE=$(BUILD)/baseline/src/build tests/harness/run --timeout 2400 bench/confinement
+
 # Importing a generated ~200 MiB OCI image through kilnd (no guest boots).
 bench-images: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)

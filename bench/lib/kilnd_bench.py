@@ -81,8 +81,9 @@ class Kilnd:
     """kilnd on a scratch state directory under /tmp (Unix sockets cannot be
     bound on the harness's 9p share); stopped and removed on exit."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, kilnd=KILND, vmm=VMM):
         self.args = args
+        self.kilnd, self.vmm = kilnd, vmm
 
     def __enter__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="kiln-bench.", dir="/tmp")
@@ -90,8 +91,8 @@ class Kilnd:
         self.sock = os.path.join(d, "kiln.sock")
         self.state = os.path.join(d, "state")
         self.log = open(os.path.join(d, "kilnd.log"), "w")
-        self.proc = subprocess.Popen([KILND, "--socket", self.sock, "--state-dir", self.state,
-                                      "--kernel", KERNEL, "--vmm", VMM, "--image", f"minimal={IMAGE}",
+        self.proc = subprocess.Popen([self.kilnd, "--socket", self.sock, "--state-dir", self.state,
+                                      "--kernel", KERNEL, "--vmm", self.vmm, "--image", f"minimal={IMAGE}",
                                       "--boot-timeout", "600", "--idle-timeout", "0", "--quiet", *self.args],
                                      stdin=subprocess.DEVNULL, stderr=self.log)
         for _ in range(200):
