@@ -420,6 +420,10 @@ def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
                     raise KilnError(f"download_dir: the archive is damaged: {e}") from e
                 if m is None:
                     break
+                # tarfile keeps every member it read in tar.members (for
+                # getmember): a guest's million empty headers, a few MiB
+                # of gzip, would be a GiB of them. Nothing here looks back.
+                tar.members.clear()
                 try:
                     out.member(tar, m)
                 except damaged as e:
