@@ -1,9 +1,13 @@
 """Directories as tar.gz streams for the archive endpoints, in bounded
 memory: a local tree packed while it is sent, an answer unpacked while it
 is read. The archive that comes back is the guest's, so it is hostile
-input: members are checked before anything is written (no absolute
-names, no ``..``, nothing written through a symbolic link, no link that
-leaves the directory, no special files).
+input: tarfile only parses it (bounded: _BoundedTarInfo), and each member
+is checked by the C reader's rule (api/proto/agent_tar.c) and then made
+here relative to directory descriptors opened with O_NOFOLLOW: no
+absolute names, no ``..``, nothing written through a symbolic link, no
+link whose target is absolute or has a ``..`` after a name or more
+``..`` than its directory is deep, no hard link to anything but a file
+of the tree, no devices or fifos (skipped), no setuid/setgid bits.
 """
 
 from __future__ import annotations
@@ -100,56 +104,14 @@ def tar_chunks(local_dir: str) -> Iterator[bytes]:
         th.join(timeout=5)
 
 
-def _safe_target(dest_real: str, name: str) -> Optional[str]:
-    """The local path of member ``name`` below ``dest_real``, or None when
-    the name must not be written (absolute, ``..``)."""
-    if name.startswith("/"):
-        return None
-    parts = [p for p in name.split("/") if p not in ("", ".")]
-    if not parts or any(p == ".." for p in parts):
-        return None
-    return os.path.join(dest_real, *parts)
-
-
-def _check_parents(dest_real: str, path: str) -> None:
-    """Every directory between ``dest_real`` and ``path`` is a real
-    directory (not a symbolic link an earlier member made)."""
-    rel = os.path.relpath(os.path.dirname(path), dest_real)
-    cur = dest_real
-    if rel == ".":
-        return
-    for part in rel.split(os.sep):
-        cur = os.path.join(cur, part)
-        try:
-            st = os.lstat(cur)
-        except FileNotFoundError:
-            os.mkdir(cur, 0o755)
-            continue
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePathError(f"download_dir: member path goes through {cur}, which is not a directory")
-
-
-def _inside(dest_real: str, p: str) -> bool:
-    return p == dest_real or p.startswith(dest_real + os.sep)
-
-
-def _link_stays_inside(dest_real: str, path: str, target: str) -> bool:
-    """The link's target, resolved through the links already extracted
-    (``sub/l -> ..`` then ``sub/l2 -> l/..`` climbs out), stays inside."""
-    if os.path.isabs(target):
-        return False
-    joined = os.path.join(os.path.dirname(path), target)
-    return _inside(dest_real, os.path.normpath(joined)) and _inside(dest_real, os.path.realpath(joined))
-
-
 # tarfile reads an extended header (pax "x", GNU long name/link) whole
 # into memory, and follows it with the member it describes by recursion.
 # kiln's agent writes only pax "x" headers of at most 64 KiB
 # (api/proto/agent_tar.h, TAR_EXT_MAX), one per member, so a guest's
 # archive gets no more: a larger one, one extended header after another,
 # global headers (whose keys tarfile keeps for the whole archive) and sparse
-# members (whose maps tarfile reads without bound) are refused before they
-# are read.
+# members (whose maps tarfile may read without bound) are refused, before
+# they are read wherever tarfile would read without bound.
 HEADER_MAX = 64 << 10
 _EXTENDED = (tarfile.XHDTYPE, tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
 _REFUSED = {tarfile.XGLTYPE: "a global pax header", tarfile.SOLARIS_XHDTYPE: "a Solaris extended header",
@@ -175,91 +137,300 @@ class _BoundedTarInfo(tarfile.TarInfo):
         finally:
             setattr(tarfile_, "_kiln_in_extended", False)
 
-    def _proc_sparse(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:  # type: ignore[override]
-        raise tarfile.HeaderError(f"a sparse member ({self.name!r}), which download_dir does not take")
-
-    def _proc_gnusparse_00(self, *args: Any) -> None:
+    # GNU sparse maps in pax form: versions 0.0 and 0.1 are parsed from the
+    # pax header, already bounded above, and the member is then refused by
+    # extract_tar (issparse). Version 1.0 reads its map from the member's
+    # data without bound, so it is refused before that read. (The old GNU
+    # 'S' type never gets here: _proc_member refuses it.)
+    def _proc_gnusparse_10(self, *args: Any) -> None:
         raise tarfile.HeaderError("a sparse member (GNU.sparse pax keys), which download_dir does not take")
 
-    _proc_gnusparse_01 = _proc_gnusparse_00
-    _proc_gnusparse_10 = _proc_gnusparse_00
+
+# The rule for what a guest's archive may hold is the C reader's
+# (api/proto/agent_tar.c), so that download_dir, `kiln cp` and the agent
+# take the same archives. tarfile's own data filter (Python 3.12, and
+# 3.11.4 on; Debian 12's 3.11.2 has none) is asked as well where it
+# exists, a second opinion that is never the only one.
+_data_filter: Optional[Callable[[tarfile.TarInfo, str], tarfile.TarInfo]] = getattr(tarfile, "data_filter", None)
+_FILTER_ERROR: Any = getattr(tarfile, "FilterError", ())  # () catches nothing
+
+_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def _name_parts(name: str) -> Optional[list[str]]:
+    """tar_name_normalize: the components of a member's name (or a hard
+    link's), empty and ``.`` ones dropped; None when it is absolute or
+    has a ``..`` component."""
+    if name.startswith("/"):
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    return None if ".." in parts else parts
+
+
+def _symlink_refusal(depth: int, target: str) -> Optional[str]:
+    """tar_symlink_check: why a symlink in a directory ``depth`` levels
+    below the top may not point at ``target`` (None: it may). ``..``
+    components may only come first, and climb at most ``depth`` levels:
+    after a name, ``..`` climbs from wherever that name leads, which may
+    be a link the archive makes later (``esc -> x/x/../../..`` then
+    ``x -> .``), so no check of the tree as it stands can vouch for it."""
+    if target.startswith("/"):
+        return "an absolute target points outside it; use a relative target"
+    named = False
+    for part in target.split("/"):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            named = True
+        elif named:
+            return "'..' after a name could climb out of it; put every '..' first"
+        elif depth == 0:
+            return "'..' would leave it; the link must point inside"
+        else:
+            depth -= 1
+    return None
+
+
+def _inside(top: str, p: str) -> bool:
+    return p == top or p.startswith(top + os.sep)
+
+
+class _Unpacker:
+    """Writes members below the directory ``dest``, open as ``root``: every
+    path is walked from that descriptor one component at a time with
+    O_NOFOLLOW, and every entry made relative to its directory's
+    descriptor, so no symbolic link (an earlier member's or one that was
+    there before) is ever followed to write."""
+
+    def __init__(self, dest: str) -> None:
+        os.makedirs(dest, exist_ok=True)
+        self.dest = dest
+        self.real = os.path.realpath(dest)
+        self.root = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.counts = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "skipped": 0}
+
+    def close(self) -> None:
+        os.close(self.root)
+
+    def _unsafe(self, m: tarfile.TarInfo, why: str) -> UnsafePathError:
+        return UnsafePathError(f"download_dir: member {m.name!r}: {why}")
+
+    def _open_dir(self, parts: list[str], create: bool) -> int:
+        """A descriptor of the directory ``parts`` below the root (the
+        root's own, not to be closed, for []); missing levels are made
+        when ``create``. A symlink or file on the way: ELOOP/ENOTDIR."""
+        cur = self.root
+        try:
+            for comp in parts:
+                try:
+                    fd = os.open(comp, _DIR_OPEN, dir_fd=cur)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    try:
+                        os.mkdir(comp, 0o755, dir_fd=cur)
+                    except FileExistsError:
+                        pass
+                    fd = os.open(comp, _DIR_OPEN, dir_fd=cur)
+                if cur != self.root:
+                    os.close(cur)
+                cur = fd
+        except BaseException:
+            if cur != self.root:
+                os.close(cur)
+            raise
+        return cur
+
+    def _clear_way(self, m: tarfile.TarInfo, pfd: int, base: str) -> None:
+        """Remove what is at ``base`` unless it is a directory: a link there
+        is replaced, never written through."""
+        try:
+            st = os.stat(base, dir_fd=pfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            raise self._unsafe(m, f"a directory is in the way in {self.dest}; download into a new or empty directory")
+        os.unlink(base, dir_fd=pfd)
+
+    def member(self, tar: tarfile.TarFile, m: tarfile.TarInfo) -> None:
+        if "\0" in m.name or "\0" in m.linkname:
+            raise KilnError(f"download_dir: member {m.name!r}: a NUL byte in its name or link; the archive is corrupt")
+        if m.issparse():
+            raise KilnError(f"download_dir: a sparse member ({m.name!r}), which download_dir does not take")
+        if not (m.isreg() or m.isdir() or m.issym() or m.islnk()):
+            self.counts["skipped"] += 1  # devices, fifos, types tar does not know: left out, as kiln cp does
+            return
+        parts = _name_parts(m.name)
+        if parts is None:
+            raise self._unsafe(m, f"an absolute name or a '..' component would leave {self.dest}; "
+                                  f"the guest's archive must hold relative paths inside it")
+        if not parts:
+            if m.isdir():
+                return  # "./": dest itself, which exists
+            raise self._unsafe(m, f"it names {self.dest} itself")
+        if m.issym():
+            self._check_symlink(m, parts)
+        lparts = self._check_hardlink(m, parts) if m.islnk() else []
+        try:
+            pfd = self._open_dir(parts[:-1], create=True)
+            try:
+                self._write(tar, m, pfd, parts[-1], lparts)
+            finally:
+                if pfd != self.root:
+                    os.close(pfd)
+        except OSError as e:
+            if e.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise self._unsafe(m, f"its path goes through a symbolic link or a file in {self.dest}; "
+                                      f"refusing to write through it") from e
+            raise KilnError(f"download_dir: member {m.name!r}: {e.strerror or e} (writing below {self.dest})") from e
+
+    def _check_symlink(self, m: tarfile.TarInfo, parts: list[str]) -> None:
+        if not m.linkname:
+            raise KilnError(f"download_dir: symbolic link {m.name!r} has an empty target; the archive is corrupt")
+        why = _symlink_refusal(len(parts) - 1, m.linkname)
+        if why is None:
+            # The text keeps inside; through a link that was in dest before
+            # the download, it may still lead out.
+            r = os.path.realpath(os.path.join(self.real, *parts[:-1], m.linkname))
+            if not _inside(self.real, r):
+                why = f"it leads to {r} through a link already in it"
+        if why is not None:
+            raise self._unsafe(m, f"the symbolic link -> {m.linkname!r} leaves {self.dest}: {why}")
+
+    def _check_hardlink(self, m: tarfile.TarInfo, parts: list[str]) -> list[str]:
+        lparts = _name_parts(m.linkname)
+        if lparts is None:
+            raise self._unsafe(m, f"the hard link -> {m.linkname!r} is absolute or has a '..' component; "
+                                  f"a hard link must name a file of the archive inside {self.dest}")
+        if not lparts:
+            raise self._unsafe(m, f"the hard link names {self.dest} itself; it must name a file inside it")
+        return lparts
+
+    def _filter(self, m: tarfile.TarInfo) -> None:
+        """tarfile's data filter, where this Python has it. It resolves the
+        member's path on disk, so it is asked once kiln's own walk has
+        found the member's place: after what is in the way of a file or
+        link is removed (else a link a former download left there would
+        make it refuse the file that replaces it), after a directory is
+        opened without following a link."""
+        if _data_filter is None:
+            return
+        try:
+            _data_filter(m, self.real)
+        except _FILTER_ERROR as e:
+            raise self._unsafe(m, f"refused by Python's tarfile data filter: {e}") from e
+
+    def _write(self, tar: tarfile.TarFile, m: tarfile.TarInfo, pfd: int, base: str, lparts: list[str]) -> None:
+        if m.isdir():
+            try:
+                os.mkdir(base, 0o700, dir_fd=pfd)
+            except FileExistsError:
+                pass
+            try:
+                fd = os.open(base, _DIR_OPEN, dir_fd=pfd)
+            except OSError as e:
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                raise self._unsafe(m, f"something that is not a directory (a symbolic link or a file) is in the way "
+                                      f"in {self.dest}; refusing to use it") from e
+            try:
+                self._filter(m)
+                os.fchmod(fd, (m.mode & 0o777) | 0o700)  # no setuid, setgid or sticky bit
+            finally:
+                os.close(fd)
+            self.counts["dirs"] += 1
+        elif m.isreg():
+            self._clear_way(m, pfd, base)
+            self._filter(m)
+            fd = os.open(base, _CREATE, (m.mode & 0o777) or 0o600, dir_fd=pfd)
+            with os.fdopen(fd, "wb") as out:
+                src = tar.extractfile(m)
+                while src is not None:
+                    block = src.read(BLOCK)
+                    if not block:
+                        break
+                    out.write(block)
+            self.counts["files"] += 1
+        elif m.issym():
+            self._clear_way(m, pfd, base)
+            self._filter(m)
+            os.symlink(m.linkname, base, dir_fd=pfd)
+            self.counts["symlinks"] += 1
+        else:
+            self._hardlink(m, pfd, base, lparts)
+
+    def _hardlink(self, m: tarfile.TarInfo, pfd: int, base: str, lparts: list[str]) -> None:
+        if lparts == _name_parts(m.name):  # a link to itself is already so (clearing the way would delete it)
+            self.counts["hardlinks"] += 1
+            return
+        try:
+            spfd = self._open_dir(lparts[:-1], create=False)
+        except FileNotFoundError as e:
+            raise self._unsafe(m, f"the hard link -> {m.linkname!r} names no file of the archive "
+                                  f"(its file must come earlier)") from e
+        except OSError as e:
+            if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            raise self._unsafe(m, f"the hard link -> {m.linkname!r} goes through a symbolic link or a file; "
+                                  f"it must name its file by a path of directories") from e
+        try:
+            try:
+                st = os.stat(lparts[-1], dir_fd=spfd, follow_symlinks=False)
+            except FileNotFoundError as e:
+                raise self._unsafe(m, f"the hard link -> {m.linkname!r} names no file of the archive "
+                                      f"(its file must come earlier)") from e
+            # A hard link to a symlink would be that symlink again at
+            # another depth, its leading '..' counted from elsewhere.
+            if not stat.S_ISREG(st.st_mode):
+                kind = ("a directory" if stat.S_ISDIR(st.st_mode) else
+                        "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file")
+                raise self._unsafe(m, f"the hard link -> {m.linkname!r} names {kind}; it must name a file")
+            self._clear_way(m, pfd, base)
+            self._filter(m)
+            os.link(lparts[-1], base, src_dir_fd=spfd, dst_dir_fd=pfd, follow_symlinks=False)
+        finally:
+            if spfd != self.root:
+                os.close(spfd)
+        self.counts["hardlinks"] += 1
 
 
 def extract_tar(fileobj: IO[bytes], dest: str) -> dict[str, int]:
     """Unpack a tar.gz stream into ``dest`` (made if missing). Returns counts
     ``{"files", "dirs", "symlinks", "hardlinks", "skipped"}``. A member that
-    would land outside ``dest`` raises :class:`UnsafePathError` naming it."""
-    os.makedirs(dest, exist_ok=True)
-    dest_real = os.path.realpath(dest)
-    counts = {"files": 0, "dirs": 0, "symlinks": 0, "hardlinks": 0, "skipped": 0}
+    would land outside ``dest``, be written through a link, or leave a link
+    pointing outside raises :class:`UnsafePathError` naming it; devices
+    and fifos are skipped. tarfile only parses: every entry is made here."""
     try:
-        tar = tarfile.open(fileobj=fileobj, mode="r|gz", tarinfo=_BoundedTarInfo)
-    except (tarfile.TarError, OSError, EOFError, RecursionError) as e:
-        raise KilnError(f"download_dir: the archive cannot be read (not tar.gz, or hostile): {e}") from e
-    with tar:
+        out = _Unpacker(dest)
+    except OSError as e:
+        raise KilnError(f"download_dir: {dest}: {e.strerror or e} (give a directory you can write, "
+                        f"or one to be made)") from e
+    damaged = (tarfile.TarError, EOFError, zlib.error, RecursionError)
+    try:
         try:
-            for m in tar:
-                path = _safe_target(dest_real, m.name)
-                if path is None:
-                    raise UnsafePathError(f"download_dir: member {m.name!r} is absolute or has '..'")
-                _check_parents(dest_real, path)
-                if m.isdir():
-                    try:
-                        st = os.lstat(path)
-                        if not stat.S_ISDIR(st.st_mode):
-                            raise UnsafePathError(f"download_dir: member {m.name!r}: {path} exists and is not a directory")
-                    except FileNotFoundError:
-                        os.mkdir(path, 0o755)
-                    os.chmod(path, (m.mode & 0o777) | 0o700)
-                    counts["dirs"] += 1
-                elif m.isreg():
-                    _write_member(tar.extractfile(m), path, m.mode & 0o777)
-                    counts["files"] += 1
-                elif m.issym():
-                    if not _link_stays_inside(dest_real, path, m.linkname):
-                        raise UnsafePathError(f"download_dir: symbolic link {m.name!r} -> {m.linkname!r} leaves {dest}")
-                    _replace(path)
-                    os.symlink(m.linkname, path)
-                    counts["symlinks"] += 1
-                elif m.islnk():
-                    src = _safe_target(dest_real, m.linkname)
-                    # The source through every link an earlier member made: still a file of the archive.
-                    if src is not None:
-                        src = os.path.realpath(src) if _inside(dest_real, os.path.realpath(src)) else None
-                    if src is None or not os.path.isfile(src) or os.path.islink(src):
-                        raise UnsafePathError(f"download_dir: hard link {m.name!r} -> {m.linkname!r} is not to a file of the archive")
-                    _replace(path)
-                    os.link(src, path)
-                    counts["hardlinks"] += 1
-                else:
-                    counts["skipped"] += 1
-        except (tarfile.TarError, EOFError, zlib.error, RecursionError) as e:
-            raise KilnError(f"download_dir: the archive is damaged: {e}") from e
-    return counts
-
-
-def _replace(path: str) -> None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    if stat.S_ISDIR(st.st_mode):
-        raise UnsafePathError(f"download_dir: {path} is a directory in the way of a file")
-    os.unlink(path)
-
-
-def _write_member(src: Optional[IO[bytes]], path: str, mode: int) -> None:
-    _replace(path)  # never write through a link an earlier member (or anyone) left there
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode or 0o600)
-    with os.fdopen(fd, "wb") as out:
-        if src is None:
-            return
-        while True:
-            block = src.read(BLOCK)
-            if not block:
-                break
-            out.write(block)
-
+            tar = tarfile.open(fileobj=fileobj, mode="r|gz", tarinfo=_BoundedTarInfo)
+        except (tarfile.TarError, OSError, EOFError, RecursionError) as e:
+            raise KilnError(f"download_dir: the archive cannot be read (not tar.gz, or hostile): {e}") from e
+        with tar:
+            while True:
+                try:
+                    m = tar.next()
+                except damaged + (ValueError, OverflowError) as e:  # ValueError: tarfile's int() of a pax field
+                    raise KilnError(f"download_dir: the archive is damaged: {e}") from e
+                if m is None:
+                    break
+                # tarfile keeps every member it read in tar.members (for
+                # getmember): a guest's million empty headers, a few MiB
+                # of gzip, would be a GiB of them. Nothing here looks back.
+                tar.members.clear()
+                try:
+                    out.member(tar, m)
+                except damaged as e:
+                    raise KilnError(f"download_dir: the archive is damaged: {e}") from e
+    finally:
+        out.close()
+    return out.counts
 
 class ChunkReader:
     """A read-only file over a function that returns the next bytes of a
@@ -309,30 +480,26 @@ class QueueSource:
         return False
 
 
-def _link_leaves(name: str, target: str) -> bool:
-    """A symlink member ``name`` -> ``target`` that points outside the
-    archive's root (kilnd's and the agent's rule, tar_symlink_check: an
-    absolute target, or more ``..`` than the member's directory is deep)."""
-    if not target or target.startswith("/") or "\0" in target:
-        return True
-    depth = name.count("/")
-    for part in target.split("/"):
-        if part in ("", "."):
-            continue
-        if part == "..":
-            if depth == 0:
-                return True
-            depth -= 1
-        else:
-            depth += 1
-    return False
+def _link_leaves(name: str, target: str) -> Optional[str]:
+    """Why kilnd would refuse symlink member ``name`` -> ``target`` of a
+    context (None: it takes it). Its rule is the agent's tar reader's
+    (tar_symlink_check, _symlink_refusal here): a relative target whose
+    ``..`` components all come first and climb no higher than the
+    member's directory is deep."""
+    if not target or "\0" in target:
+        return "it points outside the context directory"
+    why = _symlink_refusal(name.count("/"), target)
+    if why is None:
+        return None
+    if "after a name" in why:
+        return "'..' after a name, which kilnd refuses in a context (put every '..' first)"
+    return "it points outside the context directory"
 
 
 # kilnd's cap of a build context's members (CONTEXT_MEMBERS_MAX): a larger
 # directory is refused here, before it is packed and uploaded.
 MAX_CONTEXT_MEMBERS = 16384
 
-_DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a file swapped for a fifo after its lstat opens at once (and
 # is then left out on its fstat) instead of waiting for a writer forever.
 _FILE_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -411,9 +578,9 @@ def _pack_dir(tar: tarfile.TarFile, dfd: int, prefix: str, skipped: list[str],
                 listed(name)
             if stat.S_ISLNK(st.st_mode):
                 target = os.readlink(base, dir_fd=dfd)
-                if _link_leaves(name, target):
-                    skipped.append(f"skipped symlink {name!r} -> {target!r}: it points outside "
-                                   f"the context directory")
+                why = _link_leaves(name, target)
+                if why is not None:
+                    skipped.append(f"skipped symlink {name!r} -> {target!r}: {why}")
                     continue
                 ti = _tarinfo(name, st)
                 ti.type, ti.linkname = tarfile.SYMTYPE, target

@@ -640,6 +640,9 @@ class TestFiles(Base):
             "write through symlink": lambda t: (member(t, "d", type=tarfile.SYMTYPE, linkname="."),
                                                 member(t, "d/../../evil")),
             "hardlink out": lambda t: member(t, "h", type=tarfile.LNKTYPE, linkname="/etc/passwd"),
+            # Inside by its text and by the tree when it is read; out once x exists.
+            "link chain": lambda t: (member(t, "esc", type=tarfile.SYMTYPE, linkname="x/x/../../evil"),
+                                     member(t, "x", type=tarfile.SYMTYPE, linkname=".")),
             # Each link harmless by its text, together out of the tree.
             "links through links": lambda t: (member(t, "sub", type=tarfile.DIRTYPE),
                                               member(t, "sub/l", type=tarfile.SYMTYPE, linkname=".."),
