@@ -21,6 +21,7 @@
 #include <fcntl.h>
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_jail.h"
 #include "vmm/snapshot/snapshot_layer.h"
 
 int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap)
@@ -30,9 +31,15 @@ int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out
 		    : sandbox_pathf(out, cap, "%s/vm/checkpoints", sb->dir);
 }
 
-static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
+/* Checkpoint `name`'s directory beneath vm/, for sandbox_jail_open. 0 or -1. */
+static int checkpoint_rel(const char *name, char *out, size_t cap)
 {
-	return sandbox_pathf(out, cap, "%s/vm/hibernate/image", sb->dir);
+	return sandbox_pathf(out, cap, "checkpoints/%s", name);
+}
+
+int sandbox_hibernate_dir(const struct sandbox *sb, char *out, size_t cap)
+{
+	return sandbox_pathf(out, cap, "%s/vm/" SANDBOX_HIBERNATE_REL, sb->dir);
 }
 
 /* Best effort after the guest stood still: its clock is behind. */
@@ -248,29 +255,36 @@ void sandbox_wait_unmerging_locked(struct sandbox *sb)
 }
 
 /*
- * Fold checkpoint `name` (in `dir`) into every checkpoint of `names`
+ * Fold checkpoint `name` into every checkpoint of `names`
  * layered on it, so that they stay whole once it is gone
  * (snap_layer_merge). The new bases go into `bases` (null: full). 0, or
  * -1 with e: nothing is deleted then, and those folded so far are whole
  * either way.
  */
-static int fold_into_layers(struct sandbox *sb, const char *name, const char *dir, json_t *names, json_t *bases,
-			    struct api_err *e)
+static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names, json_t *bases, struct api_err *e)
 {
 	char sub[PATH_MAX];
 	struct snap_merge_result res;
-	struct err me = { { 0 } };
+	struct err me = { { 0 } }, oe;
 	size_t i;
 	json_t *v;
-	int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), cfd, r = 0;
+	int pfd, cfd, r = 0;
 
-	if (pfd < 0)
-		return 0; /* nothing on disk to fold: the directory went already */
+	/* The jailed VMM writes these directories (sandbox_jail_open). */
+	pfd = checkpoint_rel(name, sub, sizeof(sub)) ? -ENAMETOOLONG
+						      : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+	if (pfd < 0) {
+		/* nothing on disk to fold: the directory went already (or is
+		 * no directory: its VMM spoiled its own checkpoints) */
+		if (pfd != -ENOENT && pfd != -ENAMETOOLONG)
+			kilnd_log("sandbox %s: checkpoint '%s' folds into nothing: %s", sb->rec.id, name, oe.msg);
+		return 0;
+	}
 	json_array_foreach (names, i, v) {
 		const char *child = json_string_value(v);
 
-		if (sandbox_checkpoint_dir(sb, child, sub, sizeof(sub)) ||
-		    (cfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		if (checkpoint_rel(child, sub, sizeof(sub)) ||
+		    (cfd = sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe)) < 0)
 			continue;
 		r = snap_layer_merge(pfd, cfd, &res, &me);
 		close(cfd);
@@ -335,7 +349,7 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 	sb->cp_merging = true;
 	kilnd_unlock(d);
 
-	r = fold_into_layers(sb, name, dir, names, bases, e);
+	r = fold_into_layers(sb, name, names, bases, e);
 
 	kilnd_lock(d);
 	sb->cp_merging = false;
@@ -375,7 +389,7 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	enum sandbox_state to;
 	int r;
 
-	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || hibernate_path(sb, hib, sizeof(hib))) {
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || sandbox_hibernate_dir(sb, hib, sizeof(hib))) {
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
@@ -421,30 +435,46 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 
 void sandbox_checkpoints_reconcile(struct sandbox *sb)
 {
-	char dir[PATH_MAX], sub[PATH_MAX];
+	char dir[PATH_MAX], rel[PATH_MAX], sub[PATH_MAX];
 	struct dirent *de;
-	struct stat st;
+	struct err oe;
 	DIR *dh;
+	int fd;
 
 	if (!sb->rec.checkpoints || sandbox_checkpoint_dir(sb, NULL, dir, sizeof(dir)))
 		return;
 	for (size_t i = json_array_size(sb->rec.checkpoints); i-- > 0;) {
 		const char *name = json_string_value(json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
 
-		if (sandbox_checkpoint_dir(sb, name, sub, sizeof(sub)) == 0 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+		/* Its own directory, not a link the jailed VMM put in its place. */
+		snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
+		if (name && checkpoint_rel(name, rel, sizeof(rel)) == 0 &&
+		    (fd = sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)) >= 0) {
+			close(fd);
 			continue;
-		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more; dropped", sb->rec.id, name);
+		}
+		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more (%s); dropped", sb->rec.id,
+			  name ? name : "?", oe.msg);
 		json_array_remove(sb->rec.checkpoints, i);
 	}
-	dh = opendir(dir);
-	if (!dh)
+	fd = sandbox_jail_open(sb, "checkpoints", OPEN_BENEATH_DIR, NULL, &oe);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			kilnd_log("sandbox %s: cannot read its checkpoints: %s", sb->rec.id, oe.msg);
 		return;
+	}
+	dh = fdopendir(fd);
+	if (!dh) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(dh))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    checkpoint_find(sb->rec.checkpoints, de->d_name, NULL))
 			continue;
-		/* A checkpoint kilnd never recorded (it stopped mid-way), or
-		 * kiln-vmm's scratch copy of one. */
+		/* A checkpoint kilnd never recorded (it stopped mid-way),
+		 * kiln-vmm's scratch copy of one, or what the VMM planted (a
+		 * link, a fifo: removed as themselves). */
 		if (sandbox_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
 			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id, sub);
 			sandbox_remove_dir(sub);
@@ -481,7 +511,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	enum sandbox_state to;
 	bool was_paused, paused_here = false;
 
-	if (hibernate_path(sb, dir, sizeof(dir))) {
+	if (sandbox_hibernate_dir(sb, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}
@@ -567,7 +597,7 @@ int sandbox_wake_locked(struct sandbox *sb, struct api_err *e)
 	enum sandbox_state to;
 	int r;
 
-	if (hibernate_path(sb, dir, sizeof(dir))) {
+	if (sandbox_hibernate_dir(sb, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}
