@@ -31,6 +31,14 @@ int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out
 		    : sandbox_pathf(out, cap, "%s/vm/checkpoints", sb->dir);
 }
 
+/* sandbox_jail_open's answer says what is there is not a checkpoint's
+ * directory (gone, or a link, a file, a fifo in its place); anything
+ * else (no descriptors left, no memory) says nothing about it. */
+static bool not_a_checkpoint_dir(int r)
+{
+	return r == -ENOENT || r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EINVAL;
+}
+
 /* Checkpoint `name`'s directory beneath vm/, for sandbox_jail_open. 0 or -1. */
 static int checkpoint_rel(const char *name, char *out, size_t cap)
 {
@@ -271,21 +279,33 @@ static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names,
 	int pfd, cfd, r = 0;
 
 	/* The jailed VMM writes these directories (sandbox_jail_open). */
-	pfd = checkpoint_rel(name, sub, sizeof(sub)) ? -ENAMETOOLONG
-						      : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
-	if (pfd < 0) {
+	snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
+	pfd = checkpoint_rel(name, sub, sizeof(sub)) ? -ENOENT : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+	if (pfd < 0 && not_a_checkpoint_dir(pfd)) {
 		/* nothing on disk to fold: the directory went already (or is
 		 * no directory: its VMM spoiled its own checkpoints) */
-		if (pfd != -ENOENT && pfd != -ENAMETOOLONG)
+		if (pfd != -ENOENT)
 			kilnd_log("sandbox %s: checkpoint '%s' folds into nothing: %s", sb->rec.id, name, oe.msg);
 		return 0;
+	}
+	if (pfd < 0) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s': %s; nothing was deleted, retry", sb->rec.id,
+			    name, oe.msg);
+		return -1;
 	}
 	json_array_foreach (names, i, v) {
 		const char *child = json_string_value(v);
 
-		if (checkpoint_rel(child, sub, sizeof(sub)) ||
-		    (cfd = sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe)) < 0)
+		cfd = checkpoint_rel(child, sub, sizeof(sub)) ? -ENOENT
+							       : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+		if (cfd < 0 && not_a_checkpoint_dir(cfd))
 			continue;
+		if (cfd < 0) {
+			api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s', maybe the base of '%s': %s; nothing was deleted, retry",
+				    sb->rec.id, name, child, oe.msg);
+			r = -1;
+			break;
+		}
 		r = snap_layer_merge(pfd, cfd, &res, &me);
 		close(cfd);
 		if (r) {
@@ -448,9 +468,14 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb)
 
 		/* Its own directory, not a link the jailed VMM put in its place. */
 		snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
-		if (name && checkpoint_rel(name, rel, sizeof(rel)) == 0 &&
-		    (fd = sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)) >= 0) {
+		fd = name && checkpoint_rel(name, rel, sizeof(rel)) == 0
+			     ? sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)
+			     : -ENOENT;
+		if (fd >= 0)
 			close(fd);
+		if (!not_a_checkpoint_dir(fd)) {
+			if (fd < 0)
+				kilnd_log("sandbox %s: checkpoint '%s' kept, unchecked: %s", sb->rec.id, name, oe.msg);
 			continue;
 		}
 		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more (%s); dropped", sb->rec.id,
