@@ -324,7 +324,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # tests/unit/run), then every fuzz corpus replayed and each target fuzzed
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
-	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
+	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)

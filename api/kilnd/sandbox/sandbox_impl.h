@@ -108,6 +108,9 @@ void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
 /* Checkpoint `name`'s directory (NULL: the checkpoints' parent) into out:
  * in the jail's directory, where the jailed kiln-vmm writes it. 0 or -1. */
 int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap);
+/* The hibernation snapshot's directory, beneath vm/ (sandbox_jail_open) and whole (out). 0 or -1. */
+#define SANDBOX_HIBERNATE_REL "hibernate/image"
+int sandbox_hibernate_dir(const struct sandbox *sb, char *out, size_t cap);
 
 /* sandbox_store.c */
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
@@ -116,7 +119,8 @@ int sandbox_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((fo
  * 0, or -errno (logged; most callers go on: the next write catches up). */
 int sandbox_persist_locked(struct sandbox *sb);
 /* Remove a directory and everything beneath it (a sandbox's, a
- * checkpoint's), nothing outside it: nothing is followed. Missing: fine. */
+ * checkpoint's), nothing outside it: nothing is followed. Missing: fine.
+ * A symbolic link or other file at dir is removed itself. */
 void sandbox_remove_dir(const char *dir);
 
 /* Wait (reg.mu held) until no checkpoint delete is folding checkpoints of sb. */
@@ -124,8 +128,9 @@ void sandbox_wait_unmerging_locked(struct sandbox *sb);
 
 /* sandbox_reattach.c: at load, the sandbox registered (one reference):
  * supervise its VMM again if the record names one that still runs under
- * its keeper; else say how it ended (hib_dir: its hibernate/ directory,
- * kept when a hibernation or wake was cut short with it complete).
+ * its keeper; else say how it ended (hib_dir: its hibernation snapshot,
+ * sandbox_hibernate_dir, kept when a hibernation or wake was cut short
+ * with it complete).
  * Persists the record. */
 void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir);
 

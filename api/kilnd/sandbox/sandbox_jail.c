@@ -136,3 +136,22 @@ int sandbox_jail_prepare(struct sandbox *sb, char *vm, size_t cap, uint32_t *id,
 		return -1;
 	return 0;
 }
+
+int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind, struct stat *st,
+		      struct err *e)
+{
+	char vm[PATH_MAX];
+	struct err be;
+	int vfd, fd;
+
+	if (sandbox_pathf(vm, sizeof(vm), "%s/vm", sb->dir))
+		return err_set(e, ENAMETOOLONG, "sandbox %s: its directory's path is too long", sb->rec.id);
+	/* The sandbox directory and vm/ are root's: the jail can change
+	 * nothing above what open_beneath walks. */
+	vfd = open(vm, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (vfd < 0)
+		return err_set(e, errno, "%s: %s", vm, strerror(errno));
+	fd = open_beneath(vfd, rel, kind, st, &be);
+	close(vfd);
+	return fd < 0 ? err_set(e, -fd, "%s: %s", vm, be.msg) : fd;
+}

@@ -7,7 +7,8 @@
  * before it drops root) and two directories the jailed VMM writes,
  * owned by its uid, mode 0700: checkpoints/ and hibernate/. Everything
  * else of the sandbox (meta.json, logs, the overlay) stays root's and out
- * of its reach.
+ * of its reach. kilnd opens what is inside those two directories only
+ * through sandbox_jail_open (the VMM may have planted links or fifos).
  */
 #ifndef KILN_KILND_SANDBOX_JAIL_H
 #define KILN_KILND_SANDBOX_JAIL_H
@@ -16,6 +17,8 @@
 #include <stdint.h>
 
 #include "api/kilnd/core/api_error.h"
+#include "lib/base/err.h"
+#include "lib/base/open_beneath.h"
 
 struct sandbox;
 
@@ -28,5 +31,17 @@ struct sandbox;
  * limit_reached (every --jail-ids id is in use), internal.
  */
 int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id, struct api_err *e);
+
+/*
+ * The one way kilnd (root) opens something in the directories the jailed
+ * VMM writes: rel ("checkpoints/ready/disk0", "hibernate/image") beneath
+ * the sandbox's vm/, through open_beneath (no symbolic link anywhere on
+ * the way, no fifo waited on, only the kind asked for; docs/security.md,
+ * "What kilnd opens in jail-writable directories"). The descriptor (st
+ * filled when not NULL), or -errno with e naming the sandbox's vm/ and
+ * rel (open_beneath.h's codes).
+ */
+int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind, struct stat *st,
+		      struct err *e);
 
 #endif

@@ -8,12 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/reattach.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 #include "api/kilnd/sandbox/vmm_output.h"
 
@@ -110,14 +110,22 @@ static void ended_locked(struct sandbox *sb, struct vmm_end *end, const char *hi
 }
 
 /* A hibernation whose snapshot was complete (kiln-vmm publishes the
- * directory only then), or a wake cut short: still hibernated. */
-static bool hibernated_after_all(struct sandbox *sb, const char *hib_dir)
+ * directory only then), or a wake cut short: still hibernated. The
+ * snapshot's directory is its own, not a link the jailed VMM planted. */
+static bool hibernated_after_all(struct sandbox *sb)
 {
-	struct stat st;
+	struct err oe;
+	int fd;
 
-	if ((sb->rec.state != SANDBOX_HIBERNATING && sb->rec.state != SANDBOX_BOOTING) || stat(hib_dir, &st) < 0 ||
-	    !S_ISDIR(st.st_mode))
+	if (sb->rec.state != SANDBOX_HIBERNATING && sb->rec.state != SANDBOX_BOOTING)
 		return false;
+	fd = sandbox_jail_open(sb, SANDBOX_HIBERNATE_REL, OPEN_BENEATH_DIR, NULL, &oe);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			kilnd_log("sandbox %s: its hibernation snapshot is unusable: %s", sb->rec.id, oe.msg);
+		return false;
+	}
+	close(fd);
 	kilnd_log("sandbox %s: %s was cut short; it stays hibernated", sb->rec.id,
 		  sb->rec.state == SANDBOX_BOOTING ? "a wake" : "a hibernation");
 	sb->rec.state = SANDBOX_HIBERNATED;
@@ -188,7 +196,7 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 			sandbox_cgroup_remove(sb);
 	}
 	kilnd_lock(d);
-	if (fate != REATTACH_NONE && !hibernated_after_all(sb, hib_dir)) {
+	if (fate != REATTACH_NONE && !hibernated_after_all(sb)) {
 		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1 };
 
 		if (fate == REATTACH_RECORDED) {

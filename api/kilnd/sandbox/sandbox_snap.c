@@ -21,6 +21,7 @@
 #include <fcntl.h>
 
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_jail.h"
 #include "vmm/snapshot/snapshot_layer.h"
 
 int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out, size_t cap)
@@ -30,9 +31,23 @@ int sandbox_checkpoint_dir(const struct sandbox *sb, const char *name, char *out
 		    : sandbox_pathf(out, cap, "%s/vm/checkpoints", sb->dir);
 }
 
-static int hibernate_path(const struct sandbox *sb, char *out, size_t cap)
+/* sandbox_jail_open's answer says what is there is not a checkpoint's
+ * directory (gone, or a link, a file, a fifo in its place); anything
+ * else (no descriptors left, no memory) says nothing about it. */
+static bool not_a_checkpoint_dir(int r)
 {
-	return sandbox_pathf(out, cap, "%s/vm/hibernate/image", sb->dir);
+	return r == -ENOENT || r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EINVAL;
+}
+
+/* Checkpoint `name`'s directory beneath vm/, for sandbox_jail_open. 0 or -1. */
+static int checkpoint_rel(const char *name, char *out, size_t cap)
+{
+	return sandbox_pathf(out, cap, "checkpoints/%s", name);
+}
+
+int sandbox_hibernate_dir(const struct sandbox *sb, char *out, size_t cap)
+{
+	return sandbox_pathf(out, cap, "%s/vm/" SANDBOX_HIBERNATE_REL, sb->dir);
 }
 
 /* Best effort after the guest stood still: its clock is behind. */
@@ -248,30 +263,49 @@ void sandbox_wait_unmerging_locked(struct sandbox *sb)
 }
 
 /*
- * Fold checkpoint `name` (in `dir`) into every checkpoint of `names`
+ * Fold checkpoint `name` into every checkpoint of `names`
  * layered on it, so that they stay whole once it is gone
  * (snap_layer_merge). The new bases go into `bases` (null: full). 0, or
  * -1 with e: nothing is deleted then, and those folded so far are whole
  * either way.
  */
-static int fold_into_layers(struct sandbox *sb, const char *name, const char *dir, json_t *names, json_t *bases,
-			    struct api_err *e)
+static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names, json_t *bases, struct api_err *e)
 {
 	char sub[PATH_MAX];
 	struct snap_merge_result res;
-	struct err me = { { 0 } };
+	struct err me = { { 0 } }, oe;
 	size_t i;
 	json_t *v;
-	int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), cfd, r = 0;
+	int pfd, cfd, r = 0;
 
-	if (pfd < 0)
-		return 0; /* nothing on disk to fold: the directory went already */
+	/* The jailed VMM writes these directories (sandbox_jail_open). */
+	snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
+	pfd = checkpoint_rel(name, sub, sizeof(sub)) ? -ENOENT : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+	if (pfd < 0 && not_a_checkpoint_dir(pfd)) {
+		/* nothing on disk to fold: the directory went already (or is
+		 * no directory: its VMM spoiled its own checkpoints) */
+		if (pfd != -ENOENT)
+			kilnd_log("sandbox %s: checkpoint '%s' folds into nothing: %s", sb->rec.id, name, oe.msg);
+		return 0;
+	}
+	if (pfd < 0) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s': %s; nothing was deleted, retry", sb->rec.id,
+			    name, oe.msg);
+		return -1;
+	}
 	json_array_foreach (names, i, v) {
 		const char *child = json_string_value(v);
 
-		if (sandbox_checkpoint_dir(sb, child, sub, sizeof(sub)) ||
-		    (cfd = open(sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		cfd = checkpoint_rel(child, sub, sizeof(sub)) ? -ENOENT
+							       : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+		if (cfd < 0 && not_a_checkpoint_dir(cfd))
 			continue;
+		if (cfd < 0) {
+			api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s', maybe the base of '%s': %s; nothing was deleted, retry",
+				    sb->rec.id, name, child, oe.msg);
+			r = -1;
+			break;
+		}
 		r = snap_layer_merge(pfd, cfd, &res, &me);
 		close(cfd);
 		if (r) {
@@ -335,7 +369,7 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 	sb->cp_merging = true;
 	kilnd_unlock(d);
 
-	r = fold_into_layers(sb, name, dir, names, bases, e);
+	r = fold_into_layers(sb, name, names, bases, e);
 
 	kilnd_lock(d);
 	sb->cp_merging = false;
@@ -375,7 +409,7 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	enum sandbox_state to;
 	int r;
 
-	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || hibernate_path(sb, hib, sizeof(hib))) {
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || sandbox_hibernate_dir(sb, hib, sizeof(hib))) {
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
@@ -421,30 +455,51 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 
 void sandbox_checkpoints_reconcile(struct sandbox *sb)
 {
-	char dir[PATH_MAX], sub[PATH_MAX];
+	char dir[PATH_MAX], rel[PATH_MAX], sub[PATH_MAX];
 	struct dirent *de;
-	struct stat st;
+	struct err oe;
 	DIR *dh;
+	int fd;
 
 	if (!sb->rec.checkpoints || sandbox_checkpoint_dir(sb, NULL, dir, sizeof(dir)))
 		return;
 	for (size_t i = json_array_size(sb->rec.checkpoints); i-- > 0;) {
 		const char *name = json_string_value(json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
 
-		if (sandbox_checkpoint_dir(sb, name, sub, sizeof(sub)) == 0 && stat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+		/* Its own directory, not a link the jailed VMM put in its place. */
+		snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
+		fd = name && checkpoint_rel(name, rel, sizeof(rel)) == 0
+			     ? sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)
+			     : -ENOENT;
+		if (fd >= 0)
+			close(fd);
+		if (!not_a_checkpoint_dir(fd)) {
+			if (fd < 0)
+				kilnd_log("sandbox %s: checkpoint '%s' kept, unchecked: %s", sb->rec.id, name, oe.msg);
 			continue;
-		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more; dropped", sb->rec.id, name);
+		}
+		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more (%s); dropped", sb->rec.id,
+			  name ? name : "?", oe.msg);
 		json_array_remove(sb->rec.checkpoints, i);
 	}
-	dh = opendir(dir);
-	if (!dh)
+	fd = sandbox_jail_open(sb, "checkpoints", OPEN_BENEATH_DIR, NULL, &oe);
+	if (fd < 0) {
+		if (fd != -ENOENT)
+			kilnd_log("sandbox %s: cannot read its checkpoints: %s", sb->rec.id, oe.msg);
 		return;
+	}
+	dh = fdopendir(fd);
+	if (!dh) {
+		close(fd);
+		return;
+	}
 	while ((de = readdir(dh))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    checkpoint_find(sb->rec.checkpoints, de->d_name, NULL))
 			continue;
-		/* A checkpoint kilnd never recorded (it stopped mid-way), or
-		 * kiln-vmm's scratch copy of one. */
+		/* A checkpoint kilnd never recorded (it stopped mid-way),
+		 * kiln-vmm's scratch copy of one, or what the VMM planted (a
+		 * link, a fifo: removed as themselves). */
 		if (sandbox_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
 			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id, sub);
 			sandbox_remove_dir(sub);
@@ -481,7 +536,7 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	enum sandbox_state to;
 	bool was_paused, paused_here = false;
 
-	if (hibernate_path(sb, dir, sizeof(dir))) {
+	if (sandbox_hibernate_dir(sb, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}
@@ -567,7 +622,7 @@ int sandbox_wake_locked(struct sandbox *sb, struct api_err *e)
 	enum sandbox_state to;
 	int r;
 
-	if (hibernate_path(sb, dir, sizeof(dir))) {
+	if (sandbox_hibernate_dir(sb, dir, sizeof(dir))) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: hibernation path too long", sb->rec.id);
 		return -1;
 	}

@@ -201,7 +201,7 @@ static void remove_leftover(struct kilnd *d, const char *id, const char *dir, co
 	sandbox_remove_dir(dir);
 }
 
-/* Load one sandbox directory's meta.json (path: its hibernate/ then). */
+/* Load one sandbox directory's meta.json (path: its hibernation snapshot then). */
 static void load_one(struct kilnd *d, const char *id)
 {
 	char dir[PATH_MAX], path[PATH_MAX + 16], why[ERR_MSG_MAX + 64], err[ERR_MSG_MAX];
@@ -261,7 +261,7 @@ static void load_one(struct kilnd *d, const char *id)
 	snprintf(sb->dir, sizeof(sb->dir), "%s", dir);
 	if (sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", dir) ||
 	    sandbox_pathf(sb->control, sizeof(sb->control), "%s/vm/control.sock", dir) ||
-	    sandbox_pathf(path, sizeof(path), "%s/hibernate", dir)) {
+	    sandbox_hibernate_dir(sb, path, sizeof(path))) {
 		sandbox_free(sb);
 		return;
 	}

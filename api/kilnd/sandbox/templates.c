@@ -13,6 +13,7 @@
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/sandbox/images.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/templates.h"
 #include "vmm/snapshot/snapshot_io.h"
 
@@ -631,26 +632,85 @@ json_t *template_defaults(struct kilnd *d, const char *name)
 	return def;
 }
 
+/* What kiln-vmm's overlay of a disk (devices/blk/blk_backend.c) adds to
+ * the disk's size: a header, an allocation bitmap of at most 64 MiB, the
+ * size rounded up to a block of at most 1 MiB. A disk0 larger than its
+ * disk plus this is not the template's disk. */
+#define TEMPLATE_DISK_OVERHEAD (80ull << 20)
+
+/* Where the ready checkpoint's copy of the template's overlay is, beneath vm/. */
+#define TEMPLATE_DISK_FILE "checkpoints/" TEMPLATE_READY_CHECKPOINT "/disk0"
+
+/* The template's disk: disk_mib, else its image's size. 0 when unknown. */
+static uint64_t template_disk_bytes(const struct sandbox *from)
+{
+	struct stat st;
+
+	if (from->rec.spec.disk_mib)
+		return (uint64_t)from->rec.spec.disk_mib << 20;
+	return stat(from->rec.image_path, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+}
+
+/*
+ * Copy the template's disk into a new file at ovl. The build's jailed
+ * kiln-vmm wrote the checkpoint directory, so it may have planted a link
+ * or a fifo there: the file is opened with sandbox_jail_open (nothing
+ * followed, nothing waited on, a regular file only) and must be no
+ * larger than an overlay of the template's disk, before and after the
+ * copy. 0, or -errno with e.
+ */
+static int copy_template_disk(const struct sandbox *from, const char *ovl, struct err *e)
+{
+	uint64_t disk = template_disk_bytes(from), max = disk + TEMPLATE_DISK_OVERHEAD;
+	struct stat st;
+	int in, out, r;
+
+	if (!disk)
+		return err_set(e, ENOENT, "its image %s is gone or empty, so its disk's size is unknown",
+			       from->rec.image_path);
+	in = sandbox_jail_open(from, TEMPLATE_DISK_FILE, OPEN_BENEATH_FILE, &st, e);
+	if (in < 0)
+		return in;
+	if ((uint64_t)st.st_size > max) {
+		r = err_set(e, EFBIG, "%s/vm/%s is %lld bytes, more than an overlay of its disk can be (%llu bytes at most): refused",
+			    from->dir, TEMPLATE_DISK_FILE, (long long)st.st_size, (unsigned long long)max);
+		close(in);
+		return r;
+	}
+	out = open(ovl, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (out < 0) {
+		r = err_set(e, errno, "creating %s: %s", ovl, strerror(errno));
+		close(in);
+		return r;
+	}
+	r = snap_copy_data(in, out, NULL);
+	if (r)
+		err_set(e, -r, "copying %s/vm/%s to %s: %s", from->dir, TEMPLATE_DISK_FILE, ovl, strerror(-r));
+	/* A file that grew while it was copied (the jail wrote on). */
+	else if (fstat(out, &st) < 0 || (uint64_t)st.st_size > max)
+		r = err_set(e, EFBIG, "%s/vm/%s grew past %llu bytes while it was copied: refused", from->dir,
+			    TEMPLATE_DISK_FILE, (unsigned long long)max);
+	close(in);
+	if (close(out) < 0 && !r)
+		r = err_set(e, errno, "writing %s: %s", ovl, strerror(errno));
+	return r;
+}
+
 /* Boot the kernel on a copy of the template's disk (the ready
  * checkpoint's overlay copy): a new sandbox of peer's. */
 static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const char *reason, const struct peer *peer,
 			 json_t **view, struct api_err *e)
 {
 	const char *name = rec_str(rec, "name");
-	char image[PATH_MAX], disk[PATH_MAX], ovl[PATH_MAX + 16];
+	char image[PATH_MAX], ovl[PATH_MAX + 16];
 	struct sandbox_spec spec;
 	struct sandbox *sb, *from;
-	int in, out, r;
+	struct err ce;
+	int r;
 
 	from = template_sandbox(d, rec, e);
 	if (!from)
 		return -1;
-	if (sandbox_checkpoint_dir(from, TEMPLATE_READY_CHECKPOINT, disk, sizeof(disk) - 8)) {
-		sandbox_put(from);
-		api_err_set(e, API_E_INTERNAL, "template: path too long");
-		return -1;
-	}
-	strcat(disk, "/disk0");
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
 	if (json_object_set_new(body, "image", json_string(from->rec.spec.image)) ||
 	    json_object_set_new(body, "network", json_string(firewall_network_name(from->rec.spec.network)))) {
@@ -679,19 +739,14 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 	r = -1;
 	if (sb) {
 		snprintf(ovl, sizeof(ovl), "%s/overlay", sb->dir);
-		in = open(disk, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		out = in < 0 ? -1 : open(ovl, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-		r = in < 0 || out < 0 ? -errno : snap_copy_data(in, out, NULL);
-		if (in >= 0)
-			close(in);
-		if (out >= 0 && close(out) < 0 && !r)
-			r = -errno;
+		r = copy_template_disk(from, ovl, &ce);
 		kilnd_lock(d);
 		snprintf(sb->rec.tmpl, sizeof(sb->rec.tmpl), "%s", name);
 		sb->refs++;
 		kilnd_unlock(d);
 		if (r) {
-			api_err_set(e, API_E_IO_ERROR, "template %s: copying its disk %s: %s", name, disk, strerror(-r));
+			api_err_set(e, API_E_IO_ERROR, "template %s: cannot use its disk: %s; build the template again (POST /v1/templates)",
+				    name, ce.msg);
 			/* boots nothing: create_finish needs a boot; remove it by hand */
 			kilnd_lock(d);
 			sandbox_registry_remove_locked(d, sb);
