@@ -61,22 +61,27 @@ function walk(dir, rel = '') {
   for (const n of names) {
     const r = rel ? `${rel}/${n}` : n;
     const st = fs.lstatSync(at(r));
-    out.push({ name: Buffer.from(r, 'latin1').toString('utf8'), st });
+    out.push({ name: Buffer.from(r, 'latin1').toString('utf8'), raw: r, st });
     if (st.isDirectory()) out.push(...walk(dir, r));
   }
   return out;
 }
 
-/** No symlink below dir points outside it, however it resolves. */
+/** No symlink below dir points outside it, however it resolves (names as bytes: latin1 strings). */
 function assertNoLinkOut(dir) {
+  const L = (s) => Buffer.from(s, 'latin1');
   const real = fs.realpathSync(dir);
-  for (const { name, st } of walk(dir)) {
+  for (const { name, raw, st } of walk(dir)) {
     if (!st.isSymbolicLink()) continue;
-    const p = path.join(dir, name);
-    const target = fs.readlinkSync(p);
-    assert.ok(!path.isAbsolute(target), `symlink ${name} -> ${target} is absolute`);
+    const p = `${dir}/${raw}`;
+    const target = fs.readlinkSync(L(p), { encoding: 'latin1' });
+    assert.ok(!target.startsWith('/'), `symlink ${name} -> ${target} is absolute`);
     let resolved;
-    try { resolved = fs.realpathSync(p); } catch { resolved = path.resolve(path.dirname(fs.realpathSync(path.dirname(p))), target); }
+    try {
+      resolved = fs.realpathSync.native(L(p), { encoding: 'latin1' });
+    } catch {
+      resolved = path.posix.resolve(fs.realpathSync.native(L(path.posix.dirname(p)), { encoding: 'latin1' }), target);
+    }
     assert.ok(resolved === real || resolved.startsWith(`${real}/`), `symlink ${name} -> ${target} resolves to ${resolved}, outside ${real}`);
   }
 }
@@ -323,4 +328,80 @@ test('downloadDir: an answer cut off by kilnd (no last chunk) rejects, never han
   } finally {
     await f.close();
   }
+}));
+
+function prng(seed) {
+  let s = seed >>> 0;
+  return () => { s = (s * 1664525 + 1013904223) >>> 0; return s / 4294967296; };
+}
+
+// Where a mutation lands: mostly a header's name, size, type, link or
+// prefix field, or the first bytes after a header (pax records, long
+// names); sometimes anywhere.
+const FIELDS = [[0, 100], [124, 136], [156, 157], [157, 257], [345, 500], [512, 600]];
+
+/** buf with a few bytes changed, inserted, dropped or cut, then every header's checksum made right again. */
+function mutateTar(buf, rnd) {
+  const heads = [];
+  for (let off = 0; off + 512 <= buf.length; off += 512) if (buf.toString('latin1', off + 257, off + 262) === 'ustar') heads.push(off);
+  const out = [...buf];
+  for (let n = 1 + Math.floor(rnd() * 4); n > 0; n--) {
+    let at = Math.floor(rnd() * out.length);
+    if (rnd() < 0.8) {
+      const [lo, hi] = FIELDS[Math.floor(rnd() * FIELDS.length)];
+      at = Math.min(out.length - 1, heads[Math.floor(rnd() * heads.length)] + lo + Math.floor(rnd() * (hi - lo)));
+    }
+    switch (Math.floor(rnd() * 6)) {
+      case 0: out.splice(at, 1 + Math.floor(rnd() * 8)); break;
+      case 1: out.splice(at, 0, ...Buffer.from(['..', '/', '../', '\0', '77777777777', '2', '1', 'x', 'L'][Math.floor(rnd() * 9)])); break;
+      case 2: if (rnd() < 0.3) out.length = at; break;
+      default: out[at] = rnd() < 0.5 ? Math.floor(rnd() * 256) : '.\0/21x5L6'.charCodeAt(Math.floor(rnd() * 9));
+    }
+  }
+  const b = Buffer.from(out);
+  for (let off = 0; off + 512 <= b.length; off += 512) {
+    if (b.toString('latin1', off + 257, off + 262) !== 'ustar') continue;
+    b.fill(' ', off + 148, off + 156);
+    let sum = 0;
+    for (let i = off; i < off + 512; i++) sum += b[i];
+    b.write(`${sum.toString(8).padStart(6, '0')}\0 `, off + 148, 'latin1');
+  }
+  return b;
+}
+
+// Mutated archives, checksums fixed so that the mutations reach names,
+// types, sizes and pax records: every one settles with counts or a
+// KilnError, and nothing is ever written outside or linked out.
+// KILN_FUZZ_ROUNDS raises the rounds (default 200), KILN_FUZZ_SEED picks another seed.
+test('downloadDir: mutated archives never write outside, never throw anything but a KilnError', () => scratch(async ({ top, out, outside }) => {
+  const { extractTarGz } = await import('../src/untar.js');
+  const seed = Number(process.env.KILN_FUZZ_SEED || 32);
+  const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 200);
+  const rnd = prng(seed);
+  const base = Buffer.concat([
+    t.dir('d/'), t.file('d/f', 'data'), t.symlink('d/l', '../d/f'), t.symlink('s', 'd'), t.hardlink('h', 'd/f'),
+    t.gnuLong(`${'g'.repeat(110)}/n`), t.file('short', 'gnu'), t.pax({ path: `d/${'p'.repeat(120)}`, linkpath: 'f' }), t.symlink('x', 'y'),
+    t.header('fifo', { type: '6' }), t.file('e', ''), t.END,
+  ]);
+  const seen = {};
+  for (let r = 0; r < rounds; r++) {
+    fs.rmSync(out, { recursive: true, force: true });
+    const tgz = zlib.gzipSync(mutateTar(base, rnd));
+    async function* one() { yield tgz; }
+    const res = await extractTarGz(one(), out).then((v) => 'ok', (e) => {
+      if (!(e instanceof kiln.KilnError)) throw new Error(`seed ${seed} round ${r}: ${e.stack}`);
+      return e.name;
+    });
+    seen[res] = (seen[res] || 0) + 1;
+    assert.deepEqual(fs.readdirSync(outside), [], `seed ${seed} round ${r}`);
+    assert.deepEqual(fs.readdirSync(top).sort(), ['out', 'outside'], `seed ${seed} round ${r}`);
+    assertNoLinkOut(out);
+    for (const { name, st } of walk(out)) {
+      assert.ok(st.isFile() || st.isDirectory() || st.isSymbolicLink(), `seed ${seed} round ${r}: ${name} is a special file`);
+      assert.equal(st.mode & 0o7000, 0, `seed ${seed} round ${r}: ${name} has set-id or sticky bits`);
+    }
+  }
+  if (process.env.KILN_FUZZ_SHOW) console.log(JSON.stringify(seen));
+  // The mutations reach past the checksum: some archives still extract, some are refused as unsafe.
+  assert.ok(seen.ok && seen.UnsafePathError && seen.BadArchiveError, JSON.stringify(seen));
 }));
