@@ -4,6 +4,7 @@ import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { Transport, seg, errorFromBody, DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';
 import { downloadTo } from './download.js';
+import { extractTarGz } from './untar.js';
 import { Templates, imagesOf } from './templates.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
@@ -431,28 +432,14 @@ export class Files {
   }
 
   /**
-   * Downloads the guest directory into a local directory (created if missing) through the system `tar xzf`.
-   * The archive is the guest's: even run as root, tar keeps none of its owners or set-id bits, and
-   * GNU tar refuses members that climb out of the directory.
+   * Downloads the guest directory into a local directory (created if missing), extracted here
+   * (untar.js), not by the system tar. The archive is the guest's: absolute names, `..`, links
+   * that leave the directory and writes through a link already on disk are refused
+   * (UnsafePathError naming the member; members before it stay), special files skipped, no owners
+   * or set-id bits kept. Resolves with {files, dirs, symlinks, hardlinks, skipped, bytes}.
    */
   async downloadDir(path, localDir, opts = {}) {
-    fs.mkdirSync(localDir, { recursive: true });
-    const chunks = await this.downloadArchive(path, opts);
-    const tar = spawn('tar', ['xzf', '-', '-C', localDir, '--no-same-owner', '--no-same-permissions', '--no-overwrite-dir'],
-      { stdio: ['pipe', 'ignore', 'pipe'] });
-    const status = tarStatus(tar);
-    try {
-      for await (const c of chunks) {
-        if (!tar.stdin.write(c)) await new Promise((resolve) => { tar.stdin.once('drain', resolve); tar.stdin.once('close', resolve); });
-      }
-      tar.stdin.end();
-    } catch (e) {
-      tar.kill();
-      await status;
-      throw e;
-    }
-    const { code, err } = await status;
-    if (code !== 0) throw new KilnError(`tar xzf into ${localDir} failed: ${err.trim() || `exit ${code}`}`, { code: 'local_tar' });
+    return extractTarGz(await this.downloadArchive(path, opts), localDir);
   }
 }
 

@@ -314,8 +314,22 @@ export class Files {
   uploadArchive(path: string, source: ByteSource, opts?: FileQuery): Promise<KilnObject>;
   /** A local directory's contents into the guest directory (system tar czf, streamed). */
   uploadDir(localDir: string, path: string, opts?: FileQuery): Promise<KilnObject>;
-  /** The guest directory into a local one (system tar xzf, streamed). */
-  downloadDir(path: string, localDir: string, opts?: FileQuery): Promise<void>;
+  /**
+   * The guest directory into a local one (made if missing), streamed and extracted by the SDK itself:
+   * absolute names, `..`, links leaving localDir and writes through a link already there are refused
+   * (UnsafePathError), a corrupt or cut archive is a BadArchiveError; special files are skipped.
+   */
+  downloadDir(path: string, localDir: string, opts?: FileQuery): Promise<ExtractCounts>;
+}
+
+/** What downloadDir extracted; bytes is file data. */
+export interface ExtractCounts {
+  files: number;
+  dirs: number;
+  symlinks: number;
+  hardlinks: number;
+  skipped: number;
+  bytes: number;
 }
 
 export interface WriteOptions extends FileQuery {

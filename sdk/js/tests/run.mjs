@@ -1,6 +1,7 @@
 // All of the JS SDK's unit tests, with cmocka's summary lines.
 import { run } from './runner.mjs';
 import './sdk_test.mjs';
+import './untar_test.mjs';
 import './templates_test.mjs';
 import './mcp_test.mjs';
 import './package_test.mjs';

@@ -446,7 +446,7 @@ test('a download cut without its last chunk is a KilnConnectionError, not a shor
   await assert.rejects(sb.files.read('/x'), kiln.KilnConnectionError);
 }));
 
-test('directories go through the archive endpoints with the system tar', async () => {
+test('directories go through the archive endpoints (uploadDir with the system tar, downloadDir read by the SDK)', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-sdk-'));
   fs.mkdirSync(path.join(dir, 'src/sub'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'src/sub/f.txt'), 'inside\n');

@@ -22,6 +22,8 @@ async function main(): Promise<void> {
   await p.wait(1000);
   await sb.files.download('/tmp/a', '/tmp/b');
   await sb.files.uploadDir('/tmp', '/w');
+  const got: number = (await sb.files.downloadDir('/w', '/tmp/w')).files + 0;
+  process_(String(got));
   await withSandbox(kiln, { image: 'minimal' }, async (s) => s.id);
   try {
     await sb.refresh();
