@@ -366,6 +366,9 @@ static int make_dir(struct cli_untar *u, const struct tar_member *m, int pfd, co
 	return 0;
 }
 
+/* Only to a regular file: a hard link to a symlink is that symlink again
+ * at another depth (`d/e/l -> ../../x` stays in, the same linked as `top`
+ * points out), and directories, fifos and devices have no place either. */
 static int make_hardlink(struct cli_untar *u, const struct tar_member *m, int pfd, const char *base)
 {
 	size_t sdlen;
@@ -384,8 +387,9 @@ static int make_hardlink(struct cli_untar *u, const struct tar_member *m, int pf
 		return member_errno(u, m, "opening its link's directory", -spfd);
 	if (fstatat(spfd, sbase, &s, AT_SYMLINK_NOFOLLOW))
 		rc = member_errno(u, m, "looking at its link (it must come earlier in the archive)", errno);
-	else if (S_ISDIR(s.st_mode))
-		rc = untar_fail(u, "archive member '%.200s': a hard link to a directory", m->name);
+	else if (!S_ISREG(s.st_mode))
+		rc = untar_fail(u, "archive member '%.200s': a hard link to '%.200s', which is not a regular file; "
+				   "an archive may only hard-link files", m->name, m->link);
 	else
 		rc = clear_way(u, m, pfd, base);
 	if (!rc && linkat(spfd, sbase, pfd, base, 0))

@@ -25,6 +25,9 @@
  *    a member's own name is removed first when something other than a
  *    directory is there, then created with O_EXCL | O_NOFOLLOW. A
  *    symlink already in the destination is replaced, never followed.
+ *    A hard link must name a regular file already in the destination
+ *    (looked at without following it): one to a symlink would be that
+ *    symlink again at another depth, pointing out of the tree.
  *    Modes are the archive's less the umask; directories keep u+rwx so
  *    their members can be created; files get the archive's mtime.
  */

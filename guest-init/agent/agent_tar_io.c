@@ -21,6 +21,10 @@
  *  4. An existing non-directory where a member goes is unlinked first,
  *     never opened through; a directory there is kept for a directory
  *     member and refused (`is_directory`) for anything else.
+ *  5. A hard link's target must be a regular file (looked at with
+ *     AT_SYMLINK_NOFOLLOW): a hard link to a symlink is that symlink again
+ *     at another depth, so `d/e/l -> ../../x` linked as `top` would point
+ *     out of the target although each member passed layer 1.
  * The request's user (fsuid/fsgid) owns everything created; archive
  * ownership is ignored, and modes are masked to 0777 for "user".
  */
@@ -254,9 +258,10 @@ static int create_member(struct upload *u, const struct tar_member *m)
 			else
 				member_errno(u, m, "looking at its link", e);
 			r = -1;
-		} else if (S_ISDIR(st.st_mode)) {
+		} else if (!S_ISREG(st.st_mode)) {
+			/* Layer 5: not a symlink (nor a directory, fifo or device). */
 			fs_send_error(u->c, AGENT_E_UNSAFE_PATH,
-				      "tar hard link '%.200s' -> '%.200s': a hard link to a directory; an archive may only hard-link files",
+				      "tar hard link '%.200s' -> '%.200s': not a regular file; an archive may only hard-link files",
 				      m->name, m->link);
 			r = -1;
 		} else if (fstat(pfd, &pst) == 0 && fstat(spfd, &spst) == 0 &&

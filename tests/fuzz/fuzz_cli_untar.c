@@ -8,13 +8,16 @@
  * Input: split seed (1 byte; bit 1: fix every ustar header's checksum
  * first), then the archive.
  * Invariants: nothing outside the destination changes (the directory
- * beside it holds its one file, unchanged); no set-id file appears; a
- * failure says why; no file descriptor leaks.
+ * beside it holds its one file, unchanged); no set-id file appears; no
+ * symlink but the two planted ones points out of the destination, read
+ * lexically from where it sits (a hard link to a symlink would be it at
+ * another depth); a failure says why; no file descriptor leaks.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,12 +96,37 @@ static void check_outside(void)
 	close(fd);
 }
 
-static int no_setid(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+/* Whether symlink p, ftw->level deep below dest, resolves lexically
+ * inside it. The extractor never creates through a symlink, so the
+ * directories above p are real and the lexical reading is the kernel's. */
+static int link_stays_in(const char *p, const struct FTW *ftw)
 {
-	(void)p;
+	char t[PATH_MAX + 1];
+	ssize_t n = readlink(p, t, PATH_MAX);
+	int depth = ftw->level - 1;
+
+	FUZZ_ASSERT(n >= 0);
+	t[n] = 0;
+	if (t[0] == '/')
+		return 0;
+	for (char *c = strtok(t, "/"); c; c = strtok(NULL, "/")) {
+		if (!strcmp(c, ".."))
+			depth--;
+		else if (strcmp(c, "."))
+			depth++;
+		if (depth < 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int check_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	bool planted = ftw->level == 1 && (!strcmp(p + ftw->base, "link") || !strcmp(p + ftw->base, "ldir"));
+
 	(void)flag;
-	(void)ftw;
 	FUZZ_ASSERT(!S_ISREG(st->st_mode) || !(st->st_mode & (S_ISUID | S_ISGID)));
+	FUZZ_ASSERT(!S_ISLNK(st->st_mode) || planted || link_stays_in(p, ftw));
 	return 0;
 }
 
@@ -145,6 +173,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(root);
 	FUZZ_ASSERT(count_fds() == fds);
 	check_outside();
-	nftw(dest, no_setid, 16, FTW_PHYS);
+	nftw(dest, check_entry, 16, FTW_PHYS);
 	return 0;
 }

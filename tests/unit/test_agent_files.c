@@ -1096,6 +1096,49 @@ static void test_tar_upload_confinement(void **state)
 	free(t.b);
 }
 
+/* A hard link to a symlink is the symlink again at another depth:
+ * `d/e/l -> ../../x` stays inside, the same as `top` would point out. Only
+ * regular files may be hard-linked; a fifo already there neither. */
+static void test_tar_upload_hardlink_not_file(void **state)
+{
+	struct tarb t = { 0 };
+	struct reply r;
+	char got[16];
+
+	(void)state;
+	NEED_ROOT();
+	put_dir("u/hl", 0755, 1000);
+	tb_add(&t, '5', "d/", NULL, NULL, 0755);
+	tb_add(&t, '5', "d/e/", NULL, NULL, 0755);
+	tb_add(&t, '2', "d/e/l", "../../x", NULL, 0777);
+	tb_add(&t, '1', "top", "d/e/l", NULL, 0644);
+	tb_end(&t);
+	upload(P("u/hl"), "user", &t, 65536, &r);
+	if (!err_code(&r))
+		fail_msg("hard link to a symlink accepted: %s", r.lines);
+	assert_string_equal(err_code(&r), "unsafe_path");
+	assert_string_equal(json_string_value(json_object_get(r.last, "message")),
+			    "tar hard link 'top' -> 'd/e/l': not a regular file; an archive may only hard-link files");
+	reply_free(&r);
+	assert_false(exists(P("u/hl/top")));
+	assert_int_equal(readlink(P("u/hl/d/e/l"), got, sizeof(got)), 7); /* members before it stay */
+	assert_memory_equal(got, "../../x", 7);
+	free(t.b);
+	t = (struct tarb){ 0 };
+
+	assert_int_equal(mkfifo(P("u/hl/fifo"), 0644), 0);
+	assert_int_equal(chown(P("u/hl/fifo"), 1000, 1000), 0);
+	tb_add(&t, '1', "hf", "fifo", NULL, 0644);
+	tb_end(&t);
+	upload(P("u/hl"), "user", &t, 65536, &r);
+	if (!err_code(&r))
+		fail_msg("hard link to a fifo accepted: %s", r.lines);
+	assert_string_equal(err_code(&r), "unsafe_path");
+	reply_free(&r);
+	assert_false(exists(P("u/hl/hf")));
+	free(t.b);
+}
+
 static void test_tar_upload_hostile_bytes(void **state)
 {
 	struct tarb t = { 0 };
@@ -1266,6 +1309,7 @@ int main(void)
 		cmocka_unit_test(test_list_dir_deep),
 		cmocka_unit_test(test_tar_upload),
 		cmocka_unit_test(test_tar_upload_confinement),
+		cmocka_unit_test(test_tar_upload_hardlink_not_file),
 		cmocka_unit_test(test_tar_upload_hostile_bytes),
 		cmocka_unit_test(test_tar_download),
 		cmocka_unit_test(test_tar_roundtrip),

@@ -465,6 +465,38 @@ static void test_hostile_archives(void **state)
 	assert_true(strlen(err) > 0);
 }
 
+/* A guest's archive with a hard link to a symlink: `d/e/l -> ../../x`
+ * stays inside, the same link as `top` would point out of the
+ * destination. Only regular files may be hard-linked: refused, naming the
+ * member, and no link leads out afterwards; a fifo already there neither. */
+static void test_hardlink_not_file(void **state)
+{
+	struct mem t = { 0 };
+	char err[CLI_TAR_ERR_MAX], got[16], p[256];
+
+	(void)state;
+	tb_add(&t, '5', "d/", NULL, NULL);
+	tb_add(&t, '5', "d/e/", NULL, NULL);
+	tb_add(&t, '2', "d/e/l", "../../x", NULL);
+	tb_add(&t, '1', "top", "d/e/l", NULL);
+	tb_end(&t);
+	assert_int_equal(extract(&t, "h1", err, sizeof(err)), -1);
+	assert_string_equal(err, "archive member 'top': a hard link to 'd/e/l', which is not a regular file; an "
+				 "archive may only hard-link files");
+	assert_false(exists("h1/top"));
+	snprintf(p, sizeof(p), "%s/h1/d/e/l", D); /* members before it stay */
+	assert_int_equal(readlink(p, got, sizeof(got)), 7);
+	assert_memory_equal(got, "../../x", 7);
+
+	snprintf(p, sizeof(p), "%s/h1/fifo", D);
+	assert_int_equal(mkfifo(p, 0644), 0);
+	tb_add(&t, '1', "hf", "fifo", NULL);
+	tb_end(&t);
+	assert_int_equal(extract(&t, "h1", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "archive member 'hf': a hard link to 'fifo', which is not a regular file"));
+	assert_false(exists("h1/hf"));
+}
+
 /* A tree deeper than an archive name can be: an error naming the path. */
 static void test_writer_name_too_long(void **state)
 {
@@ -523,6 +555,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_tree_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_archives, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hardlink_not_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_long_component, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_name_too_long, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writer_output_fails, setup, teardown),
