@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/core/firewall_spec.h"
+#include "api/kilnd/sandbox/sandbox_egress.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 #include "api/kilnd/sandbox/vmm_output.h"
@@ -206,6 +207,16 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	sb->busy_op = "firewall";
 	kilnd_unlock(d);
 	r = fw_write(sb, canon, e);
+	if (!r && has_vmm(st)) {
+		struct api_err ge;
+
+		/* Outside the VMM first. On failure the old table, and maybe part
+		 * of the new one, still hold: never less than the new rules deny. */
+		if (sandbox_egress_apply(sb, sb->rec.cgroup, canon, &ge)) {
+			api_err_set(e, API_E_INTERNAL, "%s (the rules are saved and apply at the next boot)", ge.msg);
+			r = -1;
+		}
+	}
 	if (!r && has_vmm(st)) {
 		struct api_err ce;
 
