@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +65,23 @@ static int own_cgroup(char *dir, size_t cap)
 	return 0;
 }
 
+/*
+ * This process's pid as /proc (the host's, until the jail) names it: a
+ * standalone `kiln-vmm --jail` creates its VM as pid 1 of a pid namespace
+ * of its own, where getpid() would give every such kiln-vmm the same name.
+ */
+static long proc_pid(void)
+{
+	char link[32];
+	ssize_t n = readlink("/proc/self", link, sizeof(link) - 1);
+	uint64_t pid;
+
+	if (n <= 0)
+		return getpid();
+	link[n] = '\0';
+	return num_parse_u64(link, 10, 1, INT_MAX, &pid) ? getpid() : (long)pid;
+}
+
 /* Remove the empty kiln-passt-<pid> cgroups of kiln-vmms that are gone. */
 static void prune(int dirfd)
 {
@@ -79,13 +95,16 @@ static void prune(int dirfd)
 		return;
 	}
 	while ((de = readdir(d))) {
+		char proc[32];
 		uint64_t pid;
 
 		if (strncmp(de->d_name, PREFIX, strlen(PREFIX)) ||
 		    num_parse_u64(de->d_name + strlen(PREFIX), 10, 1, INT_MAX, &pid))
 			continue;
-		/* A live one may be someone else's pid now: left for a later start. */
-		if (kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		/* Through /proc, as the name was made; a live one may be
+		 * someone else's pid now: left for a later start. */
+		snprintf(proc, sizeof(proc), "/proc/%llu", (unsigned long long)pid);
+		if (access(proc, F_OK) < 0 && errno == ENOENT)
 			unlinkat(dirfd, de->d_name, AT_REMOVEDIR); /* only empty cgroups go */
 	}
 	closedir(d);
@@ -148,7 +167,7 @@ int egress_subgroup_open(const struct net_addr *resolver, int *procs_fd, struct 
 		return 0;
 	}
 	prune(dirfd);
-	snprintf(name, sizeof(name), PREFIX "%d", (int)getpid());
+	snprintf(name, sizeof(name), PREFIX "%ld", proc_pid());
 	if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST) {
 		r = err_set(e, errno, "egress: cannot make a cgroup for passt in %s: %s", dir, strerror(errno));
 		close(dirfd);

@@ -10,7 +10,8 @@
  *    resolver's port 53 open, everything else open. Rules set with
  *    --firewall stay the packet filter's: the jailed VMM cannot change
  *    cgroup programs later, so they are not copied here.
- *  - The cgroup is <the caller's cgroup>/kiln-passt-<pid>: below the
+ *  - The cgroup is <the caller's cgroup>/kiln-passt-<pid> (the pid as
+ *    /proc names it: the host's, also inside a pid namespace): below the
  *    caller's own, so what passt uses is still counted where kiln-vmm's
  *    is. The child joins it by writing "0" to *procs_fd between fork and
  *    exec. A jailed kiln-vmm cannot remove it when it ends: each call

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -417,8 +418,9 @@ static void test_apply_replaces(void **state)
  */
 static void test_standalone_subgroup(void **state)
 {
-	char sub[600];
+	char sub[600], left[600];
 	struct net_passt_cfg c = { .address = "10.0.2.15", .prefix = 24, .gateway = "10.0.2.2", .dns = "10.0.2.3" };
+	pid_t dead;
 	struct net_backend *b = NULL;
 	struct err e;
 	struct stat st;
@@ -429,8 +431,17 @@ static void test_standalone_subgroup(void **state)
 	lo = listener(host_ns, "127.0.0.1", 7021, SOCK_STREAM);
 	host = listener(host_ns, HOST_ADDR, 7021, SOCK_STREAM);
 	rt = listener(remote_ns, REMOTE, 7021, SOCK_STREAM);
+	/* One an ended kiln-vmm left: removed by the next start. */
+	dead = fork();
+	assert_true(dead >= 0);
+	if (dead == 0)
+		_exit(0);
+	assert_int_equal(waitpid(dead, NULL, 0), dead);
+	snprintf(left, sizeof(left), "%s/kiln-passt-%d", cg_home, (int)dead);
+	assert_int_equal(mkdir(left, 0755), 0);
 	if (egress_subgroup_open(NULL, &fd, &e) != 1)
 		fail_msg("egress_subgroup_open: %s", e.msg);
+	assert_int_equal(stat(left, &st), -1);
 	snprintf(sub, sizeof(sub), "%s/kiln-passt-%d", cg_home, (int)getpid());
 	assert_int_equal(stat(sub, &st), 0);
 	c.join_cgroup_fd = fd;
