@@ -185,7 +185,7 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	enum sandbox_state st;
 	bool applied = false;
 	size_t cut = 0;
-	char *line = NULL;
+	char *line = NULL, cg[PATH_MAX];
 	int r = -1;
 
 	*out = NULL;
@@ -205,6 +205,7 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	}
 	/* Other lifecycle requests (a boot that would read the file) wait. */
 	sb->busy_op = "firewall";
+	snprintf(cg, sizeof(cg), "%s", sb->rec.cgroup);
 	kilnd_unlock(d);
 	r = fw_write(sb, canon, e);
 	if (!r && has_vmm(st)) {
@@ -212,9 +213,16 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 
 		/* Outside the VMM first. On failure the old table, and maybe part
 		 * of the new one, still hold: never less than the new rules deny. */
-		if (sandbox_egress_apply(sb, sb->rec.cgroup, canon, &ge)) {
-			api_err_set(e, API_E_INTERNAL, "%s (the rules are saved and apply at the next boot)", ge.msg);
-			r = -1;
+		if (sandbox_egress_apply(sb, cg, canon, &ge)) {
+			kilnd_lock(d);
+			st = sb->rec.state;
+			kilnd_unlock(d);
+			/* A VMM that ended meanwhile took its cgroup along: the next boot attaches the file's. */
+			if (has_vmm(st)) {
+				api_err_set(e, API_E_INTERNAL, "%s (the rules are saved and apply at the next boot)",
+					    ge.msg);
+				r = -1;
+			}
 		}
 	}
 	if (!r && has_vmm(st)) {
