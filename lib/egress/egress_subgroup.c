@@ -168,10 +168,11 @@ int egress_subgroup_open(const struct net_addr *resolver, int *procs_fd, struct 
 	}
 	prune(dirfd);
 	snprintf(name, sizeof(name), PREFIX "%ld", proc_pid());
+	/* Like no cgroup v2 at all (a read-only cgroupfs in a container): said, not fatal. */
 	if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST) {
-		r = err_set(e, errno, "egress: cannot make a cgroup for passt in %s: %s", dir, strerror(errno));
+		err_set(e, 0, "cannot make a cgroup for passt in %s: %s", dir, strerror(errno));
 		close(dirfd);
-		return r;
+		return 0;
 	}
 	r = attach(dirfd, name, resolver, procs_fd, e);
 	if (r)

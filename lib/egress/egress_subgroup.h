@@ -20,9 +20,10 @@
  *    programs (kilnd attached them to the sandbox's cgroup: a cgroup
  *    made below it would keep kilnd from removing the sandbox's).
  *  - Returns 1 with *procs_fd (O_CLOEXEC) when passt will be held; 0 when
- *    not, with e->msg saying why ("" when kilnd holds it already: not
- *    root, no cgroup v2, no cgroup BPF); -errno with e when making it
- *    failed half-way (nothing is left open).
+ *    not, with e->msg saying why (not root, no cgroup v2 or none it may
+ *    make, no cgroup BPF; "" when kilnd holds it already); -errno with e
+ *    when attaching failed after the cgroup was made (it is removed again,
+ *    nothing is left open).
  */
 #ifndef KILN_EGRESS_SUBGROUP_H
 #define KILN_EGRESS_SUBGROUP_H

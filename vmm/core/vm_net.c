@@ -108,8 +108,8 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
  * kiln-vmm runs as root and no kilnd holds it already: a compromised VMM
  * writing frames straight to passt reaches neither the host's loopback
  * nor its addresses nor the metadata service (egress_subgroup.h). 0 with
- * *fd (-1: not held, said once on the log when it could have been), or
- * -errno.
+ * *fd (-1: not held, said on the log when kiln-vmm is root and it could
+ * have been), or -errno.
  */
 static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd, struct err *e)
 {
@@ -125,6 +125,7 @@ static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd,
 		dprintf(vm->cfg.log_fd,
 			"kiln-vmm: warning: passt runs without egress programs (%s): only the packet filter keeps the guest from the host's loopback and addresses (docs/security.md)\n",
 			e->msg);
+	e->msg[0] = '\0';
 	return 0;
 }
 
