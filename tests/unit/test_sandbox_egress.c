@@ -177,12 +177,13 @@ static void test_default_rules_on_cgroup(void **state)
 /* New rules (as PUT .../firewall hands them) replace the table at once. */
 static void test_rules_replace(void **state)
 {
-	json_t *open_ = J("{\"outbound_internet\":true,\"dns\":[\"10.0.2.3\"]}");
-	json_t *one = J("{\"allow\":[{\"cidr\":\"198.51.100.10\",\"proto\":\"udp\",\"ports\":443}],\"dns\":[]}");
+	json_t *open_, *one;
 	struct api_err e;
 
 	(void)state;
 	SKIP_UNLESS_READY();
+	open_ = J("{\"outbound_internet\":true,\"dns\":[\"10.0.2.3\"]}");
+	one = J("{\"allow\":[{\"cidr\":\"198.51.100.10\",\"proto\":\"udp\",\"ports\":443}],\"dns\":[]}");
 	if (sandbox_egress_apply(&sb, cg_dir, open_, &e))
 		fail_msg("%s", e.msg);
 	assert_true(may_connect("198.51.100.10", 443));
