@@ -37,7 +37,7 @@ $(BASE_LIB): $(BASE_SRCS:%.c=$(BUILD)/obj/%.o)
 # The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
 # libkiln's public API), its devices, and the shared modules they use.
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c) $(BASE_SRCS)
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c lib/egress/*.c) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c
@@ -182,11 +182,12 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 
 # kilnd, the daemon (docs/api.md), one folder per layer (docs/architecture.md,
 # "Folders"): core <- http, sandbox <- endpoints/<resource> <- kilnd.c. It
-# validates rule sets with the VMM's own parser (lib/netrules), talks to
+# validates rule sets with the VMM's own parser (lib/netrules), holds passt
+# to them outside the VMM with cgroup programs (lib/egress), talks to
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c) vmm/control/control_proto.c $(wildcard vmm/snapshot/*.c)
+	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(wildcard vmm/snapshot/*.c)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
 

@@ -33,6 +33,7 @@
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/sandbox/sandbox_egress.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
@@ -597,8 +598,10 @@ static int check_cgroups(struct kilnd_config *cfg)
 	char err[sizeof(cfg->cgroup_off)];
 
 	cfg->cgroups = cgroup_setup(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), err, sizeof(err)) == 0;
-	if (cfg->cgroups)
+	if (cfg->cgroups) {
+		sandbox_egress_probe(cfg);
 		return EXIT_OK;
+	}
 	/* A kilnd that cannot jail starts to say so (health) and runs nothing. */
 	if (!cfg->no_jail && !cfg->jail_unavailable[0])
 		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits", err);

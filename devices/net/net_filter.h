@@ -53,6 +53,7 @@
 #include "devices/net/dns_bind.h"
 #include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
+#include "lib/netrules/net_host_addrs.h"
 #include "devices/net/conntrack.h"
 #include "lib/netrules/net_rules.h"
 #include "devices/net/pkt_parse.h"
@@ -124,7 +125,7 @@ struct nf_log_entry {
 typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
 
 #define NF_HOST_DENY_MAX 4
-#define NF_HOST_ADDRS_MAX 1024
+#define NF_HOST_ADDRS_MAX NET_HOST_ADDRS_MAX
 
 struct net_filter_config {
 	uint8_t guest_mac[6];

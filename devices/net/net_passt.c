@@ -255,7 +255,7 @@ int net_passt_attach(int fd, pid_t pid, struct net_backend **out, struct err *e)
 }
 
 /* Why the child could not become passt, through the pipe: the step and its errno. */
-enum passt_step { STEP_EXEC, STEP_NAMESPACE, STEP_BIND };
+enum passt_step { STEP_EXEC, STEP_NAMESPACE, STEP_BIND, STEP_CGROUP };
 struct child_fail {
 	int step;
 	int err;
@@ -390,6 +390,8 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		if (nullfd >= 0)
 			dup2(nullfd, STDIN_FILENO);
 		fcntl(sv[1], F_SETFD, 0); /* the one descriptor passt inherits */
+		if (cfg->join_cgroup_fd > 0 && write(cfg->join_cgroup_fd, "0", 1) != 1)
+			child_fail(errp[1], STEP_CGROUP);
 		if (rpath[0]) {
 			/* Its own /etc/resolv.conf, seen by passt alone. */
 			if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -419,6 +421,9 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 			return err_set(e, fail.err,
 					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (run kiln-vmm as root, or leave out resolver=; kilnd: --dns-resolver)",
 					 cfg->resolver, strerror(fail.err));
+		if (fail.step == STEP_CGROUP)
+			return err_set(e, fail.err, "passt: cannot enter the cgroup made for it: %s (see docs/security.md, \"Network confinement\")",
+					 strerror(fail.err));
 		if (fail.step == STEP_BIND)
 			return err_set(e, fail.err,
 					 "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s (the host needs an /etc/resolv.conf file to cover)",

@@ -29,6 +29,13 @@ struct net_passt_cfg {
 	 * CAP_SYS_ADMIN (kiln-vmm as root).
 	 */
 	const char *resolver;
+	/*
+	 * A cgroup.procs descriptor (> 0) the child writes "0" to before exec:
+	 * passt runs in that cgroup, under the egress programs attached to it
+	 * (lib/egress/egress_subgroup.h), from its first instruction. 0: it
+	 * stays in the caller's cgroup.
+	 */
+	int join_cgroup_fd;
 };
 
 /*

@@ -252,6 +252,15 @@ bool net_cidr_in_reserved(const struct net_cidr *c, const char **why)
 	return cidr_in_class(c, NET_CLASS_RESERVED, why);
 }
 
+bool net_addr_class_range(size_t i, struct net_cidr *c, enum net_addr_class *cls)
+{
+	if (i >= sizeof(ranges) / sizeof(ranges[0]))
+		return false;
+	*c = ranges[i].c;
+	*cls = ranges[i].cls;
+	return true;
+}
+
 bool net_addr_is_multicast(const struct net_addr *a)
 {
 	return a->family == NET_AF4 ? (a->b[0] & 0xf0) == 0xe0 : a->b[0] == 0xff;

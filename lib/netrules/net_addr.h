@@ -75,6 +75,15 @@ bool net_cidr_in_private(const struct net_cidr *c);
 /* c lies entirely inside one reserved range: no rule can allow it. */
 bool net_cidr_in_reserved(const struct net_cidr *c, const char **why);
 
+/*
+ * The i-th range of the reserved and private classes (in the order
+ * net_addr_classify() tries them: the first one holding an address
+ * decides), for a filter that holds them as data (lib/egress). false
+ * past the last one. The NAT64 and 6to4 forms of the IPv4 ranges are not
+ * listed: they take the class of the address they embed.
+ */
+bool net_addr_class_range(size_t i, struct net_cidr *c, enum net_addr_class *cls);
+
 /* The IPv4 address an IPv6 one carries (NAT64 64:ff9b::/96, 6to4 2002::/16), if any. */
 bool net_addr_embedded_v4(const struct net_addr *a, struct net_addr *v4);
 

@@ -466,7 +466,7 @@ static bool rule_matches(const struct net_rule *r, const struct net_flow_dst *d)
  * only kind that opens one of the host's own addresses, so no broad block
  * ("everything public", a LAN's /16) reaches a service the host runs.
  */
-static bool rule_names_one(const struct net_rule *r)
+bool net_rule_names_one(const struct net_rule *r)
 {
 	return !r->is_host && r->cidr.prefix == (r->cidr.addr.family == NET_AF4 ? 32 : 128);
 }
@@ -517,7 +517,7 @@ enum net_decision net_rules_decide(const struct net_rules *r, const struct net_f
 
 		if (cls == NET_CLASS_PRIVATE && !a->lifts_private)
 			continue;
-		if (host && !rule_names_one(a))
+		if (host && !net_rule_names_one(a))
 			continue;
 		if (rule_matches(a, d)) {
 			ref->list = NET_REF_ALLOW;

@@ -167,6 +167,10 @@ bool net_rules_wants_name(const struct net_rules *r, const char *name);
 /* Rule `rule` (a host rule) matches the lower-case name. */
 bool net_rule_host_matches(const struct net_rule *rule, const char *name);
 
+/* Rule `rule` is a CIDR rule for exactly one address (a bare address, /32
+ * or /128): the only kind that opens one of the host's own addresses. */
+bool net_rule_names_one(const struct net_rule *rule);
+
 /* "tcp", "udp", "icmp", "icmpv6", "any"; "proto 47" for others. */
 const char *net_proto_name(uint8_t proto, char *buf, size_t cap);
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "devices/net/net_host_addrs.h"
+#include "lib/netrules/net_host_addrs.h"
 
 static void test_add_dedups_and_caps(void **state)
 {

@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "devices/net/net_filter.h"
-#include "devices/net/net_host_addrs.h"
+#include "lib/netrules/net_host_addrs.h"
 #include "devices/net/net_passt.h"
 #include "devices/net/net_tap.h"
 #include "devices/net/virtio_net.h"
 #include "lib/base/mono.h"
+#include "lib/egress/egress_subgroup.h"
 #include "vmm/core/vm_internal.h"
 
 /* The filter's denied-flow log: one line each (the filter rate-limits them). */
@@ -101,11 +103,38 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
 	return err;
 }
 
-static int make_backend(const struct devspec_net_cfg *c, struct net_backend **out, struct err *e)
+/*
+ * passt in a cgroup of its own with the default egress table, when
+ * kiln-vmm runs as root and no kilnd holds it already: a compromised VMM
+ * writing frames straight to passt reaches neither the host's loopback
+ * nor its addresses nor the metadata service (egress_subgroup.h). 0 with
+ * *fd (-1: not held, said on the log when kiln-vmm is root and it could
+ * have been), or -errno.
+ */
+static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd, struct err *e)
+{
+	struct net_addr res;
+	int r;
+
+	if (c->resolver && net_addr_parse(c->resolver, &res))
+		return err_set(e, EINVAL, "--net resolver=%s: not an IPv4 address", c->resolver);
+	r = egress_subgroup_open(c->resolver ? &res : NULL, fd, e);
+	if (r < 0)
+		return r;
+	if (r == 0 && e->msg[0] && geteuid() == 0)
+		dprintf(vm->cfg.log_fd,
+			"kiln-vmm: warning: passt runs without egress programs (%s): only the packet filter keeps the guest from the host's loopback and addresses (docs/security.md)\n",
+			e->msg);
+	e->msg[0] = '\0';
+	return 0;
+}
+
+static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct net_backend **out, struct err *e)
 {
 	struct net_passt_cfg pc = { 0 };
 	char addr[NET_ADDR_STRLEN];
 	const char *slash;
+	int cg = -1, r;
 
 	if (c->tap)
 		return net_tap_open(c->tap, out, e);
@@ -119,7 +148,13 @@ static int make_backend(const struct devspec_net_cfg *c, struct net_backend **ou
 	pc.gateway = c->gw;
 	pc.dns = c->dns;
 	pc.resolver = c->resolver;
-	return net_passt_open(&pc, out, e);
+	if ((r = passt_cgroup(vm, c, &cg, e)))
+		return r;
+	pc.join_cgroup_fd = cg;
+	r = net_passt_open(&pc, out, e);
+	if (cg >= 0)
+		close(cg);
+	return r;
 }
 
 int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,
@@ -140,7 +175,7 @@ int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_
 	}
 	if (vm->cfg.firewall && (err = make_filter(vm, c, p.mac, &p.filter, e)))
 		return err;
-	if ((err = make_backend(c, &p.backend, e))) {
+	if ((err = make_backend(vm, c, &p.backend, e))) {
 		net_filter_destroy(p.filter);
 		return err;
 	}

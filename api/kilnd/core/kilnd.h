@@ -78,6 +78,9 @@ struct kilnd_config {
 	char cgroup_parent[PATH_MAX];
 	bool cgroups;         /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
 	char cgroup_off[512]; /* why not, when cgroups is false */
+	/* Egress programs on each passt sandbox's cgroup (sandbox_egress.h). */
+	bool egress;
+	char egress_off[512]; /* why not, when egress is false */
 	int state_lock_fd;    /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
 	bool upgrade;         /* --upgrade: take over from the running kilnd (handover.h) */

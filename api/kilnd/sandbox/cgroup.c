@@ -270,6 +270,21 @@ void cgroup_read_events(const char *path, struct cg_events *ev)
 		cg_events_value(text, "max", &ev->pids_max);
 }
 
+/* Remove the empty cgroups below path (a kiln-passt-<pid> a kiln-vmm made for its passt, egress_subgroup.h). */
+static void remove_children(const char *path)
+{
+	DIR *dir = opendir(path);
+	struct dirent *de;
+	char p[PATH_MAX];
+
+	while (dir && (de = readdir(dir)))
+		if (de->d_type == DT_DIR && de->d_name[0] != '.' &&
+		    (size_t)snprintf(p, sizeof(p), "%s/%s", path, de->d_name) < sizeof(p))
+			rmdir(p);
+	if (dir)
+		closedir(dir);
+}
+
 int cgroup_remove(const char *path)
 {
 	struct timespec step = { .tv_nsec = 10 * 1000 * 1000 };
@@ -283,6 +298,7 @@ int cgroup_remove(const char *path)
 		 * the VMM's own exit has to empty it) and look again. */
 		if (i == 0)
 			write_file(path, "cgroup.kill", "1");
+		remove_children(path);
 		nanosleep(&step, NULL);
 	}
 	return -EBUSY;

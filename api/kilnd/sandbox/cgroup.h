@@ -13,7 +13,9 @@
  *    the cgroup.procs descriptor cgroup_create() opened (supervise.c):
  *    from its first instruction everything it allocates is charged there.
  *  - A directory is only ever removed empty (rmdir); processes left in
- *    one (a passt the VMM started) are killed first through cgroup.kill.
+ *    one (a passt the VMM started) are killed first through cgroup.kill,
+ *    and empty cgroups below it (a kiln-passt-<pid> a kiln-vmm made for
+ *    its passt, lib/egress/egress_subgroup.h) are removed with it.
  *  - Errors are values: -1 with a message saying what failed and what to
  *    do; nothing here exits.
  */

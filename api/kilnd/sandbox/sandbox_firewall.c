@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/core/firewall_spec.h"
+#include "api/kilnd/sandbox/sandbox_egress.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/vmm_control.h"
 #include "api/kilnd/sandbox/vmm_output.h"
@@ -184,7 +185,7 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	enum sandbox_state st;
 	bool applied = false;
 	size_t cut = 0;
-	char *line = NULL;
+	char *line = NULL, cg[PATH_MAX];
 	int r = -1;
 
 	*out = NULL;
@@ -204,8 +205,26 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	}
 	/* Other lifecycle requests (a boot that would read the file) wait. */
 	sb->busy_op = "firewall";
+	snprintf(cg, sizeof(cg), "%s", sb->rec.cgroup);
 	kilnd_unlock(d);
 	r = fw_write(sb, canon, e);
+	if (!r && has_vmm(st)) {
+		struct api_err ge;
+
+		/* Outside the VMM first. On failure the old table, and maybe part
+		 * of the new one, still hold: never less than the new rules deny. */
+		if (sandbox_egress_apply(sb, cg, canon, &ge)) {
+			kilnd_lock(d);
+			st = sb->rec.state;
+			kilnd_unlock(d);
+			/* A VMM that ended meanwhile took its cgroup along: the next boot attaches the file's. */
+			if (has_vmm(st)) {
+				api_err_set(e, API_E_INTERNAL, "%s (the rules are saved and apply at the next boot)",
+					    ge.msg);
+				r = -1;
+			}
+		}
+	}
 	if (!r && has_vmm(st)) {
 		struct api_err ce;
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/reattach.h"
+#include "api/kilnd/sandbox/sandbox_egress.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_control.h"
@@ -178,8 +179,14 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	}
 	fate = reattach_decide(&s);
 	if (fate == REATTACH_KEEP) {
+		struct api_err ee;
+
 		reread_state(sb);
 		sandbox_ports_reopen(sb);
+		/* The cgroup kept its programs; this covers a VMM an older kilnd
+		 * started and takes the host's addresses afresh. */
+		if (sandbox_egress_apply(sb, sb->rec.cgroup, NULL, &ee))
+			kilnd_log("%s; its passt is held by the table attached before the restart, if any", ee.msg);
 		kilnd_lock(d);
 		kilnd_log("sandbox %s: reattached to kiln-vmm pid %d (%s), running since its start before the restart",
 			  sb->rec.id, sb->rec.pid, sandbox_state_name(sb->rec.state));

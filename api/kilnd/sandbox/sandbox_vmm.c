@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/sandbox/cgroup.h"
+#include "api/kilnd/sandbox/sandbox_egress.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "api/kilnd/sandbox/sandbox_jail.h"
 #include "api/kilnd/sandbox/vmm_argv.h"
@@ -287,6 +288,14 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	cg[0] = '\0';
 	if (d->cfg.cgroups && cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits, cg, sizeof(cg),
 					    &req.cgroup_fd, e)) {
+		sandbox_shares_close(shares, nshares);
+		vmm_argv_free(&argv);
+		return -1;
+	}
+	/* Before kiln-vmm exists: passt, which it forks, is held from its first connect. */
+	if (cg[0] && sandbox_egress_apply(sb, cg, NULL, e)) {
+		close(req.cgroup_fd);
+		cgroup_remove(cg);
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;

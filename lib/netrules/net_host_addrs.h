@@ -1,6 +1,7 @@
 /*
  * net_host_addrs: the host's own addresses, for the packet filter's host
- * class (net_filter_config.host_addrs, net_rules.h NET_DENY_HOST).
+ * class (net_filter_config.host_addrs, net_rules.h NET_DENY_HOST) and the
+ * egress table kilnd attaches outside the VMM (lib/egress).
  *
  * Contract:
  *  - Every IPv4 and IPv6 address of every interface of the network
@@ -18,6 +19,9 @@
 
 #include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
+
+/* The most addresses a list holds: a host with more is refused rather than half-listed. */
+#define NET_HOST_ADDRS_MAX 1024
 
 /* *out (free() it; NULL when n is 0) and its length n. 0, or -errno with e filled. */
 int net_host_addrs(struct net_addr **out, size_t *n, struct err *e);

@@ -1,4 +1,4 @@
-#include "devices/net/net_host_addrs.h"
+#include "lib/netrules/net_host_addrs.h"
 
 #include <errno.h>
 #include <ifaddrs.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "devices/net/net_filter.h"
+#include "lib/netrules/net_addr.h"
 
 int net_host_addrs_add(struct net_addr *list, size_t *n, size_t cap, const struct net_addr *a)
 {
@@ -31,7 +31,7 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 	if (getifaddrs(&ifs) < 0)
 		return err_set(e, errno, "packet filter: cannot list the host's addresses (getifaddrs): %s",
 			       strerror(errno));
-	list = calloc(NF_HOST_ADDRS_MAX, sizeof(*list));
+	list = calloc(NET_HOST_ADDRS_MAX, sizeof(*list));
 	if (!list) {
 		freeifaddrs(ifs);
 		return err_set(e, ENOMEM, "packet filter: out of memory");
@@ -49,7 +49,7 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 				     (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr);
 		else
 			continue;
-		rc = net_host_addrs_add(list, n, NF_HOST_ADDRS_MAX, &a);
+		rc = net_host_addrs_add(list, n, NET_HOST_ADDRS_MAX, &a);
 	}
 	freeifaddrs(ifs);
 	if (rc < 0) {
@@ -58,7 +58,7 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 		/* Failing closed: a filter that misses some of them would let the guest reach those. */
 		return err_set(e, ENOSPC,
 			       "packet filter: the host has more than %d addresses, more than the filter holds; start kiln-vmm in a network namespace with fewer",
-			       NF_HOST_ADDRS_MAX);
+			       NET_HOST_ADDRS_MAX);
 	}
 	if (*n == 0) {
 		free(list);
