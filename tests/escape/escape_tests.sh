@@ -6,7 +6,8 @@
 # not read. Sourced by tests/integration/run-all (it needs real KVM: the
 # nested harness). Every attempt's line is printed; any "ESCAPED", or a
 # target that saw a connection, fails the test.
-ESCAPE=build/tests/kiln-escape
+# KILN_TEST_ESCAPE: another build's kiln-escape (the tree before a fix, to see the suite fail).
+ESCAPE=${KILN_TEST_ESCAPE:-build/tests/kiln-escape}
 # An address of "the host" that is not loopback: passt must not reach it
 # (TEST-NET-1, RFC 5737, on lo only for the test).
 ESCAPE_HOST_ADDR=192.0.2.77
