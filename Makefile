@@ -214,7 +214,7 @@ $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 # The test image: minimal + guest-side test and bench tools (tests/guest/,
 # bench/guest/).
 GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-udp-flood $(BUILD)/tests/kiln-bench-guest \
-	$(BUILD)/tests/kiln-ws-echo
+	$(BUILD)/tests/kiln-ws-echo $(BUILD)/tests/kiln-euid
 $(BUILD)/tests/kiln-%: tests/guest/kiln-%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<

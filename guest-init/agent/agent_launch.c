@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -21,7 +22,17 @@
 #include "guest-init/sys/child.h"
 
 /* What the child reports through the error pipe before it exits 127. */
-enum launch_stage { STAGE_SETSID = 1, STAGE_TTY, STAGE_STDIO, STAGE_CONFINE, STAGE_PIDNS, STAGE_USER, STAGE_CWD, STAGE_EXEC };
+enum launch_stage {
+	STAGE_SETSID = 1,
+	STAGE_TTY,
+	STAGE_STDIO,
+	STAGE_CONFINE,
+	STAGE_NO_NEW_PRIVS,
+	STAGE_PIDNS,
+	STAGE_USER,
+	STAGE_CWD,
+	STAGE_EXEC
+};
 
 struct launch_fail {
 	int stage;
@@ -196,6 +207,12 @@ static void __attribute__((noreturn)) child_run(const struct launch_plan *pl)
 
 		if (confine_apply(pl->confine, &step) < 0)
 			child_fail_at(pl, STAGE_CONFINE, step);
+		/* No exec of the process or anything it starts gains a
+		 * privilege: set-uid and set-gid bits and file capabilities
+		 * are ignored wherever the file is (a program guest root
+		 * left in /workspace, one on a mount the view shows). */
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+			child_fail(pl, STAGE_NO_NEW_PRIVS);
 		confined_run(pl);
 	}
 	child_exec(pl);
@@ -355,6 +372,11 @@ static void child_error(const struct launch_fail *f, const char *what, const cha
 		agent_err_set(err, code,
 			      "%s: confining the process failed while %s: %s; it did not run (run it without \"confine\", or report this)",
 			      what, step, why);
+		break;
+	case STAGE_NO_NEW_PRIVS:
+		agent_err_set(err, code,
+			      "%s: confining the process failed while setting no_new_privs: %s; it did not run (run it without \"confine\", or report this)",
+			      what, why);
 		break;
 	case STAGE_PIDNS:
 		agent_err_set(err, code,

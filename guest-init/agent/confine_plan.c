@@ -126,8 +126,9 @@ static void show(struct builder *b, const char *path, bool writable)
 	case CONFINE_ABSENT:
 		return;
 	}
-	if (!writable)
-		add(b, CONFINE_READONLY, NULL, path);
+	/* Writable (a run's directory) is still no place for a set-uid
+	 * program or a device node to take effect. */
+	add(b, writable ? CONFINE_NOSUID : CONFINE_READONLY, NULL, path);
 }
 
 static void show_each(struct builder *b, const char *dir, const char *const *names, size_t n)
@@ -223,9 +224,13 @@ int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx
 		show_each(&b, CONFINE_RUN_DIR, run_helpers, N(run_helpers));
 		show(&b, run_dir, true);
 	}
-	/* Read-write, with whatever is mounted below it (a share). */
+	/* Read-write, with whatever is mounted below it (a share). Guest root
+	 * can write there, and mount there, what it likes: a set-uid-root
+	 * program or a device node, on a mount of its own without nosuid.
+	 * None of it takes effect in the view, at any depth. */
 	mkdir_at(&b, CONFINE_WORKSPACE, 0755);
 	bind(&b, CONFINE_WORKSPACE, CONFINE_WORKSPACE, MS_REC);
+	add(&b, CONFINE_NOSUID, NULL, CONFINE_WORKSPACE);
 	mount_at(&b, "tmpfs", "/tmp", MS_NOSUID | MS_NODEV, "mode=1777");
 	dev(&b);
 	/* A proc of its own: this namespace's mounts in /proc/self/mounts,
@@ -283,6 +288,9 @@ void confine_step_describe(const struct confine_plan *p, size_t i, char *buf, si
 		break;
 	case CONFINE_READONLY:
 		snprintf(buf, bufsz, "making %s read-only", seen(s));
+		break;
+	case CONFINE_NOSUID:
+		snprintf(buf, bufsz, "making %s nosuid and nodev", seen(s));
 		break;
 	case CONFINE_PIVOT:
 		snprintf(buf, bufsz, "switching to the new root");

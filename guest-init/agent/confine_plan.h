@@ -7,7 +7,8 @@
  *                                as in merged-/usr images, are recreated)
  *   /etc                         only CONFINE_ETC's entries, read-only: no
  *                                passwd, group, shadow or anything else
- *   /workspace                   the image's, read-write (with its mounts)
+ *   /workspace                   the image's, read-write (with its mounts),
+ *                                nosuid and nodev throughout
  *   /tmp, /dev/shm               private tmpfs, empty at each start
  *   /dev                         null zero full random urandom tty, pts
  *   /proc                        a new proc mount, hidepid=invisible
@@ -57,6 +58,7 @@ enum confine_op {
 	CONFINE_MOUNT,    /* mount(fstype, dst, fstype, flags, data) */
 	CONFINE_BIND,     /* bind src on dst (flags may add MS_REC) */
 	CONFINE_READONLY, /* bind-remount dst read-only, nosuid, nodev */
+	CONFINE_NOSUID,   /* dst and every mount below it nosuid, nodev (mount_setattr) */
 	CONFINE_PIVOT,    /* make dst the root (pivot_root, or move + chroot on initramfs) */
 };
 

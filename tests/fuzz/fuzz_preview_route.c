@@ -13,8 +13,10 @@
  * rewritten head fits its capacity or is refused (refused with room to
  * spare only near kilnd's head limits), and when it is made it parses
  * again as one head, carries exactly one Connection field and no
- * X-Kiln-Preview-Token, and no "token" parameter or preview cookie holding
- * the token; a redirect and an error answer stay within their buffers.
+ * X-Kiln-Preview-Token, no "token" parameter holding the token, no kilnd
+ * cookie (kiln_preview_*) and no Referer with the token in it; a redirect
+ * and an error answer stay within their buffers, and a redirect's
+ * Location is a path of this site (no "//", no '\', no control byte).
  */
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/preview_spec.h"
@@ -51,6 +53,42 @@ static int cookie_has(const char *v, const char *pair)
 	return 0;
 }
 
+/* A ';'-separated pair of the Cookie value v has a name starting with prefix. */
+static int cookie_named(const char *v, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	while (*v) {
+		const char *c = v + strspn(v, " \t");
+
+		if (!strncmp(c, prefix, pl))
+			return 1;
+		v += strcspn(v, ";");
+		if (*v)
+			v++;
+	}
+	return 0;
+}
+
+/* A 302's Location stays on this site: a path, not "//" nor "/\" (a
+ * browser's other host), no '\' nor control byte anywhere in it. */
+static void check_redirect(const char *a, size_t n)
+{
+	static const char l[] = "\r\nLocation: ";
+	const char *loc, *end;
+
+	if (n < 12 || memcmp(a, "HTTP/1.1 302", 12) != 0)
+		return;
+	loc = memmem(a, n, l, sizeof(l) - 1);
+	FUZZ_ASSERT(loc);
+	loc += sizeof(l) - 1;
+	end = memmem(loc, n - (size_t)(loc - a), "\r\n", 2);
+	FUZZ_ASSERT(end && end - loc >= 1 && loc[0] == '/');
+	FUZZ_ASSERT(end - loc == 1 || (loc[1] != '/' && loc[1] != '\\'));
+	for (const char *c = loc; c < end && *c != '?'; c++)
+		FUZZ_ASSERT(*c != '\\' && (unsigned char)*c > 0x20 && (unsigned char)*c < 0x7f);
+}
+
 static void check_rewritten(long n, const struct preview_req *r, const char *token)
 {
 	struct http_head h2;
@@ -70,6 +108,10 @@ static void check_rewritten(long n, const struct preview_req *r, const char *tok
 			snprintf(cookie, sizeof(cookie), "%s=%s", r->cookie, token);
 			FUZZ_ASSERT(!cookie_has(h2.fields[i].value, cookie));
 		}
+		if (!strcasecmp(h2.fields[i].name, "Cookie"))
+			FUZZ_ASSERT(!cookie_named(h2.fields[i].value, "kiln_preview_"));
+		if (token && !strcasecmp(h2.fields[i].name, "Referer"))
+			FUZZ_ASSERT(!strcasestr(h2.fields[i].value, token));
 	}
 	FUZZ_ASSERT(conns == 1);
 	if (token && h2.query) {
@@ -128,5 +170,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_rewritten(w, &r, token);
 	w = preview_redirect(&h, &r, TOKEN, out, cap);
 	FUZZ_ASSERT(w == -1 || (size_t)w <= cap);
+	w = preview_redirect(&h, &r, TOKEN, out, sizeof(out));
+	FUZZ_ASSERT(w > 0);
+	check_redirect(out, (size_t)w);
 	return 0;
 }

@@ -69,6 +69,34 @@ test_agent_exec_basics() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# Confinement against set-uid programs guest root leaves where a confined
+# process can run them (docs/agent-protocol.md section 8): a set-uid-root
+# copy of kiln-euid in /workspace, and one on a tmpfs guest root mounts
+# below it without nosuid, run as the default user. Unconfined the bit
+# works (euid 0: the control, without which this proves nothing);
+# confined it does not, as /workspace and its submounts are nosuid and
+# nodev there and the process has no_new_privs.
+test_agent_confined_setuid_gives_no_root() {
+  agent_vm_start || return 1
+  local why= o
+  ag exec --user root -- sh -c 'cp /usr/bin/kiln-euid /workspace/euid && chmod 4755 /workspace/euid &&
+    mkdir /workspace/sub && mount -t tmpfs -o mode=0755 sub /workspace/sub &&
+    cp /usr/bin/kiln-euid /workspace/sub/euid && chmod 4755 /workspace/sub/euid' >/dev/null
+  check '[ $arc = 0 ]' "guest root could not plant the set-uid copies (status $arc)"
+  o=$(ag exec -- /workspace/euid)
+  check '[ "$o" = "ruid 1000 euid 0" ]' "unconfined, the set-uid-root copy runs with '$o', not euid 0: the test proves nothing"
+  o=$(ag exec --confine -- /workspace/euid)
+  check '[ "$o" = "ruid 1000 euid 1000" ]' "confined, the set-uid-root copy in /workspace runs with '$o'"
+  o=$(ag exec --confine -- /workspace/sub/euid)
+  check '[ "$o" = "ruid 1000 euid 1000" ]' "confined, the set-uid-root copy on a submount of /workspace runs with '$o'"
+  o=$(ag exec --confine -- sh -c 'grep " /workspace" /proc/mounts | cut -d" " -f2,4; grep NoNewPrivs /proc/self/status')
+  check 'printf "%s\n" "$o" | grep -q "^/workspace rw,nosuid,nodev" &&
+    printf "%s\n" "$o" | grep -q "^/workspace/sub rw,nosuid,nodev" &&
+    printf "%s\n" "$o" | grep -q "^NoNewPrivs:[[:space:]]*1$"' "confined, /workspace and its submount not nosuid,nodev or no no_new_privs: '$o'"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
 test_agent_exec_timeout_and_output_cap() {
   agent_vm_start || return 1
   local why= t0 t1 rss

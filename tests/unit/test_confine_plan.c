@@ -146,6 +146,8 @@ static void test_run_sees_its_own_directory_only(void **state)
 	assert_null(find(CONFINE_BIND, R "/run/kiln-run")); /* the directory itself is the view's own */
 	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")->src, "/run/kiln-run/r.abc123");
 	assert_null(find(CONFINE_READONLY, R "/run/kiln-run/r.abc123"));
+	assert_true(index_of(find(CONFINE_NOSUID, R "/run/kiln-run/r.abc123")) >
+		    index_of(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")));
 	for (const char *const *h = (const char *const[]){ "/run.py", "/result.sh", "/prelude.js", NULL }; *h; h++) {
 		char dst[CONFINE_PATH_MAX];
 
@@ -215,6 +217,9 @@ static void test_debian_view(void **state)
 	assert_string_equal(s->src, "/workspace");
 	assert_int_equal(s->flags, MS_REC);
 	assert_null(find(CONFINE_READONLY, R "/workspace"));
+	/* ... and nosuid, nodev, submounts too: guest root's set-uid program
+	 * or device node there is no way out of the view. */
+	assert_true(index_of(find(CONFINE_NOSUID, R "/workspace")) > index_of(s));
 	s = find(CONFINE_MOUNT, R "/tmp");
 	assert_string_equal(s->fstype, "tmpfs");
 	assert_string_equal(s->data, "mode=1777");
@@ -258,6 +263,18 @@ static void assert_well_formed(void)
 				strcmp(plan.step[j].dst, s->dst) == 0;
 		if (!found)
 			fail_msg("step %zu mounts on %s, which no earlier step made", i, s->dst);
+		/* A bind outside /dev (whose nodes and terminals are the
+		 * guest's own) is then made read-only or nosuid: no set-uid
+		 * program anywhere in the view takes effect. */
+		if (s->op != CONFINE_BIND || !strncmp(s->dst, R "/dev/", strlen(R "/dev/")))
+			continue;
+		found = false;
+		for (size_t j = i + 1; j < plan.n && !found; j++)
+			found = (plan.step[j].op == CONFINE_READONLY || plan.step[j].op == CONFINE_NOSUID) &&
+				strcmp(plan.step[j].dst, s->dst) == 0;
+		if (!found)
+			fail_msg("step %zu shows %s with set-uid programs taking effect (neither read-only nor nosuid)", i,
+				 s->dst);
 	}
 }
 
@@ -346,6 +363,8 @@ static void test_describe(void **state)
 	assert_string_equal(buf, "showing /usr");
 	confine_step_describe(&plan, index_of(find(CONFINE_READONLY, R "/etc/hosts")), buf, sizeof(buf));
 	assert_string_equal(buf, "making /etc/hosts read-only");
+	confine_step_describe(&plan, index_of(find(CONFINE_NOSUID, R "/workspace")), buf, sizeof(buf));
+	assert_string_equal(buf, "making /workspace nosuid and nodev");
 	confine_step_describe(&plan, index_of(find(CONFINE_SYMLINK, R "/bin")), buf, sizeof(buf));
 	assert_string_equal(buf, "creating link /bin -> usr/bin");
 	confine_step_describe(&plan, index_of(find(CONFINE_MKDIR, R)), buf, sizeof(buf));

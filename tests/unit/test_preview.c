@@ -303,6 +303,160 @@ static void test_redirect(void **state)
 	free(p);
 }
 
+/* The first visit's answer for path and query (hand-made: the parser
+ * refuses the controls some cases hold), routed as a host-form preview. */
+static const char *first_visit(const char *path, const char *query)
+{
+	static char out[2048];
+	struct preview_req r;
+	struct http_head h;
+	long n;
+
+	route_ok("GET / HTTP/1.1\nHost: 80-" ID ".localhost\n", "localhost", &r);
+	h = routed.h;
+	h.path = path;
+	h.query = query;
+	n = preview_redirect(&h, &r, TOK, out, sizeof(out));
+	assert_true(n > 0 && (size_t)n < sizeof(out));
+	out[n] = '\0';
+	return out;
+}
+
+/* A 400 bad_request of the proxy's own, and no redirect anywhere. */
+static void assert_refused(const char *path, const char *query)
+{
+	const char *a = first_visit(path, query);
+
+	if (strncmp(a, "HTTP/1.1 400 Bad Request\r\n", 26) != 0 || !strstr(a, "\"code\":\"bad_request\"") ||
+	    strstr(a, "Location") || strstr(a, "Set-Cookie") || strstr(a, TOK))
+		fail_msg("path '%s': not refused: %s", path, a);
+}
+
+static void assert_located(const char *path, const char *query, const char *location)
+{
+	const char *a = first_visit(path, query);
+	char want[512];
+
+	snprintf(want, sizeof(want), "HTTP/1.1 302 Found\r\nLocation: %s\r\n", location);
+	if (strncmp(a, want, strlen(want)) != 0)
+		fail_msg("path '%s': want Location %s, got: %s", path, location, a);
+}
+
+static void test_redirect_stays_on_site(void **state)
+{
+	struct parsed *p;
+	struct preview_req r;
+	struct preview_err e;
+	char out[2048];
+	long n;
+
+	(void)state;
+	/* A browser reads '\' as '/': "/\evil.example/x" is another host. */
+	assert_refused("/\\evil.example/x", "token=" TOK);
+	assert_refused("/\\\\evil.example/x", "token=" TOK);
+	assert_refused("//\\evil.example", "token=" TOK);
+	assert_refused("/\\/evil.example", "token=" TOK);
+	assert_refused("///\\evil.example", "token=" TOK);
+	assert_refused("/a/\\b", "token=" TOK); /* anywhere: one rule, nothing to get wrong */
+	/* Tabs and line ends are dropped by a browser: "/\t/evil" is "//evil". */
+	assert_refused("/\t/evil.example/x", "token=" TOK);
+	assert_refused("/\t\\evil.example", "token=" TOK);
+	assert_refused("/\n/evil.example", "token=" TOK);
+	assert_refused("/\r\n/evil.example", "token=" TOK);
+	assert_refused("/ /evil.example", "token=" TOK);
+	assert_refused("/\x7f/evil.example", "token=" TOK);
+	assert_refused("/\x80/evil.example", "token=" TOK);
+	assert_refused("evil.example", "token=" TOK);
+	/* No line end through the query either (a field of the answer's own). */
+	assert_refused("/x", "token=" TOK "&a=\r\nSet-Cookie: a=b");
+	/* %-escapes are not decoded, by kilnd or by a browser: paths of this site. */
+	assert_located("/%5Cevil.example/x", "token=" TOK, "/%5Cevil.example/x");
+	assert_located("/%2F%2Fevil.example/x", "token=" TOK, "/%2F%2Fevil.example/x");
+	assert_located("/%09/evil.example", "token=" TOK, "/%09/evil.example");
+	assert_located("/%5C%5Cevil", "token=" TOK "&q=a\\b", "/%5C%5Cevil?q=a\\b");
+	assert_located("////evil.example", "token=" TOK, "/evil.example");
+	/* Through the parser: the path form, and the server's answer as sent. */
+	p = parse("GET /preview/" ID "/80/\\evil.example?token=" TOK " HTTP/1.1\nHost: 127.0.0.1\n");
+	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
+	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
+	assert_true(n > 0);
+	out[n] = '\0';
+	assert_non_null(strstr(out, "HTTP/1.1 400 Bad Request\r\n"));
+	assert_null(strstr(out, "Location"));
+	assert_int_equal(preview_redirect(&p->h, &r, TOK, out, 10), -1);
+	free(p);
+}
+
+/* The Referer the guest gets for value (token: the preview's), or "" when it gets none. */
+static const char *referer_of(const char *value, const char *token)
+{
+	static char out[4096];
+	char head[1024];
+	const char *f, *end;
+
+	snprintf(head, sizeof(head), "GET / HTTP/1.1\nHost: 80-" ID ".localhost\nReferer: %s\nX-After: 1\n", value);
+	assert_true(rewrite(head, token, out, sizeof(out)) > 0);
+	assert_non_null(strstr(out, "X-After: 1\r\n"));
+	f = strstr(out, "Referer: ");
+	if (!f)
+		return "";
+	f += strlen("Referer: ");
+	end = strstr(f, "\r\n");
+	assert_non_null(end);
+	memmove(out, f, (size_t)(end - f));
+	out[end - f] = '\0';
+	return out;
+}
+
+#define PAGE "http://80-" ID ".localhost:8443/page"
+
+static void test_rewrite_referer(void **state)
+{
+	(void)state;
+	/* The token parameter at the start, in the middle, at the end, alone. */
+	assert_string_equal(referer_of(PAGE "?token=" TOK "&a=1", TOK), PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "?a=1&token=" TOK "&b=2", TOK), PAGE "?a=1&b=2");
+	assert_string_equal(referer_of(PAGE "?a=1&token=" TOK, TOK), PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "?token=" TOK, TOK), PAGE);
+	assert_string_equal(referer_of(PAGE "?token=" TOK "&token=" TOK, TOK), PAGE);
+	/* Encoded: the name, the value. */
+	assert_string_equal(referer_of(PAGE "?%74oken=" TOK "&a=1", TOK), PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "?a=1&TOKEN=x&tok%65n=" TOK, TOK), PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "?token=%30%30112233445566778899aabbccddeeff0011223344556677", TOK), PAGE);
+	/* Any token parameter: another preview's page on the same origin. */
+	assert_string_equal(referer_of(PAGE "?token=ffffffffffffffffffffffffffffffffffffffffffffffff&a=1", TOK),
+			    PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "?token=other&a=1", NULL), PAGE "?a=1");
+	/* The fragment never was a referrer's: it goes, with a token in it. */
+	assert_string_equal(referer_of(PAGE "?a=1#token=" TOK, TOK), PAGE "?a=1");
+	assert_string_equal(referer_of(PAGE "#x?token=" TOK, TOK), PAGE);
+	/* The token anywhere else, plain, %-encoded or in capitals: no Referer at all. */
+	assert_string_equal(referer_of("http://h/" TOK "/x", TOK), "");
+	assert_string_equal(referer_of("http://h/x?a=" TOK, TOK), "");
+	assert_string_equal(referer_of("http://h/%30%30112233445566778899AABBCCDDEEFF0011223344556677", TOK), "");
+	/* Not plain URL bytes (a space, obs-text), or nothing left: none either. */
+	assert_string_equal(referer_of("http://h/a b?token=" TOK, TOK), "");
+	assert_string_equal(referer_of("http://h/\xc3\xa9", TOK), "");
+	assert_string_equal(referer_of("?token=" TOK, TOK), "");
+	/* What is not a token passes unchanged. */
+	assert_string_equal(referer_of(PAGE "?tokens=1&xtoken=2&token&a=token", TOK), PAGE "?tokens=1&xtoken=2&a=token");
+	assert_string_equal(referer_of("http://example.com/", TOK), "http://example.com/");
+	assert_string_equal(referer_of(PAGE "?a=%zz", NULL), PAGE "?a=%zz");
+}
+
+static void test_rewrite_drops_every_kiln_cookie(void **state)
+{
+	char out[4096];
+
+	(void)state;
+	/* Another preview's cookie is kilnd's too, never the app's. */
+	assert_true(rewrite("GET / HTTP/1.1\nHost: 80-" ID ".localhost\nCookie: a=1; kiln_preview_ba9876543210_80=" TOK
+			    "; kiln_preview_" ID "_81=x; b=2\n",
+			    TOK, out, sizeof(out)) > 0);
+	assert_non_null(strstr(out, "\r\nCookie: a=1; b=2\r\n"));
+	assert_null(strstr(out, "kiln_preview_"));
+}
+
 static void test_err_answer(void **state)
 {
 	struct preview_err e;
@@ -444,6 +598,9 @@ int main(void)
 		cmocka_unit_test(test_rewrite_strips_credentials),
 		cmocka_unit_test(test_rewrite_keeps_the_apps_own),
 		cmocka_unit_test(test_redirect),
+		cmocka_unit_test(test_redirect_stays_on_site),
+		cmocka_unit_test(test_rewrite_referer),
+		cmocka_unit_test(test_rewrite_drops_every_kiln_cookie),
 		cmocka_unit_test(test_err_answer),
 		cmocka_unit_test(test_spec_body_and_entries),
 		cmocka_unit_test(test_domain_valid),

@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "api/kilnd/core/preview_spec.h"
+#include "lib/base/num_parse.h"
 
 int preview_err_set(struct preview_err *e, unsigned status, const char *code, const char *fmt, ...)
 {
@@ -303,17 +304,18 @@ static bool dropped(const struct http_field *f, const char *token)
 	       preview_token_equal(t, n, token);
 }
 
-/* A Cookie field without the preview's cookie; nothing when none is left. */
-static void put_cookie(struct out *o, const char *v, const char *name)
+/* A Cookie field without kilnd's cookies (kiln_preview_*: this preview's
+ * and any other's, which are never the app's); nothing when none is left. */
+static void put_cookie(struct out *o, const char *v)
 {
-	size_t nl = strlen(name);
+	static const char ours[] = "kiln_preview_";
 	bool first = true;
 
 	while (*v) {
 		size_t n = strcspn(v, ";");
 		const char *c = trim(v, &n);
 
-		if (n && !(n > nl && c[nl] == '=' && memcmp(c, name, nl) == 0)) {
+		if (n && !(n >= sizeof(ours) - 1 && memcmp(c, ours, sizeof(ours) - 1) == 0)) {
 			puts_(o, first ? "Cookie: " : "; ");
 			put(o, c, n);
 			first = false;
@@ -324,6 +326,94 @@ static void put_cookie(struct out *o, const char *v, const char *name)
 	}
 	if (!first)
 		puts_(o, "\r\n");
+}
+
+/* The byte at s[*i] of s[0..n), a %HH escape being one byte; moves *i past it. */
+static int pct_byte(const char *s, size_t n, size_t *i)
+{
+	int hi = s[*i] == '%' && *i + 2 < n ? num_hex_digit(s[*i + 1]) : -1;
+	int lo = hi >= 0 ? num_hex_digit(s[*i + 2]) : -1;
+
+	if (lo >= 0) {
+		*i += 3;
+		return hi << 4 | lo;
+	}
+	return (unsigned char)s[(*i)++];
+}
+
+static int lower(int c)
+{
+	return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
+/* s[0..n), percent-decoded, is "token" in any case ("%74oken", "TOKEN"). */
+static bool names_token(const char *s, size_t n)
+{
+	static const char want[] = "token";
+	size_t i = 0, k = 0;
+
+	while (i < n) {
+		if (k == sizeof(want) - 1 || lower(pct_byte(s, n, &i)) != want[k])
+			return false;
+		k++;
+	}
+	return k == sizeof(want) - 1;
+}
+
+/* token appears in s[0..n), raw or percent-encoded, in any case. */
+static bool holds_token(const char *s, size_t n, const char *token)
+{
+	size_t tl = token ? strlen(token) : 0;
+
+	for (size_t i = 0; tl && i < n; i++) {
+		size_t j = i, k = 0;
+
+		while (k < tl && j < n && lower(pct_byte(s, n, &j)) == lower((unsigned char)token[k]))
+			k++;
+		if (k == tl)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The Referer field without what could carry a preview token to the
+ * guest: its "token" query parameters, whatever their value (on the path
+ * form's single origin the referring page may be another preview's, with
+ * that one's token), and its fragment (RFC 9110 section 10.1.3: a
+ * referrer has none). Left out whole when it is not plain URL bytes, is
+ * empty without them, or still holds this preview's token anywhere (in
+ * its path, %-encoded, in capitals).
+ */
+static void put_referer(struct out *o, const char *v, const char *token)
+{
+	static const char name[] = "Referer: ";
+	size_t start = o->n, lines = o->lines, end = strcspn(v, "#"), q = strcspn(v, "?#");
+	bool over = o->over, first = true;
+
+	for (const char *c = v; *c; c++)
+		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f)
+			return;
+	puts_(o, name);
+	put(o, v, q);
+	for (size_t i = q + 1; i < end;) {
+		size_t k = strcspn(v + i, "&#"), eq = strcspn(v + i, "=&#");
+
+		if (k && !names_token(v + i, eq)) {
+			put(o, first ? "?" : "&", 1);
+			put(o, v + i, k);
+			first = false;
+		}
+		i += k + 1;
+	}
+	if (!o->over && (o->n == start + sizeof(name) - 1 ||
+			 holds_token(o->p + start + sizeof(name) - 1, o->n - start - (sizeof(name) - 1), token))) {
+		o->n = start;
+		o->lines = lines;
+		o->over = over;
+		return;
+	}
+	puts_(o, "\r\n");
 }
 
 long preview_head_rewrite(const struct http_head *h, const struct preview_req *r, const char *token,
@@ -343,7 +433,11 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
 		if (dropped(f, token))
 			continue;
 		if (!strcasecmp(f->name, "Cookie")) {
-			put_cookie(&o, f->value, r->cookie);
+			put_cookie(&o, f->value);
+			continue;
+		}
+		if (!strcasecmp(f->name, "Referer")) {
+			put_referer(&o, f->value, token);
 			continue;
 		}
 		puts_(&o, f->name);
@@ -369,13 +463,38 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
 	return (long)o.n;
 }
 
+/*
+ * A target a browser keeps on this site as the Location of a redirect: a
+ * browser reads '\' as '/' (so "/\evil.example" is "//evil.example",
+ * another host) and drops tabs and line ends from a URL before reading
+ * it ("/\t/evil.example" is that too); a space or another control byte
+ * is no URL's either (and a line end would end the field). None of these
+ * may be anywhere in the path, nor but '\' in the query. %-escapes stay
+ * as they are: a browser resolving a Location decodes none, so
+ * "/%5Cevil.example" and "/%2F%2Fevil.example" are paths of this site.
+ */
+static bool url_bytes(const char *s, bool backslash)
+{
+	for (; s && *s; s++)
+		if ((*s == '\\' && !backslash) || (unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+			return false;
+	return true;
+}
+
 long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token, char *out,
 		      size_t cap)
 {
 	struct out o = { .p = out, .cap = cap };
-
+	struct preview_err e;
 	const char *path = h->path;
+	size_t n;
 
+	if (path[0] != '/' || !url_bytes(path, false) || !url_bytes(h->query, true)) {
+		preview_err_set(&e, 400, "bad_request",
+				"no redirect to a path with a '\\', space or control byte (a browser would leave this site): give the token in X-Kiln-Preview-Token or open another path with ?token=");
+		n = preview_err_answer(&e, out, cap);
+		return n ? (long)n : -1;
+	}
 	/* "//host/x" is another site to a browser (a scheme-relative URL):
 	 * the redirect stays on this one, as "/host/x". */
 	while (path[0] == '/' && path[1] == '/')

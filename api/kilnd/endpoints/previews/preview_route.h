@@ -19,8 +19,10 @@
  *    when any one equals the preview's token (preview_token_equal).
  *  - The forwarded head drops what carried the preview token (the
  *    X-Kiln-Preview-Token fields, an Authorization field holding exactly
- *    the token, the preview's cookie, "token" parameters holding the
- *    token), the hop-by-hop fields (Connection, Keep-Alive,
+ *    the token, every kiln_preview_* cookie, "token" parameters holding
+ *    the token) or could (a Referer's "token" parameters and fragment; a
+ *    Referer still holding the token, or not plain URL bytes, whole), the
+ *    hop-by-hop fields (Connection, Keep-Alive,
  *    Proxy-Connection) and any X-Forwarded-* or Forwarded a client sent;
  *    it adds "Connection: close" (or "Connection: Upgrade" for an upgrade:
  *    the rest of the connection is the upgraded protocol's), and
@@ -106,8 +108,11 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
 /*
  * A first visit with ?token=: the 302 answer that sets the preview's
  * cookie (HttpOnly, SameSite=Lax, Path the preview's) and sends the
- * browser to the same URL without the token. Its length in out[cap], or
- * -1 when it does not fit.
+ * browser to the same URL without the token; or, when the path holds a
+ * '\', a space or a control byte (a browser would read it as another
+ * site: "/\evil.example"), the proxy's 400 bad_request answer instead
+ * (preview_err_answer), no cookie set. Its length in out[cap], or -1
+ * when it does not fit.
  */
 long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token, char *out,
 		      size_t cap);
