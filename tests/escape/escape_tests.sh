@@ -12,16 +12,28 @@ ESCAPE=${KILN_TEST_ESCAPE:-build/tests/kiln-escape}
 # (TEST-NET-1, RFC 5737, on lo only for the test).
 ESCAPE_HOST_ADDR=192.0.2.77
 
-# escape_run NET-OPTION...: the whole suite with that network; prints it.
+# escape_ns: a network namespace $ns for "the host": loopback up with
+# $ESCAPE_HOST_ADDR on it, and an uplink (a TAP with a default route:
+# passt copies the host's uplink and will not start without one).
+escape_ns() {
+  ns=kesc$BASHPID
+  ip netns add "$ns" && ip -n "$ns" link set lo up && ip -n "$ns" addr add "$ESCAPE_HOST_ADDR/32" dev lo &&
+    ip -n "$ns" tuntap add dev ke0 mode tap && ip -n "$ns" addr add 10.78.0.2/24 dev ke0 &&
+    ip -n "$ns" link set ke0 up && ip -n "$ns" route add default via 10.78.0.1 ||
+    { rc=1 out= err=; fail "cannot make the host's network namespace $ns"; ip netns del "$ns" 2>/dev/null; return 1; }
+}
+
+# escape_run NET-OPTION...: the whole suite with that network, inside
+# escape_ns; prints it.
 escape_run() {
-  local d port name marker tpid uid=3999000 share_fd
+  local d port name marker tpid uid=3999000 ns
+  escape_ns || return 1
   d=$(mktemp -d /tmp/kesc.XXXXXX)
   mkdir -p "$d/vm" "$d/share"
   echo "kiln-escape canary" >"$d/canary"
   echo "shared" >"$d/share/file"
   chmod 0755 "$d" "$d/vm"
-  ip addr add "$ESCAPE_HOST_ADDR/32" dev lo 2>/dev/null
-  /usr/bin/python3 tests/escape/targets.py "$d" &
+  ip netns exec "$ns" /usr/bin/python3 tests/escape/targets.py "$d" &
   tpid=$!
   for _ in $(seq 1 300); do [ -s "$d/ready" ] && break; sleep 0.1; done
   read -r port name <"$d/ready" || { fail "the targets never listened"; kill $tpid; return 1; }
@@ -29,19 +41,25 @@ escape_run() {
   marker=$!
   heartbeat kiln-escape
   rc=0
-  exec {share_fd}<"$d/share"
-  out=$(timeout -k 5 "$BOOT_TIMEOUT" "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
+  # The share is opened inside `ip netns exec`, which makes a mount
+  # namespace of its own: a descriptor from another one cannot be cloned
+  # (kiln-vmm refuses it, as it should). Its fresh /sys hides the cgroup2
+  # mount, where a root kiln-vmm puts passt under its egress programs:
+  # mounted again there.
+  out=$(ip netns exec "$ns" bash -c \
+    'grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts || mount -t cgroup2 cgroup2 /sys/fs/cgroup; exec 7<"$0" && exec "$@"' \
+    "$d/share" \
+    timeout -k 5 "$BOOT_TIMEOUT" "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
     --abstract "$name" --unix "$d/host.sock" --pid "$marker" -- \
     --kernel "$VMLINUX" --initrd "$INITRD" --mem 64 --jail "$d/vm" --uid $uid --gid $uid \
-    --share "fd=$share_fd:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "$@" 2>"$d/err") || rc=$?
-  exec {share_fd}<&-
+    --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "$@" 2>"$d/err") || rc=$?
   err=$(cat "$d/err")
   touch "$d/stop"
   kill $marker 2>/dev/null
   wait $tpid 2>/dev/null
   printf '%s\n' "$out" | sed 's/^/    /'
   reached=$(cat "$d/reached" 2>/dev/null)
-  ip addr del "$ESCAPE_HOST_ADDR/32" dev lo 2>/dev/null
+  ip netns del "$ns" 2>/dev/null
   rm -rf "$d"
 }
 
@@ -61,8 +79,6 @@ test_escape_jailed_vmm_with_passt_and_a_share() {
 
 # TAP: the VMM holds a TAP descriptor, but not the host's network namespace.
 test_escape_jailed_vmm_with_a_tap_device() {
-  local tap=kesc$$
-  escape_run --net "tap=$tap,ip=10.79.0.2/24" || { ip link del $tap 2>/dev/null; return 1; }
-  ip link del $tap 2>/dev/null
+  escape_run --net "tap=kesct0,ip=10.79.0.2/24" || return 1
   escape_check
 }

@@ -430,8 +430,8 @@ static int try_passt(const struct target *t, char *msg)
 		for (int i = 0; i < n; i++) {
 			size_t len = syn_frame(frame, mac, "10.0.2.15", dsts[i], t->tcp_port);
 
-			if (write(fd, frame, len) != (ssize_t)len)
-				break;
+			if (send(fd, frame, len, MSG_NOSIGNAL) != (ssize_t)len)
+				return say(msg, BLOCKED, "passt's socket closed (%s) after %d frames", strerror(errno), i);
 		}
 		if (synack_seen(fd, bin, n, t->tcp_port))
 			return say(msg, ESCAPED, "descriptor %d: passt connected for us to the host", fd);
