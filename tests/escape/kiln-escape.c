@@ -148,7 +148,8 @@ static const char *sees_host(const struct target *t, int top)
  * through /proc/self/fd/N's magic link, and look around at the top. */
 static int try_dotdot(const struct target *t, char *msg)
 {
-	char path[64];
+	char path[64], found[MSG_MAX] = "";
+	size_t used = 0;
 	int dirs = 0;
 
 	for (int fd = 0; fd < MAX_FD; fd++) {
@@ -159,22 +160,23 @@ static int try_dotdot(const struct target *t, char *msg)
 		if (fcntl(fd, F_GETFD) < 0 || fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		dirs++;
+		/* Every descriptor that leads out is named, not just the first. */
 		top = climb(fd);
-		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top)))) {
-			close(top);
-			return say(msg, ESCAPED, "descriptor %d: \"..\" reaches %s", fd, what);
-		}
+		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) && used < sizeof(found))
+			used += (size_t)snprintf(found + used, sizeof(found) - used, "%sdescriptor %d: \"..\" reaches %s",
+						 used ? "; " : "", fd, what);
 		if (top >= 0)
 			close(top);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d/../../../../../../../..", fd);
 		top = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top)))) {
-			close(top);
-			return say(msg, ESCAPED, "/proc/self/fd/%d/.. reaches %s", fd, what);
-		}
+		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) && used < sizeof(found))
+			used += (size_t)snprintf(found + used, sizeof(found) - used, "%s/proc/self/fd/%d/.. reaches %s",
+						 used ? "; " : "", fd, what);
 		if (top >= 0)
 			close(top);
 	}
+	if (used)
+		return say(msg, ESCAPED, "%s", found);
 	return say(msg, BLOCKED, "%d directory descriptors held; \"..\" from each stays inside", dirs);
 }
 
