@@ -109,17 +109,18 @@ net_cleanup() {
 }
 
 # net_vm_start RULES_JSON [VMM ARGS...]: the test image in $ns with the
-# rule set RULES_JSON (--firewall), a control socket ($ctl) and the agent.
-# Sets $vd, $vpid, $vs like agent_vm_start.
+# rule set RULES_JSON (--firewall; "-": no --firewall), a control socket
+# ($ctl) and the agent. Sets $vd, $vpid, $vs like agent_vm_start.
 net_vm_start() {
-  local rules=$1
+  local rules=$1 fw=()
   shift
   vd=$(mktemp -d /tmp/kn.XXXXXX)
   vs="$vd/v.sock" ctl="$vd/ctl"
   printf '%s\n' "$rules" >"$vd/rules.json"
+  [ "$rules" = - ] || fw=(--firewall "$vd/rules.json")
   heartbeat kiln-vmm
   ip netns exec "$ns" "$VMM" --kernel "$VMLINUX" --initrd "$TEST_INITRD" --mem 256 --cpus 2 --console \
-    --vsock "$vs" --control "$ctl" --firewall "$vd/rules.json" "$@" >"$vd/console" 2>"$vd/vmm.err" </dev/null &
+    --vsock "$vs" --control "$ctl" "${fw[@]}" "$@" >"$vd/console" 2>"$vd/vmm.err" </dev/null &
   vpid=$!
   ag wait-ready >/dev/null || { out=$(tr -d '\r' <"$vd/console"); err=$(cat "$vd/vmm.err"); fail "agent never became ready"; return 1; }
 }
@@ -403,6 +404,32 @@ test_net_passt_outbound_without_root_setup() {
   check '[ -z "$ppid" ] || [ ! -e "/proc/$ppid" ] || grep -q "^State:.*Z" "/proc/$ppid/status"' "passt $ppid outlived a killed kiln-vmm"
   out=$(tr -d '\r' <"$vd/console") err=$(cat "$vd/vmm.err")
   rm -rf "$vd"
+  vpid=
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# passt without --firewall where no cgroup programs can hold passt (here:
+# `ip netns exec` hides the cgroup2 mount; likewise a kiln-vmm that is not
+# root): kiln-vmm's implicit rules let the guest reach the internet and
+# the private ranges as before, but never the host's own addresses, its
+# loopback (through them) or the metadata address (docs/security.md,
+# "Outside the VMM: what passt may reach").
+test_net_passt_without_firewall_keeps_off_the_host() {
+  net_ns_make pd && net_ns_uplink || { net_cleanup; return 1; }
+  net_hosts_start --http 10.78.1.10:8080 --http 203.0.113.10:8080 --http 169.254.169.254:80 || { net_cleanup; return 1; }
+  net_self_start --http 203.0.113.20:8080 --http 10.78.0.2:8080 || { net_cleanup; return 1; }
+  local why= o
+  net_vm_start - --net passt,mac=02:00:00:00:00:09,resolver=10.78.3.53 \
+    --cmdline 'quiet kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3' || { net_cleanup; return 1; }
+  check 'grep -q "passt runs without egress programs" "$vd/vmm.err"' "kiln-vmm did not say passt runs without egress programs: $(cat "$vd/vmm.err")"
+  o=$(pget 10.78.1.10 8080); check '[ "$o" = "kiln-net 10.78.1.10:8080" ]' "a private address through passt failed: '$o'"
+  o=$(pget 203.0.113.10 8080); check '[ "$o" = "kiln-net 203.0.113.10:8080" ]' "a public address through passt failed: '$o'"
+  o=$(pnone 203.0.113.20:8080 10.78.0.2:8080 169.254.169.254:80)
+  check '[ -z "$o" ]' "the host's own addresses or the metadata address answered: $o"
+  check '! reached_self 203.0.113.20:8080 && ! reached_self 10.78.0.2:8080' "a host service was reached: $(cat "$slog")"
+  check '! reached 169.254.169.254:80' "the metadata address was reached"
+  agent_vm_stop
   vpid=
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }

@@ -47,8 +47,21 @@ static int rules_parse(const char *text, size_t len, struct net_rules **out, str
 	return 0;
 }
 
-static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uint8_t mac[6],
-		       struct net_filter **out, struct err *e)
+/*
+ * The rules a passt device gets without --firewall when no cgroup
+ * programs hold passt (kiln-vmm not root, or no cgroup v2): everything
+ * the guest could reach before, the public internet and the private
+ * ranges, but never what the filter always denies, the reserved classes
+ * (the host's loopback, link-local and metadata) and the host's own
+ * addresses. Without them a guest would reach the host's loopback through
+ * passt, a process of the host (docs/security.md, "Outside the VMM").
+ */
+static const char implicit_rules[] =
+	"{\"outbound_internet\": true, \"allow\": [{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": \"172.16.0.0/12\"},"
+	" {\"cidr\": \"192.168.0.0/16\"}, {\"cidr\": \"100.64.0.0/10\"}, {\"cidr\": \"fc00::/7\"}]}";
+
+static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uint8_t mac[6], const char *text,
+		       size_t len, struct net_filter **out, struct err *e)
 {
 	struct net_filter_config fc = { 0 };
 	const struct devspec_net_rate_cfg *rate = &vm->cfg.net_rate;
@@ -83,7 +96,7 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
 		fc.log = firewall_log;
 		fc.log_ctx = vm;
 	}
-	if ((err = rules_parse(vm->cfg.firewall, vm->cfg.firewall_len, &rules, &re)))
+	if ((err = rules_parse(text, len, &rules, &re)))
 		return err_set(e, -err, "--firewall: %s", re.msg);
 	/* Without it the filter lets no IPv4 out but DHCP (docs/security.md). */
 	if (!fc.has_ip4) {
@@ -108,10 +121,10 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
  * kiln-vmm runs as root and no kilnd holds it already: a compromised VMM
  * writing frames straight to passt reaches neither the host's loopback
  * nor its addresses nor the metadata service (egress_subgroup.h). 0 with
- * *fd (-1: not held, said on the log when kiln-vmm is root and it could
- * have been), or -errno.
+ * *fd (-1: not held here; *held says whether programs hold passt at all,
+ * kilnd's or these), or -errno.
  */
-static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd, struct err *e)
+static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd, int *held, struct err *e)
 {
 	struct net_addr res;
 	int r;
@@ -121,7 +134,10 @@ static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd,
 	r = egress_subgroup_open(c->resolver ? &res : NULL, fd, e);
 	if (r < 0)
 		return r;
-	if (r == 0 && e->msg[0] && geteuid() == 0)
+	/* r == 0 with a message: no programs (not root, no cgroup v2, ...);
+	 * without one: kilnd's hold passt already, or these (*fd). */
+	*held = *fd >= 0 || !e->msg[0];
+	if (!*held && geteuid() == 0)
 		dprintf(vm->cfg.log_fd,
 			"kiln-vmm: warning: passt runs without egress programs (%s): only the packet filter keeps the guest from the host's loopback and addresses (docs/security.md)\n",
 			e->msg);
@@ -129,13 +145,15 @@ static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd,
 	return 0;
 }
 
-static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct net_backend **out, struct err *e)
+static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct net_backend **out, int *held,
+			struct err *e)
 {
 	struct net_passt_cfg pc = { 0 };
 	char addr[NET_ADDR_STRLEN];
 	const char *slash;
 	int cg = -1, r;
 
+	*held = 1;
 	if (c->tap)
 		return net_tap_open(c->tap, out, e);
 	slash = strchr(c->ip, '/');
@@ -148,7 +166,7 @@ static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct n
 	pc.gateway = c->gw;
 	pc.dns = c->dns;
 	pc.resolver = c->resolver;
-	if ((r = passt_cgroup(vm, c, &cg, e)))
+	if ((r = passt_cgroup(vm, c, &cg, held, e)))
 		return r;
 	pc.join_cgroup_fd = cg;
 	r = net_passt_open(&pc, out, e);
@@ -161,7 +179,7 @@ int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_
 		  struct err *e)
 {
 	struct virtio_net_params p = { 0 };
-	int err;
+	int err, held;
 
 	if (c->mac) {
 		if (net_parse_mac(c->mac, p.mac))
@@ -173,10 +191,17 @@ int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_
 			return err_set(e, EIO, "getrandom: %s", strerror(errno));
 		p.mac[0] = (uint8_t)((p.mac[0] & 0xfe) | 0x02);
 	}
-	if (vm->cfg.firewall && (err = make_filter(vm, c, p.mac, &p.filter, e)))
+	if (vm->cfg.firewall && (err = make_filter(vm, c, p.mac, vm->cfg.firewall, vm->cfg.firewall_len, &p.filter, e)))
 		return err;
-	if ((err = make_backend(vm, c, &p.backend, e))) {
+	if ((err = make_backend(vm, c, &p.backend, &held, e))) {
 		net_filter_destroy(p.filter);
+		return err;
+	}
+	/* No rules and nothing outside holding passt: the implicit rules,
+	 * so the default never reaches the host's loopback. */
+	if (!p.filter && c->passt && !held &&
+	    (err = make_filter(vm, c, p.mac, implicit_rules, sizeof(implicit_rules) - 1, &p.filter, e))) {
+		p.backend->close(p.backend);
 		return err;
 	}
 	return virtio_net_create(&p, vm->loop, out, e);

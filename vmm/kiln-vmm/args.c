@@ -49,6 +49,8 @@ const char vmm_usage[] =
 	"                       the JSON rule set in FILE (docs/architecture.md,\n"
 	"                       \"Packet filter\"); changed at runtime with the control\n"
 	"                       socket's firewall-set. Without it every frame passes\n"
+	"                       (passt not held by cgroup programs, i.e. not root:\n"
+	"                       all but the host's own addresses and link-local)\n"
 	"  --firewall-log       denied and cut flows on stderr (at most 10 a second)\n"
 	"  --net-rate tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N\n"
 	"                       the filter's rate limits per second (0 or absent:\n"
