@@ -119,6 +119,11 @@ ESCAPE_SRCS := tests/escape/kiln-escape.c $(filter-out vmm/kiln-vmm/main.c,$(KIL
 $(BUILD)/tests/kiln-escape: $(ESCAPE_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
+# The compromised image importer: the importer's own seccomp filter, then attacks.
+$(BUILD)/tests/kiln-escape-importer: $(BUILD)/obj/tests/escape/kiln-escape-importer.o \
+		$(BUILD)/obj/api/image-import/import_seccomp.o $(BASE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ -lseccomp
 
 # libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
@@ -324,8 +329,9 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # The unit tests (several binaries at once, the slowest started first:
 # tests/unit/run), then every fuzz corpus replayed and each target fuzzed
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
-unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS)
-	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
+unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS) \
+	$(BUILD)/tests/kiln-escape-importer
+	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
@@ -334,7 +340,7 @@ unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-
 # build from there); `make test-debian` builds it if need be and runs only it.
 # Without hardware KVM the tests are split over one one-vCPU outer VM per
 # host CPU (tests/harness/shards; KILN_TEST_SHARDS=1 for a single one).
-integration: all $(BUILD)/tests/triple-fault.elf $(BUILD)/tests/kiln-escape $(TEST_ROOTFS)
+integration: all $(BUILD)/tests/triple-fault.elf $(BUILD)/tests/kiln-escape $(BUILD)/tests/kiln-escape-importer $(TEST_ROOTFS)
 	@if rootfs/build-debian --cached-only $(BUILD)/kiln-init $(BUILD)/rootfs; then \
 		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
 	else echo "integration: no cached Debian base: its test is left out (make test-debian)"; fi; \
