@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "devices/fs/fuse_state.h"
-#include "devices/fs/share_mount.h"
 #include "lib/base/le.h"
+#include "lib/base/mount_clone.h"
 
 /* The guest's kernel caches names and attributes this long (seconds): short,
  * because the host may change the share behind the guest's back. */
@@ -1754,11 +1754,24 @@ fail:
 	return err;
 }
 
+/* The share's directory as a mount of its own (lib/base/mount_clone.h);
+ * *fd closed on failure. */
+static int clone_share(int *fd, int read_only, const char *name, struct err *e)
+{
+	char what[PATH_MAX + 16];
+	int cloned, err;
+
+	snprintf(what, sizeof(what), "share %s", name);
+	if ((err = mount_clone_dir(fd, read_only, what, &cloned, e)) < 0)
+		close(*fd);
+	return err;
+}
+
 int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 		     struct err *e)
 {
 	char name[PATH_MAX + 2];
-	int fd, probe, cloned, err;
+	int fd, probe, err;
 
 	snprintf(name, sizeof(name), "'%s'", root);
 	/* The share root itself is the host's choice, so it may be a symlink. */
@@ -1766,10 +1779,8 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 	if (fd < 0)
 		return err_set(e, errno, "share %s: %s (give an existing directory)", name,
 			       strerror(errno));
-	if ((err = share_mount_detach(&fd, read_only, name, &cloned, e)) < 0) {
-		close(fd);
+	if ((err = clone_share(&fd, read_only, name, e)) < 0)
 		return err;
-	}
 	probe = sys_openat2(fd, ".", O_PATH, 0);
 	close(fd);
 	if (probe < 0)
@@ -1781,7 +1792,7 @@ int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
 int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, struct err *e)
 {
 	char name[32];
-	int fd, cloned, err;
+	int fd, err;
 
 	snprintf(name, sizeof(name), "fd=%d", dir_fd);
 	/* Our own descriptor of that very directory: "." resolves nothing,
@@ -1791,10 +1802,8 @@ int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, str
 		return err_set(e, -fd, "share %s: %s%s", name, strerror(-fd),
 			       fd == -ENOSYS ? " (virtio-fs needs Linux 5.6+)"
 			       : fd == -EBADF ? " (no such open descriptor)" : "");
-	if ((err = share_mount_detach(&fd, read_only, name, &cloned, e)) < 0) {
-		close(fd);
+	if ((err = clone_share(&fd, read_only, name, e)) < 0)
 		return err;
-	}
 	return serve_dir(out, fd, name, read_only, e);
 }
 

@@ -29,7 +29,7 @@
  *    Reopening a node for I/O goes through /proc/self/fd of the server's
  *    own fd, opened when first needed (after the jail: its own /proc).
  *    The share itself is served from a detached clone of the directory
- *    (share_mount.h) when the process may make one, so ".." from any
+ *    (lib/base/mount_clone.h) when the process may make one, so ".." from any
  *    descriptor the server holds stops at the share's root.
  *  - A read-only share answers every modifying opcode (and OPEN for
  *    writing or with O_TRUNC) with -EROFS.

@@ -1,5 +1,5 @@
-/* A share's directory as a detached mount of its own; see share_mount.h. */
-#include "devices/fs/share_mount.h"
+/* A directory as a detached mount of its own; see mount_clone.h. */
+#include "lib/base/mount_clone.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #define AT_RECURSIVE 0x8000
 #endif
 
-int share_mount_detach(int *fd, int read_only, const char *name, int *cloned, struct err *e)
+int mount_clone_dir(int *fd, int read_only, const char *what, int *cloned, struct err *e)
 {
 	struct mount_attr attr = {
 		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC | (read_only ? MOUNT_ATTR_RDONLY : 0),
@@ -23,18 +23,18 @@ int share_mount_detach(int *fd, int read_only, const char *name, int *cloned, st
 	int tree;
 
 	*cloned = 0;
-	/* Submounts come along (AT_RECURSIVE): what the share showed before
-	 * it still shows, all of it beneath the clone's root. */
+	/* Submounts come along (AT_RECURSIVE): what the directory showed
+	 * before it still shows, all of it beneath the clone's root. */
 	tree = (int)syscall(SYS_open_tree, *fd, "", OPEN_TREE_CLONE | AT_EMPTY_PATH | AT_RECURSIVE | O_CLOEXEC);
 	if (tree < 0 && errno == EPERM)
 		return 0;
 	if (tree < 0)
-		return err_set(e, errno, "share %s: cloning it as a mount of its own: %s%s", name, strerror(errno),
+		return err_set(e, errno, "%s: cloning it as a mount of its own: %s%s", what, strerror(errno),
 			       errno == ENOSYS ? " (Linux 5.2 or later is needed)"
 			       : errno == EINVAL ? " (an unbindable mount, or not in this mount namespace)" : "");
 	if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0) {
-		int r = err_set(e, errno, "share %s: making its mount nosuid,nodev,noexec%s: %s (Linux 5.12 or later is needed)",
-				name, read_only ? ",ro" : "", strerror(errno));
+		int r = err_set(e, errno, "%s: making its mount nosuid,nodev,noexec%s: %s (Linux 5.12 or later is needed)",
+				what, read_only ? ",ro" : "", strerror(errno));
 
 		close(tree);
 		return r;
