@@ -43,28 +43,15 @@
 #include "api/image-import/import_seccomp.h"
 #include "lib/base/fd_io.h"
 
-#define MSG_MAX 300
-#define VALUE_MAX 256
+#include "tests/escape/attempt.h"
 
-enum { BLOCKED = 0, ESCAPED = 1 };
+#define VALUE_MAX 256
 
 struct target {
 	char canary[VALUE_MAX], state[VALUE_MAX], socket[VALUE_MAX], abstract[VALUE_MAX];
 	int tcp;
 	pid_t pid;
 };
-
-static int say(char *msg, int verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int say(char *msg, int verdict, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, MSG_MAX, fmt, ap);
-	va_end(ap);
-	return verdict;
-}
 
 /* The canary (root's, 0600) and kilnd's state: no read, no write. */
 static int try_files(const struct target *t, char *msg)
@@ -93,23 +80,6 @@ static int try_files(const struct target *t, char *msg)
 		return say(msg, ESCAPED, "writes to the host's /");
 	}
 	return say(msg, BLOCKED, "the canary, kilnd's state and images, / refused: %s", strerror(errno));
-}
-
-static int connect_unix(const char *name, int abstract)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (s < 0)
-		return -1;
-	snprintf(a.sun_path + abstract, sizeof(a.sun_path) - 1, "%s", name);
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + abstract + strlen(name));
-	if (connect(s, (struct sockaddr *)&a, len) < 0) {
-		close(s);
-		return -1;
-	}
-	return s;
 }
 
 /* kilnd's API answering a listing: the one thing its socket must not give. */

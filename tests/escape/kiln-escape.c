@@ -53,13 +53,12 @@
 #include "vmm/jail/seccomp_filter.h"
 #include "vmm/kiln-vmm/setup.h"
 
+#include "tests/escape/attempt.h"
+
 #define MAX_ADDRS 8
 #define MAX_FD 4096
-#define MSG_MAX 400
 #define MARKER "kiln-escape-marker"
 #define EXEC_PROBE_STATUS 42
-
-enum { BLOCKED = 0, ESCAPED = 1 };
 
 struct target {
 	const char *canary, *abstract_name, *unix_path;
@@ -78,18 +77,6 @@ struct attempt {
 	int (*fn)(const struct target *t, char *msg);
 	int jail_alone; /* the jail must stop it even without a seccomp filter */
 };
-
-static int say(char *msg, int verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int say(char *msg, int verdict, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, MSG_MAX, fmt, ap);
-	va_end(ap);
-	return verdict;
-}
 
 /* "outside": the host's / or /proc, as noted before the jail. */
 static const char *outside(const struct target *t, int fd)
@@ -237,21 +224,6 @@ static int try_proc(const struct target *t, char *msg)
 	return say(msg, BLOCKED, "/proc shows the VMM's own processes only");
 }
 
-static int connect_unix(const char *name, int abstract)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
-
-	if (s < 0)
-		return -errno;
-	snprintf(a.sun_path + abstract, sizeof(a.sun_path) - 1, "%s", name);
-	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + abstract + strlen(name));
-	r = connect(s, (struct sockaddr *)&a, len) < 0 ? -errno : 0;
-	close(s);
-	return r;
-}
-
 /* A TCP connect with a 2 s bound: 0, or -errno. */
 static int connect_tcp(const char *addr, int port)
 {
@@ -281,10 +253,14 @@ static int try_sockets(const struct target *t, char *msg)
 {
 	int r;
 
-	if (t->abstract_name && (r = connect_unix(t->abstract_name, 1)) == 0)
+	if (t->abstract_name && (r = connect_unix(t->abstract_name, 1)) >= 0) {
+		close(r);
 		return say(msg, ESCAPED, "connects to the host's abstract socket @%s", t->abstract_name);
-	if (t->unix_path && (r = connect_unix(t->unix_path, 0)) == 0)
+	}
+	if (t->unix_path && (r = connect_unix(t->unix_path, 0)) >= 0) {
+		close(r);
 		return say(msg, ESCAPED, "connects to the host's socket %s", t->unix_path);
+	}
 	if (t->tcp_port && (r = connect_tcp("127.0.0.1", t->tcp_port)) == 0)
 		return say(msg, ESCAPED, "connects to 127.0.0.1:%d", t->tcp_port);
 	for (int i = 0; t->tcp_port && i < t->naddrs; i++)
