@@ -80,6 +80,10 @@ struct blk {
 	int data_dirty;  /* data written since the last data sync */
 	int punched;     /* holes punched since then: needs fsync, not fdatasync */
 	uint8_t *bounce; /* one block, for copy-up */
+	/* blk_cow_load's: until it ran (deferred open), no I/O is served */
+	struct base_id id;
+	char *path, *base_path;
+	int loaded;
 };
 
 static const uint8_t zero_page[COW_PAGE];
@@ -470,11 +474,9 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 		 struct blk **out, struct err *e)
 {
 	static const struct blk_cow_opts defaults;
-	uint8_t hdr[COW_HEADER_SIZE];
 	struct base_id id;
 	struct stat st;
 	struct blk *b;
-	ssize_t got;
 	int r;
 
 	*out = NULL;
@@ -519,34 +521,55 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 			      overlay_path, r == -EBUSY ? "" : " (cannot lock it)");
 		goto fail;
 	}
-	got = pread(b->fd, hdr, sizeof(hdr), 0);
-	if (got < 0) {
-		r = errno;
-		r = err_set(e, r, "disk '%s': cannot read the overlay header: %s", overlay_path, strerror(r));
+	b->id = id;
+	b->path = strdup(overlay_path);
+	b->base_path = strdup(base_path);
+	if (!b->path || !b->base_path) {
+		r = err_set(e, ENOMEM, "disk '%s': out of memory", overlay_path);
 		goto fail;
 	}
-	r = cow_parse(b, overlay_path, hdr, (size_t)got, (uint64_t)st.st_size, &id, base_path, e);
-	if (r)
+	if (!o->defer && (r = blk_cow_load(b, e)))
 		goto fail;
-
-	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
-	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
-	b->bounce = malloc(b->bs);
-	if (!b->bitmap || !b->dirty || !b->bounce) {
-		r = err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", overlay_path);
-		goto fail;
-	}
-	r = fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
-	if (r) {
-		r = err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", overlay_path, strerror(-r));
-		goto fail;
-	}
 	*out = b;
 	return 0;
 fail:
 	b->ro = 1; /* nothing to flush */
 	blk_close(b);
 	return r;
+}
+
+int blk_cow_load(struct blk *b, struct err *e)
+{
+	uint8_t hdr[COW_HEADER_SIZE];
+	struct stat st;
+	ssize_t got;
+	int r;
+
+	if (b->kind != BLK_COW || b->loaded)
+		return 0;
+	if (fstat(b->fd, &st) < 0)
+		return err_set(e, errno, "disk '%s': cannot stat the overlay: %s", b->path, strerror(errno));
+	got = pread(b->fd, hdr, sizeof(hdr), 0);
+	if (got < 0)
+		return err_set(e, errno, "disk '%s': cannot read the overlay header: %s", b->path, strerror(errno));
+	r = cow_parse(b, b->path, hdr, (size_t)got, (uint64_t)st.st_size, &b->id, b->base_path, e);
+	if (r) {
+		b->size = 0; /* still no I/O: every range is out of bounds */
+		return r;
+	}
+	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
+	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
+	b->bounce = malloc(b->bs);
+	r = !b->bitmap || !b->dirty || !b->bounce ? -ENOMEM
+						   : fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
+	if (r) {
+		b->size = 0;
+		if (r == -ENOMEM)
+			return err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", b->path);
+		return err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", b->path, strerror(-r));
+	}
+	b->loaded = 1;
+	return 0;
 }
 
 /* Read [off, off + len) of the base as the overlay's view of it: zeros
@@ -783,6 +806,8 @@ int blk_close(struct blk *b)
 	free(b->bitmap);
 	free(b->dirty);
 	free(b->bounce);
+	free(b->path);
+	free(b->base_path);
 	free(b);
 	return r;
 }

@@ -220,14 +220,26 @@ static void *runner(void *arg)
 	return NULL;
 }
 
-/* Mark started and build the threads' seccomp filters before any VM
- * thread exists; -EALREADY when it was started. */
+/* A restored VM's snapshot, read now: after the caller's own steps
+ * (kiln-vmm's jail), on the restore thread under its filter (vm_load). */
+static int load(kiln_vm *vm)
+{
+	struct err e = { { 0 } };
+	int r = vm_load(vm->vm, &e);
+
+	return r < 0 ? vm_fail(vm, r, &e) : 0;
+}
+
+/* Mark started, build the threads' seccomp filters and load a restored
+ * VM's snapshot before any VM thread exists; -EALREADY when it was
+ * started. */
 static int claim(kiln_vm *vm)
 {
 	int r = 0;
 
 	/* The restore timeline's legs after vm_ready: the caller's own steps
-	 * (kiln-vmm: control socket, jail), then the filters. */
+	 * (kiln-vmm: control socket, jail), the filters, then the snapshot
+	 * read (restore_state_disks .. restored). */
 	if (vm_restored(vm->vm))
 		timeline_mark(vm_timeline(vm->vm), "run_start");
 	pthread_mutex_lock(&vm->lk);
@@ -244,6 +256,11 @@ static int claim(kiln_vm *vm)
 	}
 	if (!r && vm_restored(vm->vm))
 		timeline_mark(vm_timeline(vm->vm), "seccomp_built");
+	if (!r && (r = load(vm)) < 0) {
+		pthread_mutex_lock(&vm->lk);
+		vm->started = 0;
+		pthread_mutex_unlock(&vm->lk);
+	}
 	return r;
 }
 

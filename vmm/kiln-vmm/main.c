@@ -83,7 +83,8 @@ static const char usage[] =
 	"                       firewall-get (docs/architecture.md)\n"
 	"  --restore DIR        resume the snapshot in DIR instead of booting (then\n"
 	"                       --kernel is not needed); --mem, --cpus and the device\n"
-	"                       options must be the ones it was taken with\n"
+	"                       options must be the ones it was taken with; opened\n"
+	"                       before --jail, read in the jail\n"
 	"  --jail DIR --uid U --gid G\n"
 	"                       once set up, confine kiln-vmm (root needed to start):\n"
 	"                       pid 1 of new pid, mount, ipc, uts, cgroup and (without\n"
@@ -516,6 +517,9 @@ int main(int argc, char **argv)
 	 * handler for it. */
 	kiln_kick_signal_install(SIGUSR1);
 
+	/* A restore only opens the snapshot here (as root: /dev/kvm, images,
+	 * TAP, passt and shares are opened now too); kiln_vm_run reads it,
+	 * after the jail and under the restore thread's filter. */
 	if ((restore_dir ? kiln_vm_restore(cfg, restore_dir, &vm) : kiln_vm_create(cfg, &vm)) < 0) {
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_config_errmsg(cfg));
 		kiln_vm_config_free(cfg);
