@@ -86,8 +86,6 @@ struct blk {
 	int loaded;
 };
 
-static const uint8_t zero_page[COW_PAGE];
-
 static uint32_t get32(const uint8_t *p)
 {
 	uint32_t v;
@@ -128,46 +126,6 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
 	}
 	return ~crc;
-}
-
-/* Write zeros by pwritev() of one shared zero page, 1 MiB per call. */
-static int pwrite_zeros(int fd, uint64_t off, uint64_t len)
-{
-	struct iovec iov[256];
-
-	for (int i = 0; i < 256; i++)
-		iov[i] = (struct iovec){ .iov_base = (void *)zero_page, .iov_len = COW_PAGE };
-	while (len) {
-		uint64_t chunk = len < 256 * COW_PAGE ? len : 256 * COW_PAGE;
-		int n = (int)((chunk + COW_PAGE - 1) / COW_PAGE);
-		ssize_t r;
-
-		iov[n - 1].iov_len = chunk - (uint64_t)(n - 1) * COW_PAGE;
-		r = pwritev(fd, iov, n, (off_t)off);
-		iov[n - 1].iov_len = COW_PAGE;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		off += (uint64_t)r;
-		len -= (uint64_t)r;
-	}
-	return 0;
-}
-
-/* fallocate `mode` over the range, or plain zero writes where the
- * filesystem (tmpfs for ZERO_RANGE, 9p, ...) does not support it. */
-static int zero_range(int fd, int mode, uint64_t off, uint64_t len)
-{
-	if (len == 0)
-		return 0;
-	if (fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
-		return -errno;
-	return pwrite_zeros(fd, off, len);
 }
 
 static int range_ok(const struct blk *b, uint64_t off, uint64_t len)
@@ -641,7 +599,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 			 * reads as zeros, so discarding frees the space. */
 			n = cow_run(b, off, len);
 			r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-				: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+				: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			if (r)
 				return r;
 		} else {
@@ -649,7 +607,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 				/* Whole unallocated blocks: nothing to copy up. */
 				n = cow_run(b, off, len) & ~(size_t)(b->bs - 1);
 				r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-					: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+					: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			} else {
 				n = b->bs - in < len ? b->bs - in : len;
 				r = base_read(b, i << b->shift, b->bounce, b->bs);
@@ -764,7 +722,7 @@ static int zeroes(struct blk *b, uint64_t off, uint64_t len, int mode)
 		return -EINVAL;
 	if (b->kind == BLK_COW)
 		return len ? cow_write(b, off, NULL, (size_t)len) : 0;
-	return zero_range(b->fd, mode, off, len);
+	return fd_io_zero_range(b->fd, mode, off, len);
 }
 
 int blk_discard(struct blk *b, uint64_t off, uint64_t len)

@@ -304,28 +304,6 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 	return 0;
 }
 
-/* The range reads as zeros: a hole punched, or zeros written where the
- * filesystem cannot punch. */
-static int zero_hole(int fd, off_t off, off_t len)
-{
-	static const uint8_t zero[65536];
-
-	if (len <= 0 || fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
-		return -errno;
-	while (len > 0) {
-		size_t n = len < (off_t)sizeof(zero) ? (size_t)len : sizeof(zero);
-		int r = fd_io_pwrite_all(fd, zero, n, (uint64_t)off);
-
-		if (r)
-			return r;
-		off += (off_t)n;
-		len -= (off_t)n;
-	}
-	return 0;
-}
-
 int snap_copy_over(int in, int out)
 {
 	struct stat st;
@@ -343,7 +321,7 @@ int snap_copy_over(int in, int out)
 			return -errno;
 		if (data < 0)
 			data = st.st_size; /* ENXIO: only a hole is left */
-		if ((r = zero_hole(out, off, data - off)))
+		if ((r = fd_io_zero_range(out, FALLOC_FL_PUNCH_HOLE, (uint64_t)off, (uint64_t)(data - off))))
 			return r;
 		if (data == st.st_size)
 			break;
