@@ -201,7 +201,9 @@ KILN_API int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, 
 
 /*
  * Set up KVM, guest memory, devices and vCPUs and load the kernel; the VM
- * does not run yet. 0 with *out, or -errno with the message in
+ * does not run yet. Disk overlays are opened here and their headers read
+ * when the VM starts (kiln_vm_start/run, on the restore thread: a bad
+ * overlay fails there, message in kiln_vm_errmsg). 0 with *out, or -errno with the message in
  * kiln_vm_config_errmsg(cfg) (-EINVAL bad settings or a kick signal
  * without handler; -ENOENT a file; -ENODEV no /dev/kvm). Any thread (one
  * at a time per cfg).

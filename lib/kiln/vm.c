@@ -236,8 +236,9 @@ static void *runner(void *arg)
 	return NULL;
 }
 
-/* A restored VM's snapshot, read now: after the caller's own steps
- * (kiln-vmm's jail), on the restore thread under its filter (vm_load). */
+/* What the VM's files hold, read now: a restored VM's snapshot, every
+ * disk overlay's header; after the caller's own steps (kiln-vmm's jail),
+ * on the restore thread under its filter (vm_load). */
 static int load(kiln_vm *vm)
 {
 	struct err e = { { 0 } };
@@ -246,8 +247,8 @@ static int load(kiln_vm *vm)
 	return r < 0 ? vm_fail(vm, r, &e) : 0;
 }
 
-/* Mark started, build the threads' seccomp filters and load a restored
- * VM's snapshot before any VM thread exists; -EALREADY when it was
+/* Mark started, build the threads' seccomp filters and load what the
+ * VM's files hold before any VM thread exists; -EALREADY when it was
  * started. */
 static int claim(kiln_vm *vm)
 {

@@ -41,6 +41,7 @@
  * some 150k; malloc maps it lazily, so only what a save writes is touched. */
 #define DEVICE_STATE_MAX (16u << 20)
 #define SERIAL_STATE_VERSION 1
+_Static_assert(SNAP_SRC_DISKS == DEVSPEC_MAX_DISKS, "snapshot_src opens one disk<N> per disk");
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
 

@@ -346,16 +346,19 @@ static int setup_virtio(struct vm *vm, struct err *e)
 	}
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
 		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
-		/* A restore's overlay is read once the snapshot's copy is in it (vm_load). */
+		/* An overlay's header is bytes an earlier (jailed) VMM wrote:
+		 * vm_load reads it, in kiln-vmm's jail; a restore's once the
+		 * snapshot's copy is in it. */
 		struct virtio_blk_params p = {
 			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
 			.create_overlay = 1, .serial = c->serial, .overlay_size = c->size,
-			.defer_overlay = vm->restored,
+			.defer_overlay = 1,
 		};
 
 		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;
 		vm->disk_dev[i] = d;
+		vm->needs_load |= c->overlay != NULL;
 		/* After the device made a missing overlay; read-write for a
 		 * restore to copy the snapshot's into. */
 		if (c->overlay &&
@@ -461,7 +464,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
 	if (cfg->restore_dir) {
-		vm->restored = 1;
+		vm->restored = vm->needs_load = 1;
 		timeline_mark(&vm->tl, "restore_start");
 		/* Opened now, read by vm_load (in kiln-vmm's jail). */
 		if ((err = vm_restore_open(vm, e)) < 0)
@@ -545,12 +548,15 @@ static void *load_thread(void *arg)
 	struct load_job *j = arg;
 	struct vm *vm = j->vm;
 
-	/* The filter first: every byte of the snapshot is read under it. */
+	/* The filter first: every byte of the snapshot and the overlays is read under it. */
 	if (vm->cfg.thread_enter && (j->r = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RESTORE)))
-		j->r = err_set(&j->e, -j->r, "restore: the restore thread cannot install its seccomp filter: %s",
+		j->r = err_set(&j->e, -j->r, "the restore thread cannot install its seccomp filter: %s",
 			       strerror(-j->r));
-	else
+	else if (vm->restored)
 		j->r = vm_restore_read(vm, &j->e);
+	else
+		for (int i = 0; i < vm->cfg.ndisk && !j->r; i++)
+			j->r = vm->cfg.disk[i].overlay ? virtio_blk_load(vm->disk_dev[i], &j->e) : 0;
 	return NULL;
 }
 
@@ -560,14 +566,14 @@ int vm_load(struct vm *vm, struct err *e)
 	pthread_t t;
 	int r;
 
-	if (!vm->restored || (r = __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE)) == 1)
+	if (!vm->needs_load || (r = __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE)) == 1)
 		return 0;
 	if (r < 0)
-		return err_set(e, -r, "restore: the snapshot could not be loaded (an earlier attempt failed)");
+		return err_set(e, -r, "the VM could not be loaded (an earlier attempt failed): create it again");
 	/* A thread of its own: the caller's thread must not carry the
 	 * restore's filter into the VM threads it starts next. */
 	if ((r = pthread_create(&t, NULL, load_thread, &j)))
-		return err_set(e, r, "restore: cannot start the restore thread: %s", strerror(r));
+		return err_set(e, r, "cannot start the restore thread: %s", strerror(r));
 	pthread_join(t, NULL);
 	__atomic_store_n(&vm->loaded, j.r < 0 ? j.r : 1, __ATOMIC_RELEASE);
 	if (j.r < 0)
@@ -577,8 +583,8 @@ int vm_load(struct vm *vm, struct err *e)
 
 int vm_loaded(struct vm *vm, const char *what, struct err *e)
 {
-	if (vm->restored && __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE) != 1)
-		return err_set(e, EAGAIN, "cannot %s: the VM's snapshot is not loaded yet (it is when the VM starts)",
+	if (vm->needs_load && __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE) != 1)
+		return err_set(e, EAGAIN, "cannot %s: the VM has not started (its snapshot and disk overlays are read when it starts)",
 			       what);
 	return 0;
 }

@@ -115,14 +115,15 @@ struct vm_result {
 int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e);
 
 /*
- * A restored VM's snapshot, read, checked and loaded: state file, the
- * overlays (the snapshot's copies written into the open overlays, whose
- * headers are read only then), RAM, vCPU, irqchip, clock and device
- * state. Runs on a thread of its own that calls cfg.thread_enter
+ * What vm_create opened but did not read, read and checked: each disk
+ * overlay's header and bitmap (bytes an earlier VMM wrote), and for a
+ * restored VM its snapshot first (state file, the snapshot's disk copies
+ * written into the open overlays, RAM, vCPU, irqchip, clock and device
+ * state). Runs on a thread of its own that calls cfg.thread_enter
  * (VM_THREAD_RESTORE) first, and is joined; call it after vm_create and
  * before vm_run, with the privileges reading hostile bytes should have
  * (kiln-vmm: in its jail). Once: a later call returns the first result.
- * 0 (also for a VM that was not restored) or -errno; after a failure the
+ * 0 (also when there is nothing to read) or -errno; after a failure the
  * VM cannot run.
  */
 int vm_load(struct vm *vm, struct err *e);

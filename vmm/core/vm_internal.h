@@ -67,6 +67,7 @@ struct vm {
 	int restored; /* came from cfg.restore_dir */
 	/* Until vm_load: the snapshot's files, opened at create (snapshot_src.h). */
 	struct snap_src src;
+	int needs_load; /* a restore, or a disk overlay whose header vm_load reads */
 	int loaded; /* vm_load: 0 not yet, 1 done, -errno failed (atomic: the control thread reads it) */
 	struct virtio_dev *disk_dev[DEVSPEC_MAX_DISKS]; /* disk i's device, for vm_load */
 	int tsc_deadline, tsc_deadline_known; /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
@@ -99,8 +100,8 @@ int vcpu_start(struct vcpu *v);
 /* In the vCPU thread, when pause_req is set: finish the exit KVM is half
  * way through, then wait until resumed or stopped. */
 void vcpu_park(struct vcpu *v);
-/* 0, or -EAGAIN with e saying "cannot <what>" while a restored VM's
- * snapshot is not loaded (vm_load): its state is not the snapshot's yet. */
+/* 0, or -EAGAIN with e saying "cannot <what>" until vm_load ran: a
+ * restored VM's state is not the snapshot's yet, its disks have no size. */
 int vm_loaded(struct vm *vm, const char *what, struct err *e);
 /* Stop the VM with `exit` and a printf message; the first caller wins. */
 void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)

@@ -158,8 +158,9 @@ static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 				  NULL, 0, 1 },
 	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, share_save, control_own },
 				   control_ioctls, N(control_ioctls), 0 },
-	/* restore: vm_load's thread, in the jail before any VM thread runs:
-	 * the snapshot's files read (file_io, dir_ops), RAM mapped from them,
+	/* restore: vm_load's thread, in the jail before any VM thread runs
+	 * (every VM: overlay headers; a restore: the snapshot too): the
+	 * snapshot's files and the overlays' headers read (file_io, dir_ops), RAM mapped from them,
 	 * overlays written in place, each virtio-fs node and handle reopened
 	 * beneath its share (share_save: openat2, readlinkat), a vsock
 	 * device's retry timer armed (loop_watches), a network device's held

@@ -26,7 +26,7 @@ enum seccomp_role {
 	SECCOMP_ROLE_VCPU,    /* KVM_RUN and the device work an MMIO/PIO exit does inline */
 	SECCOMP_ROLE_DEVICE,  /* the device thread (event loop): disks, shares, sockets */
 	SECCOMP_ROLE_CONTROL, /* vm_run's caller, control socket, snapshots, teardown */
-	SECCOMP_ROLE_RESTORE, /* reading a snapshot into a restored VM, before it runs */
+	SECCOMP_ROLE_RESTORE, /* reading overlay headers and a restore's snapshot, before the VM runs */
 	SECCOMP_ROLE_COUNT,
 };
 
