@@ -80,9 +80,11 @@ struct blk {
 	int data_dirty;  /* data written since the last data sync */
 	int punched;     /* holes punched since then: needs fsync, not fdatasync */
 	uint8_t *bounce; /* one block, for copy-up */
+	/* blk_cow_load's: until it ran (deferred open), no I/O is served */
+	struct base_id id;
+	char *path, *base_path;
+	int loaded;
 };
-
-static const uint8_t zero_page[COW_PAGE];
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -124,46 +126,6 @@ static uint32_t crc32_ieee(const uint8_t *p, size_t n)
 			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
 	}
 	return ~crc;
-}
-
-/* Write zeros by pwritev() of one shared zero page, 1 MiB per call. */
-static int pwrite_zeros(int fd, uint64_t off, uint64_t len)
-{
-	struct iovec iov[256];
-
-	for (int i = 0; i < 256; i++)
-		iov[i] = (struct iovec){ .iov_base = (void *)zero_page, .iov_len = COW_PAGE };
-	while (len) {
-		uint64_t chunk = len < 256 * COW_PAGE ? len : 256 * COW_PAGE;
-		int n = (int)((chunk + COW_PAGE - 1) / COW_PAGE);
-		ssize_t r;
-
-		iov[n - 1].iov_len = chunk - (uint64_t)(n - 1) * COW_PAGE;
-		r = pwritev(fd, iov, n, (off_t)off);
-		iov[n - 1].iov_len = COW_PAGE;
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -EIO;
-		off += (uint64_t)r;
-		len -= (uint64_t)r;
-	}
-	return 0;
-}
-
-/* fallocate `mode` over the range, or plain zero writes where the
- * filesystem (tmpfs for ZERO_RANGE, 9p, ...) does not support it. */
-static int zero_range(int fd, int mode, uint64_t off, uint64_t len)
-{
-	if (len == 0)
-		return 0;
-	if (fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
-		return 0;
-	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
-		return -errno;
-	return pwrite_zeros(fd, off, len);
 }
 
 static int range_ok(const struct blk *b, uint64_t off, uint64_t len)
@@ -470,11 +432,9 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 		 struct blk **out, struct err *e)
 {
 	static const struct blk_cow_opts defaults;
-	uint8_t hdr[COW_HEADER_SIZE];
 	struct base_id id;
 	struct stat st;
 	struct blk *b;
-	ssize_t got;
 	int r;
 
 	*out = NULL;
@@ -519,34 +479,55 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 			      overlay_path, r == -EBUSY ? "" : " (cannot lock it)");
 		goto fail;
 	}
-	got = pread(b->fd, hdr, sizeof(hdr), 0);
-	if (got < 0) {
-		r = errno;
-		r = err_set(e, r, "disk '%s': cannot read the overlay header: %s", overlay_path, strerror(r));
+	b->id = id;
+	b->path = strdup(overlay_path);
+	b->base_path = strdup(base_path);
+	if (!b->path || !b->base_path) {
+		r = err_set(e, ENOMEM, "disk '%s': out of memory", overlay_path);
 		goto fail;
 	}
-	r = cow_parse(b, overlay_path, hdr, (size_t)got, (uint64_t)st.st_size, &id, base_path, e);
-	if (r)
+	if (!o->defer && (r = blk_cow_load(b, e)))
 		goto fail;
-
-	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
-	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
-	b->bounce = malloc(b->bs);
-	if (!b->bitmap || !b->dirty || !b->bounce) {
-		r = err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", overlay_path);
-		goto fail;
-	}
-	r = fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
-	if (r) {
-		r = err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", overlay_path, strerror(-r));
-		goto fail;
-	}
 	*out = b;
 	return 0;
 fail:
 	b->ro = 1; /* nothing to flush */
 	blk_close(b);
 	return r;
+}
+
+int blk_cow_load(struct blk *b, struct err *e)
+{
+	uint8_t hdr[COW_HEADER_SIZE];
+	struct stat st;
+	ssize_t got;
+	int r;
+
+	if (b->kind != BLK_COW || b->loaded)
+		return 0;
+	if (fstat(b->fd, &st) < 0)
+		return err_set(e, errno, "disk '%s': cannot stat the overlay: %s", b->path, strerror(errno));
+	got = pread(b->fd, hdr, sizeof(hdr), 0);
+	if (got < 0)
+		return err_set(e, errno, "disk '%s': cannot read the overlay header: %s", b->path, strerror(errno));
+	r = cow_parse(b, b->path, hdr, (size_t)got, (uint64_t)st.st_size, &b->id, b->base_path, e);
+	if (r) {
+		b->size = 0; /* still no I/O: every range is out of bounds */
+		return r;
+	}
+	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
+	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
+	b->bounce = malloc(b->bs);
+	r = !b->bitmap || !b->dirty || !b->bounce ? -ENOMEM
+						   : fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
+	if (r) {
+		b->size = 0;
+		if (r == -ENOMEM)
+			return err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", b->path);
+		return err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", b->path, strerror(-r));
+	}
+	b->loaded = 1;
+	return 0;
 }
 
 /* Read [off, off + len) of the base as the overlay's view of it: zeros
@@ -618,7 +599,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 			 * reads as zeros, so discarding frees the space. */
 			n = cow_run(b, off, len);
 			r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-				: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+				: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			if (r)
 				return r;
 		} else {
@@ -626,7 +607,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 				/* Whole unallocated blocks: nothing to copy up. */
 				n = cow_run(b, off, len) & ~(size_t)(b->bs - 1);
 				r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-					: zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+					: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
 			} else {
 				n = b->bs - in < len ? b->bs - in : len;
 				r = base_read(b, i << b->shift, b->bounce, b->bs);
@@ -741,7 +722,7 @@ static int zeroes(struct blk *b, uint64_t off, uint64_t len, int mode)
 		return -EINVAL;
 	if (b->kind == BLK_COW)
 		return len ? cow_write(b, off, NULL, (size_t)len) : 0;
-	return zero_range(b->fd, mode, off, len);
+	return fd_io_zero_range(b->fd, mode, off, len);
 }
 
 int blk_discard(struct blk *b, uint64_t off, uint64_t len)
@@ -783,6 +764,8 @@ int blk_close(struct blk *b)
 	free(b->bitmap);
 	free(b->dirty);
 	free(b->bounce);
+	free(b->path);
+	free(b->base_path);
 	free(b);
 	return r;
 }

@@ -46,6 +46,7 @@ struct blk_cow_opts {
 	int create;          /* create the overlay when the file does not exist */
 	uint32_t block_size; /* new overlay: power of two 4 KiB..1 MiB; 0 = 64 KiB */
 	uint64_t size;       /* new overlay: virtual disk size; 0 = the base's size */
+	int defer;           /* open and lock only: blk_cow_load reads the header */
 };
 
 /*
@@ -65,6 +66,16 @@ int blk_open_raw(const char *path, int read_only, struct blk **out, struct err *
  */
 int blk_open_cow(const char *base_path, const char *overlay_path, const struct blk_cow_opts *o,
 		 struct blk **out, struct err *e);
+
+/*
+ * Read and check the overlay's header and bitmap, for a disk opened with
+ * o->defer (a no-op otherwise, or once loaded). Until then the disk has
+ * size 0 and serves no I/O. For kiln-vmm's restore: the overlay is the
+ * snapshot's copy only once it is written into the open file, and its
+ * header is bytes a jailed VMM wrote, read in the jail. 0 or -errno with
+ * e filled; after a failure the disk stays without I/O.
+ */
+int blk_cow_load(struct blk *b, struct err *e);
 
 /* Read `len` bytes at `off`. 0, -EINVAL (out of range) or -EIO/-errno. */
 int blk_read(struct blk *b, uint64_t off, void *buf, size_t len);

@@ -321,6 +321,8 @@ static void vblk_destroy(struct virtio_dev *d)
 	free(d);
 }
 
+static void vblk_config(struct vblk *v);
+
 static const struct virtio_dev_ops vblk_ops = {
 	.name = "virtio-blk",
 	.device_id = VIRTIO_ID_BLOCK,
@@ -343,7 +345,6 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 	struct virtio_dev *d;
 	struct vblk *v;
 	size_t slen = p->serial ? strlen(p->serial) : 0;
-	uint32_t align;
 	int r;
 
 	*out = NULL;
@@ -363,6 +364,7 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 			.create = p->create_overlay,
 			.block_size = p->overlay_block_size,
 			.size = p->overlay_size,
+			.defer = p->defer_overlay,
 		};
 
 		r = blk_open_cow(p->path, p->overlay, &o, &v->blk, e);
@@ -375,6 +377,32 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 		return r;
 	}
 	memcpy(v->serial, p->serial ? p->serial : "", slen);
+	vblk_config(v);
+	d->ops = &vblk_ops;
+	d->priv = v;
+	pthread_mutex_init(&d->lock, NULL);
+	*out = d;
+	return 0;
+}
+
+int virtio_blk_load(struct virtio_dev *d, struct err *e)
+{
+	struct vblk *v = d->priv;
+	int r;
+
+	if (d->ops != &vblk_ops)
+		return err_set(e, EINVAL, "internal error: %s is not a disk", d->ops->name);
+	if ((r = blk_cow_load(v->blk, e)))
+		return r;
+	vblk_config(v);
+	return 0;
+}
+
+/* Capacity and config space from the backend (again once it is loaded). */
+static void vblk_config(struct vblk *v)
+{
+	uint32_t align;
+
 	v->capacity = blk_size(v->blk) / SECTOR;
 	/* Discard granularity: an overlay block, else a 4 KiB page. */
 	align = blk_cow_block_size(v->blk) ? blk_cow_block_size(v->blk) / SECTOR : 8;
@@ -386,10 +414,4 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 	v->config.max_write_zeroes_sectors = htole32(VBLK_MAX_ZERO_SECTORS);
 	v->config.max_write_zeroes_seg = htole32(VBLK_MAX_ZERO_SEG);
 	v->config.write_zeroes_may_unmap = 1;
-
-	d->ops = &vblk_ops;
-	d->priv = v;
-	pthread_mutex_init(&d->lock, NULL);
-	*out = d;
-	return 0;
 }

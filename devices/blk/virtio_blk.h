@@ -38,6 +38,7 @@ struct virtio_blk_params {
 	uint32_t overlay_block_size; /* for a created overlay; 0 = 64 KiB */
 	uint64_t overlay_size; /* a created overlay's virtual size in bytes; 0 = the base's */
 	const char *serial;  /* GET_ID answer, at most 20 bytes; NULL = empty */
+	int defer_overlay;   /* open the overlay, read its header in virtio_blk_load */
 };
 
 /*
@@ -51,5 +52,12 @@ struct virtio_blk_params {
  * is complete when the snapshot copies it.
  */
 int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out, struct err *e);
+
+/*
+ * A disk made with defer_overlay: read its overlay's header now
+ * (blk_cow_load) and size the device from it; until then it has no
+ * sectors. A no-op for any other disk. 0, or -errno with e filled.
+ */
+int virtio_blk_load(struct virtio_dev *d, struct err *e);
 
 #endif

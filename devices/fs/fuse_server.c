@@ -1605,25 +1605,39 @@ static void restore_node(struct fuse_server *s, const struct fuse_state_node *r,
 	}
 }
 
-/* Reopen a handle from its node with the flags it was opened with, minus
- * those that act at open (O_CREAT, O_EXCL, O_TRUNC: a restore must not
- * empty a file again). The fd, or -ESTALE. */
+/*
+ * Reopen a handle from its node with exactly the checks the request that
+ * made it applies, since the table is bytes a VMM wrote and may name any
+ * flags: a directory handle only as OPENDIR opens one (a directory,
+ * O_RDONLY | O_DIRECTORY); a file handle only with flags OPEN could have
+ * recorded (nothing outside OPEN_FLAGS, nothing a read-only share
+ * refuses: open_flags) on a regular file (open_type_check), as the file
+ * is now. O_TRUNC acted at the open and is not applied again (a restore
+ * must not empty a file). The open itself is the kernel's check with the
+ * caller's credentials, as OPEN's is: the restore runs after the jail
+ * (docs/security.md), so a file its uid may not open stays closed. The
+ * fd, or -ESTALE.
+ */
 static int handle_reopen(struct fuse_server *s, const struct fuse_state_handle *r, int *flags)
 {
 	struct fs_inode *n = inode_get(s, r->nodeid);
+	struct stat st;
 	int fd;
 
-	*flags = (int)r->flags & OPEN_FLAGS & ~(O_CREAT | O_EXCL | O_TRUNC);
-	if (!n || n->fd < 0 || (r->dir & FUSE_STATE_HANDLE_STALE))
+	*flags = 0;
+	if (!n || n->fd < 0 || (r->dir & FUSE_STATE_HANDLE_STALE) || stat_fd(n->fd, &st) < 0)
 		return -ESTALE;
 	if (r->dir & 1) {
+		if (r->flags != (uint32_t)(O_RDONLY | O_DIRECTORY) || !S_ISDIR(st.st_mode))
+			return -ESTALE;
 		*flags = O_RDONLY | O_DIRECTORY;
-		fd = S_ISDIR(n->type) ? reopen(s, n->fd, *flags) : -ESTALE;
+		fd = reopen(s, n->fd, *flags);
 		return fd < 0 ? -ESTALE : fd;
 	}
-	if (open_type_check(n->type) < 0 ||
-	    (s->read_only && (*flags & O_ACCMODE) != O_RDONLY))
+	if ((r->flags & ~(uint32_t)OPEN_FLAGS) || open_flags(s, r->flags, flags) < 0 ||
+	    open_type_check(st.st_mode) < 0)
 		return -ESTALE;
+	*flags &= ~O_TRUNC;
 	fd = reopen(s, n->fd, *flags | O_NOCTTY);
 	return fd < 0 ? -ESTALE : fd;
 }

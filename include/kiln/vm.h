@@ -201,7 +201,9 @@ KILN_API int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, 
 
 /*
  * Set up KVM, guest memory, devices and vCPUs and load the kernel; the VM
- * does not run yet. 0 with *out, or -errno with the message in
+ * does not run yet. Disk overlays are opened here and their headers read
+ * when the VM starts (kiln_vm_start/run, on the restore thread: a bad
+ * overlay fails there, message in kiln_vm_errmsg). 0 with *out, or -errno with the message in
  * kiln_vm_config_errmsg(cfg) (-EINVAL bad settings or a kick signal
  * without handler; -ENOENT a file; -ENODEV no /dev/kvm). Any thread (one
  * at a time per cfg).
@@ -211,21 +213,29 @@ KILN_API int kiln_vm_create(kiln_vm_config *cfg, kiln_vm **out);
 /*
  * Create a VM from the snapshot in directory `snapshot_dir` instead of
  * booting cfg's kernel (which may be unset). cfg's memory, CPUs and
- * devices must be the ones the snapshot was taken with; each disk overlay
- * is replaced by the snapshot's copy, and RAM is mapped copy-on-write
- * from the snapshot's memory file (lazy; restores of one snapshot share
- * its page cache), so the snapshot must stay while the VM lives. After
- * kiln_vm_start the guest resumes where it was: call
- * kiln_agent_sync_clock() once its agent answers. 0 or -errno, message in
- * cfg. Any thread (one at a time per cfg).
+ * devices must be the ones the snapshot was taken with. In two steps
+ * (docs/security.md, "Restore"): this call makes the VM from cfg alone
+ * and opens the snapshot's directory and files without reading them;
+ * kiln_vm_start or kiln_vm_run reads them first, on a thread of its own
+ * under the restore seccomp filter, with the caller's privileges then
+ * (kiln-vmm: in its jail): each disk overlay is replaced by the
+ * snapshot's copy, and RAM is mapped copy-on-write from the snapshot's
+ * memory file (lazy; restores of one snapshot share its page cache), so
+ * the snapshot must stay while the VM lives. A snapshot that does not fit
+ * (damaged, another host, other RAM, vCPUs or devices) fails there, with
+ * the message in kiln_vm_errmsg(); until then kiln_vm_pause and
+ * kiln_vm_snapshot answer -EAGAIN. After the start the guest resumes
+ * where it was: call kiln_agent_sync_clock() once its agent answers. 0 or
+ * -errno, message in cfg. Any thread (one at a time per cfg).
  */
 KILN_API int kiln_vm_restore(kiln_vm_config *cfg, const char *snapshot_dir, kiln_vm **out);
 
 /*
  * Fork: restore `snapshot_dir` into a second VM with per-VM files of its
  * own under the existing directory `fork_dir`: each disk overlay becomes
- * fork_dir/disk<N>.overlay (a copy of the snapshot's) and the vsock socket
- * fork_dir/vsock; everything else comes from cfg, which is not modified.
+ * fork_dir/disk<N>.overlay (a copy of the snapshot's, written when the VM
+ * starts, as for kiln_vm_restore) and the vsock socket fork_dir/vsock;
+ * everything else comes from cfg, which is not modified.
  * Refused (-EBUSY) when cfg has a TAP network (one interface cannot serve
  * two VMs). Once the fork's agent answers, give it its own clock and
  * random seed (kiln_agent_sync_clock with KILN_AGENT_RESEED). 0 or -errno,

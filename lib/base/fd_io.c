@@ -2,6 +2,8 @@
 #include "lib/base/fd_io.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -191,4 +193,43 @@ ssize_t fd_io_read_full(int fd, void *buf, size_t n)
 		got += (size_t)r;
 	}
 	return (ssize_t)got;
+}
+
+/* Write zeros by pwritev() of one shared zero page, 1 MiB per call. */
+static int pwrite_zeros(int fd, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero_page[4096];
+	struct iovec iov[256];
+
+	for (int i = 0; i < 256; i++)
+		iov[i] = (struct iovec){ .iov_base = (void *)zero_page, .iov_len = sizeof(zero_page) };
+	while (len) {
+		uint64_t chunk = len < 256 * sizeof(zero_page) ? len : 256 * sizeof(zero_page);
+		int n = (int)((chunk + sizeof(zero_page) - 1) / sizeof(zero_page));
+		ssize_t r;
+
+		iov[n - 1].iov_len = chunk - (uint64_t)(n - 1) * sizeof(zero_page);
+		r = pwritev(fd, iov, n, (off_t)off);
+		iov[n - 1].iov_len = sizeof(zero_page);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return errno = EIO, -EIO;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return 0;
+}
+
+int fd_io_zero_range(int fd, int mode, uint64_t off, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	if (fallocate(fd, mode | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+		return -errno;
+	return pwrite_zeros(fd, off, len);
 }

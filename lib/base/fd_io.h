@@ -42,6 +42,13 @@ int fd_io_write_all(int fd, const void *buf, size_t n);
 int fd_io_send_all(int fd, const void *buf, size_t n);
 /* All n bytes at offset off with pwrite() (the file offset is unchanged). */
 int fd_io_pwrite_all(int fd, const void *buf, size_t n, uint64_t off);
+/*
+ * [off, off + len) of the file fd reads as zeros afterwards:
+ * fallocate(mode | FALLOC_FL_KEEP_SIZE) (FALLOC_FL_PUNCH_HOLE or
+ * FALLOC_FL_ZERO_RANGE), or zeros written where the filesystem does not
+ * support it (tmpfs for ZERO_RANGE, 9p, ...). The size never changes.
+ */
+int fd_io_zero_range(int fd, int mode, uint64_t off, uint64_t len);
 /* All n bytes with write() or (FD_IO_SEND) send(); w may be NULL. */
 int fd_io_put_all(int fd, const void *buf, size_t n, unsigned flags, const struct fd_io_waiter *w);
 /*

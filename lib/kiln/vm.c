@@ -17,6 +17,7 @@
 #include "lib/base/version.h"
 #include "lib/kiln/handles.h"
 #include "vmm/core/timeline.h"
+#include "vmm/jail/jail.h"
 
 void kiln_free(void *p)
 {
@@ -59,6 +60,19 @@ static void *prebuild(void *arg)
 	return NULL;
 }
 
+/*
+ * pthread_join returns once the kernel cleared the thread's tid, which it
+ * does before the thread has left the thread group: a jail entered right
+ * after (kiln-vmm's, which counts /proc/self/task, as unshare's own check
+ * counts the group) could still find it. Wait, at most a second, until the
+ * process has `n` threads again (a count that cannot be read: no wait).
+ */
+static void wait_thread_gone(int n)
+{
+	for (int i = 0; i < 10000 && jail_thread_count() > n; i++)
+		nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+}
+
 /* Build a VM from cfg (restore_dir set by the caller's copy when restoring). */
 static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 {
@@ -66,7 +80,7 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	pthread_condattr_t ca;
 	pthread_t pre;
 	kiln_vm *vm;
-	int r, pre_started;
+	int r, pre_started, threads = jail_thread_count();
 
 	*out = NULL;
 	cfg->err[0] = '\0';
@@ -96,6 +110,8 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	r = vm_create(&vm->cfg, &vm->vm, &e);
 	if (pre_started) {
 		pthread_join(pre, NULL);
+		if (threads > 0)
+			wait_thread_gone(threads);
 		vm->err[0] = '\0'; /* a build that failed is tried and reported again by claim() */
 	}
 	if (r < 0) {
@@ -220,14 +236,27 @@ static void *runner(void *arg)
 	return NULL;
 }
 
-/* Mark started and build the threads' seccomp filters before any VM
- * thread exists; -EALREADY when it was started. */
+/* What the VM's files hold, read now: a restored VM's snapshot, every
+ * disk overlay's header; after the caller's own steps (kiln-vmm's jail),
+ * on the restore thread under its filter (vm_load). */
+static int load(kiln_vm *vm)
+{
+	struct err e = { { 0 } };
+	int r = vm_load(vm->vm, &e);
+
+	return r < 0 ? vm_fail(vm, r, &e) : 0;
+}
+
+/* Mark started, build the threads' seccomp filters and load what the
+ * VM's files hold before any VM thread exists; -EALREADY when it was
+ * started. */
 static int claim(kiln_vm *vm)
 {
 	int r = 0;
 
 	/* The restore timeline's legs after vm_ready: the caller's own steps
-	 * (kiln-vmm: control socket, jail), then the filters. */
+	 * (kiln-vmm: control socket, jail), the filters, then the snapshot
+	 * read (restore_state_disks .. restored). */
 	if (vm_restored(vm->vm))
 		timeline_mark(vm_timeline(vm->vm), "run_start");
 	pthread_mutex_lock(&vm->lk);
@@ -244,6 +273,11 @@ static int claim(kiln_vm *vm)
 	}
 	if (!r && vm_restored(vm->vm))
 		timeline_mark(vm_timeline(vm->vm), "seccomp_built");
+	if (!r && (r = load(vm)) < 0) {
+		pthread_mutex_lock(&vm->lk);
+		vm->started = 0;
+		pthread_mutex_unlock(&vm->lk);
+	}
 	return r;
 }
 

@@ -1,6 +1,6 @@
 /*
  * vm_seccomp: a kiln_vm's seccomp filters (docs/security.md, "seccomp
- * filters per thread"). The three role programs are built once, on the
+ * filters per thread"). The role programs are built once, on the
  * thread that starts the VM (or the first that asks for one), before any
  * VM thread exists; vmm/core calls vm_seccomp_enter on each VM thread as
  * it starts, which only loads the prebuilt program on that thread.
@@ -15,6 +15,7 @@ static const enum seccomp_role role_of[] = {
 	[VM_THREAD_VCPU] = SECCOMP_ROLE_VCPU,
 	[VM_THREAD_DEVICE] = SECCOMP_ROLE_DEVICE,
 	[VM_THREAD_RUNNER] = SECCOMP_ROLE_CONTROL,
+	[VM_THREAD_RESTORE] = SECCOMP_ROLE_RESTORE,
 };
 
 /* Build under vm->lk held. */

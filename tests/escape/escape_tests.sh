@@ -23,13 +23,19 @@ escape_ns() {
     { rc=1 out= err=; fail "cannot make the host's network namespace $ns"; ip netns del "$ns" 2>/dev/null; return 1; }
 }
 
-# escape_run NET-OPTION...: the whole suite with that network, inside
-# escape_ns; prints it.
+# escape_run KILN-VMM-OPTION...: the whole suite with those options (@SNAP@
+# is the scratch snapshot), inside escape_ns; prints it.
 escape_run() {
-  local d port name marker tpid uid=3999000 ns
+  local d port name marker tpid uid=3999000 ns a args=()
   escape_ns || return 1
   d=$(mktemp -d /tmp/kesc.XXXXXX)
-  mkdir -p "$d/vm" "$d/share"
+  mkdir -p "$d/vm" "$d/share" "$d/snaps/s1" "$d/snaps/s0"
+  # A snapshot for --restore, outside the jail as a fork's is (another
+  # sandbox's): kiln-vmm opens it before the jail and reads it only in
+  # kiln_vm_run, which the suite never reaches, so empty files do.
+  : >"$d/snaps/s1/state"
+  : >"$d/snaps/s1/memory"
+  for a; do args+=("${a//@SNAP@/$d/snaps/s1}"); done
   echo "kiln-escape canary" >"$d/canary"
   echo "shared" >"$d/share/file"
   chmod 0755 "$d" "$d/vm"
@@ -52,7 +58,7 @@ escape_run() {
     timeout -k 5 "$BOOT_TIMEOUT" "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
     --abstract "$name" --unix "$d/host.sock" --pid "$marker" -- \
     --kernel "$VMLINUX" --initrd "$INITRD" --mem 64 --jail "$d/vm" --uid $uid --gid $uid \
-    --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "$@" 2>"$d/err") || rc=$?
+    --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "${args[@]}" 2>"$d/err") || rc=$?
   err=$(cat "$d/err")
   touch "$d/stop"
   kill $marker 2>/dev/null
@@ -78,6 +84,14 @@ test_escape_jailed_vmm_with_passt_and_a_share() {
 }
 
 # TAP: the VMM holds a TAP descriptor, but not the host's network namespace.
+# A restore: the snapshot's directory and its folder are held across the
+# jail (read by the restore thread in the jail), as a read-only mount of
+# their own whose ".." stays in the folder.
+test_escape_jailed_vmm_restoring_a_snapshot() {
+  escape_run --restore @SNAP@ || return 1
+  escape_check
+}
+
 test_escape_jailed_vmm_with_a_tap_device() {
   escape_run --net "tap=kesct0,ip=10.79.0.2/24" || return 1
   escape_check

@@ -203,6 +203,58 @@ test_vmm_snapshot_working_set() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# restore_read_in_jail JSON: the timeline has the snapshot read (its
+# restore_* steps after vm_ready) after the jail (run_start) and the
+# filters (seccomp_built), before the guest runs.
+restore_read_in_jail() {
+  python3 -c '
+import json, sys
+at = {m["name"]: m["ms"] for m in json.loads(sys.argv[1])["milestones"]}
+seq = ["vm_ready", "run_start", "seccomp_built", "restore_state_disks", "restore_memory", "restored", "first_kvm_run"]
+sys.exit(0 if all(n in at for n in seq) and all(at[a] <= at[b] for a, b in zip(seq, seq[1:])) else 1)' "$1"
+}
+
+# With --jail, a restore opens the snapshot as root and reads it only in
+# the jail, on the restore thread under its seccomp filter
+# (docs/security.md, "Restore"): a snapshot of another uid's 0600 files
+# in a 0700 directory (what a fork of another sandbox's checkpoint
+# reads) restores through what root opened; a snapshot file with another
+# hard link (how a jailed VMM would have root read a file it may not) is
+# refused.
+test_vmm_restore_reads_the_snapshot_in_its_jail() {
+  snap_vm_start || return 1
+  local why='' j snap bad tl rc
+  j=$(mktemp -d /tmp/kjail.XXXXXX)
+  chmod 755 "$j"
+  snap="$j/snap" bad="$j/bad"
+  vctl "snapshot $snap"
+  check 'printf "%s" "$reply" | grep -q "\"ok\":true"' "snapshot: $reply"
+  kill -9 "$vpid"; wait "$vpid" 2>/dev/null
+  cp -r "$snap" "$bad"
+  chown -R 4244:4244 "$snap" && chmod 700 "$snap"
+  vs="$j/v.sock"
+  "$VMM" --restore "$snap" --mem 256 --cpus 2 --console --vsock "$vs" --jail "$j" --uid 4243 --gid 4243 \
+    --boot-timeline=json >"$vd/console2" 2>"$vd/vmm2.err" </dev/null &
+  vpid=$!
+  check 'ag wait-ready >/dev/null && [ "$(ag exec -- echo alive)" = alive ]' \
+    "the jailed restore of another uid's snapshot runs: $(cat "$vd/vmm2.err")"
+  ag shutdown >/dev/null 2>&1
+  vmm_wait
+  tl=$(grep '^{"unit"' "$vd/vmm2.err")
+  check 'restore_read_in_jail "$tl"' "the snapshot is read after the jail and the filters: $tl"
+  # The state file as a hard link to a root-only file (the same bytes:
+  # read by root before the jail, it would restore).
+  cp "$bad/state" "$j/root-only" && chmod 600 "$j/root-only" && ln -f "$j/root-only" "$bad/state"
+  timeout 120 "$VMM" --restore "$bad" --mem 256 --cpus 2 --vsock "$j/x.sock" --jail "$j" --uid 4243 --gid 4243 \
+    </dev/null >/dev/null 2>"$vd/e"
+  rc=$?
+  check '[ $rc = 1 ] && grep -q "state. has other hard links" "$vd/e"' \
+    "a hard-linked state file is refused (exit $rc: $(cat "$vd/e"))"
+  out=$(tail -20 "$vd/console2" 2>/dev/null) err=$(cat "$vd/vmm2.err" 2>/dev/null)
+  rm -rf "$vd" "$ctl" "$j"
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
 # seccomp_threads PID: "comm Seccomp Seccomp_filters" per thread of PID.
 seccomp_threads() {
   local t

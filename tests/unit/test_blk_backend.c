@@ -526,6 +526,53 @@ static void expect_refused(struct fx *f, int code, const char *fmt)
 	assert_string_equal(f->e.msg, msg);
 }
 
+/*
+ * A deferred open (kiln-vmm's restore) reads nothing of the overlay: no
+ * size, no I/O, until blk_cow_load, which reads the header as the file is
+ * then (the snapshot's copy written into it meanwhile) and checks it as
+ * an open does.
+ */
+static void test_cow_deferred_load(void **state)
+{
+	struct fx *f = *state;
+	struct blk_cow_opts o = { .defer = 1 };
+	uint8_t junk[4096], buf[16], *good;
+	uint64_t sum;
+	size_t len;
+	struct blk *b;
+
+	blk_close(open_cow(f, f->ov, 1));
+	copy_file(f->ov, f->ov2);
+	/* Junk where the header is: the deferred open does not look. */
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)(i * 31 + 7);
+	patch_file(f->ov, 0, junk, sizeof(junk));
+	assert_int_equal(blk_open_cow(f->base, f->ov, &o, &b, &f->e), 0);
+	assert_int_equal(blk_size(b), 0);
+	assert_int_equal(blk_read(b, 0, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(blk_write(b, 0, buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(blk_cow_load(b, &f->e), -EINVAL);
+	assert_non_null(strstr(f->e.msg, "not a kiln overlay"));
+	assert_int_equal(blk_size(b), 0);
+	assert_int_equal(blk_read(b, 0, buf, sizeof(buf)), -EINVAL);
+	/* The good header put back in place (as a restore copies): it loads. */
+	good = read_file(f->ov2, &len);
+	patch_file(f->ov, 0, good, 4096);
+	free(good);
+	assert_int_equal(blk_cow_load(b, &f->e), 0);
+	assert_int_equal(blk_size(b), BASE_SIZE);
+	assert_base_bytes(b, 0, 4096);
+	fill(b, 8192, 512, 0xab);
+	assert_fill(b, 8192, 512, 0xab);
+	assert_int_equal(blk_cow_load(b, &f->e), 0); /* once loaded, a no-op */
+	assert_int_equal(blk_close(b), 0);
+	/* Closed unloaded: nothing written. */
+	sum = file_sum(f->ov2);
+	assert_int_equal(blk_open_cow(f->base, f->ov2, &o, &b, &f->e), 0);
+	assert_int_equal(blk_close(b), 0);
+	assert_int_equal(file_sum(f->ov2), sum);
+}
+
 static void test_cow_bad_headers(void **state)
 {
 	struct fx *f = *state;
@@ -782,6 +829,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cow_flush_persists_bitmap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_crash_before_flush, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_wrong_base, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cow_deferred_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_bad_headers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_inconsistent_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_open_errors, setup, teardown),

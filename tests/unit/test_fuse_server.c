@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include "devices/fs/fuse_server.h"
@@ -1168,6 +1170,124 @@ static void test_snapshot_hostile(void **state)
 	assert_int_equal(fuse_server_restore(f->s, snap_buf, 4, &e), 0);
 }
 
+
+/* A planted table of nodes (slot = index + 1, generation 0) and handles
+ * (slot = index) into snap_buf; its length. */
+static long plant(const struct fuse_state_node *n, int nn, const struct fuse_state_handle *h, int nh)
+{
+	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE, .inode_cap = 64, .handle_cap = 64 };
+	struct fuse_state_writer w;
+
+	fuse_state_begin(&w, snap_buf, sizeof(snap_buf), &st);
+	for (int i = 0; i < nn; i++)
+		fuse_state_put_node(&w, &n[i]);
+	for (int i = 0; i < nh; i++)
+		fuse_state_put_handle(&w, &h[i]);
+	return fuse_state_finish(&w);
+}
+
+/*
+ * Handles in a planted table come back only as OPEN or OPENDIR would have
+ * made them on this share: on a read-only share no write access and no
+ * O_TRUNC, no flag OPEN never records, a directory handle only as
+ * O_RDONLY | O_DIRECTORY on a directory, a file handle only on a regular
+ * file. Everything else is stale, not opened.
+ */
+static void test_snapshot_reopen_checks(void **state)
+{
+	struct fx *f = *state;
+	const struct fuse_state_node n[] = {
+		{ .slot = 1, .nlookup = 1, .mode = S_IFREG, .path = "existing", .path_len = 8 },
+		{ .slot = 2, .nlookup = 1, .mode = S_IFDIR, .path = "sub", .path_len = 3 },
+	};
+	const uint64_t file = 2, dir = 3; /* node ids: slot + 1, generation 0 */
+	const struct fuse_state_handle h[] = {
+		{ .slot = 0, .nodeid = file, .flags = O_RDWR },
+		{ .slot = 1, .nodeid = file, .flags = O_WRONLY | O_APPEND },
+		{ .slot = 2, .nodeid = file, .flags = O_RDONLY | O_TRUNC },
+		{ .slot = 3, .nodeid = file, .flags = O_RDONLY | O_NOATIME },
+		{ .slot = 4, .nodeid = file, .flags = O_RDONLY | O_DIRECTORY },
+		{ .slot = 5, .nodeid = dir, .flags = O_RDWR | O_DIRECTORY, .dir = 1 },
+		{ .slot = 6, .nodeid = dir, .flags = O_RDONLY },
+		{ .slot = 7, .nodeid = file, .flags = O_RDONLY | O_DIRECTORY, .dir = 1 },
+		{ .slot = 8, .nodeid = file, .flags = O_RDONLY },
+		{ .slot = 9, .nodeid = dir, .flags = O_RDONLY | O_DIRECTORY, .dir = 1 },
+	};
+	struct err e = { { 0 } };
+	long len;
+
+	assert_int_equal(mkdir(host_path(f, "sub"), 0755), 0);
+	len = plant(n, 2, h, 10);
+	assert_true(len > 0);
+	assert_int_equal(fuse_server_restore(f->s, snap_buf, (size_t)len, &e), 0);
+	/* The first eight handles: stale; the last two, the ones OPEN and
+	 * OPENDIR make, live. */
+	assert_int_equal(fuse_server_stale(f->s), 8);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(h[i].dir ? read_fh(f, FUSE_READDIR, dir, h[i].slot, 0, 4096)
+				      : read_fh(f, FUSE_READ, file, h[i].slot, 0, 100),
+				 -ESTALE);
+	assert_int_equal(read_fh(f, FUSE_READ, file, 8, 0, 100), 0);
+	assert_int_equal(body_len(f), 13);
+	assert_int_equal(read_fh(f, FUSE_READDIR, dir, 9, 0, 4096), 0);
+	/* O_TRUNC did nothing: the file is whole. */
+	assert_int_equal(read_fh(f, FUSE_READ, file, 8, 0, 100), 0);
+	assert_int_equal(body_len(f), 13);
+}
+
+/*
+ * A handle is reopened with the caller's own credentials, as OPEN opens:
+ * a restore run as an unprivileged uid (kiln-vmm's jail) gets no handle on
+ * a file only root may open, whatever the table says. Run in a child that
+ * drops to nobody (root needed to drop; skipped otherwise).
+ */
+static void test_snapshot_reopen_as_caller(void **state)
+{
+	struct fx *f = *state;
+	const struct fuse_state_node n[] = {
+		{ .slot = 1, .nlookup = 1, .mode = S_IFREG, .path = "existing", .path_len = 8 },
+		{ .slot = 2, .nlookup = 1, .mode = S_IFREG, .path = "private", .path_len = 7 },
+	};
+	const struct fuse_state_handle h[] = {
+		{ .slot = 0, .nodeid = 2, .flags = O_RDWR },
+		{ .slot = 1, .nodeid = 3, .flags = O_RDWR },
+		{ .slot = 2, .nodeid = 3, .flags = O_RDONLY },
+	};
+	long len;
+	pid_t pid;
+	int status;
+
+	if (geteuid() != 0)
+		skip();
+	put_file(host_path(f, "private"), "root only\n");
+	assert_int_equal(chmod(host_path(f, "private"), 0600), 0);
+	assert_int_equal(chmod(host_path(f, "existing"), 0666), 0);
+	len = plant(n, 2, h, 3);
+	assert_true(len > 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct err e = { { 0 } };
+
+		int dir = open(f->share, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+		/* The child's own server (its /proc/self/fd is the child's), on
+		 * the share opened as root: the base above it is 0700. */
+		if (dir < 0 || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534) || fuse_server_open_fd(&f->s, dir, 0, &e))
+			_exit(10);
+		if (fuse_server_restore(f->s, snap_buf, (size_t)len, &e))
+			_exit(11);
+		/* Both handles on "private" stale; the one on "existing" open. */
+		if (fuse_server_stale(f->s) != 2)
+			_exit(20 + (int)fuse_server_stale(f->s));
+		_exit(read_fh(f, FUSE_READ, 3, 1, 0, 100) == -ESTALE && read_fh(f, FUSE_READ, 2, 0, 0, 100) == 0 ? 0 : 12);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1189,6 +1309,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_snapshot_restore, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_other_dir, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_snapshot_hostile, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_reopen_checks, setup_ro, teardown),
+		cmocka_unit_test_setup_teardown(test_snapshot_reopen_as_caller, setup_rw, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -152,19 +152,21 @@ static int do_openat(void)
 	return 10;
 }
 
-static const enum seccomp_role all_roles[] = { SECCOMP_ROLE_VCPU, SECCOMP_ROLE_DEVICE, SECCOMP_ROLE_CONTROL };
+static const enum seccomp_role all_roles[] = { SECCOMP_ROLE_VCPU, SECCOMP_ROLE_DEVICE, SECCOMP_ROLE_CONTROL,
+						SECCOMP_ROLE_RESTORE };
+#define NROLES (sizeof(all_roles) / sizeof(all_roles[0]))
 
 static void test_allowed_calls_run_in_every_role(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < NROLES; i++)
 		assert_exit0(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, allowed_only));
 }
 
 static void test_execve_ptrace_fork_kill_every_role(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < NROLES; i++) {
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_execve));
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_ptrace));
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_fork));
@@ -174,7 +176,7 @@ static void test_execve_ptrace_fork_kill_every_role(void **state)
 static void test_exec_memory_and_foreign_signals_kill_every_role(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < NROLES; i++) {
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_exec_memory));
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_kill_other));
 	}
@@ -183,7 +185,7 @@ static void test_exec_memory_and_foreign_signals_kill_every_role(void **state)
 static void test_inet_sockets_kill_every_role(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++)
+	for (size_t i = 0; i < NROLES; i++)
 		assert_sigsys(run_filtered(all_roles[i], SECCOMP_FILTER_KILL, do_inet_socket));
 }
 
@@ -207,10 +209,38 @@ static void test_vcpu_ioctls_are_only_its_kvm_ones(void **state)
 	assert_sigsys(run_filtered(SECCOMP_ROLE_CONTROL, SECCOMP_FILTER_KILL, do_kvm_create_vm));
 }
 
+static int do_kvm_set_regs(void)
+{
+	/* allowed for the restore thread: fails with EBADF, does not kill */
+	return syscall(SYS_ioctl, -1, KVM_SET_REGS, 0) < 0 && errno == EBADF ? 0 : 11;
+}
+
+static int do_open_file(void)
+{
+	int fd = (int)syscall(SYS_openat, AT_FDCWD, "/", O_RDONLY | O_DIRECTORY);
+
+	return fd >= 0 ? 0 : 11;
+}
+
+/* The restore thread reads snapshot files and sets KVM state; it never
+ * runs a vCPU, makes a VM or opens a socket. */
+static void test_restore_role_reads_files_and_sets_kvm_state_only(void **state)
+{
+	(void)state;
+	assert_exit0(run_filtered(SECCOMP_ROLE_RESTORE, SECCOMP_FILTER_KILL, do_open_file));
+	assert_exit0(run_filtered(SECCOMP_ROLE_RESTORE, SECCOMP_FILTER_KILL, do_kvm_set_regs));
+	assert_sigsys(run_filtered(SECCOMP_ROLE_RESTORE, SECCOMP_FILTER_KILL, do_kvm_run));
+	assert_sigsys(run_filtered(SECCOMP_ROLE_RESTORE, SECCOMP_FILTER_KILL, do_kvm_create_vm));
+	assert_sigsys(run_filtered(SECCOMP_ROLE_RESTORE, SECCOMP_FILTER_KILL, do_unix_socket));
+	/* control only reads KVM state */
+	assert_sigsys(run_filtered(SECCOMP_ROLE_CONTROL, SECCOMP_FILTER_KILL, do_kvm_set_regs));
+	assert_string_equal(seccomp_role_name(SECCOMP_ROLE_RESTORE), "restore");
+}
+
 static void test_log_mode_kills_nothing(void **state)
 {
 	(void)state;
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < NROLES; i++) {
 		assert_exit0(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, allowed_only));
 		assert_int_equal(WEXITSTATUS(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, do_ptrace)), 10);
 		assert_int_equal(WEXITSTATUS(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, do_inet_socket)), 10);
@@ -239,6 +269,7 @@ int main(void)
 		cmocka_unit_test(test_inet_sockets_kill_every_role),
 		cmocka_unit_test(test_device_role_opens_unix_sockets_and_files),
 		cmocka_unit_test(test_vcpu_ioctls_are_only_its_kvm_ones),
+		cmocka_unit_test(test_restore_role_reads_files_and_sets_kvm_state_only),
 		cmocka_unit_test(test_log_mode_kills_nothing),
 		cmocka_unit_test(test_bad_role_is_refused),
 	};

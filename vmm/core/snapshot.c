@@ -32,6 +32,8 @@
 #include "vmm/core/snapshot_kvm.h"
 #include "vmm/snapshot/snapshot_layer.h"
 #include "vmm/snapshot/snapshot_mem.h"
+#include "vmm/snapshot/snapshot_src.h"
+#include "devices/blk/virtio_blk.h"
 
 #define VM_INFO_VERSION 1
 /* One device's own state. A share's node table (virtio-fs) is the large
@@ -39,6 +41,7 @@
  * some 150k; malloc maps it lazily, so only what a save writes is touched. */
 #define DEVICE_STATE_MAX (16u << 20)
 #define SERIAL_STATE_VERSION 1
+_Static_assert(SNAP_SRC_DISKS == DEVSPEC_MAX_DISKS, "snapshot_src opens one disk<N> per disk");
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
 
@@ -97,11 +100,6 @@ static int check_vm_info(struct vm *vm, const struct snap_view *s, int devices, 
 	if ((r = snap_cursor_end(&c, e)))
 		return r;
 	return 0;
-}
-
-static int check_shape(struct vm *vm, const struct snap_view *s, struct err *e)
-{
-	return check_vm_info(vm, s, 0, e);
 }
 
 static int check_info(struct vm *vm, const struct snap_view *s, struct err *e)
@@ -274,48 +272,46 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 	return 0;
 }
 
-/* Before the disks open: each overlay starts as the snapshot's copy. */
-static int restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
+/*
+ * Each overlay becomes the snapshot's copy of it. Everything is checked
+ * first (every disk has its copy, and it opens), so a refused restore
+ * leaves every overlay as it was (kilnd boots the kernel on them then).
+ * The copies are written into the overlays the disks hold open (in
+ * place: a jailed VMM cannot reach them by path), and each disk reads
+ * its overlay's header only then.
+ */
+static int restore_disks(struct vm *vm, struct err *e)
 {
-	for (int i = 0; i < cfg->ndisk; i++) {
-		const struct devspec_disk_cfg *c = &cfg->disk[i];
-		char name[16], dir[4096], *slash;
-		const char *base;
-		uint64_t n;
-		int dfd, in, r;
+	int in[DEVSPEC_MAX_DISKS], r = 0;
 
-		snprintf(name, sizeof(name), "disk%d", i);
-		if (faccessat(snapfd, name, F_OK, 0) < 0) {
-			if (c->overlay || !c->read_only)
-				return err_set(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks",
-						 i);
-			continue;
-		}
-		if (!c->overlay)
-			return err_set(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH",
-					 i);
-		snprintf(dir, sizeof(dir), "%s", c->overlay);
-		slash = strrchr(dir, '/');
-		if (slash) {
-			*slash = 0;
-			base = slash + 1;
-		} else {
-			base = dir;
-		}
-		dfd = open(slash ? (dir[0] ? dir : "/") : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return err_set(e, errno, "restore: overlay directory of %s: %s", c->overlay, strerror(errno));
-		/* The snapshot's copy, never through a symlink planted in its place. */
-		if ((in = snap_file_open(snapfd, name, e)) < 0) {
-			close(dfd);
-			return in;
-		}
-		r = copy_file(in, name, dfd, base, &n, e);
-		close(dfd);
-		if (r)
-			return r;
+	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+		in[i] = -1;
+	for (int i = 0; i < vm->cfg.ndisk && !r; i++) {
+		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
+		int fd = snap_src_take(&vm->src, 0, (enum snap_src_file)(SNAP_SRC_DISK0 + i), e);
+
+		if (fd == -ENOENT && (c->overlay || !c->read_only))
+			r = err_set(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks", i);
+		else if (fd >= 0 && !c->overlay)
+			r = err_set(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH", i);
+		else if (fd < 0 && fd != -ENOENT)
+			r = fd;
+		in[i] = fd;
 	}
-	return 0;
+	for (int i = 0; i < vm->cfg.ndisk && !r; i++) {
+		if (in[i] < 0)
+			continue;
+		if ((r = snap_copy_over(in[i], vm->overlay_fd[i])) < 0) {
+			r = err_set(e, -r, "restore: copying the snapshot's disk%d into overlay %s: %s", i,
+				    vm->cfg.disk[i].overlay, strerror(-r));
+			break;
+		}
+		r = virtio_blk_load(vm->disk_dev[i], e);
+	}
+	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+		if (in[i] >= 0)
+			close(in[i]);
+	return r;
 }
 
 /* ---- dirty tracking for layered snapshots ---- */
@@ -536,6 +532,8 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, const char *base,
 	int was_paused, parent, r;
 
 	memset(info, 0, sizeof(*info));
+	if ((r = vm_loaded(vm, "snapshot", e)))
+		return r;
 	if (vm->cfg.hugepages)
 		return err_set(e, ENOTSUP, "snapshot: hugepage-backed guests cannot be snapshotted yet");
 	if ((parent = open_parent(dir, name, sizeof(name), e)) < 0)
@@ -559,32 +557,20 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, const char *base,
 
 /* ---- restore ---- */
 
-int vm_restore_open(const struct vm_config *cfg, struct err *e)
+int vm_restore_open(struct vm *vm, struct err *e)
 {
-	/* No symlink as the last component: a jailed VMM owns the directory
-	 * its snapshots are made in and could plant one there. */
-	int fd = open(cfg->restore_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
+	int r;
 
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(cfg->restore_dir, &st) == 0 && S_ISLNK(st.st_mode))
-		return err_set(e, ELOOP, "--restore %s: a symbolic link (give the snapshot directory itself)",
-			       cfg->restore_dir);
-	if (fd < 0)
-		return err_set(e, errno, "--restore %s: %s", cfg->restore_dir, strerror(errno));
-	if (cfg->hugepages) {
-		close(fd);
+	if (vm->cfg.hugepages)
 		return err_set(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
-	}
-	return fd;
+	if ((r = snap_src_open(&vm->src, vm->cfg.restore_dir, e)) < 0)
+		return r;
+	vm_ws_open_pagemap(vm);
+	return 0;
 }
 
-int vm_restore_disks(const struct vm_config *cfg, int snapfd, struct err *e)
-{
-	return restore_disks(cfg, snapfd, e);
-}
-
-int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t **buf,
-		     struct err *e)
+/* The state file, read and checked against this host and this VM's shape. */
+static int restore_state(struct vm *vm, struct snap_view *view, uint8_t **buf, struct err *e)
 {
 	struct snap_compat host;
 	size_t len;
@@ -593,9 +579,10 @@ int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t 
 	*buf = NULL;
 	if ((r = snap_kvm_compat(vm, &host, e)))
 		return r;
-	if ((r = snap_read_file(snapfd, SNAP_STATE_FILE, SNAP_STATE_MAX, buf, &len, e)))
+	if ((r = snap_read_fd(snap_src_take(&vm->src, 0, SNAP_SRC_STATE, e), SNAP_STATE_FILE, SNAP_STATE_MAX, buf,
+			      &len, e)))
 		return r;
-	if ((r = snap_parse(*buf, len, &host, view, e)) || (r = check_shape(vm, view, e))) {
+	if ((r = snap_parse(*buf, len, &host, view, e)) || (r = check_info(vm, view, e))) {
 		snap_view_free(view);
 		free(*buf);
 		*buf = NULL;
@@ -607,13 +594,13 @@ int vm_restore_state(struct vm *vm, int snapfd, struct snap_view *view, uint8_t 
 /* The base's RAM: mapped MAP_PRIVATE from `memory` (lazy; every restore
  * of it shares one page-cache copy; *lazy set) or inflated from `memory.z`.
  * `raw_only`: under layers, which are only ever written on raw memory. */
-static int restore_base(struct vm *vm, int dfd, int raw_only, int *lazy, struct err *e)
+static int restore_base(struct vm *vm, int dir, int raw_only, int *lazy, struct err *e)
 {
 	void *at;
-	int fd = snap_mem_open_raw(dfd, SNAP_MEM_FILE, vm->mem.size, e), r;
+	int fd = snap_src_take(&vm->src, dir, SNAP_SRC_MEM, e), r;
 
 	if (fd == -ENOENT && !raw_only) {
-		fd = snap_file_open(dfd, SNAP_MEMZ_FILE, e);
+		fd = snap_src_take(&vm->src, dir, SNAP_SRC_MEMZ, e);
 		if (fd == -ENOENT)
 			return err_set(e, ENOENT, "restore: the snapshot has no memory file (%s or %s)",
 				       SNAP_MEM_FILE, SNAP_MEMZ_FILE);
@@ -623,7 +610,7 @@ static int restore_base(struct vm *vm, int dfd, int raw_only, int *lazy, struct 
 		close(fd);
 		return r;
 	}
-	if (fd < 0)
+	if ((fd = snap_mem_check_raw(fd, SNAP_MEM_FILE, vm->mem.size, e)) < 0)
 		return fd;
 	r = snap_mem_map_raw(fd, vm->mem.size, vm->mem.host, &at, e);
 	close(fd);
@@ -631,46 +618,38 @@ static int restore_base(struct vm *vm, int dfd, int raw_only, int *lazy, struct 
 	return r;
 }
 
-/* The snapshot a layer names, beside the one in `dfd`: its id must be the one the layer recorded. */
-static int open_layer_parent(int dfd, const struct snap_layer *l, struct err *e)
+/* The snapshot a layer names, beside the one it is in: its id must be
+ * the one the layer recorded. Its index in vm->src, or -errno. */
+static int open_layer_parent(struct vm *vm, const struct snap_layer *l, struct err *e)
 {
 	uint8_t id[SNAP_ID_LEN];
-	int up = openat(dfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC), pfd, r;
+	int dir = snap_src_sibling(&vm->src, l->parent, e), r;
 
-	if (up < 0)
-		return err_set(e, errno, "restore: the folder of the snapshot: %s", strerror(errno));
-	pfd = openat(up, l->parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	close(up);
-	if (pfd < 0)
-		return err_set(e, errno, "restore: layered on snapshot '%s', which cannot be opened: %s", l->parent,
-			       strerror(errno));
-	if ((r = snap_id_read(pfd, id, e)) == 0 && memcmp(id, l->parent_id, SNAP_ID_LEN))
+	if (dir < 0)
+		return dir;
+	if ((r = snap_id_read_fd(snap_src_take(&vm->src, dir, SNAP_SRC_STATE, e), id, e)) == 0 &&
+	    memcmp(id, l->parent_id, SNAP_ID_LEN))
 		r = err_set(e, -SNAP_ERR_MALFORMED,
 			    "restore: layered on snapshot '%s', but that is another snapshot now (taken again since)",
 			    l->parent);
-	if (r) {
-		close(pfd);
-		return r;
-	}
-	return pfd;
+	return r ? r : dir;
 }
 
 /*
- * RAM of the snapshot in `snapfd`: when it is a layer, follow its
- * parents down to the full snapshot, restore that, then copy each
- * layer's pages over it, oldest first. *lazy: the full snapshot's RAM
- * was mapped, not inflated.
+ * RAM of the snapshot: when it is a layer, follow its parents down to
+ * the full snapshot, restore that, then copy each layer's pages over it,
+ * oldest first. *lazy: the full snapshot's RAM was mapped, not inflated.
  */
-static int restore_ram(struct vm *vm, int snapfd, int *lazy, struct err *e)
+static int restore_ram(struct vm *vm, int *lazy, struct err *e)
 {
 	struct snap_layer l[SNAP_LAYER_DEPTH_MAX + 1] = { 0 };
-	int dfd[SNAP_LAYER_DEPTH_MAX + 1], n = 0, r;
+	int dir[SNAP_LAYER_DEPTH_MAX + 1], n = 0, r;
 
-	dfd[0] = snapfd;
-	for (int i = 1; i <= SNAP_LAYER_DEPTH_MAX; i++)
-		dfd[i] = -1;
+	dir[0] = 0;
 	for (;;) {
-		r = snap_layer_read(dfd[n], vm->mem.size, &l[n], e);
+		int fd = snap_src_take(&vm->src, dir[n], SNAP_SRC_LAYER, e);
+
+		r = fd == -ENOENT ? -ENOENT : snap_layer_read_fd(fd, vm->mem.size, &l[n], e);
 		if (r == -ENOENT)
 			break;
 		if (r)
@@ -683,14 +662,14 @@ static int restore_ram(struct vm *vm, int snapfd, int *lazy, struct err *e)
 				    n ? l[n - 1].parent : ".");
 			goto out;
 		}
-		if ((r = open_layer_parent(dfd[n], &l[n], e)) < 0)
+		if ((r = open_layer_parent(vm, &l[n], e)) < 0)
 			goto out;
-		dfd[++n] = r;
+		dir[++n] = r;
 	}
-	if ((r = restore_base(vm, dfd[n], n > 0, lazy, e)))
+	if ((r = restore_base(vm, dir[n], n > 0, lazy, e)))
 		goto out;
 	for (int i = n - 1; i >= 0 && r == 0; i--) {
-		int fd = snap_file_open(dfd[i], SNAP_MEM_FILE, e);
+		int fd = snap_src_take(&vm->src, dir[i], SNAP_SRC_MEM, e);
 
 		if (fd < 0) {
 			r = fd;
@@ -700,29 +679,25 @@ static int restore_ram(struct vm *vm, int snapfd, int *lazy, struct err *e)
 		close(fd);
 	}
 out:
-	for (int i = 0; i <= SNAP_LAYER_DEPTH_MAX; i++) {
+	for (int i = 0; i <= SNAP_LAYER_DEPTH_MAX; i++)
 		snap_layer_free(&l[i]);
-		if (i && dfd[i] >= 0)
-			close(dfd[i]);
-	}
 	return r;
 }
 
-int vm_restore_memory(struct vm *vm, int snapfd, const struct snap_view *view, struct err *e)
+static int restore_memory(struct vm *vm, const struct snap_view *view, struct err *e)
 {
 	uint8_t id[SNAP_ID_LEN];
 	int lazy = 0, r;
 
-	if ((r = check_info(vm, view, e)) || (r = snap_id_get(view, id, e)) ||
-	    (r = restore_ram(vm, snapfd, &lazy, e)))
+	if ((r = snap_id_get(view, id, e)) || (r = restore_ram(vm, &lazy, e)))
 		return r;
-	vm_ws_restored(vm, snapfd, lazy);
+	vm_ws_restored(vm, snap_src_take(&vm->src, 0, SNAP_SRC_WS, e), lazy);
 	/* The next snapshot can be a layer on this one. */
 	track_start(vm, id);
 	return 0;
 }
 
-int vm_restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct err *e)
+static int restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct err *e)
 {
 	int r;
 
@@ -734,4 +709,28 @@ int vm_restore_cpus_devices(struct vm *vm, const struct snap_view *view, struct 
 	if ((r = load_serial(vm, view, e)))
 		return r;
 	return load_devices(vm, view, e);
+}
+
+int vm_restore_read(struct vm *vm, struct err *e)
+{
+	struct snap_view view = { 0 };
+	uint8_t *state = NULL;
+	int r;
+
+	/* The whole VM is checked against the state (checksum, version, CPU,
+	 * RAM, vCPUs, devices) before the overlays are touched. */
+	if ((r = restore_state(vm, &view, &state, e)) || (r = restore_disks(vm, e)))
+		goto out;
+	timeline_mark(&vm->tl, "restore_state_disks");
+	if ((r = restore_memory(vm, &view, e)))
+		goto out;
+	timeline_mark(&vm->tl, "restore_memory");
+	if ((r = restore_cpus_devices(vm, &view, e)))
+		goto out;
+	timeline_mark(&vm->tl, "restored");
+out:
+	snap_view_free(&view);
+	free(state);
+	snap_src_close(&vm->src);
+	return r;
 }

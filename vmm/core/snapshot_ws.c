@@ -33,17 +33,28 @@ static void ws_log(struct vm *vm, const char *what, const struct err *e, const c
 		dprintf(vm->cfg.log_fd, "kiln-vmm: %s: %s%s\n", what, e->msg, then);
 }
 
-void vm_ws_restored(struct vm *vm, int snapfd, int lazy)
+void vm_ws_open_pagemap(struct vm *vm)
+{
+	/* Before the jail, which has no /proc. Without it, nothing is recorded. */
+	int r = snap_pagemap_open();
+
+	vm->ws.pagemap_fd = r >= 0 ? r : -1;
+}
+
+void vm_ws_restored(struct vm *vm, int ws_fd, int lazy)
 {
 	struct err e = { { 0 } };
 	int r;
 
-	if (!lazy)
+	if (!lazy) {
+		if (ws_fd >= 0)
+			close(ws_fd);
+		if (vm->ws.pagemap_fd >= 0)
+			close(vm->ws.pagemap_fd);
+		vm->ws.pagemap_fd = -1; /* anonymous RAM: nothing to learn */
 		return;
-	/* Now: the jail that comes next has no /proc. Without it, nothing is recorded. */
-	r = snap_pagemap_open();
-	vm->ws.pagemap_fd = r >= 0 ? r : -1;
-	r = snap_ws_read(snapfd, vm->mem.size, &vm->ws.fetch, &e);
+	}
+	r = ws_fd == -ENOENT ? -ENOENT : snap_ws_read_fd(ws_fd, vm->mem.size, &vm->ws.fetch, &e);
 	if (r && r != -ENOENT)
 		ws_log(vm, "restore: ignoring the snapshot's workingset", &e,
 		       "; RAM is read as the guest touches it, as without one");

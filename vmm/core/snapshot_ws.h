@@ -39,12 +39,17 @@ struct vm_ws {
 void vm_ws_init(struct vm_ws *w);
 void vm_ws_free(struct vm_ws *w);
 
+/* A restore is coming: open the pagemap now (vm_create, before the jail
+ * hides /proc); vm_ws_restored keeps it only for a lazy restore. */
+void vm_ws_open_pagemap(struct vm *vm);
+
 /*
- * RAM of the snapshot in `snapfd` is in place; `lazy`: mapped from a raw
- * memory file. Starts recording and reads the set to prefetch. Never
- * fails: what goes wrong is logged once and leaves the restore lazy.
+ * RAM of the snapshot is in place; `lazy`: mapped from a raw memory
+ * file. `ws_fd`: its workingset file (snap_src_take's result: closed
+ * here; -ENOENT none). Starts recording and reads the set to prefetch.
+ * Never fails: what goes wrong is logged once and leaves the restore lazy.
  */
-void vm_ws_restored(struct vm *vm, int snapfd, int lazy);
+void vm_ws_restored(struct vm *vm, int ws_fd, int lazy);
 
 /* Prefetch the restored snapshot's set (vm_run's thread, vCPUs running). */
 void vm_ws_prefetch(struct vm *vm);

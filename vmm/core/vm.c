@@ -346,15 +346,23 @@ static int setup_virtio(struct vm *vm, struct err *e)
 	}
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
 		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
+		/* An overlay's header is bytes an earlier (jailed) VMM wrote:
+		 * vm_load reads it, in kiln-vmm's jail; a restore's once the
+		 * snapshot's copy is in it. */
 		struct virtio_blk_params p = {
 			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
 			.create_overlay = 1, .serial = c->serial, .overlay_size = c->size,
+			.defer_overlay = 1,
 		};
 
 		if ((err = virtio_blk_create(&p, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;
-		/* After the device made a missing overlay. */
-		if (c->overlay && (vm->overlay_fd[i] = open(c->overlay, O_RDONLY | O_CLOEXEC)) < 0)
+		vm->disk_dev[i] = d;
+		vm->needs_load |= c->overlay != NULL;
+		/* After the device made a missing overlay; read-write for a
+		 * restore to copy the snapshot's into. */
+		if (c->overlay &&
+		    (vm->overlay_fd[i] = open(c->overlay, (vm->restored ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
 			return err_set(e, errno, "disk %d: reopening overlay %s: %s", i, c->overlay, strerror(errno));
 	}
 	/* Without an initramfs the first disk is the root filesystem. */
@@ -431,10 +439,8 @@ static int get_cpuid(struct vm *vm, struct err *e)
 int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 {
 	struct file_map k = { .fd = -1 }, rd = { .fd = -1 };
-	struct snap_view view = { 0 };
-	uint8_t *state = NULL;
 	struct vm *vm;
-	int err, max_vcpus, snapfd = -1;
+	int err, max_vcpus;
 
 	*out = NULL;
 	vm = calloc(1, sizeof(*vm));
@@ -444,6 +450,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if (!vm->cfg.kick_signal)
 		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
+	vm->src.updir = -1;
 	vm_ws_init(&vm->ws);
 	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
 		vm->overlay_fd[i] = -1;
@@ -457,9 +464,10 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	cmdline_init(&vm->cmdline);
 	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
 	if (cfg->restore_dir) {
-		vm->restored = 1;
+		vm->restored = vm->needs_load = 1;
 		timeline_mark(&vm->tl, "restore_start");
-		if ((err = snapfd = vm_restore_open(cfg, e)) < 0)
+		/* Opened now, read by vm_load (in kiln-vmm's jail). */
+		if ((err = vm_restore_open(vm, e)) < 0)
 			goto fail;
 	} else {
 		if ((err = map_file(cfg->kernel, "kernel", &k, e)))
@@ -483,16 +491,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->ncpus = cfg->cpus;
 	if ((err = get_cpuid(vm, e)))
 		goto fail;
-	if (snapfd >= 0)
+	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_kvm_open");
-	/* The state file is checked (checksum, version, CPU, RAM and vCPUs)
-	 * before the overlays are touched: they must be the snapshot's before
-	 * the disks open, and a refused restore must leave them as they were. */
-	if (snapfd >= 0 && ((err = vm_restore_state(vm, snapfd, &view, &state, e)) ||
-			    (err = vm_restore_disks(cfg, snapfd, e))))
-		goto fail;
-	if (snapfd >= 0)
-		timeline_mark(&vm->tl, "restore_state_disks");
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
 		err = err_set(e, errno, "eventfd: %s", strerror(errno));
@@ -513,14 +513,10 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		err = err_set(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
 		goto fail;
 	}
-	if (snapfd >= 0) {
+	/* A restore's RAM is the snapshot's: vm_load maps it. */
+	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_devices_made");
-		err = vm_restore_memory(vm, snapfd, &view, e);
-		timeline_mark(&vm->tl, "restore_memory");
-	} else {
-		err = load_guest(vm, &k, &rd, e);
-	}
-	if (err)
+	else if ((err = load_guest(vm, &k, &rd, e)))
 		goto fail;
 	unmap_file(&k);
 	unmap_file(&rd);
@@ -529,28 +525,68 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	for (int i = 0; i < vm->ncpus; i++)
 		if ((err = vcpu_create(vm, i, e)))
 			goto fail;
-	if (snapfd >= 0) {
+	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_vcpus_made");
-		if ((err = vm_restore_cpus_devices(vm, &view, e)))
-			goto fail;
-		snap_view_free(&view);
-		free(state);
-		close(snapfd);
-		snapfd = -1;
-		timeline_mark(&vm->tl, "restored");
-	}
 	timeline_mark(&vm->tl, "vm_ready");
 	*out = vm;
 	return 0;
 fail:
 	unmap_file(&k);
 	unmap_file(&rd);
-	snap_view_free(&view);
-	free(state);
-	if (snapfd >= 0)
-		close(snapfd);
 	vm_destroy(vm);
 	return err;
+}
+
+struct load_job {
+	struct vm *vm;
+	struct err e;
+	int r;
+};
+
+static void *load_thread(void *arg)
+{
+	struct load_job *j = arg;
+	struct vm *vm = j->vm;
+
+	/* The filter first: every byte of the snapshot and the overlays is read under it. */
+	if (vm->cfg.thread_enter && (j->r = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RESTORE)))
+		j->r = err_set(&j->e, -j->r, "the restore thread cannot install its seccomp filter: %s",
+			       strerror(-j->r));
+	else if (vm->restored)
+		j->r = vm_restore_read(vm, &j->e);
+	else
+		for (int i = 0; i < vm->cfg.ndisk && !j->r; i++)
+			j->r = vm->cfg.disk[i].overlay ? virtio_blk_load(vm->disk_dev[i], &j->e) : 0;
+	return NULL;
+}
+
+int vm_load(struct vm *vm, struct err *e)
+{
+	struct load_job j = { .vm = vm };
+	pthread_t t;
+	int r;
+
+	if (!vm->needs_load || (r = __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE)) == 1)
+		return 0;
+	if (r < 0)
+		return err_set(e, -r, "the VM could not be loaded (an earlier attempt failed): create it again");
+	/* A thread of its own: the caller's thread must not carry the
+	 * restore's filter into the VM threads it starts next. */
+	if ((r = pthread_create(&t, NULL, load_thread, &j)))
+		return err_set(e, r, "cannot start the restore thread: %s", strerror(r));
+	pthread_join(t, NULL);
+	__atomic_store_n(&vm->loaded, j.r < 0 ? j.r : 1, __ATOMIC_RELEASE);
+	if (j.r < 0)
+		*e = j.e;
+	return j.r < 0 ? j.r : 0;
+}
+
+int vm_loaded(struct vm *vm, const char *what, struct err *e)
+{
+	if (vm->needs_load && __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE) != 1)
+		return err_set(e, EAGAIN, "cannot %s: the VM has not started (its snapshot and disk overlays are read when it starts)",
+			       what);
+	return 0;
 }
 
 int vm_restored(const struct vm *vm)
@@ -598,7 +634,8 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 	uint64_t v;
 	int err;
 
-	(void)e;
+	if ((err = vm_loaded(vm, "run", e)))
+		return err;
 	for (int i = 0; i < vm->ncpus; i++) {
 		if ((err = vcpu_start(&vm->vcpu[i]))) {
 			vm_stop(vm, VM_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
@@ -667,6 +704,7 @@ void vm_destroy(struct vm *vm)
 		vm->virtio[i].dev->ops->destroy(vm->virtio[i].dev);
 	}
 	event_loop_destroy(vm->loop);
+	snap_src_close(&vm->src);
 	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
 		if (vm->overlay_fd[i] >= 0)
 			close(vm->overlay_fd[i]);

@@ -29,7 +29,7 @@
 struct vm;
 
 /* Who a VM thread is, for vm_config.thread_enter. */
-enum vm_thread_role { VM_THREAD_VCPU, VM_THREAD_DEVICE, VM_THREAD_RUNNER };
+enum vm_thread_role { VM_THREAD_VCPU, VM_THREAD_DEVICE, VM_THREAD_RUNNER, VM_THREAD_RESTORE };
 
 struct vm_config {
 	const char *kernel;   /* bzImage or PVH-capable ELF vmlinux */
@@ -67,14 +67,15 @@ struct vm_config {
 	 * Restore the snapshot in this directory instead of booting `kernel`
 	 * (which may then be NULL). mem_mib, cpus and the devices must be the
 	 * ones the snapshot was taken with; each disk overlay is replaced by
-	 * the snapshot's copy. NULL: boot.
+	 * the snapshot's copy. vm_create only opens it; vm_load reads it.
+	 * NULL: boot.
 	 */
 	const char *restore_dir;
 	/*
 	 * Run by each VM thread on itself before its first guest-reachable
 	 * work: a vCPU before KVM_RUN, the device thread before its first
 	 * handler, vm_run's caller right after starting them (so they do not
-	 * inherit its filter). libkiln installs the thread's seccomp filter
+	 * inherit its filter), vm_load's thread before it reads the snapshot. libkiln installs the thread's seccomp filter
 	 * here (docs/security.md). 0, or -errno: the VM then stops with a
 	 * failure naming the thread. NULL: nothing to do.
 	 */
@@ -105,8 +106,27 @@ struct vm_result {
 	char msg[ERR_MSG_MAX]; /* one line: what happened */
 };
 
-/* Set up KVM, memory, devices and vCPUs and load the kernel. 0 or -errno. */
+/*
+ * Set up KVM, memory, devices and vCPUs and load the kernel. With
+ * cfg.restore_dir, the same from the config alone, and the snapshot's
+ * directory and files opened but not read (vmm/snapshot/snapshot_src.h):
+ * vm_load reads them. 0 or -errno.
+ */
 int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e);
+
+/*
+ * What vm_create opened but did not read, read and checked: each disk
+ * overlay's header and bitmap (bytes an earlier VMM wrote), and for a
+ * restored VM its snapshot first (state file, the snapshot's disk copies
+ * written into the open overlays, RAM, vCPU, irqchip, clock and device
+ * state). Runs on a thread of its own that calls cfg.thread_enter
+ * (VM_THREAD_RESTORE) first, and is joined; call it after vm_create and
+ * before vm_run, with the privileges reading hostile bytes should have
+ * (kiln-vmm: in its jail). Once: a later call returns the first result.
+ * 0 (also when there is nothing to read) or -errno; after a failure the
+ * VM cannot run.
+ */
+int vm_load(struct vm *vm, struct err *e);
 
 /* Run until the guest ends. 0 (result filled) or -errno on a setup error. */
 int vm_run(struct vm *vm, struct vm_result *res, struct err *e);

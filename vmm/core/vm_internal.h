@@ -17,6 +17,7 @@
 #include "vmm/core/io_bus.h"
 #include "vmm/core/serial.h"
 #include "vmm/core/snapshot_ws.h"
+#include "vmm/snapshot/snapshot_src.h"
 #include "vmm/core/timeline.h"
 #include "lib/guest/event_loop.h"
 #include "devices/virtio/virtio_mmio.h"
@@ -64,10 +65,15 @@ struct vm {
 	int verbose_budget; /* unhandled-access log lines left */
 
 	int restored; /* came from cfg.restore_dir */
+	/* Until vm_load: the snapshot's files, opened at create (snapshot_src.h). */
+	struct snap_src src;
+	int needs_load; /* a restore, or a disk overlay whose header vm_load reads */
+	int loaded; /* vm_load: 0 not yet, 1 done, -errno failed (atomic: the control thread reads it) */
+	struct virtio_dev *disk_dev[DEVSPEC_MAX_DISKS]; /* disk i's device, for vm_load */
 	int tsc_deadline, tsc_deadline_known; /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
-	/* Each overlay opened read-only at create, for snapshots to copy
-	 * from: a jailed VMM no longer reaches the overlay by its path. -1:
-	 * none. */
+	/* Each overlay opened at create, for snapshots to copy from and a
+	 * restore to copy into (then read-write): a jailed VMM no longer
+	 * reaches the overlay by its path. -1: none. */
 	int overlay_fd[DEVSPEC_MAX_DISKS];
 	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
 	uint32_t nsnap_msrs;
@@ -94,6 +100,9 @@ int vcpu_start(struct vcpu *v);
 /* In the vCPU thread, when pause_req is set: finish the exit KVM is half
  * way through, then wait until resumed or stopped. */
 void vcpu_park(struct vcpu *v);
+/* 0, or -EAGAIN with e saying "cannot <what>" until vm_load ran: a
+ * restored VM's state is not the snapshot's yet, its disks have no size. */
+int vm_loaded(struct vm *vm, const char *what, struct err *e);
 /* Stop the VM with `exit` and a printf message; the first caller wins. */
 void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -45,6 +45,8 @@ int vm_pause(struct vm *vm, struct err *e)
 {
 	int n;
 
+	if ((n = vm_loaded(vm, "pause", e)))
+		return n;
 	pthread_mutex_lock(&vm->lock);
 	if (vm->stopping) {
 		pthread_mutex_unlock(&vm->lock);

@@ -123,6 +123,19 @@ static const unsigned long control_ioctls[] = {
 	KVM_GET_PIT2, KVM_GET_CLOCK, KVM_IRQ_LINE, KVM_GET_DIRTY_LOG, KVM_SET_USER_MEMORY_REGION, FICLONE, TCGETS, TCSETS, TCSETSW,
 };
 
+/*
+ * The restore role's ioctls: the snapshot's vCPU, irqchip, PIT and clock
+ * state set (vmm/core/snapshot_kvm.c, which reads some back as it goes),
+ * RAM's slots set again with the dirty log (snapshot.c track_start), an
+ * overlay reflinked from the snapshot's copy (snapshot_io.c).
+ */
+static const unsigned long restore_ioctls[] = {
+	KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_LAPIC, KVM_SET_VCPU_EVENTS,
+	KVM_SET_MP_STATE, KVM_SET_DEBUGREGS, KVM_SET_MSRS, KVM_SET_IRQCHIP, KVM_SET_PIT2, KVM_SET_CLOCK,
+	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS, KVM_GET_MSRS, KVM_GET_IRQCHIP,
+	KVM_SET_USER_MEMORY_REGION, FICLONE,
+};
+
 struct role_spec {
 	const char *name;
 	const int *groups[8]; /* NULL-terminated */
@@ -135,7 +148,8 @@ struct role_spec {
  * vcpu: KVM_RUN and what an exit handled on the vCPU does (serial output,
  * interrupts, a virtio status write activating or resetting a device).
  * device: every device backend. control: vm_run's caller, kiln-vmm's
- * control socket thread, snapshots and teardown.
+ * control socket thread, snapshots and teardown. restore: a restored VM's
+ * snapshot read before it runs.
  */
 static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 	[SECCOMP_ROLE_VCPU] = { "vcpu", { base, loop_watches, socket_io }, vcpu_ioctls, N(vcpu_ioctls), 0 },
@@ -144,6 +158,15 @@ static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 				  NULL, 0, 1 },
 	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, share_save, control_own },
 				   control_ioctls, N(control_ioctls), 0 },
+	/* restore: vm_load's thread, in the jail before any VM thread runs
+	 * (every VM: overlay headers; a restore: the snapshot too): the
+	 * snapshot's files and the overlays' headers read (file_io, dir_ops), RAM mapped from them,
+	 * overlays written in place, each virtio-fs node and handle reopened
+	 * beneath its share (share_save: openat2, readlinkat), a vsock
+	 * device's retry timer armed (loop_watches), a network device's held
+	 * frames and probes to its backend (socket_io), KVM state set. */
+	[SECCOMP_ROLE_RESTORE] = { "restore", { base, loop_watches, socket_io, file_io, dir_ops, share_save },
+				   restore_ioctls, N(restore_ioctls), 0 },
 };
 
 const char *seccomp_role_name(enum seccomp_role role)

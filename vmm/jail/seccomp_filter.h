@@ -26,6 +26,7 @@ enum seccomp_role {
 	SECCOMP_ROLE_VCPU,    /* KVM_RUN and the device work an MMIO/PIO exit does inline */
 	SECCOMP_ROLE_DEVICE,  /* the device thread (event loop): disks, shares, sockets */
 	SECCOMP_ROLE_CONTROL, /* vm_run's caller, control socket, snapshots, teardown */
+	SECCOMP_ROLE_RESTORE, /* reading overlay headers and a restore's snapshot, before the VM runs */
 	SECCOMP_ROLE_COUNT,
 };
 
@@ -56,7 +57,7 @@ int seccomp_filter_load(const struct seccomp_prog *p);
 
 void seccomp_prog_free(struct seccomp_prog *p);
 
-/* "vcpu", "device", "control". */
+/* "vcpu", "device", "control", "restore". */
 const char *seccomp_role_name(enum seccomp_role role);
 
 #endif

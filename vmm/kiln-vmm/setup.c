@@ -95,7 +95,10 @@ static int jail_step(const char *dir, uint32_t uid, uint32_t gid, struct err *e)
 	return r < 0 ? err_set(e, -r, "%s", msg) : 0;
 }
 
-/* The VM, created or restored; o->cfg consumed. */
+/* The VM, created or restored; o->cfg consumed. A restore only opens the
+ * snapshot here (as root: /dev/kvm, images, TAP, passt and shares are
+ * opened now too); kiln_vm_run reads it, after the jail and under the
+ * restore thread's filter. */
 static int make_vm(struct vmm_opts *o, kiln_vm **vm, struct err *e)
 {
 	int r = o->restore_dir ? kiln_vm_restore(o->cfg, o->restore_dir, vm) : kiln_vm_create(o->cfg, vm);

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <limits.h>
 #include <stdio.h>
@@ -29,19 +30,35 @@ static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct err *e)
 	return 0;
 }
 
-int snap_file_open(int dirfd, const char *name, struct err *e)
+int snap_file_openat(int dirfd, const char *name)
 {
 	/* O_NONBLOCK so a fifo cannot stall the open; cleared once the file
-	 * is known to be regular. */
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK), r;
-	struct stat st;
+	 * is known to be regular (snap_file_check). */
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 
-	if (fd < 0 && errno == ELOOP)
+	return fd < 0 ? -errno : fd;
+}
+
+int snap_file_open(int dirfd, const char *name, struct err *e)
+{
+	return snap_file_check(snap_file_openat(dirfd, name), name, e);
+}
+
+int snap_file_check(int fd, const char *name, struct err *e)
+{
+	struct stat st;
+	int r;
+
+	if (fd == -ELOOP)
 		return err_set(e, ELOOP,
 			       "snapshot: '%s' is a symbolic link; a snapshot's files are never followed: replace it with the file itself",
 			       name);
+	if (fd == -EMLINK)
+		return err_set(e, EMLINK,
+			       "snapshot: '%s' has other hard links; a snapshot's files are never links to other files: copy the snapshot (cp -r, not cp -l)",
+			       name);
 	if (fd < 0)
-		return err_set(e, errno, "snapshot: opening '%s': %s", name, strerror(errno));
+		return err_set(e, -fd, "snapshot: opening '%s': %s", name, strerror(-fd));
 	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, 0) < 0) {
 		r = err_set(e, errno, "snapshot: '%s': %s", name, strerror(errno));
 		close(fd);
@@ -131,14 +148,18 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
 int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
 		   struct err *e)
 {
+	return snap_read_fd(snap_file_open(dirfd, name, e), name, cap, buf, len, e);
+}
+
+int snap_read_fd(int fd, const char *name, size_t cap, uint8_t **buf, size_t *len, struct err *e)
+{
 	struct stat st;
 	uint8_t *b;
 	size_t size, got = 0;
-	int fd, r;
+	int r;
 
 	*buf = NULL;
 	*len = 0;
-	fd = snap_file_open(dirfd, name, e);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) < 0) {
@@ -281,6 +302,43 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 	if (exchanged)
 		snap_dir_remove(parentfd, tmp);
 	return 0;
+}
+
+int snap_copy_over(int in, int out)
+{
+	struct stat st;
+	off_t off = 0;
+
+	if (fstat(in, &st) < 0)
+		return -errno;
+	if (ioctl(out, FICLONE, in) == 0)
+		return ftruncate(out, st.st_size) < 0 || fsync(out) < 0 ? -errno : 0;
+	while (off < st.st_size) {
+		off_t data = lseek(in, off, SEEK_DATA), hole;
+		int r;
+
+		if (data < 0 && errno != ENXIO)
+			return -errno;
+		if (data < 0)
+			data = st.st_size; /* ENXIO: only a hole is left */
+		if ((r = fd_io_zero_range(out, FALLOC_FL_PUNCH_HOLE, (uint64_t)off, (uint64_t)(data - off))))
+			return r;
+		if (data == st.st_size)
+			break;
+		if ((hole = lseek(in, data, SEEK_HOLE)) < 0)
+			return -errno;
+		for (off = data; off < hole;) {
+			off_t o = off;
+			ssize_t n = copy_file_range(in, &o, out, &o, (size_t)(hole - off), 0);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n == 0 ? -EIO : -errno;
+			off += n;
+		}
+	}
+	return ftruncate(out, st.st_size) < 0 || fsync(out) < 0 ? -errno : 0;
 }
 
 int snap_copy_data(int in, int out, uint64_t *bytes)

@@ -52,12 +52,25 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
 int snap_file_open(int dirfd, const char *name, struct err *e);
 
 /*
+ * snap_file_open in two steps: the open alone (the fd, or -errno; no
+ * check), and the checks on its result, with snap_file_open's messages
+ * (-EMLINK: snapshot_src refused a file with other hard links). snapshot_src opens
+ * before a jail and checks after it. snap_file_check closes a refused fd.
+ */
+int snap_file_openat(int dirfd, const char *name);
+int snap_file_check(int fd, const char *name, struct err *e);
+
+/*
  * Read the whole regular file DIRFD/NAME into a malloc'd buffer (*buf,
  * *len; free it). A file larger than `cap` is refused with -EFBIG before
  * it is read; one that grows while read is refused too. Returns 0 or -errno.
  */
 int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_t *len,
 		   struct err *e);
+
+/* The same from a file snap_file_open/snap_file_check opened (fd, closed
+ * here; a negative fd is returned as it is, its message already set). */
+int snap_read_fd(int fd, const char *name, size_t cap, uint8_t **buf, size_t *len, struct err *e);
 
 /*
  * Copy the whole regular file `in` into `out` (empty, open for writing):
@@ -66,6 +79,17 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
  * fd is closed. Returns 0 or -errno.
  */
 int snap_copy_data(int in, int out, uint64_t *bytes);
+
+/*
+ * Make `out` (open for writing) a copy of the regular file `in`, in place:
+ * a reflink when the filesystem can, else `in`'s data extents copied over
+ * and its holes punched, then `out` cut to `in`'s size and synced. For a
+ * file a jailed process holds open but cannot reach by path (a restore's
+ * overlays). Not atomic: a failure part way leaves `out` part old, part
+ * new (where both were the same, as for a wake, nothing changes). Neither
+ * fd is closed. 0 or -errno.
+ */
+int snap_copy_over(int in, int out);
 
 /*
  * Start a snapshot directory: create PARENTFD/NAME.tmp fresh (removing a

@@ -254,15 +254,25 @@ int snap_layer_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct s
 
 int snap_layer_read(int dirfd, uint64_t mem_size, struct snap_layer *out, struct err *e)
 {
+	int fd = snap_file_openat(dirfd, SNAP_LAYER_FILE);
+
+	return snap_layer_read_fd(fd == -ENOENT ? fd : snap_file_check(fd, SNAP_LAYER_FILE, e), mem_size, out, e);
+}
+
+int snap_layer_read_fd(int fd, uint64_t mem_size, struct snap_layer *out, struct err *e)
+{
 	uint8_t *buf;
 	size_t len;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if ((r = check_size(mem_size, SNAP_LAYER_FILE, e)))
+	if ((r = check_size(mem_size, SNAP_LAYER_FILE, e))) {
+		if (fd >= 0)
+			close(fd);
 		return r;
+	}
 	/* One byte over the exact size: parse tells "longer", a larger file is never read. */
-	r = snap_read_file(dirfd, SNAP_LAYER_FILE, layer_len(mem_size) + 1, &buf, &len, e);
+	r = snap_read_fd(fd, SNAP_LAYER_FILE, layer_len(mem_size) + 1, &buf, &len, e);
 	if (r == -EFBIG)
 		return err_set(e, -SNAP_ERR_CHECKSUM,
 			       "snapshot memory.layer damaged: larger than the %zu bytes of a layer over %llu bytes of RAM",
@@ -409,10 +419,15 @@ int snap_id_get(const struct snap_view *v, uint8_t id[SNAP_ID_LEN], struct err *
 
 int snap_id_read(int dirfd, uint8_t id[SNAP_ID_LEN], struct err *e)
 {
+	return snap_id_read_fd(snap_file_open(dirfd, SNAP_STATE_FILE, e), id, e);
+}
+
+int snap_id_read_fd(int fd, uint8_t id[SNAP_ID_LEN], struct err *e)
+{
 	struct snap_view v = { 0 };
 	uint8_t *buf;
 	size_t len;
-	int r = snap_read_file(dirfd, SNAP_STATE_FILE, SNAP_STATE_MAX, &buf, &len, e);
+	int r = snap_read_fd(fd, SNAP_STATE_FILE, SNAP_STATE_MAX, &buf, &len, e);
 
 	if (r)
 		return r;

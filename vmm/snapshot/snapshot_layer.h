@@ -101,6 +101,8 @@ int snap_layer_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct s
 
 /* DIRFD/memory.layer, read (capped by its expected size) and parsed. -ENOENT when there is none. */
 int snap_layer_read(int dirfd, uint64_t mem_size, struct snap_layer *out, struct err *e);
+/* The same from an opened memory.layer (snap_read_fd's fd: closed here, -errno passed on). */
+int snap_layer_read_fd(int fd, uint64_t mem_size, struct snap_layer *out, struct err *e);
 
 /* Write DIRFD/memory.layer atomically (snapshot_io). */
 int snap_layer_write(int dirfd, const struct snap_layer *l, struct err *e);
@@ -136,6 +138,8 @@ int snap_id_get(const struct snap_view *v, uint8_t id[SNAP_ID_LEN], struct err *
  * section decoded. 0 or -errno / SNAP_ERR_*.
  */
 int snap_id_read(int dirfd, uint8_t id[SNAP_ID_LEN], struct err *e);
+/* The same from an opened state file (snap_read_fd's fd). */
+int snap_id_read_fd(int fd, uint8_t id[SNAP_ID_LEN], struct err *e);
 
 /* ---- deleting a parent ---- */
 

@@ -205,14 +205,20 @@ int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, i
 
 int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct err *e)
 {
-	struct stat st;
-	int fd, r = check_size(size, e);
+	return snap_mem_check_raw(snap_file_open(dirfd, name, e), name, size, e);
+}
 
-	if (r)
-		return r;
-	fd = snap_file_open(dirfd, name, e);
+int snap_mem_check_raw(int fd, const char *name, uint64_t size, struct err *e)
+{
+	struct stat st;
+	int r = check_size(size, e);
+
 	if (fd < 0)
 		return fd;
+	if (r) {
+		close(fd);
+		return r;
+	}
 	if (fstat(fd, &st) < 0) {
 		r = err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
 	} else if ((uint64_t)st.st_size != size) {

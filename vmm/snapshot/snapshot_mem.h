@@ -66,6 +66,8 @@ int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, i
  * (smaller), SNAP_ERR_MALFORMED (larger, or not a regular file), -errno.
  */
 int snap_mem_open_raw(int dirfd, const char *name, uint64_t size, struct err *e);
+/* The same checks on an opened file (snap_file_check's fd: closed when refused). */
+int snap_mem_check_raw(int fd, const char *name, uint64_t size, struct err *e);
 
 /*
  * Map that file MAP_PRIVATE, readable and writable: at `at` (MAP_FIXED,

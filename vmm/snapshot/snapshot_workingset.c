@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/base/le.h"
 #include "vmm/snapshot/page_bits.h"
@@ -216,16 +217,24 @@ int snap_ws_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct snap
 
 int snap_ws_read(int dirfd, uint64_t mem_size, struct snap_ws *out, struct err *e)
 {
+	return snap_ws_read_fd(snap_file_open(dirfd, SNAP_WS_FILE, e), mem_size, out, e);
+}
+
+int snap_ws_read_fd(int fd, uint64_t mem_size, struct snap_ws *out, struct err *e)
+{
 	uint8_t *buf;
 	size_t len, cap;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	if ((r = check_size(mem_size, e)))
+	if ((r = check_size(mem_size, e))) {
+		if (fd >= 0)
+			close(fd);
 		return r;
+	}
 	/* One byte over the largest: parse tells "longer", a larger file is never read. */
 	cap = ws_len(snap_ws_max_ranges(mem_size)) + 1;
-	r = snap_read_file(dirfd, SNAP_WS_FILE, cap, &buf, &len, e);
+	r = snap_read_fd(fd, SNAP_WS_FILE, cap, &buf, &len, e);
 	if (r == -EFBIG)
 		return err_set(e, -SNAP_ERR_CHECKSUM,
 			       "snapshot workingset damaged: larger than any working set of %llu bytes of RAM",

@@ -88,6 +88,8 @@ int snap_ws_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct snap
  * RAM can be) and parsed. -ENOENT when there is none.
  */
 int snap_ws_read(int dirfd, uint64_t mem_size, struct snap_ws *out, struct err *e);
+/* The same from an opened workingset file (snap_read_fd's fd). */
+int snap_ws_read_fd(int fd, uint64_t mem_size, struct snap_ws *out, struct err *e);
 
 /* Write DIRFD/workingset atomically (snapshot_io). */
 int snap_ws_write(int dirfd, const struct snap_ws *ws, struct err *e);
