@@ -349,8 +349,10 @@ static int proc_dir(struct fuse_server *s)
 	return fd;
 }
 
-/* Work done before the jail (setup, a restore) must not leave the
- * host's /proc open for after it. */
+/* Setup, before the jail, must not leave the host's /proc open for
+ * after it; a restore (on the restore thread, in the jail, or unjailed
+ * for an embedder that restores before jailing itself) leaves nothing
+ * either, so the device thread opens its own when it first needs one. */
 static void proc_forget(struct fuse_server *s)
 {
 	if (s->proc_fd >= 0)

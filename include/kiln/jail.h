@@ -16,7 +16,11 @@
  * and /proc, a procfs of its own pid namespace (its processes only);
  * running as uid:gid with no supplementary groups, no capabilities in any
  * set (bounding included) and no_new_privs. It does not close
- * descriptors: the program knows which it needs.
+ * descriptors: the program knows which it needs, and must close every
+ * descriptor of a host directory it still holds (a share's, given to
+ * kiln_vm_config_add_device as fd=N: the VM serves its own detached
+ * clone), since ".." from one leads out of any jail. -EINVAL also for a
+ * dir under /proc (the jail's own /proc is mounted there).
  */
 #ifndef KILN_PUBLIC_JAIL_H
 #define KILN_PUBLIC_JAIL_H

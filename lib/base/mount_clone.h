@@ -13,9 +13,10 @@
  * a snapshot it restores from such clones.
  *
  * Cloning needs CAP_SYS_ADMIN and a directory of the caller's own mount
- * namespace: a process without the capability (an unprivileged user's
+ * namespace: a process that is not root (an unprivileged user's
  * kiln-vmm, never jailed, holding nothing it could not open itself)
- * keeps the directory as it is, and says so through *cloned.
+ * keeps the directory as it is, and says so through *cloned; root that
+ * cannot clone fails, since only root can go on to jail itself.
  */
 #ifndef KILN_MOUNT_CLONE_H
 #define KILN_MOUNT_CLONE_H
@@ -25,8 +26,8 @@
 /*
  * Replace *fd (a directory, any open mode; closed here on success) with
  * an O_PATH descriptor of the root of a detached clone of it, submounts
- * included. *cloned 1 when cloned, 0 when the process may not (EPERM) and
- * *fd is left as it was. 0, or -errno with e ("what" names the directory
+ * included. *cloned 1 when cloned, 0 when a process that is not root may
+ * not (EPERM) and *fd is left as it was. 0, or -errno with e ("what" names the directory
  * in the message); *fd is then still the caller's.
  */
 int mount_clone_dir(int *fd, int read_only, const char *what, int *cloned, struct err *e);

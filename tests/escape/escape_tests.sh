@@ -42,7 +42,8 @@ escape_run() {
   ip netns exec "$ns" /usr/bin/python3 tests/escape/targets.py "$d" &
   tpid=$!
   for _ in $(seq 1 300); do [ -s "$d/ready" ] && break; sleep 0.1; done
-  read -r port name <"$d/ready" || { fail "the targets never listened"; kill $tpid; return 1; }
+  read -r port name <"$d/ready" ||
+    { fail "the targets never listened"; kill $tpid; ip netns del "$ns"; rm -rf "$d"; return 1; }
   bash -c 'exec -a kiln-escape-marker sleep 900' &
   marker=$!
   heartbeat kiln-escape
@@ -83,7 +84,6 @@ test_escape_jailed_vmm_with_passt_and_a_share() {
   escape_check
 }
 
-# TAP: the VMM holds a TAP descriptor, but not the host's network namespace.
 # A restore: the snapshot's directory and its folder are held across the
 # jail (read by the restore thread in the jail), as a read-only mount of
 # their own whose ".." stays in the folder.
@@ -92,6 +92,10 @@ test_escape_jailed_vmm_restoring_a_snapshot() {
   escape_check
 }
 
+# TAP: the VMM holds a TAP descriptor, but not the host's network
+# namespace. (The frames it writes into the TAP reach the host's stack as
+# they would from the guest: no layer outside the VMM filters them;
+# docs/security.md, "Network confinement".)
 test_escape_jailed_vmm_with_a_tap_device() {
   escape_run --net "tap=kesct0,ip=10.79.0.2/24" || return 1
   escape_check

@@ -11,7 +11,7 @@
  * descriptors kiln-vmm holds when the guest starts. Then, instead of
  * running the guest, it plays an attacker who owns the process: each
  * attempt runs in a child of its own, under each thread role's seccomp
- * filter as kiln-vmm builds it (vcpu, device, control) and, for the
+ * filter as kiln-vmm builds it (vcpu, device, control, restore) and, for the
  * attempts the jail alone must stop, under no filter at all ("jail").
  * Every attempt prints one line, "blocked" (with how) or "ESCAPED" (with
  * what it reached); the exit status is 0 when all were blocked, 1 when
@@ -170,9 +170,11 @@ static int try_dotdot(const struct target *t, char *msg)
 /* The host's files by path, from the jail's root and its /proc. */
 static int try_paths(const struct target *t, char *msg)
 {
+	/* None of them on the way to a jail directory (the jail's root holds
+	 * that path's components: /run/... or /tmp/... would be there). */
 	static const char *const paths[] = { "/etc/passwd", "/dev/kvm", "/proc/1/root/etc/passwd",
 					     "/proc/self/root/etc/passwd", "/proc/sys/kernel/hostname",
-					     "/sys/kernel", "/run", NULL };
+					     "/sys/kernel", "/usr/bin", NULL };
 	int fd;
 
 	if (t->canary && (fd = open(t->canary, O_RDONLY | O_CLOEXEC)) >= 0) {
@@ -442,8 +444,11 @@ static int try_processes(const struct target *t, char *msg)
 {
 	const char *what;
 
+	/* The marker's host pid names nothing in the jail's pid namespace
+	 * (ESRCH): the sweep below is the real test; this one says so if a
+	 * jail ever shares the host's. */
 	if (t->pid > 0 && (what = reaches_pid(t->pid)))
-		return say(msg, ESCAPED, "%s the marker's pid %d", what, (int)t->pid);
+		return say(msg, ESCAPED, "%s the marker's host pid %d", what, (int)t->pid);
 	for (pid_t pid = 1; pid < 4096; pid++) {
 		/* The VMM's own threads (the control thread) are its own:
 		 * tgkill with signal 0 says whether pid is one of them. */
@@ -452,7 +457,7 @@ static int try_processes(const struct target *t, char *msg)
 		if ((what = reaches_pid(pid)))
 			return say(msg, ESCAPED, "%s pid %d", what, (int)pid);
 	}
-	return say(msg, BLOCKED, "no signal, ptrace or memory read of the marker (pid %d) or of any pid but the VMM's",
+	return say(msg, BLOCKED, "no signal, ptrace or memory read of the marker's host pid %d or of any pid of the jail but the VMM's",
 		   (int)t->pid);
 }
 
@@ -712,8 +717,10 @@ int main(int argc, char **argv)
 		return usage("cannot look at / and /proc");
 	/* kiln-vmm's parser sees argv[0] and what follows "--". */
 	argv[rest] = argv[0];
-	if ((r = vmm_opts_parse(argc - rest, argv + rest, &o)) != VMM_EXIT_OK)
+	if ((r = vmm_opts_parse(argc - rest, argv + rest, &o)) != VMM_EXIT_OK) {
+		vmm_opts_free(&o);
 		return r == VMM_OPTS_DONE ? 0 : 2;
+	}
 	if (vmm_setup(&o, &vm, &ctl, &e) != VMM_EXIT_OK) {
 		fprintf(stderr, "kiln-escape: kiln-vmm's setup: %s\n", e.msg);
 		return 2;

@@ -25,6 +25,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,13 +51,15 @@ enum {
 
 /* The jail's /proc: its own pid namespace's processes (only pid 1 here),
  * self, thread-self, and nothing else (no sys, no kcore, no mounts of
- * the host). */
+ * the host), read-only. */
 static int proc_is_own(void)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
+	struct statvfs sv;
 	int bad = !d || access("/proc/self/fd", F_OK) != 0 || access("/proc/sys", F_OK) == 0 ||
-		  access("/proc/kcore", F_OK) == 0 || access("/proc/sysrq-trigger", F_OK) == 0;
+		  access("/proc/kcore", F_OK) == 0 || access("/proc/sysrq-trigger", F_OK) == 0 ||
+		  statvfs("/proc", &sv) != 0 || !(sv.f_flag & ST_RDONLY);
 
 	while (d && (de = readdir(d))) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "1") &&

@@ -114,6 +114,45 @@ static void test_files_opened_ahead_and_handed_over_once(void **state)
 	snap_src_close(&s); /* twice is fine */
 }
 
+/*
+ * As root the directories kept for the jail come from a read-only clone
+ * of the snapshot's folder: ".." from the folder and from the snapshot's
+ * directory stays in the folder (on the tree kiln-vmm held before, ".."
+ * reached the host's /), nothing can be made there, and "snap/." and
+ * "snap/" name the same snapshot. Not root: skipped.
+ */
+static void test_folder_is_a_clone_of_its_own(void **state)
+{
+	static const char *const forms[] = { "", "/.", "/" };
+	struct fx *f = *state;
+	struct stat folder, top, root;
+	char path[128];
+
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(stat(f->base, &folder), 0);
+	assert_int_equal(stat("/", &root), 0);
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		struct snap_src s;
+		struct err e = { { 0 } };
+		int up, d;
+
+		snprintf(path, sizeof(path), "%s%s", f->snap, forms[i]);
+		assert_int_equal(snap_src_open(&s, path, &e), 0);
+		up = openat(s.dirs[0].dirfd, "../../../..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		assert_true(up >= 0);
+		assert_int_equal(fstat(up, &top), 0);
+		assert_true(top.st_dev == folder.st_dev && top.st_ino == folder.st_ino);
+		assert_false(top.st_dev == root.st_dev && top.st_ino == root.st_ino && folder.st_ino != root.st_ino);
+		close(up);
+		d = openat(s.updir, "made-by-the-jail", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		assert_int_equal(d, -1);
+		assert_int_equal(errno, EROFS);
+		assert_reads(snap_src_take(&s, 0, SNAP_SRC_STATE, &e), "the state");
+		snap_src_close(&s);
+	}
+}
+
 static void test_symlink_hard_link_and_fifo_refused(void **state)
 {
 	struct fx *f = *state;
@@ -247,6 +286,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_files_opened_ahead_and_handed_over_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder_is_a_clone_of_its_own, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_hard_link_and_fifo_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layer_opens_its_siblings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_after_dropping_to_another_uid, setup, teardown),

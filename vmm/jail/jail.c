@@ -148,7 +148,9 @@ static int mount_proc(struct err *e)
 {
 	if (mkdir("/proc", 0555) < 0 && errno != EEXIST)
 		return err_set(e, errno, "jail: making /proc in the new root: %s", strerror(errno));
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, JAIL_PROC_OPTS) < 0)
+	/* Read-only too: the magic links virtio-fs reopens through are
+	 * checked against their targets' mounts, not /proc's. */
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, JAIL_PROC_OPTS) < 0)
 		return err_set(e, errno, "jail: mounting the jail's own /proc (%s): %s (Linux 5.8 or later is needed)",
 			       JAIL_PROC_OPTS, strerror(errno));
 	return 0;
@@ -211,13 +213,13 @@ out:
 	return r;
 }
 
-/* Bounding set first (needs CAP_SETPCAP), then the ids, which empty the
- * other sets on the way from root; then make sure. */
-static int drop_privileges(const struct jail_spec *j, struct err *e)
+/* Bounding set first (needs CAP_SETPCAP; `top`, the kernel's highest
+ * capability), then the ids, which empty the other sets on the way from
+ * root; then make sure. */
+static int drop_privileges(const struct jail_spec *j, int top, struct err *e)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = { { 0 } };
-	int top = last_cap();
 	uid_t ru, eu, su;
 
 	for (int c = 0; c <= top; c++)
@@ -251,7 +253,7 @@ int jail_enter(const struct jail_spec *j, struct err *e)
 {
 	struct stat st;
 	char real[PATH_MAX];
-	int threads, r, flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
+	int threads, top, r, flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP;
 
 	if ((r = jail_spec_check(j, e)))
 		return r;
@@ -279,7 +281,10 @@ int jail_enter(const struct jail_spec *j, struct err *e)
 			       j->keep_net ? "" : ", network", strerror(errno));
 	if (sethostname("kiln-vmm", 8) < 0)
 		return err_set(e, errno, "jail: sethostname: %s", strerror(errno));
+	/* The kernel's highest capability, read while the host's /proc is
+	 * still there (the jail's own shows no /proc/sys). */
+	top = last_cap();
 	if ((r = enter_root(j->dir, e)))
 		return r;
-	return drop_privileges(j, e);
+	return drop_privileges(j, top, e);
 }

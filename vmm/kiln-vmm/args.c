@@ -160,8 +160,9 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		return VMM_EXIT_SETUP;
 	}
 	kiln_vm_config_set_time_origin(cfg, mono_ns());
-	/* getopt's state is the caller's: a second parse starts afresh. */
-	optind = 1;
+	/* getopt's state is the caller's: 0 (glibc) starts a second parse
+	 * afresh, its internal state included. */
+	optind = 0;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {

@@ -140,10 +140,10 @@ int main(int argc, char **argv)
 
 	install_crash_report();
 	status = vmm_opts_parse(argc, argv, &o);
-	if (status == VMM_OPTS_DONE)
-		return VMM_EXIT_OK;
-	if (status != VMM_EXIT_OK)
-		return status;
+	if (status != VMM_EXIT_OK) {
+		vmm_opts_free(&o);
+		return status == VMM_OPTS_DONE ? VMM_EXIT_OK : status;
+	}
 	if ((status = vmm_setup(&o, &vm, &ctl, &err)) != VMM_EXIT_OK) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		return status;

@@ -102,18 +102,16 @@ static void open_siblings(struct snap_src *s)
 static int clone_folder(int *fd, int *up, const char *path, struct err *e)
 {
 	struct stat st, again;
-	char name[NAME_MAX + 1];
-	const char *end = path + strlen(path), *b;
+	char real[PATH_MAX], *name;
 	int cloned, root, dir, r;
 
-	while (end > path + 1 && end[-1] == '/')
-		end--;
-	for (b = end; b > path && b[-1] != '/'; b--)
-		;
-	if (end - b < 1 || (size_t)(end - b) > NAME_MAX || fstat(*fd, &st) < 0)
-		return 0; /* "/" or "." forms: nothing above to keep out */
-	memcpy(name, b, (size_t)(end - b));
-	name[end - b] = '\0';
+	/* The directory's own name in its folder ("snap/.", "..", a trailing
+	 * slash); the inode check below makes sure it is the one opened. */
+	if (!realpath(path, real) || fstat(*fd, &st) < 0)
+		return err_set(e, errno, "--restore %s: %s", path, strerror(errno));
+	name = strrchr(real, '/') + 1;
+	if (!*name)
+		return err_set(e, EINVAL, "--restore %s: the host's / is no snapshot directory: give the snapshot's own", path);
 	if ((r = mount_clone_dir(up, 1, "--restore: the snapshot's folder", &cloned, e)) < 0 || !cloned)
 		return r;
 	/* An O_PATH root: open it for reading (siblings are listed). */
@@ -148,6 +146,13 @@ int snap_src_open(struct snap_src *s, const char *path, struct err *e)
 	if (fd < 0)
 		return err_set(e, errno, "--restore %s: %s", path, strerror(errno));
 	s->updir = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Without its folder a root restore would hold a directory of the
+	 * host's tree across the jail: refused. */
+	if (s->updir < 0 && geteuid() == 0) {
+		r = err_set(e, errno, "--restore %s: its folder: %s", path, strerror(errno));
+		close(fd);
+		return r;
+	}
 	if (s->updir >= 0 && (r = clone_folder(&fd, &s->updir, path, e)) < 0) {
 		close(s->updir);
 		s->updir = -1;
