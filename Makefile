@@ -15,6 +15,8 @@
 #                 bench-snapshot, bench-net, bench-http, bench-sdk), then
 #                 issue 17's target table (make bench-targets: the table
 #                 alone, from the last boot, snapshot and devices results)
+#   make bench-confinement  create and wake beside the tree before issue 32's
+#                 confinement (CONFINEMENT_BASE), in one run
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
