@@ -286,6 +286,22 @@ int tree_symlink(struct import_tree *t, const char *path, const char *target, co
 	return r;
 }
 
+/* The symlink tbase (in tfd) read as if it stood at path: oci_symlink_check's rule. */
+static int link_check_at(int tfd, const char *tbase, const char *path, const char *target, struct err *e)
+{
+	char to[PATH_MAX];
+	struct err why;
+	ssize_t n = readlinkat(tfd, tbase, to, sizeof(to) - 1);
+	int r;
+
+	if (n < 0)
+		return err_set(e, errno, "hard link to '%.200s': reading the symlink: %s", target, strerror(errno));
+	to[n] = '\0';
+	if ((r = oci_symlink_check(path, to, &why)) < 0)
+		return err_set(e, -r, "hard link '%.200s' to the symlink '%.200s': %s", path, target, why.msg);
+	return 0;
+}
+
 int tree_hardlink(struct import_tree *t, const char *path, const char *target, struct err *e)
 {
 	const char *base, *tbase;
@@ -299,6 +315,13 @@ int tree_hardlink(struct import_tree *t, const char *path, const char *target, s
 	if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
 		close(tfd);
 		return err_set(e, ENOENT, "hard link to '%.200s', which is not an earlier non-directory member", target);
+	}
+	/* A hard link to a symlink is that symlink at another depth: its
+	 * target is read from `path` now, so it must pass the symlink rule
+	 * from there (a/b/l -> ../../x is inside; top -> ../../x is not). */
+	if (S_ISLNK(st.st_mode) && (r = link_check_at(tfd, tbase, path, target, e)) < 0) {
+		close(tfd);
+		return r;
 	}
 	if ((r = tree_parent(t, path, 1, &dfd, &base, e)) == 0) {
 		if (strcmp(path, target) != 0 && (r = clear(dfd, base, path, e)) == 0 &&

@@ -122,6 +122,30 @@ static void test_hard_links(void **state)
 	assert_true(tree_hardlink(&f->t, "x", "etc/passwd", &e) < 0);
 }
 
+/* A hard link to a symlink is the symlink at another depth: kept when
+ * its target stays inside from there, refused when it would climb out
+ * (a/b/l -> ../../x is inside the image; top -> ../../x is not). */
+static void test_hard_link_to_a_symlink(void **state)
+{
+	static const struct import_attr link_attr = { .mode = 0777 };
+	struct fx *f = *state;
+	struct err e;
+	char to[64];
+	ssize_t n;
+
+	assert_int_equal(put_file(f, "a/b/file", "data", &e), 0);
+	assert_int_equal(tree_symlink(&f->t, "a/b/l", "../../x", &link_attr, &e), 0);
+	assert_int_equal(tree_hardlink(&f->t, "top", "a/b/l", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "hard link 'top' to the symlink 'a/b/l'"));
+	assert_false(exists(f, "tree/top"));
+	assert_int_equal(put_file(f, "c/d/keep", "data", &e), 0);
+	assert_int_equal(tree_hardlink(&f->t, "c/d/l2", "a/b/l", &e), 0);
+	n = readlinkat(f->t.root, "c/d/l2", to, sizeof(to) - 1);
+	assert_int_equal(n, 7);
+	to[n] = '\0';
+	assert_string_equal(to, "../../x");
+}
+
 static void test_whiteouts_and_replacement(void **state)
 {
 	struct fx *f = *state;
@@ -171,6 +195,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_no_escape_through_symlinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hard_links, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hard_link_to_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whiteouts_and_replacement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_caps_and_script, setup, teardown),
 	};
