@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/base/cgroup_self.h"
 #include "lib/base/num_parse.h"
 #include "lib/egress/egress_cgroup.h"
 #include "lib/netrules/net_host_addrs.h"
@@ -32,38 +33,6 @@ int egress_host_resolver(struct net_addr *out)
 	return r;
 }
 
-/* This process's cgroup directory: the cgroup2 mount (mountinfo) + its path (/proc/self/cgroup "0::"). */
-static int own_cgroup(char *dir, size_t cap)
-{
-	char line[PATH_MAX + 256], mnt[PATH_MAX] = "", own[PATH_MAX] = "";
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-
-	while (f && !mnt[0] && fgets(line, sizeof(line), f))
-		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			mnt[0] = '\0';
-	if (f)
-		fclose(f);
-	f = fopen("/proc/self/cgroup", "re");
-	while (f && !own[0] && fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::/", 4) == 0) {
-			size_t n = strcspn(line + 3, "\n");
-
-			if (n < sizeof(own)) {
-				memcpy(own, line + 3, n);
-				own[n] = '\0';
-			}
-		}
-	if (f)
-		fclose(f);
-	if (!mnt[0] || !own[0])
-		return -ENOENT;
-	/* A path in /proc/self/cgroup is never "..", but it is the kernel's text: say no to odd ones. */
-	if (strstr(own, "/..") || strstr(own, "\n"))
-		return -EINVAL;
-	if ((size_t)snprintf(dir, cap, "%s%s", mnt, strcmp(own, "/") ? own : "") >= cap)
-		return -ENAMETOOLONG;
-	return 0;
-}
 
 /*
  * This process's pid as /proc (the host's, until the jail) names it: a
@@ -153,7 +122,7 @@ int egress_subgroup_open(const struct net_addr *resolver, int *procs_fd, struct 
 	e->msg[0] = '\0';
 	if (geteuid() != 0)
 		return err_set(e, 0, "not root"), 0;
-	if (own_cgroup(dir, sizeof(dir)))
+	if (cgroup_self_dir(dir, sizeof(dir)))
 		return err_set(e, 0, "no cgroup v2 file system mounted"), 0;
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/base/cgroup_self.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/sandbox/cgroup.h"
 
@@ -128,26 +129,11 @@ static void test_events_and_remove(void **state)
 	assert_int_equal(cgroup_remove(tmpl), 0);
 }
 
-/* The cgroup v2 directory of this process, or "" when there is none (from mountinfo and /proc/self/cgroup). */
+/* The cgroup v2 directory of this process, or "" when there is none. */
 static void own_cgroup2(char *dir, size_t cap)
 {
-	char line[1024], mnt[256] = "", own[512] = "";
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-
-	while (f && !mnt[0] && fgets(line, sizeof(line), f))
-		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %255s", mnt) != 1)
-			mnt[0] = '\0';
-	if (f)
-		fclose(f);
-	f = fopen("/proc/self/cgroup", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(own, sizeof(own), "%.500s", strcmp(line + 3, "/") ? line + 3 : "");
-		}
-	if (f)
-		fclose(f);
-	snprintf(dir, cap, "%s%s", mnt, mnt[0] ? own : "");
+	if (cgroup_self_dir(dir, cap) < 0)
+		dir[0] = '\0';
 }
 
 /* A kiln-passt-<pid> cgroup a standalone-minded kiln-vmm left below the sandbox's does not keep it. */

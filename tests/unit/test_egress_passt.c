@@ -35,6 +35,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "lib/base/cgroup_self.h"
 #include "lib/netrules/net_host_addrs.h"
 #include "devices/net/net_passt.h"
 #include "lib/egress/egress_cgroup.h"
@@ -64,36 +65,6 @@ static int sh(const char *fmt, ...)
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-/* The cgroup2 mount (from mountinfo) and this process's cgroup under it. */
-static int find_cgroup(char *mnt, size_t mcap, char *own, size_t ocap)
-{
-	char line[1024];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int found = 0;
-
-	while (f && fgets(line, sizeof(line), f)) {
-		char path[160], *dash = strstr(line, " - cgroup2 ");
-
-		if (dash && sscanf(line, "%*s %*s %*s %*s %159s", path) == 1) {
-			snprintf(mnt, mcap, "%s", path);
-			found = 1;
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	f = fopen("/proc/self/cgroup", "r");
-	own[0] = '\0';
-	while (f && fgets(line, sizeof(line), f))
-		if (strncmp(line, "0::", 3) == 0) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(own, ocap, "%.200s", strcmp(line + 3, "/") ? line + 3 : "");
-		}
-	if (f)
-		fclose(f);
-	return found ? 0 : -1;
-}
-
 static int join(const char *dir)
 {
 	char p[600];
@@ -110,7 +81,7 @@ static int join(const char *dir)
 
 static int group_setup(void **state)
 {
-	char mnt[200], own[256], p[600];
+	char p[600];
 	struct err e;
 
 	(void)state;
@@ -120,9 +91,8 @@ static int group_setup(void **state)
 		return snprintf(why_skip, sizeof(why_skip), "cgroup BPF unavailable: %s", e.msg), 0;
 	if (sh("command -v passt >/dev/null && command -v ip >/dev/null"))
 		return snprintf(why_skip, sizeof(why_skip), "needs passt and ip (scripts/install-deps)"), 0;
-	if (find_cgroup(mnt, sizeof(mnt), own, sizeof(own)))
+	if (cgroup_self_dir(cg_home, sizeof(cg_home)))
 		return snprintf(why_skip, sizeof(why_skip), "no cgroup v2 mount"), 0;
-	snprintf(cg_home, sizeof(cg_home), "%s%s", mnt, own);
 	snprintf(cg_dir, sizeof(cg_dir), "%s/kiln-egress-test-%d", cg_home, (int)getpid());
 	if (mkdir(cg_dir, 0755) < 0)
 		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir, strerror(errno)), 0;

@@ -28,6 +28,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include "lib/base/cgroup_self.h"
 #include "api/kilnd/sandbox/sandbox_egress.h"
 #include "api/kilnd/sandbox/sandbox_impl.h"
 #include "lib/egress/egress_cgroup.h"
@@ -50,8 +51,7 @@ static struct sandbox sb;
 
 static int group_setup(void **state)
 {
-	char line[600], mnt[200] = "", own[300] = "";
-	FILE *f;
+	char own[500];
 	struct err e;
 
 	(void)state;
@@ -61,23 +61,9 @@ static int group_setup(void **state)
 		return snprintf(why_skip, sizeof(why_skip), "needs root"), 0;
 	if (egress_cgroup_probe(&e))
 		return snprintf(why_skip, sizeof(why_skip), "cgroup BPF unavailable: %s", e.msg), 0;
-	f = fopen("/proc/self/mountinfo", "r");
-	while (f && !mnt[0] && fgets(line, sizeof(line), f))
-		if (strstr(line, " - cgroup2 ") && sscanf(line, "%*s %*s %*s %*s %199s", mnt) != 1)
-			mnt[0] = '\0';
-	if (f)
-		fclose(f);
-	f = fopen("/proc/self/cgroup", "r");
-	while (f && fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(own, sizeof(own), "%.250s", strcmp(line + 3, "/") ? line + 3 : "");
-		}
-	if (f)
-		fclose(f);
-	if (!mnt[0])
+	if (cgroup_self_dir(own, sizeof(own)))
 		return snprintf(why_skip, sizeof(why_skip), "no cgroup v2 mount"), 0;
-	snprintf(cg_dir, sizeof(cg_dir), "%s%s/kiln-sandbox-egress-%d", mnt, own, (int)getpid());
+	snprintf(cg_dir, sizeof(cg_dir), "%s/kiln-sandbox-egress-%d", own, (int)getpid());
 	if (mkdir(cg_dir, 0755) < 0)
 		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir, strerror(errno)), 0;
 	return 0;
