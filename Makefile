@@ -36,6 +36,11 @@ BASE_LIB := $(BUILD)/libkiln-base.a
 $(BASE_LIB): $(BASE_SRCS:%.c=$(BUILD)/obj/%.o)
 	rm -f $@
 	$(AR) rcs $@ $^
+# The snapshot file formats (vmm/snapshot less the VM's own save and
+# restore): kilnd reads and folds snapshot layers with them.
+SNAPSHOT_VM_SRCS := vmm/snapshot/vm_snapshot.c vmm/snapshot/vm_workingset.c vmm/snapshot/snapshot_kvm.c \
+	vmm/snapshot/snapshot_sregs.c
+SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot/*.c))
 # The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
 # libkiln's public API), its devices, and the shared modules they use.
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
@@ -95,7 +100,7 @@ $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
 # links libkiln's objects as built for the other programs (build/obj/,
 # not -fPIC), as an archive so only what it calls comes in.
 KILN_VMM_SRCS := $(wildcard vmm/kiln-vmm/*.c) vmm/control/control_proto.c
-LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard lib/kiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
+LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libkiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
 $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -127,20 +132,20 @@ $(BUILD)/tests/kiln-escape-importer: $(BUILD)/obj/tests/escape/kiln-escape-impor
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ -lseccomp
 
-# libkiln (docs/libkiln.md): the public API of lib/kiln/ over the VMM core
+# libkiln (docs/libkiln.md): the public API of libkiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
 # (build/obj-pic/: -fPIC, hidden visibility, hardened as STYLE.md rule 7
 # says), so the programs' objects stay as they are. Only kiln_* is
-# exported (lib/kiln/libkiln.map; checked by tests/unit/exports_test).
+# exported (libkiln/libkiln.map; checked by tests/unit/exports_test).
 LIBKILN_VERSION := 0.1.0
-LIBKILN_SRCS := $(wildcard lib/kiln/*.c) $(VMM_LIB_SRCS) $(AGENT_CLIENT_SRCS)
+LIBKILN_SRCS := $(wildcard libkiln/*.c) $(VMM_LIB_SRCS) $(AGENT_CLIENT_SRCS)
 LIBKILN_PIC_OBJS := $(LIBKILN_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 $(BUILD)/obj-pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HARDEN) -fPIC -fvisibility=hidden -DKILN_BUILDING_LIBRARY -c $< -o $@
 
-$(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) lib/kiln/libkiln.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=lib/kiln/libkiln.map \
+$(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) libkiln/libkiln.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=libkiln/libkiln.map \
 		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) -lz -ljansson -lseccomp -lpthread
 $(BUILD)/libkiln.so.0: $(BUILD)/libkiln.so.$(LIBKILN_VERSION)
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $@
@@ -171,7 +176,7 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 	install -m 0644 $(BUILD)/libkiln.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/kiln/*.h $(DESTDIR)$(INCLUDEDIR)/kiln/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|$(LIBKILN_VERSION)|' lib/kiln/kiln.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
+		-e 's|@VERSION@|$(LIBKILN_VERSION)|' libkiln/kiln.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
 # PID 1 of the guest: a static PIE, so the rootfs needs no libc (jansson comes
@@ -187,14 +192,15 @@ KILN_AGENT_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS)
 $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson
 
-# kilnd, the daemon (docs/api.md), one folder per layer (docs/architecture.md,
-# "Folders"): core <- http, sandbox <- endpoints/<resource> <- kilnd.c. It
+# kilnd, the daemon (docs/api.md), one folder per concern (docs/architecture.md,
+# "kilnd by concern"): core, http, keeper <- bodies, the sandbox model
+# (registry, supervision, images, net) <- preview, endpoints <- kilnd.c. It
 # validates rule sets with the VMM's own parser (lib/netrules), holds passt
 # to them outside the VMM with cgroup programs (lib/egress), talks to
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(wildcard vmm/snapshot/*.c)
+	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
 
@@ -247,7 +253,7 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 # test also proves its module links alone.
 UNIT_LINKS := $(BUILD)/unit-links.mk
 -include $(UNIT_LINKS)
-$(UNIT_LINKS): scripts/unit-links $(shell find lib vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
+$(UNIT_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
 	@scripts/unit-links > $@.tmp && mv $@.tmp $@
 
@@ -290,7 +296,7 @@ FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/bin/fuzz_%)
 FUZZ_LINKS := $(BUILD)/fuzz-links.mk
 -include $(FUZZ_LINKS)
-$(FUZZ_LINKS): scripts/unit-links $(shell find lib vmm devices guest-init api tests/fuzz -name '*.[ch]' 2>/dev/null)
+$(FUZZ_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/fuzz -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
 	@scripts/unit-links --dir tests/fuzz > $@.tmp && mv $@.tmp $@
 

@@ -818,7 +818,7 @@ static void vsock_reset(struct virtio_dev *d)
 }
 
 /*
- * Before the transport's state is saved (vmm/core/snapshot.c saves the
+ * Before the transport's state is saved (vmm/snapshot/vm_snapshot.c saves the
  * device first): held rx chains go back to the avail ring, where the
  * guest still has them, so the snapshot's queue state does not count
  * them as taken. Without this every snapshot would cost the restored

@@ -1,7 +1,7 @@
 /*
  * milestone: the guest side of kiln-vmm's boot-timer port (the ABI is in
- * vmm/core/boot_timer.h and docs/architecture.md). The header is not named
- * boot_timer.h because the host's vmm/core/boot_timer.h is on the include path
+ * devices/pseudo/boot_timer.h and docs/architecture.md). The header is not named
+ * boot_timer.h because the host's devices/pseudo/boot_timer.h is on the include path
  * of every build.
  *
  * Contract: milestone_init() asks for the port once, in the main thread

@@ -1,6 +1,6 @@
 /*
  * fuzz_build_context: a template build's context archive
- * (api/kilnd/endpoints/templates/build_context.c), which comes from the
+ * (api/kilnd/images/build_context.c), which comes from the
  * client: the scan (build file, member digests) and a COPY's re-packing.
  *
  * Input: the tar archive (the target gzips it, as a client would send it).
@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "api/kilnd/endpoints/templates/build_context.h"
+#include "api/kilnd/images/build_context.h"
 #include "api/proto/gz_stream.h"
 #include "fuzz.h"
 

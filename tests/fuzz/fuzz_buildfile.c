@@ -1,5 +1,5 @@
 /*
- * fuzz_buildfile: a template's build file (api/kilnd/core/buildfile.c),
+ * fuzz_buildfile: a template's build file (api/kilnd/images/buildfile.c),
  * which comes from the client's build context.
  *
  * Input: the build file's bytes.
@@ -10,7 +10,7 @@
  * relative without "..", destinations and WORKDIR absolute without "."
  * or ".." components; USER is root or user; RUN and READY have argv.
  */
-#include "api/kilnd/core/buildfile.h"
+#include "api/kilnd/images/buildfile.h"
 #include "fuzz.h"
 
 static void check_abs(const char *p)

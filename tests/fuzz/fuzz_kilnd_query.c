@@ -1,8 +1,8 @@
 /*
  * fuzz_kilnd_query: what a kilnd client sends outside JSON bodies: URL
  * query strings (api/kilnd/core/query.c, and the process endpoints' in
- * api/kilnd/endpoints/procs/proc_spec.c) and the raw tty stream's resize
- * escape (api/kilnd/endpoints/procs/tty_escape.c).
+ * api/kilnd/bodies/proc_spec.c) and the raw tty stream's resize
+ * escape (api/kilnd/bodies/tty_escape.c).
  *
  * Input: selector (1 byte: 0..11 and 13 queries, 12 the tty), then
  *   query selectors: a query string "k=v&k&..." split as the HTTP server
@@ -20,8 +20,8 @@
  */
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/query.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
-#include "api/kilnd/endpoints/procs/tty_escape.h"
+#include "api/kilnd/bodies/proc_spec.h"
+#include "api/kilnd/bodies/tty_escape.h"
 #include "fuzz.h"
 
 #define PAIRS_MAX 32 /* HTTP_QUERY_MAX */

@@ -14,8 +14,8 @@
  * as the segment; a checkpoint name that passes holds only [A-Za-z0-9._-].
  */
 #include "api/kilnd/http/route.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
-#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/bodies/proc_spec.h"
+#include "api/kilnd/registry/checkpoint.h"
 #include "fuzz.h"
 
 static const char *const methods[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "get", "PATCH", "" };

@@ -1,10 +1,10 @@
 /*
  * fuzz_kilnd_specs: every JSON request body kilnd validates: sandbox
  * create, start and stop (api/kilnd/core/sandbox_spec.c), exec
- * (endpoints/exec/exec_spec.c), processes, shell, signal and resize
- * (endpoints/procs/proc_spec.c), files mkdir/remove/rename and ports
- * (sandbox/files_spec.c), firewall rules (core/firewall_spec.c),
- * checkpoints and forks (sandbox/checkpoint.c), the field helpers
+ * (bodies/exec_spec.c), processes, shell, signal and resize
+ * (bodies/proc_spec.c), files mkdir/remove/rename and ports
+ * (bodies/files_spec.c), firewall rules (core/firewall_spec.c),
+ * checkpoints and forks (registry/checkpoint.c), the field helpers
  * they share (core/json_fields.c), and warm pools (core/pool_spec.c: the
  * --pool argument, and which creates a pool serves).
  *
@@ -30,10 +30,11 @@
 #include "api/kilnd/core/json_fields.h"
 #include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
-#include "api/kilnd/endpoints/exec/exec_spec.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
-#include "api/kilnd/sandbox/checkpoint.h"
-#include "api/kilnd/sandbox/files_spec.h"
+#include "api/kilnd/bodies/exec_spec.h"
+#include "api/kilnd/bodies/proc_spec.h"
+#include "api/kilnd/registry/checkpoint.h"
+#include "api/kilnd/bodies/files_spec.h"
+#include "api/kilnd/core/port_spec.h"
 #include "fuzz.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB,

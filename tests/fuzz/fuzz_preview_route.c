@@ -1,6 +1,6 @@
 /*
  * fuzz_preview_route: the preview proxy's decisions on a client's request
- * head (api/kilnd/endpoints/previews/preview_route.c) after kilnd's head
+ * head (api/kilnd/preview/preview_route.c) after kilnd's head
  * parser (http_head.c): routing by Host or path, credentials, the head
  * rewritten for the guest, the redirect of a first visit, error answers.
  *
@@ -20,7 +20,7 @@
  */
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/preview_spec.h"
-#include "api/kilnd/endpoints/previews/preview_route.h"
+#include "api/kilnd/preview/preview_route.h"
 #include "fuzz.h"
 
 #define TOKEN "00112233445566778899aabbccddeeff0011223344556677"

@@ -1,7 +1,7 @@
 /*
  * fuzz_run: what run (docs/api.md, POST .../run) parses: kilnd's request
- * body (endpoints/exec/exec_spec.c, run_spec_parse), the result file the
- * guest writes (endpoints/exec/run_result.c: guest bytes, anything at
+ * body (bodies/exec_spec.c, run_spec_parse), the result file the
+ * guest writes (bodies/run_result.c: guest bytes, anything at
  * all), and the agent's run message (api/proto/agent_proto.c).
  *
  * Input: selector byte (0 body, 1 result file, 2 agent header line), then
@@ -18,9 +18,9 @@
  * renders as the stream's result event. An accepted run message has a
  * language and code_len within len.
  */
-#include "api/kilnd/endpoints/exec/exec_render.h"
-#include "api/kilnd/endpoints/exec/exec_spec.h"
-#include "api/kilnd/endpoints/exec/run_result.h"
+#include "api/kilnd/bodies/exec_render.h"
+#include "api/kilnd/bodies/exec_spec.h"
+#include "api/kilnd/bodies/run_result.h"
 #include "api/proto/agent_proto.h"
 #include "fuzz.h"
 

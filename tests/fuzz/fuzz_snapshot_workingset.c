@@ -51,11 +51,11 @@ static int marked(const uint64_t *bits, uint64_t p)
 }
 
 /* What the parser promises about an accepted set. */
-static void check_valid(const struct snap_ws *ws, uint64_t pages)
+static void check_valid(const struct snap_workingset *ws, uint64_t pages)
 {
 	uint64_t next = 0, total = 0;
 
-	FUZZ_ASSERT(ws->n <= snap_ws_max_ranges(pages * PG) && (ws->n == 0 || ws->r));
+	FUZZ_ASSERT(ws->n <= snap_workingset_max_ranges(pages * PG) && (ws->n == 0 || ws->r));
 	for (uint64_t i = 0; i < ws->n; i++) {
 		FUZZ_ASSERT(ws->r[i].count >= 1 && ws->r[i].first >= next);
 		FUZZ_ASSERT(ws->r[i].first < pages && ws->r[i].count <= pages - ws->r[i].first);
@@ -68,7 +68,7 @@ static void check_valid(const struct snap_ws *ws, uint64_t pages)
 static void parse_file(const uint8_t *p, size_t n, uint8_t mode)
 {
 	uint64_t pages = SIZES[(mode >> 2) & 3];
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	uint8_t *b = malloc(n ? n : 1), *again;
 	size_t len;
@@ -76,14 +76,14 @@ static void parse_file(const uint8_t *p, size_t n, uint8_t mode)
 
 	FUZZ_ASSERT(b);
 	memcpy(b, p, n);
-	if ((mode & 0x80) && n >= SNAP_WS_HEADER_SIZE) {
-		uint32_t crc = snap_crc32(b + SNAP_WS_HEADER_SIZE, n - SNAP_WS_HEADER_SIZE);
+	if ((mode & 0x80) && n >= SNAP_WORKINGSET_HEADER_SIZE) {
+		uint32_t crc = snap_crc32(b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE);
 
 		memcpy(b + 40, &crc, 4);
 		crc = snap_crc32(b, 44);
 		memcpy(b + 44, &crc, 4);
 	}
-	r = snap_ws_parse(b, n, pages * PG, &ws, &e);
+	r = snap_workingset_parse(b, n, pages * PG, &ws, &e);
 	if (r) {
 		FUZZ_ASSERT(documented(r) && e.msg[0] && !ws.r && !ws.n);
 		free(b);
@@ -92,17 +92,17 @@ static void parse_file(const uint8_t *p, size_t n, uint8_t mode)
 	FUZZ_ASSERT(ws.mem_size == pages * PG);
 	check_valid(&ws, pages);
 	/* One set, one encoding: nothing in the file escaped the checks. */
-	FUZZ_ASSERT(snap_ws_encode(&ws, &again, &len, &e) == 0);
+	FUZZ_ASSERT(snap_workingset_encode(&ws, &again, &len, &e) == 0);
 	FUZZ_ASSERT(len == n && !memcmp(again, b, n));
 	free(again);
-	snap_ws_free(&ws);
+	snap_workingset_free(&ws);
 	free(b);
 }
 
 static void from_bits(struct fuzz_in *in, uint8_t mode)
 {
 	uint64_t pages = SIZES[(mode >> 2) & 3], bits[WORDS], covered[WORDS];
-	struct snap_ws ws, back;
+	struct snap_workingset ws, back;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	uint16_t flip;
@@ -112,7 +112,7 @@ static void from_bits(struct fuzz_in *in, uint8_t mode)
 	for (size_t w = 0; w < page_bits_words(pages); w++)
 		bits[w] = take64(in);
 	flip = take16(in);
-	FUZZ_ASSERT(snap_ws_from_bits(bits, pages * PG, &ws, &e) == 0);
+	FUZZ_ASSERT(snap_workingset_from_bits(bits, pages * PG, &ws, &e) == 0);
 	check_valid(&ws, pages);
 	/* Exactly the marked pages of RAM (bits past its end are not pages). */
 	memset(covered, 0, sizeof(covered));
@@ -121,28 +121,28 @@ static void from_bits(struct fuzz_in *in, uint8_t mode)
 			page_bits_set(covered, p);
 	for (uint64_t p = 0; p < pages; p++)
 		FUZZ_ASSERT(marked(covered, p) == marked(bits, p));
-	FUZZ_ASSERT(snap_ws_encode(&ws, &b, &len, &e) == 0);
-	FUZZ_ASSERT(len == SNAP_WS_HEADER_SIZE + ws.n * SNAP_WS_RANGE_SIZE);
-	FUZZ_ASSERT(snap_ws_parse(b, len, pages * PG, &back, &e) == 0);
+	FUZZ_ASSERT(snap_workingset_encode(&ws, &b, &len, &e) == 0);
+	FUZZ_ASSERT(len == SNAP_WORKINGSET_HEADER_SIZE + ws.n * SNAP_WORKINGSET_RANGE_SIZE);
+	FUZZ_ASSERT(snap_workingset_parse(b, len, pages * PG, &back, &e) == 0);
 	FUZZ_ASSERT(back.n == ws.n && back.pages == ws.pages);
 	FUZZ_ASSERT(!ws.n || !memcmp(back.r, ws.r, ws.n * sizeof(*ws.r)));
-	snap_ws_free(&back);
+	snap_workingset_free(&back);
 	/* One damaged byte anywhere: refused (the magic's as foreign, anything else by a checksum). */
 	b[flip % len] ^= (uint8_t)(flip >> 8 | 1);
-	r = snap_ws_parse(b, len, pages * PG, &back, &e);
+	r = snap_workingset_parse(b, len, pages * PG, &back, &e);
 	FUZZ_ASSERT(r == SNAP_ERR_MAGIC || r == SNAP_ERR_CHECKSUM);
 	/* And for RAM of another size, whatever it is. */
-	r = snap_ws_parse(b, len, (pages + 1) * PG, &back, &e);
+	r = snap_workingset_parse(b, len, (pages + 1) * PG, &back, &e);
 	FUZZ_ASSERT(documented(r));
 	free(b);
-	snap_ws_free(&ws);
+	snap_workingset_free(&ws);
 }
 
 static void encode_ranges(struct fuzz_in *in, uint8_t mode)
 {
 	uint64_t pages = SIZES[(mode >> 2) & 3], next = 0;
-	struct snap_ws_range r[16];
-	struct snap_ws ws = { .mem_size = pages * PG, .r = r }, back;
+	struct snap_workingset_range r[16];
+	struct snap_workingset ws = { .mem_size = pages * PG, .r = r }, back;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t len;
@@ -155,16 +155,16 @@ static void encode_ranges(struct fuzz_in *in, uint8_t mode)
 		ok = ok && r[i].count && r[i].first >= next && r[i].first + r[i].count <= pages;
 		next = r[i].first + r[i].count + 1;
 	}
-	ok = ok && ws.n <= snap_ws_max_ranges(pages * PG);
-	rc = snap_ws_encode(&ws, &b, &len, &e);
+	ok = ok && ws.n <= snap_workingset_max_ranges(pages * PG);
+	rc = snap_workingset_encode(&ws, &b, &len, &e);
 	if (!ok) {
 		FUZZ_ASSERT(rc == -EINVAL && e.msg[0] && !b && !len);
 		return;
 	}
 	FUZZ_ASSERT(rc == 0);
-	FUZZ_ASSERT(snap_ws_parse(b, len, pages * PG, &back, &e) == 0);
+	FUZZ_ASSERT(snap_workingset_parse(b, len, pages * PG, &back, &e) == 0);
 	FUZZ_ASSERT(back.n == ws.n && (!ws.n || !memcmp(back.r, r, ws.n * sizeof(*r))));
-	snap_ws_free(&back);
+	snap_workingset_free(&back);
 	free(b);
 }
 

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/procs/proc_render.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
+#include "api/kilnd/bodies/proc_render.h"
+#include "api/kilnd/bodies/proc_spec.h"
 #include "api/kilnd/http/route.h"
-#include "api/kilnd/endpoints/procs/tty_escape.h"
+#include "api/kilnd/bodies/tty_escape.h"
 
 static json_t *J(const char *text)
 {

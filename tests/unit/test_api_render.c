@@ -16,10 +16,10 @@
 #include <string.h>
 
 #include "api/kilnd/core/api_error.h"
-#include "api/kilnd/endpoints/exec/exec_render.h"
+#include "api/kilnd/bodies/exec_render.h"
 #include "api/kilnd/core/metrics.h"
-#include "api/kilnd/sandbox/vmm_argv.h"
-#include "api/kilnd/sandbox/vmm_output.h"
+#include "api/kilnd/supervision/vmm_argv.h"
+#include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
 

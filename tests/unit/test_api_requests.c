@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/exec/exec_spec.h"
+#include "api/kilnd/bodies/exec_spec.h"
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/core/sandbox_spec.h"
 

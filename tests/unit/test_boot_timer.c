@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/core/boot_timer.h"
+#include "devices/pseudo/boot_timer.h"
 #include "lib/base/mono.h"
 
 struct fx {

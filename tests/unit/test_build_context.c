@@ -1,5 +1,5 @@
 /*
- * A template build's context (api/kilnd/endpoints/templates/build_context.c):
+ * A template build's context (api/kilnd/images/build_context.c):
  * finding the build file, hostile archives refused naming the member,
  * COPY digests, and the ustar stream a COPY sends to the guest.
  */
@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "api/kilnd/endpoints/templates/build_context.h"
+#include "api/kilnd/images/build_context.h"
 #include "api/proto/gz_stream.h"
 
 /* the cap on inflated bytes (--max-image) the tests pass */

@@ -1,5 +1,5 @@
 /*
- * Template build files as pure logic (api/kilnd/core/buildfile.c): every
+ * Template build files as pure logic (api/kilnd/images/buildfile.c): every
  * instruction and both forms of those that have two, continuations,
  * comments and case, the refusals (each naming its line), hostile and
  * huge input, and the step cache keys.
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/core/buildfile.h"
+#include "api/kilnd/images/buildfile.h"
 
 static void parse_ok(const char *text, struct buildfile *bf)
 {

@@ -1,5 +1,5 @@
 /*
- * kilnd's cgroup files (api/kilnd/sandbox/cgroup.c) where no cgroup2 is
+ * kilnd's cgroup files (api/kilnd/supervision/cgroup.c) where no cgroup2 is
  * needed: a --cgroup-parent that is not absolute, has . or .. in it, or
  * is not on a cgroup2 file system is refused with one line; a cgroup whose
  * limits cannot be written leaves nothing behind; the event counters are
@@ -21,7 +21,7 @@
 
 #include "lib/base/cgroup_self.h"
 #include "api/kilnd/core/kilnd.h"
-#include "api/kilnd/sandbox/cgroup.h"
+#include "api/kilnd/supervision/cgroup.h"
 
 /* kilnd.c's, which a unit test does not link. */
 void kilnd_log(const char *fmt, ...)

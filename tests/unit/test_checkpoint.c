@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "api/kilnd/sandbox/checkpoint.h"
-#include "api/kilnd/sandbox/sandbox_record.h"
+#include "api/kilnd/registry/checkpoint.h"
+#include "api/kilnd/registry/sandbox_record.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB, .idle_timeout_default_s = 300 };
 

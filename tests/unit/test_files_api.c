@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/sandbox/files_spec.h"
+#include "api/kilnd/bodies/files_spec.h"
+#include "api/kilnd/core/port_spec.h"
 #include "api/proto/gz_stream.h"
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/http/route.h"

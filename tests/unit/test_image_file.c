@@ -1,5 +1,5 @@
 /*
- * api/kilnd/sandbox/image_file.c: kilnd takes over the image file an
+ * api/kilnd/images/image_file.c: kilnd takes over the image file an
  * importer made only if fstat of the descriptor says it is a regular file
  * of the importer's uid with one link; a symlink, a fifo, a hard link to
  * another file (/etc/shadow) or another owner's file is refused; the
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "api/kilnd/sandbox/image_file.h"
+#include "api/kilnd/images/image_file.h"
 
 struct fx {
 	char dir[64];

@@ -1,7 +1,7 @@
 /*
  * The image importer's confinement: its own seccomp filter
  * (api/image-import/import_seccomp.c) and the namespaces kilnd puts it in
- * (api/kilnd/sandbox/import_ns.c). Each is entered in a forked child,
+ * (api/kilnd/images/import_ns.c). Each is entered in a forked child,
  * which probes with raw syscalls and leaves with _exit; its exit code
  * names the first probe that went wrong (0: all as hoped).
  */
@@ -30,7 +30,7 @@
 #include <linux/magic.h>
 
 #include "api/image-import/import_seccomp.h"
-#include "api/kilnd/sandbox/import_ns.h"
+#include "api/kilnd/images/import_ns.h"
 
 typedef int probe_fn(void *arg);
 

@@ -1,4 +1,4 @@
-/* api/kilnd/core/import_room.c: what an import of a declared size needs. */
+/* api/kilnd/images/import_room.c: what an import of a declared size needs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "api/kilnd/core/import_room.h"
+#include "api/kilnd/images/import_room.h"
 
 #define MiB (1ull << 20)
 

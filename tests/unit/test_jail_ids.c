@@ -1,5 +1,5 @@
 /*
- * api/kilnd/sandbox/jail_ids.c: a sandbox's jail uid is the next id of
+ * api/kilnd/supervision/jail_ids.c: a sandbox's jail uid is the next id of
  * the --jail-ids range, round it from the last one given, that no live
  * sandbox holds; never 0, never past the
  * range, never 2^32 - 1 (the "no id" of setresuid), and ids outside the
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "api/kilnd/sandbox/jail_ids.h"
+#include "api/kilnd/supervision/jail_ids.h"
 
 static void test_lowest_free(void **state)
 {

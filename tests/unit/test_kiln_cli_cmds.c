@@ -20,7 +20,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
-#include "api/kilnd/endpoints/procs/tty_escape.h"
+#include "api/kilnd/bodies/tty_escape.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 

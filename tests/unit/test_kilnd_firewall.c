@@ -13,8 +13,8 @@
 
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
-#include "api/kilnd/sandbox/vmm_argv.h"
-#include "api/kilnd/sandbox/vmm_control.h"
+#include "api/kilnd/supervision/vmm_argv.h"
+#include "api/kilnd/supervision/vmm_control.h"
 
 static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
 

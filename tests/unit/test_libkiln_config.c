@@ -19,7 +19,7 @@
 
 #include <kiln/kiln.h>
 
-#include "lib/kiln/handles.h"
+#include "libkiln/handles.h"
 
 static void test_defaults_and_setters_copy(void **state)
 {

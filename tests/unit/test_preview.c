@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "api/kilnd/core/preview_spec.h"
-#include "api/kilnd/endpoints/previews/preview_route.h"
+#include "api/kilnd/preview/preview_route.h"
 
 #define ID "0123456789ab"
 #define TOK "00112233445566778899aabbccddeeff0011223344556677"

@@ -13,7 +13,7 @@
 
 #include <errno.h>
 
-#include "api/kilnd/sandbox/reattach.h"
+#include "api/kilnd/supervision/reattach.h"
 
 static enum reattach_fate decide(enum sandbox_state st, int pid, uint64_t start, int attach, bool recorded)
 {

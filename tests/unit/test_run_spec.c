@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/exec/exec_render.h"
-#include "api/kilnd/endpoints/exec/exec_spec.h"
-#include "api/kilnd/endpoints/exec/run_result.h"
+#include "api/kilnd/bodies/exec_render.h"
+#include "api/kilnd/bodies/exec_spec.h"
+#include "api/kilnd/bodies/run_result.h"
 #include "api/proto/agent_proto.h"
 
 static json_t *J(const char *text)

@@ -29,8 +29,8 @@
 #include <netinet/in.h>
 
 #include "lib/base/cgroup_self.h"
-#include "api/kilnd/sandbox/sandbox_egress.h"
-#include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/net/sandbox_egress.h"
+#include "api/kilnd/registry/sandbox_impl.h"
 #include "lib/egress/egress_cgroup.h"
 #include "lib/egress/egress_subgroup.h"
 

@@ -14,7 +14,7 @@
 
 #include <string.h>
 
-#include "api/kilnd/sandbox/sandbox_impl.h"
+#include "api/kilnd/registry/sandbox_impl.h"
 
 /* kilnd.c's (a program's main file is never linked into a test). */
 int64_t wall_ms(void)

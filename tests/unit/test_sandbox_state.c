@@ -13,8 +13,8 @@
 
 #include <string.h>
 
-#include "api/kilnd/sandbox/checkpoint.h"
-#include "api/kilnd/sandbox/sandbox_record.h"
+#include "api/kilnd/registry/checkpoint.h"
+#include "api/kilnd/registry/sandbox_record.h"
 #include "api/kilnd/core/sandbox_state.h"
 
 /* T(s): allowed, leads to s; 0: refused (409). */

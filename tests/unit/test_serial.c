@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vmm/core/serial.h"
+#include "devices/legacy/serial.h"
 
 enum { RBR = 0, IER = 1, IIR = 2, FCR = 2, LCR = 3, MCR = 4, LSR = 5, MSR = 6, SCR = 7 };
 

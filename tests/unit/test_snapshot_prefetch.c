@@ -197,8 +197,8 @@ static int cached(uint8_t *mem, uint64_t p)
 
 static void test_prefetch(void **state)
 {
-	struct snap_ws_range r[] = { { 2, 2 }, { 40, 5 }, { 100, NPG - 100 } };
-	struct snap_ws ws = { .mem_size = (uint64_t)NPG * PG, .n = 3, .r = r, .pages = 2 + 5 + NPG - 100 };
+	struct snap_workingset_range r[] = { { 2, 2 }, { 40, 5 }, { 100, NPG - 100 } };
+	struct snap_workingset ws = { .mem_size = (uint64_t)NPG * PG, .n = 3, .r = r, .pages = 2 + 5 + NPG - 100 };
 	struct err e = { { 0 } };
 	uint64_t bits[NPG / 64];
 	int fd = snap_pagemap_open(), mfd = disk_file(), all = 0;

@@ -106,7 +106,7 @@ static void test_files_opened_ahead_and_handed_over_once(void **state)
 	assert_reads(snap_src_take(&s, 0, SNAP_SRC_DISK0 + 1, &e), "disk one");
 	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_DISK0, &e), -ENOENT);
 	assert_non_null(strstr(e.msg, "disk0"));
-	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_WS, &e), -ENOENT);
+	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_WORKINGSET, &e), -ENOENT);
 	/* Handed over: a second take is refused. */
 	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_STATE, &e), -EBADF);
 	assert_int_equal(snap_src_take(&s, 5, SNAP_SRC_STATE, &e), -EINVAL);
@@ -173,7 +173,7 @@ static void test_symlink_hard_link_and_fifo_refused(void **state)
 	assert_int_equal(snap_src_open(&s, f->snap, &e), 0);
 	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_MEMZ, &e), -EMLINK);
 	assert_non_null(strstr(e.msg, "'memory.z' has other hard links"));
-	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_WS, &e), -ELOOP);
+	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_WORKINGSET, &e), -ELOOP);
 	assert_non_null(strstr(e.msg, "symbolic link"));
 	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_DISK0, &e), -EINVAL); /* opened O_NONBLOCK, refused unread */
 	assert_non_null(strstr(e.msg, "not a regular file"));

@@ -13,7 +13,7 @@
 
 #include <string.h>
 
-#include "vmm/core/snapshot_sregs.h"
+#include "vmm/snapshot/snapshot_sregs.h"
 #include "vmm/snapshot/snapshot_file.h"
 
 /* What KVM_GET_SREGS gives for a 64-bit Linux guest, TR as svm_get_segment reports it. */

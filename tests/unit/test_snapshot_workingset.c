@@ -45,7 +45,7 @@
 
 /* Pages 0-2, 5, 63-64 (across a word), 66, 129 (the last). */
 static const uint64_t MARKED[] = { 0, 1, 2, 5, 63, 64, 66, 129 };
-static const struct snap_ws_range WANT[] = { { 0, 3 }, { 5, 1 }, { 63, 2 }, { 66, 1 }, { 129, 1 } };
+static const struct snap_workingset_range WANT[] = { { 0, 3 }, { 5, 1 }, { 63, 2 }, { 66, 1 }, { 129, 1 } };
 #define NWANT (sizeof(WANT) / sizeof(WANT[0]))
 
 static void sample_bits(uint64_t *bits)
@@ -59,14 +59,14 @@ static void sample_bits(uint64_t *bits)
 static uint8_t *sample(size_t *len)
 {
 	uint64_t bits[3];
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	uint8_t *b;
 
 	sample_bits(bits);
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
-	assert_int_equal(snap_ws_encode(&ws, &b, len, &e), 0);
-	snap_ws_free(&ws);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(snap_workingset_encode(&ws, &b, len, &e), 0);
+	snap_workingset_free(&ws);
 	return b;
 }
 
@@ -103,7 +103,7 @@ static void test_page_bits_runs(void **state)
 static void test_from_bits_round_trip(void **state)
 {
 	uint64_t bits[3];
-	struct snap_ws ws, back;
+	struct snap_workingset ws, back;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t len;
@@ -111,65 +111,65 @@ static void test_from_bits_round_trip(void **state)
 	(void)state;
 	sample_bits(bits);
 	bits[2] |= ~0ull << 2; /* ignored */
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
 	assert_int_equal(ws.n, NWANT);
 	assert_int_equal(ws.pages, sizeof(MARKED) / sizeof(MARKED[0]));
 	assert_memory_equal(ws.r, WANT, sizeof(WANT));
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), 0);
-	assert_int_equal(len, SNAP_WS_HEADER_SIZE + NWANT * SNAP_WS_RANGE_SIZE);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), 0);
+	assert_int_equal(len, SNAP_WORKINGSET_HEADER_SIZE + NWANT * SNAP_WORKINGSET_RANGE_SIZE);
 	assert_memory_equal(b, "KILNWSET", 8);
 	assert_int_equal(get64(b + W_PAGES), ws.pages);
-	assert_int_equal(snap_ws_parse(b, len, RAM, &back, &e), 0);
+	assert_int_equal(snap_workingset_parse(b, len, RAM, &back, &e), 0);
 	assert_int_equal(back.mem_size, RAM);
 	assert_int_equal(back.n, NWANT);
 	assert_int_equal(back.pages, ws.pages);
 	assert_memory_equal(back.r, WANT, sizeof(WANT));
-	snap_ws_free(&back);
-	snap_ws_free(&ws);
+	snap_workingset_free(&back);
+	snap_workingset_free(&ws);
 	free(b);
 }
 
 static void test_empty_and_full(void **state)
 {
 	uint64_t bits[3] = { 0 };
-	struct snap_ws ws, back;
+	struct snap_workingset ws, back;
 	struct err e = { { 0 } };
 	uint8_t *b;
 	size_t len;
 
 	(void)state;
 	/* Nothing touched: a valid file that prefetches nothing. */
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
 	assert_int_equal(ws.n, 0);
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), 0);
-	assert_int_equal(len, SNAP_WS_HEADER_SIZE);
-	assert_int_equal(snap_ws_parse(b, len, RAM, &back, &e), 0);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), 0);
+	assert_int_equal(len, SNAP_WORKINGSET_HEADER_SIZE);
+	assert_int_equal(snap_workingset_parse(b, len, RAM, &back, &e), 0);
 	assert_int_equal(back.n, 0);
 	assert_null(back.r);
-	snap_ws_free(&ws);
+	snap_workingset_free(&ws);
 	free(b);
 	/* Everything: one range. */
 	memset(bits, 0xff, sizeof(bits));
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
 	assert_int_equal(ws.n, 1);
 	assert_int_equal(ws.r[0].first, 0);
 	assert_int_equal(ws.r[0].count, NPG);
-	snap_ws_free(&ws);
+	snap_workingset_free(&ws);
 	/* Every other page: the most ranges RAM allows, and accepted. */
 	memset(bits, 0x55, sizeof(bits));
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
-	assert_int_equal(ws.n, snap_ws_max_ranges(RAM));
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), 0);
-	assert_int_equal(snap_ws_parse(b, len, RAM, &back, &e), 0);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(ws.n, snap_workingset_max_ranges(RAM));
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), 0);
+	assert_int_equal(snap_workingset_parse(b, len, RAM, &back, &e), 0);
 	assert_int_equal(back.n, NPG / 2);
-	snap_ws_free(&back);
-	snap_ws_free(&ws);
+	snap_workingset_free(&back);
+	snap_workingset_free(&ws);
 	free(b);
 }
 
 static void test_truncated_and_longer(void **state)
 {
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = sample(&len), *big;
@@ -177,14 +177,14 @@ static void test_truncated_and_longer(void **state)
 	(void)state;
 	for (size_t n = 0; n < len; n++) {
 		memset(&e, 0, sizeof(e));
-		assert_int_equal(snap_ws_parse(b, n, RAM, &ws, &e), SNAP_ERR_TRUNCATED);
+		assert_int_equal(snap_workingset_parse(b, n, RAM, &ws, &e), SNAP_ERR_TRUNCATED);
 		assert_non_null(strstr(e.msg, "truncated"));
 		assert_null(ws.r);
 	}
 	big = calloc(1, len + 1);
 	assert_non_null(big);
 	memcpy(big, b, len);
-	assert_int_equal(snap_ws_parse(big, len + 1, RAM, &ws, &e), SNAP_ERR_CHECKSUM);
+	assert_int_equal(snap_workingset_parse(big, len + 1, RAM, &ws, &e), SNAP_ERR_CHECKSUM);
 	assert_non_null(strstr(e.msg, "damaged"));
 	free(big);
 	free(b);
@@ -192,7 +192,7 @@ static void test_truncated_and_longer(void **state)
 
 static void test_flipped_byte_every_offset(void **state)
 {
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = sample(&len);
@@ -202,7 +202,7 @@ static void test_flipped_byte_every_offset(void **state)
 		int r;
 
 		b[i] ^= 0x10;
-		r = snap_ws_parse(b, len, RAM, &ws, &e);
+		r = snap_workingset_parse(b, len, RAM, &ws, &e);
 		assert_int_equal(r, i < 8 ? SNAP_ERR_MAGIC : SNAP_ERR_CHECKSUM);
 		assert_null(ws.r);
 		b[i] ^= 0x10;
@@ -213,7 +213,7 @@ static void test_flipped_byte_every_offset(void **state)
 /* The sample with the field at `off` (`width` 4 or 8 bytes) set to v and resealed: parse must give `want`, naming `what`. */
 static void sealed_lie(uint64_t off, int width, uint64_t v, int want, const char *what)
 {
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = sample(&len);
@@ -223,7 +223,7 @@ static void sealed_lie(uint64_t off, int width, uint64_t v, int want, const char
 	else
 		put64(b + off, v);
 	reseal(b, len);
-	assert_int_equal(snap_ws_parse(b, len, RAM, &ws, &e), want);
+	assert_int_equal(snap_workingset_parse(b, len, RAM, &ws, &e), want);
 	assert_non_null(strstr(e.msg, what));
 	assert_null(ws.r);
 	free(b);
@@ -231,19 +231,19 @@ static void sealed_lie(uint64_t off, int width, uint64_t v, int want, const char
 
 static void test_sealed_but_wrong(void **state)
 {
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = sample(&len);
 
 	(void)state;
 	/* Another VM's RAM, before any length is looked at. */
-	assert_int_equal(snap_ws_parse(b, len, RAM + PG, &ws, &e), SNAP_ERR_MALFORMED);
+	assert_int_equal(snap_workingset_parse(b, len, RAM + PG, &ws, &e), SNAP_ERR_MALFORMED);
 	assert_non_null(strstr(e.msg, "the snapshot's RAM is"));
 	/* The sample itself is fine. */
 	reseal(b, len);
-	assert_int_equal(snap_ws_parse(b, len, RAM, &ws, &e), 0);
-	snap_ws_free(&ws);
+	assert_int_equal(snap_workingset_parse(b, len, RAM, &ws, &e), 0);
+	snap_workingset_free(&ws);
 	free(b);
 
 	sealed_lie(W_VERSION, 4, 2, SNAP_ERR_FORMAT, "version 2");
@@ -272,52 +272,52 @@ static void test_sealed_but_wrong(void **state)
 static void test_bad_ram_sizes(void **state)
 {
 	uint64_t bits[3] = { 0 };
-	struct snap_ws ws;
+	struct snap_workingset ws;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = sample(&len);
 
 	(void)state;
-	assert_int_equal(snap_ws_parse(b, len, 0, &ws, &e), -EINVAL);
-	assert_int_equal(snap_ws_parse(b, len, RAM + 1, &ws, &e), -EINVAL);
-	assert_int_equal(snap_ws_parse(b, len, ~0ull & ~(uint64_t)(PG - 1), &ws, &e), -EINVAL);
-	assert_int_equal(snap_ws_from_bits(bits, PG + 1, &ws, &e), -EINVAL);
-	assert_int_equal(snap_ws_max_ranges(PG), 1);
-	assert_int_equal(snap_ws_max_ranges(2 * PG), 1);
-	assert_int_equal(snap_ws_max_ranges(3 * PG), 2);
+	assert_int_equal(snap_workingset_parse(b, len, 0, &ws, &e), -EINVAL);
+	assert_int_equal(snap_workingset_parse(b, len, RAM + 1, &ws, &e), -EINVAL);
+	assert_int_equal(snap_workingset_parse(b, len, ~0ull & ~(uint64_t)(PG - 1), &ws, &e), -EINVAL);
+	assert_int_equal(snap_workingset_from_bits(bits, PG + 1, &ws, &e), -EINVAL);
+	assert_int_equal(snap_workingset_max_ranges(PG), 1);
+	assert_int_equal(snap_workingset_max_ranges(2 * PG), 1);
+	assert_int_equal(snap_workingset_max_ranges(3 * PG), 2);
 	free(b);
 }
 
 static void test_encode_refuses(void **state)
 {
-	struct snap_ws_range r[2] = { { 0, 3 }, { 5, 1 } };
-	struct snap_ws ws = { .mem_size = RAM, .n = 2, .r = r };
+	struct snap_workingset_range r[2] = { { 0, 3 }, { 5, 1 } };
+	struct snap_workingset ws = { .mem_size = RAM, .n = 2, .r = r };
 	struct err e = { { 0 } };
 	uint8_t *b = (uint8_t *)&ws;
 	size_t len = 7;
 
 	(void)state;
 	r[1].first = 3; /* touching */
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	assert_null(b);
 	assert_int_equal(len, 0);
 	assert_non_null(strstr(e.msg, "range 1"));
 	r[1].first = 5;
 	r[1].count = 0; /* empty */
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	r[1].count = NPG; /* past RAM */
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	r[1].count = 1;
 	ws.n = NPG; /* more than can lie apart */
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	ws.n = 2;
 	ws.mem_size = RAM - 1;
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	ws.mem_size = RAM;
 	ws.r = NULL;
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), -EINVAL);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), -EINVAL);
 	ws.r = r;
-	assert_int_equal(snap_ws_encode(&ws, &b, &len, &e), 0);
+	assert_int_equal(snap_workingset_encode(&ws, &b, &len, &e), 0);
 	free(b);
 }
 
@@ -325,40 +325,40 @@ static void test_read_write_file(void **state)
 {
 	struct tmpdir_fx *f = *state;
 	uint64_t bits[3];
-	struct snap_ws ws, back;
+	struct snap_workingset ws, back;
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b;
 	int fd;
 
-	assert_int_equal(snap_ws_read(f->dfd, RAM, &back, &e), -ENOENT);
+	assert_int_equal(snap_workingset_read(f->dfd, RAM, &back, &e), -ENOENT);
 	sample_bits(bits);
-	assert_int_equal(snap_ws_from_bits(bits, RAM, &ws, &e), 0);
-	assert_int_equal(snap_ws_write(f->dfd, &ws, &e), 0);
-	assert_int_equal(faccessat(f->dfd, SNAP_WS_FILE ".tmp", F_OK, 0), -1);
-	assert_int_equal(snap_ws_read(f->dfd, RAM, &back, &e), 0);
+	assert_int_equal(snap_workingset_from_bits(bits, RAM, &ws, &e), 0);
+	assert_int_equal(snap_workingset_write(f->dfd, &ws, &e), 0);
+	assert_int_equal(faccessat(f->dfd, SNAP_WORKINGSET_FILE ".tmp", F_OK, 0), -1);
+	assert_int_equal(snap_workingset_read(f->dfd, RAM, &back, &e), 0);
 	assert_int_equal(back.n, NWANT);
 	assert_memory_equal(back.r, WANT, sizeof(WANT));
-	snap_ws_free(&back);
+	snap_workingset_free(&back);
 	/* Read for other RAM: refused as such. */
-	assert_int_equal(snap_ws_read(f->dfd, 2 * RAM, &back, &e), SNAP_ERR_MALFORMED);
-	snap_ws_free(&ws);
+	assert_int_equal(snap_workingset_read(f->dfd, 2 * RAM, &back, &e), SNAP_ERR_MALFORMED);
+	snap_workingset_free(&ws);
 
 	/* Larger than any working set of this RAM: refused before it is read. */
-	assert_int_equal(unlinkat(f->dfd, SNAP_WS_FILE, 0), 0);
-	fd = openat(f->dfd, SNAP_WS_FILE, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	assert_int_equal(unlinkat(f->dfd, SNAP_WORKINGSET_FILE, 0), 0);
+	fd = openat(f->dfd, SNAP_WORKINGSET_FILE, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, SNAP_WS_HEADER_SIZE + (NPG / 2 + 1) * SNAP_WS_RANGE_SIZE + 1), 0);
+	assert_int_equal(ftruncate(fd, SNAP_WORKINGSET_HEADER_SIZE + (NPG / 2 + 1) * SNAP_WORKINGSET_RANGE_SIZE + 1), 0);
 	close(fd);
-	assert_int_equal(snap_ws_read(f->dfd, RAM, &back, &e), SNAP_ERR_CHECKSUM);
+	assert_int_equal(snap_workingset_read(f->dfd, RAM, &back, &e), SNAP_ERR_CHECKSUM);
 	assert_non_null(strstr(e.msg, "larger than"));
 
 	/* Never through a symlink planted in its place. */
 	b = sample(&len);
-	assert_int_equal(unlinkat(f->dfd, SNAP_WS_FILE, 0), 0);
+	assert_int_equal(unlinkat(f->dfd, SNAP_WORKINGSET_FILE, 0), 0);
 	assert_int_equal(snap_write_atomic(f->dfd, "elsewhere", b, len, &e), 0);
-	assert_int_equal(symlinkat("elsewhere", f->dfd, SNAP_WS_FILE), 0);
-	assert_int_equal(snap_ws_read(f->dfd, RAM, &back, &e), -ELOOP);
+	assert_int_equal(symlinkat("elsewhere", f->dfd, SNAP_WORKINGSET_FILE), 0);
+	assert_int_equal(snap_workingset_read(f->dfd, RAM, &back, &e), -ELOOP);
 	free(b);
 }
 

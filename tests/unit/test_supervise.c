@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/keeper/keeper.h"
-#include "api/kilnd/sandbox/supervise.h"
+#include "api/kilnd/supervision/supervise.h"
 
 struct ended {
 	pthread_mutex_t mu;

@@ -35,7 +35,7 @@
 #include "devices/net/pkt_parse.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/core/vm_internal.h"
-#include "lib/kiln/handles.h"
+#include "libkiln/handles.h"
 
 #define RAM (4u << 20)
 #define QSZ 64

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/kilnd/sandbox/vmm_control.h"
+#include "api/kilnd/supervision/vmm_control.h"
 
 /* ---- a fake kiln-vmm ---- */
 

@@ -19,7 +19,7 @@
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_watch_out.h"
 #include "api/kilnd/core/query.h"
-#include "api/kilnd/endpoints/files/watch_render.h"
+#include "api/kilnd/bodies/watch_render.h"
 #include "api/kilnd/http/route.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })

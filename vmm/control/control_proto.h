@@ -28,7 +28,7 @@
  *
  * The one codec of this socket: kiln-vmm's server (vmm/kiln-vmm/control.c)
  * parses requests with control_parse() and words errors with
- * control_reply_error(); kilnd's client (api/kilnd/sandbox/vmm_control.c)
+ * control_reply_error(); kilnd's client (api/kilnd/supervision/vmm_control.c)
  * builds requests with control_request() and checks replies with
  * control_reply_parse(). The limits below are the only ones either end
  * uses. Pure: no I/O, unit-tested (tests/unit/test_control_proto.c, both

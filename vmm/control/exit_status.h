@@ -1,6 +1,6 @@
 /*
- * kiln-vmm's exit statuses: the interface kilnd (api/kilnd/sandbox/
- * sandbox_vmm.c) reads them through, kept here beside the control
+ * kiln-vmm's exit statuses: the interface kilnd
+ * (api/kilnd/supervision/sandbox_vmm.c) reads them through, kept here beside the control
  * protocol so both sides name the same numbers. README, "kiln-vmm".
  */
 #ifndef KILN_VMM_EXIT_STATUS_H

@@ -23,7 +23,7 @@
 #include "devices/net/virtio_net.h"
 #include "devices/vsock/virtio_vsock.h"
 #include "devices/rng/virtio_rng.h"
-#include "vmm/core/snapshot.h"
+#include "vmm/snapshot/vm_snapshot.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/base/mono.h"
 
@@ -227,7 +227,7 @@ static int setup_memory(struct vm *vm, struct err *e)
 		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
 				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
 	/* A restored VM logs its writes from its first run on (its next
-	 * snapshot can be a layer on this one, snapshot.c track_start): its
+	 * snapshot can be a layer on this one, vm_snapshot.c track_start): its
 	 * slots are made with the log on rather than set again after. */
 	if (vm->restored && guest_mem_track(&vm->mem) == 0) {
 		if ((err = vm_set_slots(vm, KVM_MEM_LOG_DIRTY_PAGES, e)))
@@ -451,7 +451,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->src.updir = -1;
-	vm_ws_init(&vm->ws);
+	vm_workingset_init(&vm->workingset);
 	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
 		vm->overlay_fd[i] = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
@@ -649,7 +649,7 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 		vm_stop(vm, VM_EXIT_FAILURE, "the VM's control thread cannot install its seccomp filter: %s",
 			strerror(-err));
 	/* This thread is free until the VM stops: the guest runs meanwhile. */
-	vm_ws_prefetch(vm);
+	vm_workingset_prefetch(vm);
 	if (vm->cfg.console_in_fd >= 0)
 		pump_console(vm);
 	while (read(vm->stop_efd, &v, sizeof(v)) < 0 && errno == EINTR)
@@ -710,7 +710,7 @@ void vm_destroy(struct vm *vm)
 			close(vm->overlay_fd[i]);
 	free(vm->cpuid);
 	free(vm->snap_msrs);
-	vm_ws_free(&vm->ws);
+	vm_workingset_free(&vm->workingset);
 	guest_mem_unmap(&vm->mem);
 	if (vm->serial.irq)
 		serial_destroy(&vm->serial);

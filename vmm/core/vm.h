@@ -20,7 +20,7 @@
 
 #include "vmm/core/devspec.h"
 #include "lib/base/err.h"
-#include "vmm/core/timeline.h"
+#include "devices/pseudo/timeline.h"
 
 #define VM_KICK_SIGNAL_DEFAULT SIGUSR1
 #define VM_MIN_MEM_MIB 32

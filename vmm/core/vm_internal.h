@@ -10,15 +10,15 @@
 #include <stddef.h>
 
 #include "vmm/boot/boot_linux.h"
-#include "vmm/core/boot_timer.h"
+#include "devices/pseudo/boot_timer.h"
 #include "vmm/boot/cmdline.h"
 #include "lib/guest/guest_mem.h"
-#include "vmm/core/i8042.h"
+#include "devices/legacy/i8042.h"
 #include "vmm/core/io_bus.h"
-#include "vmm/core/serial.h"
-#include "vmm/core/snapshot_ws.h"
+#include "devices/legacy/serial.h"
+#include "vmm/snapshot/vm_workingset.h"
 #include "vmm/snapshot/snapshot_src.h"
-#include "vmm/core/timeline.h"
+#include "devices/pseudo/timeline.h"
 #include "lib/guest/event_loop.h"
 #include "devices/virtio/virtio_mmio.h"
 #include "vmm/core/vm.h"
@@ -78,7 +78,7 @@ struct vm {
 	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
 	uint32_t nsnap_msrs;
 	/*
-	 * Incremental snapshots (snapshot.c): from the first snapshot or
+	 * Incremental snapshots (vm_snapshot.c): from the first snapshot or
 	 * restore on, KVM logs the guest's writes to RAM (the slots carry
 	 * KVM_MEM_LOG_DIRTY_PAGES) and guest_mem marks the VMM's own; both
 	 * are taken at each snapshot. base_id names the snapshot RAM is
@@ -87,7 +87,7 @@ struct vm {
 	int tracking;
 	int base_valid;
 	uint8_t base_id[16];
-	struct vm_ws ws; /* working set: recorded since a lazy restore, prefetched after one (snapshot_ws.h) */
+	struct vm_workingset workingset; /* working set: recorded since a lazy restore, prefetched after one (vm_workingset.h) */
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];

@@ -113,7 +113,7 @@ static const unsigned long vcpu_ioctls[] = { KVM_RUN, KVM_IRQ_LINE };
 
 /*
  * The control role's ioctls: a snapshot reads every vCPU's and the VM's
- * state (vmm/core/snapshot_kvm.c) and reflinks overlays; the console
+ * state (vmm/snapshot/snapshot_kvm.c) and reflinks overlays; the console
  * pump raises the serial IRQ; kiln-vmm gives the terminal back
  * (--console).
  */
@@ -125,8 +125,8 @@ static const unsigned long control_ioctls[] = {
 
 /*
  * The restore role's ioctls: the snapshot's vCPU, irqchip, PIT and clock
- * state set (vmm/core/snapshot_kvm.c, which reads some back as it goes),
- * RAM's slots set again with the dirty log (snapshot.c track_start), an
+ * state set (vmm/snapshot/snapshot_kvm.c, which reads some back as it goes),
+ * RAM's slots set again with the dirty log (vm_vm_snapshot.c track_start), an
  * overlay reflinked from the snapshot's copy (snapshot_io.c).
  */
 static const unsigned long restore_ioctls[] = {

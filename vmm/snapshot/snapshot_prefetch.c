@@ -70,7 +70,7 @@ int snap_pagemap_touched(int fd, const void *mem, uint64_t size, uint64_t *bits,
 	return r;
 }
 
-int snap_prefetch(void *mem, const struct snap_ws *ws, struct err *e)
+int snap_prefetch(void *mem, const struct snap_workingset *ws, struct err *e)
 {
 	for (uint64_t i = 0; i < ws->n; i++) {
 		for (uint64_t done = 0; done < ws->r[i].count; done += SNAP_PREFETCH_CHUNK) {

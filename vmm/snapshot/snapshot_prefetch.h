@@ -12,7 +12,7 @@
  *    reads and writes alike), the VMM's devices, or the kernel's
  *    fault-around, which maps up to 64 KiB of already cached neighbours
  *    with a read fault. Reading RAM for a full snapshot faults every page
- *    in: the caller samples before that (vmm/core/snapshot_ws.c).
+ *    in: the caller samples before that (vmm/snapshot/vm_workingset.c).
  *    mincore() cannot replace this: on a file mapping it reports the page
  *    cache, which every restore of a snapshot shares; KVM's dirty log
  *    sees only writes.
@@ -73,6 +73,6 @@ int snap_pagemap_touched(int fd, const void *mem, uint64_t size, uint64_t *bits,
  * Returns without waiting for the reads. 0, or the first failure's
  * -errno with a message.
  */
-int snap_prefetch(void *mem, const struct snap_ws *ws, struct err *e);
+int snap_prefetch(void *mem, const struct snap_workingset *ws, struct err *e);
 
 #endif

@@ -28,8 +28,8 @@ const char *snap_src_name(enum snap_src_file f, char buf[16])
 		return SNAP_MEMZ_FILE;
 	case SNAP_SRC_LAYER:
 		return SNAP_LAYER_FILE;
-	case SNAP_SRC_WS:
-		return SNAP_WS_FILE;
+	case SNAP_SRC_WORKINGSET:
+		return SNAP_WORKINGSET_FILE;
 	default:
 		snprintf(buf, 16, "disk%d", (int)f - SNAP_SRC_DISK0);
 		return buf;

@@ -6,7 +6,7 @@
  * a VMM's end reads in memory.events and pids.events.
  *
  * Contract:
- *  - Pure (jansson only); the files themselves are sandbox/cgroup.c's.
+ *  - Pure (jansson only); the files themselves are supervision/cgroup.c's.
  *  - memory.max bounds the whole VMM: guest RAM (which the guest may touch
  *    in full) plus the VMM's own memory (its code, thread stacks, device
  *    buffers, the page cache of its overlay and snapshot files). The

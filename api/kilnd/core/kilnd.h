@@ -76,7 +76,7 @@ struct kilnd_config {
 	uint32_t jail_id_first, jail_id_count;
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
-	bool cgroups;         /* each VMM runs in a cgroup of its own (sandbox/cgroup.h) */
+	bool cgroups;         /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
 	char cgroup_off[512]; /* why not, when cgroups is false */
 	/* Egress programs on each passt sandbox's cgroup (sandbox_egress.h). */
 	bool egress;
@@ -120,7 +120,7 @@ struct kilnd {
 	atomic_bool shutting_down;
 	struct kilnd_pools *pools; /* NULL: no --pool; its fields under reg.mu */
 	/* Names of the template builds under way ("": a free slot; reg.mu;
-	 * sandbox/templates.h). */
+	 * images/templates.h). */
 	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];
 };
 

@@ -4,7 +4,7 @@
  * create requests a pool can serve (docs/api.md, "Warm pools").
  *
  * Contract:
- *  - Pure (jansson only); the daemon's side is sandbox/sandbox_pool.c.
+ *  - Pure (jansson only); the daemon's side is registry/sandbox_pool.c.
  *  - A pool's sandboxes are made from a create body of the fields that
  *    shape the VM (image, cpus, memory_mib, network); every other field
  *    of a create (hostname, env, labels, timeout_s, idle_timeout_s) is

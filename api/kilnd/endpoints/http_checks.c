@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <sys/statvfs.h>
 
-#include "api/kilnd/core/import_room.h"
+#include "api/kilnd/images/import_room.h"
 #include "api/kilnd/endpoints/handlers.h"
 
 bool http_no_query(struct http_req *r, const char *what)

@@ -3,8 +3,8 @@
 
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/images.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/images/images.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "lib/base/version.h"
 
 static void json_or_oom(struct http_req *r, json_t *o, const char *what)

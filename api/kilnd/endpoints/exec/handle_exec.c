@@ -21,10 +21,10 @@
 #include <string.h>
 
 #include "api/kilnd/http/byte_queue.h"
-#include "api/kilnd/endpoints/exec/exec_render.h"
-#include "api/kilnd/endpoints/exec/exec_spec.h"
+#include "api/kilnd/bodies/exec_render.h"
+#include "api/kilnd/bodies/exec_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 
 /* Events in flight between the agent and a slow client. */
 #define EXEC_QUEUE_BYTES (256u << 10)

@@ -24,7 +24,7 @@
 #include "api/kilnd/http/byte_queue.h"
 #include "api/proto/gz_stream.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/http/stream_job.h"
 
 #define ARCHIVE_QUEUE_BYTES (256u << 10)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/http/stream_job.h"
 #include "lib/base/fd_io.h"
 

@@ -15,9 +15,9 @@
 #include <string.h>
 
 #include "api/kilnd/http/byte_queue.h"
-#include "api/kilnd/sandbox/files_spec.h"
+#include "api/kilnd/bodies/files_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/http/stream_job.h"
 
 #define LIST_QUEUE_BYTES (256u << 10)

@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/exec/exec_render.h"
-#include "api/kilnd/endpoints/files/watch_render.h"
+#include "api/kilnd/bodies/exec_render.h"
+#include "api/kilnd/bodies/watch_render.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/line_feed.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 
 /* How often a reader waiting for a quiet directory looks for a client
  * that went away (and for kilnd shutting down). */

@@ -4,7 +4,7 @@
  * sandbox_firewall.c's.
  */
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 
 void handle_firewall_get(struct http_req *r)
 {

@@ -2,7 +2,7 @@
  * POST /v1/images?name=NAME (docs/api.md, "POST /v1/images"): the body,
  * an OCI image-layout or docker save tarball, is streamed to a file in an
  * import work directory (never held in memory; --max-image), then
- * kiln-image-import turns it into an image (sandbox/image_import.h).
+ * kiln-image-import turns it into an image (images/image_import.h).
  * GET and DELETE /v1/images/{name}: one image's record, and its removal.
  */
 #include <errno.h>
@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/image_import.h"
-#include "api/kilnd/sandbox/images.h"
+#include "api/kilnd/images/image_import.h"
+#include "api/kilnd/images/images.h"
 #include "lib/base/fd_io.h"
 
 struct import_job {

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/sandbox/files_spec.h"
+#include "api/kilnd/core/port_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "lib/base/num_parse.h"
 
 void handle_port_add(struct http_req *r)

@@ -6,7 +6,7 @@
 
 #include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 #include "lib/base/num_parse.h"
 
 void handle_preview_add(struct http_req *r)

@@ -12,12 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/exec/exec_render.h"
+#include "api/kilnd/bodies/exec_render.h"
 #include "api/kilnd/endpoints/procs/handle_procs.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/line_feed.h"
-#include "api/kilnd/endpoints/procs/proc_render.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
+#include "api/kilnd/bodies/proc_render.h"
+#include "api/kilnd/bodies/proc_spec.h"
 
 /* How often a reader waiting for a silent process looks for a client
  * that went away (and for kilnd shutting down). */

@@ -12,9 +12,9 @@
 
 #include "api/kilnd/endpoints/procs/handle_procs.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/endpoints/procs/proc_render.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/bodies/proc_render.h"
+#include "api/kilnd/bodies/proc_spec.h"
+#include "api/kilnd/registry/sandbox.h"
 
 /* A wait is cut into agent waits this long, so that a client that went
  * away stops costing a connection within this time. */

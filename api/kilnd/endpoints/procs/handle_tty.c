@@ -19,8 +19,8 @@
 
 #include "api/kilnd/endpoints/procs/handle_procs.h"
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/endpoints/procs/proc_spec.h"
-#include "api/kilnd/endpoints/procs/tty_escape.h"
+#include "api/kilnd/bodies/proc_spec.h"
+#include "api/kilnd/bodies/tty_escape.h"
 #include "lib/base/fd_io.h"
 
 #define TTY_PROTOCOL "kiln-tty"

@@ -2,7 +2,7 @@
 #include <stdio.h>
 
 #include "api/kilnd/endpoints/handlers.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 
 /* 200/201 with the view, or the error (rc != 0). */
 static void answer(struct http_req *r, int rc, unsigned status, json_t *view, const struct api_err *e)

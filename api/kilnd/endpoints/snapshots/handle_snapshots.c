@@ -6,10 +6,10 @@
  */
 #include <stdio.h>
 
-#include "api/kilnd/sandbox/checkpoint.h"
+#include "api/kilnd/registry/checkpoint.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/core/json_fields.h"
-#include "api/kilnd/sandbox/sandbox.h"
+#include "api/kilnd/registry/sandbox.h"
 
 /* The sandbox the path names (a reference) after the query check; an
  * optional body must be {} (lifecycle requests take no options yet).

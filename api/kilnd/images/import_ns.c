@@ -1,0 +1,37 @@
+/* The image importer's namespaces; see import_ns.h. */
+#include "api/kilnd/images/import_ns.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const hidden[] = { "/tmp", "/var/tmp", "/dev/shm", "/run" };
+
+int import_ns_enter(const char **step)
+{
+	*step = "unshare (mount, network, ipc, uts namespaces)";
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+		return -errno;
+	/* nothing mounted here propagates back to the host */
+	*step = "make every mount private";
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return -errno;
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		*step = hidden[i];
+		if (mount("tmpfs", hidden[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  IMPORT_NS_TMPFS_SIZE ",mode=1777") < 0 && errno != ENOENT)
+			return -errno;
+	}
+	/* The working directory, also when a mount above now hides its path,
+	 * bound beneath /run's new tmpfs and entered there: ".." leads into
+	 * that tmpfs, not to the host's directories around the work dir. */
+	*step = "bind the work directory to " IMPORT_NS_WORK;
+	if ((mkdir(IMPORT_NS_WORK, 0700) < 0 && errno != EEXIST) ||
+	    mount(".", IMPORT_NS_WORK, NULL, MS_BIND, NULL) < 0 || chdir(IMPORT_NS_WORK) < 0)
+		return -errno;
+	*step = NULL;
+	return 0;
+}

@@ -1,0 +1,525 @@
+/* One kiln-vmm under its keeper, and the monitor thread that watches it; see supervise.h. */
+#include "api/kilnd/supervision/supervise.h"
+#include "lib/base/fd_io.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lib/base/mono.h"
+#include "lib/base/sig_reset.h"
+
+struct vmm_proc {
+	struct keeper_vmm_id id;
+	pid_t keeper;   /* our child (reaped by the monitor), or 0: a keeper of an earlier kilnd */
+	int conn;       /* keeper.sock; -1: the keeper was gone already */
+	int pidfd;      /* the VMM's, verified; -1: none */
+	char dir[PATH_MAX];
+	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
+	void *arg;
+};
+
+/* ---- the recorded end and the logs' tails ---- */
+
+/* Up to cap bytes of name (beneath dir) into buf: the whole file when
+ * small, else its end. Nothing is followed. The size read, or -1. */
+static ssize_t read_end(const char *dir, const char *name, uint8_t *buf, size_t cap, uint64_t *size)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	ssize_t n = -1;
+	uint64_t off;
+	int fd;
+
+	*size = 0;
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, name) >= sizeof(path))
+		return -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		*size = (uint64_t)st.st_size;
+		off = *size > cap ? *size - cap : 0;
+		n = (ssize_t)(*size - off);
+		if (fd_io_pread_all(fd, buf, (size_t)n, off) < 0)
+			n = -1;
+	}
+	close(fd);
+	return n;
+}
+
+/* The last cap bytes written to log `name` (its ".1" first when the
+ * current file holds fewer). *whole: they are everything since the start. */
+static size_t log_tail(const char *dir, const char *name, uint8_t *buf, size_t cap, bool *whole)
+{
+	char old[64];
+	uint64_t size, old_size;
+	ssize_t n = read_end(dir, name, buf, cap, &size), m;
+
+	if (n < 0)
+		n = 0;
+	*whole = size <= cap;
+	if ((size_t)n >= cap)
+		return (size_t)n;
+	snprintf(old, sizeof(old), "%s.1", name);
+	/* The rotated part goes before: move what we have to the end first. */
+	memmove(buf + (cap - (size_t)n), buf, (size_t)n);
+	m = read_end(dir, old, buf, cap - (size_t)n, &old_size);
+	if (m <= 0) {
+		memmove(buf, buf + (cap - (size_t)n), (size_t)n);
+		return (size_t)n;
+	}
+	*whole = false;
+	memmove(buf + m, buf + (cap - (size_t)n), (size_t)n);
+	return (size_t)(m + n);
+}
+
+int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t)
+{
+	char line[KEEPER_LINE_MAX + 1];
+	struct keeper_exit x;
+	uint64_t size;
+	ssize_t n;
+
+	*info = (struct vmm_exit_info){ .status = -1 };
+	info->console = t->console;
+	info->console_len = log_tail(dir, "console.log", t->console, sizeof(t->console), &info->console_whole);
+	info->err = t->err;
+	info->err_len = log_tail(dir, "vmm.log", t->err, sizeof(t->err), &info->err_whole);
+	/* One more byte than a line may have: a longer file is refused, not cut. */
+	n = read_end(dir, KEEPER_EXIT_NAME, (uint8_t *)line, sizeof(line), &size);
+	/* want pid 0: the spawn never heard the keeper's hello, whose VMM is the only one it ran. */
+	if (n < 0 || size > KEEPER_LINE_MAX || keeper_exit_parse(line, (size_t)n, &x) ||
+	    (want->pid && (x.id.pid != want->pid || x.id.start != want->start)))
+		return -1;
+	info->status = x.status;
+	info->signal = x.signal;
+	info->known = true;
+	return 0;
+}
+
+/* ---- the keeper connection ---- */
+
+/* Connect to dir's keeper and read its hello. 0 with *fd and *id;
+ * -ESRCH: nobody listens; -EPROTO: not a hello this kilnd reads. */
+static int keeper_connect(const char *dir, int *fd, struct keeper_vmm_id *id)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = VMM_KEEPER_HELLO_MS / 1000 };
+	char line[KEEPER_LINE_MAX];
+	size_t got = 0;
+	int s, r;
+
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, KEEPER_SOCK_NAME) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return -errno;
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = errno == ENOENT || errno == ECONNREFUSED ? -ESRCH : -errno;
+		close(s);
+		return r;
+	}
+	/* One byte at a time: nothing after the hello is ours to take here. */
+	while (got < sizeof(line)) {
+		ssize_t n = read(s, line + got, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (line[got++] == '\n')
+			break;
+	}
+	if (got == 0) {
+		/* Accepted by the kernel, then closed: the keeper was finishing. */
+		close(s);
+		return -ESRCH;
+	}
+	if (keeper_hello_parse(line, got, id)) {
+		close(s);
+		return -EPROTO;
+	}
+	tv.tv_sec = 0; /* from now on the monitor waits as long as the VMM runs */
+	setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	*fd = s;
+	return 0;
+}
+
+/* A pidfd for id, opened first and checked after: then it names that
+ * process or none. -ESTALE: the pid is another process now. */
+static int pidfd_verified(const struct keeper_vmm_id *id, int *pidfd)
+{
+	uint64_t start;
+	int fd = (int)syscall(SYS_pidfd_open, id->pid, 0), r;
+
+	if (fd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	r = proc_start_time(id->pid, &start);
+	if (r == 0 && start != id->start)
+		r = -ESTALE;
+	if (r) {
+		close(fd);
+		return r;
+	}
+	*pidfd = fd;
+	return 0;
+}
+
+/* The last exit line the keeper sent on the connection, if any. */
+static bool conn_drain(int fd, struct keeper_exit *x)
+{
+	char buf[KEEPER_LINE_MAX], line[KEEPER_LINE_MAX];
+	size_t have = 0;
+	bool got = false;
+
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return got;
+		have += (size_t)n;
+		for (char *nl; (nl = memchr(buf, '\n', have));) {
+			size_t len = (size_t)(nl - buf) + 1;
+
+			memcpy(line, buf, len);
+			got |= keeper_exit_parse(line, len, x) == 0;
+			memmove(buf, buf + len, have - len);
+			have -= len;
+		}
+		if (have == sizeof(buf))
+			have = 0; /* a line too long for the protocol: skipped */
+	}
+}
+
+static void *monitor(void *arg)
+{
+	struct vmm_proc *p = arg;
+	struct vmm_tails t; /* 32 KiB of the thread's stack */
+	struct keeper_exit x;
+	struct vmm_exit_info info;
+	bool sent = false;
+	int status;
+
+	if (p->conn >= 0)
+		sent = conn_drain(p->conn, &x);
+	if (p->keeper > 0)
+		while (waitpid(p->keeper, &status, 0) < 0 && errno == EINTR)
+			;
+	if (vmm_exit_load(p->dir, &p->id, &info, &t) && sent && x.id.pid == p->id.pid && x.id.start == p->id.start) {
+		/* vmm.exit could not be written (a full disk): the line said it. */
+		info.status = x.status;
+		info.signal = x.signal;
+		info.known = true;
+	}
+	if (!info.known && p->pidfd >= 0) {
+		/* The keeper died and the VMM may run on, orphaned: it must not
+		 * run without anyone to report it. */
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
+
+		if (syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0) == 0)
+			poll(&pf, 1, 10000);
+	}
+	p->on_exit(p->arg, &info);
+	if (p->conn >= 0)
+		close(p->conn);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	free(p);
+	return NULL;
+}
+
+/* The monitor thread, detached: it frees p. 0 or -errno. */
+static int start_monitor(struct vmm_proc *p)
+{
+	pthread_attr_t attr;
+	pthread_t th;
+	int r;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	r = pthread_create(&th, &attr, monitor, p);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
+/* ---- spawn ---- */
+
+#define KARGV_FIXED 16
+
+struct keeper_argv {
+	char **v;
+	char nums[4 + KEEPER_MAX_KEEP][24];
+};
+
+/* The keeper's command line, built before fork (the child may not allocate). */
+static int keeper_argv_build(const struct vmm_spawn_req *req, int ready_fd, struct keeper_argv *k)
+{
+	size_t nvmm = 0, i = 0, num = 0;
+
+	while (req->argv[nvmm])
+		nvmm++;
+	if (req->nkeep > KEEPER_MAX_KEEP)
+		return -E2BIG;
+	k->v = calloc(KARGV_FIXED + 2 * req->nkeep + nvmm + 1, sizeof(*k->v));
+	if (!k->v)
+		return -ENOMEM;
+	k->v[i++] = "kiln-keeper";
+	k->v[i++] = "--keeper";
+	k->v[i++] = "--dir";
+	k->v[i++] = (char *)req->dir;
+	snprintf(k->nums[num], sizeof(k->nums[num]), "%u", req->grace_s);
+	k->v[i++] = "--grace";
+	k->v[i++] = k->nums[num++];
+	snprintf(k->nums[num], sizeof(k->nums[num]), "%d", ready_fd);
+	k->v[i++] = "--ready-fd";
+	k->v[i++] = k->nums[num++];
+	if (req->cgroup_fd >= 0) {
+		snprintf(k->nums[num], sizeof(k->nums[num]), "%d", req->cgroup_fd);
+		k->v[i++] = "--cgroup-fd";
+		k->v[i++] = k->nums[num++];
+	}
+	if (req->new_pid_ns)
+		k->v[i++] = "--pidns";
+	for (size_t j = 0; j < req->nkeep; j++) {
+		snprintf(k->nums[num], sizeof(k->nums[num]), "%d", req->keep_fds[j]);
+		k->v[i++] = "--keep";
+		k->v[i++] = k->nums[num++];
+	}
+	k->v[i++] = "--";
+	for (size_t j = 0; j < nvmm; j++)
+		k->v[i++] = req->argv[j];
+	return 0;
+}
+
+/* Child side of fork(): only async-signal-safe calls until exec. */
+static void __attribute__((noreturn))
+keeper_child(const struct vmm_spawn_req *req, char **kargv, int devnull, int ready_w, int st_w)
+{
+	int e;
+
+	/* Its own session: no signal for kilnd's process group or terminal reaches it. */
+	setsid();
+	if (dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(devnull, 2) < 0)
+		goto fail;
+	/* kilnd ignores SIGPIPE and blocks its shutdown signals; ignored
+	 * dispositions and the mask survive exec. */
+	sig_reset_all();
+	/* Every other descriptor of kilnd's closes at exec (st_w already does). */
+	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (fcntl(ready_w, F_SETFD, 0) < 0 || (req->cgroup_fd >= 0 && fcntl(req->cgroup_fd, F_SETFD, 0) < 0))
+		goto fail;
+	for (size_t i = 0; i < req->nkeep; i++)
+		if (fcntl(req->keep_fds[i], F_SETFD, 0) < 0)
+			goto fail;
+	execv(req->keeper, kargv);
+fail:
+	e = errno;
+	while (write(st_w, &e, sizeof(e)) < 0 && errno == EINTR)
+		;
+	_exit(127);
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
+}
+
+/* Run the keeper and read its verdict on kiln-vmm's exec. 0 with *keeper, or -1 with e. */
+static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct api_err *e)
+{
+	int devnull, ready[2] = { -1, -1 }, st[2] = { -1, -1 }, err = 0, status;
+	struct keeper_argv ka = { 0 };
+	char said[128];
+	size_t got = 0;
+	ssize_t n;
+	pid_t pid;
+
+	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(errno));
+		goto fail;
+	}
+	if ((err = -keeper_argv_build(req, ready[1], &ka))) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(err));
+		goto fail;
+	}
+	pid = fork();
+	if (pid == 0)
+		keeper_child(req, ka.v, devnull, ready[1], st[1]);
+	err = errno;
+	close(ready[1]);
+	close(st[1]);
+	ready[1] = st[1] = -1;
+	if (pid < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper (fork): %s", strerror(err));
+		goto fail;
+	}
+	/* The exec status pipe closes at exec (success) or carries errno. */
+	do
+		n = read(st[0], &err, sizeof(err));
+	while (n < 0 && errno == EINTR);
+	if (n == sizeof(err)) {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm's keeper '%s --keeper': %s", req->keeper,
+			    strerror(err));
+		goto fail;
+	}
+	/* "ok\n" once kiln-vmm runs, or "err <errno> <step>\n". */
+	while (got < sizeof(said) - 1) {
+		n = read(ready[0], said + got, sizeof(said) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	said[got] = '\0';
+	if (strcmp(said, "ok\n") != 0) {
+		char step[64] = "?";
+		int code = 0;
+
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
+			api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s", req->argv[0], step,
+				    strerror(code));
+		else
+			api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm's keeper ended before it started kiln-vmm");
+		goto fail;
+	}
+	free(ka.v);
+	close(devnull);
+	close_pair(ready);
+	close_pair(st);
+	*keeper = pid;
+	return 0;
+fail:
+	free(ka.v);
+	if (devnull >= 0)
+		close(devnull);
+	close_pair(ready);
+	close_pair(st);
+	return -1;
+}
+
+int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct keeper_vmm_id *id, struct api_err *e)
+{
+	struct vmm_proc *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p) {
+		api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm: out of memory");
+		return -1;
+	}
+	*p = (struct vmm_proc){ .conn = -1, .pidfd = -1, .on_exit = req->on_exit, .arg = req->arg };
+	snprintf(p->dir, sizeof(p->dir), "%s", req->dir);
+	if (keeper_start(req, &p->keeper, e)) {
+		free(p);
+		return -1;
+	}
+	/* kiln-vmm runs (or already ended: then the keeper has written
+	 * vmm.exit and is gone, and the monitor reports that at once). */
+	r = keeper_connect(p->dir, &p->conn, &p->id);
+	if (r == 0 && pidfd_verified(&p->id, &p->pidfd) == -ESTALE) {
+		/* Impossible while the keeper holds it unreaped; never signal it then. */
+		p->pidfd = -1;
+	}
+	r = start_monitor(p);
+	if (r) {
+		/* Without a monitor nobody would report it: end it now. */
+		if (p->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+		if (p->conn >= 0)
+			close(p->conn);
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		waitpid(p->keeper, NULL, 0);
+		free(p);
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start a monitor thread for kiln-vmm: %s", strerror(-r));
+		return -1;
+	}
+	*proc = p;
+	*id = p->id;
+	return 0;
+}
+
+int vmm_reattach(const char *dir, const struct keeper_vmm_id *want, void (*on_exit)(void *, const struct vmm_exit_info *),
+		 void *arg, struct vmm_proc **proc)
+{
+	struct vmm_proc *p = calloc(1, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	*p = (struct vmm_proc){ .conn = -1, .pidfd = -1, .on_exit = on_exit, .arg = arg };
+	snprintf(p->dir, sizeof(p->dir), "%s", dir);
+	r = keeper_connect(dir, &p->conn, &p->id);
+	if (r == 0 && (p->id.pid != want->pid || p->id.start != want->start))
+		r = -ESTALE;
+	if (r == 0)
+		r = pidfd_verified(&p->id, &p->pidfd);
+	if (r == 0)
+		r = start_monitor(p);
+	if (r) {
+		if (p->conn >= 0)
+			close(p->conn);
+		if (p->pidfd >= 0)
+			close(p->pidfd);
+		free(p);
+		return r;
+	}
+	*proc = p;
+	return 0;
+}
+
+int vmm_keeper_end(const char *dir)
+{
+	struct keeper_vmm_id id;
+	struct keeper_exit x;
+	int conn, pidfd = -1, r;
+
+	r = keeper_connect(dir, &conn, &id);
+	if (r)
+		return r;
+	/* Only a VMM that is the one the keeper names gets the signal. */
+	if (pidfd_verified(&id, &pidfd) == 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		close(pidfd);
+	}
+	/* The keeper closes the connection as it exits, its last file written. */
+	{
+		struct timeval tv = { .tv_sec = KEEPER_KILL_WAIT_S };
+
+		setsockopt(conn, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	conn_drain(conn, &x);
+	close(conn);
+	return 0;
+}
+
+int vmm_signal(struct vmm_proc *p, int sig)
+{
+	if (p->pidfd < 0)
+		return -ESRCH;
+	return syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+}
