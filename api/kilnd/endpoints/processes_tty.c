@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include "api/kilnd/endpoints/procs/handle_procs.h"
+#include "api/kilnd/endpoints/processes.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/bodies/proc_spec.h"
 #include "api/kilnd/bodies/tty_escape.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "api/kilnd/bodies/exec_render.h"
-#include "api/kilnd/endpoints/procs/handle_procs.h"
+#include "api/kilnd/endpoints/processes.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/http/line_feed.h"
 #include "api/kilnd/bodies/proc_render.h"

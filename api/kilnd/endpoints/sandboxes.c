@@ -1,23 +1,13 @@
-/* Sandbox lifecycle endpoints (docs/api.md, "POST /v1/sandboxes" ...). */
+/*
+ * /v1/sandboxes and /v1/sandboxes/{id} (docs/api.md, "POST /v1/sandboxes"
+ * ...): the sandbox resource and its lifecycle actions, start, stop,
+ * pause, resume, hibernate and wake (POST .../{action}), which are no
+ * resource of their own. Parsing and answers; the work is the registry's.
+ */
 #include <stdio.h>
 
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/registry/sandbox.h"
-
-/* 200/201 with the view, or the error (rc != 0). */
-static void answer(struct http_req *r, int rc, unsigned status, json_t *view, const struct api_err *e)
-{
-	struct api_err oom;
-
-	if (rc) {
-		http_error(r, e);
-	} else if (!view) {
-		api_err_set(&oom, API_E_INTERNAL, "out of memory rendering the answer");
-		http_error(r, &oom);
-	} else {
-		http_json(r, status, view);
-	}
-}
 
 void handle_sandbox_list(struct http_req *r)
 {
@@ -28,7 +18,7 @@ void handle_sandbox_list(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	answer(r, 0, 200, sandbox_list(r->d, &r->peer, &f), NULL);
+	http_answer(r, 0, 200, sandbox_list(r->d, &r->peer, &f), NULL);
 }
 
 void handle_sandbox_create(struct http_req *r)
@@ -45,26 +35,11 @@ void handle_sandbox_create(struct http_req *r)
 		rc = sandbox_create(r->d, body, &r->peer, &view, &e);
 	json_decref(body);
 	if (rc || !view) {
-		answer(r, rc, 201, view, &e);
+		http_answer(r, rc, 201, view, &e);
 		return;
 	}
 	snprintf(location, sizeof(location), "/v1/sandboxes/%s", json_string_value(json_object_get(view, "id")));
 	http_json_located(r, 201, view, location);
-}
-
-struct sandbox *http_sandbox_target(struct http_req *r, const char *what)
-{
-	struct sandbox *sb;
-	struct api_err e;
-
-	if (query_none(r->kv, r->nkv, what, &e)) {
-		http_error(r, &e);
-		return NULL;
-	}
-	sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
-	if (!sb)
-		http_error(r, &e);
-	return sb;
 }
 
 void handle_sandbox_get(struct http_req *r)
@@ -73,7 +48,7 @@ void handle_sandbox_get(struct http_req *r)
 
 	if (!sb)
 		return;
-	answer(r, 0, 200, sandbox_view(sb), NULL);
+	http_answer(r, 0, 200, sandbox_view(sb), NULL);
 	sandbox_put(sb);
 }
 
@@ -106,7 +81,7 @@ void handle_sandbox_start(struct http_req *r)
 	if (!rc)
 		rc = sandbox_start(sb, &view, &e);
 	json_decref(body);
-	answer(r, rc, 200, view, &e);
+	http_answer(r, rc, 200, view, &e);
 	sandbox_put(sb);
 }
 
@@ -125,6 +100,42 @@ void handle_sandbox_stop(struct http_req *r)
 	if (!rc)
 		rc = sandbox_stop(sb, grace, "stopped", &view, &e);
 	json_decref(body);
-	answer(r, rc, 200, view, &e);
+	http_answer(r, rc, 200, view, &e);
 	sandbox_put(sb);
+}
+
+typedef int (*lifecycle_fn)(struct sandbox *sb, json_t **view, struct api_err *e);
+
+static void lifecycle(struct http_req *r, const char *what, lifecycle_fn fn)
+{
+	struct sandbox *sb = http_sandbox_action_target(r, what);
+	json_t *view = NULL;
+	struct api_err e;
+	int rc;
+
+	if (!sb)
+		return;
+	rc = fn(sb, &view, &e);
+	http_answer(r, rc, 200, view, &e);
+	sandbox_put(sb);
+}
+
+void handle_sandbox_pause(struct http_req *r)
+{
+	lifecycle(r, "sandbox pause", sandbox_pause);
+}
+
+void handle_sandbox_resume(struct http_req *r)
+{
+	lifecycle(r, "sandbox resume", sandbox_resume);
+}
+
+void handle_sandbox_hibernate(struct http_req *r)
+{
+	lifecycle(r, "sandbox hibernate", sandbox_hibernate);
+}
+
+void handle_sandbox_wake(struct http_req *r)
+{
+	lifecycle(r, "sandbox wake", sandbox_wake);
 }

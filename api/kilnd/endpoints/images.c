@@ -3,7 +3,8 @@
  * an OCI image-layout or docker save tarball, is streamed to a file in an
  * import work directory (never held in memory; --max-image), then
  * kiln-image-import turns it into an image (images/image_import.h).
- * GET and DELETE /v1/images/{name}: one image's record, and its removal.
+ * GET /v1/images lists them; GET and DELETE /v1/images/{name}: one
+ * image's record, and its removal.
  */
 #include <errno.h>
 #include <limits.h>
@@ -144,4 +145,10 @@ void handle_image_delete(struct http_req *r)
 	}
 	kilnd_log("image %s: deleted", r->rm.id);
 	http_no_content(r);
+}
+
+void handle_images(struct http_req *r)
+{
+	if (http_no_query(r, "images"))
+		http_answer(r, 0, 200, images_list(r->d), NULL);
 }

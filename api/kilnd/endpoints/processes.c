@@ -3,14 +3,14 @@
  * get, stdin, signal, wait, resize. Each is one agent request (a spawn
  * whose stream is closed at once, so the process runs detached; the
  * by-id requests; list_processes); the output stream and the tty are in
- * handle_proc_output.c and handle_tty.c.
+ * processes_output.c and processes_tty.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/endpoints/procs/handle_procs.h"
+#include "api/kilnd/endpoints/processes.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/bodies/proc_render.h"
 #include "api/kilnd/bodies/proc_spec.h"

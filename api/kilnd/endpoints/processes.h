@@ -1,10 +1,10 @@
 /*
- * handle_procs: what the background-process handlers share
- * (handle_procs.c, handle_proc_output.c, handle_tty.c). Not for use
+ * processes.h: what the background-process handlers share
+ * (processes.c, processes_output.c, processes_tty.c). Not for use
  * outside them.
  */
-#ifndef KILN_HANDLE_PROCS_H
-#define KILN_HANDLE_PROCS_H
+#ifndef KILN_ENDPOINT_PROCESSES_H
+#define KILN_ENDPOINT_PROCESSES_H
 
 #include <stdint.h>
 
