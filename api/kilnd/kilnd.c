@@ -24,7 +24,7 @@
 
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/checkpoint.h"
-#include "api/kilnd/endpoints/handlers.h"
+#include "api/kilnd/endpoints/service.h"
 #include "api/kilnd/preview/preview_server.h"
 #include "api/kilnd/http/http.h"
 #include "api/kilnd/keeper/keeper.h"
@@ -751,7 +751,7 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct pr
 static int run(struct kilnd *d)
 {
 	/* The server's view of the daemon: it lives as long as the server. */
-	const struct http_service svc = { .d = d, .handlers = dispatch_handlers };
+	struct api_service api;
 	char err[512];
 	struct http_server *mhd;
 	struct preview_server *previews = NULL;
@@ -787,7 +787,8 @@ static int run(struct kilnd *d)
 		sandboxes_free(d);
 		return setup_error("%s", err);
 	}
-	mhd = http_start(&svc, fd, err, sizeof(err));
+	api_service_init(&api, d);
+	mhd = http_start(&api.svc, fd, err, sizeof(err));
 	if (mhd && d->cfg.preview_port && preview_server_start(d, &previews, err, sizeof(err))) {
 		http_quiesce(mhd);
 		http_stop(mhd);

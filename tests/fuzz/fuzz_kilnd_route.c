@@ -1,40 +1,28 @@
 /*
- * fuzz_kilnd_route: kilnd's route table (api/kilnd/http/route.c) and the
- * path segments it captures ({proc}: proc_id_parse, {cp}:
+ * fuzz_kilnd_route: kilnd's route table (api/kilnd/endpoints/routes.c)
+ * through the HTTP library's matcher (api/kilnd/http/http_route.c), and
+ * the path segments it captures ({proc}: proc_id_parse, {cp}:
  * checkpoint_name_valid), any method and any path a client sends.
  *
  * Input: method (1 byte: one of the table below; 0xff: the method is the
  * bytes up to the first '\n'), then the path.
- * Invariants: a match names a real operation and the path is exactly its
- * pattern with the captured segments put back (so a capture is one
- * non-empty segment of at most ROUTE_ID_MAX bytes, no '/'); the same
- * request matches the same way twice; a refusal is route_not_found (no
- * captures) or method_not_allowed with an Allow list that does not hold
- * the method, both with a message; a process id that parses prints back
- * as the segment; a checkpoint name that passes holds only [A-Za-z0-9._-].
+ * Invariants: a match is a line of the table with that method, and the
+ * path is exactly its pattern with the captured segments put back (so a
+ * capture is one non-empty segment of at most HTTP_PARAM_MAX bytes, no
+ * '/'); the same request matches the same way twice; a refusal is
+ * route_not_found (no captures, no Allow) or method_not_allowed, whose
+ * path is a pattern's with its captures put back and whose Allow is that
+ * pattern's methods, none of them the method; both with a message; a
+ * process id that parses prints back as the segment; a checkpoint name
+ * that passes holds only [A-Za-z0-9._-].
  */
-#include "api/kilnd/http/route.h"
+#include "api/kilnd/endpoints/routes.h"
 #include "api/kilnd/bodies/proc_spec.h"
 #include "api/kilnd/registry/checkpoint.h"
 #include "fuzz.h"
+#include "tests/unit/kilnd_handler_stubs.h"
 
 static const char *const methods[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "get", "PATCH", "" };
-
-/* Whether the comma-separated Allow value lists method. */
-static int allow_has(const char *allow, const char *method)
-{
-	size_t n = strlen(method);
-
-	for (const char *p = allow; p && *p;) {
-		size_t t = strcspn(p, ",");
-
-		if (t == n && !memcmp(p, method, n))
-			return 1;
-		p += t;
-		p += strspn(p, ", ");
-	}
-	return 0;
-}
 
 static void check_proc(const char *seg)
 {
@@ -61,54 +49,56 @@ static void check_cp(const char *seg)
 	FUZZ_ASSERT(n < 4 || strcmp(seg + n - 4, ".tmp"));
 }
 
-static int is_proc_op(enum route_op op)
+/* Whether pattern with its {name} segments replaced by m's captures, in
+ * order, is path (and takes exactly as many captures as m holds). */
+static int rebuilds(const char *pattern, const struct http_route_match *m, const char *path)
 {
-	return op == OP_PROC_GET || op == OP_PROC_OUTPUT || op == OP_PROC_STDIN || op == OP_PROC_SIGNAL ||
-	       op == OP_PROC_WAIT || op == OP_PROC_RESIZE || op == OP_PROC_TTY;
+	const char *caps[HTTP_PARAMS] = { m->id, m->sub };
+	size_t k = 0;
+
+	for (const char *p = pattern; *p;) {
+		if (*p == '{') {
+			size_t n;
+
+			if (k == HTTP_PARAMS)
+				return 0;
+			n = strlen(caps[k]);
+			if (!n || n > HTTP_PARAM_MAX || strchr(caps[k], '/') || strncmp(path, caps[k], n))
+				return 0;
+			path += n;
+			k++;
+			p = strchr(p, '}') + 1;
+			continue;
+		}
+		if (*p++ != *path++)
+			return 0;
+	}
+	return *path == '\0' && (k == HTTP_PARAMS || !caps[k][0]);
 }
 
-static int is_cp_op(enum route_op op)
+/* The first pattern of the table that rebuilds path, or NULL. */
+static const char *pattern_of(const struct http_route_match *m, const char *path)
 {
-	return op == OP_CHECKPOINT_GET || op == OP_CHECKPOINT_DELETE || op == OP_CHECKPOINT_RESTORE;
+	for (size_t i = 0; i < routes_count; i++)
+		if (rebuilds(routes[i].pattern, m, path))
+			return routes[i].pattern;
+	return NULL;
 }
 
-/* The path with captures put back must be the path: rebuild it by
- * replacing the captures where they stand (after "/v1/sandboxes/" or
- * "/v1/images/" and,
- * for a second one, after the next "/<word>/"). */
-static void check_captures(const char *path, const struct route_match *m)
+static int has_method(const char *pattern, const char *method)
 {
-	/* an {id} is a sandbox's, or an image's name (/v1/images/{id}) */
-	static const char sbs[] = "/v1/sandboxes/", ims[] = "/v1/images/";
-	const char *pre = strncmp(path, ims, sizeof(ims) - 1) ? sbs : ims;
-	size_t il = strlen(m->id), pl = strlen(m->proc), prel = strlen(pre);
-
-	FUZZ_ASSERT(il <= ROUTE_ID_MAX && pl <= ROUTE_ID_MAX);
-	FUZZ_ASSERT(!strchr(m->id, '/') && !strchr(m->proc, '/'));
-	if (!il) {
-		FUZZ_ASSERT(!pl && path[0] == '/' && strncmp(path, sbs, sizeof(sbs) - 1) &&
-			    strncmp(path, ims, sizeof(ims) - 1));
-		return;
-	}
-	FUZZ_ASSERT(!strncmp(path, pre, prel));
-	FUZZ_ASSERT(!strncmp(path + prel, m->id, il));
-	FUZZ_ASSERT(pre == sbs || (!pl && path[prel + il] == '\0')); /* an image route has one segment */
-	path += prel + il;
-	FUZZ_ASSERT(*path == '\0' || *path == '/');
-	if (pl) {
-		const char *slash = strchr(path + 1, '/');
-
-		FUZZ_ASSERT(slash && !strncmp(slash + 1, m->proc, pl));
-		FUZZ_ASSERT(slash[1 + pl] == '\0' || slash[1 + pl] == '/');
-	}
+	for (size_t i = 0; i < routes_count; i++)
+		if (!strcmp(routes[i].pattern, pattern) && !strcmp(routes[i].method, method))
+			return 1;
+	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct route_match m, again;
+	struct http_route_match m, again;
 	struct api_err e = { 0 }, e2 = { 0 };
-	char *method = NULL, *path;
-	const char *mp;
+	char *method = NULL, *path, allow[HTTP_ALLOW_MAX];
+	const char *mp, *pat;
 	size_t off = 1;
 	int r;
 
@@ -131,25 +121,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 
-	r = route_match(mp, path, &m, &e);
-	FUZZ_ASSERT(route_match(mp, path, &again, &e2) == r && again.op == m.op);
-	FUZZ_ASSERT(!strcmp(again.id, m.id) && !strcmp(again.proc, m.proc));
+	r = http_route_match(routes, routes_count, mp, path, &m, &e);
+	FUZZ_ASSERT(http_route_match(routes, routes_count, mp, path, &again, &e2) == r && again.route == m.route);
+	FUZZ_ASSERT(!strcmp(again.id, m.id) && !strcmp(again.sub, m.sub) && !strcmp(again.allow, m.allow));
 	if (r == 0) {
-		FUZZ_ASSERT(m.op > OP_NONE && m.op < OP_COUNT);
-		FUZZ_ASSERT(m.allow && allow_has(m.allow, mp));
-		check_captures(path, &m);
-		(void)route_has_body(m.op);
-		if (is_proc_op(m.op))
-			check_proc(m.proc);
-		if (is_cp_op(m.op))
-			check_cp(m.proc);
+		FUZZ_ASSERT(m.route >= routes && m.route < routes + routes_count);
+		FUZZ_ASSERT(!strcmp(m.route->method, mp) && rebuilds(m.route->pattern, &m, path));
+		FUZZ_ASSERT(!strcmp(pattern_of(&m, path), m.route->pattern));
+		http_route_allow(routes, routes_count, m.route->pattern, allow, sizeof(allow));
+		FUZZ_ASSERT(!strcmp(allow, m.allow));
+		if (strstr(m.route->pattern, "{proc}"))
+			check_proc(m.sub);
+		if (strstr(m.route->pattern, "{cp}"))
+			check_cp(m.sub);
 	} else {
-		FUZZ_ASSERT(r == -1 && m.op == OP_NONE && e.msg[0] && memchr(e.msg, 0, sizeof(e.msg)));
+		FUZZ_ASSERT(r == -1 && !m.route && e.msg[0] && memchr(e.msg, 0, sizeof(e.msg)));
 		if (e.code == API_E_METHOD_NOT_ALLOWED) {
-			FUZZ_ASSERT(m.allow && m.allow[0] && !allow_has(m.allow, mp));
-			check_captures(path, &m);
+			pat = pattern_of(&m, path);
+			FUZZ_ASSERT(pat && m.allow[0] && !has_method(pat, mp));
+			http_route_allow(routes, routes_count, pat, allow, sizeof(allow));
+			FUZZ_ASSERT(!strcmp(allow, m.allow));
 		} else {
-			FUZZ_ASSERT(e.code == API_E_ROUTE_NOT_FOUND && !m.id[0] && !m.proc[0]);
+			FUZZ_ASSERT(e.code == API_E_ROUTE_NOT_FOUND && !m.id[0] && !m.sub[0] && !m.allow[0]);
 		}
 	}
 	check_proc(path);

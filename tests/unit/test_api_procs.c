@@ -16,7 +16,6 @@
 
 #include "api/kilnd/bodies/proc_render.h"
 #include "api/kilnd/bodies/proc_spec.h"
-#include "api/kilnd/http/route.h"
 #include "api/kilnd/bodies/tty_escape.h"
 
 static json_t *J(const char *text)
@@ -643,58 +642,6 @@ static void test_exit_and_view(void **state)
 	json_decref(j);
 }
 
-static void test_routes(void **state)
-{
-	struct route_match m;
-	struct api_err e;
-
-	(void)state;
-	assert_int_equal(route_match("POST", "/v1/sandboxes/sb1/processes", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_CREATE);
-	assert_string_equal(m.id, "sb1");
-	assert_string_equal(m.proc, "");
-	assert_int_equal(route_match("GET", "/v1/sandboxes/sb1/processes", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_LIST);
-	assert_int_equal(route_match("GET", "/v1/sandboxes/sb1/processes/42", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_GET);
-	assert_string_equal(m.id, "sb1");
-	assert_string_equal(m.proc, "42");
-	assert_int_equal(route_match("GET", "/v1/sandboxes/a/processes/7/output", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_OUTPUT);
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/processes/7/stdin", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_STDIN);
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/processes/7/signal", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_SIGNAL);
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/processes/7/wait", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_WAIT);
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/processes/7/resize", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_RESIZE);
-	assert_int_equal(route_match("GET", "/v1/sandboxes/a/processes/7/tty", &m, &e), 0);
-	assert_int_equal(m.op, OP_PROC_TTY);
-	assert_string_equal(m.proc, "7");
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/shell", &m, &e), 0);
-	assert_int_equal(m.op, OP_SHELL);
-	assert_true(route_has_body(OP_PROC_STDIN));
-	assert_false(route_has_body(OP_PROC_WAIT));
-	assert_false(route_has_body(OP_PROC_TTY));
-
-	assert_int_equal(route_match("POST", "/v1/sandboxes/a/processes/7", &m, &e), -1);
-	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_string_equal(m.allow, "GET");
-	assert_int_equal(route_match("GET", "/v1/sandboxes/a/processes/7/stdin", &m, &e), -1);
-	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_int_equal(route_match("DELETE", "/v1/sandboxes/a/processes", &m, &e), -1);
-	assert_string_equal(m.allow, "GET, POST");
-	static const char *const miss[] = { "/v1/sandboxes/a/processes/", "/v1/sandboxes/a/processes//output",
-					    "/v1/sandboxes/a/processes/7/", "/v1/sandboxes/a/processes/7/x",
-					    "/v1/sandboxes/a/processes/7/tty/more", "/v1/sandboxes/a/shell/" };
-	for (size_t i = 0; i < sizeof(miss) / sizeof(miss[0]); i++) {
-		assert_int_equal(route_match("GET", miss[i], &m, &e), -1);
-		if (e.code != API_E_ROUTE_NOT_FOUND)
-			fail_msg("%s: %s", miss[i], api_code_name(e.code));
-	}
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -713,7 +660,6 @@ int main(void)
 		cmocka_unit_test(test_tty_escape_held_prefix_flushes),
 		cmocka_unit_test(test_output_events),
 		cmocka_unit_test(test_exit_and_view),
-		cmocka_unit_test(test_routes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

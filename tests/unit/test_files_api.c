@@ -19,7 +19,6 @@
 #include "api/kilnd/core/port_spec.h"
 #include "api/proto/gz_stream.h"
 #include "api/kilnd/core/query.h"
-#include "api/kilnd/http/route.h"
 
 static json_t *J(const char *text)
 {
@@ -299,41 +298,6 @@ static void test_stat_json(void **state)
 	assert_null(json_object_get(o, "target"));
 	assert_string_equal(json_string_value(json_object_get(o, "mtime")), "1970-01-01T00:00:00.000Z");
 	json_decref(o);
-}
-
-static void test_routes(void **state)
-{
-	struct route_match m;
-	struct api_err e;
-
-	(void)state;
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/files/stat", &m, &e), 0);
-	assert_int_equal(m.op, OP_FILE_STAT);
-	assert_string_equal(m.id, "abc");
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/files/list", &m, &e), 0);
-	assert_int_equal(m.op, OP_FILE_LIST);
-	assert_int_equal(route_match("POST", "/v1/sandboxes/abc/files/mkdir", &m, &e), 0);
-	assert_true(route_has_body(m.op));
-	assert_int_equal(route_match("POST", "/v1/sandboxes/abc/files/rename", &m, &e), 0);
-	assert_int_equal(m.op, OP_FILE_RENAME);
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/files/remove", &m, &e), -1);
-	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_int_equal(route_match("PUT", "/v1/sandboxes/abc/archive", &m, &e), 0);
-	assert_int_equal(m.op, OP_ARCHIVE_PUT);
-	assert_true(route_has_body(m.op));
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/archive", &m, &e), 0);
-	assert_false(route_has_body(m.op));
-	assert_int_equal(route_match("POST", "/v1/sandboxes/abc/ports", &m, &e), 0);
-	assert_int_equal(m.op, OP_PORT_ADD);
-	assert_int_equal(route_match("DELETE", "/v1/sandboxes/abc/ports/8080", &m, &e), 0);
-	assert_int_equal(m.op, OP_PORT_REMOVE);
-	assert_string_equal(m.proc, "8080");
-	assert_int_equal(route_match("DELETE", "/v1/sandboxes/abc/ports", &m, &e), -1);
-	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_int_equal(route_match("DELETE", "/v1/sandboxes/abc/ports/", &m, &e), -1);
-	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/files/stat/x", &m, &e), -1);
-	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
 }
 
 /* ---- gzip ---- */
@@ -618,7 +582,6 @@ int main(void)
 		cmocka_unit_test(test_queries),
 		cmocka_unit_test(test_agent_codes_to_status),
 		cmocka_unit_test(test_stat_json),
-		cmocka_unit_test(test_routes),
 		cmocka_unit_test(test_gz_round_trip),
 		cmocka_unit_test(test_gz_empty_payload),
 		cmocka_unit_test(test_gz_bomb_is_streamed),

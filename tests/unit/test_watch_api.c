@@ -20,26 +20,10 @@
 #include "api/kiln/cli_watch_out.h"
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/bodies/watch_render.h"
-#include "api/kilnd/http/route.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 
 /* ---- kilnd ---- */
-
-static void test_route(void **state)
-{
-	struct route_match m;
-	struct api_err e;
-
-	(void)state;
-	assert_int_equal(route_match("GET", "/v1/sandboxes/abc/files/watch", &m, &e), 0);
-	assert_int_equal(m.op, OP_FILE_WATCH);
-	assert_string_equal(m.id, "abc");
-	assert_false(route_has_body(OP_FILE_WATCH));
-	assert_int_equal(route_match("POST", "/v1/sandboxes/abc/files/watch", &m, &e), -1);
-	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_string_equal(m.allow, "GET");
-}
 
 static enum api_code watch_q(const struct query_kv *kv, size_t n, struct agent_client_watch_opts *o)
 {
@@ -290,7 +274,7 @@ static void test_cli_output_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_route),	   cmocka_unit_test(test_query),
+		cmocka_unit_test(test_query),
 		cmocka_unit_test(test_render),	   cmocka_unit_test(test_cli_parse),
 		cmocka_unit_test(test_cli_output), cmocka_unit_test(test_cli_output_bad),
 	};

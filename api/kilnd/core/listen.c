@@ -94,19 +94,6 @@ fail:
 	return -1;
 }
 
-int peer_of(int fd, struct peer *p)
-{
-	struct ucred uc;
-	socklen_t len = sizeof(uc);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
-		return -errno;
-	p->pid = uc.pid;
-	p->uid = uc.uid;
-	p->gid = uc.gid;
-	return 0;
-}
-
 bool peer_allowed(const struct kilnd_config *cfg, const struct peer *p)
 {
 	if (p->uid == 0 || p->uid == getuid())

@@ -17,18 +17,10 @@
 #include <sys/types.h>
 
 #include "api/kilnd/core/kilnd.h"
-
-struct peer {
-	pid_t pid;
-	uid_t uid;
-	gid_t gid;
-};
+#include "lib/base/peer_cred.h"
 
 /* Bind and listen; *fd is close-on-exec. */
 int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd, char *err, size_t errlen);
-
-/* The credentials of the process at the other end of a connected Unix socket. */
-int peer_of(int fd, struct peer *p);
 
 /* root, kilnd's own uid, --allow-uid, or a primary gid in --allow-gid. */
 bool peer_allowed(const struct kilnd_config *cfg, const struct peer *p);

@@ -8,61 +8,6 @@
 #include "api/kilnd/core/names.h"
 #include "lib/base/num_parse.h"
 
-size_t query_unescape(char *s)
-{
-	size_t r = 0, w = 0;
-
-	while (s[r]) {
-		int hi = s[r] == '%' ? num_hex_digit(s[r + 1]) : -1;
-		int lo = hi >= 0 ? num_hex_digit(s[r + 2]) : -1;
-
-		if (lo >= 0 && (hi | lo)) {
-			s[w++] = (char)(hi << 4 | lo);
-			r += 3;
-		} else {
-			s[w++] = s[r++];
-		}
-	}
-	s[w] = '\0';
-	return w;
-}
-
-static void plus_to_space(char *s)
-{
-	for (; *s; s++)
-		if (*s == '+')
-			*s = ' ';
-}
-
-int query_split(char *q, struct query_kv *kv, size_t max, size_t *n, struct api_err *e)
-{
-	*n = 0;
-	while (q && *q) {
-		char *amp = strchr(q, '&'), *eq;
-
-		if (amp)
-			*amp = '\0';
-		if (*q) {
-			if (*n == max) {
-				api_err_set(e, API_E_BAD_FIELD, "more than %zu query parameters", max);
-				return -1;
-			}
-			eq = strchr(q, '=');
-			if (eq)
-				*eq++ = '\0';
-			plus_to_space(q);
-			query_unescape(q);
-			if (eq) {
-				plus_to_space(eq);
-				query_unescape(eq);
-			}
-			kv[(*n)++] = (struct query_kv){ .key = q, .value = eq };
-		}
-		q = amp ? amp + 1 : NULL;
-	}
-	return 0;
-}
-
 /* Unknown or repeated parameters: the first one found is the error. */
 static int check_keys(const struct query_kv *kv, size_t n, const char *const *known,
 		      const char *repeatable, const char *what, struct api_err *e)

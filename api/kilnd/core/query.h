@@ -3,7 +3,7 @@
  * and converted.
  *
  * Contract: pure. The HTTP layer hands over every parameter in order as
- * decoded key/value pairs (value NULL for "?key" without '='). Unknown
+ * decoded key/value pairs (lib/base/url_query.h) (value NULL for "?key" without '='). Unknown
  * parameters are refused (unknown_field), a parameter given twice is
  * bad_field unless it is documented as repeatable, values are checked
  * like JSON fields. Returned strings borrow from the pairs.
@@ -17,28 +17,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/sandbox_state.h"
-
-struct query_kv {
-	const char *key;
-	const char *value; /* NULL: no '=' */
-};
-
-/*
- * Decode %HH escapes of a URL path or query value in place (the HTTP
- * server calls this; '+' in query values became ' ' before). "%00" is
- * left as it is: a decoded NUL would silently cut the C string the
- * handlers see ("/etc/x%00y" would become "/etc/x"). Malformed escapes
- * stay as they are. Returns the new length.
- */
-size_t query_unescape(char *s);
-
-/*
- * Split the raw query q (after '?') into at most max decoded pairs in
- * place: '&' separates pairs (empty ones are skipped), the first '='
- * separates key and value, '+' becomes a space, then query_unescape.
- * 0 with *n, or -1 with e (bad_field: more than max parameters).
- */
-int query_split(char *q, struct query_kv *kv, size_t max, size_t *n, struct api_err *e);
+#include "lib/base/url_query.h"
 
 /* Endpoints without parameters: any parameter is unknown_field. */
 int query_none(const struct query_kv *kv, size_t n, const char *what, struct api_err *e);

@@ -50,10 +50,10 @@ void handle_checkpoint_create(struct http_req *r)
 /* The {cp} segment: a name that cannot be a checkpoint's is not found. */
 static bool cp_name(struct http_req *r, struct sandbox *sb, struct api_err *e)
 {
-	if (checkpoint_name_valid(r->rm.proc))
+	if (checkpoint_name_valid(r->rm.sub))
 		return true;
 	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
-		    r->rm.id, r->rm.proc);
+		    r->rm.id, r->rm.sub);
 	(void)sb;
 	return false;
 }
@@ -67,7 +67,7 @@ void handle_checkpoint_get(struct http_req *r)
 
 	if (!sb)
 		return;
-	rc = cp_name(r, sb, &e) ? sandbox_checkpoint_get(sb, r->rm.proc, &cp, &e) : -1;
+	rc = cp_name(r, sb, &e) ? sandbox_checkpoint_get(sb, r->rm.sub, &cp, &e) : -1;
 	http_answer(r, rc, 200, cp, &e);
 	sandbox_put(sb);
 }
@@ -79,7 +79,7 @@ void handle_checkpoint_delete(struct http_req *r)
 
 	if (!sb)
 		return;
-	if (!cp_name(r, sb, &e) || sandbox_checkpoint_delete(sb, r->rm.proc, &e))
+	if (!cp_name(r, sb, &e) || sandbox_checkpoint_delete(sb, r->rm.sub, &e))
 		http_error(r, &e);
 	else
 		http_no_content(r);
@@ -95,7 +95,7 @@ void handle_checkpoint_restore(struct http_req *r)
 
 	if (!sb)
 		return;
-	rc = cp_name(r, sb, &e) ? sandbox_checkpoint_restore(sb, r->rm.proc, &view, &e) : -1;
+	rc = cp_name(r, sb, &e) ? sandbox_checkpoint_restore(sb, r->rm.sub, &view, &e) : -1;
 	http_answer(r, rc, 200, view, &e);
 	sandbox_put(sb);
 }

@@ -51,7 +51,7 @@ void handle_preview_list(struct http_req *r)
 
 void handle_preview_remove(struct http_req *r)
 {
-	const char *s = r->rm.proc; /* the {port} segment */
+	const char *s = r->rm.sub; /* the {port} segment */
 	struct sandbox *sb = NULL;
 	struct api_err e;
 	uint64_t port = 0;

@@ -28,7 +28,7 @@ int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct
 
 	if (!sb)
 		return -1;
-	rc = (r->rm.proc[0] && proc_id_parse(r->rm.proc, id, e)) || sandbox_agent(sb, c, &env, e) ? -1 : 0;
+	rc = (r->rm.sub[0] && proc_id_parse(r->rm.sub, id, e)) || sandbox_agent(sb, c, &env, e) ? -1 : 0;
 	json_decref(env);
 	sandbox_put(sb);
 	return rc;

@@ -1,4 +1,4 @@
-/* http: requests and answers of kilnd's HTTP server; see http.h. */
+/* http: requests and answers of the HTTP server; see http.h. */
 #include "api/kilnd/http/http.h"
 
 #include <errno.h>
@@ -13,6 +13,7 @@
 
 #include "api/kilnd/http/http_chunked.h"
 #include "api/kilnd/http/http_conn.h"
+#include "api/kilnd/http/http_io.h"
 #include "lib/base/mono.h"
 #include "lib/base/text_clean.h"
 
@@ -102,7 +103,7 @@ void http_error(struct http_req *r, const struct api_err *e)
 		return;
 	}
 	answer(r, api_code_status(e->code), body, n, "application/json");
-	if (e->code == API_E_METHOD_NOT_ALLOWED && r->rm.allow)
+	if (e->code == API_E_METHOD_NOT_ALLOWED && r->rm.allow[0])
 		add_header(r, "Allow", r->rm.allow);
 }
 
@@ -208,34 +209,6 @@ void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up
 
 /* ---- sending ---- */
 
-static const char *reason(unsigned status)
-{
-	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	case 507: return "Insufficient Storage";
-	default: return "";
-	}
-}
-
 /* The status line and headers of r's answer. chunked: Transfer-Encoding
  * instead of Content-Length; close: "Connection: close". */
 static int send_head(struct http_conn *c, struct http_req *r, bool chunked, bool close)
@@ -247,7 +220,7 @@ static int send_head(struct http_conn *c, struct http_req *r, bool chunked, bool
 
 	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
 	n = snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nCache-Control: no-store\r\n", r->status,
-		     reason(r->status), date);
+		     http_reason(r->status), date);
 	if (r->resp.content_type)
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n", r->resp.content_type);
 	if (chunked)
@@ -330,38 +303,32 @@ static bool send_answer(struct http_conn *c, struct http_req *r, bool keep)
 
 /* ---- requests ---- */
 
-/* Raw uploads streamed to the guest (--max-upload), or to a file (an
- * image archive, --max-image), not JSON. */
-static bool is_upload(enum route_op op)
+/* The matched route's body limit (none: 0). */
+static const struct http_limit *route_limit(const struct http_req *r)
 {
-	return op == OP_FILE_PUT || op == OP_ARCHIVE_PUT || op == OP_IMAGE_IMPORT || op == OP_TEMPLATE_BUILD;
+	const struct http_route *rt = r->rm.route;
+
+	/* no route matched: whatever body follows is read and dropped */
+	return !rt || rt->body == BODY_NONE ? NULL : &r->svc->limits[rt->limit];
 }
 
-static uint64_t body_limit(struct http_req *r)
+static uint64_t body_limit(const struct http_req *r)
 {
-	/* a build context is capped like an image archive */
-	if (r->rm.op == OP_IMAGE_IMPORT || r->rm.op == OP_TEMPLATE_BUILD)
-		return r->d->cfg.max_image;
-	if (is_upload(r->rm.op))
-		return r->d->cfg.max_upload ? r->d->cfg.max_upload : UINT64_MAX;
-	return route_has_body(r->rm.op) ? r->d->cfg.max_body : 0;
+	const struct http_limit *l = route_limit(r);
+
+	return l ? l->bytes : 0;
 }
 
 static void too_large(struct http_req *r)
 {
+	const struct http_limit *l = route_limit(r);
 	struct api_err e;
 
-	if (r->rm.op == OP_IMAGE_IMPORT || r->rm.op == OP_TEMPLATE_BUILD)
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "the %s is larger than %" PRIu64 " bytes (--max-image)",
-			    r->rm.op == OP_IMAGE_IMPORT ? "image archive" : "build context", r->d->cfg.max_image);
-	else if (is_upload(r->rm.op))
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "the upload is larger than %" PRIu64 " bytes (--max-upload)",
-			    r->d->cfg.max_upload);
-	else if (!route_has_body(r->rm.op))
+	if (!l)
 		api_err_set(&e, API_E_BODY_TOO_LARGE, "%s %s takes no request body", r->method, r->path);
 	else
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "the body is larger than %" PRIu64 " bytes (--max-body)",
-			    r->d->cfg.max_body);
+		api_err_set(&e, API_E_BODY_TOO_LARGE, "the %s is larger than %" PRIu64 " bytes (%s)", l->what,
+			    l->bytes, l->option);
 	http_error(r, &e);
 }
 
@@ -371,7 +338,7 @@ static void begin(struct http_req *r)
 	const struct http_head *h = r->head;
 	struct api_err e;
 
-	if (route_match(h->method, h->path, &r->rm, &e)) {
+	if (http_route_match(r->svc->routes, r->svc->nroutes, h->method, h->path, &r->rm, &e)) {
 		http_error(r, &e);
 		return;
 	}
@@ -381,7 +348,8 @@ static void begin(struct http_req *r)
 			out_of_memory(r);
 			return;
 		}
-		if (query_split(r->query_copy, r->kv, HTTP_QUERY_MAX, &r->nkv, &e)) {
+		if (query_split(r->query_copy, r->kv, HTTP_QUERY_MAX, &r->nkv) < 0) {
+			api_err_set(&e, API_E_BAD_FIELD, "more than %d query parameters", HTTP_QUERY_MAX);
 			http_error(r, &e);
 			return;
 		}
@@ -399,8 +367,8 @@ static void begin(struct http_req *r)
 		return; /* and no upload starts: the target file stays as it is */
 	}
 	/* An upload's handler starts it before its body (http_upload). */
-	if (is_upload(r->rm.op))
-		r->svc->handlers[r->rm.op](r);
+	if (r->rm.route->body == BODY_UPLOAD)
+		r->rm.route->handler(r);
 }
 
 static void body_data(struct http_req *r, const char *data, size_t n)
@@ -451,7 +419,7 @@ static void finish(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	r->svc->handlers[r->rm.op](r);
+	r->rm.route->handler(r);
 	if (!r->responded) {
 		api_err_set(&e, API_E_INTERNAL, "%s %s: the handler gave no answer", r->method, r->path);
 		http_error(r, &e);
@@ -520,20 +488,13 @@ static enum body_end read_body(struct http_conn *c, struct http_req *r, struct a
 /* The request's log line and metrics, and what it still holds. */
 static void request_end(struct http_req *r, bool complete)
 {
-	struct kilnd *d = r->d;
-
 	if (r->up_ops && !r->up_done)
 		r->up_ops->cancel(r);
 	if (r->upg_cls)
 		r->upg_release(r->upg_cls); /* the 101 never went out */
 	if (r->resp.reader_free)
 		r->resp.reader_free(r->resp.reader_cls);
-	if (!d->cfg.quiet)
-		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path, r->status,
-			  mono_ms_f() - r->t0, complete ? "" : " (connection ended early)");
-	pthread_mutex_lock(&d->metrics_mu);
-	metrics_http(&d->metrics, r->status);
-	pthread_mutex_unlock(&d->metrics_mu);
+	r->svc->request_done(r->svc, r, complete);
 	free(r->resp.body);
 	free(r->body);
 	free(r->query_copy);
@@ -646,7 +607,7 @@ static bool serve_one(struct http_conn *c, size_t hlen)
 	}
 	if (!r->responded)
 		finish(r);
-	if (atomic_load(&r->d->shutting_down))
+	if (atomic_load(r->svc->closing))
 		keep = false;
 	keep = send_answer(c, r, keep);
 	if (!keep && c->end > c->start)

@@ -1,13 +1,16 @@
 /*
- * http: kilnd's HTTP/1.1 server (kiln's own, on the Unix socket of
- * listen.h): admission of connections, request framing, routing, body
- * limits, JSON and streamed responses, the request log.
+ * http: kiln's HTTP/1.1 server as a library (on a listening Unix socket
+ * the caller bound): admission of connections, request framing, routing
+ * over the caller's route table (http_route.h), body limits, JSON and
+ * streamed responses. It knows no route and no handler: kilnd's API
+ * server hands it api/kilnd/endpoints/routes.c's table in a struct
+ * http_service, with the hooks that admit a peer and log a request.
  *
  * Contract:
  *  - One thread per connection, so a handler may block (a boot, an exec)
  *    and a streamed response's reader may wait for data.
  *  - Connections are admitted at accept by their peer's credentials
- *    (SO_PEERCRED): a peer that may not use kilnd is answered 403 and
+ *    (SO_PEERCRED, svc->peer_allowed): a peer that may not use kilnd is answered 403 and
  *    closed without taking a slot; at most HTTP_CONNECTION_LIMIT are
  *    served at once, the last HTTP_CONNECTION_RESERVE of them only for
  *    root and kilnd's own uid, so a flood of one allowed client never
@@ -21,17 +24,19 @@
  *    is not unambiguous HTTP/1.1 (or 1.0) gets one JSON 4xx/5xx error and
  *    the connection closes. Routing sees the raw path.
  *  - Every request is checked in this order, and the first failure is
- *    answered at once, before any body is read: the route (404/405), a
- *    declared Content-Length above the limit (413; for a client that did
- *    not ask for "100 Continue", after reading and dropping up to 64 MiB
- *    of it, so that it reads the answer instead of a reset). Bodies are
- *    collected up to the limit (JSON: --max-body) or streamed to the
- *    handler (PUT .../files, --max-upload); a body that turns out larger
+ *    answered at once, before any body is read: the route (404/405, with
+ *    Allow from the table), a declared Content-Length above the matched
+ *    entry's limit (413; for a client that did not ask for "100
+ *    Continue", after reading and dropping up to 64 MiB of it, so that it
+ *    reads the answer instead of a reset). Bodies are collected up to the
+ *    limit (BODY_JSON) or streamed to the handler (BODY_UPLOAD); a route
+ *    with BODY_NONE takes no body byte; a body that turns out larger
  *    is answered 413 once it ended (a chunked one once 64 MiB were
  *    dropped, then the connection closes).
  *  - Handlers answer through the http_* functions below, exactly once.
  *    Errors are always the JSON error body of api_error.h.
- *  - One log line per request on stderr when it completes (unless --quiet).
+ *  - svc->request_done sees every request once it ended (kilnd's log
+ *    line and metrics).
  */
 #ifndef KILN_HTTP_H
 #define KILN_HTTP_H
@@ -44,12 +49,13 @@
 
 #include <jansson.h>
 
+#include <stdatomic.h>
+
 #include "api/kilnd/core/api_error.h"
-#include "api/kilnd/core/kilnd.h"
-#include "api/kilnd/core/listen.h"
-#include "api/kilnd/core/query.h"
 #include "api/kilnd/http/http_head.h"
-#include "api/kilnd/http/route.h"
+#include "api/kilnd/http/http_route.h"
+#include "lib/base/peer_cred.h"
+#include "lib/base/url_query.h"
 
 #define HTTP_QUERY_MAX 32
 /* Connections served at once, and how many of them only root and
@@ -71,23 +77,40 @@ typedef void (*http_reader_free_fn)(void *cls);
  * client sees a broken transfer, never a short body. */
 #define HTTP_READER_ERROR ((ssize_t)-2)
 
-/* One endpoint's handler (it answers through the http_* functions below). */
-typedef void (*http_handler_fn)(struct http_req *r);
-
-/*
- * What the server serves: the daemon, and a handler for every route
- * operation (route.h; indexed by enum route_op up to OP_COUNT, OP_NONE
- * has none). An upload's handler (PUT .../files, .../archive) runs before
- * its body and starts it (http_upload); every other one once the body is
- * in. The caller keeps it alive until http_stop. The server names no
- * handler itself, so it depends on no endpoint.
- */
-struct http_service {
-	struct kilnd *d;
-	const http_handler_fn *handlers;
+/* A body limit a route names by its index (http_route.limit): the most
+ * bytes (UINT64_MAX: none) and the words of its 413 ("the %s is larger
+ * than N bytes (%s)"). */
+struct http_limit {
+	uint64_t bytes;
+	const char *what;   /* "body", "upload", "image archive" */
+	const char *option; /* the setting that raises it: "--max-body" */
 };
 
-/* Streamed request bodies (PUT .../files): the handler's side. */
+/* The service's context, handed to every handler as r->d; the library
+ * never looks inside it (kilnd's is the daemon, core/kilnd.h). */
+struct kilnd;
+
+/*
+ * What the server serves: a route table (http_route.h) and what it
+ * needs from its owner. An upload's handler (BODY_UPLOAD) runs before its
+ * body and starts it (http_upload); every other one once the body is in.
+ * The caller keeps it alive until http_stop.
+ */
+struct http_service {
+	const struct http_route *routes;
+	size_t nroutes;
+	const struct http_limit *limits; /* indexed by http_route.limit */
+	size_t nlimits;
+	int timeout_ms;                  /* a silent client's time (--client-timeout) */
+	/* Whether the peer may be served at all (else 403 forbidden). */
+	bool (*peer_allowed)(const struct http_service *svc, const struct peer *p);
+	/* Every request, once it ended (complete: its answer went out whole). */
+	void (*request_done)(const struct http_service *svc, const struct http_req *r, bool complete);
+	const atomic_bool *closing;      /* set: connections close after their answer */
+	struct kilnd *d;
+};
+
+/* Streamed request bodies (BODY_UPLOAD): the handler's side. */
 struct http_upload_ops {
 	/* More body bytes. A negative return makes the rest of the body be
 	 * read and dropped; end() still runs and answers. */
@@ -105,7 +128,7 @@ struct http_req {
 	const struct http_head *head; /* valid during the request */
 	char method[16];              /* both made printable, for messages and the log */
 	char path[512];
-	struct route_match rm;
+	struct http_route_match rm;
 	struct peer peer;
 	double t0;
 	unsigned status;
@@ -139,8 +162,8 @@ struct http_req {
 	char *query_copy; /* the decoded parameters point into it */
 };
 
-/* Start serving svc on listen_fd (see listen.h). NULL with err (also for
- * a route operation without a handler). */
+/* Start serving svc on listen_fd. NULL with err (also for a route
+ * without a handler, or whose limit is not in svc->limits). */
 struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
 /* Stop accepting connections (in-flight requests go on). */
 void http_quiesce(struct http_server *s);
@@ -187,7 +210,7 @@ void http_upgrade(struct http_req *r, const char *protocol,
 		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
 		  void (*release)(void *cls));
 
-/* Record a streamed request body's handler (PUT .../files), from its begin. */
+/* Record a streamed request body's handler (BODY_UPLOAD), from its begin. */
 void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up);
 
 #endif

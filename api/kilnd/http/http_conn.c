@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/kilnd/http/http_io.h"
 #include "lib/base/mono.h"
 
 /* After accept fails (out of descriptors), wait this long before the next
@@ -42,22 +43,6 @@ enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool al
 	return HTTP_ADMIT_REFUSE;
 }
 
-/* Wait for events on c's socket until deadline_ms (0: the client timeout
- * from now). 0 when ready, -ETIMEDOUT, or -ESHUTDOWN once the server stops. */
-static int conn_wait(struct http_conn *c, short events, int64_t deadline_ms)
-{
-	struct pollfd p = { .fd = c->fd, .events = events };
-	int64_t left = deadline_ms - mono_ms();
-	int r;
-
-	if (left <= 0)
-		return -ETIMEDOUT;
-	r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
-	if (r < 0)
-		return errno == EINTR ? 0 : -errno;
-	return r == 0 ? -ETIMEDOUT : 0;
-}
-
 ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
 {
 	if (c->start == c->end)
@@ -79,7 +64,7 @@ ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
 		}
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
-		r = conn_wait(c, POLLIN, deadline_ms);
+		r = http_io_wait(c->fd, POLLIN, deadline_ms, -1);
 		if (r < 0)
 			return r;
 	}
@@ -87,26 +72,7 @@ ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
 
 int conn_send(struct http_conn *c, const void *p, size_t n)
 {
-	const char *b = p;
-
-	while (n) {
-		ssize_t k = send(c->fd, b, n, MSG_NOSIGNAL);
-		int r;
-
-		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
-			continue;
-		}
-		if (k < 0 && errno != EAGAIN && errno != EINTR)
-			return -errno;
-		/* The deadline restarts with each write that made progress:
-		 * a slow reader is fine, a reader that stopped is not. */
-		r = conn_wait(c, POLLOUT, mono_ms() + c->srv->timeout_ms);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return http_io_send(c->fd, p, n, c->srv->timeout_ms, -1);
 }
 
 void conn_linger(struct http_conn *c)
@@ -164,7 +130,6 @@ static void *conn_thread(void *arg)
 /* Decide and start a thread for the accepted fd (closed on any failure). */
 static void conn_admit(struct http_server *s, int fd)
 {
-	const struct kilnd_config *cfg = &s->svc->d->cfg;
 	struct http_conn *c = calloc(1, sizeof(*c));
 	bool allowed, privileged;
 	pthread_attr_t attr;
@@ -179,7 +144,7 @@ static void conn_admit(struct http_server *s, int fd)
 	}
 	c->srv = s;
 	c->fd = fd;
-	allowed = peer_allowed(cfg, &c->peer);
+	allowed = s->svc->peer_allowed(s->svc, &c->peer);
 	privileged = c->peer.uid == 0 || c->peer.uid == getuid();
 	pthread_mutex_lock(&s->mu);
 	a = s->stopping ? HTTP_ADMIT_DROP
@@ -240,10 +205,14 @@ struct http_server *http_start(const struct http_service *svc, int listen_fd, ch
 	struct http_server *s;
 	int e;
 
-	/* Every route answers: a missing handler is a build mistake, found at start. */
-	for (int op = OP_NONE + 1; op < OP_COUNT; op++) {
-		if (!svc->handlers[op]) {
-			snprintf(err, errlen, "no handler for route operation %d", op);
+	/* Every route answers within its limit: a mistake in the table is
+	 * found at start. */
+	for (size_t i = 0; i < svc->nroutes; i++) {
+		const struct http_route *rt = &svc->routes[i];
+
+		if (!rt->handler || (rt->body != BODY_NONE && rt->limit >= svc->nlimits)) {
+			snprintf(err, errlen, "route %s %s: no handler, or a limit the service lacks", rt->method,
+				 rt->pattern);
 			return NULL;
 		}
 	}
@@ -254,7 +223,7 @@ struct http_server *http_start(const struct http_service *svc, int listen_fd, ch
 	}
 	s->svc = svc;
 	s->listen_fd = listen_fd;
-	s->timeout_ms = (int)svc->d->cfg.client_timeout_s * 1000;
+	s->timeout_ms = svc->timeout_ms;
 	if (pipe2(s->wake, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "cannot start the HTTP server: pipe: %s", strerror(errno));
 		free(s);

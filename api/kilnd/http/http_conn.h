@@ -1,5 +1,5 @@
 /*
- * http_conn: the connections of kilnd's HTTP server (http.h), inside the
+ * http_conn: the connections of the HTTP server (http.h), inside the
  * http folder only: admission (pure), the accept thread, and each
  * connection's socket I/O under deadlines.
  *
@@ -25,7 +25,6 @@
 #include <sys/types.h>
 
 #include "api/kilnd/core/api_error.h"
-#include "api/kilnd/core/listen.h"
 #include "api/kilnd/http/http.h"
 
 /* Refusals of each kind (403 forbidden, 503 too_many_connections)

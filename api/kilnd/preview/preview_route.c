@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "api/kilnd/core/preview_spec.h"
+#include "api/kilnd/http/http_io.h"
 #include "lib/base/num_parse.h"
 
 int preview_err_set(struct preview_err *e, unsigned status, const char *code, const char *fmt, ...)
@@ -511,23 +512,6 @@ long preview_redirect(const struct http_head *h, const struct preview_req *r, co
 	return o.over ? -1 : (long)o.n;
 }
 
-static const char *reason(unsigned status)
-{
-	switch (status) {
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 404: return "Not Found";
-	case 408: return "Request Timeout";
-	case 411: return "Length Required";
-	case 431: return "Request Header Fields Too Large";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	default: return status == 414 ? "URI Too Long" : "Error";
-	}
-}
-
 size_t preview_err_answer(const struct preview_err *e, char *out, size_t cap)
 {
 	char body[sizeof(e->msg) * 2 + 128];
@@ -547,7 +531,7 @@ size_t preview_err_answer(const struct preview_err *e, char *out, size_t cap)
 	n = snprintf(out, cap,
 		     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
 		     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-		     e->status, reason(e->status), b.n,
+		     e->status, http_reason(e->status), b.n,
 		     e->status == 401 ? "WWW-Authenticate: Bearer realm=\"kiln preview\"\r\n" : "");
 	if (n < 0 || (size_t)n >= cap)
 		return 0;

@@ -18,6 +18,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/preview/preview_route.h"
 #include "api/kilnd/http/http_head.h"
+#include "api/kilnd/http/http_io.h"
 #include "api/kilnd/net/port_fwd.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "lib/base/accept_loop.h"
@@ -45,28 +46,10 @@ struct pconn {
 
 /* ---- one connection ---- */
 
-/* Everything of p[0..n) within the client timeout; false when it failed. */
+/* Everything of p[0..n) within the client timeout (http_io.h); false when it failed. */
 static bool send_all(struct pconn *c, const char *p, size_t n)
 {
-	int64_t deadline = mono_ms() + (int64_t)c->s->d->cfg.client_timeout_s * 1000;
-
-	while (n) {
-		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-
-		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
-			continue;
-		}
-		if (w < 0 && errno != EAGAIN && errno != EINTR)
-			return false;
-		struct pollfd pf[2] = { { .fd = c->fd, .events = POLLOUT }, { .fd = c->s->stop_fd, .events = POLLIN } };
-		int64_t left = deadline - mono_ms();
-
-		if (left <= 0 || poll(pf, 2, (int)left) <= 0 || (pf[1].revents & POLLIN))
-			return false;
-	}
-	return true;
+	return http_io_send(c->fd, p, n, (int)c->s->d->cfg.client_timeout_s * 1000, c->s->stop_fd) == 0;
 }
 
 static void answer_err(struct pconn *c, const struct preview_err *e)
@@ -92,17 +75,16 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 	long end;
 
 	for (;;) {
-		struct pollfd pf[2] = { { .fd = c->fd, .events = POLLIN }, { .fd = c->s->stop_fd, .events = POLLIN } };
-		int64_t left = deadline - mono_ms();
+		int w = http_io_wait(c->fd, POLLIN, deadline, c->s->stop_fd);
 		ssize_t r;
 
-		if (left <= 0)
+		if (w == -ETIMEDOUT)
 			return preview_err_set(e, 408, "request_timeout", "no complete request head within %u s",
 					       c->s->d->cfg.client_timeout_s);
-		if (poll(pf, 2, (int)left) < 0 && errno != EINTR)
-			return preview_err_set(e, 500, "internal", "poll: %s", strerror(errno));
-		if (pf[1].revents & POLLIN)
+		if (w == -ESHUTDOWN)
 			return preview_err_set(e, 503, "shutting_down", "kilnd is stopping");
+		if (w < 0)
+			return preview_err_set(e, 500, "internal", "poll: %s", strerror(-w));
 		/* Never more than a head can be: HTTP_HEAD_MAX + what follows in the same read. */
 		r = recv(c->fd, c->in + n, HTTP_HEAD_MAX - n, MSG_DONTWAIT);
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))

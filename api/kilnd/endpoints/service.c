@@ -1,0 +1,48 @@
+/* kilnd's API service; see service.h. */
+#include "api/kilnd/endpoints/service.h"
+
+#include <stdint.h>
+
+#include "api/kilnd/core/listen.h"
+#include "lib/base/mono.h"
+
+static bool peer_ok(const struct http_service *svc, const struct peer *p)
+{
+	return peer_allowed(&svc->d->cfg, p);
+}
+
+static void request_done(const struct http_service *svc, const struct http_req *r, bool complete)
+{
+	struct kilnd *d = svc->d;
+
+	if (!d->cfg.quiet)
+		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path, r->status,
+			  mono_ms_f() - r->t0, complete ? "" : " (connection ended early)");
+	pthread_mutex_lock(&d->metrics_mu);
+	metrics_http(&d->metrics, r->status);
+	pthread_mutex_unlock(&d->metrics_mu);
+}
+
+void api_service_init(struct api_service *s, struct kilnd *d)
+{
+	const struct kilnd_config *c = &d->cfg;
+
+	s->limits[LIMIT_NONE] = (struct http_limit){ 0, "body", "none" };
+	s->limits[LIMIT_JSON] = (struct http_limit){ c->max_body, "body", "--max-body" };
+	s->limits[LIMIT_UPLOAD] =
+		(struct http_limit){ c->max_upload ? c->max_upload : UINT64_MAX, "upload", "--max-upload" };
+	/* a build context is capped like an image archive */
+	s->limits[LIMIT_IMAGE] = (struct http_limit){ c->max_image, "image archive", "--max-image" };
+	s->limits[LIMIT_CONTEXT] = (struct http_limit){ c->max_image, "build context", "--max-image" };
+	s->svc = (struct http_service){
+		.routes = routes,
+		.nroutes = routes_count,
+		.limits = s->limits,
+		.nlimits = LIMIT_COUNT,
+		.timeout_ms = (int)c->client_timeout_s * 1000,
+		.peer_allowed = peer_ok,
+		.request_done = request_done,
+		.closing = &d->shutting_down,
+		.d = d,
+	};
+}
