@@ -17,7 +17,7 @@ void accept_loop(int listen_fd, int stop_fd, int (*on_ready)(void *arg), void *a
 			return;
 		if (p[0].revents & POLLIN) {
 			r = on_ready(arg);
-			if (r == EMFILE || r == ENFILE)
+			if (r == EMFILE || r == ENFILE || r == ENOBUFS || r == ENOMEM)
 				usleep(10000);
 		} else if (p[0].revents & (POLLERR | POLLNVAL)) {
 			return;

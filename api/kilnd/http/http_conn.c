@@ -12,11 +12,9 @@
 #include <unistd.h>
 
 #include "api/kilnd/http/http_io.h"
+#include "lib/base/accept_loop.h"
 #include "lib/base/mono.h"
 
-/* After accept fails (out of descriptors), wait this long before the next
- * try instead of spinning on a listen socket that stays readable. */
-#define ACCEPT_BACKOFF_MS 100
 /* conn_linger: how long, and how much, to drop before closing. */
 #define LINGER_MS 1000
 #define LINGER_MAX (1u << 20)
@@ -175,28 +173,24 @@ static void conn_admit(struct http_server *s, int fd)
 		conn_end(c);
 }
 
+/* One connection off the listen queue (accept_loop's on_ready). */
+static int accept_one(void *arg)
+{
+	struct http_server *s = arg;
+	int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0)
+		return errno;
+	conn_admit(s, fd);
+	return 0;
+}
+
 static void *accept_thread(void *arg)
 {
 	struct http_server *s = arg;
 
-	for (;;) {
-		struct pollfd p[2] = { { .fd = s->listen_fd, .events = POLLIN }, { .fd = s->wake[0], .events = POLLIN } };
-		int fd;
-
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			break;
-		if (!(p[0].revents & POLLIN))
-			continue;
-		fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd >= 0) {
-			conn_admit(s, fd);
-			continue;
-		}
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-			poll(NULL, 0, ACCEPT_BACKOFF_MS);
-	}
+	/* http_quiesce makes wake[0] readable: the loop ends. */
+	accept_loop(s->listen_fd, s->wake[0], accept_one, s);
 	return NULL;
 }
 
