@@ -1,0 +1,570 @@
+"""What the tree says about the API, read from its sources by regex: the
+route table, docs/api.md's examples, the SDKs' calls, the CLI's request
+bodies and the endpoint files. Each reader returns plain data; the
+checks are in tests/unit/api_spec_test.
+
+Paths are compared by shape: every {param} is "{}", so docs and SDKs may
+name parameters as they like while the spec names them as the route
+table does.
+"""
+import glob
+import json
+import os
+import re
+import shlex
+
+METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD")
+
+
+def shape(path):
+    return re.sub(r"\{[^}/]*\}", "{}", path)
+
+
+def strip_c_comments(text):
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+# ---- the route table ----
+
+# Where the route table lives, newest layout first: the one table of
+# endpoints/ (`{ "GET", "/v1/x/{id}", handler, BODY_..., limit },`, one
+# entry a line), else http/route.c's patterns with their method lists.
+ROUTE_TABLES = ("api/kilnd/endpoints/routes.c", "api/kilnd/http/route.c")
+
+_NEW_ENTRY = re.compile(r'\{\s*"(' + "|".join(METHODS) + r')"\s*,\s*"(/[^"]*)"\s*,')
+_OLD_PATTERN = re.compile(r'\{\s*"(/[^"]*)"\s*,\s*"[^"]*"\s*,')
+_OLD_OP = re.compile(r'\{\s*"(' + "|".join(METHODS) + r')"\s*,\s*OP_\w+\s*\}')
+
+
+def route_table_file(top):
+    for rel in ROUTE_TABLES:
+        if os.path.exists(os.path.join(top, rel)):
+            return rel
+    return None
+
+
+def parse_route_table(text):
+    """{(METHOD, pattern)} from either layout."""
+    text = strip_c_comments(text)
+    routes = {(m, p) for m, p in _NEW_ENTRY.findall(text)}
+    if routes:
+        return routes
+    starts = [(m.start(), m.group(1)) for m in _OLD_PATTERN.finditer(text)]
+    for i, (pos, pattern) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        for method in _OLD_OP.findall(text[pos:end]):
+            routes.add((method, pattern))
+    return routes
+
+
+# ---- docs/api.md ----
+
+class DocBlock:
+    def __init__(self, lang, lines, line, heading, annotation):
+        self.lang = lang            # "json", "sh", "" ...
+        self.lines = lines          # the block's lines
+        self.line = line            # line number of its first line
+        self.heading = heading      # the nearest heading above it
+        self.annotation = annotation  # "<!-- schema: NAME -->" above it, or None
+
+
+_HEADING = re.compile(r"^#{1,6}\s+(.*)$")
+_ANNOT = re.compile(r"^<!--\s*schema:\s*([^>]*?)\s*-->\s*$")
+
+
+def doc_blocks(text):
+    """Every fenced block with the heading above it and the annotation
+    (<!-- schema: NAME -->) that precedes it across blank lines only."""
+    blocks, heading, pending = [], "", None
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        s = ln.strip()
+        m = _HEADING.match(ln)
+        am = _ANNOT.match(s)
+        if m:
+            heading, pending = m.group(1), None
+        elif am:
+            pending = am.group(1)
+        elif s.startswith("```"):
+            lang = s[3:].strip()
+            indent = len(ln) - len(ln.lstrip())
+            start, body = i + 1, []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith("```"):
+                body.append(lines[i][indent:] if lines[i][:indent].strip() == "" else lines[i])
+                i += 1
+            blocks.append(DocBlock(lang, body, start + 1, heading, pending))
+            pending = None
+        elif s:
+            pending = None
+        i += 1
+    return blocks
+
+
+def heading_operation(heading):
+    """("POST", "/v1/sandboxes/{id}/exec") of "POST /v1/sandboxes/{id}/exec"
+    (the first when a heading names several), else None."""
+    m = re.match(r"^(" + "|".join(METHODS) + r")\s+(/\S*?)(?:\?\S*)?(?:,|$)", heading)
+    return (m.group(1), m.group(2)) if m else None
+
+
+_ELL = r"(?:\.\.\.|\u2026)"
+
+
+def deabridge(text):
+    """docs' abridged JSON as JSON text ("[...]" and "{...note...}" empty,
+    ", ..." and "..., " dropped; "..." and "\u2026" inside strings stay),
+    or None when it was not abridged."""
+    t = re.sub(r"\[\s*" + _ELL + r"[^\"{}\[\]]*\]", "[]", text)
+    t = re.sub(r"\{\s*" + _ELL + r"[^\"{}\[\]]*\}", "{}", t)
+    t = re.sub(r",\s*" + _ELL + r"\s*(?=[,}\]])", "", t)
+    t = re.sub(r"(?<=[{\[])\s*" + _ELL + r"\s*,", "", t)
+    return None if t == text else t
+
+
+def parse_example_json(text):
+    """(value, abridged) of an example's JSON; raises ValueError."""
+    try:
+        return json.loads(text), False
+    except ValueError:
+        pass
+    t = deabridge(text)
+    if t is None:
+        raise ValueError("not JSON")
+    return json.loads(t), True
+
+
+class Curl:
+    def __init__(self, method, path, query, body, raw_body, line, response=None):
+        self.method, self.path, self.query = method, path, query
+        self.body, self.raw_body, self.line = body, raw_body, line
+        self.responses = response or []  # [(status or None, json text)] from "# -> ..." lines
+
+
+_ARG_OPTS = {"-X", "--request", "-d", "--data", "--data-binary", "--data-raw", "-T", "--upload-file", "-o",
+             "-H", "--header", "-c", "-b", "--unix-socket", "-w", "-m", "--max-time"}
+
+
+def shell_commands(block):
+    """(line, text) of each command of a sh block, continuations joined;
+    the "# -> ..." comment lines after a command are kept with it."""
+    cmds, cur, start = [], "", 0
+    for n, ln in enumerate(block.lines):
+        if cur:
+            cur += " " + ln.strip()
+        else:
+            cur, start = ln.strip(), block.line + n
+        if cur.endswith("\\"):
+            cur = cur[:-1]
+            continue
+        cmds.append((start, cur))
+        cur = ""
+    return cmds
+
+
+def parse_curls(block):
+    out = []
+    for line, cmd in shell_commands(block):
+        arrow = re.match(r"^#\s*(->)?\s*(.*)$", cmd)
+        if arrow:
+            if not out or not (arrow.group(1) or out[-1].responses):
+                continue
+            last = out[-1].responses
+            if not arrow.group(1) and last and last[-1].count("{") > last[-1].count("}"):
+                last[-1] += " " + arrow.group(2)  # an answer over several comment lines
+            else:
+                last.append(arrow.group(2))
+            continue
+        if "--unix-socket" not in cmd:
+            continue
+        try:
+            words = shlex.split(cmd, comments=True)
+        except ValueError:
+            continue
+        for piece in _split_pipeline(words):
+            c = _curl(piece, line)
+            if c:
+                out.append(c)
+    return out
+
+
+def _split_pipeline(words):
+    cur = []
+    for w in words:
+        if w in ("|", "&&", ";", "||"):
+            yield cur
+            cur = []
+        else:
+            cur.append(w)
+    yield cur
+
+
+def _curl(words, line):
+    if "curl" not in words or "--unix-socket" not in words:
+        return None
+    words = words[words.index("curl") + 1:]
+    method, url, data, upload = None, None, None, False
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _ARG_OPTS:
+            v = words[i + 1] if i + 1 < len(words) else ""
+            if w in ("-X", "--request"):
+                method = v
+            elif w in ("-d", "--data", "--data-binary", "--data-raw"):
+                data = v
+            elif w in ("-T", "--upload-file"):
+                upload = True
+            i += 2
+            continue
+        if w.startswith("http://kiln"):
+            url = w
+        i += 1
+    if url is None:
+        return None
+    method = method or ("PUT" if upload else "POST" if data is not None else "GET")
+    rest = url[len("http://kiln"):]
+    path, _, q = rest.partition("?")
+    query = [tuple(kv.split("=", 1)) if "=" in kv else (kv, "") for kv in q.split("&") if kv]
+    body, raw = None, False
+    if data is not None:
+        if data.startswith("@"):
+            raw = True
+        else:
+            body = data
+    return Curl(method, path, query, body, raw or upload, line)
+
+
+_RAW_REQUEST = re.compile(r"\b(" + "|".join(METHODS) + r") (/[^\s?]*)(?:\?\S*)? HTTP/1\.[01]")
+
+
+def raw_requests(block):
+    """(method, path, line) of raw HTTP request lines (python, printf)."""
+    for n, ln in enumerate(block.lines):
+        for m in _RAW_REQUEST.finditer(ln):
+            yield m.group(1), m.group(2), block.line + n
+
+
+# ---- SDK calls ----
+
+def _args(text, i):
+    """The top-level comma-separated arguments of the call whose '(' is at
+    text[i]; (args, index after ')')."""
+    depth, args, cur, j = 0, [], "", i + 1
+    quote = None
+    while j < len(text):
+        c = text[j]
+        if quote:
+            cur += c
+            if c == "\\":
+                cur += text[j + 1]
+                j += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in "'\"`":
+            quote = c
+            cur += c
+        elif c in "([{":
+            depth += 1
+            cur += c
+        elif c in ")]}":
+            if depth == 0:
+                args.append(cur.strip())
+                return [a for a in args if a], j + 1
+            depth -= 1
+            cur += c
+        elif c == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+        else:
+            cur += c
+        j += 1
+    raise ValueError("unbalanced call")
+
+
+def _literal(expr):
+    m = re.match(r"""^(['"])(.*)\1$""", expr.strip(), re.S)
+    return m.group(2) if m else None
+
+
+class _Source:
+    """One SDK file: its classes (by offset) and method definitions."""
+
+    def __init__(self, text, lang):
+        self.text, self.lang = text, lang
+        if lang == "py":
+            self.classes = [(m.start(), m.group(1)) for m in re.finditer(r"^class (\w+)", text, re.M)]
+        else:
+            self.classes = [(m.start(), m.group(1)) for m in re.finditer(r"^(?:export )?class (\w+)", text, re.M)]
+
+    def class_at(self, pos):
+        name = None
+        for start, n in self.classes:
+            if start <= pos:
+                name = n
+        return name
+
+    def defining_function(self, pos, name):
+        """The nearest function above pos (in its class) with a parameter
+        called name: a nested helper's free variable is its outer
+        function's parameter."""
+        if self.lang == "py":
+            pat = r"^\s*(?:async )?def (\w+)\(([^)]*)\)"
+        else:
+            pat = r"^\s*(?:async )?(\w+)\(([^)]*)\)\s*\{"
+        floor = max([start for start, _ in self.classes if start <= pos], default=0)
+        for m in reversed(list(re.finditer(pat, self.text[floor:pos], re.M))):
+            params = [p.split(":")[0].split("=")[0].strip().lstrip("*") for p in m.group(2).split(",")]
+            if name in params:
+                return m.group(1)
+        return None
+
+    def literal_args(self, func):
+        """The literal first arguments of calls to method func."""
+        me = "self" if self.lang == "py" else "this"
+        return set(re.findall(me + r"\." + func + r"\(\s*['\"]([\w/-]+)['\"]", self.text))
+
+
+def _concat(parts):
+    return [("".join(p)) for p in _product(parts)]
+
+
+def _product(parts):
+    out = [[]]
+    for alts in parts:
+        out = [o + [a] for o in out for a in alts]
+    return out
+
+
+class PySdk:
+    """Calls self._t.<call|text|open|open_upload>("METHOD", PATH, ...)."""
+    CALL = re.compile(r"\._t\.(call|text|open|open_upload)\(")
+
+    def __init__(self, files):
+        self.sources = {}
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                self.sources[f] = _Source(fh.read(), "py")
+        self.p_defs = {}  # class -> the args of its _p's sb_path(...)
+        for src in self.sources.values():
+            for m in re.finditer(r"def _p\(self, \*rest[^)]*\)[^:]*:\s*return sb_path\(", src.text):
+                args, _ = _args(src.text, m.end() - 1)
+                self.p_defs[src.class_at(m.start())] = args
+
+    def calls(self):
+        out = []
+        for f, src in self.sources.items():
+            for m in self.CALL.finditer(src.text):
+                args, _ = _args(src.text, m.end() - 1)
+                method = _literal(args[0])
+                line = src.text.count("\n", 0, m.start()) + 1
+                for path in self.eval(src, args[1], m.start()):
+                    out.append((method, path, f"{f}:{line}"))
+        return out
+
+    def eval(self, src, expr, pos, rest=None):
+        expr = expr.strip()
+        lit = _literal(expr)
+        if lit is not None:
+            return [lit]
+        parts = _split_top(expr, "+")
+        if len(parts) > 1:
+            return _concat([self.eval(src, p, pos, rest) for p in parts])
+        m = re.match(r"^(sb_path|self\._p)\(", expr)
+        if m:
+            args, _ = _args(expr, m.end() - 1)
+            if m.group(1) == "self._p":
+                cls = src.class_at(pos)
+                if cls not in self.p_defs:
+                    raise ValueError(f"{cls}._p: no definition found")
+                return self.sb_path(src, self.p_defs[cls], pos, rest=args)
+            return self.sb_path(src, args, pos, rest)
+        if re.match(r"^\w+$", expr):
+            func = src.defining_function(pos, expr)
+            vals = src.literal_args(func) if func else None
+            if vals:
+                return sorted(vals)
+        return ["{}"]
+
+    def sb_path(self, src, args, pos, rest):
+        # sb_path(id, *parts): "/v1/sandboxes/" + seg(id) + "/" + seg(part)...
+        parts = [["/v1/sandboxes/{}"]]
+        for a in args[1:]:
+            if a.startswith("*"):
+                for r in rest or []:
+                    parts.append(["/" + x for x in self.eval(src, r, pos)])
+            else:
+                parts.append(["/" + x for x in self.eval(src, a, pos, rest)])
+        return _concat(parts)
+
+
+class JsSdk:
+    """Calls <transport>.<json|text|open>('METHOD', PATH, ...)."""
+    CALL = re.compile(r"(?:\.t|\.transport|\bt\(\)|\bt)\.(json|text|open)\(")
+
+    def __init__(self, files):
+        self.sources = {}
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                self.sources[f] = _Source(fh.read(), "js")
+        self.getters = {}  # (class, name) -> expression
+        for src in self.sources.values():
+            for m in re.finditer(r"get (\w+)\(\)\s*\{\s*return (.+?);\s*\}", src.text):
+                self.getters[(src.class_at(m.start()), m.group(1))] = (src, m.group(2), m.start())
+
+    def calls(self):
+        out = []
+        for f, src in self.sources.items():
+            for m in self.CALL.finditer(src.text):
+                args, _ = _args(src.text, m.end() - 1)
+                method = _literal(args[0])
+                if method is None:
+                    continue
+                line = src.text.count("\n", 0, m.start()) + 1
+                for path in self.eval(src, args[1], m.start()):
+                    out.append((method, path, f"{f}:{line}"))
+        return out
+
+    def getter(self, cls, name):
+        if (cls, name) not in self.getters:
+            raise ValueError(f"{cls}.{name}: no getter found")
+        src, expr, pos = self.getters[(cls, name)]
+        return self.eval(src, expr, pos)
+
+    def eval(self, src, expr, pos):
+        expr = expr.strip()
+        lit = _literal(expr)
+        if lit is not None and not expr.startswith("`"):
+            return [lit]
+        if expr.startswith("`") and expr.endswith("`"):
+            parts, body, i = [], expr[1:-1], 0
+            for m in re.finditer(r"\$\{([^}]*)\}", body):
+                parts.append([body[i:m.start()]])
+                parts.append(self.eval(src, m.group(1), pos))
+                i = m.end()
+            parts.append([body[i:]])
+            return _concat(parts)
+        m = re.match(r"^this\.sb\.(\w+)$", expr)
+        if m:
+            return self.getter("Sandbox", m.group(1))
+        m = re.match(r"^this\.(\w+)$", expr)
+        if m and m.group(1) in ("path", "base"):
+            return self.getter(src.class_at(pos), m.group(1))
+        if re.match(r"^\w+$", expr):
+            func = src.defining_function(pos, expr)
+            vals = src.literal_args(func) if func else None
+            if vals:
+                return sorted(vals)
+        return ["{}"]
+
+
+def _split_top(expr, sep):
+    parts, depth, cur, quote = [], 0, "", None
+    for c in expr:
+        if quote:
+            cur += c
+            if c == quote:
+                quote = None
+            continue
+        if c in "'\"":
+            quote = c
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if c == sep and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += c
+    parts.append(cur)
+    return [p.strip() for p in parts]
+
+
+# ---- the CLI's request bodies ----
+
+def c_functions(text):
+    """{name: (first line, body text)} of a C file's top-level functions."""
+    out = {}
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        ln = lines[i]
+        m = re.match(r"^(?:static\s+)?[A-Za-z_][\w\s\*]*?\b(\w+)\s*\(", ln)
+        if m and not ln.rstrip().endswith(";") and not ln.startswith(("#", " ", "\t", "{", "}")):
+            j = i
+            while j < len(lines) and lines[j] != "{" and not lines[j].rstrip().endswith("{"):
+                if lines[j].rstrip().endswith(";"):
+                    break
+                j += 1
+            if j < len(lines) and (lines[j] == "{" or lines[j].rstrip().endswith("{")):
+                k = j + 1
+                while k < len(lines) and lines[k] != "}":
+                    k += 1
+                out[m.group(1)] = (i + 1, "\n".join(lines[j:k]))
+                i = k
+        i += 1
+    return out
+
+
+_SET = re.compile(r"json_object_set(?:_new)?\(")
+_HELPER = re.compile(r'cli_body_(?:uint|str|sub)\(\s*[^,]+,\s*"(\w+)"')
+_PACK = re.compile(r"json_pack\(")
+
+
+def _pack_keys(fmt, args):
+    """The literal keys of a json_pack format's objects ("{s:i,s:{s:s}}")."""
+    keys, ai, stack = [], 0, []
+    for t in re.findall(r"[{}\[\]]|[sbifIoOn][#%?*]?", fmt):
+        if t in ("{", "["):
+            stack.append("key" if t == "{" else "arr")
+            continue
+        if t in ("}", "]"):
+            stack.pop()
+            if stack and stack[-1] == "val":
+                stack[-1] = "key"
+            continue
+        if stack and stack[-1] == "key":
+            lit = _literal(args[ai]) if ai < len(args) else None
+            if lit is not None:
+                keys.append(lit)
+            ai += 1
+            stack[-1] = "val"
+            continue
+        ai += 0 if t[0] == "n" else 2 if t[1:2] in ("#", "%") else 1
+        if stack and stack[-1] == "val":
+            stack[-1] = "key"
+    return keys
+
+
+def body_fields(body):
+    """The JSON field names a C function's body sets, literal keys only."""
+    body = strip_c_comments(body)
+    fields = set(_HELPER.findall(body))
+    for m in _SET.finditer(body):
+        args, _ = _args(body, m.end() - 1)
+        if len(args) >= 2:
+            fields |= set(re.findall(r'"(\w+)"', args[1]))
+    for m in _PACK.finditer(body):
+        args, _ = _args(body, m.end() - 1)
+        fmt = _literal(args[0]) if args else None
+        if fmt and fmt.lstrip().startswith("{"):
+            fields |= set(_pack_keys(fmt, args[1:]))
+    return fields
+
+
+# ---- endpoint files ----
+
+def handler_files(top):
+    """Endpoint sources that define request handlers (handle_*(struct http_req *)),
+    relative to top."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(top, "api/kilnd/endpoints/**/*.c"), recursive=True)):
+        with open(f, encoding="utf-8") as fh:
+            if re.search(r"^(?:static\s+)?void\s+handle_\w+\s*\(\s*struct http_req\s*\*", fh.read(), re.M):
+                out.append(os.path.relpath(f, top))
+    return out
