@@ -331,9 +331,10 @@ fuzz-check: $(FUZZ_BINS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # docs/openapi.yaml against the route table, docs/api.md's examples, the
-# SDKs, the CLI's bodies and the endpoint files (stdlib Python, seconds; in
-# `make unit` too). tests/unit/api_spec_test says what each check reads.
-api-spec:
+# SDKs, the CLI's bodies, the endpoint files and a running build/kilnd (no
+# guest; stdlib Python, seconds; in `make unit` too).
+# tests/unit/api_spec_test says what each check reads.
+api-spec: $(BUILD)/kilnd
 	@tests/unit/run tests/unit/api_spec_test
 
 # Each SDK's unit tests (against a fake kilnd socket) are one executable
