@@ -329,6 +329,43 @@ class _Source:
         return set(re.findall(me + r"\." + func + r"\(\s*['\"]([\w/-]+)['\"]", self.text))
 
 
+def literal_keys(expr):
+    """The keys of a dict or object literal ({"a": x, b, c: y, ...rest}),
+    through a drop_none(...) wrapper; None when expr is no literal."""
+    expr = expr.strip()
+    m = re.match(r"^drop_none\((.*)\)$", expr, re.S)
+    if m:
+        expr = m.group(1).strip()
+    if not (expr.startswith("{") and expr.endswith("}")):
+        return None
+    keys = set()
+    for piece in _split_top(expr[1:-1], ","):
+        if not piece or piece.startswith("..") or piece.startswith("**"):
+            continue
+        k = re.match(r"""^["']?(\w+)["']?\s*:""", piece)
+        if k:
+            keys.add(k.group(1))
+        elif re.match(r"^\w+$", piece):
+            keys.add(piece)  # JS shorthand {path}
+    return keys
+
+
+def _named_args(args, lang):
+    """{"query": expr, "json": expr} of a transport call's arguments."""
+    out = {}
+    if lang == "py":
+        for a in args[2:]:
+            m = re.match(r"^(query|json)\s*=\s*(.*)$", a, re.S)
+            if m:
+                out[m.group(1)] = m.group(2)
+    elif len(args) > 2 and args[2].startswith("{"):
+        for piece in _split_top(args[2][1:-1], ","):
+            m = re.match(r"^(query|json)\s*:\s*(.*)$", piece, re.S)
+            if m:
+                out[m.group(1)] = m.group(2)
+    return out
+
+
 def _concat(parts):
     return [("".join(p)) for p in _product(parts)]
 
@@ -338,6 +375,14 @@ def _product(parts):
     for alts in parts:
         out = [o + [a] for o in out for a in alts]
     return out
+
+
+class SdkCall:
+    """One transport call: method, path (ids as {}), where, and the keys of
+    its query and JSON body when they are literals (else None)."""
+
+    def __init__(self, method, path, where, query, body):
+        self.method, self.path, self.where, self.query, self.body = method, path, where, query, body
 
 
 class PySdk:
@@ -362,8 +407,9 @@ class PySdk:
                 args, _ = _args(src.text, m.end() - 1)
                 method = _literal(args[0])
                 line = src.text.count("\n", 0, m.start()) + 1
+                named = {k: literal_keys(v) for k, v in _named_args(args, "py").items()}
                 for path in self.eval(src, args[1], m.start()):
-                    out.append((method, path, f"{f}:{line}"))
+                    out.append(SdkCall(method, path, f"{f}:{line}", named.get("query"), named.get("json")))
         return out
 
     def eval(self, src, expr, pos, rest=None):
@@ -425,8 +471,9 @@ class JsSdk:
                 if method is None:
                     continue
                 line = src.text.count("\n", 0, m.start()) + 1
+                named = {k: literal_keys(v) for k, v in _named_args(args, "js").items()}
                 for path in self.eval(src, args[1], m.start()):
-                    out.append((method, path, f"{f}:{line}"))
+                    out.append(SdkCall(method, path, f"{f}:{line}", named.get("query"), named.get("json")))
         return out
 
     def getter(self, cls, name):
