@@ -607,11 +607,21 @@ def body_fields(body):
 # ---- endpoint files ----
 
 def handler_files(top):
-    """Endpoint sources that define request handlers (handle_*(struct http_req *)),
-    relative to top."""
+    """Endpoint sources that define a request handler: a function of the
+    route table's handler type, void NAME(struct http_req *r), not static
+    (the table names it); relative to top. Helpers taking more are not."""
     out = []
     for f in sorted(glob.glob(os.path.join(top, "api/kilnd/endpoints/**/*.c"), recursive=True)):
         with open(f, encoding="utf-8") as fh:
-            if re.search(r"^(?:static\s+)?void\s+handle_\w+\s*\(\s*struct http_req\s*\*", fh.read(), re.M):
+            if re.search(r"^void\s+\w+\s*\(\s*struct http_req\s*\*\s*\w*\s*\)", fh.read(), re.M):
                 out.append(os.path.relpath(f, top))
     return out
+
+
+def find_one(top, rel, name):
+    """rel when it exists, else the one file called name under api/ (a
+    file the tree's reorganisation moved)."""
+    if os.path.exists(os.path.join(top, rel)):
+        return rel
+    hits = sorted(glob.glob(os.path.join(top, "api", "**", name), recursive=True))
+    return os.path.relpath(hits[0], top) if len(hits) == 1 else rel
