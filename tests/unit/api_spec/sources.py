@@ -38,10 +38,17 @@ _OLD_OP = re.compile(r'\{\s*"(' + "|".join(METHODS) + r')"\s*,\s*OP_\w+\s*\}')
 
 
 def route_table_file(top):
+    """The first of ROUTE_TABLES that exists, else the one C file under
+    api/kilnd holding entries of the one-table layout."""
     for rel in ROUTE_TABLES:
         if os.path.exists(os.path.join(top, rel)):
             return rel
-    return None
+    found = []
+    for f in sorted(glob.glob(os.path.join(top, "api/kilnd/**/*.c"), recursive=True)):
+        with open(f, encoding="utf-8") as fh:
+            if len(_NEW_ENTRY.findall(strip_c_comments(fh.read()))) >= 10:
+                found.append(os.path.relpath(f, top))
+    return found[0] if len(found) == 1 else None
 
 
 def parse_route_table(text):
