@@ -392,20 +392,16 @@ class SdkCall:
         self.method, self.path, self.where, self.query, self.body = method, path, where, query, body
 
 
-class PySdk:
-    """Calls self._t.<call|text|open|open_upload>("METHOD", PATH, ...)."""
-    CALL = re.compile(r"\._t\.(call|text|open|open_upload)\(")
+class _Sdk:
+    """An SDK's sources and its transport calls (CALL: the call's opening,
+    whose arguments are "METHOD", PATH, then options)."""
+    CALL = LANG = None
 
     def __init__(self, files):
         self.sources = {}
         for f in files:
             with open(f, encoding="utf-8") as fh:
-                self.sources[f] = _Source(fh.read(), "py")
-        self.p_defs = {}  # class -> the args of its _p's sb_path(...)
-        for src in self.sources.values():
-            for m in re.finditer(r"def _p\(self, \*rest[^)]*\)[^:]*:\s*return sb_path\(", src.text):
-                args, _ = _args(src.text, m.end() - 1)
-                self.p_defs[src.class_at(m.start())] = args
+                self.sources[f] = _Source(fh.read(), self.LANG)
 
     def calls(self):
         out = []
@@ -413,11 +409,37 @@ class PySdk:
             for m in self.CALL.finditer(src.text):
                 args, _ = _args(src.text, m.end() - 1)
                 method = _literal(args[0])
+                if method is None:
+                    continue
                 line = src.text.count("\n", 0, m.start()) + 1
-                named = {k: literal_keys(v) for k, v in _named_args(args, "py").items()}
+                named = {k: literal_keys(v) for k, v in _named_args(args, self.LANG).items()}
                 for path in self.eval(src, args[1], m.start()):
                     out.append(SdkCall(method, path, f"{f}:{line}", named.get("query"), named.get("json")))
         return out
+
+    def parameter_values(self, src, name, pos):
+        """The literals a method's parameter is called with (lifecycle("stop")),
+        or None."""
+        func = src.defining_function(pos, name)
+        vals = src.literal_args(func) if func else None
+        return sorted(vals) if vals else None
+
+
+class PySdk(_Sdk):
+    """Calls self._t.<call|text|open|open_upload>("METHOD", PATH, ...)."""
+    CALL = re.compile(r"\._t\.(call|text|open|open_upload)\(")
+    LANG = "py"
+
+    def __init__(self, files):
+        super().__init__(files)
+        self.p_defs = {}  # class -> the args of its _p's sb_path(...)
+        for src in self.sources.values():
+            for m in re.finditer(r"def _p\(self, \*rest[^)]*\)[^:]*:\s*return sb_path\(", src.text):
+                args, _ = _args(src.text, m.end() - 1)
+                self.p_defs[src.class_at(m.start())] = args
+            d = re.search(r"def sb_path\([^)]*\)[^:]*:(?:\s*\"\"\".*?\"\"\")?\s*return (.*)", src.text, re.S)
+            if d and not d.group(1).startswith('"/v1/sandboxes/" + seg('):
+                raise ValueError("sb_path no longer builds /v1/sandboxes/ID/...: update sources.PySdk.sb_path")
 
     def eval(self, src, expr, pos, rest=None):
         expr = expr.strip()
@@ -437,10 +459,7 @@ class PySdk:
                 return self.sb_path(src, self.p_defs[cls], pos, rest=args)
             return self.sb_path(src, args, pos, rest)
         if re.match(r"^\w+$", expr):
-            func = src.defining_function(pos, expr)
-            vals = src.literal_args(func) if func else None
-            if vals:
-                return sorted(vals)
+            return self.parameter_values(src, expr, pos) or ["{}"]
         return ["{}"]
 
     def sb_path(self, src, args, pos, rest):
@@ -455,33 +474,17 @@ class PySdk:
         return _concat(parts)
 
 
-class JsSdk:
+class JsSdk(_Sdk):
     """Calls <transport>.<json|text|open>('METHOD', PATH, ...)."""
     CALL = re.compile(r"(?:\.t|\.transport|\bt\(\)|\bt)\.(json|text|open)\(")
+    LANG = "js"
 
     def __init__(self, files):
-        self.sources = {}
-        for f in files:
-            with open(f, encoding="utf-8") as fh:
-                self.sources[f] = _Source(fh.read(), "js")
+        super().__init__(files)
         self.getters = {}  # (class, name) -> expression
         for src in self.sources.values():
             for m in re.finditer(r"get (\w+)\(\)\s*\{\s*return (.+?);\s*\}", src.text):
                 self.getters[(src.class_at(m.start()), m.group(1))] = (src, m.group(2), m.start())
-
-    def calls(self):
-        out = []
-        for f, src in self.sources.items():
-            for m in self.CALL.finditer(src.text):
-                args, _ = _args(src.text, m.end() - 1)
-                method = _literal(args[0])
-                if method is None:
-                    continue
-                line = src.text.count("\n", 0, m.start()) + 1
-                named = {k: literal_keys(v) for k, v in _named_args(args, "js").items()}
-                for path in self.eval(src, args[1], m.start()):
-                    out.append(SdkCall(method, path, f"{f}:{line}", named.get("query"), named.get("json")))
-        return out
 
     def getter(self, cls, name):
         if (cls, name) not in self.getters:
@@ -509,10 +512,7 @@ class JsSdk:
         if m and m.group(1) in ("path", "base"):
             return self.getter(src.class_at(pos), m.group(1))
         if re.match(r"^\w+$", expr):
-            func = src.defining_function(pos, expr)
-            vals = src.literal_args(func) if func else None
-            if vals:
-                return sorted(vals)
+            return self.parameter_values(src, expr, pos) or ["{}"]
         return ["{}"]
 
 

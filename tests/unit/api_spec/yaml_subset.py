@@ -108,31 +108,32 @@ class _Flow:
             self.i += 1
         return _plain(self.s[start:self.i].strip(), self.lineno)
 
-    def seq(self):
+    def items(self, close, item):
+        """item() for each entry up to the close bracket, ','-separated."""
         self.i += 1
-        out = []
         self.ws()
-        if self.s[self.i:self.i + 1] == "]":
+        if self.s[self.i:self.i + 1] == close:
             self.i += 1
-            return out
+            return
         while True:
-            out.append(self.value())
+            item()
             self.ws()
             c = self.s[self.i:self.i + 1]
             self.i += 1
-            if c == "]":
-                return out
+            if c == close:
+                return
             if c != ",":
-                self.err("',' or ']' expected")
+                self.err(f"',' or '{close}' expected")
+
+    def seq(self):
+        out = []
+        self.items("]", lambda: out.append(self.value()))
+        return out
 
     def map(self):
-        self.i += 1
         out = {}
-        self.ws()
-        if self.s[self.i:self.i + 1] == "}":
-            self.i += 1
-            return out
-        while True:
+
+        def entry():
             k = self.value(key=True)
             self.ws()
             if self.s[self.i:self.i + 1] != ":":
@@ -141,13 +142,9 @@ class _Flow:
             if k in out:
                 self.err(f"duplicate key {k!r}")
             out[k] = self.value()
-            self.ws()
-            c = self.s[self.i:self.i + 1]
-            self.i += 1
-            if c == "}":
-                return out
-            if c != ",":
-                self.err("',' or '}' expected")
+
+        self.items("}", entry)
+        return out
 
 
 def _balanced(text):
@@ -194,15 +191,20 @@ class _Reader:
             return self.inline(line[2], line[0], line[1] - 1)
         return self.map(line[1])
 
-    def seq(self, indent):
-        out = []
+    def entries(self, indent):
+        """Each (lineno, indent, content) of the block at indent, in turn,
+        until the block ends; a deeper line where an entry belongs is an error."""
         while True:
             line = self.peek()
             if line is None or line[1] < indent:
-                return out
-            n, ind, content = line
-            if ind > indent:
-                raise YamlError(f"line {n}: unexpected indentation")
+                return
+            if line[1] > indent:
+                raise YamlError(f"line {line[0]}: unexpected indentation")
+            yield line
+
+    def seq(self, indent):
+        out = []
+        for n, ind, content in self.entries(indent):
             if not (content == "-" or content.startswith("- ")):
                 raise YamlError(f"line {n}: a sequence item ('- ') expected")
             rest = content[1:].lstrip(" ")
@@ -216,6 +218,7 @@ class _Reader:
             else:
                 self.pos += 1
                 out.append(self.inline(rest, n, indent))
+        return out
 
     @staticmethod
     def _is_key(text):
@@ -244,13 +247,7 @@ class _Reader:
 
     def map(self, indent):
         out = {}
-        while True:
-            line = self.peek()
-            if line is None or line[1] < indent:
-                return out
-            n, ind, content = line
-            if ind > indent:
-                raise YamlError(f"line {n}: unexpected indentation")
+        for n, ind, content in self.entries(indent):
             if content.startswith("- "):
                 raise YamlError(f"line {n}: a sequence where a mapping key was expected")
             key, rest = self.split_key(content, n)
@@ -261,6 +258,7 @@ class _Reader:
                 out[key] = self.block(indent + 1)
             else:
                 out[key] = self.inline(rest, n, indent)
+        return out
 
     def inline(self, rest, n, indent):
         if rest[0] in "[{":
