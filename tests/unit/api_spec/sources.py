@@ -611,6 +611,35 @@ def body_fields(body):
     return fields
 
 
+_CLI_PATH = re.compile(r'"(/v1/[^"?]*|/metrics)')
+
+
+def cli_paths(top):
+    """(shape, where) of every request path the kiln CLI writes as a literal
+    or a format ("/v1/sandboxes/%s/exec%s": a conversion that is a whole
+    segment is an id, one glued to a segment's end is a query suffix). A path
+    whose resource is itself a conversion ("/v1/sandboxes/%s/%s") is left out."""
+    out = []
+    for f in sorted(glob.glob(os.path.join(top, "api/kiln/*.c"))):
+        with open(f, encoding="utf-8") as fh:
+            text = strip_c_comments(fh.read())
+        for m in _CLI_PATH.finditer(text):
+            segs = m.group(1).split("/")
+            shaped = []
+            for seg in segs:
+                if re.fullmatch(r"%[-0-9.]*[lz]*[sdux]", seg):
+                    shaped.append("{}")
+                else:
+                    shaped.append(re.sub(r"%[-0-9.]*[lz]*[sdux].*$", "", seg))
+            if shaped[-1] == "" and len(shaped) > 2:
+                shaped.pop()  # "/v1/sandboxes/%s%s": the suffix is the caller's
+            if len(shaped) > 4 and shaped[-1] == "{}" and shaped[-2] == "{}":
+                continue
+            line = text.count("\n", 0, m.start()) + 1
+            out.append(("/".join(shaped), f"{os.path.relpath(f, top)}:{line}"))
+    return out
+
+
 # ---- endpoint files ----
 
 def handler_files(top):
