@@ -111,6 +111,49 @@ def doc_blocks(text):
     return blocks
 
 
+class DocTable:
+    def __init__(self, kind, names, line, heading, annotation):
+        self.kind = kind        # "request" (field type req ...), "response" (field | |), "query"
+        self.names = names      # [(name, line)]: the backticked names of the first column
+        self.line, self.heading = line, heading
+        self.annotation = annotation  # "<!-- schema: NAME -->" right above it, or None
+
+
+def doc_tables(text):
+    """docs/api.md's field and query tables, by the shape of their head."""
+    tables, heading, lines, pending = [], "", text.split("\n"), None
+    i = 0
+    while i < len(lines):
+        m = _HEADING.match(lines[i])
+        am = _ANNOT.match(lines[i].strip())
+        if m:
+            heading, pending = m.group(1), None
+        elif am:
+            pending = am.group(1)
+        elif lines[i].strip() and not lines[i].startswith("|"):
+            pending = None
+        head = [c.strip() for c in lines[i].strip().strip("|").split("|")] if lines[i].startswith("|") else []
+        kind = None
+        if head[:3] == ["field", "type", "req"]:
+            kind = "request"
+        elif head[:2] == ["field", ""] and len(head) == 2:
+            kind = "response"
+        elif head[:1] == ["query"]:
+            kind = "query"
+        if kind and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            start, names, j = i + 1, [], i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                first = lines[j].strip().strip("|").split("|")[0]
+                names += [(n, j + 1) for n in re.findall(r"`([a-z_][a-z0-9_]*)`", first)]
+                j += 1
+            tables.append(DocTable(kind, names, start, heading, pending))
+            pending = None
+            i = j
+            continue
+        i += 1
+    return tables
+
+
 def heading_operation(heading):
     """("POST", "/v1/sandboxes/{id}/exec") of "POST /v1/sandboxes/{id}/exec"
     (the first when a heading names several), else None."""
