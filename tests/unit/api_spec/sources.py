@@ -154,6 +154,18 @@ def doc_tables(text):
     return tables
 
 
+def heading_operations(text):
+    """(METHOD, path, line) of every operation a heading names ("#### GET
+    /v1/templates, GET /v1/templates/{name}" names two)."""
+    out = []
+    for n, ln in enumerate(text.split("\n"), 1):
+        m = _HEADING.match(ln)
+        if m:
+            out += [(mm.group(1), mm.group(2), n)
+                    for mm in re.finditer(r"\b(" + "|".join(METHODS) + r") (/[^\s,?]*)", m.group(1))]
+    return out
+
+
 def heading_operation(heading):
     """("POST", "/v1/sandboxes/{id}/exec") of "POST /v1/sandboxes/{id}/exec"
     (the first when a heading names several), else None."""
