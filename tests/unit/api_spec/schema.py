@@ -9,6 +9,10 @@ keyword is refused by keywords_outside_subset(), so the spec cannot
 grow a rule this validator would silently ignore.
 """
 
+import os
+
+import yaml_subset
+
 CHECKED = {"type", "enum", "properties", "required", "additionalProperties", "items", "minItems",
            "maxItems", "minimum", "maximum", "oneOf", "anyOf", "allOf", "$ref"}
 DOCUMENTING = {"description", "default", "format", "title", "summary"}
@@ -221,3 +225,34 @@ def property_names(spec, schema, seen=None):
         for sub in schema.get(k, []):
             names |= property_names(spec, sub, seen)
     return names
+
+
+def load_spec(top):
+    return yaml_subset.load(os.path.join(top, "docs", "openapi.yaml"))
+
+
+def spec_ops(spec):
+    return {(m.upper(), p) for p, _, m in operations(spec)}
+
+
+def match_path(spec, path):
+    """The spec path a concrete path is, the one with most literal segments."""
+    segs = path.split("/")
+    best, score = None, -1
+    for p in spec["paths"]:
+        ps = p.split("/")
+        if len(ps) != len(segs):
+            continue
+        lit = 0
+        for a, b in zip(ps, segs):
+            if a.startswith("{") and a.endswith("}"):
+                if not b:
+                    break
+            elif a != b:
+                break
+            else:
+                lit += 1
+        else:
+            if lit > score:
+                best, score = p, lit
+    return best
