@@ -43,6 +43,15 @@ class Readers(unittest.TestCase):
         new = '/* { "PUT", "/v1/no", h, BODY_JSON, 1 }, */\n\t{ "GET", "/v1/x/{id}", handle_x, BODY_NONE, 0 },\n'
         self.assertEqual(src.parse_route_table(new), {("GET", "/v1/x/{id}")})
 
+    def test_route_bodies_both_layouts(self):
+        old = ('{ "/v1/x", "GET, POST", { { "GET", OP_A }, { "POST", OP_B } } },\n'
+               'bool route_has_body(enum route_op op)\n{\n\treturn op == OP_B;\n}\n')
+        self.assertEqual(src.parse_route_bodies(old), {("GET", "/v1/x"): "none", ("POST", "/v1/x"): "body"})
+        new = ('{ "GET", "/v1/x", h_get, BODY_NONE, 0 },\n{ "POST", "/v1/x", h_post, BODY_JSON, 1 },\n'
+               '{ "PUT", "/v1/x/f", h_put, BODY_STREAM, 2 },\n')
+        self.assertEqual(src.parse_route_bodies(new), {("GET", "/v1/x"): "none", ("POST", "/v1/x"): "json",
+                                                       ("PUT", "/v1/x/f"): "raw"})
+
     def test_curl_and_abridged_json(self):
         b = docs.DocBlock("sh", ["curl --unix-socket $S -X POST 'http://kiln/v1/a?x=1' \\", "  -d '{\"k\":\"v\"}'",
                                 "# -> 201 {\"id\":\"1\", ...}"], 1, "", None)

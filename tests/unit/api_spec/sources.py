@@ -64,6 +64,31 @@ def parse_route_table(text):
     return routes
 
 
+_NEW_BODY = re.compile(r'\{\s*"(' + "|".join(METHODS) + r')"\s*,\s*"(/[^"]*)"\s*,\s*\w+\s*,\s*(BODY_\w+)')
+_OLD_OP_NAMED = re.compile(r'\{\s*"(' + "|".join(METHODS) + r')"\s*,\s*(OP_\w+)\s*\}')
+
+
+def parse_route_bodies(text):
+    """{(METHOD, pattern): "none" | "json" | "raw" | "body"}: what the route
+    table lets each route's request carry. The one-table layout says it per
+    entry (BODY_NONE, BODY_...JSON..., another BODY_ is raw bytes); the old
+    layout only whether it has one (route_has_body's list: "body")."""
+    text = strip_c_comments(text)
+    policies = {}
+    for m, p, body in _NEW_BODY.findall(text):
+        policies[(m, p)] = "none" if body == "BODY_NONE" else "json" if "JSON" in body else "raw"
+    if policies:
+        return policies
+    has = re.search(r"route_has_body\s*\([^)]*\)\s*\{(.*?)\n\}", text, re.S)
+    with_body = set(re.findall(r"OP_\w+", has.group(1))) if has else set()
+    starts = [(m.start(), m.group(1)) for m in _OLD_PATTERN.finditer(text)]
+    for i, (pos, pattern) in enumerate(starts):
+        end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
+        for method, op in _OLD_OP_NAMED.findall(text[pos:end]):
+            policies[(method, pattern)] = "body" if op in with_body else "none"
+    return policies if with_body else {}
+
+
 # ---- C-like call arguments (shared with sdk_calls.py) ----
 
 def call_args(text, i):
