@@ -59,7 +59,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
+.PHONY: all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
 all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
 	$(BUILD)/kiln-image-import kernel rootfs
 
@@ -330,6 +330,13 @@ $(FUZZ_TARGETS:%=fuzz-%): fuzz-%: $(BUILD)/fuzz/bin/fuzz_%
 fuzz-check: $(FUZZ_BINS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
+# docs/openapi.yaml against the route table, docs/api.md's examples, the
+# SDKs, the CLI's bodies, the endpoint files and a running build/kilnd (no
+# guest; stdlib Python, seconds; in `make unit` too).
+# tests/unit/api_spec_test says what each check reads.
+api-spec: $(BUILD)/kilnd
+	@tests/unit/run tests/unit/api_spec_test
+
 # Each SDK's unit tests (against a fake kilnd socket) are one executable
 # that prints cmocka's summary lines.
 SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
@@ -339,9 +346,9 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS) \
 	$(BUILD)/tests/kiln-escape-importer
-	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test \
+	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
-		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
+		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to

@@ -81,9 +81,9 @@ class Kilnd:
     """kilnd on a scratch state directory under /tmp (Unix sockets cannot be
     bound on the harness's 9p share); stopped and removed on exit."""
 
-    def __init__(self, *args, kilnd=KILND, vmm=VMM):
+    def __init__(self, *args, kilnd=KILND, vmm=VMM, kernel=KERNEL, image=IMAGE):
         self.args = args
-        self.kilnd, self.vmm = kilnd, vmm
+        self.kilnd, self.vmm, self.kernel, self.image = kilnd, vmm, kernel, image
 
     def __enter__(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="kiln-bench.", dir="/tmp")
@@ -92,7 +92,7 @@ class Kilnd:
         self.state = os.path.join(d, "state")
         self.log = open(os.path.join(d, "kilnd.log"), "w")
         self.proc = subprocess.Popen([self.kilnd, "--socket", self.sock, "--state-dir", self.state,
-                                      "--kernel", KERNEL, "--vmm", self.vmm, "--image", f"minimal={IMAGE}",
+                                      "--kernel", self.kernel, "--vmm", self.vmm, "--image", f"minimal={self.image}",
                                       "--boot-timeout", "600", "--idle-timeout", "0", "--quiet", *self.args],
                                      stdin=subprocess.DEVNULL, stderr=self.log)
         for _ in range(200):

@@ -1,7 +1,6 @@
 /*
- * keeper_proto: the keeper's hello and exit lines and /proc/PID/stat's
- * start time, read as hostile input (a damaged vmm.exit, a process name
- * with spaces and parentheses, numbers out of range, trailing bytes).
+ * keeper_proto: the keeper's hello and exit lines, read as hostile input
+ * (a damaged vmm.exit, numbers out of range, trailing bytes).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -134,43 +133,6 @@ static void test_exit_hostile(void **state)
 	assert_int_equal(x.status, 99);
 }
 
-static void test_proc_stat_start(void **state)
-{
-	uint64_t start = 7;
-	/* Fields 3..22 after the name; 22 is 555. */
-	const char *ok = "42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555 12345 67 18446744073709551615\n";
-	/* A name with spaces and ") (": counted from the last ')'. */
-	const char *tricky = "42 (a) 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 (x) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 556 1 2\n";
-
-	(void)state;
-	assert_int_equal(proc_stat_start_time(S(ok), &start), 0);
-	assert_true(start == 555);
-	assert_int_equal(proc_stat_start_time(S(tricky), &start), 0);
-	assert_true(start == 556);
-	/* Cut short before field 22, no ')', double spaces, a sign, garbage. */
-	assert_int_equal(proc_stat_start_time(S("42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 kiln-vmm S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0  555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 -555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 55x5\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k)"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time("", 0, &start), -EINVAL);
-	assert_true(start == 556);
-}
-
-/* The real file: this process's own start time, stable; no such pid: -ESRCH. */
-static void test_proc_start_time_live(void **state)
-{
-	uint64_t a = 0, b = 0;
-
-	(void)state;
-	assert_int_equal(proc_start_time(getpid(), &a), 0);
-	assert_int_equal(proc_start_time(getpid(), &b), 0);
-	assert_true(a == b);
-	assert_int_equal(proc_start_time(0, &a), -ESRCH);
-	assert_int_equal(proc_start_time(KEEPER_PID_MAX + 1, &a), -ESRCH);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,8 +140,6 @@ int main(void)
 		cmocka_unit_test(test_hello_hostile),
 		cmocka_unit_test(test_exit_roundtrip),
 		cmocka_unit_test(test_exit_hostile),
-		cmocka_unit_test(test_proc_stat_start),
-		cmocka_unit_test(test_proc_start_time_live),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -22,6 +22,7 @@
 
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/proc_stat.h"
 #include "lib/base/mono.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/sig_reset.h"

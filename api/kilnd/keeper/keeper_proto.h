@@ -27,10 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/base/proc_stat.h"
+
 #define KEEPER_PROTO_VERSION 1
 #define KEEPER_LINE_MAX 160
 /* The kernel's PID_MAX_LIMIT (4 Mi): no pid is larger. */
-#define KEEPER_PID_MAX 4194304
+#define KEEPER_PID_MAX PROC_PID_MAX
 /* The socket and the status file, in the sandbox's directory. */
 #define KEEPER_SOCK_NAME "keeper.sock"
 #define KEEPER_EXIT_NAME "vmm.exit"
@@ -57,16 +59,5 @@ int keeper_hello_parse(const char *buf, size_t n, struct keeper_vmm_id *id);
 int keeper_exit_format(char *out, size_t cap, const struct keeper_exit *x);
 /* buf[0..n) must be exactly one exit line. 0 with *x, or -EINVAL. */
 int keeper_exit_parse(const char *buf, size_t n, struct keeper_exit *x);
-
-/*
- * The start time (field 22) from the text of /proc/PID/stat, buf[0..n)
- * (not NUL-terminated). The process's name (field 2, in parentheses)
- * may hold spaces and ')' of its own: fields are counted from the last
- * ')'. 0 with *start, or -EINVAL.
- */
-int proc_stat_start_time(const char *buf, size_t n, uint64_t *start);
-
-/* Read /proc/<pid>/stat's start time. 0, or -errno (-ESRCH: no such process). */
-int proc_start_time(int pid, uint64_t *start);
 
 #endif

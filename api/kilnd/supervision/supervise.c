@@ -1,6 +1,7 @@
 /* One kiln-vmm under its keeper, and the monitor thread that watches it; see supervise.h. */
 #include "api/kilnd/supervision/supervise.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/proc_stat.h"
 
 #include <errno.h>
 #include <fcntl.h>
