@@ -317,8 +317,8 @@ static void test_table_shape(void **state)
 		assert_true(params <= HTTP_PARAMS);
 		if (r->body == BODY_NONE)
 			assert_int_equal(r->limit, LIMIT_NONE);
-		else if (r->body == BODY_JSON)
-			assert_int_equal(r->limit, LIMIT_JSON);
+		else if (r->body == BODY_JSON || r->body == BODY_RAW)
+			assert_int_equal(r->limit, LIMIT_BODY);
 		else
 			assert_true(r->limit == LIMIT_UPLOAD || r->limit == LIMIT_IMAGE || r->limit == LIMIT_CONTEXT);
 		for (size_t j = 0; j < i; j++)

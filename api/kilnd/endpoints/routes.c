@@ -10,9 +10,9 @@
  * HTTP library matches requests against this table and answers a path
  * known without the method 405, its Allow listing the path's methods in
  * the order of their lines here. A body is BODY_NONE (any byte is 413),
- * BODY_JSON (collected up to --max-body, then the handler runs) or
- * BODY_UPLOAD (the handler runs first and streams it, up to the limit
- * named). Adding an endpoint is one line here, its handler, its
+ * BODY_JSON or BODY_RAW (collected up to --max-body, then the handler
+ * runs and reads it as a JSON object or as bytes) or BODY_UPLOAD (the
+ * handler runs first and streams it, up to the limit named). Adding an endpoint is one line here, its handler, its
  * description in docs/openapi.yaml and docs/api.md.
  *
  * Naming rule: a handler lives in endpoints/<resource>[_<part>].c, where
@@ -47,33 +47,33 @@ const struct http_route routes[] = {
 	{ "DELETE", "/v1/templates/{id}", handle_template_delete, BODY_NONE, LIMIT_NONE },
 	/* sandboxes.c: the sandbox and its lifecycle actions */
 	{ "GET", "/v1/sandboxes", handle_sandbox_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes", handle_sandbox_create, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes", handle_sandbox_create, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}", handle_sandbox_get, BODY_NONE, LIMIT_NONE },
 	{ "DELETE", "/v1/sandboxes/{id}", handle_sandbox_delete, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/start", handle_sandbox_start, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/stop", handle_sandbox_stop, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/pause", handle_sandbox_pause, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/resume", handle_sandbox_resume, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/hibernate", handle_sandbox_hibernate, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/wake", handle_sandbox_wake, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/start", handle_sandbox_start, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/stop", handle_sandbox_stop, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/pause", handle_sandbox_pause, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/resume", handle_sandbox_resume, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/hibernate", handle_sandbox_hibernate, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/wake", handle_sandbox_wake, BODY_JSON, LIMIT_BODY },
 	/* checkpoints.c */
 	{ "GET", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_create, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_create, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_get, BODY_NONE, LIMIT_NONE },
 	{ "DELETE", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_delete, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints/{cp}/restore", handle_checkpoint_restore, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints/{cp}/restore", handle_checkpoint_restore, BODY_JSON, LIMIT_BODY },
 	/* exec.c (with /run) */
-	{ "POST", "/v1/sandboxes/{id}/exec", handle_exec, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/run", handle_run, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/exec", handle_exec, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/run", handle_run, BODY_JSON, LIMIT_BODY },
 	/* files.c */
 	{ "GET", "/v1/sandboxes/{id}/files", handle_file_get, BODY_NONE, LIMIT_NONE },
 	{ "PUT", "/v1/sandboxes/{id}/files", handle_file_put_begin, BODY_UPLOAD, LIMIT_UPLOAD },
 	/* files_meta.c */
 	{ "GET", "/v1/sandboxes/{id}/files/stat", handle_file_stat, BODY_NONE, LIMIT_NONE },
 	{ "GET", "/v1/sandboxes/{id}/files/list", handle_file_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/files/mkdir", handle_file_mkdir, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/files/remove", handle_file_remove, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/files/rename", handle_file_rename, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/files/mkdir", handle_file_mkdir, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/files/remove", handle_file_remove, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/files/rename", handle_file_rename, BODY_JSON, LIMIT_BODY },
 	/* files_watch.c */
 	{ "GET", "/v1/sandboxes/{id}/files/watch", handle_file_watch, BODY_NONE, LIMIT_NONE },
 	/* archive.c */
@@ -81,28 +81,28 @@ const struct http_route routes[] = {
 	{ "PUT", "/v1/sandboxes/{id}/archive", handle_archive_put_begin, BODY_UPLOAD, LIMIT_UPLOAD },
 	/* processes.c (with /shell) */
 	{ "GET", "/v1/sandboxes/{id}/processes", handle_proc_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/processes", handle_proc_create, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/shell", handle_shell, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/processes", handle_proc_create, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/shell", handle_shell, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/processes/{proc}", handle_proc_get, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/stdin", handle_proc_stdin, BODY_JSON, LIMIT_JSON },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/signal", handle_proc_signal, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/stdin", handle_proc_stdin, BODY_RAW, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/signal", handle_proc_signal, BODY_JSON, LIMIT_BODY },
 	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/wait", handle_proc_wait, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/resize", handle_proc_resize, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/resize", handle_proc_resize, BODY_JSON, LIMIT_BODY },
 	/* processes_output.c */
 	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/output", handle_proc_output, BODY_NONE, LIMIT_NONE },
 	/* processes_tty.c */
 	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/tty", handle_proc_tty, BODY_NONE, LIMIT_NONE },
 	/* ports.c */
 	{ "GET", "/v1/sandboxes/{id}/ports", handle_port_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/ports", handle_port_add, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/ports", handle_port_add, BODY_JSON, LIMIT_BODY },
 	{ "DELETE", "/v1/sandboxes/{id}/ports/{port}", handle_port_remove, BODY_NONE, LIMIT_NONE },
 	/* previews.c */
 	{ "GET", "/v1/sandboxes/{id}/previews", handle_preview_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/previews", handle_preview_add, BODY_JSON, LIMIT_JSON },
+	{ "POST", "/v1/sandboxes/{id}/previews", handle_preview_add, BODY_JSON, LIMIT_BODY },
 	{ "DELETE", "/v1/sandboxes/{id}/previews/{port}", handle_preview_remove, BODY_NONE, LIMIT_NONE },
 	/* firewall.c (with /log) */
 	{ "GET", "/v1/sandboxes/{id}/firewall", handle_firewall_get, BODY_NONE, LIMIT_NONE },
-	{ "PUT", "/v1/sandboxes/{id}/firewall", handle_firewall_put, BODY_JSON, LIMIT_JSON },
+	{ "PUT", "/v1/sandboxes/{id}/firewall", handle_firewall_put, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/firewall/log", handle_firewall_log, BODY_NONE, LIMIT_NONE },
 };
 

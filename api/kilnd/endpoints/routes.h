@@ -16,7 +16,7 @@
  * values from its options (service.h). */
 enum route_limit {
 	LIMIT_NONE,    /* BODY_NONE */
-	LIMIT_JSON,    /* --max-body */
+	LIMIT_BODY,    /* --max-body: BODY_JSON and BODY_RAW */
 	LIMIT_UPLOAD,  /* --max-upload: files and archives streamed to the guest */
 	LIMIT_IMAGE,   /* --max-image: an image archive */
 	LIMIT_CONTEXT, /* --max-image: a template's build context */

@@ -28,7 +28,7 @@ void api_service_init(struct api_service *s, struct kilnd *d)
 	const struct kilnd_config *c = &d->cfg;
 
 	s->limits[LIMIT_NONE] = (struct http_limit){ 0, "body", "none" };
-	s->limits[LIMIT_JSON] = (struct http_limit){ c->max_body, "body", "--max-body" };
+	s->limits[LIMIT_BODY] = (struct http_limit){ c->max_body, "body", "--max-body" };
 	s->limits[LIMIT_UPLOAD] =
 		(struct http_limit){ c->max_upload ? c->max_upload : UINT64_MAX, "upload", "--max-upload" };
 	/* a build context is capped like an image archive */

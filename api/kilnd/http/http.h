@@ -29,7 +29,7 @@
  *    entry's limit (413; for a client that did not ask for "100
  *    Continue", after reading and dropping up to 64 MiB of it, so that it
  *    reads the answer instead of a reset). Bodies are collected up to the
- *    limit (BODY_JSON) or streamed to the handler (BODY_UPLOAD); a route
+ *    limit (BODY_JSON, BODY_RAW) or streamed to the handler (BODY_UPLOAD); a route
  *    with BODY_NONE takes no body byte; a body that turns out larger
  *    is answered 413 once it ended (a chunked one once 64 MiB were
  *    dropped, then the connection closes).

@@ -36,7 +36,8 @@ typedef void (*http_handler_fn)(struct http_req *r);
 /* What a route does with a request body. */
 enum http_body_policy {
 	BODY_NONE,   /* none: any byte of one is answered 413 */
-	BODY_JSON,   /* collected whole up to the limit, then the handler runs */
+	BODY_JSON,   /* collected whole up to the limit, then the handler runs and reads a JSON object */
+	BODY_RAW,    /* the same, read as bytes (the route's description tells them apart) */
 	BODY_UPLOAD, /* the handler runs first and takes it as it streams (http_upload) */
 };
 
