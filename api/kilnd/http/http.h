@@ -10,8 +10,8 @@
  *  - One thread per connection, so a handler may block (a boot, an exec)
  *    and a streamed response's reader may wait for data.
  *  - Connections are admitted at accept by their peer's credentials
- *    (SO_PEERCRED, svc->peer_allowed): a peer that may not use kilnd is answered 403 and
- *    closed without taking a slot; at most HTTP_CONNECTION_LIMIT are
+ *    (SO_PEERCRED, svc->peer_allowed): a peer that may not use kilnd is
+ *    answered 403 and closed without taking a slot; at most HTTP_CONNECTION_LIMIT are
  *    served at once, the last HTTP_CONNECTION_RESERVE of them only for
  *    root and kilnd's own uid, so a flood of one allowed client never
  *    locks out the operator (503 too_many_connections beyond that).
@@ -29,9 +29,9 @@
  *    entry's limit (413; for a client that did not ask for "100
  *    Continue", after reading and dropping up to 64 MiB of it, so that it
  *    reads the answer instead of a reset). Bodies are collected up to the
- *    limit (BODY_JSON, BODY_RAW) or streamed to the handler (BODY_UPLOAD); a route
- *    with BODY_NONE takes no body byte; a body that turns out larger
- *    is answered 413 once it ended (a chunked one once 64 MiB were
+ *    limit (BODY_JSON, BODY_RAW) or streamed to the handler
+ *    (BODY_UPLOAD); a route with BODY_NONE takes no body byte; a body
+ *    that turns out larger is answered 413 once it ended (a chunked one once 64 MiB were
  *    dropped, then the connection closes).
  *  - Handlers answer through the http_* functions below, exactly once.
  *    Errors are always the JSON error body of api_error.h.
@@ -45,11 +45,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdatomic.h>
 #include <sys/types.h>
 
 #include <jansson.h>
-
-#include <stdatomic.h>
 
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/http/http_head.h"
