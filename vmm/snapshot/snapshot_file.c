@@ -2,9 +2,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "lib/base/le.h"
-#include "vmm/snapshot/snap_crc.h"
 
 /* The file is little endian, and so is every host kiln runs on (x86-64). */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot files are little endian");
@@ -252,7 +252,7 @@ int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, str
 		return w->err;
 	le_put32(w->buf + H_COUNT, w->count);
 	le_put64(w->buf + H_TOTAL, w->len + SNAP_TRAILER_SIZE);
-	le_put32(w->buf + w->len, snap_crc32(w->buf, w->len));
+	le_put32(w->buf + w->len, (uint32_t)crc32_z(0, w->buf, w->len));
 	le_put32(w->buf + w->len + 4, SNAP_END_MAGIC);
 	w->len += SNAP_TRAILER_SIZE;
 	/* What kiln writes, kiln must read back: duplicates and any slip here fail now, not at restore. */
@@ -407,7 +407,7 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	if (len > SNAP_STATE_MAX)
 		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file is %zu bytes, the limit is %u", len,
 				 SNAP_STATE_MAX);
-	crc = snap_crc32(b, len - SNAP_TRAILER_SIZE);
+	crc = (uint32_t)crc32_z(0, b, len - SNAP_TRAILER_SIZE);
 	if (le_get32(b + len - 8) != crc || le_get32(b + len - 4) != SNAP_END_MAGIC)
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot state file damaged: checksum mismatch");
 	v->format_version = le_get32(b + H_FORMAT);
