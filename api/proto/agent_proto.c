@@ -337,7 +337,7 @@ static enum agent_code get_bool(struct parse *p, const char *key, bool def, bool
 {
 	struct json_field_fail f;
 
-	return json_field_bool(p->obj, key, def, out, &f) ? refused(p, &f, "true or false") : AGENT_OK;
+	return json_field_bool(p->obj, key, false, def, out, &f) ? refused(p, &f, "true or false") : AGENT_OK;
 }
 
 /* An integer in [min, max]; `def` when absent and not required. */

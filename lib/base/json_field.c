@@ -56,13 +56,14 @@ int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t 
 	return 0;
 }
 
-int json_field_bool(const json_t *obj, const char *key, bool def, bool *out, struct json_field_fail *f)
+int json_field_bool(const json_t *obj, const char *key, bool required, bool def, bool *out,
+		    struct json_field_fail *f)
 {
 	json_t *v = json_object_get(obj, key);
 
 	*out = def;
 	if (!v)
-		return 0;
+		return required ? fail(f, JSON_FIELD_MISSING, JSON_FIELD_BOOLEAN, key, v) : 0;
 	if (!json_is_boolean(v))
 		return fail(f, JSON_FIELD_TYPE, JSON_FIELD_BOOLEAN, key, v);
 	*out = json_is_true(v);

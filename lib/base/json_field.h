@@ -55,8 +55,9 @@ const char *json_field_kind(const json_t *v);
 int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max, uint64_t def,
 		    uint64_t *out, struct json_field_fail *f);
 
-/* true or false; absent: def. */
-int json_field_bool(const json_t *obj, const char *key, bool def, bool *out, struct json_field_fail *f);
+/* true or false; absent: def (MISSING when required). */
+int json_field_bool(const json_t *obj, const char *key, bool required, bool def, bool *out,
+		    struct json_field_fail *f);
 
 /* A string of at most max bytes (SIZE_MAX: any); absent: NULL (MISSING
  * when required). The pointer is borrowed from obj. */

@@ -70,17 +70,20 @@ static void test_bool(void **state)
 	bool b;
 
 	(void)state;
-	assert_int_equal(json_field_bool(o, "t", false, &b, &f), 0);
+	assert_int_equal(json_field_bool(o, "t", false, false, &b, &f), 0);
 	assert_true(b);
-	assert_int_equal(json_field_bool(o, "f", true, &b, &f), 0);
+	assert_int_equal(json_field_bool(o, "f", false, true, &b, &f), 0);
 	assert_false(b);
-	assert_int_equal(json_field_bool(o, "absent", true, &b, &f), 0);
+	assert_int_equal(json_field_bool(o, "absent", false, true, &b, &f), 0);
 	assert_true(b);
-	assert_int_equal(json_field_bool(o, "one", false, &b, &f), -1);
+	assert_int_equal(json_field_bool(o, "absent", true, true, &b, &f), -1);
+	assert_int_equal(f.fault, JSON_FIELD_MISSING);
+	assert_int_equal(f.want, JSON_FIELD_BOOLEAN);
+	assert_int_equal(json_field_bool(o, "one", false, false, &b, &f), -1);
 	assert_int_equal(f.fault, JSON_FIELD_TYPE);
 	assert_int_equal(f.want, JSON_FIELD_BOOLEAN);
 	assert_string_equal(f.got, "an integer");
-	assert_int_equal(json_field_bool(o, "s", false, &b, &f), -1);
+	assert_int_equal(json_field_bool(o, "s", false, false, &b, &f), -1);
 	assert_string_equal(f.got, "a string");
 	json_decref(o);
 }
