@@ -1,5 +1,6 @@
 #include "api/proto/agent_proto.h"
 #include "lib/base/json_field.h"
+#include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
 #include "lib/base/version.h"
 
@@ -179,19 +180,11 @@ static size_t frame_fail(struct agent_frame *f, struct agent_event *ev)
 static int frame_append(struct agent_frame *f, const char *p, size_t n)
 {
 	if (f->line_len + n > f->line_cap) {
-		size_t cap = f->line_cap ? f->line_cap : 256;
-		char *nl;
+		char *nl = mem_grow(f->line, &f->line_cap, f->line_len + n, 256, AGENT_HEADER_MAX);
 
-		/* Grow by doubling so memory follows the longest header seen. */
-		while (cap < f->line_len + n)
-			cap *= 2;
-		if (cap > AGENT_HEADER_MAX)
-			cap = AGENT_HEADER_MAX;
-		nl = realloc(f->line, cap);
 		if (!nl)
 			return -ENOMEM;
 		f->line = nl;
-		f->line_cap = cap;
 	}
 	memcpy(f->line + f->line_len, p, n);
 	f->line_len += n;

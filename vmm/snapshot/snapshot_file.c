@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include "lib/base/le.h"
+#include "lib/base/mem_grow.h"
 
 /* The file is little endian, and so is every host kiln runs on (x86-64). */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot files are little endian");
@@ -118,7 +119,7 @@ static int wfail(struct snap_writer *w, struct err *e, int code, const char *msg
 /* Room for `n` more bytes, keeping the whole file (with trailer) within SNAP_STATE_MAX. */
 static int grow(struct snap_writer *w, size_t n, struct err *e)
 {
-	size_t need, cap;
+	size_t need;
 	uint8_t *nb;
 
 	if (n > SNAP_STATE_MAX || w->len + n + 8 + SNAP_TRAILER_SIZE > SNAP_STATE_MAX)
@@ -126,14 +127,10 @@ static int grow(struct snap_writer *w, size_t n, struct err *e)
 	need = w->len + n;
 	if (need <= w->cap)
 		return 0;
-	cap = w->cap ? w->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	nb = realloc(w->buf, cap);
+	nb = mem_grow(w->buf, &w->cap, need, 4096, SNAP_STATE_MAX);
 	if (!nb)
 		return wfail(w, e, ENOMEM, "out of memory");
 	w->buf = nb;
-	w->cap = cap;
 	return 0;
 }
 
