@@ -352,6 +352,28 @@ static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe, s
 		     k->what, fe->msg);
 }
 
+/* The framer's next event from k's bytes: 0 with *ev, 1 at the end of the
+ * connection (*ev what the framer says of it), < 0 when reading failed. */
+static int conn_event(struct agent_client_conn *k, struct agent_event *ev, struct agent_client_err *err)
+{
+	size_t used;
+	int r;
+
+	while (k->len == 0) {
+		if (k->eof) {
+			agent_frame_eof(&k->fr, ev);
+			return 1;
+		}
+		r = conn_fill(k, err);
+		if (r < 0)
+			return r;
+	}
+	used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, ev);
+	k->off += used;
+	k->len -= used;
+	return 0;
+}
+
 /*
  * Next header. 0: *hdr (caller owns it) and *len; 1: the agent closed the
  * connection at a message boundary; < 0: error. Skips the unread payload
@@ -364,39 +386,22 @@ int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *
 	*hdr = NULL;
 	*len = 0;
 	for (;;) {
-		size_t used;
-		int r;
+		int r = conn_event(k, &ev, err);
 
-		if (k->len == 0) {
-			if (k->eof) {
-				agent_frame_eof(&k->fr, &ev);
-				if (ev.kind == AGENT_EV_ERROR)
-					return frame_fail(k, ev.err, err);
-				return 1;
-			}
-			r = conn_fill(k, err);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, &ev);
-		k->off += used;
-		k->len -= used;
-		switch (ev.kind) {
-		case AGENT_EV_HEADER:
+		if (r < 0)
+			return r;
+		if (ev.kind == AGENT_EV_ERROR)
+			return frame_fail(k, ev.err, err);
+		if (r == 1)
+			return 1;
+		if (ev.kind == AGENT_EV_HEADER) {
 			*hdr = ev.header;
 			*len = ev.len;
 			k->in_payload = ev.len > 0;
 			return 0;
-		case AGENT_EV_PAYLOAD:
-			if (ev.last)
-				k->in_payload = false;
-			break;
-		case AGENT_EV_ERROR:
-			return frame_fail(k, ev.err, err);
-		default:
-			break;
 		}
+		if (ev.kind == AGENT_EV_PAYLOAD && ev.last)
+			k->in_payload = false;
 	}
 }
 
@@ -411,22 +416,12 @@ int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, si
 	*p = NULL;
 	*n = 0;
 	while (k->in_payload) {
-		size_t used;
-		int r;
+		int r = conn_event(k, &ev, err);
 
-		if (k->len == 0) {
-			if (k->eof) {
-				agent_frame_eof(&k->fr, &ev);
-				return frame_fail(k, ev.err ? ev.err : &k->fr.err, err);
-			}
-			r = conn_fill(k, err);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, &ev);
-		k->off += used;
-		k->len -= used;
+		if (r < 0)
+			return r;
+		if (r == 1) /* closed inside a payload */
+			return frame_fail(k, ev.err ? ev.err : &k->fr.err, err);
 		if (ev.kind == AGENT_EV_ERROR)
 			return frame_fail(k, ev.err, err);
 		if (ev.kind != AGENT_EV_PAYLOAD)
