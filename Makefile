@@ -203,9 +203,9 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread $(NETTLE_LIBS)
 
 # kiln-image-import (docs/architecture.md, "Image import"): the OCI and
 # docker save importer kilnd runs as an unprivileged child per import.
