@@ -25,6 +25,9 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude
 LIBS :=
+# nettle's SHA-256 (lib/digest): only kilnd, kiln-image-import and the
+# tests and fuzz targets that reach lib/digest link it.
+NETTLE_LIBS := $(shell pkg-config --libs nettle)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Sources by folder (docs/architecture.md, "Folders"): a program is its
@@ -200,15 +203,15 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread $(NETTLE_LIBS)
 
 # kiln-image-import (docs/architecture.md, "Image import"): the OCI and
 # docker save importer kilnd runs as an unprivileged child per import.
-IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c) lib/base/sha256.c
+IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c lib/digest/*.c)
 $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson -lseccomp
+	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson -lseccomp $(NETTLE_LIBS)
 
 # kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
@@ -268,7 +271,7 @@ $(BUILD)/tests/test_import_archive: LIBS += -larchive
 unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lseccomp -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lseccomp -lpthread $(NETTLE_LIBS) $(LIBS)
 
 # Objects reached only through pattern rules are "intermediate" to make,
 # which deletes them after each build; keep them, so unit tests relink only.
@@ -307,7 +310,7 @@ $(BUILD)/obj-fuzz/%.o: %.c
 fuzz_objs = $(addprefix $(BUILD)/obj-fuzz/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LINKS) $$(call fuzz_objs,fuzz_$$*)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) -ljansson -lz -lseccomp -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) -ljansson -lz -lseccomp -lpthread $(NETTLE_LIBS)
 
 # A target's dictionary, when it has one (tests/fuzz/dict/<name>.dict).
 fuzz_dict = $(if $(wildcard tests/fuzz/dict/$(1).dict),-dict=tests/fuzz/dict/$(1).dict)
