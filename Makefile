@@ -1,5 +1,8 @@
-# kiln: the one build entry point.
-#   make          build kiln-vmm, kiln-init, the guest kernel and the rootfs
+# kiln: the one build entry point (docs/building.md).
+#   make          the host side only (= make host): kiln-vmm, kilnd, kiln,
+#                 kiln-agent, kiln-image-import, kiln-init, libkiln
+#   make guest    the guest kernel and the minimal root images
+#   make all      both
 #   make test     install what is missing, build, run unit (+ fuzz corpus replay) + integration tests
 #   make fuzz     run every libFuzzer target FUZZ_SECONDS (60) each (make fuzz-<name>: one)
 #   make demo     boot a guest and print its boot timeline; then a sandbox
@@ -13,10 +16,10 @@
 #                 trip through each SDK beside the CLI (make bench-boot,
 #                 bench-devices, bench-agent, bench-api, bench-images,
 #                 bench-snapshot, bench-net, bench-http, bench-sdk), then
-#                 issue 17's target table (make bench-targets: the table
-#                 alone, from the last boot, snapshot and devices results)
-#   make bench-confinement  create and wake beside the tree before issue 32's
-#                 confinement (CONFINEMENT_BASE), in one run
+#                 the performance targets' table (make bench-targets: the
+#                 table alone, from the last boot, snapshot and devices results)
+#   make bench-confinement  create and wake beside the tree before the
+#                 current confinement (CONFINEMENT_BASE), in one run
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
 #   make test-debian   build it and run its test (kiln run debian -- python3 ...)
 CC ?= gcc
@@ -25,6 +28,27 @@ WARN := -Wall -Wextra -Werror
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude
 LIBS :=
+# Plain `make` is `make host` (the first rule in this file is not it).
+.DEFAULT_GOAL := host
+# Goals that build nothing; with only these, reading the Makefile writes
+# nothing under build/ (no flags stamp, no link lists to include).
+NOBUILD_GOALS := clean deps layers bench-targets
+BUILDING := $(if $(MAKECMDGOALS),$(filter-out $(NOBUILD_GOALS),$(MAKECMDGOALS)),default)
+# Link flags of the Debian libraries come from their pkg-config files
+# (the plain -l flag where pkg-config or the .pc is missing, so that the
+# Makefile still reads before scripts/install-deps has run).
+PKG_CONFIG ?= pkg-config
+pc_libs = $(or $(strip $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)),$(2))
+pc_static_libs = $(or $(strip $(shell $(PKG_CONFIG) --static --libs $(1) 2>/dev/null)),$(2))
+JANSSON_LIBS := $(call pc_libs,jansson,-ljansson)
+SECCOMP_LIBS := $(call pc_libs,libseccomp,-lseccomp)
+ZLIB_LIBS := $(call pc_libs,zlib,-lz)
+CURL_LIBS := $(call pc_libs,libcurl,-lcurl)
+ARCHIVE_LIBS := $(call pc_libs,libarchive,-larchive)
+CMOCKA_LIBS := $(call pc_libs,cmocka,-lcmocka)
+# nettle's SHA-256 (lib/digest): only kilnd, kiln-image-import and the
+# tests and fuzz targets that reach lib/digest link it.
+NETTLE_LIBS := $(call pc_libs,nettle,-lnettle)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Sources by folder (docs/architecture.md, "Folders"): a program is its
@@ -59,9 +83,15 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
-all: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd $(BUILD)/kiln \
-	$(BUILD)/kiln-image-import kernel rootfs
+.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
+# The host side (what `make install` installs) never waits for the guest
+# kernel: a library user wanting build/libkiln.so builds in a minute, not
+# nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
+# into imported images).
+host: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd \
+	$(BUILD)/kiln $(BUILD)/kiln-image-import
+guest: kernel rootfs
+all: host guest
 
 deps:
 	@scripts/install-deps
@@ -89,8 +119,12 @@ HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-ag
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
 # be skipped: .SECONDARY): changing them rebuilds every host object.
+# Not for goals that build nothing: `make clean` (even `make -n clean`)
+# must not create build/.
 HOST_FLAGS_STAMP := $(BUILD)/.host-flags-$(shell echo '$(CFLAGS) $(HOST_CFLAGS) $(HOST_LDFLAGS) $(VMM_LINK)' | cksum | cut -d' ' -f1)
+ifneq ($(BUILDING),)
 $(shell [ -f $(HOST_FLAGS_STAMP) ] || { mkdir -p $(BUILD); rm -f $(BUILD)/.host-flags-*; touch $(HOST_FLAGS_STAMP); })
+endif
 
 $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
 	@mkdir -p $(dir $@)
@@ -112,25 +146,27 @@ $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 # the shared libraries instead (a distribution that patches them in place).
 ifeq ($(VMM_LINK),static)
 VMM_LINK_FLAGS := -static-pie
+VMM_LIBS := $(call pc_static_libs,zlib jansson libseccomp,-lz -ljansson -lseccomp)
 else ifeq ($(VMM_LINK),dynamic)
 VMM_LINK_FLAGS :=
+VMM_LIBS := $(ZLIB_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS)
 else
 $(error VMM_LINK=$(VMM_LINK): use static or dynamic)
 endif
 $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
-	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
+	$(CC) $(CFLAGS) -o $@ $^ $(VMM_LIBS) -lpthread $(LIBS) $(VMM_LINK_FLAGS)
 
 # The escape suite's compromised VMM (tests/escape/): kiln-vmm's own
 # parser and setup (every vmm/kiln-vmm module but main.c), then attacks.
 ESCAPE_SRCS := tests/escape/kiln-escape.c $(filter-out vmm/kiln-vmm/main.c,$(KILN_VMM_SRCS))
 $(BUILD)/tests/kiln-escape: $(ESCAPE_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ -lz -ljansson -lseccomp -lpthread $(LIBS) $(VMM_LINK_FLAGS)
+	$(CC) $(CFLAGS) -o $@ $^ $(VMM_LIBS) -lpthread $(LIBS) $(VMM_LINK_FLAGS)
 # The compromised image importer: the importer's own seccomp filter, then attacks.
 $(BUILD)/tests/kiln-escape-importer: $(BUILD)/obj/tests/escape/kiln-escape-importer.o \
 		$(BUILD)/obj/api/image-import/import_seccomp.o $(BASE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ -lseccomp
+	$(CC) $(CFLAGS) -o $@ $^ $(SECCOMP_LIBS)
 
 # libkiln (docs/libkiln.md): the public API of libkiln/ over the VMM core
 # and the agent client kilnd uses. Its objects are a set of their own
@@ -146,13 +182,13 @@ $(BUILD)/obj-pic/%.o: %.c
 
 $(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) libkiln/libkiln.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=libkiln/libkiln.map \
-		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) -lz -ljansson -lseccomp -lpthread
+		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) $(ZLIB_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) -lpthread
 $(BUILD)/libkiln.so.0: $(BUILD)/libkiln.so.$(LIBKILN_VERSION)
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $@
 	ln -sf libkiln.so.$(LIBKILN_VERSION) $(BUILD)/libkiln.so
 # The static archive cannot hide symbols: the internal prefixes (vm_,
 # net_, agent_client_, ...) never start with kiln_, so they cannot clash
-# with the public names (docs/libkiln.md, "Static linking").
+# with the public names (docs/libkiln.md, "Conventions", Symbols).
 $(BUILD)/libkiln.a: $(LIBKILN_PIC_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -184,13 +220,13 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 $(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h) \
 		$(wildcard guest-init/agent/run/*)
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS) $(HOST_CFLAGS) -static-pie $(LIB_LDFLAGS) -o $@ $(INIT_SRCS) $(BASE_LIB) -ljansson
+	$(CC) $(CFLAGS) $(HOST_CFLAGS) -static-pie $(LIB_LDFLAGS) -o $@ $(INIT_SRCS) $(BASE_LIB) $(call pc_static_libs,jansson,-ljansson)
 
 # kiln-agent, the agent client's debugging CLI: kiln-agent.c is main and
 # the command table, ka_cmd_<group>.c the commands.
 KILN_AGENT_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS)
 $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -ljansson
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 # kilnd, the daemon (docs/api.md), one folder per concern (docs/architecture.md,
 # "kilnd by concern"): core, http, keeper <- bodies, the sandbox model
@@ -200,21 +236,21 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -ljansson -lz -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS)
 
 # kiln-image-import (docs/architecture.md, "Image import"): the OCI and
 # docker save importer kilnd runs as an unprivileged child per import.
-IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c) lib/base/sha256.c
+IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c lib/digest/*.c)
 $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -larchive -ljansson -lseccomp
+	$(CC) $(CFLAGS) -o $@ $^ $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) $(NETTLE_LIBS)
 
-# kiln, the CLI (README "kiln CLI"): a libcurl client of kilnd's socket;
+# kiln, the CLI (docs/cli.md): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
 KILN_CLI_SRCS := $(wildcard api/kiln/*.c) api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c
 $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ -lcurl -ljansson -lz -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread
 
 # Cheap when cached: the script keys the cache on source version + config.
 kernel:
@@ -252,7 +288,9 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 # it includes and what they use (scripts/unit-links writes the lists), so a
 # test also proves its module links alone.
 UNIT_LINKS := $(BUILD)/unit-links.mk
+ifneq ($(BUILDING),)
 -include $(UNIT_LINKS)
+endif
 $(UNIT_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
 	@scripts/unit-links > $@.tmp && mv $@.tmp $@
@@ -262,13 +300,13 @@ $(BUILD)/obj-san/%.o: %.c
 	$(CC) $(CFLAGS) $(SAN) -c $< -o $@
 
 # the importer's archive reader is libarchive's
-$(BUILD)/tests/test_import_archive: LIBS += -larchive
+$(BUILD)/tests/test_import_archive: LIBS += $(ARCHIVE_LIBS)
 
 .SECONDEXPANSION:
 unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) -lcmocka -ljansson -lz -lseccomp -lpthread $(LIBS)
+	$(CC) $(CFLAGS) $(SAN) -o $@ $< $(filter %.o,$^) $(CMOCKA_LIBS) $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS) -lpthread $(NETTLE_LIBS) $(LIBS)
 
 # Objects reached only through pattern rules are "intermediate" to make,
 # which deletes them after each build; keep them, so unit tests relink only.
@@ -295,7 +333,9 @@ FUZZ_RUN_FLAGS ?= -rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=10 -print_fina
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/bin/fuzz_%)
 FUZZ_LINKS := $(BUILD)/fuzz-links.mk
+ifneq ($(BUILDING),)
 -include $(FUZZ_LINKS)
+endif
 $(FUZZ_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/fuzz -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
 	@scripts/unit-links --dir tests/fuzz > $@.tmp && mv $@.tmp $@
@@ -307,7 +347,7 @@ $(BUILD)/obj-fuzz/%.o: %.c
 fuzz_objs = $(addprefix $(BUILD)/obj-fuzz/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LINKS) $$(call fuzz_objs,fuzz_$$*)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) -ljansson -lz -lseccomp -lpthread
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS) -lpthread $(NETTLE_LIBS)
 
 # A target's dictionary, when it has one (tests/fuzz/dict/<name>.dict).
 fuzz_dict = $(if $(wildcard tests/fuzz/dict/$(1).dict),-dict=tests/fuzz/dict/$(1).dict)
@@ -380,7 +420,7 @@ demo: deps
 bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk
 	@bench/targets
 
-# Issue 17's target table from the last boot, snapshot and devices results
+# The performance targets' table from the last boot, snapshot and devices results
 # (build/bench/*.json); `make bench` prints it last.
 bench-targets:
 	@bench/targets
@@ -407,7 +447,7 @@ bench-api: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout 1800 bench/api
 
-# The confinement's cost (issue 32): create and wake against the tree
+# The confinement's cost (docs/security.md): create and wake against the tree
 # before it (CONFINEMENT_BASE, a commit), built in build/baseline/.
 CONFINEMENT_BASE ?= 4003e21
 .PHONY: bench-confinement

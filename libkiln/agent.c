@@ -71,6 +71,12 @@ static int code_errno(enum agent_code code)
 	}
 }
 
+/* KILN_AGENT_AS_ROOT, or the guest's unprivileged user. */
+static enum agent_user user_of(unsigned flags)
+{
+	return (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+}
+
 static int fail(kiln_agent *a, int r, const struct agent_client_err *e)
 {
 	const char *name = agent_client_err_name(e);
@@ -202,7 +208,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 	c->p.cwd = o->cwd;
 	c->p.shell = !!(o->flags & KILN_AGENT_SHELL);
 	c->p.pty = !!(o->flags & KILN_AGENT_PTY);
-	c->p.user = (o->flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	c->p.user = user_of(o->flags);
 	c->p.timeout_ms = o->timeout_ms;
 	c->p.output_cap = o->output_cap;
 	c->p.stdin_data = o->stdin_data;
@@ -501,7 +507,7 @@ int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t
 	int r;
 
 	*data = NULL;
-	o.user = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	o.user = user_of(flags);
 	r = agent_client_read(&a->c, path, &o, collect, &c, &info, &e);
 	if (r < 0) {
 		free(c.buf);
@@ -531,27 +537,29 @@ int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int m
 	o.append = !!(flags & KILN_AGENT_APPEND);
 	o.has_mode = mode >= 0;
 	o.mode = mode >= 0 ? (uint32_t)mode : 0;
-	o.user = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	o.user = user_of(flags);
 	r = agent_client_write(&a->c, path, &o, data, n, NULL, &e);
+	return r < 0 ? fail(a, r, &e) : 0;
+}
+
+/* A tree to or from the guest as a tar stream on fd. */
+static int tar(kiln_agent *a, int (*call)(const struct agent_client *c, const char *path, enum agent_user user,
+					  int fd, struct agent_client_tar_stats *stats, struct agent_client_err *err),
+	       const char *path, unsigned flags, int fd)
+{
+	struct agent_client_err e = { 0 };
+	struct agent_client_tar_stats st = { 0 };
+	int r = call(&a->c, path, user_of(flags), fd, &st, &e);
+
 	return r < 0 ? fail(a, r, &e) : 0;
 }
 
 int kiln_agent_tar_upload(kiln_agent *a, const char *dir, unsigned flags, int fd)
 {
-	struct agent_client_err e = { 0 };
-	enum agent_user u = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
-	struct agent_client_tar_stats st = { 0 };
-	int r = agent_client_tar_upload(&a->c, dir, u, fd, &st, &e);
-
-	return r < 0 ? fail(a, r, &e) : 0;
+	return tar(a, agent_client_tar_upload, dir, flags, fd);
 }
 
 int kiln_agent_tar_download(kiln_agent *a, const char *path, unsigned flags, int fd)
 {
-	struct agent_client_err e = { 0 };
-	enum agent_user u = (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
-	struct agent_client_tar_stats st = { 0 };
-	int r = agent_client_tar_download(&a->c, path, u, fd, &st, &e);
-
-	return r < 0 ? fail(a, r, &e) : 0;
+	return tar(a, agent_client_tar_download, path, flags, fd);
 }

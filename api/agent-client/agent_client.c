@@ -1,6 +1,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_field.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/utf8.h"
 
@@ -351,6 +352,28 @@ static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe, s
 		     k->what, fe->msg);
 }
 
+/* The framer's next event from k's bytes: 0 with *ev, 1 at the end of the
+ * connection (*ev what the framer says of it), < 0 when reading failed. */
+static int conn_event(struct agent_client_conn *k, struct agent_event *ev, struct agent_client_err *err)
+{
+	size_t used;
+	int r;
+
+	while (k->len == 0) {
+		if (k->eof) {
+			agent_frame_eof(&k->fr, ev);
+			return 1;
+		}
+		r = conn_fill(k, err);
+		if (r < 0)
+			return r;
+	}
+	used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, ev);
+	k->off += used;
+	k->len -= used;
+	return 0;
+}
+
 /*
  * Next header. 0: *hdr (caller owns it) and *len; 1: the agent closed the
  * connection at a message boundary; < 0: error. Skips the unread payload
@@ -363,39 +386,22 @@ int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *
 	*hdr = NULL;
 	*len = 0;
 	for (;;) {
-		size_t used;
-		int r;
+		int r = conn_event(k, &ev, err);
 
-		if (k->len == 0) {
-			if (k->eof) {
-				agent_frame_eof(&k->fr, &ev);
-				if (ev.kind == AGENT_EV_ERROR)
-					return frame_fail(k, ev.err, err);
-				return 1;
-			}
-			r = conn_fill(k, err);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, &ev);
-		k->off += used;
-		k->len -= used;
-		switch (ev.kind) {
-		case AGENT_EV_HEADER:
+		if (r < 0)
+			return r;
+		if (ev.kind == AGENT_EV_ERROR)
+			return frame_fail(k, ev.err, err);
+		if (r == 1)
+			return 1;
+		if (ev.kind == AGENT_EV_HEADER) {
 			*hdr = ev.header;
 			*len = ev.len;
 			k->in_payload = ev.len > 0;
 			return 0;
-		case AGENT_EV_PAYLOAD:
-			if (ev.last)
-				k->in_payload = false;
-			break;
-		case AGENT_EV_ERROR:
-			return frame_fail(k, ev.err, err);
-		default:
-			break;
 		}
+		if (ev.kind == AGENT_EV_PAYLOAD && ev.last)
+			k->in_payload = false;
 	}
 }
 
@@ -410,22 +416,12 @@ int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, si
 	*p = NULL;
 	*n = 0;
 	while (k->in_payload) {
-		size_t used;
-		int r;
+		int r = conn_event(k, &ev, err);
 
-		if (k->len == 0) {
-			if (k->eof) {
-				agent_frame_eof(&k->fr, &ev);
-				return frame_fail(k, ev.err ? ev.err : &k->fr.err, err);
-			}
-			r = conn_fill(k, err);
-			if (r < 0)
-				return r;
-			continue;
-		}
-		used = agent_frame_feed(&k->fr, k->buf + k->off, k->len, &ev);
-		k->off += used;
-		k->len -= used;
+		if (r < 0)
+			return r;
+		if (r == 1) /* closed inside a payload */
+			return frame_fail(k, ev.err ? ev.err : &k->fr.err, err);
 		if (ev.kind == AGENT_EV_ERROR)
 			return frame_fail(k, ev.err, err);
 		if (ev.kind != AGENT_EV_PAYLOAD)
@@ -623,19 +619,27 @@ static int field_missing(struct agent_client_conn *k, const char *key, const cha
 	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply lacks '%s' (%s)", k->what, key, what);
 }
 
+/* A reply field json_field refused: the agent broke the protocol. */
+static int field_refused(struct agent_client_conn *k, const struct json_field_fail *f, const char *what,
+			 struct agent_client_err *err)
+{
+	if (f->fault == JSON_FIELD_MISSING)
+		return field_missing(k, f->key, what, err);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not %s", k->what, f->key, what);
+}
+
 int agent_client_r_uint(struct agent_client_conn *k, json_t *h, const char *key, uint64_t max, uint64_t *out,
 		  struct agent_client_err *err)
 {
-	json_t *v = json_object_get(h, key);
+	struct json_field_fail f;
+	char what[48];
 
-	if (!v)
+	if (!json_field_uint(h, key, true, 0, max, 0, out, &f))
+		return 0;
+	if (f.fault == JSON_FIELD_MISSING)
 		return field_missing(k, key, "an integer", err);
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    (uint64_t)json_integer_value(v) > max)
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer from 0 to %llu", k->what,
-				  key, (unsigned long long)max);
-	*out = (uint64_t)json_integer_value(v);
-	return 0;
+	snprintf(what, sizeof(what), "an integer from 0 to %llu", (unsigned long long)max);
+	return field_refused(k, &f, what, err);
 }
 
 int agent_client_r_u32(struct agent_client_conn *k, json_t *h, const char *key, uint32_t max, uint32_t *out,
@@ -667,27 +671,17 @@ int agent_client_r_sint(struct agent_client_conn *k, json_t *h, const char *key,
 
 int agent_client_r_bool(struct agent_client_conn *k, json_t *h, const char *key, bool *out, struct agent_client_err *err)
 {
-	json_t *v = json_object_get(h, key);
+	struct json_field_fail f;
 
-	if (!v)
-		return field_missing(k, key, "true or false", err);
-	if (!json_is_boolean(v))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not true or false", k->what, key);
-	*out = json_is_true(v);
-	return 0;
+	return json_field_bool(h, key, true, false, out, &f) ? field_refused(k, &f, "true or false", err) : 0;
 }
 
 int agent_client_r_str(struct agent_client_conn *k, json_t *h, const char *key, const char **out,
 		 struct agent_client_err *err)
 {
-	json_t *v = json_object_get(h, key);
+	struct json_field_fail f;
 
-	if (!v)
-		return field_missing(k, key, "a string", err);
-	if (!json_is_string(v))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not a string", k->what, key);
-	*out = json_string_value(v);
-	return 0;
+	return json_field_string(h, key, true, SIZE_MAX, out, &f) ? field_refused(k, &f, "a string", err) : 0;
 }
 
 /* exit_code (0..255 or null) and signal (1..64 or null). */
@@ -744,50 +738,50 @@ int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, s
 	return 0;
 }
 
-/*
- * Connect, send one request line (+ payload), read one reply of type
- * `want` and hand it to the caller (*reply, to json_decref). `dl` bounds
- * the connect and the send, `reply_dl` the reply (0: none).
- */
-int agent_client_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload, size_t n,
-		const char *want, int64_t dl, int64_t reply_dl, json_t **reply,
-		struct agent_client_err *err)
+int agent_client_conn_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload,
+			   size_t n, const char *want, int64_t dl, int64_t reply_dl, struct agent_client_conn *k,
+			   json_t **reply, struct agent_client_err *err)
 {
 	struct agent_line line;
-	struct agent_client_conn k;
 	const char *type;
 	json_t *h = NULL;
 	uint64_t len;
 	int r;
 
 	*reply = NULL;
+	*k = agent_client_msg_ctx(rq->type);
 	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, n, &line, err);
 	if (r < 0)
 		return r;
-	r = agent_client_conn_open(c, dl, rq->type, &k, err);
-	if (r < 0) {
-		agent_line_free(&line);
-		return r;
-	}
-	r = agent_client_conn_send(&k, line.data, line.len, payload, n, dl, NULL, err);
+	r = agent_client_conn_open(c, dl, rq->type, k, err);
+	if (r == 0)
+		r = agent_client_conn_send(k, line.data, line.len, payload, n, dl, NULL, err);
 	agent_line_free(&line);
 	if (r < 0)
-		goto out;
-	agent_client_conn_wait_until(&k, reply_dl);
-	r = agent_client_conn_next(&k, &h, &len, err);
+		return r;
+	agent_client_conn_wait_until(k, reply_dl);
+	r = agent_client_conn_next(k, &h, &len, err);
 	if (r == 1)
-		r = agent_client_closed_early(&k, "replying", err);
-	if (r < 0)
-		goto out;
-	r = agent_client_reply_type(&k, h, len, &type, err);
+		r = agent_client_closed_early(k, "replying", err);
+	if (r == 0)
+		r = agent_client_reply_type(k, h, len, &type, err);
 	if (r == 0 && strcmp(type, want) != 0)
-		r = agent_client_unexpected(&k, type, want, err);
-	if (r == 0) {
-		*reply = h;
-		h = NULL;
+		r = agent_client_unexpected(k, type, want, err);
+	if (r < 0) {
+		json_decref(h);
+		return r;
 	}
-out:
-	json_decref(h);
+	*reply = h;
+	return 0;
+}
+
+int agent_client_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload, size_t n,
+		const char *want, int64_t dl, int64_t reply_dl, json_t **reply,
+		struct agent_client_err *err)
+{
+	struct agent_client_conn k;
+	int r = agent_client_conn_call(c, rq, payload, n, want, dl, reply_dl, &k, reply, err);
+
 	agent_client_conn_close(&k);
 	return r;
 }

@@ -148,6 +148,12 @@ int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, s
 int agent_client_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload, size_t n,
 	    const char *want, int64_t dl, int64_t reply_dl, json_t **reply,
 	    struct agent_client_err *err);
+/* agent_client_call on k, which stays open for the rest of the reply
+ * (spawn's and watch's streams). k is always safe to close after it,
+ * whatever it returns; the caller must. */
+int agent_client_conn_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload,
+			   size_t n, const char *want, int64_t dl, int64_t reply_dl, struct agent_client_conn *k,
+			   json_t **reply, struct agent_client_err *err);
 /* agent_client_call for an immediate request: everything within the context's timeout. */
 int agent_client_call_now(const struct agent_client *c, struct agent_client_req *rq, const char *want, json_t **reply,
 		struct agent_client_err *err);

@@ -316,48 +316,22 @@ struct agent_client_stream {
 static int stream_open(const struct agent_client *c, struct agent_client_req *rq, const char *want,
 		       struct agent_client_stream **out, json_t **hdr, struct agent_client_err *err)
 {
-	struct agent_client_stream *s;
-	struct agent_line line;
-	const char *type;
-	uint64_t len;
-	int64_t dl;
+	struct agent_client_stream *s = calloc(1, sizeof(*s));
+	int64_t dl = mono_deadline_ms(c->timeout_ms);
 	int r;
 
 	*out = NULL;
 	*hdr = NULL;
-	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
-	if (r < 0)
-		return r;
-	s = calloc(1, sizeof(*s));
 	if (!s) {
-		agent_line_free(&line);
+		json_decref(rq->o); /* what sending it would have done */
+		rq->o = NULL;
 		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", rq->type);
 	}
 	snprintf(s->what, sizeof(s->what), "%s", rq->type);
 	s->timeout_ms = c->timeout_ms;
-	dl = mono_deadline_ms(c->timeout_ms);
-	r = agent_client_conn_open(c, dl, s->what, &s->k, err);
+	r = agent_client_conn_call(c, rq, NULL, 0, want, dl, dl, &s->k, hdr, err);
+	s->k.what = s->what;
 	if (r < 0) {
-		agent_line_free(&line);
-		free(s);
-		return r;
-	}
-	r = agent_client_conn_send(&s->k, line.data, line.len, NULL, 0, dl, NULL, err);
-	agent_line_free(&line);
-	if (r == 0) {
-		agent_client_conn_wait_until(&s->k, dl);
-		r = agent_client_conn_next(&s->k, hdr, &len, err);
-		if (r == 1)
-			r = agent_client_closed_early(&s->k, "replying", err);
-	}
-	if (r == 0) {
-		r = agent_client_reply_type(&s->k, *hdr, len, &type, err);
-		if (r == 0 && strcmp(type, want) != 0)
-			r = agent_client_unexpected(&s->k, type, want, err);
-	}
-	if (r < 0) {
-		json_decref(*hdr);
-		*hdr = NULL;
 		agent_client_stream_close(s);
 		return r;
 	}
@@ -365,21 +339,61 @@ static int stream_open(const struct agent_client *c, struct agent_client_req *rq
 	return 0;
 }
 
-int agent_client_spawn(const struct agent_client *c, const struct agent_client_proc_opts *o,
-		       struct agent_client_stream **stream, struct agent_client_attached *info,
-		       struct agent_client_err *err)
+/* What the first line of spawn's or attach's stream says, into info. */
+typedef int attached_read(struct agent_client_stream *s, json_t *h, const void *arg,
+			  struct agent_client_attached *info, struct agent_client_err *err);
+
+/* spawn and attach: rq sent, its stream opened on a `want` line that
+ * `read` takes into info (NULL: the caller does not want it). */
+static int attached_open(const struct agent_client *c, struct agent_client_req *rq, const char *want,
+			 attached_read *read, const void *arg, struct agent_client_stream **stream,
+			 struct agent_client_attached *info, struct agent_client_err *err)
 {
 	struct agent_client_attached local;
 	struct agent_client_stream *s;
-	struct agent_client_req rq;
 	json_t *h;
 	int r;
 
-	ERR_INIT(err);
 	if (!info)
 		info = &local;
 	memset(info, 0, sizeof(*info));
 	*stream = NULL;
+	r = stream_open(c, rq, want, &s, &h, err);
+	if (r < 0)
+		return r;
+	r = read(s, h, arg, info, err);
+	json_decref(h);
+	if (r < 0) {
+		agent_client_stream_close(s);
+		return r;
+	}
+	s->seq = info->seq;
+	*stream = s;
+	return 0;
+}
+
+static int read_spawned(struct agent_client_stream *s, json_t *h, const void *arg,
+			struct agent_client_attached *info, struct agent_client_err *err)
+{
+	const struct agent_client_proc_opts *o = arg;
+	int r;
+
+	if ((r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 && info->id == 0)
+		r = AGENT_CLIENT_PROTO_FAIL(err, "spawn: the agent handed out process id 0");
+	if (r == 0)
+		r = agent_client_r_pid(&s->k, h, &info->pid, err);
+	info->pty = o->pty;
+	info->running = true;
+	return r;
+}
+
+int agent_client_spawn(const struct agent_client *c, const struct agent_client_proc_opts *o,
+		       struct agent_client_stream **stream, struct agent_client_attached *info,
+		       struct agent_client_err *err)
+{
+	struct agent_client_req rq;
+
+	ERR_INIT(err);
 	agent_client_req_init(&rq, "spawn");
 	req_proc(&rq, o);
 	if (o->pty) {
@@ -391,61 +405,37 @@ int agent_client_spawn(const struct agent_client *c, const struct agent_client_p
 	}
 	if (o->ring_bytes)
 		agent_client_req_int(&rq, "ring_bytes", o->ring_bytes);
-	r = stream_open(c, &rq, "spawned", &s, &h, err);
-	if (r < 0)
-		return r;
-	if ((r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 && info->id == 0)
-		r = AGENT_CLIENT_PROTO_FAIL(err, "spawn: the agent handed out process id 0");
-	if (r == 0)
-		r = agent_client_r_pid(&s->k, h, &info->pid, err);
-	json_decref(h);
-	if (r < 0) {
-		agent_client_stream_close(s);
-		return r;
-	}
-	info->pty = o->pty;
-	info->running = true;
-	*stream = s;
-	return 0;
+	return attached_open(c, &rq, "spawned", read_spawned, o, stream, info, err);
+}
+
+static int read_attached(struct agent_client_stream *s, json_t *h, const void *arg,
+			 struct agent_client_attached *info, struct agent_client_err *err)
+{
+	uint32_t id = *(const uint32_t *)arg;
+	int r;
+
+	if (!(r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) &&
+	    !(r = agent_client_r_pid(&s->k, h, &info->pid, err)) && !(r = agent_client_r_bool(&s->k, h, "pty", &info->pty, err)) &&
+	    !(r = agent_client_r_bool(&s->k, h, "running", &info->running, err)) &&
+	    !(r = agent_client_r_u64(&s->k, h, "seq", &info->seq, err)) && info->id != id)
+		r = AGENT_CLIENT_PROTO_FAIL(err, "attach: asked for process %u, the agent attached %u", id, info->id);
+	return r;
 }
 
 int agent_client_attach(const struct agent_client *c, uint32_t id, enum agent_client_from from,
 			uint64_t seq, struct agent_client_stream **stream,
 			struct agent_client_attached *info, struct agent_client_err *err)
 {
-	struct agent_client_attached local;
-	struct agent_client_stream *s;
 	struct agent_client_req rq;
-	json_t *h;
-	int r;
 
 	ERR_INIT(err);
-	if (!info)
-		info = &local;
-	memset(info, 0, sizeof(*info));
-	*stream = NULL;
 	agent_client_req_init(&rq, "attach");
 	agent_client_req_int(&rq, "id", id);
 	if (from == AGENT_FROM_NOW)
 		agent_client_req_str(&rq, "from", "now");
 	else if (from == AGENT_FROM_SEQ)
 		agent_client_req_int(&rq, "from", seq > INT64_MAX ? INT64_MAX : (int64_t)seq);
-	r = stream_open(c, &rq, "attached", &s, &h, err);
-	if (r < 0)
-		return r;
-	if (!(r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) &&
-	    !(r = agent_client_r_pid(&s->k, h, &info->pid, err)) && !(r = agent_client_r_bool(&s->k, h, "pty", &info->pty, err)) &&
-	    !(r = agent_client_r_bool(&s->k, h, "running", &info->running, err)) &&
-	    !(r = agent_client_r_u64(&s->k, h, "seq", &info->seq, err)) && info->id != id)
-		r = AGENT_CLIENT_PROTO_FAIL(err, "attach: asked for process %u, the agent attached %u", id, info->id);
-	json_decref(h);
-	if (r < 0) {
-		agent_client_stream_close(s);
-		return r;
-	}
-	s->seq = info->seq;
-	*stream = s;
-	return 0;
+	return attached_open(c, &rq, "attached", read_attached, &id, stream, info, err);
 }
 
 int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,

@@ -30,10 +30,7 @@ int agent_client_watch(const struct agent_client *c, const char *path,
 {
 	struct agent_client_watch *w;
 	struct agent_client_req rq;
-	struct agent_line line;
-	const char *type;
 	json_t *h = NULL;
-	uint64_t len;
 	int64_t dl;
 	int r;
 
@@ -49,31 +46,13 @@ int agent_client_watch(const struct agent_client *c, const char *path,
 		agent_client_req_int(&rq, "queue", o->queue);
 	if (o)
 		agent_client_req_user(&rq, o->user);
-	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, 0, &line, err);
-	if (r < 0)
-		return r;
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		agent_line_free(&line);
+		json_decref(rq.o); /* what sending it would have done */
 		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "watch: out of memory");
 	}
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = agent_client_conn_open(c, dl, "watch", &w->k, err);
-	if (r < 0) {
-		agent_line_free(&line);
-		free(w);
-		return r;
-	}
-	r = agent_client_conn_send(&w->k, line.data, line.len, NULL, 0, dl, NULL, err);
-	agent_line_free(&line);
-	if (r == 0) {
-		agent_client_conn_wait_until(&w->k, dl);
-		r = agent_client_conn_next(&w->k, &h, &len, err);
-		if (r == 1)
-			r = agent_client_closed_early(&w->k, "replying", err);
-	}
-	if (r == 0 && (r = agent_client_reply_type(&w->k, h, len, &type, err)) == 0 && strcmp(type, "watching"))
-		r = agent_client_unexpected(&w->k, type, "watching", err);
+	r = agent_client_conn_call(c, &rq, NULL, 0, "watching", dl, dl, &w->k, &h, err);
 	if (r == 0 && watches)
 		r = agent_client_r_u32(&w->k, h, "watches", AGENT_WATCH_WATCHES_MAX, watches, err);
 	json_decref(h);

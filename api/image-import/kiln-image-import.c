@@ -34,7 +34,7 @@
 #include "api/image-import/import_tree.h"
 #include "api/image-import/oci_spec.h"
 #include "lib/base/num_parse.h"
-#include "lib/base/sha256.h"
+#include "lib/digest/digest.h"
 
 #define EXIT_BAD_ARCHIVE 2
 
@@ -73,7 +73,7 @@ static bool outer_has(struct import_tree *o, const char *path)
  * expected digest is given must have it. */
 static int check_digest(int fd, const char *path, const char *want, char *got, struct err *e)
 {
-	int r = sha256_fd(fd, got);
+	int r = digest_fd(fd, got);
 
 	if (r < 0 || lseek(fd, 0, SEEK_SET) < 0)
 		return err_set(e, EIO, "read '%s': %s", path, strerror(r < 0 ? -r : errno));
@@ -117,7 +117,7 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 			 struct err *e)
 {
 	struct oci_blob mb;
-	char *buf = NULL, got[SHA256_DIGEST_STR];
+	char *buf = NULL, got[DIGEST_STR_LEN];
 	size_t n;
 	int r;
 
@@ -131,7 +131,7 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 			return r;
 		r = oci_manifest_parse(buf, n, im, e);
 		free(buf);
-		snprintf(manifest_digest, SHA256_DIGEST_STR, "%s", mb.digest);
+		snprintf(manifest_digest, DIGEST_STR_LEN, "%s", mb.digest);
 		return r;
 	}
 	if (outer_has(o, "manifest.json")) {
@@ -140,7 +140,7 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 			return r;
 		r = oci_docker_manifest_parse(buf, n, im, e);
 		free(buf);
-		snprintf(manifest_digest, SHA256_DIGEST_STR, "%s", got);
+		snprintf(manifest_digest, DIGEST_STR_LEN, "%s", got);
 		return r;
 	}
 	return err_set(e, EINVAL, "neither an OCI image layout (oci-layout, index.json) nor a docker save archive (manifest.json)");
@@ -151,7 +151,7 @@ static int apply_layers(struct import_tree *o, struct import_tree *t, const stru
 {
 	for (size_t i = 0; i < im->nlayers; i++) {
 		const struct oci_blob *b = &im->layers[i];
-		char got[SHA256_DIGEST_STR];
+		char got[DIGEST_STR_LEN];
 		struct err le;
 		int fd = outer_open(o, b->path, &le), r;
 
@@ -248,7 +248,7 @@ static int import(const struct opts *opp)
 	struct opts op = *opp;
 	struct import_tree outer = { .root = -1 }, stage = { .root = -1 };
 	static struct oci_image im;
-	char manifest_digest[SHA256_DIGEST_STR] = "", config_digest[SHA256_DIGEST_STR] = "", digest[SHA256_DIGEST_STR];
+	char manifest_digest[DIGEST_STR_LEN] = "", config_digest[DIGEST_STR_LEN] = "", digest[DIGEST_STR_LEN];
 	const char *format = "";
 	char *cbuf = NULL;
 	json_t *config = NULL, *out;
@@ -300,7 +300,7 @@ static int import(const struct opts *opp)
 		return 1;
 	}
 	fd = open("image.ext4", O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || sha256_fd(fd, digest) < 0) {
+	if (fd < 0 || digest_fd(fd, digest) < 0) {
 		fprintf(stderr, "hashing image.ext4 failed\n");
 		return 1;
 	}

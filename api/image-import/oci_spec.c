@@ -95,9 +95,35 @@ int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct
 	return r;
 }
 
+/* How a document names a blob: an OCI descriptor, or docker save's path. */
+typedef int blob_reader(const json_t *v, const char *what, struct oci_blob *b, struct err *e);
+
+/* doc's array `key` of at most OCI_LAYERS_MAX layers, each read by `read`
+ * and named what[i] in messages. */
+static int read_layers(const json_t *doc_obj, const char *doc, const char *key, const char *what, blob_reader *read,
+		       struct oci_image *im, struct err *e)
+{
+	const json_t *ls = json_object_get(doc_obj, key);
+	int r = 0;
+
+	if (!json_is_array(ls))
+		return err_set(e, EINVAL, "%s has no \"%s\" array", doc, key);
+	if (json_array_size(ls) > OCI_LAYERS_MAX)
+		return err_set(e, EINVAL, "the image has %zu layers; at most %d are supported", json_array_size(ls),
+			       OCI_LAYERS_MAX);
+	for (size_t i = 0; !r && i < json_array_size(ls); i++) {
+		char name[48];
+
+		snprintf(name, sizeof(name), "%s[%zu]", what, i);
+		r = read(json_array_get(ls, i), name, &im->layers[i], e);
+		im->nlayers = i + 1;
+	}
+	return r;
+}
+
 int oci_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct err *e)
 {
-	json_t *j = load(buf, n, "the image manifest", e), *ls;
+	json_t *j = load(buf, n, "the image manifest", e);
 	const char *mt;
 	int r;
 
@@ -111,18 +137,8 @@ int oci_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct e
 		return r;
 	}
 	r = descriptor(json_object_get(j, "config"), "manifest config", &im->config, e);
-	ls = json_object_get(j, "layers");
-	if (!r && !json_is_array(ls))
-		r = err_set(e, EINVAL, "the image manifest has no \"layers\" array");
-	if (!r && json_array_size(ls) > OCI_LAYERS_MAX)
-		r = err_set(e, EINVAL, "the image has %zu layers; at most %d are supported", json_array_size(ls), OCI_LAYERS_MAX);
-	for (size_t i = 0; !r && i < json_array_size(ls); i++) {
-		char what[48];
-
-		snprintf(what, sizeof(what), "manifest layers[%zu]", i);
-		r = descriptor(json_array_get(ls, i), what, &im->layers[i], e);
-		im->nlayers = i + 1;
-	}
+	if (!r)
+		r = read_layers(j, "the image manifest", "layers", "manifest layers", descriptor, im, e);
 	json_decref(j);
 	return r;
 }
@@ -151,7 +167,7 @@ static int docker_path(const json_t *v, const char *what, struct oci_blob *b, st
 
 int oci_docker_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct err *e)
 {
-	json_t *j = load(buf, n, "manifest.json", e), *first, *ls;
+	json_t *j = load(buf, n, "manifest.json", e), *first;
 	int r;
 
 	if (!j)
@@ -167,18 +183,8 @@ int oci_docker_manifest_parse(const char *buf, size_t n, struct oci_image *im, s
 		return err_set(e, EINVAL, "manifest.json holds %zu images: save one image per archive", json_array_size(j));
 	}
 	r = docker_path(json_object_get(first, "Config"), "Config", &im->config, e);
-	ls = json_object_get(first, "Layers");
-	if (!r && !json_is_array(ls))
-		r = err_set(e, EINVAL, "manifest.json has no \"Layers\" array");
-	if (!r && json_array_size(ls) > OCI_LAYERS_MAX)
-		r = err_set(e, EINVAL, "the image has %zu layers; at most %d are supported", json_array_size(ls), OCI_LAYERS_MAX);
-	for (size_t i = 0; !r && i < json_array_size(ls); i++) {
-		char what[32];
-
-		snprintf(what, sizeof(what), "Layers[%zu]", i);
-		r = docker_path(json_array_get(ls, i), what, &im->layers[i], e);
-		im->nlayers = i + 1;
-	}
+	if (!r)
+		r = read_layers(first, "manifest.json", "Layers", "Layers", docker_path, im, e);
 	json_decref(j);
 	return r;
 }

@@ -19,7 +19,7 @@
 
 #include "api/image-import/oci_path.h"
 #include "lib/base/err.h"
-#include "lib/base/sha256.h"
+#include "lib/digest/digest.h"
 
 #define OCI_JSON_MAX (4u << 20) /* largest index/manifest/config document */
 #define OCI_LAYERS_MAX 256
@@ -30,7 +30,7 @@
 
 struct oci_blob {
 	char path[OCI_PATH_MAX + 1];       /* in the archive */
-	char digest[SHA256_DIGEST_STR];    /* "": not known (docker save's layer.tar) */
+	char digest[DIGEST_STR_LEN];    /* "": not known (docker save's layer.tar) */
 };
 
 struct oci_image {

@@ -31,27 +31,26 @@ static void proc_args_free(struct proc_args *p)
 	free(p->env);
 }
 
+/* How a process runs, for exec and spawn alike (the agent's PROC_FIELDS). */
+#define PROC_OPTS                                                      \
+	{ "user", required_argument, 0, OPT_USER },                    \
+	{ "cwd", required_argument, 0, OPT_CWD },                      \
+	{ "env", required_argument, 0, OPT_ENV },                      \
+	{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },        \
+	{ "shell", no_argument, 0, OPT_SHELL },                        \
+	{ "confine", no_argument, 0, OPT_CONFINE }
+
 static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 {
 	static const struct option exec_opts[] = {
-		{ "user", required_argument, 0, OPT_USER },
-		{ "cwd", required_argument, 0, OPT_CWD },
-		{ "env", required_argument, 0, OPT_ENV },
-		{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },
-		{ "shell", no_argument, 0, OPT_SHELL },
-		{ "confine", no_argument, 0, OPT_CONFINE },
+		PROC_OPTS,
 		{ "output-cap", required_argument, 0, OPT_OUTPUT_CAP },
 		{ "stdin-file", required_argument, 0, OPT_STDIN_FILE },
 		{ "json", no_argument, 0, OPT_JSON },
 		{ 0, 0, 0, 0 },
 	};
 	static const struct option spawn_opts[] = {
-		{ "user", required_argument, 0, OPT_USER },
-		{ "cwd", required_argument, 0, OPT_CWD },
-		{ "env", required_argument, 0, OPT_ENV },
-		{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },
-		{ "shell", no_argument, 0, OPT_SHELL },
-		{ "confine", no_argument, 0, OPT_CONFINE },
+		PROC_OPTS,
 		{ "pty", no_argument, 0, OPT_PTY },
 		{ "rows", required_argument, 0, OPT_ROWS },
 		{ "cols", required_argument, 0, OPT_COLS },

@@ -112,41 +112,44 @@ static int parse_file(int argc, char **argv, int want_paths, struct file_args *f
 	return 0;
 }
 
-static void what_path(char *buf, size_t n, const char *cmd, const char *path)
-{
-	snprintf(buf, n, "%s %s", cmd, path);
-}
+/*
+ * Every file command is a request on the paths parse_file read: run is it
+ * and its output, returning the exit status, or <0 when the request failed
+ * (e says why; fs_cmd prints "kiln-agent: <name> <path>: ..." for it).
+ */
+struct fs_cmd {
+	const char *name;
+	int npaths;
+	int (*run)(struct cli *cli, const struct file_args *fa, struct agent_client_err *e);
+};
 
-int cmd_read(struct cli *cli, int argc, char **argv)
+static int fs_cmd(struct cli *cli, int argc, char **argv, const struct fs_cmd *cmd)
 {
 	struct agent_client_err e;
 	struct file_args fa;
 	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
+	int r = parse_file(argc, argv, cmd->npaths, &fa);
 
 	if (r)
 		return r;
-	if (agent_client_read_fd(&cli->c, fa.paths[0], &fa.read, 1, NULL, &e) < 0) {
-		what_path(what, sizeof(what), "read", fa.paths[0]);
-		return report(what, &e);
-	}
-	return 0;
+	r = cmd->run(cli, &fa, &e);
+	if (r >= 0)
+		return r;
+	snprintf(what, sizeof(what), "%s %s", cmd->name, fa.paths[0]);
+	return report(what, &e);
 }
 
-int cmd_write(struct cli *cli, int argc, char **argv)
+static int run_read(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
+	return agent_client_read_fd(&cli->c, fa->paths[0], &fa->read, 1, NULL, e) < 0 ? -1 : 0;
+}
+
+static int run_write(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
+{
 	uint64_t bytes = 0;
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
-	if (agent_client_write_fd(&cli->c, fa.paths[0], &fa.write, 0, &bytes, &e) < 0) {
-		what_path(what, sizeof(what), "write", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_write_fd(&cli->c, fa->paths[0], &fa->write, 0, &bytes, e) < 0)
+		return -1;
 	if (cli->json)
 		print_json(stdout, json_pack("{s:I}", "bytes", (json_int_t)bytes));
 	return 0;
@@ -168,20 +171,12 @@ static json_t *stat_json(const struct agent_client_stat *st, bool entry)
 	return o;
 }
 
-int cmd_stat(struct cli *cli, int argc, char **argv)
+static int run_stat(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
 	struct agent_client_stat st;
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
-	if (agent_client_stat(&cli->c, fa.paths[0], !fa.no_follow, fa.user, &st, &e) < 0) {
-		what_path(what, sizeof(what), "stat", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_stat(&cli->c, fa->paths[0], !fa->no_follow, fa->user, &st, e) < 0)
+		return -1;
 	if (cli->json) {
 		print_json(stdout, stat_json(&st, false));
 	} else {
@@ -202,21 +197,13 @@ int cmd_stat(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-int cmd_exists(struct cli *cli, int argc, char **argv)
+static int run_exists(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
 	enum agent_client_kind kind;
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
 	bool ex = false;
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
-	if (agent_client_exists(&cli->c, fa.paths[0], !fa.no_follow, fa.user, &ex, &kind, &e) < 0) {
-		what_path(what, sizeof(what), "exists", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_exists(&cli->c, fa->paths[0], !fa->no_follow, fa->user, &ex, &kind, e) < 0)
+		return -1;
 	if (cli->json)
 		print_json(stdout, ex ? json_pack("{s:b, s:s}", "exists", 1, "kind",
 						  agent_client_kind_name(kind))
@@ -247,20 +234,12 @@ static int print_entry(void *arg, const struct agent_client_stat *st)
 	return 0;
 }
 
-int cmd_ls(struct cli *cli, int argc, char **argv)
+static int run_ls(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
 	struct agent_client_list_end end;
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
-	if (agent_client_list_dir(&cli->c, fa.paths[0], &fa.list, print_entry, cli, &end, &e) < 0) {
-		what_path(what, sizeof(what), "ls", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_list_dir(&cli->c, fa->paths[0], &fa->list, print_entry, cli, &end, e) < 0)
+		return -1;
 	if (end.truncated)
 		fprintf(stderr, "kiln-agent: ls: stopped after %" PRIu64 " entries (--limit)\n",
 			end.count);
@@ -270,52 +249,21 @@ int cmd_ls(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
-int cmd_mkdir(struct cli *cli, int argc, char **argv)
+static int run_mkdir(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
-
-	if (r)
-		return r;
-	if (agent_client_mkdir(&cli->c, fa.paths[0], fa.parents, fa.has_mode ? (int)fa.mode : -1,
-			       fa.user, &e) < 0) {
-		what_path(what, sizeof(what), "mkdir", fa.paths[0]);
-		return report(what, &e);
-	}
-	return 0;
+	return agent_client_mkdir(&cli->c, fa->paths[0], fa->parents, fa->has_mode ? (int)fa->mode : -1,
+				  fa->user, e) < 0 ? -1 : 0;
 }
 
-int cmd_rm(struct cli *cli, int argc, char **argv)
+static int run_rm(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
-
-	if (r)
-		return r;
-	if (agent_client_remove(&cli->c, fa.paths[0], fa.recursive, fa.user, &e) < 0) {
-		what_path(what, sizeof(what), "rm", fa.paths[0]);
-		return report(what, &e);
-	}
-	return 0;
+	return agent_client_remove(&cli->c, fa->paths[0], fa->recursive, fa->user, e) < 0 ? -1 : 0;
 }
 
-int cmd_mv(struct cli *cli, int argc, char **argv)
+static int run_mv(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 2, &fa);
-
-	if (r)
-		return r;
-	if (agent_client_rename(&cli->c, fa.paths[0], fa.paths[1], fa.overwrite, fa.user, &e) < 0) {
-		what_path(what, sizeof(what), "mv", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_rename(&cli->c, fa->paths[0], fa->paths[1], fa->overwrite, fa->user, e) < 0)
+		return -1;
 	return 0;
 }
 
@@ -337,44 +285,48 @@ static void print_tar(const struct cli *cli, FILE *f, const struct agent_client_
 		t->files, t->dirs, t->symlinks, t->hardlinks, t->skipped, t->bytes);
 }
 
-int cmd_tar_up(struct cli *cli, int argc, char **argv)
+static int run_tar_up(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
 	struct agent_client_tar_stats t;
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
 	if (isatty(0))
 		return usage_error("tar-up: stdin is a terminal; pipe a tar archive into it");
-	if (agent_client_tar_upload(&cli->c, fa.paths[0], fa.user, 0, &t, &e) < 0) {
-		what_path(what, sizeof(what), "tar-up", fa.paths[0]);
-		return report(what, &e);
-	}
+	if (agent_client_tar_upload(&cli->c, fa->paths[0], fa->user, 0, &t, e) < 0)
+		return -1;
 	print_tar(cli, stdout, &t, true);
 	return 0;
 }
 
-int cmd_tar_down(struct cli *cli, int argc, char **argv)
+static int run_tar_down(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
 	struct agent_client_tar_stats t;
-	struct agent_client_err e;
-	struct file_args fa;
-	char what[AGENT_PATH_MAX + 16];
-	int r = parse_file(argc, argv, 1, &fa);
 
-	if (r)
-		return r;
 	if (isatty(1))
 		return usage_error("tar-down: stdout is a terminal; redirect the archive to a file or pipe");
-	if (agent_client_tar_download(&cli->c, fa.paths[0], fa.user, 1, &t, &e) < 0) {
-		what_path(what, sizeof(what), "tar-down", fa.paths[0]);
+	if (agent_client_tar_download(&cli->c, fa->paths[0], fa->user, 1, &t, e) < 0) {
 		fprintf(stderr, "kiln-agent: tar-down: the archive on stdout is incomplete; discard it\n");
-		return report(what, &e);
+		return -1;
 	}
 	/* stdout carries the archive: the summary goes to stderr. */
 	print_tar(cli, stderr, &t, false);
 	return 0;
 }
+
+/* The commands of ka_cmds.h (cmd_read, ...): each a name, its paths and its run. */
+#define FS_CMD(fn, name, npaths, run)                                                                      \
+	int fn(struct cli *cli, int argc, char **argv)                                                     \
+	{                                                                                                  \
+		static const struct fs_cmd cmd = { name, npaths, run };                                   \
+		return fs_cmd(cli, argc, argv, &cmd);                                                      \
+	}
+
+FS_CMD(cmd_read, "read", 1, run_read)
+FS_CMD(cmd_write, "write", 1, run_write)
+FS_CMD(cmd_stat, "stat", 1, run_stat)
+FS_CMD(cmd_exists, "exists", 1, run_exists)
+FS_CMD(cmd_ls, "ls", 1, run_ls)
+FS_CMD(cmd_mkdir, "mkdir", 1, run_mkdir)
+FS_CMD(cmd_rm, "rm", 1, run_rm)
+FS_CMD(cmd_mv, "mv", 2, run_mv)
+FS_CMD(cmd_tar_up, "tar-up", 1, run_tar_up)
+FS_CMD(cmd_tar_down, "tar-down", 1, run_tar_down)

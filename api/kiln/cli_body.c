@@ -123,7 +123,7 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 
 	cli_scan_init(&s, argc, argv, defs, g);
 	/* The default image: kilnd requires one and "minimal" is the image
-	 * kiln builds (README), so `kiln create` alone does the obvious thing. */
+	 * kiln builds (docs/guest.md), so `kiln create` alone does the obvious thing. */
 	json_object_set_new(b, "image", json_string("minimal"));
 	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
 		switch (opt) {

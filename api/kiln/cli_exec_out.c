@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/base64.h"
+#include "lib/base/mem_grow.h"
 
 int cli_exec_status(const json_t *r)
 {
@@ -228,16 +229,11 @@ int cli_ndjson_feed(struct cli_ndjson *n, const char *p, size_t len)
 			return ndjson_fail(n, "kilnd sent a stream line over %s", "16 MiB");
 		if (!nl || n->len) {
 			if (n->len + take > n->cap) {
-				size_t cap = n->cap ? n->cap : 4096;
-				char *nb;
+				char *nb = mem_grow(n->buf, &n->cap, n->len + take, 4096, CLI_NDJSON_LINE_MAX);
 
-				while (cap < n->len + take)
-					cap *= 2;
-				nb = realloc(n->buf, cap);
 				if (!nb)
 					return ndjson_fail(n, "out of memory reading the %s", "stream");
 				n->buf = nb;
-				n->cap = cap;
 			}
 			memcpy(n->buf + n->len, p, take);
 			n->len += take;

@@ -1,4 +1,6 @@
 #include "api/proto/agent_proto.h"
+#include "lib/base/json_field.h"
+#include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
 #include "lib/base/version.h"
 
@@ -101,32 +103,35 @@ enum agent_code agent_err_set(struct agent_err *err, enum agent_code code, const
 
 enum { FR_HEADER, FR_PAYLOAD, FR_ERROR };
 
-static const char *json_kind(const json_t *v)
+/* A header is an object whose 'len' is absent (0) or the payload bytes
+ * after the header. */
+static enum agent_code header_check(const json_t *hdr, uint64_t *len, struct agent_err *err)
 {
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a number with a fraction";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	default:
-		return "null";
-	}
+	json_t *l = json_object_get(hdr, "len");
+
+	*len = 0;
+	if (!json_is_object(hdr))
+		return agent_err_set(err, AGENT_E_BAD_JSON,
+				     "header is not a JSON object (got %s); every message is one JSON object on one line",
+				     json_field_kind(hdr));
+	if (!l)
+		return AGENT_OK;
+	if (!json_is_integer(l) || json_integer_value(l) < 0)
+		return agent_err_set(err, AGENT_E_BAD_FIELD,
+				     "'len' must be a non-negative integer (the payload bytes after the header)");
+	if ((uint64_t)json_integer_value(l) > AGENT_LEN_MAX)
+		return agent_err_set(err, AGENT_E_TOO_LARGE,
+				     "'len' is %lld; one message carries at most %u bytes, send more as several data messages",
+				     (long long)json_integer_value(l), AGENT_LEN_MAX);
+	*len = (uint64_t)json_integer_value(l);
+	return AGENT_OK;
 }
 
 enum agent_code agent_header_decode(const char *line, size_t n, json_t **out, uint64_t *len,
 				    struct agent_err *err)
 {
 	json_error_t je;
-	json_t *j, *l;
+	json_t *j;
 
 	*out = NULL;
 	*len = 0;
@@ -141,29 +146,9 @@ enum agent_code agent_header_decode(const char *line, size_t n, json_t **out, ui
 		return agent_err_set(err, AGENT_E_BAD_JSON,
 				     "header is not valid JSON: %s (byte %d); every message is one JSON object on one line",
 				     je.text, je.position);
-	if (!json_is_object(j)) {
-		agent_err_set(err, AGENT_E_BAD_JSON,
-			      "header is not a JSON object (got %s); every message is one JSON object on one line",
-			      json_kind(j));
+	if (header_check(j, len, err)) {
 		json_decref(j);
 		return err->code;
-	}
-	l = json_object_get(j, "len");
-	if (l) {
-		if (!json_is_integer(l) || json_integer_value(l) < 0) {
-			agent_err_set(err, AGENT_E_BAD_FIELD,
-				      "'len' must be a non-negative integer (the payload bytes after the header)");
-			json_decref(j);
-			return err->code;
-		}
-		if ((uint64_t)json_integer_value(l) > AGENT_LEN_MAX) {
-			agent_err_set(err, AGENT_E_TOO_LARGE,
-				      "'len' is %lld; one message carries at most %u bytes, send more as several data messages",
-				      (long long)json_integer_value(l), AGENT_LEN_MAX);
-			json_decref(j);
-			return err->code;
-		}
-		*len = (uint64_t)json_integer_value(l);
 	}
 	*out = j;
 	return AGENT_OK;
@@ -195,19 +180,11 @@ static size_t frame_fail(struct agent_frame *f, struct agent_event *ev)
 static int frame_append(struct agent_frame *f, const char *p, size_t n)
 {
 	if (f->line_len + n > f->line_cap) {
-		size_t cap = f->line_cap ? f->line_cap : 256;
-		char *nl;
+		char *nl = mem_grow(f->line, &f->line_cap, f->line_len + n, 256, AGENT_HEADER_MAX);
 
-		/* Grow by doubling so memory follows the longest header seen. */
-		while (cap < f->line_len + n)
-			cap *= 2;
-		if (cap > AGENT_HEADER_MAX)
-			cap = AGENT_HEADER_MAX;
-		nl = realloc(f->line, cap);
 		if (!nl)
 			return -ENOMEM;
 		f->line = nl;
-		f->line_cap = cap;
 	}
 	memcpy(f->line + f->line_len, p, n);
 	f->line_len += n;
@@ -307,70 +284,6 @@ void agent_frame_eof(struct agent_frame *f, struct agent_event *ev)
 	ev->kind = AGENT_EV_NEED_MORE;
 }
 
-/* ---- message table ---- */
-
-#define CTX_REQ (1u << AGENT_CTX_REQUEST)
-#define CTX_UPL (1u << AGENT_CTX_UPLOAD)
-#define CTX_ATT (1u << AGENT_CTX_ATTACHED)
-
-struct msg_spec {
-	const char *name;
-	unsigned ctx;
-	bool payload;
-	const char *const *fields; /* besides "type" and "len"; NULL-terminated */
-};
-
-#define FIELDS(...) ((const char *const[]){ __VA_ARGS__, NULL })
-#define NO_FIELDS ((const char *const[]){ NULL })
-/* How a process runs, for exec, spawn and run alike: an option added
- * here reaches all three (parse_proc reads them). */
-#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms", "confine"
-#define PROC_FIELDS "argv", "shell", PROC_RUN_FIELDS
-
-static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
-	[AGENT_T_PING] = { "ping", CTX_REQ, false, NO_FIELDS },
-	[AGENT_T_INFO] = { "info", CTX_REQ, false, NO_FIELDS },
-	[AGENT_T_EXEC] = { "exec", CTX_REQ, true, FIELDS(PROC_FIELDS, "output_cap") },
-	[AGENT_T_SPAWN] = { "spawn", CTX_REQ, false,
-			    FIELDS(PROC_FIELDS, "pty", "rows", "cols", "ring_bytes") },
-	[AGENT_T_ATTACH] = { "attach", CTX_REQ, false, FIELDS("id", "from") },
-	[AGENT_T_STDIN] = { "stdin", CTX_REQ | CTX_ATT, true, FIELDS("id", "close") },
-	[AGENT_T_SIGNAL] = { "signal", CTX_REQ | CTX_ATT, false, FIELDS("id", "signal", "group") },
-	[AGENT_T_RESIZE] = { "resize", CTX_REQ | CTX_ATT, false, FIELDS("id", "rows", "cols") },
-	[AGENT_T_WAIT] = { "wait", CTX_REQ, false, FIELDS("id", "timeout_ms") },
-	[AGENT_T_LIST_PROCESSES] = { "list_processes", CTX_REQ, false, NO_FIELDS },
-	[AGENT_T_READ] = { "read", CTX_REQ, false, FIELDS("path", "offset", "length", "user") },
-	[AGENT_T_WRITE] = { "write", CTX_REQ, true,
-			    FIELDS("path", "create", "exclusive", "append", "mode", "parents", "user") },
-	[AGENT_T_STAT] = { "stat", CTX_REQ, false, FIELDS("path", "follow", "user") },
-	[AGENT_T_EXISTS] = { "exists", CTX_REQ, false, FIELDS("path", "follow", "user") },
-	[AGENT_T_LIST_DIR] = { "list_dir", CTX_REQ, false, FIELDS("path", "depth", "limit", "user") },
-	[AGENT_T_MKDIR] = { "mkdir", CTX_REQ, false, FIELDS("path", "parents", "mode", "user") },
-	[AGENT_T_REMOVE] = { "remove", CTX_REQ, false, FIELDS("path", "recursive", "user") },
-	[AGENT_T_RENAME] = { "rename", CTX_REQ, false, FIELDS("from", "to", "overwrite", "user") },
-	[AGENT_T_TAR_UPLOAD] = { "tar_upload", CTX_REQ, true, FIELDS("path", "user") },
-	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user") },
-	[AGENT_T_CONFIGURE] = { "configure", CTX_REQ, false,
-				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu") },
-	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy") },
-	[AGENT_T_SHUTDOWN] = { "shutdown", CTX_REQ, false, FIELDS("grace_ms") },
-	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address") },
-	/* exec's fields less argv and shell: the agent builds the command. */
-	[AGENT_T_RUN] = { "run", CTX_REQ, true,
-			  FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap") },
-	[AGENT_T_WATCH] = { "watch", CTX_REQ, false,
-			    FIELDS("path", "recursive", "max_watches", "queue", "user") },
-	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS },
-	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS },
-};
-
-const char *agent_type_name(enum agent_type t)
-{
-	if ((unsigned)t >= AGENT_TYPE_COUNT)
-		return NULL;
-	return specs[t].name;
-}
-
 /* ---- field helpers ---- */
 
 /* One message being parsed: its object, its name for messages, the error. */
@@ -387,44 +300,47 @@ static enum agent_code missing(struct parse *p, const char *key, const char *wha
 			     p->name, key, what);
 }
 
+/* A field json_field refused, in the protocol's words (docs/agent-protocol.md);
+ * `what` names what the field holds ("an absolute path"). */
+static enum agent_code refused(struct parse *p, const struct json_field_fail *f, const char *what)
+{
+	unsigned long long lo = f->min, hi = f->max;
+
+	switch (f->fault) {
+	case JSON_FIELD_MISSING:
+		return missing(p, f->key, what);
+	case JSON_FIELD_RANGE:
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+				     "%s: '%s' must be an integer from %llu to %llu (got %lld)", p->name,
+				     f->key, lo, hi, f->value);
+	case JSON_FIELD_UNKNOWN:
+		return agent_err_set(p->err, AGENT_E_UNKNOWN_FIELD, "%s: unknown field '%.100s'", p->name,
+				     f->key);
+	default:
+		if (f->want == JSON_FIELD_INTEGER)
+			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
+					     "%s: '%s' must be an integer from %llu to %llu, not %s", p->name,
+					     f->key, lo, hi, f->got);
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be %s, not %s", p->name,
+				     f->key, what, f->got);
+	}
+}
+
 static enum agent_code get_bool(struct parse *p, const char *key, bool def, bool *out)
 {
-	json_t *v = json_object_get(p->obj, key);
+	struct json_field_fail f;
 
-	*out = def;
-	if (!v)
-		return AGENT_OK;
-	if (!json_is_boolean(v))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be true or false, not %s",
-				     p->name, key, json_kind(v));
-	*out = json_is_true(v);
-	return AGENT_OK;
+	return json_field_bool(p->obj, key, false, def, out, &f) ? refused(p, &f, "true or false") : AGENT_OK;
 }
 
 /* An integer in [min, max]; `def` when absent and not required. */
 static enum agent_code get_uint(struct parse *p, const char *key, bool required, uint64_t min,
 				uint64_t max, uint64_t def, uint64_t *out)
 {
-	json_t *v = json_object_get(p->obj, key);
-	json_int_t x;
+	struct json_field_fail f;
 
-	*out = def;
-	if (!v) {
-		if (!required)
-			return AGENT_OK;
-		return missing(p, key, "integer");
-	}
-	if (!json_is_integer(v))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: '%s' must be an integer from %llu to %llu, not %s", p->name, key,
-				     (unsigned long long)min, (unsigned long long)max, json_kind(v));
-	x = json_integer_value(v);
-	if (x < 0 || (uint64_t)x < min || (uint64_t)x > max)
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: '%s' must be an integer from %llu to %llu (got %lld)", p->name,
-				     key, (unsigned long long)min, (unsigned long long)max, (long long)x);
-	*out = (uint64_t)x;
-	return AGENT_OK;
+	return json_field_uint(p->obj, key, required, min, max, def, out, &f) ? refused(p, &f, "integer")
+									      : AGENT_OK;
 }
 
 static enum agent_code get_u32(struct parse *p, const char *key, bool required, uint32_t min,
@@ -440,16 +356,9 @@ static enum agent_code get_u32(struct parse *p, const char *key, bool required, 
 static enum agent_code get_string(struct parse *p, const char *key, bool required, const char *what,
 				  const char **out)
 {
-	json_t *v = json_object_get(p->obj, key);
+	struct json_field_fail f;
 
-	*out = NULL;
-	if (!v)
-		return required ? missing(p, key, what) : AGENT_OK;
-	if (!json_is_string(v))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be %s, not %s", p->name,
-				     key, what, json_kind(v));
-	*out = json_string_value(v);
-	return AGENT_OK;
+	return json_field_string(p->obj, key, required, SIZE_MAX, out, &f) ? refused(p, &f, what) : AGENT_OK;
 }
 
 /* sync_clock's `entropy`: an even number of hex digits, 1..AGENT_ENTROPY_MAX bytes. */
@@ -523,7 +432,7 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 	if (!json_is_array(a))
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'argv' must be an array of strings, not %s", p->name,
-				     json_kind(a));
+				     json_field_kind(a));
 	n = json_array_size(a);
 	if (n == 0)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
@@ -537,7 +446,7 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 		if (!json_is_string(v))
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 					     "%s: 'argv[%zu]' must be a string, not %s", p->name, i,
-					     json_kind(v));
+					     json_field_kind(v));
 	}
 	if (json_string_length(json_array_get(a, 0)) == 0)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
@@ -576,7 +485,7 @@ static enum agent_code parse_env(struct parse *p, struct agent_proc_req *r)
 	if (!json_is_object(e))
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'env' must be an object of strings (or null to unset), not %s",
-				     p->name, json_kind(e));
+				     p->name, json_field_kind(e));
 	n = json_object_size(e);
 	if (n > AGENT_ENV_MAX)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
@@ -592,7 +501,7 @@ static enum agent_code parse_env(struct parse *p, struct agent_proc_req *r)
 		if (!json_is_string(v) && !json_is_null(v))
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 					     "%s: 'env.%.100s' must be a string (or null to unset), not %s",
-					     p->name, k, json_kind(v));
+					     p->name, k, json_field_kind(v));
 	}
 	if (!n)
 		return AGENT_OK;
@@ -869,7 +778,7 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 		if (!json_is_array(dns))
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 					     "%s: 'dns' must be an array of IP addresses, not %s", p->name,
-					     json_kind(dns));
+					     json_field_kind(dns));
 		if (json_array_size(dns) > AGENT_DNS_MAX)
 			return agent_err_set(p->err, AGENT_E_TOO_LARGE,
 					     "%s: 'dns' has %zu servers; resolv.conf uses at most %d",
@@ -938,62 +847,136 @@ static enum agent_code parse_watch(struct parse *p, struct agent_watch_req *r)
 	return get_user(p, &r->user);
 }
 
-static enum agent_code parse_body(struct parse *p, struct agent_msg *m)
-{
-	uint64_t v;
-	enum agent_code c;
+/* ---- bodies: one per message type, or per family of them ---- */
 
-	switch (m->type) {
-	case AGENT_T_EXEC:
-		return parse_proc(p, &m->u.proc, false);
-	case AGENT_T_SPAWN:
-		return parse_proc(p, &m->u.proc, true);
-	case AGENT_T_ATTACH:
-	case AGENT_T_STDIN:
-	case AGENT_T_SIGNAL:
-	case AGENT_T_RESIZE:
-	case AGENT_T_WAIT:
-		return parse_ctl(p, m->type, &m->u.ctl);
-	case AGENT_T_READ:
-	case AGENT_T_WRITE:
-	case AGENT_T_STAT:
-	case AGENT_T_EXISTS:
-	case AGENT_T_LIST_DIR:
-	case AGENT_T_MKDIR:
-	case AGENT_T_REMOVE:
-	case AGENT_T_RENAME:
-	case AGENT_T_TAR_UPLOAD:
-	case AGENT_T_TAR_DOWNLOAD:
-		return parse_file(p, m->type, &m->u.file);
-	case AGENT_T_CONFIGURE:
-		return parse_configure(p, &m->u.conf);
-	case AGENT_T_SYNC_CLOCK:
-		c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0, &v);
-		m->u.clock.time_ns = (int64_t)v;
-		return c ? c : parse_entropy(p, &m->u.clock.entropy);
-	case AGENT_T_SHUTDOWN:
-		return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
-			       &m->u.grace_ms);
-	case AGENT_T_TCP_CONNECT:
-		return parse_tcp(p, &m->u.tcp);
-	case AGENT_T_RUN:
-		c = parse_run(p, &m->u.proc, m->len);
-		return c ? c : parse_proc(p, &m->u.proc, false);
-	case AGENT_T_WATCH:
-		return parse_watch(p, &m->u.watch);
-	default:
-		return AGENT_OK;
-	}
+static enum agent_code body_exec(struct parse *p, struct agent_msg *m)
+{
+	return parse_proc(p, &m->u.proc, false);
 }
 
-static bool field_known(const struct msg_spec *s, const char *key)
+static enum agent_code body_spawn(struct parse *p, struct agent_msg *m)
 {
-	if (strcmp(key, "type") == 0 || strcmp(key, "len") == 0)
-		return true;
-	for (const char *const *f = s->fields; *f; f++)
-		if (strcmp(*f, key) == 0)
-			return true;
-	return false;
+	return parse_proc(p, &m->u.proc, true);
+}
+
+static enum agent_code body_run(struct parse *p, struct agent_msg *m)
+{
+	enum agent_code c = parse_run(p, &m->u.proc, m->len);
+
+	return c ? c : parse_proc(p, &m->u.proc, false);
+}
+
+static enum agent_code body_ctl(struct parse *p, struct agent_msg *m)
+{
+	return parse_ctl(p, m->type, &m->u.ctl);
+}
+
+static enum agent_code body_file(struct parse *p, struct agent_msg *m)
+{
+	return parse_file(p, m->type, &m->u.file);
+}
+
+static enum agent_code body_configure(struct parse *p, struct agent_msg *m)
+{
+	return parse_configure(p, &m->u.conf);
+}
+
+static enum agent_code body_sync_clock(struct parse *p, struct agent_msg *m)
+{
+	uint64_t v;
+	enum agent_code c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0, &v);
+
+	m->u.clock.time_ns = (int64_t)v;
+	return c ? c : parse_entropy(p, &m->u.clock.entropy);
+}
+
+static enum agent_code body_shutdown(struct parse *p, struct agent_msg *m)
+{
+	return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &m->u.grace_ms);
+}
+
+static enum agent_code body_tcp(struct parse *p, struct agent_msg *m)
+{
+	return parse_tcp(p, &m->u.tcp);
+}
+
+static enum agent_code body_watch(struct parse *p, struct agent_msg *m)
+{
+	return parse_watch(p, &m->u.watch);
+}
+
+/* ---- message table ---- */
+
+#define CTX_REQ (1u << AGENT_CTX_REQUEST)
+#define CTX_UPL (1u << AGENT_CTX_UPLOAD)
+#define CTX_ATT (1u << AGENT_CTX_ATTACHED)
+
+/* The one table of message types: the guest's dispatch follows it too
+ * (agent_type_is_file). */
+struct msg_spec {
+	const char *name;
+	unsigned ctx;
+	bool payload;
+	const char *const *fields; /* every field it may carry; NULL-terminated */
+	/* reads the fields into the message; NULL: it has none to read */
+	enum agent_code (*body)(struct parse *p, struct agent_msg *m);
+};
+
+/* "type" and "len" are every message's. */
+#define FIELDS(...) ((const char *const[]){ "type", "len", __VA_ARGS__, NULL })
+#define NO_FIELDS ((const char *const[]){ "type", "len", NULL })
+/* How a process runs, for exec, spawn and run alike: an option added
+ * here reaches all three (parse_proc reads them). */
+#define PROC_RUN_FIELDS "env", "cwd", "user", "timeout_ms", "confine"
+#define PROC_FIELDS "argv", "shell", PROC_RUN_FIELDS
+
+static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
+	[AGENT_T_PING] = { "ping", CTX_REQ, false, NO_FIELDS, NULL },
+	[AGENT_T_INFO] = { "info", CTX_REQ, false, NO_FIELDS, NULL },
+	[AGENT_T_EXEC] = { "exec", CTX_REQ, true, FIELDS(PROC_FIELDS, "output_cap"), body_exec },
+	[AGENT_T_SPAWN] = { "spawn", CTX_REQ, false, FIELDS(PROC_FIELDS, "pty", "rows", "cols", "ring_bytes"),
+			    body_spawn },
+	[AGENT_T_ATTACH] = { "attach", CTX_REQ, false, FIELDS("id", "from"), body_ctl },
+	[AGENT_T_STDIN] = { "stdin", CTX_REQ | CTX_ATT, true, FIELDS("id", "close"), body_ctl },
+	[AGENT_T_SIGNAL] = { "signal", CTX_REQ | CTX_ATT, false, FIELDS("id", "signal", "group"), body_ctl },
+	[AGENT_T_RESIZE] = { "resize", CTX_REQ | CTX_ATT, false, FIELDS("id", "rows", "cols"), body_ctl },
+	[AGENT_T_WAIT] = { "wait", CTX_REQ, false, FIELDS("id", "timeout_ms"), body_ctl },
+	[AGENT_T_LIST_PROCESSES] = { "list_processes", CTX_REQ, false, NO_FIELDS, NULL },
+	[AGENT_T_READ] = { "read", CTX_REQ, false, FIELDS("path", "offset", "length", "user"), body_file },
+	[AGENT_T_WRITE] = { "write", CTX_REQ, true,
+			    FIELDS("path", "create", "exclusive", "append", "mode", "parents", "user"), body_file },
+	[AGENT_T_STAT] = { "stat", CTX_REQ, false, FIELDS("path", "follow", "user"), body_file },
+	[AGENT_T_EXISTS] = { "exists", CTX_REQ, false, FIELDS("path", "follow", "user"), body_file },
+	[AGENT_T_LIST_DIR] = { "list_dir", CTX_REQ, false, FIELDS("path", "depth", "limit", "user"), body_file },
+	[AGENT_T_MKDIR] = { "mkdir", CTX_REQ, false, FIELDS("path", "parents", "mode", "user"), body_file },
+	[AGENT_T_REMOVE] = { "remove", CTX_REQ, false, FIELDS("path", "recursive", "user"), body_file },
+	[AGENT_T_RENAME] = { "rename", CTX_REQ, false, FIELDS("from", "to", "overwrite", "user"), body_file },
+	[AGENT_T_TAR_UPLOAD] = { "tar_upload", CTX_REQ, true, FIELDS("path", "user"), body_file },
+	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user"), body_file },
+	[AGENT_T_CONFIGURE] = { "configure", CTX_REQ, false,
+				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu"), body_configure },
+	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy"), body_sync_clock },
+	[AGENT_T_SHUTDOWN] = { "shutdown", CTX_REQ, false, FIELDS("grace_ms"), body_shutdown },
+	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address"), body_tcp },
+	/* exec's fields less argv and shell: the agent builds the command. */
+	[AGENT_T_RUN] = { "run", CTX_REQ, true, FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap"),
+			  body_run },
+	[AGENT_T_WATCH] = { "watch", CTX_REQ, false, FIELDS("path", "recursive", "max_watches", "queue", "user"),
+			    body_watch },
+	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS, NULL },
+	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS, NULL },
+};
+
+const char *agent_type_name(enum agent_type t)
+{
+	if ((unsigned)t >= AGENT_TYPE_COUNT)
+		return NULL;
+	return specs[t].name;
+}
+
+bool agent_type_is_file(enum agent_type t)
+{
+	return (unsigned)t < AGENT_TYPE_COUNT && specs[t].body == body_file;
 }
 
 static enum agent_code wrong_context(struct parse *p, enum agent_type t)
@@ -1019,8 +1002,9 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 				struct agent_err *err)
 {
 	struct parse p = { .obj = hdr, .ctx = ctx, .err = err };
-	json_t *tv, *lv, *v;
-	const char *tname, *key;
+	struct json_field_fail f;
+	json_t *tv;
+	const char *tname;
 	const struct msg_spec *s;
 	enum agent_code c;
 	int t;
@@ -1028,26 +1012,15 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 	memset(msg, 0, sizeof(*msg));
 	err->code = AGENT_OK;
 	err->msg[0] = '\0';
-	if (!json_is_object(hdr))
-		return agent_err_set(err, AGENT_E_BAD_JSON,
-				     "header is not a JSON object (got %s); every message is one JSON object on one line",
-				     json_kind(hdr));
-	lv = json_object_get(hdr, "len");
-	if (lv && (!json_is_integer(lv) || json_integer_value(lv) < 0))
-		return agent_err_set(err, AGENT_E_BAD_FIELD,
-				     "'len' must be a non-negative integer (the payload bytes after the header)");
-	if (lv && (uint64_t)json_integer_value(lv) > AGENT_LEN_MAX)
-		return agent_err_set(err, AGENT_E_TOO_LARGE,
-				     "'len' is %lld; one message carries at most %u bytes, send more as several data messages",
-				     (long long)json_integer_value(lv), AGENT_LEN_MAX);
-
+	if ((c = header_check(hdr, &msg->len, err)))
+		return c;
 	tv = json_object_get(hdr, "type");
 	if (!tv)
 		return agent_err_set(err, AGENT_E_MISSING_FIELD,
 				     "missing field 'type'; every message names its type");
 	if (!json_is_string(tv))
 		return agent_err_set(err, AGENT_E_BAD_FIELD, "'type' must be a string, not %s",
-				     json_kind(tv));
+				     json_field_kind(tv));
 	tname = json_string_value(tv);
 	for (t = 0; t < AGENT_TYPE_COUNT; t++)
 		if (strcmp(specs[t].name, tname) == 0)
@@ -1060,17 +1033,13 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 	p.name = s->name;
 	if (!(s->ctx & (1u << ctx)))
 		return wrong_context(&p, (enum agent_type)t);
-	json_object_foreach(hdr, key, v) {
-		if (!field_known(s, key))
-			return agent_err_set(err, AGENT_E_UNKNOWN_FIELD, "%s: unknown field '%.100s'",
-					     s->name, key);
-	}
+	if (json_field_only(hdr, s->fields, &f))
+		return refused(&p, &f, NULL);
 	msg->type = (enum agent_type)t;
-	msg->len = lv ? (uint64_t)json_integer_value(lv) : 0;
 	if (msg->len && !s->payload)
 		return agent_err_set(err, AGENT_E_BAD_FIELD,
 				     "%s: carries no payload; 'len' must be absent or 0", s->name);
-	c = parse_body(&p, msg);
+	c = s->body ? s->body(&p, msg) : AGENT_OK;
 	if (c) {
 		agent_msg_free(msg);
 		return c;

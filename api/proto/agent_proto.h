@@ -234,6 +234,9 @@ enum agent_ctx {
 
 /* The wire name of a message type ("exec"), NULL when out of range. */
 const char *agent_type_name(enum agent_type t);
+/* Whether t is one of the file messages (read ... tar_download), which the
+ * guest serves in one place (guest-init/agent/agent_files.c). */
+bool agent_type_is_file(enum agent_type t);
 
 enum agent_user { AGENT_USER_USER, AGENT_USER_ROOT };
 

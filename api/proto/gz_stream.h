@@ -9,9 +9,12 @@
  *    zlib's state plus one GZ_BLOCK buffer, whatever the input, so a
  *    "gzip bomb" only becomes a long stream that the consumer paces (the
  *    callback blocks, the producer waits).
- *  - The tar inside is not looked at: the agent parses and confines every
- *    member itself (docs/agent-protocol.md, tar_upload), so the host adds
- *    no tar parser for a hostile archive to aim at.
+ *  - The tar inside is not looked at here. A directory's archive passes
+ *    through kilnd untouched (the agent parses and confines every member
+ *    itself: docs/agent-protocol.md, tar_upload). Where the host does read
+ *    the tar (a template build's context in kilnd, `kiln cp`'s download),
+ *    it uses agent_tar's reader, the one the agent runs, so the host has
+ *    no second tar parser for a hostile archive to aim at.
  *  - The decoder takes gzip only (magic 1f 8b; not raw zlib or plain tar),
  *    concatenated members as gzip(1) does, and trailing NUL padding as
  *    gzip(1) does (tape blocking); any other trailing byte, a CRC or

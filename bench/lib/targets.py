@@ -1,4 +1,5 @@
-"""Issue 17's target table, from the results the benches saved.
+"""The performance targets' table (docs/architecture.md, "Performance
+targets"), from the results the benches saved.
 
 Pure: rows(boot, snapshot, devices) takes the three parsed JSON documents
 (build/bench/{boot,snapshot,devices}.json; any may be None when its bench

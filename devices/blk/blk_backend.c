@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /*
  * Overlay layout (docs/overlay-format.md is the reference; keep in sync):
@@ -29,7 +30,7 @@
 #define COW_VERSION 1
 #define COW_HEADER_SIZE 4096u
 #define COW_PAGE 4096u
-#define COW_CRC_LEN 96 /* the crc covers header bytes [0, 96) */
+#define COW_CRC_LEN 96 /* zlib's CRC-32 (IEEE 802.3) covers header bytes [0, 96) */
 /* A bitmap of 64 MiB maps 2 TiB of 4 KiB blocks or 32 TiB of 64 KiB ones;
  * beyond that the header is more likely garbage than a real disk, and the
  * whole bitmap is held in memory. */
@@ -112,20 +113,6 @@ static void put64(uint8_t *p, uint64_t v)
 {
 	v = htole64(v);
 	memcpy(p, &v, 8);
-}
-
-/* CRC-32 (IEEE 802.3, reflected, as zlib's crc32()); the header is read
- * once per open, so bitwise is fast enough and needs no table. */
-static uint32_t crc32_ieee(const uint8_t *p, size_t n)
-{
-	uint32_t crc = ~0u;
-
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-	}
-	return ~crc;
 }
 
 static int range_ok(const struct blk *b, uint64_t off, uint64_t len)
@@ -336,7 +323,7 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	put64(hdr + H_BITMAP_OFF, COW_HEADER_SIZE);
 	put64(hdr + H_BITMAP_BYTES, bitmap_bytes);
 	put64(hdr + H_DATA_OFF, data_off);
-	put32(hdr + H_CRC, crc32_ieee(hdr, COW_CRC_LEN));
+	put32(hdr + H_CRC, (uint32_t)crc32_z(0, hdr, COW_CRC_LEN));
 
 	tmp = malloc(plen + 8);
 	if (!tmp)
@@ -392,7 +379,7 @@ static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t
 		return err_set(e, ENOTSUP,
 				 "disk '%s': overlay format version %u, this kiln reads version %u: use the kiln that created it",
 				 path, version, COW_VERSION);
-	if (get32(hdr + H_CRC) != crc32_ieee(hdr, COW_CRC_LEN))
+	if (get32(hdr + H_CRC) != (uint32_t)crc32_z(0, hdr, COW_CRC_LEN))
 		return err_set(e, EINVAL, "disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used",
 				 path);
 	flags = get32(hdr + H_FLAGS);

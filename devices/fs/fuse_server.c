@@ -85,6 +85,7 @@ struct req {
 	size_t alen;
 	uint8_t *body;
 	size_t cap;
+	int variant; /* the op table's: RMDIR, RELEASEDIR, FSYNCDIR, READDIRPLUS */
 };
 
 /* ---- inode table ---- */
@@ -813,7 +814,8 @@ static int op_mkdir(struct fuse_server *s, struct req *r)
 	return reply_entry(s, r, dirfd, name, mode);
 }
 
-static int op_unlink_common(struct fuse_server *s, struct req *r, int flags)
+/* UNLINK, and RMDIR (r->variant). */
+static int op_unlink(struct fuse_server *s, struct req *r)
 {
 	const char *name;
 	int dirfd = node_fd(s, r->h.nodeid), err;
@@ -822,17 +824,7 @@ static int op_unlink_common(struct fuse_server *s, struct req *r, int flags)
 		return dirfd;
 	if ((err = take_name(r, &name)) < 0)
 		return err;
-	return unlinkat(dirfd, name, flags) < 0 ? -errno : 0;
-}
-
-static int op_unlink(struct fuse_server *s, struct req *r)
-{
-	return op_unlink_common(s, r, 0);
-}
-
-static int op_rmdir(struct fuse_server *s, struct req *r)
-{
-	return op_unlink_common(s, r, AT_REMOVEDIR);
+	return unlinkat(dirfd, name, r->variant ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 }
 
 static int do_rename(struct fuse_server *s, struct req *r, uint64_t newdir, uint32_t flags)
@@ -1111,8 +1103,10 @@ static int op_statfs(struct fuse_server *s, struct req *r)
 	return sizeof(so);
 }
 
-static int release_common(struct fuse_server *s, struct req *r, int dir)
+/* RELEASE, and RELEASEDIR (r->variant). */
+static int op_release(struct fuse_server *s, struct req *r)
 {
+	int dir = r->variant;
 	struct fuse_release_in in;
 	struct fs_handle *h;
 	int err;
@@ -1125,18 +1119,10 @@ static int release_common(struct fuse_server *s, struct req *r, int dir)
 	return 0;
 }
 
-static int op_release(struct fuse_server *s, struct req *r)
+/* FSYNC, and FSYNCDIR (r->variant). */
+static int op_fsync(struct fuse_server *s, struct req *r)
 {
-	return release_common(s, r, 0);
-}
-
-static int op_releasedir(struct fuse_server *s, struct req *r)
-{
-	return release_common(s, r, 1);
-}
-
-static int fsync_common(struct fuse_server *s, struct req *r, int dir)
-{
+	int dir = r->variant;
 	struct fuse_fsync_in in;
 	struct fs_handle *h;
 	int err;
@@ -1147,16 +1133,6 @@ static int fsync_common(struct fuse_server *s, struct req *r, int dir)
 		return handle_err(s, in.fh, dir);
 	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->fd) : fsync(h->fd);
 	return err < 0 ? -errno : 0;
-}
-
-static int op_fsync(struct fuse_server *s, struct req *r)
-{
-	return fsync_common(s, r, 0);
-}
-
-static int op_fsyncdir(struct fuse_server *s, struct req *r)
-{
-	return fsync_common(s, r, 1);
 }
 
 /* close(2) in the guest: nothing is buffered here, so nothing to flush. */
@@ -1188,13 +1164,14 @@ static int op_opendir(struct fuse_server *s, struct req *r)
 }
 
 /*
- * READDIR and READDIRPLUS. The offset the guest hands back is the d_off of
+ * READDIR, and READDIRPLUS (r->variant). The offset the guest hands back is the d_off of
  * the last entry it got, which lseek() on the directory understands, so no
  * per-handle cursor is kept: every call seeks, reads and stops at the first
  * entry that does not fit (it is read again next time).
  */
-static int readdir_common(struct fuse_server *s, struct req *r, int plus)
+static int op_readdir(struct fuse_server *s, struct req *r)
 {
+	int plus = r->variant;
 	struct fuse_read_in in;
 	struct fs_handle *h;
 	uint64_t dbuf[1024]; /* getdents64 wants 8-byte aligned records */
@@ -1256,16 +1233,6 @@ static int readdir_common(struct fuse_server *s, struct req *r, int plus)
 		}
 	}
 	return (int)used;
-}
-
-static int op_readdir(struct fuse_server *s, struct req *r)
-{
-	return readdir_common(s, r, 0);
-}
-
-static int op_readdirplus(struct fuse_server *s, struct req *r)
-{
-	return readdir_common(s, r, 1);
 }
 
 static int op_access(struct fuse_server *s, struct req *r)
@@ -1336,44 +1303,45 @@ struct op {
 	int (*fn)(struct fuse_server *s, struct req *r);
 	uint32_t reply; /* body bytes the reply needs, checked before any effect */
 	int modifies; /* refused with EROFS on a read-only share */
+	int variant;  /* r->variant: the directory (or PLUS) form of the same op */
 };
 
 static const struct op ops[] = {
-	[FUSE_INIT] = { op_init, FUSE_COMPAT_22_INIT_OUT_SIZE, 0 },
-	[FUSE_DESTROY] = { op_destroy, 0, 0 },
-	[FUSE_LOOKUP] = { op_lookup, sizeof(struct fuse_entry_out), 0 },
-	[FUSE_GETATTR] = { op_getattr, sizeof(struct fuse_attr_out), 0 },
-	[FUSE_SETATTR] = { op_setattr, sizeof(struct fuse_attr_out), 1 },
-	[FUSE_READLINK] = { op_readlink, 0, 0 },
-	[FUSE_SYMLINK] = { op_symlink, sizeof(struct fuse_entry_out), 1 },
-	[FUSE_MKNOD] = { op_mknod, sizeof(struct fuse_entry_out), 1 },
-	[FUSE_MKDIR] = { op_mkdir, sizeof(struct fuse_entry_out), 1 },
-	[FUSE_UNLINK] = { op_unlink, 0, 1 },
-	[FUSE_RMDIR] = { op_rmdir, 0, 1 },
-	[FUSE_RENAME] = { op_rename, 0, 1 },
-	[FUSE_RENAME2] = { op_rename2, 0, 1 },
-	[FUSE_LINK] = { op_link, sizeof(struct fuse_entry_out), 1 },
-	[FUSE_OPEN] = { op_open, sizeof(struct fuse_open_out), 0 },
+	[FUSE_INIT] = { op_init, FUSE_COMPAT_22_INIT_OUT_SIZE, 0, 0 },
+	[FUSE_DESTROY] = { op_destroy, 0, 0, 0 },
+	[FUSE_LOOKUP] = { op_lookup, sizeof(struct fuse_entry_out), 0, 0 },
+	[FUSE_GETATTR] = { op_getattr, sizeof(struct fuse_attr_out), 0, 0 },
+	[FUSE_SETATTR] = { op_setattr, sizeof(struct fuse_attr_out), 1, 0 },
+	[FUSE_READLINK] = { op_readlink, 0, 0, 0 },
+	[FUSE_SYMLINK] = { op_symlink, sizeof(struct fuse_entry_out), 1, 0 },
+	[FUSE_MKNOD] = { op_mknod, sizeof(struct fuse_entry_out), 1, 0 },
+	[FUSE_MKDIR] = { op_mkdir, sizeof(struct fuse_entry_out), 1, 0 },
+	[FUSE_UNLINK] = { op_unlink, 0, 1, 0 },
+	[FUSE_RMDIR] = { op_unlink, 0, 1, 1 },
+	[FUSE_RENAME] = { op_rename, 0, 1, 0 },
+	[FUSE_RENAME2] = { op_rename2, 0, 1, 0 },
+	[FUSE_LINK] = { op_link, sizeof(struct fuse_entry_out), 1, 0 },
+	[FUSE_OPEN] = { op_open, sizeof(struct fuse_open_out), 0, 0 },
 	[FUSE_CREATE] = { op_create, sizeof(struct fuse_entry_out) + sizeof(struct fuse_open_out),
-			  1 },
-	[FUSE_READ] = { op_read, 0, 0 },
-	[FUSE_WRITE] = { op_write, sizeof(struct fuse_write_out), 1 },
-	[FUSE_STATFS] = { op_statfs, sizeof(struct fuse_statfs_out), 0 },
-	[FUSE_RELEASE] = { op_release, 0, 0 },
-	[FUSE_FLUSH] = { op_flush, 0, 0 },
-	[FUSE_FSYNC] = { op_fsync, 0, 0 },
-	[FUSE_OPENDIR] = { op_opendir, sizeof(struct fuse_open_out), 0 },
-	[FUSE_READDIR] = { op_readdir, 0, 0 },
-	[FUSE_READDIRPLUS] = { op_readdirplus, 0, 0 },
-	[FUSE_RELEASEDIR] = { op_releasedir, 0, 0 },
-	[FUSE_FSYNCDIR] = { op_fsyncdir, 0, 0 },
-	[FUSE_ACCESS] = { op_access, 0, 0 },
-	[FUSE_LSEEK] = { op_lseek, sizeof(struct fuse_lseek_out), 0 },
-	[FUSE_FALLOCATE] = { op_fallocate, 0, 1 },
-	[FUSE_GETXATTR] = { op_nosys, 0, 0 },
-	[FUSE_LISTXATTR] = { op_nosys, 0, 0 },
-	[FUSE_SETXATTR] = { op_nosys, 0, 1 },
-	[FUSE_REMOVEXATTR] = { op_nosys, 0, 1 },
+			  1, 0 },
+	[FUSE_READ] = { op_read, 0, 0, 0 },
+	[FUSE_WRITE] = { op_write, sizeof(struct fuse_write_out), 1, 0 },
+	[FUSE_STATFS] = { op_statfs, sizeof(struct fuse_statfs_out), 0, 0 },
+	[FUSE_RELEASE] = { op_release, 0, 0, 0 },
+	[FUSE_FLUSH] = { op_flush, 0, 0, 0 },
+	[FUSE_FSYNC] = { op_fsync, 0, 0, 0 },
+	[FUSE_OPENDIR] = { op_opendir, sizeof(struct fuse_open_out), 0, 0 },
+	[FUSE_READDIR] = { op_readdir, 0, 0, 0 },
+	[FUSE_READDIRPLUS] = { op_readdir, 0, 0, 1 },
+	[FUSE_RELEASEDIR] = { op_release, 0, 0, 1 },
+	[FUSE_FSYNCDIR] = { op_fsync, 0, 0, 1 },
+	[FUSE_ACCESS] = { op_access, 0, 0, 0 },
+	[FUSE_LSEEK] = { op_lseek, sizeof(struct fuse_lseek_out), 0, 0 },
+	[FUSE_FALLOCATE] = { op_fallocate, 0, 1, 0 },
+	[FUSE_GETXATTR] = { op_nosys, 0, 0, 0 },
+	[FUSE_LISTXATTR] = { op_nosys, 0, 0, 0 },
+	[FUSE_SETXATTR] = { op_nosys, 0, 1, 0 },
+	[FUSE_REMOVEXATTR] = { op_nosys, 0, 1, 0 },
 };
 
 static long reply(void *out, uint64_t unique, int err, size_t body)
@@ -1430,6 +1398,7 @@ long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, vo
 		return reply(out, r.h.unique, -EROFS, 0);
 	if (r.cap < op->reply)
 		return reply(out, r.h.unique, -ERANGE, 0);
+	r.variant = op->variant;
 	n = op->fn(s, &r);
 	return n < 0 ? reply(out, r.h.unique, n, 0) : reply(out, r.h.unique, 0, (size_t)n);
 }

@@ -143,75 +143,38 @@ static void serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg 
 	slot_put(a, &a->watches);
 }
 
+typedef void serve_fn(struct agent *a, struct agent_conn *c, struct agent_msg *m);
+
+/* The handler of each request; the file messages are served together
+ * (agent_type_is_file: api/proto's message table says which they are). */
+static serve_fn *const serve[AGENT_TYPE_COUNT] = {
+	[AGENT_T_PING] = agent_serve_ping,
+	[AGENT_T_INFO] = agent_serve_info,
+	[AGENT_T_EXEC] = agent_serve_exec,
+	[AGENT_T_RUN] = agent_serve_run,
+	[AGENT_T_SPAWN] = agent_serve_spawn,
+	[AGENT_T_ATTACH] = agent_serve_attach,
+	[AGENT_T_STDIN] = agent_serve_stdin,
+	[AGENT_T_SIGNAL] = agent_serve_signal,
+	[AGENT_T_RESIZE] = agent_serve_resize,
+	[AGENT_T_WAIT] = agent_serve_wait,
+	[AGENT_T_LIST_PROCESSES] = agent_serve_list_processes,
+	[AGENT_T_CONFIGURE] = agent_serve_configure,
+	[AGENT_T_SYNC_CLOCK] = agent_serve_sync_clock,
+	[AGENT_T_SHUTDOWN] = agent_serve_shutdown,
+	[AGENT_T_TCP_CONNECT] = serve_tcp,
+	[AGENT_T_WATCH] = serve_watch,
+};
+
 static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
-	switch (m->type) {
-	case AGENT_T_PING:
-		agent_serve_ping(a, c, m);
-		break;
-	case AGENT_T_INFO:
-		agent_serve_info(a, c, m);
-		break;
-	case AGENT_T_EXEC:
-		agent_serve_exec(a, c, m);
-		break;
-	case AGENT_T_RUN:
-		agent_serve_run(a, c, m);
-		break;
-	case AGENT_T_SPAWN:
-		agent_serve_spawn(a, c, m);
-		break;
-	case AGENT_T_ATTACH:
-		agent_serve_attach(a, c, m);
-		break;
-	case AGENT_T_STDIN:
-		agent_serve_stdin(a, c, m);
-		break;
-	case AGENT_T_SIGNAL:
-		agent_serve_signal(a, c, m);
-		break;
-	case AGENT_T_RESIZE:
-		agent_serve_resize(a, c, m);
-		break;
-	case AGENT_T_WAIT:
-		agent_serve_wait(a, c, m);
-		break;
-	case AGENT_T_LIST_PROCESSES:
-		agent_serve_list_processes(a, c, m);
-		break;
-	case AGENT_T_READ:
-	case AGENT_T_WRITE:
-	case AGENT_T_STAT:
-	case AGENT_T_EXISTS:
-	case AGENT_T_LIST_DIR:
-	case AGENT_T_MKDIR:
-	case AGENT_T_REMOVE:
-	case AGENT_T_RENAME:
-	case AGENT_T_TAR_UPLOAD:
-	case AGENT_T_TAR_DOWNLOAD:
+	if (agent_type_is_file(m->type))
 		agent_files_serve(c, m);
-		break;
-	case AGENT_T_CONFIGURE:
-		agent_serve_configure(a, c, m);
-		break;
-	case AGENT_T_SYNC_CLOCK:
-		agent_serve_sync_clock(a, c, m);
-		break;
-	case AGENT_T_SHUTDOWN:
-		agent_serve_shutdown(a, c, m);
-		break;
-	case AGENT_T_TCP_CONNECT:
-		serve_tcp(a, c, m);
-		break;
-	case AGENT_T_WATCH:
-		serve_watch(a, c, m);
-		break;
-	default:
-		/* data / end: agent_msg_parse refuses them as requests. */
+	else if ((unsigned)m->type < AGENT_TYPE_COUNT && serve[m->type])
+		serve[m->type](a, c, m);
+	else /* data / end: agent_msg_parse refuses them as requests. */
 		agent_reply_error(c, AGENT_E_UNEXPECTED_TYPE, "'%s' is not valid as a request",
 				  agent_type_name(m->type));
-		break;
-	}
 }
 
 struct conn_job {

@@ -158,12 +158,7 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 		wait = left;
 		if (s->deadline_ms && !s->killed && (wait < 0 || s->deadline_ms - now < wait))
 			wait = (int)(s->deadline_ms - now);
-		for (int i = 0; i < 2; i++) {
-			if (*fds[i] >= 0) {
-				idx[i] = n;
-				pf[n++] = (struct pollfd){ .fd = *fds[i], .events = POLLIN };
-			}
-		}
+		agent_output_poll(fds, pf, &n, idx);
 		if (!s->stdin_done) {
 			in_idx = n;
 			pf[n++] = (struct pollfd){ .fd = p->in_fd, .events = POLLOUT };
@@ -181,29 +176,19 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 			s->gone = true;
 			return;
 		}
-		if (pf[n - 2].revents) {
-			uint64_t v;
-			ssize_t r = read(p->wake_fd, &v, sizeof(v));
-
-			(void)r;
-		}
+		if (pf[n - 2].revents)
+			agent_wake_drain(p->wake_fd);
 		if (in_idx >= 0 && pf[in_idx].revents)
 			feed_stdin(s);
 		for (int i = 0; i < 2; i++) {
-			ssize_t r;
+			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents ? agent_output_read(fds[i], buf) : 0;
 
-			if (idx[i] < 0 || !pf[idx[i]].revents)
-				continue;
-			r = read(*fds[i], buf, AGENT_CHUNK_MAX);
 			if (r > 0) {
 				d.last_ms = mono_ms();
 				if (!send_output(s, i, buf, (size_t)r)) {
 					s->gone = true;
 					return;
 				}
-			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-				close(*fds[i]);
-				*fds[i] = -1;
 			}
 		}
 	}

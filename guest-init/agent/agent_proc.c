@@ -540,12 +540,36 @@ int agent_drain_left(const struct agent_drain *d, int64_t now)
 	return end <= now ? 0 : (int)(end - now);
 }
 
-static void drain_wake(int fd)
+void agent_wake_drain(int fd)
 {
 	uint64_t v;
 	ssize_t r = read(fd, &v, sizeof(v));
 
 	(void)r; /* EAGAIN: nothing pending */
+}
+
+void agent_output_poll(int *const fds[2], struct pollfd *pf, int *n, int idx[2])
+{
+	for (int i = 0; i < 2; i++) {
+		idx[i] = -1;
+		if (*fds[i] >= 0) {
+			idx[i] = *n;
+			pf[(*n)++] = (struct pollfd){ .fd = *fds[i], .events = POLLIN };
+		}
+	}
+}
+
+ssize_t agent_output_read(int *fd, uint8_t *buf)
+{
+	ssize_t r = read(*fd, buf, AGENT_CHUNK_MAX);
+
+	if (r > 0)
+		return r;
+	if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+		close(*fd);
+		*fd = -1;
+	}
+	return 0;
 }
 
 /*
@@ -567,7 +591,7 @@ static void *pump_main(void *arg)
 	for (;;) {
 		struct pollfd pf[3];
 		int64_t now = mono_ms();
-		int wait = -1, left, n = 0, idx[2] = { -1, -1 };
+		int wait = -1, left, n = 0, idx[2];
 
 		if (deadline && !killed && now >= deadline) {
 			agent_proc_kill_group(p, true);
@@ -587,12 +611,7 @@ static void *pump_main(void *arg)
 		wait = left;
 		if (deadline && !killed && (wait < 0 || deadline - now < wait))
 			wait = (int)(deadline - now);
-		for (int i = 0; i < 2; i++) {
-			if (*fds[i] >= 0) {
-				idx[i] = n;
-				pf[n++] = (struct pollfd){ .fd = *fds[i], .events = POLLIN };
-			}
-		}
+		agent_output_poll(fds, pf, &n, idx);
 		pf[n++] = (struct pollfd){ .fd = p->wake_fd, .events = POLLIN };
 		if (poll(pf, (nfds_t)n, wait) < 0) {
 			/* ENOMEM: try again shortly rather than stop reading. */
@@ -601,23 +620,16 @@ static void *pump_main(void *arg)
 			continue;
 		}
 		if (pf[n - 1].revents)
-			drain_wake(p->wake_fd);
+			agent_wake_drain(p->wake_fd);
 		for (int i = 0; i < 2; i++) {
-			ssize_t r;
+			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents ? agent_output_read(fds[i], buf) : 0;
 
-			if (idx[i] < 0 || !pf[idx[i]].revents)
-				continue;
-			r = read(*fds[i], buf, AGENT_CHUNK_MAX);
 			if (r > 0) {
 				pthread_mutex_lock(&t->lock);
 				agent_ring_write(&p->ring, streams[i], buf, (size_t)r);
 				agent_proc_notify(p);
 				pthread_mutex_unlock(&t->lock);
 				d.last_ms = mono_ms();
-			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-				/* EOF, or EIO from a pty master whose slave side is gone. */
-				close(*fds[i]);
-				*fds[i] = -1;
 			}
 		}
 	}

@@ -31,6 +31,7 @@
 #ifndef KILN_AGENT_PROC_H
 #define KILN_AGENT_PROC_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -181,5 +182,16 @@ struct agent_drain {
 };
 /* ms until the drain ends (0: now), -1 when not draining yet. */
 int agent_drain_left(const struct agent_drain *d, int64_t now_ms);
+
+/* The output pipes (or pty) the pump and exec read, fds[0] stdout and
+ * fds[1] stderr (-1: closed): the open ones go into pf from *n, idx[i] is
+ * each one's slot (-1 when closed). */
+void agent_output_poll(int *const fds[2], struct pollfd *pf, int *n, int idx[2]);
+/* One read of a ready output descriptor into buf (AGENT_CHUNK_MAX bytes):
+ * the bytes, or 0 when there were none; EOF or an error (EIO from a pty
+ * master whose slave side is gone) closes *fd. */
+ssize_t agent_output_read(int *fd, uint8_t *buf);
+/* Take a wake-up off the process's eventfd (none pending is fine). */
+void agent_wake_drain(int fd);
 
 #endif

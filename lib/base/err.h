@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 /*
- * The one convention for error structs (issue 14): a struct named
+ * The one convention for error structs: a struct named
  * <module>_err, its message in `msg`, ERR_MSG_MAX bytes on the host side
  * (enough for a path and what to do, and for one layer to prefix
  * another's message without cutting it), its setter <module>_err_set.

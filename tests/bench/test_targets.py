@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Unit tests for bench/lib/targets.py: the benches' saved results in,
-issue 17's target rows out; missing, partial and hostile files too.
+the performance targets' rows out; missing, partial and hostile files too.
 
     python3 tests/bench/test_targets.py      # from the top of the checkout
 """

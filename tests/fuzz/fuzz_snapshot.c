@@ -21,7 +21,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_mem.h"
 #include "fuzz.h"

@@ -29,8 +29,8 @@
 #include <errno.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_layer.h"
 #include "fuzz.h"
@@ -116,10 +116,10 @@ static void parse_layer(const uint8_t *p, size_t n, uint8_t mode)
 	FUZZ_ASSERT(b);
 	memcpy(b, p, n);
 	if ((mode & 0x80) && n >= SNAP_LAYER_HEADER_SIZE) {
-		uint32_t crc = snap_crc32(b + SNAP_LAYER_HEADER_SIZE, n - SNAP_LAYER_HEADER_SIZE);
+		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, n - SNAP_LAYER_HEADER_SIZE);
 
 		memcpy(b + 124, &crc, 4);
-		crc = snap_crc32(b, 120);
+		crc = (uint32_t)crc32_z(0, b, 120);
 		memcpy(b + 120, &crc, 4);
 	}
 	r = snap_layer_parse(b, n, size, &l, &e);

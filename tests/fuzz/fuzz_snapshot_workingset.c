@@ -23,9 +23,9 @@
  * swapped bit.
  */
 #include <errno.h>
+#include <zlib.h>
 
 #include "vmm/snapshot/page_bits.h"
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_mem.h"
 #include "vmm/snapshot/snapshot_prefetch.h"
@@ -77,10 +77,10 @@ static void parse_file(const uint8_t *p, size_t n, uint8_t mode)
 	FUZZ_ASSERT(b);
 	memcpy(b, p, n);
 	if ((mode & 0x80) && n >= SNAP_WORKINGSET_HEADER_SIZE) {
-		uint32_t crc = snap_crc32(b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE);
+		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE);
 
 		memcpy(b + 40, &crc, 4);
-		crc = snap_crc32(b, 44);
+		crc = (uint32_t)crc32_z(0, b, 44);
 		memcpy(b + 44, &crc, 4);
 	}
 	r = snap_workingset_parse(b, n, pages * PG, &ws, &e);

@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 #include <string.h>
+#include <zlib.h>
 
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 
 static inline void snap_seal(uint8_t *b, size_t n)
@@ -22,7 +22,7 @@ static inline void snap_seal(uint8_t *b, size_t n)
 	if (n < SNAP_HEADER_SIZE + SNAP_TRAILER_SIZE)
 		return;
 	memcpy(b + 16, &total, 8);
-	crc = snap_crc32(b, n - SNAP_TRAILER_SIZE);
+	crc = (uint32_t)crc32_z(0, b, n - SNAP_TRAILER_SIZE);
 	memcpy(b + n - 8, &crc, 4);
 	memcpy(b + n - 4, &end, 4);
 }

@@ -51,7 +51,7 @@ pyeval() {
 
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
-# The kiln CLI's request timeouts (README, "kiln CLI timeouts") are sized
+# The kiln CLI's request timeouts (docs/cli.md, "kiln CLI timeouts") are sized
 # for real KVM; here each call is bounded by the test's own `timeout`.
 export KILN_REQUEST_TIMEOUT=${KILN_REQUEST_TIMEOUT:-0}
 

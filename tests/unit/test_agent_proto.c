@@ -1604,6 +1604,28 @@ static void test_documented(void **state)
 	free(doc);
 }
 
+/* The guest serves the file messages in one place; the message table
+ * says which they are, and nothing else is one. */
+static void test_type_is_file(void **state)
+{
+	static const char *const files[] = { "read", "write", "stat", "exists", "list_dir", "mkdir",
+					     "remove", "rename", "tar_upload", "tar_download" };
+	int n = 0;
+
+	(void)state;
+	for (int t = 0; t < AGENT_TYPE_COUNT; t++) {
+		bool want = false;
+
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+			want |= strcmp(agent_type_name((enum agent_type)t), files[i]) == 0;
+		assert_int_equal(agent_type_is_file((enum agent_type)t), want);
+		n += want;
+	}
+	assert_int_equal(n, 10);
+	assert_false(agent_type_is_file(AGENT_TYPE_COUNT));
+	assert_false(agent_type_is_file((enum agent_type)-1));
+}
+
 static void test_validators(void **state)
 {
 	struct agent_addr a;
@@ -1671,6 +1693,7 @@ int main(void)
 		cmocka_unit_test(test_codes),
 		cmocka_unit_test(test_documented),
 		cmocka_unit_test(test_validators),
+		cmocka_unit_test(test_type_is_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "devices/blk/blk_backend.h"
 
@@ -618,13 +619,70 @@ static void test_cow_bad_headers(void **state)
 	expect_refused(f, -EINVAL, "disk '%s': overlay is truncated (8192 of 393216 bytes): the overlay cannot be used");
 }
 
+/* The overlay header's CRC as kiln computed it before it used zlib's
+ * crc32_z: bitwise CRC-32, IEEE 802.3 reflected polynomial 0xedb88320,
+ * initial and final value ~0. Kept here so overlays written then are
+ * proven to load now. */
+static uint32_t old_crc32_ieee(const uint8_t *p, size_t n)
+{
+	uint32_t crc = ~0u;
+
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+/* The snapshot files' CRC before crc32_z: zlib's crc32 (a uInt length)
+ * fed in pieces, here of `piece` bytes instead of 1 GiB. */
+static uint32_t old_crc32_pieces(const uint8_t *p, size_t len, size_t piece)
+{
+	uLong crc = crc32(0L, Z_NULL, 0);
+
+	while (len) {
+		uInt n = len > piece ? (uInt)piece : (uInt)len;
+
+		crc = crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return (uint32_t)crc;
+}
+
+/* crc32_z is the same CRC-32 as both old loops, so the overlay header and
+ * every snapshot file keep their format byte for byte. */
+static void test_crc_is_the_old_loops(void **state)
+{
+	static uint8_t buf[1 << 20];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	(void)state;
+	/* the CRC-32 check value (the catalogue's "123456789") and the empty input */
+	assert_int_equal(crc32_z(0, (const uint8_t *)"123456789", 9), 0xcbf43926u);
+	assert_int_equal(old_crc32_ieee((const uint8_t *)"123456789", 9), 0xcbf43926u);
+	assert_int_equal(crc32_z(0, buf, 0), 0);
+	assert_int_equal(old_crc32_ieee(buf, 0), 0);
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		buf[i] = i < 256 ? (uint8_t)i : (uint8_t)x;
+	}
+	for (size_t len = 0; len <= 300; len++)
+		assert_int_equal(crc32_z(0, buf + len % 7, len), old_crc32_ieee(buf + len % 7, len));
+	assert_int_equal(crc32_z(0, buf, sizeof(buf)), old_crc32_ieee(buf, sizeof(buf)));
+	for (size_t piece = 1; piece <= 65536; piece = piece * 5 + 3)
+		assert_int_equal(crc32_z(0, buf, sizeof(buf)), old_crc32_pieces(buf, sizeof(buf), piece));
+}
+
 /* The crc covers the header, but a header with a valid crc and values this
- * version would never write is refused too. */
+ * version would never write is refused too. The crc is the old loop's: an
+ * overlay written before crc32_z gets past the checksum. */
 static void test_cow_inconsistent_header(void **state)
 {
 	struct fx *f = *state;
 	uint8_t hdr[96];
-	uint32_t bs = 3000, crc = ~0u;
+	uint32_t bs = 3000, crc;
 	int fd;
 
 	blk_close(open_cow(f, f->ov, 1));
@@ -632,12 +690,7 @@ static void test_cow_inconsistent_header(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, hdr, sizeof(hdr), 0), sizeof(hdr));
 	memcpy(hdr + 16, &bs, 4);
-	for (size_t i = 0; i < sizeof(hdr); i++) {
-		crc ^= hdr[i];
-		for (int k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
-	}
-	crc = ~crc;
+	crc = old_crc32_ieee(hdr, sizeof(hdr));
 	assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0), sizeof(hdr));
 	assert_int_equal(pwrite(fd, &crc, 4, 96), 4);
 	close(fd);
@@ -832,6 +885,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cow_deferred_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_bad_headers, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_inconsistent_header, setup, teardown),
+		cmocka_unit_test(test_crc_is_the_old_loops),
 		cmocka_unit_test_setup_teardown(test_cow_open_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cow_grow, setup, teardown),

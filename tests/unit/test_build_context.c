@@ -231,7 +231,7 @@ static void test_copy(void **state)
 	struct build_context c;
 	struct buildfile bf;
 	struct api_err e = { 0 };
-	char d1[SHA256_DIGEST_STR], d2[SHA256_DIGEST_STR];
+	char d1[DIGEST_STR_LEN], d2[DIGEST_STR_LEN];
 	int fd = sample(), fd2;
 
 	(void)state;
@@ -297,7 +297,7 @@ static void test_hard_link(void **state)
 	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
 	/* refused by the check before anything boots (the COPY digest) */
 	{
-		char digest[SHA256_DIGEST_STR];
+		char digest[DIGEST_STR_LEN];
 
 		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), digest, &e), -1);
 		assert_int_equal(e.code, API_E_BAD_ARCHIVE);

@@ -2,8 +2,8 @@
  * api/image-import/oci_spec.c: an image archive's JSON documents (OCI
  * index, manifest, config; docker save's manifest.json) from a hostile
  * archive: what they name is read with its digest, anything malformed is
- * refused saying which document and field. And lib/base/sha256.c, which
- * checks those digests (FIPS 180-4 test vectors).
+ * refused saying which document and field. (The digests themselves:
+ * test_digest.)
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,7 +16,6 @@
 #include <cmocka.h>
 
 #include "api/image-import/oci_spec.h"
-#include "lib/base/sha256.h"
 
 #define D1 "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 #define D2 "sha256:2222222222222222222222222222222222222222222222222222222222222222"
@@ -29,38 +28,9 @@ static int parse_index(const char *s, struct oci_blob *b)
 	return oci_index_parse(s, strlen(s), b, &e);
 }
 
-static void test_sha256_vectors(void **state)
+static void test_digest_valid(void **state)
 {
-	uint8_t d[SHA256_BYTES];
-	char s[SHA256_DIGEST_STR];
-	struct sha256 h;
-	char *a = malloc(1000000);
-
 	(void)state;
-	sha256_init(&h);
-	sha256_update(&h, "abc", 3);
-	sha256_final(&h, d);
-	sha256_digest_str(d, s);
-	assert_string_equal(s, "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-	sha256_init(&h);
-	sha256_final(&h, d);
-	sha256_digest_str(d, s);
-	assert_string_equal(s, "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-	/* 56 bytes: the padding needs a second block */
-	sha256_init(&h);
-	sha256_update(&h, "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56);
-	sha256_final(&h, d);
-	sha256_digest_str(d, s);
-	assert_string_equal(s, "sha256:248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-	/* a million 'a', fed in uneven pieces */
-	memset(a, 'a', 1000000);
-	sha256_init(&h);
-	for (size_t off = 0, step = 1; off < 1000000; off += step, step = step * 3 % 977 + 1)
-		sha256_update(&h, a + off, off + step > 1000000 ? 1000000 - off : step);
-	sha256_final(&h, d);
-	sha256_digest_str(d, s);
-	assert_string_equal(s, "sha256:cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-	free(a);
 	assert_true(oci_digest_valid(D1));
 	assert_false(oci_digest_valid("sha256:ABCD"));
 	assert_false(oci_digest_valid("sha512:1111111111111111111111111111111111111111111111111111111111111111"));
@@ -213,7 +183,7 @@ static void test_config_record_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sha256_vectors),
+		cmocka_unit_test(test_digest_valid),
 		cmocka_unit_test(test_index),
 		cmocka_unit_test(test_manifest),
 		cmocka_unit_test(test_docker_manifest),

@@ -313,8 +313,8 @@ static void test_restore_refuses_damage(void **state)
 	sandbox_record_free(&r);
 }
 
-/* What is wrong with a version is said as such (issue 18: a wrong version
- * was logged as "meta.json names another id"). */
+/* What is wrong with a version is said as such (a wrong version was once
+ * logged as "meta.json names another id"). */
 static void test_version_refusal_says_what(void **state)
 {
 	static const struct {
@@ -376,7 +376,7 @@ static void test_build_orphan(void **state)
 }
 
 /*
- * Start-up's decision for each directory of <state>/sandboxes (issue 18):
+ * Start-up's decision for each directory of <state>/sandboxes:
  * what a create cut short by a crash left is removed, whether it got as
  * far as its first record or not; a delete cut short is finished; a
  * damaged record is left alone with what is wrong; a sandbox is loaded.

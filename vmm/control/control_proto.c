@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_field.h"
 #include "lib/base/text_clean.h"
 #include "lib/netrules/net_rules.h"
 
@@ -240,11 +241,10 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 /* A non-negative integer field (snapshot sizes). */
 static int get_u64(json_t *o, const char *key, uint64_t *out, char *why, size_t n)
 {
-	json_t *v = json_object_get(o, key);
+	struct json_field_fail f;
 
-	if (!json_is_integer(v) || json_integer_value(v) < 0)
+	if (json_field_uint(o, key, true, 0, UINT64_MAX, 0, out, &f))
 		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid '%s'", key);
-	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
@@ -309,13 +309,14 @@ static int state_reply(json_t *o, const char *line, enum control_op op, struct c
 
 static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, char *why, size_t n)
 {
-	json_t *v, *rules, *ctr;
+	struct json_field_fail f;
+	json_t *rules, *ctr;
+	uint64_t cut;
 
 	if (op == CTL_FIREWALL_SET) {
-		v = json_object_get(o, "cut");
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
+		if (json_field_uint(o, "cut", true, 0, SIZE_MAX, 0, &cut, &f))
 			return failf(-EPROTO, why, n, "kiln-vmm control: firewall-set reply without a valid 'cut'");
-		out->cut = (size_t)json_integer_value(v);
+		out->cut = (size_t)cut;
 		return 0;
 	}
 	rules = json_object_get(o, "rules");

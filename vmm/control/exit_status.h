@@ -1,7 +1,8 @@
 /*
  * kiln-vmm's exit statuses: the interface kilnd
- * (api/kilnd/supervision/sandbox_vmm.c) reads them through, kept here beside the control
- * protocol so both sides name the same numbers. README, "kiln-vmm".
+ * (api/kilnd/supervision/sandbox_vmm.c) reads them through, kept here
+ * beside the control protocol so both sides name the same numbers
+ * (docs/kiln-vmm.md).
  */
 #ifndef KILN_VMM_EXIT_STATUS_H
 #define KILN_VMM_EXIT_STATUS_H

@@ -407,8 +407,10 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 	/*
 	 * Copied, not mapped from the files (spec.kernel_fd/initrd_fd = -1):
 	 * with PVH segments mapped MAP_PRIVATE from the image, guests in the
-	 * nested harness hit soft lockups in the outer kernel's KVM. Mapping
-	 * stays off until that is understood (see the closing note of issue 2).
+	 * nested harness hit soft lockups in the outer kernel's KVM (as they
+	 * did with 2 MiB-aligned guest RAM; QEMU TCG's nested paging is the
+	 * suspect, the cause is unknown). Mapping stays off until it is
+	 * understood on real KVM; the file-mapping path is kept for then.
 	 */
 	spec.kernel_fd = -1;
 	spec.initrd_fd = -1;

@@ -2,9 +2,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "lib/base/le.h"
-#include "vmm/snapshot/snap_crc.h"
+#include "lib/base/mem_grow.h"
 
 /* The file is little endian, and so is every host kiln runs on (x86-64). */
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot files are little endian");
@@ -118,7 +119,7 @@ static int wfail(struct snap_writer *w, struct err *e, int code, const char *msg
 /* Room for `n` more bytes, keeping the whole file (with trailer) within SNAP_STATE_MAX. */
 static int grow(struct snap_writer *w, size_t n, struct err *e)
 {
-	size_t need, cap;
+	size_t need;
 	uint8_t *nb;
 
 	if (n > SNAP_STATE_MAX || w->len + n + 8 + SNAP_TRAILER_SIZE > SNAP_STATE_MAX)
@@ -126,14 +127,10 @@ static int grow(struct snap_writer *w, size_t n, struct err *e)
 	need = w->len + n;
 	if (need <= w->cap)
 		return 0;
-	cap = w->cap ? w->cap : 4096;
-	while (cap < need)
-		cap *= 2;
-	nb = realloc(w->buf, cap);
+	nb = mem_grow(w->buf, &w->cap, need, 4096, SNAP_STATE_MAX);
 	if (!nb)
 		return wfail(w, e, ENOMEM, "out of memory");
 	w->buf = nb;
-	w->cap = cap;
 	return 0;
 }
 
@@ -252,7 +249,7 @@ int snap_finish(struct snap_writer *w, const uint8_t **out, size_t *out_len, str
 		return w->err;
 	le_put32(w->buf + H_COUNT, w->count);
 	le_put64(w->buf + H_TOTAL, w->len + SNAP_TRAILER_SIZE);
-	le_put32(w->buf + w->len, snap_crc32(w->buf, w->len));
+	le_put32(w->buf + w->len, (uint32_t)crc32_z(0, w->buf, w->len));
 	le_put32(w->buf + w->len + 4, SNAP_END_MAGIC);
 	w->len += SNAP_TRAILER_SIZE;
 	/* What kiln writes, kiln must read back: duplicates and any slip here fail now, not at restore. */
@@ -407,7 +404,7 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	if (len > SNAP_STATE_MAX)
 		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file is %zu bytes, the limit is %u", len,
 				 SNAP_STATE_MAX);
-	crc = snap_crc32(b, len - SNAP_TRAILER_SIZE);
+	crc = (uint32_t)crc32_z(0, b, len - SNAP_TRAILER_SIZE);
 	if (le_get32(b + len - 8) != crc || le_get32(b + len - 4) != SNAP_END_MAGIC)
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot state file damaged: checksum mismatch");
 	v->format_version = le_get32(b + H_FORMAT);

@@ -6,11 +6,11 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "lib/base/fd_io.h"
 #include "lib/base/le.h"
 #include "vmm/snapshot/page_bits.h"
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_io.h"
 
 /* memory.layer header offsets (the table in snapshot_layer.h). */
@@ -142,8 +142,8 @@ int snap_layer_encode(const struct snap_layer *l, uint8_t **buf, size_t *len, st
 	memcpy(b + L_PARENT_ID, l->parent_id, SNAP_ID_LEN);
 	memcpy(b + L_PARENT, l->parent, strlen(l->parent)); /* the rest of the field stays zero */
 	le_put64(b + L_PAGES, pages);
-	le_put32(b + L_BITMAP_CRC, snap_crc32(b + SNAP_LAYER_HEADER_SIZE, 8 * words));
-	le_put32(b + L_HEADER_CRC, snap_crc32(b, L_HEADER_CRC));
+	le_put32(b + L_BITMAP_CRC, (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, 8 * words));
+	le_put32(b + L_HEADER_CRC, (uint32_t)crc32_z(0, b, L_HEADER_CRC));
 	*buf = b;
 	*len = n;
 	return 0;
@@ -158,7 +158,7 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln memory layer file (no KILNLAYR magic)");
 	if (len < SNAP_LAYER_HEADER_SIZE)
 		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.layer truncated: %zu bytes", len);
-	if (le_get32(b + L_HEADER_CRC) != snap_crc32(b, L_HEADER_CRC))
+	if (le_get32(b + L_HEADER_CRC) != (uint32_t)crc32_z(0, b, L_HEADER_CRC))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: header checksum mismatch");
 	if (le_get32(b + L_VERSION) != SNAP_LAYER_VERSION)
 		return err_set(e, -SNAP_ERR_FORMAT, "snapshot memory.layer has format version %u, this kiln reads %u",
@@ -179,7 +179,7 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 	if (len > want)
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: %zu bytes, a layer over this RAM is %zu bytes",
 			       len, want);
-	if (le_get32(b + L_BITMAP_CRC) != snap_crc32(b + SNAP_LAYER_HEADER_SIZE, want - SNAP_LAYER_HEADER_SIZE))
+	if (le_get32(b + L_BITMAP_CRC) != (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, want - SNAP_LAYER_HEADER_SIZE))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: bitmap checksum mismatch");
 	return 0;
 }

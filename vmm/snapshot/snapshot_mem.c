@@ -11,7 +11,6 @@
 
 #include "lib/base/fd_io.h"
 #include "lib/base/le.h"
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_io.h"
 
@@ -153,7 +152,7 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 					       .file_off = file_off,
 					       .mem_len = (uint32_t)len,
 					       .file_len = (uint32_t)z.total_out,
-					       .crc = snap_crc32(out, z.total_out) };
+					       .crc = (uint32_t)crc32_z(0, out, z.total_out) };
 		file_off += z.total_out;
 		s.pages += len / SNAP_PAGE;
 		s.runs++;
@@ -172,8 +171,8 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	le_put64(hdr + Z_MEM_SIZE, size);
 	le_put64(hdr + Z_INDEX_OFF, file_off);
 	le_put32(hdr + Z_RUNS, (uint32_t)nruns);
-	le_put32(hdr + Z_INDEX_CRC, snap_crc32(runs, nruns * sizeof(*runs)));
-	le_put32(hdr + Z_HEADER_CRC, snap_crc32(hdr, Z_HEADER_CRC));
+	le_put32(hdr + Z_INDEX_CRC, (uint32_t)crc32_z(0, (const uint8_t *)runs, nruns * sizeof(*runs)));
+	le_put32(hdr + Z_HEADER_CRC, (uint32_t)crc32_z(0, hdr, Z_HEADER_CRC));
 	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (r) {
 		r = err_set(e, -r, "snapshot memory: writing the header: %s", strerror(-r));
@@ -300,7 +299,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 	if (fsize < sizeof(hdr))
 		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes",
 				 (unsigned long long)fsize);
-	if (le_get32(hdr + Z_HEADER_CRC) != snap_crc32(hdr, Z_HEADER_CRC))
+	if (le_get32(hdr + Z_HEADER_CRC) != (uint32_t)crc32_z(0, hdr, Z_HEADER_CRC))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: header checksum mismatch");
 	if (le_get32(hdr + Z_VERSION) != SNAP_MEMZ_VERSION)
 		return err_set(e, -SNAP_ERR_FORMAT, "snapshot memory.z has format version %u, this kiln reads %u",
@@ -333,7 +332,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 		r = err_set(e, -r, "snapshot memory.z: reading the index: %s", strerror(-r));
 		goto out;
 	}
-	if (le_get32(hdr + Z_INDEX_CRC) != snap_crc32(runs, (size_t)n * sizeof(*runs))) {
+	if (le_get32(hdr + Z_INDEX_CRC) != (uint32_t)crc32_z(0, (const uint8_t *)runs, (size_t)n * sizeof(*runs))) {
 		r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: index checksum mismatch");
 		goto out;
 	}
@@ -359,7 +358,7 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 			r = err_set(e, -r, "snapshot memory.z: reading run %u: %s", i, strerror(-r));
 			goto out_z;
 		}
-		if (snap_crc32(in, run->file_len) != run->crc) {
+		if ((uint32_t)crc32_z(0, in, run->file_len) != run->crc) {
 			r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: run %u checksum mismatch", i);
 			goto out_z;
 		}

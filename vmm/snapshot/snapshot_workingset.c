@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "lib/base/le.h"
 #include "vmm/snapshot/page_bits.h"
-#include "vmm/snapshot/snap_crc.h"
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_io.h"
 #include "vmm/snapshot/snapshot_mem.h"
@@ -136,8 +136,8 @@ int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size
 	le_put64(b + W_MEM_SIZE, ws->mem_size);
 	le_put64(b + W_RANGES, ws->n);
 	le_put64(b + W_PAGES, pages);
-	le_put32(b + W_RANGES_CRC, snap_crc32(b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE));
-	le_put32(b + W_HEADER_CRC, snap_crc32(b, W_HEADER_CRC));
+	le_put32(b + W_RANGES_CRC, (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE));
+	le_put32(b + W_HEADER_CRC, (uint32_t)crc32_z(0, b, W_HEADER_CRC));
 	*buf = b;
 	*len = n;
 	return 0;
@@ -152,7 +152,7 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln working set file (no KILNWSET magic)");
 	if (len < SNAP_WORKINGSET_HEADER_SIZE)
 		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot workingset truncated: %zu bytes", len);
-	if (le_get32(b + W_HEADER_CRC) != snap_crc32(b, W_HEADER_CRC))
+	if (le_get32(b + W_HEADER_CRC) != (uint32_t)crc32_z(0, b, W_HEADER_CRC))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: header checksum mismatch");
 	if (le_get32(b + W_VERSION) != SNAP_WORKINGSET_VERSION)
 		return err_set(e, -SNAP_ERR_FORMAT, "snapshot workingset has format version %u, this kiln reads %u",
@@ -177,7 +177,7 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 	if (len > ws_len(n))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: %zu bytes, its %llu ranges take %zu",
 			       len, (unsigned long long)n, ws_len(n));
-	if (le_get32(b + W_RANGES_CRC) != snap_crc32(b + SNAP_WORKINGSET_HEADER_SIZE, len - SNAP_WORKINGSET_HEADER_SIZE))
+	if (le_get32(b + W_RANGES_CRC) != (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, len - SNAP_WORKINGSET_HEADER_SIZE))
 		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: range list checksum mismatch");
 	return 0;
 }

@@ -31,7 +31,7 @@
 
 #include "api/kilnd/core/api_error.h"
 
-/* kiln-vmm's --net passt defaults (README, kiln-vmm options). */
+/* kiln-vmm's --net passt defaults (docs/kiln-vmm.md, `--net passt`). */
 #define FW_PASST_GUEST_IP "10.0.2.15/24"
 #define FW_PASST_GATEWAY "10.0.2.2"
 #define FW_PASST_DNS "10.0.2.3"

@@ -229,24 +229,64 @@ void handle_proc_stdin(struct http_req *r)
 	http_json(r, 200, json_pack("{s:I,s:b}", "bytes", (json_int_t)r->body_len, "closed", close));
 }
 
-void handle_proc_signal(struct http_req *r)
+/* What a control of a running process says (signal or resize). */
+struct ctl_args {
+	int signo;
+	bool group;
+	uint16_t rows, cols;
+};
+
+/* A control of a running process: its body parsed, sent to the agent,
+ * answered 204. */
+struct proc_ctl {
+	const char *name;
+	int (*parse)(const json_t *body, struct ctl_args *a, struct api_err *e);
+	int (*send)(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
+		    struct agent_client_err *ae);
+};
+
+static int parse_signal(const json_t *body, struct ctl_args *a, struct api_err *e)
+{
+	return proc_signal_parse(body, &a->signo, &a->group, e);
+}
+
+static int send_signal(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
+		       struct agent_client_err *ae)
+{
+	return agent_client_signal(c, id, a->signo, a->group, ae);
+}
+
+static int parse_resize(const json_t *body, struct ctl_args *a, struct api_err *e)
+{
+	return proc_resize_parse(body, &a->rows, &a->cols, e);
+}
+
+static int send_resize(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
+		       struct agent_client_err *ae)
+{
+	return agent_client_resize(c, id, a->rows, a->cols, ae);
+}
+
+static const struct proc_ctl ctl_signal = { "signal", parse_signal, send_signal };
+static const struct proc_ctl ctl_resize = { "resize", parse_resize, send_resize };
+
+static void proc_ctl(struct http_req *r, const struct proc_ctl *op)
 {
 	struct agent_client_err ae;
 	struct agent_client c;
+	struct ctl_args a = { 0 };
 	struct api_err e;
 	json_t *body = NULL;
 	uint32_t id;
-	bool group;
-	int signo;
 
-	if (query_none(r->kv, r->nkv, "signal", &e))
+	if (query_none(r->kv, r->nkv, op->name, &e))
 		goto fail;
 	if (!body_or_answer(r, false, &body))
 		return;
-	if (proc_target(r, &c, &id, &e) || proc_signal_parse(body, &signo, &group, &e))
+	if (proc_target(r, &c, &id, &e) || op->parse(body, &a, &e))
 		goto fail;
-	if (agent_client_signal(&c, id, signo, group, &ae)) {
-		proc_err_from_agent(&e, &ae, "signal");
+	if (op->send(&c, id, &a, &ae)) {
+		proc_err_from_agent(&e, &ae, op->name);
 		goto fail;
 	}
 	json_decref(body);
@@ -257,31 +297,14 @@ fail:
 	http_error(r, &e);
 }
 
+void handle_proc_signal(struct http_req *r)
+{
+	proc_ctl(r, &ctl_signal);
+}
+
 void handle_proc_resize(struct http_req *r)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
-	struct api_err e;
-	json_t *body = NULL;
-	uint16_t rows, cols;
-	uint32_t id;
-
-	if (query_none(r->kv, r->nkv, "resize", &e))
-		goto fail;
-	if (!body_or_answer(r, false, &body))
-		return;
-	if (proc_target(r, &c, &id, &e) || proc_resize_parse(body, &rows, &cols, &e))
-		goto fail;
-	if (agent_client_resize(&c, id, rows, cols, &ae)) {
-		proc_err_from_agent(&e, &ae, "resize");
-		goto fail;
-	}
-	json_decref(body);
-	http_no_content(r);
-	return;
-fail:
-	json_decref(body);
-	http_error(r, &e);
+	proc_ctl(r, &ctl_resize);
 }
 
 void handle_proc_wait(struct http_req *r)

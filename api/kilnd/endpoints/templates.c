@@ -613,7 +613,7 @@ static int build_check(struct build_job *j, struct api_err *e)
 	}
 	for (size_t i = 0; i < j->bf.n; i++) {
 		const struct bf_step *s = &j->bf.steps[i];
-		char digest[SHA256_DIGEST_STR];
+		char digest[DIGEST_STR_LEN];
 		const char *extra = NULL;
 
 		if (s->op == BF_FROM)

@@ -14,6 +14,7 @@
 #include "api/kilnd/http/http_chunked.h"
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_io.h"
+#include "lib/base/mem_grow.h"
 #include "lib/base/mono.h"
 #include "lib/base/text_clean.h"
 
@@ -384,18 +385,14 @@ static void body_data(struct http_req *r, const char *data, size_t n)
 		return;
 	}
 	if (r->body_len + n > r->body_cap) {
-		size_t cap = r->body_cap ? r->body_cap : 4096;
-		char *b;
+		/* body_limit(r) has bounded body_len + n above */
+		char *b = mem_grow(r->body, &r->body_cap, r->body_len + n, 4096, body_limit(r));
 
-		while (cap < r->body_len + n)
-			cap *= 2;
-		b = realloc(r->body, cap);
 		if (!b) {
 			r->body_failed = true;
 			return;
 		}
 		r->body = b;
-		r->body_cap = cap;
 	}
 	memcpy(r->body + r->body_len, data, n);
 	r->body_len += n;

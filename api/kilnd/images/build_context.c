@@ -115,7 +115,7 @@ static int walk(int fd, uint64_t max, ctx_event_fn fn, void *arg, struct api_err
 struct scan {
 	struct build_context *c;
 	const char *file;
-	struct sha256 h;
+	struct sha256_ctx h;
 	bool open;        /* a member's digest is being computed */
 	int want;         /* collecting the build file: 0 no, 1 file=, 2 Kilnfile, 3 Dockerfile */
 	char *bf[4];      /* candidates by `want` */
@@ -124,19 +124,19 @@ struct scan {
 	struct api_err *e;
 };
 
-static void hash_u64(struct sha256 *h, uint64_t v)
+static void hash_u64(struct sha256_ctx *h, uint64_t v)
 {
 	uint8_t b[8];
 
 	for (int i = 0; i < 8; i++)
 		b[i] = (uint8_t)(v >> (8 * i));
-	sha256_update(h, b, sizeof(b));
+	sha256_update(h, sizeof(b), b);
 }
 
 static void close_member(struct scan *s)
 {
 	if (s->open)
-		sha256_final(&s->h, s->c->m[s->c->n - 1].digest);
+		sha256_digest(&s->h, SHA256_DIGEST_SIZE, s->c->m[s->c->n - 1].digest);
 	s->open = false;
 	s->want = 0;
 }
@@ -166,7 +166,7 @@ static int scan_event(void *arg, const struct tar_event *ev)
 		hash_u64(&s->h, m->mode);
 		hash_u64(&s->h, m->link_len);
 		if (m->link)
-			sha256_update(&s->h, m->link, m->link_len);
+			sha256_update(&s->h, m->link_len, (const uint8_t *)m->link);
 		s->open = true;
 		if (m->kind == TAR_FILE) {
 			if (s->file && strcmp(m->name, s->file) == 0)
@@ -189,7 +189,7 @@ static int scan_event(void *arg, const struct tar_event *ev)
 			}
 		}
 	} else if (ev->kind == TAR_EV_DATA) {
-		sha256_update(&s->h, ev->data, ev->data_len);
+		sha256_update(&s->h, ev->data_len, (const uint8_t *)ev->data);
 		if (s->want && s->bf[s->want]) {
 			memcpy(s->bf[s->want] + s->bf_len[s->want], ev->data, ev->data_len);
 			s->bf_len[s->want] += ev->data_len;
@@ -268,11 +268,11 @@ static bool member_copied(const struct bf_step *s, const char *name, size_t *src
 	return false;
 }
 
-int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[SHA256_DIGEST_STR],
+int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[DIGEST_STR_LEN],
 			      struct api_err *e)
 {
-	struct sha256 h;
-	uint8_t d[SHA256_BYTES];
+	struct sha256_ctx h;
+	uint8_t d[SHA256_DIGEST_SIZE];
 
 	sha256_init(&h);
 	for (size_t k = 0; k < s->nsrc; k++) {
@@ -290,8 +290,8 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
 				}
 				any = true;
 				hash_u64(&h, strlen(c->m[i].name));
-				sha256_update(&h, c->m[i].name, strlen(c->m[i].name));
-				sha256_update(&h, c->m[i].digest, SHA256_BYTES);
+				sha256_update(&h, strlen(c->m[i].name), (const uint8_t *)c->m[i].name);
+				sha256_update(&h, SHA256_DIGEST_SIZE, c->m[i].digest);
 			}
 		if (!any) {
 			api_err_set(e, API_E_BAD_FIELD, "build file line %u: COPY: '%.200s' is not in the build context", s->line,
@@ -299,8 +299,8 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
 			return -1;
 		}
 	}
-	sha256_final(&h, d);
-	sha256_digest_str(d, out);
+	sha256_digest(&h, SHA256_DIGEST_SIZE, d);
+	digest_str(d, out);
 	return 0;
 }
 

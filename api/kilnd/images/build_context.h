@@ -27,14 +27,14 @@
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/images/buildfile.h"
 #include "api/proto/agent_tar.h"
-#include "lib/base/sha256.h"
+#include "lib/digest/digest.h"
 
 #define CONTEXT_MEMBERS_MAX 16384
 
 struct ctx_member {
 	char *name;
 	enum tar_kind kind;
-	uint8_t digest[SHA256_BYTES]; /* of kind, mode, link and data */
+	uint8_t digest[SHA256_DIGEST_SIZE]; /* of kind, mode, link and data */
 };
 
 struct build_context {
@@ -57,7 +57,7 @@ void build_context_free(struct build_context *c);
 
 /* The digest of what COPY step s copies ("sha256:..."), or -1 with e
  * (bad_field: a source not in the context, naming the line). */
-int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[SHA256_DIGEST_STR],
+int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[DIGEST_STR_LEN],
 			      struct api_err *e);
 
 /*

@@ -7,7 +7,7 @@
 
 #include "api/kilnd/images/buildfile.h"
 #include "api/kilnd/core/names.h"
-#include "lib/base/sha256.h"
+#include "lib/digest/digest.h"
 #include "lib/base/utf8.h"
 
 static const char *const op_names[] = { "FROM", "RUN", "COPY", "ENV", "WORKDIR", "USER", "READY" };
@@ -745,16 +745,16 @@ int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct
 
 /* ---- cache keys ---- */
 
-static void hash_field(struct sha256 *h, const char *s)
+static void hash_field(struct sha256_ctx *h, const char *s)
 {
 	uint8_t len[8];
 	uint64_t n = s ? strlen(s) : UINT64_MAX;
 
 	for (int i = 0; i < 8; i++)
 		len[i] = (uint8_t)(n >> (8 * i));
-	sha256_update(h, len, sizeof(len));
+	sha256_update(h, sizeof(len), len);
 	if (s)
-		sha256_update(h, s, strlen(s));
+		sha256_update(h, strlen(s), (const uint8_t *)s);
 }
 
 void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib, char *out,
@@ -765,21 +765,16 @@ void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, 
 
 void buildfile_step_key(const char *parent, const char *canon, const char *extra, char out[BUILDFILE_KEY_LEN + 1])
 {
-	static const char hex[] = "0123456789abcdef";
-	uint8_t d[SHA256_BYTES];
-	struct sha256 h;
+	uint8_t d[SHA256_DIGEST_SIZE];
+	struct sha256_ctx h;
 
 	sha256_init(&h);
 	hash_field(&h, "kiln-template-step-1");
 	hash_field(&h, parent ? parent : "");
 	hash_field(&h, canon);
 	hash_field(&h, extra);
-	sha256_final(&h, d);
-	for (size_t i = 0; i < SHA256_BYTES; i++) {
-		out[2 * i] = hex[d[i] >> 4];
-		out[2 * i + 1] = hex[d[i] & 15];
-	}
-	out[BUILDFILE_KEY_LEN] = '\0';
+	sha256_digest(&h, SHA256_DIGEST_SIZE, d);
+	digest_hex(d, out);
 }
 
 bool buildfile_copy_match(const char *src, const char *name, const char **rel)

@@ -3,7 +3,7 @@
  * subset of Dockerfile syntax, and the step cache keys derived from it.
  *
  * Contract:
- *  - Pure (jansson and sha256 only): text in, steps out, so the whole
+ *  - Pure (jansson and SHA-256, lib/digest): text in, steps out, so the whole
  *    file is checked before anything boots.
  *  - Syntax: one instruction per logical line; a line ending in `\`
  *    continues on the next; `#` starts a comment line; blank lines are

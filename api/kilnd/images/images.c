@@ -12,7 +12,7 @@
 #include "api/kilnd/images/image_file.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/registry/sandbox_record.h"
-#include "lib/base/sha256.h"
+#include "lib/digest/digest.h"
 
 static const char suffix[] = ".ext4";
 
@@ -134,7 +134,7 @@ static json_t *rfc3339(int64_t ms)
 static json_t *record_current(const struct kilnd *d, const char *name, const char *path, const char *source)
 {
 	json_t *rec = record_load(d, name);
-	char digest[SHA256_DIGEST_STR];
+	char digest[DIGEST_STR_LEN];
 	struct stat st;
 	int fd;
 
@@ -151,7 +151,7 @@ static json_t *record_current(const struct kilnd *d, const char *name, const cha
 		return rec;
 	json_decref(rec);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || sha256_fd(fd, digest) < 0) {
+	if (fd < 0 || digest_fd(fd, digest) < 0) {
 		if (fd >= 0)
 			close(fd);
 		return NULL;
@@ -246,7 +246,7 @@ int images_get(const struct kilnd *d, const char *name, json_t **out, struct api
 int images_register(struct kilnd *d, const char *name, const char *tmp_path, const char *source,
 		    const json_t *extra, struct api_err *e)
 {
-	char path[PATH_MAX], digest[SHA256_DIGEST_STR];
+	char path[PATH_MAX], digest[DIGEST_STR_LEN];
 	const char *k;
 	json_t *rec, *v;
 	struct stat st;
@@ -264,7 +264,7 @@ int images_register(struct kilnd *d, const char *name, const char *tmp_path, con
 		api_err_set(e, API_E_INTERNAL, "image '%s': the importer's image: %s", name, fe.msg);
 		return -1;
 	}
-	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 || sha256_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 || digest_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
 		api_err_set(e, API_E_IO_ERROR, "image '%s': reading the new image failed: %s", name, strerror(errno));
 		close(fd);
 		return -1;

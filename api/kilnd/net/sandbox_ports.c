@@ -170,23 +170,19 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 	return 0;
 }
 
+static size_t ports_count(const struct sandbox *sb)
+{
+	return sb->nports;
+}
+
+static json_t *port_view(struct sandbox *sb, size_t i)
+{
+	return port_fwd_view(sb->ports[i]);
+}
+
 json_t *sandbox_port_list(struct sandbox *sb)
 {
-	struct kilnd *d = sb->d;
-	json_t *a = json_array();
-
-	if (!a)
-		return NULL;
-	kilnd_lock(d);
-	for (size_t i = 0; i < sb->nports; i++) {
-		if (json_array_append_new(a, port_fwd_view(sb->ports[i]))) {
-			kilnd_unlock(d);
-			json_decref(a);
-			return NULL;
-		}
-	}
-	kilnd_unlock(d);
-	return json_pack("{s:o}", "ports", a);
+	return sandbox_list_view(sb, "ports", ports_count, port_view);
 }
 
 int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *e)

@@ -70,25 +70,21 @@ int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t 
 	return r;
 }
 
+static size_t previews_count(const struct sandbox *sb)
+{
+	return json_array_size(sb->rec.previews);
+}
+
+static json_t *preview_at(struct sandbox *sb, size_t i)
+{
+	struct preview_where w;
+
+	return preview_view(json_array_get(sb->rec.previews, i), sb->rec.id, where_of(sb->d, &w));
+}
+
 json_t *sandbox_preview_list(struct sandbox *sb)
 {
-	struct kilnd *d = sb->d;
-	struct preview_where w;
-	json_t *a = json_array(), *p;
-	size_t i;
-
-	if (!a)
-		return NULL;
-	kilnd_lock(d);
-	json_array_foreach(sb->rec.previews, i, p) {
-		if (json_array_append_new(a, preview_view(p, sb->rec.id, where_of(d, &w)))) {
-			kilnd_unlock(d);
-			json_decref(a);
-			return NULL;
-		}
-	}
-	kilnd_unlock(d);
-	return json_pack("{s:o}", "previews", a);
+	return sandbox_list_view(sb, "previews", previews_count, preview_at);
 }
 
 int sandbox_preview_remove(struct sandbox *sb, uint16_t port, struct api_err *e)

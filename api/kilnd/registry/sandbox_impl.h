@@ -103,6 +103,11 @@ void sandbox_free(struct sandbox *sb);
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id);
 int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb);
 void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
+/* {"<key>": [view(sb, 0), ..., view(sb, n - 1)]}, n = count(sb), both
+ * called under reg.mu: one of a sandbox's lists (ports, previews) as GET
+ * answers it. NULL when out of memory. */
+json_t *sandbox_list_view(struct sandbox *sb, const char *key, size_t (*count)(const struct sandbox *sb),
+			  json_t *(*view)(struct sandbox *sb, size_t i));
 
 /* sandbox_snap.c */
 /* Checkpoint `name`'s directory (NULL: the checkpoints' parent) into out:

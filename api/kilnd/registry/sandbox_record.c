@@ -5,10 +5,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/kilnd/core/json_fields.h"
 #include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/registry/checkpoint.h"
 #include "api/kilnd/core/port_spec.h"
+#include "lib/base/json_field.h"
 
 static json_t *time_or_null(int64_t ms)
 {
@@ -119,15 +121,26 @@ static int template_field(const json_t *meta, const char *key, char out[IMAGE_NA
 	return 0;
 }
 
+/* An integer of meta.json in [min, max] (absent: def, or refused when
+ * required), refused as "meta.json: 'key' must be <must>". */
+static int meta_uint(const json_t *meta, const char *key, bool required, uint64_t min, uint64_t max, uint64_t def,
+		     uint64_t *out, const char *must, struct api_err *e)
+{
+	struct json_field_fail f;
+
+	if (!json_field_uint(meta, key, required, min, max, def, out, &f))
+		return 0;
+	api_err_set(e, API_E_BAD_FIELD, "meta.json: '%s' must be %s", key, must);
+	return -1;
+}
+
 static int get_ms(const json_t *meta, const char *key, int64_t *out, struct api_err *e)
 {
-	json_t *v = json_object_get(meta, key);
+	uint64_t v;
 
-	if (!json_is_integer(v) || json_integer_value(v) < 0) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: '%s' must be a non-negative integer", key);
+	if (meta_uint(meta, key, true, 0, INT64_MAX, 0, &v, "a non-negative integer", e))
 		return -1;
-	}
-	*out = json_integer_value(v);
+	*out = (int64_t)v;
 	return 0;
 }
 
@@ -182,8 +195,10 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 {
 	static const struct sandbox_limits unlimited = { .max_cpus = 4096, .max_memory_mib = 1u << 30,
 							    .max_disk_mib = SPEC_DISK_MAX_MIB };
+	struct json_field_fail f;
 	json_t *spec = NULL, *v;
-	const char *key;
+	const char *key, *path;
+	uint64_t n;
 	int st;
 
 	memset(r, 0, sizeof(*r));
@@ -214,22 +229,17 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->state = (enum sandbox_state)st;
-	v = json_object_get(meta, "image_path");
-	if (!json_is_string(v) || json_string_length(v) >= sizeof(r->image_path) ||
-	    json_string_value(v)[0] != '/') {
+	if (json_field_string(meta, "image_path", true, sizeof(r->image_path) - 1, &path, &f) || path[0] != '/') {
 		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'image_path' must be an absolute path");
 		return -1;
 	}
-	snprintf(r->image_path, sizeof(r->image_path), "%s", json_string_value(v));
+	snprintf(r->image_path, sizeof(r->image_path), "%s", path);
 	if (get_ms(meta, "created_ms", &r->created_ms, e) || get_ms(meta, "started_ms", &r->started_ms, e) ||
 	    get_ms(meta, "stopped_ms", &r->stopped_ms, e))
 		return -1;
-	v = json_object_get(meta, "boots");
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'boots' must be a count");
+	if (meta_uint(meta, "boots", true, 0, UINT32_MAX, 0, &n, "a count", e))
 		return -1;
-	}
-	r->boots = (unsigned)json_integer_value(v);
+	r->boots = (unsigned)n;
 	/* Records from before the jail have none: null. */
 	v = json_object_get(meta, "jail");
 	if (v && !json_is_null(v)) {
@@ -244,12 +254,9 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	}
 	/* Owners came after version 1's first files: absent is root's (the
 	 * only client that could create sandboxes with host shares before). */
-	v = json_object_get(meta, "owner_uid");
-	if (v && (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (json_int_t)UINT32_MAX)) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'owner_uid' must be a uid");
+	if (meta_uint(meta, "owner_uid", false, 0, UINT32_MAX - 1, 0, &n, "a uid", e))
 		return -1;
-	}
-	r->owner_uid = v ? (uid_t)json_integer_value(v) : 0;
+	r->owner_uid = (uid_t)n;
 	/* The spec is every other field. */
 	spec = json_object();
 	if (!spec) {
@@ -300,21 +307,8 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	/* Before the field: only a create in flight has never booted. */
-	v = json_object_get(meta, "creating");
-	if (v && !json_is_boolean(v)) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'creating' must be true or false");
-		sandbox_record_free(r);
-		return -1;
-	}
-	r->creating = v ? json_is_true(v) : r->boot == NULL;
-	v = json_object_get(meta, "pooled");
-	if (v && !json_is_boolean(v)) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'pooled' must be true or false");
-		sandbox_record_free(r);
-		return -1;
-	}
-	r->pooled = json_is_true(v);
-	if (template_field(meta, "template", r->tmpl, e) || template_field(meta, "template_build", r->tmpl_build, e)) {
+	if (json_fields_bool(meta, "creating", r->boot == NULL, &r->creating, "meta.json", e) ||
+	    json_fields_bool(meta, "pooled", false, &r->pooled, "meta.json", e) || template_field(meta, "template", r->tmpl, e) || template_field(meta, "template_build", r->tmpl_build, e)) {
 		sandbox_record_free(r);
 		return -1;
 	}
@@ -327,14 +321,8 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->pid = json_is_integer(v) ? (int)json_integer_value(v) : 0;
-	v = json_object_get(meta, "vmm_start");
-	if (v && (!json_is_integer(v) || json_integer_value(v) < 0)) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'vmm_start' must be a non-negative integer");
-		sandbox_record_free(r);
-		return -1;
-	}
-	r->vmm_start = v ? (uint64_t)json_integer_value(v) : 0;
-	if (check_ports(json_object_get(meta, "ports"), e)) {
+	if (meta_uint(meta, "vmm_start", false, 0, INT64_MAX, 0, &r->vmm_start, "a non-negative integer", e) ||
+	    check_ports(json_object_get(meta, "ports"), e)) {
 		sandbox_record_free(r);
 		return -1;
 	}

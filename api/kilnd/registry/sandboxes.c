@@ -70,6 +70,25 @@ json_t *sandbox_list(struct kilnd *d, const struct peer *who, const struct list_
 	return json_pack("{s:o}", "sandboxes", arr);
 }
 
+json_t *sandbox_list_view(struct sandbox *sb, const char *key, size_t (*count)(const struct sandbox *sb),
+			  json_t *(*view)(struct sandbox *sb, size_t i))
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	kilnd_lock(sb->d);
+	for (size_t i = 0, n = count(sb); i < n; i++) {
+		if (json_array_append_new(a, view(sb, i))) {
+			kilnd_unlock(sb->d);
+			json_decref(a);
+			return NULL;
+		}
+	}
+	kilnd_unlock(sb->d);
+	return json_pack("{s:o}", key, a);
+}
+
 void sandboxes_count(struct kilnd *d, unsigned counts[SANDBOX_STATE_COUNT], size_t *total)
 {
 	memset(counts, 0, SANDBOX_STATE_COUNT * sizeof(counts[0]));

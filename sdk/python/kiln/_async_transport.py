@@ -12,7 +12,7 @@ from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Op
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
-from ._transport import READ_SIZE, connect_failed, cut_short, deadline_error, io_failed, no_answer
+from ._transport import READ_SIZE, Answer, connect_failed, cut_short, deadline_error, io_failed, no_answer
 from .errors import ClientTimeoutError, KilnError
 
 T = TypeVar("T")
@@ -83,14 +83,8 @@ class _AsyncConn:
             pass
 
 
-class AsyncResponse:
+class AsyncResponse(Answer[_AsyncConn]):
     """An answer whose head has been read; the body is read on demand."""
-
-    def __init__(self, conn: _AsyncConn, parser: ResponseParser, head: Head) -> None:
-        self._conn: Optional[_AsyncConn] = conn
-        self._parser = parser
-        self.head = head
-        self.status = head.status
 
     async def read_chunk(self) -> bytes:
         conn = self._conn
@@ -119,15 +113,16 @@ class AsyncResponse:
                 raise
 
     async def read_all(self, limit: int = _http.MAX_JSON_BODY) -> bytes:
-        out = bytearray()
+        body = _http.BodyLimit(limit, self.status)
         while True:
             data = await self.read_chunk()
             if not data:
-                return bytes(out)
-            out += data
-            if len(out) > limit:
+                return bytes(body.out)
+            try:
+                body.add(data)
+            except KilnError:
                 await self.aclose()
-                raise KilnError(f"kilnd's answer is over {limit} bytes", status=self.status)
+                raise
 
     async def events(self) -> AsyncIterator[dict[str, Any]]:
         lines = _http.LineSplitter()
@@ -140,9 +135,7 @@ class AsyncResponse:
                 yield ev
 
     async def aclose(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._drop()
 
 
 class AsyncTransport:
@@ -167,20 +160,14 @@ class AsyncTransport:
     async def open(self, method: str, path: str, *, query: Optional[_http.Query] = None,
                    json: Any = None, data: Optional[bytes] = None, content_type: Optional[str] = None,
                    extra_timeout: float = 0.0, stream: bool = False) -> AsyncResponse:
-        tgt = _http.target(path, query)
-        what = f"{method} {path}"
-        if json is not None:
-            data = _http.json_body(json)
-            content_type = "application/json"
-        head_bytes = _http.request_head(method, tgt, content_length=None if data is None else len(data),
-                                        content_type=content_type)
+        what, payload = _http.request(method, path, query, json, data, content_type)
         reader, writer = await self._connect(what)
         conn = _AsyncConn(self, reader, writer, what)
         conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)
         parser = ResponseParser(no_body=method == "HEAD")
         try:
             try:
-                await conn.send(head_bytes + (data or b""))
+                await conn.send(payload)
             except OSError as e:
                 if isinstance(e, KilnError):
                     raise
@@ -201,7 +188,6 @@ class AsyncTransport:
         under the stream timeout once its head arrived. ``extra_timeout``:
         seconds kilnd may take to answer beyond the client's timeout once
         the body is sent (an image import's work)."""
-        tgt = _http.target(path, query)
         what = f"{method} {path}"
         reader, writer = await self._connect(what)
         conn = _AsyncConn(self, reader, writer, what)
@@ -210,28 +196,25 @@ class AsyncTransport:
         it: Iterator[bytes] = iter(source)
         try:
             try:
-                await conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
-                                                   content_type=content_type, expect_continue=True))
+                await conn.send(_http.upload_head(method, path, query, length, content_type))
             except (BrokenPipeError, ConnectionResetError) as e:
                 raise io_failed(self.socket_path, what, e) from None
             while not parser.continued and parser.head() is None:
                 await self._feed(conn, parser)
             if parser.head() is None:
                 try:
-                    sent = 0
+                    body = _http.UploadBody(path, length)
                     while True:
                         block = await asyncio.to_thread(_next_block, it)
                         if block is None:
                             break
                         if not block:
                             continue
-                        sent += len(block)
                         conn.set_deadline(self.timeout)
-                        await conn.send(_http.chunk(block) if length is None else block)
-                    if length is None:
-                        await conn.send(_http.LAST_CHUNK)
-                    elif sent != length:
-                        raise KilnError(f"upload to {path}: the source gave {sent} bytes, not the {length} announced")
+                        await conn.send(body.block(block))
+                    tail = body.end()
+                    if tail:
+                        await conn.send(tail)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # kilnd answered early and closed: read its answer below
                 conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)

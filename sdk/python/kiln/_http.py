@@ -90,6 +90,62 @@ def chunk(data: bytes) -> bytes:
 LAST_CHUNK = b"0\r\n\r\n"
 
 
+def request(method: str, path: str, query: Optional[Query], json: Any, data: Optional[bytes],
+            content_type: Optional[str]) -> tuple[str, bytes]:
+    """A request with its body held in memory (JSON or bytes): what to call
+    it in messages ("POST /v1/sandboxes") and the bytes to send."""
+    if json is not None:
+        data = json_body(json)
+        content_type = "application/json"
+    head = request_head(method, target(path, query), content_length=None if data is None else len(data),
+                        content_type=content_type)
+    return f"{method} {path}", head + (data or b"")
+
+
+def upload_head(method: str, path: str, query: Optional[Query], length: Optional[int],
+                content_type: str) -> bytes:
+    """A streamed upload's head: chunked unless the length is known, sent
+    before the body only once kilnd says ``100 Continue``."""
+    return request_head(method, target(path, query), content_length=length, chunked=length is None,
+                        content_type=content_type, expect_continue=True)
+
+
+class UploadBody:
+    """An upload's blocks as they go on the wire (chunks, unless the length
+    was announced), and a check that the source gave what was announced."""
+
+    def __init__(self, path: str, length: Optional[int]) -> None:
+        self.path = path
+        self.length = length
+        self.sent = 0
+
+    def block(self, data: bytes) -> bytes:
+        self.sent += len(data)
+        return chunk(data) if self.length is None else data
+
+    def end(self) -> bytes:
+        if self.length is None:
+            return LAST_CHUNK
+        if self.sent != self.length:
+            raise KilnError(f"upload to {self.path}: the source gave {self.sent} bytes, "
+                            f"not the {self.length} announced")
+        return b""
+
+
+class BodyLimit:
+    """A whole answer read into memory, refused past ``limit`` bytes."""
+
+    def __init__(self, limit: int, status: int) -> None:
+        self.limit = limit
+        self.status = status
+        self.out = bytearray()
+
+    def add(self, data: bytes) -> None:
+        self.out += data
+        if len(self.out) > self.limit:
+            raise KilnError(f"kilnd's answer is over {self.limit} bytes", status=self.status)
+
+
 @dataclass
 class Head:
     status: int

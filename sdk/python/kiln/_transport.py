@@ -10,13 +10,14 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, TypeVar
+from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional, TypeVar
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
 from .errors import ClientTimeoutError, KilnConnectionError, KilnError
 
 T = TypeVar("T")
+C = TypeVar("C")  # a transport's connection
 
 # Idle keep-alive connections kept, and how long: kilnd closes an idle one
 # after its --client-timeout (30 s by default, 1 s at the least); one found
@@ -124,14 +125,25 @@ class _Conn:
             pass
 
 
-class Response:
-    """An answer whose head has been read; the body is read on demand."""
+class Answer(Generic[C]):
+    """An answer whose head has been read, the body read on demand through
+    its connection (None once closed): what both transports' responses
+    hold."""
 
-    def __init__(self, conn: _Conn, parser: ResponseParser, head: Head) -> None:
-        self._conn: Optional[_Conn] = conn
+    def __init__(self, conn: C, parser: ResponseParser, head: Head) -> None:
+        self._conn: Optional[C] = conn
         self._parser = parser
         self.head = head
         self.status = head.status
+
+    def _drop(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()  # type: ignore[attr-defined]
+
+
+class Response(Answer["_Conn"]):
+    """An answer whose head has been read; the body is read on demand."""
 
     def read_chunk(self) -> bytes:
         """The next body bytes; ``b""`` at the end of the body."""
@@ -159,15 +171,16 @@ class Response:
                 raise io_failed(conn.t.socket_path, conn.what, e) from None
 
     def read_all(self, limit: int = _http.MAX_JSON_BODY) -> bytes:
-        out = bytearray()
+        body = _http.BodyLimit(limit, self.status)
         while True:
             data = self.read_chunk()
             if not data:
-                return bytes(out)
-            out += data
-            if len(out) > limit:
+                return bytes(body.out)
+            try:
+                body.add(data)
+            except KilnError:
                 self.close()
-                raise KilnError(f"kilnd's answer is over {limit} bytes", status=self.status)
+                raise
 
     def events(self) -> Iterator[dict[str, Any]]:
         """The body as NDJSON events, parsed as they arrive."""
@@ -190,9 +203,7 @@ class Response:
 
     def close(self) -> None:
         """Drop the connection (a stream closed early never goes back to the pool)."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._drop()
 
 
 class Transport:
@@ -249,14 +260,7 @@ class Transport:
              extra_timeout: float = 0.0, stream: bool = False) -> Response:
         """Send a request with a body held in memory (JSON or bytes) and read
         the answer's head. Error statuses raise their exception."""
-        tgt = _http.target(path, query)
-        what = f"{method} {path}"
-        if json is not None:
-            data = _http.json_body(json)
-            content_type = "application/json"
-        head_bytes = _http.request_head(method, tgt, content_length=None if data is None else len(data),
-                                        content_type=content_type)
-        payload = head_bytes + (data or b"")
+        what, payload = _http.request(method, path, query, json, data, content_type)
         timeout = None if self.timeout is None else self.timeout + extra_timeout
         for attempt in (0, 1):
             s, reused = self._acquire() if attempt == 0 else (self._connect(what), False)
@@ -296,15 +300,13 @@ class Transport:
         timeout once its head arrived. ``extra_timeout``: seconds kilnd may
         take to answer beyond the client's timeout once the body is sent
         (an image import's work)."""
-        tgt = _http.target(path, query)
         what = f"{method} {path}"
         conn = _Conn(self, self._connect(what), False, what)
         conn.set_deadline(self.timeout)
         parser = ResponseParser()
         try:
             try:
-                conn.send(_http.request_head(method, tgt, content_length=length, chunked=length is None,
-                                             content_type=content_type, expect_continue=True))
+                conn.send(_http.upload_head(method, path, query, length, content_type))
             except KilnError:
                 raise
             except OSError as e:
@@ -313,17 +315,15 @@ class Transport:
                 self._feed(conn, parser)
             if parser.head() is None:
                 try:
-                    sent = 0
+                    body = _http.UploadBody(path, length)
                     for block in source:
                         if not block:
                             continue
-                        sent += len(block)
                         conn.set_deadline(self.timeout)  # a deadline per block: progress, not total
-                        conn.send(_http.chunk(block) if length is None else block)
-                    if length is None:
-                        conn.send(_http.LAST_CHUNK)
-                    elif sent != length:
-                        raise KilnError(f"upload to {path}: the source gave {sent} bytes, not the {length} announced")
+                        conn.send(body.block(block))
+                    tail = body.end()
+                    if tail:
+                        conn.send(tail)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # kilnd answered early and closed: read its answer below
                 conn.set_deadline(None if self.timeout is None else self.timeout + extra_timeout)

@@ -1,7 +1,7 @@
 """A reader for the YAML subset docs/openapi.yaml is written in.
 
 Why not PyYAML: the spec tests run under `make unit` on a bare Debian
-with stdlib Python only (issue 33: no new dependency), and the spec is
+with stdlib Python only (the tests add no dependency), and the spec is
 hand-written, so it can keep to a subset small enough to read exactly:
 
   * block mappings (`key: value`, `key:` then a deeper block) and block
