@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -47,6 +48,77 @@ int cli_body_str(json_t *body, const char *field, const char *opt, const char *v
 	return 0;
 }
 
+long long cli_answer_ms(unsigned long timeout_s, long long wait_s)
+{
+	if (!timeout_s || wait_s < 0)
+		return 0;
+	return ((long long)timeout_s + wait_s) * 1000;
+}
+
+long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s)
+{
+	if (!timeout_ms)
+		return CLI_WAIT_UNBOUNDED;
+	return (long long)((timeout_ms + 999) / 1000) + extra_s;
+}
+
+int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, char *err, size_t errsz)
+{
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc;
+
+	if (eq == arg || !*arg) {
+		snprintf(err, errsz, "%s '%s': empty key (expected KEY=VALUE)", what, CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	if (!eq && !allow_unset) {
+		snprintf(err, errsz, "%s '%s': expected KEY=VALUE", what, CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	key = strndup(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+	if (!key)
+		return -ENOMEM;
+	rc = json_object_set_new(obj, key, eq ? json_string(eq + 1) : json_null());
+	if (rc)
+		snprintf(err, errsz, "%s '%s': not valid UTF-8", what, CLI_ECHO(arg));
+	free(key);
+	return rc ? -EINVAL : 0;
+}
+
+int cli_put_share(json_t *arr, const char *arg, char *err, size_t errsz)
+{
+	const char *c1 = strchr(arg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	bool ro = false;
+	json_t *share;
+	char *host, *guest;
+
+	if (!c1 || c1 == arg || !c1[1] || c2 == c1 + 1) {
+		snprintf(err, errsz, "--share '%s': expected HOST:GUEST[:ro]", CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	if (c2) {
+		if (!strcmp(c2 + 1, "ro")) {
+			ro = true;
+		} else if (strcmp(c2 + 1, "rw")) {
+			snprintf(err, errsz, "--share '%s': the third part must be 'ro' or 'rw' (paths cannot hold ':')",
+				 CLI_ECHO(arg));
+			return -EINVAL;
+		}
+	}
+	host = strndup(arg, (size_t)(c1 - arg));
+	guest = c2 ? strndup(c1 + 1, (size_t)(c2 - c1 - 1)) : strdup(c1 + 1);
+	share = json_pack("{s:s?, s:s?, s:b}", "host_path", host, "guest_path", guest, "read_only", ro);
+	free(host);
+	free(guest);
+	if (!share || json_object_size(share) != 3) {
+		json_decref(share);
+		snprintf(err, errsz, "--share '%s': not valid UTF-8", CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	return json_array_append_new(arr, share) ? -ENOMEM : 0;
+}
+
 json_t *cli_body_sub(json_t *body, const char *field, bool array)
 {
 	json_t *v = json_object_get(body, field);
@@ -58,17 +130,20 @@ json_t *cli_body_sub(json_t *body, const char *field, bool array)
 	return v;
 }
 
-enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_DISK, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
-       C_FIREWALL, C_TEMPLATE };
+/* Above exec's ids (CLI_PO_*, X_*): run takes create's options and exec's. */
+enum { C_IMAGE = CLI_OPT_LONG + 64, C_CPUS, C_MEMORY, C_DISK, C_HOSTNAME, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
+       C_FIREWALL, C_TEMPLATE, C_ENV = 'e', C_LABEL = 'l' };
 
 /* create's options but --image (run names the image as an operand). */
-#define CREATE_OPTDEFS                                                                                    \
-	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "disk", 0, true, C_DISK },       \
-		{ "env", 'e', true, C_ENV },                                                              \
-		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },                    \
-		{ "share", 0, true, C_SHARE }, { "timeout", 0, true, C_TIMEOUT },                         \
-		{ "no-console", 0, false, C_NO_CONSOLE }, { "network", 0, true, C_NETWORK },             \
-		{ "firewall", 0, true, C_FIREWALL }
+#define CREATE_OPTIONS                                                                                  \
+	{ "cpus", required_argument, NULL, C_CPUS }, { "memory", required_argument, NULL, C_MEMORY },  \
+		{ "disk", required_argument, NULL, C_DISK }, { "env", required_argument, NULL, C_ENV }, \
+		{ "hostname", required_argument, NULL, C_HOSTNAME },                                    \
+		{ "label", required_argument, NULL, C_LABEL }, { "share", required_argument, NULL, C_SHARE }, \
+		{ "timeout", required_argument, NULL, C_TIMEOUT },                                      \
+		{ "no-console", no_argument, NULL, C_NO_CONSOLE },                                      \
+		{ "network", required_argument, NULL, C_NETWORK },                                      \
+		{ "firewall", required_argument, NULL, C_FIREWALL }
 
 /* One create option into the POST /v1/sandboxes body. 1: not one of them. */
 static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
@@ -115,27 +190,28 @@ static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz
 
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, { "template", 0, true, C_TEMPLATE },
-						  CREATE_OPTDEFS, { 0 } };
-	struct cli_scan s;
+	static const struct option opts[] = { { "image", required_argument, NULL, C_IMAGE },
+					      { "template", required_argument, NULL, C_TEMPLATE }, CREATE_OPTIONS,
+					      CLI_GLOBAL_OPTIONS };
+	struct cli_getopt s;
 	json_t *b = json_object();
 	int rc = 0, opt;
 
-	cli_scan_init(&s, argc, argv, defs, g);
+	cli_getopt_init(&s, argc, argv, opts, g);
 	/* The default image: kilnd requires one and "minimal" is the image
 	 * kiln builds (README), so `kiln create` alone does the obvious thing. */
 	json_object_set_new(b, "image", json_string("minimal"));
-	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
-		case CLI_SCAN_ERROR:
+		case CLI_GETOPT_ERROR:
 			snprintf(err, errsz, "%s", s.err);
 			rc = -1;
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			snprintf(err, errsz, "unexpected argument '%s' (create takes only options)", CLI_ECHO(s.value));
 			rc = -1;
 			break;
-		case CLI_SCAN_REST:
+		case CLI_GETOPT_REST:
 			snprintf(err, errsz, "unexpected '--' (create takes only options)");
 			rc = -1;
 			break;
@@ -205,36 +281,36 @@ int cli_id_operand(void *id, const char *v, char *err, size_t errsz)
 	return cli_check_id(v, id, err, errsz);
 }
 
-int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz)
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, char *err, size_t errsz)
 {
 	bool have_operand = false;
 	int rc = 0, opt;
 
 	*rest = -1;
-	while (!rc && *rest < 0 && (opt = cli_scan_next(s)) != CLI_SCAN_DONE) {
+	while (!rc && *rest < 0 && (opt = cli_getopt_next(o)) != CLI_GETOPT_DONE) {
 		switch (opt) {
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s->err);
+		case CLI_GETOPT_ERROR:
+			snprintf(err, errsz, "%s", o->err);
 			rc = -1;
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (!have_operand) {
 				/* Checked here, so the first bad word is the one reported. */
-				rc = w->operand(w->operand_arg, s->value, err, errsz);
+				rc = w->operand(w->operand_arg, o->value, err, errsz);
 				have_operand = true;
 			} else {
 				/* The program starts at the first word after the
 				 * operand, so `kiln exec ID ls -l` passes -l to ls. */
-				*rest = s->i - 1;
+				*rest = o->next - 1;
 			}
 			break;
-		case CLI_SCAN_REST:
-			*rest = s->i;
+		case CLI_GETOPT_REST:
+			*rest = o->next;
 			break;
 		default:
-			rc = cli_proc_opt(w->body, opt, s->value, err, errsz);
-			if (rc == 1 && w->opt)
-				rc = w->opt(w->opt_arg, opt, s->value, err, errsz);
+			rc = w->opt ? w->opt(w->opt_arg, opt, o->value, err, errsz) : 1;
+			if (rc == 1)
+				rc = cli_proc_opt(w->body, opt, o->value, err, errsz);
 			if (rc == 1) {
 				snprintf(err, errsz, "internal: option %d", opt);
 				rc = -1;
@@ -243,27 +319,27 @@ int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *re
 		}
 	}
 	if (*rest < 0)
-		*rest = s->argc;
+		*rest = o->argc;
 	if (!rc && !have_operand) {
 		snprintf(err, errsz, "%s", w->missing);
 		rc = -1;
 	}
-	if (!rc && w->usage && *rest >= s->argc) {
+	if (!rc && w->usage && *rest >= o->argc) {
 		snprintf(err, errsz, "missing the program to run (%s)", w->usage);
 		rc = -1;
 	}
 	return rc;
 }
 
-enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN };
+enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN = 'i' };
 
 #define EXEC_USAGE "kiln exec ID [options] -- PROGRAM [ARG...]"
 #define RUN_USAGE "kiln run [options] IMAGE -- PROGRAM [ARG...]"
 
 /* exec's own options, after CLI_PROC_OPTDEFS (run takes them too). */
-#define EXEC_OPTDEFS                                                                      \
-	{ "shell", 0, false, CLI_PO_SHELL }, { "stdin", 'i', false, X_STDIN },             \
-		{ "stream", 0, false, X_STREAM }, { "buffered", 0, false, X_BUFFERED }
+#define EXEC_OPTIONS                                                                             \
+	{ "shell", no_argument, NULL, CLI_PO_SHELL }, { "stdin", no_argument, NULL, X_STDIN },   \
+		{ "stream", no_argument, NULL, X_STREAM }, { "buffered", no_argument, NULL, X_BUFFERED }
 
 /* One of exec's own options (run takes them too); 1: not one of them. */
 static int exec_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
@@ -297,8 +373,8 @@ static void exec_stream_cap(struct cli_exec_req *req)
 
 int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = { CLI_PROC_OPTDEFS, EXEC_OPTDEFS, { 0 } };
-	struct cli_scan s;
+	static const struct option opts[] = { CLI_PROC_OPTIONS, EXEC_OPTIONS, CLI_GLOBAL_OPTIONS };
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rest;
 
@@ -312,8 +388,8 @@ int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec
 		.missing = "missing sandbox id (" EXEC_USAGE ")",
 		.usage = EXEC_USAGE,
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (cli_scan_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	if (cli_read_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
 		json_decref(req->body);
 		req->body = NULL;
 		return -1;
@@ -340,16 +416,16 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 {
 	/* --env is create's: the sandbox's environment, which the command
 	 * inherits; the other process options are exec's. */
-	static const struct cli_optdef defs[] = {
-		CREATE_OPTDEFS,
-		{ "user", 'u', true, CLI_PO_USER },
-		{ "cwd", 'w', true, CLI_PO_CWD },
-		{ "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },
-		{ "confine", 0, false, CLI_PO_CONFINE },
-		EXEC_OPTDEFS,
-		{ 0 },
+	static const struct option opts[] = {
+		CREATE_OPTIONS,
+		{ "user", required_argument, NULL, CLI_PO_USER },
+		{ "cwd", required_argument, NULL, CLI_PO_CWD },
+		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS },
+		{ "confine", no_argument, NULL, CLI_PO_CONFINE },
+		EXEC_OPTIONS,
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rest;
 
@@ -364,8 +440,8 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
 		.usage = RUN_USAGE,
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (cli_scan_program(&s, &w, &rest, err, errsz) ||
+	cli_getopt_init(&s, argc, argv, opts, g);
+	if (cli_read_program(&s, &w, &rest, err, errsz) ||
 	    cli_body_argv(req->exec.body, argc, argv, rest, err, errsz)) {
 		json_decref(req->create);
 		json_decref(req->exec.body);
@@ -412,21 +488,21 @@ int cli_query_add(char *q, size_t qsz, const char *name, const char *value)
 	return cli_url_encode(value, q + n + w, qsz - n - (size_t)w);
 }
 
-enum { L_STATE = 1, L_LABEL };
+enum { L_STATE = CLI_OPT_LONG, L_LABEL = 'l' };
 
 int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		{ "state", 0, true, L_STATE },
-		{ "label", 'l', true, L_LABEL },
-		{ 0 },
+	static const struct option opts[] = {
+		{ "state", required_argument, NULL, L_STATE },
+		{ "label", required_argument, NULL, L_LABEL },
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	int opt;
 
 	q[0] = 0;
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case L_STATE:
 			if (cli_query_add(q, qsz, "state", s.value))
@@ -440,7 +516,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			if (cli_query_add(q, qsz, "label", s.value))
 				goto too_long;
 			break;
-		case CLI_SCAN_ERROR:
+		case CLI_GETOPT_ERROR:
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
 		default:
@@ -457,17 +533,17 @@ too_long:
 
 int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err, size_t errsz)
 {
-	struct cli_scan s;
+	struct cli_getopt s;
 	bool have = false;
 	int opt;
 
-	cli_scan_init(&s, argc, argv, NULL, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&s, argc, argv, cli_global_options, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
 		}
-		if (opt != CLI_SCAN_POSITIONAL || have) {
+		if (opt != CLI_GETOPT_WORD || have) {
 			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
@@ -507,24 +583,24 @@ int cli_guest_operand(const char *arg, char *id, const char **path, char *err, s
 	return 0;
 }
 
-enum { P_USER = 1, P_PARENTS };
+enum { P_USER = 'u', P_PARENTS = 'p' };
 
 int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		{ "user", 'u', true, P_USER },
-		{ "parents", 'p', false, P_PARENTS },
-		{ 0 },
+	static const struct option opts[] = {
+		{ "user", required_argument, NULL, P_USER },
+		{ "parents", no_argument, NULL, P_PARENTS },
+		CLI_GLOBAL_OPTIONS,
 	};
 	const char *ops[2];
 	int nops = 0, opt, k0, k1;
-	struct cli_scan s;
+	struct cli_getopt s;
 	char id0[CLI_ID_MAX + 1], id1[CLI_ID_MAX + 1];
 	const char *p0 = NULL, *p1 = NULL;
 
 	memset(req, 0, sizeof(*req));
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case P_USER:
 			req->user = s.value;
@@ -532,18 +608,18 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 		case P_PARENTS:
 			req->parents = true;
 			break;
-		case CLI_SCAN_ERROR:
+		case CLI_GETOPT_ERROR:
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
-		case CLI_SCAN_REST:
+		case CLI_GETOPT_REST:
 			/* After "--" everything is an operand, even "-x". */
-			for (; s.i < s.argc; s.i++) {
+			for (int i = s.next; i < s.argc; i++) {
 				if (nops == 2)
 					goto count;
-				ops[nops++] = s.argv[s.i];
+				ops[nops++] = s.argv[i];
 			}
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (nops == 2)
 				goto count;
 			ops[nops++] = s.value;

@@ -5,10 +5,11 @@
  * file metadata and ports (cli_body_fs.c).
  *
  * Contract:
- *  - Pure: no I/O, no global state. Each builder scans the command's
- *    words with cli_scan (so global options may sit among them) and
- *    returns 0 with a new JSON body the caller frees, or -1 with a
- *    one-line usage message in err.
+ *  - Pure: no I/O, no state of its own. Each builder reads the command
+ *    line with getopt_long (cli_getopt.h: argv[0] is the command's name,
+ *    global options may sit among the words) and returns 0 with a new
+ *    JSON body the caller frees, or -1 with a one-line usage message in
+ *    err.
  *  - Values are checked only as far as the CLI must (integers are
  *    integers, KEY=VALUE has a key); ranges are kilnd's to enforce, so the
  *    limits live in one place and its message names them.
@@ -21,7 +22,8 @@
 
 #include <jansson.h>
 
-#include "api/kiln/cli_opts.h"
+#include "api/kiln/cli_getopt.h"
+#include "lib/base/num_parse.h" /* the option values' number parser */
 
 /* kilnd's sandbox ids are short hex; anything longer is a typo. */
 #define CLI_ID_MAX 64
@@ -32,6 +34,24 @@
 /* An encoded guest path is at most 3 bytes per byte (PATH_MAX 4096); the
  * rest of a query is a few short parameters. */
 #define CLI_QUERY_MAX (3 * 4096 + 512)
+
+/*
+ * kilnd's own time for a request, beyond the base timeout (cli_req.wait_s):
+ * its default --boot-timeout for what boots or wakes a sandbox (a create,
+ * start, wake; an exec, spawn or shell may wake a hibernated one); its
+ * 10 min snapshot limit plus a boot for checkpoints, hibernation,
+ * restores and forks. A kilnd started with a longer --boot-timeout needs
+ * a longer --request-timeout by as much.
+ */
+#define CLI_WAIT_BOOT 60
+#define CLI_WAIT_SNAPSHOT (600 + CLI_WAIT_BOOT)
+#define CLI_WAIT_UNBOUNDED (-1LL) /* an exec or wait without a timeout of its own */
+
+/* Milliseconds an answer may take (base timeout_s plus wait_s); 0: no limit. */
+long long cli_answer_ms(unsigned long timeout_s, long long wait_s);
+/* The wait of a process with timeout_ms (0: none, so unbounded), rounded
+ * up to seconds, plus extra_s. */
+long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s);
 
 /* kiln create [options]: the POST /v1/sandboxes body. */
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz);
@@ -210,6 +230,22 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, ch
 
 /* ---- helpers shared by the parsers of cli_body*.c ---- */
 
+/*
+ * "KEY=VALUE" into obj[KEY] = "VALUE". With allow_unset, a bare "KEY" is
+ * obj[KEY] = null (exec's env: unset a variable of the sandbox's env).
+ * what names the option in the message ("--env").
+ */
+int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, char *err, size_t errsz);
+
+/*
+ * "HOST:GUEST[:ro|:rw]" into {"host_path","guest_path","read_only"}
+ * appended to arr. Neither path may hold ':' (kilnd refuses it in
+ * kiln-vmm's option syntax anyway), so the split is unambiguous. The host
+ * path is taken as written; the caller makes a relative one absolute,
+ * because kilnd resolves it in its own working directory.
+ */
+int cli_put_share(json_t *arr, const char *arg, char *err, size_t errsz);
+
 /* An id for the URL path: 1..CLI_ID_MAX bytes of [A-Za-z0-9_-]. */
 int cli_check_id(const char *s, char *id, char *err, size_t errsz);
 /* "ID:/path": 0 with id and *path (into arg); 1 when arg is a local path; -1 with err. */
@@ -225,22 +261,37 @@ int cli_body_argv(json_t *body, int argc, char **argv, int rest, char *err, size
 /* Append "?name=value" or "&name=value" (value percent-encoded) to q. */
 int cli_query_add(char *q, size_t qsz, const char *name, const char *value);
 
-/* The options of every command that starts a process (exec, spawn, shell, run). */
-enum { CLI_PO_USER = 100, CLI_PO_CWD, CLI_PO_ENV, CLI_PO_TIMEOUT_MS, CLI_PO_SHELL, CLI_PO_CONFINE, CLI_PO_END };
-#define CLI_PROC_OPTDEFS                                                                          \
-	{ "user", 'u', true, CLI_PO_USER }, { "cwd", 'w', true, CLI_PO_CWD },                     \
-		{ "env", 'e', true, CLI_PO_ENV }, { "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },   \
-		{ "confine", 0, false, CLI_PO_CONFINE }
+/*
+ * The options of every command that starts a process (exec, spawn, shell,
+ * run): getopt vals, a letter for those with a short form. The ids of
+ * every other option of those commands start at CLI_PO_END.
+ */
+enum {
+	CLI_PO_USER = 'u',
+	CLI_PO_CWD = 'w',
+	CLI_PO_ENV = 'e',
+	CLI_PO_TIMEOUT_MS = CLI_OPT_LONG,
+	CLI_PO_SHELL,
+	CLI_PO_CONFINE,
+	CLI_PO_END
+};
+#define CLI_PROC_OPTIONS                                                                             \
+	{ "user", required_argument, NULL, CLI_PO_USER }, { "cwd", required_argument, NULL, CLI_PO_CWD }, \
+		{ "env", required_argument, NULL, CLI_PO_ENV },                                          \
+		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS },                            \
+		{ "confine", no_argument, NULL, CLI_PO_CONFINE }
 /* One of them into body; 1 when opt is not one of them. */
 int cli_proc_opt(json_t *body, int opt, const char *value, char *err, size_t errsz);
 
 /* The words of a command that runs a program (exec, run, spawn, shell). */
 struct cli_prog_words {
-	json_t *body; /* the process options (CLI_PROC_OPTDEFS) go here */
+	json_t *body; /* the process options (CLI_PROC_OPTIONS) go here */
 	/* The operand before the program (a sandbox id; run's IMAGE): 0, or -1 with err. */
 	int (*operand)(void *arg, const char *v, char *err, size_t errsz);
 	void *operand_arg;
-	/* The command's other options (may be NULL): 0, -1 with err, or 1: not one of them. */
+	/* The command's other options (may be NULL): 0, -1 with err, or 1: not
+	 * one of them. Asked before cli_proc_opt, so run's -e is create's
+	 * (the sandbox's env), not the process's. */
 	int (*opt)(void *arg, int opt, const char *v, char *err, size_t errsz);
 	void *opt_arg;
 	const char *missing; /* err when the operand is missing */
@@ -250,9 +301,9 @@ struct cli_prog_words {
 /*
  * Options, the operand, then the program from the first word after the
  * operand (or after "--"), so `kiln exec ID ls -l` passes -l to ls. *rest
- * is where the program starts (s->argc: none). 0, or -1 with err.
+ * is where the program starts (o->argc: none). 0, or -1 with err.
  */
-int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz);
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, char *err, size_t errsz);
 /* A cli_prog_words operand: a sandbox id (cli_check_id) into id, CLI_ID_MAX + 1 bytes. */
 int cli_id_operand(void *id, const char *v, char *err, size_t errsz);
 

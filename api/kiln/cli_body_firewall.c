@@ -153,9 +153,8 @@ json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
 int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, char *err,
 		       size_t errsz)
 {
-	static const struct cli_optdef defs[] = { { 0 } };
 	char *pos[3];
-	struct cli_scan sc;
+	struct cli_getopt sc;
 	int npos = 0, opt;
 	static const struct {
 		const char *word;
@@ -165,13 +164,13 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		    { "allow", CLI_FW_ALLOW, 2 }, { "deny", CLI_FW_DENY, 2 } };
 
 	memset(r, 0, sizeof(*r));
-	cli_scan_init(&sc, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&sc)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&sc, argc, argv, cli_global_options, g);
+	while ((opt = cli_getopt_next(&sc)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", sc.err);
 			return -1;
 		}
-		if (opt != CLI_SCAN_POSITIONAL || npos == 3) {
+		if (opt != CLI_GETOPT_WORD || npos == 3) {
 			snprintf(err, errsz, "too many arguments");
 			return -1;
 		}

@@ -4,37 +4,39 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { F_USER = 1, F_DEPTH, F_LIMIT, F_NO_FOLLOW, F_PARENTS, F_MODE, F_RECURSIVE, F_FORCE, F_WATCHES, F_QUEUE };
+enum { F_LIMIT = CLI_OPT_LONG, F_NO_FOLLOW, F_WATCHES, F_QUEUE, F_USER = 'u', F_DEPTH = 'd', F_PARENTS = 'p',
+       F_MODE = 'm', F_RECURSIVE = 'r', F_FORCE = 'f' };
 
 struct fs_sub {
 	const char *name;
 	enum cli_fs_op op;
 	const char *endpoint;
-	const struct cli_optdef *defs;
+	const struct option *opts;
 };
 
-static const struct cli_optdef ls_defs[] = {
-	{ "user", 'u', true, F_USER }, { "depth", 'd', true, F_DEPTH }, { "limit", 0, true, F_LIMIT }, { 0 } };
-static const struct cli_optdef stat_defs[] = {
-	{ "user", 'u', true, F_USER }, { "no-follow", 0, false, F_NO_FOLLOW }, { 0 } };
-static const struct cli_optdef mkdir_defs[] = {
-	{ "user", 'u', true, F_USER }, { "parents", 'p', false, F_PARENTS }, { "mode", 'm', true, F_MODE }, { 0 } };
-static const struct cli_optdef rm_defs[] = {
-	{ "user", 'u', true, F_USER }, { "recursive", 'r', false, F_RECURSIVE }, { 0 } };
-static const struct cli_optdef mv_defs[] = {
-	{ "user", 'u', true, F_USER }, { "force", 'f', false, F_FORCE }, { 0 } };
-static const struct cli_optdef watch_defs[] = {
-	{ "user", 'u', true, F_USER },		{ "recursive", 'r', false, F_RECURSIVE },
-	{ "max-watches", 0, true, F_WATCHES }, { "queue", 0, true, F_QUEUE },
-	{ 0 } };
+#define USER_OPTION { "user", required_argument, NULL, F_USER }
+static const struct option ls_opts[] = { USER_OPTION, { "depth", required_argument, NULL, F_DEPTH },
+					 { "limit", required_argument, NULL, F_LIMIT }, CLI_GLOBAL_OPTIONS };
+static const struct option stat_opts[] = { USER_OPTION, { "no-follow", no_argument, NULL, F_NO_FOLLOW },
+					   CLI_GLOBAL_OPTIONS };
+static const struct option mkdir_opts[] = { USER_OPTION, { "parents", no_argument, NULL, F_PARENTS },
+					    { "mode", required_argument, NULL, F_MODE }, CLI_GLOBAL_OPTIONS };
+static const struct option rm_opts[] = { USER_OPTION, { "recursive", no_argument, NULL, F_RECURSIVE },
+					 CLI_GLOBAL_OPTIONS };
+static const struct option mv_opts[] = { USER_OPTION, { "force", no_argument, NULL, F_FORCE }, CLI_GLOBAL_OPTIONS };
+static const struct option watch_opts[] = { USER_OPTION,
+					    { "recursive", no_argument, NULL, F_RECURSIVE },
+					    { "max-watches", required_argument, NULL, F_WATCHES },
+					    { "queue", required_argument, NULL, F_QUEUE },
+					    CLI_GLOBAL_OPTIONS };
 
 static const struct fs_sub fs_subs[] = {
-	{ "ls", CLI_FS_LS, "files/list", ls_defs },
-	{ "stat", CLI_FS_STAT, "files/stat", stat_defs },
-	{ "mkdir", CLI_FS_MKDIR, "files/mkdir", mkdir_defs },
-	{ "rm", CLI_FS_RM, "files/remove", rm_defs },
-	{ "mv", CLI_FS_MV, "files/rename", mv_defs },
-	{ "watch", CLI_FS_WATCH, "files/watch", watch_defs },
+	{ "ls", CLI_FS_LS, "files/list", ls_opts },
+	{ "stat", CLI_FS_STAT, "files/stat", stat_opts },
+	{ "mkdir", CLI_FS_MKDIR, "files/mkdir", mkdir_opts },
+	{ "rm", CLI_FS_RM, "files/remove", rm_opts },
+	{ "mv", CLI_FS_MV, "files/rename", mv_opts },
+	{ "watch", CLI_FS_WATCH, "files/watch", watch_opts },
 	{ 0 },
 };
 
@@ -89,7 +91,7 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	unsigned mode = 0;
 	uint64_t n;
 	int nops = 0, opt, want, k;
-	struct cli_scan s;
+	struct cli_getopt s;
 
 	memset(req, 0, sizeof(*req));
 	if (argc < 1) {
@@ -106,8 +108,8 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	req->endpoint = sub->endpoint;
 	/* watch also takes "ID /DIR" (kiln fs watch SANDBOX DIR). */
 	want = sub->op == CLI_FS_MV || sub->op == CLI_FS_WATCH ? 2 : 1;
-	cli_scan_init(&s, argc - 1, argv + 1, sub->defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, sub->opts, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case F_USER:
 			user = s.value;
@@ -146,16 +148,16 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		case F_FORCE:
 			force = true;
 			break;
-		case CLI_SCAN_ERROR:
+		case CLI_GETOPT_ERROR:
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
-		case CLI_SCAN_REST:
+		case CLI_GETOPT_REST:
 			/* After "--" everything is an operand, even "-x". */
-			for (; s.i < s.argc; s.i++)
-				if (add_operand(ops, &nops, want, s.argv[s.i], err, errsz))
+			for (int i = s.next; i < s.argc; i++)
+				if (add_operand(ops, &nops, want, s.argv[i], err, errsz))
 					return -1;
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (add_operand(ops, &nops, want, s.value, err, errsz))
 				return -1;
 			break;
@@ -277,16 +279,16 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 	const char *ops[4];
 	int nops = 0, opt, first, min, max, verb;
 	unsigned guest, host = 0;
-	struct cli_scan s;
+	struct cli_getopt s;
 
 	memset(req, 0, sizeof(*req));
-	cli_scan_init(&s, argc, argv, NULL, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&s, argc, argv, cli_global_options, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
 		}
-		if (opt != CLI_SCAN_POSITIONAL || nops == 4) {
+		if (opt != CLI_GETOPT_WORD || nops == 4) {
 			snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
@@ -321,17 +323,17 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, char *err,
 		      size_t errsz)
 {
-	enum { O_PUBLIC = 1 };
-	static const struct cli_optdef defs[] = { { "public", 0, false, O_PUBLIC }, { 0 } };
+	enum { O_PUBLIC = CLI_OPT_LONG };
+	static const struct option opts[] = { { "public", no_argument, NULL, O_PUBLIC }, CLI_GLOBAL_OPTIONS };
 	const char *ops[3];
 	int nops = 0, opt, first, want, verb;
 	bool pub = false;
-	struct cli_scan s;
+	struct cli_getopt s;
 
 	memset(req, 0, sizeof(*req));
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s.err);
 			return -1;
 		}
@@ -339,7 +341,7 @@ int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_p
 			pub = true;
 			continue;
 		}
-		if (opt != CLI_SCAN_POSITIONAL || nops == 3) {
+		if (opt != CLI_GETOPT_WORD || nops == 3) {
 			snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}

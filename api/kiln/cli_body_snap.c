@@ -11,7 +11,7 @@
 
 #include "api/kiln/cli_body.h"
 
-enum { O_COMPRESS = 1, O_HOSTNAME, O_LABEL, O_ENV };
+enum { O_COMPRESS = CLI_OPT_LONG, O_HOSTNAME, O_LABEL = 'l', O_ENV = 'e' };
 
 /* A checkpoint name as kilnd takes it (it validates the rest). */
 static int check_name(const char *s, char *name, char *err, size_t errsz)
@@ -31,20 +31,20 @@ static int check_name(const char *s, char *name, char *err, size_t errsz)
  * (*npos of them), --compress into req. 0, or -1 with err (`more` when a
  * word is one too many, "--" included).
  */
-static int scan_operands(struct cli_scan *s, struct cli_snap_req *req, const char **pos, int max, int *npos,
+static int read_operands(struct cli_getopt *s, struct cli_snap_req *req, const char **pos, int max, int *npos,
 			 const char *more, char *err, size_t errsz)
 {
 	int opt;
 
 	*npos = 0;
-	while ((opt = cli_scan_next(s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	while ((opt = cli_getopt_next(s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s->err);
 			return -1;
 		}
 		if (opt == O_COMPRESS) {
 			req->compress = true;
-		} else if (opt == CLI_SCAN_POSITIONAL && *npos < max) {
+		} else if (opt == CLI_GETOPT_WORD && *npos < max) {
 			pos[(*npos)++] = s->value;
 		} else {
 			snprintf(err, errsz, "%s", more);
@@ -65,15 +65,15 @@ static int id_and_name(const char **pos, bool named, struct cli_snap_req *req, c
 int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, char *err,
 			 size_t errsz)
 {
-	static const struct cli_optdef defs[] = { { "compress", 0, false, O_COMPRESS }, { 0 } };
+	static const struct option opts[] = { { "compress", no_argument, NULL, O_COMPRESS }, CLI_GLOBAL_OPTIONS };
 	const char *pos[3];
-	struct cli_scan s;
+	struct cli_getopt s;
 	int npos;
 
 	memset(req, 0, sizeof(*req));
 	req->op = CLI_SNAP_ADD;
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (scan_operands(&s, req, pos, 3, &npos, "too many arguments", err, errsz))
+	cli_getopt_init(&s, argc, argv, opts, g);
+	if (read_operands(&s, req, pos, 3, &npos, "too many arguments", err, errsz))
 		return -1;
 	if (npos && (!strcmp(pos[0], "ls") || !strcmp(pos[0], "rm") || !strcmp(pos[0], "add"))) {
 		req->op = !strcmp(pos[0], "ls") ? CLI_SNAP_LS : !strcmp(pos[0], "rm") ? CLI_SNAP_RM : CLI_SNAP_ADD;
@@ -95,13 +95,13 @@ int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_s
 {
 	static const char usage[] = "expected: restore ID NAME";
 	const char *pos[2];
-	struct cli_scan s;
+	struct cli_getopt s;
 	int npos;
 
 	memset(req, 0, sizeof(*req));
 	req->op = CLI_SNAP_RESTORE;
-	cli_scan_init(&s, argc, argv, NULL, g);
-	if (scan_operands(&s, req, pos, 2, &npos, usage, err, errsz))
+	cli_getopt_init(&s, argc, argv, cli_global_options, g);
+	if (read_operands(&s, req, pos, 2, &npos, usage, err, errsz))
 		return -1;
 	if (npos != 2) {
 		snprintf(err, errsz, "%s", usage);
@@ -112,13 +112,13 @@ int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_s
 
 int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, char *err, size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		{ "hostname", 0, true, O_HOSTNAME }, { "label", 'l', true, O_LABEL }, { "env", 'e', true, O_ENV }, { 0 }
-	};
+	static const struct option opts[] = { { "hostname", required_argument, NULL, O_HOSTNAME },
+					      { "label", required_argument, NULL, O_LABEL },
+					      { "env", required_argument, NULL, O_ENV }, CLI_GLOBAL_OPTIONS };
 	char id[CLI_ID_MAX + 1], name[CLI_CP_NAME_MAX + 1], ref[CLI_ID_MAX + CLI_CP_NAME_MAX + 2];
 	const char *from = NULL, *slash;
 	json_t *body = json_object();
-	struct cli_scan s;
+	struct cli_getopt s;
 	int opt;
 
 	*out = NULL;
@@ -126,11 +126,11 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, ch
 		snprintf(err, errsz, "out of memory");
 		return -1;
 	}
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		int r = 0;
 
-		if (opt == CLI_SCAN_ERROR) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s.err);
 			r = -1;
 		} else if (opt == O_HOSTNAME) {
@@ -139,7 +139,7 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, ch
 			r = cli_put_kv(cli_body_sub(body, "labels", false), s.value, false, "--label", err, errsz);
 		} else if (opt == O_ENV) {
 			r = cli_put_kv(cli_body_sub(body, "env", false), s.value, false, "--env", err, errsz);
-		} else if (opt == CLI_SCAN_POSITIONAL && !from) {
+		} else if (opt == CLI_GETOPT_WORD && !from) {
 			from = s.value;
 		} else {
 			snprintf(err, errsz, "expected one ID/NAME");

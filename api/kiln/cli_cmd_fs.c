@@ -68,6 +68,9 @@ int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 	json_t *v = NULL;
 	int rc;
 
+	/* The subcommand's words: argv[0] is its name, as getopt wants. */
+	argc--;
+	argv++;
 	if (argc >= 1 && !strcmp(argv[0], "watch"))
 		return fs_watch(c, argc, argv);
 	r = malloc(sizeof(*r)); /* its query holds a whole encoded path */

@@ -23,7 +23,7 @@
 #define RUN_CODE_USAGE \
 	"kiln run-code ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -)"
 
-enum { RC_LANG = CLI_PO_END + 20, RC_FILE, RC_CODE, RC_STREAM, RC_STDIN };
+enum { RC_STREAM = CLI_PO_END, RC_LANG = 'l', RC_FILE = 'f', RC_CODE = 'c', RC_STDIN = 'i' };
 
 struct run_code_req {
 	char id[CLI_ID_MAX + 1];
@@ -60,33 +60,33 @@ static int rc_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_code_req *x, char *err,
 		    size_t errsz)
 {
-	static const struct cli_optdef defs[] = {
-		CLI_PROC_OPTDEFS,
-		{ "language", 'l', true, RC_LANG },
-		{ "file", 'f', true, RC_FILE },
-		{ "code", 'c', true, RC_CODE },
-		{ "stream", 0, false, RC_STREAM },
-		{ "stdin", 'i', false, RC_STDIN },
-		{ 0 },
+	static const struct option opts[] = {
+		CLI_PROC_OPTIONS,
+		{ "language", required_argument, NULL, RC_LANG },
+		{ "file", required_argument, NULL, RC_FILE },
+		{ "code", required_argument, NULL, RC_CODE },
+		{ "stream", no_argument, NULL, RC_STREAM },
+		{ "stdin", no_argument, NULL, RC_STDIN },
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	bool have_id = false;
 	int opt, rc = 0;
 
 	memset(x, 0, sizeof(*x));
 	x->body = json_object();
-	cli_scan_init(&s, argc, argv, defs, g);
-	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&s, argc, argv, opts, g);
+	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			snprintf(err, errsz, "%s", s.err);
 			rc = -1;
-		} else if (opt == CLI_SCAN_POSITIONAL && !have_id) {
+		} else if (opt == CLI_GETOPT_WORD && !have_id) {
 			rc = cli_id_operand(x->id, s.value, err, errsz);
 			have_id = true;
-		} else if (opt == CLI_SCAN_POSITIONAL && !strcmp(s.value, "-") && !x->file) {
+		} else if (opt == CLI_GETOPT_WORD && !strcmp(s.value, "-") && !x->file) {
 			x->file = "-";
-		} else if (opt == CLI_SCAN_POSITIONAL || opt == CLI_SCAN_REST) {
-			snprintf(err, errsz, "unexpected argument '%s' (%s)", opt == CLI_SCAN_REST ? "--" : s.value,
+		} else if (opt == CLI_GETOPT_WORD || opt == CLI_GETOPT_REST) {
+			snprintf(err, errsz, "unexpected argument '%s' (%s)", opt == CLI_GETOPT_REST ? "--" : s.value,
 				 RUN_CODE_USAGE);
 			rc = -1;
 		} else {

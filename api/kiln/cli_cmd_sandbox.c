@@ -13,29 +13,10 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
 
-/* No words beyond the global options. */
-static int no_args(struct cli_ctx *c, int argc, char **argv)
-{
-	struct cli_scan s;
-	int opt;
-
-	cli_scan_init(&s, argc, argv, NULL, &c->g);
-	opt = cli_scan_next(&s);
-	if (opt == CLI_SCAN_ERROR)
-		return cli_usage_error(c, s.err);
-	if (opt != CLI_SCAN_DONE) {
-		char msg[CLI_ERR_MAX];
-
-		snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
-		return cli_usage_error(c, msg);
-	}
-	return 0;
-}
-
 static int get_and_show(struct cli_ctx *c, int argc, char **argv, const char *path,
 			int (*fmt)(FILE *, const json_t *))
 {
-	int rc = no_args(c, argc, argv);
+	int rc = cli_no_args(c, argc, argv);
 
 	return rc ? rc : cli_call_show(c, NULL, "GET", path, NULL, fmt);
 }
@@ -54,7 +35,7 @@ int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_req req = { .method = "GET", .path = "/metrics" };
 	struct cli_resp resp;
-	int rc = no_args(c, argc, argv);
+	int rc = cli_no_args(c, argc, argv);
 
 	if (!rc)
 		rc = cli_call(c, NULL, &req, &resp);

@@ -22,6 +22,41 @@ int cli_usage_error(struct cli_ctx *c, const char *msg)
 	return CLI_EXIT_USAGE;
 }
 
+int cli_no_args(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_getopt s;
+	int opt;
+
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c->g);
+	opt = cli_getopt_next(&s);
+	if (opt == CLI_GETOPT_ERROR)
+		return cli_usage_error(c, s.err);
+	if (opt != CLI_GETOPT_DONE) {
+		char msg[CLI_ERR_MAX];
+
+		snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+		return cli_usage_error(c, msg);
+	}
+	return 0;
+}
+
+int cli_one_word(struct cli_ctx *c, int argc, char **argv, const char *msg, const char **word)
+{
+	struct cli_getopt s;
+	int opt;
+
+	*word = NULL;
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c->g);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR)
+			return cli_usage_error(c, s.err);
+		if (*word || opt != CLI_GETOPT_WORD)
+			return cli_usage_error(c, msg);
+		*word = s.value;
+	}
+	return 0;
+}
+
 int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f)
 {
 	cli_fail_print(stderr, what ? what : c->cmd->name, f);

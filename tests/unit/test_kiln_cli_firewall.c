@@ -68,16 +68,16 @@ static void test_rule_errors(void **state)
 
 static int parse(struct cli_firewall_req *r, char *err, int argc, ...)
 {
-	char *argv[8];
+	char *argv[8] = { "firewall" };
 	struct cli_globals g;
 	va_list ap;
 
 	memset(&g, 0, sizeof(g));
 	va_start(ap, argc);
 	for (int i = 0; i < argc; i++)
-		argv[i] = va_arg(ap, char *);
+		argv[i + 1] = va_arg(ap, char *);
 	va_end(ap);
-	return cli_firewall_parse(argc, argv, &g, r, err, CLI_ERR_MAX);
+	return cli_firewall_parse(argc + 1, argv, &g, r, err, CLI_ERR_MAX);
 }
 
 static void test_parse(void **state)
@@ -143,7 +143,7 @@ static void test_add(void **state)
 static void test_create_options(void **state)
 {
 	char path[] = "/tmp/kiln-fw-test-XXXXXX", err[CLI_ERR_MAX];
-	char *argv[6] = { "--network", "passt", "--firewall", path, NULL };
+	char *argv[6] = { "create", "--network", "passt", "--firewall", path, NULL };
 	struct cli_globals g;
 	json_t *b;
 	int fd;
@@ -154,7 +154,7 @@ static void test_create_options(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "{\"outbound_internet\": true}\n", 28), 28);
 	close(fd);
-	assert_int_equal(cli_create_body(4, argv, &g, &b, err, sizeof(err)), 0);
+	assert_int_equal(cli_create_body(5, argv, &g, &b, err, sizeof(err)), 0);
 	assert_string_equal(json_string_value(json_object_get(b, "network")), "passt");
 	assert_true(json_is_true(json_object_get(json_object_get(b, "firewall"), "outbound_internet")));
 	json_decref(b);
@@ -162,10 +162,10 @@ static void test_create_options(void **state)
 	fd = open(path, O_WRONLY | O_TRUNC);
 	assert_int_equal(write(fd, "{oops", 5), 5);
 	close(fd);
-	assert_int_equal(cli_create_body(4, argv, &g, &b, err, sizeof(err)), -1);
+	assert_int_equal(cli_create_body(5, argv, &g, &b, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "--firewall /tmp/kiln-fw-test-"));
 	unlink(path);
-	assert_int_equal(cli_create_body(4, argv, &g, &b, err, sizeof(err)), -1);
+	assert_int_equal(cli_create_body(5, argv, &g, &b, err, sizeof(err)), -1);
 }
 
 int main(void)

@@ -13,7 +13,8 @@
 
 #include "api/kiln/cli_body.h"
 
-#define ARGS(...) (sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ __VA_ARGS__ })
+/* argc and argv as getopt takes them: argv[0] is the command's name. */
+#define ARGS(...) (sizeof((char *[]){ "kiln-cmd", __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ "kiln-cmd", __VA_ARGS__ })
 
 static void test_checkpoint_forms(void **state)
 {
