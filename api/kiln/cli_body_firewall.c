@@ -12,6 +12,7 @@
 
 #include "api/kiln/cli_body.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/num_parse.h"
 
 /* kilnd takes 256 KiB of rules; leave room for whitespace. */
@@ -43,7 +44,7 @@ int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz)
 		snprintf(err, errsz, "%s: more than %u bytes", CLI_ECHO(file), FW_FILE_MAX);
 		rc = -EINVAL;
 	} else {
-		*out = json_loadb(buf, (size_t)have, JSON_REJECT_DUPLICATES, &je);
+		*out = json_strict_loadb(buf, (size_t)have, &je);
 		if (!*out)
 			snprintf(err, errsz, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text, je.line);
 		rc = *out ? 0 : -EINVAL;

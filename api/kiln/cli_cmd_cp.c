@@ -30,6 +30,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
+#include "lib/base/json_strict.h"
 
 #define CP_URL_MAX (CLI_QUERY_MAX + 256)
 
@@ -99,7 +100,7 @@ static void print_answer(struct cp_ctx *x, const struct cli_resp *resp)
 
 	if (!x->c->g.json || !resp->len)
 		return;
-	v = json_loadb(resp->body, resp->len, 0, NULL);
+	v = json_strict_loadb(resp->body, resp->len, NULL);
 	if (v)
 		cli_print_json(v, false);
 	json_decref(v);
@@ -388,10 +389,15 @@ static int upload_target(struct cp_ctx *x, const char *local, char *target, size
 			return CLI_EXIT_USAGE;
 		}
 		if (cli_call_quiet(x->c, &req, &resp, &f) == 0) {
-			st = json_loadb(resp.body, resp.len, 0, NULL);
+			json_error_t je;
+
+			st = json_strict_loadb(resp.body, resp.len, &je);
 			free(resp.body);
 			into = !strcmp(json_string_value(json_object_get(st, "kind")) ?: "", "dir");
-			if (!into)
+			if (!st) {
+				cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
+				rc = cli_report(x->c, x->what, &f);
+			} else if (!into)
 				rc = fail_usage(x, "'%.200s' exists in the sandbox and is not a directory", g);
 		} else if (strcmp(f.code, "not_found")) {
 			rc = cli_report(x->c, x->what, &f);

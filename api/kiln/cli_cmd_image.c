@@ -13,6 +13,7 @@
 
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
+#include "lib/base/json_strict.h"
 
 enum { O_DEVICES = CLI_OPT_LONG, O_NAME = 'n' };
 
@@ -89,7 +90,7 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 		close(fd);
 	if (rc)
 		return rc;
-	j = json_loadb(resp.body, resp.len, 0, NULL);
+	j = json_strict_loadb(resp.body, resp.len, NULL);
 	if (c->g.json || !j || show_image(stdout, j))
 		fwrite(resp.body, 1, resp.len, stdout), fputc('\n', stdout);
 	json_decref(j);

@@ -40,6 +40,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/term_mode.h"
 
 #define IN_CHUNK 16384
@@ -393,7 +394,7 @@ static int tty_exit_status(struct tty_session *t, const char *id, unsigned long 
 				     proc, id, proc);
 		return cli_report(t->c, t->what, &f);
 	}
-	v = json_loadb(resp.body, resp.len, 0, NULL);
+	v = json_strict_loadb(resp.body, resp.len, NULL);
 	free(resp.body);
 	status = cli_exec_status(v);
 	if (v && t->c->g.json)

@@ -16,6 +16,7 @@
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_strict.h"
 
 enum { T_NAME = 1, T_FILE };
 
@@ -65,7 +66,7 @@ struct log {
 
 static void log_line(struct log *l, const char *line, size_t n)
 {
-	json_t *o = json_loadb(line, n, 0, NULL);
+	json_t *o = json_strict_loadb(line, n, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 	const char *data = json_string_value(json_object_get(o, "data"));
 

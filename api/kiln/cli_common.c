@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
 #include "lib/base/text_clean.h"
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)
@@ -135,7 +136,7 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 		return rc;
 	*out = NULL;
 	if (resp.len) {
-		*out = json_loadb(resp.body, resp.len, 0, &je);
+		*out = json_strict_loadb(resp.body, resp.len, &je);
 		if (!*out) {
 			cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
 			free(resp.body);

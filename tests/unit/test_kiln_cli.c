@@ -422,6 +422,13 @@ static void test_error_body(void **state)
 	assert_string_equal(f.code, "http_404");
 	cli_fail_from_response(400, "{\"error\":{\"code\":5}}", 20, &f);
 	assert_string_equal(f.msg, "kilnd answered HTTP 400 without an error body");
+	/* An error object with a code given twice is no error object: neither
+	 * code is believed (the last would make a 404 of an internal error). */
+	body = "{\"error\":{\"code\":\"internal\",\"message\":\"m\",\"code\":\"sandbox_not_found\"}}";
+	cli_fail_from_response(500, body, strlen(body), &f);
+	assert_string_equal(f.msg, "kilnd answered HTTP 500 without an error body");
+	assert_string_equal(f.code, "");
+	assert_int_equal(f.exit, CLI_EXIT_API);
 
 	/* Escape sequences from a guest's console cannot reach the terminal. */
 	body = "{\"error\":{\"code\":\"boot_failed\",\"message\":\"panic\\u001b[2J\\r\\nx\"}}";
@@ -595,6 +602,15 @@ static void test_ndjson_failures(void **state)
 
 	cli_ndjson_init(&n, sink_write, &s);
 	assert_int_equal(feed_all(&n, "not json\n", 100), -1);
+	cli_ndjson_free(&n);
+
+	/* A key given twice is refused, not read as its last value (which
+	 * would make this a successful exit, and another reader a stdout). */
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\",\"data\":\"a\",\"type\":\"exit\",\"exit_code\":0}\n", 100), -1);
+	assert_int_equal(cli_ndjson_end(&n), -1);
+	assert_string_equal(n.fail.msg, "kilnd sent a stream line that is not JSON (duplicate object key near '\"type\"')");
+	assert_int_equal(n.fail.exit, CLI_EXIT_API);
 	cli_ndjson_free(&n);
 
 	cli_ndjson_init(&n, sink_write, &s);
