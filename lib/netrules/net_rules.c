@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
+
 static const char what[] = "firewall";
 
 static int fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
@@ -335,7 +337,7 @@ int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, s
 	*out = NULL;
 	if (len > NET_RULES_TEXT_MAX)
 		return fail(e, NET_RULES_E_BAD_JSON, "the rule set is larger than %d bytes", NET_RULES_TEXT_MAX);
-	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	j = json_strict_loadb(text, len, &je);
 	if (!j)
 		return fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s", je.line, je.column,
 			    je.text);
