@@ -1,6 +1,7 @@
 /* Command lines of the process commands into kilnd requests (cli_body.h). */
 #include "api/kiln/cli_body.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,7 +12,7 @@ enum { S_ROWS = CLI_PO_END, S_COLS, S_RING, S_PTY = 't', S_STDIN = 'i' };
 #define SHELL_USAGE "kiln shell ID [options] [-- PROGRAM [ARG...]]"
 
 /* spawn's own options; 1: not one of them. */
-static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+static int spawn_opt(void *arg, int opt, const char *v, struct err *e)
 {
 	struct cli_spawn_req *req = arg;
 
@@ -20,11 +21,11 @@ static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 		json_object_set_new(req->body, "pty", json_true());
 		return 0;
 	case S_ROWS:
-		return cli_body_uint(req->body, "rows", "--rows", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "rows", "--rows", v, CLI_INT_MAX, e);
 	case S_COLS:
-		return cli_body_uint(req->body, "cols", "--cols", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "cols", "--cols", v, CLI_INT_MAX, e);
 	case S_RING:
-		return cli_body_uint(req->body, "ring_bytes", "--ring-bytes", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "ring_bytes", "--ring-bytes", v, CLI_INT_MAX, e);
 	case S_STDIN:
 		req->send_stdin = true;
 		return 0;
@@ -32,8 +33,7 @@ static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 	return 1;
 }
 
-int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, char *err,
-		    size_t errsz)
+int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, struct err *e)
 {
 	static const struct option opts[] = {
 		CLI_PROC_OPTIONS,
@@ -58,8 +58,8 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 		.missing = "missing sandbox id (" SPAWN_USAGE ")",
 		.usage = SPAWN_USAGE,
 	};
-	cli_getopt_init(&s, argc, argv, opts, g);
-	if (cli_read_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	if (cli_read_program(&s, &w, &rest, e) || cli_body_argv(req->body, argc, argv, rest, e)) {
 		json_decref(req->body);
 		req->body = NULL;
 		return -1;
@@ -67,8 +67,7 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 	return 0;
 }
 
-int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, char *err,
-		    size_t errsz)
+int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, struct err *e)
 {
 	static const struct option opts[] = { CLI_PROC_OPTIONS, CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
@@ -82,12 +81,12 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 		.operand = cli_id_operand, .operand_arg = req->id,
 		.missing = "missing sandbox id (" SHELL_USAGE ")",
 	};
-	cli_getopt_init(&s, argc, argv, opts, g);
-	rc = cli_read_program(&s, &w, &rest, err, errsz);
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	rc = cli_read_program(&s, &w, &rest, e);
 	if (!rc && rest < argc) {
 		req->has_argv = true;
 		json_object_set_new(req->body, "pty", json_true());
-		rc = cli_body_argv(req->body, argc, argv, rest, err, errsz);
+		rc = cli_body_argv(req->body, argc, argv, rest, e);
 	}
 	if (rc) {
 		json_decref(req->body);
@@ -100,12 +99,12 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 enum { P_FROM = CLI_OPT_LONG, P_GROUP, P_TIMEOUT_MS, P_CLOSE, P_FOLLOW = 'f', P_SIGNAL = 's' };
 
 /* --from: a seq (decimal) or "now", as kilnd's output and tty take it. */
-static int from_query(struct cli_proc_req *req, const char *v, const char *extra, char *err, size_t errsz)
+static int from_query(struct cli_proc_req *req, const char *v, const char *extra, struct err *e)
 {
 	uint64_t seq;
 
 	if (strcmp(v, "now") && num_parse_u64(v, 10, 0, UINT64_MAX, &seq)) {
-		snprintf(err, errsz, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
+		err_set(e, EINVAL, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
 		return -1;
 	}
 	snprintf(req->query, sizeof(req->query), "?%sfrom=%s", extra, v);
@@ -113,7 +112,7 @@ static int from_query(struct cli_proc_req *req, const char *v, const char *extra
 }
 
 /* kill --signal: a number is sent as one, anything else as a name. */
-static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
+static int signal_field(json_t *b, const char *v, struct err *e)
 {
 	uint64_t n;
 
@@ -123,7 +122,7 @@ static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 	}
 	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-") != strlen(v) ||
 	    strlen(v) > 16) {
-		snprintf(err, errsz, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
+		err_set(e, EINVAL, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(b, "signal", json_string(v));
@@ -131,7 +130,7 @@ static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 }
 
 int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g, struct cli_proc_req *req,
-		   char *err, size_t errsz)
+		   struct err *e)
 {
 	static const struct option logs_opts[] = { { "follow", no_argument, NULL, P_FOLLOW },
 						   { "from", required_argument, NULL, P_FROM }, CLI_GLOBAL_OPTIONS };
@@ -162,31 +161,31 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 	else if (is_stdin)
 		opts = stdin_opts;
 	else {
-		snprintf(err, errsz, "internal: no process command '%s'", cmd);
+		err_set(e, EINVAL, "internal: no process command '%s'", cmd);
 		return -1;
 	}
 	if (logs)
 		snprintf(req->query, sizeof(req->query), "?encoding=base64");
 	if (!strcmp(cmd, "kill"))
 		req->body = json_pack("{s:s}", "signal", "TERM");
-	cli_getopt_init(&s, argc, argv, opts, g);
+	cli_getopt_init(&s, argc, argv, opts, g, e);
 	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case P_FOLLOW:
 			req->follow = true;
 			break;
 		case P_FROM:
-			rc = from_query(req, s.value, logs ? "encoding=base64&" : "", err, errsz);
+			rc = from_query(req, s.value, logs ? "encoding=base64&" : "", e);
 			break;
 		case P_SIGNAL:
-			rc = signal_field(req->body, s.value, err, errsz);
+			rc = signal_field(req->body, s.value, e);
 			break;
 		case P_GROUP:
 			json_object_set_new(req->body, "group", json_true());
 			break;
 		case P_TIMEOUT_MS:
 			if (num_parse_u64(s.value, 10, 0, CLI_INT_MAX, &n)) {
-				snprintf(err, errsz, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", (unsigned long long)n);
@@ -197,13 +196,12 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			req->close = true;
 			break;
 		case CLI_GETOPT_ERROR:
-			snprintf(err, errsz, "%s", s.err);
 			rc = -1;
 			break;
 		case CLI_GETOPT_REST:
 			for (int i = s.next; !rc && i < s.argc; i++) {
 				if (nops == maxops) {
-					snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.argv[i]));
+					err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.argv[i]));
 					rc = -1;
 				} else {
 					ops[nops++] = s.argv[i];
@@ -212,7 +210,7 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			break;
 		case CLI_GETOPT_WORD:
 			if (nops == maxops) {
-				snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				ops[nops++] = s.value;
@@ -221,13 +219,13 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		}
 	}
 	if (!rc && nops < 2) {
-		snprintf(err, errsz, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
+		err_set(e, EINVAL, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
 		rc = -1;
 	}
 	if (!rc)
-		rc = cli_check_id(ops[0], req->id, err, errsz);
+		rc = cli_check_id(ops[0], req->id, e);
 	if (!rc && num_parse_u64(ops[1], 10, 1, 0xffffffffULL, &n)) {
-		snprintf(err, errsz, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
+		err_set(e, EINVAL, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
 		rc = -1;
 	}
 	if (rc) {

@@ -47,18 +47,19 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 			       /* kilnd builds the image before it answers: minutes for a big one */
 			       .wait_s = 3600 };
 	const char *name = NULL, *file = NULL;
-	char path[256], msg[CLI_ERR_MAX];
+	char path[256], msg[ERR_MSG_MAX];
 	bool devices = false;
 	struct cli_resp resp;
 	struct cli_getopt s;
+	struct err e;
 	struct stat st;
 	int opt, fd, rc;
 	json_t *j;
 
-	cli_getopt_init(&s, argc, argv, opts, &c->g);
+	cli_getopt_init(&s, argc, argv, opts, &c->g, &e);
 	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		if (opt == CLI_GETOPT_ERROR)
-			return cli_usage_error(c, s.err);
+			return cli_usage_error(c, e.msg);
 		if (opt == O_NAME)
 			name = s.value;
 		else if (opt == O_DEVICES)

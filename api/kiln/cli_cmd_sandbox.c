@@ -78,12 +78,12 @@ int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX];
+	struct err e;
 	json_t *body, *sb = NULL;
 	int rc;
 
-	if (cli_create_body(argc, argv, &c->g, &body, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_create_body(argc, argv, &c->g, &body, &e))
+		return cli_usage_error(c, e.msg);
 	rc = cli_absolute_shares(c, body);
 	c->wait_s = CLI_WAIT_BOOT; /* kilnd answers once the guest's agent does */
 	if (!rc)
@@ -97,10 +97,11 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[2048] = "/v1/sandboxes";
+	char path[2048] = "/v1/sandboxes";
+	struct err e;
 
-	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), &e))
+		return cli_usage_error(c, e.msg);
 	return cli_call_show(c, NULL, "GET", path, NULL, cli_format_list);
 }
 
@@ -108,12 +109,13 @@ int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
 static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, const char *suffix,
 		  int (*fmt)(FILE *, const json_t *))
 {
-	char err[CLI_ERR_MAX], id[CLI_ID_MAX + 1], path[160], what[128];
+	char id[CLI_ID_MAX + 1], path[160], what[128];
+	struct err e;
 	json_t *v = NULL;
 	int rc;
 
-	if (cli_one_id(argc, argv, &c->g, id, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_one_id(argc, argv, &c->g, id, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s%s", id, suffix);
 	snprintf(what, sizeof(what), "%s %s", c->cmd->name, id);
 	rc = cli_call_json(c, what, method, path, NULL, &v);

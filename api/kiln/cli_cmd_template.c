@@ -141,22 +141,23 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
 			       .wait_s = CLI_WAIT_UNBOUNDED };
 	const char *name = NULL, *file = NULL, *dir = NULL;
-	char path[4300], msg[CLI_ERR_MAX], tmp[] = "/tmp/kiln-context-XXXXXX";
+	char path[4300], msg[ERR_MSG_MAX], tmp[] = "/tmp/kiln-context-XXXXXX";
 	struct pack k = { .fd = -1 };
 	struct cli_tar_stats st = { 0 };
 	struct log *l = calloc(1, sizeof(*l));
 	struct cli_resp resp;
 	struct cli_getopt s;
+	struct err e;
 	struct stat fst;
 	int opt, dirfd, rc;
 
 	if (!l)
 		return cli_usage_error(c, "out of memory");
-	cli_getopt_init(&s, argc, argv, opts, &c->g);
+	cli_getopt_init(&s, argc, argv, opts, &c->g, &e);
 	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		if (opt == CLI_GETOPT_ERROR) {
 			free(l);
-			return cli_usage_error(c, s.err);
+			return cli_usage_error(c, e.msg);
 		}
 		if (opt == T_NAME)
 			name = s.value;
@@ -203,7 +204,7 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage_error(c, msg);
 	}
 	unlink(tmp); /* ours alone; gone when closed */
-	rc = cli_tar_write_dir(dirfd, pack_tar, &k, pack_warn, NULL, &st, msg, sizeof(msg));
+	rc = cli_tar_write_dir(dirfd, pack_tar, &k, pack_warn, NULL, &st, &e);
 	if (!rc)
 		rc = gz_enc_finish(&k.gz, pack_write, &k);
 	gz_end(&k.gz);
@@ -211,7 +212,7 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 	if (rc || fstat(k.fd, &fst) < 0 || lseek(k.fd, 0, SEEK_SET) < 0) {
 		struct cli_fail f;
 
-		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir, rc && msg[0] ? msg : strerror(rc ? -rc : errno));
+		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir, rc && e.msg[0] ? e.msg : strerror(rc ? -rc : errno));
 		close(k.fd);
 		free(l);
 		return cli_report(c, "template build", &f);

@@ -1,6 +1,7 @@
 /* The kiln CLI's command lines through getopt_long (cli_getopt.h). */
 #include "api/kiln/cli_getopt.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,12 +10,12 @@
 
 const struct option cli_global_options[] = { CLI_GLOBAL_OPTIONS };
 
-int cli_timeout_parse(const char *v, const char *what, unsigned long *out, char *err, size_t errsz)
+int cli_timeout_parse(const char *v, const char *what, unsigned long *out, struct err *e)
 {
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, 0, CLI_TIMEOUT_MAX, &n)) {
-		snprintf(err, errsz, "%s '%s': expected whole seconds 0..%u (0: no limit)", what, CLI_ECHO(v),
+		err_set(e, EINVAL, "%s '%s': expected whole seconds 0..%u (0: no limit)", what, CLI_ECHO(v),
 			 CLI_TIMEOUT_MAX);
 		return -1;
 	}
@@ -37,7 +38,7 @@ static bool is_short(int val)
 }
 
 void cli_getopt_init(struct cli_getopt *o, int argc, char **argv, const struct option *opts,
-		     struct cli_globals *g)
+		     struct cli_globals *g, struct err *e)
 {
 	size_t n;
 
@@ -46,6 +47,7 @@ void cli_getopt_init(struct cli_getopt *o, int argc, char **argv, const struct o
 	o->argv = argv;
 	o->opts = opts;
 	o->g = g;
+	o->e = e;
 	o->next = 1;
 	/* "-": words come back in order (as val 1), never permuted; ":": a
 	 * missing value is told apart from an unknown option. */
@@ -74,23 +76,17 @@ static size_t long_name(const char *word, const char **name)
 /* An unknown or ambiguous long option (getopt says the same for both). */
 static void long_unknown(struct cli_getopt *o, const char *word)
 {
+	char names[ERR_MSG_MAX / 2] = "";
 	const char *name;
-	size_t n = long_name(word, &name), len;
-	int matches = 0;
+	size_t n = long_name(word, &name), len = 0;
 
-	len = (size_t)snprintf(o->err, sizeof(o->err), "unknown option '%s'", CLI_ECHO(word));
-	for (const struct option *p = o->opts; p->name; p++) {
-		if (strncmp(p->name, name, n))
-			continue;
-		if (!matches++)
-			len = (size_t)snprintf(o->err, sizeof(o->err), "ambiguous option '%s' (", CLI_ECHO(word));
-		else if (len < sizeof(o->err))
-			len += (size_t)snprintf(o->err + len, sizeof(o->err) - len, ", ");
-		if (len < sizeof(o->err))
-			len += (size_t)snprintf(o->err + len, sizeof(o->err) - len, "--%s", p->name);
-	}
-	if (matches && len < sizeof(o->err))
-		snprintf(o->err + len, sizeof(o->err) - len, ")");
+	for (const struct option *p = o->opts; p->name; p++)
+		if (!strncmp(p->name, name, n) && len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s--%s", len ? ", " : "", p->name);
+	if (len)
+		err_set(o->e, EINVAL, "ambiguous option '%s' (%s)", CLI_ECHO(word), names);
+	else
+		err_set(o->e, EINVAL, "unknown option '%s'", CLI_ECHO(word));
 }
 
 /* getopt's '?' (unknown, ambiguous, a value where none goes) or ':' (no value) as a message. */
@@ -102,12 +98,12 @@ static int getopt_error(struct cli_getopt *o, int c, const char *word)
 	size_t n;
 
 	if (c == ':')
-		snprintf(o->err, sizeof(o->err), "option '%s' needs a value", CLI_ECHO(is_long ? word : opt));
+		err_set(o->e, EINVAL, "option '%s' needs a value", CLI_ECHO(is_long ? word : opt));
 	else if (!is_long)
-		snprintf(o->err, sizeof(o->err), "unknown option '%s'", CLI_ECHO(opt));
+		err_set(o->e, EINVAL, "unknown option '%s'", CLI_ECHO(opt));
 	else if (optopt) {
 		n = long_name(word, &name);
-		snprintf(o->err, sizeof(o->err), "option '--%.*s' takes no value", (int)n, name);
+		err_set(o->e, EINVAL, "option '--%.*s' takes no value", (int)n, name);
 	} else
 		long_unknown(o, word);
 	return CLI_GETOPT_ERROR;
@@ -118,13 +114,12 @@ static int apply_global(struct cli_getopt *o, int c)
 	switch (c) {
 	case CLI_OPT_SOCKET:
 		if (!*o->value) {
-			snprintf(o->err, sizeof(o->err), "--socket: empty path");
-			return -1;
+			return err_set(o->e, EINVAL, "--socket: empty path");
 		}
 		o->g->socket = o->value;
 		return 0;
 	case CLI_OPT_TIMEOUT:
-		return cli_timeout_parse(o->value, "--request-timeout", &o->g->timeout_s, o->err, sizeof(o->err));
+		return cli_timeout_parse(o->value, "--request-timeout", &o->g->timeout_s, o->e);
 	case CLI_OPT_JSON:
 		o->g->json = true;
 		return 0;
@@ -132,7 +127,8 @@ static int apply_global(struct cli_getopt *o, int c)
 	/* --help stops the reading like an error, so every command's usage
 	 * path (cli_usage_error) prints the help instead of running. */
 	o->g->help = true;
-	o->err[0] = 0;
+	if (o->e)
+		o->e->msg[0] = 0;
 	return -1;
 }
 

@@ -20,7 +20,7 @@
  *    accepted anywhere before "--", so `kiln ls --json` and `kiln --json
  *    ls` mean the same.
  *  - getopt prints nothing (opterr = 0); every failure is a one-line
- *    message in the struct for the caller to print. getopt's position
+ *    message in the caller's struct err for it to print. getopt's position
  *    lives in globals (optind): cli_getopt_init() resets it, so a unit test
  *    may read many command lines, one at a time.
  */
@@ -31,7 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define CLI_ERR_MAX 512
+#include "lib/base/err.h"
+
 #define CLI_SOCKET_DEFAULT "/run/kiln/kiln.sock"
 /*
  * How long kiln waits for kilnd, in seconds (--request-timeout,
@@ -87,17 +88,17 @@ struct cli_getopt {
 	const struct option *opts;
 	struct cli_globals *g;
 	char shortopts[64]; /* getopt's string, made from opts */
+	struct err *e;	    /* where a failure is told */
 	const char *value;  /* the option's value (optarg) or the word */
 	int next;	    /* getopt's optind after the last call: the next word */
 	bool ended;	    /* getopt returned -1: no more calls to it */
-	char err[CLI_ERR_MAX];
 };
 
 /*
  * The seconds of --request-timeout or KILN_REQUEST_TIMEOUT (what names
- * it): 0..CLI_TIMEOUT_MAX. 0, or -1 with a one-line message in err.
+ * it): 0..CLI_TIMEOUT_MAX. 0, or -1 with a one-line message in e.
  */
-int cli_timeout_parse(const char *v, const char *what, unsigned long *out, char *err, size_t errsz);
+int cli_timeout_parse(const char *v, const char *what, unsigned long *out, struct err *e);
 
 /*
  * s as it may appear in a message: controls replaced (text_clean's term
@@ -109,15 +110,16 @@ const char *cli_echo(char *buf, const char *s);
 /* cli_echo into a buffer that lives until the end of the enclosing block. */
 #define CLI_ECHO(s) cli_echo((char[CLI_ECHO_BUF]){ 0 }, (s))
 
-/* Read argv[1..argc) with opts (ending with CLI_GLOBAL_OPTIONS); resets getopt. */
+/* Read argv[1..argc) with opts (ending with CLI_GLOBAL_OPTIONS), failures into e; resets getopt. */
 void cli_getopt_init(struct cli_getopt *o, int argc, char **argv, const struct option *opts,
-		     struct cli_globals *g);
+		     struct cli_globals *g, struct err *e);
 
 /*
  * The next option's val (with o->value when it takes one), or one of the
  * CLI_GETOPT_* values. Global options are applied to o->g and never
  * returned, except --help/-h: it sets g->help and ends the reading as
- * CLI_GETOPT_ERROR with an empty o->err. After CLI_GETOPT_REST or
+ * CLI_GETOPT_ERROR with an empty message. A failure is CLI_GETOPT_ERROR
+ * with its message in o->e. After CLI_GETOPT_REST or
  * CLI_GETOPT_DONE, CLI_GETOPT_DONE (the words after "--" are never read
  * as options).
  */

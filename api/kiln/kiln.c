@@ -145,17 +145,18 @@ int main(int argc, char **argv)
 {
 	struct cli_ctx c = { 0 };
 	struct cli_getopt s;
+	struct err e;
 	int opt, rc, cmd;
 	const char *env = getenv("KILN_SOCKET"), *tenv = getenv("KILN_REQUEST_TIMEOUT");
 
 	c.g.socket = env && *env ? env : CLI_SOCKET_DEFAULT;
 	c.g.timeout_s = CLI_TIMEOUT_DEFAULT;
-	if (tenv && *tenv && cli_timeout_parse(tenv, "KILN_REQUEST_TIMEOUT", &c.g.timeout_s, s.err, sizeof(s.err))) {
-		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
+	if (tenv && *tenv && cli_timeout_parse(tenv, "KILN_REQUEST_TIMEOUT", &c.g.timeout_s, &e)) {
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", e.msg);
 		return CLI_EXIT_USAGE;
 	}
 	/* Options before the command: only the global ones. */
-	cli_getopt_init(&s, argc, argv, cli_global_options, &c.g);
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c.g, &e);
 	opt = cli_getopt_next(&s);
 	if (c.g.help) {
 		usage(stdout);
@@ -163,7 +164,7 @@ int main(int argc, char **argv)
 	}
 	/* A usage error is one line: the 90 lines of help would bury it. */
 	if (opt == CLI_GETOPT_ERROR) {
-		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", e.msg);
 		return CLI_EXIT_USAGE;
 	}
 	if (opt == CLI_GETOPT_WORD && !strcmp(s.value, "help")) {
