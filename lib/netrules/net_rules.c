@@ -207,15 +207,15 @@ static int parse_rule(const json_t *v, const char *list, size_t i, bool allow, s
 				    list, i);
 	}
 	if (cidr) {
-		char why[128];
+		struct err why;
 		const char *rwhy;
 
 		if (!json_is_string(cidr))
 			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr must be a string like \"10.0.0.0/8\"",
 				    list, i);
-		if (net_cidr_parse(json_string_value(cidr), &r->cidr, why, sizeof(why)) < 0)
+		if (net_cidr_parse(json_string_value(cidr), &r->cidr, &why) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr \"%.60s\": %s", list, i,
-				    json_string_value(cidr), why);
+				    json_string_value(cidr), why.msg);
 		if (allow && net_cidr_in_reserved(&r->cidr, &rwhy))
 			return fail(e, NET_RULES_E_BAD_FIELD,
 				    "%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows", list, i,
