@@ -10,6 +10,7 @@
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/images/templates.h"
+#include "lib/base/json_strict.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
@@ -225,7 +226,7 @@ static void load_one(struct kilnd *d, const char *id)
 			snprintf(err, sizeof(err), "meta.json: %s", strerror(errno));
 	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
 		snprintf(err, sizeof(err), "meta.json is not a regular file of at most %u bytes", META_MAX);
-	} else if (!(meta = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
+	} else if (!(meta = json_strict_load_file(path, &je))) {
 		snprintf(err, sizeof(err), "meta.json: %s (line %d)", je.text, je.line);
 	}
 	sb = sandbox_new(d);
