@@ -34,7 +34,6 @@
 #include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/net/sandbox_egress.h"
-#include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
 
@@ -122,27 +121,6 @@ int64_t wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void kilnd_log(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	int n;
-
-	n = snprintf(line, sizeof(line), "kilnd: ");
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	n = (int)strlen(line);
-	/* Messages quote clients and guests: a newline in one must not
-	 * forge a log line. */
-	text_clean_term_inplace(line);
-	/* One write per line: lines from different threads do not interleave. */
-	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
-		/* nowhere left to report it */
-	}
 }
 
 static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -23,12 +23,6 @@
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/supervision/cgroup.h"
 
-/* kilnd.c's, which a unit test does not link. */
-void kilnd_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
 static void put(const char *dir, const char *name, const char *text)
 {
 	char p[PATH_MAX];

@@ -21,13 +21,6 @@
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_head.h"
 
-/* kilnd.c's access log: http_conn.c links http.c, whose request log
- * these tests never reach. */
-void kilnd_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
 /* ---- http_head -------------------------------------------------------- */
 
 /* A message quotes at most a short printable piece of the input. */

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "api/kilnd/core/kilnd_log.h" /* every layer logs */
 #include "api/kilnd/core/metrics.h"
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/pool_spec.h"
@@ -127,7 +128,5 @@ struct kilnd {
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
 int64_t wall_ms(void);
 
-/* One log line on stderr, prefixed "kilnd: ". */
-void kilnd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif
