@@ -25,6 +25,7 @@
 #include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
+#include "lib/base/err.h"
 #include "lib/base/mono.h"
 
 #define KILND_MAX_IMAGES 64
@@ -78,7 +79,7 @@ struct kilnd_config {
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
 	bool cgroups;         /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
-	char cgroup_off[512]; /* why not, when cgroups is false */
+	char cgroup_off[ERR_MSG_MAX]; /* why not, when cgroups is false (cgroup_setup's struct err) */
 	/* Egress programs on each passt sandbox's cgroup (sandbox_egress.h). */
 	bool egress;
 	char egress_off[512]; /* why not, when egress is false */

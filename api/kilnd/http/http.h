@@ -50,6 +50,7 @@
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/http/http_head.h"
 #include "api/kilnd/http/route.h"
+#include "lib/base/err.h"
 
 #define HTTP_QUERY_MAX 32
 /* Connections served at once, and how many of them only root and
@@ -139,9 +140,9 @@ struct http_req {
 	char *query_copy; /* the decoded parameters point into it */
 };
 
-/* Start serving svc on listen_fd (see listen.h). NULL with err (also for
+/* Start serving svc on listen_fd (see listen.h). NULL with e (also for
  * a route operation without a handler). */
-struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
+struct http_server *http_start(const struct http_service *svc, int listen_fd, struct err *e);
 /* Stop accepting connections (in-flight requests go on). */
 void http_quiesce(struct http_server *s);
 /* After http_quiesce: wait up to ms for every served connection to end

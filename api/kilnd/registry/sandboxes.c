@@ -286,7 +286,7 @@ static int cmp_created(const void *a, const void *b)
 	return (x->rec.created_ms > y->rec.created_ms) - (x->rec.created_ms < y->rec.created_ms);
 }
 
-int sandboxes_init(struct kilnd *d, char *err, size_t errlen)
+int sandboxes_init(struct kilnd *d, struct err *e)
 {
 	char dir[PATH_MAX + 16];
 	struct dirent *de;
@@ -296,7 +296,7 @@ int sandboxes_init(struct kilnd *d, char *err, size_t errlen)
 	snprintf(dir, sizeof(dir), "%s/sandboxes", d->cfg.state_dir);
 	dh = opendir(dir);
 	if (!dh) {
-		snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+		err_set(e, errno, "cannot open %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(dh)))
