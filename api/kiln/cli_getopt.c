@@ -113,9 +113,8 @@ static int apply_global(struct cli_getopt *o, int c)
 {
 	switch (c) {
 	case CLI_OPT_SOCKET:
-		if (!*o->value) {
+		if (!*o->value)
 			return err_set(o->e, EINVAL, "--socket: empty path");
-		}
 		o->g->socket = o->value;
 		return 0;
 	case CLI_OPT_TIMEOUT:
