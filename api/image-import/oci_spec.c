@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
+
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
 
@@ -30,7 +32,7 @@ static json_t *load(const char *buf, size_t n, const char *what, struct err *e)
 		err_set(e, EINVAL, "%s is larger than %u bytes", what, OCI_JSON_MAX);
 		return NULL;
 	}
-	j = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+	j = json_strict_loadb(buf, n, &je);
 	if (!j)
 		err_set(e, EINVAL, "%s is not JSON: %.200s (line %d)", what, je.text, je.line);
 	return j;

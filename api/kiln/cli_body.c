@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /*
@@ -10,12 +11,12 @@
  * or "a/stop" can never address another endpoint. kilnd answers 404 for
  * a well-formed id it does not know.
  */
-int cli_check_id(const char *s, char *id, char *err, size_t errsz)
+int cli_check_id(const char *s, char *id, struct err *e)
 {
 	size_t n = strlen(s);
 
 	if (!n || n > CLI_ID_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
-		snprintf(err, errsz, "'%s' is not a sandbox id (see `kiln ls`)", CLI_ECHO(s));
+		err_set(e, EINVAL, "'%s' is not a sandbox id (see `kiln ls`)", CLI_ECHO(s));
 		return -1;
 	}
 	memcpy(id, s, n + 1);
@@ -23,28 +24,99 @@ int cli_check_id(const char *s, char *id, char *err, size_t errsz)
 }
 
 int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
-		     char *err, size_t errsz)
+		     struct err *e)
 {
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, 0, max, &n)) {
-		snprintf(err, errsz, "%s '%s': expected a whole number", opt, CLI_ECHO(v));
+		err_set(e, EINVAL, "%s '%s': expected a whole number", opt, CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(body, field, json_integer((json_int_t)n));
 	return 0;
 }
 
-int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, char *err, size_t errsz)
+int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, struct err *e)
 {
 	json_t *s = json_string(v);
 
 	if (!s) {
-		snprintf(err, errsz, "%s: not valid UTF-8", opt);
+		err_set(e, EINVAL, "%s: not valid UTF-8", opt);
 		return -1;
 	}
 	json_object_set_new(body, field, s);
 	return 0;
+}
+
+long long cli_answer_ms(unsigned long timeout_s, long long wait_s)
+{
+	if (!timeout_s || wait_s < 0)
+		return 0;
+	return ((long long)timeout_s + wait_s) * 1000;
+}
+
+long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s)
+{
+	if (!timeout_ms)
+		return CLI_WAIT_UNBOUNDED;
+	return (long long)((timeout_ms + 999) / 1000) + extra_s;
+}
+
+int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, struct err *e)
+{
+	const char *eq = strchr(arg, '=');
+	char *key;
+	int rc;
+
+	if (eq == arg || !*arg) {
+		err_set(e, EINVAL, "%s '%s': empty key (expected KEY=VALUE)", what, CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	if (!eq && !allow_unset) {
+		err_set(e, EINVAL, "%s '%s': expected KEY=VALUE", what, CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	key = strndup(arg, eq ? (size_t)(eq - arg) : strlen(arg));
+	if (!key)
+		return -ENOMEM;
+	rc = json_object_set_new(obj, key, eq ? json_string(eq + 1) : json_null());
+	if (rc)
+		err_set(e, EINVAL, "%s '%s': not valid UTF-8", what, CLI_ECHO(arg));
+	free(key);
+	return rc ? -EINVAL : 0;
+}
+
+int cli_put_share(json_t *arr, const char *arg, struct err *e)
+{
+	const char *c1 = strchr(arg, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	bool ro = false;
+	json_t *share;
+	char *host, *guest;
+
+	if (!c1 || c1 == arg || !c1[1] || c2 == c1 + 1) {
+		err_set(e, EINVAL, "--share '%s': expected HOST:GUEST[:ro]", CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	if (c2) {
+		if (!strcmp(c2 + 1, "ro")) {
+			ro = true;
+		} else if (strcmp(c2 + 1, "rw")) {
+			err_set(e, EINVAL, "--share '%s': the third part must be 'ro' or 'rw' (paths cannot hold ':')",
+				 CLI_ECHO(arg));
+			return -EINVAL;
+		}
+	}
+	host = strndup(arg, (size_t)(c1 - arg));
+	guest = c2 ? strndup(c1 + 1, (size_t)(c2 - c1 - 1)) : strdup(c1 + 1);
+	share = json_pack("{s:s?, s:s?, s:b}", "host_path", host, "guest_path", guest, "read_only", ro);
+	free(host);
+	free(guest);
+	if (!share || json_object_size(share) != 3) {
+		json_decref(share);
+		err_set(e, EINVAL, "--share '%s': not valid UTF-8", CLI_ECHO(arg));
+		return -EINVAL;
+	}
+	return json_array_append_new(arr, share) ? -ENOMEM : 0;
 }
 
 json_t *cli_body_sub(json_t *body, const char *field, bool array)
@@ -58,52 +130,55 @@ json_t *cli_body_sub(json_t *body, const char *field, bool array)
 	return v;
 }
 
-enum { C_IMAGE = 1, C_CPUS, C_MEMORY, C_DISK, C_ENV, C_HOSTNAME, C_LABEL, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
-       C_FIREWALL, C_TEMPLATE };
+/* Above exec's ids (CLI_PO_*, X_*): run takes create's options and exec's. */
+enum { C_IMAGE = CLI_OPT_LONG + 64, C_CPUS, C_MEMORY, C_DISK, C_HOSTNAME, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
+       C_FIREWALL, C_TEMPLATE, C_ENV = 'e', C_LABEL = 'l' };
 
 /* create's options but --image (run names the image as an operand). */
-#define CREATE_OPTDEFS                                                                                    \
-	{ "cpus", 0, true, C_CPUS }, { "memory", 0, true, C_MEMORY }, { "disk", 0, true, C_DISK },       \
-		{ "env", 'e', true, C_ENV },                                                              \
-		{ "hostname", 0, true, C_HOSTNAME }, { "label", 'l', true, C_LABEL },                    \
-		{ "share", 0, true, C_SHARE }, { "timeout", 0, true, C_TIMEOUT },                         \
-		{ "no-console", 0, false, C_NO_CONSOLE }, { "network", 0, true, C_NETWORK },             \
-		{ "firewall", 0, true, C_FIREWALL }
+#define CREATE_OPTIONS                                                                                  \
+	{ "cpus", required_argument, NULL, C_CPUS }, { "memory", required_argument, NULL, C_MEMORY },  \
+		{ "disk", required_argument, NULL, C_DISK }, { "env", required_argument, NULL, C_ENV }, \
+		{ "hostname", required_argument, NULL, C_HOSTNAME },                                    \
+		{ "label", required_argument, NULL, C_LABEL }, { "share", required_argument, NULL, C_SHARE }, \
+		{ "timeout", required_argument, NULL, C_TIMEOUT },                                      \
+		{ "no-console", no_argument, NULL, C_NO_CONSOLE },                                      \
+		{ "network", required_argument, NULL, C_NETWORK },                                      \
+		{ "firewall", required_argument, NULL, C_FIREWALL }
 
 /* One create option into the POST /v1/sandboxes body. 1: not one of them. */
-static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
+static int create_opt(json_t *b, int opt, const char *v, struct err *e)
 {
 	switch (opt) {
 	case C_IMAGE:
-		return cli_body_str(b, "image", "--image", v, err, errsz);
+		return cli_body_str(b, "image", "--image", v, e);
 	case C_CPUS:
-		return cli_body_uint(b, "cpus", "--cpus", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(b, "cpus", "--cpus", v, CLI_INT_MAX, e);
 	case C_MEMORY:
-		return cli_body_uint(b, "memory_mib", "--memory", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(b, "memory_mib", "--memory", v, CLI_INT_MAX, e);
 	case C_DISK:
-		return cli_body_uint(b, "disk_mib", "--disk", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(b, "disk_mib", "--disk", v, CLI_INT_MAX, e);
 	case C_TIMEOUT:
-		return cli_body_uint(b, "timeout_s", "--timeout", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(b, "timeout_s", "--timeout", v, CLI_INT_MAX, e);
 	case C_HOSTNAME:
-		return cli_body_str(b, "hostname", "--hostname", v, err, errsz);
+		return cli_body_str(b, "hostname", "--hostname", v, e);
 	case C_ENV:
-		return cli_put_kv(cli_body_sub(b, "env", false), v, false, "--env", err, errsz);
+		return cli_put_kv(cli_body_sub(b, "env", false), v, false, "--env", e);
 	case C_LABEL:
-		return cli_put_kv(cli_body_sub(b, "labels", false), v, false, "--label", err, errsz);
+		return cli_put_kv(cli_body_sub(b, "labels", false), v, false, "--label", e);
 	case C_SHARE:
-		return cli_put_share(cli_body_sub(b, "shares", true), v, err, errsz);
+		return cli_put_share(cli_body_sub(b, "shares", true), v, e);
 	case C_NO_CONSOLE:
 		json_object_set_new(b, "console", json_false());
 		return 0;
 	case C_NETWORK:
-		return cli_body_str(b, "network", "--network", v, err, errsz);
+		return cli_body_str(b, "network", "--network", v, e);
 	case C_FIREWALL: {
 		/* The rule set file, read here so create and run both send it. */
 		json_t *r;
-		char why[CLI_ERR_MAX];
+		struct err why;
 
-		if (cli_firewall_load(v, &r, why, sizeof(why))) {
-			snprintf(err, errsz, "--firewall %s", why);
+		if (cli_firewall_load(v, &r, &why)) {
+			err_set(e, EINVAL, "--firewall %s", why.msg);
 			return -1;
 		}
 		json_object_set_new(b, "firewall", r);
@@ -113,44 +188,44 @@ static int create_opt(json_t *b, int opt, const char *v, char *err, size_t errsz
 	return 1;
 }
 
-int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz)
+int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, struct err *e)
 {
-	static const struct cli_optdef defs[] = { { "image", 0, true, C_IMAGE }, { "template", 0, true, C_TEMPLATE },
-						  CREATE_OPTDEFS, { 0 } };
-	struct cli_scan s;
+	static const struct option opts[] = { { "image", required_argument, NULL, C_IMAGE },
+					      { "template", required_argument, NULL, C_TEMPLATE }, CREATE_OPTIONS,
+					      CLI_GLOBAL_OPTIONS };
+	struct cli_getopt s;
 	json_t *b = json_object();
 	int rc = 0, opt;
 
-	cli_scan_init(&s, argc, argv, defs, g);
+	cli_getopt_init(&s, argc, argv, opts, g, e);
 	/* The default image: kilnd requires one and "minimal" is the image
 	 * kiln builds (docs/guest.md), so `kiln create` alone does the obvious thing. */
 	json_object_set_new(b, "image", json_string("minimal"));
-	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s.err);
+		case CLI_GETOPT_ERROR:
 			rc = -1;
 			break;
-		case CLI_SCAN_POSITIONAL:
-			snprintf(err, errsz, "unexpected argument '%s' (create takes only options)", CLI_ECHO(s.value));
+		case CLI_GETOPT_WORD:
+			err_set(e, EINVAL, "unexpected argument '%s' (create takes only options)", CLI_ECHO(s.value));
 			rc = -1;
 			break;
-		case CLI_SCAN_REST:
-			snprintf(err, errsz, "unexpected '--' (create takes only options)");
+		case CLI_GETOPT_REST:
+			err_set(e, EINVAL, "unexpected '--' (create takes only options)");
 			rc = -1;
 			break;
 		case C_TEMPLATE:
 			/* a template names its image */
 			json_object_del(b, "image");
-			rc = cli_body_str(b, "template", "--template", s.value, err, errsz);
+			rc = cli_body_str(b, "template", "--template", s.value, e);
 			break;
 		default:
-			rc = create_opt(b, opt, s.value, err, errsz);
+			rc = create_opt(b, opt, s.value, e);
 			break;
 		}
 	}
 	if (!rc && json_object_get(b, "template") && json_object_get(b, "image")) {
-		snprintf(err, errsz, "--image and --template exclude each other (a template names its image)");
+		err_set(e, EINVAL, "--image and --template exclude each other (a template names its image)");
 		rc = -1;
 	}
 	if (rc) {
@@ -161,17 +236,17 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 	return 0;
 }
 
-int cli_proc_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
+int cli_proc_opt(json_t *b, int opt, const char *v, struct err *e)
 {
 	switch (opt) {
 	case CLI_PO_USER:
-		return cli_body_str(b, "user", "--user", v, err, errsz);
+		return cli_body_str(b, "user", "--user", v, e);
 	case CLI_PO_CWD:
-		return cli_body_str(b, "cwd", "--cwd", v, err, errsz);
+		return cli_body_str(b, "cwd", "--cwd", v, e);
 	case CLI_PO_ENV:
-		return cli_put_kv(cli_body_sub(b, "env", false), v, true, "--env", err, errsz);
+		return cli_put_kv(cli_body_sub(b, "env", false), v, true, "--env", e);
 	case CLI_PO_TIMEOUT_MS:
-		return cli_body_uint(b, "timeout_ms", "--timeout-ms", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(b, "timeout_ms", "--timeout-ms", v, CLI_INT_MAX, e);
 	case CLI_PO_SHELL:
 		json_object_set_new(b, "shell", json_true());
 		return 0;
@@ -182,7 +257,7 @@ int cli_proc_opt(json_t *b, int opt, const char *v, char *err, size_t errsz)
 	return 1;
 }
 
-int cli_body_argv(json_t *b, int argc, char **argv, int rest, char *err, size_t errsz)
+int cli_body_argv(json_t *b, int argc, char **argv, int rest, struct err *e)
 {
 	json_t *av = json_array();
 
@@ -190,7 +265,7 @@ int cli_body_argv(json_t *b, int argc, char **argv, int rest, char *err, size_t 
 		json_t *a = json_string(argv[i]);
 
 		if (!a) {
-			snprintf(err, errsz, "argument %d is not valid UTF-8", i - rest + 1);
+			err_set(e, EINVAL, "argument %d is not valid UTF-8", i - rest + 1);
 			json_decref(av);
 			return -1;
 		}
@@ -200,79 +275,77 @@ int cli_body_argv(json_t *b, int argc, char **argv, int rest, char *err, size_t 
 	return 0;
 }
 
-int cli_id_operand(void *id, const char *v, char *err, size_t errsz)
+int cli_id_operand(void *id, const char *v, struct err *e)
 {
-	return cli_check_id(v, id, err, errsz);
+	return cli_check_id(v, id, e);
 }
 
-int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz)
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, struct err *e)
 {
 	bool have_operand = false;
 	int rc = 0, opt;
 
 	*rest = -1;
-	while (!rc && *rest < 0 && (opt = cli_scan_next(s)) != CLI_SCAN_DONE) {
+	while (!rc && *rest < 0 && (opt = cli_getopt_next(o)) != CLI_GETOPT_DONE) {
 		switch (opt) {
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s->err);
+		case CLI_GETOPT_ERROR:
 			rc = -1;
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (!have_operand) {
 				/* Checked here, so the first bad word is the one reported. */
-				rc = w->operand(w->operand_arg, s->value, err, errsz);
+				rc = w->operand(w->operand_arg, o->value, e);
 				have_operand = true;
 			} else {
 				/* The program starts at the first word after the
 				 * operand, so `kiln exec ID ls -l` passes -l to ls. */
-				*rest = s->i - 1;
+				*rest = o->next - 1;
 			}
 			break;
-		case CLI_SCAN_REST:
-			*rest = s->i;
+		case CLI_GETOPT_REST:
+			*rest = o->next;
 			break;
 		default:
-			rc = cli_proc_opt(w->body, opt, s->value, err, errsz);
-			if (rc == 1 && w->opt)
-				rc = w->opt(w->opt_arg, opt, s->value, err, errsz);
+			rc = w->opt ? w->opt(w->opt_arg, opt, o->value, e) : 1;
+			if (rc == 1)
+				rc = cli_proc_opt(w->body, opt, o->value, e);
 			if (rc == 1) {
-				snprintf(err, errsz, "internal: option %d", opt);
+				err_set(e, EINVAL, "internal: option %d", opt);
 				rc = -1;
 			}
 			break;
 		}
 	}
 	if (*rest < 0)
-		*rest = s->argc;
+		*rest = o->argc;
 	if (!rc && !have_operand) {
-		snprintf(err, errsz, "%s", w->missing);
+		err_set(e, EINVAL, "%s", w->missing);
 		rc = -1;
 	}
-	if (!rc && w->usage && *rest >= s->argc) {
-		snprintf(err, errsz, "missing the program to run (%s)", w->usage);
+	if (!rc && w->usage && *rest >= o->argc) {
+		err_set(e, EINVAL, "missing the program to run (%s)", w->usage);
 		rc = -1;
 	}
 	return rc;
 }
 
-enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN };
+enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN = 'i' };
 
 #define EXEC_USAGE "kiln exec ID [options] -- PROGRAM [ARG...]"
 #define RUN_USAGE "kiln run [options] IMAGE -- PROGRAM [ARG...]"
 
 /* exec's own options, after CLI_PROC_OPTDEFS (run takes them too). */
-#define EXEC_OPTDEFS                                                                      \
-	{ "shell", 0, false, CLI_PO_SHELL }, { "stdin", 'i', false, X_STDIN },             \
-		{ "stream", 0, false, X_STREAM }, { "buffered", 0, false, X_BUFFERED }
+#define EXEC_OPTIONS                                                                             \
+	{ "shell", no_argument, NULL, CLI_PO_SHELL }, { "stdin", no_argument, NULL, X_STDIN },   \
+		{ "stream", no_argument, NULL, X_STREAM }, { "buffered", no_argument, NULL, X_BUFFERED }
 
 /* One of exec's own options (run takes them too); 1: not one of them. */
-static int exec_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+static int exec_opt(void *arg, int opt, const char *v, struct err *e)
 {
 	struct cli_exec_req *x = arg;
 
 	(void)v;
-	(void)err;
-	(void)errsz;
+	(void)e;
 	switch (opt) {
 	case X_STREAM:
 		x->stream = true;
@@ -295,10 +368,10 @@ static void exec_stream_cap(struct cli_exec_req *req)
 		json_object_set_new(req->body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
 }
 
-int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz)
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, struct err *e)
 {
-	static const struct cli_optdef defs[] = { CLI_PROC_OPTDEFS, EXEC_OPTDEFS, { 0 } };
-	struct cli_scan s;
+	static const struct option opts[] = { CLI_PROC_OPTIONS, EXEC_OPTIONS, CLI_GLOBAL_OPTIONS };
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rest;
 
@@ -312,8 +385,8 @@ int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec
 		.missing = "missing sandbox id (" EXEC_USAGE ")",
 		.usage = EXEC_USAGE,
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (cli_scan_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	if (cli_read_program(&s, &w, &rest, e) || cli_body_argv(req->body, argc, argv, rest, e)) {
 		json_decref(req->body);
 		req->body = NULL;
 		return -1;
@@ -323,33 +396,33 @@ int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec
 }
 
 /* run's options: create's into the sandbox's body, exec's into the command's. */
-static int run_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+static int run_opt(void *arg, int opt, const char *v, struct err *e)
 {
 	struct cli_run_req *r = arg;
-	int rc = create_opt(r->create, opt, v, err, errsz);
+	int rc = create_opt(r->create, opt, v, e);
 
-	return rc == 1 ? exec_opt(&r->exec, opt, v, err, errsz) : rc;
+	return rc == 1 ? exec_opt(&r->exec, opt, v, e) : rc;
 }
 
-static int image_operand(void *create, const char *v, char *err, size_t errsz)
+static int image_operand(void *create, const char *v, struct err *e)
 {
-	return cli_body_str(create, "image", "IMAGE", v, err, errsz);
+	return cli_body_str(create, "image", "IMAGE", v, e);
 }
 
-int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, char *err, size_t errsz)
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, struct err *e)
 {
 	/* --env is create's: the sandbox's environment, which the command
 	 * inherits; the other process options are exec's. */
-	static const struct cli_optdef defs[] = {
-		CREATE_OPTDEFS,
-		{ "user", 'u', true, CLI_PO_USER },
-		{ "cwd", 'w', true, CLI_PO_CWD },
-		{ "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },
-		{ "confine", 0, false, CLI_PO_CONFINE },
-		EXEC_OPTDEFS,
-		{ 0 },
+	static const struct option opts[] = {
+		CREATE_OPTIONS,
+		{ "user", required_argument, NULL, CLI_PO_USER },
+		{ "cwd", required_argument, NULL, CLI_PO_CWD },
+		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS },
+		{ "confine", no_argument, NULL, CLI_PO_CONFINE },
+		EXEC_OPTIONS,
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rest;
 
@@ -364,9 +437,9 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
 		.usage = RUN_USAGE,
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (cli_scan_program(&s, &w, &rest, err, errsz) ||
-	    cli_body_argv(req->exec.body, argc, argv, rest, err, errsz)) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	if (cli_read_program(&s, &w, &rest, e) ||
+	    cli_body_argv(req->exec.body, argc, argv, rest, e)) {
 		json_decref(req->create);
 		json_decref(req->exec.body);
 		req->create = req->exec.body = NULL;
@@ -412,21 +485,21 @@ int cli_query_add(char *q, size_t qsz, const char *name, const char *value)
 	return cli_url_encode(value, q + n + w, qsz - n - (size_t)w);
 }
 
-enum { L_STATE = 1, L_LABEL };
+enum { L_STATE = CLI_OPT_LONG, L_LABEL = 'l' };
 
-int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, char *err, size_t errsz)
+int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, struct err *e)
 {
-	static const struct cli_optdef defs[] = {
-		{ "state", 0, true, L_STATE },
-		{ "label", 'l', true, L_LABEL },
-		{ 0 },
+	static const struct option opts[] = {
+		{ "state", required_argument, NULL, L_STATE },
+		{ "label", required_argument, NULL, L_LABEL },
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	int opt;
 
 	q[0] = 0;
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case L_STATE:
 			if (cli_query_add(q, qsz, "state", s.value))
@@ -434,55 +507,52 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			break;
 		case L_LABEL:
 			if (!strchr(s.value, '=') || s.value[0] == '=') {
-				snprintf(err, errsz, "--label '%s': expected KEY=VALUE", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "--label '%s': expected KEY=VALUE", CLI_ECHO(s.value));
 				return -1;
 			}
 			if (cli_query_add(q, qsz, "label", s.value))
 				goto too_long;
 			break;
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s.err);
+		case CLI_GETOPT_ERROR:
 			return -1;
 		default:
-			snprintf(err, errsz, "unexpected argument '%s' (ls takes only options)",
+			err_set(e, EINVAL, "unexpected argument '%s' (ls takes only options)",
 				 CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 	}
 	return 0;
 too_long:
-	snprintf(err, errsz, "the filters are too long");
+	err_set(e, EINVAL, "the filters are too long");
 	return -1;
 }
 
-int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err, size_t errsz)
+int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, struct err *e)
 {
-	struct cli_scan s;
+	struct cli_getopt s;
 	bool have = false;
 	int opt;
 
-	cli_scan_init(&s, argc, argv, NULL, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
-			snprintf(err, errsz, "%s", s.err);
+	cli_getopt_init(&s, argc, argv, cli_global_options, g, e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR)
+			return -1;
+		if (opt != CLI_GETOPT_WORD || have) {
+			err_set(e, EINVAL, "expected one sandbox id, got more ('%s')", CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
-		if (opt != CLI_SCAN_POSITIONAL || have) {
-			snprintf(err, errsz, "expected one sandbox id, got more ('%s')", CLI_ECHO(s.value ? s.value : "--"));
-			return -1;
-		}
-		if (cli_check_id(s.value, id, err, errsz))
+		if (cli_check_id(s.value, id, e))
 			return -1;
 		have = true;
 	}
 	if (!have) {
-		snprintf(err, errsz, "missing sandbox id (see `kiln ls`)");
+		err_set(e, EINVAL, "missing sandbox id (see `kiln ls`)");
 		return -1;
 	}
 	return 0;
 }
 
-int cli_guest_operand(const char *arg, char *id, const char **path, char *err, size_t errsz)
+int cli_guest_operand(const char *arg, char *id, const char **path, struct err *e)
 {
 	const char *colon = strchr(arg, ':');
 	char idbuf[CLI_ID_MAX + 2];
@@ -497,34 +567,34 @@ int cli_guest_operand(const char *arg, char *id, const char **path, char *err, s
 		n = CLI_ID_MAX + 1;
 	memcpy(idbuf, arg, n);
 	idbuf[n] = 0;
-	if (cli_check_id(idbuf, id, err, errsz))
+	if (cli_check_id(idbuf, id, e))
 		return -1;
 	if (colon[1] != '/') {
-		snprintf(err, errsz, "'%s': the guest path must be absolute (ID:/path)", CLI_ECHO(arg));
+		err_set(e, EINVAL, "'%s': the guest path must be absolute (ID:/path)", CLI_ECHO(arg));
 		return -1;
 	}
 	*path = colon + 1;
 	return 0;
 }
 
-enum { P_USER = 1, P_PARENTS };
+enum { P_USER = 'u', P_PARENTS = 'p' };
 
-int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, char *err, size_t errsz)
+int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, struct err *e)
 {
-	static const struct cli_optdef defs[] = {
-		{ "user", 'u', true, P_USER },
-		{ "parents", 'p', false, P_PARENTS },
-		{ 0 },
+	static const struct option opts[] = {
+		{ "user", required_argument, NULL, P_USER },
+		{ "parents", no_argument, NULL, P_PARENTS },
+		CLI_GLOBAL_OPTIONS,
 	};
 	const char *ops[2];
 	int nops = 0, opt, k0, k1;
-	struct cli_scan s;
+	struct cli_getopt s;
 	char id0[CLI_ID_MAX + 1], id1[CLI_ID_MAX + 1];
 	const char *p0 = NULL, *p1 = NULL;
 
 	memset(req, 0, sizeof(*req));
-	cli_scan_init(&s, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case P_USER:
 			req->user = s.value;
@@ -532,18 +602,17 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 		case P_PARENTS:
 			req->parents = true;
 			break;
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s.err);
+		case CLI_GETOPT_ERROR:
 			return -1;
-		case CLI_SCAN_REST:
+		case CLI_GETOPT_REST:
 			/* After "--" everything is an operand, even "-x". */
-			for (; s.i < s.argc; s.i++) {
+			for (int i = s.next; i < s.argc; i++) {
 				if (nops == 2)
 					goto count;
-				ops[nops++] = s.argv[s.i];
+				ops[nops++] = s.argv[i];
 			}
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (nops == 2)
 				goto count;
 			ops[nops++] = s.value;
@@ -552,14 +621,14 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 	}
 	if (nops != 2)
 		goto count;
-	k0 = cli_guest_operand(ops[0], id0, &p0, err, errsz);
+	k0 = cli_guest_operand(ops[0], id0, &p0, e);
 	if (k0 < 0)
 		return -1;
-	k1 = cli_guest_operand(ops[1], id1, &p1, err, errsz);
+	k1 = cli_guest_operand(ops[1], id1, &p1, e);
 	if (k1 < 0)
 		return -1;
 	if (k0 == k1) {
-		snprintf(err, errsz, k0 ? "neither operand is ID:/path (one side must be the sandbox)"
+		err_set(e, EINVAL, k0 ? "neither operand is ID:/path (one side must be the sandbox)"
 					: "both operands are ID:/path (copy through a local file)");
 		return -1;
 	}
@@ -568,11 +637,11 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 	req->guest_path = req->upload ? p1 : p0;
 	req->local = req->upload ? ops[0] : ops[1];
 	if (!*req->local) {
-		snprintf(err, errsz, "empty local path");
+		err_set(e, EINVAL, "empty local path");
 		return -1;
 	}
 	return 0;
 count:
-	snprintf(err, errsz, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	err_set(e, EINVAL, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
 	return -1;
 }

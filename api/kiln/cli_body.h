@@ -5,10 +5,11 @@
  * file metadata and ports (cli_body_fs.c).
  *
  * Contract:
- *  - Pure: no I/O, no global state. Each builder scans the command's
- *    words with cli_scan (so global options may sit among them) and
- *    returns 0 with a new JSON body the caller frees, or -1 with a
- *    one-line usage message in err.
+ *  - Pure: no I/O, no state of its own. Each builder reads the command
+ *    line with getopt_long (cli_getopt.h: argv[0] is the command's name,
+ *    global options may sit among the words) and returns 0 with a new
+ *    JSON body the caller frees, or -1 with a one-line usage message in
+ *    e (struct err, lib/base/err.h).
  *  - Values are checked only as far as the CLI must (integers are
  *    integers, KEY=VALUE has a key); ranges are kilnd's to enforce, so the
  *    limits live in one place and its message names them.
@@ -21,7 +22,9 @@
 
 #include <jansson.h>
 
-#include "api/kiln/cli_opts.h"
+#include "api/kiln/cli_getopt.h"
+#include "lib/base/err.h"
+#include "lib/base/num_parse.h" /* the option values' number parser */
 
 /* kilnd's sandbox ids are short hex; anything longer is a typo. */
 #define CLI_ID_MAX 64
@@ -33,8 +36,26 @@
  * rest of a query is a few short parameters. */
 #define CLI_QUERY_MAX (3 * 4096 + 512)
 
+/*
+ * kilnd's own time for a request, beyond the base timeout (cli_req.wait_s):
+ * its default --boot-timeout for what boots or wakes a sandbox (a create,
+ * start, wake; an exec, spawn or shell may wake a hibernated one); its
+ * 10 min snapshot limit plus a boot for checkpoints, hibernation,
+ * restores and forks. A kilnd started with a longer --boot-timeout needs
+ * a longer --request-timeout by as much.
+ */
+#define CLI_WAIT_BOOT 60
+#define CLI_WAIT_SNAPSHOT (600 + CLI_WAIT_BOOT)
+#define CLI_WAIT_UNBOUNDED (-1LL) /* an exec or wait without a timeout of its own */
+
+/* Milliseconds an answer may take (base timeout_s plus wait_s); 0: no limit. */
+long long cli_answer_ms(unsigned long timeout_s, long long wait_s);
+/* The wait of a process with timeout_ms (0: none, so unbounded), rounded
+ * up to seconds, plus extra_s. */
+long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s);
+
 /* kiln create [options]: the POST /v1/sandboxes body. */
-int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, char *err, size_t errsz);
+int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, struct err *e);
 
 struct cli_exec_req {
 	char id[CLI_ID_MAX + 1];
@@ -48,7 +69,7 @@ struct cli_exec_req {
  * streamed unless --buffered (then kilnd's single result object); a
  * streamed body asks for output_cap CLI_STREAM_OUTPUT_CAP.
  */
-int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, char *err, size_t errsz);
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, struct err *e);
 
 struct cli_run_req {
 	json_t *create;		/* the POST /v1/sandboxes body */
@@ -60,16 +81,16 @@ struct cli_run_req {
  * options (--env is the sandbox's), exec's --user, --cwd, --timeout-ms,
  * --shell, -i, --buffered. 0 with both bodies (the caller frees them).
  */
-int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, char *err, size_t errsz);
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, struct err *e);
 
 /*
  * kiln ls [--state S] [--label K=V]...: the query string ("" or
  * "?state=...&label=..."), percent-encoded, into q (qsz bytes).
  */
-int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, char *err, size_t errsz);
+int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, struct err *e);
 
 /* One "ID" operand (inspect, stop, start, rm): exactly one positional. */
-int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, char *err, size_t errsz);
+int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, struct err *e);
 
 struct cli_cp_req {
 	bool upload;		   /* LOCAL -> ID:PATH */
@@ -84,7 +105,7 @@ struct cli_cp_req {
  * kiln cp [--user U] [--parents] SRC DST: exactly one of SRC and DST is
  * ID:PATH (PATH absolute); a local path holding ':' is written ./a:b.
  */
-int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, char *err, size_t errsz);
+int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, struct err *e);
 
 /*
  * Percent-encode s (RFC 3986 unreserved kept, '/' kept) into out (osz
@@ -104,8 +125,7 @@ struct cli_spawn_req {
  * kiln spawn ID [--user U] [--cwd D] [--env K=V|K]... [--timeout-ms N]
  * [--shell] [--pty [--rows R] [--cols C]] [--ring-bytes N] [-i] [--] ARGV...
  */
-int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, char *err,
-		    size_t errsz);
+int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, struct err *e);
 
 struct cli_shell_req {
 	char id[CLI_ID_MAX + 1];
@@ -114,8 +134,7 @@ struct cli_shell_req {
 };
 
 /* kiln shell ID [--user U] [--cwd D] [--env K=V|K]... [--timeout-ms N] [--] [PROGRAM [ARG...]] */
-int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, char *err,
-		    size_t errsz);
+int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, struct err *e);
 
 /* A process's commands: kiln logs|attach|kill|wait|stdin ID PROC [options]. */
 struct cli_proc_req {
@@ -136,7 +155,7 @@ struct cli_proc_req {
  * are exact and no UTF-8 character is held back at the end of the ring.
  */
 int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g, struct cli_proc_req *req,
-		   char *err, size_t errsz);
+		   struct err *e);
 
 /* ---- guest file metadata and ports (cli_body_fs.c) ---- */
 
@@ -159,7 +178,7 @@ struct cli_fs_req {
  *   watch [-r] [--max-watches N] [--queue N] ID:/DIR|ID /DIR
  * each with [--user user|root].
  */
-int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, char *err, size_t errsz);
+int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, struct err *e);
 
 enum cli_port_op { CLI_PORT_ADD, CLI_PORT_LS, CLI_PORT_RM };
 
@@ -171,8 +190,7 @@ struct cli_port_req {
 };
 
 /* kiln port [add] ID GUEST_PORT [HOST_PORT] | port ls ID | port rm ID HOST_PORT */
-int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, char *err,
-		   size_t errsz);
+int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, struct err *e);
 
 enum cli_preview_op { CLI_PREVIEW_ADD, CLI_PREVIEW_LS, CLI_PREVIEW_RM };
 
@@ -184,8 +202,7 @@ struct cli_preview_req {
 };
 
 /* kiln preview [add] ID PORT [--public] | preview ls ID | preview rm ID PORT */
-int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, char *err,
-		      size_t errsz);
+int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, struct err *e);
 
 /* ---- checkpoints and forks (cli_body_snap.c) ---- */
 
@@ -200,48 +217,77 @@ struct cli_snap_req {
 };
 
 /* kiln checkpoint [add] ID NAME [--compress] | checkpoint ls ID | checkpoint rm ID NAME */
-int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, char *err,
-			 size_t errsz);
+int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e);
 /* kiln restore ID NAME */
-int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, char *err,
-		      size_t errsz);
+int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e);
 /* kiln fork ID/NAME [--hostname H] [--label K=V]... [--env K=V]...: the create body. */
-int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, char *err, size_t errsz);
+int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, struct err *e);
 
 /* ---- helpers shared by the parsers of cli_body*.c ---- */
 
+/*
+ * "KEY=VALUE" into obj[KEY] = "VALUE". With allow_unset, a bare "KEY" is
+ * obj[KEY] = null (exec's env: unset a variable of the sandbox's env).
+ * what names the option in the message ("--env").
+ */
+int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, struct err *e);
+
+/*
+ * "HOST:GUEST[:ro|:rw]" into {"host_path","guest_path","read_only"}
+ * appended to arr. Neither path may hold ':' (kilnd refuses it in
+ * kiln-vmm's option syntax anyway), so the split is unambiguous. The host
+ * path is taken as written; the caller makes a relative one absolute,
+ * because kilnd resolves it in its own working directory.
+ */
+int cli_put_share(json_t *arr, const char *arg, struct err *e);
+
 /* An id for the URL path: 1..CLI_ID_MAX bytes of [A-Za-z0-9_-]. */
-int cli_check_id(const char *s, char *id, char *err, size_t errsz);
-/* "ID:/path": 0 with id and *path (into arg); 1 when arg is a local path; -1 with err. */
-int cli_guest_operand(const char *arg, char *id, const char **path, char *err, size_t errsz);
-/* body[field] = v as an integer in 0..max, or a string; opt names it in err. */
+int cli_check_id(const char *s, char *id, struct err *e);
+/* "ID:/path": 0 with id and *path (into arg); 1 when arg is a local path; -1 with e. */
+int cli_guest_operand(const char *arg, char *id, const char **path, struct err *e);
+/* body[field] = v as an integer in 0..max, or a string; opt names it in e. */
 int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
-		  char *err, size_t errsz);
-int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, char *err, size_t errsz);
+		  struct err *e);
+int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, struct err *e);
 /* body[field], an object or array created on first use. */
 json_t *cli_body_sub(json_t *body, const char *field, bool array);
 /* body["argv"] = argv[rest..argc) (each valid UTF-8). */
-int cli_body_argv(json_t *body, int argc, char **argv, int rest, char *err, size_t errsz);
+int cli_body_argv(json_t *body, int argc, char **argv, int rest, struct err *e);
 /* Append "?name=value" or "&name=value" (value percent-encoded) to q. */
 int cli_query_add(char *q, size_t qsz, const char *name, const char *value);
 
-/* The options of every command that starts a process (exec, spawn, shell, run). */
-enum { CLI_PO_USER = 100, CLI_PO_CWD, CLI_PO_ENV, CLI_PO_TIMEOUT_MS, CLI_PO_SHELL, CLI_PO_CONFINE, CLI_PO_END };
-#define CLI_PROC_OPTDEFS                                                                          \
-	{ "user", 'u', true, CLI_PO_USER }, { "cwd", 'w', true, CLI_PO_CWD },                     \
-		{ "env", 'e', true, CLI_PO_ENV }, { "timeout-ms", 0, true, CLI_PO_TIMEOUT_MS },   \
-		{ "confine", 0, false, CLI_PO_CONFINE }
+/*
+ * The options of every command that starts a process (exec, spawn, shell,
+ * run): getopt vals, a letter for those with a short form. The ids of
+ * every other option of those commands start at CLI_PO_END.
+ */
+enum {
+	CLI_PO_USER = 'u',
+	CLI_PO_CWD = 'w',
+	CLI_PO_ENV = 'e',
+	CLI_PO_TIMEOUT_MS = CLI_OPT_LONG,
+	CLI_PO_SHELL,
+	CLI_PO_CONFINE,
+	CLI_PO_END
+};
+#define CLI_PROC_OPTIONS                                                                             \
+	{ "user", required_argument, NULL, CLI_PO_USER }, { "cwd", required_argument, NULL, CLI_PO_CWD }, \
+		{ "env", required_argument, NULL, CLI_PO_ENV },                                          \
+		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS },                            \
+		{ "confine", no_argument, NULL, CLI_PO_CONFINE }
 /* One of them into body; 1 when opt is not one of them. */
-int cli_proc_opt(json_t *body, int opt, const char *value, char *err, size_t errsz);
+int cli_proc_opt(json_t *body, int opt, const char *value, struct err *e);
 
 /* The words of a command that runs a program (exec, run, spawn, shell). */
 struct cli_prog_words {
-	json_t *body; /* the process options (CLI_PROC_OPTDEFS) go here */
-	/* The operand before the program (a sandbox id; run's IMAGE): 0, or -1 with err. */
-	int (*operand)(void *arg, const char *v, char *err, size_t errsz);
+	json_t *body; /* the process options (CLI_PROC_OPTIONS) go here */
+	/* The operand before the program (a sandbox id; run's IMAGE): 0, or -1 with e. */
+	int (*operand)(void *arg, const char *v, struct err *e);
 	void *operand_arg;
-	/* The command's other options (may be NULL): 0, -1 with err, or 1: not one of them. */
-	int (*opt)(void *arg, int opt, const char *v, char *err, size_t errsz);
+	/* The command's other options (may be NULL): 0, -1 with e, or 1: not
+	 * one of them. Asked before cli_proc_opt, so run's -e is create's
+	 * (the sandbox's env), not the process's. */
+	int (*opt)(void *arg, int opt, const char *v, struct err *e);
 	void *opt_arg;
 	const char *missing; /* err when the operand is missing */
 	const char *usage;   /* for "missing the program to run (usage)"; NULL: the program is optional */
@@ -250,11 +296,11 @@ struct cli_prog_words {
 /*
  * Options, the operand, then the program from the first word after the
  * operand (or after "--"), so `kiln exec ID ls -l` passes -l to ls. *rest
- * is where the program starts (s->argc: none). 0, or -1 with err.
+ * is where the program starts (o->argc: none). 0, or -1 with e.
  */
-int cli_scan_program(struct cli_scan *s, const struct cli_prog_words *w, int *rest, char *err, size_t errsz);
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, struct err *e);
 /* A cli_prog_words operand: a sandbox id (cli_check_id) into id, CLI_ID_MAX + 1 bytes. */
-int cli_id_operand(void *id, const char *v, char *err, size_t errsz);
+int cli_id_operand(void *id, const char *v, struct err *e);
 
 /* kiln firewall show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE
  * (cli_body_firewall.c). RULE is CIDR|HOST[:PORTS][/PROTO]: 10.0.0.0/8,
@@ -270,18 +316,17 @@ struct cli_firewall_req {
 	json_t *rule;     /* allow/deny: the rule object (caller decrefs) */
 };
 
-int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, char *err,
-		       size_t errsz);
+int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, struct err *e);
 /*
  * A rule set file (kiln create --firewall FILE, kiln firewall set FILE;
  * "-": stdin) into *out, at most 1 MiB. 0; -errno with "FILE: <strerror>"
  * when it cannot be read (no line number: there is no JSON yet); -EINVAL
  * with "FILE: not JSON: <why> (line N)" when its content is wrong.
  */
-int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz);
-/* One RULE as a rule object, or NULL with err. */
-json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz);
-/* Append rule to rules' "allow" (CLI_FW_ALLOW) or "deny" list. 0, or -1 with err. */
-int cli_firewall_add(json_t *rules, enum cli_fw_op op, const json_t *rule, char *err, size_t errsz);
+int cli_firewall_load(const char *file, json_t **out, struct err *e);
+/* One RULE as a rule object, or NULL with e. */
+json_t *cli_firewall_rule(const char *spec, struct err *e);
+/* Append rule to rules' "allow" (CLI_FW_ALLOW) or "deny" list. 0, or -1 with e. */
+int cli_firewall_add(json_t *rules, enum cli_fw_op op, const json_t *rule, struct err *e);
 
 #endif

@@ -12,12 +12,13 @@
 
 #include "api/kiln/cli_body.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/num_parse.h"
 
 /* kilnd takes 256 KiB of rules; leave room for whitespace. */
 #define FW_FILE_MAX (1u << 20)
 
-int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz)
+int cli_firewall_load(const char *file, json_t **out, struct err *e)
 {
 	int fd = strcmp(file, "-") == 0 ? 0 : open(file, O_RDONLY | O_CLOEXEC);
 	char *buf = NULL;
@@ -28,7 +29,7 @@ int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz)
 	*out = NULL;
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errsz, "%s: %s", CLI_ECHO(file), strerror(-rc));
+		err_set(e, EINVAL, "%s: %s", CLI_ECHO(file), strerror(-rc));
 		return rc;
 	}
 	buf = malloc(FW_FILE_MAX + 1);
@@ -37,15 +38,15 @@ int cli_firewall_load(const char *file, json_t **out, char *err, size_t errsz)
 	if (fd > 0)
 		close(fd);
 	if (have < 0) {
-		snprintf(err, errsz, "%s: %s", CLI_ECHO(file), strerror((int)-have));
+		err_set(e, EINVAL, "%s: %s", CLI_ECHO(file), strerror((int)-have));
 		rc = (int)have;
 	} else if (have > FW_FILE_MAX) {
-		snprintf(err, errsz, "%s: more than %u bytes", CLI_ECHO(file), FW_FILE_MAX);
+		err_set(e, EINVAL, "%s: more than %u bytes", CLI_ECHO(file), FW_FILE_MAX);
 		rc = -EINVAL;
 	} else {
-		*out = json_loadb(buf, (size_t)have, JSON_REJECT_DUPLICATES, &je);
+		*out = json_strict_loadb(buf, (size_t)have, &je);
 		if (!*out)
-			snprintf(err, errsz, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text, je.line);
+			err_set(e, EINVAL, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text, je.line);
 		rc = *out ? 0 : -EINVAL;
 	}
 	free(buf);
@@ -80,14 +81,14 @@ static bool is_cidr(const char *s)
 	return inet_pton(AF_INET, a, buf) == 1 || inet_pton(AF_INET6, a, buf) == 1;
 }
 
-json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
+json_t *cli_firewall_rule(const char *spec, struct err *e)
 {
 	char t[320], *p, *ports = NULL, *target = t;
 	const char *proto = NULL;
 	json_t *r;
 
 	if (strlen(spec) >= sizeof(t) || !spec[0]) {
-		snprintf(err, errsz, "rule '%.64s': expected CIDR|HOST[:PORTS][/PROTO]", spec);
+		err_set(e, EINVAL, "rule '%.64s': expected CIDR|HOST[:PORTS][/PROTO]", spec);
 		return NULL;
 	}
 	snprintf(t, sizeof(t), "%s", spec);
@@ -106,7 +107,7 @@ json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
 	if (t[0] == '[') {
 		p = strchr(t, ']');
 		if (!p || (p[1] && p[1] != ':')) {
-			snprintf(err, errsz, "rule '%.64s': '[' without ']' or ']:PORTS'", spec);
+			err_set(e, EINVAL, "rule '%.64s': '[' without ']' or ']:PORTS'", spec);
 			return NULL;
 		}
 		*p = '\0';
@@ -118,12 +119,12 @@ json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
 		ports = p + 1;
 	}
 	if (!target[0]) {
-		snprintf(err, errsz, "rule '%.64s': no address or host", spec);
+		err_set(e, EINVAL, "rule '%.64s': no address or host", spec);
 		return NULL;
 	}
 	r = json_object();
 	if (!r) {
-		snprintf(err, errsz, "out of memory");
+		err_set(e, EINVAL, "out of memory");
 		return NULL;
 	}
 	json_object_set_new(r, is_cidr(target) ? "cidr" : "host", json_string(target));
@@ -133,7 +134,7 @@ json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
 		long hi = dash ? port_of(dash + 1, strlen(dash + 1)) : lo;
 
 		if (lo < 0 || hi < 0 || hi < lo) {
-			snprintf(err, errsz, "rule '%.64s': ports '%.32s' is not a port or a range LO-HI of 1..65535", spec,
+			err_set(e, EINVAL, "rule '%.64s': ports '%.32s' is not a port or a range LO-HI of 1..65535", spec,
 				 ports);
 			json_decref(r);
 			return NULL;
@@ -143,19 +144,17 @@ json_t *cli_firewall_rule(const char *spec, char *err, size_t errsz)
 	if (proto)
 		json_object_set_new(r, "proto", json_string(proto));
 	if (!json_object_get(r, is_cidr(target) ? "cidr" : "host")) {
-		snprintf(err, errsz, "rule '%.64s': not valid UTF-8", spec);
+		err_set(e, EINVAL, "rule '%.64s': not valid UTF-8", spec);
 		json_decref(r);
 		return NULL;
 	}
 	return r;
 }
 
-int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, char *err,
-		       size_t errsz)
+int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, struct err *e)
 {
-	static const struct cli_optdef defs[] = { { 0 } };
 	char *pos[3];
-	struct cli_scan sc;
+	struct cli_getopt sc;
 	int npos = 0, opt;
 	static const struct {
 		const char *word;
@@ -165,14 +164,12 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		    { "allow", CLI_FW_ALLOW, 2 }, { "deny", CLI_FW_DENY, 2 } };
 
 	memset(r, 0, sizeof(*r));
-	cli_scan_init(&sc, argc, argv, defs, g);
-	while ((opt = cli_scan_next(&sc)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
-			snprintf(err, errsz, "%s", sc.err);
+	cli_getopt_init(&sc, argc, argv, cli_global_options, g, e);
+	while ((opt = cli_getopt_next(&sc)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR)
 			return -1;
-		}
-		if (opt != CLI_SCAN_POSITIONAL || npos == 3) {
-			snprintf(err, errsz, "too many arguments");
+		if (opt != CLI_GETOPT_WORD || npos == 3) {
+			err_set(e, EINVAL, "too many arguments");
 			return -1;
 		}
 		pos[npos++] = (char *)sc.value;
@@ -180,14 +177,14 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 	argc = npos;
 	argv = pos;
 	if (argc < 1) {
-		snprintf(err, errsz, "expected show ID, log ID, set ID FILE|-, allow ID RULE or deny ID RULE");
+		err_set(e, EINVAL, "expected show ID, log ID, set ID FILE|-, allow ID RULE or deny ID RULE");
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		if (strcmp(argv[0], ops[i].word))
 			continue;
 		if (argc - 1 != ops[i].nargs) {
-			snprintf(err, errsz, "firewall %s takes %s", ops[i].word,
+			err_set(e, EINVAL, "firewall %s takes %s", ops[i].word,
 				 ops[i].nargs == 1       ? "ID"
 				 : ops[i].op == CLI_FW_SET ? "ID FILE|-"
 							   : "ID CIDR|HOST[:PORTS][/PROTO]");
@@ -196,41 +193,41 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		r->op = ops[i].op;
 		r->id = argv[1];
 		if (!r->id[0] || strchr(r->id, '/') || strchr(r->id, '?')) {
-			snprintf(err, errsz, "'%.64s' is not a sandbox id", r->id);
+			err_set(e, EINVAL, "'%.64s' is not a sandbox id", r->id);
 			return -1;
 		}
 		if (r->op == CLI_FW_SET) {
 			r->file = argv[2];
 		} else if (r->op != CLI_FW_SHOW && r->op != CLI_FW_LOG) {
-			r->rule = cli_firewall_rule(argv[2], err, errsz);
+			r->rule = cli_firewall_rule(argv[2], e);
 			if (!r->rule)
 				return -1;
 		}
 		return 0;
 	}
-	snprintf(err, errsz, "unknown firewall command '%.32s' (show, log, set, allow, deny)", argv[0]);
+	err_set(e, EINVAL, "unknown firewall command '%.32s' (show, log, set, allow, deny)", argv[0]);
 	return -1;
 }
 
-int cli_firewall_add(json_t *rules, enum cli_fw_op op, const json_t *rule, char *err, size_t errsz)
+int cli_firewall_add(json_t *rules, enum cli_fw_op op, const json_t *rule, struct err *e)
 {
 	const char *list = op == CLI_FW_DENY ? "deny" : "allow";
 	json_t *a;
 
 	if (!json_is_object(rules)) {
-		snprintf(err, errsz, "kilnd's rules are not an object");
+		err_set(e, EINVAL, "kilnd's rules are not an object");
 		return -1;
 	}
 	a = json_object_get(rules, list);
 	if (!a) {
 		a = json_array();
 		if (!a || json_object_set_new(rules, list, a)) {
-			snprintf(err, errsz, "out of memory");
+			err_set(e, EINVAL, "out of memory");
 			return -1;
 		}
 	}
 	if (!json_is_array(a) || json_array_append(a, (json_t *)rule)) {
-		snprintf(err, errsz, "kilnd's '%s' is not a list", list);
+		err_set(e, EINVAL, "kilnd's '%s' is not a list", list);
 		return -1;
 	}
 	return 0;

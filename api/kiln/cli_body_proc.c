@@ -1,17 +1,18 @@
 /* Command lines of the process commands into kilnd requests (cli_body.h). */
 #include "api/kiln/cli_body.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { S_PTY = CLI_PO_END, S_ROWS, S_COLS, S_RING, S_STDIN };
+enum { S_ROWS = CLI_PO_END, S_COLS, S_RING, S_PTY = 't', S_STDIN = 'i' };
 
 #define SPAWN_USAGE "kiln spawn ID [options] -- PROGRAM [ARG...]"
 #define SHELL_USAGE "kiln shell ID [options] [-- PROGRAM [ARG...]]"
 
 /* spawn's own options; 1: not one of them. */
-static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+static int spawn_opt(void *arg, int opt, const char *v, struct err *e)
 {
 	struct cli_spawn_req *req = arg;
 
@@ -20,11 +21,11 @@ static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 		json_object_set_new(req->body, "pty", json_true());
 		return 0;
 	case S_ROWS:
-		return cli_body_uint(req->body, "rows", "--rows", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "rows", "--rows", v, CLI_INT_MAX, e);
 	case S_COLS:
-		return cli_body_uint(req->body, "cols", "--cols", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "cols", "--cols", v, CLI_INT_MAX, e);
 	case S_RING:
-		return cli_body_uint(req->body, "ring_bytes", "--ring-bytes", v, CLI_INT_MAX, err, errsz);
+		return cli_body_uint(req->body, "ring_bytes", "--ring-bytes", v, CLI_INT_MAX, e);
 	case S_STDIN:
 		req->send_stdin = true;
 		return 0;
@@ -32,20 +33,19 @@ static int spawn_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 	return 1;
 }
 
-int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, char *err,
-		    size_t errsz)
+int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, struct err *e)
 {
-	static const struct cli_optdef defs[] = {
-		CLI_PROC_OPTDEFS,
-		{ "shell", 0, false, CLI_PO_SHELL },
-		{ "pty", 't', false, S_PTY },
-		{ "rows", 0, true, S_ROWS },
-		{ "cols", 0, true, S_COLS },
-		{ "ring-bytes", 0, true, S_RING },
-		{ "stdin", 'i', false, S_STDIN },
-		{ 0 },
+	static const struct option opts[] = {
+		CLI_PROC_OPTIONS,
+		{ "shell", no_argument, NULL, CLI_PO_SHELL },
+		{ "pty", no_argument, NULL, S_PTY },
+		{ "rows", required_argument, NULL, S_ROWS },
+		{ "cols", required_argument, NULL, S_COLS },
+		{ "ring-bytes", required_argument, NULL, S_RING },
+		{ "stdin", no_argument, NULL, S_STDIN },
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rest;
 
@@ -58,8 +58,8 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 		.missing = "missing sandbox id (" SPAWN_USAGE ")",
 		.usage = SPAWN_USAGE,
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	if (cli_scan_program(&s, &w, &rest, err, errsz) || cli_body_argv(req->body, argc, argv, rest, err, errsz)) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	if (cli_read_program(&s, &w, &rest, e) || cli_body_argv(req->body, argc, argv, rest, e)) {
 		json_decref(req->body);
 		req->body = NULL;
 		return -1;
@@ -67,11 +67,10 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 	return 0;
 }
 
-int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, char *err,
-		    size_t errsz)
+int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, struct err *e)
 {
-	static const struct cli_optdef defs[] = { CLI_PROC_OPTDEFS, { 0 } };
-	struct cli_scan s;
+	static const struct option opts[] = { CLI_PROC_OPTIONS, CLI_GLOBAL_OPTIONS };
+	struct cli_getopt s;
 	struct cli_prog_words w;
 	int rc, rest;
 
@@ -82,12 +81,12 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 		.operand = cli_id_operand, .operand_arg = req->id,
 		.missing = "missing sandbox id (" SHELL_USAGE ")",
 	};
-	cli_scan_init(&s, argc, argv, defs, g);
-	rc = cli_scan_program(&s, &w, &rest, err, errsz);
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	rc = cli_read_program(&s, &w, &rest, e);
 	if (!rc && rest < argc) {
 		req->has_argv = true;
 		json_object_set_new(req->body, "pty", json_true());
-		rc = cli_body_argv(req->body, argc, argv, rest, err, errsz);
+		rc = cli_body_argv(req->body, argc, argv, rest, e);
 	}
 	if (rc) {
 		json_decref(req->body);
@@ -97,15 +96,15 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 	return 0;
 }
 
-enum { P_FOLLOW = 1, P_FROM, P_SIGNAL, P_GROUP, P_TIMEOUT_MS, P_CLOSE };
+enum { P_FROM = CLI_OPT_LONG, P_GROUP, P_TIMEOUT_MS, P_CLOSE, P_FOLLOW = 'f', P_SIGNAL = 's' };
 
 /* --from: a seq (decimal) or "now", as kilnd's output and tty take it. */
-static int from_query(struct cli_proc_req *req, const char *v, const char *extra, char *err, size_t errsz)
+static int from_query(struct cli_proc_req *req, const char *v, const char *extra, struct err *e)
 {
 	uint64_t seq;
 
 	if (strcmp(v, "now") && num_parse_u64(v, 10, 0, UINT64_MAX, &seq)) {
-		snprintf(err, errsz, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
+		err_set(e, EINVAL, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
 		return -1;
 	}
 	snprintf(req->query, sizeof(req->query), "?%sfrom=%s", extra, v);
@@ -113,7 +112,7 @@ static int from_query(struct cli_proc_req *req, const char *v, const char *extra
 }
 
 /* kill --signal: a number is sent as one, anything else as a name. */
-static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
+static int signal_field(json_t *b, const char *v, struct err *e)
 {
 	uint64_t n;
 
@@ -123,7 +122,7 @@ static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 	}
 	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-") != strlen(v) ||
 	    strlen(v) > 16) {
-		snprintf(err, errsz, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
+		err_set(e, EINVAL, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(b, "signal", json_string(v));
@@ -131,61 +130,62 @@ static int signal_field(json_t *b, const char *v, char *err, size_t errsz)
 }
 
 int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g, struct cli_proc_req *req,
-		   char *err, size_t errsz)
+		   struct err *e)
 {
-	static const struct cli_optdef logs_defs[] = {
-		{ "follow", 'f', false, P_FOLLOW }, { "from", 0, true, P_FROM }, { 0 } };
-	static const struct cli_optdef attach_defs[] = { { "from", 0, true, P_FROM }, { 0 } };
-	static const struct cli_optdef kill_defs[] = {
-		{ "signal", 's', true, P_SIGNAL }, { "group", 0, false, P_GROUP }, { 0 } };
-	static const struct cli_optdef wait_defs[] = { { "timeout-ms", 0, true, P_TIMEOUT_MS }, { 0 } };
-	static const struct cli_optdef stdin_defs[] = { { "close", 0, false, P_CLOSE }, { 0 } };
-	const struct cli_optdef *defs;
+	static const struct option logs_opts[] = { { "follow", no_argument, NULL, P_FOLLOW },
+						   { "from", required_argument, NULL, P_FROM }, CLI_GLOBAL_OPTIONS };
+	static const struct option attach_opts[] = { { "from", required_argument, NULL, P_FROM }, CLI_GLOBAL_OPTIONS };
+	static const struct option kill_opts[] = { { "signal", required_argument, NULL, P_SIGNAL },
+						   { "group", no_argument, NULL, P_GROUP }, CLI_GLOBAL_OPTIONS };
+	static const struct option wait_opts[] = { { "timeout-ms", required_argument, NULL, P_TIMEOUT_MS },
+						   CLI_GLOBAL_OPTIONS };
+	static const struct option stdin_opts[] = { { "close", no_argument, NULL, P_CLOSE }, CLI_GLOBAL_OPTIONS };
+	const struct option *opts;
 	bool logs = !strcmp(cmd, "logs"), is_stdin = !strcmp(cmd, "stdin");
 	const char *ops[3];
 	int nops = 0, maxops = is_stdin ? 3 : 2, opt, rc = 0;
 	uint64_t n;
-	struct cli_scan s;
+	struct cli_getopt s;
 
 	memset(req, 0, sizeof(*req));
 	/* A wait without --timeout-ms lasts as long as the process. */
 	req->wait_s = !strcmp(cmd, "wait") ? -1 : 0;
 	if (logs)
-		defs = logs_defs;
+		opts = logs_opts;
 	else if (!strcmp(cmd, "attach"))
-		defs = attach_defs;
+		opts = attach_opts;
 	else if (!strcmp(cmd, "kill"))
-		defs = kill_defs;
+		opts = kill_opts;
 	else if (!strcmp(cmd, "wait"))
-		defs = wait_defs;
+		opts = wait_opts;
 	else if (is_stdin)
-		defs = stdin_defs;
+		opts = stdin_opts;
 	else {
-		snprintf(err, errsz, "internal: no process command '%s'", cmd);
+		err_set(e, EINVAL, "internal: no process command '%s'", cmd);
 		return -1;
 	}
 	if (logs)
 		snprintf(req->query, sizeof(req->query), "?encoding=base64");
 	if (!strcmp(cmd, "kill"))
 		req->body = json_pack("{s:s}", "signal", "TERM");
-	cli_scan_init(&s, argc, argv, defs, g);
-	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		switch (opt) {
 		case P_FOLLOW:
 			req->follow = true;
 			break;
 		case P_FROM:
-			rc = from_query(req, s.value, logs ? "encoding=base64&" : "", err, errsz);
+			rc = from_query(req, s.value, logs ? "encoding=base64&" : "", e);
 			break;
 		case P_SIGNAL:
-			rc = signal_field(req->body, s.value, err, errsz);
+			rc = signal_field(req->body, s.value, e);
 			break;
 		case P_GROUP:
 			json_object_set_new(req->body, "group", json_true());
 			break;
 		case P_TIMEOUT_MS:
 			if (num_parse_u64(s.value, 10, 0, CLI_INT_MAX, &n)) {
-				snprintf(err, errsz, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", (unsigned long long)n);
@@ -195,23 +195,22 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		case P_CLOSE:
 			req->close = true;
 			break;
-		case CLI_SCAN_ERROR:
-			snprintf(err, errsz, "%s", s.err);
+		case CLI_GETOPT_ERROR:
 			rc = -1;
 			break;
-		case CLI_SCAN_REST:
-			for (; !rc && s.i < s.argc; s.i++) {
+		case CLI_GETOPT_REST:
+			for (int i = s.next; !rc && i < s.argc; i++) {
 				if (nops == maxops) {
-					snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.argv[s.i]));
+					err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.argv[i]));
 					rc = -1;
 				} else {
-					ops[nops++] = s.argv[s.i];
+					ops[nops++] = s.argv[i];
 				}
 			}
 			break;
-		case CLI_SCAN_POSITIONAL:
+		case CLI_GETOPT_WORD:
 			if (nops == maxops) {
-				snprintf(err, errsz, "unexpected argument '%s'", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.value));
 				rc = -1;
 			} else {
 				ops[nops++] = s.value;
@@ -220,13 +219,13 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		}
 	}
 	if (!rc && nops < 2) {
-		snprintf(err, errsz, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
+		err_set(e, EINVAL, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
 		rc = -1;
 	}
 	if (!rc)
-		rc = cli_check_id(ops[0], req->id, err, errsz);
+		rc = cli_check_id(ops[0], req->id, e);
 	if (!rc && num_parse_u64(ops[1], 10, 1, 0xffffffffULL, &n)) {
-		snprintf(err, errsz, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
+		err_set(e, EINVAL, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
 		rc = -1;
 	}
 	if (rc) {

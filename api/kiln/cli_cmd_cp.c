@@ -30,6 +30,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
+#include "lib/base/json_strict.h"
 
 #define CP_URL_MAX (CLI_QUERY_MAX + 256)
 
@@ -99,7 +100,7 @@ static void print_answer(struct cp_ctx *x, const struct cli_resp *resp)
 
 	if (!x->c->g.json || !resp->len)
 		return;
-	v = json_loadb(resp->body, resp->len, 0, NULL);
+	v = json_strict_loadb(resp->body, resp->len, NULL);
 	if (v)
 		cli_print_json(v, false);
 	json_decref(v);
@@ -307,7 +308,7 @@ struct tar_pump {
 	struct cli_tar_stats st;
 	const char *what;
 	int rc;
-	char err[CLI_TAR_ERR_MAX];
+	struct err err;
 };
 
 static int pump_send(void *arg, const void *p, size_t n)
@@ -336,7 +337,7 @@ static void *pump_run(void *arg)
 {
 	struct tar_pump *t = arg;
 
-	t->rc = cli_tar_write_dir(t->dirfd, pump_tar, t, pump_warn, t, &t->st, t->err, sizeof(t->err));
+	t->rc = cli_tar_write_dir(t->dirfd, pump_tar, t, pump_warn, t, &t->st, &t->err);
 	if (!t->rc)
 		t->rc = gz_enc_finish(&t->gz, pump_send, t);
 	/* EOF for curl's reader: the body ends here. */
@@ -388,10 +389,15 @@ static int upload_target(struct cp_ctx *x, const char *local, char *target, size
 			return CLI_EXIT_USAGE;
 		}
 		if (cli_call_quiet(x->c, &req, &resp, &f) == 0) {
-			st = json_loadb(resp.body, resp.len, 0, NULL);
+			json_error_t je;
+
+			st = json_strict_loadb(resp.body, resp.len, &je);
 			free(resp.body);
 			into = !strcmp(json_string_value(json_object_get(st, "kind")) ?: "", "dir");
-			if (!into)
+			if (!st) {
+				cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
+				rc = cli_report(x->c, x->what, &f);
+			} else if (!into)
 				rc = fail_usage(x, "'%.200s' exists in the sandbox and is not a directory", g);
 		} else if (strcmp(f.code, "not_found")) {
 			rc = cli_report(x->c, x->what, &f);
@@ -452,7 +458,7 @@ static int upload_dir(struct cp_ctx *x, int dirfd)
 		if (t->rc && t->rc != -EPIPE && t->rc != -ECONNRESET) {
 			if (!rc)
 				free(resp.body);
-			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "%s", t->err[0] ? t->err : strerror(-t->rc));
+			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "%s", t->err.msg[0] ? t->err.msg : strerror(-t->rc));
 			rc = cli_report(x->c, x->what, &f);
 		} else if (rc) {
 			rc = cli_report(x->c, x->what, &f);
@@ -545,11 +551,12 @@ static int upload(struct cp_ctx *x)
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_cp_req cp;
-	char err[CLI_ERR_MAX], what[192], enc[64];
+	char what[192], enc[64];
+	struct err e;
 	struct cp_ctx x = { .c = c, .cp = &cp, .what = what };
 
-	if (cli_cp_parse(argc, argv, &c->g, &cp, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_cp_parse(argc, argv, &c->g, &cp, &e))
+		return cli_usage_error(c, e.msg);
 	if (cp.user) {
 		if (cli_url_encode(cp.user, enc, sizeof(enc)))
 			return cli_usage_error(c, "--user: too long");

@@ -144,11 +144,12 @@ int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, v
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_exec_req x;
-	char err[CLI_ERR_MAX], what[128];
+	char what[128];
+	struct err e;
 	int rc;
 
-	if (cli_exec_parse(argc, argv, &c->g, &x, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_exec_parse(argc, argv, &c->g, &x, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(what, sizeof(what), "exec %s", x.id);
 	rc = cli_exec_send(c, what, &x, NULL);
 	json_decref(x.body);

@@ -66,13 +66,14 @@ static int format_log(FILE *out, const json_t *v)
 
 int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[256];
+	char path[256];
+	struct err e;
 	struct cli_firewall_req r;
 	json_t *rules = NULL, *cur = NULL;
 	int rc;
 
-	if (cli_firewall_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_firewall_parse(argc, argv, &c->g, &r, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/firewall", r.id);
 	if (r.op == CLI_FW_SHOW)
 		return cli_call_show(c, "firewall show", "GET", path, NULL, format_get);
@@ -81,11 +82,11 @@ int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 		return cli_call_show(c, "firewall log", "GET", path, NULL, format_log);
 	}
 	if (r.op == CLI_FW_SET) {
-		rc = cli_firewall_load(r.file, &rules, err, sizeof(err));
+		rc = cli_firewall_load(r.file, &rules, &e);
 		if (rc) {
 			struct cli_fail f;
 
-			cli_fail_set(&f, rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_LOCAL, NULL, "%s", err);
+			cli_fail_set(&f, rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_LOCAL, NULL, "%s", e.msg);
 			return cli_report(c, "firewall set", &f);
 		}
 	} else {
@@ -93,8 +94,8 @@ int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 		if (rc)
 			goto out;
 		rules = json_incref(json_object_get(cur, "rules"));
-		if (cli_firewall_add(rules, r.op, r.rule, err, sizeof(err))) {
-			fprintf(stderr, "kiln: firewall: %s\n", err);
+		if (cli_firewall_add(rules, r.op, r.rule, &e)) {
+			fprintf(stderr, "kiln: firewall: %s\n", e.msg);
 			rc = 1;
 			goto out;
 		}

@@ -27,7 +27,8 @@ static int watch_sink(void *arg, const char *p, size_t n)
  */
 static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
+	char path[CLI_QUERY_MAX + 128], what[160];
+	struct err e;
 	/* A hibernated sandbox wakes before the watch begins. */
 	struct cli_req req = { .method = "GET", .path = path, .sink = watch_sink, .wait_s = CLI_WAIT_BOOT };
 	struct cli_fs_req *r = malloc(sizeof(*r));
@@ -38,9 +39,9 @@ static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 
 	if (!r)
 		return CLI_EXIT_API;
-	if (cli_fs_parse(argc, argv, &c->g, r, err, sizeof(err))) {
+	if (cli_fs_parse(argc, argv, &c->g, r, &e)) {
 		free(r);
-		return cli_usage_error(c, err);
+		return cli_usage_error(c, e.msg);
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/files/watch%s", r->id, r->query);
 	snprintf(what, sizeof(what), "fs watch %s:%.80s", r->id, r->path);
@@ -64,18 +65,22 @@ int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 {
 	static const char *const names[] = { "ls", "stat", "mkdir", "rm", "mv", "watch" };
 	struct cli_fs_req *r;
-	char err[CLI_ERR_MAX], path[CLI_QUERY_MAX + 128], what[160];
+	char path[CLI_QUERY_MAX + 128], what[160];
+	struct err e;
 	json_t *v = NULL;
 	int rc;
 
+	/* The subcommand's words: argv[0] is its name, as getopt wants. */
+	argc--;
+	argv++;
 	if (argc >= 1 && !strcmp(argv[0], "watch"))
 		return fs_watch(c, argc, argv);
 	r = malloc(sizeof(*r)); /* its query holds a whole encoded path */
 	if (!r)
 		return CLI_EXIT_API;
-	if (cli_fs_parse(argc, argv, &c->g, r, err, sizeof(err))) {
+	if (cli_fs_parse(argc, argv, &c->g, r, &e)) {
 		free(r);
-		return cli_usage_error(c, err);
+		return cli_usage_error(c, e.msg);
 	}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s%s", r->id, r->endpoint, r->body ? "" : r->query);
 	snprintf(what, sizeof(what), "fs %s %s:%.80s", names[r->op], r->id, r->path);
@@ -135,10 +140,10 @@ int cli_cmd_port(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct sub_resource ports = { "port", "ports", cli_format_port, cli_format_ports };
 	struct cli_port_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
-	if (cli_port_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_port_parse(argc, argv, &c->g, &r, &e))
+		return cli_usage_error(c, e.msg);
 	return sub_call(c, &ports, r.op == CLI_PORT_ADD ? 0 : r.op == CLI_PORT_LS ? 1 : 2, r.id, r.body, r.host_port);
 }
 
@@ -146,10 +151,10 @@ int cli_cmd_preview(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct sub_resource previews = { "preview", "previews", cli_format_preview, cli_format_previews };
 	struct cli_preview_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
-	if (cli_preview_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_preview_parse(argc, argv, &c->g, &r, &e))
+		return cli_usage_error(c, e.msg);
 	return sub_call(c, &previews, r.op == CLI_PREVIEW_ADD ? 0 : r.op == CLI_PREVIEW_LS ? 1 : 2, r.id, r.body,
 			r.port);
 }

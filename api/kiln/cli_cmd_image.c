@@ -13,8 +13,9 @@
 
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
+#include "lib/base/json_strict.h"
 
-enum { O_NAME = 1, O_DEVICES };
+enum { O_DEVICES = CLI_OPT_LONG, O_NAME = 'n' };
 
 static ssize_t read_fd(void *arg, char *p, size_t n)
 {
@@ -40,28 +41,30 @@ static int show_image(FILE *out, const json_t *im)
 
 static int image_import(struct cli_ctx *c, int argc, char **argv)
 {
-	static const struct cli_optdef defs[] = { { "name", 'n', true, O_NAME }, { "devices", 0, false, O_DEVICES }, { 0 } };
+	static const struct option opts[] = { { "name", required_argument, NULL, O_NAME },
+					      { "devices", no_argument, NULL, O_DEVICES }, CLI_GLOBAL_OPTIONS };
 	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
 			       /* kilnd builds the image before it answers: minutes for a big one */
 			       .wait_s = 3600 };
 	const char *name = NULL, *file = NULL;
-	char path[256], msg[CLI_ERR_MAX];
+	char path[256], msg[ERR_MSG_MAX];
 	bool devices = false;
 	struct cli_resp resp;
-	struct cli_scan s;
+	struct cli_getopt s;
+	struct err e;
 	struct stat st;
 	int opt, fd, rc;
 	json_t *j;
 
-	cli_scan_init(&s, argc, argv, defs, &c->g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR)
-			return cli_usage_error(c, s.err);
+	cli_getopt_init(&s, argc, argv, opts, &c->g, &e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR)
+			return cli_usage_error(c, e.msg);
 		if (opt == O_NAME)
 			name = s.value;
 		else if (opt == O_DEVICES)
 			devices = true;
-		else if (opt == CLI_SCAN_POSITIONAL && !file)
+		else if (opt == CLI_GETOPT_WORD && !file)
 			file = s.value;
 		else {
 			snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
@@ -88,7 +91,7 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 		close(fd);
 	if (rc)
 		return rc;
-	j = json_loadb(resp.body, resp.len, 0, NULL);
+	j = json_strict_loadb(resp.body, resp.len, NULL);
 	if (c->g.json || !j || show_image(stdout, j))
 		fwrite(resp.body, 1, resp.len, stdout), fputc('\n', stdout);
 	json_decref(j);
@@ -98,18 +101,10 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 
 static int one_name(struct cli_ctx *c, int argc, char **argv, const char **name)
 {
-	struct cli_scan s;
-	int opt;
+	int rc = cli_one_word(c, argc, argv, "one image name only", name);
 
-	*name = NULL;
-	cli_scan_init(&s, argc, argv, NULL, &c->g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR)
-			return cli_usage_error(c, s.err);
-		if (*name || opt != CLI_SCAN_POSITIONAL)
-			return cli_usage_error(c, "one image name only");
-		*name = s.value;
-	}
+	if (rc)
+		return rc;
 	if (!*name || !**name || strchr(*name, '/') || strchr(*name, '?') || strlen(*name) > 64)
 		return cli_usage_error(c, "give one image name");
 	return 0;
@@ -121,16 +116,19 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 	const char *name;
 	int rc;
 
-	if (argc < 1)
+	if (argc < 2)
 		return cli_usage_error(c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+	/* The subcommand's words: argv[0] is its name, as getopt wants. */
+	argc--;
+	argv++;
 	if (strcmp(argv[0], "import") == 0)
-		return image_import(c, argc - 1, argv + 1);
+		return image_import(c, argc, argv);
 	if (strcmp(argv[0], "ls") == 0)
-		return cli_cmd_images(c, argc - 1, argv + 1);
+		return cli_cmd_images(c, argc, argv);
 	if (strcmp(argv[0], "inspect") == 0 || strcmp(argv[0], "rm") == 0) {
 		bool rm = argv[0][0] == 'r';
 
-		if ((rc = one_name(c, argc - 1, argv + 1, &name)))
+		if ((rc = one_name(c, argc, argv, &name)))
 			return rc;
 		json_t *v = NULL;
 

@@ -21,19 +21,20 @@
 
 static int proc_usage(struct cli_ctx *c, const char *cmd, int argc, char **argv, struct cli_proc_req *p)
 {
-	char err[CLI_ERR_MAX];
+	struct err e;
 
-	if (cli_proc_parse(cmd, argc, argv, &c->g, p, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_proc_parse(cmd, argc, argv, &c->g, p, &e))
+		return cli_usage_error(c, e.msg);
 	return 0;
 }
 
 int cli_cmd_ps(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], id[CLI_ID_MAX + 1], path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 8];
+	char id[CLI_ID_MAX + 1], path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 8];
+	struct err e;
 
-	if (cli_one_id(argc, argv, &c->g, id, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_one_id(argc, argv, &c->g, id, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", id);
 	snprintf(what, sizeof(what), "ps %s", id);
 	return cli_call_show(c, what, "GET", path, NULL, cli_format_procs);
@@ -42,13 +43,14 @@ int cli_cmd_ps(struct cli_ctx *c, int argc, char **argv)
 int cli_cmd_spawn(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_spawn_req r;
-	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 8];
+	char path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 8];
+	struct err e;
 	json_t *v = NULL;
 	struct cli_fail f;
 	int rc;
 
-	if (cli_spawn_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_spawn_parse(argc, argv, &c->g, &r, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes", r.id);
 	snprintf(what, sizeof(what), "spawn %s", r.id);
 	rc = r.send_stdin ? cli_body_stdin(c, r.body) : 0;

@@ -30,14 +30,15 @@ int cli_cmd_run(struct cli_ctx *c, int argc, char **argv)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 	struct sigaction sa = { .sa_handler = on_signal }, old[4];
-	char err[CLI_ERR_MAX], what[128];
+	char what[128];
+	struct err e;
 	struct cli_run_req r;
 	json_t *sb = NULL, *none = NULL;
 	const char *id;
 	int rc, drc;
 
-	if (cli_run_parse(argc, argv, &c->g, &r, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_run_parse(argc, argv, &c->g, &r, &e))
+		return cli_usage_error(c, e.msg);
 	rc = cli_absolute_shares(c, r.create);
 	if (rc)
 		goto out;

@@ -23,7 +23,7 @@
 #define RUN_CODE_USAGE \
 	"kiln run-code ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -)"
 
-enum { RC_LANG = CLI_PO_END + 20, RC_FILE, RC_CODE, RC_STREAM, RC_STDIN };
+enum { RC_STREAM = CLI_PO_END, RC_LANG = 'l', RC_FILE = 'f', RC_CODE = 'c', RC_STDIN = 'i' };
 
 struct run_code_req {
 	char id[CLI_ID_MAX + 1];
@@ -34,16 +34,16 @@ struct run_code_req {
 	bool send_stdin;    /* -i */
 };
 
-static int rc_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
+static int rc_opt(void *arg, int opt, const char *v, struct err *e)
 {
 	struct run_code_req *x = arg;
 
 	switch (opt) {
 	case RC_LANG:
-		return cli_body_str(x->body, "language", "--language", v, err, errsz);
+		return cli_body_str(x->body, "language", "--language", v, e);
 	case RC_CODE:
 		x->have_code = true;
-		return cli_body_str(x->body, "code", "-c", v, err, errsz);
+		return cli_body_str(x->body, "code", "-c", v, e);
 	case RC_FILE:
 		x->file = v;
 		return 0;
@@ -57,53 +57,51 @@ static int rc_opt(void *arg, int opt, const char *v, char *err, size_t errsz)
 	return 1;
 }
 
-static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_code_req *x, char *err,
-		    size_t errsz)
+static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_code_req *x, struct err *e)
 {
-	static const struct cli_optdef defs[] = {
-		CLI_PROC_OPTDEFS,
-		{ "language", 'l', true, RC_LANG },
-		{ "file", 'f', true, RC_FILE },
-		{ "code", 'c', true, RC_CODE },
-		{ "stream", 0, false, RC_STREAM },
-		{ "stdin", 'i', false, RC_STDIN },
-		{ 0 },
+	static const struct option opts[] = {
+		CLI_PROC_OPTIONS,
+		{ "language", required_argument, NULL, RC_LANG },
+		{ "file", required_argument, NULL, RC_FILE },
+		{ "code", required_argument, NULL, RC_CODE },
+		{ "stream", no_argument, NULL, RC_STREAM },
+		{ "stdin", no_argument, NULL, RC_STDIN },
+		CLI_GLOBAL_OPTIONS,
 	};
-	struct cli_scan s;
+	struct cli_getopt s;
 	bool have_id = false;
 	int opt, rc = 0;
 
 	memset(x, 0, sizeof(*x));
 	x->body = json_object();
-	cli_scan_init(&s, argc, argv, defs, g);
-	while (!rc && (opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
-			snprintf(err, errsz, "%s", s.err);
+	cli_getopt_init(&s, argc, argv, opts, g, e);
+	while (!rc && (opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			rc = -1;
-		} else if (opt == CLI_SCAN_POSITIONAL && !have_id) {
-			rc = cli_id_operand(x->id, s.value, err, errsz);
+		} else if (opt == CLI_GETOPT_WORD && !have_id) {
+			rc = cli_id_operand(x->id, s.value, e);
 			have_id = true;
-		} else if (opt == CLI_SCAN_POSITIONAL && !strcmp(s.value, "-") && !x->file) {
+		} else if (opt == CLI_GETOPT_WORD && !strcmp(s.value, "-") && !x->file) {
 			x->file = "-";
-		} else if (opt == CLI_SCAN_POSITIONAL || opt == CLI_SCAN_REST) {
-			snprintf(err, errsz, "unexpected argument '%s' (%s)", opt == CLI_SCAN_REST ? "--" : s.value,
+		} else if (opt == CLI_GETOPT_WORD || opt == CLI_GETOPT_REST) {
+			err_set(e, EINVAL, "unexpected argument '%s' (%s)", opt == CLI_GETOPT_REST ? "--" : s.value,
 				 RUN_CODE_USAGE);
 			rc = -1;
 		} else {
-			rc = cli_proc_opt(x->body, opt, s.value, err, errsz);
+			rc = cli_proc_opt(x->body, opt, s.value, e);
 			if (rc == 1)
-				rc = rc_opt(x, opt, s.value, err, errsz);
+				rc = rc_opt(x, opt, s.value, e);
 		}
 	}
 	if (!rc && !have_id)
-		rc = -1, snprintf(err, errsz, "missing sandbox id (%s)", RUN_CODE_USAGE);
+		rc = -1, err_set(e, EINVAL, "missing sandbox id (%s)", RUN_CODE_USAGE);
 	if (!rc && !json_object_get(x->body, "language"))
-		rc = -1, snprintf(err, errsz, "missing --language (%s)", RUN_CODE_USAGE);
+		rc = -1, err_set(e, EINVAL, "missing --language (%s)", RUN_CODE_USAGE);
 	if (!rc && x->have_code == !!x->file)
-		rc = -1, snprintf(err, errsz, "give the code once: -c CODE, --file FILE or - for stdin (%s)",
+		rc = -1, err_set(e, EINVAL, "give the code once: -c CODE, --file FILE or - for stdin (%s)",
 				  RUN_CODE_USAGE);
 	if (!rc && x->send_stdin && x->file && !strcmp(x->file, "-"))
-		rc = -1, snprintf(err, errsz, "-i sends stdin to the code, '-' reads the code from it: not both");
+		rc = -1, err_set(e, EINVAL, "-i sends stdin to the code, '-' reads the code from it: not both");
 	if (rc) {
 		json_decref(x->body);
 		x->body = NULL;
@@ -183,12 +181,13 @@ static void after_stream(const json_t *ev)
 int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 {
 	struct run_code_req x;
-	char err[CLI_ERR_MAX], what[128], path[160];
+	char what[128], path[160];
+	struct err e;
 	long long saved = c->wait_s;
 	int rc;
 
-	if (rc_parse(argc, argv, &c->g, &x, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (rc_parse(argc, argv, &c->g, &x, &e))
+		return cli_usage_error(c, e.msg);
 	rc = x.file ? read_code(c, &x) : 0;
 	if (!rc && x.send_stdin)
 		rc = cli_body_stdin(c, x.body);

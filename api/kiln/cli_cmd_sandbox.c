@@ -13,29 +13,10 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
 
-/* No words beyond the global options. */
-static int no_args(struct cli_ctx *c, int argc, char **argv)
-{
-	struct cli_scan s;
-	int opt;
-
-	cli_scan_init(&s, argc, argv, NULL, &c->g);
-	opt = cli_scan_next(&s);
-	if (opt == CLI_SCAN_ERROR)
-		return cli_usage_error(c, s.err);
-	if (opt != CLI_SCAN_DONE) {
-		char msg[CLI_ERR_MAX];
-
-		snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
-		return cli_usage_error(c, msg);
-	}
-	return 0;
-}
-
 static int get_and_show(struct cli_ctx *c, int argc, char **argv, const char *path,
 			int (*fmt)(FILE *, const json_t *))
 {
-	int rc = no_args(c, argc, argv);
+	int rc = cli_no_args(c, argc, argv);
 
 	return rc ? rc : cli_call_show(c, NULL, "GET", path, NULL, fmt);
 }
@@ -54,7 +35,7 @@ int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_req req = { .method = "GET", .path = "/metrics" };
 	struct cli_resp resp;
-	int rc = no_args(c, argc, argv);
+	int rc = cli_no_args(c, argc, argv);
 
 	if (!rc)
 		rc = cli_call(c, NULL, &req, &resp);
@@ -97,12 +78,12 @@ int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX];
+	struct err e;
 	json_t *body, *sb = NULL;
 	int rc;
 
-	if (cli_create_body(argc, argv, &c->g, &body, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_create_body(argc, argv, &c->g, &body, &e))
+		return cli_usage_error(c, e.msg);
 	rc = cli_absolute_shares(c, body);
 	c->wait_s = CLI_WAIT_BOOT; /* kilnd answers once the guest's agent does */
 	if (!rc)
@@ -116,10 +97,11 @@ int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[2048] = "/v1/sandboxes";
+	char path[2048] = "/v1/sandboxes";
+	struct err e;
 
-	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_list_query(argc, argv, &c->g, path + strlen(path), sizeof(path) - strlen(path), &e))
+		return cli_usage_error(c, e.msg);
 	return cli_call_show(c, NULL, "GET", path, NULL, cli_format_list);
 }
 
@@ -127,12 +109,13 @@ int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
 static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, const char *suffix,
 		  int (*fmt)(FILE *, const json_t *))
 {
-	char err[CLI_ERR_MAX], id[CLI_ID_MAX + 1], path[160], what[128];
+	char id[CLI_ID_MAX + 1], path[160], what[128];
+	struct err e;
 	json_t *v = NULL;
 	int rc;
 
-	if (cli_one_id(argc, argv, &c->g, id, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_one_id(argc, argv, &c->g, id, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s%s", id, suffix);
 	snprintf(what, sizeof(what), "%s %s", c->cmd->name, id);
 	rc = cli_call_json(c, what, method, path, NULL, &v);

@@ -40,6 +40,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/term_mode.h"
 
 #define IN_CHUNK 16384
@@ -393,7 +394,7 @@ static int tty_exit_status(struct tty_session *t, const char *id, unsigned long 
 				     proc, id, proc);
 		return cli_report(t->c, t->what, &f);
 	}
-	v = json_loadb(resp.body, resp.len, 0, NULL);
+	v = json_strict_loadb(resp.body, resp.len, NULL);
 	free(resp.body);
 	status = cli_exec_status(v);
 	if (v && t->c->g.json)
@@ -438,16 +439,17 @@ int cli_cmd_shell(struct cli_ctx *c, int argc, char **argv)
 {
 	struct tty_session *t = calloc(1, sizeof(*t));
 	struct cli_shell_req r;
-	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 16];
+	char path[CLI_ID_MAX + 40], what[CLI_ID_MAX + 16];
+	struct err e;
 	unsigned rows, cols;
 	json_t *v = NULL, *pid;
 	int rc;
 
 	if (!t)
 		return CLI_EXIT_API;
-	if (cli_shell_parse(argc, argv, &c->g, &r, err, sizeof(err))) {
+	if (cli_shell_parse(argc, argv, &c->g, &r, &e)) {
 		free(t);
-		return cli_usage_error(c, err);
+		return cli_usage_error(c, e.msg);
 	}
 	snprintf(what, sizeof(what), "shell %s", r.id);
 	t->c = c;
@@ -477,15 +479,16 @@ int cli_cmd_attach(struct cli_ctx *c, int argc, char **argv)
 {
 	struct tty_session *t = calloc(1, sizeof(*t));
 	struct cli_proc_req p;
-	char err[CLI_ERR_MAX], path[CLI_ID_MAX + 64], what[CLI_ID_MAX + 32];
+	char path[CLI_ID_MAX + 64], what[CLI_ID_MAX + 32];
+	struct err e;
 	json_t *v = NULL;
 	int rc;
 
 	if (!t)
 		return CLI_EXIT_API;
-	if (cli_proc_parse("attach", argc, argv, &c->g, &p, err, sizeof(err))) {
+	if (cli_proc_parse("attach", argc, argv, &c->g, &p, &e)) {
 		free(t);
-		return cli_usage_error(c, err);
+		return cli_usage_error(c, e.msg);
 	}
 	snprintf(what, sizeof(what), "attach %s %lu", p.id, p.proc);
 	t->c = c;

@@ -36,13 +36,14 @@ static int format_list(FILE *out, const json_t *v)
 
 int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[256], what[160];
+	char path[256], what[160];
+	struct err e;
 	struct cli_snap_req rq;
 	json_t *body = NULL, *v = NULL;
 	int rc;
 
-	if (cli_checkpoint_parse(argc, argv, &c->g, &rq, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_checkpoint_parse(argc, argv, &c->g, &rq, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(what, sizeof(what), "checkpoint %s%s%s", rq.id, rq.name[0] ? " " : "", rq.name);
 	if (rq.op == CLI_SNAP_LS) {
 		snprintf(path, sizeof(path), "/v1/sandboxes/%s/checkpoints", rq.id);
@@ -65,11 +66,12 @@ int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX], path[256], what[160];
+	char path[256], what[160];
+	struct err e;
 	struct cli_snap_req rq;
 
-	if (cli_restore_parse(argc, argv, &c->g, &rq, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_restore_parse(argc, argv, &c->g, &rq, &e))
+		return cli_usage_error(c, e.msg);
 	snprintf(what, sizeof(what), "restore %s %s", rq.id, rq.name);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/checkpoints/%s/restore", rq.id, rq.name);
 	c->wait_s = CLI_WAIT_SNAPSHOT;
@@ -78,12 +80,12 @@ int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv)
 
 int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv)
 {
-	char err[CLI_ERR_MAX];
+	struct err e;
 	json_t *body, *sb = NULL;
 	int rc;
 
-	if (cli_fork_body(argc, argv, &c->g, &body, err, sizeof(err)))
-		return cli_usage_error(c, err);
+	if (cli_fork_body(argc, argv, &c->g, &body, &e))
+		return cli_usage_error(c, e.msg);
 	c->wait_s = CLI_WAIT_SNAPSHOT;
 	rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
 	if (!rc)

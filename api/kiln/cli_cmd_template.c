@@ -16,6 +16,7 @@
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_strict.h"
 
 enum { T_NAME = 1, T_FILE };
 
@@ -65,7 +66,7 @@ struct log {
 
 static void log_line(struct log *l, const char *line, size_t n)
 {
-	json_t *o = json_loadb(line, n, 0, NULL);
+	json_t *o = json_strict_loadb(line, n, NULL);
 	const char *type = json_string_value(json_object_get(o, "type"));
 	const char *data = json_string_value(json_object_get(o, "data"));
 
@@ -135,32 +136,34 @@ static int log_sink(void *arg, const char *p, size_t n)
 
 static int template_build(struct cli_ctx *c, int argc, char **argv)
 {
-	static const struct cli_optdef defs[] = { { "name", 'n', true, T_NAME }, { "file", 'f', true, T_FILE }, { 0 } };
+	static const struct option opts[] = { { "name", required_argument, NULL, T_NAME },
+					      { "file", required_argument, NULL, T_FILE }, CLI_GLOBAL_OPTIONS };
 	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
 			       .wait_s = CLI_WAIT_UNBOUNDED };
 	const char *name = NULL, *file = NULL, *dir = NULL;
-	char path[4300], msg[CLI_ERR_MAX], tmp[] = "/tmp/kiln-context-XXXXXX";
+	char path[4300], msg[ERR_MSG_MAX], tmp[] = "/tmp/kiln-context-XXXXXX";
 	struct pack k = { .fd = -1 };
 	struct cli_tar_stats st = { 0 };
 	struct log *l = calloc(1, sizeof(*l));
 	struct cli_resp resp;
-	struct cli_scan s;
+	struct cli_getopt s;
+	struct err e;
 	struct stat fst;
 	int opt, dirfd, rc;
 
 	if (!l)
 		return cli_usage_error(c, "out of memory");
-	cli_scan_init(&s, argc, argv, defs, &c->g);
-	while ((opt = cli_scan_next(&s)) != CLI_SCAN_DONE) {
-		if (opt == CLI_SCAN_ERROR) {
+	cli_getopt_init(&s, argc, argv, opts, &c->g, &e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR) {
 			free(l);
-			return cli_usage_error(c, s.err);
+			return cli_usage_error(c, e.msg);
 		}
 		if (opt == T_NAME)
 			name = s.value;
 		else if (opt == T_FILE)
 			file = s.value;
-		else if (opt == CLI_SCAN_POSITIONAL && !dir)
+		else if (opt == CLI_GETOPT_WORD && !dir)
 			dir = s.value;
 		else {
 			snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
@@ -201,7 +204,7 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 		return cli_usage_error(c, msg);
 	}
 	unlink(tmp); /* ours alone; gone when closed */
-	rc = cli_tar_write_dir(dirfd, pack_tar, &k, pack_warn, NULL, &st, msg, sizeof(msg));
+	rc = cli_tar_write_dir(dirfd, pack_tar, &k, pack_warn, NULL, &st, &e);
 	if (!rc)
 		rc = gz_enc_finish(&k.gz, pack_write, &k);
 	gz_end(&k.gz);
@@ -209,7 +212,7 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 	if (rc || fstat(k.fd, &fst) < 0 || lseek(k.fd, 0, SEEK_SET) < 0) {
 		struct cli_fail f;
 
-		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir, rc && msg[0] ? msg : strerror(rc ? -rc : errno));
+		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir, rc && e.msg[0] ? e.msg : strerror(rc ? -rc : errno));
 		close(k.fd);
 		free(l);
 		return cli_report(c, "template build", &f);
@@ -270,24 +273,27 @@ int cli_cmd_template(struct cli_ctx *c, int argc, char **argv)
 	char path[128];
 	const char *name;
 
-	if (argc < 1)
+	int rc;
+
+	if (argc < 2)
 		return cli_usage_error(c, usage);
+	/* The subcommand's words: argv[0] is its name, as getopt wants. */
+	argc--;
+	argv++;
 	if (strcmp(argv[0], "build") == 0)
-		return template_build(c, argc - 1, argv + 1);
+		return template_build(c, argc, argv);
 	if (strcmp(argv[0], "ls") == 0) {
-		if (argc > 1)
-			return cli_usage_error(c, "template ls takes no arguments");
+		if ((rc = cli_no_args(c, argc, argv)))
+			return rc;
 		return cli_call_show(c, "template ls", "GET", "/v1/templates", NULL, show_templates);
 	}
 	if (strcmp(argv[0], "inspect") == 0 || strcmp(argv[0], "rm") == 0) {
 		bool rm = argv[0][0] == 'r';
 		json_t *v = NULL;
-		int rc;
 
-		if (argc != 2)
-			return cli_usage_error(c, "give one template name");
-		name = argv[1];
-		if (!*name || strchr(name, '/') || strchr(name, '?') || strchr(name, '&') || strlen(name) > 64)
+		if ((rc = cli_one_word(c, argc, argv, "give one template name", &name)))
+			return rc;
+		if (!name || !*name || strchr(name, '/') || strchr(name, '?') || strchr(name, '&') || strlen(name) > 64)
 			return cli_usage_error(c, "give one template name");
 		snprintf(path, sizeof(path), "/v1/templates/%s", name);
 		if (!rm)

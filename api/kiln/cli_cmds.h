@@ -22,9 +22,9 @@
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_error.h"
 #include "api/kiln/cli_exec_out.h"
+#include "api/kiln/cli_getopt.h"
 #include "api/kiln/cli_http.h"
 #include "lib/base/fd_io.h"
-#include "api/kiln/cli_opts.h"
 
 struct cli_ctx;
 
@@ -32,6 +32,7 @@ struct cli_cmd {
 	const char *name;
 	const char *args;    /* synopsis after the name */
 	const char *summary; /* one line for kiln --help */
+	/* argv[0] is the command's name (getopt's argv), its words follow. */
 	int (*run)(struct cli_ctx *c, int argc, char **argv);
 };
 
@@ -47,6 +48,11 @@ struct cli_ctx {
 
 /* Print `kiln: <cmd>: <msg>; see 'kiln <cmd> --help'` (one line); returns 2. */
 int cli_usage_error(struct cli_ctx *c, const char *msg);
+/* argv (argv[0] the command's name) holds global options only: 0, or the usage error reported and 2. */
+int cli_no_args(struct cli_ctx *c, int argc, char **argv);
+/* argv holds at most one word besides global options: 0 with *word
+ * (NULL: none), or 2 with msg (more words) or getopt's reported. */
+int cli_one_word(struct cli_ctx *c, int argc, char **argv, const char *msg, const char **word);
 /* Print f as `kiln: <what>: <message> (<code>)`; returns f->exit. */
 int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f);
 /*

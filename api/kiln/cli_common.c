@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
 #include "lib/base/text_clean.h"
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)
@@ -20,6 +21,41 @@ int cli_usage_error(struct cli_ctx *c, const char *msg)
 	text_clean_term_fput(stderr, msg);
 	fprintf(stderr, "; see 'kiln %s --help'\n", c->cmd->name);
 	return CLI_EXIT_USAGE;
+}
+
+int cli_no_args(struct cli_ctx *c, int argc, char **argv)
+{
+	struct cli_getopt s;
+	struct err e;
+	int opt;
+
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c->g, &e);
+	opt = cli_getopt_next(&s);
+	if (opt == CLI_GETOPT_ERROR)
+		return cli_usage_error(c, e.msg);
+	if (opt != CLI_GETOPT_DONE) {
+		err_set(&e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+		return cli_usage_error(c, e.msg);
+	}
+	return 0;
+}
+
+int cli_one_word(struct cli_ctx *c, int argc, char **argv, const char *msg, const char **word)
+{
+	struct cli_getopt s;
+	struct err e;
+	int opt;
+
+	*word = NULL;
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c->g, &e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
+		if (opt == CLI_GETOPT_ERROR)
+			return cli_usage_error(c, e.msg);
+		if (*word || opt != CLI_GETOPT_WORD)
+			return cli_usage_error(c, msg);
+		*word = s.value;
+	}
+	return 0;
 }
 
 int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f)
@@ -53,7 +89,8 @@ int cli_call(struct cli_ctx *c, const char *what, const struct cli_req *req, str
 
 int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const char **id)
 {
-	char ok[CLI_ID_MAX + 1], err[CLI_ERR_MAX];
+	char ok[CLI_ID_MAX + 1];
+	struct err e;
 	const char *s = json_string_value(json_object_get(sb, "id"));
 	struct cli_fail f;
 
@@ -61,8 +98,8 @@ int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const
 		*id = NULL;
 	if (cli_answer_need(sb, "id", JSON_STRING, &f))
 		return cli_report(c, what, &f);
-	if (cli_check_id(s, ok, err, sizeof(err))) {
-		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd answered an invalid sandbox id: %s", err);
+	if (cli_check_id(s, ok, &e)) {
+		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd answered an invalid sandbox id: %s", e.msg);
 		return cli_report(c, what, &f);
 	}
 	if (id) {
@@ -100,7 +137,7 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 		return rc;
 	*out = NULL;
 	if (resp.len) {
-		*out = json_loadb(resp.body, resp.len, 0, &je);
+		*out = json_strict_loadb(resp.body, resp.len, &je);
 		if (!*out) {
 			cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
 			free(resp.body);

@@ -1,5 +1,6 @@
 /* kiln CLI failures and exit statuses (cli_error.h). */
 #include "api/kiln/cli_error.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/text_clean.h"
 
 #include <errno.h>
@@ -37,7 +38,7 @@ int cli_exit_for_code(const char *code)
 
 void cli_fail_from_response(long status, const char *body, size_t len, struct cli_fail *f)
 {
-	json_t *root = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+	json_t *root = body && len ? json_strict_loadb(body, len, NULL) : NULL;
 	const char *code = NULL, *msg = NULL;
 
 	if (root && json_unpack(root, "{s:{s:s, s:s}}", "error", "code", &code, "message", &msg) == 0 && *code) {

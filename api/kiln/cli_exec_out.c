@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/base64.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/mem_grow.h"
 
 int cli_exec_status(const json_t *r)
@@ -157,15 +158,18 @@ static void warn_truncated_event(struct cli_ndjson *n, const json_t *ev)
 
 static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 {
+	json_error_t je;
 	json_t *ev;
 	const char *type;
 	int rc = 0;
 
 	if (n->done)
 		return ndjson_fail(n, "kilnd sent %s after the last event", "bytes");
-	ev = json_loadb(line, len, 0, NULL);
+	ev = json_strict_loadb(line, len, &je);
 	type = json_string_value(json_object_get(ev, "type"));
-	if (!type) {
+	if (!ev) {
+		rc = ndjson_fail(n, "kilnd sent a stream line that is not JSON (%s)", je.text);
+	} else if (!type) {
 		rc = ndjson_fail(n, "kilnd sent a stream line that is not an event%s", "");
 	} else if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
 		int fd = type[3] == 'o' ? 1 : 2;

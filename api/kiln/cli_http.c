@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/kiln/cli_body.h" /* cli_answer_ms */
 #include "lib/base/mono.h"
 
 struct xfer {

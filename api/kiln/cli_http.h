@@ -17,7 +17,7 @@
  *  - Nothing waits forever on a socket that accepts and never answers:
  *    the connection must be made within the base timeout
  *    (struct cli_globals.timeout_s), and the answer must begin within
- *    cli_answer_ms() (cli_opts.h): the base plus the request's own wait_s, counted
+ *    cli_answer_ms() (cli_body.h): the base plus the request's own wait_s, counted
  *    from the connection or from the last upload bytes kilnd took (an
  *    upload fed from a slow pipe is never cut). A streamed answer (a
  *    sink) may then be quiet as long as it likes (an exec's NDJSON, logs
@@ -35,7 +35,6 @@
 #include <curl/curl.h>
 
 #include "api/kiln/cli_error.h"
-#include "api/kiln/cli_opts.h"
 
 /* Collected bodies: JSON answers and error objects. A sandbox list of the
  * daemon's maximum size is far below this. */

@@ -24,8 +24,7 @@ struct tar_walk {
 	cli_tar_warn_fn warn;
 	void *warn_arg;
 	struct cli_tar_stats *st;
-	char *err;
-	size_t errsz;
+	struct err *e;
 	char name[AGENT_PATH_MAX + 2]; /* the member's name, relative */
 	uint8_t *buf;		       /* COPY_CHUNK, also for headers */
 };
@@ -37,7 +36,7 @@ static int walk_fail(struct tar_walk *w, int e, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(w->err, w->errsz, fmt, ap);
+	vsnprintf(w->e->msg, sizeof(w->e->msg), fmt, ap);
 	va_end(ap);
 	return e > 0 ? -e : e;
 }
@@ -223,14 +222,13 @@ static int put_dir(struct tar_walk *w, int fd, int depth)
 }
 
 int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn, void *warn_arg,
-		      struct cli_tar_stats *st, char *err, size_t errsz)
+		      struct cli_tar_stats *st, struct err *e)
 {
-	struct tar_walk w = { .out = out, .out_arg = out_arg, .warn = warn, .warn_arg = warn_arg, .st = st,
-			      .err = err, .errsz = errsz };
+	struct tar_walk w = { .out = out, .out_arg = out_arg, .warn = warn, .warn_arg = warn_arg, .st = st, .e = e };
 	int fd, rc;
 
 	memset(st, 0, sizeof(*st));
-	err[0] = 0;
+	e->msg[0] = 0;
 	w.buf = malloc(COPY_CHUNK);
 	if (!w.buf)
 		return walk_fail(&w, ENOMEM, "out of memory");

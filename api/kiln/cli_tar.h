@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 #include "api/proto/agent_tar.h"
+#include "lib/base/err.h"
 
 /* Directory nesting the writer follows (each level holds one descriptor). */
 #define CLI_TAR_DEPTH_MAX 128
@@ -57,11 +58,11 @@ typedef void (*cli_tar_warn_fn)(void *arg, const char *msg);
 
 /*
  * Write the tree under dirfd (its contents, names relative to it) as a
- * ustar stream ending in the two zero blocks. 0, or -errno with err (a
- * local failure, naming the path) or out's own value.
+ * ustar stream ending in the two zero blocks. 0, or -errno with e (a
+ * local failure, naming the path; e->msg empty for out's own value).
  */
 int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn, void *warn_arg,
-		      struct cli_tar_stats *st, char *err, size_t errsz);
+		      struct cli_tar_stats *st, struct err *e);
 
 struct cli_untar {
 	struct tar_reader rd;

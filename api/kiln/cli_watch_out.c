@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "lib/base/json_strict.h"
 #include "lib/base/text_clean.h"
 
 void cli_watch_out_init(struct cli_watch_out *o, bool raw, cli_write_fn w, void *arg)
@@ -88,7 +89,7 @@ static int show(struct cli_watch_out *o, const json_t *e, const char *type)
 static int apply(struct cli_watch_out *o, const char *text, size_t n)
 {
 	json_error_t je;
-	json_t *e = json_loadb(text, n, JSON_REJECT_DUPLICATES, &je);
+	json_t *e = json_strict_loadb(text, n, &je);
 	const char *type = json_string_value(json_object_get(e, "type"));
 	int rc = 0;
 

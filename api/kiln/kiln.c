@@ -144,33 +144,34 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
 	struct cli_ctx c = { 0 };
-	struct cli_scan s;
-	int opt, rc;
+	struct cli_getopt s;
+	struct err e;
+	int opt, rc, cmd;
 	const char *env = getenv("KILN_SOCKET"), *tenv = getenv("KILN_REQUEST_TIMEOUT");
 
 	c.g.socket = env && *env ? env : CLI_SOCKET_DEFAULT;
 	c.g.timeout_s = CLI_TIMEOUT_DEFAULT;
-	if (tenv && *tenv && cli_timeout_parse(tenv, "KILN_REQUEST_TIMEOUT", &c.g.timeout_s, s.err, sizeof(s.err))) {
-		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
+	if (tenv && *tenv && cli_timeout_parse(tenv, "KILN_REQUEST_TIMEOUT", &c.g.timeout_s, &e)) {
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", e.msg);
 		return CLI_EXIT_USAGE;
 	}
 	/* Options before the command: only the global ones. */
-	cli_scan_init(&s, argc - 1, argv + 1, NULL, &c.g);
-	opt = cli_scan_next(&s);
+	cli_getopt_init(&s, argc, argv, cli_global_options, &c.g, &e);
+	opt = cli_getopt_next(&s);
 	if (c.g.help) {
 		usage(stdout);
 		return CLI_EXIT_OK;
 	}
 	/* A usage error is one line: the 90 lines of help would bury it. */
-	if (opt == CLI_SCAN_ERROR) {
-		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", s.err);
+	if (opt == CLI_GETOPT_ERROR) {
+		fprintf(stderr, "kiln: %s; see 'kiln --help'\n", e.msg);
 		return CLI_EXIT_USAGE;
 	}
-	if (opt == CLI_SCAN_POSITIONAL && !strcmp(s.value, "help")) {
+	if (opt == CLI_GETOPT_WORD && !strcmp(s.value, "help")) {
 		usage(stdout);
 		return CLI_EXIT_OK;
 	}
-	if (opt != CLI_SCAN_POSITIONAL) {
+	if (opt != CLI_GETOPT_WORD) {
 		fprintf(stderr, "kiln: missing command; see 'kiln --help'\n");
 		return CLI_EXIT_USAGE;
 	}
@@ -180,9 +181,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln: unknown command '%s'; see 'kiln --help'\n", CLI_ECHO(s.value));
 		return CLI_EXIT_USAGE;
 	}
+	/* The command's words, its name first as getopt wants. */
+	cmd = s.next - 1;
 	/* `kiln CMD --help` for every command, also those whose first word is
-	 * a subcommand (image, template) and never reach an option scan. */
-	if (argc - 1 - s.i >= 1 && (!strcmp(argv[1 + s.i], "--help") || !strcmp(argv[1 + s.i], "-h"))) {
+	 * a subcommand (image, template) and never reach getopt. */
+	if (argc - cmd >= 2 && (!strcmp(argv[cmd + 1], "--help") || !strcmp(argv[cmd + 1], "-h"))) {
 		printf("usage: kiln %s %s\n%s\n", c.cmd->name, c.cmd->args, c.cmd->summary);
 		return CLI_EXIT_OK;
 	}
@@ -194,7 +197,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kiln: cannot initialise libcurl\n");
 		return CLI_EXIT_API;
 	}
-	rc = c.cmd->run(&c, argc - 1 - s.i, argv + 1 + s.i);
+	rc = c.cmd->run(&c, argc - cmd, argv + cmd);
 	if (c.connected)
 		cli_http_close(&c.http);
 	curl_global_cleanup();

@@ -34,7 +34,6 @@
 #include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/net/sandbox_egress.h"
-#include "lib/base/text_clean.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
 
@@ -122,27 +121,6 @@ int64_t wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void kilnd_log(const char *fmt, ...)
-{
-	char line[2048];
-	va_list ap;
-	int n;
-
-	n = snprintf(line, sizeof(line), "kilnd: ");
-	va_start(ap, fmt);
-	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	va_end(ap);
-	n = (int)strlen(line);
-	/* Messages quote clients and guests: a newline in one must not
-	 * forge a log line. */
-	text_clean_term_inplace(line);
-	/* One write per line: lines from different threads do not interleave. */
-	line[n++] = '\n';
-	if (write(STDERR_FILENO, line, (size_t)n) < 0) {
-		/* nowhere left to report it */
-	}
 }
 
 static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -503,12 +481,12 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			cfg->limits.idle_timeout_default_s = (uint32_t)n;
 			break;
 		case OPT_POOL: {
-			char why[256];
+			struct err why;
 
 			if (cfg->npools == KILND_MAX_POOLS)
 				return bad_usage("--pool: at most %d pools", KILND_MAX_POOLS);
-			if (pool_cfg_parse(optarg, &cfg->pools[cfg->npools], why, sizeof(why)))
-				return bad_usage("--pool '%s': %s", optarg, why);
+			if (pool_cfg_parse(optarg, &cfg->pools[cfg->npools], &why))
+				return bad_usage("--pool '%s': %s", optarg, why.msg);
 			for (size_t i = 0; i < cfg->npools; i++)
 				if (strcmp(cfg->pools[i].image, cfg->pools[cfg->npools].image) == 0)
 					return bad_usage("--pool: image '%s' given twice (one pool per image)",
@@ -595,19 +573,19 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 /* Each VMM gets a cgroup of its own; without one it runs only with --no-jail. */
 static int check_cgroups(struct kilnd_config *cfg)
 {
-	char err[sizeof(cfg->cgroup_off)];
+	struct err e;
 
-	cfg->cgroups = cgroup_setup(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), err, sizeof(err)) == 0;
+	cfg->cgroups = cgroup_setup(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), &e) == 0;
 	if (cfg->cgroups) {
 		sandbox_egress_probe(cfg);
 		return EXIT_OK;
 	}
 	/* A kilnd that cannot jail starts to say so (health) and runs nothing. */
 	if (!cfg->no_jail && !cfg->jail_unavailable[0])
-		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits", err);
+		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits", e.msg);
 	if (cfg->no_jail)
-		kilnd_log("%s; running sandboxes without cgroup limits (--no-jail)", err);
-	snprintf(cfg->cgroup_off, sizeof(cfg->cgroup_off), "%s", err);
+		kilnd_log("%s; running sandboxes without cgroup limits (--no-jail)", e.msg);
+	snprintf(cfg->cgroup_off, sizeof(cfg->cgroup_off), "%s", e.msg);
 	cfg->cgroup_parent[0] = '\0';
 	return EXIT_OK;
 }
@@ -618,12 +596,12 @@ static int check_cgroups(struct kilnd_config *cfg)
  */
 static int take_over(struct kilnd_config *cfg)
 {
-	char err[512];
+	struct err e;
 	int64_t deadline;
 	pid_t old;
 
-	if (handover_request(cfg->state_dir, &cfg->listen_fd, &cfg->preview_fd, &old, err, sizeof(err)))
-		return setup_error("%s", err);
+	if (handover_request(cfg->state_dir, &cfg->listen_fd, &cfg->preview_fd, &old, &e))
+		return setup_error("%s", e.msg);
 	/* Handed over but not asked for (no --preview-listen now): closed, so
 	 * the port is free once the old kilnd exits. */
 	if (cfg->preview_fd >= 0 && !cfg->preview_port) {
@@ -634,9 +612,9 @@ static int take_over(struct kilnd_config *cfg)
 		  (int)old, cfg->preview_fd >= 0 ? " and preview listener" : "");
 	/* Its requests get --client-timeout to finish, then it exits. */
 	deadline = mono_ms() + (int64_t)cfg->client_timeout_s * 1000 + HANDOVER_ANSWER_MS;
-	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, err, sizeof(err))) {
+	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, &e)) {
 		if (mono_ms() > deadline)
-			return setup_error("--upgrade: %s (it did not exit after handing over)", err);
+			return setup_error("--upgrade: %s (it did not exit after handing over)", e.msg);
 		usleep(50000);
 	}
 	return EXIT_OK;
@@ -647,6 +625,7 @@ static int check_config(struct kilnd_config *cfg)
 {
 	char real[PATH_MAX], sub[PATH_MAX + 16];
 	struct stat st;
+	struct err e;
 	int r;
 
 	if (mkdir_p(cfg->state_dir, 0755) < 0)
@@ -662,8 +641,8 @@ static int check_config(struct kilnd_config *cfg)
 	cfg->preview_fd = -1;
 	if (cfg->upgrade && (r = take_over(cfg)))
 		return r;
-	if (!cfg->upgrade && state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, sub, sizeof(sub)))
-		return setup_error("%s", sub);
+	if (!cfg->upgrade && state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, &e))
+		return setup_error("%s", e.msg);
 	if (!cfg->no_jail && geteuid() != 0) {
 		snprintf(cfg->jail_unavailable, sizeof(cfg->jail_unavailable),
 			 "kilnd runs as uid %u, not root, so it cannot give each kiln-vmm its own uid and namespaces (jails inside a user namespace are not implemented): run kilnd as root, or pass --no-jail to run sandboxes unconfined",
@@ -724,10 +703,10 @@ static int check_config(struct kilnd_config *cfg)
  */
 static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct preview_server *previews)
 {
-	char err[512];
+	struct err e;
 
-	if (handover_send(d->cfg.state_dir, fd, preview_server_listen_fd(previews), err, sizeof(err))) {
-		kilnd_log("%s; still serving", err);
+	if (handover_send(d->cfg.state_dir, fd, preview_server_listen_fd(previews), &e)) {
+		kilnd_log("%s; still serving", e.msg);
 		return -1;
 	}
 	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
@@ -752,7 +731,7 @@ static int run(struct kilnd *d)
 {
 	/* The server's view of the daemon: it lives as long as the server. */
 	struct api_service api;
-	char err[512];
+	struct err e;
 	struct http_server *mhd;
 	struct preview_server *previews = NULL;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
@@ -775,21 +754,21 @@ static int run(struct kilnd *d)
 	atomic_init(&d->shutting_down, false);
 	pthread_mutex_init(&d->metrics_mu, NULL);
 	metrics_init(&d->metrics);
-	if (sandboxes_init(d, err, sizeof(err)))
-		return setup_error("%s", err);
-	if (sandbox_pools_init(d, err, sizeof(err))) {
+	if (sandboxes_init(d, &e))
+		return setup_error("%s", e.msg);
+	if (sandbox_pools_init(d, &e)) {
 		sandboxes_free(d);
-		return setup_error("%s", err);
+		return setup_error("%s", e.msg);
 	}
 	fd = d->cfg.listen_fd;
-	if (fd < 0 && listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, err, sizeof(err))) {
+	if (fd < 0 && listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, &e)) {
 		sandbox_pools_free(d);
 		sandboxes_free(d);
-		return setup_error("%s", err);
+		return setup_error("%s", e.msg);
 	}
 	api_service_init(&api, d);
-	mhd = http_start(&api.svc, fd, err, sizeof(err));
-	if (mhd && d->cfg.preview_port && preview_server_start(d, &previews, err, sizeof(err))) {
+	mhd = http_start(&api.svc, fd, &e);
+	if (mhd && d->cfg.preview_port && preview_server_start(d, &previews, &e)) {
 		http_quiesce(mhd);
 		http_stop(mhd);
 		mhd = NULL;
@@ -799,7 +778,7 @@ static int run(struct kilnd *d)
 		close(fd);
 		sandbox_pools_free(d);
 		sandboxes_free(d);
-		return setup_error("%s", err);
+		return setup_error("%s", e.msg);
 	}
 	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path, d->cfg.state_dir,
 		  d->cfg.kernel, d->cfg.vmm);

@@ -1,5 +1,6 @@
 #include "api/proto/agent_proto.h"
 #include "lib/base/json_field.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
 #include "lib/base/version.h"
@@ -141,7 +142,7 @@ enum agent_code agent_header_decode(const char *line, size_t n, json_t **out, ui
 	 * NUL inside strings stays refused (jansson's default) so a path can
 	 * never be cut short at a C string boundary.
 	 */
-	j = json_loadb(line, n, JSON_REJECT_DUPLICATES, &je);
+	j = json_strict_loadb(line, n, &je);
 	if (!j)
 		return agent_err_set(err, AGENT_E_BAD_JSON,
 				     "header is not valid JSON: %s (byte %d); every message is one JSON object on one line",

@@ -1,4 +1,5 @@
 #include "lib/netrules/net_addr.h"
+#include "lib/base/err.h"
 #include "lib/base/num_parse.h"
 
 #include <arpa/inet.h>
@@ -90,7 +91,7 @@ static bool mask_host(struct net_addr *a, unsigned prefix)
 	return had;
 }
 
-int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen)
+int net_cidr_parse(const char *s, struct net_cidr *out, struct err *e)
 {
 	char host[NET_ADDR_STRLEN + 1];
 	const char *slash = strchr(s, '/');
@@ -98,16 +99,12 @@ int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen
 	unsigned max, prefix;
 
 	memset(out, 0, sizeof(*out));
-	if (hlen == 0 || hlen > NET_ADDR_STRLEN) {
-		snprintf(why, whylen, "not an IPv4 or IPv6 address");
-		return -EINVAL;
-	}
+	if (hlen == 0 || hlen > NET_ADDR_STRLEN)
+		return err_set(e, EINVAL, "not an IPv4 or IPv6 address");
 	memcpy(host, s, hlen);
 	host[hlen] = '\0';
-	if (net_addr_parse(host, &out->addr) < 0) {
-		snprintf(why, whylen, "'%s' is not an IPv4 or IPv6 address", host);
-		return -EINVAL;
-	}
+	if (net_addr_parse(host, &out->addr) < 0)
+		return err_set(e, EINVAL, "'%s' is not an IPv4 or IPv6 address", host);
 	max = bits_of(out->addr.family);
 	prefix = max;
 	if (slash) {
@@ -115,11 +112,8 @@ int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen
 		uint64_t v;
 
 		/* At most 3 digits ("008" but not "0008"), nothing else. */
-		if (strlen(p) > 3 || num_parse_u64(p, 10, 0, max, &v)) {
-			snprintf(why, whylen, "prefix length must be 0..%u for %s", max,
-				 max == 32 ? "IPv4" : "IPv6");
-			return -EINVAL;
-		}
+		if (strlen(p) > 3 || num_parse_u64(p, 10, 0, max, &v))
+			return err_set(e, EINVAL, "prefix length must be 0..%u for %s", max, max == 32 ? "IPv4" : "IPv6");
 		prefix = (unsigned)v;
 	}
 	out->prefix = (uint8_t)prefix;
@@ -127,8 +121,7 @@ int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen
 		char net[NET_CIDR_STRLEN];
 
 		net_cidr_format(out, net, sizeof(net));
-		snprintf(why, whylen, "host bits are set: did you mean %s?", net);
-		return -EINVAL;
+		return err_set(e, EINVAL, "host bits are set: did you mean %s?", net);
 	}
 	return 0;
 }

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lib/base/err.h"
+
 #define NET_AF4 4
 #define NET_AF6 6
 #define NET_ADDR_STRLEN 46 /* INET6_ADDRSTRLEN */
@@ -54,10 +56,10 @@ void net_addr_set(struct net_addr *a, int family, const uint8_t *bytes);
 
 /*
  * "ADDR/PREFIX" or a bare address (a /32 or /128). 0, or -EINVAL with a
- * reason in why ("prefix length must be 0..32 for IPv4", "host bits are set:
+ * reason in e ("prefix length must be 0..32 for IPv4", "host bits are set:
  * did you mean 10.0.0.0/8?").
  */
-int net_cidr_parse(const char *s, struct net_cidr *out, char *why, size_t whylen);
+int net_cidr_parse(const char *s, struct net_cidr *out, struct err *e);
 
 bool net_addr_equal(const struct net_addr *a, const struct net_addr *b);
 bool net_cidr_contains(const struct net_cidr *c, const struct net_addr *a);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
+
 static const char what[] = "firewall";
 
 static int fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
@@ -205,15 +207,15 @@ static int parse_rule(const json_t *v, const char *list, size_t i, bool allow, s
 				    list, i);
 	}
 	if (cidr) {
-		char why[128];
+		struct err why;
 		const char *rwhy;
 
 		if (!json_is_string(cidr))
 			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr must be a string like \"10.0.0.0/8\"",
 				    list, i);
-		if (net_cidr_parse(json_string_value(cidr), &r->cidr, why, sizeof(why)) < 0)
+		if (net_cidr_parse(json_string_value(cidr), &r->cidr, &why) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr \"%.60s\": %s", list, i,
-				    json_string_value(cidr), why);
+				    json_string_value(cidr), why.msg);
 		if (allow && net_cidr_in_reserved(&r->cidr, &rwhy))
 			return fail(e, NET_RULES_E_BAD_FIELD,
 				    "%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows", list, i,
@@ -335,7 +337,7 @@ int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, s
 	*out = NULL;
 	if (len > NET_RULES_TEXT_MAX)
 		return fail(e, NET_RULES_E_BAD_JSON, "the rule set is larger than %d bytes", NET_RULES_TEXT_MAX);
-	j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	j = json_strict_loadb(text, len, &je);
 	if (!j)
 		return fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s", je.line, je.column,
 			    je.text);

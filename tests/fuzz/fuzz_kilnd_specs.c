@@ -182,7 +182,8 @@ static int fuzz_sandbox(const json_t *body, struct api_err *e)
 /* A --pool argument (the input's bytes up to a NUL). */
 static void fuzz_pool_arg(const uint8_t *data, size_t size)
 {
-	char arg[POOL_ARG_MAX + 8], err[256];
+	char arg[POOL_ARG_MAX + 8];
+	struct err err;
 	size_t n = size < sizeof(arg) - 1 ? size : sizeof(arg) - 1;
 	struct sandbox_spec s = { 0 };
 	struct pool_cfg c;
@@ -191,9 +192,9 @@ static void fuzz_pool_arg(const uint8_t *data, size_t size)
 
 	memcpy(arg, data, n);
 	arg[n] = '\0';
-	err[0] = '\0';
-	if (pool_cfg_parse(arg, &c, err, sizeof(err))) {
-		FUZZ_ASSERT(err[0] && memchr(err, 0, sizeof(err)));
+	err.msg[0] = '\0';
+	if (pool_cfg_parse(arg, &c, &err)) {
+		FUZZ_ASSERT(err.msg[0] && memchr(err.msg, 0, sizeof(err.msg)));
 		return;
 	}
 	FUZZ_ASSERT(image_name_valid(c.image) && c.size >= 1 && c.size <= POOL_SIZE_MAX);

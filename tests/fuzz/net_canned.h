@@ -82,7 +82,7 @@ static inline void fuzz_filter_config(struct net_filter_config *c, unsigned flag
 		c->rx_bytes.one_time_burst = 1500;
 	}
 	if (flags & FUZZ_NF_HOST_DENY) {
-		net_cidr_parse("10.0.2.2/32", &c->host_deny[0], NULL, 0);
+		net_cidr_parse("10.0.2.2/32", &c->host_deny[0], NULL);
 		c->n_host_deny = 1;
 	}
 	if (flags & FUZZ_NF_HOST_ADDRS) {

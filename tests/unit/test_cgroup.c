@@ -23,12 +23,6 @@
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/supervision/cgroup.h"
 
-/* kilnd.c's, which a unit test does not link. */
-void kilnd_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
 static void put(const char *dir, const char *name, const char *text)
 {
 	char p[PATH_MAX];
@@ -53,23 +47,24 @@ static void test_setup_refusals(void **state)
 		{ "/sys/fs/cgroup//kiln", "without . or .." },
 		{ "/sys/fs/cgroup/kiln/..", "without . or .." },
 	};
-	char parent[PATH_MAX], err[512], tmpl[] = "/tmp/cgtest.XXXXXX";
+	char parent[PATH_MAX], tmpl[] = "/tmp/cgtest.XXXXXX";
+	struct err err;
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snprintf(parent, sizeof(parent), "%s", cases[i].parent);
-		err[0] = '\0';
-		assert_int_equal(cgroup_setup(parent, sizeof(parent), err, sizeof(err)), -1);
-		if (!strstr(err, cases[i].needle))
-			fail_msg("%s: '%s' lacks '%s'", cases[i].parent, err, cases[i].needle);
+		err.msg[0] = '\0';
+		assert_int_equal(cgroup_setup(parent, sizeof(parent), &err), -1);
+		if (!strstr(err.msg, cases[i].needle))
+			fail_msg("%s: '%s' lacks '%s'", cases[i].parent, err.msg, cases[i].needle);
 	}
 	/* An ordinary directory (tmpfs, ext4) is no cgroup: said, and nothing made. */
 	assert_non_null(mkdtemp(tmpl));
 	snprintf(parent, sizeof(parent), "%s/kiln/", tmpl);
-	assert_int_equal(cgroup_setup(parent, sizeof(parent), err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "is not on a cgroup v2 file system"));
-	assert_non_null(strstr(err, "mount -t cgroup2"));
-	assert_null(strchr(err, '\n'));
+	assert_int_equal(cgroup_setup(parent, sizeof(parent), &err), -1);
+	assert_non_null(strstr(err.msg, "is not on a cgroup v2 file system"));
+	assert_non_null(strstr(err.msg, "mount -t cgroup2"));
+	assert_null(strchr(err.msg, '\n'));
 	snprintf(parent, sizeof(parent), "%s/kiln", tmpl);
 	assert_int_equal(access(parent, F_OK), -1);
 	rmdir(tmpl);

@@ -1,5 +1,5 @@
 /*
- * kiln CLI, pure parts: the option scanner, command lines into kilnd
+ * kiln CLI, pure parts: command lines (getopt_long) into kilnd
  * request bodies, kilnd's errors into one line and an exit status, exec
  * results and NDJSON streams into output and exit statuses, and the
  * tables. Malformed and hostile answers from the "daemon" are fed in too:
@@ -21,7 +21,7 @@
 #include "api/kiln/cli_error.h"
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
-#include "api/kiln/cli_opts.h"
+#include "api/kiln/cli_getopt.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 
@@ -39,84 +39,161 @@ static void assert_json(const json_t *v, const char *want)
 	free(s);
 }
 
-/* --- the scanner --- */
+/* --- getopt_long's reading, as every command sees it --- */
 
-static void test_scan_globals_anywhere(void **state)
+static void test_getopt_globals_anywhere(void **state)
 {
-	static const struct cli_optdef defs[] = { { "cpus", 0, true, 7 }, { 0 } };
+	static const struct option opts[] = { { "cpus", required_argument, NULL, CLI_OPT_LONG }, CLI_GLOBAL_OPTIONS };
 	struct cli_globals g = { .socket = "/default" };
-	char **av = ARGV("--json", "--cpus=2", "--socket", "/s", "pos", "-", "--", "--cpus");
-	struct cli_scan s;
+	char **av = ARGV("create", "--json", "--cpus=2", "--socket", "/s", "pos", "-", "--", "--cpus");
+	struct cli_getopt s;
+	struct err e;
 
 	(void)state;
-	cli_scan_init(&s, 8, av, defs, &g);
-	assert_int_equal(cli_scan_next(&s), 7);
+	cli_getopt_init(&s, 9, av, opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_OPT_LONG);
 	assert_string_equal(s.value, "2");
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_POSITIONAL);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_WORD);
 	assert_string_equal(s.value, "pos");
 	assert_true(g.json);
 	assert_string_equal(g.socket, "/s");
 	/* A lone "-" is an operand (stdin), not an option. */
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_POSITIONAL);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_WORD);
 	assert_string_equal(s.value, "-");
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_REST);
-	assert_string_equal(s.argv[s.i], "--cpus");
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_REST);
+	assert_int_equal(s.next, 8);
+	assert_string_equal(s.argv[s.next], "--cpus");
+	/* What follows "--" is never read as an option. */
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_DONE);
+	/* Nothing permuted: getopt left the words where they were. */
+	assert_string_equal(av[5], "pos");
+	assert_string_equal(av[8], "--cpus");
 }
 
-static void test_scan_errors(void **state)
+static void test_getopt_errors(void **state)
 {
-	static const struct cli_optdef defs[] = { { "cpus", 'c', true, 1 }, { "stream", 0, false, 2 }, { 0 } };
+	static const struct option opts[] = { { "cpus", required_argument, NULL, 'c' },
+					      { "stream", no_argument, NULL, CLI_OPT_LONG },
+					      { "stdin", no_argument, NULL, 'i' },
+					      CLI_GLOBAL_OPTIONS };
 	struct cli_globals g = { 0 };
-	struct cli_scan s;
+	struct cli_getopt s;
+	struct err e;
 
 	(void)state;
-	cli_scan_init(&s, 1, ARGV("--cpu"), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_string_equal(s.err, "unknown option '--cpu'");
-	cli_scan_init(&s, 1, ARGV("--cpus"), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_string_equal(s.err, "option '--cpus' needs a value");
-	cli_scan_init(&s, 1, ARGV("--stream=yes"), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_string_equal(s.err, "option '--stream' takes no value");
-	/* No bundling: "-cx" is not "-c x" guessed. */
-	cli_scan_init(&s, 1, ARGV("-c4"), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	cli_scan_init(&s, 1, ARGV("--socket="), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_string_equal(s.err, "--socket: empty path");
-	/* --help ends the scan with no message, and says so in g. */
-	cli_scan_init(&s, 2, ARGV("-h", "--cpus"), defs, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
+	cli_getopt_init(&s, 2, ARGV("x", "--cpux"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "unknown option '--cpux'");
+	cli_getopt_init(&s, 2, ARGV("x", "-q"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "unknown option '-q'");
+	/* The word as written when it is an option's, else its letter. */
+	cli_getopt_init(&s, 2, ARGV("x", "--cpus"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "option '--cpus' needs a value");
+	cli_getopt_init(&s, 2, ARGV("x", "-ic"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), 'i');
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "option '-c' needs a value");
+	cli_getopt_init(&s, 2, ARGV("x", "--stream=yes"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "option '--stream' takes no value");
+	/* An abbreviation that fits two names names them. */
+	cli_getopt_init(&s, 2, ARGV("x", "--st"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "ambiguous option '--st' (--stream, --stdin)");
+	cli_getopt_init(&s, 2, ARGV("x", "--socket="), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "--socket: empty path");
+	/* A value may start with '-': it is the option's, whatever it looks like. */
+	cli_getopt_init(&s, 3, ARGV("x", "--cpus", "--json"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), 'c');
+	assert_string_equal(s.value, "--json");
+	assert_false(g.json);
+	/* "--" as a value is not the end of the options. */
+	cli_getopt_init(&s, 4, ARGV("x", "-c", "--", "w"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), 'c');
+	assert_string_equal(s.value, "--");
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_WORD);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_DONE);
+	/* --help ends the reading with no message, and says so in g. */
+	cli_getopt_init(&s, 3, ARGV("x", "-h", "--cpus"), opts, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
 	assert_true(g.help);
-	assert_string_equal(s.err, "");
+	assert_string_equal(e.msg, "");
+}
+
+/* Each command's own messages for getopt's failures, its "--" and its order. */
+static void test_command_lines(void **state)
+{
+	struct cli_globals g = { 0 };
+	struct cli_exec_req x;
+	struct cli_cp_req cp;
+	char q[256];
+	struct err e;
+	json_t *b;
+
+	(void)state;
+	/* A wrong flag, a missing value: getopt's failure, the command's line. */
+	assert_int_equal(cli_create_body(2, ARGV("create", "--cpu-count"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "unknown option '--cpu-count'");
+	assert_int_equal(cli_exec_parse(3, ARGV("exec", "abc", "--user"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "option '--user' needs a value");
+	assert_int_equal(cli_list_query(2, ARGV("ls", "-x"), &g, q, sizeof(q), &e), -1);
+	assert_string_equal(e.msg, "unknown option '-x'");
+	/* Short options bundle and take their value attached, as getopt's do. */
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "-iuroot", "abc", "--", "id"), &g, &x, &e), 0);
+	assert_true(x.send_stdin);
+	assert_string_equal(json_string_value(json_object_get(x.body, "user")), "root");
+	json_decref(x.body);
+	/* "--": create takes no words at all; ls neither. */
+	assert_int_equal(cli_create_body(2, ARGV("create", "--"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "unexpected '--' (create takes only options)");
+	assert_int_equal(cli_list_query(2, ARGV("ls", "--"), &g, q, sizeof(q), &e), -1);
+	assert_string_equal(e.msg, "unexpected argument '--' (ls takes only options)");
+	/* Options after the words, as before: cp's flags anywhere; exec's
+	 * only before the program, whose own flags are its. */
+	assert_int_equal(cli_cp_parse(5, ARGV("cp", "a", "box:/b", "-p", "--json"), &g, &cp, &e), 0);
+	assert_true(cp.parents);
+	assert_true(g.json);
+	g.json = false;
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "ls", "-u", "x"), &g, &x, &e), 0);
+	assert_json(x.body, "{\"argv\":[\"ls\",\"-u\",\"x\"],\"output_cap\":268435456}");
+	json_decref(x.body);
+	/* Every command line starts afresh: getopt's state does not leak
+	 * from a line cut short by an error into the next one. */
+	assert_int_equal(cli_exec_parse(3, ARGV("exec", "-iq", "abc"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "unknown option '-q'");
+	assert_int_equal(cli_exec_parse(4, ARGV("exec", "abc", "--", "true"), &g, &x, &e), 0);
+	assert_false(x.send_stdin);
+	json_decref(x.body);
 }
 
 static void test_kv_and_share(void **state)
 {
 	json_t *o = json_object(), *a = json_array();
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_put_kv(o, "A=b=c", false, "--env", err, sizeof(err)), 0);
-	assert_int_equal(cli_put_kv(o, "E=", false, "--env", err, sizeof(err)), 0);
-	assert_int_equal(cli_put_kv(o, "U", true, "--env", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_kv(o, "A=b=c", false, "--env", &e), 0);
+	assert_int_equal(cli_put_kv(o, "E=", false, "--env", &e), 0);
+	assert_int_equal(cli_put_kv(o, "U", true, "--env", &e), 0);
 	assert_json(o, "{\"A\":\"b=c\",\"E\":\"\",\"U\":null}");
-	assert_int_equal(cli_put_kv(o, "U", false, "--label", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "--label 'U': expected KEY=VALUE");
-	assert_int_equal(cli_put_kv(o, "=v", true, "--env", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "--env '=v': empty key (expected KEY=VALUE)");
-	assert_int_equal(cli_put_kv(o, "K=\xff", false, "--env", err, sizeof(err)), -EINVAL);
+	assert_int_equal(cli_put_kv(o, "U", false, "--label", &e), -EINVAL);
+	assert_string_equal(e.msg, "--label 'U': expected KEY=VALUE");
+	assert_int_equal(cli_put_kv(o, "=v", true, "--env", &e), -EINVAL);
+	assert_string_equal(e.msg, "--env '=v': empty key (expected KEY=VALUE)");
+	assert_int_equal(cli_put_kv(o, "K=\xff", false, "--env", &e), -EINVAL);
 
-	assert_int_equal(cli_put_share(a, "/srv:/mnt/d", err, sizeof(err)), 0);
-	assert_int_equal(cli_put_share(a, "/srv:/mnt/d:ro", err, sizeof(err)), 0);
-	assert_int_equal(cli_put_share(a, "rel:/m:rw", err, sizeof(err)), 0);
+	assert_int_equal(cli_put_share(a, "/srv:/mnt/d", &e), 0);
+	assert_int_equal(cli_put_share(a, "/srv:/mnt/d:ro", &e), 0);
+	assert_int_equal(cli_put_share(a, "rel:/m:rw", &e), 0);
 	assert_json(a, "[{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":false},"
 		       "{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":true},"
 		       "{\"guest_path\":\"/m\",\"host_path\":\"rel\",\"read_only\":false}]");
 	static const char *const bad[] = { "/srv", ":/m", "/srv:", "/srv::ro", "/a:/b:rox", "/a:/b:ro:x", "/a:/b:" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(cli_put_share(a, bad[i], err, sizeof(err)), -EINVAL);
+		assert_int_equal(cli_put_share(a, bad[i], &e), -EINVAL);
 	assert_int_equal(json_array_size(a), 3);
 	json_decref(o);
 	json_decref(a);
@@ -127,18 +204,18 @@ static void test_kv_and_share(void **state)
 static void test_create_body(void **state)
 {
 	struct cli_globals g = { 0 };
-	char err[CLI_ERR_MAX];
+	struct err e;
 	json_t *b;
 
 	(void)state;
-	assert_int_equal(cli_create_body(0, ARGV(NULL), &g, &b, err, sizeof(err)), 0);
+	assert_int_equal(cli_create_body(1, ARGV("create"), &g, &b, &e), 0);
 	assert_json(b, "{\"image\":\"minimal\"}");
 	json_decref(b);
 
-	char **av = ARGV("--image", "alpine", "--cpus", "2", "--memory=256", "--env", "A=1", "-e", "B=2",
+	char **av = ARGV("create", "--image", "alpine", "--cpus", "2", "--memory=256", "--env", "A=1", "-e", "B=2",
 			 "--hostname", "box1", "--label", "job=42", "--share", "/srv:/mnt/s:ro", "--timeout", "600",
 			 "--no-console", "--json", "--disk", "4096");
-	assert_int_equal(cli_create_body(21, av, &g, &b, err, sizeof(err)), 0);
+	assert_int_equal(cli_create_body(22, av, &g, &b, &e), 0);
 	assert_json(b, "{\"console\":false,\"cpus\":2,\"disk_mib\":4096,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
 		       "\"image\":\"alpine\",\"labels\":{\"job\":\"42\"},\"memory_mib\":256,"
 		       "\"shares\":[{\"guest_path\":\"/mnt/s\",\"host_path\":\"/srv\",\"read_only\":true}],"
@@ -147,40 +224,40 @@ static void test_create_body(void **state)
 	json_decref(b);
 
 	b = (json_t *)1;
-	assert_int_equal(cli_create_body(2, ARGV("--cpus", "two"), &g, &b, err, sizeof(err)), -1);
-	assert_string_equal(err, "--cpus 'two': expected a whole number");
-	assert_int_equal(cli_create_body(2, ARGV("--disk", "4G"), &g, &b, err, sizeof(err)), -1);
-	assert_string_equal(err, "--disk '4G': expected a whole number");
+	assert_int_equal(cli_create_body(3, ARGV("create", "--cpus", "two"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "--cpus 'two': expected a whole number");
+	assert_int_equal(cli_create_body(3, ARGV("create", "--disk", "4G"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "--disk '4G': expected a whole number");
 	assert_ptr_equal(b, (json_t *)1); /* nothing handed out on failure */
-	assert_int_equal(cli_create_body(1, ARGV("box"), &g, &b, err, sizeof(err)), -1);
-	assert_string_equal(err, "unexpected argument 'box' (create takes only options)");
-	assert_int_equal(cli_create_body(2, ARGV("--label", "nokey"), &g, &b, err, sizeof(err)), -1);
-	assert_string_equal(err, "--label 'nokey': expected KEY=VALUE");
+	assert_int_equal(cli_create_body(2, ARGV("create", "box"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "unexpected argument 'box' (create takes only options)");
+	assert_int_equal(cli_create_body(3, ARGV("create", "--label", "nokey"), &g, &b, &e), -1);
+	assert_string_equal(e.msg, "--label 'nokey': expected KEY=VALUE");
 }
 
 static void test_exec_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_exec_req x;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
 	/* The program starts at the first word after the id: its own
 	 * options (-l, --json) are its, not kiln's. */
-	assert_int_equal(cli_exec_parse(5, ARGV("abc123", "--user", "root", "ls", "-l"), &g, &x, err, sizeof(err)), 0);
+	assert_int_equal(cli_exec_parse(6, ARGV("exec", "abc123", "--user", "root", "ls", "-l"), &g, &x, &e), 0);
 	assert_string_equal(x.id, "abc123");
 	/* Streamed by default, with the agent's largest output_cap. */
 	assert_true(x.stream);
 	assert_json(x.body, "{\"argv\":[\"ls\",\"-l\"],\"output_cap\":268435456,\"user\":\"root\"}");
 	json_decref(x.body);
-	assert_int_equal(cli_exec_parse(4, ARGV("abc123", "--buffered", "--", "ls"), &g, &x, err, sizeof(err)), 0);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc123", "--buffered", "--", "ls"), &g, &x, &e), 0);
 	assert_false(x.stream);
 	assert_json(x.body, "{\"argv\":[\"ls\"]}");
 	json_decref(x.body);
 
-	char **av = ARGV("--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B", "--timeout-ms", "500", "-i",
+	char **av = ARGV("exec", "--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B", "--timeout-ms", "500", "-i",
 			 "--shell", "--", "echo $A", "--json");
-	assert_int_equal(cli_exec_parse(15, av, &g, &x, err, sizeof(err)), 0);
+	assert_int_equal(cli_exec_parse(16, av, &g, &x, &e), 0);
 	assert_true(x.stream);
 	assert_true(x.send_stdin);
 	assert_false(g.json);
@@ -189,82 +266,81 @@ static void test_exec_parse(void **state)
 	json_decref(x.body);
 
 	/* --confine: a flag, before the program only. */
-	assert_int_equal(cli_exec_parse(5, ARGV("abc", "--confine", "--", "cat", "--confine"), &g, &x, err, sizeof(err)), 0);
+	assert_int_equal(cli_exec_parse(6, ARGV("exec", "abc", "--confine", "--", "cat", "--confine"), &g, &x, &e), 0);
 	assert_json(x.body, "{\"argv\":[\"cat\",\"--confine\"],\"confine\":true,\"output_cap\":268435456}");
 	json_decref(x.body);
-	assert_int_equal(cli_exec_parse(3, ARGV("abc", "--confine=yes", "ls"), &g, &x, err, sizeof(err)), -1);
+	assert_int_equal(cli_exec_parse(4, ARGV("exec", "abc", "--confine=yes", "ls"), &g, &x, &e), -1);
 
-	assert_int_equal(cli_exec_parse(1, ARGV("abc"), &g, &x, err, sizeof(err)), -1);
-	assert_string_equal(err, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
-	assert_int_equal(cli_exec_parse(2, ARGV("abc", "--"), &g, &x, err, sizeof(err)), -1);
-	assert_int_equal(cli_exec_parse(2, ARGV("--", "ls"), &g, &x, err, sizeof(err)), -1);
-	assert_string_equal(err, "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_exec_parse(2, ARGV("exec", "abc"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_exec_parse(3, ARGV("exec", "abc", "--"), &g, &x, &e), -1);
+	assert_int_equal(cli_exec_parse(3, ARGV("exec", "--", "ls"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
 	/* An id is a path segment: nothing that could address another endpoint. */
-	assert_int_equal(cli_exec_parse(3, ARGV("../x", "--", "ls"), &g, &x, err, sizeof(err)), -1);
-	assert_string_equal(err, "'../x' is not a sandbox id (see `kiln ls`)");
-	assert_int_equal(cli_exec_parse(3, ARGV("a?b", "--", "ls"), &g, &x, err, sizeof(err)), -1);
-	assert_int_equal(cli_exec_parse(4, ARGV("abc", "--timeout-ms", "-5", "ls"), &g, &x, err, sizeof(err)), -1);
-	assert_int_equal(cli_exec_parse(4, ARGV("abc", "--", "ls", "\xc3\x28"), &g, &x, err, sizeof(err)), -1);
-	assert_string_equal(err, "argument 2 is not valid UTF-8");
+	assert_int_equal(cli_exec_parse(4, ARGV("exec", "../x", "--", "ls"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "'../x' is not a sandbox id (see `kiln ls`)");
+	assert_int_equal(cli_exec_parse(4, ARGV("exec", "a?b", "--", "ls"), &g, &x, &e), -1);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--timeout-ms", "-5", "ls"), &g, &x, &e), -1);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--", "ls", "\xc3\x28"), &g, &x, &e), -1);
+	assert_string_equal(e.msg, "argument 2 is not valid UTF-8");
 }
 
 static void test_list_query_encodes(void **state)
 {
 	struct cli_globals g = { 0 };
-	char q[256], err[CLI_ERR_MAX];
+	char q[256];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_list_query(0, ARGV(NULL), &g, q, sizeof(q), err, sizeof(err)), 0);
+	assert_int_equal(cli_list_query(1, ARGV("ls"), &g, q, sizeof(q), &e), 0);
 	assert_string_equal(q, "");
-	assert_int_equal(cli_list_query(4, ARGV("--state", "running", "-l", "a b=c&d+e"), &g, q, sizeof(q), err,
-					sizeof(err)),
+	assert_int_equal(cli_list_query(5, ARGV("ls", "--state", "running", "-l", "a b=c&d+e"), &g, q, sizeof(q), &e),
 			 0);
 	/* '=' inside the label value, '&' and '+' are encoded: kilnd decodes
 	 * '+' as a space and '&' would start a new parameter. */
 	assert_string_equal(q, "?state=running&label=a%20b%3Dc%26d%2Be");
-	assert_int_equal(cli_list_query(2, ARGV("--label", "x"), &g, q, sizeof(q), err, sizeof(err)), -1);
-	assert_int_equal(cli_list_query(1, ARGV("stray"), &g, q, sizeof(q), err, sizeof(err)), -1);
-	assert_string_equal(err, "unexpected argument 'stray' (ls takes only options)");
+	assert_int_equal(cli_list_query(3, ARGV("ls", "--label", "x"), &g, q, sizeof(q), &e), -1);
+	assert_int_equal(cli_list_query(2, ARGV("ls", "stray"), &g, q, sizeof(q), &e), -1);
+	assert_string_equal(e.msg, "unexpected argument 'stray' (ls takes only options)");
 	char small[16];
-	assert_int_equal(cli_list_query(2, ARGV("--state", "runningrunningrunning"), &g, small, sizeof(small), err,
-					sizeof(err)),
+	assert_int_equal(cli_list_query(3, ARGV("ls", "--state", "runningrunningrunning"), &g, small, sizeof(small), &e),
 			 -1);
-	assert_string_equal(err, "the filters are too long");
+	assert_string_equal(e.msg, "the filters are too long");
 }
 
 static void test_one_id(void **state)
 {
 	struct cli_globals g = { 0 };
-	char id[CLI_ID_MAX + 1], err[CLI_ERR_MAX];
+	char id[CLI_ID_MAX + 1];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_one_id(2, ARGV("3f9a1c2b7d4e", "--json"), &g, id, err, sizeof(err)), 0);
+	assert_int_equal(cli_one_id(3, ARGV("inspect", "3f9a1c2b7d4e", "--json"), &g, id, &e), 0);
 	assert_string_equal(id, "3f9a1c2b7d4e");
-	assert_int_equal(cli_one_id(0, ARGV(NULL), &g, id, err, sizeof(err)), -1);
-	assert_int_equal(cli_one_id(2, ARGV("a", "b"), &g, id, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected one sandbox id, got more ('b')");
-	assert_int_equal(cli_one_id(1, ARGV("a/stop"), &g, id, err, sizeof(err)), -1);
+	assert_int_equal(cli_one_id(1, ARGV("inspect"), &g, id, &e), -1);
+	assert_int_equal(cli_one_id(3, ARGV("inspect", "a", "b"), &g, id, &e), -1);
+	assert_string_equal(e.msg, "expected one sandbox id, got more ('b')");
+	assert_int_equal(cli_one_id(2, ARGV("inspect", "a/stop"), &g, id, &e), -1);
 	char longid[CLI_ID_MAX + 2];
 	memset(longid, 'a', sizeof(longid) - 1);
 	longid[sizeof(longid) - 1] = 0;
-	assert_int_equal(cli_one_id(1, ARGV(longid), &g, id, err, sizeof(err)), -1);
+	assert_int_equal(cli_one_id(2, ARGV("inspect", longid), &g, id, &e), -1);
 }
 
 static void test_cp_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_cp_req cp;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_cp_parse(2, ARGV("a.txt", "box:/home/user/"), &g, &cp, err, sizeof(err)), 0);
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "a.txt", "box:/home/user/"), &g, &cp, &e), 0);
 	assert_true(cp.upload);
 	assert_string_equal(cp.id, "box");
 	assert_string_equal(cp.guest_path, "/home/user/");
 	assert_string_equal(cp.local, "a.txt");
 
-	assert_int_equal(cli_cp_parse(5, ARGV("--user", "root", "box:/etc/shadow", "-", "-p"), &g, &cp, err,
-				      sizeof(err)),
+	assert_int_equal(cli_cp_parse(6, ARGV("cp", "--user", "root", "box:/etc/shadow", "-", "-p"), &g, &cp, &e),
 			 0);
 	assert_false(cp.upload);
 	assert_string_equal(cp.local, "-");
@@ -272,22 +348,22 @@ static void test_cp_parse(void **state)
 	assert_true(cp.parents);
 
 	/* A local path with ':' is local when a '/' comes first. */
-	assert_int_equal(cli_cp_parse(2, ARGV("./a:b", "box:/x"), &g, &cp, err, sizeof(err)), 0);
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "./a:b", "box:/x"), &g, &cp, &e), 0);
 	assert_string_equal(cp.local, "./a:b");
-	assert_int_equal(cli_cp_parse(3, ARGV("--", "-weird", "box:/x"), &g, &cp, err, sizeof(err)), 0);
+	assert_int_equal(cli_cp_parse(4, ARGV("cp", "--", "-weird", "box:/x"), &g, &cp, &e), 0);
 	assert_string_equal(cp.local, "-weird");
 
-	assert_int_equal(cli_cp_parse(2, ARGV("a", "b"), &g, &cp, err, sizeof(err)), -1);
-	assert_string_equal(err, "neither operand is ID:/path (one side must be the sandbox)");
-	assert_int_equal(cli_cp_parse(2, ARGV("x:/a", "y:/b"), &g, &cp, err, sizeof(err)), -1);
-	assert_string_equal(err, "both operands are ID:/path (copy through a local file)");
-	assert_int_equal(cli_cp_parse(2, ARGV("a", "box:rel"), &g, &cp, err, sizeof(err)), -1);
-	assert_string_equal(err, "'box:rel': the guest path must be absolute (ID:/path)");
-	assert_int_equal(cli_cp_parse(1, ARGV("box:/a"), &g, &cp, err, sizeof(err)), -1);
-	assert_int_equal(cli_cp_parse(3, ARGV("a", "box:/a", "c"), &g, &cp, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
-	assert_int_equal(cli_cp_parse(2, ARGV("a", "b.d:/x"), &g, &cp, err, sizeof(err)), -1);
-	assert_string_equal(err, "'b.d' is not a sandbox id (see `kiln ls`)");
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "a", "b"), &g, &cp, &e), -1);
+	assert_string_equal(e.msg, "neither operand is ID:/path (one side must be the sandbox)");
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "x:/a", "y:/b"), &g, &cp, &e), -1);
+	assert_string_equal(e.msg, "both operands are ID:/path (copy through a local file)");
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "a", "box:rel"), &g, &cp, &e), -1);
+	assert_string_equal(e.msg, "'box:rel': the guest path must be absolute (ID:/path)");
+	assert_int_equal(cli_cp_parse(2, ARGV("cp", "box:/a"), &g, &cp, &e), -1);
+	assert_int_equal(cli_cp_parse(4, ARGV("cp", "a", "box:/a", "c"), &g, &cp, &e), -1);
+	assert_string_equal(e.msg, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	assert_int_equal(cli_cp_parse(3, ARGV("cp", "a", "b.d:/x"), &g, &cp, &e), -1);
+	assert_string_equal(e.msg, "'b.d' is not a sandbox id (see `kiln ls`)");
 }
 
 static void test_url_encode(void **state)
@@ -348,6 +424,13 @@ static void test_error_body(void **state)
 	assert_string_equal(f.code, "http_404");
 	cli_fail_from_response(400, "{\"error\":{\"code\":5}}", 20, &f);
 	assert_string_equal(f.msg, "kilnd answered HTTP 400 without an error body");
+	/* An error object with a code given twice is no error object: neither
+	 * code is believed (the last would make a 404 of an internal error). */
+	body = "{\"error\":{\"code\":\"internal\",\"message\":\"m\",\"code\":\"sandbox_not_found\"}}";
+	cli_fail_from_response(500, body, strlen(body), &f);
+	assert_string_equal(f.msg, "kilnd answered HTTP 500 without an error body");
+	assert_string_equal(f.code, "");
+	assert_int_equal(f.exit, CLI_EXIT_API);
 
 	/* Escape sequences from a guest's console cannot reach the terminal. */
 	body = "{\"error\":{\"code\":\"boot_failed\",\"message\":\"panic\\u001b[2J\\r\\nx\"}}";
@@ -523,6 +606,15 @@ static void test_ndjson_failures(void **state)
 	assert_int_equal(feed_all(&n, "not json\n", 100), -1);
 	cli_ndjson_free(&n);
 
+	/* A key given twice is refused, not read as its last value (which
+	 * would make this a successful exit, and another reader a stdout). */
+	cli_ndjson_init(&n, sink_write, &s);
+	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\",\"data\":\"a\",\"type\":\"exit\",\"exit_code\":0}\n", 100), -1);
+	assert_int_equal(cli_ndjson_end(&n), -1);
+	assert_string_equal(n.fail.msg, "kilnd sent a stream line that is not JSON (duplicate object key near '\"type\"')");
+	assert_int_equal(n.fail.exit, CLI_EXIT_API);
+	cli_ndjson_free(&n);
+
 	cli_ndjson_init(&n, sink_write, &s);
 	assert_int_equal(feed_all(&n, "{\"type\":\"exit\",\"exit_code\":0}\n{\"type\":\"stdout\",\"data\":\"late\"}\n", 100), -1);
 	assert_string_equal(n.fail.msg, "kilnd sent bytes after the last event");
@@ -635,8 +727,9 @@ static void test_format(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_scan_globals_anywhere),
-		cmocka_unit_test(test_scan_errors),
+		cmocka_unit_test(test_getopt_globals_anywhere),
+		cmocka_unit_test(test_getopt_errors),
+		cmocka_unit_test(test_command_lines),
 		cmocka_unit_test(test_kv_and_share),
 		cmocka_unit_test(test_create_body),
 		cmocka_unit_test(test_exec_parse),

@@ -39,14 +39,14 @@ static void test_run_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_run_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
 	/* --env is the sandbox's; --user is the command's; the program's own
 	 * options after it are its. */
-	assert_int_equal(cli_run_parse(11, ARGV("--cpus", "2", "-e", "A=1", "--user", "root", "minimal", "ls", "-l",
+	assert_int_equal(cli_run_parse(12, ARGV("run", "--cpus", "2", "-e", "A=1", "--user", "root", "minimal", "ls", "-l",
 						"--json", "-e"),
-				       &g, &r, err, sizeof(err)),
+				       &g, &r, &e),
 			 0);
 	assert_json(r.create, "{\"cpus\":2,\"env\":{\"A\":\"1\"},\"image\":\"minimal\"}");
 	assert_json(r.exec.body, "{\"argv\":[\"ls\",\"-l\",\"--json\",\"-e\"],\"output_cap\":268435456,\"user\":\"root\"}");
@@ -57,26 +57,25 @@ static void test_run_parse(void **state)
 	json_decref(r.exec.body);
 
 	/* --confine is the command's. */
-	assert_int_equal(cli_run_parse(4, ARGV("--confine", "debian", "--", "ls"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_run_parse(5, ARGV("run", "--confine", "debian", "--", "ls"), &g, &r, &e), 0);
 	assert_json(r.create, "{\"image\":\"debian\"}");
 	assert_json(r.exec.body, "{\"argv\":[\"ls\"],\"confine\":true,\"output_cap\":268435456}");
 	json_decref(r.create);
 	json_decref(r.exec.body);
 
-	assert_int_equal(cli_run_parse(6, ARGV("--buffered", "-i", "--label", "a=b", "debian", "--"), &g, &r, err,
-				       sizeof(err)),
+	assert_int_equal(cli_run_parse(7, ARGV("run", "--buffered", "-i", "--label", "a=b", "debian", "--"), &g, &r, &e),
 			 -1);
-	assert_string_equal(err, "missing the program to run (kiln run [options] IMAGE -- PROGRAM [ARG...])");
-	assert_int_equal(cli_run_parse(2, ARGV("--", "ls"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err,
+	assert_string_equal(e.msg, "missing the program to run (kiln run [options] IMAGE -- PROGRAM [ARG...])");
+	assert_int_equal(cli_run_parse(3, ARGV("run", "--", "ls"), &g, &r, &e), -1);
+	assert_string_equal(e.msg,
 			    "missing the image (kiln run [options] IMAGE -- PROGRAM [ARG...]; see `kiln images`)");
 	/* The image is the operand, not an option. */
-	assert_int_equal(cli_run_parse(4, ARGV("--image", "x", "--", "ls"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown option '--image'");
-	assert_int_equal(cli_run_parse(4, ARGV("--env", "NOEQ", "minimal", "ls"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "--env 'NOEQ': expected KEY=VALUE");
+	assert_int_equal(cli_run_parse(5, ARGV("run", "--image", "x", "--", "ls"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "unknown option '--image'");
+	assert_int_equal(cli_run_parse(5, ARGV("run", "--env", "NOEQ", "minimal", "ls"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "--env 'NOEQ': expected KEY=VALUE");
 
-	assert_int_equal(cli_run_parse(5, ARGV("--buffered", "-i", "debian", "--", "true"), &g, &r, err, sizeof(err)),
+	assert_int_equal(cli_run_parse(6, ARGV("run", "--buffered", "-i", "debian", "--", "true"), &g, &r, &e),
 			 0);
 	assert_false(r.exec.stream);
 	assert_true(r.exec.send_stdin);
@@ -90,45 +89,45 @@ static void test_spawn_and_shell_parse(void **state)
 	struct cli_globals g = { 0 };
 	struct cli_spawn_req s;
 	struct cli_shell_req sh;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	char **av = ARGV("abc", "--pty", "--rows", "40", "--cols=100", "--ring-bytes", "8192", "-i", "--shell", "--",
+	char **av = ARGV("spawn", "abc", "--pty", "--rows", "40", "--cols=100", "--ring-bytes", "8192", "-i", "--shell", "--",
 			 "top", "-b");
-	assert_int_equal(cli_spawn_parse(12, av, &g, &s, err, sizeof(err)), 0);
+	assert_int_equal(cli_spawn_parse(13, av, &g, &s, &e), 0);
 	assert_string_equal(s.id, "abc");
 	assert_true(s.send_stdin);
 	assert_json(s.body, "{\"argv\":[\"top\",\"-b\"],\"cols\":100,\"pty\":true,\"ring_bytes\":8192,\"rows\":40,"
 			    "\"shell\":true}");
 	json_decref(s.body);
-	assert_int_equal(cli_spawn_parse(2, ARGV("abc", "--pty"), &g, &s, err, sizeof(err)), -1);
-	assert_string_equal(err, "missing the program to run (kiln spawn ID [options] -- PROGRAM [ARG...])");
-	assert_int_equal(cli_spawn_parse(4, ARGV("abc", "--rows", "x", "sh"), &g, &s, err, sizeof(err)), -1);
-	assert_string_equal(err, "--rows 'x': expected a whole number");
-	assert_int_equal(cli_spawn_parse(2, ARGV("--", "sh"), &g, &s, err, sizeof(err)), -1);
-	assert_string_equal(err, "missing sandbox id (kiln spawn ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_spawn_parse(3, ARGV("spawn", "abc", "--pty"), &g, &s, &e), -1);
+	assert_string_equal(e.msg, "missing the program to run (kiln spawn ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--rows", "x", "sh"), &g, &s, &e), -1);
+	assert_string_equal(e.msg, "--rows 'x': expected a whole number");
+	assert_int_equal(cli_spawn_parse(3, ARGV("spawn", "--", "sh"), &g, &s, &e), -1);
+	assert_string_equal(e.msg, "missing sandbox id (kiln spawn ID [options] -- PROGRAM [ARG...])");
 
 	/* No program: POST .../shell with only the options. */
-	assert_int_equal(cli_shell_parse(3, ARGV("abc", "--user", "root"), &g, &sh, err, sizeof(err)), 0);
+	assert_int_equal(cli_shell_parse(4, ARGV("shell", "abc", "--user", "root"), &g, &sh, &e), 0);
 	assert_false(sh.has_argv);
 	assert_json(sh.body, "{\"user\":\"root\"}");
 	json_decref(sh.body);
 	/* A program: .../processes on a PTY; it starts at the first word. */
-	assert_int_equal(cli_shell_parse(5, ARGV("abc", "-e", "X=1", "vi", "-R"), &g, &sh, err, sizeof(err)), 0);
+	assert_int_equal(cli_shell_parse(6, ARGV("shell", "abc", "-e", "X=1", "vi", "-R"), &g, &sh, &e), 0);
 	assert_true(sh.has_argv);
 	assert_json(sh.body, "{\"argv\":[\"vi\",\"-R\"],\"env\":{\"X\":\"1\"},\"pty\":true}");
 	json_decref(sh.body);
 	/* --confine on spawn and shell. */
-	assert_int_equal(cli_shell_parse(2, ARGV("abc", "--confine"), &g, &sh, err, sizeof(err)), 0);
+	assert_int_equal(cli_shell_parse(3, ARGV("shell", "abc", "--confine"), &g, &sh, &e), 0);
 	assert_json(sh.body, "{\"confine\":true}");
 	json_decref(sh.body);
-	assert_int_equal(cli_spawn_parse(4, ARGV("abc", "--confine", "--", "sleep"), &g, &s, err, sizeof(err)), 0);
+	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--confine", "--", "sleep"), &g, &s, &e), 0);
 	assert_json(s.body, "{\"argv\":[\"sleep\"],\"confine\":true}");
 	json_decref(s.body);
 	/* The shell endpoint has no "shell" option. */
-	assert_int_equal(cli_shell_parse(2, ARGV("abc", "--shell"), &g, &sh, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown option '--shell'");
-	assert_int_equal(cli_shell_parse(0, ARGV(NULL), &g, &sh, err, sizeof(err)), -1);
+	assert_int_equal(cli_shell_parse(3, ARGV("shell", "abc", "--shell"), &g, &sh, &e), -1);
+	assert_string_equal(e.msg, "unknown option '--shell'");
+	assert_int_equal(cli_shell_parse(1, ARGV("shell"), &g, &sh, &e), -1);
 }
 
 /* --- logs, attach, kill, wait, stdin --- */
@@ -137,59 +136,58 @@ static void test_proc_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_proc_req p;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_proc_parse("logs", 3, ARGV("abc", "3", "-f"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("logs", 4, ARGV("logs", "abc", "3", "-f"), &g, &p, &e), 0);
 	assert_string_equal(p.id, "abc");
 	assert_int_equal(p.proc, 3);
 	assert_true(p.follow);
 	assert_string_equal(p.query, "?encoding=base64");
-	assert_int_equal(cli_proc_parse("logs", 4, ARGV("--from", "120", "abc", "3"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "--from", "120", "abc", "3"), &g, &p, &e), 0);
 	assert_false(p.follow);
 	assert_string_equal(p.query, "?encoding=base64&from=120");
-	assert_int_equal(cli_proc_parse("logs", 4, ARGV("abc", "3", "--from", "-1"), &g, &p, err, sizeof(err)), -1);
-	assert_string_equal(err, "--from '-1': expected a byte offset (seq) or 'now'");
-	assert_int_equal(cli_proc_parse("attach", 4, ARGV("abc", "3", "--from", "now"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "abc", "3", "--from", "-1"), &g, &p, &e), -1);
+	assert_string_equal(e.msg, "--from '-1': expected a byte offset (seq) or 'now'");
+	assert_int_equal(cli_proc_parse("attach", 5, ARGV("attach", "abc", "3", "--from", "now"), &g, &p, &e), 0);
 	assert_string_equal(p.query, "?from=now");
 	/* attach has no --follow. */
-	assert_int_equal(cli_proc_parse("attach", 3, ARGV("abc", "3", "-f"), &g, &p, err, sizeof(err)), -1);
+	assert_int_equal(cli_proc_parse("attach", 4, ARGV("attach", "abc", "3", "-f"), &g, &p, &e), -1);
 
-	assert_int_equal(cli_proc_parse("kill", 2, ARGV("abc", "7"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("kill", 3, ARGV("kill", "abc", "7"), &g, &p, &e), 0);
 	assert_json(p.body, "{\"signal\":\"TERM\"}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 5, ARGV("abc", "7", "-s", "SIGKILL", "--group"), &g, &p, err,
-					sizeof(err)),
+	assert_int_equal(cli_proc_parse("kill", 6, ARGV("kill", "abc", "7", "-s", "SIGKILL", "--group"), &g, &p, &e),
 			 0);
 	assert_json(p.body, "{\"group\":true,\"signal\":\"SIGKILL\"}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 3, ARGV("abc", "7", "--signal=9"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("kill", 4, ARGV("kill", "abc", "7", "--signal=9"), &g, &p, &e), 0);
 	assert_json(p.body, "{\"signal\":9}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 4, ARGV("abc", "7", "-s", "T\"RM"), &g, &p, err, sizeof(err)), -1);
+	assert_int_equal(cli_proc_parse("kill", 5, ARGV("kill", "abc", "7", "-s", "T\"RM"), &g, &p, &e), -1);
 	assert_null(p.body); /* nothing handed out on failure */
 
-	assert_int_equal(cli_proc_parse("wait", 4, ARGV("abc", "7", "--timeout-ms", "500"), &g, &p, err, sizeof(err)),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "7", "--timeout-ms", "500"), &g, &p, &e),
 			 0);
 	assert_string_equal(p.query, "?timeout_ms=500");
-	assert_int_equal(cli_proc_parse("stdin", 4, ARGV("abc", "7", "--close", "in.txt"), &g, &p, err, sizeof(err)),
+	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "--close", "in.txt"), &g, &p, &e),
 			 0);
 	assert_true(p.close);
 	assert_string_equal(p.file, "in.txt");
-	assert_int_equal(cli_proc_parse("stdin", 3, ARGV("abc", "7", "-"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("stdin", 4, ARGV("stdin", "abc", "7", "-"), &g, &p, &e), 0);
 	assert_string_equal(p.file, "-");
-	assert_int_equal(cli_proc_parse("stdin", 4, ARGV("abc", "7", "a", "b"), &g, &p, err, sizeof(err)), -1);
-	assert_string_equal(err, "unexpected argument 'b'");
-	assert_int_equal(cli_proc_parse("wait", 3, ARGV("abc", "7", "x"), &g, &p, err, sizeof(err)), -1);
+	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "a", "b"), &g, &p, &e), -1);
+	assert_string_equal(e.msg, "unexpected argument 'b'");
+	assert_int_equal(cli_proc_parse("wait", 4, ARGV("wait", "abc", "7", "x"), &g, &p, &e), -1);
 
 	/* The process id: a positive 32-bit number, nothing else. */
-	assert_int_equal(cli_proc_parse("wait", 1, ARGV("abc"), &g, &p, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
-	assert_int_equal(cli_proc_parse("wait", 2, ARGV("abc", "0"), &g, &p, err, sizeof(err)), -1);
-	assert_string_equal(err, "'0' is not a process id (a number from `kiln ps ID` or `kiln spawn`)");
-	assert_int_equal(cli_proc_parse("wait", 2, ARGV("abc", "4294967296"), &g, &p, err, sizeof(err)), -1);
-	assert_int_equal(cli_proc_parse("wait", 2, ARGV("abc", "4294967295"), &g, &p, err, sizeof(err)), 0);
-	assert_int_equal(cli_proc_parse("wait", 2, ARGV("a/b", "1"), &g, &p, err, sizeof(err)), -1);
+	assert_int_equal(cli_proc_parse("wait", 2, ARGV("wait", "abc"), &g, &p, &e), -1);
+	assert_string_equal(e.msg, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "0"), &g, &p, &e), -1);
+	assert_string_equal(e.msg, "'0' is not a process id (a number from `kiln ps ID` or `kiln spawn`)");
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967296"), &g, &p, &e), -1);
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967295"), &g, &p, &e), 0);
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "a/b", "1"), &g, &p, &e), -1);
 }
 
 /* --- fs and port --- */
@@ -198,63 +196,62 @@ static void test_fs_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_fs_req *r = malloc(sizeof(*r));
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
 	assert_non_null(r);
-	assert_int_equal(cli_fs_parse(6, ARGV("ls", "-d", "2", "box:/home/a b", "--user", "root"), &g, r, err,
-				      sizeof(err)),
+	assert_int_equal(cli_fs_parse(6, ARGV("ls", "-d", "2", "box:/home/a b", "--user", "root"), &g, r, &e),
 			 0);
 	assert_int_equal(r->op, CLI_FS_LS);
 	assert_string_equal(r->id, "box");
 	assert_string_equal(r->endpoint, "files/list");
 	assert_string_equal(r->query, "?path=/home/a%20b&depth=2&user=root");
 	assert_null(r->body);
-	assert_int_equal(cli_fs_parse(3, ARGV("stat", "--no-follow", "box:/bin/sh"), &g, r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(3, ARGV("stat", "--no-follow", "box:/bin/sh"), &g, r, &e), 0);
 	assert_string_equal(r->query, "?path=/bin/sh&follow=false");
 	assert_string_equal(r->endpoint, "files/stat");
 
-	assert_int_equal(cli_fs_parse(5, ARGV("mkdir", "-p", "-m", "700", "box:/a/b"), &g, r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(5, ARGV("mkdir", "-p", "-m", "700", "box:/a/b"), &g, r, &e), 0);
 	assert_string_equal(r->endpoint, "files/mkdir");
 	assert_json(r->body, "{\"mode\":448,\"parents\":true,\"path\":\"/a/b\"}");
 	json_decref(r->body);
-	assert_int_equal(cli_fs_parse(3, ARGV("rm", "-r", "box:/a"), &g, r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(3, ARGV("rm", "-r", "box:/a"), &g, r, &e), 0);
 	assert_string_equal(r->endpoint, "files/remove");
 	assert_json(r->body, "{\"path\":\"/a\",\"recursive\":true}");
 	json_decref(r->body);
-	assert_int_equal(cli_fs_parse(4, ARGV("mv", "-f", "box:/a", "box:/b"), &g, r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(4, ARGV("mv", "-f", "box:/a", "box:/b"), &g, r, &e), 0);
 	assert_string_equal(r->endpoint, "files/rename");
 	assert_json(r->body, "{\"from\":\"/a\",\"overwrite\":true,\"to\":\"/b\"}");
 	json_decref(r->body);
-	assert_int_equal(cli_fs_parse(5, ARGV("mv", "box:/a", "/c", "--user", "root"), &g, r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(5, ARGV("mv", "box:/a", "/c", "--user", "root"), &g, r, &e), 0);
 	assert_json(r->body, "{\"from\":\"/a\",\"to\":\"/c\",\"user\":\"root\"}");
 	json_decref(r->body);
 
-	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "other:/b"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "mv stays within one sandbox (box and other differ); use kiln cp");
-	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "rel"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "'rel': the destination must be absolute (/TO or ID:/TO)");
-	assert_int_equal(cli_fs_parse(2, ARGV("ls", "./local"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "'./local' is not ID:/PATH (a path in a sandbox)");
-	assert_int_equal(cli_fs_parse(2, ARGV("ls", "box:rel"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "'box:rel': the guest path must be absolute (ID:/path)");
-	assert_int_equal(cli_fs_parse(3, ARGV("ls", "box:/a", "box:/b"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unexpected argument 'box:/b'");
-	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "0789", "box:/a"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "--mode '0789': expected octal permission bits (0755)");
-	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "17777", "box:/a"), &g, r, err, sizeof(err)), -1);
+	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "other:/b"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "mv stays within one sandbox (box and other differ); use kiln cp");
+	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "rel"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "'rel': the destination must be absolute (/TO or ID:/TO)");
+	assert_int_equal(cli_fs_parse(2, ARGV("ls", "./local"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "'./local' is not ID:/PATH (a path in a sandbox)");
+	assert_int_equal(cli_fs_parse(2, ARGV("ls", "box:rel"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "'box:rel': the guest path must be absolute (ID:/path)");
+	assert_int_equal(cli_fs_parse(3, ARGV("ls", "box:/a", "box:/b"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "unexpected argument 'box:/b'");
+	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "0789", "box:/a"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "--mode '0789': expected octal permission bits (0755)");
+	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "17777", "box:/a"), &g, r, &e), -1);
 	/* Options belong to their subcommand. */
-	assert_int_equal(cli_fs_parse(3, ARGV("stat", "-r", "box:/a"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown option '-r'");
-	assert_int_equal(cli_fs_parse(4, ARGV("ls", "--depth", "0", "box:/"), &g, r, err, sizeof(err)), -1);
-	assert_int_equal(cli_fs_parse(2, ARGV("cat", "box:/a"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown subcommand 'cat' (ls, stat, mkdir, rm, mv or watch)");
-	assert_int_equal(cli_fs_parse(0, ARGV(NULL), &g, r, err, sizeof(err)), -1);
-	assert_int_equal(cli_fs_parse(1, ARGV("rm"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected ID:/PATH");
+	assert_int_equal(cli_fs_parse(3, ARGV("stat", "-r", "box:/a"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "unknown option '-r'");
+	assert_int_equal(cli_fs_parse(4, ARGV("ls", "--depth", "0", "box:/"), &g, r, &e), -1);
+	assert_int_equal(cli_fs_parse(2, ARGV("cat", "box:/a"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "unknown subcommand 'cat' (ls, stat, mkdir, rm, mv or watch)");
+	assert_int_equal(cli_fs_parse(0, ARGV(NULL), &g, r, &e), -1);
+	assert_int_equal(cli_fs_parse(1, ARGV("rm"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "expected ID:/PATH");
 	/* A path that is not UTF-8 cannot be a JSON string. */
-	assert_int_equal(cli_fs_parse(2, ARGV("rm", "box:/\xff"), &g, r, err, sizeof(err)), -1);
-	assert_string_equal(err, "the guest path is not valid UTF-8");
+	assert_int_equal(cli_fs_parse(2, ARGV("rm", "box:/\xff"), &g, r, &e), -1);
+	assert_string_equal(e.msg, "the guest path is not valid UTF-8");
 	free(r);
 }
 
@@ -262,70 +259,70 @@ static void test_port_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_port_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_port_parse(2, ARGV("abc", "8080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_port_parse(3, ARGV("port", "abc", "8080"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PORT_ADD);
 	assert_string_equal(r.id, "abc");
 	assert_json(r.body, "{\"guest_port\":8080}");
 	json_decref(r.body);
-	assert_int_equal(cli_port_parse(4, ARGV("add", "abc", "8080", "0"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_port_parse(5, ARGV("port", "add", "abc", "8080", "0"), &g, &r, &e), 0);
 	assert_json(r.body, "{\"guest_port\":8080,\"host_port\":0}");
 	json_decref(r.body);
-	assert_int_equal(cli_port_parse(2, ARGV("ls", "abc"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_port_parse(3, ARGV("port", "ls", "abc"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PORT_LS);
 	assert_null(r.body);
-	assert_int_equal(cli_port_parse(3, ARGV("rm", "abc", "18080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_port_parse(4, ARGV("port", "rm", "abc", "18080"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PORT_RM);
 	assert_int_equal(r.host_port, 18080);
 
-	assert_int_equal(cli_port_parse(2, ARGV("abc", "0"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "GUEST_PORT '0': expected a port number 1..65535");
-	assert_int_equal(cli_port_parse(3, ARGV("abc", "80", "65536"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "HOST_PORT '65536': expected a port number 0..65535");
-	assert_int_equal(cli_port_parse(1, ARGV("ls"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected: kiln port ls ID");
-	assert_int_equal(cli_port_parse(2, ARGV("rm", "abc"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected: kiln port rm ID HOST_PORT");
-	assert_int_equal(cli_port_parse(1, ARGV("abc"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected ID GUEST_PORT [HOST_PORT]");
-	assert_int_equal(cli_port_parse(2, ARGV("abc", "--bogus"), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_port_parse(3, ARGV("port", "abc", "0"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "GUEST_PORT '0': expected a port number 1..65535");
+	assert_int_equal(cli_port_parse(4, ARGV("port", "abc", "80", "65536"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "HOST_PORT '65536': expected a port number 0..65535");
+	assert_int_equal(cli_port_parse(2, ARGV("port", "ls"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected: kiln port ls ID");
+	assert_int_equal(cli_port_parse(3, ARGV("port", "rm", "abc"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected: kiln port rm ID HOST_PORT");
+	assert_int_equal(cli_port_parse(2, ARGV("port", "abc"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected ID GUEST_PORT [HOST_PORT]");
+	assert_int_equal(cli_port_parse(3, ARGV("port", "abc", "--bogus"), &g, &r, &e), -1);
 }
 
 static void test_preview_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_preview_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_preview_parse(2, ARGV("abc", "8080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_preview_parse(3, ARGV("preview", "abc", "8080"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PREVIEW_ADD);
 	assert_string_equal(r.id, "abc");
 	assert_json(r.body, "{\"port\":8080,\"public\":false}");
 	json_decref(r.body);
-	assert_int_equal(cli_preview_parse(4, ARGV("add", "abc", "--public", "3000"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_preview_parse(5, ARGV("preview", "add", "abc", "--public", "3000"), &g, &r, &e), 0);
 	assert_json(r.body, "{\"port\":3000,\"public\":true}");
 	json_decref(r.body);
-	assert_int_equal(cli_preview_parse(2, ARGV("ls", "abc"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_preview_parse(3, ARGV("preview", "ls", "abc"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PREVIEW_LS);
 	assert_null(r.body);
-	assert_int_equal(cli_preview_parse(3, ARGV("rm", "abc", "8080"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_preview_parse(4, ARGV("preview", "rm", "abc", "8080"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_PREVIEW_RM);
 	assert_int_equal(r.port, 8080);
 	assert_null(r.body);
 
-	assert_int_equal(cli_preview_parse(2, ARGV("abc", "0"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "PORT '0': expected a port number 1..65535");
-	assert_int_equal(cli_preview_parse(3, ARGV("abc", "80", "81"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected: kiln preview ID PORT [--public]");
-	assert_int_equal(cli_preview_parse(3, ARGV("ls", "abc", "--public"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected: kiln preview ls ID");
-	assert_int_equal(cli_preview_parse(2, ARGV("rm", "abc"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected: kiln preview rm ID PORT");
-	assert_int_equal(cli_preview_parse(2, ARGV("abc", "--bogus"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_preview_parse(4, ARGV("a", "b", "c", "d"), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_preview_parse(3, ARGV("preview", "abc", "0"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "PORT '0': expected a port number 1..65535");
+	assert_int_equal(cli_preview_parse(4, ARGV("preview", "abc", "80", "81"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected: kiln preview ID PORT [--public]");
+	assert_int_equal(cli_preview_parse(4, ARGV("preview", "ls", "abc", "--public"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected: kiln preview ls ID");
+	assert_int_equal(cli_preview_parse(3, ARGV("preview", "rm", "abc"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected: kiln preview rm ID PORT");
+	assert_int_equal(cli_preview_parse(3, ARGV("preview", "abc", "--bogus"), &g, &r, &e), -1);
+	assert_int_equal(cli_preview_parse(5, ARGV("preview", "a", "b", "c", "d"), &g, &r, &e), -1);
 }
 
 /* --- the tty stream --- */

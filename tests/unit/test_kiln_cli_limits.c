@@ -21,7 +21,7 @@
 
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_error.h"
-#include "api/kiln/cli_opts.h"
+#include "api/kiln/cli_getopt.h"
 
 #define ARGV(...) ((char *[]){ __VA_ARGS__, NULL })
 
@@ -39,48 +39,48 @@ static char *big_word(size_t n, const char *prefix)
 static void test_timeout_option(void **state)
 {
 	struct cli_globals g = { .timeout_s = CLI_TIMEOUT_DEFAULT };
-	struct cli_scan s;
-	char **argv = ARGV("ls", "--request-timeout", "5", "--json");
+	struct cli_getopt s;
+	char **argv = ARGV("kiln", "ls", "--request-timeout", "5", "--json");
 	unsigned long t = 7;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
 	/* A global option: anywhere among the command's words. */
-	cli_scan_init(&s, 4, argv, NULL, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_POSITIONAL);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_DONE);
+	cli_getopt_init(&s, 5, argv, cli_global_options, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_WORD);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_DONE);
 	assert_int_equal(g.timeout_s, 5);
 	assert_true(g.json);
-	cli_scan_init(&s, 1, ARGV("--request-timeout=0"), NULL, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_DONE);
+	cli_getopt_init(&s, 2, ARGV("ls", "--request-timeout=0"), cli_global_options, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_DONE);
 	assert_int_equal(g.timeout_s, 0);
 	/* Not whole seconds in range: a usage error naming the option. */
 	static const char *const bad[] = { "x", "-1", "+5", " 5", "1.5", "", "604801", "99999999999999999999999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		char *a[] = { "--request-timeout", (char *)bad[i], NULL };
+		char *a[] = { "ls", "--request-timeout", (char *)bad[i], NULL };
 
 		g.timeout_s = 9;
-		cli_scan_init(&s, 2, a, NULL, &g);
-		assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-		assert_non_null(strstr(s.err, "--request-timeout '"));
-		assert_non_null(strstr(s.err, "0..604800 (0: no limit)"));
+		cli_getopt_init(&s, 3, a, cli_global_options, &g, &e);
+		assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+		assert_non_null(strstr(e.msg, "--request-timeout '"));
+		assert_non_null(strstr(e.msg, "0..604800 (0: no limit)"));
 		assert_int_equal(g.timeout_s, 9);
 	}
-	cli_scan_init(&s, 1, ARGV("--request-timeout"), NULL, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_string_equal(s.err, "option '--request-timeout' needs a value");
+	cli_getopt_init(&s, 2, ARGV("ls", "--request-timeout"), cli_global_options, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_string_equal(e.msg, "option '--request-timeout' needs a value");
 	/* The environment's spelling names the variable. */
-	assert_int_equal(cli_timeout_parse("12", "KILN_REQUEST_TIMEOUT", &t, err, sizeof(err)), 0);
+	assert_int_equal(cli_timeout_parse("12", "KILN_REQUEST_TIMEOUT", &t, &e), 0);
 	assert_int_equal(t, 12);
-	assert_int_equal(cli_timeout_parse("soon", "KILN_REQUEST_TIMEOUT", &t, err, sizeof(err)), -1);
-	assert_string_equal(err, "KILN_REQUEST_TIMEOUT 'soon': expected whole seconds 0..604800 (0: no limit)");
+	assert_int_equal(cli_timeout_parse("soon", "KILN_REQUEST_TIMEOUT", &t, &e), -1);
+	assert_string_equal(e.msg, "KILN_REQUEST_TIMEOUT 'soon': expected whole seconds 0..604800 (0: no limit)");
 	assert_int_equal(t, 12);
 	/* create's own --timeout (the sandbox's lifetime) stays create's. */
 	{
 		json_t *b;
 
 		g.timeout_s = 30;
-		assert_int_equal(cli_create_body(2, ARGV("--timeout", "600"), &g, &b, err, sizeof(err)), 0);
+		assert_int_equal(cli_create_body(3, ARGV("create", "--timeout", "600"), &g, &b, &e), 0);
 		assert_int_equal(json_integer_value(json_object_get(b, "timeout_s")), 600);
 		assert_int_equal(g.timeout_s, 30);
 		json_decref(b);
@@ -90,7 +90,7 @@ static void test_timeout_option(void **state)
 static void test_answer_limits(void **state)
 {
 	struct cli_proc_req p;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
 	/* The base alone, the base plus the request's own time, or none. */
@@ -110,15 +110,15 @@ static void test_answer_limits(void **state)
 	assert_int_equal(cli_wait_for_ms(604800000ULL, 0), 604800);
 	/* kiln wait: its --timeout-ms, else as long as the process runs. */
 	struct cli_globals g = { 0 };
-	assert_int_equal(cli_proc_parse("wait", 2, ARGV("abc", "1"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "1"), &g, &p, &e), 0);
 	assert_int_equal(p.wait_s, CLI_WAIT_UNBOUNDED);
-	assert_int_equal(cli_proc_parse("wait", 4, ARGV("abc", "1", "--timeout-ms", "1500"), &g, &p, err, sizeof(err)),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "1500"), &g, &p, &e),
 			 0);
 	assert_int_equal(p.wait_s, 2);
-	assert_int_equal(cli_proc_parse("wait", 4, ARGV("abc", "1", "--timeout-ms", "0"), &g, &p, err, sizeof(err)),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "0"), &g, &p, &e),
 			 0);
 	assert_int_equal(p.wait_s, CLI_WAIT_UNBOUNDED);
-	assert_int_equal(cli_proc_parse("kill", 2, ARGV("abc", "1"), &g, &p, err, sizeof(err)), 0);
+	assert_int_equal(cli_proc_parse("kill", 3, ARGV("kill", "abc", "1"), &g, &p, &e), 0);
 	assert_int_equal(p.wait_s, 0);
 	json_decref(p.body);
 }
@@ -194,11 +194,12 @@ static void test_answer_shape(void **state)
 
 static void test_echo_cut(void **state)
 {
-	char *big = big_word(100000, "--"), err[CLI_ERR_MAX], buf[CLI_ECHO_BUF];
+	char *big = big_word(100000, "--"), buf[CLI_ECHO_BUF];
+	struct err e;
 	struct cli_globals g = { 0 };
-	struct cli_scan s;
+	struct cli_getopt s;
 	json_t *o = json_object();
-	char *a[] = { big, NULL };
+	char *a[] = { "inspect", big, NULL };
 
 	(void)state;
 	assert_string_equal(cli_echo(buf, "short"), "short");
@@ -220,54 +221,55 @@ static void test_echo_cut(void **state)
 		assert_memory_equal(buf + CLI_ECHO_MAX - 2, "\xc3\xa9...", 5);
 	}
 	/* A 100 KB unknown option: one short line. */
-	cli_scan_init(&s, 1, a, NULL, &g);
-	assert_int_equal(cli_scan_next(&s), CLI_SCAN_ERROR);
-	assert_int_equal(strlen(s.err), strlen("unknown option ''") + CLI_ECHO_MAX + 3);
-	assert_non_null(strstr(s.err, "xxx...'"));
+	cli_getopt_init(&s, 2, a, cli_global_options, &g, &e);
+	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_ERROR);
+	assert_int_equal(strlen(e.msg), strlen("unknown option ''") + CLI_ECHO_MAX + 3);
+	assert_non_null(strstr(e.msg, "xxx...'"));
 	/* Values too: --env, a sandbox id, a number. */
 	memcpy(big, "KEY", 3);
-	assert_int_not_equal(cli_put_kv(o, big + 3, false, "--env", err, sizeof(err)), 0);
-	assert_true(strlen(err) < 2 * CLI_ECHO_MAX);
-	assert_int_equal(cli_one_id(1, a, &g, buf, err, sizeof(err)), -1);
-	assert_true(strlen(err) < 2 * CLI_ECHO_MAX);
+	assert_int_not_equal(cli_put_kv(o, big + 3, false, "--env", &e), 0);
+	assert_true(strlen(e.msg) < 2 * CLI_ECHO_MAX);
+	assert_int_equal(cli_one_id(2, a, &g, buf, &e), -1);
+	assert_true(strlen(e.msg) < 2 * CLI_ECHO_MAX);
 	memcpy(big, "12", 2);
 	json_decref(o);
-	assert_int_equal(cli_create_body(2, ARGV("--cpus", big), &g, &o, err, sizeof(err)), -1);
-	assert_true(strlen(err) < 2 * CLI_ECHO_MAX);
-	assert_non_null(strstr(err, "...': expected a whole number"));
+	assert_int_equal(cli_create_body(3, ARGV("create", "--cpus", big), &g, &o, &e), -1);
+	assert_true(strlen(e.msg) < 2 * CLI_ECHO_MAX);
+	assert_non_null(strstr(e.msg, "...': expected a whole number"));
 	free(big);
 }
 
 static void test_firewall_file(void **state)
 {
-	char path[] = "/tmp/kiln-fw-limits-XXXXXX", err[CLI_ERR_MAX];
+	char path[] = "/tmp/kiln-fw-limits-XXXXXX";
+	struct err e;
 	struct cli_globals g = { 0 };
 	json_t *j = NULL, *b = NULL;
 	int fd;
 
 	(void)state;
 	/* A file that cannot be read: strerror, no JSON line number. */
-	assert_int_equal(cli_firewall_load("/nonexistent/rules.json", &j, err, sizeof(err)), -ENOENT);
+	assert_int_equal(cli_firewall_load("/nonexistent/rules.json", &j, &e), -ENOENT);
 	assert_null(j);
-	assert_string_equal(err, "/nonexistent/rules.json: No such file or directory");
-	assert_int_equal(cli_firewall_load("/", &j, err, sizeof(err)), -EISDIR);
-	assert_string_equal(err, "/: Is a directory");
-	assert_int_equal(cli_create_body(2, ARGV("--firewall", "/nonexistent/rules.json"), &g, &b, err, sizeof(err)),
+	assert_string_equal(e.msg, "/nonexistent/rules.json: No such file or directory");
+	assert_int_equal(cli_firewall_load("/", &j, &e), -EISDIR);
+	assert_string_equal(e.msg, "/: Is a directory");
+	assert_int_equal(cli_create_body(3, ARGV("create", "--firewall", "/nonexistent/rules.json"), &g, &b, &e),
 			 -1);
-	assert_string_equal(err, "--firewall /nonexistent/rules.json: No such file or directory");
-	assert_null(strstr(err, "line"));
+	assert_string_equal(e.msg, "--firewall /nonexistent/rules.json: No such file or directory");
+	assert_null(strstr(e.msg, "line"));
 	/* Bad JSON: its line. */
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, "{\n\"allow\": [}\n", 14), 14);
 	close(fd);
-	assert_int_equal(cli_firewall_load(path, &j, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, ": not JSON: "));
-	assert_non_null(strstr(err, "(line 2)"));
+	assert_int_equal(cli_firewall_load(path, &j, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, ": not JSON: "));
+	assert_non_null(strstr(e.msg, "(line 2)"));
 	fd = open(path, O_WRONLY | O_TRUNC);
 	assert_int_equal(write(fd, "{\"outbound_internet\": true}", 27), 27);
 	close(fd);
-	assert_int_equal(cli_firewall_load(path, &j, err, sizeof(err)), 0);
+	assert_int_equal(cli_firewall_load(path, &j, &e), 0);
 	assert_true(json_is_true(json_object_get(j, "outbound_internet")));
 	json_decref(j);
 	unlink(path);

@@ -13,27 +13,28 @@
 
 #include "api/kiln/cli_body.h"
 
-#define ARGS(...) (sizeof((char *[]){ __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ __VA_ARGS__ })
+/* argc and argv as getopt takes them: argv[0] is the command's name. */
+#define ARGS(...) (sizeof((char *[]){ "kiln-cmd", __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ "kiln-cmd", __VA_ARGS__ })
 
 static void test_checkpoint_forms(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_snap_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc123", "before"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc123", "before"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_SNAP_ADD);
 	assert_string_equal(r.id, "abc123");
 	assert_string_equal(r.name, "before");
 	assert_false(r.compress);
-	assert_int_equal(cli_checkpoint_parse(ARGS("add", "abc123", "v1.2_x-y", "--compress"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("add", "abc123", "v1.2_x-y", "--compress"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_SNAP_ADD);
 	assert_true(r.compress);
-	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "abc123", "--json"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "abc123", "--json"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_SNAP_LS);
 	assert_true(g.json);
-	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc123", "before"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc123", "before"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_SNAP_RM);
 	assert_string_equal(r.name, "before");
 }
@@ -42,64 +43,63 @@ static void test_checkpoint_refused(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_snap_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 	char long_name[80];
 
 	(void)state;
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc123"), &g, &r, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "NAME"));
-	assert_int_equal(cli_checkpoint_parse(ARGS("ls"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "a", "b"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc", "x", "--compress"), &g, &r, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "--compress"));
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc", "../etc"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_checkpoint_parse(ARGS("a/b", "x"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc", "x", "--frob"), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc123"), &g, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "NAME"));
+	assert_int_equal(cli_checkpoint_parse(ARGS("ls"), &g, &r, &e), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "a", "b"), &g, &r, &e), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc", "x", "--compress"), &g, &r, &e), -1);
+	assert_non_null(strstr(e.msg, "--compress"));
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc", "../etc"), &g, &r, &e), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("a/b", "x"), &g, &r, &e), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc", "x", "--frob"), &g, &r, &e), -1);
 	memset(long_name, 'n', 65);
 	long_name[65] = 0;
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc", long_name), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc", long_name), &g, &r, &e), -1);
 	long_name[64] = 0;
-	assert_int_equal(cli_checkpoint_parse(ARGS("abc", long_name), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("abc", long_name), &g, &r, &e), 0);
 }
 
 static void test_restore(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_snap_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_restore_parse(ARGS("abc", "cp1"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_restore_parse(ARGS("abc", "cp1"), &g, &r, &e), 0);
 	assert_int_equal(r.op, CLI_SNAP_RESTORE);
 	assert_string_equal(r.name, "cp1");
-	assert_int_equal(cli_restore_parse(ARGS("abc"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_restore_parse(ARGS("abc", "cp1", "more"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_restore_parse(ARGS("abc", "c p"), &g, &r, err, sizeof(err)), -1);
+	assert_int_equal(cli_restore_parse(ARGS("abc"), &g, &r, &e), -1);
+	assert_int_equal(cli_restore_parse(ARGS("abc", "cp1", "more"), &g, &r, &e), -1);
+	assert_int_equal(cli_restore_parse(ARGS("abc", "c p"), &g, &r, &e), -1);
 }
 
 static void test_fork(void **state)
 {
 	struct cli_globals g = { 0 };
-	char err[CLI_ERR_MAX];
+	struct err e;
 	json_t *b;
 
 	(void)state;
-	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--hostname", "w1", "--label", "k=v", "-e", "A=1"), &g, &b, err,
-				       sizeof(err)),
+	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--hostname", "w1", "--label", "k=v", "-e", "A=1"), &g, &b, &e),
 			 0);
 	assert_string_equal(json_string_value(json_object_get(b, "from_checkpoint")), "abc/cp1");
 	assert_string_equal(json_string_value(json_object_get(b, "hostname")), "w1");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "labels"), "k")), "v");
 	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "env"), "A")), "1");
 	json_decref(b);
-	assert_int_equal(cli_fork_body(ARGS("abc"), &g, &b, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "ID/NAME"));
+	assert_int_equal(cli_fork_body(ARGS("abc"), &g, &b, &e), -1);
+	assert_non_null(strstr(e.msg, "ID/NAME"));
 	assert_null(b);
-	assert_int_equal(cli_fork_body(ARGS("/cp1"), &g, &b, err, sizeof(err)), -1);
-	assert_int_equal(cli_fork_body(ARGS("abc/"), &g, &b, err, sizeof(err)), -1);
-	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "abc/cp2"), &g, &b, err, sizeof(err)), -1);
-	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--label", "novalue"), &g, &b, err, sizeof(err)), -1);
-	assert_int_equal(cli_fork_body(ARGS(), &g, &b, err, sizeof(err)), -1);
+	assert_int_equal(cli_fork_body(ARGS("/cp1"), &g, &b, &e), -1);
+	assert_int_equal(cli_fork_body(ARGS("abc/"), &g, &b, &e), -1);
+	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "abc/cp2"), &g, &b, &e), -1);
+	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--label", "novalue"), &g, &b, &e), -1);
+	assert_int_equal(cli_fork_body(ARGS(), &g, &b, &e), -1);
 }
 
 int main(void)

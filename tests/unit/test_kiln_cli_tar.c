@@ -151,7 +151,8 @@ static void test_tree_roundtrip(void **state)
 	struct warns w = { 0 };
 	struct gz_stream enc, dec;
 	struct cli_untar u;
-	char err[CLI_TAR_ERR_MAX], link[64], *got;
+	char link[64], *got;
+	struct err e;
 	size_t n;
 	int src, dst;
 
@@ -172,7 +173,7 @@ static void test_tree_roundtrip(void **state)
 	ln("sub", "src/dirlink"); /* a symlink to a directory: stored, not walked */
 
 	src = dfd("src");
-	assert_int_equal(cli_tar_write_dir(src, mem_out, &tar, on_warn, &w, &st, err, sizeof(err)), 0);
+	assert_int_equal(cli_tar_write_dir(src, mem_out, &tar, on_warn, &w, &st, &e), 0);
 	close(src);
 	assert_int_equal(st.files, 3);
 	assert_int_equal(st.dirs, 2);
@@ -502,7 +503,8 @@ static void test_writer_name_too_long(void **state)
 {
 	struct cli_tar_stats st;
 	struct mem tar = { 0 };
-	char err[CLI_TAR_ERR_MAX], name[251];
+	char name[251];
+	struct err e;
 	int fd, next;
 
 	(void)state;
@@ -521,8 +523,8 @@ static void test_writer_name_too_long(void **state)
 	}
 	close(fd);
 	fd = dfd("deep");
-	assert_int_equal(cli_tar_write_dir(fd, mem_out, &tar, NULL, NULL, &st, err, sizeof(err)), -ENAMETOOLONG);
-	assert_non_null(strstr(err, "path too long for an archive"));
+	assert_int_equal(cli_tar_write_dir(fd, mem_out, &tar, NULL, NULL, &st, &e), -ENAMETOOLONG);
+	assert_non_null(strstr(e.msg, "path too long for an archive"));
 	close(fd);
 	free(tar.b);
 }
@@ -538,7 +540,7 @@ static int fail_out(void *arg, const void *p, size_t n)
 static void test_writer_output_fails(void **state)
 {
 	struct cli_tar_stats st;
-	char err[CLI_TAR_ERR_MAX];
+	struct err e;
 	int fd;
 
 	(void)state;
@@ -546,7 +548,7 @@ static void test_writer_output_fails(void **state)
 	put("w/f", "x", 1, 0644);
 	fd = dfd("w");
 	/* The consumer's failure (curl gone) stops the walk with its value. */
-	assert_int_equal(cli_tar_write_dir(fd, fail_out, NULL, NULL, NULL, &st, err, sizeof(err)), -EPIPE);
+	assert_int_equal(cli_tar_write_dir(fd, fail_out, NULL, NULL, NULL, &st, &e), -EPIPE);
 	close(fd);
 }
 

@@ -22,10 +22,11 @@
 static void cidr_ok(const char *s, const char *canon)
 {
 	struct net_cidr c;
-	char why[128], back[NET_CIDR_STRLEN];
+	char back[NET_CIDR_STRLEN];
+	struct err why;
 
-	if (net_cidr_parse(s, &c, why, sizeof(why)) < 0)
-		fail_msg("'%s' refused: %s", s, why);
+	if (net_cidr_parse(s, &c, &why) < 0)
+		fail_msg("'%s' refused: %s", s, why.msg);
 	net_cidr_format(&c, back, sizeof(back));
 	assert_string_equal(back, canon);
 }
@@ -33,11 +34,11 @@ static void cidr_ok(const char *s, const char *canon)
 static void cidr_bad(const char *s, const char *why_has)
 {
 	struct net_cidr c;
-	char why[128] = "";
+	struct err why = { "" };
 
-	assert_int_equal(net_cidr_parse(s, &c, why, sizeof(why)), -EINVAL);
-	if (!strstr(why, why_has))
-		fail_msg("'%s': reason '%s' does not mention '%s'", s, why, why_has);
+	assert_int_equal(net_cidr_parse(s, &c, &why), -EINVAL);
+	if (!strstr(why.msg, why_has))
+		fail_msg("'%s': reason '%s' does not mention '%s'", s, why.msg, why_has);
 }
 
 static void test_cidr_parse(void **state)

@@ -17,21 +17,21 @@ static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 6553
 
 static void parse_ok(const char *arg, struct pool_cfg *c)
 {
-	char err[256] = "";
+	struct err err = { "" };
 
-	if (pool_cfg_parse(arg, c, err, sizeof(err)))
-		fail_msg("'%s' refused: %s", arg, err);
+	if (pool_cfg_parse(arg, c, &err))
+		fail_msg("'%s' refused: %s", arg, err.msg);
 }
 
 /* Refused, with a message that holds `part`. */
 static void parse_bad(const char *arg, const char *part)
 {
 	struct pool_cfg c;
-	char err[256] = "";
+	struct err err = { "" };
 
-	assert_int_equal(pool_cfg_parse(arg, &c, err, sizeof(err)), -1);
-	if (!strstr(err, part))
-		fail_msg("'%s': message '%s' does not name '%s'", arg ? arg : "(null)", err, part);
+	assert_int_equal(pool_cfg_parse(arg, &c, &err), -1);
+	if (!strstr(err.msg, part))
+		fail_msg("'%s': message '%s' does not name '%s'", arg ? arg : "(null)", err.msg, part);
 }
 
 static void test_arg_forms(void **state)

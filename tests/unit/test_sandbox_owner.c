@@ -22,11 +22,6 @@ int64_t wall_ms(void)
 	return 1732269600000;
 }
 
-void kilnd_log(const char *fmt, ...)
-{
-	(void)fmt;
-}
-
 /* A valid spec (the view renders it). */
 static void min_spec(struct sandbox_spec *spec)
 {

@@ -103,23 +103,24 @@ static void assert_same(const struct tree *t, int fd, const char *rel)
 static void test_opens_beneath_root(void **state)
 {
 	struct tree *t = *state;
-	char p[PATH_MAX], err[512];
+	char p[PATH_MAX];
+	struct err err;
 	int fd = -1;
 
 	pathf(p, t, "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), 0);
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
 	assert_same(t, fd, "roots/alice/data");
 	close(fd);
 	/* A root itself, and any path without a root check (root's own). */
-	assert_int_equal(share_open(t->roots[1], (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), 0);
+	assert_int_equal(share_open(t->roots[1], (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
 	close(fd);
 	pathf(p, t, "outside/secret");
-	assert_int_equal(share_open(p, NULL, 0, &fd, err, sizeof(err)), 0);
+	assert_int_equal(share_open(p, NULL, 0, &fd, &err), 0);
 	assert_same(t, fd, "outside/secret");
 	close(fd);
 	/* Repeated slashes are one separator. */
 	snprintf(p, sizeof(p), "%s//roots///alice/data/", t->base);
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), 0);
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
 	assert_same(t, fd, "roots/alice/data");
 	close(fd);
 }
@@ -129,25 +130,27 @@ static void test_opens_beneath_root(void **state)
 static void test_swapped_share_refused(void **state)
 {
 	struct tree *t = *state;
-	char p[PATH_MAX], moved[PATH_MAX], err[512];
+	char p[PATH_MAX], moved[PATH_MAX];
+	struct err err;
 	int fd = -1;
 
 	pathf(p, t, "roots/alice/data");
 	pathf(moved, t, "roots/alice/data.real");
 	assert_int_equal(rename(p, moved), 0);
 	ln(t, "roots/alice/data.real", "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), -ELOOP);
-	assert_non_null(strstr(err, "component 'data'"));
-	assert_non_null(strstr(err, "symbolic link"));
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "component 'data'"));
+	assert_non_null(strstr(err.msg, "symbolic link"));
 	/* Root's sandboxes too: no link is ever followed. */
-	assert_int_equal(share_open(p, NULL, 0, &fd, err, sizeof(err)), -ELOOP);
+	assert_int_equal(share_open(p, NULL, 0, &fd, &err), -ELOOP);
 }
 
 /* An ancestor swapped for a link out of every root. */
 static void test_swapped_ancestor_refused(void **state)
 {
 	struct tree *t = *state;
-	char p[PATH_MAX], moved[PATH_MAX], err[512];
+	char p[PATH_MAX], moved[PATH_MAX];
+	struct err err;
 	int fd = -1;
 
 	pathf(moved, t, "roots/alice.old");
@@ -156,49 +159,51 @@ static void test_swapped_ancestor_refused(void **state)
 	mk(t, "outside/data");
 	ln(t, "outside", "roots/alice");
 	pathf(p, t, "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), -ELOOP);
-	assert_non_null(strstr(err, "component 'alice'"));
-	assert_null(strstr(err, "component 'data'"));
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
+	assert_non_null(strstr(err.msg, "component 'alice'"));
+	assert_null(strstr(err.msg, "component 'data'"));
 }
 
 /* A path that opens fine but lies outside every root. */
 static void test_outside_roots_refused(void **state)
 {
 	struct tree *t = *state;
-	char p[PATH_MAX], err[512];
+	char p[PATH_MAX];
+	struct err err;
 	int fd = -1;
 
 	pathf(p, t, "outside/secret");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), -EPERM);
-	assert_non_null(strstr(err, "not beneath a --share-root"));
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "not beneath a --share-root"));
 	/* No roots at all: nothing is beneath one. */
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 0, &fd, err, sizeof(err)), -EPERM);
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 0, &fd, &err), -EPERM);
 	/* A root that is itself reached through a link allows nothing. */
 	ln(t, "outside", "outside-link");
 	pathf(t->roots[1], t, "outside-link");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, err, sizeof(err)), -EPERM);
+	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
 }
 
 static void test_bad_paths(void **state)
 {
 	struct tree *t = *state;
-	char p[PATH_MAX], err[512], file[PATH_MAX];
+	char p[PATH_MAX], file[PATH_MAX];
+	struct err err;
 	int fd = -1, f;
 
-	assert_int_equal(share_open("relative/dir", NULL, 0, &fd, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "absolute"));
+	assert_int_equal(share_open("relative/dir", NULL, 0, &fd, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "absolute"));
 	snprintf(p, sizeof(p), "%s/roots/alice/../../outside", t->base);
-	assert_int_equal(share_open(p, NULL, 0, &fd, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "'..'"));
+	assert_int_equal(share_open(p, NULL, 0, &fd, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "'..'"));
 	pathf(p, t, "roots/missing/x");
-	assert_int_equal(share_open(p, NULL, 0, &fd, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, "component 'missing'"));
+	assert_int_equal(share_open(p, NULL, 0, &fd, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "component 'missing'"));
 	pathf(file, t, "roots/file");
 	f = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
 	assert_true(f >= 0);
 	close(f);
-	assert_int_equal(share_open(file, NULL, 0, &fd, err, sizeof(err)), -ENOTDIR);
-	assert_non_null(strstr(err, "not a directory"));
+	assert_int_equal(share_open(file, NULL, 0, &fd, &err), -ENOTDIR);
+	assert_non_null(strstr(err.msg, "not a directory"));
 }
 
 int main(void)

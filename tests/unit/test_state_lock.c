@@ -56,12 +56,13 @@ static pid_t holder(const char *sock, bool fork_holder, int ready[2], int go[2])
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char err[512], c;
+		char c;
+		struct err err;
 		int fd;
 
 		close(ready[0]);
 		close(go[1]);
-		if (state_lock_take(dir, sock, &fd, err, sizeof(err)))
+		if (state_lock_take(dir, sock, &fd, &err))
 			_exit(2);
 		if (fork_holder) {
 			pid_t g = fork();
@@ -88,29 +89,30 @@ static pid_t holder(const char *sock, bool fork_holder, int ready[2], int go[2])
 
 static void test_second_is_refused_naming_the_first(void **state)
 {
-	char err[512], want[256], c;
+	char want[256], c;
+	struct err err;
 	int ready[2], go[2], fd, st;
 	pid_t pid;
 
 	(void)state;
 	pid = holder("/run/first.sock", false, ready, go);
 	assert_int_equal(read(ready[0], &c, 1), 1);
-	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, err, sizeof(err)), -1);
+	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, &err), -1);
 	snprintf(want, sizeof(want), "state directory %s is in use by kilnd pid %ld (its socket /run/first.sock)", dir,
 		 (long)pid);
-	if (!strstr(err, want))
-		fail_msg("want '%s' in '%s'", want, err);
-	assert_non_null(strstr(err, "stop it or use another --state-dir"));
-	assert_null(strchr(err, '\n'));
+	if (!strstr(err.msg, want))
+		fail_msg("want '%s' in '%s'", want, err.msg);
+	assert_non_null(strstr(err.msg, "stop it or use another --state-dir"));
+	assert_null(strchr(err.msg, '\n'));
 	/* The refusal did not take the lock from the first, nor rewrite its file. */
-	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "/run/first.sock"));
+	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, &err), -1);
+	assert_non_null(strstr(err.msg, "/run/first.sock"));
 	close(go[1]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	close(ready[0]);
 	/* The first is gone: the lock is free, and the file now names us. */
-	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, err, sizeof(err)), 0);
+	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, &err), 0);
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	close(fd);
 }
@@ -120,7 +122,7 @@ static void test_second_is_refused_naming_the_first(void **state)
  * flock or an OFD lock would (they belong to the open file description). */
 static void test_lock_dies_with_its_process_not_its_children(void **state)
 {
-	char err[512];
+	struct err err;
 	int ready[2], go[2], fd, st;
 	pid_t pid, grandchild;
 
@@ -130,25 +132,26 @@ static void test_lock_dies_with_its_process_not_its_children(void **state)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(kill(grandchild, 0), 0); /* still alive, descriptor open */
-	int r = state_lock_take(dir, "/run/second.sock", &fd, err, sizeof(err));
+	int r = state_lock_take(dir, "/run/second.sock", &fd, &err);
 
 	kill(grandchild, SIGKILL);
 	close(ready[0]);
 	close(go[1]);
 	if (r)
-		fail_msg("the lock outlived its kilnd: %s", err);
+		fail_msg("the lock outlived its kilnd: %s", err.msg);
 	close(fd);
 }
 
 static void test_relative_socket_is_made_absolute(void **state)
 {
-	char err[512], path[128], buf[512], cwd[256], want[512];
+	char path[128], buf[512], cwd[256], want[512];
+	struct err err;
 	int fd, lf;
 	ssize_t n;
 
 	(void)state;
 	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	assert_int_equal(state_lock_take(dir, "rel/k.sock", &fd, err, sizeof(err)), 0);
+	assert_int_equal(state_lock_take(dir, "rel/k.sock", &fd, &err), 0);
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_LOCK_FILE);
 	lf = open(path, O_RDONLY);
 	n = read(lf, buf, sizeof(buf) - 1);
@@ -164,15 +167,16 @@ static void test_relative_socket_is_made_absolute(void **state)
 /* A lock file that is a symbolic link is not followed. */
 static void test_symlinked_lock_file_refused(void **state)
 {
-	char err[512], path[128];
+	char path[128];
+	struct err err;
 	int fd;
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_LOCK_FILE);
 	assert_int_equal(symlink("/etc/passwd", path), 0);
-	assert_int_equal(state_lock_take(dir, "/run/k.sock", &fd, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "cannot open the state directory's lock"));
-	assert_non_null(strstr(err, path));
+	assert_int_equal(state_lock_take(dir, "/run/k.sock", &fd, &err), -1);
+	assert_non_null(strstr(err.msg, "cannot open the state directory's lock"));
+	assert_non_null(strstr(err.msg, path));
 }
 
 static void test_parse(void **state)

@@ -119,34 +119,34 @@ static void test_cli_parse(void **state)
 {
 	struct cli_globals g = { 0 };
 	struct cli_fs_req r;
-	char err[CLI_ERR_MAX];
+	struct err e;
 
 	(void)state;
-	assert_int_equal(cli_fs_parse(3, ARGV("watch", "-r", "box:/work space"), &g, &r, err, sizeof(err)), 0);
+	assert_int_equal(cli_fs_parse(3, ARGV("watch", "-r", "box:/work space"), &g, &r, &e), 0);
 	assert_string_equal(r.id, "box");
 	assert_string_equal(r.path, "/work space");
 	assert_string_equal(r.query, "?path=/work%20space&recursive=true");
 	assert_int_equal(cli_fs_parse(9, ARGV("watch", "box", "/w", "--max-watches", "5", "--queue", "64",
 						    "--user", "root"),
-					    &g, &r, err, sizeof(err)),
+					    &g, &r, &e),
 			 0);
 	assert_string_equal(r.query, "?path=/w&max_watches=5&queue=64&user=root");
 
-	assert_int_equal(cli_fs_parse(1, ARGV("watch"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "expected ID:/DIR (or ID /DIR): the guest directory to watch");
-	assert_int_equal(cli_fs_parse(2, ARGV("watch", "./local"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "'./local' is not ID:/PATH (a path in a sandbox)");
-	assert_int_equal(cli_fs_parse(3, ARGV("watch", "box", "rel"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "'rel': the guest directory must be absolute");
-	assert_int_equal(cli_fs_parse(3, ARGV("watch", "bad/id", "/w"), &g, &r, err, sizeof(err)), -1);
-	assert_int_equal(cli_fs_parse(4, ARGV("watch", "box", "/w", "/x"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unexpected argument '/x'");
-	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--queue", "lots", "box:/w"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "--queue 'lots': expected a whole number");
-	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--max-watches", "0", "box:/w"), &g, &r, err, sizeof(err)),
+	assert_int_equal(cli_fs_parse(1, ARGV("watch"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "expected ID:/DIR (or ID /DIR): the guest directory to watch");
+	assert_int_equal(cli_fs_parse(2, ARGV("watch", "./local"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "'./local' is not ID:/PATH (a path in a sandbox)");
+	assert_int_equal(cli_fs_parse(3, ARGV("watch", "box", "rel"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "'rel': the guest directory must be absolute");
+	assert_int_equal(cli_fs_parse(3, ARGV("watch", "bad/id", "/w"), &g, &r, &e), -1);
+	assert_int_equal(cli_fs_parse(4, ARGV("watch", "box", "/w", "/x"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "unexpected argument '/x'");
+	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--queue", "lots", "box:/w"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "--queue 'lots': expected a whole number");
+	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--max-watches", "0", "box:/w"), &g, &r, &e),
 			 -1);
-	assert_int_equal(cli_fs_parse(3, ARGV("watch", "--depth", "box:/w"), &g, &r, err, sizeof(err)), -1);
-	assert_string_equal(err, "unknown option '--depth'");
+	assert_int_equal(cli_fs_parse(3, ARGV("watch", "--depth", "box:/w"), &g, &r, &e), -1);
+	assert_string_equal(e.msg, "unknown option '--depth'");
 }
 
 struct sink {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lib/base/json_field.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/text_clean.h"
 #include "lib/netrules/net_rules.h"
 
@@ -256,7 +257,7 @@ static int get_u64(json_t *o, const char *key, uint64_t *out, char *why, size_t 
 static int ok_reply(const char *line, const char *op, json_t **out, char *why, size_t n)
 {
 	json_error_t je;
-	json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je), *ok;
+	json_t *o = json_strict_loads(line, &je), *ok;
 	int r;
 
 	*out = NULL;

@@ -7,6 +7,7 @@
 
 #include "api/kilnd/bodies/run_result.h"
 #include "lib/base/base64.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/utf8.h"
 
 /* bytes -> a JSON string value, as text or base64. */
@@ -202,7 +203,7 @@ char *exec_event_error(const struct api_err *e, size_t *len)
 
 	if (!body)
 		return NULL;
-	err = json_loads(body, 0, NULL);
+	err = json_strict_loads(body, NULL);
 	free(body);
 	if (!err)
 		return NULL;

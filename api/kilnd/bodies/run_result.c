@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api/proto/agent_proto.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/utf8.h"
 
 /* {"type": type, "message": msg, "traceback": null}, or NULL. */
@@ -96,7 +97,7 @@ int run_result_parse(const uint8_t *buf, size_t len, uint64_t size, json_t **val
 	} else if (len == 0) {
 		val = json_null();
 		err = json_null();
-	} else if (!(doc = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &je))) {
+	} else if (!(doc = json_strict_loadb((const char *)buf, len, &je))) {
 		err = invalid("ResultInvalid",
 			      "the result is not valid JSON (%s, at byte %d); bash's `result set` takes JSON text, such as '\"text\"' or 42",
 			      je.text, je.position);

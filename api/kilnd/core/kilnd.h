@@ -19,11 +19,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "api/kilnd/core/kilnd_log.h" /* every layer logs */
 #include "api/kilnd/core/metrics.h"
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/core/sandbox_spec.h"
+#include "lib/base/err.h"
 #include "lib/base/mono.h"
 
 #define KILND_MAX_IMAGES 64
@@ -77,7 +79,7 @@ struct kilnd_config {
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
 	bool cgroups;         /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
-	char cgroup_off[512]; /* why not, when cgroups is false */
+	char cgroup_off[ERR_MSG_MAX]; /* why not, when cgroups is false (cgroup_setup's struct err) */
 	/* Egress programs on each passt sandbox's cgroup (sandbox_egress.h). */
 	bool egress;
 	char egress_off[512]; /* why not, when egress is false */
@@ -127,7 +129,5 @@ struct kilnd {
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
 int64_t wall_ms(void);
 
-/* One log line on stderr, prefixed "kilnd: ". */
-void kilnd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

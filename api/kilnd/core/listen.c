@@ -25,7 +25,7 @@ static int mkdir_parents(char *path)
 	return 0;
 }
 
-int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, char *err, size_t errlen)
+int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, struct err *e)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)];
@@ -33,36 +33,36 @@ int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, char *er
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path) || path[0] != '/') {
-		snprintf(err, errlen, "socket '%s': must be an absolute path shorter than %zu bytes", path,
+		err_set(e, EINVAL, "socket '%s': must be an absolute path shorter than %zu bytes", path,
 			 sizeof(sa.sun_path));
 		return -1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	snprintf(dir, sizeof(dir), "%s", path);
 	if (mkdir_parents(dir) < 0) {
-		snprintf(err, errlen, "socket '%s': cannot create its directory: %s", path, strerror(errno));
+		err_set(e, errno, "socket '%s': cannot create its directory: %s", path, strerror(errno));
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "socket: %s", strerror(errno));
+		err_set(e, errno, "socket: %s", strerror(errno));
 		return -1;
 	}
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			snprintf(err, errlen, "socket '%s': something that is not a socket is there; remove it or pick another --socket",
+			err_set(e, EINVAL, "socket '%s': something that is not a socket is there; remove it or pick another --socket",
 				 path);
 			goto fail;
 		}
 		/* Someone answering there is a running kilnd: do not steal its socket. */
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			snprintf(err, errlen, "socket '%s': another process is listening there (another kilnd?)", path);
+			err_set(e, EINVAL, "socket '%s': another process is listening there (another kilnd?)", path);
 			goto fail;
 		}
 		close(fd);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || unlink(path) < 0) {
-			snprintf(err, errlen, "socket '%s': cannot replace the stale socket: %s", path, strerror(errno));
+			err_set(e, errno, "socket '%s': cannot replace the stale socket: %s", path, strerror(errno));
 			goto fail;
 		}
 	}
@@ -73,16 +73,16 @@ int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, char *er
 
 	umask(old);
 	if (r < 0) {
-		snprintf(err, errlen, "socket '%s': bind: %s", path, strerror(errno));
+		err_set(e, errno, "socket '%s': bind: %s", path, strerror(errno));
 		goto fail;
 	}
 	if ((set_gid && chown(path, (uid_t)-1, gid) < 0) || chmod(path, 0660) < 0) {
-		snprintf(err, errlen, "socket '%s': setting its group/mode: %s", path, strerror(errno));
+		err_set(e, errno, "socket '%s': setting its group/mode: %s", path, strerror(errno));
 		unlink(path);
 		goto fail;
 	}
 	if (listen(fd, SOMAXCONN) < 0) {
-		snprintf(err, errlen, "socket '%s': listen: %s", path, strerror(errno));
+		err_set(e, errno, "socket '%s': listen: %s", path, strerror(errno));
 		unlink(path);
 		goto fail;
 	}

@@ -1,13 +1,14 @@
 /* kilnd's warm pools as pure logic: --pool syntax and fit; see pool_spec.h. */
 #include "api/kilnd/core/pool_spec.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "lib/base/num_parse.h"
 
-/* One KEY=VALUE of the options after the size: 0, or -1 with err. */
-static int pool_option(const char *opt, size_t n, struct pool_cfg *out, char *err, size_t cap)
+/* One KEY=VALUE of the options after the size: 0, or -1 with e. */
+static int pool_option(const char *opt, size_t n, struct pool_cfg *out, struct err *e)
 {
 	const char *eq = memchr(opt, '=', n);
 	size_t klen = eq ? (size_t)(eq - opt) : n;
@@ -16,12 +17,12 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, char *er
 	uint64_t v;
 
 	if (!eq) {
-		snprintf(err, cap, "'%.*s': expected KEY=VALUE (cpus, memory_mib or network)", (int)n, opt);
+		err_set(e, EINVAL, "'%.*s': expected KEY=VALUE (cpus, memory_mib or network)", (int)n, opt);
 		return -1;
 	}
 	if (klen == 4 && memcmp(opt, "cpus", 4) == 0) {
 		if (out->cpus || num_parse_u64_n(val, vlen, 10, 1, 64, &v)) {
-			snprintf(err, cap, "cpus '%.*s': once, a number from 1 to 64", (int)vlen, val);
+			err_set(e, EINVAL, "cpus '%.*s': once, a number from 1 to 64", (int)vlen, val);
 			return -1;
 		}
 		out->cpus = (unsigned)v;
@@ -29,7 +30,7 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, char *er
 	}
 	if (klen == 10 && memcmp(opt, "memory_mib", 10) == 0) {
 		if (out->memory_mib || num_parse_u64_n(val, vlen, 10, SPEC_MEM_MIN_MIB, 1048576, &v)) {
-			snprintf(err, cap, "memory_mib '%.*s': once, MiB from %u to 1048576", (int)vlen, val,
+			err_set(e, EINVAL, "memory_mib '%.*s': once, MiB from %u to 1048576", (int)vlen, val,
 				 SPEC_MEM_MIN_MIB);
 			return -1;
 		}
@@ -40,22 +41,22 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, char *er
 		char word[8];
 
 		if (vlen >= sizeof(word)) {
-			snprintf(err, cap, "network '%.*s': \"none\" or \"passt\"", (int)(vlen > 32 ? 32 : vlen), val);
+			err_set(e, EINVAL, "network '%.*s': \"none\" or \"passt\"", (int)(vlen > 32 ? 32 : vlen), val);
 			return -1;
 		}
 		memcpy(word, val, vlen);
 		word[vlen] = '\0';
 		if (firewall_network_parse(word, &out->network)) {
-			snprintf(err, cap, "network '%s': \"none\" or \"passt\"", word);
+			err_set(e, EINVAL, "network '%s': \"none\" or \"passt\"", word);
 			return -1;
 		}
 		return 0;
 	}
-	snprintf(err, cap, "unknown option '%.*s' (cpus, memory_mib or network)", (int)(klen > 32 ? 32 : klen), opt);
+	err_set(e, EINVAL, "unknown option '%.*s' (cpus, memory_mib or network)", (int)(klen > 32 ? 32 : klen), opt);
 	return -1;
 }
 
-int pool_cfg_parse(const char *arg, struct pool_cfg *out, char *err, size_t cap)
+int pool_cfg_parse(const char *arg, struct pool_cfg *out, struct err *e)
 {
 	const char *eq, *p, *end;
 	uint64_t size;
@@ -64,27 +65,27 @@ int pool_cfg_parse(const char *arg, struct pool_cfg *out, char *err, size_t cap)
 	memset(out, 0, sizeof(*out));
 	out->network = SANDBOX_NET_NONE;
 	if (!arg || strlen(arg) > POOL_ARG_MAX) {
-		snprintf(err, cap, "expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt], at most %d bytes",
+		err_set(e, EINVAL, "expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt], at most %d bytes",
 			 POOL_ARG_MAX);
 		return -1;
 	}
 	eq = strchr(arg, '=');
 	n = eq ? (size_t)(eq - arg) : 0;
 	if (!eq || n == 0 || n > IMAGE_NAME_MAX) {
-		snprintf(err, cap, "expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt]");
+		err_set(e, EINVAL, "expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt]");
 		return -1;
 	}
 	memcpy(out->image, arg, n);
 	out->image[n] = '\0';
 	if (!image_name_valid(out->image)) {
-		snprintf(err, cap, "image '%s': 1..64 of [A-Za-z0-9._-], first a letter or digit", out->image);
+		err_set(e, EINVAL, "image '%s': 1..64 of [A-Za-z0-9._-], first a letter or digit", out->image);
 		return -1;
 	}
 	p = eq + 1;
 	end = strchr(p, ',');
 	n = end ? (size_t)(end - p) : strlen(p);
 	if (num_parse_u64_n(p, n, 10, 1, POOL_SIZE_MAX, &size)) {
-		snprintf(err, cap, "size '%.*s': a number of sandboxes from 1 to %d", (int)(n > 32 ? 32 : n), p,
+		err_set(e, EINVAL, "size '%.*s': a number of sandboxes from 1 to %d", (int)(n > 32 ? 32 : n), p,
 			 POOL_SIZE_MAX);
 		return -1;
 	}
@@ -93,7 +94,7 @@ int pool_cfg_parse(const char *arg, struct pool_cfg *out, char *err, size_t cap)
 		p = end + 1;
 		end = strchr(p, ',');
 		n = end ? (size_t)(end - p) : strlen(p);
-		if (pool_option(p, n, out, err, cap))
+		if (pool_option(p, n, out, e))
 			return -1;
 	}
 	return 0;

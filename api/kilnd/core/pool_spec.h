@@ -23,6 +23,7 @@
 
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/sandbox_spec.h"
+#include "lib/base/err.h"
 
 #define KILND_MAX_POOLS 8
 #define POOL_SIZE_MAX 64
@@ -38,11 +39,11 @@ struct pool_cfg {
 };
 
 /*
- * Parse one --pool argument into *out. 0, or -1 with err[cap] saying
+ * Parse one --pool argument into *out. 0, or -1 with e saying
  * which part is wrong and what is expected. Ranges beyond syntax (cpus
  * against --max-cpus, ...) are sandbox_spec_parse()'s, on pool_cfg_body().
  */
-int pool_cfg_parse(const char *arg, struct pool_cfg *out, char *err, size_t cap);
+int pool_cfg_parse(const char *arg, struct pool_cfg *out, struct err *e);
 
 /* The create body a pool's sandboxes are made from (new reference; NULL when out of memory). */
 json_t *pool_cfg_body(const struct pool_cfg *c);

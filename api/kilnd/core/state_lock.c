@@ -57,7 +57,7 @@ void state_lock_parse(const char *buf, size_t len, pid_t *pid, char *socket, siz
 }
 
 /* The refusal: who holds the lock on fd (F_GETLK), with the file's words. */
-static void refusal(int fd, const char *state_dir, char *err, size_t errlen)
+static void refusal(int fd, const char *state_dir, struct err *e)
 {
 	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
 	char buf[LOCK_CONTENT_MAX], sock[256], who[48] = "another kilnd";
@@ -71,7 +71,7 @@ static void refusal(int fd, const char *state_dir, char *err, size_t errlen)
 		pid = fl.l_pid;
 	if (pid)
 		snprintf(who, sizeof(who), "kilnd pid %ld", (long)pid);
-	snprintf(err, errlen, "state directory %s is in use by %s (its socket %s); stop it or use another --state-dir",
+	err_set(e, EINVAL, "state directory %s is in use by %s (its socket %s); stop it or use another --state-dir",
 		 state_dir, who, sock[0] ? sock : "unknown");
 }
 
@@ -86,14 +86,14 @@ static void absolute_socket(const char *socket_path, char *out, size_t cap)
 		snprintf(out, cap, "%s/%s", strcmp(cwd, "/") ? cwd : "", socket_path);
 }
 
-int state_lock_take(const char *state_dir, const char *socket_path, int *fd, char *err, size_t errlen)
+int state_lock_take(const char *state_dir, const char *socket_path, int *fd, struct err *e)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	char path[PATH_MAX], sock[PATH_MAX + 8], text[LOCK_CONTENT_MAX + PATH_MAX];
 	int lfd, r;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_LOCK_FILE) >= sizeof(path)) {
-		snprintf(err, errlen, "--state-dir '%s': too long for its lock file", state_dir);
+		err_set(e, EINVAL, "--state-dir '%s': too long for its lock file", state_dir);
 		return -1;
 	}
 	lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -104,9 +104,9 @@ int state_lock_take(const char *state_dir, const char *socket_path, int *fd, cha
 			struct flock q = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
 
 			if (fcntl(lfd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK)
-				refusal(lfd, state_dir, err, errlen);
+				refusal(lfd, state_dir, e);
 			else
-				snprintf(err, errlen, "cannot open %s for writing: %s (run kilnd as the user that owns --state-dir)",
+				err_set(e, EINVAL, "cannot open %s for writing: %s (run kilnd as the user that owns --state-dir)",
 					 path, strerror(EACCES));
 			close(lfd);
 			return -1;
@@ -114,14 +114,14 @@ int state_lock_take(const char *state_dir, const char *socket_path, int *fd, cha
 		errno = EACCES;
 	}
 	if (lfd < 0) {
-		snprintf(err, errlen, "cannot open the state directory's lock %s: %s", path, strerror(errno));
+		err_set(e, errno, "cannot open the state directory's lock %s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (fcntl(lfd, F_SETLK, &fl) < 0) {
 		if (errno == EAGAIN || errno == EACCES)
-			refusal(lfd, state_dir, err, errlen);
+			refusal(lfd, state_dir, e);
 		else
-			snprintf(err, errlen, "cannot lock %s: %s", path, strerror(errno));
+			err_set(e, errno, "cannot lock %s: %s", path, strerror(errno));
 		close(lfd);
 		return -1;
 	}
@@ -129,7 +129,7 @@ int state_lock_take(const char *state_dir, const char *socket_path, int *fd, cha
 	state_lock_format(getpid(), sock, text, sizeof(text));
 	r = ftruncate(lfd, 0) < 0 ? -errno : fd_io_pwrite_all(lfd, text, strlen(text), 0);
 	if (r < 0) {
-		snprintf(err, errlen, "cannot write %s: %s", path, strerror(-r));
+		err_set(e, -r, "cannot write %s: %s", path, strerror(-r));
 		close(lfd);
 		return -1;
 	}

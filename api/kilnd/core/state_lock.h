@@ -27,17 +27,19 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "lib/base/err.h"
+
 #define STATE_LOCK_FILE "kilnd.lock"
 
 /*
  * Lock state_dir (an existing directory) for this process, writing its pid
  * and socket_path (made absolute against the working directory) into the
  * lock file. 0 with *fd (keep it open for the process's life), or -1 with
- * err: another kilnd holds it ("state directory D is in use by kilnd pid
+ * e: another kilnd holds it ("state directory D is in use by kilnd pid
  * N (its socket S); stop it or use another --state-dir") or the file
  * cannot be opened, locked or written.
  */
-int state_lock_take(const char *state_dir, const char *socket_path, int *fd, char *err, size_t errlen);
+int state_lock_take(const char *state_dir, const char *socket_path, int *fd, struct err *e);
 
 /* The lock file's contents for pid and socket into out[cap]. Pure. */
 void state_lock_format(pid_t pid, const char *socket_path, char *out, size_t cap);

@@ -15,6 +15,7 @@
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_io.h"
 #include "lib/base/mem_grow.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/mono.h"
 #include "lib/base/text_clean.h"
 
@@ -166,7 +167,7 @@ int http_body_json(struct http_req *r, bool optional, json_t **out, struct api_e
 		return -1;
 	}
 	/* No \u0000 (the default), no duplicate keys: one body, one meaning. */
-	*out = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je);
+	*out = json_strict_loadb(r->body, r->body_len, &je);
 	if (!*out) {
 		api_err_set(e, API_E_BAD_JSON, "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
 			    je.column);

@@ -55,6 +55,7 @@
 #include "api/kilnd/http/http_route.h"
 #include "lib/base/peer_cred.h"
 #include "lib/base/url_query.h"
+#include "lib/base/err.h"
 
 #define HTTP_QUERY_MAX 32
 /* Connections served at once, and how many of them only root and
@@ -161,9 +162,9 @@ struct http_req {
 	char *query_copy; /* the decoded parameters point into it */
 };
 
-/* Start serving svc on listen_fd. NULL with err (also for a route
+/* Start serving svc on listen_fd. NULL with e (also for a route
  * without a handler, or whose limit is not in svc->limits). */
-struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen);
+struct http_server *http_start(const struct http_service *svc, int listen_fd, struct err *e);
 /* Stop accepting connections (in-flight requests go on). */
 void http_quiesce(struct http_server *s);
 /* After http_quiesce: wait up to ms for every served connection to end

@@ -194,10 +194,10 @@ static void *accept_thread(void *arg)
 	return NULL;
 }
 
-struct http_server *http_start(const struct http_service *svc, int listen_fd, char *err, size_t errlen)
+struct http_server *http_start(const struct http_service *svc, int listen_fd, struct err *e)
 {
 	struct http_server *s;
-	int e;
+	int code;
 
 	/* Every route answers within its limit: a mistake in the table is
 	 * found at start. */
@@ -205,29 +205,29 @@ struct http_server *http_start(const struct http_service *svc, int listen_fd, ch
 		const struct http_route *rt = &svc->routes[i];
 
 		if (!rt->handler || (rt->body != BODY_NONE && rt->limit >= svc->nlimits)) {
-			snprintf(err, errlen, "route %s %s: no handler, or a limit the service lacks", rt->method,
-				 rt->pattern);
+			err_set(e, EINVAL, "route %s %s: no handler, or a limit the service lacks", rt->method,
+				rt->pattern);
 			return NULL;
 		}
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		snprintf(err, errlen, "out of memory starting the HTTP server");
+		err_set(e, EINVAL, "out of memory starting the HTTP server");
 		return NULL;
 	}
 	s->svc = svc;
 	s->listen_fd = listen_fd;
 	s->timeout_ms = svc->timeout_ms;
 	if (pipe2(s->wake, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "cannot start the HTTP server: pipe: %s", strerror(errno));
+		err_set(e, errno, "cannot start the HTTP server: pipe: %s", strerror(errno));
 		free(s);
 		return NULL;
 	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
-	e = pthread_create(&s->accept_thread, NULL, accept_thread, s);
-	if (e) {
-		snprintf(err, errlen, "cannot start the HTTP server's thread: %s", strerror(e));
+	code = pthread_create(&s->accept_thread, NULL, accept_thread, s);
+	if (code) {
+		err_set(e, code, "cannot start the HTTP server's thread: %s", strerror(code));
 		close(s->wake[0]);
 		close(s->wake[1]);
 		free(s);

@@ -7,6 +7,7 @@
 
 #include "api/kilnd/images/buildfile.h"
 #include "api/kilnd/core/names.h"
+#include "lib/base/json_strict.h"
 #include "lib/digest/digest.h"
 #include "lib/base/utf8.h"
 
@@ -160,7 +161,7 @@ static int json_words(const char *s, struct words *w, unsigned line, const char 
 	w->n = 0;
 	if (s[0] != '[')
 		return 1;
-	a = json_loads(s, JSON_REJECT_DUPLICATES, &je);
+	a = json_strict_loads(s, &je);
 	if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > BUILDFILE_ARGS_MAX) {
 		json_decref(a);
 		api_err_set(e, API_E_BAD_FIELD,

@@ -20,6 +20,7 @@
 #include "api/kilnd/images/images.h"
 #include "api/kilnd/images/import_ns.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "lib/base/json_strict.h"
 #include "lib/base/mono.h"
 #include "lib/base/sig_reset.h"
 
@@ -333,7 +334,7 @@ int image_import_finish(struct kilnd *d, const char *work, const char *name, boo
 			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), serr[0] ? last_line(serr) : "no message");
 		goto out;
 	}
-	res = json_loads(sout, JSON_REJECT_DUPLICATES, NULL);
+	res = json_strict_loads(sout, NULL);
 	extra = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "manifest_digest", json_object_get(res, "manifest_digest"),
 			  "format", json_object_get(res, "format"), "config_digest", json_object_get(res, "config_digest"),
 			  "layers", json_object_get(res, "layers"), "config", json_object_get(res, "config"));

@@ -12,6 +12,7 @@
 #include "api/kilnd/images/image_file.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/registry/sandbox_record.h"
+#include "lib/base/json_strict.h"
 #include "lib/digest/digest.h"
 
 static const char suffix[] = ".ext4";
@@ -95,7 +96,7 @@ static json_t *record_load(const struct kilnd *d, const char *name)
 	json_t *j;
 
 	record_path(d, name, p, sizeof(p));
-	j = json_load_file(p, JSON_REJECT_DUPLICATES, NULL);
+	j = json_strict_load_file(p, NULL);
 	if (j && !json_is_object(j)) {
 		json_decref(j);
 		j = NULL;

@@ -15,6 +15,7 @@
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/images/templates.h"
+#include "lib/base/json_strict.h"
 #include "vmm/snapshot/snapshot_io.h"
 
 /* A template record is small; anything bigger is not ours. */
@@ -74,7 +75,7 @@ json_t *template_load(struct kilnd *d, const char *name, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "template %s: path too long", name);
 		return NULL;
 	}
-	rec = json_load_file(p, JSON_REJECT_DUPLICATES, &je);
+	rec = json_strict_load_file(p, &je);
 	if (!rec) {
 		if (access(p, F_OK) == 0)
 			api_err_set(e, API_E_INTERNAL, "template %s: %s is unreadable: %s", name, p, je.text);

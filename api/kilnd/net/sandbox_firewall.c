@@ -19,6 +19,7 @@
 #include "api/kilnd/supervision/vmm_control.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_strict.h"
 
 /* A firewall-get answers at once unless the control socket is busy with a
  * snapshot; /metrics waits less for one sandbox. */
@@ -81,7 +82,7 @@ static int fw_read(struct sandbox *sb, json_t **canon, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
 		return -1;
 	}
-	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	j = json_strict_load_file(path, &je);
 	if (!j) {
 		if (access(path, F_OK) < 0 && errno == ENOENT)
 			return 1;

@@ -364,15 +364,15 @@ int preview_server_listen_fd(const struct preview_server *s)
 	return s ? s->listen_fd : -1;
 }
 
-int preview_server_start(struct kilnd *d, struct preview_server **out, char *err, size_t errlen)
+int preview_server_start(struct kilnd *d, struct preview_server **out, struct err *e)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(d->cfg.preview_port) };
 	struct preview_server *s = calloc(1, sizeof(*s));
-	int one = 1, e;
+	int one = 1, code;
 
 	*out = NULL;
 	if (!s) {
-		snprintf(err, errlen, "--preview-listen: out of memory");
+		err_set(e, EINVAL, "--preview-listen: out of memory");
 		return -1;
 	}
 	s->d = d;
@@ -382,12 +382,12 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, char *err
 	s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->listen_fd = -1;
 	if (s->stop_fd < 0 || s->accept_stop_fd < 0) {
-		snprintf(err, errlen, "--preview-listen: cannot make an eventfd: %s (too many open files? raise the limit)",
+		err_set(e, errno, "--preview-listen: cannot make an eventfd: %s (too many open files? raise the limit)",
 			 strerror(errno));
 		goto fail;
 	}
 	if (inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
-		snprintf(err, errlen, "--preview-listen '%s': not an IPv4 address", d->cfg.preview_addr);
+		err_set(e, EINVAL, "--preview-listen '%s': not an IPv4 address", d->cfg.preview_addr);
 		goto fail;
 	}
 	s->listen_fd = handed_listener(d, &a);
@@ -395,25 +395,25 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, char *err
 		goto listening;
 	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (s->listen_fd < 0) {
-		snprintf(err, errlen, "--preview-listen: socket: %s", strerror(errno));
+		err_set(e, errno, "--preview-listen: socket: %s", strerror(errno));
 		goto fail;
 	}
 	/* A restarted kilnd takes its port back at once despite TIME_WAIT. */
 	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s->listen_fd, 128) < 0) {
-		e = errno;
-		snprintf(err, errlen, "--preview-listen %s:%u: %s%s", d->cfg.preview_addr, (unsigned)d->cfg.preview_port,
-			 strerror(e),
-			 e == EADDRINUSE	    ? " (pick another port)"
-			 : e == EACCES	    ? " (ports below 1024 need privilege)"
-			 : e == EADDRNOTAVAIL ? " (not an address of this host)"
-					      : "");
+		code = errno;
+		err_set(e, code, "--preview-listen %s:%u: %s%s", d->cfg.preview_addr, (unsigned)d->cfg.preview_port,
+			 strerror(code),
+			 code == EADDRINUSE	       ? " (pick another port)"
+			 : code == EACCES	       ? " (ports below 1024 need privilege)"
+			 : code == EADDRNOTAVAIL ? " (not an address of this host)"
+						 : "");
 		goto fail;
 	}
 listening:
-	e = pthread_create(&s->listener, NULL, listener_main, s);
-	if (e) {
-		snprintf(err, errlen, "--preview-listen: cannot start a thread: %s", strerror(e));
+	code = pthread_create(&s->listener, NULL, listener_main, s);
+	if (code) {
+		err_set(e, code, "--preview-listen: cannot start a thread: %s", strerror(code));
 		goto fail;
 	}
 	s->listening = true;

@@ -32,6 +32,7 @@
 #include <stddef.h>
 
 #include "api/kilnd/core/kilnd.h"
+#include "lib/base/err.h"
 
 #define PREVIEW_CONNS_MAX 128
 #define PREVIEW_BUF (64u << 10)
@@ -40,9 +41,9 @@ struct preview_server;
 
 /* Listen on d->cfg.preview_addr:preview_port and serve: on the listener
  * the previous kilnd handed over (d->cfg.preview_fd, --upgrade) when it is
- * on that address, else on a new one. 0 with *out, or -1 with err (the
+ * on that address, else on a new one. 0 with *out, or -1 with e (the
  * address is in use, not local, ...). */
-int preview_server_start(struct kilnd *d, struct preview_server **out, char *err, size_t errlen);
+int preview_server_start(struct kilnd *d, struct preview_server **out, struct err *e);
 
 /* The listening socket (to hand over to a new kilnd before quiesce), or -1. */
 int preview_server_listen_fd(const struct preview_server *s);

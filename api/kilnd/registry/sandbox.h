@@ -40,9 +40,10 @@
 #include "api/kilnd/core/preview_spec.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/query.h"
+#include "lib/base/err.h"
 
-/* Create the registry and load <state-dir>/sandboxes. -1 with err. */
-int sandboxes_init(struct kilnd *d, char *err, size_t errlen);
+/* Create the registry and load <state-dir>/sandboxes. -1 with e. */
+int sandboxes_init(struct kilnd *d, struct err *e);
 
 /* The sandbox with this id (a new reference) if the client `who` may
  * see it (sandbox_record_visible: root, or the uid that created it), or
@@ -202,8 +203,8 @@ bool sandboxes_free(struct kilnd *d);
 /* ---- warm pools (docs/api.md "Warm pools"; sandbox_pool.c) ---- */
 
 /* Check each --pool (its image exists, its spec is within the daemon's
- * limits) and set the pools up, empty. 0, or -1 with err. */
-int sandbox_pools_init(struct kilnd *d, char *err, size_t errlen);
+ * limits) and set the pools up, empty. 0, or -1 with e. */
+int sandbox_pools_init(struct kilnd *d, struct err *e);
 /* Start filling them (once the API serves). */
 void sandbox_pools_start(struct kilnd *d);
 /* Stop filling the pools (shutdown, handover); with discard, remove their

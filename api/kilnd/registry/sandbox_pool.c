@@ -305,7 +305,7 @@ static void *pool_filler(void *arg)
 
 /* ---- the daemon's side ---- */
 
-int sandbox_pools_init(struct kilnd *d, char *err, size_t errlen)
+int sandbox_pools_init(struct kilnd *d, struct err *e)
 {
 	struct kilnd_pools *P;
 	pthread_condattr_t ca;
@@ -314,26 +314,26 @@ int sandbox_pools_init(struct kilnd *d, char *err, size_t errlen)
 		return 0;
 	P = calloc(1, sizeof(*P));
 	if (!P) {
-		snprintf(err, errlen, "--pool: out of memory");
+		err_set(e, EINVAL, "--pool: out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < d->cfg.npools; i++) {
 		struct pool *p = &P->v[i];
-		struct api_err e;
+		struct api_err ae;
 
 		p->cfg = d->cfg.pools[i];
 		p->body = pool_cfg_body(&p->cfg);
 		P->n = i + 1;
 		if (!p->body) {
-			snprintf(err, errlen, "--pool: out of memory");
+			err_set(e, EINVAL, "--pool: out of memory");
 			goto fail;
 		}
 		/* idle_timeout_s 0: the pool's own sandboxes never hibernate;
 		 * the create that takes one brings its own. */
 		if (json_object_set_new(p->body, "idle_timeout_s", json_integer(0)) ||
-		    sandbox_spec_parse(p->body, &d->cfg.limits, &p->spec, &e) ||
-		    images_find(d, p->cfg.image, p->image_path, &e)) {
-			snprintf(err, errlen, "--pool %s: %s", p->cfg.image, e.msg);
+		    sandbox_spec_parse(p->body, &d->cfg.limits, &p->spec, &ae) ||
+		    images_find(d, p->cfg.image, p->image_path, &ae)) {
+			err_set(e, EINVAL, "--pool %s: %s", p->cfg.image, ae.msg);
 			goto fail;
 		}
 	}

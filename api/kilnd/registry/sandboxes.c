@@ -10,6 +10,7 @@
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/images/templates.h"
+#include "lib/base/json_strict.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
@@ -244,7 +245,7 @@ static void load_one(struct kilnd *d, const char *id)
 			snprintf(err, sizeof(err), "meta.json: %s", strerror(errno));
 	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
 		snprintf(err, sizeof(err), "meta.json is not a regular file of at most %u bytes", META_MAX);
-	} else if (!(meta = json_load_file(path, JSON_REJECT_DUPLICATES, &je))) {
+	} else if (!(meta = json_strict_load_file(path, &je))) {
 		snprintf(err, sizeof(err), "meta.json: %s (line %d)", je.text, je.line);
 	}
 	sb = sandbox_new(d);
@@ -304,7 +305,7 @@ static int cmp_created(const void *a, const void *b)
 	return (x->rec.created_ms > y->rec.created_ms) - (x->rec.created_ms < y->rec.created_ms);
 }
 
-int sandboxes_init(struct kilnd *d, char *err, size_t errlen)
+int sandboxes_init(struct kilnd *d, struct err *e)
 {
 	char dir[PATH_MAX + 16];
 	struct dirent *de;
@@ -314,7 +315,7 @@ int sandboxes_init(struct kilnd *d, char *err, size_t errlen)
 	snprintf(dir, sizeof(dir), "%s/sandboxes", d->cfg.state_dir);
 	dh = opendir(dir);
 	if (!dh) {
-		snprintf(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+		err_set(e, errno, "cannot open %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	while ((de = readdir(dh)))

@@ -92,19 +92,19 @@ static bool is_cgroup2(const char *path)
 }
 
 /* One level of the chain: it exists, offers every controller and hands them to its children. */
-static int enable_level(const char *dir, char *err, size_t errlen)
+static int enable_level(const char *dir, struct err *e)
 {
 	char have[512], on[512], plus[32];
 	int r;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "cgroup: cannot create %s: %s (run kilnd as root, or give it a delegated subtree: --cgroup-parent, docs/api.md)",
+		err_set(e, errno, "cgroup: cannot create %s: %s (run kilnd as root, or give it a delegated subtree: --cgroup-parent, docs/api.md)",
 			 dir, strerror(errno));
 		return -1;
 	}
 	if ((r = read_file(dir, "cgroup.controllers", have, sizeof(have))) ||
 	    (r = read_file(dir, "cgroup.subtree_control", on, sizeof(on)))) {
-		snprintf(err, errlen, "cgroup: cannot read the controllers of %s: %s", dir, strerror(-r));
+		err_set(e, -r, "cgroup: cannot read the controllers of %s: %s", dir, strerror(-r));
 		return -1;
 	}
 	for (size_t i = 0; controllers[i].name; i++) {
@@ -115,7 +115,7 @@ static int enable_level(const char *dir, char *err, size_t errlen)
 		if (!has_word(have, c)) {
 			if (!controllers[i].required)
 				continue;
-			snprintf(err, errlen,
+			err_set(e, EINVAL,
 				 "cgroup: the %s controller is not available in %s (it offers: %.100s); enable it above, or pick another --cgroup-parent",
 				 c, dir, have[0] ? have : "none");
 			return -1;
@@ -125,13 +125,13 @@ static int enable_level(const char *dir, char *err, size_t errlen)
 		if (r && !controllers[i].required)
 			continue;
 		if (r == -EBUSY) {
-			snprintf(err, errlen,
+			err_set(e, EINVAL,
 				 "cgroup: cannot enable %s below %s: processes live in it, and a cgroup that holds processes cannot hand controllers to children; use a --cgroup-parent beside kilnd's own cgroup (docs/api.md)",
 				 c, dir);
 			return -1;
 		}
 		if (r) {
-			snprintf(err, errlen, "cgroup: cannot enable %s below %s: %s (run kilnd as root, or delegate the subtree to it: docs/api.md)",
+			err_set(e, -r, "cgroup: cannot enable %s below %s: %s (run kilnd as root, or delegate the subtree to it: docs/api.md)",
 				 c, dir, strerror(-r));
 			return -1;
 		}
@@ -161,7 +161,7 @@ static void remove_stale(const char *parent)
 	closedir(dir);
 }
 
-int cgroup_setup(char *parent, size_t cap, char *err, size_t errlen)
+int cgroup_setup(char *parent, size_t cap, struct err *e)
 {
 	char level[PATH_MAX];
 	size_t len, root_len = 0;
@@ -173,7 +173,7 @@ int cgroup_setup(char *parent, size_t cap, char *err, size_t errlen)
 		parent[--len] = '\0';
 	if (parent[0] != '/' || strstr(parent, "/../") || strstr(parent, "/./") || strstr(parent, "//") ||
 	    (len >= 3 && strcmp(parent + len - 3, "/..") == 0) || (len >= 2 && strcmp(parent + len - 2, "/.") == 0)) {
-		snprintf(err, errlen, "--cgroup-parent '%s': must be an absolute path without . or .. components", parent);
+		err_set(e, EINVAL, "--cgroup-parent '%s': must be an absolute path without . or .. components", parent);
 		return -1;
 	}
 	/* The mount: the shortest existing prefix on cgroup2. */
@@ -187,7 +187,7 @@ int cgroup_setup(char *parent, size_t cap, char *err, size_t errlen)
 		}
 	}
 	if (!root_len) {
-		snprintf(err, errlen,
+		err_set(e, EINVAL,
 			 "cgroup: %s is not on a cgroup v2 file system (mount one: mount -t cgroup2 none %s, or pass --cgroup-parent)",
 			 parent, CGROUP_DEFAULT_MOUNT);
 		return -1;
@@ -197,12 +197,12 @@ int cgroup_setup(char *parent, size_t cap, char *err, size_t errlen)
 		if (i < len && parent[i] != '/')
 			continue;
 		snprintf(level, sizeof(level), "%.*s", (int)i, parent);
-		if (enable_level(level, err, errlen))
+		if (enable_level(level, e))
 			return -1;
 	}
 	snprintf(level, sizeof(level), "%s/cgroup.procs", parent);
 	if (access(parent, W_OK) < 0 || access(level, W_OK) < 0) {
-		snprintf(err, errlen, "cgroup: %s is not writable for kilnd: %s (run kilnd as root, or delegate it: docs/api.md)",
+		err_set(e, errno, "cgroup: %s is not writable for kilnd: %s (run kilnd as root, or delegate it: docs/api.md)",
 			 parent, strerror(errno));
 		return -1;
 	}

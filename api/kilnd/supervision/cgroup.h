@@ -26,6 +26,7 @@
 
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/cgroup_limits.h"
+#include "lib/base/err.h"
 
 #define CGROUP_DEFAULT_MOUNT "/sys/fs/cgroup"
 
@@ -34,9 +35,9 @@
  * written back): it must lie on a cgroup2 file system whose root offers
  * memory, pids and cpu; the missing levels are made and the controllers
  * enabled down to it. Then remove what a previous kilnd left in it (empty
- * directories named like sandbox ids). 0, or -1 with err (one line).
+ * directories named like sandbox ids). 0, or -1 with e (one line).
  */
-int cgroup_setup(char *parent, size_t cap, char *err, size_t errlen);
+int cgroup_setup(char *parent, size_t cap, struct err *e);
 
 /*
  * The cgroup of one VMM of sandbox id: <parent>/<id> into path[cap], made

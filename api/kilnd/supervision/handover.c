@@ -99,7 +99,7 @@ static bool is_listener(int fd, sa_family_t family)
 	       getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && sa.ss_family == family;
 }
 
-int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, char *err, size_t errlen)
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, struct err *e)
 {
 	struct sockaddr_un sa;
 	struct ucred cred;
@@ -109,33 +109,33 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	pid_t holder = lock_holder(state_dir);
 
 	if (!holder) {
-		snprintf(err, errlen, "--upgrade: no kilnd holds %s/%s: start kilnd without --upgrade", state_dir,
+		err_set(e, EINVAL, "--upgrade: no kilnd holds %s/%s: start kilnd without --upgrade", state_dir,
 			 STATE_LOCK_FILE);
 		return -1;
 	}
 	if (sock_path(state_dir, &sa)) {
-		snprintf(err, errlen, "--upgrade: the state directory's path is too long for %s", HANDOVER_SOCK_NAME);
+		err_set(e, EINVAL, "--upgrade: the state directory's path is too long for %s", HANDOVER_SOCK_NAME);
 		return -1;
 	}
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	unlink(sa.sun_path);
 	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 || listen(s, 1) < 0) {
-		snprintf(err, errlen, "--upgrade: cannot listen on %s: %s", sa.sun_path, strerror(errno));
+		err_set(e, errno, "--upgrade: cannot listen on %s: %s", sa.sun_path, strerror(errno));
 		goto out;
 	}
 	if (kill(holder, SIGUSR2) < 0) {
-		snprintf(err, errlen, "--upgrade: cannot signal kilnd pid %d: %s", (int)holder, strerror(errno));
+		err_set(e, errno, "--upgrade: cannot signal kilnd pid %d: %s", (int)holder, strerror(errno));
 		goto out;
 	}
 	p = (struct pollfd){ .fd = s, .events = POLLIN };
 	if (poll(&p, 1, HANDOVER_ANSWER_MS) != 1 || (conn = accept4(s, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "--upgrade: kilnd pid %d did not hand over within %d s (a kilnd older than --upgrade ends on SIGUSR2 instead: then start kilnd without --upgrade)",
+		err_set(e, EINVAL, "--upgrade: kilnd pid %d did not hand over within %d s (a kilnd older than --upgrade ends on SIGUSR2 instead: then start kilnd without --upgrade)",
 			 (int)holder, HANDOVER_ANSWER_MS / 1000);
 		goto out;
 	}
 	/* Only the lock's holder hands over its socket. */
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid != holder) {
-		snprintf(err, errlen, "--upgrade: %s was answered by pid %d, not by kilnd pid %d", sa.sun_path,
+		err_set(e, EINVAL, "--upgrade: %s was answered by pid %d, not by kilnd pid %d", sa.sun_path,
 			 (int)cred.pid, (int)holder);
 		goto out;
 	}
@@ -147,7 +147,7 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	/* The API socket, then (kilnd with --preview-listen) the preview listener. */
 	n = take_fds(conn, fds);
 	if (n == 0 || !is_listener(fds[0], AF_UNIX) || (n == 2 && !is_listener(fds[1], AF_INET))) {
-		snprintf(err, errlen,
+		err_set(e, EINVAL,
 			 n == 0 || !is_listener(fds[0], AF_UNIX)
 				 ? "--upgrade: kilnd pid %d sent no listening API socket (it keeps serving)"
 				 : "--upgrade: kilnd pid %d sent a preview listener that is not a listening TCP socket (it keeps serving)",
@@ -160,7 +160,7 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	}
 	/* Taken: only now does the old kilnd stop serving. */
 	if (send(conn, "k", 1, MSG_NOSIGNAL) != 1) {
-		snprintf(err, errlen, "--upgrade: cannot tell kilnd pid %d its sockets were taken: %s (it keeps serving)",
+		err_set(e, errno, "--upgrade: cannot tell kilnd pid %d its sockets were taken: %s (it keeps serving)",
 			 (int)holder, strerror(errno));
 		while (n > 0)
 			close(fds[--n]);
@@ -186,7 +186,7 @@ out:
  * refuses two), so a close is a yes only when one was sent. 0: taken
  * (stop serving); -1 with err: keep serving.
  */
-static int handover_taken(int s, size_t nfds, char *err, size_t errlen)
+static int handover_taken(int s, size_t nfds, struct err *e)
 {
 	struct pollfd p = { .fd = s, .events = POLLIN };
 	char ack;
@@ -198,12 +198,12 @@ static int handover_taken(int s, size_t nfds, char *err, size_t errlen)
 		return 0;
 	if (n == 0 && nfds == 1)
 		return 0;
-	snprintf(err, errlen, "the new kilnd did not take the %s (see its log; a kilnd older than this one takes no preview listener: start it without --upgrade, or give this one no --preview-listen)",
+	err_set(e, EINVAL, "the new kilnd did not take the %s (see its log; a kilnd older than this one takes no preview listener: start it without --upgrade, or give this one no --preview-listen)",
 		 nfds == 1 ? "API socket" : "API socket and preview listener");
 	return -1;
 }
 
-int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen)
+int handover_send(const char *state_dir, int listen_fd, int preview_fd, struct err *e)
 {
 	int fds[2] = { listen_fd, preview_fd };
 	size_t nfds = preview_fd >= 0 ? 2 : 1;
@@ -222,7 +222,7 @@ int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *er
 	int s, r = -1;
 
 	if (sock_path(state_dir, &sa)) {
-		snprintf(err, errlen, "the path of %s is too long", HANDOVER_SOCK_NAME);
+		err_set(e, EINVAL, "the path of %s is too long", HANDOVER_SOCK_NAME);
 		return -1;
 	}
 	c->cmsg_level = SOL_SOCKET;
@@ -231,10 +231,10 @@ int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *er
 	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || sendmsg(s, &msg, MSG_NOSIGNAL) != 1) {
-		snprintf(err, errlen, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path, strerror(errno));
+		err_set(e, errno, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path, strerror(errno));
 		goto out;
 	}
-	r = handover_taken(s, nfds, err, errlen);
+	r = handover_taken(s, nfds, e);
 out:
 	if (s >= 0)
 		close(s);

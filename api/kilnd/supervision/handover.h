@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "lib/base/err.h"
+
 #define HANDOVER_SOCK_NAME "upgrade.sock"
 /* How long the new kilnd waits for the old one to answer SIGUSR2. */
 #define HANDOVER_ANSWER_MS 30000
@@ -34,12 +36,12 @@
 
 /* New side: ask the holder of state_dir's lock for its sockets. 0 with
  * *listen_fd, *preview_fd (-1 when it sent none) and *old (its pid), or
- * -1 with err. */
-int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, char *err, size_t errlen);
+ * -1 with e. */
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, struct err *e);
 
 /* Old side: send listen_fd and preview_fd (-1: none) to the kilnd waiting
- * on state_dir's upgrade.sock. 0 once it took them, or -1 with err (keep
+ * on state_dir's upgrade.sock. 0 once it took them, or -1 with e (keep
  * serving). */
-int handover_send(const char *state_dir, int listen_fd, int preview_fd, char *err, size_t errlen);
+int handover_send(const char *state_dir, int listen_fd, int preview_fd, struct err *e);
 
 #endif

@@ -21,15 +21,15 @@ int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api
 
 	for (size_t i = 0; i < n; i++) {
 		const struct share_spec *sh = &sb->rec.spec.shares[i];
-		char msg[ERR_MSG_MAX - 160];
+		struct err why;
 		int r;
 
 		r = share_open(sh->host_path, confined ? cfg->share_roots : NULL, confined ? cfg->nshare_roots : 0,
-			       &fds[i], msg, sizeof(msg));
+			       &fds[i], &why);
 		if (r) {
 			api_err_set(e, r == -ELOOP || r == -EPERM || r == -EINVAL ? API_E_FORBIDDEN : API_E_BOOT_FAILED,
 				    "sandbox %s: shares[%zu] (guest_path %s) refused at this start: %s", sb->rec.id, i,
-				    sh->guest_path, msg);
+				    sh->guest_path, why.msg);
 			sandbox_shares_close(fds, i);
 			return -1;
 		}

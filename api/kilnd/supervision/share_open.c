@@ -30,33 +30,33 @@ static int open_component(int dirfd, const char *name)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-static int walk_fail(int r, const char *path, const char *name, size_t prefix_len, char *err, size_t errlen)
+static int walk_fail(int r, const char *path, const char *name, size_t prefix_len, struct err *e)
 {
 	if (r == -ELOOP)
-		snprintf(err, errlen, "'%s': component '%s' (%.*s) is a symbolic link; shares are opened without following symbolic links, so give the directory's real path",
+		err_set(e, EINVAL, "'%s': component '%s' (%.*s) is a symbolic link; shares are opened without following symbolic links, so give the directory's real path",
 			 path, name, (int)prefix_len, path);
 	else if (r == -ENOTDIR)
-		snprintf(err, errlen, "'%s': component '%s' (%.*s) is not a directory", path, name, (int)prefix_len,
+		err_set(e, EINVAL, "'%s': component '%s' (%.*s) is not a directory", path, name, (int)prefix_len,
 			 path);
 	else
-		snprintf(err, errlen, "'%s': component '%s' (%.*s): %s", path, name, (int)prefix_len, path,
+		err_set(e, -r, "'%s': component '%s' (%.*s): %s", path, name, (int)prefix_len, path,
 			 strerror(-r));
 	return r;
 }
 
 /* Open path from "/" component by component (share_open.h). */
-static int walk(const char *path, int *out, char *err, size_t errlen)
+static int walk(const char *path, int *out, struct err *e)
 {
 	const char *p = path;
 	int cur, next;
 
 	if (path[0] != '/') {
-		snprintf(err, errlen, "'%s' is not an absolute path", path);
+		err_set(e, EINVAL, "'%s' is not an absolute path", path);
 		return -EINVAL;
 	}
 	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (cur < 0) {
-		snprintf(err, errlen, "'/': %s", strerror(errno));
+		err_set(e, errno, "'/': %s", strerror(errno));
 		return -errno;
 	}
 	for (;;) {
@@ -70,7 +70,7 @@ static int walk(const char *path, int *out, char *err, size_t errlen)
 		len = strcspn(p, "/");
 		if (len > NAME_MAX) {
 			close(cur);
-			snprintf(err, errlen, "'%.200s...': a component is longer than %d bytes", path, NAME_MAX);
+			err_set(e, EINVAL, "'%.200s...': a component is longer than %d bytes", path, NAME_MAX);
 			return -ENAMETOOLONG;
 		}
 		memcpy(name, p, len);
@@ -78,13 +78,13 @@ static int walk(const char *path, int *out, char *err, size_t errlen)
 		p += len;
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
 			close(cur);
-			snprintf(err, errlen, "'%s': component '%s' is not allowed in a share's path", path, name);
+			err_set(e, EINVAL, "'%s': component '%s' is not allowed in a share's path", path, name);
 			return -EINVAL;
 		}
 		next = open_component(cur, name);
 		close(cur);
 		if (next < 0)
-			return walk_fail(next, path, name, (size_t)(p - path), err, errlen);
+			return walk_fail(next, path, name, (size_t)(p - path), e);
 		cur = next;
 	}
 	*out = cur;
@@ -142,22 +142,20 @@ static int beneath(int fd, const struct dir_id *want)
 static int beneath_root(int dir, const char *root)
 {
 	struct dir_id id = { 0 };
-	char ignored[64];
 	int rfd, r;
 
-	if (walk(root, &rfd, ignored, sizeof(ignored)))
+	if (walk(root, &rfd, NULL))
 		return 0;
 	r = dir_id_of(rfd, &id);
 	close(rfd);
 	return r ? r : beneath(dir, &id);
 }
 
-int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, char *err,
-	       size_t errlen)
+int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, struct err *e)
 {
 	int dir, r;
 
-	if ((r = walk(path, &dir, err, errlen)))
+	if ((r = walk(path, &dir, e)))
 		return r;
 	if (roots) {
 		r = 0;
@@ -166,11 +164,11 @@ int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, i
 		if (r <= 0) {
 			close(dir);
 			if (r == 0) {
-				snprintf(err, errlen, "'%s' is not beneath a --share-root of this kilnd (now); only root may share other directories",
+				err_set(e, EINVAL, "'%s' is not beneath a --share-root of this kilnd (now); only root may share other directories",
 					 path);
 				return -EPERM;
 			}
-			snprintf(err, errlen, "'%s': checking where it is: %s", path, strerror(-r));
+			err_set(e, -r, "'%s': checking where it is: %s", path, strerror(-r));
 			return r;
 		}
 	}
@@ -181,7 +179,7 @@ int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, i
 		r = moved < 0 ? -errno : 0;
 		close(dir);
 		if (r) {
-			snprintf(err, errlen, "'%s': %s", path, strerror(-r));
+			err_set(e, -r, "'%s': %s", path, strerror(-r));
 			return r;
 		}
 		dir = moved;

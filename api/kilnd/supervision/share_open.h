@@ -23,7 +23,7 @@
  *    the walk.
  *  - The descriptor is O_PATH, O_CLOEXEC and at least 3 (never a stdio
  *    number the child's dup2s would replace).
- *  - Returns 0 with *fd, or -errno with a message in err: -ELOOP (a
+ *  - Returns 0 with *fd, or -errno with a message in e: -ELOOP (a
  *    symbolic link), -ENOTDIR, -ENOENT, -EINVAL (not absolute, "." or
  *    ".."), -ENAMETOOLONG, -EPERM (not beneath a root), others from the
  *    kernel.
@@ -34,8 +34,9 @@
 #include <limits.h>
 #include <stddef.h>
 
+#include "lib/base/err.h"
+
 /* roots: nroots absolute paths; NULL/0: no root check (root's sandboxes). */
-int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, char *err,
-	       size_t errlen);
+int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, struct err *e);
 
 #endif

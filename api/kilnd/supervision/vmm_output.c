@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/base/json_strict.h"
 #include "lib/base/utf8.h"
 
 /* Visit lines [start, end) of buf from the last one backwards; fn
@@ -143,7 +144,7 @@ json_t *vmm_output_timeline(const uint8_t *buf, size_t n)
 	lines_backwards(buf, n, true, find_line, &f);
 	if (!f.line)
 		return NULL;
-	t = json_loadb((const char *)f.line, f.len, JSON_REJECT_DUPLICATES, NULL);
+	t = json_strict_loadb((const char *)f.line, f.len, NULL);
 	if (t && (!json_is_object(t) || !json_is_array(json_object_get(t, "milestones")))) {
 		json_decref(t);
 		return NULL;
