@@ -1,6 +1,6 @@
 # Integration test of image import (docs/api.md, "Images"): archives made by
 # tests/integration/oci_image.py, imported through a real kilnd, one of
-# them booted. Source after kilnd_tests.sh (kd_start, api, kd_check, ...).
+# them booted. Source after kilnd_lib.sh (kd_start, api, kd_check, ...).
 
 # kd_import NAME FILE: POST /v1/images?name=NAME with FILE as the body.
 kd_import() {
@@ -16,27 +16,27 @@ test_kilnd_oci_import() {
   done
   # Hostile archives: refused with the member named, nothing registered.
   kd_import bad1 "$a/dotdot.tar"
-  kd_check '[ $status = 400 ] && [ "$(jget "d[\"error\"][\"code\"]")" = bad_archive ] && [[ "$(jget "d[\"error\"][\"message\"]")" == "layer 1 (sha256:"*"member \"../etc/x\": "* ]]' \
+  kd_check '[ $status = 400 ] && [ "$(jget .error.code)" = bad_archive ] && [[ "$(jget .error.message)" == "layer 1 (sha256:"*"member \"../etc/x\": "* ]]' \
     "a ../ member is 400 bad_archive naming the layer and the member"
   kd_import bad2 "$a/symlink-escape.tar"
-  kd_check '[ $status = 400 ] && [[ "$(jget "d[\"error\"][\"message\"]")" == *"member \"up\": symlink to '"'"'../../..'"'"' leaves the image root"* ]]' \
+  kd_check '[ $status = 400 ] && [[ "$(jget .error.message)" == *"member \"up\": symlink to '"'"'../../..'"'"' leaves the image root"* ]]' \
     "a symlink leaving the tree is refused, named"
   kd_import bad3 "$a/through-symlink.tar"
-  kd_check '[ $status = 400 ] && [[ "$(jget "d[\"error\"][\"message\"]")" == *"member \"etc2/passwd\": "*"symlink"* ]]' \
+  kd_check '[ $status = 400 ] && [[ "$(jget .error.message)" == *"member \"etc2/passwd\": "*"symlink"* ]]' \
     "a member through a symlink is refused, named"
   # The docker save variant: imported, its record says so (no boot).
   kd_import dock "$a/docker.tar"
-  kd_check '[ $status = 201 ] && [ "$(jget "d[\"format\"], d[\"source\"], d[\"config\"][\"env\"][\"GREETING\"]")" = "docker oci hello" ]' \
+  kd_check '[ $status = 201 ] && [ "$(jget "[.format, .source, .config.env.GREETING] | words")" = "docker oci hello" ]' \
     "a docker save tarball imports"
   kd_import ocitest "$a/oci.tar"
-  kd_check '[ $status = 201 ] && [ "$(jget "d[\"format\"], d[\"layers\"], d[\"config\"][\"working_dir\"]")" = "oci 2 /srv/work" ]' \
+  kd_check '[ $status = 201 ] && [ "$(jget "[.format, .layers, .config.working_dir] | words")" = "oci 2 /srv/work" ]' \
     "the OCI tarball imports"
   kd_import ocitest "$a/oci.tar"
-  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = exists ]' "a second import under a taken name is 409 exists"
+  kd_check '[ $status = 409 ] && [ "$(jget .error.code)" = exists ]' "a second import under a taken name is 409 exists"
   api GET /v1/images
-  kd_check '[ "$(jget "sorted(i[\"name\"] for i in d[\"images\"])")" = "['"'"'dock'"'"', '"'"'minimal'"'"', '"'"'ocitest'"'"']" ]' \
+  kd_check '[ "$(jget "[.images[] | .name] | sort")" = "[\"dock\",\"minimal\",\"ocitest\"]" ]' \
     "GET /v1/images lists the two imports and minimal, no refused one"
-  kd_check '[ "$(jget "[(i[\"source\"], i[\"digest\"][:7], len(i[\"digest\"]), i[\"size_bytes\"] > 0, i[\"created\"][4], i.get(\"manifest_digest\", \"-\")[:7]) for i in d[\"images\"] if i[\"name\"] in (\"minimal\", \"ocitest\")]")" = "[('"'"'option'"'"', '"'"'sha256:'"'"', 71, True, '"'"'-'"'"', '"'"'-'"'"'), ('"'"'oci'"'"', '"'"'sha256:'"'"', 71, True, '"'"'-'"'"', '"'"'sha256:'"'"')]" ]' \
+  kd_check '[ "$(jget "[.images[] | select(.name | IN(\"minimal\", \"ocitest\")) | [.source, .digest[:7], (.digest | length), .size_bytes > 0, .created[4:5], (.manifest_digest // \"-\")[:7]]]")" = "[[\"option\",\"sha256:\",71,true,\"-\",\"-\"],[\"oci\",\"sha256:\",71,true,\"-\",\"sha256:\"]]" ]' \
     "records show digest, size, source, created (and the manifest digest of an import)"
   # Boot it: layers, whiteout, opaque dir, links, owner and mode, and the
   # config's Env and WorkingDir as exec's defaults.
@@ -48,9 +48,9 @@ test_kilnd_oci_import() {
   api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo $GREETING; pwd"],"cwd":"/tmp","env":{"GREETING":"mine"}}'
   kd_check '[ "$(kd_outw)" = "mine /tmp" ]' "the request's env and cwd win: $(kd_outw)"
   api DELETE /v1/images/ocitest
-  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = in_use ]' "an image in use cannot be deleted"
+  kd_check '[ $status = 409 ] && [ "$(jget .error.code)" = in_use ]' "an image in use cannot be deleted"
   api DELETE /v1/images/minimal
-  kd_check '[ $status = 409 ] && [ "$(jget "d[\"error\"][\"code\"]")" = read_only ]' "an --image image cannot be deleted"
+  kd_check '[ $status = 409 ] && [ "$(jget .error.code)" = read_only ]' "an --image image cannot be deleted"
   api DELETE "/v1/sandboxes/$sid"
   api DELETE /v1/images/ocitest
   kd_check '[ $status = 204 ]' "with its sandbox gone the image is deleted"

@@ -9,46 +9,6 @@ INITRD=build/rootfs/minimal.cpio
 # second per call here and half a minute inside the nested harness.
 PATH=/usr/bin:/bin:$PATH
 export PATH
-# pyeval_start: one python3 for the whole run (tests/integration/pyeval.py),
-# which pyeval answers through bash's own /dev/tcp: inside the nested
-# harness a python3 start costs about a second, and the tests look into
-# JSON hundreds of times. Without it (not started, or gone) pyeval starts
-# a python3 per call as before.
-PYEVAL_PY=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/pyeval.py
-pyeval_start() {
-  local d i
-  d=$(mktemp -d /tmp/pyeval.XXXXXX)
-  /usr/bin/python3 "$PYEVAL_PY" "$d/port" </dev/null >/dev/null 2>&1 &
-  PYEVAL_PID=$!
-  for i in $(seq 1 600); do [ -s "$d/port" ] && break; kill -0 "$PYEVAL_PID" 2>/dev/null || break; sleep 0.1; done
-  read -r PYEVAL_PORT PYEVAL_TOKEN <"$d/port" 2>/dev/null
-  rm -rf "$d"
-  export PYEVAL_PORT PYEVAL_TOKEN
-}
-
-pyeval_stop() { [ -z "${PYEVAL_PID:-}" ] || kill "$PYEVAL_PID" 2>/dev/null; }
-
-# pyeval KIND A B: pyeval.py's answer on stdout (stderr when it failed),
-# its status as ours. KIND print: print(A) over the JSON document B as d.
-pyeval() {
-  local LC_ALL=C fd reply rc msg
-  if [ -n "${PYEVAL_PORT:-}" ] && { exec {fd}<>"/dev/tcp/127.0.0.1/$PYEVAL_PORT"; } 2>/dev/null; then
-    # As few writes as can be: bash flushes at each newline (a body with
-    # none goes in one piece), and a request in pieces waits on Nagle and
-    # a delayed ACK; so the head ends with a colon, not a newline.
-    printf -v msg '%s %s %d %d:%s%s' "$PYEVAL_TOKEN" "$1" "${#2}" "${#3}" "$2" "$3"
-    printf '%s' "$msg" >&"$fd"
-    IFS= read -r -d '' reply <&"$fd"
-    exec {fd}>&-
-    rc=${reply%%$'\n'*}
-    case $rc in
-      0) printf '%s' "${reply#*$'\n'}"; return 0 ;;
-      1) printf '%s' "${reply#*$'\n'}" >&2; return 1 ;;
-    esac
-  fi
-  /usr/bin/python3 "$PYEVAL_PY" --once "$@"
-}
-
 # Generous: inside the nested harness everything is 50-100x slower.
 BOOT_TIMEOUT=${BOOT_TIMEOUT:-300}
 # The kiln CLI's request timeouts (docs/cli.md, "kiln CLI timeouts") are sized

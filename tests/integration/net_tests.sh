@@ -168,13 +168,9 @@ net_probes() {
 # reached HOST:PORT: the host log has a request to it.
 reached() { grep -q "^http $1 " "$hlog"; }
 
-# fwj KEY...: a value of the last firewall-get reply ($reply), e.g.
-# fwj counters egress drop_private packets; list indices are numbers.
-fwj() {
-  local k expr="walk(d"
-  for k; do expr="$expr, '$k'"; done
-  pyeval print "$expr)" "$reply"
-}
+# fwj FILTER: jq's answer over the last firewall-get reply ($reply), e.g.
+# fwj .counters.egress.drop_private.packets.
+fwj() { jq -rc "$1" <<<"$reply"; }
 
 # nslookup_a NAME SERVER: the address the guest's resolver query answered.
 nslookup_a() {
@@ -218,10 +214,10 @@ test_net_no_rules_reaches_nothing() {
   o=$(cat "$hdir/probes"); check '[ -z "$o" ]' "HTTP to 10.77.1.10:8080 or a public address went through with no rules: $o"
   check '! grep -q . "$hlog"' "a test host saw traffic: $(head -3 "$hlog")"
   vctl firewall-get
-  check '[ "$(fwj ok)" = True ]' "firewall-get: $reply"
-  check '[ "$(fwj counters egress pass_new packets)" = 0 ]' "a flow was let out: $reply"
-  check '[ "$(fwj counters egress drop_private packets)" -ge 1 ] && [ "$(fwj counters egress drop_default packets)" -ge 1 ]' \
-    "drop counters: $(fwj counters egress)"
+  check '[ "$(fwj .ok)" = true ]' "firewall-get: $reply"
+  check '[ "$(fwj .counters.egress.pass_new.packets)" = 0 ]' "a flow was let out: $reply"
+  check '[ "$(fwj .counters.egress.drop_private.packets)" -ge 1 ] && [ "$(fwj .counters.egress.drop_default.packets)" -ge 1 ]' \
+    "drop counters: $(fwj .counters.egress)"
   check 'grep -q "kiln-vmm: firewall: egress drop_private tcp 10.77.0.2:[0-9]* -> 10.77.1.10:8080" "$vd/vmm.err"' \
     "no denied-flow log line: $(tail -3 "$vd/vmm.err")"
   # Control: the network itself works, once a rule lets the guest out.
@@ -241,8 +237,8 @@ test_net_cidr_port_rule_allows_http_only_there() {
   check 'reached 10.77.1.10:8080' "host A never saw the allowed request"
   check '! reached 10.77.1.10:9090 && ! reached 10.77.2.10:8080' "a blocked request arrived: $(cat "$hlog")"
   vctl firewall-get
-  check '[ "$(fwj counters rules allow 0 flows)" -ge 1 ]' "rule counters: $(fwj counters rules)"
-  check '[ "$(fwj counters egress drop_private packets)" -ge 2 ]' "drop counters: $(fwj counters egress)"
+  check '[ "$(fwj .counters.rules.allow[0].flows)" -ge 1 ]' "rule counters: $(fwj .counters.rules)"
+  check '[ "$(fwj .counters.egress.drop_private.packets)" -ge 2 ]' "drop counters: $(fwj .counters.egress)"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
@@ -262,8 +258,8 @@ test_net_hostname_rule_allows_only_the_dns_answer() {
   o=$(gnone 203.0.113.11:8080); check '[ -z "$o" ]' "an address not in the allowed name's answer (other.test's) went through: $o"
   check '! reached 203.0.113.11:8080' "203.0.113.11 saw a request"
   vctl firewall-get
-  check '[ "$(fwj counters dns_bindings)" -ge 1 ]' "no DNS binding: $(fwj counters)"
-  check '[ "$(fwj counters rules allow 0 flows)" -ge 1 ]' "host rule counters: $(fwj counters rules)"
+  check '[ "$(fwj .counters.dns_bindings)" -ge 1 ]' "no DNS binding: $(fwj .counters)"
+  check '[ "$(fwj .counters.rules.allow[0].flows)" -ge 1 ]' "host rule counters: $(fwj .counters.rules)"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
@@ -288,7 +284,7 @@ test_net_runtime_rule_change_cuts_existing_flows() {
   check '[ "$s3" -gt "$s2" ]' "the stream does not grow before the change ($s2 -> $s3 bytes)"
   # New rules: 8080 and 9090, no longer 7070.
   vctl 'firewall-set {"allow":[{"cidr":"10.77.1.10/32","proto":"tcp","ports":8080},{"cidr":"10.77.1.10/32","proto":"tcp","ports":9090}]}'
-  check '[ "$(fwj ok)" = True ] && [ "$(fwj cut)" -ge 1 ]' "firewall-set did not cut the stream: $reply"
+  check '[ "$(fwj .ok)" = true ] && [ "$(fwj .cut)" -ge 1 ]' "firewall-set did not cut the stream: $reply"
   sleep 3
   # ... and the refused new flow's wait the window in which it must not.
   s3=$(ag exec -- sh -c 'wc -c </tmp/stream')
@@ -300,7 +296,7 @@ test_net_runtime_rule_change_cuts_existing_flows() {
   o=$(gget 10.77.1.10 9090); check '[ "$o" = "kiln-net 10.77.1.10:9090" ]' "9090 still closed after the change: '$o'"
   o=$(gget 10.77.1.10 8080); check '[ "$o" = "kiln-net 10.77.1.10:8080" ]' "8080 closed after the change: '$o'"
   vctl firewall-get
-  check '[ "$(fwj counters flows_cut)" -ge 1 ]' "flows_cut: $(fwj counters)"
+  check '[ "$(fwj .counters.flows_cut)" -ge 1 ]' "flows_cut: $(fwj .counters)"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
@@ -313,11 +309,11 @@ test_net_metadata_blocked_with_outbound_internet() {
   o=$(gnone 169.254.169.254:80 10.77.1.10:8080); check '[ -z "$o" ]' "the metadata address or a private address answered with outbound_internet: $o"
   check '! reached 169.254.169.254:80 && ! reached 10.77.1.10:8080' "a blocked request arrived: $(cat "$hlog")"
   vctl firewall-get
-  check '[ "$(fwj counters egress drop_reserved packets)" -ge 1 ]' "drop_reserved: $(fwj counters egress drop_reserved)"
-  check '[ "$(fwj counters egress drop_private packets)" -ge 1 ]' "drop_private: $(fwj counters egress drop_private)"
+  check '[ "$(fwj .counters.egress.drop_reserved.packets)" -ge 1 ]' "drop_reserved: $(fwj .counters.egress.drop_reserved)"
+  check '[ "$(fwj .counters.egress.drop_private.packets)" -ge 1 ]' "drop_private: $(fwj .counters.egress.drop_private)"
   # No rule can open it, at runtime either.
   vctl 'firewall-set {"outbound_internet":true,"allow":[{"cidr":"169.254.169.254/32","ports":80}]}'
-  check '[ "$(fwj ok)" = False ] && [[ "$(fwj error)" == *"which kiln never allows"* ]]' "allowing the metadata address: $reply"
+  check '[ "$(fwj .ok)" = false ] && [[ "$(fwj .error)" == *"which kiln never allows"* ]]' "allowing the metadata address: $reply"
   o=$(gnone 169.254.169.254:80); check '[ -z "$o" ]' "the metadata address answered after the refused change: $o"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
@@ -338,9 +334,9 @@ test_net_host_addresses_need_a_rule_naming_them() {
   check '[ -z "$o" ]' "the host's public address (outbound_internet) or link address (10.77.0.0/16) answered: $o"
   check '! reached_self 203.0.113.20:8080 && ! reached_self 10.77.0.1:8080' "a host service was reached: $(cat "$slog")"
   vctl firewall-get
-  check '[ "$(fwj counters egress drop_host packets)" -ge 2 ]' "drop_host: $(fwj counters egress drop_host)"
+  check '[ "$(fwj .counters.egress.drop_host.packets)" -ge 2 ]' "drop_host: $(fwj .counters.egress.drop_host)"
   vctl 'firewall-set {"outbound_internet":true,"allow":[{"cidr":"203.0.113.20","proto":"tcp","ports":8080}]}'
-  check '[ "$(fwj ok)" = True ]' "naming the host's address: $reply"
+  check '[ "$(fwj .ok)" = true ]' "naming the host's address: $reply"
   o=$(gget 203.0.113.20 8080); check '[ "$o" = "kiln-net 203.0.113.20:8080" ]' "the named host address failed: '$o'"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
@@ -391,8 +387,8 @@ test_net_passt_outbound_without_root_setup() {
   check '! reached_self 127.0.0.1:8080' "the host's loopback service was reached"
   check '! reached_self 203.0.113.20:8080 && ! reached_self 10.78.0.2:8080' "a host service was reached: $(cat "$slog")"
   vctl firewall-get
-  check '[ "$(fwj counters egress drop_reserved packets)" -ge 1 ]' "gateway not denied: $(fwj counters egress drop_reserved)"
-  check '[ "$(fwj counters egress drop_host packets)" -ge 2 ]' "host addresses not denied: $(fwj counters egress drop_host)"
+  check '[ "$(fwj .counters.egress.drop_reserved.packets)" -ge 1 ]' "gateway not denied: $(fwj .counters.egress.drop_reserved)"
+  check '[ "$(fwj .counters.egress.drop_host.packets)" -ge 2 ]' "host addresses not denied: $(fwj .counters.egress.drop_host)"
   # passt ends with kiln-vmm, even a killed one (its socket closes).
   kill -9 "$vpid"
   wait "$vpid" 2>/dev/null
@@ -467,9 +463,9 @@ test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
   rss1=$(vmm_rss_kb "$vpid" 2>/dev/null)
   check '[ -n "$rss1" ] && [ $((rss1 - rss0)) -lt 16384 ]' "kiln-vmm grew from ${rss0} to ${rss1:-(gone)} KiB outside guest RAM"
   vctl firewall-get
-  check '[ "$(fwj counters device tx_throttled)" -ge 1 ]' "the rate limit never engaged: $(fwj counters device)"
+  check '[ "$(fwj .counters.device.tx_throttled)" -ge 1 ]' "the rate limit never engaged: $(fwj .counters.device)"
   # Backpressure: over the limit frames wait in the guest's queue, none dropped.
-  check '[ "$(fwj counters egress drop_rate packets)" = 0 ]' "frames dropped for rate: $(fwj counters egress drop_rate)"
+  check '[ "$(fwj .counters.egress.drop_rate.packets)" = 0 ]' "frames dropped for rate: $(fwj .counters.egress.drop_rate)"
   echo "    4 MiB in ${secs} s at 256 KiB/s; 3000 datagrams in ${usecs} s at 400/s; kiln-vmm outside guest RAM ${rss0} -> ${rss1} KiB"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }

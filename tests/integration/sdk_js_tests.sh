@@ -9,7 +9,7 @@
 # KILN_SDK_DOWNLOAD_MIB (here 8) sizes the download: the nested harness
 # moves about 1 MiB/s out of a guest; the unit test downloads 100 MiB from
 # a fake kilnd and holds the SDK's RSS growth under 32 MiB.
-# Source after lib.sh and kilnd_tests.sh.
+# Source after lib.sh and kilnd_lib.sh.
 
 test_sdk_js() {
   command -v node >/dev/null ||
@@ -39,7 +39,7 @@ test_sdk_js() {
   kd_check 'printf "%s\n" "$out" | grep -q "^tick 3$"' "quickstart: the streamed command"
   kd_check 'printf "%s\n" "$out" | grep -q "^fork .* reads: hello from the host$"' "quickstart: the fork sees the file"
   api GET /v1/sandboxes
-  kd_check '[ "$(jget "len(d[\"sandboxes\"])")" = 0 ]' "the quickstart deleted its sandboxes"
+  kd_check '[ "$(jget ".sandboxes | length")" = 0 ]' "the quickstart deleted its sandboxes"
 
   t1=$SECONDS
   heartbeat "sdk_js: coverage"

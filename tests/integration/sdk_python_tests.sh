@@ -6,7 +6,7 @@
 # here, where a guest sends a few MiB/s; the unit test streams 100 MiB
 # from a fake kilnd), and kilnd SIGKILLed during a stream: one
 # KilnConnectionError, no hang.
-# One kilnd, one test: sourced by run-all after lib.sh and kilnd_tests.sh.
+# One kilnd, one test: sourced by run-all after lib.sh and kilnd_lib.sh.
 
 test_sdk_python() {
   local why='' v py t0 vmm_pid i status='' body='' venv

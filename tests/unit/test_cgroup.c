@@ -4,7 +4,7 @@
  * is not on a cgroup2 file system is refused with one line; a cgroup whose
  * limits cannot be written leaves nothing behind; the event counters are
  * read from memory.events and pids.events; removing a missing cgroup is
- * fine. (The real hierarchy is exercised by tests/integration/kilnd_tests.sh.)
+ * fine. (The real hierarchy is exercised by tests/integration/kilnd_sandboxes.sh.)
  */
 #include <stdarg.h>
 #include <stddef.h>
