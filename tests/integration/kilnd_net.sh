@@ -425,7 +425,7 @@ test_kilnd_firewall_passt() {
     "PUT of a bad rule is 400 with the filter's message"
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[],"colour":1}'
   kd_check '[ $status = 400 ] && [ "$(jget .error.code)" = unknown_field ]' "PUT with an unknown field is 400 unknown_field"
-  kd_check '[ "$(kd_fw .rules.allow[0].cidr)" = 10.78.1.10/32 ]' "a refused PUT left the rules"
+  kd_check '[ "$(kd_fw ".rules.allow[0].cidr")" = 10.78.1.10/32 ]' "a refused PUT left the rules"
 
   # At runtime: the other host only.
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.77.2.10/32","proto":"tcp","ports":8080}]}'

@@ -7,7 +7,7 @@ kd_pool_ready() {
   local i
   for i in $(seq 1 600); do
     api GET /v1/health
-    [ "$(jget .pools[0].ready)" = "$1" ] && return 0
+    [ "$(jget ".pools[0].ready")" = "$1" ] && return 0
     sleep 0.5
   done
   return 1
@@ -37,7 +37,7 @@ test_kilnd_warm_pool_serves_fitting_creates() {
   kd_check '[ "$(kd_out | sed -n 2,3p | paste -sd " " -)" = "alpha bar" ]' "the guest has the create's hostname and env ($(kd_outw))"
   kd_check '[ -n "$t" ] && [ $((now - t)) -le 3 ] && [ $((t - now)) -lt 60 ]' "the guest's clock ran on while it waited paused ($t vs $now)"
   kd_pool_ready 1
-  kd_check '[ "$(jget .pools[0].hits)" = 1 ]' "the pool fills again after a create took one"
+  kd_check '[ "$(jget ".pools[0].hits")" = 1 ]' "the pool fills again after a create took one"
   api POST /v1/sandboxes -d '{"image":"minimal"}'
   kd_check '[ $status = 201 ] && [ "$(jget "[.boot.from, .hostname] | words")" = "pool kiln" ]' "a second create from the pool"
   b=$(jget .id 2>/dev/null)

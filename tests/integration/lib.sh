@@ -36,7 +36,7 @@ vmm() {
 }
 
 fail() {
-  echo "    FAIL: $*"
+  echo "[  ERROR   ] --- $*"
   # A kilnd test may fail before any command set these.
   echo "    --- exit status: ${rc-}"
   echo "    --- stdout (last 15 lines):"; printf '%s\n' "${out-}" | tail -15 | sed 's/^/    | /'

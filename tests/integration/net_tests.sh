@@ -237,7 +237,7 @@ test_net_cidr_port_rule_allows_http_only_there() {
   check 'reached 10.77.1.10:8080' "host A never saw the allowed request"
   check '! reached 10.77.1.10:9090 && ! reached 10.77.2.10:8080' "a blocked request arrived: $(cat "$hlog")"
   vctl firewall-get
-  check '[ "$(fwj .counters.rules.allow[0].flows)" -ge 1 ]' "rule counters: $(fwj .counters.rules)"
+  check '[ "$(fwj ".counters.rules.allow[0].flows")" -ge 1 ]' "rule counters: $(fwj .counters.rules)"
   check '[ "$(fwj .counters.egress.drop_private.packets)" -ge 2 ]' "drop counters: $(fwj .counters.egress)"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
@@ -259,7 +259,7 @@ test_net_hostname_rule_allows_only_the_dns_answer() {
   check '! reached 203.0.113.11:8080' "203.0.113.11 saw a request"
   vctl firewall-get
   check '[ "$(fwj .counters.dns_bindings)" -ge 1 ]' "no DNS binding: $(fwj .counters)"
-  check '[ "$(fwj .counters.rules.allow[0].flows)" -ge 1 ]' "host rule counters: $(fwj .counters.rules)"
+  check '[ "$(fwj ".counters.rules.allow[0].flows")" -ge 1 ]' "host rule counters: $(fwj .counters.rules)"
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }

@@ -6,8 +6,10 @@ venv's python, the SDK installed by pip).
     sdk_python_cover.py KILND_PID WORKDIR QUICKSTART_PY
 
 $KILN_SOCKET names kilnd's socket. QUICKSTART_PY (sdk/python/README.md's
-quickstart, extracted) runs first; its output lines come prefixed "qs| ". Prints "ok: ..." per check and
-"FAIL: ..." for each failure; exits 1 when one failed. The last step
+quickstart, extracted) runs first; its output lines come prefixed "qs| ". Reports
+in cmocka's lines as every kiln test runner does ("[       OK ] ..." per
+check, "[  FAILED  ] ..." for each failure), the last "N passed, N
+failed"; exits 1 when one failed. The last step
 SIGKILLs kilnd during a stream: the stream must end in one
 KilnConnectionError, not hang.
 """
@@ -30,6 +32,7 @@ from kiln.aio import AsyncKiln
 KILND_PID = int(sys.argv[1])
 WORK = sys.argv[2]
 failures: list[str] = []
+passes = 0
 T0 = time.monotonic()
 
 
@@ -43,10 +46,12 @@ def beat(what: str) -> None:
 
 
 def check(cond: object, what: str) -> None:
+    global passes
     if cond:
-        print(f"ok: {what}", flush=True)
+        print(f"[       OK ] {what}", flush=True)
+        passes += 1
     else:
-        print(f"FAIL: {what}", flush=True)
+        print(f"[  FAILED  ] {what}", flush=True)
         failures.append(what)
 
 
@@ -376,5 +381,9 @@ except Exception as e:  # noqa: BLE001 - reported
 raises(errors.KilnConnectionError, k.health, "no kilnd: the next call is a KilnConnectionError too")
 print(f"fork pid {fork.info.get('pid')}")
 
-print(f"{len(failures)} failed" if failures else "all passed", flush=True)
+print(f"[==========] {passes + len(failures)} test(s) run.")
+print(f"[  PASSED  ] {passes} test(s).")
+if failures:
+    print(f"[  FAILED  ] {len(failures)} test(s), listed above.")
+print(f"{passes} passed, {len(failures)} failed", flush=True)
 sys.exit(1 if failures else 0)
