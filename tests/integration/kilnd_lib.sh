@@ -133,7 +133,6 @@ kd_sh() {
 # kd_out: the last exec's stdout, stripped ("" when it failed); kd_outw:
 # its lines joined by spaces.
 kd_out() { [ "$status" = 200 ] && jget '.stdout | strip'; }
-
 kd_outw() { kd_out | paste -sd ' ' -; }
 
 # kd_metric NAME: the value of an unlabelled metric of GET /metrics.
