@@ -436,7 +436,8 @@ test_kilnd_firewall_passt() {
 
   # Stopped: the saved rules, no counters; a PUT now is for the next boot.
   api POST "/v1/sandboxes/$sid/stop"
-  kd_check '[ "$(kd_fw "[.running, .rules.allow[0].cidr] | words")" = "false 10.77.2.10/32" ] && jnull .counters' \
+  api GET "/v1/sandboxes/$sid/firewall"
+  kd_check '[ "$(jget "[.running, .rules.allow[0].cidr] | words")" = "false 10.77.2.10/32" ] && jnull .counters' \
     "GET firewall of a stopped sandbox: the saved rules"
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"allow":[{"cidr":"10.78.1.10/32","proto":"tcp","ports":8080}]}'
   kd_check '[ $status = 200 ] && [ "$(jget .applied)" = false ] && jnull .cut' "PUT while stopped is saved"
