@@ -349,7 +349,7 @@ test_kilnd_restart_lists_its_sandboxes() {
   kd_done
 }
 
-# Issue 20: kill -9 of kilnd leaves its sandboxes running; the next kilnd
+# kill -9 of kilnd leaves its sandboxes running; the next kilnd
 # reattaches them. Two sandboxes with a background process each printing
 # a counter, a third whose VMM is killed while no kilnd runs; then
 # kilnd --upgrade hands everything over to yet another kilnd.
@@ -422,7 +422,7 @@ print(out[0]["seq"] if out else -1, len(nums) > 5 and not gap)' "$kd/out_$s")
   kd_done
 }
 
-# Issue 18: kill -9 of kilnd while creates are in flight. A create that
+# kill -9 of kilnd while creates are in flight. A create that
 # never answered its client must leave nothing behind: after five rounds
 # of (start, a burst of creates, kill -9 after a short random delay), the
 # API's list and the directories under state/sandboxes agree, nothing is
