@@ -30,18 +30,11 @@
 #include "guest-init/agent/agent_files.h"
 #include "guest-init/agent/agent_tcp.h"
 #include "guest-init/agent/agent_serve.h"
-#include "lib/base/mono.h"
-#include "fake_vmm.h"
+#include "fake_agent.h"
 
-/* kiln-vmm's side and the agent's connection thread for nconn requests:
+/* kiln-vmm's side and the agent's connection thread (fake_agent.h):
  * files, tcp_connect and watch by the real handlers, ping and info from
  * the protocol's own line builders. */
-struct vmm_agent {
-	struct fake_vmm v;
-	int nconn;
-	pthread_t th;
-};
-
 static void serve_one(struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_info info = { .kernel = "6.1.0-kiln", .hostname = "box1", .cpus = 2, .mem_total = 1 << 27,
@@ -66,58 +59,24 @@ static void serve_one(struct agent_conn *c, struct agent_msg *m)
 	}
 }
 
-static void *vmm_agent_main(void *arg)
-{
-	struct vmm_agent *v = arg;
-
-	for (int i = 0; i < v->nconn; i++) {
-		struct agent_conn *c = malloc(sizeof(*c));
-		struct agent_msg m;
-		struct agent_err err;
-		int fd = fake_vmm_accept(&v->v);
-
-		if (fd < 0 || !c) {
-			if (fd >= 0)
-				close(fd);
-			free(c);
-			return NULL;
-		}
-		agent_conn_init(c, fd);
-		agent_conn_deadline(c, mono_ms() + 5000);
-		if (agent_conn_next(c, AGENT_CTX_REQUEST, &m, &err) == 0) {
-			serve_one(c, &m);
-			agent_msg_free(&m);
-		} else {
-			agent_conn_send_err(c, &err);
-		}
-		agent_conn_close(c);
-		free(c);
-	}
-	return NULL;
-}
-
-static kiln_agent *start(struct vmm_agent *v, int nconn)
+static kiln_agent *start(struct fake_agent *v, int nconn)
 {
 	kiln_agent *a;
 
-	memset(v, 0, sizeof(*v));
-	v->nconn = nconn;
-	fake_vmm_listen(&v->v);
-	assert_int_equal(pthread_create(&v->th, NULL, vmm_agent_main, v), 0);
+	fake_agent_start(v, nconn, serve_one);
 	assert_int_equal(kiln_agent_new(v->v.path, &a), 0);
 	return a;
 }
 
-static void stop(struct vmm_agent *v, kiln_agent *a)
+static void stop(struct fake_agent *v, kiln_agent *a)
 {
-	assert_int_equal(pthread_join(v->th, NULL), 0);
-	fake_vmm_close(&v->v);
+	fake_agent_stop(v);
 	kiln_agent_free(a);
 }
 
 static void test_ping_and_info(void **state)
 {
-	struct vmm_agent v;
+	struct fake_agent v;
 	kiln_agent *a = start(&v, 2);
 	struct kiln_guest_info info = { .size = sizeof(info) }, small = { .size = 8 };
 	int protocol = 0;
@@ -161,7 +120,7 @@ static void test_files_metadata(void **state)
 	struct kiln_file_info st = { .size = sizeof(st) };
 	struct kiln_list_end end = { .size = sizeof(end) };
 	struct seen seen = { .stop_after = 0 };
-	struct vmm_agent v;
+	struct fake_agent v;
 	kiln_agent *a;
 
 	(void)state;
@@ -218,7 +177,7 @@ static void test_tcp_connect(void **state)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
-	struct vmm_agent v;
+	struct fake_agent v;
 	kiln_agent *a;
 	int ls, fd = -1, peer;
 	char buf[8] = "";
@@ -247,7 +206,7 @@ static void test_watch(void **state)
 	char dir[64] = "/tmp/kiln-lk-watch-XXXXXX", p[160];
 	struct kiln_fs_event ev = { .size = sizeof(ev) }, small = { .size = 4 };
 	const char *end = NULL;
-	struct vmm_agent v;
+	struct fake_agent v;
 	kiln_watch *w;
 	kiln_agent *a;
 	uint32_t watches = 0;
