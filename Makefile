@@ -30,6 +30,13 @@ CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude
 LIBS :=
 # Plain `make` is `make host` (the first rule in this file is not it).
 .DEFAULT_GOAL := host
+# The soname, libkiln.so.<KILN_ABI_VERSION> (include/kiln/version.h: it
+# changes when a public function is removed or changes meaning; 1 since
+# kiln_vm_config_add_device went), and the file it names. Set before
+# the first rule that names them: a rule's prerequisites are read at once.
+LIBKILN_ABI := $(shell sed -n 's/^\#define KILN_ABI_VERSION //p' include/kiln/version.h)
+LIBKILN_SONAME := libkiln.so.$(LIBKILN_ABI)
+LIBKILN_FILE := $(LIBKILN_SONAME).0.0
 # Goals that build nothing; with only these, reading the Makefile writes
 # nothing under build/ (no flags stamp, no link lists to include).
 NOBUILD_GOALS := clean deps layers bench-targets
@@ -88,7 +95,7 @@ TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
 # into imported images).
-host: layers $(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd \
+host: layers $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd \
 	$(BUILD)/kiln $(BUILD)/kiln-image-import
 guest: kernel rootfs
 all: host guest
@@ -180,12 +187,12 @@ $(BUILD)/obj-pic/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(HARDEN) -fPIC -fvisibility=hidden -DKILN_BUILDING_LIBRARY -c $< -o $@
 
-$(BUILD)/libkiln.so.$(LIBKILN_VERSION): $(LIBKILN_PIC_OBJS) libkiln/libkiln.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libkiln.so.0 -Wl,--version-script=libkiln/libkiln.map \
+$(BUILD)/$(LIBKILN_FILE): $(LIBKILN_PIC_OBJS) libkiln/libkiln.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIBKILN_SONAME) -Wl,--version-script=libkiln/libkiln.map \
 		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) $(ZLIB_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) -lpthread
-$(BUILD)/libkiln.so.0: $(BUILD)/libkiln.so.$(LIBKILN_VERSION)
-	ln -sf libkiln.so.$(LIBKILN_VERSION) $@
-	ln -sf libkiln.so.$(LIBKILN_VERSION) $(BUILD)/libkiln.so
+$(BUILD)/$(LIBKILN_SONAME): $(BUILD)/$(LIBKILN_FILE)
+	ln -sf $(LIBKILN_FILE) $@
+	ln -sf $(LIBKILN_FILE) $(BUILD)/libkiln.so
 # The static archive cannot hide symbols: the internal prefixes (vm_,
 # net_, agent_client_, ...) never start with kiln_, so they cannot clash
 # with the public names (docs/libkiln.md, "Conventions", Symbols).
@@ -201,14 +208,14 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 .PHONY: install
 install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import \
-		$(BUILD)/libkiln.so.0 $(BUILD)/libkiln.a
+		$(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
 		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
 	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(DESTDIR)$(PREFIX)/lib/kiln/
-	install -m 0755 $(BUILD)/libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/
-	ln -sf libkiln.so.$(LIBKILN_VERSION) $(DESTDIR)$(LIBDIR)/libkiln.so.0
-	ln -sf libkiln.so.0 $(DESTDIR)$(LIBDIR)/libkiln.so
+	install -m 0755 $(BUILD)/$(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/$(LIBKILN_SONAME)
+	ln -sf $(LIBKILN_SONAME) $(DESTDIR)$(LIBDIR)/libkiln.so
 	install -m 0644 $(BUILD)/libkiln.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/kiln/*.h $(DESTDIR)$(INCLUDEDIR)/kiln/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
@@ -237,7 +244,11 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
 	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
-$(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+# kilnd talks to guests through libkiln's public agent API
+# (include/kiln/agent.h), moving off api/agent-client call by call: it
+# links the static archive, from which the linker takes only the agent's
+# objects (nothing of the VM).
+$(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.a
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS)
 
 # kiln-image-import (docs/architecture.md, "Image import"): the OCI and
@@ -325,8 +336,11 @@ $(BUILD)/tests/%: tests/unit/%.c $(UNIT_LINKS) $$(call unit_objs,$$*)
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_CHECK_SECONDS ?= 5
-FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -fno-omit-frame-pointer \
-	-fsanitize=address,undefined -fno-sanitize-recover=all
+# -Iinclude and the GNU extension: a target of libkiln's public API
+# (fuzz_devspec) links libkiln whole, the VM core included, whose
+# KVM_GET_MSRS buffer is struct kvm_msrs followed by its entries.
+FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude -fno-omit-frame-pointer \
+	-Wno-gnu-variable-sized-type-not-at-end -Wno-missing-field-initializers -fsanitize=address,undefined -fno-sanitize-recover=all
 # A single allocation above 64 MiB is a finding: a guest or a client must
 # not make kiln allocate without bound (DESIGN rule 3).
 FUZZ_RUN_FLAGS ?= -rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=10 -print_final_stats=1
@@ -384,7 +398,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # The unit tests (several binaries at once, the slowest started first:
 # tests/unit/run), then every fuzz corpus replayed and each target fuzzed
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
-unit: layers $(UNIT_TESTS) $(BUILD)/libkiln.so.0 $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS) \
+unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS) \
 	$(BUILD)/tests/kiln-escape-importer
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \

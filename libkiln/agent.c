@@ -14,14 +14,7 @@
 
 #include <kiln/agent.h>
 
-#include "api/agent-client/agent_client.h"
-
-struct kiln_agent {
-	struct agent_client c;
-	pthread_mutex_t lk; /* guards err and code: requests run concurrently */
-	char err[ERR_MSG_MAX];
-	char code[32];
-};
+#include "libkiln/agent_impl.h"
 
 struct kiln_proc {
 	struct agent_client_stream *s;
@@ -77,7 +70,7 @@ static enum agent_user user_of(unsigned flags)
 	return (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
 }
 
-static int fail(kiln_agent *a, int r, const struct agent_client_err *e)
+int agent_fail(kiln_agent *a, int r, const struct agent_client_err *e)
 {
 	const char *name = agent_client_err_name(e);
 
@@ -139,7 +132,7 @@ int kiln_agent_wait_ready(kiln_agent *a, int timeout_ms)
 	struct agent_client_err e = { 0 };
 	int r = agent_client_wait_ready(&a->c, timeout_ms, &e);
 
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 static int64_t realtime_ns(void)
@@ -165,7 +158,7 @@ int kiln_agent_sync_clock(kiln_agent *a, unsigned flags, int64_t *behind_ns)
 		r = agent_client_sync_clock(&a->c, realtime_ns(), &d, &e);
 	}
 	if (r < 0)
-		return fail(a, r, &e);
+		return agent_fail(a, r, &e);
 	if (behind_ns)
 		*behind_ns = d;
 	return 0;
@@ -176,7 +169,7 @@ int kiln_agent_shutdown(kiln_agent *a, int grace_ms)
 	struct agent_client_err e = { 0 };
 	int r = agent_client_shutdown(&a->c, grace_ms, &e);
 
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 /* Options in agent_client's terms; env entries point into o->env. */
@@ -202,7 +195,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 	memset(c, 0, sizeof(*c));
 	if (!o || o->size < sizeof(size_t) + sizeof(void *) || !o->argv || !o->argv[0]) {
 		snprintf(e.msg, sizeof(e.msg), "exec: no argv given");
-		return fail(a, -EINVAL, &e);
+		return agent_fail(a, -EINVAL, &e);
 	}
 	c->p.argv = o->argv;
 	c->p.cwd = o->cwd;
@@ -221,7 +214,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 		if (!c->env || !c->keys) {
 			conv_free(c);
 			snprintf(e.msg, sizeof(e.msg), "out of memory");
-			return fail(a, -ENOMEM, &e);
+			return agent_fail(a, -ENOMEM, &e);
 		}
 		for (size_t i = 0; i < n; i++) {
 			const char *eq = strchr(o->env[i], '=');
@@ -231,7 +224,7 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 			if (!c->keys[i]) {
 				conv_free(c);
 				snprintf(e.msg, sizeof(e.msg), "out of memory");
-				return fail(a, -ENOMEM, &e);
+				return agent_fail(a, -ENOMEM, &e);
 			}
 			c->env[i].key = c->keys[i];
 			c->env[i].value = eq ? eq + 1 : NULL;
@@ -277,7 +270,7 @@ int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_e
 	r = agent_client_exec(&a->c, &c.p, &res, &e);
 	conv_free(&c);
 	if (r < 0)
-		return fail(a, r, &e);
+		return agent_fail(a, r, &e);
 	put_exit(st, &res.exit);
 	if (out) {
 		*out = (char *)res.out;
@@ -323,7 +316,7 @@ int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_o
 	r = agent_client_exec(&a->c, &c.p, &res, &e);
 	conv_free(&c);
 	if (r < 0)
-		return fail(a, r, &e);
+		return agent_fail(a, r, &e);
 	put_exit(st, &res.exit);
 	agent_client_exec_result_free(&res);
 	return 0;
@@ -357,7 +350,7 @@ int kiln_agent_spawn(kiln_agent *a, const struct kiln_exec_opts *o, kiln_proc **
 		return r;
 	r = agent_client_spawn(&a->c, &c.p, &s, &info, &e);
 	conv_free(&c);
-	return r < 0 ? fail(a, r, &e) : new_proc(a, s, info.id, out);
+	return r < 0 ? agent_fail(a, r, &e) : new_proc(a, s, info.id, out);
 }
 
 int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out)
@@ -369,7 +362,7 @@ int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out)
 
 	*out = NULL;
 	r = agent_client_attach(&a->c, id, AGENT_FROM_OLDEST, 0, &s, &info, &e);
-	return r < 0 ? fail(a, r, &e) : new_proc(a, s, info.id, out);
+	return r < 0 ? agent_fail(a, r, &e) : new_proc(a, s, info.id, out);
 }
 
 int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms, struct kiln_exit_status *st)
@@ -379,7 +372,7 @@ int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms, struct
 	int r = agent_client_wait(&a->c, id, timeout_ms, &x, &e);
 
 	if (r < 0)
-		return fail(a, r, &e);
+		return agent_fail(a, r, &e);
 	put_exit(st, &x);
 	return 0;
 }
@@ -389,7 +382,7 @@ int kiln_agent_proc_signal(kiln_agent *a, uint32_t id, int signo, unsigned flags
 	struct agent_client_err e = { 0 };
 	int r = agent_client_signal(&a->c, id, signo, !!(flags & KILN_AGENT_GROUP), &e);
 
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n, unsigned flags)
@@ -397,7 +390,7 @@ int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n
 	struct agent_client_err e = { 0 };
 	int r = agent_client_stdin(&a->c, id, data, n, !!(flags & KILN_AGENT_CLOSE), &e);
 
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 static int pfail(kiln_proc *p, int r, const struct agent_client_err *e)
@@ -513,11 +506,11 @@ int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t
 		free(c.buf);
 		if (r == -EFBIG && !e.msg[0])
 			snprintf(e.msg, sizeof(e.msg), "%s: larger than %zu bytes", path, max);
-		return fail(a, r, &e);
+		return agent_fail(a, r, &e);
 	}
 	if (!c.buf && !(c.buf = malloc(1))) {
 		snprintf(e.msg, sizeof(e.msg), "out of memory");
-		return fail(a, -ENOMEM, &e);
+		return agent_fail(a, -ENOMEM, &e);
 	}
 	c.buf[c.len] = '\0';
 	*data = c.buf;
@@ -539,7 +532,7 @@ int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int m
 	o.mode = mode >= 0 ? (uint32_t)mode : 0;
 	o.user = user_of(flags);
 	r = agent_client_write(&a->c, path, &o, data, n, NULL, &e);
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 /* A tree to or from the guest as a tar stream on fd. */
@@ -551,7 +544,7 @@ static int tar(kiln_agent *a, int (*call)(const struct agent_client *c, const ch
 	struct agent_client_tar_stats st = { 0 };
 	int r = call(&a->c, path, user_of(flags), fd, &st, &e);
 
-	return r < 0 ? fail(a, r, &e) : 0;
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 int kiln_agent_tar_upload(kiln_agent *a, const char *dir, unsigned flags, int fd)

@@ -10,11 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 
 #include "libkiln/handles.h"
 #include "lib/netrules/net_rules.h"
-#include "vmm/core/devspec.h"
 
 _Static_assert(KILN_VM_FIREWALL_MAX == NET_RULES_TEXT_MAX, "the public limit is the parser's");
 
@@ -105,9 +103,7 @@ int config_clone(const struct vm_config *src, struct vm_config *dst, struct strs
 	return r ? -ENOMEM : 0;
 }
 
-static int fail(kiln_vm_config *cfg, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-
-static int fail(kiln_vm_config *cfg, int code, const char *fmt, ...)
+int config_fail(kiln_vm_config *cfg, int code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -151,7 +147,7 @@ static int set_str(kiln_vm_config *cfg, const char **field, const char *s)
 	char *c = NULL;
 
 	if (s && !(c = strs_add(&cfg->owned, s, strlen(s))))
-		return fail(cfg, ENOMEM, "out of memory");
+		return config_fail(cfg, ENOMEM, "out of memory");
 	*field = c;
 	return 0;
 }
@@ -194,7 +190,7 @@ int kiln_vm_config_set_hugepages(kiln_vm_config *cfg, int on)
 int kiln_vm_config_set_console(kiln_vm_config *cfg, int in_fd, int out_fd)
 {
 	if (in_fd < -1 || out_fd < -1)
-		return fail(cfg, EBADF, "console: bad file descriptor");
+		return config_fail(cfg, EBADF, "console: bad file descriptor");
 	cfg->c.console_in_fd = in_fd;
 	cfg->c.console_out_fd = out_fd;
 	return 0;
@@ -210,7 +206,7 @@ int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo)
 {
 	if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP || signo == SIGPIPE ||
 	    signo == SIGCHLD)
-		return fail(cfg, EINVAL, "kick signal: not a signal libkiln can use");
+		return config_fail(cfg, EINVAL, "kick signal: not a signal libkiln can use");
 	cfg->c.kick_signal = signo;
 	return 0;
 }
@@ -218,7 +214,7 @@ int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo)
 int kiln_vm_config_set_seccomp(kiln_vm_config *cfg, enum kiln_seccomp_mode mode)
 {
 	if (mode != KILN_SECCOMP_KILL && mode != KILN_SECCOMP_LOG && mode != KILN_SECCOMP_OFF)
-		return fail(cfg, EINVAL, "seccomp: mode %d is none of kill, log, off", (int)mode);
+		return config_fail(cfg, EINVAL, "seccomp: mode %d is none of kill, log, off", (int)mode);
 	cfg->seccomp = mode;
 	return 0;
 }
@@ -232,7 +228,7 @@ int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monotonic_ns)
 int kiln_vm_config_set_log(kiln_vm_config *cfg, int fd, unsigned flags)
 {
 	if (fd < -1)
-		return fail(cfg, EBADF, "log: bad file descriptor");
+		return config_fail(cfg, EBADF, "log: bad file descriptor");
 	if (fd < 0)
 		flags = 0;
 	cfg->c.log_fd = fd;
@@ -240,93 +236,6 @@ int kiln_vm_config_set_log(kiln_vm_config *cfg, int fd, unsigned flags)
 	cfg->c.verbose = !!(flags & KILN_LOG_UNHANDLED);
 	cfg->c.device_log = !!(flags & KILN_LOG_DEVICE);
 	return 0;
-}
-
-int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags, const char *overlay)
-{
-	struct devspec_disk_cfg d = { 0 };
-
-	if (cfg->c.ndisk == DEVSPEC_MAX_DISKS)
-		return fail(cfg, E2BIG, "--disk: at most %d disks", DEVSPEC_MAX_DISKS);
-	if (!path)
-		return fail(cfg, EINVAL, "disk: no image path given");
-	d.read_only = !!(flags & KILN_DISK_READ_ONLY);
-	if (!(d.path = strs_add(&cfg->owned, path, strlen(path))) ||
-	    (overlay && !(d.overlay = strs_add(&cfg->owned, overlay, strlen(overlay)))))
-		return fail(cfg, ENOMEM, "out of memory");
-	cfg->c.disk[cfg->c.ndisk++] = d;
-	return 0;
-}
-
-int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path, uint32_t cid)
-{
-	if (!uds_path) {
-		cfg->c.vsock.uds = NULL;
-		return 0;
-	}
-	if (strlen(uds_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return fail(cfg, ENAMETOOLONG, "vsock %s: longer than a Unix socket path may be", uds_path);
-	if (cid && cid < 3)
-		return fail(cfg, EINVAL, "vsock: cid must be at least 3");
-	if (!(cfg->c.vsock.uds = strs_add(&cfg->owned, uds_path, strlen(uds_path))))
-		return fail(cfg, ENOMEM, "out of memory");
-	cfg->c.vsock.cid = cid ? cid : 3;
-	return 0;
-}
-
-int kiln_vm_config_add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
-{
-	struct err e = { { 0 } };
-	struct vm_config *c = &cfg->c;
-	char *arg;
-	int r;
-
-	if (!kind || !spec)
-		return fail(cfg, EINVAL, "add_device: no kind or spec given");
-	/* devspec parses in place and keeps pointers into arg: a copy the
-	 * config owns. */
-	if (!(arg = strs_add(&cfg->owned, spec, strlen(spec))))
-		return fail(cfg, ENOMEM, "out of memory");
-	/* Parsed into a copy: a refused spec leaves the config as it was. */
-	if (strcmp(kind, "disk") == 0) {
-		struct devspec_disk_cfg d;
-
-		if (c->ndisk == DEVSPEC_MAX_DISKS)
-			return fail(cfg, E2BIG, "--disk: at most %d disks", DEVSPEC_MAX_DISKS);
-		if (!(r = devspec_disk(arg, &d, &e)))
-			c->disk[c->ndisk++] = d;
-	} else if (strcmp(kind, "share") == 0) {
-		struct devspec_share_cfg sh;
-
-		if (c->nshare == DEVSPEC_MAX_SHARES)
-			return fail(cfg, E2BIG, "--share: at most %d shares", DEVSPEC_MAX_SHARES);
-		if (!(r = devspec_share(arg, &sh, &e)))
-			c->share[c->nshare++] = sh;
-	} else if (strcmp(kind, "net") == 0) {
-		struct devspec_net_cfg n;
-
-		if (c->nnet == DEVSPEC_MAX_NETS)
-			return fail(cfg, E2BIG, "--net: at most %d network devices", DEVSPEC_MAX_NETS);
-		if (!(r = devspec_net(arg, &n, &e)))
-			c->net[c->nnet++] = n;
-	} else if (strcmp(kind, "vsock") == 0) {
-		struct devspec_vsock_cfg v;
-
-		if (c->vsock.uds)
-			return fail(cfg, EEXIST, "--vsock: given twice");
-		if (!(r = devspec_vsock(arg, &v, &e)))
-			c->vsock = v;
-	} else if (strcmp(kind, "net-rate") == 0) {
-		struct devspec_net_rate_cfg nr = c->net_rate; /* fields not given keep their value */
-
-		if (!(r = devspec_net_rate(arg, &nr, &e))) {
-			c->net_rate = nr;
-			cfg->has_rate = 1;
-		}
-	} else {
-		return fail(cfg, EINVAL, "add_device: unknown kind '%s'", kind);
-	}
-	return r ? handle_err(cfg->err, r, &e) : 0;
 }
 
 int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t len)
@@ -341,12 +250,12 @@ int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t le
 		return 0;
 	}
 	if (len > NET_RULES_TEXT_MAX)
-		return fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes", KILN_VM_FIREWALL_MAX);
+		return config_fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes", KILN_VM_FIREWALL_MAX);
 	if (net_rules_parse_text(json, len, &rules, &re) < 0)
-		return fail(cfg, EINVAL, "%s", re.msg);
+		return config_fail(cfg, EINVAL, "%s", re.msg);
 	net_rules_free(rules);
 	if (!(copy = strs_add(&cfg->owned, json, len)))
-		return fail(cfg, ENOMEM, "out of memory");
+		return config_fail(cfg, ENOMEM, "out of memory");
 	cfg->c.firewall = copy;
 	cfg->c.firewall_len = len;
 	return 0;

@@ -229,8 +229,8 @@ static int absolute(const char *what, const char *path, char *out)
 	}
 	if (access(out, F_OK) < 0)
 		return setup_error("%s '%s': %s", what, path, strerror(errno));
-	if (!vmm_path_valid(out))
-		return setup_error("%s '%s': kiln-vmm cannot take a path with ',' or ':'", what, out);
+	if (!host_path_valid(out))
+		return setup_error("%s '%s': a path with a control character cannot be given to kiln-vmm", what, out);
 	return 0;
 }
 
@@ -632,8 +632,8 @@ static int check_config(struct kilnd_config *cfg)
 		return setup_error("--state-dir '%s': cannot create it: %s", cfg->state_dir, strerror(errno));
 	if (!realpath(cfg->state_dir, real))
 		return setup_error("--state-dir '%s': %s", cfg->state_dir, strerror(errno));
-	if (!vmm_path_valid(real))
-		return setup_error("--state-dir '%s': kiln-vmm cannot take a path with ',' or ':'", real);
+	if (!host_path_valid(real))
+		return setup_error("--state-dir '%s': a path with a control character cannot be given to kiln-vmm", real);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
 	/* Before anything of the state directory (or the cgroups) is read or
 	 * changed: a second kilnd here would break the first's sandboxes. */

@@ -38,7 +38,10 @@ enum {
 	KILN_AGENT_EXCLUSIVE = 1u << 5, /* file_write: -EEXIST if it exists */
 	KILN_AGENT_APPEND = 1u << 6,    /* file_write: append instead of truncating */
 	KILN_AGENT_CLOSE = 1u << 7,     /* stdin: then close it (EOF) */
-	KILN_AGENT_GROUP = 1u << 8      /* signal: the process group */
+	KILN_AGENT_GROUP = 1u << 8,     /* signal: the process group */
+	KILN_AGENT_NOFOLLOW = 1u << 9,  /* stat: the symbolic link itself (lstat) */
+	KILN_AGENT_RECURSIVE = 1u << 10, /* remove: a whole tree; watch: subdirectories too */
+	KILN_AGENT_OVERWRITE = 1u << 11  /* rename: replace an existing target */
 };
 
 /* Output streams. */
@@ -226,6 +229,175 @@ KILN_API int kiln_agent_tar_upload(kiln_agent *a, const char *dir, unsigned flag
 /* Write the guest file or directory tree `path` to `fd` as a ustar
  * archive. flags: KILN_AGENT_AS_ROOT. 0 or -errno. Any thread. */
 KILN_API int kiln_agent_tar_download(kiln_agent *a, const char *path, unsigned flags, int fd);
+
+/* ---- the guest itself ---- */
+
+/* The agent answers: 0 with *protocol (may be NULL; 1 for this protocol
+ * version), or -errno. Any thread. */
+KILN_API int kiln_agent_ping(kiln_agent *a, int *protocol);
+
+/* What kiln_agent_info reports. Set size = sizeof(struct kiln_guest_info). */
+struct kiln_guest_info {
+	size_t size;
+	int protocol;
+	char agent_version[64];
+	char kernel[128];   /* uname -r */
+	char hostname[65];
+	uint32_t cpus;
+	uint64_t mem_total, mem_available; /* bytes */
+	uint64_t uptime_ms;
+	int64_t time_ns;    /* the guest's CLOCK_REALTIME */
+	uint32_t processes; /* the agent's running processes */
+};
+
+/* The agent's description of the guest into *info (strings longer than
+ * their array are cut at a character boundary). 0 or -errno. Any thread. */
+KILN_API int kiln_agent_info(kiln_agent *a, struct kiln_guest_info *info);
+
+/* ---- the guest's files ---- */
+
+enum kiln_file_kind {
+	KILN_FILE_REGULAR = 0,
+	KILN_FILE_DIR,
+	KILN_FILE_SYMLINK,
+	KILN_FILE_FIFO,
+	KILN_FILE_SOCKET,
+	KILN_FILE_CHAR,
+	KILN_FILE_BLOCK,
+	KILN_FILE_OTHER
+};
+
+/* One guest file, as kiln_agent_stat and kiln_agent_list see it. Set
+ * size = sizeof(struct kiln_file_info) for kiln_agent_stat. */
+struct kiln_file_info {
+	size_t size;
+	const char *path;    /* stat: malloc'd (kiln_free); list: valid during the callback */
+	const char *target;  /* a symbolic link's target (owned as path), else NULL */
+	enum kiln_file_kind kind;
+	uint64_t file_size;  /* bytes */
+	uint32_t mode;       /* permission bits */
+	uint32_t uid, gid;
+	uint64_t nlink;
+	int64_t mtime_ns;
+	uint32_t depth;      /* list: 1 for the directory's own entries */
+	int lossy;           /* the name held bytes that are not UTF-8, replaced by U+FFFD */
+};
+
+/* "file", "dir", "symlink", "fifo", "socket", "char", "block", "unknown":
+ * the protocol's names. Static storage. Any thread. */
+KILN_API const char *kiln_file_kind_name(enum kiln_file_kind kind);
+
+/*
+ * stat (or lstat with KILN_AGENT_NOFOLLOW) the guest file `path` into
+ * *st. flags: KILN_AGENT_AS_ROOT, KILN_AGENT_NOFOLLOW. 0 (st->path and
+ * st->target to kiln_free) or -errno (-ENOENT...). Any thread.
+ */
+KILN_API int kiln_agent_stat(kiln_agent *a, const char *path, unsigned flags, struct kiln_file_info *st);
+
+/* Called per entry of kiln_agent_list; a negative return stops the list
+ * and is returned. */
+typedef int (*kiln_list_fn)(void *arg, const struct kiln_file_info *entry);
+
+/* How a kiln_agent_list ended. Set size = sizeof(struct kiln_list_end). */
+struct kiln_list_end {
+	size_t size;
+	uint64_t count;   /* entries sent */
+	int truncated;    /* the limit was reached */
+	uint64_t skipped; /* entries the agent could not read */
+};
+
+/*
+ * List the guest directory `path`, `depth` levels deep (0: 1), at most
+ * `limit` entries (0: the agent's default, 10000): fn per entry,
+ * depth-first, a directory before its contents. end may be NULL. flags:
+ * KILN_AGENT_AS_ROOT. 0, fn's negative return, or -errno (-ENOTDIR...).
+ * Any thread.
+ */
+KILN_API int kiln_agent_list(kiln_agent *a, const char *path, unsigned flags, uint32_t depth, uint32_t limit,
+			     kiln_list_fn fn, void *arg, struct kiln_list_end *end);
+
+/* Make the guest directory `path` (mode < 0: 0755). flags:
+ * KILN_AGENT_AS_ROOT, KILN_AGENT_PARENTS. 0 or -errno (-EEXIST...). Any
+ * thread. */
+KILN_API int kiln_agent_mkdir(kiln_agent *a, const char *path, unsigned flags, int mode);
+
+/* Remove a guest file, symbolic link or empty directory; with
+ * KILN_AGENT_RECURSIVE a whole tree. flags: also KILN_AGENT_AS_ROOT.
+ * 0 or -errno (-ENOTEMPTY...). Any thread. */
+KILN_API int kiln_agent_remove(kiln_agent *a, const char *path, unsigned flags);
+
+/* Rename `from` to `to` in the guest. flags: KILN_AGENT_AS_ROOT,
+ * KILN_AGENT_OVERWRITE (else -EEXIST when `to` exists). 0 or -errno.
+ * Any thread. */
+KILN_API int kiln_agent_rename(kiln_agent *a, const char *from, const char *to, unsigned flags);
+
+/* ---- the guest's ports ---- */
+
+/*
+ * Connect to guest TCP port `port` (1..65535) on the guest's loopback
+ * (`address` "127.0.0.1" or "::1"; NULL: 127.0.0.1) through the agent.
+ * 0 with *fd, a non-blocking close-on-exec stream socket carrying the
+ * connection's bytes both ways (shutdown(SHUT_WR) reaches the guest
+ * server as EOF; close ends it; the fd is the caller's), or -errno
+ * (-ECONNREFUSED: nothing listens there). Any thread.
+ */
+KILN_API int kiln_agent_tcp_connect(kiln_agent *a, uint32_t port, const char *address, int *fd);
+
+/* ---- watching a directory ---- */
+
+typedef struct kiln_watch kiln_watch;
+
+enum kiln_fs_change {
+	KILN_FS_CREATE = 0,
+	KILN_FS_MODIFY,
+	KILN_FS_DELETE,
+	KILN_FS_RENAME,  /* path is the new name, old_path the old one */
+	KILN_FS_OVERFLOW /* changes were lost: reason, dropped */
+};
+
+/* One change. Strings are valid until the next call on the watch. */
+struct kiln_fs_event {
+	size_t size;          /* set to sizeof(struct kiln_fs_event) */
+	enum kiln_fs_change change;
+	uint64_t seq;         /* 0, 1, ... (checked: none is missed silently) */
+	const char *path;     /* below the watched directory */
+	const char *old_path; /* KILN_FS_RENAME, else NULL */
+	int is_dir, lossy;
+	const char *reason;   /* KILN_FS_OVERFLOW: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;     /* KILN_FS_OVERFLOW */
+};
+
+/*
+ * Watch the guest directory `path` for changes (one connection held
+ * until kiln_watch_close). flags: KILN_AGENT_AS_ROOT,
+ * KILN_AGENT_RECURSIVE. *watches (may be NULL): the inotify watches the
+ * agent placed. 0 with *out, or -errno with the message on a. Any thread.
+ */
+KILN_API int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, kiln_watch **out,
+			      uint32_t *watches);
+
+/*
+ * The next change, waiting at most timeout_ms (< 0: no limit): 0 with
+ * *ev; 1 when the watch ended (the directory went: *end_reason, may be
+ * NULL, says "deleted", "moved", "unmounted" or "error"); -ETIMEDOUT
+ * when nothing came (the watch goes on); another -errno ends it (message
+ * in kiln_watch_errmsg). One thread at a time per watch.
+ */
+KILN_API int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev, const char **end_reason);
+
+/* The watch's socket, to poll() for readable before kiln_watch_next
+ * (call kiln_watch_pending first: decoded changes may be buffered). */
+KILN_API int kiln_watch_fd(const kiln_watch *w);
+
+/* 1 when changes are buffered (kiln_watch_next answers at once). */
+KILN_API int kiln_watch_pending(const kiln_watch *w);
+
+/* The message of the last failed call on w; "" when none. */
+KILN_API const char *kiln_watch_errmsg(const kiln_watch *w);
+
+/* End the watch and free it. NULL is fine. No other call on w may run or
+ * follow. */
+KILN_API void kiln_watch_close(kiln_watch *w);
 
 KILN_END_DECLS
 

@@ -18,7 +18,7 @@
  * set (bounding included) and no_new_privs. It does not close
  * descriptors: the program knows which it needs, and must close every
  * descriptor of a host directory it still holds (a share's, given to
- * kiln_vm_config_add_device as fd=N: the VM serves its own detached
+ * kiln_vm_config_add_share_fd: the VM serves its own detached
  * clone), since ".." from one leads out of any jail. -EINVAL also for a
  * dir under /proc (the jail's own /proc is mounted there).
  */

@@ -9,7 +9,7 @@
 #include "common.h"
 
 #define KILN_VERSION_STRING "0.1.0"
-#define KILN_ABI_VERSION 0
+#define KILN_ABI_VERSION 1
 
 KILN_BEGIN_DECLS
 

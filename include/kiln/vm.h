@@ -144,6 +144,13 @@ enum {
  * -EBADF. */
 KILN_API int kiln_vm_config_set_log(kiln_vm_config *cfg, int fd, unsigned flags);
 
+/* ---- devices ----
+ * One call per device, libkrun's way: each copies its strings and checks
+ * what it can now (files are opened at create), returning 0 or -errno
+ * with the message in kiln_vm_config_errmsg(cfg). A refused call leaves
+ * cfg as it was. kiln-vmm's option syntax (--disk PATH,overlay=...) is
+ * its own, parsed in the program into these calls. */
+
 /* Flags of kiln_vm_config_add_disk. */
 enum {
 	KILN_DISK_READ_ONLY = 1u << 0 /* the guest cannot write the disk */
@@ -153,38 +160,89 @@ enum {
  * Add a virtio-blk disk on the raw image `path`. Disks are numbered in the
  * order added, from 0 (/dev/vda); without an initrd disk 0 is the root
  * filesystem. overlay != NULL: `path` is a read-only base and writes go to
- * the sparse copy-on-write file `overlay` (created if missing); a VM is
- * snapshotted only when each writable disk has an overlay. 0, -E2BIG (at
- * most 8 disks), -ENOMEM.
+ * the sparse copy-on-write file `overlay` (created if missing; not with
+ * KILN_DISK_READ_ONLY); a VM is snapshotted only when each writable disk
+ * has an overlay. 0, -EINVAL, -E2BIG (at most 8 disks), -ENOMEM.
  */
 KILN_API int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags, const char *overlay);
+
+/*
+ * The virtual size in MiB (1..1048576) of disk `index`'s overlay when
+ * create makes it (an existing overlay keeps its own); 0: the base
+ * image's size. Only for a disk with an overlay (a raw image has its
+ * file's size). 0, -ERANGE (no such disk), -EINVAL.
+ */
+KILN_API int kiln_vm_config_set_disk_size(kiln_vm_config *cfg, unsigned index, uint64_t mib);
+
+/*
+ * The serial the guest reads for disk `index` (VIRTIO_BLK_T_GET_ID,
+ * /sys/block/vdX/serial): 1..20 bytes; NULL: none. 0, -ERANGE (no such
+ * disk), -EINVAL, -ENOMEM.
+ */
+KILN_API int kiln_vm_config_set_disk_serial(kiln_vm_config *cfg, unsigned index, const char *serial);
+
+/* Flags of kiln_vm_config_add_share and _add_share_fd. */
+enum {
+	KILN_SHARE_READ_ONLY = 1u << 0 /* the guest cannot write the share */
+};
+
+/*
+ * Share the host directory `host_dir` with the guest as virtio-fs mount
+ * tag `tag` (1..36 bytes, no space, ',' or ':'; kiln-init mounts the
+ * shares named on its command line). The path is resolved at create. 0,
+ * -EINVAL, -E2BIG (at most 8 shares), -ENOMEM.
+ */
+KILN_API int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, const char *host_dir, unsigned flags);
+
+/*
+ * The same for a directory the caller has open as `dir_fd` (>= 3): no
+ * path is resolved, so a caller that opened it carefully (without
+ * following symbolic links) shares exactly that directory. The fd stays
+ * the caller's and must stay open until kiln_vm_create returns. 0,
+ * -EINVAL, -E2BIG, -ENOMEM.
+ */
+KILN_API int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd, unsigned flags);
 
 /*
  * The virtio-vsock device: its host side is a Unix socket bound at
  * `uds_path` (Firecracker's CONNECT <port> protocol; the agent listens on
  * port 1024, see kiln/agent.h); guest connections to CID 2 port P go to
- * "<uds_path>_P". cid: the guest's CID, >= 3; 0: 3. uds_path NULL: no
- * vsock device. 0, -EINVAL, -ENAMETOOLONG (longer than a sun_path).
+ * "<uds_path>_P". cid: the guest's CID, 3..4294967294; 0: 3. uds_path
+ * NULL: no vsock device. A second call replaces the first. 0, -EINVAL,
+ * -ENAMETOOLONG (longer than a sun_path), -ENOMEM.
  */
 KILN_API int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path, uint32_t cid);
 
 /*
- * Add or set a device the way kiln-vmm's command line does, with its
- * syntax and its messages (kiln-vmm --help):
- *   "disk"     PATH[,ro][,overlay=OVL[,size=MIB]][,serial=ID]
- *   "share"    DIR:TAG[:ro]                       (virtio-fs)
- *              fd=N:TAG[:ro]   (N >= 3: an open directory, used as it is;
- *              it must stay open until the VM is created; a directory
- *              named "fd=N" is "./fd=N")
- *   "vsock"    PATH[,cid=N]
- *   "net"      tap=NAME[,mac=MAC][,ip=ADDR/PREFIX]
- *              passt[,mac=][,ip=][,gw=][,dns=][,resolver=]
- *   "net-rate" tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (the
- *              packet filter's limits per second; needs a firewall)
- * 0, -EINVAL (message names the bad field), -E2BIG (too many of that
- * device), -EEXIST (a second vsock), -ENOMEM.
+ * Add a virtio-net device on the TAP interface `tap` (created at create
+ * if missing; needs CAP_NET_ADMIN). mac: "02:00:00:00:00:01" (unicast);
+ * NULL: a random locally administered one. ip: the guest's IPv4
+ * "ADDR/PREFIX" (prefix 1-30), the only source address the packet filter
+ * lets out; NULL: any. 0, -EINVAL, -E2BIG (at most 4 network devices),
+ * -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_device(kiln_vm_config *cfg, const char *kind, const char *spec);
+KILN_API int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char *mac, const char *ip);
+
+/*
+ * Add a virtio-net device behind a passt child (rootless NAT, IPv4). The
+ * guest is ip ("ADDR/PREFIX", default "10.0.2.15/24") behind gateway gw
+ * (default "10.0.2.2", in the guest's network); DNS the guest sends to
+ * dns (default "10.0.2.3") goes to resolver (a nameserver on the host's
+ * side; NULL: the first of the host's /etc/resolv.conf). mac as for
+ * add_net_tap. NULL takes the default. 0, -EINVAL (message names the
+ * field), -E2BIG, -ENOMEM.
+ */
+KILN_API int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, const char *ip, const char *gw,
+					  const char *dns, const char *resolver);
+
+/*
+ * The packet filter's rate limits on every network device, per second
+ * (0: unlimited; at most 2^48): frames over the limit wait, never drop.
+ * Needs a firewall (kiln_vm_config_set_firewall; checked at create).
+ * 0, -EINVAL.
+ */
+KILN_API int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes, uint64_t tx_packets,
+					 uint64_t rx_bytes, uint64_t rx_packets);
 
 /* The largest rule set kiln_vm_config_set_firewall accepts, in bytes. */
 #define KILN_VM_FIREWALL_MAX (256 * 1024)

@@ -16,8 +16,8 @@
  * a message. An accepted sandbox spec renders to JSON that parses again
  * to the same JSON; its names hold none of the characters docs/api.md
  * forbids where they end up (no space or quote in the hostname or a guest
- * mount point on the kernel command line, no ',' or ':' in a host path
- * in kiln-vmm's options, image and checkpoint names are file names);
+ * mount point on the kernel command line, no control character in a host path
+ * (a snapshot DIR is a control socket line), image and checkpoint names are file names);
  * numbers are within the limits given. An accepted exec has argv[argc] ==
  * NULL, 1..AGENT_ARGV_MAX arguments, an output cap within its bound and,
  * confined, a cwd inside /workspace;
@@ -51,6 +51,14 @@ static int has_any(const char *s, const char *bad)
 	return s[strcspn(s, bad)] != '\0';
 }
 
+static int has_control(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return 1;
+	return 0;
+}
+
 static void check_guest_path(const char *p)
 {
 	FUZZ_ASSERT(!p || (p[0] == '/' && strlen(p) <= AGENT_PATH_MAX));
@@ -75,7 +83,7 @@ static void check_sandbox(const struct sandbox_spec *s, const struct sandbox_lim
 	FUZZ_ASSERT(s->limits.pids_max >= CG_PIDS_FLOOR + s->cpus && s->limits.pids_max <= CG_PIDS_MAX);
 	FUZZ_ASSERT(s->limits.cpu_max_centi >= 1 && s->limits.cpu_max_centi <= CG_CPU_MAX_CENTI);
 	for (size_t i = 0; i < s->nshares; i++) {
-		FUZZ_ASSERT(s->shares[i].host_path[0] == '/' && !has_any(s->shares[i].host_path, ",:"));
+		FUZZ_ASSERT(s->shares[i].host_path[0] == '/' && !has_control(s->shares[i].host_path));
 		FUZZ_ASSERT(s->shares[i].guest_path[0] == '/' && !has_any(s->shares[i].guest_path, " \"'\\=,:"));
 		FUZZ_ASSERT(strcmp(s->shares[i].guest_path, "/"));
 	}

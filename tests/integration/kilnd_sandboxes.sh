@@ -285,6 +285,26 @@ kd_confine_checks() {
   kd_check '[ "$(jget .stdout)" = "$(printf "0\n1\nunshare-ok\ncgroup2")" ]' "uid 1000 unshares user, mount and pid namespaces; cgroup2 is mounted (${body:0:300})"
 }
 
+# A state directory whose path holds kiln-vmm's old separators (',' ':'):
+# kilnd passes the overlay, the vsock socket and the jail one per option,
+# which kiln-vmm takes whole, so the sandbox boots, runs and keeps its
+# files in a folder of that name.
+test_kilnd_state_dir_with_separators_boots() {
+  local kd_keep why=''
+  kd_keep=$(mktemp -d "/tmp/kd,a:b.XXXXXX")
+  kd_start || { rm -rf "$kd_keep"; return 1; }
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","echo sep-ok > /home/user/f; cat /home/user/f"]}'
+  kd_check '[ $status = 200 ] && [ "$(jget .stdout)" = sep-ok ]' "exec in a sandbox under $kd"
+  api GET "/v1/sandboxes/$sid/files?path=/home/user/f"
+  kd_check '[ $status = 200 ] && [[ $body == sep-ok* ]]' "read a file back"
+  kd_check '[ -n "$(find "$kd/state" -name overlay -size +0)" ]' "the overlay lives under the state directory"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
+  kd_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
 test_kilnd_killed_vmm_is_crashed_and_others_unaffected() {
   kd_start || return 1
   local why='' a b pid cg

@@ -15,7 +15,7 @@ test_libkiln_example_installed_boots_execs_forks() {
   if ! make --no-print-directory install DESTDIR="$root" PREFIX=/usr >"$log" 2>&1; then
     err=$(tail -15 "$log"); fail "make install DESTDIR=$root PREFIX=/usr failed"; rm -rf "$d"; return 1
   fi
-  check '[ -x "$root/usr/bin/kiln-vmm" ] && [ -x "$root/usr/lib/kiln/kiln-init" ] && [ -f "$root/usr/include/kiln/kiln.h" ] && [ -L "$root/usr/lib/libkiln.so.0" ] && [ -f "$root/usr/lib/libkiln.a" ] && [ -f "$root/usr/share/doc/kiln/libkiln.md" ]' \
+  check '[ -x "$root/usr/bin/kiln-vmm" ] && [ -x "$root/usr/lib/kiln/kiln-init" ] && [ -f "$root/usr/include/kiln/kiln.h" ] && [ -L "$root/usr/lib/libkiln.so.1" ] && [ -f "$root/usr/lib/libkiln.a" ] && [ -f "$root/usr/share/doc/kiln/libkiln.md" ]' \
     "installed tree incomplete: $(cd "$root" && find . | sort | tr '\n' ' ')"
   cp -r examples "$ex"
   heartbeat "build the example"
@@ -24,7 +24,7 @@ test_libkiln_example_installed_boots_execs_forks() {
     err=$(tail -15 "$log"); fail "building examples/ against the installed libkiln failed"; rm -rf "$d"; return 1
   fi
   check 'grep -q -- "-I$root/usr/include" "$log" && grep -q -- "-lkiln" "$log"' "the example was not built with pkg-config's flags: $(cat "$log")"
-  check 'readelf -d "$ex/appliance" | grep -q "NEEDED.*libkiln.so.0"' "the example does not link libkiln.so.0"
+  check 'readelf -d "$ex/appliance" | grep -q "NEEDED.*libkiln.so.1"' "the example does not link libkiln.so.1"
   mkdir "$d/w"
   heartbeat "appliance"
   timeout -k 5 $((BOOT_TIMEOUT * 3)) env LD_LIBRARY_PATH="$root/usr/lib" "$ex/appliance" --kernel "$VMLINUX" \

@@ -263,6 +263,27 @@ test_cow_overlays_share_a_base_and_never_touch_it() {
   rm -rf "$d"
 }
 
+# --disk-image/--disk-overlay/--disk-size take each path whole: the
+# separators of --disk's syntax are just characters of the paths (kilnd
+# passes paths it does not choose this way).
+test_vmm_disk_paths_taken_whole() {
+  local d base_sum
+  d=$(mktemp -d)
+  cp "$ROOT_EXT4" "$d/base,ro:x.ext4"
+  base_sum=$(sha256sum <"$d/base,ro:x.ext4")
+  vmm --kernel "$VMLINUX" --disk-image "$d/base,ro:x.ext4" --disk-overlay "$d/o,size=1:y.ovl" --disk-size 64 \
+    --console --cmdline 'quiet kiln.exec="echo kept > /root/note; sync; cat /sys/block/vda/size"'
+  expect_rc 0 && expect_out '^131072$' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --disk-image "$d/base,ro:x.ext4" --disk-overlay "$d/o,size=1:y.ovl" --console \
+    --cmdline 'quiet kiln.exec="cat /root/note"'
+  expect_rc 0 && expect_out '^kept$' || { rm -rf "$d"; return 1; }
+  [ "$(sha256sum <"$d/base,ro:x.ext4")" = "$base_sum" ] || { rm -rf "$d"; fail "the base image changed"; return 1; }
+  # The --disk syntax still splits there, and says where.
+  vmm --kernel "$VMLINUX" --disk "$d/base,ro:x.ext4,overlay=$d/z.ovl"
+  rm -rf "$d"
+  expect_rc 2 && expect_err "unknown or bad option 'ro:x.ext4'"
+}
+
 test_read_only_disk_refuses_writes() {
   local d
   d=$(mktemp -d)

@@ -33,7 +33,7 @@
 #include "guest-init/agent/agent_serve.h"
 #include "guest-init/agent/agent_watch_events.h"
 #include "lib/base/mono.h"
-#include "fake_vmm.h"
+#include "fake_agent.h"
 #include "tmpdir.h"
 
 /* ---- pure translation ---- */
@@ -452,57 +452,12 @@ static void test_lines(void **state)
 
 /* ---- the whole path on this machine ---- */
 
-/* kiln-vmm's side of the hybrid vsock socket and the agent's connection
- * thread: CONNECT answered, then the real request parser and handler. */
-struct vmm_agent {
-	struct fake_vmm v;
-	int nconn;
-	pthread_t th;
-};
-
-static void *vmm_agent_main(void *arg)
+/* The real watch handler behind a kiln-vmm-like socket (fake_agent.h). */
+static void serve_watch(struct agent_conn *c, struct agent_msg *m)
 {
-	struct vmm_agent *v = arg;
-
-	for (int i = 0; i < v->nconn; i++) {
-		struct agent_conn *c = malloc(sizeof(*c));
-		struct agent_msg m;
-		struct agent_err err;
-		int fd = fake_vmm_accept(&v->v);
-
-		if (fd < 0 || !c) {
-			if (fd >= 0)
-				close(fd);
-			free(c);
-			return NULL;
-		}
-		agent_conn_init(c, fd);
-		agent_conn_deadline(c, mono_ms() + 5000);
-		if (agent_conn_next(c, AGENT_CTX_REQUEST, &m, &err) == 0) {
-			agent_serve_watch(NULL, c, &m);
-			agent_msg_free(&m);
-		} else {
-			agent_conn_send_err(c, &err);
-		}
-		agent_conn_close(c);
-		free(c);
-	}
-	return NULL;
+	agent_serve_watch(NULL, c, m);
 }
 
-static void vmm_agent_start(struct vmm_agent *v, int nconn)
-{
-	memset(v, 0, sizeof(*v));
-	v->nconn = nconn;
-	fake_vmm_listen(&v->v);
-	assert_int_equal(pthread_create(&v->th, NULL, vmm_agent_main, v), 0);
-}
-
-static void vmm_agent_stop(struct vmm_agent *v)
-{
-	assert_int_equal(pthread_join(v->th, NULL), 0);
-	fake_vmm_close(&v->v);
-}
 
 /* The next event as a drain()-style line; fails after 5 s. */
 static void expect(struct agent_client_watch *w, const char *want)
@@ -544,11 +499,11 @@ static void test_watch_real(void **state)
 	struct agent_client_watch *w;
 	struct agent_client_err e;
 	struct agent_client c;
-	struct vmm_agent v;
+	struct fake_agent v;
 	char p[256], q[256];
 	uint32_t watches = 0;
 
-	vmm_agent_start(&v, 3);
+	fake_agent_start(&v, 3, serve_watch);
 	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	/* One directory already there, so the first answer counts 2 watches. */
@@ -607,7 +562,7 @@ static void test_watch_real(void **state)
 	snprintf(p, sizeof(p), "%s/file", t->dir);
 	assert_int_equal(agent_client_watch(&c, p, &o, &w, NULL, &e), -EREMOTEIO);
 	assert_int_equal(e.code, AGENT_E_NOT_DIRECTORY);
-	vmm_agent_stop(&v);
+	fake_agent_stop(&v);
 
 	/* Refused locally, before any connection: a relative path. */
 	assert_int_equal(agent_client_watch(&c, "rel", &o, &w, NULL, &e), -EINVAL);
@@ -623,7 +578,7 @@ static void test_watch_as_user(void **state)
 	struct agent_client_watch *w;
 	struct agent_client_err e;
 	struct agent_client c;
-	struct vmm_agent v;
+	struct fake_agent v;
 	char p[256];
 	uint32_t watches = 0;
 
@@ -633,7 +588,7 @@ static void test_watch_as_user(void **state)
 	assert_int_equal(chmod(p, 0777), 0);
 	snprintf(p, sizeof(p), "%s/open/closed", t->dir);
 	assert_int_equal(mkdir(p, 0700), 0);
-	vmm_agent_start(&v, 1);
+	fake_agent_start(&v, 1, serve_watch);
 	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	snprintf(p, sizeof(p), "%s/open", t->dir);
@@ -642,7 +597,7 @@ static void test_watch_as_user(void **state)
 	assert_int_equal(watches, 1);
 	expect(w, "overflow watch_limit");
 	agent_client_watch_close(w);
-	vmm_agent_stop(&v);
+	fake_agent_stop(&v);
 }
 
 /* The host closes: the agent ends the watch (its handler returns). */
@@ -654,15 +609,15 @@ static void test_watch_cancel(void **state)
 	struct agent_client_fs_event ev;
 	struct agent_client_err e;
 	struct agent_client c;
-	struct vmm_agent v;
+	struct fake_agent v;
 
-	vmm_agent_start(&v, 1);
+	fake_agent_start(&v, 1, serve_watch);
 	assert_int_equal(agent_client_init(&c, v.v.path), 0);
 	c.timeout_ms = 5000;
 	assert_int_equal(agent_client_watch(&c, t->dir, &o, &w, NULL, &e), 0);
 	assert_int_equal(agent_client_watch_next(w, 50, &ev, NULL, &e), -ETIMEDOUT);
 	agent_client_watch_close(w);
-	vmm_agent_stop(&v); /* joins: the handler noticed the close */
+	fake_agent_stop(&v); /* joins: the handler noticed the close */
 }
 
 int main(void)

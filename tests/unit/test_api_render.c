@@ -313,8 +313,8 @@ static void test_vmm_argv(void **state)
 	struct vmm_launch l = { .vmm = "/k/build/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/minimal.ext4",
 				.overlay = "/st/sandboxes/abc/overlay", .vsock = "/st/sandboxes/abc/vsock.sock",
 				.control = "/st/sandboxes/abc/control.sock", .spec = &s };
-	static const char *const want[] = { "/k/build/kiln-vmm", "--kernel", "/k/vmlinux", "--disk",
-					    "/img/minimal.ext4,overlay=/st/sandboxes/abc/overlay", "--vsock",
+	static const char *const want[] = { "/k/build/kiln-vmm", "--kernel", "/k/vmlinux", "--disk-image",
+					    "/img/minimal.ext4", "--disk-overlay", "/st/sandboxes/abc/overlay", "--vsock-path",
 					    "/st/sandboxes/abc/vsock.sock", "--control", "/st/sandboxes/abc/control.sock",
 					    "--mem", "256", "--cpus", "2", "--boot-timeline=json", "--console",
 					    "--cmdline", "quiet kiln.hostname=box1", NULL };
@@ -326,8 +326,25 @@ static void test_vmm_argv(void **state)
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(a.argv[i], want[i]);
 	assert_null(a.argv[a.argc]);
-	assert_int_equal(a.argc, 17);
+	assert_int_equal(a.argc, 19);
 	vmm_argv_free(&a);
+
+	/* Separators of kiln-vmm's --disk syntax are the paths' own, and a
+	 * size is its own option too. */
+	s.disk_mib = 2048;
+	l.image = "/img/a,ro:b.ext4";
+	l.overlay = "/st/sb/x,size=1/overlay";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_string_equal(a.argv[3], "--disk-image");
+	assert_string_equal(a.argv[4], "/img/a,ro:b.ext4");
+	assert_string_equal(a.argv[6], "/st/sb/x,size=1/overlay");
+	assert_string_equal(a.argv[7], "--disk-size");
+	assert_string_equal(a.argv[8], "2048");
+	assert_int_equal(a.argc, 21);
+	vmm_argv_free(&a);
+	s.disk_mib = 0;
+	l.image = "/img/minimal.ext4";
+	l.overlay = "/st/sandboxes/abc/overlay";
 
 	s.console = false;
 	s.nshares = 2;
@@ -337,21 +354,21 @@ static void test_vmm_argv(void **state)
 	strcpy(s.shares[1].host_path, "/srv/out");
 	strcpy(s.shares[1].guest_path, "/out");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 20);
-	assert_string_equal(a.argv[14], "--cmdline");
-	assert_string_equal(a.argv[15], "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
-	assert_string_equal(a.argv[16], "--share");
-	assert_string_equal(a.argv[17], "/srv/data:kiln0:ro");
-	assert_string_equal(a.argv[19], "/srv/out:kiln1");
+	assert_int_equal(a.argc, 22);
+	assert_string_equal(a.argv[16], "--cmdline");
+	assert_string_equal(a.argv[17], "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
+	assert_string_equal(a.argv[18], "--share");
+	assert_string_equal(a.argv[19], "/srv/data:kiln0:ro");
+	assert_string_equal(a.argv[21], "/srv/out:kiln1");
 	vmm_argv_free(&a);
 
 	/* kilnd's starts: the directories it opened, never the paths. */
 	static const int fds[2] = { 7, 12 }, stdio_fds[2] = { 7, 1 };
 	l.share_fds = fds;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 20);
-	assert_string_equal(a.argv[17], "fd=7:kiln0:ro");
-	assert_string_equal(a.argv[19], "fd=12:kiln1");
+	assert_int_equal(a.argc, 22);
+	assert_string_equal(a.argv[19], "fd=7:kiln0:ro");
+	assert_string_equal(a.argv[21], "fd=12:kiln1");
 	vmm_argv_free(&a);
 	l.share_fds = stdio_fds;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
@@ -385,8 +402,9 @@ static void test_vmm_argv_jail(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "without an id"));
 	l.jail_id = 5;
-	l.jail_dir = "/st/sandboxes/a,b/vm";
+	l.jail_dir = "st/sandboxes/ab/vm";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.msg, "jail directory"));
 }
 
 /* A restore: the snapshot instead of a kernel, the same machine and devices. */
@@ -397,8 +415,8 @@ static void test_vmm_argv_restore(void **state)
 				.overlay = "/st/sb/f00/overlay", .vsock = "/st/sb/f00/vsock.sock",
 				.control = "/st/sb/f00/control.sock", .restore_dir = "/st/sb/abc/checkpoints/cp1",
 				.spec = &s };
-	static const char *const want[] = { "/k/kiln-vmm", "--restore", "/st/sb/abc/checkpoints/cp1", "--disk",
-					    "/img/m.ext4,overlay=/st/sb/f00/overlay", "--vsock", "/st/sb/f00/vsock.sock",
+	static const char *const want[] = { "/k/kiln-vmm", "--restore", "/st/sb/abc/checkpoints/cp1", "--disk-image",
+					    "/img/m.ext4", "--disk-overlay", "/st/sb/f00/overlay", "--vsock-path", "/st/sb/f00/vsock.sock",
 					    "--control", "/st/sb/f00/control.sock", "--mem", "256", "--cpus", "2",
 					    "--boot-timeline=json", "--console", NULL };
 	struct vmm_argv a;
@@ -406,7 +424,7 @@ static void test_vmm_argv_restore(void **state)
 
 	(void)state;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 15);
+	assert_int_equal(a.argc, 17);
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(a.argv[i], want[i]);
 	for (size_t i = 0; i < a.argc; i++) {
@@ -414,7 +432,7 @@ static void test_vmm_argv_restore(void **state)
 		assert_string_not_equal(a.argv[i], "--cmdline");
 	}
 	vmm_argv_free(&a);
-	l.restore_dir = "/st/sb/abc/checkpoints/a,b";
+	l.restore_dir = "/st/sb/abc/checkpoints/a\nb";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "snapshot"));
 	l.restore_dir = "checkpoints/cp1";
@@ -440,7 +458,7 @@ static void test_vmm_argv_refuses_injection(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "hostname"));
 	s = base_spec();
-	l.image = "/i,ro";
+	l.image = "/i\n";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "image"));
 	l.image = "/i";
@@ -448,10 +466,15 @@ static void test_vmm_argv_refuses_injection(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	l.overlay = "/o";
 	s.nshares = 1;
-	strcpy(s.shares[0].host_path, "/a:evil");
+	strcpy(s.shares[0].host_path, "a/evil");
 	strcpy(s.shares[0].guest_path, "/m");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_non_null(strstr(e.msg, "host_path"));
+	/* A colon is the directory's: kiln-vmm's tag is the last field, kilnd's own kiln0. */
+	strcpy(s.shares[0].host_path, "/a:evil");
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_string_equal(a.argv[a.argc - 1], "/a:evil:kiln0");
+	vmm_argv_free(&a);
 	strcpy(s.shares[0].host_path, "/a");
 	strcpy(s.shares[0].guest_path, "/m kiln.exec=x");
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);

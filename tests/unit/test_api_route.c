@@ -467,10 +467,17 @@ static void test_label_keys_and_paths(void **state)
 	assert_false(guest_path_valid("etc", 10));
 	assert_false(guest_path_valid("/0123456789", 10));
 
-	assert_true(vmm_path_valid("/var/lib/kiln/x.ext4"));
-	assert_false(vmm_path_valid("rel/x"));
-	assert_false(vmm_path_valid("/a,ro"));
-	assert_false(vmm_path_valid("/a:tag"));
+	assert_true(host_path_valid("/var/lib/kiln/x.ext4"));
+	assert_false(host_path_valid("rel/x"));
+	assert_false(host_path_valid(""));
+	/* kiln-vmm takes paths whole: its separators are just characters. */
+	assert_true(host_path_valid("/a,ro"));
+	assert_true(host_path_valid("/a:tag"));
+	assert_true(host_path_valid("/srv/a b/c"));
+	/* A snapshot's DIR is the rest of a control socket line. */
+	assert_false(host_path_valid("/a\nsnapshot /x"));
+	assert_false(host_path_valid("/a\r"));
+	assert_false(host_path_valid("/a\x7f"));
 }
 
 int main(void)

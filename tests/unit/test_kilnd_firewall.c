@@ -216,8 +216,8 @@ static void test_argv_passt(void **state)
 	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/m.ext4",
 				.overlay = "/st/sb/a/overlay", .vsock = "/st/sb/a/vsock.sock",
 				.control = "/st/sb/a/control.sock", .firewall = "/st/sb/a/firewall.json", .spec = &s };
-	static const char *const want[] = { "/k/kiln-vmm", "--kernel", "/k/vmlinux", "--disk",
-					    "/img/m.ext4,overlay=/st/sb/a/overlay", "--vsock", "/st/sb/a/vsock.sock",
+	static const char *const want[] = { "/k/kiln-vmm", "--kernel", "/k/vmlinux", "--disk-image", "/img/m.ext4",
+					    "--disk-overlay", "/st/sb/a/overlay", "--vsock-path", "/st/sb/a/vsock.sock",
 					    "--control", "/st/sb/a/control.sock", "--mem", "128", "--cpus", "1",
 					    "--boot-timeline=json", "--net", "passt", "--firewall", "/st/sb/a/firewall.json",
 					    "--firewall-log", "--cmdline",
@@ -230,16 +230,16 @@ static void test_argv_passt(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
 	for (size_t i = 0; want[i]; i++)
 		assert_string_equal(a.argv[i], want[i]);
-	assert_int_equal(a.argc, 21);
+	assert_int_equal(a.argc, 23);
 	vmm_argv_free(&a);
 
 	/* A restore keeps the device and the rules, has no command line. */
 	l.restore_dir = "/st/sb/a/hibernate";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_int_equal(a.argc, 19);
-	assert_string_equal(a.argv[14], "--net");
-	assert_string_equal(a.argv[17], "/st/sb/a/firewall.json");
-	assert_string_equal(a.argv[18], "--firewall-log");
+	assert_int_equal(a.argc, 21);
+	assert_string_equal(a.argv[16], "--net");
+	assert_string_equal(a.argv[19], "/st/sb/a/firewall.json");
+	assert_string_equal(a.argv[20], "--firewall-log");
 	for (size_t i = 0; i < a.argc; i++)
 		assert_string_not_equal(a.argv[i], "--cmdline");
 	vmm_argv_free(&a);
@@ -247,18 +247,18 @@ static void test_argv_passt(void **state)
 	/* kilnd --dns-resolver: passt's upstream nameserver, at boot and restore. */
 	l.resolver = "192.0.2.53";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_string_equal(a.argv[15], "passt,resolver=192.0.2.53");
+	assert_string_equal(a.argv[17], "passt,resolver=192.0.2.53");
 	vmm_argv_free(&a);
 	l.resolver = "";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
-	assert_string_equal(a.argv[15], "passt");
+	assert_string_equal(a.argv[17], "passt");
 	vmm_argv_free(&a);
 
 	/* The rules file is required and must be a plain absolute path. */
 	l.firewall = NULL;
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
-	l.firewall = "/st/sb/a,b/firewall.json";
+	l.firewall = "st/sb/a/firewall.json";
 	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	/* Without a network the file is not looked at and nothing is added. */

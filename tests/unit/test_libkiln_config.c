@@ -1,6 +1,7 @@
 /*
- * libkiln's configuration and the checks that need no KVM: device specs
- * are refused with kiln-vmm's messages and leave the config as it was,
+ * libkiln's configuration and the checks that need no KVM: each device is
+ * a typed call, refused with a message naming the field and leaving the
+ * config as it was,
  * limits say so, a bad firewall is refused at the setter, kiln_vm_create
  * refuses a kick signal without a handler (libkiln installs none by
  * itself), a fork refuses a TAP network, and a VM created from a config
@@ -41,46 +42,129 @@ static void test_defaults_and_setters_copy(void **state)
 	kiln_vm_config_free(NULL);
 }
 
-static void test_devices_use_kiln_vmm_syntax_and_messages(void **state)
+/* Each device is a typed call; a refused one names the field and leaves
+ * the config as it was; every string is copied. */
+static void test_disk_calls(void **state)
+{
+	kiln_vm_config *c = kiln_vm_config_new();
+	char path[16] = "/img";
+
+	(void)state;
+	assert_int_equal(kiln_vm_config_add_disk(c, path, 0, "/ovl"), 0);
+	strcpy(path, "/changed");
+	assert_string_equal(c->c.disk[0].path, "/img");
+	assert_string_equal(c->c.disk[0].overlay, "/ovl");
+	assert_int_equal(kiln_vm_config_add_disk(c, NULL, 0, NULL), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c), "disk: no image path given");
+	assert_int_equal(kiln_vm_config_add_disk(c, "/img", KILN_DISK_READ_ONLY, "/o"), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "read-only and an overlay together"));
+	assert_int_equal(kiln_vm_config_add_disk(c, "/img", 0, ""), -EINVAL);
+	assert_int_equal(c->c.ndisk, 1);
+	/* size: MiB of an overlay, 1 MiB .. 1 TiB; 0 is the base's. */
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 4096), 0);
+	assert_true(c->c.disk[0].size == 4096ull << 20);
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 1048577), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c), "disk /img: size must be a whole number of MiB from 1 to 1048576");
+	/* A size that would wrap when shifted to bytes is still too big. */
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 1ull << 44), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, UINT64_MAX), -EINVAL);
+	assert_true(c->c.disk[0].size == 4096ull << 20);
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 1, 64), -ERANGE);
+	assert_string_equal(kiln_vm_config_errmsg(c), "disk 1: no such disk (1 added)");
+	assert_int_equal(kiln_vm_config_set_disk_serial(c, 0, "abc"), 0);
+	assert_string_equal(c->c.disk[0].serial, "abc");
+	assert_int_equal(kiln_vm_config_set_disk_serial(c, 0, "123456789012345678901"), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_disk_serial(c, 0, ""), -EINVAL);
+	assert_string_equal(c->c.disk[0].serial, "abc");
+	assert_int_equal(kiln_vm_config_set_disk_serial(c, 0, NULL), 0);
+	assert_null(c->c.disk[0].serial);
+	/* A raw image has its file's size. */
+	assert_int_equal(kiln_vm_config_add_disk(c, "/raw", KILN_DISK_READ_ONLY, NULL), 0);
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 1, 64), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "size is an overlay's virtual size"));
+	assert_int_equal(kiln_vm_config_set_disk_size(c, 1, 0), 0);
+	for (int i = 2; i < 8; i++)
+		assert_int_equal(kiln_vm_config_add_disk(c, "/img", KILN_DISK_READ_ONLY, NULL), 0);
+	assert_int_equal(kiln_vm_config_add_disk(c, "/img", 0, NULL), -E2BIG);
+	assert_string_equal(kiln_vm_config_errmsg(c), "disk: at most 8 disks");
+	kiln_vm_config_free(c);
+}
+
+static void test_share_calls(void **state)
+{
+	kiln_vm_config *c = kiln_vm_config_new();
+	char tag[64];
+
+	(void)state;
+	/* Any path: no separator of kiln-vmm's syntax is special here. */
+	assert_int_equal(kiln_vm_config_add_share(c, "kiln0", "/srv/a,b:c", KILN_SHARE_READ_ONLY), 0);
+	assert_string_equal(c->c.share[0].host_dir, "/srv/a,b:c");
+	assert_int_equal(c->c.share[0].host_fd, -1);
+	assert_int_equal(c->c.share[0].read_only, 1);
+	assert_int_equal(kiln_vm_config_add_share_fd(c, "kiln1", 7, 0), 0);
+	assert_null(c->c.share[1].host_dir);
+	assert_int_equal(c->c.share[1].host_fd, 7);
+	assert_int_equal(c->c.share[1].read_only, 0);
+	/* Never stdio; a tag that fits the kernel command line. */
+	for (int fd = -5; fd < 3; fd++)
+		assert_int_equal(kiln_vm_config_add_share_fd(c, "t", fd, 0), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "stdio"));
+	static const char *const bad[] = { "", "a b", "a,b", "a:b", "0123456789012345678901234567890123456" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(kiln_vm_config_add_share(c, bad[i], "/srv", 0), -EINVAL);
+		assert_non_null(strstr(kiln_vm_config_errmsg(c), "must be 1 to 36 bytes"));
+	}
+	assert_int_equal(kiln_vm_config_add_share(c, NULL, "/srv", 0), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_share(c, "t", NULL, 0), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_share(c, "t", "", 0), -EINVAL);
+	assert_int_equal(c->c.nshare, 2);
+	for (int i = 2; i < 8; i++) {
+		snprintf(tag, sizeof(tag), "t%d", i);
+		assert_int_equal(kiln_vm_config_add_share(c, tag, "/srv", 0), 0);
+	}
+	assert_string_equal(c->c.share[7].tag, "t7");
+	assert_int_equal(kiln_vm_config_add_share(c, "t8", "/srv", 0), -E2BIG);
+	kiln_vm_config_free(c);
+}
+
+static void test_net_calls(void **state)
 {
 	kiln_vm_config *c = kiln_vm_config_new();
 
 	(void)state;
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/ovl,serial=abc"), 0);
-	assert_int_equal(c->c.ndisk, 1);
-	assert_string_equal(c->c.disk[0].overlay, "/ovl");
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,bogus"), -EINVAL);
-	assert_non_null(strstr(kiln_vm_config_errmsg(c), "--disk"));
-	assert_int_equal(c->c.ndisk, 1);
-	/* size=: an overlay's virtual size in MiB, 1 MiB .. 1 TiB, only with overlay=. */
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o2,size=4096"), 0);
-	assert_int_equal(c->c.ndisk, 2);
-	assert_true(c->c.disk[1].size == 4096ull << 20);
-	assert_true(c->c.disk[0].size == 0);
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,size=64"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", "01:00:00:00:00:01", NULL), -EINVAL);
 	assert_string_equal(kiln_vm_config_errmsg(c),
-			    "--disk /img: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)");
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=0"), -EINVAL);
-	assert_string_equal(kiln_vm_config_errmsg(c), "--disk /img: size '0' must be a whole number of MiB from 1 to 1048576");
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=1048577"), -EINVAL);
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=-1"), -EINVAL);
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=18446744073709551616"), -EINVAL);
-	assert_int_equal(kiln_vm_config_add_device(c, "disk", "/img,overlay=/o3,size=4k"), -EINVAL);
-	assert_int_equal(c->c.ndisk, 2);
-	assert_int_equal(kiln_vm_config_add_device(c, "net", "tap=kt0,mac=01:00:00:00:00:01"), -EINVAL);
-	assert_non_null(strstr(kiln_vm_config_errmsg(c), "not a unicast MAC"));
+			    "net mac=01:00:00:00:00:01: not a unicast MAC address like 02:00:00:00:00:01");
+	assert_int_equal(kiln_vm_config_add_net_tap(c, NULL, NULL, NULL), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "", NULL, NULL), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "0123456789abcdef", NULL, NULL), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", NULL, "10.77.0.2"), -EINVAL);
 	assert_int_equal(c->c.nnet, 0);
-	assert_int_equal(kiln_vm_config_add_device(c, "vsock", "/tmp/v.sock,cid=2"), -EINVAL);
-	assert_null(c->c.vsock.uds);
-	assert_int_equal(kiln_vm_config_add_device(c, "vsock", "/tmp/v.sock,cid=7"), 0);
-	assert_int_equal(kiln_vm_config_add_device(c, "vsock", "/tmp/w.sock"), -EEXIST);
-	assert_string_equal(kiln_vm_config_errmsg(c), "--vsock: given twice");
-	assert_int_equal(kiln_vm_config_add_device(c, "floppy", "/a"), -EINVAL);
-	assert_non_null(strstr(kiln_vm_config_errmsg(c), "unknown kind 'floppy'"));
-	for (int i = 2; i < 8; i++)
-		assert_int_equal(kiln_vm_config_add_disk(c, "/img", KILN_DISK_READ_ONLY, NULL), 0);
-	assert_int_equal(kiln_vm_config_add_disk(c, "/img", 0, NULL), -E2BIG);
-	assert_string_equal(kiln_vm_config_errmsg(c), "--disk: at most 8 disks");
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", "02:00:00:00:00:07", "10.77.0.2/24"), 0);
+	assert_string_equal(c->c.net[0].tap, "kt0");
+	assert_int_equal(c->c.net[0].prefix, 24);
+	/* passt: NULL takes QEMU's user-mode layout, copied like the rest. */
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(c->c.net[1].passt, 1);
+	assert_string_equal(c->c.net[1].ip, "10.0.2.15/24");
+	assert_string_equal(c->c.net[1].gw, "10.0.2.2");
+	assert_string_equal(c->c.net[1].dns, "10.0.2.3");
+	assert_null(c->c.net[1].resolver);
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, "192.168.7.20/24", "10.0.3.1", NULL, NULL), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c),
+			    "net gw=10.0.3.1: must be another address in the guest's network 192.168.7.20/24");
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, "10.0.2.3"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, "127.0.0.53"), 0);
+	assert_string_equal(c->c.net[2].resolver, "127.0.0.53");
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, NULL), -E2BIG);
+	assert_string_equal(kiln_vm_config_errmsg(c), "net: at most 4 network devices");
+	/* Rates: at most a bucket's 2^48; a refused one changes nothing. */
+	assert_int_equal(kiln_vm_config_set_net_rate(c, 1000, 0, 0, 5), 0);
+	assert_int_equal(c->has_rate, 1);
+	assert_int_equal(kiln_vm_config_set_net_rate(c, 0, 0, (1ull << 48) + 1, 0), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c), "net-rate rx_bytes: 281474976710657 is more than 281474976710656 per second");
+	assert_true(c->c.net_rate.tx_bytes == 1000 && c->c.net_rate.rx_packets == 5 && c->c.net_rate.rx_bytes == 0);
 	kiln_vm_config_free(c);
 }
 
@@ -94,8 +178,14 @@ static void test_vsock_and_firewall_checked_at_the_setter(void **state)
 	longp[sizeof(longp) - 1] = '\0';
 	assert_int_equal(kiln_vm_config_set_vsock(c, longp, 0), -ENAMETOOLONG);
 	assert_int_equal(kiln_vm_config_set_vsock(c, "/v", 2), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_vsock(c, "/v", 0xffffffffu), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_vsock(c, "", 0), -EINVAL);
+	assert_null(c->c.vsock.uds);
 	assert_int_equal(kiln_vm_config_set_vsock(c, "/v", 0), 0);
 	assert_int_equal(c->c.vsock.cid, 3);
+	assert_int_equal(kiln_vm_config_set_vsock(c, "/w,cid=9", 7), 0); /* a second replaces the first */
+	assert_string_equal(c->c.vsock.uds, "/w,cid=9");
+	assert_int_equal(c->c.vsock.cid, 7);
 	assert_int_equal(kiln_vm_config_set_firewall(c, "{\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}", 33), -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "did you mean 10.0.0.0/8?"));
 	assert_null(c->c.firewall);
@@ -131,7 +221,7 @@ static void test_fork_refuses_tap_and_firewall_needs_a_net(void **state)
 	kiln_vm *vm;
 
 	(void)state;
-	assert_int_equal(kiln_vm_config_add_device(c, "net", "tap=kt0"), 0);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", NULL, NULL), 0);
 	assert_int_equal(kiln_vm_fork(c, "/snap", "/tmp", &vm), -EBUSY);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "TAP 'kt0'"));
 	kiln_vm_config_free(c);
@@ -199,7 +289,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_and_setters_copy),
-		cmocka_unit_test(test_devices_use_kiln_vmm_syntax_and_messages),
+		cmocka_unit_test(test_disk_calls),
+		cmocka_unit_test(test_share_calls),
+		cmocka_unit_test(test_net_calls),
 		cmocka_unit_test(test_vsock_and_firewall_checked_at_the_setter),
 		cmocka_unit_test(test_create_refuses_a_kick_signal_without_handler),
 		cmocka_unit_test(test_fork_refuses_tap_and_firewall_needs_a_net),

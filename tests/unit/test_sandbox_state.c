@@ -246,7 +246,7 @@ static void test_restore_refuses_damage(void **state)
 		{ "cpus", "0", "'cpus'" },
 		{ "hostname", "\"a b\"", "hostname" },
 		{ "surprise", "1", "unknown field 'surprise'" },
-		{ "shares", "[{\"host_path\":\"/a,ro\",\"guest_path\":\"/b\"}]", "host_path" },
+		{ "shares", "[{\"host_path\":\"/a\\nro\",\"guest_path\":\"/b\"}]", "host_path" },
 		{ "checkpoints", "{}", "'checkpoints' must be an array" },
 		{ "checkpoints", "[{\"name\":\"../x\"}]", "checkpoint" },
 		{ "idle_timeout_s", "-5", "idle_timeout_s" },

@@ -345,7 +345,7 @@ static int setup_virtio(struct vm *vm, struct err *e)
 			return err;
 	}
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
-		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
+		const struct vm_disk_cfg *c = &vm->cfg.disk[i];
 		/* An overlay's header is bytes an earlier (jailed) VMM wrote:
 		 * vm_load reads it, in kiln-vmm's jail; a restore's once the
 		 * snapshot's copy is in it. */
@@ -369,7 +369,7 @@ static int setup_virtio(struct vm *vm, struct err *e)
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
 		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
-		const struct devspec_share_cfg *c = &vm->cfg.share[i];
+		const struct vm_share_cfg *c = &vm->cfg.share[i];
 		struct virtio_fs_config fc = { .dir = c->host_dir, .dir_fd = c->host_fd, .tag = c->tag,
 					       .read_only = c->read_only };
 
@@ -454,7 +454,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->src.updir = -1;
 	vm_workingset_init(&vm->workingset);
-	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+	for (int i = 0; i < VM_MAX_DISKS; i++)
 		vm->overlay_fd[i] = -1;
 	vm->verbose_budget = VERBOSE_BUDGET;
 	pthread_mutex_init(&vm->lock, NULL);
@@ -707,7 +707,7 @@ void vm_destroy(struct vm *vm)
 	}
 	event_loop_destroy(vm->loop);
 	snap_src_close(&vm->src);
-	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+	for (int i = 0; i < VM_MAX_DISKS; i++)
 		if (vm->overlay_fd[i] >= 0)
 			close(vm->overlay_fd[i]);
 	free(vm->cpuid);

@@ -18,7 +18,7 @@
 #include <signal.h>
 #include <stdint.h>
 
-#include "vmm/core/devspec.h"
+#include "vmm/core/devcfg.h"
 #include "lib/base/err.h"
 #include "devices/pseudo/timeline.h"
 
@@ -48,12 +48,12 @@ struct vm_config {
 	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
 	int rng;              /* attach a virtio-rng device */
 	int nnet;
-	struct devspec_net_cfg net[DEVSPEC_MAX_NETS];
+	struct vm_net_cfg net[VM_MAX_NETS];
 	int ndisk;            /* without an initrd, disk 0 is the root (/dev/vda) */
-	struct devspec_disk_cfg disk[DEVSPEC_MAX_DISKS];
+	struct vm_disk_cfg disk[VM_MAX_DISKS];
 	int nshare;
-	struct devspec_share_cfg share[DEVSPEC_MAX_SHARES];
-	struct devspec_vsock_cfg vsock; /* uds == NULL: no vsock device */
+	struct vm_share_cfg share[VM_MAX_SHARES];
+	struct vm_vsock_cfg vsock; /* uds == NULL: no vsock device */
 	/*
 	 * The packet filter of every network device (docs/architecture.md,
 	 * "Packet filter"): a JSON rule set (net_rules.h), firewall_len bytes.
@@ -62,7 +62,7 @@ struct vm_config {
 	const char *firewall;
 	size_t firewall_len;
 	int firewall_log;                /* denied and cut flows on log_fd (rate-limited) */
-	struct devspec_net_rate_cfg net_rate; /* the filter's token buckets, per second */
+	struct vm_net_rate_cfg net_rate; /* the filter's token buckets, per second */
 	/*
 	 * Restore the snapshot in this directory instead of booting `kernel`
 	 * (which may then be NULL). mem_mib, cpus and the devices must be the

@@ -69,12 +69,12 @@ struct vm {
 	struct snap_src src;
 	int needs_load; /* a restore, or a disk overlay whose header vm_load reads */
 	int loaded; /* vm_load: 0 not yet, 1 done, -errno failed (atomic: the control thread reads it) */
-	struct virtio_dev *disk_dev[DEVSPEC_MAX_DISKS]; /* disk i's device, for vm_load */
+	struct virtio_dev *disk_dev[VM_MAX_DISKS]; /* disk i's device, for vm_load */
 	int tsc_deadline, tsc_deadline_known; /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
 	/* Each overlay opened at create, for snapshots to copy from and a
 	 * restore to copy into (then read-write): a jailed VMM no longer
 	 * reaches the overlay by its path. -1: none. */
-	int overlay_fd[DEVSPEC_MAX_DISKS];
+	int overlay_fd[VM_MAX_DISKS];
 	uint32_t *snap_msrs; /* the MSRs a snapshot saves (snapshot_kvm.c), found once */
 	uint32_t nsnap_msrs;
 	/*
@@ -111,7 +111,7 @@ void vm_stop(struct vm *vm, enum vm_exit exit, const char *fmt, ...)
 int vm_set_slots(struct vm *vm, uint32_t flags, struct err *e);
 
 /* A virtio-net device for `c` (vm_net.c): MAC, backend (tap or passt), packet filter. */
-int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,
+int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev **out,
 		  struct err *e);
 
 /* Per-vCPU CPUID fix-ups (pure): APIC ids, hypervisor bit, TSC deadline. */

@@ -60,11 +60,11 @@ static const char implicit_rules[] =
 	"{\"outbound_internet\": true, \"allow\": [{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": \"172.16.0.0/12\"},"
 	" {\"cidr\": \"192.168.0.0/16\"}, {\"cidr\": \"100.64.0.0/10\"}, {\"cidr\": \"fc00::/7\"}]}";
 
-static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uint8_t mac[6], const char *text,
+static int make_filter(struct vm *vm, const struct vm_net_cfg *c, const uint8_t mac[6], const char *text,
 		       size_t len, struct net_filter **out, struct err *e)
 {
 	struct net_filter_config fc = { 0 };
-	const struct devspec_net_rate_cfg *rate = &vm->cfg.net_rate;
+	const struct vm_net_rate_cfg *rate = &vm->cfg.net_rate;
 	struct net_rules *rules;
 	struct net_addr *host = NULL;
 	struct err re = { { 0 } };
@@ -74,7 +74,7 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
 	*out = NULL;
 	memcpy(fc.guest_mac, mac, 6);
 	if (c->ip) {
-		if (devspec_ip4_prefix(c->ip, &fc.ip4, &prefix))
+		if (devcfg_ip4_prefix(c->ip, &fc.ip4, &prefix))
 			return err_set(e, EINVAL, "--net ip=%s: not an IPv4 ADDRESS/PREFIX", c->ip);
 		fc.has_ip4 = true;
 	}
@@ -124,7 +124,7 @@ static int make_filter(struct vm *vm, const struct devspec_net_cfg *c, const uin
  * *fd (-1: not held here; *held says whether programs hold passt at all,
  * kilnd's or these), or -errno.
  */
-static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd, int *held, struct err *e)
+static int passt_cgroup(struct vm *vm, const struct vm_net_cfg *c, int *fd, int *held, struct err *e)
 {
 	struct net_addr res;
 	int r;
@@ -145,7 +145,7 @@ static int passt_cgroup(struct vm *vm, const struct devspec_net_cfg *c, int *fd,
 	return 0;
 }
 
-static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct net_backend **out, int *held,
+static int make_backend(struct vm *vm, const struct vm_net_cfg *c, struct net_backend **out, int *held,
 			struct err *e)
 {
 	struct net_passt_cfg pc = { 0 };
@@ -162,7 +162,7 @@ static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct n
 	memcpy(addr, c->ip, (size_t)(slash - c->ip));
 	addr[slash - c->ip] = '\0';
 	pc.address = addr;
-	pc.prefix = c->prefix; /* devspec_net checked it (1-30) */
+	pc.prefix = c->prefix; /* devcfg_net_check checked it (1-30) */
 	pc.gateway = c->gw;
 	pc.dns = c->dns;
 	pc.resolver = c->resolver;
@@ -175,7 +175,7 @@ static int make_backend(struct vm *vm, const struct devspec_net_cfg *c, struct n
 	return r;
 }
 
-int vm_net_create(struct vm *vm, const struct devspec_net_cfg *c, struct virtio_dev **out,
+int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev **out,
 		  struct err *e)
 {
 	struct virtio_net_params p = { 0 };

@@ -29,12 +29,16 @@ const char vmm_usage[] =
 	"                       default the base's size). Without --initrd the\n"
 	"                       first disk is the root filesystem (root=/dev/vda);\n"
 	"                       kiln-init grows its ext4 to the disk's size\n"
+	"  --disk-image PATH [--disk-overlay OVL] [--disk-size MIB]\n"
+	"                       the same disk with one value per option: PATH and\n"
+	"                       OVL are taken whole (',' and ':' are theirs)\n"
 	"  --share DIR:TAG[:ro] virtio-fs: host directory DIR as mount tag TAG\n"
 	"  --share fd=N:TAG[:ro] the same for the directory open as descriptor N\n"
 	"                       (>= 3; no path is resolved; ./fd=N for a directory\n"
 	"                       named so)\n"
 	"  --vsock PATH[,cid=N] virtio-vsock; host side is the Unix socket PATH\n"
 	"                       (CONNECT <port> protocol), guest CID N (default 3)\n"
+	"  --vsock-path PATH    the same with PATH taken whole (guest CID 3)\n"
 	"  --net tap=NAME[,mac=MAC][,ip=ADDR/PREFIX]\n"
 	"                       virtio-net on TAP device NAME (created if missing;\n"
 	"                       needs CAP_NET_ADMIN); MAC random unless given; ip=:\n"
@@ -89,13 +93,11 @@ static int bad_usage(const char *fmt, const char *arg)
 	return VMM_EXIT_USAGE;
 }
 
-/* A device option into the config; a bad one is a usage error with
- * libkiln's message (devspec's, the same as before libkiln). */
-static int add_device(kiln_vm_config *cfg, const char *kind, const char *spec)
+/* A device option's result: a bad one is a usage error with its message
+ * (devspec's for the syntax, libkiln's for the values). */
+static int device(int r, const struct err *e)
 {
-	if (kiln_vm_config_add_device(cfg, kind, spec) < 0)
-		return bad_usage("%s", kiln_vm_config_errmsg(cfg));
-	return VMM_EXIT_OK;
+	return r < 0 ? bad_usage("%s", e->msg) : VMM_EXIT_OK;
 }
 
 /* --seccomp=kill|log|off (docs/security.md, "seccomp filters per thread"). */
@@ -119,7 +121,7 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
 	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK,
 	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE, OPT_JAIL, OPT_UID, OPT_GID,
-	       OPT_SECCOMP };
+	       OPT_SECCOMP, OPT_DISK_IMAGE, OPT_DISK_OVERLAY, OPT_DISK_SIZE, OPT_VSOCK_PATH };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -135,6 +137,10 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		{ "disk", required_argument, 0, OPT_DISK },
 		{ "share", required_argument, 0, OPT_SHARE },
 		{ "vsock", required_argument, 0, OPT_VSOCK },
+		{ "vsock-path", required_argument, 0, OPT_VSOCK_PATH },
+		{ "disk-image", required_argument, 0, OPT_DISK_IMAGE },
+		{ "disk-overlay", required_argument, 0, OPT_DISK_OVERLAY },
+		{ "disk-size", required_argument, 0, OPT_DISK_SIZE },
 		{ "control", required_argument, 0, OPT_CONTROL },
 		{ "restore", required_argument, 0, OPT_RESTORE },
 		{ "firewall", required_argument, 0, OPT_FIREWALL },
@@ -148,9 +154,10 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		{ "help", no_argument, 0, OPT_HELP },
 		{ 0, 0, 0, 0 },
 	};
+	struct err e = { { 0 } };
 	kiln_vm_config *cfg;
 	uint64_t n;
-	int status, opt;
+	int status, opt, fd;
 
 	memset(o, 0, sizeof(*o));
 	o->log_flags = KILN_LOG_DEVICE; /* a broken device or backend is always said */
@@ -207,23 +214,38 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			break;
 		case OPT_NET:
 			o->nets++;
-			if ((status = add_device(cfg, "net", optarg)) != VMM_EXIT_OK)
+			if ((status = device(devspec_net(cfg, optarg, &e), &e)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_DISK:
-			if ((status = add_device(cfg, "disk", optarg)) != VMM_EXIT_OK)
+			if ((status = device(devspec_disk(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+				return status;
+			break;
+		case OPT_DISK_IMAGE:
+			if ((status = device(devspec_disk_image(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+				return status;
+			break;
+		case OPT_DISK_OVERLAY:
+			if ((status = device(devspec_disk_overlay(&o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+				return status;
+			break;
+		case OPT_DISK_SIZE:
+			if ((status = device(devspec_disk_size(&o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_SHARE:
-			if ((status = add_device(cfg, "share", optarg)) != VMM_EXIT_OK)
+			if ((status = device(devspec_share(cfg, optarg, &fd, &e), &e)) != VMM_EXIT_OK)
 				return status;
-			/* fd=N: a descriptor the jail step must not close (libkiln
-			 * checked N). */
-			if (strncmp(optarg, "fd=", 3) == 0 && o->nkeep < VMM_KEEP_MAX)
-				o->keep[o->nkeep++] = atoi(optarg + 3);
+			/* fd=N: a descriptor the jail step must not close. */
+			if (fd >= 0 && o->nkeep < VMM_KEEP_MAX)
+				o->keep[o->nkeep++] = fd;
 			break;
 		case OPT_VSOCK:
-			if ((status = add_device(cfg, "vsock", optarg)) != VMM_EXIT_OK)
+			if ((status = device(devspec_vsock(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+				return status;
+			break;
+		case OPT_VSOCK_PATH:
+			if ((status = device(devspec_vsock_path(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_CONTROL:
@@ -242,7 +264,7 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			break;
 		case OPT_NET_RATE:
 			o->net_rate = 1;
-			if ((status = add_device(cfg, "net-rate", optarg)) != VMM_EXIT_OK)
+			if ((status = device(devspec_net_rate(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_JAIL:
@@ -271,6 +293,8 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 	}
 	if (optind < argc)
 		return bad_usage("unexpected argument '%s'", argv[optind]);
+	if ((status = device(devspec_finish(cfg, &o->dev, &e), &e)) != VMM_EXIT_OK)
+		return status;
 	if (!o->kernel && !o->restore_dir)
 		return bad_usage("%sno kernel given: pass --kernel PATH (or --restore DIR)", "");
 	if ((o->firewall_path || (o->log_flags & KILN_LOG_FIREWALL) || o->net_rate) && !o->nets)

@@ -23,6 +23,7 @@
 
 #include "lib/base/err.h"
 #include "vmm/kiln-vmm/control.h"
+#include "vmm/kiln-vmm/devspec.h"
 
 #define VMM_KEEP_MAX 16
 
@@ -32,6 +33,7 @@ struct vmm_opts {
 	unsigned log_flags;
 	int timeline, json, console, nets, net_rate;
 	int keep[VMM_KEEP_MAX], nkeep; /* descriptors given on the command line (--share fd=N) */
+	struct devspec_state dev;      /* the device options so far */
 	uint64_t uid, gid;
 };
 

@@ -33,7 +33,7 @@
 
 #include "lib/base/err.h"
 
-#define SNAP_SRC_DISKS 8      /* disk0 .. disk7: vmm/core's DEVSPEC_MAX_DISKS */
+#define SNAP_SRC_DISKS 8      /* disk0 .. disk7: vmm/core's VM_MAX_DISKS */
 #define SNAP_SRC_SIBLINGS 128 /* sibling snapshots opened ahead for a layer chain */
 
 enum snap_src_file {

@@ -41,7 +41,7 @@
  * some 150k; malloc maps it lazily, so only what a save writes is touched. */
 #define DEVICE_STATE_MAX (16u << 20)
 #define SERIAL_STATE_VERSION 1
-_Static_assert(SNAP_SRC_DISKS == DEVSPEC_MAX_DISKS, "snapshot_src opens one disk<N> per disk");
+_Static_assert(SNAP_SRC_DISKS == VM_MAX_DISKS, "snapshot_src opens one disk<N> per disk");
 
 /* ---- the VM's shape: memory, vCPUs, devices in slot order ---- */
 
@@ -198,7 +198,7 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 		struct snap_cursor c;
 		uint32_t n;
 		const uint8_t *p;
-		int r;
+		int r = 0; /* a device without a restore op has no state to refuse */
 
 		if (!sec)
 			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no state for device %d (%s)", i, d->ops->name);
@@ -249,7 +249,7 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 {
 	*bytes = 0;
 	for (int i = 0; i < vm->cfg.ndisk; i++) {
-		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
+		const struct vm_disk_cfg *c = &vm->cfg.disk[i];
 		char name[16];
 		uint64_t n = 0;
 		int in, r;
@@ -282,12 +282,12 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
  */
 static int restore_disks(struct vm *vm, struct err *e)
 {
-	int in[DEVSPEC_MAX_DISKS], r = 0;
+	int in[VM_MAX_DISKS], r = 0;
 
-	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+	for (int i = 0; i < VM_MAX_DISKS; i++)
 		in[i] = -1;
 	for (int i = 0; i < vm->cfg.ndisk && !r; i++) {
-		const struct devspec_disk_cfg *c = &vm->cfg.disk[i];
+		const struct vm_disk_cfg *c = &vm->cfg.disk[i];
 		int fd = snap_src_take(&vm->src, 0, (enum snap_src_file)(SNAP_SRC_DISK0 + i), e);
 
 		if (fd == -ENOENT && (c->overlay || !c->read_only))
@@ -308,7 +308,7 @@ static int restore_disks(struct vm *vm, struct err *e)
 		}
 		r = virtio_blk_load(vm->disk_dev[i], e);
 	}
-	for (int i = 0; i < DEVSPEC_MAX_DISKS; i++)
+	for (int i = 0; i < VM_MAX_DISKS; i++)
 		if (in[i] >= 0)
 			close(in[i]);
 	return r;

@@ -116,7 +116,12 @@ bool guest_path_valid(const char *s, size_t max)
 	return n >= 1 && n <= max && s[0] == '/';
 }
 
-bool vmm_path_valid(const char *s)
+bool host_path_valid(const char *s)
 {
-	return s[0] == '/' && !strpbrk(s, ",:");
+	if (s[0] != '/')
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
 }

@@ -50,7 +50,11 @@ bool guest_mount_path_valid(const char *s, size_t max);
  * the agent resolves (exec cwd, file paths). */
 bool guest_path_valid(const char *s, size_t max);
 
-/* Absolute and free of ',' and ':' (kiln-vmm option separators). */
-bool vmm_path_valid(const char *s);
+/*
+ * A host path kilnd hands kiln-vmm: absolute, without control characters
+ * (a snapshot's DIR is the rest of a control socket line). ',' and ':'
+ * are fine: kiln-vmm takes each path as a whole option value.
+ */
+bool host_path_valid(const char *s);
 
 #endif

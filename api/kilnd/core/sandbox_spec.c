@@ -75,8 +75,8 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 	    json_fields_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
 	    json_fields_bool(v, "read_only", false, &sh->read_only, w, e))
 		return -1;
-	if (!vmm_path_valid(host)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: host_path '%.100s' must be absolute, without ',' or ':'",
+	if (!host_path_valid(host)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: host_path '%.100s' must be absolute, without control characters",
 			    w, host);
 		return -1;
 	}

@@ -6,8 +6,8 @@
  * from <state-dir>/images/NAME.ext4, which is looked at on every call, so
  * an image dropped there is usable without a restart. A --image of the
  * same name wins. Only regular files are images; names follow
- * image_name_valid() and paths vmm_path_valid(), since both end up in
- * kiln-vmm's --disk option.
+ * image_name_valid() and paths host_path_valid(), since both end up on
+ * kiln-vmm's command line (--disk-image PATH).
  *
  * Records: <state-dir>/images/.records/NAME.json holds what is known of
  * an image beyond its file: its sha256 digest (computed once, at import

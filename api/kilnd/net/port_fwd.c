@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <kiln/agent.h>
+
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/registry/sandbox_record.h"
@@ -26,7 +28,8 @@ struct port_fwd {
 	int listen_fd;
 	int stop_fd;           /* eventfd: written once by close, never read, so it stays readable for all */
 	pthread_t listener;
-	struct agent_client c; /* tcp: the agent's port; vsock: the guest port */
+	kiln_agent *agent;     /* tcp: the guest's agent, through libkiln's public API */
+	struct agent_client c; /* vsock: the guest port, reached straight (no agent request) */
 	uint16_t host_port;
 	uint32_t guest_port;
 	enum port_target target;
@@ -41,6 +44,7 @@ static void fwd_put(struct port_fwd *f)
 	if (atomic_fetch_sub(&f->refs, 1) != 1)
 		return;
 	close(f->stop_fd);
+	kiln_agent_free(f->agent);
 	free(f);
 }
 
@@ -58,7 +62,7 @@ static int guest_open(struct port_fwd *f)
 	int fd = -1;
 
 	if (f->target == PORT_TARGET_TCP)
-		agent_client_tcp_connect(&f->c, f->guest_port, f->guest_address, &fd, &ae);
+		kiln_agent_tcp_connect(f->agent, f->guest_port, f->guest_address, &fd);
 	else
 		agent_client_connect(&f->c, &fd, &ae);
 	return fd;
@@ -163,8 +167,9 @@ int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct por
 		return -1;
 	}
 	f->listen_fd = f->stop_fd = -1;
-	if (agent_client_init(&f->c, uds_path)) {
-		api_err_set(e, API_E_INTERNAL, "port mapping: vsock socket path too long");
+	if (agent_client_init(&f->c, uds_path) ||
+	    (spec->target == PORT_TARGET_TCP && kiln_agent_new(uds_path, &f->agent))) {
+		api_err_set(e, API_E_INTERNAL, "port mapping: vsock socket path too long, or out of memory");
 		goto fail;
 	}
 	if (spec->target == PORT_TARGET_VSOCK)
@@ -172,6 +177,8 @@ int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct por
 	else
 		snprintf(f->guest_address, sizeof(f->guest_address), "%s", spec->guest_address);
 	f->c.timeout_ms = PORT_FWD_CONNECT_MS;
+	if (f->agent)
+		kiln_agent_set_timeout(f->agent, PORT_FWD_CONNECT_MS);
 	f->guest_port = spec->guest_port;
 	f->target = spec->target;
 	f->created_ms = wall_ms();
@@ -217,6 +224,7 @@ fail:
 		close(f->listen_fd);
 	if (f->stop_fd >= 0)
 		close(f->stop_fd);
+	kiln_agent_free(f->agent);
 	free(f);
 	return -1;
 }

@@ -15,6 +15,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <kiln/agent.h>
+
 #include "api/agent-client/agent_client.h"
 #include "api/kilnd/preview/preview_route.h"
 #include "api/kilnd/http/http_head.h"
@@ -107,9 +109,9 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r, const str
 		      struct preview_err *e)
 {
 	struct agent_client c;
-	struct agent_client_err ae;
 	struct api_err se;
 	json_t *env = NULL;
+	kiln_agent *a;
 	int fd = -1;
 
 	if (g->state == SANDBOX_STOPPED || g->state == SANDBOX_CRASHED)
@@ -120,11 +122,15 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r, const str
 	if (sandbox_agent(sb, &c, &env, &se))
 		return preview_err_set(e, 503, "sandbox_not_running", "%s", se.msg);
 	json_decref(env);
-	c.timeout_ms = PORT_FWD_CONNECT_MS;
-	if (agent_client_tcp_connect(&c, r->port, "127.0.0.1", &fd, &ae))
-		return preview_err_set(e, 502, "guest_unreachable",
-				       "nothing answers on port %u of sandbox %s (%s): is a server listening on 127.0.0.1 or 0.0.0.0 there?",
-				       (unsigned)r->port, r->id, agent_client_err_name(&ae));
+	/* Through libkiln's public agent API (kiln/agent.h). */
+	if (kiln_agent_new(c.uds_path, &a) < 0)
+		return preview_err_set(e, 500, "internal", "sandbox %s: out of memory", r->id);
+	kiln_agent_set_timeout(a, PORT_FWD_CONNECT_MS);
+	if (kiln_agent_tcp_connect(a, r->port, "127.0.0.1", &fd) < 0)
+		preview_err_set(e, 502, "guest_unreachable",
+				"nothing answers on port %u of sandbox %s (%s): is a server listening on 127.0.0.1 or 0.0.0.0 there?",
+				(unsigned)r->port, r->id, kiln_agent_errcode(a));
+	kiln_agent_free(a);
 	return fd;
 }
 

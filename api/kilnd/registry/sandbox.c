@@ -161,8 +161,8 @@ static int authorize_shares(struct kilnd *d, struct sandbox_spec *s, const struc
 				    s->shares[i].host_path);
 			return -1;
 		}
-		if (!vmm_path_valid(real) || strlen(real) > SPEC_HOST_PATH_MAX) {
-			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' resolves to '%s', which has ',' or ':' or is too long",
+		if (!host_path_valid(real) || strlen(real) > SPEC_HOST_PATH_MAX) {
+			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' resolves to '%s', which has a control character or is too long",
 				    i, s->shares[i].host_path, real);
 			return -1;
 		}

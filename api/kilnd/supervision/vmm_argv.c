@@ -34,8 +34,8 @@ static int add(struct vmm_argv *a, struct api_err *e, const char *fmt, ...)
 
 static int check_path(const char *what, const char *p, struct api_err *e)
 {
-	if (!p || !vmm_path_valid(p)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s '%.200s' must be an absolute path without ',' or ':'", what,
+	if (!p || !host_path_valid(p)) {
+		api_err_set(e, API_E_BAD_FIELD, "%s '%.200s' must be an absolute path without control characters", what,
 			    p ? p : "(none)");
 		return -1;
 	}
@@ -85,11 +85,12 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	if (l->restore_dir ? (add(a, e, "--restore") || add(a, e, "%s", l->restore_dir))
 			   : (add(a, e, "--kernel") || add(a, e, "%s", l->kernel)))
 		goto fail;
-	/* size= only shapes an overlay kiln-vmm creates (the first boot). */
-	if (add(a, e, "--disk") ||
-	    (s->disk_mib ? add(a, e, "%s,overlay=%s,size=%u", l->image, l->overlay, s->disk_mib)
-			 : add(a, e, "%s,overlay=%s", l->image, l->overlay)) ||
-	    add(a, e, "--vsock") || add(a, e, "%s", l->vsock) || add(a, e, "--control") ||
+	/* Paths one per option, taken whole by kiln-vmm: no character of a
+	 * path is a separator. The size only shapes an overlay kiln-vmm
+	 * creates (the first boot). */
+	if (add(a, e, "--disk-image") || add(a, e, "%s", l->image) || add(a, e, "--disk-overlay") ||
+	    add(a, e, "%s", l->overlay) || (s->disk_mib && (add(a, e, "--disk-size") || add(a, e, "%u", s->disk_mib))) ||
+	    add(a, e, "--vsock-path") || add(a, e, "%s", l->vsock) || add(a, e, "--control") ||
 	    add(a, e, "%s", l->control) || add(a, e, "--mem") || add(a, e, "%u", s->memory_mib) ||
 	    add(a, e, "--cpus") || add(a, e, "%u", s->cpus) || add(a, e, "--boot-timeline=json"))
 		goto fail;

@@ -3,9 +3,12 @@
  *
  * Contract: pure. Everything that reaches kiln-vmm's options or the
  * guest's kernel command line is checked again here, even though the
- * spec was validated on the way in: a path with ',' or ':' would change
- * the meaning of --disk/--share, and a space or quote on the kernel
- * command line would add parameters. The guest learns its hostname and
+ * spec was validated on the way in: a space or quote on the kernel
+ * command line would add parameters. Paths go one per option, which
+ * kiln-vmm takes whole (--disk-image, --disk-overlay, --vsock-path;
+ * shares by descriptor, or DIR:TAG whose tag kilnd names), so a path may
+ * hold any character but a control one (a snapshot's DIR is the rest of a
+ * control socket line). The guest learns its hostname and
  * shares from the command line (kiln.hostname=, kiln.shares=TAG:/path[:ro]);
  * share tags are kiln0..kiln7 in spec order. Every VMM serves its control
  * socket (--control: pause, resume, snapshot). A restore (--restore DIR)
@@ -50,8 +53,8 @@ struct vmm_argv {
 	size_t argc;
 };
 
-/* Build the argument vector. 0, or -1 with e (bad_field for a path or
- * name kiln-vmm could misread, internal when out of memory). */
+/* Build the argument vector. 0, or -1 with e (bad_field for a relative
+ * path or a name kiln-vmm could misread, internal when out of memory). */
 int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *out, struct api_err *e);
 
 void vmm_argv_free(struct vmm_argv *a);
