@@ -107,6 +107,13 @@ deps:
 # "Folders"): a forbidden one fails the build here.
 layers:
 	@scripts/check-layers
+	@scripts/check-format
+
+# Lay every C file out as .clang-format says (STYLE.md rule 7); `make`
+# checks it with the layers.
+.PHONY: format
+format:
+	git ls-files -z '*.c' '*.h' | grep -zv '^tests/fuzz/corpus/' | xargs -0 clang-format -i
 
 # Hardening (STYLE.md rule 7, docs/security.md "Build hardening"): every
 # host program's objects are compiled with HOST_CFLAGS and every host

@@ -163,19 +163,22 @@ static int appliance(const struct args *a, kiln_vm_config *cfg)
 	if (!(ag = agent_up(vm, a->timeout_ms)))
 		goto out;
 	kiln_vm_timeline_find(vm, "agent_ready", &ready_ns);
-	printf("booted: agent ready after %.1f ms (guest timeline: %.1f ms)\n", now_ms() - t0, ready_ns / 1e6);
+	printf("booted: agent ready after %.1f ms (guest timeline: %.1f ms)\n", now_ms() - t0,
+	       ready_ns / 1e6);
 
 	if (run(ag, "echo hello-from-guest; uname -sr") < 0)
 		goto out;
 
 	t = now_ms();
-	if ((r = kiln_agent_file_write(ag, "/tmp/appliance.txt", KILN_AGENT_PARENTS, 0644, text, strlen(text))) < 0 ||
+	if ((r = kiln_agent_file_write(ag, "/tmp/appliance.txt", KILN_AGENT_PARENTS, 0644, text,
+				       strlen(text))) < 0 ||
 	    (r = kiln_agent_file_read(ag, "/tmp/appliance.txt", 0, 1 << 20, &back, &len)) < 0) {
 		agent_fail("file round trip", ag, r);
 		goto out;
 	}
 	if (len != strlen(text) || memcmp(back, text, len) != 0) {
-		fprintf(stderr, "appliance: file round trip: read back %zu bytes that differ\n", len);
+		fprintf(stderr, "appliance: file round trip: read back %zu bytes that differ\n",
+			len);
 		goto out;
 	}
 	printf("file round trip: %zu bytes ok (%.1f ms)\n", len, now_ms() - t);
@@ -192,7 +195,8 @@ static int appliance(const struct args *a, kiln_vm_config *cfg)
 
 		kiln_vm_snapshot_stats(vm, &mem, &stored, NULL, NULL, &ms);
 		printf("snapshot: %llu MiB RAM, %llu KiB stored, %.1f ms paused (%.1f ms call)\n",
-		       (unsigned long long)(mem >> 20), (unsigned long long)(stored >> 10), ms, now_ms() - t);
+		       (unsigned long long)(mem >> 20), (unsigned long long)(stored >> 10), ms,
+		       now_ms() - t);
 	}
 
 	snprintf(fork_dir, sizeof(fork_dir), "%s/fork", a->dir);
@@ -239,8 +243,9 @@ int main(int argc, char **argv)
 	int r;
 
 	if (parse(argc, argv, &a) < 0) {
-		fprintf(stderr, "usage: appliance --kernel K (--initrd CPIO | --disk ROOT.ext4) --workdir DIR "
-				"[--mem MIB] [--cpus N] [--timeout MS]\n");
+		fprintf(stderr,
+			"usage: appliance --kernel K (--initrd CPIO | --disk ROOT.ext4) --workdir DIR "
+			"[--mem MIB] [--cpus N] [--timeout MS]\n");
 		return 2;
 	}
 	printf("libkiln %s\n", kiln_version());

@@ -220,7 +220,8 @@ int main(void)
 	 * browser's sandbox); the kernel makes the directory when it has
 	 * cgroups, so a kernel without them is skipped quietly. nsdelegate:
 	 * a cgroup namespace owns its subtree. */
-	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC, "nsdelegate") < 0 &&
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  "nsdelegate") < 0 &&
 	    errno != ENOENT && errno != ENODEV)
 		say("mount cgroup2 on /sys/fs/cgroup: %s", strerror(errno));
 	mount_one("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "mode=0620,ptmxmode=0666");
@@ -250,10 +251,11 @@ int main(void)
 		say("reaper: cannot start its thread; reaping in the main thread, kiln.exec is skipped");
 	e = agent_start(&reaper, &sd, &ms, &agent);
 	if (e < 0)
-		say("agent: cannot listen on vsock port %d: %s (is there a --vsock device?)", AGENT_PORT,
-		    strerror(-e));
+		say("agent: cannot listen on vsock port %d: %s (is there a --vsock device?)",
+		    AGENT_PORT, strerror(-e));
 
-	if (reaper_thread_ok && param_get(cmdline, "kiln.exec", value, sizeof(value)) > 0 && value[0]) {
+	if (reaper_thread_ok && param_get(cmdline, "kiln.exec", value, sizeof(value)) > 0 &&
+	    value[0]) {
 		run_command(&reaper, &nofile, value);
 		shutdown_run(&sd, AGENT_GRACE_DEFAULT_MS);
 	}

@@ -78,7 +78,8 @@ int agent_fail(kiln_agent *a, int r, const struct agent_client_err *e)
 		r = -code_errno(e->code);
 	pthread_mutex_lock(&a->lk);
 	snprintf(a->err, sizeof(a->err), "%s", e->msg[0] ? e->msg : strerror(-r));
-	snprintf(a->code, sizeof(a->code), "%s", e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
+	snprintf(a->code, sizeof(a->code), "%s",
+		 e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
 	pthread_mutex_unlock(&a->lk);
 	return r;
 }
@@ -151,7 +152,8 @@ int kiln_agent_sync_clock(kiln_agent *a, unsigned flags, int64_t *behind_ns)
 	int r;
 
 	/* As kilnd's sandbox_sync_guest: getrandom never fails once the host booted. */
-	if ((flags & KILN_AGENT_RESEED) && getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed)) {
+	if ((flags & KILN_AGENT_RESEED) &&
+	    getrandom(seed, sizeof(seed), 0) == (ssize_t)sizeof(seed)) {
 		r = agent_client_sync_clock_seed(&a->c, realtime_ns(), seed, sizeof(seed), &d, &e);
 		explicit_bzero(seed, sizeof(seed));
 	} else {
@@ -219,7 +221,8 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 		for (size_t i = 0; i < n; i++) {
 			const char *eq = strchr(o->env[i], '=');
 
-			c->keys[i] = eq ? strndup(o->env[i], (size_t)(eq - o->env[i])) : strdup(o->env[i]);
+			c->keys[i] = eq ? strndup(o->env[i], (size_t)(eq - o->env[i]))
+					: strdup(o->env[i]);
 			c->p.envc = i + 1;
 			if (!c->keys[i]) {
 				conv_free(c);
@@ -257,8 +260,8 @@ static void put_exit(struct kiln_exit_status *st, const struct agent_client_exit
 	memcpy(st, &s, st->size < sizeof(s) ? st->size : sizeof(s));
 }
 
-int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st, char **out,
-		    size_t *out_len, char **err, size_t *err_len)
+int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
+		    char **out, size_t *out_len, char **err, size_t *err_len)
 {
 	struct agent_client_exec_result res = { 0 };
 	struct agent_client_err e = { 0 };
@@ -300,8 +303,8 @@ static int relay_output(void *arg, enum agent_stream stream, const void *data, s
 	return r->fn(r->arg, stream == AGENT_STDERR ? KILN_STDERR : KILN_STDOUT, data, n);
 }
 
-int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn, void *arg,
-			   struct kiln_exit_status *st)
+int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn,
+			   void *arg, struct kiln_exit_status *st)
 {
 	struct agent_client_exec_result res = { 0 };
 	struct agent_client_err e = { 0 };
@@ -365,7 +368,8 @@ int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out)
 	return r < 0 ? agent_fail(a, r, &e) : new_proc(a, s, info.id, out);
 }
 
-int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms, struct kiln_exit_status *st)
+int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms,
+			 struct kiln_exit_status *st)
 {
 	struct agent_client_exit x = { 0 };
 	struct agent_client_err e = { 0 };
@@ -491,7 +495,8 @@ static int collect(void *arg, const void *data, size_t n)
 	return 0;
 }
 
-int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t max, void **data, size_t *len)
+int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t max, void **data,
+			 size_t *len)
 {
 	struct agent_client_read_opts o = { 0 };
 	struct agent_client_err e = { 0 };
@@ -519,7 +524,8 @@ int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t
 	return 0;
 }
 
-int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int mode, const void *data, size_t n)
+int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int mode,
+			  const void *data, size_t n)
 {
 	struct agent_client_write_opts o = { 0 };
 	struct agent_client_err e = { 0 };
@@ -536,8 +542,10 @@ int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int m
 }
 
 /* A tree to or from the guest as a tar stream on fd. */
-static int tar(kiln_agent *a, int (*call)(const struct agent_client *c, const char *path, enum agent_user user,
-					  int fd, struct agent_client_tar_stats *stats, struct agent_client_err *err),
+static int tar(kiln_agent *a,
+	       int (*call)(const struct agent_client *c, const char *path, enum agent_user user,
+			   int fd, struct agent_client_tar_stats *stats,
+			   struct agent_client_err *err),
 	       const char *path, unsigned flags, int fd)
 {
 	struct agent_client_err e = { 0 };

@@ -16,10 +16,13 @@ struct kiln_watch {
 	char err[ERR_MSG_MAX];
 };
 
-_Static_assert(sizeof(((struct kiln_guest_info *)0)->hostname) == AGENT_HOSTNAME_MAX + 1, "hostname fits");
-_Static_assert((int)KILN_FILE_OTHER == (int)AGENT_KIND_UNKNOWN && (int)KILN_FILE_BLOCK == (int)AGENT_KIND_BLOCK,
+_Static_assert(sizeof(((struct kiln_guest_info *)0)->hostname) == AGENT_HOSTNAME_MAX + 1,
+	       "hostname fits");
+_Static_assert((int)KILN_FILE_OTHER == (int)AGENT_KIND_UNKNOWN &&
+		       (int)KILN_FILE_BLOCK == (int)AGENT_KIND_BLOCK,
 	       "kinds in the client's order");
-_Static_assert((int)KILN_FS_OVERFLOW == (int)AGENT_FS_OVERFLOW && (int)KILN_FS_RENAME == (int)AGENT_FS_RENAME,
+_Static_assert((int)KILN_FS_OVERFLOW == (int)AGENT_FS_OVERFLOW &&
+		       (int)KILN_FS_RENAME == (int)AGENT_FS_RENAME,
 	       "changes in the protocol's order");
 
 static enum agent_user user_of(unsigned flags)
@@ -138,7 +141,9 @@ static int relay_entry(void *arg, const struct agent_client_stat *s)
 int kiln_agent_list(kiln_agent *a, const char *path, unsigned flags, uint32_t depth, uint32_t limit,
 		    kiln_list_fn fn, void *arg, struct kiln_list_end *end)
 {
-	struct agent_client_list_opts o = { .depth = depth, .limit = limit, .user = user_of(flags) };
+	struct agent_client_list_opts o = { .depth = depth,
+					    .limit = limit,
+					    .user = user_of(flags) };
 	struct agent_client_list_end le = { 0 };
 	struct agent_client_err e = { 0 };
 	struct list_relay l = { fn, arg };
@@ -165,7 +170,8 @@ int kiln_agent_list(kiln_agent *a, const char *path, unsigned flags, uint32_t de
 int kiln_agent_mkdir(kiln_agent *a, const char *path, unsigned flags, int mode)
 {
 	struct agent_client_err e = { 0 };
-	int r = agent_client_mkdir(&a->c, path, !!(flags & KILN_AGENT_PARENTS), mode, user_of(flags), &e);
+	int r = agent_client_mkdir(&a->c, path, !!(flags & KILN_AGENT_PARENTS), mode,
+				   user_of(flags), &e);
 
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
@@ -173,7 +179,8 @@ int kiln_agent_mkdir(kiln_agent *a, const char *path, unsigned flags, int mode)
 int kiln_agent_remove(kiln_agent *a, const char *path, unsigned flags)
 {
 	struct agent_client_err e = { 0 };
-	int r = agent_client_remove(&a->c, path, !!(flags & KILN_AGENT_RECURSIVE), user_of(flags), &e);
+	int r = agent_client_remove(&a->c, path, !!(flags & KILN_AGENT_RECURSIVE), user_of(flags),
+				    &e);
 
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
@@ -181,7 +188,8 @@ int kiln_agent_remove(kiln_agent *a, const char *path, unsigned flags)
 int kiln_agent_rename(kiln_agent *a, const char *from, const char *to, unsigned flags)
 {
 	struct agent_client_err e = { 0 };
-	int r = agent_client_rename(&a->c, from, to, !!(flags & KILN_AGENT_OVERWRITE), user_of(flags), &e);
+	int r = agent_client_rename(&a->c, from, to, !!(flags & KILN_AGENT_OVERWRITE),
+				    user_of(flags), &e);
 
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
@@ -194,9 +202,11 @@ int kiln_agent_tcp_connect(kiln_agent *a, uint32_t port, const char *address, in
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
-int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, kiln_watch **out, uint32_t *watches)
+int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, kiln_watch **out,
+		     uint32_t *watches)
 {
-	struct agent_client_watch_opts o = { .recursive = !!(flags & KILN_AGENT_RECURSIVE), .user = user_of(flags) };
+	struct agent_client_watch_opts o = { .recursive = !!(flags & KILN_AGENT_RECURSIVE),
+					     .user = user_of(flags) };
 	struct agent_client_err e = { 0 };
 	kiln_watch *w;
 	int r;
@@ -215,7 +225,8 @@ int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, kiln_watch
 	return 0;
 }
 
-int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev, const char **end_reason)
+int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev,
+		    const char **end_reason)
 {
 	struct agent_client_err e = { 0 };
 	struct agent_client_fs_event in;
@@ -223,7 +234,8 @@ int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev, con
 	int r;
 
 	if (!ev || ev->size < sizeof(*ev)) {
-		snprintf(w->err, sizeof(w->err), "watch: the event's size field is too small (set it to sizeof)");
+		snprintf(w->err, sizeof(w->err),
+			 "watch: the event's size field is too small (set it to sizeof)");
 		return -EINVAL;
 	}
 	r = agent_client_watch_next(w->w, timeout_ms, &in, &end, &e);

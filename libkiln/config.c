@@ -204,8 +204,8 @@ int kiln_vm_config_set_rng(kiln_vm_config *cfg, int on)
 
 int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo)
 {
-	if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP || signo == SIGPIPE ||
-	    signo == SIGCHLD)
+	if (signo <= 0 || signo >= NSIG || signo == SIGKILL || signo == SIGSTOP ||
+	    signo == SIGPIPE || signo == SIGCHLD)
 		return config_fail(cfg, EINVAL, "kick signal: not a signal libkiln can use");
 	cfg->c.kick_signal = signo;
 	return 0;
@@ -214,7 +214,8 @@ int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo)
 int kiln_vm_config_set_seccomp(kiln_vm_config *cfg, enum kiln_seccomp_mode mode)
 {
 	if (mode != KILN_SECCOMP_KILL && mode != KILN_SECCOMP_LOG && mode != KILN_SECCOMP_OFF)
-		return config_fail(cfg, EINVAL, "seccomp: mode %d is none of kill, log, off", (int)mode);
+		return config_fail(cfg, EINVAL, "seccomp: mode %d is none of kill, log, off",
+				   (int)mode);
 	cfg->seccomp = mode;
 	return 0;
 }
@@ -250,7 +251,8 @@ int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t le
 		return 0;
 	}
 	if (len > NET_RULES_TEXT_MAX)
-		return config_fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes", KILN_VM_FIREWALL_MAX);
+		return config_fail(cfg, EFBIG, "firewall: a rule set is at most %d bytes",
+				   KILN_VM_FIREWALL_MAX);
 	if (net_rules_parse_text(json, len, &rules, &re) < 0)
 		return config_fail(cfg, EINVAL, "%s", re.msg);
 	net_rules_free(rules);

@@ -36,16 +36,19 @@ static struct vm_disk_cfg *disk_at(kiln_vm_config *cfg, unsigned index)
 	return &cfg->c.disk[index];
 }
 
-int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags, const char *overlay)
+int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags,
+			    const char *overlay)
 {
-	struct vm_disk_cfg d = { .path = (char *)path, .overlay = (char *)overlay,
+	struct vm_disk_cfg d = { .path = (char *)path,
+				 .overlay = (char *)overlay,
 				 .read_only = !!(flags & KILN_DISK_READ_ONLY) };
 	struct err e = { { 0 } };
 	int r;
 
 	if (cfg->c.ndisk == VM_MAX_DISKS)
 		return config_fail(cfg, E2BIG, "disk: at most %d disks", VM_MAX_DISKS);
-	if ((r = checked(cfg, devcfg_disk_check(&d, &e), &e)) || (r = own(cfg, &d.path)) || (r = own(cfg, &d.overlay)))
+	if ((r = checked(cfg, devcfg_disk_check(&d, &e), &e)) || (r = own(cfg, &d.path)) ||
+	    (r = own(cfg, &d.overlay)))
 		return r;
 	cfg->c.disk[cfg->c.ndisk++] = d;
 	return 0;
@@ -62,8 +65,9 @@ int kiln_vm_config_set_disk_size(kiln_vm_config *cfg, unsigned index, uint64_t m
 	d = *slot;
 	/* Checked before the shift: a huge mib must not wrap to a valid size. */
 	if (mib > VM_DISK_MAX_MIB)
-		return config_fail(cfg, EINVAL, "disk %s: size must be a whole number of MiB from 1 to %u", d.path,
-				   VM_DISK_MAX_MIB);
+		return config_fail(cfg, EINVAL,
+				   "disk %s: size must be a whole number of MiB from 1 to %u",
+				   d.path, VM_DISK_MAX_MIB);
 	d.size = mib << 20;
 	if ((r = checked(cfg, devcfg_disk_check(&d, &e), &e)))
 		return r;
@@ -101,19 +105,24 @@ static int add_share(kiln_vm_config *cfg, struct vm_share_cfg *s)
 	return 0;
 }
 
-int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, const char *host_dir, unsigned flags)
+int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, const char *host_dir,
+			     unsigned flags)
 {
-	struct vm_share_cfg s = { .tag = (char *)tag, .host_dir = (char *)host_dir, .host_fd = -1,
+	struct vm_share_cfg s = { .tag = (char *)tag,
+				  .host_dir = (char *)host_dir,
+				  .host_fd = -1,
 				  .read_only = !!(flags & KILN_SHARE_READ_ONLY) };
 
 	if (!host_dir)
-		return config_fail(cfg, EINVAL, "share %s: no host directory given", tag ? tag : "");
+		return config_fail(cfg, EINVAL, "share %s: no host directory given",
+				   tag ? tag : "");
 	return add_share(cfg, &s);
 }
 
 int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd, unsigned flags)
 {
-	struct vm_share_cfg s = { .tag = (char *)tag, .host_fd = dir_fd,
+	struct vm_share_cfg s = { .tag = (char *)tag,
+				  .host_fd = dir_fd,
 				  .read_only = !!(flags & KILN_SHARE_READ_ONLY) };
 
 	return add_share(cfg, &s);
@@ -130,7 +139,8 @@ int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path, uint32_t
 		return 0;
 	}
 	if (strlen(uds_path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return config_fail(cfg, ENAMETOOLONG, "vsock %s: longer than a Unix socket path may be", uds_path);
+		return config_fail(cfg, ENAMETOOLONG,
+				   "vsock %s: longer than a Unix socket path may be", uds_path);
 	if ((r = checked(cfg, devcfg_vsock_check(&v, &e), &e)) || (r = own(cfg, &v.uds)))
 		return r;
 	cfg->c.vsock = v;
@@ -145,15 +155,16 @@ static int add_net(kiln_vm_config *cfg, struct vm_net_cfg *n)
 	if (cfg->c.nnet == VM_MAX_NETS)
 		return config_fail(cfg, E2BIG, "net: at most %d network devices", VM_MAX_NETS);
 	/* The check fills passt's defaults (static strings): copied too. */
-	if ((r = checked(cfg, devcfg_net_check(n, &e), &e)) || (r = own(cfg, &n->tap)) || (r = own(cfg, &n->mac)) ||
-	    (r = own(cfg, &n->ip)) || (r = own(cfg, &n->gw)) || (r = own(cfg, &n->dns)) ||
-	    (r = own(cfg, &n->resolver)))
+	if ((r = checked(cfg, devcfg_net_check(n, &e), &e)) || (r = own(cfg, &n->tap)) ||
+	    (r = own(cfg, &n->mac)) || (r = own(cfg, &n->ip)) || (r = own(cfg, &n->gw)) ||
+	    (r = own(cfg, &n->dns)) || (r = own(cfg, &n->resolver)))
 		return r;
 	cfg->c.net[cfg->c.nnet++] = *n;
 	return 0;
 }
 
-int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char *mac, const char *ip)
+int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char *mac,
+			       const char *ip)
 {
 	struct vm_net_cfg n = { .tap = (char *)tap, .mac = (char *)mac, .ip = (char *)ip };
 
@@ -162,17 +173,21 @@ int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char 
 	return add_net(cfg, &n);
 }
 
-int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, const char *ip, const char *gw,
-				 const char *dns, const char *resolver)
+int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, const char *ip,
+				 const char *gw, const char *dns, const char *resolver)
 {
-	struct vm_net_cfg n = { .passt = 1, .mac = (char *)mac, .ip = (char *)ip, .gw = (char *)gw,
-				.dns = (char *)dns, .resolver = (char *)resolver };
+	struct vm_net_cfg n = { .passt = 1,
+				.mac = (char *)mac,
+				.ip = (char *)ip,
+				.gw = (char *)gw,
+				.dns = (char *)dns,
+				.resolver = (char *)resolver };
 
 	return add_net(cfg, &n);
 }
 
-int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes, uint64_t tx_packets, uint64_t rx_bytes,
-				uint64_t rx_packets)
+int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes, uint64_t tx_packets,
+				uint64_t rx_bytes, uint64_t rx_packets)
 {
 	struct vm_net_rate_cfg nr = { tx_bytes, tx_packets, rx_bytes, rx_packets };
 	struct err e = { { 0 } };

@@ -60,7 +60,8 @@ int vm_seccomp_enter(void *ctx, enum vm_thread_role role);
 int vm_seccomp_prepare(kiln_vm *vm);
 void vm_seccomp_free(kiln_vm *vm);
 /* Set cfg's message; returns -code. */
-int config_fail(kiln_vm_config *cfg, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int config_fail(kiln_vm_config *cfg, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Copy e's message into buf[256]; returns rc. */
 int handle_err(char *buf, int rc, const struct err *e);
 

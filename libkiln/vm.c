@@ -85,7 +85,8 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	*out = NULL;
 	cfg->err[0] = '\0';
 	if ((c->firewall_log || cfg->has_rate) && !c->firewall) {
-		snprintf(cfg->err, sizeof(cfg->err), "the firewall log and the rate limits need a firewall");
+		snprintf(cfg->err, sizeof(cfg->err),
+			 "the firewall log and the rate limits need a firewall");
 		return -EINVAL;
 	}
 	if (c->firewall && !c->nnet) {
@@ -106,7 +107,8 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	pthread_mutex_init(&vm->lk, NULL);
 	/* Joined before this returns: the caller may need a single thread
 	 * next (kiln-vmm's jail). Without a thread, claim() builds them. */
-	pre_started = vm->seccomp != KILN_SECCOMP_OFF && pthread_create(&pre, NULL, prebuild, vm) == 0;
+	pre_started = vm->seccomp != KILN_SECCOMP_OFF &&
+		pthread_create(&pre, NULL, prebuild, vm) == 0;
 	r = vm_create(&vm->cfg, &vm->vm, &e);
 	if (pre_started) {
 		pthread_join(pre, NULL);
@@ -515,7 +517,8 @@ size_t kiln_vm_timeline_count(const kiln_vm *vm)
 	return (size_t)timeline_count(vm_timeline(vm->vm));
 }
 
-int kiln_vm_timeline_get(const kiln_vm *vm, size_t i, char *name, size_t name_size, uint64_t *ns, int *derived)
+int kiln_vm_timeline_get(const kiln_vm *vm, size_t i, char *name, size_t name_size, uint64_t *ns,
+			 int *derived)
 {
 	if (i > TIMELINE_MAX)
 		return -ERANGE;

@@ -21,14 +21,16 @@ static const enum seccomp_role role_of[] = {
 /* Build under vm->lk held. */
 static int build_locked(kiln_vm *vm)
 {
-	enum seccomp_filter_mode mode = vm->seccomp == KILN_SECCOMP_LOG ? SECCOMP_FILTER_LOG : SECCOMP_FILTER_KILL;
+	enum seccomp_filter_mode mode = vm->seccomp == KILN_SECCOMP_LOG ? SECCOMP_FILTER_LOG
+									: SECCOMP_FILTER_KILL;
 	struct err e = { { 0 } };
 	int r;
 
 	if (vm->seccomp == KILN_SECCOMP_OFF || vm->filters_built)
 		return 0;
 	for (int i = 0; i < SECCOMP_ROLE_COUNT; i++) {
-		if ((r = seccomp_filter_build((enum seccomp_role)i, mode, &vm->filters[i], &e)) < 0) {
+		if ((r = seccomp_filter_build((enum seccomp_role)i, mode, &vm->filters[i], &e)) <
+		    0) {
 			for (int j = 0; j < i; j++)
 				seccomp_prog_free(&vm->filters[j]);
 			return handle_err(vm->err, r, &e);
@@ -70,8 +72,8 @@ int kiln_seccomp_apply_control(kiln_vm *vm)
 		return r;
 	if ((r = seccomp_filter_load(&vm->filters[SECCOMP_ROLE_CONTROL])) < 0) {
 		pthread_mutex_lock(&vm->lk);
-		snprintf(vm->err, sizeof(vm->err), "seccomp: cannot install the control thread's filter: %s",
-			 strerror(-r));
+		snprintf(vm->err, sizeof(vm->err),
+			 "seccomp: cannot install the control thread's filter: %s", strerror(-r));
 		pthread_mutex_unlock(&vm->lk);
 	}
 	return r;

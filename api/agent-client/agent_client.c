@@ -52,8 +52,8 @@ void agent_client_err_clear(struct agent_client_err *err)
 }
 
 /* Fill err and return -errnum. */
-int agent_client_efail(struct agent_client_err *err, enum agent_fail fail, enum agent_code code, int errnum,
-      const char *fmt, ...)
+int agent_client_efail(struct agent_client_err *err, enum agent_fail fail, enum agent_code code,
+		       int errnum, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -153,24 +153,26 @@ static int read_handshake(int fd, char *line, size_t cap, size_t *len, int64_t d
 		int w = agent_client_wait_fd(fd, POLLIN, dl);
 
 		if (w == -ETIMEDOUT)
-			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-				     "no answer to CONNECT %u from kiln-vmm within %d ms (is the guest still booting?)",
-				     c->port, c->timeout_ms);
+			return agent_client_efail(
+				err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+				"no answer to CONNECT %u from kiln-vmm within %d ms (is the guest still booting?)",
+				c->port, c->timeout_ms);
 		if (w < 0)
-			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
-				     strerror(-w));
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w,
+						  "poll: %s", strerror(-w));
 		n = recv(fd, line + got, cap - 1 - got, MSG_PEEK);
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
-				     "reading kiln-vmm's answer to CONNECT %u: %s", c->port,
-				     strerror(errno));
+						  "reading kiln-vmm's answer to CONNECT %u: %s",
+						  c->port, strerror(errno));
 		}
 		if (n == 0)
-			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
-				     "kiln-vmm closed the connection without OK: nothing listens on guest vsock port %u (agent not started yet, or the guest is gone)",
-				     c->port);
+			return agent_client_efail(
+				err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
+				"kiln-vmm closed the connection without OK: nothing listens on guest vsock port %u (agent not started yet, or the guest is gone)",
+				c->port);
 		nl = memchr(line + got, '\n', (size_t)n);
 		take = nl ? (size_t)(nl - (line + got)) + 1 : (size_t)n;
 		m = recv(fd, line + got, take, 0);
@@ -180,9 +182,10 @@ static int read_handshake(int fd, char *line, size_t cap, size_t *len, int64_t d
 		if (nl && (size_t)m == take)
 			break;
 		if (got >= cap - 1)
-			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
-				     "kiln-vmm's answer to CONNECT is longer than %zu bytes; is %s a kiln-vmm --vsock socket?",
-				     cap - 1, c->uds_path);
+			return agent_client_efail(
+				err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
+				"kiln-vmm's answer to CONNECT is longer than %zu bytes; is %s a kiln-vmm --vsock socket?",
+				cap - 1, c->uds_path);
 	}
 	line[got] = '\0';
 	*len = got;
@@ -203,12 +206,12 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	n = strnlen(c->uds_path, sizeof(c->uds_path));
 	if (n == 0 || n >= sizeof(sa.sun_path))
 		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, ENAMETOOLONG,
-			     "vsock socket path is empty or too long for a Unix socket");
+					  "vsock socket path is empty or too long for a Unix socket");
 	memcpy(sa.sun_path, c->uds_path, n);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, errno, "socket: %s",
-			     strerror(errno));
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, errno,
+					  "socket: %s", strerror(errno));
 	for (;;) {
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 			break;
@@ -219,12 +222,13 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 			continue;
 		}
 		r = errno == EAGAIN
-			    ? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-				    "connect to '%s': kiln-vmm's backlog stayed full for %d ms",
-				    c->uds_path, c->timeout_ms)
-			    : agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
-				    "connect to '%s': %s (is kiln-vmm running with --vsock %s?)",
-				    c->uds_path, strerror(errno), c->uds_path);
+			? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+					     "connect to '%s': kiln-vmm's backlog stayed full for %d ms",
+					     c->uds_path, c->timeout_ms)
+			: agent_client_efail(
+				  err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
+				  "connect to '%s': %s (is kiln-vmm running with --vsock %s?)",
+				  c->uds_path, strerror(errno), c->uds_path);
 		close(fd);
 		return r;
 	}
@@ -232,10 +236,12 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	iov.iov_len = (size_t)snprintf(hello, sizeof(hello), "CONNECT %u\n", c->port);
 	r = send_iov(fd, &iov, 1, dl, NULL);
 	if (r < 0) {
-		r = r == -ETIMEDOUT ? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-					    "sending CONNECT to '%s': timed out", c->uds_path)
-				    : agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
-					    "sending CONNECT to '%s': %s", c->uds_path, strerror(-r));
+		r = r == -ETIMEDOUT
+			? agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+					     "sending CONNECT to '%s': timed out", c->uds_path)
+			: agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
+					     "sending CONNECT to '%s': %s", c->uds_path,
+					     strerror(-r));
 		close(fd);
 		return r;
 	}
@@ -254,11 +260,12 @@ static int connect_by(const struct agent_client *c, int64_t dl, int *fd_out,
 	text_clean_ascii(shown, sizeof(shown), line, len);
 	if (strncmp(line, "ERROR ", 6) == 0)
 		r = agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
-			  "kiln-vmm refused CONNECT %u: %s", c->port, shown + 6);
+				       "kiln-vmm refused CONNECT %u: %s", c->port, shown + 6);
 	else
-		r = agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
-			  "unexpected answer to CONNECT %u: '%s' (expected 'OK <port>'); is %s a kiln-vmm --vsock socket?",
-			  c->port, shown, c->uds_path);
+		r = agent_client_efail(
+			err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, EPROTO,
+			"unexpected answer to CONNECT %u: '%s' (expected 'OK <port>'); is %s a kiln-vmm --vsock socket?",
+			c->port, shown, c->uds_path);
 	close(fd);
 	return r;
 }
@@ -271,8 +278,8 @@ int agent_client_connect(const struct agent_client *c, int *fd_out, struct agent
 
 /* ---- one connection: framed replies ---- */
 
-int agent_client_conn_open(const struct agent_client *c, int64_t dl, const char *what, struct agent_client_conn *k,
-		     struct agent_client_err *err)
+int agent_client_conn_open(const struct agent_client *c, int64_t dl, const char *what,
+			   struct agent_client_conn *k, struct agent_client_err *err)
 {
 	int r;
 
@@ -282,7 +289,8 @@ int agent_client_conn_open(const struct agent_client *c, int64_t dl, const char 
 	agent_frame_init(&k->fr);
 	k->buf = malloc(AGENT_CLIENT_CONN_RBUF);
 	if (!k->buf)
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", what);
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					  "%s: out of memory", what);
 	r = connect_by(c, dl, &k->fd, err);
 	if (r < 0) {
 		free(k->buf);
@@ -333,28 +341,32 @@ static int conn_fill(struct agent_client_conn *k, struct agent_client_err *err)
 			continue;
 		if (errno != EAGAIN)
 			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
-				     "%s: reading the agent's reply: %s", k->what, strerror(errno));
+						  "%s: reading the agent's reply: %s", k->what,
+						  strerror(errno));
 		w = agent_client_wait_fd(k->fd, POLLIN, k->deadline);
 		if (w == -ETIMEDOUT)
-			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-				     "%s: no reply from the agent within %lld ms", k->what,
-				     (long long)k->window_ms);
+			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT,
+						  ETIMEDOUT,
+						  "%s: no reply from the agent within %lld ms",
+						  k->what, (long long)k->window_ms);
 		if (w < 0)
-			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s",
-				     strerror(-w));
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w,
+						  "poll: %s", strerror(-w));
 	}
 }
 
-static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe, struct agent_client_err *err)
+static int frame_fail(struct agent_client_conn *k, const struct agent_err *fe,
+		      struct agent_client_err *err)
 {
 	/* The framer's codes describe exactly what the agent got wrong. */
-	return agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe->code, EPROTO, "%s: bad reply from the agent: %s",
-		     k->what, fe->msg);
+	return agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe->code, EPROTO,
+				  "%s: bad reply from the agent: %s", k->what, fe->msg);
 }
 
 /* The framer's next event from k's bytes: 0 with *ev, 1 at the end of the
  * connection (*ev what the framer says of it), < 0 when reading failed. */
-static int conn_event(struct agent_client_conn *k, struct agent_event *ev, struct agent_client_err *err)
+static int conn_event(struct agent_client_conn *k, struct agent_event *ev,
+		      struct agent_client_err *err)
 {
 	size_t used;
 	int r;
@@ -379,7 +391,8 @@ static int conn_event(struct agent_client_conn *k, struct agent_event *ev, struc
  * connection at a message boundary; < 0: error. Skips the unread payload
  * of the previous message.
  */
-int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *len, struct agent_client_err *err)
+int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *len,
+			   struct agent_client_err *err)
 {
 	struct agent_event ev;
 
@@ -409,7 +422,8 @@ int agent_client_conn_next(struct agent_client_conn *k, json_t **hdr, uint64_t *
  * Next slice of the current payload: 0 with *p and *n (valid until the next
  * read on k), 1 when the payload is complete, < 0 on error.
  */
-int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, size_t *n, struct agent_client_err *err)
+int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, size_t *n,
+			      struct agent_client_err *err)
 {
 	struct agent_event ev;
 
@@ -435,19 +449,20 @@ int agent_client_conn_payload(struct agent_client_conn *k, const uint8_t **p, si
 	return 1;
 }
 
-int agent_client_conn_send(struct agent_client_conn *k, const void *a, size_t an, const void *b, size_t bn, int64_t dl,
-		     size_t *sent, struct agent_client_err *err)
+int agent_client_conn_send(struct agent_client_conn *k, const void *a, size_t an, const void *b,
+			   size_t bn, int64_t dl, size_t *sent, struct agent_client_err *err)
 {
 	struct iovec iov[2] = { { (void *)a, an }, { (void *)b, bn } };
 	int r = send_iov(k->fd, iov, 2, dl, sent);
 
 	if (r == -ETIMEDOUT)
-		return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-			     "%s: the agent did not take the request in time (is the guest stalled?)",
-			     k->what);
+		return agent_client_efail(
+			err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+			"%s: the agent did not take the request in time (is the guest stalled?)",
+			k->what);
 	if (r < 0)
 		return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, -r,
-			     "%s: sending to the agent: %s", k->what, strerror(-r));
+					  "%s: sending to the agent: %s", k->what, strerror(-r));
 	return 0;
 }
 
@@ -509,8 +524,8 @@ void agent_client_req_user(struct agent_client_req *r, enum agent_user u)
  * Check the request with the agent's own parser, as it will arrive in
  * `ctx` with `len` payload bytes, and serialise it. Frees r->o.
  */
-int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint64_t len, struct agent_line *line,
-		      struct agent_client_err *err)
+int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint64_t len,
+			    struct agent_line *line, struct agent_client_err *err)
 {
 	struct agent_msg msg;
 	struct agent_err pe;
@@ -519,15 +534,17 @@ int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint
 	line->data = NULL;
 	line->len = 0;
 	if (r->bad_key) {
-		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
-			    "%s: '%s' is not valid UTF-8; the protocol carries names and paths as UTF-8 text",
-			    r->type, r->bad_key);
+		ret = agent_client_efail(
+			err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
+			"%s: '%s' is not valid UTF-8; the protocol carries names and paths as UTF-8 text",
+			r->type, r->bad_key);
 		goto out;
 	}
 	if (len)
 		agent_client_req_int(r, "len", (int64_t)len);
 	if (r->nomem) {
-		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", r->type);
+		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					 "%s: out of memory", r->type);
 		goto out;
 	}
 	if (agent_msg_parse(r->o, ctx, &msg, &pe) != AGENT_OK) {
@@ -537,11 +554,13 @@ int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint
 	agent_msg_free(&msg);
 	ret = agent_line_json(line, r->o);
 	if (ret == -E2BIG)
-		ret = agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
-			    "%s: the request is longer than %d bytes (argv, env or paths too long)",
-			    r->type, AGENT_HEADER_MAX);
+		ret = agent_client_efail(
+			err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
+			"%s: the request is longer than %d bytes (argv, env or paths too long)",
+			r->type, AGENT_HEADER_MAX);
 	else if (ret < 0)
-		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -ret, "%s: out of memory", r->type);
+		ret = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -ret,
+					 "%s: out of memory", r->type);
 out:
 	json_decref(r->o);
 	r->o = NULL;
@@ -553,7 +572,7 @@ out:
 static bool is_payload_type(const char *t)
 {
 	return strcmp(t, "stdout") == 0 || strcmp(t, "stderr") == 0 || strcmp(t, "data") == 0 ||
-	       strcmp(t, "result") == 0;
+		strcmp(t, "result") == 0;
 }
 
 /* An error line becomes the caller's typed error. */
@@ -564,21 +583,24 @@ static int agent_error(struct agent_client_conn *k, json_t *h, struct agent_clie
 	int c;
 
 	if (!json_is_string(cv) || !json_is_string(mv))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's error line lacks a string 'code' or 'message'",
-				  k->what);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err, "%s: the agent's error line lacks a string 'code' or 'message'",
+			k->what);
 	code = json_string_value(cv);
 	for (c = AGENT_E_BAD_JSON; c < AGENT_CODE_COUNT; c++)
 		if (strcmp(agent_code_name((enum agent_code)c), code) == 0)
 			break;
 	if (c == AGENT_CODE_COUNT)
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent an unknown error code '%.64s': %.400s",
-				  k->what, code, json_string_value(mv));
+		return AGENT_CLIENT_PROTO_FAIL(
+			err, "%s: the agent sent an unknown error code '%.64s': %.400s", k->what,
+			code, json_string_value(mv));
 	/* an empty message still gives the caller one that says something */
 	if (!json_string_value(mv)[0])
 		return agent_client_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO,
-					  "%s: the agent refused (%s) without a message", k->what, code);
+					  "%s: the agent refused (%s) without a message", k->what,
+					  code);
 	return agent_client_efail(err, AGENT_FAIL_AGENT, (enum agent_code)c, EREMOTEIO, "%s",
-		     json_string_value(mv));
+				  json_string_value(mv));
 }
 
 /*
@@ -586,50 +608,60 @@ static int agent_error(struct agent_client_conn *k, json_t *h, struct agent_clie
  * as is a missing type or a payload on a type that carries none.
  */
 int agent_client_reply_type(struct agent_client_conn *k, json_t *h, uint64_t len, const char **type,
-		      struct agent_client_err *err)
+			    struct agent_client_err *err)
 {
 	json_t *t = json_object_get(h, "type");
 
 	*type = NULL;
 	if (!json_is_string(t))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply has no string 'type'", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply has no string 'type'",
+					       k->what);
 	*type = json_string_value(t);
 	if (strcmp(*type, "error") == 0)
 		return agent_error(k, h, err);
 	if (len && !is_payload_type(*type))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%.64s' reply carries %llu payload bytes; it has none",
-				  k->what, *type, (unsigned long long)len);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err,
+			"%s: the agent's '%.64s' reply carries %llu payload bytes; it has none",
+			k->what, *type, (unsigned long long)len);
 	return 0;
 }
 
-int agent_client_unexpected(struct agent_client_conn *k, const char *type, const char *want, struct agent_client_err *err)
+int agent_client_unexpected(struct agent_client_conn *k, const char *type, const char *want,
+			    struct agent_client_err *err)
 {
-	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent replied '%.64s' where %s belongs", k->what, type, want);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent replied '%.64s' where %s belongs",
+				       k->what, type, want);
 }
 
-int agent_client_closed_early(struct agent_client_conn *k, const char *before, struct agent_client_err *err)
+int agent_client_closed_early(struct agent_client_conn *k, const char *before,
+			      struct agent_client_err *err)
 {
-	return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
-		     "%s: the agent closed the connection before %s (guest shutting down or gone?)",
-		     k->what, before);
+	return agent_client_efail(
+		err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, ECONNRESET,
+		"%s: the agent closed the connection before %s (guest shutting down or gone?)",
+		k->what, before);
 }
 
-static int field_missing(struct agent_client_conn *k, const char *key, const char *what, struct agent_client_err *err)
+static int field_missing(struct agent_client_conn *k, const char *key, const char *what,
+			 struct agent_client_err *err)
 {
-	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply lacks '%s' (%s)", k->what, key, what);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's reply lacks '%s' (%s)", k->what, key,
+				       what);
 }
 
 /* A reply field json_field refused: the agent broke the protocol. */
-static int field_refused(struct agent_client_conn *k, const struct json_field_fail *f, const char *what,
-			 struct agent_client_err *err)
+static int field_refused(struct agent_client_conn *k, const struct json_field_fail *f,
+			 const char *what, struct agent_client_err *err)
 {
 	if (f->fault == JSON_FIELD_MISSING)
 		return field_missing(k, f->key, what, err);
-	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not %s", k->what, f->key, what);
+	return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not %s", k->what, f->key,
+				       what);
 }
 
-int agent_client_r_uint(struct agent_client_conn *k, json_t *h, const char *key, uint64_t max, uint64_t *out,
-		  struct agent_client_err *err)
+int agent_client_r_uint(struct agent_client_conn *k, json_t *h, const char *key, uint64_t max,
+			uint64_t *out, struct agent_client_err *err)
 {
 	struct json_field_fail f;
 	char what[48];
@@ -642,8 +674,8 @@ int agent_client_r_uint(struct agent_client_conn *k, json_t *h, const char *key,
 	return field_refused(k, &f, what, err);
 }
 
-int agent_client_r_u32(struct agent_client_conn *k, json_t *h, const char *key, uint32_t max, uint32_t *out,
-		 struct agent_client_err *err)
+int agent_client_r_u32(struct agent_client_conn *k, json_t *h, const char *key, uint32_t max,
+		       uint32_t *out, struct agent_client_err *err)
 {
 	uint64_t v = 0;
 	int r = agent_client_r_uint(k, h, key, max, &v, err);
@@ -652,40 +684,49 @@ int agent_client_r_u32(struct agent_client_conn *k, json_t *h, const char *key, 
 	return r;
 }
 
-int agent_client_r_u64(struct agent_client_conn *k, json_t *h, const char *key, uint64_t *out, struct agent_client_err *err)
+int agent_client_r_u64(struct agent_client_conn *k, json_t *h, const char *key, uint64_t *out,
+		       struct agent_client_err *err)
 {
 	return agent_client_r_uint(k, h, key, INT64_MAX, out, err);
 }
 
-int agent_client_r_sint(struct agent_client_conn *k, json_t *h, const char *key, int64_t *out, struct agent_client_err *err)
+int agent_client_r_sint(struct agent_client_conn *k, json_t *h, const char *key, int64_t *out,
+			struct agent_client_err *err)
 {
 	json_t *v = json_object_get(h, key);
 
 	if (!v)
 		return field_missing(k, key, "an integer", err);
 	if (!json_is_integer(v))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer", k->what, key);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's '%s' is not an integer",
+					       k->what, key);
 	*out = json_integer_value(v);
 	return 0;
 }
 
-int agent_client_r_bool(struct agent_client_conn *k, json_t *h, const char *key, bool *out, struct agent_client_err *err)
+int agent_client_r_bool(struct agent_client_conn *k, json_t *h, const char *key, bool *out,
+			struct agent_client_err *err)
 {
 	struct json_field_fail f;
 
-	return json_field_bool(h, key, true, false, out, &f) ? field_refused(k, &f, "true or false", err) : 0;
+	return json_field_bool(h, key, true, false, out, &f)
+		? field_refused(k, &f, "true or false", err)
+		: 0;
 }
 
 int agent_client_r_str(struct agent_client_conn *k, json_t *h, const char *key, const char **out,
-		 struct agent_client_err *err)
+		       struct agent_client_err *err)
 {
 	struct json_field_fail f;
 
-	return json_field_string(h, key, true, SIZE_MAX, out, &f) ? field_refused(k, &f, "a string", err) : 0;
+	return json_field_string(h, key, true, SIZE_MAX, out, &f)
+		? field_refused(k, &f, "a string", err)
+		: 0;
 }
 
 /* exit_code (0..255 or null) and signal (1..64 or null). */
-int agent_client_r_status(struct agent_client_conn *k, json_t *h, int *code, int *signo, struct agent_client_err *err)
+int agent_client_r_status(struct agent_client_conn *k, json_t *h, int *code, int *signo,
+			  struct agent_client_err *err)
 {
 	json_t *c = json_object_get(h, "exit_code"), *s = json_object_get(h, "signal");
 
@@ -693,16 +734,20 @@ int agent_client_r_status(struct agent_client_conn *k, json_t *h, int *code, int
 		return field_missing(k, c ? "signal" : "exit_code", "an integer or null", err);
 	if (!json_is_null(c) &&
 	    (!json_is_integer(c) || json_integer_value(c) < 0 || json_integer_value(c) > 255))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's 'exit_code' is not 0..255 or null", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err,
+					       "%s: the agent's 'exit_code' is not 0..255 or null",
+					       k->what);
 	if (!json_is_null(s) &&
 	    (!json_is_integer(s) || json_integer_value(s) < 1 || json_integer_value(s) > 64))
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's 'signal' is not 1..64 or null", k->what);
+		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's 'signal' is not 1..64 or null",
+					       k->what);
 	*code = json_is_null(c) ? -1 : (int)json_integer_value(c);
 	*signo = json_is_null(s) ? 0 : (int)json_integer_value(s);
 	return 0;
 }
 
-int agent_client_r_pid(struct agent_client_conn *k, json_t *h, int *pid, struct agent_client_err *err)
+int agent_client_r_pid(struct agent_client_conn *k, json_t *h, int *pid,
+		       struct agent_client_err *err)
 {
 	uint64_t v = 0;
 	int r = agent_client_r_uint(k, h, "pid", INT_MAX, &v, err);
@@ -711,8 +756,8 @@ int agent_client_r_pid(struct agent_client_conn *k, json_t *h, int *pid, struct 
 	return r;
 }
 
-int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, struct agent_client_exit *ex,
-		      struct agent_client_err *err)
+int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec,
+			    struct agent_client_exit *ex, struct agent_client_err *err)
 {
 	int r;
 
@@ -720,7 +765,8 @@ int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, s
 	if (!exec && json_object_get(h, "id") &&
 	    (r = agent_client_r_u32(k, h, "id", UINT32_MAX, &ex->id, err)))
 		return r;
-	if ((r = agent_client_r_pid(k, h, &ex->pid, err)) || (r = agent_client_r_status(k, h, &ex->exit_code, &ex->signal, err)) ||
+	if ((r = agent_client_r_pid(k, h, &ex->pid, err)) ||
+	    (r = agent_client_r_status(k, h, &ex->exit_code, &ex->signal, err)) ||
 	    (r = agent_client_r_bool(k, h, "timed_out", &ex->timed_out, err)) ||
 	    (r = agent_client_r_u64(k, h, "stdout_bytes", &ex->stdout_bytes, err)) ||
 	    (r = agent_client_r_u64(k, h, "stderr_bytes", &ex->stderr_bytes, err)) ||
@@ -728,19 +774,21 @@ int agent_client_parse_exit(struct agent_client_conn *k, json_t *h, bool exec, s
 	    (r = agent_client_r_u64(k, h, "user_us", &ex->user_us, err)) ||
 	    (r = agent_client_r_u64(k, h, "sys_us", &ex->sys_us, err)))
 		return r;
-	if (exec && ((r = agent_client_r_bool(k, h, "stdout_truncated", &ex->stdout_truncated, err)) ||
-		     (r = agent_client_r_bool(k, h, "stderr_truncated", &ex->stderr_truncated, err))))
+	if (exec &&
+	    ((r = agent_client_r_bool(k, h, "stdout_truncated", &ex->stdout_truncated, err)) ||
+	     (r = agent_client_r_bool(k, h, "stderr_truncated", &ex->stderr_truncated, err))))
 		return r;
 	/* An exited process has a status: one of the two is set. */
 	if (ex->exit_code < 0 && ex->signal == 0)
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's exit line has neither exit_code nor signal",
-				  k->what);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err, "%s: the agent's exit line has neither exit_code nor signal", k->what);
 	return 0;
 }
 
-int agent_client_conn_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload,
-			   size_t n, const char *want, int64_t dl, int64_t reply_dl, struct agent_client_conn *k,
-			   json_t **reply, struct agent_client_err *err)
+int agent_client_conn_call(const struct agent_client *c, struct agent_client_req *rq,
+			   const void *payload, size_t n, const char *want, int64_t dl,
+			   int64_t reply_dl, struct agent_client_conn *k, json_t **reply,
+			   struct agent_client_err *err)
 {
 	struct agent_line line;
 	const char *type;
@@ -775,9 +823,9 @@ int agent_client_conn_call(const struct agent_client *c, struct agent_client_req
 	return 0;
 }
 
-int agent_client_call(const struct agent_client *c, struct agent_client_req *rq, const void *payload, size_t n,
-		const char *want, int64_t dl, int64_t reply_dl, json_t **reply,
-		struct agent_client_err *err)
+int agent_client_call(const struct agent_client *c, struct agent_client_req *rq,
+		      const void *payload, size_t n, const char *want, int64_t dl, int64_t reply_dl,
+		      json_t **reply, struct agent_client_err *err)
 {
 	struct agent_client_conn k;
 	int r = agent_client_conn_call(c, rq, payload, n, want, dl, reply_dl, &k, reply, err);
@@ -787,8 +835,8 @@ int agent_client_call(const struct agent_client *c, struct agent_client_req *rq,
 }
 
 /* An immediate request: everything within the context's timeout. */
-int agent_client_call_now(const struct agent_client *c, struct agent_client_req *rq, const char *want, json_t **reply,
-		    struct agent_client_err *err)
+int agent_client_call_now(const struct agent_client *c, struct agent_client_req *rq,
+			  const char *want, json_t **reply, struct agent_client_err *err)
 {
 	int64_t dl = mono_deadline_ms(c->timeout_ms);
 
@@ -796,7 +844,8 @@ int agent_client_call_now(const struct agent_client *c, struct agent_client_req 
 }
 
 /* A request answered by {"type":"ok"} whose fields do not matter. */
-int agent_client_call_ok(const struct agent_client *c, struct agent_client_req *rq, struct agent_client_err *err)
+int agent_client_call_ok(const struct agent_client *c, struct agent_client_req *rq,
+			 struct agent_client_err *err)
 {
 	json_t *h;
 	int r = agent_client_call_now(c, rq, "ok", &h, err);
@@ -832,7 +881,9 @@ static int ping_by(const struct agent_client *c, int64_t dl, int *protocol,
 	r = agent_client_r_sint(&k, h, "protocol", &v, err);
 	json_decref(h);
 	if (r == 0 && (v < 0 || v > INT_MAX))
-		r = AGENT_CLIENT_PROTO_FAIL(err, "ping: the agent's protocol number %lld is out of range", (long long)v);
+		r = AGENT_CLIENT_PROTO_FAIL(err,
+					    "ping: the agent's protocol number %lld is out of range",
+					    (long long)v);
 	*protocol = (int)v;
 	return r;
 }
@@ -872,12 +923,14 @@ int agent_client_wait_ready_hold(const struct agent_client *c, int timeout_ms, i
 		attempts++;
 		/* An attempt kiln-vmm holds (in its backlog, or waiting for the
 		 * guest's answer) is worth more than a new one behind it. */
-		r = ping_by(c, hold_ms > 0 && mono_ms() + hold_ms > dl ? mono_ms() + hold_ms : dl, &proto, &last);
+		r = ping_by(c, hold_ms > 0 && mono_ms() + hold_ms > dl ? mono_ms() + hold_ms : dl,
+			    &proto, &last);
 		if (r == 0) {
 			if (proto != AGENT_PROTOCOL)
-				return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,
-					     "the agent speaks protocol %d, this host speaks %d; boot a kiln-init built from the same tree",
-					     proto, AGENT_PROTOCOL);
+				return agent_client_efail(
+					err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTONOSUPPORT,
+					"the agent speaks protocol %d, this host speaks %d; boot a kiln-init built from the same tree",
+					proto, AGENT_PROTOCOL);
 			return 0;
 		}
 		/* Not yet: kiln-vmm not listening, agent not listening (no OK,
@@ -893,10 +946,12 @@ int agent_client_wait_ready_hold(const struct agent_client *c, int timeout_ms, i
 			reason = last;
 		left = dl - mono_ms();
 		if (left <= 0)
-			return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-				     "the agent was not ready within %d ms (%d attempts; last: %s)",
-				     timeout_ms, attempts, reason.msg);
-		if (last.fail == AGENT_FAIL_CONNECT && (last.errnum == ENOENT || last.errnum == ECONNREFUSED)) {
+			return agent_client_efail(
+				err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
+				"the agent was not ready within %d ms (%d attempts; last: %s)",
+				timeout_ms, attempts, reason.msg);
+		if (last.fail == AGENT_FAIL_CONNECT &&
+		    (last.errnum == ENOENT || last.errnum == ECONNREFUSED)) {
 			sleep_ms(READY_PAUSE_NO_SOCKET_MS < left ? READY_PAUSE_NO_SOCKET_MS : left);
 			continue;
 		}
@@ -928,7 +983,8 @@ int agent_client_info(const struct agent_client *c, struct agent_client_info *in
 	if (r < 0)
 		return r;
 	if ((r = agent_client_r_sint(&k, h, "protocol", &proto, err)) ||
-	    (r = agent_client_r_str(&k, h, "agent_version", &ver, err)) || (r = agent_client_r_str(&k, h, "kernel", &kern, err)) ||
+	    (r = agent_client_r_str(&k, h, "agent_version", &ver, err)) ||
+	    (r = agent_client_r_str(&k, h, "kernel", &kern, err)) ||
 	    (r = agent_client_r_str(&k, h, "hostname", &host, err)) ||
 	    (r = agent_client_r_u32(&k, h, "cpus", UINT32_MAX, &info->cpus, err)) ||
 	    (r = agent_client_r_u64(&k, h, "mem_total", &info->mem_total, err)) ||
@@ -938,7 +994,8 @@ int agent_client_info(const struct agent_client *c, struct agent_client_info *in
 	    (r = agent_client_r_u32(&k, h, "processes", UINT32_MAX, &info->processes, err)))
 		goto out;
 	if (proto < 0 || proto > INT_MAX) {
-		r = AGENT_CLIENT_PROTO_FAIL(err, "info: the agent's protocol number is out of range");
+		r = AGENT_CLIENT_PROTO_FAIL(err,
+					    "info: the agent's protocol number is out of range");
 		goto out;
 	}
 	info->protocol = (int)proto;
@@ -957,8 +1014,8 @@ out:
  * caller reads them from *k (conn_next with the context's idle timeout)
  * and closes it.
  */
-int agent_client_open_listing(const struct agent_client *c, struct agent_client_req *rq, struct agent_client_conn *k,
-			struct agent_client_err *err)
+int agent_client_open_listing(const struct agent_client *c, struct agent_client_req *rq,
+			      struct agent_client_conn *k, struct agent_client_err *err)
 {
 	struct agent_line line;
 	int64_t dl;
@@ -981,8 +1038,9 @@ int agent_client_open_listing(const struct agent_client *c, struct agent_client_
 }
 
 /* Next message of a listing: each must arrive within the idle timeout. */
-int agent_client_next_reply(const struct agent_client *c, struct agent_client_conn *k, json_t **h, uint64_t *len,
-		      const char **type, const char *before, struct agent_client_err *err)
+int agent_client_next_reply(const struct agent_client *c, struct agent_client_conn *k, json_t **h,
+			    uint64_t *len, const char **type, const char *before,
+			    struct agent_client_err *err)
 {
 	int r;
 
@@ -1041,8 +1099,8 @@ int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64
 	return agent_client_sync_clock_seed(c, time_ns, NULL, 0, delta_ns, err);
 }
 
-int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed, size_t n,
-				 int64_t *delta_ns, struct agent_client_err *err)
+int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed,
+				 size_t n, int64_t *delta_ns, struct agent_client_err *err)
 {
 	struct agent_client_conn k = agent_client_msg_ctx("sync_clock");
 	char hex[2 * AGENT_ENTROPY_MAX + 1];
@@ -1054,7 +1112,8 @@ int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, 
 	ERR_INIT(err);
 	if (seed && (n == 0 || n > AGENT_ENTROPY_MAX))
 		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BAD_FIELD, EINVAL,
-				"sync_clock: entropy is 1..%d bytes, not %zu", AGENT_ENTROPY_MAX, n);
+					  "sync_clock: entropy is 1..%d bytes, not %zu",
+					  AGENT_ENTROPY_MAX, n);
 	agent_client_req_init(&rq, "sync_clock");
 	agent_client_req_int(&rq, "time_ns", time_ns);
 	if (seed) {

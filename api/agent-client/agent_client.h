@@ -54,16 +54,16 @@
 struct agent_client {
 	char uds_path[108]; /* kiln-vmm's --vsock socket (sizeof sun_path) */
 	uint32_t port;      /* AGENT_PORT */
-	int timeout_ms;     /* connect + handshake, each send, each reply of an immediate request; <= 0: none */
+	int timeout_ms; /* connect + handshake, each send, each reply of an immediate request; <= 0: none */
 };
 
 /* What kind of failure an agent_client_err describes. */
 enum agent_fail {
 	AGENT_FAIL_NONE = 0,
-	AGENT_FAIL_AGENT,    /* the agent answered with an error line: code and message are its own */
-	AGENT_FAIL_REQUEST,  /* the request is invalid (code as the agent would say); nothing was sent */
-	AGENT_FAIL_CONNECT,  /* socket, CONNECT handshake, or the connection ended early (VM or agent gone) */
-	AGENT_FAIL_TIMEOUT,  /* a host-side deadline passed */
+	AGENT_FAIL_AGENT, /* the agent answered with an error line: code and message are its own */
+	AGENT_FAIL_REQUEST, /* the request is invalid (code as the agent would say); nothing was sent */
+	AGENT_FAIL_CONNECT, /* socket, CONNECT handshake, or the connection ended early (VM or agent gone) */
+	AGENT_FAIL_TIMEOUT, /* a host-side deadline passed */
 	AGENT_FAIL_PROTOCOL, /* the agent's bytes broke the protocol, or its version is incompatible */
 	AGENT_FAIL_LOCAL,    /* a host-side failure: memory, a local fd, a callback */
 };
@@ -161,15 +161,15 @@ struct agent_client_proc_opts {
 	bool shell;                  /* run /bin/sh -c argv[0] argv[1..] */
 	const struct agent_env *env; /* value NULL: unset a base variable */
 	size_t envc;
-	const char *cwd;             /* NULL: the user's home */
-	enum agent_user user;        /* AGENT_USER_USER (uid 1000) or AGENT_USER_ROOT */
-	uint32_t timeout_ms;         /* guest-side kill after this long; 0: none */
-	bool confine;                /* own mount namespace: /workspace, /tmp, the runtime (agent protocol 8) */
+	const char *cwd;      /* NULL: the user's home */
+	enum agent_user user; /* AGENT_USER_USER (uid 1000) or AGENT_USER_ROOT */
+	uint32_t timeout_ms;  /* guest-side kill after this long; 0: none */
+	bool confine; /* own mount namespace: /workspace, /tmp, the runtime (agent protocol 8) */
 
 	/* exec only */
-	uint32_t output_cap;         /* per stream; 0: AGENT_OUTPUT_CAP_DEFAULT */
-	bool discard_output;         /* output_cap 0: only the exit status and byte counts */
-	const void *stdin_data;      /* at most AGENT_LEN_MAX bytes, then EOF */
+	uint32_t output_cap;    /* per stream; 0: AGENT_OUTPUT_CAP_DEFAULT */
+	bool discard_output;    /* output_cap 0: only the exit status and byte counts */
+	const void *stdin_data; /* at most AGENT_LEN_MAX bytes, then EOF */
 	size_t stdin_len;
 	/* Host-side limit on the whole exec. 0: timeout_ms plus the drain
 	 * time and the context's timeout when timeout_ms is set, otherwise
@@ -191,18 +191,18 @@ struct agent_client_proc_opts {
 
 	/* spawn only */
 	bool pty;
-	uint16_t rows, cols;         /* 0: 24x80; only with pty */
-	uint32_t ring_bytes;         /* 0: AGENT_RING_DEFAULT */
+	uint16_t rows, cols; /* 0: 24x80; only with pty */
+	uint32_t ring_bytes; /* 0: AGENT_RING_DEFAULT */
 };
 
 /* How a process ended: an exec's or spawned process's `exit` line. */
 struct agent_client_exit {
-	uint32_t id;      /* spawned processes; 0 for exec */
+	uint32_t id; /* spawned processes; 0 for exec */
 	int pid;
-	int exit_code;    /* 0..255 (124 after a timeout); -1 when a signal ended it */
-	int signal;       /* the signal that ended it; 0 when none */
+	int exit_code; /* 0..255 (124 after a timeout); -1 when a signal ended it */
+	int signal;    /* the signal that ended it; 0 when none */
 	bool timed_out;
-	uint64_t stdout_bytes, stderr_bytes; /* everything written, dropped bytes included */
+	uint64_t stdout_bytes, stderr_bytes;     /* everything written, dropped bytes included */
 	bool stdout_truncated, stderr_truncated; /* exec: more than output_cap was written */
 	uint64_t wall_us, user_us, sys_us;
 };
@@ -280,8 +280,8 @@ enum agent_client_event_kind {
 
 struct agent_client_event {
 	enum agent_client_event_kind kind;
-	uint64_t seq;         /* STDOUT/STDERR: of data[0]; GAP: first lost byte */
-	const uint8_t *data;  /* STDOUT/STDERR; valid until the next call on the stream */
+	uint64_t seq;        /* STDOUT/STDERR: of data[0]; GAP: first lost byte */
+	const uint8_t *data; /* STDOUT/STDERR; valid until the next call on the stream */
 	size_t len;
 	uint64_t gap_bytes;
 	struct agent_client_exit exit;
@@ -372,7 +372,7 @@ typedef ssize_t (*agent_client_source_fn)(void *arg, void *buf, size_t n);
 
 struct agent_client_read_opts {
 	uint64_t offset;
-	uint64_t length;   /* with has_length */
+	uint64_t length; /* with has_length */
 	bool has_length;
 	enum agent_user user;
 };
@@ -395,12 +395,12 @@ int agent_client_read_fd(const struct agent_client *c, const char *path,
 			 struct agent_client_read_info *info, struct agent_client_err *err);
 
 struct agent_client_write_opts {
-	bool no_create;  /* fail with not_found instead of creating */
-	bool exclusive;  /* fail with exists when it exists */
-	bool append;     /* append instead of truncating */
-	bool parents;    /* create missing parent directories */
+	bool no_create; /* fail with not_found instead of creating */
+	bool exclusive; /* fail with exists when it exists */
+	bool append;    /* append instead of truncating */
+	bool parents;   /* create missing parent directories */
 	bool has_mode;
-	uint32_t mode;   /* with has_mode; else 0644 for a created file */
+	uint32_t mode; /* with has_mode; else 0644 for a created file */
 	enum agent_user user;
 };
 
@@ -435,7 +435,7 @@ struct agent_client_stat {
 	uint32_t depth;     /* list_dir entries */
 	enum agent_client_kind kind;
 	uint64_t size;
-	uint32_t mode;      /* permission bits */
+	uint32_t mode; /* permission bits */
 	uint32_t uid, gid;
 	uint64_t nlink;
 	int64_t mtime_ns;
@@ -504,7 +504,8 @@ int agent_client_tar_upload_cb(const struct agent_client *c, const char *path, e
 			       struct agent_client_tar_stats *stats, struct agent_client_err *err);
 int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 				 enum agent_user user, agent_client_data_fn fn, void *arg,
-				 struct agent_client_tar_stats *stats, struct agent_client_err *err);
+				 struct agent_client_tar_stats *stats,
+				 struct agent_client_err *err);
 
 /* ---- TCP bridge ---- */
 
@@ -523,8 +524,8 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
  * or address the agent would refuse; the connection failures of
  * agent_client_connect().
  */
-int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address, int *fd,
-			     struct agent_client_err *err);
+int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address,
+			     int *fd, struct agent_client_err *err);
 
 /* ---- watch (docs/agent-protocol.md, 7.8) ---- */
 
@@ -544,8 +545,8 @@ struct agent_client_fs_event {
 	const char *path;     /* below the watched directory; valid until the next call */
 	const char *old_path; /* rename only, else NULL */
 	bool is_dir, lossy;
-	const char *reason;   /* overflow: "queue", "kernel", "watch_limit" */
-	uint64_t dropped;     /* overflow */
+	const char *reason; /* overflow: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;   /* overflow */
 };
 
 /*
@@ -567,8 +568,9 @@ int agent_client_watch(const struct agent_client *c, const char *path,
  * arrived (the watch stays usable); any other -errno ends it. Sequence
  * numbers are checked: each event's is the previous one's plus 1.
  */
-int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms, struct agent_client_fs_event *ev,
-			    const char **end_reason, struct agent_client_err *err);
+int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms,
+			    struct agent_client_fs_event *ev, const char **end_reason,
+			    struct agent_client_err *err);
 /* The watch's socket, for poll(); readable: call watch_next. */
 int agent_client_watch_fd(const struct agent_client_watch *w);
 /* True when decoded bytes are buffered: call watch_next before polling again. */
@@ -586,7 +588,7 @@ struct agent_client_configure {
 	const char *gateway;
 	const char *const *dns;
 	size_t dns_n;
-	bool set_dns;          /* send dns (dns_n may be 0: no nameservers) */
+	bool set_dns; /* send dns (dns_n may be 0: no nameservers) */
 	uint32_t mtu;
 };
 
@@ -602,8 +604,8 @@ int agent_client_sync_clock(const struct agent_client *c, int64_t time_ns, int64
  * guest's random pool and reseed its CRNG: after a restore, so forks of one
  * snapshot do not share random numbers. seed == NULL: no entropy.
  */
-int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed, size_t n,
-				 int64_t *delta_ns, struct agent_client_err *err);
+int agent_client_sync_clock_seed(const struct agent_client *c, int64_t time_ns, const uint8_t *seed,
+				 size_t n, int64_t *delta_ns, struct agent_client_err *err);
 
 /* shutdown: the agent replies, then stops every process (grace_ms < 0: default) and resets the VM. */
 int agent_client_shutdown(const struct agent_client *c, int grace_ms, struct agent_client_err *err);

@@ -28,8 +28,9 @@ static int fd_sink(void *arg, const void *data, size_t n)
  * Stream `data` replies to fn until `end`; *got counts the bytes. `end`
  * is returned for the caller to check (json_decref).
  */
-static int download(const struct agent_client *c, struct agent_client_conn *k, agent_client_data_fn fn,
-		    void *arg, uint64_t limit, uint64_t *got, json_t **end, struct agent_client_err *err)
+static int download(const struct agent_client *c, struct agent_client_conn *k,
+		    agent_client_data_fn fn, void *arg, uint64_t limit, uint64_t *got, json_t **end,
+		    struct agent_client_err *err)
 {
 	*end = NULL;
 	for (;;) {
@@ -52,8 +53,9 @@ static int download(const struct agent_client *c, struct agent_client_conn *k, a
 		}
 		json_decref(h);
 		if (len > limit - *got)
-			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent more than the %llu bytes asked for",
-					  k->what, (unsigned long long)limit);
+			return AGENT_CLIENT_PROTO_FAIL(
+				err, "%s: the agent sent more than the %llu bytes asked for",
+				k->what, (unsigned long long)limit);
 		for (;;) {
 			const uint8_t *p;
 			size_t n;
@@ -67,8 +69,9 @@ static int download(const struct agent_client *c, struct agent_client_conn *k, a
 			*got += n;
 			r = fn(arg, p, n);
 			if (r < 0)
-				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
-					     "%s: storing the data failed: %s", k->what, strerror(-r));
+				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR,
+							  -r, "%s: storing the data failed: %s",
+							  k->what, strerror(-r));
 		}
 	}
 }
@@ -95,9 +98,11 @@ int agent_client_read(const struct agent_client *c, const char *path,
 	agent_client_req_init(&rq, "read");
 	agent_client_req_str(&rq, "path", path);
 	if (o->offset)
-		agent_client_req_int(&rq, "offset", o->offset > INT64_MAX ? INT64_MAX : (int64_t)o->offset);
+		agent_client_req_int(&rq, "offset",
+				     o->offset > INT64_MAX ? INT64_MAX : (int64_t)o->offset);
 	if (o->has_length)
-		agent_client_req_int(&rq, "length", o->length > INT64_MAX ? INT64_MAX : (int64_t)o->length);
+		agent_client_req_int(&rq, "length",
+				     o->length > INT64_MAX ? INT64_MAX : (int64_t)o->length);
 	agent_client_req_user(&rq, o->user);
 	r = agent_client_open_listing(c, &rq, &k, err);
 	if (r < 0)
@@ -108,12 +113,15 @@ int agent_client_read(const struct agent_client *c, const char *path,
 	if (r == 0)
 		r = agent_client_r_u64(&k, h, "size", &info->size, err);
 	if (r == 0)
-		r = download(c, &k, fn, arg, o->has_length ? o->length : UINT64_MAX, &info->bytes, &end, err);
+		r = download(c, &k, fn, arg, o->has_length ? o->length : UINT64_MAX, &info->bytes,
+			     &end, err);
 	if (r == 0)
 		r = agent_client_r_u64(&k, end, "bytes", &bytes, err);
 	if (r == 0 && bytes != info->bytes)
-		r = AGENT_CLIENT_PROTO_FAIL(err, "read: the agent reported %llu bytes but sent %llu",
-			       (unsigned long long)bytes, (unsigned long long)info->bytes);
+		r = AGENT_CLIENT_PROTO_FAIL(err,
+					    "read: the agent reported %llu bytes but sent %llu",
+					    (unsigned long long)bytes,
+					    (unsigned long long)info->bytes);
 	json_decref(h);
 	json_decref(end);
 	agent_client_conn_close(&k);
@@ -195,8 +203,8 @@ static bool readable_now(struct agent_client_conn *k)
 }
 
 /* write / tar_upload: the request, data chunks from src, end; *reply gets the ok line. */
-static int upload(const struct agent_client *c, struct agent_client_req *rq, source_fn src, void *arg,
-		  json_t **reply, struct agent_client_err *err)
+static int upload(const struct agent_client *c, struct agent_client_req *rq, source_fn src,
+		  void *arg, json_t **reply, struct agent_client_err *err)
 {
 	struct agent_line line;
 	struct agent_client_conn k;
@@ -211,7 +219,8 @@ static int upload(const struct agent_client *c, struct agent_client_req *rq, sou
 		return r;
 	chunk = malloc(AGENT_CHUNK_MAX);
 	if (!chunk) {
-		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", k.what);
+		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+				       "%s: out of memory", k.what);
 		goto out;
 	}
 	for (;;) {
@@ -220,7 +229,8 @@ static int upload(const struct agent_client *c, struct agent_client_req *rq, sou
 		if (n < 0) {
 			/* Closing mid-upload stops the agent; what it wrote stays. */
 			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, (int)-n,
-				  "%s: reading the local data: %s", k.what, strerror((int)-n));
+					       "%s: reading the local data: %s", k.what,
+					       strerror((int)-n));
 			goto out;
 		}
 		if (n == 0)
@@ -233,10 +243,12 @@ static int upload(const struct agent_client *c, struct agent_client_req *rq, sou
 		}
 		r = agent_line_chunk(&line, AGENT_DATA, -1, (uint64_t)n);
 		if (r < 0) {
-			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r,
+					       "%s: out of memory", k.what);
 			goto out;
 		}
-		r = agent_client_conn_send(&k, line.data, line.len, chunk, (size_t)n, mono_deadline_ms(c->timeout_ms), NULL, err);
+		r = agent_client_conn_send(&k, line.data, line.len, chunk, (size_t)n,
+					   mono_deadline_ms(c->timeout_ms), NULL, err);
 		agent_line_free(&line);
 		if (r < 0) {
 			r = upload_answer(c, &k, r, err);
@@ -245,10 +257,12 @@ static int upload(const struct agent_client *c, struct agent_client_req *rq, sou
 	}
 	r = agent_line_end(&line, NULL, 0);
 	if (r < 0) {
-		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory", k.what);
+		r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, -r, "%s: out of memory",
+				       k.what);
 		goto out;
 	}
-	r = agent_client_conn_send(&k, line.data, line.len, NULL, 0, mono_deadline_ms(c->timeout_ms), NULL, err);
+	r = agent_client_conn_send(&k, line.data, line.len, NULL, 0,
+				   mono_deadline_ms(c->timeout_ms), NULL, err);
 	agent_line_free(&line);
 	if (r < 0) {
 		r = upload_answer(c, &k, r, err);
@@ -267,8 +281,8 @@ out:
 }
 
 static int write_by(const struct agent_client *c, const char *path,
-		    const struct agent_client_write_opts *o, source_fn src, void *arg, uint64_t *bytes,
-		    struct agent_client_err *err)
+		    const struct agent_client_write_opts *o, source_fn src, void *arg,
+		    uint64_t *bytes, struct agent_client_err *err)
 {
 	static const struct agent_client_write_opts defaults;
 	struct agent_client_conn k = agent_client_msg_ctx("write");
@@ -321,9 +335,10 @@ int agent_client_write_fd(const struct agent_client *c, const char *path,
 }
 
 static const char *const kind_names[] = {
-	[AGENT_KIND_FILE] = "file",	[AGENT_KIND_DIR] = "dir",   [AGENT_KIND_SYMLINK] = "symlink",
-	[AGENT_KIND_FIFO] = "fifo",	[AGENT_KIND_SOCKET] = "socket", [AGENT_KIND_CHAR] = "char",
-	[AGENT_KIND_BLOCK] = "block", [AGENT_KIND_UNKNOWN] = "unknown",
+	[AGENT_KIND_FILE] = "file",       [AGENT_KIND_DIR] = "dir",
+	[AGENT_KIND_SYMLINK] = "symlink", [AGENT_KIND_FIFO] = "fifo",
+	[AGENT_KIND_SOCKET] = "socket",   [AGENT_KIND_CHAR] = "char",
+	[AGENT_KIND_BLOCK] = "block",     [AGENT_KIND_UNKNOWN] = "unknown",
 };
 
 const char *agent_client_kind_name(enum agent_client_kind k)
@@ -340,16 +355,18 @@ static enum agent_client_kind kind_of(const char *s)
 }
 
 /* A stat or entry line; strings point into h. */
-static int parse_stat(struct agent_client_conn *k, json_t *h, bool entry, struct agent_client_stat *st,
-		      struct agent_client_err *err)
+static int parse_stat(struct agent_client_conn *k, json_t *h, bool entry,
+		      struct agent_client_stat *st, struct agent_client_err *err)
 {
 	const char *kind;
 	json_t *lossy = json_object_get(h, "lossy");
 	int r;
 
 	memset(st, 0, sizeof(*st));
-	if ((r = agent_client_r_str(k, h, "path", &st->path, err)) || (r = agent_client_r_str(k, h, "kind", &kind, err)) ||
-	    (r = agent_client_r_u64(k, h, "size", &st->size, err)) || (r = agent_client_r_u32(k, h, "mode", 07777, &st->mode, err)) ||
+	if ((r = agent_client_r_str(k, h, "path", &st->path, err)) ||
+	    (r = agent_client_r_str(k, h, "kind", &kind, err)) ||
+	    (r = agent_client_r_u64(k, h, "size", &st->size, err)) ||
+	    (r = agent_client_r_u32(k, h, "mode", 07777, &st->mode, err)) ||
 	    (r = agent_client_r_u32(k, h, "uid", UINT32_MAX, &st->uid, err)) ||
 	    (r = agent_client_r_u32(k, h, "gid", UINT32_MAX, &st->gid, err)) ||
 	    (r = agent_client_r_u64(k, h, "nlink", &st->nlink, err)) ||
@@ -357,7 +374,8 @@ static int parse_stat(struct agent_client_conn *k, json_t *h, bool entry, struct
 		return r;
 	if (entry && (r = agent_client_r_u32(k, h, "depth", AGENT_LIST_DEPTH_MAX, &st->depth, err)))
 		return r;
-	if (json_object_get(h, "target") && (r = agent_client_r_str(k, h, "target", &st->target, err)))
+	if (json_object_get(h, "target") &&
+	    (r = agent_client_r_str(k, h, "target", &st->target, err)))
 		return r;
 	if (lossy && (r = agent_client_r_bool(k, h, "lossy", &st->lossy, err)))
 		return r;
@@ -399,7 +417,8 @@ int agent_client_stat(const struct agent_client *c, const char *path, bool follo
 		st->target = tmp.target ? strdup(tmp.target) : NULL;
 		if (!st->path || (tmp.target && !st->target)) {
 			agent_client_stat_free(st);
-			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "stat: out of memory");
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					       "stat: out of memory");
 		}
 	}
 	json_decref(h);
@@ -476,11 +495,14 @@ int agent_client_list_dir(const struct agent_client *c, const char *path,
 			break;
 		if (strcmp(type, "end") == 0) {
 			if ((r = agent_client_r_u64(&k, h, "count", &end->count, err)) == 0 &&
-			    (r = agent_client_r_bool(&k, h, "truncated", &end->truncated, err)) == 0)
+			    (r = agent_client_r_bool(&k, h, "truncated", &end->truncated, err)) ==
+				    0)
 				r = agent_client_r_u64(&k, h, "skipped", &end->skipped, err);
 			if (r == 0 && end->count != seen)
-				r = AGENT_CLIENT_PROTO_FAIL(err, "list_dir: the agent counted %llu entries but sent %llu",
-					       (unsigned long long)end->count, (unsigned long long)seen);
+				r = AGENT_CLIENT_PROTO_FAIL(
+					err,
+					"list_dir: the agent counted %llu entries but sent %llu",
+					(unsigned long long)end->count, (unsigned long long)seen);
 			json_decref(h);
 			break;
 		}
@@ -493,7 +515,8 @@ int agent_client_list_dir(const struct agent_client *c, const char *path,
 			r = fn(arg, &e);
 			if (r < 0)
 				agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
-				      "list_dir: stopped by the caller: %s", strerror(-r));
+						   "list_dir: stopped by the caller: %s",
+						   strerror(-r));
 		}
 		json_decref(h);
 		if (r < 0)
@@ -618,9 +641,12 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 	    !(r = agent_client_r_u64(&k, end, "files", &stats->files, err)) &&
 	    !(r = agent_client_r_u64(&k, end, "dirs", &stats->dirs, err)) &&
 	    !(r = agent_client_r_u64(&k, end, "symlinks", &stats->symlinks, err)) &&
-	    !(r = agent_client_r_u64(&k, end, "skipped", &stats->skipped, err)) && stats->bytes != got)
-		r = AGENT_CLIENT_PROTO_FAIL(err, "tar_download: the agent reported %llu bytes but sent %llu",
-			       (unsigned long long)stats->bytes, (unsigned long long)got);
+	    !(r = agent_client_r_u64(&k, end, "skipped", &stats->skipped, err)) &&
+	    stats->bytes != got)
+		r = AGENT_CLIENT_PROTO_FAIL(err,
+					    "tar_download: the agent reported %llu bytes but sent %llu",
+					    (unsigned long long)stats->bytes,
+					    (unsigned long long)got);
 	json_decref(end);
 	agent_client_conn_close(&k);
 	return r;

@@ -34,8 +34,9 @@ static void req_proc(struct agent_client_req *rq, const struct agent_client_proc
 		if (!env)
 			rq->nomem = true;
 		for (size_t i = 0; env && i < o->envc; i++) {
-			json_t *v = o->env[i].value ? agent_client_req_string(rq, "env", o->env[i].value)
-						    : json_null();
+			json_t *v = o->env[i].value
+				? agent_client_req_string(rq, "env", o->env[i].value)
+				: json_null();
 
 			if (!utf8_valid((const uint8_t *)o->env[i].key, strlen(o->env[i].key))) {
 				json_decref(v);
@@ -83,7 +84,8 @@ static int sink_add(struct sink *s, const struct agent_client_proc_opts *o, enum
 
 		if (r < 0)
 			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
-				     "exec: the output callback failed: %s", strerror(-r));
+						  "exec: the output callback failed: %s",
+						  strerror(-r));
 		return 0;
 	}
 	if (*s->len + take + 1 > s->alloc) {
@@ -97,7 +99,8 @@ static int sink_add(struct sink *s, const struct agent_client_proc_opts *o, enum
 		nb = realloc(*s->buf, want);
 		if (!nb)
 			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
-				     "exec: out of memory for %zu bytes of output", want);
+						  "exec: out of memory for %zu bytes of output",
+						  want);
 		*s->buf = nb;
 		s->alloc = want;
 	}
@@ -133,15 +136,16 @@ static int read_result(struct agent_client_conn *k, json_t *h, uint64_t len, boo
 	 * may read less than the size it saw if the code shrank the file
 	 * meanwhile; a shorter payload is fine, a longer one is a lie.) */
 	if (size > AGENT_RUN_RESULT_MAX ? len != 0 : len > size)
-		return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's result line says size %llu but carries %llu bytes",
-					       k->what, (unsigned long long)size, (unsigned long long)len);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err, "%s: the agent's result line says size %llu but carries %llu bytes",
+			k->what, (unsigned long long)size, (unsigned long long)len);
 	res->result_size = size;
 	if (len) {
 		res->result = malloc((size_t)len + 1);
 		if (!res->result)
 			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
-						  "%s: out of memory for a %llu-byte result", k->what,
-						  (unsigned long long)len);
+						  "%s: out of memory for a %llu-byte result",
+						  k->what, (unsigned long long)len);
 	}
 	for (;;) {
 		const uint8_t *p;
@@ -153,7 +157,9 @@ static int read_result(struct agent_client_conn *k, json_t *h, uint64_t len, boo
 		if (r < 0)
 			return r;
 		if (res->result_len + n > len)
-			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent's result overran its len", k->what);
+			return AGENT_CLIENT_PROTO_FAIL(err,
+						       "%s: the agent's result overran its len",
+						       k->what);
 		memcpy(res->result + res->result_len, p, n);
 		res->result_len += n;
 	}
@@ -178,7 +184,9 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 		      struct agent_client_exec_result *res, struct agent_client_err *err)
 {
 	int64_t start = mono_us();
-	uint64_t cap = o->discard_output ? 0 : o->output_cap ? o->output_cap : AGENT_OUTPUT_CAP_DEFAULT;
+	uint64_t cap = o->discard_output ? 0
+		: o->output_cap          ? o->output_cap
+					 : AGENT_OUTPUT_CAP_DEFAULT;
 	struct sink so = { .buf = &res->out, .len = &res->out_len };
 	struct sink se = { .buf = &res->err, .len = &res->err_len };
 	struct agent_line line;
@@ -198,14 +206,18 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 	if (o->lang) {
 		/* run's payload: the code, then stdin. */
 		if (o->code_len > AGENT_LEN_MAX || o->stdin_len > AGENT_LEN_MAX - o->code_len)
-			return agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
-						  "run: code and stdin are %zu bytes together; at most %u",
-						  o->code_len + (o->stdin_len > AGENT_LEN_MAX ? AGENT_LEN_MAX : o->stdin_len),
-						  AGENT_LEN_MAX);
+			return agent_client_efail(
+				err, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE, E2BIG,
+				"run: code and stdin are %zu bytes together; at most %u",
+				o->code_len +
+					(o->stdin_len > AGENT_LEN_MAX ? AGENT_LEN_MAX
+								      : o->stdin_len),
+				AGENT_LEN_MAX);
 		plen = o->code_len + o->stdin_len;
 		joined = malloc(plen ? plen : 1);
 		if (!joined)
-			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "run: out of memory");
+			return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+						  "run: out of memory");
 		if (o->code_len)
 			memcpy(joined, o->code, o->code_len);
 		if (o->stdin_len)
@@ -270,7 +282,10 @@ int agent_client_exec(const struct agent_client *c, const struct agent_client_pr
 			continue;
 		}
 		if (r == 0 && strcmp(type, "stdout") != 0 && strcmp(type, "stderr") != 0)
-			r = agent_client_unexpected(&k, type, o->lang ? "stdout, stderr, result or exit" : "stdout, stderr or exit", err);
+			r = agent_client_unexpected(&k, type,
+						    o->lang ? "stdout, stderr, result or exit"
+							    : "stdout, stderr or exit",
+						    err);
 		st = r == 0 && strcmp(type, "stderr") == 0 ? AGENT_STDERR : AGENT_STDOUT;
 		json_decref(h);
 		if (r < 0)
@@ -303,12 +318,12 @@ out:
 
 struct agent_client_stream {
 	struct agent_client_conn k;
-	int timeout_ms;       /* for sends */
+	int timeout_ms;        /* for sends */
 	enum agent_stream cur; /* stream of the payload being delivered */
-	uint64_t seq;         /* seq of the next payload byte */
-	bool exited;          /* EXIT delivered; only the close is left */
+	uint64_t seq;          /* seq of the next payload byte */
+	bool exited;           /* EXIT delivered; only the close is left */
 	bool done;
-	bool send_broken;     /* a message went out half: nothing more may follow */
+	bool send_broken; /* a message went out half: nothing more may follow */
 	char what[16];
 };
 
@@ -325,7 +340,8 @@ static int stream_open(const struct agent_client *c, struct agent_client_req *rq
 	if (!s) {
 		json_decref(rq->o); /* what sending it would have done */
 		rq->o = NULL;
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "%s: out of memory", rq->type);
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					  "%s: out of memory", rq->type);
 	}
 	snprintf(s->what, sizeof(s->what), "%s", rq->type);
 	s->timeout_ms = c->timeout_ms;
@@ -345,9 +361,10 @@ typedef int attached_read(struct agent_client_stream *s, json_t *h, const void *
 
 /* spawn and attach: rq sent, its stream opened on a `want` line that
  * `read` takes into info (NULL: the caller does not want it). */
-static int attached_open(const struct agent_client *c, struct agent_client_req *rq, const char *want,
-			 attached_read *read, const void *arg, struct agent_client_stream **stream,
-			 struct agent_client_attached *info, struct agent_client_err *err)
+static int attached_open(const struct agent_client *c, struct agent_client_req *rq,
+			 const char *want, attached_read *read, const void *arg,
+			 struct agent_client_stream **stream, struct agent_client_attached *info,
+			 struct agent_client_err *err)
 {
 	struct agent_client_attached local;
 	struct agent_client_stream *s;
@@ -378,7 +395,8 @@ static int read_spawned(struct agent_client_stream *s, json_t *h, const void *ar
 	const struct agent_client_proc_opts *o = arg;
 	int r;
 
-	if ((r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 && info->id == 0)
+	if ((r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) == 0 &&
+	    info->id == 0)
 		r = AGENT_CLIENT_PROTO_FAIL(err, "spawn: the agent handed out process id 0");
 	if (r == 0)
 		r = agent_client_r_pid(&s->k, h, &info->pid, err);
@@ -415,10 +433,13 @@ static int read_attached(struct agent_client_stream *s, json_t *h, const void *a
 	int r;
 
 	if (!(r = agent_client_r_u32(&s->k, h, "id", UINT32_MAX, &info->id, err)) &&
-	    !(r = agent_client_r_pid(&s->k, h, &info->pid, err)) && !(r = agent_client_r_bool(&s->k, h, "pty", &info->pty, err)) &&
+	    !(r = agent_client_r_pid(&s->k, h, &info->pid, err)) &&
+	    !(r = agent_client_r_bool(&s->k, h, "pty", &info->pty, err)) &&
 	    !(r = agent_client_r_bool(&s->k, h, "running", &info->running, err)) &&
 	    !(r = agent_client_r_u64(&s->k, h, "seq", &info->seq, err)) && info->id != id)
-		r = AGENT_CLIENT_PROTO_FAIL(err, "attach: asked for process %u, the agent attached %u", id, info->id);
+		r = AGENT_CLIENT_PROTO_FAIL(err,
+					    "attach: asked for process %u, the agent attached %u",
+					    id, info->id);
 	return r;
 }
 
@@ -462,7 +483,8 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			if (r < 0)
 				return r;
 			if (r == 0) {
-				ev->kind = s->cur == AGENT_STDERR ? AGENT_EVENT_STDERR : AGENT_EVENT_STDOUT;
+				ev->kind = s->cur == AGENT_STDERR ? AGENT_EVENT_STDERR
+								  : AGENT_EVENT_STDOUT;
 				ev->seq = s->seq;
 				ev->data = p;
 				ev->len = n;
@@ -482,7 +504,8 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 			return r;
 		if (s->exited) {
 			json_decref(h);
-			return AGENT_CLIENT_PROTO_FAIL(err, "%s: the agent sent a message after the exit line", s->what);
+			return AGENT_CLIENT_PROTO_FAIL(
+				err, "%s: the agent sent a message after the exit line", s->what);
 		}
 		r = agent_client_reply_type(k, h, len, &type, err);
 		if (r < 0) {
@@ -528,8 +551,8 @@ int agent_client_stream_next(struct agent_client_stream *s, int timeout_ms,
 }
 
 /* One control message on an attached stream. */
-static int stream_send(struct agent_client_stream *s, struct agent_client_req *rq, const void *payload, size_t n,
-		       struct agent_client_err *err)
+static int stream_send(struct agent_client_stream *s, struct agent_client_req *rq,
+		       const void *payload, size_t n, struct agent_client_err *err)
 {
 	struct agent_line line;
 	size_t sent = 0;
@@ -537,14 +560,16 @@ static int stream_send(struct agent_client_stream *s, struct agent_client_req *r
 
 	if (s->send_broken) {
 		json_decref(rq->o);
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_INVALID_STATE, EPIPE,
-			     "%s: an earlier message was only half sent; this stream can no longer send (reading still works)",
-			     s->what);
+		return agent_client_efail(
+			err, AGENT_FAIL_LOCAL, AGENT_E_INVALID_STATE, EPIPE,
+			"%s: an earlier message was only half sent; this stream can no longer send (reading still works)",
+			s->what);
 	}
 	r = agent_client_req_finish(rq, AGENT_CTX_ATTACHED, n, &line, err);
 	if (r < 0)
 		return r;
-	r = agent_client_conn_send(&s->k, line.data, line.len, payload, n, mono_deadline_ms(s->timeout_ms), &sent, err);
+	r = agent_client_conn_send(&s->k, line.data, line.len, payload, n,
+				   mono_deadline_ms(s->timeout_ms), &sent, err);
 	if (r < 0 && sent > 0)
 		s->send_broken = true;
 	agent_line_free(&line);
@@ -678,7 +703,8 @@ int agent_client_stdin(const struct agent_client *c, uint32_t id, const void *da
 		agent_client_req_int(&rq, "id", id);
 		if (close && off + chunk == n)
 			agent_client_req_true(&rq, "close");
-		r = agent_client_call(c, &rq, chunk ? (const uint8_t *)data + off : NULL, chunk, "ok", dl, dl, &h, err);
+		r = agent_client_call(c, &rq, chunk ? (const uint8_t *)data + off : NULL, chunk,
+				      "ok", dl, dl, &h, err);
 		json_decref(h);
 		if (r < 0)
 			return r;
@@ -707,8 +733,10 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 	int r;
 
 	memset(p, 0, sizeof(*p));
-	if ((r = agent_client_r_u32(k, h, "id", UINT32_MAX, &p->id, err)) || (r = agent_client_r_pid(k, h, &p->pid, err)) ||
-	    (r = agent_client_r_bool(k, h, "pty", &p->pty, err)) || (r = agent_client_r_bool(k, h, "running", &p->running, err)) ||
+	if ((r = agent_client_r_u32(k, h, "id", UINT32_MAX, &p->id, err)) ||
+	    (r = agent_client_r_pid(k, h, &p->pid, err)) ||
+	    (r = agent_client_r_bool(k, h, "pty", &p->pty, err)) ||
+	    (r = agent_client_r_bool(k, h, "running", &p->running, err)) ||
 	    (r = agent_client_r_status(k, h, &p->exit_code, &p->signal, err)) ||
 	    (r = agent_client_r_bool(k, h, "timed_out", &p->timed_out, err)) ||
 	    (r = agent_client_r_u64(k, h, "seq", &p->seq, err)) ||
@@ -723,19 +751,23 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 		argv = json_object_get(h, "argv0");
 		p->argc = 1;
 	} else if (!json_is_array(argv)) {
-		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv' is not an array");
+		return AGENT_CLIENT_PROTO_FAIL(err,
+					       "list_processes: the agent's 'argv' is not an array");
 	} else {
 		p->argc = json_array_size(argv);
 		/* spawn takes at most AGENT_ARGV_MAX arguments; more is a lie that
 		 * would cost the caller (kilnd renders every one) memory. */
 		if (p->argc > AGENT_ARGV_MAX)
-			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv' has %zu entries, more than %d",
-						       p->argc, AGENT_ARGV_MAX);
+			return AGENT_CLIENT_PROTO_FAIL(
+				err,
+				"list_processes: the agent's 'argv' has %zu entries, more than %d",
+				p->argc, AGENT_ARGV_MAX);
 	}
 	/* Bounded by the 64 KiB header: at most ~22k entries. */
 	p->argv = calloc(p->argc + 1, sizeof(*p->argv));
 	if (!p->argv)
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "list_processes: out of memory");
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					  "list_processes: out of memory");
 	if (json_is_string(argv)) {
 		p->argv[0] = json_string_value(argv);
 		return 0;
@@ -746,7 +778,8 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 		if (!json_is_string(v)) {
 			free(p->argv);
 			p->argv = NULL;
-			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent's 'argv[%zu]' is not a string", i);
+			return AGENT_CLIENT_PROTO_FAIL(
+				err, "list_processes: the agent's 'argv[%zu]' is not a string", i);
 		}
 		p->argv[i] = json_string_value(v);
 	}
@@ -762,21 +795,28 @@ static int parse_process(struct agent_client_conn *k, json_t *h, struct agent_cl
 static int list_entry_check(uint64_t len, uint64_t seen, struct agent_client_err *err)
 {
 	if (len)
-		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: a process line carries a %llu-byte payload; it has none",
-					       (unsigned long long)len);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err,
+			"list_processes: a process line carries a %llu-byte payload; it has none",
+			(unsigned long long)len);
 	if (seen >= AGENT_MAX_PROCS)
-		return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent sent more than %d processes, its table's size",
-					       AGENT_MAX_PROCS);
+		return AGENT_CLIENT_PROTO_FAIL(
+			err,
+			"list_processes: the agent sent more than %d processes, its table's size",
+			AGENT_MAX_PROCS);
 	return 0;
 }
 
 /* Ids are never reused, so one listed twice is a lie (and would make a
  * by-id lookup keep two answers). */
-static int list_id_check(const uint32_t *ids, uint64_t seen, uint32_t id, struct agent_client_err *err)
+static int list_id_check(const uint32_t *ids, uint64_t seen, uint32_t id,
+			 struct agent_client_err *err)
 {
 	for (uint64_t i = 0; i < seen; i++)
 		if (ids[i] == id)
-			return AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent sent process %u twice", id);
+			return AGENT_CLIENT_PROTO_FAIL(err,
+						       "list_processes: the agent sent process %u twice",
+						       id);
 	return 0;
 }
 
@@ -807,8 +847,10 @@ int agent_client_list_processes(const struct agent_client *c,
 		if (strcmp(type, "end") == 0) {
 			r = agent_client_r_u64(&k, h, "count", &n, err);
 			if (r == 0 && n != seen)
-				r = AGENT_CLIENT_PROTO_FAIL(err, "list_processes: the agent counted %llu processes but sent %llu",
-					       (unsigned long long)n, (unsigned long long)seen);
+				r = AGENT_CLIENT_PROTO_FAIL(
+					err,
+					"list_processes: the agent counted %llu processes but sent %llu",
+					(unsigned long long)n, (unsigned long long)seen);
 			json_decref(h);
 			break;
 		}
@@ -828,7 +870,8 @@ int agent_client_list_processes(const struct agent_client *c,
 			r = fn(arg, &p);
 			if (r < 0)
 				agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -r,
-				      "list_processes: stopped by the caller: %s", strerror(-r));
+						   "list_processes: stopped by the caller: %s",
+						   strerror(-r));
 			free(p.argv);
 		}
 		json_decref(h);

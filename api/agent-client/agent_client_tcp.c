@@ -10,7 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-_Static_assert(AGENT_CLIENT_CONN_RBUF >= AGENT_HEADER_MAX, "the answer line is read into the connection's buffer");
+_Static_assert(AGENT_CLIENT_CONN_RBUF >= AGENT_HEADER_MAX,
+	       "the answer line is read into the connection's buffer");
 
 /*
  * The agent's answer line, read without consuming a byte past its '\n':
@@ -31,37 +32,45 @@ static int read_answer(struct agent_client_conn *k, int64_t dl, int timeout_ms, 
 		int w;
 
 		if (got == AGENT_HEADER_MAX)
-			return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG, EPROTO,
-					"%s: the agent's answer is longer than %d bytes without a newline", k->what,
-					AGENT_HEADER_MAX);
+			return agent_client_efail(
+				err, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG, EPROTO,
+				"%s: the agent's answer is longer than %d bytes without a newline",
+				k->what, AGENT_HEADER_MAX);
 		r = recv(k->fd, k->buf + got, AGENT_HEADER_MAX - got, MSG_PEEK | MSG_DONTWAIT);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
-						"%s: reading the agent's answer: %s", k->what, strerror(errno));
+				return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR,
+							  errno,
+							  "%s: reading the agent's answer: %s",
+							  k->what, strerror(errno));
 			w = agent_client_wait_fd(k->fd, POLLIN, dl);
 			if (w == -ETIMEDOUT)
-				return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT, ETIMEDOUT,
-						"%s: no answer from the agent within %d ms", k->what, timeout_ms);
+				return agent_client_efail(err, AGENT_FAIL_TIMEOUT, AGENT_E_TIMEOUT,
+							  ETIMEDOUT,
+							  "%s: no answer from the agent within %d ms",
+							  k->what, timeout_ms);
 			if (w < 0)
-				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, -w, "poll: %s", strerror(-w));
+				return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR,
+							  -w, "poll: %s", strerror(-w));
 			continue;
 		}
 		if (r == 0) {
 			if (!got)
 				return agent_client_closed_early(k, "answering", err);
-			return agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, EPROTO,
-					"%s: the agent closed the connection inside its answer (%zu bytes, no newline)",
-					k->what, got);
+			return agent_client_efail(
+				err, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, EPROTO,
+				"%s: the agent closed the connection inside its answer (%zu bytes, no newline)",
+				k->what, got);
 		}
 		nl = memchr(k->buf + got, '\n', (size_t)r);
 		take = nl ? (size_t)(nl - (k->buf + got)) + 1 : (size_t)r;
 		m = recv(k->fd, k->buf + got, take, MSG_DONTWAIT);
 		if (m < 0 && errno != EINTR && errno != EAGAIN)
 			return agent_client_efail(err, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, errno,
-					"%s: reading the agent's answer: %s", k->what, strerror(errno));
+						  "%s: reading the agent's answer: %s", k->what,
+						  strerror(errno));
 		if (m <= 0)
 			continue; /* the peeked bytes are still there */
 		got += (size_t)m;
@@ -72,8 +81,8 @@ static int read_answer(struct agent_client_conn *k, int64_t dl, int timeout_ms, 
 	}
 }
 
-int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address, int *fd,
-			     struct agent_client_err *err)
+int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address,
+			     int *fd, struct agent_client_err *err)
 {
 	struct agent_line line;
 	struct agent_err fe;
@@ -106,8 +115,8 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 	if (r < 0 || (r = read_answer(&k, dl, c->timeout_ms, &n, err)) < 0)
 		goto out;
 	if (agent_header_decode((const char *)k.buf, n - 1, &h, &len, &fe) != AGENT_OK) {
-		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe.code, EPROTO, "%s: bad reply from the agent: %s", k.what,
-			     fe.msg);
+		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, fe.code, EPROTO,
+				       "%s: bad reply from the agent: %s", k.what, fe.msg);
 		goto out;
 	}
 	r = agent_client_reply_type(&k, h, len, &type, err);

@@ -6,9 +6,9 @@
 
 struct agent_client_watch {
 	struct agent_client_conn k;
-	json_t *cur;      /* the header the last event's strings point into */
-	uint64_t seq;     /* the next event's */
-	bool done;        /* watch_end arrived */
+	json_t *cur;  /* the header the last event's strings point into */
+	uint64_t seq; /* the next event's */
+	bool done;    /* watch_end arrived */
 	const char *end_reason;
 };
 
@@ -49,7 +49,8 @@ int agent_client_watch(const struct agent_client *c, const char *path,
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		json_decref(rq.o); /* what sending it would have done */
-		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM, "watch: out of memory");
+		return agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_BUSY, ENOMEM,
+					  "watch: out of memory");
 	}
 	dl = mono_deadline_ms(c->timeout_ms);
 	r = agent_client_conn_call(c, &rq, NULL, 0, "watching", dl, dl, &w->k, &h, err);
@@ -71,7 +72,9 @@ static int r_relpath(struct agent_client_conn *k, json_t *h, const char *key, co
 	int r = agent_client_r_str(k, h, key, out, err);
 
 	if (r == 0 && (!**out || **out == '/' || strlen(*out) > AGENT_PATH_MAX))
-		r = AGENT_CLIENT_PROTO_FAIL(err, "watch: '%s' of an event is not a path below the watched directory", key);
+		r = AGENT_CLIENT_PROTO_FAIL(
+			err, "watch: '%s' of an event is not a path below the watched directory",
+			key);
 	return r;
 }
 
@@ -83,11 +86,13 @@ static int parse_event(struct agent_client_watch *w, json_t *h, struct agent_cli
 	const char *kind, *reason;
 	int r, kn;
 
-	if ((r = agent_client_r_u64(k, h, "seq", &ev->seq, err)) || (r = agent_client_r_str(k, h, "event", &kind, err)))
+	if ((r = agent_client_r_u64(k, h, "seq", &ev->seq, err)) ||
+	    (r = agent_client_r_str(k, h, "event", &kind, err)))
 		return r;
 	if (ev->seq != w->seq)
 		return AGENT_CLIENT_PROTO_FAIL(err, "watch: event %llu arrived where %llu was next",
-					       (unsigned long long)ev->seq, (unsigned long long)w->seq);
+					       (unsigned long long)ev->seq,
+					       (unsigned long long)w->seq);
 	if ((kn = agent_fs_kind_parse(kind)) < 0)
 		return AGENT_CLIENT_PROTO_FAIL(err, "watch: unknown event '%.40s'", kind);
 	ev->kind = (enum agent_fs_kind)kn;
@@ -95,23 +100,30 @@ static int parse_event(struct agent_client_watch *w, json_t *h, struct agent_cli
 		if ((r = agent_client_r_str(k, h, "reason", &reason, err)) ||
 		    (r = agent_client_r_u64(k, h, "dropped", &ev->dropped, err)))
 			return r;
-		ev->reason = known(reason, overflow_reasons, sizeof(overflow_reasons) / sizeof(*overflow_reasons));
+		ev->reason = known(reason, overflow_reasons,
+				   sizeof(overflow_reasons) / sizeof(*overflow_reasons));
 		if (!ev->reason)
-			return AGENT_CLIENT_PROTO_FAIL(err, "watch: unknown overflow reason '%.40s'", reason);
+			return AGENT_CLIENT_PROTO_FAIL(err,
+						       "watch: unknown overflow reason '%.40s'",
+						       reason);
 	} else {
-		if ((r = r_relpath(k, h, "path", &ev->path, err)) || (r = agent_client_r_bool(k, h, "is_dir", &ev->is_dir, err)))
+		if ((r = r_relpath(k, h, "path", &ev->path, err)) ||
+		    (r = agent_client_r_bool(k, h, "is_dir", &ev->is_dir, err)))
 			return r;
-		if (ev->kind == AGENT_FS_RENAME && (r = r_relpath(k, h, "old_path", &ev->old_path, err)))
+		if (ev->kind == AGENT_FS_RENAME &&
+		    (r = r_relpath(k, h, "old_path", &ev->old_path, err)))
 			return r;
-		if (json_object_get(h, "lossy") && (r = agent_client_r_bool(k, h, "lossy", &ev->lossy, err)))
+		if (json_object_get(h, "lossy") &&
+		    (r = agent_client_r_bool(k, h, "lossy", &ev->lossy, err)))
 			return r;
 	}
 	w->seq++;
 	return 0;
 }
 
-int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms, struct agent_client_fs_event *ev,
-			    const char **end_reason, struct agent_client_err *err)
+int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms,
+			    struct agent_client_fs_event *ev, const char **end_reason,
+			    struct agent_client_err *err)
 {
 	struct agent_client_conn *k = &w->k;
 	const char *type, *reason;
@@ -146,10 +158,15 @@ int agent_client_watch_next(struct agent_client_watch *w, int timeout_ms, struct
 		if (r == 0)
 			r = agent_client_r_str(k, h, "reason", &reason, err);
 		if (r == 0 && seq != w->seq)
-			r = AGENT_CLIENT_PROTO_FAIL(err, "watch: watch_end at %llu, but %llu events came",
-						    (unsigned long long)seq, (unsigned long long)w->seq);
-		if (r == 0 && !(w->end_reason = known(reason, end_reasons, sizeof(end_reasons) / sizeof(*end_reasons))))
-			r = AGENT_CLIENT_PROTO_FAIL(err, "watch: unknown end reason '%.40s'", reason);
+			r = AGENT_CLIENT_PROTO_FAIL(err,
+						    "watch: watch_end at %llu, but %llu events came",
+						    (unsigned long long)seq,
+						    (unsigned long long)w->seq);
+		if (r == 0 &&
+		    !(w->end_reason = known(reason, end_reasons,
+					    sizeof(end_reasons) / sizeof(*end_reasons))))
+			r = AGENT_CLIENT_PROTO_FAIL(err, "watch: unknown end reason '%.40s'",
+						    reason);
 		json_decref(h);
 		if (r < 0)
 			return r;

@@ -24,7 +24,8 @@ static struct archive *reader(int fd, struct err *e)
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_gzip(a);
 	if (archive_read_open_fd(a, fd, 1u << 16) != ARCHIVE_OK) {
-		err_set(e, EINVAL, "not a tar archive (plain or gzip): %.200s", archive_error_string(a));
+		err_set(e, EINVAL, "not a tar archive (plain or gzip): %.200s",
+			archive_error_string(a));
 		archive_read_free(a);
 		return NULL;
 	}
@@ -35,23 +36,29 @@ static struct archive *reader(int fd, struct err *e)
  * that are only skipped, must not run for hours): what the tar reader has
  * taken from the decompressor so far, plus the member's declared size
  * (skipping it decompresses that much), against the tree's byte cap. */
-static int over_cap(struct archive *a, struct archive_entry *ent, const struct import_tree *t, struct err *e)
+static int over_cap(struct archive *a, struct archive_entry *ent, const struct import_tree *t,
+		    struct err *e)
 {
 	la_int64_t done = archive_filter_bytes(a, 0);
-	uint64_t size = ent && archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0 ?
-				(uint64_t)archive_entry_size(ent) : 0;
+	uint64_t size = ent && archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0
+		? (uint64_t)archive_entry_size(ent)
+		: 0;
 
 	const char *name = ent ? archive_entry_pathname(ent) : NULL;
 
-	if (!t->max_bytes || done < 0 || ((uint64_t)done <= t->max_bytes && size <= t->max_bytes - (uint64_t)done))
+	if (!t->max_bytes || done < 0 ||
+	    ((uint64_t)done <= t->max_bytes && size <= t->max_bytes - (uint64_t)done))
 		return 0;
-	return err_set(e, EFBIG, "%s%.200s%sthe archive decompresses to more than %llu bytes (the size cap): too large to import",
-		       name ? "member \"" : "", name ? name : "", name ? "\": " : "", (unsigned long long)t->max_bytes);
+	return err_set(
+		e, EFBIG,
+		"%s%.200s%sthe archive decompresses to more than %llu bytes (the size cap): too large to import",
+		name ? "member \"" : "", name ? name : "", name ? "\": " : "",
+		(unsigned long long)t->max_bytes);
 }
 
 /* Copy the entry's data to fd; the tree's byte cap is checked as it goes. */
-static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struct import_tree *t, uint64_t *size,
-		     struct err *e)
+static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struct import_tree *t,
+		     uint64_t *size, struct err *e)
 {
 	const void *buf;
 	size_t n;
@@ -69,18 +76,23 @@ static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struc
 		if (over_cap(a, NULL, t, e) < 0)
 			return -EFBIG;
 		if (t->max_bytes && t->bytes + *size + n > t->max_bytes)
-			return err_set(e, EFBIG, "more than %llu bytes of content (the size cap): the image is too large to import",
-				       (unsigned long long)t->max_bytes);
+			return err_set(
+				e, EFBIG,
+				"more than %llu bytes of content (the size cap): the image is too large to import",
+				(unsigned long long)t->max_bytes);
 		if ((r = fd_io_write_all(fd, buf, n)) < 0)
 			return err_set(e, -r, "write: %s", strerror(-r));
 		*size += n;
 	}
 	if (r != ARCHIVE_EOF)
-		return err_set(e, EINVAL, "truncated or corrupt data: %.200s", archive_error_string(a));
+		return err_set(e, EINVAL, "truncated or corrupt data: %.200s",
+			       archive_error_string(a));
 	/* a sparse member may end in a hole */
-	if (archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0 && (uint64_t)archive_entry_size(ent) > *size) {
+	if (archive_entry_size_is_set(ent) && archive_entry_size(ent) > 0 &&
+	    (uint64_t)archive_entry_size(ent) > *size) {
 		if (t->max_bytes && t->bytes + (uint64_t)archive_entry_size(ent) > t->max_bytes)
-			return err_set(e, EFBIG, "more than %llu bytes of content (the size cap)", (unsigned long long)t->max_bytes);
+			return err_set(e, EFBIG, "more than %llu bytes of content (the size cap)",
+				       (unsigned long long)t->max_bytes);
 		*size = (uint64_t)archive_entry_size(ent);
 		if (ftruncate(fd, (off_t)*size) < 0)
 			return err_set(e, errno, "truncate: %s", strerror(errno));
@@ -88,15 +100,17 @@ static int copy_data(struct archive *a, struct archive_entry *ent, int fd, struc
 	return 0;
 }
 
-static int next(struct archive *a, struct archive_entry **ent, const struct import_tree *t, struct err *e)
+static int next(struct archive *a, struct archive_entry **ent, const struct import_tree *t,
+		struct err *e)
 {
 	int r = archive_read_next_header(a, ent);
 
 	if (r == ARCHIVE_EOF)
 		return over_cap(a, NULL, t, e) < 0 ? -EFBIG : 0;
 	if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-		return over_cap(a, NULL, t, e) < 0 ? -EFBIG
-						    : err_set(e, EINVAL, "bad tar header: %.200s", archive_error_string(a));
+		return over_cap(a, NULL, t, e) < 0
+			? -EFBIG
+			: err_set(e, EINVAL, "bad tar header: %.200s", archive_error_string(a));
 	return over_cap(a, *ent, t, e) < 0 ? -EFBIG : 1;
 }
 
@@ -118,18 +132,22 @@ int import_outer(int fd, struct import_tree *t, struct err *e)
 		int ofd;
 
 		if (++members > IMPORT_OUTER_MEMBERS_MAX) {
-			r = err_set(e, EFBIG, "the archive has more than %d members: not an image archive", IMPORT_OUTER_MEMBERS_MAX);
+			r = err_set(e, EFBIG,
+				    "the archive has more than %d members: not an image archive",
+				    IMPORT_OUTER_MEMBERS_MAX);
 			break;
 		}
 		if (!name) {
-			r = err_set(e, EINVAL, "member %u has no name libarchive can read", members);
+			r = err_set(e, EINVAL, "member %u has no name libarchive can read",
+				    members);
 			break;
 		}
 		if (oci_path_clean(name, clean, &pe) < 0) {
 			r = err_set(e, EINVAL, "member \"%.200s\": %s", name, pe.msg);
 			break;
 		}
-		if (archive_entry_filetype(ent) != AE_IFREG || archive_entry_hardlink(ent) || !clean[0])
+		if (archive_entry_filetype(ent) != AE_IFREG || archive_entry_hardlink(ent) ||
+		    !clean[0])
 			continue;
 		if ((r = tree_file_open(t, clean, &at, &ofd, &pe)) == 0) {
 			r = copy_data(a, ent, ofd, t, &size, &pe);
@@ -161,7 +179,8 @@ static int whiteouts(struct archive *a, struct import_tree *t, struct err *e)
 
 		if (!name)
 			return err_set(e, EINVAL, "a member has no name libarchive can read");
-		if (oci_path_clean(name, clean, &pe) < 0 || oci_whiteout(clean, &kind, target, &pe) < 0)
+		if (oci_path_clean(name, clean, &pe) < 0 ||
+		    oci_whiteout(clean, &kind, target, &pe) < 0)
 			return err_set(e, EINVAL, "member \"%.200s\": %s", name, pe.msg);
 		if (kind == OCI_WH_FILE)
 			r = tree_remove(t, target, &pe);
@@ -173,8 +192,8 @@ static int whiteouts(struct archive *a, struct import_tree *t, struct err *e)
 	return r;
 }
 
-static int member(struct archive *a, struct archive_entry *ent, const char *clean, struct import_tree *t,
-		  bool devices, struct err *e)
+static int member(struct archive *a, struct archive_entry *ent, const char *clean,
+		  struct import_tree *t, bool devices, struct err *e)
 {
 	const char *link = archive_entry_hardlink(ent);
 	struct import_attr at = {
@@ -187,9 +206,10 @@ static int member(struct archive *a, struct archive_entry *ent, const char *clea
 	uint64_t size;
 	int fd, r;
 
-	if (archive_entry_uid(ent) < 0 || archive_entry_uid(ent) > UINT32_MAX - 1 || archive_entry_gid(ent) < 0 ||
-	    archive_entry_gid(ent) > UINT32_MAX - 1)
-		return err_set(e, EINVAL, "owner %lld:%lld is out of range", (long long)archive_entry_uid(ent),
+	if (archive_entry_uid(ent) < 0 || archive_entry_uid(ent) > UINT32_MAX - 1 ||
+	    archive_entry_gid(ent) < 0 || archive_entry_gid(ent) > UINT32_MAX - 1)
+		return err_set(e, EINVAL, "owner %lld:%lld is out of range",
+			       (long long)archive_entry_uid(ent),
 			       (long long)archive_entry_gid(ent));
 	if (link) {
 		if ((r = oci_path_clean(link, lclean, e)) < 0)
@@ -206,7 +226,8 @@ static int member(struct archive *a, struct archive_entry *ent, const char *clea
 			close(fd);
 			return r;
 		}
-		futimens(fd, (struct timespec[2]){ { .tv_sec = at.mtime }, { .tv_sec = at.mtime } });
+		futimens(fd,
+			 (struct timespec[2]){ { .tv_sec = at.mtime }, { .tv_sec = at.mtime } });
 		return tree_file_done(t, fd, size, e);
 	case AE_IFLNK:
 		if (!archive_entry_symlink(ent))
@@ -217,12 +238,16 @@ static int member(struct archive *a, struct archive_entry *ent, const char *clea
 	case AE_IFCHR:
 	case AE_IFBLK:
 		if (!devices)
-			return err_set(e, EPERM, "device node (refused: only root may ask for them, with devices=1)");
-		return tree_device(t, clean, &at, archive_entry_rdevmajor(ent), archive_entry_rdevminor(ent), e);
+			return err_set(
+				e, EPERM,
+				"device node (refused: only root may ask for them, with devices=1)");
+		return tree_device(t, clean, &at, archive_entry_rdevmajor(ent),
+				   archive_entry_rdevminor(ent), e);
 	case AE_IFSOCK:
 		return 0; /* a socket in a layer is a leftover: nothing to keep */
 	default:
-		return err_set(e, EINVAL, "unknown member type 0%o", (unsigned)archive_entry_filetype(ent));
+		return err_set(e, EINVAL, "unknown member type 0%o",
+			       (unsigned)archive_entry_filetype(ent));
 	}
 }
 
@@ -246,8 +271,9 @@ int import_layer(int fd, struct import_tree *t, bool devices, struct err *e)
 		struct err pe;
 
 		if (!name || oci_path_clean(name, clean, &pe) < 0)
-			return archive_read_free(a), err_set(e, EINVAL, "member \"%.200s\": %s", name ? name : "?",
-							     name ? pe.msg : "unreadable name");
+			return archive_read_free(a),
+			       err_set(e, EINVAL, "member \"%.200s\": %s", name ? name : "?",
+				       name ? pe.msg : "unreadable name");
 		if (oci_is_whiteout_name(clean))
 			continue;
 		if ((r = member(a, ent, clean, t, devices, &pe)) < 0) {

@@ -14,7 +14,8 @@
 
 /* Make dir unless something is there already (an image's own /tmp, or a
  * symlink it chose, stays). */
-static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t mode, struct err *e)
+static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t mode,
+		      struct err *e)
 {
 	struct import_attr a = { .uid = uid, .gid = uid, .mode = S_IFDIR | mode };
 	struct stat st;
@@ -36,7 +37,10 @@ static int sbin_dir(struct import_tree *t, char *dir, struct err *e)
 		return ensure_dir(t, "sbin", 0, 0755, e);
 	}
 	if (oci_path_clean(target[0] == '/' ? target + 1 : target, dir, e) < 0 || !dir[0])
-		return err_set(e, EINVAL, "/sbin is a symlink to '%.200s', which kiln-init cannot be installed through", target);
+		return err_set(
+			e, EINVAL,
+			"/sbin is a symlink to '%.200s', which kiln-init cannot be installed through",
+			target);
 	return tree_mkdir(t, dir, &a, e);
 }
 
@@ -47,9 +51,10 @@ int import_inject_init(struct import_tree *t, int init_fd, struct err *e)
 		uid_t uid;
 		mode_t mode;
 	} dirs[] = {
-		{ "proc", 0, 0555 }, { "sys", 0, 0555 },  { "dev", 0, 0755 },	    { "run", 0, 0755 },
-		{ "tmp", 0, 01777 }, { "root", 0, 0700 }, { "home", 0, 0755 },	    { "home/user", 1000, 0755 },
-		{ "workspace", 1000, 0755 }, { "etc", 0, 0755 },
+		{ "proc", 0, 0555 }, { "sys", 0, 0555 },          { "dev", 0, 0755 },
+		{ "run", 0, 0755 },  { "tmp", 0, 01777 },         { "root", 0, 0700 },
+		{ "home", 0, 0755 }, { "home/user", 1000, 0755 }, { "workspace", 1000, 0755 },
+		{ "etc", 0, 0755 },
 	};
 	const struct import_attr exe = { .mode = S_IFREG | 0755 }, lnk = { .mode = S_IFLNK | 0777 };
 	char dir[OCI_PATH_MAX + 1], path[OCI_PATH_MAX + 16];
@@ -113,13 +118,15 @@ static int run(char *const argv[], struct err *e)
 		if (errno != EINTR)
 			return err_set(e, errno, "waitpid: %s", strerror(errno));
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return err_set(e, EIO, "%s failed (%s %d): is e2fsprogs installed (scripts/install-deps)?", argv[0],
-			       WIFEXITED(st) ? "exit" : "signal", WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		return err_set(e, EIO,
+			       "%s failed (%s %d): is e2fsprogs installed (scripts/install-deps)?",
+			       argv[0], WIFEXITED(st) ? "exit" : "signal",
+			       WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 	return 0;
 }
 
-int import_make_ext4(const char *stage_dir, const char *script, const char *out, uint64_t bytes, uint64_t inodes,
-		     struct err *e)
+int import_make_ext4(const char *stage_dir, const char *script, const char *out, uint64_t bytes,
+		     uint64_t inodes, struct err *e)
 {
 	char n[32];
 	int fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644), r;
@@ -129,10 +136,11 @@ int import_make_ext4(const char *stage_dir, const char *script, const char *out,
 	r = ftruncate(fd, (off_t)bytes);
 	close(fd);
 	if (r < 0)
-		return err_set(e, errno, "size '%s' to %llu bytes: %s", out, (unsigned long long)bytes, strerror(errno));
+		return err_set(e, errno, "size '%s' to %llu bytes: %s", out,
+			       (unsigned long long)bytes, strerror(errno));
 	snprintf(n, sizeof(n), "%llu", (unsigned long long)inodes);
-	if ((r = run((char *const[]){ "mkfs.ext4", "-q", "-F", "-b", "4096", "-N", n, "-L", "kiln", "-d",
-				      (char *)stage_dir, (char *)out, NULL },
+	if ((r = run((char *const[]){ "mkfs.ext4", "-q", "-F", "-b", "4096", "-N", n, "-L", "kiln",
+				      "-d", (char *)stage_dir, (char *)out, NULL },
 		     e)) < 0)
 		return r;
 	return run((char *const[]){ "debugfs", "-w", "-f", (char *)script, (char *)out, NULL }, e);

@@ -31,7 +31,7 @@ uint64_t import_image_bytes(const struct import_tree *t);
 
 /* mkfs.ext4 -d stage_dir into out (created), then debugfs -w -f script:
  * 0, or -errno with e (the tool's exit and what to check). */
-int import_make_ext4(const char *stage_dir, const char *script, const char *out, uint64_t bytes, uint64_t inodes,
-		     struct err *e);
+int import_make_ext4(const char *stage_dir, const char *script, const char *out, uint64_t bytes,
+		     uint64_t inodes, struct err *e);
 
 #endif

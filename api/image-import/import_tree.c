@@ -22,14 +22,18 @@ static void own_path(FILE *f, const char *path)
 	fputc('"', f);
 }
 
-static void own_record(struct import_tree *t, const char *path, const struct import_attr *a, bool mode)
+static void own_record(struct import_tree *t, const char *path, const struct import_attr *a,
+		       bool mode)
 {
 	if (!t->own)
 		return;
-	fputs("sif ", t->own), own_path(t->own, path), fprintf(t->own, " uid %u\n", (unsigned)a->uid);
-	fputs("sif ", t->own), own_path(t->own, path), fprintf(t->own, " gid %u\n", (unsigned)a->gid);
+	fputs("sif ", t->own), own_path(t->own, path),
+		fprintf(t->own, " uid %u\n", (unsigned)a->uid);
+	fputs("sif ", t->own), own_path(t->own, path),
+		fprintf(t->own, " gid %u\n", (unsigned)a->gid);
 	if (mode)
-		fputs("sif ", t->own), own_path(t->own, path), fprintf(t->own, " mode 0%o\n", (unsigned)a->mode);
+		fputs("sif ", t->own), own_path(t->own, path),
+			fprintf(t->own, " mode 0%o\n", (unsigned)a->mode);
 }
 
 static int count(struct import_tree *t, uint64_t bytes, struct err *e)
@@ -37,15 +41,20 @@ static int count(struct import_tree *t, uint64_t bytes, struct err *e)
 	t->entries++;
 	t->bytes += (bytes + 4095) & ~(uint64_t)4095;
 	if (t->max_entries && t->entries > t->max_entries)
-		return err_set(e, EFBIG, "more than %llu entries (the member cap): the image is too large to import",
-			       (unsigned long long)t->max_entries);
+		return err_set(
+			e, EFBIG,
+			"more than %llu entries (the member cap): the image is too large to import",
+			(unsigned long long)t->max_entries);
 	if (t->max_bytes && t->bytes > t->max_bytes)
-		return err_set(e, EFBIG, "more than %llu bytes of content (the size cap): the image is too large to import",
-			       (unsigned long long)t->max_bytes);
+		return err_set(
+			e, EFBIG,
+			"more than %llu bytes of content (the size cap): the image is too large to import",
+			(unsigned long long)t->max_bytes);
 	return 0;
 }
 
-int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd, const char **base, struct err *e)
+int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd, const char **base,
+		struct err *e)
 {
 	int fd = dup(t->root);
 	const char *p = path, *slash;
@@ -88,9 +97,12 @@ int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd,
 			close(fd);
 			/* O_NOFOLLOW|O_DIRECTORY on a symlink is ELOOP or ENOTDIR */
 			if (er == ELOOP || er == ENOTDIR)
-				return err_set(e, ELOOP, "'%.*s' is a symlink or not a directory: nothing may be created below it",
-					       (int)(slash - path), path);
-			return err_set(e, er, "open '%.*s': %s", (int)(slash - path), path, strerror(er));
+				return err_set(
+					e, ELOOP,
+					"'%.*s' is a symlink or not a directory: nothing may be created below it",
+					(int)(slash - path), path);
+			return err_set(e, er, "open '%.*s': %s", (int)(slash - path), path,
+				       strerror(er));
 		}
 		close(fd);
 		fd = next;
@@ -212,7 +224,8 @@ int tree_mkdir(struct import_tree *t, const char *path, const struct import_attr
 	}
 	if ((r = tree_parent(t, path, 1, &dfd, &base, e)) < 0)
 		return r;
-	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) && (r = clear(dfd, base, path, e)) < 0)
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISDIR(st.st_mode) &&
+	    (r = clear(dfd, base, path, e)) < 0)
 		goto out;
 	if (mkdirat(dfd, base, stage) < 0 && errno != EEXIST) {
 		r = err_set(e, errno, "mkdir '%s': %s", path, strerror(errno));
@@ -230,7 +243,8 @@ out:
 	return r;
 }
 
-int tree_file_open(struct import_tree *t, const char *path, const struct import_attr *a, int *fd, struct err *e)
+int tree_file_open(struct import_tree *t, const char *path, const struct import_attr *a, int *fd,
+		   struct err *e)
 {
 	mode_t stage = (a->mode & 07777) | 0600; /* mkfs.ext4 -d must read it */
 	const char *base;
@@ -261,8 +275,8 @@ int tree_file_done(struct import_tree *t, int fd, uint64_t size, struct err *e)
 	return count(t, size, e);
 }
 
-int tree_symlink(struct import_tree *t, const char *path, const char *target, const struct import_attr *a,
-		 struct err *e)
+int tree_symlink(struct import_tree *t, const char *path, const char *target,
+		 const struct import_attr *a, struct err *e)
 {
 	const char *base;
 	int dfd, r;
@@ -287,7 +301,8 @@ int tree_symlink(struct import_tree *t, const char *path, const char *target, co
 }
 
 /* The symlink tbase (in tfd) read as if it stood at path: oci_symlink_check's rule. */
-static int link_check_at(int tfd, const char *tbase, const char *path, const char *target, struct err *e)
+static int link_check_at(int tfd, const char *tbase, const char *path, const char *target,
+			 struct err *e)
 {
 	char to[PATH_MAX];
 	struct err why;
@@ -295,10 +310,12 @@ static int link_check_at(int tfd, const char *tbase, const char *path, const cha
 	int r;
 
 	if (n < 0)
-		return err_set(e, errno, "hard link to '%.200s': reading the symlink: %s", target, strerror(errno));
+		return err_set(e, errno, "hard link to '%.200s': reading the symlink: %s", target,
+			       strerror(errno));
 	to[n] = '\0';
 	if ((r = oci_symlink_check(path, to, &why)) < 0)
-		return err_set(e, -r, "hard link '%.200s' to the symlink '%.200s': %s", path, target, why.msg);
+		return err_set(e, -r, "hard link '%.200s' to the symlink '%.200s': %s", path,
+			       target, why.msg);
 	return 0;
 }
 
@@ -314,7 +331,9 @@ int tree_hardlink(struct import_tree *t, const char *path, const char *target, s
 		return err_set(e, -r, "hard link to '%.200s': %s", target, e->msg);
 	if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
 		close(tfd);
-		return err_set(e, ENOENT, "hard link to '%.200s', which is not an earlier non-directory member", target);
+		return err_set(e, ENOENT,
+			       "hard link to '%.200s', which is not an earlier non-directory member",
+			       target);
 	}
 	/* A hard link to a symlink is that symlink at another depth: its
 	 * target is read from `path` now, so it must pass the symlink rule
@@ -357,8 +376,8 @@ int tree_fifo(struct import_tree *t, const char *path, const struct import_attr 
 	return r;
 }
 
-int tree_device(struct import_tree *t, const char *path, const struct import_attr *a, unsigned major,
-		unsigned minor, struct err *e)
+int tree_device(struct import_tree *t, const char *path, const struct import_attr *a,
+		unsigned major, unsigned minor, struct err *e)
 {
 	const char *base, *slash = strrchr(path, '/');
 	char dir[OCI_PATH_MAX + 1];

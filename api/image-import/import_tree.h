@@ -22,10 +22,10 @@
 #include "lib/base/err.h"
 
 struct import_tree {
-	int root;          /* the tree's root directory */
-	FILE *own;         /* debugfs script, or NULL (the outer archive's tree) */
-	uint64_t bytes;    /* regular file bytes written, 4 KiB per file rounded up */
-	uint64_t entries;  /* entries created */
+	int root;                        /* the tree's root directory */
+	FILE *own;                       /* debugfs script, or NULL (the outer archive's tree) */
+	uint64_t bytes;                  /* regular file bytes written, 4 KiB per file rounded up */
+	uint64_t entries;                /* entries created */
 	uint64_t max_bytes, max_entries; /* 0: no cap */
 };
 
@@ -40,7 +40,8 @@ struct import_attr {
  * 0755 directories when missing and create is set): a new fd and *base
  * pointing into path; -errno with e (ELOOP: below a symlink; ENOTDIR:
  * below a non-directory; ENOENT: missing and !create). */
-int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd, const char **base, struct err *e);
+int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd, const char **base,
+		struct err *e);
 
 /* Remove path and everything below it (a whiteout); absent is 0. */
 int tree_remove(struct import_tree *t, const char *path, struct err *e);
@@ -51,16 +52,17 @@ int tree_empty_dir(struct import_tree *t, const char *path, struct err *e);
 int tree_mkdir(struct import_tree *t, const char *path, const struct import_attr *a, struct err *e);
 /* A regular file: a new fd open for writing (the caller writes, then
  * tree_file_done). */
-int tree_file_open(struct import_tree *t, const char *path, const struct import_attr *a, int *fd, struct err *e);
+int tree_file_open(struct import_tree *t, const char *path, const struct import_attr *a, int *fd,
+		   struct err *e);
 int tree_file_done(struct import_tree *t, int fd, uint64_t size, struct err *e);
-int tree_symlink(struct import_tree *t, const char *path, const char *target, const struct import_attr *a,
-		 struct err *e);
+int tree_symlink(struct import_tree *t, const char *path, const char *target,
+		 const struct import_attr *a, struct err *e);
 /* A hard link at path to the existing non-directory target. */
 int tree_hardlink(struct import_tree *t, const char *path, const char *target, struct err *e);
 int tree_fifo(struct import_tree *t, const char *path, const struct import_attr *a, struct err *e);
 /* A device node: only recorded (the importer cannot mknod); made by debugfs. */
-int tree_device(struct import_tree *t, const char *path, const struct import_attr *a, unsigned major,
-		unsigned minor, struct err *e);
+int tree_device(struct import_tree *t, const char *path, const struct import_attr *a,
+		unsigned major, unsigned minor, struct err *e);
 
 /* A symlink's target at path ("" when path is no symlink). */
 int tree_readlink(struct import_tree *t, const char *name, char *buf, size_t n);

@@ -78,14 +78,16 @@ static int check_digest(int fd, const char *path, const char *want, char *got, s
 	if (r < 0 || lseek(fd, 0, SEEK_SET) < 0)
 		return err_set(e, EIO, "read '%s': %s", path, strerror(r < 0 ? -r : errno));
 	if (want && want[0] && strcmp(want, got) != 0)
-		return err_set(e, EINVAL, "'%s': digest mismatch: expected %s, the blob hashes to %s", path, want, got);
+		return err_set(e, EINVAL,
+			       "'%s': digest mismatch: expected %s, the blob hashes to %s", path,
+			       want, got);
 	return 0;
 }
 
 /* A JSON document of the outer tree (at most OCI_JSON_MAX bytes), its
  * digest checked when one is expected; *buf malloc'd. */
-static int outer_json(struct import_tree *o, const char *path, const char *want, char **buf, size_t *n, char *got,
-		      struct err *e)
+static int outer_json(struct import_tree *o, const char *path, const char *want, char **buf,
+		      size_t *n, char *got, struct err *e)
 {
 	struct stat st;
 	ssize_t k;
@@ -95,7 +97,8 @@ static int outer_json(struct import_tree *o, const char *path, const char *want,
 		return fd;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > OCI_JSON_MAX) {
 		close(fd);
-		return err_set(e, EINVAL, "'%s' is larger than %u bytes: not an image document", path, OCI_JSON_MAX);
+		return err_set(e, EINVAL, "'%s' is larger than %u bytes: not an image document",
+			       path, OCI_JSON_MAX);
 	}
 	if ((r = check_digest(fd, path, want, got, e)) < 0) {
 		close(fd);
@@ -113,8 +116,8 @@ static int outer_json(struct import_tree *o, const char *path, const char *want,
 }
 
 /* Which format, and the image's blobs: into im, with the manifest's digest. */
-static int read_manifest(struct import_tree *o, struct oci_image *im, const char **format, char *manifest_digest,
-			 struct err *e)
+static int read_manifest(struct import_tree *o, struct oci_image *im, const char **format,
+			 char *manifest_digest, struct err *e)
 {
 	struct oci_blob mb;
 	char *buf = NULL, got[DIGEST_STR_LEN];
@@ -143,11 +146,13 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 		snprintf(manifest_digest, DIGEST_STR_LEN, "%s", got);
 		return r;
 	}
-	return err_set(e, EINVAL, "neither an OCI image layout (oci-layout, index.json) nor a docker save archive (manifest.json)");
+	return err_set(
+		e, EINVAL,
+		"neither an OCI image layout (oci-layout, index.json) nor a docker save archive (manifest.json)");
 }
 
-static int apply_layers(struct import_tree *o, struct import_tree *t, const struct oci_image *im, bool devices,
-			struct err *e)
+static int apply_layers(struct import_tree *o, struct import_tree *t, const struct oci_image *im,
+			bool devices, struct err *e)
 {
 	for (size_t i = 0; i < im->nlayers; i++) {
 		const struct oci_blob *b = &im->layers[i];
@@ -156,13 +161,15 @@ static int apply_layers(struct import_tree *o, struct import_tree *t, const stru
 		int fd = outer_open(o, b->path, &le), r;
 
 		if (fd < 0)
-			return err_set(e, EINVAL, "layer %zu (%s): %s", i + 1, b->digest[0] ? b->digest : b->path, le.msg);
+			return err_set(e, EINVAL, "layer %zu (%s): %s", i + 1,
+				       b->digest[0] ? b->digest : b->path, le.msg);
 		r = check_digest(fd, b->path, b->digest, got, &le);
 		if (r == 0)
 			r = import_layer(fd, t, devices, &le);
 		close(fd);
 		if (r < 0)
-			return err_set(e, -r, "layer %zu (%s): %s", i + 1, b->digest[0] ? b->digest : got, le.msg);
+			return err_set(e, -r, "layer %zu (%s): %s", i + 1,
+				       b->digest[0] ? b->digest : got, le.msg);
 	}
 	return 0;
 }
@@ -187,8 +194,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			*(c == 'd' ? &o->devices : &o->clean_only) = true;
 			continue;
 		}
-		fprintf(stderr, "usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT\n"
-				"       kiln-image-import --clean   (remove outer/ and stage/)\n");
+		fprintf(stderr,
+			"usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT\n"
+			"       kiln-image-import --clean   (remove outer/ and stage/)\n");
 		return -1;
 	}
 	return 0;
@@ -197,7 +205,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 static int tree_open(struct import_tree *t, const char *dir, struct err *e)
 {
 	if (mkdir(dir, 0700) < 0)
-		return err_set(e, errno, "mkdir '%s' in the work directory: %s", dir, strerror(errno));
+		return err_set(e, errno, "mkdir '%s' in the work directory: %s", dir,
+			       strerror(errno));
 	t->root = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	return t->root < 0 ? err_set(e, errno, "open '%s': %s", dir, strerror(errno)) : 0;
 }
@@ -212,7 +221,8 @@ static int clean(void)
 	if (r == 0 && (r = tree_remove(&cwd, "outer", &e)) == 0)
 		r = tree_remove(&cwd, "stage", &e);
 	if (r < 0)
-		fprintf(stderr, "cleaning the work directory failed: %s\n", r == -errno ? strerror(errno) : e.msg);
+		fprintf(stderr, "cleaning the work directory failed: %s\n",
+			r == -errno ? strerror(errno) : e.msg);
 	if (cwd.root >= 0)
 		close(cwd.root);
 	return r < 0 ? 1 : 0;
@@ -248,7 +258,8 @@ static int import(const struct opts *opp)
 	struct opts op = *opp;
 	struct import_tree outer = { .root = -1 }, stage = { .root = -1 };
 	static struct oci_image im;
-	char manifest_digest[DIGEST_STR_LEN] = "", config_digest[DIGEST_STR_LEN] = "", digest[DIGEST_STR_LEN];
+	char manifest_digest[DIGEST_STR_LEN] = "", config_digest[DIGEST_STR_LEN] = "",
+	     digest[DIGEST_STR_LEN];
 	const char *format = "";
 	char *cbuf = NULL;
 	json_t *config = NULL, *out;
@@ -272,7 +283,8 @@ static int import(const struct opts *opp)
 	if (r == 0)
 		r = read_manifest(&outer, &im, &format, manifest_digest, &e);
 	if (r == 0)
-		r = outer_json(&outer, im.config.path, im.config.digest, &cbuf, &cn, config_digest, &e);
+		r = outer_json(&outer, im.config.path, im.config.digest, &cbuf, &cn, config_digest,
+			       &e);
 	if (r == 0) {
 		r = oci_config_parse(cbuf, cn, &config, &e);
 		free(cbuf);
@@ -294,8 +306,8 @@ static int import(const struct opts *opp)
 		return 1;
 	}
 	bytes = import_image_bytes(&stage);
-	if ((r = import_make_ext4("stage", "own.debugfs", "image.ext4", bytes, stage.entries + stage.entries / 4 + 4096,
-				  &e)) < 0) {
+	if ((r = import_make_ext4("stage", "own.debugfs", "image.ext4", bytes,
+				  stage.entries + stage.entries / 4 + 4096, &e)) < 0) {
 		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
@@ -305,10 +317,12 @@ static int import(const struct opts *opp)
 		return 1;
 	}
 	close(fd);
-	out = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:I}", "format", format, "manifest_digest", manifest_digest,
-			"config_digest", config_digest, "layers", (json_int_t)im.nlayers, "config", config, "digest",
-			digest, "size_bytes", (json_int_t)bytes);
-	if (!out || json_dumpf(out, stdout, JSON_COMPACT) < 0 || puts("") == EOF || fflush(stdout) != 0) {
+	out = json_pack("{s:s,s:s,s:s,s:I,s:o,s:s,s:I}", "format", format, "manifest_digest",
+			manifest_digest, "config_digest", config_digest, "layers",
+			(json_int_t)im.nlayers, "config", config, "digest", digest, "size_bytes",
+			(json_int_t)bytes);
+	if (!out || json_dumpf(out, stdout, JSON_COMPACT) < 0 || puts("") == EOF ||
+	    fflush(stdout) != 0) {
 		fprintf(stderr, "writing the result failed\n");
 		return 1;
 	}

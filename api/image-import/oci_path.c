@@ -23,19 +23,22 @@ int oci_path_clean(const char *in, char *out, struct err *e)
 	if (strlen(in) > OCI_PATH_MAX)
 		return err_set(e, EINVAL, "name longer than %d bytes", OCI_PATH_MAX);
 	if (in[0] == '/')
-		return err_set(e, EINVAL, "absolute path (layer members are relative to the image root)");
+		return err_set(e, EINVAL,
+			       "absolute path (layer members are relative to the image root)");
 	if (has_control(in))
 		return err_set(e, EINVAL, "control character in the name");
 	while (*p) {
 		size_t n = strcspn(p, "/");
 
 		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return err_set(e, EINVAL, "'..' component (a member may not leave the image root)");
+			return err_set(e, EINVAL,
+				       "'..' component (a member may not leave the image root)");
 		if (n > OCI_NAME_MAX)
 			return err_set(e, EINVAL, "component longer than %d bytes", OCI_NAME_MAX);
 		if (n && !(n == 1 && p[0] == '.')) {
 			if (++depth > OCI_DEPTH_MAX)
-				return err_set(e, EINVAL, "deeper than %d directories", OCI_DEPTH_MAX);
+				return err_set(e, EINVAL, "deeper than %d directories",
+					       OCI_DEPTH_MAX);
 			if (o)
 				out[o++] = '/';
 			memcpy(out + o, p, n);
@@ -77,7 +80,8 @@ int oci_whiteout(const char *clean, enum oci_whiteout *kind, char *target, struc
 		return 0;
 	}
 	if (strncmp(name, WH, strlen(WH)) == 0)
-		return err_set(e, EINVAL, "'%s' is reserved by the OCI image spec (.wh..wh. prefix)", b);
+		return err_set(e, EINVAL,
+			       "'%s' is reserved by the OCI image spec (.wh..wh. prefix)", b);
 	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return err_set(e, EINVAL, "whiteout of nothing ('%s')", b);
 	if (dirlen)
@@ -109,7 +113,8 @@ int oci_symlink_check(const char *member, const char *target, struct err *e)
 
 		if (n == 2 && p[0] == '.' && p[1] == '.') {
 			if (depth == 0)
-				return err_set(e, EINVAL, "symlink to '%.200s' leaves the image root", target);
+				return err_set(e, EINVAL,
+					       "symlink to '%.200s' leaves the image root", target);
 			depth--;
 		} else if (n && !(n == 1 && p[0] == '.')) {
 			depth++;

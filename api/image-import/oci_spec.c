@@ -46,7 +46,10 @@ static int descriptor(const json_t *d, const char *what, struct oci_blob *b, str
 	if (!json_is_object(d) || !dg)
 		return err_set(e, EINVAL, "%s: a descriptor needs a \"digest\" string", what);
 	if (!oci_digest_valid(dg))
-		return err_set(e, EINVAL, "%s: digest '%.80s' is not sha256:<64 hex digits> (other algorithms are not supported)", what, dg);
+		return err_set(
+			e, EINVAL,
+			"%s: digest '%.80s' is not sha256:<64 hex digits> (other algorithms are not supported)",
+			what, dg);
 	snprintf(b->digest, sizeof(b->digest), "%s", dg);
 	snprintf(b->path, sizeof(b->path), "blobs/sha256/%s", dg + 7);
 	return 0;
@@ -83,12 +86,16 @@ int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct
 	}
 	if (!pick) {
 		json_decref(j);
-		return err_set(e, EINVAL, "index.json lists %zu manifests and none for linux/amd64: export one platform",
-			       json_array_size(ms));
+		return err_set(
+			e, EINVAL,
+			"index.json lists %zu manifests and none for linux/amd64: export one platform",
+			json_array_size(ms));
 	}
 	mt = json_string_value(json_object_get(pick, "mediaType"));
 	if (mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0)) {
-		r = err_set(e, EINVAL, "index.json points at another index (%.100s): nested indexes are not supported, export one platform", mt);
+		r = err_set(e, EINVAL,
+			    "index.json points at another index (%.100s): nested indexes are not supported, export one platform",
+			    mt);
 		json_decref(j);
 		return r;
 	}
@@ -102,8 +109,8 @@ typedef int blob_reader(const json_t *v, const char *what, struct oci_blob *b, s
 
 /* doc's array `key` of at most OCI_LAYERS_MAX layers, each read by `read`
  * and named what[i] in messages. */
-static int read_layers(const json_t *doc_obj, const char *doc, const char *key, const char *what, blob_reader *read,
-		       struct oci_image *im, struct err *e)
+static int read_layers(const json_t *doc_obj, const char *doc, const char *key, const char *what,
+		       blob_reader *read, struct oci_image *im, struct err *e)
 {
 	const json_t *ls = json_object_get(doc_obj, key);
 	int r = 0;
@@ -111,8 +118,8 @@ static int read_layers(const json_t *doc_obj, const char *doc, const char *key, 
 	if (!json_is_array(ls))
 		return err_set(e, EINVAL, "%s has no \"%s\" array", doc, key);
 	if (json_array_size(ls) > OCI_LAYERS_MAX)
-		return err_set(e, EINVAL, "the image has %zu layers; at most %d are supported", json_array_size(ls),
-			       OCI_LAYERS_MAX);
+		return err_set(e, EINVAL, "the image has %zu layers; at most %d are supported",
+			       json_array_size(ls), OCI_LAYERS_MAX);
 	for (size_t i = 0; !r && i < json_array_size(ls); i++) {
 		char name[48];
 
@@ -134,13 +141,16 @@ int oci_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct e
 	memset(im, 0, sizeof(*im));
 	mt = json_string_value(json_object_get(j, "mediaType"));
 	if (mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0)) {
-		r = err_set(e, EINVAL, "the manifest is an index (%.100s): nested indexes are not supported, export one platform", mt);
+		r = err_set(e, EINVAL,
+			    "the manifest is an index (%.100s): nested indexes are not supported, export one platform",
+			    mt);
 		json_decref(j);
 		return r;
 	}
 	r = descriptor(json_object_get(j, "config"), "manifest config", &im->config, e);
 	if (!r)
-		r = read_layers(j, "the image manifest", "layers", "manifest layers", descriptor, im, e);
+		r = read_layers(j, "the image manifest", "layers", "manifest layers", descriptor,
+				im, e);
 	json_decref(j);
 	return r;
 }
@@ -155,7 +165,8 @@ static int docker_path(const json_t *v, const char *what, struct oci_blob *b, st
 	if (!s)
 		return err_set(e, EINVAL, "manifest.json: %s must be a string", what);
 	if (oci_path_clean(s, b->path, &pe) < 0 || !b->path[0])
-		return err_set(e, EINVAL, "manifest.json: %s '%.200s': %s", what, s, b->path[0] ? pe.msg : "empty path");
+		return err_set(e, EINVAL, "manifest.json: %s '%.200s': %s", what, s,
+			       b->path[0] ? pe.msg : "empty path");
 	b->digest[0] = '\0';
 	base = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
 	if (strncmp(b->path, "blobs/sha256/", 13) == 0 && strlen(b->path) == 13 + 64)
@@ -182,7 +193,9 @@ int oci_docker_manifest_parse(const char *buf, size_t n, struct oci_image *im, s
 	}
 	if (json_array_size(j) > 1) {
 		json_decref(j);
-		return err_set(e, EINVAL, "manifest.json holds %zu images: save one image per archive", json_array_size(j));
+		return err_set(e, EINVAL,
+			       "manifest.json holds %zu images: save one image per archive",
+			       json_array_size(j));
 	}
 	r = docker_path(json_object_get(first, "Config"), "Config", &im->config, e);
 	if (!r)
@@ -201,10 +214,14 @@ static int argv_copy(const json_t *v, const char *what, json_t **out, struct err
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_array(v) || json_array_size(v) > OCI_ARGV_MAX)
-		return err_set(e, EINVAL, "image config: %s must be an array of at most %d strings", what, OCI_ARGV_MAX);
-	json_array_foreach(v, i, x) {
+		return err_set(e, EINVAL, "image config: %s must be an array of at most %d strings",
+			       what, OCI_ARGV_MAX);
+	json_array_foreach(v, i, x)
+	{
 		if (!json_is_string(x) || json_string_length(x) > OCI_STRING_MAX)
-			return err_set(e, EINVAL, "image config: %s[%zu] must be a string of at most %d bytes", what, i, OCI_STRING_MAX);
+			return err_set(e, EINVAL,
+				       "image config: %s[%zu] must be a string of at most %d bytes",
+				       what, i, OCI_STRING_MAX);
 	}
 	*out = json_deep_copy(v);
 	return *out ? 0 : -ENOMEM;
@@ -228,18 +245,25 @@ static int env_copy(const json_t *v, json_t *out, struct err *e)
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_array(v) || json_array_size(v) > OCI_ENV_MAX)
-		return err_set(e, EINVAL, "image config: Env must be an array of at most %d strings", OCI_ENV_MAX);
+		return err_set(e, EINVAL,
+			       "image config: Env must be an array of at most %d strings",
+			       OCI_ENV_MAX);
 	env = json_object();
 	if (!env || json_object_set_new(out, "env", env))
 		return -ENOMEM;
-	json_array_foreach(v, i, x) {
+	json_array_foreach(v, i, x)
+	{
 		const char *s = json_string_value(x), *eq = s ? strchr(s, '=') : NULL;
 		char name[256];
 
-		if (!s || json_string_length(x) > OCI_STRING_MAX || strlen(s) != json_string_length(x))
-			return err_set(e, EINVAL, "image config: Env[%zu] must be a string of at most %d bytes", i, OCI_STRING_MAX);
+		if (!s || json_string_length(x) > OCI_STRING_MAX ||
+		    strlen(s) != json_string_length(x))
+			return err_set(e, EINVAL,
+				       "image config: Env[%zu] must be a string of at most %d bytes",
+				       i, OCI_STRING_MAX);
 		if (!eq || !env_name_ok(s, (size_t)(eq - s)))
-			return err_set(e, EINVAL, "image config: Env[%zu] '%.80s' is not NAME=VALUE", i, s);
+			return err_set(e, EINVAL,
+				       "image config: Env[%zu] '%.80s' is not NAME=VALUE", i, s);
 		memcpy(name, s, (size_t)(eq - s));
 		name[eq - s] = '\0';
 		if (json_object_set_new(env, name, json_string(eq + 1)))
@@ -256,7 +280,8 @@ static int string_copy(const json_t *c, const char *key, const char *as, json_t 
 	if (!v || json_is_null(v) || (s && !*s))
 		return 0;
 	if (!s || json_string_length(v) > OCI_PATH_MAX || strlen(s) != json_string_length(v))
-		return err_set(e, EINVAL, "image config: %s must be a string of at most %d bytes", key, OCI_PATH_MAX);
+		return err_set(e, EINVAL, "image config: %s must be a string of at most %d bytes",
+			       key, OCI_PATH_MAX);
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			return err_set(e, EINVAL, "image config: control character in %s", key);
@@ -279,7 +304,8 @@ int oci_config_parse(const char *buf, size_t n, json_t **out, struct err *e)
 		return -ENOMEM;
 	}
 	if (!json_is_object(j) || (c && !json_is_null(c) && !json_is_object(c))) {
-		r = err_set(e, EINVAL, "the image config must be an object with an object \"config\"");
+		r = err_set(e, EINVAL,
+			    "the image config must be an object with an object \"config\"");
 		goto out;
 	}
 	r = env_copy(json_object_get(c, "Env"), o, e);
@@ -287,7 +313,8 @@ int oci_config_parse(const char *buf, size_t n, json_t **out, struct err *e)
 		r = string_copy(c, "WorkingDir", "working_dir", o, e);
 	wd = json_string_value(json_object_get(o, "working_dir"));
 	if (!r && wd && wd[0] != '/')
-		r = err_set(e, EINVAL, "image config: WorkingDir '%.200s' is not an absolute path", wd);
+		r = err_set(e, EINVAL, "image config: WorkingDir '%.200s' is not an absolute path",
+			    wd);
 	if (!r)
 		r = string_copy(c, "User", "user", o, e);
 	if (!r)

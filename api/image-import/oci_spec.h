@@ -29,8 +29,8 @@
 #define OCI_CONFIG_RECORD_MAX (256u << 10) /* kiln's record of a config, as compact JSON */
 
 struct oci_blob {
-	char path[OCI_PATH_MAX + 1];       /* in the archive */
-	char digest[DIGEST_STR_LEN];    /* "": not known (docker save's layer.tar) */
+	char path[OCI_PATH_MAX + 1]; /* in the archive */
+	char digest[DIGEST_STR_LEN]; /* "": not known (docker save's layer.tar) */
 };
 
 struct oci_image {

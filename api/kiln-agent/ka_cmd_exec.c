@@ -32,13 +32,14 @@ static void proc_args_free(struct proc_args *p)
 }
 
 /* How a process runs, for exec and spawn alike (the agent's PROC_FIELDS). */
-#define PROC_OPTS                                                      \
-	{ "user", required_argument, 0, OPT_USER },                    \
-	{ "cwd", required_argument, 0, OPT_CWD },                      \
-	{ "env", required_argument, 0, OPT_ENV },                      \
-	{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },        \
-	{ "shell", no_argument, 0, OPT_SHELL },                        \
-	{ "confine", no_argument, 0, OPT_CONFINE }
+#define PROC_OPTS                                                                             \
+	{ "user", required_argument, 0, OPT_USER }, { "cwd", required_argument, 0, OPT_CWD }, \
+		{ "env", required_argument, 0, OPT_ENV },                                     \
+		{ "timeout-ms", required_argument, 0, OPT_TIMEOUT_MS },                       \
+		{ "shell", no_argument, 0, OPT_SHELL },                                       \
+	{                                                                                     \
+		"confine", no_argument, 0, OPT_CONFINE                                        \
+	}
 
 static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 {
@@ -73,7 +74,8 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 		switch (c) {
 		case OPT_USER:
 			if (!parse_user(optarg, &p->o.user))
-				return usage_error("--user must be 'user' or 'root', not '%s'", optarg);
+				return usage_error("--user must be 'user' or 'root', not '%s'",
+						   optarg);
 			break;
 		case OPT_CWD:
 			p->o.cwd = optarg;
@@ -93,7 +95,8 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 		}
 		case OPT_TIMEOUT_MS:
 			if (!parse_u32(optarg, AGENT_TIMEOUT_MAX_MS, &p->o.timeout_ms))
-				return usage_error("--timeout-ms: '%s' is not 0..604800000", optarg);
+				return usage_error("--timeout-ms: '%s' is not 0..604800000",
+						   optarg);
 			break;
 		case OPT_SHELL:
 			p->o.shell = true;
@@ -103,7 +106,8 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 			break;
 		case OPT_OUTPUT_CAP:
 			if (!parse_u32(optarg, AGENT_OUTPUT_CAP_MAX, &v))
-				return usage_error("--output-cap: '%s' is not 0..268435456", optarg);
+				return usage_error("--output-cap: '%s' is not 0..268435456",
+						   optarg);
 			p->o.output_cap = v;
 			p->o.discard_output = v == 0;
 			break;
@@ -128,7 +132,8 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 		case OPT_RING:
 			if (!parse_u32(optarg, AGENT_RING_MAX, &p->o.ring_bytes) ||
 			    p->o.ring_bytes < AGENT_RING_MIN)
-				return usage_error("--ring-bytes: '%s' is not 4096..4194304", optarg);
+				return usage_error("--ring-bytes: '%s' is not 4096..4194304",
+						   optarg);
 			break;
 		default:
 			return usage_error("%s: bad option", cmd);
@@ -210,7 +215,8 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	if (p.stdin_file) {
 		r = slurp(p.stdin_file, &in, &in_len);
 		if (r == -E2BIG) {
-			fprintf(stderr, "kiln-agent: exec: --stdin-file %s: too_large: exec takes at most %u bytes of stdin; use spawn and stdin for more\n",
+			fprintf(stderr,
+				"kiln-agent: exec: --stdin-file %s: too_large: exec takes at most %u bytes of stdin; use spawn and stdin for more\n",
 				p.stdin_file, AGENT_LEN_MAX);
 			proc_args_free(&p);
 			return EXIT_USAGE;
@@ -235,13 +241,17 @@ int cmd_exec(struct cli *cli, int argc, char **argv)
 	} else {
 		status = proc_status(&res.exit);
 		if (res.exit.stdout_truncated || res.exit.stderr_truncated)
-			fprintf(stderr, "kiln-agent: exec: output beyond --output-cap was dropped (stdout %" PRIu64 " bytes, stderr %" PRIu64 " bytes written)\n",
+			fprintf(stderr,
+				"kiln-agent: exec: output beyond --output-cap was dropped (stdout %" PRIu64
+				" bytes, stderr %" PRIu64 " bytes written)\n",
 				res.exit.stdout_bytes, res.exit.stderr_bytes);
 		if (p.json || cli->json) {
 			json_t *j = status_json(&res.exit);
 
-			json_object_set_new(j, "stdout_truncated", json_boolean(res.exit.stdout_truncated));
-			json_object_set_new(j, "stderr_truncated", json_boolean(res.exit.stderr_truncated));
+			json_object_set_new(j, "stdout_truncated",
+					    json_boolean(res.exit.stdout_truncated));
+			json_object_set_new(j, "stderr_truncated",
+					    json_boolean(res.exit.stderr_truncated));
 			json_object_set_new(j, "host_us", json_integer((json_int_t)res.host_us));
 			print_json(stderr, j);
 		}
@@ -272,7 +282,8 @@ int cmd_spawn(struct cli *cli, int argc, char **argv)
 	/* Closing detaches: the process keeps running for attach/wait. */
 	agent_client_stream_close(s);
 	if (cli->json)
-		print_json(stdout, json_pack("{s:I, s:i}", "id", (json_int_t)info.id, "pid", info.pid));
+		print_json(stdout,
+			   json_pack("{s:I, s:i}", "id", (json_int_t)info.id, "pid", info.pid));
 	else
 		printf("%u\n", info.id);
 	return 0;

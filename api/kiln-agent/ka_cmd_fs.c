@@ -48,7 +48,8 @@ static int parse_file(int argc, char **argv, int want_paths, struct file_args *f
 		switch (c) {
 		case OPT_USER:
 			if (!parse_user(optarg, &fa->user))
-				return usage_error("--user must be 'user' or 'root', not '%s'", optarg);
+				return usage_error("--user must be 'user' or 'root', not '%s'",
+						   optarg);
 			break;
 		case OPT_OFFSET:
 			if (!parse_u64(optarg, INT64_MAX, &fa->read.offset))
@@ -61,7 +62,8 @@ static int parse_file(int argc, char **argv, int want_paths, struct file_args *f
 			break;
 		case OPT_MODE:
 			if (!parse_mode(optarg, &fa->mode))
-				return usage_error("--mode: '%s' is not an octal mode 0..7777", optarg);
+				return usage_error("--mode: '%s' is not an octal mode 0..7777",
+						   optarg);
 			fa->has_mode = true;
 			break;
 		case OPT_APPEND:
@@ -158,9 +160,10 @@ static int run_write(struct cli *cli, const struct file_args *fa, struct agent_c
 static json_t *stat_json(const struct agent_client_stat *st, bool entry)
 {
 	json_t *o = json_pack("{s:s, s:s, s:I, s:i, s:I, s:I, s:I, s:I}", "path", st->path, "kind",
-			      agent_client_kind_name(st->kind), "size", (json_int_t)st->size, "mode",
-			      (int)st->mode, "uid", (json_int_t)st->uid, "gid", (json_int_t)st->gid,
-			      "nlink", (json_int_t)st->nlink, "mtime_ns", (json_int_t)st->mtime_ns);
+			      agent_client_kind_name(st->kind), "size", (json_int_t)st->size,
+			      "mode", (int)st->mode, "uid", (json_int_t)st->uid, "gid",
+			      (json_int_t)st->gid, "nlink", (json_int_t)st->nlink, "mtime_ns",
+			      (json_int_t)st->mtime_ns);
 
 	if (o && entry)
 		json_object_set_new(o, "depth", json_integer(st->depth));
@@ -205,9 +208,10 @@ static int run_exists(struct cli *cli, const struct file_args *fa, struct agent_
 	if (agent_client_exists(&cli->c, fa->paths[0], !fa->no_follow, fa->user, &ex, &kind, e) < 0)
 		return -1;
 	if (cli->json)
-		print_json(stdout, ex ? json_pack("{s:b, s:s}", "exists", 1, "kind",
-						  agent_client_kind_name(kind))
-				      : json_pack("{s:b}", "exists", 0));
+		print_json(stdout,
+			   ex ? json_pack("{s:b, s:s}", "exists", 1, "kind",
+					  agent_client_kind_name(kind))
+			      : json_pack("{s:b}", "exists", 0));
 	else if (ex)
 		printf("true %s\n", agent_client_kind_name(kind));
 	else
@@ -251,8 +255,10 @@ static int run_ls(struct cli *cli, const struct file_args *fa, struct agent_clie
 
 static int run_mkdir(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	return agent_client_mkdir(&cli->c, fa->paths[0], fa->parents, fa->has_mode ? (int)fa->mode : -1,
-				  fa->user, e) < 0 ? -1 : 0;
+	return agent_client_mkdir(&cli->c, fa->paths[0], fa->parents,
+				  fa->has_mode ? (int)fa->mode : -1, fa->user, e) < 0
+		? -1
+		: 0;
 }
 
 static int run_rm(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
@@ -262,7 +268,8 @@ static int run_rm(struct cli *cli, const struct file_args *fa, struct agent_clie
 
 static int run_mv(struct cli *cli, const struct file_args *fa, struct agent_client_err *e)
 {
-	if (agent_client_rename(&cli->c, fa->paths[0], fa->paths[1], fa->overwrite, fa->user, e) < 0)
+	if (agent_client_rename(&cli->c, fa->paths[0], fa->paths[1], fa->overwrite, fa->user, e) <
+	    0)
 		return -1;
 	return 0;
 }
@@ -272,16 +279,18 @@ static void print_tar(const struct cli *cli, FILE *f, const struct agent_client_
 {
 	if (cli->json) {
 		json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "files", (json_int_t)t->files,
-				      "dirs", (json_int_t)t->dirs, "symlinks", (json_int_t)t->symlinks,
-				      "skipped", (json_int_t)t->skipped, "bytes", (json_int_t)t->bytes);
+				      "dirs", (json_int_t)t->dirs, "symlinks",
+				      (json_int_t)t->symlinks, "skipped", (json_int_t)t->skipped,
+				      "bytes", (json_int_t)t->bytes);
 
 		if (o && upload)
 			json_object_set_new(o, "hardlinks", json_integer((json_int_t)t->hardlinks));
 		print_json(f, o);
 		return;
 	}
-	fprintf(f, "%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64 " symlinks, %" PRIu64
-		   " hardlinks, %" PRIu64 " skipped, %" PRIu64 " bytes\n",
+	fprintf(f,
+		"%" PRIu64 " files, %" PRIu64 " dirs, %" PRIu64 " symlinks, %" PRIu64
+		" hardlinks, %" PRIu64 " skipped, %" PRIu64 " bytes\n",
 		t->files, t->dirs, t->symlinks, t->hardlinks, t->skipped, t->bytes);
 }
 
@@ -302,9 +311,11 @@ static int run_tar_down(struct cli *cli, const struct file_args *fa, struct agen
 	struct agent_client_tar_stats t;
 
 	if (isatty(1))
-		return usage_error("tar-down: stdout is a terminal; redirect the archive to a file or pipe");
+		return usage_error(
+			"tar-down: stdout is a terminal; redirect the archive to a file or pipe");
 	if (agent_client_tar_download(&cli->c, fa->paths[0], fa->user, 1, &t, e) < 0) {
-		fprintf(stderr, "kiln-agent: tar-down: the archive on stdout is incomplete; discard it\n");
+		fprintf(stderr,
+			"kiln-agent: tar-down: the archive on stdout is incomplete; discard it\n");
 		return -1;
 	}
 	/* stdout carries the archive: the summary goes to stderr. */
@@ -313,11 +324,11 @@ static int run_tar_down(struct cli *cli, const struct file_args *fa, struct agen
 }
 
 /* The commands of ka_cmds.h (cmd_read, ...): each a name, its paths and its run. */
-#define FS_CMD(fn, name, npaths, run)                                                                      \
-	int fn(struct cli *cli, int argc, char **argv)                                                     \
-	{                                                                                                  \
-		static const struct fs_cmd cmd = { name, npaths, run };                                   \
-		return fs_cmd(cli, argc, argv, &cmd);                                                      \
+#define FS_CMD(fn, name, npaths, run)                                   \
+	int fn(struct cli *cli, int argc, char **argv)                  \
+	{                                                               \
+		static const struct fs_cmd cmd = { name, npaths, run }; \
+		return fs_cmd(cli, argc, argv, &cmd);                   \
 	}
 
 FS_CMD(cmd_read, "read", 1, run_read)

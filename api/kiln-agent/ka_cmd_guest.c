@@ -32,8 +32,9 @@ int cmd_ping(struct cli *cli, int argc, char **argv)
 	if (agent_client_ping(&cli->c, &proto, &e) < 0)
 		return report("ping", &e);
 	if (cli->json)
-		print_json(stdout, json_pack("{s:i, s:I}", "protocol", proto, "rtt_us",
-					     (json_int_t)(mono_us() - t0)));
+		print_json(stdout,
+			   json_pack("{s:i, s:I}", "protocol", proto, "rtt_us",
+				     (json_int_t)(mono_us() - t0)));
 	else
 		printf("pong protocol %d (%" PRId64 " us)\n", proto, mono_us() - t0);
 	return 0;
@@ -49,13 +50,14 @@ int cmd_info(struct cli *cli, int argc, char **argv)
 	if (agent_client_info(&cli->c, &in, &e) < 0)
 		return report("info", &e);
 	if (cli->json) {
-		print_json(stdout, json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
-					     "protocol", in.protocol, "agent_version", in.agent_version,
-					     "kernel", in.kernel, "hostname", in.hostname, "cpus",
-					     (json_int_t)in.cpus, "mem_total", (json_int_t)in.mem_total,
-					     "mem_available", (json_int_t)in.mem_available, "uptime_ms",
-					     (json_int_t)in.uptime_ms, "time_ns", (json_int_t)in.time_ns,
-					     "processes", (json_int_t)in.processes));
+		print_json(stdout,
+			   json_pack("{s:i, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}",
+				     "protocol", in.protocol, "agent_version", in.agent_version,
+				     "kernel", in.kernel, "hostname", in.hostname, "cpus",
+				     (json_int_t)in.cpus, "mem_total", (json_int_t)in.mem_total,
+				     "mem_available", (json_int_t)in.mem_available, "uptime_ms",
+				     (json_int_t)in.uptime_ms, "time_ns", (json_int_t)in.time_ns,
+				     "processes", (json_int_t)in.processes));
 		return 0;
 	}
 	/* The version, kernel and host names are the guest's text. */
@@ -105,7 +107,8 @@ int cmd_configure(struct cli *cli, int argc, char **argv)
 			break;
 		case OPT_DNS:
 			if (cfg.dns_n == AGENT_DNS_MAX)
-				return usage_error("--dns: at most 3 servers (resolv.conf's limit)");
+				return usage_error(
+					"--dns: at most 3 servers (resolv.conf's limit)");
 			dns[cfg.dns_n++] = optarg;
 			cfg.set_dns = true;
 			break;
@@ -139,7 +142,8 @@ int cmd_sync_clock(struct cli *cli, int argc, char **argv)
 		return usage_error("sync-clock: unexpected argument '%s'", argv[2]);
 	if (argc == 2) {
 		if (!parse_u64(argv[1], INT64_MAX, &v))
-			return usage_error("sync-clock: '%s' is not nanoseconds since the epoch", argv[1]);
+			return usage_error("sync-clock: '%s' is not nanoseconds since the epoch",
+					   argv[1]);
 		t = (int64_t)v;
 	} else {
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -156,9 +160,8 @@ int cmd_sync_clock(struct cli *cli, int argc, char **argv)
 
 int cmd_shutdown(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "grace-ms", required_argument, 0, OPT_GRACE }, { 0, 0, 0, 0 }
-	};
+	static const struct option opts[] = { { "grace-ms", required_argument, 0, OPT_GRACE },
+					      { 0, 0, 0, 0 } };
 	struct agent_client_err e;
 	uint32_t grace;
 	int g = -1, c;

@@ -32,7 +32,9 @@ static int attach_event(struct agent_client_stream *s, int timeout_ms, int *stat
 			return -EPIPE;
 		break;
 	case AGENT_EVENT_GAP:
-		fprintf(stderr, "\r\nkiln-agent: attach: %" PRIu64 " bytes of output from seq %" PRIu64 " were lost (the ring overflowed)\r\n",
+		fprintf(stderr,
+			"\r\nkiln-agent: attach: %" PRIu64 " bytes of output from seq %" PRIu64
+			" were lost (the ring overflowed)\r\n",
 			ev.gap_bytes, ev.seq);
 		break;
 	case AGENT_EVENT_EXIT:
@@ -68,7 +70,8 @@ int cmd_attach(struct cli *cli, int argc, char **argv)
 			else if (parse_u64(optarg, INT64_MAX, &seq))
 				from = AGENT_FROM_SEQ;
 			else
-				return usage_error("--from: '%s' is not a sequence number or 'now'", optarg);
+				return usage_error("--from: '%s' is not a sequence number or 'now'",
+						   optarg);
 		} else if (c == OPT_NO_STDIN) {
 			forward = false;
 		} else {
@@ -118,7 +121,8 @@ int cmd_attach(struct cli *cli, int argc, char **argv)
 				break;
 			}
 		}
-		if (agent_client_stream_pending(s) || (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (agent_client_stream_pending(s) ||
+		    (p[0].revents & (POLLIN | POLLHUP | POLLERR))) {
 			/* Readable means a message is coming: allow it the reply timeout. */
 			r = attach_event(s, cli->c.timeout_ms, &status, &e);
 			if (r == 1)
@@ -144,7 +148,8 @@ int cmd_attach(struct cli *cli, int argc, char **argv)
 
 int cmd_signal(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "group", no_argument, 0, OPT_GROUP }, { 0, 0, 0, 0 } };
+	static const struct option opts[] = { { "group", no_argument, 0, OPT_GROUP },
+					      { 0, 0, 0, 0 } };
 	struct agent_client_err e;
 	bool group = false;
 	uint32_t id;
@@ -167,7 +172,8 @@ int cmd_signal(struct cli *cli, int argc, char **argv)
 
 int cmd_stdin(struct cli *cli, int argc, char **argv)
 {
-	static const struct option opts[] = { { "close", no_argument, 0, OPT_CLOSE }, { 0, 0, 0, 0 } };
+	static const struct option opts[] = { { "close", no_argument, 0, OPT_CLOSE },
+					      { 0, 0, 0, 0 } };
 	struct agent_client_err e;
 	bool close_it = false;
 	size_t len = 0;
@@ -257,7 +263,8 @@ int cmd_wait(struct cli *cli, int argc, char **argv)
 static int print_process(void *arg, const struct agent_client_process *p)
 {
 	const struct cli *cli = arg;
-	struct agent_client_exit x = { .exit_code = p->exit_code, .signal = p->signal,
+	struct agent_client_exit x = { .exit_code = p->exit_code,
+				       .signal = p->signal,
 				       .timed_out = p->timed_out };
 	char state[96];
 
@@ -270,13 +277,14 @@ static int print_process(void *arg, const struct agent_client_process *p)
 
 		for (size_t i = 0; argv && i < p->argc; i++)
 			json_array_append_new(argv, json_string(p->argv[i]));
-		print_json(stdout, json_pack("{s:I, s:i, s:o, s:b, s:b, s:o, s:o, s:b, s:I, s:I}",
-					     "id", (json_int_t)p->id, "pid", p->pid, "argv", argv,
-					     "pty", p->pty, "running", p->running, "exit_code",
-					     p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(),
-					     "signal", p->signal ? json_integer(p->signal) : json_null(),
-					     "timed_out", p->timed_out, "seq", (json_int_t)p->seq,
-					     "attached", (json_int_t)p->attached));
+		print_json(stdout,
+			   json_pack("{s:I, s:i, s:o, s:b, s:b, s:o, s:o, s:b, s:I, s:I}", "id",
+				     (json_int_t)p->id, "pid", p->pid, "argv", argv, "pty", p->pty,
+				     "running", p->running, "exit_code",
+				     p->exit_code >= 0 ? json_integer(p->exit_code) : json_null(),
+				     "signal", p->signal ? json_integer(p->signal) : json_null(),
+				     "timed_out", p->timed_out, "seq", (json_int_t)p->seq,
+				     "attached", (json_int_t)p->attached));
 		return 0;
 	}
 	printf("%u\t%d\t%s\t%" PRIu64 "\t%u\t", p->id, p->pid, state, p->seq, p->attached);

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
 			break;
 		case G_TIMEOUT:
 			if (!parse_u32(optarg, INT32_MAX, &timeout) || timeout == 0)
-				return usage_error("--timeout: '%s' is not a positive number of ms", optarg);
+				return usage_error("--timeout: '%s' is not a positive number of ms",
+						   optarg);
 			break;
 		case G_JSON:
 			cli.json = true;

@@ -15,7 +15,8 @@ int cli_check_id(const char *s, char *id, struct err *e)
 {
 	size_t n = strlen(s);
 
-	if (!n || n > CLI_ID_MAX || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
+	if (!n || n > CLI_ID_MAX ||
+	    strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n) {
 		err_set(e, EINVAL, "'%s' is not a sandbox id (see `kiln ls`)", CLI_ECHO(s));
 		return -1;
 	}
@@ -23,8 +24,8 @@ int cli_check_id(const char *s, char *id, struct err *e)
 	return 0;
 }
 
-int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
-		     struct err *e)
+int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v,
+		  unsigned long long max, struct err *e)
 {
 	uint64_t n;
 
@@ -101,14 +102,16 @@ int cli_put_share(json_t *arr, const char *arg, struct err *e)
 		if (!strcmp(c2 + 1, "ro")) {
 			ro = true;
 		} else if (strcmp(c2 + 1, "rw")) {
-			err_set(e, EINVAL, "--share '%s': the third part must be 'ro' or 'rw' (paths cannot hold ':')",
-				 CLI_ECHO(arg));
+			err_set(e, EINVAL,
+				"--share '%s': the third part must be 'ro' or 'rw' (paths cannot hold ':')",
+				CLI_ECHO(arg));
 			return -EINVAL;
 		}
 	}
 	host = strndup(arg, (size_t)(c1 - arg));
 	guest = c2 ? strndup(c1 + 1, (size_t)(c2 - c1 - 1)) : strdup(c1 + 1);
-	share = json_pack("{s:s?, s:s?, s:b}", "host_path", host, "guest_path", guest, "read_only", ro);
+	share = json_pack("{s:s?, s:s?, s:b}", "host_path", host, "guest_path", guest, "read_only",
+			  ro);
 	free(host);
 	free(guest);
 	if (!share || json_object_size(share) != 3) {
@@ -131,19 +134,37 @@ json_t *cli_body_sub(json_t *body, const char *field, bool array)
 }
 
 /* Above exec's ids (CLI_PO_*, X_*): run takes create's options and exec's. */
-enum { C_IMAGE = CLI_OPT_LONG + 64, C_CPUS, C_MEMORY, C_DISK, C_HOSTNAME, C_SHARE, C_TIMEOUT, C_NO_CONSOLE, C_NETWORK,
-       C_FIREWALL, C_TEMPLATE, C_ENV = 'e', C_LABEL = 'l' };
+enum {
+	C_IMAGE = CLI_OPT_LONG + 64,
+	C_CPUS,
+	C_MEMORY,
+	C_DISK,
+	C_HOSTNAME,
+	C_SHARE,
+	C_TIMEOUT,
+	C_NO_CONSOLE,
+	C_NETWORK,
+	C_FIREWALL,
+	C_TEMPLATE,
+	C_ENV = 'e',
+	C_LABEL = 'l'
+};
 
 /* create's options but --image (run names the image as an operand). */
-#define CREATE_OPTIONS                                                                                  \
-	{ "cpus", required_argument, NULL, C_CPUS }, { "memory", required_argument, NULL, C_MEMORY },  \
-		{ "disk", required_argument, NULL, C_DISK }, { "env", required_argument, NULL, C_ENV }, \
-		{ "hostname", required_argument, NULL, C_HOSTNAME },                                    \
-		{ "label", required_argument, NULL, C_LABEL }, { "share", required_argument, NULL, C_SHARE }, \
-		{ "timeout", required_argument, NULL, C_TIMEOUT },                                      \
-		{ "no-console", no_argument, NULL, C_NO_CONSOLE },                                      \
-		{ "network", required_argument, NULL, C_NETWORK },                                      \
-		{ "firewall", required_argument, NULL, C_FIREWALL }
+#define CREATE_OPTIONS                                               \
+	{ "cpus", required_argument, NULL, C_CPUS },                 \
+		{ "memory", required_argument, NULL, C_MEMORY },     \
+		{ "disk", required_argument, NULL, C_DISK },         \
+		{ "env", required_argument, NULL, C_ENV },           \
+		{ "hostname", required_argument, NULL, C_HOSTNAME }, \
+		{ "label", required_argument, NULL, C_LABEL },       \
+		{ "share", required_argument, NULL, C_SHARE },       \
+		{ "timeout", required_argument, NULL, C_TIMEOUT },   \
+		{ "no-console", no_argument, NULL, C_NO_CONSOLE },   \
+		{ "network", required_argument, NULL, C_NETWORK },   \
+	{                                                            \
+		"firewall", required_argument, NULL, C_FIREWALL      \
+	}
 
 /* One create option into the POST /v1/sandboxes body. 1: not one of them. */
 static int create_opt(json_t *b, int opt, const char *v, struct err *e)
@@ -191,7 +212,8 @@ static int create_opt(json_t *b, int opt, const char *v, struct err *e)
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, struct err *e)
 {
 	static const struct option opts[] = { { "image", required_argument, NULL, C_IMAGE },
-					      { "template", required_argument, NULL, C_TEMPLATE }, CREATE_OPTIONS,
+					      { "template", required_argument, NULL, C_TEMPLATE },
+					      CREATE_OPTIONS,
 					      CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
 	json_t *b = json_object();
@@ -207,7 +229,8 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 			rc = -1;
 			break;
 		case CLI_GETOPT_WORD:
-			err_set(e, EINVAL, "unexpected argument '%s' (create takes only options)", CLI_ECHO(s.value));
+			err_set(e, EINVAL, "unexpected argument '%s' (create takes only options)",
+				CLI_ECHO(s.value));
 			rc = -1;
 			break;
 		case CLI_GETOPT_REST:
@@ -225,7 +248,8 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 		}
 	}
 	if (!rc && json_object_get(b, "template") && json_object_get(b, "image")) {
-		err_set(e, EINVAL, "--image and --template exclude each other (a template names its image)");
+		err_set(e, EINVAL,
+			"--image and --template exclude each other (a template names its image)");
 		rc = -1;
 	}
 	if (rc) {
@@ -335,9 +359,12 @@ enum { X_STREAM = CLI_PO_END, X_BUFFERED, X_STDIN = 'i' };
 #define RUN_USAGE "kiln run [options] IMAGE -- PROGRAM [ARG...]"
 
 /* exec's own options, after CLI_PROC_OPTDEFS (run takes them too). */
-#define EXEC_OPTIONS                                                                             \
-	{ "shell", no_argument, NULL, CLI_PO_SHELL }, { "stdin", no_argument, NULL, X_STDIN },   \
-		{ "stream", no_argument, NULL, X_STREAM }, { "buffered", no_argument, NULL, X_BUFFERED }
+#define EXEC_OPTIONS                                                                           \
+	{ "shell", no_argument, NULL, CLI_PO_SHELL }, { "stdin", no_argument, NULL, X_STDIN }, \
+		{ "stream", no_argument, NULL, X_STREAM },                                     \
+	{                                                                                      \
+		"buffered", no_argument, NULL, X_BUFFERED                                      \
+	}
 
 /* One of exec's own options (run takes them too); 1: not one of them. */
 static int exec_opt(void *arg, int opt, const char *v, struct err *e)
@@ -368,7 +395,8 @@ static void exec_stream_cap(struct cli_exec_req *req)
 		json_object_set_new(req->body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
 }
 
-int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, struct err *e)
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req,
+		   struct err *e)
 {
 	static const struct option opts[] = { CLI_PROC_OPTIONS, EXEC_OPTIONS, CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
@@ -380,8 +408,10 @@ int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec
 	req->body = json_object();
 	w = (struct cli_prog_words){
 		.body = req->body,
-		.operand = cli_id_operand, .operand_arg = req->id,
-		.opt = exec_opt, .opt_arg = req,
+		.operand = cli_id_operand,
+		.operand_arg = req->id,
+		.opt = exec_opt,
+		.opt_arg = req,
 		.missing = "missing sandbox id (" EXEC_USAGE ")",
 		.usage = EXEC_USAGE,
 	};
@@ -409,7 +439,8 @@ static int image_operand(void *create, const char *v, struct err *e)
 	return cli_body_str(create, "image", "IMAGE", v, e);
 }
 
-int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, struct err *e)
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req,
+		  struct err *e)
 {
 	/* --env is create's: the sandbox's environment, which the command
 	 * inherits; the other process options are exec's. */
@@ -432,8 +463,10 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 	req->exec.body = json_object();
 	w = (struct cli_prog_words){
 		.body = req->exec.body,
-		.operand = image_operand, .operand_arg = req->create,
-		.opt = run_opt, .opt_arg = req,
+		.operand = image_operand,
+		.operand_arg = req->create,
+		.opt = run_opt,
+		.opt_arg = req,
 		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
 		.usage = RUN_USAGE,
 	};
@@ -456,8 +489,8 @@ int cli_url_encode(const char *s, char *out, size_t osz)
 
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			    strchr("-._~/", c);
+		bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			(c >= '0' && c <= '9') || strchr("-._~/", c);
 
 		if (o + (keep ? 1 : 3) >= osz)
 			return -ENAMETOOLONG;
@@ -507,7 +540,8 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			break;
 		case L_LABEL:
 			if (!strchr(s.value, '=') || s.value[0] == '=') {
-				err_set(e, EINVAL, "--label '%s': expected KEY=VALUE", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "--label '%s': expected KEY=VALUE",
+					CLI_ECHO(s.value));
 				return -1;
 			}
 			if (cli_query_add(q, qsz, "label", s.value))
@@ -517,7 +551,7 @@ int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t
 			return -1;
 		default:
 			err_set(e, EINVAL, "unexpected argument '%s' (ls takes only options)",
-				 CLI_ECHO(s.value ? s.value : "--"));
+				CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 	}
@@ -538,7 +572,8 @@ int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, struct er
 		if (opt == CLI_GETOPT_ERROR)
 			return -1;
 		if (opt != CLI_GETOPT_WORD || have) {
-			err_set(e, EINVAL, "expected one sandbox id, got more ('%s')", CLI_ECHO(s.value ? s.value : "--"));
+			err_set(e, EINVAL, "expected one sandbox id, got more ('%s')",
+				CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 		if (cli_check_id(s.value, id, e))
@@ -570,7 +605,8 @@ int cli_guest_operand(const char *arg, char *id, const char **path, struct err *
 	if (cli_check_id(idbuf, id, e))
 		return -1;
 	if (colon[1] != '/') {
-		err_set(e, EINVAL, "'%s': the guest path must be absolute (ID:/path)", CLI_ECHO(arg));
+		err_set(e, EINVAL, "'%s': the guest path must be absolute (ID:/path)",
+			CLI_ECHO(arg));
 		return -1;
 	}
 	*path = colon + 1;
@@ -579,7 +615,8 @@ int cli_guest_operand(const char *arg, char *id, const char **path, struct err *
 
 enum { P_USER = 'u', P_PARENTS = 'p' };
 
-int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, struct err *e)
+int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req,
+		 struct err *e)
 {
 	static const struct option opts[] = {
 		{ "user", required_argument, NULL, P_USER },
@@ -628,8 +665,9 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 	if (k1 < 0)
 		return -1;
 	if (k0 == k1) {
-		err_set(e, EINVAL, k0 ? "neither operand is ID:/path (one side must be the sandbox)"
-					: "both operands are ID:/path (copy through a local file)");
+		err_set(e, EINVAL,
+			k0 ? "neither operand is ID:/path (one side must be the sandbox)"
+			   : "both operands are ID:/path (copy through a local file)");
 		return -1;
 	}
 	req->upload = k1 == 0;
@@ -642,6 +680,7 @@ int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req
 	}
 	return 0;
 count:
-	err_set(e, EINVAL, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	err_set(e, EINVAL,
+		"expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
 	return -1;
 }

@@ -59,8 +59,8 @@ int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body,
 
 struct cli_exec_req {
 	char id[CLI_ID_MAX + 1];
-	json_t *body; /* the POST .../exec body */
-	bool stream;  /* ?stream=1 (NDJSON): the default; --buffered clears it */
+	json_t *body;    /* the POST .../exec body */
+	bool stream;     /* ?stream=1 (NDJSON): the default; --buffered clears it */
 	bool send_stdin; /* -i: send our stdin (the caller fills stdin_base64) */
 };
 
@@ -69,10 +69,11 @@ struct cli_exec_req {
  * streamed unless --buffered (then kilnd's single result object); a
  * streamed body asks for output_cap CLI_STREAM_OUTPUT_CAP.
  */
-int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req, struct err *e);
+int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec_req *req,
+		   struct err *e);
 
 struct cli_run_req {
-	json_t *create;		/* the POST /v1/sandboxes body */
+	json_t *create;           /* the POST /v1/sandboxes body */
 	struct cli_exec_req exec; /* its id is empty: the new sandbox's */
 };
 
@@ -81,31 +82,34 @@ struct cli_run_req {
  * options (--env is the sandbox's), exec's --user, --cwd, --timeout-ms,
  * --shell, -i, --buffered. 0 with both bodies (the caller frees them).
  */
-int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req, struct err *e);
+int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_req *req,
+		  struct err *e);
 
 /*
  * kiln ls [--state S] [--label K=V]...: the query string ("" or
  * "?state=...&label=..."), percent-encoded, into q (qsz bytes).
  */
-int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz, struct err *e);
+int cli_list_query(int argc, char **argv, struct cli_globals *g, char *q, size_t qsz,
+		   struct err *e);
 
 /* One "ID" operand (inspect, stop, start, rm): exactly one positional. */
 int cli_one_id(int argc, char **argv, struct cli_globals *g, char *id, struct err *e);
 
 struct cli_cp_req {
-	bool upload;		   /* LOCAL -> ID:PATH */
+	bool upload; /* LOCAL -> ID:PATH */
 	char id[CLI_ID_MAX + 1];
-	const char *guest_path;	   /* points into argv */
-	const char *local;	   /* "-" is stdin / stdout */
-	const char *user;	   /* NULL: kilnd's default */
-	bool parents;		   /* upload: create missing directories */
+	const char *guest_path; /* points into argv */
+	const char *local;      /* "-" is stdin / stdout */
+	const char *user;       /* NULL: kilnd's default */
+	bool parents;           /* upload: create missing directories */
 };
 
 /*
  * kiln cp [--user U] [--parents] SRC DST: exactly one of SRC and DST is
  * ID:PATH (PATH absolute); a local path holding ':' is written ./a:b.
  */
-int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req, struct err *e);
+int cli_cp_parse(int argc, char **argv, struct cli_globals *g, struct cli_cp_req *req,
+		 struct err *e);
 
 /*
  * Percent-encode s (RFC 3986 unreserved kept, '/' kept) into out (osz
@@ -117,7 +121,7 @@ int cli_url_encode(const char *s, char *out, size_t osz);
 
 struct cli_spawn_req {
 	char id[CLI_ID_MAX + 1];
-	json_t *body;	 /* the POST .../processes body */
+	json_t *body;    /* the POST .../processes body */
 	bool send_stdin; /* -i: our stdin as the process's (then closed) */
 };
 
@@ -125,7 +129,8 @@ struct cli_spawn_req {
  * kiln spawn ID [--user U] [--cwd D] [--env K=V|K]... [--timeout-ms N]
  * [--shell] [--pty [--rows R] [--cols C]] [--ring-bytes N] [-i] [--] ARGV...
  */
-int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, struct err *e);
+int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req,
+		    struct err *e);
 
 struct cli_shell_req {
 	char id[CLI_ID_MAX + 1];
@@ -134,18 +139,19 @@ struct cli_shell_req {
 };
 
 /* kiln shell ID [--user U] [--cwd D] [--env K=V|K]... [--timeout-ms N] [--] [PROGRAM [ARG...]] */
-int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, struct err *e);
+int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req,
+		    struct err *e);
 
 /* A process's commands: kiln logs|attach|kill|wait|stdin ID PROC [options]. */
 struct cli_proc_req {
 	char id[CLI_ID_MAX + 1];
-	unsigned long proc;  /* the process's id (1..2^32-1), not its guest pid */
-	char query[64];	     /* "" or "?..." for the request's path */
-	json_t *body;	     /* kill: {"signal", "group"}; else NULL */
-	bool follow;	     /* logs -f */
-	bool close;	     /* stdin --close */
-	const char *file;    /* stdin: FILE operand (NULL or "-": our stdin) */
-	long long wait_s;    /* wait: kilnd's own time (--timeout-ms), -1: unbounded */
+	unsigned long proc; /* the process's id (1..2^32-1), not its guest pid */
+	char query[64];     /* "" or "?..." for the request's path */
+	json_t *body;       /* kill: {"signal", "group"}; else NULL */
+	bool follow;        /* logs -f */
+	bool close;         /* stdin --close */
+	const char *file;   /* stdin: FILE operand (NULL or "-": our stdin) */
+	long long wait_s;   /* wait: kilnd's own time (--timeout-ms), -1: unbounded */
 };
 
 /*
@@ -154,8 +160,8 @@ struct cli_proc_req {
  * "stdin" (--close, [FILE]). logs asks for base64 output, so byte counts
  * are exact and no UTF-8 character is held back at the end of the ring.
  */
-int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g, struct cli_proc_req *req,
-		   struct err *e);
+int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g,
+		   struct cli_proc_req *req, struct err *e);
 
 /* ---- guest file metadata and ports (cli_body_fs.c) ---- */
 
@@ -164,10 +170,10 @@ enum cli_fs_op { CLI_FS_LS, CLI_FS_STAT, CLI_FS_MKDIR, CLI_FS_RM, CLI_FS_MV, CLI
 struct cli_fs_req {
 	enum cli_fs_op op;
 	char id[CLI_ID_MAX + 1];
-	const char *path;	   /* the guest path (points into argv) */
+	const char *path;          /* the guest path (points into argv) */
 	char query[CLI_QUERY_MAX]; /* ls, stat, watch: "?path=...&..." */
-	json_t *body;		   /* mkdir, rm, mv: the POST body */
-	const char *endpoint;	   /* "files/list", "files/stat", "files/mkdir", ... */
+	json_t *body;              /* mkdir, rm, mv: the POST body */
+	const char *endpoint;      /* "files/list", "files/stat", "files/mkdir", ... */
 };
 
 /*
@@ -178,19 +184,21 @@ struct cli_fs_req {
  *   watch [-r] [--max-watches N] [--queue N] ID:/DIR|ID /DIR
  * each with [--user user|root].
  */
-int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, struct err *e);
+int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req,
+		 struct err *e);
 
 enum cli_port_op { CLI_PORT_ADD, CLI_PORT_LS, CLI_PORT_RM };
 
 struct cli_port_req {
 	enum cli_port_op op;
 	char id[CLI_ID_MAX + 1];
-	json_t *body;	    /* add: {"guest_port", "host_port"} */
+	json_t *body;       /* add: {"guest_port", "host_port"} */
 	unsigned host_port; /* rm */
 };
 
 /* kiln port [add] ID GUEST_PORT [HOST_PORT] | port ls ID | port rm ID HOST_PORT */
-int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, struct err *e);
+int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req,
+		   struct err *e);
 
 enum cli_preview_op { CLI_PREVIEW_ADD, CLI_PREVIEW_LS, CLI_PREVIEW_RM };
 
@@ -202,7 +210,8 @@ struct cli_preview_req {
 };
 
 /* kiln preview [add] ID PORT [--public] | preview ls ID | preview rm ID PORT */
-int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, struct err *e);
+int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req,
+		      struct err *e);
 
 /* ---- checkpoints and forks (cli_body_snap.c) ---- */
 
@@ -217,9 +226,11 @@ struct cli_snap_req {
 };
 
 /* kiln checkpoint [add] ID NAME [--compress] | checkpoint ls ID | checkpoint rm ID NAME */
-int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e);
+int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
+			 struct err *e);
 /* kiln restore ID NAME */
-int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e);
+int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
+		      struct err *e);
 /* kiln fork ID/NAME [--hostname H] [--label K=V]... [--env K=V]...: the create body. */
 int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, struct err *e);
 
@@ -246,8 +257,8 @@ int cli_check_id(const char *s, char *id, struct err *e);
 /* "ID:/path": 0 with id and *path (into arg); 1 when arg is a local path; -1 with e. */
 int cli_guest_operand(const char *arg, char *id, const char **path, struct err *e);
 /* body[field] = v as an integer in 0..max, or a string; opt names it in e. */
-int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v, unsigned long long max,
-		  struct err *e);
+int cli_body_uint(json_t *body, const char *field, const char *opt, const char *v,
+		  unsigned long long max, struct err *e);
 int cli_body_str(json_t *body, const char *field, const char *opt, const char *v, struct err *e);
 /* body[field], an object or array created on first use. */
 json_t *cli_body_sub(json_t *body, const char *field, bool array);
@@ -270,11 +281,14 @@ enum {
 	CLI_PO_CONFINE,
 	CLI_PO_END
 };
-#define CLI_PROC_OPTIONS                                                                             \
-	{ "user", required_argument, NULL, CLI_PO_USER }, { "cwd", required_argument, NULL, CLI_PO_CWD }, \
-		{ "env", required_argument, NULL, CLI_PO_ENV },                                          \
-		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS },                            \
-		{ "confine", no_argument, NULL, CLI_PO_CONFINE }
+#define CLI_PROC_OPTIONS                                                      \
+	{ "user", required_argument, NULL, CLI_PO_USER },                     \
+		{ "cwd", required_argument, NULL, CLI_PO_CWD },               \
+		{ "env", required_argument, NULL, CLI_PO_ENV },               \
+		{ "timeout-ms", required_argument, NULL, CLI_PO_TIMEOUT_MS }, \
+	{                                                                     \
+		"confine", no_argument, NULL, CLI_PO_CONFINE                  \
+	}
 /* One of them into body; 1 when opt is not one of them. */
 int cli_proc_opt(json_t *body, int opt, const char *value, struct err *e);
 
@@ -290,7 +304,8 @@ struct cli_prog_words {
 	int (*opt)(void *arg, int opt, const char *v, struct err *e);
 	void *opt_arg;
 	const char *missing; /* err when the operand is missing */
-	const char *usage;   /* for "missing the program to run (usage)"; NULL: the program is optional */
+	const char *
+		usage; /* for "missing the program to run (usage)"; NULL: the program is optional */
 };
 
 /*
@@ -298,7 +313,8 @@ struct cli_prog_words {
  * operand (or after "--"), so `kiln exec ID ls -l` passes -l to ls. *rest
  * is where the program starts (o->argc: none). 0, or -1 with e.
  */
-int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, struct err *e);
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest,
+		     struct err *e);
 /* A cli_prog_words operand: a sandbox id (cli_check_id) into id, CLI_ID_MAX + 1 bytes. */
 int cli_id_operand(void *id, const char *v, struct err *e);
 
@@ -316,7 +332,8 @@ struct cli_firewall_req {
 	json_t *rule;     /* allow/deny: the rule object (caller decrefs) */
 };
 
-int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, struct err *e);
+int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r,
+		       struct err *e);
 /*
  * A rule set file (kiln create --firewall FILE, kiln firewall set FILE;
  * "-": stdin) into *out, at most 1 MiB. 0; -errno with "FILE: <strerror>"

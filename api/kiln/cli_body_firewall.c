@@ -46,7 +46,8 @@ int cli_firewall_load(const char *file, json_t **out, struct err *e)
 	} else {
 		*out = json_strict_loadb(buf, (size_t)have, &je);
 		if (!*out)
-			err_set(e, EINVAL, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text, je.line);
+			err_set(e, EINVAL, "%s: not JSON: %s (line %d)", CLI_ECHO(file), je.text,
+				je.line);
 		rc = *out ? 0 : -EINVAL;
 	}
 	free(buf);
@@ -134,8 +135,9 @@ json_t *cli_firewall_rule(const char *spec, struct err *e)
 		long hi = dash ? port_of(dash + 1, strlen(dash + 1)) : lo;
 
 		if (lo < 0 || hi < 0 || hi < lo) {
-			err_set(e, EINVAL, "rule '%.64s': ports '%.32s' is not a port or a range LO-HI of 1..65535", spec,
-				 ports);
+			err_set(e, EINVAL,
+				"rule '%.64s': ports '%.32s' is not a port or a range LO-HI of 1..65535",
+				spec, ports);
 			json_decref(r);
 			return NULL;
 		}
@@ -151,7 +153,8 @@ json_t *cli_firewall_rule(const char *spec, struct err *e)
 	return r;
 }
 
-int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r, struct err *e)
+int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_firewall_req *r,
+		       struct err *e)
 {
 	char *pos[3];
 	struct cli_getopt sc;
@@ -160,8 +163,11 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		const char *word;
 		enum cli_fw_op op;
 		int nargs; /* after the word */
-	} ops[] = { { "show", CLI_FW_SHOW, 1 }, { "log", CLI_FW_LOG, 1 }, { "set", CLI_FW_SET, 2 },
-		    { "allow", CLI_FW_ALLOW, 2 }, { "deny", CLI_FW_DENY, 2 } };
+	} ops[] = { { "show", CLI_FW_SHOW, 1 },
+		    { "log", CLI_FW_LOG, 1 },
+		    { "set", CLI_FW_SET, 2 },
+		    { "allow", CLI_FW_ALLOW, 2 },
+		    { "deny", CLI_FW_DENY, 2 } };
 
 	memset(r, 0, sizeof(*r));
 	cli_getopt_init(&sc, argc, argv, cli_global_options, g, e);
@@ -177,7 +183,8 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 	argc = npos;
 	argv = pos;
 	if (argc < 1) {
-		err_set(e, EINVAL, "expected show ID, log ID, set ID FILE|-, allow ID RULE or deny ID RULE");
+		err_set(e, EINVAL,
+			"expected show ID, log ID, set ID FILE|-, allow ID RULE or deny ID RULE");
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -185,9 +192,9 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 			continue;
 		if (argc - 1 != ops[i].nargs) {
 			err_set(e, EINVAL, "firewall %s takes %s", ops[i].word,
-				 ops[i].nargs == 1       ? "ID"
-				 : ops[i].op == CLI_FW_SET ? "ID FILE|-"
-							   : "ID CIDR|HOST[:PORTS][/PROTO]");
+				ops[i].nargs == 1                 ? "ID"
+					: ops[i].op == CLI_FW_SET ? "ID FILE|-"
+								  : "ID CIDR|HOST[:PORTS][/PROTO]");
 			return -1;
 		}
 		r->op = ops[i].op;
@@ -205,7 +212,8 @@ int cli_firewall_parse(int argc, char **argv, struct cli_globals *g, struct cli_
 		}
 		return 0;
 	}
-	err_set(e, EINVAL, "unknown firewall command '%.32s' (show, log, set, allow, deny)", argv[0]);
+	err_set(e, EINVAL, "unknown firewall command '%.32s' (show, log, set, allow, deny)",
+		argv[0]);
 	return -1;
 }
 

@@ -5,8 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { F_LIMIT = CLI_OPT_LONG, F_NO_FOLLOW, F_WATCHES, F_QUEUE, F_USER = 'u', F_DEPTH = 'd', F_PARENTS = 'p',
-       F_MODE = 'm', F_RECURSIVE = 'r', F_FORCE = 'f' };
+enum {
+	F_LIMIT = CLI_OPT_LONG,
+	F_NO_FOLLOW,
+	F_WATCHES,
+	F_QUEUE,
+	F_USER = 'u',
+	F_DEPTH = 'd',
+	F_PARENTS = 'p',
+	F_MODE = 'm',
+	F_RECURSIVE = 'r',
+	F_FORCE = 'f'
+};
 
 struct fs_sub {
 	const char *name;
@@ -15,16 +25,27 @@ struct fs_sub {
 	const struct option *opts;
 };
 
-#define USER_OPTION { "user", required_argument, NULL, F_USER }
-static const struct option ls_opts[] = { USER_OPTION, { "depth", required_argument, NULL, F_DEPTH },
-					 { "limit", required_argument, NULL, F_LIMIT }, CLI_GLOBAL_OPTIONS };
-static const struct option stat_opts[] = { USER_OPTION, { "no-follow", no_argument, NULL, F_NO_FOLLOW },
-					   CLI_GLOBAL_OPTIONS };
-static const struct option mkdir_opts[] = { USER_OPTION, { "parents", no_argument, NULL, F_PARENTS },
-					    { "mode", required_argument, NULL, F_MODE }, CLI_GLOBAL_OPTIONS };
-static const struct option rm_opts[] = { USER_OPTION, { "recursive", no_argument, NULL, F_RECURSIVE },
+#define USER_OPTION                                     \
+	{                                               \
+		"user", required_argument, NULL, F_USER \
+	}
+static const struct option ls_opts[] = { USER_OPTION,
+					 { "depth", required_argument, NULL, F_DEPTH },
+					 { "limit", required_argument, NULL, F_LIMIT },
 					 CLI_GLOBAL_OPTIONS };
-static const struct option mv_opts[] = { USER_OPTION, { "force", no_argument, NULL, F_FORCE }, CLI_GLOBAL_OPTIONS };
+static const struct option stat_opts[] = { USER_OPTION,
+					   { "no-follow", no_argument, NULL, F_NO_FOLLOW },
+					   CLI_GLOBAL_OPTIONS };
+static const struct option mkdir_opts[] = { USER_OPTION,
+					    { "parents", no_argument, NULL, F_PARENTS },
+					    { "mode", required_argument, NULL, F_MODE },
+					    CLI_GLOBAL_OPTIONS };
+static const struct option rm_opts[] = { USER_OPTION,
+					 { "recursive", no_argument, NULL, F_RECURSIVE },
+					 CLI_GLOBAL_OPTIONS };
+static const struct option mv_opts[] = { USER_OPTION,
+					 { "force", no_argument, NULL, F_FORCE },
+					 CLI_GLOBAL_OPTIONS };
 static const struct option watch_opts[] = { USER_OPTION,
 					    { "recursive", no_argument, NULL, F_RECURSIVE },
 					    { "max-watches", required_argument, NULL, F_WATCHES },
@@ -84,11 +105,14 @@ static int add_operand(const char **ops, int *n, int want, const char *v, struct
 	return 0;
 }
 
-int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req, struct err *e)
+int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req *req,
+		 struct err *e)
 {
 	const struct fs_sub *sub;
-	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL, *watches = NULL, *queue = NULL;
-	bool no_follow = false, parents = false, recursive = false, force = false, have_mode = false;
+	const char *ops[2], *user = NULL, *depth = NULL, *limit = NULL, *to = NULL, *watches = NULL,
+			    *queue = NULL;
+	bool no_follow = false, parents = false, recursive = false, force = false,
+	     have_mode = false;
 	unsigned mode = 0;
 	uint64_t n;
 	int nops = 0, opt, want, k;
@@ -102,7 +126,8 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 	for (sub = fs_subs; sub->name && strcmp(sub->name, argv[0]); sub++)
 		;
 	if (!sub->name) {
-		err_set(e, EINVAL, "unknown subcommand '%s' (ls, stat, mkdir, rm, mv or watch)", CLI_ECHO(argv[0]));
+		err_set(e, EINVAL, "unknown subcommand '%s' (ls, stat, mkdir, rm, mv or watch)",
+			CLI_ECHO(argv[0]));
 		return -1;
 	}
 	req->op = sub->op;
@@ -121,14 +146,17 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		case F_QUEUE:
 			if (num_parse_u64(s.value, 10, 1, CLI_INT_MAX, &n)) {
 				err_set(e, EINVAL, "--%s '%s': expected a whole number",
-					 opt == F_DEPTH	  ? "depth"
-					 : opt == F_LIMIT ? "limit"
-					 : opt == F_QUEUE ? "queue"
-							  : "max-watches",
-					 CLI_ECHO(s.value));
+					opt == F_DEPTH           ? "depth"
+						: opt == F_LIMIT ? "limit"
+						: opt == F_QUEUE ? "queue"
+								 : "max-watches",
+					CLI_ECHO(s.value));
 				return -1;
 			}
-			*(opt == F_DEPTH ? &depth : opt == F_LIMIT ? &limit : opt == F_QUEUE ? &queue : &watches) = s.value;
+			*(opt == F_DEPTH           ? &depth
+				  : opt == F_LIMIT ? &limit
+				  : opt == F_QUEUE ? &queue
+						   : &watches) = s.value;
 			break;
 		case F_NO_FOLLOW:
 			no_follow = true;
@@ -138,7 +166,9 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			break;
 		case F_MODE:
 			if (parse_mode(s.value, &mode)) {
-				err_set(e, EINVAL, "--mode '%s': expected octal permission bits (0755)", CLI_ECHO(s.value));
+				err_set(e, EINVAL,
+					"--mode '%s': expected octal permission bits (0755)",
+					CLI_ECHO(s.value));
 				return -1;
 			}
 			have_mode = true;
@@ -168,15 +198,18 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 			return -1;
 		req->path = ops[1];
 		if (req->path[0] != '/') {
-			err_set(e, EINVAL, "'%s': the guest directory must be absolute", CLI_ECHO(req->path));
+			err_set(e, EINVAL, "'%s': the guest directory must be absolute",
+				CLI_ECHO(req->path));
 			return -1;
 		}
 		goto query;
 	}
 	if (nops < (sub->op == CLI_FS_WATCH ? 1 : want)) {
-		err_set(e, EINVAL, sub->op == CLI_FS_WATCH ? "expected ID:/DIR (or ID /DIR): the guest directory to watch"
-				     : want == 2			 ? "expected ID:/FROM and ID:/TO (or /TO)"
-									 : "expected ID:/PATH");
+		err_set(e, EINVAL,
+			sub->op == CLI_FS_WATCH
+				? "expected ID:/DIR (or ID /DIR): the guest directory to watch"
+				: want == 2 ? "expected ID:/FROM and ID:/TO (or /TO)"
+					    : "expected ID:/PATH");
 		return -1;
 	}
 	k = cli_guest_operand(ops[0], req->id, &req->path, e);
@@ -192,11 +225,15 @@ int cli_fs_parse(int argc, char **argv, struct cli_globals *g, struct cli_fs_req
 		if (k == 1) {
 			to = ops[1];
 			if (to[0] != '/') {
-				err_set(e, EINVAL, "'%s': the destination must be absolute (/TO or ID:/TO)", CLI_ECHO(to));
+				err_set(e, EINVAL,
+					"'%s': the destination must be absolute (/TO or ID:/TO)",
+					CLI_ECHO(to));
 				return -1;
 			}
 		} else if (strcmp(id2, req->id)) {
-			err_set(e, EINVAL, "mv stays within one sandbox (%s and %s differ); use kiln cp", req->id, id2);
+			err_set(e, EINVAL,
+				"mv stays within one sandbox (%s and %s differ); use kiln cp",
+				req->id, id2);
 			return -1;
 		}
 	}
@@ -245,12 +282,14 @@ query:
 	return 0;
 }
 
-static int port_number(const char *v, unsigned long long min, const char *what, unsigned *out, struct err *e)
+static int port_number(const char *v, unsigned long long min, const char *what, unsigned *out,
+		       struct err *e)
 {
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, min, 65535, &n)) {
-		err_set(e, EINVAL, "%s '%s': expected a port number %llu..65535", what, CLI_ECHO(v), min);
+		err_set(e, EINVAL, "%s '%s': expected a port number %llu..65535", what, CLI_ECHO(v),
+			min);
 		return -1;
 	}
 	*out = (unsigned)n;
@@ -272,7 +311,8 @@ static int sub_verb(const char *const *ops, int nops, int *first)
 	return verb;
 }
 
-int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req, struct err *e)
+int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port_req *req,
+		   struct err *e)
 {
 	const char *ops[4];
 	int nops = 0, opt, first, min, max, verb;
@@ -285,7 +325,8 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 		if (opt == CLI_GETOPT_ERROR)
 			return -1;
 		if (opt != CLI_GETOPT_WORD || nops == 4) {
-			err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			err_set(e, EINVAL, "unexpected argument '%s'",
+				CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 		ops[nops++] = s.value;
@@ -296,9 +337,9 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 	max = req->op == CLI_PORT_ADD ? 3 : min;
 	if (nops - first < min || nops - first > max) {
 		err_set(e, EINVAL,
-			 req->op == CLI_PORT_ADD ? "expected ID GUEST_PORT [HOST_PORT]"
-			 : req->op == CLI_PORT_LS ? "expected: kiln port ls ID"
-						   : "expected: kiln port rm ID HOST_PORT");
+			req->op == CLI_PORT_ADD          ? "expected ID GUEST_PORT [HOST_PORT]"
+				: req->op == CLI_PORT_LS ? "expected: kiln port ls ID"
+							 : "expected: kiln port rm ID HOST_PORT");
 		return -1;
 	}
 	if (cli_check_id(ops[first], req->id, e))
@@ -316,10 +357,12 @@ int cli_port_parse(int argc, char **argv, struct cli_globals *g, struct cli_port
 	return 0;
 }
 
-int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req, struct err *e)
+int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_preview_req *req,
+		      struct err *e)
 {
 	enum { O_PUBLIC = CLI_OPT_LONG };
-	static const struct option opts[] = { { "public", no_argument, NULL, O_PUBLIC }, CLI_GLOBAL_OPTIONS };
+	static const struct option opts[] = { { "public", no_argument, NULL, O_PUBLIC },
+					      CLI_GLOBAL_OPTIONS };
 	const char *ops[3];
 	int nops = 0, opt, first, want, verb;
 	bool pub = false;
@@ -335,7 +378,8 @@ int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_p
 			continue;
 		}
 		if (opt != CLI_GETOPT_WORD || nops == 3) {
-			err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			err_set(e, EINVAL, "unexpected argument '%s'",
+				CLI_ECHO(s.value ? s.value : "--"));
 			return -1;
 		}
 		ops[nops++] = s.value;
@@ -345,9 +389,9 @@ int cli_preview_parse(int argc, char **argv, struct cli_globals *g, struct cli_p
 	want = req->op == CLI_PREVIEW_LS ? 1 : 2;
 	if (nops - first != want || (pub && req->op != CLI_PREVIEW_ADD)) {
 		err_set(e, EINVAL,
-			 req->op == CLI_PREVIEW_ADD ? "expected: kiln preview ID PORT [--public]"
-			 : req->op == CLI_PREVIEW_LS ? "expected: kiln preview ls ID"
-						      : "expected: kiln preview rm ID PORT");
+			req->op == CLI_PREVIEW_ADD ? "expected: kiln preview ID PORT [--public]"
+				: req->op == CLI_PREVIEW_LS ? "expected: kiln preview ls ID"
+							    : "expected: kiln preview rm ID PORT");
 		return -1;
 	}
 	if (cli_check_id(ops[first], req->id, e))

@@ -33,7 +33,8 @@ static int spawn_opt(void *arg, int opt, const char *v, struct err *e)
 	return 1;
 }
 
-int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req, struct err *e)
+int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spawn_req *req,
+		    struct err *e)
 {
 	static const struct option opts[] = {
 		CLI_PROC_OPTIONS,
@@ -53,8 +54,10 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 	req->body = json_object();
 	w = (struct cli_prog_words){
 		.body = req->body,
-		.operand = cli_id_operand, .operand_arg = req->id,
-		.opt = spawn_opt, .opt_arg = req,
+		.operand = cli_id_operand,
+		.operand_arg = req->id,
+		.opt = spawn_opt,
+		.opt_arg = req,
 		.missing = "missing sandbox id (" SPAWN_USAGE ")",
 		.usage = SPAWN_USAGE,
 	};
@@ -67,7 +70,8 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 	return 0;
 }
 
-int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req, struct err *e)
+int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req,
+		    struct err *e)
 {
 	static const struct option opts[] = { CLI_PROC_OPTIONS, CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
@@ -78,7 +82,8 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 	req->body = json_object();
 	w = (struct cli_prog_words){
 		.body = req->body,
-		.operand = cli_id_operand, .operand_arg = req->id,
+		.operand = cli_id_operand,
+		.operand_arg = req->id,
 		.missing = "missing sandbox id (" SHELL_USAGE ")",
 	};
 	cli_getopt_init(&s, argc, argv, opts, g, e);
@@ -104,7 +109,8 @@ static int from_query(struct cli_proc_req *req, const char *v, const char *extra
 	uint64_t seq;
 
 	if (strcmp(v, "now") && num_parse_u64(v, 10, 0, UINT64_MAX, &seq)) {
-		err_set(e, EINVAL, "--from '%s': expected a byte offset (seq) or 'now'", CLI_ECHO(v));
+		err_set(e, EINVAL, "--from '%s': expected a byte offset (seq) or 'now'",
+			CLI_ECHO(v));
 		return -1;
 	}
 	snprintf(req->query, sizeof(req->query), "?%sfrom=%s", extra, v);
@@ -120,26 +126,35 @@ static int signal_field(json_t *b, const char *v, struct err *e)
 		json_object_set_new(b, "signal", json_integer((json_int_t)n));
 		return 0;
 	}
-	if (!*v || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-") != strlen(v) ||
+	if (!*v ||
+	    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+-") !=
+		    strlen(v) ||
 	    strlen(v) > 16) {
-		err_set(e, EINVAL, "--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64", CLI_ECHO(v));
+		err_set(e, EINVAL,
+			"--signal '%s': expected a name (TERM, SIGKILL, ...) or a number 1..64",
+			CLI_ECHO(v));
 		return -1;
 	}
 	json_object_set_new(b, "signal", json_string(v));
 	return 0;
 }
 
-int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g, struct cli_proc_req *req,
-		   struct err *e)
+int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g,
+		   struct cli_proc_req *req, struct err *e)
 {
 	static const struct option logs_opts[] = { { "follow", no_argument, NULL, P_FOLLOW },
-						   { "from", required_argument, NULL, P_FROM }, CLI_GLOBAL_OPTIONS };
-	static const struct option attach_opts[] = { { "from", required_argument, NULL, P_FROM }, CLI_GLOBAL_OPTIONS };
-	static const struct option kill_opts[] = { { "signal", required_argument, NULL, P_SIGNAL },
-						   { "group", no_argument, NULL, P_GROUP }, CLI_GLOBAL_OPTIONS };
-	static const struct option wait_opts[] = { { "timeout-ms", required_argument, NULL, P_TIMEOUT_MS },
+						   { "from", required_argument, NULL, P_FROM },
 						   CLI_GLOBAL_OPTIONS };
-	static const struct option stdin_opts[] = { { "close", no_argument, NULL, P_CLOSE }, CLI_GLOBAL_OPTIONS };
+	static const struct option attach_opts[] = { { "from", required_argument, NULL, P_FROM },
+						     CLI_GLOBAL_OPTIONS };
+	static const struct option kill_opts[] = { { "signal", required_argument, NULL, P_SIGNAL },
+						   { "group", no_argument, NULL, P_GROUP },
+						   CLI_GLOBAL_OPTIONS };
+	static const struct option wait_opts[] = {
+		{ "timeout-ms", required_argument, NULL, P_TIMEOUT_MS }, CLI_GLOBAL_OPTIONS
+	};
+	static const struct option stdin_opts[] = { { "close", no_argument, NULL, P_CLOSE },
+						    CLI_GLOBAL_OPTIONS };
 	const struct option *opts;
 	bool logs = !strcmp(cmd, "logs"), is_stdin = !strcmp(cmd, "stdin");
 	const char *ops[3];
@@ -185,10 +200,12 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 			break;
 		case P_TIMEOUT_MS:
 			if (num_parse_u64(s.value, 10, 0, CLI_INT_MAX, &n)) {
-				err_set(e, EINVAL, "--timeout-ms '%s': expected a whole number", CLI_ECHO(s.value));
+				err_set(e, EINVAL, "--timeout-ms '%s': expected a whole number",
+					CLI_ECHO(s.value));
 				rc = -1;
 			} else {
-				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu", (unsigned long long)n);
+				snprintf(req->query, sizeof(req->query), "?timeout_ms=%llu",
+					 (unsigned long long)n);
 				req->wait_s = n ? (long long)((n + 999) / 1000) : -1;
 			}
 			break;
@@ -201,7 +218,8 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		case CLI_GETOPT_REST:
 			for (int i = s.next; !rc && i < s.argc; i++) {
 				if (nops == maxops) {
-					err_set(e, EINVAL, "unexpected argument '%s'", CLI_ECHO(s.argv[i]));
+					err_set(e, EINVAL, "unexpected argument '%s'",
+						CLI_ECHO(s.argv[i]));
 					rc = -1;
 				} else {
 					ops[nops++] = s.argv[i];
@@ -219,13 +237,16 @@ int cli_proc_parse(const char *cmd, int argc, char **argv, struct cli_globals *g
 		}
 	}
 	if (!rc && nops < 2) {
-		err_set(e, EINVAL, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
+		err_set(e, EINVAL,
+			"expected a sandbox id and a process id (`kiln ps ID` lists them)");
 		rc = -1;
 	}
 	if (!rc)
 		rc = cli_check_id(ops[0], req->id, e);
 	if (!rc && num_parse_u64(ops[1], 10, 1, 0xffffffffULL, &n)) {
-		err_set(e, EINVAL, "'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)", CLI_ECHO(ops[1]));
+		err_set(e, EINVAL,
+			"'%s' is not a process id (a number from `kiln ps ID` or `kiln spawn`)",
+			CLI_ECHO(ops[1]));
 		rc = -1;
 	}
 	if (rc) {

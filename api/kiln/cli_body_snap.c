@@ -19,8 +19,10 @@ static int check_name(const char *s, char *name, struct err *e)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > CLI_CP_NAME_MAX || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
-		err_set(e, EINVAL, "checkpoint name '%.80s': 1..%d of A-Z a-z 0-9 . _ -", s, CLI_CP_NAME_MAX);
+	if (n == 0 || n > CLI_CP_NAME_MAX ||
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n) {
+		err_set(e, EINVAL, "checkpoint name '%.80s': 1..%d of A-Z a-z 0-9 . _ -", s,
+			CLI_CP_NAME_MAX);
 		return -1;
 	}
 	memcpy(name, s, n + 1);
@@ -32,8 +34,8 @@ static int check_name(const char *s, char *name, struct err *e)
  * (*npos of them), --compress into req. 0, or -1 with e (`more` when a
  * word is one too many, "--" included).
  */
-static int read_operands(struct cli_getopt *s, struct cli_snap_req *req, const char **pos, int max, int *npos,
-			 const char *more, struct err *e)
+static int read_operands(struct cli_getopt *s, struct cli_snap_req *req, const char **pos, int max,
+			 int *npos, const char *more, struct err *e)
 {
 	int opt;
 
@@ -61,9 +63,11 @@ static int id_and_name(const char **pos, bool named, struct cli_snap_req *req, s
 	return named ? check_name(pos[1], req->name, e) : 0;
 }
 
-int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e)
+int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
+			 struct err *e)
 {
-	static const struct option opts[] = { { "compress", no_argument, NULL, O_COMPRESS }, CLI_GLOBAL_OPTIONS };
+	static const struct option opts[] = { { "compress", no_argument, NULL, O_COMPRESS },
+					      CLI_GLOBAL_OPTIONS };
 	const char *pos[3];
 	struct cli_getopt s;
 	int npos;
@@ -74,11 +78,15 @@ int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cl
 	if (read_operands(&s, req, pos, 3, &npos, "too many arguments", e))
 		return -1;
 	if (npos && (!strcmp(pos[0], "ls") || !strcmp(pos[0], "rm") || !strcmp(pos[0], "add"))) {
-		req->op = !strcmp(pos[0], "ls") ? CLI_SNAP_LS : !strcmp(pos[0], "rm") ? CLI_SNAP_RM : CLI_SNAP_ADD;
+		req->op = !strcmp(pos[0], "ls") ? CLI_SNAP_LS
+			: !strcmp(pos[0], "rm") ? CLI_SNAP_RM
+						: CLI_SNAP_ADD;
 		memmove(pos, pos + 1, sizeof(pos[0]) * (size_t)--npos);
 	}
 	if (npos != (req->op == CLI_SNAP_LS ? 1 : 2)) {
-		err_set(e, EINVAL, req->op == CLI_SNAP_LS ? "expected: checkpoint ls ID" : "expected an ID and a checkpoint NAME");
+		err_set(e, EINVAL,
+			req->op == CLI_SNAP_LS ? "expected: checkpoint ls ID"
+					       : "expected an ID and a checkpoint NAME");
 		return -1;
 	}
 	if (req->compress && req->op != CLI_SNAP_ADD) {
@@ -88,7 +96,8 @@ int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cl
 	return id_and_name(pos, npos == 2, req, e);
 }
 
-int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req, struct err *e)
+int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
+		      struct err *e)
 {
 	static const char usage[] = "expected: restore ID NAME";
 	const char *pos[2];
@@ -111,7 +120,8 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, st
 {
 	static const struct option opts[] = { { "hostname", required_argument, NULL, O_HOSTNAME },
 					      { "label", required_argument, NULL, O_LABEL },
-					      { "env", required_argument, NULL, O_ENV }, CLI_GLOBAL_OPTIONS };
+					      { "env", required_argument, NULL, O_ENV },
+					      CLI_GLOBAL_OPTIONS };
 	char id[CLI_ID_MAX + 1], name[CLI_CP_NAME_MAX + 1], ref[CLI_ID_MAX + CLI_CP_NAME_MAX + 2];
 	const char *from = NULL, *slash;
 	json_t *body = json_object();
@@ -132,9 +142,11 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, st
 		} else if (opt == O_HOSTNAME) {
 			r = cli_body_str(body, "hostname", "--hostname", s.value, e);
 		} else if (opt == O_LABEL) {
-			r = cli_put_kv(cli_body_sub(body, "labels", false), s.value, false, "--label", e);
+			r = cli_put_kv(cli_body_sub(body, "labels", false), s.value, false,
+				       "--label", e);
 		} else if (opt == O_ENV) {
-			r = cli_put_kv(cli_body_sub(body, "env", false), s.value, false, "--env", e);
+			r = cli_put_kv(cli_body_sub(body, "env", false), s.value, false, "--env",
+				       e);
 		} else if (opt == CLI_GETOPT_WORD && !from) {
 			from = s.value;
 		} else {
@@ -148,7 +160,8 @@ int cli_fork_body(int argc, char **argv, struct cli_globals *g, json_t **out, st
 	}
 	slash = from ? strchr(from, '/') : NULL;
 	if (!slash || (size_t)(slash - from) > CLI_ID_MAX) {
-		err_set(e, EINVAL, "expected the checkpoint as ID/NAME, e.g. 3f9a1c2b7d4e/before-tests");
+		err_set(e, EINVAL,
+			"expected the checkpoint as ID/NAME, e.g. 3f9a1c2b7d4e/before-tests");
 		json_decref(body);
 		return -1;
 	}

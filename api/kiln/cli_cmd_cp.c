@@ -83,12 +83,14 @@ static int fail_usage(struct cp_ctx *x, const char *fmt, const char *arg)
 }
 
 /* "/v1/sandboxes/ID/<endpoint>?path=<g>[&user=U]<tail>" into url. */
-static int guest_url(struct cp_ctx *x, char *url, size_t n, const char *endpoint, const char *g, const char *tail)
+static int guest_url(struct cp_ctx *x, char *url, size_t n, const char *endpoint, const char *g,
+		     const char *tail)
 {
 	char enc[CLI_QUERY_MAX];
 
 	if (cli_url_encode(g, enc, sizeof(enc)) ||
-	    snprintf(url, n, "/v1/sandboxes/%s/%s?path=%s%s%s", x->cp->id, endpoint, enc, x->user, tail) >= (int)n)
+	    snprintf(url, n, "/v1/sandboxes/%s/%s?path=%s%s%s", x->cp->id, endpoint, enc, x->user,
+		     tail) >= (int)n)
 		return fail_usage(x, "the guest path '%.200s' is too long", g);
 	return 0;
 }
@@ -108,10 +110,10 @@ static void print_answer(struct cp_ctx *x, const struct cli_resp *resp)
 
 static void print_stats(const char *path, const struct cli_tar_stats *st)
 {
-	json_t *v = json_pack("{s:s?, s:I, s:I, s:I, s:I, s:I, s:I}", "path", path, "files", (json_int_t)st->files,
-			      "dirs", (json_int_t)st->dirs, "symlinks", (json_int_t)st->symlinks, "hardlinks",
-			      (json_int_t)st->hardlinks, "skipped", (json_int_t)st->skipped, "bytes",
-			      (json_int_t)st->bytes);
+	json_t *v = json_pack("{s:s?, s:I, s:I, s:I, s:I, s:I, s:I}", "path", path, "files",
+			      (json_int_t)st->files, "dirs", (json_int_t)st->dirs, "symlinks",
+			      (json_int_t)st->symlinks, "hardlinks", (json_int_t)st->hardlinks,
+			      "skipped", (json_int_t)st->skipped, "bytes", (json_int_t)st->bytes);
 
 	if (v)
 		cli_print_json(v, false);
@@ -142,7 +144,9 @@ static int untar_write(void *arg, const char *p, size_t n)
 	if (rc && !s->failed) {
 		s->failed = true;
 		snprintf(s->why, sizeof(s->why), "%s",
-			 s->u.failed ? s->u.err : gz_why(&s->gz)[0] ? gz_why(&s->gz) : strerror(-rc));
+			 s->u.failed                 ? s->u.err
+				 : gz_why(&s->gz)[0] ? gz_why(&s->gz)
+						     : strerror(-rc));
 	}
 	return rc ? -ECANCELED : 0;
 }
@@ -180,12 +184,14 @@ static int download_dir(struct cp_ctx *x, const char *target)
 	if (!rc) {
 		free(resp.body);
 		if (gz_dec_finish(&s->gz))
-			rc = cli_fail_set(&f, CLI_EXIT_API, NULL, "the archive from kilnd is cut short (%s)",
+			rc = cli_fail_set(&f, CLI_EXIT_API, NULL,
+					  "the archive from kilnd is cut short (%s)",
 					  gz_why(&s->gz));
 		else if (cli_untar_finish(&s->u))
 			rc = cli_fail_set(&f, CLI_EXIT_API, NULL, "%s", s->u.err);
 	} else if (s->failed) {
-		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "extracting into '%.200s': %s", target, s->why);
+		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "extracting into '%.200s': %s", target,
+			     s->why);
 	}
 	if (rc)
 		rc = cli_report(x->c, x->what, &f);
@@ -278,7 +284,8 @@ static int download(struct cp_ctx *x)
 		} else if (rename(tmp, target)) {
 			rc = fail_local(x, errno, "cannot rename the download to '%s': %s", target);
 		} else if (x->c->g.json) {
-			json_t *v = json_pack("{s:s?, s:I}", "path", target, "bytes", (json_int_t)bytes);
+			json_t *v = json_pack("{s:s?, s:I}", "path", target, "bytes",
+					      (json_int_t)bytes);
 
 			if (v)
 				cli_print_json(v, false);
@@ -292,7 +299,10 @@ static int download(struct cp_ctx *x)
 		unlink(tmp);
 	if (rc < 0 && !strcmp(f.code, "is_directory")) {
 		if (!local_dir && stat(target, &st) == 0)
-			return fail_usage(x, "'%s' exists and is not a directory; a directory cannot replace it", target);
+			return fail_usage(
+				x,
+				"'%s' exists and is not a directory; a directory cannot replace it",
+				target);
 		return download_dir(x, target);
 	}
 	if (rc < 0)
@@ -395,16 +405,20 @@ static int upload_target(struct cp_ctx *x, const char *local, char *target, size
 			free(resp.body);
 			into = !strcmp(json_string_value(json_object_get(st, "kind")) ?: "", "dir");
 			if (!st) {
-				cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
+				cli_fail_set(&f, CLI_EXIT_API, NULL,
+					     "kilnd's answer is not JSON (%s)", je.text);
 				rc = cli_report(x->c, x->what, &f);
 			} else if (!into)
-				rc = fail_usage(x, "'%.200s' exists in the sandbox and is not a directory", g);
+				rc = fail_usage(x,
+						"'%.200s' exists in the sandbox and is not a directory",
+						g);
 		} else if (strcmp(f.code, "not_found")) {
 			rc = cli_report(x->c, x->what, &f);
 		}
 	}
 	if (!rc && into && *name) {
-		if (snprintf(target, n, "%s%s%s", g, g[strlen(g) - 1] == '/' ? "" : "/", name) >= (int)n)
+		if (snprintf(target, n, "%s%s%s", g, g[strlen(g) - 1] == '/' ? "" : "/", name) >=
+		    (int)n)
 			rc = fail_usage(x, "the guest path '%.200s' is too long", g);
 	} else if (!rc) {
 		snprintf(target, n, "%s", g);
@@ -418,7 +432,9 @@ static int upload_dir(struct cp_ctx *x, int dirfd)
 {
 	struct tar_pump *t = calloc(1, sizeof(*t));
 	struct pump_reader r = { .fd = -1, .t = t };
-	struct cli_req req = { .method = "PUT", .source = pump_read, .source_arg = &r, .source_size = -1 };
+	struct cli_req req = {
+		.method = "PUT", .source = pump_read, .source_arg = &r, .source_size = -1
+	};
 	char target[PATH_MAX + NAME_MAX + 2], url[CP_URL_MAX];
 	struct cli_resp resp;
 	struct cli_fail f;
@@ -458,7 +474,8 @@ static int upload_dir(struct cp_ctx *x, int dirfd)
 		if (t->rc && t->rc != -EPIPE && t->rc != -ECONNRESET) {
 			if (!rc)
 				free(resp.body);
-			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "%s", t->err.msg[0] ? t->err.msg : strerror(-t->rc));
+			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "%s",
+				     t->err.msg[0] ? t->err.msg : strerror(-t->rc));
 			rc = cli_report(x->c, x->what, &f);
 		} else if (rc) {
 			rc = cli_report(x->c, x->what, &f);
@@ -512,8 +529,11 @@ static int upload(struct cp_ctx *x)
 	/* "ID:/dir/" with a local file: the file keeps its name there. */
 	if (g[strlen(g) - 1] == '/') {
 		if (!strcmp(cp->local, "-"))
-			return fail_usage(x, "stdin has no name: give the guest file's full path (not '%s')", g);
-		if (snprintf(guest, sizeof(guest), "%s%s", g, base_of(cp->local)) >= (int)sizeof(guest)) {
+			return fail_usage(
+				x, "stdin has no name: give the guest file's full path (not '%s')",
+				g);
+		if (snprintf(guest, sizeof(guest), "%s%s", g, base_of(cp->local)) >=
+		    (int)sizeof(guest)) {
 			if (fd > 0)
 				close(fd);
 			return fail_usage(x, "the guest path '%.200s' is too long", g);
@@ -530,7 +550,8 @@ static int upload(struct cp_ctx *x)
 	 * Only a regular file can be sent again from its start. */
 	if (rc < 0 && !strcmp(f.code, "is_directory") && req.source_size >= 0 && g != guest &&
 	    lseek(fd, 0, SEEK_SET) == 0) {
-		if (snprintf(guest, sizeof(guest), "%s/%s", g, base_of(cp->local)) >= (int)sizeof(guest))
+		if (snprintf(guest, sizeof(guest), "%s/%s", g, base_of(cp->local)) >=
+		    (int)sizeof(guest))
 			rc = fail_usage(x, "the guest path '%.200s' is too long", g);
 		else
 			rc = guest_url(x, url, sizeof(url), "files", guest, tail);
@@ -566,6 +587,7 @@ int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv)
 	if (cp.upload)
 		return upload(&x);
 	if (cp.parents)
-		return cli_usage_error(c, "--parents is for uploads (it creates guest directories)");
+		return cli_usage_error(c,
+				       "--parents is for uploads (it creates guest directories)");
 	return download(&x);
 }

@@ -89,7 +89,8 @@ int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, jso
 		json_decref(r);
 		if (status >= 0)
 			return status;
-		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's exec result has no exit_code or signal");
+		cli_fail_set(&f, CLI_EXIT_API, NULL,
+			     "kilnd's exec result has no exit_code or signal");
 		return cli_report(c, what, &f);
 	}
 	rc = cli_exec_result(r, cli_write_out, NULL, &status, &f);
@@ -123,20 +124,24 @@ int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_
 	return rc;
 }
 
-int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel)
+int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x,
+		  volatile sig_atomic_t *cancel)
 {
 	char path[160];
 	long long saved = c->wait_s;
 	int rc;
 
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec%s", x->id, x->stream ? "?stream=1" : "");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec%s", x->id,
+		 x->stream ? "?stream=1" : "");
 	rc = x->send_stdin ? cli_body_stdin(c, x->body) : 0;
 	/* Even a stream's answer begins only with the first output, which
 	 * may come at the exit: the process's own time, plus a wake's. */
-	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x->body, "timeout_ms")),
+	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(
+					    json_object_get(x->body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
-		rc = x->stream ? cli_exec_stream(c, what, path, x->body, cancel, NULL) : cli_exec_buffered(c, what, path, x->body, NULL);
+		rc = x->stream ? cli_exec_stream(c, what, path, x->body, cancel, NULL)
+			       : cli_exec_buffered(c, what, path, x->body, NULL);
 	c->wait_s = saved;
 	return rc;
 }

@@ -33,18 +33,22 @@ static int format_get(FILE *out, const json_t *v)
 	if (!json_is_object(rules))
 		return -1;
 	s = json_dumps(rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-	fprintf(out, "network: %s (%s)\nrules: %s\n", json_string_value(json_object_get(v, "network")),
-		json_is_true(json_object_get(v, "running")) ? "running" : "not running", s ? s : "?");
+	fprintf(out, "network: %s (%s)\nrules: %s\n",
+		json_string_value(json_object_get(v, "network")),
+		json_is_true(json_object_get(v, "running")) ? "running" : "not running",
+		s ? s : "?");
 	free(s);
 	for (int d = 0; json_is_object(ctr) && d < 2; d++) {
 		const char *dir = d ? "ingress" : "egress", *reason;
 		json_t *c;
 
-		json_object_foreach(json_object_get(ctr, dir), reason, c) {
+		json_object_foreach(json_object_get(ctr, dir), reason, c)
+		{
 			json_int_t n = json_integer_value(json_object_get(c, "packets"));
 
 			if (n)
-				fprintf(out, "%-8s %-20s %lld packets %lld bytes\n", dir, reason, (long long)n,
+				fprintf(out, "%-8s %-20s %lld packets %lld bytes\n", dir, reason,
+					(long long)n,
 					(long long)json_integer_value(json_object_get(c, "bytes")));
 		}
 	}
@@ -86,7 +90,8 @@ int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv)
 		if (rc) {
 			struct cli_fail f;
 
-			cli_fail_set(&f, rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_LOCAL, NULL, "%s", e.msg);
+			cli_fail_set(&f, rc == -EINVAL ? CLI_EXIT_USAGE : CLI_EXIT_LOCAL, NULL,
+				     "%s", e.msg);
 			return cli_report(c, "firewall set", &f);
 		}
 	} else {

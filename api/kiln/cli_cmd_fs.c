@@ -30,7 +30,9 @@ static int fs_watch(struct cli_ctx *c, int argc, char **argv)
 	char path[CLI_QUERY_MAX + 128], what[160];
 	struct err e;
 	/* A hibernated sandbox wakes before the watch begins. */
-	struct cli_req req = { .method = "GET", .path = path, .sink = watch_sink, .wait_s = CLI_WAIT_BOOT };
+	struct cli_req req = {
+		.method = "GET", .path = path, .sink = watch_sink, .wait_s = CLI_WAIT_BOOT
+	};
 	struct cli_fs_req *r = malloc(sizeof(*r));
 	struct cli_watch_out o;
 	struct cli_resp resp;
@@ -82,16 +84,20 @@ int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv)
 		free(r);
 		return cli_usage_error(c, e.msg);
 	}
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s%s", r->id, r->endpoint, r->body ? "" : r->query);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s%s", r->id, r->endpoint,
+		 r->body ? "" : r->query);
 	snprintf(what, sizeof(what), "fs %s %s:%.80s", names[r->op], r->id, r->path);
 	rc = cli_call_json(c, what, r->body ? "POST" : "GET", path, r->body, &v);
 	if (!rc && r->op == CLI_FS_LS) {
 		rc = cli_show(c, v, cli_format_fs_list);
 		if (!rc && !c->g.json && json_is_true(json_object_get(v, "truncated")))
-			fprintf(stderr, "kiln: %s: the listing stopped at --limit; more entries exist\n", what);
+			fprintf(stderr,
+				"kiln: %s: the listing stopped at --limit; more entries exist\n",
+				what);
 		if (!rc && !c->g.json && json_integer_value(json_object_get(v, "skipped")) > 0)
-			fprintf(stderr, "kiln: %s: %lld unreadable directories or too long paths skipped\n", what,
-				(long long)json_integer_value(json_object_get(v, "skipped")));
+			fprintf(stderr,
+				"kiln: %s: %lld unreadable directories or too long paths skipped\n",
+				what, (long long)json_integer_value(json_object_get(v, "skipped")));
 	} else if (!rc && r->op == CLI_FS_STAT) {
 		rc = cli_show(c, v, cli_format_stat);
 	} else if (!rc && c->g.json && v) {
@@ -112,8 +118,8 @@ struct sub_resource {
 };
 
 /* op: 0 add (POST body), 1 ls, 2 rm (DELETE .../<num>). */
-static int sub_call(struct cli_ctx *c, const struct sub_resource *res, int op, const char *id, json_t *body,
-		    unsigned num)
+static int sub_call(struct cli_ctx *c, const struct sub_resource *res, int op, const char *id,
+		    json_t *body, unsigned num)
 {
 	char path[CLI_ID_MAX + 48], what[CLI_ID_MAX + 32];
 	json_t *v = NULL;
@@ -138,23 +144,32 @@ static int sub_call(struct cli_ctx *c, const struct sub_resource *res, int op, c
 
 int cli_cmd_port(struct cli_ctx *c, int argc, char **argv)
 {
-	static const struct sub_resource ports = { "port", "ports", cli_format_port, cli_format_ports };
+	static const struct sub_resource ports = { "port", "ports", cli_format_port,
+						   cli_format_ports };
 	struct cli_port_req r;
 	struct err e;
 
 	if (cli_port_parse(argc, argv, &c->g, &r, &e))
 		return cli_usage_error(c, e.msg);
-	return sub_call(c, &ports, r.op == CLI_PORT_ADD ? 0 : r.op == CLI_PORT_LS ? 1 : 2, r.id, r.body, r.host_port);
+	return sub_call(c, &ports,
+			r.op == CLI_PORT_ADD          ? 0
+				: r.op == CLI_PORT_LS ? 1
+						      : 2,
+			r.id, r.body, r.host_port);
 }
 
 int cli_cmd_preview(struct cli_ctx *c, int argc, char **argv)
 {
-	static const struct sub_resource previews = { "preview", "previews", cli_format_preview, cli_format_previews };
+	static const struct sub_resource previews = { "preview", "previews", cli_format_preview,
+						      cli_format_previews };
 	struct cli_preview_req r;
 	struct err e;
 
 	if (cli_preview_parse(argc, argv, &c->g, &r, &e))
 		return cli_usage_error(c, e.msg);
-	return sub_call(c, &previews, r.op == CLI_PREVIEW_ADD ? 0 : r.op == CLI_PREVIEW_LS ? 1 : 2, r.id, r.body,
-			r.port);
+	return sub_call(c, &previews,
+			r.op == CLI_PREVIEW_ADD          ? 0
+				: r.op == CLI_PREVIEW_LS ? 1
+							 : 2,
+			r.id, r.body, r.port);
 }

@@ -42,8 +42,11 @@ static int show_image(FILE *out, const json_t *im)
 static int image_import(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = { { "name", required_argument, NULL, O_NAME },
-					      { "devices", no_argument, NULL, O_DEVICES }, CLI_GLOBAL_OPTIONS };
-	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
+					      { "devices", no_argument, NULL, O_DEVICES },
+					      CLI_GLOBAL_OPTIONS };
+	struct cli_req req = { .method = "POST",
+			       .source = read_fd,
+			       .source_size = -1,
 			       /* kilnd builds the image before it answers: minutes for a big one */
 			       .wait_s = 3600 };
 	const char *name = NULL, *file = NULL;
@@ -67,13 +70,16 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 		else if (opt == CLI_GETOPT_WORD && !file)
 			file = s.value;
 		else {
-			snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			snprintf(msg, sizeof(msg), "unexpected argument '%s'",
+				 CLI_ECHO(s.value ? s.value : "--"));
 			return cli_usage_error(c, msg);
 		}
 	}
 	if (!file || !name)
 		return cli_usage_error(c, "usage: kiln image import FILE --name NAME [--devices]");
-	if (strlen(name) > 64 || strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(name))
+	if (strlen(name) > 64 ||
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    strlen(name))
 		return cli_usage_error(c, "--name: 1..64 of [A-Za-z0-9._-]");
 	fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
 	if (fd < 0 || fstat(fd, &st) < 0) {
@@ -117,7 +123,9 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 	int rc;
 
 	if (argc < 2)
-		return cli_usage_error(c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+		return cli_usage_error(
+			c,
+			"usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
 	/* The subcommand's words: argv[0] is its name, as getopt wants. */
 	argc--;
 	argv++;
@@ -133,7 +141,8 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 		json_t *v = NULL;
 
 		snprintf(path, sizeof(path), "/v1/images/%s", name);
-		rc = cli_call_json(c, rm ? "image rm" : "image inspect", rm ? "DELETE" : "GET", path, NULL, &v);
+		rc = cli_call_json(c, rm ? "image rm" : "image inspect", rm ? "DELETE" : "GET",
+				   path, NULL, &v);
 		if (!rc && v)
 			rc = cli_show(c, v, show_image);
 		else if (!rc && !c->g.json)
@@ -141,5 +150,6 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 		json_decref(v);
 		return rc;
 	}
-	return cli_usage_error(c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+	return cli_usage_error(
+		c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
 }

@@ -19,7 +19,8 @@
 /* Bytes per stdin request: kilnd's default --max-body is 2 MiB. */
 #define STDIN_CHUNK (1u << 20)
 
-static int proc_usage(struct cli_ctx *c, const char *cmd, int argc, char **argv, struct cli_proc_req *p)
+static int proc_usage(struct cli_ctx *c, const char *cmd, int argc, char **argv,
+		      struct cli_proc_req *p)
 {
 	struct err e;
 
@@ -89,14 +90,17 @@ int cli_cmd_logs(struct cli_ctx *c, int argc, char **argv)
 		if (rc)
 			goto out;
 		if (!json_is_integer(json_object_get(v, "output_bytes"))) {
-			cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's process object has no output_bytes");
+			cli_fail_set(&f, CLI_EXIT_API, NULL,
+				     "kilnd's process object has no output_bytes");
 			rc = cli_report(c, what, &f);
 			goto out;
 		}
 		s.nd.until = true;
-		s.nd.until_seq = (unsigned long long)json_integer_value(json_object_get(v, "output_bytes"));
+		s.nd.until_seq = (unsigned long long)json_integer_value(
+			json_object_get(v, "output_bytes"));
 	}
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/output%s", p.id, p.proc, p.query);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/output%s", p.id, p.proc,
+		 p.query);
 	/* 0 also when the process's exit event came: logs shows, it does not wait. */
 	rc = cli_stream_call(c, what, &req, &s);
 out:
@@ -132,7 +136,8 @@ int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv)
 
 	if (rc)
 		return rc;
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait%s", p.id, p.proc, p.query);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait%s", p.id, p.proc,
+		 p.query);
 	snprintf(what, sizeof(what), "wait %s %lu", p.id, p.proc);
 	c->wait_s = p.wait_s;
 	rc = cli_call_json(c, what, "POST", path, NULL, &v);
@@ -140,7 +145,8 @@ int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv)
 		rc = cli_show(c, v, cli_format_exit);
 	status = cli_exec_status(v);
 	if (!rc && status < 0) {
-		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's exit object has no exit_code or signal");
+		cli_fail_set(&f, CLI_EXIT_API, NULL,
+			     "kilnd's exit object has no exit_code or signal");
 		rc = cli_report(c, what, &f);
 	} else if (!rc) {
 		rc = status; /* as exec: the process's status is kiln's */
@@ -195,12 +201,14 @@ int cli_cmd_stdin(struct cli_ctx *c, int argc, char **argv)
 		ssize_t got = fd_io_read_full(fd, buf, STDIN_CHUNK);
 		bool eof = got >= 0 && got < (ssize_t)STDIN_CHUNK;
 		struct mem_src m = { buf, got > 0 ? (size_t)got : 0 };
-		struct cli_req req = { .method = "POST", .path = path, .source = mem_read, .source_arg = &m };
+		struct cli_req req = {
+			.method = "POST", .path = path, .source = mem_read, .source_arg = &m
+		};
 		struct cli_resp resp;
 
 		if (got < 0) {
-			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "reading %s: %s", p.file ? p.file : "stdin",
-				     strerror((int)-got));
+			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "reading %s: %s",
+				     p.file ? p.file : "stdin", strerror((int)-got));
 			rc = cli_report(c, what, &f);
 			break;
 		}

@@ -28,10 +28,10 @@ enum { RC_STREAM = CLI_PO_END, RC_LANG = 'l', RC_FILE = 'f', RC_CODE = 'c', RC_S
 struct run_code_req {
 	char id[CLI_ID_MAX + 1];
 	json_t *body;
-	const char *file;   /* --file, or "-" for stdin */
-	bool have_code;     /* -c */
+	const char *file; /* --file, or "-" for stdin */
+	bool have_code;   /* -c */
 	bool stream;
-	bool send_stdin;    /* -i */
+	bool send_stdin; /* -i */
 };
 
 static int rc_opt(void *arg, int opt, const char *v, struct err *e)
@@ -57,7 +57,8 @@ static int rc_opt(void *arg, int opt, const char *v, struct err *e)
 	return 1;
 }
 
-static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_code_req *x, struct err *e)
+static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_code_req *x,
+		    struct err *e)
 {
 	static const struct option opts[] = {
 		CLI_PROC_OPTIONS,
@@ -84,8 +85,8 @@ static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_cod
 		} else if (opt == CLI_GETOPT_WORD && !strcmp(s.value, "-") && !x->file) {
 			x->file = "-";
 		} else if (opt == CLI_GETOPT_WORD || opt == CLI_GETOPT_REST) {
-			err_set(e, EINVAL, "unexpected argument '%s' (%s)", opt == CLI_GETOPT_REST ? "--" : s.value,
-				 RUN_CODE_USAGE);
+			err_set(e, EINVAL, "unexpected argument '%s' (%s)",
+				opt == CLI_GETOPT_REST ? "--" : s.value, RUN_CODE_USAGE);
 			rc = -1;
 		} else {
 			rc = cli_proc_opt(x->body, opt, s.value, e);
@@ -98,10 +99,13 @@ static int rc_parse(int argc, char **argv, struct cli_globals *g, struct run_cod
 	if (!rc && !json_object_get(x->body, "language"))
 		rc = -1, err_set(e, EINVAL, "missing --language (%s)", RUN_CODE_USAGE);
 	if (!rc && x->have_code == !!x->file)
-		rc = -1, err_set(e, EINVAL, "give the code once: -c CODE, --file FILE or - for stdin (%s)",
-				  RUN_CODE_USAGE);
+		rc = -1,
+		err_set(e, EINVAL, "give the code once: -c CODE, --file FILE or - for stdin (%s)",
+			RUN_CODE_USAGE);
 	if (!rc && x->send_stdin && x->file && !strcmp(x->file, "-"))
-		rc = -1, err_set(e, EINVAL, "-i sends stdin to the code, '-' reads the code from it: not both");
+		rc = -1,
+		err_set(e, EINVAL,
+			"-i sends stdin to the code, '-' reads the code from it: not both");
 	if (rc) {
 		json_decref(x->body);
 		x->body = NULL;
@@ -129,18 +133,21 @@ static int read_code(struct cli_ctx *c, struct run_code_req *x)
 		close(fd);
 	if (n < 0) {
 		free(buf);
-		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "reading the code from '%s': %s", x->file, strerror((int)-n));
+		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "reading the code from '%s': %s", x->file,
+			     strerror((int)-n));
 		return cli_report(c, "run-code", &f);
 	}
 	if ((size_t)n > RUN_CODE_MAX) {
 		free(buf);
-		cli_fail_set(&f, CLI_EXIT_USAGE, NULL, "the code in '%s' is over 1 MiB, run's limit", x->file);
+		cli_fail_set(&f, CLI_EXIT_USAGE, NULL,
+			     "the code in '%s' is over 1 MiB, run's limit", x->file);
 		return cli_report(c, "run-code", &f);
 	}
 	s = json_stringn((const char *)buf, (size_t)n);
 	free(buf);
 	if (!s) {
-		cli_fail_set(&f, CLI_EXIT_USAGE, NULL, "the code in '%s' is not UTF-8 text", x->file);
+		cli_fail_set(&f, CLI_EXIT_USAGE, NULL, "the code in '%s' is not UTF-8 text",
+			     x->file);
 		return cli_report(c, "run-code", &f);
 	}
 	json_object_set_new(x->body, "code", s);
@@ -196,7 +203,8 @@ int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 	if (x.stream && !json_object_get(x.body, "output_cap"))
 		json_object_set_new(x.body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
 	/* The answer comes at the exit: the code's own time, plus a wake's. */
-	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(json_object_get(x.body, "timeout_ms")),
+	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(
+					    json_object_get(x.body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
 	if (!rc)
 		rc = x.stream ? cli_exec_stream(c, what, path, x.body, NULL, after_stream)

@@ -67,7 +67,8 @@ int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 		if (!abs) {
 			struct cli_fail f;
 
-			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "--share host directory '%s': %m", host);
+			cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "--share host directory '%s': %m",
+				     host);
 			return cli_report(c, NULL, &f);
 		}
 		json_object_set_new(sh, "host_path", json_string(abs));
@@ -137,7 +138,8 @@ static int on_one(struct cli_ctx *c, int argc, char **argv, const char *method, 
 /* The sandbox object as it is, once it is one. */
 static int format_sandbox(FILE *out, const json_t *v)
 {
-	if (!json_is_string(json_object_get(v, "id")) || !json_is_string(json_object_get(v, "state")))
+	if (!json_is_string(json_object_get(v, "id")) ||
+	    !json_is_string(json_object_get(v, "state")))
 		return -1;
 	cli_print_json(v, true);
 	(void)out;

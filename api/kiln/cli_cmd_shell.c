@@ -69,15 +69,15 @@ struct tty_session {
 	struct cli_ctx *c;
 	const char *what;
 	int sock;
-	int winfd;	  /* a terminal to take the size from, or -1 */
+	int winfd;                   /* a terminal to take the size from, or -1 */
 	struct term_mode_saved term; /* stdin's settings while it is raw */
-	bool send_eot;	  /* stdin is not a terminal and the process has a PTY */
-	int sigr;	  /* the self-pipe's read end */
-	char out[OUT_MAX]; /* our stdin (and resize escapes) on the way to kilnd */
+	bool send_eot;               /* stdin is not a terminal and the process has a PTY */
+	int sigr;                    /* the self-pipe's read end */
+	char out[OUT_MAX];           /* our stdin (and resize escapes) on the way to kilnd */
 	size_t out_len;
-	int last;	  /* the last byte queued, -1: none */
+	int last; /* the last byte queued, -1: none */
 	bool in_open, wr_closed, resize_pending;
-	int signal;	  /* the signal that ended the session, or 0 */
+	int signal; /* the signal that ended the session, or 0 */
 };
 
 static int tty_fail(struct tty_session *t, int exit, const char *fmt, const char *arg)
@@ -89,10 +89,12 @@ static int tty_fail(struct tty_session *t, int exit, const char *fmt, const char
 }
 
 /* kilnd's error answer: the rest of its body, then the usual report. */
-static int tty_error_answer(struct tty_session *t, const struct cli_http_head *h, char *buf, size_t have)
+static int tty_error_answer(struct tty_session *t, const struct cli_http_head *h, char *buf,
+			    size_t have)
 {
-	size_t want = h->content_length >= 0 && h->content_length < ERR_BODY_MAX ? (size_t)h->content_length
-										 : ERR_BODY_MAX;
+	size_t want = h->content_length >= 0 && h->content_length < ERR_BODY_MAX
+		? (size_t)h->content_length
+		: ERR_BODY_MAX;
 	char *body = malloc(ERR_BODY_MAX + 1);
 	struct cli_fail f;
 	size_t len;
@@ -112,7 +114,8 @@ static int tty_error_answer(struct tty_session *t, const struct cli_http_head *h
 	}
 	body[len] = 0;
 	if (h->status == 101)
-		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd switched to a protocol other than " CLI_TTY_PROTOCOL);
+		cli_fail_set(&f, CLI_EXIT_API, NULL,
+			     "kilnd switched to a protocol other than " CLI_TTY_PROTOCOL);
 	else
 		cli_fail_from_response(h->status, body, len, &f);
 	free(body);
@@ -172,7 +175,8 @@ static int tty_open(struct tty_session *t, const char *path)
 	if (n < 0)
 		return tty_fail(t, CLI_EXIT_USAGE, "the request path is too long%s", "");
 	if (fd_io_send_all(t->sock, req, (size_t)n))
-		return tty_fail(t, CLI_EXIT_API, "sending the request to kilnd: %s", strerror(errno));
+		return tty_fail(t, CLI_EXIT_API, "sending the request to kilnd: %s",
+				strerror(errno));
 	buf = malloc(CLI_TTY_HEAD_MAX + IN_CHUNK);
 	if (!buf)
 		return tty_fail(t, CLI_EXIT_API, "out of memory%s", "");
@@ -187,14 +191,16 @@ static int tty_open(struct tty_session *t, const char *path)
 			break;
 		}
 		if (got <= 0) {
-			rc = tty_fail(t, CLI_EXIT_API, "kilnd closed the connection before answering (%s)",
+			rc = tty_fail(t, CLI_EXIT_API,
+				      "kilnd closed the connection before answering (%s)",
 				      got < 0 ? strerror(errno) : "end of stream");
 			break;
 		}
 		len += (size_t)got;
 		n = cli_http_head_parse(buf, len, &h);
 		if (n < 0) {
-			rc = tty_fail(t, CLI_EXIT_API, "kilnd's answer is not an HTTP response head%s", "");
+			rc = tty_fail(t, CLI_EXIT_API,
+				      "kilnd's answer is not an HTTP response head%s", "");
 			break;
 		}
 		if (n == 0)
@@ -276,7 +282,8 @@ static int relay(struct tty_session *t)
 
 	for (;;) {
 		struct pollfd p[3] = {
-			{ .fd = t->in_open && t->out_len + IN_CHUNK + 2 <= sizeof(t->out) ? 0 : -1, .events = POLLIN },
+			{ .fd = t->in_open && t->out_len + IN_CHUNK + 2 <= sizeof(t->out) ? 0 : -1,
+			  .events = POLLIN },
 			{ .fd = t->sock, .events = POLLIN | (t->out_len ? POLLOUT : 0) },
 			{ .fd = t->sigr, .events = POLLIN },
 		};
@@ -301,10 +308,12 @@ static int relay(struct tty_session *t)
 		}
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			n = recv(t->sock, buf, sizeof(buf), 0);
-			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			if (n == 0 ||
+			    (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 				return 0; /* the stream's end: the process exited (or kilnd went away) */
 			if (n > 0 && fd_io_write_all(1, buf, (size_t)n))
-				return tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s", strerror(errno));
+				return tty_fail(t, CLI_EXIT_LOCAL, "writing to stdout: %s",
+						strerror(errno));
 		}
 		if ((p[1].revents & POLLOUT) && t->out_len)
 			flush_out(t);
@@ -385,7 +394,8 @@ static int tty_exit_status(struct tty_session *t, const char *id, unsigned long 
 	json_t *v;
 	int status;
 
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait?timeout_ms=%d", id, proc, WAIT_AFTER_MS);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait?timeout_ms=%d", id, proc,
+		 WAIT_AFTER_MS);
 	if (cli_call_quiet(t->c, &req, &resp, &f)) {
 		if (!strcmp(f.code, "timeout"))
 			cli_fail_set(&f, CLI_EXIT_API, NULL,
@@ -401,7 +411,8 @@ static int tty_exit_status(struct tty_session *t, const char *id, unsigned long 
 		cli_print_json(v, false);
 	json_decref(v);
 	if (status < 0)
-		return tty_fail(t, CLI_EXIT_API, "kilnd's exit object has no exit_code or signal%s", "");
+		return tty_fail(t, CLI_EXIT_API, "kilnd's exit object has no exit_code or signal%s",
+				"");
 	return status;
 }
 
@@ -420,7 +431,8 @@ static void hang_up(struct tty_session *t, const char *id, unsigned long proc)
 		free(resp.body);
 }
 
-static int tty_attach(struct tty_session *t, const char *id, unsigned long proc, const char *query, bool owned)
+static int tty_attach(struct tty_session *t, const char *id, unsigned long proc, const char *query,
+		      bool owned)
 {
 	char path[CLI_ID_MAX + 160];
 	int rc;
@@ -460,7 +472,8 @@ int cli_cmd_shell(struct cli_ctx *c, int argc, char **argv)
 		json_object_set_new(r.body, "rows", json_integer(rows));
 		json_object_set_new(r.body, "cols", json_integer(cols));
 	}
-	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", r.id, r.has_argv ? "processes" : "shell");
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/%s", r.id,
+		 r.has_argv ? "processes" : "shell");
 	c->wait_s = CLI_WAIT_BOOT; /* a hibernated sandbox wakes first */
 	rc = cli_call_json(c, what, "POST", path, r.body, &v);
 	c->wait_s = 0;

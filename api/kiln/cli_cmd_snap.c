@@ -28,9 +28,8 @@ static int format_list(FILE *out, const json_t *v)
 	if (!json_is_array(json_object_get(v, "checkpoints")))
 		return -1;
 	fprintf(out, "%-24s %12s %11s  %s\n", "NAME", "SIZE", "PAUSED", "CREATED");
-	json_array_foreach(json_object_get(v, "checkpoints"), i, cp)
-		if (print_checkpoint(out, cp))
-			return -1;
+	json_array_foreach(json_object_get(v, "checkpoints"), i,
+			   cp) if (print_checkpoint(out, cp)) return -1;
 	return 0;
 }
 

@@ -20,7 +20,8 @@
 
 enum { T_NAME = 1, T_FILE };
 
-static const char usage[] = "usage: kiln template build [-f FILE] [--name NAME] DIR | ls | inspect NAME | rm NAME";
+static const char usage[] =
+	"usage: kiln template build [-f FILE] [--name NAME] DIR | ls | inspect NAME | rm NAME";
 
 static ssize_t read_fd(void *arg, char *p, size_t n)
 {
@@ -74,7 +75,8 @@ static void log_line(struct log *l, const char *line, size_t n)
 		json_t *e = json_object_get(o, "error");
 
 		l->failed = true;
-		snprintf(l->err, sizeof(l->err), "step %lld: %s (%s)", json_integer_value(json_object_get(o, "step")),
+		snprintf(l->err, sizeof(l->err), "step %lld: %s (%s)",
+			 json_integer_value(json_object_get(o, "step")),
 			 json_string_value(json_object_get(e, "message")) ?: "?",
 			 json_string_value(json_object_get(e, "code")) ?: "?");
 	}
@@ -88,8 +90,10 @@ static void log_line(struct log *l, const char *line, size_t n)
 		fwrite(line, 1, n, stdout);
 		fputc('\n', stdout);
 	} else if (!strcmp(type, "step") || !strcmp(type, "cached")) {
-		printf("%s step %lld (line %lld): %s\n", !strcmp(type, "cached") ? "CACHED" : "STEP  ",
-		       json_integer_value(json_object_get(o, "step")), json_integer_value(json_object_get(o, "line")),
+		printf("%s step %lld (line %lld): %s\n",
+		       !strcmp(type, "cached") ? "CACHED" : "STEP  ",
+		       json_integer_value(json_object_get(o, "step")),
+		       json_integer_value(json_object_get(o, "line")),
 		       json_string_value(json_object_get(o, "instruction")) ?: "");
 	} else if ((!strcmp(type, "stdout") || !strcmp(type, "stderr")) && data) {
 		fputs(data, !strcmp(type, "stdout") ? stdout : stderr);
@@ -137,9 +141,11 @@ static int log_sink(void *arg, const char *p, size_t n)
 static int template_build(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = { { "name", required_argument, NULL, T_NAME },
-					      { "file", required_argument, NULL, T_FILE }, CLI_GLOBAL_OPTIONS };
-	struct cli_req req = { .method = "POST", .source = read_fd, .source_size = -1,
-			       .wait_s = CLI_WAIT_UNBOUNDED };
+					      { "file", required_argument, NULL, T_FILE },
+					      CLI_GLOBAL_OPTIONS };
+	struct cli_req req = {
+		.method = "POST", .source = read_fd, .source_size = -1, .wait_s = CLI_WAIT_UNBOUNDED
+	};
 	const char *name = NULL, *file = NULL, *dir = NULL;
 	char path[4300], msg[ERR_MSG_MAX], tmp[] = "/tmp/kiln-context-XXXXXX";
 	struct pack k = { .fd = -1 };
@@ -166,7 +172,8 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 		else if (opt == CLI_GETOPT_WORD && !dir)
 			dir = s.value;
 		else {
-			snprintf(msg, sizeof(msg), "unexpected argument '%s'", CLI_ECHO(s.value ? s.value : "--"));
+			snprintf(msg, sizeof(msg), "unexpected argument '%s'",
+				 CLI_ECHO(s.value ? s.value : "--"));
 			free(l);
 			return cli_usage_error(c, msg);
 		}
@@ -182,18 +189,26 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 		name = b && b[1] ? b + 1 : dir;
 	}
 	if (!*name || strlen(name) > 64 ||
-	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != strlen(name)) {
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
+		    strlen(name)) {
 		free(l);
-		return cli_usage_error(c, "--name: 1..64 of [A-Za-z0-9._-] (the directory's name is not one: give --name)");
+		return cli_usage_error(
+			c,
+			"--name: 1..64 of [A-Za-z0-9._-] (the directory's name is not one: give --name)");
 	}
-	if (file && (file[0] == '/' || strlen(file) > 4096 || strspn(file, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") != strlen(file))) {
+	if (file &&
+	    (file[0] == '/' || strlen(file) > 4096 ||
+	     strspn(file, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-/") !=
+		     strlen(file))) {
 		free(l);
-		return cli_usage_error(c, "-f: the build file's path inside DIR (relative; [A-Za-z0-9._-/])");
+		return cli_usage_error(
+			c, "-f: the build file's path inside DIR (relative; [A-Za-z0-9._-/])");
 	}
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	k.fd = mkstemp(tmp);
 	if (dirfd < 0 || k.fd < 0 || gz_enc_init(&k.gz, 6)) {
-		snprintf(msg, sizeof(msg), "'%s': %s", CLI_ECHO(dirfd < 0 ? dir : tmp), strerror(errno));
+		snprintf(msg, sizeof(msg), "'%s': %s", CLI_ECHO(dirfd < 0 ? dir : tmp),
+			 strerror(errno));
 		if (dirfd >= 0)
 			close(dirfd);
 		if (k.fd >= 0) {
@@ -212,12 +227,14 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 	if (rc || fstat(k.fd, &fst) < 0 || lseek(k.fd, 0, SEEK_SET) < 0) {
 		struct cli_fail f;
 
-		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir, rc && e.msg[0] ? e.msg : strerror(rc ? -rc : errno));
+		cli_fail_set(&f, CLI_EXIT_LOCAL, NULL, "packing %s: %s", dir,
+			     rc && e.msg[0] ? e.msg : strerror(rc ? -rc : errno));
 		close(k.fd);
 		free(l);
 		return cli_report(c, "template build", &f);
 	}
-	snprintf(path, sizeof(path), "/v1/templates?name=%s%s%s", name, file ? "&file=" : "", file ? file : "");
+	snprintf(path, sizeof(path), "/v1/templates?name=%s%s%s", name, file ? "&file=" : "",
+		 file ? file : "");
 	req.path = path;
 	req.source_arg = &k.fd;
 	req.source_size = fst.st_size;
@@ -233,7 +250,8 @@ static int template_build(struct cli_ctx *c, int argc, char **argv)
 		if (l->failed || !l->done) {
 			struct cli_fail f;
 
-			cli_fail_set(&f, CLI_EXIT_API, NULL, "%s", l->failed ? l->err : "the build log ended without a result");
+			cli_fail_set(&f, CLI_EXIT_API, NULL, "%s",
+				     l->failed ? l->err : "the build log ended without a result");
 			rc = cli_report(c, "template build", &f);
 		}
 	}
@@ -249,8 +267,10 @@ static int show_template(FILE *out, const json_t *t)
 	if (!name)
 		return -1;
 	fprintf(out, "%s\tFROM %s\t%lld bytes\t%lld cached\t%lld in use\t%s\n", name,
-		json_string_value(json_object_get(t, "from")) ?: "-", json_integer_value(json_object_get(t, "size_bytes")),
-		json_integer_value(json_object_get(t, "cache_entries")), json_integer_value(json_object_get(t, "in_use")),
+		json_string_value(json_object_get(t, "from")) ?: "-",
+		json_integer_value(json_object_get(t, "size_bytes")),
+		json_integer_value(json_object_get(t, "cache_entries")),
+		json_integer_value(json_object_get(t, "in_use")),
 		json_string_value(json_object_get(t, "created_at")) ?: "-");
 	return 0;
 }
@@ -262,9 +282,8 @@ static int show_templates(FILE *out, const json_t *v)
 
 	if (!json_is_array(json_object_get(v, "templates")))
 		return -1;
-	json_array_foreach(json_object_get(v, "templates"), i, t)
-		if (show_template(out, t))
-			return -1;
+	json_array_foreach(json_object_get(v, "templates"), i,
+			   t) if (show_template(out, t)) return -1;
 	return 0;
 }
 
@@ -285,7 +304,8 @@ int cli_cmd_template(struct cli_ctx *c, int argc, char **argv)
 	if (strcmp(argv[0], "ls") == 0) {
 		if ((rc = cli_no_args(c, argc, argv)))
 			return rc;
-		return cli_call_show(c, "template ls", "GET", "/v1/templates", NULL, show_templates);
+		return cli_call_show(c, "template ls", "GET", "/v1/templates", NULL,
+				     show_templates);
 	}
 	if (strcmp(argv[0], "inspect") == 0 || strcmp(argv[0], "rm") == 0) {
 		bool rm = argv[0][0] == 'r';
@@ -293,7 +313,8 @@ int cli_cmd_template(struct cli_ctx *c, int argc, char **argv)
 
 		if ((rc = cli_one_word(c, argc, argv, "give one template name", &name)))
 			return rc;
-		if (!name || !*name || strchr(name, '/') || strchr(name, '?') || strchr(name, '&') || strlen(name) > 64)
+		if (!name || !*name || strchr(name, '/') || strchr(name, '?') ||
+		    strchr(name, '&') || strlen(name) > 64)
 			return cli_usage_error(c, "give one template name");
 		snprintf(path, sizeof(path), "/v1/templates/%s", name);
 		if (!rm)

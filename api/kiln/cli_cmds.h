@@ -61,17 +61,18 @@ int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f);
  */
 int cli_call(struct cli_ctx *c, const char *what, const struct cli_req *req, struct cli_resp *resp);
 /* cli_call that leaves reporting to the caller: 0, or -1 with f. */
-int cli_call_quiet(struct cli_ctx *c, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f);
+int cli_call_quiet(struct cli_ctx *c, const struct cli_req *req, struct cli_resp *resp,
+		   struct cli_fail *f);
 /* cli_call with a JSON answer parsed into *out (caller decrefs). */
-int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
-		  json_t **out);
+int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const char *path,
+		  const json_t *body, json_t **out);
 /* Print v as kilnd's JSON (compact with --json, indented otherwise). */
 void cli_print_json(const json_t *v, bool pretty);
 /* Print `what` as JSON with --json, else through fmt; a shape fmt refuses is reported. */
 int cli_show(struct cli_ctx *c, json_t *v, int (*fmt)(FILE *, const json_t *));
 /* cli_call_json, then its answer through cli_show: 0, or the failure reported. */
-int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
-		  int (*fmt)(FILE *, const json_t *));
+int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path,
+		  const json_t *body, int (*fmt)(FILE *, const json_t *));
 /* A cli_write_fn onto our stdout and stderr (arg unused). */
 int cli_write_out(void *arg, int fd, const void *p, size_t n);
 
@@ -82,7 +83,7 @@ int cli_write_out(void *arg, int fd, const void *p, size_t n);
  */
 struct cli_stream {
 	struct cli_ndjson nd; /* set nd.until and nd.until_seq to stop early (logs) */
-	bool raw;	      /* --json */
+	bool raw;             /* --json */
 };
 
 /* who names the command in the stream's warnings; cli_ndjson_free(&s->nd) when done. */
@@ -112,7 +113,8 @@ int cli_body_stdin(struct cli_ctx *c, json_t *body);
  * ours; returns its exit status, or kiln's after reporting. cancel (may be
  * NULL) abandons a streamed exec (kiln run's Ctrl-C).
  */
-int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x, volatile sig_atomic_t *cancel);
+int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x,
+		  volatile sig_atomic_t *cancel);
 /* POST body to path (exec's or run's, buffered): its output becomes ours,
  * then after(result) when given (not with --json); the status is kiln's. */
 int cli_exec_buffered(struct cli_ctx *c, const char *what, const char *path, json_t *body,

@@ -64,7 +64,8 @@ int cli_report(struct cli_ctx *c, const char *what, const struct cli_fail *f)
 	return f->exit;
 }
 
-int cli_call_quiet(struct cli_ctx *c, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f)
+int cli_call_quiet(struct cli_ctx *c, const struct cli_req *req, struct cli_resp *resp,
+		   struct cli_fail *f)
 {
 	struct cli_req r = *req;
 
@@ -99,7 +100,8 @@ int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const
 	if (cli_answer_need(sb, "id", JSON_STRING, &f))
 		return cli_report(c, what, &f);
 	if (cli_check_id(s, ok, &e)) {
-		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd answered an invalid sandbox id: %s", e.msg);
+		cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd answered an invalid sandbox id: %s",
+			     e.msg);
 		return cli_report(c, what, &f);
 	}
 	if (id) {
@@ -113,8 +115,8 @@ int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const
 	return 0;
 }
 
-int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
-		  json_t **out)
+int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const char *path,
+		  const json_t *body, json_t **out)
 {
 	struct cli_req req = { .method = method, .path = path };
 	struct cli_resp resp;
@@ -139,7 +141,8 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 	if (resp.len) {
 		*out = json_strict_loadb(resp.body, resp.len, &je);
 		if (!*out) {
-			cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)", je.text);
+			cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)",
+				     je.text);
 			free(resp.body);
 			return cli_report(c, what, &f);
 		}
@@ -148,8 +151,8 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 	return 0;
 }
 
-int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path, const json_t *body,
-		  int (*fmt)(FILE *, const json_t *))
+int cli_call_show(struct cli_ctx *c, const char *what, const char *method, const char *path,
+		  const json_t *body, int (*fmt)(FILE *, const json_t *))
 {
 	json_t *v = NULL;
 	int rc = cli_call_json(c, what, method, path, body, &v);

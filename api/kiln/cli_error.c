@@ -27,8 +27,8 @@ int cli_exit_for_code(const char *code)
 {
 	/* route_not_found is not here: it means this kilnd lacks the
 	 * endpoint (an older daemon), not that the user's object is missing. */
-	static const char *const not_found[] = { "sandbox_not_found", "image_not_found", "process_not_found",
-						 "not_found" };
+	static const char *const not_found[] = { "sandbox_not_found", "image_not_found",
+						 "process_not_found", "not_found" };
 
 	for (size_t i = 0; i < sizeof(not_found) / sizeof(not_found[0]); i++)
 		if (!strcmp(code, not_found[i]))
@@ -41,13 +41,17 @@ void cli_fail_from_response(long status, const char *body, size_t len, struct cl
 	json_t *root = body && len ? json_strict_loadb(body, len, NULL) : NULL;
 	const char *code = NULL, *msg = NULL;
 
-	if (root && json_unpack(root, "{s:{s:s, s:s}}", "error", "code", &code, "message", &msg) == 0 && *code) {
+	if (root &&
+	    json_unpack(root, "{s:{s:s, s:s}}", "error", "code", &code, "message", &msg) == 0 &&
+	    *code) {
 		cli_fail_set(f, cli_exit_for_code(code), code, "%s", msg);
 	} else if (status == 404) {
-		cli_fail_set(f, CLI_EXIT_API, "http_404",
-			     "kilnd answered 404 without an error body (is something else listening on the socket?)");
+		cli_fail_set(
+			f, CLI_EXIT_API, "http_404",
+			"kilnd answered 404 without an error body (is something else listening on the socket?)");
 	} else {
-		cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd answered HTTP %ld without an error body", status);
+		cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd answered HTTP %ld without an error body",
+			     status);
 	}
 	json_decref(root);
 }
@@ -59,25 +63,31 @@ void cli_fail_unreachable(const char *socket, int os_errno, const char *detail, 
 
 	switch (os_errno) {
 	case ENOENT:
-		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: no socket at %s; %s", socket, run);
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			     "cannot reach kilnd: no socket at %s; %s", socket, run);
 		break;
 	case ECONNREFUSED:
-		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: connection refused at %s (nobody listens on it); %s",
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			     "cannot reach kilnd: connection refused at %s (nobody listens on it); %s",
 			     socket, run);
 		break;
 	case EACCES:
 	case EPERM:
-		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
-			     "cannot reach kilnd: permission denied on %s; the socket is mode 0660: join its group "
-			     "(kilnd --socket-group) and have kilnd allow you (--allow-uid/--allow-gid)",
-			     socket);
+		cli_fail_set(
+			f, CLI_EXIT_UNREACHABLE, NULL,
+			"cannot reach kilnd: permission denied on %s; the socket is mode 0660: join its group "
+			"(kilnd --socket-group) and have kilnd allow you (--allow-uid/--allow-gid)",
+			socket);
 		break;
 	case ENOTSOCK:
-		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd: %s is not a socket; %s", socket, run);
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
+			     "cannot reach kilnd: %s is not a socket; %s", socket, run);
 		break;
 	default:
-		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd at %s: %s%s%s", socket,
-			     os_errno ? strerror(os_errno) : (detail ? detail : "connection failed"),
+		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL, "cannot reach kilnd at %s: %s%s%s",
+			     socket,
+			     os_errno ? strerror(os_errno)
+				      : (detail ? detail : "connection failed"),
 			     os_errno && detail ? " / " : "", os_errno && detail ? detail : "");
 		break;
 	}
@@ -90,14 +100,16 @@ int cli_fail_socket_path(const char *socket, struct cli_fail *f)
 
 	if (n < sizeof(sa.sun_path))
 		return 0;
-	return cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
-			    "cannot reach kilnd: the socket path is %zu bytes, longer than a Unix socket address "
-			    "holds (%zu with its NUL): '%.60s...'; use a shorter path (kilnd --socket and kiln "
-			    "--socket or KILN_SOCKET)",
-			    n, sizeof(sa.sun_path), socket);
+	return cli_fail_set(
+		f, CLI_EXIT_UNREACHABLE, NULL,
+		"cannot reach kilnd: the socket path is %zu bytes, longer than a Unix socket address "
+		"holds (%zu with its NUL): '%.60s...'; use a shorter path (kilnd --socket and kiln "
+		"--socket or KILN_SOCKET)",
+		n, sizeof(sa.sun_path), socket);
 }
 
-void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds, struct cli_fail *f)
+void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds,
+		      struct cli_fail *f)
 {
 	if (!connected)
 		cli_fail_set(f, CLI_EXIT_UNREACHABLE, NULL,
@@ -116,18 +128,22 @@ void cli_fail_timeout(const char *socket, bool connected, unsigned long long sec
 int cli_answer_need(const json_t *v, const char *field, json_type type, struct cli_fail *f)
 {
 	const json_t *x = json_object_get(v, field);
-	const char *kind = type == JSON_STRING	 ? "a string "
-			   : type == JSON_INTEGER ? "an integer "
-			   : type == JSON_OBJECT  ? "an object "
-			   : type == JSON_ARRAY	  ? "an array "
-						  : "";
+	const char *kind = type == JSON_STRING ? "a string "
+		: type == JSON_INTEGER         ? "an integer "
+		: type == JSON_OBJECT          ? "an object "
+		: type == JSON_ARRAY           ? "an array "
+					       : "";
 
 	if (x && json_typeof(x) == type && (type != JSON_STRING || *json_string_value(x)))
 		return 0;
 	return cli_fail_set(f, CLI_EXIT_API, NULL,
 			    "kilnd answered without %s'%s' (%s; another program on the socket, or a kilnd of "
 			    "another version?); --json shows the answer",
-			    kind, field, !v ? "no body" : !json_is_object(v) ? "not a JSON object" : x ? "wrong type" : "missing");
+			    kind, field,
+			    !v                           ? "no body"
+				    : !json_is_object(v) ? "not a JSON object"
+				    : x                  ? "wrong type"
+							 : "missing");
 }
 
 void cli_fail_print(FILE *out, const char *what, const struct cli_fail *f)

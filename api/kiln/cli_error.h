@@ -27,19 +27,19 @@
 /* Exit statuses (kiln --help lists them). exec exits with the process's. */
 enum cli_exit {
 	CLI_EXIT_OK = 0,
-	CLI_EXIT_API = 1,	/* kilnd answered with an error, or a transfer broke */
-	CLI_EXIT_USAGE = 2,	/* bad command line */
+	CLI_EXIT_API = 1,         /* kilnd answered with an error, or a transfer broke */
+	CLI_EXIT_USAGE = 2,       /* bad command line */
 	CLI_EXIT_UNREACHABLE = 3, /* no kilnd on the socket, or no connection in time */
-	CLI_EXIT_NOT_FOUND = 4, /* no such sandbox, image, process or guest file */
-	CLI_EXIT_LOCAL = 5,	/* a local file could not be read or written */
-	CLI_EXIT_TIMEOUT = 6,	/* kilnd took the request but did not answer in time */
+	CLI_EXIT_NOT_FOUND = 4,   /* no such sandbox, image, process or guest file */
+	CLI_EXIT_LOCAL = 5,       /* a local file could not be read or written */
+	CLI_EXIT_TIMEOUT = 6,     /* kilnd took the request but did not answer in time */
 };
 
 #define CLI_CODE_MAX 64
 
 struct cli_fail {
-	int exit;		     /* enum cli_exit */
-	char code[CLI_CODE_MAX];     /* kilnd's code, "" for local failures */
+	int exit;                /* enum cli_exit */
+	char code[CLI_CODE_MAX]; /* kilnd's code, "" for local failures */
 	char msg[ERR_MSG_MAX];
 };
 
@@ -76,7 +76,8 @@ int cli_fail_socket_path(const char *socket, struct cli_fail *f);
  * (exit 6: the request may have been carried out) or not (exit 3).
  * seconds is the limit that passed.
  */
-void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds, struct cli_fail *f);
+void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds,
+		      struct cli_fail *f);
 
 /*
  * Does kilnd's answer v hold field with the JSON type the command relies

@@ -16,7 +16,8 @@ int cli_exec_status(const json_t *r)
 
 	if (json_is_true(json_object_get(r, "timed_out")))
 		return 124;
-	if (json_is_integer(code) && json_integer_value(code) >= 0 && json_integer_value(code) <= 255)
+	if (json_is_integer(code) && json_integer_value(code) >= 0 &&
+	    json_integer_value(code) <= 255)
 		return (int)json_integer_value(code);
 	if (json_is_integer(sig) && json_integer_value(sig) > 0 && json_integer_value(sig) < 128)
 		return 128 + (int)json_integer_value(sig);
@@ -24,8 +25,8 @@ int cli_exec_status(const json_t *r)
 }
 
 /* Write text, or decode base64 and write it; *bytes: how many were written. */
-static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, bool base64, struct cli_fail *f,
-		    size_t *bytes)
+static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, bool base64,
+		    struct cli_fail *f, size_t *bytes)
 {
 	uint8_t *raw;
 	size_t rawlen = n;
@@ -39,7 +40,8 @@ static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, 
 			return cli_fail_set(f, CLI_EXIT_API, NULL, "out of memory decoding output");
 		if (base64_decode(s, n, raw, &rawlen)) {
 			free(raw);
-			return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd sent output that is not valid base64");
+			return cli_fail_set(f, CLI_EXIT_API, NULL,
+					    "kilnd sent output that is not valid base64");
 		}
 		rc = rawlen ? w(arg, fd, raw, rawlen) : 0;
 		free(raw);
@@ -47,12 +49,13 @@ static int put_data(cli_write_fn w, void *arg, int fd, const char *s, size_t n, 
 	if (bytes)
 		*bytes = rawlen;
 	if (rc)
-		return cli_fail_set(f, CLI_EXIT_API, NULL, "writing the process's %s: %s", fd == 1 ? "stdout" : "stderr",
-				    strerror(-rc));
+		return cli_fail_set(f, CLI_EXIT_API, NULL, "writing the process's %s: %s",
+				    fd == 1 ? "stdout" : "stderr", strerror(-rc));
 	return 0;
 }
 
-static int put_stream(const json_t *r, const char *name, int fd, cli_write_fn w, void *arg, struct cli_fail *f)
+static int put_stream(const json_t *r, const char *name, int fd, cli_write_fn w, void *arg,
+		      struct cli_fail *f)
 {
 	char key[32];
 	const json_t *data = json_object_get(r, name);
@@ -61,9 +64,10 @@ static int put_stream(const json_t *r, const char *name, int fd, cli_write_fn w,
 	snprintf(key, sizeof(key), "%s_encoding", name);
 	enc = json_string_value(json_object_get(r, key));
 	if (!json_is_string(data) || !enc || (strcmp(enc, "utf-8") && strcmp(enc, "base64")))
-		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's exec result has no valid '%s'", name);
-	return put_data(w, arg, fd, json_string_value(data), json_string_length(data), !strcmp(enc, "base64"), f,
-			NULL);
+		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's exec result has no valid '%s'",
+				    name);
+	return put_data(w, arg, fd, json_string_value(data), json_string_length(data),
+			!strcmp(enc, "base64"), f, NULL);
 }
 
 static void warn_truncated(const json_t *r, const char *name, cli_write_fn w, void *arg)
@@ -87,7 +91,8 @@ int cli_exec_result(const json_t *r, cli_write_fn w, void *arg, int *status, str
 	int st = cli_exec_status(r);
 
 	if (!json_is_object(r) || st < 0)
-		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's exec result has no exit_code or signal");
+		return cli_fail_set(f, CLI_EXIT_API, NULL,
+				    "kilnd's exec result has no exit_code or signal");
 	if (put_stream(r, "stdout", 1, w, arg, f) || put_stream(r, "stderr", 2, w, arg, f))
 		return -1;
 	warn_truncated(r, "stdout", w, arg);
@@ -151,8 +156,8 @@ static void warn_truncated_event(struct cli_ndjson *n, const json_t *ev)
 		if (!json_is_true(json_object_get(ev, key)))
 			continue;
 		snprintf(key, sizeof(key), "%s_bytes", names[i]);
-		warn(n, "kiln: %s: %s truncated at output_cap: the process wrote %lld bytes\n", names[i],
-		     (long long)json_integer_value(json_object_get(ev, key)));
+		warn(n, "kiln: %s: %s truncated at output_cap: the process wrote %lld bytes\n",
+		     names[i], (long long)json_integer_value(json_object_get(ev, key)));
 	}
 }
 
@@ -173,15 +178,16 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 		rc = ndjson_fail(n, "kilnd sent a stream line that is not an event%s", "");
 	} else if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
 		int fd = type[3] == 'o' ? 1 : 2;
-		const json_t *d = json_object_get(ev, "data"), *b = json_object_get(ev, "data_base64");
+		const json_t *d = json_object_get(ev, "data"),
+			     *b = json_object_get(ev, "data_base64");
 		size_t bytes = 0;
 
 		if (json_is_string(d))
-			rc = put_data(n->w, n->arg, fd, json_string_value(d), json_string_length(d), false, &n->fail,
-				      &bytes);
+			rc = put_data(n->w, n->arg, fd, json_string_value(d), json_string_length(d),
+				      false, &n->fail, &bytes);
 		else if (json_is_string(b))
-			rc = put_data(n->w, n->arg, fd, json_string_value(b), json_string_length(b), true, &n->fail,
-				      &bytes);
+			rc = put_data(n->w, n->arg, fd, json_string_value(b), json_string_length(b),
+				      true, &n->fail, &bytes);
 		else
 			rc = ndjson_fail(n, "kilnd sent a %s event without data", type);
 		n->failed |= rc != 0;
@@ -190,7 +196,8 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 	} else if (!strcmp(type, "attached")) {
 		check_until(n, ev, 0);
 	} else if (!strcmp(type, "gap")) {
-		warn(n, "kiln: %s: %s: %lld bytes of output were lost (overwritten in the ring before they were read)\n",
+		warn(n,
+		     "kiln: %s: %s: %lld bytes of output were lost (overwritten in the ring before they were read)\n",
 		     "gap", (long long)json_integer_value(json_object_get(ev, "bytes")));
 		check_until(n, ev, (size_t)json_integer_value(json_object_get(ev, "bytes")));
 	} else if (!strcmp(type, "exit")) {
@@ -207,8 +214,10 @@ static int apply_event(struct cli_ndjson *n, const char *line, size_t len)
 		n->result = json_incref(ev);
 		n->done = true;
 	} else if (!strcmp(type, "error")) {
-		const char *code = json_string_value(json_object_get(json_object_get(ev, "error"), "code"));
-		const char *msg = json_string_value(json_object_get(json_object_get(ev, "error"), "message"));
+		const char *code = json_string_value(
+			json_object_get(json_object_get(ev, "error"), "code"));
+		const char *msg = json_string_value(
+			json_object_get(json_object_get(ev, "error"), "message"));
 
 		n->done = true;
 		n->failed = true;
@@ -233,10 +242,12 @@ int cli_ndjson_feed(struct cli_ndjson *n, const char *p, size_t len)
 			return ndjson_fail(n, "kilnd sent a stream line over %s", "16 MiB");
 		if (!nl || n->len) {
 			if (n->len + take > n->cap) {
-				char *nb = mem_grow(n->buf, &n->cap, n->len + take, 4096, CLI_NDJSON_LINE_MAX);
+				char *nb = mem_grow(n->buf, &n->cap, n->len + take, 4096,
+						    CLI_NDJSON_LINE_MAX);
 
 				if (!nb)
-					return ndjson_fail(n, "out of memory reading the %s", "stream");
+					return ndjson_fail(n, "out of memory reading the %s",
+							   "stream");
 				n->buf = nb;
 			}
 			memcpy(n->buf + n->len, p, take);
@@ -262,10 +273,18 @@ int cli_ndjson_end(struct cli_ndjson *n)
 	if (n->failed)
 		return -1;
 	if (n->len)
-		return ndjson_fail(n, "the stream ended inside an event (kilnd or the sandbox went away%s)", "");
+		return ndjson_fail(n,
+				   "the stream ended inside an event (kilnd or the sandbox went away%s)",
+				   "");
 	if (!n->done && n->exited)
-		return ndjson_fail(n, "the stream ended after the exit event, without the result event (kilnd or the sandbox went away%s)", "");
+		return ndjson_fail(
+			n,
+			"the stream ended after the exit event, without the result event (kilnd or the sandbox went away%s)",
+			"");
 	if (!n->done)
-		return ndjson_fail(n, "the stream ended without an exit event (kilnd or the sandbox went away%s)", "");
+		return ndjson_fail(
+			n,
+			"the stream ended without an exit event (kilnd or the sandbox went away%s)",
+			"");
 	return 0;
 }

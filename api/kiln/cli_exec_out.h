@@ -36,15 +36,16 @@ int cli_exec_status(const json_t *result);
  * Write a buffered result's stdout and stderr (text or base64) and warn on
  * stderr when kilnd truncated one. 0 with *status, or -1 with f.
  */
-int cli_exec_result(const json_t *result, cli_write_fn w, void *arg, int *status, struct cli_fail *f);
+int cli_exec_result(const json_t *result, cli_write_fn w, void *arg, int *status,
+		    struct cli_fail *f);
 
 struct cli_ndjson {
 	char *buf;
 	size_t len, cap;
-	bool done;	/* the exit (or error) event arrived, or until_seq was reached */
-	int status;	/* the exit status, once done */
+	bool done;  /* the exit (or error) event arrived, or until_seq was reached */
+	int status; /* the exit status, once done */
 	struct cli_fail fail;
-	bool failed;	/* an error event or a malformed line */
+	bool failed; /* an error event or a malformed line */
 	cli_write_fn w;
 	void *arg;
 	/*

@@ -58,13 +58,14 @@ int cli_format_health(FILE *out, const json_t *h)
 	const char *status, *version;
 	json_int_t up, count;
 
-	if (json_unpack((json_t *)h, "{s:s, s:s, s:I, s:I}", "status", &status, "version", &version, "uptime_s", &up,
-			"sandboxes", &count))
+	if (json_unpack((json_t *)h, "{s:s, s:s, s:I, s:I}", "status", &status, "version", &version,
+			"uptime_s", &up, "sandboxes", &count))
 		return -1;
 	text_clean_term_fput(out, status);
 	fputs("  kilnd ", out);
 	text_clean_term_fput(out, version);
-	fprintf(out, "  up %llds  %lld sandbox%s\n", (long long)up, (long long)count, count == 1 ? "" : "es");
+	fprintf(out, "  up %llds  %lld sandbox%s\n", (long long)up, (long long)count,
+		count == 1 ? "" : "es");
 	/* Warm pools (kilnd --pool), one line each; a kilnd without them says nothing. */
 	const json_t *pools = json_object_get(h, "pools"), *p;
 	size_t i;
@@ -80,8 +81,8 @@ int cli_format_health(FILE *out, const json_t *h)
 			continue;
 		fputs("pool ", out);
 		text_clean_term_fput(out, image);
-		fprintf(out, ": %lld/%lld ready, %lld served, %lld missed", (long long)ready, (long long)size,
-			(long long)json_integer_value(json_object_get(p, "hits")),
+		fprintf(out, ": %lld/%lld ready, %lld served, %lld missed", (long long)ready,
+			(long long)size, (long long)json_integer_value(json_object_get(p, "hits")),
 			(long long)json_integer_value(json_object_get(p, "misses")));
 		if (err) {
 			fputs("; filling failed: ", out);
@@ -94,7 +95,8 @@ int cli_format_health(FILE *out, const json_t *h)
 
 int cli_format_images(FILE *out, const json_t *r)
 {
-	const json_t *images = json_object_get(r, "images"), *img, *kernel = json_object_get(r, "kernel");
+	const json_t *images = json_object_get(r, "images"), *img,
+		     *kernel = json_object_get(r, "kernel");
 	size_t i;
 	int wname = 4;
 	char size[32];
@@ -119,7 +121,8 @@ int cli_format_images(FILE *out, const json_t *r)
 	fputs("PATH\n", out);
 	json_array_foreach(images, i, img)
 	{
-		cli_format_size(size, sizeof(size), json_integer_value(json_object_get(img, "size_bytes")));
+		cli_format_size(size, sizeof(size),
+				json_integer_value(json_object_get(img, "size_bytes")));
 		put_cell(out, json_string_value(json_object_get(img, "name")), wname);
 		put_cell(out, size, 10);
 		put_cell(out, json_string_value(json_object_get(img, "source")), 9);
@@ -135,7 +138,8 @@ int cli_format_images(FILE *out, const json_t *r)
 		fputc('\n', out);
 	}
 	if (json_is_string(json_object_get(kernel, "path"))) {
-		cli_format_size(size, sizeof(size), json_integer_value(json_object_get(kernel, "size_bytes")));
+		cli_format_size(size, sizeof(size),
+				json_integer_value(json_object_get(kernel, "size_bytes")));
 		fputs("kernel: ", out);
 		text_clean_term_fput(out, json_string_value(json_object_get(kernel, "path")));
 		fprintf(out, " (%s)\n", size);
@@ -155,8 +159,9 @@ int cli_format_list(FILE *out, const json_t *r)
 	{
 		const char *image = json_string_value(json_object_get(sb, "image"));
 
-		if (!json_is_string(json_object_get(sb, "id")) || !json_is_string(json_object_get(sb, "state")) ||
-		    !image || !json_is_string(json_object_get(sb, "created_at")))
+		if (!json_is_string(json_object_get(sb, "id")) ||
+		    !json_is_string(json_object_get(sb, "state")) || !image ||
+		    !json_is_string(json_object_get(sb, "created_at")))
 			return -1;
 		if ((int)strlen(image) > wimage)
 			wimage = (int)strlen(image);
@@ -175,8 +180,10 @@ int cli_format_list(FILE *out, const json_t *r)
 		const json_t *v;
 		bool first = true;
 
-		snprintf(cpus, sizeof(cpus), "%lld", (long long)json_integer_value(json_object_get(sb, "cpus")));
-		snprintf(mem, sizeof(mem), "%lld MiB", (long long)json_integer_value(json_object_get(sb, "memory_mib")));
+		snprintf(cpus, sizeof(cpus), "%lld",
+			 (long long)json_integer_value(json_object_get(sb, "cpus")));
+		snprintf(mem, sizeof(mem), "%lld MiB",
+			 (long long)json_integer_value(json_object_get(sb, "memory_mib")));
 		put_cell(out, json_string_value(json_object_get(sb, "id")), 12);
 		put_cell(out, json_string_value(json_object_get(sb, "state")), 8);
 		put_cell(out, json_string_value(json_object_get(sb, "image")), wimage);
@@ -242,8 +249,10 @@ static void put_proc_state(FILE *out, const json_t *p)
 
 static bool proc_shape(const json_t *p)
 {
-	return json_is_integer(json_object_get(p, "id")) && json_is_integer(json_object_get(p, "pid")) &&
-	       json_is_boolean(json_object_get(p, "running")) && json_is_array(json_object_get(p, "argv"));
+	return json_is_integer(json_object_get(p, "id")) &&
+		json_is_integer(json_object_get(p, "pid")) &&
+		json_is_boolean(json_object_get(p, "running")) &&
+		json_is_array(json_object_get(p, "argv"));
 }
 
 int cli_format_procs(FILE *out, const json_t *r)
@@ -265,8 +274,10 @@ int cli_format_procs(FILE *out, const json_t *r)
 			put_proc_state(m, p);
 			fclose(m);
 		}
-		cli_format_size(size, sizeof(size), json_integer_value(json_object_get(p, "output_bytes")));
-		fprintf(out, "%-6lld %-7lld %-10s %-4s %-10s", (long long)json_integer_value(json_object_get(p, "id")),
+		cli_format_size(size, sizeof(size),
+				json_integer_value(json_object_get(p, "output_bytes")));
+		fprintf(out, "%-6lld %-7lld %-10s %-4s %-10s",
+			(long long)json_integer_value(json_object_get(p, "id")),
 			(long long)json_integer_value(json_object_get(p, "pid")), state,
 			json_is_true(json_object_get(p, "pty")) ? "yes" : "no", size);
 		json_array_foreach(json_object_get(p, "argv"), k, a)
@@ -282,7 +293,8 @@ int cli_format_procs(FILE *out, const json_t *r)
 int cli_format_exit(FILE *out, const json_t *ex)
 {
 	if (!json_is_object(ex) ||
-	    (!json_is_integer(json_object_get(ex, "exit_code")) && !json_is_integer(json_object_get(ex, "signal"))))
+	    (!json_is_integer(json_object_get(ex, "exit_code")) &&
+	     !json_is_integer(json_object_get(ex, "signal"))))
 		return -1;
 	put_proc_state(out, ex);
 	fputc('\n', out);
@@ -291,8 +303,9 @@ int cli_format_exit(FILE *out, const json_t *ex)
 
 static bool port_shape(const json_t *m)
 {
-	return json_is_string(json_object_get(m, "host_address")) && json_is_integer(json_object_get(m, "host_port")) &&
-	       json_is_integer(json_object_get(m, "guest_port"));
+	return json_is_string(json_object_get(m, "host_address")) &&
+		json_is_integer(json_object_get(m, "host_port")) &&
+		json_is_integer(json_object_get(m, "guest_port"));
 }
 
 int cli_format_port(FILE *out, const json_t *m)
@@ -302,7 +315,8 @@ int cli_format_port(FILE *out, const json_t *m)
 	if (!port_shape(m))
 		return -1;
 	text_clean_term_fput(out, json_string_value(json_object_get(m, "host_address")));
-	fprintf(out, ":%lld -> guest port %lld", (long long)json_integer_value(json_object_get(m, "host_port")),
+	fprintf(out, ":%lld -> guest port %lld",
+		(long long)json_integer_value(json_object_get(m, "host_port")),
 		(long long)json_integer_value(json_object_get(m, "guest_port")));
 	/* A newer kilnd says what the guest side is (TCP or vsock). */
 	if (json_is_string(target)) {
@@ -326,9 +340,11 @@ int cli_format_ports(FILE *out, const json_t *r)
 	{
 		char host[64], target[32];
 
-		snprintf(host, sizeof(host), "%.40s:%lld", json_string_value(json_object_get(m, "host_address")),
+		snprintf(host, sizeof(host), "%.40s:%lld",
+			 json_string_value(json_object_get(m, "host_address")),
 			 (long long)json_integer_value(json_object_get(m, "host_port")));
-		snprintf(target, sizeof(target), "%s", json_string_value(json_object_get(m, "target")) ?: "-");
+		snprintf(target, sizeof(target), "%s",
+			 json_string_value(json_object_get(m, "target")) ?: "-");
 		text_clean_term_inplace(host);
 		text_clean_term_inplace(target);
 		fprintf(out, "%-21s %-10lld %-7s %-8lld %lld\n", host,
@@ -341,7 +357,8 @@ int cli_format_ports(FILE *out, const json_t *r)
 
 static bool preview_shape(const json_t *p)
 {
-	return json_is_integer(json_object_get(p, "port")) && json_is_boolean(json_object_get(p, "public"));
+	return json_is_integer(json_object_get(p, "port")) &&
+		json_is_boolean(json_object_get(p, "public"));
 }
 
 /* "name: value" when value is a string (kilnd without --preview-listen has no URLs). */
@@ -362,7 +379,8 @@ int cli_format_preview(FILE *out, const json_t *p)
 	put_field(out, "path_url", json_object_get(p, "path_url"));
 	put_field(out, "token", json_object_get(p, "token"));
 	if (!json_is_string(json_object_get(p, "url")))
-		fputs("(kilnd serves no previews: start it with --preview-listen ADDR:PORT)\n", out);
+		fputs("(kilnd serves no previews: start it with --preview-listen ADDR:PORT)\n",
+		      out);
 	return 0;
 }
 
@@ -378,7 +396,8 @@ int cli_format_previews(FILE *out, const json_t *r)
 	{
 		const char *url = json_string_value(json_object_get(p, "url"));
 
-		fprintf(out, "%-6lld %-7s ", (long long)json_integer_value(json_object_get(p, "port")),
+		fprintf(out, "%-6lld %-7s ",
+			(long long)json_integer_value(json_object_get(p, "port")),
 			json_is_true(json_object_get(p, "public")) ? "public" : "token");
 		text_clean_term_fput(out, url ? url : "-");
 		fputc('\n', out);
@@ -389,8 +408,9 @@ int cli_format_previews(FILE *out, const json_t *r)
 /* "drwxr-xr-x" from a stat object's kind and mode. */
 static void mode_string(const json_t *st, char s[11])
 {
-	static const char *const kinds[] = { "file", "-", "dir", "d", "symlink", "l", "fifo", "p",
-					     "socket", "s", "char", "c", "block", "b" };
+	static const char *const kinds[] = { "file", "-",    "dir",   "d",      "symlink",
+					     "l",    "fifo", "p",     "socket", "s",
+					     "char", "c",    "block", "b" };
 	const char *kind = json_string_value(json_object_get(st, "kind"));
 	unsigned m = (unsigned)json_integer_value(json_object_get(st, "mode"));
 
@@ -411,8 +431,10 @@ static void mode_string(const json_t *st, char s[11])
 
 static bool stat_shape(const json_t *st)
 {
-	return json_is_string(json_object_get(st, "path")) && json_is_string(json_object_get(st, "kind")) &&
-	       json_is_integer(json_object_get(st, "size")) && json_is_integer(json_object_get(st, "mode"));
+	return json_is_string(json_object_get(st, "path")) &&
+		json_is_string(json_object_get(st, "kind")) &&
+		json_is_integer(json_object_get(st, "size")) &&
+		json_is_integer(json_object_get(st, "mode"));
 }
 
 /* One `ls -l` style line of a stat object. */
@@ -423,7 +445,8 @@ static void put_entry(FILE *out, const json_t *st)
 	const char *target = json_string_value(json_object_get(st, "target"));
 
 	mode_string(st, mode);
-	fprintf(out, "%s %5lld %5lld %12lld %-24s ", mode, (long long)json_integer_value(json_object_get(st, "uid")),
+	fprintf(out, "%s %5lld %5lld %12lld %-24s ", mode,
+		(long long)json_integer_value(json_object_get(st, "uid")),
 		(long long)json_integer_value(json_object_get(st, "gid")),
 		(long long)json_integer_value(json_object_get(st, "size")), mtime ? mtime : "-");
 	text_clean_term_fput(out, json_string_value(json_object_get(st, "path")));

@@ -15,8 +15,8 @@ int cli_timeout_parse(const char *v, const char *what, unsigned long *out, struc
 	uint64_t n;
 
 	if (num_parse_u64(v, 10, 0, CLI_TIMEOUT_MAX, &n)) {
-		err_set(e, EINVAL, "%s '%s': expected whole seconds 0..%u (0: no limit)", what, CLI_ECHO(v),
-			 CLI_TIMEOUT_MAX);
+		err_set(e, EINVAL, "%s '%s': expected whole seconds 0..%u (0: no limit)", what,
+			CLI_ECHO(v), CLI_TIMEOUT_MAX);
 		return -1;
 	}
 	*out = (unsigned long)n;
@@ -34,7 +34,8 @@ const char *cli_echo(char *buf, const char *s)
 
 static bool is_short(int val)
 {
-	return (val >= 'a' && val <= 'z') || (val >= 'A' && val <= 'Z') || (val >= '0' && val <= '9');
+	return (val >= 'a' && val <= 'z') || (val >= 'A' && val <= 'Z') ||
+		(val >= '0' && val <= '9');
 }
 
 void cli_getopt_init(struct cli_getopt *o, int argc, char **argv, const struct option *opts,
@@ -82,7 +83,8 @@ static void long_unknown(struct cli_getopt *o, const char *word)
 
 	for (const struct option *p = o->opts; p->name; p++)
 		if (!strncmp(p->name, name, n) && len < sizeof(names))
-			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s--%s", len ? ", " : "", p->name);
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%s--%s",
+						len ? ", " : "", p->name);
 	if (len)
 		err_set(o->e, EINVAL, "ambiguous option '%s' (%s)", CLI_ECHO(word), names);
 	else
@@ -154,7 +156,8 @@ int cli_getopt_next(struct cli_getopt *o)
 			return CLI_GETOPT_WORD;
 		if (c == '?' || c == ':')
 			return getopt_error(o, c, word);
-		if (c != CLI_OPT_SOCKET && c != CLI_OPT_TIMEOUT && c != CLI_OPT_JSON && c != CLI_OPT_HELP)
+		if (c != CLI_OPT_SOCKET && c != CLI_OPT_TIMEOUT && c != CLI_OPT_JSON &&
+		    c != CLI_OPT_HELP)
 			return c;
 		if (apply_global(o, c))
 			return CLI_GETOPT_ERROR;

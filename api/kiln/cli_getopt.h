@@ -69,7 +69,10 @@ enum { CLI_OPT_SOCKET = 0x1000, CLI_OPT_TIMEOUT, CLI_OPT_JSON, CLI_OPT_HELP = 'h
 	{ "socket", required_argument, NULL, CLI_OPT_SOCKET },                   \
 		{ "request-timeout", required_argument, NULL, CLI_OPT_TIMEOUT }, \
 		{ "json", no_argument, NULL, CLI_OPT_JSON },                     \
-		{ "help", no_argument, NULL, CLI_OPT_HELP }, { NULL, 0, NULL, 0 }
+		{ "help", no_argument, NULL, CLI_OPT_HELP },                     \
+	{                                                                        \
+		NULL, 0, NULL, 0                                                 \
+	}
 
 /* A table of the global options alone, for a command that has none of its own. */
 extern const struct option cli_global_options[];
@@ -88,10 +91,10 @@ struct cli_getopt {
 	const struct option *opts;
 	struct cli_globals *g;
 	char shortopts[64]; /* getopt's string, made from opts */
-	struct err *e;	    /* where a failure is told */
+	struct err *e;      /* where a failure is told */
 	const char *value;  /* the option's value (optarg) or the word */
-	int next;	    /* getopt's optind after the last call: the next word */
-	bool ended;	    /* getopt returned -1: no more calls to it */
+	int next;           /* getopt's optind after the last call: the next word */
+	bool ended;         /* getopt returned -1: no more calls to it */
 };
 
 /*

@@ -21,7 +21,7 @@ struct xfer {
 	bool connected; /* curl's pre-request callback ran */
 	bool head_done; /* the final (non-1xx) status line and headers arrived */
 	bool timed_out;
-	bool queue_full; /* connect() kept failing with EAGAIN until the deadline */
+	bool queue_full;     /* connect() kept failing with EAGAIN until the deadline */
 	long long answer_ms; /* 0: no limit */
 	int64_t since_ms;    /* the connection, or the last upload bytes; 0: not yet */
 };
@@ -115,7 +115,8 @@ static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int 
 }
 
 /* curl calls this about once a second, and at every transfer step. */
-static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
 {
 	struct xfer *x = arg;
 
@@ -168,7 +169,9 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 	}
 	if (x->timed_out || (cc == CURLE_OPERATION_TIMEDOUT && !x->connected) || x->queue_full) {
 		cli_fail_timeout(h->socket, x->connected,
-				 x->timed_out ? (unsigned long long)x->answer_ms / 1000 : h->timeout_s, f);
+				 x->timed_out ? (unsigned long long)x->answer_ms / 1000
+					      : h->timeout_s,
+				 f);
 		return -1;
 	}
 	if (x->resp->local_err)
@@ -176,12 +179,14 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 	if (cc == CURLE_ABORTED_BY_CALLBACK && x->req->cancel && *x->req->cancel)
 		return cli_fail_set(f, CLI_EXIT_API, "interrupted", "interrupted");
 	if (x->too_big)
-		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is larger than %u MiB", CLI_BODY_MAX >> 20);
+		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is larger than %u MiB",
+				    CLI_BODY_MAX >> 20);
 	if (cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR || cc == CURLE_GOT_NOTHING)
-		return cli_fail_set(f, CLI_EXIT_API, NULL,
-				    "the transfer broke off before its end (%s): kilnd or the sandbox went away, "
-				    "or the guest failed mid-way; what arrived is incomplete",
-				    h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		return cli_fail_set(
+			f, CLI_EXIT_API, NULL,
+			"the transfer broke off before its end (%s): kilnd or the sandbox went away, "
+			"or the guest failed mid-way; what arrived is incomplete",
+			h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
 	return cli_fail_set(f, CLI_EXIT_API, NULL, "talking to kilnd at %s: %s", h->socket,
 			    h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
 }
@@ -198,10 +203,12 @@ static bool queue_full(struct cli_http *h)
 	struct stat st;
 
 	curl_easy_getinfo(h->curl, CURLINFO_OS_ERRNO, &os_errno);
-	return (!os_errno || os_errno == EAGAIN) && stat(h->socket, &st) == 0 && S_ISSOCK(st.st_mode);
+	return (!os_errno || os_errno == EAGAIN) && stat(h->socket, &st) == 0 &&
+		S_ISSOCK(st.st_mode);
 }
 
-int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *f)
+int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp,
+		struct cli_fail *f)
 {
 	struct xfer x = { .req = req, .resp = resp, .curl = h->curl };
 	/* 0 would be curl's default of 300 s, not "none": a day is. */
@@ -233,13 +240,15 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	if (req->body) {
 		hdr = curl_slist_append(hdr, "Content-Type: application/json");
 		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, req->body);
-		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(req->body));
+		curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)strlen(req->body));
 	} else if (req->source) {
 		curl_easy_setopt(h->curl, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h->curl, CURLOPT_READFUNCTION, on_upload);
 		curl_easy_setopt(h->curl, CURLOPT_READDATA, &x);
 		if (req->source_size >= 0)
-			curl_easy_setopt(h->curl, CURLOPT_INFILESIZE_LARGE, (curl_off_t)req->source_size);
+			curl_easy_setopt(h->curl, CURLOPT_INFILESIZE_LARGE,
+					 (curl_off_t)req->source_size);
 		hdr = curl_slist_append(hdr, "Content-Type: application/octet-stream");
 	}
 	if (strcmp(req->method, "GET") && !(req->source && !strcmp(req->method, "PUT")))

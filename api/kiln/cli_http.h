@@ -54,12 +54,12 @@ typedef ssize_t (*cli_source_fn)(void *arg, char *p, size_t n);
 
 struct cli_req {
 	const char *method;
-	const char *path;	/* "/v1/..." with its query, already encoded */
-	const char *body;	/* JSON body, or NULL */
-	cli_source_fn source;	/* upload body (PUT), or NULL */
+	const char *path;     /* "/v1/..." with its query, already encoded */
+	const char *body;     /* JSON body, or NULL */
+	cli_source_fn source; /* upload body (PUT), or NULL */
 	void *source_arg;
-	long long source_size;	/* -1: unknown (sent chunked) */
-	cli_sink_fn sink;	/* 2xx body, or NULL to collect it */
+	long long source_size; /* -1: unknown (sent chunked) */
+	cli_sink_fn sink;      /* 2xx body, or NULL to collect it */
 	void *sink_arg;
 	/*
 	 * The time kilnd may legitimately take on this request before it
@@ -87,6 +87,7 @@ struct cli_resp {
 int cli_http_open(struct cli_http *h, const char *socket, unsigned long timeout_s);
 void cli_http_close(struct cli_http *h);
 
-int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp, struct cli_fail *fail);
+int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp,
+		struct cli_fail *fail);
 
 #endif

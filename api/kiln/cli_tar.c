@@ -26,10 +26,11 @@ struct tar_walk {
 	struct cli_tar_stats *st;
 	struct err *e;
 	char name[AGENT_PATH_MAX + 2]; /* the member's name, relative */
-	uint8_t *buf;		       /* COPY_CHUNK, also for headers */
+	uint8_t *buf;                  /* COPY_CHUNK, also for headers */
 };
 
-static int walk_fail(struct tar_walk *w, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int walk_fail(struct tar_walk *w, int e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static int walk_fail(struct tar_walk *w, int e, const char *fmt, ...)
 {
@@ -41,7 +42,8 @@ static int walk_fail(struct tar_walk *w, int e, const char *fmt, ...)
 	return e > 0 ? -e : e;
 }
 
-static void walk_warn(struct tar_walk *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void walk_warn(struct tar_walk *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void walk_warn(struct tar_walk *w, const char *fmt, ...)
 {
@@ -55,8 +57,8 @@ static void walk_warn(struct tar_walk *w, const char *fmt, ...)
 		w->warn(w->warn_arg, msg);
 }
 
-static int put_header(struct tar_walk *w, char type, const char *link, size_t link_len, uint64_t size,
-		      const struct stat *s)
+static int put_header(struct tar_walk *w, char type, const char *link, size_t link_len,
+		      uint64_t size, const struct stat *s)
 {
 	struct tar_out m = {
 		.name = w->name,
@@ -73,8 +75,9 @@ static int put_header(struct tar_walk *w, char type, const char *link, size_t li
 	ssize_t n = tar_header_build(&m, w->buf, COPY_CHUNK);
 
 	if (n < 0)
-		return walk_fail(w, (int)n, "'%.300s': %s (an archive member may be at most %d bytes long)", w->name,
-				 strerror((int)-n), AGENT_PATH_MAX);
+		return walk_fail(w, (int)n,
+				 "'%.300s': %s (an archive member may be at most %d bytes long)",
+				 w->name, strerror((int)-n), AGENT_PATH_MAX);
 	return w->out(w->out_arg, w->buf, (size_t)n);
 }
 
@@ -95,7 +98,8 @@ static int put_file(struct tar_walk *w, int dirfd, const char *base)
 	}
 	if (!S_ISREG(s.st_mode)) {
 		close(fd);
-		return walk_fail(w, EINVAL, "'%.300s': changed while the archive was written", w->name);
+		return walk_fail(w, EINVAL, "'%.300s': changed while the archive was written",
+				 w->name);
 	}
 	rc = put_header(w, '0', NULL, 0, (uint64_t)s.st_size, &s);
 	for (left = (uint64_t)s.st_size; !rc && left;) {
@@ -106,9 +110,10 @@ static int put_file(struct tar_walk *w, int dirfd, const char *base)
 		if (got < 0)
 			rc = walk_fail(w, errno, "reading '%.300s': %s", w->name, strerror(errno));
 		else if (got == 0)
-			rc = walk_fail(w, EIO,
-				       "'%.300s' shrank while it was read; copy it again when it is not being written",
-				       w->name);
+			rc = walk_fail(
+				w, EIO,
+				"'%.300s' shrank while it was read; copy it again when it is not being written",
+				w->name);
 		else
 			rc = w->out(w->out_arg, w->buf, (size_t)got);
 		if (got > 0)
@@ -140,7 +145,9 @@ static int put_symlink(struct tar_walk *w, int dirfd, const char *base, const st
 	/* The agent refuses the whole archive for a link out of the target
 	 * (tar_symlink_check is its rule): leave this one out instead. */
 	if (tar_symlink_check(w->name, strlen(w->name), link, (size_t)n, ".", &ae) != AGENT_OK) {
-		walk_warn(w, "skipped symlink '%.200s' -> '%.200s': it points outside the copied directory", w->name, link);
+		walk_warn(w,
+			  "skipped symlink '%.200s' -> '%.200s': it points outside the copied directory",
+			  w->name, link);
 		w->st->skipped++;
 		return 0;
 	}
@@ -168,7 +175,8 @@ static int put_entry(struct tar_walk *w, int dirfd, const char *base, int depth)
 		return 0;
 	}
 	if (depth >= CLI_TAR_DEPTH_MAX)
-		return walk_fail(w, ELOOP, "'%.300s': directories nested deeper than %d", w->name, CLI_TAR_DEPTH_MAX);
+		return walk_fail(w, ELOOP, "'%.300s': directories nested deeper than %d", w->name,
+				 CLI_TAR_DEPTH_MAX);
 	fd = openat(dirfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return walk_fail(w, errno, "'%.300s': %s", w->name, strerror(errno));
@@ -201,13 +209,15 @@ static int put_dir(struct tar_walk *w, int fd, int depth)
 		de = readdir(d);
 		if (!de) {
 			if (errno)
-				rc = walk_fail(w, errno, "reading '%.300s': %s", plen ? w->name : ".", strerror(errno));
+				rc = walk_fail(w, errno, "reading '%.300s': %s",
+					       plen ? w->name : ".", strerror(errno));
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (plen + strlen(de->d_name) + 1 >= sizeof(w->name)) {
-			rc = walk_fail(w, ENAMETOOLONG, "'%.200s...%.100s': path too long for an archive", w->name,
+			rc = walk_fail(w, ENAMETOOLONG,
+				       "'%.200s...%.100s': path too long for an archive", w->name,
 				       de->d_name);
 			break;
 		}
@@ -221,10 +231,12 @@ static int put_dir(struct tar_walk *w, int fd, int depth)
 	return rc;
 }
 
-int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn, void *warn_arg,
-		      struct cli_tar_stats *st, struct err *e)
+int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn,
+		      void *warn_arg, struct cli_tar_stats *st, struct err *e)
 {
-	struct tar_walk w = { .out = out, .out_arg = out_arg, .warn = warn, .warn_arg = warn_arg, .st = st, .e = e };
+	struct tar_walk w = {
+		.out = out, .out_arg = out_arg, .warn = warn, .warn_arg = warn_arg, .st = st, .e = e
+	};
 	int fd, rc;
 
 	memset(st, 0, sizeof(*st));
@@ -249,7 +261,8 @@ int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn
 
 /* ---- extractor ---- */
 
-static int untar_fail(struct cli_untar *u, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int untar_fail(struct cli_untar *u, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static int untar_fail(struct cli_untar *u, const char *fmt, ...)
 {
@@ -306,7 +319,8 @@ static int open_parent(struct cli_untar *u, const char *name, size_t len)
 			if (mkdirat(cur, comp, 0777 & ~u->umask) && errno != EEXIST)
 				fd = -1;
 			else
-				fd = openat(cur, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				fd = openat(cur, comp,
+					    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		}
 		if (fd < 0) {
 			int e = errno;
@@ -359,8 +373,10 @@ static int make_dir(struct cli_untar *u, const struct tar_member *m, int pfd, co
 	if (fstatat(pfd, base, &s, AT_SYMLINK_NOFOLLOW))
 		return member_errno(u, m, "looking at what is there", errno);
 	if (!S_ISDIR(s.st_mode))
-		return untar_fail(u, "archive member '%.200s/': something that is not a directory is in the way",
-				  m->name);
+		return untar_fail(
+			u,
+			"archive member '%.200s/': something that is not a directory is in the way",
+			m->name);
 	return 0;
 }
 
@@ -384,10 +400,13 @@ static int make_hardlink(struct cli_untar *u, const struct tar_member *m, int pf
 	if (spfd < 0)
 		return member_errno(u, m, "opening its link's directory", -spfd);
 	if (fstatat(spfd, sbase, &s, AT_SYMLINK_NOFOLLOW))
-		rc = member_errno(u, m, "looking at its link (it must come earlier in the archive)", errno);
+		rc = member_errno(u, m, "looking at its link (it must come earlier in the archive)",
+				  errno);
 	else if (!S_ISREG(s.st_mode))
-		rc = untar_fail(u, "archive member '%.200s': a hard link to '%.200s', which is not a regular file; "
-				   "an archive may only hard-link files", m->name, m->link);
+		rc = untar_fail(u,
+				"archive member '%.200s': a hard link to '%.200s', which is not a regular file; "
+				"an archive may only hard-link files",
+				m->name, m->link);
 	else
 		rc = clear_way(u, m, pfd, base);
 	if (!rc && linkat(spfd, sbase, pfd, base, 0))
@@ -418,7 +437,9 @@ static int create_member(struct cli_untar *u, const struct tar_member *m)
 	case TAR_FILE:
 		rc = clear_way(u, m, pfd, base);
 		if (!rc) {
-			u->fd = openat(pfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+			u->fd = openat(pfd, base,
+				       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY |
+					       O_CLOEXEC,
 				       m->mode & 0777 & ~u->umask);
 			if (u->fd < 0)
 				rc = member_errno(u, m, "creating it", errno);
@@ -449,7 +470,8 @@ static int create_member(struct cli_untar *u, const struct tar_member *m)
 
 static int finish_file(struct cli_untar *u, const struct tar_member *m)
 {
-	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_sec = u->mtime, .tv_nsec = u->mtime_nsec } };
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+				  { .tv_sec = u->mtime, .tv_nsec = u->mtime_nsec } };
 	int e;
 
 	(void)futimens(u->fd, ts);

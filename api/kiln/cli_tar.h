@@ -61,14 +61,14 @@ typedef void (*cli_tar_warn_fn)(void *arg, const char *msg);
  * ustar stream ending in the two zero blocks. 0, or -errno with e (a
  * local failure, naming the path; e->msg empty for out's own value).
  */
-int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn, void *warn_arg,
-		      struct cli_tar_stats *st, struct err *e);
+int cli_tar_write_dir(int dirfd, cli_tar_out_fn out, void *out_arg, cli_tar_warn_fn warn,
+		      void *warn_arg, struct cli_tar_stats *st, struct err *e);
 
 struct cli_untar {
 	struct tar_reader rd;
-	int root;	  /* the destination directory (not owned) */
-	int fd;		  /* the file being written, or -1 */
-	int64_t mtime;	  /* of that file */
+	int root;      /* the destination directory (not owned) */
+	int fd;        /* the file being written, or -1 */
+	int64_t mtime; /* of that file */
 	uint32_t mtime_nsec;
 	mode_t umask;
 	bool failed, ended;

@@ -102,8 +102,9 @@ int cli_http_head_parse(const char *p, size_t n, struct cli_http_head *h)
 			const char *l = p + i;
 
 			/* "HTTP/1.x SSS reason": three digits, then space or end. */
-			if (len < 12 || l[7] < '0' || l[7] > '9' || l[8] != ' ' || l[9] < '1' || l[9] > '5' ||
-			    l[10] < '0' || l[10] > '9' || l[11] < '0' || l[11] > '9' || (len > 12 && l[12] != ' '))
+			if (len < 12 || l[7] < '0' || l[7] > '9' || l[8] != ' ' || l[9] < '1' ||
+			    l[9] > '5' || l[10] < '0' || l[10] > '9' || l[11] < '0' ||
+			    l[11] > '9' || (len > 12 && l[12] != ' '))
 				return -1;
 			h->status = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
 			first = false;

@@ -32,11 +32,11 @@
 int cli_tty_request(char *buf, size_t n, const char *path);
 
 struct cli_http_head {
-	int status;		   /* 100..599 */
-	long long content_length;  /* -1: none given */
-	bool chunked;		   /* Transfer-Encoding: chunked */
-	bool upgrade;		   /* Upgrade lists kiln-tty */
-	size_t len;		   /* bytes of the head, its blank line included */
+	int status;               /* 100..599 */
+	long long content_length; /* -1: none given */
+	bool chunked;             /* Transfer-Encoding: chunked */
+	bool upgrade;             /* Upgrade lists kiln-tty */
+	size_t len;               /* bytes of the head, its blank line included */
 };
 
 /*

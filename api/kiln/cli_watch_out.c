@@ -29,14 +29,16 @@ void cli_watch_out_free(struct cli_watch_out *o)
 static int bad(struct cli_watch_out *o, const char *why)
 {
 	o->failed = true;
-	return cli_fail_set(&o->fail, CLI_EXIT_API, "bad_stream", "kilnd's watch stream is broken: %s", why);
+	return cli_fail_set(&o->fail, CLI_EXIT_API, "bad_stream",
+			    "kilnd's watch stream is broken: %s", why);
 }
 
 static int wr(struct cli_watch_out *o, int fd, const char *s, size_t n)
 {
 	if (o->w(o->arg, fd, s, n) < 0) {
 		o->failed = true;
-		return cli_fail_set(&o->fail, CLI_EXIT_LOCAL, NULL, "writing the events failed (the reader went away)");
+		return cli_fail_set(&o->fail, CLI_EXIT_LOCAL, NULL,
+				    "writing the events failed (the reader went away)");
 	}
 	return 0;
 }
@@ -70,7 +72,8 @@ static int show(struct cli_watch_out *o, const json_t *e, const char *type)
 		char r[32];
 
 		text_clean_term(r, sizeof(r), why ? why : "?", strlen(why ? why : "?"));
-		snprintf(line, sizeof(line), "overflow  %lld events lost (%s); rescan to catch up\n",
+		snprintf(line, sizeof(line),
+			 "overflow  %lld events lost (%s); rescan to catch up\n",
 			 (long long)json_integer_value(json_object_get(e, "dropped")), r);
 		return out(o, 1, line);
 	}
@@ -79,7 +82,8 @@ static int show(struct cli_watch_out *o, const json_t *e, const char *type)
 	if (!strcmp(type, "rename")) {
 		if (!path_of(e, "old_path", old, sizeof(old)))
 			return bad(o, "a rename without old_path");
-		snprintf(line, sizeof(line), "rename  %s%s -> %s%s\n", old, dir ? "/" : "", p, dir ? "/" : "");
+		snprintf(line, sizeof(line), "rename  %s%s -> %s%s\n", old, dir ? "/" : "", p,
+			 dir ? "/" : "");
 	} else {
 		snprintf(line, sizeof(line), "%-6s  %s%s\n", type, p, dir ? "/" : "");
 	}
@@ -105,8 +109,8 @@ static int apply(struct cli_watch_out *o, const char *text, size_t n)
 		const char *msg = json_string_value(json_object_get(err, "message"));
 
 		o->failed = true;
-		rc = cli_fail_set(&o->fail, code ? cli_exit_for_code(code) : CLI_EXIT_API, code ? code : "error",
-				  "%s", msg ? msg : "the watch failed");
+		rc = cli_fail_set(&o->fail, code ? cli_exit_for_code(code) : CLI_EXIT_API,
+				  code ? code : "error", "%s", msg ? msg : "the watch failed");
 	} else if (o->raw) {
 		if ((rc = wr(o, 1, text, n)) == 0)
 			rc = wr(o, 1, "\n", 1);
@@ -119,8 +123,10 @@ static int apply(struct cli_watch_out *o, const char *text, size_t n)
 		char p[3 * 4096 + 1], line[sizeof(p) + 96];
 
 		text_clean_term(p, sizeof(p), path ? path : "?", strlen(path ? path : "?"));
-		snprintf(line, sizeof(line), "kiln: watching %s (%s, %lld directories); Ctrl-C ends\n", p,
-			 json_is_true(json_object_get(e, "recursive")) ? "recursive" : "not recursive",
+		snprintf(line, sizeof(line),
+			 "kiln: watching %s (%s, %lld directories); Ctrl-C ends\n", p,
+			 json_is_true(json_object_get(e, "recursive")) ? "recursive"
+								       : "not recursive",
 			 (long long)json_integer_value(json_object_get(e, "watches")));
 		rc = out(o, 2, line);
 	}

@@ -37,9 +37,9 @@
 struct cli_watch_out {
 	char *buf;
 	size_t len;
-	bool raw;     /* --json */
-	bool ended;   /* the end event arrived */
-	bool failed;  /* an error event or a malformed line: fail says why */
+	bool raw;    /* --json */
+	bool ended;  /* the end event arrived */
+	bool failed; /* an error event or a malformed line: fail says why */
 	struct cli_fail fail;
 	cli_write_fn w;
 	void *arg;

@@ -13,7 +13,8 @@
 
 /* One entry per command: a new kilnd endpoint is one line here. */
 static const struct cli_cmd commands[] = {
-	{ "health", "", "is kilnd serving: status, version, uptime, sandbox count", cli_cmd_health },
+	{ "health", "", "is kilnd serving: status, version, uptime, sandbox count",
+	  cli_cmd_health },
 	{ "images", "", "root images kilnd can boot, and its kernel", cli_cmd_images },
 	{ "image", "import FILE --name NAME [--devices] | ls | inspect NAME | rm NAME",
 	  "import an OCI image-layout or docker save tarball as a bootable image (Env, WorkingDir and User become "
@@ -26,7 +27,8 @@ static const struct cli_cmd commands[] = {
 	{ "create",
 	  "[--image NAME | --template NAME] [--cpus N] [--memory MIB] [--disk MIB] [--env K=V]... [--hostname H] [--label K=V]... "
 	  "[--share HOST:GUEST[:ro]]... [--timeout S] [--no-console] [--network none|passt] [--firewall FILE]",
-	  "create and boot a sandbox (image 'minimal' by default; a template's start from its ready snapshot); prints its id", cli_cmd_create },
+	  "create and boot a sandbox (image 'minimal' by default; a template's start from its ready snapshot); prints its id",
+	  cli_cmd_create },
 	{ "run",
 	  "[create options] [--user U] [--cwd DIR] [--timeout-ms N] [--confine] [--shell] [-i] [--buffered] IMAGE "
 	  "[--] PROGRAM [ARG...]",
@@ -43,8 +45,10 @@ static const struct cli_cmd commands[] = {
 	{ "run-code",
 	  "ID --language python|javascript|typescript|bash (-c CODE | --file FILE | -) [--user U] [--cwd DIR] "
 	  "[--env K=V|K]... [--timeout-ms N] [-i] [--stream]",
-	  "run a snippet; prints its output, then what it passed to result.set as JSON", cli_cmd_run_code },
-	{ "shell", "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [-- PROGRAM [ARG...]]",
+	  "run a snippet; prints its output, then what it passed to result.set as JSON",
+	  cli_cmd_run_code },
+	{ "shell",
+	  "ID [--user user|root] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [-- PROGRAM [ARG...]]",
 	  "a terminal: sh (or PROGRAM) on a PTY, attached to ours", cli_cmd_shell },
 	{ "spawn",
 	  "ID [--user U] [--cwd DIR] [--env K=V|K]... [--timeout-ms N] [--confine] [--shell] [--pty [--rows R] [--cols C]] "
@@ -53,11 +57,14 @@ static const struct cli_cmd commands[] = {
 	{ "ps", "ID", "a sandbox's background processes, running and exited", cli_cmd_ps },
 	{ "logs", "ID PROC [-f|--follow] [--from SEQ|now]",
 	  "a process's output so far (-f: until it exits)", cli_cmd_logs },
-	{ "attach", "ID PROC [--from SEQ|now]", "a process's terminal (or output and stdin), as shell",
-	  cli_cmd_attach },
-	{ "stdin", "ID PROC [--close] [FILE|-]", "send FILE (or our stdin) to a process's stdin", cli_cmd_stdin },
-	{ "kill", "ID PROC [-s|--signal NAME|N] [--group]", "signal a process (TERM by default)", cli_cmd_kill },
-	{ "wait", "ID PROC [--timeout-ms N]", "wait for a process to exit; its status is kiln's", cli_cmd_wait },
+	{ "attach", "ID PROC [--from SEQ|now]",
+	  "a process's terminal (or output and stdin), as shell", cli_cmd_attach },
+	{ "stdin", "ID PROC [--close] [FILE|-]", "send FILE (or our stdin) to a process's stdin",
+	  cli_cmd_stdin },
+	{ "kill", "ID PROC [-s|--signal NAME|N] [--group]", "signal a process (TERM by default)",
+	  cli_cmd_kill },
+	{ "wait", "ID PROC [--timeout-ms N]", "wait for a process to exit; its status is kiln's",
+	  cli_cmd_wait },
 	{ "cp", "[--user user|root] [--parents] SRC DST  (one of them ID:/PATH)",
 	  "copy a file or a directory in or out, streamed ('-': stdin/stdout)", cli_cmd_cp },
 	{ "fs",
@@ -70,27 +77,34 @@ static const struct cli_cmd commands[] = {
 	{ "port", "[add] ID GUEST_PORT [HOST_PORT] | ls ID | rm ID HOST_PORT",
 	  "forward 127.0.0.1:HOST_PORT to the guest's GUEST_PORT; list; remove", cli_cmd_port },
 	{ "preview", "[add] ID PORT [--public] | ls ID | rm ID PORT",
-	  "a URL for the guest's web server on PORT (kilnd --preview-listen); list; remove", cli_cmd_preview },
+	  "a URL for the guest's web server on PORT (kilnd --preview-listen); list; remove",
+	  cli_cmd_preview },
 	{ "pause", "ID", "stop a sandbox's vCPUs; its memory stays", cli_cmd_pause },
 	{ "resume", "ID", "run a paused sandbox again", cli_cmd_resume },
 	{ "checkpoint", "[add] ID NAME [--compress] | ls ID | rm ID NAME",
 	  "snapshot a sandbox (memory, processes, disk); list; remove", cli_cmd_checkpoint },
-	{ "restore", "ID NAME", "put a sandbox back to a checkpoint, discarding what came after", cli_cmd_restore },
+	{ "restore", "ID NAME", "put a sandbox back to a checkpoint, discarding what came after",
+	  cli_cmd_restore },
 	{ "fork", "ID/NAME [--hostname H] [--label K=V]... [--env K=V]...",
-	  "a new sandbox from a checkpoint, running where it stopped; prints its id", cli_cmd_fork },
+	  "a new sandbox from a checkpoint, running where it stopped; prints its id",
+	  cli_cmd_fork },
 	{ "hibernate", "ID", "snapshot a sandbox and free its CPU and memory", cli_cmd_hibernate },
-	{ "wake", "ID", "resume a hibernated sandbox (any exec or file request does too)", cli_cmd_wake },
+	{ "wake", "ID", "resume a hibernated sandbox (any exec or file request does too)",
+	  cli_cmd_wake },
 	{ "metrics", "", "kilnd's Prometheus metrics", cli_cmd_metrics },
-	{ "firewall", "show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
-	  "a networked sandbox's packet filter: rules, counters, denied flows, changes at runtime", cli_cmd_firewall },
+	{ "firewall",
+	  "show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
+	  "a networked sandbox's packet filter: rules, counters, denied flows, changes at runtime",
+	  cli_cmd_firewall },
 	{ 0 },
 };
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: kiln [--socket PATH] [--request-timeout SECONDS] [--json] COMMAND [ARGS]\n\n"
-		     "The client of kilnd, kiln's daemon (docs/api.md).\n\n"
-		     "commands:\n");
+	fprintf(out,
+		"usage: kiln [--socket PATH] [--request-timeout SECONDS] [--json] COMMAND [ARGS]\n\n"
+		"The client of kilnd, kiln's daemon (docs/api.md).\n\n"
+		"commands:\n");
 	for (const struct cli_cmd *c = commands; c->name; c++)
 		fprintf(out, "  %-8s %s\n", c->name, c->summary);
 	fprintf(out, "\n");
@@ -100,7 +114,8 @@ static void usage(FILE *out)
 		"\n"
 		"options (before or after the command, not after the program of exec, run,\n"
 		"spawn or shell):\n"
-		"  --socket PATH  kilnd's socket (default $KILN_SOCKET, else " CLI_SOCKET_DEFAULT ")\n"
+		"  --socket PATH  kilnd's socket (default $KILN_SOCKET, else " CLI_SOCKET_DEFAULT
+		")\n"
 		"  --request-timeout SECONDS\n"
 		"                 how long to wait for kilnd (default $KILN_REQUEST_TIMEOUT,\n"
 		"                 else 30; 0: no limit): for the connection, and for the\n"
@@ -110,7 +125,8 @@ static void usage(FILE *out)
 		"                 10 min and a boot; exec and run their --timeout-ms and a\n"
 		"                 boot, wait its --timeout-ms (without one they wait as long\n"
 		"                 as the process runs). A stream (exec, logs, a download, a\n"
-		"                 terminal) may be quiet as long as it likes once it began\n"		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
+		"                 terminal) may be quiet as long as it likes once it began\n"
+		"  --json         print kilnd's JSON as it is (exec, run, logs: the NDJSON\n"
 		"                 events, or with --buffered the result object; create: the\n"
 		"                 sandbox object; run-code: run's result object, or with\n"
 		"                 --stream its events; shell, attach, wait: the exit object;\n"
@@ -133,7 +149,8 @@ static void usage(FILE *out)
 		"     a socket path too long for a Unix socket, or no connection within\n"
 		"     --request-timeout\n"
 		"  4  not found: no such sandbox, image or guest file\n"
-		"  5  a local file could not be read or written\n"		"  6  kilnd did not answer within --request-timeout (the request may still\n"
+		"  5  a local file could not be read or written\n"
+		"  6  kilnd did not answer within --request-timeout (the request may still\n"
 		"     take effect there)\n"
 		"  exec, run, run-code, shell, attach and wait exit with the process's\n"
 		"  status: 124 when --timeout-ms expired, 128+N when signal N ended it\n"
@@ -178,7 +195,8 @@ int main(int argc, char **argv)
 	for (c.cmd = commands; c.cmd->name && strcmp(c.cmd->name, s.value); c.cmd++)
 		;
 	if (!c.cmd->name) {
-		fprintf(stderr, "kiln: unknown command '%s'; see 'kiln --help'\n", CLI_ECHO(s.value));
+		fprintf(stderr, "kiln: unknown command '%s'; see 'kiln --help'\n",
+			CLI_ECHO(s.value));
 		return CLI_EXIT_USAGE;
 	}
 	/* The command's words, its name first as getopt wants. */

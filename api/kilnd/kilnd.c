@@ -221,7 +221,8 @@ static int absolute(const char *what, const char *path, char *out)
 		snprintf(out, PATH_MAX, "%s", path);
 	} else {
 		if (!getcwd(cwd, sizeof(cwd)))
-			return setup_error("%s '%s': cannot tell the working directory: %s", what, path, strerror(errno));
+			return setup_error("%s '%s': cannot tell the working directory: %s", what,
+					   path, strerror(errno));
 		int n = snprintf(out, PATH_MAX, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
 
 		if (n < 0 || n >= PATH_MAX)
@@ -230,7 +231,9 @@ static int absolute(const char *what, const char *path, char *out)
 	if (access(out, F_OK) < 0)
 		return setup_error("%s '%s': %s", what, path, strerror(errno));
 	if (!host_path_valid(out))
-		return setup_error("%s '%s': a path with a control character cannot be given to kiln-vmm", what, out);
+		return setup_error(
+			"%s '%s': a path with a control character cannot be given to kiln-vmm",
+			what, out);
 	return 0;
 }
 
@@ -284,12 +287,44 @@ static int parse_preview_listen(const char *s, struct kilnd_config *cfg)
 
 static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
-	enum { OPT_SOCKET = 256, OPT_SOCKET_GROUP, OPT_ALLOW_UID, OPT_ALLOW_GID, OPT_STATE, OPT_KERNEL, OPT_VMM,
-	       OPT_IMAGE, OPT_SHARE_ROOT, OPT_BOOT_TIMEOUT, OPT_STOP_TIMEOUT, OPT_MAX_BODY, OPT_MAX_UPLOAD,
-	       OPT_MAX_SANDBOXES, OPT_MAX_CPUS, OPT_MAX_MEMORY, OPT_MAX_DISK, OPT_QUIET, OPT_VERSION, OPT_HELP,
-	       OPT_IDLE_TIMEOUT, OPT_MAX_CHECKPOINTS, OPT_DNS_RESOLVER, OPT_JAIL_IDS, OPT_CGROUP_PARENT,
-	       OPT_NO_JAIL, OPT_CLIENT_TIMEOUT, OPT_KEEPER_GRACE, OPT_UPGRADE, OPT_POOL, OPT_PREVIEW_LISTEN,
-	       OPT_PREVIEW_DOMAIN, OPT_MAX_IMAGE, OPT_IMPORTER, OPT_KILN_INIT, OPT_IMPORT_ID };
+	enum {
+		OPT_SOCKET = 256,
+		OPT_SOCKET_GROUP,
+		OPT_ALLOW_UID,
+		OPT_ALLOW_GID,
+		OPT_STATE,
+		OPT_KERNEL,
+		OPT_VMM,
+		OPT_IMAGE,
+		OPT_SHARE_ROOT,
+		OPT_BOOT_TIMEOUT,
+		OPT_STOP_TIMEOUT,
+		OPT_MAX_BODY,
+		OPT_MAX_UPLOAD,
+		OPT_MAX_SANDBOXES,
+		OPT_MAX_CPUS,
+		OPT_MAX_MEMORY,
+		OPT_MAX_DISK,
+		OPT_QUIET,
+		OPT_VERSION,
+		OPT_HELP,
+		OPT_IDLE_TIMEOUT,
+		OPT_MAX_CHECKPOINTS,
+		OPT_DNS_RESOLVER,
+		OPT_JAIL_IDS,
+		OPT_CGROUP_PARENT,
+		OPT_NO_JAIL,
+		OPT_CLIENT_TIMEOUT,
+		OPT_KEEPER_GRACE,
+		OPT_UPGRADE,
+		OPT_POOL,
+		OPT_PREVIEW_LISTEN,
+		OPT_PREVIEW_DOMAIN,
+		OPT_MAX_IMAGE,
+		OPT_IMPORTER,
+		OPT_KILN_INIT,
+		OPT_IMPORT_ID
+	};
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
 		{ "socket-group", required_argument, 0, OPT_SOCKET_GROUP },
@@ -363,7 +398,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		switch (opt) {
 		case OPT_SOCKET:
 			if (strlen(optarg) >= sizeof(cfg->socket_path))
-				return bad_usage("--socket '%s': longer than a Unix socket path may be", optarg);
+				return bad_usage("--socket '%s': longer than a Unix socket path may be",
+						 optarg);
 			snprintf(cfg->socket_path, sizeof(cfg->socket_path), "%s", optarg);
 			break;
 		case OPT_SOCKET_GROUP:
@@ -372,14 +408,17 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			cfg->has_socket_gid = true;
 			break;
 		case OPT_ALLOW_UID:
-			if (cfg->nallow_uid == KILND_MAX_ALLOW || num_parse_u64(optarg, 10, 0, UINT32_MAX - 1, &n))
-				return bad_usage("--allow-uid '%s': not a uid (at most %d of them)", optarg, KILND_MAX_ALLOW);
+			if (cfg->nallow_uid == KILND_MAX_ALLOW ||
+			    num_parse_u64(optarg, 10, 0, UINT32_MAX - 1, &n))
+				return bad_usage("--allow-uid '%s': not a uid (at most %d of them)",
+						 optarg, KILND_MAX_ALLOW);
 			cfg->allow_uid[cfg->nallow_uid++] = (uid_t)n;
 			break;
 		case OPT_ALLOW_GID:
 			if (cfg->nallow_gid == KILND_MAX_ALLOW ||
 			    parse_gid(optarg, &cfg->allow_gid[cfg->nallow_gid]))
-				return bad_usage("--allow-gid '%s': not a group (at most %d of them)", optarg, KILND_MAX_ALLOW);
+				return bad_usage("--allow-gid '%s': not a group (at most %d of them)",
+						 optarg, KILND_MAX_ALLOW);
 			cfg->nallow_gid++;
 			break;
 		case OPT_STATE:
@@ -402,8 +441,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			memcpy(im->name, optarg, (size_t)(eq - optarg));
 			im->name[eq - optarg] = '\0';
 			if (!image_name_valid(im->name))
-				return bad_usage("--image '%s': the name must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
-						 optarg);
+				return bad_usage(
+					"--image '%s': the name must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
+					optarg);
 			for (size_t i = 0; i < cfg->nimages; i++)
 				if (strcmp(cfg->images[i].name, im->name) == 0)
 					return bad_usage("--image: '%s' given twice", im->name);
@@ -419,12 +459,15 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		case OPT_BOOT_TIMEOUT:
 		case OPT_STOP_TIMEOUT:
 			if (num_parse_u64(optarg, 10, 0, 86400, &n) || n == 0)
-				return bad_usage("%s '%s': a number of seconds from 1 to 86400", argv[optind - 1], optarg);
-			*(opt == OPT_BOOT_TIMEOUT ? &cfg->boot_timeout_ms : &cfg->stop_timeout_ms) = (int)n * 1000;
+				return bad_usage("%s '%s': a number of seconds from 1 to 86400",
+						 argv[optind - 1], optarg);
+			*(opt == OPT_BOOT_TIMEOUT ? &cfg->boot_timeout_ms
+						  : &cfg->stop_timeout_ms) = (int)n * 1000;
 			break;
 		case OPT_MAX_BODY:
 			if (num_parse_u64(optarg, 10, 0, 1u << 30, &n) || n < 1024)
-				return bad_usage("--max-body '%s': bytes, from 1024 to 1073741824", optarg);
+				return bad_usage("--max-body '%s': bytes, from 1024 to 1073741824",
+						 optarg);
 			cfg->max_body = n;
 			break;
 		case OPT_MAX_UPLOAD:
@@ -434,23 +477,29 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_MAX_IMAGE:
 			if (num_parse_u64(optarg, 10, 1u << 20, UINT64_MAX, &n))
-				return bad_usage("--max-image '%s': a number of bytes, at least 1048576", optarg);
+				return bad_usage("--max-image '%s': a number of bytes, at least 1048576",
+						 optarg);
 			cfg->max_image = n;
 			break;
 		case OPT_IMPORTER:
 		case OPT_KILN_INIT:
 			if (optarg[0] != '/' || strlen(optarg) >= PATH_MAX)
-				return bad_usage("%s '%s': an absolute path", argv[optind - 1], optarg);
-			snprintf(opt == OPT_IMPORTER ? cfg->importer : cfg->kiln_init, PATH_MAX, "%s", optarg);
+				return bad_usage("%s '%s': an absolute path", argv[optind - 1],
+						 optarg);
+			snprintf(opt == OPT_IMPORTER ? cfg->importer : cfg->kiln_init, PATH_MAX,
+				 "%s", optarg);
 			break;
 		case OPT_IMPORT_ID:
 			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, &n))
-				return bad_usage("--import-id '%s': a uid from 1 to 4294967294", optarg);
+				return bad_usage("--import-id '%s': a uid from 1 to 4294967294",
+						 optarg);
 			cfg->import_id = (uint32_t)n;
 			break;
 		case OPT_CLIENT_TIMEOUT:
 			if (num_parse_u64(optarg, 10, 1, 3600, &n))
-				return bad_usage("--client-timeout '%s': a number of seconds from 1 to 3600", optarg);
+				return bad_usage(
+					"--client-timeout '%s': a number of seconds from 1 to 3600",
+					optarg);
 			cfg->client_timeout_s = (unsigned)n;
 			break;
 		case OPT_MAX_SANDBOXES:
@@ -466,18 +515,20 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_MAX_MEMORY:
 			if (num_parse_u64(optarg, 10, 0, 1u << 20, &n) || n < SPEC_MEM_MIN_MIB)
-				return bad_usage("--max-memory '%s': MiB, from %u to 1048576", optarg, SPEC_MEM_MIN_MIB);
+				return bad_usage("--max-memory '%s': MiB, from %u to 1048576",
+						 optarg, SPEC_MEM_MIN_MIB);
 			cfg->limits.max_memory_mib = (unsigned)n;
 			break;
 		case OPT_MAX_DISK:
 			if (num_parse_u64(optarg, 10, 0, SPEC_DISK_MAX_MIB, &n) || n == 0)
-				return bad_usage("--max-disk '%s': MiB, from 1 to %u", optarg, SPEC_DISK_MAX_MIB);
+				return bad_usage("--max-disk '%s': MiB, from 1 to %u", optarg,
+						 SPEC_DISK_MAX_MIB);
 			cfg->limits.max_disk_mib = (unsigned)n;
 			break;
 		case OPT_IDLE_TIMEOUT:
 			if (num_parse_u64(optarg, 10, 0, SPEC_TIMEOUT_MAX_S, &n))
-				return bad_usage("--idle-timeout '%s': seconds, from 0 (never) to %u", optarg,
-						 SPEC_TIMEOUT_MAX_S);
+				return bad_usage("--idle-timeout '%s': seconds, from 0 (never) to %u",
+						 optarg, SPEC_TIMEOUT_MAX_S);
 			cfg->limits.idle_timeout_default_s = (uint32_t)n;
 			break;
 		case OPT_POOL: {
@@ -489,36 +540,45 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 				return bad_usage("--pool '%s': %s", optarg, why.msg);
 			for (size_t i = 0; i < cfg->npools; i++)
 				if (strcmp(cfg->pools[i].image, cfg->pools[cfg->npools].image) == 0)
-					return bad_usage("--pool: image '%s' given twice (one pool per image)",
-							 cfg->pools[i].image);
+					return bad_usage(
+						"--pool: image '%s' given twice (one pool per image)",
+						cfg->pools[i].image);
 			cfg->npools++;
 			break;
 		}
 		case OPT_MAX_CHECKPOINTS:
 			if (num_parse_u64(optarg, 10, 0, CHECKPOINTS_LIMIT_MAX, &n))
-				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg, CHECKPOINTS_LIMIT_MAX);
+				return bad_usage("--max-checkpoints '%s': from 0 to %d", optarg,
+						 CHECKPOINTS_LIMIT_MAX);
 			cfg->max_checkpoints = (unsigned)n;
 			break;
 		case OPT_DNS_RESOLVER: {
 			struct in_addr a;
 
-			if (strlen(optarg) >= sizeof(cfg->dns_resolver) || inet_pton(AF_INET, optarg, &a) != 1)
-				return bad_usage("--dns-resolver '%s': an IPv4 address, like 192.0.2.53", optarg);
+			if (strlen(optarg) >= sizeof(cfg->dns_resolver) ||
+			    inet_pton(AF_INET, optarg, &a) != 1)
+				return bad_usage("--dns-resolver '%s': an IPv4 address, like 192.0.2.53",
+						 optarg);
 			/* kiln-vmm bind-mounts passt's resolv.conf in a mount namespace. */
 			if (geteuid() != 0)
-				return bad_usage("--dns-resolver needs kilnd to run as root (passt gets its own resolv.conf in a mount namespace): run kilnd as root or leave --dns-resolver out");
+				return bad_usage(
+					"--dns-resolver needs kilnd to run as root (passt gets its own resolv.conf in a mount namespace): run kilnd as root or leave --dns-resolver out");
 			snprintf(cfg->dns_resolver, sizeof(cfg->dns_resolver), "%s", optarg);
 			break;
 		}
 		case OPT_CGROUP_PARENT:
-			if (optarg[0] != '/' || strlen(optarg) >= sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32)
-				return bad_usage("--cgroup-parent '%s': an absolute path (of a cgroup v2 directory), shorter than %zu bytes",
-						 optarg, sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32);
+			if (optarg[0] != '/' ||
+			    strlen(optarg) >= sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32)
+				return bad_usage(
+					"--cgroup-parent '%s': an absolute path (of a cgroup v2 directory), shorter than %zu bytes",
+					optarg, sizeof(cfg->cgroup_parent) - SANDBOX_ID_LEN - 32);
 			snprintf(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "%s", optarg);
 			break;
 		case OPT_KEEPER_GRACE:
 			if (num_parse_u64(optarg, 10, 0, 86400 * 365, &n))
-				return bad_usage("--keeper-grace '%s': seconds, from 0 (never) to 31536000", optarg);
+				return bad_usage(
+					"--keeper-grace '%s': seconds, from 0 (never) to 31536000",
+					optarg);
 			cfg->keeper_grace_s = (unsigned)n;
 			break;
 		case OPT_UPGRADE:
@@ -526,13 +586,15 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_PREVIEW_LISTEN:
 			if (parse_preview_listen(optarg, cfg))
-				return bad_usage("--preview-listen '%s': expected IPV4:PORT, like 127.0.0.1:8443 (PORT 1..65535)",
-						 optarg);
+				return bad_usage(
+					"--preview-listen '%s': expected IPV4:PORT, like 127.0.0.1:8443 (PORT 1..65535)",
+					optarg);
 			break;
 		case OPT_PREVIEW_DOMAIN:
 			if (!preview_domain_valid(optarg))
-				return bad_usage("--preview-domain '%s': a lowercase DNS name (labels of a-z, 0-9 and '-'), like preview.example.com",
-						 optarg);
+				return bad_usage(
+					"--preview-domain '%s': a lowercase DNS name (labels of a-z, 0-9 and '-'), like preview.example.com",
+					optarg);
 			snprintf(cfg->preview_domain, sizeof(cfg->preview_domain), "%s", optarg);
 			break;
 		case OPT_QUIET:
@@ -540,8 +602,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			break;
 		case OPT_JAIL_IDS:
 			if (parse_id_range(optarg, &cfg->jail_id_first, &cfg->jail_id_count))
-				return bad_usage("--jail-ids '%s': FIRST:COUNT with FIRST >= 1, COUNT >= 1 and FIRST + COUNT - 1 below 4294967295",
-						 optarg);
+				return bad_usage(
+					"--jail-ids '%s': FIRST:COUNT with FIRST >= 1, COUNT >= 1 and FIRST + COUNT - 1 below 4294967295",
+					optarg);
 			break;
 		case OPT_NO_JAIL:
 			cfg->no_jail = true;
@@ -561,12 +624,15 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	if (!cfg->import_id) {
 		/* the first id past the jail range: no sandbox's VMM has it */
 		if (cfg->jail_id_first + (uint64_t)cfg->jail_id_count >= UINT32_MAX)
-			return bad_usage("--jail-ids reaches the last uid: give --import-id ID outside it");
+			return bad_usage(
+				"--jail-ids reaches the last uid: give --import-id ID outside it");
 		cfg->import_id = cfg->jail_id_first + cfg->jail_id_count;
 	}
-	if (cfg->import_id >= cfg->jail_id_first && cfg->import_id - cfg->jail_id_first < cfg->jail_id_count)
-		return bad_usage("--import-id %u is inside the --jail-ids range: the importer would share a sandbox's uid",
-				 cfg->import_id);
+	if (cfg->import_id >= cfg->jail_id_first &&
+	    cfg->import_id - cfg->jail_id_first < cfg->jail_id_count)
+		return bad_usage(
+			"--import-id %u is inside the --jail-ids range: the importer would share a sandbox's uid",
+			cfg->import_id);
 	return EXIT_OK;
 }
 
@@ -582,7 +648,8 @@ static int check_cgroups(struct kilnd_config *cfg)
 	}
 	/* A kilnd that cannot jail starts to say so (health) and runs nothing. */
 	if (!cfg->no_jail && !cfg->jail_unavailable[0])
-		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits", e.msg);
+		return setup_error("%s; or pass --no-jail to run sandboxes without cgroup limits",
+				   e.msg);
 	if (cfg->no_jail)
 		kilnd_log("%s; running sandboxes without cgroup limits (--no-jail)", e.msg);
 	snprintf(cfg->cgroup_off, sizeof(cfg->cgroup_off), "%s", e.msg);
@@ -614,7 +681,8 @@ static int take_over(struct kilnd_config *cfg)
 	deadline = mono_ms() + (int64_t)cfg->client_timeout_s * 1000 + HANDOVER_ANSWER_MS;
 	while (state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, &e)) {
 		if (mono_ms() > deadline)
-			return setup_error("--upgrade: %s (it did not exit after handing over)", e.msg);
+			return setup_error("--upgrade: %s (it did not exit after handing over)",
+					   e.msg);
 		usleep(50000);
 	}
 	return EXIT_OK;
@@ -629,11 +697,14 @@ static int check_config(struct kilnd_config *cfg)
 	int r;
 
 	if (mkdir_p(cfg->state_dir, 0755) < 0)
-		return setup_error("--state-dir '%s': cannot create it: %s", cfg->state_dir, strerror(errno));
+		return setup_error("--state-dir '%s': cannot create it: %s", cfg->state_dir,
+				   strerror(errno));
 	if (!realpath(cfg->state_dir, real))
 		return setup_error("--state-dir '%s': %s", cfg->state_dir, strerror(errno));
 	if (!host_path_valid(real))
-		return setup_error("--state-dir '%s': a path with a control character cannot be given to kiln-vmm", real);
+		return setup_error(
+			"--state-dir '%s': a path with a control character cannot be given to kiln-vmm",
+			real);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
 	/* Before anything of the state directory (or the cgroups) is read or
 	 * changed: a second kilnd here would break the first's sandboxes. */
@@ -641,7 +712,8 @@ static int check_config(struct kilnd_config *cfg)
 	cfg->preview_fd = -1;
 	if (cfg->upgrade && (r = take_over(cfg)))
 		return r;
-	if (!cfg->upgrade && state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, &e))
+	if (!cfg->upgrade &&
+	    state_lock_take(cfg->state_dir, cfg->socket_path, &cfg->state_lock_fd, &e))
 		return setup_error("%s", e.msg);
 	if (!cfg->no_jail && geteuid() != 0) {
 		snprintf(cfg->jail_unavailable, sizeof(cfg->jail_unavailable),
@@ -653,10 +725,12 @@ static int check_config(struct kilnd_config *cfg)
 	}
 	/* The longest socket kiln-vmm binds for a sandbox: its vsock socket
 	 * plus the "_<port>" of guest-initiated connections. */
-	if (strlen(cfg->state_dir) + strlen("/sandboxes/") + SANDBOX_ID_LEN + strlen("/vm/vsock.sock_4294967295") >=
+	if (strlen(cfg->state_dir) + strlen("/sandboxes/") + SANDBOX_ID_LEN +
+		    strlen("/vm/vsock.sock_4294967295") >=
 	    KILND_SOCKET_MAX)
-		return setup_error("--state-dir '%s': too long; sandbox sockets beneath it would not fit a Unix socket address (%d bytes); pick a shorter one",
-				   cfg->state_dir, KILND_SOCKET_MAX - 1);
+		return setup_error(
+			"--state-dir '%s': too long; sandbox sockets beneath it would not fit a Unix socket address (%d bytes); pick a shorter one",
+			cfg->state_dir, KILND_SOCKET_MAX - 1);
 	snprintf(sub, sizeof(sub), "%s/images", cfg->state_dir);
 	if (mkdir(sub, 0755) < 0 && errno != EEXIST)
 		return setup_error("cannot create %s: %s", sub, strerror(errno));
@@ -671,8 +745,9 @@ static int check_config(struct kilnd_config *cfg)
 	if ((r = absolute("--vmm", cfg->vmm, real)))
 		return r;
 	if (access(real, X_OK) < 0)
-		return setup_error("--vmm '%s': not executable: %s (build it with make, or pass --vmm PATH)", cfg->vmm,
-				   strerror(errno));
+		return setup_error(
+			"--vmm '%s': not executable: %s (build it with make, or pass --vmm PATH)",
+			cfg->vmm, strerror(errno));
 	snprintf(cfg->vmm, sizeof(cfg->vmm), "%s", real);
 	for (size_t i = 0; i < cfg->nimages; i++) {
 		char what[IMAGE_NAME_MAX + 16];
@@ -681,12 +756,15 @@ static int check_config(struct kilnd_config *cfg)
 		if ((r = absolute(what, cfg->images[i].path, real)))
 			return r;
 		if (stat(real, &st) < 0 || !S_ISREG(st.st_mode))
-			return setup_error("%s: '%s' is not a regular file", what, cfg->images[i].path);
+			return setup_error("%s: '%s' is not a regular file", what,
+					   cfg->images[i].path);
 		snprintf(cfg->images[i].path, sizeof(cfg->images[i].path), "%s", real);
 	}
 	for (size_t i = 0; i < cfg->nshare_roots; i++) {
-		if (!realpath(cfg->share_roots[i], real) || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-			return setup_error("--share-root '%s': not a directory", cfg->share_roots[i]);
+		if (!realpath(cfg->share_roots[i], real) || stat(real, &st) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			return setup_error("--share-root '%s': not a directory",
+					   cfg->share_roots[i]);
 		snprintf(cfg->share_roots[i], PATH_MAX, "%s", real);
 	}
 	return check_cgroups(cfg);
@@ -701,7 +779,8 @@ static int check_config(struct kilnd_config *cfg)
  * reattach. 0: handed over (the caller exits); -1: nobody asked, or the
  * new kilnd did not take the sockets: serving goes on.
  */
-static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct preview_server *previews)
+static int hand_over(struct kilnd *d, struct http_server *mhd, int fd,
+		     struct preview_server *previews)
 {
 	struct err e;
 
@@ -709,7 +788,8 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd, struct pr
 		kilnd_log("%s; still serving", e.msg);
 		return -1;
 	}
-	kilnd_log("handing over to the new kilnd: no new connections; finishing the requests in flight");
+	kilnd_log(
+		"handing over to the new kilnd: no new connections; finishing the requests in flight");
 	/* The new kilnd removes the pools' sandboxes and fills its own. */
 	sandbox_pools_stop(d, false);
 	http_quiesce(mhd);
@@ -761,7 +841,8 @@ static int run(struct kilnd *d)
 		return setup_error("%s", e.msg);
 	}
 	fd = d->cfg.listen_fd;
-	if (fd < 0 && listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, &e)) {
+	if (fd < 0 &&
+	    listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, &e)) {
 		sandbox_pools_free(d);
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
@@ -780,8 +861,8 @@ static int run(struct kilnd *d)
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
 	}
-	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path, d->cfg.state_dir,
-		  d->cfg.kernel, d->cfg.vmm);
+	kilnd_log("listening on %s (state %s, kernel %s, vmm %s)", d->cfg.socket_path,
+		  d->cfg.state_dir, d->cfg.kernel, d->cfg.vmm);
 	if (previews)
 		kilnd_log("serving preview URLs on http://%s:%u/ (http://PORT-ID.%s:%u/ and /preview/ID/PORT/)",
 			  d->cfg.preview_addr, (unsigned)d->cfg.preview_port, d->cfg.preview_domain,

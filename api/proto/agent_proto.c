@@ -112,18 +112,21 @@ static enum agent_code header_check(const json_t *hdr, uint64_t *len, struct age
 
 	*len = 0;
 	if (!json_is_object(hdr))
-		return agent_err_set(err, AGENT_E_BAD_JSON,
-				     "header is not a JSON object (got %s); every message is one JSON object on one line",
-				     json_field_kind(hdr));
+		return agent_err_set(
+			err, AGENT_E_BAD_JSON,
+			"header is not a JSON object (got %s); every message is one JSON object on one line",
+			json_field_kind(hdr));
 	if (!l)
 		return AGENT_OK;
 	if (!json_is_integer(l) || json_integer_value(l) < 0)
-		return agent_err_set(err, AGENT_E_BAD_FIELD,
-				     "'len' must be a non-negative integer (the payload bytes after the header)");
+		return agent_err_set(
+			err, AGENT_E_BAD_FIELD,
+			"'len' must be a non-negative integer (the payload bytes after the header)");
 	if ((uint64_t)json_integer_value(l) > AGENT_LEN_MAX)
-		return agent_err_set(err, AGENT_E_TOO_LARGE,
-				     "'len' is %lld; one message carries at most %u bytes, send more as several data messages",
-				     (long long)json_integer_value(l), AGENT_LEN_MAX);
+		return agent_err_set(
+			err, AGENT_E_TOO_LARGE,
+			"'len' is %lld; one message carries at most %u bytes, send more as several data messages",
+			(long long)json_integer_value(l), AGENT_LEN_MAX);
 	*len = (uint64_t)json_integer_value(l);
 	return AGENT_OK;
 }
@@ -144,9 +147,10 @@ enum agent_code agent_header_decode(const char *line, size_t n, json_t **out, ui
 	 */
 	j = json_strict_loadb(line, n, &je);
 	if (!j)
-		return agent_err_set(err, AGENT_E_BAD_JSON,
-				     "header is not valid JSON: %s (byte %d); every message is one JSON object on one line",
-				     je.text, je.position);
+		return agent_err_set(
+			err, AGENT_E_BAD_JSON,
+			"header is not valid JSON: %s (byte %d); every message is one JSON object on one line",
+			je.text, je.position);
 	if (header_check(j, len, err)) {
 		json_decref(j);
 		return err->code;
@@ -229,14 +233,16 @@ size_t agent_frame_feed(struct agent_frame *f, const void *buf, size_t n, struct
 	/* Fail as soon as the limit is passed: a peer that never sends '\n'
 	 * must not make us buffer without bound. */
 	if (f->line_len + upto > AGENT_HEADER_MAX - 1) {
-		agent_err_set(&f->err, AGENT_E_HEADER_TOO_LONG,
-			      "header line longer than %u bytes (its '\\n' included); put bulk data in the payload after 'len'",
-			      AGENT_HEADER_MAX);
+		agent_err_set(
+			&f->err, AGENT_E_HEADER_TOO_LONG,
+			"header line longer than %u bytes (its '\\n' included); put bulk data in the payload after 'len'",
+			AGENT_HEADER_MAX);
 		return frame_fail(f, ev);
 	}
 	if (!nl || f->line_len) {
 		if (frame_append(f, p, upto) < 0) {
-			agent_err_set(&f->err, AGENT_E_BUSY, "out of memory for a header line; retry later");
+			agent_err_set(&f->err, AGENT_E_BUSY,
+				      "out of memory for a header line; retry later");
 			return frame_fail(f, ev);
 		}
 		if (!nl) {
@@ -263,17 +269,19 @@ void agent_frame_eof(struct agent_frame *f, struct agent_event *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	if (f->state == FR_HEADER && f->line_len) {
-		agent_err_set(&f->err, AGENT_E_TRUNCATED,
-			      "connection closed inside a header line (%zu bytes, no newline); end every header with '\\n'",
-			      f->line_len);
+		agent_err_set(
+			&f->err, AGENT_E_TRUNCATED,
+			"connection closed inside a header line (%zu bytes, no newline); end every header with '\\n'",
+			f->line_len);
 		frame_fail(f, ev);
 		return;
 	}
 	if (f->state == FR_PAYLOAD) {
-		agent_err_set(&f->err, AGENT_E_TRUNCATED,
-			      "connection closed after %llu of %llu payload bytes; send exactly 'len' bytes after the header",
-			      (unsigned long long)(f->payload_len - f->payload_left),
-			      (unsigned long long)f->payload_len);
+		agent_err_set(
+			&f->err, AGENT_E_TRUNCATED,
+			"connection closed after %llu of %llu payload bytes; send exactly 'len' bytes after the header",
+			(unsigned long long)(f->payload_len - f->payload_left),
+			(unsigned long long)f->payload_len);
 		frame_fail(f, ev);
 		return;
 	}
@@ -312,18 +320,18 @@ static enum agent_code refused(struct parse *p, const struct json_field_fail *f,
 		return missing(p, f->key, what);
 	case JSON_FIELD_RANGE:
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: '%s' must be an integer from %llu to %llu (got %lld)", p->name,
-				     f->key, lo, hi, f->value);
+				     "%s: '%s' must be an integer from %llu to %llu (got %lld)",
+				     p->name, f->key, lo, hi, f->value);
 	case JSON_FIELD_UNKNOWN:
-		return agent_err_set(p->err, AGENT_E_UNKNOWN_FIELD, "%s: unknown field '%.100s'", p->name,
-				     f->key);
+		return agent_err_set(p->err, AGENT_E_UNKNOWN_FIELD, "%s: unknown field '%.100s'",
+				     p->name, f->key);
 	default:
 		if (f->want == JSON_FIELD_INTEGER)
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: '%s' must be an integer from %llu to %llu, not %s", p->name,
-					     f->key, lo, hi, f->got);
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be %s, not %s", p->name,
-				     f->key, what, f->got);
+					     "%s: '%s' must be an integer from %llu to %llu, not %s",
+					     p->name, f->key, lo, hi, f->got);
+		return agent_err_set(p->err, AGENT_E_BAD_FIELD, "%s: '%s' must be %s, not %s",
+				     p->name, f->key, what, f->got);
 	}
 }
 
@@ -331,7 +339,8 @@ static enum agent_code get_bool(struct parse *p, const char *key, bool def, bool
 {
 	struct json_field_fail f;
 
-	return json_field_bool(p->obj, key, false, def, out, &f) ? refused(p, &f, "true or false") : AGENT_OK;
+	return json_field_bool(p->obj, key, false, def, out, &f) ? refused(p, &f, "true or false")
+								 : AGENT_OK;
 }
 
 /* An integer in [min, max]; `def` when absent and not required. */
@@ -340,8 +349,9 @@ static enum agent_code get_uint(struct parse *p, const char *key, bool required,
 {
 	struct json_field_fail f;
 
-	return json_field_uint(p->obj, key, required, min, max, def, out, &f) ? refused(p, &f, "integer")
-									      : AGENT_OK;
+	return json_field_uint(p->obj, key, required, min, max, def, out, &f)
+		? refused(p, &f, "integer")
+		: AGENT_OK;
 }
 
 static enum agent_code get_u32(struct parse *p, const char *key, bool required, uint32_t min,
@@ -359,7 +369,8 @@ static enum agent_code get_string(struct parse *p, const char *key, bool require
 {
 	struct json_field_fail f;
 
-	return json_field_string(p->obj, key, required, SIZE_MAX, out, &f) ? refused(p, &f, what) : AGENT_OK;
+	return json_field_string(p->obj, key, required, SIZE_MAX, out, &f) ? refused(p, &f, what)
+									   : AGENT_OK;
 }
 
 /* sync_clock's `entropy`: an even number of hex digits, 1..AGENT_ENTROPY_MAX bytes. */
@@ -371,10 +382,11 @@ static enum agent_code parse_entropy(struct parse *p, const char **out)
 	if (c || !*out)
 		return c;
 	n = strlen(*out);
-	if (n == 0 || n % 2 || n > 2 * AGENT_ENTROPY_MAX || strspn(*out, "0123456789abcdefABCDEF") != n)
+	if (n == 0 || n % 2 || n > 2 * AGENT_ENTROPY_MAX ||
+	    strspn(*out, "0123456789abcdefABCDEF") != n)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'entropy' must be 1..%d bytes as an even number of hex digits", p->name,
-				     AGENT_ENTROPY_MAX);
+				     "%s: 'entropy' must be 1..%d bytes as an even number of hex digits",
+				     p->name, AGENT_ENTROPY_MAX);
 	return AGENT_OK;
 }
 
@@ -382,12 +394,13 @@ static enum agent_code check_path(struct parse *p, const char *key, const char *
 {
 	if (len > AGENT_PATH_MAX)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
-				     "%s: '%s' is %zu bytes; paths are at most %d bytes", p->name, key,
-				     len, AGENT_PATH_MAX);
+				     "%s: '%s' is %zu bytes; paths are at most %d bytes", p->name,
+				     key, len, AGENT_PATH_MAX);
 	if (s[0] != '/')
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: '%s' must be an absolute path (starting with '/'), got '%.200s'",
-				     p->name, key, s);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: '%s' must be an absolute path (starting with '/'), got '%.200s'",
+			p->name, key, s);
 	return AGENT_OK;
 }
 
@@ -414,9 +427,10 @@ static enum agent_code get_user(struct parse *p, enum agent_user *out)
 		*out = AGENT_USER_ROOT;
 		return AGENT_OK;
 	}
-	return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-			     "%s: 'user' must be \"user\" (uid 1000, the default) or \"root\", got '%.100s'",
-			     p->name, s);
+	return agent_err_set(
+		p->err, AGENT_E_BAD_FIELD,
+		"%s: 'user' must be \"user\" (uid 1000, the default) or \"root\", got '%.100s'",
+		p->name, s);
 }
 
 /* ---- per-type parsers ---- */
@@ -441,9 +455,10 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 				     p->name);
 	if (n > AGENT_ARGV_MAX)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
-				     "%s: 'argv' has %zu entries; at most %d are allowed", p->name, n,
-				     AGENT_ARGV_MAX);
-	json_array_foreach(a, i, v) {
+				     "%s: 'argv' has %zu entries; at most %d are allowed", p->name,
+				     n, AGENT_ARGV_MAX);
+	json_array_foreach(a, i, v)
+	{
 		if (!json_is_string(v))
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 					     "%s: 'argv[%zu]' must be a string, not %s", p->name, i,
@@ -458,18 +473,19 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 		return c;
 	off = shell ? 2 : 0;
 	if (n + off > AGENT_ARGV_MAX)
-		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
-				     "%s: 'argv' has %zu entries plus /bin/sh -c; at most %d are allowed",
-				     p->name, n, AGENT_ARGV_MAX);
+		return agent_err_set(
+			p->err, AGENT_E_TOO_LARGE,
+			"%s: 'argv' has %zu entries plus /bin/sh -c; at most %d are allowed",
+			p->name, n, AGENT_ARGV_MAX);
 	r->argv = calloc(n + off + 1, sizeof(*r->argv));
 	if (!r->argv)
-		return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later", p->name);
+		return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later",
+				     p->name);
 	if (shell) {
 		r->argv[0] = "/bin/sh";
 		r->argv[1] = "-c";
 	}
-	json_array_foreach(a, i, v)
-		r->argv[off + i] = json_string_value(v);
+	json_array_foreach(a, i, v) r->argv[off + i] = json_string_value(v);
 	r->argc = n + off;
 	r->shell = shell;
 	return AGENT_OK;
@@ -490,9 +506,10 @@ static enum agent_code parse_env(struct parse *p, struct agent_proc_req *r)
 	n = json_object_size(e);
 	if (n > AGENT_ENV_MAX)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
-				     "%s: 'env' has %zu entries; at most %d are allowed", p->name, n,
-				     AGENT_ENV_MAX);
-	json_object_foreach(e, k, v) {
+				     "%s: 'env' has %zu entries; at most %d are allowed", p->name,
+				     n, AGENT_ENV_MAX);
+	json_object_foreach(e, k, v)
+	{
 		/* execve() splits "K=V" at the first '='; a key holding one
 		 * would set a different variable than the host asked for. */
 		if (!k[0] || strchr(k, '='))
@@ -500,16 +517,19 @@ static enum agent_code parse_env(struct parse *p, struct agent_proc_req *r)
 					     "%s: 'env' key '%.100s' must be non-empty and without '='",
 					     p->name, k);
 		if (!json_is_string(v) && !json_is_null(v))
-			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: 'env.%.100s' must be a string (or null to unset), not %s",
-					     p->name, k, json_field_kind(v));
+			return agent_err_set(
+				p->err, AGENT_E_BAD_FIELD,
+				"%s: 'env.%.100s' must be a string (or null to unset), not %s",
+				p->name, k, json_field_kind(v));
 	}
 	if (!n)
 		return AGENT_OK;
 	r->env = calloc(n, sizeof(*r->env));
 	if (!r->env)
-		return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later", p->name);
-	json_object_foreach(e, k, v) {
+		return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later",
+				     p->name);
+	json_object_foreach(e, k, v)
+	{
 		r->env[i].key = k;
 		r->env[i].value = json_is_string(v) ? json_string_value(v) : NULL;
 		i++;
@@ -543,15 +563,17 @@ static enum agent_code parse_run(struct parse *p, struct agent_proc_req *r, uint
 {
 	const char *lang;
 	enum agent_code c = get_string(p, "language", true,
-				       "\"python\", \"javascript\", \"typescript\" or \"bash\"", &lang);
+				       "\"python\", \"javascript\", \"typescript\" or \"bash\"",
+				       &lang);
 
 	if (c)
 		return c;
 	r->lang = agent_lang_by_name(lang);
 	if (r->lang == AGENT_LANG_NONE)
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'language' must be \"python\", \"javascript\", \"typescript\" or \"bash\", got '%.100s'",
-				     p->name, lang);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'language' must be \"python\", \"javascript\", \"typescript\" or \"bash\", got '%.100s'",
+			p->name, lang);
 	return get_u32(p, "code_len", true, 0, (uint32_t)len, 0, &r->code_len);
 }
 
@@ -570,10 +592,11 @@ static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, boo
 	if ((c = get_bool(p, "confine", false, &r->confine)))
 		return c;
 	if (r->confine && !agent_confine_cwd_ok(r->cwd))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'cwd' '%.200s' is not visible to a confined process; give " AGENT_WORKSPACE
-				     " or a directory below it (without '..'), or leave it out",
-				     p->name, r->cwd);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'cwd' '%.200s' is not visible to a confined process; give " AGENT_WORKSPACE
+			" or a directory below it (without '..'), or leave it out",
+			p->name, r->cwd);
 	if (!spawn)
 		return get_u32(p, "output_cap", false, 0, AGENT_OUTPUT_CAP_MAX,
 			       AGENT_OUTPUT_CAP_DEFAULT, &r->output_cap);
@@ -601,9 +624,10 @@ static enum agent_code get_id(struct parse *p, uint32_t *id)
 	*id = 0;
 	if (p->ctx == AGENT_CTX_ATTACHED) {
 		if (json_object_get(p->obj, "id"))
-			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: 'id' is not allowed on an attached stream; the stream's process is implied",
-					     p->name);
+			return agent_err_set(
+				p->err, AGENT_E_BAD_FIELD,
+				"%s: 'id' is not allowed on an attached stream; the stream's process is implied",
+				p->name);
 		return AGENT_OK;
 	}
 	return get_u32(p, "id", true, 1, UINT32_MAX, 0, id);
@@ -617,9 +641,10 @@ static enum agent_code get_signal(struct parse *p, int *signo)
 		return missing(p, "signal", "1..64 or a name such as \"TERM\"");
 	*signo = agent_signal_number(v);
 	if (*signo <= 0)
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'signal' must be an integer 1..64 or a name such as \"TERM\" or \"SIGKILL\"",
-				     p->name);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'signal' must be an integer 1..64 or a name such as \"TERM\" or \"SIGKILL\"",
+			p->name);
 	return AGENT_OK;
 }
 
@@ -641,9 +666,10 @@ static enum agent_code parse_ctl(struct parse *p, enum agent_type t, struct agen
 			return AGENT_OK;
 		}
 		if (!json_is_integer(from) || json_integer_value(from) < 0)
-			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: 'from' must be a sequence number (integer >= 0) or \"now\"",
-					     p->name);
+			return agent_err_set(
+				p->err, AGENT_E_BAD_FIELD,
+				"%s: 'from' must be a sequence number (integer >= 0) or \"now\"",
+				p->name);
 		r->has_from = true;
 		r->from = (uint64_t)json_integer_value(from);
 		return AGENT_OK;
@@ -673,7 +699,8 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 
 	r->length = UINT64_MAX;
 	if (t == AGENT_T_RENAME) {
-		if ((c = get_path(p, "from", true, &r->path)) || (c = get_path(p, "to", true, &r->to)) ||
+		if ((c = get_path(p, "from", true, &r->path)) ||
+		    (c = get_path(p, "to", true, &r->to)) ||
 		    (c = get_bool(p, "overwrite", false, &r->overwrite)))
 			return c;
 		return get_user(p, &r->user);
@@ -691,9 +718,10 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 		    (c = get_bool(p, "exclusive", false, &r->exclusive)))
 			return c;
 		if (r->exclusive && !r->create)
-			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: 'exclusive' needs 'create' (it fails when the file exists)",
-					     p->name);
+			return agent_err_set(
+				p->err, AGENT_E_BAD_FIELD,
+				"%s: 'exclusive' needs 'create' (it fails when the file exists)",
+				p->name);
 		if ((c = get_bool(p, "append", false, &r->append)) ||
 		    (c = get_u32(p, "mode", false, 0, 07777, AGENT_FILE_MODE_DEFAULT, &r->mode)) ||
 		    (c = get_bool(p, "parents", false, &r->parents)))
@@ -706,8 +734,8 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 		break;
 	case AGENT_T_LIST_DIR:
 		if ((c = get_u32(p, "depth", false, 1, AGENT_LIST_DEPTH_MAX, 1, &r->depth)) ||
-		    (c = get_u32(p, "limit", false, 1, AGENT_LIST_LIMIT_MAX, AGENT_LIST_LIMIT_DEFAULT,
-				 &r->limit)))
+		    (c = get_u32(p, "limit", false, 1, AGENT_LIST_LIMIT_MAX,
+				 AGENT_LIST_LIMIT_DEFAULT, &r->limit)))
 			return c;
 		break;
 	case AGENT_T_MKDIR:
@@ -719,9 +747,10 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 		/* Lexical, before anything touches the disk: no spelling of "/"
 		 * may start a recursive delete of the whole guest. */
 		if (agent_path_is_root(r->path))
-			return agent_err_set(p->err, AGENT_E_UNSAFE_PATH,
-					     "%s: refusing to remove '%.200s', which is the root directory",
-					     p->name, r->path);
+			return agent_err_set(
+				p->err, AGENT_E_UNSAFE_PATH,
+				"%s: refusing to remove '%.200s', which is the root directory",
+				p->name, r->path);
 		if ((c = get_bool(p, "recursive", false, &r->recursive)))
 			return c;
 		break;
@@ -734,15 +763,17 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 static enum agent_code get_addr(struct parse *p, const char *key, bool cidr, struct agent_addr *a)
 {
 	const char *s;
-	enum agent_code c = get_string(p, key, false, cidr ? "an address with /prefix" : "an IP address", &s);
+	enum agent_code c = get_string(p, key, false,
+				       cidr ? "an address with /prefix" : "an IP address", &s);
 
 	if (c || !s)
 		return c;
 	if ((cidr ? agent_parse_cidr(s, a) : agent_parse_ip(s, a)) < 0)
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     cidr ? "%s: '%s' must be an address with a prefix length, like \"10.0.2.15/24\" or \"fd00::2/64\", got '%.100s'"
-					  : "%s: '%s' must be an IPv4 or IPv6 address, got '%.100s'",
-				     p->name, key, s);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			cidr ? "%s: '%s' must be an address with a prefix length, like \"10.0.2.15/24\" or \"fd00::2/64\", got '%.100s'"
+			     : "%s: '%s' must be an IPv4 or IPv6 address, got '%.100s'",
+			p->name, key, s);
 	return AGENT_OK;
 }
 
@@ -755,15 +786,17 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 	if ((c = get_string(p, "hostname", false, "a hostname", &r->hostname)))
 		return c;
 	if (r->hostname && !agent_hostname_valid(r->hostname))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'hostname' '%.100s' is not a valid hostname (1..64 bytes; labels of letters, digits and '-')",
-				     p->name, r->hostname);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'hostname' '%.100s' is not a valid hostname (1..64 bytes; labels of letters, digits and '-')",
+			p->name, r->hostname);
 	if ((c = get_string(p, "interface", false, "an interface name", &r->iface)))
 		return c;
 	if (r->iface && !agent_ifname_valid(r->iface))
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'interface' '%.100s' is not a valid interface name (1..15 bytes, no '/', ':' or spaces)",
-				     p->name, r->iface);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'interface' '%.100s' is not a valid interface name (1..15 bytes, no '/', ':' or spaces)",
+			p->name, r->iface);
 	if ((c = get_addr(p, "address", true, &r->address)))
 		return c;
 	r->has_address = json_object_get(p->obj, "address") != NULL;
@@ -771,21 +804,24 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 		return c;
 	r->has_gateway = json_object_get(p->obj, "gateway") != NULL;
 	if (r->has_address && r->has_gateway && r->address.family != r->gateway.family)
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'gateway' and 'address' must be the same family (both IPv4 or both IPv6)",
-				     p->name);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'gateway' and 'address' must be the same family (both IPv4 or both IPv6)",
+			p->name);
 	dns = json_object_get(p->obj, "dns");
 	if (dns) {
 		if (!json_is_array(dns))
 			return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-					     "%s: 'dns' must be an array of IP addresses, not %s", p->name,
-					     json_field_kind(dns));
+					     "%s: 'dns' must be an array of IP addresses, not %s",
+					     p->name, json_field_kind(dns));
 		if (json_array_size(dns) > AGENT_DNS_MAX)
 			return agent_err_set(p->err, AGENT_E_TOO_LARGE,
 					     "%s: 'dns' has %zu servers; resolv.conf uses at most %d",
 					     p->name, json_array_size(dns), AGENT_DNS_MAX);
-		json_array_foreach(dns, i, v) {
-			if (!json_is_string(v) || agent_parse_ip(json_string_value(v), &r->dns[i]) < 0)
+		json_array_foreach(dns, i, v)
+		{
+			if (!json_is_string(v) ||
+			    agent_parse_ip(json_string_value(v), &r->dns[i]) < 0)
 				return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 						     "%s: 'dns[%zu]' must be an IPv4 or IPv6 address",
 						     p->name, i);
@@ -796,12 +832,14 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 	if ((c = get_u32(p, "mtu", false, 68, 65535, 0, &r->mtu)))
 		return c;
 	if (!r->hostname && !r->has_address && !r->has_gateway && !r->has_dns && !r->mtu)
-		return agent_err_set(p->err, AGENT_E_MISSING_FIELD,
-				     "%s: nothing to configure; give at least one of hostname, address, gateway, dns, mtu",
-				     p->name);
+		return agent_err_set(
+			p->err, AGENT_E_MISSING_FIELD,
+			"%s: nothing to configure; give at least one of hostname, address, gateway, dns, mtu",
+			p->name);
 	if (r->iface && !r->has_address && !r->has_gateway && !r->mtu)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'interface' only applies with address, gateway or mtu", p->name);
+				     "%s: 'interface' only applies with address, gateway or mtu",
+				     p->name);
 	if (!r->iface)
 		r->iface = "eth0";
 	return AGENT_OK;
@@ -827,9 +865,10 @@ static enum agent_code parse_tcp(struct parse *p, struct agent_tcp_req *r)
 	} else if (strcmp(r->address, "::1") == 0) {
 		r->family = AF_INET6;
 	} else {
-		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
-				     "%s: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '%.100s'",
-				     p->name, r->address);
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '%.100s'",
+			p->name, r->address);
 	}
 	return AGENT_OK;
 }
@@ -885,7 +924,8 @@ static enum agent_code body_configure(struct parse *p, struct agent_msg *m)
 static enum agent_code body_sync_clock(struct parse *p, struct agent_msg *m)
 {
 	uint64_t v;
-	enum agent_code c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0, &v);
+	enum agent_code c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0,
+				     &v);
 
 	m->u.clock.time_ns = (int64_t)v;
 	return c ? c : parse_entropy(p, &m->u.clock.entropy);
@@ -893,7 +933,8 @@ static enum agent_code body_sync_clock(struct parse *p, struct agent_msg *m)
 
 static enum agent_code body_shutdown(struct parse *p, struct agent_msg *m)
 {
-	return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &m->u.grace_ms);
+	return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
+		       &m->u.grace_ms);
 }
 
 static enum agent_code body_tcp(struct parse *p, struct agent_msg *m)
@@ -935,34 +976,49 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_PING] = { "ping", CTX_REQ, false, NO_FIELDS, NULL },
 	[AGENT_T_INFO] = { "info", CTX_REQ, false, NO_FIELDS, NULL },
 	[AGENT_T_EXEC] = { "exec", CTX_REQ, true, FIELDS(PROC_FIELDS, "output_cap"), body_exec },
-	[AGENT_T_SPAWN] = { "spawn", CTX_REQ, false, FIELDS(PROC_FIELDS, "pty", "rows", "cols", "ring_bytes"),
-			    body_spawn },
+	[AGENT_T_SPAWN] = { "spawn", CTX_REQ, false,
+			    FIELDS(PROC_FIELDS, "pty", "rows", "cols", "ring_bytes"), body_spawn },
 	[AGENT_T_ATTACH] = { "attach", CTX_REQ, false, FIELDS("id", "from"), body_ctl },
 	[AGENT_T_STDIN] = { "stdin", CTX_REQ | CTX_ATT, true, FIELDS("id", "close"), body_ctl },
-	[AGENT_T_SIGNAL] = { "signal", CTX_REQ | CTX_ATT, false, FIELDS("id", "signal", "group"), body_ctl },
-	[AGENT_T_RESIZE] = { "resize", CTX_REQ | CTX_ATT, false, FIELDS("id", "rows", "cols"), body_ctl },
+	[AGENT_T_SIGNAL] = { "signal", CTX_REQ | CTX_ATT, false, FIELDS("id", "signal", "group"),
+			     body_ctl },
+	[AGENT_T_RESIZE] = { "resize", CTX_REQ | CTX_ATT, false, FIELDS("id", "rows", "cols"),
+			     body_ctl },
 	[AGENT_T_WAIT] = { "wait", CTX_REQ, false, FIELDS("id", "timeout_ms"), body_ctl },
 	[AGENT_T_LIST_PROCESSES] = { "list_processes", CTX_REQ, false, NO_FIELDS, NULL },
-	[AGENT_T_READ] = { "read", CTX_REQ, false, FIELDS("path", "offset", "length", "user"), body_file },
+	[AGENT_T_READ] = { "read", CTX_REQ, false, FIELDS("path", "offset", "length", "user"),
+			   body_file },
 	[AGENT_T_WRITE] = { "write", CTX_REQ, true,
-			    FIELDS("path", "create", "exclusive", "append", "mode", "parents", "user"), body_file },
+			    FIELDS("path", "create", "exclusive", "append", "mode", "parents",
+				   "user"),
+			    body_file },
 	[AGENT_T_STAT] = { "stat", CTX_REQ, false, FIELDS("path", "follow", "user"), body_file },
-	[AGENT_T_EXISTS] = { "exists", CTX_REQ, false, FIELDS("path", "follow", "user"), body_file },
-	[AGENT_T_LIST_DIR] = { "list_dir", CTX_REQ, false, FIELDS("path", "depth", "limit", "user"), body_file },
-	[AGENT_T_MKDIR] = { "mkdir", CTX_REQ, false, FIELDS("path", "parents", "mode", "user"), body_file },
-	[AGENT_T_REMOVE] = { "remove", CTX_REQ, false, FIELDS("path", "recursive", "user"), body_file },
-	[AGENT_T_RENAME] = { "rename", CTX_REQ, false, FIELDS("from", "to", "overwrite", "user"), body_file },
+	[AGENT_T_EXISTS] = { "exists", CTX_REQ, false, FIELDS("path", "follow", "user"),
+			     body_file },
+	[AGENT_T_LIST_DIR] = { "list_dir", CTX_REQ, false, FIELDS("path", "depth", "limit", "user"),
+			       body_file },
+	[AGENT_T_MKDIR] = { "mkdir", CTX_REQ, false, FIELDS("path", "parents", "mode", "user"),
+			    body_file },
+	[AGENT_T_REMOVE] = { "remove", CTX_REQ, false, FIELDS("path", "recursive", "user"),
+			     body_file },
+	[AGENT_T_RENAME] = { "rename", CTX_REQ, false, FIELDS("from", "to", "overwrite", "user"),
+			     body_file },
 	[AGENT_T_TAR_UPLOAD] = { "tar_upload", CTX_REQ, true, FIELDS("path", "user"), body_file },
-	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user"), body_file },
+	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user"),
+				   body_file },
 	[AGENT_T_CONFIGURE] = { "configure", CTX_REQ, false,
-				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu"), body_configure },
-	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy"), body_sync_clock },
+				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu"),
+				body_configure },
+	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy"),
+				 body_sync_clock },
 	[AGENT_T_SHUTDOWN] = { "shutdown", CTX_REQ, false, FIELDS("grace_ms"), body_shutdown },
-	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address"), body_tcp },
+	[AGENT_T_TCP_CONNECT] = { "tcp_connect", CTX_REQ, false, FIELDS("port", "address"),
+				  body_tcp },
 	/* exec's fields less argv and shell: the agent builds the command. */
-	[AGENT_T_RUN] = { "run", CTX_REQ, true, FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap"),
-			  body_run },
-	[AGENT_T_WATCH] = { "watch", CTX_REQ, false, FIELDS("path", "recursive", "max_watches", "queue", "user"),
+	[AGENT_T_RUN] = { "run", CTX_REQ, true,
+			  FIELDS("language", "code_len", PROC_RUN_FIELDS, "output_cap"), body_run },
+	[AGENT_T_WATCH] = { "watch", CTX_REQ, false,
+			    FIELDS("path", "recursive", "max_watches", "queue", "user"),
 			    body_watch },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS, NULL },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS, NULL },
@@ -986,16 +1042,18 @@ static enum agent_code wrong_context(struct parse *p, enum agent_type t)
 
 	switch (p->ctx) {
 	case AGENT_CTX_REQUEST:
-		return agent_err_set(p->err, AGENT_E_UNEXPECTED_TYPE,
-				     "'%s' is not valid as a request; it only follows write or tar_upload",
-				     n);
+		return agent_err_set(
+			p->err, AGENT_E_UNEXPECTED_TYPE,
+			"'%s' is not valid as a request; it only follows write or tar_upload", n);
 	case AGENT_CTX_UPLOAD:
 		return agent_err_set(p->err, AGENT_E_UNEXPECTED_TYPE,
-				     "'%s' is not valid during an upload; send data messages, then end", n);
-	default:
-		return agent_err_set(p->err, AGENT_E_UNEXPECTED_TYPE,
-				     "'%s' is not valid on an attached stream; only stdin, signal and resize are",
+				     "'%s' is not valid during an upload; send data messages, then end",
 				     n);
+	default:
+		return agent_err_set(
+			p->err, AGENT_E_UNEXPECTED_TYPE,
+			"'%s' is not valid on an attached stream; only stdin, signal and resize are",
+			n);
 	}
 }
 
@@ -1027,9 +1085,10 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 		if (strcmp(specs[t].name, tname) == 0)
 			break;
 	if (t == AGENT_TYPE_COUNT)
-		return agent_err_set(err, AGENT_E_UNKNOWN_TYPE,
-				     "unknown message type '%.100s'; see docs/agent-protocol.md for the list",
-				     tname);
+		return agent_err_set(
+			err, AGENT_E_UNKNOWN_TYPE,
+			"unknown message type '%.100s'; see docs/agent-protocol.md for the list",
+			tname);
 	s = &specs[t];
 	p.name = s->name;
 	if (!(s->ctx & (1u << ctx)))
@@ -1081,14 +1140,14 @@ static const struct {
 	const char *name;
 	int signo;
 } signals[] = {
-	{ "HUP", SIGHUP },     { "INT", SIGINT },       { "QUIT", SIGQUIT },   { "ILL", SIGILL },
-	{ "TRAP", SIGTRAP },   { "ABRT", SIGABRT },     { "BUS", SIGBUS },     { "FPE", SIGFPE },
-	{ "KILL", SIGKILL },   { "USR1", SIGUSR1 },     { "SEGV", SIGSEGV },   { "USR2", SIGUSR2 },
-	{ "PIPE", SIGPIPE },   { "ALRM", SIGALRM },     { "TERM", SIGTERM },   { "STKFLT", SIGSTKFLT },
-	{ "CHLD", SIGCHLD },   { "CONT", SIGCONT },     { "STOP", SIGSTOP },   { "TSTP", SIGTSTP },
-	{ "TTIN", SIGTTIN },   { "TTOU", SIGTTOU },     { "URG", SIGURG },     { "XCPU", SIGXCPU },
-	{ "XFSZ", SIGXFSZ },   { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF },   { "WINCH", SIGWINCH },
-	{ "IO", SIGIO },       { "PWR", SIGPWR },       { "SYS", SIGSYS },
+	{ "HUP", SIGHUP },   { "INT", SIGINT },       { "QUIT", SIGQUIT }, { "ILL", SIGILL },
+	{ "TRAP", SIGTRAP }, { "ABRT", SIGABRT },     { "BUS", SIGBUS },   { "FPE", SIGFPE },
+	{ "KILL", SIGKILL }, { "USR1", SIGUSR1 },     { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 },
+	{ "PIPE", SIGPIPE }, { "ALRM", SIGALRM },     { "TERM", SIGTERM }, { "STKFLT", SIGSTKFLT },
+	{ "CHLD", SIGCHLD }, { "CONT", SIGCONT },     { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
+	{ "TTIN", SIGTTIN }, { "TTOU", SIGTTOU },     { "URG", SIGURG },   { "XCPU", SIGXCPU },
+	{ "XFSZ", SIGXFSZ }, { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH },
+	{ "IO", SIGIO },     { "PWR", SIGPWR },       { "SYS", SIGSYS },
 };
 
 int agent_signal_by_name(const char *name)
@@ -1200,8 +1259,8 @@ bool agent_ifname_valid(const char *s)
 	if (n == 0 || n > AGENT_IFNAME_MAX || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
 		return false;
 	for (; *s; s++)
-		if (*s == '/' || *s == ':' || *s == ' ' || *s == '\t' || *s == '\n' ||
-		    *s == '\r' || *s == '\v' || *s == '\f')
+		if (*s == '/' || *s == ':' || *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' ||
+		    *s == '\v' || *s == '\f')
 			return false;
 	return true;
 }
@@ -1584,7 +1643,9 @@ static int process_line(struct agent_line *out, const struct agent_process_info 
 		json_t *arr = json_array();
 
 		for (size_t i = 0; arr && i < p->argc; i++)
-			if (json_array_append_new(arr, lossy_string(p->argv[i], strlen(p->argv[i]), NULL)) < 0)
+			if (json_array_append_new(arr,
+						  lossy_string(p->argv[i], strlen(p->argv[i]),
+							       NULL)) < 0)
 				b.bad = true;
 		jb_set(&b, "argv", arr);
 	} else {
@@ -1617,8 +1678,9 @@ int agent_line_process(struct agent_line *out, const struct agent_process_info *
 /* ---- watch ---- */
 
 static const char *const fs_kinds[AGENT_FS_KIND_COUNT] = {
-	[AGENT_FS_CREATE] = "create",  [AGENT_FS_MODIFY] = "modify",     [AGENT_FS_DELETE] = "delete",
-	[AGENT_FS_RENAME] = "rename",  [AGENT_FS_OVERFLOW] = "overflow",
+	[AGENT_FS_CREATE] = "create",     [AGENT_FS_MODIFY] = "modify",
+	[AGENT_FS_DELETE] = "delete",     [AGENT_FS_RENAME] = "rename",
+	[AGENT_FS_OVERFLOW] = "overflow",
 };
 
 const char *agent_fs_kind_name(enum agent_fs_kind k)

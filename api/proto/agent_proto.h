@@ -33,10 +33,10 @@
 #define AGENT_PORT 1024
 #define AGENT_PROTOCOL 1
 
-#define AGENT_HEADER_MAX 65536          /* header line, '\n' included */
-#define AGENT_LEN_MAX (1u << 20)        /* payload bytes of one message */
-#define AGENT_CHUNK_MAX 65536           /* payload per message the agent sends */
-#define AGENT_PATH_MAX 4095             /* PATH_MAX less the NUL */
+#define AGENT_HEADER_MAX 65536   /* header line, '\n' included */
+#define AGENT_LEN_MAX (1u << 20) /* payload bytes of one message */
+#define AGENT_CHUNK_MAX 65536    /* payload per message the agent sends */
+#define AGENT_PATH_MAX 4095      /* PATH_MAX less the NUL */
 #define AGENT_ARGV_MAX 1024
 #define AGENT_ENV_MAX 1024
 #define AGENT_MAX_PROCS 128
@@ -54,13 +54,14 @@
 #define AGENT_LIST_DEPTH_MAX 32u
 #define AGENT_LIST_LIMIT_DEFAULT 10000u
 #define AGENT_LIST_LIMIT_MAX 1000000u
-#define AGENT_DNS_MAX 3                 /* resolv.conf MAXNS */
-#define AGENT_HOSTNAME_MAX 64           /* HOST_NAME_MAX */
-#define AGENT_IFNAME_MAX 15             /* IFNAMSIZ less the NUL */
+#define AGENT_DNS_MAX 3       /* resolv.conf MAXNS */
+#define AGENT_HOSTNAME_MAX 64 /* HOST_NAME_MAX */
+#define AGENT_IFNAME_MAX 15   /* IFNAMSIZ less the NUL */
 #define AGENT_GRACE_DEFAULT_MS 100u
 #define AGENT_GRACE_MAX_MS 60000u
-#define AGENT_TCP_CONNECT_MS 10000      /* tcp_connect: connect() to the guest port */
-#define AGENT_TCP_HALF_IDLE_MS 60000    /* tcp_connect: one direction ended, the other idle this long */
+#define AGENT_TCP_CONNECT_MS 10000 /* tcp_connect: connect() to the guest port */
+#define AGENT_TCP_HALF_IDLE_MS \
+	60000 /* tcp_connect: one direction ended, the other idle this long */
 /* watch: inotify watches per watch request, and events queued for a slow host. */
 #define AGENT_WATCH_WATCHES_DEFAULT 8192u
 #define AGENT_WATCH_WATCHES_MAX 65536u
@@ -71,7 +72,7 @@
 #define AGENT_MAX_WATCH_STREAMS 16
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
-#define AGENT_ERR_MESSAGE_MAX 512       /* message buffer, NUL included */
+#define AGENT_ERR_MESSAGE_MAX 512 /* message buffer, NUL included */
 #define AGENT_PTY_ROWS_DEFAULT 24u
 #define AGENT_PTY_COLS_DEFAULT 80u
 #define AGENT_FILE_MODE_DEFAULT 0644u
@@ -152,12 +153,12 @@ struct agent_event {
 	uint64_t len;
 	const uint8_t *data;
 	size_t data_len;
-	bool last;                  /* PAYLOAD: this slice completes the payload */
+	bool last;                   /* PAYLOAD: this slice completes the payload */
 	const struct agent_err *err; /* ERROR: points into the framer */
 };
 
 struct agent_frame {
-	char *line;          /* partial header line, grown up to AGENT_HEADER_MAX */
+	char *line; /* partial header line, grown up to AGENT_HEADER_MAX */
 	size_t line_len;
 	size_t line_cap;
 	uint64_t payload_len; /* of the current message */
@@ -246,8 +247,14 @@ struct agent_env {
 };
 
 /* run's languages (docs/agent-protocol.md, 7.3.1). */
-enum agent_lang { AGENT_LANG_NONE, AGENT_LANG_PYTHON, AGENT_LANG_JAVASCRIPT, AGENT_LANG_TYPESCRIPT,
-		  AGENT_LANG_BASH, AGENT_LANG_COUNT };
+enum agent_lang {
+	AGENT_LANG_NONE,
+	AGENT_LANG_PYTHON,
+	AGENT_LANG_JAVASCRIPT,
+	AGENT_LANG_TYPESCRIPT,
+	AGENT_LANG_BASH,
+	AGENT_LANG_COUNT
+};
 
 /* "python", ...; NULL for AGENT_LANG_NONE or out of range. */
 const char *agent_lang_name(enum agent_lang l);
@@ -274,19 +281,20 @@ struct agent_proc_req {
 	uint16_t rows, cols;  /* spawn with pty */
 	uint32_t ring_bytes;  /* spawn */
 	enum agent_lang lang; /* run: argv is empty until the agent builds it */
-	uint32_t code_len;    /* run: the payload's first code_len bytes are the code, the rest stdin */
-	const char *run_dir;  /* run, confined: its directory, shown in the view; set by the agent, never parsed */
+	uint32_t code_len; /* run: the payload's first code_len bytes are the code, the rest stdin */
+	const char *
+		run_dir; /* run, confined: its directory, shown in the view; set by the agent, never parsed */
 };
 
 /* attach, stdin, signal, resize, wait: `id` is 0 on an attached stream. */
 struct agent_ctl_req {
 	uint32_t id;
-	bool from_now;  /* attach: "from":"now" */
-	bool has_from;  /* attach: numeric from given */
+	bool from_now; /* attach: "from":"now" */
+	bool has_from; /* attach: numeric from given */
 	uint64_t from;
-	bool close;     /* stdin */
-	int signo;      /* signal */
-	bool group;     /* signal */
+	bool close;          /* stdin */
+	int signo;           /* signal */
+	bool group;          /* signal */
 	uint16_t rows, cols; /* resize */
 	uint32_t timeout_ms; /* wait */
 };
@@ -294,22 +302,22 @@ struct agent_ctl_req {
 /* read, write, stat, exists, list_dir, mkdir, remove, rename, tar_*. */
 struct agent_file_req {
 	const char *path;
-	const char *to;       /* rename: `from` is in path */
+	const char *to; /* rename: `from` is in path */
 	enum agent_user user;
-	uint64_t offset;      /* read */
-	uint64_t length;      /* read; UINT64_MAX: to EOF */
-	uint32_t mode;        /* write, mkdir */
+	uint64_t offset;                         /* read */
+	uint64_t length;                         /* read; UINT64_MAX: to EOF */
+	uint32_t mode;                           /* write, mkdir */
 	bool create, exclusive, append, parents; /* write (parents: also mkdir) */
-	bool recursive;       /* remove */
-	bool overwrite;       /* rename */
-	bool follow;          /* stat, exists */
-	uint32_t depth, limit; /* list_dir */
+	bool recursive;                          /* remove */
+	bool overwrite;                          /* rename */
+	bool follow;                             /* stat, exists */
+	uint32_t depth, limit;                   /* list_dir */
 };
 
 struct agent_addr {
-	int family;          /* AF_INET or AF_INET6 */
-	uint8_t bytes[16];   /* network order; 4 used for AF_INET */
-	uint8_t prefix;      /* cidr only */
+	int family;        /* AF_INET or AF_INET6 */
+	uint8_t bytes[16]; /* network order; 4 used for AF_INET */
+	uint8_t prefix;    /* cidr only */
 };
 
 struct agent_configure_req {
@@ -340,8 +348,8 @@ struct agent_watch_req {
 
 struct agent_msg {
 	enum agent_type type;
-	uint64_t len;   /* payload bytes that follow this header */
-	json_t *json;   /* strings above point into it; agent_msg_free drops it */
+	uint64_t len; /* payload bytes that follow this header */
+	json_t *json; /* strings above point into it; agent_msg_free drops it */
 	union {
 		struct agent_proc_req proc;
 		struct agent_ctl_req ctl;
@@ -352,8 +360,8 @@ struct agent_msg {
 		struct {
 			int64_t time_ns;
 			const char *entropy; /* hex digits (checked), or NULL */
-		} clock;            /* sync_clock */
-		uint32_t grace_ms;  /* shutdown */
+		} clock;                     /* sync_clock */
+		uint32_t grace_ms;           /* shutdown */
 	} u;
 };
 
@@ -386,7 +394,6 @@ bool agent_ifname_valid(const char *s);
 bool agent_confine_cwd_ok(const char *cwd);
 /* True when `path` lexically names "/" ("/", "//", "/.", "/a/..", ...). */
 bool agent_path_is_root(const char *path);
-
 
 /* ---- reply lines ---- */
 
@@ -443,13 +450,13 @@ int agent_line_file(struct agent_line *out, uint64_t size);
 int agent_line_result(struct agent_line *out, uint64_t size, uint64_t len);
 
 struct agent_exit {
-	uint32_t id;       /* 0: an exec (no id field) */
+	uint32_t id; /* 0: an exec (no id field) */
 	int pid;
-	int exit_code;     /* -1: none (signal) */
-	int signo;         /* 0: none */
+	int exit_code; /* -1: none (signal) */
+	int signo;     /* 0: none */
 	bool timed_out;
 	uint64_t stdout_bytes, stderr_bytes;
-	bool is_exec;      /* adds stdout_truncated / stderr_truncated */
+	bool is_exec; /* adds stdout_truncated / stderr_truncated */
 	bool stdout_truncated, stderr_truncated;
 	uint64_t wall_us, user_us, sys_us;
 };
@@ -459,10 +466,10 @@ int agent_line_exit(struct agent_line *out, const struct agent_exit *e);
 const char *agent_kind_name(uint32_t st_mode);
 
 struct agent_stat {
-	const char *path;  /* raw bytes; made valid UTF-8 (with "lossy") */
+	const char *path; /* raw bytes; made valid UTF-8 (with "lossy") */
 	size_t path_len;
-	uint32_t depth;    /* entry lines only */
-	uint32_t st_mode;  /* full st_mode: kind and permission bits */
+	uint32_t depth;   /* entry lines only */
+	uint32_t st_mode; /* full st_mode: kind and permission bits */
 	uint64_t size;
 	uint32_t uid, gid;
 	uint64_t nlink;
@@ -508,13 +515,13 @@ int agent_fs_kind_parse(const char *name);
 struct agent_fs_event {
 	enum agent_fs_kind kind;
 	uint64_t seq;
-	const char *path;     /* below the watched directory; raw bytes */
+	const char *path; /* below the watched directory; raw bytes */
 	size_t path_len;
 	const char *old_path; /* rename only */
 	size_t old_len;
 	bool is_dir;
-	const char *reason;   /* overflow: "queue", "kernel", "watch_limit" */
-	uint64_t dropped;     /* overflow: events the agent dropped (0: unknown) */
+	const char *reason; /* overflow: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;   /* overflow: events the agent dropped (0: unknown) */
 };
 
 /* {"type":"watching","path":P,"recursive":B,"watches":N} */

@@ -39,10 +39,10 @@ enum {
 	ST_HEADER, /* collecting a header block */
 	ST_DATA,   /* a file's data: DATA events */
 	ST_FILE_END,
-	ST_PAD,    /* padding after data */
-	ST_SKIP,   /* data of a member that is not extracted, padding included */
-	ST_EXT,    /* collecting pax / GNU long-name data */
-	ST_ZERO,   /* one zero block seen; the next must be zero too */
+	ST_PAD,  /* padding after data */
+	ST_SKIP, /* data of a member that is not extracted, padding included */
+	ST_EXT,  /* collecting pax / GNU long-name data */
+	ST_ZERO, /* one zero block seen; the next must be zero too */
 	ST_DONE,
 	ST_ERROR,
 };
@@ -71,7 +71,8 @@ int tar_num_parse(const uint8_t *f, size_t n, bool allow_neg, int64_t *out)
 			return -EINVAL;
 		v = neg ? (int64_t)(f[0] & 0x3f) - 64 : (int64_t)(f[0] & 0x3f);
 		for (i = 1; i < n; i++)
-			if (__builtin_mul_overflow(v, 256, &v) || __builtin_add_overflow(v, f[i], &v))
+			if (__builtin_mul_overflow(v, 256, &v) ||
+			    __builtin_add_overflow(v, f[i], &v))
 				return -EINVAL;
 		*out = v;
 		return 0;
@@ -93,8 +94,8 @@ int tar_num_parse(const uint8_t *f, size_t n, bool allow_neg, int64_t *out)
 
 /* ---- names ---- */
 
-enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t *out_len,
-				   bool *dir, const char *target, struct agent_err *err)
+enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t *out_len, bool *dir,
+				   const char *target, struct agent_err *err)
 {
 	size_t o = 0, p = 0;
 
@@ -103,13 +104,15 @@ enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t 
 	*out_len = 0;
 	*dir = n && raw[n - 1] == '/';
 	if (memchr(raw, '\0', n))
-		return agent_err_set(err, AGENT_E_BAD_ARCHIVE,
-				     "tar member '%.200s': the name contains a NUL byte; the archive is corrupt",
-				     raw);
+		return agent_err_set(
+			err, AGENT_E_BAD_ARCHIVE,
+			"tar member '%.200s': the name contains a NUL byte; the archive is corrupt",
+			raw);
 	if (n && raw[0] == '/')
-		return agent_err_set(err, AGENT_E_UNSAFE_PATH,
-				     "tar member '%.*s': absolute name would leave %s; the archive must hold relative paths inside the target",
-				     (int)(n > 200 ? 200 : n), raw, target);
+		return agent_err_set(
+			err, AGENT_E_UNSAFE_PATH,
+			"tar member '%.*s': absolute name would leave %s; the archive must hold relative paths inside the target",
+			(int)(n > 200 ? 200 : n), raw, target);
 	while (p < n) {
 		size_t s, len;
 
@@ -122,16 +125,18 @@ enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t 
 		if (!len || (len == 1 && raw[s] == '.'))
 			continue;
 		if (len == 2 && raw[s] == '.' && raw[s + 1] == '.')
-			return agent_err_set(err, AGENT_E_UNSAFE_PATH,
-					     "tar member '%.*s': '..' would leave %s; the archive must hold relative paths inside the target",
-					     (int)(n > 200 ? 200 : n), raw, target);
+			return agent_err_set(
+				err, AGENT_E_UNSAFE_PATH,
+				"tar member '%.*s': '..' would leave %s; the archive must hold relative paths inside the target",
+				(int)(n > 200 ? 200 : n), raw, target);
 		/* Extractors copy a component into a NAME_MAX buffer and the
 		 * whole into a PATH_MAX one; a pax or GNU long name is bounded
 		 * only by TAR_EXT_MAX, so the limits are enforced here. */
 		if (len > NAME_MAX || o + !!o + len > AGENT_PATH_MAX)
-			return agent_err_set(err, AGENT_E_BAD_ARCHIVE,
-					     "tar member '%.*s...': the name is too long: at most %d bytes per component and %d in all",
-					     (int)(n > 200 ? 200 : n), raw, NAME_MAX, AGENT_PATH_MAX);
+			return agent_err_set(
+				err, AGENT_E_BAD_ARCHIVE,
+				"tar member '%.*s...': the name is too long: at most %d bytes per component and %d in all",
+				(int)(n > 200 ? 200 : n), raw, NAME_MAX, AGENT_PATH_MAX);
 		if (o)
 			out[o++] = '/';
 		memcpy(out + o, raw + s, len);
@@ -151,13 +156,15 @@ enum agent_code tar_symlink_check(const char *name, size_t name_len, const char 
 	if (!target)
 		target = "the target directory";
 	if (!link_len || memchr(link, '\0', link_len))
-		return agent_err_set(err, AGENT_E_BAD_ARCHIVE,
-				     "tar symlink '%.200s': empty target or a NUL byte in it; the archive is corrupt",
-				     name);
+		return agent_err_set(
+			err, AGENT_E_BAD_ARCHIVE,
+			"tar symlink '%.200s': empty target or a NUL byte in it; the archive is corrupt",
+			name);
 	if (link[0] == '/')
-		return agent_err_set(err, AGENT_E_UNSAFE_PATH,
-				     "tar symlink '%.200s' -> '%.*s': an absolute target points outside %s; use a relative target",
-				     name, (int)(link_len > 200 ? 200 : link_len), link, target);
+		return agent_err_set(
+			err, AGENT_E_UNSAFE_PATH,
+			"tar symlink '%.200s' -> '%.*s': an absolute target points outside %s; use a relative target",
+			name, (int)(link_len > 200 ? 200 : link_len), link, target);
 	/* The member's own directory is as deep as its name has slashes. */
 	for (size_t i = 0; i < name_len; i++)
 		depth += name[i] == '/';
@@ -179,15 +186,15 @@ enum agent_code tar_symlink_check(const char *name, size_t name_len, const char 
 		/* After a name, `..` climbs from wherever that name leads,
 		 * which may be a symlink; only a leading climb is countable. */
 		if (named)
-			return agent_err_set(err, AGENT_E_UNSAFE_PATH,
-					     "tar symlink '%.200s' -> '%.*s': '..' after a name could climb out of %s; put every '..' first",
-					     name, (int)(link_len > 200 ? 200 : link_len), link,
-					     target);
+			return agent_err_set(
+				err, AGENT_E_UNSAFE_PATH,
+				"tar symlink '%.200s' -> '%.*s': '..' after a name could climb out of %s; put every '..' first",
+				name, (int)(link_len > 200 ? 200 : link_len), link, target);
 		if (++climb > depth)
-			return agent_err_set(err, AGENT_E_UNSAFE_PATH,
-					     "tar symlink '%.200s' -> '%.*s': '..' would leave %s; the link must point inside the target",
-					     name, (int)(link_len > 200 ? 200 : link_len), link,
-					     target);
+			return agent_err_set(
+				err, AGENT_E_UNSAFE_PATH,
+				"tar symlink '%.200s' -> '%.*s': '..' would leave %s; the link must point inside the target",
+				name, (int)(link_len > 200 ? 200 : link_len), link, target);
 	}
 	return AGENT_OK;
 }
@@ -682,8 +689,9 @@ static int header(struct tar_reader *r, struct tar_event *ev)
 			return 1;
 		}
 		if (kind == TAR_SYMLINK) {
-			if (len && tar_symlink_check(r->name_buf, len, lraw, lraw_len, r->target,
-						     &r->err) != AGENT_OK) {
+			if (len &&
+			    tar_symlink_check(r->name_buf, len, lraw, lraw_len, r->target,
+					      &r->err) != AGENT_OK) {
 				fail_event(r, ev);
 				return 1;
 			}

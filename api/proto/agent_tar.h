@@ -44,13 +44,13 @@ enum tar_kind { TAR_FILE, TAR_DIR, TAR_SYMLINK, TAR_HARDLINK };
  * valid until the next member; they are NUL-terminated. */
 struct tar_member {
 	enum tar_kind kind;
-	const char *name;  /* normalised, relative, never empty */
+	const char *name; /* normalised, relative, never empty */
 	size_t name_len;
-	const char *link;  /* SYMLINK: the target as stored; HARDLINK: normalised name */
+	const char *link; /* SYMLINK: the target as stored; HARDLINK: normalised name */
 	size_t link_len;
-	uint64_t size;     /* FILE: data bytes that follow as DATA events */
-	uint32_t mode;     /* permission bits, & 07777 */
-	int64_t mtime;     /* seconds since the epoch */
+	uint64_t size; /* FILE: data bytes that follow as DATA events */
+	uint32_t mode; /* permission bits, & 07777 */
+	int64_t mtime; /* seconds since the epoch */
 	uint32_t mtime_nsec;
 };
 
@@ -74,21 +74,21 @@ struct tar_event {
 
 struct tar_reader {
 	int state;
-	const char *target;   /* named in messages only */
+	const char *target; /* named in messages only */
 	uint8_t blk[TAR_BLOCK];
 	size_t blk_len;
-	uint64_t offset;      /* archive bytes consumed */
-	uint64_t hdr_offset;  /* where the current header began */
-	uint64_t left;        /* bytes left of the current data area */
-	size_t pad;           /* padding after it */
-	char ext_type;        /* 'x', 'L' or 'K' being collected */
+	uint64_t offset;     /* archive bytes consumed */
+	uint64_t hdr_offset; /* where the current header began */
+	uint64_t left;       /* bytes left of the current data area */
+	size_t pad;          /* padding after it */
+	char ext_type;       /* 'x', 'L' or 'K' being collected */
 	uint8_t *ext;
 	size_t ext_len;
 	/* Overrides from pax `x` and GNU `L`/`K`, for the next member. A pax
 	 * value wins over a GNU one, whichever came first. */
 	char *o_pax_path, *o_pax_link, *o_gnu_path, *o_gnu_link;
 	size_t o_pax_path_len, o_pax_link_len, o_gnu_path_len, o_gnu_link_len;
-	bool o_pending;       /* an extended header is waiting for its member */
+	bool o_pending; /* an extended header is waiting for its member */
 	bool o_has_size, o_has_mtime, o_sparse;
 	uint64_t o_size;
 	int64_t o_mtime;
@@ -125,8 +125,8 @@ void tar_reader_finish(struct tar_reader *r, struct tar_event *ev);
  * longer than NAME_MAX or a normalised name longer than AGENT_PATH_MAX
  * (what extractors' per-component and whole-name buffers hold).
  */
-enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t *out_len,
-				   bool *dir, const char *target, struct agent_err *err);
+enum agent_code tar_name_normalize(const char *raw, size_t n, char *out, size_t *out_len, bool *dir,
+				   const char *target, struct agent_err *err);
 
 /* Symlink rule: may member `name` (normalised) point at `link`? */
 enum agent_code tar_symlink_check(const char *name, size_t name_len, const char *link,
@@ -145,13 +145,13 @@ int tar_num_parse(const uint8_t *field, size_t n, bool allow_neg, int64_t *out);
 #define TAR_HEADER_BUILD_MAX 10240
 
 struct tar_out {
-	const char *name;  /* relative; directories end in '/'; at most AGENT_PATH_MAX + 1 */
+	const char *name; /* relative; directories end in '/'; at most AGENT_PATH_MAX + 1 */
 	size_t name_len;
-	char type;         /* '0' file, '5' directory, '2' symlink */
-	const char *link;  /* symlink target, at most AGENT_PATH_MAX */
+	char type;        /* '0' file, '5' directory, '2' symlink */
+	const char *link; /* symlink target, at most AGENT_PATH_MAX */
 	size_t link_len;
-	uint64_t size;     /* file data bytes (0 for others) */
-	uint32_t mode;     /* & 07777 is stored */
+	uint64_t size; /* file data bytes (0 for others) */
+	uint32_t mode; /* & 07777 is stored */
 	uint32_t uid, gid;
 	int64_t mtime;
 };

@@ -132,7 +132,8 @@ static int between_members(struct gz_stream *g, const unsigned char **p, size_t 
 	if (g->padding)
 		return fail(g, "bytes after the NUL padding that follows the gzip data");
 	if (**p != 0x1f)
-		return fail(g, "trailing bytes after the gzip data that are not another gzip member");
+		return fail(g,
+			    "trailing bytes after the gzip data that are not another gzip member");
 	if (inflateReset(&g->z) != Z_OK)
 		return fail(g, "inflate failed");
 	g->member_done = false;
@@ -178,9 +179,11 @@ int gz_dec_write(struct gz_stream *g, const void *in, size_t n, gz_out_fn out, v
 			g->member_done = true;
 			break;
 		case Z_DATA_ERROR:
-			return fail(g, g->z.msg && strcmp(g->z.msg, "incorrect header check") == 0
-					       ? "not gzip data (it must start with the bytes 1f 8b)"
-					       : g->z.msg ? g->z.msg : "corrupt gzip data");
+			return fail(g,
+				    g->z.msg && strcmp(g->z.msg, "incorrect header check") == 0
+					    ? "not gzip data (it must start with the bytes 1f 8b)"
+					    : g->z.msg ? g->z.msg
+						       : "corrupt gzip data");
 		case Z_MEM_ERROR:
 			return fail(g, "inflate: out of memory");
 		default:
@@ -205,7 +208,9 @@ int gz_dec_finish(struct gz_stream *g)
 	if (!g->ready || g->encoder || g->failed)
 		return fail(g, "the stream is not open for decompression");
 	if (!g->member_done)
-		return fail(g, g->in_bytes ? "the gzip data ends in the middle (truncated upload?)" : "the body is empty");
+		return fail(g,
+			    g->in_bytes ? "the gzip data ends in the middle (truncated upload?)"
+					: "the body is empty");
 	return 0;
 }
 

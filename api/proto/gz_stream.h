@@ -38,8 +38,8 @@ typedef int (*gz_out_fn)(void *arg, const void *data, size_t n);
 struct gz_stream {
 	z_stream z;
 	bool encoder, ready;
-	bool member_done;   /* decoder: at a member boundary */
-	bool padding;       /* decoder: trailing NULs seen; only NULs may follow */
+	bool member_done; /* decoder: at a member boundary */
+	bool padding;     /* decoder: trailing NULs seen; only NULs may follow */
 	bool failed;
 	uint64_t in_bytes, out_bytes;
 	unsigned char *buf; /* GZ_BLOCK */

@@ -119,7 +119,9 @@ static int bench_blk(const char *dev, long mib, long ops)
 static int bench_vsock(unsigned port, long mib)
 {
 	static char buf[256 * 1024];
-	struct sockaddr_vm a = { .svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST, .svm_port = port };
+	struct sockaddr_vm a = { .svm_family = AF_VSOCK,
+				 .svm_cid = VMADDR_CID_HOST,
+				 .svm_port = port };
 	long long total = (long long)mib * MIB, done;
 	double t;
 	/* The receive credit kiln's guest agent gives its connections
@@ -129,7 +131,8 @@ static int bench_vsock(unsigned port, long mib)
 	int s = socket(AF_VSOCK, SOCK_STREAM, 0);
 
 	if (s >= 0) {
-		(void)!setsockopt(s, AF_VSOCK, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &credit, sizeof(credit));
+		(void)!setsockopt(s, AF_VSOCK, SO_VM_SOCKETS_BUFFER_MAX_SIZE, &credit,
+				  sizeof(credit));
 		(void)!setsockopt(s, AF_VSOCK, SO_VM_SOCKETS_BUFFER_SIZE, &credit, sizeof(credit));
 	}
 	if (s < 0 || connect(s, (void *)&a, sizeof(a)) < 0)
@@ -137,7 +140,8 @@ static int bench_vsock(unsigned port, long mib)
 	memset(buf, 0x5a, sizeof(buf));
 	t = now();
 	for (done = 0; done < total;) {
-		size_t n = total - done < (long long)sizeof(buf) ? (size_t)(total - done) : sizeof(buf);
+		size_t n = total - done < (long long)sizeof(buf) ? (size_t)(total - done)
+								 : sizeof(buf);
 		ssize_t w = write(s, buf, n);
 
 		if (w <= 0)

@@ -156,8 +156,9 @@ static int open_image(const char *path, const char *what, int rw, int *fdp, stru
 
 	if (fd < 0) {
 		r = errno;
-		return err_set(e, r, "disk '%s': cannot open %s%s: %s: check the path and permissions",
-				 path, what, rw ? " for writing" : "", strerror(r));
+		return err_set(e, r,
+			       "disk '%s': cannot open %s%s: %s: check the path and permissions",
+			       path, what, rw ? " for writing" : "", strerror(r));
 	}
 	if (fstat(fd, st)) {
 		r = errno;
@@ -167,19 +168,22 @@ static int open_image(const char *path, const char *what, int rw, int *fdp, stru
 	r = file_size(fd, st, size);
 	if (r == -EINVAL) {
 		close(fd);
-		return err_set(e, EINVAL, "disk '%s': %s is not a regular file or block device: pass an image file",
-				 path, what);
+		return err_set(e, EINVAL,
+			       "disk '%s': %s is not a regular file or block device: pass an image file",
+			       path, what);
 	}
 	if (r) {
 		close(fd);
-		return err_set(e, -r, "disk '%s': cannot get the size of %s: %s", path, what, strerror(-r));
+		return err_set(e, -r, "disk '%s': cannot get the size of %s: %s", path, what,
+			       strerror(-r));
 	}
 	r = lock_file(fd, rw);
 	if (r == -EBUSY) {
 		close(fd);
 		return err_set(e, EBUSY,
-				 "disk '%s': %s is in use by another process: stop the other VM%s",
-				 path, what, rw ? " or give each VM its own copy-on-write overlay" : "");
+			       "disk '%s': %s is in use by another process: stop the other VM%s",
+			       path, what,
+			       rw ? " or give each VM its own copy-on-write overlay" : "");
 	}
 	if (r) {
 		close(fd);
@@ -245,8 +249,8 @@ static int cow_geometry(uint64_t size, uint32_t bs, uint64_t *nblocks, uint64_t 
 	if (bytes > COW_MAX_BITMAP)
 		return -EINVAL;
 	data = (COW_HEADER_SIZE + bytes + bs - 1) / bs * bs;
-	if (__builtin_mul_overflow(n, (uint64_t)bs, &end) || __builtin_add_overflow(end, data, &end) ||
-	    end > (uint64_t)INT64_MAX)
+	if (__builtin_mul_overflow(n, (uint64_t)bs, &end) ||
+	    __builtin_add_overflow(end, data, &end) || end > (uint64_t)INT64_MAX)
 		return -EINVAL;
 	*nblocks = n;
 	*bitmap_bytes = bytes;
@@ -302,13 +306,15 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	int fd, r;
 
 	if (size < id->size)
-		return err_set(e, EINVAL,
-				 "disk '%s': overlay size %llu is smaller than its base (%llu bytes): give a larger size or none",
-				 path, (unsigned long long)size, (unsigned long long)id->size);
+		return err_set(
+			e, EINVAL,
+			"disk '%s': overlay size %llu is smaller than its base (%llu bytes): give a larger size or none",
+			path, (unsigned long long)size, (unsigned long long)id->size);
 	if (cow_geometry(size, bs, &nblocks, &bitmap_bytes, &data_off))
-		return err_set(e, EINVAL,
-				 "disk '%s': cannot make an overlay of %llu bytes with %u-byte blocks: block size must be a power of two from 4 KiB to 1 MiB, and the bitmap at most 64 MiB",
-				 path, (unsigned long long)size, bs);
+		return err_set(
+			e, EINVAL,
+			"disk '%s': cannot make an overlay of %llu bytes with %u-byte blocks: block size must be a power of two from 4 KiB to 1 MiB, and the bitmap at most 64 MiB",
+			path, (unsigned long long)size, bs);
 	memcpy(hdr + H_MAGIC, COW_MAGIC, 8);
 	put32(hdr + H_VERSION, COW_VERSION);
 	put32(hdr + H_HEADER_SIZE, COW_HEADER_SIZE);
@@ -334,8 +340,10 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	if (fd < 0) {
 		r = errno;
 		free(tmp);
-		return err_set(e, r, "disk '%s': cannot create the overlay: %s: check the directory exists and is writable",
-				 path, strerror(r));
+		return err_set(
+			e, r,
+			"disk '%s': cannot create the overlay: %s: check the directory exists and is writable",
+			path, strerror(r));
 	}
 	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (!r && ftruncate(fd, (off_t)(data_off + nblocks * bs)))
@@ -354,38 +362,46 @@ static int cow_create(const char *path, const struct base_id *id, uint64_t size,
 	if (r == -EEXIST)
 		return r; /* created concurrently: the caller opens that one */
 	if (r)
-		return err_set(e, -r, "disk '%s': cannot create the overlay: %s", path, strerror(-r));
+		return err_set(e, -r, "disk '%s': cannot create the overlay: %s", path,
+			       strerror(-r));
 	fsync_parent(path);
 	return 0;
 }
 
 /* Check a header read from `path` and fill the geometry into `b`. */
-static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t got, uint64_t file_size,
-		     const struct base_id *id, const char *base_path, struct err *e)
+static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t got,
+		     uint64_t file_size, const struct base_id *id, const char *base_path,
+		     struct err *e)
 {
 	uint64_t nblocks, bitmap_bytes, data_off;
 	uint32_t version, bs, flags;
 
 	if (got < COW_HEADER_SIZE)
-		return err_set(e, EINVAL,
-				 "disk '%s': overlay header is truncated (%zu of %u bytes): delete it and let kiln create a new one",
-				 path, got, COW_HEADER_SIZE);
+		return err_set(
+			e, EINVAL,
+			"disk '%s': overlay header is truncated (%zu of %u bytes): delete it and let kiln create a new one",
+			path, got, COW_HEADER_SIZE);
 	if (memcmp(hdr + H_MAGIC, COW_MAGIC, 8))
-		return err_set(e, EINVAL,
-				 "disk '%s': not a kiln overlay (bad magic): pass an overlay kiln created, or a path that does not exist yet",
-				 path);
+		return err_set(
+			e, EINVAL,
+			"disk '%s': not a kiln overlay (bad magic): pass an overlay kiln created, or a path that does not exist yet",
+			path);
 	version = get32(hdr + H_VERSION);
 	if (version != COW_VERSION)
-		return err_set(e, ENOTSUP,
-				 "disk '%s': overlay format version %u, this kiln reads version %u: use the kiln that created it",
-				 path, version, COW_VERSION);
+		return err_set(
+			e, ENOTSUP,
+			"disk '%s': overlay format version %u, this kiln reads version %u: use the kiln that created it",
+			path, version, COW_VERSION);
 	if (get32(hdr + H_CRC) != (uint32_t)crc32_z(0, hdr, COW_CRC_LEN))
-		return err_set(e, EINVAL, "disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used",
-				 path);
+		return err_set(
+			e, EINVAL,
+			"disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used",
+			path);
 	flags = get32(hdr + H_FLAGS);
 	if (flags)
-		return err_set(e, ENOTSUP, "disk '%s': overlay has unknown flags 0x%x: use the kiln that created it",
-				 path, flags);
+		return err_set(e, ENOTSUP,
+			       "disk '%s': overlay has unknown flags 0x%x: use the kiln that created it",
+			       path, flags);
 	bs = get32(hdr + H_BLOCK_SIZE);
 	b->size = get64(hdr + H_SIZE);
 	b->base_size = get64(hdr + H_BASE_SIZE);
@@ -396,19 +412,26 @@ static int cow_parse(struct blk *b, const char *path, const uint8_t *hdr, size_t
 	 * derived from size and block size, so any other value is damage. */
 	if (get32(hdr + H_HEADER_SIZE) != COW_HEADER_SIZE || b->size < b->base_size ||
 	    cow_geometry(b->size, bs, &nblocks, &bitmap_bytes, &data_off) ||
-	    b->bitmap_off != COW_HEADER_SIZE || b->bitmap_bytes != bitmap_bytes || b->data_off != data_off)
-		return err_set(e, EINVAL, "disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used",
-				 path);
+	    b->bitmap_off != COW_HEADER_SIZE || b->bitmap_bytes != bitmap_bytes ||
+	    b->data_off != data_off)
+		return err_set(
+			e, EINVAL,
+			"disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used",
+			path);
 	if (file_size < data_off + nblocks * bs)
-		return err_set(e, EINVAL,
-				 "disk '%s': overlay is truncated (%llu of %llu bytes): the overlay cannot be used",
-				 path, (unsigned long long)file_size, (unsigned long long)(data_off + nblocks * bs));
-	if (b->base_size != id->size || get64(hdr + H_BASE_DEV) != id->dev || get64(hdr + H_BASE_INO) != id->ino ||
+		return err_set(
+			e, EINVAL,
+			"disk '%s': overlay is truncated (%llu of %llu bytes): the overlay cannot be used",
+			path, (unsigned long long)file_size,
+			(unsigned long long)(data_off + nblocks * bs));
+	if (b->base_size != id->size || get64(hdr + H_BASE_DEV) != id->dev ||
+	    get64(hdr + H_BASE_INO) != id->ino ||
 	    (int64_t)get64(hdr + H_BASE_MTIME_SEC) != id->mtime_sec ||
 	    get32(hdr + H_BASE_MTIME_NSEC) != id->mtime_nsec)
-		return err_set(e, ESTALE,
-				 "disk '%s': overlay was made for a different base than '%s' (or the base changed since): use the base it was created over, or a new overlay",
-				 path, base_path);
+		return err_set(
+			e, ESTALE,
+			"disk '%s': overlay was made for a different base than '%s' (or the base changed since): use the base it was created over, or a new overlay",
+			path, base_path);
 	b->bs = bs;
 	b->shift = (unsigned)__builtin_ctz(bs);
 	b->nblocks = nblocks;
@@ -451,19 +474,22 @@ int blk_open_cow(const char *base_path, const char *overlay_path, const struct b
 	if (b->fd < 0) {
 		r = errno;
 		r = err_set(e, r, "disk '%s': cannot open the overlay%s: %s: %s", overlay_path,
-			      b->ro ? "" : " for writing", strerror(r),
-			      r == ENOENT ? "create it first or allow creation" : "check the path and permissions");
+			    b->ro ? "" : " for writing", strerror(r),
+			    r == ENOENT ? "create it first or allow creation"
+					: "check the path and permissions");
 		goto fail;
 	}
 	if (fstat(b->fd, &st) || !S_ISREG(st.st_mode)) {
-		r = err_set(e, EINVAL, "disk '%s': the overlay is not a regular file: pass an overlay kiln created",
-			      overlay_path);
+		r = err_set(e, EINVAL,
+			    "disk '%s': the overlay is not a regular file: pass an overlay kiln created",
+			    overlay_path);
 		goto fail;
 	}
 	r = lock_file(b->fd, !b->ro);
 	if (r) {
-		r = err_set(e, -r, "disk '%s': overlay is in use by another process%s: each VM needs its own overlay",
-			      overlay_path, r == -EBUSY ? "" : " (cannot lock it)");
+		r = err_set(e, -r,
+			    "disk '%s': overlay is in use by another process%s: each VM needs its own overlay",
+			    overlay_path, r == -EBUSY ? "" : " (cannot lock it)");
 		goto fail;
 	}
 	b->id = id;
@@ -493,10 +519,12 @@ int blk_cow_load(struct blk *b, struct err *e)
 	if (b->kind != BLK_COW || b->loaded)
 		return 0;
 	if (fstat(b->fd, &st) < 0)
-		return err_set(e, errno, "disk '%s': cannot stat the overlay: %s", b->path, strerror(errno));
+		return err_set(e, errno, "disk '%s': cannot stat the overlay: %s", b->path,
+			       strerror(errno));
 	got = pread(b->fd, hdr, sizeof(hdr), 0);
 	if (got < 0)
-		return err_set(e, errno, "disk '%s': cannot read the overlay header: %s", b->path, strerror(errno));
+		return err_set(e, errno, "disk '%s': cannot read the overlay header: %s", b->path,
+			       strerror(errno));
 	r = cow_parse(b, b->path, hdr, (size_t)got, (uint64_t)st.st_size, &b->id, b->base_path, e);
 	if (r) {
 		b->size = 0; /* still no I/O: every range is out of bounds */
@@ -505,13 +533,16 @@ int blk_cow_load(struct blk *b, struct err *e)
 	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
 	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
 	b->bounce = malloc(b->bs);
-	r = !b->bitmap || !b->dirty || !b->bounce ? -ENOMEM
-						   : fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
+	r = !b->bitmap || !b->dirty || !b->bounce
+		? -ENOMEM
+		: fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
 	if (r) {
 		b->size = 0;
 		if (r == -ENOMEM)
-			return err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap", b->path);
-		return err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", b->path, strerror(-r));
+			return err_set(e, ENOMEM, "disk '%s': out of memory for the overlay bitmap",
+				       b->path);
+		return err_set(e, -r, "disk '%s': cannot read the overlay bitmap: %s", b->path,
+			       strerror(-r));
 	}
 	b->loaded = 1;
 	return 0;
@@ -548,8 +579,9 @@ static int cow_read(struct blk *b, uint64_t off, uint8_t *buf, size_t len)
 {
 	while (len) {
 		size_t n = cow_run(b, off, len);
-		int r = bit_get(b, off >> b->shift) ? fd_io_pread_all(b->fd, buf, n, b->data_off + off)
-						     : base_read(b, off, buf, n);
+		int r = bit_get(b, off >> b->shift)
+			? fd_io_pread_all(b->fd, buf, n, b->data_off + off)
+			: base_read(b, off, buf, n);
 
 		if (r)
 			return r;
@@ -586,7 +618,8 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 			 * reads as zeros, so discarding frees the space. */
 			n = cow_run(b, off, len);
 			r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-				: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+				: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off,
+						   n);
 			if (r)
 				return r;
 		} else {
@@ -594,7 +627,8 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 				/* Whole unallocated blocks: nothing to copy up. */
 				n = cow_run(b, off, len) & ~(size_t)(b->bs - 1);
 				r = src ? fd_io_pwrite_all(b->fd, src, n, b->data_off + off)
-					: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE, b->data_off + off, n);
+					: fd_io_zero_range(b->fd, FALLOC_FL_PUNCH_HOLE,
+							   b->data_off + off, n);
 			} else {
 				n = b->bs - in < len ? b->bs - in : len;
 				r = base_read(b, i << b->shift, b->bounce, b->bs);
@@ -604,7 +638,8 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 					memcpy(b->bounce + in, src, n);
 				else
 					memset(b->bounce + in, 0, n);
-				r = fd_io_pwrite_all(b->fd, b->bounce, b->bs, b->data_off + (i << b->shift));
+				r = fd_io_pwrite_all(b->fd, b->bounce, b->bs,
+						     b->data_off + (i << b->shift));
 			}
 			if (r)
 				return r;
@@ -644,7 +679,8 @@ static int cow_flush(struct blk *b)
 	for (uint64_t p = 0; p < pages; p++) {
 		if (!((b->dirty[p >> 3] >> (p & 7)) & 1))
 			continue;
-		r = fd_io_pwrite_all(b->fd, b->bitmap + p * COW_PAGE, COW_PAGE, b->bitmap_off + p * COW_PAGE);
+		r = fd_io_pwrite_all(b->fd, b->bitmap + p * COW_PAGE, COW_PAGE,
+				     b->bitmap_off + p * COW_PAGE);
 		if (r)
 			return r;
 		wrote = 1;

@@ -127,10 +127,12 @@ static uint8_t vblk_inout(struct vblk *v, const struct virtq_chain *c, uint64_t 
 	if (!vblk_range(v, sector, len, &off))
 		return VIRTIO_BLK_S_IOERR;
 	if (write)
-		return vblk_rw(v->blk, c->out, c->nout, sizeof(struct virtio_blk_outhdr), len, off, 1)
-			       ? VIRTIO_BLK_S_IOERR
-			       : VIRTIO_BLK_S_OK;
-	return vblk_rw(v->blk, c->in, c->nin, 0, len, off, 0) ? VIRTIO_BLK_S_IOERR : VIRTIO_BLK_S_OK;
+		return vblk_rw(v->blk, c->out, c->nout, sizeof(struct virtio_blk_outhdr), len, off,
+			       1)
+			? VIRTIO_BLK_S_IOERR
+			: VIRTIO_BLK_S_OK;
+	return vblk_rw(v->blk, c->in, c->nin, 0, len, off, 0) ? VIRTIO_BLK_S_IOERR
+							      : VIRTIO_BLK_S_OK;
 }
 
 /*
@@ -143,11 +145,13 @@ static uint8_t vblk_zeroes(struct virtio_dev *d, struct vblk *v, const struct vi
 {
 	uint64_t bytes = c->out_len - sizeof(struct virtio_blk_outhdr);
 	uint64_t n = bytes / sizeof(struct virtio_blk_discard_write_zeroes);
-	int feature = type == VIRTIO_BLK_T_DISCARD ? VIRTIO_BLK_F_DISCARD : VIRTIO_BLK_F_WRITE_ZEROES;
+	int feature = type == VIRTIO_BLK_T_DISCARD ? VIRTIO_BLK_F_DISCARD
+						   : VIRTIO_BLK_F_WRITE_ZEROES;
 
 	if (!virtio_has(d, feature) || blk_read_only(v->blk))
 		return VIRTIO_BLK_S_UNSUPP;
-	if (bytes == 0 || bytes % sizeof(struct virtio_blk_discard_write_zeroes) || n > VBLK_MAX_ZERO_SEG)
+	if (bytes == 0 || bytes % sizeof(struct virtio_blk_discard_write_zeroes) ||
+	    n > VBLK_MAX_ZERO_SEG)
 		return VIRTIO_BLK_S_IOERR;
 	for (int pass = 0; pass < 2; pass++) {
 		for (uint64_t i = 0; i < n; i++) {
@@ -155,7 +159,8 @@ static uint8_t vblk_zeroes(struct virtio_dev *d, struct vblk *v, const struct vi
 			uint32_t num, flags;
 			uint64_t sector, off;
 
-			virtq_chain_read(c, sizeof(struct virtio_blk_outhdr) + i * sizeof(r), &r, sizeof(r));
+			virtq_chain_read(c, sizeof(struct virtio_blk_outhdr) + i * sizeof(r), &r,
+					 sizeof(r));
 			sector = le64toh(r.sector);
 			num = le32toh(r.num_sectors);
 			flags = le32toh(r.flags);
@@ -163,13 +168,15 @@ static uint8_t vblk_zeroes(struct virtio_dev *d, struct vblk *v, const struct vi
 			if (flags & ~(uint32_t)VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP ||
 			    (type == VIRTIO_BLK_T_DISCARD && flags))
 				return VIRTIO_BLK_S_UNSUPP;
-			if (!vblk_range(v, sector, (uint64_t)num * SECTOR, &off) || num > VBLK_MAX_ZERO_SECTORS)
+			if (!vblk_range(v, sector, (uint64_t)num * SECTOR, &off) ||
+			    num > VBLK_MAX_ZERO_SECTORS)
 				return VIRTIO_BLK_S_IOERR;
 			if (pass == 0)
 				continue;
 			/* A discarded range reads as zeros too: the backend
 			 * makes both requests the same guarantee. */
-			if ((type == VIRTIO_BLK_T_DISCARD || (flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP))
+			if ((type == VIRTIO_BLK_T_DISCARD ||
+			     (flags & VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP))
 				    ? blk_discard(v->blk, off, (uint64_t)num * SECTOR)
 				    : blk_write_zeroes(v->blk, off, (uint64_t)num * SECTOR))
 				return VIRTIO_BLK_S_IOERR;
@@ -215,7 +222,9 @@ static int vblk_request(struct virtio_dev *d, struct vblk *v, const struct virtq
 		break;
 	case VIRTIO_BLK_T_GET_ID:
 		/* 5.2.6: 20 bytes, NUL-padded (no NUL when all 20 are used). */
-		virtq_chain_write(c, 0, v->serial, data_in < sizeof(v->serial) ? (size_t)data_in : sizeof(v->serial));
+		virtq_chain_write(c, 0, v->serial,
+				  data_in < sizeof(v->serial) ? (size_t)data_in
+							      : sizeof(v->serial));
 		status = VIRTIO_BLK_S_OK;
 		break;
 	case VIRTIO_BLK_T_DISCARD:
@@ -247,7 +256,8 @@ static void vblk_notify(struct virtio_dev *d, int qi)
 		int r = virtq_pop_or_arm(q, &v->chain);
 
 		if (r < 0) {
-			virtio_dev_fail(d, "malformed descriptor chain or avail ring on the request queue");
+			virtio_dev_fail(
+				d, "malformed descriptor chain or avail ring on the request queue");
 			break;
 		}
 		if (r == 0)
@@ -349,8 +359,9 @@ int virtio_blk_create(const struct virtio_blk_params *p, struct virtio_dev **out
 
 	*out = NULL;
 	if (slen > VIRTIO_BLK_SERIAL_MAX)
-		return err_set(e, EINVAL, "disk '%s': serial '%s' is longer than %d bytes: shorten it", name,
-				 p->serial, VIRTIO_BLK_SERIAL_MAX);
+		return err_set(e, EINVAL,
+			       "disk '%s': serial '%s' is longer than %d bytes: shorten it", name,
+			       p->serial, VIRTIO_BLK_SERIAL_MAX);
 	d = calloc(1, sizeof(*d));
 	v = calloc(1, sizeof(*v));
 	if (!d || !v) {

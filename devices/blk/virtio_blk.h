@@ -31,14 +31,14 @@
  * this device uses.
  */
 struct virtio_blk_params {
-	const char *path;    /* raw image, or the base image when overlay is set */
-	const char *overlay; /* copy-on-write overlay file, or NULL for a raw disk */
-	int read_only;       /* the guest sees a read-only disk (VIRTIO_BLK_F_RO) */
-	int create_overlay;  /* create a missing overlay (sparse: copies nothing) */
+	const char *path;            /* raw image, or the base image when overlay is set */
+	const char *overlay;         /* copy-on-write overlay file, or NULL for a raw disk */
+	int read_only;               /* the guest sees a read-only disk (VIRTIO_BLK_F_RO) */
+	int create_overlay;          /* create a missing overlay (sparse: copies nothing) */
 	uint32_t overlay_block_size; /* for a created overlay; 0 = 64 KiB */
-	uint64_t overlay_size; /* a created overlay's virtual size in bytes; 0 = the base's */
-	const char *serial;  /* GET_ID answer, at most 20 bytes; NULL = empty */
-	int defer_overlay;   /* open the overlay, read its header in virtio_blk_load */
+	uint64_t overlay_size;       /* a created overlay's virtual size in bytes; 0 = the base's */
+	const char *serial;          /* GET_ID answer, at most 20 bytes; NULL = empty */
+	int defer_overlay;           /* open the overlay, read its header in virtio_blk_load */
 };
 
 /*

@@ -29,8 +29,8 @@
 #define MIN_MINOR 12
 
 /* INIT flags kiln implements, intersected with what the guest offers. */
-#define INIT_FLAGS                                                                                 \
-	(FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA |          \
+#define INIT_FLAGS                                                                        \
+	(FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA | \
 	 FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO | FUSE_PARALLEL_DIROPS | FUSE_MAX_PAGES)
 
 /* Open flags passed through to the host. O_CREAT/O_EXCL come only from
@@ -51,7 +51,7 @@ struct fs_inode {
 	uint64_t nlookup;
 	dev_t dev;
 	ino_t ino;
-	mode_t type; /* S_IFMT bits, saved with the node */
+	mode_t type;  /* S_IFMT bits, saved with the node */
 	int32_t next; /* hash chain while live, free list while free */
 };
 
@@ -1302,8 +1302,8 @@ static int op_nosys(struct fuse_server *s, struct req *r)
 struct op {
 	int (*fn)(struct fuse_server *s, struct req *r);
 	uint32_t reply; /* body bytes the reply needs, checked before any effect */
-	int modifies; /* refused with EROFS on a read-only share */
-	int variant;  /* r->variant: the directory (or PLUS) form of the same op */
+	int modifies;   /* refused with EROFS on a read-only share */
+	int variant;    /* r->variant: the directory (or PLUS) form of the same op */
 };
 
 static const struct op ops[] = {
@@ -1444,8 +1444,8 @@ static ssize_t fd_path(struct fuse_server *s, int fd, char *buf, size_t cap)
  * the candidate is resolved again beneath the root exactly as a restore
  * would, and kept only when it reaches the same (st_dev, st_ino).
  */
-static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const char *root, ssize_t rlen,
-			char *out)
+static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const char *root,
+			ssize_t rlen, char *out)
 {
 	char link[PATH_MAX + 16];
 	size_t pre = rlen == 1 ? 0 : (size_t)rlen; /* a share of "/" has children "/x" */
@@ -1460,7 +1460,9 @@ static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const c
 		return 0;
 	if ((fd = open_beneath(s, link + pre + 1)) < 0)
 		return 0;
-	l = stat_fd(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino ? 0 : l - (ssize_t)pre - 1;
+	l = stat_fd(fd, &st) < 0 || st.st_dev != n->dev || st.st_ino != n->ino
+		? 0
+		: l - (ssize_t)pre - 1;
 	close(fd);
 	if (l > 0)
 		memcpy(out, link + pre + 1, (size_t)l);
@@ -1501,7 +1503,8 @@ static void save_handles(struct fuse_server *s, struct fuse_state_writer *w)
 			/* A handle of no node (a guest that forgot it) is restored stale. */
 			r.nodeid = h->nodeid ? h->nodeid : UINT64_MAX;
 			r.flags = (uint32_t)h->flags;
-			r.dir = (uint32_t)h->dir | (h->fd == SLOT_STALE ? FUSE_STATE_HANDLE_STALE : 0);
+			r.dir = (uint32_t)h->dir |
+				(h->fd == SLOT_STALE ? FUSE_STATE_HANDLE_STALE : 0);
 		}
 		fuse_state_put_handle(w, &r);
 	}
@@ -1534,7 +1537,8 @@ long fuse_server_save(struct fuse_server *s, void *buf, size_t cap)
  * same file. Another directory (a share moved or copied) keeps the names
  * the guest knew, whatever their inode numbers. The fd, or -ESTALE.
  */
-static int node_reopen(struct fuse_server *s, const struct fuse_state_node *n, int same, struct stat *st)
+static int node_reopen(struct fuse_server *s, const struct fuse_state_node *n, int same,
+		       struct stat *st)
 {
 	char path[PATH_MAX];
 	int fd;
@@ -1546,7 +1550,8 @@ static int node_reopen(struct fuse_server *s, const struct fuse_state_node *n, i
 	if ((fd = open_beneath(s, path)) < 0)
 		return -ESTALE;
 	if (stat_fd(fd, st) < 0 || (st->st_mode & S_IFMT) != n->mode ||
-	    (same && (st->st_dev != n->dev || st->st_ino != n->ino)) || inode_find(s, st->st_dev, st->st_ino) >= 0) {
+	    (same && (st->st_dev != n->dev || st->st_ino != n->ino)) ||
+	    inode_find(s, st->st_dev, st->st_ino) >= 0) {
 		close(fd); /* replaced, or a second name of a node already back */
 		return -ESTALE;
 	}
@@ -1668,7 +1673,8 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 		;
 	if (err < 0 || (err = stat_fd(s->inodes[0].fd, &rst)) < 0) {
 		fuse_state_free(&st);
-		return err_set(e, -err, "share state: %s restoring %u nodes", strerror(-err), st.nnodes);
+		return err_set(e, -err, "share state: %s restoring %u nodes", strerror(-err),
+			       st.nnodes);
 	}
 	same = rst.st_dev == st.root_dev && rst.st_ino == st.root_ino;
 	for (uint32_t i = 0; i < st.nnodes; i++)
@@ -1696,7 +1702,8 @@ unsigned fuse_server_stale(const struct fuse_server *s)
 /* ---- lifetime ---- */
 
 /* Serve the directory fd (taken over in every case); name for messages. */
-static int serve_dir(struct fuse_server **out, int fd, const char *name, int read_only, struct err *e)
+static int serve_dir(struct fuse_server **out, int fd, const char *name, int read_only,
+		     struct err *e)
 {
 	struct fuse_server *s = calloc(1, sizeof(*s));
 	struct stat st;
@@ -1752,8 +1759,7 @@ static int clone_share(int *fd, int read_only, const char *name, struct err *e)
 	return err;
 }
 
-int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
-		     struct err *e)
+int fuse_server_open(struct fuse_server **out, const char *root, int read_only, struct err *e)
 {
 	char name[PATH_MAX + 2];
 	int fd, probe, err;
@@ -1785,8 +1791,9 @@ int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, str
 	fd = sys_openat2(dir_fd, ".", O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return err_set(e, -fd, "share %s: %s%s", name, strerror(-fd),
-			       fd == -ENOSYS ? " (virtio-fs needs Linux 5.6+)"
-			       : fd == -EBADF ? " (no such open descriptor)" : "");
+			       fd == -ENOSYS          ? " (virtio-fs needs Linux 5.6+)"
+				       : fd == -EBADF ? " (no such open descriptor)"
+						      : "");
 	if ((err = clone_share(&fd, read_only, name, e)) < 0)
 		return err;
 	return serve_dir(out, fd, name, read_only, e);

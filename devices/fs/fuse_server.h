@@ -77,8 +77,7 @@ struct fuse_server;
  * Serve directory `root` (read-only when `read_only`). Needs openat2
  * (Linux 5.6) and /proc mounted. 0, or -errno with `e` saying what failed.
  */
-int fuse_server_open(struct fuse_server **out, const char *root, int read_only,
-		     struct err *e);
+int fuse_server_open(struct fuse_server **out, const char *root, int read_only, struct err *e);
 
 /*
  * The same for a directory the caller opened (any open mode, O_PATH

@@ -24,7 +24,8 @@ static uint8_t *room(struct fuse_state_writer *w, size_t n)
 	return p;
 }
 
-void fuse_state_begin(struct fuse_state_writer *w, void *buf, size_t cap, const struct fuse_state *st)
+void fuse_state_begin(struct fuse_state_writer *w, void *buf, size_t cap,
+		      const struct fuse_state *st)
 {
 	uint8_t *p;
 
@@ -145,13 +146,15 @@ static int parse_node(const uint8_t *p, size_t left, const struct fuse_state *st
 	n->ino = le_get64(p + 32);
 	n->path = (const char *)p + FUSE_STATE_NODE;
 	if (n->slot == 0 || n->slot >= st->inode_cap || n->slot <= prev)
-		return err_set(e, EINVAL, "share state: node slot %u out of range or out of order", n->slot);
+		return err_set(e, EINVAL, "share state: node slot %u out of range or out of order",
+			       n->slot);
 	if (le_get16(p + 22) || n->path_len > left - FUSE_STATE_NODE)
 		return err_set(e, EINVAL, "share state: node %u's path runs past the end", n->slot);
 	if (n->nlookup == 0 ? (n->mode || n->path_len || n->dev || n->ino) : !known_type(n->mode))
 		return err_set(e, EINVAL, "share state: node %u has no valid file type", n->slot);
 	if (n->path_len && !fuse_state_path_ok(n->path, n->path_len))
-		return err_set(e, EINVAL, "share state: node %u's path is not a plain path beneath the share",
+		return err_set(e, EINVAL,
+			       "share state: node %u's path is not a plain path beneath the share",
 			       n->slot);
 	*used = FUSE_STATE_NODE + n->path_len;
 	return 0;
@@ -166,7 +169,8 @@ static int parse_handle(const uint8_t *p, const struct fuse_state *st, int64_t p
 	h->flags = le_get32(p + 16);
 	h->dir = le_get32(p + 20);
 	if (h->slot >= st->handle_cap || (int64_t)h->slot <= prev)
-		return err_set(e, EINVAL, "share state: handle slot %u out of range or out of order", h->slot);
+		return err_set(e, EINVAL,
+			       "share state: handle slot %u out of range or out of order", h->slot);
 	if (h->dir > (1u | FUSE_STATE_HANDLE_STALE) || (h->nodeid == 0 && (h->flags || h->dir)))
 		return err_set(e, EINVAL, "share state: handle %u is malformed", h->slot);
 	return 0;
@@ -189,14 +193,18 @@ int fuse_state_parse(const void *buf, size_t len, struct fuse_state *st, struct 
 	st->handle_cap = le_get32(p + 28);
 	st->nnodes = le_get32(p + 32);
 	st->nhandles = le_get32(p + 36);
-	if ((st->flags & ~FUSE_STATE_ACTIVE) || !pow2_in(st->inode_cap, 64, FUSE_SERVER_MAX_INODES) ||
+	if ((st->flags & ~FUSE_STATE_ACTIVE) ||
+	    !pow2_in(st->inode_cap, 64, FUSE_SERVER_MAX_INODES) ||
 	    (st->handle_cap && !pow2_in(st->handle_cap, 64, FUSE_SERVER_MAX_HANDLES)))
-		return err_set(e, EINVAL, "share state: table sizes %u/%u beyond the server's limits",
+		return err_set(e, EINVAL,
+			       "share state: table sizes %u/%u beyond the server's limits",
 			       st->inode_cap, st->handle_cap);
 	/* Counts the bytes cannot hold are refused before anything is allocated. */
 	if (st->nnodes >= st->inode_cap || st->nhandles > st->handle_cap ||
-	    (uint64_t)st->nnodes * FUSE_STATE_NODE + (uint64_t)st->nhandles * FUSE_STATE_HANDLE > len - off)
-		return err_set(e, EINVAL, "share state: %u nodes and %u handles do not fit in %zu bytes",
+	    (uint64_t)st->nnodes * FUSE_STATE_NODE + (uint64_t)st->nhandles * FUSE_STATE_HANDLE >
+		    len - off)
+		return err_set(e, EINVAL,
+			       "share state: %u nodes and %u handles do not fit in %zu bytes",
 			       st->nnodes, st->nhandles, len);
 	if (!(st->flags & FUSE_STATE_ACTIVE) && (st->nnodes || st->nhandles))
 		return err_set(e, EINVAL, "share state: nodes saved without a session");
@@ -215,13 +223,13 @@ int fuse_state_parse(const void *buf, size_t len, struct fuse_state *st, struct 
 		off += used;
 	}
 	if ((uint64_t)st->nhandles * FUSE_STATE_HANDLE != len - off) {
-		err = err_set(e, EINVAL, "share state: %zu bytes where %u handles should be", len - off,
-			      st->nhandles);
+		err = err_set(e, EINVAL, "share state: %zu bytes where %u handles should be",
+			      len - off, st->nhandles);
 		goto fail;
 	}
 	for (uint32_t i = 0; i < st->nhandles; i++, off += FUSE_STATE_HANDLE) {
-		if ((err = parse_handle(p + off, st, i ? (int64_t)st->handles[i - 1].slot : -1, &st->handles[i],
-					e)) < 0)
+		if ((err = parse_handle(p + off, st, i ? (int64_t)st->handles[i - 1].slot : -1,
+					&st->handles[i], e)) < 0)
 			goto fail;
 	}
 	return 0;

@@ -39,7 +39,7 @@
 
 #define FUSE_STATE_MAGIC 0x6b667332u /* "kfs2" */
 #define FUSE_STATE_HEADER 40u
-#define FUSE_STATE_NODE 40u   /* without its path */
+#define FUSE_STATE_NODE 40u /* without its path */
 #define FUSE_STATE_HANDLE 24u
 #define FUSE_STATE_ACTIVE 1u
 #define FUSE_STATE_HANDLE_STALE 2u /* in a handle's dir word: already stale when saved */
@@ -49,7 +49,7 @@ struct fuse_state_node {
 	uint64_t nlookup; /* 0: a free slot */
 	uint32_t mode;    /* S_IFMT bits */
 	uint64_t dev, ino;
-	const char *path; /* relative to the share root, not NUL-terminated */
+	const char *path;  /* relative to the share root, not NUL-terminated */
 	uint16_t path_len; /* 0: stale */
 };
 
@@ -57,7 +57,7 @@ struct fuse_state_handle {
 	uint32_t slot, gen;
 	uint64_t nodeid; /* 0: a free slot */
 	uint32_t flags;  /* the open flags the host used */
-	uint32_t dir; /* bit 0: a directory; FUSE_STATE_HANDLE_STALE */
+	uint32_t dir;    /* bit 0: a directory; FUSE_STATE_HANDLE_STALE */
 };
 
 struct fuse_state {
@@ -77,7 +77,8 @@ struct fuse_state_writer {
 };
 
 /* Start writing st's header fields (its counts and arrays are ignored). */
-void fuse_state_begin(struct fuse_state_writer *w, void *buf, size_t cap, const struct fuse_state *st);
+void fuse_state_begin(struct fuse_state_writer *w, void *buf, size_t cap,
+		      const struct fuse_state *st);
 /* Append one node (all nodes before the first handle). */
 void fuse_state_put_node(struct fuse_state_writer *w, const struct fuse_state_node *n);
 void fuse_state_put_handle(struct fuse_state_writer *w, const struct fuse_state_handle *h);

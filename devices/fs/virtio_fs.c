@@ -19,8 +19,8 @@ struct fs_config {
 struct virtio_fs {
 	struct fuse_server *srv;
 	struct fs_config config;
-	uint8_t *req; /* FUSE_SERVER_MAX_REQUEST: the gathered request */
-	uint8_t *rep; /* FUSE_SERVER_MAX_REPLY: the reply before scattering */
+	uint8_t *req;             /* FUSE_SERVER_MAX_REQUEST: the gathered request */
+	uint8_t *rep;             /* FUSE_SERVER_MAX_REPLY: the reply before scattering */
 	struct virtq_chain chain; /* 8 KiB of buffer lists: kept off the stack */
 };
 
@@ -89,8 +89,9 @@ static void fs_notify(struct virtio_dev *d, int qi)
 		pushed = 1;
 	}
 	if (r < 0)
-		virtio_dev_fail(d, qi == 0 ? "malformed descriptor chain on the hiprio queue"
-					   : "malformed descriptor chain on the request queue");
+		virtio_dev_fail(d,
+				qi == 0 ? "malformed descriptor chain on the hiprio queue"
+					: "malformed descriptor chain on the request queue");
 	if (pushed)
 		virtio_dev_interrupt(d, qi);
 }
@@ -122,8 +123,10 @@ static int fs_restore(struct virtio_dev *d, const void *buf, size_t len)
 		return err;
 	}
 	if ((stale = fuse_server_stale(fs->srv)))
-		virtio_dev_log(d, "virtio-fs %.36s: %u files in use were not found again in the share (the guest gets ESTALE on them)",
-			       fs->config.tag, stale);
+		virtio_dev_log(
+			d,
+			"virtio-fs %.36s: %u files in use were not found again in the share (the guest gets ESTALE on them)",
+			fs->config.tag, stale);
 	return 0;
 }
 
@@ -157,8 +160,7 @@ static const struct virtio_dev_ops fs_ops = {
 	.destroy = fs_destroy,
 };
 
-int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out,
-		     struct err *e)
+int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out, struct err *e)
 {
 	struct virtio_dev *d;
 	struct virtio_fs *fs;
@@ -171,7 +173,7 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	taglen = cfg->tag ? strlen(cfg->tag) : 0;
 	if (taglen == 0 || taglen > VIRTIO_FS_TAG_MAX)
 		return err_set(e, EINVAL, "virtio-fs: tag '%s' must be 1 to %d bytes",
-				 cfg->tag ? cfg->tag : "", VIRTIO_FS_TAG_MAX);
+			       cfg->tag ? cfg->tag : "", VIRTIO_FS_TAG_MAX);
 	d = calloc(1, sizeof(*d));
 	fs = calloc(1, sizeof(*fs));
 	if (!d || !fs) {

@@ -36,7 +36,7 @@ struct virtio_fs_config {
 	const char *dir; /* host directory to share, or NULL: */
 	int dir_fd;      /* with dir NULL, an open directory (>= 3) to share; the caller keeps it */
 	const char *tag; /* mount tag the guest sees, 1..36 bytes */
-	int read_only; /* refuse every modification with EROFS */
+	int read_only;   /* refuse every modification with EROFS */
 };
 
 /*
@@ -44,7 +44,6 @@ struct virtio_fs_config {
  * call). 0, or -errno with `e` saying what failed (-EINVAL for a missing
  * directory or an empty or over-long tag; errors of fuse_server_open()).
  */
-int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out,
-		     struct err *e);
+int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out, struct err *e);
 
 #endif

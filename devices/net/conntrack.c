@@ -7,7 +7,8 @@
 #include "devices/net/pkt_parse.h"
 #include "devices/net/siphash.h"
 
-_Static_assert(sizeof(struct conntrack_key) == 38, "conntrack_key has no padding: it is hashed and compared as bytes");
+_Static_assert(sizeof(struct conntrack_key) == 38,
+	       "conntrack_key has no padding: it is hashed and compared as bytes");
 
 int conntrack_init(struct conntrack_table *t, uint32_t capacity, const uint64_t hash_key[2])
 {
@@ -61,7 +62,8 @@ static void unlink_flow(struct conntrack_table *t, uint32_t *link, uint32_t i)
 	t->count--;
 }
 
-struct conntrack_flow *conntrack_lookup(struct conntrack_table *t, const struct conntrack_key *k, uint64_t now_ns)
+struct conntrack_flow *conntrack_lookup(struct conntrack_table *t, const struct conntrack_key *k,
+					uint64_t now_ns)
 {
 	uint32_t *link = &t->heads[bucket(t, k)];
 
@@ -99,7 +101,8 @@ void conntrack_start(struct conntrack_flow *f, uint64_t now_ns)
 	}
 }
 
-struct conntrack_flow *conntrack_insert(struct conntrack_table *t, const struct conntrack_key *k, uint64_t now_ns)
+struct conntrack_flow *conntrack_insert(struct conntrack_table *t, const struct conntrack_key *k,
+					uint64_t now_ns)
 {
 	uint32_t i, b;
 	struct conntrack_flow *f;
@@ -161,7 +164,8 @@ void conntrack_sweep(struct conntrack_table *t, uint64_t now_ns, uint32_t slots)
 	}
 }
 
-void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t tcp_flags, uint64_t bytes, uint64_t now_ns)
+void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t tcp_flags,
+		     uint64_t bytes, uint64_t now_ns)
 {
 	uint64_t to;
 
@@ -172,7 +176,9 @@ void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t t
 	case CONNTRACK_UDP_REPLIED:
 		if (dir == CONNTRACK_INGRESS)
 			f->state = CONNTRACK_UDP_REPLIED;
-		f->expires_ns = now_ns + (f->state == CONNTRACK_UDP_REPLIED ? CONNTRACK_TO_UDP_REPLIED : CONNTRACK_TO_UDP_NEW);
+		f->expires_ns = now_ns +
+			(f->state == CONNTRACK_UDP_REPLIED ? CONNTRACK_TO_UDP_REPLIED
+							   : CONNTRACK_TO_UDP_NEW);
 		return;
 	case CONNTRACK_ICMP_ECHO:
 		f->expires_ns = now_ns + CONNTRACK_TO_ICMP;
@@ -221,22 +227,24 @@ void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t t
 	f->expires_ns = now_ns + to;
 }
 
-static bool frag_is(const struct conntrack_frag *e, enum conntrack_dir dir, int family, uint8_t proto, const uint8_t *src,
-		    const uint8_t *dst, uint32_t id)
+static bool frag_is(const struct conntrack_frag *e, enum conntrack_dir dir, int family,
+		    uint8_t proto, const uint8_t *src, const uint8_t *dst, uint32_t id)
 {
-	return e->used && e->dir == dir && e->family == family && e->proto == proto && e->id == id &&
-	       !memcmp(e->src, src, 16) && !memcmp(e->dst, dst, 16);
+	return e->used && e->dir == dir && e->family == family && e->proto == proto &&
+		e->id == id && !memcmp(e->src, src, 16) && !memcmp(e->dst, dst, 16);
 }
 
-void conntrack_frag_add(struct conntrack_table *t, enum conntrack_dir dir, int family, uint8_t proto, const uint8_t *src,
-		 const uint8_t *dst, uint32_t id, uint64_t now_ns)
+void conntrack_frag_add(struct conntrack_table *t, enum conntrack_dir dir, int family,
+			uint8_t proto, const uint8_t *src, const uint8_t *dst, uint32_t id,
+			uint64_t now_ns)
 {
 	struct conntrack_frag *slot = NULL;
 
 	for (int i = 0; i < CONNTRACK_FRAG_MAX; i++) {
 		struct conntrack_frag *e = &t->frags[i];
 
-		if (frag_is(e, dir, family, proto, src, dst, id) || !e->used || e->expires_ns <= now_ns) {
+		if (frag_is(e, dir, family, proto, src, dst, id) || !e->used ||
+		    e->expires_ns <= now_ns) {
 			slot = e;
 			break;
 		}
@@ -253,8 +261,9 @@ void conntrack_frag_add(struct conntrack_table *t, enum conntrack_dir dir, int f
 	slot->expires_ns = now_ns + CONNTRACK_TO_FRAG;
 }
 
-bool conntrack_frag_known(struct conntrack_table *t, enum conntrack_dir dir, int family, uint8_t proto, const uint8_t *src,
-		   const uint8_t *dst, uint32_t id, uint64_t now_ns)
+bool conntrack_frag_known(struct conntrack_table *t, enum conntrack_dir dir, int family,
+			  uint8_t proto, const uint8_t *src, const uint8_t *dst, uint32_t id,
+			  uint64_t now_ns)
 {
 	for (int i = 0; i < CONNTRACK_FRAG_MAX; i++) {
 		struct conntrack_frag *e = &t->frags[i];

@@ -32,10 +32,10 @@
 
 #define CONNTRACK_DEFAULT_CAPACITY 4096
 #define CONNTRACK_MAX_CAPACITY (1u << 20)
-#define CONNTRACK_SWEEP_STEP 4       /* slots expired per packet */
-#define CONNTRACK_SWEEP_FULL 64      /* slots looked at when the table is full */
+#define CONNTRACK_SWEEP_STEP 4  /* slots expired per packet */
+#define CONNTRACK_SWEEP_FULL 64 /* slots looked at when the table is full */
 
-#define CONNTRACK_NS(s) ((uint64_t)(s) * 1000000000ULL)
+#define CONNTRACK_NS(s) ((uint64_t)(s)*1000000000ULL)
 /* Idle timeouts. TCP: close to Linux's nf_conntrack defaults, shorter where
  * a sandbox gains nothing from waiting (established: 4 h, not 5 days). */
 #define CONNTRACK_TO_TCP_SYN_SENT CONNTRACK_NS(60)
@@ -47,8 +47,8 @@
 #define CONNTRACK_TO_UDP_REPLIED CONNTRACK_NS(180)
 #define CONNTRACK_TO_ICMP CONNTRACK_NS(30)
 
-#define CONNTRACK_FRAG_MAX 64          /* fragmented datagrams in flight, per direction together */
-#define CONNTRACK_TO_FRAG CONNTRACK_NS(30)    /* Linux's ipfrag_time */
+#define CONNTRACK_FRAG_MAX 64 /* fragmented datagrams in flight, per direction together */
+#define CONNTRACK_TO_FRAG CONNTRACK_NS(30) /* Linux's ipfrag_time */
 
 enum conntrack_dir {
 	CONNTRACK_EGRESS,  /* guest to network */
@@ -74,10 +74,10 @@ struct conntrack_key {
 
 struct conntrack_flow {
 	struct conntrack_key key;
-	uint8_t state;   /* enum conntrack_state; 0: free slot */
-	uint8_t fins;    /* 1 << enum conntrack_dir for each side that sent FIN */
+	uint8_t state;            /* enum conntrack_state; 0: free slot */
+	uint8_t fins;             /* 1 << enum conntrack_dir for each side that sent FIN */
 	struct net_rule_ref rule; /* what allowed the flow */
-	uint32_t next;   /* chain, CONNTRACK_NIL at the end */
+	uint32_t next;            /* chain, CONNTRACK_NIL at the end */
 	uint64_t expires_ns;
 	uint64_t packets[2], bytes[2]; /* by enum conntrack_dir */
 };
@@ -106,9 +106,11 @@ int conntrack_init(struct conntrack_table *t, uint32_t capacity, const uint64_t 
 void conntrack_free(struct conntrack_table *t);
 
 /* The live flow of k, or NULL (an expired one is removed). */
-struct conntrack_flow *conntrack_lookup(struct conntrack_table *t, const struct conntrack_key *k, uint64_t now_ns);
+struct conntrack_flow *conntrack_lookup(struct conntrack_table *t, const struct conntrack_key *k,
+					uint64_t now_ns);
 /* A new flow for k (the caller checked it is not present), started (conntrack_start), or NULL when full. */
-struct conntrack_flow *conntrack_insert(struct conntrack_table *t, const struct conntrack_key *k, uint64_t now_ns);
+struct conntrack_flow *conntrack_insert(struct conntrack_table *t, const struct conntrack_key *k,
+					uint64_t now_ns);
 void conntrack_remove(struct conntrack_table *t, struct conntrack_flow *f);
 /* Expire up to `slots` slots from the sweep cursor. */
 void conntrack_sweep(struct conntrack_table *t, uint64_t now_ns, uint32_t slots);
@@ -118,7 +120,8 @@ struct conntrack_flow *conntrack_at(struct conntrack_table *t, uint32_t i, uint6
 /* (Re)start a flow in its protocol's first state (TCP: SYN sent), counters kept. */
 void conntrack_start(struct conntrack_flow *f, uint64_t now_ns);
 /* Account one packet of `bytes` in direction dir with these TCP flags; refreshes the timeout. */
-void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t tcp_flags, uint64_t bytes, uint64_t now_ns);
+void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t tcp_flags,
+		     uint64_t bytes, uint64_t now_ns);
 
 /*
  * Fragments: remember that the first fragment of datagram (family, proto,
@@ -126,10 +129,12 @@ void conntrack_track(struct conntrack_flow *f, enum conntrack_dir dir, uint8_t t
  * A full table drops the entry nearest expiry (the guest's own datagram or
  * one it asked for: nothing of another VM).
  */
-void conntrack_frag_add(struct conntrack_table *t, enum conntrack_dir dir, int family, uint8_t proto, const uint8_t *src,
-		 const uint8_t *dst, uint32_t id, uint64_t now_ns);
-bool conntrack_frag_known(struct conntrack_table *t, enum conntrack_dir dir, int family, uint8_t proto, const uint8_t *src,
-		   const uint8_t *dst, uint32_t id, uint64_t now_ns);
+void conntrack_frag_add(struct conntrack_table *t, enum conntrack_dir dir, int family,
+			uint8_t proto, const uint8_t *src, const uint8_t *dst, uint32_t id,
+			uint64_t now_ns);
+bool conntrack_frag_known(struct conntrack_table *t, enum conntrack_dir dir, int family,
+			  uint8_t proto, const uint8_t *src, const uint8_t *dst, uint32_t id,
+			  uint64_t now_ns);
 void conntrack_frag_flush(struct conntrack_table *t);
 
 const char *conntrack_state_name(uint8_t state);

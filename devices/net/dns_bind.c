@@ -70,7 +70,8 @@ static int name_walk(const uint8_t *msg, size_t len, size_t *off, char *out, boo
 
 			if (ch >= 'A' && ch <= 'Z')
 				ch = (char)(ch - 'A' + 'a');
-			if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' || ch == '_')) {
+			if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-' ||
+			      ch == '_')) {
 				*valid = false;
 				ch = '?';
 			}
@@ -95,7 +96,8 @@ int dns_name_decode(const uint8_t *msg, size_t len, size_t *off, char out[DNS_NA
 }
 
 /* Header and the one question; *off ends after it. */
-static int parse_head(const uint8_t *msg, size_t len, bool response, struct dns_question *q, size_t *off)
+static int parse_head(const uint8_t *msg, size_t len, bool response, struct dns_question *q,
+		      size_t *off)
 {
 	uint16_t flags;
 	size_t o = 12;
@@ -167,7 +169,8 @@ void dns_bind_query(struct dns_bind *d, const struct net_addr *resolver, uint16_
 		struct dns_pending *p = &d->pending[i];
 
 		if (!p->used || p->expires_ns <= now_ns ||
-		    (p->gport == gport && p->q.id == q->id && net_addr_equal(&p->resolver, resolver))) {
+		    (p->gport == gport && p->q.id == q->id &&
+		     net_addr_equal(&p->resolver, resolver))) {
 			slot = p;
 			break;
 		}
@@ -201,7 +204,8 @@ static void unlink_at(struct dns_bind *d, uint32_t i)
 	}
 }
 
-static void bind_one(struct dns_bind *d, const char *name, const struct net_addr *addr, uint64_t expires)
+static void bind_one(struct dns_bind *d, const char *name, const struct net_addr *addr,
+		     uint64_t expires)
 {
 	uint32_t h = bucket(d, addr), same = 0, victim = DNS_NIL;
 
@@ -268,7 +272,8 @@ static bool is_alias(const dns_name *aliases, int n, const char *name)
  * is a name kiln accepts. 0, or -EINVAL when the section runs off the
  * message (then rr[0..*n) are the whole records before that point).
  */
-static int read_records(const uint8_t *msg, size_t len, size_t off, size_t count, struct rr *rr, size_t *n)
+static int read_records(const uint8_t *msg, size_t len, size_t off, size_t count, struct rr *rr,
+			size_t *n)
 {
 	dns_name owner;
 
@@ -295,7 +300,8 @@ static int read_records(const uint8_t *msg, size_t len, size_t off, size_t count
 }
 
 /* aliases[0] is the question name; add the names its CNAME chain reaches. */
-static int follow_cnames(const uint8_t *msg, size_t len, const struct rr *rr, size_t nrr, dns_name *aliases)
+static int follow_cnames(const uint8_t *msg, size_t len, const struct rr *rr, size_t nrr,
+			 dns_name *aliases)
 {
 	int n = 1;
 	bool changed = true;
@@ -309,11 +315,12 @@ static int follow_cnames(const uint8_t *msg, size_t len, const struct rr *rr, si
 
 			if (rr[i].type != DNS_TYPE_CNAME || rr[i].class != 1)
 				continue;
-			if (dns_name_decode(msg, len, &o, owner) < 0 || !is_alias(aliases, n, owner))
+			if (dns_name_decode(msg, len, &o, owner) < 0 ||
+			    !is_alias(aliases, n, owner))
 				continue;
 			/* The target must fill the record's data exactly. */
-			if (dns_name_decode(msg, len, &t, target) < 0 || t != rr[i].rdata + rr[i].rdlen ||
-			    is_alias(aliases, n, target))
+			if (dns_name_decode(msg, len, &t, target) < 0 ||
+			    t != rr[i].rdata + rr[i].rdlen || is_alias(aliases, n, target))
 				continue;
 			snprintf(aliases[n++], sizeof(dns_name), "%s", target);
 			changed = true;
@@ -339,8 +346,8 @@ int dns_bind_answer(struct dns_bind *d, const struct net_addr *resolver, uint16_
 	for (int i = 0; i < DNS_PENDING_MAX && !p; i++) {
 		struct dns_pending *c = &d->pending[i];
 
-		if (c->used && c->expires_ns > now_ns && c->gport == gport && c->q.id == be16(msg) &&
-		    net_addr_equal(&c->resolver, resolver))
+		if (c->used && c->expires_ns > now_ns && c->gport == gport &&
+		    c->q.id == be16(msg) && net_addr_equal(&c->resolver, resolver))
 			p = c;
 	}
 	if (!p) {
@@ -355,7 +362,7 @@ int dns_bind_answer(struct dns_bind *d, const struct net_addr *resolver, uint16_
 		d->unmatched++;
 		return -ENOENT;
 	}
-	p->used = false; /* one answer per query */
+	p->used = false;                /* one answer per query */
 	if ((be16(msg + 2) & 0xf) != 0) /* RCODE: NXDOMAIN, SERVFAIL, ... bind nothing */
 		return 0;
 	if (read_records(msg, len, off, be16(msg + 6), rr, &nrr) < 0 && !partial_ok) {
@@ -378,7 +385,9 @@ int dns_bind_answer(struct dns_bind *d, const struct net_addr *resolver, uint16_
 		net_addr_set(&a, rr[i].type == DNS_TYPE_A ? NET_AF4 : NET_AF6, msg + rr[i].rdata);
 		if (ttl > 0x7fffffff) /* RFC 2181 8: a TTL with the top bit set is zero */
 			ttl = 0;
-		ttl = ttl < DNS_TTL_MIN_S ? DNS_TTL_MIN_S : ttl > DNS_TTL_MAX_S ? DNS_TTL_MAX_S : ttl;
+		ttl = ttl < DNS_TTL_MIN_S     ? DNS_TTL_MIN_S
+			: ttl > DNS_TTL_MAX_S ? DNS_TTL_MAX_S
+					      : ttl;
 		bind_one(d, q.name, &a, now_ns + ttl * NS_PER_S);
 		bound++;
 	}
@@ -399,13 +408,14 @@ static size_t names_of(struct dns_bind *d, const struct net_addr *addr, bool any
 	return n;
 }
 
-size_t dns_bind_names(struct dns_bind *d, const struct net_addr *addr, uint64_t now_ns, const char **names,
-		      size_t cap)
+size_t dns_bind_names(struct dns_bind *d, const struct net_addr *addr, uint64_t now_ns,
+		      const char **names, size_t cap)
 {
 	return names_of(d, addr, false, now_ns, names, cap);
 }
 
-size_t dns_bind_names_any(struct dns_bind *d, const struct net_addr *addr, const char **names, size_t cap)
+size_t dns_bind_names_any(struct dns_bind *d, const struct net_addr *addr, const char **names,
+			  size_t cap)
 {
 	return names_of(d, addr, true, 0, names, cap);
 }

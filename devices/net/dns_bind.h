@@ -39,7 +39,7 @@
 
 #include "lib/netrules/net_addr.h"
 
-#define DNS_NAME_MAX 253          /* text form, without the final dot */
+#define DNS_NAME_MAX 253 /* text form, without the final dot */
 #define DNS_MAX_JUMPS 16
 #define DNS_MAX_ALIASES 8
 #define DNS_MAX_RECORDS 64
@@ -116,6 +116,7 @@ int dns_bind_answer(struct dns_bind *d, const struct net_addr *resolver, uint16_
 size_t dns_bind_names(struct dns_bind *d, const struct net_addr *addr, uint64_t now_ns,
 		      const char **names, size_t cap);
 /* The same, expired bindings still in the table included (re-deciding established flows). */
-size_t dns_bind_names_any(struct dns_bind *d, const struct net_addr *addr, const char **names, size_t cap);
+size_t dns_bind_names_any(struct dns_bind *d, const struct net_addr *addr, const char **names,
+			  size_t cap);
 
 #endif

@@ -68,14 +68,17 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 	    (rc = rate_bucket_cfg_check(&cfg->rx_bytes, "rx bytes", e)) < 0 ||
 	    (rc = rate_bucket_cfg_check(&cfg->rx_packets, "rx packets", e)) < 0)
 		goto fail;
-	if (cfg->conntrack_capacity > CONNTRACK_MAX_CAPACITY || cfg->dns_capacity > DNS_MAX_CAPACITY ||
-	    cfg->n_host_deny > NF_HOST_DENY_MAX || cfg->n_host_addrs > NF_HOST_ADDRS_MAX) {
+	if (cfg->conntrack_capacity > CONNTRACK_MAX_CAPACITY ||
+	    cfg->dns_capacity > DNS_MAX_CAPACITY || cfg->n_host_deny > NF_HOST_DENY_MAX ||
+	    cfg->n_host_addrs > NF_HOST_ADDRS_MAX) {
 		rc = err_set(e, EINVAL,
-			       "packet filter: at most %u tracked flows, %u DNS bindings, %d denied host blocks and %d host addresses",
-			       CONNTRACK_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX, NF_HOST_ADDRS_MAX);
+			     "packet filter: at most %u tracked flows, %u DNS bindings, %d denied host blocks and %d host addresses",
+			     CONNTRACK_MAX_CAPACITY, DNS_MAX_CAPACITY, NF_HOST_DENY_MAX,
+			     NF_HOST_ADDRS_MAX);
 		goto fail;
 	}
-	if ((cfg->has_ip4 && cfg->ip4.family != NET_AF4) || (cfg->has_ip6 && cfg->ip6.family != NET_AF6)) {
+	if ((cfg->has_ip4 && cfg->ip4.family != NET_AF4) ||
+	    (cfg->has_ip6 && cfg->ip6.family != NET_AF6)) {
 		rc = err_set(e, EINVAL, "packet filter: the guest's ip4/ip6 have the wrong family");
 		goto fail;
 	}
@@ -208,10 +211,12 @@ void nf_log_format(const struct nf_log_entry *e, char *buf, size_t cap)
 	endpoint(&e->dst, e->dport, ports, dst, sizeof(dst));
 	rule_ref_format(e->rule, rule, sizeof(rule));
 	if (e->suppressed)
-		snprintf(sup, sizeof(sup), " (%llu more not logged)", (unsigned long long)e->suppressed);
+		snprintf(sup, sizeof(sup), " (%llu more not logged)",
+			 (unsigned long long)e->suppressed);
 	snprintf(buf, cap, "%s %s %s %s -> %s%s%s%s", e->dir == NF_EGRESS ? "egress" : "ingress",
-		 e->cut ? "cut" : nf_reason_name(e->reason), net_proto_name(e->proto, pb, sizeof(pb)), src, dst,
-		 rule, e->cut ? " (established flow denied by new rules)" : "", sup);
+		 e->cut ? "cut" : nf_reason_name(e->reason),
+		 net_proto_name(e->proto, pb, sizeof(pb)), src, dst, rule,
+		 e->cut ? " (established flow denied by new rules)" : "", sup);
 }
 
 static void log_flow(struct net_filter *f, struct nf_log_entry *le, uint64_t now_ns)
@@ -231,8 +236,9 @@ static void log_flow(struct net_filter *f, struct nf_log_entry *le, uint64_t now
 /* Reasons worth a line in the denied-flow log: a flow the guest tried to open and could not. */
 static bool loggable(enum nf_reason r)
 {
-	return r == NF_DROP_SPOOF || r == NF_DROP_RULE || r == NF_DROP_RESERVED || r == NF_DROP_PRIVATE ||
-	       r == NF_DROP_HOST || r == NF_DROP_DEFAULT || r == NF_DROP_TABLE_FULL;
+	return r == NF_DROP_SPOOF || r == NF_DROP_RULE || r == NF_DROP_RESERVED ||
+		r == NF_DROP_PRIVATE || r == NF_DROP_HOST || r == NF_DROP_DEFAULT ||
+		r == NF_DROP_TABLE_FULL;
 }
 
 static void count_rule(struct net_filter *f, struct net_rule_ref ref, size_t len, bool new_flow)
@@ -247,9 +253,9 @@ static void count_rule(struct net_filter *f, struct net_rule_ref ref, size_t len
 		c->flows++;
 }
 
-static enum nf_verdict finish(struct net_filter *f, enum nf_dir dir, size_t len, const struct pkt *p,
-			      enum nf_reason reason, struct net_rule_ref ref, uint64_t now_ns,
-			      struct nf_decision *d)
+static enum nf_verdict finish(struct net_filter *f, enum nf_dir dir, size_t len,
+			      const struct pkt *p, enum nf_reason reason, struct net_rule_ref ref,
+			      uint64_t now_ns, struct nf_decision *d)
 {
 	enum nf_verdict v = reason < NF_DROP_RATE ? NF_PASS : NF_DROP;
 
@@ -260,8 +266,14 @@ static enum nf_verdict finish(struct net_filter *f, enum nf_dir dir, size_t len,
 	d->rule = ref;
 	if (v == NF_DROP && p && loggable(reason)) {
 		struct nf_log_entry le = {
-			.dir = dir, .reason = reason, .rule = ref, .proto = p->proto,
-			.src = p->src, .dst = p->dst, .sport = p->sport, .dport = p->dport,
+			.dir = dir,
+			.reason = reason,
+			.rule = ref,
+			.proto = p->proto,
+			.src = p->src,
+			.dst = p->dst,
+			.sport = p->sport,
+			.dport = p->dport,
 		};
 
 		if (p->l3 == PKT_L3_ARP)
@@ -285,7 +297,7 @@ static bool is_icmp_error(const struct pkt *p)
 		return false;
 	if (p->l3 == PKT_L3_IP4)
 		return p->icmp_type == ICMP4_UNREACH || p->icmp_type == ICMP4_TIME_EXCEEDED ||
-		       p->icmp_type == ICMP4_PARAM_PROBLEM;
+			p->icmp_type == ICMP4_PARAM_PROBLEM;
 	return p->icmp_type >= ICMP6_UNREACH && p->icmp_type <= ICMP6_PARAM_PROBLEM;
 }
 
@@ -326,13 +338,15 @@ static void flow_key(const struct pkt *p, bool guest_is_src, struct conntrack_ke
 /* Infrastructure the guest's network needs, egress: a reason, or NF_REASON_COUNT. */
 static enum nf_reason infra_egress(const struct pkt *p)
 {
-	static const uint8_t dhcp6_servers[16] = { 0xff, 0x02, [13] = 0x01, [15] = 0x02 }; /* ff02::1:2 */
+	static const uint8_t dhcp6_servers[16] = { 0xff,
+						   0x02, [13] = 0x01, [15] = 0x02 }; /* ff02::1:2 */
 
 	if (p->proto == PKT_PROTO_UDP) {
 		if (p->l3 == PKT_L3_IP4 && p->sport == 68 && p->dport == 67 &&
 		    !memcmp(p->dst.b, (const uint8_t[4]){ 255, 255, 255, 255 }, 4))
 			return NF_PASS_DHCP;
-		if (p->l3 == PKT_L3_IP6 && p->sport == 546 && p->dport == 547 && !memcmp(p->dst.b, dhcp6_servers, 16))
+		if (p->l3 == PKT_L3_IP6 && p->sport == 546 && p->dport == 547 &&
+		    !memcmp(p->dst.b, dhcp6_servers, 16))
 			return NF_PASS_DHCP;
 		return NF_REASON_COUNT;
 	}
@@ -418,11 +432,16 @@ static bool host_denied(const struct net_filter *f, const struct net_addr *a)
 
 /* Decide a flow to remote (proto, remote port). any_binding: expired bindings count. */
 static enum net_decision decide(struct net_filter *f, const struct net_addr *remote, uint8_t proto,
-				uint16_t rport, bool any_binding, uint64_t now_ns, struct net_rule_ref *ref)
+				uint16_t rport, bool any_binding, uint64_t now_ns,
+				struct net_rule_ref *ref)
 {
 	const char *names[DNS_BIND_PER_ADDR];
-	struct net_flow_dst d = { .addr = remote, .proto = proto, .port = rport, .names = names,
-				  .host_addrs = f->cfg.host_addrs, .n_host_addrs = f->cfg.n_host_addrs };
+	struct net_flow_dst d = { .addr = remote,
+				  .proto = proto,
+				  .port = rport,
+				  .names = names,
+				  .host_addrs = f->cfg.host_addrs,
+				  .n_host_addrs = f->cfg.n_host_addrs };
 
 	if (host_denied(f, remote)) {
 		*ref = no_rule;
@@ -455,7 +474,8 @@ static enum nf_reason deny_reason(enum net_decision dec)
  * guest on a TAP link with no ip= (or any guest in IPv6, which kiln does
  * not assign) could otherwise send as any host of the network.
  */
-static enum nf_reason check_source(const struct net_filter *f, const struct pkt *p, enum nf_reason infra)
+static enum nf_reason check_source(const struct net_filter *f, const struct pkt *p,
+				   enum nf_reason infra)
 {
 	bool v4 = p->l3 == PKT_L3_IP4;
 	const struct net_addr *mine = v4 ? &f->cfg.ip4 : &f->cfg.ip6;
@@ -473,7 +493,8 @@ static enum nf_reason check_source(const struct net_filter *f, const struct pkt 
 /* addr is one of the guest's own IPv6 addresses. */
 static bool own_addr6(const struct net_filter *f, const uint8_t *addr)
 {
-	return !memcmp(addr, f->ip6_ll.b, 16) || (f->cfg.has_ip6 && !memcmp(addr, f->cfg.ip6.b, 16));
+	return !memcmp(addr, f->ip6_ll.b, 16) ||
+		(f->cfg.has_ip6 && !memcmp(addr, f->cfg.ip6.b, 16));
 }
 
 /*
@@ -502,22 +523,24 @@ static bool ndp_own(const struct net_filter *f, const struct pkt *p)
 		olen = (size_t)o[off + 1] * 8;
 		if (olen == 0 || olen > n - off) /* RFC 4861 4.6: length 0 is invalid */
 			return false;
-		if ((o[off] == 1 || o[off] == 2) && (olen != 8 || memcmp(o + off + 2, f->cfg.guest_mac, 6)))
+		if ((o[off] == 1 || o[off] == 2) &&
+		    (olen != 8 || memcmp(o + off + 2, f->cfg.guest_mac, 6)))
 			return false;
 		off += olen;
 	}
 	return true;
 }
 
-static void dns_query_seen(struct net_filter *f, const struct pkt *p, const struct conntrack_flow *flow,
-			   uint64_t now_ns)
+static void dns_query_seen(struct net_filter *f, const struct pkt *p,
+			   const struct conntrack_flow *flow, uint64_t now_ns)
 {
 	struct dns_question q;
 
 	if (p->proto != PKT_PROTO_UDP || p->dport != 53 || flow->rule.list != NET_REF_DNS ||
 	    (p->flags & PKT_F_FRAG))
 		return;
-	if (dns_parse_query(p->payload, p->payload_len, &q) < 0 || !net_rules_wants_name(f->rules, q.name))
+	if (dns_parse_query(p->payload, p->payload_len, &q) < 0 ||
+	    !net_rules_wants_name(f->rules, q.name))
 		return;
 	dns_bind_query(&f->dns, &p->dst, p->sport, &q, now_ns);
 }
@@ -535,13 +558,13 @@ static uint8_t frag_proto(const struct pkt *p)
 static void frag_seen(struct net_filter *f, enum nf_dir dir, const struct pkt *p, uint64_t now_ns)
 {
 	if (p->flags & PKT_F_FRAG)
-		conntrack_frag_add(&f->ct, (enum conntrack_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b, p->frag_id,
-			    now_ns);
+		conntrack_frag_add(&f->ct, (enum conntrack_dir)dir, p->src.family, frag_proto(p),
+				   p->src.b, p->dst.b, p->frag_id, now_ns);
 }
 
 /* Steps both directions share: rate, parse, layer 2, later fragments. NF_REASON_COUNT: go on. */
-static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_t *frame, size_t len,
-			     uint64_t now_ns, struct pkt *p, struct nf_decision *d)
+static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_t *frame,
+			     size_t len, uint64_t now_ns, struct pkt *p, struct nf_decision *d)
 {
 	int r;
 
@@ -580,16 +603,16 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 			if (s != NF_REASON_COUNT)
 				return s;
 		}
-		return conntrack_frag_known(&f->ct, (enum conntrack_dir)dir, p->src.family, frag_proto(p), p->src.b, p->dst.b,
-				     p->frag_id, now_ns)
-			       ? NF_PASS_FRAGMENT
-			       : NF_DROP_FRAGMENT;
+		return conntrack_frag_known(&f->ct, (enum conntrack_dir)dir, p->src.family,
+					    frag_proto(p), p->src.b, p->dst.b, p->frag_id, now_ns)
+			? NF_PASS_FRAGMENT
+			: NF_DROP_FRAGMENT;
 	}
 	return NF_REASON_COUNT;
 }
 
-enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
-				  struct nf_decision *d)
+enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len,
+				  uint64_t now_ns, struct nf_decision *d)
 {
 	struct nf_decision tmp;
 	struct pkt p;
@@ -609,19 +632,22 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 	if (r == NF_PASS_NDP && !ndp_own(f, &p))
 		r = NF_DROP_SPOOF;
 	if (r != NF_REASON_COUNT)
-		return finish(f, NF_EGRESS, len, &p, r, r < NF_DROP_RATE ? infra_rule : no_rule, now_ns, d);
+		return finish(f, NF_EGRESS, len, &p, r, r < NF_DROP_RATE ? infra_rule : no_rule,
+			      now_ns, d);
 	if (is_icmp_error(&p))
 		return finish(f, NF_EGRESS, len, NULL,
-			      related(f, NF_EGRESS, &p, now_ns) ? NF_PASS_RELATED : NF_DROP_PROTO, no_rule, now_ns,
-			      d);
+			      related(f, NF_EGRESS, &p, now_ns) ? NF_PASS_RELATED : NF_DROP_PROTO,
+			      no_rule, now_ns, d);
 	if (p.proto != PKT_PROTO_TCP && p.proto != PKT_PROTO_UDP && !is_echo(&p, true))
 		return finish(f, NF_EGRESS, len, NULL, NF_DROP_PROTO, no_rule, now_ns, d);
 
 	flow_key(&p, true, &k);
 	flow = conntrack_lookup(&f->ct, &k, now_ns);
 	/* A SYN on a known flow opens it again (port reuse): decide it anew. */
-	if (flow && !(p.proto == PKT_PROTO_TCP && (p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK)) == PKT_TCP_SYN &&
-		      flow->state != CONNTRACK_TCP_SYN_SENT)) {
+	if (flow &&
+	    !(p.proto == PKT_PROTO_TCP &&
+	      (p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK)) == PKT_TCP_SYN &&
+	      flow->state != CONNTRACK_TCP_SYN_SENT)) {
 		conntrack_track(flow, CONNTRACK_EGRESS, p.tcp_flags, len, now_ns);
 		count_rule(f, flow->rule, len, false);
 		dns_query_seen(f, &p, flow, now_ns);
@@ -631,8 +657,9 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 	if (p.proto == PKT_PROTO_TCP &&
 	    (p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_FIN)) != PKT_TCP_SYN)
 		return finish(f, NF_EGRESS, len, NULL, NF_DROP_TCP_STATE, no_rule, now_ns, d);
-	dec = decide(f, &p.dst, p.proto, p.proto == PKT_PROTO_TCP || p.proto == PKT_PROTO_UDP ? p.dport : 0,
-		     false, now_ns, &ref);
+	dec = decide(f, &p.dst, p.proto,
+		     p.proto == PKT_PROTO_TCP || p.proto == PKT_PROTO_UDP ? p.dport : 0, false,
+		     now_ns, &ref);
 	if (dec != NET_ALLOW) {
 		if (flow)
 			conntrack_remove(&f->ct, flow);
@@ -650,12 +677,12 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 	count_rule(f, ref, len, true);
 	dns_query_seen(f, &p, flow, now_ns);
 	frag_seen(f, NF_EGRESS, &p, now_ns);
-	return finish(f, NF_EGRESS, len, NULL, ref.list == NET_REF_DNS ? NF_PASS_DNS : NF_PASS_NEW, ref, now_ns,
-		      d);
+	return finish(f, NF_EGRESS, len, NULL, ref.list == NET_REF_DNS ? NF_PASS_DNS : NF_PASS_NEW,
+		      ref, now_ns, d);
 }
 
-enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
-				   struct nf_decision *d)
+enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, size_t len,
+				   uint64_t now_ns, struct nf_decision *d)
 {
 	struct nf_decision tmp;
 	struct pkt p;
@@ -668,20 +695,25 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
 		d = &tmp;
 	r = common(f, NF_INGRESS, frame, len, now_ns, &p, d);
 	if (r != NF_REASON_COUNT)
-		return finish(f, NF_INGRESS, len, NULL, r, r == NF_PASS_ARP ? infra_rule : no_rule, now_ns, d);
+		return finish(f, NF_INGRESS, len, NULL, r, r == NF_PASS_ARP ? infra_rule : no_rule,
+			      now_ns, d);
 	r = infra_ingress(&p);
 	if (r != NF_REASON_COUNT)
-		return finish(f, NF_INGRESS, len, NULL, r, r < NF_DROP_RATE ? infra_rule : no_rule, now_ns, d);
+		return finish(f, NF_INGRESS, len, NULL, r, r < NF_DROP_RATE ? infra_rule : no_rule,
+			      now_ns, d);
 	v4 = p.l3 == PKT_L3_IP4;
-	if ((v4 ? f->cfg.has_ip4 : f->cfg.has_ip6) && !net_addr_equal(&p.dst, v4 ? &f->cfg.ip4 : &f->cfg.ip6))
+	if ((v4 ? f->cfg.has_ip4 : f->cfg.has_ip6) &&
+	    !net_addr_equal(&p.dst, v4 ? &f->cfg.ip4 : &f->cfg.ip6))
 		return finish(f, NF_INGRESS, len, NULL, NF_DROP_UNSOLICITED, no_rule, now_ns, d);
 	if (is_icmp_error(&p))
 		return finish(f, NF_INGRESS, len, NULL,
-			      related(f, NF_INGRESS, &p, now_ns) ? NF_PASS_RELATED : NF_DROP_UNSOLICITED, no_rule,
-			      now_ns, d);
+			      related(f, NF_INGRESS, &p, now_ns) ? NF_PASS_RELATED
+								 : NF_DROP_UNSOLICITED,
+			      no_rule, now_ns, d);
 	if (p.proto != PKT_PROTO_TCP && p.proto != PKT_PROTO_UDP && !is_echo(&p, false))
 		return finish(f, NF_INGRESS, len, NULL,
-			      p.proto == icmp_proto(&p) ? NF_DROP_UNSOLICITED : NF_DROP_PROTO, no_rule, now_ns, d);
+			      p.proto == icmp_proto(&p) ? NF_DROP_UNSOLICITED : NF_DROP_PROTO,
+			      no_rule, now_ns, d);
 	flow_key(&p, false, &k);
 	flow = conntrack_lookup(&f->ct, &k, now_ns);
 	if (!flow)
@@ -690,8 +722,8 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
 	count_rule(f, flow->rule, len, false);
 	frag_seen(f, NF_INGRESS, &p, now_ns);
 	if (p.proto == PKT_PROTO_UDP && p.sport == 53 && flow->rule.list == NET_REF_DNS)
-		dns_bind_answer(&f->dns, &p.src, p.dport, p.payload, p.payload_len, (p.flags & PKT_F_FRAG) != 0,
-				now_ns);
+		dns_bind_answer(&f->dns, &p.src, p.dport, p.payload, p.payload_len,
+				(p.flags & PKT_F_FRAG) != 0, now_ns);
 	return finish(f, NF_INGRESS, len, NULL, NF_PASS_FLOW, flow->rule, now_ns, d);
 }
 
@@ -728,8 +760,13 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 		}
 		if (f->cfg.log) {
 			struct nf_log_entry le = {
-				.dir = NF_EGRESS, .reason = deny_reason(dec), .rule = ref, .cut = true,
-				.proto = flow->key.proto, .dst = remote, .dport = flow->key.rport,
+				.dir = NF_EGRESS,
+				.reason = deny_reason(dec),
+				.rule = ref,
+				.cut = true,
+				.proto = flow->key.proto,
+				.dst = remote,
+				.dport = flow->key.rport,
 				.sport = flow->key.gport,
 			};
 
@@ -762,7 +799,8 @@ void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6])
 	link_local_of(mac, &f->ip6_ll);
 }
 
-size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max, uint64_t now_ns)
+size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max,
+			    uint64_t now_ns)
 {
 	size_t n = 0;
 
@@ -786,8 +824,8 @@ static json_t *dir_json(const struct net_filter *f, enum nf_dir dir)
 	json_t *o = json_object();
 
 	for (int r = 0; o && r < NF_REASON_COUNT; r++) {
-		json_t *c = json_pack("{sIsI}", "packets", (json_int_t)f->ctr.packets[dir][r], "bytes",
-				      (json_int_t)f->ctr.bytes[dir][r]);
+		json_t *c = json_pack("{sIsI}", "packets", (json_int_t)f->ctr.packets[dir][r],
+				      "bytes", (json_int_t)f->ctr.bytes[dir][r]);
 
 		if (json_object_set_new(o, nf_reason_name((enum nf_reason)r), c) < 0) {
 			json_decref(o);
@@ -799,9 +837,11 @@ static json_t *dir_json(const struct net_filter *f, enum nf_dir dir)
 
 json_t *net_filter_to_json(const struct net_filter *f)
 {
-	return json_pack("{s:o, s:{s:o, s:o, s:o, s:I, s:I, s:I, s:I}}", "rules", net_rules_to_json(f->rules),
-			 "counters", "rules", net_rules_counters_json(f->rules), "egress", dir_json(f, NF_EGRESS),
-			 "ingress", dir_json(f, NF_INGRESS), "flows", (json_int_t)f->ct.count, "flows_cut",
-			 (json_int_t)f->ctr.flows_cut, "dns_bindings", (json_int_t)f->dns.count, "log_suppressed",
+	return json_pack("{s:o, s:{s:o, s:o, s:o, s:I, s:I, s:I, s:I}}", "rules",
+			 net_rules_to_json(f->rules), "counters", "rules",
+			 net_rules_counters_json(f->rules), "egress", dir_json(f, NF_EGRESS),
+			 "ingress", dir_json(f, NF_INGRESS), "flows", (json_int_t)f->ct.count,
+			 "flows_cut", (json_int_t)f->ctr.flows_cut, "dns_bindings",
+			 (json_int_t)f->dns.count, "log_suppressed",
 			 (json_int_t)f->ctr.log_suppressed);
 }

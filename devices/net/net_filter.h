@@ -71,28 +71,28 @@ enum nf_verdict {
 
 /* Why: every packet counts under exactly one reason. */
 enum nf_reason {
-	NF_PASS_NEW,       /* first packet of a flow a rule allowed */
-	NF_PASS_FLOW,      /* a packet of a tracked flow */
-	NF_PASS_RELATED,   /* an ICMP error about a tracked flow */
-	NF_PASS_FRAGMENT,  /* a later fragment of a datagram whose first fragment passed */
-	NF_PASS_DNS,       /* first packet of a flow to a resolver of `dns`, port 53 */
+	NF_PASS_NEW,      /* first packet of a flow a rule allowed */
+	NF_PASS_FLOW,     /* a packet of a tracked flow */
+	NF_PASS_RELATED,  /* an ICMP error about a tracked flow */
+	NF_PASS_FRAGMENT, /* a later fragment of a datagram whose first fragment passed */
+	NF_PASS_DNS,      /* first packet of a flow to a resolver of `dns`, port 53 */
 	NF_PASS_ARP,
-	NF_PASS_NDP,       /* neighbour/router discovery, MLD */
+	NF_PASS_NDP, /* neighbour/router discovery, MLD */
 	NF_PASS_DHCP,
-	NF_DROP_RATE,      /* over the rate limit */
-	NF_DROP_MALFORMED, /* pkt_parse refused it (see nf_decision.parse_error) */
-	NF_DROP_L2,        /* VLAN, other ethertypes, a frame not for the guest's MAC */
-	NF_DROP_SPOOF,     /* source MAC or IP not the guest's */
-	NF_DROP_PROTO,     /* a protocol or ICMP type the filter does not pass */
-	NF_DROP_RULE,      /* a deny rule */
-	NF_DROP_RESERVED,  /* always-deny: loopback, link-local, metadata, multicast */
-	NF_DROP_PRIVATE,   /* always-deny: a private range no CIDR rule allowed */
-	NF_DROP_DEFAULT,   /* no rule allowed it */
+	NF_DROP_RATE,        /* over the rate limit */
+	NF_DROP_MALFORMED,   /* pkt_parse refused it (see nf_decision.parse_error) */
+	NF_DROP_L2,          /* VLAN, other ethertypes, a frame not for the guest's MAC */
+	NF_DROP_SPOOF,       /* source MAC or IP not the guest's */
+	NF_DROP_PROTO,       /* a protocol or ICMP type the filter does not pass */
+	NF_DROP_RULE,        /* a deny rule */
+	NF_DROP_RESERVED,    /* always-deny: loopback, link-local, metadata, multicast */
+	NF_DROP_PRIVATE,     /* always-deny: a private range no CIDR rule allowed */
+	NF_DROP_DEFAULT,     /* no rule allowed it */
 	NF_DROP_UNSOLICITED, /* inbound, and no flow it belongs to */
-	NF_DROP_TCP_STATE, /* a TCP packet other than SYN opening a flow */
-	NF_DROP_TABLE_FULL, /* the connection-tracking table is full */
-	NF_DROP_FRAGMENT,  /* a later fragment whose first fragment did not pass */
-	NF_DROP_HOST,      /* one of the host's own addresses, and no rule named it */
+	NF_DROP_TCP_STATE,   /* a TCP packet other than SYN opening a flow */
+	NF_DROP_TABLE_FULL,  /* the connection-tracking table is full */
+	NF_DROP_FRAGMENT,    /* a later fragment whose first fragment did not pass */
+	NF_DROP_HOST,        /* one of the host's own addresses, and no rule named it */
 	NF_REASON_COUNT
 };
 
@@ -106,8 +106,8 @@ struct nf_decision {
 struct nf_counters {
 	uint64_t packets[2][NF_REASON_COUNT]; /* [enum nf_dir][reason] */
 	uint64_t bytes[2][NF_REASON_COUNT];
-	uint64_t flows_cut;       /* flows removed by rule replacement */
-	uint64_t log_suppressed;  /* denied-flow log lines the log's rate limit dropped */
+	uint64_t flows_cut;      /* flows removed by rule replacement */
+	uint64_t log_suppressed; /* denied-flow log lines the log's rate limit dropped */
 };
 
 /* One line of the denied-flow log. */
@@ -115,11 +115,11 @@ struct nf_log_entry {
 	enum nf_dir dir;
 	enum nf_reason reason;
 	struct net_rule_ref rule;
-	bool cut;                 /* an established flow cut by new rules */
+	bool cut; /* an established flow cut by new rules */
 	uint8_t proto;
 	struct net_addr src, dst;
-	uint16_t sport, dport;    /* or the ICMP type in sport */
-	uint64_t suppressed;      /* lines dropped by the rate limit since the last one */
+	uint16_t sport, dport; /* or the ICMP type in sport */
+	uint64_t suppressed;   /* lines dropped by the rate limit since the last one */
 };
 
 typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
@@ -135,9 +135,9 @@ struct net_filter_config {
 	 * infrastructure leaves in its family. */
 	bool has_ip4, has_ip6;
 	struct net_addr ip4, ip6;
-	uint32_t conntrack_capacity;   /* 0: CONNTRACK_DEFAULT_CAPACITY */
-	uint32_t dns_capacity;  /* 0: DNS_DEFAULT_CAPACITY */
-	uint64_t hash_key[2];   /* random, from the caller (getrandom) */
+	uint32_t conntrack_capacity; /* 0: CONNTRACK_DEFAULT_CAPACITY */
+	uint32_t dns_capacity;       /* 0: DNS_DEFAULT_CAPACITY */
+	uint64_t hash_key[2];        /* random, from the caller (getrandom) */
 	/* Token buckets (size 0: unlimited). tx = guest to network. */
 	struct rate_bucket_cfg tx_bytes, tx_packets, rx_bytes, rx_packets;
 	/* Addresses that reach the host itself beyond the always-deny set (passt
@@ -168,10 +168,10 @@ int net_filter_create(const struct net_filter_config *cfg, struct net_rules *rul
 void net_filter_destroy(struct net_filter *f);
 
 /* Decide one frame. d (may be NULL) says why. */
-enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
-				  struct nf_decision *d);
-enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns,
-				   struct nf_decision *d);
+enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len,
+				  uint64_t now_ns, struct nf_decision *d);
+enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, size_t len,
+				   uint64_t now_ns, struct nf_decision *d);
 
 /*
  * Nanoseconds until a frame of len bytes in dir would pass the rate limit
@@ -179,7 +179,8 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
  * behaviour) stops taking frames from the guest until then, and only then
  * calls net_filter_egress().
  */
-uint64_t net_filter_rate_wait_ns(struct net_filter *f, enum nf_dir dir, size_t len, uint64_t now_ns);
+uint64_t net_filter_rate_wait_ns(struct net_filter *f, enum nf_dir dir, size_t len,
+				 uint64_t now_ns);
 
 /*
  * Replace the rule set (owned by the filter from now on; NULL denies
@@ -206,7 +207,8 @@ void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6]);
  * them so the restored device can make the guest reset them
  * (tcp_reset.h): the host side of every one ends with the old VMM.
  */
-size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max, uint64_t now_ns);
+size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, size_t max,
+			    uint64_t now_ns);
 
 /*
  * For GET /v1/sandboxes/{id}/firewall: {"rules": <net_rules_to_json>,

@@ -58,10 +58,12 @@ static void passt_gone(struct passt *p)
 	if (p->pid > 0 && waitpid(p->pid, &st, WNOHANG) == p->pid) {
 		p->pid = 0;
 		if (WIFEXITED(st))
-			snprintf(p->b.why, sizeof(p->b.why), "passt exited with status %d (its message, if any, is above)",
+			snprintf(p->b.why, sizeof(p->b.why),
+				 "passt exited with status %d (its message, if any, is above)",
 				 WEXITSTATUS(st));
 		else
-			snprintf(p->b.why, sizeof(p->b.why), "passt was killed by signal %d", WTERMSIG(st));
+			snprintf(p->b.why, sizeof(p->b.why), "passt was killed by signal %d",
+				 WTERMSIG(st));
 	} else if (!p->b.why[0]) {
 		snprintf(p->b.why, sizeof(p->b.why), "passt closed its socket");
 	}
@@ -72,7 +74,8 @@ static int passt_flush(struct net_backend *b)
 	struct passt *p = (struct passt *)b;
 
 	while (p->out_end > p->out_start) {
-		ssize_t n = send(b->fd, p->out + p->out_start, p->out_end - p->out_start, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = send(b->fd, p->out + p->out_start, p->out_end - p->out_start,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -94,7 +97,8 @@ static int passt_flush(struct net_backend *b)
 static ssize_t passt_send(struct net_backend *b, const void *frame, size_t len)
 {
 	struct passt *p = (struct passt *)b;
-	uint8_t hdr[PASST_HDR] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len };
+	uint8_t hdr[PASST_HDR] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+				   (uint8_t)len };
 	size_t done = 0, total = PASST_HDR + len;
 	int r;
 
@@ -135,7 +139,7 @@ static ssize_t passt_send(struct net_backend *b, const void *frame, size_t len)
 		p->out_end -= p->out_start;
 		p->out_start = 0;
 	}
-	for (size_t i = done; i < total; ) {
+	for (size_t i = done; i < total;) {
 		size_t k;
 
 		if (i < PASST_HDR) {
@@ -287,8 +291,10 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct er
 	snprintf(path, cap, "%s/kiln-passt-resolv.XXXXXX", dir);
 	fd = mkostemp(path, O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, errno, "passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
-				 resolver, dir, strerror(errno));
+		return err_set(
+			e, errno,
+			"passt: resolver=%s: cannot make a resolv.conf in %s: %s (set TMPDIR to a writable directory)",
+			resolver, dir, strerror(errno));
 	n = snprintf(line, sizeof(line), "nameserver %s\n", resolver);
 	if (fd_io_write_all(fd, line, (size_t)n) < 0)
 		err = errno;
@@ -298,7 +304,8 @@ static int resolver_file(const char *resolver, char *path, size_t cap, struct er
 	close(fd);
 	if (err) {
 		unlink(path);
-		return err_set(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path, strerror(err));
+		return err_set(e, err, "passt: resolver=%s: cannot write %s: %s", resolver, path,
+			       strerror(err));
 	}
 	return 0;
 }
@@ -314,7 +321,9 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 	ssize_t k;
 
 	if (!cfg->address || !cfg->gateway || !cfg->dns || cfg->prefix < 1 || cfg->prefix > 30)
-		return err_set(e, EINVAL, "passt: the guest's address, prefix (1-30), gateway and DNS address are needed");
+		return err_set(
+			e, EINVAL,
+			"passt: the guest's address, prefix (1-30), gateway and DNS address are needed");
 	if (cfg->resolver && (k = resolver_file(cfg->resolver, rpath, sizeof(rpath), e)))
 		return (int)k;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -394,7 +403,8 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 			child_fail(errp[1], STEP_CGROUP);
 		if (rpath[0]) {
 			/* Its own /etc/resolv.conf, seen by passt alone. */
-			if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			if (unshare(CLONE_NEWNS) < 0 ||
+			    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 				child_fail(errp[1], STEP_NAMESPACE);
 			if (mount(rpath, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
 				child_fail(errp[1], STEP_BIND);
@@ -418,18 +428,24 @@ int net_passt_open(const struct net_passt_cfg *cfg, struct net_backend **out, st
 		close(sv[0]);
 		waitpid(pid, NULL, 0);
 		if (fail.step == STEP_NAMESPACE)
-			return err_set(e, fail.err,
-					 "passt: resolver=%s: cannot give passt a mount namespace of its own: %s (run kiln-vmm as root, or leave out resolver=; kilnd: --dns-resolver)",
-					 cfg->resolver, strerror(fail.err));
+			return err_set(
+				e, fail.err,
+				"passt: resolver=%s: cannot give passt a mount namespace of its own: %s (run kiln-vmm as root, or leave out resolver=; kilnd: --dns-resolver)",
+				cfg->resolver, strerror(fail.err));
 		if (fail.step == STEP_CGROUP)
-			return err_set(e, fail.err, "passt: cannot enter the cgroup made for it: %s (see docs/security.md, \"Network confinement\")",
-					 strerror(fail.err));
+			return err_set(
+				e, fail.err,
+				"passt: cannot enter the cgroup made for it: %s (see docs/security.md, \"Network confinement\")",
+				strerror(fail.err));
 		if (fail.step == STEP_BIND)
-			return err_set(e, fail.err,
-					 "passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s (the host needs an /etc/resolv.conf file to cover)",
-					 cfg->resolver, strerror(fail.err));
-		return err_set(e, fail.err, "passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
-				 prog, strerror(fail.err));
+			return err_set(
+				e, fail.err,
+				"passt: resolver=%s: cannot bind-mount a resolv.conf over /etc/resolv.conf: %s (the host needs an /etc/resolv.conf file to cover)",
+				cfg->resolver, strerror(fail.err));
+		return err_set(
+			e, fail.err,
+			"passt: cannot run '%s': %s (install Debian's passt package: scripts/install-deps)",
+			prog, strerror(fail.err));
 	}
 	return net_passt_attach(sv[0], pid, out, e);
 }

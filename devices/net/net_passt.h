@@ -11,10 +11,10 @@
 
 /* What kiln-vmm asks passt for (net_passt.c); addresses in text form. */
 struct net_passt_cfg {
-	const char *program;  /* "passt" (found through PATH) unless set */
-	const char *address;  /* the guest's IPv4 address, "10.0.2.15" */
-	unsigned prefix;      /* its prefix length, 24 */
-	const char *gateway;  /* "10.0.2.2"; passt answers for it, and does not map it to the host */
+	const char *program; /* "passt" (found through PATH) unless set */
+	const char *address; /* the guest's IPv4 address, "10.0.2.15" */
+	unsigned prefix;     /* its prefix length, 24 */
+	const char *gateway; /* "10.0.2.2"; passt answers for it, and does not map it to the host */
 	/*
 	 * "10.0.2.3": DNS sent there goes to the first nameserver of the
 	 * host's /etc/resolv.conf (passt's --dns-forward; this passt forwards

@@ -65,7 +65,9 @@ int net_state_decode(const uint8_t *buf, size_t len, struct net_state *out)
 	size_t count = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!len || !((buf[0] == 1 && len == V1_LEN) || (buf[0] == 2 && len == V2_LEN) || (buf[0] == 3 && len >= V3_HDR)))
+	if (!len ||
+	    !((buf[0] == 1 && len == V1_LEN) || (buf[0] == 2 && len == V2_LEN) ||
+	      (buf[0] == 3 && len >= V3_HDR)))
 		return -EINVAL;
 	out->version = buf[0];
 	memcpy(out->mac, buf + 1, 6);
@@ -80,7 +82,8 @@ int net_state_decode(const uint8_t *buf, size_t len, struct net_state *out)
 	}
 	if (buf[0] < 3)
 		return 0;
-	count = (size_t)buf[10] | (size_t)buf[11] << 8 | (size_t)buf[12] << 16 | (size_t)buf[13] << 24;
+	count = (size_t)buf[10] | (size_t)buf[11] << 8 | (size_t)buf[12] << 16 |
+		(size_t)buf[13] << 24;
 	if (count > NET_STATE_FLOWS_MAX || len != net_state_size(count))
 		return -EINVAL;
 	if (!count)

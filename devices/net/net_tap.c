@@ -43,12 +43,13 @@ int net_tap_open(const char *ifname, struct net_backend **out, struct err *e)
 	int fd;
 
 	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ)
-		return err_set(e, EINVAL, "tap name '%s': must be 1-%d characters", ifname ? ifname : "",
-				 IFNAMSIZ - 1);
+		return err_set(e, EINVAL, "tap name '%s': must be 1-%d characters",
+			       ifname ? ifname : "", IFNAMSIZ - 1);
 	fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, errno, "/dev/net/tun: %s (load the tun module; root or CAP_NET_ADMIN needed)",
-				 strerror(errno));
+		return err_set(e, errno,
+			       "/dev/net/tun: %s (load the tun module; root or CAP_NET_ADMIN needed)",
+			       strerror(errno));
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
@@ -56,7 +57,9 @@ int net_tap_open(const char *ifname, struct net_backend **out, struct err *e)
 
 		close(fd);
 		return err_set(e, err, "tap '%s': %s%s", ifname, strerror(err),
-				 err == EPERM ? " (creating or attaching needs CAP_NET_ADMIN, or a tap owned by this user)" : "");
+			       err == EPERM
+				       ? " (creating or attaching needs CAP_NET_ADMIN, or a tap owned by this user)"
+				       : "");
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
@@ -64,7 +67,9 @@ int net_tap_open(const char *ifname, struct net_backend **out, struct err *e)
 		return err_set(e, ENOMEM, "out of memory");
 	}
 	memcpy(t->ifname, ifname, strlen(ifname));
-	t->b = (struct net_backend){ .name = "tap", .fd = fd, .send = tap_send, .recv = tap_recv, .close = tap_close };
+	t->b = (struct net_backend){
+		.name = "tap", .fd = fd, .send = tap_send, .recv = tap_recv, .close = tap_close
+	};
 	*out = &t->b;
 	return 0;
 }

@@ -10,14 +10,15 @@ int rate_bucket_cfg_check(const struct rate_bucket_cfg *c, const char *what, str
 	if (c->size == 0)
 		return 0;
 	if (c->size > RATE_SIZE_MAX)
-		return err_set(e, EINVAL, "%s: size %llu is above %llu", what, (unsigned long long)c->size,
-				 (unsigned long long)RATE_SIZE_MAX);
+		return err_set(e, EINVAL, "%s: size %llu is above %llu", what,
+			       (unsigned long long)c->size, (unsigned long long)RATE_SIZE_MAX);
 	if (c->one_time_burst > RATE_SIZE_MAX)
 		return err_set(e, EINVAL, "%s: one_time_burst %llu is above %llu", what,
-				 (unsigned long long)c->one_time_burst, (unsigned long long)RATE_SIZE_MAX);
+			       (unsigned long long)c->one_time_burst,
+			       (unsigned long long)RATE_SIZE_MAX);
 	if (c->refill_ms == 0 || c->refill_ms > RATE_REFILL_MS_MAX)
 		return err_set(e, EINVAL, "%s: refill_time must be 1..%llu ms", what,
-				 (unsigned long long)RATE_REFILL_MS_MAX);
+			       (unsigned long long)RATE_REFILL_MS_MAX);
 	return 0;
 }
 

@@ -34,9 +34,9 @@ struct rate_bucket_cfg {
 
 struct rate_bucket {
 	struct rate_bucket_cfg cfg;
-	int64_t tokens;       /* < 0: debt of an oversize request */
-	uint64_t burst;       /* what is left of one_time_burst */
-	uint64_t last_ns;     /* time of the last refill */
+	int64_t tokens;         /* < 0: debt of an oversize request */
+	uint64_t burst;         /* what is left of one_time_burst */
+	uint64_t last_ns;       /* time of the last refill */
 	unsigned __int128 frac; /* elapsed ns * size not yet worth a token */
 };
 

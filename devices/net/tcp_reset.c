@@ -99,8 +99,9 @@ size_t tcp_reset_reply(const struct pkt *p, uint8_t *out, size_t cap)
 	const uint8_t *th = p->l4;
 	uint32_t seq, len;
 
-	if ((p->l3 != PKT_L3_IP4 && p->l3 != PKT_L3_IP6) || p->proto != PKT_PROTO_TCP || !(p->flags & PKT_F_L4) ||
-	    (p->flags & (PKT_F_FRAG | PKT_F_FRAG_LATER)) || (p->tcp_flags & PKT_TCP_RST) || !th || p->l4_len < 20)
+	if ((p->l3 != PKT_L3_IP4 && p->l3 != PKT_L3_IP6) || p->proto != PKT_PROTO_TCP ||
+	    !(p->flags & PKT_F_L4) || (p->flags & (PKT_F_FRAG | PKT_F_FRAG_LATER)) ||
+	    (p->tcp_flags & PKT_TCP_RST) || !th || p->l4_len < 20)
 		return 0;
 	memset(&s, 0, sizeof(s));
 	s.family = p->src.family;
@@ -116,7 +117,8 @@ size_t tcp_reset_reply(const struct pkt *p, uint8_t *out, size_t cap)
 	} else {
 		/* SEG.LEN counts SYN and FIN as one each. */
 		seq = get32(th + 4);
-		len = (uint32_t)p->payload_len + !!(p->tcp_flags & PKT_TCP_SYN) + !!(p->tcp_flags & PKT_TCP_FIN);
+		len = (uint32_t)p->payload_len + !!(p->tcp_flags & PKT_TCP_SYN) +
+			!!(p->tcp_flags & PKT_TCP_FIN);
 		s.ack = seq + len;
 		s.flags = PKT_TCP_RST | PKT_TCP_ACK;
 	}
@@ -128,8 +130,8 @@ size_t tcp_reset_probe(const struct conntrack_key *k, unsigned half, const uint8
 {
 	struct seg s;
 
-	if (k->proto != PKT_PROTO_TCP || (k->family != NET_AF4 && k->family != NET_AF6) || !k->gport ||
-	    !k->rport)
+	if (k->proto != PKT_PROTO_TCP || (k->family != NET_AF4 && k->family != NET_AF6) ||
+	    !k->gport || !k->rport)
 		return 0;
 	memset(&s, 0, sizeof(s));
 	s.family = k->family;

@@ -36,19 +36,19 @@ struct vnet {
 	struct event_loop *loop;
 	struct net_filter *filter; /* NULL: every frame passes */
 	uint8_t mac[6];
-	int registered;     /* the backend fd is in the event loop */
-	uint32_t events;    /* ... watched for these */
-	int rx_stalled;     /* no receive buffers: wait for the guest's kick */
-	int rx_throttled;   /* the pending frame waits for rx tokens (timer) */
-	int out_blocked;    /* the backend is full: wait for EPOLLOUT */
-	int be_dead;        /* the backend failed: logged, frames dropped */
+	int registered;   /* the backend fd is in the event loop */
+	uint32_t events;  /* ... watched for these */
+	int rx_stalled;   /* no receive buffers: wait for the guest's kick */
+	int rx_throttled; /* the pending frame waits for rx tokens (timer) */
+	int out_blocked;  /* the backend is full: wait for EPOLLOUT */
+	int be_dead;      /* the backend failed: logged, frames dropped */
 	int timer_armed;
-	size_t pending;     /* bytes of a received frame (header included) */
+	size_t pending;      /* bytes of a received frame (header included) */
 	int pending_checked; /* ... that the filter has passed */
-	int tx_held;        /* a transmit chain waits for tx tokens or backend room */
-	int tx_checked;     /* ... after the filter passed its frame */
+	int tx_held;         /* a transmit chain waits for tx tokens or backend room */
+	int tx_checked;      /* ... after the filter passed its frame */
 	uint16_t tx_head;
-	size_t tx_len;      /* its frame bytes in txbuf, after the header */
+	size_t tx_len; /* its frame bytes in txbuf, after the header */
 	struct virtio_net_stats st;
 	uint8_t resets[RESET_SLOTS][TCP_RESET_MAX_FRAME];
 	size_t reset_len[RESET_SLOTS];
@@ -69,7 +69,8 @@ int net_parse_mac(const char *s, uint8_t mac[6])
 	unsigned v[6];
 	char end;
 
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &end) != 6 ||
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+		   &end) != 6 ||
 	    strlen(s) != 17)
 		return -EINVAL;
 	for (int i = 0; i < 6; i++)
@@ -89,7 +90,7 @@ static void net_read_config(struct virtio_dev *d, uint32_t off, void *buf, uint3
 	uint8_t cfg[8] = { 0 };
 
 	memcpy(cfg, n->mac, 6);
-	cfg[6] = 1; /* status: VIRTIO_NET_S_LINK_UP */
+	cfg[6] = 1;                  /* status: VIRTIO_NET_S_LINK_UP */
 	memcpy(buf, cfg + off, len); /* the transport bounds off+len by config_len */
 }
 
@@ -127,7 +128,8 @@ static void unregister(struct vnet *n)
 static void backend_failed(struct vnet *n, long err)
 {
 	if (!n->be_dead)
-		virtio_dev_log(&n->dev, "virtio-net: %s backend failed: %s; the guest's network is down",
+		virtio_dev_log(&n->dev,
+			       "virtio-net: %s backend failed: %s; the guest's network is down",
 			       n->be->name, n->be->why[0] ? n->be->why : strerror((int)-err));
 	n->be_dead = 1;
 	n->out_blocked = 0;
@@ -185,8 +187,9 @@ static int take_made_up(struct vnet *n)
 	}
 	/* probe_next counts probes: TCP_RESET_PROBES per flow. */
 	while (!len && n->probe_next < n->nprobes * TCP_RESET_PROBES) {
-		len = tcp_reset_probe(&n->probes[n->probe_next / TCP_RESET_PROBES], n->probe_next % TCP_RESET_PROBES,
-				      n->mac, probe_mac, f, NET_MAX_FRAME);
+		len = tcp_reset_probe(&n->probes[n->probe_next / TCP_RESET_PROBES],
+				      n->probe_next % TCP_RESET_PROBES, n->mac, probe_mac, f,
+				      NET_MAX_FRAME);
 		n->probe_next++;
 		n->st.tcp_probes += len != 0;
 	}
@@ -272,7 +275,8 @@ static void rx_fill(struct vnet *n)
 				n->st.rx_throttled++;
 				break;
 			}
-			if (net_filter_ingress(n->filter, n->frame + NET_HDR_LEN, len, now, NULL) == NF_DROP) {
+			if (net_filter_ingress(n->filter, n->frame + NET_HDR_LEN, len, now, NULL) ==
+			    NF_DROP) {
 				n->st.rx_filtered++;
 				n->pending = 0;
 				continue;
@@ -367,8 +371,8 @@ static void tx_drain(struct vnet *n)
 				break;
 			/* A frame is header + at most NET_MAX_FRAME bytes, and the
 			 * guest gives nothing to write back. */
-			if (c.out_len < NET_HDR_LEN + NET_MIN_FRAME || c.out_len > NET_HDR_LEN + NET_MAX_FRAME ||
-			    c.nin) {
+			if (c.out_len < NET_HDR_LEN + NET_MIN_FRAME ||
+			    c.out_len > NET_HDR_LEN + NET_MAX_FRAME || c.nin) {
 				n->st.tx_dropped++;
 				virtq_push(q, c.head, 0);
 				pushed = 1;
@@ -517,7 +521,8 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 		for (; st.nflows < max && st.nflows < n->nprobes; st.nflows++)
 			st.flows[st.nflows] = n->probes[st.nflows];
 		if (max)
-			st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows, max - st.nflows, mono_ns());
+			st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows,
+							  max - st.nflows, mono_ns());
 	}
 	out = net_state_encode(&st, buf, len);
 	free(st.flows);
@@ -586,8 +591,8 @@ static const struct virtio_dev_ops net_ops = {
 	.destroy = net_destroy,
 };
 
-int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop, struct virtio_dev **out,
-		      struct err *e)
+int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop,
+		      struct virtio_dev **out, struct err *e)
 {
 	struct vnet *n = calloc(1, sizeof(*n));
 
@@ -648,12 +653,16 @@ json_t *virtio_net_filter_json(struct virtio_dev *d)
 		return NULL;
 	}
 	j = net_filter_to_json(n->filter);
-	dev = json_pack("{sIsIsIsIsIsIsIsIsIsIsIsI}", "rx_frames", (json_int_t)n->st.rx_frames, "tx_frames",
-			(json_int_t)n->st.tx_frames, "rx_dropped", (json_int_t)n->st.rx_dropped, "tx_dropped",
-			(json_int_t)n->st.tx_dropped, "rx_filtered", (json_int_t)n->st.rx_filtered, "tx_filtered",
-			(json_int_t)n->st.tx_filtered, "rx_throttled", (json_int_t)n->st.rx_throttled, "tx_throttled",
-			(json_int_t)n->st.tx_throttled, "tx_backend_full", (json_int_t)n->st.tx_backend_full, "tcp_resets",
-			(json_int_t)n->st.tcp_resets, "tcp_resets_lost", (json_int_t)n->st.tcp_resets_lost, "tcp_probes",
+	dev = json_pack("{sIsIsIsIsIsIsIsIsIsIsIsI}", "rx_frames", (json_int_t)n->st.rx_frames,
+			"tx_frames", (json_int_t)n->st.tx_frames, "rx_dropped",
+			(json_int_t)n->st.rx_dropped, "tx_dropped", (json_int_t)n->st.tx_dropped,
+			"rx_filtered", (json_int_t)n->st.rx_filtered, "tx_filtered",
+			(json_int_t)n->st.tx_filtered, "rx_throttled",
+			(json_int_t)n->st.rx_throttled, "tx_throttled",
+			(json_int_t)n->st.tx_throttled, "tx_backend_full",
+			(json_int_t)n->st.tx_backend_full, "tcp_resets",
+			(json_int_t)n->st.tcp_resets, "tcp_resets_lost",
+			(json_int_t)n->st.tcp_resets_lost, "tcp_probes",
 			(json_int_t)n->st.tcp_probes);
 	pthread_mutex_unlock(&d->lock);
 	if (!j || !dev) {

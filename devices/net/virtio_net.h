@@ -46,8 +46,8 @@ struct virtio_net_params {
 int net_parse_mac(const char *s, uint8_t mac[6]);
 
 /* Backend and filter are owned (closed/destroyed) also on failure. */
-int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop, struct virtio_dev **out,
-		      struct err *e);
+int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop,
+		      struct virtio_dev **out, struct err *e);
 
 /* Counters for tests and metrics. */
 struct virtio_net_stats {
@@ -55,7 +55,7 @@ struct virtio_net_stats {
 	uint64_t rx_filtered, tx_filtered;   /* the filter dropped them */
 	uint64_t rx_throttled, tx_throttled; /* times the rate limit made a frame wait */
 	uint64_t tx_backend_full;            /* times the backend said -EAGAIN */
-	uint64_t tcp_resets;      /* resets answering guest segments of untracked flows (tcp_reset.h) */
+	uint64_t tcp_resets; /* resets answering guest segments of untracked flows (tcp_reset.h) */
 	uint64_t tcp_resets_lost; /* ... not made: RESET_SLOTS were waiting for receive buffers */
 	uint64_t tcp_probes;      /* a restore's probes of the flows the snapshot kept */
 };

@@ -47,7 +47,8 @@ void boot_timer_io(void *opaque, uint64_t off, uint8_t *data, uint32_t size, int
 		uint64_t up = (uint64_t)bt->guest_us * 1000;
 
 		/* A guest claiming to have run longer than the VMM is lying. */
-		if (now > bt->tl->t0_ns && up < now - bt->tl->t0_ns && bt->marks + 1 < BOOT_TIMER_MAX_MARKS) {
+		if (now > bt->tl->t0_ns && up < now - bt->tl->t0_ns &&
+		    bt->marks + 1 < BOOT_TIMER_MAX_MARKS) {
 			timeline_mark_at(bt->tl, "kernel_start", now - up, 1);
 			bt->marks++;
 		}

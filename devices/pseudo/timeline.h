@@ -17,8 +17,8 @@
 
 struct milestone {
 	char name[TIMELINE_NAME];
-	uint64_t ns;  /* since t0 */
-	int derived;  /* computed from the guest's clock, not observed */
+	uint64_t ns; /* since t0 */
+	int derived; /* computed from the guest's clock, not observed */
 };
 
 struct timeline {

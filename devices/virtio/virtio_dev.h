@@ -76,17 +76,17 @@ struct virtio_dev_ops {
 
 struct virtio_dev {
 	const struct virtio_dev_ops *ops;
-	void *priv;               /* the device model's own state */
+	void *priv; /* the device model's own state */
 	const struct guest_mem *mem;
 	pthread_mutex_t lock;
 
 	uint64_t device_features; /* offered: ops->features() | transport bits */
 	uint64_t driver_features; /* accepted by the driver */
 	uint32_t status;
-	uint32_t isr;             /* bit 0 used buffer, bit 1 config change */
+	uint32_t isr; /* bit 0 used buffer, bit 1 config change */
 	uint32_t config_generation;
 	struct virtq vq[VIRTIO_MAX_QUEUES];
-	int broken;               /* DEVICE_NEEDS_RESET was raised */
+	int broken; /* DEVICE_NEEDS_RESET was raised */
 
 	/* Set by the transport: inject the device's interrupt. */
 	void (*raise_irq)(void *ctx);
@@ -131,6 +131,7 @@ void virtio_dev_interrupt_queues(struct virtio_dev *d, uint32_t qmask);
 void virtio_dev_fail(struct virtio_dev *d, const char *why);
 
 /* One line to the device's log (d->log), printf-style; nothing when there is none. */
-void virtio_dev_log(struct virtio_dev *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void virtio_dev_log(struct virtio_dev *d, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 #endif

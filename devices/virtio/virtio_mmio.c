@@ -10,8 +10,8 @@
 
 #include "lib/guest/event_loop.h"
 
-#define TRANSPORT_FEATURES                                                                         \
-	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_F_RING_EVENT_IDX) |                       \
+#define TRANSPORT_FEATURES                                                  \
+	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_F_RING_EVENT_IDX) | \
 	 (1ULL << VIRTIO_F_RING_INDIRECT_DESC))
 
 static void mmio_raise(void *ctx)
@@ -36,7 +36,8 @@ void virtio_mmio_init(struct virtio_mmio *m, struct virtio_dev *dev, const struc
 	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++)
 		m->kick_fd[i] = -1;
 	dev->mem = mem;
-	dev->device_features = (dev->ops->features ? dev->ops->features(dev) : 0) | TRANSPORT_FEATURES;
+	dev->device_features = (dev->ops->features ? dev->ops->features(dev) : 0) |
+		TRANSPORT_FEATURES;
 	if (!dev->raise_irq) {
 		dev->raise_irq = mmio_raise;
 		dev->irq_ctx = m;
@@ -65,8 +66,8 @@ static void device_reset(struct virtio_dev *d)
 
 static void kick(struct virtio_dev *d, uint32_t q)
 {
-	if (q >= (uint32_t)d->ops->num_queues || q >= VIRTIO_MAX_QUEUES || !d->vq[q].ready || d->broken ||
-	    !(d->status & VIRTIO_STATUS_DRIVER_OK))
+	if (q >= (uint32_t)d->ops->num_queues || q >= VIRTIO_MAX_QUEUES || !d->vq[q].ready ||
+	    d->broken || !(d->status & VIRTIO_STATUS_DRIVER_OK))
 		return;
 	if (d->ops->notify)
 		d->ops->notify(d, (int)q);
@@ -96,8 +97,8 @@ static void set_status(struct virtio_mmio *m, uint32_t v)
 	 * unfreezing the features and renegotiating them behind DRIVER_OK.
 	 */
 	d->status = v | d->status;
-	if ((added & VIRTIO_STATUS_DRIVER_OK) && (d->status & VIRTIO_STATUS_DRIVER_OK) && d->ops->activate &&
-	    d->ops->activate(d) < 0)
+	if ((added & VIRTIO_STATUS_DRIVER_OK) && (d->status & VIRTIO_STATUS_DRIVER_OK) &&
+	    d->ops->activate && d->ops->activate(d) < 0)
 		virtio_dev_fail(d, "device could not start");
 }
 
@@ -126,7 +127,9 @@ static uint32_t reg_read(struct virtio_mmio *m, uint64_t off)
 	case VMMIO_VENDOR_ID:
 		return VIRTIO_MMIO_VENDOR;
 	case VMMIO_DEVICE_FEATURES:
-		return m->dev_feat_sel < 2 ? (uint32_t)(d->device_features >> (32 * m->dev_feat_sel)) : 0;
+		return m->dev_feat_sel < 2
+			? (uint32_t)(d->device_features >> (32 * m->dev_feat_sel))
+			: 0;
 	case VMMIO_QUEUE_NUM_MAX:
 		return q ? d->ops->queue_max : 0;
 	case VMMIO_QUEUE_READY:
@@ -159,7 +162,8 @@ static void reg_write(struct virtio_mmio *m, uint64_t off, uint32_t v)
 		if (m->drv_feat_sel < 2 && !(d->status & VIRTIO_STATUS_FEATURES_OK)) {
 			int sh = 32 * (int)m->drv_feat_sel;
 
-			d->driver_features = (d->driver_features & ~(0xffffffffULL << sh)) | ((uint64_t)v << sh);
+			d->driver_features = (d->driver_features & ~(0xffffffffULL << sh)) |
+				((uint64_t)v << sh);
 		}
 		break;
 	case VMMIO_DRIVER_FEATURES_SEL:
@@ -177,7 +181,9 @@ static void reg_write(struct virtio_mmio *m, uint64_t off, uint32_t v)
 			break;
 		if (v == 1 && !q->ready) {
 			if (q->size > d->ops->queue_max || virtq_enable(q, d->mem) < 0) {
-				virtio_dev_fail(d, "queue set up with a bad size or rings outside guest RAM");
+				virtio_dev_fail(
+					d,
+					"queue set up with a bad size or rings outside guest RAM");
 				break;
 			}
 			q->event_idx = virtio_has(d, VIRTIO_F_RING_EVENT_IDX);
@@ -363,16 +369,20 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 	 * lets exist. */
 	if ((s->isr & ~3u) ||
 	    ((s->status & VIRTIO_STATUS_DRIVER_OK) && !(s->status & VIRTIO_STATUS_FEATURES_OK)) ||
-	    ((s->status & VIRTIO_STATUS_FEATURES_OK) && !((s->driver_features >> VIRTIO_F_VERSION_1) & 1)))
+	    ((s->status & VIRTIO_STATUS_FEATURES_OK) &&
+	     !((s->driver_features >> VIRTIO_F_VERSION_1) & 1)))
 		return -EINVAL;
 	/* Check every queue before changing anything: a refused state leaves
 	 * the device as it was. */
 	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
-		struct virtq t = { .size = s->q[i].size, .desc_gpa = s->q[i].desc,
-				   .avail_gpa = s->q[i].avail, .used_gpa = s->q[i].used };
+		struct virtq t = { .size = s->q[i].size,
+				   .desc_gpa = s->q[i].desc,
+				   .avail_gpa = s->q[i].avail,
+				   .used_gpa = s->q[i].used };
 
-		if (s->q[i].ready && (i >= d->ops->num_queues || t.size > d->ops->queue_max ||
-				      virtq_enable(&t, d->mem) < 0))
+		if (s->q[i].ready &&
+		    (i >= d->ops->num_queues || t.size > d->ops->queue_max ||
+		     virtq_enable(&t, d->mem) < 0))
 			return -EINVAL;
 	}
 	for (int i = 0; i < VIRTIO_MAX_QUEUES; i++) {
@@ -384,7 +394,8 @@ int virtio_mmio_restore(struct virtio_mmio *m, const struct virtio_mmio_state *s
 		q->avail_gpa = s->q[i].avail;
 		q->used_gpa = s->q[i].used;
 		if (s->q[i].ready) {
-			if (i >= d->ops->num_queues || q->size > d->ops->queue_max || virtq_enable(q, d->mem) < 0)
+			if (i >= d->ops->num_queues || q->size > d->ops->queue_max ||
+			    virtq_enable(q, d->mem) < 0)
 				return -EINVAL;
 			q->last_avail = s->q[i].last_avail;
 			q->used_idx = s->q[i].used_idx;

@@ -126,8 +126,8 @@ int virtq_pop(struct virtq *q, struct virtq_chain *c)
 		memcpy(&d, table + (size_t)idx * DESC_SIZE, sizeof(d));
 		if (d.flags & VIRTQ_DESC_F_INDIRECT) {
 			/* 2.7.5.3.1: no nested tables, no INDIRECT together with NEXT. */
-			if (indirect || (d.flags & VIRTQ_DESC_F_NEXT) || d.len == 0 || d.len % DESC_SIZE ||
-			    d.len / DESC_SIZE > VIRTQ_MAX_CHAIN)
+			if (indirect || (d.flags & VIRTQ_DESC_F_NEXT) || d.len == 0 ||
+			    d.len % DESC_SIZE || d.len / DESC_SIZE > VIRTQ_MAX_CHAIN)
 				return -EINVAL;
 			table = guest_mem_ptr(q->mem, d.addr, d.len);
 			if (!table)
@@ -188,7 +188,8 @@ int virtq_need_interrupt(struct virtq *q)
 		/* vring_need_event(): did `now` step over used_event since `old`? */
 		need = !q->signalled_valid || (uint16_t)(now - event - 1) < (uint16_t)(now - old);
 	} else {
-		need = !(ld16(avail) & VIRTQ_AVAIL_F_NO_INTERRUPT) && (!q->signalled_valid || now != old);
+		need = !(ld16(avail) & VIRTQ_AVAIL_F_NO_INTERRUPT) &&
+			(!q->signalled_valid || now != old);
 	}
 	if (need) {
 		q->signalled_used = now;

@@ -29,12 +29,12 @@
 
 struct virtq {
 	const struct guest_mem *mem;
-	uint16_t size;      /* negotiated queue size (power of two) */
+	uint16_t size; /* negotiated queue size (power of two) */
 	int ready;
 	uint64_t desc_gpa, avail_gpa, used_gpa;
-	uint16_t last_avail; /* next available ring entry to consume */
-	uint16_t used_idx;   /* our copy of used->idx */
-	int event_idx;       /* VIRTIO_F_EVENT_IDX negotiated */
+	uint16_t last_avail;     /* next available ring entry to consume */
+	uint16_t used_idx;       /* our copy of used->idx */
+	int event_idx;           /* VIRTIO_F_EVENT_IDX negotiated */
 	uint16_t signalled_used; /* used_idx when we last interrupted */
 	int signalled_valid;
 };
@@ -45,8 +45,8 @@ struct virtq_buf {
 };
 
 struct virtq_chain {
-	uint16_t head;       /* id to hand back to virtq_push() */
-	int nout, nin;       /* device-readable buffers, then device-writable */
+	uint16_t head; /* id to hand back to virtq_push() */
+	int nout, nin; /* device-readable buffers, then device-writable */
 	struct virtq_buf out[VIRTQ_MAX_CHAIN];
 	struct virtq_buf in[VIRTQ_MAX_CHAIN];
 	uint64_t out_len, in_len; /* total bytes of each kind */

@@ -18,10 +18,10 @@
 enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
 
 #define VSOCK_QUEUE_MAX 256
-#define ACCEPT_BATCH 16        /* host clients accepted per listener wake-up */
-#define EVENT_RETRY_MS 10      /* after restore: retry delivering the reset event */
+#define ACCEPT_BATCH 16   /* host clients accepted per listener wake-up */
+#define EVENT_RETRY_MS 10 /* after restore: retry delivering the reset event */
 #define EVENT_RETRIES 500
-#define ACCEPT_PAUSE_MS 100    /* out of file descriptors: accept again later */
+#define ACCEPT_PAUSE_MS 100     /* out of file descriptors: accept again later */
 #define STATE_MAGIC 0x4b53564bu /* "KVSK" */
 /*
  * Host data goes straight into as many rx chains as the guest's credit
@@ -50,9 +50,9 @@ struct vsock_dev {
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int listen_fd;
 	int accepting;
-	int accept_paused;          /* accept_resume() timer pending */
+	int accept_paused; /* accept_resume() timer pending */
 	struct vsock_table t;
-	unsigned rr;                /* round-robin start for the rx pump */
+	unsigned rr; /* round-robin start for the rx pump */
 	/*
 	 * rx chains popped but not yet used, oldest first: a ring of RX_BATCH
 	 * from rx_first. They are always the rx queue's latest pops, so a
@@ -62,13 +62,13 @@ struct vsock_dev {
 	unsigned rx_first, rx_held;
 	struct virtq_chain txc;
 	struct virtq_chain evc;
-	int reset_event_pending;    /* TRANSPORT_RESET owed to the guest (after restore) */
-	int draining;               /* last_words(): no new host connections */
+	int reset_event_pending; /* TRANSPORT_RESET owed to the guest (after restore) */
+	int draining;            /* last_words(): no new host connections */
 	void (*mark)(void *ctx, const char *name);
 	void *mark_ctx;
 	int marked_connect, marked_ok; /* each mark once */
 	int event_retries;
-	uint32_t irq_owed;          /* queues pushed on since the last irq_flush() */
+	uint32_t irq_owed; /* queues pushed on since the last irq_flush() */
 	struct iovec iov[VIRTQ_MAX_CHAIN];
 };
 
@@ -540,7 +540,7 @@ static int rx_fill_one(struct vsock_dev *v)
 			}
 			if (c->state == VSOCK_FREE)
 				break; /* finished by EOF: RST queued */
-			/* EAGAIN or EOF: look at its control packets once more */
+				       /* EAGAIN or EOF: look at its control packets once more */
 		}
 	}
 	if (vsock_table_next_rst(&v->t, &h))
@@ -652,7 +652,8 @@ static void hello_read(struct vsock_dev *v, struct vsock_conn *c)
 		c->hello_len += (uint32_t)n;
 		r = vsock_connect_parse(c->hello, c->hello_len, &port);
 		if (r < 0) {
-			hello_reject(v, c, "ERROR expected \"CONNECT <port>\\n\" with a decimal port\n");
+			hello_reject(v, c,
+				     "ERROR expected \"CONNECT <port>\\n\" with a decimal port\n");
 			return;
 		}
 		if (r > 0) {
@@ -928,11 +929,17 @@ static int listen_at(const char *path, struct err *e)
 	strcpy(sa.sun_path, path); /* length checked by the caller */
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return err_set(e, EEXIST, "vsock socket '%s': exists and is not a socket; remove it or pick another path", path);
+			return err_set(
+				e, EEXIST,
+				"vsock socket '%s': exists and is not a socket; remove it or pick another path",
+				path);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			close(fd);
-			return err_set(e, EADDRINUSE, "vsock socket '%s': another process is listening there; pick another path", path);
+			return err_set(
+				e, EADDRINUSE,
+				"vsock socket '%s': another process is listening there; pick another path",
+				path);
 		}
 		if (fd >= 0)
 			close(fd);
@@ -944,8 +951,10 @@ static int listen_at(const char *path, struct err *e)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, SOMAXCONN) < 0) {
 		err = errno;
 		close(fd);
-		return err_set(e, err, "vsock socket '%s': %s (is the directory writable and on a filesystem that allows sockets?)",
-				 path, strerror(err));
+		return err_set(
+			e, err,
+			"vsock socket '%s': %s (is the directory writable and on a filesystem that allows sockets?)",
+			path, strerror(err));
 	}
 	return fd;
 }
@@ -959,15 +968,17 @@ int virtio_vsock_create(const struct virtio_vsock_config *cfg, struct event_loop
 
 	/* vsock(7): 0 hypervisor, 1 local, 2 host; -1U is VMADDR_CID_ANY. */
 	if (cfg->guest_cid < 3 || cfg->guest_cid >= UINT32_MAX)
-		return err_set(e, EINVAL, "vsock: guest CID %llu is reserved or too large; use 3 .. 4294967294",
-				 (unsigned long long)cfg->guest_cid);
+		return err_set(e, EINVAL,
+			       "vsock: guest CID %llu is reserved or too large; use 3 .. 4294967294",
+			       (unsigned long long)cfg->guest_cid);
 	if (!cfg->uds_path || !*cfg->uds_path)
 		return err_set(e, EINVAL, "vsock: no Unix socket path given");
 	plen = strlen(cfg->uds_path);
 	/* Room for "_4294967295", the longest guest-port suffix, plus NUL. */
 	if (plen + 11 >= sizeof(((struct sockaddr_un *)0)->sun_path))
-		return err_set(e, ENAMETOOLONG, "vsock socket '%s': path too long for a Unix socket (max %zu bytes)",
-				 cfg->uds_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 12);
+		return err_set(e, ENAMETOOLONG,
+			       "vsock socket '%s': path too long for a Unix socket (max %zu bytes)",
+			       cfg->uds_path, sizeof(((struct sockaddr_un *)0)->sun_path) - 12);
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return err_set(e, ENOMEM, "vsock: out of memory");

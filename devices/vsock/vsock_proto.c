@@ -9,13 +9,16 @@
 
 _Static_assert(sizeof(struct virtio_vsock_hdr) == VSOCK_HDR_SIZE, "vsock header is 44 bytes");
 _Static_assert(VSOCK_TYPE_STREAM == VIRTIO_VSOCK_TYPE_STREAM, "type");
-_Static_assert(VSOCK_OP_REQUEST == VIRTIO_VSOCK_OP_REQUEST && VSOCK_OP_RESPONSE == VIRTIO_VSOCK_OP_RESPONSE &&
-		       VSOCK_OP_RST == VIRTIO_VSOCK_OP_RST && VSOCK_OP_SHUTDOWN == VIRTIO_VSOCK_OP_SHUTDOWN &&
+_Static_assert(VSOCK_OP_REQUEST == VIRTIO_VSOCK_OP_REQUEST &&
+		       VSOCK_OP_RESPONSE == VIRTIO_VSOCK_OP_RESPONSE &&
+		       VSOCK_OP_RST == VIRTIO_VSOCK_OP_RST &&
+		       VSOCK_OP_SHUTDOWN == VIRTIO_VSOCK_OP_SHUTDOWN &&
 		       VSOCK_OP_RW == VIRTIO_VSOCK_OP_RW &&
 		       VSOCK_OP_CREDIT_UPDATE == VIRTIO_VSOCK_OP_CREDIT_UPDATE &&
 		       VSOCK_OP_CREDIT_REQUEST == VIRTIO_VSOCK_OP_CREDIT_REQUEST,
 	       "ops");
-_Static_assert(VSOCK_SHUTDOWN_RCV == VIRTIO_VSOCK_SHUTDOWN_RCV && VSOCK_SHUTDOWN_SEND == VIRTIO_VSOCK_SHUTDOWN_SEND,
+_Static_assert(VSOCK_SHUTDOWN_RCV == VIRTIO_VSOCK_SHUTDOWN_RCV &&
+		       VSOCK_SHUTDOWN_SEND == VIRTIO_VSOCK_SHUTDOWN_SEND,
 	       "shutdown flags");
 _Static_assert(VSOCK_EVENT_TRANSPORT_RESET == VIRTIO_VSOCK_EVENT_TRANSPORT_RESET, "event id");
 
@@ -62,8 +65,8 @@ int vsock_hdr_check(const struct vsock_hdr *h, uint64_t guest_cid, uint64_t payl
 	if (h->src_cid != guest_cid)
 		return VSOCK_PKT_DROP;
 	bad = h->dst_cid != VSOCK_HOST_CID || h->type != VSOCK_TYPE_STREAM ||
-	      h->op < VSOCK_OP_REQUEST || h->op > VSOCK_OP_CREDIT_REQUEST ||
-	      h->len > VSOCK_MAX_PAYLOAD || h->len > payload_avail;
+		h->op < VSOCK_OP_REQUEST || h->op > VSOCK_OP_CREDIT_REQUEST ||
+		h->len > VSOCK_MAX_PAYLOAD || h->len > payload_avail;
 	if (!bad)
 		return VSOCK_PKT_OK;
 	/* Never answer an RST with an RST: two peers could ping-pong forever. */
@@ -85,7 +88,8 @@ struct vsock_conn *vsock_conn_find(struct vsock_table *t, uint32_t local_port, u
 		struct vsock_conn *c = &t->conn[i];
 
 		/* A host client still in HELLO has no guest port yet. */
-		if (c->state > VSOCK_HOST_HELLO && c->local_port == local_port && c->peer_port == peer_port)
+		if (c->state > VSOCK_HOST_HELLO && c->local_port == local_port &&
+		    c->peer_port == peer_port)
 			return c;
 	}
 	return NULL;
@@ -134,7 +138,8 @@ struct vsock_conn *vsock_conn_new_host(struct vsock_table *t, int fd)
 		return NULL;
 	/* At most VSOCK_MAX_CONNS ports are taken, so this ends quickly. */
 	while (local_port_used(t, t->next_port))
-		t->next_port = t->next_port == UINT32_MAX ? VSOCK_LOCAL_PORT_BASE : t->next_port + 1;
+		t->next_port = t->next_port == UINT32_MAX ? VSOCK_LOCAL_PORT_BASE
+							  : t->next_port + 1;
 	c->local_port = t->next_port;
 	t->next_port = t->next_port == UINT32_MAX ? VSOCK_LOCAL_PORT_BASE : t->next_port + 1;
 	c->state = VSOCK_HOST_HELLO;
@@ -295,7 +300,7 @@ int vsock_conn_next_ctl(struct vsock_table *t, struct vsock_conn *c, struct vsoc
 int vsock_conn_want_send(const struct vsock_conn *c)
 {
 	return c->state == VSOCK_ESTABLISHED && c->host_readable && !c->host_eof &&
-	       !(c->peer_shutdown & VSOCK_SHUTDOWN_RCV) && vsock_conn_credit(c) > 0;
+		!(c->peer_shutdown & VSOCK_SHUTDOWN_RCV) && vsock_conn_credit(c) > 0;
 }
 
 void vsock_conn_forwarded(struct vsock_conn *c, uint32_t n)
@@ -311,7 +316,8 @@ void vsock_conn_forwarded(struct vsock_conn *c, uint32_t n)
 	 * (it would stall), or once a quarter of the buffer was freed, so
 	 * updates are neither per byte nor too late. */
 	guest_view_used = c->rx_cnt - c->fwd_cnt_sent;
-	if (guest_view_used > VSOCK_BUF_SIZE - VSOCK_MAX_PAYLOAD || unadvertised >= VSOCK_BUF_SIZE / 4)
+	if (guest_view_used > VSOCK_BUF_SIZE - VSOCK_MAX_PAYLOAD ||
+	    unadvertised >= VSOCK_BUF_SIZE / 4)
 		c->send_ctl |= VSOCK_SEND_CREDIT;
 }
 

@@ -35,13 +35,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VSOCK_HOST_CID 2          /* well-known CID of the host (vsock(7)) */
-#define VSOCK_HDR_SIZE 44         /* sizeof(struct virtio_vsock_hdr), packed */
-#define VSOCK_MAX_PAYLOAD 65536   /* largest payload kiln accepts or sends in one packet */
-#define VSOCK_MAX_CONNS 256       /* connections per device, host clients included */
+#define VSOCK_HOST_CID 2            /* well-known CID of the host (vsock(7)) */
+#define VSOCK_HDR_SIZE 44           /* sizeof(struct virtio_vsock_hdr), packed */
+#define VSOCK_MAX_PAYLOAD 65536     /* largest payload kiln accepts or sends in one packet */
+#define VSOCK_MAX_CONNS 256         /* connections per device, host clients included */
 #define VSOCK_BUF_SIZE (256 * 1024) /* per connection: our buf_alloc toward the guest */
-#define VSOCK_RST_QUEUE 512       /* RSTs for packets without a connection */
-#define VSOCK_CONNECT_MAX 32      /* longest "CONNECT <port>\n" line accepted */
+#define VSOCK_RST_QUEUE 512         /* RSTs for packets without a connection */
+#define VSOCK_CONNECT_MAX 32        /* longest "CONNECT <port>\n" line accepted */
 /* Local ports for host-initiated connections (the port in "OK <port>\n");
  * high so they do not collide with the small ports guests listen on. */
 #define VSOCK_LOCAL_PORT_BASE 0x40000000u
@@ -93,8 +93,8 @@ int vsock_hdr_check(const struct vsock_hdr *h, uint64_t guest_cid, uint64_t payl
 
 enum vsock_state {
 	VSOCK_FREE = 0,
-	VSOCK_HOST_HELLO,   /* host client accepted, its CONNECT line not complete */
-	VSOCK_CONNECTING,   /* REQUEST for the guest pending or sent, no RESPONSE yet */
+	VSOCK_HOST_HELLO, /* host client accepted, its CONNECT line not complete */
+	VSOCK_CONNECTING, /* REQUEST for the guest pending or sent, no RESPONSE yet */
 	VSOCK_ESTABLISHED,
 };
 
@@ -106,25 +106,25 @@ enum vsock_state {
 
 struct vsock_conn {
 	enum vsock_state state;
-	int fd;                  /* host socket, owned by the device */
-	int guest_initiated;     /* 1: connected to uds_<local_port> for a guest REQUEST */
-	uint32_t local_port;     /* host side: our port (host-initiated) or the guest's dst_port */
-	uint32_t peer_port;      /* guest side */
-	uint32_t send_ctl;       /* VSOCK_SEND_* */
-	uint32_t peer_shutdown;  /* VSOCK_SHUTDOWN_* the guest announced */
-	int host_eof;            /* the host socket said EOF; SHUTDOWN(SEND) queued */
-	int host_shut_wr;        /* we shut down the host socket for writing */
-	int host_readable;       /* an epoll edge said readable; no read has hit EAGAIN since */
+	int fd;                 /* host socket, owned by the device */
+	int guest_initiated;    /* 1: connected to uds_<local_port> for a guest REQUEST */
+	uint32_t local_port;    /* host side: our port (host-initiated) or the guest's dst_port */
+	uint32_t peer_port;     /* guest side */
+	uint32_t send_ctl;      /* VSOCK_SEND_* */
+	uint32_t peer_shutdown; /* VSOCK_SHUTDOWN_* the guest announced */
+	int host_eof;           /* the host socket said EOF; SHUTDOWN(SEND) queued */
+	int host_shut_wr;       /* we shut down the host socket for writing */
+	int host_readable;      /* an epoll edge said readable; no read has hit EAGAIN since */
 
 	/* Host → guest credit (5.10.6.3): the guest's buffer and progress. */
 	uint32_t peer_buf_alloc, peer_fwd_cnt;
-	uint32_t tx_cnt;         /* payload bytes we sent to the guest */
+	uint32_t tx_cnt; /* payload bytes we sent to the guest */
 
 	/* Guest → host: our side of the accounting. */
-	uint32_t rx_cnt;         /* payload bytes accepted from the guest */
-	uint32_t fwd_cnt;        /* of those, bytes the host socket took */
-	uint32_t fwd_cnt_sent;   /* fwd_cnt as last advertised to the guest */
-	uint8_t *buf;            /* ring of VSOCK_BUF_SIZE, allocated only while non-empty */
+	uint32_t rx_cnt;       /* payload bytes accepted from the guest */
+	uint32_t fwd_cnt;      /* of those, bytes the host socket took */
+	uint32_t fwd_cnt_sent; /* fwd_cnt as last advertised to the guest */
+	uint8_t *buf;          /* ring of VSOCK_BUF_SIZE, allocated only while non-empty */
 	uint32_t buf_head, buf_len;
 
 	/* The host client's CONNECT line, while VSOCK_HOST_HELLO. */
@@ -183,8 +183,8 @@ void vsock_table_clear(struct vsock_table *t);
 
 /* What the device must do after vsock_table_recv(). */
 enum vsock_action {
-	VSOCK_ACT_NONE,        /* nothing (dropped, or absorbed: re-run the rx pump) */
-	VSOCK_ACT_RESET,       /* RST queued to the guest; *c (when set): close its fd, vsock_conn_free() */
+	VSOCK_ACT_NONE, /* nothing (dropped, or absorbed: re-run the rx pump) */
+	VSOCK_ACT_RESET, /* RST queued to the guest; *c (when set): close its fd, vsock_conn_free() */
 	VSOCK_ACT_CLOSE,       /* the guest reset *c: close its fd, vsock_conn_free(), no answer */
 	VSOCK_ACT_CONNECT,     /* guest REQUEST: new *c (CONNECTING); connect to uds_<local_port>,
 				  then vsock_conn_accepted() or vsock_conn_reset() */

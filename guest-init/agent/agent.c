@@ -121,9 +121,10 @@ static void slot_put(struct agent *a, unsigned *count)
 static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	if (!slot_take(a, &a->bridges, AGENT_MAX_BRIDGES)) {
-		agent_reply_error(c, AGENT_E_BUSY,
-				  "tcp_connect: %d bridges are open, the most the agent runs at once (its other connections stay free for exec and files); retry when one has ended",
-				  AGENT_MAX_BRIDGES);
+		agent_reply_error(
+			c, AGENT_E_BUSY,
+			"tcp_connect: %d bridges are open, the most the agent runs at once (its other connections stay free for exec and files); retry when one has ended",
+			AGENT_MAX_BRIDGES);
 		return;
 	}
 	agent_tcp_serve(c, m);
@@ -134,9 +135,10 @@ static void serve_tcp(struct agent *a, struct agent_conn *c, struct agent_msg *m
 static void serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	if (!slot_take(a, &a->watches, AGENT_MAX_WATCH_STREAMS)) {
-		agent_reply_error(c, AGENT_E_BUSY,
-				  "watch: %d watches are open, the most the agent runs at once; end one first",
-				  AGENT_MAX_WATCH_STREAMS);
+		agent_reply_error(
+			c, AGENT_E_BUSY,
+			"watch: %d watches are open, the most the agent runs at once; end one first",
+			AGENT_MAX_WATCH_STREAMS);
 		return;
 	}
 	agent_serve_watch(a, c, m);
@@ -241,7 +243,9 @@ void agent_accepted(struct agent *a, int fd)
 	pthread_mutex_lock(&a->conn_lock);
 	if (a->conns >= AGENT_MAX_CONNS) {
 		pthread_mutex_unlock(&a->conn_lock);
-		conn_refuse(fd, "the agent serves at most 128 connections at once; retry when one has finished");
+		conn_refuse(
+			fd,
+			"the agent serves at most 128 connections at once; retry when one has finished");
 		return;
 	}
 	a->conns++;
@@ -257,7 +261,8 @@ void agent_accepted(struct agent *a, int fd)
 	pthread_mutex_lock(&a->conn_lock);
 	a->conns--;
 	pthread_mutex_unlock(&a->conn_lock);
-	conn_refuse(fd, "the agent cannot start a thread for this connection (out of memory); retry later");
+	conn_refuse(fd,
+		    "the agent cannot start a thread for this connection (out of memory); retry later");
 }
 
 static void *accept_main(void *arg)

@@ -44,15 +44,15 @@ struct agent {
 	struct reaper *reaper;
 	struct shutdown *shutdown;
 	const struct milestone *ms;
-	const char *resolv_conf;   /* where configure writes DNS servers */
+	const char *resolv_conf; /* where configure writes DNS servers */
 	struct agent_procs procs;
 	pthread_attr_t thread_attr; /* detached, AGENT_THREAD_STACK */
 	pthread_mutex_t conn_lock;
-	unsigned conns;            /* open connections, under conn_lock */
-	unsigned bridges;          /* of which tcp_connect bridges, under conn_lock */
-	unsigned watches;          /* of which watch streams, under conn_lock */
+	unsigned conns;   /* open connections, under conn_lock */
+	unsigned bridges; /* of which tcp_connect bridges, under conn_lock */
+	unsigned watches; /* of which watch streams, under conn_lock */
 	int listen_fd;
-	int null_fd;               /* /dev/null, O_RDWR */
+	int null_fd;                /* /dev/null, O_RDWR */
 	struct rlimit child_nofile; /* the open-file limit children get back */
 };
 

@@ -25,7 +25,7 @@ bool agent_peer_is_host(const struct sockaddr *addr, socklen_t len)
 	const struct sockaddr_vm *vm = (const struct sockaddr_vm *)addr;
 
 	return len >= (socklen_t)sizeof(*vm) && vm->svm_family == AF_VSOCK &&
-	       vm->svm_cid == VMADDR_CID_HOST;
+		vm->svm_cid == VMADDR_CID_HOST;
 }
 
 void agent_conn_init(struct agent_conn *c, int fd)
@@ -54,9 +54,10 @@ void agent_conn_deadline(struct agent_conn *c, int64_t abs_ms)
 
 static int conn_timeout(struct agent_err *err)
 {
-	agent_err_set(err, AGENT_E_TIMEOUT,
-		      "nothing arrived from the client before the deadline (request: %d s after connecting, upload: %d s between messages); send the whole message sooner",
-		      AGENT_REQUEST_TIMEOUT_MS / 1000, AGENT_UPLOAD_IDLE_MS / 1000);
+	agent_err_set(
+		err, AGENT_E_TIMEOUT,
+		"nothing arrived from the client before the deadline (request: %d s after connecting, upload: %d s between messages); send the whole message sooner",
+		AGENT_REQUEST_TIMEOUT_MS / 1000, AGENT_UPLOAD_IDLE_MS / 1000);
 	return -1;
 }
 
@@ -113,7 +114,8 @@ static ssize_t conn_recv(struct agent_conn *c, void *buf, size_t n, struct agent
 		}
 		if (errno == EAGAIN || errno == EINTR)
 			continue;
-		agent_err_set(err, AGENT_E_IO_ERROR, "reading from the client: %s", strerror(errno));
+		agent_err_set(err, AGENT_E_IO_ERROR, "reading from the client: %s",
+			      strerror(errno));
 		return -1;
 	}
 }

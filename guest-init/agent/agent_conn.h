@@ -33,10 +33,10 @@ struct agent_conn {
 	int fd;
 	struct agent_frame fr;
 	uint8_t rbuf[AGENT_CONN_RBUF];
-	size_t roff, rlen;        /* unconsumed bytes rbuf[roff .. roff + rlen) */
-	uint64_t payload_left;    /* of the message agent_conn_next returned */
-	int64_t deadline_ms;      /* absolute CLOCK_MONOTONIC ms; 0: none */
-	int eof;                  /* the peer closed its side */
+	size_t roff, rlen;     /* unconsumed bytes rbuf[roff .. roff + rlen) */
+	uint64_t payload_left; /* of the message agent_conn_next returned */
+	int64_t deadline_ms;   /* absolute CLOCK_MONOTONIC ms; 0: none */
+	int eof;               /* the peer closed its side */
 };
 
 /*

@@ -18,15 +18,15 @@
 struct exec_state {
 	struct agent_conn *c;
 	struct agent_proc *p;
-	uint8_t *in;           /* the request's stdin payload */
+	uint8_t *in; /* the request's stdin payload */
 	size_t in_len, in_off;
 	bool stdin_done;
 	uint32_t cap;
 	uint64_t total[2], sent[2];
 	bool trunc[2];
-	int64_t deadline_ms;   /* 0: no timeout */
-	bool killed;           /* the timeout fired */
-	bool gone;             /* the host left or broke the protocol */
+	int64_t deadline_ms; /* 0: no timeout */
+	bool killed;         /* the timeout fired */
+	bool gone;           /* the host left or broke the protocol */
 };
 
 /*
@@ -101,8 +101,9 @@ static bool host_interrupts(struct exec_state *s, short revents)
 	} else if (s->c->eof && !s->c->rlen) {
 		return true;
 	}
-	agent_reply_error(s->c, AGENT_E_UNEXPECTED_TYPE,
-			  "exec: the host sent more after the request; an exec connection takes nothing more, so the process was killed");
+	agent_reply_error(
+		s->c, AGENT_E_UNEXPECTED_TYPE,
+		"exec: the host sent more after the request; an exec connection takes nothing more, so the process was killed");
 	return true;
 }
 
@@ -181,7 +182,9 @@ static void exec_loop(struct exec_state *s, uint8_t *buf)
 		if (in_idx >= 0 && pf[in_idx].revents)
 			feed_stdin(s);
 		for (int i = 0; i < 2; i++) {
-			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents ? agent_output_read(fds[i], buf) : 0;
+			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents
+				? agent_output_read(fds[i], buf)
+				: 0;
 
 			if (r > 0) {
 				d.last_ms = mono_ms();
@@ -259,7 +262,8 @@ int agent_exec_payload(struct agent_conn *c, const struct agent_msg *m, uint8_t 
 		return 0;
 	*out = malloc(n);
 	if (!*out) {
-		agent_reply_error(c, AGENT_E_BUSY, "%s: no memory for a %zu-byte payload; retry later",
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "%s: no memory for a %zu-byte payload; retry later",
 				  agent_type_name(m->type), n);
 		return -ENOMEM;
 	}

@@ -104,7 +104,8 @@ void op_read(struct agent_conn *c, const struct agent_file_req *f)
 	}
 	if (S_ISDIR(st.st_mode)) {
 		fs_send_error(c, AGENT_E_IS_DIRECTORY,
-			      "read '%.200s': it is a directory; use list_dir or tar_download", f->path);
+			      "read '%.200s': it is a directory; use list_dir or tar_download",
+			      f->path);
 		goto out;
 	}
 	buf = malloc(AGENT_CHUNK_MAX);
@@ -193,17 +194,20 @@ static int payload_to_file(struct agent_conn *c, int fd, uint8_t *buf, const cha
 static void write_open_error(struct agent_conn *c, const struct agent_file_req *f, int e)
 {
 	if (e == EEXIST && f->exclusive)
-		fs_send_error(c, AGENT_E_EXISTS,
-			      "write '%.200s': it exists and \"exclusive\" was given; remove it first or leave \"exclusive\" out",
-			      f->path);
+		fs_send_error(
+			c, AGENT_E_EXISTS,
+			"write '%.200s': it exists and \"exclusive\" was given; remove it first or leave \"exclusive\" out",
+			f->path);
 	else if (e == ENOENT && !f->create)
-		fs_send_error(c, AGENT_E_NOT_FOUND,
-			      "write '%.200s': no such file and \"create\" is false; create it or leave \"create\" out",
-			      f->path);
+		fs_send_error(
+			c, AGENT_E_NOT_FOUND,
+			"write '%.200s': no such file and \"create\" is false; create it or leave \"create\" out",
+			f->path);
 	else if (e == ENOENT && !f->parents)
-		fs_send_error(c, AGENT_E_NOT_FOUND,
-			      "write '%.200s': its directory does not exist; create it or pass \"parents\": true",
-			      f->path);
+		fs_send_error(
+			c, AGENT_E_NOT_FOUND,
+			"write '%.200s': its directory does not exist; create it or pass \"parents\": true",
+			f->path);
 	else
 		fs_send_errno(c, e, "write '%.200s'", f->path);
 }
@@ -237,7 +241,8 @@ void op_write(struct agent_conn *c, struct agent_msg *req)
 			*slash = '\0';
 			r = fs_mkdir_p(dir, AGENT_DIR_MODE_DEFAULT);
 			if (r < 0) {
-				fs_send_errno(c, r, "write '%.200s': creating its directories", f->path);
+				fs_send_errno(c, r, "write '%.200s': creating its directories",
+					      f->path);
 				return;
 			}
 		}
@@ -357,23 +362,26 @@ void op_mkdir(struct agent_conn *c, const struct agent_file_req *f)
 	if (f->parents) {
 		r = fs_mkdir_p(f->path, f->mode);
 		if (r == -EEXIST) {
-			fs_send_error(c, AGENT_E_EXISTS,
-				      "mkdir '%.200s': something that is not a directory is in the way; remove it first",
-				      f->path);
+			fs_send_error(
+				c, AGENT_E_EXISTS,
+				"mkdir '%.200s': something that is not a directory is in the way; remove it first",
+				f->path);
 			return;
 		}
 	} else {
 		r = mkdir(f->path, f->mode & 07777) < 0 ? -errno : 0;
 		if (r == -EEXIST) {
-			fs_send_error(c, AGENT_E_EXISTS,
-				      "mkdir '%.200s': it exists; pass \"parents\": true to accept an existing directory",
-				      f->path);
+			fs_send_error(
+				c, AGENT_E_EXISTS,
+				"mkdir '%.200s': it exists; pass \"parents\": true to accept an existing directory",
+				f->path);
 			return;
 		}
 		if (r == -ENOENT) {
-			fs_send_error(c, AGENT_E_NOT_FOUND,
-				      "mkdir '%.200s': its parent does not exist; pass \"parents\": true to create it",
-				      f->path);
+			fs_send_error(
+				c, AGENT_E_NOT_FOUND,
+				"mkdir '%.200s': its parent does not exist; pass \"parents\": true to create it",
+				f->path);
 			return;
 		}
 		if (!r)
@@ -399,9 +407,10 @@ void op_rename(struct agent_conn *c, const struct agent_file_req *f)
 	}
 	switch (errno) {
 	case EEXIST:
-		fs_send_error(c, AGENT_E_EXISTS,
-			      "rename '%.200s' to '%.200s': target exists; pass \"overwrite\": true to replace it",
-			      f->path, f->to);
+		fs_send_error(
+			c, AGENT_E_EXISTS,
+			"rename '%.200s' to '%.200s': target exists; pass \"overwrite\": true to replace it",
+			f->path, f->to);
 		break;
 	case EXDEV:
 		fs_send_errno(c, EXDEV,
@@ -411,9 +420,10 @@ void op_rename(struct agent_conn *c, const struct agent_file_req *f)
 	case EINVAL:
 		/* RENAME_NOREPLACE is refused by filesystems that cannot do
 		 * it atomically; renaming into its own subdirectory also. */
-		fs_send_errno(c, EINVAL,
-			      "rename '%.200s' to '%.200s' (a directory into itself, or \"overwrite\": false on a filesystem without RENAME_NOREPLACE)",
-			      f->path, f->to);
+		fs_send_errno(
+			c, EINVAL,
+			"rename '%.200s' to '%.200s' (a directory into itself, or \"overwrite\": false on a filesystem without RENAME_NOREPLACE)",
+			f->path, f->to);
 		break;
 	default:
 		fs_send_errno(c, errno, "rename '%.200s' to '%.200s'", f->path, f->to);

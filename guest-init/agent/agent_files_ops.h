@@ -38,9 +38,9 @@ struct fs_cred {
 	uid_t old_fsuid;
 	gid_t old_fsgid;
 	mode_t old_umask;
-	gid_t *groups;  /* supplementary groups dropped for the operation */
+	gid_t *groups; /* supplementary groups dropped for the operation */
 	int ngroups;
-	int stage;      /* how far fs_cred_enter got, for leave */
+	int stage; /* how far fs_cred_enter got, for leave */
 };
 
 /* Switch to `user`. 0, or -errno with everything undone. */
@@ -88,9 +88,9 @@ void op_write(struct agent_conn *c, struct agent_msg *req);
 void op_stat(struct agent_conn *c, const struct agent_file_req *f, bool exists_only);
 void op_mkdir(struct agent_conn *c, const struct agent_file_req *f);
 void op_rename(struct agent_conn *c, const struct agent_file_req *f);
-void op_list_dir(struct agent_conn *c, const struct agent_file_req *f);   /* agent_list.c */
-void op_remove(struct agent_conn *c, const struct agent_file_req *f);     /* agent_remove.c */
-void op_tar_upload(struct agent_conn *c, struct agent_msg *req);          /* agent_tar_io.c */
+void op_list_dir(struct agent_conn *c, const struct agent_file_req *f);     /* agent_list.c */
+void op_remove(struct agent_conn *c, const struct agent_file_req *f);       /* agent_remove.c */
+void op_tar_upload(struct agent_conn *c, struct agent_msg *req);            /* agent_tar_io.c */
 void op_tar_download(struct agent_conn *c, const struct agent_file_req *f); /* agent_tar_io.c */
 
 #endif

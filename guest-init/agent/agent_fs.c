@@ -155,7 +155,8 @@ static int send_error_v(struct agent_conn *c, enum agent_code code, const char *
 
 	vsnprintf(what, sizeof(what), fmt, ap);
 	if (tail)
-		return agent_conn_send_line(c, &l, agent_line_error(&l, code, "%s: %s", what, tail));
+		return agent_conn_send_line(c, &l,
+					    agent_line_error(&l, code, "%s: %s", what, tail));
 	return agent_conn_send_line(c, &l, agent_line_error(&l, code, "%s", what));
 }
 

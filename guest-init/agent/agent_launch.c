@@ -47,14 +47,15 @@ struct launch_plan {
 	char **envp;
 	const char *cwd;
 	unsigned uid, gid;
-	int fd[3];        /* become the child's 0, 1, 2 */
-	int slave;        /* pty slave, or -1 */
-	int report;       /* error pipe, write end */
+	int fd[3];  /* become the child's 0, 1, 2 */
+	int slave;  /* pty slave, or -1 */
+	int report; /* error pipe, write end */
 	const struct rlimit *nofile;
 	const struct confine_plan *confine; /* NULL: not confined */
 };
 
-static void __attribute__((noreturn)) child_fail_at(const struct launch_plan *pl, int stage, size_t step)
+static void __attribute__((noreturn))
+child_fail_at(const struct launch_plan *pl, int stage, size_t step)
 {
 	struct launch_fail f = { stage, errno, step };
 	ssize_t r = write(pl->report, &f, sizeof(f));
@@ -99,9 +100,9 @@ static void __attribute__((noreturn)) child_exec(const struct launch_plan *pl)
  * program's own exit. Anything the program left running in the namespace
  * ends with it (the init's exit kills the namespace).
  */
-static const int pass_sigs[] = { SIGHUP,  SIGINT,    SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
-				 SIGTERM, SIGWINCH,  SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG,
-				 SIGXCPU, SIGXFSZ,   SIGVTALRM, SIGPROF, SIGIO, SIGPWR };
+static const int pass_sigs[] = { SIGHUP,  SIGINT,   SIGQUIT,   SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM,
+				 SIGTERM, SIGWINCH, SIGCONT,   SIGTSTP, SIGTTIN, SIGTTOU, SIGURG,
+				 SIGXCPU, SIGXFSZ,  SIGVTALRM, SIGPROF, SIGIO,   SIGPWR };
 
 static void swallow(int sig)
 {
@@ -124,7 +125,8 @@ static void __attribute__((noreturn)) ns_init(const struct launch_plan *pl, int 
 	ssize_t n;
 
 	if (umount2("/proc", MNT_DETACH) < 0 ||
-	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") < 0)
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=invisible") <
+		    0)
 		child_fail(pl, STAGE_PIDNS);
 	catch_pass_sigs();
 	prog = fork();
@@ -260,13 +262,15 @@ static int setup_error(struct agent_err *err, const char *what, const char *step
 
 /* The view of a confined process, laid out before the fork (the child
  * may not allocate). */
-static int prepare_confine(struct confine_plan **plan, const char *what, const char *run_dir, struct agent_err *err)
+static int prepare_confine(struct confine_plan **plan, const char *what, const char *run_dir,
+			   struct agent_err *err)
 {
 	int e = confine_workspace_ensure();
 
 	if (e < 0) {
-		agent_err_set(err, agent_errno_code(-e), "%s: confine: cannot create " AGENT_WORKSPACE ": %s",
-			      what, strerror(-e));
+		agent_err_set(err, agent_errno_code(-e),
+			      "%s: confine: cannot create " AGENT_WORKSPACE ": %s", what,
+			      strerror(-e));
 		return -1;
 	}
 	*plan = malloc(sizeof(**plan));
@@ -276,14 +280,16 @@ static int prepare_confine(struct confine_plan **plan, const char *what, const c
 	}
 	e = confine_plan_build(*plan, confine_probe, NULL, run_dir);
 	if (e == -ENOENT) {
-		agent_err_set(err, AGENT_E_NOT_FOUND,
-			      "%s: confine: " AGENT_WORKSPACE " is not a directory in this image; make it one, or run without \"confine\"",
-			      what);
+		agent_err_set(
+			err, AGENT_E_NOT_FOUND,
+			"%s: confine: " AGENT_WORKSPACE
+			" is not a directory in this image; make it one, or run without \"confine\"",
+			what);
 		return -1;
 	}
 	if (e < 0) {
-		agent_err_set(err, AGENT_E_IO_ERROR, "%s: confine: laying out the view failed: %s", what,
-			      strerror(-e));
+		agent_err_set(err, AGENT_E_IO_ERROR, "%s: confine: laying out the view failed: %s",
+			      what, strerror(-e));
 		return -1;
 	}
 	return 0;
@@ -369,29 +375,35 @@ static void child_error(const struct launch_fail *f, const char *what, const cha
 	switch (f->stage) {
 	case STAGE_CONFINE:
 		confine_step_describe(confine, f->step, step, sizeof(step));
-		agent_err_set(err, code,
-			      "%s: confining the process failed while %s: %s; it did not run (run it without \"confine\", or report this)",
-			      what, step, why);
+		agent_err_set(
+			err, code,
+			"%s: confining the process failed while %s: %s; it did not run (run it without \"confine\", or report this)",
+			what, step, why);
 		break;
 	case STAGE_NO_NEW_PRIVS:
-		agent_err_set(err, code,
-			      "%s: confining the process failed while setting no_new_privs: %s; it did not run (run it without \"confine\", or report this)",
-			      what, why);
+		agent_err_set(
+			err, code,
+			"%s: confining the process failed while setting no_new_privs: %s; it did not run (run it without \"confine\", or report this)",
+			what, why);
 		break;
 	case STAGE_PIDNS:
-		agent_err_set(err, code,
-			      "%s: confining the process failed while giving it a PID namespace of its own: %s; it did not run (run it without \"confine\", or report this)",
-			      what, why);
+		agent_err_set(
+			err, code,
+			"%s: confining the process failed while giving it a PID namespace of its own: %s; it did not run (run it without \"confine\", or report this)",
+			what, why);
 		break;
 	case STAGE_EXEC:
 		if (f->err == ENOENT && confine)
-			agent_err_set(err, code,
-				      "%s: cannot run '%.200s' confined: it is not visible there (a confined process sees /usr, /bin, /sbin, /lib*, /opt, " AGENT_WORKSPACE " and /tmp)",
-				      what, prog);
+			agent_err_set(
+				err, code,
+				"%s: cannot run '%.200s' confined: it is not visible there (a confined process sees /usr, /bin, /sbin, /lib*, /opt, " AGENT_WORKSPACE
+				" and /tmp)",
+				what, prog);
 		else if (f->err == ENOEXEC)
-			agent_err_set(err, code,
-				      "%s: cannot run '%.200s': %s (not a binary this kernel runs, and no #! line); run it through an interpreter or with \"shell\": true",
-				      what, prog, why);
+			agent_err_set(
+				err, code,
+				"%s: cannot run '%.200s': %s (not a binary this kernel runs, and no #! line); run it through an interpreter or with \"shell\": true",
+				what, prog, why);
 		else
 			agent_err_set(err, code, "%s: cannot run '%.200s': %s", what, prog, why);
 		break;
@@ -437,8 +449,8 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 		pl.cwd = AGENT_WORKSPACE;
 	if (!pl.cwd)
 		pl.cwd = is_dir(agent_user_home(req->user)) ? agent_user_home(req->user) : "/";
-	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd, agent_launch_is_exec_file,
-			      NULL, prog, sizeof(prog));
+	e = agent_path_search(req->argv[0], agent_env_get(envp, "PATH"), pl.cwd,
+			      agent_launch_is_exec_file, NULL, prog, sizeof(prog));
 	if (e == -ENAMETOOLONG) {
 		agent_err_set(err, AGENT_E_IO_ERROR, "%s: program path '%.200s' is too long", what,
 			      req->argv[0]);
@@ -447,9 +459,10 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 	if (e < 0) {
 		const char *path = agent_env_get(envp, "PATH");
 
-		agent_err_set(err, AGENT_E_NOT_FOUND,
-			      "%s: '%.200s' not found in PATH (%.200s); give its full path or install it",
-			      what, req->argv[0], path ? path : AGENT_DEFAULT_PATH);
+		agent_err_set(
+			err, AGENT_E_NOT_FOUND,
+			"%s: '%.200s' not found in PATH (%.200s); give its full path or install it",
+			what, req->argv[0], path ? path : AGENT_DEFAULT_PATH);
 		goto out;
 	}
 	if ((pty ? make_pty(&f, req, what, err) : make_pipes(&f, what, err)) < 0)

@@ -110,25 +110,30 @@ static int add_entropy(const char *hex)
 
 void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
-	struct timespec before, now = { .tv_sec = m->u.clock.time_ns / 1000000000,
-					.tv_nsec = m->u.clock.time_ns % 1000000000 };
+	struct timespec before,
+		now = { .tv_sec = m->u.clock.time_ns / 1000000000,
+			.tv_nsec = m->u.clock.time_ns % 1000000000 };
 	struct agent_kv kv[2];
 	struct agent_line l;
 	int e;
 
 	(void)a;
 	if (m->u.clock.entropy && (e = add_entropy(m->u.clock.entropy))) {
-		agent_reply_error(c, agent_errno_code(e), "sync_clock: adding entropy: %s", strerror(e));
+		agent_reply_error(c, agent_errno_code(e), "sync_clock: adding entropy: %s",
+				  strerror(e));
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &before);
 	if (clock_settime(CLOCK_REALTIME, &now) < 0) {
 		e = errno;
-		agent_reply_error(c, agent_errno_code(e), "sync_clock: setting the clock: %s", strerror(e));
+		agent_reply_error(c, agent_errno_code(e), "sync_clock: setting the clock: %s",
+				  strerror(e));
 		return;
 	}
 	/* time_ns is range-checked (2000..2100), so neither side overflows. */
-	kv[0] = AGENT_INT("delta_ns", m->u.clock.time_ns - ((int64_t)before.tv_sec * 1000000000 + before.tv_nsec));
+	kv[0] = AGENT_INT("delta_ns",
+			  m->u.clock.time_ns -
+				  ((int64_t)before.tv_sec * 1000000000 + before.tv_nsec));
 	kv[1] = AGENT_BOOL("reseeded", m->u.clock.entropy != NULL);
 	agent_conn_send_line(c, &l, agent_line_ok(&l, kv, 2));
 }

@@ -107,7 +107,8 @@ static struct agent_proc *proc_new(struct agent_procs *t, const struct agent_pro
 	p->argc = req->argc;
 	p->argv = copy_argv(req);
 	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!p->argv || p->wake_fd < 0 || (spawn && agent_ring_init(&p->ring, req->ring_bytes) < 0)) {
+	if (!p->argv || p->wake_fd < 0 ||
+	    (spawn && agent_ring_init(&p->ring, req->ring_bytes) < 0)) {
 		proc_free(p);
 		return NULL;
 	}
@@ -195,22 +196,26 @@ static int reserve(struct agent_procs *t, struct agent_proc *p, bool spawn, cons
 
 	pthread_mutex_lock(&t->lock);
 	if (running_locked(t) >= AGENT_MAX_PROCS) {
-		agent_err_set(err, AGENT_E_BUSY,
-			      "%s: %d processes are running, the most the agent runs at once; retry when one has exited",
-			      what, AGENT_MAX_PROCS);
+		agent_err_set(
+			err, AGENT_E_BUSY,
+			"%s: %d processes are running, the most the agent runs at once; retry when one has exited",
+			what, AGENT_MAX_PROCS);
 		goto out;
 	}
 	if (spawn && t->next_id == UINT32_MAX) {
-		agent_err_set(err, AGENT_E_BUSY, "%s: every process id of this boot is used; reboot the sandbox", what);
+		agent_err_set(err, AGENT_E_BUSY,
+			      "%s: every process id of this boot is used; reboot the sandbox",
+			      what);
 		goto out;
 	}
 	*slot = -1;
 	if (spawn) {
 		*slot = slot_take(t, &evicted);
 		if (*slot < 0) {
-			agent_err_set(err, AGENT_E_BUSY,
-				      "%s: all %d process table slots hold running processes; wait for one to exit",
-				      what, AGENT_MAX_PROCS);
+			agent_err_set(
+				err, AGENT_E_BUSY,
+				"%s: all %d process table slots hold running processes; wait for one to exit",
+				what, AGENT_MAX_PROCS);
 			goto out;
 		}
 		/* Taken but not listed until the process has started. */
@@ -244,7 +249,8 @@ struct agent_proc *agent_proc_start(struct agent_procs *t, const struct agent_pr
 	int slot = -1;
 
 	if (!p) {
-		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory or descriptors; retry later", what);
+		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory or descriptors; retry later",
+			      what);
 		return NULL;
 	}
 	p->confined = req->confine;
@@ -289,7 +295,8 @@ struct agent_proc *agent_proc_start(struct agent_procs *t, const struct agent_pr
 		p->refs -= 2; /* the table's and the pump's */
 		pthread_mutex_unlock(&t->lock);
 		agent_proc_put(p);
-		agent_err_set(err, AGENT_E_BUSY, "%s: cannot start the output reader thread; retry later", what);
+		agent_err_set(err, AGENT_E_BUSY,
+			      "%s: cannot start the output reader thread; retry later", what);
 		return NULL;
 	}
 	return p;
@@ -314,7 +321,8 @@ struct agent_proc *agent_proc_get(struct agent_procs *t, uint32_t id)
 
 static int by_id(const void *a, const void *b)
 {
-	const struct agent_proc *x = *(struct agent_proc *const *)a, *y = *(struct agent_proc *const *)b;
+	const struct agent_proc *x = *(struct agent_proc *const *)a,
+				*y = *(struct agent_proc *const *)b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
 }
@@ -622,7 +630,9 @@ static void *pump_main(void *arg)
 		if (pf[n - 1].revents)
 			agent_wake_drain(p->wake_fd);
 		for (int i = 0; i < 2; i++) {
-			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents ? agent_output_read(fds[i], buf) : 0;
+			ssize_t r = idx[i] >= 0 && pf[idx[i]].revents
+				? agent_output_read(fds[i], buf)
+				: 0;
 
 			if (r > 0) {
 				pthread_mutex_lock(&t->lock);

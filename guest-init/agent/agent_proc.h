@@ -62,32 +62,32 @@ struct agent_watch {
 
 struct agent_proc {
 	struct agent_procs *tab;
-	struct reaper_child rc;   /* the reaper's handle; its hook records the exit */
+	struct reaper_child rc; /* the reaper's handle; its hook records the exit */
 
 	/* Fixed once started. */
-	uint32_t id;              /* 0: exec */
+	uint32_t id; /* 0: exec */
 	pid_t pid;
 	bool pty;
-	bool confined;           /* in a PID namespace of its own: signals go to its group */
-	char **argv;              /* a copy for list_processes, NULL-terminated */
+	bool confined; /* in a PID namespace of its own: signals go to its group */
+	char **argv;   /* a copy for list_processes, NULL-terminated */
 	size_t argc;
 	int64_t start_us;
 	uint32_t timeout_ms;
-	int wake_fd;              /* eventfd: the exit hook wakes the pump / exec thread */
-	int out_fd, err_fd;       /* owned by the pump (spawn) or the exec thread */
+	int wake_fd;        /* eventfd: the exit hook wakes the pump / exec thread */
+	int out_fd, err_fd; /* owned by the pump (spawn) or the exec thread */
 
 	/* Locked. */
 	unsigned refs;
-	bool listed;              /* visible in the table (a spawn that started) */
-	bool exited;              /* reaped: status, ru and reap_us are set */
-	bool done;                /* exited and output finished */
+	bool listed; /* visible in the table (a spawn that started) */
+	bool exited; /* reaped: status, ru and reap_us are set */
+	bool done;   /* exited and output finished */
 	bool timed_out;
 	int status;
 	struct rusage ru;
 	int64_t reap_us;
-	int in_fd;                /* stdin pipe / pty master; /dev/null once closed */
-	bool in_closed;           /* stdin closed by the host (or the process is done) */
-	struct agent_ring ring;   /* spawn */
+	int in_fd;              /* stdin pipe / pty master; /dev/null once closed */
+	bool in_closed;         /* stdin closed by the host (or the process is done) */
+	struct agent_ring ring; /* spawn */
 	struct agent_watch *watchers;
 	struct agent_proc *all_next, **all_prev; /* every live entry, for counting */
 };
@@ -95,12 +95,12 @@ struct agent_proc {
 struct agent_procs {
 	pthread_mutex_t lock;
 	struct reaper *reaper;
-	const struct rlimit *nofile; /* the open-file limit children get */
-	int null_fd;                 /* /dev/null, to retire descriptors */
-	pthread_attr_t *thread_attr; /* for pump threads */
+	const struct rlimit *nofile;              /* the open-file limit children get */
+	int null_fd;                              /* /dev/null, to retire descriptors */
+	pthread_attr_t *thread_attr;              /* for pump threads */
 	struct agent_proc *slot[AGENT_MAX_PROCS]; /* spawned processes; NULL: free */
 	uint32_t next_id;
-	struct agent_proc *all;      /* exec and spawn entries that exist */
+	struct agent_proc *all; /* exec and spawn entries that exist */
 };
 
 int agent_procs_init(struct agent_procs *t, struct reaper *r, const struct rlimit *nofile,
@@ -160,10 +160,10 @@ int agent_proc_resize(struct agent_proc *p, uint16_t rows, uint16_t cols);
 
 /* Non-blocking write to stdin. */
 enum agent_stdin_res {
-	AGENT_STDIN_WROTE,   /* *n bytes written (maybe fewer than asked) */
-	AGENT_STDIN_FULL,    /* the pipe is full: poll in_fd for POLLOUT */
-	AGENT_STDIN_EXITED,  /* the process has exited */
-	AGENT_STDIN_CLOSED,  /* stdin was closed, or the process closed its end */
+	AGENT_STDIN_WROTE,  /* *n bytes written (maybe fewer than asked) */
+	AGENT_STDIN_FULL,   /* the pipe is full: poll in_fd for POLLOUT */
+	AGENT_STDIN_EXITED, /* the process has exited */
+	AGENT_STDIN_CLOSED, /* stdin was closed, or the process closed its end */
 };
 /* Takes the lock itself. */
 enum agent_stdin_res agent_proc_write_stdin(struct agent_proc *p, const void *buf, size_t len,
@@ -177,8 +177,8 @@ enum agent_stdin_res agent_proc_eof_stdin(struct agent_proc *p);
 
 /* Drain bookkeeping shared by the pump and exec: see section 8. */
 struct agent_drain {
-	int64_t reap_ms;   /* 0 until the process was reaped */
-	int64_t last_ms;   /* last time output arrived */
+	int64_t reap_ms; /* 0 until the process was reaped */
+	int64_t last_ms; /* last time output arrived */
 };
 /* ms until the drain ends (0: now), -1 when not draining yet. */
 int agent_drain_left(const struct agent_drain *d, int64_t now_ms);

@@ -234,21 +234,25 @@ out:
 static void remove_error(struct agent_conn *c, const char *path, const struct rm *rm, int r)
 {
 	if (r == -ESTALE)
-		fs_send_error(c, AGENT_E_IO_ERROR,
-			      "remove '%.200s': a directory inside it was moved while it was being removed; stopped (what was removed stays), retry",
-			      path);
+		fs_send_error(
+			c, AGENT_E_IO_ERROR,
+			"remove '%.200s': a directory inside it was moved while it was being removed; stopped (what was removed stays), retry",
+			path);
 	else if (r == -EBUSY)
-		fs_send_error(c, AGENT_E_BUSY,
-			      "remove '%.200s': '%.200s' inside it is a mount point (or changed while being removed); unmount it first",
-			      path, rm->where);
+		fs_send_error(
+			c, AGENT_E_BUSY,
+			"remove '%.200s': '%.200s' inside it is a mount point (or changed while being removed); unmount it first",
+			path, rm->where);
 	else if (r == -ENOTEMPTY)
-		fs_send_error(c, AGENT_E_NOT_EMPTY,
-			      "remove '%.200s': '%.200s' inside it filled up again while it was being removed; stop what writes there and retry (what was removed stays)",
-			      path, rm->where);
+		fs_send_error(
+			c, AGENT_E_NOT_EMPTY,
+			"remove '%.200s': '%.200s' inside it filled up again while it was being removed; stop what writes there and retry (what was removed stays)",
+			path, rm->where);
 	else if (r == -ELOOP)
-		fs_send_error(c, AGENT_E_IO_ERROR,
-			      "remove '%.200s': the tree is deeper than %d levels; remove its deepest part first",
-			      path, REMOVE_DEPTH_MAX);
+		fs_send_error(
+			c, AGENT_E_IO_ERROR,
+			"remove '%.200s': the tree is deeper than %d levels; remove its deepest part first",
+			path, REMOVE_DEPTH_MAX);
 	else
 		fs_send_errno(c, r, "remove '%.200s': at '%.200s' inside it", path, rm->where);
 }
@@ -281,7 +285,8 @@ void op_remove(struct agent_conn *c, const struct agent_file_req *f)
 	name = slash + 1;
 	if (!strcmp(name, ".") || !strcmp(name, "..")) {
 		fs_send_error(c, AGENT_E_BAD_FIELD,
-			      "remove: '%.200s' ends in '%s'; name the entry itself", f->path, name);
+			      "remove: '%.200s' ends in '%s'; name the entry itself", f->path,
+			      name);
 		return;
 	}
 	*slash = '\0';
@@ -322,9 +327,10 @@ void op_remove(struct agent_conn *c, const struct agent_file_req *f)
 	r = errno;
 	if ((r != ENOTEMPTY && r != EEXIST) || !f->recursive) {
 		if (r == ENOTEMPTY || r == EEXIST)
-			fs_send_error(c, AGENT_E_NOT_EMPTY,
-				      "remove '%.200s': the directory is not empty; pass \"recursive\": true to remove its contents too",
-				      f->path);
+			fs_send_error(
+				c, AGENT_E_NOT_EMPTY,
+				"remove '%.200s': the directory is not empty; pass \"recursive\": true to remove its contents too",
+				f->path);
 		else
 			fs_send_errno(c, r, "remove '%.200s'", f->path);
 		goto out;

@@ -38,11 +38,11 @@
 struct agent_ring {
 	uint8_t *data;
 	size_t cap;
-	uint64_t head;      /* seq of the next byte written (= all output so far) */
-	uint64_t tail;      /* seq of the oldest byte held; head - tail <= cap */
-	uint64_t *marks;    /* circular: (first seq of a run << 1) | stream */
+	uint64_t head;   /* seq of the next byte written (= all output so far) */
+	uint64_t tail;   /* seq of the oldest byte held; head - tail <= cap */
+	uint64_t *marks; /* circular: (first seq of a run << 1) | stream */
 	size_t mcap, mfirst, mcount;
-	uint64_t total[2];  /* bytes ever written to stdout, stderr */
+	uint64_t total[2]; /* bytes ever written to stdout, stderr */
 };
 
 enum agent_ring_kind {

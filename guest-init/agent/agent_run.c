@@ -57,10 +57,10 @@ static const struct run_lang langs[AGENT_LANG_COUNT] = {
 };
 
 struct run_ctx {
-	int dir_fd;        /* the run's directory */
+	int dir_fd; /* the run's directory */
 	char dir[64];
-	int result_fd;     /* the result file, as the agent created it */
-	bool made;         /* dir exists */
+	int result_fd; /* the result file, as the agent created it */
+	bool made;     /* dir exists */
 	const char *code_name;
 };
 
@@ -129,8 +129,8 @@ static bool have_runtime(const struct agent_proc_req *req, const char *name)
 
 	if (agent_env_build(req, false, &envp) < 0)
 		return true; /* let the launch report it */
-	ok = agent_path_search(name, agent_env_get(envp, "PATH"), cwd, agent_launch_is_exec_file, NULL, out,
-			       sizeof(out)) == 0;
+	ok = agent_path_search(name, agent_env_get(envp, "PATH"), cwd, agent_launch_is_exec_file,
+			       NULL, out, sizeof(out)) == 0;
 	free(envp);
 	return ok;
 }
@@ -223,7 +223,9 @@ static int run_command(struct agent_proc_req *req, const struct run_ctx *x, cons
 	if (!env)
 		return -ENOMEM;
 	snprintf(code_path, code_path_len, "%s/%s", x->dir, x->code_name);
-	src = req->lang == AGENT_LANG_PYTHON ? argv_py : req->lang == AGENT_LANG_BASH ? argv_sh : argv_js;
+	src = req->lang == AGENT_LANG_PYTHON   ? argv_py
+		: req->lang == AGENT_LANG_BASH ? argv_sh
+					       : argv_js;
 	while (src[n])
 		n++;
 	argv = calloc(n + 2, sizeof(*argv));
@@ -258,12 +260,14 @@ void agent_serve_run(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		return;
 	if (!have_runtime(&req, runtime) && lang->fallback && have_runtime(&req, lang->fallback))
 		runtime = lang->fallback;
-	if (!have_runtime(&req, runtime) || (lang->runtime2 && !have_runtime(&req, lang->runtime2))) {
+	if (!have_runtime(&req, runtime) ||
+	    (lang->runtime2 && !have_runtime(&req, lang->runtime2))) {
 		const char *need = have_runtime(&req, runtime) ? lang->runtime2 : runtime;
 
-		agent_reply_error(c, AGENT_E_NOT_FOUND,
-				  "run: language \"%s\" needs %s in the image: use the debian image (or install %s)",
-				  lname, need, need);
+		agent_reply_error(
+			c, AGENT_E_NOT_FOUND,
+			"run: language \"%s\" needs %s in the image: use the debian image (or install %s)",
+			lname, need, need);
 		free(in);
 		return;
 	}

@@ -23,10 +23,10 @@ struct stream {
 	struct agent_proc *p;
 	struct agent_watch w;
 	uint64_t cursor;
-	uint8_t *out;          /* one chunk of ring output */
-	uint8_t *in;           /* one chunk of stdin on its way to the process */
+	uint8_t *out; /* one chunk of ring output */
+	uint8_t *in;  /* one chunk of stdin on its way to the process */
 	size_t in_len, in_off;
-	bool close_after;      /* the current stdin message ends with close */
+	bool close_after; /* the current stdin message ends with close */
 };
 
 static void drain_efd(int efd)
@@ -62,9 +62,10 @@ static struct agent_proc *find(struct agent *a, struct agent_conn *c, const stru
 	struct agent_proc *p = agent_proc_get(&a->procs, m->u.ctl.id);
 
 	if (!p)
-		agent_reply_error(c, AGENT_E_NOT_FOUND,
-				  "%s: no process with id %u (never spawned, or evicted from the table after it exited); list_processes shows the table",
-				  agent_type_name(m->type), m->u.ctl.id);
+		agent_reply_error(
+			c, AGENT_E_NOT_FOUND,
+			"%s: no process with id %u (never spawned, or evicted from the table after it exited); list_processes shows the table",
+			agent_type_name(m->type), m->u.ctl.id);
 	return p;
 }
 
@@ -83,7 +84,8 @@ static void stream_stdin(struct stream *s)
 	size_t n;
 
 	if (s->in_off < s->in_len) {
-		switch (agent_proc_write_stdin(s->p, s->in + s->in_off, s->in_len - s->in_off, &n)) {
+		switch (agent_proc_write_stdin(s->p, s->in + s->in_off, s->in_len - s->in_off,
+					       &n)) {
 		case AGENT_STDIN_WROTE:
 			s->in_off += n;
 			break;
@@ -196,7 +198,8 @@ static void stream_run(struct agent_conn *c, struct agent_proc *p, uint64_t curs
 	s.out = malloc(AGENT_CHUNK_MAX);
 	s.in = malloc(AGENT_CHUNK_MAX);
 	if (!s.out || !s.in || watch_start(p, &s.w, true) < 0) {
-		agent_reply_error(c, AGENT_E_BUSY, "%s: out of memory or descriptors; attach again later",
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "%s: out of memory or descriptors; attach again later",
 				  p->pty ? "pty stream" : "stream");
 		free(s.out);
 		free(s.in);
@@ -215,8 +218,9 @@ static void stream_run(struct agent_conn *c, struct agent_proc *p, uint64_t curs
 		/* With stdin pending no message is read (backpressure), but a
 		 * host that leaves is still noticed. */
 		sock = n;
-		pf[n++] = (struct pollfd){ .fd = c->fd,
-					   .events = (short)(pending ? POLLRDHUP : POLLIN | POLLRDHUP) };
+		pf[n++] = (struct pollfd){
+			.fd = c->fd, .events = (short)(pending ? POLLRDHUP : POLLIN | POLLRDHUP)
+		};
 		if (pending) {
 			in = n;
 			/* The number stays valid while p is referenced (agent_proc.h). */
@@ -270,7 +274,8 @@ void agent_serve_attach(struct agent *a, struct agent_conn *c, struct agent_msg 
 	seq = agent_ring_attach_seq(&p->ring, r->from_now, r->has_from, r->from);
 	running = !p->exited;
 	pthread_mutex_unlock(&a->procs.lock);
-	if (agent_conn_send_line(c, &l, agent_line_attached(&l, p->id, p->pid, p->pty, running, seq)) == 0)
+	if (agent_conn_send_line(c, &l,
+				 agent_line_attached(&l, p->id, p->pid, p->pty, running, seq)) == 0)
 		stream_run(c, p, seq);
 	agent_proc_put(p);
 }
@@ -303,17 +308,19 @@ static int wait_for(struct agent_conn *c, int efd, int fd, short events, int tim
 	return r > 0;
 }
 
-static void stdin_refused(struct agent_conn *c, const struct agent_proc *p, enum agent_stdin_res res,
-			  uint64_t written)
+static void stdin_refused(struct agent_conn *c, const struct agent_proc *p,
+			  enum agent_stdin_res res, uint64_t written)
 {
 	if (res == AGENT_STDIN_EXITED)
-		agent_reply_error(c, AGENT_E_INVALID_STATE,
-				  "stdin: process %u has exited (%llu bytes of this request were written)",
-				  p->id, (unsigned long long)written);
+		agent_reply_error(
+			c, AGENT_E_INVALID_STATE,
+			"stdin: process %u has exited (%llu bytes of this request were written)",
+			p->id, (unsigned long long)written);
 	else
-		agent_reply_error(c, AGENT_E_INVALID_STATE,
-				  "stdin: process %u's stdin is closed (%llu bytes of this request were written)",
-				  p->id, (unsigned long long)written);
+		agent_reply_error(
+			c, AGENT_E_INVALID_STATE,
+			"stdin: process %u's stdin is closed (%llu bytes of this request were written)",
+			p->id, (unsigned long long)written);
 }
 
 void agent_serve_stdin(struct agent *a, struct agent_conn *c, struct agent_msg *m)
@@ -342,7 +349,8 @@ void agent_serve_stdin(struct agent *a, struct agent_conn *c, struct agent_msg *
 	}
 	buf = malloc(AGENT_CHUNK_MAX);
 	if (!buf || watch_start(p, &w, false) < 0) {
-		agent_reply_error(c, AGENT_E_BUSY, "stdin: out of memory or descriptors; retry later");
+		agent_reply_error(c, AGENT_E_BUSY,
+				  "stdin: out of memory or descriptors; retry later");
 		free(buf);
 		agent_proc_put(p);
 		return;
@@ -398,8 +406,9 @@ void agent_serve_signal(struct agent *a, struct agent_conn *c, struct agent_msg 
 	if (r == -ESRCH)
 		agent_reply_error(c, AGENT_E_INVALID_STATE, "signal: process %u has exited", p->id);
 	else if (r < 0)
-		agent_reply_error(c, agent_errno_code(-r), "signal: sending signal %d to process %u: %s",
-				  m->u.ctl.signo, p->id, strerror(-r));
+		agent_reply_error(c, agent_errno_code(-r),
+				  "signal: sending signal %d to process %u: %s", m->u.ctl.signo,
+				  p->id, strerror(-r));
 	else
 		agent_reply_ok(c);
 	agent_proc_put(p);
@@ -417,9 +426,11 @@ void agent_serve_resize(struct agent *a, struct agent_conn *c, struct agent_msg 
 		agent_reply_error(c, AGENT_E_INVALID_STATE, "resize: process %u has exited", p->id);
 	else if (r == -ENOTTY)
 		agent_reply_error(c, AGENT_E_INVALID_STATE,
-				  "resize: process %u has no terminal; spawn it with \"pty\": true", p->id);
+				  "resize: process %u has no terminal; spawn it with \"pty\": true",
+				  p->id);
 	else if (r < 0)
-		agent_reply_error(c, AGENT_E_IO_ERROR, "resize: process %u: %s", p->id, strerror(-r));
+		agent_reply_error(c, AGENT_E_IO_ERROR, "resize: process %u: %s", p->id,
+				  strerror(-r));
 	else
 		agent_reply_ok(c);
 	agent_proc_put(p);
@@ -459,8 +470,8 @@ void agent_serve_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m
 
 			if (l <= 0) {
 				agent_reply_error(c, AGENT_E_TIMEOUT,
-						  "wait: process %u is still running after %u ms", p->id,
-						  m->u.ctl.timeout_ms);
+						  "wait: process %u is still running after %u ms",
+						  p->id, m->u.ctl.timeout_ms);
 				break;
 			}
 			left = (int)l;

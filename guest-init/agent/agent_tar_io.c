@@ -49,10 +49,10 @@
 struct upload {
 	struct agent_conn *c;
 	const char *target;
-	int tfd;          /* O_PATH of the target directory */
+	int tfd; /* O_PATH of the target directory */
 	bool root;
-	int fd;           /* the file being written, -1 */
-	bool ended;       /* end-of-archive seen: the rest is ignored */
+	int fd;     /* the file being written, -1 */
+	bool ended; /* end-of-archive seen: the rest is ignored */
 	struct tar_reader rd;
 	uint64_t files, dirs, symlinks, hardlinks, skipped, bytes;
 };
@@ -62,17 +62,20 @@ static int member_errno(struct upload *u, const struct tar_member *m, const char
 	if (e < 0)
 		e = -e;
 	if (e == EXDEV)
-		fs_send_error(u->c, AGENT_E_UNSAFE_PATH,
-			      "tar member '%.200s': its path leads out of %.200s through a symlink; the archive must stay inside the target",
-			      m->name, u->target);
+		fs_send_error(
+			u->c, AGENT_E_UNSAFE_PATH,
+			"tar member '%.200s': its path leads out of %.200s through a symlink; the archive must stay inside the target",
+			m->name, u->target);
 	else if (e == ELOOP && m->kind == TAR_SYMLINK)
-		fs_send_error(u->c, AGENT_E_UNSAFE_PATH,
-			      "tar symlink '%.200s': its directory is reached through a symlink; a symlink member must sit in a real directory",
-			      m->name);
+		fs_send_error(
+			u->c, AGENT_E_UNSAFE_PATH,
+			"tar symlink '%.200s': its directory is reached through a symlink; a symlink member must sit in a real directory",
+			m->name);
 	else if (e == ELOOP)
-		fs_send_error(u->c, AGENT_E_UNSAFE_PATH,
-			      "tar member '%.200s': its path goes through a symlink loop or a /proc link; the archive must hold plain paths",
-			      m->name);
+		fs_send_error(
+			u->c, AGENT_E_UNSAFE_PATH,
+			"tar member '%.200s': its path goes through a symlink loop or a /proc link; the archive must hold plain paths",
+			m->name);
 	else
 		fs_send_errno(u->c, e, "tar member '%.200s': %s", m->name, what);
 	return -1;
@@ -110,7 +113,8 @@ static int open_dir_below(struct upload *u, const char *name, size_t len, uint64
 			start = i;
 			while (start > 0 && path[start - 1] != '\0' && path[start - 1] != '/')
 				start--;
-			if (mkdirat(prev >= 0 ? prev : u->tfd, path + start, AGENT_DIR_MODE_DEFAULT) < 0 &&
+			if (mkdirat(prev >= 0 ? prev : u->tfd, path + start,
+				    AGENT_DIR_MODE_DEFAULT) < 0 &&
 			    errno != EEXIST) {
 				fd = -errno;
 			} else {
@@ -201,9 +205,10 @@ static int create_member(struct upload *u, const struct tar_member *m)
 			if (fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 				r = member_errno(u, m, "looking at what is there", errno);
 			} else if (!S_ISDIR(st.st_mode)) {
-				fs_send_error(u->c, AGENT_E_EXISTS,
-					      "tar member '%.200s/': a non-directory is in the way; remove it first",
-					      m->name);
+				fs_send_error(
+					u->c, AGENT_E_EXISTS,
+					"tar member '%.200s/': a non-directory is in the way; remove it first",
+					m->name);
 				r = -1;
 			}
 		}
@@ -221,7 +226,8 @@ static int create_member(struct upload *u, const struct tar_member *m)
 		}
 		{
 			struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
-						  { .tv_sec = m->mtime, .tv_nsec = m->mtime_nsec } };
+						  { .tv_sec = m->mtime,
+						    .tv_nsec = m->mtime_nsec } };
 
 			/* Best effort: some filesystems keep no symlink times. */
 			(void)utimensat(pfd, base, ts, AT_SYMLINK_NOFOLLOW);
@@ -252,17 +258,19 @@ static int create_member(struct upload *u, const struct tar_member *m)
 			e = errno;
 		if (e) {
 			if (e == ENOENT)
-				fs_send_error(u->c, AGENT_E_NOT_FOUND,
-					      "tar hard link '%.200s' -> '%.200s': no such file; the file must come earlier in the archive",
-					      m->name, m->link);
+				fs_send_error(
+					u->c, AGENT_E_NOT_FOUND,
+					"tar hard link '%.200s' -> '%.200s': no such file; the file must come earlier in the archive",
+					m->name, m->link);
 			else
 				member_errno(u, m, "looking at its link", e);
 			r = -1;
 		} else if (!S_ISREG(st.st_mode)) {
 			/* Layer 5: not a symlink (nor a directory, fifo or device). */
-			fs_send_error(u->c, AGENT_E_UNSAFE_PATH,
-				      "tar hard link '%.200s' -> '%.200s': not a regular file; an archive may only hard-link files",
-				      m->name, m->link);
+			fs_send_error(
+				u->c, AGENT_E_UNSAFE_PATH,
+				"tar hard link '%.200s' -> '%.200s': not a regular file; an archive may only hard-link files",
+				m->name, m->link);
 			r = -1;
 		} else if (fstat(pfd, &pst) == 0 && fstat(spfd, &spst) == 0 &&
 			   pst.st_dev == spst.st_dev && pst.st_ino == spst.st_ino &&
@@ -375,9 +383,9 @@ static void upload_end(struct upload *u)
 	}
 	{
 		const struct agent_kv kv[] = {
-			AGENT_INT("files", u->files),	      AGENT_INT("dirs", u->dirs),
-			AGENT_INT("symlinks", u->symlinks),   AGENT_INT("hardlinks", u->hardlinks),
-			AGENT_INT("skipped", u->skipped),     AGENT_INT("bytes", u->bytes),
+			AGENT_INT("files", u->files),       AGENT_INT("dirs", u->dirs),
+			AGENT_INT("symlinks", u->symlinks), AGENT_INT("hardlinks", u->hardlinks),
+			AGENT_INT("skipped", u->skipped),   AGENT_INT("bytes", u->bytes),
 		};
 		struct agent_line l;
 
@@ -388,17 +396,19 @@ static void upload_end(struct upload *u)
 void op_tar_upload(struct agent_conn *c, struct agent_msg *req)
 {
 	const struct agent_file_req *f = &req->u.file;
-	struct upload u = { .c = c, .target = f->path, .tfd = -1, .fd = -1,
-			    .root = f->user == AGENT_USER_ROOT };
+	struct upload u = {
+		.c = c, .target = f->path, .tfd = -1, .fd = -1, .root = f->user == AGENT_USER_ROOT
+	};
 	uint8_t *buf = NULL;
 	int r;
 
 	r = fs_mkdir_p(f->path, AGENT_DIR_MODE_DEFAULT);
 	if (r == -EEXIST) {
 		/* `exists`, as for mkdir with parents (section 7.5). */
-		fs_send_error(c, AGENT_E_EXISTS,
-			      "tar_upload '%.200s': a non-directory is in the way of the target; remove it or choose another path",
-			      f->path);
+		fs_send_error(
+			c, AGENT_E_EXISTS,
+			"tar_upload '%.200s': a non-directory is in the way of the target; remove it or choose another path",
+			f->path);
 		return;
 	}
 	if (r < 0) {
@@ -426,9 +436,10 @@ void op_tar_upload(struct agent_conn *c, struct agent_msg *req)
 		r = agent_conn_next(c, AGENT_CTX_UPLOAD, &m, &err);
 		if (r == 1) {
 			/* The host left without `end`: what was extracted stays. */
-			fs_send_error(c, AGENT_E_TRUNCATED,
-				      "tar_upload '%.200s': connection closed after %llu bytes without 'end'",
-				      f->path, (unsigned long long)u.bytes);
+			fs_send_error(
+				c, AGENT_E_TRUNCATED,
+				"tar_upload '%.200s': connection closed after %llu bytes without 'end'",
+				f->path, (unsigned long long)u.bytes);
 			goto out;
 		}
 		if (r < 0) {
@@ -539,8 +550,8 @@ static int put_data(struct download *d, int fd, uint64_t size, const char *name)
 		if (r < 0) {
 			/* The header promised these bytes: the archive cannot
 			 * go on, so the error replaces `end`. */
-			fs_send_errno(d->c, errno, "tar_download '%.200s': reading '%.200s'", d->path,
-				      name);
+			fs_send_errno(d->c, errno, "tar_download '%.200s': reading '%.200s'",
+				      d->path, name);
 			return -1;
 		}
 		if (r == 0)
@@ -702,8 +713,8 @@ void op_tar_download(struct agent_conn *c, const struct agent_file_req *f)
 		goto out;
 	{
 		const struct agent_kv kv[] = {
-			AGENT_INT("bytes", d.bytes),	   AGENT_INT("files", d.files),
-			AGENT_INT("dirs", d.dirs),	   AGENT_INT("symlinks", d.symlinks),
+			AGENT_INT("bytes", d.bytes),     AGENT_INT("files", d.files),
+			AGENT_INT("dirs", d.dirs),       AGENT_INT("symlinks", d.symlinks),
 			AGENT_INT("skipped", d.skipped),
 		};
 		struct agent_line l;

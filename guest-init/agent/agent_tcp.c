@@ -20,20 +20,22 @@ static void send_errno(struct agent_conn *c, const struct agent_tcp_req *t, int 
 
 	switch (e) {
 	case ECONNREFUSED:
-		agent_err_set(&err, AGENT_E_REFUSED,
-			      "tcp_connect: nothing listens on %s%s%s:%u in the guest; start the server first (it must listen on the loopback or all addresses)",
-			      l, addr, r, (unsigned)t->port);
+		agent_err_set(
+			&err, AGENT_E_REFUSED,
+			"tcp_connect: nothing listens on %s%s%s:%u in the guest; start the server first (it must listen on the loopback or all addresses)",
+			l, addr, r, (unsigned)t->port);
 		break;
 	case ETIMEDOUT:
-		agent_err_set(&err, AGENT_E_TIMEOUT,
-			      "tcp_connect: %s%s%s:%u did not accept within %d ms (is the server's backlog full?)",
-			      l, addr, r, (unsigned)t->port, AGENT_TCP_CONNECT_MS);
+		agent_err_set(
+			&err, AGENT_E_TIMEOUT,
+			"tcp_connect: %s%s%s:%u did not accept within %d ms (is the server's backlog full?)",
+			l, addr, r, (unsigned)t->port, AGENT_TCP_CONNECT_MS);
 		break;
 	case ENETUNREACH:
 	case EADDRNOTAVAIL:
 		agent_err_set(&err, AGENT_E_IO_ERROR,
-			      "tcp_connect: %s%s%s:%u: %s (is the guest's loopback interface up?)", l, addr, r,
-			      (unsigned)t->port, strerror(e));
+			      "tcp_connect: %s%s%s:%u: %s (is the guest's loopback interface up?)",
+			      l, addr, r, (unsigned)t->port, strerror(e));
 		break;
 	default:
 		agent_err_set(&err, agent_errno_code(e), "tcp_connect: %s%s%s:%u: %s", l, addr, r,
@@ -47,11 +49,14 @@ static void send_errno(struct agent_conn *c, const struct agent_tcp_req *t, int 
  * kernel drops the SYN and retries) costs at most AGENT_TCP_CONNECT_MS. */
 static int tcp_open(const struct agent_tcp_req *t)
 {
-	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_port = htons(t->port),
+	struct sockaddr_in in4 = { .sin_family = AF_INET,
+				   .sin_port = htons(t->port),
 				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_port = htons(t->port),
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6,
+				    .sin6_port = htons(t->port),
 				    .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	const struct sockaddr *sa = t->family == AF_INET6 ? (struct sockaddr *)&in6 : (struct sockaddr *)&in4;
+	const struct sockaddr *sa = t->family == AF_INET6 ? (struct sockaddr *)&in6
+							  : (struct sockaddr *)&in4;
 	socklen_t salen = t->family == AF_INET6 ? sizeof(in6) : sizeof(in4);
 	int64_t deadline = mono_ms() + AGENT_TCP_CONNECT_MS;
 	int fd = socket(t->family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -107,7 +112,8 @@ void agent_tcp_serve(struct agent_conn *c, struct agent_msg *req)
 	 * guest server an accepted connection that is dropped at once. */
 	back = malloc(AGENT_CONN_RBUF);
 	if (!back) {
-		agent_err_set(&err, AGENT_E_BUSY, "tcp_connect: out of memory for the relay buffer; retry later");
+		agent_err_set(&err, AGENT_E_BUSY,
+			      "tcp_connect: out of memory for the relay buffer; retry later");
 		agent_conn_send_err(c, &err);
 		return;
 	}
@@ -123,8 +129,9 @@ void agent_tcp_serve(struct agent_conn *c, struct agent_msg *req)
 	r.fd[1] = fd;
 	/* Host -> guest runs through the connection's own buffer, starting
 	 * with what arrived behind the request line. */
-	r.dir[0] = (struct sock_relay_dir){ .buf = c->rbuf, .cap = sizeof(c->rbuf), .off = c->roff,
-					    .end = c->roff + c->rlen };
+	r.dir[0] = (struct sock_relay_dir){
+		.buf = c->rbuf, .cap = sizeof(c->rbuf), .off = c->roff, .end = c->roff + c->rlen
+	};
 	c->rlen = 0;
 	r.dir[1] = (struct sock_relay_dir){ .buf = back, .cap = AGENT_CONN_RBUF };
 	sock_relay_run(&r, &e);

@@ -34,10 +34,10 @@
 #define WALK_BUF 4096
 
 struct walk_level {
-	int fd;          /* -1 while closed */
-	uint8_t *buf;    /* getdents64 buffer while open */
+	int fd;       /* -1 while closed */
+	uint8_t *buf; /* getdents64 buffer while open */
 	size_t pos, len;
-	int64_t resume;  /* d_off after the last entry consumed */
+	int64_t resume; /* d_off after the last entry consumed */
 	dev_t dev;
 	ino_t ino;
 	size_t path_len; /* length of this directory's path in walk.path */
@@ -47,16 +47,16 @@ struct walk_entry {
 	const char *name; /* NUL-terminated, valid until the next walk call */
 	const char *path; /* prefix + path below the root, NUL-terminated */
 	size_t path_len;
-	uint32_t depth;   /* 1: a child of the root */
-	int dirfd;        /* the directory holding it, valid until the next call */
-	struct stat st;   /* lstat */
+	uint32_t depth; /* 1: a child of the root */
+	int dirfd;      /* the directory holding it, valid until the next call */
+	struct stat st; /* lstat */
 };
 
 struct walk {
 	int rootfd;
 	struct walk_level *lv;
 	size_t depth, cap, nopen;
-	size_t rel_off;   /* where the part below the root begins in path */
+	size_t rel_off; /* where the part below the root begins in path */
 	char path[AGENT_PATH_MAX + 1];
 	uint64_t skipped;
 };

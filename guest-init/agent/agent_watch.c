@@ -25,8 +25,8 @@
 
 /* What a watched directory reports. IN_EXCL_UNLINK: a deleted file that a
  * process still writes is no longer in the tree. */
-#define WATCH_MASK                                                                                \
-	(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO |       \
+#define WATCH_MASK                                                                          \
+	(IN_CREATE | IN_DELETE | IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | \
 	 IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
 /* A rename's two records come from one syscall; when a read ends between
  * them the second follows within this time, or the file left the tree. */
@@ -72,7 +72,8 @@ static char **subdirs(const char *abs, size_t room, size_t *n)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (de->d_type == DT_UNKNOWN)
-			dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+			dir = fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+				S_ISDIR(st.st_mode);
 		if (!dir)
 			continue;
 		if (*n == cap) {
@@ -109,7 +110,8 @@ static void synth_files(struct watcher *wt, const char *abs, const char *rel, si
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (de->d_type == DT_DIR ||
-		    (de->d_type == DT_UNKNOWN && fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    (de->d_type == DT_UNKNOWN &&
+		     fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		     S_ISDIR(st.st_mode)))
 			continue; /* directories come with their own scan */
 		p = watch_join(rel, len, de->d_name, strlen(de->d_name), &plen);
@@ -249,7 +251,8 @@ static void run(struct watcher *wt)
 		};
 
 		if (!have && end) {
-			agent_conn_send_line(wt->c, &l, agent_line_watch_end(&l, wt->st.next_seq, end));
+			agent_conn_send_line(wt->c, &l,
+					     agent_line_watch_end(&l, wt->st.next_seq, end));
 			break;
 		}
 		if (poll(p, 2, -1) < 0) {
@@ -260,8 +263,9 @@ static void run(struct watcher *wt)
 		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
 			/* The host sends nothing on a watch: EOF cancels it. */
 			if (!agent_conn_peer_gone(wt->c))
-				agent_reply_error(wt->c, AGENT_E_UNEXPECTED_TYPE,
-						  "watch: the host sends nothing on a watch stream; close the connection to end it");
+				agent_reply_error(
+					wt->c, AGENT_E_UNEXPECTED_TYPE,
+					"watch: the host sends nothing on a watch stream; close the connection to end it");
 			break;
 		}
 		if ((p[0].revents & POLLIN) && !read_events(wt, buf))
@@ -287,8 +291,10 @@ void agent_serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *
 		return;
 	}
 	if (watch_init(&wt.st, q->recursive, q->max_watches, q->queue) < 0) {
-		fs_send_error(c, AGENT_E_BUSY, "watch '%.200s': out of memory for the event queue; retry with a smaller 'queue'",
-			      q->path);
+		fs_send_error(
+			c, AGENT_E_BUSY,
+			"watch '%.200s': out of memory for the event queue; retry with a smaller 'queue'",
+			q->path);
 		goto out;
 	}
 	wt.st.new_dir = new_dir;
@@ -299,20 +305,24 @@ void agent_serve_watch(struct agent *a, struct agent_conn *c, struct agent_msg *
 		wt.root_len--;
 	wt.ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (wt.ifd < 0) {
-		fs_send_errno(c, errno, "watch '%.200s': cannot create an inotify instance", q->path);
+		fs_send_errno(c, errno, "watch '%.200s': cannot create an inotify instance",
+			      q->path);
 		goto out_state;
 	}
 	r = add_tree(&wt, "", 0, false);
 	if (r < 0) {
 		if (r == -ENOSPC)
-			fs_send_error(c, AGENT_E_BUSY,
-				      "watch '%.200s': the guest kernel's inotify watch limit is reached (fs.inotify.max_user_watches); end other watches",
-				      q->path);
+			fs_send_error(
+				c, AGENT_E_BUSY,
+				"watch '%.200s': the guest kernel's inotify watch limit is reached (fs.inotify.max_user_watches); end other watches",
+				q->path);
 		else
 			fs_send_errno(c, r, "watch '%.200s'", q->path);
 		goto out_fd;
 	}
-	if (agent_conn_send_line(c, &l, agent_line_watching(&l, q->path, q->recursive, (uint32_t)wt.st.ndirs)) == 0)
+	if (agent_conn_send_line(c, &l,
+				 agent_line_watching(&l, q->path, q->recursive,
+						     (uint32_t)wt.st.ndirs)) == 0)
 		run(&wt);
 out_fd:
 	close(wt.ifd);

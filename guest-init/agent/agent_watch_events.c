@@ -100,8 +100,8 @@ void watch_overflow(struct watch_state *w, const char *reason)
 }
 
 /* Queue an event; takes path and old (NULL allowed for old). */
-static void q_push(struct watch_state *w, enum agent_fs_kind kind, char *path, size_t plen, char *old,
-		   size_t olen, bool is_dir)
+static void q_push(struct watch_state *w, enum agent_fs_kind kind, char *path, size_t plen,
+		   char *old, size_t olen, bool is_dir)
 {
 	struct watch_item *it;
 	size_t bytes = plen + olen;
@@ -173,7 +173,8 @@ static void set_last(struct watch_state *w, enum agent_fs_kind kind, const char 
 }
 
 /* Queue a copy of path as kind, and remember it as the last event. */
-static void emit(struct watch_state *w, enum agent_fs_kind kind, const char *path, size_t len, bool is_dir)
+static void emit(struct watch_state *w, enum agent_fs_kind kind, const char *path, size_t len,
+		 bool is_dir)
 {
 	char *copy = malloc(len + 1);
 
@@ -203,7 +204,8 @@ static void modify(struct watch_state *w, const char *path, size_t len, bool clo
 		emit(w, AGENT_FS_MODIFY, path, len, false);
 		return;
 	}
-	if (same && (w->last_kind == AGENT_FS_CREATE || (w->last_kind == AGENT_FS_MODIFY && w->run_open))) {
+	if (same &&
+	    (w->last_kind == AGENT_FS_CREATE || (w->last_kind == AGENT_FS_MODIFY && w->run_open))) {
 		/* The close is covered; a later one is news again. */
 		w->last_kind = AGENT_FS_MODIFY;
 		w->run_open = false;
@@ -304,7 +306,8 @@ static void dir_forget_tree(struct watch_state *w, const char *p, size_t plen)
 }
 
 /* The subtree at from is now at to: rewrite its paths. */
-static void dir_move_tree(struct watch_state *w, const char *from, size_t flen, const char *to, size_t tlen)
+static void dir_move_tree(struct watch_state *w, const char *from, size_t flen, const char *to,
+			  size_t tlen)
 {
 	for (size_t i = 0; i < w->ndirs; i++) {
 		struct watch_dir *d = &w->dirs[i];

@@ -50,7 +50,7 @@
 
 struct watch_dir {
 	int wd;
-	char *rel;  /* below the root, "" for the root; NUL-terminated */
+	char *rel; /* below the root, "" for the root; NUL-terminated */
 	size_t len;
 };
 

@@ -108,7 +108,8 @@ static int apply_step(const struct confine_step *s)
 	case CONFINE_BIND:
 		return mount(s->src, s->dst, NULL, MS_BIND | s->flags, NULL);
 	case CONFINE_READONLY:
-		return mount(NULL, s->dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
+		return mount(NULL, s->dst, NULL,
+			     MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL);
 	case CONFINE_NOSUID:
 		return nosuid(s->dst);
 	case CONFINE_PIVOT:

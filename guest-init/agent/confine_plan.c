@@ -9,7 +9,8 @@
 
 /* The image's programs and libraries. /lib32, /libx32 and /opt are shown
  * when present (multilib runtimes, vendor runtimes installed to /opt). */
-static const char *const runtime_dirs[] = { "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "opt" };
+static const char *const runtime_dirs[] = { "usr",   "bin",   "sbin",   "lib",
+					    "lib32", "lib64", "libx32", "opt" };
 
 /*
  * What of /etc a confined process sees: name resolution, the dynamic
@@ -21,10 +22,13 @@ static const char *const runtime_dirs[] = { "usr", "bin", "sbin", "lib", "lib32"
  * fails); USER, LOGNAME and HOME are in the environment.
  */
 static const char *const etc_entries[] = {
-	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "host.conf",
-	"hostname",     "hosts",           "ld.so.cache",          "ld.so.conf", "ld.so.conf.d",
-	"localtime",    "mime.types",      "nsswitch.conf",        "os-release", "protocols",
-	"resolv.conf",  "services",        "ssl",                  "timezone",
+	"alternatives",  "ca-certificates", "ca-certificates.conf",
+	"gai.conf",      "host.conf",       "hostname",
+	"hosts",         "ld.so.cache",     "ld.so.conf",
+	"ld.so.conf.d",  "localtime",       "mime.types",
+	"nsswitch.conf", "os-release",      "protocols",
+	"resolv.conf",   "services",        "ssl",
+	"timezone",
 };
 
 /* For a run (agent_run.c): the helpers its interpreter loads, in the
@@ -49,7 +53,8 @@ struct builder {
 	int err;
 };
 
-static struct confine_step *add(struct builder *b, enum confine_op op, const char *src, const char *dst)
+static struct confine_step *add(struct builder *b, enum confine_op op, const char *src,
+				const char *dst)
 {
 	struct confine_step *s;
 
@@ -63,7 +68,8 @@ static struct confine_step *add(struct builder *b, enum confine_op op, const cha
 	memset(s, 0, sizeof(*s));
 	s->op = op;
 	if (snprintf(s->src, sizeof(s->src), "%s", src ? src : "") >= (int)sizeof(s->src) ||
-	    snprintf(s->dst, sizeof(s->dst), "%s%s", dst && dst[0] == '/' && strcmp(dst, "/") ? CONFINE_ROOT : "",
+	    snprintf(s->dst, sizeof(s->dst), "%s%s",
+		     dst && dst[0] == '/' && strcmp(dst, "/") ? CONFINE_ROOT : "",
 		     dst ? dst : "") >= (int)sizeof(s->dst)) {
 		b->err = -ENAMETOOLONG;
 		return NULL;
@@ -173,7 +179,8 @@ static void dev(struct builder *b)
 	mount_at(b, "tmpfs", "/dev/shm", MS_NOSUID | MS_NODEV, "mode=1777");
 }
 
-int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx, const char *run_dir)
+int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx,
+		       const char *run_dir)
 {
 	struct builder b = { .p = p, .probe = probe, .ctx = ctx };
 	char path[CONFINE_PATH_MAX];

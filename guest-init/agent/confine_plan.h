@@ -89,7 +89,8 @@ struct confine_plan {
  * directory, -ENAMETOOLONG / -E2BIG if the plan does not fit (a bug,
  * tested).
  */
-int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx, const char *run_dir);
+int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx,
+		       const char *run_dir);
 
 /* Step i in words for an error message ("mounting tmpfs on /tmp"), with
  * paths as the confined process would see them. */

@@ -66,9 +66,10 @@ static int iface_index(const char *ifname, struct agent_err *err)
 	unsigned idx = if_nametoindex(ifname);
 
 	if (!idx) {
-		agent_err_set(err, AGENT_E_NOT_FOUND,
-			      "configure: no network interface '%s' (the guest has those in /sys/class/net); pass \"interface\"",
-			      ifname);
+		agent_err_set(
+			err, AGENT_E_NOT_FOUND,
+			"configure: no network interface '%s' (the guest has those in /sys/class/net); pass \"interface\"",
+			ifname);
 		return -1;
 	}
 	return (int)idx;
@@ -195,7 +196,8 @@ static int nl_addrs(int fd, int family, int idx, struct found_addr *out, int max
 				done = 1;
 				break;
 			}
-			if (h->nlmsg_type != RTM_NEWADDR || h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
+			if (h->nlmsg_type != RTM_NEWADDR ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*ifa)))
 				continue;
 			if ((int)ifa->ifa_index != idx || ifa->ifa_family != family ||
 			    ifa->ifa_scope == RT_SCOPE_LINK || ifa->ifa_scope == RT_SCOPE_HOST ||
@@ -352,8 +354,7 @@ int netconf_hostname(const struct agent_configure_req *r, struct agent_err *err)
 	return 0;
 }
 
-int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf,
-		struct agent_err *err)
+int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf, struct agent_err *err)
 {
 	char tmp[4200], text[AGENT_DNS_MAX * 64 + 64];
 	size_t len = 0;

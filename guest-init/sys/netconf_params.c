@@ -44,12 +44,14 @@ static void parse_dns(struct netconf_boot *b, const char *v)
 	snprintf(buf, sizeof(buf), "%s", v);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (n == AGENT_DNS_MAX) {
-			complain(b, "kiln.dns='%.100s': more than %d servers (resolv.conf uses %d); ignored",
+			complain(b,
+				 "kiln.dns='%.100s': more than %d servers (resolv.conf uses %d); ignored",
 				 v, AGENT_DNS_MAX, AGENT_DNS_MAX);
 			return;
 		}
 		if (agent_parse_ip(tok, &r->dns[n]) < 0) {
-			complain(b, "kiln.dns='%.100s': '%.60s' is not an IP address; ignored", v, tok);
+			complain(b, "kiln.dns='%.100s': '%.60s' is not an IP address; ignored", v,
+				 tok);
 			return;
 		}
 		n++;
@@ -80,7 +82,8 @@ void netconf_from_cmdline(const char *cmdline, struct netconf_boot *b)
 		if (agent_hostname_valid(v))
 			snprintf(b->hostname, sizeof(b->hostname), "%.*s", AGENT_HOSTNAME_MAX, v);
 		else
-			complain(b, "kiln.hostname='%.100s': not a valid hostname (1..64 bytes, labels of letters, digits and '-'); using '%s'",
+			complain(b,
+				 "kiln.hostname='%.100s': not a valid hostname (1..64 bytes, labels of letters, digits and '-'); using '%s'",
 				 v, NETCONF_HOSTNAME_DEFAULT);
 	}
 	r->hostname = b->hostname;
@@ -88,7 +91,9 @@ void netconf_from_cmdline(const char *cmdline, struct netconf_boot *b)
 		if (agent_parse_cidr(v, &r->address) == 0)
 			r->has_address = true;
 		else
-			complain(b, "kiln.ip='%.100s': must be ADDRESS/PREFIX like 10.0.2.15/24 or fd00::2/64; ignored", v);
+			complain(b,
+				 "kiln.ip='%.100s': must be ADDRESS/PREFIX like 10.0.2.15/24 or fd00::2/64; ignored",
+				 v);
 	}
 	if (get(b, cmdline, "kiln.gw", v) > 0) {
 		if (agent_parse_ip(v, &r->gateway) < 0)
@@ -105,9 +110,13 @@ void netconf_from_cmdline(const char *cmdline, struct netconf_boot *b)
 	r->iface = "eth0";
 	if (get(b, cmdline, "kiln.iface", v) > 0) {
 		if (!agent_ifname_valid(v))
-			complain(b, "kiln.iface='%.100s': not a valid interface name (1..15 bytes, no '/', ':' or spaces); using eth0", v);
+			complain(b,
+				 "kiln.iface='%.100s': not a valid interface name (1..15 bytes, no '/', ':' or spaces); using eth0",
+				 v);
 		else if (!r->has_address && !r->has_gateway && !r->mtu)
-			complain(b, "kiln.iface='%.100s': applies only with kiln.ip, kiln.gw or kiln.mtu; ignored", v);
+			complain(b,
+				 "kiln.iface='%.100s': applies only with kiln.ip, kiln.gw or kiln.mtu; ignored",
+				 v);
 		else
 			r->iface = memcpy(b->iface, v, strlen(v) + 1);
 	}

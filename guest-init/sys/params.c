@@ -29,7 +29,8 @@ int param_get(const char *cmdline, const char *key, char *out, size_t outlen)
 			p++;
 		}
 		vend = p;
-		if ((size_t)((val ? val - 1 : vend) - start) != klen || strncmp(start, key, klen) != 0)
+		if ((size_t)((val ? val - 1 : vend) - start) != klen ||
+		    strncmp(start, key, klen) != 0)
 			continue;
 		found = 1;
 		toolong = 0;

@@ -38,17 +38,17 @@
 struct reaper_child {
 	pid_t pid;
 	bool reaped;
-	int status;                 /* as from wait4() */
+	int status; /* as from wait4() */
 	struct rusage ru;
 	void (*on_exit)(struct reaper_child *ch);
-	struct reaper_child *next;  /* reaper's list of registered children */
+	struct reaper_child *next; /* reaper's list of registered children */
 };
 
 struct reaper {
 	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* a registered child was reaped, or idle changed */
+	pthread_cond_t cond; /* a registered child was reaped, or idle changed */
 	struct reaper_child *children;
-	bool idle;                  /* wait4() said ECHILD and nothing was forked since */
+	bool idle; /* wait4() said ECHILD and nothing was forked since */
 };
 
 /* Block SIGCHLD in the calling (main) thread and set up the state. */

@@ -30,16 +30,16 @@ typedef struct kiln_proc kiln_proc;
 
 /* Flags; each function names the ones it takes. */
 enum {
-	KILN_AGENT_AS_ROOT = 1u << 0,   /* as root instead of the guest's user (uid 1000) */
-	KILN_AGENT_SHELL = 1u << 1,     /* exec/spawn: /bin/sh -c argv[0] argv[1..] */
-	KILN_AGENT_PTY = 1u << 2,       /* spawn: on a pseudo-terminal */
-	KILN_AGENT_RESEED = 1u << 3,    /* sync_clock: also reseed the guest's CRNG */
-	KILN_AGENT_PARENTS = 1u << 4,   /* file_write: create missing parents */
-	KILN_AGENT_EXCLUSIVE = 1u << 5, /* file_write: -EEXIST if it exists */
-	KILN_AGENT_APPEND = 1u << 6,    /* file_write: append instead of truncating */
-	KILN_AGENT_CLOSE = 1u << 7,     /* stdin: then close it (EOF) */
-	KILN_AGENT_GROUP = 1u << 8,     /* signal: the process group */
-	KILN_AGENT_NOFOLLOW = 1u << 9,  /* stat: the symbolic link itself (lstat) */
+	KILN_AGENT_AS_ROOT = 1u << 0,    /* as root instead of the guest's user (uid 1000) */
+	KILN_AGENT_SHELL = 1u << 1,      /* exec/spawn: /bin/sh -c argv[0] argv[1..] */
+	KILN_AGENT_PTY = 1u << 2,        /* spawn: on a pseudo-terminal */
+	KILN_AGENT_RESEED = 1u << 3,     /* sync_clock: also reseed the guest's CRNG */
+	KILN_AGENT_PARENTS = 1u << 4,    /* file_write: create missing parents */
+	KILN_AGENT_EXCLUSIVE = 1u << 5,  /* file_write: -EEXIST if it exists */
+	KILN_AGENT_APPEND = 1u << 6,     /* file_write: append instead of truncating */
+	KILN_AGENT_CLOSE = 1u << 7,      /* stdin: then close it (EOF) */
+	KILN_AGENT_GROUP = 1u << 8,      /* signal: the process group */
+	KILN_AGENT_NOFOLLOW = 1u << 9,   /* stat: the symbolic link itself (lstat) */
 	KILN_AGENT_RECURSIVE = 1u << 10, /* remove: a whole tree; watch: subdirectories too */
 	KILN_AGENT_OVERWRITE = 1u << 11  /* rename: replace an existing target */
 };
@@ -98,26 +98,26 @@ KILN_API int kiln_agent_shutdown(kiln_agent *a, int grace_ms);
 struct kiln_exec_opts {
 	size_t size;
 	const char *const *argv; /* NULL-terminated, at least argv[0] */
-	const char *const *env;  /* NULL-terminated "NAME=VALUE" (set) or "NAME" (unset); NULL: none */
-	const char *cwd;         /* NULL: the user's home */
-	unsigned flags;          /* KILN_AGENT_AS_ROOT, KILN_AGENT_SHELL; spawn: KILN_AGENT_PTY */
-	uint32_t timeout_ms;     /* the guest kills the process after this long; 0: never */
-	uint32_t output_cap;     /* exec: bytes kept per stream, 0: 1 MiB; beyond: dropped, flagged */
-	const void *stdin_data;  /* exec: at most 1 MiB, then EOF; NULL: EOF at once */
+	const char *const *env; /* NULL-terminated "NAME=VALUE" (set) or "NAME" (unset); NULL: none */
+	const char *cwd;        /* NULL: the user's home */
+	unsigned flags;         /* KILN_AGENT_AS_ROOT, KILN_AGENT_SHELL; spawn: KILN_AGENT_PTY */
+	uint32_t timeout_ms;    /* the guest kills the process after this long; 0: never */
+	uint32_t output_cap; /* exec: bytes kept per stream, 0: 1 MiB; beyond: dropped, flagged */
+	const void *stdin_data; /* exec: at most 1 MiB, then EOF; NULL: EOF at once */
 	size_t stdin_len;
 };
 
 /* How a process ended. Set size = sizeof(struct kiln_exit_status). */
 struct kiln_exit_status {
 	size_t size;
-	uint32_t id;                         /* spawned processes; 0 for exec */
-	int pid;                             /* in the guest */
-	int exit_code;                       /* 0..255 (124 after a timeout); -1 when a signal ended it */
-	int signal;                          /* the signal that ended it; 0: none */
-	int timed_out;                       /* killed after timeout_ms */
+	uint32_t id;   /* spawned processes; 0 for exec */
+	int pid;       /* in the guest */
+	int exit_code; /* 0..255 (124 after a timeout); -1 when a signal ended it */
+	int signal;    /* the signal that ended it; 0: none */
+	int timed_out; /* killed after timeout_ms */
 	uint64_t stdout_bytes, stderr_bytes; /* everything written, dropped bytes included */
 	int stdout_truncated, stderr_truncated;
-	uint64_t wall_us;                    /* measured in the guest */
+	uint64_t wall_us; /* measured in the guest */
 };
 
 /*
@@ -129,8 +129,9 @@ struct kiln_exit_status {
  * gone), -EINVAL (bad options); kiln_agent_errcode names the agent's code.
  * Any thread.
  */
-KILN_API int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
-			     char **out, size_t *out_len, char **err, size_t *err_len);
+KILN_API int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o,
+			     struct kiln_exit_status *st, char **out, size_t *out_len, char **err,
+			     size_t *err_len);
 
 /* Receives output as it arrives; a negative return aborts the exec with
  * that value. */
@@ -138,8 +139,8 @@ typedef int (*kiln_output_fn)(void *arg, enum kiln_stream stream, const void *da
 
 /* kiln_agent_exec passing output to fn as it arrives instead of
  * collecting it (fn runs on the calling thread). 0 or -errno. Any thread. */
-KILN_API int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn, void *arg,
-				    struct kiln_exit_status *st);
+KILN_API int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o,
+				    kiln_output_fn fn, void *arg, struct kiln_exit_status *st);
 
 /*
  * Start a background process (it outlives the connection; its output is
@@ -154,7 +155,8 @@ KILN_API int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out);
 
 /* Wait up to timeout_ms (0: no limit) for spawned process `id` to end.
  * 0 with *st, -ETIMEDOUT, -ENOENT, or -errno. Any thread. */
-KILN_API int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms, struct kiln_exit_status *st);
+KILN_API int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms,
+				  struct kiln_exit_status *st);
 
 /* Send signal `signo` to spawned process `id` (KILN_AGENT_GROUP: to its
  * group). 0 or -errno. Any thread. */
@@ -162,7 +164,8 @@ KILN_API int kiln_agent_proc_signal(kiln_agent *a, uint32_t id, int signo, unsig
 
 /* Write data[n] to spawned process `id`'s stdin (KILN_AGENT_CLOSE: then
  * close it). 0 or -errno. Any thread. */
-KILN_API int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n, unsigned flags);
+KILN_API int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n,
+				   unsigned flags);
 
 /* One event of a process stream. Set size = sizeof(struct kiln_proc_event). */
 struct kiln_proc_event {
@@ -207,8 +210,8 @@ KILN_API void kiln_proc_close(kiln_proc *p);
  * beyond). flags: KILN_AGENT_AS_ROOT. 0 or -errno (-ENOENT...). Any
  * thread.
  */
-KILN_API int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t max, void **data,
-				  size_t *len);
+KILN_API int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flags, size_t max,
+				  void **data, size_t *len);
 
 /*
  * Write data[n] to the guest file `path` (created mode `mode` when it
@@ -216,8 +219,8 @@ KILN_API int kiln_agent_file_read(kiln_agent *a, const char *path, unsigned flag
  * KILN_AGENT_PARENTS, KILN_AGENT_EXCLUSIVE, KILN_AGENT_APPEND. 0 or
  * -errno. Any thread.
  */
-KILN_API int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int mode, const void *data,
-				   size_t n);
+KILN_API int kiln_agent_file_write(kiln_agent *a, const char *path, unsigned flags, int mode,
+				   const void *data, size_t n);
 
 /*
  * Unpack the ustar archive read from `fd` (to its end) into the guest
@@ -241,7 +244,7 @@ struct kiln_guest_info {
 	size_t size;
 	int protocol;
 	char agent_version[64];
-	char kernel[128];   /* uname -r */
+	char kernel[128]; /* uname -r */
 	char hostname[65];
 	uint32_t cpus;
 	uint64_t mem_total, mem_available; /* bytes */
@@ -271,16 +274,16 @@ enum kiln_file_kind {
  * size = sizeof(struct kiln_file_info) for kiln_agent_stat. */
 struct kiln_file_info {
 	size_t size;
-	const char *path;    /* stat: malloc'd (kiln_free); list: valid during the callback */
-	const char *target;  /* a symbolic link's target (owned as path), else NULL */
+	const char *path;   /* stat: malloc'd (kiln_free); list: valid during the callback */
+	const char *target; /* a symbolic link's target (owned as path), else NULL */
 	enum kiln_file_kind kind;
-	uint64_t file_size;  /* bytes */
-	uint32_t mode;       /* permission bits */
+	uint64_t file_size; /* bytes */
+	uint32_t mode;      /* permission bits */
 	uint32_t uid, gid;
 	uint64_t nlink;
 	int64_t mtime_ns;
-	uint32_t depth;      /* list: 1 for the directory's own entries */
-	int lossy;           /* the name held bytes that are not UTF-8, replaced by U+FFFD */
+	uint32_t depth; /* list: 1 for the directory's own entries */
+	int lossy;      /* the name held bytes that are not UTF-8, replaced by U+FFFD */
 };
 
 /* "file", "dir", "symlink", "fifo", "socket", "char", "block", "unknown":
@@ -292,7 +295,8 @@ KILN_API const char *kiln_file_kind_name(enum kiln_file_kind kind);
  * *st. flags: KILN_AGENT_AS_ROOT, KILN_AGENT_NOFOLLOW. 0 (st->path and
  * st->target to kiln_free) or -errno (-ENOENT...). Any thread.
  */
-KILN_API int kiln_agent_stat(kiln_agent *a, const char *path, unsigned flags, struct kiln_file_info *st);
+KILN_API int kiln_agent_stat(kiln_agent *a, const char *path, unsigned flags,
+			     struct kiln_file_info *st);
 
 /* Called per entry of kiln_agent_list; a negative return stops the list
  * and is returned. */
@@ -313,8 +317,8 @@ struct kiln_list_end {
  * KILN_AGENT_AS_ROOT. 0, fn's negative return, or -errno (-ENOTDIR...).
  * Any thread.
  */
-KILN_API int kiln_agent_list(kiln_agent *a, const char *path, unsigned flags, uint32_t depth, uint32_t limit,
-			     kiln_list_fn fn, void *arg, struct kiln_list_end *end);
+KILN_API int kiln_agent_list(kiln_agent *a, const char *path, unsigned flags, uint32_t depth,
+			     uint32_t limit, kiln_list_fn fn, void *arg, struct kiln_list_end *end);
 
 /* Make the guest directory `path` (mode < 0: 0755). flags:
  * KILN_AGENT_AS_ROOT, KILN_AGENT_PARENTS. 0 or -errno (-EEXIST...). Any
@@ -357,14 +361,14 @@ enum kiln_fs_change {
 
 /* One change. Strings are valid until the next call on the watch. */
 struct kiln_fs_event {
-	size_t size;          /* set to sizeof(struct kiln_fs_event) */
+	size_t size; /* set to sizeof(struct kiln_fs_event) */
 	enum kiln_fs_change change;
 	uint64_t seq;         /* 0, 1, ... (checked: none is missed silently) */
 	const char *path;     /* below the watched directory */
 	const char *old_path; /* KILN_FS_RENAME, else NULL */
 	int is_dir, lossy;
-	const char *reason;   /* KILN_FS_OVERFLOW: "queue", "kernel", "watch_limit" */
-	uint64_t dropped;     /* KILN_FS_OVERFLOW */
+	const char *reason; /* KILN_FS_OVERFLOW: "queue", "kernel", "watch_limit" */
+	uint64_t dropped;   /* KILN_FS_OVERFLOW */
 };
 
 /*
@@ -383,7 +387,8 @@ KILN_API int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, k
  * when nothing came (the watch goes on); another -errno ends it (message
  * in kiln_watch_errmsg). One thread at a time per watch.
  */
-KILN_API int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev, const char **end_reason);
+KILN_API int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev,
+			     const char **end_reason);
 
 /* The watch's socket, to poll() for readable before kiln_watch_next
  * (call kiln_watch_pending first: decoded changes may be buffered). */

@@ -113,9 +113,10 @@ KILN_API int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monoto
 /* Modes of kiln_vm_config_set_seccomp (docs/security.md, "seccomp
  * filters per thread"). */
 enum kiln_seccomp_mode {
-	KILN_SECCOMP_KILL = 0, /* the default: a syscall outside the thread's allowlist kills the process */
-	KILN_SECCOMP_LOG = 1,  /* diagnosis only: such a syscall runs and the kernel logs it */
-	KILN_SECCOMP_OFF = 2,  /* no filters */
+	KILN_SECCOMP_KILL =
+		0, /* the default: a syscall outside the thread's allowlist kills the process */
+	KILN_SECCOMP_LOG = 1, /* diagnosis only: such a syscall runs and the kernel logs it */
+	KILN_SECCOMP_OFF = 2, /* no filters */
 };
 
 /*
@@ -130,7 +131,7 @@ KILN_API int kiln_vm_config_set_seccomp(kiln_vm_config *cfg, enum kiln_seccomp_m
 
 /* What kiln_vm_config_set_log writes. */
 enum {
-	KILN_LOG_FIREWALL = 1u << 0, /* denied and cut flows, at most 10 lines a second */
+	KILN_LOG_FIREWALL = 1u << 0,  /* denied and cut flows, at most 10 lines a second */
 	KILN_LOG_UNHANDLED = 1u << 1, /* guest accesses to ports/MMIO with no device */
 	/* Devices' own lines, once each: a guest that breaks a virtio
 	 * device's protocol ("virtio-blk: guest driver error: ...; device
@@ -164,7 +165,8 @@ enum {
  * KILN_DISK_READ_ONLY); a VM is snapshotted only when each writable disk
  * has an overlay. 0, -EINVAL, -E2BIG (at most 8 disks), -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags, const char *overlay);
+KILN_API int kiln_vm_config_add_disk(kiln_vm_config *cfg, const char *path, unsigned flags,
+				     const char *overlay);
 
 /*
  * The virtual size in MiB (1..1048576) of disk `index`'s overlay when
@@ -179,7 +181,8 @@ KILN_API int kiln_vm_config_set_disk_size(kiln_vm_config *cfg, unsigned index, u
  * /sys/block/vdX/serial): 1..20 bytes; NULL: none. 0, -ERANGE (no such
  * disk), -EINVAL, -ENOMEM.
  */
-KILN_API int kiln_vm_config_set_disk_serial(kiln_vm_config *cfg, unsigned index, const char *serial);
+KILN_API int kiln_vm_config_set_disk_serial(kiln_vm_config *cfg, unsigned index,
+					    const char *serial);
 
 /* Flags of kiln_vm_config_add_share and _add_share_fd. */
 enum {
@@ -192,7 +195,8 @@ enum {
  * shares named on its command line). The path is resolved at create. 0,
  * -EINVAL, -E2BIG (at most 8 shares), -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, const char *host_dir, unsigned flags);
+KILN_API int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, const char *host_dir,
+				      unsigned flags);
 
 /*
  * The same for a directory the caller has open as `dir_fd` (>= 3): no
@@ -201,7 +205,8 @@ KILN_API int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, cons
  * the caller's and must stay open until kiln_vm_create returns. 0,
  * -EINVAL, -E2BIG, -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd, unsigned flags);
+KILN_API int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd,
+					 unsigned flags);
 
 /*
  * The virtio-vsock device: its host side is a Unix socket bound at
@@ -221,7 +226,8 @@ KILN_API int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path,
  * lets out; NULL: any. 0, -EINVAL, -E2BIG (at most 4 network devices),
  * -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char *mac, const char *ip);
+KILN_API int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, const char *mac,
+					const char *ip);
 
 /*
  * Add a virtio-net device behind a passt child (rootless NAT, IPv4). The
@@ -232,8 +238,8 @@ KILN_API int kiln_vm_config_add_net_tap(kiln_vm_config *cfg, const char *tap, co
  * add_net_tap. NULL takes the default. 0, -EINVAL (message names the
  * field), -E2BIG, -ENOMEM.
  */
-KILN_API int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, const char *ip, const char *gw,
-					  const char *dns, const char *resolver);
+KILN_API int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, const char *ip,
+					  const char *gw, const char *dns, const char *resolver);
 
 /*
  * The packet filter's rate limits on every network device, per second
@@ -241,8 +247,9 @@ KILN_API int kiln_vm_config_add_net_passt(kiln_vm_config *cfg, const char *mac, 
  * Needs a firewall (kiln_vm_config_set_firewall; checked at create).
  * 0, -EINVAL.
  */
-KILN_API int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes, uint64_t tx_packets,
-					 uint64_t rx_bytes, uint64_t rx_packets);
+KILN_API int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes,
+					 uint64_t tx_packets, uint64_t rx_bytes,
+					 uint64_t rx_packets);
 
 /* The largest rule set kiln_vm_config_set_firewall accepts, in bytes. */
 #define KILN_VM_FIREWALL_MAX (256 * 1024)
@@ -299,7 +306,8 @@ KILN_API int kiln_vm_restore(kiln_vm_config *cfg, const char *snapshot_dir, kiln
  * random seed (kiln_agent_sync_clock with KILN_AGENT_RESEED). 0 or -errno,
  * message in cfg. Any thread (one at a time per cfg).
  */
-KILN_API int kiln_vm_fork(kiln_vm_config *cfg, const char *snapshot_dir, const char *fork_dir, kiln_vm **out);
+KILN_API int kiln_vm_fork(kiln_vm_config *cfg, const char *snapshot_dir, const char *fork_dir,
+			  kiln_vm **out);
 
 /*
  * Start the VM on threads libkiln owns (one per vCPU, one for devices, one
@@ -383,7 +391,8 @@ KILN_API int kiln_vm_snapshot(kiln_vm *vm, const char *dir, unsigned flags);
  * full, as kiln_vm_snapshot writes it. kiln_vm_snapshot_base says which.
  * 0 or -errno.
  */
-KILN_API int kiln_vm_snapshot_layered(kiln_vm *vm, const char *dir, const char *base, unsigned flags);
+KILN_API int kiln_vm_snapshot_layered(kiln_vm *vm, const char *dir, const char *base,
+				      unsigned flags);
 
 /*
  * The base the last successful snapshot was layered on, into buf[n]
@@ -399,8 +408,9 @@ KILN_API int kiln_vm_snapshot_base(const kiln_vm *vm, char *buf, size_t n, uint6
  * overlay copies' allocated bytes, and pause-to-synced milliseconds. Any
  * pointer may be NULL. Any thread.
  */
-KILN_API void kiln_vm_snapshot_stats(const kiln_vm *vm, uint64_t *memory_bytes, uint64_t *stored_bytes,
-				     uint64_t *state_bytes, uint64_t *disk_bytes, double *ms);
+KILN_API void kiln_vm_snapshot_stats(const kiln_vm *vm, uint64_t *memory_bytes,
+				     uint64_t *stored_bytes, uint64_t *state_bytes,
+				     uint64_t *disk_bytes, double *ms);
 
 /*
  * Replace the packet filter's rules on every network device with
@@ -437,9 +447,9 @@ KILN_API size_t kiln_vm_errmsg_copy(const kiln_vm *vm, char *buf, size_t n);
 
 /* How a VM ended. */
 enum kiln_vm_exit {
-	KILN_VM_EXIT_NONE = 0,     /* still running, or not started */
-	KILN_VM_EXIT_RESET,        /* the guest reset or powered off (also a triple fault after kiln-init asked for a reset) */
-	KILN_VM_EXIT_EARLY_RESET,  /* it reset before its init started: a kernel panic, most often */
+	KILN_VM_EXIT_NONE = 0, /* still running, or not started */
+	KILN_VM_EXIT_RESET, /* the guest reset or powered off (also a triple fault after kiln-init asked for a reset) */
+	KILN_VM_EXIT_EARLY_RESET, /* it reset before its init started: a kernel panic, most often */
 	KILN_VM_EXIT_TRIPLE_FAULT, /* the guest crashed (KVM_EXIT_SHUTDOWN) */
 	KILN_VM_EXIT_FAILURE,      /* a KVM error or an exit kiln cannot handle */
 	KILN_VM_EXIT_STOPPED       /* kiln_vm_stop or kiln_vm_destroy */
@@ -471,8 +481,8 @@ KILN_API size_t kiln_vm_timeline_count(const kiln_vm *vm);
  * when computed from the guest's clock rather than observed. Pointers may
  * be NULL. 0 or -ERANGE. Any thread.
  */
-KILN_API int kiln_vm_timeline_get(const kiln_vm *vm, size_t i, char *name, size_t name_size, uint64_t *ns,
-				  int *derived);
+KILN_API int kiln_vm_timeline_get(const kiln_vm *vm, size_t i, char *name, size_t name_size,
+				  uint64_t *ns, int *derived);
 
 /* The first milestone called `name`: 0 with *ns (may be NULL), or
  * -ENOENT. Any thread. */

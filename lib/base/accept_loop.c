@@ -8,7 +8,8 @@
 void accept_loop(int listen_fd, int stop_fd, int (*on_ready)(void *arg), void *arg)
 {
 	for (;;) {
-		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN }, { .fd = stop_fd, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = listen_fd, .events = POLLIN },
+				       { .fd = stop_fd, .events = POLLIN } };
 		int r = poll(p, 2, -1);
 
 		if (r < 0 && errno == EINTR)

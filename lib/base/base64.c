@@ -80,7 +80,8 @@ int base64_decode(const char *s, size_t n, uint8_t *out, size_t *outlen)
 			if (v[j] < 0)
 				return -EINVAL;
 		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
+			(uint32_t)v[3];
 
 		/* Canonical form: the bits padding covers must be zero. */
 		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))

@@ -49,7 +49,8 @@ static ssize_t put_once(int fd, const void *p, size_t n, enum how how, uint64_t 
 	}
 }
 
-static int put(int fd, const void *buf, size_t n, enum how how, uint64_t off, const struct fd_io_waiter *w)
+static int put(int fd, const void *buf, size_t n, enum how how, uint64_t off,
+	       const struct fd_io_waiter *w)
 {
 	const char *p = buf;
 
@@ -202,7 +203,8 @@ static int pwrite_zeros(int fd, uint64_t off, uint64_t len)
 	struct iovec iov[256];
 
 	for (int i = 0; i < 256; i++)
-		iov[i] = (struct iovec){ .iov_base = (void *)zero_page, .iov_len = sizeof(zero_page) };
+		iov[i] = (struct iovec){ .iov_base = (void *)zero_page,
+					 .iov_len = sizeof(zero_page) };
 	while (len) {
 		uint64_t chunk = len < 256 * sizeof(zero_page) ? len : 256 * sizeof(zero_page);
 		int n = (int)((chunk + sizeof(zero_page) - 1) / sizeof(zero_page));

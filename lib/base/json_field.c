@@ -24,8 +24,8 @@ const char *json_field_kind(const json_t *v)
 	}
 }
 
-static int fail(struct json_field_fail *f, enum json_field_fault fault, enum json_field_want want, const char *key,
-		const json_t *v)
+static int fail(struct json_field_fail *f, enum json_field_fault fault, enum json_field_want want,
+		const char *key, const json_t *v)
 {
 	f->fault = fault;
 	f->want = want;
@@ -34,8 +34,8 @@ static int fail(struct json_field_fail *f, enum json_field_fault fault, enum jso
 	return -1;
 }
 
-int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max, uint64_t def,
-		    uint64_t *out, struct json_field_fail *f)
+int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max,
+		    uint64_t def, uint64_t *out, struct json_field_fail *f)
 {
 	json_t *v = json_object_get(obj, key);
 	json_int_t n;
@@ -70,8 +70,8 @@ int json_field_bool(const json_t *obj, const char *key, bool required, bool def,
 	return 0;
 }
 
-int json_field_string(const json_t *obj, const char *key, bool required, size_t max, const char **out,
-		      struct json_field_fail *f)
+int json_field_string(const json_t *obj, const char *key, bool required, size_t max,
+		      const char **out, struct json_field_fail *f)
 {
 	json_t *v = json_object_get(obj, key);
 
@@ -92,7 +92,8 @@ int json_field_only(const json_t *obj, const char *const *allowed, struct json_f
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		size_t i = 0;
 
 		while (allowed[i] && strcmp(allowed[i], key) != 0)

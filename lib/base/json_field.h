@@ -52,8 +52,8 @@ struct json_field_fail {
 const char *json_field_kind(const json_t *v);
 
 /* An integer in [min, max]; absent: def (MISSING when required). */
-int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max, uint64_t def,
-		    uint64_t *out, struct json_field_fail *f);
+int json_field_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max,
+		    uint64_t def, uint64_t *out, struct json_field_fail *f);
 
 /* true or false; absent: def (MISSING when required). */
 int json_field_bool(const json_t *obj, const char *key, bool required, bool def, bool *out,
@@ -61,8 +61,8 @@ int json_field_bool(const json_t *obj, const char *key, bool required, bool def,
 
 /* A string of at most max bytes (SIZE_MAX: any); absent: NULL (MISSING
  * when required). The pointer is borrowed from obj. */
-int json_field_string(const json_t *obj, const char *key, bool required, size_t max, const char **out,
-		      struct json_field_fail *f);
+int json_field_string(const json_t *obj, const char *key, bool required, size_t max,
+		      const char **out, struct json_field_fail *f);
 
 /* UNKNOWN for the first key (in object order) that is not in allowed
  * (NULL-terminated). */

@@ -38,25 +38,35 @@ static int open_fail(int err, const char *path, enum open_beneath_kind kind, str
 {
 	switch (err) {
 	case ELOOP:
-		return err_set(e, err, "'%s': a component is a symbolic link; nothing here is opened through one", path);
+		return err_set(
+			e, err,
+			"'%s': a component is a symbolic link; nothing here is opened through one",
+			path);
 	case EXDEV:
-		return err_set(e, err, "'%s' leaves its directory or crosses a mount point: refused", path);
+		return err_set(e, err,
+			       "'%s' leaves its directory or crosses a mount point: refused", path);
 	case ENOTDIR:
-		return err_set(e, err, kind == OPEN_BENEATH_DIR ? "'%s' or a component above it is not a directory"
-							    : "'%s': a component above it is not a directory",
+		return err_set(e, err,
+			       kind == OPEN_BENEATH_DIR
+				       ? "'%s' or a component above it is not a directory"
+				       : "'%s': a component above it is not a directory",
 			       path);
 	case ENOSYS:
-		return err_set(e, err, "'%s': openat2 is missing: kiln needs Linux 5.6 or later", path);
+		return err_set(e, err, "'%s': openat2 is missing: kiln needs Linux 5.6 or later",
+			       path);
 	default:
 		return err_set(e, err, "'%s': %s", path, strerror(err));
 	}
 }
 
-int open_beneath(int dirfd, const char *path, enum open_beneath_kind kind, struct stat *st, struct err *e)
+int open_beneath(int dirfd, const char *path, enum open_beneath_kind kind, struct stat *st,
+		 struct err *e)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (kind == OPEN_BENEATH_DIR ? O_DIRECTORY : 0),
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+		.flags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC |
+			(kind == OPEN_BENEATH_DIR ? O_DIRECTORY : 0),
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+			RESOLVE_NO_XDEV,
 	};
 	struct stat own;
 	long fd = -1;

@@ -40,6 +40,7 @@ enum open_beneath_kind {
 	OPEN_BENEATH_DIR,  /* a directory */
 };
 
-int open_beneath(int dirfd, const char *path, enum open_beneath_kind kind, struct stat *st, struct err *e);
+int open_beneath(int dirfd, const char *path, enum open_beneath_kind kind, struct stat *st,
+		 struct err *e);
 
 #endif

@@ -31,7 +31,9 @@ int proc_stat_start_time(const char *buf, size_t n, uint64_t *start)
 		if (p == s)
 			return -EINVAL;
 		if (field == 22)
-			return num_parse_u64_n(s, (size_t)(p - s), 10, 0, UINT64_MAX, start) ? -EINVAL : 0;
+			return num_parse_u64_n(s, (size_t)(p - s), 10, 0, UINT64_MAX, start)
+				? -EINVAL
+				: 0;
 	}
 	return -EINVAL;
 }

@@ -49,17 +49,17 @@ struct sock_relay_dir {
 };
 
 struct sock_relay {
-	int fd[2];              /* dir[0] copies fd[0] -> fd[1], dir[1] fd[1] -> fd[0] */
+	int fd[2]; /* dir[0] copies fd[0] -> fd[1], dir[1] fd[1] -> fd[0] */
 	struct sock_relay_dir dir[2];
-	int stop_fd;            /* readable: stop at once; -1: none */
-	int half_idle_ms;       /* 0: no limit */
+	int stop_fd;      /* readable: stop at once; -1: none */
+	int half_idle_ms; /* 0: no limit */
 };
 
 enum sock_relay_end {
-	SOCK_RELAY_DONE,      /* both directions ended cleanly */
-	SOCK_RELAY_STOPPED,   /* stop_fd */
-	SOCK_RELAY_IDLE,      /* half_idle_ms passed with one direction ended */
-	SOCK_RELAY_FAILED,    /* a socket failed; *errnum says how */
+	SOCK_RELAY_DONE,    /* both directions ended cleanly */
+	SOCK_RELAY_STOPPED, /* stop_fd */
+	SOCK_RELAY_IDLE,    /* half_idle_ms passed with one direction ended */
+	SOCK_RELAY_FAILED,  /* a socket failed; *errnum says how */
 };
 
 /* Run until the relay ends (see the contract); *errnum gets the errno of a failure. */

@@ -79,7 +79,8 @@ size_t utf8_lossy(char *out, size_t cap, const uint8_t *s, size_t n, unsigned fl
 		int l = utf8_seq_len(s + i, n - i);
 		size_t cl = l > 0 ? (size_t)l : 3;
 
-		if ((flags & UTF8_DROP_CONTROLS) && l == 1 && (s[i] < 0x20 || s[i] == 0x7f) && s[i] != '\t') {
+		if ((flags & UTF8_DROP_CONTROLS) && l == 1 && (s[i] < 0x20 || s[i] == 0x7f) &&
+		    s[i] != '\t') {
 			i++;
 			continue;
 		}

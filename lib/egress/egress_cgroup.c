@@ -69,9 +69,11 @@ static int load(const struct bpf_insn *insns, int n, const struct hook *h, struc
 
 		if (nl)
 			*nl = '\0';
-		err_set(e, -fd, "egress: the kernel refused the %s program: %s%s%s%.200s%s", h->name, strerror(-fd),
+		err_set(e, -fd, "egress: the kernel refused the %s program: %s%s%s%.200s%s",
+			h->name, strerror(-fd),
 			fd == -EPERM ? " (it needs root: CAP_BPF and CAP_NET_ADMIN)" : "",
-			log && log[0] ? " (verifier: " : "", log ? log : "", log && log[0] ? ")" : "");
+			log && log[0] ? " (verifier: " : "", log ? log : "",
+			log && log[0] ? ")" : "");
 	}
 	free(log);
 	return fd;
@@ -114,7 +116,8 @@ static int detach_ours(int cgroup, const struct hook *h, uint32_t keep, struct e
 	a.query.prog_ids = (uint64_t)(uintptr_t)ids;
 	a.query.prog_cnt = QUERY_MAX;
 	if ((r = sys_bpf(BPF_PROG_QUERY, &a)) < 0)
-		return err_set(e, -r, "egress: cannot list the cgroup's %s programs: %s", h->name, strerror(-r));
+		return err_set(e, -r, "egress: cannot list the cgroup's %s programs: %s", h->name,
+			       strerror(-r));
 	for (uint32_t i = 0; i < a.query.prog_cnt && i < QUERY_MAX; i++) {
 		union bpf_attr d;
 		int fd;
@@ -133,7 +136,8 @@ static int detach_ours(int cgroup, const struct hook *h, uint32_t keep, struct e
 		r = sys_bpf(BPF_PROG_DETACH, &d);
 		close(fd);
 		if (r < 0 && r != -ENOENT)
-			return err_set(e, -r, "egress: cannot detach an earlier %s program: %s", h->name, strerror(-r));
+			return err_set(e, -r, "egress: cannot detach an earlier %s program: %s",
+				       h->name, strerror(-r));
 	}
 	return 0;
 }
@@ -152,16 +156,18 @@ static uint32_t prog_id(int fd)
 }
 
 /* Load, attach and swap in one hook's program. */
-static int apply_hook(int cgroup, const struct hook *h, const struct egress_policy *p, struct bpf_insn *insns,
-		      struct err *e)
+static int apply_hook(int cgroup, const struct hook *h, const struct egress_policy *p,
+		      struct bpf_insn *insns, struct err *e)
 {
 	union bpf_attr a;
 	int n, fd, r;
 
 	n = egress_prog_build(p, h->v6, insns);
 	if (n < 0)
-		return err_set(e, -n, "egress: the table of %zu entries does not fit one program (egress_prog.h); use fewer rules",
-			       p->n);
+		return err_set(
+			e, -n,
+			"egress: the table of %zu entries does not fit one program (egress_prog.h); use fewer rules",
+			p->n);
 	fd = load(insns, n, h, e);
 	if (fd < 0)
 		return fd;
@@ -173,8 +179,9 @@ static int apply_hook(int cgroup, const struct hook *h, const struct egress_poli
 	r = sys_bpf(BPF_PROG_ATTACH, &a);
 	if (r < 0) {
 		close(fd);
-		return err_set(e, -r, "egress: cannot attach the %s program to the sandbox's cgroup: %s", h->name,
-			       strerror(-r));
+		return err_set(e, -r,
+			       "egress: cannot attach the %s program to the sandbox's cgroup: %s",
+			       h->name, strerror(-r));
 	}
 	r = detach_ours(cgroup, h, prog_id(fd), e);
 	close(fd); /* the attachment holds the program now */

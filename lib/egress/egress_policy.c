@@ -15,7 +15,8 @@ struct builder {
 	int err; /* the first -E2BIG */
 };
 
-static void put(struct builder *b, const struct net_cidr *c, uint8_t proto, uint16_t lo, uint16_t hi, bool allow)
+static void put(struct builder *b, const struct net_cidr *c, uint8_t proto, uint16_t lo,
+		uint16_t hi, bool allow)
 {
 	if (b->p->n == b->cap) {
 		b->err = -E2BIG;
@@ -30,8 +31,8 @@ static void put(struct builder *b, const struct net_cidr *c, uint8_t proto, uint
  * embed (net_addr.h), and a dual-stack socket reaches them through a
  * NAT64 gateway or a 6to4 relay of the host's network.
  */
-static void put_forms(struct builder *b, const struct net_cidr *c, uint8_t proto, uint16_t lo, uint16_t hi,
-		      bool allow)
+static void put_forms(struct builder *b, const struct net_cidr *c, uint8_t proto, uint16_t lo,
+		      uint16_t hi, bool allow)
 {
 	struct net_cidr f;
 
@@ -55,7 +56,8 @@ static void put_forms(struct builder *b, const struct net_cidr *c, uint8_t proto
 	put(b, &f, proto, lo, hi, allow);
 }
 
-static void put_rule(struct builder *b, const struct net_rule *r, const struct net_cidr *c, bool allow)
+static void put_rule(struct builder *b, const struct net_rule *r, const struct net_cidr *c,
+		     bool allow)
 {
 	put(b, c, r->proto, r->port_lo, r->port_hi, allow);
 }
@@ -98,7 +100,8 @@ static void put_anywhere(struct builder *b, const struct net_rule *r)
 }
 
 /* The rule set's part, in net_rules_decide()'s order (egress_policy.h). */
-static void put_rules(struct builder *b, const struct net_rules *r, const struct net_addr *host, size_t n_host)
+static void put_rules(struct builder *b, const struct net_rules *r, const struct net_addr *host,
+		      size_t n_host)
 {
 	for (size_t i = 0; i < r->n_deny; i++)
 		if (!r->deny[i].is_host)
@@ -108,7 +111,8 @@ static void put_rules(struct builder *b, const struct net_rules *r, const struct
 		put_dns(b, &r->dns[i]);
 	/* A host address opens only through a rule naming it. */
 	for (size_t i = 0; i < r->n_allow; i++)
-		if (net_rule_names_one(&r->allow[i]) && net_addr_in_list(&r->allow[i].cidr.addr, host, n_host))
+		if (net_rule_names_one(&r->allow[i]) &&
+		    net_addr_in_list(&r->allow[i].cidr.addr, host, n_host))
 			put_rule(b, &r->allow[i], &r->allow[i].cidr, true);
 	put_host(b, host, n_host);
 	for (size_t i = 0; i < r->n_allow; i++)
@@ -160,9 +164,10 @@ int egress_policy_build(const struct net_rules *rules, const struct net_addr *ho
 	}
 	if (b.err) {
 		egress_policy_free(out);
-		return err_set(e, E2BIG,
-			       "egress: the rules and the host's %zu addresses make more than %d entries for the cgroup filter; use fewer rules",
-			       n_host, EGRESS_ENTRIES_MAX);
+		return err_set(
+			e, E2BIG,
+			"egress: the rules and the host's %zu addresses make more than %d entries for the cgroup filter; use fewer rules",
+			n_host, EGRESS_ENTRIES_MAX);
 	}
 	return 0;
 }
@@ -174,18 +179,21 @@ void egress_policy_free(struct egress_policy *p)
 	p->n = 0;
 }
 
-static bool entry_matches(const struct egress_entry *x, const struct net_addr *dst, uint8_t proto, uint16_t port)
+static bool entry_matches(const struct egress_entry *x, const struct net_addr *dst, uint8_t proto,
+			  uint16_t port)
 {
 	if (!net_cidr_contains(&x->cidr, dst))
 		return false;
 	if (x->proto && x->proto != proto)
 		return false;
-	if (x->port_lo && ((proto != PROTO_TCP && proto != PROTO_UDP) || port < x->port_lo || port > x->port_hi))
+	if (x->port_lo &&
+	    ((proto != PROTO_TCP && proto != PROTO_UDP) || port < x->port_lo || port > x->port_hi))
 		return false;
 	return true;
 }
 
-bool egress_policy_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto, uint16_t port)
+bool egress_policy_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto,
+			  uint16_t port)
 {
 	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct net_addr v4;

@@ -75,6 +75,7 @@ int egress_policy_build(const struct net_rules *rules, const struct net_addr *ho
 void egress_policy_free(struct egress_policy *p);
 
 /* The table's decision for one destination (what the cgroup programs compute). */
-bool egress_policy_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto, uint16_t port);
+bool egress_policy_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto,
+			  uint16_t port);
 
 #endif

@@ -24,7 +24,9 @@ struct emit {
 
 static void ins(struct emit *m, uint8_t code, uint8_t dst, uint8_t src, int16_t off, int32_t imm)
 {
-	m->i[m->n++] = (struct bpf_insn){ .code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm };
+	m->i[m->n++] = (struct bpf_insn){
+		.code = code, .dst_reg = dst, .src_reg = src, .off = off, .imm = imm
+	};
 }
 
 static void ldx_w(struct emit *m, uint8_t dst, int16_t off)

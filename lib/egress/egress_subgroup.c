@@ -33,7 +33,6 @@ int egress_host_resolver(struct net_addr *out)
 	return r;
 }
 
-
 /*
  * This process's pid as /proc (the host's, until the jail) names it: a
  * standalone `kiln-vmm --jail` creates its VM as pid 1 of a pid namespace
@@ -80,7 +79,8 @@ static void prune(int dirfd)
 }
 
 /* The default table (egress_subgroup.h) on the cgroup dirfd/name, and its cgroup.procs opened. */
-static int attach(int dirfd, const char *name, const struct net_addr *resolver, int *procs_fd, struct err *e)
+static int attach(int dirfd, const char *name, const struct net_addr *resolver, int *procs_fd,
+		  struct err *e)
 {
 	struct net_addr *host = NULL, res;
 	struct egress_policy p;
@@ -98,7 +98,8 @@ static int attach(int dirfd, const char *name, const struct net_addr *resolver, 
 		return r;
 	cg = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cg < 0)
-		r = err_set(e, errno, "egress: cannot open the cgroup %s made for passt: %s", name, strerror(errno));
+		r = err_set(e, errno, "egress: cannot open the cgroup %s made for passt: %s", name,
+			    strerror(errno));
 	else
 		r = egress_cgroup_apply(cg, &p, e);
 	egress_policy_free(&p);

@@ -20,11 +20,11 @@ struct event_loop {
 	int epfd;
 	int stop_fd; /* eventfd: wakes the loop to stop */
 	pthread_t thread;
-	int running; /* started and not stopped (the caller's view) */
-	int created; /* the thread exists: parked or running */
+	int running;          /* started and not stopped (the caller's view) */
+	int created;          /* the thread exists: parked or running */
 	pthread_mutex_t lock; /* guards the watch table and the fields below */
 	pthread_cond_t park_cv;
-	int parked, go, quit; /* the thread is parked; wake it to run; to end */
+	int parked, go, quit;    /* the thread is parked; wake it to run; to end */
 	int (*enter)(void *ctx); /* run by the thread on itself first (seccomp) */
 	void *enter_ctx;
 	struct watch w[EVENT_LOOP_MAX];
@@ -51,7 +51,8 @@ int event_loop_create(struct event_loop **out)
 	l->epfd = epoll_create1(EPOLL_CLOEXEC);
 	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	ev.data.ptr = NULL; /* NULL marks the stop fd */
-	if (l->epfd < 0 || l->stop_fd < 0 || epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0) {
+	if (l->epfd < 0 || l->stop_fd < 0 ||
+	    epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0) {
 		int err = errno;
 
 		event_loop_destroy(l);
@@ -162,7 +163,8 @@ static void timer_fired(void *ctx, int fd, uint32_t events)
 
 int event_loop_timer(struct event_loop *l, unsigned ms, void (*fn)(void *ctx), void *ctx)
 {
-	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
+	struct itimerspec its = { .it_value = { .tv_sec = ms / 1000,
+						.tv_nsec = (long)(ms % 1000) * 1000000 + 1 } };
 	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	int err;
 

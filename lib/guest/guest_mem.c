@@ -27,7 +27,8 @@ void guest_mem_layout(struct guest_mem *gm, uint64_t size)
 static void *map_2m_aligned(uint64_t size)
 {
 	uint64_t span = size + HUGE_2M;
-	uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uint8_t *a;
 
 	if (p == MAP_FAILED)
@@ -89,8 +90,8 @@ void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
 	return NULL;
 }
 
-int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
-		  uint64_t off)
+int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len,
+			 int fd, uint64_t off)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint8_t *p = guest_mem_ptr(gm, gpa, len);
@@ -108,8 +109,9 @@ int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *s
 		head = len;
 	body = (len - head) / page * page;
 	memcpy(p, src, head);
-	if (body && mmap(p + head, body, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
-			 (off_t)(off + head)) == MAP_FAILED)
+	if (body &&
+	    mmap(p + head, body, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+		 (off_t)(off + head)) == MAP_FAILED)
 		return -errno;
 	memcpy(p + head + body, (const uint8_t *)src + head + body, len - head - body);
 	return 0;

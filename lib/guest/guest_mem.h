@@ -63,8 +63,8 @@ void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
  * rest is copied. The file must not be modified in place while the VM
  * runs. 0, -EFAULT (out of bounds) or -errno from mmap.
  */
-int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len, int fd,
-		  uint64_t off);
+int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len,
+			 int fd, uint64_t off);
 
 /*
  * Start tracking the VMM's own writes (allocates gm->dirty, zeroed).

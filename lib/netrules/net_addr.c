@@ -16,8 +16,14 @@ struct range {
 	const char *why;
 };
 
-#define V4(a, b_, c_, d, p) { { NET_AF4, { a, b_, c_, d } }, p }
-#define V6(p, ...) { { NET_AF6, { __VA_ARGS__ } }, p }
+#define V4(a, b_, c_, d, p)                      \
+	{                                        \
+		{ NET_AF4, { a, b_, c_, d } }, p \
+	}
+#define V6(p, ...)                              \
+	{                                       \
+		{ NET_AF6, { __VA_ARGS__ } }, p \
+	}
 
 /*
  * Reserved first: a /32 inside a private range (Alibaba's metadata service
@@ -27,7 +33,8 @@ struct range {
 static const struct range ranges[] = {
 	{ V4(0, 0, 0, 0, 8), NET_CLASS_RESERVED, "0.0.0.0/8 (this network)" },
 	{ V4(127, 0, 0, 0, 8), NET_CLASS_RESERVED, "127.0.0.0/8 (loopback)" },
-	{ V4(169, 254, 0, 0, 16), NET_CLASS_RESERVED, "169.254.0.0/16 (link-local, cloud metadata)" },
+	{ V4(169, 254, 0, 0, 16), NET_CLASS_RESERVED,
+	  "169.254.0.0/16 (link-local, cloud metadata)" },
 	{ V4(100, 100, 100, 200, 32), NET_CLASS_RESERVED, "100.100.100.200 (cloud metadata)" },
 	{ V4(168, 63, 129, 16, 32), NET_CLASS_RESERVED, "168.63.129.16 (cloud host agent)" },
 	{ V4(224, 0, 0, 0, 4), NET_CLASS_RESERVED, "224.0.0.0/4 (multicast)" },
@@ -40,15 +47,17 @@ static const struct range ranges[] = {
 	{ V4(198, 18, 0, 0, 15), NET_CLASS_PRIVATE, "198.18.0.0/15 (benchmarking)" },
 	/* ::/96 holds :: and ::1 and the deprecated IPv4-compatible addresses. */
 	{ V6(96, 0), NET_CLASS_RESERVED, "::/96 (unspecified, loopback, IPv4-compatible)" },
-	{ V6(96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff), NET_CLASS_RESERVED, "::ffff:0:0/96 (IPv4-mapped)" },
+	{ V6(96, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff), NET_CLASS_RESERVED,
+	  "::ffff:0:0/96 (IPv4-mapped)" },
 	{ V6(10, 0xfe, 0x80), NET_CLASS_RESERVED, "fe80::/10 (link-local)" },
 	{ V6(8, 0xff), NET_CLASS_RESERVED, "ff00::/8 (multicast)" },
 	{ V6(64, 0x01, 0x00), NET_CLASS_RESERVED, "100::/64 (discard-only)" },
-	{ V6(128, 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54), NET_CLASS_RESERVED,
-	  "fd00:ec2::254 (cloud metadata)" },
+	{ V6(128, 0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02, 0x54),
+	  NET_CLASS_RESERVED, "fd00:ec2::254 (cloud metadata)" },
 	{ V6(7, 0xfc), NET_CLASS_PRIVATE, "fc00::/7 (unique local)" },
 	{ V6(10, 0xfe, 0xc0), NET_CLASS_PRIVATE, "fec0::/10 (site-local)" },
-	{ V6(48, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01), NET_CLASS_PRIVATE, "64:ff9b:1::/48 (local NAT64)" },
+	{ V6(48, 0x00, 0x64, 0xff, 0x9b, 0x00, 0x01), NET_CLASS_PRIVATE,
+	  "64:ff9b:1::/48 (local NAT64)" },
 };
 
 int net_addr_parse(const char *s, struct net_addr *out)
@@ -113,7 +122,8 @@ int net_cidr_parse(const char *s, struct net_cidr *out, struct err *e)
 
 		/* At most 3 digits ("008" but not "0008"), nothing else. */
 		if (strlen(p) > 3 || num_parse_u64(p, 10, 0, max, &v))
-			return err_set(e, EINVAL, "prefix length must be 0..%u for %s", max, max == 32 ? "IPv4" : "IPv6");
+			return err_set(e, EINVAL, "prefix length must be 0..%u for %s", max,
+				       max == 32 ? "IPv4" : "IPv6");
 		prefix = (unsigned)v;
 	}
 	out->prefix = (uint8_t)prefix;
@@ -145,7 +155,7 @@ bool net_cidr_contains(const struct net_cidr *c, const struct net_addr *a)
 bool net_cidr_within(const struct net_cidr *inner, const struct net_cidr *outer)
 {
 	return inner->addr.family == outer->addr.family && inner->prefix >= outer->prefix &&
-	       net_cidr_contains(outer, &inner->addr);
+		net_cidr_contains(outer, &inner->addr);
 }
 
 void net_addr_format(const struct net_addr *a, char *buf, size_t cap)

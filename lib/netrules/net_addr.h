@@ -90,7 +90,7 @@ bool net_addr_class_range(size_t i, struct net_cidr *c, enum net_addr_class *cls
 bool net_addr_embedded_v4(const struct net_addr *a, struct net_addr *v4);
 
 /* Address kinds the filter's infrastructure rules need. */
-bool net_addr_is_multicast(const struct net_addr *a); /* 224/4, ff00::/8 */
+bool net_addr_is_multicast(const struct net_addr *a);   /* 224/4, ff00::/8 */
 bool net_addr_is_link_local6(const struct net_addr *a); /* fe80::/10 */
 bool net_addr_is_unspecified(const struct net_addr *a); /* 0.0.0.0, :: */
 

@@ -29,7 +29,8 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 	*out = NULL;
 	*n = 0;
 	if (getifaddrs(&ifs) < 0)
-		return err_set(e, errno, "packet filter: cannot list the host's addresses (getifaddrs): %s",
+		return err_set(e, errno,
+			       "packet filter: cannot list the host's addresses (getifaddrs): %s",
 			       strerror(errno));
 	list = calloc(NET_HOST_ADDRS_MAX, sizeof(*list));
 	if (!list) {
@@ -43,10 +44,14 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET)
 			net_addr_set(&a, NET_AF4,
-				     (const uint8_t *)&((const struct sockaddr_in *)(const void *)i->ifa_addr)->sin_addr);
+				     (const uint8_t *)&(
+					     (const struct sockaddr_in *)(const void *)i->ifa_addr)
+					     ->sin_addr);
 		else if (i->ifa_addr->sa_family == AF_INET6)
 			net_addr_set(&a, NET_AF6,
-				     (const uint8_t *)&((const struct sockaddr_in6 *)(const void *)i->ifa_addr)->sin6_addr);
+				     (const uint8_t *)&(
+					     (const struct sockaddr_in6 *)(const void *)i->ifa_addr)
+					     ->sin6_addr);
 		else
 			continue;
 		rc = net_host_addrs_add(list, n, NET_HOST_ADDRS_MAX, &a);
@@ -56,9 +61,10 @@ int net_host_addrs(struct net_addr **out, size_t *n, struct err *e)
 		free(list);
 		*n = 0;
 		/* Failing closed: a filter that misses some of them would let the guest reach those. */
-		return err_set(e, ENOSPC,
-			       "packet filter: the host has more than %d addresses, more than the filter holds; start kiln-vmm in a network namespace with fewer",
-			       NET_HOST_ADDRS_MAX);
+		return err_set(
+			e, ENOSPC,
+			"packet filter: the host has more than %d addresses, more than the filter holds; start kiln-vmm in a network namespace with fewer",
+			NET_HOST_ADDRS_MAX);
 	}
 	if (*n == 0) {
 		free(list);

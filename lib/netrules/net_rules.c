@@ -34,7 +34,8 @@ static const char *unknown_key(const json_t *obj, const char *const *allowed)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach((json_t *)obj, key, v) {
+	json_object_foreach((json_t *)obj, key, v)
+	{
 		size_t i;
 
 		for (i = 0; allowed[i]; i++)
@@ -154,7 +155,8 @@ static int host_parse(const char *s, char *out, bool *wildcard)
 			if (label == 0)
 				return -EINVAL;
 			label = 0;
-		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+			   c == '_') {
 			if (++label > 63)
 				return -EINVAL;
 		} else {
@@ -181,48 +183,52 @@ static int parse_rule(const json_t *v, const char *list, size_t i, bool allow, s
 	bad = unknown_key(v, fields);
 	if (bad)
 		return fail(e, NET_RULES_E_UNKNOWN_FIELD,
-			    "%s[%zu]: unknown field \"%.60s\" (expected cidr, host, proto, ports)", list, i, bad);
+			    "%s[%zu]: unknown field \"%.60s\" (expected cidr, host, proto, ports)",
+			    list, i, bad);
 	if (!cidr && !host)
-		return fail(e, NET_RULES_E_MISSING_FIELD, "%s[%zu]: needs \"cidr\" or \"host\"", list, i);
-	if (cidr && host)
-		return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu]: has both \"cidr\" and \"host\"; one rule takes one",
+		return fail(e, NET_RULES_E_MISSING_FIELD, "%s[%zu]: needs \"cidr\" or \"host\"",
 			    list, i);
+	if (cidr && host)
+		return fail(e, NET_RULES_E_BAD_FIELD,
+			    "%s[%zu]: has both \"cidr\" and \"host\"; one rule takes one", list, i);
 	if (proto) {
 		if (!json_is_string(proto) || proto_parse(json_string_value(proto), &r->proto) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].proto must be \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or \"any\"", list,
-				    i);
+				    "%s[%zu].proto must be \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or \"any\"",
+				    list, i);
 	}
 	if (ports) {
 		if (ports_parse(ports, &r->port_lo, &r->port_hi) < 0) {
 			if (json_is_string(ports))
 				return fail(e, NET_RULES_E_BAD_FIELD,
-					    "%s[%zu].ports \"%.40s\": not a port or a range LO-HI of 1..65535", list,
-					    i, json_string_value(ports));
+					    "%s[%zu].ports \"%.40s\": not a port or a range LO-HI of 1..65535",
+					    list, i, json_string_value(ports));
 			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].ports must be a port 1..65535 or a string \"LO-HI\"", list, i);
+				    "%s[%zu].ports must be a port 1..65535 or a string \"LO-HI\"",
+				    list, i);
 		}
 		if (r->proto != 0 && r->proto != 6 && r->proto != 17)
-			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].ports: only with proto tcp, udp or any",
-				    list, i);
+			return fail(e, NET_RULES_E_BAD_FIELD,
+				    "%s[%zu].ports: only with proto tcp, udp or any", list, i);
 	}
 	if (cidr) {
 		struct err why;
 		const char *rwhy;
 
 		if (!json_is_string(cidr))
-			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr must be a string like \"10.0.0.0/8\"",
-				    list, i);
+			return fail(e, NET_RULES_E_BAD_FIELD,
+				    "%s[%zu].cidr must be a string like \"10.0.0.0/8\"", list, i);
 		if (net_cidr_parse(json_string_value(cidr), &r->cidr, &why) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr \"%.60s\": %s", list, i,
 				    json_string_value(cidr), why.msg);
 		if (allow && net_cidr_in_reserved(&r->cidr, &rwhy))
 			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows", list, i,
-				    json_string_value(cidr), rwhy);
+				    "%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows",
+				    list, i, json_string_value(cidr), rwhy);
 		r->lifts_private = allow && net_cidr_in_private(&r->cidr);
 	} else {
-		if (!json_is_string(host) || host_parse(json_string_value(host), r->host, &r->wildcard) < 0)
+		if (!json_is_string(host) ||
+		    host_parse(json_string_value(host), r->host, &r->wildcard) < 0)
 			return fail(e, NET_RULES_E_BAD_FIELD,
 				    "%s[%zu].host \"%.80s\": not a DNS name or \"*.suffix\" (labels of 1..63 letters, digits, '-' or '_'; 253 bytes at most)",
 				    list, i, json_is_string(host) ? json_string_value(host) : "");
@@ -231,8 +237,8 @@ static int parse_rule(const json_t *v, const char *list, size_t i, bool allow, s
 	return 0;
 }
 
-static int parse_list(const json_t *j, const char *list, bool allow, struct net_rule **out, size_t *n,
-		      struct net_rules_err *e)
+static int parse_list(const json_t *j, const char *list, bool allow, struct net_rule **out,
+		      size_t *n, struct net_rules_err *e)
 {
 	const json_t *a = json_object_get(j, list);
 	size_t count;
@@ -245,8 +251,8 @@ static int parse_list(const json_t *j, const char *list, bool allow, struct net_
 		return fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" must be an array of rules", list);
 	count = json_array_size(a);
 	if (count > NET_RULES_MAX)
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" has %zu rules; at most %d", list, count,
-			    NET_RULES_MAX);
+		return fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" has %zu rules; at most %d", list,
+			    count, NET_RULES_MAX);
 	if (count == 0)
 		return 0;
 	*out = calloc(count, sizeof(**out));
@@ -268,16 +274,18 @@ static int parse_dns(const json_t *j, struct net_rules *r, struct net_rules_err 
 	if (!a)
 		return 0;
 	if (!json_is_array(a))
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"dns\" must be an array of resolver addresses");
+		return fail(e, NET_RULES_E_BAD_FIELD,
+			    "\"dns\" must be an array of resolver addresses");
 	if (json_array_size(a) > NET_DNS_MAX)
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"dns\" has %zu resolvers; at most %d", json_array_size(a),
-			    NET_DNS_MAX);
+		return fail(e, NET_RULES_E_BAD_FIELD, "\"dns\" has %zu resolvers; at most %d",
+			    json_array_size(a), NET_DNS_MAX);
 	for (size_t i = 0; i < json_array_size(a); i++) {
 		const json_t *v = json_array_get(a, i);
 		struct net_addr *d = &r->dns[i];
 
 		if (!json_is_string(v) || net_addr_parse(json_string_value(v), d) < 0)
-			return fail(e, NET_RULES_E_BAD_FIELD, "dns[%zu] \"%.60s\": not an IPv4 or IPv6 address", i,
+			return fail(e, NET_RULES_E_BAD_FIELD,
+				    "dns[%zu] \"%.60s\": not an IPv4 or IPv6 address", i,
 				    json_is_string(v) ? json_string_value(v) : "");
 		/* The same always-deny set as allow rules: a resolver entry is
 		 * no way to the metadata service or the host's loopback. */
@@ -304,7 +312,8 @@ int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_er
 	bad = unknown_key(j, fields);
 	if (bad)
 		return fail(e, NET_RULES_E_UNKNOWN_FIELD,
-			    "unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns)", bad);
+			    "unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns)",
+			    bad);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return fail(e, NET_RULES_E_NOMEM, "out of memory");
@@ -328,7 +337,8 @@ bad:
 	return rc;
 }
 
-int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, struct net_rules_err *e)
+int net_rules_parse_text(const char *text, size_t len, struct net_rules **out,
+			 struct net_rules_err *e)
 {
 	json_error_t je;
 	json_t *j;
@@ -336,11 +346,12 @@ int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, s
 
 	*out = NULL;
 	if (len > NET_RULES_TEXT_MAX)
-		return fail(e, NET_RULES_E_BAD_JSON, "the rule set is larger than %d bytes", NET_RULES_TEXT_MAX);
+		return fail(e, NET_RULES_E_BAD_JSON, "the rule set is larger than %d bytes",
+			    NET_RULES_TEXT_MAX);
 	j = json_strict_loadb(text, len, &je);
 	if (!j)
-		return fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s", je.line, je.column,
-			    je.text);
+		return fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s",
+			    je.line, je.column, je.text);
 	rc = net_rules_parse(j, out, e);
 	json_decref(j);
 	return rc;
@@ -370,7 +381,8 @@ static json_t *rule_json(const struct net_rule *r)
 		json_object_set_new(o, "cidr", json_string(buf));
 	}
 	if (r->proto)
-		json_object_set_new(o, "proto", json_string(net_proto_name(r->proto, buf, sizeof(buf))));
+		json_object_set_new(o, "proto",
+				    json_string(net_proto_name(r->proto, buf, sizeof(buf))));
 	if (r->port_lo) {
 		if (r->port_lo == r->port_hi)
 			snprintf(buf, sizeof(buf), "%u", r->port_lo);
@@ -399,8 +411,8 @@ json_t *net_rules_to_json(const struct net_rules *r)
 		if (json_array_append_new(dns, json_string(buf)) < 0)
 			goto oom;
 	}
-	return json_pack("{sbsososo}", "outbound_internet", r && r->outbound_internet, "allow", allow, "deny",
-			 deny, "dns", dns);
+	return json_pack("{sbsososo}", "outbound_internet", r && r->outbound_internet, "allow",
+			 allow, "deny", deny, "dns", dns);
 oom:
 	json_decref(allow);
 	json_decref(deny);
@@ -410,8 +422,8 @@ oom:
 
 static json_t *ctr_json(const struct net_rule_counters *c)
 {
-	return json_pack("{sIsIsI}", "flows", (json_int_t)c->flows, "packets", (json_int_t)c->packets, "bytes",
-			 (json_int_t)c->bytes);
+	return json_pack("{sIsIsI}", "flows", (json_int_t)c->flows, "packets",
+			 (json_int_t)c->packets, "bytes", (json_int_t)c->bytes);
 }
 
 json_t *net_rules_counters_json(const struct net_rules *r)
@@ -428,7 +440,8 @@ json_t *net_rules_counters_json(const struct net_rules *r)
 		if (json_array_append_new(deny, ctr_json(&r->deny[i].ctr)) < 0)
 			goto oom;
 	return json_pack("{sosososo}", "allow", allow, "deny", deny, "outbound_internet",
-			 ctr_json(r ? &r->internet_ctr : &zero), "dns", ctr_json(r ? &r->dns_ctr : &zero));
+			 ctr_json(r ? &r->internet_ctr : &zero), "dns",
+			 ctr_json(r ? &r->dns_ctr : &zero));
 oom:
 	json_decref(allow);
 	json_decref(deny);
@@ -488,7 +501,8 @@ static bool is_host_addr(const struct net_flow_dst *d)
 
 	if (net_addr_in_list(d->addr, d->host_addrs, d->n_host_addrs))
 		return true;
-	return net_addr_embedded_v4(d->addr, &v4) && net_addr_in_list(&v4, d->host_addrs, d->n_host_addrs);
+	return net_addr_embedded_v4(d->addr, &v4) &&
+		net_addr_in_list(&v4, d->host_addrs, d->n_host_addrs);
 }
 
 enum net_decision net_rules_decide(const struct net_rules *r, const struct net_flow_dst *d,
@@ -509,7 +523,8 @@ enum net_decision net_rules_decide(const struct net_rules *r, const struct net_f
 	/* Before the resolvers: a `dns` entry never opens a reserved range. */
 	if (cls == NET_CLASS_RESERVED)
 		return NET_DENY_RESERVED;
-	if ((d->proto == 6 || d->proto == 17) && d->port == 53 && net_rules_is_resolver(r, d->addr)) {
+	if ((d->proto == 6 || d->proto == 17) && d->port == 53 &&
+	    net_rules_is_resolver(r, d->addr)) {
 		ref->list = NET_REF_DNS;
 		return NET_ALLOW;
 	}

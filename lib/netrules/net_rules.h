@@ -57,7 +57,7 @@
 
 #define NET_RULES_MAX 256
 #define NET_DNS_MAX 4
-#define NET_HOST_MAX 253     /* longest DNS name in text form */
+#define NET_HOST_MAX 253 /* longest DNS name in text form */
 #define NET_RULES_TEXT_MAX (256 * 1024)
 
 enum net_rule_action {
@@ -72,11 +72,11 @@ struct net_rule_counters {
 };
 
 struct net_rule {
-	uint8_t proto;            /* 0 any, else an IP protocol number */
+	uint8_t proto;             /* 0 any, else an IP protocol number */
 	uint16_t port_lo, port_hi; /* 0, 0: every port */
 	bool is_host;
-	bool wildcard;        /* host "*.suffix" */
-	bool lifts_private;   /* cidr lies inside a private range */
+	bool wildcard;      /* host "*.suffix" */
+	bool lifts_private; /* cidr lies inside a private range */
 	struct net_cidr cidr;
 	char host[NET_HOST_MAX + 1]; /* lower case, without "*." */
 	struct net_rule_counters ctr;
@@ -84,7 +84,7 @@ struct net_rule {
 
 /* Which rule decided (for counters and logs). */
 enum net_ref_list {
-	NET_REF_NONE,     /* the default deny, or the always-deny set */
+	NET_REF_NONE, /* the default deny, or the always-deny set */
 	NET_REF_ALLOW,
 	NET_REF_DENY,
 	NET_REF_INTERNET, /* outbound_internet */
@@ -120,7 +120,8 @@ struct net_rules_err {
 
 /* Parse a rule set; *out is freed with net_rules_free. 0, -EINVAL or -ENOMEM (with e filled). */
 int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_err *e);
-int net_rules_parse_text(const char *text, size_t len, struct net_rules **out, struct net_rules_err *e);
+int net_rules_parse_text(const char *text, size_t len, struct net_rules **out,
+			 struct net_rules_err *e);
 /* The rule set as JSON (what PUT would take back), or NULL out of memory. */
 json_t *net_rules_to_json(const struct net_rules *r);
 /* The counters: {"allow":[{flows,packets,bytes}...],"deny":[...],"outbound_internet":{...},"dns":{...}}. */

@@ -19,7 +19,8 @@
 enum { BLOCKED = 0, ESCAPED = 1 };
 
 /* The verdict, with msg (MSG_MAX bytes) saying how it was blocked or what it reached. */
-static inline int say(char *msg, int verdict, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline int say(char *msg, int verdict, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static inline int say(char *msg, int verdict, const char *fmt, ...)
 {
@@ -39,7 +40,8 @@ static inline int connect_unix(const char *name, int abstract)
 	socklen_t len;
 	int s;
 
-	if (n + (size_t)abstract >= sizeof(a.sun_path) || (s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+	if (n + (size_t)abstract >= sizeof(a.sun_path) ||
+	    (s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return -1;
 	memcpy(a.sun_path + abstract, name, n);
 	len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)abstract + n);

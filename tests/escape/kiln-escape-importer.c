@@ -79,7 +79,8 @@ static int try_files(const struct target *t, char *msg)
 		rmdir("/kiln-escape");
 		return say(msg, ESCAPED, "writes to the host's /");
 	}
-	return say(msg, BLOCKED, "the canary, kilnd's state and images, / refused: %s", strerror(errno));
+	return say(msg, BLOCKED, "the canary, kilnd's state and images, / refused: %s",
+		   strerror(errno));
 }
 
 /* kilnd's API answering a listing: the one thing its socket must not give. */
@@ -89,7 +90,8 @@ static int kilnd_answers(int s)
 	char buf[64] = "";
 	struct pollfd p = { .fd = s, .events = POLLIN };
 
-	if (write(s, req, sizeof(req) - 1) < 0 || poll(&p, 1, 5000) != 1 || read(s, buf, sizeof(buf) - 1) <= 0)
+	if (write(s, req, sizeof(req) - 1) < 0 || poll(&p, 1, 5000) != 1 ||
+	    read(s, buf, sizeof(buf) - 1) <= 0)
 		return 0;
 	return strncmp(buf, "HTTP/1.1 200", 12) == 0;
 }
@@ -118,7 +120,8 @@ static int try_sockets(const struct target *t, char *msg)
 	}
 	if (s >= 0)
 		close(s);
-	return say(msg, BLOCKED, "kilnd's API, the host's abstract socket and loopback unreachable");
+	return say(msg, BLOCKED,
+		   "kilnd's API, the host's abstract socket and loopback unreachable");
 }
 
 /* kilnd, then every pid but this importer's own. */
@@ -137,7 +140,8 @@ static int try_processes(const struct target *t, char *msg)
 	for (pid_t pid = 1; pid < 65536; pid++)
 		if (pid != getpid() && pid != getppid() && kill(pid, 0) == 0)
 			return say(msg, ESCAPED, "may signal pid %d", (int)pid);
-	return say(msg, BLOCKED, "no ptrace of kilnd, no /proc of it, no signal to any other process");
+	return say(msg, BLOCKED,
+		   "no ptrace of kilnd, no /proc of it, no signal to any other process");
 }
 
 static int try_privileges(const struct target *t, char *msg)
@@ -155,7 +159,8 @@ static int try_privileges(const struct target *t, char *msg)
 		return say(msg, ESCAPED, "io_uring_setup works");
 	if (syscall(SYS_userfaultfd, O_CLOEXEC) >= 0)
 		return say(msg, ESCAPED, "userfaultfd works");
-	return say(msg, BLOCKED, "setresuid(0), mount, a user namespace, io_uring, userfaultfd refused");
+	return say(msg, BLOCKED,
+		   "setresuid(0), mount, a user namespace, io_uring, userfaultfd refused");
 }
 
 static const struct {
@@ -198,13 +203,14 @@ static int run_one(const struct target *t, int i, int filtered, char *all, size_
 	close(p[0]);
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	verdict = !(WIFEXITED(st) && WEXITSTATUS(st) == BLOCKED) && !(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
-	fprintf(stderr, "escape [importer, %s] %s: %s (%s)\n", how, attempts[i].name, verdict ? "ESCAPED" : "blocked",
-		msg[0] ? msg : "no word from it");
+	verdict = !(WIFEXITED(st) && WEXITSTATUS(st) == BLOCKED) &&
+		!(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	fprintf(stderr, "escape [importer, %s] %s: %s (%s)\n", how, attempts[i].name,
+		verdict ? "ESCAPED" : "blocked", msg[0] ? msg : "no word from it");
 	n = (ssize_t)strlen(all);
 	if ((size_t)n < cap)
-		snprintf(all + n, cap - (size_t)n, "%s[%s] %s: %s", n ? "; " : "", how, attempts[i].name,
-			 verdict ? msg : "blocked");
+		snprintf(all + n, cap - (size_t)n, "%s[%s] %s: %s", n ? "; " : "", how,
+			 attempts[i].name, verdict ? msg : "blocked");
 	return verdict;
 }
 
@@ -248,7 +254,8 @@ int main(int argc, char **argv)
 	(void)argc;
 	(void)argv;
 	if (read_targets(&t) < 0) {
-		fprintf(stderr, "kiln-escape-importer: the archive must be the targets' note (canary=, state=, socket=, pid=, ...)\n");
+		fprintf(stderr,
+			"kiln-escape-importer: the archive must be the targets' note (canary=, state=, socket=, pid=, ...)\n");
 		return 2;
 	}
 	fprintf(stderr, "escape: set up as kiln-image-import (uid %d), attacking\n", (int)getuid());
@@ -258,6 +265,7 @@ int main(int argc, char **argv)
 			tried++;
 		}
 	}
-	fprintf(stderr, "escape: %d attempts, %d blocked, %d escaped: %s\n", tried, tried - escaped, escaped, all);
+	fprintf(stderr, "escape: %d attempts, %d blocked, %d escaped: %s\n", tried, tried - escaped,
+		escaped, all);
 	return 2;
 }

@@ -149,22 +149,27 @@ static int try_dotdot(const struct target *t, char *msg)
 		dirs++;
 		/* Every descriptor that leads out is named, not just the first. */
 		top = climb(fd);
-		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) && used < sizeof(found))
-			used += (size_t)snprintf(found + used, sizeof(found) - used, "%sdescriptor %d: \"..\" reaches %s",
+		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) &&
+		    used < sizeof(found))
+			used += (size_t)snprintf(found + used, sizeof(found) - used,
+						 "%sdescriptor %d: \"..\" reaches %s",
 						 used ? "; " : "", fd, what);
 		if (top >= 0)
 			close(top);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d/../../../../../../../..", fd);
 		top = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) && used < sizeof(found))
-			used += (size_t)snprintf(found + used, sizeof(found) - used, "%s/proc/self/fd/%d/.. reaches %s",
+		if (top >= 0 && ((what = outside(t, top)) || (what = sees_host(t, top))) &&
+		    used < sizeof(found))
+			used += (size_t)snprintf(found + used, sizeof(found) - used,
+						 "%s/proc/self/fd/%d/.. reaches %s",
 						 used ? "; " : "", fd, what);
 		if (top >= 0)
 			close(top);
 	}
 	if (used)
 		return say(msg, ESCAPED, "%s", found);
-	return say(msg, BLOCKED, "%d directory descriptors held; \"..\" from each stays inside", dirs);
+	return say(msg, BLOCKED, "%d directory descriptors held; \"..\" from each stays inside",
+		   dirs);
 }
 
 /* The host's files by path, from the jail's root and its /proc. */
@@ -172,9 +177,14 @@ static int try_paths(const struct target *t, char *msg)
 {
 	/* None of them on the way to a jail directory (the jail's root holds
 	 * that path's components: /run/... or /tmp/... would be there). */
-	static const char *const paths[] = { "/etc/passwd", "/dev/kvm", "/proc/1/root/etc/passwd",
-					     "/proc/self/root/etc/passwd", "/proc/sys/kernel/hostname",
-					     "/sys/kernel", "/usr/bin", NULL };
+	static const char *const paths[] = { "/etc/passwd",
+					     "/dev/kvm",
+					     "/proc/1/root/etc/passwd",
+					     "/proc/self/root/etc/passwd",
+					     "/proc/sys/kernel/hostname",
+					     "/sys/kernel",
+					     "/usr/bin",
+					     NULL };
 	int fd;
 
 	if (t->canary && (fd = open(t->canary, O_RDONLY | O_CLOEXEC)) >= 0) {
@@ -189,7 +199,9 @@ static int try_paths(const struct target *t, char *msg)
 	}
 	if (mkdir("/kiln-escape", 0700) == 0)
 		return say(msg, ESCAPED, "writes to the jail's root");
-	return say(msg, BLOCKED, "the canary, /etc, /dev/kvm, /sys, /proc/sys not there; the root: %s", strerror(errno));
+	return say(msg, BLOCKED,
+		   "the canary, /etc, /dev/kvm, /sys, /proc/sys not there; the root: %s",
+		   strerror(errno));
 }
 
 /* /proc: any process other than this one, its command line above all. */
@@ -213,7 +225,9 @@ static int try_proc(const struct target *t, char *msg)
 			close(fd);
 			if (n > 0 && memmem(buf, (size_t)n, MARKER, strlen(MARKER))) {
 				closedir(d);
-				return say(msg, ESCAPED, "reads the marker process's command line in /proc/%ld", pid);
+				return say(msg, ESCAPED,
+					   "reads the marker process's command line in /proc/%ld",
+					   pid);
 			}
 		}
 		/* The parent (the VMM this child was forked from) is ours to see. */
@@ -257,7 +271,8 @@ static int try_sockets(const struct target *t, char *msg)
 
 	if (t->abstract_name && (r = connect_unix(t->abstract_name, 1)) >= 0) {
 		close(r);
-		return say(msg, ESCAPED, "connects to the host's abstract socket @%s", t->abstract_name);
+		return say(msg, ESCAPED, "connects to the host's abstract socket @%s",
+			   t->abstract_name);
 	}
 	if (t->unix_path && (r = connect_unix(t->unix_path, 0)) >= 0) {
 		close(r);
@@ -273,7 +288,8 @@ static int try_sockets(const struct target *t, char *msg)
 		close(r);
 		return say(msg, ESCAPED, "opens a raw packet socket");
 	}
-	return say(msg, BLOCKED, "abstract, path and TCP sockets of the host unreachable, no raw socket");
+	return say(msg, BLOCKED,
+		   "abstract, path and TCP sockets of the host unreachable, no raw socket");
 }
 
 /* ---- passt: frames straight into its socket ---- */
@@ -296,7 +312,8 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *p, size_t n)
 
 /* A TCP SYN from the guest's address to dst:port, in passt's stream
  * framing (4-byte big-endian length, then the Ethernet frame). */
-static size_t syn_frame(uint8_t *b, const uint8_t mac[6], const char *src, const char *dst, int port)
+static size_t syn_frame(uint8_t *b, const uint8_t mac[6], const char *src, const char *dst,
+			int port)
 {
 	uint8_t *eth = b + 4, *ip = eth + 14, *tcp = ip + 20, pseudo[12];
 	uint32_t sum;
@@ -349,15 +366,17 @@ static int synack_seen(int s, const uint32_t *dsts, int n, int port)
 			return 0;
 		have += (size_t)k;
 		while (have >= 4) {
-			size_t len = (size_t)buf[0] << 24 | (size_t)buf[1] << 16 | (size_t)buf[2] << 8 | buf[3];
+			size_t len = (size_t)buf[0] << 24 | (size_t)buf[1] << 16 |
+				(size_t)buf[2] << 8 | buf[3];
 			const uint8_t *f = buf + 4;
 
 			if (len > sizeof(buf) - 4)
 				return 0;
 			if (have < 4 + len)
 				break;
-			if (len >= 14 + 40 && f[12] == 0x08 && f[13] == 0 && f[14 + 9] == IPPROTO_TCP &&
-			    (f[14 + 20 + 13] & 0x12) == 0x12 && (f[14 + 20] << 8 | f[14 + 21]) == port)
+			if (len >= 14 + 40 && f[12] == 0x08 && f[13] == 0 &&
+			    f[14 + 9] == IPPROTO_TCP && (f[14 + 20 + 13] & 0x12) == 0x12 &&
+			    (f[14 + 20] << 8 | f[14 + 21]) == port)
 				for (int i = 0; i < n; i++)
 					if (!memcmp(f + 14 + 12, &dsts[i], 4))
 						return 1;
@@ -411,14 +430,18 @@ static int try_passt(const struct target *t, char *msg)
 			size_t len = syn_frame(frame, mac, "10.0.2.15", dsts[i], t->tcp_port);
 
 			if (send(fd, frame, len, MSG_NOSIGNAL) != (ssize_t)len)
-				return say(msg, BLOCKED, "passt's socket closed (%s) after %d frames", strerror(errno), i);
+				return say(msg, BLOCKED,
+					   "passt's socket closed (%s) after %d frames",
+					   strerror(errno), i);
 		}
 		if (synack_seen(fd, bin, n, t->tcp_port))
-			return say(msg, ESCAPED, "descriptor %d: passt connected for us to the host", fd);
+			return say(msg, ESCAPED,
+				   "descriptor %d: passt connected for us to the host", fd);
 	}
 	if (!tried)
 		return say(msg, BLOCKED, "no passt socket held (no --net passt)");
-	return say(msg, BLOCKED, "SYNs into passt's socket to loopback, the gateway and the host's addresses: no SYN-ACK");
+	return say(msg, BLOCKED,
+		   "SYNs into passt's socket to loopback, the gateway and the host's addresses: no SYN-ACK");
 }
 
 /* ---- processes, privileges, namespaces ---- */
@@ -452,12 +475,14 @@ static int try_processes(const struct target *t, char *msg)
 	for (pid_t pid = 1; pid < 4096; pid++) {
 		/* The VMM's own threads (the control thread) are its own:
 		 * tgkill with signal 0 says whether pid is one of them. */
-		if (pid == getpid() || pid == getppid() || syscall(SYS_tgkill, getppid(), pid, 0) == 0)
+		if (pid == getpid() || pid == getppid() ||
+		    syscall(SYS_tgkill, getppid(), pid, 0) == 0)
 			continue;
 		if ((what = reaches_pid(pid)))
 			return say(msg, ESCAPED, "%s pid %d", what, (int)pid);
 	}
-	return say(msg, BLOCKED, "no signal, ptrace or memory read of the marker's host pid %d or of any pid of the jail but the VMM's",
+	return say(msg, BLOCKED,
+		   "no signal, ptrace or memory read of the marker's host pid %d or of any pid of the jail but the VMM's",
 		   (int)t->pid);
 }
 
@@ -466,7 +491,8 @@ static int try_privileges(const struct target *t, char *msg)
 	(void)t;
 	if (setresuid(0, 0, 0) == 0 || setresgid(0, 0, 0) == 0)
 		return say(msg, ESCAPED, "becomes root");
-	if (mount("none", "/", "tmpfs", 0, NULL) == 0 || mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL) == 0)
+	if (mount("none", "/", "tmpfs", 0, NULL) == 0 ||
+	    mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND, NULL) == 0)
 		return say(msg, ESCAPED, "mounts");
 	if (chroot("/") == 0)
 		return say(msg, ESCAPED, "chroots");
@@ -480,7 +506,9 @@ static int try_namespaces(const struct target *t, char *msg)
 	static const struct {
 		int flag;
 		const char *name;
-	} ns[] = { { CLONE_NEWUSER, "user" }, { CLONE_NEWNS, "mount" }, { CLONE_NEWNET, "network" } };
+	} ns[] = { { CLONE_NEWUSER, "user" },
+		   { CLONE_NEWNS, "mount" },
+		   { CLONE_NEWNET, "network" } };
 	int fd;
 
 	(void)t;
@@ -517,7 +545,9 @@ static int try_handle(const struct target *t, char *msg)
 /* System calls a VMM never needs, each a large piece of kernel to attack. */
 static int try_kernel_surface(const struct target *t, char *msg)
 {
-	struct perf_event_attr pe = { .type = PERF_TYPE_SOFTWARE, .size = sizeof(pe), .config = PERF_COUNT_SW_CPU_CLOCK };
+	struct perf_event_attr pe = { .type = PERF_TYPE_SOFTWARE,
+				      .size = sizeof(pe),
+				      .config = PERF_COUNT_SW_CPU_CLOCK };
 	union bpf_attr ba;
 	uint8_t params[120] = { 0 };
 	long r;
@@ -591,7 +621,8 @@ static const struct attempt attempts[] = {
 /* ---- running the attempts ---- */
 
 /* One attempt in a child under role's filter (-1: none); 1 when it escaped. */
-static int run_one(const struct target *t, const struct attempt *a, int role, const struct seccomp_prog *progs)
+static int run_one(const struct target *t, const struct attempt *a, int role,
+		   const struct seccomp_prog *progs)
 {
 	const char *rname = role < 0 ? "jail" : seccomp_role_name((enum seccomp_role)role);
 	char msg[MSG_MAX] = "";
@@ -619,14 +650,16 @@ static int run_one(const struct target *t, const struct attempt *a, int role, co
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) {
-		printf("escape [%s] %s: blocked (seccomp killed it%s%s)\n", rname, a->name, msg[0] ? " after: " : "",
-		       msg);
+		printf("escape [%s] %s: blocked (seccomp killed it%s%s)\n", rname, a->name,
+		       msg[0] ? " after: " : "", msg);
 	} else if (WIFEXITED(st) && WEXITSTATUS(st) <= ESCAPED) {
 		verdict = WEXITSTATUS(st);
-		printf("escape [%s] %s: %s (%s)\n", rname, a->name, verdict == ESCAPED ? "ESCAPED" : "blocked", msg);
+		printf("escape [%s] %s: %s (%s)\n", rname, a->name,
+		       verdict == ESCAPED ? "ESCAPED" : "blocked", msg);
 	} else {
 		verdict = ESCAPED;
-		printf("escape [%s] %s: ESCAPED? the attempt ended oddly (status %#x)\n", rname, a->name, st);
+		printf("escape [%s] %s: ESCAPED? the attempt ended oddly (status %#x)\n", rname,
+		       a->name, st);
 	}
 	fflush(stdout);
 	return verdict;
@@ -661,8 +694,9 @@ static int note_outside(struct target *t)
 
 static int usage(const char *why)
 {
-	fprintf(stderr, "kiln-escape: %s\nusage: kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... "
-			"[--abstract NAME] [--unix PATH] [--pid PID] -- KILN-VMM-OPTIONS...\n",
+	fprintf(stderr,
+		"kiln-escape: %s\nusage: kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... "
+		"[--abstract NAME] [--unix PATH] [--pid PID] -- KILN-VMM-OPTIONS...\n",
 		why);
 	return 2;
 }
@@ -726,14 +760,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 0; i < SECCOMP_ROLE_COUNT; i++) {
-		if (seccomp_filter_build((enum seccomp_role)i, SECCOMP_FILTER_KILL, &progs[i], &e) < 0) {
+		if (seccomp_filter_build((enum seccomp_role)i, SECCOMP_FILTER_KILL, &progs[i], &e) <
+		    0) {
 			fprintf(stderr, "kiln-escape: %s\n", e.msg);
 			return 2;
 		}
 	}
-	printf("escape: set up as kiln-vmm (pid %d, uid %d), attacking\n", (int)getpid(), (int)getuid());
+	printf("escape: set up as kiln-vmm (pid %d, uid %d), attacking\n", (int)getpid(),
+	       (int)getuid());
 	for (size_t i = 0; i < sizeof(attempts) / sizeof(attempts[0]); i++) {
-		for (int role = attempts[i].jail_alone ? -1 : 0; role < SECCOMP_ROLE_COUNT; role++) {
+		for (int role = attempts[i].jail_alone ? -1 : 0; role < SECCOMP_ROLE_COUNT;
+		     role++) {
 			escaped += run_one(&t, &attempts[i], role, progs);
 			tried++;
 		}

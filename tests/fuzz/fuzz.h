@@ -20,12 +20,13 @@
 
 #include "lib/guest/guest_mem.h"
 
-#define FUZZ_ASSERT(cond)                                                                   \
-	do {                                                                                \
-		if (!(cond)) {                                                              \
-			fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, #cond); \
-			abort();                                                            \
-		}                                                                           \
+#define FUZZ_ASSERT(cond)                                                                    \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "%s:%d: invariant broken: %s\n", __FILE__, __LINE__, \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
 	} while (0)
 
 struct fuzz_in {
@@ -49,10 +50,22 @@ static inline uint64_t take_n(struct fuzz_in *in, size_t bytes)
 	return v;
 }
 
-static inline uint8_t take8(struct fuzz_in *in) { return (uint8_t)take_n(in, 1); }
-static inline uint16_t take16(struct fuzz_in *in) { return (uint16_t)take_n(in, 2); }
-static inline uint32_t take32(struct fuzz_in *in) { return (uint32_t)take_n(in, 4); }
-static inline uint64_t take64(struct fuzz_in *in) { return take_n(in, 8); }
+static inline uint8_t take8(struct fuzz_in *in)
+{
+	return (uint8_t)take_n(in, 1);
+}
+static inline uint16_t take16(struct fuzz_in *in)
+{
+	return (uint16_t)take_n(in, 2);
+}
+static inline uint32_t take32(struct fuzz_in *in)
+{
+	return (uint32_t)take_n(in, 4);
+}
+static inline uint64_t take64(struct fuzz_in *in)
+{
+	return take_n(in, 8);
+}
 
 /* Up to `max` bytes of the input, as they are (no copy). */
 static inline const uint8_t *take_bytes(struct fuzz_in *in, size_t want, size_t *got)

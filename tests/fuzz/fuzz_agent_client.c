@@ -47,7 +47,8 @@ static void setup_once(void)
 	snprintf(path, sizeof(path), "%s/v.sock", dir);
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	FUZZ_ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(lfd, 8) == 0);
+	FUZZ_ASSERT(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    listen(lfd, 8) == 0);
 	atexit(cleanup);
 }
 
@@ -70,7 +71,8 @@ static void *fake(void *arg)
 	for (char ch = 0; ch != '\n';)
 		if (!wait_in(fd, 3000) || read(fd, &ch, 1) != 1)
 			goto out;
-	if (write(fd, "OK 1\n", 5) != 5 || (reply_len && write(fd, reply, reply_len) != (ssize_t)reply_len))
+	if (write(fd, "OK 1\n", 5) != 5 ||
+	    (reply_len && write(fd, reply, reply_len) != (ssize_t)reply_len))
 		goto out;
 	shutdown(fd, SHUT_WR);
 	while (wait_in(fd, 3000) && read(fd, b, sizeof(b)) > 0) {

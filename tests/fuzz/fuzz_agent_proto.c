@@ -45,7 +45,8 @@ static void check_msg(json_t *hdr, uint64_t len)
 		FUZZ_ASSERT(agent_type_name(msg.type));
 		FUZZ_ASSERT(msg.len == len);
 		if (msg.type == AGENT_T_EXEC || msg.type == AGENT_T_SPAWN) {
-			FUZZ_ASSERT(msg.u.proc.argc >= 1 && msg.u.proc.argv[msg.u.proc.argc] == NULL);
+			FUZZ_ASSERT(msg.u.proc.argc >= 1 &&
+				    msg.u.proc.argv[msg.u.proc.argc] == NULL);
 			for (size_t i = 0; i < msg.u.proc.argc; i++)
 				FUZZ_ASSERT(msg.u.proc.argv[i]);
 		}
@@ -96,7 +97,8 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 			if (ev.kind == AGENT_EV_ERROR) {
 				FUZZ_ASSERT(used == 0 && ev.err);
 				trace_add(t, "E", 1);
-				trace_add(t, agent_code_name(ev.err->code), strlen(agent_code_name(ev.err->code)));
+				trace_add(t, agent_code_name(ev.err->code),
+					  strlen(agent_code_name(ev.err->code)));
 				in_error = 1;
 				goto out;
 			}
@@ -106,7 +108,9 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 				break;
 			}
 			if (ev.kind == AGENT_EV_HEADER) {
-				char *dump = json_dumps(ev.header, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+				char *dump = json_dumps(ev.header,
+							JSON_SORT_KEYS | JSON_COMPACT |
+								JSON_ENCODE_ANY);
 
 				FUZZ_ASSERT(want == got); /* the previous payload was complete */
 				FUZZ_ASSERT(json_is_object(ev.header) && ev.len <= AGENT_LEN_MAX);
@@ -122,7 +126,8 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 				json_decref(ev.header);
 			} else {
 				FUZZ_ASSERT(ev.kind == AGENT_EV_PAYLOAD);
-				FUZZ_ASSERT(ev.data == s + off + done && ev.data_len == used && used > 0);
+				FUZZ_ASSERT(ev.data == s + off + done && ev.data_len == used &&
+					    used > 0);
 				got += used;
 				FUZZ_ASSERT(got <= want && ev.last == (got == want));
 				trace_add(t, ev.data, ev.data_len);

@@ -148,7 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 		e.msg[0] = 0;
 		if (blk_open_cow(base, overlay, &o, &b, &e) == 0) {
-			int r = blk_read(b, 0, buf, blk_size(b) < MAX_SIZE ? blk_size(b) : MAX_SIZE);
+			int r = blk_read(b, 0, buf,
+					 blk_size(b) < MAX_SIZE ? blk_size(b) : MAX_SIZE);
 
 			FUZZ_ASSERT(r == 0 || r == -EIO || r == -EINVAL);
 			blk_close(b);
@@ -159,7 +160,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	{
 		int fd = open(base, O_RDONLY);
 
-		FUZZ_ASSERT(fd >= 0 && read(fd, buf, BASE_SIZE) == BASE_SIZE && !memcmp(buf, base_data, BASE_SIZE));
+		FUZZ_ASSERT(fd >= 0 && read(fd, buf, BASE_SIZE) == BASE_SIZE &&
+			    !memcmp(buf, base_data, BASE_SIZE));
 		close(fd);
 	}
 	return 0;

@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	r = bzimage_parse(img, got, &bi, &e);
 	if (r == 0) {
-		FUZZ_ASSERT(bi.setup_len >= 512 && bi.setup_len <= got && bi.pm_len <= got - bi.setup_len);
+		FUZZ_ASSERT(bi.setup_len >= 512 && bi.setup_len <= got &&
+			    bi.pm_len <= got - bi.setup_len);
 		FUZZ_ASSERT(bi.hdr_end <= bi.setup_len);
 	} else {
 		FUZZ_ASSERT(r < 0 && e.msg[0]);
@@ -60,7 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (int i = 0; i < pi.nseg; i++) {
 			const struct pvh_segment *s = &pi.seg[i];
 
-			FUZZ_ASSERT(s->offset <= got && s->filesz <= got - s->offset && s->filesz <= s->memsz);
+			FUZZ_ASSERT(s->offset <= got && s->filesz <= got - s->offset &&
+				    s->filesz <= s->memsz);
 		}
 	} else {
 		FUZZ_ASSERT(r < 0 && e.msg[0]);
@@ -82,8 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "boot: linux_load %d %s\n", r, e.msg);
 	if (r == 0) {
 		if (!(be.rip < RAM && be.boot_info < RAM && be.kernel_end <= RAM))
-			fprintf(stderr, "kind %d rip %#llx boot_info %#llx kernel_end %#llx\n", be.kind,
-				(unsigned long long)be.rip, (unsigned long long)be.boot_info,
+			fprintf(stderr, "kind %d rip %#llx boot_info %#llx kernel_end %#llx\n",
+				be.kind, (unsigned long long)be.rip,
+				(unsigned long long)be.boot_info,
 				(unsigned long long)be.kernel_end);
 		FUZZ_ASSERT(be.rip < RAM && be.boot_info < RAM && be.kernel_end <= RAM);
 		if (ilen)

@@ -76,16 +76,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int fd = memfd_create("ctx", 0);
 
 	FUZZ_ASSERT(fd >= 0 && gz_enc_init(&g, 1) == 0);
-	FUZZ_ASSERT(gz_enc_write(&g, data, size, out_fd, &fd) == 0 && gz_enc_finish(&g, out_fd, &fd) == 0);
+	FUZZ_ASSERT(gz_enc_write(&g, data, size, out_fd, &fd) == 0 &&
+		    gz_enc_finish(&g, out_fd, &fd) == 0);
 	gz_end(&g);
 	if (build_context_scan(fd, NULL, CTX_MAX, &c, &e)) {
 		FUZZ_ASSERT(e.msg[0]);
 	} else {
-		FUZZ_ASSERT(c.n <= CONTEXT_MEMBERS_MAX && c.buildfile && c.buildfile_len <= BUILDFILE_MAX);
+		FUZZ_ASSERT(c.n <= CONTEXT_MEMBERS_MAX && c.buildfile &&
+			    c.buildfile_len <= BUILDFILE_MAX);
 		for (size_t i = 0; i < c.n; i++) {
 			const char *p = c.m[i].name;
 
-			FUZZ_ASSERT(p[0] && p[0] != '/' && strcmp(p, "..") && strncmp(p, "../", 3) && !strstr(p, "/../"));
+			FUZZ_ASSERT(p[0] && p[0] != '/' && strcmp(p, "..") &&
+				    strncmp(p, "../", 3) && !strstr(p, "/../"));
 		}
 		check_copy(fd, &c);
 		build_context_free(&c);

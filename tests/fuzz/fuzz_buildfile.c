@@ -43,7 +43,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case BF_RUN:
 		case BF_READY:
 			FUZZ_ASSERT(s->argc >= 1 && s->argv[0] && (!s->shell || s->argc == 1));
-			FUZZ_ASSERT(s->op != BF_READY || (s->timeout_s >= 1 && s->timeout_s <= BUILDFILE_READY_TIMEOUT_MAX));
+			FUZZ_ASSERT(
+				s->op != BF_READY ||
+				(s->timeout_s >= 1 && s->timeout_s <= BUILDFILE_READY_TIMEOUT_MAX));
 			break;
 		case BF_COPY:
 			FUZZ_ASSERT(s->nsrc >= 1 && s->dest);
@@ -52,7 +54,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				const char *p = s->src[k];
 
 				FUZZ_ASSERT(p[0] && p[0] != '/' && !strpbrk(p, "*?["));
-				FUZZ_ASSERT(strcmp(p, "..") && strncmp(p, "../", 3) && !strstr(p, "/../") && !strstr(p, "//"));
+				FUZZ_ASSERT(strcmp(p, "..") && strncmp(p, "../", 3) &&
+					    !strstr(p, "/../") && !strstr(p, "//"));
 			}
 			break;
 		case BF_WORKDIR:
@@ -64,7 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case BF_ENV:
 			FUZZ_ASSERT(s->nenv >= 1);
 			for (size_t k = 0; k < s->nenv; k++)
-				FUZZ_ASSERT(json_is_string(json_object_get(bf.env, s->env_keys[k])));
+				FUZZ_ASSERT(
+					json_is_string(json_object_get(bf.env, s->env_keys[k])));
 			break;
 		default:
 			break;

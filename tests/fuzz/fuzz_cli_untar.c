@@ -122,7 +122,8 @@ static int link_stays_in(const char *p, const struct FTW *ftw)
 
 static int check_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
 {
-	bool planted = ftw->level == 1 && (!strcmp(p + ftw->base, "link") || !strcmp(p + ftw->base, "ldir"));
+	bool planted = ftw->level == 1 &&
+		(!strcmp(p + ftw->base, "link") || !strcmp(p + ftw->base, "ldir"));
 
 	(void)flag;
 	FUZZ_ASSERT(!S_ISREG(st->st_mode) || !(st->st_mode & (S_ISUID | S_ISGID)));

@@ -79,7 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (c.overflow)
 		return 0;
 	/* A plain key and value come back; later extra text may override it. */
-	simple = klen && !strpbrk(key, " \t\n=\"") && !strpbrk(value, " \t\n\"") && !(k && memmem(p, k, key, 5 + klen));
+	simple = klen && !strpbrk(key, " \t\n=\"") && !strpbrk(value, " \t\n\"") &&
+		!(k && memmem(p, k, key, 5 + klen));
 	if (simple) {
 		FUZZ_ASSERT(cmdline_has(&c, key));
 		FUZZ_ASSERT(param_get(c.buf, key, got, sizeof(got)) == 1);

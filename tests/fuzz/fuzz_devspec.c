@@ -33,14 +33,15 @@ static void check_disk(const struct vm_disk_cfg *d)
 	FUZZ_ASSERT(!d->serial || strlen(d->serial) <= VM_DISK_SERIAL_MAX);
 	FUZZ_ASSERT(!(d->overlay && d->read_only));
 	FUZZ_ASSERT(!d->size ||
-		    (d->overlay && d->size % (1u << 20) == 0 && d->size <= ((uint64_t)VM_DISK_MAX_MIB << 20)));
+		    (d->overlay && d->size % (1u << 20) == 0 &&
+		     d->size <= ((uint64_t)VM_DISK_MAX_MIB << 20)));
 }
 
 static void check_net(const struct vm_net_cfg *n)
 {
 	FUZZ_ASSERT(!!n->tap != !!n->passt);
-	FUZZ_ASSERT(owned(n->tap) && owned(n->mac) && owned(n->ip) && owned(n->gw) && owned(n->dns) &&
-		    owned(n->resolver));
+	FUZZ_ASSERT(owned(n->tap) && owned(n->mac) && owned(n->ip) && owned(n->gw) &&
+		    owned(n->dns) && owned(n->resolver));
 	FUZZ_ASSERT(n->passt ? n->ip && n->gw && n->dns : !n->gw && !n->dns && !n->resolver);
 	FUZZ_ASSERT(n->ip ? n->prefix >= 1 && n->prefix <= 30 : n->prefix == 0);
 }
@@ -54,7 +55,8 @@ static int run(kiln_vm_config *cfg, uint8_t which, struct err *e)
 	switch (which) {
 	case 0:
 		r = devspec_disk(cfg, &st, arg, e);
-		FUZZ_ASSERT(c->ndisk == (r ? c->ndisk : 1) && c->ndisk <= 1 && st.ndisk == (unsigned)!r);
+		FUZZ_ASSERT(c->ndisk == (r ? c->ndisk : 1) && c->ndisk <= 1 &&
+			    st.ndisk == (unsigned)!r);
 		if (c->ndisk)
 			check_disk(&c->disk[0]);
 		break;
@@ -67,14 +69,16 @@ static int run(kiln_vm_config *cfg, uint8_t which, struct err *e)
 			/* A path the config owns, or a descriptor (never stdio), not both. */
 			FUZZ_ASSERT(s->host_dir ? owned(s->host_dir) && s->host_fd == -1 && fd == -1
 						: s->host_fd >= 3 && fd == s->host_fd);
-			FUZZ_ASSERT(s->tag && owned(s->tag) && strlen(s->tag) >= 1 && strlen(s->tag) <= VM_SHARE_TAG_MAX);
+			FUZZ_ASSERT(s->tag && owned(s->tag) && strlen(s->tag) >= 1 &&
+				    strlen(s->tag) <= VM_SHARE_TAG_MAX);
 		}
 		break;
 	case 2:
 		r = devspec_vsock(cfg, &st, arg, e);
 		FUZZ_ASSERT(!c->vsock.uds == !!r);
 		if (!r)
-			FUZZ_ASSERT(owned(c->vsock.uds) && c->vsock.cid >= 3 && c->vsock.cid != 0xffffffffu);
+			FUZZ_ASSERT(owned(c->vsock.uds) && c->vsock.cid >= 3 &&
+				    c->vsock.cid != 0xffffffffu);
 		break;
 	case 3:
 		r = devspec_net(cfg, arg, e);
@@ -85,8 +89,11 @@ static int run(kiln_vm_config *cfg, uint8_t which, struct err *e)
 	case 4:
 		r = devspec_net_rate(cfg, &st, arg, e);
 		FUZZ_ASSERT(cfg->has_rate == !r);
-		FUZZ_ASSERT(r || (c->net_rate.tx_bytes <= (1ull << 48) && c->net_rate.rx_bytes <= (1ull << 48) &&
-				  c->net_rate.tx_packets <= (1ull << 48) && c->net_rate.rx_packets <= (1ull << 48)));
+		FUZZ_ASSERT(r ||
+			    (c->net_rate.tx_bytes <= (1ull << 48) &&
+			     c->net_rate.rx_bytes <= (1ull << 48) &&
+			     c->net_rate.tx_packets <= (1ull << 48) &&
+			     c->net_rate.rx_packets <= (1ull << 48)));
 		break;
 	case 5: {
 		struct net_addr a;

@@ -115,7 +115,8 @@ static size_t listing(const char *dir, char *buf, size_t cap, size_t n, int dept
 		/* A guest must not plant set-id files on the host. */
 		FUZZ_ASSERT(!S_ISREG(st.st_mode) || !(st.st_mode & (S_ISUID | S_ISGID)));
 		if (n < cap)
-			n += (size_t)snprintf(buf + n, cap - n, "%s %o %lld\n", p, st.st_mode, (long long)st.st_size);
+			n += (size_t)snprintf(buf + n, cap - n, "%s %o %lld\n", p, st.st_mode,
+					      (long long)st.st_size);
 		if (n > cap)
 			n = cap;
 		if (S_ISDIR(st.st_mode))
@@ -163,7 +164,8 @@ static void check_outside(void)
 	FUZZ_ASSERT(r == 18 && !memcmp(p, "outside the share\n", 18));
 	FUZZ_ASSERT(fstat(fd, &st) == 0);
 	if ((st.st_mode & 07777) != 0644 || st.st_nlink != 1)
-		fprintf(stderr, "secret: mode %o nlink %lu\n", st.st_mode, (unsigned long)st.st_nlink);
+		fprintf(stderr, "secret: mode %o nlink %lu\n", st.st_mode,
+			(unsigned long)st.st_nlink);
 	FUZZ_ASSERT((st.st_mode & 07777) == 0644 && st.st_nlink == 1);
 	close(fd);
 	while (readdir(d))
@@ -224,8 +226,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		r = fuse_server_handle(s, req, got, out, cap);
 		if (trace)
-			fprintf(stderr, "fuse: opcode %u len %zu -> %ld error %d\n", got >= sizeof(*ih) ? ih->opcode : 0,
-				got, r, r >= (long)sizeof(oh) ? ((struct fuse_out_header *)out)->error : 0);
+			fprintf(stderr, "fuse: opcode %u len %zu -> %ld error %d\n",
+				got >= sizeof(*ih) ? ih->opcode : 0, got, r,
+				r >= (long)sizeof(oh) ? ((struct fuse_out_header *)out)->error : 0);
 		FUZZ_ASSERT(r >= 0 && (size_t)r <= cap);
 		if (r == 0)
 			continue;
@@ -248,12 +251,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			case FUSE_SYMLINK:
 			case FUSE_LINK:
 			case FUSE_CREATE:
-				FUZZ_ASSERT((size_t)r >= sizeof(oh) + sizeof(struct fuse_entry_out));
+				FUZZ_ASSERT((size_t)r >=
+					    sizeof(oh) + sizeof(struct fuse_entry_out));
 				memcpy(&last_node, out + sizeof(oh), 8);
 				if (ih->opcode == FUSE_CREATE) {
-					FUZZ_ASSERT((size_t)r >= sizeof(oh) + sizeof(struct fuse_entry_out) +
-									 sizeof(struct fuse_open_out));
-					memcpy(&last_fh, out + sizeof(oh) + sizeof(struct fuse_entry_out), 8);
+					FUZZ_ASSERT((size_t)r >= sizeof(oh) +
+							    sizeof(struct fuse_entry_out) +
+							    sizeof(struct fuse_open_out));
+					memcpy(&last_fh,
+					       out + sizeof(oh) + sizeof(struct fuse_entry_out), 8);
 				}
 				break;
 			case FUSE_OPEN:
@@ -268,6 +274,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(count_fds() == fds);
 	check_outside();
 	if (ro)
-		FUZZ_ASSERT(listing(share, after, sizeof(after), 0, 0) == nb && !memcmp(before, after, nb));
+		FUZZ_ASSERT(listing(share, after, sizeof(after), 0, 0) == nb &&
+			    !memcmp(before, after, nb));
 	return 0;
 }

@@ -104,7 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r1 != -EFBIG && r2 != -EFBIG)
 			FUZZ_ASSERT(r1 == r2);
 		if (r1 == 0 && r2 == 0)
-			FUZZ_ASSERT(sa.total == sb.total && sa.n == sb.n && memcmp(a, b, sa.n) == 0);
+			FUZZ_ASSERT(sa.total == sb.total && sa.n == sb.n &&
+				    memcmp(a, b, sa.n) == 0);
 	}
 	return 0;
 }

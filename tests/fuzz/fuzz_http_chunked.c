@@ -18,7 +18,7 @@
 #include "fuzz.h"
 
 struct run {
-	int r; /* 1 ended, -1 refused, 0 ran out of input */
+	int r;      /* 1 ended, -1 refused, 0 ran out of input */
 	size_t end; /* bytes used */
 	char *out;
 	size_t outn;
@@ -43,7 +43,8 @@ static void run(const char *in, size_t n, size_t cut, size_t piece, struct run *
 		while (off < stop) {
 			const char *data = NULL;
 			size_t used = 0, dn = 0;
-			int r = http_chunked_feed(&c, in + off, stop - off, &used, &data, &dn, &o->e);
+			int r = http_chunked_feed(&c, in + off, stop - off, &used, &data, &dn,
+						  &o->e);
 
 			FUZZ_ASSERT(r >= -1 && r <= 1);
 			FUZZ_ASSERT(used <= stop - off);
@@ -60,8 +61,8 @@ static void run(const char *in, size_t n, size_t cut, size_t piece, struct run *
 				o->end = off;
 				if (r == 1) {
 					/* Ended: nothing more is used. */
-					FUZZ_ASSERT(http_chunked_feed(&c, in + off, n - off, &used, &data, &dn,
-								      &o->e) == 1);
+					FUZZ_ASSERT(http_chunked_feed(&c, in + off, n - off, &used,
+								      &data, &dn, &o->e) == 1);
 					FUZZ_ASSERT(used == 0 && dn == 0);
 				}
 				return;
@@ -102,7 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	same(&w, &p);
 	FUZZ_ASSERT(w.end <= n && w.outn <= w.end);
 	if (w.r == 1)
-		FUZZ_ASSERT(w.end >= w.outn + 5 && body[w.end - 2] == '\r' && body[w.end - 1] == '\n');
+		FUZZ_ASSERT(w.end >= w.outn + 5 && body[w.end - 2] == '\r' &&
+			    body[w.end - 1] == '\n');
 	if (w.r == 0)
 		FUZZ_ASSERT(w.end == n);
 	if (w.r < 0) {

@@ -36,7 +36,8 @@
 
 #define QUERY_PAIRS_MAX 40
 
-static const char TCHARS[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+static const char TCHARS[] =
+	"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
 static bool within(const char *buf, size_t n, const char *s)
 {
@@ -80,7 +81,8 @@ static size_t count(const struct http_head *h, const char *name, const char **fi
 static bool any_token(const struct http_head *h, const char *name, const char *tok)
 {
 	for (size_t i = 0; i < h->nfields; i++)
-		if (strcasecmp(h->fields[i].name, name) == 0 && http_has_token(h->fields[i].value, tok))
+		if (strcasecmp(h->fields[i].name, name) == 0 &&
+		    http_has_token(h->fields[i].value, tok))
 			return true;
 	return false;
 }
@@ -104,8 +106,11 @@ static void check_head(const char *buf, size_t n, const struct http_head *h)
 		FUZZ_ASSERT(within(buf, n, val));
 		len = strlen(val);
 		for (size_t k = 0; k < len; k++)
-			FUZZ_ASSERT(val[k] == '\t' || ((unsigned char)val[k] >= 0x20 && val[k] != 0x7f));
-		FUZZ_ASSERT(!len || (val[0] != ' ' && val[0] != '\t' && val[len - 1] != ' ' && val[len - 1] != '\t'));
+			FUZZ_ASSERT(val[k] == '\t' ||
+				    ((unsigned char)val[k] >= 0x20 && val[k] != 0x7f));
+		FUZZ_ASSERT(!len ||
+			    (val[0] != ' ' && val[0] != '\t' && val[len - 1] != ' ' &&
+			     val[len - 1] != '\t'));
 	}
 	nhost = count(h, "Host", &host);
 	FUZZ_ASSERT(nhost <= 1 && (h->minor == 0 || nhost == 1));
@@ -122,13 +127,15 @@ static void check_head(const char *buf, size_t n, const struct http_head *h)
 		FUZZ_ASSERT(strspn(cl, "0123456789") == strlen(cl));
 		break;
 	case HTTP_BODY_CHUNKED:
-		FUZZ_ASSERT(te && strcasecmp(te, "chunked") == 0 && h->content_length == 0 && h->minor == 1);
+		FUZZ_ASSERT(te && strcasecmp(te, "chunked") == 0 && h->content_length == 0 &&
+			    h->minor == 1);
 		break;
 	default:
 		FUZZ_ASSERT(!"body kind");
 	}
-	FUZZ_ASSERT(h->keep_alive == (!any_token(h, "Connection", "close") &&
-				      (h->minor == 1 || any_token(h, "Connection", "keep-alive"))));
+	FUZZ_ASSERT(h->keep_alive ==
+		    (!any_token(h, "Connection", "close") &&
+		     (h->minor == 1 || any_token(h, "Connection", "keep-alive"))));
 	if (h->expect_continue)
 		FUZZ_ASSERT(h->minor == 1 && count(h, "Expect", &v) >= 1);
 	for (size_t i = 0; i < h->nfields; i++)
@@ -222,7 +229,8 @@ static void fuzz_query(const uint8_t *data, size_t size)
 			klen = strlen(kv[i].key);
 			FUZZ_ASSERT(klen <= k);
 			if (kv[i].value) {
-				FUZZ_ASSERT(within(q, qlen + 1, kv[i].value) && kv[i].value > kv[i].key);
+				FUZZ_ASSERT(within(q, qlen + 1, kv[i].value) &&
+					    kv[i].value > kv[i].key);
 				FUZZ_ASSERT(strlen(kv[i].value) <= k - klen - 1);
 				FUZZ_ASSERT(memchr(p, '=', k));
 			} else {

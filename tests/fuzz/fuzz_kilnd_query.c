@@ -25,7 +25,8 @@
 #include "fuzz.h"
 
 #define PAIRS_MAX 32 /* HTTP_QUERY_MAX */
-#define NSEL 16 /* 12 query parsers, the tty stream (12), the watch query (13), image import (14), template build (15) */
+#define NSEL \
+	16 /* 12 query parsers, the tty stream (12), the watch query (13), image import (14), template build (15) */
 #define TTY_SEL 12
 
 static void check_path(const char *p)
@@ -50,10 +51,12 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 
 		if (r)
 			return r;
-		FUZZ_ASSERT(f.state >= -1 && f.state < SANDBOX_STATE_COUNT && f.nlabels <= QUERY_LABELS_MAX);
+		FUZZ_ASSERT(f.state >= -1 && f.state < SANDBOX_STATE_COUNT &&
+			    f.nlabels <= QUERY_LABELS_MAX);
 		labels = json_pack("{ss}", "team", "a=b");
 		for (size_t i = 0; i < f.nlabels; i++)
-			FUZZ_ASSERT(f.label_key_len[i] >= 1 && f.label_key[i][f.label_key_len[i]] == '=');
+			FUZZ_ASSERT(f.label_key_len[i] >= 1 &&
+				    f.label_key[i][f.label_key_len[i]] == '=');
 		(void)list_filter_match(&f, SANDBOX_RUNNING, labels);
 		json_decref(labels);
 		return 0;
@@ -139,7 +142,8 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 		int r = query_template_build(kv, n, &q, e);
 
 		if (!r)
-			FUZZ_ASSERT(q.name && image_name_valid(q.name) && (!q.file || (q.file[0] && q.file[0] != '/')));
+			FUZZ_ASSERT(q.name && image_name_valid(q.name) &&
+				    (!q.file || (q.file[0] && q.file[0] != '/')));
 		return r;
 	}
 	case 13: {
@@ -150,7 +154,8 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 		if (!r) {
 			check_path(p);
 			FUZZ_ASSERT(o.max_watches >= 1 && o.max_watches <= AGENT_WATCH_WATCHES_MAX);
-			FUZZ_ASSERT(o.queue >= AGENT_WATCH_QUEUE_MIN && o.queue <= AGENT_WATCH_QUEUE_MAX);
+			FUZZ_ASSERT(o.queue >= AGENT_WATCH_QUEUE_MIN &&
+				    o.queue <= AGENT_WATCH_QUEUE_MAX);
 		}
 		return r;
 	}
@@ -181,7 +186,8 @@ static void fuzz_query(unsigned sel, const uint8_t *data, size_t size)
 
 	if (!text)
 		return;
-	for (char *tok = strtok_r(text, "&", &save); tok && n < PAIRS_MAX; tok = strtok_r(NULL, "&", &save)) {
+	for (char *tok = strtok_r(text, "&", &save); tok && n < PAIRS_MAX;
+	     tok = strtok_r(NULL, "&", &save)) {
 		char *eq = strchr(tok, '=');
 
 		if (eq) {
@@ -229,7 +235,8 @@ static void tty_run(const uint8_t *data, size_t size, size_t chunk, struct tty_r
 		if (ev == TTY_ESC_RESIZE)
 			FUZZ_ASSERT(rows >= 1 && cols >= 1);
 		if (ev != TTY_ESC_NONE && t->nev < 64)
-			t->ev[t->nev++] = (uint32_t)ev << 30 ^ (uint32_t)rows << 15 ^ cols ^ (uint32_t)t->outlen << 8;
+			t->ev[t->nev++] = (uint32_t)ev << 30 ^ (uint32_t)rows << 15 ^ cols ^
+				(uint32_t)t->outlen << 8;
 		off += used;
 	}
 	tty_esc_flush(&p, t->out, &t->outlen);

@@ -44,8 +44,10 @@ static void check_cp(const char *seg)
 
 	if (!checkpoint_name_valid(seg))
 		return;
-	FUZZ_ASSERT(n >= 1 && n <= CHECKPOINT_NAME_MAX && strspn(seg, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-		    "abcdefghijklmnopqrstuvwxyz0123456789._-") == n);
+	FUZZ_ASSERT(n >= 1 && n <= CHECKPOINT_NAME_MAX &&
+		    strspn(seg,
+			   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			   "abcdefghijklmnopqrstuvwxyz0123456789._-") == n);
 	FUZZ_ASSERT(n < 4 || strcmp(seg + n - 4, ".tmp"));
 }
 
@@ -63,7 +65,8 @@ static int rebuilds(const char *pattern, const struct http_route_match *m, const
 			if (k == HTTP_PARAMS)
 				return 0;
 			n = strlen(caps[k]);
-			if (!n || n > HTTP_PARAM_MAX || strchr(caps[k], '/') || strncmp(path, caps[k], n))
+			if (!n || n > HTTP_PARAM_MAX || strchr(caps[k], '/') ||
+			    strncmp(path, caps[k], n))
 				return 0;
 			path += n;
 			k++;
@@ -122,8 +125,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 
 	r = http_route_match(routes, routes_count, mp, path, &m, &e);
-	FUZZ_ASSERT(http_route_match(routes, routes_count, mp, path, &again, &e2) == r && again.route == m.route);
-	FUZZ_ASSERT(!strcmp(again.id, m.id) && !strcmp(again.sub, m.sub) && !strcmp(again.allow, m.allow));
+	FUZZ_ASSERT(http_route_match(routes, routes_count, mp, path, &again, &e2) == r &&
+		    again.route == m.route);
+	FUZZ_ASSERT(!strcmp(again.id, m.id) && !strcmp(again.sub, m.sub) &&
+		    !strcmp(again.allow, m.allow));
 	if (r == 0) {
 		FUZZ_ASSERT(m.route >= routes && m.route < routes + routes_count);
 		FUZZ_ASSERT(!strcmp(m.route->method, mp) && rebuilds(m.route->pattern, &m, path));
@@ -142,7 +147,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			http_route_allow(routes, routes_count, pat, allow, sizeof(allow));
 			FUZZ_ASSERT(!strcmp(allow, m.allow));
 		} else {
-			FUZZ_ASSERT(e.code == API_E_ROUTE_NOT_FOUND && !m.id[0] && !m.sub[0] && !m.allow[0]);
+			FUZZ_ASSERT(e.code == API_E_ROUTE_NOT_FOUND && !m.id[0] && !m.sub[0] &&
+				    !m.allow[0]);
 		}
 	}
 	check_proc(path);

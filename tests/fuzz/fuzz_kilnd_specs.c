@@ -37,7 +37,9 @@
 #include "api/kilnd/core/port_spec.h"
 #include "fuzz.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB,
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 4096,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB,
 					   .idle_timeout_default_s = 300 };
 
 static void check_err(const struct api_err *e)
@@ -80,16 +82,18 @@ static void check_sandbox(const struct sandbox_spec *s, const struct sandbox_lim
 	/* The cgroup's limits: never below the guest's RAM plus the floor, never unbounded. */
 	FUZZ_ASSERT(s->limits.memory_max_mib >= (uint64_t)s->memory_mib + CG_MEMORY_FLOOR_MIB &&
 		    s->limits.memory_max_mib <= CG_MEMORY_MAX_MIB);
-	FUZZ_ASSERT(s->limits.pids_max >= CG_PIDS_FLOOR + s->cpus && s->limits.pids_max <= CG_PIDS_MAX);
+	FUZZ_ASSERT(s->limits.pids_max >= CG_PIDS_FLOOR + s->cpus &&
+		    s->limits.pids_max <= CG_PIDS_MAX);
 	FUZZ_ASSERT(s->limits.cpu_max_centi >= 1 && s->limits.cpu_max_centi <= CG_CPU_MAX_CENTI);
 	for (size_t i = 0; i < s->nshares; i++) {
-		FUZZ_ASSERT(s->shares[i].host_path[0] == '/' && !has_control(s->shares[i].host_path));
-		FUZZ_ASSERT(s->shares[i].guest_path[0] == '/' && !has_any(s->shares[i].guest_path, " \"'\\=,:"));
+		FUZZ_ASSERT(s->shares[i].host_path[0] == '/' &&
+			    !has_control(s->shares[i].host_path));
+		FUZZ_ASSERT(s->shares[i].guest_path[0] == '/' &&
+			    !has_any(s->shares[i].guest_path, " \"'\\=,:"));
 		FUZZ_ASSERT(strcmp(s->shares[i].guest_path, "/"));
 	}
 	FUZZ_ASSERT(json_is_object(s->env) && json_object_size(s->env) <= SPEC_ENV_MAX);
-	json_object_foreach(s->env, k, v)
-		FUZZ_ASSERT(k[0] && !strchr(k, '=') && json_is_string(v));
+	json_object_foreach(s->env, k, v) FUZZ_ASSERT(k[0] && !strchr(k, '=') && json_is_string(v));
 	FUZZ_ASSERT(json_is_object(s->labels) && json_object_size(s->labels) <= SPEC_LABELS_MAX);
 	json_object_foreach(s->labels, k, v)
 		FUZZ_ASSERT(label_key_valid(k) && !has_any(k, " \"',:=") && json_is_string(v));
@@ -117,7 +121,8 @@ static void check_exec(const struct exec_spec *x, bool streaming)
 	FUZZ_ASSERT(x->argc >= 1 && x->argc <= AGENT_ARGV_MAX && x->argv && !x->argv[x->argc]);
 	for (size_t i = 0; i < x->argc; i++)
 		FUZZ_ASSERT(x->argv[i]);
-	FUZZ_ASSERT(x->output_cap <= (streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX));
+	FUZZ_ASSERT(x->output_cap <=
+		    (streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX));
 	FUZZ_ASSERT(x->timeout_ms <= AGENT_TIMEOUT_MAX_MS);
 	FUZZ_ASSERT(!x->stdin_len || x->stdin_data);
 	check_guest_path(x->cwd);
@@ -173,7 +178,11 @@ static int fuzz_sandbox(const json_t *body, struct api_err *e)
 {
 	static const struct pool_cfg pools[] = {
 		{ .image = "m", .size = 1 },
-		{ .image = "minimal", .size = 4, .cpus = 2, .memory_mib = 256, .network = SANDBOX_NET_PASST },
+		{ .image = "minimal",
+		  .size = 4,
+		  .cpus = 2,
+		  .memory_mib = 256,
+		  .network = SANDBOX_NET_PASST },
 	};
 	struct sandbox_spec s = { 0 };
 
@@ -240,7 +249,8 @@ static int fuzz_proc(json_t *body, bool shell, struct api_err *e)
 
 	if (!r) {
 		check_exec(&s.x, true);
-		FUZZ_ASSERT(!s.ring_bytes || (s.ring_bytes >= AGENT_RING_MIN && s.ring_bytes <= AGENT_RING_MAX));
+		FUZZ_ASSERT(!s.ring_bytes ||
+			    (s.ring_bytes >= AGENT_RING_MIN && s.ring_bytes <= AGENT_RING_MAX));
 		merge(&s.x);
 		proc_spec_opts(&s, &o);
 	}
@@ -285,9 +295,10 @@ static int fuzz_files(unsigned which, const json_t *body, struct api_err *e)
 		if (port_spec_parse(body, &s, e))
 			return -1;
 		FUZZ_ASSERT(s.guest_port >= 1 && s.guest_port <= 65535);
-		FUZZ_ASSERT(s.target == PORT_TARGET_TCP ? s.guest_address && (!strcmp(s.guest_address, "127.0.0.1") ||
-							 !strcmp(s.guest_address, "::1"))
-							 : !s.guest_address);
+		FUZZ_ASSERT(s.target == PORT_TARGET_TCP ? s.guest_address &&
+					    (!strcmp(s.guest_address, "127.0.0.1") ||
+					     !strcmp(s.guest_address, "::1"))
+							: !s.guest_address);
 		FUZZ_ASSERT(s.target != PORT_TARGET_VSOCK || s.guest_port != AGENT_PORT);
 		return 0;
 	}
@@ -331,7 +342,9 @@ static int fuzz_checkpoint(unsigned which, const json_t *body, struct api_err *e
 		/* The source: a sandbox made from the smallest create body. */
 		json_t *src_body = json_pack("{ss}", "image", "base");
 		struct sandbox_spec src = { 0 }, fork = { 0 };
-		struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 128, .max_disk_mib = SPEC_DISK_MAX_MIB };
+		struct sandbox_limits small = { .max_cpus = 1,
+						.max_memory_mib = 128,
+						.max_disk_mib = SPEC_DISK_MAX_MIB };
 		bool given = false;
 		int r;
 
@@ -340,7 +353,8 @@ static int fuzz_checkpoint(unsigned which, const json_t *body, struct api_err *e
 		if (!r) {
 			check_sandbox(&fork, &small);
 			FUZZ_ASSERT(!strcmp(fork.image, src.image) && fork.cpus == src.cpus);
-			FUZZ_ASSERT(fork.memory_mib == src.memory_mib && fork.nshares == src.nshares);
+			FUZZ_ASSERT(fork.memory_mib == src.memory_mib &&
+				    fork.nshares == src.nshares);
 			FUZZ_ASSERT(given || !strcmp(fork.hostname, src.hostname));
 		}
 		sandbox_spec_free(&fork);
@@ -388,7 +402,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!body)
 		return 0;
 	switch (sel) {
-	case 0: r = fuzz_sandbox(body, &e); break;
+	case 0:
+		r = fuzz_sandbox(body, &e);
+		break;
 	case 1: {
 		int grace = -1;
 
@@ -396,11 +412,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(r || (grace >= 0 && grace <= 60000));
 		break;
 	}
-	case 2: r = sandbox_start_body_parse(body, &e); break;
-	case 3: r = fuzz_exec(body, false, &e); break;
-	case 4: r = fuzz_exec(body, true, &e); break;
-	case 5: r = fuzz_proc(body, false, &e); break;
-	case 6: r = fuzz_proc(body, true, &e); break;
+	case 2:
+		r = sandbox_start_body_parse(body, &e);
+		break;
+	case 3:
+		r = fuzz_exec(body, false, &e);
+		break;
+	case 4:
+		r = fuzz_exec(body, true, &e);
+		break;
+	case 5:
+		r = fuzz_proc(body, false, &e);
+		break;
+	case 6:
+		r = fuzz_proc(body, true, &e);
+		break;
 	case 7: {
 		int signo = 0;
 		bool group;
@@ -416,10 +442,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(r || (rows >= 1 && cols >= 1));
 		break;
 	}
-	case 9: case 10: case 11: case 12: r = fuzz_files(sel - 9, body, &e); break;
-	case 13: r = fuzz_firewall(body, &e); break;
-	case 14: case 15: r = fuzz_checkpoint(sel - 14, body, &e); break;
-	case 16: r = fuzz_fields(body, &e); break;
+	case 9:
+	case 10:
+	case 11:
+	case 12:
+		r = fuzz_files(sel - 9, body, &e);
+		break;
+	case 13:
+		r = fuzz_firewall(body, &e);
+		break;
+	case 14:
+	case 15:
+		r = fuzz_checkpoint(sel - 14, body, &e);
+		break;
+	case 16:
+		r = fuzz_fields(body, &e);
+		break;
 	default: {
 		/* A share or fork body given as the whole create body. */
 		json_t *wrap = json_pack("{sssO}", "image", "m", "shares", body);

@@ -87,11 +87,13 @@ static void check_flows(struct net_filter *f, const struct net_filter_config *c,
 
 	FUZZ_ASSERT(n <= 64 && n <= net_filter_flow_count(f));
 	for (size_t i = 0; i < n; i++) {
-		size_t len = tcp_reset_probe(&keys[i], (unsigned)i & 1, c->guest_mac, c->guest_mac, out, sizeof(out));
+		size_t len = tcp_reset_probe(&keys[i], (unsigned)i & 1, c->guest_mac, c->guest_mac,
+					     out, sizeof(out));
 
 		FUZZ_ASSERT(keys[i].proto == PKT_PROTO_TCP);
 		FUZZ_ASSERT(len);
-		FUZZ_ASSERT(pkt_parse(out, len, &q) == 0 && q.tcp_flags == PKT_TCP_ACK && q.dport == keys[i].gport);
+		FUZZ_ASSERT(pkt_parse(out, len, &q) == 0 && q.tcp_flags == PKT_TCP_ACK &&
+			    q.dport == keys[i].gport);
 	}
 }
 
@@ -140,10 +142,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fl & 2) {
 			size_t before = net_filter_flow_count(f);
 
-			FUZZ_ASSERT(net_filter_replace_rules(f, fuzz_rules_canned(fl >> 2), now) <= before);
+			FUZZ_ASSERT(net_filter_replace_rules(f, fuzz_rules_canned(fl >> 2), now) <=
+				    before);
 		}
 		check_parse(fr, got);
-		v = dir ? net_filter_ingress(f, fr, got, now, &d) : net_filter_egress(f, fr, got, now, &d);
+		v = dir ? net_filter_ingress(f, fr, got, now, &d)
+			: net_filter_egress(f, fr, got, now, &d);
 		frames[dir]++;
 		FUZZ_ASSERT(v == d.verdict);
 		FUZZ_ASSERT(d.reason < NF_REASON_COUNT);

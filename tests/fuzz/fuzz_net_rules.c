@@ -13,8 +13,8 @@
 #include "lib/netrules/net_rules.h"
 #include "fuzz.h"
 
-static const char *const dsts[] = { "93.184.216.34", "10.0.2.3", "192.168.7.1", "169.254.169.254",
-				    "2606:4700::1111", "fd00::3", "::1" };
+static const char *const dsts[] = { "93.184.216.34",   "10.0.2.3", "192.168.7.1", "169.254.169.254",
+				    "2606:4700::1111", "fd00::3",  "::1" };
 
 static void check_ref(const struct net_rules *r, struct net_rule_ref ref)
 {
@@ -46,7 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_ASSERT(rc == 0 && r);
-	FUZZ_ASSERT(r->n_allow <= NET_RULES_MAX && r->n_deny <= NET_RULES_MAX && r->n_dns <= NET_DNS_MAX);
+	FUZZ_ASSERT(r->n_allow <= NET_RULES_MAX && r->n_deny <= NET_RULES_MAX &&
+		    r->n_dns <= NET_DNS_MAX);
 
 	j = net_rules_to_json(r);
 	FUZZ_ASSERT(j);
@@ -63,7 +64,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < sizeof(dsts) / sizeof(dsts[0]); i++) {
 		struct net_addr a;
 		const char *names[] = { "api.github.com", "x.example.com" };
-		struct net_flow_dst d = { .addr = &a, .proto = 6, .port = 443, .names = names, .n_names = 2 };
+		struct net_flow_dst d = {
+			.addr = &a, .proto = 6, .port = 443, .names = names, .n_names = 2
+		};
 		struct net_rule_ref ref;
 		enum net_decision dec;
 

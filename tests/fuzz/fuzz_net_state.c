@@ -27,7 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(!(s.mac[0] & 1) && memcmp(s.mac, (const uint8_t[6]){ 0 }, 6));
 	FUZZ_ASSERT(s.nflows <= NET_STATE_FLOWS_MAX && (s.nflows == 0) == (s.flows == NULL));
 	for (size_t i = 0; i < s.nflows; i++) {
-		FUZZ_ASSERT(s.flows[i].proto == PKT_PROTO_TCP && s.flows[i].gport && s.flows[i].rport);
+		FUZZ_ASSERT(s.flows[i].proto == PKT_PROTO_TCP && s.flows[i].gport &&
+			    s.flows[i].rport);
 		FUZZ_ASSERT(s.flows[i].family == 4 || s.flows[i].family == 6);
 	}
 	if (s.version == 3) {

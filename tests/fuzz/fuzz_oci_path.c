@@ -22,7 +22,8 @@ static void check_clean(const char *p)
 	if (!*p)
 		return;
 	FUZZ_ASSERT(p[strlen(p) - 1] != '/' && !strstr(p, "//"));
-	FUZZ_ASSERT(strcmp(p, ".") && strcmp(p, "..") && strncmp(p, "./", 2) && strncmp(p, "../", 3));
+	FUZZ_ASSERT(strcmp(p, ".") && strcmp(p, "..") && strncmp(p, "./", 2) &&
+		    strncmp(p, "../", 3));
 	FUZZ_ASSERT(!strstr(p, "/./") && !strstr(p, "/../"));
 	FUZZ_ASSERT(oci_path_clean(p, again, &e) == 0 && strcmp(again, p) == 0);
 }

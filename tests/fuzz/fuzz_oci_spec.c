@@ -71,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		r = oci_config_parse(doc, n, &c, &e);
 		FUZZ_ASSERT(!r == !!c);
 		env = json_object_get(c, "env");
-		json_object_foreach(env, k, v) {
+		json_object_foreach(env, k, v)
+		{
 			FUZZ_ASSERT(*k && !strchr(k, '=') && json_is_string(v));
 		}
 		json_decref(c);

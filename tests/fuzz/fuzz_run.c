@@ -61,12 +61,16 @@ static void fuzz_result(const uint8_t *d, size_t n, uint64_t slack)
 		t = json_object_get(e, "type");
 		FUZZ_ASSERT(json_is_string(t) && json_string_length(t) <= RUN_RESULT_TYPE_MAX);
 		FUZZ_ASSERT(json_is_string(json_object_get(e, "message")) &&
-			    json_string_length(json_object_get(e, "message")) <= RUN_RESULT_TEXT_MAX);
+			    json_string_length(json_object_get(e, "message")) <=
+				    RUN_RESULT_TEXT_MAX);
 		t = json_object_get(e, "traceback");
-		FUZZ_ASSERT(json_is_null(t) || (json_is_string(t) && json_string_length(t) <= RUN_RESULT_TEXT_MAX));
+		FUZZ_ASSERT(json_is_null(t) ||
+			    (json_is_string(t) && json_string_length(t) <= RUN_RESULT_TEXT_MAX));
 	}
 	if (slack)
-		FUZZ_ASSERT(json_is_null(v) && !strcmp(json_string_value(json_object_get(e, "type")), "ResultTooLarge"));
+		FUZZ_ASSERT(
+			json_is_null(v) &&
+			!strcmp(json_string_value(json_object_get(e, "type")), "ResultTooLarge"));
 	json_decref(v);
 	json_decref(e);
 	res.result = (uint8_t *)d;

@@ -30,14 +30,18 @@
 
 static const struct snap_compat WHO = {
 	.kiln_version = "0.1.0",
-	.cpu = { .vendor = "AuthenticAMD", .family = 25, .model = 33, .features = 0x1234abcd5678ef01ull },
+	.cpu = { .vendor = "AuthenticAMD",
+		 .family = 25,
+		 .model = 33,
+		 .features = 0x1234abcd5678ef01ull },
 };
 
 static int documented(int r)
 {
-	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM || r == SNAP_ERR_FORMAT ||
-	       r == SNAP_ERR_KILN_VERSION || r == SNAP_ERR_CPU || r == SNAP_ERR_MALFORMED ||
-	       r == SNAP_ERR_DUPLICATE || r == SNAP_ERR_TOO_BIG || r == -ENOMEM;
+	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM ||
+		r == SNAP_ERR_FORMAT || r == SNAP_ERR_KILN_VERSION || r == SNAP_ERR_CPU ||
+		r == SNAP_ERR_MALFORMED || r == SNAP_ERR_DUPLICATE || r == SNAP_ERR_TOO_BIG ||
+		r == -ENOMEM;
 }
 
 static void check_view(const uint8_t *b, size_t len, const struct snap_view *v)
@@ -117,7 +121,8 @@ static void write_parse(struct fuzz_in *in)
 		memcpy(sec[n].name, name, got);
 		sec[n].name[got] = 0;
 		sec[n].data = take_bytes(in, take16(in), &sec[n].len);
-		r = snap_add(&w, sec[n].type, sec[n].index, sec[n].name, sec[n].data, sec[n].len, &e);
+		r = snap_add(&w, sec[n].type, sec[n].index, sec[n].name, sec[n].data, sec[n].len,
+			     &e);
 		if (r) {
 			/* A bad name or type 0; the error sticks to the writer. */
 			FUZZ_ASSERT(r == -EINVAL && e.msg[0]);
@@ -137,7 +142,8 @@ static void write_parse(struct fuzz_in *in)
 		for (int i = 0; i < n; i++) {
 			const struct snap_section *s = &v.sections[i];
 
-			FUZZ_ASSERT(s->type == sec[i].type && s->index == sec[i].index && !strcmp(s->name, sec[i].name));
+			FUZZ_ASSERT(s->type == sec[i].type && s->index == sec[i].index &&
+				    !strcmp(s->name, sec[i].name));
 			FUZZ_ASSERT(s->len == sec[i].len && !memcmp(s->data, sec[i].data, s->len));
 		}
 		check_view(out, out_len, &v);
@@ -151,7 +157,8 @@ static void write_parse(struct fuzz_in *in)
 		FUZZ_ASSERT(snap_parse(copy, out_len, &WHO, &v, &e) != 0);
 		free(copy);
 	} else {
-		FUZZ_ASSERT(r == SNAP_ERR_DUPLICATE || r == SNAP_ERR_TOO_BIG || r == -ENOMEM || (refused && r == -EINVAL));
+		FUZZ_ASSERT(r == SNAP_ERR_DUPLICATE || r == SNAP_ERR_TOO_BIG || r == -ENOMEM ||
+			    (refused && r == -EINVAL));
 	}
 	snap_writer_free(&w);
 }

@@ -44,13 +44,17 @@ static const uint64_t SIZES[4] = { 16, 1, 65, 130 };
 
 static const struct snap_compat WHO = {
 	.kiln_version = "0.1.0",
-	.cpu = { .vendor = "AuthenticAMD", .family = 25, .model = 33, .features = 0x1234abcd5678ef01ull },
+	.cpu = { .vendor = "AuthenticAMD",
+		 .family = 25,
+		 .model = 33,
+		 .features = 0x1234abcd5678ef01ull },
 };
 
 static int documented(int r)
 {
-	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM || r == SNAP_ERR_FORMAT ||
-	       r == SNAP_ERR_MALFORMED || r == SNAP_ERR_TOO_BIG || r == -ENOMEM;
+	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM ||
+		r == SNAP_ERR_FORMAT || r == SNAP_ERR_MALFORMED || r == SNAP_ERR_TOO_BIG ||
+		r == -ENOMEM;
 }
 
 /* The byte the memory file of the apply check holds in page p: some pages are holes. */
@@ -116,7 +120,8 @@ static void parse_layer(const uint8_t *p, size_t n, uint8_t mode)
 	FUZZ_ASSERT(b);
 	memcpy(b, p, n);
 	if ((mode & 0x80) && n >= SNAP_LAYER_HEADER_SIZE) {
-		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, n - SNAP_LAYER_HEADER_SIZE);
+		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE,
+						 n - SNAP_LAYER_HEADER_SIZE);
 
 		memcpy(b + 124, &crc, 4);
 		crc = (uint32_t)crc32_z(0, b, 120);
@@ -167,7 +172,7 @@ static void encode_fields(struct fuzz_in *in, uint8_t mode)
 	for (size_t w = 0; w < words; w++)
 		l.bits[w] = take64(in);
 	ok = snap_layer_name_valid(l.parent) && l.depth >= 1 && l.depth <= SNAP_LAYER_DEPTH_MAX &&
-	     (pages % 64 == 0 || !(l.bits[words - 1] >> (pages % 64)));
+		(pages % 64 == 0 || !(l.bits[words - 1] >> (pages % 64)));
 	r = snap_layer_encode(&l, &b, &len, &e);
 	if (!ok) {
 		FUZZ_ASSERT(r == -EINVAL && e.msg[0] && !b);
@@ -229,7 +234,8 @@ static void write_apply(struct fuzz_in *in, uint8_t mode)
 	memset(back, 0xee, size);
 	FUZZ_ASSERT(snap_layer_apply(fd, &l, back, &e) == 0);
 	for (uint64_t p = 0; p < pages; p++)
-		FUZZ_ASSERT(marked(l.bits, p) ? !memcmp(back + p * PG, ram + p * PG, PG) : page_is(back, p, 0xee));
+		FUZZ_ASSERT(marked(l.bits, p) ? !memcmp(back + p * PG, ram + p * PG, PG)
+					      : page_is(back, p, 0xee));
 	close(fd);
 	snap_layer_free(&l);
 }

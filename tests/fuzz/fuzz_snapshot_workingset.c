@@ -41,8 +41,8 @@ static const uint64_t SIZES[4] = { 16, 1, 65, 130 };
 
 static int documented(int r)
 {
-	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM || r == SNAP_ERR_FORMAT ||
-	       r == SNAP_ERR_MALFORMED || r == -ENOMEM;
+	return r == SNAP_ERR_MAGIC || r == SNAP_ERR_TRUNCATED || r == SNAP_ERR_CHECKSUM ||
+		r == SNAP_ERR_FORMAT || r == SNAP_ERR_MALFORMED || r == -ENOMEM;
 }
 
 static int marked(const uint64_t *bits, uint64_t p)
@@ -77,7 +77,8 @@ static void parse_file(const uint8_t *p, size_t n, uint8_t mode)
 	FUZZ_ASSERT(b);
 	memcpy(b, p, n);
 	if ((mode & 0x80) && n >= SNAP_WORKINGSET_HEADER_SIZE) {
-		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE);
+		uint32_t crc = (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE,
+						 n - SNAP_WORKINGSET_HEADER_SIZE);
 
 		memcpy(b + 40, &crc, 4);
 		crc = (uint32_t)crc32_z(0, b, 44);

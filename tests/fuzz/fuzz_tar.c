@@ -85,7 +85,8 @@ static void roundtrip(const struct tar_member *m)
 	FUZZ_ASSERT(ev.member->kind == m->kind && ev.member->name_len == m->name_len &&
 		    memcmp(ev.member->name, m->name, m->name_len) == 0);
 	if (m->kind == TAR_SYMLINK)
-		FUZZ_ASSERT(ev.member->link_len == m->link_len && memcmp(ev.member->link, m->link, m->link_len) == 0);
+		FUZZ_ASSERT(ev.member->link_len == m->link_len &&
+			    memcmp(ev.member->link, m->link, m->link_len) == 0);
 	tar_reader_free(&r);
 }
 
@@ -128,7 +129,8 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 				if (m->kind == TAR_SYMLINK) {
 					struct agent_err err;
 
-					FUZZ_ASSERT(tar_symlink_check(m->name, m->name_len, m->link, m->link_len, "/t",
+					FUZZ_ASSERT(tar_symlink_check(m->name, m->name_len, m->link,
+								      m->link_len, "/t",
 								      &err) == AGENT_OK);
 				}
 				if (m->kind == TAR_HARDLINK)
@@ -143,7 +145,8 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 				break;
 			}
 			case TAR_EV_DATA:
-				FUZZ_ASSERT(in_file && ev.data == s + off + done && ev.data_len == used && used);
+				FUZZ_ASSERT(in_file && ev.data == s + off + done &&
+					    ev.data_len == used && used);
 				FUZZ_ASSERT(ev.data_len <= left);
 				left -= ev.data_len;
 				trace_add(t, ev.data, ev.data_len);
@@ -160,10 +163,12 @@ static void run(const uint8_t *s, size_t n, uint8_t seed, struct trace *t, int c
 				ended = 1;
 				break;
 			case TAR_EV_ERROR:
-				FUZZ_ASSERT(ev.err && (ev.err->code == AGENT_E_BAD_ARCHIVE ||
-						       ev.err->code == AGENT_E_UNSAFE_PATH));
+				FUZZ_ASSERT(ev.err &&
+					    (ev.err->code == AGENT_E_BAD_ARCHIVE ||
+					     ev.err->code == AGENT_E_UNSAFE_PATH));
 				trace_add(t, &ev.err->code, sizeof(ev.err->code));
-				FUZZ_ASSERT(tar_reader_feed(&r, "", 0, &ev) == 0 && ev.kind == TAR_EV_ERROR);
+				FUZZ_ASSERT(tar_reader_feed(&r, "", 0, &ev) == 0 &&
+					    ev.kind == TAR_EV_ERROR);
 				goto out;
 			}
 			done += used;

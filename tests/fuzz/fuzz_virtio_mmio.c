@@ -68,7 +68,6 @@ enum { DEV_RNG, DEV_BLK, DEV_BLK_RO, DEV_BLK_OVERLAY, DEV_NET, DEV_VSOCK, DEV_FS
 #define DEV_NET_FILTER DEV_COUNT
 #define PASST_HDR 4
 
-
 /* tmpfs: the overlay's creation and FLUSH fsync, which on a disk would
  * cost milliseconds per input. */
 static char dir[] = "/dev/shm/kiln-fuzz-mmio-XXXXXX";
@@ -78,9 +77,9 @@ static int irqs;
 
 /* The passt end of a virtio-net device's socket, as the target plays it. */
 static struct {
-	int fd; /* -1: not a net device */
+	int fd;                    /* -1: not a net device */
 	struct net_filter *filter; /* owned by the device; NULL: none */
-	const uint8_t *rx;  /* what passt still has to send */
+	const uint8_t *rx;         /* what passt still has to send */
 	size_t rx_n;
 	uint8_t tx[PASST_HDR + NET_MAX_FRAME + 4096]; /* sent by the device, not yet a whole frame */
 	size_t tx_n;
@@ -185,7 +184,9 @@ static struct virtio_dev *create(int kind, uint8_t cfg)
 	case DEV_BLK:
 	case DEV_BLK_RO:
 	case DEV_BLK_OVERLAY: {
-		struct virtio_blk_params p = { .path = image, .read_only = kind == DEV_BLK_RO, .serial = "fuzz" };
+		struct virtio_blk_params p = { .path = image,
+					       .read_only = kind == DEV_BLK_RO,
+					       .serial = "fuzz" };
 
 		if (kind == DEV_BLK_OVERLAY) {
 			unlink(overlay);
@@ -250,7 +251,8 @@ static void bring_up(struct virtio_mmio *m, struct virtio_dev *d, uint32_t v)
 		wr(m, VMMIO_DRIVER_FEATURES_SEL, sel);
 		wr(m, VMMIO_DRIVER_FEATURES, (uint32_t)(feat >> (32 * sel)));
 	}
-	wr(m, VMMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
+	wr(m, VMMIO_STATUS,
+	   VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK);
 	for (int i = 0; i < d->ops->num_queues; i++) {
 		uint32_t num = 1u << (v % 9); /* 1 .. 256 */
 		uint64_t desc = (uint64_t)QSTRIDE * (uint32_t)i;
@@ -264,8 +266,9 @@ static void bring_up(struct virtio_mmio *m, struct virtio_dev *d, uint32_t v)
 		wr(m, VMMIO_QUEUE_DEVICE_LOW, (uint32_t)desc + 0x1400);
 		wr(m, VMMIO_QUEUE_READY, 1);
 	}
-	wr(m, VMMIO_STATUS, VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
-				    VIRTIO_STATUS_DRIVER_OK);
+	wr(m, VMMIO_STATUS,
+	   VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
+		   VIRTIO_STATUS_DRIVER_OK);
 }
 
 static void check(struct virtio_mmio *m, struct virtio_dev *d, const struct guest_mem *gm)
@@ -343,13 +346,15 @@ static void drain_peer(void)
 {
 	ssize_t got;
 
-	while (peer.fd >= 0 && (got = read(peer.fd, peer.tx + peer.tx_n, sizeof(peer.tx) - peer.tx_n)) > 0) {
+	while (peer.fd >= 0 &&
+	       (got = read(peer.fd, peer.tx + peer.tx_n, sizeof(peer.tx) - peer.tx_n)) > 0) {
 		size_t at = 0;
 
 		peer.tx_n += (size_t)got;
 		while (peer.tx_n - at >= PASST_HDR) {
 			const uint8_t *h = peer.tx + at;
-			size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3];
+			size_t len = (size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 |
+				h[3];
 
 			FUZZ_ASSERT(len <= NET_MAX_FRAME); /* or the stream is out of step */
 			if (peer.tx_n - at - PASST_HDR < len)
@@ -402,7 +407,8 @@ static void check_filter(struct virtio_dev *d)
 	FUZZ_ASSERT(st.tx_frames <= pass[NF_EGRESS] && peer.tx_frames <= pass[NF_EGRESS]);
 	/* ... plus the resets and probes it makes up (tcp_reset.h), at most
 	 * one reset per untracked guest segment. */
-	FUZZ_ASSERT(st.rx_frames + st.rx_dropped <= pass[NF_INGRESS] + st.tcp_resets + st.tcp_probes);
+	FUZZ_ASSERT(st.rx_frames + st.rx_dropped <=
+		    pass[NF_INGRESS] + st.tcp_resets + st.tcp_probes);
 	FUZZ_ASSERT(st.tcp_resets + st.tcp_resets_lost <= k.packets[NF_EGRESS][NF_DROP_TCP_STATE]);
 }
 
@@ -436,7 +442,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < nops; i++) {
 		const uint8_t *op = ops + 6 * i;
-		uint32_t v = (uint32_t)op[2] | (uint32_t)op[3] << 8 | (uint32_t)op[4] << 16 | (uint32_t)op[5] << 24;
+		uint32_t v = (uint32_t)op[2] | (uint32_t)op[3] << 8 | (uint32_t)op[4] << 16 |
+			(uint32_t)op[5] << 24;
 		uint8_t b[8];
 		uint32_t sz = 1u << ((v >> 30) & 3); /* 1, 2, 4 or 8 bytes */
 

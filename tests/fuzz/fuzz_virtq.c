@@ -27,7 +27,8 @@ static uint64_t ring_gpa(uint16_t v)
 	return (v & 0x8000) ? GUEST_MEM_HIGH_START + (v & 0x7fff) : (uint64_t)(v & 0x7fff);
 }
 
-static void check_chain(const struct guest_mem *gm, const struct virtq *q, const struct virtq_chain *c)
+static void check_chain(const struct guest_mem *gm, const struct virtq *q,
+			const struct virtq_chain *c)
 {
 	uint64_t out = 0, in = 0;
 	static uint8_t scratch[2 * VIRTQ_MAX_CHAIN * 64];
@@ -88,7 +89,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < nops; i++) {
 		const uint8_t *op = ops + 4 * i;
-		uint16_t arg = (uint16_t)(op[1] | op[2] << 8), before = q.last_avail, used_before = q.used_idx;
+		uint16_t arg = (uint16_t)(op[1] | op[2] << 8), before = q.last_avail,
+			 used_before = q.used_idx;
 		int r;
 
 		switch (op[0] % 6) {
@@ -110,7 +112,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				uint16_t seen;
 
 				FUZZ_ASSERT(q.used_idx == (uint16_t)(used_before + 1));
-				FUZZ_ASSERT(guest_mem_read(&gm, q.used_gpa + 2, &seen, 2) == 0 && seen == q.used_idx);
+				FUZZ_ASSERT(guest_mem_read(&gm, q.used_gpa + 2, &seen, 2) == 0 &&
+					    seen == q.used_idx);
 			} else {
 				FUZZ_ASSERT(r == -EINVAL && q.used_idx == used_before);
 			}

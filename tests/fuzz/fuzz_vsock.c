@@ -40,7 +40,8 @@ static void check_table(void)
 		FUZZ_ASSERT((uint32_t)(c->rx_cnt - c->fwd_cnt) == c->buf_len);
 		FUZZ_ASSERT(vsock_conn_credit(c) <= VSOCK_MAX_PAYLOAD);
 		if (vsock_conn_credit(c))
-			FUZZ_ASSERT(vsock_conn_credit(c) <= c->peer_buf_alloc - (c->tx_cnt - c->peer_fwd_cnt));
+			FUZZ_ASSERT(vsock_conn_credit(c) <=
+				    c->peer_buf_alloc - (c->tx_cnt - c->peer_fwd_cnt));
 		FUZZ_ASSERT(c->hello_len <= VSOCK_CONNECT_MAX);
 		if (c->state == VSOCK_HOST_HELLO)
 			continue;

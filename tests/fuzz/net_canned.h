@@ -54,8 +54,8 @@ static inline struct net_rules *fuzz_rules_canned(unsigned i)
 /* fuzz_filter_config's flags. */
 #define FUZZ_NF_NO_IP4 1
 #define FUZZ_NF_NO_IP6 2
-#define FUZZ_NF_RATE 4       /* small token buckets: frames wait, or drop */
-#define FUZZ_NF_HOST_DENY 8  /* 10.0.2.2 is the host (passt's gateway) */
+#define FUZZ_NF_RATE 4        /* small token buckets: frames wait, or drop */
+#define FUZZ_NF_HOST_DENY 8   /* 10.0.2.2 is the host (passt's gateway) */
 #define FUZZ_NF_HOST_ADDRS 16 /* the host's own addresses: public, private, IPv6 */
 
 static const uint8_t fuzz_guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };

@@ -48,9 +48,10 @@ int main(int argc, char **argv)
 	port = strtoul(argv[2], &end1, 10);
 	count = strtoul(argv[3], &end2, 10);
 	size = strtoul(argv[4], &end3, 10);
-	if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1 || *end1 || port < 1 || port > 65535 || *end2 ||
-	    !count || count > 0xffffffffUL || *end3 || size < 8 || size > sizeof(buf)) {
-		fprintf(stderr, "kiln-udp-flood: need an IPv4 address, a port 1..65535, a COUNT 1..2^32-1 and a SIZE 8..%zu\n",
+	if (inet_pton(AF_INET, argv[1], &a.sin_addr) != 1 || *end1 || port < 1 || port > 65535 ||
+	    *end2 || !count || count > 0xffffffffUL || *end3 || size < 8 || size > sizeof(buf)) {
+		fprintf(stderr,
+			"kiln-udp-flood: need an IPv4 address, a port 1..65535, a COUNT 1..2^32-1 and a SIZE 8..%zu\n",
 			sizeof(buf));
 		return 2;
 	}

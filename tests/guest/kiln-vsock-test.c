@@ -81,7 +81,8 @@ int main(int argc, char **argv)
 					return die("read");
 				for (ssize_t i = 0; i < r; i++)
 					if (buf[i] != gen(got + (uint64_t)i)) {
-						fprintf(stderr, "mismatch at byte %llu\n", (unsigned long long)(got + (uint64_t)i));
+						fprintf(stderr, "mismatch at byte %llu\n",
+							(unsigned long long)(got + (uint64_t)i));
 						return 1;
 					}
 				got += (uint64_t)r;

@@ -37,7 +37,8 @@ static void sha1_block(uint32_t h[5], const uint8_t *p)
 	uint32_t w[80], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
 
 	for (int i = 0; i < 16; i++)
-		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+			(uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
 	for (int i = 16; i < 80; i++)
 		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
 	for (int i = 0; i < 80; i++) {
@@ -95,7 +96,8 @@ static void base64(const uint8_t *in, size_t n, char *out)
 	size_t o = 0;
 
 	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) |
+			(i + 2 < n ? in[i + 2] : 0);
 
 		out[o++] = t[v >> 18 & 63];
 		out[o++] = t[v >> 12 & 63];
@@ -140,7 +142,8 @@ static int handshake(int fd)
 	char *k, *end;
 
 	while (n < sizeof(head) - 1) {
-		ssize_t r = read(fd, head + n, 1); /* byte by byte: nothing after the head is taken */
+		ssize_t r = read(fd, head + n,
+				 1); /* byte by byte: nothing after the head is taken */
 
 		if (r <= 0)
 			return -1;
@@ -151,7 +154,8 @@ static int handshake(int fd)
 	}
 	k = strcasestr(head, "\r\nSec-WebSocket-Key:");
 	if (!k) {
-		static const char bad[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 14\r\nConnection: close\r\n\r\nnot websocket\n";
+		static const char bad[] =
+			"HTTP/1.1 400 Bad Request\r\nContent-Length: 14\r\nConnection: close\r\n\r\nnot websocket\n";
 
 		write_full(fd, bad, sizeof(bad) - 1);
 		return -1;
@@ -167,10 +171,11 @@ static int handshake(int fd)
 	memcpy(key + (end - k), guid, sizeof(guid));
 	sha1((const uint8_t *)key, strlen(key), digest);
 	base64(digest, sizeof(digest), accept_);
-	n = (size_t)snprintf(ans, sizeof(ans),
-			     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-			     "Sec-WebSocket-Accept: %s\r\n\r\n",
-			     accept_);
+	n = (size_t)
+		snprintf(ans, sizeof(ans),
+			 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+			 "Sec-WebSocket-Accept: %s\r\n\r\n",
+			 accept_);
 	return write_full(fd, ans, n);
 }
 
@@ -195,7 +200,8 @@ static void echo(int fd)
 			for (int i = 0; i < 8; i++)
 				len = len << 8 | ext[i];
 		}
-		if (!(h[1] & 0x80) || len > FRAME_MAX || read_full(fd, mask, 4) || read_full(fd, payload, (size_t)len))
+		if (!(h[1] & 0x80) || len > FRAME_MAX || read_full(fd, mask, 4) ||
+		    read_full(fd, payload, (size_t)len))
 			return;
 		for (uint64_t i = 0; i < len; i++)
 			payload[i] ^= mask[i & 3];

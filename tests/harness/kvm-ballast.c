@@ -26,7 +26,8 @@
 
 static int fail(const char *what)
 {
-	fprintf(stderr, "kvm-ballast: %s failed: %m (guests will patch the outer kernel's code)\n", what);
+	fprintf(stderr, "kvm-ballast: %s failed: %m (guests will patch the outer kernel's code)\n",
+		what);
 	return 1;
 }
 

@@ -62,8 +62,8 @@ static void exec_stream(kiln_agent *a)
 	int r = kiln_agent_exec_stream(a, &o, on_output, &s, &st);
 
 	check(r == 0, "exec_stream runs", kiln_agent_errmsg(a));
-	check(strcmp(s.out, "to-stdout\n") == 0 && strcmp(s.err, "to-stderr\n") == 0, "exec_stream streams both",
-	      s.out);
+	check(strcmp(s.out, "to-stdout\n") == 0 && strcmp(s.err, "to-stderr\n") == 0,
+	      "exec_stream streams both", s.out);
 	check(st.exit_code == 3, "exec_stream exit code", NULL);
 }
 
@@ -73,12 +73,14 @@ static void exec_errors(kiln_agent *a)
 	const char *env_argv[] = { "echo $KILN_T", NULL };
 	const char *env[] = { "KILN_T=from-env", NULL };
 	struct kiln_exec_opts o = { .size = sizeof(o), .argv = argv };
-	struct kiln_exec_opts e = { .size = sizeof(e), .argv = env_argv, .env = env, .flags = KILN_AGENT_SHELL };
+	struct kiln_exec_opts e = {
+		.size = sizeof(e), .argv = env_argv, .env = env, .flags = KILN_AGENT_SHELL
+	};
 	char *out = NULL;
 	int r = kiln_agent_exec(a, &o, NULL, NULL, NULL, NULL, NULL);
 
-	check(r == -ENOENT && strlen(kiln_agent_errmsg(a)) > 0, "exec of a missing program is -ENOENT",
-	      kiln_agent_errmsg(a));
+	check(r == -ENOENT && strlen(kiln_agent_errmsg(a)) > 0,
+	      "exec of a missing program is -ENOENT", kiln_agent_errmsg(a));
 	r = kiln_agent_exec(a, &e, NULL, &out, NULL, NULL, NULL);
 	check(r == 0 && out && strcmp(out, "from-env\n") == 0, "exec with env", out);
 	kiln_free(out);
@@ -106,7 +108,8 @@ static void spawn_stdin(kiln_agent *a)
 			strncat(got, ev.data, ev.len);
 		}
 	}
-	check(exited && code == 0 && strcmp(got, "ping\n") == 0, "spawned cat echoes its stdin and exits 0", got);
+	check(exited && code == 0 && strcmp(got, "ping\n") == 0,
+	      "spawned cat echoes its stdin and exits 0", got);
 	kiln_proc_close(p);
 }
 
@@ -132,7 +135,8 @@ static void spawn_signal(kiln_agent *a)
 	r = kiln_agent_proc_signal(a, id, SIGTERM, 0);
 	check(r == 0, "proc_signal", kiln_agent_errmsg(a));
 	r = kiln_agent_proc_wait(a, id, 120000, &st);
-	check(r == 0 && st.signal == SIGTERM && st.exit_code == -1, "proc_wait sees SIGTERM", kiln_agent_errmsg(a));
+	check(r == 0 && st.signal == SIGTERM && st.exit_code == -1, "proc_wait sees SIGTERM",
+	      kiln_agent_errmsg(a));
 }
 
 static void tar_round_trip(kiln_agent *a, const char *archive, const char *dir)
@@ -146,7 +150,8 @@ static void tar_round_trip(kiln_agent *a, const char *archive, const char *dir)
 	close(fd);
 	check(r == 0, "tar_upload", kiln_agent_errmsg(a));
 	r = kiln_agent_file_read(a, "/tmp/up/a.txt", 0, 4096, (void **)&data, &len);
-	check(r == 0 && strcmp(data, "from the host\n") == 0, "uploaded file is there", kiln_agent_errmsg(a));
+	check(r == 0 && strcmp(data, "from the host\n") == 0, "uploaded file is there",
+	      kiln_agent_errmsg(a));
 	kiln_free(data);
 	r = kiln_agent_file_read(a, "/tmp/up/a.txt", 0, 4, (void **)&data, &len);
 	check(r == -EFBIG, "file_read beyond max is -EFBIG", kiln_agent_errmsg(a));
@@ -154,7 +159,8 @@ static void tar_round_trip(kiln_agent *a, const char *archive, const char *dir)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	r = kiln_agent_tar_download(a, "/tmp/up", 0, fd);
 	close(fd);
-	check(r == 0 && stat(path, &st) == 0 && st.st_size >= 1024, "tar_download", kiln_agent_errmsg(a));
+	check(r == 0 && stat(path, &st) == 0 && st.st_size >= 1024, "tar_download",
+	      kiln_agent_errmsg(a));
 	r = kiln_agent_file_read(a, "/no/such/file", 0, 4096, (void **)&data, &len);
 	check(r == -ENOENT, "file_read of a missing file is -ENOENT", kiln_agent_errmsg(a));
 }
@@ -179,7 +185,8 @@ int main(int argc, char **argv)
 			archive = argv[i + 1];
 	}
 	if (!kernel || !initrd || !dir || !archive) {
-		fprintf(stderr, "usage: libkiln_agent --kernel K --initrd CPIO --workdir DIR --tar ARCHIVE\n");
+		fprintf(stderr,
+			"usage: libkiln_agent --kernel K --initrd CPIO --workdir DIR --tar ARCHIVE\n");
 		return 2;
 	}
 	c = kiln_vm_config_new();
@@ -200,12 +207,14 @@ int main(int argc, char **argv)
 	if (r)
 		return 1;
 	check(kiln_vm_wait(vm, 0) == -EINVAL, "wait before start is -EINVAL", NULL);
-	check(kiln_vm_start(vm) == 0 && kiln_vm_start(vm) == -EALREADY, "start once", kiln_vm_errmsg(vm));
+	check(kiln_vm_start(vm) == 0 && kiln_vm_start(vm) == -EALREADY, "start once",
+	      kiln_vm_errmsg(vm));
 	check(kiln_vm_wait(vm, 10) == -ETIMEDOUT, "wait times out while it runs", NULL);
 	kiln_agent_new(kiln_vm_vsock_path(vm), &a);
 	kiln_agent_set_timeout(a, 240000);
 	check(kiln_agent_wait_ready(a, 240000) == 0, "agent ready", kiln_agent_errmsg(a));
-	check(kiln_vm_timeline_find(vm, "agent_ready", NULL) == 0 && kiln_vm_timeline_count(vm) >= 3,
+	check(kiln_vm_timeline_find(vm, "agent_ready", NULL) == 0 &&
+		      kiln_vm_timeline_count(vm) >= 3,
 	      "timeline has agent_ready", NULL);
 	exec_stream(a);
 	exec_errors(a);
@@ -214,8 +223,8 @@ int main(int argc, char **argv)
 	tar_round_trip(a, archive, dir);
 	check(kiln_vm_pause(vm) == 0 && kiln_vm_is_paused(vm) == 1, "pause", kiln_vm_errmsg(vm));
 	check(kiln_vm_resume(vm) == 0 && kiln_vm_is_paused(vm) == 0, "resume", kiln_vm_errmsg(vm));
-	check(kiln_vm_resume(vm) == -EINVAL && strstr(kiln_vm_errmsg(vm), "not paused"), "resume a running VM",
-	      kiln_vm_errmsg(vm));
+	check(kiln_vm_resume(vm) == -EINVAL && strstr(kiln_vm_errmsg(vm), "not paused"),
+	      "resume a running VM", kiln_vm_errmsg(vm));
 	check(kiln_agent_shutdown(a, 1000) == 0, "agent shutdown", kiln_agent_errmsg(a));
 	check(kiln_vm_wait(vm, 240000) == 0, "the VM ends after the guest's shutdown", NULL);
 	check(kiln_vm_exit_reason(vm) == KILN_VM_EXIT_RESET, "exit reason reset",

@@ -9,9 +9,18 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline void put16(uint8_t *p, uint16_t v) { memcpy(p, &v, 2); }
-static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	memcpy(p, &v, 2);
+}
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
 
 static inline uint16_t get16(const uint8_t *p)
 {

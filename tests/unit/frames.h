@@ -174,8 +174,8 @@ static inline size_t dns_put_name(uint8_t *p, const char *name)
 }
 
 /* A query or the start of a response: header + one question. */
-static inline size_t dns_msg(uint8_t *m, uint16_t id, bool response, const char *qname, uint16_t qtype,
-			     uint16_t ancount)
+static inline size_t dns_msg(uint8_t *m, uint16_t id, bool response, const char *qname,
+			     uint16_t qtype, uint16_t ancount)
 {
 	size_t n = 12;
 

@@ -13,11 +13,11 @@
 
 static const char *stub_called;
 
-#define HANDLER_STUB(name)                  \
-	void name(struct http_req *r)       \
-	{                                   \
-		(void)r;                    \
-		stub_called = #name;        \
+#define HANDLER_STUB(name)            \
+	void name(struct http_req *r) \
+	{                             \
+		(void)r;              \
+		stub_called = #name;  \
 	}
 
 HANDLER_STUB(handle_health)

@@ -37,23 +37,23 @@
 #define FAKE_ACCEPT_WAIT_MS 5000
 
 struct fake_step {
-	const char *hello;    /* answer to CONNECT; NULL: close without reading it */
-	const char *reply;    /* after the request (and upload); NULL: none */
-	size_t reply_len;     /* 0: strlen(reply) */
-	void (*gen)(int fd);  /* writes the reply instead of `reply` */
-	bool no_request;      /* reply right after the handshake */
-	bool read_upload;     /* read data messages up to `end` before replying */
-	bool trickle;         /* write the reply one byte at a time */
-	bool hold;            /* afterwards read (and record) until the client closes */
-	int expect_msgs;      /* then read this many more messages ... */
-	const char *reply2;   /* ... and send this */
-	int hello_delay_ms;   /* wait this long before answering CONNECT (a slow guest) */
+	const char *hello;   /* answer to CONNECT; NULL: close without reading it */
+	const char *reply;   /* after the request (and upload); NULL: none */
+	size_t reply_len;    /* 0: strlen(reply) */
+	void (*gen)(int fd); /* writes the reply instead of `reply` */
+	bool no_request;     /* reply right after the handshake */
+	bool read_upload;    /* read data messages up to `end` before replying */
+	bool trickle;        /* write the reply one byte at a time */
+	bool hold;           /* afterwards read (and record) until the client closes */
+	int expect_msgs;     /* then read this many more messages ... */
+	const char *reply2;  /* ... and send this */
+	int hello_delay_ms;  /* wait this long before answering CONNECT (a slow guest) */
 };
 
 struct fake_log {
-	char *hdrs;      /* each header the client sent, compact JSON, '\n' after each */
+	char *hdrs; /* each header the client sent, compact JSON, '\n' after each */
 	size_t hdrs_len;
-	char *data;      /* every payload byte the client sent, concatenated */
+	char *data; /* every payload byte the client sent, concatenated */
 	size_t data_len;
 	size_t msgs;
 };
@@ -68,7 +68,7 @@ struct fake {
 	size_t nsteps;
 	size_t served;
 	volatile int stop;
-	char bad[256];   /* what went wrong inside the thread (no asserts there) */
+	char bad[256]; /* what went wrong inside the thread (no asserts there) */
 	struct fake_log log[FAKE_CONNS];
 };
 
@@ -322,7 +322,8 @@ static void assert_err(const struct agent_client_err *e, enum agent_fail fail, e
 }
 
 #define OK_HELLO "OK 1073741824\n"
-#define EXIT_3 "{\"type\":\"exit\",\"pid\":57,\"exit_code\":3,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":10,\"stderr_bytes\":5,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1830,\"user_us\":412,\"sys_us\":907}\n"
+#define EXIT_3 \
+	"{\"type\":\"exit\",\"pid\":57,\"exit_code\":3,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":10,\"stderr_bytes\":5,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1830,\"user_us\":412,\"sys_us\":907}\n"
 
 /* ---- handshake ---- */
 
@@ -353,7 +354,8 @@ static void test_no_socket(void **state)
 
 static void test_handshake_closed(void **state)
 {
-	static const struct fake_step steps[] = { { .hello = NULL }, { .hello = "", .no_request = true } };
+	static const struct fake_step steps[] = { { .hello = NULL },
+						  { .hello = "", .no_request = true } };
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -412,8 +414,9 @@ static void gen_long_hello(int fd)
 
 static void test_handshake_too_long(void **state)
 {
-	static const struct fake_step steps[] = { { .hello = "", .no_request = true,
-						    .gen = gen_long_hello, .hold = true } };
+	static const struct fake_step steps[] = {
+		{ .hello = "", .no_request = true, .gen = gen_long_hello, .hold = true }
+	};
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -430,7 +433,9 @@ static void test_handshake_too_long(void **state)
 
 static void test_handshake_timeout(void **state)
 {
-	static const struct fake_step steps[] = { { .hello = "", .no_request = true, .hold = true } };
+	static const struct fake_step steps[] = {
+		{ .hello = "", .no_request = true, .hold = true }
+	};
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -453,7 +458,8 @@ static void test_handshake_timeout(void **state)
  * bytes arrive in the same segment as OK. */
 static void test_connect_leaves_protocol_bytes(void **state)
 {
-	static const struct fake_step steps[] = { { .hello = OK_HELLO "{\"type\":\"pong\"", .no_request = true } };
+	static const struct fake_step steps[] = { { .hello = OK_HELLO "{\"type\":\"pong\"",
+						    .no_request = true } };
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -485,7 +491,9 @@ static void test_connect_leaves_protocol_bytes(void **state)
 static void test_ping(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"pong\",\"protocol\":1}\n", .trickle = true },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"pong\",\"protocol\":1}\n",
+		  .trickle = true },
 	};
 	struct agent_client_err e;
 	struct agent_client c;
@@ -507,9 +515,11 @@ static void test_info(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"0.1.0\",\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":2,\"mem_total\":130023424,\"mem_available\":110100480,\"uptime_ms\":412,\"time_ns\":1732312345123456789,\"processes\":0,\"future_field\":[1]}\n" },
+		  .reply =
+			  "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"0.1.0\",\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":2,\"mem_total\":130023424,\"mem_available\":110100480,\"uptime_ms\":412,\"time_ns\":1732312345123456789,\"processes\":0,\"future_field\":[1]}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"0.1.0\",\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":-2,\"mem_total\":1,\"mem_available\":1,\"uptime_ms\":1,\"time_ns\":1,\"processes\":0}\n" },
+		  .reply =
+			  "{\"type\":\"info\",\"protocol\":1,\"agent_version\":\"0.1.0\",\"kernel\":\"6.1.0-kiln\",\"hostname\":\"kiln\",\"cpus\":-2,\"mem_total\":1,\"mem_available\":1,\"uptime_ms\":1,\"time_ns\":1,\"processes\":0}\n" },
 	};
 	struct agent_client_info info;
 	struct agent_client_err e;
@@ -559,7 +569,8 @@ static void test_error_codes(void **state)
 	for (int i = AGENT_E_BAD_JSON; i < AGENT_CODE_COUNT; i++) {
 		char want[64];
 
-		assert_int_equal(agent_client_stat(&c, "/x", true, AGENT_USER_USER, &st, &e), -EREMOTEIO);
+		assert_int_equal(agent_client_stat(&c, "/x", true, AGENT_USER_USER, &st, &e),
+				 -EREMOTEIO);
 		assert_err(&e, AGENT_FAIL_AGENT, (enum agent_code)i);
 		assert_int_equal(e.errnum, EREMOTEIO);
 		snprintf(want, sizeof(want), "stat '/x': code %d", i);
@@ -574,9 +585,11 @@ static void test_error_codes(void **state)
 static void test_error_line_malformed(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"error\",\"code\":\"launch_failed\",\"message\":\"x\"}\n" },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"error\",\"code\":\"launch_failed\",\"message\":\"x\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"error\",\"code\":\"busy\"}\n" },
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"error\",\"code\":7,\"message\":\"x\"}\n" },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"error\",\"code\":7,\"message\":\"x\"}\n" },
 	};
 	struct agent_client_err e;
 	struct agent_client c;
@@ -605,8 +618,10 @@ static void test_hostile_replies(void **state)
 	} cases[] = {
 		{ "this is not json\n", AGENT_E_BAD_JSON, "not valid JSON" },
 		{ "[1,2,3]\n", AGENT_E_BAD_JSON, "not a JSON object" },
-		{ "{\"type\":\"pong\",\"protocol\":1,\"protocol\":2}\n", AGENT_E_BAD_JSON, "duplicate" },
-		{ "{\"type\":\"pong\",\"protocol\":1,\"len\":3}\nabc", AGENT_E_IO_ERROR, "payload" },
+		{ "{\"type\":\"pong\",\"protocol\":1,\"protocol\":2}\n", AGENT_E_BAD_JSON,
+		  "duplicate" },
+		{ "{\"type\":\"pong\",\"protocol\":1,\"len\":3}\nabc", AGENT_E_IO_ERROR,
+		  "payload" },
 		{ "{\"type\":\"pong\",\"protocol\":\"1\"}\n", AGENT_E_IO_ERROR, "'protocol'" },
 		{ "{\"protocol\":1}\n", AGENT_E_IO_ERROR, "no string 'type'" },
 		{ "{\"type\":\"ok\"}\n", AGENT_E_IO_ERROR, "replied 'ok'" },
@@ -648,8 +663,9 @@ static void gen_endless_header(int fd)
 
 static void test_header_too_long(void **state)
 {
-	static const struct fake_step steps[] = { { .hello = OK_HELLO, .gen = gen_endless_header,
-						    .hold = true } };
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .gen = gen_endless_header, .hold = true }
+	};
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -680,8 +696,9 @@ static void test_closed_before_reply(void **state)
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
 	assert_non_null(strstr(e.msg, "mkdir"));
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"mkdir\",\"path\":\"/a\",\"parents\":true,\"user\":\"root\"}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"mkdir\",\"path\":\"/a\",\"parents\":true,\"user\":\"root\"}\n");
 	fake_free(&f);
 }
 
@@ -727,7 +744,8 @@ static void test_invalid_requests(void **state)
 	c = client_for(&f, 2000);
 	assert_int_equal(agent_client_exec(&c, &o, &res, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_string_equal(e.msg, "exec: 'argv' must have at least one entry (argv[0] is the program)");
+	assert_string_equal(e.msg,
+			    "exec: 'argv' must have at least one entry (argv[0] is the program)");
 	agent_client_exec_result_free(&res);
 
 	o.argv = argv;
@@ -757,7 +775,9 @@ static void test_invalid_requests(void **state)
 
 	assert_int_equal(agent_client_remove(&c, "/..", true, AGENT_USER_ROOT, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_UNSAFE_PATH);
-	assert_int_equal(agent_client_stat(&c, "relative", true, AGENT_USER_USER, &(struct agent_client_stat){ 0 }, &e), -EINVAL);
+	assert_int_equal(agent_client_stat(&c, "relative", true, AGENT_USER_USER,
+					   &(struct agent_client_stat){ 0 }, &e),
+			 -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_int_equal(agent_client_sync_clock(&c, 5, NULL, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
@@ -781,7 +801,9 @@ static void test_wait_ready_retry(void **state)
 	static const struct fake_step steps[] = {
 		{ .hello = NULL },
 		{ .hello = "", .no_request = true },
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"error\",\"code\":\"busy\",\"message\":\"128 connections\"}\n" },
+		{ .hello = OK_HELLO,
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"busy\",\"message\":\"128 connections\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
 	};
 	struct agent_client_err e;
@@ -891,7 +913,9 @@ static void test_wait_ready_timeout(void **state)
 static int slow_guest_ready(int hold_ms, struct agent_client_err *e, size_t *served, int64_t *ms)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .hello_delay_ms = 300, .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
+		{ .hello = OK_HELLO,
+		  .hello_delay_ms = 300,
+		  .reply = "{\"type\":\"pong\",\"protocol\":1}\n" },
 	};
 	struct agent_client c;
 	struct fake f;
@@ -965,8 +989,14 @@ static void test_exec_interleaved(void **state)
 	static const struct agent_env env[] = { { "FOO", "bar" }, { "HOME", NULL } };
 	const char *argv[] = { "read x; echo got $x; echo oops >&2; exit 3", NULL };
 	struct agent_client_proc_opts o = {
-		.argv = argv, .shell = true, .env = env, .envc = 2, .cwd = "/tmp",
-		.timeout_ms = 5000, .stdin_data = "hello\n", .stdin_len = 6,
+		.argv = argv,
+		.shell = true,
+		.env = env,
+		.envc = 2,
+		.cwd = "/tmp",
+		.timeout_ms = 5000,
+		.stdin_data = "hello\n",
+		.stdin_len = 6,
 	};
 	struct agent_client_exec_result res;
 	struct agent_client_err e;
@@ -995,8 +1025,9 @@ static void test_exec_interleaved(void **state)
 	agent_client_exec_result_free(&res);
 	agent_client_exec_result_free(&res);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"exec\",\"argv\":[\"read x; echo got $x; echo oops >&2; exit 3\"],\"shell\":true,\"env\":{\"FOO\":\"bar\",\"HOME\":null},\"cwd\":\"/tmp\",\"timeout_ms\":5000,\"len\":6}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"exec\",\"argv\":[\"read x; echo got $x; echo oops >&2; exit 3\"],\"shell\":true,\"env\":{\"FOO\":\"bar\",\"HOME\":null},\"cwd\":\"/tmp\",\"timeout_ms\":5000,\"len\":6}\n");
 	assert_int_equal(f.log[0].data_len, 6);
 	assert_memory_equal(f.log[0].data, "hello\n", 6);
 	fake_free(&f);
@@ -1006,18 +1037,25 @@ static void test_exec_signal_and_timeout(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"pid\":58,\"exit_code\":124,\"signal\":null,\"timed_out\":true,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":500412,\"user_us\":0,\"sys_us\":310}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"pid\":58,\"exit_code\":124,\"signal\":null,\"timed_out\":true,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":500412,\"user_us\":0,\"sys_us\":310}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"pid\":59,\"exit_code\":null,\"signal\":9,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"pid\":59,\"exit_code\":null,\"signal\":9,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"pid\":59,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"pid\":59,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"pid\":59,\"exit_code\":256,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"pid\":59,\"exit_code\":256,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"pid\":59,\"exit_code\":0,\"signal\":null,\"timed_out\":\"no\",\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"pid\":59,\"exit_code\":0,\"signal\":null,\"timed_out\":\"no\",\"stdout_bytes\":0,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n" },
 	};
 	const char *argv[] = { "sleep 60", NULL };
-	struct agent_client_proc_opts o = { .argv = argv, .shell = true, .timeout_ms = 500, .confine = true };
+	struct agent_client_proc_opts o = {
+		.argv = argv, .shell = true, .timeout_ms = 500, .confine = true
+	};
 	struct agent_client_exec_result res;
 	struct agent_client_err e;
 	struct agent_client c;
@@ -1043,12 +1081,14 @@ static void test_exec_signal_and_timeout(void **state)
 	}
 	fake_stop(&f);
 	/* confine goes out as a bool after the other process fields. */
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"exec\",\"argv\":[\"sleep 60\"],\"shell\":true,\"timeout_ms\":500,\"confine\":true}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"exec\",\"argv\":[\"sleep 60\"],\"shell\":true,\"timeout_ms\":500,\"confine\":true}\n");
 	fake_free(&f);
 }
 
-#define EXIT_0_RUN "{\"type\":\"exit\",\"pid\":61,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":3,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n"
+#define EXIT_0_RUN \
+	"{\"type\":\"exit\",\"pid\":61,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":3,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":5,\"user_us\":0,\"sys_us\":0}\n"
 
 /* run: the request carries language, code_len and code + stdin; the
  * result line's bytes come back; a result line that lies is refused. */
@@ -1056,19 +1096,28 @@ static void test_run(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stdout\",\"len\":3}\nhi\n{\"type\":\"result\",\"size\":11,\"len\":11}\n{\"value\":1}" EXIT_0_RUN,
+		  .reply =
+			  "{\"type\":\"stdout\",\"len\":3}\nhi\n{\"type\":\"result\",\"size\":11,\"len\":11}\n{\"value\":1}" EXIT_0_RUN,
 		  .trickle = true },
 		/* Over the cap: the size only. */
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":0}\n" EXIT_0_RUN },
-		/* More bytes than the size, bytes beside an over-cap size, two results. */
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":1,\"len\":2}\nab" EXIT_0_RUN },
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":2}\nab" EXIT_0_RUN },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"result\",\"size\":0}\n{\"type\":\"result\",\"size\":1,\"len\":1}\nx" EXIT_0_RUN },
+		  .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":0}\n" EXIT_0_RUN },
+		/* More bytes than the size, bytes beside an over-cap size, two results. */
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"result\",\"size\":1,\"len\":2}\nab" EXIT_0_RUN },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"result\",\"size\":2000000,\"len\":2}\nab" EXIT_0_RUN },
+		{ .hello = OK_HELLO,
+		  .reply =
+			  "{\"type\":\"result\",\"size\":0}\n{\"type\":\"result\",\"size\":1,\"len\":1}\nx" EXIT_0_RUN },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"result\",\"len\":0}\n" EXIT_0_RUN },
 	};
 	struct agent_client_proc_opts o = {
-		.lang = AGENT_LANG_PYTHON, .code = "print(1)", .code_len = 8, .stdin_data = "in", .stdin_len = 2,
+		.lang = AGENT_LANG_PYTHON,
+		.code = "print(1)",
+		.code_len = 8,
+		.stdin_data = "in",
+		.stdin_len = 2,
 	};
 	struct agent_client_exec_result res;
 	struct agent_client_err e;
@@ -1112,7 +1161,8 @@ static void test_exec_start_error(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"exec: 'nope' not found in PATH\"}\n" },
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"exec: 'nope' not found in PATH\"}\n" },
 	};
 	const char *argv[] = { "nope", NULL };
 	struct agent_client_proc_opts o = { .argv = argv, .user = AGENT_USER_ROOT };
@@ -1129,7 +1179,8 @@ static void test_exec_start_error(void **state)
 	assert_string_equal(e.msg, "exec: 'nope' not found in PATH");
 	agent_client_exec_result_free(&res);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"exec\",\"argv\":[\"nope\"],\"user\":\"root\"}\n");
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"exec\",\"argv\":[\"nope\"],\"user\":\"root\"}\n");
 	fake_free(&f);
 }
 
@@ -1139,16 +1190,19 @@ static void test_exec_output_cap(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stdout\",\"len\":8}\n01234567"
-			   "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":20,\"stderr_bytes\":0,\"stdout_truncated\":true,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"stdout\",\"len\":8}\n01234567"
+			  "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":20,\"stderr_bytes\":0,\"stdout_truncated\":true,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stdout\",\"len\":6}\n012345"
-			   "{\"type\":\"stderr\",\"len\":3}\nabc"
-			   "{\"type\":\"stdout\",\"len\":14}\n6789abcdefghij"
-			   "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":20,\"stderr_bytes\":3,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"stdout\",\"len\":6}\n012345"
+			  "{\"type\":\"stderr\",\"len\":3}\nabc"
+			  "{\"type\":\"stdout\",\"len\":14}\n6789abcdefghij"
+			  "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":20,\"stderr_bytes\":3,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stdout\",\"len\":3}\nabc"
-			   "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":3,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
+		  .reply =
+			  "{\"type\":\"stdout\",\"len\":3}\nabc"
+			  "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":3,\"stderr_bytes\":0,\"stdout_truncated\":false,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n" },
 	};
 	const char *argv[] = { "yes", NULL };
 	struct agent_client_proc_opts o = { .argv = argv, .output_cap = 8 };
@@ -1183,15 +1237,18 @@ static void test_exec_output_cap(void **state)
 	assert_true(res.exit.stdout_truncated);
 	agent_client_exec_result_free(&res);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"exec\",\"argv\":[\"yes\"],\"output_cap\":8}\n");
-	assert_string_equal(f.log[2].hdrs, "{\"type\":\"exec\",\"argv\":[\"yes\"],\"output_cap\":0}\n");
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"exec\",\"argv\":[\"yes\"],\"output_cap\":8}\n");
+	assert_string_equal(f.log[2].hdrs,
+			    "{\"type\":\"exec\",\"argv\":[\"yes\"],\"output_cap\":0}\n");
 	fake_free(&f);
 }
 
 /* 16 MiB of output in 1 MiB messages against a 1 KiB cap. */
 static void gen_flood(int fd)
 {
-	static const char exit_line[] = "{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":16777216,\"stderr_bytes\":0,\"stdout_truncated\":true,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n";
+	static const char exit_line[] =
+		"{\"type\":\"exit\",\"pid\":1,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":16777216,\"stderr_bytes\":0,\"stdout_truncated\":true,\"stderr_truncated\":false,\"wall_us\":1,\"user_us\":0,\"sys_us\":0}\n";
 	static const char hdr[] = "{\"type\":\"stdout\",\"len\":1048576}\n";
 	char *chunk = malloc(AGENT_LEN_MAX);
 
@@ -1256,12 +1313,14 @@ static void test_exec_callback(void **state)
 		  .reply = "{\"type\":\"stdout\",\"len\":2}\nab{\"type\":\"stderr\",\"len\":2}\ncd"
 			   "{\"type\":\"stdout\",\"len\":2}\nef" EXIT_3 },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stdout\",\"len\":2}\nab{\"type\":\"stderr\",\"len\":2}\ncd" EXIT_3 },
+		  .reply =
+			  "{\"type\":\"stdout\",\"len\":2}\nab{\"type\":\"stderr\",\"len\":2}\ncd" EXIT_3 },
 	};
 	const char *argv[] = { "x", NULL };
 	struct seen sn = { 0 };
-	struct agent_client_proc_opts o = { .argv = argv, .on_output = on_output, .on_output_arg = &sn,
-					    .output_cap = 3 };
+	struct agent_client_proc_opts o = {
+		.argv = argv, .on_output = on_output, .on_output_arg = &sn, .output_cap = 3
+	};
 	struct agent_client_exec_result res;
 	struct agent_client_err e;
 	struct agent_client c;
@@ -1358,12 +1417,14 @@ static void test_spawn_stream(void **state)
 			   "{\"type\":\"gap\",\"seq\":2,\"bytes\":100}\n"
 			   "{\"type\":\"stderr\",\"seq\":102,\"len\":3}\nerr",
 		  .expect_msgs = 3,
-		  .reply2 = "{\"type\":\"stdout\",\"seq\":105,\"len\":4}\nhi\r\n"
-			    "{\"type\":\"exit\",\"id\":1,\"pid\":61,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"stdout_bytes\":6,\"stderr_bytes\":3,\"wall_us\":9,\"user_us\":1,\"sys_us\":2}\n" },
+		  .reply2 =
+			  "{\"type\":\"stdout\",\"seq\":105,\"len\":4}\nhi\r\n"
+			  "{\"type\":\"exit\",\"id\":1,\"pid\":61,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"stdout_bytes\":6,\"stderr_bytes\":3,\"wall_us\":9,\"user_us\":1,\"sys_us\":2}\n" },
 	};
 	const char *argv[] = { "sh", NULL };
-	struct agent_client_proc_opts o = { .argv = argv, .pty = true, .rows = 40, .cols = 120,
-					    .ring_bytes = 8192 };
+	struct agent_client_proc_opts o = {
+		.argv = argv, .pty = true, .rows = 40, .cols = 120, .ring_bytes = 8192
+	};
 	struct agent_client_attached info;
 	struct agent_client_stream *s;
 	struct agent_client_event ev;
@@ -1413,11 +1474,12 @@ static void test_spawn_stream(void **state)
 	assert_int_equal(agent_client_stream_next(s, 2000, &ev, &e), 1);
 	agent_client_stream_close(s);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"spawn\",\"argv\":[\"sh\"],\"pty\":true,\"rows\":40,\"cols\":120,\"ring_bytes\":8192}\n"
-			    "{\"type\":\"stdin\",\"close\":true,\"len\":3}\n"
-			    "{\"type\":\"signal\",\"signal\":15,\"group\":true}\n"
-			    "{\"type\":\"resize\",\"rows\":50,\"cols\":200}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"spawn\",\"argv\":[\"sh\"],\"pty\":true,\"rows\":40,\"cols\":120,\"ring_bytes\":8192}\n"
+		"{\"type\":\"stdin\",\"close\":true,\"len\":3}\n"
+		"{\"type\":\"signal\",\"signal\":15,\"group\":true}\n"
+		"{\"type\":\"resize\",\"rows\":50,\"cols\":200}\n");
 	assert_int_equal(f.log[0].data_len, 3);
 	assert_memory_equal(f.log[0].data, "ls\r", 3);
 	fake_free(&f);
@@ -1427,8 +1489,9 @@ static void test_spawn_stream(void **state)
  * consecutive seq numbers. */
 static void gen_attached_big(int fd)
 {
-	static const char hdr[] = "{\"type\":\"attached\",\"id\":7,\"pid\":70,\"pty\":false,\"running\":true,\"seq\":1000}\n"
-				  "{\"type\":\"stdout\",\"seq\":1000,\"len\":200000}\n";
+	static const char hdr[] =
+		"{\"type\":\"attached\",\"id\":7,\"pid\":70,\"pty\":false,\"running\":true,\"seq\":1000}\n"
+		"{\"type\":\"stdout\",\"seq\":1000,\"len\":200000}\n";
 	char *big = malloc(200000);
 
 	if (!big)
@@ -1443,12 +1506,17 @@ static void gen_attached_big(int fd)
 static void test_attach_stream(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .gen = gen_attached_big, .expect_msgs = 1,
-		  .reply2 = "{\"type\":\"exit\",\"id\":7,\"pid\":70,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":201000,\"stderr_bytes\":0,\"wall_us\":9,\"user_us\":1,\"sys_us\":2}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"attached\",\"id\":8,\"pid\":70,\"pty\":false,\"running\":true,\"seq\":0}\n" },
+		  .gen = gen_attached_big,
+		  .expect_msgs = 1,
+		  .reply2 =
+			  "{\"type\":\"exit\",\"id\":7,\"pid\":70,\"exit_code\":0,\"signal\":null,\"timed_out\":false,\"stdout_bytes\":201000,\"stderr_bytes\":0,\"wall_us\":9,\"user_us\":1,\"sys_us\":2}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"attach: no process 9\"}\n" },
+		  .reply =
+			  "{\"type\":\"attached\",\"id\":8,\"pid\":70,\"pty\":false,\"running\":true,\"seq\":0}\n" },
+		{ .hello = OK_HELLO,
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"attach: no process 9\"}\n" },
 	};
 	struct agent_client_attached info;
 	struct agent_client_stream *s;
@@ -1486,12 +1554,14 @@ static void test_attach_stream(void **state)
 	/* The agent attached another process than asked. */
 	assert_int_equal(agent_client_attach(&c, 7, AGENT_FROM_SEQ, 5, &s, &info, &e), -EPROTO);
 	assert_null(s);
-	assert_int_equal(agent_client_attach(&c, 9, AGENT_FROM_OLDEST, 0, &s, NULL, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_attach(&c, 9, AGENT_FROM_OLDEST, 0, &s, NULL, &e),
+			 -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_NOT_FOUND);
 	assert_null(s);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"attach\",\"id\":7,\"from\":\"now\"}\n"
-					   "{\"type\":\"signal\",\"signal\":9}\n");
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"attach\",\"id\":7,\"from\":\"now\"}\n"
+			    "{\"type\":\"signal\",\"signal\":9}\n");
 	assert_string_equal(f.log[1].hdrs, "{\"type\":\"attach\",\"id\":7,\"from\":5}\n");
 	assert_string_equal(f.log[2].hdrs, "{\"type\":\"attach\",\"id\":9}\n");
 	fake_free(&f);
@@ -1501,7 +1571,8 @@ static void test_stream_ends_early(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"spawned\",\"id\":2,\"pid\":3}\n{\"type\":\"stdout\",\"seq\":0,\"len\":1}\nx" },
+		  .reply =
+			  "{\"type\":\"spawned\",\"id\":2,\"pid\":3}\n{\"type\":\"stdout\",\"seq\":0,\"len\":1}\nx" },
 		{ .hello = OK_HELLO,
 		  .reply = "{\"type\":\"spawned\",\"id\":2,\"pid\":3}\n{\"type\":\"launch\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"spawned\",\"id\":0,\"pid\":3}\n" },
@@ -1536,13 +1607,16 @@ static void test_wait_and_controls(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"exit\",\"id\":3,\"pid\":64,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"wall_us\":2210900,\"user_us\":0,\"sys_us\":800}\n" },
+		  .reply =
+			  "{\"type\":\"exit\",\"id\":3,\"pid\":64,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"stdout_bytes\":0,\"stderr_bytes\":0,\"wall_us\":2210900,\"user_us\":0,\"sys_us\":800}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"timeout\",\"message\":\"wait: process 3 still running after 5000 ms\"}\n" },
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"timeout\",\"message\":\"wait: process 3 still running after 5000 ms\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"resize: process 3 has no terminal\"}\n" },
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"resize: process 3 has no terminal\"}\n" },
 	};
 	struct agent_client_exit ex;
 	struct agent_client_err e;
@@ -1565,9 +1639,11 @@ static void test_wait_and_controls(void **state)
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs, "{\"type\":\"wait\",\"id\":3,\"timeout_ms\":5000}\n");
 	assert_string_equal(f.log[2].hdrs, "{\"type\":\"signal\",\"id\":3,\"signal\":15}\n");
-	assert_string_equal(f.log[3].hdrs, "{\"type\":\"stdin\",\"id\":3,\"close\":true,\"len\":3}\n");
+	assert_string_equal(f.log[3].hdrs,
+			    "{\"type\":\"stdin\",\"id\":3,\"close\":true,\"len\":3}\n");
 	assert_memory_equal(f.log[3].data, "42\n", 3);
-	assert_string_equal(f.log[4].hdrs, "{\"type\":\"resize\",\"id\":3,\"rows\":30,\"cols\":100}\n");
+	assert_string_equal(f.log[4].hdrs,
+			    "{\"type\":\"resize\",\"id\":3,\"rows\":30,\"cols\":100}\n");
 	fake_free(&f);
 }
 
@@ -1597,13 +1673,16 @@ static int on_process(void *arg, const struct agent_client_process *p)
 static void proc_line(int fd, unsigned id, unsigned argc, unsigned payload)
 {
 	char line[65536];
-	size_t n = (size_t)snprintf(line, sizeof(line), "{\"type\":\"process\",\"id\":%u,\"pid\":%u,\"argv\":[", id, id + 100);
+	size_t n = (size_t)snprintf(line, sizeof(line),
+				    "{\"type\":\"process\",\"id\":%u,\"pid\":%u,\"argv\":[", id,
+				    id + 100);
 
 	for (unsigned i = 0; i < argc; i++)
 		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s\"a\"", i ? "," : "");
-	n += (size_t)snprintf(line + n, sizeof(line) - n,
-			      "],\"pty\":false,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":0,\"attached\":0%s}\n",
-			      payload ? ",\"len\":4" : "");
+	n += (size_t)snprintf(
+		line + n, sizeof(line) - n,
+		"],\"pty\":false,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":0,\"attached\":0%s}\n",
+		payload ? ",\"len\":4" : "");
 	assert_true(n < sizeof(line));
 	fk_write(fd, line, n);
 	if (payload)
@@ -1614,33 +1693,38 @@ static void gen_too_many(int fd)
 {
 	for (unsigned i = 1; i <= AGENT_MAX_PROCS + 1; i++)
 		proc_line(fd, i, 2, 0);
-	fk_write(fd, "{\"type\":\"end\",\"count\":129}\n", strlen("{\"type\":\"end\",\"count\":129}\n"));
+	fk_write(fd, "{\"type\":\"end\",\"count\":129}\n",
+		 strlen("{\"type\":\"end\",\"count\":129}\n"));
 }
 
 static void gen_at_cap(int fd)
 {
 	for (unsigned i = 1; i <= AGENT_MAX_PROCS; i++)
 		proc_line(fd, i, 2, 0);
-	fk_write(fd, "{\"type\":\"end\",\"count\":128}\n", strlen("{\"type\":\"end\",\"count\":128}\n"));
+	fk_write(fd, "{\"type\":\"end\",\"count\":128}\n",
+		 strlen("{\"type\":\"end\",\"count\":128}\n"));
 }
 
 static void gen_repeated_id(int fd)
 {
 	proc_line(fd, 7, 1, 0);
 	proc_line(fd, 7, 1, 0);
-	fk_write(fd, "{\"type\":\"end\",\"count\":2}\n", strlen("{\"type\":\"end\",\"count\":2}\n"));
+	fk_write(fd, "{\"type\":\"end\",\"count\":2}\n",
+		 strlen("{\"type\":\"end\",\"count\":2}\n"));
 }
 
 static void gen_long_argv(int fd)
 {
 	proc_line(fd, 1, AGENT_ARGV_MAX + 1, 0);
-	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n", strlen("{\"type\":\"end\",\"count\":1}\n"));
+	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n",
+		 strlen("{\"type\":\"end\",\"count\":1}\n"));
 }
 
 static void gen_payload(int fd)
 {
 	proc_line(fd, 1, 1, 1);
-	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n", strlen("{\"type\":\"end\",\"count\":1}\n"));
+	fk_write(fd, "{\"type\":\"end\",\"count\":1}\n",
+		 strlen("{\"type\":\"end\",\"count\":1}\n"));
 }
 
 static int count_process(void *arg, const struct agent_client_process *p)
@@ -1689,14 +1773,17 @@ static void test_list_processes(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\",\"-i\"],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n"
-			   "{\"type\":\"process\",\"id\":3,\"pid\":64,\"argv0\":\"sleep\",\"argv_truncated\":true,\"pty\":false,\"running\":false,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"seq\":0,\"attached\":0}\n"
-			   "{\"type\":\"end\",\"count\":2}\n" },
+		  .reply =
+			  "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\",\"-i\"],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n"
+			  "{\"type\":\"process\",\"id\":3,\"pid\":64,\"argv0\":\"sleep\",\"argv_truncated\":true,\"pty\":false,\"running\":false,\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"seq\":0,\"attached\":0}\n"
+			  "{\"type\":\"end\",\"count\":2}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"end\",\"count\":5}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\",7],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n" },
+		  .reply =
+			  "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\",7],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\"],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n" },
+		  .reply =
+			  "{\"type\":\"process\",\"id\":1,\"pid\":61,\"argv\":[\"sh\"],\"pty\":true,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"seq\":17,\"attached\":0}\n" },
 	};
 	struct agent_client_err e;
 	struct agent_client c;
@@ -1745,15 +1832,20 @@ static void test_read(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":3}\niln{\"type\":\"end\",\"bytes\":3}\n" },
+		  .reply =
+			  "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":3}\niln{\"type\":\"end\",\"bytes\":3}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":3}\niln{\"type\":\"end\",\"bytes\":4}\n" },
+		  .reply =
+			  "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":3}\niln{\"type\":\"end\",\"bytes\":4}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":5}\nkiln\n{\"type\":\"end\",\"bytes\":5}\n" },
+		  .reply =
+			  "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":5}\nkiln\n{\"type\":\"end\",\"bytes\":5}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":2}\nki{\"type\":\"error\",\"code\":\"io_error\",\"message\":\"read '/etc/hostname': Input/output error\"}\n" },
+		  .reply =
+			  "{\"type\":\"file\",\"size\":5}\n{\"type\":\"data\",\"len\":2}\nki{\"type\":\"error\",\"code\":\"io_error\",\"message\":\"read '/etc/hostname': Input/output error\"}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"is_directory\",\"message\":\"read '/etc': is a directory\"}\n" },
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"is_directory\",\"message\":\"read '/etc': is a directory\"}\n" },
 	};
 	struct agent_client_read_opts o = { .offset = 1, .length = 3, .has_length = true };
 	struct agent_client_read_info info;
@@ -1770,16 +1862,21 @@ static void test_read(void **state)
 	assert_memory_equal(cl.buf, "iln", 3);
 	assert_int_equal(info.size, 5);
 	assert_int_equal(info.bytes, 3);
-	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e), -EPROTO);
+	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e),
+			 -EPROTO);
 	assert_non_null(strstr(e.msg, "reported 4 bytes but sent 3"));
 	/* More than `length` asked for. */
-	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e), -EPROTO);
-	assert_int_equal(agent_client_read(&c, "/etc/hostname", NULL, collect, &cl, NULL, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_read(&c, "/etc/hostname", &o, collect, &cl, &info, &e),
+			 -EPROTO);
+	assert_int_equal(agent_client_read(&c, "/etc/hostname", NULL, collect, &cl, NULL, &e),
+			 -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_IO_ERROR);
 	assert_int_equal(agent_client_read(&c, "/etc", NULL, collect, &cl, NULL, &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_IS_DIRECTORY);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"read\",\"path\":\"/etc/hostname\",\"offset\":1,\"length\":3}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"read\",\"path\":\"/etc/hostname\",\"offset\":1,\"length\":3}\n");
 	assert_string_equal(f.log[3].hdrs, "{\"type\":\"read\",\"path\":\"/etc/hostname\"}\n");
 	fake_free(&f);
 }
@@ -1787,11 +1884,16 @@ static void test_read(void **state)
 static void test_write_chunks(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .read_upload = true, .reply = "{\"type\":\"ok\",\"bytes\":150000}\n" },
-		{ .hello = OK_HELLO, .read_upload = true, .reply = "{\"type\":\"ok\",\"bytes\":0}\n" },
+		{ .hello = OK_HELLO,
+		  .read_upload = true,
+		  .reply = "{\"type\":\"ok\",\"bytes\":150000}\n" },
+		{ .hello = OK_HELLO,
+		  .read_upload = true,
+		  .reply = "{\"type\":\"ok\",\"bytes\":0}\n" },
 	};
-	struct agent_client_write_opts o = { .has_mode = true, .mode = 0600, .parents = true,
-					     .append = true };
+	struct agent_client_write_opts o = {
+		.has_mode = true, .mode = 0600, .parents = true, .append = true
+	};
 	struct agent_client_err e;
 	struct agent_client c;
 	struct fake f;
@@ -1804,18 +1906,21 @@ static void test_write_chunks(void **state)
 		buf[i] = (uint8_t)(i * 7);
 	fake_start(&f, steps, 2);
 	c = client_for(&f, 2000);
-	assert_int_equal(agent_client_write(&c, "/home/user/a.bin", &o, buf, 150000, &bytes, &e), 0);
+	assert_int_equal(agent_client_write(&c, "/home/user/a.bin", &o, buf, 150000, &bytes, &e),
+			 0);
 	assert_int_equal(bytes, 150000);
 	assert_int_equal(agent_client_write(&c, "/home/user/empty", NULL, "", 0, &bytes, &e), 0);
 	assert_int_equal(bytes, 0);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"write\",\"path\":\"/home/user/a.bin\",\"append\":true,\"mode\":384,\"parents\":true}\n"
-			    "{\"type\":\"data\",\"len\":65536}\n{\"type\":\"data\",\"len\":65536}\n"
-			    "{\"type\":\"data\",\"len\":18928}\n{\"type\":\"end\"}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"write\",\"path\":\"/home/user/a.bin\",\"append\":true,\"mode\":384,\"parents\":true}\n"
+		"{\"type\":\"data\",\"len\":65536}\n{\"type\":\"data\",\"len\":65536}\n"
+		"{\"type\":\"data\",\"len\":18928}\n{\"type\":\"end\"}\n");
 	assert_int_equal(f.log[0].data_len, 150000);
 	assert_memory_equal(f.log[0].data, buf, 150000);
-	assert_string_equal(f.log[1].hdrs, "{\"type\":\"write\",\"path\":\"/home/user/empty\"}\n{\"type\":\"end\"}\n");
+	assert_string_equal(f.log[1].hdrs,
+			    "{\"type\":\"write\",\"path\":\"/home/user/empty\"}\n{\"type\":\"end\"}\n");
 	free(buf);
 	fake_free(&f);
 }
@@ -1826,9 +1931,12 @@ static void test_write_refused(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"error\",\"code\":\"permission_denied\",\"message\":\"write '/etc/x': permission denied\"}\n" },
-		{ .hello = OK_HELLO, .read_upload = true,
-		  .reply = "{\"type\":\"error\",\"code\":\"no_space\",\"message\":\"write '/x': no space left\"}\n" },
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"permission_denied\",\"message\":\"write '/etc/x': permission denied\"}\n" },
+		{ .hello = OK_HELLO,
+		  .read_upload = true,
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"no_space\",\"message\":\"write '/x': no space left\"}\n" },
 	};
 	struct agent_client_err e;
 	struct agent_client c;
@@ -1865,10 +1973,14 @@ static int tmpfile_with(const void *data, size_t n)
 static void test_tar_upload(void **state)
 {
 	static const struct fake_step steps[] = {
-		{ .hello = OK_HELLO, .read_upload = true,
-		  .reply = "{\"type\":\"ok\",\"files\":2,\"dirs\":1,\"symlinks\":0,\"hardlinks\":0,\"skipped\":0,\"bytes\":70000}\n" },
-		{ .hello = OK_HELLO, .read_upload = true,
-		  .reply = "{\"type\":\"error\",\"code\":\"unsafe_path\",\"message\":\"tar member '../../etc/passwd': '..' would leave /home/user/proj\"}\n" },
+		{ .hello = OK_HELLO,
+		  .read_upload = true,
+		  .reply =
+			  "{\"type\":\"ok\",\"files\":2,\"dirs\":1,\"symlinks\":0,\"hardlinks\":0,\"skipped\":0,\"bytes\":70000}\n" },
+		{ .hello = OK_HELLO,
+		  .read_upload = true,
+		  .reply =
+			  "{\"type\":\"error\",\"code\":\"unsafe_path\",\"message\":\"tar member '../../etc/passwd': '..' would leave /home/user/proj\"}\n" },
 	};
 	struct agent_client_tar_stats st;
 	struct agent_client_err e;
@@ -1883,18 +1995,23 @@ static void test_tar_upload(void **state)
 	fd = tmpfile_with(buf, 70000);
 	fake_start(&f, steps, 2);
 	c = client_for(&f, 2000);
-	assert_int_equal(agent_client_tar_upload(&c, "/home/user/proj", AGENT_USER_ROOT, fd, &st, &e), 0);
+	assert_int_equal(agent_client_tar_upload(&c, "/home/user/proj", AGENT_USER_ROOT, fd, &st,
+						 &e),
+			 0);
 	assert_int_equal(st.files, 2);
 	assert_int_equal(st.dirs, 1);
 	assert_int_equal(st.bytes, 70000);
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
-	assert_int_equal(agent_client_tar_upload(&c, "/home/user/proj", AGENT_USER_USER, fd, NULL, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_tar_upload(&c, "/home/user/proj", AGENT_USER_USER, fd, NULL,
+						 &e),
+			 -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_UNSAFE_PATH);
 	close(fd);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"tar_upload\",\"path\":\"/home/user/proj\",\"user\":\"root\"}\n"
-			    "{\"type\":\"data\",\"len\":65536}\n{\"type\":\"data\",\"len\":4464}\n{\"type\":\"end\"}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"tar_upload\",\"path\":\"/home/user/proj\",\"user\":\"root\"}\n"
+		"{\"type\":\"data\",\"len\":65536}\n{\"type\":\"data\",\"len\":4464}\n{\"type\":\"end\"}\n");
 	assert_int_equal(f.log[0].data_len, 70000);
 	free(buf);
 	fake_free(&f);
@@ -1904,10 +2021,12 @@ static void test_tar_download(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"data\",\"len\":5}\nustar{\"type\":\"data\",\"len\":3}\n..."
-			   "{\"type\":\"end\",\"bytes\":8,\"files\":2,\"dirs\":1,\"symlinks\":0,\"skipped\":0}\n" },
+		  .reply =
+			  "{\"type\":\"data\",\"len\":5}\nustar{\"type\":\"data\",\"len\":3}\n..."
+			  "{\"type\":\"end\",\"bytes\":8,\"files\":2,\"dirs\":1,\"symlinks\":0,\"skipped\":0}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"data\",\"len\":5}\nustar{\"type\":\"error\",\"code\":\"io_error\",\"message\":\"tar_download: EIO\"}\n" },
+		  .reply =
+			  "{\"type\":\"data\",\"len\":5}\nustar{\"type\":\"error\",\"code\":\"io_error\",\"message\":\"tar_download: EIO\"}\n" },
 	};
 	struct agent_client_tar_stats st;
 	struct agent_client_err e;
@@ -1919,12 +2038,16 @@ static void test_tar_download(void **state)
 	(void)state;
 	fake_start(&f, steps, 2);
 	c = client_for(&f, 2000);
-	assert_int_equal(agent_client_tar_download(&c, "/home/user/proj", AGENT_USER_USER, fd, &st, &e), 0);
+	assert_int_equal(agent_client_tar_download(&c, "/home/user/proj", AGENT_USER_USER, fd, &st,
+						   &e),
+			 0);
 	assert_int_equal(st.bytes, 8);
 	assert_int_equal(st.files, 2);
 	assert_int_equal(pread(fd, got, sizeof(got), 0), 8);
 	assert_string_equal(got, "ustar...");
-	assert_int_equal(agent_client_tar_download(&c, "/home/user/proj", AGENT_USER_USER, fd, &st, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_tar_download(&c, "/home/user/proj", AGENT_USER_USER, fd, &st,
+						   &e),
+			 -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_IO_ERROR);
 	close(fd);
 	fake_stop(&f);
@@ -1935,11 +2058,14 @@ static void test_stat_exists(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stat\",\"path\":\"/bin/sh\",\"kind\":\"symlink\",\"size\":7,\"mode\":511,\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1732300000000000000,\"target\":\"busybox\"}\n" },
+		  .reply =
+			  "{\"type\":\"stat\",\"path\":\"/bin/sh\",\"kind\":\"symlink\",\"size\":7,\"mode\":511,\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1732300000000000000,\"target\":\"busybox\"}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"stat\",\"path\":\"/x\",\"kind\":\"file\",\"size\":7,\"mode\":4096,\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1}\n" },
+		  .reply =
+			  "{\"type\":\"stat\",\"path\":\"/x\",\"kind\":\"file\",\"size\":7,\"mode\":4096,\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"exists\",\"exists\":false}\n" },
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"exists\",\"exists\":true,\"kind\":\"dir\"}\n" },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"exists\",\"exists\":true,\"kind\":\"dir\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"exists\",\"exists\":true}\n" },
 	};
 	struct agent_client_stat st;
@@ -1964,16 +2090,20 @@ static void test_stat_exists(void **state)
 	/* mode beyond 07777 */
 	assert_int_equal(agent_client_stat(&c, "/x", true, AGENT_USER_USER, &st, &e), -EPROTO);
 	assert_null(st.path);
-	assert_int_equal(agent_client_exists(&c, "/nope", true, AGENT_USER_USER, &ex, &kind, &e), 0);
+	assert_int_equal(agent_client_exists(&c, "/nope", true, AGENT_USER_USER, &ex, &kind, &e),
+			 0);
 	assert_false(ex);
 	assert_int_equal(agent_client_exists(&c, "/srv", true, AGENT_USER_ROOT, &ex, &kind, &e), 0);
 	assert_true(ex);
 	assert_int_equal(kind, AGENT_KIND_DIR);
-	assert_int_equal(agent_client_exists(&c, "/srv", true, AGENT_USER_USER, &ex, &kind, &e), -EPROTO);
+	assert_int_equal(agent_client_exists(&c, "/srv", true, AGENT_USER_USER, &ex, &kind, &e),
+			 -EPROTO);
 	assert_false(ex);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"stat\",\"path\":\"/bin/sh\",\"follow\":false}\n");
-	assert_string_equal(f.log[3].hdrs, "{\"type\":\"exists\",\"path\":\"/srv\",\"user\":\"root\"}\n");
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"stat\",\"path\":\"/bin/sh\",\"follow\":false}\n");
+	assert_string_equal(f.log[3].hdrs,
+			    "{\"type\":\"exists\",\"path\":\"/srv\",\"user\":\"root\"}\n");
 	fake_free(&f);
 }
 
@@ -1998,11 +2128,13 @@ static void test_list_dir(void **state)
 {
 	static const struct fake_step steps[] = {
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"entry\",\"path\":\"/srv/app\",\"depth\":1,\"kind\":\"dir\",\"size\":4096,\"mode\":493,\"uid\":1000,\"gid\":1000,\"nlink\":2,\"mtime_ns\":1732300000000000000}\n"
-			   "{\"type\":\"entry\",\"path\":\"/srv/app/main.py\",\"depth\":2,\"kind\":\"file\",\"size\":12,\"mode\":420,\"uid\":1000,\"gid\":1000,\"nlink\":1,\"mtime_ns\":1732300000000000000}\n"
-			   "{\"type\":\"end\",\"count\":2,\"truncated\":false,\"skipped\":1}\n" },
+		  .reply =
+			  "{\"type\":\"entry\",\"path\":\"/srv/app\",\"depth\":1,\"kind\":\"dir\",\"size\":4096,\"mode\":493,\"uid\":1000,\"gid\":1000,\"nlink\":2,\"mtime_ns\":1732300000000000000}\n"
+			  "{\"type\":\"entry\",\"path\":\"/srv/app/main.py\",\"depth\":2,\"kind\":\"file\",\"size\":12,\"mode\":420,\"uid\":1000,\"gid\":1000,\"nlink\":1,\"mtime_ns\":1732300000000000000}\n"
+			  "{\"type\":\"end\",\"count\":2,\"truncated\":false,\"skipped\":1}\n" },
 		{ .hello = OK_HELLO,
-		  .reply = "{\"type\":\"entry\",\"path\":\"/srv/app\",\"kind\":\"dir\",\"size\":4096,\"mode\":493,\"uid\":1000,\"gid\":1000,\"nlink\":2,\"mtime_ns\":1}\n" },
+		  .reply =
+			  "{\"type\":\"entry\",\"path\":\"/srv/app\",\"kind\":\"dir\",\"size\":4096,\"mode\":493,\"uid\":1000,\"gid\":1000,\"nlink\":2,\"mtime_ns\":1}\n" },
 	};
 	struct agent_client_list_opts o = { .depth = 2 };
 	struct agent_client_list_end end;
@@ -2024,7 +2156,8 @@ static void test_list_dir(void **state)
 	assert_int_equal(agent_client_list_dir(&c, "/srv", NULL, on_entry, &en, NULL, &e), -EPROTO);
 	assert_non_null(strstr(e.msg, "'depth'"));
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs, "{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":2}\n");
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":2}\n");
 	fake_free(&f);
 }
 
@@ -2037,12 +2170,16 @@ static void test_lifecycle(void **state)
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
 		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
-		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\",\"delta_ns\":5,\"reseeded\":true}\n" },
+		{ .hello = OK_HELLO,
+		  .reply = "{\"type\":\"ok\",\"delta_ns\":5,\"reseeded\":true}\n" },
 	};
 	static const uint8_t seed[3] = { 0x00, 0x9f, 0xff };
 	const char *dns[] = { "10.0.2.3" };
-	struct agent_client_configure cfg = { .hostname = "box1", .address = "10.0.2.15/24",
-					      .gateway = "10.0.2.2", .dns = dns, .dns_n = 1,
+	struct agent_client_configure cfg = { .hostname = "box1",
+					      .address = "10.0.2.15/24",
+					      .gateway = "10.0.2.2",
+					      .dns = dns,
+					      .dns_n = 1,
 					      .set_dns = true };
 	struct agent_client_err e;
 	struct agent_client c;
@@ -2059,22 +2196,33 @@ static void test_lifecycle(void **state)
 	assert_int_equal(agent_client_rename(&c, "/tmp/a", "/tmp/b", true, AGENT_USER_USER, &e), 0);
 	assert_int_equal(agent_client_remove(&c, "/tmp/b", true, AGENT_USER_USER, &e), 0);
 	assert_int_equal(agent_client_mkdir(&c, "/tmp/d", false, 0700, AGENT_USER_USER, &e), 0);
-	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 3, &delta, &e), 0);
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 3, &delta,
+						      &e),
+			 0);
 	assert_true(delta == 5);
 	/* Too much or no entropy is refused before anything is sent. */
-	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 0, NULL, &e), -EINVAL);
-	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, AGENT_ENTROPY_MAX + 1, NULL, &e),
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed, 0, NULL, &e),
+			 -EINVAL);
+	assert_int_equal(agent_client_sync_clock_seed(&c, 1732312345123456789LL, seed,
+						      AGENT_ENTROPY_MAX + 1, NULL, &e),
 			 -EINVAL);
 	fake_stop(&f);
-	assert_string_equal(f.log[0].hdrs,
-			    "{\"type\":\"configure\",\"hostname\":\"box1\",\"address\":\"10.0.2.15/24\",\"gateway\":\"10.0.2.2\",\"dns\":[\"10.0.2.3\"]}\n");
-	assert_string_equal(f.log[1].hdrs, "{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789}\n");
+	assert_string_equal(
+		f.log[0].hdrs,
+		"{\"type\":\"configure\",\"hostname\":\"box1\",\"address\":\"10.0.2.15/24\",\"gateway\":\"10.0.2.2\",\"dns\":[\"10.0.2.3\"]}\n");
+	assert_string_equal(f.log[1].hdrs,
+			    "{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789}\n");
 	assert_string_equal(f.log[2].hdrs, "{\"type\":\"shutdown\",\"grace_ms\":2000}\n");
-	assert_string_equal(f.log[3].hdrs, "{\"type\":\"rename\",\"from\":\"/tmp/a\",\"to\":\"/tmp/b\",\"overwrite\":true}\n");
-	assert_string_equal(f.log[4].hdrs, "{\"type\":\"remove\",\"path\":\"/tmp/b\",\"recursive\":true}\n");
-	assert_string_equal(f.log[5].hdrs, "{\"type\":\"mkdir\",\"path\":\"/tmp/d\",\"mode\":448}\n");
-	assert_string_equal(f.log[6].hdrs,
-			    "{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"009fff\"}\n");
+	assert_string_equal(
+		f.log[3].hdrs,
+		"{\"type\":\"rename\",\"from\":\"/tmp/a\",\"to\":\"/tmp/b\",\"overwrite\":true}\n");
+	assert_string_equal(f.log[4].hdrs,
+			    "{\"type\":\"remove\",\"path\":\"/tmp/b\",\"recursive\":true}\n");
+	assert_string_equal(f.log[5].hdrs,
+			    "{\"type\":\"mkdir\",\"path\":\"/tmp/d\",\"mode\":448}\n");
+	assert_string_equal(
+		f.log[6].hdrs,
+		"{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"009fff\"}\n");
 	fake_free(&f);
 }
 
@@ -2160,7 +2308,8 @@ static void test_tcp_connect_bridge(void **state)
 	fake_stop(&f);
 	assert_string_equal(f.log[0].hdrs, "{\"type\":\"tcp_connect\",\"port\":8080}\n");
 	assert_int_equal(f.log[0].data_len, 0);
-	assert_string_equal(f.log[1].hdrs, "{\"type\":\"tcp_connect\",\"port\":65535,\"address\":\"::1\"}\n");
+	assert_string_equal(f.log[1].hdrs,
+			    "{\"type\":\"tcp_connect\",\"port\":65535,\"address\":\"::1\"}\n");
 	fake_free(&f);
 }
 
@@ -2175,13 +2324,17 @@ static void test_tcp_connect_errors(void **state)
 	} cases[] = {
 		{ "{\"type\":\"error\",\"code\":\"refused\",\"message\":\"tcp_connect: nothing listens on 127.0.0.1:8080 in the guest\"}\n",
 		  -EREMOTEIO, AGENT_FAIL_AGENT, AGENT_E_REFUSED, "nothing listens" },
-		{ "{\"type\":\"error\",\"code\":\"timeout\",\"message\":\"tcp_connect: slow\"}\n", -EREMOTEIO,
-		  AGENT_FAIL_AGENT, AGENT_E_TIMEOUT, "slow" },
-		{ "{\"type\":\"pong\",\"protocol\":1}\n", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, "replied 'pong'" },
-		{ "{\"type\":\"ok\",\"len\":3}\nabc", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, "payload" },
+		{ "{\"type\":\"error\",\"code\":\"timeout\",\"message\":\"tcp_connect: slow\"}\n",
+		  -EREMOTEIO, AGENT_FAIL_AGENT, AGENT_E_TIMEOUT, "slow" },
+		{ "{\"type\":\"pong\",\"protocol\":1}\n", -EPROTO, AGENT_FAIL_PROTOCOL,
+		  AGENT_E_IO_ERROR, "replied 'pong'" },
+		{ "{\"type\":\"ok\",\"len\":3}\nabc", -EPROTO, AGENT_FAIL_PROTOCOL,
+		  AGENT_E_IO_ERROR, "payload" },
 		{ "not json\n", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_BAD_JSON, "not valid JSON" },
-		{ "{\"type\":\"ok\"}", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED, "inside its answer" },
-		{ NULL, -ECONNRESET, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR, "closed the connection before answering" },
+		{ "{\"type\":\"ok\"}", -EPROTO, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED,
+		  "inside its answer" },
+		{ NULL, -ECONNRESET, AGENT_FAIL_CONNECT, AGENT_E_IO_ERROR,
+		  "closed the connection before answering" },
 	};
 	enum { N = sizeof(cases) / sizeof(cases[0]) };
 	static struct fake_step steps[N + 2];
@@ -2207,8 +2360,8 @@ static void test_tcp_connect_errors(void **state)
 		if (!strstr(e.msg, cases[i].needle))
 			fail_msg("case %zu: '%s' lacks '%s'", i, e.msg, cases[i].needle);
 	}
-	assert_string_equal(agent_client_err_name(&(struct agent_client_err){ .fail = AGENT_FAIL_AGENT,
-									  .code = AGENT_E_REFUSED }),
+	assert_string_equal(agent_client_err_name(&(struct agent_client_err){
+				    .fail = AGENT_FAIL_AGENT, .code = AGENT_E_REFUSED }),
 			    "refused");
 	assert_int_equal(agent_client_tcp_connect(&c, 8080, NULL, &fd, &e), -EPROTO);
 	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_HEADER_TOO_LONG);

@@ -238,8 +238,9 @@ static void test_lying_len(void **state)
 	assert_int_equal(r, -1);
 	assert_int_equal(got, 20);
 	assert_int_equal(err.code, AGENT_E_TRUNCATED);
-	assert_string_equal(err.msg,
-			    "connection closed after 20 of 100 payload bytes; send exactly 'len' bytes after the header");
+	assert_string_equal(
+		err.msg,
+		"connection closed after 20 of 100 payload bytes; send exactly 'len' bytes after the header");
 	agent_msg_free(&m);
 
 	/* payload_all sees the same. */
@@ -532,9 +533,11 @@ static void test_send(void **state)
 	agent_conn_close(p.c);
 	n = drain(p.peer, buf, sizeof(buf) - 1);
 	buf[n] = '\0';
-	assert_string_equal(buf, "{\"type\":\"data\",\"len\":5}\nhello"
-				 "{\"type\":\"ok\"}\n"
-				 "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"read '/x': no such file\"}\n");
+	assert_string_equal(
+		buf,
+		"{\"type\":\"data\",\"len\":5}\nhello"
+		"{\"type\":\"ok\"}\n"
+		"{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"read '/x': no such file\"}\n");
 	free(p.c);
 	close(p.peer);
 }

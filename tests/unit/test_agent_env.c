@@ -31,8 +31,12 @@ static void expect_env(char **envp, const char *const *want)
 static void test_base_user(void **state)
 {
 	struct agent_proc_req req = { .user = AGENT_USER_USER };
-	const char *want[] = { "PATH=" AGENT_DEFAULT_PATH, "HOME=/home/user", "USER=user",
-			       "LOGNAME=user", "SHELL=/bin/sh", NULL };
+	const char *want[] = { "PATH=" AGENT_DEFAULT_PATH,
+			       "HOME=/home/user",
+			       "USER=user",
+			       "LOGNAME=user",
+			       "SHELL=/bin/sh",
+			       NULL };
 	char **envp;
 
 	(void)state;
@@ -44,8 +48,13 @@ static void test_base_user(void **state)
 static void test_base_root_pty(void **state)
 {
 	struct agent_proc_req req = { .user = AGENT_USER_ROOT };
-	const char *want[] = { "PATH=" AGENT_DEFAULT_PATH, "HOME=/root", "USER=root",
-			       "LOGNAME=root", "SHELL=/bin/sh", "TERM=xterm-256color", NULL };
+	const char *want[] = { "PATH=" AGENT_DEFAULT_PATH,
+			       "HOME=/root",
+			       "USER=root",
+			       "LOGNAME=root",
+			       "SHELL=/bin/sh",
+			       "TERM=xterm-256color",
+			       NULL };
 	char **envp;
 
 	(void)state;
@@ -53,7 +62,7 @@ static void test_base_root_pty(void **state)
 	expect_env(envp, want);
 	assert_string_equal(agent_env_get(envp, "TERM"), "xterm-256color");
 	assert_string_equal(agent_env_get(envp, "HOME"), "/root");
-	assert_null(agent_env_get(envp, "HOM"));  /* a prefix is not the key */
+	assert_null(agent_env_get(envp, "HOM"));   /* a prefix is not the key */
 	assert_null(agent_env_get(envp, "HOME=")); /* nor is key plus '=' */
 	free(envp);
 }
@@ -99,8 +108,11 @@ static void test_overrides(void **state)
 /* Every variable removed: an empty environment, still NULL-terminated. */
 static void test_remove_all(void **state)
 {
-	struct agent_env env[] = { { "PATH", NULL }, { "HOME", NULL }, { "USER", NULL },
-				   { "LOGNAME", NULL }, { "SHELL", NULL } };
+	struct agent_env env[] = { { "PATH", NULL },
+				   { "HOME", NULL },
+				   { "USER", NULL },
+				   { "LOGNAME", NULL },
+				   { "SHELL", NULL } };
 	struct agent_proc_req req = { .env = env, .envc = 5 };
 	char **envp;
 
@@ -150,10 +162,12 @@ static void test_search_order(void **state)
 
 	(void)state;
 	assert_int_equal(agent_path_search("ls", "/nope:/bin:/usr/bin", "/", fake_exec, fs, out,
-					   sizeof(out)), 0);
+					   sizeof(out)),
+			 0);
 	assert_string_equal(out, "/bin/ls");
 	assert_int_equal(agent_path_search("ls", "/usr/bin:/bin", "/", fake_exec, fs, out,
-					   sizeof(out)), 0);
+					   sizeof(out)),
+			 0);
 	assert_string_equal(out, "/usr/bin/ls");
 }
 
@@ -165,7 +179,8 @@ static void test_search_not_found(void **state)
 
 	(void)state;
 	assert_int_equal(agent_path_search("ls", "/bin:/usr/bin", "/", fake_exec, fs, out,
-					   sizeof(out)), -ENOENT);
+					   sizeof(out)),
+			 -ENOENT);
 	assert_string_equal(out, "");
 	assert_int_equal(agent_path_search("ls", "", "/w", fake_exec, fs, out, sizeof(out)),
 			 -ENOENT);
@@ -190,7 +205,8 @@ static void test_search_relative(void **state)
 
 	(void)state;
 	assert_int_equal(agent_path_search("tool", "/bin::/usr/bin", "/w", fake_exec, fs, out,
-					   sizeof(out)), 0);
+					   sizeof(out)),
+			 0);
 	assert_string_equal(out, "/w/tool");
 	assert_int_equal(agent_path_search("tool", "/bin:", "/w", fake_exec, fs, out, sizeof(out)),
 			 0);
@@ -209,7 +225,8 @@ static void test_search_slash(void **state)
 	assert_int_equal(agent_path_search("./x", "/bin", "/", fake_exec, fs, out, sizeof(out)), 0);
 	assert_string_equal(out, "./x");
 	assert_int_equal(agent_path_search("/bin/long", "/bin", "/", fake_exec, fs, out,
-					   sizeof(out)), -ENAMETOOLONG);
+					   sizeof(out)),
+			 -ENAMETOOLONG);
 }
 
 /* A candidate longer than the buffer is skipped, not truncated into another path. */
@@ -220,7 +237,8 @@ static void test_search_long_candidate(void **state)
 
 	(void)state;
 	assert_int_equal(agent_path_search("b", "/very/long/directory:/a", "/", fake_exec, fs, out,
-					   sizeof(out)), 0);
+					   sizeof(out)),
+			 0);
 	assert_string_equal(out, "/a/b");
 }
 

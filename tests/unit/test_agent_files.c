@@ -70,18 +70,18 @@ static void *server_main(void *arg)
 	/* The thread is root again, with its group back. */
 	n = getgroups(0, NULL);
 	s->creds_restored = syscall(SYS_setfsuid, -1) == 0 && syscall(SYS_setfsgid, -1) == 0 &&
-			    n == 1;
+		n == 1;
 	agent_conn_close(c);
 	free(c);
 	return NULL;
 }
 
 struct reply {
-	char lines[1 << 16];  /* each header, compact, then '\n' */
+	char lines[1 << 16]; /* each header, compact, then '\n' */
 	size_t lines_len;
-	uint8_t *data;        /* every payload byte */
+	uint8_t *data; /* every payload byte */
 	size_t data_len;
-	json_t *last;         /* the last header */
+	json_t *last; /* the last header */
 	int nlines;
 };
 
@@ -345,12 +345,12 @@ static int teardown(void **state)
 	return 0;
 }
 
-#define NEED_ROOT()                                                        \
-	do {                                                               \
-		if (geteuid() != 0) {                                      \
+#define NEED_ROOT()                                                              \
+	do {                                                                     \
+		if (geteuid() != 0) {                                            \
 			print_message("not root: fsuid switching untestable\n"); \
-			skip();                                            \
-		}                                                          \
+			skip();                                                  \
+		}                                                                \
 	} while (0)
 
 /* ---- read, write ---- */
@@ -378,9 +378,10 @@ static void test_write_read(void **state)
 	assert_int_equal(st.st_gid, 1000);
 	assert_int_equal(st.st_mode & 07777, 0600);
 
-	expect_lines(fmt("{\"type\":\"read\",\"path\":\"%s\",\"offset\":1,\"length\":3}\n",
-			 P("u/a.bin")),
-		     "{\"type\":\"file\",\"size\":7}\n{\"type\":\"data\",\"len\":3}\n{\"type\":\"end\",\"bytes\":3}\n");
+	expect_lines(
+		fmt("{\"type\":\"read\",\"path\":\"%s\",\"offset\":1,\"length\":3}\n",
+		    P("u/a.bin")),
+		"{\"type\":\"file\",\"size\":7}\n{\"type\":\"data\",\"len\":3}\n{\"type\":\"end\",\"bytes\":3}\n");
 	run(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("u/a.bin")), &r);
 	assert_int_equal(r.data_len, 7);
 	assert_memory_equal(r.data, "abcdefg", 7);
@@ -390,7 +391,8 @@ static void test_write_read(void **state)
 		     "{\"type\":\"file\",\"size\":7}\n{\"type\":\"end\",\"bytes\":0}\n");
 
 	/* The default mode 0644 exactly, under a 077 process umask. */
-	expect_lines(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/d.txt")),
+	expect_lines(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n",
+			 P("u/d.txt")),
 		     "{\"type\":\"ok\",\"bytes\":0}\n");
 	assert_int_equal(stat(P("u/d.txt"), &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0644);
@@ -433,9 +435,11 @@ static void test_read_errors(void **state)
 	put_file("secret", "s", 0600, 0);
 	expect_error(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("nope")), "not_found");
 	expect_error(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("u")), "is_directory");
-	expect_error(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("secret")), "permission_denied");
-	expect_lines(fmt("{\"type\":\"read\",\"path\":\"%s\",\"user\":\"root\"}\n", P("secret")),
-		     "{\"type\":\"file\",\"size\":1}\n{\"type\":\"data\",\"len\":1}\n{\"type\":\"end\",\"bytes\":1}\n");
+	expect_error(fmt("{\"type\":\"read\",\"path\":\"%s\"}\n", P("secret")),
+		     "permission_denied");
+	expect_lines(
+		fmt("{\"type\":\"read\",\"path\":\"%s\",\"user\":\"root\"}\n", P("secret")),
+		"{\"type\":\"file\",\"size\":1}\n{\"type\":\"data\",\"len\":1}\n{\"type\":\"end\",\"bytes\":1}\n");
 }
 
 /*
@@ -467,7 +471,8 @@ static void test_read_write_fifo(void **state)
 	assert_int_equal(write(wfd, "xyhello", 7), 7);
 	req = fmt("{\"type\":\"read\",\"path\":\"%s\",\"offset\":2}\n", P("u/fifo"));
 	run_raw(req, strlen(req), true, &r);
-	assert_string_equal(r.lines, "{\"type\":\"file\",\"size\":0}\n{\"type\":\"data\",\"len\":5}\n");
+	assert_string_equal(r.lines,
+			    "{\"type\":\"file\",\"size\":0}\n{\"type\":\"data\",\"len\":5}\n");
 	assert_memory_equal(r.data, "hello", 5);
 	reply_free(&r);
 	/* With a reader (wfd is O_RDWR), the write goes through. */
@@ -503,7 +508,8 @@ static void test_write_options(void **state)
 	assert_int_equal(stat(P("u/e"), &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	/* Without append: truncated. */
-	expect_lines(fmt("{\"type\":\"write\",\"path\":\"%s\",\"len\":1}\nx{\"type\":\"end\"}\n", P("u/e")),
+	expect_lines(fmt("{\"type\":\"write\",\"path\":\"%s\",\"len\":1}\nx{\"type\":\"end\"}\n",
+			 P("u/e")),
 		     "{\"type\":\"ok\",\"bytes\":1}\n");
 	assert_string_equal(slurp(P("u/e"), NULL), "x");
 	/* Missing parents: not_found, or created with "parents". */
@@ -525,7 +531,8 @@ static void test_write_permissions(void **state)
 	(void)state;
 	NEED_ROOT();
 	/* Root's directory: the user may not create in it, root may. */
-	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("rootfile")),
+	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n",
+			 P("rootfile")),
 		     "permission_denied");
 	assert_false(exists(P("rootfile")));
 	/* Group 0 is this thread's supplementary group; the user must not
@@ -559,9 +566,11 @@ static void test_write_upload_errors(void **state)
 	assert_string_equal(err_code(&r), "truncated");
 	reply_free(&r);
 	/* Anything but data/end. */
-	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"ping\"}\n", P("u/cut3")),
+	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"ping\"}\n",
+			 P("u/cut3")),
 		     "unexpected_type");
-	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\",\"x\":1}\n", P("u/cut3")),
+	expect_error(fmt("{\"type\":\"write\",\"path\":\"%s\"}\n{\"type\":\"end\",\"x\":1}\n",
+			 P("u/cut3")),
 		     "unknown_field");
 }
 
@@ -598,14 +607,16 @@ static void test_stat_exists(void **state)
 		     "{\"type\":\"exists\",\"exists\":false}\n");
 	/* A dangling link exists unless followed. */
 	assert_int_equal(symlink("nowhere", P("u/dangling")), 0);
-	expect_lines(fmt("{\"type\":\"exists\",\"path\":\"%s\",\"follow\":false}\n", P("u/dangling")),
+	expect_lines(fmt("{\"type\":\"exists\",\"path\":\"%s\",\"follow\":false}\n",
+			 P("u/dangling")),
 		     "{\"type\":\"exists\",\"exists\":true,\"kind\":\"symlink\"}\n");
 	expect_lines(fmt("{\"type\":\"exists\",\"path\":\"%s\"}\n", P("u/dangling")),
 		     "{\"type\":\"exists\",\"exists\":false}\n");
 	/* Other failures are errors, not false. */
 	put_dir("closed", 0700, 0);
 	put_file("closed/f", "", 0600, 0);
-	expect_error(fmt("{\"type\":\"exists\",\"path\":\"%s\"}\n", P("closed/f")), "permission_denied");
+	expect_error(fmt("{\"type\":\"exists\",\"path\":\"%s\"}\n", P("closed/f")),
+		     "permission_denied");
 }
 
 /* ---- mkdir, rename ---- */
@@ -641,7 +652,8 @@ static void test_mkdir(void **state)
 	assert_int_equal(st.st_mode & 07777, 02750);
 	/* A file in the way. */
 	put_file("u/file", "", 0644, 1000);
-	expect_error(fmt("{\"type\":\"mkdir\",\"path\":\"%s\",\"parents\":true}\n", P("u/file/sub")),
+	expect_error(fmt("{\"type\":\"mkdir\",\"path\":\"%s\",\"parents\":true}\n",
+			 P("u/file/sub")),
 		     "exists");
 	expect_error(fmt("{\"type\":\"mkdir\",\"path\":\"%s\"}\n", P("nope")), "permission_denied");
 }
@@ -652,20 +664,24 @@ static void test_rename(void **state)
 	NEED_ROOT();
 	put_file("u/r1", "1", 0644, 1000);
 	put_file("u/r2", "2", 0644, 1000);
-	expect_lines(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r1"), P("u/r2")),
-		     fmt("{\"type\":\"error\",\"code\":\"exists\",\"message\":\"rename '%s' to '%s': target exists; pass \\\"overwrite\\\": true to replace it\"}\n",
-			 P("u/r1"), P("u/r2")));
+	expect_lines(
+		fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r1"), P("u/r2")),
+		fmt("{\"type\":\"error\",\"code\":\"exists\",\"message\":\"rename '%s' to '%s': target exists; pass \\\"overwrite\\\": true to replace it\"}\n",
+		    P("u/r1"), P("u/r2")));
 	assert_string_equal(slurp(P("u/r2"), NULL), "2");
 	expect_lines(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\",\"overwrite\":true}\n",
 			 P("u/r1"), P("u/r2")),
 		     "{\"type\":\"ok\"}\n");
 	assert_string_equal(slurp(P("u/r2"), NULL), "1");
 	assert_false(exists(P("u/r1")));
-	expect_lines(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r2"), P("u/r3")),
+	expect_lines(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r2"),
+			 P("u/r3")),
 		     "{\"type\":\"ok\"}\n");
-	expect_error(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r2"), P("u/r4")),
+	expect_error(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r2"),
+			 P("u/r4")),
 		     "not_found");
-	expect_error(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r3"), P("moved")),
+	expect_error(fmt("{\"type\":\"rename\",\"from\":\"%s\",\"to\":\"%s\"}\n", P("u/r3"),
+			 P("moved")),
 		     "permission_denied");
 }
 
@@ -691,7 +707,8 @@ static void test_remove(void **state)
 	(void)state;
 	NEED_ROOT();
 	put_file("u/rf", "x", 0644, 1000);
-	expect_lines(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("u/rf")), "{\"type\":\"ok\"}\n");
+	expect_lines(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("u/rf")),
+		     "{\"type\":\"ok\"}\n");
 	assert_false(exists(P("u/rf")));
 	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("u/rf")), "not_found");
 
@@ -707,20 +724,24 @@ static void test_remove(void **state)
 	/* Not empty without recursive. */
 	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("u/keep")), "not_empty");
 	/* A file named with a trailing '/'. */
-	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/\"}\n", P("u/keep/f")), "not_directory");
+	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/\"}\n", P("u/keep/f")),
+		     "not_directory");
 
 	/* The root, spelled any way, and paths ending in . or .. */
 	expect_error("{\"type\":\"remove\",\"path\":\"/\",\"recursive\":true}\n", "unsafe_path");
 	expect_error("{\"type\":\"remove\",\"path\":\"//./\",\"recursive\":true}\n", "unsafe_path");
-	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/..\",\"recursive\":true}\n", P("u/keep")),
+	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/..\",\"recursive\":true}\n",
+			 P("u/keep")),
 		     "bad_field");
-	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/.\",\"recursive\":true}\n", P("u/keep")),
+	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s/.\",\"recursive\":true}\n",
+			 P("u/keep")),
 		     "bad_field");
 	assert_true(exists(P("u/keep/f")));
 
 	/* The user may not remove root's files. */
 	put_file("rootonly", "", 0644, 0);
-	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("rootonly")), "permission_denied");
+	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\"}\n", P("rootonly")),
+		     "permission_denied");
 	assert_true(exists(P("rootonly")));
 }
 
@@ -758,7 +779,8 @@ static void test_remove_recursive_never_follows(void **state)
 	put_dir("u/mixed", 0755, 1000);
 	put_dir("u/mixed/rootdir", 0755, 0);
 	put_file("u/mixed/rootdir/f", "", 0644, 0);
-	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\",\"recursive\":true}\n", P("u/mixed")),
+	expect_error(fmt("{\"type\":\"remove\",\"path\":\"%s\",\"recursive\":true}\n",
+			 P("u/mixed")),
 		     "permission_denied");
 	assert_true(exists(P("u/mixed/rootdir/f")));
 }
@@ -803,11 +825,15 @@ static void test_list_dir(void **state)
 
 	run(fmt("{\"type\":\"list_dir\",\"path\":\"%s\"}\n", P("u/l")), &r);
 	assert_int_equal(r.nlines, 5);
-	assert_non_null(strstr(r.lines, fmt("\"path\":\"%s\",\"depth\":1,\"kind\":\"dir\"", P("u/l/sub"))));
-	assert_non_null(strstr(r.lines, fmt("\"path\":\"%s\",\"depth\":1,\"kind\":\"symlink\"", P("u/l/ln"))));
+	assert_non_null(
+		strstr(r.lines, fmt("\"path\":\"%s\",\"depth\":1,\"kind\":\"dir\"", P("u/l/sub"))));
+	assert_non_null(
+		strstr(r.lines,
+		       fmt("\"path\":\"%s\",\"depth\":1,\"kind\":\"symlink\"", P("u/l/ln"))));
 	assert_non_null(strstr(r.lines, "\"target\":\"sub\""));
 	assert_null(strstr(r.lines, "\"depth\":2"));
-	assert_string_equal(strrchr(r.lines, '{'), "{\"type\":\"end\",\"count\":4,\"truncated\":false,\"skipped\":0}\n");
+	assert_string_equal(strrchr(r.lines, '{'),
+			    "{\"type\":\"end\",\"count\":4,\"truncated\":false,\"skipped\":0}\n");
 	reply_free(&r);
 
 	/* Depth 2 with a trailing '/': sub/x is listed after sub; the link is
@@ -823,22 +849,26 @@ static void test_list_dir(void **state)
 		assert_true(sub < x);
 	}
 	assert_null(strstr(r.lines, "hidden"));
-	assert_string_equal(strrchr(r.lines, '{'), "{\"type\":\"end\",\"count\":5,\"truncated\":false,\"skipped\":1}\n");
+	assert_string_equal(strrchr(r.lines, '{'),
+			    "{\"type\":\"end\",\"count\":5,\"truncated\":false,\"skipped\":1}\n");
 	reply_free(&r);
 
 	/* The limit. */
 	run(fmt("{\"type\":\"list_dir\",\"path\":\"%s\",\"limit\":2}\n", P("u/l")), &r);
 	assert_int_equal(r.nlines, 3);
-	assert_string_equal(strrchr(r.lines, '{'), "{\"type\":\"end\",\"count\":2,\"truncated\":true,\"skipped\":0}\n");
+	assert_string_equal(strrchr(r.lines, '{'),
+			    "{\"type\":\"end\",\"count\":2,\"truncated\":true,\"skipped\":0}\n");
 	reply_free(&r);
 	/* Exactly as many entries as the limit: not truncated. */
 	run(fmt("{\"type\":\"list_dir\",\"path\":\"%s\",\"limit\":4}\n", P("u/l")), &r);
-	assert_string_equal(strrchr(r.lines, '{'), "{\"type\":\"end\",\"count\":4,\"truncated\":false,\"skipped\":0}\n");
+	assert_string_equal(strrchr(r.lines, '{'),
+			    "{\"type\":\"end\",\"count\":4,\"truncated\":false,\"skipped\":0}\n");
 	reply_free(&r);
 
 	expect_error(fmt("{\"type\":\"list_dir\",\"path\":\"%s\"}\n", P("u/none")), "not_found");
 	expect_error(fmt("{\"type\":\"list_dir\",\"path\":\"%s\"}\n", P("u/l/f")), "not_directory");
-	expect_error(fmt("{\"type\":\"list_dir\",\"path\":\"%s\"}\n", P("u/l/shut")), "permission_denied");
+	expect_error(fmt("{\"type\":\"list_dir\",\"path\":\"%s\"}\n", P("u/l/shut")),
+		     "permission_denied");
 }
 
 /* Deeper than the walk's descriptor budget, with siblings at every level
@@ -869,7 +899,8 @@ static void test_list_dir_deep(void **state)
 		snprintf(f, sizeof(f), "%s/../g", path);
 		mk_file(f);
 	}
-	run(fmt("{\"type\":\"list_dir\",\"path\":\"%s\",\"depth\":32,\"limit\":1000000}\n", P("u/w")),
+	run(fmt("{\"type\":\"list_dir\",\"path\":\"%s\",\"depth\":32,\"limit\":1000000}\n",
+		P("u/w")),
 	    &r);
 	for (p = r.lines; (p = strstr(p, "\"kind\":\"dir\"")); p++)
 		dirs++;
@@ -877,7 +908,9 @@ static void test_list_dir_deep(void **state)
 		files++;
 	assert_int_equal(dirs, 31);
 	assert_int_equal(files, 31 * 4);
-	assert_non_null(strstr(r.lines, "{\"type\":\"end\",\"count\":155,\"truncated\":false,\"skipped\":0}\n"));
+	assert_non_null(
+		strstr(r.lines,
+		       "{\"type\":\"end\",\"count\":155,\"truncated\":false,\"skipped\":0}\n"));
 	reply_free(&r);
 }
 
@@ -891,9 +924,13 @@ struct tarb {
 static void tb_add(struct tarb *t, char type, const char *name, const char *link,
 		   const char *content, uint32_t mode)
 {
-	struct tar_out o = { .name = name, .name_len = strlen(name), .type = type,
-			     .link = link, .link_len = link ? strlen(link) : 0,
-			     .size = content ? strlen(content) : 0, .mode = mode,
+	struct tar_out o = { .name = name,
+			     .name_len = strlen(name),
+			     .type = type,
+			     .link = link,
+			     .link_len = link ? strlen(link) : 0,
+			     .size = content ? strlen(content) : 0,
+			     .mode = mode,
 			     .mtime = 1000000000 };
 	uint8_t hdr[TAR_HEADER_BUILD_MAX];
 	ssize_t w = tar_header_build(&o, hdr, sizeof(hdr));
@@ -926,8 +963,9 @@ static void upload(const char *target, const char *user, const struct tarb *t, s
 	char *req = malloc(cap);
 
 	assert_non_null(req);
-	n += (size_t)snprintf(req, cap, "{\"type\":\"tar_upload\",\"path\":\"%s\",\"user\":\"%s\"}\n",
-			      target, user);
+	n += (size_t)snprintf(req, cap,
+			      "{\"type\":\"tar_upload\",\"path\":\"%s\",\"user\":\"%s\"}\n", target,
+			      user);
 	for (size_t off = 0; off < t->n; off += chunk) {
 		size_t k = t->n - off < chunk ? t->n - off : chunk;
 
@@ -961,8 +999,10 @@ static void test_tar_upload(void **state)
 	tb_add(&t, '0', "./", NULL, NULL, 0755);
 	tb_end(&t);
 	upload(P("u/proj"), "user", &t, 7000, &r);
-	assert_string_equal(r.lines, fmt("{\"type\":\"ok\",\"files\":3,\"dirs\":1,\"symlinks\":1,\"hardlinks\":1,\"skipped\":0,\"bytes\":%zu}\n",
-					 t.n));
+	assert_string_equal(
+		r.lines,
+		fmt("{\"type\":\"ok\",\"files\":3,\"dirs\":1,\"symlinks\":1,\"hardlinks\":1,\"skipped\":0,\"bytes\":%zu}\n",
+		    t.n));
 	reply_free(&r);
 	assert_string_equal(slurp(P("u/proj/src/main.c"), NULL), "int main;\n");
 	assert_int_equal(lstat(P("u/proj/src/main.c"), &st), 0);
@@ -1117,11 +1157,13 @@ static void test_tar_upload_hardlink_not_file(void **state)
 	if (!err_code(&r))
 		fail_msg("hard link to a symlink accepted: %s", r.lines);
 	assert_string_equal(err_code(&r), "unsafe_path");
-	assert_string_equal(json_string_value(json_object_get(r.last, "message")),
-			    "tar hard link 'top' -> 'd/e/l': not a regular file; an archive may only hard-link files");
+	assert_string_equal(
+		json_string_value(json_object_get(r.last, "message")),
+		"tar hard link 'top' -> 'd/e/l': not a regular file; an archive may only hard-link files");
 	reply_free(&r);
 	assert_false(exists(P("u/hl/top")));
-	assert_int_equal(readlink(P("u/hl/d/e/l"), got, sizeof(got)), 7); /* members before it stay */
+	assert_int_equal(readlink(P("u/hl/d/e/l"), got, sizeof(got)),
+			 7); /* members before it stay */
 	assert_memory_equal(got, "../../x", 7);
 	free(t.b);
 	t = (struct tarb){ 0 };
@@ -1177,11 +1219,13 @@ static void test_tar_upload_hostile_bytes(void **state)
 	reply_free(&r);
 
 	/* An empty upload: an empty archive. */
-	expect_lines(fmt("{\"type\":\"tar_upload\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/h4")),
-		     "{\"type\":\"ok\",\"files\":0,\"dirs\":0,\"symlinks\":0,\"hardlinks\":0,\"skipped\":0,\"bytes\":0}\n");
+	expect_lines(
+		fmt("{\"type\":\"tar_upload\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/h4")),
+		"{\"type\":\"ok\",\"files\":0,\"dirs\":0,\"symlinks\":0,\"hardlinks\":0,\"skipped\":0,\"bytes\":0}\n");
 	/* A target that is a file. */
 	put_file("u/h5", "", 0644, 1000);
-	expect_error(fmt("{\"type\":\"tar_upload\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n", P("u/h5")),
+	expect_error(fmt("{\"type\":\"tar_upload\",\"path\":\"%s\"}\n{\"type\":\"end\"}\n",
+			 P("u/h5")),
 		     "exists");
 }
 
@@ -1200,8 +1244,9 @@ static void untar(const struct reply *r, char *out, size_t cap)
 			break;
 		assert_int_not_equal(ev.kind, TAR_EV_ERROR);
 		if (ev.kind == TAR_EV_MEMBER)
-			o += (size_t)snprintf(out + o, cap - o, "%c:%s%s%s|", "fdlh"[ev.member->kind],
-					      ev.member->name, ev.member->link ? "->" : "",
+			o += (size_t)snprintf(out + o, cap - o, "%c:%s%s%s|",
+					      "fdlh"[ev.member->kind], ev.member->name,
+					      ev.member->link ? "->" : "",
 					      ev.member->link ? ev.member->link : "");
 		if (ev.kind == TAR_EV_DATA)
 			o += (size_t)snprintf(out + o, cap - o, "%.*s|", (int)ev.data_len,
@@ -1226,8 +1271,10 @@ static void test_tar_download(void **state)
 	assert_int_equal(mkfifo(P("u/dl/fifo"), 0644), 0);
 	run(fmt("{\"type\":\"tar_download\",\"path\":\"%s\"}\n", P("u/dl")), &r);
 	last = strrchr(r.lines, '{');
-	assert_string_equal(last, fmt("{\"type\":\"end\",\"bytes\":%zu,\"files\":1,\"dirs\":1,\"symlinks\":1,\"skipped\":1}\n",
-				      r.data_len));
+	assert_string_equal(
+		last,
+		fmt("{\"type\":\"end\",\"bytes\":%zu,\"files\":1,\"dirs\":1,\"symlinks\":1,\"skipped\":1}\n",
+		    r.data_len));
 	assert_int_equal(r.data_len % 512, 0);
 	untar(&r, got, sizeof(got));
 	/* readdir order: check membership, and that the directory's member
@@ -1244,7 +1291,8 @@ static void test_tar_download(void **state)
 	assert_string_equal(got, "f:a|aaa|");
 	reply_free(&r);
 
-	expect_error(fmt("{\"type\":\"tar_download\",\"path\":\"%s\"}\n", P("u/nope")), "not_found");
+	expect_error(fmt("{\"type\":\"tar_download\",\"path\":\"%s\"}\n", P("u/nope")),
+		     "not_found");
 	put_dir("private", 0700, 0);
 	expect_error(fmt("{\"type\":\"tar_download\",\"path\":\"%s\"}\n", P("private")),
 		     "permission_denied");
@@ -1271,8 +1319,8 @@ static void test_tar_roundtrip(void **state)
 
 	req = malloc(r.data_len + 512);
 	assert_non_null(req);
-	n = snprintf(req, 512, "{\"type\":\"tar_upload\",\"path\":\"%s\",\"len\":%zu}\n", P("u/rt2"),
-		     r.data_len);
+	n = snprintf(req, 512, "{\"type\":\"tar_upload\",\"path\":\"%s\",\"len\":%zu}\n",
+		     P("u/rt2"), r.data_len);
 	memcpy(req + n, r.data, r.data_len);
 	memcpy(req + n + r.data_len, "{\"type\":\"end\"}\n", 15);
 	run_raw(req, (size_t)n + r.data_len + 15, false, &up);

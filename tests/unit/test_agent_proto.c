@@ -395,13 +395,13 @@ static void test_frame_bad_json(void **state)
 
 	(void)state;
 	assert_int_equal(FRAME_CODE("{\"type\":\"ping\"}"), AGENT_OK);
-	assert_int_equal(FRAME_CODE(""), AGENT_E_BAD_JSON);               /* empty line */
+	assert_int_equal(FRAME_CODE(""), AGENT_E_BAD_JSON); /* empty line */
 	assert_int_equal(FRAME_CODE("   "), AGENT_E_BAD_JSON);
-	assert_int_equal(FRAME_CODE("[1,2,3]"), AGENT_E_BAD_JSON);        /* not an object */
+	assert_int_equal(FRAME_CODE("[1,2,3]"), AGENT_E_BAD_JSON); /* not an object */
 	assert_int_equal(FRAME_CODE("\"ping\""), AGENT_E_BAD_JSON);
 	assert_int_equal(FRAME_CODE("42"), AGENT_E_BAD_JSON);
 	assert_int_equal(FRAME_CODE("null"), AGENT_E_BAD_JSON);
-	assert_int_equal(FRAME_CODE("{\"type\":"), AGENT_E_BAD_JSON);     /* cut short */
+	assert_int_equal(FRAME_CODE("{\"type\":"), AGENT_E_BAD_JSON);             /* cut short */
 	assert_int_equal(FRAME_CODE("{\"type\":\"ping\"} {}"), AGENT_E_BAD_JSON); /* two values */
 	assert_int_equal(FRAME_CODE("{'type':'ping'}"), AGENT_E_BAD_JSON);
 	assert_int_equal(FRAME_CODE("\x16\x03\x01\x02\x00"), AGENT_E_BAD_JSON); /* a TLS hello */
@@ -454,7 +454,8 @@ static void test_frame_len_field(void **state)
 /* A bad header in the middle: what came before is delivered, then the error. */
 static void test_frame_error_after_messages(void **state)
 {
-	static const char s[] = "{\"type\":\"data\",\"len\":2}\nxy{\"type\":\"end\"\n{\"type\":\"end\"}\n";
+	static const char s[] =
+		"{\"type\":\"data\",\"len\":2}\nxy{\"type\":\"end\"\n{\"type\":\"end\"}\n";
 	static const char want[] = "{\"type\":\"data\",\"len\":2}|xy|E:bad_json";
 
 	(void)state;
@@ -507,8 +508,9 @@ static void test_parse_type(void **state)
 	assert_int_equal(REQ("{\"type\":\"\"}"), AGENT_E_UNKNOWN_TYPE);
 	assert_int_equal(parse_ctx("{\"type\":\"launch_missiles\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_UNKNOWN_TYPE);
-	assert_string_equal(err.msg, "unknown message type 'launch_missiles'; see "
-					 "docs/agent-protocol.md for the list");
+	assert_string_equal(err.msg,
+			    "unknown message type 'launch_missiles'; see "
+			    "docs/agent-protocol.md for the list");
 	/* len is checked before type, as the framer does. */
 	assert_int_equal(REQ("{\"type\":\"nope\",\"len\":-1}"), AGENT_E_BAD_FIELD);
 	/* Every type parses in its context when its required fields are there. */
@@ -544,7 +546,8 @@ static void test_parse_unknown_field_and_len(void **state)
 	struct agent_err err;
 
 	(void)state;
-	assert_int_equal(parse_ctx("{\"type\":\"ping\",\"verbose\":true}", AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"ping\",\"verbose\":true}", AGENT_CTX_REQUEST, &m,
+				   &err),
 			 AGENT_E_UNKNOWN_FIELD);
 	assert_string_equal(err.msg, "ping: unknown field 'verbose'");
 	/* A typo is never ignored. */
@@ -561,7 +564,8 @@ static void test_parse_unknown_field_and_len(void **state)
 	assert_int_equal(REQ("{\"type\":\"ping\",\"len\":0}"), AGENT_OK);
 	assert_int_equal(REQ("{\"type\":\"ping\",\"len\":3}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(UPL("{\"type\":\"end\",\"len\":1}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"ls\"],\"len\":1}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"ls\"],\"len\":1}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tar_download\",\"path\":\"/a\",\"len\":1}"),
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tar_upload\",\"path\":\"/a\",\"len\":1}"), AGENT_OK);
@@ -653,7 +657,8 @@ static void test_parse_exec_bad(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"exec\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_MISSING_FIELD);
 	assert_string_equal(err.msg, "exec: missing required field 'argv' (array of strings)");
-	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":\"ls\"}", AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":\"ls\"}", AGENT_CTX_REQUEST, &m,
+				   &err),
 			 AGENT_E_BAD_FIELD);
 	assert_string_equal(err.msg, "exec: 'argv' must be an array of strings, not a string");
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[]}", AGENT_CTX_REQUEST, &m, &err),
@@ -664,8 +669,10 @@ static void test_parse_exec_bad(void **state)
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\",null]}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"\"]}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"\",\"x\"]}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\",\"\"]}"), AGENT_OK); /* empty args are fine */
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\"],\"shell\":1}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\",\"\"]}"),
+			 AGENT_OK); /* empty args are fine */
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\"],\"shell\":1}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"ls\"],\"shell\":\"yes\"}"),
 			 AGENT_E_BAD_FIELD);
 
@@ -702,8 +709,10 @@ static void test_parse_exec_bad(void **state)
 	free(s);
 
 	/* cwd, user, numbers */
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"cwd\":\"tmp\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"cwd\":\"\"}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"cwd\":\"tmp\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"cwd\":\"\"}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"cwd\":7}"), AGENT_E_BAD_FIELD);
 	path = malloc(AGENT_PATH_MAX + 100);
 	assert_non_null(path);
@@ -733,8 +742,9 @@ static void test_parse_exec_bad(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"timeout_ms\":604800001}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.msg, "exec: 'timeout_ms' must be an integer from 0 to 604800000 "
-					 "(got 604800001)");
+	assert_string_equal(err.msg,
+			    "exec: 'timeout_ms' must be an integer from 0 to 604800000 "
+			    "(got 604800001)");
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"output_cap\":268435456}"),
 			 AGENT_OK);
 	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"output_cap\":268435457}"),
@@ -768,37 +778,54 @@ static void test_parse_confine(void **state)
 	assert_true(m.u.proc.confine);
 	assert_string_equal(m.u.proc.cwd, "/workspace/src");
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"]}", AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"]}", AGENT_CTX_REQUEST, &m,
+				   &err),
 			 AGENT_OK);
 	assert_false(m.u.proc.confine);
 	agent_msg_free(&m);
 	/* Without confine any cwd is fine, as before. */
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":false,\"cwd\":\"/tmp\"}"), AGENT_OK);
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":false,\"cwd\":\"/tmp\"}"),
+			 AGENT_OK);
 
 	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":\"yes\"}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
 	assert_string_equal(err.msg, "exec: 'confine' must be true or false, not a string");
-	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":1}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":null}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/etc\"}",
-				   AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":1}"),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.msg, "exec: 'cwd' '/etc' is not visible to a confined process; give /workspace "
-				     "or a directory below it (without '..'), or leave it out");
-	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}"),
+	assert_int_equal(REQ("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":null}"),
 			 AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		parse_ctx("{\"type\":\"exec\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/etc\"}",
+			  AGENT_CTX_REQUEST, &m, &err),
+		AGENT_E_BAD_FIELD);
+	assert_string_equal(err.msg,
+			    "exec: 'cwd' '/etc' is not visible to a confined process; give /workspace "
+			    "or a directory below it (without '..'), or leave it out");
+	assert_int_equal(
+		REQ("{\"type\":\"spawn\",\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}"),
+		AGENT_E_BAD_FIELD);
 	/* confine is not a field of the other messages. */
-	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/a\",\"confine\":true}"), AGENT_E_UNKNOWN_FIELD);
+	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/a\",\"confine\":true}"),
+			 AGENT_E_UNKNOWN_FIELD);
 }
 
 static void test_confine_cwd_ok(void **state)
 {
-	static const char *const ok[] = { "/workspace", "/workspace/", "/workspace/a/b", "/workspace/..x",
-					  "/workspace/a..", "/workspace/./a", "/workspace//a" };
-	static const char *const bad[] = { "/", "/tmp", "/workspaces", "/workspace-x", "/workspace/..",
-					   "/workspace/../", "/workspace/a/../../etc", "/work", "workspace",
-					   "/Workspace", "" };
+	static const char *const ok[] = { "/workspace",     "/workspace/",    "/workspace/a/b",
+					  "/workspace/..x", "/workspace/a..", "/workspace/./a",
+					  "/workspace//a" };
+	static const char *const bad[] = { "/",
+					   "/tmp",
+					   "/workspaces",
+					   "/workspace-x",
+					   "/workspace/..",
+					   "/workspace/../",
+					   "/workspace/a/../../etc",
+					   "/work",
+					   "workspace",
+					   "/Workspace",
+					   "" };
 
 	(void)state;
 	assert_true(agent_confine_cwd_ok(NULL));
@@ -837,7 +864,8 @@ static void test_parse_spawn(void **state)
 	assert_int_equal(m.u.proc.cols, 1);
 	assert_int_equal(m.u.proc.ring_bytes, 4096);
 	agent_msg_free(&m);
-	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"sh\"],\"rows\":30}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"sh\"],\"rows\":30}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"sh\"],\"pty\":false,\"cols\":30}"),
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"spawn\",\"argv\":[\"sh\"],\"pty\":true,\"rows\":0}"),
@@ -882,7 +910,8 @@ static void test_parse_process_control(void **state)
 	assert_int_equal(m.u.ctl.from, 995904);
 	agent_msg_free(&m);
 	assert_int_equal(REQ("{\"type\":\"attach\",\"id\":3,\"from\":-1}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"attach\",\"id\":3,\"from\":\"later\"}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"attach\",\"id\":3,\"from\":\"later\"}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"attach\",\"id\":3,\"from\":1.0}"), AGENT_E_BAD_FIELD);
 
 	/* stdin: id required as a request, refused on a stream. */
@@ -899,23 +928,25 @@ static void test_parse_process_control(void **state)
 	assert_int_equal(m.u.ctl.id, 0);
 	assert_false(m.u.ctl.close);
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"stdin\",\"id\":3,\"len\":8}", AGENT_CTX_ATTACHED, &m,
-				   &err),
+	assert_int_equal(parse_ctx("{\"type\":\"stdin\",\"id\":3,\"len\":8}", AGENT_CTX_ATTACHED,
+				   &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.msg, "stdin: 'id' is not allowed on an attached stream; the "
-					 "stream's process is implied");
+	assert_string_equal(err.msg,
+			    "stdin: 'id' is not allowed on an attached stream; the "
+			    "stream's process is implied");
 	assert_int_equal(ATT("{\"type\":\"stdin\",\"close\":\"yes\"}"), AGENT_E_BAD_FIELD);
 
 	/* signal: numbers and names. */
-	assert_int_equal(parse_ctx("{\"type\":\"signal\",\"signal\":\"TERM\"}", AGENT_CTX_ATTACHED, &m,
-				   &err),
+	assert_int_equal(parse_ctx("{\"type\":\"signal\",\"signal\":\"TERM\"}", AGENT_CTX_ATTACHED,
+				   &m, &err),
 			 AGENT_OK);
 	assert_int_equal(m.u.ctl.signo, 15);
 	assert_false(m.u.ctl.group);
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"signal\",\"id\":2,\"signal\":\"SIGKILL\",\"group\":true}",
-				   AGENT_CTX_REQUEST, &m, &err),
-			 AGENT_OK);
+	assert_int_equal(
+		parse_ctx("{\"type\":\"signal\",\"id\":2,\"signal\":\"SIGKILL\",\"group\":true}",
+			  AGENT_CTX_REQUEST, &m, &err),
+		AGENT_OK);
 	assert_int_equal(m.u.ctl.signo, 9);
 	assert_true(m.u.ctl.group);
 	agent_msg_free(&m);
@@ -934,16 +965,18 @@ static void test_parse_process_control(void **state)
 			 AGENT_E_BAD_FIELD);
 
 	/* resize */
-	assert_int_equal(parse_ctx("{\"type\":\"resize\",\"rows\":50,\"cols\":200}", AGENT_CTX_ATTACHED,
-				   &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"resize\",\"rows\":50,\"cols\":200}",
+				   AGENT_CTX_ATTACHED, &m, &err),
 			 AGENT_OK);
 	assert_int_equal(m.u.ctl.rows, 50);
 	assert_int_equal(m.u.ctl.cols, 200);
 	agent_msg_free(&m);
 	assert_int_equal(ATT("{\"type\":\"resize\",\"rows\":50}"), AGENT_E_MISSING_FIELD);
 	assert_int_equal(ATT("{\"type\":\"resize\",\"rows\":0,\"cols\":80}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(ATT("{\"type\":\"resize\",\"rows\":24,\"cols\":65536}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"resize\",\"rows\":24,\"cols\":80}"), AGENT_E_MISSING_FIELD);
+	assert_int_equal(ATT("{\"type\":\"resize\",\"rows\":24,\"cols\":65536}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"resize\",\"rows\":24,\"cols\":80}"),
+			 AGENT_E_MISSING_FIELD);
 
 	/* wait */
 	assert_int_equal(parse_ctx("{\"type\":\"wait\",\"id\":3}", AGENT_CTX_REQUEST, &m, &err),
@@ -962,8 +995,8 @@ static void test_parse_files(void **state)
 
 	(void)state;
 	/* read */
-	assert_int_equal(parse_ctx("{\"type\":\"read\",\"path\":\"/etc/hostname\"}", AGENT_CTX_REQUEST,
-				   &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"read\",\"path\":\"/etc/hostname\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_OK);
 	assert_string_equal(m.u.file.path, "/etc/hostname");
 	assert_int_equal(m.u.file.offset, 0);
@@ -981,12 +1014,14 @@ static void test_parse_files(void **state)
 	assert_int_equal(REQ("{\"type\":\"read\"}"), AGENT_E_MISSING_FIELD);
 	assert_int_equal(REQ("{\"type\":\"read\",\"path\":5}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"etc/passwd\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/x\",\"offset\":-1}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/x\",\"offset\":-1}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"read\",\"path\":\"/x\",\"length\":\"all\"}"),
 			 AGENT_E_BAD_FIELD);
 
 	/* write */
-	assert_int_equal(parse_ctx("{\"type\":\"write\",\"path\":\"/a\"}", AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"write\",\"path\":\"/a\"}", AGENT_CTX_REQUEST, &m,
+				   &err),
 			 AGENT_OK);
 	assert_true(m.u.file.create);
 	assert_false(m.u.file.exclusive);
@@ -1004,12 +1039,15 @@ static void test_parse_files(void **state)
 	assert_int_equal(m.u.file.mode, 07777);
 	assert_int_equal(m.len, 4);
 	agent_msg_free(&m);
-	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"create\":false,\"exclusive\":true}"),
+	assert_int_equal(
+		REQ("{\"type\":\"write\",\"path\":\"/a\",\"create\":false,\"exclusive\":true}"),
+		AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"mode\":4096}"),
 			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"mode\":4096}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"mode\":\"0644\"}"),
 			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"append\":0}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"write\",\"path\":\"/a\",\"append\":0}"),
+			 AGENT_E_BAD_FIELD);
 
 	/* stat, exists */
 	assert_int_equal(parse_ctx("{\"type\":\"stat\",\"path\":\"/bin/sh\",\"follow\":false}",
@@ -1017,25 +1055,29 @@ static void test_parse_files(void **state)
 			 AGENT_OK);
 	assert_false(m.u.file.follow);
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"exists\",\"path\":\"/nope\"}", AGENT_CTX_REQUEST, &m,
-				   &err),
+	assert_int_equal(parse_ctx("{\"type\":\"exists\",\"path\":\"/nope\"}", AGENT_CTX_REQUEST,
+				   &m, &err),
 			 AGENT_OK);
 	assert_true(m.u.file.follow);
 	agent_msg_free(&m);
 	assert_int_equal(REQ("{\"type\":\"exists\",\"path\":\"nope\"}"), AGENT_E_BAD_FIELD);
 
 	/* list_dir */
-	assert_int_equal(parse_ctx("{\"type\":\"list_dir\",\"path\":\"/srv\"}", AGENT_CTX_REQUEST, &m,
-				   &err),
+	assert_int_equal(parse_ctx("{\"type\":\"list_dir\",\"path\":\"/srv\"}", AGENT_CTX_REQUEST,
+				   &m, &err),
 			 AGENT_OK);
 	assert_int_equal(m.u.file.depth, 1);
 	assert_int_equal(m.u.file.limit, AGENT_LIST_LIMIT_DEFAULT);
 	agent_msg_free(&m);
-	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":32,\"limit\":1000000}"),
-			 AGENT_OK);
-	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":0}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":33}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"limit\":0}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":32,\"limit\":1000000}"),
+		AGENT_OK);
+	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":0}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"depth\":33}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"limit\":0}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"list_dir\",\"path\":\"/srv\",\"limit\":1000001}"),
 			 AGENT_E_BAD_FIELD);
 
@@ -1048,7 +1090,8 @@ static void test_parse_files(void **state)
 	agent_msg_free(&m);
 
 	/* remove: no spelling of "/" gets through. */
-	assert_int_equal(REQ("{\"type\":\"remove\",\"path\":\"/tmp/x\",\"recursive\":true}"), AGENT_OK);
+	assert_int_equal(REQ("{\"type\":\"remove\",\"path\":\"/tmp/x\",\"recursive\":true}"),
+			 AGENT_OK);
 	assert_int_equal(REQ("{\"type\":\"remove\",\"path\":\"/\",\"recursive\":true}"),
 			 AGENT_E_UNSAFE_PATH);
 	assert_int_equal(REQ("{\"type\":\"remove\",\"path\":\"//\"}"), AGENT_E_UNSAFE_PATH);
@@ -1068,14 +1111,16 @@ static void test_parse_files(void **state)
 	assert_false(m.u.file.overwrite);
 	agent_msg_free(&m);
 	assert_int_equal(REQ("{\"type\":\"rename\",\"from\":\"/tmp/a\"}"), AGENT_E_MISSING_FIELD);
-	assert_int_equal(REQ("{\"type\":\"rename\",\"from\":\"/tmp/a\",\"to\":\"b\"}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"rename\",\"from\":\"/tmp/a\",\"to\":\"b\"}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"rename\",\"path\":\"/tmp/a\",\"to\":\"/b\"}"),
 			 AGENT_E_UNKNOWN_FIELD);
 
 	/* tar */
 	assert_int_equal(REQ("{\"type\":\"tar_upload\",\"path\":\"/home/user/proj\"}"), AGENT_OK);
-	assert_int_equal(REQ("{\"type\":\"tar_download\",\"path\":\"/home/user/proj\",\"user\":\"root\"}"),
-			 AGENT_OK);
+	assert_int_equal(
+		REQ("{\"type\":\"tar_download\",\"path\":\"/home/user/proj\",\"user\":\"root\"}"),
+		AGENT_OK);
 	assert_int_equal(REQ("{\"type\":\"tar_download\"}"), AGENT_E_MISSING_FIELD);
 }
 
@@ -1085,10 +1130,11 @@ static void test_parse_configure(void **state)
 	struct agent_err err;
 
 	(void)state;
-	assert_int_equal(parse_ctx("{\"type\":\"configure\",\"hostname\":\"box1\",\"address\":\"10.0.2.15/24\","
-				   "\"gateway\":\"10.0.2.2\",\"dns\":[\"10.0.2.3\",\"fd00::3\"],\"mtu\":1500}",
-				   AGENT_CTX_REQUEST, &m, &err),
-			 AGENT_OK);
+	assert_int_equal(
+		parse_ctx("{\"type\":\"configure\",\"hostname\":\"box1\",\"address\":\"10.0.2.15/24\","
+			  "\"gateway\":\"10.0.2.2\",\"dns\":[\"10.0.2.3\",\"fd00::3\"],\"mtu\":1500}",
+			  AGENT_CTX_REQUEST, &m, &err),
+		AGENT_OK);
 	assert_string_equal(m.u.conf.hostname, "box1");
 	assert_string_equal(m.u.conf.iface, "eth0");
 	assert_true(m.u.conf.has_address);
@@ -1101,18 +1147,21 @@ static void test_parse_configure(void **state)
 	assert_int_equal(m.u.conf.dns[1].family, AF_INET6);
 	assert_int_equal(m.u.conf.mtu, 1500);
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"configure\",\"interface\":\"eth1\",\"address\":\"fd00::2/64\"}",
-				   AGENT_CTX_REQUEST, &m, &err),
-			 AGENT_OK);
+	assert_int_equal(
+		parse_ctx("{\"type\":\"configure\",\"interface\":\"eth1\",\"address\":\"fd00::2/64\"}",
+			  AGENT_CTX_REQUEST, &m, &err),
+		AGENT_OK);
 	assert_string_equal(m.u.conf.iface, "eth1");
 	assert_int_equal(m.u.conf.address.family, AF_INET6);
 	assert_int_equal(m.u.conf.address.prefix, 64);
 	agent_msg_free(&m);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[]}"), AGENT_OK); /* clears resolv.conf */
+	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[]}"),
+			 AGENT_OK); /* clears resolv.conf */
 
 	assert_int_equal(REQ("{\"type\":\"configure\"}"), AGENT_E_MISSING_FIELD);
 	/* An interface alone configures nothing. */
-	assert_int_equal(REQ("{\"type\":\"configure\",\"interface\":\"eth0\"}"), AGENT_E_MISSING_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"interface\":\"eth0\"}"),
+			 AGENT_E_MISSING_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"interface\":\"eth0\",\"hostname\":\"a\"}"),
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"hostname\":\"-bad\"}"), AGENT_E_BAD_FIELD);
@@ -1130,22 +1179,33 @@ static void test_parse_configure(void **state)
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"interface\":\"..\",\"mtu\":1500}"),
 			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"interface\":\"averyveryverylong\",\"mtu\":1500}"),
+	assert_int_equal(
+		REQ("{\"type\":\"configure\",\"interface\":\"averyveryverylong\",\"mtu\":1500}"),
+		AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15\"}"),
 			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/33\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/2x\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2/24\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"fd00::2/129\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"gateway\":\"10.0.2.2/24\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/24\",\"gateway\":\"fd00::1\"}"),
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/33\"}"),
 			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/2x\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"10.0.2/24\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"address\":\"fd00::2/129\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"gateway\":\"10.0.2.2/24\"}"),
+			 AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		REQ("{\"type\":\"configure\",\"address\":\"10.0.2.15/24\",\"gateway\":\"fd00::1\"}"),
+		AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":\"1.1.1.1\"}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[\"dns.google\"]}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[\"dns.google\"]}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[1]}"), AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"configure\",\"dns\":[\"1.1.1.1\",\"1.0.0.1\",\"8.8.8.8\",\"9.9.9.9\"]}"),
-			 AGENT_E_TOO_LARGE);
+	assert_int_equal(
+		REQ("{\"type\":\"configure\",\"dns\":[\"1.1.1.1\",\"1.0.0.1\",\"8.8.8.8\",\"9.9.9.9\"]}"),
+		AGENT_E_TOO_LARGE);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"mtu\":67}"), AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"configure\",\"mtu\":65536}"), AGENT_E_BAD_FIELD);
 }
@@ -1162,18 +1222,22 @@ static void test_parse_clock_shutdown(void **state)
 	assert_true(m.u.clock.time_ns == 1732312345123456789LL);
 	assert_null(m.u.clock.entropy);
 	agent_msg_free(&m);
-	assert_int_equal(parse_ctx("{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"00ff7A\"}",
-				   AGENT_CTX_REQUEST, &m, &err),
-			 AGENT_OK);
+	assert_int_equal(
+		parse_ctx("{\"type\":\"sync_clock\",\"time_ns\":1732312345123456789,\"entropy\":\"00ff7A\"}",
+			  AGENT_CTX_REQUEST, &m, &err),
+		AGENT_OK);
 	assert_string_equal(m.u.clock.entropy, "00ff7A");
 	agent_msg_free(&m);
 	/* entropy: even count of hex digits, 1..64 bytes. */
-	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"\"}"),
-			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"abc\"}"),
-			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"zz\"}"),
-			 AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"\"}"),
+		AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"abc\"}"),
+		AGENT_E_BAD_FIELD);
+	assert_int_equal(
+		REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"zz\"}"),
+		AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":12}"),
 			 AGENT_E_BAD_FIELD);
 	{
@@ -1181,11 +1245,13 @@ static void test_parse_clock_shutdown(void **state)
 
 		memset(hex, 'a', 130);
 		hex[130] = 0; /* 65 bytes: one too many */
-		snprintf(req, sizeof(req), "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
+		snprintf(req, sizeof(req),
+			 "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
 			 hex);
 		assert_int_equal(REQ(req), AGENT_E_BAD_FIELD);
 		hex[128] = 0; /* 64 bytes */
-		snprintf(req, sizeof(req), "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
+		snprintf(req, sizeof(req),
+			 "{\"type\":\"sync_clock\",\"time_ns\":946684800000000000,\"entropy\":\"%s\"}",
 			 hex);
 		assert_int_equal(REQ(req), AGENT_OK);
 	}
@@ -1197,7 +1263,8 @@ static void test_parse_clock_shutdown(void **state)
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"sync_clock\",\"time_ns\":946684800000000000}"), AGENT_OK);
 
-	assert_int_equal(parse_ctx("{\"type\":\"shutdown\"}", AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_int_equal(parse_ctx("{\"type\":\"shutdown\"}", AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
 	assert_int_equal(m.u.grace_ms, AGENT_GRACE_DEFAULT_MS);
 	agent_msg_free(&m);
 	assert_int_equal(REQ("{\"type\":\"shutdown\",\"grace_ms\":60000}"), AGENT_OK);
@@ -1211,7 +1278,8 @@ static void test_parse_tcp_connect(void **state)
 	struct agent_err err;
 
 	(void)state;
-	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":8080}", AGENT_CTX_REQUEST, &m, &err),
+	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":8080}", AGENT_CTX_REQUEST,
+				   &m, &err),
 			 AGENT_OK);
 	assert_int_equal(m.type, AGENT_T_TCP_CONNECT);
 	assert_int_equal(m.u.tcp.port, 8080);
@@ -1225,7 +1293,8 @@ static void test_parse_tcp_connect(void **state)
 	assert_int_equal(m.u.tcp.family, AF_INET6);
 	assert_string_equal(m.u.tcp.address, "::1");
 	agent_msg_free(&m);
-	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":1,\"address\":\"127.0.0.1\"}"), AGENT_OK);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":1,\"address\":\"127.0.0.1\"}"),
+			 AGENT_OK);
 
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\"}", AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_MISSING_FIELD);
@@ -1239,21 +1308,24 @@ static void test_parse_tcp_connect(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"10.0.2.2\"}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_BAD_FIELD);
-	assert_string_equal(err.msg,
-			    "tcp_connect: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '10.0.2.2'");
+	assert_string_equal(
+		err.msg,
+		"tcp_connect: 'address' must be \"127.0.0.1\" or \"::1\" (the guest's loopback), got '10.0.2.2'");
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"localhost\"}"),
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"127.0.0.2\"}"),
 			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"0:0:0:0:0:0:0:1\"}"),
 			 AGENT_E_BAD_FIELD);
-	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":1}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"address\":1}"),
+			 AGENT_E_BAD_FIELD);
 	/* Unknown fields, a payload, the wrong context: as for every request. */
 	assert_int_equal(parse_ctx("{\"type\":\"tcp_connect\",\"port\":80,\"host\":\"::1\"}",
 				   AGENT_CTX_REQUEST, &m, &err),
 			 AGENT_E_UNKNOWN_FIELD);
 	assert_string_equal(err.msg, "tcp_connect: unknown field 'host'");
-	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":5}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":5}"),
+			 AGENT_E_BAD_FIELD);
 	assert_int_equal(REQ("{\"type\":\"tcp_connect\",\"port\":80,\"len\":0}"), AGENT_OK);
 	assert_int_equal(ATT("{\"type\":\"tcp_connect\",\"port\":80}"), AGENT_E_UNEXPECTED_TYPE);
 	assert_int_equal(UPL("{\"type\":\"tcp_connect\",\"port\":80}"), AGENT_E_UNEXPECTED_TYPE);
@@ -1263,9 +1335,10 @@ static void test_parse_tcp_connect(void **state)
 /* The framer and the parser together, as the agent runs them on an upload. */
 static void test_upload_through_framer(void **state)
 {
-	static const char s[] = "{\"type\":\"write\",\"path\":\"/home/user/a.bin\",\"mode\":384,\"len\":4}\nabcd"
-				"{\"type\":\"data\",\"len\":3}\nefg"
-				"{\"type\":\"end\"}\n";
+	static const char s[] =
+		"{\"type\":\"write\",\"path\":\"/home/user/a.bin\",\"mode\":384,\"len\":4}\nabcd"
+		"{\"type\":\"data\",\"len\":3}\nefg"
+		"{\"type\":\"end\"}\n";
 	static const enum agent_type want[] = { AGENT_T_WRITE, AGENT_T_DATA, AGENT_T_END };
 	struct agent_frame f;
 	struct agent_event ev;
@@ -1320,17 +1393,20 @@ static void test_line_error(void **state)
 	struct agent_err err;
 
 	(void)state;
-	assert_line(agent_line_error(&l, AGENT_E_UNKNOWN_TYPE,
-				     "unknown message type '%s'; see docs/agent-protocol.md for the list",
-				     "launch_missiles"),
-		    &l,
-		    "{\"type\":\"error\",\"code\":\"unknown_type\",\"message\":\"unknown message type "
-		    "'launch_missiles'; see docs/agent-protocol.md for the list\"}\n");
+	assert_line(
+		agent_line_error(&l, AGENT_E_UNKNOWN_TYPE,
+				 "unknown message type '%s'; see docs/agent-protocol.md for the list",
+				 "launch_missiles"),
+		&l,
+		"{\"type\":\"error\",\"code\":\"unknown_type\",\"message\":\"unknown message type "
+		"'launch_missiles'; see docs/agent-protocol.md for the list\"}\n");
 	/* Quotes and control characters are escaped; the line stays one line. */
-	assert_line(agent_line_error(&l, AGENT_E_NOT_FOUND, "no \"%s\"\nhere", "a/b"), &l,
-		    "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"no \\\"a/b\\\"\\nhere\"}\n");
+	assert_line(
+		agent_line_error(&l, AGENT_E_NOT_FOUND, "no \"%s\"\nhere", "a/b"), &l,
+		"{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"no \\\"a/b\\\"\\nhere\"}\n");
 	/* A file name from disk that is not UTF-8 still gives valid JSON. */
-	assert_line(agent_line_error(&l, AGENT_E_IO_ERROR, "read '/tmp/%s': I/O error", "\xff\xfe"), &l,
+	assert_line(agent_line_error(&l, AGENT_E_IO_ERROR, "read '/tmp/%s': I/O error", "\xff\xfe"),
+		    &l,
 		    "{\"type\":\"error\",\"code\":\"io_error\",\"message\":\"read '/tmp/\xef\xbf\xbd\xef\xbf\xbd': "
 		    "I/O error\"}\n");
 	/* Not a code: never an "ok" error. */
@@ -1342,8 +1418,9 @@ static void test_line_error(void **state)
 	assert_int_equal(parse_ctx("{\"type\":\"ping\",\"verbose\":true}", AGENT_CTX_REQUEST,
 				   &(struct agent_msg){ 0 }, &err),
 			 AGENT_E_UNKNOWN_FIELD);
-	assert_line(agent_line_err(&l, &err), &l,
-		    "{\"type\":\"error\",\"code\":\"unknown_field\",\"message\":\"ping: unknown field 'verbose'\"}\n");
+	assert_line(
+		agent_line_err(&l, &err), &l,
+		"{\"type\":\"error\",\"code\":\"unknown_field\",\"message\":\"ping: unknown field 'verbose'\"}\n");
 	/* Messages are bounded. */
 	{
 		char big[2000];
@@ -1371,17 +1448,22 @@ static void test_line_simple(void **state)
 	assert_line(agent_line_end(&l, end_list, 3), &l,
 		    "{\"type\":\"end\",\"count\":2,\"truncated\":false,\"skipped\":0}\n");
 	assert_line(agent_line_pong(&l), &l, "{\"type\":\"pong\",\"protocol\":1}\n");
-	assert_line(agent_line_chunk(&l, AGENT_STDOUT, -1, 10), &l, "{\"type\":\"stdout\",\"len\":10}\n");
+	assert_line(agent_line_chunk(&l, AGENT_STDOUT, -1, 10), &l,
+		    "{\"type\":\"stdout\",\"len\":10}\n");
 	assert_line(agent_line_chunk(&l, AGENT_STDERR, 17, 6), &l,
 		    "{\"type\":\"stderr\",\"seq\":17,\"len\":6}\n");
 	assert_line(agent_line_chunk(&l, AGENT_DATA, -1, 3), &l, "{\"type\":\"data\",\"len\":3}\n");
 	assert_int_equal(agent_line_chunk(&l, AGENT_DATA, -1, AGENT_LEN_MAX + 1), -EINVAL);
-	assert_line(agent_line_gap(&l, 0, 995904), &l, "{\"type\":\"gap\",\"seq\":0,\"bytes\":995904}\n");
-	assert_line(agent_line_spawned(&l, 1, 61), &l, "{\"type\":\"spawned\",\"id\":1,\"pid\":61}\n");
-	assert_line(agent_line_attached(&l, 1, 61, true, true, 0), &l,
-		    "{\"type\":\"attached\",\"id\":1,\"pid\":61,\"pty\":true,\"running\":true,\"seq\":0}\n");
+	assert_line(agent_line_gap(&l, 0, 995904), &l,
+		    "{\"type\":\"gap\",\"seq\":0,\"bytes\":995904}\n");
+	assert_line(agent_line_spawned(&l, 1, 61), &l,
+		    "{\"type\":\"spawned\",\"id\":1,\"pid\":61}\n");
+	assert_line(
+		agent_line_attached(&l, 1, 61, true, true, 0), &l,
+		"{\"type\":\"attached\",\"id\":1,\"pid\":61,\"pty\":true,\"running\":true,\"seq\":0}\n");
 	assert_line(agent_line_file(&l, 5), &l, "{\"type\":\"file\",\"size\":5}\n");
-	assert_line(agent_line_exists(&l, false, 0), &l, "{\"type\":\"exists\",\"exists\":false}\n");
+	assert_line(agent_line_exists(&l, false, 0), &l,
+		    "{\"type\":\"exists\",\"exists\":false}\n");
 	assert_line(agent_line_exists(&l, true, 0040755), &l,
 		    "{\"type\":\"exists\",\"exists\":true,\"kind\":\"dir\"}\n");
 }
@@ -1390,12 +1472,23 @@ static void test_line_info_exit(void **state)
 {
 	struct agent_line l;
 	const struct agent_info info = {
-		.kernel = "6.1.0-kiln", .hostname = "kiln", .cpus = 2, .mem_total = 130023424,
-		.mem_available = 110100480, .uptime_ms = 412, .time_ns = 1732312345123456789LL,
+		.kernel = "6.1.0-kiln",
+		.hostname = "kiln",
+		.cpus = 2,
+		.mem_total = 130023424,
+		.mem_available = 110100480,
+		.uptime_ms = 412,
+		.time_ns = 1732312345123456789LL,
 	};
 	struct agent_exit e = {
-		.pid = 57, .exit_code = 3, .stdout_bytes = 10, .stderr_bytes = 5, .is_exec = true,
-		.wall_us = 1830, .user_us = 412, .sys_us = 907,
+		.pid = 57,
+		.exit_code = 3,
+		.stdout_bytes = 10,
+		.stderr_bytes = 5,
+		.is_exec = true,
+		.wall_us = 1830,
+		.user_us = 412,
+		.sys_us = 907,
 	};
 
 	(void)state;
@@ -1428,25 +1521,41 @@ static void test_line_stat(void **state)
 {
 	struct agent_line l;
 	struct agent_stat st = {
-		.path = "/bin/sh", .path_len = 7, .st_mode = 0120777, .size = 7, .nlink = 1,
-		.mtime_ns = 1732300000000000000LL, .target = "busybox", .target_len = 7,
+		.path = "/bin/sh",
+		.path_len = 7,
+		.st_mode = 0120777,
+		.size = 7,
+		.nlink = 1,
+		.mtime_ns = 1732300000000000000LL,
+		.target = "busybox",
+		.target_len = 7,
 	};
 
 	(void)state;
-	assert_line(agent_line_stat(&l, &st, false), &l,
-		    "{\"type\":\"stat\",\"path\":\"/bin/sh\",\"kind\":\"symlink\",\"size\":7,\"mode\":511,"
-		    "\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1732300000000000000,\"target\":\"busybox\"}\n");
-	st = (struct agent_stat){ .path = "/srv/app/main.py", .path_len = 16, .depth = 2,
-				  .st_mode = 0100644, .size = 12, .uid = 1000, .gid = 1000, .nlink = 1,
+	assert_line(
+		agent_line_stat(&l, &st, false), &l,
+		"{\"type\":\"stat\",\"path\":\"/bin/sh\",\"kind\":\"symlink\",\"size\":7,\"mode\":511,"
+		"\"uid\":0,\"gid\":0,\"nlink\":1,\"mtime_ns\":1732300000000000000,\"target\":\"busybox\"}\n");
+	st = (struct agent_stat){ .path = "/srv/app/main.py",
+				  .path_len = 16,
+				  .depth = 2,
+				  .st_mode = 0100644,
+				  .size = 12,
+				  .uid = 1000,
+				  .gid = 1000,
+				  .nlink = 1,
 				  .mtime_ns = 1 };
 	assert_line(agent_line_stat(&l, &st, true), &l,
 		    "{\"type\":\"entry\",\"path\":\"/srv/app/main.py\",\"depth\":2,\"kind\":\"file\",\"size\":12,"
 		    "\"mode\":420,\"uid\":1000,\"gid\":1000,\"nlink\":1,\"mtime_ns\":1}\n");
 	/* A name that is not UTF-8: replaced and flagged, still one valid line. */
-	st = (struct agent_stat){ .path = "/tmp/a\xff", .path_len = 7, .depth = 1, .st_mode = 0010600 };
-	assert_line(agent_line_stat(&l, &st, true), &l,
-		    "{\"type\":\"entry\",\"path\":\"/tmp/a\xef\xbf\xbd\",\"lossy\":true,\"depth\":1,"
-		    "\"kind\":\"fifo\",\"size\":0,\"mode\":384,\"uid\":0,\"gid\":0,\"nlink\":0,\"mtime_ns\":0}\n");
+	st = (struct agent_stat){
+		.path = "/tmp/a\xff", .path_len = 7, .depth = 1, .st_mode = 0010600
+	};
+	assert_line(
+		agent_line_stat(&l, &st, true), &l,
+		"{\"type\":\"entry\",\"path\":\"/tmp/a\xef\xbf\xbd\",\"lossy\":true,\"depth\":1,"
+		"\"kind\":\"fifo\",\"size\":0,\"mode\":384,\"uid\":0,\"gid\":0,\"nlink\":0,\"mtime_ns\":0}\n");
 	assert_string_equal(agent_kind_name(0140000), "socket");
 	assert_string_equal(agent_kind_name(0020000), "char");
 	assert_string_equal(agent_kind_name(0060000), "block");
@@ -1458,7 +1567,12 @@ static void test_line_process(void **state)
 	struct agent_line l;
 	const char *argv[] = { "sleep", "100" };
 	struct agent_process_info p = {
-		.id = 3, .pid = 64, .argv = argv, .argc = 2, .exit_code = -1, .signo = 15,
+		.id = 3,
+		.pid = 64,
+		.argv = argv,
+		.argc = 2,
+		.exit_code = -1,
+		.signo = 15,
 	};
 	char **big;
 	size_t n = 100;
@@ -1478,8 +1592,12 @@ static void test_line_process(void **state)
 		big[i][999] = '\0';
 	}
 	big[0][5] = '\0';
-	p = (struct agent_process_info){ .id = 4, .pid = 65, .argv = (const char *const *)big,
-					 .argc = n, .running = true, .exit_code = -1 };
+	p = (struct agent_process_info){ .id = 4,
+					 .pid = 65,
+					 .argv = (const char *const *)big,
+					 .argc = n,
+					 .running = true,
+					 .exit_code = -1 };
 	assert_line(agent_line_process(&l, &p), &l,
 		    "{\"type\":\"process\",\"id\":4,\"pid\":65,\"argv0\":\"aaaaa\",\"argv_truncated\":true,"
 		    "\"pty\":false,\"running\":true,\"exit_code\":null,\"signal\":null,\"timed_out\":false,"
@@ -1608,8 +1726,9 @@ static void test_documented(void **state)
  * says which they are, and nothing else is one. */
 static void test_type_is_file(void **state)
 {
-	static const char *const files[] = { "read", "write", "stat", "exists", "list_dir", "mkdir",
-					     "remove", "rename", "tar_upload", "tar_download" };
+	static const char *const files[] = { "read",       "write",       "stat",   "exists",
+					     "list_dir",   "mkdir",       "remove", "rename",
+					     "tar_upload", "tar_download" };
 	int n = 0;
 
 	(void)state;
@@ -1623,7 +1742,7 @@ static void test_type_is_file(void **state)
 	}
 	assert_int_equal(n, 10);
 	assert_false(agent_type_is_file(AGENT_TYPE_COUNT));
-	assert_false(agent_type_is_file((enum agent_type)-1));
+	assert_false(agent_type_is_file((enum agent_type) - 1));
 }
 
 static void test_validators(void **state)

@@ -257,9 +257,10 @@ static void test_basic(void **state)
 	/* Anything after the end-of-archive blocks is ignored. */
 	memcpy(arc_grow(&a, 700), "garbage", 7);
 	run(&a, &t);
-	assert_string_equal(t.s, "d:src|f:src/main.c:29|int main(void) { return 0; }\n$|"
-				 "f:Makefile:0|$|l:link->src/main.c|h:hl->src/main.c|"
-				 "f:old:3|abc$|f:contig:2|xy$|END");
+	assert_string_equal(t.s,
+			    "d:src|f:src/main.c:29|int main(void) { return 0; }\n$|"
+			    "f:Makefile:0|$|l:link->src/main.c|h:hl->src/main.c|"
+			    "f:old:3|abc$|f:contig:2|xy$|END");
 	arc_free(&a);
 }
 
@@ -298,20 +299,21 @@ static void test_names(void **state)
 	uint8_t *h;
 
 	(void)state;
-	hdr(&a, "./", '5', 0, NULL);             /* the target itself: skipped silently */
-	hdr(&a, ".", '0', 0, NULL);              /* likewise, even as a file */
+	hdr(&a, "./", '5', 0, NULL); /* the target itself: skipped silently */
+	hdr(&a, ".", '0', 0, NULL);  /* likewise, even as a file */
 	file(&a, "./a//b/./c", "1");
-	hdr(&a, "olddir/", '0', 0, NULL);        /* v7: a file named with '/' is a directory */
-	file(&a, "...", "2");                    /* only `..` exactly is special */
+	hdr(&a, "olddir/", '0', 0, NULL); /* v7: a file named with '/' is a directory */
+	file(&a, "...", "2");             /* only `..` exactly is special */
 	file(&a, "..a/b..", "3");
-	h = hdr(&a, "name.txt", '0', 1, NULL);   /* prefix + '/' + name */
+	h = hdr(&a, "name.txt", '0', 1, NULL); /* prefix + '/' + name */
 	memcpy(h + 345, "some/prefix", 11);
 	fix_checksum(h);
 	data(&a, "4", 1);
 	zeros(&a, 2);
 	run(&a, &t);
-	assert_string_equal(t.s, "f:a/b/c:1|1$|d:olddir|f:...:1|2$|f:..a/b..:1|3$|"
-				 "f:some/prefix/name.txt:1|4$|END");
+	assert_string_equal(t.s,
+			    "f:a/b/c:1|1$|d:olddir|f:...:1|2$|f:..a/b..:1|3$|"
+			    "f:some/prefix/name.txt:1|4$|END");
 	arc_free(&a);
 
 	/* The GNU magic has no prefix field: those bytes are not a name. */
@@ -327,8 +329,8 @@ static void test_names(void **state)
 
 static void test_dotdot(void **state)
 {
-	static const char *const bad[] = { "../../etc/passwd", "a/../../b", "a/..", "..",
-					   "./..//x", "a/b/../../../c" };
+	static const char *const bad[] = { "../../etc/passwd", "a/../../b",     "a/..", "..",
+					   "./..//x",          "a/b/../../../c" };
 	struct tr t;
 
 	(void)state;
@@ -350,8 +352,9 @@ static void test_dotdot(void **state)
 
 		file(&a, "../../etc/passwd", "x");
 		run(&a, &t);
-		assert_string_equal(t.msg,
-				    "tar member '../../etc/passwd': '..' would leave /home/user/proj; the archive must hold relative paths inside the target");
+		assert_string_equal(
+			t.msg,
+			"tar member '../../etc/passwd': '..' would leave /home/user/proj; the archive must hold relative paths inside the target");
 		arc_free(&a);
 	}
 }
@@ -366,8 +369,9 @@ static void test_absolute(void **state)
 	run(&a, &t);
 	assert_int_equal(t.code, AGENT_E_UNSAFE_PATH);
 	assert_int_equal(t.members, 0);
-	assert_string_equal(t.msg,
-			    "tar member '/etc/passwd': absolute name would leave /home/user/proj; the archive must hold relative paths inside the target");
+	assert_string_equal(
+		t.msg,
+		"tar member '/etc/passwd': absolute name would leave /home/user/proj; the archive must hold relative paths inside the target");
 	arc_free(&a);
 
 	/* Through the ustar prefix too. */
@@ -435,8 +439,9 @@ static void test_symlink_then_write_through(void **state)
 	zeros(&a, 2);
 	run(&a, &t);
 	assert_string_equal(t.s, "E:unsafe_path");
-	assert_string_equal(t.msg,
-			    "tar symlink 'evil' -> '../../../etc': '..' would leave /home/user/proj; the link must point inside the target");
+	assert_string_equal(
+		t.msg,
+		"tar symlink 'evil' -> '../../../etc': '..' would leave /home/user/proj; the link must point inside the target");
 	arc_free(&a);
 
 	/* An in-target symlink, then `..` through it in a name: the name rule
@@ -494,8 +499,9 @@ static void test_bad_checksum(void **state)
 	zeros(&a, 2);
 	run(&a, &t);
 	assert_string_equal(t.s, "f:ok:1|1$|E:bad_archive");
-	assert_string_equal(t.msg,
-			    "tar header at byte 1024: checksum mismatch; the archive is corrupt or not a tar file");
+	assert_string_equal(
+		t.msg,
+		"tar header at byte 1024: checksum mismatch; the archive is corrupt or not a tar file");
 	arc_free(&a);
 
 	/* A blank or garbage checksum field. */
@@ -557,11 +563,11 @@ static void test_size_field(void **state)
 		const char *want; /* NULL: bad_archive */
 	} cases[] = {
 		{ "00000000003", 12, "f:x:3|abc$|END" },
-		{ "      3 \0\0\0", 12, "f:x:3|abc$|END" },  /* leading spaces, space-ended */
-		{ "00000000003 ", 12, "f:x:3|abc$|END" }, /* no NUL at all */
-		{ "0000000x003", 12, NULL },               /* garbage digit */
-		{ "00000000009", 12, NULL },               /* 9 is not octal */
-		{ "3 3", 12, NULL },                       /* digits after a terminator */
+		{ "      3 \0\0\0", 12, "f:x:3|abc$|END" }, /* leading spaces, space-ended */
+		{ "00000000003 ", 12, "f:x:3|abc$|END" },   /* no NUL at all */
+		{ "0000000x003", 12, NULL },                /* garbage digit */
+		{ "00000000009", 12, NULL },                /* 9 is not octal */
+		{ "3 3", 12, NULL },                        /* digits after a terminator */
 		{ "-3", 12, NULL },
 	};
 	struct tr t;
@@ -635,7 +641,10 @@ static void test_num_parse(void **state)
 	assert_int_equal(v, 0);
 	assert_int_equal(tar_num_parse((const uint8_t *)"        ", 8, false, &v), 0);
 	assert_int_equal(v, 0);
-	assert_int_equal(tar_num_parse((const uint8_t *)"\0" "123456", 7, false, &v), -EINVAL);
+	assert_int_equal(tar_num_parse((const uint8_t *)"\0"
+							"123456",
+				       7, false, &v),
+			 -EINVAL);
 	assert_int_equal(tar_num_parse((const uint8_t *)"8", 1, false, &v), -EINVAL);
 	assert_int_equal(tar_num_parse((const uint8_t *)"", 0, false, &v), -EINVAL);
 	/* 12 octal digits with no terminator still fit. */
@@ -697,8 +706,9 @@ static void test_truncated(void **state)
 	a.n -= 300;
 	run(&a, &t);
 	assert_string_equal(t.s, "f:ok:1|1$|E:bad_archive");
-	assert_string_equal(t.msg,
-			    "archive cut off inside a header block (212 of 512 bytes at byte 1024); send the whole archive");
+	assert_string_equal(
+		t.msg,
+		"archive cut off inside a header block (212 of 512 bytes at byte 1024); send the whole archive");
 	arc_free(&a);
 
 	/* Inside a member's data. */
@@ -775,7 +785,8 @@ static void test_skipped_types(void **state)
 	hdr(&a, "disk", '4', 0, NULL);
 	hdr(&a, "fifo", '6', 99999, NULL); /* no data follows a FIFO, whatever size says */
 	hdr(&a, "sparse", 'S', 600, NULL);
-	data(&a, "Sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", 77);
+	data(&a, "Sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+	     77);
 	arc_grow(&a, 512); /* the rest of the 600 bytes, padded */
 	hdr(&a, "vendor", 'Z', 5, NULL);
 	data(&a, "zzzzz", 5);
@@ -1015,16 +1026,16 @@ static void test_pax_hostile(void **state)
 		size_t n;
 	} bad[] = {
 		{ "99 path=x\n", 10 },         /* length beyond the data */
-		{ "10 path=x\n", 10 },          /* well-formed: the control case */
-		{ "8 pathx\n", 8 },             /* no '=' */
-		{ "x path=a\n", 9 },            /* no length */
-		{ "5 =a\n", 5 },                /* empty key */
-		{ "000005 k=\n", 10 },          /* length shorter than its own digits */
-		{ "8 size=\n9 size=x\n", 17 },  /* size not decimal */
+		{ "10 path=x\n", 10 },         /* well-formed: the control case */
+		{ "8 pathx\n", 8 },            /* no '=' */
+		{ "x path=a\n", 9 },           /* no length */
+		{ "5 =a\n", 5 },               /* empty key */
+		{ "000005 k=\n", 10 },         /* length shorter than its own digits */
+		{ "8 size=\n9 size=x\n", 17 }, /* size not decimal */
 		{ "14 size=-5000\n", 14 },
 		{ "13 mtime=1.x\n", 13 },
-		{ "12 path=a\0b\n", 12 },       /* NUL in a name */
-		{ "12 path=abc\nJUNK", 16 },    /* trailing bytes that are no record */
+		{ "12 path=a\0b\n", 12 },    /* NUL in a name */
+		{ "12 path=abc\nJUNK", 16 }, /* trailing bytes that are no record */
 	};
 	struct tr t;
 
@@ -1148,8 +1159,9 @@ static void test_normalize(void **state)
 			 AGENT_E_UNSAFE_PATH);
 	assert_int_equal(tar_name_normalize("x/..", 4, out, &n, &dir, NULL, &err),
 			 AGENT_E_UNSAFE_PATH);
-	assert_string_equal(err.msg,
-			    "tar member 'x/..': '..' would leave the target directory; the archive must hold relative paths inside the target");
+	assert_string_equal(
+		err.msg,
+		"tar member 'x/..': '..' would leave the target directory; the archive must hold relative paths inside the target");
 }
 
 /* ---- producer ---- */
@@ -1180,8 +1192,9 @@ static void test_producer_roundtrip(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		size_t len = lens[i];
-		struct tar_out o = { .type = '0', .mode = 0644, .uid = 1000, .gid = 1000,
-				     .mtime = 1700000000 };
+		struct tar_out o = {
+			.type = '0', .mode = 0644, .uid = 1000, .gid = 1000, .mtime = 1700000000
+		};
 		ssize_t w;
 
 		/* Components of 9 bytes, so the ustar split has slashes to use. */
@@ -1226,8 +1239,13 @@ static void test_producer_roundtrip(void **state)
 
 	/* A long symlink target, a huge size, big ids, times outside octal. */
 	{
-		struct tar_out o = { .name = "l", .name_len = 1, .type = '2', .mode = 0777,
-				     .uid = 4000000000u, .gid = 3000000, .mtime = -5 };
+		struct tar_out o = { .name = "l",
+				     .name_len = 1,
+				     .type = '2',
+				     .mode = 0777,
+				     .uid = 4000000000u,
+				     .gid = 3000000,
+				     .mtime = -5 };
 		ssize_t w;
 
 		memset(link, 'x', 4095);
@@ -1282,8 +1300,14 @@ static void test_producer_roundtrip(void **state)
 static void test_producer_bytes(void **state)
 {
 	uint8_t buf[TAR_HEADER_BUILD_MAX], want[512];
-	struct tar_out o = { .name = "src/main.c", .name_len = 10, .type = '0', .size = 12,
-			     .mode = 0100644, .uid = 1000, .gid = 1000, .mtime = 1732300000 };
+	struct tar_out o = { .name = "src/main.c",
+			     .name_len = 10,
+			     .type = '0',
+			     .size = 12,
+			     .mode = 0100644,
+			     .uid = 1000,
+			     .gid = 1000,
+			     .mtime = 1732300000 };
 	unsigned sum = 0;
 
 	(void)state;
@@ -1296,7 +1320,10 @@ static void test_producer_bytes(void **state)
 	memcpy(want + 124, "00000000014", 12);
 	memcpy(want + 136, "14720146340", 12);
 	want[156] = '0';
-	memcpy(want + 257, "ustar\0" "00", 8);
+	memcpy(want + 257,
+	       "ustar\0"
+	       "00",
+	       8);
 	memcpy(want + 329, "0000000", 8);
 	memcpy(want + 337, "0000000", 8);
 	memset(want + 148, ' ', 8);

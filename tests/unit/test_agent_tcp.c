@@ -113,7 +113,7 @@ static void *run_main(void *arg)
 	x->end = sock_relay_run(&x->r, &x->err);
 	if (getrusage(RUSAGE_THREAD, &ru) == 0)
 		x->cpu_ms = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-			    (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
+			(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000;
 	return NULL;
 }
 
@@ -470,9 +470,11 @@ static void test_relay_peer_gone(void **state)
 /* A TCP listener on the loopback of `family`; *port gets its port. -1: no such loopback here. */
 static int tcp_listener(int family, uint16_t *port, bool do_listen)
 {
-	struct sockaddr_in in4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in in4 = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT };
-	struct sockaddr *sa = family == AF_INET6 ? (struct sockaddr *)&in6 : (struct sockaddr *)&in4;
+	struct sockaddr *sa = family == AF_INET6 ? (struct sockaddr *)&in6
+						 : (struct sockaddr *)&in4;
 	socklen_t len = family == AF_INET6 ? sizeof(in6) : sizeof(in4);
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
@@ -554,8 +556,8 @@ static void bridge_case(int family)
 	agent_start(&ag, host);
 	/* Bytes right behind the request line, in the same write: the agent
 	 * has read them with the request and must deliver them first. */
-	snprintf(req, sizeof(req), "{\"type\":\"tcp_connect\",\"port\":%u%s}\nearly,", (unsigned)port,
-		 family == AF_INET6 ? ",\"address\":\"::1\"" : "");
+	snprintf(req, sizeof(req), "{\"type\":\"tcp_connect\",\"port\":%u%s}\nearly,",
+		 (unsigned)port, family == AF_INET6 ? ",\"address\":\"::1\"" : "");
 	put(host[0], req, strlen(req));
 	srv = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 	assert_true(srv >= 0);
@@ -609,7 +611,9 @@ static void test_serve_refused(void **state)
 	snprintf(req, sizeof(req), "{\"type\":\"tcp_connect\",\"port\":%u}\n", (unsigned)port);
 	put(host[0], req, strlen(req));
 	get_line(host[0], line, sizeof(line));
-	assert_non_null(strstr(line, "{\"type\":\"error\",\"code\":\"refused\",\"message\":\"tcp_connect: nothing listens on "));
+	assert_non_null(strstr(
+		line,
+		"{\"type\":\"error\",\"code\":\"refused\",\"message\":\"tcp_connect: nothing listens on "));
 	snprintf(want, sizeof(want), "127.0.0.1:%u", (unsigned)port);
 	assert_non_null(strstr(line, want));
 	/* The error is the last line: the agent closed. */
@@ -622,7 +626,8 @@ static void test_serve_refused(void **state)
 /* A malformed request never reaches the handler (the parser's codes). */
 static void test_serve_bad_request(void **state)
 {
-	static const char req[] = "{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"10.0.2.2\"}\n";
+	static const char req[] =
+		"{\"type\":\"tcp_connect\",\"port\":80,\"address\":\"10.0.2.2\"}\n";
 	struct agent_side ag;
 	int host[2];
 

@@ -88,14 +88,16 @@ static char *drain(struct fx *f, uint64_t seq)
 	while ((e = watch_peek(&f->w))) {
 		assert_int_equal(e->seq, seq++);
 		if (e->kind == AGENT_FS_OVERFLOW)
-			n += (size_t)snprintf(out + n, sizeof(out) - n, "overflow %s %llu\n", e->reason,
-					      (unsigned long long)e->dropped);
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "overflow %s %llu\n",
+					      e->reason, (unsigned long long)e->dropped);
 		else if (e->kind == AGENT_FS_RENAME)
-			n += (size_t)snprintf(out + n, sizeof(out) - n, "rename %.*s -> %.*s%s\n", (int)e->old_len,
-					      e->old_path, (int)e->path_len, e->path, e->is_dir ? "/" : "");
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "rename %.*s -> %.*s%s\n",
+					      (int)e->old_len, e->old_path, (int)e->path_len,
+					      e->path, e->is_dir ? "/" : "");
 		else
-			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s %.*s%s\n", agent_fs_kind_name(e->kind),
-					      (int)e->path_len, e->path, e->is_dir ? "/" : "");
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "%s %.*s%s\n",
+					      agent_fs_kind_name(e->kind), (int)e->path_len,
+					      e->path, e->is_dir ? "/" : "");
 		watch_pop(&f->w);
 	}
 	return out;
@@ -119,7 +121,8 @@ static void test_basic_events(void **state)
 	feed(&f, 1, IN_CLOSE_WRITE, 0, "b"); /* touch b again: opened for writing, closed */
 	feed(&f, 1, IN_DELETE, 0, "a");
 	feed(&f, 1, IN_CREATE | IN_ISDIR, 0, "d");
-	assert_string_equal(drain(&f, 0), "create a\nmodify a\nmodify a\ncreate b\nmodify b\ndelete a\ncreate d/\n");
+	assert_string_equal(drain(&f, 0),
+			    "create a\nmodify a\nmodify a\ncreate b\nmodify b\ndelete a\ncreate d/\n");
 	/* Not recursive: a new directory gets no watch. */
 	assert_string_equal(f.newdirs, "");
 	watch_free(&f.w);
@@ -165,8 +168,9 @@ static void test_rename_pairing(void **state)
 	/* A MOVED_TO whose cookie is not the held one: the held is a delete. */
 	feed(&f, 1, IN_MOVED_FROM, 12, "p");
 	feed(&f, 1, IN_MOVED_TO, 13, "q");
-	assert_string_equal(drain(&f, 0),
-			    "rename a -> b\nrename b -> sub/c\ndelete sub/c\ncreate n\ndelete n\ncreate in\ndelete p\ncreate q\n");
+	assert_string_equal(
+		drain(&f, 0),
+		"rename a -> b\nrename b -> sub/c\ndelete sub/c\ncreate n\ndelete n\ncreate in\ndelete p\ncreate q\n");
 	watch_free(&f.w);
 }
 
@@ -204,7 +208,8 @@ static void test_dir_moves(void **state)
 	feed(&f, 1, IN_DELETE | IN_ISDIR, 0, "dx");
 	assert_null(watch_dir_find(&f.w, 4));
 	assert_null(watch_ended(&f.w));
-	assert_string_equal(drain(&f, 0), "create d/\nrename d -> z/\ncreate z/e/f\ndelete z/\ndelete dx/\n");
+	assert_string_equal(drain(&f, 0),
+			    "create d/\nrename d -> z/\ncreate z/e/f\ndelete z/\ndelete dx/\n");
 	watch_free(&f.w);
 	/* A held directory move flushed by a record of another directory
 	 * reorders the table under it (found by fuzz_agent_watch). */
@@ -304,7 +309,9 @@ static void test_root_gone(void **state)
 		uint32_t mask;
 		const char *reason;
 	} cases[] = {
-		{ IN_DELETE_SELF, "deleted" }, { IN_MOVE_SELF, "moved" }, { IN_UNMOUNT, "unmounted" },
+		{ IN_DELETE_SELF, "deleted" },
+		{ IN_MOVE_SELF, "moved" },
+		{ IN_UNMOUNT, "unmounted" },
 		{ IN_IGNORED, "deleted" },
 	};
 	struct fx f;
@@ -393,10 +400,12 @@ static void test_request_parse(void **state)
 	};
 	struct agent_msg m;
 	struct agent_err err;
-	const char *ok = "{\"type\":\"watch\",\"path\":\"/w\",\"recursive\":true,\"max_watches\":5,\"queue\":16,\"user\":\"root\"}";
+	const char *ok =
+		"{\"type\":\"watch\",\"path\":\"/w\",\"recursive\":true,\"max_watches\":5,\"queue\":16,\"user\":\"root\"}";
 
 	(void)state;
-	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
 	assert_int_equal(m.type, AGENT_T_WATCH);
 	assert_string_equal(m.u.watch.path, "/w");
 	assert_true(m.u.watch.recursive);
@@ -405,17 +414,21 @@ static void test_request_parse(void **state)
 	assert_int_equal(m.u.watch.user, AGENT_USER_ROOT);
 	agent_msg_free(&m);
 	ok = "{\"type\":\"watch\",\"path\":\"/w\"}";
-	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
 	assert_false(m.u.watch.recursive);
 	assert_int_equal(m.u.watch.max_watches, AGENT_WATCH_WATCHES_DEFAULT);
 	assert_int_equal(m.u.watch.queue, AGENT_WATCH_QUEUE_DEFAULT);
 	assert_int_equal(m.u.watch.user, AGENT_USER_USER);
 	agent_msg_free(&m);
 	/* Not on an attached stream. */
-	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_ATTACHED, &m, &err), AGENT_E_UNEXPECTED_TYPE);
+	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_ATTACHED, &m, &err),
+			 AGENT_E_UNEXPECTED_TYPE);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (agent_msg_parse_line(bad[i].line, strlen(bad[i].line), AGENT_CTX_REQUEST, &m, &err) != bad[i].code)
-			fail_msg("%s: got %s (%s)", bad[i].line, agent_code_name(err.code), err.msg);
+		if (agent_msg_parse_line(bad[i].line, strlen(bad[i].line), AGENT_CTX_REQUEST, &m,
+					 &err) != bad[i].code)
+			fail_msg("%s: got %s (%s)", bad[i].line, agent_code_name(err.code),
+				 err.msg);
 	}
 }
 
@@ -430,15 +443,21 @@ static void line_is(struct agent_line *l, const char *want)
 static void test_lines(void **state)
 {
 	struct agent_line l;
-	struct agent_fs_event ev = { .kind = AGENT_FS_RENAME, .seq = 4, .path = "a/n\xff", .path_len = 4,
-				     .old_path = "a/o", .old_len = 3 };
+	struct agent_fs_event ev = { .kind = AGENT_FS_RENAME,
+				     .seq = 4,
+				     .path = "a/n\xff",
+				     .path_len = 4,
+				     .old_path = "a/o",
+				     .old_len = 3 };
 
 	(void)state;
 	assert_int_equal(agent_line_fs_event(&l, &ev), 0);
-	line_is(&l, "{\"type\":\"fs_event\",\"seq\":4,\"event\":\"rename\",\"path\":\"a/n\xef\xbf\xbd\",\"old_path\":\"a/o\",\"is_dir\":false,\"lossy\":true}\n");
+	line_is(&l,
+		"{\"type\":\"fs_event\",\"seq\":4,\"event\":\"rename\",\"path\":\"a/n\xef\xbf\xbd\",\"old_path\":\"a/o\",\"is_dir\":false,\"lossy\":true}\n");
 	ev = (struct agent_fs_event){ .kind = AGENT_FS_OVERFLOW, .seq = 9, .reason = "kernel" };
 	assert_int_equal(agent_line_fs_event(&l, &ev), 0);
-	line_is(&l, "{\"type\":\"fs_event\",\"seq\":9,\"event\":\"overflow\",\"reason\":\"kernel\",\"dropped\":0}\n");
+	line_is(&l,
+		"{\"type\":\"fs_event\",\"seq\":9,\"event\":\"overflow\",\"reason\":\"kernel\",\"dropped\":0}\n");
 	ev.kind = AGENT_FS_KIND_COUNT;
 	assert_int_equal(agent_line_fs_event(&l, &ev), -EINVAL);
 	assert_int_equal(agent_line_watching(&l, "/w", true, 3), 0);
@@ -458,7 +477,6 @@ static void serve_watch(struct agent_conn *c, struct agent_msg *m)
 	agent_serve_watch(NULL, c, m);
 }
 
-
 /* The next event as a drain()-style line; fails after 5 s. */
 static void expect(struct agent_client_watch *w, const char *want)
 {
@@ -473,10 +491,11 @@ static void expect(struct agent_client_watch *w, const char *want)
 	else if (r < 0)
 		fail_msg("watch_next: %d %s (wanted %s)", r, e.msg, want);
 	else if (ev.kind == AGENT_FS_RENAME)
-		snprintf(got, sizeof(got), "rename %s -> %s%s", ev.old_path, ev.path, ev.is_dir ? "/" : "");
-	else
-		snprintf(got, sizeof(got), "%s %s%s", agent_fs_kind_name(ev.kind), ev.path ? ev.path : ev.reason,
+		snprintf(got, sizeof(got), "rename %s -> %s%s", ev.old_path, ev.path,
 			 ev.is_dir ? "/" : "");
+	else
+		snprintf(got, sizeof(got), "%s %s%s", agent_fs_kind_name(ev.kind),
+			 ev.path ? ev.path : ev.reason, ev.is_dir ? "/" : "");
 	assert_string_equal(got, want);
 }
 

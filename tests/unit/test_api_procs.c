@@ -58,11 +58,12 @@ static void test_create_fields(void **state)
 	assert_string_equal(s.x.argv[1], "9");
 	proc_spec_free(&s);
 
-	assert_int_equal(create("{\"argv\":[\"sh\"],\"pty\":true,\"rows\":40,\"cols\":120,\"ring_bytes\":4096,"
-				"\"user\":\"root\",\"cwd\":\"/tmp\",\"env\":{\"A\":\"1\"},\"timeout_ms\":5000,"
-				"\"stdin\":\"hi\\n\"}",
-				&s, NULL),
-			 API_OK);
+	assert_int_equal(
+		create("{\"argv\":[\"sh\"],\"pty\":true,\"rows\":40,\"cols\":120,\"ring_bytes\":4096,"
+		       "\"user\":\"root\",\"cwd\":\"/tmp\",\"env\":{\"A\":\"1\"},\"timeout_ms\":5000,"
+		       "\"stdin\":\"hi\\n\"}",
+		       &s, NULL),
+		API_OK);
 	assert_int_equal(exec_env_merge(&s.x, NULL, NULL), 0);
 	proc_spec_opts(&s, &o);
 	assert_true(o.pty);
@@ -88,7 +89,8 @@ static void test_create_rejects(void **state)
 		enum api_code code;
 		const char *msg;
 	} cases[] = {
-		{ "{}", API_E_MISSING_FIELD, "process: 'argv' is required (argv[0] is the program)" },
+		{ "{}", API_E_MISSING_FIELD,
+		  "process: 'argv' is required (argv[0] is the program)" },
 		{ "{\"argv\":[\"x\"],\"output_cap\":5}", API_E_UNKNOWN_FIELD, NULL },
 		{ "{\"argv\":[\"x\"],\"output_encoding\":\"base64\"}", API_E_UNKNOWN_FIELD, NULL },
 		{ "{\"argv\":[\"x\"],\"tty\":true}", API_E_UNKNOWN_FIELD, NULL },
@@ -104,11 +106,14 @@ static void test_create_rejects(void **state)
 		{ "{\"argv\":[\"x\"],\"ring_bytes\":4194305}", API_E_BAD_FIELD, NULL },
 		{ "{\"argv\":[\"x\"],\"cwd\":\"rel\"}", API_E_BAD_FIELD, NULL },
 		{ "{\"argv\":[\"x\"],\"user\":\"nobody\"}", API_E_BAD_FIELD, NULL },
-		{ "{\"argv\":[\"x\"],\"stdin\":\"a\",\"stdin_base64\":\"YQ==\"}", API_E_BAD_FIELD, NULL },
+		{ "{\"argv\":[\"x\"],\"stdin\":\"a\",\"stdin_base64\":\"YQ==\"}", API_E_BAD_FIELD,
+		  NULL },
 		{ "{\"argv\":[\"x\"],\"timeout_ms\":604800001}", API_E_BAD_FIELD, NULL },
 		{ "[1]", API_E_BAD_JSON, NULL },
-		{ "{\"argv\":[\"x\"],\"confine\":\"yes\"}", API_E_BAD_FIELD, "process: 'confine' must be true or false" },
-		{ "{\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/home/user\"}", API_E_BAD_FIELD, NULL },
+		{ "{\"argv\":[\"x\"],\"confine\":\"yes\"}", API_E_BAD_FIELD,
+		  "process: 'confine' must be true or false" },
+		{ "{\"argv\":[\"x\"],\"confine\":true,\"cwd\":\"/home/user\"}", API_E_BAD_FIELD,
+		  NULL },
 	};
 	char msg[ERR_MSG_MAX];
 	struct proc_spec s;
@@ -183,8 +188,9 @@ static void test_shell(void **state)
 
 static void test_proc_id(void **state)
 {
-	static const char *const bad[] = { "0", "01", "-1", "+1", "1.0", "abc", "4294967296", "99999999999999999999",
-					   " 1", "1 " };
+	static const char *const bad[] = { "0",   "01",  "-1",         "+1",
+					   "1.0", "abc", "4294967296", "99999999999999999999",
+					   " 1",  "1 " };
 	struct api_err e;
 	uint32_t id;
 
@@ -242,7 +248,8 @@ static void test_signal_body(void **state)
 	assert_int_equal(signal_of("{\"signal\":\"TERM\"}", &signo, &group), API_OK);
 	assert_int_equal(signo, 15);
 	assert_false(group);
-	assert_int_equal(signal_of("{\"signal\":\"SIGKILL\",\"group\":true}", &signo, &group), API_OK);
+	assert_int_equal(signal_of("{\"signal\":\"SIGKILL\",\"group\":true}", &signo, &group),
+			 API_OK);
 	assert_int_equal(signo, 9);
 	assert_true(group);
 	assert_int_equal(signal_of("{\"signal\":10}", &signo, &group), API_OK);
@@ -251,8 +258,10 @@ static void test_signal_body(void **state)
 	assert_int_equal(signal_of("{\"signal\":0}", &signo, &group), API_E_BAD_FIELD);
 	assert_int_equal(signal_of("{\"signal\":65}", &signo, &group), API_E_BAD_FIELD);
 	assert_int_equal(signal_of("{\"signal\":\"NOPE\"}", &signo, &group), API_E_BAD_FIELD);
-	assert_int_equal(signal_of("{\"signal\":\"TERM\",\"group\":\"yes\"}", &signo, &group), API_E_BAD_FIELD);
-	assert_int_equal(signal_of("{\"signal\":\"TERM\",\"pid\":1}", &signo, &group), API_E_UNKNOWN_FIELD);
+	assert_int_equal(signal_of("{\"signal\":\"TERM\",\"group\":\"yes\"}", &signo, &group),
+			 API_E_BAD_FIELD);
+	assert_int_equal(signal_of("{\"signal\":\"TERM\",\"pid\":1}", &signo, &group),
+			 API_E_UNKNOWN_FIELD);
 }
 
 static enum api_code resize_of(const char *text, uint16_t *r, uint16_t *c)
@@ -308,7 +317,8 @@ static void test_queries(void **state)
 	assert_int_equal(f.from, AGENT_FROM_SEQ);
 	assert_int_equal(f.seq, 0);
 	{
-		static const char *const bad[] = { "-1", "x", "", "9223372036854775808", "now1", "1e3" };
+		static const char *const bad[] = { "-1",   "x",  "", "9223372036854775808",
+						   "now1", "1e3" };
 
 		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			kv[0] = (struct query_kv){ "from", bad[i] };
@@ -404,7 +414,8 @@ static void tty_run(struct tty_esc *p, const char *s, size_t n, size_t step, str
 
 static void test_tty_escape_any_split(void **state)
 {
-	static const char s[] = "ls -l\r\x1b]kiln;resize;40;120\x07stty size\r\x1b]kiln;resize;7;65535\x07";
+	static const char s[] =
+		"ls -l\r\x1b]kiln;resize;40;120\x07stty size\r\x1b]kiln;resize;7;65535\x07";
 	size_t n = sizeof(s) - 1;
 
 	(void)state;
@@ -430,12 +441,12 @@ static void test_tty_escape_any_split(void **state)
 static void test_tty_escape_leaves_other_input(void **state)
 {
 	static const char *const inputs[] = {
-		"\x1b[A\x1b[B",                        /* arrow keys */
-		"\x1b]11;rgb:0000/0000/0000\x07",      /* an OSC answer of a terminal */
-		"\x1b]kiln;resize;40;\x07",            /* no COLS */
-		"\x1b]kiln;resize;;80\x07",            /* no ROWS */
-		"\x1b]kiln;resize;123456;80\x07",      /* 6 digits */
-		"\x1b]kiln;resize;40;80\x1b\\",        /* ST instead of BEL */
+		"\x1b[A\x1b[B",                   /* arrow keys */
+		"\x1b]11;rgb:0000/0000/0000\x07", /* an OSC answer of a terminal */
+		"\x1b]kiln;resize;40;\x07",       /* no COLS */
+		"\x1b]kiln;resize;;80\x07",       /* no ROWS */
+		"\x1b]kiln;resize;123456;80\x07", /* 6 digits */
+		"\x1b]kiln;resize;40;80\x1b\\",   /* ST instead of BEL */
 		"\x1b]kiln;resize;40,80\x07",
 		"\x1b]kiln;size;40;80\x07",
 		"\x1b]KILN;resize;40;80\x07",
@@ -468,7 +479,8 @@ static void test_tty_escape_leaves_other_input(void **state)
 static void test_tty_escape_after_a_false_start(void **state)
 {
 	/* ESC ESC ] ...: the first ESC is input, the second begins the sequence. */
-	static const char s[] = "\x1b\x1b]kiln;resize;3;4\x07" "\x1b]ki\x1b]kiln;resize;5;6\x07";
+	static const char s[] = "\x1b\x1b]kiln;resize;3;4\x07"
+				"\x1b]ki\x1b]kiln;resize;5;6\x07";
 
 	(void)state;
 	for (size_t step = 0; step <= 4; step++) {
@@ -489,7 +501,9 @@ static void test_tty_escape_after_a_false_start(void **state)
 
 static void test_tty_escape_bad_sizes_are_dropped(void **state)
 {
-	static const char s[] = "a\x1b]kiln;resize;0;80\x07" "b\x1b]kiln;resize;24;65536\x07" "c\x1b]kiln;resize;99999;1\x07";
+	static const char s[] = "a\x1b]kiln;resize;0;80\x07"
+				"b\x1b]kiln;resize;24;65536\x07"
+				"c\x1b]kiln;resize;99999;1\x07";
 	struct tty_out o = { 0 };
 	struct tty_esc p;
 
@@ -554,7 +568,9 @@ static void test_output_events(void **state)
 	(void)state;
 	proc_out_enc_init(&enc, false);
 	/* "a" + the first byte of a euro sign: the cut byte waits. */
-	assert_int_equal(proc_event_output(&enc, AGENT_STDOUT, 100, (const uint8_t *)"a\xe2", 2, &line, &len), 0);
+	assert_int_equal(proc_event_output(&enc, AGENT_STDOUT, 100, (const uint8_t *)"a\xe2", 2,
+					   &line, &len),
+			 0);
 	j = line_json(line, len, &used);
 	assert_int_equal(used, len);
 	assert_string_equal(json_string_value(json_object_get(j, "type")), "stdout");
@@ -572,7 +588,9 @@ static void test_output_events(void **state)
 	/* A cut character, then the other stream: the held byte goes first (base64), seq order kept. */
 	assert_int_equal(proc_event_output(&enc, AGENT_STDOUT, 104, euro, 1, &line, &len), 0);
 	assert_null(line);
-	assert_int_equal(proc_event_output(&enc, AGENT_STDERR, 105, (const uint8_t *)"err", 3, &line, &len), 0);
+	assert_int_equal(proc_event_output(&enc, AGENT_STDERR, 105, (const uint8_t *)"err", 3,
+					   &line, &len),
+			 0);
 	j = line_json(line, len, &used);
 	assert_int_equal(json_integer_value(json_object_get(j, "seq")), 104);
 	assert_string_equal(json_string_value(json_object_get(j, "data_base64")), "4g==");
@@ -584,7 +602,9 @@ static void test_output_events(void **state)
 	json_decref(j);
 	free(line);
 	/* Binary output is base64. */
-	assert_int_equal(proc_event_output(&enc, AGENT_STDOUT, 108, (const uint8_t *)"\xff\x00", 2, &line, &len), 0);
+	assert_int_equal(proc_event_output(&enc, AGENT_STDOUT, 108, (const uint8_t *)"\xff\x00", 2,
+					   &line, &len),
+			 0);
 	j = line_json(line, len, &used);
 	assert_string_equal(json_string_value(json_object_get(j, "data_base64")), "/wA=");
 	json_decref(j);
@@ -606,11 +626,22 @@ static void test_output_events(void **state)
 
 static void test_exit_and_view(void **state)
 {
-	struct agent_client_exit ex = { .id = 3, .pid = 64, .exit_code = -1, .signal = 15, .wall_us = 7 };
-	struct agent_client_attached a = { .id = 3, .pid = 64, .pty = true, .running = true, .seq = 17 };
+	struct agent_client_exit ex = {
+		.id = 3, .pid = 64, .exit_code = -1, .signal = 15, .wall_us = 7
+	};
+	struct agent_client_attached a = {
+		.id = 3, .pid = 64, .pty = true, .running = true, .seq = 17
+	};
 	const char *argv[] = { "sleep", "100" };
-	struct agent_client_process p = { .id = 3, .pid = 64, .argv = argv, .argc = 2, .running = false,
-					   .exit_code = -1, .signal = 15, .seq = 9, .attached = 1 };
+	struct agent_client_process p = { .id = 3,
+					  .pid = 64,
+					  .argv = argv,
+					  .argc = 2,
+					  .running = false,
+					  .exit_code = -1,
+					  .signal = 15,
+					  .seq = 9,
+					  .attached = 1 };
 	struct proc_out_enc enc;
 	size_t len, used;
 	char *line, *s;
@@ -627,12 +658,16 @@ static void test_exit_and_view(void **state)
 	json_decref(j);
 	free(line);
 	line = proc_event_attached(&a, &len);
-	assert_string_equal(line, "{\"type\":\"attached\",\"id\":3,\"pid\":64,\"pty\":true,\"running\":true,\"seq\":17}\n");
+	assert_string_equal(
+		line,
+		"{\"type\":\"attached\",\"id\":3,\"pid\":64,\"pty\":true,\"running\":true,\"seq\":17}\n");
 	free(line);
 	j = proc_render_view(&p);
 	s = json_dumps(j, JSON_COMPACT);
-	assert_string_equal(s, "{\"id\":3,\"pid\":64,\"argv\":[\"sleep\",\"100\"],\"pty\":false,\"running\":false,"
-			       "\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"output_bytes\":9,\"attached\":1}");
+	assert_string_equal(
+		s,
+		"{\"id\":3,\"pid\":64,\"argv\":[\"sleep\",\"100\"],\"pty\":false,\"running\":false,"
+		"\"exit_code\":null,\"signal\":15,\"timed_out\":false,\"output_bytes\":9,\"attached\":1}");
 	free(s);
 	json_decref(j);
 	p.signal = 0;

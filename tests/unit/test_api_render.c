@@ -30,11 +30,11 @@ static void test_utf8(void **state)
 	(void)state;
 	assert_true(utf8_valid(U("héllo €𝄞"), strlen("héllo €𝄞")));
 	assert_true(utf8_valid(U(""), 0));
-	assert_true(utf8_valid(U("a\0b"), 3)); /* NUL is a character; JSON escapes it */
-	assert_false(utf8_valid(U("\xc3"), 1));           /* truncated */
-	assert_false(utf8_valid(U("\xc0\xaf"), 2));       /* overlong '/' */
-	assert_false(utf8_valid(U("\xe0\x80\xaf"), 3));   /* overlong */
-	assert_false(utf8_valid(U("\xed\xa0\x80"), 3));   /* surrogate U+D800 */
+	assert_true(utf8_valid(U("a\0b"), 3));          /* NUL is a character; JSON escapes it */
+	assert_false(utf8_valid(U("\xc3"), 1));         /* truncated */
+	assert_false(utf8_valid(U("\xc0\xaf"), 2));     /* overlong '/' */
+	assert_false(utf8_valid(U("\xe0\x80\xaf"), 3)); /* overlong */
+	assert_false(utf8_valid(U("\xed\xa0\x80"), 3)); /* surrogate U+D800 */
 	assert_false(utf8_valid(U("\xf4\x90\x80\x80"), 4)); /* above U+10FFFF */
 	assert_false(utf8_valid(U("\xff"), 1));
 	assert_false(utf8_valid(U("\x80"), 1));
@@ -62,10 +62,16 @@ static void test_base64(void **state)
 		const char *raw;
 		size_t n;
 		const char *b64;
-	} v[] = { /* RFC 4648, section 10 */
-		  { "", 0, "" },	 { "f", 1, "Zg==" },	 { "fo", 2, "Zm8=" },	   { "foo", 3, "Zm9v" },
-		  { "foob", 4, "Zm9vYg==" }, { "fooba", 5, "Zm9vYmE=" }, { "foobar", 6, "Zm9vYmFy" },
-		  { "\x00\xff\xfe", 3, "AP/+" },
+	} v[] = {
+		/* RFC 4648, section 10 */
+		{ "", 0, "" },
+		{ "f", 1, "Zg==" },
+		{ "fo", 2, "Zm8=" },
+		{ "foo", 3, "Zm9v" },
+		{ "foob", 4, "Zm9vYg==" },
+		{ "fooba", 5, "Zm9vYmE=" },
+		{ "foobar", 6, "Zm9vYmFy" },
+		{ "\x00\xff\xfe", 3, "AP/+" },
 	};
 	char enc[32];
 	uint8_t dec[32];
@@ -80,8 +86,8 @@ static void test_base64(void **state)
 		assert_int_equal(n, v[i].n);
 		assert_memory_equal(dec, v[i].raw, n);
 	}
-	static const char *const bad[] = { "Zg", "Zg=", "Z===", "Zh==", "Zm9=", "Zg==Zg==", "Zm 9", "Zm9v\n",
-					   "Zm-_", "=Zg=" };
+	static const char *const bad[] = { "Zg",       "Zg=",  "Z===",   "Zh==", "Zm9=",
+					   "Zg==Zg==", "Zm 9", "Zm9v\n", "Zm-_", "=Zg=" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (base64_decode(bad[i], strlen(bad[i]), dec, &n) != -EINVAL)
 			fail_msg("'%s' decoded", bad[i]);
@@ -95,12 +101,16 @@ static void test_error_bodies(void **state)
 	(void)state;
 	api_err_set(&e, API_E_WRONG_STATE, "sandbox %s is stopped; start it first", "abc");
 	body = api_error_body(&e);
-	assert_string_equal(body, "{\"error\":{\"code\":\"wrong_state\",\"message\":\"sandbox abc is stopped; start it first\"}}");
+	assert_string_equal(
+		body,
+		"{\"error\":{\"code\":\"wrong_state\",\"message\":\"sandbox abc is stopped; start it first\"}}");
 	free(body);
 	/* A message quoting guest bytes that are not UTF-8 still makes JSON. */
 	api_err_set(&e, API_E_NOT_FOUND, "read '/tmp/\xff\"x'");
 	body = api_error_body(&e);
-	assert_string_equal(body, "{\"error\":{\"code\":\"not_found\",\"message\":\"read '/tmp/\xef\xbf\xbd\\\"x'\"}}");
+	assert_string_equal(
+		body,
+		"{\"error\":{\"code\":\"not_found\",\"message\":\"read '/tmp/\xef\xbf\xbd\\\"x'\"}}");
 	free(body);
 
 	/* Every code has a name and a status in its class. */
@@ -150,9 +160,16 @@ static void test_exec_result(void **state)
 {
 	uint8_t bin[] = { 'a', 0xff, 0 };
 	struct agent_client_exec_result res = {
-		.exit = { .pid = 57, .exit_code = 3, .stdout_bytes = 10, .stderr_bytes = 2,
-			  .stderr_truncated = true, .wall_us = 1830 },
-		.out = (uint8_t *)"got hello\n", .out_len = 10, .err = bin, .err_len = 2,
+		.exit = { .pid = 57,
+			  .exit_code = 3,
+			  .stdout_bytes = 10,
+			  .stderr_bytes = 2,
+			  .stderr_truncated = true,
+			  .wall_us = 1830 },
+		.out = (uint8_t *)"got hello\n",
+		.out_len = 10,
+		.err = bin,
+		.err_len = 2,
 	};
 	json_t *o;
 
@@ -232,15 +249,18 @@ static void test_stream_events(void **state)
 	line = exec_event_exit(&ex, 1.5, &len);
 	assert_non_null(line);
 	assert_int_equal(line[len - 1], '\n');
-	assert_non_null(strstr(line, "{\"type\":\"exit\",\"exit_code\":0,\"signal\":null,\"timed_out\":false,"));
+	assert_non_null(
+		strstr(line,
+		       "{\"type\":\"exit\",\"exit_code\":0,\"signal\":null,\"timed_out\":false,"));
 	free(line);
 
 	struct api_err e;
 
 	api_err_set(&e, API_E_AGENT_UNAVAILABLE, "the VM went away");
 	line = exec_event_error(&e, &len);
-	expect_line(line, len,
-		    "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"the VM went away\"}}\n");
+	expect_line(
+		line, len,
+		"{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"the VM went away\"}}\n");
 }
 
 static void test_metrics_text(void **state)
@@ -275,7 +295,8 @@ static void test_metrics_text(void **state)
 	assert_non_null(strstr(t, "kiln_sandboxes{state=\"hibernated\"} 0\n"));
 	assert_non_null(strstr(t, "kiln_hibernations_total 4\n"));
 	assert_non_null(strstr(t, "kiln_wake_cold_boots_total 1\n"));
-	assert_non_null(strstr(t, "# TYPE kiln_boot_retries_total counter\nkiln_boot_retries_total 2\n"));
+	assert_non_null(
+		strstr(t, "# TYPE kiln_boot_retries_total counter\nkiln_boot_retries_total 2\n"));
 	assert_non_null(strstr(t, "kiln_pauses_total 0\n"));
 	assert_non_null(strstr(t, "kiln_restore_seconds_bucket{le=\"0.025\"} 1\n"));
 	assert_non_null(strstr(t, "# TYPE kiln_boots_total counter\nkiln_boots_total 3\n"));
@@ -310,14 +331,33 @@ static struct sandbox_spec base_spec(void)
 static void test_vmm_argv(void **state)
 {
 	struct sandbox_spec s = base_spec();
-	struct vmm_launch l = { .vmm = "/k/build/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/minimal.ext4",
-				.overlay = "/st/sandboxes/abc/overlay", .vsock = "/st/sandboxes/abc/vsock.sock",
-				.control = "/st/sandboxes/abc/control.sock", .spec = &s };
-	static const char *const want[] = { "/k/build/kiln-vmm", "--kernel", "/k/vmlinux", "--disk-image",
-					    "/img/minimal.ext4", "--disk-overlay", "/st/sandboxes/abc/overlay", "--vsock-path",
-					    "/st/sandboxes/abc/vsock.sock", "--control", "/st/sandboxes/abc/control.sock",
-					    "--mem", "256", "--cpus", "2", "--boot-timeline=json", "--console",
-					    "--cmdline", "quiet kiln.hostname=box1", NULL };
+	struct vmm_launch l = { .vmm = "/k/build/kiln-vmm",
+				.kernel = "/k/vmlinux",
+				.image = "/img/minimal.ext4",
+				.overlay = "/st/sandboxes/abc/overlay",
+				.vsock = "/st/sandboxes/abc/vsock.sock",
+				.control = "/st/sandboxes/abc/control.sock",
+				.spec = &s };
+	static const char *const want[] = { "/k/build/kiln-vmm",
+					    "--kernel",
+					    "/k/vmlinux",
+					    "--disk-image",
+					    "/img/minimal.ext4",
+					    "--disk-overlay",
+					    "/st/sandboxes/abc/overlay",
+					    "--vsock-path",
+					    "/st/sandboxes/abc/vsock.sock",
+					    "--control",
+					    "/st/sandboxes/abc/control.sock",
+					    "--mem",
+					    "256",
+					    "--cpus",
+					    "2",
+					    "--boot-timeline=json",
+					    "--console",
+					    "--cmdline",
+					    "quiet kiln.hostname=box1",
+					    NULL };
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -356,7 +396,8 @@ static void test_vmm_argv(void **state)
 	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
 	assert_int_equal(a.argc, 22);
 	assert_string_equal(a.argv[16], "--cmdline");
-	assert_string_equal(a.argv[17], "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
+	assert_string_equal(a.argv[17],
+			    "quiet kiln.hostname=box1 kiln.shares=kiln0:/mnt/data:ro,kiln1:/out");
 	assert_string_equal(a.argv[18], "--share");
 	assert_string_equal(a.argv[19], "/srv/data:kiln0:ro");
 	assert_string_equal(a.argv[21], "/srv/out:kiln1");
@@ -379,10 +420,15 @@ static void test_vmm_argv(void **state)
 static void test_vmm_argv_jail(void **state)
 {
 	struct sandbox_spec s = base_spec();
-	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/m.ext4",
-				.overlay = "/st/sandboxes/abc/overlay", .vsock = "/st/sandboxes/abc/vm/vsock.sock",
-				.control = "/st/sandboxes/abc/vm/control.sock", .jail_dir = "/st/sandboxes/abc/vm",
-				.jail_id = 2000000007, .spec = &s };
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm",
+				.kernel = "/k/vmlinux",
+				.image = "/img/m.ext4",
+				.overlay = "/st/sandboxes/abc/overlay",
+				.vsock = "/st/sandboxes/abc/vm/vsock.sock",
+				.control = "/st/sandboxes/abc/vm/control.sock",
+				.jail_dir = "/st/sandboxes/abc/vm",
+				.jail_id = 2000000007,
+				.spec = &s };
 	struct vmm_argv a;
 	struct api_err e;
 	size_t i;
@@ -411,14 +457,32 @@ static void test_vmm_argv_jail(void **state)
 static void test_vmm_argv_restore(void **state)
 {
 	struct sandbox_spec s = base_spec();
-	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = NULL, .image = "/img/m.ext4",
-				.overlay = "/st/sb/f00/overlay", .vsock = "/st/sb/f00/vsock.sock",
-				.control = "/st/sb/f00/control.sock", .restore_dir = "/st/sb/abc/checkpoints/cp1",
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm",
+				.kernel = NULL,
+				.image = "/img/m.ext4",
+				.overlay = "/st/sb/f00/overlay",
+				.vsock = "/st/sb/f00/vsock.sock",
+				.control = "/st/sb/f00/control.sock",
+				.restore_dir = "/st/sb/abc/checkpoints/cp1",
 				.spec = &s };
-	static const char *const want[] = { "/k/kiln-vmm", "--restore", "/st/sb/abc/checkpoints/cp1", "--disk-image",
-					    "/img/m.ext4", "--disk-overlay", "/st/sb/f00/overlay", "--vsock-path", "/st/sb/f00/vsock.sock",
-					    "--control", "/st/sb/f00/control.sock", "--mem", "256", "--cpus", "2",
-					    "--boot-timeline=json", "--console", NULL };
+	static const char *const want[] = { "/k/kiln-vmm",
+					    "--restore",
+					    "/st/sb/abc/checkpoints/cp1",
+					    "--disk-image",
+					    "/img/m.ext4",
+					    "--disk-overlay",
+					    "/st/sb/f00/overlay",
+					    "--vsock-path",
+					    "/st/sb/f00/vsock.sock",
+					    "--control",
+					    "/st/sb/f00/control.sock",
+					    "--mem",
+					    "256",
+					    "--cpus",
+					    "2",
+					    "--boot-timeline=json",
+					    "--console",
+					    NULL };
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -448,8 +512,13 @@ static void test_vmm_argv_restore(void **state)
 static void test_vmm_argv_refuses_injection(void **state)
 {
 	struct sandbox_spec s = base_spec();
-	struct vmm_launch l = { .vmm = "/v", .kernel = "/k", .image = "/i", .overlay = "/o", .vsock = "/s",
-				.control = "/c", .spec = &s };
+	struct vmm_launch l = { .vmm = "/v",
+				.kernel = "/k",
+				.image = "/i",
+				.overlay = "/o",
+				.vsock = "/s",
+				.control = "/c",
+				.spec = &s };
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -488,10 +557,12 @@ static void test_vmm_argv_refuses_injection(void **state)
 
 static void test_vmm_output(void **state)
 {
-	const char *console = "partial line\r\nkernel: x\r\n\x1b[1mbold\x1b[0m\r\n\r\nbad \xff byte\r\nlast";
-	const char *err = "kiln-vmm: something early\n"
-			  "{\"unit\":\"ms\",\"milestones\":[{\"name\":\"vm_ready\",\"ms\":1.5}],\"exit\":{\"reason\":\"triple_fault\",\"status\":4}}\n"
-			  "kiln-vmm: guest triple fault at rip 0x0\n";
+	const char *console =
+		"partial line\r\nkernel: x\r\n\x1b[1mbold\x1b[0m\r\n\r\nbad \xff byte\r\nlast";
+	const char *err =
+		"kiln-vmm: something early\n"
+		"{\"unit\":\"ms\",\"milestones\":[{\"name\":\"vm_ready\",\"ms\":1.5}],\"exit\":{\"reason\":\"triple_fault\",\"status\":4}}\n"
+		"kiln-vmm: guest triple fault at rip 0x0\n";
 	json_t *t, *m;
 
 	(void)state;
@@ -520,7 +591,9 @@ static void test_vmm_output(void **state)
 	assert_null(vmm_output_message(U("no messages\n"), 12));
 	t = vmm_output_timeline(U(err), strlen(err));
 	assert_non_null(t);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(t, "exit"), "reason")), "triple_fault");
+	assert_string_equal(json_string_value(
+				    json_object_get(json_object_get(t, "exit"), "reason")),
+			    "triple_fault");
 	json_decref(t);
 	assert_null(vmm_output_timeline(U("{\"unit\":\"ms\",\"milestones\":[oops\n"), 31));
 	assert_null(vmm_output_timeline(U("{\"unit\":\"ms\",\"milestones\":7}\n"), 29));
@@ -530,11 +603,12 @@ static void test_vmm_output(void **state)
  * the last N, oldest first; a line that only starts like one is not one. */
 static void test_vmm_output_prefixed(void **state)
 {
-	const char *log = "kiln-vmm: firewall: egress drop_private tcp 10.0.2.15:40000 -> 10.77.2.10:8080\n"
-			  "kiln-vmm: virtio-net: something else\n"
-			  "kiln-vmm: firewall: egress drop_default udp 10.0.2.15:5353 -> 203.0.113.9:53\n"
-			  "kiln-vmm: firewall:x\n"
-			  "kiln-vmm: firewall: egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)\n";
+	const char *log =
+		"kiln-vmm: firewall: egress drop_private tcp 10.0.2.15:40000 -> 10.77.2.10:8080\n"
+		"kiln-vmm: virtio-net: something else\n"
+		"kiln-vmm: firewall: egress drop_default udp 10.0.2.15:5353 -> 203.0.113.9:53\n"
+		"kiln-vmm: firewall:x\n"
+		"kiln-vmm: firewall: egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)\n";
 	json_t *t;
 
 	(void)state;
@@ -542,8 +616,9 @@ static void test_vmm_output_prefixed(void **state)
 	assert_int_equal(json_array_size(t), 3);
 	assert_string_equal(json_string_value(json_array_get(t, 0)),
 			    "egress drop_private tcp 10.0.2.15:40000 -> 10.77.2.10:8080");
-	assert_string_equal(json_string_value(json_array_get(t, 2)),
-			    "egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)");
+	assert_string_equal(
+		json_string_value(json_array_get(t, 2)),
+		"egress drop_reserved tcp 10.0.2.15:40002 -> 10.0.2.2:80 (3 more not logged)");
 	json_decref(t);
 	t = vmm_output_tail_prefixed(U(log), strlen(log), true, "kiln-vmm: firewall: ", 1, 512);
 	assert_int_equal(json_array_size(t), 1);

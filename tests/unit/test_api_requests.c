@@ -17,7 +17,9 @@
 #include "api/kilnd/core/query.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 4096,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 static json_t *J(const char *text)
 {
@@ -64,7 +66,9 @@ static void test_create_defaults(void **state)
 /* idle_timeout_s: the daemon's default unless given; 0 is never. */
 static void test_create_idle_timeout(void **state)
 {
-	static const struct sandbox_limits idle = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB,
+	static const struct sandbox_limits idle = { .max_cpus = 8,
+						    .max_memory_mib = 4096,
+						    .max_disk_mib = SPEC_DISK_MAX_MIB,
 						    .idle_timeout_default_s = 300 };
 	struct sandbox_spec s, t;
 	struct api_err e;
@@ -97,7 +101,9 @@ static void test_create_idle_timeout(void **state)
 /* disk_mib: up to --max-disk; a record restored under a smaller one keeps its disk. */
 static void test_create_disk_within_max_disk(void **state)
 {
-	static const struct sandbox_limits small = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = 2048 };
+	static const struct sandbox_limits small = { .max_cpus = 8,
+						     .max_memory_mib = 4096,
+						     .max_disk_mib = 2048 };
 	struct sandbox_spec s;
 	struct api_err e;
 	json_t *b;
@@ -117,11 +123,12 @@ static void test_create_disk_within_max_disk(void **state)
 
 static void test_create_everything_and_round_trip(void **state)
 {
-	const char *body = "{\"image\":\"debian\",\"cpus\":8,\"memory_mib\":4096,\"hostname\":\"box1\","
-			   "\"env\":{\"A\":\"1\",\"LANG\":\"C.UTF-8\"},\"labels\":{\"job\":\"42\"},"
-			   "\"shares\":[{\"host_path\":\"/srv/data\",\"guest_path\":\"/mnt/data\",\"read_only\":true},"
-			   "{\"host_path\":\"/srv/out\",\"guest_path\":\"/mnt/out\"}],"
-			   "\"timeout_s\":604800,\"console\":false,\"disk_mib\":4096}";
+	const char *body =
+		"{\"image\":\"debian\",\"cpus\":8,\"memory_mib\":4096,\"hostname\":\"box1\","
+		"\"env\":{\"A\":\"1\",\"LANG\":\"C.UTF-8\"},\"labels\":{\"job\":\"42\"},"
+		"\"shares\":[{\"host_path\":\"/srv/data\",\"guest_path\":\"/mnt/data\",\"read_only\":true},"
+		"{\"host_path\":\"/srv/out\",\"guest_path\":\"/mnt/out\"}],"
+		"\"timeout_s\":604800,\"console\":false,\"disk_mib\":4096}";
 	struct sandbox_spec s, t;
 	struct api_err e;
 	json_t *j;
@@ -175,11 +182,14 @@ static void test_create_rejects(void **state)
 		{ "{\"image\":\"m\",\"cpus\":\"2\"}", API_E_BAD_FIELD, "integer" },
 		{ "{\"image\":\"m\",\"memory_mib\":31}", API_E_BAD_FIELD, "from 32 to 4096" },
 		{ "{\"image\":\"m\",\"memory_mib\":4097}", API_E_BAD_FIELD, "'memory_mib'" },
-		{ "{\"image\":\"m\",\"disk_mib\":1048577}", API_E_BAD_FIELD, "'disk_mib' must be from 0 to 1048576" },
+		{ "{\"image\":\"m\",\"disk_mib\":1048577}", API_E_BAD_FIELD,
+		  "'disk_mib' must be from 0 to 1048576" },
 		{ "{\"image\":\"m\",\"disk_mib\":-5}", API_E_BAD_FIELD, "'disk_mib'" },
-		{ "{\"image\":\"m\",\"disk_mib\":\"4G\"}", API_E_BAD_FIELD, "'disk_mib' must be an integer" },
+		{ "{\"image\":\"m\",\"disk_mib\":\"4G\"}", API_E_BAD_FIELD,
+		  "'disk_mib' must be an integer" },
 		{ "{\"image\":\"m\",\"hostname\":\"a b\"}", API_E_BAD_FIELD, "hostname" },
-		{ "{\"image\":\"m\",\"hostname\":\"x kiln.exec=reboot\"}", API_E_BAD_FIELD, "hostname" },
+		{ "{\"image\":\"m\",\"hostname\":\"x kiln.exec=reboot\"}", API_E_BAD_FIELD,
+		  "hostname" },
 		{ "{\"image\":\"m\",\"hostname\":\"\"}", API_E_BAD_FIELD, "hostname" },
 		{ "{\"image\":\"m\",\"env\":[]}", API_E_BAD_FIELD, "'env' must be an object" },
 		{ "{\"image\":\"m\",\"env\":{\"A=B\":\"1\"}}", API_E_BAD_FIELD, "env key" },
@@ -188,18 +198,20 @@ static void test_create_rejects(void **state)
 		{ "{\"image\":\"m\",\"env\":{\"A\":null}}", API_E_BAD_FIELD, "env['A']" },
 		{ "{\"image\":\"m\",\"labels\":{\"/x\":\"1\"}}", API_E_BAD_FIELD, "labels key" },
 		{ "{\"image\":\"m\",\"shares\":{}}", API_E_BAD_FIELD, "array" },
-		{ "{\"image\":\"m\",\"shares\":[1]}", API_E_BAD_FIELD, "shares[0] must be an object" },
-		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\"}]}", API_E_MISSING_FIELD, "guest_path" },
+		{ "{\"image\":\"m\",\"shares\":[1]}", API_E_BAD_FIELD,
+		  "shares[0] must be an object" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\"}]}", API_E_MISSING_FIELD,
+		  "guest_path" },
 		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b\",\"ro\":true}]}",
 		  API_E_UNKNOWN_FIELD, "'ro'" },
-		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"a\",\"guest_path\":\"/b\"}]}", API_E_BAD_FIELD,
-		  "host_path" },
-		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\\nb\",\"guest_path\":\"/b\"}]}", API_E_BAD_FIELD,
-		  "host_path" },
-		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/\"}]}", API_E_BAD_FIELD,
-		  "guest_path" },
-		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b c\"}]}", API_E_BAD_FIELD,
-		  "guest_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"a\",\"guest_path\":\"/b\"}]}",
+		  API_E_BAD_FIELD, "host_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\\nb\",\"guest_path\":\"/b\"}]}",
+		  API_E_BAD_FIELD, "host_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/\"}]}",
+		  API_E_BAD_FIELD, "guest_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b c\"}]}",
+		  API_E_BAD_FIELD, "guest_path" },
 		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b\",\"read_only\":1}]}",
 		  API_E_BAD_FIELD, "read_only" },
 		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b\"},"
@@ -216,8 +228,9 @@ static void test_create_rejects(void **state)
 		enum api_code c = create(cases[i].body, &s, msg);
 
 		if (c != cases[i].code || !strstr(msg, cases[i].in_message))
-			fail_msg("%s: got %s '%s', want %s with '%s'", cases[i].body, api_code_name(c), msg,
-				 api_code_name(cases[i].code), cases[i].in_message);
+			fail_msg("%s: got %s '%s', want %s with '%s'", cases[i].body,
+				 api_code_name(c), msg, api_code_name(cases[i].code),
+				 cases[i].in_message);
 		assert_null(s.env); /* nothing left to free after a failure */
 	}
 }
@@ -246,7 +259,8 @@ static void test_create_counts(void **state)
 		char g[16];
 
 		snprintf(g, sizeof(g), "/g%d", i);
-		json_array_append_new(shares, json_pack("{s:s,s:s}", "host_path", "/h", "guest_path", g));
+		json_array_append_new(shares,
+				      json_pack("{s:s,s:s}", "host_path", "/h", "guest_path", g));
 	}
 	json_object_set_new(body, "shares", shares);
 	assert_int_equal(sandbox_spec_parse(body, &lim, &s, &e), -1);
@@ -285,10 +299,11 @@ static void test_exec_fields(void **state)
 	assert_null(s.stdin_data);
 	exec_spec_free(&s);
 
-	assert_int_equal(exec("{\"argv\":[\"cat\"],\"shell\":true,\"cwd\":\"/tmp\",\"user\":\"root\","
-			      "\"timeout_ms\":500,\"stdin\":\"hello\\n\",\"output_cap\":0,\"output_encoding\":\"base64\"}",
-			      false, &s, NULL),
-			 API_OK);
+	assert_int_equal(
+		exec("{\"argv\":[\"cat\"],\"shell\":true,\"cwd\":\"/tmp\",\"user\":\"root\","
+		     "\"timeout_ms\":500,\"stdin\":\"hello\\n\",\"output_cap\":0,\"output_encoding\":\"base64\"}",
+		     false, &s, NULL),
+		API_OK);
 	assert_true(s.shell);
 	assert_string_equal(s.cwd, "/tmp");
 	assert_int_equal(s.user, AGENT_USER_ROOT);
@@ -307,18 +322,22 @@ static void test_exec_fields(void **state)
 	exec_spec_opts(&s, &o);
 	assert_false(o.confine);
 	exec_spec_free(&s);
-	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":true,\"cwd\":\"/workspace/src\"}", true, &s, NULL),
+	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":true,\"cwd\":\"/workspace/src\"}",
+			      true, &s, NULL),
 			 API_OK);
 	assert_true(s.confine);
 	exec_spec_opts(&s, &o);
 	assert_true(o.confine);
 	assert_string_equal(o.cwd, "/workspace/src");
 	exec_spec_free(&s);
-	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":false,\"cwd\":\"/tmp\"}", false, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":false,\"cwd\":\"/tmp\"}", false, &s,
+			      NULL),
+			 API_OK);
 	exec_spec_free(&s);
 
 	/* Binary stdin through base64, NUL bytes included. */
-	assert_int_equal(exec("{\"argv\":[\"cat\"],\"stdin_base64\":\"AP8A\"}", false, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"cat\"],\"stdin_base64\":\"AP8A\"}", false, &s, NULL),
+			 API_OK);
 	assert_int_equal(s.stdin_len, 3);
 	assert_memory_equal(s.stdin_data, "\x00\xff\x00", 3);
 	exec_spec_free(&s);
@@ -340,27 +359,37 @@ static void test_exec_rejects(void **state)
 		{ "{\"argv\":[\"a\",1]}", false, API_E_BAD_FIELD, "argv[1]" },
 		{ "{\"argv\":[\"a\"],\"shell\":1}", false, API_E_BAD_FIELD, "'shell'" },
 		{ "{\"argv\":[\"a\"],\"env\":{\"A=B\":\"x\"}}", false, API_E_BAD_FIELD, "env key" },
-		{ "{\"argv\":[\"a\"],\"env\":{\"A\":5}}", false, API_E_BAD_FIELD, "string or null" },
+		{ "{\"argv\":[\"a\"],\"env\":{\"A\":5}}", false, API_E_BAD_FIELD,
+		  "string or null" },
 		{ "{\"argv\":[\"a\"],\"cwd\":\"tmp\"}", false, API_E_BAD_FIELD, "absolute" },
 		{ "{\"argv\":[\"a\"],\"user\":\"nobody\"}", false, API_E_BAD_FIELD, "user" },
-		{ "{\"argv\":[\"a\"],\"timeout_ms\":604800001}", false, API_E_BAD_FIELD, "timeout_ms" },
+		{ "{\"argv\":[\"a\"],\"timeout_ms\":604800001}", false, API_E_BAD_FIELD,
+		  "timeout_ms" },
 		{ "{\"argv\":[\"a\"],\"timeout_ms\":-5}", false, API_E_BAD_FIELD, "timeout_ms" },
-		{ "{\"argv\":[\"a\"],\"stdin\":\"x\",\"stdin_base64\":\"eA==\"}", false, API_E_BAD_FIELD, "not both" },
-		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"eA\"}", false, API_E_BAD_FIELD, "canonical base64" },
-		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"e A=\"}", false, API_E_BAD_FIELD, "canonical base64" },
-		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"eB==\"}", false, API_E_BAD_FIELD, "canonical base64" },
-		{ "{\"argv\":[\"a\"],\"output_cap\":16777217}", false, API_E_BAD_FIELD, "output_cap" },
-		{ "{\"argv\":[\"a\"],\"output_cap\":268435457}", true, API_E_BAD_FIELD, "output_cap" },
-		{ "{\"argv\":[\"a\"],\"output_encoding\":\"hex\"}", false, API_E_BAD_FIELD, "output_encoding" },
-		{ "{\"argv\":[\"a\"],\"confine\":\"yes\"}", false, API_E_BAD_FIELD, "exec: 'confine' must be true or false" },
+		{ "{\"argv\":[\"a\"],\"stdin\":\"x\",\"stdin_base64\":\"eA==\"}", false,
+		  API_E_BAD_FIELD, "not both" },
+		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"eA\"}", false, API_E_BAD_FIELD,
+		  "canonical base64" },
+		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"e A=\"}", false, API_E_BAD_FIELD,
+		  "canonical base64" },
+		{ "{\"argv\":[\"a\"],\"stdin_base64\":\"eB==\"}", false, API_E_BAD_FIELD,
+		  "canonical base64" },
+		{ "{\"argv\":[\"a\"],\"output_cap\":16777217}", false, API_E_BAD_FIELD,
+		  "output_cap" },
+		{ "{\"argv\":[\"a\"],\"output_cap\":268435457}", true, API_E_BAD_FIELD,
+		  "output_cap" },
+		{ "{\"argv\":[\"a\"],\"output_encoding\":\"hex\"}", false, API_E_BAD_FIELD,
+		  "output_encoding" },
+		{ "{\"argv\":[\"a\"],\"confine\":\"yes\"}", false, API_E_BAD_FIELD,
+		  "exec: 'confine' must be true or false" },
 		{ "{\"argv\":[\"a\"],\"confine\":1}", true, API_E_BAD_FIELD, "'confine'" },
 		{ "{\"argv\":[\"a\"],\"confine\":null}", false, API_E_BAD_FIELD, "'confine'" },
 		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/tmp\"}", false, API_E_BAD_FIELD,
 		  "exec: cwd '/tmp' is not visible to a confined process; give /workspace or a directory below it" },
-		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}", true, API_E_BAD_FIELD,
-		  "not visible to a confined process" },
-		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspaces\"}", false, API_E_BAD_FIELD,
-		  "not visible to a confined process" },
+		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspace/../etc\"}", true,
+		  API_E_BAD_FIELD, "not visible to a confined process" },
+		{ "{\"argv\":[\"a\"],\"confine\":true,\"cwd\":\"/workspaces\"}", false,
+		  API_E_BAD_FIELD, "not visible to a confined process" },
 	};
 	char msg[ERR_MSG_MAX];
 	struct exec_spec s;
@@ -370,12 +399,14 @@ static void test_exec_rejects(void **state)
 		enum api_code c = exec(cases[i].body, cases[i].streaming, &s, msg);
 
 		if (c != cases[i].code || !strstr(msg, cases[i].in_message))
-			fail_msg("%s: got %s '%s', want %s with '%s'", cases[i].body, api_code_name(c), msg,
-				 api_code_name(cases[i].code), cases[i].in_message);
+			fail_msg("%s: got %s '%s', want %s with '%s'", cases[i].body,
+				 api_code_name(c), msg, api_code_name(cases[i].code),
+				 cases[i].in_message);
 		exec_spec_free(&s);
 	}
 	/* Streaming raises the cap to the agent's maximum. */
-	assert_int_equal(exec("{\"argv\":[\"a\"],\"output_cap\":268435456}", true, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"a\"],\"output_cap\":268435456}", true, &s, NULL),
+			 API_OK);
 	exec_spec_free(&s);
 }
 
@@ -412,8 +443,8 @@ static void test_exec_env_merge(void **state)
 	int seen = 0;
 
 	(void)state;
-	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"B\":\"mine\",\"C\":null,\"D\":\"new\"}}", false, &s,
-			      NULL),
+	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"B\":\"mine\",\"C\":null,\"D\":\"new\"}}",
+			      false, &s, NULL),
 			 API_OK);
 	assert_int_equal(exec_env_merge(&s, base, &e), 0);
 	assert_int_equal(s.nmerged, 4);
@@ -446,11 +477,14 @@ static void test_exec_env_merge(void **state)
 		snprintf(k, sizeof(k), "K%d", i);
 		json_object_set_new(base, k, json_string("v"));
 	}
-	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"NEW\":\"1\"}}", false, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"NEW\":\"1\"}}", false, &s, NULL),
+			 API_OK);
 	assert_int_equal(exec_env_merge(&s, base, &e), -1);
 	assert_int_equal(e.code, API_E_TOO_LARGE);
 	exec_spec_free(&s);
-	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"K1\":\"override\"}}", false, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"env\"],\"env\":{\"K1\":\"override\"}}", false, &s,
+			      NULL),
+			 API_OK);
 	assert_int_equal(exec_env_merge(&s, base, &e), 0);
 	assert_int_equal(s.nmerged, AGENT_ENV_MAX);
 	exec_spec_free(&s);
@@ -500,7 +534,9 @@ static void test_query_files(void **state)
 
 	(void)state;
 	{
-		const struct query_kv q[] = { { "path", "/etc/hostname" }, { "offset", "1" }, { "length", "3" },
+		const struct query_kv q[] = { { "path", "/etc/hostname" },
+					      { "offset", "1" },
+					      { "length", "3" },
 					      { "user", "root" } };
 
 		assert_int_equal(query_file_get(q, N(q), &path, &ro, &e), 0);
@@ -518,8 +554,11 @@ static void test_query_files(void **state)
 		assert_int_equal(ro.user, AGENT_USER_USER);
 	}
 	{
-		const struct query_kv q[] = { { "path", "/a" }, { "mode", "0600" }, { "parents", "1" },
-					      { "append", "false" }, { "exclusive", "true" } };
+		const struct query_kv q[] = { { "path", "/a" },
+					      { "mode", "0600" },
+					      { "parents", "1" },
+					      { "append", "false" },
+					      { "exclusive", "true" } };
 
 		assert_int_equal(query_file_put(q, N(q), &path, &wo, &e), 0);
 		assert_true(wo.has_mode);
@@ -541,27 +580,51 @@ static void test_query_files(void **state)
 		{ { { "path", "etc" } }, 1, false, API_E_BAD_FIELD, "absolute" },
 		{ { { "path", "" } }, 1, false, API_E_BAD_FIELD, "absolute" },
 		{ { { "path", "/a" }, { "offset", "-1" } }, 2, false, API_E_BAD_FIELD, "'offset'" },
-		{ { { "path", "/a" }, { "offset", "0x10" } }, 2, false, API_E_BAD_FIELD, "'offset'" },
+		{ { { "path", "/a" }, { "offset", "0x10" } },
+		  2,
+		  false,
+		  API_E_BAD_FIELD,
+		  "'offset'" },
 		{ { { "path", "/a" }, { "offset", " 1" } }, 2, false, API_E_BAD_FIELD, "'offset'" },
-		{ { { "path", "/a" }, { "length", "99999999999999999999" } }, 2, false, API_E_BAD_FIELD, "'length'" },
+		{ { { "path", "/a" }, { "length", "99999999999999999999" } },
+		  2,
+		  false,
+		  API_E_BAD_FIELD,
+		  "'length'" },
 		{ { { "path", "/a" }, { "path", "/b" } }, 2, false, API_E_BAD_FIELD, "given twice" },
-		{ { { "path", "/a" }, { "mode", "0644" } }, 2, false, API_E_UNKNOWN_FIELD, "'mode'" },
+		{ { { "path", "/a" }, { "mode", "0644" } },
+		  2,
+		  false,
+		  API_E_UNKNOWN_FIELD,
+		  "'mode'" },
 		{ { { "path", "/a" }, { "user", "nobody" } }, 2, false, API_E_BAD_FIELD, "user" },
 		{ { { "path", "/a" }, { "mode", "0800" } }, 2, true, API_E_BAD_FIELD, "octal" },
 		{ { { "path", "/a" }, { "mode", "10000" } }, 2, true, API_E_BAD_FIELD, "octal" },
-		{ { { "path", "/a" }, { "parents", "yes" } }, 2, true, API_E_BAD_FIELD, "'parents'" },
+		{ { { "path", "/a" }, { "parents", "yes" } },
+		  2,
+		  true,
+		  API_E_BAD_FIELD,
+		  "'parents'" },
 		{ { { "path", "/a" }, { "append", NULL } }, 2, true, API_E_BAD_FIELD, "'append'" },
-		{ { { "path", "/a" }, { "create", "false" }, { "exclusive", "1" } }, 3, true, API_E_BAD_FIELD,
+		{ { { "path", "/a" }, { "create", "false" }, { "exclusive", "1" } },
+		  3,
+		  true,
+		  API_E_BAD_FIELD,
 		  "exclusive" },
-		{ { { "path", "/a" }, { "offset", "1" } }, 2, true, API_E_UNKNOWN_FIELD, "'offset'" },
+		{ { { "path", "/a" }, { "offset", "1" } },
+		  2,
+		  true,
+		  API_E_UNKNOWN_FIELD,
+		  "'offset'" },
 	};
 	for (size_t i = 0; i < N(bad); i++) {
 		int r = bad[i].put ? query_file_put(bad[i].kv, bad[i].n, &path, &wo, &e)
 				   : query_file_get(bad[i].kv, bad[i].n, &path, &ro, &e);
 
 		if (r != -1 || e.code != bad[i].code || !strstr(e.msg, bad[i].in_message))
-			fail_msg("case %zu: got %d %s '%s', want %s with '%s'", i, r, api_code_name(e.code), e.msg,
-				 api_code_name(bad[i].code), bad[i].in_message);
+			fail_msg("case %zu: got %d %s '%s', want %s with '%s'", i, r,
+				 api_code_name(e.code), e.msg, api_code_name(bad[i].code),
+				 bad[i].in_message);
 	}
 }
 
@@ -570,9 +633,10 @@ static void test_unescape_keeps_nul_out(void **state)
 	static const struct {
 		const char *in, *out;
 	} v[] = {
-		{ "/a%20b", "/a b" },	     { "%2Fetc%2fpasswd", "/etc/passwd" }, { "/x%00y", "/x%00y" },
-		{ "%zz%4", "%zz%4" },	     { "100%", "100%" },		     { "%C3%A9", "\xc3\xa9" },
-		{ "%%41", "%A" },	     { "", "" },
+		{ "/a%20b", "/a b" },   { "%2Fetc%2fpasswd", "/etc/passwd" },
+		{ "/x%00y", "/x%00y" }, { "%zz%4", "%zz%4" },
+		{ "100%", "100%" },     { "%C3%A9", "\xc3\xa9" },
+		{ "%%41", "%A" },       { "", "" },
 	};
 	char buf[64];
 
@@ -602,8 +666,9 @@ static void test_query_exec_and_list(void **state)
 	assert_int_equal(query_none(KV({ "x", NULL }), 1, "health", &e), -1);
 	assert_int_equal(e.code, API_E_UNKNOWN_FIELD);
 
-	assert_int_equal(query_list(KV({ "state", "running" }, { "label", "job=42" }, { "label", "team=ci" }), 3,
-				    &f, &e),
+	assert_int_equal(query_list(KV({ "state", "running" }, { "label", "job=42" },
+				       { "label", "team=ci" }),
+				    3, &f, &e),
 			 0);
 	assert_int_equal(f.state, SANDBOX_RUNNING);
 	assert_int_equal(f.nlabels, 2);
@@ -617,7 +682,8 @@ static void test_query_exec_and_list(void **state)
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_int_equal(query_list(KV({ "label", "=x" }), 1, &f, &e), -1);
 	assert_int_equal(query_list(KV({ "label", "nokey" }), 1, &f, &e), -1);
-	assert_int_equal(query_list(KV({ "state", "running" }, { "state", "stopped" }), 2, &f, &e), -1);
+	assert_int_equal(query_list(KV({ "state", "running" }, { "state", "stopped" }), 2, &f, &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "given twice"));
 	json_decref(labels);
 }
@@ -640,7 +706,9 @@ static void test_exec_image_defaults(void **state)
 	exec_spec_image_defaults(&s, NULL); /* none: unchanged */
 	assert_string_equal(s.cwd, "/srv/work");
 	exec_spec_free(&s);
-	assert_int_equal(exec("{\"argv\":[\"pwd\"],\"cwd\":\"/tmp\",\"user\":\"user\"}", false, &s, NULL), API_OK);
+	assert_int_equal(exec("{\"argv\":[\"pwd\"],\"cwd\":\"/tmp\",\"user\":\"user\"}", false, &s,
+			      NULL),
+			 API_OK);
 	exec_spec_image_defaults(&s, def);
 	assert_string_equal(s.cwd, "/tmp");
 	assert_int_equal(s.user, AGENT_USER_USER);

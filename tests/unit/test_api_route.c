@@ -20,7 +20,8 @@
 #include "api/kilnd/endpoints/routes.h"
 #include "tests/unit/kilnd_handler_stubs.h"
 
-static int match(const char *method, const char *path, struct http_route_match *m, struct api_err *e)
+static int match(const char *method, const char *path, struct http_route_match *m,
+		 struct api_err *e)
 {
 	return http_route_match(routes, routes_count, method, path, m, e);
 }
@@ -80,9 +81,21 @@ static void test_every_endpoint(void **state)
 static void test_near_misses_are_404(void **state)
 {
 	static const char *const paths[] = {
-		"/",		    "",		"/v1",		 "/v1/health/",	 "/v1//health",	 "/v1/healthz",
-		"/v2/health",	    "v1/health", "/v1/sandboxes/", "/v1/sandboxes//exec", "/v1/sandboxes/x/exec/",
-		"/v1/sandboxes/x/y", "/v1/sandboxes/x/exec/more", "/V1/health", "/v1/sandboxes/x/../y",
+		"/",
+		"",
+		"/v1",
+		"/v1/health/",
+		"/v1//health",
+		"/v1/healthz",
+		"/v2/health",
+		"v1/health",
+		"/v1/sandboxes/",
+		"/v1/sandboxes//exec",
+		"/v1/sandboxes/x/exec/",
+		"/v1/sandboxes/x/y",
+		"/v1/sandboxes/x/exec/more",
+		"/V1/health",
+		"/v1/sandboxes/x/../y",
 		"/metrics/",
 	};
 	struct http_route_match m;
@@ -144,15 +157,18 @@ static void test_snapshot_endpoints(void **state)
 	(void)state;
 	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/pause", NULL), handle_sandbox_pause);
 	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/resume", NULL), handle_sandbox_resume);
-	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/hibernate", NULL), handle_sandbox_hibernate);
+	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/hibernate", NULL),
+			 handle_sandbox_hibernate);
 	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/wake", NULL), handle_sandbox_wake);
 	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/checkpoints", NULL), handle_checkpoint_list);
-	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/checkpoints", NULL), handle_checkpoint_create);
+	assert_ptr_equal(op_of("POST", "/v1/sandboxes/x/checkpoints", NULL),
+			 handle_checkpoint_create);
 	assert_int_equal(match("DELETE", "/v1/sandboxes/ab12/checkpoints/before-tests", &m, &e), 0);
 	assert_ptr_equal(m.route->handler, handle_checkpoint_delete);
 	assert_string_equal(m.id, "ab12");
 	assert_string_equal(m.sub, "before-tests");
-	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/checkpoints/c", NULL), handle_checkpoint_get);
+	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/checkpoints/c", NULL),
+			 handle_checkpoint_get);
 	assert_int_equal(match("POST", "/v1/sandboxes/x/checkpoints/c1/restore", &m, &e), 0);
 	assert_ptr_equal(m.route->handler, handle_checkpoint_restore);
 	assert_string_equal(m.sub, "c1");
@@ -221,9 +237,11 @@ static void test_process_endpoints(void **state)
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(match("DELETE", "/v1/sandboxes/a/processes", &m, &e), -1);
 	assert_string_equal(m.allow, "GET, POST");
-	static const char *const miss[] = { "/v1/sandboxes/a/processes/", "/v1/sandboxes/a/processes//output",
-					    "/v1/sandboxes/a/processes/7/", "/v1/sandboxes/a/processes/7/x",
-					    "/v1/sandboxes/a/processes/7/tty/more", "/v1/sandboxes/a/shell/" };
+	static const char *const miss[] = {
+		"/v1/sandboxes/a/processes/",           "/v1/sandboxes/a/processes//output",
+		"/v1/sandboxes/a/processes/7/",         "/v1/sandboxes/a/processes/7/x",
+		"/v1/sandboxes/a/processes/7/tty/more", "/v1/sandboxes/a/shell/"
+	};
 	for (size_t i = 0; i < sizeof(miss) / sizeof(miss[0]); i++) {
 		assert_int_equal(match("GET", miss[i], &m, &e), -1);
 		if (e.code != API_E_ROUTE_NOT_FOUND)
@@ -320,9 +338,11 @@ static void test_table_shape(void **state)
 		else if (r->body == BODY_JSON || r->body == BODY_RAW)
 			assert_int_equal(r->limit, LIMIT_BODY);
 		else
-			assert_true(r->limit == LIMIT_UPLOAD || r->limit == LIMIT_IMAGE || r->limit == LIMIT_CONTEXT);
+			assert_true(r->limit == LIMIT_UPLOAD || r->limit == LIMIT_IMAGE ||
+				    r->limit == LIMIT_CONTEXT);
 		for (size_t j = 0; j < i; j++)
-			if (!strcmp(routes[j].method, r->method) && !strcmp(routes[j].pattern, r->pattern))
+			if (!strcmp(routes[j].method, r->method) &&
+			    !strcmp(routes[j].pattern, r->pattern))
 				fail_msg("%s %s: two lines", r->method, r->pattern);
 	}
 }
@@ -335,7 +355,8 @@ static void test_table_shape(void **state)
  */
 static void test_allow_is_each_paths_methods(void **state)
 {
-	static const char *const methods[] = { "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "get" };
+	static const char *const methods[] = { "GET",   "POST", "PUT",     "DELETE",
+					       "PATCH", "HEAD", "OPTIONS", "get" };
 
 	(void)state;
 	for (size_t i = 0; i < routes_count; i++) {
@@ -348,8 +369,8 @@ static void test_allow_is_each_paths_methods(void **state)
 		path_of(r->pattern, path, sizeof(path));
 		for (size_t j = 0; j < routes_count; j++)
 			if (!strcmp(routes[j].pattern, r->pattern))
-				len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s", len ? ", " : "",
-							routes[j].method);
+				len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s",
+							len ? ", " : "", routes[j].method);
 		assert_true(len < sizeof(allow));
 		assert_int_equal(match(r->method, path, &m, &e), 0);
 		assert_ptr_equal(m.route, r);
@@ -361,12 +382,14 @@ static void test_allow_is_each_paths_methods(void **state)
 			bool own = false;
 
 			for (size_t j = 0; j < routes_count; j++)
-				own |= !strcmp(routes[j].pattern, r->pattern) && !strcmp(routes[j].method, methods[k]);
+				own |= !strcmp(routes[j].pattern, r->pattern) &&
+					!strcmp(routes[j].method, methods[k]);
 			if (own)
 				continue;
 			assert_int_equal(match(methods[k], path, &m, &e), -1);
 			if (e.code != API_E_METHOD_NOT_ALLOWED)
-				fail_msg("%s %s: %s, not 405", methods[k], path, api_code_name(e.code));
+				fail_msg("%s %s: %s, not 405", methods[k], path,
+					 api_code_name(e.code));
 			assert_null(m.route);
 			assert_string_equal(m.allow, allow);
 			assert_non_null(strstr(e.msg, allow));

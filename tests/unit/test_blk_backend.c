@@ -161,8 +161,8 @@ static void assert_base_bytes(struct blk *b, uint64_t off, size_t len)
 	assert_int_equal(blk_read(b, off, buf, len), 0);
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] != (off + i < BASE_SIZE ? pattern(off + i) : 0))
-			fail_msg("byte %llu: %u, base has %u", (unsigned long long)(off + i), buf[i],
-				 pattern(off + i));
+			fail_msg("byte %llu: %u, base has %u", (unsigned long long)(off + i),
+				 buf[i], pattern(off + i));
 	free(buf);
 }
 
@@ -174,7 +174,8 @@ static void assert_fill(struct blk *b, uint64_t off, size_t len, uint8_t v)
 	assert_int_equal(blk_read(b, off, buf, len), 0);
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] != v)
-			fail_msg("byte %llu: %u, expected %u", (unsigned long long)(off + i), buf[i], v);
+			fail_msg("byte %llu: %u, expected %u", (unsigned long long)(off + i),
+				 buf[i], v);
 	free(buf);
 }
 
@@ -273,7 +274,8 @@ static void test_raw_open_errors(void **state)
 	assert_string_equal(f->e.msg, msg);
 
 	assert_int_equal(blk_open_raw(f->dir, 1, &b, &f->e), -EINVAL);
-	snprintf(msg, sizeof(msg), "disk '%s': the image is not a regular file or block device: pass an image file",
+	snprintf(msg, sizeof(msg),
+		 "disk '%s': the image is not a regular file or block device: pass an image file",
 		 f->dir);
 	assert_string_equal(f->e.msg, msg);
 }
@@ -373,9 +375,9 @@ static void test_cow_base_unchanged(void **state)
 	closedir(d);
 	assert_int_equal(base_fds, 1);
 
-	fill(b, 0, 100, 0x11);                 /* partial, copy-up */
-	fill(b, 64 * KIB, 128 * KIB, 0x22);    /* whole blocks */
-	fill(b, BASE_SIZE - 10, 10, 0x33);     /* the short last block */
+	fill(b, 0, 100, 0x11);              /* partial, copy-up */
+	fill(b, 64 * KIB, 128 * KIB, 0x22); /* whole blocks */
+	fill(b, BASE_SIZE - 10, 10, 0x33);  /* the short last block */
 	assert_int_equal(blk_discard(b, 200 * KIB, 10 * KIB), 0);
 	assert_int_equal(blk_write_zeroes(b, 10, 10), 0);
 	assert_int_equal(blk_flush(b), 0);
@@ -404,7 +406,9 @@ static void test_cow_copy_up(void **state)
 		assert_non_null(buf);
 		assert_int_equal(blk_read(b, 0, buf, 192 * KIB), 0);
 		for (size_t i = 0; i < 192 * KIB; i++)
-			assert_int_equal(buf[i], i >= 64 * KIB + 300 && i < 64 * KIB + 400 ? 0xee : pattern(i));
+			assert_int_equal(buf[i],
+					 i >= 64 * KIB + 300 && i < 64 * KIB + 400 ? 0xee
+										   : pattern(i));
 		free(buf);
 	}
 	/* A write straddling two unallocated blocks copies up both. */
@@ -581,17 +585,20 @@ static void test_cow_bad_headers(void **state)
 	uint32_t v;
 
 	write_file(f->ov, junk, 0);
-	expect_refused(f, -EINVAL,
-		       "disk '%s': overlay header is truncated (0 of 4096 bytes): delete it and let kiln create a new one");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': overlay header is truncated (0 of 4096 bytes): delete it and let kiln create a new one");
 	memcpy(junk, "KILNCOW", 8);
 	write_file(f->ov, junk, 100);
-	expect_refused(f, -EINVAL,
-		       "disk '%s': overlay header is truncated (100 of 4096 bytes): delete it and let kiln create a new one");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': overlay header is truncated (100 of 4096 bytes): delete it and let kiln create a new one");
 	for (size_t i = 0; i < sizeof(junk); i++)
 		junk[i] = (uint8_t)(i * 31 + 7);
 	write_file(f->ov, junk, sizeof(junk));
-	expect_refused(f, -EINVAL,
-		       "disk '%s': not a kiln overlay (bad magic): pass an overlay kiln created, or a path that does not exist yet");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': not a kiln overlay (bad magic): pass an overlay kiln created, or a path that does not exist yet");
 	/* The create flag never overwrites an existing file. */
 	{
 		struct blk_cow_opts o = { .create = 1 };
@@ -604,19 +611,24 @@ static void test_cow_bad_headers(void **state)
 	blk_close(open_cow(f, f->ov, 1));
 	v = 2;
 	patch_file(f->ov, 8, &v, 4);
-	expect_refused(f, -ENOTSUP,
-		       "disk '%s': overlay format version 2, this kiln reads version 1: use the kiln that created it");
+	expect_refused(
+		f, -ENOTSUP,
+		"disk '%s': overlay format version 2, this kiln reads version 1: use the kiln that created it");
 
 	unlink(f->ov);
 	blk_close(open_cow(f, f->ov, 1));
 	v = 0x12345;
 	patch_file(f->ov, 24, &v, 4); /* virtual size, without fixing the crc */
-	expect_refused(f, -EINVAL, "disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': overlay header checksum mismatch (corrupted): the overlay cannot be used");
 
 	unlink(f->ov);
 	blk_close(open_cow(f, f->ov, 1));
 	assert_int_equal(truncate(f->ov, 8192), 0);
-	expect_refused(f, -EINVAL, "disk '%s': overlay is truncated (8192 of 393216 bytes): the overlay cannot be used");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': overlay is truncated (8192 of 393216 bytes): the overlay cannot be used");
 }
 
 /* The overlay header's CRC as kiln computed it before it used zlib's
@@ -669,10 +681,12 @@ static void test_crc_is_the_old_loops(void **state)
 		buf[i] = i < 256 ? (uint8_t)i : (uint8_t)x;
 	}
 	for (size_t len = 0; len <= 300; len++)
-		assert_int_equal(crc32_z(0, buf + len % 7, len), old_crc32_ieee(buf + len % 7, len));
+		assert_int_equal(crc32_z(0, buf + len % 7, len),
+				 old_crc32_ieee(buf + len % 7, len));
 	assert_int_equal(crc32_z(0, buf, sizeof(buf)), old_crc32_ieee(buf, sizeof(buf)));
 	for (size_t piece = 1; piece <= 65536; piece = piece * 5 + 3)
-		assert_int_equal(crc32_z(0, buf, sizeof(buf)), old_crc32_pieces(buf, sizeof(buf), piece));
+		assert_int_equal(crc32_z(0, buf, sizeof(buf)),
+				 old_crc32_pieces(buf, sizeof(buf), piece));
 }
 
 /* The crc covers the header, but a header with a valid crc and values this
@@ -694,7 +708,9 @@ static void test_cow_inconsistent_header(void **state)
 	assert_int_equal(pwrite(fd, hdr, sizeof(hdr), 0), sizeof(hdr));
 	assert_int_equal(pwrite(fd, &crc, 4, 96), 4);
 	close(fd);
-	expect_refused(f, -EINVAL, "disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used");
+	expect_refused(
+		f, -EINVAL,
+		"disk '%s': overlay header is inconsistent (corrupted): the overlay cannot be used");
 }
 
 static void test_cow_open_errors(void **state)
@@ -724,8 +740,8 @@ static void test_cow_open_errors(void **state)
 	o.size = BASE_SIZE - 1;
 	assert_int_equal(blk_open_cow(f->base, f->ov, &o, &b, &f->e), -EINVAL);
 	snprintf(msg, sizeof(msg),
-		 "disk '%s': overlay size %u is smaller than its base (%u bytes): give a larger size or none", f->ov,
-		 BASE_SIZE - 1, BASE_SIZE);
+		 "disk '%s': overlay size %u is smaller than its base (%u bytes): give a larger size or none",
+		 f->ov, BASE_SIZE - 1, BASE_SIZE);
 	assert_string_equal(f->e.msg, msg);
 	assert_int_equal(access(f->ov, F_OK), -1); /* nothing left behind */
 
@@ -738,7 +754,8 @@ static void test_cow_open_errors(void **state)
 	/* One overlay, one VM. */
 	b = open_cow(f, f->ov, 1);
 	assert_int_equal(blk_open_cow(f->base, f->ov, NULL, &b2, &f->e), -EBUSY);
-	snprintf(msg, sizeof(msg), "disk '%s': overlay is in use by another process: each VM needs its own overlay",
+	snprintf(msg, sizeof(msg),
+		 "disk '%s': overlay is in use by another process: each VM needs its own overlay",
 		 f->ov);
 	assert_string_equal(f->e.msg, msg);
 	/* A base in use by overlays cannot be opened for writing. */

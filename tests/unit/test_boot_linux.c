@@ -127,7 +127,9 @@ static void bz_build(struct fx *f)
 	put32(f->img + OFF_INIT_SIZE, INIT_SIZE);
 	for (size_t i = 0; i < PM_LEN; i++)
 		f->img[SETUP_LEN + i] = (uint8_t)(i * 7 + 1);
-	f->spec = (struct boot_spec){ .kernel = f->img, .kernel_len = f->len, .cmdline = "console=ttyS0" };
+	f->spec = (struct boot_spec){ .kernel = f->img,
+				      .kernel_len = f->len,
+				      .cmdline = "console=ttyS0" };
 }
 
 /* Cut the image to exactly n bytes, so ASan sees any read past the end. */
@@ -168,10 +170,10 @@ static int load(struct fx *f)
 	return linux_load(&f->gm, &f->spec, &f->be, &f->e);
 }
 
-#define assert_msg(f, phrase)                                                                  \
-	do {                                                                                   \
-		if (!strstr((f)->e.msg, (phrase)))                                             \
-			fail_msg("message '%s' lacks '%s'", (f)->e.msg, (phrase));             \
+#define assert_msg(f, phrase)                                                      \
+	do {                                                                       \
+		if (!strstr((f)->e.msg, (phrase)))                                 \
+			fail_msg("message '%s' lacks '%s'", (f)->e.msg, (phrase)); \
 	} while (0)
 
 /* ---- bzImage ---- */
@@ -560,7 +562,9 @@ static void pvh_build(struct fx *f, int descsz, int with_xen)
 
 	for (size_t i = 0; i < E_SEG_FILESZ; i++)
 		f->img[E_SEG_OFF + i] = (uint8_t)(i * 3 + 11);
-	f->spec = (struct boot_spec){ .kernel = f->img, .kernel_len = f->len, .cmdline = "console=ttyS0" };
+	f->spec = (struct boot_spec){ .kernel = f->img,
+				      .kernel_len = f->len,
+				      .cmdline = "console=ttyS0" };
 }
 
 static int pvh(struct fx *f)
@@ -613,14 +617,14 @@ static void test_pvh_load_valid(void **state)
 
 	/* struct hvm_start_info (Xen arch-x86/hvm/start_info.h), by offset. */
 	assert_int_equal(get32(si + 0), HVM_START_MAGIC);
-	assert_int_equal(get32(si + 4), 1);                     /* version */
-	assert_int_equal(get32(si + 12), 1);                    /* nr_modules */
-	assert_int_equal(get64(si + 24), LAYOUT_CMDLINE);       /* cmdline_paddr */
+	assert_int_equal(get32(si + 4), 1);               /* version */
+	assert_int_equal(get32(si + 12), 1);              /* nr_modules */
+	assert_int_equal(get64(si + 24), LAYOUT_CMDLINE); /* cmdline_paddr */
 	assert_string_equal((const char *)f->gm.host + LAYOUT_CMDLINE, "console=ttyS0");
-	assert_int_equal(get32(si + 48), 3);                    /* memmap_entries */
-	mm = guest_mem_ptr(&f->gm, get64(si + 40), 3 * 24);            /* memmap_paddr */
+	assert_int_equal(get32(si + 48), 3);                /* memmap_entries */
+	mm = guest_mem_ptr(&f->gm, get64(si + 40), 3 * 24); /* memmap_paddr */
 	assert_non_null(mm);
-	assert_int_equal(get64(mm + 2 * 24), MIB);              /* RAM above 1 MiB */
+	assert_int_equal(get64(mm + 2 * 24), MIB); /* RAM above 1 MiB */
 	assert_int_equal(get64(mm + 2 * 24 + 8), RAM - MIB);
 	assert_int_equal(get32(mm + 2 * 24 + 16), 1);
 

@@ -194,7 +194,7 @@ static void test_impossible_uptime_dropped(void **state)
 	struct fx *f = *state;
 
 	f->tl.t0_ns = mono_ns() - 1000000; /* the VMM started 1 ms ago */
-	uptime(f, 5000000);                          /* guest claims 5 s */
+	uptime(f, 5000000);                /* guest claims 5 s */
 	mark(f, BOOT_MS_INIT_STARTED);
 	assert_true(timeline_has(&f->tl, "init_started"));
 	assert_false(timeline_has(&f->tl, "kernel_start"));

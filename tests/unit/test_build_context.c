@@ -41,7 +41,10 @@ static void add(struct arc *a, const void *p, size_t n)
 static void member(struct arc *a, const char *name, char type, const char *data)
 {
 	uint8_t hdr[TAR_HEADER_BUILD_MAX], zero[TAR_BLOCK] = { 0 };
-	struct tar_out o = { .name = name, .name_len = strlen(name), .type = type == '1' ? '0' : type, .mode = 0644 };
+	struct tar_out o = { .name = name,
+			     .name_len = strlen(name),
+			     .type = type == '1' ? '0' : type,
+			     .mode = 0644 };
 	ssize_t n;
 
 	if (type == '2') {
@@ -99,7 +102,8 @@ static int sample(void)
 	struct arc a = { 0 };
 
 	member(&a, "Dockerfile", '0', "FROM other\n");
-	member(&a, "Kilnfile", '0', "FROM minimal\nCOPY app/ /srv/\nCOPY app/a.txt /etc/b.txt\nCOPY . /all/\n");
+	member(&a, "Kilnfile", '0',
+	       "FROM minimal\nCOPY app/ /srv/\nCOPY app/a.txt /etc/b.txt\nCOPY . /all/\n");
 	member(&a, "app/", '5', "");
 	member(&a, "app/a.txt", '0', "alpha");
 	member(&a, "app/sub/", '5', "");
@@ -193,8 +197,8 @@ static const struct bf_step *copy_step(struct buildfile *bf, const char *text, s
 }
 
 /* The names (and kinds) of a COPY's ustar stream, space-separated. */
-static void copied(int ctx_fd, const struct build_context *c, const struct bf_step *s, const char *want_target,
-		   const char *want)
+static void copied(int ctx_fd, const struct build_context *c, const struct bf_step *s,
+		   const char *want_target, const char *want)
 {
 	char target[256], got[1024] = "";
 	int out = memfd_create("copy", 0);
@@ -237,19 +241,24 @@ static void test_copy(void **state)
 	(void)state;
 	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
 	/* a directory: its contents go into the destination */
-	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/ /srv/", 1), "/srv", "a.txt sub/ sub/c.txt link ");
+	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/ /srv/", 1), "/srv",
+	       "a.txt sub/ sub/c.txt link ");
 	buildfile_free(&bf);
 	/* one file to a file name: into its parent, renamed */
 	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/a.txt /etc/b.txt", 1), "/etc", "b.txt ");
 	buildfile_free(&bf);
 	/* one file into a directory */
-	copied(fd, &c, copy_step(&bf, "FROM m\nWORKDIR /w\nCOPY app/sub/c.txt ./", 2), "/w", "c.txt ");
+	copied(fd, &c, copy_step(&bf, "FROM m\nWORKDIR /w\nCOPY app/sub/c.txt ./", 2), "/w",
+	       "c.txt ");
 	buildfile_free(&bf);
 	/* several sources */
-	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/sub build /x/", 1), "/x", "c.txt other.kf ");
+	copied(fd, &c, copy_step(&bf, "FROM m\nCOPY app/sub build /x/", 1), "/x",
+	       "c.txt other.kf ");
 	buildfile_free(&bf);
 	/* digests: the same content gives the same, other content another */
-	assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY app /x/", 1), d1, &e), 0);
+	assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY app /x/", 1),
+						   d1, &e),
+			 0);
 	buildfile_free(&bf);
 	{
 		struct arc a = { 0 };
@@ -263,17 +272,26 @@ static void test_copy(void **state)
 		member(&a, "app/link", '2', "a.txt");
 		fd2 = finish(&a);
 		assert_int_equal(build_context_scan(fd2, NULL, CTX_MAX, &c2, &e), 0);
-		assert_int_equal(build_context_copy_digest(&c2, copy_step(&bf, "FROM m\nCOPY app /x/", 1), d2, &e), 0);
+		assert_int_equal(build_context_copy_digest(&c2,
+							   copy_step(&bf, "FROM m\nCOPY app /x/",
+								     1),
+							   d2, &e),
+				 0);
 		buildfile_free(&bf);
 		assert_string_not_equal(d1, d2);
 		build_context_free(&c2);
 		close(fd2);
 	}
-	assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY app/sub /x/", 1), d2, &e), 0);
+	assert_int_equal(build_context_copy_digest(&c,
+						   copy_step(&bf, "FROM m\nCOPY app/sub /x/", 1),
+						   d2, &e),
+			 0);
 	assert_string_not_equal(d1, d2);
 	buildfile_free(&bf);
 	/* a source that is not there */
-	assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\n\nCOPY nope /x/", 1), d2, &e), -1);
+	assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\n\nCOPY nope /x/", 1),
+						   d2, &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "line 3: COPY: 'nope' is not in the build context"));
 	buildfile_free(&bf);
 	build_context_free(&c);
@@ -299,16 +317,23 @@ static void test_hard_link(void **state)
 	{
 		char digest[DIGEST_STR_LEN];
 
-		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), digest, &e), -1);
+		assert_int_equal(build_context_copy_digest(&c,
+							   copy_step(&bf, "FROM m\nCOPY . /x/", 1),
+							   digest, &e),
+				 -1);
 		assert_int_equal(e.code, API_E_BAD_ARCHIVE);
 		assert_non_null(strstr(e.msg, "'b' is a hard link"));
 		buildfile_free(&bf);
 		/* a hard link that no COPY names is harmless */
-		assert_int_equal(build_context_copy_digest(&c, copy_step(&bf, "FROM m\nCOPY a /x/", 1), digest, &e), 0);
+		assert_int_equal(build_context_copy_digest(&c,
+							   copy_step(&bf, "FROM m\nCOPY a /x/", 1),
+							   digest, &e),
+				 0);
 		buildfile_free(&bf);
 	}
 	out = memfd_create("copy", 0);
-	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e),
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1),
+						out, target, sizeof(target), &e),
 			 -1);
 	assert_non_null(strstr(e.msg, "'b' is a hard link"));
 	buildfile_free(&bf);
@@ -345,7 +370,8 @@ static void test_bomb(void **state)
 	assert_int_equal(build_context_scan(fd, NULL, 400000, &c, &e), 0);
 	c.max_bytes = 200000;
 	out = memfd_create("copy", 0);
-	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e),
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1),
+						out, target, sizeof(target), &e),
 			 -1);
 	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
 	assert_non_null(strstr(e.msg, "more than 200000 bytes"));
@@ -382,20 +408,25 @@ static void test_long_name(void **state)
 	assert_int_equal(build_context_scan(fd, NULL, CTX_MAX, &c, &e), 0);
 	out = memfd_create("copy", 0);
 	/* under a short destination it goes */
-	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1), out, target, sizeof(target), &e), 0);
+	assert_int_equal(build_context_copy_tar(fd, &c, copy_step(&bf, "FROM m\nCOPY . /x/", 1),
+						out, target, sizeof(target), &e),
+			 0);
 	buildfile_free(&bf);
 	/* under a long one it would pass 4095 bytes: refused */
-	assert_int_equal(build_context_copy_tar(fd, &c,
-						copy_step(&bf, "FROM m\nCOPY . /a-rather-long-destination-directory/"
-							       "that-goes-on-and-on/and-on-and-on/and-on-still/"
-							       "and-further-yet/beyond-that-too/and-then-some/"
-							       "more-of-it/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/"
-							       "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy/"
-							       "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"
-							       "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww/",
-							       1),
-						out, target, sizeof(target), &e),
-			 -1);
+	assert_int_equal(
+		build_context_copy_tar(
+			fd, &c,
+			copy_step(&bf,
+				  "FROM m\nCOPY . /a-rather-long-destination-directory/"
+				  "that-goes-on-and-on/and-on-and-on/and-on-still/"
+				  "and-further-yet/beyond-that-too/and-then-some/"
+				  "more-of-it/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx/"
+				  "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy/"
+				  "zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz/"
+				  "wwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwwww/",
+				  1),
+			out, target, sizeof(target), &e),
+		-1);
 	assert_int_equal(e.code, API_E_BAD_ARCHIVE);
 	assert_non_null(strstr(e.msg, "too long a name"));
 	buildfile_free(&bf);
@@ -407,12 +438,9 @@ static void test_long_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_build_file),
-		cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_copy),
-		cmocka_unit_test(test_hard_link),
-		cmocka_unit_test(test_bomb),
-		cmocka_unit_test(test_long_name),
+		cmocka_unit_test(test_build_file), cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_copy),       cmocka_unit_test(test_hard_link),
+		cmocka_unit_test(test_bomb),       cmocka_unit_test(test_long_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

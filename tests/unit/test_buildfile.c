@@ -102,7 +102,8 @@ static void test_every_instruction(void **state)
 	assert_string_equal(s->argv[0], "wget -q -O- localhost:8080");
 	/* what sandboxes of the template get */
 	assert_string_equal(json_string_value(json_object_get(bf.env, "B")), "two words");
-	assert_string_equal(json_string_value(json_object_get(bf.env, "LEGACY")), "some value here");
+	assert_string_equal(json_string_value(json_object_get(bf.env, "LEGACY")),
+			    "some value here");
 	assert_string_equal(bf.working_dir, "/srv/sub");
 	assert_string_equal(bf.user, "user");
 	assert_true(buildfile_step_writes(&bf.steps[1]));
@@ -232,7 +233,8 @@ static void test_hostile(void **state)
 
 static void test_keys(void **state)
 {
-	char k1[BUILDFILE_KEY_LEN + 1], k2[BUILDFILE_KEY_LEN + 1], k3[BUILDFILE_KEY_LEN + 1], k4[BUILDFILE_KEY_LEN + 1];
+	char k1[BUILDFILE_KEY_LEN + 1], k2[BUILDFILE_KEY_LEN + 1], k3[BUILDFILE_KEY_LEN + 1],
+		k4[BUILDFILE_KEY_LEN + 1];
 	struct buildfile a, b;
 
 	(void)state;
@@ -326,7 +328,8 @@ static void test_base_workdir(void **state)
 		buildfile_free(&bf);
 	}
 	/* a WORKDIR of its own is absolute: the base's does not matter */
-	assert_int_equal(buildfile_parse_in("FROM a\nWORKDIR /w\nCOPY x y/\n", 28, "/app", &bf, &e), 0);
+	assert_int_equal(buildfile_parse_in("FROM a\nWORKDIR /w\nCOPY x y/\n", 28, "/app", &bf, &e),
+			 0);
 	assert_string_equal(bf.steps[2].dest, "/w/y");
 	buildfile_free(&bf);
 }
@@ -350,10 +353,14 @@ static void test_copy_match(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_instruction), cmocka_unit_test(test_continuations_comments),
-		cmocka_unit_test(test_refusals),          cmocka_unit_test(test_hostile),
-		cmocka_unit_test(test_keys),              cmocka_unit_test(test_copy_match),
-		cmocka_unit_test(test_from_shape),        cmocka_unit_test(test_base_workdir),
+		cmocka_unit_test(test_every_instruction),
+		cmocka_unit_test(test_continuations_comments),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_hostile),
+		cmocka_unit_test(test_keys),
+		cmocka_unit_test(test_copy_match),
+		cmocka_unit_test(test_from_shape),
+		cmocka_unit_test(test_base_workdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

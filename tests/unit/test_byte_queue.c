@@ -90,7 +90,8 @@ static void test_close_without_data(void **state)
 
 	(void)state;
 	assert_int_equal(byte_queue_init(&q, 64), 0);
-	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 10, &err), 0); /* times out: nothing yet */
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 10, &err),
+			 0); /* times out: nothing yet */
 	byte_queue_close(&q, -ENOENT);
 	assert_false(byte_queue_wait_first(&q, &err));
 	assert_int_equal(err, -ENOENT);
@@ -124,7 +125,8 @@ static void test_abort_wakes_blocked_producer(void **state)
 	(void)state;
 	assert_int_equal(byte_queue_init(&q, 100), 0);
 	assert_int_equal(pthread_create(&th, NULL, blocked_producer, &q), 0);
-	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), 8); /* it is stuck on a full queue */
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err),
+			 8); /* it is stuck on a full queue */
 	byte_queue_abort(&q);
 	pthread_join(th, &ret);
 	assert_int_equal((intptr_t)ret, -ECANCELED);

@@ -93,7 +93,9 @@ static void test_create_cleans_up_on_failure(void **state)
 		memset(longp, 'a', sizeof(longp) - 1);
 		longp[0] = '/';
 		longp[sizeof(longp) - 1] = '\0';
-		assert_int_equal(cgroup_create(longp, "0123456789ab", &l, path, sizeof(path), &fd, &e), -1);
+		assert_int_equal(cgroup_create(longp, "0123456789ab", &l, path, sizeof(path), &fd,
+					       &e),
+				 -1);
 		assert_non_null(strstr(e.msg, "too long"));
 	}
 	rmdir(tmpl);

@@ -15,7 +15,9 @@
 #include "api/kilnd/core/cgroup_limits.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536, .max_disk_mib = SPEC_DISK_MAX_MIB };
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 65536,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 /* Parse a create body; the error code (API_OK on success), its message in msg. */
 static enum api_code create(const char *text, struct sandbox_spec *s, char *msg)
@@ -65,13 +67,15 @@ static void test_spec_has_limits(void **state)
 	char buf[64];
 
 	(void)state;
-	assert_int_equal(create("{\"image\":\"m\",\"cpus\":4,\"memory_mib\":1024}", &s, NULL), API_OK);
+	assert_int_equal(create("{\"image\":\"m\",\"cpus\":4,\"memory_mib\":1024}", &s, NULL),
+			 API_OK);
 	assert_int_equal(s.limits.memory_max_mib, 1024 + 64 + 64);
 	assert_int_equal(s.limits.cpu_max_centi, 400);
 	sandbox_spec_free(&s);
-	assert_int_equal(create("{\"image\":\"m\",\"cpus\":2,\"memory_mib\":256,\"limits\":{\"memory_max_mib\":300,\"pids_max\":40,\"cpu_max\":1.5}}",
-				&s, NULL),
-			 API_OK);
+	assert_int_equal(
+		create("{\"image\":\"m\",\"cpus\":2,\"memory_mib\":256,\"limits\":{\"memory_max_mib\":300,\"pids_max\":40,\"cpu_max\":1.5}}",
+		       &s, NULL),
+		API_OK);
 	assert_int_equal(s.limits.memory_max_mib, 300);
 	assert_int_equal(s.limits.pids_max, 40);
 	assert_int_equal(s.limits.cpu_max_centi, 150);
@@ -86,14 +90,19 @@ static void test_spec_has_limits(void **state)
 	sandbox_spec_free(&t);
 	sandbox_spec_free(&s);
 	/* A whole number of CPUs given as a real, and the least quota. */
-	assert_int_equal(create("{\"image\":\"m\",\"limits\":{\"cpu_max\":2.0}}", &s, NULL), API_OK);
+	assert_int_equal(create("{\"image\":\"m\",\"limits\":{\"cpu_max\":2.0}}", &s, NULL),
+			 API_OK);
 	assert_int_equal(s.limits.cpu_max_centi, 200);
 	sandbox_spec_free(&s);
-	assert_int_equal(create("{\"image\":\"m\",\"limits\":{\"cpu_max\":0.01}}", &s, NULL), API_OK);
+	assert_int_equal(create("{\"image\":\"m\",\"limits\":{\"cpu_max\":0.01}}", &s, NULL),
+			 API_OK);
 	assert_int_equal(s.limits.cpu_max_centi, 1);
 	sandbox_spec_free(&s);
 	/* Exactly the floor is fine. */
-	assert_int_equal(create("{\"image\":\"m\",\"memory_mib\":128,\"limits\":{\"memory_max_mib\":144}}", &s, NULL), API_OK);
+	assert_int_equal(
+		create("{\"image\":\"m\",\"memory_mib\":128,\"limits\":{\"memory_max_mib\":144}}",
+		       &s, NULL),
+		API_OK);
 	sandbox_spec_free(&s);
 }
 
@@ -106,23 +115,37 @@ static void test_bad_limits(void **state)
 	} cases[] = {
 		{ "{\"image\":\"m\",\"limits\":5}", API_E_BAD_FIELD, "limits must be an object" },
 		{ "{\"image\":\"m\",\"limits\":{\"io_max\":1}}", API_E_UNKNOWN_FIELD, "io_max" },
-		{ "{\"image\":\"m\",\"memory_mib\":128,\"limits\":{\"memory_max_mib\":143}}", API_E_BAD_FIELD,
-		  "at least 144" },
-		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":0}}", API_E_BAD_FIELD, "memory_max_mib" },
-		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":-1}}", API_E_BAD_FIELD, "memory_max_mib" },
-		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":\"1G\"}}", API_E_BAD_FIELD, "memory_max_mib" },
-		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":4194305}}", API_E_BAD_FIELD, "memory_max_mib" },
-		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":1e300}}", API_E_BAD_FIELD, "memory_max_mib" },
-		{ "{\"image\":\"m\",\"cpus\":4,\"limits\":{\"pids_max\":19}}", API_E_BAD_FIELD, "pids_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"pids_max\":65537}}", API_E_BAD_FIELD, "pids_max" },
+		{ "{\"image\":\"m\",\"memory_mib\":128,\"limits\":{\"memory_max_mib\":143}}",
+		  API_E_BAD_FIELD, "at least 144" },
+		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":0}}", API_E_BAD_FIELD,
+		  "memory_max_mib" },
+		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":-1}}", API_E_BAD_FIELD,
+		  "memory_max_mib" },
+		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":\"1G\"}}", API_E_BAD_FIELD,
+		  "memory_max_mib" },
+		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":4194305}}", API_E_BAD_FIELD,
+		  "memory_max_mib" },
+		{ "{\"image\":\"m\",\"limits\":{\"memory_max_mib\":1e300}}", API_E_BAD_FIELD,
+		  "memory_max_mib" },
+		{ "{\"image\":\"m\",\"cpus\":4,\"limits\":{\"pids_max\":19}}", API_E_BAD_FIELD,
+		  "pids_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"pids_max\":65537}}", API_E_BAD_FIELD,
+		  "pids_max" },
 		{ "{\"image\":\"m\",\"limits\":{\"pids_max\":null}}", API_E_BAD_FIELD, "pids_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":0}}", API_E_BAD_FIELD, "limits.cpu_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":0.001}}", API_E_BAD_FIELD, "limits.cpu_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1.234}}", API_E_BAD_FIELD, "two decimals" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":-1}}", API_E_BAD_FIELD, "limits.cpu_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1025}}", API_E_BAD_FIELD, "limits.cpu_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1e308}}", API_E_BAD_FIELD, "limits.cpu_max" },
-		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":\"2\"}}", API_E_BAD_FIELD, "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":0}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":0.001}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1.234}}", API_E_BAD_FIELD,
+		  "two decimals" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":-1}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1025}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":1e308}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
+		{ "{\"image\":\"m\",\"limits\":{\"cpu_max\":\"2\"}}", API_E_BAD_FIELD,
+		  "limits.cpu_max" },
 	};
 	struct sandbox_spec s;
 	char msg[512];
@@ -132,8 +155,8 @@ static void test_bad_limits(void **state)
 		enum api_code c = create(cases[i].body, &s, msg);
 
 		if (c != cases[i].code || !strstr(msg, cases[i].needle))
-			fail_msg("%s: got code %d '%s', want %d with '%s'", cases[i].body, c, msg, cases[i].code,
-				 cases[i].needle);
+			fail_msg("%s: got code %d '%s', want %d with '%s'", cases[i].body, c, msg,
+				 cases[i].code, cases[i].needle);
 	}
 }
 

@@ -16,13 +16,16 @@
 #include "api/kilnd/registry/checkpoint.h"
 #include "api/kilnd/registry/sandbox_record.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB, .idle_timeout_default_s = 300 };
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 4096,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB,
+					   .idle_timeout_default_s = 300 };
 
 static void test_names(void **state)
 {
 	static const char *const good[] = { "a", "before-tests", "v1.2_x", "0", "a.tmpx", "x.TMP" };
-	static const char *const bad[] = { "", ".", "..", ".hidden", "-x", "a/b", "../x", "a b", "x.tmp",
-					   "before.tmp", "\xc3\xa4" };
+	static const char *const bad[] = { "",     ".",   "..",    ".hidden",    "-x",      "a/b",
+					   "../x", "a b", "x.tmp", "before.tmp", "\xc3\xa4" };
 	char long_name[CHECKPOINT_NAME_MAX + 2];
 
 	(void)state;
@@ -75,8 +78,11 @@ static void test_request_body(void **state)
 	assert_int_equal(req("{\"name\":\"cp\",\"compress\":\"yes\"}", &r, msg), API_E_BAD_FIELD);
 }
 
-static const struct control_reply snap = { .memory_bytes = 134217728, .memory_stored_bytes = 9437184,
-					   .state_bytes = 70000, .disk_bytes = 4096, .ms = 41.5 };
+static const struct control_reply snap = { .memory_bytes = 134217728,
+					   .memory_stored_bytes = 9437184,
+					   .state_bytes = 70000,
+					   .disk_bytes = 4096,
+					   .ms = 41.5 };
 
 static void test_object_and_validate(void **state)
 {
@@ -88,9 +94,11 @@ static void test_object_and_validate(void **state)
 	o = checkpoint_object("3f9a1c2b7d4e", "cp1", 1732269600123, false, true, &snap);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "name")), "cp1");
-	assert_string_equal(json_string_value(json_object_get(o, "created_at")), "2024-11-22T10:00:00.123Z");
+	assert_string_equal(json_string_value(json_object_get(o, "created_at")),
+			    "2024-11-22T10:00:00.123Z");
 	assert_true(json_is_true(json_object_get(o, "paused")));
-	assert_int_equal(json_integer_value(json_object_get(o, "size_bytes")), 9437184 + 70000 + 4096);
+	assert_int_equal(json_integer_value(json_object_get(o, "size_bytes")),
+			 9437184 + 70000 + 4096);
 	assert_true(json_real_value(json_object_get(o, "snapshot_ms")) == 41.5);
 	assert_true(json_is_null(json_object_get(o, "base")));
 	assert_int_equal(checkpoint_validate(o, "3f9a1c2b7d4e", &e), 0);
@@ -108,9 +116,11 @@ static void test_object_and_validate(void **state)
 		json_decref(l);
 	}
 	/* The port mappings' guest sides its forks listen on. */
-	json_object_set_new(o, "ports", json_loads("[{\"guest_port\":8080},{\"guest_port\":5000,\"target\":\"vsock\"},"
-						   "{\"guest_port\":22,\"target\":\"tcp\",\"guest_address\":\"::1\"}]",
-						   0, NULL));
+	json_object_set_new(
+		o, "ports",
+		json_loads("[{\"guest_port\":8080},{\"guest_port\":5000,\"target\":\"vsock\"},"
+			   "{\"guest_port\":22,\"target\":\"tcp\",\"guest_address\":\"::1\"}]",
+			   0, NULL));
 	assert_int_equal(checkpoint_validate(o, "3f9a1c2b7d4e", &e), 0);
 	/* Another sandbox's, or damaged: refused with the reason. */
 	assert_int_equal(checkpoint_validate(o, "000000000000", &e), -1);
@@ -133,7 +143,8 @@ static void test_object_and_validate(void **state)
 		{ "ports", "{}", "'ports'" },
 		{ "ports", "[{\"guest_port\":80,\"host_port\":8080}]", "without a host_port" },
 		{ "ports", "[{\"guest_port\":0}]", "'ports' entry 0" },
-		{ "ports", "[{\"guest_port\":80},{\"guest_port\":81,\"target\":\"udp\"}]", "'ports' entry 1" },
+		{ "ports", "[{\"guest_port\":80},{\"guest_port\":81,\"target\":\"udp\"}]",
+		  "'ports' entry 1" },
 		{ "ports",
 		  "[{\"guest_port\":1},{\"guest_port\":2},{\"guest_port\":3},{\"guest_port\":4},{\"guest_port\":5},"
 		  "{\"guest_port\":6},{\"guest_port\":7},{\"guest_port\":8},{\"guest_port\":9},{\"guest_port\":10},"
@@ -145,12 +156,14 @@ static void test_object_and_validate(void **state)
 		json_t *c = json_deep_copy(o);
 
 		if (damage[i].json)
-			json_object_set_new(c, damage[i].key, json_loads(damage[i].json, JSON_DECODE_ANY, NULL));
+			json_object_set_new(c, damage[i].key,
+					    json_loads(damage[i].json, JSON_DECODE_ANY, NULL));
 		else
 			json_object_del(c, damage[i].key);
-		if (checkpoint_validate(c, "3f9a1c2b7d4e", &e) != -1 || !strstr(e.msg, damage[i].in_message))
-			fail_msg("%s: want a refusal with '%s', got '%s'", damage[i].key, damage[i].in_message,
-				 e.msg);
+		if (checkpoint_validate(c, "3f9a1c2b7d4e", &e) != -1 ||
+		    !strstr(e.msg, damage[i].in_message))
+			fail_msg("%s: want a refusal with '%s', got '%s'", damage[i].key,
+				 damage[i].in_message, e.msg);
 		json_decref(c);
 	}
 	assert_int_equal(checkpoint_validate(json_null(), "3f9a1c2b7d4e", &e), -1);
@@ -164,7 +177,8 @@ static void test_object_and_validate(void **state)
 	json_decref(o);
 
 	h = hibernation_object(1732269600123, &snap);
-	assert_string_equal(json_string_value(json_object_get(h, "at")), "2024-11-22T10:00:00.123Z");
+	assert_string_equal(json_string_value(json_object_get(h, "at")),
+			    "2024-11-22T10:00:00.123Z");
 	assert_int_equal(json_integer_value(json_object_get(h, "memory_bytes")), 134217728);
 	json_decref(h);
 }
@@ -178,8 +192,10 @@ static void test_refs(void **state)
 	assert_int_equal(checkpoint_ref_parse("3f9a1c2b7d4e/before", id, name, &e), 0);
 	assert_string_equal(id, "3f9a1c2b7d4e");
 	assert_string_equal(name, "before");
-	static const char *const bad[] = { "3f9a1c2b7d4e", "3f9a1c2b7d4e/", "/before", "3F9A1C2B7D4E/x",
-					   "3f9a1c2b7d4/x", "3f9a1c2b7d4e0/x", "3f9a1c2b7d4e/../x", "3f9a1c2b7d4e/a/b",
+	static const char *const bad[] = { "3f9a1c2b7d4e",      "3f9a1c2b7d4e/",
+					   "/before",           "3F9A1C2B7D4E/x",
+					   "3f9a1c2b7d4/x",     "3f9a1c2b7d4e0/x",
+					   "3f9a1c2b7d4e/../x", "3f9a1c2b7d4e/a/b",
 					   "3f9a1c2b7d4e/x.tmp" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (checkpoint_ref_parse(bad[i], id, name, &e) != -1 || e.code != API_E_BAD_FIELD)
@@ -189,9 +205,10 @@ static void test_refs(void **state)
 
 static struct sandbox_spec source_spec(void)
 {
-	json_t *b = json_loads("{\"image\":\"minimal\",\"cpus\":2,\"memory_mib\":256,\"hostname\":\"src\","
-			       "\"env\":{\"A\":\"1\"},\"labels\":{\"job\":\"7\"},\"timeout_s\":60,\"idle_timeout_s\":30}",
-			       0, NULL);
+	json_t *b = json_loads(
+		"{\"image\":\"minimal\",\"cpus\":2,\"memory_mib\":256,\"hostname\":\"src\","
+		"\"env\":{\"A\":\"1\"},\"labels\":{\"job\":\"7\"},\"timeout_s\":60,\"idle_timeout_s\":30}",
+		0, NULL);
 	struct sandbox_spec s;
 	struct api_err e;
 
@@ -234,7 +251,8 @@ static void test_fork_bodies(void **state)
 	json_decref(b);
 
 	/* Everything from the source ... */
-	assert_int_equal(fork_parse("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\"}", &s, &named, msg), API_OK);
+	assert_int_equal(fork_parse("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\"}", &s, &named, msg),
+			 API_OK);
 	assert_false(named);
 	assert_string_equal(s.image, "minimal");
 	assert_int_equal(s.cpus, 2);
@@ -244,10 +262,11 @@ static void test_fork_bodies(void **state)
 	assert_string_equal(json_string_value(json_object_get(s.labels, "job")), "7");
 	sandbox_spec_free(&s);
 	/* ... but what the body says. */
-	assert_int_equal(fork_parse("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"hostname\":\"f1\",\"labels\":{},"
-				    "\"env\":{\"B\":\"2\"},\"timeout_s\":0,\"idle_timeout_s\":5,\"console\":false}",
-				    &s, &named, msg),
-			 API_OK);
+	assert_int_equal(
+		fork_parse("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"hostname\":\"f1\",\"labels\":{},"
+			   "\"env\":{\"B\":\"2\"},\"timeout_s\":0,\"idle_timeout_s\":5,\"console\":false}",
+			   &s, &named, msg),
+		API_OK);
 	assert_true(named);
 	assert_string_equal(s.hostname, "f1");
 	assert_int_equal(json_object_size(s.labels), 0);
@@ -262,23 +281,33 @@ static void test_fork_bodies(void **state)
 		enum api_code code;
 		const char *in_message;
 	} bad[] = {
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"cpus\":4}", API_E_BAD_FIELD, "'cpus' comes from the checkpoint" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"image\":\"x\"}", API_E_BAD_FIELD, "'image'" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"memory_mib\":256}", API_E_BAD_FIELD, "'memory_mib'" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"shares\":[]}", API_E_BAD_FIELD, "'shares'" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"colour\":1}", API_E_UNKNOWN_FIELD, "'colour'" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"cpus\":4}", API_E_BAD_FIELD,
+		  "'cpus' comes from the checkpoint" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"image\":\"x\"}", API_E_BAD_FIELD,
+		  "'image'" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"memory_mib\":256}", API_E_BAD_FIELD,
+		  "'memory_mib'" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"shares\":[]}", API_E_BAD_FIELD,
+		  "'shares'" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"colour\":1}", API_E_UNKNOWN_FIELD,
+		  "'colour'" },
 		{ "{\"from_checkpoint\":7}", API_E_BAD_FIELD, "from_checkpoint" },
-		{ "{\"from_checkpoint\":\"cp\"}", API_E_BAD_FIELD, "<sandbox id>/<checkpoint name>" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"hostname\":\"a b\"}", API_E_BAD_FIELD, "hostname" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"idle_timeout_s\":-1}", API_E_BAD_FIELD, "idle_timeout_s" },
-		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"env\":{\"A=B\":\"1\"}}", API_E_BAD_FIELD, "env key" },
+		{ "{\"from_checkpoint\":\"cp\"}", API_E_BAD_FIELD,
+		  "<sandbox id>/<checkpoint name>" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"hostname\":\"a b\"}", API_E_BAD_FIELD,
+		  "hostname" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"idle_timeout_s\":-1}",
+		  API_E_BAD_FIELD, "idle_timeout_s" },
+		{ "{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\",\"env\":{\"A=B\":\"1\"}}",
+		  API_E_BAD_FIELD, "env key" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		enum api_code c = fork_parse(bad[i].body, &s, &named, msg);
 
 		if (c != bad[i].code || !strstr(msg, bad[i].in_message))
-			fail_msg("%s: got %s '%s', want %s with '%s'", bad[i].body, api_code_name(c), msg,
-				 api_code_name(bad[i].code), bad[i].in_message);
+			fail_msg("%s: got %s '%s', want %s with '%s'", bad[i].body,
+				 api_code_name(c), msg, api_code_name(bad[i].code),
+				 bad[i].in_message);
 		sandbox_spec_free(&s);
 	}
 }
@@ -286,7 +315,9 @@ static void test_fork_bodies(void **state)
 /* A fork is held to today's limits, not the source's day's. */
 static void test_fork_limits(void **state)
 {
-	static const struct sandbox_limits small = { .max_cpus = 1, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
+	static const struct sandbox_limits small = { .max_cpus = 1,
+						     .max_memory_mib = 4096,
+						     .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_t *j = json_loads("{\"from_checkpoint\":\"3f9a1c2b7d4e/cp\"}", 0, NULL);
 	struct sandbox_spec src = source_spec(), s;
 	struct api_err e;

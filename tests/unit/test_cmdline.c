@@ -179,14 +179,10 @@ static void test_user_params_last(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_add_joins),
-		T(test_has),
-		T(test_has_empty),
-		T(test_exact_fit),
-		T(test_overflow_sticky),
-		T(test_overflow_single),
-		T(test_defaults_console_on),
-		T(test_defaults_console_off),
+		T(test_add_joins),           T(test_has),
+		T(test_has_empty),           T(test_exact_fit),
+		T(test_overflow_sticky),     T(test_overflow_single),
+		T(test_defaults_console_on), T(test_defaults_console_off),
 		T(test_user_params_last),
 	};
 

@@ -87,17 +87,16 @@ static const struct fake_entry debian[] = {
 
 /* The minimal (busybox) image: real directories, no /usr/lib. */
 static const struct fake_entry minimal[] = {
-	{ "/bin", CONFINE_DIR, NULL },
-	{ "/sbin", CONFINE_DIR, NULL },
-	{ "/usr", CONFINE_DIR, NULL },
-	{ "/etc", CONFINE_DIR, NULL },
-	{ "/etc/passwd", CONFINE_NODE, NULL },
-	{ "/workspace", CONFINE_DIR, NULL },
-	{ "/dev/null", CONFINE_NODE, NULL },
-	{ "/dev/pts", CONFINE_DIR, NULL },
+	{ "/bin", CONFINE_DIR, NULL },         { "/sbin", CONFINE_DIR, NULL },
+	{ "/usr", CONFINE_DIR, NULL },         { "/etc", CONFINE_DIR, NULL },
+	{ "/etc/passwd", CONFINE_NODE, NULL }, { "/workspace", CONFINE_DIR, NULL },
+	{ "/dev/null", CONFINE_NODE, NULL },   { "/dev/pts", CONFINE_DIR, NULL },
 };
 
-#define FS(a) { a, sizeof(a) / sizeof((a)[0]), 0 }
+#define FS(a)                                    \
+	{                                        \
+		a, sizeof(a) / sizeof((a)[0]), 0 \
+	}
 #define R CONFINE_ROOT
 
 static struct confine_plan plan; /* 87 KiB: off the stack */
@@ -133,8 +132,14 @@ static void assert_unseen(const char *path)
 static void test_run_sees_its_own_directory_only(void **state)
 {
 	static const char *const bad[] = {
-		"/run/kiln-run/", "/run/kiln-run", "/run/kiln-run/r.abc123/x", "/run/kiln-run/../kiln-run/r.abc123",
-		"/tmp/r.abc123", "/run/kiln-run/r.missing", "/run/kiln-runx/r.abc123", "/run/kiln-run/..",
+		"/run/kiln-run/",
+		"/run/kiln-run",
+		"/run/kiln-run/r.abc123/x",
+		"/run/kiln-run/../kiln-run/r.abc123",
+		"/tmp/r.abc123",
+		"/run/kiln-run/r.missing",
+		"/run/kiln-runx/r.abc123",
+		"/run/kiln-run/..",
 		"/run/kiln-run/.",
 	};
 	struct fake_fs fs = FS(debian);
@@ -143,12 +148,16 @@ static void test_run_sees_its_own_directory_only(void **state)
 	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, "/run/kiln-run/r.abc123"), 0);
 	assert_non_null(find(CONFINE_MKDIR, R "/run"));
 	assert_non_null(find(CONFINE_MKDIR, R "/run/kiln-run"));
-	assert_null(find(CONFINE_BIND, R "/run/kiln-run")); /* the directory itself is the view's own */
-	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")->src, "/run/kiln-run/r.abc123");
+	assert_null(
+		find(CONFINE_BIND, R "/run/kiln-run")); /* the directory itself is the view's own */
+	assert_string_equal(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")->src,
+			    "/run/kiln-run/r.abc123");
 	assert_null(find(CONFINE_READONLY, R "/run/kiln-run/r.abc123"));
 	assert_true(index_of(find(CONFINE_NOSUID, R "/run/kiln-run/r.abc123")) >
 		    index_of(find(CONFINE_BIND, R "/run/kiln-run/r.abc123")));
-	for (const char *const *h = (const char *const[]){ "/run.py", "/result.sh", "/prelude.js", NULL }; *h; h++) {
+	for (const char *const *h =
+		     (const char *const[]){ "/run.py", "/result.sh", "/prelude.js", NULL };
+	     *h; h++) {
 		char dst[CONFINE_PATH_MAX];
 
 		snprintf(dst, sizeof(dst), R "/run/kiln-run%s", *h);
@@ -195,7 +204,8 @@ static void test_debian_view(void **state)
 	assert_non_null(find(CONFINE_READONLY, R "/etc/hosts"));
 	assert_non_null(find(CONFINE_MKDIR, R "/etc/ssl"));
 	assert_non_null(find(CONFINE_READONLY, R "/etc/alternatives"));
-	assert_string_equal(find(CONFINE_SYMLINK, R "/etc/localtime")->src, "/usr/share/zoneinfo/Etc/UTC");
+	assert_string_equal(find(CONFINE_SYMLINK, R "/etc/localtime")->src,
+			    "/usr/share/zoneinfo/Etc/UTC");
 	assert_non_null(find(CONFINE_READONLY, R "/etc/ld.so.cache"));
 	assert_unseen("/etc/passwd");
 	assert_unseen("/etc/shadow");
@@ -228,7 +238,8 @@ static void test_debian_view(void **state)
 
 	/* /dev: the harmless nodes, the terminals, the /proc links. */
 	assert_string_equal(find(CONFINE_MOUNT, R "/dev")->fstype, "tmpfs");
-	assert_true(index_of(find(CONFINE_MOUNT, R "/dev")) < index_of(find(CONFINE_FILE, R "/dev/null")));
+	assert_true(index_of(find(CONFINE_MOUNT, R "/dev")) <
+		    index_of(find(CONFINE_FILE, R "/dev/null")));
 	assert_string_equal(find(CONFINE_BIND, R "/dev/urandom")->src, "/dev/urandom");
 	assert_string_equal(find(CONFINE_BIND, R "/dev/pts")->src, "/dev/pts");
 	assert_string_equal(find(CONFINE_SYMLINK, R "/dev/ptmx")->src, "pts/ptmx");
@@ -252,14 +263,15 @@ static void assert_well_formed(void)
 		const struct confine_step *s = &plan.step[i];
 		bool found = false;
 
-		if (s->op == CONFINE_UNSHARE || s->op == CONFINE_PRIVATE || s->op == CONFINE_PIVOT ||
-		    i == plan.n - 1)
+		if (s->op == CONFINE_UNSHARE || s->op == CONFINE_PRIVATE ||
+		    s->op == CONFINE_PIVOT || i == plan.n - 1)
 			continue;
 		assert_memory_equal(s->dst, R, strlen(R));
 		if (s->op != CONFINE_BIND && s->op != CONFINE_MOUNT)
 			continue;
 		for (size_t j = 0; j < i && !found; j++)
-			found = (plan.step[j].op == CONFINE_MKDIR || plan.step[j].op == CONFINE_FILE) &&
+			found = (plan.step[j].op == CONFINE_MKDIR ||
+				 plan.step[j].op == CONFINE_FILE) &&
 				strcmp(plan.step[j].dst, s->dst) == 0;
 		if (!found)
 			fail_msg("step %zu mounts on %s, which no earlier step made", i, s->dst);
@@ -270,11 +282,12 @@ static void assert_well_formed(void)
 			continue;
 		found = false;
 		for (size_t j = i + 1; j < plan.n && !found; j++)
-			found = (plan.step[j].op == CONFINE_READONLY || plan.step[j].op == CONFINE_NOSUID) &&
+			found = (plan.step[j].op == CONFINE_READONLY ||
+				 plan.step[j].op == CONFINE_NOSUID) &&
 				strcmp(plan.step[j].dst, s->dst) == 0;
 		if (!found)
-			fail_msg("step %zu shows %s with set-uid programs taking effect (neither read-only nor nosuid)", i,
-				 s->dst);
+			fail_msg("step %zu shows %s with set-uid programs taking effect (neither read-only nor nosuid)",
+				 i, s->dst);
 	}
 }
 
@@ -293,7 +306,7 @@ static void test_minimal_view_and_shape(void **state)
 	assert_null(find(CONFINE_BIND, R "/dev/tty")); /* absent there: left out */
 	assert_unseen("/etc/passwd");
 	assert_non_null(find(CONFINE_MKDIR, R "/etc")); /* an empty /etc */
-	assert_null(find(CONFINE_MKDIR, R "/run")); /* no helpers, no /run */
+	assert_null(find(CONFINE_MKDIR, R "/run"));     /* no helpers, no /run */
 	assert_int_equal(confine_plan_build(&plan, fake_probe, &deb, NULL), 0);
 	assert_well_formed();
 }
@@ -304,7 +317,8 @@ static enum confine_kind all_dirs(void *ctx, const char *path, char *link, size_
 	(void)ctx;
 	(void)link;
 	(void)linksz;
-	return strncmp(path, "/dev/", 5) == 0 && strcmp(path, "/dev/pts") != 0 ? CONFINE_NODE : CONFINE_DIR;
+	return strncmp(path, "/dev/", 5) == 0 && strcmp(path, "/dev/pts") != 0 ? CONFINE_NODE
+									       : CONFINE_DIR;
 }
 
 static void test_fullest_root_fits(void **state)
@@ -336,7 +350,8 @@ static void test_workspace_must_exist(void **state)
 static void test_long_link_target(void **state)
 {
 	static char target[CONFINE_PATH_MAX + 10];
-	struct fake_entry e[] = { { "/workspace", CONFINE_DIR, NULL }, { "/bin", CONFINE_LINK, target } };
+	struct fake_entry e[] = { { "/workspace", CONFINE_DIR, NULL },
+				  { "/bin", CONFINE_LINK, target } };
 	struct fake_fs fs = FS(e);
 
 	(void)state;
@@ -361,9 +376,11 @@ static void test_describe(void **state)
 	assert_string_equal(buf, "mounting tmpfs on /tmp");
 	confine_step_describe(&plan, index_of(find(CONFINE_BIND, R "/usr")), buf, sizeof(buf));
 	assert_string_equal(buf, "showing /usr");
-	confine_step_describe(&plan, index_of(find(CONFINE_READONLY, R "/etc/hosts")), buf, sizeof(buf));
+	confine_step_describe(&plan, index_of(find(CONFINE_READONLY, R "/etc/hosts")), buf,
+			      sizeof(buf));
 	assert_string_equal(buf, "making /etc/hosts read-only");
-	confine_step_describe(&plan, index_of(find(CONFINE_NOSUID, R "/workspace")), buf, sizeof(buf));
+	confine_step_describe(&plan, index_of(find(CONFINE_NOSUID, R "/workspace")), buf,
+			      sizeof(buf));
 	assert_string_equal(buf, "making /workspace nosuid and nodev");
 	confine_step_describe(&plan, index_of(find(CONFINE_SYMLINK, R "/bin")), buf, sizeof(buf));
 	assert_string_equal(buf, "creating link /bin -> usr/bin");

@@ -149,7 +149,10 @@ static void test_firewall_commands(void **state)
 	static char big[CONTROL_LINE_MAX];
 
 	(void)state;
-	assert_int_equal(parse("firewall-set {\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\"}]}", &c, why), 0);
+	assert_int_equal(
+		parse("firewall-set {\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\"}]}",
+		      &c, why),
+		0);
 	assert_int_equal(c.op, CTL_FIREWALL_SET);
 	assert_string_equal(c.json, "{\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\"}]}");
 	/* The JSON is the rest of the line, spaces and all. */
@@ -189,7 +192,9 @@ static void test_object_reply(void **state)
 	j = json_loads(r, 0, &je);
 	assert_non_null(j);
 	assert_true(json_is_true(json_object_get(j, "ok")));
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counters"), "flows")), 3);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(j, "counters"), "flows")),
+			 3);
 	json_decref(j);
 	free(r);
 	r = control_reply_object("{}");
@@ -233,16 +238,22 @@ static void test_requests_round_trip(void **state)
 	(void)state;
 	round_trip(&(struct control_cmd){ .op = CTL_PAUSE }, "pause");
 	/* A directory is ignored by the commands that take none. */
-	round_trip(&(struct control_cmd){ .op = CTL_RESUME, .dir = "/ignored", .compress = 1 }, "resume");
+	round_trip(&(struct control_cmd){ .op = CTL_RESUME, .dir = "/ignored", .compress = 1 },
+		   "resume");
 	round_trip(&(struct control_cmd){ .op = CTL_STATUS }, "status");
-	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/sb/a b/cp" }, "snapshot /st/sb/a b/cp");
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/sb/a b/cp" },
+		   "snapshot /st/sb/a b/cp");
 	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .compress = 1 },
 		   "snapshot --compress /st/cp");
 	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/c p2", .base = "cp1" },
 		   "snapshot --base cp1 /st/c p2");
-	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp2", .base = "c.1", .compress = 1 },
+	round_trip(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+					  .dir = "/st/cp2",
+					  .base = "c.1",
+					  .compress = 1 },
 		   "snapshot --compress --base c.1 /st/cp2");
-	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "{\"dns\":[\"10.0.2.3\"]}" },
+	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_SET,
+					  .json = "{\"dns\":[\"10.0.2.3\"]}" },
 		   "firewall-set {\"dns\":[\"10.0.2.3\"]}");
 	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_GET }, "firewall-get");
 }
@@ -264,41 +275,72 @@ static void test_request_refusals(void **state)
 
 	(void)state;
 	/* A newline would end the command and start another. */
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp\nresume" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+							.dir = "/st/cp\nresume" },
+				 why),
+			 -EINVAL);
 	assert_non_null(strstr(why, "control character"));
 	/* A base the server would split or refuse. */
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "a b" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+							.dir = "/st/cp",
+							.base = "a b" },
+				 why),
+			 -EINVAL);
 	assert_non_null(strstr(why, "not a directory name"));
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "../a" }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "" }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/st/cp", .base = "a\n" }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/a\x1b[2J" }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "relative/cp" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+							.dir = "/st/cp",
+							.base = "../a" },
+				 why),
+			 -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+							.dir = "/st/cp",
+							.base = "" },
+				 why),
+			 -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
+							.dir = "/st/cp",
+							.base = "a\n" },
+				 why),
+			 -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/a\x1b[2J" },
+				 why),
+			 -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "relative/cp" },
+				 why),
+			 -EINVAL);
 	assert_non_null(strstr(why, "absolute"));
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT }, why), -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = (enum control_op)9 }, why), -ENOTSUP);
 	assert_non_null(strstr(why, "unknown operation"));
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "" }, why),
+			 -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "{}\npause" }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET,
+							.json = "{}\npause" },
+				 why),
+			 -EINVAL);
 	assert_non_null(strstr(why, "control character at byte 2"));
 	/* A rule set: up to CONTROL_RULES_MAX, which fits the server's line. */
 	memset(big, ' ', CONTROL_RULES_MAX + 1);
 	big[CONTROL_RULES_MAX + 1] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why),
+			 -EINVAL);
 	big[CONTROL_RULES_MAX] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why), 0);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why),
+			 0);
 	/* A directory: the line, newline included, within CONTROL_LINE_MAX. */
 	memset(big, 'a', sizeof(big) - 1);
 	big[0] = '/';
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why),
+			 -EINVAL);
 	assert_non_null(strstr(why, "too long"));
 	big[CONTROL_LINE_MAX - 10] = '\0'; /* "snapshot " + this + '\n': CONTROL_LINE_MAX */
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), 0);
 	big[CONTROL_LINE_MAX - 10] = 'a';
 	big[CONTROL_LINE_MAX - 9] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why),
+			 -EINVAL);
 }
 
 static void test_replies(void **state)
@@ -307,15 +349,20 @@ static void test_replies(void **state)
 	char why[256], err[256];
 
 	(void)state;
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"paused\"}", CTL_PAUSE, &r, why, sizeof(why)), 0);
-	assert_true(r.paused);
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\"}", CTL_RESUME, &r, why, sizeof(why)), 0);
-	assert_false(r.paused);
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"dir\":\"/s/cp\","
-					     "\"memory_bytes\":134217728,\"memory_stored_bytes\":9437184,"
-					     "\"state_bytes\":70000,\"disk_bytes\":4096,\"ms\":41.25}",
-					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"paused\"}", CTL_PAUSE, &r,
+					     why, sizeof(why)),
 			 0);
+	assert_true(r.paused);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\"}", CTL_RESUME, &r,
+					     why, sizeof(why)),
+			 0);
+	assert_false(r.paused);
+	assert_int_equal(
+		control_reply_parse("{\"ok\":true,\"state\":\"running\",\"dir\":\"/s/cp\","
+				    "\"memory_bytes\":134217728,\"memory_stored_bytes\":9437184,"
+				    "\"state_bytes\":70000,\"disk_bytes\":4096,\"ms\":41.25}",
+				    CTL_SNAPSHOT, &r, why, sizeof(why)),
+		0);
 	assert_int_equal(r.memory_bytes, 134217728);
 	assert_int_equal(r.memory_stored_bytes, 9437184);
 	assert_int_equal(r.state_bytes, 70000);
@@ -324,20 +371,24 @@ static void test_replies(void **state)
 	assert_false(r.paused);
 	assert_string_equal(r.base, "");
 	/* A layered snapshot names its base and its pages. */
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
-					     "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
-					     "\"base\":\"cp-1\",\"dirty_pages\":2560}",
-					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+	assert_int_equal(control_reply_parse(
+				 "{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
+				 "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
+				 "\"base\":\"cp-1\",\"dirty_pages\":2560}",
+				 CTL_SNAPSHOT, &r, why, sizeof(why)),
 			 0);
 	assert_string_equal(r.base, "cp-1");
 	assert_int_equal(r.dirty_pages, 2560);
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
-					     "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
-					     "\"base\":null,\"dirty_pages\":0}",
-					     CTL_SNAPSHOT, &r, why, sizeof(why)),
+	assert_int_equal(control_reply_parse(
+				 "{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
+				 "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
+				 "\"base\":null,\"dirty_pages\":0}",
+				 CTL_SNAPSHOT, &r, why, sizeof(why)),
 			 0);
 	assert_string_equal(r.base, "");
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, why, sizeof(why)), 0);
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, why,
+					     sizeof(why)),
+			 0);
 	assert_int_equal(r.cut, 3);
 	assert_null(r.firewall);
 
@@ -378,11 +429,14 @@ static void test_replies(void **state)
 		"{\"ok\":true,\"rules\":{}}",
 		"{\"ok\":true,\"rules\":[],\"counters\":{}}",
 	};
-	static const enum control_op ops[] = { CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS, CTL_STATUS,
-					       CTL_STATUS, CTL_STATUS, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT,
-					       CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_SET, CTL_FIREWALL_GET,
-					       CTL_FIREWALL_GET };
-	_Static_assert(sizeof(bad) / sizeof(bad[0]) == sizeof(ops) / sizeof(ops[0]), "one op per case");
+	static const enum control_op ops[] = {
+		CTL_STATUS,       CTL_STATUS,       CTL_STATUS,       CTL_STATUS,      CTL_STATUS,
+		CTL_STATUS,       CTL_STATUS,       CTL_STATUS,       CTL_SNAPSHOT,    CTL_SNAPSHOT,
+		CTL_SNAPSHOT,     CTL_SNAPSHOT,     CTL_SNAPSHOT,     CTL_SNAPSHOT,    CTL_SNAPSHOT,
+		CTL_FIREWALL_SET, CTL_FIREWALL_SET, CTL_FIREWALL_GET, CTL_FIREWALL_GET
+	};
+	_Static_assert(sizeof(bad) / sizeof(bad[0]) == sizeof(ops) / sizeof(ops[0]),
+		       "one op per case");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (control_reply_parse(bad[i], ops[i], &r, why, sizeof(why)) != -EPROTO)
 			fail_msg("accepted '%s'", bad[i]);
@@ -395,14 +449,17 @@ static void test_firewall_get_both_ways(void **state)
 {
 	struct control_reply r;
 	char why[256];
-	char *line = control_reply_object("{\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2}}");
+	char *line = control_reply_object(
+		"{\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2}}");
 
 	(void)state;
 	assert_non_null(line);
 	assert_true(strlen(line) <= control_reply_max(CTL_FIREWALL_GET));
 	line[strlen(line) - 1] = '\0';
 	assert_int_equal(control_reply_parse(line, CTL_FIREWALL_GET, &r, why, sizeof(why)), 0);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.firewall, "counters"), "flows_cut")), 2);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.firewall, "counters"),
+							    "flows_cut")),
+			 2);
 	assert_non_null(json_object_get(r.firewall, "rules"));
 	json_decref(r.firewall);
 	free(line);

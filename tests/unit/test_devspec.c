@@ -88,13 +88,18 @@ static void test_passt_defaults_and_options(void **state)
 	assert_string_equal(c.ip, "10.0.2.15/24");
 	assert_string_equal(c.gw, "10.0.2.2");
 	assert_string_equal(c.dns, "10.0.2.3");
-	assert_int_equal(net("passt,mac=02:00:00:00:00:09,ip=192.168.7.20/24,gw=192.168.7.1,dns=192.168.7.3", &c, &e), 0);
+	assert_int_equal(
+		net("passt,mac=02:00:00:00:00:09,ip=192.168.7.20/24,gw=192.168.7.1,dns=192.168.7.3",
+		    &c, &e),
+		0);
 	assert_string_equal(c.ip, "192.168.7.20/24");
 	assert_string_equal(c.gw, "192.168.7.1");
 	assert_string_equal(c.dns, "192.168.7.3");
 	/* The gateway must be on the guest's network and not the guest. */
 	assert_int_equal(net("passt,gw=10.0.3.1", &c, &e), -EINVAL);
-	assert_non_null(strstr(e.msg, "net gw=10.0.3.1: must be another address in the guest's network 10.0.2.15/24"));
+	assert_non_null(
+		strstr(e.msg,
+		       "net gw=10.0.3.1: must be another address in the guest's network 10.0.2.15/24"));
 	assert_int_equal(net("passt,gw=10.0.2.15", &c, &e), -EINVAL);
 	assert_int_equal(net("passt,dns=10.0.2.2", &c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "net dns=10.0.2.2: must differ"));
@@ -161,8 +166,10 @@ static void test_net_rate(void **state)
 	assert_non_null(strstr(e.msg, "--net-rate tx_bytes: ' 5' is not a number"));
 	assert_int_equal(rate("tx_bytes=0x10", &r, &e), -EINVAL);
 	assert_int_equal(rate("tx_bytes=18446744073709551616", &r, &e), -EINVAL); /* 2^64 */
-	assert_int_equal(rate("rx_bytes=281474976710657", &r, &e), -EINVAL); /* 2^48 + 1 */
-	assert_string_equal(e.msg, "net-rate rx_bytes: 281474976710657 is more than 281474976710656 per second");
+	assert_int_equal(rate("rx_bytes=281474976710657", &r, &e), -EINVAL);      /* 2^48 + 1 */
+	assert_string_equal(
+		e.msg,
+		"net-rate rx_bytes: 281474976710657 is more than 281474976710656 per second");
 	assert_int_equal(r.rx_bytes, 0); /* a refused one changes nothing */
 	assert_int_equal(rate("rx_bytes=281474976710656", &r, &e), 0);
 	assert_int_equal(rate("", &r, &e), -EINVAL);
@@ -189,7 +196,8 @@ static void test_ip4_prefix(void **state)
 	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/ 24", &a, &p), -EINVAL);
 	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/-24", &a, &p), -EINVAL);
 	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/31", &a, &p), -EINVAL);
-	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/4294967320", &a, &p), -EINVAL); /* 2^32 + 24 */
+	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/4294967320", &a, &p),
+			 -EINVAL); /* 2^32 + 24 */
 	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/1", &a, &p), 0);
 	assert_int_equal(p, 1);
 	assert_int_equal(devcfg_ip4_prefix("10.0.2.15/30", &a, &p), 0);
@@ -240,7 +248,9 @@ static void test_vsock_cid(void **state)
 	assert_int_equal(v.cid, 3);
 	assert_int_equal(vsock("/run/v.sock,cid=4294967294", &v, &e), 0);
 	assert_int_equal(v.cid, 4294967294u);
-	static const char *const bad[] = { "2", "4294967295", "", "+5", " 5", "5 ", "-5", "0x10", "99999999999999999999" };
+	static const char *const bad[] = { "2",  "4294967295", "",
+					   "+5", " 5",         "5 ",
+					   "-5", "0x10",       "99999999999999999999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char s[64];
 
@@ -298,8 +308,8 @@ static void test_share_forms(void **state)
 	assert_int_equal(share("./fd=3:t", &c, &e), 0);
 	assert_string_equal(c.host_dir, "./fd=3");
 	/* Never stdio, never a non-number. */
-	static const char *const bad[] = { "fd=0:t", "fd=2:t", "fd=:t", "fd=3x:t", "fd=-4:t", "fd= 3:t",
-					   "fd=4294967299:t", "fd=0x5:t" };
+	static const char *const bad[] = { "fd=0:t",  "fd=2:t",  "fd=:t",           "fd=3x:t",
+					   "fd=-4:t", "fd= 3:t", "fd=4294967299:t", "fd=0x5:t" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(share(bad[i], &c, &e), -EINVAL);
 		assert_non_null(strstr(e.msg, "fd=N"));
@@ -329,11 +339,16 @@ static void test_disk_forms(void **state)
 	assert_string_equal(cfg->c.disk[0].serial, "abc");
 	assert_true(cfg->c.disk[0].size == 4096ull << 20);
 	assert_int_equal(devspec_disk(cfg, &st, "/img,bogus", &e), -EINVAL);
-	assert_string_equal(e.msg, "--disk /img: unknown or bad option 'bogus' (ro, overlay=PATH, serial=ID, size=MIB)");
+	assert_string_equal(
+		e.msg,
+		"--disk /img: unknown or bad option 'bogus' (ro, overlay=PATH, serial=ID, size=MIB)");
 	assert_int_equal(devspec_disk(cfg, &st, "/img,size=64", &e), -EINVAL);
-	assert_string_equal(e.msg,
-			    "--disk /img: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)");
-	static const char *const sizes[] = { "0", "1048577", "-1", "18446744073709551616", "4k", "" };
+	assert_string_equal(
+		e.msg,
+		"--disk /img: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)");
+	static const char *const sizes[] = {
+		"0", "1048577", "-1", "18446744073709551616", "4k", ""
+	};
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		char s[64];
 

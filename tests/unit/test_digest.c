@@ -55,7 +55,8 @@ static void test_fips_vectors(void **state)
 	memset(a, 'a', 1000000);
 	sha256_init(&h);
 	for (size_t off = 0, step = 1; off < 1000000; off += step, step = step * 3 % 977 + 1)
-		sha256_update(&h, off + step > 1000000 ? 1000000 - off : step, (const uint8_t *)a + off);
+		sha256_update(&h, off + step > 1000000 ? 1000000 - off : step,
+			      (const uint8_t *)a + off);
 	sha256_digest(&h, sizeof(d), d);
 	digest_str(d, s);
 	assert_string_equal(s, MILLION_A);

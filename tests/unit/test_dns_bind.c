@@ -56,8 +56,8 @@ static size_t names(struct dns_bind *d, const char *addr, uint64_t now, const ch
 }
 
 /* The guest asks resolver from port for name. */
-static void ask(struct dns_bind *d, const char *resolver, uint16_t port, uint16_t id, const char *name,
-		uint16_t qtype, uint64_t now)
+static void ask(struct dns_bind *d, const char *resolver, uint16_t port, uint16_t id,
+		const char *name, uint16_t qtype, uint64_t now)
 {
 	uint8_t m[512];
 	size_t n = dns_msg(m, id, false, name, qtype, 0);
@@ -69,8 +69,8 @@ static void ask(struct dns_bind *d, const char *resolver, uint16_t port, uint16_
 }
 
 /* Deliver a response (heap copy of exact length). */
-static int answer(struct dns_bind *d, const char *resolver, uint16_t port, const uint8_t *m, size_t n,
-		  bool partial, uint64_t now)
+static int answer(struct dns_bind *d, const char *resolver, uint16_t port, const uint8_t *m,
+		  size_t n, bool partial, uint64_t now)
 {
 	struct net_addr r = ip(resolver);
 	uint8_t *c = fr_exact(m, n);
@@ -245,7 +245,8 @@ static void test_spoofed_answers(void **state)
 	/* Too late: the query was forgotten. */
 	n = dns_msg(m, 0x1234, true, "api.github.com", 1, 1);
 	n = dns_rr_a(m, n, NULL, "6.6.6.6", 60);
-	assert_int_equal(answer(d, "10.0.2.3", 40000, m, n, false, DNS_QUERY_TIMEOUT_NS + 1), -ENOENT);
+	assert_int_equal(answer(d, "10.0.2.3", 40000, m, n, false, DNS_QUERY_TIMEOUT_NS + 1),
+			 -ENOENT);
 	assert_int_equal(names(d, "6.6.6.6", S, nm), 0);
 	assert_int_equal(d->count, 0);
 }
@@ -366,7 +367,8 @@ static void test_ttl_clamp(void **state)
 	}
 }
 
-static void bind_name(struct dns_bind *d, const char *name, const char *addr, uint32_t ttl, uint64_t now)
+static void bind_name(struct dns_bind *d, const char *name, const char *addr, uint32_t ttl,
+		      uint64_t now)
 {
 	static uint16_t id;
 	uint8_t m[512];

@@ -58,7 +58,8 @@ static void test_above_4g(void **state)
 	expect(&map[3], GUEST_MEM_HIGH_START, 5 * GIB - GUEST_MEM_MMIO_HOLE_START, E820_RAM);
 	/* Nothing claims the hole. */
 	for (int i = 0; i < 4; i++)
-		assert_true(map[i].addr + map[i].size <= GUEST_MEM_MMIO_HOLE_START || map[i].addr >= GUEST_MEM_HIGH_START);
+		assert_true(map[i].addr + map[i].size <= GUEST_MEM_MMIO_HOLE_START ||
+			    map[i].addr >= GUEST_MEM_HIGH_START);
 }
 
 /* Exactly at the hole: no high entry. */
@@ -106,10 +107,8 @@ static void test_max_too_small(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_128m),
-		cmocka_unit_test(test_above_4g),
-		cmocka_unit_test(test_exactly_hole),
-		cmocka_unit_test(test_too_small),
+		cmocka_unit_test(test_128m),          cmocka_unit_test(test_above_4g),
+		cmocka_unit_test(test_exactly_hole),  cmocka_unit_test(test_too_small),
 		cmocka_unit_test(test_max_too_small),
 	};
 

@@ -86,16 +86,22 @@ static int group_setup(void **state)
 
 	(void)state;
 	if (geteuid() != 0)
-		return snprintf(why_skip, sizeof(why_skip), "needs root (cgroup programs, network namespaces)"), 0;
+		return snprintf(why_skip, sizeof(why_skip),
+				"needs root (cgroup programs, network namespaces)"),
+		       0;
 	if (egress_cgroup_probe(&e))
 		return snprintf(why_skip, sizeof(why_skip), "cgroup BPF unavailable: %s", e.msg), 0;
 	if (sh("command -v passt >/dev/null && command -v ip >/dev/null"))
-		return snprintf(why_skip, sizeof(why_skip), "needs passt and ip (scripts/install-deps)"), 0;
+		return snprintf(why_skip, sizeof(why_skip),
+				"needs passt and ip (scripts/install-deps)"),
+		       0;
 	if (cgroup_self_dir(cg_home, sizeof(cg_home)))
 		return snprintf(why_skip, sizeof(why_skip), "no cgroup v2 mount"), 0;
 	snprintf(cg_dir, sizeof(cg_dir), "%s/kiln-egress-test-%d", cg_home, (int)getpid());
 	if (mkdir(cg_dir, 0755) < 0)
-		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir, strerror(errno)), 0;
+		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir,
+				strerror(errno)),
+		       0;
 	/* The network, then the host, wired by a veth pair. */
 	snprintf(netns_name, sizeof(netns_name), "kiln-egress-test-%d", (int)getpid());
 	if (sh("ip netns add %s", netns_name) || unshare(CLONE_NEWNET) < 0)
@@ -105,7 +111,8 @@ static int group_setup(void **state)
 	remote_ns = open(p, O_RDONLY | O_CLOEXEC);
 	assert_true(host_ns >= 0 && remote_ns >= 0);
 	assert_int_equal(sh("ip link set lo up && ip link add v0 type veth peer name v1 netns %s &&"
-			    " ip addr add " HOST_ADDR "/24 dev v0 && ip addr add " METADATA "/32 dev v0 &&"
+			    " ip addr add " HOST_ADDR "/24 dev v0 && ip addr add " METADATA
+			    "/32 dev v0 &&"
 			    " ip link set v0 up && ip route add default via 10.99.0.2 &&"
 			    " ip -n %s link set lo up && ip -n %s addr add 10.99.0.2/24 dev v1 &&"
 			    " ip -n %s addr add " REMOTE "/32 dev lo && ip -n %s link set v1 up &&"
@@ -168,7 +175,10 @@ static bool reached(int s, int ms)
 /* passt started as kiln-vmm starts it, from inside the test cgroup with policy p attached. */
 static struct net_backend *passt_confined(const struct egress_policy *p, const char *resolver)
 {
-	struct net_passt_cfg c = { .address = "10.0.2.15", .prefix = 24, .gateway = "10.0.2.2", .dns = "10.0.2.3",
+	struct net_passt_cfg c = { .address = "10.0.2.15",
+				   .prefix = 24,
+				   .gateway = "10.0.2.2",
+				   .dns = "10.0.2.3",
 				   .resolver = resolver };
 	struct net_backend *b = NULL;
 	struct err e;
@@ -190,8 +200,13 @@ static void send_frame(struct net_backend *b, const char *dst, uint8_t proto, in
 {
 	static uint16_t sport = 40000;
 	uint8_t f[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = dst, .proto = proto, .sport = sport++, .dport = (uint16_t)port,
-			.tcp_flags = 0x02, .payload = proto == FR_UDP ? "hello" : NULL,
+	struct fr s = { .src = "10.0.2.15",
+			.dst = dst,
+			.proto = proto,
+			.sport = sport++,
+			.dport = (uint16_t)port,
+			.tcp_flags = 0x02,
+			.payload = proto == FR_UDP ? "hello" : NULL,
 			.payload_len = proto == FR_UDP ? 5 : 0 };
 	size_t n = fr_build(f, &s);
 
@@ -210,8 +225,9 @@ static bool synack_from(struct net_backend *b, const char *dst, int port, int ms
 		ssize_t n;
 
 		while ((n = b->recv(b, f, sizeof(f))) > 0)
-			if (n >= 54 && f[12] == 0x08 && f[13] == 0x00 && f[23] == FR_TCP && !memcmp(f + 26, want, 4) &&
-			    fr_get32(f + 34) >> 16 == (uint32_t)port && (f[47] & 0x12) == 0x12)
+			if (n >= 54 && f[12] == 0x08 && f[13] == 0x00 && f[23] == FR_TCP &&
+			    !memcmp(f + 26, want, 4) && fr_get32(f + 34) >> 16 == (uint32_t)port &&
+			    (f[47] & 0x12) == 0x12)
 				return true;
 		usleep(20 * 1000);
 	}
@@ -228,7 +244,8 @@ static unsigned synacks(struct net_backend *b, const char *const *addrs, int n, 
 		ssize_t len;
 
 		while ((len = b->recv(b, f, sizeof(f))) > 0) {
-			if (len < 54 || f[12] != 0x08 || f[13] != 0x00 || f[23] != FR_TCP || (f[47] & 0x12) != 0x12)
+			if (len < 54 || f[12] != 0x08 || f[13] != 0x00 || f[23] != FR_TCP ||
+			    (f[47] & 0x12) != 0x12)
 				continue;
 			for (int i = 0; i < n; i++) {
 				uint8_t a[4];
@@ -262,12 +279,12 @@ static void host_policy(const struct net_rules *r, const char *resolver, struct 
 	free(host);
 }
 
-#define SKIP_UNLESS_READY()                                                      \
-	do {                                                                     \
-		if (why_skip[0]) {                                               \
-			print_message("egress: skipped: %s\n", why_skip);        \
-			skip();                                                  \
-		}                                                                \
+#define SKIP_UNLESS_READY()                                               \
+	do {                                                              \
+		if (why_skip[0]) {                                        \
+			print_message("egress: skipped: %s\n", why_skip); \
+			skip();                                           \
+		}                                                         \
 	} while (0)
 
 /* No firewall (kiln-vmm without --firewall): loopback, the host's address and the metadata service stay shut. */
@@ -320,8 +337,8 @@ static void test_default_reaches_only_outside(void **state)
 /* A rule set: only what a rule allows (TCP 7001 of REMOTE), not its UDP, not another port. */
 static void test_rules_bound_passt(void **state)
 {
-	static const char rules_json[] =
-		"{\"allow\":[{\"cidr\":\"" REMOTE "\",\"proto\":\"tcp\",\"ports\":7011}],\"dns\":[]}";
+	static const char rules_json[] = "{\"allow\":[{\"cidr\":\"" REMOTE
+					 "\",\"proto\":\"tcp\",\"ports\":7011}],\"dns\":[]}";
 	struct net_rules_err re;
 	struct net_rules *r;
 	struct egress_policy p;
@@ -377,7 +394,8 @@ static void test_loopback_resolver_stays_open(void **state)
 /* Rules replaced on a running passt: the new table holds at once, the old one is gone. */
 static void test_apply_replaces(void **state)
 {
-	static const char rules_json[] = "{\"allow\":[{\"cidr\":\"" REMOTE "\",\"proto\":\"udp\"}],\"dns\":[]}";
+	static const char rules_json[] = "{\"allow\":[{\"cidr\":\"" REMOTE
+					 "\",\"proto\":\"udp\"}],\"dns\":[]}";
 	struct net_rules_err re;
 	struct net_rules *r;
 	struct egress_policy open_p, udp_only;
@@ -422,7 +440,9 @@ static void test_apply_replaces(void **state)
 static void test_standalone_subgroup(void **state)
 {
 	char sub[600], left[600];
-	struct net_passt_cfg c = { .address = "10.0.2.15", .prefix = 24, .gateway = "10.0.2.2", .dns = "10.0.2.3" };
+	struct net_passt_cfg c = {
+		.address = "10.0.2.15", .prefix = 24, .gateway = "10.0.2.2", .dns = "10.0.2.3"
+	};
 	pid_t dead;
 	struct net_backend *b = NULL;
 	struct err e;

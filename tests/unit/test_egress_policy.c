@@ -29,7 +29,8 @@
 
 static uint64_t bswap(uint64_t v, int bits)
 {
-	return bits == 16 ? (uint64_t)__builtin_bswap16((uint16_t)v) : (uint64_t)__builtin_bswap32((uint32_t)v);
+	return bits == 16 ? (uint64_t)__builtin_bswap16((uint16_t)v)
+			  : (uint64_t)__builtin_bswap32((uint32_t)v);
 }
 
 /* Run prog on ctx; its return value. Fails the test on any other instruction or a backward jump. */
@@ -62,7 +63,9 @@ static uint64_t run(const struct bpf_insn *prog, int n, const struct bpf_sock_ad
 			break;
 		case BPF_LDX | BPF_MEM | BPF_W:
 			assert_int_equal(i->src_reg, 6);
-			assert_true(i->off >= 0 && (size_t)i->off + 4 <= offsetof(struct bpf_sock_addr, msg_src_ip4));
+			assert_true(i->off >= 0 &&
+				    (size_t)i->off + 4 <=
+					    offsetof(struct bpf_sock_addr, msg_src_ip4));
 			memcpy(&a, (const uint8_t *)ctx + i->off, 4);
 			r[i->dst_reg] = a;
 			break;
@@ -71,10 +74,10 @@ static uint64_t run(const struct bpf_insn *prog, int n, const struct bpf_sock_ad
 		case BPF_JMP32 | BPF_JLT | BPF_K:
 		case BPF_JMP32 | BPF_JGT | BPF_K: {
 			uint32_t x = (uint32_t)r[i->dst_reg], y = (uint32_t)i->imm;
-			bool t = BPF_OP(i->code) == BPF_JNE ? x != y
-			       : BPF_OP(i->code) == BPF_JEQ ? x == y
-			       : BPF_OP(i->code) == BPF_JLT ? x < y
-							    : x > y;
+			bool t = BPF_OP(i->code) == BPF_JNE  ? x != y
+				: BPF_OP(i->code) == BPF_JEQ ? x == y
+				: BPF_OP(i->code) == BPF_JLT ? x < y
+							     : x > y;
 
 			assert_true(i->off >= 0);
 			if (t)
@@ -84,15 +87,15 @@ static uint64_t run(const struct bpf_insn *prog, int n, const struct bpf_sock_ad
 		case BPF_JMP | BPF_EXIT:
 			return r[0];
 		default:
-			fail_msg("instruction %d: code 0x%02x is not one egress_prog emits", pc - 1, i->code);
+			fail_msg("instruction %d: code 0x%02x is not one egress_prog emits", pc - 1,
+				 i->code);
 		}
 	}
 	fail_msg("ran off the end of the program");
 	return 0;
 }
 
-static struct net_addr A(const char *s)
-{
+static struct net_addr A(const char *s) {
 	struct net_addr a;
 
 	assert_int_equal(net_addr_parse(s, &a), 0);
@@ -100,7 +103,8 @@ static struct net_addr A(const char *s)
 }
 
 /* What the kernel hands the program for a call to dst:port on a socket of proto. */
-static struct bpf_sock_addr ctx_of(const struct net_addr *dst, uint8_t proto, uint16_t port)
+static struct bpf_sock_addr
+ctx_of(const struct net_addr *dst, uint8_t proto, uint16_t port)
 {
 	struct bpf_sock_addr c;
 	uint16_t p = htons(port);
@@ -117,7 +121,8 @@ static struct bpf_sock_addr ctx_of(const struct net_addr *dst, uint8_t proto, ui
 }
 
 /* The program's verdict for dst (an IPv4 hook for IPv4, an IPv6 one for IPv6). */
-static bool prog_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto, uint16_t port)
+static bool prog_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto,
+			uint16_t port)
 {
 	struct bpf_insn *insns = calloc(EGRESS_INSNS_MAX(p->n), sizeof(*insns));
 	struct bpf_sock_addr c = ctx_of(dst, proto, port);
@@ -134,14 +139,16 @@ static bool prog_allows(const struct egress_policy *p, const struct net_addr *ds
 }
 
 /* Table and program agree, and say `want`. */
-static void expect(const struct egress_policy *p, const char *dst, uint8_t proto, uint16_t port, bool want)
+static void expect(const struct egress_policy *p, const char *dst, uint8_t proto, uint16_t port,
+		   bool want)
 {
 	struct net_addr a = A(dst);
 	bool t = egress_policy_allows(p, &a, proto, port), g = prog_allows(p, &a, proto, port);
 
 	if (t != want || g != want)
-		fail_msg("%s %s:%u: table %s, program %s, wanted %s", proto == TCP ? "tcp" : "udp", dst, port,
-			 t ? "allow" : "deny", g ? "allow" : "deny", want ? "allow" : "deny");
+		fail_msg("%s %s:%u: table %s, program %s, wanted %s", proto == TCP ? "tcp" : "udp",
+			 dst, port, t ? "allow" : "deny", g ? "allow" : "deny",
+			 want ? "allow" : "deny");
 }
 
 static struct net_rules *rules_of(const char *json)
@@ -154,8 +161,8 @@ static struct net_rules *rules_of(const char *json)
 	return r;
 }
 
-static const char *const host_text[] = { "127.0.0.1", "::1", "192.0.2.2", "fd00::2", "fe80::fc:ff:fe00:1",
-					 "203.0.113.5" };
+static const char *const host_text[] = { "127.0.0.1",          "::1",        "192.0.2.2", "fd00::2",
+					 "fe80::fc:ff:fe00:1", "203.0.113.5" };
 #define N_HOST (sizeof(host_text) / sizeof(host_text[0]))
 
 static void host_list(struct net_addr *h)
@@ -168,15 +175,40 @@ static void host_list(struct net_addr *h)
 static void test_default_table(void **state)
 {
 	static const char *const shut[] = {
-		"127.0.0.1", "127.1.2.3", "0.0.0.0", "0.1.2.3", "169.254.169.254", "169.254.0.1", "100.100.100.200",
-		"168.63.129.16", "224.0.0.1", "239.255.255.250", "255.255.255.255", "240.0.0.1", "::1", "::",
-		"fe80::1", "ff02::1", "fd00:ec2::254", "::ffff:127.0.0.1", "::ffff:169.254.169.254",
-		"64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "2002:7f00:1::", "2002:a9fe:a9fe::1",
+		"127.0.0.1",
+		"127.1.2.3",
+		"0.0.0.0",
+		"0.1.2.3",
+		"169.254.169.254",
+		"169.254.0.1",
+		"100.100.100.200",
+		"168.63.129.16",
+		"224.0.0.1",
+		"239.255.255.250",
+		"255.255.255.255",
+		"240.0.0.1",
+		"::1",
+		"::",
+		"fe80::1",
+		"ff02::1",
+		"fd00:ec2::254",
+		"::ffff:127.0.0.1",
+		"::ffff:169.254.169.254",
+		"64:ff9b::7f00:1",
+		"64:ff9b::a9fe:a9fe",
+		"2002:7f00:1::",
+		"2002:a9fe:a9fe::1",
 		/* the host's own, and their NAT64/6to4 forms */
-		"192.0.2.2", "::ffff:192.0.2.2", "64:ff9b::c000:202", "2002:c000:202::", "203.0.113.5", "fd00::2",
+		"192.0.2.2",
+		"::ffff:192.0.2.2",
+		"64:ff9b::c000:202",
+		"2002:c000:202::",
+		"203.0.113.5",
+		"fd00::2",
 	};
-	static const char *const open_[] = { "198.51.100.10", "8.8.8.8", "10.1.2.3", "192.168.1.1", "2001:db8::1",
-					      "::ffff:198.51.100.10", "192.0.2.3", "203.0.113.6" };
+	static const char *const open_[] = { "198.51.100.10", "8.8.8.8",     "10.1.2.3",
+					     "192.168.1.1",   "2001:db8::1", "::ffff:198.51.100.10",
+					     "192.0.2.3",     "203.0.113.6" };
 	struct net_addr host[N_HOST], res = A("127.0.0.53");
 	struct egress_policy p;
 	struct err e;
@@ -219,12 +251,43 @@ static const char *const rule_sets[] = {
 
 /* Destinations worth asking about: every class, each rule's edges. */
 static const char *const probes[] = {
-	"127.0.0.1", "0.0.0.0", "169.254.169.254", "100.100.100.200", "224.0.0.1", "255.255.255.255",
-	"10.0.2.3", "10.1.2.3", "1.1.1.1", "8.8.8.8", "8.8.8.9", "192.0.2.2", "192.0.2.3", "192.168.1.1",
-	"192.168.7.7", "198.51.100.6", "198.51.100.7", "198.51.100.255", "203.0.113.5", "203.0.113.6",
-	"100.64.0.1", "172.16.0.1", "::1", "::", "fe80::1", "ff02::1", "fd00::2", "fd00::3", "fc00::1",
-	"2001:db8::1", "2001:db9::1", "2606:4700::1111", "64:ff9b::808:808", "64:ff9b::a01:203",
-	"64:ff9b::c000:202", "2002:808:808::", "2002:c000:202::1",
+	"127.0.0.1",
+	"0.0.0.0",
+	"169.254.169.254",
+	"100.100.100.200",
+	"224.0.0.1",
+	"255.255.255.255",
+	"10.0.2.3",
+	"10.1.2.3",
+	"1.1.1.1",
+	"8.8.8.8",
+	"8.8.8.9",
+	"192.0.2.2",
+	"192.0.2.3",
+	"192.168.1.1",
+	"192.168.7.7",
+	"198.51.100.6",
+	"198.51.100.7",
+	"198.51.100.255",
+	"203.0.113.5",
+	"203.0.113.6",
+	"100.64.0.1",
+	"172.16.0.1",
+	"::1",
+	"::",
+	"fe80::1",
+	"ff02::1",
+	"fd00::2",
+	"fd00::3",
+	"fc00::1",
+	"2001:db8::1",
+	"2001:db9::1",
+	"2606:4700::1111",
+	"64:ff9b::808:808",
+	"64:ff9b::a01:203",
+	"64:ff9b::c000:202",
+	"2002:808:808::",
+	"2002:c000:202::1",
 };
 static const uint16_t ports[] = { 1, 22, 53, 80, 85, 90, 91, 443, 1024, 1025, 8080, 65535 };
 
@@ -251,16 +314,21 @@ static void test_table_is_the_filter(void **state)
 			for (size_t k = 0; k < sizeof(ports) / sizeof(ports[0]); k++) {
 				for (int proto = 0; proto < 2; proto++) {
 					uint8_t pr = proto ? UDP : TCP;
-					struct net_flow_dst d = { .addr = &a, .proto = pr, .port = ports[k],
-								  .host_addrs = host, .n_host_addrs = N_HOST };
+					struct net_flow_dst d = { .addr = &a,
+								  .proto = pr,
+								  .port = ports[k],
+								  .host_addrs = host,
+								  .n_host_addrs = N_HOST };
 					struct net_rule_ref ref;
 					bool filter = net_rules_decide(r, &d, &ref) == NET_ALLOW;
 					bool table = egress_policy_allows(&p, &a, pr, ports[k]);
 
 					if (filter != table)
-						fail_msg("rules %s: %s %s:%u: filter %s, table %s", rule_sets[s],
-							 pr == TCP ? "tcp" : "udp", probes[i], ports[k],
-							 filter ? "allow" : "deny", table ? "allow" : "deny");
+						fail_msg("rules %s: %s %s:%u: filter %s, table %s",
+							 rule_sets[s], pr == TCP ? "tcp" : "udp",
+							 probes[i], ports[k],
+							 filter ? "allow" : "deny",
+							 table ? "allow" : "deny");
 					assert_int_equal(prog_allows(&p, &a, pr, ports[k]), table);
 				}
 			}
@@ -291,12 +359,19 @@ static void test_host_rules_open_public_only(void **state)
 	assert_int_equal(egress_policy_build(r, host, N_HOST, NULL, &p, &e), 0);
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
 		struct net_addr a = A(probes[i]);
-		struct net_flow_dst d = { .addr = &a, .proto = TCP, .port = 443, .names = names, .n_names = 1,
-					  .host_addrs = host, .n_host_addrs = N_HOST };
+		struct net_flow_dst d = { .addr = &a,
+					  .proto = TCP,
+					  .port = 443,
+					  .names = names,
+					  .n_names = 1,
+					  .host_addrs = host,
+					  .n_host_addrs = N_HOST };
 		struct net_rule_ref ref;
 
-		if (net_rules_decide(r, &d, &ref) == NET_ALLOW && !egress_policy_allows(&p, &a, TCP, 443))
-			fail_msg("%s:443: the filter allows it by name, the table does not", probes[i]);
+		if (net_rules_decide(r, &d, &ref) == NET_ALLOW &&
+		    !egress_policy_allows(&p, &a, TCP, 443))
+			fail_msg("%s:443: the filter allows it by name, the table does not",
+				 probes[i]);
 	}
 	expect(&p, "198.51.100.10", TCP, 443, true);
 	expect(&p, "2606:4700::1111", TCP, 443, true);
@@ -313,7 +388,8 @@ static void test_host_rules_open_public_only(void **state)
 /* The resolver comes before everything: a deny rule over it does not cut passt's DNS. */
 static void test_resolver_first(void **state)
 {
-	struct net_rules *r = rules_of("{\"deny\":[{\"cidr\":\"0.0.0.0/0\"}],\"outbound_internet\":true}");
+	struct net_rules *r = rules_of(
+		"{\"deny\":[{\"cidr\":\"0.0.0.0/0\"}],\"outbound_internet\":true}");
 	struct net_addr res = A("192.0.2.53"), host = A("192.0.2.53");
 	struct egress_policy p;
 	struct err e;
@@ -331,7 +407,8 @@ static void test_resolver_first(void **state)
 /* Port ranges mean TCP and UDP: an ICMP socket never matches a rule with ports. */
 static void test_ports_mean_tcp_udp(void **state)
 {
-	struct net_rules *r = rules_of("{\"allow\":[{\"cidr\":\"198.51.100.0/24\",\"ports\":\"100-200\"}]}");
+	struct net_rules *r = rules_of(
+		"{\"allow\":[{\"cidr\":\"198.51.100.0/24\",\"ports\":\"100-200\"}]}");
 	struct egress_policy p;
 	struct net_addr a = A("198.51.100.1");
 	struct err e;
@@ -369,8 +446,9 @@ static void test_sizes(void **state)
 	}
 	w = json + sprintf(json, "{\"allow\":[");
 	for (int i = 0; i < 256; i++)
-		w += sprintf(w, "%s{\"cidr\":\"10.%d.0.0/16\",\"proto\":\"tcp\",\"ports\":\"1-%d\"}", i ? "," : "", i,
-			     i + 1);
+		w += sprintf(w,
+			     "%s{\"cidr\":\"10.%d.0.0/16\",\"proto\":\"tcp\",\"ports\":\"1-%d\"}",
+			     i ? "," : "", i, i + 1);
 	w += sprintf(w, "],\"deny\":[");
 	for (int i = 0; i < 256; i++)
 		w += sprintf(w, "%s{\"cidr\":\"198.51.%d.0/24\"}", i ? "," : "", i);

@@ -77,7 +77,8 @@ static void *drain_run(void *arg)
 	struct drain *d = arg;
 	ssize_t n;
 
-	while (d->len < BIG && (n = read(d->fd, d->buf + d->len, BIG - d->len < 4096 ? BIG - d->len : 4096)) > 0) {
+	while (d->len < BIG &&
+	       (n = read(d->fd, d->buf + d->len, BIG - d->len < 4096 ? BIG - d->len : 4096)) > 0) {
 		d->len += (size_t)n;
 		usleep(100);
 	}
@@ -201,10 +202,7 @@ static int sendv_in_pieces(int fd, const void *p, size_t n)
 {
 	/* Uneven pieces with empty vectors among them, first and last too. */
 	struct iovec iov[5] = {
-		{ NULL, 0 },
-		{ (void *)p, 1 },
-		{ (char *)p + 1, 0 },
-		{ (char *)p + 1, n - 1 },
+		{ NULL, 0 }, { (void *)p, 1 }, { (char *)p + 1, 0 }, { (char *)p + 1, n - 1 },
 		{ NULL, 0 },
 	};
 	size_t sent = 0;
@@ -275,7 +273,9 @@ static void test_waiter_result_returned(void **state)
 	(void)state;
 	assert_non_null(buf);
 	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
-	assert_int_equal(fd_io_put_all(p[1], buf, BIG, 0, &(struct fd_io_waiter){ give_up, &calls }), -ETIMEDOUT);
+	assert_int_equal(fd_io_put_all(p[1], buf, BIG, 0,
+				       &(struct fd_io_waiter){ give_up, &calls }),
+			 -ETIMEDOUT);
 	assert_int_equal(errno, ETIMEDOUT);
 	assert_int_equal(calls, 1);
 	close(p[0]);
@@ -283,7 +283,8 @@ static void test_waiter_result_returned(void **state)
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
 	calls = 0;
-	assert_int_equal(fd_io_sendv_all(sv[1], &iov, 1, &(struct fd_io_waiter){ give_up, &calls }, &sent),
+	assert_int_equal(fd_io_sendv_all(sv[1], &iov, 1, &(struct fd_io_waiter){ give_up, &calls },
+					 &sent),
 			 -ETIMEDOUT);
 	assert_int_equal(calls, 1);
 	assert_true(sent > 0 && sent < BIG); /* what did go out is counted */
@@ -407,9 +408,12 @@ static void test_read_some(void **state)
 	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
 	assert_int_equal(fd_io_read_some(p[0], buf, sizeof(buf), NULL), -EAGAIN);
 	assert_int_equal(errno, EAGAIN);
-	assert_int_equal(fd_io_read_some(p[0], buf, sizeof(buf), &(struct fd_io_waiter){ feed_wait, &p[1] }), 4);
+	assert_int_equal(fd_io_read_some(p[0], buf, sizeof(buf),
+					 &(struct fd_io_waiter){ feed_wait, &p[1] }),
+			 4);
 	assert_memory_equal(buf, "late", 4);
-	assert_int_equal(fd_io_read_some(p[0], buf, sizeof(buf), &(struct fd_io_waiter){ give_up, &calls }),
+	assert_int_equal(fd_io_read_some(p[0], buf, sizeof(buf),
+					 &(struct fd_io_waiter){ give_up, &calls }),
 			 -ETIMEDOUT);
 	assert_int_equal(calls, 1);
 	assert_int_equal(fd_io_write_all(p[1], "abc", 3), 0);

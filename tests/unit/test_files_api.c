@@ -49,7 +49,9 @@ static void test_mkdir_body(void **state)
 	assert_false(s.parents);
 	assert_int_equal(s.mode, -1);
 	assert_int_equal(s.user, AGENT_USER_USER);
-	assert_int_equal(mkdir_code("{\"path\":\"/a\",\"parents\":true,\"mode\":448,\"user\":\"root\"}", &s), API_OK);
+	assert_int_equal(mkdir_code("{\"path\":\"/a\",\"parents\":true,\"mode\":448,\"user\":\"root\"}",
+				    &s),
+			 API_OK);
 	assert_true(s.parents);
 	assert_int_equal(s.mode, 0700);
 	assert_int_equal(s.user, AGENT_USER_ROOT);
@@ -158,29 +160,38 @@ static void test_port_body(void **state)
 	assert_int_equal(port_code("{\"guest_port\":65536}", &s), API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80,\"host_port\":70000}", &s), API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80.0}", &s), API_E_BAD_FIELD);
-	assert_int_equal(port_code("{\"guest_port\":80,\"proto\":\"udp\"}", &s), API_E_UNKNOWN_FIELD);
+	assert_int_equal(port_code("{\"guest_port\":80,\"proto\":\"udp\"}", &s),
+			 API_E_UNKNOWN_FIELD);
 
-	assert_int_equal(port_code("{\"guest_port\":80,\"target\":\"tcp\",\"guest_address\":\"::1\"}", &s), API_OK);
+	assert_int_equal(port_code("{\"guest_port\":80,\"target\":\"tcp\",\"guest_address\":\"::1\"}",
+				   &s),
+			 API_OK);
 	assert_int_equal(s.target, PORT_TARGET_TCP);
 	assert_string_equal(s.guest_address, "::1");
-	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":\"10.0.2.15\"}", &s), API_E_BAD_FIELD);
-	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":\"localhost\"}", &s), API_E_BAD_FIELD);
+	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":\"10.0.2.15\"}", &s),
+			 API_E_BAD_FIELD);
+	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":\"localhost\"}", &s),
+			 API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":1}", &s), API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80,\"target\":\"udp\"}", &s), API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80,\"target\":\"TCP\"}", &s), API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":80,\"target\":null}", &s), API_E_BAD_FIELD);
 	/* A bad target is reported before a bad address (the table's order). */
-	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":5,\"target\":\"x\"}", &s), API_E_BAD_FIELD);
+	assert_int_equal(port_code("{\"guest_port\":80,\"guest_address\":5,\"target\":\"x\"}", &s),
+			 API_E_BAD_FIELD);
 
 	assert_int_equal(port_code("{\"guest_port\":7070,\"target\":\"vsock\"}", &s), API_OK);
 	assert_int_equal(s.target, PORT_TARGET_VSOCK);
 	assert_null(s.guest_address);
 	assert_string_equal(port_target_name(s.target), "vsock");
-	assert_int_equal(port_code("{\"guest_port\":7070,\"target\":\"vsock\",\"guest_address\":\"127.0.0.1\"}", &s),
-			 API_E_BAD_FIELD);
+	assert_int_equal(
+		port_code("{\"guest_port\":7070,\"target\":\"vsock\",\"guest_address\":\"127.0.0.1\"}",
+			  &s),
+		API_E_BAD_FIELD);
 	/* The agent's own vsock port would bypass kilnd's peer check; TCP
 	 * port 1024 in the guest is just a port. */
-	assert_int_equal(port_code("{\"guest_port\":1024,\"target\":\"vsock\"}", &s), API_E_BAD_FIELD);
+	assert_int_equal(port_code("{\"guest_port\":1024,\"target\":\"vsock\"}", &s),
+			 API_E_BAD_FIELD);
 	assert_int_equal(port_code("{\"guest_port\":1024}", &s), API_OK);
 }
 
@@ -274,18 +285,27 @@ static void test_agent_codes_to_status(void **state)
 
 static void test_stat_json(void **state)
 {
-	struct agent_client_stat st = { .path = "/bin/sh", .target = "busybox", .kind = AGENT_KIND_SYMLINK,
-					.size = 7, .mode = 0777, .uid = 0, .gid = 0, .nlink = 1,
-					.mtime_ns = 1732300000123456789LL, .depth = 2 };
+	struct agent_client_stat st = { .path = "/bin/sh",
+					.target = "busybox",
+					.kind = AGENT_KIND_SYMLINK,
+					.size = 7,
+					.mode = 0777,
+					.uid = 0,
+					.gid = 0,
+					.nlink = 1,
+					.mtime_ns = 1732300000123456789LL,
+					.depth = 2 };
 	json_t *o = file_stat_json(&st, false);
 	char *s;
 
 	(void)state;
 	assert_non_null(o);
 	s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
-	assert_string_equal(s, "{\"gid\":0,\"kind\":\"symlink\",\"mode\":511,\"mode_octal\":\"0777\","
-			       "\"mtime\":\"2024-11-22T18:26:40.123Z\",\"mtime_ns\":1732300000123456789,"
-			       "\"nlink\":1,\"path\":\"/bin/sh\",\"size\":7,\"target\":\"busybox\",\"uid\":0}");
+	assert_string_equal(
+		s,
+		"{\"gid\":0,\"kind\":\"symlink\",\"mode\":511,\"mode_octal\":\"0777\","
+		"\"mtime\":\"2024-11-22T18:26:40.123Z\",\"mtime_ns\":1732300000123456789,"
+		"\"nlink\":1,\"path\":\"/bin/sh\",\"size\":7,\"target\":\"busybox\",\"uid\":0}");
 	free(s);
 	json_decref(o);
 	st.target = NULL;
@@ -296,7 +316,8 @@ static void test_stat_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(o, "depth")), 2);
 	assert_true(json_is_true(json_object_get(o, "lossy")));
 	assert_null(json_object_get(o, "target"));
-	assert_string_equal(json_string_value(json_object_get(o, "mtime")), "1970-01-01T00:00:00.000Z");
+	assert_string_equal(json_string_value(json_object_get(o, "mtime")),
+			    "1970-01-01T00:00:00.000Z");
 	json_decref(o);
 }
 
@@ -483,7 +504,8 @@ static void test_gz_bad_input(void **state)
 	gz_end(&g);
 	free(out.p);
 	/* Not gzip: a plain tar starts with a file name. */
-	assert_int_equal(gunzip("hello.txt\0\0\0\0\0\0\0\0\0\0\0\0\0", 22, 4096, &out, &g), -EBADMSG);
+	assert_int_equal(gunzip("hello.txt\0\0\0\0\0\0\0\0\0\0\0\0\0", 22, 4096, &out, &g),
+			 -EBADMSG);
 	assert_non_null(strstr(gz_why(&g), "not gzip"));
 	gz_end(&g);
 	free(out.p);

@@ -374,8 +374,9 @@ static void test_init(void **state)
 	/* DESTROY ends the session; requests other than INIT then get EIO. */
 	assert_int_equal(send_req(f, build(f, FUSE_DESTROY, 0, NULL, 0, NULL, NULL)), 0);
 	assert_false(fuse_server_active(f->s));
-	assert_int_equal(
-		send_req(f, build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL)), -EIO);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_LOOKUP, FUSE_ROOT_ID, NULL, 0, "existing", NULL)),
+			 -EIO);
 }
 
 /* CREATE, WRITE, READ, GETATTR, LOOKUP, OPEN: the bytes land on the host. */
@@ -490,11 +491,12 @@ static void test_namespace_ops(void **state)
 	assert_int_equal(rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "existing",
 				   RENAME_NOREPLACE),
 			 -EEXIST);
-	assert_int_equal(
-		rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c", RENAME_WHITEOUT),
-		-EINVAL);
-	assert_int_equal(
-		rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c", RENAME_NOREPLACE), 0);
+	assert_int_equal(rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c",
+				   RENAME_WHITEOUT),
+			 -EINVAL);
+	assert_int_equal(rename_at(f, FUSE_RENAME2, d.nodeid, "b", FUSE_ROOT_ID, "c",
+				   RENAME_NOREPLACE),
+			 0);
 	assert_int_equal(access(host_path(f, "c"), F_OK), 0);
 
 	li.oldnodeid = a.nodeid;
@@ -504,8 +506,9 @@ static void test_namespace_ops(void **state)
 	assert_int_equal(l.nodeid, a.nodeid);
 	assert_int_equal(l.attr.nlink, 2);
 
-	assert_int_equal(
-		send_req(f, build(f, FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "sym", "d/hard")), 0);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_SYMLINK, FUSE_ROOT_ID, NULL, 0, "sym", "d/hard")),
+			 0);
 	memcpy(&s, body(f), sizeof(s));
 	assert_true(S_ISLNK(s.attr.mode));
 	assert_int_equal(send_req(f, build(f, FUSE_READLINK, s.nodeid, NULL, 0, NULL, NULL)), 0);
@@ -584,15 +587,15 @@ static void test_dotdot_escape(void **state)
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "", &e), -EINVAL);
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "/etc/passwd", &e), -EINVAL);
 	assert_int_equal(create(f, FUSE_ROOT_ID, "../planted", O_WRONLY, 0644, &e, &fh), -EINVAL);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "..", NULL)),
-		-EINVAL);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "../secret", NULL)),
-		-EINVAL);
-	assert_int_equal(
-		rename_at(f, FUSE_RENAME, FUSE_ROOT_ID, "existing", FUSE_ROOT_ID, "../moved", 0),
-		-EINVAL);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "..", NULL)),
+			 -EINVAL);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "../secret", NULL)),
+			 -EINVAL);
+	assert_int_equal(rename_at(f, FUSE_RENAME, FUSE_ROOT_ID, "existing", FUSE_ROOT_ID,
+				   "../moved", 0),
+			 -EINVAL);
 	assert_int_equal(access(f->secret, F_OK), 0);
 	assert_int_equal(access(host_path(f, "existing"), F_OK), 0);
 	snprintf(f->secret, sizeof(f->secret), "%s/planted", f->base);
@@ -661,15 +664,16 @@ static void test_read_only(void **state)
 	assert_int_equal(do_init(f), 0);
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
 	assert_int_equal(create(f, FUSE_ROOT_ID, "new", O_WRONLY, 0644, &x, &fh), -EROFS);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d", NULL)),
-		-EROFS);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "existing", NULL)),
-		-EROFS);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_MKDIR, FUSE_ROOT_ID, &mi, sizeof(mi), "d", NULL)),
+			 -EROFS);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_UNLINK, FUSE_ROOT_ID, NULL, 0, "existing", NULL)),
+			 -EROFS);
 	assert_int_equal(setattr(f, e.nodeid, &sa, NULL), -EROFS);
-	assert_int_equal(send_req(f, build(f, FUSE_RENAME, FUSE_ROOT_ID, &ri, sizeof(ri),
-					   "existing", "moved")),
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_RENAME, FUSE_ROOT_ID, &ri, sizeof(ri), "existing",
+					"moved")),
 			 -EROFS);
 	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_WRONLY, &fh), -EROFS);
 	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY | O_TRUNC, &fh), -EROFS);
@@ -732,15 +736,17 @@ static void test_hostile_requests(void **state)
 			 -ENOSYS);
 	assert_int_equal(send_req(f, build(f, CUSE_INIT, FUSE_ROOT_ID, NULL, 0, NULL, NULL)),
 			 -ENOSYS);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_GETXATTR, FUSE_ROOT_ID, "12345678", 8, "user.x", NULL)),
-		-ENOSYS);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_GETXATTR, FUSE_ROOT_ID, "12345678", 8, "user.x",
+					NULL)),
+			 -ENOSYS);
 	/* WRITE claiming more data than it carries. */
 	{
 		struct fuse_write_in wi = { .fh = 0, .size = 100 };
 
-		assert_int_equal(send_req(f, build(f, FUSE_WRITE, FUSE_ROOT_ID, &wi, sizeof(wi),
-						   "abc", NULL)),
+		assert_int_equal(send_req(f,
+					  build(f, FUSE_WRITE, FUSE_ROOT_ID, &wi, sizeof(wi), "abc",
+						NULL)),
 				 -EINVAL);
 	}
 	/* BATCH_FORGET with a count beyond the request: ignored, no reply. */
@@ -811,7 +817,7 @@ static void test_bogus_ids(void **state)
 	assert_int_equal(getattr(f, e.nodeid, &a), 0);
 	forget(f, e.nodeid, 1);
 	assert_int_equal(getattr(f, e.nodeid, &a), -ENOENT);
-	forget(f, e.nodeid, 1); /* again: ignored */
+	forget(f, e.nodeid, 1);        /* again: ignored */
 	forget(f, FUSE_ROOT_ID, 1000); /* the root is never forgotten */
 	assert_int_equal(getattr(f, FUSE_ROOT_ID, &a), 0);
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e2), 0);
@@ -856,31 +862,36 @@ static void test_misc_ops(void **state)
 	struct stat st;
 
 	assert_int_equal(do_init(f), 0);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "fifo", NULL)), 0);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "fifo",
+					NULL)),
+			 0);
 	memcpy(&e, body(f), sizeof(e));
 	assert_true(S_ISFIFO(e.attr.mode));
 	/* The guest opens fifos itself; the host never does (it would block). */
 	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDONLY, &fh), -EACCES);
 	mn.mode = S_IFCHR | 0666;
 	mn.rdev = 0x0103; /* /dev/null's numbers */
-	assert_int_equal(
-		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "null", NULL)),
-		-EPERM);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "null",
+					NULL)),
+			 -EPERM);
 	assert_int_equal(lstat(host_path(f, "null"), &st), -1);
 	mn.mode = S_IFREG | 0600;
-	assert_int_equal(
-		send_req(f, build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "reg", NULL)), 0);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_MKNOD, FUSE_ROOT_ID, &mn, sizeof(mn), "reg", NULL)),
+			 0);
 
 	assert_int_equal(send_req(f, build(f, FUSE_STATFS, FUSE_ROOT_ID, NULL, 0, NULL, NULL)), 0);
 	memcpy(&so, body(f), sizeof(so));
 	assert_true(so.st.bsize > 0 && so.st.namelen > 0);
-	assert_int_equal(
-		send_req(f, build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)), 0);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)),
+			 0);
 	ai.mask = 0x100;
-	assert_int_equal(
-		send_req(f, build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)),
-		-EINVAL);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_ACCESS, FUSE_ROOT_ID, &ai, sizeof(ai), NULL, NULL)),
+			 -EINVAL);
 
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "existing", &e), 0);
 	assert_int_equal(open_node(f, FUSE_OPEN, e.nodeid, O_RDWR, &fh), 0);
@@ -888,8 +899,9 @@ static void test_misc_ops(void **state)
 	assert_int_equal(send_req(f, build(f, FUSE_FSYNC, e.nodeid, &fi, sizeof(fi), NULL, NULL)),
 			 0);
 	fa = (struct fuse_fallocate_in){ .fh = fh, .offset = 0, .length = 65536 };
-	assert_int_equal(
-		send_req(f, build(f, FUSE_FALLOCATE, e.nodeid, &fa, sizeof(fa), NULL, NULL)), 0);
+	assert_int_equal(send_req(f,
+				  build(f, FUSE_FALLOCATE, e.nodeid, &fa, sizeof(fa), NULL, NULL)),
+			 0);
 	assert_int_equal(stat(host_path(f, "existing"), &st), 0);
 	assert_int_equal(st.st_size, 65536);
 	li = (struct fuse_lseek_in){ .fh = fh, .offset = 0, .whence = SEEK_END };
@@ -1048,8 +1060,12 @@ static void test_snapshot_restore(void **state)
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "gone", &gone), 0);
 	assert_int_not_equal(gone.nodeid >> 32, 0);
 	assert_int_equal(open_node(f, FUSE_OPEN, ex.nodeid, O_RDONLY, &fh_ex), 0);
-	assert_int_equal(open_node(f, FUSE_OPEN, kept.nodeid, O_WRONLY | O_APPEND | O_TRUNC, &fh_kept), 0);
-	assert_int_equal(create(f, d.nodeid, "made", O_WRONLY | O_CREAT | O_EXCL, 0644, &made, &fh_made), 0);
+	assert_int_equal(open_node(f, FUSE_OPEN, kept.nodeid, O_WRONLY | O_APPEND | O_TRUNC,
+				   &fh_kept),
+			 0);
+	assert_int_equal(create(f, d.nodeid, "made", O_WRONLY | O_CREAT | O_EXCL, 0644, &made,
+				&fh_made),
+			 0);
 	assert_int_equal(write_fh(f, made.nodeid, fh_made, 0, "before\n"), 0);
 	assert_int_equal(open_node(f, FUSE_OPENDIR, d.nodeid, O_RDONLY, &fh_dir), 0);
 	/* Renamed on the host before the save: saved under its new name. */
@@ -1137,7 +1153,9 @@ static void test_snapshot_hostile(void **state)
 	struct fx *f = *state;
 	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE, .inode_cap = 64, .handle_cap = 64 };
 	struct fuse_state_node n = { .slot = 1, .nlookup = 1, .mode = S_IFREG };
-	struct fuse_state_handle h = { .slot = 0, .nodeid = 1 | (uint64_t)0 << 32, .flags = O_RDWR };
+	struct fuse_state_handle h = { .slot = 0,
+				       .nodeid = 1 | (uint64_t)0 << 32,
+				       .flags = O_RDWR };
 	struct fuse_state_writer w;
 	struct fuse_attr a;
 	struct err e = { { 0 } };
@@ -1170,10 +1188,10 @@ static void test_snapshot_hostile(void **state)
 	assert_int_equal(fuse_server_restore(f->s, snap_buf, 4, &e), 0);
 }
 
-
 /* A planted table of nodes (slot = index + 1, generation 0) and handles
  * (slot = index) into snap_buf; its length. */
-static long plant(const struct fuse_state_node *n, int nn, const struct fuse_state_handle *h, int nh)
+static long plant(const struct fuse_state_node *n, int nn, const struct fuse_state_handle *h,
+		  int nh)
 {
 	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE, .inode_cap = 64, .handle_cap = 64 };
 	struct fuse_state_writer w;
@@ -1225,7 +1243,7 @@ static void test_snapshot_reopen_checks(void **state)
 	assert_int_equal(fuse_server_stale(f->s), 8);
 	for (int i = 0; i < 8; i++)
 		assert_int_equal(h[i].dir ? read_fh(f, FUSE_READDIR, dir, h[i].slot, 0, 4096)
-				      : read_fh(f, FUSE_READ, file, h[i].slot, 0, 100),
+					  : read_fh(f, FUSE_READ, file, h[i].slot, 0, 100),
 				 -ESTALE);
 	assert_int_equal(read_fh(f, FUSE_READ, file, 8, 0, 100), 0);
 	assert_int_equal(body_len(f), 13);
@@ -1281,7 +1299,10 @@ static void test_snapshot_reopen_as_caller(void **state)
 		/* Both handles on "private" stale; the one on "existing" open. */
 		if (fuse_server_stale(f->s) != 2)
 			_exit(20 + (int)fuse_server_stale(f->s));
-		_exit(read_fh(f, FUSE_READ, 3, 1, 0, 100) == -ESTALE && read_fh(f, FUSE_READ, 2, 0, 0, 100) == 0 ? 0 : 12);
+		_exit(read_fh(f, FUSE_READ, 3, 1, 0, 100) == -ESTALE &&
+				      read_fh(f, FUSE_READ, 2, 0, 0, 100) == 0
+			      ? 0
+			      : 12);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));

@@ -23,12 +23,23 @@ static uint8_t buf[4096];
 
 static long two_nodes_one_handle(void)
 {
-	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE, .root_dev = 7, .root_ino = 9, .inode_cap = 64,
+	struct fuse_state st = { .flags = FUSE_STATE_ACTIVE,
+				 .root_dev = 7,
+				 .root_ino = 9,
+				 .inode_cap = 64,
 				 .handle_cap = 64 };
 	struct fuse_state_node free_slot = { .slot = 2, .gen = 5 };
-	struct fuse_state_node n = { .slot = 3, .gen = 1, .nlookup = 4, .mode = S_IFREG, .dev = 7, .ino = 11,
-				     .path = "dir/file", .path_len = 8 };
-	struct fuse_state_handle h = { .slot = 1, .gen = 2, .nodeid = ((uint64_t)1 << 32) | 4, .flags = 02001 };
+	struct fuse_state_node n = { .slot = 3,
+				     .gen = 1,
+				     .nlookup = 4,
+				     .mode = S_IFREG,
+				     .dev = 7,
+				     .ino = 11,
+				     .path = "dir/file",
+				     .path_len = 8 };
+	struct fuse_state_handle h = {
+		.slot = 1, .gen = 2, .nodeid = ((uint64_t)1 << 32) | 4, .flags = 02001
+	};
 	struct fuse_state_writer w;
 
 	fuse_state_begin(&w, buf, sizeof(buf), &st);
@@ -62,7 +73,9 @@ static void test_round_trip(void **state)
 static void test_writer_bounds(void **state)
 {
 	struct fuse_state st = { .inode_cap = 64 };
-	struct fuse_state_node n = { .slot = 1, .nlookup = 1, .mode = S_IFREG, .path = "x", .path_len = 1 };
+	struct fuse_state_node n = {
+		.slot = 1, .nlookup = 1, .mode = S_IFREG, .path = "x", .path_len = 1
+	};
 	struct fuse_state_handle h = { .slot = 0 };
 	struct fuse_state_writer w;
 
@@ -81,7 +94,8 @@ static void test_writer_bounds(void **state)
 static void test_paths(void **state)
 {
 	static const char *const good[] = { "a", "a/b", "a b/.c", "...", "a/..b" };
-	static const char *const bad[] = { "", "/a", "a/", "a//b", ".", "..", "a/../b", "a/.", "./a", "../x" };
+	static const char *const bad[] = { "",   "/a",     "a/",  "a//b", ".",
+					   "..", "a/../b", "a/.", "./a",  "../x" };
 	char longname[NAME_MAX + 2];
 
 	(void)state;
@@ -117,19 +131,19 @@ static void test_refused(void **state)
 	refused(0, 0x6b667331u, 0, "not a kiln virtio-fs state");
 	refused(0, 0, 39, "not a kiln virtio-fs state");
 	refused(4, 3, 0, "table sizes");
-	refused(24, 65, 0, "table sizes");                       /* not a power of two */
+	refused(24, 65, 0, "table sizes"); /* not a power of two */
 	refused(24, FUSE_SERVER_MAX_INODES * 2, 0, "table sizes");
 	refused(28, 32, 0, "table sizes");
-	refused(32, 0xffffffffu, 0, "do not fit");               /* absurd counts */
+	refused(32, 0xffffffffu, 0, "do not fit"); /* absurd counts */
 	refused(36, 1000, 0, "do not fit");
-	refused(32, 3, 0, "do not fit");                         /* more nodes than the bytes hold */
+	refused(32, 3, 0, "do not fit"); /* more nodes than the bytes hold */
 	refused(4, 0, 0, "without a session");
-	refused(40, 0, 0, "out of range");                        /* slot 0: the root */
-	refused(40, 64, 0, "out of range");                       /* beyond the table */
-	refused(80, 2, 0, "out of order");                        /* slot 2 twice */
-	refused(80 + 20, 200, 0, "runs past the end");           /* path length */
+	refused(40, 0, 0, "out of range");             /* slot 0: the root */
+	refused(40, 64, 0, "out of range");            /* beyond the table */
+	refused(80, 2, 0, "out of order");             /* slot 2 twice */
+	refused(80 + 20, 200, 0, "runs past the end"); /* path length */
 	refused(80 + 16, 0777, 0, "no valid file type");
-	refused(40 + 16, S_IFREG, 0, "no valid file type");      /* a free slot with a type */
+	refused(40 + 16, S_IFREG, 0, "no valid file type"); /* a free slot with a type */
 	refused(80 + 40, 0x2f2e2e2f /* "/../" */, 0, "not a plain path");
 	refused(80 + 40, 0x002f7269 /* "ir/\0" */, 0, "not a plain path");
 	refused(128, 64, 0, "handle slot");

@@ -113,9 +113,9 @@ static void test_wraparound(void **state)
 	struct guest_mem *gm = *state;
 
 	assert_null(guest_mem_ptr(gm, UINT64_MAX, 1));
-	assert_null(guest_mem_ptr(gm, UINT64_MAX, 2));          /* end wraps to 1 */
-	assert_null(guest_mem_ptr(gm, 16, UINT64_MAX));         /* end wraps to 15 */
-	assert_null(guest_mem_ptr(gm, 1, UINT64_MAX));          /* end wraps to 0 */
+	assert_null(guest_mem_ptr(gm, UINT64_MAX, 2));  /* end wraps to 1 */
+	assert_null(guest_mem_ptr(gm, 16, UINT64_MAX)); /* end wraps to 15 */
+	assert_null(guest_mem_ptr(gm, 1, UINT64_MAX));  /* end wraps to 0 */
 	assert_null(guest_mem_ptr(gm, UINT64_MAX - 15, 32));
 	assert_null(guest_mem_ptr(gm, UINT64_MAX, 0));
 }
@@ -148,12 +148,14 @@ static void test_straddles_low_end(void **state)
 
 	(void)state;
 	assert_int_equal(gm.low_size, GUEST_MEM_MMIO_HOLE_START);
-	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, 8)), GUEST_MEM_MMIO_HOLE_START - 8);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, 8)),
+			 GUEST_MEM_MMIO_HOLE_START - 8);
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, 16));
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START, 1));
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START - 1, 1));
 	/* Low RAM through the hole into high RAM: the host bytes are not contiguous. */
-	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8, GUEST_MEM_HIGH_START - GUEST_MEM_MMIO_HOLE_START + 16));
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START - 8,
+				  GUEST_MEM_HIGH_START - GUEST_MEM_MMIO_HOLE_START + 16));
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START - 8, 16));
 }
 
@@ -166,14 +168,19 @@ static void test_high_region(void **state)
 
 	(void)state;
 	assert_int_equal(gm.high_size, high);
-	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, 1)), GUEST_MEM_MMIO_HOLE_START);
-	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + 0x1234, 8)), GUEST_MEM_MMIO_HOLE_START + 0x1234);
-	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high - 1, 1)), size - 1);
-	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, high)), GUEST_MEM_MMIO_HOLE_START);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, 1)),
+			 GUEST_MEM_MMIO_HOLE_START);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + 0x1234, 8)),
+			 GUEST_MEM_MMIO_HOLE_START + 0x1234);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high - 1, 1)),
+			 size - 1);
+	assert_int_equal(off(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, high)),
+			 GUEST_MEM_MMIO_HOLE_START);
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high, 1));
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + high - 8, 16));
 	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, high + 1));
-	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START, UINT64_MAX - GUEST_MEM_HIGH_START + 1)); /* wraps to 0 */
+	assert_null(guest_mem_ptr(&gm, GUEST_MEM_HIGH_START,
+				  UINT64_MAX - GUEST_MEM_HIGH_START + 1)); /* wraps to 0 */
 	assert_null(guest_mem_ptr(&gm, UINT64_MAX - 7, 8));
 }
 
@@ -249,18 +256,19 @@ static void test_marks(void **state)
 	guest_mem_mark(gm, gm->host, 1); /* not tracking: nothing to mark */
 	assert_null(gm->dirty);
 	assert_int_equal(guest_mem_track(gm), 0);
-	assert_int_equal(guest_mem_track(gm), 0); /* idempotent */
+	assert_int_equal(guest_mem_track(gm), 0);                    /* idempotent */
 	guest_mem_mark(gm, guest_mem_ptr(gm, 4095, 2), 2);           /* straddles pages 0 and 1 */
 	guest_mem_mark(gm, guest_mem_ptr(gm, 5 * 4096, 4096), 4096); /* exactly page 5 */
 	guest_mem_mark(gm, guest_mem_ptr(gm, SMALL - 1, 1), 1);      /* the last page */
-	guest_mem_mark(gm, guest_mem_ptr(gm, SMALL, 1), 1);          /* outside RAM: NULL, not marked */
-	guest_mem_mark(gm, gm->host + SMALL - 1, 2);                 /* runs past the mapping: not marked */
-	guest_mem_mark(gm, gm->host - 1, 1);                         /* before it: not marked */
-	guest_mem_mark(gm, guest_mem_ptr(gm, 9 * 4096, 0), 0);       /* len 0 is a byte */
+	guest_mem_mark(gm, guest_mem_ptr(gm, SMALL, 1), 1); /* outside RAM: NULL, not marked */
+	guest_mem_mark(gm, gm->host + SMALL - 1, 2);        /* runs past the mapping: not marked */
+	guest_mem_mark(gm, gm->host - 1, 1);                /* before it: not marked */
+	guest_mem_mark(gm, guest_mem_ptr(gm, 9 * 4096, 0), 0); /* len 0 is a byte */
 	memset(bits, 0, sizeof(bits));
 	guest_mem_take_marks(gm, bits);
 	for (uint64_t p = 0; p < SMALL / 4096; p++)
-		assert_int_equal(marked(bits, p), p == 0 || p == 1 || p == 5 || p == 9 || p == SMALL / 4096 - 1);
+		assert_int_equal(marked(bits, p),
+				 p == 0 || p == 1 || p == 5 || p == 9 || p == SMALL / 4096 - 1);
 	/* Taken: the next take starts empty, and ORs into what it is given. */
 	memset(bits, 0, sizeof(bits));
 	bits[0] = 1ull << 3;
@@ -282,7 +290,8 @@ static void test_marks_high_region(void **state)
 	bits = calloc((gm.size / 4096 + 63) / 64, sizeof(*bits));
 	assert_non_null(bits);
 	guest_mem_mark(&gm, guest_mem_ptr(&gm, GUEST_MEM_HIGH_START + 4096, 4097), 4097);
-	guest_mem_mark(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START, 1), 1); /* the hole: NULL */
+	guest_mem_mark(&gm, guest_mem_ptr(&gm, GUEST_MEM_MMIO_HOLE_START, 1),
+		       1); /* the hole: NULL */
 	guest_mem_take_marks(&gm, bits);
 	assert_int_equal(marked(bits, low_pages), 0);
 	assert_int_equal(marked(bits, low_pages + 1), 1);

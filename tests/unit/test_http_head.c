@@ -61,7 +61,8 @@ static char *head_ok(const char *req, struct http_head *h)
 	assert_true(!h->query || inside(buf, n, h->query));
 	assert_true(h->nfields <= HTTP_FIELDS_MAX);
 	for (size_t i = 0; i < h->nfields; i++)
-		assert_true(inside(buf, n, h->fields[i].name) && inside(buf, n, h->fields[i].value));
+		assert_true(inside(buf, n, h->fields[i].name) &&
+			    inside(buf, n, h->fields[i].value));
 	return buf;
 }
 
@@ -84,7 +85,8 @@ static void head_err(const char *req, size_t n, enum api_code code)
 			fail_msg("accepted: '%.60s'", req);
 	}
 	if (e.code != code)
-		fail_msg("'%.60s': %s (%s), expected %s", req, api_code_name(e.code), e.msg, api_code_name(code));
+		fail_msg("'%.60s': %s (%s), expected %s", req, api_code_name(e.code), e.msg,
+			 api_code_name(code));
 	check_msg(&e);
 	free(buf);
 }
@@ -100,7 +102,8 @@ static void parse_err(const char *req, size_t n, enum api_code code)
 	memcpy(buf, req, n);
 	assert_int_equal(http_head_parse(buf, n, &h, &e), -1);
 	if (e.code != code)
-		fail_msg("'%.60s': %s (%s), expected %s", req, api_code_name(e.code), e.msg, api_code_name(code));
+		fail_msg("'%.60s': %s (%s), expected %s", req, api_code_name(e.code), e.msg,
+			 api_code_name(code));
 	check_msg(&e);
 	free(buf);
 }
@@ -139,7 +142,8 @@ static void test_head_get(void **state)
 
 	/* Field values lose surrounding whitespace, keep inner tabs and
 	 * obs-text; names are found case-insensitively. */
-	b = head_ok("PUT /f HTTP/1.1\r\nhost:x\r\nX-A: \t a\tb \t\r\nX-B:\r\nX-C: caf\xc3\xa9\r\n\r\n", &h);
+	b = head_ok("PUT /f HTTP/1.1\r\nhost:x\r\nX-A: \t a\tb \t\r\nX-B:\r\nX-C: caf\xc3\xa9\r\n\r\n",
+		    &h);
 	assert_string_equal(h.method, "PUT");
 	assert_int_equal(h.nfields, 4);
 	assert_string_equal(http_head_field(&h, "HOST"), "x");
@@ -191,7 +195,8 @@ static void test_head_http10_and_keep_alive(void **state)
 	assert_true(h.keep_alive);
 	free(b);
 	/* Connection is a list: a second field line is part of it. */
-	b = head_ok("GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n", &h);
+	b = head_ok("GET / HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\nConnection: close\r\n\r\n",
+		    &h);
 	assert_false(h.keep_alive);
 	free(b);
 }
@@ -213,7 +218,8 @@ static void test_head_body_framing(void **state)
 	b = head_ok("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0007\r\n\r\n", &h);
 	assert_int_equal(h.content_length, 7);
 	free(b);
-	b = head_ok("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775807\r\n\r\n", &h);
+	b = head_ok("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775807\r\n\r\n",
+		    &h);
 	assert_int_equal(h.body, HTTP_BODY_LENGTH);
 	assert_true(h.content_length == INT64_MAX);
 	free(b);
@@ -229,7 +235,8 @@ static void test_head_body_framing(void **state)
 	free(b);
 
 	/* Expect: 100-continue on HTTP/1.1; HTTP/1.0 clients never wait for it. */
-	b = head_ok("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n", &h);
+	b = head_ok("PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+		    &h);
 	assert_true(h.expect_continue);
 	free(b);
 	b = head_ok("PUT /x HTTP/1.1\r\nHost: x\r\nExpect: 100-Continue\r\n\r\n", &h);
@@ -252,8 +259,8 @@ static void scan_matches_whole(const char *in, size_t n)
 		long inc = http_head_scan_end(in, k, &sc, &e2);
 
 		if (whole != inc || e1.code != e2.code)
-			fail_msg("prefix %zu of '%.40s': whole %ld (%d), incremental %ld (%d)", k, in, whole, e1.code,
-				 inc, e2.code);
+			fail_msg("prefix %zu of '%.40s': whole %ld (%d), incremental %ld (%d)", k,
+				 in, whole, e1.code, inc, e2.code);
 		if (whole)
 			return;
 	}
@@ -380,7 +387,9 @@ static void test_head_bytes(void **state)
 	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: \0\r\n\r\n", API_E_BAD_REQUEST);
 	/* Control bytes in values (tab is allowed), names and the target. */
-	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: a\x01" "b\r\n\r\n", API_E_BAD_REQUEST);
+	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: a\x01"
+		 "b\r\n\r\n",
+		 API_E_BAD_REQUEST);
 	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: a\x1b[2J\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: a\x7f\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET / HTTP/1.1\r\nHost: x\r\nX: \x1f\r\n\r\n", API_E_BAD_REQUEST);
@@ -508,8 +517,10 @@ static void test_head_content_length(void **state)
 		 API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 0\r\n\r\n",
 		 API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 6\r\n\r\n", API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\ncontent-length: 6\r\n\r\n",
+		 API_E_BAD_REQUEST);
 	/* Anything but plain digits below 2^63. */
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +5\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n", API_E_BAD_REQUEST);
@@ -522,21 +533,31 @@ static void test_head_content_length(void **state)
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: a\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5e2\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length:\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775808\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551621\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n", API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 9223372036854775808\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551615\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 18446744073709551621\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n\r\n",
+		 API_E_BAD_REQUEST);
 }
 
 static void test_head_transfer_encoding_and_expect(void **state)
 {
 	(void)state;
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", API_E_BAD_REQUEST);
-	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n", API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked;q=1\r\n\r\n",
+		 API_E_BAD_REQUEST);
+	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\n\r\n",
+		 API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
 		 API_E_BAD_REQUEST);
@@ -547,7 +568,8 @@ static void test_head_transfer_encoding_and_expect(void **state)
 	HEAD_ERR("PUT / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue, x\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("PUT / HTTP/1.1\r\nHost: x\r\nExpect:\r\n\r\n", API_E_BAD_REQUEST);
 	/* A second field line is part of the same list. */
-	HEAD_ERR("PUT / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nExpect: x\r\n\r\n", API_E_BAD_REQUEST);
+	HEAD_ERR("PUT / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nExpect: x\r\n\r\n",
+		 API_E_BAD_REQUEST);
 	HEAD_ERR("PUT / HTTP/1.0\r\nExpect: x\r\n\r\n", API_E_BAD_REQUEST);
 }
 
@@ -622,8 +644,8 @@ static const char chunked_data[] = "hello world, chunked!.";
 /* Decode `in` fed in pieces ending at cuts[0..ncuts) and at n; the data
  * is appended to out. 1 when the body ended, -1 with e; *end is where it
  * ended (what was consumed). */
-static int chunked_run(const char *in, size_t n, const size_t *cuts, size_t ncuts, char *out, size_t *outn,
-		       size_t *end, struct api_err *e)
+static int chunked_run(const char *in, size_t n, const size_t *cuts, size_t ncuts, char *out,
+		       size_t *outn, size_t *end, struct api_err *e)
 {
 	struct http_chunked c;
 	size_t off = 0;
@@ -656,8 +678,8 @@ static int chunked_run(const char *in, size_t n, const size_t *cuts, size_t ncut
 	return 0;
 }
 
-static void chunked_expect(const char *in, size_t n, const size_t *cuts, size_t ncuts, const char *want,
-			   size_t body_n)
+static void chunked_expect(const char *in, size_t n, const size_t *cuts, size_t ncuts,
+			   const char *want, size_t body_n)
 {
 	char out[256];
 	size_t outn, end;
@@ -922,8 +944,8 @@ static void test_query_split_max(void **state)
 #define LIMIT HTTP_CONNECTION_LIMIT
 #define RESERVED (HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE)
 
-static enum http_admit admit(unsigned serving, unsigned forbidden, unsigned busy, bool allowed, bool privileged,
-			     struct api_err *e)
+static enum http_admit admit(unsigned serving, unsigned forbidden, unsigned busy, bool allowed,
+			     bool privileged, struct api_err *e)
 {
 	const unsigned refusing[2] = { forbidden, busy };
 
@@ -952,7 +974,8 @@ static void test_admit_limit_and_reserve(void **state)
 	assert_int_equal(e.code, API_E_TOO_MANY_CONNECTIONS);
 	assert_int_equal(admit(LIMIT + 5, 0, 0, true, true, &e), HTTP_ADMIT_REFUSE);
 	/* Full refusal budgets do not matter while there is room. */
-	assert_int_equal(admit(0, HTTP_REFUSING_MAX, HTTP_REFUSING_MAX, true, false, &e), HTTP_ADMIT_SERVE);
+	assert_int_equal(admit(0, HTTP_REFUSING_MAX, HTTP_REFUSING_MAX, true, false, &e),
+			 HTTP_ADMIT_SERVE);
 }
 
 static void test_admit_forbidden(void **state)
@@ -985,7 +1008,8 @@ static void test_admit_refusal_budgets(void **state)
 	assert_int_equal(e.code, API_E_FORBIDDEN);
 	/* too many: its own budget only, so a flood of refused peers cannot
 	 * take the answer an allowed client over the limit gets. */
-	assert_int_equal(admit(RESERVED, 0, HTTP_REFUSING_MAX - 1, true, false, &e), HTTP_ADMIT_REFUSE);
+	assert_int_equal(admit(RESERVED, 0, HTTP_REFUSING_MAX - 1, true, false, &e),
+			 HTTP_ADMIT_REFUSE);
 	assert_int_equal(admit(RESERVED, 0, HTTP_REFUSING_MAX, true, false, &e), HTTP_ADMIT_DROP);
 	assert_int_equal(admit(LIMIT, 0, HTTP_REFUSING_MAX, true, true, &e), HTTP_ADMIT_DROP);
 	assert_int_equal(admit(RESERVED, 0, HTTP_REFUSING_MAX, true, true, &e), HTTP_ADMIT_SERVE);

@@ -112,7 +112,8 @@ struct ns_probe {
 static int namespaced(void *arg)
 {
 	struct ns_probe *p = arg;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct if_nameindex *ifs;
 	struct statfs fs;
 	const char *step;
@@ -130,7 +131,8 @@ static int namespaced(void *arg)
 	if (fd < 0 || !getcwd(cwd, sizeof(cwd)) || strcmp(cwd, IMPORT_NS_WORK))
 		return 3;
 	close(fd);
-	if (statfs("..", &fs) < 0 || fs.f_type != TMPFS_MAGIC || access("../../tmp/kiln-import-ns-marker-dir", F_OK) == 0)
+	if (statfs("..", &fs) < 0 || fs.f_type != TMPFS_MAGIC ||
+	    access("../../tmp/kiln-import-ns-marker-dir", F_OK) == 0)
 		return 9;
 	if (statfs("/tmp", &fs) < 0 || fs.f_type != TMPFS_MAGIC || access(p->host_file, F_OK) == 0)
 		return 4;
@@ -155,7 +157,8 @@ static int namespaced(void *arg)
 static void test_namespaces_hide_the_host(void **state)
 {
 	struct ns_probe p;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t len = sizeof(sa);
 	int lfd, fd;
 

@@ -18,7 +18,8 @@ static void test_room(void **state)
 	(void)state;
 	/* 100 MiB needs 3 x 100 + 64 */
 	assert_int_equal(import_room_check("image import", "x", 100 * MiB, 364 * MiB, "/s", &e), 0);
-	assert_int_equal(import_room_check("image import", "x", 100 * MiB, 364 * MiB - 1, "/s", &e), -1);
+	assert_int_equal(import_room_check("image import", "x", 100 * MiB, 364 * MiB - 1, "/s", &e),
+			 -1);
 	assert_int_equal(e.code, API_E_NO_SPACE);
 	assert_non_null(strstr(e.msg, "about 364 MiB free in /s"));
 	assert_non_null(strstr(e.msg, "and 363 MiB are"));
@@ -26,9 +27,15 @@ static void test_room(void **state)
 	assert_int_equal(import_room_check("image import", "x", 0, 64 * MiB, "/s", &e), 0);
 	assert_int_equal(import_room_check("image import", "x", 0, 0, "/s", &e), -1);
 	/* no overflow at the top: the need saturates, nothing fits it but all */
-	assert_int_equal(import_room_check("image import", "x", UINT64_MAX, UINT64_MAX - 1, "/s", &e), -1);
-	assert_int_equal(import_room_check("image import", "x", UINT64_MAX / 3, UINT64_MAX - 1, "/s", &e), -1);
-	assert_int_equal(import_room_check("image import", "x", UINT64_MAX / 3, UINT64_MAX, "/s", &e), 0);
+	assert_int_equal(import_room_check("image import", "x", UINT64_MAX, UINT64_MAX - 1, "/s",
+					   &e),
+			 -1);
+	assert_int_equal(import_room_check("image import", "x", UINT64_MAX / 3, UINT64_MAX - 1,
+					   "/s", &e),
+			 -1);
+	assert_int_equal(import_room_check("image import", "x", UINT64_MAX / 3, UINT64_MAX, "/s",
+					   &e),
+			 0);
 }
 
 int main(void)

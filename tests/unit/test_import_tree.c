@@ -174,7 +174,9 @@ static void test_caps_and_script(void **state)
 	struct err e;
 
 	assert_int_equal(put_file(f, "we\"ird name", "x", &e), 0);
-	assert_int_equal(tree_device(&f->t, "dev/null", &(struct import_attr){ .mode = S_IFCHR | 0666 }, 1, 3, &e), 0);
+	assert_int_equal(tree_device(&f->t, "dev/null",
+				     &(struct import_attr){ .mode = S_IFCHR | 0666 }, 1, 3, &e),
+			 0);
 	fflush(f->t.own);
 	assert_non_null(strstr(f->script, "sif \"/we\"\"ird name\" uid 1000\n"));
 	assert_non_null(strstr(f->script, "cd \"/dev\"\nmknod \"null\" c 1 3\ncd /\n"));

@@ -80,14 +80,14 @@ static void test_overlap(void **state)
 	struct dev d = { 0 };
 
 	assert_int_equal(io_bus_add(bus, 0x3f8, 8, dev_io, &d), 0);
-	assert_int_equal(io_bus_add(bus, 0x3f8, 8, dev_io, &d), -EEXIST); /* same */
-	assert_int_equal(io_bus_add(bus, 0x3ff, 1, dev_io, &d), -EEXIST); /* last byte */
-	assert_int_equal(io_bus_add(bus, 0x3f0, 9, dev_io, &d), -EEXIST); /* first byte */
-	assert_int_equal(io_bus_add(bus, 0x3fa, 2, dev_io, &d), -EEXIST); /* inside */
+	assert_int_equal(io_bus_add(bus, 0x3f8, 8, dev_io, &d), -EEXIST);     /* same */
+	assert_int_equal(io_bus_add(bus, 0x3ff, 1, dev_io, &d), -EEXIST);     /* last byte */
+	assert_int_equal(io_bus_add(bus, 0x3f0, 9, dev_io, &d), -EEXIST);     /* first byte */
+	assert_int_equal(io_bus_add(bus, 0x3fa, 2, dev_io, &d), -EEXIST);     /* inside */
 	assert_int_equal(io_bus_add(bus, 0x300, 0x200, dev_io, &d), -EEXIST); /* around */
 	assert_int_equal(bus->n, 1);
-	assert_int_equal(io_bus_add(bus, 0x3f0, 8, dev_io, &d), 0);  /* ends at 0x3f8 */
-	assert_int_equal(io_bus_add(bus, 0x400, 1, dev_io, &d), 0);  /* starts at the end */
+	assert_int_equal(io_bus_add(bus, 0x3f0, 8, dev_io, &d), 0); /* ends at 0x3f8 */
+	assert_int_equal(io_bus_add(bus, 0x400, 1, dev_io, &d), 0); /* starts at the end */
 	assert_int_equal(bus->n, 3);
 }
 
@@ -160,7 +160,7 @@ static void test_unmapped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_dispatch), T(test_overlap), T(test_full),
+		T(test_dispatch), T(test_overlap),  T(test_full),
 		T(test_invalid),  T(test_straddle), T(test_unmapped),
 	};
 

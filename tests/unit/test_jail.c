@@ -58,12 +58,13 @@ static int proc_is_own(void)
 	struct dirent *de;
 	struct statvfs sv;
 	int bad = !d || access("/proc/self/fd", F_OK) != 0 || access("/proc/sys", F_OK) == 0 ||
-		  access("/proc/kcore", F_OK) == 0 || access("/proc/sysrq-trigger", F_OK) == 0 ||
-		  statvfs("/proc", &sv) != 0 || !(sv.f_flag & ST_RDONLY);
+		access("/proc/kcore", F_OK) == 0 || access("/proc/sysrq-trigger", F_OK) == 0 ||
+		statvfs("/proc", &sv) != 0 || !(sv.f_flag & ST_RDONLY);
 
 	while (d && (de = readdir(d))) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && strcmp(de->d_name, "1") &&
-		    strcmp(de->d_name, "self") && strcmp(de->d_name, "thread-self"))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, "1") && strcmp(de->d_name, "self") &&
+		    strcmp(de->d_name, "thread-self"))
 			bad = 1;
 	}
 	if (d)
@@ -84,7 +85,8 @@ static int jailed_checks(void)
 		fprintf(stderr, "jail_enter: %s\n", e.msg);
 		return BAD_ENTER;
 	}
-	if (getuid() != JAIL_UID || geteuid() != JAIL_UID || getgid() != JAIL_GID || getgroups(0, NULL) != 0)
+	if (getuid() != JAIL_UID || geteuid() != JAIL_UID || getgid() != JAIL_GID ||
+	    getgroups(0, NULL) != 0)
 		bad |= BAD_IDS;
 	if (syscall(SYS_capget, &h, d) < 0 || d[0].effective || d[0].permitted || d[1].effective ||
 	    d[1].permitted || prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0 ||
@@ -92,7 +94,8 @@ static int jailed_checks(void)
 		bad |= BAD_CAPS;
 	if (prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1)
 		bad |= BAD_NNP;
-	if (access("/etc/passwd", F_OK) == 0 || access("/usr", F_OK) == 0 || access("/dev", F_OK) == 0)
+	if (access("/etc/passwd", F_OK) == 0 || access("/usr", F_OK) == 0 ||
+	    access("/dev", F_OK) == 0)
 		bad |= BAD_ROOT;
 	if (proc_is_own())
 		bad |= BAD_ROOT;
@@ -104,8 +107,8 @@ static int jailed_checks(void)
 		close(fd);
 	if (mkdir("/escape", 0700) == 0 || errno != EROFS)
 		bad |= BAD_RO;
-	if (mount("none", scratch, "tmpfs", 0, NULL) == 0 || errno != EPERM || gethostname(host, sizeof(host)) < 0 ||
-	    strcmp(host, "kiln-vmm") != 0)
+	if (mount("none", scratch, "tmpfs", 0, NULL) == 0 || errno != EPERM ||
+	    gethostname(host, sizeof(host)) < 0 || strcmp(host, "kiln-vmm") != 0)
 		bad |= BAD_MOUNT;
 	return bad;
 }
@@ -201,7 +204,8 @@ static void test_second_thread_refused(void **state)
 
 static void test_spec_checks(void **state)
 {
-	static const char *bad_dirs[] = { "", "relative", "/", "/a/../b", "/a/./b", "/a//b", "/a/", "/proc", "/proc/1", NULL };
+	static const char *bad_dirs[] = { "",      "relative", "/",     "/a/../b", "/a/./b",
+					  "/a//b", "/a/",      "/proc", "/proc/1", NULL };
 	struct jail_spec j = { .uid = 1000, .gid = 1000 };
 	struct err e = { { 0 } };
 

@@ -36,9 +36,10 @@ static void test_full_range(void **state)
 static void test_bad_ranges(void **state)
 {
 	(void)state;
-	assert_int_equal(jail_id_pick(0, 10, NULL, 0, 0), 0);             /* root is never a jail */
-	assert_int_equal(jail_id_pick(10, 0, NULL, 0, 0), 0);             /* empty */
-	assert_int_equal(jail_id_pick(UINT32_MAX - 1, 2, NULL, 0, 0), 0); /* would reach (uid_t)-1 */
+	assert_int_equal(jail_id_pick(0, 10, NULL, 0, 0), 0); /* root is never a jail */
+	assert_int_equal(jail_id_pick(10, 0, NULL, 0, 0), 0); /* empty */
+	assert_int_equal(jail_id_pick(UINT32_MAX - 1, 2, NULL, 0, 0),
+			 0); /* would reach (uid_t)-1 */
 	assert_int_equal(jail_id_pick(UINT32_MAX - 1, 1, NULL, 0, 0), UINT32_MAX - 1);
 }
 

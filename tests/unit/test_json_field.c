@@ -25,7 +25,8 @@ static json_t *obj(const char *text)
 
 static void test_uint(void **state)
 {
-	json_t *o = obj("{\"n\":5,\"neg\":-1,\"frac\":5.0,\"s\":\"5\",\"big\":9223372036854775807,\"z\":null}");
+	json_t *o = obj(
+		"{\"n\":5,\"neg\":-1,\"frac\":5.0,\"s\":\"5\",\"big\":9223372036854775807,\"z\":null}");
 	struct json_field_fail f;
 	uint64_t v;
 

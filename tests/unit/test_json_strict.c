@@ -20,9 +20,9 @@
 
 static const char *const dups[] = {
 	"{\"id\":\"abc\",\"id\":\"../x\"}",
-	"{\"id\":\"abc\",\"x\":1,\"id\":\"abc\"}",		/* the same value twice: still two keys */
-	"{\"a\":1,\"\\u0061\":2}",				/* one key spelled two ways */
-	"{\"error\":{\"code\":\"a\",\"code\":\"b\"}}",		/* nested */
+	"{\"id\":\"abc\",\"x\":1,\"id\":\"abc\"}",     /* the same value twice: still two keys */
+	"{\"a\":1,\"\\u0061\":2}",                     /* one key spelled two ways */
+	"{\"error\":{\"code\":\"a\",\"code\":\"b\"}}", /* nested */
 	"[{\"ok\":1},{\"type\":\"exit\",\"type\":\"stdout\"}]", /* in an array */
 };
 
@@ -65,7 +65,9 @@ static void test_distinct_keys_read(void **state)
 
 static void test_other_refusals_kept(void **state)
 {
-	static const char *const bad[] = { "{\"a\":1} x", "{\"a\":\"\\u0000\"}", "{\"a\":\"\xff\"}", "", "{", "1" };
+	static const char *const bad[] = {
+		"{\"a\":1} x", "{\"a\":\"\\u0000\"}", "{\"a\":\"\xff\"}", "", "{", "1"
+	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -82,7 +84,8 @@ static void test_file(void **state)
 
 	(void)state;
 	assert_true(fd >= 0);
-	assert_int_equal(write(fd, "{\n\"state\": \"running\",\n\"state\": \"stopped\"\n}\n", 43), 43);
+	assert_int_equal(write(fd, "{\n\"state\": \"running\",\n\"state\": \"stopped\"\n}\n", 43),
+			 43);
 	close(fd);
 	assert_null(json_strict_load_file(path, &je));
 	assert_non_null(strstr(je.text, "duplicate object key"));

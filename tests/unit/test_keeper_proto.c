@@ -37,17 +37,17 @@ static void test_hello_hostile(void **state)
 	static const char *const bad[] = {
 		"",
 		"\n",
-		"kiln-keeper 1 pid=4321 start=5",           /* no newline */
-		"kiln-keeper 1 pid=4321 start=5\n\n",       /* a second line */
-		"kiln-keeper 1 pid=4321 start=5\nx",        /* bytes after it */
-		"kiln-keeper 2 pid=4321 start=5\n",         /* another version */
-		"kiln-keeper 1 pid=0 start=5\n",            /* no pid 0 */
-		"kiln-keeper 1 pid=4194305 start=5\n",      /* beyond PID_MAX_LIMIT */
+		"kiln-keeper 1 pid=4321 start=5",      /* no newline */
+		"kiln-keeper 1 pid=4321 start=5\n\n",  /* a second line */
+		"kiln-keeper 1 pid=4321 start=5\nx",   /* bytes after it */
+		"kiln-keeper 2 pid=4321 start=5\n",    /* another version */
+		"kiln-keeper 1 pid=0 start=5\n",       /* no pid 0 */
+		"kiln-keeper 1 pid=4194305 start=5\n", /* beyond PID_MAX_LIMIT */
 		"kiln-keeper 1 pid=-4 start=5\n",
 		"kiln-keeper 1 pid=+4 start=5\n",
 		"kiln-keeper 1 pid= 4 start=5\n",
 		"kiln-keeper 1 pid=4  start=5\n",
-		"kiln-keeper 1 start=5 pid=4\n",            /* order */
+		"kiln-keeper 1 start=5 pid=4\n",                    /* order */
 		"kiln-keeper 1 pid=4 start=18446744073709551616\n", /* 2^64 */
 		"kiln-keeper 1 pid=4 start=5 extra=1\n",
 		"kiln-keeper 1 pid=4 start=0x5\n",
@@ -115,11 +115,11 @@ static void test_exit_hostile(void **state)
 		"kiln-keeper 1 exit pid=12 start=34 status=0256 signal=0\n",
 		"kiln-keeper 1 exit pid=12 start=34 status=-2 signal=0\n",
 		"kiln-keeper 1 exit pid=12 start=34 status=-1 signal=65\n",
-		"kiln-keeper 1 exit pid=12 start=34 status=1 signal=0",    /* no newline: cut short */
+		"kiln-keeper 1 exit pid=12 start=34 status=1 signal=0", /* no newline: cut short */
 		"kiln-keeper 1 exit pid=12 start=34 status=1\n",
 		"kiln-keeper 1 exit pid=12 start=34 status= signal=0\n",
 		"kiln-keeper 1 exit pid=12 start=34 signal=0 status=1\n",
-		"kiln-keeper 1 pid=12 start=34\n",                         /* a hello is no exit */
+		"kiln-keeper 1 pid=12 start=34\n", /* a hello is no exit */
 		"kiln-keeper 1 exit pid=12 start=34 status=1 signal=0\nkiln-keeper 1 exit pid=12 start=34 status=0 signal=0\n",
 		"kiln-keeper 1 exit pid=12 start=34 status=1 signal=0 \n",
 	};

@@ -43,9 +43,11 @@ static void assert_json(const json_t *v, const char *want)
 
 static void test_getopt_globals_anywhere(void **state)
 {
-	static const struct option opts[] = { { "cpus", required_argument, NULL, CLI_OPT_LONG }, CLI_GLOBAL_OPTIONS };
+	static const struct option opts[] = { { "cpus", required_argument, NULL, CLI_OPT_LONG },
+					      CLI_GLOBAL_OPTIONS };
 	struct cli_globals g = { .socket = "/default" };
-	char **av = ARGV("create", "--json", "--cpus=2", "--socket", "/s", "pos", "-", "--", "--cpus");
+	char **av = ARGV("create", "--json", "--cpus=2", "--socket", "/s", "pos", "-", "--",
+			 "--cpus");
 	struct cli_getopt s;
 	struct err e;
 
@@ -142,7 +144,8 @@ static void test_command_lines(void **state)
 	assert_int_equal(cli_list_query(2, ARGV("ls", "-x"), &g, q, sizeof(q), &e), -1);
 	assert_string_equal(e.msg, "unknown option '-x'");
 	/* Short options bundle and take their value attached, as getopt's do. */
-	assert_int_equal(cli_exec_parse(5, ARGV("exec", "-iuroot", "abc", "--", "id"), &g, &x, &e), 0);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "-iuroot", "abc", "--", "id"), &g, &x, &e),
+			 0);
 	assert_true(x.send_stdin);
 	assert_string_equal(json_string_value(json_object_get(x.body, "user")), "root");
 	json_decref(x.body);
@@ -153,7 +156,8 @@ static void test_command_lines(void **state)
 	assert_string_equal(e.msg, "unexpected argument '--' (ls takes only options)");
 	/* Options after the words, as before: cp's flags anywhere; exec's
 	 * only before the program, whose own flags are its. */
-	assert_int_equal(cli_cp_parse(5, ARGV("cp", "a", "box:/b", "-p", "--json"), &g, &cp, &e), 0);
+	assert_int_equal(cli_cp_parse(5, ARGV("cp", "a", "box:/b", "-p", "--json"), &g, &cp, &e),
+			 0);
 	assert_true(cp.parents);
 	assert_true(g.json);
 	g.json = false;
@@ -188,10 +192,12 @@ static void test_kv_and_share(void **state)
 	assert_int_equal(cli_put_share(a, "/srv:/mnt/d", &e), 0);
 	assert_int_equal(cli_put_share(a, "/srv:/mnt/d:ro", &e), 0);
 	assert_int_equal(cli_put_share(a, "rel:/m:rw", &e), 0);
-	assert_json(a, "[{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":false},"
-		       "{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":true},"
-		       "{\"guest_path\":\"/m\",\"host_path\":\"rel\",\"read_only\":false}]");
-	static const char *const bad[] = { "/srv", ":/m", "/srv:", "/srv::ro", "/a:/b:rox", "/a:/b:ro:x", "/a:/b:" };
+	assert_json(a,
+		    "[{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":false},"
+		    "{\"guest_path\":\"/mnt/d\",\"host_path\":\"/srv\",\"read_only\":true},"
+		    "{\"guest_path\":\"/m\",\"host_path\":\"rel\",\"read_only\":false}]");
+	static const char *const bad[] = { "/srv",      ":/m",        "/srv:", "/srv::ro",
+					   "/a:/b:rox", "/a:/b:ro:x", "/a:/b:" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(cli_put_share(a, bad[i], &e), -EINVAL);
 	assert_int_equal(json_array_size(a), 3);
@@ -212,14 +218,16 @@ static void test_create_body(void **state)
 	assert_json(b, "{\"image\":\"minimal\"}");
 	json_decref(b);
 
-	char **av = ARGV("create", "--image", "alpine", "--cpus", "2", "--memory=256", "--env", "A=1", "-e", "B=2",
-			 "--hostname", "box1", "--label", "job=42", "--share", "/srv:/mnt/s:ro", "--timeout", "600",
-			 "--no-console", "--json", "--disk", "4096");
+	char **av = ARGV("create", "--image", "alpine", "--cpus", "2", "--memory=256", "--env",
+			 "A=1", "-e", "B=2", "--hostname", "box1", "--label", "job=42", "--share",
+			 "/srv:/mnt/s:ro", "--timeout", "600", "--no-console", "--json", "--disk",
+			 "4096");
 	assert_int_equal(cli_create_body(22, av, &g, &b, &e), 0);
-	assert_json(b, "{\"console\":false,\"cpus\":2,\"disk_mib\":4096,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
-		       "\"image\":\"alpine\",\"labels\":{\"job\":\"42\"},\"memory_mib\":256,"
-		       "\"shares\":[{\"guest_path\":\"/mnt/s\",\"host_path\":\"/srv\",\"read_only\":true}],"
-		       "\"timeout_s\":600}");
+	assert_json(b,
+		    "{\"console\":false,\"cpus\":2,\"disk_mib\":4096,\"env\":{\"A\":\"1\",\"B\":\"2\"},\"hostname\":\"box1\","
+		    "\"image\":\"alpine\",\"labels\":{\"job\":\"42\"},\"memory_mib\":256,"
+		    "\"shares\":[{\"guest_path\":\"/mnt/s\",\"host_path\":\"/srv\",\"read_only\":true}],"
+		    "\"timeout_s\":600}");
 	assert_true(g.json);
 	json_decref(b);
 
@@ -244,44 +252,60 @@ static void test_exec_parse(void **state)
 	(void)state;
 	/* The program starts at the first word after the id: its own
 	 * options (-l, --json) are its, not kiln's. */
-	assert_int_equal(cli_exec_parse(6, ARGV("exec", "abc123", "--user", "root", "ls", "-l"), &g, &x, &e), 0);
+	assert_int_equal(cli_exec_parse(6, ARGV("exec", "abc123", "--user", "root", "ls", "-l"), &g,
+					&x, &e),
+			 0);
 	assert_string_equal(x.id, "abc123");
 	/* Streamed by default, with the agent's largest output_cap. */
 	assert_true(x.stream);
-	assert_json(x.body, "{\"argv\":[\"ls\",\"-l\"],\"output_cap\":268435456,\"user\":\"root\"}");
+	assert_json(x.body,
+		    "{\"argv\":[\"ls\",\"-l\"],\"output_cap\":268435456,\"user\":\"root\"}");
 	json_decref(x.body);
-	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc123", "--buffered", "--", "ls"), &g, &x, &e), 0);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc123", "--buffered", "--", "ls"), &g, &x,
+					&e),
+			 0);
 	assert_false(x.stream);
 	assert_json(x.body, "{\"argv\":[\"ls\"]}");
 	json_decref(x.body);
 
-	char **av = ARGV("exec", "--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B", "--timeout-ms", "500", "-i",
-			 "--shell", "--", "echo $A", "--json");
+	char **av = ARGV("exec", "--stream", "abc", "--cwd", "/w", "--env", "A=1", "--env", "B",
+			 "--timeout-ms", "500", "-i", "--shell", "--", "echo $A", "--json");
 	assert_int_equal(cli_exec_parse(16, av, &g, &x, &e), 0);
 	assert_true(x.stream);
 	assert_true(x.send_stdin);
 	assert_false(g.json);
-	assert_json(x.body, "{\"argv\":[\"echo $A\",\"--json\"],\"cwd\":\"/w\",\"env\":{\"A\":\"1\",\"B\":null},"
-			    "\"output_cap\":268435456,\"shell\":true,\"timeout_ms\":500}");
+	assert_json(x.body,
+		    "{\"argv\":[\"echo $A\",\"--json\"],\"cwd\":\"/w\",\"env\":{\"A\":\"1\",\"B\":null},"
+		    "\"output_cap\":268435456,\"shell\":true,\"timeout_ms\":500}");
 	json_decref(x.body);
 
 	/* --confine: a flag, before the program only. */
-	assert_int_equal(cli_exec_parse(6, ARGV("exec", "abc", "--confine", "--", "cat", "--confine"), &g, &x, &e), 0);
-	assert_json(x.body, "{\"argv\":[\"cat\",\"--confine\"],\"confine\":true,\"output_cap\":268435456}");
+	assert_int_equal(cli_exec_parse(6,
+					ARGV("exec", "abc", "--confine", "--", "cat", "--confine"),
+					&g, &x, &e),
+			 0);
+	assert_json(x.body,
+		    "{\"argv\":[\"cat\",\"--confine\"],\"confine\":true,\"output_cap\":268435456}");
 	json_decref(x.body);
-	assert_int_equal(cli_exec_parse(4, ARGV("exec", "abc", "--confine=yes", "ls"), &g, &x, &e), -1);
+	assert_int_equal(cli_exec_parse(4, ARGV("exec", "abc", "--confine=yes", "ls"), &g, &x, &e),
+			 -1);
 
 	assert_int_equal(cli_exec_parse(2, ARGV("exec", "abc"), &g, &x, &e), -1);
-	assert_string_equal(e.msg, "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
+	assert_string_equal(e.msg,
+			    "missing the program to run (kiln exec ID [options] -- PROGRAM [ARG...])");
 	assert_int_equal(cli_exec_parse(3, ARGV("exec", "abc", "--"), &g, &x, &e), -1);
 	assert_int_equal(cli_exec_parse(3, ARGV("exec", "--", "ls"), &g, &x, &e), -1);
-	assert_string_equal(e.msg, "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
+	assert_string_equal(e.msg,
+			    "missing sandbox id (kiln exec ID [options] -- PROGRAM [ARG...])");
 	/* An id is a path segment: nothing that could address another endpoint. */
 	assert_int_equal(cli_exec_parse(4, ARGV("exec", "../x", "--", "ls"), &g, &x, &e), -1);
 	assert_string_equal(e.msg, "'../x' is not a sandbox id (see `kiln ls`)");
 	assert_int_equal(cli_exec_parse(4, ARGV("exec", "a?b", "--", "ls"), &g, &x, &e), -1);
-	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--timeout-ms", "-5", "ls"), &g, &x, &e), -1);
-	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--", "ls", "\xc3\x28"), &g, &x, &e), -1);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--timeout-ms", "-5", "ls"), &g, &x,
+					&e),
+			 -1);
+	assert_int_equal(cli_exec_parse(5, ARGV("exec", "abc", "--", "ls", "\xc3\x28"), &g, &x, &e),
+			 -1);
 	assert_string_equal(e.msg, "argument 2 is not valid UTF-8");
 }
 
@@ -294,7 +318,8 @@ static void test_list_query_encodes(void **state)
 	(void)state;
 	assert_int_equal(cli_list_query(1, ARGV("ls"), &g, q, sizeof(q), &e), 0);
 	assert_string_equal(q, "");
-	assert_int_equal(cli_list_query(5, ARGV("ls", "--state", "running", "-l", "a b=c&d+e"), &g, q, sizeof(q), &e),
+	assert_int_equal(cli_list_query(5, ARGV("ls", "--state", "running", "-l", "a b=c&d+e"), &g,
+					q, sizeof(q), &e),
 			 0);
 	/* '=' inside the label value, '&' and '+' are encoded: kilnd decodes
 	 * '+' as a space and '&' would start a new parameter. */
@@ -303,7 +328,8 @@ static void test_list_query_encodes(void **state)
 	assert_int_equal(cli_list_query(2, ARGV("ls", "stray"), &g, q, sizeof(q), &e), -1);
 	assert_string_equal(e.msg, "unexpected argument 'stray' (ls takes only options)");
 	char small[16];
-	assert_int_equal(cli_list_query(3, ARGV("ls", "--state", "runningrunningrunning"), &g, small, sizeof(small), &e),
+	assert_int_equal(cli_list_query(3, ARGV("ls", "--state", "runningrunningrunning"), &g,
+					small, sizeof(small), &e),
 			 -1);
 	assert_string_equal(e.msg, "the filters are too long");
 }
@@ -340,7 +366,8 @@ static void test_cp_parse(void **state)
 	assert_string_equal(cp.guest_path, "/home/user/");
 	assert_string_equal(cp.local, "a.txt");
 
-	assert_int_equal(cli_cp_parse(6, ARGV("cp", "--user", "root", "box:/etc/shadow", "-", "-p"), &g, &cp, &e),
+	assert_int_equal(cli_cp_parse(6, ARGV("cp", "--user", "root", "box:/etc/shadow", "-", "-p"),
+				      &g, &cp, &e),
 			 0);
 	assert_false(cp.upload);
 	assert_string_equal(cp.local, "-");
@@ -361,7 +388,8 @@ static void test_cp_parse(void **state)
 	assert_string_equal(e.msg, "'box:rel': the guest path must be absolute (ID:/path)");
 	assert_int_equal(cli_cp_parse(2, ARGV("cp", "box:/a"), &g, &cp, &e), -1);
 	assert_int_equal(cli_cp_parse(4, ARGV("cp", "a", "box:/a", "c"), &g, &cp, &e), -1);
-	assert_string_equal(e.msg, "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
+	assert_string_equal(e.msg,
+			    "expected two operands: kiln cp LOCAL ID:/path, or kiln cp ID:/path LOCAL");
 	assert_int_equal(cli_cp_parse(3, ARGV("cp", "a", "b.d:/x"), &g, &cp, &e), -1);
 	assert_string_equal(e.msg, "'b.d' is not a sandbox id (see `kiln ls`)");
 }
@@ -397,13 +425,15 @@ static void test_error_body(void **state)
 {
 	struct cli_fail f;
 	char *line;
-	const char *body = "{\"error\":{\"code\":\"wrong_state\",\"message\":\"sandbox x is stopped; start it first\"}}";
+	const char *body =
+		"{\"error\":{\"code\":\"wrong_state\",\"message\":\"sandbox x is stopped; start it first\"}}";
 
 	(void)state;
 	cli_fail_from_response(409, body, strlen(body), &f);
 	assert_int_equal(f.exit, CLI_EXIT_API);
 	line = print_fail("exec x", &f);
-	assert_string_equal(line, "kiln: exec x: sandbox x is stopped; start it first (wrong_state)\n");
+	assert_string_equal(line,
+			    "kiln: exec x: sandbox x is stopped; start it first (wrong_state)\n");
 	free(line);
 
 	body = "{\"error\":{\"code\":\"sandbox_not_found\",\"message\":\"no sandbox\"}}";
@@ -510,30 +540,35 @@ static void test_exec_result_decodes(void **state)
 
 	(void)state;
 	/* "\xff\x00A" as base64 is "/wBB". */
-	r = json_pack("{s:i, s:n, s:s, s:s, s:s, s:s, s:b, s:b, s:i}", "exit_code", 3, "signal", "stdout", "got\n",
-		      "stdout_encoding", "utf-8", "stderr", "/wBB", "stderr_encoding", "base64", "stdout_truncated", 1,
-		      "stderr_truncated", 0, "stdout_bytes", 99);
+	r = json_pack("{s:i, s:n, s:s, s:s, s:s, s:s, s:b, s:b, s:i}", "exit_code", 3, "signal",
+		      "stdout", "got\n", "stdout_encoding", "utf-8", "stderr", "/wBB",
+		      "stderr_encoding", "base64", "stdout_truncated", 1, "stderr_truncated", 0,
+		      "stdout_bytes", 99);
 	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), 0);
 	assert_int_equal(status, 3);
 	assert_string_equal(s.out[0], "got\n");
 	assert_int_equal(s.len[1] > 3, 1);
-	assert_memory_equal(s.out[1], "\xff\x00" "A", 3);
+	assert_memory_equal(s.out[1],
+			    "\xff\x00"
+			    "A",
+			    3);
 	assert_non_null(strstr(s.out[1] + 3, "stdout truncated: the process wrote 99 bytes"));
 	json_decref(r);
 
-	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "not base64!", "stdout_encoding",
-		      "base64", "stderr", "", "stderr_encoding", "utf-8");
+	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "not base64!",
+		      "stdout_encoding", "base64", "stderr", "", "stderr_encoding", "utf-8");
 	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), -1);
 	assert_string_equal(f.msg, "kilnd sent output that is not valid base64");
 	json_decref(r);
 
-	r = json_pack("{s:i, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding", "latin1");
+	r = json_pack("{s:i, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding",
+		      "latin1");
 	assert_int_equal(cli_exec_result(r, sink_write, &s, &status, &f), -1);
 	json_decref(r);
 
 	struct sink broken = { .fail = -EPIPE };
-	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding", "utf-8",
-		      "stderr", "", "stderr_encoding", "utf-8");
+	r = json_pack("{s:i, s:s, s:s, s:s, s:s}", "exit_code", 0, "stdout", "x", "stdout_encoding",
+		      "utf-8", "stderr", "", "stderr_encoding", "utf-8");
 	assert_int_equal(cli_exec_result(r, sink_write, &broken, &status, &f), -1);
 	assert_string_equal(f.msg, "writing the process's stdout: Broken pipe");
 	json_decref(r);
@@ -551,11 +586,12 @@ static int feed_all(struct cli_ndjson *n, const char *s, size_t chunk)
 
 static void test_ndjson_stream(void **state)
 {
-	const char *stream = "{\"type\":\"stdout\",\"data\":\"got hello\\n\"}\n"
-			     "{\"type\":\"stderr\",\"data_base64\":\"/wBB\"}\n"
-			     "{\"type\":\"progress\",\"future\":true}\n"
-			     "\n"
-			     "{\"type\":\"exit\",\"exit_code\":null,\"signal\":15,\"timed_out\":false}\n";
+	const char *stream =
+		"{\"type\":\"stdout\",\"data\":\"got hello\\n\"}\n"
+		"{\"type\":\"stderr\",\"data_base64\":\"/wBB\"}\n"
+		"{\"type\":\"progress\",\"future\":true}\n"
+		"\n"
+		"{\"type\":\"exit\",\"exit_code\":null,\"signal\":15,\"timed_out\":false}\n";
 
 	(void)state;
 	/* Every split of the bytes gives the same result: lines are joined
@@ -595,7 +631,11 @@ static void test_ndjson_failures(void **state)
 
 	/* The error event's code decides the status. */
 	cli_ndjson_init(&n, sink_write, &s);
-	assert_int_equal(feed_all(&n, "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"VM gone\"}}\n", 1000), -1);
+	assert_int_equal(
+		feed_all(&n,
+			 "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"VM gone\"}}\n",
+			 1000),
+		-1);
 	assert_int_equal(cli_ndjson_end(&n), -1);
 	assert_string_equal(n.fail.code, "agent_unavailable");
 	assert_string_equal(n.fail.msg, "failed after output was sent: VM gone");
@@ -609,14 +649,24 @@ static void test_ndjson_failures(void **state)
 	/* A key given twice is refused, not read as its last value (which
 	 * would make this a successful exit, and another reader a stdout). */
 	cli_ndjson_init(&n, sink_write, &s);
-	assert_int_equal(feed_all(&n, "{\"type\":\"stdout\",\"data\":\"a\",\"type\":\"exit\",\"exit_code\":0}\n", 100), -1);
+	assert_int_equal(
+		feed_all(&n,
+			 "{\"type\":\"stdout\",\"data\":\"a\",\"type\":\"exit\",\"exit_code\":0}\n",
+			 100),
+		-1);
 	assert_int_equal(cli_ndjson_end(&n), -1);
-	assert_string_equal(n.fail.msg, "kilnd sent a stream line that is not JSON (duplicate object key near '\"type\"')");
+	assert_string_equal(
+		n.fail.msg,
+		"kilnd sent a stream line that is not JSON (duplicate object key near '\"type\"')");
 	assert_int_equal(n.fail.exit, CLI_EXIT_API);
 	cli_ndjson_free(&n);
 
 	cli_ndjson_init(&n, sink_write, &s);
-	assert_int_equal(feed_all(&n, "{\"type\":\"exit\",\"exit_code\":0}\n{\"type\":\"stdout\",\"data\":\"late\"}\n", 100), -1);
+	assert_int_equal(
+		feed_all(&n,
+			 "{\"type\":\"exit\",\"exit_code\":0}\n{\"type\":\"stdout\",\"data\":\"late\"}\n",
+			 100),
+		-1);
 	assert_string_equal(n.fail.msg, "kilnd sent bytes after the last event");
 	cli_ndjson_free(&n);
 
@@ -665,7 +715,8 @@ static void test_format(void **state)
 	int rc;
 
 	(void)state;
-	out = fmt(cli_format_health, "{\"status\":\"ok\",\"version\":\"0.1.0\",\"uptime_s\":42,\"sandboxes\":1}", &rc);
+	out = fmt(cli_format_health,
+		  "{\"status\":\"ok\",\"version\":\"0.1.0\",\"uptime_s\":42,\"sandboxes\":1}", &rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(out, "ok  kilnd 0.1.0  up 42s  1 sandbox\n");
 	free(out);
@@ -675,9 +726,10 @@ static void test_format(void **state)
 		  "{\"image\":\"m\",\"size\":1,\"ready\":0,\"hits\":0,\"misses\":0,\"last_error\":\"boot\\nfailed\"}]}",
 		  &rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(out, "ok  kilnd 0.1.0  up 42s  0 sandboxes\n"
-				 "pool py: 3/4 ready, 12 served, 1 missed\n"
-				 "pool m: 0/1 ready, 0 served, 0 missed; filling failed: boot?failed\n");
+	assert_string_equal(out,
+			    "ok  kilnd 0.1.0  up 42s  0 sandboxes\n"
+			    "pool py: 3/4 ready, 12 served, 1 missed\n"
+			    "pool m: 0/1 ready, 0 served, 0 missed; filling failed: boot?failed\n");
 	free(out);
 	out = fmt(cli_format_health, "{\"status\":\"ok\"}", &rc);
 	assert_int_equal(rc, -1);
@@ -691,10 +743,11 @@ static void test_format(void **state)
 		  "\"kernel\":{\"path\":\"/k\",\"size_bytes\":1000}}",
 		  &rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(out, "NAME     SIZE        SOURCE     DIGEST               PATH\n"
-				 "minimal  32.0 MiB    option     -                    /i/m.ext4\n"
-				 "py       1.0 MiB     oci        sha256:2c09fe1eeac0  /i/py.ext4\n"
-				 "kernel: /k (1000 B)\n");
+	assert_string_equal(out,
+			    "NAME     SIZE        SOURCE     DIGEST               PATH\n"
+			    "minimal  32.0 MiB    option     -                    /i/m.ext4\n"
+			    "py       1.0 MiB     oci        sha256:2c09fe1eeac0  /i/py.ext4\n"
+			    "kernel: /k (1000 B)\n");
 	free(out);
 	out = fmt(cli_format_images, "{\"images\":[{\"name\":\"x\"}]}", &rc);
 	assert_int_equal(rc, -1);
@@ -705,8 +758,10 @@ static void test_format(void **state)
 		  "\"memory_mib\":256,\"created_at\":\"2024-11-22T10:00:00.123Z\",\"labels\":{\"job\":\"4\\u001b2\",\"t\":\"ci\"}}]}",
 		  &rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(out, "ID            STATE     IMAGE    CPUS  MEMORY    CREATED                   LABELS\n"
-				 "3f9a1c2b7d4e  running   minimal  2     256 MiB   2024-11-22T10:00:00.123Z  job=4?2,t=ci\n");
+	assert_string_equal(
+		out,
+		"ID            STATE     IMAGE    CPUS  MEMORY    CREATED                   LABELS\n"
+		"3f9a1c2b7d4e  running   minimal  2     256 MiB   2024-11-22T10:00:00.123Z  job=4?2,t=ci\n");
 	free(out);
 	out = fmt(cli_format_list, "{\"sandboxes\":{}}", &rc);
 	assert_int_equal(rc, -1);

@@ -44,12 +44,15 @@ static void test_run_parse(void **state)
 	(void)state;
 	/* --env is the sandbox's; --user is the command's; the program's own
 	 * options after it are its. */
-	assert_int_equal(cli_run_parse(12, ARGV("run", "--cpus", "2", "-e", "A=1", "--user", "root", "minimal", "ls", "-l",
-						"--json", "-e"),
+	assert_int_equal(cli_run_parse(12,
+				       ARGV("run", "--cpus", "2", "-e", "A=1", "--user", "root",
+					    "minimal", "ls", "-l", "--json", "-e"),
 				       &g, &r, &e),
 			 0);
 	assert_json(r.create, "{\"cpus\":2,\"env\":{\"A\":\"1\"},\"image\":\"minimal\"}");
-	assert_json(r.exec.body, "{\"argv\":[\"ls\",\"-l\",\"--json\",\"-e\"],\"output_cap\":268435456,\"user\":\"root\"}");
+	assert_json(
+		r.exec.body,
+		"{\"argv\":[\"ls\",\"-l\",\"--json\",\"-e\"],\"output_cap\":268435456,\"user\":\"root\"}");
 	assert_true(r.exec.stream);
 	assert_false(g.json);
 	assert_string_equal(r.exec.id, "");
@@ -57,25 +60,35 @@ static void test_run_parse(void **state)
 	json_decref(r.exec.body);
 
 	/* --confine is the command's. */
-	assert_int_equal(cli_run_parse(5, ARGV("run", "--confine", "debian", "--", "ls"), &g, &r, &e), 0);
+	assert_int_equal(cli_run_parse(5, ARGV("run", "--confine", "debian", "--", "ls"), &g, &r,
+				       &e),
+			 0);
 	assert_json(r.create, "{\"image\":\"debian\"}");
 	assert_json(r.exec.body, "{\"argv\":[\"ls\"],\"confine\":true,\"output_cap\":268435456}");
 	json_decref(r.create);
 	json_decref(r.exec.body);
 
-	assert_int_equal(cli_run_parse(7, ARGV("run", "--buffered", "-i", "--label", "a=b", "debian", "--"), &g, &r, &e),
+	assert_int_equal(cli_run_parse(7,
+				       ARGV("run", "--buffered", "-i", "--label", "a=b", "debian",
+					    "--"),
+				       &g, &r, &e),
 			 -1);
-	assert_string_equal(e.msg, "missing the program to run (kiln run [options] IMAGE -- PROGRAM [ARG...])");
+	assert_string_equal(
+		e.msg, "missing the program to run (kiln run [options] IMAGE -- PROGRAM [ARG...])");
 	assert_int_equal(cli_run_parse(3, ARGV("run", "--", "ls"), &g, &r, &e), -1);
-	assert_string_equal(e.msg,
-			    "missing the image (kiln run [options] IMAGE -- PROGRAM [ARG...]; see `kiln images`)");
+	assert_string_equal(
+		e.msg,
+		"missing the image (kiln run [options] IMAGE -- PROGRAM [ARG...]; see `kiln images`)");
 	/* The image is the operand, not an option. */
 	assert_int_equal(cli_run_parse(5, ARGV("run", "--image", "x", "--", "ls"), &g, &r, &e), -1);
 	assert_string_equal(e.msg, "unknown option '--image'");
-	assert_int_equal(cli_run_parse(5, ARGV("run", "--env", "NOEQ", "minimal", "ls"), &g, &r, &e), -1);
+	assert_int_equal(cli_run_parse(5, ARGV("run", "--env", "NOEQ", "minimal", "ls"), &g, &r,
+				       &e),
+			 -1);
 	assert_string_equal(e.msg, "--env 'NOEQ': expected KEY=VALUE");
 
-	assert_int_equal(cli_run_parse(6, ARGV("run", "--buffered", "-i", "debian", "--", "true"), &g, &r, &e),
+	assert_int_equal(cli_run_parse(6, ARGV("run", "--buffered", "-i", "debian", "--", "true"),
+				       &g, &r, &e),
 			 0);
 	assert_false(r.exec.stream);
 	assert_true(r.exec.send_stdin);
@@ -92,28 +105,35 @@ static void test_spawn_and_shell_parse(void **state)
 	struct err e;
 
 	(void)state;
-	char **av = ARGV("spawn", "abc", "--pty", "--rows", "40", "--cols=100", "--ring-bytes", "8192", "-i", "--shell", "--",
-			 "top", "-b");
+	char **av = ARGV("spawn", "abc", "--pty", "--rows", "40", "--cols=100", "--ring-bytes",
+			 "8192", "-i", "--shell", "--", "top", "-b");
 	assert_int_equal(cli_spawn_parse(13, av, &g, &s, &e), 0);
 	assert_string_equal(s.id, "abc");
 	assert_true(s.send_stdin);
-	assert_json(s.body, "{\"argv\":[\"top\",\"-b\"],\"cols\":100,\"pty\":true,\"ring_bytes\":8192,\"rows\":40,"
-			    "\"shell\":true}");
+	assert_json(s.body,
+		    "{\"argv\":[\"top\",\"-b\"],\"cols\":100,\"pty\":true,\"ring_bytes\":8192,\"rows\":40,"
+		    "\"shell\":true}");
 	json_decref(s.body);
 	assert_int_equal(cli_spawn_parse(3, ARGV("spawn", "abc", "--pty"), &g, &s, &e), -1);
-	assert_string_equal(e.msg, "missing the program to run (kiln spawn ID [options] -- PROGRAM [ARG...])");
-	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--rows", "x", "sh"), &g, &s, &e), -1);
+	assert_string_equal(e.msg,
+			    "missing the program to run (kiln spawn ID [options] -- PROGRAM [ARG...])");
+	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--rows", "x", "sh"), &g, &s, &e),
+			 -1);
 	assert_string_equal(e.msg, "--rows 'x': expected a whole number");
 	assert_int_equal(cli_spawn_parse(3, ARGV("spawn", "--", "sh"), &g, &s, &e), -1);
-	assert_string_equal(e.msg, "missing sandbox id (kiln spawn ID [options] -- PROGRAM [ARG...])");
+	assert_string_equal(e.msg,
+			    "missing sandbox id (kiln spawn ID [options] -- PROGRAM [ARG...])");
 
 	/* No program: POST .../shell with only the options. */
-	assert_int_equal(cli_shell_parse(4, ARGV("shell", "abc", "--user", "root"), &g, &sh, &e), 0);
+	assert_int_equal(cli_shell_parse(4, ARGV("shell", "abc", "--user", "root"), &g, &sh, &e),
+			 0);
 	assert_false(sh.has_argv);
 	assert_json(sh.body, "{\"user\":\"root\"}");
 	json_decref(sh.body);
 	/* A program: .../processes on a PTY; it starts at the first word. */
-	assert_int_equal(cli_shell_parse(6, ARGV("shell", "abc", "-e", "X=1", "vi", "-R"), &g, &sh, &e), 0);
+	assert_int_equal(cli_shell_parse(6, ARGV("shell", "abc", "-e", "X=1", "vi", "-R"), &g, &sh,
+					 &e),
+			 0);
 	assert_true(sh.has_argv);
 	assert_json(sh.body, "{\"argv\":[\"vi\",\"-R\"],\"env\":{\"X\":\"1\"},\"pty\":true}");
 	json_decref(sh.body);
@@ -121,7 +141,9 @@ static void test_spawn_and_shell_parse(void **state)
 	assert_int_equal(cli_shell_parse(3, ARGV("shell", "abc", "--confine"), &g, &sh, &e), 0);
 	assert_json(sh.body, "{\"confine\":true}");
 	json_decref(sh.body);
-	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--confine", "--", "sleep"), &g, &s, &e), 0);
+	assert_int_equal(cli_spawn_parse(5, ARGV("spawn", "abc", "--confine", "--", "sleep"), &g,
+					 &s, &e),
+			 0);
 	assert_json(s.body, "{\"argv\":[\"sleep\"],\"confine\":true}");
 	json_decref(s.body);
 	/* The shell endpoint has no "shell" option. */
@@ -144,49 +166,70 @@ static void test_proc_parse(void **state)
 	assert_int_equal(p.proc, 3);
 	assert_true(p.follow);
 	assert_string_equal(p.query, "?encoding=base64");
-	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "--from", "120", "abc", "3"), &g, &p, &e), 0);
+	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "--from", "120", "abc", "3"), &g,
+					&p, &e),
+			 0);
 	assert_false(p.follow);
 	assert_string_equal(p.query, "?encoding=base64&from=120");
-	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "abc", "3", "--from", "-1"), &g, &p, &e), -1);
+	assert_int_equal(cli_proc_parse("logs", 5, ARGV("logs", "abc", "3", "--from", "-1"), &g, &p,
+					&e),
+			 -1);
 	assert_string_equal(e.msg, "--from '-1': expected a byte offset (seq) or 'now'");
-	assert_int_equal(cli_proc_parse("attach", 5, ARGV("attach", "abc", "3", "--from", "now"), &g, &p, &e), 0);
+	assert_int_equal(cli_proc_parse("attach", 5, ARGV("attach", "abc", "3", "--from", "now"),
+					&g, &p, &e),
+			 0);
 	assert_string_equal(p.query, "?from=now");
 	/* attach has no --follow. */
-	assert_int_equal(cli_proc_parse("attach", 4, ARGV("attach", "abc", "3", "-f"), &g, &p, &e), -1);
+	assert_int_equal(cli_proc_parse("attach", 4, ARGV("attach", "abc", "3", "-f"), &g, &p, &e),
+			 -1);
 
 	assert_int_equal(cli_proc_parse("kill", 3, ARGV("kill", "abc", "7"), &g, &p, &e), 0);
 	assert_json(p.body, "{\"signal\":\"TERM\"}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 6, ARGV("kill", "abc", "7", "-s", "SIGKILL", "--group"), &g, &p, &e),
+	assert_int_equal(cli_proc_parse("kill", 6,
+					ARGV("kill", "abc", "7", "-s", "SIGKILL", "--group"), &g,
+					&p, &e),
 			 0);
 	assert_json(p.body, "{\"group\":true,\"signal\":\"SIGKILL\"}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 4, ARGV("kill", "abc", "7", "--signal=9"), &g, &p, &e), 0);
+	assert_int_equal(cli_proc_parse("kill", 4, ARGV("kill", "abc", "7", "--signal=9"), &g, &p,
+					&e),
+			 0);
 	assert_json(p.body, "{\"signal\":9}");
 	json_decref(p.body);
-	assert_int_equal(cli_proc_parse("kill", 5, ARGV("kill", "abc", "7", "-s", "T\"RM"), &g, &p, &e), -1);
+	assert_int_equal(cli_proc_parse("kill", 5, ARGV("kill", "abc", "7", "-s", "T\"RM"), &g, &p,
+					&e),
+			 -1);
 	assert_null(p.body); /* nothing handed out on failure */
 
-	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "7", "--timeout-ms", "500"), &g, &p, &e),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "7", "--timeout-ms", "500"),
+					&g, &p, &e),
 			 0);
 	assert_string_equal(p.query, "?timeout_ms=500");
-	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "--close", "in.txt"), &g, &p, &e),
+	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "--close", "in.txt"),
+					&g, &p, &e),
 			 0);
 	assert_true(p.close);
 	assert_string_equal(p.file, "in.txt");
 	assert_int_equal(cli_proc_parse("stdin", 4, ARGV("stdin", "abc", "7", "-"), &g, &p, &e), 0);
 	assert_string_equal(p.file, "-");
-	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "a", "b"), &g, &p, &e), -1);
+	assert_int_equal(cli_proc_parse("stdin", 5, ARGV("stdin", "abc", "7", "a", "b"), &g, &p,
+					&e),
+			 -1);
 	assert_string_equal(e.msg, "unexpected argument 'b'");
 	assert_int_equal(cli_proc_parse("wait", 4, ARGV("wait", "abc", "7", "x"), &g, &p, &e), -1);
 
 	/* The process id: a positive 32-bit number, nothing else. */
 	assert_int_equal(cli_proc_parse("wait", 2, ARGV("wait", "abc"), &g, &p, &e), -1);
-	assert_string_equal(e.msg, "expected a sandbox id and a process id (`kiln ps ID` lists them)");
+	assert_string_equal(e.msg,
+			    "expected a sandbox id and a process id (`kiln ps ID` lists them)");
 	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "0"), &g, &p, &e), -1);
-	assert_string_equal(e.msg, "'0' is not a process id (a number from `kiln ps ID` or `kiln spawn`)");
-	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967296"), &g, &p, &e), -1);
-	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967295"), &g, &p, &e), 0);
+	assert_string_equal(e.msg,
+			    "'0' is not a process id (a number from `kiln ps ID` or `kiln spawn`)");
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967296"), &g, &p, &e),
+			 -1);
+	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "4294967295"), &g, &p, &e),
+			 0);
 	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "a/b", "1"), &g, &p, &e), -1);
 }
 
@@ -200,7 +243,8 @@ static void test_fs_parse(void **state)
 
 	(void)state;
 	assert_non_null(r);
-	assert_int_equal(cli_fs_parse(6, ARGV("ls", "-d", "2", "box:/home/a b", "--user", "root"), &g, r, &e),
+	assert_int_equal(cli_fs_parse(6, ARGV("ls", "-d", "2", "box:/home/a b", "--user", "root"),
+				      &g, r, &e),
 			 0);
 	assert_int_equal(r->op, CLI_FS_LS);
 	assert_string_equal(r->id, "box");
@@ -211,7 +255,8 @@ static void test_fs_parse(void **state)
 	assert_string_equal(r->query, "?path=/bin/sh&follow=false");
 	assert_string_equal(r->endpoint, "files/stat");
 
-	assert_int_equal(cli_fs_parse(5, ARGV("mkdir", "-p", "-m", "700", "box:/a/b"), &g, r, &e), 0);
+	assert_int_equal(cli_fs_parse(5, ARGV("mkdir", "-p", "-m", "700", "box:/a/b"), &g, r, &e),
+			 0);
 	assert_string_equal(r->endpoint, "files/mkdir");
 	assert_json(r->body, "{\"mode\":448,\"parents\":true,\"path\":\"/a/b\"}");
 	json_decref(r->body);
@@ -223,12 +268,14 @@ static void test_fs_parse(void **state)
 	assert_string_equal(r->endpoint, "files/rename");
 	assert_json(r->body, "{\"from\":\"/a\",\"overwrite\":true,\"to\":\"/b\"}");
 	json_decref(r->body);
-	assert_int_equal(cli_fs_parse(5, ARGV("mv", "box:/a", "/c", "--user", "root"), &g, r, &e), 0);
+	assert_int_equal(cli_fs_parse(5, ARGV("mv", "box:/a", "/c", "--user", "root"), &g, r, &e),
+			 0);
 	assert_json(r->body, "{\"from\":\"/a\",\"to\":\"/c\",\"user\":\"root\"}");
 	json_decref(r->body);
 
 	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "other:/b"), &g, r, &e), -1);
-	assert_string_equal(e.msg, "mv stays within one sandbox (box and other differ); use kiln cp");
+	assert_string_equal(e.msg,
+			    "mv stays within one sandbox (box and other differ); use kiln cp");
 	assert_int_equal(cli_fs_parse(3, ARGV("mv", "box:/a", "rel"), &g, r, &e), -1);
 	assert_string_equal(e.msg, "'rel': the destination must be absolute (/TO or ID:/TO)");
 	assert_int_equal(cli_fs_parse(2, ARGV("ls", "./local"), &g, r, &e), -1);
@@ -239,7 +286,8 @@ static void test_fs_parse(void **state)
 	assert_string_equal(e.msg, "unexpected argument 'box:/b'");
 	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "0789", "box:/a"), &g, r, &e), -1);
 	assert_string_equal(e.msg, "--mode '0789': expected octal permission bits (0755)");
-	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "17777", "box:/a"), &g, r, &e), -1);
+	assert_int_equal(cli_fs_parse(4, ARGV("mkdir", "--mode", "17777", "box:/a"), &g, r, &e),
+			 -1);
 	/* Options belong to their subcommand. */
 	assert_int_equal(cli_fs_parse(3, ARGV("stat", "-r", "box:/a"), &g, r, &e), -1);
 	assert_string_equal(e.msg, "unknown option '-r'");
@@ -302,7 +350,9 @@ static void test_preview_parse(void **state)
 	assert_string_equal(r.id, "abc");
 	assert_json(r.body, "{\"port\":8080,\"public\":false}");
 	json_decref(r.body);
-	assert_int_equal(cli_preview_parse(5, ARGV("preview", "add", "abc", "--public", "3000"), &g, &r, &e), 0);
+	assert_int_equal(cli_preview_parse(5, ARGV("preview", "add", "abc", "--public", "3000"), &g,
+					   &r, &e),
+			 0);
 	assert_json(r.body, "{\"port\":3000,\"public\":true}");
 	json_decref(r.body);
 	assert_int_equal(cli_preview_parse(3, ARGV("preview", "ls", "abc"), &g, &r, &e), 0);
@@ -317,7 +367,8 @@ static void test_preview_parse(void **state)
 	assert_string_equal(e.msg, "PORT '0': expected a port number 1..65535");
 	assert_int_equal(cli_preview_parse(4, ARGV("preview", "abc", "80", "81"), &g, &r, &e), -1);
 	assert_string_equal(e.msg, "expected: kiln preview ID PORT [--public]");
-	assert_int_equal(cli_preview_parse(4, ARGV("preview", "ls", "abc", "--public"), &g, &r, &e), -1);
+	assert_int_equal(cli_preview_parse(4, ARGV("preview", "ls", "abc", "--public"), &g, &r, &e),
+			 -1);
 	assert_string_equal(e.msg, "expected: kiln preview ls ID");
 	assert_int_equal(cli_preview_parse(3, ARGV("preview", "rm", "abc"), &g, &r, &e), -1);
 	assert_string_equal(e.msg, "expected: kiln preview rm ID PORT");
@@ -334,16 +385,20 @@ static void test_tty_request(void **state)
 			   "Host: kiln\r\nConnection: Upgrade\r\nUpgrade: kiln-tty\r\n\r\n";
 
 	(void)state;
-	assert_int_equal(cli_tty_request(buf, sizeof(buf), "/v1/sandboxes/ab/processes/2/tty?from=now"),
+	assert_int_equal(cli_tty_request(buf, sizeof(buf),
+					 "/v1/sandboxes/ab/processes/2/tty?from=now"),
 			 (int)strlen(want));
 	assert_string_equal(buf, want);
-	assert_int_equal(cli_tty_request(buf, 40, "/v1/sandboxes/ab/processes/2/tty"), -ENAMETOOLONG);
+	assert_int_equal(cli_tty_request(buf, 40, "/v1/sandboxes/ab/processes/2/tty"),
+			 -ENAMETOOLONG);
 }
 
 static void test_http_head_parse(void **state)
 {
-	const char *ok = "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nupgrade:  Kiln-TTY \r\n\r\n$ ";
-	const char *err = "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 80\r\n\r\n{";
+	const char *ok =
+		"HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nupgrade:  Kiln-TTY \r\n\r\n$ ";
+	const char *err =
+		"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 80\r\n\r\n{";
 	struct cli_http_head h;
 	char big[CLI_TTY_HEAD_MAX + 100];
 
@@ -377,9 +432,13 @@ static void test_http_head_parse(void **state)
 	assert_int_equal(cli_http_head_parse("HTTP/1.1 2000 OK\r\n\r\n", 20, &h), -1);
 	assert_int_equal(cli_http_head_parse("HTTP/1.1 099 X\r\n\r\n", 18, &h), -1);
 	assert_int_equal(cli_http_head_parse("HTTP/1.1 200 OK\r\nno colon\r\n\r\n", 29, &h), -1);
-	assert_int_equal(cli_http_head_parse("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", 39, &h), -1);
-	assert_int_equal(cli_http_head_parse("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999\r\n\r\n", 54, &h),
+	assert_int_equal(cli_http_head_parse("HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", 39,
+					     &h),
 			 -1);
+	assert_int_equal(
+		cli_http_head_parse("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999\r\n\r\n",
+				    54, &h),
+		-1);
 	/* A head that never ends is bounded. */
 	memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
 	memset(big + 20, 'a', sizeof(big) - 20);
@@ -466,8 +525,10 @@ static void test_ndjson_until(void **state)
 	assert_true(n.done);
 	assert_int_equal(n.status, 0);
 	assert_string_equal(o.s[0], "hi");
-	assert_string_equal(o.s[1], "kiln: logs: gap: 3 bytes of output were lost (overwritten in the ring before they "
-				    "were read)\nxyz");
+	assert_string_equal(
+		o.s[1],
+		"kiln: logs: gap: 3 bytes of output were lost (overwritten in the ring before they "
+		"were read)\nxyz");
 	cli_ndjson_free(&n);
 
 	/* Nothing new since the mark: the attached event says so. */
@@ -489,7 +550,8 @@ static void test_ndjson_until(void **state)
 	assert_int_equal(cli_ndjson_feed(&n, s, strlen(s)), 0);
 	assert_int_equal(cli_ndjson_end(&n), 0);
 	assert_int_equal(n.status, 3);
-	assert_string_equal(o.s[1], "kiln: exec: stdout truncated at output_cap: the process wrote 9 bytes\n");
+	assert_string_equal(o.s[1],
+			    "kiln: exec: stdout truncated at output_cap: the process wrote 9 bytes\n");
 	cli_ndjson_free(&n);
 }
 
@@ -522,25 +584,29 @@ static void test_format_new(void **state)
 		"\"exit_code\":null,\"signal\":null,\"timed_out\":false,\"output_bytes\":0,\"attached\":1}]}",
 		&rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(s, "ID     PID     STATE      PTY  OUTPUT     ARGV\n"
-			       "1      61      signal 15  yes  2.0 KiB    sh -c echo ?[2J\n"
-			       "2      70      running    no   0 B        sleep\n");
+	assert_string_equal(s,
+			    "ID     PID     STATE      PTY  OUTPUT     ARGV\n"
+			    "1      61      signal 15  yes  2.0 KiB    sh -c echo ?[2J\n"
+			    "2      70      running    no   0 B        sleep\n");
 	free(s);
 	s = fmt(cli_format_procs, "{\"processes\":[{\"id\":1}]}", &rc);
 	assert_int_equal(rc, -1);
 	assert_string_equal(s, "");
 	free(s);
 
-	s = fmt(cli_format_exit, "{\"id\":1,\"exit_code\":3,\"signal\":null,\"timed_out\":false}", &rc);
+	s = fmt(cli_format_exit, "{\"id\":1,\"exit_code\":3,\"signal\":null,\"timed_out\":false}",
+		&rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(s, "exit 3\n");
 	free(s);
-	s = fmt(cli_format_exit, "{\"id\":1,\"exit_code\":124,\"signal\":null,\"timed_out\":true}", &rc);
+	s = fmt(cli_format_exit, "{\"id\":1,\"exit_code\":124,\"signal\":null,\"timed_out\":true}",
+		&rc);
 	assert_string_equal(s, "timed out\n");
 	free(s);
 
 	s = fmt(cli_format_port,
-		"{\"host_address\":\"127.0.0.1\",\"host_port\":40123,\"guest_port\":8080,\"target\":\"tcp\"}", &rc);
+		"{\"host_address\":\"127.0.0.1\",\"host_port\":40123,\"guest_port\":8080,\"target\":\"tcp\"}",
+		&rc);
 	assert_int_equal(rc, 0);
 	assert_string_equal(s, "127.0.0.1:40123 -> guest port 8080 (tcp)\n");
 	free(s);
@@ -549,8 +615,9 @@ static void test_format_new(void **state)
 		"\"connections\":1,\"connections_total\":7}]}",
 		&rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(s, "HOST                  GUEST      TARGET  OPEN     TOTAL\n"
-			       "127.0.0.1:40123       8080       -       1        7\n");
+	assert_string_equal(s,
+			    "HOST                  GUEST      TARGET  OPEN     TOTAL\n"
+			    "127.0.0.1:40123       8080       -       1        7\n");
 	free(s);
 
 	s = fmt(cli_format_fs_list,
@@ -560,8 +627,10 @@ static void test_format_new(void **state)
 		"\"target\":\"app\"}],\"count\":2,\"truncated\":false,\"skipped\":0}",
 		&rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(s, "drwxr-xr-t  1000  1000         4096 2024-11-22T10:00:00.000Z /srv/app\n"
-			       "lrwxrwxrwx     0     0            3 2024-11-22T10:00:00.000Z /srv/l -> app\n");
+	assert_string_equal(
+		s,
+		"drwxr-xr-t  1000  1000         4096 2024-11-22T10:00:00.000Z /srv/app\n"
+		"lrwxrwxrwx     0     0            3 2024-11-22T10:00:00.000Z /srv/l -> app\n");
 	free(s);
 
 	s = fmt(cli_format_stat,
@@ -569,8 +638,9 @@ static void test_format_new(void **state)
 		"\"gid\":0,\"nlink\":1,\"mtime\":\"2024-11-22T18:26:40.123Z\"}",
 		&rc);
 	assert_int_equal(rc, 0);
-	assert_string_equal(s, "path:  /bin/sh\nkind:  file\nsize:  7\nmode:  4755 (-rwsr-xr-x)\nowner: 0:0\n"
-			       "links: 1\nmtime: 2024-11-22T18:26:40.123Z\n");
+	assert_string_equal(s,
+			    "path:  /bin/sh\nkind:  file\nsize:  7\nmode:  4755 (-rwsr-xr-x)\nowner: 0:0\n"
+			    "links: 1\nmtime: 2024-11-22T18:26:40.123Z\n");
 	free(s);
 	s = fmt(cli_format_stat, "{\"path\":\"/x\",\"kind\":\"file\"}", &rc);
 	assert_int_equal(rc, -1);

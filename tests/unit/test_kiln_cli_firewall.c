@@ -39,20 +39,31 @@ static void test_rule(void **state)
 	(void)state;
 	expect_rule("10.0.0.0/8", "{\"cidr\":\"10.0.0.0/8\"}");
 	expect_rule("203.0.113.7", "{\"cidr\":\"203.0.113.7\"}");
-	expect_rule("10.77.1.0/24:9090/tcp", "{\"cidr\":\"10.77.1.0/24\",\"ports\":9090,\"proto\":\"tcp\"}");
+	expect_rule("10.77.1.0/24:9090/tcp",
+		    "{\"cidr\":\"10.77.1.0/24\",\"ports\":9090,\"proto\":\"tcp\"}");
 	expect_rule("example.com:443", "{\"host\":\"example.com\",\"ports\":443}");
-	expect_rule("*.example.com:80-443/tcp", "{\"host\":\"*.example.com\",\"ports\":\"80-443\",\"proto\":\"tcp\"}");
+	expect_rule("*.example.com:80-443/tcp",
+		    "{\"host\":\"*.example.com\",\"ports\":\"80-443\",\"proto\":\"tcp\"}");
 	expect_rule("1password.com", "{\"host\":\"1password.com\"}");
 	expect_rule("2001:db8::/32", "{\"cidr\":\"2001:db8::/32\"}");
-	expect_rule("[2001:db8::1]:53/udp", "{\"cidr\":\"2001:db8::1\",\"ports\":53,\"proto\":\"udp\"}");
+	expect_rule("[2001:db8::1]:53/udp",
+		    "{\"cidr\":\"2001:db8::1\",\"ports\":53,\"proto\":\"udp\"}");
 	expect_rule("0.0.0.0/0/icmp", "{\"cidr\":\"0.0.0.0/0\",\"proto\":\"icmp\"}");
 }
 
 static void test_rule_errors(void **state)
 {
-	static const char *const bad[] = { "", "example.com:", "example.com:0", "example.com:65536",
-					   "example.com:443-80", "example.com:80-", "x:abc", "[2001:db8::1",
-					   "[2001:db8::1]443", ":443", "[]:53" };
+	static const char *const bad[] = { "",
+					   "example.com:",
+					   "example.com:0",
+					   "example.com:65536",
+					   "example.com:443-80",
+					   "example.com:80-",
+					   "x:abc",
+					   "[2001:db8::1",
+					   "[2001:db8::1]443",
+					   ":443",
+					   "[]:53" };
 	struct err e;
 
 	(void)state;
@@ -63,7 +74,9 @@ static void test_rule_errors(void **state)
 			fail_msg("'%s' was accepted", bad[i]);
 	}
 	assert_null(cli_firewall_rule("example.com:80-", &e));
-	assert_string_equal(e.msg, "rule 'example.com:80-': ports '80-' is not a port or a range LO-HI of 1..65535");
+	assert_string_equal(
+		e.msg,
+		"rule 'example.com:80-': ports '80-' is not a port or a range LO-HI of 1..65535");
 }
 
 static int parse(struct cli_firewall_req *r, struct err *e, int argc, ...)
@@ -157,7 +170,8 @@ static void test_create_options(void **state)
 	close(fd);
 	assert_int_equal(cli_create_body(5, argv, &g, &b, &e), 0);
 	assert_string_equal(json_string_value(json_object_get(b, "network")), "passt");
-	assert_true(json_is_true(json_object_get(json_object_get(b, "firewall"), "outbound_internet")));
+	assert_true(
+		json_is_true(json_object_get(json_object_get(b, "firewall"), "outbound_internet")));
 	json_decref(b);
 	/* A file that is not JSON, or missing: a usage error naming it. */
 	fd = open(path, O_WRONLY | O_TRUNC);
@@ -172,8 +186,9 @@ static void test_create_options(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_rule),  cmocka_unit_test(test_rule_errors),    cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_add),   cmocka_unit_test(test_create_options),
+		cmocka_unit_test(test_rule),           cmocka_unit_test(test_rule_errors),
+		cmocka_unit_test(test_parse),          cmocka_unit_test(test_add),
+		cmocka_unit_test(test_create_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -55,7 +55,8 @@ static void test_timeout_option(void **state)
 	assert_int_equal(cli_getopt_next(&s), CLI_GETOPT_DONE);
 	assert_int_equal(g.timeout_s, 0);
 	/* Not whole seconds in range: a usage error naming the option. */
-	static const char *const bad[] = { "x", "-1", "+5", " 5", "1.5", "", "604801", "99999999999999999999999" };
+	static const char *const bad[] = { "x",   "-1", "+5",     " 5",
+					   "1.5", "",   "604801", "99999999999999999999999" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *a[] = { "ls", "--request-timeout", (char *)bad[i], NULL };
 
@@ -73,14 +74,17 @@ static void test_timeout_option(void **state)
 	assert_int_equal(cli_timeout_parse("12", "KILN_REQUEST_TIMEOUT", &t, &e), 0);
 	assert_int_equal(t, 12);
 	assert_int_equal(cli_timeout_parse("soon", "KILN_REQUEST_TIMEOUT", &t, &e), -1);
-	assert_string_equal(e.msg, "KILN_REQUEST_TIMEOUT 'soon': expected whole seconds 0..604800 (0: no limit)");
+	assert_string_equal(
+		e.msg,
+		"KILN_REQUEST_TIMEOUT 'soon': expected whole seconds 0..604800 (0: no limit)");
 	assert_int_equal(t, 12);
 	/* create's own --timeout (the sandbox's lifetime) stays create's. */
 	{
 		json_t *b;
 
 		g.timeout_s = 30;
-		assert_int_equal(cli_create_body(3, ARGV("create", "--timeout", "600"), &g, &b, &e), 0);
+		assert_int_equal(cli_create_body(3, ARGV("create", "--timeout", "600"), &g, &b, &e),
+				 0);
 		assert_int_equal(json_integer_value(json_object_get(b, "timeout_s")), 600);
 		assert_int_equal(g.timeout_s, 30);
 		json_decref(b);
@@ -112,10 +116,12 @@ static void test_answer_limits(void **state)
 	struct cli_globals g = { 0 };
 	assert_int_equal(cli_proc_parse("wait", 3, ARGV("wait", "abc", "1"), &g, &p, &e), 0);
 	assert_int_equal(p.wait_s, CLI_WAIT_UNBOUNDED);
-	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "1500"), &g, &p, &e),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "1500"),
+					&g, &p, &e),
 			 0);
 	assert_int_equal(p.wait_s, 2);
-	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "0"), &g, &p, &e),
+	assert_int_equal(cli_proc_parse("wait", 5, ARGV("wait", "abc", "1", "--timeout-ms", "0"),
+					&g, &p, &e),
 			 0);
 	assert_int_equal(p.wait_s, CLI_WAIT_UNBOUNDED);
 	assert_int_equal(cli_proc_parse("kill", 3, ARGV("kill", "abc", "1"), &g, &p, &e), 0);
@@ -133,10 +139,12 @@ static void test_timeout_messages(void **state)
 	assert_string_equal(f.code, "");
 	assert_non_null(strstr(f.msg, "kilnd did not answer within 90 s at /run/k.sock"));
 	assert_non_null(strstr(f.msg, "may still take effect"));
-	assert_non_null(strstr(f.msg, "--request-timeout SECONDS or KILN_REQUEST_TIMEOUT (0: no limit)"));
+	assert_non_null(
+		strstr(f.msg, "--request-timeout SECONDS or KILN_REQUEST_TIMEOUT (0: no limit)"));
 	cli_fail_timeout("/run/k.sock", false, 30, &f);
 	assert_int_equal(f.exit, CLI_EXIT_UNREACHABLE);
-	assert_non_null(strstr(f.msg, "cannot reach kilnd: no connection within 30 s at /run/k.sock"));
+	assert_non_null(
+		strstr(f.msg, "cannot reach kilnd: no connection within 30 s at /run/k.sock"));
 	assert_non_null(strstr(f.msg, "--request-timeout"));
 }
 
@@ -154,7 +162,9 @@ static void test_socket_path(void **state)
 	path[108] = 0;
 	assert_int_equal(cli_fail_socket_path(path, &f), -1);
 	assert_int_equal(f.exit, CLI_EXIT_UNREACHABLE);
-	assert_non_null(strstr(f.msg, "the socket path is 108 bytes, longer than a Unix socket address holds (108"));
+	assert_non_null(
+		strstr(f.msg,
+		       "the socket path is 108 bytes, longer than a Unix socket address holds (108"));
 	assert_non_null(strstr(f.msg, "use a shorter path"));
 	path[108] = 'a';
 	path[299] = 0;
@@ -254,7 +264,8 @@ static void test_firewall_file(void **state)
 	assert_string_equal(e.msg, "/nonexistent/rules.json: No such file or directory");
 	assert_int_equal(cli_firewall_load("/", &j, &e), -EISDIR);
 	assert_string_equal(e.msg, "/: Is a directory");
-	assert_int_equal(cli_create_body(3, ARGV("create", "--firewall", "/nonexistent/rules.json"), &g, &b, &e),
+	assert_int_equal(cli_create_body(3, ARGV("create", "--firewall", "/nonexistent/rules.json"),
+					 &g, &b, &e),
 			 -1);
 	assert_string_equal(e.msg, "--firewall /nonexistent/rules.json: No such file or directory");
 	assert_null(strstr(e.msg, "line"));
@@ -278,9 +289,9 @@ static void test_firewall_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_timeout_option), cmocka_unit_test(test_answer_limits),
+		cmocka_unit_test(test_timeout_option),   cmocka_unit_test(test_answer_limits),
 		cmocka_unit_test(test_timeout_messages), cmocka_unit_test(test_socket_path),
-		cmocka_unit_test(test_answer_shape), cmocka_unit_test(test_echo_cut),
+		cmocka_unit_test(test_answer_shape),     cmocka_unit_test(test_echo_cut),
 		cmocka_unit_test(test_firewall_file),
 	};
 

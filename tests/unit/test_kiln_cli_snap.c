@@ -14,7 +14,9 @@
 #include "api/kiln/cli_body.h"
 
 /* argc and argv as getopt takes them: argv[0] is the command's name. */
-#define ARGS(...) (sizeof((char *[]){ "kiln-cmd", __VA_ARGS__ }) / sizeof(char *)), ((char *[]){ "kiln-cmd", __VA_ARGS__ })
+#define ARGS(...)                                                         \
+	(sizeof((char *[]){ "kiln-cmd", __VA_ARGS__ }) / sizeof(char *)), \
+		((char *[]){ "kiln-cmd", __VA_ARGS__ })
 
 static void test_checkpoint_forms(void **state)
 {
@@ -28,7 +30,9 @@ static void test_checkpoint_forms(void **state)
 	assert_string_equal(r.id, "abc123");
 	assert_string_equal(r.name, "before");
 	assert_false(r.compress);
-	assert_int_equal(cli_checkpoint_parse(ARGS("add", "abc123", "v1.2_x-y", "--compress"), &g, &r, &e), 0);
+	assert_int_equal(cli_checkpoint_parse(ARGS("add", "abc123", "v1.2_x-y", "--compress"), &g,
+					      &r, &e),
+			 0);
 	assert_int_equal(r.op, CLI_SNAP_ADD);
 	assert_true(r.compress);
 	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "abc123", "--json"), &g, &r, &e), 0);
@@ -51,7 +55,8 @@ static void test_checkpoint_refused(void **state)
 	assert_non_null(strstr(e.msg, "NAME"));
 	assert_int_equal(cli_checkpoint_parse(ARGS("ls"), &g, &r, &e), -1);
 	assert_int_equal(cli_checkpoint_parse(ARGS("ls", "a", "b"), &g, &r, &e), -1);
-	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc", "x", "--compress"), &g, &r, &e), -1);
+	assert_int_equal(cli_checkpoint_parse(ARGS("rm", "abc", "x", "--compress"), &g, &r, &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "--compress"));
 	assert_int_equal(cli_checkpoint_parse(ARGS("abc", "../etc"), &g, &r, &e), -1);
 	assert_int_equal(cli_checkpoint_parse(ARGS("a/b", "x"), &g, &r, &e), -1);
@@ -85,12 +90,16 @@ static void test_fork(void **state)
 	json_t *b;
 
 	(void)state;
-	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--hostname", "w1", "--label", "k=v", "-e", "A=1"), &g, &b, &e),
+	assert_int_equal(cli_fork_body(ARGS("abc/cp1", "--hostname", "w1", "--label", "k=v", "-e",
+					    "A=1"),
+				       &g, &b, &e),
 			 0);
 	assert_string_equal(json_string_value(json_object_get(b, "from_checkpoint")), "abc/cp1");
 	assert_string_equal(json_string_value(json_object_get(b, "hostname")), "w1");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "labels"), "k")), "v");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "env"), "A")), "1");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "labels"), "k")),
+			    "v");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "env"), "A")),
+			    "1");
 	json_decref(b);
 	assert_int_equal(cli_fork_body(ARGS("abc"), &g, &b, &e), -1);
 	assert_non_null(strstr(e.msg, "ID/NAME"));

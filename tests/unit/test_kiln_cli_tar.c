@@ -167,7 +167,7 @@ static void test_tree_roundtrip(void **state)
 	put("src/sub/big.bin", big, sizeof(big), 0600);
 	ln("a.txt", "src/l");
 	ln("../a.txt", "src/sub/up");
-	ln("/etc/passwd", "src/abs");	 /* leaves the tree: skipped */
+	ln("/etc/passwd", "src/abs");       /* leaves the tree: skipped */
 	ln("../../outside", "src/sub/esc"); /* so does this */
 	assert_int_equal(mkfifo(strcat(strcpy(link, D), "/src/fifo"), 0644), 0);
 	ln("sub", "src/dirlink"); /* a symlink to a directory: stored, not walked */
@@ -193,7 +193,8 @@ static void test_tree_roundtrip(void **state)
 	cli_untar_init(&u, dst, 022, "dst");
 	assert_int_equal(gz_dec_init(&dec), 0);
 	for (size_t off = 0; off < gz.n; off += 333)
-		assert_int_equal(gz_dec_write(&dec, gz.b + off, gz.n - off < 333 ? gz.n - off : 333, untar_out, &u),
+		assert_int_equal(gz_dec_write(&dec, gz.b + off, gz.n - off < 333 ? gz.n - off : 333,
+					      untar_out, &u),
 				 0);
 	assert_int_equal(gz_dec_finish(&dec), 0);
 	gz_end(&dec);
@@ -237,11 +238,17 @@ static void test_tree_roundtrip(void **state)
 }
 
 /* An archive of hand-made members. */
-static void tb_add(struct mem *t, char type, const char *name, const char *link, const char *content)
+static void tb_add(struct mem *t, char type, const char *name, const char *link,
+		   const char *content)
 {
-	struct tar_out o = { .name = name, .name_len = strlen(name), .type = type, .link = link,
-			     .link_len = link ? strlen(link) : 0, .size = content ? strlen(content) : 0,
-			     .mode = 0644, .mtime = 1000000000 };
+	struct tar_out o = { .name = name,
+			     .name_len = strlen(name),
+			     .type = type,
+			     .link = link,
+			     .link_len = link ? strlen(link) : 0,
+			     .size = content ? strlen(content) : 0,
+			     .mode = 0644,
+			     .mtime = 1000000000 };
 	uint8_t hdr[TAR_HEADER_BUILD_MAX], zero[512] = { 0 };
 	ssize_t w = tar_header_build(&o, hdr, sizeof(hdr));
 
@@ -410,8 +417,10 @@ static void test_hostile_archives(void **state)
 	tb_add(&t, '0', "s/f", NULL, "x");
 	tb_end(&t);
 	assert_int_equal(extract(&t, "d3", err, sizeof(err)), -1);
-	assert_string_equal(err, "archive member 's/f': its path goes through a symlink or a file here; refusing to "
-				 "write through it");
+	assert_string_equal(
+		err,
+		"archive member 's/f': its path goes through a symlink or a file here; refusing to "
+		"write through it");
 	assert_false(exists("d3/f"));
 
 	/* A symlink already in the destination, pointing out: not followed. */
@@ -482,8 +491,9 @@ static void test_hardlink_not_file(void **state)
 	tb_add(&t, '1', "top", "d/e/l", NULL);
 	tb_end(&t);
 	assert_int_equal(extract(&t, "h1", err, sizeof(err)), -1);
-	assert_string_equal(err, "archive member 'top': a hard link to 'd/e/l', which is not a regular file; an "
-				 "archive may only hard-link files");
+	assert_string_equal(err,
+			    "archive member 'top': a hard link to 'd/e/l', which is not a regular file; an "
+			    "archive may only hard-link files");
 	assert_false(exists("h1/top"));
 	snprintf(p, sizeof(p), "%s/h1/d/e/l", D); /* members before it stay */
 	assert_int_equal(readlink(p, got, sizeof(got)), 7);
@@ -494,7 +504,9 @@ static void test_hardlink_not_file(void **state)
 	tb_add(&t, '1', "hf", "fifo", NULL);
 	tb_end(&t);
 	assert_int_equal(extract(&t, "h1", err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "archive member 'hf': a hard link to 'fifo', which is not a regular file"));
+	assert_non_null(
+		strstr(err,
+		       "archive member 'hf': a hard link to 'fifo', which is not a regular file"));
 	assert_false(exists("h1/hf"));
 }
 

@@ -16,7 +16,9 @@
 #include "api/kilnd/supervision/vmm_argv.h"
 #include "api/kilnd/supervision/vmm_control.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 4096,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB };
 
 static json_t *J(const char *text)
 {
@@ -44,7 +46,8 @@ static void test_canon_default_dns(void **state)
 	(void)state;
 	/* No rule set: DNS to passt's resolver only. */
 	assert_int_equal(firewall_rules_canon(NULL, &out, &e), 0);
-	assert_string_equal(json_string_value(json_array_get(json_object_get(out, "dns"), 0)), "10.0.2.3");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(out, "dns"), 0)),
+			    "10.0.2.3");
 	assert_int_equal(json_array_size(json_object_get(out, "dns")), 1);
 	assert_false(json_is_true(json_object_get(out, "outbound_internet")));
 	json_decref(out);
@@ -174,9 +177,11 @@ static void test_spec_network_errors(void **state)
 		{ "{\"image\":\"minimal\",\"network\":7}", API_E_BAD_FIELD, NULL },
 		{ "{\"image\":\"minimal\",\"firewall\":{}}", API_E_BAD_FIELD,
 		  "sandbox create: 'firewall' needs \"network\": \"passt\" (without a network there is nothing to filter)" },
-		{ "{\"image\":\"minimal\",\"network\":\"none\",\"firewall\":{}}", API_E_BAD_FIELD, NULL },
+		{ "{\"image\":\"minimal\",\"network\":\"none\",\"firewall\":{}}", API_E_BAD_FIELD,
+		  NULL },
 		{ "{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":{\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-\"}]}}",
-		  API_E_BAD_FIELD, "firewall: allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535" },
+		  API_E_BAD_FIELD,
+		  "firewall: allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535" },
 		{ "{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":{\"allow\":[],\"extra\":1}}",
 		  API_E_UNKNOWN_FIELD, NULL },
 	};
@@ -213,16 +218,40 @@ static struct sandbox_spec passt_spec(void)
 static void test_argv_passt(void **state)
 {
 	struct sandbox_spec s = passt_spec();
-	struct vmm_launch l = { .vmm = "/k/kiln-vmm", .kernel = "/k/vmlinux", .image = "/img/m.ext4",
-				.overlay = "/st/sb/a/overlay", .vsock = "/st/sb/a/vsock.sock",
-				.control = "/st/sb/a/control.sock", .firewall = "/st/sb/a/firewall.json", .spec = &s };
-	static const char *const want[] = { "/k/kiln-vmm", "--kernel", "/k/vmlinux", "--disk-image", "/img/m.ext4",
-					    "--disk-overlay", "/st/sb/a/overlay", "--vsock-path", "/st/sb/a/vsock.sock",
-					    "--control", "/st/sb/a/control.sock", "--mem", "128", "--cpus", "1",
-					    "--boot-timeline=json", "--net", "passt", "--firewall", "/st/sb/a/firewall.json",
-					    "--firewall-log", "--cmdline",
-					    "quiet kiln.hostname=box1 kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3",
-					    NULL };
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm",
+				.kernel = "/k/vmlinux",
+				.image = "/img/m.ext4",
+				.overlay = "/st/sb/a/overlay",
+				.vsock = "/st/sb/a/vsock.sock",
+				.control = "/st/sb/a/control.sock",
+				.firewall = "/st/sb/a/firewall.json",
+				.spec = &s };
+	static const char *const want[] = {
+		"/k/kiln-vmm",
+		"--kernel",
+		"/k/vmlinux",
+		"--disk-image",
+		"/img/m.ext4",
+		"--disk-overlay",
+		"/st/sb/a/overlay",
+		"--vsock-path",
+		"/st/sb/a/vsock.sock",
+		"--control",
+		"/st/sb/a/control.sock",
+		"--mem",
+		"128",
+		"--cpus",
+		"1",
+		"--boot-timeline=json",
+		"--net",
+		"passt",
+		"--firewall",
+		"/st/sb/a/firewall.json",
+		"--firewall-log",
+		"--cmdline",
+		"quiet kiln.hostname=box1 kiln.ip=10.0.2.15/24 kiln.gw=10.0.2.2 kiln.dns=10.0.2.3",
+		NULL
+	};
 	struct vmm_argv a;
 	struct api_err e;
 
@@ -275,7 +304,8 @@ static void test_argv_passt(void **state)
 /* The firewall lines kilnd sends (the codec's, vmm/control/control_proto.c). */
 static char *fw_line(const char *rules, int *r)
 {
-	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, .json = rules };
+	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET,
+				   .json = rules };
 	char why[256], *line;
 	size_t len;
 
@@ -315,7 +345,8 @@ static void test_control_firewall_line(void **state)
 static int fw_reply(const char *line, bool set, size_t *cut, json_t **o, char *why)
 {
 	struct control_reply rep;
-	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, why, 256);
+	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, why,
+				    256);
 
 	if (cut)
 		*cut = rep.cut;
@@ -336,13 +367,13 @@ static void test_control_firewall_reply(void **state)
 	assert_int_equal(fw_reply("{\"ok\":true,\"cut\":-1}", true, &cut, NULL, why), -1);
 	assert_int_equal(fw_reply("{\"ok\":true}", true, &cut, NULL, why), -1);
 	assert_int_equal(fw_reply("{\"ok\":false,\"error\":\"firewall: allow[0]: bad\"}", true,
-							  &cut, NULL, why),
+				  &cut, NULL, why),
 			 -1);
 	assert_string_equal(why, "kiln-vmm: firewall: allow[0]: bad");
-	assert_int_equal(fw_reply(
-				 "{\"ok\":true,\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2,\"egress\":{\"pass_new\":{\"packets\":5,\"bytes\":9},\"drop_default\":{\"packets\":4,\"bytes\":1}},\"ingress\":{\"pass_flow\":{\"packets\":6,\"bytes\":1}}}}",
-				 false, NULL, &o, why),
-			 0);
+	assert_int_equal(
+		fw_reply("{\"ok\":true,\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2,\"egress\":{\"pass_new\":{\"packets\":5,\"bytes\":9},\"drop_default\":{\"packets\":4,\"bytes\":1}},\"ingress\":{\"pass_flow\":{\"packets\":6,\"bytes\":1}}}}",
+			 false, NULL, &o, why),
+		0);
 	{
 		struct fw_totals t = { 0 };
 		json_t *v = firewall_view(SANDBOX_NET_PASST, NULL, o);
@@ -361,7 +392,8 @@ static void test_control_firewall_reply(void **state)
 	assert_int_equal(fw_reply("not json", false, NULL, &o, why), -1);
 	/* Not running: the stored rules, counters null. */
 	{
-		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"), *v = firewall_view(SANDBOX_NET_PASST, rules, NULL);
+		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"),
+		       *v = firewall_view(SANDBOX_NET_PASST, rules, NULL);
 
 		assert_false(json_is_true(json_object_get(v, "running")));
 		assert_true(json_is_null(json_object_get(v, "counters")));
@@ -374,9 +406,12 @@ static void test_control_firewall_reply(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_canon_default_dns),   cmocka_unit_test(test_canon_errors),
-		cmocka_unit_test(test_spec_network),        cmocka_unit_test(test_spec_network_errors),
-		cmocka_unit_test(test_argv_passt),          cmocka_unit_test(test_control_firewall_line),
+		cmocka_unit_test(test_canon_default_dns),
+		cmocka_unit_test(test_canon_errors),
+		cmocka_unit_test(test_spec_network),
+		cmocka_unit_test(test_spec_network_errors),
+		cmocka_unit_test(test_argv_passt),
+		cmocka_unit_test(test_control_firewall_line),
 		cmocka_unit_test(test_control_firewall_reply),
 	};
 

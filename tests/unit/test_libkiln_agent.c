@@ -37,8 +37,14 @@
  * the protocol's own line builders. */
 static void serve_one(struct agent_conn *c, struct agent_msg *m)
 {
-	struct agent_info info = { .kernel = "6.1.0-kiln", .hostname = "box1", .cpus = 2, .mem_total = 1 << 27,
-				   .mem_available = 1 << 26, .uptime_ms = 412, .time_ns = 17, .processes = 3 };
+	struct agent_info info = { .kernel = "6.1.0-kiln",
+				   .hostname = "box1",
+				   .cpus = 2,
+				   .mem_total = 1 << 27,
+				   .mem_available = 1 << 26,
+				   .uptime_ms = 412,
+				   .time_ns = 17,
+				   .processes = 3 };
 	struct agent_line l;
 
 	switch (m->type) {
@@ -109,8 +115,8 @@ static int on_entry(void *arg, const struct kiln_file_info *e)
 	const char *base = strrchr(e->path, '/');
 	size_t len = strlen(s->text);
 
-	snprintf(s->text + len, sizeof(s->text) - len, "%u %s %s\n", e->depth, base ? base + 1 : e->path,
-		 kiln_file_kind_name(e->kind));
+	snprintf(s->text + len, sizeof(s->text) - len, "%u %s %s\n", e->depth,
+		 base ? base + 1 : e->path, kiln_file_kind_name(e->kind));
 	return ++s->n == s->stop_after ? -ECANCELED : 0;
 }
 
@@ -156,13 +162,15 @@ static void test_files_metadata(void **state)
 	assert_true(end.count == 3 && !end.truncated && end.skipped == 0);
 	memset(&seen, 0, sizeof(seen));
 	seen.stop_after = 1;
-	assert_int_equal(kiln_agent_list(a, p, KILN_AGENT_AS_ROOT, 3, 0, on_entry, &seen, NULL), -ECANCELED);
+	assert_int_equal(kiln_agent_list(a, p, KILN_AGENT_AS_ROOT, 3, 0, on_entry, &seen, NULL),
+			 -ECANCELED);
 	assert_int_equal(seen.n, 1);
 
 	snprintf(p, sizeof(p), "%s/m/a", dir);
 	snprintf(q, sizeof(q), "%s/m/l", dir);
 	assert_int_equal(kiln_agent_rename(a, p, q, KILN_AGENT_AS_ROOT), -EEXIST);
-	assert_int_equal(kiln_agent_rename(a, q, p, KILN_AGENT_AS_ROOT | KILN_AGENT_OVERWRITE), -EISDIR);
+	assert_int_equal(kiln_agent_rename(a, q, p, KILN_AGENT_AS_ROOT | KILN_AGENT_OVERWRITE),
+			 -EISDIR);
 	snprintf(q, sizeof(q), "%s/m/c", dir);
 	assert_int_equal(kiln_agent_rename(a, p, q, KILN_AGENT_AS_ROOT), 0);
 	assert_int_equal(kiln_agent_remove(a, q, KILN_AGENT_AS_ROOT), -ENOTEMPTY);
@@ -175,7 +183,8 @@ static void test_files_metadata(void **state)
 
 static void test_tcp_connect(void **state)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	struct fake_agent v;
 	kiln_agent *a;
@@ -218,7 +227,9 @@ static void test_watch(void **state)
 	snprintf(p, sizeof(p), "%s/none", dir);
 	assert_int_equal(kiln_agent_watch(a, p, KILN_AGENT_AS_ROOT, &w, NULL), -ENOENT);
 	assert_null(w);
-	assert_int_equal(kiln_agent_watch(a, dir, KILN_AGENT_AS_ROOT | KILN_AGENT_RECURSIVE, &w, &watches), 0);
+	assert_int_equal(kiln_agent_watch(a, dir, KILN_AGENT_AS_ROOT | KILN_AGENT_RECURSIVE, &w,
+					  &watches),
+			 0);
 	assert_true(watches >= 1);
 	assert_true(kiln_watch_fd(w) >= 0);
 	assert_int_equal(kiln_watch_next(w, 10, &small, NULL), -EINVAL);

@@ -64,7 +64,8 @@ static void test_disk_calls(void **state)
 	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 4096), 0);
 	assert_true(c->c.disk[0].size == 4096ull << 20);
 	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 1048577), -EINVAL);
-	assert_string_equal(kiln_vm_config_errmsg(c), "disk /img: size must be a whole number of MiB from 1 to 1048576");
+	assert_string_equal(kiln_vm_config_errmsg(c),
+			    "disk /img: size must be a whole number of MiB from 1 to 1048576");
 	/* A size that would wrap when shifted to bytes is still too big. */
 	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, 1ull << 44), -EINVAL);
 	assert_int_equal(kiln_vm_config_set_disk_size(c, 0, UINT64_MAX), -EINVAL);
@@ -97,7 +98,8 @@ static void test_share_calls(void **state)
 
 	(void)state;
 	/* Any path: no separator of kiln-vmm's syntax is special here. */
-	assert_int_equal(kiln_vm_config_add_share(c, "kiln0", "/srv/a,b:c", KILN_SHARE_READ_ONLY), 0);
+	assert_int_equal(kiln_vm_config_add_share(c, "kiln0", "/srv/a,b:c", KILN_SHARE_READ_ONLY),
+			 0);
 	assert_string_equal(c->c.share[0].host_dir, "/srv/a,b:c");
 	assert_int_equal(c->c.share[0].host_fd, -1);
 	assert_int_equal(c->c.share[0].read_only, 1);
@@ -109,7 +111,8 @@ static void test_share_calls(void **state)
 	for (int fd = -5; fd < 3; fd++)
 		assert_int_equal(kiln_vm_config_add_share_fd(c, "t", fd, 0), -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "stdio"));
-	static const char *const bad[] = { "", "a b", "a,b", "a:b", "0123456789012345678901234567890123456" };
+	static const char *const bad[] = { "", "a b", "a,b", "a:b",
+					   "0123456789012345678901234567890123456" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		assert_int_equal(kiln_vm_config_add_share(c, bad[i], "/srv", 0), -EINVAL);
 		assert_non_null(strstr(kiln_vm_config_errmsg(c), "must be 1 to 36 bytes"));
@@ -133,14 +136,16 @@ static void test_net_calls(void **state)
 
 	(void)state;
 	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", "01:00:00:00:00:01", NULL), -EINVAL);
-	assert_string_equal(kiln_vm_config_errmsg(c),
-			    "net mac=01:00:00:00:00:01: not a unicast MAC address like 02:00:00:00:00:01");
+	assert_string_equal(
+		kiln_vm_config_errmsg(c),
+		"net mac=01:00:00:00:00:01: not a unicast MAC address like 02:00:00:00:00:01");
 	assert_int_equal(kiln_vm_config_add_net_tap(c, NULL, NULL, NULL), -EINVAL);
 	assert_int_equal(kiln_vm_config_add_net_tap(c, "", NULL, NULL), -EINVAL);
 	assert_int_equal(kiln_vm_config_add_net_tap(c, "0123456789abcdef", NULL, NULL), -EINVAL);
 	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", NULL, "10.77.0.2"), -EINVAL);
 	assert_int_equal(c->c.nnet, 0);
-	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", "02:00:00:00:00:07", "10.77.0.2/24"), 0);
+	assert_int_equal(kiln_vm_config_add_net_tap(c, "kt0", "02:00:00:00:00:07", "10.77.0.2/24"),
+			 0);
 	assert_string_equal(c->c.net[0].tap, "kt0");
 	assert_int_equal(c->c.net[0].prefix, 24);
 	/* passt: NULL takes QEMU's user-mode layout, copied like the rest. */
@@ -150,10 +155,14 @@ static void test_net_calls(void **state)
 	assert_string_equal(c->c.net[1].gw, "10.0.2.2");
 	assert_string_equal(c->c.net[1].dns, "10.0.2.3");
 	assert_null(c->c.net[1].resolver);
-	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, "192.168.7.20/24", "10.0.3.1", NULL, NULL), -EINVAL);
-	assert_string_equal(kiln_vm_config_errmsg(c),
-			    "net gw=10.0.3.1: must be another address in the guest's network 192.168.7.20/24");
-	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, "10.0.2.3"), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, "192.168.7.20/24", "10.0.3.1", NULL,
+						      NULL),
+			 -EINVAL);
+	assert_string_equal(
+		kiln_vm_config_errmsg(c),
+		"net gw=10.0.3.1: must be another address in the guest's network 192.168.7.20/24");
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, "10.0.2.3"),
+			 -EINVAL);
 	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, "127.0.0.53"), 0);
 	assert_string_equal(c->c.net[2].resolver, "127.0.0.53");
 	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, NULL), 0);
@@ -163,8 +172,11 @@ static void test_net_calls(void **state)
 	assert_int_equal(kiln_vm_config_set_net_rate(c, 1000, 0, 0, 5), 0);
 	assert_int_equal(c->has_rate, 1);
 	assert_int_equal(kiln_vm_config_set_net_rate(c, 0, 0, (1ull << 48) + 1, 0), -EINVAL);
-	assert_string_equal(kiln_vm_config_errmsg(c), "net-rate rx_bytes: 281474976710657 is more than 281474976710656 per second");
-	assert_true(c->c.net_rate.tx_bytes == 1000 && c->c.net_rate.rx_packets == 5 && c->c.net_rate.rx_bytes == 0);
+	assert_string_equal(
+		kiln_vm_config_errmsg(c),
+		"net-rate rx_bytes: 281474976710657 is more than 281474976710656 per second");
+	assert_true(c->c.net_rate.tx_bytes == 1000 && c->c.net_rate.rx_packets == 5 &&
+		    c->c.net_rate.rx_bytes == 0);
 	kiln_vm_config_free(c);
 }
 
@@ -183,10 +195,13 @@ static void test_vsock_and_firewall_checked_at_the_setter(void **state)
 	assert_null(c->c.vsock.uds);
 	assert_int_equal(kiln_vm_config_set_vsock(c, "/v", 0), 0);
 	assert_int_equal(c->c.vsock.cid, 3);
-	assert_int_equal(kiln_vm_config_set_vsock(c, "/w,cid=9", 7), 0); /* a second replaces the first */
+	assert_int_equal(kiln_vm_config_set_vsock(c, "/w,cid=9", 7),
+			 0); /* a second replaces the first */
 	assert_string_equal(c->c.vsock.uds, "/w,cid=9");
 	assert_int_equal(c->c.vsock.cid, 7);
-	assert_int_equal(kiln_vm_config_set_firewall(c, "{\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}", 33), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_firewall(c, "{\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}",
+						     33),
+			 -EINVAL);
 	assert_non_null(strstr(kiln_vm_config_errmsg(c), "did you mean 10.0.0.0/8?"));
 	assert_null(c->c.firewall);
 	assert_int_equal(kiln_vm_config_set_firewall(c, "{}", KILN_VM_FIREWALL_MAX + 1), -EFBIG);
@@ -281,7 +296,8 @@ static void test_agent_handle_refuses_long_paths_and_bad_exec(void **state)
 	assert_string_equal(kiln_agent_errcode(a), "host_error");
 	/* Nothing listens there: the connection fails, not the agent. */
 	assert_true(kiln_agent_wait_ready(a, 50) < 0);
-	assert_true(strcmp(kiln_agent_errcode(a), "unreachable") == 0 || strcmp(kiln_agent_errcode(a), "timeout") == 0);
+	assert_true(strcmp(kiln_agent_errcode(a), "unreachable") == 0 ||
+		    strcmp(kiln_agent_errcode(a), "timeout") == 0);
 	kiln_agent_free(a);
 }
 

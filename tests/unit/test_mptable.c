@@ -52,7 +52,7 @@ static uint8_t *build(int ncpus, int *n)
 static void test_size(void **state)
 {
 	const size_t fixed = FPS_LEN + HDR_LEN + ENTRY_LEN /* bus */ + ENTRY_LEN /* ioapic */ +
-			     24 * ENTRY_LEN /* io interrupts */ + 2 * ENTRY_LEN /* lints */;
+		24 * ENTRY_LEN /* io interrupts */ + 2 * ENTRY_LEN /* lints */;
 
 	(void)state;
 	assert_int_equal(mptable_size(1), fixed + CPU_LEN);
@@ -112,7 +112,7 @@ static void test_entries(void **state)
 	for (int i = 0; i < get16(hdr + 34); i++) {
 		assert_true(p < end);
 		switch (p[0]) {
-		case 0: /* processor */
+		case 0:                                            /* processor */
 			assert_int_equal(p[1], cpus);              /* APIC id */
 			assert_int_equal(p[3], cpus == 0 ? 3 : 1); /* enabled | BSP */
 			cpus++;
@@ -164,7 +164,8 @@ static void test_bad_ncpus(void **state)
 	(void)state;
 	memset(buf, 0x5a, sizeof(buf));
 	assert_int_equal(mptable_build(buf, sizeof(buf), GPA, 0, LAPIC, IOAPIC), -EINVAL);
-	assert_int_equal(mptable_build(buf, sizeof(buf), GPA, MPTABLE_MAX_CPUS + 1, LAPIC, IOAPIC), -EINVAL);
+	assert_int_equal(mptable_build(buf, sizeof(buf), GPA, MPTABLE_MAX_CPUS + 1, LAPIC, IOAPIC),
+			 -EINVAL);
 	assert_int_equal(mptable_build(buf, sizeof(buf), GPA, -1, LAPIC, IOAPIC), -EINVAL);
 	assert_int_equal(buf[0], 0x5a);
 }

@@ -87,11 +87,13 @@ static struct net_filter *filter(const char *json)
 }
 
 /* Send a frame built from s (egress when from the guest), on a heap copy of exact size. */
-static enum nf_reason send_frame(struct net_filter *f, bool egress, const uint8_t *frame, size_t n, uint64_t now)
+static enum nf_reason send_frame(struct net_filter *f, bool egress, const uint8_t *frame, size_t n,
+				 uint64_t now)
 {
 	uint8_t *c = fr_exact(frame, n);
 	struct nf_decision d;
-	enum nf_verdict v = egress ? net_filter_egress(f, c, n, now, &d) : net_filter_ingress(f, c, n, now, &d);
+	enum nf_verdict v = egress ? net_filter_egress(f, c, n, now, &d)
+				   : net_filter_ingress(f, c, n, now, &d);
 
 	free(c);
 	assert_int_equal(v, d.reason < NF_DROP_RATE ? NF_PASS : NF_DROP);
@@ -123,18 +125,28 @@ static enum nf_reason in(struct net_filter *f, struct fr s, uint64_t now)
 static void reason_at(enum nf_reason got, enum nf_reason want, int line)
 {
 	if (got != want)
-		fail_msg("line %d: reason %s, expected %s", line, nf_reason_name(got), nf_reason_name(want));
+		fail_msg("line %d: reason %s, expected %s", line, nf_reason_name(got),
+			 nf_reason_name(want));
 }
 #define reason_is(got, want) reason_at(got, want, __LINE__)
 
-#define SYN(d, p) ((struct fr){ .dst = d, .proto = FR_TCP, .sport = 40000, .dport = p, .tcp_flags = PKT_TCP_SYN })
+#define SYN(d, p)     \
+	((struct fr){ \
+		.dst = d, .proto = FR_TCP, .sport = 40000, .dport = p, .tcp_flags = PKT_TCP_SYN })
 
 static void test_stateful_tcp(void **state)
 {
-	struct net_filter *f = filter("{\"allow\":[{\"cidr\":\"93.184.216.0/24\",\"proto\":\"tcp\",\"ports\":443}]}");
-	struct fr synack = { .src = "93.184.216.34", .proto = FR_TCP, .sport = 443, .dport = 40000,
+	struct net_filter *f = filter(
+		"{\"allow\":[{\"cidr\":\"93.184.216.0/24\",\"proto\":\"tcp\",\"ports\":443}]}");
+	struct fr synack = { .src = "93.184.216.34",
+			     .proto = FR_TCP,
+			     .sport = 443,
+			     .dport = 40000,
 			     .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK };
-	struct fr ack = { .dst = "93.184.216.34", .proto = FR_TCP, .sport = 40000, .dport = 443,
+	struct fr ack = { .dst = "93.184.216.34",
+			  .proto = FR_TCP,
+			  .sport = 40000,
+			  .dport = 443,
 			  .tcp_flags = PKT_TCP_ACK };
 
 	(void)state;
@@ -170,7 +182,10 @@ static void test_stateful_tcp(void **state)
 static void test_tcp_close_and_reuse(void **state)
 {
 	struct net_filter *f = filter("{\"outbound_internet\":true}");
-	struct fr rst = { .src = "1.1.1.1", .proto = FR_TCP, .sport = 443, .dport = 40000,
+	struct fr rst = { .src = "1.1.1.1",
+			  .proto = FR_TCP,
+			  .sport = 443,
+			  .dport = 40000,
 			  .tcp_flags = PKT_TCP_RST | PKT_TCP_ACK };
 
 	(void)state;
@@ -192,8 +207,12 @@ static void test_udp_and_icmp(void **state)
 	struct fr r = { .src = "9.9.9.9", .proto = FR_UDP, .sport = 123, .dport = 5000 };
 	struct fr ping = { .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8, .icmp_id = 77 };
 	struct fr pong = { .src = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 0, .icmp_id = 77 };
-	struct fr ping6 = { .dst = "2606:4700::1111", .proto = FR_ICMP6, .icmp_type = 128, .icmp_id = 5 };
-	struct fr pong6 = { .src = "2606:4700::1111", .proto = FR_ICMP6, .icmp_type = 129, .icmp_id = 5 };
+	struct fr ping6 = {
+		.dst = "2606:4700::1111", .proto = FR_ICMP6, .icmp_type = 128, .icmp_id = 5
+	};
+	struct fr pong6 = {
+		.src = "2606:4700::1111", .proto = FR_ICMP6, .icmp_type = 129, .icmp_id = 5
+	};
 
 	(void)state;
 	reason_is(in(f, r, 0), NF_DROP_UNSOLICITED);
@@ -209,10 +228,13 @@ static void test_udp_and_icmp(void **state)
 	pong.icmp_id = 78;
 	reason_is(in(f, pong, 1), NF_DROP_UNSOLICITED);
 	/* An echo request from outside opens nothing. */
-	reason_is(in(f, (struct fr){ .src = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8, .icmp_id = 9 }, 1),
+	reason_is(in(f,
+		     (struct fr){ .src = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8, .icmp_id = 9 },
+		     1),
 		  NF_DROP_UNSOLICITED);
 	/* ICMP types other than echo do not leave the guest. */
-	reason_is(out(f, (struct fr){ .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 13 }, 1), NF_DROP_PROTO);
+	reason_is(out(f, (struct fr){ .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 13 }, 1),
+		  NF_DROP_PROTO);
 	reason_is(out(f, ping6, 0), NF_PASS_NEW);
 	reason_is(in(f, pong6, 1), NF_PASS_FLOW);
 	/* Other protocols (GRE) do not leave the guest either. */
@@ -221,11 +243,15 @@ static void test_udp_and_icmp(void **state)
 }
 
 /* An ICMP error (type, code) from `from` to `to` quoting ip[0..qlen). */
-static enum nf_reason icmp_error(struct net_filter *f, bool egress, const char *from, const char *to,
-				 uint8_t type, const uint8_t *ip, size_t qlen)
+static enum nf_reason icmp_error(struct net_filter *f, bool egress, const char *from,
+				 const char *to, uint8_t type, const uint8_t *ip, size_t qlen)
 {
-	struct fr e = { .src = from, .dst = to, .proto = strchr(from, ':') ? FR_ICMP6 : FR_ICMP, .icmp_type = type,
-			.payload = ip, .payload_len = qlen };
+	struct fr e = { .src = from,
+			.dst = to,
+			.proto = strchr(from, ':') ? FR_ICMP6 : FR_ICMP,
+			.icmp_type = type,
+			.payload = ip,
+			.payload_len = qlen };
 	uint8_t fr[2048];
 
 	if (!egress) {
@@ -238,9 +264,19 @@ static enum nf_reason icmp_error(struct net_filter *f, bool egress, const char *
 static void test_related_icmp_errors(void **state)
 {
 	struct net_filter *f = filter("{\"outbound_internet\":true}");
-	struct fr q = { .src = GUEST, .dst = "9.9.9.9", .proto = FR_UDP, .sport = 5000, .dport = 123,
-			.payload = "0123456789", .payload_len = 10 };
-	struct fr other = q, back = { .src = "9.9.9.9", .dst = GUEST, .proto = FR_UDP, .sport = 123, .dport = 5000 };
+	struct fr q = { .src = GUEST,
+			.dst = "9.9.9.9",
+			.proto = FR_UDP,
+			.sport = 5000,
+			.dport = 123,
+			.payload = "0123456789",
+			.payload_len = 10 };
+	struct fr other = q,
+		  back = { .src = "9.9.9.9",
+			   .dst = GUEST,
+			   .proto = FR_UDP,
+			   .sport = 123,
+			   .dport = 5000 };
 	uint8_t ip[256], ip2[256], ipb[256];
 	size_t n, n2, nb;
 
@@ -256,7 +292,8 @@ static void test_related_icmp_errors(void **state)
 	reason_is(icmp_error(f, false, "192.0.2.1", GUEST, 3, ip, 28), NF_PASS_RELATED);
 	reason_is(icmp_error(f, false, "192.0.2.1", GUEST, 11, ip, n), NF_PASS_RELATED);
 	reason_is(icmp_error(f, false, "192.0.2.1", GUEST, 3, ip2, n2), NF_DROP_UNSOLICITED);
-	reason_is(icmp_error(f, false, "192.0.2.1", GUEST, 3, ip, 20), NF_DROP_UNSOLICITED); /* no ports quoted */
+	reason_is(icmp_error(f, false, "192.0.2.1", GUEST, 3, ip, 20),
+		  NF_DROP_UNSOLICITED); /* no ports quoted */
 	/* The guest may answer the flow's remote with an error about its packet... */
 	reason_is(icmp_error(f, true, GUEST, "9.9.9.9", 3, ipb, nb), NF_PASS_RELATED);
 	/* ...but not send such an "error" anywhere else (it would carry data out). */
@@ -266,8 +303,9 @@ static void test_related_icmp_errors(void **state)
 
 static void test_always_deny(void **state)
 {
-	struct net_filter *f = filter("{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"0.0.0.0/0\"},"
-				      "{\"cidr\":\"::/0\"},{\"cidr\":\"192.168.7.0/24\",\"ports\":22}]}");
+	struct net_filter *f = filter(
+		"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"0.0.0.0/0\"},"
+		"{\"cidr\":\"::/0\"},{\"cidr\":\"192.168.7.0/24\",\"ports\":22}]}");
 
 	(void)state;
 	reason_is(out(f, SYN("169.254.169.254", 80), 0), NF_DROP_RESERVED);
@@ -279,10 +317,14 @@ static void test_always_deny(void **state)
 	reason_is(out(f, SYN("192.168.7.9", 80), 0), NF_DROP_PRIVATE);
 	reason_is(out(f, SYN("192.168.7.9", 22), 0), NF_PASS_NEW); /* explicitly allowed */
 	reason_is(out(f, SYN("8.8.8.8", 22), 0), NF_PASS_NEW);
-	reason_is(out(f, (struct fr){ .dst = "255.255.255.255", .proto = FR_UDP, .sport = 9, .dport = 9 }, 0),
+	reason_is(out(f,
+		      (struct fr){
+			      .dst = "255.255.255.255", .proto = FR_UDP, .sport = 9, .dport = 9 },
+		      0),
 		  NF_DROP_RESERVED);
 	assert_int_equal(lg.n, 8);
-	assert_non_null(strstr(lg.line, "egress drop_reserved udp 10.0.2.15:9 -> 255.255.255.255:9"));
+	assert_non_null(
+		strstr(lg.line, "egress drop_reserved udp 10.0.2.15:9 -> 255.255.255.255:9"));
 	net_filter_destroy(f);
 }
 
@@ -314,8 +356,9 @@ static void test_host_addrs(void **state)
 	net_addr_parse("2606:4700::5", &host[1]);
 	c.host_addrs = host;
 	c.n_host_addrs = 2;
-	f = filter_cfg(&c, "{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"::/0\"},"
-			   "{\"cidr\":\"203.0.113.5\",\"proto\":\"tcp\",\"ports\":8443}]}");
+	f = filter_cfg(&c,
+		       "{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"::/0\"},"
+		       "{\"cidr\":\"203.0.113.5\",\"proto\":\"tcp\",\"ports\":8443}]}");
 	memset(host, 0, sizeof(host)); /* the filter keeps its own copy */
 	reason_is(out(f, SYN("203.0.113.5", 22), 0), NF_DROP_HOST);
 	assert_non_null(strstr(lg.line, "egress drop_host tcp 10.0.2.15:40000 -> 203.0.113.5:22"));
@@ -352,36 +395,67 @@ static void test_source_without_address(void **state)
 	c.has_ip4 = false;
 	c.has_ip6 = false;
 	f = filter_cfg(&c, "{\"outbound_internet\":true}");
-	reason_is(out(f, (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "10.0.2.15",
+				   .dst = "1.1.1.1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = "198.51.100.7", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "198.51.100.7",
+				   .dst = "1.1.1.1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = "2001:db8::99", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1,
-				      .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "2001:db8::99",
+				   .dst = "2606:4700::1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = "0.0.0.0", .dst = "255.255.255.255", .proto = FR_UDP, .sport = 68,
-				      .dport = 67 },
+	reason_is(out(f,
+		      (struct fr){ .src = "0.0.0.0",
+				   .dst = "255.255.255.255",
+				   .proto = FR_UDP,
+				   .sport = 68,
+				   .dport = 67 },
 		      0),
 		  NF_PASS_DHCP);
 	/* ARP: a probe only; claiming any address is spoofing. */
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, "0.0.0.0", GUEST), 0),
+	reason_is(send_frame(f, true, fr,
+			     fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, "0.0.0.0", GUEST), 0),
 		  NF_PASS_ARP);
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 2, fr_guest_mac, "10.0.2.2", GUEST), 0),
+	reason_is(send_frame(f, true, fr,
+			     fr_arp(fr, fr_guest_mac, 2, fr_guest_mac, "10.0.2.2", GUEST), 0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:2", .proto = FR_UDP, .sport = 546, .dport = 547 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::1:2",
+				   .proto = FR_UDP,
+				   .sport = 546,
+				   .dport = 547 },
 		      0),
 		  NF_PASS_DHCP);
 	net_filter_destroy(f);
 	/* With an IPv6 address too, a global source other than it is refused. */
 	f = filter("{\"outbound_internet\":true}");
-	reason_is(out(f, (struct fr){ .src = "2001:db8::99", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1,
-				      .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "2001:db8::99",
+				   .dst = "2606:4700::1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1, .dport = 2 }, 0),
+	reason_is(out(f,
+		      (struct fr){ .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+		      0),
 		  NF_PASS_NEW);
 	net_filter_destroy(f);
 }
@@ -390,8 +464,14 @@ static void test_source_without_address(void **state)
 static enum nf_reason ndp_out(struct net_filter *f, const char *src, const char *dst, uint8_t type,
 			      const uint8_t *body, size_t len)
 {
-	return out(f, (struct fr){ .src = src, .dst = dst, .proto = FR_ICMP6, .icmp_type = type, .ttl = 255,
-				   .payload = body, .payload_len = len },
+	return out(f,
+		   (struct fr){ .src = src,
+				.dst = dst,
+				.proto = FR_ICMP6,
+				.icmp_type = type,
+				.ttl = 255,
+				.payload = body,
+				.payload_len = len },
 		   0);
 }
 
@@ -440,8 +520,9 @@ static void test_ndp_spoofing(void **state)
 
 static void test_deny_beats_allow(void **state)
 {
-	struct net_filter *f = filter("{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"203.0.113.0/24\"}],"
-				      "\"deny\":[{\"cidr\":\"203.0.113.7\",\"proto\":\"tcp\",\"ports\":\"1-1024\"}]}");
+	struct net_filter *f = filter(
+		"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"203.0.113.0/24\"}],"
+		"\"deny\":[{\"cidr\":\"203.0.113.7\",\"proto\":\"tcp\",\"ports\":\"1-1024\"}]}");
 	struct nf_counters c;
 
 	(void)state;
@@ -464,36 +545,79 @@ static void test_spoofing(void **state)
 	uint8_t fr[128];
 
 	(void)state;
-	reason_is(out(f, (struct fr){ .src = "10.0.2.16", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "10.0.2.16",
+				   .dst = "1.1.1.1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src_mac = other_mac, .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src_mac = other_mac,
+				   .dst = "1.1.1.1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = "fd00::16", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "fd00::16",
+				   .dst = "2606:4700::1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
 	/* Link-local and unspecified sources are for NDP/DHCP only. */
-	reason_is(out(f, (struct fr){ .src = "fe80::1", .dst = "2606:4700::1", .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(out(f,
+		      (struct fr){ .src = "fe80::1",
+				   .dst = "2606:4700::1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
 		      0),
 		  NF_DROP_SPOOF);
-	reason_is(out(f, (struct fr){ .src = "0.0.0.0", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 }, 0),
+	reason_is(out(f,
+		      (struct fr){ .src = "0.0.0.0",
+				   .dst = "1.1.1.1",
+				   .proto = FR_UDP,
+				   .sport = 1,
+				   .dport = 2 },
+		      0),
 		  NF_DROP_SPOOF);
 	/* ARP: the guest's own MAC and address, or a probe from 0.0.0.0. */
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, GUEST, "10.0.2.2"), 0),
+	reason_is(send_frame(f, true, fr,
+			     fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, GUEST, "10.0.2.2"), 0),
 		  NF_PASS_ARP);
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, "0.0.0.0", GUEST), 0),
+	reason_is(send_frame(f, true, fr,
+			     fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, "0.0.0.0", GUEST), 0),
 		  NF_PASS_ARP);
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 2, fr_guest_mac, "10.0.2.2", GUEST), 0),
+	reason_is(send_frame(f, true, fr,
+			     fr_arp(fr, fr_guest_mac, 2, fr_guest_mac, "10.0.2.2", GUEST), 0),
 		  NF_DROP_SPOOF);
-	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 2, other_mac, GUEST, "10.0.2.2"), 0),
+	reason_is(send_frame(f, true, fr, fr_arp(fr, fr_guest_mac, 2, other_mac, GUEST, "10.0.2.2"),
+			     0),
 		  NF_DROP_SPOOF);
-	reason_is(send_frame(f, false, fr, fr_arp(fr, fr_gw_mac, 2, fr_gw_mac, "10.0.2.2", GUEST), 0), NF_PASS_ARP);
+	reason_is(send_frame(f, false, fr, fr_arp(fr, fr_gw_mac, 2, fr_gw_mac, "10.0.2.2", GUEST),
+			     0),
+		  NF_PASS_ARP);
 	/* Toward the guest: frames for another unicast MAC drop; for another IP, too. */
-	reason_is(in(f, (struct fr){ .src = "1.1.1.1", .dst_mac = other_mac, .proto = FR_UDP, .sport = 1, .dport = 2 },
+	reason_is(in(f,
+		     (struct fr){ .src = "1.1.1.1",
+				  .dst_mac = other_mac,
+				  .proto = FR_UDP,
+				  .sport = 1,
+				  .dport = 2 },
 		     0),
 		  NF_DROP_L2);
-	reason_is(in(f, (struct fr){ .src = "1.1.1.1", .dst = "10.0.2.99", .proto = FR_UDP, .sport = 1, .dport = 2 }, 0),
+	reason_is(in(f,
+		     (struct fr){ .src = "1.1.1.1",
+				  .dst = "10.0.2.99",
+				  .proto = FR_UDP,
+				  .sport = 1,
+				  .dport = 2 },
+		     0),
 		  NF_DROP_UNSOLICITED);
 	net_filter_destroy(f);
 }
@@ -515,68 +639,133 @@ static void test_infrastructure(void **state)
 
 	(void)state;
 	/* DHCPv4: discover from 0.0.0.0 to broadcast; the offer comes back. */
-	reason_is(out(f, (struct fr){ .src = "0.0.0.0", .dst = "255.255.255.255", .proto = FR_UDP, .sport = 68,
-				      .dport = 67 },
+	reason_is(out(f,
+		      (struct fr){ .src = "0.0.0.0",
+				   .dst = "255.255.255.255",
+				   .proto = FR_UDP,
+				   .sport = 68,
+				   .dport = 67 },
 		      0),
 		  NF_PASS_DHCP);
-	reason_is(in(f, (struct fr){ .src = "10.0.2.2", .dst = "255.255.255.255", .dst_mac = (const uint8_t *)"\xff\xff\xff\xff\xff\xff",
-				     .proto = FR_UDP, .sport = 67, .dport = 68 },
+	reason_is(in(f,
+		     (struct fr){ .src = "10.0.2.2",
+				  .dst = "255.255.255.255",
+				  .dst_mac = (const uint8_t *)"\xff\xff\xff\xff\xff\xff",
+				  .proto = FR_UDP,
+				  .sport = 67,
+				  .dport = 68 },
 		     0),
 		  NF_PASS_DHCP);
 	/* Not to any other address on port 67 (that would be a way out). */
-	reason_is(out(f, (struct fr){ .dst = "1.2.3.4", .proto = FR_UDP, .sport = 68, .dport = 67 }, 0),
+	reason_is(out(f, (struct fr){ .dst = "1.2.3.4", .proto = FR_UDP, .sport = 68, .dport = 67 },
+		      0),
 		  NF_DROP_DEFAULT);
 	/* DHCPv6 to its multicast group. */
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:2", .proto = FR_UDP, .sport = 546,
-				      .dport = 547 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::1:2",
+				   .proto = FR_UDP,
+				   .sport = 546,
+				   .dport = 547 },
 		      0),
 		  NF_PASS_DHCP);
 	/* NDP: hop limit 255 only; the guest solicits, it does not advertise routes. */
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1:ff00:2", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255, .payload = ndp_target("fe80::2", t), .payload_len = 16 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::1:ff00:2",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 135,
+				   .ttl = 255,
+				   .payload = ndp_target("fe80::2", t),
+				   .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
-	reason_is(out(f, (struct fr){ .src = "::", .dst = "ff02::1:ff00:15", .proto = FR_ICMP6, .icmp_type = 135,
-				      .ttl = 255, .payload = ndp_target(GUEST6, t), .payload_len = 16 },
+	reason_is(out(f,
+		      (struct fr){ .src = "::",
+				   .dst = "ff02::1:ff00:15",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 135,
+				   .ttl = 255,
+				   .payload = ndp_target(GUEST6, t),
+				   .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
 	/* A neighbour solicitation to a routed address could carry data out: no. */
-	reason_is(out(f, (struct fr){ .dst = "2606:4700::1", .proto = FR_ICMP6, .icmp_type = 135, .ttl = 255 }, 0),
+	reason_is(out(f,
+		      (struct fr){ .dst = "2606:4700::1",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 135,
+				   .ttl = 255 },
+		      0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "fe80::1", .proto = FR_ICMP6, .icmp_type = 136,
-				      .ttl = 255, .payload = ndp_target(GUEST6, t), .payload_len = 16 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "fe80::1",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 136,
+				   .ttl = 255,
+				   .payload = ndp_target(GUEST6, t),
+				   .payload_len = 16 },
 		      0),
 		  NF_PASS_NDP);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::2", .proto = FR_ICMP6, .icmp_type = 133,
-				      .ttl = 64 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::2",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 133,
+				   .ttl = 64 },
 		      0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 134,
-				      .ttl = 255 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::1",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 134,
+				   .ttl = 255 },
 		      0),
 		  NF_DROP_PROTO);
-	reason_is(out(f, (struct fr){ .src = GUEST_LL, .dst = "ff02::16", .proto = FR_ICMP6, .icmp_type = 143,
-				      .ttl = 1 },
+	reason_is(out(f,
+		      (struct fr){ .src = GUEST_LL,
+				   .dst = "ff02::16",
+				   .proto = FR_ICMP6,
+				   .icmp_type = 143,
+				   .ttl = 1 },
 		      0),
 		  NF_PASS_NDP);
-	reason_is(in(f, (struct fr){ .src = "fe80::1", .dst = "ff02::1", .dst_mac = (const uint8_t *)"\x33\x33\0\0\0\1",
-				     .proto = FR_ICMP6, .icmp_type = 134, .ttl = 255 },
+	reason_is(in(f,
+		     (struct fr){ .src = "fe80::1",
+				  .dst = "ff02::1",
+				  .dst_mac = (const uint8_t *)"\x33\x33\0\0\0\1",
+				  .proto = FR_ICMP6,
+				  .icmp_type = 134,
+				  .ttl = 255 },
 		     0),
 		  NF_PASS_NDP);
-	reason_is(in(f, (struct fr){ .src = "fe80::1", .dst = GUEST6, .proto = FR_ICMP6, .icmp_type = 137, .ttl = 255 },
+	reason_is(in(f,
+		     (struct fr){ .src = "fe80::1",
+				  .dst = GUEST6,
+				  .proto = FR_ICMP6,
+				  .icmp_type = 137,
+				  .ttl = 255 },
 		     0),
 		  NF_DROP_PROTO);
 	net_filter_destroy(f);
 }
 
 /* The guest's DNS query for name (A) from port, id; and the resolver's answer with one A record. */
-static enum nf_reason query(struct net_filter *f, const char *resolver, uint16_t port, uint16_t id, const char *name)
+static enum nf_reason query(struct net_filter *f, const char *resolver, uint16_t port, uint16_t id,
+			    const char *name)
 {
 	uint8_t m[512];
 	size_t n = dns_msg(m, id, false, name, 1, 0);
 
-	return out(f, (struct fr){ .dst = resolver, .proto = FR_UDP, .sport = port, .dport = 53, .payload = m,
-				   .payload_len = n },
+	return out(f,
+		   (struct fr){ .dst = resolver,
+				.proto = FR_UDP,
+				.sport = port,
+				.dport = 53,
+				.payload = m,
+				.payload_len = n },
 		   0);
 }
 
@@ -587,13 +776,19 @@ static enum nf_reason reply(struct net_filter *f, const char *resolver, uint16_t
 	size_t n = dns_msg(m, id, true, qname, 1, 1);
 
 	n = dns_rr_a(m, n, owner, addr, 300);
-	return in(f, (struct fr){ .src = resolver, .proto = FR_UDP, .sport = 53, .dport = port, .payload = m,
-				  .payload_len = n },
+	return in(f,
+		  (struct fr){ .src = resolver,
+			       .proto = FR_UDP,
+			       .sport = 53,
+			       .dport = port,
+			       .payload = m,
+			       .payload_len = n },
 		  S);
 }
 
-static const char dns_rules[] = "{\"allow\":[{\"host\":\"api.github.com\",\"proto\":\"tcp\",\"ports\":443},"
-				"{\"host\":\"*.example.com\"}],\"dns\":[\"" RESOLVER "\"]}";
+static const char dns_rules[] =
+	"{\"allow\":[{\"host\":\"api.github.com\",\"proto\":\"tcp\",\"ports\":443},"
+	"{\"host\":\"*.example.com\"}],\"dns\":[\"" RESOLVER "\"]}";
 
 static void test_dns_binding(void **state)
 {
@@ -603,14 +798,16 @@ static void test_dns_binding(void **state)
 	/* Nothing resolved yet: the address is just an address. */
 	reason_is(out(f, SYN("140.82.112.5", 443), S), NF_DROP_DEFAULT);
 	reason_is(query(f, RESOLVER, 40000, 0x1234, "api.github.com"), NF_PASS_DNS);
-	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", NULL, "140.82.112.5"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", NULL, "140.82.112.5"),
+		  NF_PASS_FLOW);
 	reason_is(out(f, SYN("140.82.112.5", 443), 2 * S), NF_PASS_NEW);
 	assert_int_equal(net_filter_rules(f)->allow[0].ctr.flows, 1);
 	/* The rule's port and protocol still apply. */
 	reason_is(out(f, SYN("140.82.112.5", 22), 2 * S), NF_DROP_DEFAULT);
 	/* A wildcard rule. */
 	reason_is(query(f, RESOLVER, 40001, 7, "cdn.example.com"), NF_PASS_DNS);
-	reason_is(reply(f, RESOLVER, 40001, 7, "cdn.example.com", NULL, "93.184.216.34"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40001, 7, "cdn.example.com", NULL, "93.184.216.34"),
+		  NF_PASS_FLOW);
 	reason_is(out(f, SYN("93.184.216.34", 8080), 2 * S), NF_PASS_NEW);
 	/* After the binding's TTL (clamped to at least a minute) new flows drop again. */
 	reason_is(out(f, SYN("140.82.112.5", 443), S + 301 * S), NF_DROP_DEFAULT);
@@ -619,28 +816,35 @@ static void test_dns_binding(void **state)
 
 static void test_dns_spoofing(void **state)
 {
-	struct net_filter *f = filter("{\"outbound_internet\":true,\"allow\":[{\"host\":\"api.github.com\"},"
-				      "{\"host\":\"internal.example.com\"}],\"dns\":[\"" RESOLVER "\"]}");
+	struct net_filter *f = filter(
+		"{\"outbound_internet\":true,\"allow\":[{\"host\":\"api.github.com\"},"
+		"{\"host\":\"internal.example.com\"}],\"dns\":[\"" RESOLVER "\"]}");
 
 	(void)state;
 	/* What reaches the guest: answers on its flow to the resolver pass whatever
 	 * they say (the next test shows they bind nothing). */
 	reason_is(query(f, RESOLVER, 40000, 0x1234, "api.github.com"), NF_PASS_DNS);
 	/* Wrong id: passes to the guest (its flow), binds nothing. */
-	reason_is(reply(f, RESOLVER, 40000, 0x1235, "api.github.com", NULL, "1.2.3.4"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40000, 0x1235, "api.github.com", NULL, "1.2.3.4"),
+		  NF_PASS_FLOW);
 	/* An answer about another name; a record for another owner. */
 	reason_is(reply(f, RESOLVER, 40000, 0x1234, "evil.com", NULL, "1.2.3.5"), NF_PASS_FLOW);
-	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", "evil.com", "1.2.3.6"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", "evil.com", "1.2.3.6"),
+		  NF_PASS_FLOW);
 	/* The genuine answer, after those, still binds (nothing consumed the query). */
-	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", NULL, "1.2.3.7"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40000, 0x1234, "api.github.com", NULL, "1.2.3.7"),
+		  NF_PASS_FLOW);
 	/* A resolver the rules do not name: its answers bind nothing, even matching a query. */
 	reason_is(query(f, "8.8.8.8", 40002, 0x4444, "api.github.com"), NF_PASS_NEW);
-	reason_is(reply(f, "8.8.8.8", 40002, 0x4444, "api.github.com", NULL, "1.2.3.8"), NF_PASS_FLOW);
+	reason_is(reply(f, "8.8.8.8", 40002, 0x4444, "api.github.com", NULL, "1.2.3.8"),
+		  NF_PASS_FLOW);
 	/* An answer nobody asked for is unsolicited before it is anything else. */
-	reason_is(reply(f, RESOLVER, 40999, 0x1234, "api.github.com", NULL, "1.2.3.9"), NF_DROP_UNSOLICITED);
+	reason_is(reply(f, RESOLVER, 40999, 0x1234, "api.github.com", NULL, "1.2.3.9"),
+		  NF_DROP_UNSOLICITED);
 	/* DNS rebinding: a name bound to a private or reserved address opens nothing. */
 	reason_is(query(f, RESOLVER, 40003, 9, "internal.example.com"), NF_PASS_DNS);
-	reason_is(reply(f, RESOLVER, 40003, 9, "internal.example.com", NULL, "169.254.169.254"), NF_PASS_FLOW);
+	reason_is(reply(f, RESOLVER, 40003, 9, "internal.example.com", NULL, "169.254.169.254"),
+		  NF_PASS_FLOW);
 	reason_is(out(f, SYN("169.254.169.254", 80), 2 * S), NF_DROP_RESERVED);
 	net_filter_destroy(f);
 }
@@ -648,15 +852,16 @@ static void test_dns_spoofing(void **state)
 /* Without outbound_internet, what an answer bound shows in the verdicts of new flows. */
 static void test_dns_spoofing_binds_nothing(void **state)
 {
-	struct net_filter *f = filter("{\"allow\":[{\"host\":\"api.github.com\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}],"
-				      "\"dns\":[\"" RESOLVER "\"]}");
+	struct net_filter *f = filter(
+		"{\"allow\":[{\"host\":\"api.github.com\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}],"
+		"\"dns\":[\"" RESOLVER "\"]}");
 
 	(void)state;
 	reason_is(query(f, RESOLVER, 40000, 0x1234, "api.github.com"), NF_PASS_DNS);
-	reply(f, RESOLVER, 40000, 0x1235, "api.github.com", NULL, "1.2.3.4");          /* wrong id */
-	reply(f, RESOLVER, 40000, 0x1234, "evil.com", NULL, "1.2.3.5");                /* other question */
+	reply(f, RESOLVER, 40000, 0x1235, "api.github.com", NULL, "1.2.3.4"); /* wrong id */
+	reply(f, RESOLVER, 40000, 0x1234, "evil.com", NULL, "1.2.3.5");       /* other question */
 	reason_is(query(f, "8.8.8.8", 40002, 0x4444, "api.github.com"), NF_PASS_NEW);
-	reply(f, "8.8.8.8", 40002, 0x4444, "api.github.com", NULL, "1.2.3.8");        /* not a resolver */
+	reply(f, "8.8.8.8", 40002, 0x4444, "api.github.com", NULL, "1.2.3.8"); /* not a resolver */
 	reason_is(out(f, SYN("1.2.3.4", 443), 2 * S), NF_DROP_DEFAULT);
 	reason_is(out(f, SYN("1.2.3.5", 443), 2 * S), NF_DROP_DEFAULT);
 	reason_is(out(f, SYN("1.2.3.6", 443), 2 * S), NF_DROP_DEFAULT);
@@ -695,8 +900,12 @@ static void test_table_full(void **state)
 	reason_is(out(f, s, S), NF_DROP_TABLE_FULL);
 	assert_non_null(strstr(lg.line, "drop_table_full"));
 	/* Established flows are not evicted for new ones: they keep working. */
-	reason_is(in(f, (struct fr){ .src = "1.1.1.1", .proto = FR_TCP, .sport = 443, .dport = 1000,
-				     .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK },
+	reason_is(in(f,
+		     (struct fr){ .src = "1.1.1.1",
+				  .proto = FR_TCP,
+				  .sport = 443,
+				  .dport = 1000,
+				  .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK },
 		     S),
 		  NF_PASS_FLOW);
 	assert_int_equal(net_filter_flow_count(f), 8);
@@ -707,9 +916,19 @@ static void test_table_full(void **state)
 
 static void test_replace_cuts_flows(void **state)
 {
-	struct net_filter *f = filter("{\"allow\":[{\"cidr\":\"1.1.1.0/24\"},{\"cidr\":\"2.2.2.2\"}]}");
-	struct fr r1 = { .src = "1.1.1.1", .proto = FR_TCP, .sport = 443, .dport = 40000, .tcp_flags = PKT_TCP_ACK };
-	struct fr r2 = r1, o1 = { .dst = "1.1.1.1", .proto = FR_TCP, .sport = 40000, .dport = 443, .tcp_flags = PKT_TCP_ACK };
+	struct net_filter *f = filter(
+		"{\"allow\":[{\"cidr\":\"1.1.1.0/24\"},{\"cidr\":\"2.2.2.2\"}]}");
+	struct fr r1 = { .src = "1.1.1.1",
+			 .proto = FR_TCP,
+			 .sport = 443,
+			 .dport = 40000,
+			 .tcp_flags = PKT_TCP_ACK };
+	struct fr r2 = r1,
+		  o1 = { .dst = "1.1.1.1",
+			 .proto = FR_TCP,
+			 .sport = 40000,
+			 .dport = 443,
+			 .tcp_flags = PKT_TCP_ACK };
 	struct nf_counters c;
 
 	(void)state;
@@ -720,13 +939,15 @@ static void test_replace_cuts_flows(void **state)
 	reason_is(in(f, r2, 1), NF_PASS_FLOW);
 	lg.n = 0;
 	/* 2.2.2.2 is now denied: its flow is cut, the other one stays (under its new rule). */
-	assert_int_equal(net_filter_replace_rules(f, rules("{\"allow\":[{\"cidr\":\"1.0.0.0/8\"}],"
-							   "\"deny\":[{\"cidr\":\"2.2.2.2\"}]}"),
+	assert_int_equal(net_filter_replace_rules(f,
+						  rules("{\"allow\":[{\"cidr\":\"1.0.0.0/8\"}],"
+							"\"deny\":[{\"cidr\":\"2.2.2.2\"}]}"),
 						  2),
 			 1);
 	assert_int_equal(lg.n, 1);
 	assert_true(lg.last.cut);
-	assert_non_null(strstr(lg.line, "egress cut tcp 10.0.2.15:40000 -> 2.2.2.2:443 rule deny[0]"));
+	assert_non_null(
+		strstr(lg.line, "egress cut tcp 10.0.2.15:40000 -> 2.2.2.2:443 rule deny[0]"));
 	reason_is(in(f, r2, 3), NF_DROP_UNSOLICITED);
 	reason_is(in(f, r1, 3), NF_PASS_FLOW);
 	reason_is(out(f, o1, 3), NF_PASS_FLOW);
@@ -750,12 +971,18 @@ static void test_replace_keeps_host_flows(void **state)
 	query(f, RESOLVER, 40000, 1, "api.github.com");
 	reply(f, RESOLVER, 40000, 1, "api.github.com", NULL, "140.82.112.5");
 	reason_is(out(f, SYN("140.82.112.5", 443), 2 * S), NF_PASS_NEW);
-	reason_is(in(f, (struct fr){ .src = "140.82.112.5", .proto = FR_TCP, .sport = 443, .dport = 40000,
-				     .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK },
+	reason_is(in(f,
+		     (struct fr){ .src = "140.82.112.5",
+				  .proto = FR_TCP,
+				  .sport = 443,
+				  .dport = 40000,
+				  .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK },
 		     3 * S),
 		  NF_PASS_FLOW);
 	assert_int_equal(net_filter_replace_rules(f, rules(dns_rules), 4000 * S), 0);
-	assert_int_equal(net_filter_replace_rules(f, rules("{\"dns\":[\"" RESOLVER "\"]}"), 4001 * S), 1);
+	assert_int_equal(net_filter_replace_rules(f, rules("{\"dns\":[\"" RESOLVER "\"]}"),
+						  4001 * S),
+			 1);
 	net_filter_destroy(f);
 }
 
@@ -763,8 +990,13 @@ static void test_replace_keeps_host_flows(void **state)
 static size_t fragment(uint8_t *fr, const char *src, const char *dst, bool first, uint16_t id,
 		       const uint8_t *dmac)
 {
-	struct fr s = { .src = src, .dst = dst, .proto = FR_UDP, .sport = 5000, .dport = 7000,
-			.payload = "0123456789abcdef", .payload_len = 16 };
+	struct fr s = { .src = src,
+			.dst = dst,
+			.proto = FR_UDP,
+			.sport = 5000,
+			.dport = 7000,
+			.payload = "0123456789abcdef",
+			.payload_len = 16 };
 	size_t n;
 
 	if (dmac) {
@@ -814,7 +1046,8 @@ static void test_fragments(void **state)
 	n = fragment(fr, "9.9.9.9", GUEST, false, 500, fr_guest_mac);
 	reason_is(send_frame(f, false, fr, n, 1), NF_PASS_FRAGMENT);
 	/* Replacing the rules forgets what fragments were allowed, and they expire. */
-	net_filter_replace_rules(f, rules("{\"allow\":[{\"cidr\":\"9.9.9.9\",\"proto\":\"udp\"}]}"), 2);
+	net_filter_replace_rules(f, rules("{\"allow\":[{\"cidr\":\"9.9.9.9\",\"proto\":\"udp\"}]}"),
+				 2);
 	reason_is(send_frame(f, false, fr, n, 2), NF_DROP_FRAGMENT);
 	n = fragment(fr, GUEST, "9.9.9.9", true, 90, NULL);
 	reason_is(send_frame(f, true, fr, n, 3), NF_PASS_FLOW);
@@ -826,8 +1059,13 @@ static void test_fragments(void **state)
 /* IPv6: a fragment header, then destination options, then UDP; the later fragment names the options. */
 static size_t fragment6(uint8_t *fr, bool first, uint32_t id)
 {
-	struct fr s = { .src = GUEST6, .dst = "2606:4700::9", .proto = FR_UDP, .sport = 5000, .dport = 7000,
-			.payload = "0123456789abcdef", .payload_len = 16 };
+	struct fr s = { .src = GUEST6,
+			.dst = "2606:4700::9",
+			.proto = FR_UDP,
+			.sport = 5000,
+			.dport = 7000,
+			.payload = "0123456789abcdef",
+			.payload_len = 16 };
 	size_t n = fr_build(fr, &s); /* 54 + 24 */
 	uint8_t ext[16] = { 60, 0, 0, 1, 0, 0, 0, 0, 17, 0, 1, 4, 0, 0, 0, 0 };
 
@@ -845,7 +1083,8 @@ static size_t fragment6(uint8_t *fr, bool first, uint32_t id)
 
 static void test_fragments6(void **state)
 {
-	struct net_filter *f = filter("{\"allow\":[{\"cidr\":\"2606:4700::/32\",\"proto\":\"udp\"}]}");
+	struct net_filter *f = filter(
+		"{\"allow\":[{\"cidr\":\"2606:4700::/32\",\"proto\":\"udp\"}]}");
 	uint8_t fr[2048];
 
 	(void)state;
@@ -905,7 +1144,9 @@ static void test_log_rate_limit(void **state)
 	reason_is(out(f, SYN("1.1.1.2", 80), S), NF_DROP_DEFAULT);
 	assert_int_equal(lg.n, 3);
 	assert_int_equal(lg.last.suppressed, 3);
-	assert_non_null(strstr(lg.line, "egress drop_default tcp 10.0.2.15:40000 -> 1.1.1.2:80 (3 more not logged)"));
+	assert_non_null(
+		strstr(lg.line,
+		       "egress drop_default tcp 10.0.2.15:40000 -> 1.1.1.2:80 (3 more not logged)"));
 	{
 		struct nf_counters k;
 
@@ -918,7 +1159,8 @@ static void test_log_rate_limit(void **state)
 
 static void test_json(void **state)
 {
-	struct net_filter *f = filter("{\"outbound_internet\":true,\"deny\":[{\"cidr\":\"1.1.1.1\"}]}");
+	struct net_filter *f = filter(
+		"{\"outbound_internet\":true,\"deny\":[{\"cidr\":\"1.1.1.1\"}]}");
 	json_t *j, *v;
 
 	(void)state;
@@ -930,9 +1172,12 @@ static void test_json(void **state)
 	assert_true(json_is_true(v));
 	v = json_object_get(json_object_get(json_object_get(j, "counters"), "egress"), "drop_rule");
 	assert_int_equal(json_integer_value(json_object_get(v, "packets")), 1);
-	v = json_object_get(json_object_get(json_object_get(j, "counters"), "rules"), "outbound_internet");
+	v = json_object_get(json_object_get(json_object_get(j, "counters"), "rules"),
+			    "outbound_internet");
 	assert_int_equal(json_integer_value(json_object_get(v, "flows")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counters"), "flows")), 1);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(j, "counters"), "flows")),
+			 1);
 	json_decref(j);
 	net_filter_destroy(f);
 }
@@ -948,38 +1193,75 @@ static size_t sample(int i, uint8_t *fr, bool *egress)
 	switch (i) {
 	case 0:
 		n = dns_msg(m, 0x1234, false, "api.github.com", 1, 0);
-		s = (struct fr){ .src = GUEST, .dst = RESOLVER, .proto = FR_UDP, .sport = 40000, .dport = 53, .payload = m,
+		s = (struct fr){ .src = GUEST,
+				 .dst = RESOLVER,
+				 .proto = FR_UDP,
+				 .sport = 40000,
+				 .dport = 53,
+				 .payload = m,
 				 .payload_len = n };
 		break;
 	case 1:
 		n = dns_msg(m, 0x1234, true, "api.github.com", 1, 1);
 		n = dns_rr_a(m, n, NULL, "140.82.112.5", 300);
-		s = (struct fr){ .src = RESOLVER, .dst = GUEST, .src_mac = fr_gw_mac, .dst_mac = fr_guest_mac,
-				 .proto = FR_UDP, .sport = 53, .dport = 40000, .payload = m, .payload_len = n };
+		s = (struct fr){ .src = RESOLVER,
+				 .dst = GUEST,
+				 .src_mac = fr_gw_mac,
+				 .dst_mac = fr_guest_mac,
+				 .proto = FR_UDP,
+				 .sport = 53,
+				 .dport = 40000,
+				 .payload = m,
+				 .payload_len = n };
 		break;
 	case 2:
 		s = SYN("140.82.112.5", 443);
 		s.src = GUEST;
 		break;
 	case 3:
-		s = (struct fr){ .src = "140.82.112.5", .dst = GUEST, .src_mac = fr_gw_mac, .dst_mac = fr_guest_mac,
-				 .proto = FR_TCP, .sport = 443, .dport = 40000, .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK };
+		s = (struct fr){ .src = "140.82.112.5",
+				 .dst = GUEST,
+				 .src_mac = fr_gw_mac,
+				 .dst_mac = fr_guest_mac,
+				 .proto = FR_TCP,
+				 .sport = 443,
+				 .dport = 40000,
+				 .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK };
 		break;
 	case 4:
-		s = (struct fr){ .src = GUEST6, .dst = "2606:4700::1", .proto = FR_ICMP6, .icmp_type = 128, .icmp_id = 1 };
+		s = (struct fr){ .src = GUEST6,
+				 .dst = "2606:4700::1",
+				 .proto = FR_ICMP6,
+				 .icmp_type = 128,
+				 .icmp_id = 1 };
 		break;
 	case 5:
-		s = (struct fr){ .src = "fe80::1", .dst = "ff02::1", .src_mac = fr_gw_mac, .dst_mac = fr_guest_mac,
-				 .proto = FR_ICMP6, .icmp_type = 134, .ttl = 255 };
+		s = (struct fr){ .src = "fe80::1",
+				 .dst = "ff02::1",
+				 .src_mac = fr_gw_mac,
+				 .dst_mac = fr_guest_mac,
+				 .proto = FR_ICMP6,
+				 .icmp_type = 134,
+				 .ttl = 255 };
 		break;
 	case 6:
 		return fr_arp(fr, fr_guest_mac, 1, fr_guest_mac, GUEST, "10.0.2.2");
 	default: {
-		struct fr q = { .src = GUEST, .dst = "140.82.112.5", .proto = FR_TCP, .sport = 40000, .dport = 443 };
+		struct fr q = { .src = GUEST,
+				.dst = "140.82.112.5",
+				.proto = FR_TCP,
+				.sport = 40000,
+				.dport = 443 };
 
 		n = fr_ip(m, &q);
-		s = (struct fr){ .src = "192.0.2.1", .dst = GUEST, .src_mac = fr_gw_mac, .dst_mac = fr_guest_mac,
-				 .proto = FR_ICMP, .icmp_type = 3, .payload = m, .payload_len = 28 };
+		s = (struct fr){ .src = "192.0.2.1",
+				 .dst = GUEST,
+				 .src_mac = fr_gw_mac,
+				 .dst_mac = fr_guest_mac,
+				 .proto = FR_ICMP,
+				 .icmp_type = 3,
+				 .payload = m,
+				 .payload_len = 28 };
 	}
 	}
 	return fr_build(fr, &s);
@@ -1001,7 +1283,8 @@ static void test_truncated_frames(void **state)
 			enum nf_reason r = send_frame(f, egress, fr, cut, 0);
 
 			if (r < NF_DROP_RATE)
-				fail_msg("sample %d cut to %zu of %zu bytes passed (%s)", i, cut, n, nf_reason_name(r));
+				fail_msg("sample %d cut to %zu of %zu bytes passed (%s)", i, cut, n,
+					 nf_reason_name(r));
 		}
 	}
 	/* The whole samples still do what they should afterwards. */
@@ -1025,8 +1308,9 @@ static void test_fuzz(void **state)
 	(void)state;
 	c.conntrack_capacity = 64;
 	c.dns_capacity = 32;
-	f = filter_cfg(&c, "{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},"
-			   "{\"cidr\":\"10.0.0.0/8\"}],\"dns\":[\"" RESOLVER "\"]}");
+	f = filter_cfg(&c,
+		       "{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},"
+		       "{\"cidr\":\"10.0.0.0/8\"}],\"dns\":[\"" RESOLVER "\"]}");
 	for (int it = 0; it < 100000; it++) {
 		size_t n = sample((int)(fr_rand(&seed) % SAMPLES), fr, &egress);
 		int flips = (int)(fr_rand(&seed) % 4);

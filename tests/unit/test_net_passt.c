@@ -183,7 +183,8 @@ static int drain_peer(int fd, int *next_fill)
 		if (k > 0)
 			have += (size_t)k;
 		while (have >= 4) {
-			uint32_t len = (uint32_t)acc[0] << 24 | (uint32_t)acc[1] << 16 | (uint32_t)acc[2] << 8 | acc[3];
+			uint32_t len = (uint32_t)acc[0] << 24 | (uint32_t)acc[1] << 16 |
+				(uint32_t)acc[2] << 8 | acc[3];
 
 			assert_true(len >= NET_MIN_FRAME && len <= NET_MAX_FRAME);
 			if (have < 4 + len)
@@ -230,7 +231,8 @@ static void test_send_never_splits_a_frame_and_says_full(void **state)
 	}
 	assert_int_equal(seen, sent);
 	assert_int_equal(f->b->flush(f->b), 0);
-	assert_int_equal(f->b->send(f->b, frame, 10), -EINVAL);          /* shorter than an Ethernet header */
+	assert_int_equal(f->b->send(f->b, frame, 10),
+			 -EINVAL); /* shorter than an Ethernet header */
 	assert_int_equal(f->b->send(f->b, frame, NET_MAX_FRAME + 1), -EINVAL);
 }
 
@@ -262,8 +264,11 @@ static void test_close_stops_and_reaps_passt(void **state)
 static void test_a_passt_that_cannot_run(void **state)
 {
 	struct net_passt_cfg c = {
-		.program = "/nonexistent/kiln-test/passt", .address = "10.0.2.15", .prefix = 24,
-		.gateway = "10.0.2.2", .dns = "10.0.2.3",
+		.program = "/nonexistent/kiln-test/passt",
+		.address = "10.0.2.15",
+		.prefix = 24,
+		.gateway = "10.0.2.2",
+		.dns = "10.0.2.3",
 	};
 	struct net_backend *b = NULL;
 	struct err e = { { 0 } };
@@ -298,8 +303,12 @@ static void test_a_resolver_of_its_own(void **state)
 {
 	char dir[] = "/tmp/kiln-passt-test.XXXXXX", prog[128], outp[128], got[128] = "", *oldtmp;
 	struct net_passt_cfg c = {
-		.program = prog, .address = "10.0.2.15", .prefix = 24,
-		.gateway = "10.0.2.2", .dns = "10.0.2.3", .resolver = "192.0.2.53",
+		.program = prog,
+		.address = "10.0.2.15",
+		.prefix = 24,
+		.gateway = "10.0.2.2",
+		.dns = "10.0.2.3",
+		.resolver = "192.0.2.53",
 	};
 	struct net_backend *b = NULL;
 	struct err e = { { 0 } };
@@ -325,10 +334,13 @@ static void test_a_resolver_of_its_own(void **state)
 	free(oldtmp);
 	if (!can_unshare_mounts()) {
 		assert_int_equal(r, -EPERM);
-		assert_non_null(strstr(e.msg, "resolver=192.0.2.53: cannot give passt a mount namespace of its own"));
+		assert_non_null(
+			strstr(e.msg,
+			       "resolver=192.0.2.53: cannot give passt a mount namespace of its own"));
 	} else if (access("/etc/resolv.conf", F_OK) != 0) {
 		assert_int_equal(r, -ENOENT);
-		assert_non_null(strstr(e.msg, "cannot bind-mount a resolv.conf over /etc/resolv.conf"));
+		assert_non_null(
+			strstr(e.msg, "cannot bind-mount a resolv.conf over /etc/resolv.conf"));
 	} else {
 		assert_int_equal(r, 0);
 		for (int i = 0; i < 500 && !got[0]; i++) {
@@ -363,10 +375,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_frames_come_out_whole, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_largest_frame_and_many_small_ones, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_lengths_close_the_backend, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_largest_frame_and_many_small_ones, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_bad_lengths_close_the_backend, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_end_of_stream_is_the_end, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_send_never_splits_a_frame_and_says_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_send_never_splits_a_frame_and_says_full, setup,
+						teardown),
 		cmocka_unit_test(test_close_stops_and_reaps_passt),
 		cmocka_unit_test(test_a_passt_that_cannot_run),
 		cmocka_unit_test(test_a_resolver_of_its_own),

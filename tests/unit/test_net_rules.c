@@ -79,7 +79,8 @@ static void test_classify(void **state)
 	assert_int_equal(cls("0.0.0.0"), NET_CLASS_RESERVED);
 	assert_int_equal(cls("255.255.255.255"), NET_CLASS_RESERVED);
 	assert_int_equal(cls("224.0.0.251"), NET_CLASS_RESERVED);
-	assert_int_equal(cls("100.100.100.200"), NET_CLASS_RESERVED); /* inside 100.64/10, still reserved */
+	assert_int_equal(cls("100.100.100.200"),
+			 NET_CLASS_RESERVED); /* inside 100.64/10, still reserved */
 	assert_int_equal(cls("::1"), NET_CLASS_RESERVED);
 	assert_int_equal(cls("fe80::1"), NET_CLASS_RESERVED);
 	assert_int_equal(cls("fd00:ec2::254"), NET_CLASS_RESERVED);
@@ -123,7 +124,8 @@ static void test_json_errors(void **state)
 {
 	(void)state;
 	refused("{\"outbound\":true}", NET_RULES_E_UNKNOWN_FIELD, "unknown field \"outbound\"");
-	refused("{\"outbound_internet\":1}", NET_RULES_E_BAD_FIELD, "\"outbound_internet\" must be true or false");
+	refused("{\"outbound_internet\":1}", NET_RULES_E_BAD_FIELD,
+		"\"outbound_internet\" must be true or false");
 	refused("[]", NET_RULES_E_BAD_JSON, "must be a JSON object");
 	refused("{\"allow\":[", NET_RULES_E_BAD_JSON, "invalid JSON at line 1");
 	refused("{\"dns\":[],\"dns\":[]}", NET_RULES_E_BAD_JSON, "duplicate");
@@ -131,29 +133,39 @@ static void test_json_errors(void **state)
 	refused("{\"allow\":[1]}", NET_RULES_E_BAD_FIELD, "allow[0] must be an object");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.0/24\",\"port\":80}]}", NET_RULES_E_UNKNOWN_FIELD,
 		"allow[0]: unknown field \"port\" (expected cidr, host, proto, ports)");
-	refused("{\"deny\":[{}]}", NET_RULES_E_MISSING_FIELD, "deny[0]: needs \"cidr\" or \"host\"");
+	refused("{\"deny\":[{}]}", NET_RULES_E_MISSING_FIELD,
+		"deny[0]: needs \"cidr\" or \"host\"");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"host\":\"a.com\"}]}", NET_RULES_E_BAD_FIELD,
 		"allow[0]: has both");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\"},{\"cidr\":\"10.0.0.0/33\"}]}", NET_RULES_E_BAD_FIELD,
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\"},{\"cidr\":\"10.0.0.0/33\"}]}",
+		NET_RULES_E_BAD_FIELD,
 		"allow[1].cidr \"10.0.0.0/33\": prefix length must be 0..32 for IPv4");
-	refused("{\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}", NET_RULES_E_BAD_FIELD, "did you mean 10.0.0.0/8?");
-	refused("{\"allow\":[{\"cidr\":8}]}", NET_RULES_E_BAD_FIELD, "allow[0].cidr must be a string");
+	refused("{\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}", NET_RULES_E_BAD_FIELD,
+		"did you mean 10.0.0.0/8?");
+	refused("{\"allow\":[{\"cidr\":8}]}", NET_RULES_E_BAD_FIELD,
+		"allow[0].cidr must be a string");
 	refused("{\"allow\":[{\"cidr\":\"169.254.169.254\"}]}", NET_RULES_E_BAD_FIELD,
 		"inside 169.254.0.0/16 (link-local, cloud metadata), which kiln never allows");
-	refused("{\"allow\":[{\"cidr\":\"64:ff9b::a9fe:0/112\"}]}", NET_RULES_E_BAD_FIELD, "never allows");
+	refused("{\"allow\":[{\"cidr\":\"64:ff9b::a9fe:0/112\"}]}", NET_RULES_E_BAD_FIELD,
+		"never allows");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"80-\"}]}", NET_RULES_E_BAD_FIELD,
 		"allow[0].ports \"80-\": not a port or a range LO-HI of 1..65535");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"443-80\"}]}", NET_RULES_E_BAD_FIELD,
 		"\"443-80\": not a port");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"0\"}]}", NET_RULES_E_BAD_FIELD, "\"0\": not a port");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"080\"}]}", NET_RULES_E_BAD_FIELD, "not a port");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"1-65536\"}]}", NET_RULES_E_BAD_FIELD, "not a port");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\" 80\"}]}", NET_RULES_E_BAD_FIELD, "not a port");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"0\"}]}", NET_RULES_E_BAD_FIELD,
+		"\"0\": not a port");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"080\"}]}", NET_RULES_E_BAD_FIELD,
+		"not a port");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\"1-65536\"}]}", NET_RULES_E_BAD_FIELD,
+		"not a port");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":\" 80\"}]}", NET_RULES_E_BAD_FIELD,
+		"not a port");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":70000}]}", NET_RULES_E_BAD_FIELD,
 		"allow[0].ports must be a port 1..65535");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":true}]}", NET_RULES_E_BAD_FIELD, "allow[0].ports must be");
-	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"proto\":\"icmp\",\"ports\":80}]}", NET_RULES_E_BAD_FIELD,
-		"allow[0].ports: only with proto tcp, udp or any");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"ports\":true}]}", NET_RULES_E_BAD_FIELD,
+		"allow[0].ports must be");
+	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"proto\":\"icmp\",\"ports\":80}]}",
+		NET_RULES_E_BAD_FIELD, "allow[0].ports: only with proto tcp, udp or any");
 	refused("{\"allow\":[{\"cidr\":\"1.2.3.4\",\"proto\":\"sctp\"}]}", NET_RULES_E_BAD_FIELD,
 		"allow[0].proto must be \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or \"any\"");
 	refused("{\"allow\":[{\"host\":\"a..b.com\"}]}", NET_RULES_E_BAD_FIELD,
@@ -165,7 +177,8 @@ static void test_json_errors(void **state)
 	refused("{\"allow\":[{\"host\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com\"}]}",
 		NET_RULES_E_BAD_FIELD, "not a DNS name"); /* a 64-byte label */
 	refused("{\"dns\":\"10.0.2.3\"}", NET_RULES_E_BAD_FIELD, "\"dns\" must be an array");
-	refused("{\"dns\":[\"10.0.2.300\"]}", NET_RULES_E_BAD_FIELD, "dns[0] \"10.0.2.300\": not an IPv4 or IPv6");
+	refused("{\"dns\":[\"10.0.2.300\"]}", NET_RULES_E_BAD_FIELD,
+		"dns[0] \"10.0.2.300\": not an IPv4 or IPv6");
 	refused("{\"dns\":[\"127.0.0.53\"]}", NET_RULES_E_BAD_FIELD,
 		"dns[0] \"127.0.0.53\" is inside 127.0.0.0/8 (loopback), which kiln never allows; a resolver must be");
 	refused("{\"dns\":[\"::1\"]}", NET_RULES_E_BAD_FIELD, "a resolver must be");
@@ -174,16 +187,21 @@ static void test_json_errors(void **state)
 	 * and loopback in their mapped forms are refused, naming the entry. */
 	refused("{\"dns\":[\"1.1.1.1\",\"169.254.169.254\"]}", NET_RULES_E_BAD_FIELD,
 		"dns[1] \"169.254.169.254\" is inside 169.254.0.0/16 (link-local, cloud metadata), which kiln never allows");
-	refused("{\"dns\":[\"100.100.100.200\"]}", NET_RULES_E_BAD_FIELD, "100.100.100.200 (cloud metadata)");
+	refused("{\"dns\":[\"100.100.100.200\"]}", NET_RULES_E_BAD_FIELD,
+		"100.100.100.200 (cloud metadata)");
 	refused("{\"dns\":[\"fd00:ec2::254\"]}", NET_RULES_E_BAD_FIELD, "(cloud metadata)");
-	refused("{\"dns\":[\"::ffff:127.0.0.1\"]}", NET_RULES_E_BAD_FIELD, "::ffff:0:0/96 (IPv4-mapped)");
-	refused("{\"dns\":[\"64:ff9b::7f00:35\"]}", NET_RULES_E_BAD_FIELD, "127.0.0.0/8 (loopback)");
+	refused("{\"dns\":[\"::ffff:127.0.0.1\"]}", NET_RULES_E_BAD_FIELD,
+		"::ffff:0:0/96 (IPv4-mapped)");
+	refused("{\"dns\":[\"64:ff9b::7f00:35\"]}", NET_RULES_E_BAD_FIELD,
+		"127.0.0.0/8 (loopback)");
 	refused("{\"dns\":[\"64:ff9b::a9fe:a9fe\"]}", NET_RULES_E_BAD_FIELD, "169.254.0.0/16");
-	refused("{\"dns\":[\"fe80::1\"]}", NET_RULES_E_BAD_FIELD, "dns[0] \"fe80::1\" is inside fe80::/10 (link-local)");
+	refused("{\"dns\":[\"fe80::1\"]}", NET_RULES_E_BAD_FIELD,
+		"dns[0] \"fe80::1\" is inside fe80::/10 (link-local)");
 	refused("{\"dns\":[\"0.0.0.0\"]}", NET_RULES_E_BAD_FIELD, "0.0.0.0/8 (this network)");
-	refused("{\"dns\":[\"255.255.255.255\"]}", NET_RULES_E_BAD_FIELD, "which kiln never allows");
-	refused("{\"dns\":[\"1.1.1.1\",\"1.0.0.1\",\"8.8.8.8\",\"8.8.4.4\",\"9.9.9.9\"]}", NET_RULES_E_BAD_FIELD,
-		"\"dns\" has 5 resolvers; at most 4");
+	refused("{\"dns\":[\"255.255.255.255\"]}", NET_RULES_E_BAD_FIELD,
+		"which kiln never allows");
+	refused("{\"dns\":[\"1.1.1.1\",\"1.0.0.1\",\"8.8.8.8\",\"8.8.4.4\",\"9.9.9.9\"]}",
+		NET_RULES_E_BAD_FIELD, "\"dns\" has 5 resolvers; at most 4");
 }
 
 static void test_json_too_many_rules(void **state)
@@ -194,7 +212,8 @@ static void test_json_too_many_rules(void **state)
 	(void)state;
 	n = (size_t)snprintf(j, cap, "{\"deny\":[");
 	for (int i = 0; i <= NET_RULES_MAX; i++)
-		n += (size_t)snprintf(j + n, cap - n, "%s{\"cidr\":\"1.2.%d.%d\"}", i ? "," : "", i / 256, i % 256);
+		n += (size_t)snprintf(j + n, cap - n, "%s{\"cidr\":\"1.2.%d.%d\"}", i ? "," : "",
+				      i / 256, i % 256);
 	snprintf(j + n, cap - n, "]}");
 	refused(j, NET_RULES_E_BAD_FIELD, "\"deny\" has 257 rules; at most 256");
 	free(j);
@@ -203,10 +222,11 @@ static void test_json_too_many_rules(void **state)
 /* What the rule set says back is what it took in, normalised, and parses again to the same. */
 static void test_json_round_trip(void **state)
 {
-	struct net_rules *r = rules("{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"proto\":\"tcp\","
-				    "\"ports\":\"80-443\"},{\"host\":\"*.Example.COM.\",\"ports\":443},"
-				    "{\"cidr\":\"2001:db8::1\",\"proto\":\"icmpv6\"}],\"deny\":[{\"cidr\":\"203.0.113.7\"}],"
-				    "\"dns\":[\"10.0.2.3\",\"fd00::3\"]}");
+	struct net_rules *r = rules(
+		"{\"outbound_internet\":true,\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"proto\":\"tcp\","
+		"\"ports\":\"80-443\"},{\"host\":\"*.Example.COM.\",\"ports\":443},"
+		"{\"cidr\":\"2001:db8::1\",\"proto\":\"icmpv6\"}],\"deny\":[{\"cidr\":\"203.0.113.7\"}],"
+		"\"dns\":[\"10.0.2.3\",\"fd00::3\"]}");
 	json_t *j = net_rules_to_json(r), *k;
 	char *a, *b;
 	struct net_rules *r2;
@@ -214,11 +234,13 @@ static void test_json_round_trip(void **state)
 
 	(void)state;
 	a = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(a, "{\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\",\"proto\":\"tcp\"},"
-			       "{\"host\":\"*.example.com\",\"ports\":\"443\"},"
-			       "{\"cidr\":\"2001:db8::1/128\",\"proto\":\"icmpv6\"}],"
-			       "\"deny\":[{\"cidr\":\"203.0.113.7/32\"}],\"dns\":[\"10.0.2.3\",\"fd00::3\"],"
-			       "\"outbound_internet\":true}");
+	assert_string_equal(
+		a,
+		"{\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\",\"proto\":\"tcp\"},"
+		"{\"host\":\"*.example.com\",\"ports\":\"443\"},"
+		"{\"cidr\":\"2001:db8::1/128\",\"proto\":\"icmpv6\"}],"
+		"\"deny\":[{\"cidr\":\"203.0.113.7/32\"}],\"dns\":[\"10.0.2.3\",\"fd00::3\"],"
+		"\"outbound_internet\":true}");
 	assert_int_equal(net_rules_parse(j, &r2, &e), 0);
 	k = net_rules_to_json(r2);
 	b = json_dumps(k, JSON_SORT_KEYS | JSON_COMPACT);
@@ -249,23 +271,28 @@ struct want {
 	uint16_t index;
 };
 
-static void decide_host(struct net_rules *r, const struct net_addr *host, size_t n_host, const struct want *w,
-			size_t n)
+static void decide_host(struct net_rules *r, const struct net_addr *host, size_t n_host,
+			const struct want *w, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct net_addr a;
 		const char *names[1] = { w[i].name };
-		struct net_flow_dst d = { .addr = &a, .proto = w[i].proto, .port = w[i].port, .names = names,
-					  .n_names = w[i].name ? 1 : 0, .host_addrs = host, .n_host_addrs = n_host };
+		struct net_flow_dst d = { .addr = &a,
+					  .proto = w[i].proto,
+					  .port = w[i].port,
+					  .names = names,
+					  .n_names = w[i].name ? 1 : 0,
+					  .host_addrs = host,
+					  .n_host_addrs = n_host };
 		struct net_rule_ref ref;
 		enum net_decision dec;
 
 		assert_int_equal(net_addr_parse(w[i].dst, &a), 0);
 		dec = net_rules_decide(r, &d, &ref);
 		if (dec != w[i].dec || ref.list != w[i].list || ref.index != w[i].index)
-			fail_msg("case %zu (%s proto %u port %u name %s): decision %d ref %u[%u], want %d ref %u[%u]", i,
-				 w[i].dst, w[i].proto, w[i].port, w[i].name ? w[i].name : "-", dec, ref.list, ref.index,
-				 w[i].dec, w[i].list, w[i].index);
+			fail_msg("case %zu (%s proto %u port %u name %s): decision %d ref %u[%u], want %d ref %u[%u]",
+				 i, w[i].dst, w[i].proto, w[i].port, w[i].name ? w[i].name : "-",
+				 dec, ref.list, ref.index, w[i].dec, w[i].list, w[i].index);
 	}
 }
 
@@ -283,7 +310,8 @@ static void decide_all(const char *json, const struct want *w, size_t n)
  */
 static void test_host_addresses(void **state)
 {
-	static const char *const host_text[] = { "203.0.113.5", "192.168.1.10", "2001:db8::5", "127.0.0.1" };
+	static const char *const host_text[] = { "203.0.113.5", "192.168.1.10", "2001:db8::5",
+						 "127.0.0.1" };
 	static const char json[] =
 		"{\"outbound_internet\":true,"
 		"\"allow\":[{\"cidr\":\"0.0.0.0/0\"},{\"cidr\":\"192.168.0.0/16\"},{\"host\":\"*.example.com\"},"
@@ -326,7 +354,8 @@ static void test_host_addresses(void **state)
 	decide_host(r, host, 4, w, sizeof(w) / sizeof(w[0]));
 	/* Without the host list, the same rules open the same address: the list decides. */
 	{
-		static const struct want open[] = { { "203.0.113.5", 6, 22, NULL, NET_ALLOW, NET_REF_ALLOW, 0 } };
+		static const struct want open[] = { { "203.0.113.5", 6, 22, NULL, NET_ALLOW,
+						      NET_REF_ALLOW, 0 } };
 
 		decide_host(r, NULL, 0, open, 1);
 	}
@@ -399,8 +428,9 @@ static void test_precedence(void **state)
 
 static void test_default_deny(void **state)
 {
-	static const char json[] = "{\"allow\":[{\"host\":\"*.example.com\"},{\"cidr\":\"2001:db8::/32\","
-				   "\"proto\":\"icmpv6\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}";
+	static const char json[] =
+		"{\"allow\":[{\"host\":\"*.example.com\"},{\"cidr\":\"2001:db8::/32\","
+		"\"proto\":\"icmpv6\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}";
 	static const struct want w[] = {
 		{ "1.1.1.1", 6, 443, NULL, NET_DENY_DEFAULT, NET_REF_NONE, 0 },
 		/* "*.example.com" is not example.com itself, nor notexample.com. */
@@ -435,7 +465,8 @@ static void test_resolver_and_deny(void **state)
 	static const struct want w[] = {
 		{ "10.0.2.3", 17, 53, NULL, NET_DENY_RULE, NET_REF_DENY, 0 },
 	};
-	struct net_rules *r = rules("{\"allow\":[{\"host\":\"api.github.com\"},{\"host\":\"*.npmjs.org\"}]}");
+	struct net_rules *r = rules(
+		"{\"allow\":[{\"host\":\"api.github.com\"},{\"host\":\"*.npmjs.org\"}]}");
 
 	(void)state;
 	decide_all("{\"deny\":[{\"cidr\":\"10.0.0.0/8\"}],\"dns\":[\"10.0.2.3\"]}", w, 1);
@@ -448,7 +479,8 @@ static void test_resolver_and_deny(void **state)
 
 static void test_counters_json(void **state)
 {
-	struct net_rules *r = rules("{\"allow\":[{\"cidr\":\"1.2.3.4\"}],\"deny\":[{\"cidr\":\"5.6.7.8\"}]}");
+	struct net_rules *r = rules(
+		"{\"allow\":[{\"cidr\":\"1.2.3.4\"}],\"deny\":[{\"cidr\":\"5.6.7.8\"}]}");
 	struct net_rule_ref ref = { NET_REF_ALLOW, 0 };
 	json_t *j;
 	char *s;
@@ -463,10 +495,11 @@ static void test_counters_json(void **state)
 	assert_null(net_rules_counters(r, ref));
 	j = net_rules_counters_json(r);
 	s = json_dumps(j, JSON_SORT_KEYS | JSON_COMPACT);
-	assert_string_equal(s, "{\"allow\":[{\"bytes\":0,\"flows\":3,\"packets\":0}],"
-			       "\"deny\":[{\"bytes\":0,\"flows\":0,\"packets\":7}],"
-			       "\"dns\":{\"bytes\":0,\"flows\":0,\"packets\":0},"
-			       "\"outbound_internet\":{\"bytes\":0,\"flows\":0,\"packets\":0}}");
+	assert_string_equal(s,
+			    "{\"allow\":[{\"bytes\":0,\"flows\":3,\"packets\":0}],"
+			    "\"deny\":[{\"bytes\":0,\"flows\":0,\"packets\":7}],"
+			    "\"dns\":{\"bytes\":0,\"flows\":0,\"packets\":0},"
+			    "\"outbound_internet\":{\"bytes\":0,\"flows\":0,\"packets\":0}}");
 	free(s);
 	json_decref(j);
 	net_rules_free(r);

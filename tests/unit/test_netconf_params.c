@@ -31,7 +31,8 @@ static void complaint_has(int i, const char *needle)
 {
 	assert_true(i < b.ncomplaints);
 	if (!strstr(b.complaint[i], needle))
-		fail_msg("complaint %d is '%s', expected it to mention '%s'", i, b.complaint[i], needle);
+		fail_msg("complaint %d is '%s', expected it to mention '%s'", i, b.complaint[i],
+			 needle);
 }
 
 /* Nothing given: only the default hostname, nothing else, no complaint. */
@@ -102,8 +103,8 @@ static void test_invalid_values_skipped(void **state)
 
 static void test_mtu_forms(void **state)
 {
-	const char *bad[] = { "kiln.mtu=", "kiln.mtu=65536", "kiln.mtu=1500x", "kiln.mtu=-1500",
-			      "kiln.mtu=+1500", "kiln.mtu=99999999999999999999" };
+	const char *bad[] = { "kiln.mtu=",      "kiln.mtu=65536", "kiln.mtu=1500x",
+			      "kiln.mtu=-1500", "kiln.mtu=+1500", "kiln.mtu=99999999999999999999" };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -196,16 +197,11 @@ static void test_hostname(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_nothing),
-		cmocka_unit_test(test_all_valid_ipv4),
-		cmocka_unit_test(test_ipv6),
-		cmocka_unit_test(test_invalid_values_skipped),
-		cmocka_unit_test(test_mtu_forms),
-		cmocka_unit_test(test_gateway_family),
-		cmocka_unit_test(test_dns_limits),
-		cmocka_unit_test(test_iface),
-		cmocka_unit_test(test_oversize),
-		cmocka_unit_test(test_hostname),
+		cmocka_unit_test(test_nothing),    cmocka_unit_test(test_all_valid_ipv4),
+		cmocka_unit_test(test_ipv6),       cmocka_unit_test(test_invalid_values_skipped),
+		cmocka_unit_test(test_mtu_forms),  cmocka_unit_test(test_gateway_family),
+		cmocka_unit_test(test_dns_limits), cmocka_unit_test(test_iface),
+		cmocka_unit_test(test_oversize),   cmocka_unit_test(test_hostname),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

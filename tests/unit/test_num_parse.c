@@ -17,8 +17,9 @@
 
 static void test_not_a_number(void **state)
 {
-	static const char *const bad[] = { "", "-1", "+1", "+5", " 1", " 5", "1 ", "\t1", "1\n", "0x10", "1.0",
-					   "1e3", "abc", "1k", "--1", "٣" /* Arabic-Indic 3 */ };
+	static const char *const bad[] = { "",    "-1",  "+1",  "+5",   " 1",  " 5",
+					   "1 ",  "\t1", "1\n", "0x10", "1.0", "1e3",
+					   "abc", "1k",  "--1", "٣" /* Arabic-Indic 3 */ };
 	uint64_t v = 42;
 
 	(void)state;
@@ -27,7 +28,7 @@ static void test_not_a_number(void **state)
 		assert_int_equal(v, 42);
 	}
 	assert_int_equal(num_parse_u64(NULL, 10, 0, 10, &v), -EINVAL);
-	assert_int_equal(num_parse_u64("8", 8, 0, 100, &v), -EINVAL); /* not an octal digit */
+	assert_int_equal(num_parse_u64("8", 8, 0, 100, &v), -EINVAL);  /* not an octal digit */
 	assert_int_equal(num_parse_u64("1", 16, 0, 100, &v), -EINVAL); /* bases 10 and 8 only */
 	/* An overflow followed by junk is not a number, not "too large". */
 	assert_int_equal(num_parse_u64("99999999999999999999x", 10, 0, UINT64_MAX, &v), -EINVAL);
@@ -43,11 +44,13 @@ static void test_range(void **state)
 	assert_true(v == UINT64_MAX);
 	v = 42;
 	assert_int_equal(num_parse_u64("18446744073709551616", 10, 0, UINT64_MAX, &v), -ERANGE);
-	assert_int_equal(num_parse_u64("99999999999999999999999999", 10, 0, UINT64_MAX, &v), -ERANGE);
-	assert_int_equal(num_parse_u64("2000000000000000000000", 8, 0, UINT64_MAX, &v), -ERANGE); /* 2^64 */
+	assert_int_equal(num_parse_u64("99999999999999999999999999", 10, 0, UINT64_MAX, &v),
+			 -ERANGE);
+	assert_int_equal(num_parse_u64("2000000000000000000000", 8, 0, UINT64_MAX, &v),
+			 -ERANGE); /* 2^64 */
 	assert_int_equal(num_parse_u64("11", 10, 0, 10, &v), -ERANGE);
 	assert_int_equal(num_parse_u64("0", 10, 1, 10, &v), -ERANGE);
-	assert_int_equal(num_parse_u64("67", 10, 68, 65535, &v), -ERANGE);   /* kiln.mtu */
+	assert_int_equal(num_parse_u64("67", 10, 68, 65535, &v), -ERANGE); /* kiln.mtu */
 	assert_int_equal(num_parse_u64("65536", 10, 68, 65535, &v), -ERANGE);
 	assert_int_equal(v, 42);
 	assert_int_equal(num_parse_u64("68", 10, 68, 65535, &v), 0);
@@ -82,7 +85,8 @@ static void test_counted(void **state)
 	assert_int_equal(num_parse_u64_n("8080-9090", 5, 10, 1, 65535, &v), -EINVAL);
 	assert_int_equal(num_parse_u64_n("8080", 0, 10, 0, 65535, &v), -EINVAL);
 	assert_int_equal(num_parse_u64_n("0", 1, 10, 1, 65535, &v), -ERANGE);
-	assert_int_equal(num_parse_u64_n("1\0002", 3, 10, 0, 999, &v), -EINVAL); /* a NUL is not a digit */
+	assert_int_equal(num_parse_u64_n("1\0002", 3, 10, 0, 999, &v),
+			 -EINVAL); /* a NUL is not a digit */
 	assert_int_equal(v, 8080);
 }
 

@@ -26,7 +26,8 @@ static void test_clean_accepts(void **state)
 	assert_string_equal(out, "usr/lib/x");
 	assert_int_equal(oci_path_clean("./", out, &e), 0);
 	assert_string_equal(out, "");
-	assert_int_equal(oci_path_clean("a..b/..c/c..", out, &e), 0); /* dots inside names are names */
+	assert_int_equal(oci_path_clean("a..b/..c/c..", out, &e),
+			 0); /* dots inside names are names */
 	assert_string_equal(out, "a..b/..c/c..");
 }
 
@@ -41,7 +42,8 @@ static void test_clean_refuses(void **state)
 	assert_non_null(strstr(e.msg, "'..' component"));
 	assert_int_equal(oci_path_clean("a/b/../../..", out, &e), -EINVAL);
 	assert_int_equal(oci_path_clean("./a/..", out, &e), -EINVAL);
-	assert_int_equal(oci_path_clean("a\nsif / uid 0", out, &e), -EINVAL); /* a debugfs command smuggled in */
+	assert_int_equal(oci_path_clean("a\nsif / uid 0", out, &e),
+			 -EINVAL); /* a debugfs command smuggled in */
 	assert_non_null(strstr(e.msg, "control character"));
 	memset(longname, 'n', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
@@ -93,7 +95,8 @@ static void test_symlinks(void **state)
 	(void)state;
 	assert_int_equal(oci_symlink_check("bin/sh", "busybox", &e), 0);
 	assert_int_equal(oci_symlink_check("usr/bin/x", "../../bin/busybox", &e), 0);
-	assert_int_equal(oci_symlink_check("lib", "/usr/lib", &e), 0);   /* absolute: from the image root */
+	assert_int_equal(oci_symlink_check("lib", "/usr/lib", &e),
+			 0); /* absolute: from the image root */
 	assert_int_equal(oci_symlink_check("a/b", "../x/../y", &e), 0);
 	assert_int_equal(oci_symlink_check("up", "../../..", &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "leaves the image root"));

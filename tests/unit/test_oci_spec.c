@@ -33,9 +33,11 @@ static void test_digest_valid(void **state)
 	(void)state;
 	assert_true(oci_digest_valid(D1));
 	assert_false(oci_digest_valid("sha256:ABCD"));
-	assert_false(oci_digest_valid("sha512:1111111111111111111111111111111111111111111111111111111111111111"));
+	assert_false(oci_digest_valid(
+		"sha512:1111111111111111111111111111111111111111111111111111111111111111"));
 	assert_false(oci_digest_valid(D1 "0"));
-	assert_false(oci_digest_valid("sha256:111111111111111111111111111111111111111111111111111111111111111G"));
+	assert_false(oci_digest_valid(
+		"sha256:111111111111111111111111111111111111111111111111111111111111111G"));
 }
 
 static void test_index(void **state)
@@ -43,30 +45,50 @@ static void test_index(void **state)
 	struct oci_blob b;
 
 	(void)state;
-	assert_int_equal(parse_index("{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\"}]}", &b), 0);
+	assert_int_equal(parse_index("{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1
+				     "\"}]}",
+				     &b),
+			 0);
 	assert_string_equal(b.digest, D1);
-	assert_string_equal(b.path, "blobs/sha256/1111111111111111111111111111111111111111111111111111111111111111");
+	assert_string_equal(
+		b.path,
+		"blobs/sha256/1111111111111111111111111111111111111111111111111111111111111111");
 	/* several: the linux/amd64 one */
-	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
-				     "{\"digest\":\"" D2 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}", &b), 0);
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1
+				     "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"}},"
+				     "{\"digest\":\"" D2
+				     "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}}]}",
+				     &b),
+			 0);
 	assert_string_equal(b.digest, D2);
-	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"},{\"digest\":\"" D2 "\"}]}", &b), -EINVAL);
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"},{\"digest\":\"" D2
+				     "\"}]}",
+				     &b),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "none for linux/amd64"));
-	assert_int_equal(parse_index("{\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"digest\":\"" D1 "\"}]}", &b), -EINVAL);
+	assert_int_equal(
+		parse_index("{\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"digest\":\"" D1
+			    "\"}]}",
+			    &b),
+		-EINVAL);
 	assert_non_null(strstr(e.msg, "nested"));
 	assert_int_equal(parse_index("{\"manifests\":[]}", &b), -EINVAL);
-	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"sha256:../../etc\"}]}", &b), -EINVAL);
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"sha256:../../etc\"}]}", &b),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "64 hex"));
 	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":1}]}", &b), -EINVAL);
 	assert_int_equal(parse_index("[", &b), -EINVAL);
 	assert_non_null(strstr(e.msg, "not JSON"));
-	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"}],\"manifests\":[]}", &b), -EINVAL); /* duplicate key */
+	assert_int_equal(parse_index("{\"manifests\":[{\"digest\":\"" D1 "\"}],\"manifests\":[]}",
+				     &b),
+			 -EINVAL); /* duplicate key */
 }
 
 static void test_manifest(void **state)
 {
 	static struct oci_image im;
-	const char *ok = "{\"config\":{\"digest\":\"" D1 "\"},\"layers\":[{\"digest\":\"" D2 "\"},{\"digest\":\"" D3 "\"}]}";
+	const char *ok = "{\"config\":{\"digest\":\"" D1 "\"},\"layers\":[{\"digest\":\"" D2
+			 "\"},{\"digest\":\"" D3 "\"}]}";
 	char *many = malloc(OCI_LAYERS_MAX * 90 + 200), *p;
 
 	(void)state;
@@ -74,7 +96,8 @@ static void test_manifest(void **state)
 	assert_int_equal(im.nlayers, 2);
 	assert_string_equal(im.config.digest, D1);
 	assert_string_equal(im.layers[1].digest, D3);
-	assert_int_equal(oci_manifest_parse("{\"config\":{\"digest\":\"" D1 "\"}}", 80, &im, &e), -EINVAL);
+	assert_int_equal(oci_manifest_parse("{\"config\":{\"digest\":\"" D1 "\"}}", 80, &im, &e),
+			 -EINVAL);
 	assert_int_equal(oci_manifest_parse("{\"layers\":[]}", 13, &im, &e), -EINVAL);
 	p = many + sprintf(many, "{\"config\":{\"digest\":\"" D1 "\"},\"layers\":[");
 	for (int i = 0; i <= OCI_LAYERS_MAX; i++)
@@ -88,9 +111,11 @@ static void test_manifest(void **state)
 static void test_docker_manifest(void **state)
 {
 	static struct oci_image im;
-	const char *ok = "[{\"Config\":\"1111111111111111111111111111111111111111111111111111111111111111.json\","
-			 "\"Layers\":[\"abc/layer.tar\",\"blobs/sha256/2222222222222222222222222222222222222222222222222222222222222222\"]}]";
-	const char *two = "[{\"Config\":\"a.json\",\"Layers\":[]},{\"Config\":\"b.json\",\"Layers\":[]}]";
+	const char *ok =
+		"[{\"Config\":\"1111111111111111111111111111111111111111111111111111111111111111.json\","
+		"\"Layers\":[\"abc/layer.tar\",\"blobs/sha256/2222222222222222222222222222222222222222222222222222222222222222\"]}]";
+	const char *two =
+		"[{\"Config\":\"a.json\",\"Layers\":[]},{\"Config\":\"b.json\",\"Layers\":[]}]";
 	const char *up = "[{\"Config\":\"a.json\",\"Layers\":[\"../../etc/shadow\"]}]";
 
 	(void)state;
@@ -105,19 +130,23 @@ static void test_docker_manifest(void **state)
 	assert_int_equal(oci_docker_manifest_parse(up, strlen(up), &im, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "Layers[0]"));
 	assert_int_equal(oci_docker_manifest_parse("{}", 2, &im, &e), -EINVAL);
-	assert_int_equal(oci_docker_manifest_parse("[{\"Config\":5,\"Layers\":[]}]", 26, &im, &e), -EINVAL);
+	assert_int_equal(oci_docker_manifest_parse("[{\"Config\":5,\"Layers\":[]}]", 26, &im, &e),
+			 -EINVAL);
 }
 
 static void test_config(void **state)
 {
-	const char *ok = "{\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\",\"EMPTY=\"],\"WorkingDir\":\"/srv\",\"User\":\"1000\","
-			 "\"Cmd\":[\"sh\"],\"Entrypoint\":null}}";
+	const char *ok =
+		"{\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\",\"EMPTY=\"],\"WorkingDir\":\"/srv\",\"User\":\"1000\","
+		"\"Cmd\":[\"sh\"],\"Entrypoint\":null}}";
 	json_t *c;
 
 	(void)state;
 	assert_int_equal(oci_config_parse(ok, strlen(ok), &c, &e), 0);
-	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "A")), "b=c");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "EMPTY")), "");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "A")),
+			    "b=c");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(c, "env"), "EMPTY")),
+			    "");
 	assert_string_equal(json_string_value(json_object_get(c, "working_dir")), "/srv");
 	assert_string_equal(json_string_value(json_object_get(c, "user")), "1000");
 	assert_int_equal(json_array_size(json_object_get(c, "cmd")), 1);
@@ -126,19 +155,24 @@ static void test_config(void **state)
 	assert_int_equal(oci_config_parse("{}", 2, &c, &e), 0); /* no config at all: no defaults */
 	assert_int_equal(json_object_size(c), 0);
 	json_decref(c);
-	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"NOEQUALS\"]}}", 31, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"NOEQUALS\"]}}", 31, &c, &e),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "NAME=VALUE"));
 	assert_null(c);
 	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"=x\"]}}", 25, &c, &e), -EINVAL);
-	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A B=x\"]}}", 28, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A B=x\"]}}", 28, &c, &e),
+			 -EINVAL);
 	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":\"A=b\"}}", 24, &c, &e), -EINVAL);
-	assert_int_equal(oci_config_parse("{\"config\":{\"WorkingDir\":\"srv\"}}", 31, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"WorkingDir\":\"srv\"}}", 31, &c, &e),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "absolute"));
-	assert_int_equal(oci_config_parse("{\"config\":{\"User\":\"a\\nb\"}}", 26, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"User\":\"a\\nb\"}}", 26, &c, &e),
+			 -EINVAL);
 	assert_int_equal(oci_config_parse("{\"config\":{\"Cmd\":[1]}}", 22, &c, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "Cmd[0]"));
 	assert_int_equal(oci_config_parse("{\"config\":[]}", 13, &c, &e), -EINVAL);
-	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A=\\u0000\"]}}", 31, &c, &e), -EINVAL);
+	assert_int_equal(oci_config_parse("{\"config\":{\"Env\":[\"A=\\u0000\"]}}", 31, &c, &e),
+			 -EINVAL);
 }
 
 /* Each string within its cap, the whole record over 256 KiB: refused
@@ -183,12 +217,9 @@ static void test_config_record_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_digest_valid),
-		cmocka_unit_test(test_index),
-		cmocka_unit_test(test_manifest),
-		cmocka_unit_test(test_docker_manifest),
-		cmocka_unit_test(test_config),
-		cmocka_unit_test(test_config_record_cap),
+		cmocka_unit_test(test_digest_valid), cmocka_unit_test(test_index),
+		cmocka_unit_test(test_manifest),     cmocka_unit_test(test_docker_manifest),
+		cmocka_unit_test(test_config),       cmocka_unit_test(test_config_record_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,8 +52,8 @@ static int setup(void **state)
 	snprintf(f->dir, sizeof(f->dir), "/tmp/kiln-beneath-XXXXXX");
 	if (!f || !mkdtemp(f->dir))
 		return -1;
-	if (mkdir(at(f, "top"), 0700) || mkdir(at(f, "top/cp"), 0700) || mkdir(at(f, "top/cp/ready"), 0700) ||
-	    mkdir(at(f, "other"), 0700))
+	if (mkdir(at(f, "top"), 0700) || mkdir(at(f, "top/cp"), 0700) ||
+	    mkdir(at(f, "top/cp/ready"), 0700) || mkdir(at(f, "other"), 0700))
 		return -1;
 	put(f, "top/cp/ready/disk0", "template disk");
 	put(f, "other/disk0", "another tenant's disk");
@@ -111,7 +111,8 @@ static void test_link_above_refused(void **state)
 	assert_int_equal(rename(at(f, "top/cp/ready"), other), 0);
 	snprintf(other, sizeof(other), "%s", at(f, "other"));
 	assert_int_equal(symlink(other, at(f, "top/cp/ready")), 0);
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_FILE, NULL, &e), -ELOOP);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_FILE, NULL, &e),
+			 -ELOOP);
 	assert_non_null(strstr(e.msg, "'cp/ready/disk0': a component is a symbolic link"));
 	assert_int_equal(open_beneath(f->top, "cp/ready", OPEN_BENEATH_DIR, NULL, &e), -ELOOP);
 }
@@ -123,9 +124,11 @@ static void test_link_inside_refused_too(void **state)
 
 	/* a relative link that stays beneath: still not followed */
 	assert_int_equal(symlink("ready", at(f, "top/cp/alias")), 0);
-	assert_int_equal(open_beneath(f->top, "cp/alias/disk0", OPEN_BENEATH_FILE, NULL, &e), -ELOOP);
+	assert_int_equal(open_beneath(f->top, "cp/alias/disk0", OPEN_BENEATH_FILE, NULL, &e),
+			 -ELOOP);
 	assert_int_equal(symlink("disk0", at(f, "top/cp/ready/disk1")), 0);
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk1", OPEN_BENEATH_FILE, NULL, &e), -ELOOP);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk1", OPEN_BENEATH_FILE, NULL, &e),
+			 -ELOOP);
 }
 
 static void test_fifo_refused_at_once(void **state)
@@ -135,10 +138,12 @@ static void test_fifo_refused_at_once(void **state)
 
 	assert_int_equal(unlink(at(f, "top/cp/ready/disk0")), 0);
 	assert_int_equal(mkfifo(at(f, "top/cp/ready/disk0"), 0600), 0);
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_FILE, NULL, &e), -EINVAL);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_FILE, NULL, &e),
+			 -EINVAL);
 	assert_string_equal(e.msg, "'cp/ready/disk0' is a fifo, not a regular file: refused");
 	/* as a directory it is not even opened */
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_DIR, NULL, &e), -ENOTDIR);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_DIR, NULL, &e),
+			 -ENOTDIR);
 	assert_non_null(strstr(e.msg, "is not a directory"));
 }
 
@@ -164,8 +169,10 @@ static void test_wrong_kind_refused(void **state)
 
 	assert_int_equal(open_beneath(f->top, "cp/ready", OPEN_BENEATH_FILE, NULL, &e), -EINVAL);
 	assert_string_equal(e.msg, "'cp/ready' is a directory, not a regular file: refused");
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_DIR, NULL, &e), -ENOTDIR);
-	assert_int_equal(open_beneath(f->top, "cp/ready/disk0/x", OPEN_BENEATH_FILE, NULL, &e), -ENOTDIR);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk0", OPEN_BENEATH_DIR, NULL, &e),
+			 -ENOTDIR);
+	assert_int_equal(open_beneath(f->top, "cp/ready/disk0/x", OPEN_BENEATH_FILE, NULL, &e),
+			 -ENOTDIR);
 	assert_non_null(strstr(e.msg, "a component above it is not a directory"));
 	assert_int_equal(open_beneath(f->top, "cp/none", OPEN_BENEATH_FILE, NULL, &e), -ENOENT);
 	assert_non_null(strstr(e.msg, "'cp/none': No such file"));
@@ -177,9 +184,11 @@ static void test_escapes_refused(void **state)
 	struct err e;
 	int root;
 
-	assert_int_equal(open_beneath(f->top, "../other/disk0", OPEN_BENEATH_FILE, NULL, &e), -EXDEV);
+	assert_int_equal(open_beneath(f->top, "../other/disk0", OPEN_BENEATH_FILE, NULL, &e),
+			 -EXDEV);
 	assert_non_null(strstr(e.msg, "leaves its directory or crosses a mount point"));
-	assert_int_equal(open_beneath(f->top, at(f, "other/disk0"), OPEN_BENEATH_FILE, NULL, &e), -EXDEV);
+	assert_int_equal(open_beneath(f->top, at(f, "other/disk0"), OPEN_BENEATH_FILE, NULL, &e),
+			 -EXDEV);
 	/* ".." that stays beneath is fine */
 	root = open_beneath(f->top, "cp/../cp/ready/disk0", OPEN_BENEATH_FILE, NULL, &e);
 	assert_true(root >= 0);
@@ -187,11 +196,13 @@ static void test_escapes_refused(void **state)
 	/* /proc is a mount of its own; its magic links are links too */
 	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(root >= 0);
-	assert_int_equal(open_beneath(root, "proc/self/status", OPEN_BENEATH_FILE, NULL, &e), -EXDEV);
+	assert_int_equal(open_beneath(root, "proc/self/status", OPEN_BENEATH_FILE, NULL, &e),
+			 -EXDEV);
 	close(root);
 	root = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(root >= 0);
-	assert_int_equal(open_beneath(root, "root/etc/hostname", OPEN_BENEATH_FILE, NULL, &e), -ELOOP);
+	assert_int_equal(open_beneath(root, "root/etc/hostname", OPEN_BENEATH_FILE, NULL, &e),
+			 -ELOOP);
 	close(root);
 }
 

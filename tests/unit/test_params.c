@@ -28,7 +28,8 @@ static void test_plain_value(void **state)
 	char v[64];
 
 	(void)state;
-	assert_int_equal(get("console=ttyS0 kiln.exec=/bin/sh quiet", "kiln.exec", v, sizeof(v)), 1);
+	assert_int_equal(get("console=ttyS0 kiln.exec=/bin/sh quiet", "kiln.exec", v, sizeof(v)),
+			 1);
 	assert_string_equal(v, "/bin/sh");
 	assert_int_equal(get("kiln.env=A=B", "kiln.env", v, sizeof(v)), 1); /* first '=' splits */
 	assert_string_equal(v, "A=B");

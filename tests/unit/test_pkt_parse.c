@@ -45,8 +45,14 @@ static void addr_is(const struct net_addr *a, const char *text)
 static void test_tcp4(void **state)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = "93.184.216.34", .proto = FR_TCP, .sport = 40000,
-			.dport = 443, .tcp_flags = PKT_TCP_SYN, .payload = "hello", .payload_len = 5 };
+	struct fr s = { .src = "10.0.2.15",
+			.dst = "93.184.216.34",
+			.proto = FR_TCP,
+			.sport = 40000,
+			.dport = 443,
+			.tcp_flags = PKT_TCP_SYN,
+			.payload = "hello",
+			.payload_len = 5 };
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -70,8 +76,13 @@ static void test_tcp4(void **state)
 static void test_udp6_and_icmp(void **state)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "2001:db8::2", .dst = "2001:4860::8888", .proto = FR_UDP, .sport = 5353,
-			.dport = 53, .payload = "abc", .payload_len = 3 };
+	struct fr s = { .src = "2001:db8::2",
+			.dst = "2001:4860::8888",
+			.proto = FR_UDP,
+			.sport = 5353,
+			.dport = 53,
+			.payload = "abc",
+			.payload_len = 3 };
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -82,15 +93,21 @@ static void test_udp6_and_icmp(void **state)
 	assert_int_equal(p.dport, 53);
 	assert_int_equal(p.payload_len, 3);
 
-	s = (struct fr){ .src = "2001:db8::2", .dst = "2001:db8::1", .proto = FR_ICMP6, .icmp_type = 128,
-			 .icmp_id = 0x4242, .ttl = 255 };
+	s = (struct fr){ .src = "2001:db8::2",
+			 .dst = "2001:db8::1",
+			 .proto = FR_ICMP6,
+			 .icmp_type = 128,
+			 .icmp_id = 0x4242,
+			 .ttl = 255 };
 	n = fr_build(f, &s);
 	assert_int_equal(parse(f, n, &p), 0);
 	assert_int_equal(p.icmp_type, 128);
 	assert_int_equal(p.icmp_id, 0x4242);
 	assert_int_equal(p.ttl, 255);
 
-	s = (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8, .icmp_id = 7 };
+	s = (struct fr){
+		.src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8, .icmp_id = 7
+	};
 	n = fr_build(f, &s);
 	assert_int_equal(parse(f, n, &p), 0);
 	assert_int_equal(p.icmp_type, 8);
@@ -119,7 +136,9 @@ static void test_arp(void **state)
 static void test_l2_refused(void **state)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 };
+	struct fr s = {
+		.src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2
+	};
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -138,8 +157,13 @@ static void test_l2_refused(void **state)
 static void test_ip4_header_checks(void **state)
 {
 	uint8_t f[2048], g[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1000, .dport = 53,
-			.payload = "xyzw", .payload_len = 4 };
+	struct fr s = { .src = "10.0.2.15",
+			.dst = "1.1.1.1",
+			.proto = FR_UDP,
+			.sport = 1000,
+			.dport = 53,
+			.payload = "xyzw",
+			.payload_len = 4 };
 	size_t n = fr_build(f, &s);
 	uint8_t *ip = g + 14;
 	struct pkt p;
@@ -176,7 +200,9 @@ static void test_ip4_header_checks(void **state)
 static int with_options(const uint8_t *opt, size_t olen)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1000, .dport = 53 };
+	struct fr s = {
+		.src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1000, .dport = 53
+	};
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -207,7 +233,9 @@ static void test_ip4_options(void **state)
 static void test_l4_checks(void **state)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_TCP, .sport = 1000, .dport = 80 };
+	struct fr s = {
+		.src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_TCP, .sport = 1000, .dport = 80
+	};
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -220,8 +248,13 @@ static void test_l4_checks(void **state)
 	fr_put16(f + 36, 0); /* destination port 0 */
 	assert_int_equal(parse(f, n, &p), -PKT_E_PORT0);
 
-	s = (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1000, .dport = 53,
-			 .payload = "abcd", .payload_len = 4 };
+	s = (struct fr){ .src = "10.0.2.15",
+			 .dst = "1.1.1.1",
+			 .proto = FR_UDP,
+			 .sport = 1000,
+			 .dport = 53,
+			 .payload = "abcd",
+			 .payload_len = 4 };
 	n = fr_build(f, &s);
 	fr_put16(f + 38, 7); /* UDP length below its header */
 	assert_int_equal(parse(f, n, &p), -PKT_E_UDP);
@@ -240,7 +273,11 @@ static void test_l4_checks(void **state)
 	assert_int_equal(parse(f, 14 + 24, &p), -PKT_E_ICMP);
 
 	/* Other protocols parse without ports (the filter decides on the protocol). */
-	s = (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = 47, .payload = "gre!", .payload_len = 4 };
+	s = (struct fr){ .src = "10.0.2.15",
+			 .dst = "1.1.1.1",
+			 .proto = 47,
+			 .payload = "gre!",
+			 .payload_len = 4 };
 	n = fr_build(f, &s);
 	assert_int_equal(parse(f, n, &p), 0);
 	assert_int_equal(p.proto, 47);
@@ -250,8 +287,13 @@ static void test_l4_checks(void **state)
 /* An IPv4 TCP packet cut into a fragment: offset (8-byte units), more flag, L4 bytes kept. */
 static size_t frag4(uint8_t *f, uint8_t proto, uint16_t off, bool more, size_t keep)
 {
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = proto, .sport = 1000, .dport = 80,
-			.payload = "0123456789abcdef0123456789abcdef", .payload_len = 32 };
+	struct fr s = { .src = "10.0.2.15",
+			.dst = "1.1.1.1",
+			.proto = proto,
+			.sport = 1000,
+			.dport = 80,
+			.payload = "0123456789abcdef0123456789abcdef",
+			.payload_len = 32 };
 	size_t n = fr_build(f, &s);
 
 	if (keep < n - 34)
@@ -303,7 +345,11 @@ static void test_ip4_fragments(void **state)
 static int with_ext(uint8_t first_nh, const uint8_t *ext, size_t elen, struct pkt *p)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "2001:db8::2", .dst = "2001:db8::1", .proto = FR_UDP, .sport = 1000, .dport = 53 };
+	struct fr s = { .src = "2001:db8::2",
+			.dst = "2001:db8::1",
+			.proto = FR_UDP,
+			.sport = 1000,
+			.dport = 53 };
 	size_t n = fr_build(f, &s);
 
 	memmove(f + 54 + elen, f + 54, n - 54);
@@ -366,7 +412,11 @@ static void test_ip6_extensions(void **state)
 static void test_ip6_lengths(void **state)
 {
 	uint8_t f[2048];
-	struct fr s = { .src = "2001:db8::2", .dst = "2001:db8::1", .proto = FR_UDP, .sport = 1000, .dport = 53 };
+	struct fr s = { .src = "2001:db8::2",
+			.dst = "2001:db8::1",
+			.proto = FR_UDP,
+			.sport = 1000,
+			.dport = 53 };
 	size_t n = fr_build(f, &s);
 	struct pkt p;
 
@@ -383,8 +433,13 @@ static void test_ip6_lengths(void **state)
 static void test_quoted(void **state)
 {
 	uint8_t ip[256];
-	struct fr s = { .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_UDP, .sport = 4000, .dport = 53,
-			.payload = "0123456789", .payload_len = 10 };
+	struct fr s = { .src = "10.0.2.15",
+			.dst = "1.1.1.1",
+			.proto = FR_UDP,
+			.sport = 4000,
+			.dport = 53,
+			.payload = "0123456789",
+			.payload_len = 10 };
 	size_t n = fr_ip(ip, &s);
 	struct pkt p;
 
@@ -413,28 +468,58 @@ static size_t sample(int i, uint8_t *f)
 	case 0:
 		return fr_arp(f, fr_guest_mac, 1, fr_guest_mac, "10.0.2.15", "10.0.2.2");
 	case 1:
-		s = (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_TCP, .sport = 1, .dport = 2,
-				 .tcp_flags = PKT_TCP_SYN, .payload = "data", .payload_len = 4 };
+		s = (struct fr){ .src = "10.0.2.15",
+				 .dst = "1.1.1.1",
+				 .proto = FR_TCP,
+				 .sport = 1,
+				 .dport = 2,
+				 .tcp_flags = PKT_TCP_SYN,
+				 .payload = "data",
+				 .payload_len = 4 };
 		return fr_build(f, &s);
 	case 2:
-		s = (struct fr){ .src = "10.0.2.15", .dst = "10.0.2.3", .proto = FR_UDP, .sport = 3, .dport = 53,
-				 .payload = dns, .payload_len = sizeof(dns) - 1 };
+		s = (struct fr){ .src = "10.0.2.15",
+				 .dst = "10.0.2.3",
+				 .proto = FR_UDP,
+				 .sport = 3,
+				 .dport = 53,
+				 .payload = dns,
+				 .payload_len = sizeof(dns) - 1 };
 		return fr_build(f, &s);
 	case 3:
-		s = (struct fr){ .src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8 };
+		s = (struct fr){
+			.src = "10.0.2.15", .dst = "1.1.1.1", .proto = FR_ICMP, .icmp_type = 8
+		};
 		return fr_build(f, &s);
 	case 4:
-		s = (struct fr){ .src = "fd00::2", .dst = "2001:db8::1", .proto = FR_TCP, .sport = 5, .dport = 6,
-				 .payload = "x", .payload_len = 1 };
+		s = (struct fr){ .src = "fd00::2",
+				 .dst = "2001:db8::1",
+				 .proto = FR_TCP,
+				 .sport = 5,
+				 .dport = 6,
+				 .payload = "x",
+				 .payload_len = 1 };
 		return fr_build(f, &s);
 	case 5:
-		s = (struct fr){ .src = "fd00::2", .dst = "2001:db8::1", .proto = FR_UDP, .sport = 5, .dport = 6 };
+		s = (struct fr){ .src = "fd00::2",
+				 .dst = "2001:db8::1",
+				 .proto = FR_UDP,
+				 .sport = 5,
+				 .dport = 6 };
 		return fr_build(f, &s);
 	case 6:
-		s = (struct fr){ .src = "fd00::2", .dst = "ff02::1", .proto = FR_ICMP6, .icmp_type = 135, .ttl = 255 };
+		s = (struct fr){ .src = "fd00::2",
+				 .dst = "ff02::1",
+				 .proto = FR_ICMP6,
+				 .icmp_type = 135,
+				 .ttl = 255 };
 		return fr_build(f, &s);
 	case 7: /* IPv6 with two extension headers before TCP */
-		s = (struct fr){ .src = "fd00::2", .dst = "2001:db8::1", .proto = FR_TCP, .sport = 5, .dport = 6 };
+		s = (struct fr){ .src = "fd00::2",
+				 .dst = "2001:db8::1",
+				 .proto = FR_TCP,
+				 .sport = 5,
+				 .dport = 6 };
 		n = fr_build(f, &s);
 		memmove(f + 70, f + 54, n - 54);
 		memcpy(f + 54, ext, 16);
@@ -513,10 +598,12 @@ static void test_fuzz(void **state)
 		if (pkt_parse(c, n, &p) == 0) {
 			parsed++;
 			check_bounds(c, n, &p);
-			if ((p.proto == PKT_PROTO_ICMP || p.proto == PKT_PROTO_ICMP6) && (p.flags & PKT_F_L4)) {
+			if ((p.proto == PKT_PROTO_ICMP || p.proto == PKT_PROTO_ICMP6) &&
+			    (p.flags & PKT_F_L4)) {
 				struct pkt q;
 
-				if (pkt_parse_quoted(p.src.family, p.payload, p.payload_len, &q) == 0)
+				if (pkt_parse_quoted(p.src.family, p.payload, p.payload_len, &q) ==
+				    0)
 					check_bounds(p.payload, p.payload_len, &q);
 			}
 		}

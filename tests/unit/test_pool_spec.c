@@ -13,7 +13,10 @@
 
 #include "api/kilnd/core/pool_spec.h"
 
-static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 65536, .max_disk_mib = SPEC_DISK_MAX_MIB, .idle_timeout_default_s = 300 };
+static const struct sandbox_limits lim = { .max_cpus = 8,
+					   .max_memory_mib = 65536,
+					   .max_disk_mib = SPEC_DISK_MAX_MIB,
+					   .idle_timeout_default_s = 300 };
 
 static void parse_ok(const char *arg, struct pool_cfg *c)
 {
@@ -31,7 +34,8 @@ static void parse_bad(const char *arg, const char *part)
 
 	assert_int_equal(pool_cfg_parse(arg, &c, &err), -1);
 	if (!strstr(err.msg, part))
-		fail_msg("'%s': message '%s' does not name '%s'", arg ? arg : "(null)", err.msg, part);
+		fail_msg("'%s': message '%s' does not name '%s'", arg ? arg : "(null)", err.msg,
+			 part);
 }
 
 static void test_arg_forms(void **state)
@@ -154,12 +158,15 @@ static void test_fits(void **state)
 	/* The create's own fields are applied when it takes one. */
 	assert_true(fits("minimal=2", "{\"image\":\"minimal\"}", &why));
 	assert_null(why);
-	assert_true(fits("minimal=2",
-			 "{\"image\":\"minimal\",\"hostname\":\"a\",\"env\":{\"A\":\"1\"},\"labels\":{\"k\":\"v\"},"
-			 "\"timeout_s\":60,\"idle_timeout_s\":0,\"cpus\":1,\"memory_mib\":128,\"network\":\"none\"}",
-			 &why));
-	assert_true(fits("minimal=2,cpus=2,memory_mib=256,network=passt",
-			 "{\"image\":\"minimal\",\"cpus\":2,\"memory_mib\":256,\"network\":\"passt\"}", &why));
+	assert_true(fits(
+		"minimal=2",
+		"{\"image\":\"minimal\",\"hostname\":\"a\",\"env\":{\"A\":\"1\"},\"labels\":{\"k\":\"v\"},"
+		"\"timeout_s\":60,\"idle_timeout_s\":0,\"cpus\":1,\"memory_mib\":128,\"network\":\"none\"}",
+		&why));
+	assert_true(
+		fits("minimal=2,cpus=2,memory_mib=256,network=passt",
+		     "{\"image\":\"minimal\",\"cpus\":2,\"memory_mib\":256,\"network\":\"passt\"}",
+		     &why));
 	/* What only a boot gives does not fit, naming the field. */
 	assert_false(fits("minimal=2", "{\"image\":\"other\"}", &why));
 	assert_string_equal(why, "image");
@@ -174,13 +181,16 @@ static void test_fits(void **state)
 	assert_string_equal(why, "network");
 	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"console\":false}", &why));
 	assert_string_equal(why, "console");
-	assert_false(fits("minimal=2",
-			  "{\"image\":\"minimal\",\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\"}]}", &why));
+	assert_false(
+		fits("minimal=2",
+		     "{\"image\":\"minimal\",\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\"}]}",
+		     &why));
 	assert_string_equal(why, "shares");
-	assert_false(fits("minimal=2,network=passt", "{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":{}}",
-			  &why));
+	assert_false(fits("minimal=2,network=passt",
+			  "{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":{}}", &why));
 	assert_string_equal(why, "firewall");
-	assert_false(fits("minimal=2", "{\"image\":\"minimal\",\"limits\":{\"pids_max\":50}}", &why));
+	assert_false(
+		fits("minimal=2", "{\"image\":\"minimal\",\"limits\":{\"pids_max\":50}}", &why));
 	assert_string_equal(why, "limits");
 	/* Limits equal to the defaults, spelt out, fit. */
 	assert_true(fits("minimal=2", "{\"image\":\"minimal\",\"limits\":{}}", &why));

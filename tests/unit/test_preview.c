@@ -92,7 +92,8 @@ static void test_route_by_host(void **state)
 	assert_memory_equal(r.rest, "/a/b", 4);
 	assert_string_equal(r.cookie, "kiln_preview_" ID "_8080");
 	/* Host names are case-insensitive; the id is lowercased. */
-	route_ok("GET / HTTP/1.1\nHost: 1-0123456789AB.Preview.Example.COM\n", "preview.example.com", &r);
+	route_ok("GET / HTTP/1.1\nHost: 1-0123456789AB.Preview.Example.COM\n",
+		 "preview.example.com", &r);
 	assert_string_equal(r.id, ID);
 	assert_int_equal(r.port, 1);
 	route_ok("GET / HTTP/1.1\nHost: 65535-" ID ".localhost\n", "localhost", &r);
@@ -104,7 +105,8 @@ static void test_route_by_path(void **state)
 	struct preview_req r;
 
 	(void)state;
-	route_ok("GET /preview/" ID "/3000/static/app.js?v=2 HTTP/1.1\nHost: 127.0.0.1:8443\n", "localhost", &r);
+	route_ok("GET /preview/" ID "/3000/static/app.js?v=2 HTTP/1.1\nHost: 127.0.0.1:8443\n",
+		 "localhost", &r);
 	assert_int_equal(r.form, PREVIEW_BY_PATH);
 	assert_int_equal(r.port, 3000);
 	assert_int_equal(r.rest_len, strlen("/static/app.js"));
@@ -179,7 +181,8 @@ static void test_credentials(void **state)
 	assert_int_equal(r.ncreds, 0);
 	assert_null(preview_auth(&r, TOK));
 	/* A prefix or an extension of the token is not it. */
-	route_ok("GET /?token=" TOK "0&token=0011 HTTP/1.1\nHost: 80-" ID ".localhost\n", "localhost", &r);
+	route_ok("GET /?token=" TOK "0&token=0011 HTTP/1.1\nHost: 80-" ID ".localhost\n",
+		 "localhost", &r);
 	assert_int_equal(r.ncreds, 2);
 	assert_null(preview_auth(&r, TOK));
 	/* Many credentials: the first PREVIEW_CREDS_MAX are looked at. */
@@ -197,8 +200,10 @@ static void test_token_equal(void **state)
 	assert_false(preview_token_equal(TOK, strlen(TOK) - 1, TOK));
 	assert_false(preview_token_equal("", 0, TOK));
 	assert_false(preview_token_equal(TOK, strlen(TOK), NULL));
-	assert_false(preview_token_equal("10112233445566778899aabbccddeeff0011223344556677", strlen(TOK), TOK));
-	assert_false(preview_token_equal("00112233445566778899aabbccddeeff0011223344556678", strlen(TOK), TOK));
+	assert_false(preview_token_equal("10112233445566778899aabbccddeeff0011223344556677",
+					 strlen(TOK), TOK));
+	assert_false(preview_token_equal("00112233445566778899aabbccddeeff0011223344556678",
+					 strlen(TOK), TOK));
 }
 
 static long rewrite(const char *head, const char *token, char *out, size_t cap)
@@ -221,15 +226,18 @@ static void test_rewrite_strips_credentials(void **state)
 	char out[4096];
 
 	(void)state;
-	assert_true(rewrite("POST /preview/" ID "/8080/api?token=" TOK "&q=1 HTTP/1.1\nHost: 127.0.0.1:8443\n"
+	assert_true(rewrite("POST /preview/" ID "/8080/api?token=" TOK
+			    "&q=1 HTTP/1.1\nHost: 127.0.0.1:8443\n"
 			    "X-Kiln-Preview-Token: " TOK "\nAuthorization: Bearer " TOK "\n"
-			    "Cookie: a=b; kiln_preview_" ID "_8080=" TOK "; c=d\nConnection: keep-alive\n"
+			    "Cookie: a=b; kiln_preview_" ID "_8080=" TOK
+			    "; c=d\nConnection: keep-alive\n"
 			    "Keep-Alive: timeout=5\nX-Forwarded-For: 6.6.6.6\nContent-Length: 3\n",
 			    TOK, out, sizeof(out)) > 0);
-	assert_string_equal(out, "POST /api?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nCookie: a=b; c=d\r\n"
-				 "Content-Length: 3\r\nConnection: close\r\nX-Forwarded-For: 192.0.2.7\r\n"
-				 "X-Forwarded-Proto: http\r\nX-Forwarded-Host: 127.0.0.1:8443\r\n"
-				 "X-Forwarded-Prefix: /preview/" ID "/8080\r\n\r\n");
+	assert_string_equal(out,
+			    "POST /api?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8443\r\nCookie: a=b; c=d\r\n"
+			    "Content-Length: 3\r\nConnection: close\r\nX-Forwarded-For: 192.0.2.7\r\n"
+			    "X-Forwarded-Proto: http\r\nX-Forwarded-Host: 127.0.0.1:8443\r\n"
+			    "X-Forwarded-Prefix: /preview/" ID "/8080\r\n\r\n");
 	assert_null(strstr(out, TOK));
 }
 
@@ -241,19 +249,25 @@ static void test_rewrite_keeps_the_apps_own(void **state)
 	/* An Authorization that is not the token is the app's; a lone
 	 * preview cookie leaves no Cookie field; an upgrade stays one. */
 	assert_true(rewrite("GET /ws?token=other HTTP/1.1\nHost: 8080-" ID ".localhost\n"
-			    "Authorization: Bearer app-secret\nCookie: kiln_preview_" ID "_8080=" TOK "\n"
+			    "Authorization: Bearer app-secret\nCookie: kiln_preview_" ID
+			    "_8080=" TOK "\n"
 			    "Upgrade: websocket\nConnection: Upgrade\nSec-WebSocket-Key: abc\n",
 			    TOK, out, sizeof(out)) > 0);
-	assert_string_equal(out, "GET /ws?token=other HTTP/1.1\r\nHost: 8080-" ID ".localhost\r\n"
-				 "Authorization: Bearer app-secret\r\nUpgrade: websocket\r\nSec-WebSocket-Key: abc\r\n"
-				 "Connection: Upgrade\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
-				 "X-Forwarded-Host: 8080-" ID ".localhost\r\n\r\n");
+	assert_string_equal(
+		out,
+		"GET /ws?token=other HTTP/1.1\r\nHost: 8080-" ID ".localhost\r\n"
+		"Authorization: Bearer app-secret\r\nUpgrade: websocket\r\nSec-WebSocket-Key: abc\r\n"
+		"Connection: Upgrade\r\nX-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\n"
+		"X-Forwarded-Host: 8080-" ID ".localhost\r\n\r\n");
 	/* Public: nothing is a token, only the proxy's own fields go. */
-	assert_true(rewrite("GET /?token=" TOK " HTTP/1.0\nHost: 1-" ID ".localhost\nX-Kiln-Preview-Token: x\n", NULL,
-			    out, sizeof(out)) > 0);
-	assert_string_equal(out, "GET /?token=" TOK " HTTP/1.0\r\nHost: 1-" ID ".localhost\r\nConnection: close\r\n"
-				 "X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: 1-" ID
-				 ".localhost\r\n\r\n");
+	assert_true(rewrite("GET /?token=" TOK " HTTP/1.0\nHost: 1-" ID
+			    ".localhost\nX-Kiln-Preview-Token: x\n",
+			    NULL, out, sizeof(out)) > 0);
+	assert_string_equal(
+		out,
+		"GET /?token=" TOK " HTTP/1.0\r\nHost: 1-" ID ".localhost\r\nConnection: close\r\n"
+		"X-Forwarded-For: 192.0.2.7\r\nX-Forwarded-Proto: http\r\nX-Forwarded-Host: 1-" ID
+		".localhost\r\n\r\n");
 	/* 61 fields of a client's and the proxy's own 4: more than kilnd's
 	 * parser takes (64), so not forwarded either; 60 and 4 are. */
 	{
@@ -267,12 +281,15 @@ static void test_rewrite_keeps_the_apps_own(void **state)
 	}
 	/* Too small a buffer: refused, never overrun. */
 	for (size_t cap = 0; cap < 64; cap++)
-		assert_int_equal(rewrite("GET / HTTP/1.1\nHost: 1-" ID ".localhost\n", NULL, out, cap), -1);
+		assert_int_equal(rewrite("GET / HTTP/1.1\nHost: 1-" ID ".localhost\n", NULL, out,
+					 cap),
+				 -1);
 }
 
 static void test_redirect(void **state)
 {
-	struct parsed *p = parse("GET /preview/" ID "/80/x?token=" TOK "&y=2 HTTP/1.1\nHost: 127.0.0.1\n");
+	struct parsed *p = parse("GET /preview/" ID "/80/x?token=" TOK
+				 "&y=2 HTTP/1.1\nHost: 127.0.0.1\n");
 	struct preview_req r;
 	struct preview_err e;
 	char out[2048];
@@ -283,15 +300,19 @@ static void test_redirect(void **state)
 	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
 	assert_true(n > 0);
 	out[n] = '\0';
-	assert_non_null(strstr(out, "HTTP/1.1 302 Found\r\nLocation: /preview/" ID "/80/x?y=2\r\n"));
-	assert_non_null(strstr(out, "Set-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/preview/" ID "/80; HttpOnly; SameSite=Lax\r\n"));
+	assert_non_null(
+		strstr(out, "HTTP/1.1 302 Found\r\nLocation: /preview/" ID "/80/x?y=2\r\n"));
+	assert_non_null(strstr(out,
+			       "Set-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/preview/" ID
+			       "/80; HttpOnly; SameSite=Lax\r\n"));
 	assert_int_equal(preview_redirect(&p->h, &r, TOK, out, 40), -1);
 	free(p);
 	p = parse("GET /?token=" TOK " HTTP/1.1\nHost: 80-" ID ".localhost\n");
 	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
 	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
 	out[n] = '\0';
-	assert_non_null(strstr(out, "Location: /\r\nSet-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/;"));
+	assert_non_null(
+		strstr(out, "Location: /\r\nSet-Cookie: kiln_preview_" ID "_80=" TOK "; Path=/;"));
 	free(p);
 	/* "//evil.example/x" would send the browser to another site: it stays here. */
 	p = parse("GET ///evil.example/x?token=" TOK " HTTP/1.1\nHost: 80-" ID ".localhost\n");
@@ -327,8 +348,9 @@ static void assert_refused(const char *path, const char *query)
 {
 	const char *a = first_visit(path, query);
 
-	if (strncmp(a, "HTTP/1.1 400 Bad Request\r\n", 26) != 0 || !strstr(a, "\"code\":\"bad_request\"") ||
-	    strstr(a, "Location") || strstr(a, "Set-Cookie") || strstr(a, TOK))
+	if (strncmp(a, "HTTP/1.1 400 Bad Request\r\n", 26) != 0 ||
+	    !strstr(a, "\"code\":\"bad_request\"") || strstr(a, "Location") ||
+	    strstr(a, "Set-Cookie") || strstr(a, TOK))
 		fail_msg("path '%s': not refused: %s", path, a);
 }
 
@@ -376,7 +398,8 @@ static void test_redirect_stays_on_site(void **state)
 	assert_located("/%5C%5Cevil", "token=" TOK "&q=a\\b", "/%5C%5Cevil?q=a\\b");
 	assert_located("////evil.example", "token=" TOK, "/evil.example");
 	/* Through the parser: the path form, and the server's answer as sent. */
-	p = parse("GET /preview/" ID "/80/\\evil.example?token=" TOK " HTTP/1.1\nHost: 127.0.0.1\n");
+	p = parse("GET /preview/" ID "/80/\\evil.example?token=" TOK
+		  " HTTP/1.1\nHost: 127.0.0.1\n");
 	assert_int_equal(preview_route(&p->h, "localhost", &r, &e), 0);
 	n = preview_redirect(&p->h, &r, TOK, out, sizeof(out));
 	assert_true(n > 0);
@@ -394,7 +417,8 @@ static const char *referer_of(const char *value, const char *token)
 	char head[1024];
 	const char *f, *end;
 
-	snprintf(head, sizeof(head), "GET / HTTP/1.1\nHost: 80-" ID ".localhost\nReferer: %s\nX-After: 1\n", value);
+	snprintf(head, sizeof(head),
+		 "GET / HTTP/1.1\nHost: 80-" ID ".localhost\nReferer: %s\nX-After: 1\n", value);
 	assert_true(rewrite(head, token, out, sizeof(out)) > 0);
 	assert_non_null(strstr(out, "X-After: 1\r\n"));
 	f = strstr(out, "Referer: ");
@@ -422,9 +446,14 @@ static void test_rewrite_referer(void **state)
 	/* Encoded: the name, the value. */
 	assert_string_equal(referer_of(PAGE "?%74oken=" TOK "&a=1", TOK), PAGE "?a=1");
 	assert_string_equal(referer_of(PAGE "?a=1&TOKEN=x&tok%65n=" TOK, TOK), PAGE "?a=1");
-	assert_string_equal(referer_of(PAGE "?token=%30%30112233445566778899aabbccddeeff0011223344556677", TOK), PAGE);
+	assert_string_equal(referer_of(PAGE
+				       "?token=%30%30112233445566778899aabbccddeeff0011223344556677",
+				       TOK),
+			    PAGE);
 	/* Any token parameter: another preview's page on the same origin. */
-	assert_string_equal(referer_of(PAGE "?token=ffffffffffffffffffffffffffffffffffffffffffffffff&a=1", TOK),
+	assert_string_equal(referer_of(PAGE
+				       "?token=ffffffffffffffffffffffffffffffffffffffffffffffff&a=1",
+				       TOK),
 			    PAGE "?a=1");
 	assert_string_equal(referer_of(PAGE "?token=other&a=1", NULL), PAGE "?a=1");
 	/* The fragment never was a referrer's: it goes, with a token in it. */
@@ -433,13 +462,16 @@ static void test_rewrite_referer(void **state)
 	/* The token anywhere else, plain, %-encoded or in capitals: no Referer at all. */
 	assert_string_equal(referer_of("http://h/" TOK "/x", TOK), "");
 	assert_string_equal(referer_of("http://h/x?a=" TOK, TOK), "");
-	assert_string_equal(referer_of("http://h/%30%30112233445566778899AABBCCDDEEFF0011223344556677", TOK), "");
+	assert_string_equal(referer_of("http://h/%30%30112233445566778899AABBCCDDEEFF0011223344556677",
+				       TOK),
+			    "");
 	/* Not plain URL bytes (a space, obs-text), or nothing left: none either. */
 	assert_string_equal(referer_of("http://h/a b?token=" TOK, TOK), "");
 	assert_string_equal(referer_of("http://h/\xc3\xa9", TOK), "");
 	assert_string_equal(referer_of("?token=" TOK, TOK), "");
 	/* What is not a token passes unchanged. */
-	assert_string_equal(referer_of(PAGE "?tokens=1&xtoken=2&token&a=token", TOK), PAGE "?tokens=1&xtoken=2&a=token");
+	assert_string_equal(referer_of(PAGE "?tokens=1&xtoken=2&token&a=token", TOK),
+			    PAGE "?tokens=1&xtoken=2&a=token");
 	assert_string_equal(referer_of("http://example.com/", TOK), "http://example.com/");
 	assert_string_equal(referer_of(PAGE "?a=%zz", NULL), PAGE "?a=%zz");
 }
@@ -450,7 +482,8 @@ static void test_rewrite_drops_every_kiln_cookie(void **state)
 
 	(void)state;
 	/* Another preview's cookie is kilnd's too, never the app's. */
-	assert_true(rewrite("GET / HTTP/1.1\nHost: 80-" ID ".localhost\nCookie: a=1; kiln_preview_ba9876543210_80=" TOK
+	assert_true(rewrite("GET / HTTP/1.1\nHost: 80-" ID
+			    ".localhost\nCookie: a=1; kiln_preview_ba9876543210_80=" TOK
 			    "; kiln_preview_" ID "_81=x; b=2\n",
 			    TOK, out, sizeof(out)) > 0);
 	assert_non_null(strstr(out, "\r\nCookie: a=1; b=2\r\n"));
@@ -469,7 +502,9 @@ static void test_err_answer(void **state)
 	out[n] = '\0';
 	assert_non_null(strstr(out, "HTTP/1.1 401 Unauthorized\r\n"));
 	assert_non_null(strstr(out, "WWW-Authenticate: Bearer"));
-	assert_non_null(strstr(out, "{\"error\":{\"code\":\"unauthorized\",\"message\":\"needs \\\"its\\\" token?\\\\\"}}\n"));
+	assert_non_null(strstr(
+		out,
+		"{\"error\":{\"code\":\"unauthorized\",\"message\":\"needs \\\"its\\\" token?\\\\\"}}\n"));
 	/* Content-Length matches the body. */
 	{
 		const char *body = strstr(out, "\r\n\r\n") + 4;
@@ -514,8 +549,10 @@ static void test_spec_body_and_entries(void **state)
 	assert_int_equal(preview_entry_check(entry, &e), 0);
 	assert_string_equal(json_string_value(json_object_get(entry, "token")), TOK);
 	v = preview_view(entry, ID, &w);
-	assert_string_equal(json_string_value(json_object_get(v, "url")), "http://8080-" ID ".localhost:8443/");
-	assert_string_equal(json_string_value(json_object_get(v, "path_url")), "http://127.0.0.1:8443/preview/" ID "/8080/");
+	assert_string_equal(json_string_value(json_object_get(v, "url")),
+			    "http://8080-" ID ".localhost:8443/");
+	assert_string_equal(json_string_value(json_object_get(v, "path_url")),
+			    "http://127.0.0.1:8443/preview/" ID "/8080/");
 	assert_string_equal(json_string_value(json_object_get(v, "id")), ID "/8080");
 	assert_string_equal(json_string_value(json_object_get(v, "token")), TOK);
 	assert_true(json_is_false(json_object_get(v, "public")));

@@ -21,9 +21,11 @@ static void test_proc_stat_start(void **state)
 {
 	uint64_t start = 7;
 	/* Fields 3..22 after the name; 22 is 555. */
-	const char *ok = "42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555 12345 67 18446744073709551615\n";
+	const char *ok =
+		"42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555 12345 67 18446744073709551615\n";
 	/* A name with spaces and ") (": counted from the last ')'. */
-	const char *tricky = "42 (a) 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 (x) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 556 1 2\n";
+	const char *tricky =
+		"42 (a) 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 (x) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 556 1 2\n";
 
 	(void)state;
 	assert_int_equal(proc_stat_start_time(S(ok), &start), 0);
@@ -31,11 +33,27 @@ static void test_proc_stat_start(void **state)
 	assert_int_equal(proc_stat_start_time(S(tricky), &start), 0);
 	assert_true(start == 556);
 	/* Cut short before field 22, no ')', double spaces, a sign, garbage. */
-	assert_int_equal(proc_stat_start_time(S("42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 kiln-vmm S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0  555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 -555\n"), &start), -EINVAL);
-	assert_int_equal(proc_stat_start_time(S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 55x5\n"), &start), -EINVAL);
+	assert_int_equal(proc_stat_start_time(
+				 S("42 (kiln-vmm) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0\n"),
+				 &start),
+			 -EINVAL);
+	assert_int_equal(
+		proc_stat_start_time(
+			S("42 kiln-vmm S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 555\n"),
+			&start),
+		-EINVAL);
+	assert_int_equal(proc_stat_start_time(
+				 S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0  555\n"),
+				 &start),
+			 -EINVAL);
+	assert_int_equal(proc_stat_start_time(
+				 S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 -555\n"),
+				 &start),
+			 -EINVAL);
+	assert_int_equal(proc_stat_start_time(
+				 S("42 (k) S 1 42 42 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 3 0 55x5\n"),
+				 &start),
+			 -EINVAL);
 	assert_int_equal(proc_stat_start_time(S("42 (k)"), &start), -EINVAL);
 	assert_int_equal(proc_stat_start_time("", 0, &start), -EINVAL);
 	assert_true(start == 556);

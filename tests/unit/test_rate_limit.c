@@ -101,7 +101,7 @@ static void test_unlimited_and_limiter(void **state)
 	assert_int_equal(rate_limiter_wait_ns(&rl, 500, 0), 500 * MS);
 	assert_true(rate_limiter_take(&rl, 500, 500 * MS));
 	/* Packets remain but bytes do not. */
-	assert_true(rate_limiter_take(&rl, 2900, 1000 * MS)); /* 100 bytes and no packet left */
+	assert_true(rate_limiter_take(&rl, 2900, 1000 * MS));  /* 100 bytes and no packet left */
 	assert_false(rate_limiter_take(&rl, 2000, 1500 * MS)); /* 1600 bytes, 1 packet */
 	assert_int_equal(rl.packets.tokens, 1);
 	assert_int_equal(rl.bytes.tokens, 1600);

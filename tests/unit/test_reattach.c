@@ -15,9 +15,13 @@
 
 #include "api/kilnd/supervision/reattach.h"
 
-static enum reattach_fate decide(enum sandbox_state st, int pid, uint64_t start, int attach, bool recorded)
+static enum reattach_fate decide(enum sandbox_state st, int pid, uint64_t start, int attach,
+				 bool recorded)
 {
-	struct reattach_seen s = { .state = st, .pid = pid, .vmm_start = start, .attach = attach,
+	struct reattach_seen s = { .state = st,
+				   .pid = pid,
+				   .vmm_start = start,
+				   .attach = attach,
 				   .exit_recorded = recorded };
 
 	return reattach_decide(&s);
@@ -25,7 +29,8 @@ static enum reattach_fate decide(enum sandbox_state st, int pid, uint64_t start,
 
 static void test_no_vmm_states(void **state)
 {
-	static const enum sandbox_state none[] = { SANDBOX_STOPPED, SANDBOX_CRASHED, SANDBOX_HIBERNATED };
+	static const enum sandbox_state none[] = { SANDBOX_STOPPED, SANDBOX_CRASHED,
+						   SANDBOX_HIBERNATED };
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(none) / sizeof(none[0]); i++) {
@@ -65,7 +70,8 @@ static void test_running_and_paused(void **state)
 /* Their owner (a request of the old kilnd) is gone: a verified VMM is killed. */
 static void test_transient_states(void **state)
 {
-	static const enum sandbox_state tr[] = { SANDBOX_BOOTING, SANDBOX_STOPPING, SANDBOX_HIBERNATING };
+	static const enum sandbox_state tr[] = { SANDBOX_BOOTING, SANDBOX_STOPPING,
+						 SANDBOX_HIBERNATING };
 
 	(void)state;
 	for (size_t i = 0; i < 3; i++) {

@@ -66,7 +66,8 @@ static void test_refuses_what_is_not_ext4(void **state)
 	sb_make(sb, 7, 100, 0);
 	assert_int_equal(rootfs_ext4_parse(sb, sizeof(sb), &fs), -EINVAL); /* 128 KiB blocks */
 	sb_make(sb, 0xffffffffu, 100, 0);
-	assert_int_equal(rootfs_ext4_parse(sb, sizeof(sb), &fs), -EINVAL); /* a shift that would overflow */
+	assert_int_equal(rootfs_ext4_parse(sb, sizeof(sb), &fs),
+			 -EINVAL); /* a shift that would overflow */
 	sb_make(sb, 0, 0, 0);
 	assert_int_equal(rootfs_ext4_parse(sb, sizeof(sb), &fs), -EINVAL); /* no blocks */
 	assert_true(fs.blocks == 0); /* nothing written on failure */
@@ -77,10 +78,11 @@ static void test_target(void **state)
 	struct rootfs_ext4 fs = { .block_size = 1024, .blocks = 32768 };
 
 	(void)state;
-	assert_true(rootfs_grow_target(&fs, 32ull << 20) == 0);              /* the same size */
-	assert_true(rootfs_grow_target(&fs, (32ull << 20) + 1023) == 0);     /* not a whole block more */
+	assert_true(rootfs_grow_target(&fs, 32ull << 20) == 0); /* the same size */
+	assert_true(rootfs_grow_target(&fs, (32ull << 20) + 1023) ==
+		    0); /* not a whole block more */
 	assert_true(rootfs_grow_target(&fs, (32ull << 20) + 1024) == 32769);
-	assert_true(rootfs_grow_target(&fs, 16ull << 20) == 0);              /* never shrinks */
+	assert_true(rootfs_grow_target(&fs, 16ull << 20) == 0); /* never shrinks */
 	assert_true(rootfs_grow_target(&fs, 4096ull << 20) == 4194304);
 	fs.block_size = 65536;
 	fs.blocks = 1;

@@ -58,11 +58,12 @@ static void test_run_fields(void **state)
 	assert_int_equal(o.code_len, 8);
 	exec_spec_free(&s);
 
-	assert_int_equal(run("{\"language\":\"typescript\",\"code\":\"\",\"env\":{\"A\":\"b\",\"C\":null},"
-			     "\"cwd\":\"/workspace\",\"user\":\"root\",\"timeout_ms\":250,\"stdin\":\"in\","
-			     "\"output_cap\":10,\"output_encoding\":\"base64\"}",
-			     &s, NULL),
-			 API_OK);
+	assert_int_equal(
+		run("{\"language\":\"typescript\",\"code\":\"\",\"env\":{\"A\":\"b\",\"C\":null},"
+		    "\"cwd\":\"/workspace\",\"user\":\"root\",\"timeout_ms\":250,\"stdin\":\"in\","
+		    "\"output_cap\":10,\"output_encoding\":\"base64\"}",
+		    &s, NULL),
+		API_OK);
 	assert_int_equal(s.lang, AGENT_LANG_TYPESCRIPT);
 	assert_int_equal(s.code_len, 0);
 	assert_string_equal(s.cwd, "/workspace");
@@ -76,7 +77,8 @@ static void test_run_fields(void **state)
 	for (int l = AGENT_LANG_NONE + 1; l < AGENT_LANG_COUNT; l++) {
 		char body[128];
 
-		snprintf(body, sizeof(body), "{\"language\":\"%s\",\"code\":\"x\"}", agent_lang_name(l));
+		snprintf(body, sizeof(body), "{\"language\":\"%s\",\"code\":\"x\"}",
+			 agent_lang_name(l));
 		assert_int_equal(run(body, &s, NULL), API_OK);
 		assert_int_equal(s.lang, l);
 		exec_spec_free(&s);
@@ -98,20 +100,31 @@ static void test_run_rejects(void **state)
 		{ "{\"language\":\"Python\",\"code\":\"x\"}", API_E_BAD_FIELD, "\"python\"" },
 		{ "{\"language\":\"\",\"code\":\"x\"}", API_E_BAD_FIELD, "language" },
 		{ "{\"language\":3,\"code\":\"x\"}", API_E_BAD_FIELD, "language" },
-		{ "{\"language\":\"python\",\"code\":[\"x\"]}", API_E_BAD_FIELD, "'code' must be a string" },
-		{ "{\"language\":\"python\",\"code\":null}", API_E_BAD_FIELD, "'code' must be a string" },
+		{ "{\"language\":\"python\",\"code\":[\"x\"]}", API_E_BAD_FIELD,
+		  "'code' must be a string" },
+		{ "{\"language\":\"python\",\"code\":null}", API_E_BAD_FIELD,
+		  "'code' must be a string" },
 		/* exec's fields that name the command are not run's. */
-		{ "{\"language\":\"python\",\"code\":\"x\",\"argv\":[\"sh\"]}", API_E_UNKNOWN_FIELD, "argv" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"shell\":true}", API_E_UNKNOWN_FIELD, "shell" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"timout_ms\":1}", API_E_UNKNOWN_FIELD, "timout_ms" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":-1}", API_E_BAD_FIELD, "timeout_ms" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":604800001}", API_E_BAD_FIELD, "timeout_ms" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"user\":\"nobody\"}", API_E_BAD_FIELD, "user" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"cwd\":\"rel\"}", API_E_BAD_FIELD, "cwd" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"env\":{\"A=B\":\"c\"}}", API_E_BAD_FIELD, "env" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"output_cap\":16777217}", API_E_BAD_FIELD, "output_cap" },
-		{ "{\"language\":\"python\",\"code\":\"x\",\"stdin\":\"a\",\"stdin_base64\":\"YQ==\"}", API_E_BAD_FIELD,
-		  "not both" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"argv\":[\"sh\"]}", API_E_UNKNOWN_FIELD,
+		  "argv" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"shell\":true}", API_E_UNKNOWN_FIELD,
+		  "shell" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"timout_ms\":1}", API_E_UNKNOWN_FIELD,
+		  "timout_ms" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":-1}", API_E_BAD_FIELD,
+		  "timeout_ms" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"timeout_ms\":604800001}",
+		  API_E_BAD_FIELD, "timeout_ms" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"user\":\"nobody\"}", API_E_BAD_FIELD,
+		  "user" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"cwd\":\"rel\"}", API_E_BAD_FIELD,
+		  "cwd" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"env\":{\"A=B\":\"c\"}}",
+		  API_E_BAD_FIELD, "env" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"output_cap\":16777217}",
+		  API_E_BAD_FIELD, "output_cap" },
+		{ "{\"language\":\"python\",\"code\":\"x\",\"stdin\":\"a\",\"stdin_base64\":\"YQ==\"}",
+		  API_E_BAD_FIELD, "not both" },
 	};
 	struct exec_spec s;
 	char msg[512];
@@ -121,8 +134,8 @@ static void test_run_rejects(void **state)
 		enum api_code c = run(cases[i].body, &s, msg);
 
 		if (c != cases[i].code || !strstr(msg, cases[i].in_message))
-			fail_msg("%s: got code %d '%s', want %d containing '%s'", cases[i].body, c, msg,
-				 cases[i].code, cases[i].in_message);
+			fail_msg("%s: got code %d '%s', want %d containing '%s'", cases[i].body, c,
+				 msg, cases[i].code, cases[i].in_message);
 		exec_spec_free(&s);
 	}
 }
@@ -176,12 +189,17 @@ static void test_agent_run_message(void **state)
 		{ "{\"type\":\"run\",\"code_len\":0}", AGENT_E_MISSING_FIELD },
 		{ "{\"type\":\"run\",\"language\":\"cobol\",\"code_len\":0}", AGENT_E_BAD_FIELD },
 		{ "{\"type\":\"run\",\"language\":\"python\"}", AGENT_E_MISSING_FIELD },
-		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":5,\"len\":4}", AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":5,\"len\":4}",
+		  AGENT_E_BAD_FIELD },
 		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":-1}", AGENT_E_BAD_FIELD },
-		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"argv\":[\"sh\"]}", AGENT_E_UNKNOWN_FIELD },
-		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"shell\":true}", AGENT_E_UNKNOWN_FIELD },
-		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"user\":\"x\"}", AGENT_E_BAD_FIELD },
-		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"len\":1048577}", AGENT_E_TOO_LARGE },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"argv\":[\"sh\"]}",
+		  AGENT_E_UNKNOWN_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"shell\":true}",
+		  AGENT_E_UNKNOWN_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"user\":\"x\"}",
+		  AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"len\":1048577}",
+		  AGENT_E_TOO_LARGE },
 	};
 	struct agent_msg m;
 	struct agent_err err;
@@ -189,7 +207,8 @@ static void test_agent_run_message(void **state)
 			 "\"env\":{\"A\":\"1\"},\"timeout_ms\":9,\"output_cap\":7}";
 
 	(void)state;
-	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
 	assert_int_equal(m.type, AGENT_T_RUN);
 	assert_int_equal(m.u.proc.lang, AGENT_LANG_JAVASCRIPT);
 	assert_int_equal(m.u.proc.code_len, 3);
@@ -200,11 +219,12 @@ static void test_agent_run_message(void **state)
 	assert_int_equal(m.u.proc.output_cap, 7);
 	agent_msg_free(&m);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		enum agent_code c = agent_msg_parse_line(bad[i].line, strlen(bad[i].line), AGENT_CTX_REQUEST, &m, &err);
+		enum agent_code c = agent_msg_parse_line(bad[i].line, strlen(bad[i].line),
+							 AGENT_CTX_REQUEST, &m, &err);
 
 		if (c != bad[i].code)
-			fail_msg("%s: got %s (%s), want %s", bad[i].line, agent_code_name(c), err.msg,
-				 agent_code_name(bad[i].code));
+			fail_msg("%s: got %s (%s), want %s", bad[i].line, agent_code_name(c),
+				 err.msg, agent_code_name(bad[i].code));
 	}
 	assert_null(agent_lang_name(AGENT_LANG_NONE));
 	assert_null(agent_lang_name(AGENT_LANG_COUNT));
@@ -257,11 +277,13 @@ static void test_result_valid(void **state)
 	parse("{\"value\":false}", 15, v, e);
 	assert_string_equal(v, "false");
 	/* A value and then an exception: both are reported. */
-	parse("{\"value\":1,\"error\":{\"type\":\"ValueError\",\"message\":\"bad\",\"traceback\":\"T\"}}", 0, v, e);
+	parse("{\"value\":1,\"error\":{\"type\":\"ValueError\",\"message\":\"bad\",\"traceback\":\"T\"}}",
+	      0, v, e);
 	assert_string_equal(v, "1");
 	assert_string_equal(e, "{\"message\":\"bad\",\"traceback\":\"T\",\"type\":\"ValueError\"}");
 	/* result.error: no traceback (null or absent). */
-	parse("{\"error\":{\"type\":\"ResultError\",\"message\":\"m\",\"traceback\":null}}", 0, v, e);
+	parse("{\"error\":{\"type\":\"ResultError\",\"message\":\"m\",\"traceback\":null}}", 0, v,
+	      e);
 	assert_string_equal(e, "{\"message\":\"m\",\"traceback\":null,\"type\":\"ResultError\"}");
 	parse("{\"error\":{\"type\":\"ResultError\",\"message\":\"m\"}}", 0, v, e);
 	assert_string_equal(e, "{\"message\":\"m\",\"traceback\":null,\"type\":\"ResultError\"}");
@@ -286,11 +308,16 @@ static void test_result_hostile(void **state)
 		{ "{\"error\":\"boom\"}", "ResultInvalid", "'error' is not an object" },
 		{ "{\"error\":{\"type\":1,\"message\":\"m\"}}", "ResultInvalid", "'error.type'" },
 		{ "{\"error\":{\"type\":\"T\"}}", "ResultInvalid", "'error.message'" },
-		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"traceback\":5}}", "ResultInvalid", "'error.traceback'" },
-		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"extra\":1}}", "ResultInvalid", "unknown member 'extra'" },
+		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"traceback\":5}}", "ResultInvalid",
+		  "'error.traceback'" },
+		{ "{\"error\":{\"type\":\"T\",\"message\":\"m\",\"extra\":1}}", "ResultInvalid",
+		  "unknown member 'extra'" },
 		/* A member name cut at 64 bytes in the middle of a character: the
 		 * message stays valid UTF-8 (U+FFFD for the cut), not a 500. */
-		{ "{\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" "\xc3\xa9\":1}", "ResultInvalid",
+		{ "{\""
+		  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		  "\xc3\xa9\":1}",
+		  "ResultInvalid",
 		  "unknown member 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xef\xbf\xbd'" },
 		/* A bad error takes the value with it: the file is not the helpers'. */
 		{ "{\"value\":7,\"error\":[]}", "ResultInvalid", "not an object" },
@@ -300,9 +327,10 @@ static void test_result_hostile(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		parse(cases[i].file, strlen(cases[i].file), v, e);
-		if (strcmp(v, "null") || !strstr(e, cases[i].type) || !strstr(e, cases[i].in_message))
-			fail_msg("%s: got value %s error %s, want %s with '%s'", cases[i].file, v, e, cases[i].type,
-				 cases[i].in_message);
+		if (strcmp(v, "null") || !strstr(e, cases[i].type) ||
+		    !strstr(e, cases[i].in_message))
+			fail_msg("%s: got value %s error %s, want %s with '%s'", cases[i].file, v,
+				 e, cases[i].type, cases[i].in_message);
 	}
 	/* Deeper than jansson's limit: refused, not a stack overflow. */
 	{
@@ -358,7 +386,9 @@ static void test_result_cuts_text(void **state)
 		p += 2;
 	}
 	strcpy(p, "x\"}}");
-	assert_int_equal(run_result_parse((const uint8_t *)file, strlen(file), strlen(file), &v, &e), 0);
+	assert_int_equal(run_result_parse((const uint8_t *)file, strlen(file), strlen(file), &v,
+					  &e),
+			 0);
 	msg = json_string_value(json_object_get(e, "message"));
 	assert_non_null(msg);
 	assert_true(strlen(msg) <= RUN_RESULT_TEXT_MAX);
@@ -395,16 +425,11 @@ static void test_render(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_run_fields),
-		cmocka_unit_test(test_run_rejects),
-		cmocka_unit_test(test_run_size_caps),
-		cmocka_unit_test(test_agent_run_message),
-		cmocka_unit_test(test_agent_result_line),
-		cmocka_unit_test(test_result_valid),
-		cmocka_unit_test(test_result_hostile),
-		cmocka_unit_test(test_result_too_large),
-		cmocka_unit_test(test_result_cuts_text),
-		cmocka_unit_test(test_render),
+		cmocka_unit_test(test_run_fields),        cmocka_unit_test(test_run_rejects),
+		cmocka_unit_test(test_run_size_caps),     cmocka_unit_test(test_agent_run_message),
+		cmocka_unit_test(test_agent_result_line), cmocka_unit_test(test_result_valid),
+		cmocka_unit_test(test_result_hostile),    cmocka_unit_test(test_result_too_large),
+		cmocka_unit_test(test_result_cuts_text),  cmocka_unit_test(test_render),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

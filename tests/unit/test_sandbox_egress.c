@@ -60,7 +60,9 @@ static int group_setup(void **state)
 		return snprintf(why_skip, sizeof(why_skip), "no cgroup v2 mount"), 0;
 	snprintf(cg_dir, sizeof(cg_dir), "%s/kiln-sandbox-egress-%d", own, (int)getpid());
 	if (mkdir(cg_dir, 0755) < 0)
-		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir, strerror(errno)), 0;
+		return snprintf(why_skip, sizeof(why_skip), "cannot make %s: %s", cg_dir,
+				strerror(errno)),
+		       0;
 	return 0;
 }
 
@@ -193,7 +195,8 @@ static void test_unavailable(void **state)
 	assert_true(fd >= 0);
 	assert_int_equal(egress_cgroup_clear(fd, &ee), 0);
 	d.cfg.egress = false;
-	snprintf(d.cfg.egress_off, sizeof(d.cfg.egress_off), "egress: the kernel refused the kiln_egress_c4 program: Invalid argument");
+	snprintf(d.cfg.egress_off, sizeof(d.cfg.egress_off),
+		 "egress: the kernel refused the kiln_egress_c4 program: Invalid argument");
 	assert_int_equal(sandbox_egress_apply(&sb, cg_dir, NULL, &e), -1);
 	assert_int_equal(e.code, API_E_SPAWN_FAILED);
 	assert_non_null(strstr(e.msg, "sandbox egresstest: egress: the kernel refused"));

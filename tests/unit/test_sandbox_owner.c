@@ -25,7 +25,9 @@ int64_t wall_ms(void)
 /* A valid spec (the view renders it). */
 static void min_spec(struct sandbox_spec *spec)
 {
-	static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
+	static const struct sandbox_limits lim = { .max_cpus = 8,
+						   .max_memory_mib = 4096,
+						   .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_t *body = json_pack("{s:s}", "image", "minimal");
 	struct api_err e;
 
@@ -138,8 +140,9 @@ static void test_list_shows_own(void **state)
 	l = sandbox_list(&d, &alice, &f);
 	assert_int_equal(json_array_size(json_object_get(l, "sandboxes")), 1);
 	assert_int_equal(listed(l, "bbbbbbbbbbbb"), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(l, "sandboxes"), 0),
-							    "owner_uid")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_array_get(json_object_get(l, "sandboxes"), 0),
+						 "owner_uid")),
 			 1000);
 	json_decref(l);
 	l = sandbox_list(&d, &bob, &f);

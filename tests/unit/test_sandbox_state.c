@@ -24,28 +24,45 @@ static void test_transition_table(void **state)
 {
 	/* The table of docs/api.md, "Sandbox states". */
 	static const int want[SANDBOX_STATE_COUNT][SANDBOX_EV_COUNT] = {
-		[SANDBOX_BOOTING] = { [SANDBOX_EV_BOOT_OK] = T(SANDBOX_RUNNING), [SANDBOX_EV_BOOT_FAIL] = T(SANDBOX_CRASHED),
-				 [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_BOOTING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_BOOTING) },
-		[SANDBOX_RUNNING] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
-				 [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
-				 [SANDBOX_EV_PAUSE] = T(SANDBOX_PAUSED), [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_RUNNING),
-				 [SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
-		[SANDBOX_PAUSED] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
-				[SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
-				[SANDBOX_EV_RESUME] = T(SANDBOX_RUNNING), [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_PAUSED),
-				[SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
-		[SANDBOX_STOPPING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_STOPPING),
-				  [SANDBOX_EV_STOPPED] = T(SANDBOX_STOPPED) },
-		[SANDBOX_STOPPED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
-				 [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
-		[SANDBOX_CRASHED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
-				 [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
-		[SANDBOX_DELETING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_DELETING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_DELETING),
-				  [SANDBOX_EV_STOPPED] = T(SANDBOX_DELETING) },
-		[SANDBOX_HIBERNATING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_HIBERNATING), [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_HIBERNATING),
-				     [SANDBOX_EV_HIBERNATED] = T(SANDBOX_HIBERNATED), [SANDBOX_EV_HIBERNATE_FAIL] = T(SANDBOX_RUNNING) },
-		[SANDBOX_HIBERNATED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING), [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
-				    [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_BOOTING] = { [SANDBOX_EV_BOOT_OK] = T(SANDBOX_RUNNING),
+				      [SANDBOX_EV_BOOT_FAIL] = T(SANDBOX_CRASHED),
+				      [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_BOOTING),
+				      [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_BOOTING) },
+		[SANDBOX_RUNNING] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING),
+				      [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				      [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED),
+				      [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
+				      [SANDBOX_EV_PAUSE] = T(SANDBOX_PAUSED),
+				      [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_RUNNING),
+				      [SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING),
+				      [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_PAUSED] = { [SANDBOX_EV_STOP] = T(SANDBOX_STOPPING),
+				     [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				     [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPED),
+				     [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_CRASHED),
+				     [SANDBOX_EV_RESUME] = T(SANDBOX_RUNNING),
+				     [SANDBOX_EV_CHECKPOINT] = T(SANDBOX_PAUSED),
+				     [SANDBOX_EV_HIBERNATE] = T(SANDBOX_HIBERNATING),
+				     [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_STOPPING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_STOPPING),
+				       [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_STOPPING),
+				       [SANDBOX_EV_STOPPED] = T(SANDBOX_STOPPED) },
+		[SANDBOX_STOPPED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING),
+				      [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				      [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_CRASHED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING),
+				      [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+				      [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
+		[SANDBOX_DELETING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_DELETING),
+				       [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_DELETING),
+				       [SANDBOX_EV_STOPPED] = T(SANDBOX_DELETING) },
+		[SANDBOX_HIBERNATING] = { [SANDBOX_EV_VMM_CLEAN] = T(SANDBOX_HIBERNATING),
+					  [SANDBOX_EV_VMM_FAIL] = T(SANDBOX_HIBERNATING),
+					  [SANDBOX_EV_HIBERNATED] = T(SANDBOX_HIBERNATED),
+					  [SANDBOX_EV_HIBERNATE_FAIL] = T(SANDBOX_RUNNING) },
+		[SANDBOX_HIBERNATED] = { [SANDBOX_EV_START] = T(SANDBOX_BOOTING),
+					 [SANDBOX_EV_DELETE] = T(SANDBOX_DELETING),
+					 [SANDBOX_EV_RESTORE] = T(SANDBOX_BOOTING) },
 	};
 
 	(void)state;
@@ -53,17 +70,19 @@ static void test_transition_table(void **state)
 		for (int ev = 0; ev < SANDBOX_EV_COUNT; ev++) {
 			enum sandbox_state to = SANDBOX_STATE_COUNT;
 			struct api_err e = { 0 };
-			int r = sandbox_transition((enum sandbox_state)s, (enum sandbox_event)ev, &to, "abc", &e);
+			int r = sandbox_transition((enum sandbox_state)s, (enum sandbox_event)ev,
+						   &to, "abc", &e);
 
 			if (!want[s][ev]) {
 				if (r != -1 || e.code != API_E_WRONG_STATE)
-					fail_msg("%s + %s should be refused", sandbox_state_name(s), sandbox_event_name(ev));
+					fail_msg("%s + %s should be refused", sandbox_state_name(s),
+						 sandbox_event_name(ev));
 				assert_int_equal(api_code_status(e.code), 409);
 				assert_non_null(strstr(e.msg, "sandbox abc is "));
 				assert_non_null(strstr(e.msg, sandbox_state_name(s)));
 			} else if (r != 0 || (int)to != want[s][ev] - 1) {
-				fail_msg("%s + %s: got %d -> %s", sandbox_state_name(s), sandbox_event_name(ev), r,
-					 sandbox_state_name(to));
+				fail_msg("%s + %s: got %d -> %s", sandbox_state_name(s),
+					 sandbox_event_name(ev), r, sandbox_state_name(to));
 			}
 		}
 	}
@@ -80,13 +99,18 @@ static void test_refusal_hints(void **state)
 	assert_non_null(strstr(e.msg, "resume it first"));
 	assert_int_equal(sandbox_transition(SANDBOX_PAUSED, SANDBOX_EV_PAUSE, &to, "abc", &e), -1);
 	assert_non_null(strstr(e.msg, "paused already"));
-	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_RESUME, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_RESUME, &to, "abc", &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "running already"));
-	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_STOP, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_STOP, &to, "abc", &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "wake it first"));
-	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_HIBERNATE, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_HIBERNATED, SANDBOX_EV_HIBERNATE, &to, "abc",
+					    &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "hibernated already"));
-	assert_int_equal(sandbox_transition(SANDBOX_STOPPED, SANDBOX_EV_CHECKPOINT, &to, "abc", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_STOPPED, SANDBOX_EV_CHECKPOINT, &to, "abc", &e),
+			 -1);
 	assert_non_null(strstr(e.msg, "does not allow checkpoint; start it first"));
 }
 
@@ -96,7 +120,8 @@ static void test_out_of_range_is_internal(void **state)
 	struct api_err e;
 
 	(void)state;
-	assert_int_equal(sandbox_transition(SANDBOX_STATE_COUNT, SANDBOX_EV_START, &to, "x", &e), -1);
+	assert_int_equal(sandbox_transition(SANDBOX_STATE_COUNT, SANDBOX_EV_START, &to, "x", &e),
+			 -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
 	assert_int_equal(sandbox_transition(SANDBOX_RUNNING, SANDBOX_EV_COUNT, &to, "x", &e), -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
@@ -117,18 +142,26 @@ static void test_names(void **state)
 	assert_false(sandbox_state_serves_agent(SANDBOX_HIBERNATED));
 }
 
-static const struct control_reply snap = { .memory_bytes = 1 << 27, .memory_stored_bytes = 1 << 20,
-					   .state_bytes = 5000, .disk_bytes = 8192, .ms = 12.5 };
+static const struct control_reply snap = { .memory_bytes = 1 << 27,
+					   .memory_stored_bytes = 1 << 20,
+					   .state_bytes = 5000,
+					   .disk_bytes = 8192,
+					   .ms = 12.5 };
 
 static void make_record(struct sandbox_record *r)
 {
-	static const struct sandbox_limits lim = { .max_cpus = 8, .max_memory_mib = 4096, .max_disk_mib = SPEC_DISK_MAX_MIB };
+	static const struct sandbox_limits lim = { .max_cpus = 8,
+						   .max_memory_mib = 4096,
+						   .max_disk_mib = SPEC_DISK_MAX_MIB };
 	json_error_t je;
-	json_t *body = json_loads("{\"image\":\"minimal\",\"cpus\":2,\"labels\":{\"job\":\"7\"},"
-				  "\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\",\"read_only\":true}]}",
-				  0, &je);
+	json_t *body = json_loads(
+		"{\"image\":\"minimal\",\"cpus\":2,\"labels\":{\"job\":\"7\"},"
+		"\"shares\":[{\"host_path\":\"/srv\",\"guest_path\":\"/mnt\",\"read_only\":true}]}",
+		0, &je);
 	struct api_err e;
-	struct vmm_end x = { .at_ms = 1732269792002, .reason = "crashed", .exit_status = -1, .signal = 9 };
+	struct vmm_end x = {
+		.at_ms = 1732269792002, .reason = "crashed", .exit_status = -1, .signal = 9
+	};
 
 	memset(r, 0, sizeof(*r));
 	assert_int_equal(sandbox_spec_parse(body, &lim, &r->spec, &e), 0);
@@ -144,8 +177,10 @@ static void make_record(struct sandbox_record *r)
 	x.console_tail = json_pack("[s]", "kiln-init: agent listening");
 	r->last_exit = sandbox_exit_json(&x);
 	r->checkpoints = json_array();
-	json_array_append_new(r->checkpoints, checkpoint_object(r->id, "cp1", 1732269700000, false, false, &snap));
-	json_array_append_new(r->checkpoints, checkpoint_object(r->id, "cp2", 1732269710000, true, true, &snap));
+	json_array_append_new(r->checkpoints,
+			      checkpoint_object(r->id, "cp1", 1732269700000, false, false, &snap));
+	json_array_append_new(r->checkpoints,
+			      checkpoint_object(r->id, "cp2", 1732269710000, true, true, &snap));
 }
 
 static void test_view(void **state)
@@ -159,23 +194,27 @@ static void test_view(void **state)
 	assert_non_null(v);
 	assert_string_equal(json_string_value(json_object_get(v, "id")), "3f9a1c2b7d4e");
 	assert_string_equal(json_string_value(json_object_get(v, "state")), "crashed");
-	assert_string_equal(json_string_value(json_object_get(v, "created_at")), "2024-11-22T10:00:00.123Z");
+	assert_string_equal(json_string_value(json_object_get(v, "created_at")),
+			    "2024-11-22T10:00:00.123Z");
 	assert_true(json_is_null(json_object_get(v, "expires_at")));
 	assert_true(json_is_null(json_object_get(v, "pid")));
 	assert_int_equal(json_integer_value(json_object_get(v, "cpus")), 2);
 	assert_int_equal(json_integer_value(json_object_get(v, "boots")), 3);
-	assert_true(json_real_value(json_object_get(json_object_get(v, "boot"), "agent_ready_ms")) == 811.5);
+	assert_true(json_real_value(json_object_get(json_object_get(v, "boot"),
+						    "agent_ready_ms")) == 811.5);
 	le = json_object_get(v, "last_exit");
 	assert_string_equal(json_string_value(json_object_get(le, "reason")), "crashed");
 	assert_true(json_is_null(json_object_get(le, "exit_status")));
 	assert_int_equal(json_integer_value(json_object_get(le, "signal")), 9);
 	assert_true(json_is_null(json_object_get(le, "vmm_reason")));
-	assert_string_equal(json_string_value(json_array_get(json_object_get(le, "console_tail"), 0)),
+	assert_string_equal(json_string_value(
+				    json_array_get(json_object_get(le, "console_tail"), 0)),
 			    "kiln-init: agent listening");
 	/* Checkpoints are counted; their list is GET .../checkpoints. */
 	assert_int_equal(json_integer_value(json_object_get(v, "checkpoints")), 2);
 	assert_true(json_is_null(json_object_get(v, "hibernation")));
-	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "boot"), "from")), "kernel");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(v, "boot"), "from")),
+			    "kernel");
 	assert_true(json_is_null(json_object_get(json_object_get(v, "boot"), "snapshot_error")));
 	/* The view does not expose kilnd's own bookkeeping. */
 	assert_null(json_object_get(v, "image_path"));
@@ -213,7 +252,8 @@ static void test_persist_round_trip(void **state)
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
 	assert_int_equal(back.state, SANDBOX_HIBERNATED);
 	assert_true(json_equal(back.hibernation, r.hibernation));
-	assert_string_equal(json_string_value(json_object_get(back.boot, "checkpoint")), "3f9a1c2b7d4e/cp1");
+	assert_string_equal(json_string_value(json_object_get(back.boot, "checkpoint")),
+			    "3f9a1c2b7d4e/cp1");
 	sandbox_record_free(&back);
 	json_decref(m);
 	/* meta.json from before checkpoints existed: none. */
@@ -262,18 +302,29 @@ static void test_restore_refuses_damage(void **state)
 		{ "ports", "{}", "'ports'" },
 		{ "ports", "[{\"guest_port\":80}]", "'ports' entry 0" },
 		{ "ports", "[{\"guest_port\":0,\"host_port\":8080}]", "'ports' entry 0" },
-		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"target\":\"udp\"}]", "'ports' entry 0" },
-		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"guest_address\":\"10.0.0.1\"}]", "'ports' entry 0" },
+		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"target\":\"udp\"}]",
+		  "'ports' entry 0" },
+		{ "ports",
+		  "[{\"guest_port\":80,\"host_port\":8080,\"guest_address\":\"10.0.0.1\"}]",
+		  "'ports' entry 0" },
 		{ "ports", "[{\"guest_port\":80,\"host_port\":8080,\"x\":1}]", "'ports' entry 0" },
 		{ "ports", "[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]", "at most 16" },
 		/* Preview URLs and their tokens. */
 		{ "previews", "{}", "'previews'" },
-		{ "previews", "[{\"port\":80,\"public\":false,\"created_at\":\"t\"}]", "48 lowercase hex" },
-		{ "previews", "[{\"port\":80,\"public\":false,\"token\":\"00112233445566778899AABBCCDDEEFF0011223344556677\",\"created_at\":\"t\"}]", "48 lowercase hex" },
-		{ "previews", "[{\"port\":80,\"public\":true,\"token\":\"00112233445566778899aabbccddeeff0011223344556677\",\"created_at\":\"t\"}]", "public preview has no token" },
+		{ "previews", "[{\"port\":80,\"public\":false,\"created_at\":\"t\"}]",
+		  "48 lowercase hex" },
+		{ "previews",
+		  "[{\"port\":80,\"public\":false,\"token\":\"00112233445566778899AABBCCDDEEFF0011223344556677\",\"created_at\":\"t\"}]",
+		  "48 lowercase hex" },
+		{ "previews",
+		  "[{\"port\":80,\"public\":true,\"token\":\"00112233445566778899aabbccddeeff0011223344556677\",\"created_at\":\"t\"}]",
+		  "public preview has no token" },
 		{ "previews", "[{\"port\":0,\"public\":true,\"created_at\":\"t\"}]", "preview" },
-		{ "previews", "[{\"port\":80,\"public\":true,\"created_at\":\"t\"},{\"port\":80,\"public\":true,\"created_at\":\"u\"}]", "two previews of port 80" },
-		{ "previews", "[{\"port\":80,\"public\":true,\"created_at\":\"t\",\"x\":1}]", "preview" },
+		{ "previews",
+		  "[{\"port\":80,\"public\":true,\"created_at\":\"t\"},{\"port\":80,\"public\":true,\"created_at\":\"u\"}]",
+		  "two previews of port 80" },
+		{ "previews", "[{\"port\":80,\"public\":true,\"created_at\":\"t\",\"x\":1}]",
+		  "preview" },
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
@@ -284,12 +335,15 @@ static void test_restore_refuses_damage(void **state)
 		json_t *m = sandbox_record_persist(&r);
 
 		if (cases[i].json)
-			json_object_set_new(m, cases[i].key, json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+			json_object_set_new(m, cases[i].key,
+					    json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
 		else
 			json_object_del(m, cases[i].key);
-		if (sandbox_record_restore(m, &back, &e) != -1 || !strstr(e.msg, cases[i].in_message))
+		if (sandbox_record_restore(m, &back, &e) != -1 ||
+		    !strstr(e.msg, cases[i].in_message))
 			fail_msg("%s=%s: want a refusal with '%s', got '%s'", cases[i].key,
-				 cases[i].json ? cases[i].json : "(deleted)", cases[i].in_message, e.msg);
+				 cases[i].json ? cases[i].json : "(deleted)", cases[i].in_message,
+				 e.msg);
 		assert_null(back.spec.env);
 		json_decref(m);
 	}
@@ -336,13 +390,15 @@ static void test_version_refusal_says_what(void **state)
 		json_t *m = sandbox_record_persist(&r);
 
 		if (cases[i].json)
-			json_object_set_new(m, "version", json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
+			json_object_set_new(m, "version",
+					    json_loads(cases[i].json, JSON_DECODE_ANY, NULL));
 		else
 			json_object_del(m, "version");
 		assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
 		assert_string_equal(e.msg, cases[i].want);
 		/* And start-up logs that, leaving the directory as it is. */
-		assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+		assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+				 SANDBOX_DIR_SKIP);
 		assert_string_equal(why, cases[i].want);
 		json_decref(m);
 	}
@@ -390,23 +446,27 @@ static void test_dir_judge(void **state)
 	(void)state;
 	make_record(&r);
 	/* No meta.json: a create killed before its first write. */
-	assert_int_equal(sandbox_dir_judge(r.id, NULL, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, NULL, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	assert_non_null(strstr(why, "no meta.json"));
 	/* Unreadable: kept (meta.json is only ever replaced whole), and why. */
-	assert_int_equal(sandbox_dir_judge(r.id, NULL, "meta.json: '[' expected (line 1)", &back, why, sizeof(why)),
+	assert_int_equal(sandbox_dir_judge(r.id, NULL, "meta.json: '[' expected (line 1)", &back,
+					   why, sizeof(why)),
 			 SANDBOX_DIR_SKIP);
 	assert_string_equal(why, "meta.json: '[' expected (line 1)");
 
 	/* A finished sandbox: loaded, and the record is the one persisted. */
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_false(json_object_get(m, "creating")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_LOAD);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_LOAD);
 	assert_string_equal(back.id, r.id);
 	assert_false(back.creating);
 	assert_int_equal(back.state, SANDBOX_CRASHED);
 	sandbox_record_free(&back);
 	/* Another directory's record: kept, said as such. */
-	assert_int_equal(sandbox_dir_judge("000000000000", m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_int_equal(sandbox_dir_judge("000000000000", m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_SKIP);
 	assert_string_equal(why, "meta.json names another id, '3f9a1c2b7d4e'");
 	assert_null(back.spec.env);
 	json_decref(m);
@@ -416,14 +476,16 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_BOOTING;
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_true(json_object_get(m, "creating")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	assert_non_null(strstr(why, "create was cut short"));
 	assert_null(back.spec.env);
 	json_decref(m);
 	/* Even one that the guest had answered: the client had not been. */
 	r.state = SANDBOX_RUNNING;
 	m = sandbox_record_persist(&r);
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	json_decref(m);
 	r.creating = false;
 
@@ -433,10 +495,12 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_PAUSED;
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_true(json_object_get(m, "pooled")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	assert_non_null(strstr(why, "warm pool"));
 	json_object_set_new(m, "pooled", json_integer(1));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_SKIP);
 	assert_string_equal(why, "meta.json: 'pooled' must be true or false");
 	json_decref(m);
 	m = sandbox_record_view(&r);
@@ -447,7 +511,8 @@ static void test_dir_judge(void **state)
 	/* A delete cut short: finished. */
 	r.state = SANDBOX_DELETING;
 	m = sandbox_record_persist(&r);
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	assert_non_null(strstr(why, "delete"));
 	json_decref(m);
 
@@ -456,13 +521,16 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_CRASHED;
 	m = sandbox_record_persist(&r);
 	json_object_del(m, "creating");
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_LOAD);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_LOAD);
 	sandbox_record_free(&back);
 	json_object_set_new(m, "boot", json_null());
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_REMOVE);
 	/* A field that is not a boolean is damage, not a decision. */
 	json_object_set_new(m, "creating", json_string("no"));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)), SANDBOX_DIR_SKIP);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
+			 SANDBOX_DIR_SKIP);
 	assert_string_equal(why, "meta.json: 'creating' must be true or false");
 	json_decref(m);
 
@@ -493,25 +561,29 @@ static void test_vmm_identity_round_trip(void **state)
 	assert_int_equal(json_array_size(back.ports), 0);
 	sandbox_record_free(&back);
 	/* Port mappings with their host ports come back as they were. */
-	json_object_set_new(m, "ports", json_loads("[{\"guest_port\":80,\"host_port\":8080,\"target\":\"tcp\","
-						   "\"guest_address\":\"::1\"},{\"guest_port\":5000,\"host_port\":9000,"
-						   "\"target\":\"vsock\"}]", 0, NULL));
+	json_object_set_new(m, "ports",
+			    json_loads("[{\"guest_port\":80,\"host_port\":8080,\"target\":\"tcp\","
+				       "\"guest_address\":\"::1\"},{\"guest_port\":5000,\"host_port\":9000,"
+				       "\"target\":\"vsock\"}]",
+				       0, NULL));
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
 	assert_true(json_equal(back.ports, json_object_get(m, "ports")));
 	assert_int_equal(json_array_size(back.previews), 0);
 	sandbox_record_free(&back);
 	/* Previews with their tokens too (meta.json only: never in the view). */
-	json_object_set_new(m, "previews", json_loads("[{\"port\":8080,\"public\":false,\"token\":"
-						      "\"00112233445566778899aabbccddeeff0011223344556677\","
-						      "\"created_at\":\"2026-01-01T00:00:00.000Z\"},{\"port\":3000,"
-						      "\"public\":true,\"created_at\":\"2026-01-01T00:00:00.000Z\"}]",
-						      0, NULL));
+	json_object_set_new(m, "previews",
+			    json_loads("[{\"port\":8080,\"public\":false,\"token\":"
+				       "\"00112233445566778899aabbccddeeff0011223344556677\","
+				       "\"created_at\":\"2026-01-01T00:00:00.000Z\"},{\"port\":3000,"
+				       "\"public\":true,\"created_at\":\"2026-01-01T00:00:00.000Z\"}]",
+				       0, NULL));
 	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
 	assert_true(json_equal(back.previews, json_object_get(m, "previews")));
 	{
 		json_t *again = sandbox_record_persist(&back), *view = sandbox_record_view(&back);
 
-		assert_true(json_equal(json_object_get(again, "previews"), json_object_get(m, "previews")));
+		assert_true(json_equal(json_object_get(again, "previews"),
+				       json_object_get(m, "previews")));
 		assert_null(json_object_get(view, "previews"));
 		json_decref(again);
 		json_decref(view);

@@ -60,7 +60,8 @@ static int run_filtered(enum seccomp_role role, enum seccomp_filter_mode mode, p
 static void assert_sigsys(int status)
 {
 	if (!WIFSIGNALED(status))
-		fail_msg("child not killed: exit status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		fail_msg("child not killed: exit status %d",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	assert_int_equal(WTERMSIG(status), SIGSYS);
 }
 
@@ -79,7 +80,8 @@ static int allowed_only(void)
 
 	if (syscall(SYS_getpid) <= 0 || syscall(SYS_gettid) <= 0)
 		return 1;
-	p = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	p = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED || syscall(SYS_munmap, p, 4096) < 0)
 		return 2;
 	/* a signal into the process the filter was built in (the parent
@@ -152,8 +154,8 @@ static int do_openat(void)
 	return 10;
 }
 
-static const enum seccomp_role all_roles[] = { SECCOMP_ROLE_VCPU, SECCOMP_ROLE_DEVICE, SECCOMP_ROLE_CONTROL,
-						SECCOMP_ROLE_RESTORE };
+static const enum seccomp_role all_roles[] = { SECCOMP_ROLE_VCPU, SECCOMP_ROLE_DEVICE,
+					       SECCOMP_ROLE_CONTROL, SECCOMP_ROLE_RESTORE };
 #define NROLES (sizeof(all_roles) / sizeof(all_roles[0]))
 
 static void test_allowed_calls_run_in_every_role(void **state)
@@ -242,8 +244,12 @@ static void test_log_mode_kills_nothing(void **state)
 	(void)state;
 	for (size_t i = 0; i < NROLES; i++) {
 		assert_exit0(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, allowed_only));
-		assert_int_equal(WEXITSTATUS(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, do_ptrace)), 10);
-		assert_int_equal(WEXITSTATUS(run_filtered(all_roles[i], SECCOMP_FILTER_LOG, do_inet_socket)), 10);
+		assert_int_equal(WEXITSTATUS(
+					 run_filtered(all_roles[i], SECCOMP_FILTER_LOG, do_ptrace)),
+				 10);
+		assert_int_equal(WEXITSTATUS(run_filtered(all_roles[i], SECCOMP_FILTER_LOG,
+							  do_inet_socket)),
+				 10);
 	}
 }
 
@@ -253,7 +259,8 @@ static void test_bad_role_is_refused(void **state)
 	struct err e = { { 0 } };
 
 	(void)state;
-	assert_int_equal(seccomp_filter_build(SECCOMP_ROLE_COUNT, SECCOMP_FILTER_KILL, &p, &e), -EINVAL);
+	assert_int_equal(seccomp_filter_build(SECCOMP_ROLE_COUNT, SECCOMP_FILTER_KILL, &p, &e),
+			 -EINVAL);
 	assert_null(p.insns);
 	assert_non_null(strstr(e.msg, "no thread role"));
 	assert_int_equal(seccomp_filter_load(&p), -EINVAL);

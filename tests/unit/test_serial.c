@@ -302,20 +302,11 @@ static void test_wide_access(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_ier_mask),
-		T(test_scratch),
-		T(test_loopback_msr),
-		T(test_loopback_data),
-		T(test_fifo_iir),
-		T(test_thr_console_off),
-		T(test_thr_to_console),
-		T(test_thri),
-		T(test_no_irq_when_disabled),
-		T(test_rx_irq),
-		T(test_input_bounded),
-		T(test_fcr_clear_rx),
-		T(test_dlab),
-		T(test_wide_access),
+		T(test_ier_mask),       T(test_scratch),       T(test_loopback_msr),
+		T(test_loopback_data),  T(test_fifo_iir),      T(test_thr_console_off),
+		T(test_thr_to_console), T(test_thri),          T(test_no_irq_when_disabled),
+		T(test_rx_irq),         T(test_input_bounded), T(test_fcr_clear_rx),
+		T(test_dlab),           T(test_wide_access),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,11 +108,12 @@ static void test_opens_beneath_root(void **state)
 	int fd = -1;
 
 	pathf(p, t, "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
 	assert_same(t, fd, "roots/alice/data");
 	close(fd);
 	/* A root itself, and any path without a root check (root's own). */
-	assert_int_equal(share_open(t->roots[1], (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
+	assert_int_equal(share_open(t->roots[1], (const char(*)[PATH_MAX])t->roots, 2, &fd, &err),
+			 0);
 	close(fd);
 	pathf(p, t, "outside/secret");
 	assert_int_equal(share_open(p, NULL, 0, &fd, &err), 0);
@@ -120,7 +121,7 @@ static void test_opens_beneath_root(void **state)
 	close(fd);
 	/* Repeated slashes are one separator. */
 	snprintf(p, sizeof(p), "%s//roots///alice/data/", t->base);
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), 0);
 	assert_same(t, fd, "roots/alice/data");
 	close(fd);
 }
@@ -138,7 +139,7 @@ static void test_swapped_share_refused(void **state)
 	pathf(moved, t, "roots/alice/data.real");
 	assert_int_equal(rename(p, moved), 0);
 	ln(t, "roots/alice/data.real", "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
 	assert_non_null(strstr(err.msg, "component 'data'"));
 	assert_non_null(strstr(err.msg, "symbolic link"));
 	/* Root's sandboxes too: no link is ever followed. */
@@ -159,7 +160,7 @@ static void test_swapped_ancestor_refused(void **state)
 	mk(t, "outside/data");
 	ln(t, "outside", "roots/alice");
 	pathf(p, t, "roots/alice/data");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), -ELOOP);
 	assert_non_null(strstr(err.msg, "component 'alice'"));
 	assert_null(strstr(err.msg, "component 'data'"));
 }
@@ -173,14 +174,14 @@ static void test_outside_roots_refused(void **state)
 	int fd = -1;
 
 	pathf(p, t, "outside/secret");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
 	assert_non_null(strstr(err.msg, "not beneath a --share-root"));
 	/* No roots at all: nothing is beneath one. */
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 0, &fd, &err), -EPERM);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 0, &fd, &err), -EPERM);
 	/* A root that is itself reached through a link allows nothing. */
 	ln(t, "outside", "outside-link");
 	pathf(t->roots[1], t, "outside-link");
-	assert_int_equal(share_open(p, (const char (*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
+	assert_int_equal(share_open(p, (const char(*)[PATH_MAX])t->roots, 2, &fd, &err), -EPERM);
 }
 
 static void test_bad_paths(void **state)

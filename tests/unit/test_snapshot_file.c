@@ -32,7 +32,10 @@
 
 static const struct snap_compat WHO = {
 	.kiln_version = "0.1.0",
-	.cpu = { .vendor = "AuthenticAMD", .family = 25, .model = 33, .features = 0x1234abcd5678ef01ull },
+	.cpu = { .vendor = "AuthenticAMD",
+		 .family = 25,
+		 .model = 33,
+		 .features = 0x1234abcd5678ef01ull },
 };
 
 static uint8_t pattern(uint32_t type, uint32_t index, size_t i)
@@ -219,7 +222,8 @@ static void test_truncated_every_length(void **state)
 		assert_non_null(c);
 		memcpy(c, b, cut);
 		if (parse_err(c, cut, &WHO, &e) != SNAP_ERR_TRUNCATED)
-			fail_msg("cut at %zu of %zu: got %d (%s)", cut, len, parse_err(c, cut, &WHO, &e), e.msg);
+			fail_msg("cut at %zu of %zu: got %d (%s)", cut, len,
+				 parse_err(c, cut, &WHO, &e), e.msg);
 		free(c);
 	}
 	assert_non_null(strstr(e.msg, "truncated"));
@@ -366,7 +370,8 @@ static size_t sec_off(const uint8_t *b, uint32_t i)
  */
 static void test_hostile_lengths(void **state)
 {
-	static const uint64_t lies[] = { UINT64_MAX, UINT64_MAX - 6, 1ull << 63, 0x7fffffffffffffffull, 4096 };
+	static const uint64_t lies[] = { UINT64_MAX, UINT64_MAX - 6, 1ull << 63,
+					 0x7fffffffffffffffull, 4096 };
 	struct err e = { { 0 } };
 	size_t len;
 	uint8_t *b = build(5, &len), *c = malloc(len);

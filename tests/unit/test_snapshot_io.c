@@ -25,7 +25,6 @@
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/snapshot/snapshot_io.h"
 
-
 static void expect_contents(int dfd, const char *name, const void *want, size_t len)
 {
 	struct err e = { { 0 } };
@@ -241,7 +240,8 @@ static void test_dir_checkpoints(void **state)
 /* The state file end to end: written atomically, read back under a cap, parsed. */
 static void test_state_file_on_disk(void **state)
 {
-	static const struct snap_compat who = { .kiln_version = "0.1.0", .cpu = { .vendor = "AuthenticAMD" } };
+	static const struct snap_compat who = { .kiln_version = "0.1.0",
+						.cpu = { .vendor = "AuthenticAMD" } };
 	struct tmpdir_fx *f = *state;
 	struct err e = { { 0 } };
 	struct snap_writer w;
@@ -265,14 +265,20 @@ static void test_state_file_on_disk(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_write_atomic_replaces, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_full_disk_keeps_old, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_write_atomic_replaces, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_full_disk_keeps_old, tmpdir_setup,
+						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmp, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_read_file_limits, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_read_file_not_followed, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_dir_checkpoints, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_state_file_on_disk, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_file_limits, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_file_not_followed, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_checkpoints, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_state_file_on_disk, tmpdir_setup,
+						tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

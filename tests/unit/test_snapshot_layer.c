@@ -49,9 +49,11 @@
 
 static const struct snap_compat WHO = {
 	.kiln_version = "0.1.0",
-	.cpu = { .vendor = "AuthenticAMD", .family = 25, .model = 33, .features = 0x1234abcd5678ef01ull },
+	.cpu = { .vendor = "AuthenticAMD",
+		 .family = 25,
+		 .model = 33,
+		 .features = 0x1234abcd5678ef01ull },
 };
-
 
 static int subdir(struct tmpdir_fx *f, const char *name)
 {
@@ -139,7 +141,8 @@ static void test_round_trip(void **state)
 		/* One page of RAM: 0, 5, 6 and the last are all page 0. */
 		assert_int_equal(l.pages, sizes[i] == PG ? 1 : 4);
 		assert_true(l.bits[0] & (1ull << 0));
-		assert_true(l.bits[(sizes[i] / PG - 1) / 64] & (1ull << ((sizes[i] / PG - 1) % 64)));
+		assert_true(l.bits[(sizes[i] / PG - 1) / 64] &
+			    (1ull << ((sizes[i] / PG - 1) % 64)));
 		/* One layer, one encoding. */
 		assert_int_equal(snap_layer_encode(&l, &again, &len2, &e), 0);
 		assert_int_equal(len2, len);
@@ -153,7 +156,7 @@ static void test_round_trip(void **state)
 
 static void test_name_valid(void **state)
 {
-	static const char *good[] = { "a", "cp1", "before-upgrade", "x.y_z-9", "..." , "A.B" };
+	static const char *good[] = { "a", "cp1", "before-upgrade", "x.y_z-9", "...", "A.B" };
 	static const char *bad[] = { "", ".", "..", "a/b", "/a", "a b", "a\n", "ä", "a:b", "a\\b" };
 	char name[80];
 
@@ -249,13 +252,13 @@ static void test_sealed_but_wrong(void **state)
 	assert_non_null(c);
 	memset(name64, 'a', sizeof(name64));
 
-#define PATCH(stmt, want)                                                     \
-	do {                                                                  \
-		memcpy(c, b, len);                                            \
-		stmt;                                                         \
-		reseal(c, len);                                               \
-		int r_ = try_parse(c, len, &e);                               \
-		if (r_ != (want))                                             \
+#define PATCH(stmt, want)                                                               \
+	do {                                                                            \
+		memcpy(c, b, len);                                                      \
+		stmt;                                                                   \
+		reseal(c, len);                                                         \
+		int r_ = try_parse(c, len, &e);                                         \
+		if (r_ != (want))                                                       \
 			fail_msg("%s: got %d (%s), want %d", #stmt, r_, e.msg, (want)); \
 	} while (0)
 #define NAME(s) (memset(c + L_PARENT, 0, 64), memcpy(c + L_PARENT, s, sizeof(s) - 1))
@@ -275,9 +278,9 @@ static void test_sealed_but_wrong(void **state)
 	PATCH(NAME(".."), SNAP_ERR_MALFORMED);
 	PATCH(NAME("a/b"), SNAP_ERR_MALFORMED);
 	PATCH(NAME("../etc"), SNAP_ERR_MALFORMED);
-	PATCH(memcpy(c + L_PARENT, name64, 64), SNAP_ERR_MALFORMED);     /* no NUL in the field */
+	PATCH(memcpy(c + L_PARENT, name64, 64), SNAP_ERR_MALFORMED); /* no NUL in the field */
 	PATCH((memcpy(c + L_PARENT, name64, 63), c[L_PARENT + 63] = 0), 0); /* 63 is the most */
-	PATCH(NAME("a\0b"), SNAP_ERR_MALFORMED);                          /* garbage after the NUL */
+	PATCH(NAME("a\0b"), SNAP_ERR_MALFORMED); /* garbage after the NUL */
 	PATCH(c[L_PARENT + 63] = 1, SNAP_ERR_MALFORMED);
 	/* A bit past the last page (counted, so only the position is wrong). */
 	PATCH((c[L_BITS + 2] |= 1, put64(c + L_PAGES, 5)), SNAP_ERR_MALFORMED);
@@ -655,7 +658,8 @@ static void expect_ram(struct tmpdir_fx *f, const char *name, const uint8_t *wan
 	ram_of(f, name, got);
 	for (size_t pg = 0; pg < NPG; pg++)
 		if (memcmp(got + pg * PG, want + pg * PG, PG))
-			fail_msg("%s: page %zu differs (byte 0: %#x, want %#x)", name, pg, got[pg * PG], want[pg * PG]);
+			fail_msg("%s: page %zu differs (byte 0: %#x, want %#x)", name, pg,
+				 got[pg * PG], want[pg * PG]);
 	free(got);
 }
 
@@ -1011,18 +1015,28 @@ int main(void)
 		cmocka_unit_test(test_flipped_byte_every_offset),
 		cmocka_unit_test(test_sealed_but_wrong),
 		cmocka_unit_test(test_encode_refuses),
-		cmocka_unit_test_setup_teardown(test_read_write_file, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_write_pages_apply, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_apply_wrong_file, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_write_file, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_write_pages_apply, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_apply_wrong_file, tmpdir_setup,
+						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_ids, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_full_parent, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_layered_parent, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_other_parent, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_full_child, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_compressed_parent, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_full_parent, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_layered_parent, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_other_parent, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_full_child, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_compressed_parent, tmpdir_setup,
+						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_merge_damaged, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_full_disk, tmpdir_setup, tmpdir_teardown),
-		cmocka_unit_test_setup_teardown(test_merge_child_memory_bad, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_full_disk, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_merge_child_memory_bad, tmpdir_setup,
+						tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -46,7 +46,7 @@
 struct fx {
 	char dir[64];
 	int dfd;
-	uint8_t *mem;      /* MEM_SIZE bytes of "guest RAM" */
+	uint8_t *mem;                /* MEM_SIZE bytes of "guest RAM" */
 	uint8_t data[MEM_SIZE / PG]; /* 1 where a page holds data */
 };
 
@@ -153,7 +153,8 @@ static void test_raw_round_trip(void **state)
 		int is_data = d == (off_t)(p * PG);
 
 		if (is_data != f->data[p])
-			fail_msg("page %zu: data %d in the file, %d in RAM", p, is_data, f->data[p]);
+			fail_msg("page %zu: data %d in the file, %d in RAM", p, is_data,
+				 f->data[p]);
 	}
 
 	assert_int_equal(snap_mem_map_raw(fd, MEM_SIZE, NULL, &map, &e), 0);
@@ -185,9 +186,11 @@ static void test_raw_wrong_size(void **state)
 	struct err e = { { 0 } };
 
 	assert_int_equal(snap_mem_save(f->dfd, SNAP_MEM_FILE, f->mem, MEM_SIZE, 0, NULL, &e), 0);
-	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE + PG, &e), SNAP_ERR_TRUNCATED);
+	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE + PG, &e),
+			 SNAP_ERR_TRUNCATED);
 	assert_non_null(strstr(e.msg, "8388608 bytes"));
-	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE - PG, &e), SNAP_ERR_MALFORMED);
+	assert_int_equal(snap_mem_open_raw(f->dfd, SNAP_MEM_FILE, MEM_SIZE - PG, &e),
+			 SNAP_ERR_MALFORMED);
 	assert_int_equal(snap_mem_open_raw(f->dfd, "nope", MEM_SIZE, &e), -ENOENT);
 	/* A memory file planted as a symlink is refused by name, not followed. */
 	assert_int_equal(symlinkat(SNAP_MEM_FILE, f->dfd, "memlink"), 0);
@@ -371,7 +374,8 @@ static void reseal_z(uint8_t *b, size_t len)
 	uint64_t n = get32(b + Z_RUNS);
 
 	if (index_off <= len && n * SNAP_MEMZ_INDEX_ENTRY <= len - index_off)
-		put32(b + Z_INDEX_CRC, (uint32_t)crc32(0, b + index_off, (uInt)(n * SNAP_MEMZ_INDEX_ENTRY)));
+		put32(b + Z_INDEX_CRC,
+		      (uint32_t)crc32(0, b + index_off, (uInt)(n * SNAP_MEMZ_INDEX_ENTRY)));
 	put32(b + Z_HEADER_CRC, (uint32_t)crc32(0, b, Z_HEADER_CRC));
 }
 
@@ -388,12 +392,12 @@ static void test_z_hostile_index(void **state)
 	idx = get64(b + Z_INDEX_OFF);
 	assert_int_equal(get32(b + Z_RUNS), 3);
 
-#define PATCH(stmt, want)                                      \
-	do {                                                   \
-		memcpy(c, b, len);                             \
-		stmt;                                          \
-		reseal_z(c, len);                              \
-		assert_int_equal(try_z(f, c, len, &e), want);  \
+#define PATCH(stmt, want)                                     \
+	do {                                                  \
+		memcpy(c, b, len);                            \
+		stmt;                                         \
+		reseal_z(c, len);                             \
+		assert_int_equal(try_z(f, c, len, &e), want); \
 	} while (0)
 
 	PATCH((void)0, 0);

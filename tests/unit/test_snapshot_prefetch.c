@@ -76,8 +76,12 @@ static uint8_t *map_memory(int *fdp)
 
 static void test_mark(void **state)
 {
-	const uint64_t ent[] = { 0, SNAP_PAGEMAP_PRESENT | 0x1234, SNAP_PAGEMAP_SWAPPED, 0x7fffffffffffffull,
-				 1ull << 61, SNAP_PAGEMAP_PRESENT };
+	const uint64_t ent[] = { 0,
+				 SNAP_PAGEMAP_PRESENT | 0x1234,
+				 SNAP_PAGEMAP_SWAPPED,
+				 0x7fffffffffffffull,
+				 1ull << 61,
+				 SNAP_PAGEMAP_PRESENT };
 	uint64_t bits[2] = { 0 };
 
 	(void)state;
@@ -114,7 +118,8 @@ static void test_open_hides_frames(void **state)
 static void test_touched_anonymous(void **state)
 {
 	uint64_t bits[NPG / 64];
-	uint8_t *mem = mmap(NULL, (size_t)NPG * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *mem = mmap(NULL, (size_t)NPG * PG, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	int fd = snap_pagemap_open();
 
 	(void)state;
@@ -198,7 +203,9 @@ static int cached(uint8_t *mem, uint64_t p)
 static void test_prefetch(void **state)
 {
 	struct snap_workingset_range r[] = { { 2, 2 }, { 40, 5 }, { 100, NPG - 100 } };
-	struct snap_workingset ws = { .mem_size = (uint64_t)NPG * PG, .n = 3, .r = r, .pages = 2 + 5 + NPG - 100 };
+	struct snap_workingset ws = {
+		.mem_size = (uint64_t)NPG * PG, .n = 3, .r = r, .pages = 2 + 5 + NPG - 100
+	};
 	struct err e = { { 0 } };
 	uint64_t bits[NPG / 64];
 	int fd = snap_pagemap_open(), mfd = disk_file(), all = 0;
@@ -207,7 +214,8 @@ static void test_prefetch(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	if (mfd < 0) {
-		print_message("no disk filesystem for a page cache test: only the calls are checked\n");
+		print_message(
+			"no disk filesystem for a page cache test: only the calls are checked\n");
 		mem = map_memory(&mfd);
 	} else {
 		/* Cold: nothing of the file cached. */

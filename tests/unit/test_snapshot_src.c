@@ -143,9 +143,11 @@ static void test_folder_is_a_clone_of_its_own(void **state)
 		assert_true(up >= 0);
 		assert_int_equal(fstat(up, &top), 0);
 		assert_true(top.st_dev == folder.st_dev && top.st_ino == folder.st_ino);
-		assert_false(top.st_dev == root.st_dev && top.st_ino == root.st_ino && folder.st_ino != root.st_ino);
+		assert_false(top.st_dev == root.st_dev && top.st_ino == root.st_ino &&
+			     folder.st_ino != root.st_ino);
 		close(up);
-		d = openat(s.updir, "made-by-the-jail", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		d = openat(s.updir, "made-by-the-jail", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			   0600);
 		assert_int_equal(d, -1);
 		assert_int_equal(errno, EROFS);
 		assert_reads(snap_src_take(&s, 0, SNAP_SRC_STATE, &e), "the state");
@@ -175,7 +177,8 @@ static void test_symlink_hard_link_and_fifo_refused(void **state)
 	assert_non_null(strstr(e.msg, "'memory.z' has other hard links"));
 	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_WORKINGSET, &e), -ELOOP);
 	assert_non_null(strstr(e.msg, "symbolic link"));
-	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_DISK0, &e), -EINVAL); /* opened O_NONBLOCK, refused unread */
+	assert_int_equal(snap_src_take(&s, 0, SNAP_SRC_DISK0, &e),
+			 -EINVAL); /* opened O_NONBLOCK, refused unread */
 	assert_non_null(strstr(e.msg, "not a regular file"));
 	snap_src_close(&s);
 	/* The directory itself given as a symlink. */
@@ -230,7 +233,8 @@ static void test_read_after_dropping_to_another_uid(void **state)
 		char buf[16] = { 0 };
 		int fd, i;
 
-		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
 			_exit(10);
 		if (open(f->snap, O_RDONLY | O_DIRECTORY) >= 0)
 			_exit(11); /* the test means nothing if nobody can open it anyway */
@@ -285,11 +289,14 @@ static void test_copy_over_in_place(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_files_opened_ahead_and_handed_over_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_files_opened_ahead_and_handed_over_once, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_folder_is_a_clone_of_its_own, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_symlink_hard_link_and_fifo_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_hard_link_and_fifo_refused, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_layer_opens_its_siblings, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_read_after_dropping_to_another_uid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_read_after_dropping_to_another_uid, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_copy_over_in_place, setup, teardown),
 	};
 

@@ -22,9 +22,18 @@ static struct kvm_sregs saved(uint8_t tr_type)
 	struct kvm_sregs s;
 
 	memset(&s, 0xa5, sizeof(s)); /* every byte that must not move is non-zero */
-	s.tr = (struct kvm_segment){ .base = 0xfffffe0000003000ull, .limit = 0x4087, .selector = 0x40,
-				     .type = tr_type, .present = 1, .dpl = 0, .db = 0, .s = 0, .l = 0,
-				     .g = 0, .avl = 0, .unusable = 0 };
+	s.tr = (struct kvm_segment){ .base = 0xfffffe0000003000ull,
+				     .limit = 0x4087,
+				     .selector = 0x40,
+				     .type = tr_type,
+				     .present = 1,
+				     .dpl = 0,
+				     .db = 0,
+				     .s = 0,
+				     .l = 0,
+				     .g = 0,
+				     .avl = 0,
+				     .unusable = 0 };
 	return s;
 }
 

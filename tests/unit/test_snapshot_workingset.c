@@ -45,7 +45,9 @@
 
 /* Pages 0-2, 5, 63-64 (across a word), 66, 129 (the last). */
 static const uint64_t MARKED[] = { 0, 1, 2, 5, 63, 64, 66, 129 };
-static const struct snap_workingset_range WANT[] = { { 0, 3 }, { 5, 1 }, { 63, 2 }, { 66, 1 }, { 129, 1 } };
+static const struct snap_workingset_range WANT[] = {
+	{ 0, 3 }, { 5, 1 }, { 63, 2 }, { 66, 1 }, { 129, 1 }
+};
 #define NWANT (sizeof(WANT) / sizeof(WANT[0]))
 
 static void sample_bits(uint64_t *bits)
@@ -257,12 +259,12 @@ static void test_sealed_but_wrong(void **state)
 	sealed_lie(W_RANGES, 8, NWANT - 1, SNAP_ERR_CHECKSUM, "damaged");
 	/* The ranges themselves (range 0 at 48, 1 at 64, ...; first then count). */
 	sealed_lie(W_R0 + 8, 8, 0, SNAP_ERR_MALFORMED, "range 0 is empty");
-	sealed_lie(W_R0 + 16, 8, 3, SNAP_ERR_MALFORMED, "range 1");         /* touches range 0's end */
-	sealed_lie(W_R0 + 16, 8, 1, SNAP_ERR_MALFORMED, "range 1");         /* overlaps it */
-	sealed_lie(W_R0 + 32, 8, 4, SNAP_ERR_MALFORMED, "range 2");         /* before range 1 */
-	sealed_lie(W_R0 + 64 + 8, 8, 2, SNAP_ERR_MALFORMED, "range 4");     /* 129 + 2 past the end */
-	sealed_lie(W_R0 + 64, 8, NPG, SNAP_ERR_MALFORMED, "range 4");       /* starts past it */
-	sealed_lie(W_R0 + 64, 8, ~0ull, SNAP_ERR_MALFORMED, "range 4");     /* first + count wraps */
+	sealed_lie(W_R0 + 16, 8, 3, SNAP_ERR_MALFORMED, "range 1");     /* touches range 0's end */
+	sealed_lie(W_R0 + 16, 8, 1, SNAP_ERR_MALFORMED, "range 1");     /* overlaps it */
+	sealed_lie(W_R0 + 32, 8, 4, SNAP_ERR_MALFORMED, "range 2");     /* before range 1 */
+	sealed_lie(W_R0 + 64 + 8, 8, 2, SNAP_ERR_MALFORMED, "range 4"); /* 129 + 2 past the end */
+	sealed_lie(W_R0 + 64, 8, NPG, SNAP_ERR_MALFORMED, "range 4");   /* starts past it */
+	sealed_lie(W_R0 + 64, 8, ~0ull, SNAP_ERR_MALFORMED, "range 4"); /* first + count wraps */
 	sealed_lie(W_R0 + 64 + 8, 8, ~0ull, SNAP_ERR_MALFORMED, "range 4");
 	/* A page total that is not the ranges'. */
 	sealed_lie(W_PAGES, 8, 9, SNAP_ERR_MALFORMED, "holds 8 pages, its header counts 9");
@@ -280,7 +282,8 @@ static void test_bad_ram_sizes(void **state)
 	(void)state;
 	assert_int_equal(snap_workingset_parse(b, len, 0, &ws, &e), -EINVAL);
 	assert_int_equal(snap_workingset_parse(b, len, RAM + 1, &ws, &e), -EINVAL);
-	assert_int_equal(snap_workingset_parse(b, len, ~0ull & ~(uint64_t)(PG - 1), &ws, &e), -EINVAL);
+	assert_int_equal(snap_workingset_parse(b, len, ~0ull & ~(uint64_t)(PG - 1), &ws, &e),
+			 -EINVAL);
 	assert_int_equal(snap_workingset_from_bits(bits, PG + 1, &ws, &e), -EINVAL);
 	assert_int_equal(snap_workingset_max_ranges(PG), 1);
 	assert_int_equal(snap_workingset_max_ranges(2 * PG), 1);
@@ -348,7 +351,10 @@ static void test_read_write_file(void **state)
 	assert_int_equal(unlinkat(f->dfd, SNAP_WORKINGSET_FILE, 0), 0);
 	fd = openat(f->dfd, SNAP_WORKINGSET_FILE, O_WRONLY | O_CREAT | O_EXCL, 0600);
 	assert_true(fd >= 0);
-	assert_int_equal(ftruncate(fd, SNAP_WORKINGSET_HEADER_SIZE + (NPG / 2 + 1) * SNAP_WORKINGSET_RANGE_SIZE + 1), 0);
+	assert_int_equal(ftruncate(fd,
+				   SNAP_WORKINGSET_HEADER_SIZE +
+					   (NPG / 2 + 1) * SNAP_WORKINGSET_RANGE_SIZE + 1),
+			 0);
 	close(fd);
 	assert_int_equal(snap_workingset_read(f->dfd, RAM, &back, &e), SNAP_ERR_CHECKSUM);
 	assert_non_null(strstr(e.msg, "larger than"));
@@ -373,7 +379,8 @@ int main(void)
 		cmocka_unit_test(test_sealed_but_wrong),
 		cmocka_unit_test(test_bad_ram_sizes),
 		cmocka_unit_test(test_encode_refuses),
-		cmocka_unit_test_setup_teardown(test_read_write_file, tmpdir_setup, tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_read_write_file, tmpdir_setup,
+						tmpdir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -98,7 +98,8 @@ static void test_second_is_refused_naming_the_first(void **state)
 	pid = holder("/run/first.sock", false, ready, go);
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	assert_int_equal(state_lock_take(dir, "/run/second.sock", &fd, &err), -1);
-	snprintf(want, sizeof(want), "state directory %s is in use by kilnd pid %ld (its socket /run/first.sock)", dir,
+	snprintf(want, sizeof(want),
+		 "state directory %s is in use by kilnd pid %ld (its socket /run/first.sock)", dir,
 		 (long)pid);
 	if (!strstr(err.msg, want))
 		fail_msg("want '%s' in '%s'", want, err.msg);
@@ -128,7 +129,8 @@ static void test_lock_dies_with_its_process_not_its_children(void **state)
 
 	(void)state;
 	pid = holder("/run/first.sock", true, ready, go);
-	assert_int_equal(read(ready[0], &grandchild, sizeof(grandchild)), (ssize_t)sizeof(grandchild));
+	assert_int_equal(read(ready[0], &grandchild, sizeof(grandchild)),
+			 (ssize_t)sizeof(grandchild));
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	assert_int_equal(kill(grandchild, 0), 0); /* still alive, descriptor open */
@@ -212,9 +214,12 @@ static void test_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_second_is_refused_naming_the_first, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lock_dies_with_its_process_not_its_children, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_relative_socket_is_made_absolute, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_second_is_refused_naming_the_first, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_lock_dies_with_its_process_not_its_children,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_relative_socket_is_made_absolute, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_symlinked_lock_file_refused, setup, teardown),
 		cmocka_unit_test(test_parse),
 	};

@@ -46,7 +46,8 @@ static void on_exit_cb(void *arg, const struct vmm_exit_info *info)
 	x->status = info->status;
 	x->signal = info->signal;
 	x->known = info->known;
-	snprintf(x->console, sizeof(x->console), "%.*s", (int)info->console_len, (const char *)info->console);
+	snprintf(x->console, sizeof(x->console), "%.*s", (int)info->console_len,
+		 (const char *)info->console);
 	pthread_cond_signal(&x->cv);
 	pthread_mutex_unlock(&x->mu);
 }
@@ -61,7 +62,10 @@ static void wait_ended(struct ended *x)
 	usleep(100000);
 }
 
-#define ENDED_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, -2, -2, false, "" }
+#define ENDED_INIT                                                                            \
+	{                                                                                     \
+		PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, -2, -2, false, "" \
+	}
 
 static void rm_dir(const char *dir)
 {
@@ -71,11 +75,17 @@ static void rm_dir(const char *dir)
 	assert_int_equal(system(cmd), 0);
 }
 
-static int spawn_sh(const char *dir, const char *script, unsigned grace, struct ended *x, struct keeper_vmm_id *id)
+static int spawn_sh(const char *dir, const char *script, unsigned grace, struct ended *x,
+		    struct keeper_vmm_id *id)
 {
 	char *argv[] = { "/bin/sh", "-c", (char *)script, NULL };
-	struct vmm_spawn_req req = { .argv = argv, .keeper = "/proc/self/exe", .dir = dir, .grace_s = grace,
-				     .on_exit = on_exit_cb, .arg = x, .cgroup_fd = -1 };
+	struct vmm_spawn_req req = { .argv = argv,
+				     .keeper = "/proc/self/exe",
+				     .dir = dir,
+				     .grace_s = grace,
+				     .on_exit = on_exit_cb,
+				     .arg = x,
+				     .cgroup_fd = -1 };
 	struct vmm_proc *proc;
 	struct api_err e;
 
@@ -97,11 +107,18 @@ static void test_keep_fds_only(void **state)
 	shut = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	plain = open("/", O_PATH | O_DIRECTORY); /* not close-on-exec: closed all the same */
 	assert_true(kept >= 3 && shut >= 3 && plain >= 3);
-	snprintf(script, sizeof(script), "[ -e /proc/self/fd/%d ] && [ ! -e /proc/self/fd/%d ] && [ ! -e /proc/self/fd/%d ]",
+	snprintf(script, sizeof(script),
+		 "[ -e /proc/self/fd/%d ] && [ ! -e /proc/self/fd/%d ] && [ ! -e /proc/self/fd/%d ]",
 		 kept, shut, plain);
 	char *argv[] = { "/bin/sh", "-c", script, NULL };
-	struct vmm_spawn_req req = { .argv = argv, .keeper = "/proc/self/exe", .dir = dir, .on_exit = on_exit_cb,
-				     .arg = &x, .keep_fds = &kept, .nkeep = 1, .cgroup_fd = -1 };
+	struct vmm_spawn_req req = { .argv = argv,
+				     .keeper = "/proc/self/exe",
+				     .dir = dir,
+				     .on_exit = on_exit_cb,
+				     .arg = &x,
+				     .keep_fds = &kept,
+				     .nkeep = 1,
+				     .cgroup_fd = -1 };
 
 	assert_int_equal(vmm_spawn(&req, &proc, &id, &e), 0);
 	wait_ended(&x);
@@ -127,7 +144,9 @@ static void test_exit_status_and_console(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(spawn_sh(dir, "echo console-line; echo 'kiln-vmm: broke' >&2; exit 3", 0, &x, &id), 0);
+	assert_int_equal(spawn_sh(dir, "echo console-line; echo 'kiln-vmm: broke' >&2; exit 3", 0,
+				  &x, &id),
+			 0);
 	wait_ended(&x);
 	assert_true(x.known);
 	assert_int_equal(x.status, 3);
@@ -143,11 +162,13 @@ static void test_exit_status_and_console(void **state)
 	if (id.pid == 0) {
 		unsigned long long start;
 
-		assert_int_equal(sscanf(text, "kiln-keeper 1 exit pid=%d start=%llu", &id.pid, &start), 2);
+		assert_int_equal(sscanf(text, "kiln-keeper 1 exit pid=%d start=%llu", &id.pid,
+					&start),
+				 2);
 		id.start = start;
 	}
-	snprintf(path, sizeof(path), "kiln-keeper 1 exit pid=%d start=%llu status=3 signal=0\n", id.pid,
-		 (unsigned long long)id.start);
+	snprintf(path, sizeof(path), "kiln-keeper 1 exit pid=%d start=%llu status=3 signal=0\n",
+		 id.pid, (unsigned long long)id.start);
 	assert_string_equal(text, path);
 	/* Read back for another VMM: refused. */
 	id.start++;
@@ -159,7 +180,8 @@ static void test_exit_status_and_console(void **state)
 	/* A damaged file is no status. */
 	snprintf(path, sizeof(path), "%s/vmm.exit", dir);
 	f = fopen(path, "w");
-	fprintf(f, "kiln-keeper 1 exit pid=%d start=%llu status=3 signal=9\n", id.pid, (unsigned long long)id.start);
+	fprintf(f, "kiln-keeper 1 exit pid=%d start=%llu status=3 signal=9\n", id.pid,
+		(unsigned long long)id.start);
 	fclose(f);
 	assert_int_equal(vmm_exit_load(dir, &id, &info, t), -1);
 	/* Nor is a link to one, or one longer than a line. */
@@ -198,7 +220,9 @@ static void test_logs_capped(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	assert_int_equal(spawn_sh(dir, "head -c 3500000 /dev/zero | tr '\\0' x; echo; echo last", 0, &x, &id), 0);
+	assert_int_equal(spawn_sh(dir, "head -c 3500000 /dev/zero | tr '\\0' x; echo; echo last", 0,
+				  &x, &id),
+			 0);
 	wait_ended(&x);
 	assert_int_equal(x.status, 0);
 	snprintf(path, sizeof(path), "%s/console.log", dir);
@@ -227,7 +251,8 @@ static struct keeper_vmm_id spawn_orphan(const char *dir, const char *script, un
 		struct ended x = ENDED_INIT;
 
 		close(p[0]);
-		if (spawn_sh(dir, script, grace, &x, &id) || write(p[1], &id, sizeof(id)) != sizeof(id))
+		if (spawn_sh(dir, script, grace, &x, &id) ||
+		    write(p[1], &id, sizeof(id)) != sizeof(id))
 			_exit(1);
 		_exit(0);
 	}
@@ -240,8 +265,8 @@ static struct keeper_vmm_id spawn_orphan(const char *dir, const char *script, un
 }
 
 /* Poll vmm.exit until it says how want ended (bounded). */
-static int wait_recorded(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info,
-			 struct vmm_tails *t, int secs)
+static int wait_recorded(const char *dir, const struct keeper_vmm_id *want,
+			 struct vmm_exit_info *info, struct vmm_tails *t, int secs)
 {
 	for (int i = 0; i < secs * 10; i++) {
 		if (vmm_exit_load(dir, want, info, t) == 0)

@@ -58,19 +58,26 @@ static struct pkt parse_checked(const uint8_t *f, size_t len)
 }
 
 /* A guest TCP segment with these flags, SEQ 1000, ACK ack, payload_len bytes. */
-static size_t guest_seg(uint8_t *out, const char *src, const char *dst, uint8_t flags, uint32_t ack, size_t payload_len)
+static size_t guest_seg(uint8_t *out, const char *src, const char *dst, uint8_t flags, uint32_t ack,
+			size_t payload_len)
 {
 	static const uint8_t data[64];
-	struct fr s = { .src = src, .dst = dst, .proto = FR_TCP, .sport = 40000, .dport = 443, .tcp_flags = flags,
-			.payload = data, .payload_len = payload_len };
+	struct fr s = { .src = src,
+			.dst = dst,
+			.proto = FR_TCP,
+			.sport = 40000,
+			.dport = 443,
+			.tcp_flags = flags,
+			.payload = data,
+			.payload_len = payload_len };
 	size_t n = fr_build(out, &s), l3 = strchr(src, ':') ? 40 : 20;
 
 	fr_put32(out + 14 + l3 + 8, ack);
 	return n;
 }
 
-static void check_reply(const char *guest, const char *server, uint8_t flags, uint32_t ack, size_t plen,
-			uint8_t want_flags, uint32_t want_seq, uint32_t want_ack)
+static void check_reply(const char *guest, const char *server, uint8_t flags, uint32_t ack,
+			size_t plen, uint8_t want_flags, uint32_t want_seq, uint32_t want_ack)
 {
 	uint8_t in[2048], out[TCP_RESET_MAX_FRAME];
 	struct pkt p, r;
@@ -132,7 +139,8 @@ static void test_resets_udp_fragments_and_small_buffers_are_never_answered(void 
 	assert_int_equal(tcp_reset_reply(&p, out, sizeof(out)), 0);
 }
 
-static struct conntrack_key key(const char *guest, const char *remote, uint16_t gport, uint16_t rport)
+static struct conntrack_key key(const char *guest, const char *remote, uint16_t gport,
+				uint16_t rport)
 {
 	struct conntrack_key k;
 	struct net_addr g, r;
@@ -189,8 +197,11 @@ static void test_a_probe_is_an_ack_from_the_remote_to_the_guest(void **state)
 
 static void test_state_round_trips_with_flows(void **state)
 {
-	struct conntrack_key flows[2] = { key(GUEST4, SERVER4, 40000, 443), key(GUEST6, SERVER6, 40001, 80) };
-	struct net_state s = { .mac = { 2, 1, 2, 3, 4, 5 }, .held = true, .head = 300, .nflows = 2, .flows = flows };
+	struct conntrack_key flows[2] = { key(GUEST4, SERVER4, 40000, 443),
+					  key(GUEST6, SERVER6, 40001, 80) };
+	struct net_state s = {
+		.mac = { 2, 1, 2, 3, 4, 5 }, .held = true, .head = 300, .nflows = 2, .flows = flows
+	};
 	struct net_state d;
 	uint8_t buf[256];
 	size_t n = net_state_encode(&s, buf, sizeof(buf));
@@ -250,7 +261,8 @@ static void test_hostile_state_is_refused(void **state)
 	assert_int_equal(net_state_decode(buf, 0, &d), -EINVAL);
 	assert_int_equal(net_state_decode(buf, n - 1, &d), -EINVAL); /* a flow cut short */
 	assert_int_equal(net_state_decode(buf, 13, &d), -EINVAL);
-	assert_int_equal(net_state_decode(buf, 10, &d), -EINVAL); /* version 3 in version 2's length */
+	assert_int_equal(net_state_decode(buf, 10, &d),
+			 -EINVAL); /* version 3 in version 2's length */
 	buf[0] = 4;
 	assert_int_equal(net_state_decode(buf, n, &d), -EINVAL);
 	buf[0] = 2;

@@ -53,37 +53,44 @@ static void test_term_keeps_text(void **state)
 	(void)state;
 	TERM("", "");
 	TERM("plain ascii ~!", "plain ascii ~!");
-	TERM("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80", "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80");
+	TERM("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80",
+	     "h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80");
 	TERM("\xc2\xa0nbsp", "\xc2\xa0nbsp"); /* U+00A0: the first character after C1 */
 }
 
 static void test_term_controls(void **state)
 {
 	(void)state;
-	TERM("\x1b[31mred\x1b[0m", "?[31mred?[0m");   /* ESC (CSI) */
-	TERM("\x1b]0;title\x07", "?]0;title?");         /* OSC + BEL */
+	TERM("\x1b[31mred\x1b[0m", "?[31mred?[0m"); /* ESC (CSI) */
+	TERM("\x1b]0;title\x07", "?]0;title?");     /* OSC + BEL */
 	TERM("a\nforged log line\r\n", "a?forged log line??");
 	TERM("tab\there", "tab?here");
 	TERM("del\x7f", "del?");
-	TERM("\x9b" "31m", "?31m");                     /* raw 8-bit CSI */
-	TERM("\xc2\x9b" "31m", "??31m");                /* U+009B, CSI as UTF-8 */
-	TERM("\xc2\x80\xc2\x9f", "????");                 /* C1's ends */
+	TERM("\x9b"
+	     "31m",
+	     "?31m"); /* raw 8-bit CSI */
+	TERM("\xc2\x9b"
+	     "31m",
+	     "??31m");                    /* U+009B, CSI as UTF-8 */
+	TERM("\xc2\x80\xc2\x9f", "????"); /* C1's ends */
 	TERM("\x01\x1f", "??");
 }
 
 static void test_term_invalid_utf8(void **state)
 {
 	(void)state;
-	TERM("\x80", "?");                   /* stray continuation */
-	TERM("\xc0\xaf", "??");              /* overlong '/' */
-	TERM("\xe0\x80\xaf", "???");         /* overlong, 3 bytes */
-	TERM("\xed\xa0\x80", "???");         /* surrogate U+D800 */
-	TERM("\xf4\x90\x80\x80", "????");    /* above U+10FFFF */
+	TERM("\x80", "?");                /* stray continuation */
+	TERM("\xc0\xaf", "??");           /* overlong '/' */
+	TERM("\xe0\x80\xaf", "???");      /* overlong, 3 bytes */
+	TERM("\xed\xa0\x80", "???");      /* surrogate U+D800 */
+	TERM("\xf4\x90\x80\x80", "????"); /* above U+10FFFF */
 	TERM("\xf5", "?");
 	TERM("\xff\xfe", "??");
-	TERM("ab\xe2\x82", "ab??");          /* cut short at the end */
-	TERM("\xe2\x82" "x", "??x");         /* cut short in the middle */
-	term_is("a\0b", 3, "a?b");           /* NUL inside a counted copy */
+	TERM("ab\xe2\x82", "ab??"); /* cut short at the end */
+	TERM("\xe2\x82"
+	     "x",
+	     "??x");               /* cut short in the middle */
+	term_is("a\0b", 3, "a?b"); /* NUL inside a counted copy */
 }
 
 static void test_term_copy_bounds(void **state)

@@ -29,10 +29,11 @@ static void test_decoder(void **state)
 	assert_false(utf8_valid((const uint8_t *)"\xed\xb0\x80", 3));
 	assert_false(utf8_valid((const uint8_t *)"\xc3", 1));
 	assert_int_equal(utf8_seq_len((const uint8_t *)"a", 1), 1);
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xc3", 1), -1);          /* needs 1 more */
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x9f", 2), -2);      /* needs 2 more */
+	assert_int_equal(utf8_seq_len((const uint8_t *)"\xc3", 1), -1);     /* needs 1 more */
+	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x9f", 2), -2); /* needs 2 more */
 	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x9f\x98\x80", 4), 4);
-	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x8f", 2), 0);       /* overlong, known early */
+	assert_int_equal(utf8_seq_len((const uint8_t *)"\xf0\x8f", 2),
+			 0); /* overlong, known early */
 	assert_int_equal(utf8_seq_len((const uint8_t *)"\x80", 1), 0);
 }
 
@@ -43,7 +44,7 @@ static void test_valid_more(void **state)
 	assert_false(utf8_valid(U("\xe0\x80\xaf"), 3)); /* overlong */
 	assert_false(utf8_valid(U("\xf5\x80\x80\x80"), 4));
 	assert_false(utf8_valid(U("\xf4\x90\x80\x80"), 4)); /* U+110000 */
-	assert_true(utf8_valid(U("a\0b"), 3));               /* NUL is a character */
+	assert_true(utf8_valid(U("a\0b"), 3));              /* NUL is a character */
 	assert_false(utf8_valid(U("ok\xc0"), 3));
 }
 
@@ -56,8 +57,14 @@ static void test_lossy(void **state)
 	assert_int_equal(utf8_lossy(out, sizeof(out), U("plain"), 5, 0, &lossy), 5);
 	assert_string_equal(out, "plain");
 	assert_false(lossy);
-	assert_int_equal(utf8_lossy(out, sizeof(out), U("a\xff" "b"), 3, 0, &lossy), 5);
-	assert_string_equal(out, "a\xef\xbf\xbd" "b");
+	assert_int_equal(utf8_lossy(out, sizeof(out),
+				    U("a\xff"
+				      "b"),
+				    3, 0, &lossy),
+			 5);
+	assert_string_equal(out,
+			    "a\xef\xbf\xbd"
+			    "b");
 	assert_true(lossy);
 	lossy = false;
 	utf8_lossy(out, sizeof(out), U("x\xe2\x82"), 3, 0, &lossy); /* cut euro sign */
@@ -88,7 +95,8 @@ static void test_lossy_drop_controls(void **state)
 	assert_false(lossy);                    /* dropping is not a loss of text */
 	utf8_lossy(out, sizeof(out), U("\x1b[31mred\r"), 9, 0, NULL);
 	assert_string_equal(out, "\x1b[31mred\r"); /* without the flag: all kept */
-	assert_int_equal(utf8_lossy(out, sizeof(out), U("\r\n\x01"), 3, UTF8_DROP_CONTROLS, NULL), 0);
+	assert_int_equal(utf8_lossy(out, sizeof(out), U("\r\n\x01"), 3, UTF8_DROP_CONTROLS, NULL),
+			 0);
 }
 
 static void test_complete_prefix(void **state)
@@ -104,10 +112,8 @@ static void test_complete_prefix(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_decoder),
-		cmocka_unit_test(test_valid_more),
-		cmocka_unit_test(test_lossy),
-		cmocka_unit_test(test_lossy_drop_controls),
+		cmocka_unit_test(test_decoder),         cmocka_unit_test(test_valid_more),
+		cmocka_unit_test(test_lossy),           cmocka_unit_test(test_lossy_drop_controls),
 		cmocka_unit_test(test_complete_prefix),
 	};
 

@@ -70,7 +70,7 @@ static void attach(struct fx *f, struct virtio_dev *d, uint64_t features)
 	d->irq_ctx = f;
 	d->driver_features = features | 1ULL << VIRTIO_F_VERSION_1;
 	d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
-		    VIRTIO_STATUS_DRIVER_OK;
+		VIRTIO_STATUS_DRIVER_OK;
 	d->vq[0].size = QSIZE;
 	d->vq[0].desc_gpa = DESC_GPA;
 	d->vq[0].avail_gpa = AVAIL_GPA;
@@ -78,9 +78,9 @@ static void attach(struct fx *f, struct virtio_dev *d, uint64_t features)
 	assert_int_equal(virtq_enable(&d->vq[0], &f->gm), 0);
 }
 
-#define ALL_FEATURES                                                                              \
-	(1ULL << VIRTIO_BLK_F_SEG_MAX | 1ULL << VIRTIO_BLK_F_FLUSH | 1ULL << VIRTIO_BLK_F_DISCARD | \
-	 1ULL << VIRTIO_BLK_F_WRITE_ZEROES)
+#define ALL_FEATURES                                                 \
+	(1ULL << VIRTIO_BLK_F_SEG_MAX | 1ULL << VIRTIO_BLK_F_FLUSH | \
+	 1ULL << VIRTIO_BLK_F_DISCARD | 1ULL << VIRTIO_BLK_F_WRITE_ZEROES)
 
 static struct virtio_dev *create(struct fx *f, const struct virtio_blk_params *p)
 {
@@ -166,7 +166,8 @@ static uint64_t gpa_alloc(struct fx *f, uint32_t len, uint8_t fillv)
 	return gpa;
 }
 
-static void desc_set(struct fx *f, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+static void desc_set(struct fx *f, uint16_t i, uint64_t addr, uint32_t len, uint16_t flags,
+		     uint16_t next)
 {
 	uint8_t *d = host(f, DESC_GPA + 16ULL * i);
 
@@ -194,7 +195,8 @@ static uint16_t submit(struct fx *f, const struct seg *s, int n)
 		uint16_t idx = f->next_desc++;
 
 		desc_set(f, idx, s[i].gpa, s[i].len,
-			 (uint16_t)((s[i].write ? VIRTQ_DESC_F_WRITE : 0) | (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0)),
+			 (uint16_t)((s[i].write ? VIRTQ_DESC_F_WRITE : 0) |
+				    (i + 1 < n ? VIRTQ_DESC_F_NEXT : 0)),
 			 (uint16_t)(idx + 1));
 	}
 	avail_add(f, head);
@@ -242,7 +244,9 @@ static uint8_t request(struct fx *f, uint32_t type, uint64_t sector, uint64_t da
 	uint64_t st = gpa_alloc(f, 1, 0xff);
 	int write = !(type == VIRTIO_BLK_T_OUT || type == VIRTIO_BLK_T_DISCARD ||
 		      type == VIRTIO_BLK_T_WRITE_ZEROES);
-	struct seg s[3] = { { hdr_gpa(f, type, sector), 16, 0 }, { data, len, write }, { st, 1, 1 } };
+	struct seg s[3] = { { hdr_gpa(f, type, sector), 16, 0 },
+			    { data, len, write },
+			    { st, 1, 1 } };
 	uint16_t before = used_idx(f), head;
 	uint32_t id, ulen;
 
@@ -317,7 +321,8 @@ static void test_features_and_config(void **state)
 	assert_int_equal(v32, 1u << 21);
 	d->ops->read_config(d, offsetof(struct virtio_blk_config, max_discard_seg), &v32, 4);
 	assert_int_equal(v32, 32);
-	d->ops->read_config(d, offsetof(struct virtio_blk_config, discard_sector_alignment), &v32, 4);
+	d->ops->read_config(d, offsetof(struct virtio_blk_config, discard_sector_alignment), &v32,
+			    4);
 	assert_int_equal(v32, 8);
 	d->ops->read_config(d, offsetof(struct virtio_blk_config, max_write_zeroes_seg), &v32, 4);
 	assert_int_equal(v32, 32);
@@ -341,7 +346,8 @@ static void test_read_only_features(void **state)
 
 	replace(f, &p, 0);
 	assert_int_equal(features_of(f->d),
-			 1ULL << VIRTIO_BLK_F_SEG_MAX | 1ULL << VIRTIO_BLK_F_FLUSH | 1ULL << VIRTIO_BLK_F_RO);
+			 1ULL << VIRTIO_BLK_F_SEG_MAX | 1ULL << VIRTIO_BLK_F_FLUSH |
+				 1ULL << VIRTIO_BLK_F_RO);
 }
 
 /* OUT with header and data in one buffer, IN with data split over two
@@ -381,7 +387,10 @@ static void test_write_read_roundtrip(void **state)
 	b = gpa_alloc(f, 512, 0);
 	st = gpa_alloc(f, 1, 0xff);
 	{
-		struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 3), 16, 0 }, { a, 512, 1 }, { b, 512, 1 }, { st, 1, 1 } };
+		struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 3), 16, 0 },
+				   { a, 512, 1 },
+				   { b, 512, 1 },
+				   { st, 1, 1 } };
 
 		submit(f, s, 4);
 	}
@@ -413,7 +422,8 @@ static void test_write_read_roundtrip(void **state)
 static void test_split_header(void **state)
 {
 	struct fx *f = *state;
-	uint64_t h = hdr_gpa(f, VIRTIO_BLK_T_IN, 1), data = gpa_alloc(f, 512, 0), st = gpa_alloc(f, 1, 0xff);
+	uint64_t h = hdr_gpa(f, VIRTIO_BLK_T_IN, 1), data = gpa_alloc(f, 512, 0),
+		 st = gpa_alloc(f, 1, 0xff);
 	struct seg s[] = { { h, 8, 0 }, { h + 8, 8, 0 }, { data, 512, 1 }, { st, 1, 1 } };
 
 	submit(f, s, 4);
@@ -453,11 +463,15 @@ static void test_out_of_range(void **state)
 	uint64_t data = gpa_alloc(f, 1024, 0x42);
 
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, SECTORS, data, 512, 513), VIRTIO_BLK_S_IOERR);
-	assert_int_equal(request(f, VIRTIO_BLK_T_IN, SECTORS - 1, data, 1024, 1025), VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_IN, SECTORS - 1, data, 1024, 1025),
+			 VIRTIO_BLK_S_IOERR);
 	/* sector * 512 would wrap 2^64 to a small offset. */
-	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 1ULL << 55, data, 512, 513), VIRTIO_BLK_S_IOERR);
-	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, UINT64_MAX, data, 512, 1), VIRTIO_BLK_S_IOERR);
-	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, (1ULL << 55) + 1, data, 512, 1), VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 1ULL << 55, data, 512, 513),
+			 VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, UINT64_MAX, data, 512, 1),
+			 VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, (1ULL << 55) + 1, data, 512, 1),
+			 VIRTIO_BLK_S_IOERR);
 	/* Not whole sectors. */
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 0, data, 100, 101), VIRTIO_BLK_S_IOERR);
 	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, 0, data, 513, 1), VIRTIO_BLK_S_IOERR);
@@ -474,7 +488,8 @@ static void test_unsupported(void **state)
 	uint64_t data = gpa_alloc(f, 512, 0);
 
 	assert_int_equal(request(f, 0x42, 0, data, 512, 513), VIRTIO_BLK_S_UNSUPP);
-	assert_int_equal(request(f, VIRTIO_BLK_T_SECURE_ERASE, 0, data, 16, 17), VIRTIO_BLK_S_UNSUPP);
+	assert_int_equal(request(f, VIRTIO_BLK_T_SECURE_ERASE, 0, data, 16, 17),
+			 VIRTIO_BLK_S_UNSUPP);
 	assert_int_equal(request(f, 2 /* legacy SCSI */, 0, data, 512, 513), VIRTIO_BLK_S_UNSUPP);
 	assert_int_equal(f->d->broken, 0);
 }
@@ -490,7 +505,8 @@ static void test_read_only_refuses_writes(void **state)
 	memcpy(host(f, range), &r, sizeof(r));
 	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, 0, data, 512, 1), VIRTIO_BLK_S_IOERR);
 	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, range, 16, 1), VIRTIO_BLK_S_UNSUPP);
-	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, range, 16, 1), VIRTIO_BLK_S_UNSUPP);
+	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, range, 16, 1),
+			 VIRTIO_BLK_S_UNSUPP);
 	assert_int_equal(request(f, VIRTIO_BLK_T_FLUSH, 0, 0, 0, 1), VIRTIO_BLK_S_OK);
 	assert_image_pattern(f, 0, 4096);
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 0, data, 512, 513), VIRTIO_BLK_S_OK);
@@ -512,11 +528,14 @@ static void test_discard_write_zeroes(void **state)
 	struct virtio_blk_discard_write_zeroes r[2] = { { .sector = 2, .num_sectors = 2 } };
 
 	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, 0, data, 8 * 512, 1), VIRTIO_BLK_S_OK);
-	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1), VIRTIO_BLK_S_OK);
-	r[0] = (struct virtio_blk_discard_write_zeroes){ .sector = 5, .num_sectors = 1,
-							 .flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP };
+	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1),
+			 VIRTIO_BLK_S_OK);
+	r[0] = (struct virtio_blk_discard_write_zeroes){
+		.sector = 5, .num_sectors = 1, .flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
+	};
 	r[1] = (struct virtio_blk_discard_write_zeroes){ .sector = 7, .num_sectors = 1 };
-	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 2), 32, 1), VIRTIO_BLK_S_OK);
+	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 2), 32, 1),
+			 VIRTIO_BLK_S_OK);
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 0, in, 8 * 512, 8 * 512 + 1), VIRTIO_BLK_S_OK);
 	assert_guest_fill(f, in, 2 * 512, 0xaa);
 	assert_guest_fill(f, in + 2 * 512, 2 * 512, 0);
@@ -526,26 +545,34 @@ static void test_discard_write_zeroes(void **state)
 	assert_guest_fill(f, in + 7 * 512, 512, 0);
 
 	/* Unmap on a discard, unknown flag bits: UNSUPP (5.2.6.2), nothing done. */
-	r[0] = (struct virtio_blk_discard_write_zeroes){ .sector = 0, .num_sectors = 1,
-							 .flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP };
-	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1), VIRTIO_BLK_S_UNSUPP);
+	r[0] = (struct virtio_blk_discard_write_zeroes){
+		.sector = 0, .num_sectors = 1, .flags = VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP
+	};
+	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1),
+			 VIRTIO_BLK_S_UNSUPP);
 	r[0].flags = 2;
-	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 1), 16, 1), VIRTIO_BLK_S_UNSUPP);
+	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 1), 16, 1),
+			 VIRTIO_BLK_S_UNSUPP);
 	/* A bad second range: the good first one is not carried out either. */
 	r[0] = (struct virtio_blk_discard_write_zeroes){ .sector = 0, .num_sectors = 1 };
 	r[1] = (struct virtio_blk_discard_write_zeroes){ .sector = SECTORS, .num_sectors = 1 };
-	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 2), 32, 1), VIRTIO_BLK_S_IOERR);
-	r[1] = (struct virtio_blk_discard_write_zeroes){ .sector = UINT64_MAX / 256, .num_sectors = 0xffffffff };
-	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 2), 32, 1), VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 2), 32, 1),
+			 VIRTIO_BLK_S_IOERR);
+	r[1] = (struct virtio_blk_discard_write_zeroes){ .sector = UINT64_MAX / 256,
+							 .num_sectors = 0xffffffff };
+	assert_int_equal(request(f, VIRTIO_BLK_T_WRITE_ZEROES, 0, ranges(f, r, 2), 32, 1),
+			 VIRTIO_BLK_S_IOERR);
 	/* Payload not a whole number of ranges, or none. */
-	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 2), 20, 1), VIRTIO_BLK_S_IOERR);
+	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 2), 20, 1),
+			 VIRTIO_BLK_S_IOERR);
 	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, 0, 0, 1), VIRTIO_BLK_S_IOERR);
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 0, in, 512, 513), VIRTIO_BLK_S_OK);
 	assert_guest_fill(f, in, 512, 0xaa);
 
 	/* Not negotiated: not supported. */
 	f->d->driver_features &= ~(1ULL << VIRTIO_BLK_F_DISCARD);
-	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1), VIRTIO_BLK_S_UNSUPP);
+	assert_int_equal(request(f, VIRTIO_BLK_T_DISCARD, 0, ranges(f, r, 1), 16, 1),
+			 VIRTIO_BLK_S_UNSUPP);
 }
 
 static void assert_broken(struct fx *f)
@@ -560,7 +587,9 @@ static void assert_broken(struct fx *f)
 static void assert_stays_broken(struct fx *f)
 {
 	uint64_t data = gpa_alloc(f, 512, 0), st = gpa_alloc(f, 1, 0xff);
-	struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 }, { data, 512, 1 }, { st, 1, 1 } };
+	struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 },
+			   { data, 512, 1 },
+			   { st, 1, 1 } };
 
 	submit(f, s, 3);
 	kick(f);
@@ -612,7 +641,9 @@ static void test_buffer_outside_ram(void **state)
 {
 	struct fx *f = *state;
 	uint64_t st = gpa_alloc(f, 1, 0xff);
-	struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 }, { RAM - 256, 512, 1 }, { st, 1, 1 } };
+	struct seg s[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 },
+			   { RAM - 256, 512, 1 },
+			   { st, 1, 1 } };
 
 	submit(f, s, 3);
 	kick(f);
@@ -625,8 +656,12 @@ static void test_batch_one_interrupt(void **state)
 	struct fx *f = *state;
 	uint64_t a = gpa_alloc(f, 512, 0), b = gpa_alloc(f, 512, 0);
 	uint64_t sa = gpa_alloc(f, 1, 0xff), sb = gpa_alloc(f, 1, 0xff);
-	struct seg s1[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 }, { a, 512, 1 }, { sa, 1, 1 } };
-	struct seg s2[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 1), 16, 0 }, { b, 512, 1 }, { sb, 1, 1 } };
+	struct seg s1[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 0), 16, 0 },
+			    { a, 512, 1 },
+			    { sa, 1, 1 } };
+	struct seg s2[] = { { hdr_gpa(f, VIRTIO_BLK_T_IN, 1), 16, 0 },
+			    { b, 512, 1 },
+			    { sb, 1, 1 } };
 
 	submit(f, s1, 3);
 	submit(f, s2, 3);
@@ -686,7 +721,8 @@ static void test_cow_device(void **state)
 	int fd;
 
 	replace(f, &p, ALL_FEATURES);
-	f->d->ops->read_config(f->d, offsetof(struct virtio_blk_config, discard_sector_alignment), &align, 4);
+	f->d->ops->read_config(f->d, offsetof(struct virtio_blk_config, discard_sector_alignment),
+			       &align, 4);
 	assert_int_equal(align, 128); /* one 64 KiB overlay block */
 	assert_int_equal(request(f, VIRTIO_BLK_T_OUT, 1, data, 512, 1), VIRTIO_BLK_S_OK);
 	assert_int_equal(request(f, VIRTIO_BLK_T_IN, 0, in, 1024, 1025), VIRTIO_BLK_S_OK);
@@ -714,7 +750,8 @@ static void test_create_errors(void **state)
 
 	assert_int_equal(virtio_blk_create(&p, &d, &f->e), -EINVAL);
 	assert_null(d);
-	snprintf(msg, sizeof(msg), "disk '%s': serial 'abcdefghijklmnopqrstu' is longer than 20 bytes: shorten it",
+	snprintf(msg, sizeof(msg),
+		 "disk '%s': serial 'abcdefghijklmnopqrstu' is longer than 20 bytes: shorten it",
 		 f->img);
 	assert_string_equal(f->e.msg, msg);
 
@@ -723,8 +760,9 @@ static void test_create_errors(void **state)
 	assert_int_equal(virtio_blk_create(&p, &d, &f->e), -EBUSY);
 	p.path = "/nonexistent/kiln.img";
 	assert_int_equal(virtio_blk_create(&p, &d, &f->e), -ENOENT);
-	assert_string_equal(f->e.msg, "disk '/nonexistent/kiln.img': cannot open the image for writing: No such file "
-				      "or directory: check the path and permissions");
+	assert_string_equal(f->e.msg,
+			    "disk '/nonexistent/kiln.img': cannot open the image for writing: No such file "
+			    "or directory: check the path and permissions");
 }
 
 int main(void)

@@ -107,7 +107,7 @@ static int setup(void **state)
 	f->d->raise_irq = count_irq;
 	f->d->irq_ctx = f;
 	f->d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
-		       VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
+		VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
 	*state = f;
 	return 0;
 }

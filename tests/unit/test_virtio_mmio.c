@@ -54,7 +54,7 @@ struct fx {
 	struct virtio_dev *dev;
 	struct virtio_mmio m;
 	int irqs;
-	uint16_t avail_idx; /* the "driver's" next avail index */
+	uint16_t avail_idx;      /* the "driver's" next avail index */
 	struct virtio_dev *dev2; /* restore target, when a test makes one */
 	struct virtio_mmio m2;
 	int irqs2;
@@ -150,8 +150,8 @@ static void set_queue_addrs(struct virtio_mmio *m, uint64_t desc, uint64_t avail
 }
 
 /* vm_setup_vq for queue `sel` with `num` entries and the given rings. */
-static void setup_queue(struct virtio_mmio *m, uint32_t sel, uint32_t num, uint64_t desc, uint64_t avail,
-			uint64_t used)
+static void setup_queue(struct virtio_mmio *m, uint32_t sel, uint32_t num, uint64_t desc,
+			uint64_t avail, uint64_t used)
 {
 	wr(m, VMMIO_QUEUE_SEL, sel);
 	assert_int_equal(rd(m, VMMIO_QUEUE_READY), 0);
@@ -172,7 +172,8 @@ static void bring_up(struct fx *f, uint64_t features)
 	assert_int_equal(f->dev->broken, 0);
 }
 
-static void desc(struct fx *f, unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+static void desc(struct fx *f, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
+		 uint16_t next)
 {
 	uint8_t *d = at(f, DESC + 16ULL * i);
 
@@ -326,7 +327,8 @@ static void test_status_bits_kept_until_reset(void **state)
 static void test_queue_sel_out_of_range(void **state)
 {
 	struct fx *f = *state;
-	const uint32_t sels[] = { 1, VIRTIO_MAX_QUEUES - 1, VIRTIO_MAX_QUEUES, 0x80000000, 0xffffffff };
+	const uint32_t sels[] = { 1, VIRTIO_MAX_QUEUES - 1, VIRTIO_MAX_QUEUES, 0x80000000,
+				  0xffffffff };
 	struct virtq before[VIRTIO_MAX_QUEUES];
 
 	negotiate(&f->m, F_ALL);
@@ -388,7 +390,8 @@ static void test_queue_bad_size(void **state)
 		setup_queue(&f->m, 0, bad[i], DESC, AVAIL, USED);
 		assert_int_equal(rd(&f->m, VMMIO_QUEUE_READY), 0);
 		assert_int_equal(f->dev->broken, 1);
-		assert_int_equal(rd(&f->m, VMMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET, VIRTIO_STATUS_NEEDS_RESET);
+		assert_int_equal(rd(&f->m, VMMIO_STATUS) & VIRTIO_STATUS_NEEDS_RESET,
+				 VIRTIO_STATUS_NEEDS_RESET);
 	}
 	/* a smaller power of two than the maximum is fine */
 	assert_int_equal(negotiate(&f->m, F_ALL), ST_FOK);
@@ -424,8 +427,9 @@ static void test_fail_logs_once_to_the_vm_log(void **state)
 	setup_queue(&f->m, 0, 48, DESC, AVAIL, USED);
 	assert_int_equal(f->dev->broken, 1);
 	assert_int_equal(l.n, 1);
-	assert_string_equal(l.last, "virtio-rng: guest driver error: queue set up with a bad size or rings outside "
-				    "guest RAM; device needs reset");
+	assert_string_equal(l.last,
+			    "virtio-rng: guest driver error: queue set up with a bad size or rings outside "
+			    "guest RAM; device needs reset");
 	/* Still broken: the second bad setup is not logged again. */
 	setup_queue(&f->m, 0, 0, DESC, AVAIL, USED);
 	assert_int_equal(l.n, 1);
@@ -603,7 +607,8 @@ static void test_rng_request_sizes(void **state)
 	assert_int_equal(get32(at(f, USED + 8)), 0);
 	assert_int_equal(get32(at(f, USED + 12)), 1);
 	assert_int_equal(get32(at(f, USED + 16)), VIRTIO_RNG_MAX_PER_REQUEST);
-	assert_true(all_zero(at(f, BUF + 0x1000 + VIRTIO_RNG_MAX_PER_REQUEST), big - VIRTIO_RNG_MAX_PER_REQUEST));
+	assert_true(all_zero(at(f, BUF + 0x1000 + VIRTIO_RNG_MAX_PER_REQUEST),
+			     big - VIRTIO_RNG_MAX_PER_REQUEST));
 	assert_int_equal(f->dev->broken, 0);
 }
 
@@ -676,7 +681,8 @@ static void test_config_space_empty(void **state)
 {
 	struct fx *f = *state;
 	const uint32_t sizes[] = { 1, 2, 4, 8 };
-	const uint64_t offs[] = { VMMIO_CONFIG, VMMIO_CONFIG + 1, VMMIO_CONFIG + 0x80, VIRTIO_MMIO_SIZE - 8 };
+	const uint64_t offs[] = { VMMIO_CONFIG, VMMIO_CONFIG + 1, VMMIO_CONFIG + 0x80,
+				  VIRTIO_MMIO_SIZE - 8 };
 	uint8_t b[8], zero[8] = { 0 };
 
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++) {

@@ -186,7 +186,8 @@ static ssize_t peer_read(struct fx *f, uint8_t *buf, int ms)
 
 static void peer_write(struct fx *f, const uint8_t *frame, size_t len)
 {
-	uint8_t h[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len };
+	uint8_t h[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+			 (uint8_t)len };
 
 	assert_int_equal(send(f->peer, h, 4, MSG_NOSIGNAL), 4);
 	assert_int_equal(send(f->peer, frame, len, MSG_NOSIGNAL), (ssize_t)len);
@@ -239,8 +240,8 @@ static struct fx *make(struct net_filter *filter)
 	}
 	f->next_buf = BUF_GPA;
 	f->d->driver_features = 1ULL << VIRTIO_F_VERSION_1;
-	f->d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
-		       VIRTIO_STATUS_DRIVER_OK;
+	f->d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+		VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
 	pthread_mutex_lock(&f->d->lock);
 	assert_int_equal(f->d->ops->activate(f->d), 0);
 	pthread_mutex_unlock(&f->d->lock);
@@ -286,10 +287,15 @@ static uint64_t ms_now(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static size_t tcp(uint8_t *out, const char *src, const char *dst, uint16_t sport, uint16_t dport, uint8_t flags,
-		  bool inbound)
+static size_t tcp(uint8_t *out, const char *src, const char *dst, uint16_t sport, uint16_t dport,
+		  uint8_t flags, bool inbound)
 {
-	struct fr s = { .src = src, .dst = dst, .proto = FR_TCP, .sport = sport, .dport = dport, .tcp_flags = flags };
+	struct fr s = { .src = src,
+			.dst = dst,
+			.proto = FR_TCP,
+			.sport = sport,
+			.dport = dport,
+			.tcp_flags = flags };
 
 	if (inbound) {
 		s.src_mac = fr_gw_mac;
@@ -298,11 +304,16 @@ static size_t tcp(uint8_t *out, const char *src, const char *dst, uint16_t sport
 	return fr_build(out, &s);
 }
 
-static size_t udp(uint8_t *out, const char *src, const char *dst, uint16_t sport, uint16_t dport, bool inbound,
-		  const char *payload)
+static size_t udp(uint8_t *out, const char *src, const char *dst, uint16_t sport, uint16_t dport,
+		  bool inbound, const char *payload)
 {
-	struct fr s = { .src = src, .dst = dst, .proto = FR_UDP, .sport = sport, .dport = dport,
-			.payload = payload, .payload_len = strlen(payload) };
+	struct fr s = { .src = src,
+			.dst = dst,
+			.proto = FR_UDP,
+			.sport = sport,
+			.dport = dport,
+			.payload = payload,
+			.payload_len = strlen(payload) };
 
 	if (inbound) {
 		s.src_mac = fr_gw_mac;
@@ -353,7 +364,8 @@ static void test_frames_cross_both_ways_without_a_filter(void **state)
 static void test_egress_drops_complete_their_descriptor(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *f = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	uint8_t fr[2048], got[NET_MAX_FRAME];
 	struct virtio_net_stats st;
 	uint32_t len;
@@ -387,7 +399,8 @@ static void test_egress_drops_complete_their_descriptor(void **state)
 static void test_ingress_drops_use_no_receive_buffer(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *f = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	uint8_t fr[2048], got[NET_MAX_FRAME], *b;
 	struct virtio_net_stats st;
 	uint32_t len;
@@ -418,7 +431,8 @@ static void test_ingress_drops_use_no_receive_buffer(void **state)
 static void test_a_flood_of_dropped_frames_drains_in_turns(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *f = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	static uint8_t burst[1000 * (4 + 80)];
 	uint8_t fr[2048], got[NET_MAX_FRAME], *b;
 	struct virtio_net_stats st;
@@ -472,7 +486,8 @@ static void test_rate_limit_holds_frames_instead_of_dropping(void **state)
 	/* One packet per 300 ms each way. */
 	c.tx_packets = (struct rate_bucket_cfg){ .size = 1, .refill_ms = 300 };
 	c.rx_packets = (struct rate_bucket_cfg){ .size = 1, .refill_ms = 300 };
-	f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"udp\",\"ports\":5000}]}");
+	f = make_filtered(&c,
+			  "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"udp\",\"ports\":5000}]}");
 	t0 = ms_now();
 	for (int i = 0; i < 3; i++) {
 		char p[8];
@@ -517,7 +532,8 @@ static void test_rate_limit_holds_frames_instead_of_dropping(void **state)
 static void test_replacing_rules_cuts_an_established_flow(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *f = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	uint8_t fr[2048], got[NET_MAX_FRAME], *b;
 	struct virtio_net_stats st;
 	json_t *j;
@@ -535,7 +551,12 @@ static void test_replacing_rules_cuts_an_established_flow(void **state)
 	assert_non_null(b);
 
 	/* Rules that no longer allow port 80: the flow is cut both ways. */
-	assert_int_equal(virtio_net_filter_replace(f->d, rules("{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":443}]}"), &cut), 0);
+	assert_int_equal(
+		virtio_net_filter_replace(
+			f->d,
+			rules("{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":443}]}"),
+			&cut),
+		0);
 	assert_int_equal(cut, 1);
 	n = tcp(fr, GUEST, SERVER, 40000, 80, ACK, false);
 	guest_tx(f, fr, n);
@@ -557,9 +578,13 @@ static void test_replacing_rules_cuts_an_established_flow(void **state)
 
 	j = virtio_net_filter_json(f->d);
 	assert_non_null(j);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counters"), "flows_cut")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(j, "counters"), "device"),
-							    "tx_filtered")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(j, "counters"), "flows_cut")),
+			 1);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(json_object_get(j, "counters"),
+								 "device"),
+						 "tx_filtered")),
 			 1);
 	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "rules"), "allow")), 1);
 	json_decref(j);
@@ -647,7 +672,7 @@ static void test_state_versions(void **state)
 	assert_int_equal(n, 14);
 	assert_int_equal(buf[0], 3);
 	assert_memory_equal(buf + 1, fr_guest_mac, 6);
-	assert_int_equal(buf[7], 0); /* nothing held */
+	assert_int_equal(buf[7], 0);                                /* nothing held */
 	assert_int_equal(buf[10] | buf[11] | buf[12] | buf[13], 0); /* no flows without a filter */
 	assert_int_equal(f->d->ops->save(f->d, buf, 13), -ENOSPC);
 	assert_int_equal(f->d->ops->restore(f->d, buf, 14), 0);
@@ -700,7 +725,8 @@ static void guest_ack(struct fx *f, uint32_t ack)
 static void test_untracked_segments_get_resets(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *f = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *f = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	uint8_t fr[2048], *b;
 	struct virtio_net_stats st;
 	uint32_t len;
@@ -712,10 +738,10 @@ static void test_untracked_segments_get_resets(void **state)
 	b = next_used(f, RXQ, &len);
 	assert_int_equal(len, HDR + 54);
 	assert_memory_equal(b + HDR, fr_guest_mac, 6);
-	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);          /* RST */
+	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04);                 /* RST */
 	assert_int_equal(fr_get32(b + HDR + 14 + 20 + 4), 0x11223344); /* SEQ = the segment's ACK */
-	assert_int_equal(b[HDR + 14 + 20 + 1], 80);              /* from the server's port */
-	n = tcp(fr, GUEST, SERVER, 40000, 80, 0x04, false);     /* a reset: not answered */
+	assert_int_equal(b[HDR + 14 + 20 + 1], 80);                    /* from the server's port */
+	n = tcp(fr, GUEST, SERVER, 40000, 80, 0x04, false);            /* a reset: not answered */
 	guest_tx(f, fr, n);
 	for (int i = 0; i < 20; i++)
 		guest_ack(f, (uint32_t)i);
@@ -745,7 +771,8 @@ static void test_untracked_segments_get_resets(void **state)
 static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 {
 	struct net_filter_config c = filter_config();
-	const char *allow = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
+	const char *allow =
+		"{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
 	struct fx *f = make_filtered(&c, allow), *g;
 	uint8_t buf[256], *b;
 	struct virtio_net_stats st;
@@ -805,7 +832,8 @@ static void test_restore_probes_the_flows_the_snapshot_kept(void **state)
 static void test_a_burst_of_answers_after_a_restore_loses_no_reset(void **state)
 {
 	struct net_filter_config c = filter_config();
-	struct fx *g = make_filtered(&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
+	struct fx *g = make_filtered(
+		&c, "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}");
 	struct conntrack_key keys[20];
 	struct net_state ns = { .nflows = 20, .flows = keys };
 	struct virtio_net_stats st;
@@ -897,10 +925,12 @@ static char *control_call(const char *path, const char *line)
  */
 static void test_control_socket_firewall_commands(void **state)
 {
-	static const char first[] = "{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
+	static const char first[] =
+		"{\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":80}]}";
 	struct net_filter_config c = filter_config();
 	struct vm *vm = calloc(1, sizeof(*vm));
-	struct kiln_vm *kv = calloc(1, sizeof(*kv)); /* libkiln's handle, as kiln-vmm's control sees it */
+	struct kiln_vm *kv =
+		calloc(1, sizeof(*kv)); /* libkiln's handle, as kiln-vmm's control sees it */
 	struct control *ctl;
 	struct err e = { { 0 } };
 	struct fx *f = make_filtered(&c, first);
@@ -938,12 +968,15 @@ static void test_control_socket_firewall_commands(void **state)
 	j = json_loads(r, 0, NULL);
 	assert_non_null(j);
 	assert_true(json_is_false(json_object_get(j, "ok")));
-	assert_non_null(strstr(json_string_value(json_object_get(j, "error")), "did you mean 10.0.0.0/8?"));
+	assert_non_null(
+		strstr(json_string_value(json_object_get(j, "error")), "did you mean 10.0.0.0/8?"));
 	json_decref(j);
 	free(r);
 
 	/* ...new rules without port 80 cut it... */
-	r = control_call(path, "firewall-set {\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":443}]}");
+	r = control_call(
+		path,
+		"firewall-set {\"allow\":[{\"cidr\":\"10.0.2.0/24\",\"proto\":\"tcp\",\"ports\":443}]}");
 	assert_string_equal(r, "{\"ok\":true,\"cut\":1}\n");
 	free(r);
 	n = tcp(fr, GUEST, SERVER, 40000, 80, ACK, false);
@@ -961,13 +994,21 @@ static void test_control_socket_firewall_commands(void **state)
 	assert_non_null(j);
 	assert_true(json_is_true(json_object_get(j, "ok")));
 	assert_int_equal(json_array_size(json_object_get(json_object_get(j, "rules"), "allow")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "counters"), "flows_cut")), 1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(j, "counters"), "device"),
-							    "tx_filtered")),
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(j, "counters"), "flows_cut")),
 			 1);
-	assert_true(json_integer_value(json_object_get(
-			    json_object_get(json_object_get(json_object_get(j, "counters"), "egress"), "pass_new"),
-			    "packets")) >= 1);
+	assert_int_equal(json_integer_value(
+				 json_object_get(json_object_get(json_object_get(j, "counters"),
+								 "device"),
+						 "tx_filtered")),
+			 1);
+	assert_true(
+		json_integer_value(
+			json_object_get(json_object_get(json_object_get(json_object_get(j,
+											"counters"),
+									"egress"),
+							"pass_new"),
+					"packets")) >= 1);
 	json_decref(j);
 	free(r);
 

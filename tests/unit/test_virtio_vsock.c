@@ -74,7 +74,8 @@ static uint64_t alloc_buf(struct fx *f, uint32_t len)
 }
 
 /* Put a chain of `n` buffers on guest queue `qi` (caller holds d->lock). */
-static void add_chain(struct fx *f, int qi, const uint64_t *addr, const uint32_t *len, const int *write, int n)
+static void add_chain(struct fx *f, int qi, const uint64_t *addr, const uint32_t *len,
+		      const int *write, int n)
 {
 	struct gq *q = &f->q[qi];
 	uint16_t head = q->next_desc;
@@ -170,13 +171,20 @@ static struct vsock_hdr rx_hdr(struct fx *f, uint32_t *len, const uint8_t **payl
 }
 
 /* The guest sends one packet on tx: header and payload in two buffers. */
-static void guest_send(struct fx *f, uint16_t op, uint32_t src_port, uint32_t dst_port, const void *data,
-		       uint32_t n, uint32_t buf_alloc, uint32_t fwd_cnt)
+static void guest_send(struct fx *f, uint16_t op, uint32_t src_port, uint32_t dst_port,
+		       const void *data, uint32_t n, uint32_t buf_alloc, uint32_t fwd_cnt)
 {
 	struct vsock_hdr h = {
-		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = src_port, .dst_port = dst_port,
-		.len = n, .type = VSOCK_TYPE_STREAM, .op = op, .flags = f->next_flags,
-		.buf_alloc = buf_alloc, .fwd_cnt = fwd_cnt,
+		.src_cid = CID,
+		.dst_cid = VSOCK_HOST_CID,
+		.src_port = src_port,
+		.dst_port = dst_port,
+		.len = n,
+		.type = VSOCK_TYPE_STREAM,
+		.op = op,
+		.flags = f->next_flags,
+		.buf_alloc = buf_alloc,
+		.fwd_cnt = fwd_cnt,
 	};
 	uint64_t a[2] = { alloc_buf(f, VSOCK_HDR_SIZE), n ? alloc_buf(f, n) : 0 };
 	uint32_t l[2] = { VSOCK_HDR_SIZE, n };
@@ -229,8 +237,8 @@ static int setup(void **state)
 	}
 	f->next_buf = BUF_GPA;
 	f->d->driver_features = 1ULL << VIRTIO_F_VERSION_1;
-	f->d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER | VIRTIO_STATUS_FEATURES_OK |
-		       VIRTIO_STATUS_DRIVER_OK;
+	f->d->status = VIRTIO_STATUS_ACKNOWLEDGE | VIRTIO_STATUS_DRIVER |
+		VIRTIO_STATUS_FEATURES_OK | VIRTIO_STATUS_DRIVER_OK;
 	pthread_mutex_lock(&f->d->lock);
 	assert_int_equal(f->d->ops->activate(f->d), 0);
 	pthread_mutex_unlock(&f->d->lock);
@@ -566,7 +574,8 @@ static void test_rx_batches_host_data(void **state)
 		packets++;
 	}
 	assert_memory_equal(got, data, sizeof(data));
-	assert_true(packets >= (sizeof(data) + RXBUF - VSOCK_HDR_SIZE - 1) / (RXBUF - VSOCK_HDR_SIZE));
+	assert_true(packets >=
+		    (sizeof(data) + RXBUF - VSOCK_HDR_SIZE - 1) / (RXBUF - VSOCK_HDR_SIZE));
 	assert_true(quiet(f, 0, 50));
 	assert_false(f->d->broken);
 	close(fd);
@@ -808,8 +817,13 @@ static void test_short_and_lying_tx(void **state)
 {
 	struct fx *f = *state;
 	struct vsock_hdr h = {
-		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = 1, .dst_port = 2,
-		.len = 1000, .type = VSOCK_TYPE_STREAM, .op = VSOCK_OP_RW,
+		.src_cid = CID,
+		.dst_cid = VSOCK_HOST_CID,
+		.src_port = 1,
+		.dst_port = 2,
+		.len = 1000,
+		.type = VSOCK_TYPE_STREAM,
+		.op = VSOCK_OP_RW,
 	};
 	uint64_t a = alloc_buf(f, 64);
 	uint32_t l = VSOCK_HDR_SIZE + 10, len;
@@ -929,8 +943,14 @@ static void guest_queue(struct fx *f, uint16_t op, uint32_t src, const char *dat
 {
 	uint32_t n = data ? (uint32_t)strlen(data) : 0;
 	struct vsock_hdr h = {
-		.src_cid = CID, .dst_cid = VSOCK_HOST_CID, .src_port = src, .dst_port = 1024,
-		.len = n, .type = VSOCK_TYPE_STREAM, .op = op, .buf_alloc = 65536,
+		.src_cid = CID,
+		.dst_cid = VSOCK_HOST_CID,
+		.src_port = src,
+		.dst_port = 1024,
+		.len = n,
+		.type = VSOCK_TYPE_STREAM,
+		.op = op,
+		.buf_alloc = 65536,
 	};
 	uint64_t a[2] = { alloc_buf(f, VSOCK_HDR_SIZE), n ? alloc_buf(f, n) : 0 };
 	uint32_t l[2] = { VSOCK_HDR_SIZE, n };
@@ -988,7 +1008,8 @@ static void test_last_words_under_the_control_filter(void **state)
 		scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 
 		if (!ctx || seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(socket), 0) < 0 ||
-		    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(connect), 0) < 0 || seccomp_load(ctx) < 0)
+		    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(connect), 0) < 0 ||
+		    seccomp_load(ctx) < 0)
 			_exit(2);
 		f->d->ops->destroy(f->d);
 		_exit(0);
@@ -1037,17 +1058,21 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credit_limits_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_batches_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_update_one_interrupt, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_event_idx_never_rearmed_and_lying, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_event_idx_never_rearmed_and_lying, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_event_idx_wraparound, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_save_gives_back_held_rx_chains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_save_gives_back_held_rx_chains, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_looping_tx_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_and_lying_tx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_words_reach_the_host, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_no_last_words_from_a_broken_driver, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_last_words_under_the_control_filter, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_last_words_from_a_broken_driver, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_last_words_under_the_control_filter, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

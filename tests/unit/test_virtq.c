@@ -42,8 +42,8 @@ static uint8_t *at(struct fx *f, uint64_t gpa)
 }
 
 /* Descriptor `i` of the table at `table` (the queue's own or an indirect one). */
-static void desc_at(struct fx *f, uint64_t table, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
-		    uint16_t next)
+static void desc_at(struct fx *f, uint64_t table, unsigned i, uint64_t addr, uint32_t len,
+		    uint16_t flags, uint16_t next)
 {
 	uint8_t *d = at(f, table + 16ULL * i);
 
@@ -53,7 +53,8 @@ static void desc_at(struct fx *f, uint64_t table, unsigned i, uint64_t addr, uin
 	memcpy(d + 14, &next, 2);
 }
 
-static void desc(struct fx *f, unsigned i, uint64_t addr, uint32_t len, uint16_t flags, uint16_t next)
+static void desc(struct fx *f, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
+		 uint16_t next)
 {
 	desc_at(f, f->q.desc_gpa, i, addr, len, flags, next);
 }
@@ -687,10 +688,10 @@ static void test_need_interrupt_event_idx(void **state)
 
 	f->q.event_idx = 1;
 	set_avail_flags(f, VIRTQ_AVAIL_F_NO_INTERRUPT);
-	assert_int_equal(virtq_push(&f->q, 0, 1), 0); /* used idx 1 */
+	assert_int_equal(virtq_push(&f->q, 0, 1), 0);     /* used idx 1 */
 	assert_int_equal(virtq_need_interrupt(&f->q), 1); /* first one always */
 
-	set_used_event(f, 3); /* "interrupt me when you pass entry 3" */
+	set_used_event(f, 3);                         /* "interrupt me when you pass entry 3" */
 	assert_int_equal(virtq_push(&f->q, 0, 1), 0); /* 2 */
 	assert_int_equal(virtq_need_interrupt(&f->q), 0);
 	assert_int_equal(virtq_push(&f->q, 0, 1), 0); /* 3 */
@@ -889,8 +890,8 @@ static void test_marks_writable_buffers_and_used_ring(void **state)
 	uint64_t *bits;
 
 	assert_int_equal(guest_mem_track(&f->gm), 0);
-	desc(f, 0, BUF, 100, VIRTQ_DESC_F_NEXT, 1);                        /* readable */
-	desc(f, 1, BUF + 0x10000 - 8, 16, VIRTQ_DESC_F_WRITE, 0);          /* writable, two pages */
+	desc(f, 0, BUF, 100, VIRTQ_DESC_F_NEXT, 1);               /* readable */
+	desc(f, 1, BUF + 0x10000 - 8, 16, VIRTQ_DESC_F_WRITE, 0); /* writable, two pages */
 	avail_add(f, 0);
 	assert_int_equal(pop(f), 1);
 	bits = take_marks(f);

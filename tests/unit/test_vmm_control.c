@@ -98,8 +98,9 @@ static void test_call(void **state)
 
 	(void)state;
 	/* The reply may come in pieces and carry more after its newline. */
-	fake_start(&f, "{\"ok\":true,\"state\":\"paused\",\"dir\":\"/x\",\"memory_bytes\":1,\"memory_stored_bytes\":1,"
-		       "\"state_bytes\":2,\"disk_bytes\":3,\"ms\":0.5}\ntrailing");
+	fake_start(&f,
+		   "{\"ok\":true,\"state\":\"paused\",\"dir\":\"/x\",\"memory_bytes\":1,\"memory_stored_bytes\":1,"
+		   "\"state_bytes\":2,\"disk_bytes\":3,\"ms\":0.5}\ntrailing");
 	assert_int_equal(vmm_control_call(f.path, CTL_SNAPSHOT, "/x", true, 5000, &r, &e), 0);
 	fake_stop(&f);
 	assert_string_equal(f.got, "snapshot --compress /x\n");
@@ -128,14 +129,17 @@ static void test_call(void **state)
 		assert_int_equal(vmm_control_call(f.path, CTL_PAUSE, NULL, false, 300, &r, &e), -1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		fake_stop(&f);
-		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+		ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
+			(double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 		assert_int_equal(e.code, API_E_TIMEOUT);
 		assert_non_null(strstr(e.msg, "'pause'"));
 		assert_true(ms >= 250 && ms < 5000);
 	}
 
 	/* No VMM at all. */
-	assert_int_equal(vmm_control_call("/tmp/kiln-ctl-test.none.sock", CTL_PAUSE, NULL, false, 1000, &r, &e), -1);
+	assert_int_equal(vmm_control_call("/tmp/kiln-ctl-test.none.sock", CTL_PAUSE, NULL, false,
+					  1000, &r, &e),
+			 -1);
 	assert_int_equal(e.code, API_E_INTERNAL);
 	assert_non_null(strstr(e.msg, "control socket"));
 }
@@ -151,10 +155,13 @@ static void test_refused_requests(void **state)
 
 	(void)state;
 	/* A newline would end the command and start another. */
-	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "/st/cp\nresume", false, 1000, &r, &e), -1);
+	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "/st/cp\nresume", false, 1000, &r,
+					  &e),
+			 -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_non_null(strstr(e.msg, "control character"));
-	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "relative/cp", false, 1000, &r, &e), -1);
+	assert_int_equal(vmm_control_call(none, CTL_SNAPSHOT, "relative/cp", false, 1000, &r, &e),
+			 -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_non_null(strstr(e.msg, "absolute"));
 	assert_int_equal(vmm_control_firewall(none, "{}\npause", 1000, &cut, NULL, &e), -1);

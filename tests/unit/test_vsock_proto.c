@@ -40,8 +40,14 @@ static int teardown(void **state)
 static struct vsock_hdr pkt(uint16_t op, uint32_t src, uint32_t dst, uint32_t len)
 {
 	struct vsock_hdr h = {
-		.src_cid = GUEST_CID, .dst_cid = VSOCK_HOST_CID, .src_port = src, .dst_port = dst,
-		.len = len, .type = VSOCK_TYPE_STREAM, .op = op, .buf_alloc = 65536,
+		.src_cid = GUEST_CID,
+		.dst_cid = VSOCK_HOST_CID,
+		.src_port = src,
+		.dst_port = dst,
+		.len = len,
+		.type = VSOCK_TYPE_STREAM,
+		.op = op,
+		.buf_alloc = 65536,
 	};
 	return h;
 }
@@ -527,7 +533,8 @@ static void test_connect_parse(void **state)
 	longline[VSOCK_CONNECT_MAX] = '\n';
 	assert_int_equal(vsock_connect_parse(longline, VSOCK_CONNECT_MAX + 1, &port), -EINVAL);
 	longline[VSOCK_CONNECT_MAX - 1] = '\n';
-	assert_int_equal(vsock_connect_parse(longline, VSOCK_CONNECT_MAX, &port), VSOCK_CONNECT_MAX);
+	assert_int_equal(vsock_connect_parse(longline, VSOCK_CONNECT_MAX, &port),
+			 VSOCK_CONNECT_MAX);
 	assert_int_equal(port, 0);
 }
 

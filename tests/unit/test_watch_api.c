@@ -43,8 +43,8 @@ static void test_query(void **state)
 {
 	struct agent_client_watch_opts o;
 	struct query_kv kv[6] = {
-		{ "path", "/workspace" }, { "recursive", "true" }, { "max_watches", "10" }, { "queue", "64" },
-		{ "user", "root" },
+		{ "path", "/workspace" }, { "recursive", "true" }, { "max_watches", "10" },
+		{ "queue", "64" },        { "user", "root" },
 	};
 
 	(void)state;
@@ -66,15 +66,16 @@ static void test_query(void **state)
 	static const struct {
 		const char *key, *value;
 	} bad[] = {
-		{ "recursive", "yes" }, { "recursive", NULL }, { "max_watches", "0" },
+		{ "recursive", "yes" },     { "recursive", NULL },   { "max_watches", "0" },
 		{ "max_watches", "65537" }, { "max_watches", "-1" }, { "max_watches", "0x10" },
-		{ "queue", "15" }, { "queue", "65537" }, { "queue", "" }, { "user", "nobody" },
-		{ "follow", "1" }, { "path", "/second" },
+		{ "queue", "15" },          { "queue", "65537" },    { "queue", "" },
+		{ "user", "nobody" },       { "follow", "1" },       { "path", "/second" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		kv[1] = (struct query_kv){ bad[i].key, bad[i].value };
 		if (watch_q(kv, 2, &o) == API_OK)
-			fail_msg("%s=%s was accepted", bad[i].key, bad[i].value ? bad[i].value : "(none)");
+			fail_msg("%s=%s was accepted", bad[i].key,
+				 bad[i].value ? bad[i].value : "(none)");
 	}
 	kv[1] = (struct query_kv){ "follow", "1" };
 	assert_int_equal(watch_q(kv, 2, &o), API_E_UNKNOWN_FIELD);
@@ -99,16 +100,25 @@ static void test_render(void **state)
 	(void)state;
 	line_is(watch_line_started("/w", true, 3, &len), &len,
 		"{\"type\":\"watching\",\"path\":\"/w\",\"recursive\":true,\"watches\":3}\n");
-	line_is(watch_line_event(&ev, &len), &len, "{\"type\":\"create\",\"seq\":0,\"path\":\"src/a.c\",\"is_dir\":false}\n");
-	ev = (struct agent_client_fs_event){ .kind = AGENT_FS_RENAME, .seq = 7, .path = "d2", .old_path = "d1",
-					     .is_dir = true, .lossy = true };
+	line_is(watch_line_event(&ev, &len), &len,
+		"{\"type\":\"create\",\"seq\":0,\"path\":\"src/a.c\",\"is_dir\":false}\n");
+	ev = (struct agent_client_fs_event){ .kind = AGENT_FS_RENAME,
+					     .seq = 7,
+					     .path = "d2",
+					     .old_path = "d1",
+					     .is_dir = true,
+					     .lossy = true };
 	line_is(watch_line_event(&ev, &len), &len,
 		"{\"type\":\"rename\",\"seq\":7,\"path\":\"d2\",\"old_path\":\"d1\",\"is_dir\":true,\"lossy\":true}\n");
-	ev = (struct agent_client_fs_event){ .kind = AGENT_FS_OVERFLOW, .seq = 8, .reason = "queue", .dropped = 12 };
-	line_is(watch_line_event(&ev, &len), &len, "{\"type\":\"overflow\",\"seq\":8,\"reason\":\"queue\",\"dropped\":12}\n");
+	ev = (struct agent_client_fs_event){
+		.kind = AGENT_FS_OVERFLOW, .seq = 8, .reason = "queue", .dropped = 12
+	};
+	line_is(watch_line_event(&ev, &len), &len,
+		"{\"type\":\"overflow\",\"seq\":8,\"reason\":\"queue\",\"dropped\":12}\n");
 	ev.kind = AGENT_FS_KIND_COUNT;
 	assert_null(watch_line_event(&ev, &len));
-	line_is(watch_line_end("deleted", NULL, &len), &len, "{\"type\":\"end\",\"reason\":\"deleted\"}\n");
+	line_is(watch_line_end("deleted", NULL, &len), &len,
+		"{\"type\":\"end\",\"reason\":\"deleted\"}\n");
 	line_is(watch_line_end("sandbox_stopped", "hibernated", &len), &len,
 		"{\"type\":\"end\",\"reason\":\"sandbox_stopped\",\"state\":\"hibernated\"}\n");
 }
@@ -126,9 +136,10 @@ static void test_cli_parse(void **state)
 	assert_string_equal(r.id, "box");
 	assert_string_equal(r.path, "/work space");
 	assert_string_equal(r.query, "?path=/work%20space&recursive=true");
-	assert_int_equal(cli_fs_parse(9, ARGV("watch", "box", "/w", "--max-watches", "5", "--queue", "64",
-						    "--user", "root"),
-					    &g, &r, &e),
+	assert_int_equal(cli_fs_parse(9,
+				      ARGV("watch", "box", "/w", "--max-watches", "5", "--queue",
+					   "64", "--user", "root"),
+				      &g, &r, &e),
 			 0);
 	assert_string_equal(r.query, "?path=/w&max_watches=5&queue=64&user=root");
 
@@ -141,7 +152,8 @@ static void test_cli_parse(void **state)
 	assert_int_equal(cli_fs_parse(3, ARGV("watch", "bad/id", "/w"), &g, &r, &e), -1);
 	assert_int_equal(cli_fs_parse(4, ARGV("watch", "box", "/w", "/x"), &g, &r, &e), -1);
 	assert_string_equal(e.msg, "unexpected argument '/x'");
-	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--queue", "lots", "box:/w"), &g, &r, &e), -1);
+	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--queue", "lots", "box:/w"), &g, &r, &e),
+			 -1);
 	assert_string_equal(e.msg, "--queue 'lots': expected a whole number");
 	assert_int_equal(cli_fs_parse(4, ARGV("watch", "--max-watches", "0", "box:/w"), &g, &r, &e),
 			 -1);
@@ -159,7 +171,8 @@ static int collect(void *arg, int fd, const void *p, size_t n)
 {
 	struct sink *s = arg;
 	char *buf = fd == 1 ? s->out : s->err;
-	size_t *len = fd == 1 ? &s->nout : &s->nerr, cap = fd == 1 ? sizeof(s->out) : sizeof(s->err);
+	size_t *len = fd == 1 ? &s->nout : &s->nerr,
+	       cap = fd == 1 ? sizeof(s->out) : sizeof(s->err);
 
 	if (s->broken)
 		return -EPIPE;
@@ -195,12 +208,19 @@ static void test_cli_output(void **state)
 	/* Any split of the stream gives the same output. */
 	cli_watch_out_init(&o, false, collect, &s);
 	for (size_t i = 0; i < sizeof(stream) - 1; i += 7)
-		assert_int_equal(cli_watch_out_feed(&o, stream + i, i + 7 < sizeof(stream) - 1 ? 7 : sizeof(stream) - 1 - i), 0);
+		assert_int_equal(cli_watch_out_feed(&o, stream + i,
+						    i + 7 < sizeof(stream) - 1
+							    ? 7
+							    : sizeof(stream) - 1 - i),
+				 0);
 	assert_int_equal(cli_watch_out_end(&o), 0);
-	assert_string_equal(s.out, "create  a.txt\nmodify  a.txt\nrename  a.txt -> b.txt\ncreate  sub/\ndelete  b.txt\n"
-				   "overflow  7 events lost (queue); rescan to catch up\n");
-	assert_string_equal(s.err, "kiln: watching /w (recursive, 2 directories); Ctrl-C ends\n"
-				   "kiln: the watch ended: deleted\n");
+	assert_string_equal(
+		s.out,
+		"create  a.txt\nmodify  a.txt\nrename  a.txt -> b.txt\ncreate  sub/\ndelete  b.txt\n"
+		"overflow  7 events lost (queue); rescan to catch up\n");
+	assert_string_equal(s.err,
+			    "kiln: watching /w (recursive, 2 directories); Ctrl-C ends\n"
+			    "kiln: the watch ended: deleted\n");
 	cli_watch_out_free(&o);
 
 	/* --json: the lines as sent, nothing on stderr. */
@@ -222,7 +242,10 @@ static void test_cli_output_bad(void **state)
 	(void)state;
 	/* An error event: kilnd's code and message. */
 	cli_watch_out_init(&o, false, collect, &s);
-	assert_int_equal(feed_str(&o, "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"gone\"}}\n"), -1);
+	assert_int_equal(
+		feed_str(&o,
+			 "{\"type\":\"error\",\"error\":{\"code\":\"agent_unavailable\",\"message\":\"gone\"}}\n"),
+		-1);
 	assert_string_equal(o.fail.code, "agent_unavailable");
 	assert_string_equal(o.fail.msg, "gone");
 	assert_int_equal(cli_watch_out_end(&o), -1);
@@ -233,16 +256,21 @@ static void test_cli_output_bad(void **state)
 	assert_string_equal(o.fail.code, "bad_stream");
 	cli_watch_out_free(&o);
 	cli_watch_out_init(&o, false, collect, &s);
-	assert_int_equal(feed_str(&o, "{\"type\":\"create\",\"seq\":0,\"path\":\"x\",\"is_dir\":false}\n{\"ty"), 0);
+	assert_int_equal(
+		feed_str(&o,
+			 "{\"type\":\"create\",\"seq\":0,\"path\":\"x\",\"is_dir\":false}\n{\"ty"),
+		0);
 	assert_int_equal(cli_watch_out_end(&o), -1);
 	assert_string_equal(o.fail.msg, "kilnd's watch stream is broken: it ended inside a line");
 	cli_watch_out_free(&o);
 	cli_watch_out_init(&o, false, collect, &s);
 	assert_int_equal(cli_watch_out_end(&o), -1);
-	assert_string_equal(o.fail.msg, "kilnd's watch stream is broken: it ended without its end event");
+	assert_string_equal(o.fail.msg,
+			    "kilnd's watch stream is broken: it ended without its end event");
 	cli_watch_out_free(&o);
 	cli_watch_out_init(&o, false, collect, &s);
-	assert_int_equal(feed_str(&o, "{\"type\":\"end\",\"reason\":\"x\"}\n{\"type\":\"end\"}\n"), -1);
+	assert_int_equal(feed_str(&o, "{\"type\":\"end\",\"reason\":\"x\"}\n{\"type\":\"end\"}\n"),
+			 -1);
 	cli_watch_out_free(&o);
 	/* An event without its path. */
 	cli_watch_out_init(&o, false, collect, &s);
@@ -254,13 +282,17 @@ static void test_cli_output_bad(void **state)
 	memset(big, 'a', CLI_WATCH_LINE_MAX + 1);
 	cli_watch_out_init(&o, false, collect, &s);
 	assert_int_equal(cli_watch_out_feed(&o, big, CLI_WATCH_LINE_MAX + 1), -1);
-	assert_string_equal(o.fail.msg, "kilnd's watch stream is broken: a line longer than 64 KiB");
+	assert_string_equal(o.fail.msg,
+			    "kilnd's watch stream is broken: a line longer than 64 KiB");
 	cli_watch_out_free(&o);
 	free(big);
 	/* A name with a terminal escape is printed harmless. */
 	memset(&s, 0, sizeof(s));
 	cli_watch_out_init(&o, false, collect, &s);
-	assert_int_equal(feed_str(&o, "{\"type\":\"create\",\"seq\":0,\"path\":\"a\\u001b[2Jb\\nc\",\"is_dir\":false}\n"), 0);
+	assert_int_equal(
+		feed_str(&o,
+			 "{\"type\":\"create\",\"seq\":0,\"path\":\"a\\u001b[2Jb\\nc\",\"is_dir\":false}\n"),
+		0);
 	assert_string_equal(s.out, "create  a?[2Jb?c\n");
 	cli_watch_out_free(&o);
 	/* Our reader went away. */
@@ -274,9 +306,9 @@ static void test_cli_output_bad(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_query),
-		cmocka_unit_test(test_render),	   cmocka_unit_test(test_cli_parse),
-		cmocka_unit_test(test_cli_output), cmocka_unit_test(test_cli_output_bad),
+		cmocka_unit_test(test_query),          cmocka_unit_test(test_render),
+		cmocka_unit_test(test_cli_parse),      cmocka_unit_test(test_cli_output),
+		cmocka_unit_test(test_cli_output_bad),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -59,21 +59,23 @@ int bzimage_parse(const uint8_t *img, size_t len, struct bzimage_info *out, stru
 	       hdr_end - SETUP_HDR_OFF < sizeof(h) ? hdr_end - SETUP_HDR_OFF : sizeof(h));
 	if (h.version < MIN_PROTOCOL)
 		return err_set(e, ENOEXEC,
-				 "bzImage boot protocol %u.%02u is too old: kiln needs 2.12+ (Linux 3.8+)",
-				 h.version >> 8, h.version & 0xff);
+			       "bzImage boot protocol %u.%02u is too old: kiln needs 2.12+ (Linux 3.8+)",
+			       h.version >> 8, h.version & 0xff);
 	if (hdr_end < SETUP_HDR_OFF + offsetof(struct setup_header, init_size) + 4)
-		return err_set(e, ENOEXEC, "bzImage setup header too short for protocol %#x", h.version);
+		return err_set(e, ENOEXEC, "bzImage setup header too short for protocol %#x",
+			       h.version);
 	if (!(h.xloadflags & XLF_KERNEL_64_BIT))
 		return err_set(e, ENOEXEC, "bzImage has no 64-bit entry point (a 32-bit kernel?)");
 	sects = h.setup_sects ? h.setup_sects : 4;
 	out->setup_len = (sects + 1) * 512;
 	if (out->setup_len >= len)
 		return err_set(e, ENOEXEC, "bzImage truncated: %zu bytes, setup alone is %zu", len,
-				 out->setup_len);
+			       out->setup_len);
 	out->pm_len = len - out->setup_len;
 	if ((uint64_t)h.syssize * 16 > out->pm_len)
-		return err_set(e, ENOEXEC, "bzImage truncated: kernel needs %llu bytes, file has %zu",
-				 (unsigned long long)h.syssize * 16, out->pm_len);
+		return err_set(e, ENOEXEC,
+			       "bzImage truncated: kernel needs %llu bytes, file has %zu",
+			       (unsigned long long)h.syssize * 16, out->pm_len);
 	out->version = h.version;
 	out->hdr_end = hdr_end;
 	out->pref_address = h.pref_address;
@@ -90,7 +92,8 @@ static int pvh_note(const uint8_t *img, size_t off, size_t size, struct pvh_info
 	size_t end = off + size;
 
 	while (end - off >= 12) {
-		uint32_t namesz = le_get32(img + off), descsz = le_get32(img + off + 4), type = le_get32(img + off + 8);
+		uint32_t namesz = le_get32(img + off), descsz = le_get32(img + off + 4),
+			 type = le_get32(img + off + 8);
 		size_t name = off + 12;
 		size_t desc, next;
 
@@ -101,8 +104,8 @@ static int pvh_note(const uint8_t *img, size_t off, size_t size, struct pvh_info
 		if (desc > end || descsz > end - desc)
 			return -1;
 		next = desc + ((descsz + 3u) & ~3u);
-		if (type == XEN_ELFNOTE_PHYS32_ENTRY && namesz == 4 && memcmp(img + name, "Xen", 4) == 0 &&
-		    (descsz == 4 || descsz == 8)) {
+		if (type == XEN_ELFNOTE_PHYS32_ENTRY && namesz == 4 &&
+		    memcmp(img + name, "Xen", 4) == 0 && (descsz == 4 || descsz == 8)) {
 			out->entry = le_get32(img + desc);
 			return 1;
 		}
@@ -124,7 +127,8 @@ int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *
 	memcpy(&eh, img, sizeof(eh));
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    eh.e_machine != EM_X86_64)
-		return err_set(e, ENOEXEC, "ELF vmlinux is not a 64-bit little-endian x86-64 image");
+		return err_set(e, ENOEXEC,
+			       "ELF vmlinux is not a 64-bit little-endian x86-64 image");
 	if (eh.e_type != ET_EXEC)
 		return err_set(e, ENOEXEC, "ELF file is not an executable vmlinux");
 	if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum == 0 || eh.e_phoff > len ||
@@ -136,16 +140,20 @@ int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *
 
 		memcpy(&ph, img + eh.e_phoff + (size_t)i * sizeof(ph), sizeof(ph));
 		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset)
-			return err_set(e, ENOEXEC, "ELF segment %d lies outside the file (truncated?)", i);
+			return err_set(e, ENOEXEC,
+				       "ELF segment %d lies outside the file (truncated?)", i);
 		if (ph.p_type == PT_LOAD) {
 			if (ph.p_filesz > ph.p_memsz)
-				return err_set(e, ENOEXEC, "ELF segment %d: file size exceeds memory size", i);
+				return err_set(e, ENOEXEC,
+					       "ELF segment %d: file size exceeds memory size", i);
 			if (out->nseg == PVH_MAX_SEGMENTS)
-				return err_set(e, ENOEXEC, "ELF vmlinux has more than %d loadable segments",
-						 PVH_MAX_SEGMENTS);
-			out->seg[out->nseg++] = (struct pvh_segment){
-				.offset = ph.p_offset, .filesz = ph.p_filesz, .paddr = ph.p_paddr, .memsz = ph.p_memsz
-			};
+				return err_set(e, ENOEXEC,
+					       "ELF vmlinux has more than %d loadable segments",
+					       PVH_MAX_SEGMENTS);
+			out->seg[out->nseg++] = (struct pvh_segment){ .offset = ph.p_offset,
+								      .filesz = ph.p_filesz,
+								      .paddr = ph.p_paddr,
+								      .memsz = ph.p_memsz };
 		} else if (ph.p_type == PT_NOTE && !found) {
 			int r = pvh_note(img, ph.p_offset, ph.p_filesz, out);
 
@@ -155,7 +163,9 @@ int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *
 		}
 	}
 	if (!found)
-		return err_set(e, ENOEXEC, "vmlinux has no PVH entry note: build it with CONFIG_PVH=y, or boot the bzImage");
+		return err_set(
+			e, ENOEXEC,
+			"vmlinux has no PVH entry note: build it with CONFIG_PVH=y, or boot the bzImage");
 	if (out->nseg == 0)
 		return err_set(e, ENOEXEC, "ELF vmlinux has no loadable segment");
 	return 0;
@@ -168,20 +178,22 @@ static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec
 	uint64_t top = gm->low_size < max_end ? gm->low_size : max_end;
 
 	if (spec->initrd_len > top || ((top - spec->initrd_len) & ~0xfffULL) < floor)
-		return err_set(e, ENOMEM,
-				 "initrd (%zu KiB) does not fit in guest RAM beside the kernel: raise --mem",
-				 spec->initrd_len >> 10);
+		return err_set(
+			e, ENOMEM,
+			"initrd (%zu KiB) does not fit in guest RAM beside the kernel: raise --mem",
+			spec->initrd_len >> 10);
 	*addr = (top - spec->initrd_len) & ~0xfffULL;
-	return guest_mem_place_file(gm, *addr, spec->initrd, spec->initrd_len, spec->initrd_fd > 0 ? spec->initrd_fd : -1, 0);
+	return guest_mem_place_file(gm, *addr, spec->initrd, spec->initrd_len,
+				    spec->initrd_fd > 0 ? spec->initrd_fd : -1, 0);
 }
 
-static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t max,
-			struct err *e)
+static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t max, struct err *e)
 {
 	size_t n = strlen(cmdline);
 
 	if (n > max)
-		return err_set(e, E2BIG, "kernel command line is %zu bytes, the kernel accepts %zu", n, max);
+		return err_set(e, E2BIG, "kernel command line is %zu bytes, the kernel accepts %zu",
+			       n, max);
 	return guest_mem_write(gm, LAYOUT_CMDLINE, cmdline, n + 1);
 }
 
@@ -202,8 +214,9 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 */
 	load = bi.pref_address >= LAYOUT_HIMEM ? bi.pref_address : LAYOUT_HIMEM;
 	if (__builtin_add_overflow(load, (uint64_t)bi.init_size, &end) || end > gm->low_size)
-		return err_set(e, ENOMEM, "guest RAM too small: the kernel needs %llu MiB to boot: raise --mem",
-				 (unsigned long long)((end + (1 << 20) - 1) >> 20));
+		return err_set(e, ENOMEM,
+			       "guest RAM too small: the kernel needs %llu MiB to boot: raise --mem",
+			       (unsigned long long)((end + (1 << 20) - 1) >> 20));
 	/*
 	 * Copied, not mapped: the decompressor overwrites this area at once, and
 	 * copy-on-write faults page by page cost more than one copy (measured
@@ -223,7 +236,8 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 		return err_set(e, ENOMEM, "guest RAM too small for the zero page");
 	memset(zp, 0, sizeof(*zp));
 	memcpy(&zp->hdr, spec->kernel + SETUP_HDR_OFF,
-	       bi.hdr_end - SETUP_HDR_OFF < sizeof(zp->hdr) ? bi.hdr_end - SETUP_HDR_OFF : sizeof(zp->hdr));
+	       bi.hdr_end - SETUP_HDR_OFF < sizeof(zp->hdr) ? bi.hdr_end - SETUP_HDR_OFF
+							    : sizeof(zp->hdr));
 	zp->hdr.type_of_loader = LOADER_UNDEFINED;
 	zp->hdr.loadflags |= CAN_USE_HEAP;
 	zp->hdr.heap_end_ptr = HEAP_END - 0x200;
@@ -255,8 +269,8 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	return 0;
 }
 
-static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, struct boot_entry *out,
-		    struct err *e)
+static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec,
+		    struct boot_entry *out, struct err *e)
 {
 	struct pvh_info pi;
 	struct hvm_start_info si = { .magic = HVM_START_MAGIC, .version = 1 };
@@ -272,12 +286,14 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 		uint8_t *dst = guest_mem_ptr(gm, s->paddr, s->memsz);
 
 		if (!dst || s->paddr < LAYOUT_HIMEM)
-			return err_set(e, ENOMEM,
-					 "vmlinux segment at %#llx (+%llu MiB) is outside guest RAM: raise --mem",
-					 (unsigned long long)s->paddr, (unsigned long long)(s->memsz >> 20));
+			return err_set(
+				e, ENOMEM,
+				"vmlinux segment at %#llx (+%llu MiB) is outside guest RAM: raise --mem",
+				(unsigned long long)s->paddr, (unsigned long long)(s->memsz >> 20));
 		if (guest_mem_place_file(gm, s->paddr, spec->kernel + s->offset, s->filesz,
-				  spec->kernel_fd > 0 ? spec->kernel_fd : -1, s->offset))
-			return err_set(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM", i);
+					 spec->kernel_fd > 0 ? spec->kernel_fd : -1, s->offset))
+			return err_set(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM",
+				       i);
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
 		if (s->paddr + s->memsz > end)
 			end = s->paddr + s->memsz;
@@ -288,15 +304,17 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 	 * it execute unloaded RAM or the MMIO hole (a KVM emulation failure
 	 * instead of a clear refusal). Found by fuzz_boot. */
 	if (!entry_loaded)
-		return err_set(e, ENOEXEC, "PVH entry point %#x lies outside the vmlinux's loadable segments",
-				 pi.entry);
+		return err_set(e, ENOEXEC,
+			       "PVH entry point %#x lies outside the vmlinux's loadable segments",
+			       pi.entry);
 	if ((err = load_cmdline(gm, spec->cmdline, PVH_CMDLINE_MAX, e)))
 		return err;
 	si.cmdline_paddr = LAYOUT_CMDLINE;
 	if (spec->initrd) {
 		struct hvm_modlist_entry mod = { 0 };
 
-		if ((err = place_initrd(gm, spec, GUEST_MEM_MMIO_HOLE_START, end, &out->initrd_addr, e)))
+		if ((err = place_initrd(gm, spec, GUEST_MEM_MMIO_HOLE_START, end, &out->initrd_addr,
+					e)))
 			return err;
 		mod.paddr = out->initrd_addr;
 		mod.size = spec->initrd_len;
@@ -309,7 +327,9 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec, st
 	if (n < 0)
 		return err_set(e, ENOMEM, "guest RAM too small for a memory map");
 	for (int i = 0; i < n; i++)
-		mm[i] = (struct hvm_memmap_entry){ .addr = map[i].addr, .size = map[i].size, .type = map[i].type };
+		mm[i] = (struct hvm_memmap_entry){ .addr = map[i].addr,
+						   .size = map[i].size,
+						   .type = map[i].type };
 	if (guest_mem_write(gm, PVH_MEMMAP, mm, (uint64_t)n * sizeof(mm[0])))
 		return err_set(e, ENOMEM, "guest RAM too small for the PVH memory map");
 	si.memmap_paddr = PVH_MEMMAP;
@@ -343,7 +363,7 @@ int linux_load(const struct guest_mem *gm, const struct boot_spec *spec, struct 
 	memset(out, 0, sizeof(*out));
 	if (gm->low_size < 2 * LAYOUT_HIMEM)
 		return err_set(e, ENOMEM, "guest RAM of %llu KiB is too small to boot Linux",
-				 (unsigned long long)(gm->low_size >> 10));
+			       (unsigned long long)(gm->low_size >> 10));
 	if (is_elf(spec->kernel, spec->kernel_len))
 		return load_pvh(gm, spec, out, e);
 	return load_bzimage(gm, spec, out, e);

@@ -20,13 +20,13 @@ enum boot_kind { BOOT_BZIMAGE, BOOT_PVH };
 
 /* What the setup header of a bzImage says (Documentation/x86/boot.rst). */
 struct bzimage_info {
-	uint16_t version;       /* boot protocol version, e.g. 0x020f */
-	size_t setup_len;       /* bytes of real-mode setup incl. boot sector */
-	size_t pm_len;          /* bytes of protected-mode kernel after it */
-	size_t hdr_end;         /* end offset of the setup header in the image */
-	uint64_t pref_address;  /* where the kernel wants to run */
-	uint32_t init_size;     /* bytes it needs from there while booting */
-	uint32_t cmdline_size;  /* longest command line, without the NUL */
+	uint16_t version;      /* boot protocol version, e.g. 0x020f */
+	size_t setup_len;      /* bytes of real-mode setup incl. boot sector */
+	size_t pm_len;         /* bytes of protected-mode kernel after it */
+	size_t hdr_end;        /* end offset of the setup header in the image */
+	uint64_t pref_address; /* where the kernel wants to run */
+	uint32_t init_size;    /* bytes it needs from there while booting */
+	uint32_t cmdline_size; /* longest command line, without the NUL */
 	uint32_t initrd_addr_max;
 };
 

@@ -15,7 +15,7 @@
 #define LAYOUT_ZERO_PAGE 0x7000ULL /* struct boot_params for the 64-bit entry */
 #define LAYOUT_PML4 0x9000ULL      /* identity page tables for the 64-bit entry */
 #define LAYOUT_PDPT 0xa000ULL
-#define LAYOUT_PD 0xb000ULL        /* 4 pages: 4 GiB in 2 MiB pages */
+#define LAYOUT_PD 0xb000ULL /* 4 pages: 4 GiB in 2 MiB pages */
 #define LAYOUT_CMDLINE 0x20000ULL
 #define LAYOUT_CMDLINE_MAX 0x10000ULL
 #define LAYOUT_EBDA_START 0x9fc00ULL /* MP floating pointer + config table */

@@ -24,7 +24,7 @@
 size_t mptable_size(int ncpus)
 {
 	return FPS_LEN + HDR_LEN + (size_t)ncpus * CPU_LEN + SMALL_LEN /* bus */ +
-	       SMALL_LEN /* ioapic */ + MPTABLE_IOAPIC_PINS * SMALL_LEN + 2 * SMALL_LEN /* lint */;
+		SMALL_LEN /* ioapic */ + MPTABLE_IOAPIC_PINS * SMALL_LEN + 2 * SMALL_LEN /* lint */;
 }
 
 uint8_t mptable_checksum(const uint8_t *buf, size_t len)
@@ -46,8 +46,8 @@ static void put32(uint8_t *p, uint32_t v)
 	memcpy(p, &v, 4);
 }
 
-static uint8_t *small(uint8_t *p, uint8_t type, uint8_t a, uint16_t flags, uint8_t bus,
-		      uint8_t irq, uint8_t dst, uint8_t pin)
+static uint8_t *small(uint8_t *p, uint8_t type, uint8_t a, uint16_t flags, uint8_t bus, uint8_t irq,
+		      uint8_t dst, uint8_t pin)
 {
 	p[0] = type;
 	p[1] = a;

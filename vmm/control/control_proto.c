@@ -12,8 +12,9 @@
 #include "lib/base/text_clean.h"
 #include "lib/netrules/net_rules.h"
 
-_Static_assert(CONTROL_RULES_MAX == NET_RULES_TEXT_MAX,
-	       "firewall-set carries a whole rule set: CONTROL_RULES_MAX is net_rules.h's NET_RULES_TEXT_MAX");
+_Static_assert(
+	CONTROL_RULES_MAX == NET_RULES_TEXT_MAX,
+	"firewall-set carries a whole rule set: CONTROL_RULES_MAX is net_rules.h's NET_RULES_TEXT_MAX");
 
 static const char *const op_names[] = {
 	[CTL_PAUSE] = "pause",
@@ -57,11 +58,14 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 	else if (strcmp(line, "firewall-get") == 0)
 		out->op = CTL_FIREWALL_GET;
 	else
-		return fail(why, n, "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get)",
+		return fail(why, n,
+			    "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get)",
 			    line);
 	if (out->op == CTL_FIREWALL_SET) {
 		if (!rest || !*rest)
-			return fail(why, n, "control: firewall-set needs a rule set: firewall-set {\"allow\":[...]} on one line%s", "");
+			return fail(why, n,
+				    "control: firewall-set needs a rule set: firewall-set {\"allow\":[...]} on one line%s",
+				    "");
 		out->json = rest;
 		return 0;
 	}
@@ -78,18 +82,25 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 		char *end = strchr(rest + 7, ' ');
 
 		if (!end)
-			return fail(why, n, "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s", "");
-		if (end == rest + 7 || end - (rest + 7) > CONTROL_BASE_MAX || memchr(rest + 7, '/', (size_t)(end - rest - 7)))
-			return fail(why, n, "control: snapshot --base takes a sibling directory's name (1..63 bytes, no '/'): snapshot [--compress] [--base NAME] DIR%s",
+			return fail(why, n,
+				    "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s",
+				    "");
+		if (end == rest + 7 || end - (rest + 7) > CONTROL_BASE_MAX ||
+		    memchr(rest + 7, '/', (size_t)(end - rest - 7)))
+			return fail(why, n,
+				    "control: snapshot --base takes a sibling directory's name (1..63 bytes, no '/'): snapshot [--compress] [--base NAME] DIR%s",
 				    "");
 		*end = 0;
 		out->base = rest + 7;
 		rest = end + 1;
 	}
 	if (!rest || !*rest)
-		return fail(why, n, "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s", "");
+		return fail(why, n,
+			    "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s",
+			    "");
 	if (rest[0] != '/')
-		return fail(why, n, "control: snapshot directory '%.200s' must be an absolute path", rest);
+		return fail(why, n, "control: snapshot directory '%.200s' must be an absolute path",
+			    rest);
 	out->dir = rest;
 	return 0;
 }
@@ -155,7 +166,8 @@ size_t control_reply_max(enum control_op op)
 	return op == CTL_FIREWALL_GET ? CONTROL_REPLY_MAX : CONTROL_SHORT_REPLY_MAX;
 }
 
-static int __attribute__((format(printf, 4, 5))) failf(int err, char *why, size_t n, const char *fmt, ...)
+static int __attribute__((format(printf, 4, 5)))
+failf(int err, char *why, size_t n, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -182,27 +194,33 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, char *wh
 	*arg = NULL;
 	if (cmd->op == CTL_SNAPSHOT) {
 		if (!cmd->dir || cmd->dir[0] != '/')
-			return failf(-EINVAL, why, n, "snapshot directory '%.200s' must be an absolute path",
+			return failf(-EINVAL, why, n,
+				     "snapshot directory '%.200s' must be an absolute path",
 				     cmd->dir ? cmd->dir : "(none)");
 		/* The line ends at the first newline: a directory with one (or
 		 * any control character) would be cut or refused by kiln-vmm. */
 		if (control_char_at(cmd->dir) >= 0)
-			return failf(-EINVAL, why, n, "snapshot directory '%.200s' holds a control character",
+			return failf(-EINVAL, why, n,
+				     "snapshot directory '%.200s' holds a control character",
 				     cmd->dir);
-		if (cmd->base && (!*cmd->base || strlen(cmd->base) > CONTROL_BASE_MAX || strpbrk(cmd->base, "/ ") ||
-				  control_char_at(cmd->base) >= 0))
-			return failf(-EINVAL, why, n, "snapshot base '%.80s' is not a directory name (1..%d bytes, no '/' or space)",
+		if (cmd->base &&
+		    (!*cmd->base || strlen(cmd->base) > CONTROL_BASE_MAX ||
+		     strpbrk(cmd->base, "/ ") || control_char_at(cmd->base) >= 0))
+			return failf(-EINVAL, why, n,
+				     "snapshot base '%.80s' is not a directory name (1..%d bytes, no '/' or space)",
 				     cmd->base, CONTROL_BASE_MAX);
 		*arg = cmd->dir;
 	} else if (cmd->op == CTL_FIREWALL_SET) {
 		len = cmd->json ? strlen(cmd->json) : 0;
 		if (len == 0 || len > CONTROL_RULES_MAX)
-			return failf(-EINVAL, why, n, "kiln-vmm control: a rule set of %zu bytes (1..%d)", len,
+			return failf(-EINVAL, why, n,
+				     "kiln-vmm control: a rule set of %zu bytes (1..%d)", len,
 				     CONTROL_RULES_MAX);
 		at = control_char_at(cmd->json);
 		if (at >= 0)
 			return failf(-EINVAL, why, n,
-				     "kiln-vmm control: the rule set holds a control character at byte %ld", at);
+				     "kiln-vmm control: the rule set holds a control character at byte %ld",
+				     at);
 		*arg = cmd->json;
 	}
 	return 0;
@@ -218,7 +236,8 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 	*line = NULL;
 	*len = 0;
 	if ((unsigned)cmd->op >= sizeof(op_names) / sizeof(op_names[0]))
-		return failf(-ENOTSUP, why, n, "kiln-vmm control: unknown operation %d", (int)cmd->op);
+		return failf(-ENOTSUP, why, n, "kiln-vmm control: unknown operation %d",
+			     (int)cmd->op);
 	r = request_arg(cmd, &arg, why, n);
 	if (r)
 		return r;
@@ -226,13 +245,16 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 	/* "<op>" [" --compress"] [" --base " base] [" " arg] "\n" */
 	base = cmd->op == CTL_SNAPSHOT ? cmd->base : NULL;
 	need = strlen(name) + (arg ? 1 + strlen(arg) : 0) +
-	       (cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) + (base ? 8 + strlen(base) : 0) + 1;
+		(cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) +
+		(base ? 8 + strlen(base) : 0) + 1;
 	if (need > CONTROL_LINE_MAX)
-		return failf(-EINVAL, why, n, "kiln-vmm control: command too long (%zu bytes)", need - 1);
+		return failf(-EINVAL, why, n, "kiln-vmm control: command too long (%zu bytes)",
+			     need - 1);
 	l = malloc(need + 1);
 	if (!l)
 		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
-	snprintf(l, need + 1, "%s%s%s%s%s%s\n", name, cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
+	snprintf(l, need + 1, "%s%s%s%s%s%s\n", name,
+		 cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
 		 base ? " --base " : "", base ? base : "", arg ? " " : "", arg ? arg : "");
 	*line = l;
 	*len = need;
@@ -245,7 +267,8 @@ static int get_u64(json_t *o, const char *key, uint64_t *out, char *why, size_t 
 	struct json_field_fail f;
 
 	if (json_field_uint(o, key, true, 0, UINT64_MAX, 0, out, &f))
-		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid '%s'", key);
+		return failf(-EPROTO, why, n,
+			     "kiln-vmm control: snapshot reply without a valid '%s'", key);
 	return 0;
 }
 
@@ -262,14 +285,17 @@ static int ok_reply(const char *line, const char *op, json_t **out, char *why, s
 
 	*out = NULL;
 	if (!json_is_object(o)) {
-		r = failf(-EPROTO, why, n, "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
+		r = failf(-EPROTO, why, n,
+			  "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
 			  line);
 	} else if (!json_is_boolean(ok = json_object_get(o, "ok"))) {
-		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
+		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply without 'ok': '%.120s'",
+			  line);
 	} else if (!json_is_true(ok)) {
 		const char *msg = json_string_value(json_object_get(o, "error"));
 
-		r = failf(-EREMOTEIO, why, n, "kiln-vmm: %s", msg ? msg : "the command failed (no message)");
+		r = failf(-EREMOTEIO, why, n, "kiln-vmm: %s",
+			  msg ? msg : "the command failed (no message)");
 	} else {
 		*out = o;
 		return 0;
@@ -278,37 +304,43 @@ static int ok_reply(const char *line, const char *op, json_t **out, char *why, s
 	return r;
 }
 
-static int state_reply(json_t *o, const char *line, enum control_op op, struct control_reply *out, char *why,
-		       size_t n)
+static int state_reply(json_t *o, const char *line, enum control_op op, struct control_reply *out,
+		       char *why, size_t n)
 {
 	const char *state = json_string_value(json_object_get(o, "state"));
 	json_t *ms, *base;
 
 	if (!state || (strcmp(state, "running") && strcmp(state, "paused")))
-		return failf(-EPROTO, why, n, "kiln-vmm control: a reply without a valid 'state': '%.120s'", line);
+		return failf(-EPROTO, why, n,
+			     "kiln-vmm control: a reply without a valid 'state': '%.120s'", line);
 	out->paused = strcmp(state, "paused") == 0;
 	if (op != CTL_SNAPSHOT)
 		return 0;
 	if (get_u64(o, "memory_bytes", &out->memory_bytes, why, n) ||
 	    get_u64(o, "memory_stored_bytes", &out->memory_stored_bytes, why, n) ||
-	    get_u64(o, "state_bytes", &out->state_bytes, why, n) || get_u64(o, "disk_bytes", &out->disk_bytes, why, n))
+	    get_u64(o, "state_bytes", &out->state_bytes, why, n) ||
+	    get_u64(o, "disk_bytes", &out->disk_bytes, why, n))
 		return -EPROTO;
 	ms = json_object_get(o, "ms");
 	if (!json_is_number(ms) || json_number_value(ms) < 0)
-		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply without a valid 'ms'");
+		return failf(-EPROTO, why, n,
+			     "kiln-vmm control: snapshot reply without a valid 'ms'");
 	out->ms = json_number_value(ms);
 	base = json_object_get(o, "base");
-	if (json_is_string(base) && json_string_length(base) >= 1 && json_string_length(base) <= CONTROL_BASE_MAX &&
-	    !strchr(json_string_value(base), '/'))
+	if (json_is_string(base) && json_string_length(base) >= 1 &&
+	    json_string_length(base) <= CONTROL_BASE_MAX && !strchr(json_string_value(base), '/'))
 		snprintf(out->base, sizeof(out->base), "%s", json_string_value(base));
 	else if (base && !json_is_null(base))
-		return failf(-EPROTO, why, n, "kiln-vmm control: snapshot reply with a 'base' that is not a name or null");
+		return failf(
+			-EPROTO, why, n,
+			"kiln-vmm control: snapshot reply with a 'base' that is not a name or null");
 	if (out->base[0] && get_u64(o, "dirty_pages", &out->dirty_pages, why, n))
 		return -EPROTO;
 	return 0;
 }
 
-static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, char *why, size_t n)
+static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, char *why,
+			  size_t n)
 {
 	struct json_field_fail f;
 	json_t *rules, *ctr;
@@ -316,21 +348,24 @@ static int firewall_reply(json_t *o, enum control_op op, struct control_reply *o
 
 	if (op == CTL_FIREWALL_SET) {
 		if (json_field_uint(o, "cut", true, 0, SIZE_MAX, 0, &cut, &f))
-			return failf(-EPROTO, why, n, "kiln-vmm control: firewall-set reply without a valid 'cut'");
+			return failf(-EPROTO, why, n,
+				     "kiln-vmm control: firewall-set reply without a valid 'cut'");
 		out->cut = (size_t)cut;
 		return 0;
 	}
 	rules = json_object_get(o, "rules");
 	ctr = json_object_get(o, "counters");
 	if (!json_is_object(rules) || !json_is_object(ctr))
-		return failf(-EPROTO, why, n, "kiln-vmm control: firewall-get reply without 'rules' and 'counters'");
+		return failf(-EPROTO, why, n,
+			     "kiln-vmm control: firewall-get reply without 'rules' and 'counters'");
 	out->firewall = json_pack("{s:O,s:O}", "rules", rules, "counters", ctr);
 	if (!out->firewall)
 		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
 	return 0;
 }
 
-int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why, size_t n)
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why,
+			size_t n)
 {
 	bool known = (unsigned)op < sizeof(op_names) / sizeof(op_names[0]);
 	json_t *o;
@@ -341,7 +376,8 @@ int control_reply_parse(const char *line, enum control_op op, struct control_rep
 	if (r)
 		return r;
 	if (!known)
-		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply to unknown operation %d", (int)op);
+		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply to unknown operation %d",
+			  (int)op);
 	else if (op == CTL_FIREWALL_SET || op == CTL_FIREWALL_GET)
 		r = firewall_reply(o, op, out, why, n);
 	else

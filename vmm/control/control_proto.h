@@ -56,12 +56,19 @@
 /* snapshot --base NAME: the longest NAME. */
 #define CONTROL_BASE_MAX 63
 
-enum control_op { CTL_PAUSE, CTL_RESUME, CTL_STATUS, CTL_SNAPSHOT, CTL_FIREWALL_SET, CTL_FIREWALL_GET };
+enum control_op {
+	CTL_PAUSE,
+	CTL_RESUME,
+	CTL_STATUS,
+	CTL_SNAPSHOT,
+	CTL_FIREWALL_SET,
+	CTL_FIREWALL_GET
+};
 
 struct control_cmd {
 	enum control_op op;
-	int compress;    /* snapshot --compress */
-	const char *dir; /* snapshot: points into the parsed line */
+	int compress;     /* snapshot --compress */
+	const char *dir;  /* snapshot: points into the parsed line */
 	const char *base; /* snapshot --base: the same; NULL when not given */
 	const char *json; /* firewall-set: the rule set, points into the parsed line */
 };
@@ -93,10 +100,10 @@ struct control_reply {
 	uint64_t memory_bytes;        /* guest RAM */
 	uint64_t memory_stored_bytes; /* of it, in the memory file */
 	uint64_t state_bytes;
-	uint64_t disk_bytes;          /* the overlay copies */
-	double ms;                    /* paused, written and synced */
-	char base[64];                /* layered on this sibling; "" when full */
-	uint64_t dirty_pages;         /* layered: pages written since the base */
+	uint64_t disk_bytes;  /* the overlay copies */
+	double ms;            /* paused, written and synced */
+	char base[64];        /* layered on this sibling; "" when full */
+	uint64_t dirty_pages; /* layered: pages written since the base */
 	/* firewall-set: established flows the new rules cut */
 	size_t cut;
 	/* firewall-get: a new object {"rules":{..},"counters":{..}}, the
@@ -110,7 +117,8 @@ struct control_reply {
  * command (why[n] = "kiln-vmm: <its message>"); -EPROTO when the line is
  * not a reply of that shape (why[n] says what is wrong); -ENOMEM.
  */
-int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why, size_t n);
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why,
+			size_t n);
 
 /* `{"ok":false,"error":"<msg>"}\n` into buf[n], msg JSON-escaped; the length. */
 size_t control_reply_error(char *buf, size_t n, const char *msg);

@@ -18,9 +18,9 @@
 #define VM_MAX_DISKS 8
 #define VM_MAX_SHARES 8
 #define VM_MAX_NETS 4
-#define VM_DISK_SERIAL_MAX 20 /* VIRTIO_BLK_ID_BYTES */
+#define VM_DISK_SERIAL_MAX 20      /* VIRTIO_BLK_ID_BYTES */
 #define VM_DISK_MAX_MIB (1u << 20) /* an overlay's size: 1 TiB */
-#define VM_SHARE_TAG_MAX 36    /* virtio-fs tag bytes */
+#define VM_SHARE_TAG_MAX 36        /* virtio-fs tag bytes */
 
 struct vm_disk_cfg {
 	char *path;
@@ -38,14 +38,14 @@ struct vm_share_cfg {
 };
 
 struct vm_vsock_cfg {
-	char *uds;     /* host Unix socket path; NULL = no vsock */
-	uint32_t cid;  /* guest CID, >= 3 */
+	char *uds;    /* host Unix socket path; NULL = no vsock */
+	uint32_t cid; /* guest CID, >= 3 */
 };
 
 struct vm_net_cfg {
-	char *tap;     /* TAP interface name (the tap backend), or NULL */
-	int passt;     /* the passt backend */
-	char *mac;     /* or NULL: a random locally administered address */
+	char *tap; /* TAP interface name (the tap backend), or NULL */
+	int passt; /* the passt backend */
+	char *mac; /* or NULL: a random locally administered address */
 	/*
 	 * The guest's IPv4 address ADDR/PREFIX: passt gives it to the guest,
 	 * and the packet filter takes only it as a source. passt: defaults
@@ -53,9 +53,9 @@ struct vm_net_cfg {
 	 */
 	char *ip;
 	unsigned prefix; /* ip's PREFIX, 1-30 (0 when ip is NULL) */
-	char *gw;      /* passt: its gateway address */
-	char *dns;     /* passt: the guest's resolver address, forwarded to `resolver` */
-	char *resolver; /* passt: the nameserver it forwards to; NULL: the host's first */
+	char *gw;        /* passt: its gateway address */
+	char *dns;       /* passt: the guest's resolver address, forwarded to `resolver` */
+	char *resolver;  /* passt: the nameserver it forwards to; NULL: the host's first */
 };
 
 /* passt's guest network when not given: QEMU's user-mode layout. */

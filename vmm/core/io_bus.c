@@ -18,13 +18,15 @@ int io_bus_add(struct io_bus *bus, uint64_t base, uint64_t len, io_fn *fn, void 
 	return 0;
 }
 
-int io_bus_access(const struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t size, int is_write)
+int io_bus_access(const struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t size,
+		  int is_write)
 {
 	for (int i = 0; i < bus->n; i++) {
 		const struct io_range *r = &bus->r[i];
 
 		/* The whole access must lie inside the range. */
-		if (addr >= r->base && addr - r->base < r->len && size <= r->len - (addr - r->base)) {
+		if (addr >= r->base && addr - r->base < r->len &&
+		    size <= r->len - (addr - r->base)) {
 			r->fn(r->opaque, addr - r->base, data, size, is_write);
 			return 0;
 		}

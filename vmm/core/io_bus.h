@@ -34,6 +34,7 @@ int io_bus_add(struct io_bus *bus, uint64_t base, uint64_t len, io_fn *fn, void 
  * Dispatch one access. Returns 0 when a device handled it, -ENOENT when no
  * device sits there (reads then return all ones, like an open bus).
  */
-int io_bus_access(const struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t size, int is_write);
+int io_bus_access(const struct io_bus *bus, uint64_t addr, uint8_t *data, uint32_t size,
+		  int is_write);
 
 #endif

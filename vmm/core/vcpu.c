@@ -28,7 +28,8 @@ void cpuid_fixup(struct kvm_cpuid2 *c, int id, int ncpus, int tsc_deadline)
 		switch (e->function) {
 		case 1:
 			/* EBX[31:24] initial APIC id; [23:16] logical CPUs per package. */
-			e->ebx = (e->ebx & 0x0000ffff) | ((uint32_t)id << 24) | ((uint32_t)ncpus << 16);
+			e->ebx = (e->ebx & 0x0000ffff) | ((uint32_t)id << 24) |
+				((uint32_t)ncpus << 16);
 			e->ecx |= CPUID_HYPERVISOR;
 			if (tsc_deadline)
 				e->ecx |= CPUID_TSC_DEADLINE;
@@ -76,7 +77,8 @@ static int set_boot_state(struct vm *vm, int fd)
 	struct {
 		struct kvm_msrs h;
 		struct kvm_msr_entry e[1];
-	} msrs = { .h.nmsrs = 1, .e[0] = { .index = MSR_IA32_MISC_ENABLE, .data = MISC_ENABLE_FAST_STRING } };
+	} msrs = { .h.nmsrs = 1,
+		   .e[0] = { .index = MSR_IA32_MISC_ENABLE, .data = MISC_ENABLE_FAST_STRING } };
 
 	if (ioctl(fd, KVM_GET_SREGS, &sregs) < 0)
 		return -errno;
@@ -116,7 +118,8 @@ int vcpu_create(struct vm *vm, int id, struct err *e)
 	memcpy(c, vm->cpuid, csize);
 	/* Asked once per VM: the answer is the host's. */
 	if (!vm->tsc_deadline_known) {
-		vm->tsc_deadline = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0;
+		vm->tsc_deadline = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION,
+					 KVM_CAP_TSC_DEADLINE_TIMER) > 0;
 		vm->tsc_deadline_known = 1;
 	}
 	cpuid_fixup(c, id, vm->ncpus, vm->tsc_deadline);
@@ -142,8 +145,8 @@ static void log_unhandled(struct vm *vm, const char *what, uint64_t addr, uint32
 	if (!vm->cfg.verbose || vm->verbose_budget <= 0)
 		return;
 	vm->verbose_budget--;
-	dprintf(vm->cfg.log_fd, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n", w ? "write" : "read",
-		what, (unsigned long long)addr, size);
+	dprintf(vm->cfg.log_fd, "kiln-vmm: guest %s %s %#llx (%u bytes) hits no device\n",
+		w ? "write" : "read", what, (unsigned long long)addr, size);
 }
 
 static int handle_io(struct vcpu *v)
@@ -193,7 +196,8 @@ static void *vcpu_thread(void *arg)
 		int err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_VCPU);
 
 		if (err) {
-			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d cannot install its seccomp filter: %s", v->id,
+			vm_stop(vm, VM_EXIT_FAILURE,
+				"vCPU %d cannot install its seccomp filter: %s", v->id,
 				strerror(-err));
 			return NULL;
 		}
@@ -211,7 +215,8 @@ static void *vcpu_thread(void *arg)
 					break;
 				continue;
 			}
-			vm_stop(vm, VM_EXIT_FAILURE, "KVM_RUN on vCPU %d failed: %s", v->id, strerror(errno));
+			vm_stop(vm, VM_EXIT_FAILURE, "KVM_RUN on vCPU %d failed: %s", v->id,
+				strerror(errno));
 			break;
 		}
 		switch (r->exit_reason) {
@@ -223,8 +228,8 @@ static void *vcpu_thread(void *arg)
 			handle_mmio(v);
 			break;
 		case KVM_EXIT_SHUTDOWN:
-			vm_stop(vm, VM_EXIT_TRIPLE_FAULT, "guest triple fault on vCPU %d (rip unknown after reset)",
-				v->id);
+			vm_stop(vm, VM_EXIT_TRIPLE_FAULT,
+				"guest triple fault on vCPU %d (rip unknown after reset)", v->id);
 			break;
 		case KVM_EXIT_SYSTEM_EVENT:
 			vm_stop(vm, VM_EXIT_RESET, "guest system event %u (reset/poweroff)",
@@ -235,12 +240,13 @@ static void *vcpu_thread(void *arg)
 			vm_stop(vm, VM_EXIT_RESET, "guest halted");
 			break;
 		case KVM_EXIT_FAIL_ENTRY:
-			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: VM entry failed (hardware reason %#llx)", v->id,
+			vm_stop(vm, VM_EXIT_FAILURE,
+				"vCPU %d: VM entry failed (hardware reason %#llx)", v->id,
 				(unsigned long long)r->fail_entry.hardware_entry_failure_reason);
 			break;
 		case KVM_EXIT_INTERNAL_ERROR:
-			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: KVM internal error (suberror %u)", v->id,
-				r->internal.suberror);
+			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: KVM internal error (suberror %u)",
+				v->id, r->internal.suberror);
 			break;
 		default:
 			vm_stop(vm, VM_EXIT_FAILURE, "vCPU %d: unhandled KVM exit reason %u", v->id,

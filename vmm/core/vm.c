@@ -51,8 +51,8 @@ static int map_file(const char *path, const char *what, struct file_map *m, stru
 		return err_set(e, errno, "%s '%s': %s", what, path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		return err_set(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, "%s '%s': not a regular file",
-				 what, path);
+		return err_set(e, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
+			       "%s '%s': not a regular file", what, path);
 	}
 	if (st.st_size == 0) {
 		close(fd);
@@ -160,10 +160,12 @@ static int check_kick(int sig, struct err *e)
 
 	if (sigaction(sig, NULL, &old) < 0)
 		return err_set(e, EINVAL, "kick signal %d: not a signal", sig);
-	if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN))
+	if (!(old.sa_flags & SA_SIGINFO) &&
+	    (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN))
 		return err_set(e, EINVAL,
 			       "kick signal %d has no handler: install one (a no-op is enough) or call "
-			       "kiln_kick_signal_install(%d)", sig, sig);
+			       "kiln_kick_signal_install(%d)",
+			       sig, sig);
 	return 0;
 }
 
@@ -178,17 +180,19 @@ static int check_config(const struct vm_config *c, int max_vcpus, struct err *e)
 		return err_set(e, EINVAL, "no kernel given: pass --kernel PATH");
 	if (c->mem_mib < VM_MIN_MEM_MIB)
 		return err_set(e, EINVAL, "--mem %llu: guests need at least %d MiB",
-				 (unsigned long long)c->mem_mib, VM_MIN_MEM_MIB);
+			       (unsigned long long)c->mem_mib, VM_MIN_MEM_MIB);
 	if (sysinfo(&si) == 0)
 		host_mib = (uint64_t)si.totalram * si.mem_unit >> 20;
 	if (host_mib && c->mem_mib > host_mib)
 		return err_set(e, EINVAL, "--mem %llu: more than this host's %llu MiB of RAM",
-				 (unsigned long long)c->mem_mib, (unsigned long long)host_mib);
+			       (unsigned long long)c->mem_mib, (unsigned long long)host_mib);
 	if (c->hugepages && c->mem_mib % 2)
-		return err_set(e, EINVAL, "--mem %llu: hugepage-backed RAM must be a multiple of 2 MiB",
-				 (unsigned long long)c->mem_mib);
+		return err_set(e, EINVAL,
+			       "--mem %llu: hugepage-backed RAM must be a multiple of 2 MiB",
+			       (unsigned long long)c->mem_mib);
 	if (c->cpus < 1 || c->cpus > max_vcpus)
-		return err_set(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus, max_vcpus);
+		return err_set(e, EINVAL, "--cpus %d: must be between 1 and %d", c->cpus,
+			       max_vcpus);
 	return check_kick(c->kick_signal, e);
 }
 
@@ -210,7 +214,8 @@ int vm_set_slots(struct vm *vm, uint32_t flags, struct err *e)
 		hi.memory_size = vm->mem.high_size;
 		hi.userspace_addr = (uintptr_t)(vm->mem.host + vm->mem.low_size);
 		if (ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &hi) < 0)
-			return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s", strerror(errno));
+			return err_set(e, errno, "KVM_SET_USER_MEMORY_REGION (above 4 GiB): %s",
+				       strerror(errno));
 	}
 	return 0;
 }
@@ -220,12 +225,13 @@ static int setup_memory(struct vm *vm, struct err *e)
 	int err = guest_mem_map(&vm->mem, vm->cfg.mem_mib << 20, vm->cfg.hugepages);
 
 	if (err == -ENOMEM && vm->cfg.hugepages)
-		return err_set(e, ENOMEM,
-				 "cannot get %llu MiB of hugepages: reserve them (sysctl vm.nr_hugepages) or drop --hugepages",
-				 (unsigned long long)vm->cfg.mem_mib);
+		return err_set(
+			e, ENOMEM,
+			"cannot get %llu MiB of hugepages: reserve them (sysctl vm.nr_hugepages) or drop --hugepages",
+			(unsigned long long)vm->cfg.mem_mib);
 	if (err)
 		return err_set(e, -err, "mapping %llu MiB of guest RAM: %s",
-				 (unsigned long long)vm->cfg.mem_mib, strerror(-err));
+			       (unsigned long long)vm->cfg.mem_mib, strerror(-err));
 	/* A restored VM logs its writes from its first run on (its next
 	 * snapshot can be a layer on this one, vm_snapshot.c track_start): its
 	 * slots are made with the log on rather than set again after. */
@@ -272,8 +278,8 @@ static int device_enter(void *ctx)
 	int err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_DEVICE);
 
 	if (err)
-		vm_stop(vm, VM_EXIT_FAILURE, "the device thread cannot install its seccomp filter: %s",
-			strerror(-err));
+		vm_stop(vm, VM_EXIT_FAILURE,
+			"the device thread cannot install its seccomp filter: %s", strerror(-err));
 	return err;
 }
 
@@ -319,13 +325,16 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 		dev->log_ctx = vm;
 	}
 	m = &vm->virtio[vm->nvirtio++];
-	virtio_mmio_init(m, dev, &vm->mem, VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
+	virtio_mmio_init(m, dev, &vm->mem,
+			 VM_VIRTIO_BASE + (uint64_t)(vm->nvirtio - 1) * VIRTIO_MMIO_SIZE,
 			 VM_VIRTIO_FIRST_GSI + (uint32_t)vm->nvirtio - 1);
 	if (io_bus_add(&vm->mmio, m->base, VIRTIO_MMIO_SIZE, virtio_mmio_io, m))
 		return err_set(e, EEXIST, "internal error: overlapping virtio-mmio windows");
 	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
-		return err_set(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name, strerror(-err));
-	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base, m->gsi);
+		return err_set(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name,
+			       strerror(-err));
+	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base,
+		    m->gsi);
 	return 0;
 }
 
@@ -350,8 +359,12 @@ static int setup_virtio(struct vm *vm, struct err *e)
 		 * vm_load reads it, in kiln-vmm's jail; a restore's once the
 		 * snapshot's copy is in it. */
 		struct virtio_blk_params p = {
-			.path = c->path, .overlay = c->overlay, .read_only = c->read_only,
-			.create_overlay = 1, .serial = c->serial, .overlay_size = c->size,
+			.path = c->path,
+			.overlay = c->overlay,
+			.read_only = c->read_only,
+			.create_overlay = 1,
+			.serial = c->serial,
+			.overlay_size = c->size,
 			.defer_overlay = 1,
 		};
 
@@ -362,30 +375,39 @@ static int setup_virtio(struct vm *vm, struct err *e)
 		/* After the device made a missing overlay; read-write for a
 		 * restore to copy the snapshot's into. */
 		if (c->overlay &&
-		    (vm->overlay_fd[i] = open(c->overlay, (vm->restored ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
-			return err_set(e, errno, "disk %d: reopening overlay %s: %s", i, c->overlay, strerror(errno));
+		    (vm->overlay_fd[i] = open(c->overlay,
+					      (vm->restored ? O_RDWR : O_RDONLY) | O_CLOEXEC)) < 0)
+			return err_set(e, errno, "disk %d: reopening overlay %s: %s", i, c->overlay,
+				       strerror(errno));
 	}
 	/* Without an initramfs the first disk is the root filesystem. */
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
-		cmdline_add(&vm->cmdline, "root=/dev/vda %s", vm->cfg.disk[0].read_only ? "ro" : "rw");
+		cmdline_add(&vm->cmdline, "root=/dev/vda %s",
+			    vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
 		const struct vm_share_cfg *c = &vm->cfg.share[i];
-		struct virtio_fs_config fc = { .dir = c->host_dir, .dir_fd = c->host_fd, .tag = c->tag,
+		struct virtio_fs_config fc = { .dir = c->host_dir,
+					       .dir_fd = c->host_fd,
+					       .tag = c->tag,
 					       .read_only = c->read_only };
 
 		if ((err = virtio_fs_create(&fc, &d, e)) || (err = add_virtio(vm, d, e)))
 			return err;
 	}
 	if (vm->cfg.vsock.uds) {
-		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid, .uds_path = vm->cfg.vsock.uds,
-						  .mark = vsock_mark, .mark_ctx = &vm->tl };
+		struct virtio_vsock_config vc = { .guest_cid = vm->cfg.vsock.cid,
+						  .uds_path = vm->cfg.vsock.uds,
+						  .mark = vsock_mark,
+						  .mark_ctx = &vm->tl };
 
-		if ((err = ensure_loop(vm, e)) || (err = virtio_vsock_create(&vc, vm->loop, &d, e)) ||
+		if ((err = ensure_loop(vm, e)) ||
+		    (err = virtio_vsock_create(&vc, vm->loop, &d, e)) ||
 		    (err = add_virtio(vm, d, e)))
 			return err;
 	}
 	for (int i = 0; i < vm->cfg.nnet; i++) {
-		if ((err = ensure_loop(vm, e)) || (err = vm_net_create(vm, &vm->cfg.net[i], &d, e)) ||
+		if ((err = ensure_loop(vm, e)) ||
+		    (err = vm_net_create(vm, &vm->cfg.net[i], &d, e)) ||
 		    (err = add_virtio(vm, d, e)))
 			return err;
 	}
@@ -429,7 +451,8 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 /* KVM's CPUID table: what every vCPU starts from (and a snapshot's host record). */
 static int get_cpuid(struct vm *vm, struct err *e)
 {
-	vm->cpuid = calloc(1, sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
+	vm->cpuid = calloc(1,
+			   sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
 	if (!vm->cpuid)
 		return err_set(e, ENOMEM, "out of memory");
 	vm->cpuid->nent = CPUID_MAX_ENTRIES;
@@ -487,7 +510,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->kvm_fd = err;
 	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
 	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
-		err = err_set(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus, max_vcpus);
+		err = err_set(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus,
+			      max_vcpus);
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
@@ -506,13 +530,15 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	}
 	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
-	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) || (err = setup_virtio(vm, e)))
+	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) ||
+	    (err = setup_virtio(vm, e)))
 		goto fail;
 	/* The user's parameters come last, so they can override kiln's. */
 	if (cfg->cmdline && *cfg->cmdline)
 		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
 	if (vm->cmdline.overflow) {
-		err = err_set(e, E2BIG, "kernel command line longer than %d bytes", CMDLINE_CAP - 1);
+		err = err_set(e, E2BIG, "kernel command line longer than %d bytes",
+			      CMDLINE_CAP - 1);
 		goto fail;
 	}
 	/* A restore's RAM is the snapshot's: vm_load maps it. */
@@ -551,14 +577,17 @@ static void *load_thread(void *arg)
 	struct vm *vm = j->vm;
 
 	/* The filter first: every byte of the snapshot and the overlays is read under it. */
-	if (vm->cfg.thread_enter && (j->r = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RESTORE)))
-		j->r = err_set(&j->e, -j->r, "the restore thread cannot install its seccomp filter: %s",
+	if (vm->cfg.thread_enter &&
+	    (j->r = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RESTORE)))
+		j->r = err_set(&j->e, -j->r,
+			       "the restore thread cannot install its seccomp filter: %s",
 			       strerror(-j->r));
 	else if (vm->restored)
 		j->r = vm_restore_read(vm, &j->e);
 	else
 		for (int i = 0; i < vm->cfg.ndisk && !j->r; i++)
-			j->r = vm->cfg.disk[i].overlay ? virtio_blk_load(vm->disk_dev[i], &j->e) : 0;
+			j->r = vm->cfg.disk[i].overlay ? virtio_blk_load(vm->disk_dev[i], &j->e)
+						       : 0;
 	return NULL;
 }
 
@@ -571,7 +600,9 @@ int vm_load(struct vm *vm, struct err *e)
 	if (!vm->needs_load || (r = __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE)) == 1)
 		return 0;
 	if (r < 0)
-		return err_set(e, -r, "the VM could not be loaded (an earlier attempt failed): create it again");
+		return err_set(
+			e, -r,
+			"the VM could not be loaded (an earlier attempt failed): create it again");
 	/* A thread of its own: the caller's thread must not carry the
 	 * restore's filter into the VM threads it starts next. */
 	if ((r = pthread_create(&t, NULL, load_thread, &j)))
@@ -586,8 +617,10 @@ int vm_load(struct vm *vm, struct err *e)
 int vm_loaded(struct vm *vm, const char *what, struct err *e)
 {
 	if (vm->needs_load && __atomic_load_n(&vm->loaded, __ATOMIC_ACQUIRE) != 1)
-		return err_set(e, EAGAIN, "cannot %s: the VM has not started (its snapshot and disk overlays are read when it starts)",
-			       what);
+		return err_set(
+			e, EAGAIN,
+			"cannot %s: the VM has not started (its snapshot and disk overlays are read when it starts)",
+			what);
 	return 0;
 }
 
@@ -640,15 +673,18 @@ int vm_run(struct vm *vm, struct vm_result *res, struct err *e)
 		return err;
 	for (int i = 0; i < vm->ncpus; i++) {
 		if ((err = vcpu_start(&vm->vcpu[i]))) {
-			vm_stop(vm, VM_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i, strerror(-err));
+			vm_stop(vm, VM_EXIT_FAILURE, "cannot start vCPU thread %d: %s", i,
+				strerror(-err));
 			break;
 		}
 	}
 	if (vm->loop && (err = event_loop_start(vm->loop)))
 		vm_stop(vm, VM_EXIT_FAILURE, "cannot start the device thread: %s", strerror(-err));
 	/* Only now: threads started after this one's filter would inherit it. */
-	if (vm->cfg.thread_enter && (err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RUNNER)))
-		vm_stop(vm, VM_EXIT_FAILURE, "the VM's control thread cannot install its seccomp filter: %s",
+	if (vm->cfg.thread_enter &&
+	    (err = vm->cfg.thread_enter(vm->cfg.thread_ctx, VM_THREAD_RUNNER)))
+		vm_stop(vm, VM_EXIT_FAILURE,
+			"the VM's control thread cannot install its seccomp filter: %s",
 			strerror(-err));
 	/* This thread is free until the VM stops: the guest runs meanwhile. */
 	vm_workingset_prefetch(vm);

@@ -32,24 +32,24 @@ struct vm;
 enum vm_thread_role { VM_THREAD_VCPU, VM_THREAD_DEVICE, VM_THREAD_RUNNER, VM_THREAD_RESTORE };
 
 struct vm_config {
-	const char *kernel;   /* bzImage or PVH-capable ELF vmlinux */
-	const char *initrd;   /* optional */
-	const char *cmdline;  /* extra kernel parameters, appended; optional */
+	const char *kernel;  /* bzImage or PVH-capable ELF vmlinux */
+	const char *initrd;  /* optional */
+	const char *cmdline; /* extra kernel parameters, appended; optional */
 	uint64_t mem_mib;
 	int cpus;
-	int hugepages;        /* back guest RAM with 2 MiB hugetlb pages */
-	int console_out_fd;   /* serial console output; -1 = console off */
-	int console_in_fd;    /* serial console input; -1 = none */
-	int verbose;          /* log unhandled port/MMIO accesses to log_fd */
-	int log_fd;           /* where verbose, firewall_log and device_log lines go */
-	int device_log;       /* devices' own lines on log_fd: a guest breaking a virtio
+	int hugepages;      /* back guest RAM with 2 MiB hugetlb pages */
+	int console_out_fd; /* serial console output; -1 = console off */
+	int console_in_fd;  /* serial console input; -1 = none */
+	int verbose;        /* log unhandled port/MMIO accesses to log_fd */
+	int log_fd;         /* where verbose, firewall_log and device_log lines go */
+	int device_log;     /* devices' own lines on log_fd: a guest breaking a virtio
 			       * device's protocol, a dead network backend */
-	int kick_signal;      /* kicks vCPUs out of KVM_RUN; 0: VM_KICK_SIGNAL_DEFAULT */
-	uint64_t t0_ns;       /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
-	int rng;              /* attach a virtio-rng device */
+	int kick_signal;    /* kicks vCPUs out of KVM_RUN; 0: VM_KICK_SIGNAL_DEFAULT */
+	uint64_t t0_ns;     /* CLOCK_MONOTONIC origin of the timeline; 0 = now */
+	int rng;            /* attach a virtio-rng device */
 	int nnet;
 	struct vm_net_cfg net[VM_MAX_NETS];
-	int ndisk;            /* without an initrd, disk 0 is the root (/dev/vda) */
+	int ndisk; /* without an initrd, disk 0 is the root (/dev/vda) */
 	struct vm_disk_cfg disk[VM_MAX_DISKS];
 	int nshare;
 	struct vm_share_cfg share[VM_MAX_SHARES];

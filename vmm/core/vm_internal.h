@@ -61,7 +61,7 @@ struct vm {
 	 * is set; `paused` once all are parked and the device thread stopped. */
 	pthread_cond_t pause_cond;
 	int pause_req, parked, paused;
-	int stop_efd; /* eventfd: the VM has stopped */
+	int stop_efd;       /* eventfd: the VM has stopped */
 	int verbose_budget; /* unhandled-access log lines left */
 
 	int restored; /* came from cfg.restore_dir */
@@ -70,7 +70,7 @@ struct vm {
 	int needs_load; /* a restore, or a disk overlay whose header vm_load reads */
 	int loaded; /* vm_load: 0 not yet, 1 done, -errno failed (atomic: the control thread reads it) */
 	struct virtio_dev *disk_dev[VM_MAX_DISKS]; /* disk i's device, for vm_load */
-	int tsc_deadline, tsc_deadline_known; /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
+	int tsc_deadline, tsc_deadline_known;      /* KVM_CAP_TSC_DEADLINE_TIMER, asked once */
 	/* Each overlay opened at create, for snapshots to copy from and a
 	 * restore to copy into (then read-write): a jailed VMM no longer
 	 * reaches the overlay by its path. -1: none. */
@@ -87,7 +87,8 @@ struct vm {
 	int tracking;
 	int base_valid;
 	uint8_t base_id[16];
-	struct vm_workingset workingset; /* working set: recorded since a lazy restore, prefetched after one (vm_workingset.h) */
+	struct vm_workingset
+		workingset; /* working set: recorded since a lazy restore, prefetched after one (vm_workingset.h) */
 	struct event_loop *loop; /* the device thread; NULL without devices */
 	int nvirtio;
 	struct virtio_mmio virtio[VM_VIRTIO_MAX];

@@ -60,8 +60,8 @@ static const char implicit_rules[] =
 	"{\"outbound_internet\": true, \"allow\": [{\"cidr\": \"10.0.0.0/8\"}, {\"cidr\": \"172.16.0.0/12\"},"
 	" {\"cidr\": \"192.168.0.0/16\"}, {\"cidr\": \"100.64.0.0/10\"}, {\"cidr\": \"fc00::/7\"}]}";
 
-static int make_filter(struct vm *vm, const struct vm_net_cfg *c, const uint8_t mac[6], const char *text,
-		       size_t len, struct net_filter **out, struct err *e)
+static int make_filter(struct vm *vm, const struct vm_net_cfg *c, const uint8_t mac[6],
+		       const char *text, size_t len, struct net_filter **out, struct err *e)
 {
 	struct net_filter_config fc = { 0 };
 	const struct vm_net_rate_cfg *rate = &vm->cfg.net_rate;
@@ -101,9 +101,10 @@ static int make_filter(struct vm *vm, const struct vm_net_cfg *c, const uint8_t 
 	/* Without it the filter lets no IPv4 out but DHCP (docs/security.md). */
 	if (!fc.has_ip4) {
 		net_rules_free(rules);
-		return err_set(e, EINVAL,
-			       "--net tap=%s: --firewall needs ip=ADDRESS/PREFIX, the guest's address, so the filter can hold the guest to it",
-			       c->tap ? c->tap : "");
+		return err_set(
+			e, EINVAL,
+			"--net tap=%s: --firewall needs ip=ADDRESS/PREFIX, the guest's address, so the filter can hold the guest to it",
+			c->tap ? c->tap : "");
 	}
 	/* The host's own addresses: reached only through a rule naming one. */
 	if ((err = net_host_addrs(&host, &fc.n_host_addrs, e))) {
@@ -124,7 +125,8 @@ static int make_filter(struct vm *vm, const struct vm_net_cfg *c, const uint8_t 
  * *fd (-1: not held here; *held says whether programs hold passt at all,
  * kilnd's or these), or -errno.
  */
-static int passt_cgroup(struct vm *vm, const struct vm_net_cfg *c, int *fd, int *held, struct err *e)
+static int passt_cgroup(struct vm *vm, const struct vm_net_cfg *c, int *fd, int *held,
+			struct err *e)
 {
 	struct net_addr res;
 	int r;
@@ -145,8 +147,8 @@ static int passt_cgroup(struct vm *vm, const struct vm_net_cfg *c, int *fd, int 
 	return 0;
 }
 
-static int make_backend(struct vm *vm, const struct vm_net_cfg *c, struct net_backend **out, int *held,
-			struct err *e)
+static int make_backend(struct vm *vm, const struct vm_net_cfg *c, struct net_backend **out,
+			int *held, struct err *e)
 {
 	struct net_passt_cfg pc = { 0 };
 	char addr[NET_ADDR_STRLEN];
@@ -175,15 +177,16 @@ static int make_backend(struct vm *vm, const struct vm_net_cfg *c, struct net_ba
 	return r;
 }
 
-int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev **out,
-		  struct err *e)
+int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev **out, struct err *e)
 {
 	struct virtio_net_params p = { 0 };
 	int err, held;
 
 	if (c->mac) {
 		if (net_parse_mac(c->mac, p.mac))
-			return err_set(e, EINVAL, "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01", c->mac);
+			return err_set(e, EINVAL,
+				       "--net mac=%s: not a unicast MAC address like 02:00:00:00:00:01",
+				       c->mac);
 	} else {
 		/* Locally administered unicast (02:...), random per VM so
 		 * forks and neighbours never collide. */
@@ -191,7 +194,8 @@ int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev *
 			return err_set(e, EIO, "getrandom: %s", strerror(errno));
 		p.mac[0] = (uint8_t)((p.mac[0] & 0xfe) | 0x02);
 	}
-	if (vm->cfg.firewall && (err = make_filter(vm, c, p.mac, vm->cfg.firewall, vm->cfg.firewall_len, &p.filter, e)))
+	if (vm->cfg.firewall &&
+	    (err = make_filter(vm, c, p.mac, vm->cfg.firewall, vm->cfg.firewall_len, &p.filter, e)))
 		return err;
 	if ((err = make_backend(vm, c, &p.backend, &held, e))) {
 		net_filter_destroy(p.filter);
@@ -200,7 +204,8 @@ int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev *
 	/* No rules and nothing outside holding passt: the implicit rules,
 	 * so the default never reaches the host's loopback. */
 	if (!p.filter && c->passt && !held &&
-	    (err = make_filter(vm, c, p.mac, implicit_rules, sizeof(implicit_rules) - 1, &p.filter, e))) {
+	    (err = make_filter(vm, c, p.mac, implicit_rules, sizeof(implicit_rules) - 1, &p.filter,
+			       e))) {
 		p.backend->close(p.backend);
 		return err;
 	}
@@ -218,7 +223,8 @@ int vm_firewall_set(struct vm *vm, const char *text, size_t len, size_t *cut, st
 			idx[n++] = i;
 	if (!vm->cfg.firewall || !n)
 		return err_set(e, ENODEV, "no packet filter: kiln-vmm runs without %s",
-				 n ? "--firewall (start it with --firewall FILE)" : "a network device (--net)");
+			       n ? "--firewall (start it with --firewall FILE)"
+				 : "a network device (--net)");
 	/* Every device's copy first, so a bad rule set or no memory replaces nothing. */
 	for (int k = 0; k < n && !err; k++)
 		err = rules_parse(text, len, &rules[k], e);
@@ -252,6 +258,7 @@ char *vm_firewall_get(struct vm *vm, struct err *e)
 			err_set(e, ENOMEM, "out of memory");
 		return s;
 	}
-	err_set(e, ENODEV, "no packet filter: kiln-vmm runs without --firewall (start it with --firewall FILE)");
+	err_set(e, ENODEV,
+		"no packet filter: kiln-vmm runs without --firewall (start it with --firewall FILE)");
 	return NULL;
 }

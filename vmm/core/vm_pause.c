@@ -75,7 +75,8 @@ int vm_pause(struct vm *vm, struct err *e)
 		__atomic_store_n(&vm->pause_req, 0, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&vm->pause_cond);
 		pthread_mutex_unlock(&vm->lock);
-		return err_set(e, ESRCH, "cannot pause: the VM stopped meanwhile (%s)", vm->result.msg);
+		return err_set(e, ESRCH, "cannot pause: the VM stopped meanwhile (%s)",
+			       vm->result.msg);
 	}
 	pthread_mutex_unlock(&vm->lock);
 	/* vCPUs are parked: no new notifications. Finish the device thread's

@@ -39,11 +39,14 @@ int jail_spec_check(const struct jail_spec *j, struct err *e)
 	const char *p = j->dir;
 
 	if (!p || p[0] != '/' || p[1] == '\0')
-		return err_set(e, EINVAL, "jail: directory '%s' must be an absolute path other than /", p ? p : "");
+		return err_set(e, EINVAL,
+			       "jail: directory '%s' must be an absolute path other than /",
+			       p ? p : "");
 	/* The jail's own /proc is mounted at /proc of its root: a directory
 	 * there would be hidden under it. */
 	if (strcmp(p, "/proc") == 0 || strncmp(p, "/proc/", 6) == 0)
-		return err_set(e, EINVAL, "jail: directory '%s' is under /proc: pick one elsewhere", p);
+		return err_set(e, EINVAL, "jail: directory '%s' is under /proc: pick one elsewhere",
+			       p);
 	if (strlen(p) >= PATH_MAX / 2)
 		return err_set(e, EINVAL, "jail: directory '%.64s...' is too long", p);
 	/* Each component: not empty, not "." or "..", so the path names itself. */
@@ -51,8 +54,10 @@ int jail_spec_check(const struct jail_spec *j, struct err *e)
 		size_t n = strcspn(c, "/");
 
 		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return err_set(e, EINVAL, "jail: directory '%s' is not canonical (empty, '.' or '..' component)",
-				       p);
+			return err_set(
+				e, EINVAL,
+				"jail: directory '%s' is not canonical (empty, '.' or '..' component)",
+				p);
 		c += n;
 		if (*c == '/' && c[1] == '\0')
 			return err_set(e, EINVAL, "jail: directory '%s' ends in '/'", p);
@@ -60,7 +65,8 @@ int jail_spec_check(const struct jail_spec *j, struct err *e)
 			c++;
 	}
 	if (j->uid == 0 || j->gid == 0 || j->uid == (uid_t)-1 || j->gid == (gid_t)-1)
-		return err_set(e, EINVAL, "jail: uid %u and gid %u must be unprivileged (not 0, not -1)",
+		return err_set(e, EINVAL,
+			       "jail: uid %u and gid %u must be unprivileged (not 0, not -1)",
 			       (unsigned)j->uid, (unsigned)j->gid);
 	return 0;
 }
@@ -150,9 +156,12 @@ static int mount_proc(struct err *e)
 		return err_set(e, errno, "jail: making /proc in the new root: %s", strerror(errno));
 	/* Read-only too: the magic links virtio-fs reopens through are
 	 * checked against their targets' mounts, not /proc's. */
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, JAIL_PROC_OPTS) < 0)
-		return err_set(e, errno, "jail: mounting the jail's own /proc (%s): %s (Linux 5.8 or later is needed)",
-			       JAIL_PROC_OPTS, strerror(errno));
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+		  JAIL_PROC_OPTS) < 0)
+		return err_set(
+			e, errno,
+			"jail: mounting the jail's own /proc (%s): %s (Linux 5.8 or later is needed)",
+			JAIL_PROC_OPTS, strerror(errno));
 	return 0;
 }
 
@@ -167,9 +176,10 @@ static int enter_root(const char *dir, struct err *e)
 	/* A detached copy of just `dir` (not what is mounted below it). */
 	tree = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | O_CLOEXEC);
 	if (tree < 0)
-		return err_set(e, errno, "jail: open_tree %s: %s (Linux 5.2 or later is needed)", dir,
-			       strerror(errno));
-	if (mount("kiln-jail", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, JAIL_ROOT_OPTS) < 0) {
+		return err_set(e, errno, "jail: open_tree %s: %s (Linux 5.2 or later is needed)",
+			       dir, strerror(errno));
+	if (mount("kiln-jail", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, JAIL_ROOT_OPTS) <
+	    0) {
 		r = err_set(e, errno, "jail: tmpfs root on %s: %s", dir, strerror(errno));
 		goto out;
 	}
@@ -183,8 +193,10 @@ static int enter_root(const char *dir, struct err *e)
 		r = err_set(e, -at, "jail: making %s inside the new root: %s", dir, strerror(-at));
 		goto out;
 	}
-	if (syscall(SYS_move_mount, tree, "", at, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
-		r = err_set(e, errno, "jail: binding %s into the new root: %s", dir, strerror(errno));
+	if (syscall(SYS_move_mount, tree, "", at, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		r = err_set(e, errno, "jail: binding %s into the new root: %s", dir,
+			    strerror(errno));
 		goto out;
 	}
 	if (fchdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {
@@ -198,8 +210,10 @@ static int enter_root(const char *dir, struct err *e)
 	}
 	if ((r = mount_proc(e)))
 		goto out;
-	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
-	    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+	if (mount(NULL, "/", NULL,
+		  MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
+	    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) <
+		    0) {
 		r = err_set(e, errno, "jail: remounting the root read-only: %s", strerror(errno));
 		goto out;
 	}
@@ -224,25 +238,31 @@ static int drop_privileges(const struct jail_spec *j, int top, struct err *e)
 
 	for (int c = 0; c <= top; c++)
 		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 && errno != EINVAL)
-			return err_set(e, errno, "jail: dropping capability %d from the bounding set: %s", c,
+			return err_set(e, errno,
+				       "jail: dropping capability %d from the bounding set: %s", c,
 				       strerror(errno));
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return err_set(e, errno, "jail: clearing ambient capabilities: %s", strerror(errno));
+		return err_set(e, errno, "jail: clearing ambient capabilities: %s",
+			       strerror(errno));
 	if (setgroups(0, NULL) < 0)
 		return err_set(e, errno, "jail: setgroups: %s", strerror(errno));
 	if (setresgid(j->gid, j->gid, j->gid) < 0)
-		return err_set(e, errno, "jail: setresgid %u: %s", (unsigned)j->gid, strerror(errno));
+		return err_set(e, errno, "jail: setresgid %u: %s", (unsigned)j->gid,
+			       strerror(errno));
 	if (setresuid(j->uid, j->uid, j->uid) < 0)
-		return err_set(e, errno, "jail: setresuid %u: %s", (unsigned)j->uid, strerror(errno));
+		return err_set(e, errno, "jail: setresuid %u: %s", (unsigned)j->uid,
+			       strerror(errno));
 	if (syscall(SYS_capset, &h, d) < 0)
 		return err_set(e, errno, "jail: clearing capabilities: %s", strerror(errno));
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return err_set(e, errno, "jail: no_new_privs: %s", strerror(errno));
 	/* Trust nothing above: read it all back. */
-	if (getresuid(&ru, &eu, &su) < 0 || ru != j->uid || eu != j->uid || su != j->uid || getuid() == 0)
-		return err_set(e, EPERM, "jail: still running as uid %u after setresuid", (unsigned)geteuid());
-	if (syscall(SYS_capget, &h, d) < 0 || d[0].effective || d[0].permitted || d[0].inheritable ||
-	    d[1].effective || d[1].permitted || d[1].inheritable)
+	if (getresuid(&ru, &eu, &su) < 0 || ru != j->uid || eu != j->uid || su != j->uid ||
+	    getuid() == 0)
+		return err_set(e, EPERM, "jail: still running as uid %u after setresuid",
+			       (unsigned)geteuid());
+	if (syscall(SYS_capget, &h, d) < 0 || d[0].effective || d[0].permitted ||
+	    d[0].inheritable || d[1].effective || d[1].permitted || d[1].inheritable)
 		return err_set(e, EPERM, "jail: capabilities still held after dropping them");
 	if (prctl(PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0)
 		return err_set(e, EPERM, "jail: CAP_SYS_ADMIN still in the bounding set");
@@ -264,16 +284,22 @@ int jail_enter(const struct jail_spec *j, struct err *e)
 	if (!realpath(j->dir, real))
 		return err_set(e, errno, "jail: directory %s: %s", j->dir, strerror(errno));
 	if (strcmp(real, j->dir) != 0)
-		return err_set(e, EINVAL, "jail: %s leads through a symbolic link (it resolves to %s): give the real path",
-			       j->dir, real);
+		return err_set(
+			e, EINVAL,
+			"jail: %s leads through a symbolic link (it resolves to %s): give the real path",
+			j->dir, real);
 	threads = jail_thread_count();
 	if (threads != 1)
-		return err_set(e, EBUSY, "jail: the process has %d threads; enter the jail before starting any",
+		return err_set(e, EBUSY,
+			       "jail: the process has %d threads; enter the jail before starting any",
 			       threads);
 	if (getpid() != 1)
-		return err_set(e, EPERM, "jail: not pid 1 of a new pid namespace (start the process in one: clone with CLONE_NEWPID)");
+		return err_set(
+			e, EPERM,
+			"jail: not pid 1 of a new pid namespace (start the process in one: clone with CLONE_NEWPID)");
 	if (geteuid() != 0)
-		return err_set(e, EPERM, "jail: needs root to enter (it then drops to uid %u)", (unsigned)j->uid);
+		return err_set(e, EPERM, "jail: needs root to enter (it then drops to uid %u)",
+			       (unsigned)j->uid);
 	if (!j->keep_net)
 		flags |= CLONE_NEWNET;
 	if (unshare(flags) < 0)

@@ -35,57 +35,82 @@
 static const int base[] = {
 	/* malloc, free, thread stacks given back at thread exit (mmap and
 	 * mprotect have their rule: never executable) */
-	SCMP_SYS(brk), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(brk),
+	SCMP_SYS(munmap),
+	SCMP_SYS(mremap),
+	SCMP_SYS(madvise),
 	/* mutexes and condition variables, clocks when the vDSO is not used,
 	 * the short sleeps of teardown */
-	SCMP_SYS(futex), SCMP_SYS(sched_yield), SCMP_SYS(clock_gettime), SCMP_SYS(gettimeofday),
-	SCMP_SYS(clock_nanosleep), SCMP_SYS(nanosleep), SCMP_SYS(restart_syscall),
+	SCMP_SYS(futex),
+	SCMP_SYS(sched_yield),
+	SCMP_SYS(clock_gettime),
+	SCMP_SYS(gettimeofday),
+	SCMP_SYS(clock_nanosleep),
+	SCMP_SYS(nanosleep),
+	SCMP_SYS(restart_syscall),
 	/* signals: the kick that takes a vCPU out of KVM_RUN returns through
 	 * rt_sigreturn; kiln-vmm's crash report resets and re-raises (tgkill
 	 * has its rule: this process only) */
-	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigaction), SCMP_SYS(getpid),
+	SCMP_SYS(rt_sigreturn),
+	SCMP_SYS(rt_sigprocmask),
+	SCMP_SYS(rt_sigaction),
+	SCMP_SYS(getpid),
 	SCMP_SYS(gettid),
 	/* log lines (dprintf on the log fd), eventfds (stop, irqfd), closing */
-	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(close), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(read),
+	SCMP_SYS(write),
+	SCMP_SYS(close),
+	SCMP_SYS(exit),
+	SCMP_SYS(exit_group),
 	END,
 };
 
 /* Watches and timers of the device thread's event loop: the loop itself,
  * and a vCPU activating or resetting a device, teardown removing them. */
 static const int loop_watches[] = {
-	SCMP_SYS(epoll_ctl), SCMP_SYS(timerfd_create), SCMP_SYS(timerfd_settime), END,
+	SCMP_SYS(epoll_ctl),
+	SCMP_SYS(timerfd_create),
+	SCMP_SYS(timerfd_settime),
+	END,
 };
 
 /* I/O on sockets already open: vsock connections (also pumped by a vCPU
  * when the guest activates the device), passt, the control socket. */
 static const int socket_io[] = {
-	SCMP_SYS(recvfrom), SCMP_SYS(recvmsg), SCMP_SYS(sendto), SCMP_SYS(sendmsg), SCMP_SYS(shutdown), END,
+	SCMP_SYS(recvfrom), SCMP_SYS(recvmsg),  SCMP_SYS(sendto),
+	SCMP_SYS(sendmsg),  SCMP_SYS(shutdown), END,
 };
 
 /* File data: virtio-blk's images and overlays (flush, discard as punch
  * hole), virtio-fs's reads and writes, a snapshot's files and overlay
  * copies (holes kept). */
 static const int file_io[] = {
-	SCMP_SYS(pread64), SCMP_SYS(pwrite64), SCMP_SYS(preadv), SCMP_SYS(pwritev), SCMP_SYS(preadv2),
-	SCMP_SYS(pwritev2), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(lseek), SCMP_SYS(fsync),
-	SCMP_SYS(fdatasync), SCMP_SYS(fallocate), SCMP_SYS(ftruncate), SCMP_SYS(copy_file_range), END,
+	SCMP_SYS(pread64),   SCMP_SYS(pwrite64),        SCMP_SYS(preadv),
+	SCMP_SYS(pwritev),   SCMP_SYS(preadv2),         SCMP_SYS(pwritev2),
+	SCMP_SYS(readv),     SCMP_SYS(writev),          SCMP_SYS(lseek),
+	SCMP_SYS(fsync),     SCMP_SYS(fdatasync),       SCMP_SYS(fallocate),
+	SCMP_SYS(ftruncate), SCMP_SYS(copy_file_range), END,
 };
 
 /* Names below a directory fd: virtio-fs (every path walked below the
  * share, handles reopened through /proc/self/fd), a snapshot's new
  * directory written and renamed into place. */
 static const int dir_ops[] = {
-	SCMP_SYS(openat), SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(statx), SCMP_SYS(fstatfs),
-	SCMP_SYS(getdents64), SCMP_SYS(mkdirat), SCMP_SYS(unlinkat), SCMP_SYS(renameat), SCMP_SYS(renameat2),
-	SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(fcntl), END,
+	SCMP_SYS(openat),    SCMP_SYS(newfstatat),
+	SCMP_SYS(fstat),     SCMP_SYS(statx),
+	SCMP_SYS(fstatfs),   SCMP_SYS(getdents64),
+	SCMP_SYS(mkdirat),   SCMP_SYS(unlinkat),
+	SCMP_SYS(renameat),  SCMP_SYS(renameat2),
+	SCMP_SYS(faccessat), SCMP_SYS(faccessat2),
+	SCMP_SYS(fcntl),     END,
 };
 
 /* virtio-fs's other operations on the share: RESOLVE_BENEATH walks,
  * links, nodes, attributes, locks. */
 static const int share_ops[] = {
-	SCMP_SYS(openat2), SCMP_SYS(mknodat), SCMP_SYS(symlinkat), SCMP_SYS(linkat), SCMP_SYS(readlinkat),
-	SCMP_SYS(fchmod), SCMP_SYS(fchmodat), SCMP_SYS(fchown), SCMP_SYS(fchownat), SCMP_SYS(utimensat),
-	SCMP_SYS(flock), END,
+	SCMP_SYS(openat2),    SCMP_SYS(mknodat),   SCMP_SYS(symlinkat), SCMP_SYS(linkat),
+	SCMP_SYS(readlinkat), SCMP_SYS(fchmod),    SCMP_SYS(fchmodat),  SCMP_SYS(fchown),
+	SCMP_SYS(fchownat),   SCMP_SYS(utimensat), SCMP_SYS(flock),     END,
 };
 
 /* A snapshot of a mounted share (control thread): each node's path read
@@ -96,16 +121,21 @@ static const int share_save[] = { SCMP_SYS(openat2), SCMP_SYS(readlinkat), END }
 /* The device thread's own: waiting for events, vsock's connections to
  * the host (socket has its rule: AF_UNIX only), virtio-rng. */
 static const int device_own[] = {
-	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(connect), SCMP_SYS(accept4),
-	SCMP_SYS(getsockopt), SCMP_SYS(getrandom), END,
+	SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait),
+	SCMP_SYS(connect),
+	SCMP_SYS(accept4),
+	SCMP_SYS(getsockopt),
+	SCMP_SYS(getrandom),
+	END,
 };
 
 /* The control role's own: the console pump, the control socket's one
  * client at a time, a snapshot's random id, teardown (sockets unlinked,
  * passt ended and reaped). */
 static const int control_own[] = {
-	SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(getrandom), SCMP_SYS(unlink), SCMP_SYS(kill),
-	SCMP_SYS(wait4), END,
+	SCMP_SYS(poll),   SCMP_SYS(ppoll), SCMP_SYS(accept4), SCMP_SYS(getrandom),
+	SCMP_SYS(unlink), SCMP_SYS(kill),  SCMP_SYS(wait4),   END,
 };
 
 /* KVM ioctls of a running vCPU: its run loop and the serial IRQ line. */
@@ -118,9 +148,26 @@ static const unsigned long vcpu_ioctls[] = { KVM_RUN, KVM_IRQ_LINE };
  * (--console).
  */
 static const unsigned long control_ioctls[] = {
-	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_XSAVE, KVM_GET_XCRS, KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS,
-	KVM_GET_MP_STATE, KVM_GET_DEBUGREGS, KVM_GET_MSRS, KVM_GET_MSR_INDEX_LIST, KVM_GET_IRQCHIP,
-	KVM_GET_PIT2, KVM_GET_CLOCK, KVM_IRQ_LINE, KVM_GET_DIRTY_LOG, KVM_SET_USER_MEMORY_REGION, FICLONE, TCGETS, TCSETS, TCSETSW,
+	KVM_GET_REGS,
+	KVM_GET_SREGS,
+	KVM_GET_XSAVE,
+	KVM_GET_XCRS,
+	KVM_GET_LAPIC,
+	KVM_GET_VCPU_EVENTS,
+	KVM_GET_MP_STATE,
+	KVM_GET_DEBUGREGS,
+	KVM_GET_MSRS,
+	KVM_GET_MSR_INDEX_LIST,
+	KVM_GET_IRQCHIP,
+	KVM_GET_PIT2,
+	KVM_GET_CLOCK,
+	KVM_IRQ_LINE,
+	KVM_GET_DIRTY_LOG,
+	KVM_SET_USER_MEMORY_REGION,
+	FICLONE,
+	TCGETS,
+	TCSETS,
+	TCSETSW,
 };
 
 /*
@@ -130,10 +177,26 @@ static const unsigned long control_ioctls[] = {
  * overlay reflinked from the snapshot's copy (snapshot_io.c).
  */
 static const unsigned long restore_ioctls[] = {
-	KVM_SET_REGS, KVM_SET_SREGS, KVM_SET_XSAVE, KVM_SET_XCRS, KVM_SET_LAPIC, KVM_SET_VCPU_EVENTS,
-	KVM_SET_MP_STATE, KVM_SET_DEBUGREGS, KVM_SET_MSRS, KVM_SET_IRQCHIP, KVM_SET_PIT2, KVM_SET_CLOCK,
-	KVM_GET_REGS, KVM_GET_SREGS, KVM_GET_LAPIC, KVM_GET_VCPU_EVENTS, KVM_GET_MSRS, KVM_GET_IRQCHIP,
-	KVM_SET_USER_MEMORY_REGION, FICLONE,
+	KVM_SET_REGS,
+	KVM_SET_SREGS,
+	KVM_SET_XSAVE,
+	KVM_SET_XCRS,
+	KVM_SET_LAPIC,
+	KVM_SET_VCPU_EVENTS,
+	KVM_SET_MP_STATE,
+	KVM_SET_DEBUGREGS,
+	KVM_SET_MSRS,
+	KVM_SET_IRQCHIP,
+	KVM_SET_PIT2,
+	KVM_SET_CLOCK,
+	KVM_GET_REGS,
+	KVM_GET_SREGS,
+	KVM_GET_LAPIC,
+	KVM_GET_VCPU_EVENTS,
+	KVM_GET_MSRS,
+	KVM_GET_IRQCHIP,
+	KVM_SET_USER_MEMORY_REGION,
+	FICLONE,
 };
 
 struct role_spec {
@@ -152,12 +215,23 @@ struct role_spec {
  * snapshot read before it runs.
  */
 static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
-	[SECCOMP_ROLE_VCPU] = { "vcpu", { base, loop_watches, socket_io }, vcpu_ioctls, N(vcpu_ioctls), 0 },
+	[SECCOMP_ROLE_VCPU] = { "vcpu",
+				{ base, loop_watches, socket_io },
+				vcpu_ioctls,
+				N(vcpu_ioctls),
+				0 },
 	[SECCOMP_ROLE_DEVICE] = { "device",
-				  { base, loop_watches, socket_io, file_io, dir_ops, share_ops, device_own },
-				  NULL, 0, 1 },
-	[SECCOMP_ROLE_CONTROL] = { "control", { base, loop_watches, socket_io, file_io, dir_ops, share_save, control_own },
-				   control_ioctls, N(control_ioctls), 0 },
+				  { base, loop_watches, socket_io, file_io, dir_ops, share_ops,
+				    device_own },
+				  NULL,
+				  0,
+				  1 },
+	[SECCOMP_ROLE_CONTROL] = { "control",
+				   { base, loop_watches, socket_io, file_io, dir_ops, share_save,
+				     control_own },
+				   control_ioctls,
+				   N(control_ioctls),
+				   0 },
 	/* restore: vm_load's thread, in the jail before any VM thread runs
 	 * (every VM: overlay headers; a restore: the snapshot too): the
 	 * snapshot's files and the overlays' headers read (file_io, dir_ops), RAM mapped from them,
@@ -165,8 +239,11 @@ static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 	 * beneath its share (share_save: openat2, readlinkat), a vsock
 	 * device's retry timer armed (loop_watches), a network device's held
 	 * frames and probes to its backend (socket_io), KVM state set. */
-	[SECCOMP_ROLE_RESTORE] = { "restore", { base, loop_watches, socket_io, file_io, dir_ops, share_save },
-				   restore_ioctls, N(restore_ioctls), 0 },
+	[SECCOMP_ROLE_RESTORE] = { "restore",
+				   { base, loop_watches, socket_io, file_io, dir_ops, share_save },
+				   restore_ioctls,
+				   N(restore_ioctls),
+				   0 },
 };
 
 const char *seccomp_role_name(enum seccomp_role role)
@@ -215,7 +292,8 @@ static int add_role(scmp_filter_ctx ctx, const struct role_spec *s)
 					  SCMP_A1(SCMP_CMP_EQ, (scmp_datum_t)s->ioctls[i]))) < 0)
 			return r;
 	if (s->unix_sockets &&
-	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX))) < 0)
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+				  SCMP_A0(SCMP_CMP_EQ, AF_UNIX))) < 0)
 		return r;
 	return 0;
 }
@@ -256,8 +334,8 @@ out:
 	return r;
 }
 
-int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode, struct seccomp_prog *out,
-			 struct err *e)
+int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode,
+			 struct seccomp_prog *out, struct err *e)
 {
 	uint32_t deny = mode == SECCOMP_FILTER_LOG ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS;
 	scmp_filter_ctx ctx;
@@ -268,7 +346,8 @@ int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode, 
 		return err_set(e, EINVAL, "seccomp: no thread role %d", (int)role);
 	ctx = seccomp_init(deny);
 	if (!ctx)
-		return err_set(e, ENOMEM, "seccomp: cannot start the %s filter (out of memory?)", roles[role].name);
+		return err_set(e, ENOMEM, "seccomp: cannot start the %s filter (out of memory?)",
+			       roles[role].name);
 	/* The program is loaded by seccomp_filter_load, which sets NO_NEW_PRIVS
 	 * itself; a foreign architecture's syscall numbers are refused by the
 	 * default architecture check. */
@@ -277,8 +356,8 @@ int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode, 
 		r = export_prog(ctx, out);
 	seccomp_release(ctx);
 	if (r)
-		return err_set(e, -r, "seccomp: cannot build the %s thread filter: %s", roles[role].name,
-			       strerror(-r));
+		return err_set(e, -r, "seccomp: cannot build the %s thread filter: %s",
+			       roles[role].name, strerror(-r));
 	return 0;
 }
 

@@ -45,8 +45,8 @@ struct seccomp_prog {
  * Build role's filter for this process (tgkill is limited to its own pid,
  * so build after any fork into a pid namespace). 0 or -errno with e set.
  */
-int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode, struct seccomp_prog *out,
-			 struct err *e);
+int seccomp_filter_build(enum seccomp_role role, enum seccomp_filter_mode mode,
+			 struct seccomp_prog *out, struct err *e);
 
 /*
  * Install p on the calling thread (and the threads it creates later):

@@ -106,7 +106,9 @@ static int set_seccomp(kiln_vm_config *cfg, const char *mode)
 	static const struct {
 		const char *name;
 		enum kiln_seccomp_mode mode;
-	} modes[] = { { "kill", KILN_SECCOMP_KILL }, { "log", KILN_SECCOMP_LOG }, { "off", KILN_SECCOMP_OFF } };
+	} modes[] = { { "kill", KILN_SECCOMP_KILL },
+		      { "log", KILN_SECCOMP_LOG },
+		      { "off", KILN_SECCOMP_OFF } };
 
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
 		if (strcmp(mode, modes[i].name) == 0) {
@@ -118,10 +120,37 @@ static int set_seccomp(kiln_vm_config *cfg, const char *mode)
 
 int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 {
-	enum { OPT_KERNEL = 256, OPT_INITRD, OPT_CMDLINE, OPT_MEM, OPT_CPUS, OPT_HUGE, OPT_CONSOLE,
-	       OPT_TIMELINE, OPT_VERBOSE, OPT_VERSION, OPT_HELP, OPT_NO_RNG, OPT_NET, OPT_DISK, OPT_SHARE, OPT_VSOCK,
-	       OPT_CONTROL, OPT_RESTORE, OPT_FIREWALL, OPT_FIREWALL_LOG, OPT_NET_RATE, OPT_JAIL, OPT_UID, OPT_GID,
-	       OPT_SECCOMP, OPT_DISK_IMAGE, OPT_DISK_OVERLAY, OPT_DISK_SIZE, OPT_VSOCK_PATH };
+	enum {
+		OPT_KERNEL = 256,
+		OPT_INITRD,
+		OPT_CMDLINE,
+		OPT_MEM,
+		OPT_CPUS,
+		OPT_HUGE,
+		OPT_CONSOLE,
+		OPT_TIMELINE,
+		OPT_VERBOSE,
+		OPT_VERSION,
+		OPT_HELP,
+		OPT_NO_RNG,
+		OPT_NET,
+		OPT_DISK,
+		OPT_SHARE,
+		OPT_VSOCK,
+		OPT_CONTROL,
+		OPT_RESTORE,
+		OPT_FIREWALL,
+		OPT_FIREWALL_LOG,
+		OPT_NET_RATE,
+		OPT_JAIL,
+		OPT_UID,
+		OPT_GID,
+		OPT_SECCOMP,
+		OPT_DISK_IMAGE,
+		OPT_DISK_OVERLAY,
+		OPT_DISK_SIZE,
+		OPT_VSOCK_PATH
+	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
 		{ "initrd", required_argument, 0, OPT_INITRD },
@@ -204,7 +233,8 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			if (optarg && strcmp(optarg, "json") == 0)
 				o->json = 1;
 			else if (optarg && strcmp(optarg, "text") != 0)
-				return bad_usage("--boot-timeline='%s': expected text or json", optarg);
+				return bad_usage("--boot-timeline='%s': expected text or json",
+						 optarg);
 			break;
 		case OPT_VERBOSE:
 			o->log_flags |= KILN_LOG_UNHANDLED;
@@ -218,34 +248,41 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 				return status;
 			break;
 		case OPT_DISK:
-			if ((status = device(devspec_disk(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_disk(cfg, &o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_DISK_IMAGE:
-			if ((status = device(devspec_disk_image(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_disk_image(cfg, &o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_DISK_OVERLAY:
-			if ((status = device(devspec_disk_overlay(&o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_disk_overlay(&o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_DISK_SIZE:
-			if ((status = device(devspec_disk_size(&o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_disk_size(&o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_SHARE:
-			if ((status = device(devspec_share(cfg, optarg, &fd, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_share(cfg, optarg, &fd, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			/* fd=N: a descriptor the jail step must not close. */
 			if (fd >= 0 && o->nkeep < VMM_KEEP_MAX)
 				o->keep[o->nkeep++] = fd;
 			break;
 		case OPT_VSOCK:
-			if ((status = device(devspec_vsock(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_vsock(cfg, &o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_VSOCK_PATH:
-			if ((status = device(devspec_vsock_path(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_vsock_path(cfg, &o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_CONTROL:
@@ -264,7 +301,8 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			break;
 		case OPT_NET_RATE:
 			o->net_rate = 1;
-			if ((status = device(devspec_net_rate(cfg, &o->dev, optarg, &e), &e)) != VMM_EXIT_OK)
+			if ((status = device(devspec_net_rate(cfg, &o->dev, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
 				return status;
 			break;
 		case OPT_JAIL:
@@ -272,7 +310,8 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			break;
 		case OPT_UID:
 		case OPT_GID:
-			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, opt == OPT_UID ? &o->uid : &o->gid))
+			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1,
+					  opt == OPT_UID ? &o->uid : &o->gid))
 				return bad_usage(opt == OPT_UID ? "--uid '%s': not a uid above 0"
 								: "--gid '%s': not a gid above 0",
 						 optarg);
@@ -298,9 +337,12 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 	if (!o->kernel && !o->restore_dir)
 		return bad_usage("%sno kernel given: pass --kernel PATH (or --restore DIR)", "");
 	if ((o->firewall_path || (o->log_flags & KILN_LOG_FIREWALL) || o->net_rate) && !o->nets)
-		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device", "");
+		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device",
+				 "");
 	if (((o->log_flags & KILN_LOG_FIREWALL) || o->net_rate) && !o->firewall_path)
-		return bad_usage("%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE", "");
+		return bad_usage(
+			"%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE",
+			"");
 	if (!o->jail_dir != !o->uid || !o->jail_dir != !o->gid)
 		return bad_usage("%s--jail, --uid and --gid go together: give all three", "");
 	return VMM_EXIT_OK;

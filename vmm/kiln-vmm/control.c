@@ -107,9 +107,11 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 	case CTL_SNAPSHOT: {
 		uint64_t mem = 0, stored = 0, state = 0, disk = 0, pages = 0;
 		double ms = 0;
-		char dir[1024], base[CONTROL_BASE_MAX + 1], jbase[2 * CONTROL_BASE_MAX + 3] = "null";
+		char dir[1024], base[CONTROL_BASE_MAX + 1],
+			jbase[2 * CONTROL_BASE_MAX + 3] = "null";
 
-		if ((r = kiln_vm_snapshot_layered(c->vm, cmd.dir, cmd.base, cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
+		if ((r = kiln_vm_snapshot_layered(c->vm, cmd.dir, cmd.base,
+						  cmd.compress ? KILN_SNAPSHOT_COMPRESS : 0)) < 0) {
 			vm_err(c->vm, r, &e);
 			break;
 		}
@@ -125,7 +127,8 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 			 "\"memory_stored_bytes\":%llu,\"state_bytes\":%llu,\"disk_bytes\":%llu,\"ms\":%.3f,"
 			 "\"base\":%s,\"dirty_pages\":%llu}\n",
 			 state_of(c->vm), dir, (unsigned long long)mem, (unsigned long long)stored,
-			 (unsigned long long)state, (unsigned long long)disk, ms, jbase, (unsigned long long)pages);
+			 (unsigned long long)state, (unsigned long long)disk, ms, jbase,
+			 (unsigned long long)pages);
 		return NULL;
 	}
 	}
@@ -147,7 +150,8 @@ static void serve_client(struct control *c, int fd)
 	if (!buf)
 		return;
 	for (;;) {
-		struct pollfd p[2] = { { .fd = fd, .events = POLLIN }, { .fd = c->stop_fd, .events = POLLIN } };
+		struct pollfd p[2] = { { .fd = fd, .events = POLLIN },
+				       { .fd = c->stop_fd, .events = POLLIN } };
 		char *nl;
 		ssize_t k;
 		int r = poll(p, 2, CONTROL_IDLE_MS);
@@ -169,7 +173,8 @@ static void serve_client(struct control *c, int fd)
 
 			*nl = 0;
 			big = run_command(c, buf, reply, sizeof(reply));
-			bad = big ? fd_io_send_all(fd, big, strlen(big)) : fd_io_send_all(fd, reply, strlen(reply));
+			bad = big ? fd_io_send_all(fd, big, strlen(big))
+				  : fd_io_send_all(fd, reply, strlen(reply));
 			free(big);
 			if (bad)
 				goto out;
@@ -227,12 +232,15 @@ int control_open(kiln_vm *vm, const char *path, struct control **out, struct err
 
 	*out = NULL;
 	if (strlen(path) >= sizeof(a.sun_path))
-		return err_set(e, ENAMETOOLONG, "--control %s: a socket path must be under %zu bytes", path,
-				 sizeof(a.sun_path));
+		return err_set(e, ENAMETOOLONG,
+			       "--control %s: a socket path must be under %zu bytes", path,
+			       sizeof(a.sun_path));
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
-			return err_set(e, EEXIST, "--control %s: exists and is not a socket; remove it or pick another path",
-					 path);
+			return err_set(
+				e, EEXIST,
+				"--control %s: exists and is not a socket; remove it or pick another path",
+				path);
 		unlink(path);
 	}
 	c = calloc(1, sizeof(*c));
@@ -275,7 +283,8 @@ int control_start(struct control *c, struct err *e)
 	int err = pthread_create(&c->thread, NULL, control_thread, c);
 
 	if (err)
-		return err_set(e, err, "--control %s: starting its thread: %s", c->path, strerror(err));
+		return err_set(e, err, "--control %s: starting its thread: %s", c->path,
+			       strerror(err));
 	c->started = 1;
 	return 0;
 }

@@ -46,22 +46,25 @@ static char *copy(const char *spec, struct err *e)
 static int parse_mib(const char *path, const char *v, uint64_t *mib, struct err *e)
 {
 	if (num_parse_u64(v, 10, 1, DISK_MAX_MIB, mib))
-		return err_set(e, EINVAL, "--disk %s: size '%.40s' must be a whole number of MiB from 1 to %u", path, v,
-			       DISK_MAX_MIB);
+		return err_set(e, EINVAL,
+			       "--disk %s: size '%.40s' must be a whole number of MiB from 1 to %u",
+			       path, v, DISK_MAX_MIB);
 	return 0;
 }
 
 /* One disk into the config: its index is st->ndisk. */
-static int add_disk(kiln_vm_config *cfg, struct devspec_state *st, const char *path, int ro, const char *overlay,
-		    uint64_t mib, const char *serial, struct err *e)
+static int add_disk(kiln_vm_config *cfg, struct devspec_state *st, const char *path, int ro,
+		    const char *overlay, uint64_t mib, const char *serial, struct err *e)
 {
 	int r;
 
 	if (mib && !overlay)
-		return err_set(e, EINVAL,
-			       "--disk %s: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)",
-			       path);
-	if ((r = lib(cfg, kiln_vm_config_add_disk(cfg, path, ro ? KILN_DISK_READ_ONLY : 0, overlay), e)))
+		return err_set(
+			e, EINVAL,
+			"--disk %s: size= is an overlay's virtual size: give overlay=PATH too (a raw image has its file's size)",
+			path);
+	if ((r = lib(cfg, kiln_vm_config_add_disk(cfg, path, ro ? KILN_DISK_READ_ONLY : 0, overlay),
+		     e)))
 		return r;
 	if ((mib && (r = lib(cfg, kiln_vm_config_set_disk_size(cfg, st->ndisk, mib), e))) ||
 	    (serial && (r = lib(cfg, kiln_vm_config_set_disk_serial(cfg, st->ndisk, serial), e))))
@@ -77,7 +80,8 @@ static int parse_disk(kiln_vm_config *cfg, struct devspec_state *st, char *arg, 
 	int ro = 0;
 
 	if (!path || !*path)
-		return err_set(e, EINVAL, "--disk: expected PATH[,ro][,overlay=PATH[,size=MIB]][,serial=ID]");
+		return err_set(e, EINVAL,
+			       "--disk: expected PATH[,ro][,overlay=PATH[,size=MIB]][,serial=ID]");
 	while ((f = next_field(&rest))) {
 		if (strcmp(f, "ro") == 0)
 			ro = 1;
@@ -89,8 +93,10 @@ static int parse_disk(kiln_vm_config *cfg, struct devspec_state *st, char *arg, 
 			if (parse_mib(path, f + 5, &mib, e))
 				return -EINVAL;
 		} else
-			return err_set(e, EINVAL, "--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID, size=MIB)",
-				       path, f);
+			return err_set(
+				e, EINVAL,
+				"--disk %s: unknown or bad option '%.40s' (ro, overlay=PATH, serial=ID, size=MIB)",
+				path, f);
 	}
 	return add_disk(cfg, st, path, ro, overlay, mib, serial, e);
 }
@@ -107,7 +113,8 @@ int devspec_disk(kiln_vm_config *cfg, struct devspec_state *st, const char *spec
 	return r;
 }
 
-int devspec_disk_image(kiln_vm_config *cfg, struct devspec_state *st, const char *path, struct err *e)
+int devspec_disk_image(kiln_vm_config *cfg, struct devspec_state *st, const char *path,
+		       struct err *e)
 {
 	int r;
 
@@ -122,9 +129,12 @@ int devspec_disk_image(kiln_vm_config *cfg, struct devspec_state *st, const char
 int devspec_disk_overlay(struct devspec_state *st, const char *path, struct err *e)
 {
 	if (!st->image)
-		return err_set(e, EINVAL, "--disk-overlay: give --disk-image PATH first (it is that disk's overlay)");
+		return err_set(
+			e, EINVAL,
+			"--disk-overlay: give --disk-image PATH first (it is that disk's overlay)");
 	if (st->overlay)
-		return err_set(e, EINVAL, "--disk-overlay: given twice for --disk-image %s", st->image);
+		return err_set(e, EINVAL, "--disk-overlay: given twice for --disk-image %s",
+			       st->image);
 	st->overlay = path;
 	return 0;
 }
@@ -132,7 +142,9 @@ int devspec_disk_overlay(struct devspec_state *st, const char *path, struct err 
 int devspec_disk_size(struct devspec_state *st, const char *mib, struct err *e)
 {
 	if (!st->image)
-		return err_set(e, EINVAL, "--disk-size: give --disk-image PATH first (it is that disk's overlay's size)");
+		return err_set(
+			e, EINVAL,
+			"--disk-size: give --disk-image PATH first (it is that disk's overlay's size)");
 	return parse_mib(st->image, mib, &st->size_mib, e);
 }
 
@@ -161,7 +173,8 @@ static int parse_share(kiln_vm_config *cfg, char *arg, int *fd, struct err *e)
 		tag = strrchr(arg, ':');
 	}
 	if (!tag || tag == arg || !tag[1])
-		return err_set(e, EINVAL, "--share '%s': expected HOSTDIR:TAG[:ro] or fd=N:TAG[:ro]", arg);
+		return err_set(e, EINVAL,
+			       "--share '%s': expected HOSTDIR:TAG[:ro] or fd=N:TAG[:ro]", arg);
 	*tag++ = '\0';
 	/* A directory its caller opened (kilnd: without following symbolic
 	 * links, at every start): no path is resolved again. A directory
@@ -169,7 +182,8 @@ static int parse_share(kiln_vm_config *cfg, char *arg, int *fd, struct err *e)
 	if (strncmp(arg, "fd=", 3) != 0)
 		return lib(cfg, kiln_vm_config_add_share(cfg, tag, arg, flags), e);
 	if (num_parse_u64(arg + 3, 10, 3, INT32_MAX, &n))
-		return err_set(e, EINVAL, "--share %s: fd=N needs a descriptor number of at least 3", arg);
+		return err_set(e, EINVAL,
+			       "--share %s: fd=N needs a descriptor number of at least 3", arg);
 	if (lib(cfg, kiln_vm_config_add_share_fd(cfg, tag, (int)n, flags), e))
 		return -EINVAL;
 	*fd = (int)n;
@@ -201,7 +215,9 @@ static int parse_vsock(kiln_vm_config *cfg, char *arg, struct err *e)
 			return err_set(e, EINVAL, "--vsock: unknown option '%.40s' (cid=N)", f);
 		/* 0-2 are reserved (hypervisor, local, host); -1U is VMADDR_CID_ANY. */
 		if (num_parse_u64(f + 4, 10, 3, 0xfffffffeULL, &cid))
-			return err_set(e, EINVAL, "--vsock: cid '%s' must be a number from 3 to 4294967294", f + 4);
+			return err_set(e, EINVAL,
+				       "--vsock: cid '%s' must be a number from 3 to 4294967294",
+				       f + 4);
 	}
 	return lib(cfg, kiln_vm_config_set_vsock(cfg, path, (uint32_t)cid), e);
 }
@@ -221,7 +237,8 @@ int devspec_vsock(kiln_vm_config *cfg, struct devspec_state *st, const char *spe
 	return r;
 }
 
-int devspec_vsock_path(kiln_vm_config *cfg, struct devspec_state *st, const char *path, struct err *e)
+int devspec_vsock_path(kiln_vm_config *cfg, struct devspec_state *st, const char *path,
+		       struct err *e)
 {
 	int r;
 
@@ -246,9 +263,12 @@ static int net_field(struct net_fields *n, char *f)
 		const char *key;
 		size_t off;
 	} keys[] = {
-		{ "tap=", offsetof(struct net_fields, tap) },	{ "mac=", offsetof(struct net_fields, mac) },
-		{ "ip=", offsetof(struct net_fields, ip) },	{ "gw=", offsetof(struct net_fields, gw) },
-		{ "dns=", offsetof(struct net_fields, dns) },	{ "resolver=", offsetof(struct net_fields, resolver) },
+		{ "tap=", offsetof(struct net_fields, tap) },
+		{ "mac=", offsetof(struct net_fields, mac) },
+		{ "ip=", offsetof(struct net_fields, ip) },
+		{ "gw=", offsetof(struct net_fields, gw) },
+		{ "dns=", offsetof(struct net_fields, dns) },
+		{ "resolver=", offsetof(struct net_fields, resolver) },
 	};
 
 	if (strcmp(f, "passt") == 0) {
@@ -268,7 +288,8 @@ static int net_field(struct net_fields *n, char *f)
 
 static int parse_net(kiln_vm_config *cfg, char *arg, struct err *e)
 {
-	static const char usage[] = "tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=, resolver=";
+	static const char usage[] =
+		"tap=NAME or passt, then mac=MAC, ip=ADDR/PREFIX; passt also gw=, dns=, resolver=";
 	struct net_fields n = { 0 };
 	char *rest = arg, *f;
 
@@ -276,13 +297,17 @@ static int parse_net(kiln_vm_config *cfg, char *arg, struct err *e)
 		if (net_field(&n, f))
 			return err_set(e, EINVAL, "--net: unknown option '%.40s' (%s)", f, usage);
 	if (!n.tap == !n.passt)
-		return err_set(e, EINVAL, "--net: expected exactly one backend: tap=NAME[,mac=MAC] or passt[,mac=MAC]");
+		return err_set(
+			e, EINVAL,
+			"--net: expected exactly one backend: tap=NAME[,mac=MAC] or passt[,mac=MAC]");
 	if (n.tap && (n.gw || n.dns || n.resolver))
-		return err_set(e, EINVAL,
-			       "--net tap=%s: gw=, dns= and resolver= are passt's (with a TAP the host configures the network)",
-			       n.tap);
-	return lib(cfg, n.tap ? kiln_vm_config_add_net_tap(cfg, n.tap, n.mac, n.ip)
-			      : kiln_vm_config_add_net_passt(cfg, n.mac, n.ip, n.gw, n.dns, n.resolver),
+		return err_set(
+			e, EINVAL,
+			"--net tap=%s: gw=, dns= and resolver= are passt's (with a TAP the host configures the network)",
+			n.tap);
+	return lib(cfg,
+		   n.tap ? kiln_vm_config_add_net_tap(cfg, n.tap, n.mac, n.ip)
+			 : kiln_vm_config_add_net_passt(cfg, n.mac, n.ip, n.gw, n.dns, n.resolver),
 		   e);
 }
 
@@ -304,19 +329,27 @@ static int parse_net_rate(uint64_t rate[4], char *arg, struct err *e)
 	char *rest = arg, *f;
 
 	if (!*arg)
-		return err_set(e, EINVAL, "--net-rate: expected tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (per second)");
+		return err_set(
+			e, EINVAL,
+			"--net-rate: expected tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N (per second)");
 	while ((f = next_field(&rest))) {
 		char *eq = strchr(f, '=');
 		int i;
 
 		for (i = 0; i < 4; i++)
-			if (eq && (size_t)(eq - f) == strlen(names[i]) && strncmp(f, names[i], (size_t)(eq - f)) == 0)
+			if (eq && (size_t)(eq - f) == strlen(names[i]) &&
+			    strncmp(f, names[i], (size_t)(eq - f)) == 0)
 				break;
 		if (i == 4)
-			return err_set(e, EINVAL, "--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)", f);
+			return err_set(
+				e, EINVAL,
+				"--net-rate: unknown field '%.40s' (tx_bytes, tx_packets, rx_bytes, rx_packets)",
+				f);
 		/* The range is libkiln's to say; here only "a number". */
 		if (num_parse_u64(eq + 1, 10, 0, UINT64_MAX, &rate[i]))
-			return err_set(e, EINVAL, "--net-rate %s: '%.40s' is not a number (0: unlimited)", names[i], eq + 1);
+			return err_set(e, EINVAL,
+				       "--net-rate %s: '%.40s' is not a number (0: unlimited)",
+				       names[i], eq + 1);
 	}
 	return 0;
 }
@@ -331,7 +364,8 @@ int devspec_net_rate(kiln_vm_config *cfg, struct devspec_state *st, const char *
 		return -ENOMEM;
 	memcpy(rate, st->rate, sizeof(rate));
 	if (!(r = parse_net_rate(rate, arg, e)) &&
-	    !(r = lib(cfg, kiln_vm_config_set_net_rate(cfg, rate[0], rate[1], rate[2], rate[3]), e)))
+	    !(r = lib(cfg, kiln_vm_config_set_net_rate(cfg, rate[0], rate[1], rate[2], rate[3]),
+		      e)))
 		memcpy(st->rate, rate, sizeof(rate));
 	free(arg);
 	return r;

@@ -35,9 +35,9 @@
 
 /* What the options said so far, across options. */
 struct devspec_state {
-	unsigned ndisk;     /* disks added: the next one's index */
-	int vsock;          /* --vsock given */
-	uint64_t rate[4];   /* --net-rate's values: fields not given keep theirs */
+	unsigned ndisk;   /* disks added: the next one's index */
+	int vsock;        /* --vsock given */
+	uint64_t rate[4]; /* --net-rate's values: fields not given keep theirs */
 	/* The --disk-image being built (path NULL: none); added to the
 	 * config by the next disk option or devspec_finish. */
 	const char *image, *overlay;
@@ -49,15 +49,18 @@ int devspec_disk(kiln_vm_config *cfg, struct devspec_state *st, const char *spec
 int devspec_share(kiln_vm_config *cfg, const char *spec, int *fd, struct err *e);
 int devspec_vsock(kiln_vm_config *cfg, struct devspec_state *st, const char *spec, struct err *e);
 int devspec_net(kiln_vm_config *cfg, const char *spec, struct err *e);
-int devspec_net_rate(kiln_vm_config *cfg, struct devspec_state *st, const char *spec, struct err *e);
+int devspec_net_rate(kiln_vm_config *cfg, struct devspec_state *st, const char *spec,
+		     struct err *e);
 
 /* --disk-image PATH: a new disk on PATH, taken whole. */
-int devspec_disk_image(kiln_vm_config *cfg, struct devspec_state *st, const char *path, struct err *e);
+int devspec_disk_image(kiln_vm_config *cfg, struct devspec_state *st, const char *path,
+		       struct err *e);
 /* --disk-overlay PATH, --disk-size MIB: of the last --disk-image. */
 int devspec_disk_overlay(struct devspec_state *st, const char *path, struct err *e);
 int devspec_disk_size(struct devspec_state *st, const char *mib, struct err *e);
 /* --vsock-path PATH: the vsock device on PATH, taken whole, CID 3. */
-int devspec_vsock_path(kiln_vm_config *cfg, struct devspec_state *st, const char *path, struct err *e);
+int devspec_vsock_path(kiln_vm_config *cfg, struct devspec_state *st, const char *path,
+		       struct err *e);
 /* After the last option: the pending --disk-image into the config. */
 int devspec_finish(kiln_vm_config *cfg, struct devspec_state *st, struct err *e);
 

@@ -27,10 +27,12 @@ int jailed_fork_pid1(struct err *e)
 	pid_t pid;
 
 	if (unshare(CLONE_NEWPID) < 0)
-		return err_set(e, errno, "--jail: a new pid namespace: %s (root is needed)", strerror(errno));
+		return err_set(e, errno, "--jail: a new pid namespace: %s (root is needed)",
+			       strerror(errno));
 	pid = fork();
 	if (pid < 0)
-		return err_set(e, errno, "--jail: fork into the pid namespace: %s", strerror(errno));
+		return err_set(e, errno, "--jail: fork into the pid namespace: %s",
+			       strerror(errno));
 	if (pid == 0)
 		return 0;
 	jailed_child = pid;

@@ -32,7 +32,8 @@
  */
 static void crash_report(int sig)
 {
-	static const char head[] = "kiln-vmm: crashed (a kiln-vmm bug; please report it), backtrace:\n";
+	static const char head[] =
+		"kiln-vmm: crashed (a kiln-vmm bug; please report it), backtrace:\n";
 	void *frames[48];
 	int n;
 
@@ -69,8 +70,8 @@ static void print_timeline(kiln_vm *vm, int json, const char *reason, int status
 		fprintf(stderr, "{\"unit\":\"ms\",\"milestones\":[");
 		for (size_t i = 0; i < n; i++) {
 			if (kiln_vm_timeline_get(vm, i, name, sizeof(name), &ns, &derived) == 0)
-				fprintf(stderr, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "", name, ns / 1e6,
-					derived ? ",\"derived\":true" : "");
+				fprintf(stderr, "%s{\"name\":\"%s\",\"ms\":%.3f%s}", i ? "," : "",
+					name, ns / 1e6, derived ? ",\"derived\":true" : "");
 		}
 		fprintf(stderr, "],\"exit\":{\"reason\":\"%s\",\"status\":%d}}\n", reason, status);
 	} else {
@@ -180,7 +181,8 @@ int main(int argc, char **argv)
 	if (o.timeline)
 		print_timeline(vm, o.json, reason, status);
 	if (status == VMM_EXIT_EARLY_RESET)
-		fprintf(stderr, "kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
+		fprintf(stderr,
+			"kiln-vmm: guest reset before its init started (kernel panic? run with --console to see it)\n");
 	else if (status != VMM_EXIT_OK)
 		fprintf(stderr, "kiln-vmm: %s\n", kiln_vm_exit_message(vm));
 	kiln_vm_destroy(vm);

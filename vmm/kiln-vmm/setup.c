@@ -61,7 +61,8 @@ static int load_firewall(kiln_vm_config *cfg, const char *path, struct err *e)
 		return VMM_EXIT_USAGE;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > KILN_VM_FIREWALL_MAX) {
-		err_set(e, EINVAL, "--firewall %s: not a regular file of at most %d bytes", path, KILN_VM_FIREWALL_MAX);
+		err_set(e, EINVAL, "--firewall %s: not a regular file of at most %d bytes", path,
+			KILN_VM_FIREWALL_MAX);
 		close(fd);
 		return VMM_EXIT_USAGE;
 	}
@@ -101,7 +102,8 @@ static int jail_step(const char *dir, uint32_t uid, uint32_t gid, struct err *e)
  * restore thread's filter. */
 static int make_vm(struct vmm_opts *o, kiln_vm **vm, struct err *e)
 {
-	int r = o->restore_dir ? kiln_vm_restore(o->cfg, o->restore_dir, vm) : kiln_vm_create(o->cfg, vm);
+	int r = o->restore_dir ? kiln_vm_restore(o->cfg, o->restore_dir, vm)
+			       : kiln_vm_create(o->cfg, vm);
 
 	if (r < 0)
 		err_set(e, -r, "%s", kiln_vm_config_errmsg(o->cfg));
@@ -132,7 +134,8 @@ int vmm_setup(struct vmm_opts *o, kiln_vm **vm, struct control **ctl, struct err
 		jailed_close_fds(o->keep, o->nkeep);
 		pid1_signals();
 	}
-	if (o->firewall_path && (status = load_firewall(o->cfg, o->firewall_path, e)) != VMM_EXIT_OK) {
+	if (o->firewall_path &&
+	    (status = load_firewall(o->cfg, o->firewall_path, e)) != VMM_EXIT_OK) {
 		vmm_opts_free(o);
 		return status;
 	}

@@ -31,7 +31,10 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot files are li
 _Static_assert(H_RESERVED + 8 == SNAP_HEADER_SIZE, "header layout");
 _Static_assert(S_LEN + 8 == SNAP_SECTION_HEADER_SIZE, "section header layout");
 
-static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+static uint64_t pad8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
 
 /* A NUL-terminated printable string in a fixed field, zero padded, 1..max chars when nonempty. */
 static int field_ok(const uint8_t *f, size_t size, int allow_empty)
@@ -123,7 +126,8 @@ static int grow(struct snap_writer *w, size_t n, struct err *e)
 	uint8_t *nb;
 
 	if (n > SNAP_STATE_MAX || w->len + n + 8 + SNAP_TRAILER_SIZE > SNAP_STATE_MAX)
-		return wfail(w, e, -SNAP_ERR_TOO_BIG, "larger than the 256 MiB a state file may be");
+		return wfail(w, e, -SNAP_ERR_TOO_BIG,
+			     "larger than the 256 MiB a state file may be");
 	need = w->len + n;
 	if (need <= w->cap)
 		return 0;
@@ -141,7 +145,8 @@ int snap_writer_init(struct snap_writer *w, const struct snap_compat *who, struc
 	memset(w, 0, sizeof(*w));
 	if (!string_ok(who->kiln_version, SNAP_VERSION_MAX, 0) ||
 	    !string_ok(who->cpu.vendor, SNAP_VENDOR_MAX, 1))
-		return wfail(w, e, EINVAL, "kiln version or CPU vendor is not a short printable string");
+		return wfail(w, e, EINVAL,
+			     "kiln version or CPU vendor is not a short printable string");
 	if (grow(w, SNAP_HEADER_SIZE, e))
 		return w->err;
 	h = w->buf;
@@ -173,7 +178,8 @@ int snap_begin(struct snap_writer *w, uint32_t type, uint32_t index, const char 
 	if (!w->buf || w->finished || w->open)
 		return wfail(w, e, EINVAL, "section begun while another is open, or after finish");
 	if (type == 0 || !name_ok(name))
-		return wfail(w, e, EINVAL, "section type 0 or a name that is not 1-15 printable characters");
+		return wfail(w, e, EINVAL,
+			     "section type 0 or a name that is not 1-15 printable characters");
 	if (w->count >= SNAP_MAX_SECTIONS)
 		return wfail(w, e, -SNAP_ERR_TOO_BIG, "more sections than a state file may hold");
 	if (grow(w, SNAP_SECTION_HEADER_SIZE, e))
@@ -203,10 +209,22 @@ int snap_put(struct snap_writer *w, const void *data, size_t len, struct err *e)
 	return 0;
 }
 
-int snap_put_u8(struct snap_writer *w, uint8_t v, struct err *e) { return snap_put(w, &v, 1, e); }
-int snap_put_u16(struct snap_writer *w, uint16_t v, struct err *e) { return snap_put(w, &v, 2, e); }
-int snap_put_u32(struct snap_writer *w, uint32_t v, struct err *e) { return snap_put(w, &v, 4, e); }
-int snap_put_u64(struct snap_writer *w, uint64_t v, struct err *e) { return snap_put(w, &v, 8, e); }
+int snap_put_u8(struct snap_writer *w, uint8_t v, struct err *e)
+{
+	return snap_put(w, &v, 1, e);
+}
+int snap_put_u16(struct snap_writer *w, uint16_t v, struct err *e)
+{
+	return snap_put(w, &v, 2, e);
+}
+int snap_put_u32(struct snap_writer *w, uint32_t v, struct err *e)
+{
+	return snap_put(w, &v, 4, e);
+}
+int snap_put_u64(struct snap_writer *w, uint64_t v, struct err *e)
+{
+	return snap_put(w, &v, 8, e);
+}
 
 int snap_end(struct snap_writer *w, struct err *e)
 {
@@ -228,8 +246,8 @@ int snap_end(struct snap_writer *w, struct err *e)
 	return 0;
 }
 
-int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name, const void *data,
-	     size_t len, struct err *e)
+int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name,
+	     const void *data, size_t len, struct err *e)
 {
 	if (snap_begin(w, type, index, name, e) || snap_put(w, data, len, e))
 		return w->err;
@@ -296,37 +314,42 @@ static int parse_sections(const uint8_t *b, uint64_t total, struct snap_view *v,
 
 		if (i >= v->count)
 			return err_set(e, -SNAP_ERR_MALFORMED,
-					 "snapshot state: more sections than the %u its header counts", v->count);
+				       "snapshot state: more sections than the %u its header counts",
+				       v->count);
 		if (end - off < SNAP_SECTION_HEADER_SIZE)
 			return err_set(e, -SNAP_ERR_MALFORMED,
-					 "snapshot state: section %u's header runs past the end", i);
+				       "snapshot state: section %u's header runs past the end", i);
 		s = &v->sections[i];
 		s->type = le_get32(h + S_TYPE);
 		s->index = le_get32(h + S_INDEX);
 		len = le_get64(h + S_LEN);
-		if (!field_ok(h + S_NAME, SNAP_NAME_MAX + 1, 0) || !name_ok((const char *)h + S_NAME))
-			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u has a bad name", i);
+		if (!field_ok(h + S_NAME, SNAP_NAME_MAX + 1, 0) ||
+		    !name_ok((const char *)h + S_NAME))
+			return err_set(e, -SNAP_ERR_MALFORMED,
+				       "snapshot state: section %u has a bad name", i);
 		memcpy(s->name, h + S_NAME, SNAP_NAME_MAX + 1);
 		if (s->type == 0)
-			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section %u '%s' has type 0", i,
-					 s->name);
+			return err_set(e, -SNAP_ERR_MALFORMED,
+				       "snapshot state: section %u '%s' has type 0", i, s->name);
 		room = end - off - SNAP_SECTION_HEADER_SIZE;
 		/* len <= room < 2^63 before pad8, so the rounding cannot wrap. */
 		if (len > room || pad8(len) > room)
-			return err_set(e, -SNAP_ERR_MALFORMED,
-					 "snapshot state: section %u '%s' says %llu bytes, only %llu remain", i,
-					 s->name, (unsigned long long)len, (unsigned long long)room);
+			return err_set(
+				e, -SNAP_ERR_MALFORMED,
+				"snapshot state: section %u '%s' says %llu bytes, only %llu remain",
+				i, s->name, (unsigned long long)len, (unsigned long long)room);
 		s->data = h + SNAP_SECTION_HEADER_SIZE;
 		s->len = len;
 		for (uint64_t p = len; p < pad8(len); p++)
 			if (s->data[p])
 				return err_set(e, -SNAP_ERR_MALFORMED,
-						 "snapshot state: section %u '%s' has nonzero padding", i, s->name);
+					       "snapshot state: section %u '%s' has nonzero padding",
+					       i, s->name);
 		off += SNAP_SECTION_HEADER_SIZE + pad8(len);
 	}
 	if (i != v->count)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: %u sections, its header counts %u", i,
-				 v->count);
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot state: %u sections, its header counts %u", i, v->count);
 	return 0;
 }
 
@@ -341,8 +364,8 @@ static int check_dups(struct snap_view *v, struct err *e)
 
 		if (!cmp_key(a, b))
 			return err_set(e, -SNAP_ERR_DUPLICATE,
-					 "snapshot state: two sections of type %u index %u ('%s', '%s')", a->type,
-					 a->index, a->name, b->name);
+				       "snapshot state: two sections of type %u index %u ('%s', '%s')",
+				       a->type, a->index, a->name, b->name);
 	}
 	return 0;
 }
@@ -353,23 +376,25 @@ int snap_check_compat(const struct snap_compat *origin, const struct snap_compat
 	const struct snap_cpu *o = &origin->cpu, *h = &host->cpu;
 
 	if (strcmp(origin->kiln_version, host->kiln_version))
-		return err_set(e, -SNAP_ERR_KILN_VERSION,
-				 "snapshot was written by kiln %s, this is kiln %s: restore it with kiln %s",
-				 origin->kiln_version, host->kiln_version, origin->kiln_version);
+		return err_set(
+			e, -SNAP_ERR_KILN_VERSION,
+			"snapshot was written by kiln %s, this is kiln %s: restore it with kiln %s",
+			origin->kiln_version, host->kiln_version, origin->kiln_version);
 	if (strcmp(o->vendor, h->vendor))
-		return err_set(e, -SNAP_ERR_CPU,
-				 "snapshot was taken on a %s CPU, this host's is %s: restore it on a matching host",
-				 o->vendor, h->vendor);
+		return err_set(
+			e, -SNAP_ERR_CPU,
+			"snapshot was taken on a %s CPU, this host's is %s: restore it on a matching host",
+			o->vendor, h->vendor);
 	if (o->family != h->family || o->model != h->model)
 		return err_set(e, -SNAP_ERR_CPU,
-				 "snapshot was taken on CPU family %u model %u, this host is family %u model %u: "
-				 "restore it on a matching host",
-				 o->family, o->model, h->family, h->model);
+			       "snapshot was taken on CPU family %u model %u, this host is family %u model %u: "
+			       "restore it on a matching host",
+			       o->family, o->model, h->family, h->model);
 	if (o->features != h->features)
 		return err_set(e, -SNAP_ERR_CPU,
-				 "snapshot's CPU features differ from this host's (digest %016llx, here %016llx): "
-				 "restore it on a matching host",
-				 (unsigned long long)o->features, (unsigned long long)h->features);
+			       "snapshot's CPU features differ from this host's (digest %016llx, here %016llx): "
+			       "restore it on a matching host",
+			       (unsigned long long)o->features, (unsigned long long)h->features);
 	return 0;
 }
 
@@ -384,9 +409,11 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	memset(v, 0, sizeof(*v));
 	/* A file cut inside the magic is truncated, not foreign. */
 	if (len && memcmp(b, SNAP_MAGIC, len < 8 ? len : 8))
-		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln snapshot state file (no KILNSNAP magic)");
+		return err_set(e, -SNAP_ERR_MAGIC,
+			       "not a kiln snapshot state file (no KILNSNAP magic)");
 	if (len < H_TOTAL + 8)
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot state file truncated: %zu bytes", len);
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot state file truncated: %zu bytes",
+			       len);
 	/*
 	 * The magic, format version and total size keep their places in every
 	 * format version, so a file from a newer kiln is still measured and
@@ -394,28 +421,32 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 	 */
 	total = le_get64(b + H_TOTAL);
 	if (total > len)
-		return err_set(e, -SNAP_ERR_TRUNCATED,
-				 "snapshot state file truncated (or its header damaged): %zu bytes, header says %llu",
-				 len, (unsigned long long)total);
+		return err_set(
+			e, -SNAP_ERR_TRUNCATED,
+			"snapshot state file truncated (or its header damaged): %zu bytes, header says %llu",
+			len, (unsigned long long)total);
 	if (total < len || total < SNAP_HEADER_SIZE + SNAP_TRAILER_SIZE || total % 8)
 		return err_set(e, -SNAP_ERR_CHECKSUM,
-				 "snapshot state file damaged: %zu bytes, header says %llu", len,
-				 (unsigned long long)total);
+			       "snapshot state file damaged: %zu bytes, header says %llu", len,
+			       (unsigned long long)total);
 	if (len > SNAP_STATE_MAX)
-		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file is %zu bytes, the limit is %u", len,
-				 SNAP_STATE_MAX);
+		return err_set(e, -SNAP_ERR_TOO_BIG,
+			       "snapshot state file is %zu bytes, the limit is %u", len,
+			       SNAP_STATE_MAX);
 	crc = (uint32_t)crc32_z(0, b, len - SNAP_TRAILER_SIZE);
 	if (le_get32(b + len - 8) != crc || le_get32(b + len - 4) != SNAP_END_MAGIC)
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot state file damaged: checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot state file damaged: checksum mismatch");
 	v->format_version = le_get32(b + H_FORMAT);
 	if (v->format_version != SNAP_FORMAT_VERSION)
 		return err_set(e, -SNAP_ERR_FORMAT,
-				 "snapshot state file has format version %u, this kiln reads version %u",
-				 v->format_version, SNAP_FORMAT_VERSION);
+			       "snapshot state file has format version %u, this kiln reads version %u",
+			       v->format_version, SNAP_FORMAT_VERSION);
 
 	if (!field_ok(b + H_KILN_VERSION, SNAP_VERSION_MAX + 1, 0) ||
 	    !field_ok(b + H_VENDOR, SNAP_VENDOR_MAX + 1, 1) || le_get64(b + H_RESERVED))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state file has a malformed header");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot state file has a malformed header");
 	memcpy(v->origin.kiln_version, b + H_KILN_VERSION, SNAP_VERSION_MAX + 1);
 	memcpy(v->origin.cpu.vendor, b + H_VENDOR, SNAP_VENDOR_MAX + 1);
 	v->origin.cpu.family = le_get32(b + H_FAMILY);
@@ -424,13 +455,15 @@ int snap_parse(const void *buf, size_t len, const struct snap_compat *host, stru
 
 	v->count = le_get32(b + H_COUNT);
 	if (v->count > SNAP_MAX_SECTIONS)
-		return err_set(e, -SNAP_ERR_TOO_BIG, "snapshot state file has %u sections, the limit is %u",
-				 v->count, SNAP_MAX_SECTIONS);
+		return err_set(e, -SNAP_ERR_TOO_BIG,
+			       "snapshot state file has %u sections, the limit is %u", v->count,
+			       SNAP_MAX_SECTIONS);
 	/* Each section takes at least its header: a count the bytes cannot hold allocates nothing. */
-	if ((uint64_t)v->count * SNAP_SECTION_HEADER_SIZE > total - SNAP_HEADER_SIZE - SNAP_TRAILER_SIZE)
+	if ((uint64_t)v->count * SNAP_SECTION_HEADER_SIZE >
+	    total - SNAP_HEADER_SIZE - SNAP_TRAILER_SIZE)
 		return err_set(e, -SNAP_ERR_MALFORMED,
-				 "snapshot state file counts %u sections, its %llu bytes cannot hold them",
-				 v->count, (unsigned long long)total);
+			       "snapshot state file counts %u sections, its %llu bytes cannot hold them",
+			       v->count, (unsigned long long)total);
 	v->sections = calloc(v->count ? v->count : 1, sizeof(*v->sections));
 	v->sorted = calloc(v->count ? v->count : 1, sizeof(*v->sorted));
 	if (!v->sections || !v->sorted) {
@@ -525,11 +558,12 @@ uint64_t snap_get_u64(struct snap_cursor *c)
 int snap_cursor_end(const struct snap_cursor *c, struct err *e)
 {
 	if (c->bad)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: section '%s' (index %u) is too short",
-				 c->s->name, c->s->index);
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot state: section '%s' (index %u) is too short", c->s->name,
+			       c->s->index);
 	if (c->off != c->s->len)
 		return err_set(e, -SNAP_ERR_MALFORMED,
-				 "snapshot state: section '%s' (index %u) has %llu bytes left over", c->s->name,
-				 c->s->index, (unsigned long long)(c->s->len - c->off));
+			       "snapshot state: section '%s' (index %u) has %llu bytes left over",
+			       c->s->name, c->s->index, (unsigned long long)(c->s->len - c->off));
 	return 0;
 }

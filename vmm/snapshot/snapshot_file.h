@@ -47,15 +47,15 @@
 #define SNAP_STATE_MAX (256u << 20)
 
 /* The distinct refusals (negative errno values, as every vmm/ function). */
-#define SNAP_ERR_MAGIC (-ENOEXEC)            /* not a kiln snapshot */
-#define SNAP_ERR_TRUNCATED (-ENODATA)        /* shorter than its header says */
-#define SNAP_ERR_CHECKSUM (-EBADMSG)         /* damaged: CRC or trailer wrong */
-#define SNAP_ERR_FORMAT (-EPROTONOSUPPORT)   /* format version this kiln cannot read */
-#define SNAP_ERR_KILN_VERSION (-ESTALE)      /* written by another kiln version */
-#define SNAP_ERR_CPU (-ENODEV)               /* taken on an incompatible host CPU */
-#define SNAP_ERR_MALFORMED (-EUCLEAN)        /* bad section header, name, padding, count */
-#define SNAP_ERR_DUPLICATE (-EEXIST)         /* two sections with one (type, index) */
-#define SNAP_ERR_TOO_BIG (-EFBIG)            /* over SNAP_STATE_MAX or SNAP_MAX_SECTIONS */
+#define SNAP_ERR_MAGIC (-ENOEXEC)          /* not a kiln snapshot */
+#define SNAP_ERR_TRUNCATED (-ENODATA)      /* shorter than its header says */
+#define SNAP_ERR_CHECKSUM (-EBADMSG)       /* damaged: CRC or trailer wrong */
+#define SNAP_ERR_FORMAT (-EPROTONOSUPPORT) /* format version this kiln cannot read */
+#define SNAP_ERR_KILN_VERSION (-ESTALE)    /* written by another kiln version */
+#define SNAP_ERR_CPU (-ENODEV)             /* taken on an incompatible host CPU */
+#define SNAP_ERR_MALFORMED (-EUCLEAN)      /* bad section header, name, padding, count */
+#define SNAP_ERR_DUPLICATE (-EEXIST)       /* two sections with one (type, index) */
+#define SNAP_ERR_TOO_BIG (-EFBIG)          /* over SNAP_STATE_MAX or SNAP_MAX_SECTIONS */
 
 /*
  * Section types. The payload of each is defined by the code that saves
@@ -63,25 +63,25 @@
  * slot for device state, 0 otherwise. Numbers are never reused.
  */
 enum snap_section_type {
-	SNAP_SEC_VM_INFO = 1,     /* memory size, vCPU count, devices: the VM's shape */
-	SNAP_SEC_VCPU_REGS = 16,  /* general registers */
-	SNAP_SEC_VCPU_SREGS,      /* segment, control registers, pending interrupt */
-	SNAP_SEC_VCPU_XSAVE,      /* FPU/SSE/AVX state */
+	SNAP_SEC_VM_INFO = 1,    /* memory size, vCPU count, devices: the VM's shape */
+	SNAP_SEC_VCPU_REGS = 16, /* general registers */
+	SNAP_SEC_VCPU_SREGS,     /* segment, control registers, pending interrupt */
+	SNAP_SEC_VCPU_XSAVE,     /* FPU/SSE/AVX state */
 	SNAP_SEC_VCPU_XCRS,
-	SNAP_SEC_VCPU_MSRS,       /* including the TSC */
+	SNAP_SEC_VCPU_MSRS, /* including the TSC */
 	SNAP_SEC_VCPU_LAPIC,
 	SNAP_SEC_VCPU_EVENTS,
 	SNAP_SEC_VCPU_MP_STATE,
 	SNAP_SEC_VCPU_DEBUGREGS,
-	SNAP_SEC_VCPU_CPUID,      /* the CPUID table the vCPU was given */
-	SNAP_SEC_PIC = 48,        /* index 0 master, 1 slave */
+	SNAP_SEC_VCPU_CPUID, /* the CPUID table the vCPU was given */
+	SNAP_SEC_PIC = 48,   /* index 0 master, 1 slave */
 	SNAP_SEC_IOAPIC,
 	SNAP_SEC_PIT,
-	SNAP_SEC_CLOCK,           /* kvmclock */
-	SNAP_SEC_DEVICE = 64,     /* index = device slot; name = device kind */
+	SNAP_SEC_CLOCK,       /* kvmclock */
+	SNAP_SEC_DEVICE = 64, /* index = device slot; name = device kind */
 	SNAP_SEC_SERIAL,
 	SNAP_SEC_BOOT_TIMER,
-	SNAP_SEC_SNAP_ID = 96,    /* the snapshot's id (snapshot_layer.h) */
+	SNAP_SEC_SNAP_ID = 96, /* the snapshot's id (snapshot_layer.h) */
 };
 
 /*
@@ -117,9 +117,9 @@ struct snap_writer {
 	uint8_t *buf;
 	size_t len, cap;
 	uint32_t count;
-	size_t open;  /* offset of the section being written, 0 when none */
-	int finished; /* snap_finish succeeded: nothing more may be added */
-	int err;      /* first error; every later call returns it ... */
+	size_t open;    /* offset of the section being written, 0 when none */
+	int finished;   /* snap_finish succeeded: nothing more may be added */
+	int err;        /* first error; every later call returns it ... */
 	struct err why; /* ... with this message */
 };
 
@@ -137,8 +137,8 @@ void snap_writer_free(struct snap_writer *w);
  * characters. Returns 0 or -errno (-EINVAL for a bad name, a type of 0 or
  * a section already open; SNAP_ERR_TOO_BIG past the limits; -ENOMEM).
  */
-int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name, const void *data,
-	     size_t len, struct err *e);
+int snap_add(struct snap_writer *w, uint32_t type, uint32_t index, const char *name,
+	     const void *data, size_t len, struct err *e);
 
 /*
  * Or build a section piece by piece: snap_begin, any number of snap_put*
@@ -173,7 +173,7 @@ struct snap_section {
 };
 
 struct snap_view {
-	struct snap_compat origin;     /* what the header says */
+	struct snap_compat origin; /* what the header says */
 	uint32_t format_version;
 	uint32_t count;
 	struct snap_section *sections; /* in file order */

@@ -22,8 +22,8 @@ static int tmp_name(const char *name, char tmp[NAME_MAX + 1], struct err *e)
 {
 	size_t n = strnlen(name, NAME_MAX + 1);
 
-	if (n == 0 || n + strlen(TMP_SUFFIX) > NAME_MAX || strchr(name, '/') || !strcmp(name, ".") ||
-	    !strcmp(name, ".."))
+	if (n == 0 || n + strlen(TMP_SUFFIX) > NAME_MAX || strchr(name, '/') ||
+	    !strcmp(name, ".") || !strcmp(name, ".."))
 		return err_set(e, EINVAL, "snapshot: '%.64s' is not a usable file name", name);
 	memcpy(tmp, name, n);
 	memcpy(tmp + n, TMP_SUFFIX, sizeof(TMP_SUFFIX));
@@ -50,13 +50,15 @@ int snap_file_check(int fd, const char *name, struct err *e)
 	int r;
 
 	if (fd == -ELOOP)
-		return err_set(e, ELOOP,
-			       "snapshot: '%s' is a symbolic link; a snapshot's files are never followed: replace it with the file itself",
-			       name);
+		return err_set(
+			e, ELOOP,
+			"snapshot: '%s' is a symbolic link; a snapshot's files are never followed: replace it with the file itself",
+			name);
 	if (fd == -EMLINK)
-		return err_set(e, EMLINK,
-			       "snapshot: '%s' has other hard links; a snapshot's files are never links to other files: copy the snapshot (cp -r, not cp -l)",
-			       name);
+		return err_set(
+			e, EMLINK,
+			"snapshot: '%s' has other hard links; a snapshot's files are never links to other files: copy the snapshot (cp -r, not cp -l)",
+			name);
 	if (fd < 0)
 		return err_set(e, -fd, "snapshot: opening '%s': %s", name, strerror(-fd));
 	if (fstat(fd, &st) < 0 || fcntl(fd, F_SETFL, 0) < 0) {
@@ -82,7 +84,8 @@ int snap_tmp_open(int dirfd, const char *name, struct err *e)
 	 * directories a jailed kiln-vmm owns, which could leave a hard link
 	 * to some other file under this name. */
 	if (unlinkat(dirfd, tmp, 0) < 0 && errno != ENOENT)
-		return err_set(e, errno, "snapshot: removing a stale '%s': %s", tmp, strerror(errno));
+		return err_set(e, errno, "snapshot: removing a stale '%s': %s", tmp,
+			       strerror(errno));
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return err_set(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
@@ -126,7 +129,7 @@ int snap_tmp_commit(int dirfd, const char *name, int fd, struct err *e)
 	}
 	if (fsync(dirfd) < 0)
 		return err_set(e, errno, "snapshot: syncing the directory of '%s': %s", name,
-				 strerror(errno));
+			       strerror(errno));
 	return 0;
 }
 
@@ -139,8 +142,8 @@ int snap_write_atomic(int dirfd, const char *name, const void *buf, size_t len, 
 	r = fd_io_pwrite_all(fd, buf, len, 0);
 	if (r) {
 		snap_tmp_abort(dirfd, name, fd);
-		return err_set(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)", name,
-				 strerror(-r), name);
+		return err_set(e, -r, "snapshot: writing '%s': %s (the previous '%s' is kept)",
+			       name, strerror(-r), name);
 	}
 	return snap_tmp_commit(dirfd, name, fd, e);
 }
@@ -169,8 +172,8 @@ int snap_read_fd(int fd, const char *name, size_t cap, uint8_t **buf, size_t *le
 	}
 	if ((uint64_t)st.st_size > cap) {
 		close(fd);
-		return err_set(e, EFBIG, "snapshot: '%s' is %lld bytes, more than the %zu allowed", name,
-				 (long long)st.st_size, cap);
+		return err_set(e, EFBIG, "snapshot: '%s' is %lld bytes, more than the %zu allowed",
+			       name, (long long)st.st_size, cap);
 	}
 	size = (size_t)st.st_size;
 	/* One byte more than the size, to see a file that grew since fstat. */
@@ -243,7 +246,8 @@ int snap_dir_begin(int parentfd, const char *name, struct err *e)
 	/* A crash mid-snapshot leaves NAME.tmp behind; it never held the checkpoint. */
 	r = snap_dir_remove(parentfd, tmp);
 	if (r && r != -ENOENT)
-		return err_set(e, -r, "snapshot: removing the unfinished '%s': %s", tmp, strerror(-r));
+		return err_set(e, -r, "snapshot: removing the unfinished '%s': %s", tmp,
+			       strerror(-r));
 	if (mkdirat(parentfd, tmp, 0700) < 0)
 		return err_set(e, errno, "snapshot: creating '%s': %s", tmp, strerror(errno));
 	fd = openat(parentfd, tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -291,13 +295,15 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 			r = errno;
 		if (r) {
 			snap_dir_abort(parentfd, name, -1);
-			return err_set(e, r, "snapshot: replacing '%s' with '%s': %s (the previous snapshot is kept)",
-					 name, tmp, strerror(r));
+			return err_set(
+				e, r,
+				"snapshot: replacing '%s' with '%s': %s (the previous snapshot is kept)",
+				name, tmp, strerror(r));
 		}
 	}
 	if (fsync(parentfd) < 0)
 		return err_set(e, errno, "snapshot: syncing the directory of '%s': %s", name,
-				 strerror(errno));
+			       strerror(errno));
 	/* NAME.tmp now holds the previous checkpoint; a failure here only leaves it for the next begin. */
 	if (exchanged)
 		snap_dir_remove(parentfd, tmp);
@@ -337,7 +343,8 @@ int snap_copy_over(int in, int out)
 			return -errno;
 		if (data < 0)
 			data = st.st_size; /* ENXIO: only a hole is left */
-		if ((r = fd_io_zero_range(out, FALLOC_FL_PUNCH_HOLE, (uint64_t)off, (uint64_t)(data - off))))
+		if ((r = fd_io_zero_range(out, FALLOC_FL_PUNCH_HOLE, (uint64_t)off,
+					  (uint64_t)(data - off))))
 			return r;
 		if (data == st.st_size)
 			break;

@@ -98,9 +98,8 @@ static uint64_t cpuid_feature_digest(const struct kvm_cpuid2 *t)
 		uint32_t function, index;
 		uint8_t regs; /* bit 0 eax, 1 ebx, 2 ecx, 3 edx */
 	} leaves[] = {
-		{ 0x1, 0, 0xc },        { 0x7, 0, 0xe },        { 0x7, 1, 0x1 },
-		{ 0xd, 0, 0x9 },        { 0xd, 1, 0x1 },        { 0x80000001, 0, 0xc },
-		{ 0x80000008, 0, 0x2 },
+		{ 0x1, 0, 0xc }, { 0x7, 0, 0xe },        { 0x7, 1, 0x1 },        { 0xd, 0, 0x9 },
+		{ 0xd, 1, 0x1 }, { 0x80000001, 0, 0xc }, { 0x80000008, 0, 0x2 },
 	};
 	uint64_t h = SNAP_DIGEST_INIT;
 
@@ -138,12 +137,13 @@ int snap_kvm_compat(struct vm *vm, struct snap_compat *out, struct err *e)
 }
 
 /* One KVM_GET_* into a section named `name`. */
-static int save_ioctl(struct snap_writer *w, int fd, unsigned long req, void *buf, size_t len, uint32_t type,
-		      uint32_t index, const char *name, struct err *e)
+static int save_ioctl(struct snap_writer *w, int fd, unsigned long req, void *buf, size_t len,
+		      uint32_t type, uint32_t index, const char *name, struct err *e)
 {
 	memset(buf, 0, len);
 	if (ioctl(fd, req, buf) < 0)
-		return err_set(e, errno, "snapshot: reading %s of vCPU/VM %u: %s", name, index, strerror(errno));
+		return err_set(e, errno, "snapshot: reading %s of vCPU/VM %u: %s", name, index,
+			       strerror(errno));
 	return snap_add(w, type, index, name, buf, len, e);
 }
 
@@ -155,14 +155,22 @@ int snap_kvm_save_vcpu(struct vm *vm, struct vcpu *v, struct snap_writer *w, str
 	union vcpu_state u;
 	int r;
 
-	if ((r = save_ioctl(w, v->fd, KVM_GET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id, "regs", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_SREGS, &u.sregs, sizeof(u.sregs), SNAP_SEC_VCPU_SREGS, id, "sregs", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_XSAVE, &u.xsave, sizeof(u.xsave), SNAP_SEC_VCPU_XSAVE, id, "xsave", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_XCRS, &u.xcrs, sizeof(u.xcrs), SNAP_SEC_VCPU_XCRS, id, "xcrs", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_LAPIC, &u.lapic, sizeof(u.lapic), SNAP_SEC_VCPU_LAPIC, id, "lapic", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_VCPU_EVENTS, &u.ev, sizeof(u.ev), SNAP_SEC_VCPU_EVENTS, id, "events", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_MP_STATE, &u.mp, sizeof(u.mp), SNAP_SEC_VCPU_MP_STATE, id, "mp_state", e)) ||
-	    (r = save_ioctl(w, v->fd, KVM_GET_DEBUGREGS, &u.dr, sizeof(u.dr), SNAP_SEC_VCPU_DEBUGREGS, id, "debugregs", e)))
+	if ((r = save_ioctl(w, v->fd, KVM_GET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id,
+			    "regs", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_SREGS, &u.sregs, sizeof(u.sregs), SNAP_SEC_VCPU_SREGS,
+			    id, "sregs", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_XSAVE, &u.xsave, sizeof(u.xsave), SNAP_SEC_VCPU_XSAVE,
+			    id, "xsave", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_XCRS, &u.xcrs, sizeof(u.xcrs), SNAP_SEC_VCPU_XCRS, id,
+			    "xcrs", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_LAPIC, &u.lapic, sizeof(u.lapic), SNAP_SEC_VCPU_LAPIC,
+			    id, "lapic", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_VCPU_EVENTS, &u.ev, sizeof(u.ev),
+			    SNAP_SEC_VCPU_EVENTS, id, "events", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_MP_STATE, &u.mp, sizeof(u.mp), SNAP_SEC_VCPU_MP_STATE,
+			    id, "mp_state", e)) ||
+	    (r = save_ioctl(w, v->fd, KVM_GET_DEBUGREGS, &u.dr, sizeof(u.dr),
+			    SNAP_SEC_VCPU_DEBUGREGS, id, "debugregs", e)))
 		return r;
 
 	if ((r = readable_msrs(vm, v->fd, &idx, &n, e)))
@@ -198,7 +206,8 @@ int snap_kvm_save_vm(struct vm *vm, struct snap_writer *w, struct err *e)
 		memset(&chip, 0, sizeof(chip));
 		chip.chip_id = i; /* KVM_IRQCHIP_PIC_MASTER, _SLAVE, _IOAPIC */
 		if (ioctl(vm->vm_fd, KVM_GET_IRQCHIP, &chip) < 0)
-			return err_set(e, errno, "snapshot: KVM_GET_IRQCHIP %u: %s", i, strerror(errno));
+			return err_set(e, errno, "snapshot: KVM_GET_IRQCHIP %u: %s", i,
+				       strerror(errno));
 		if (i < 2)
 			r = snap_add(w, SNAP_SEC_PIC, i, "pic", &chip, sizeof(chip), e);
 		else
@@ -206,16 +215,18 @@ int snap_kvm_save_vm(struct vm *vm, struct snap_writer *w, struct err *e)
 		if (r)
 			return r;
 	}
-	if ((r = save_ioctl(w, vm->vm_fd, KVM_GET_PIT2, &pit, sizeof(pit), SNAP_SEC_PIT, 0, "pit", e)))
+	if ((r = save_ioctl(w, vm->vm_fd, KVM_GET_PIT2, &pit, sizeof(pit), SNAP_SEC_PIT, 0, "pit",
+			    e)))
 		return r;
-	if ((r = save_ioctl(w, vm->vm_fd, KVM_GET_CLOCK, &clk, sizeof(clk), SNAP_SEC_CLOCK, 0, "kvmclock", e)))
+	if ((r = save_ioctl(w, vm->vm_fd, KVM_GET_CLOCK, &clk, sizeof(clk), SNAP_SEC_CLOCK, 0,
+			    "kvmclock", e)))
 		return r;
 	return 0;
 }
 
 /* The section (type, index) as exactly `len` bytes, or an error naming it. */
-static const void *need(const struct snap_view *s, uint32_t type, uint32_t index, size_t len, const char *what,
-			int *r, struct err *e)
+static const void *need(const struct snap_view *s, uint32_t type, uint32_t index, size_t len,
+			const char *what, int *r, struct err *e)
 {
 	const struct snap_section *sec = snap_find(s, type, index);
 
@@ -224,8 +235,9 @@ static const void *need(const struct snap_view *s, uint32_t type, uint32_t index
 		return NULL;
 	}
 	if (sec->len != len) {
-		*r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot: %s of vCPU/VM %u is %llu bytes, not %zu", what,
-			       index, (unsigned long long)sec->len, len);
+		*r = err_set(e, -SNAP_ERR_MALFORMED,
+			     "snapshot: %s of vCPU/VM %u is %llu bytes, not %zu", what, index,
+			     (unsigned long long)sec->len, len);
 		return NULL;
 	}
 	*r = 0;
@@ -243,7 +255,8 @@ static int load_ioctl(const struct snap_view *s, int fd, unsigned long req, void
 		return r;
 	memcpy(buf, p, len);
 	if (ioctl(fd, req, buf) < 0)
-		return err_set(e, errno, "restore: KVM refused %s of vCPU/VM %u: %s", name, index, strerror(errno));
+		return err_set(e, errno, "restore: KVM refused %s of vCPU/VM %u: %s", name, index,
+			       strerror(errno));
 	return 0;
 }
 
@@ -260,7 +273,8 @@ static int load_msrs(const struct snap_view *s, struct vcpu *v, struct err *e)
 	snap_cursor_init(&c, sec);
 	n = snap_get_u32(&c);
 	if (n > MSR_LIST_MAX || sec->len != 4 + (uint64_t)n * 12)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: vCPU %d's MSR section is malformed", v->id);
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot: vCPU %d's MSR section is malformed", v->id);
 	msrs = calloc(1, sizeof(*msrs) + n * sizeof(struct kvm_msr_entry));
 	if (!msrs)
 		return err_set(e, ENOMEM, "out of memory");
@@ -278,12 +292,15 @@ static int load_msrs(const struct snap_view *s, struct vcpu *v, struct err *e)
 		uint32_t bad = msrs->entries[r].index;
 
 		free(msrs);
-		return err_set(e, EINVAL, "restore: this host's KVM refused MSR %#x of vCPU %d: the snapshot is from an incompatible host",
-				 bad, v->id);
+		return err_set(
+			e, EINVAL,
+			"restore: this host's KVM refused MSR %#x of vCPU %d: the snapshot is from an incompatible host",
+			bad, v->id);
 	}
 	free(msrs);
 	if (r < 0)
-		return err_set(e, errno, "restore: KVM_SET_MSRS on vCPU %d: %s", v->id, strerror(errno));
+		return err_set(e, errno, "restore: KVM_SET_MSRS on vCPU %d: %s", v->id,
+			       strerror(errno));
 	return 0;
 }
 
@@ -307,7 +324,8 @@ static int load_tsc_deadline(const struct snap_view *s, struct vcpu *v, struct e
 		if (index != MSR_IA32_TSC_DEADLINE)
 			continue;
 		if (one_msr(v->fd, KVM_SET_MSRS, index, &data) != 1)
-			return err_set(e, EINVAL, "restore: KVM refused vCPU %d's TSC deadline", v->id);
+			return err_set(e, EINVAL, "restore: KVM refused vCPU %d's TSC deadline",
+				       v->id);
 		break;
 	}
 	return 0;
@@ -326,7 +344,8 @@ static bool host_is_svm(void)
 }
 
 /* The special registers, fitted to this host (snapshot_sregs.h: TR). */
-static int load_sregs(const struct snap_view *s, struct vcpu *v, struct kvm_sregs *sregs, struct err *e)
+static int load_sregs(const struct snap_view *s, struct vcpu *v, struct kvm_sregs *sregs,
+		      struct err *e)
 {
 	const void *p;
 	int r;
@@ -336,7 +355,8 @@ static int load_sregs(const struct snap_view *s, struct vcpu *v, struct kvm_sreg
 	memcpy(sregs, p, sizeof(*sregs));
 	snap_sregs_fit_host(sregs, host_is_svm());
 	if (ioctl(v->fd, KVM_SET_SREGS, sregs) < 0)
-		return err_set(e, errno, "restore: KVM refused sregs of vCPU/VM %d: %s", v->id, strerror(errno));
+		return err_set(e, errno, "restore: KVM refused sregs of vCPU/VM %d: %s", v->id,
+			       strerror(errno));
 	return 0;
 }
 
@@ -350,13 +370,17 @@ int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s,
 	(void)vm;
 	/* Order matters: sregs (EFER, APIC base) before the MSRs and the
 	 * local APIC, the TSC deadline after the local APIC, events last. */
-	if ((r = load_ioctl(s, v->fd, KVM_SET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id, "regs", e)) ||
-	    (r = load_ioctl(s, v->fd, KVM_SET_XSAVE, &u.xsave, sizeof(u.xsave), SNAP_SEC_VCPU_XSAVE, id, "xsave", e)) ||
-	    (r = load_ioctl(s, v->fd, KVM_SET_XCRS, &u.xcrs, sizeof(u.xcrs), SNAP_SEC_VCPU_XCRS, id, "xcrs", e)) ||
-	    (r = load_sregs(s, v, &u.sregs, e)) ||
-	    (r = load_msrs(s, v, e)) ||
-	    (r = load_ioctl(s, v->fd, KVM_SET_MP_STATE, &u.mp, sizeof(u.mp), SNAP_SEC_VCPU_MP_STATE, id, "mp_state", e)) ||
-	    (r = load_ioctl(s, v->fd, KVM_SET_LAPIC, &u.lapic, sizeof(u.lapic), SNAP_SEC_VCPU_LAPIC, id, "lapic", e)) ||
+	if ((r = load_ioctl(s, v->fd, KVM_SET_REGS, &u.regs, sizeof(u.regs), SNAP_SEC_VCPU_REGS, id,
+			    "regs", e)) ||
+	    (r = load_ioctl(s, v->fd, KVM_SET_XSAVE, &u.xsave, sizeof(u.xsave), SNAP_SEC_VCPU_XSAVE,
+			    id, "xsave", e)) ||
+	    (r = load_ioctl(s, v->fd, KVM_SET_XCRS, &u.xcrs, sizeof(u.xcrs), SNAP_SEC_VCPU_XCRS, id,
+			    "xcrs", e)) ||
+	    (r = load_sregs(s, v, &u.sregs, e)) || (r = load_msrs(s, v, e)) ||
+	    (r = load_ioctl(s, v->fd, KVM_SET_MP_STATE, &u.mp, sizeof(u.mp), SNAP_SEC_VCPU_MP_STATE,
+			    id, "mp_state", e)) ||
+	    (r = load_ioctl(s, v->fd, KVM_SET_LAPIC, &u.lapic, sizeof(u.lapic), SNAP_SEC_VCPU_LAPIC,
+			    id, "lapic", e)) ||
 	    (r = load_tsc_deadline(s, v, e)))
 		return r;
 	if (!(p = need(s, SNAP_SEC_VCPU_EVENTS, id, sizeof(u.ev), "events", &r, e)))
@@ -365,9 +389,10 @@ int snap_kvm_load_vcpu(struct vm *vm, struct vcpu *v, const struct snap_view *s,
 	/* Which optional fields to apply: all that a GET fills. */
 	u.ev.flags |= KVM_VCPUEVENT_VALID_NMI_PENDING | KVM_VCPUEVENT_VALID_SIPI_VECTOR;
 	if (ioctl(v->fd, KVM_SET_VCPU_EVENTS, &u.ev) < 0)
-		return err_set(e, errno, "restore: KVM refused events of vCPU %u: %s", id, strerror(errno));
-	return load_ioctl(s, v->fd, KVM_SET_DEBUGREGS, &u.dr, sizeof(u.dr), SNAP_SEC_VCPU_DEBUGREGS, id, "debugregs",
-			  e);
+		return err_set(e, errno, "restore: KVM refused events of vCPU %u: %s", id,
+			       strerror(errno));
+	return load_ioctl(s, v->fd, KVM_SET_DEBUGREGS, &u.dr, sizeof(u.dr), SNAP_SEC_VCPU_DEBUGREGS,
+			  id, "debugregs", e);
 }
 
 int snap_kvm_load_vm(struct vm *vm, const struct snap_view *s, struct err *e)
@@ -378,12 +403,15 @@ int snap_kvm_load_vm(struct vm *vm, const struct snap_view *s, struct err *e)
 	int r;
 
 	for (uint32_t i = 0; i < 3; i++) {
-		r = i < 2 ? load_ioctl(s, vm->vm_fd, KVM_SET_IRQCHIP, &chip, sizeof(chip), SNAP_SEC_PIC, i, "pic", e)
-			  : load_ioctl(s, vm->vm_fd, KVM_SET_IRQCHIP, &chip, sizeof(chip), SNAP_SEC_IOAPIC, 0, "ioapic", e);
+		r = i < 2 ? load_ioctl(s, vm->vm_fd, KVM_SET_IRQCHIP, &chip, sizeof(chip),
+				       SNAP_SEC_PIC, i, "pic", e)
+			  : load_ioctl(s, vm->vm_fd, KVM_SET_IRQCHIP, &chip, sizeof(chip),
+				       SNAP_SEC_IOAPIC, 0, "ioapic", e);
 		if (r)
 			return r;
 	}
-	if ((r = load_ioctl(s, vm->vm_fd, KVM_SET_PIT2, &pit, sizeof(pit), SNAP_SEC_PIT, 0, "pit", e)))
+	if ((r = load_ioctl(s, vm->vm_fd, KVM_SET_PIT2, &pit, sizeof(pit), SNAP_SEC_PIT, 0, "pit",
+			    e)))
 		return r;
 	if (!need(s, SNAP_SEC_CLOCK, 0, sizeof(clk), "kvmclock", &r, e))
 		return r;

@@ -57,7 +57,8 @@ static int check_size(uint64_t size, const char *what, struct err *e)
 {
 	if (size == 0 || size % SNAP_PAGE || size > (uint64_t)INT64_MAX ||
 	    snap_layer_words(size) > (SIZE_MAX - SNAP_LAYER_HEADER_SIZE - 1) / 8)
-		return err_set(e, EINVAL, "snapshot %s: %llu bytes of RAM is not a whole number of pages",
+		return err_set(e, EINVAL,
+			       "snapshot %s: %llu bytes of RAM is not a whole number of pages",
 			       what, (unsigned long long)size);
 	return 0;
 }
@@ -72,8 +73,8 @@ bool snap_layer_name_valid(const char *s)
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
 
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-		      c == '_' || c == '-'))
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
 			return false;
 	}
 	return true;
@@ -119,12 +120,14 @@ int snap_layer_encode(const struct snap_layer *l, uint8_t **buf, size_t *len, st
 	if ((r = check_size(l->mem_size, SNAP_LAYER_FILE, e)))
 		return r;
 	if (!snap_layer_name_valid(l->parent))
-		return err_set(e, EINVAL, "snapshot memory.layer: the parent's name is not a snapshot name");
+		return err_set(e, EINVAL,
+			       "snapshot memory.layer: the parent's name is not a snapshot name");
 	if (l->depth < 1 || l->depth > SNAP_LAYER_DEPTH_MAX)
 		return err_set(e, EINVAL, "snapshot memory.layer: depth %u is not 1-%u", l->depth,
 			       SNAP_LAYER_DEPTH_MAX);
 	if (!l->bits || tail_bits(l->bits, l->mem_size))
-		return err_set(e, EINVAL, "snapshot memory.layer: the bitmap marks pages past the end of RAM");
+		return err_set(e, EINVAL,
+			       "snapshot memory.layer: the bitmap marks pages past the end of RAM");
 	words = snap_layer_words(l->mem_size);
 	n = layer_len(l->mem_size);
 	b = calloc(1, n);
@@ -155,32 +158,43 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 	size_t want = layer_len(mem_size);
 
 	if (len && memcmp(b, SNAP_LAYER_MAGIC, len < 8 ? len : 8))
-		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln memory layer file (no KILNLAYR magic)");
+		return err_set(e, -SNAP_ERR_MAGIC,
+			       "not a kiln memory layer file (no KILNLAYR magic)");
 	if (len < SNAP_LAYER_HEADER_SIZE)
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.layer truncated: %zu bytes", len);
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.layer truncated: %zu bytes",
+			       len);
 	if (le_get32(b + L_HEADER_CRC) != (uint32_t)crc32_z(0, b, L_HEADER_CRC))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: header checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot memory.layer damaged: header checksum mismatch");
 	if (le_get32(b + L_VERSION) != SNAP_LAYER_VERSION)
-		return err_set(e, -SNAP_ERR_FORMAT, "snapshot memory.layer has format version %u, this kiln reads %u",
+		return err_set(e, -SNAP_ERR_FORMAT,
+			       "snapshot memory.layer has format version %u, this kiln reads %u",
 			       le_get32(b + L_VERSION), SNAP_LAYER_VERSION);
 	if (le_get32(b + L_PAGE) != SNAP_PAGE)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer has %u-byte pages, kiln's are %u",
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer has %u-byte pages, kiln's are %u",
 			       le_get32(b + L_PAGE), SNAP_PAGE);
 	if (le_get32(b + L_RESERVED))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer has a malformed header (reserved field set)");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer has a malformed header (reserved field set)");
 	/* Before the length: a layer of other RAM is told as such, not as damage. */
 	if (le_get64(b + L_MEM_SIZE) != mem_size)
-		return err_set(e, -SNAP_ERR_MALFORMED,
-			       "snapshot memory.layer describes %llu bytes of RAM, the snapshot's RAM is %llu",
-			       (unsigned long long)le_get64(b + L_MEM_SIZE), (unsigned long long)mem_size);
+		return err_set(
+			e, -SNAP_ERR_MALFORMED,
+			"snapshot memory.layer describes %llu bytes of RAM, the snapshot's RAM is %llu",
+			(unsigned long long)le_get64(b + L_MEM_SIZE), (unsigned long long)mem_size);
 	if (len < want)
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.layer truncated: %zu bytes, needs %zu", len,
-			       want);
+		return err_set(e, -SNAP_ERR_TRUNCATED,
+			       "snapshot memory.layer truncated: %zu bytes, needs %zu", len, want);
 	if (len > want)
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: %zu bytes, a layer over this RAM is %zu bytes",
-			       len, want);
-	if (le_get32(b + L_BITMAP_CRC) != (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, want - SNAP_LAYER_HEADER_SIZE))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.layer damaged: bitmap checksum mismatch");
+		return err_set(
+			e, -SNAP_ERR_CHECKSUM,
+			"snapshot memory.layer damaged: %zu bytes, a layer over this RAM is %zu bytes",
+			len, want);
+	if (le_get32(b + L_BITMAP_CRC) !=
+	    (uint32_t)crc32_z(0, b + SNAP_LAYER_HEADER_SIZE, want - SNAP_LAYER_HEADER_SIZE))
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot memory.layer damaged: bitmap checksum mismatch");
 	return 0;
 }
 
@@ -192,20 +206,24 @@ static int check_fields(const uint8_t *b, struct snap_layer *out, struct err *e)
 	uint32_t depth = le_get32(b + L_DEPTH);
 
 	if (depth < 1 || depth > SNAP_LAYER_DEPTH_MAX)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer: depth %u is not 1-%u", depth,
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer: depth %u is not 1-%u", depth,
 			       SNAP_LAYER_DEPTH_MAX);
 	/* The name is not echoed: it is a stranger's bytes, and a path to nowhere good. */
 	if (n > SNAP_LAYER_NAME_MAX)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer: the parent's name is not terminated");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer: the parent's name is not terminated");
 	memcpy(out->parent, name, n);
 	out->parent[n] = 0;
 	if (!snap_layer_name_valid(out->parent))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer: the parent's name is not a snapshot name");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer: the parent's name is not a snapshot name");
 	/* Zero padding, so one layer has one encoding and a re-encode is byte for byte. */
 	for (size_t i = n; i <= SNAP_LAYER_NAME_MAX; i++)
 		if (name[i])
-			return err_set(e, -SNAP_ERR_MALFORMED,
-				       "snapshot memory.layer: bytes after the parent's name are not zero");
+			return err_set(
+				e, -SNAP_ERR_MALFORMED,
+				"snapshot memory.layer: bytes after the parent's name are not zero");
 	out->depth = depth;
 	memcpy(out->parent_id, b + L_PARENT_ID, SNAP_ID_LEN);
 	return 0;
@@ -226,10 +244,13 @@ static int decode_bits(const uint8_t *b, uint64_t mem_size, struct snap_layer *o
 		pages += (uint64_t)__builtin_popcountll(out->bits[w]);
 	}
 	if (tail_bits(out->bits, mem_size))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer marks pages past the end of RAM");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer marks pages past the end of RAM");
 	if (pages != le_get64(b + L_PAGES))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.layer marks %llu pages, its header counts %llu",
-			       (unsigned long long)pages, (unsigned long long)le_get64(b + L_PAGES));
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.layer marks %llu pages, its header counts %llu",
+			       (unsigned long long)pages,
+			       (unsigned long long)le_get64(b + L_PAGES));
 	out->pages = pages;
 	return 0;
 }
@@ -256,7 +277,8 @@ int snap_layer_read(int dirfd, uint64_t mem_size, struct snap_layer *out, struct
 {
 	int fd = snap_file_openat(dirfd, SNAP_LAYER_FILE);
 
-	return snap_layer_read_fd(fd == -ENOENT ? fd : snap_file_check(fd, SNAP_LAYER_FILE, e), mem_size, out, e);
+	return snap_layer_read_fd(fd == -ENOENT ? fd : snap_file_check(fd, SNAP_LAYER_FILE, e),
+				  mem_size, out, e);
 }
 
 int snap_layer_read_fd(int fd, uint64_t mem_size, struct snap_layer *out, struct err *e)
@@ -274,9 +296,10 @@ int snap_layer_read_fd(int fd, uint64_t mem_size, struct snap_layer *out, struct
 	/* One byte over the exact size: parse tells "longer", a larger file is never read. */
 	r = snap_read_fd(fd, SNAP_LAYER_FILE, layer_len(mem_size) + 1, &buf, &len, e);
 	if (r == -EFBIG)
-		return err_set(e, -SNAP_ERR_CHECKSUM,
-			       "snapshot memory.layer damaged: larger than the %zu bytes of a layer over %llu bytes of RAM",
-			       layer_len(mem_size), (unsigned long long)mem_size);
+		return err_set(
+			e, -SNAP_ERR_CHECKSUM,
+			"snapshot memory.layer damaged: larger than the %zu bytes of a layer over %llu bytes of RAM",
+			layer_len(mem_size), (unsigned long long)mem_size);
 	if (r)
 		return r;
 	r = snap_layer_parse(buf, len, mem_size, out, e);
@@ -298,7 +321,8 @@ int snap_layer_write(int dirfd, const struct snap_layer *l, struct err *e)
 }
 
 /* Write the nonzero pages of `buf` (len bytes, whole pages, belonging at `off`), a run per write. -errno. */
-static int write_nonzero(int fd, const uint8_t *buf, uint64_t len, uint64_t off, struct snap_mem_stats *s)
+static int write_nonzero(int fd, const uint8_t *buf, uint64_t len, uint64_t off,
+			 struct snap_mem_stats *s)
 {
 	uint64_t start = 0, end;
 	int r;
@@ -308,7 +332,8 @@ static int write_nonzero(int fd, const uint8_t *buf, uint64_t len, uint64_t off,
 			start += SNAP_PAGE;
 			continue;
 		}
-		for (end = start + SNAP_PAGE; end < len && !snap_page_zero(buf + end); end += SNAP_PAGE)
+		for (end = start + SNAP_PAGE; end < len && !snap_page_zero(buf + end);
+		     end += SNAP_PAGE)
 			;
 		if ((r = fd_io_pwrite_all(fd, buf + start, end - start, off + start)))
 			return r;
@@ -332,7 +357,8 @@ int snap_mem_write_pages(int fd, const void *mem, uint64_t size, const uint64_t 
 	if (ftruncate(fd, (off_t)size) < 0)
 		return err_set(e, errno, "snapshot memory: sizing the file: %s", strerror(errno));
 	while ((n = page_bits_next_run(bits, size / SNAP_PAGE, &page))) {
-		r = write_nonzero(fd, (const uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE, page * SNAP_PAGE, &s);
+		r = write_nonzero(fd, (const uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE,
+				  page * SNAP_PAGE, &s);
 		if (r)
 			return err_set(e, -r, "snapshot memory: writing: %s", strerror(-r));
 		s.pages += n;
@@ -351,9 +377,12 @@ static int check_mem_file(int fd, uint64_t size, const char *whose, struct err *
 	if (fstat(fd, &st) < 0)
 		return err_set(e, errno, "snapshot memory%s: %s", whose, strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory%s is not a regular file", whose);
+		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory%s is not a regular file",
+			       whose);
 	if ((uint64_t)st.st_size != size)
-		return err_set(e, (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
+		return err_set(e,
+			       (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED
+							   : -SNAP_ERR_MALFORMED,
 			       "snapshot memory%s is %lld bytes, the snapshot's RAM is %llu", whose,
 			       (long long)st.st_size, (unsigned long long)size);
 	return 0;
@@ -371,9 +400,11 @@ int snap_layer_apply(int fd, const struct snap_layer *l, void *mem, struct err *
 	if ((r = check_mem_file(fd, l->mem_size, " of the layer", e)))
 		return r;
 	while ((n = page_bits_next_run(l->bits, l->mem_size / SNAP_PAGE, &page))) {
-		r = fd_io_pread_all(fd, (uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE, page * SNAP_PAGE);
+		r = fd_io_pread_all(fd, (uint8_t *)mem + page * SNAP_PAGE, n * SNAP_PAGE,
+				    page * SNAP_PAGE);
 		if (r)
-			return err_set(e, -r, "snapshot memory: reading the layer's pages at %#llx: %s",
+			return err_set(e, -r,
+				       "snapshot memory: reading the layer's pages at %#llx: %s",
 				       (unsigned long long)(page * SNAP_PAGE), strerror(-r));
 		page += n;
 	}
@@ -400,15 +431,17 @@ int snap_id_get(const struct snap_view *v, uint8_t id[SNAP_ID_LEN], struct err *
 	int r;
 
 	if (!s)
-		return err_set(e, -SNAP_ERR_MALFORMED,
-			       "snapshot state has no snapshot id: it cannot be a parent of incremental snapshots");
+		return err_set(
+			e, -SNAP_ERR_MALFORMED,
+			"snapshot state has no snapshot id: it cannot be a parent of incremental snapshots");
 	snap_cursor_init(&c, s);
 	version = snap_get_u32(&c);
 	if (c.bad)
 		return snap_cursor_end(&c, e);
 	/* Another version may be laid out otherwise: its length means nothing here. */
 	if (version != SNAP_ID_VERSION)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot state: id version %u, this kiln reads %u", version,
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot state: id version %u, this kiln reads %u", version,
 			       SNAP_ID_VERSION);
 	snap_get(&c, got, sizeof(got));
 	if ((r = snap_cursor_end(&c, e)))
@@ -468,9 +501,10 @@ static int open_parent_mem(int parentfd, const struct snap_layer *child, struct 
 	int fd = open_mem(parentfd, &size, e), r;
 
 	if (fd == -ENOENT && fstatat(parentfd, SNAP_MEMZ_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return err_set(e, ENOTSUP,
-			       "snapshot '%s' keeps its memory compressed (memory.z), so a layered snapshot cannot be folded into it: restore and snapshot it again uncompressed",
-			       child->parent);
+		return err_set(
+			e, ENOTSUP,
+			"snapshot '%s' keeps its memory compressed (memory.z), so a layered snapshot cannot be folded into it: restore and snapshot it again uncompressed",
+			child->parent);
 	if (fd < 0)
 		return fd;
 	if ((r = check_mem_file(fd, child->mem_size, " of the parent", e))) {
@@ -487,8 +521,8 @@ static int open_parent_mem(int parentfd, const struct snap_layer *child, struct 
  * its nonzero pages written, or (a filesystem that cannot punch) written
  * whole.
  */
-static int merge_chunk(int from, int to, uint8_t *buf, size_t len, uint64_t off, struct snap_mem_stats *s,
-		       struct err *e)
+static int merge_chunk(int from, int to, uint8_t *buf, size_t len, uint64_t off,
+		       struct snap_mem_stats *s, struct err *e)
 {
 	int r = fd_io_pread_all(from, buf, len, off);
 
@@ -521,7 +555,8 @@ static int merge_pages(int from, int to, const struct snap_layer *child, struct 
 		uint64_t off = page * SNAP_PAGE, end = (page + n) * SNAP_PAGE;
 
 		for (; !r && off < end; off += MERGE_CHUNK)
-			r = merge_chunk(from, to, buf, end - off < MERGE_CHUNK ? (size_t)(end - off) : MERGE_CHUNK,
+			r = merge_chunk(from, to, buf,
+					end - off < MERGE_CHUNK ? (size_t)(end - off) : MERGE_CHUNK,
 					off, &s, e);
 		page += n;
 	}
@@ -547,7 +582,8 @@ static void give_to_owner(int childfd, int fd, const char *name)
 }
 
 /* The child's new layer: the parent's place in the chain, both sets of pages. */
-static int fold_layer(int childfd, struct snap_layer *child, const struct snap_layer *parent, struct err *e)
+static int fold_layer(int childfd, struct snap_layer *child, const struct snap_layer *parent,
+		      struct err *e)
 {
 	int r;
 
@@ -568,7 +604,8 @@ static int drop_layer(int childfd, struct err *e)
 	if (unlinkat(childfd, SNAP_LAYER_FILE, 0) < 0)
 		return err_set(e, errno, "snapshot: removing memory.layer: %s", strerror(errno));
 	if (fsync(childfd) < 0)
-		return err_set(e, errno, "snapshot: syncing the directory after removing memory.layer: %s",
+		return err_set(e, errno,
+			       "snapshot: syncing the directory after removing memory.layer: %s",
 			       strerror(errno));
 	return 0;
 }
@@ -586,15 +623,19 @@ static int child_layer(int childfd, struct snap_layer *l, int *mem, struct err *
 
 	*mem = -1;
 	if (fstatat(childfd, SNAP_LAYER_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? -ENOENT : err_set(e, errno, "snapshot: memory.layer: %s", strerror(errno));
+		return errno == ENOENT
+			? -ENOENT
+			: err_set(e, errno, "snapshot: memory.layer: %s", strerror(errno));
 	r = open_mem(childfd, &size, e);
 	if (r < 0)
-		return r == -ENOENT ? err_set(e, -SNAP_ERR_MALFORMED,
-					      "snapshot: a layered snapshot without its raw memory file")
-				    : r;
+		return r == -ENOENT
+			? err_set(e, -SNAP_ERR_MALFORMED,
+				  "snapshot: a layered snapshot without its raw memory file")
+			: r;
 	*mem = r;
 	if (check_size(size, SNAP_MEM_FILE, NULL))
-		r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory is %llu bytes, not a whole number of pages",
+		r = err_set(e, -SNAP_ERR_MALFORMED,
+			    "snapshot memory is %llu bytes, not a whole number of pages",
 			    (unsigned long long)size);
 	else
 		r = snap_layer_read(childfd, size, l, e);

@@ -144,10 +144,10 @@ int snap_id_read_fd(int fd, uint8_t id[SNAP_ID_LEN], struct err *e);
 /* ---- deleting a parent ---- */
 
 struct snap_merge_result {
-	bool merged;      /* the child was layered on this parent and is not any more */
-	bool full;        /* the child is a full snapshot now */
+	bool merged; /* the child was layered on this parent and is not any more */
+	bool full;   /* the child is a full snapshot now */
 	char parent[SNAP_LAYER_NAME_MAX + 1]; /* its new parent when layered, else "" */
-	uint64_t stored;  /* bytes of page data in its new memory file */
+	uint64_t stored;                      /* bytes of page data in its new memory file */
 };
 
 /*

@@ -58,7 +58,8 @@ static uint64_t next_run(const uint8_t *mem, uint64_t size, uint64_t *off, uint6
 
 	for (start = *off; start < size && snap_page_zero(mem + start); start += SNAP_PAGE)
 		;
-	for (end = start; end < size && end - start < max && !snap_page_zero(mem + end); end += SNAP_PAGE)
+	for (end = start; end < size && end - start < max && !snap_page_zero(mem + end);
+	     end += SNAP_PAGE)
 		;
 	*off = start;
 	return end - start;
@@ -67,8 +68,9 @@ static uint64_t next_run(const uint8_t *mem, uint64_t size, uint64_t *off, uint6
 static int check_size(uint64_t size, struct err *e)
 {
 	if (size == 0 || size % SNAP_PAGE || size > (uint64_t)INT64_MAX)
-		return err_set(e, EINVAL, "snapshot memory: %llu bytes is not a whole number of pages",
-				 (unsigned long long)size);
+		return err_set(e, EINVAL,
+			       "snapshot memory: %llu bytes is not a whole number of pages",
+			       (unsigned long long)size);
 	return 0;
 }
 
@@ -113,7 +115,8 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	if (r)
 		return r;
 	if (level < 1 || level > 9)
-		return err_set(e, EINVAL, "snapshot memory: compression level %d is not 1-9", level);
+		return err_set(e, EINVAL, "snapshot memory: compression level %d is not 1-9",
+			       level);
 	if (deflateInit(&z, level) != Z_OK)
 		return err_set(e, ENOMEM, "snapshot memory: cannot start zlib");
 	bound = deflateBound(&z, SNAP_MEMZ_RUN_MAX);
@@ -171,7 +174,8 @@ int snap_mem_write_z(int fd, const void *mem, uint64_t size, int level, struct s
 	le_put64(hdr + Z_MEM_SIZE, size);
 	le_put64(hdr + Z_INDEX_OFF, file_off);
 	le_put32(hdr + Z_RUNS, (uint32_t)nruns);
-	le_put32(hdr + Z_INDEX_CRC, (uint32_t)crc32_z(0, (const uint8_t *)runs, nruns * sizeof(*runs)));
+	le_put32(hdr + Z_INDEX_CRC,
+		 (uint32_t)crc32_z(0, (const uint8_t *)runs, nruns * sizeof(*runs)));
 	le_put32(hdr + Z_HEADER_CRC, (uint32_t)crc32_z(0, hdr, Z_HEADER_CRC));
 	r = fd_io_pwrite_all(fd, hdr, sizeof(hdr), 0);
 	if (r) {
@@ -194,7 +198,8 @@ int snap_mem_save(int dirfd, const char *name, const void *mem, uint64_t size, i
 
 	if (fd < 0)
 		return fd;
-	r = level ? snap_mem_write_z(fd, mem, size, level, st, e) : snap_mem_write_raw(fd, mem, size, st, e);
+	r = level ? snap_mem_write_z(fd, mem, size, level, st, e)
+		  : snap_mem_write_raw(fd, mem, size, st, e);
 	if (r) {
 		snap_tmp_abort(dirfd, name, fd);
 		return r;
@@ -222,9 +227,10 @@ int snap_mem_check_raw(int fd, const char *name, uint64_t size, struct err *e)
 		r = err_set(e, errno, "snapshot memory '%s': %s", name, strerror(errno));
 	} else if ((uint64_t)st.st_size != size) {
 		/* Mapped short, the guest would take SIGBUS-backed faults in the middle of its RAM. */
-		r = err_set(e, (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
-			      "snapshot memory '%s' is %lld bytes, the snapshot's RAM is %llu", name,
-			      (long long)st.st_size, (unsigned long long)size);
+		r = err_set(e,
+			    (uint64_t)st.st_size < size ? -SNAP_ERR_TRUNCATED : -SNAP_ERR_MALFORMED,
+			    "snapshot memory '%s' is %lld bytes, the snapshot's RAM is %llu", name,
+			    (long long)st.st_size, (unsigned long long)size);
 	}
 	if (r) {
 		close(fd);
@@ -238,8 +244,8 @@ int snap_mem_map_raw(int fd, uint64_t size, void *at, void **out, struct err *e)
 	void *p = mmap(at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | (at ? MAP_FIXED : 0), fd, 0);
 
 	if (p == MAP_FAILED)
-		return err_set(e, errno, "snapshot memory: mapping %llu bytes: %s", (unsigned long long)size,
-				 strerror(errno));
+		return err_set(e, errno, "snapshot memory: mapping %llu bytes: %s",
+			       (unsigned long long)size, strerror(errno));
 	*out = p;
 	return 0;
 }
@@ -253,21 +259,24 @@ static int check_runs(const struct zrun *runs, uint32_t n, uint64_t size, uint64
 	for (uint32_t i = 0; i < n; i++) {
 		const struct zrun *r = &runs[i];
 
-		if (r->mem_off % SNAP_PAGE || r->mem_len % SNAP_PAGE || r->mem_len == 0 || r->reserved ||
-		    r->mem_len > SNAP_MEMZ_RUN_MAX || r->mem_off < mem_end || r->mem_len > size ||
-		    r->mem_off > size - r->mem_len)
-			return err_set(e, -SNAP_ERR_MALFORMED,
-					 "snapshot memory.z: run %u ([%#llx, +%#llx)) is outside RAM, unaligned or out of order",
-					 i, (unsigned long long)r->mem_off, (unsigned long long)r->mem_len);
+		if (r->mem_off % SNAP_PAGE || r->mem_len % SNAP_PAGE || r->mem_len == 0 ||
+		    r->reserved || r->mem_len > SNAP_MEMZ_RUN_MAX || r->mem_off < mem_end ||
+		    r->mem_len > size || r->mem_off > size - r->mem_len)
+			return err_set(
+				e, -SNAP_ERR_MALFORMED,
+				"snapshot memory.z: run %u ([%#llx, +%#llx)) is outside RAM, unaligned or out of order",
+				i, (unsigned long long)r->mem_off, (unsigned long long)r->mem_len);
 		if (r->file_off != file_off || r->file_len == 0 || r->file_len > max_zlen ||
 		    r->file_len > index_off - file_off)
 			return err_set(e, -SNAP_ERR_MALFORMED,
-					 "snapshot memory.z: run %u's data is not where the index says", i);
+				       "snapshot memory.z: run %u's data is not where the index says",
+				       i);
 		mem_end = r->mem_off + r->mem_len;
 		file_off += r->file_len;
 	}
 	if (file_off != index_off)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z: the runs do not end at the index");
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot memory.z: the runs do not end at the index");
 	return 0;
 }
 
@@ -295,33 +304,40 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 	if (r)
 		return err_set(e, -r, "snapshot memory.z: reading: %s", strerror(-r));
 	if (memcmp(hdr, SNAP_MEMZ_MAGIC, fsize < 8 ? fsize : 8))
-		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln compressed memory file (no KILNMEMZ magic)");
+		return err_set(e, -SNAP_ERR_MAGIC,
+			       "not a kiln compressed memory file (no KILNMEMZ magic)");
 	if (fsize < sizeof(hdr))
 		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes",
-				 (unsigned long long)fsize);
+			       (unsigned long long)fsize);
 	if (le_get32(hdr + Z_HEADER_CRC) != (uint32_t)crc32_z(0, hdr, Z_HEADER_CRC))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: header checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot memory.z damaged: header checksum mismatch");
 	if (le_get32(hdr + Z_VERSION) != SNAP_MEMZ_VERSION)
-		return err_set(e, -SNAP_ERR_FORMAT, "snapshot memory.z has format version %u, this kiln reads %u",
-				 le_get32(hdr + Z_VERSION), SNAP_MEMZ_VERSION);
+		return err_set(e, -SNAP_ERR_FORMAT,
+			       "snapshot memory.z has format version %u, this kiln reads %u",
+			       le_get32(hdr + Z_VERSION), SNAP_MEMZ_VERSION);
 	if (le_get32(hdr + Z_PAGE) != SNAP_PAGE || le_get32(hdr + Z_RESERVED))
 		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
 	if (le_get64(hdr + Z_MEM_SIZE) != size)
 		return err_set(e, -SNAP_ERR_MALFORMED,
-				 "snapshot memory.z holds %llu bytes of RAM, the snapshot's RAM is %llu",
-				 (unsigned long long)le_get64(hdr + Z_MEM_SIZE), (unsigned long long)size);
+			       "snapshot memory.z holds %llu bytes of RAM, the snapshot's RAM is %llu",
+			       (unsigned long long)le_get64(hdr + Z_MEM_SIZE),
+			       (unsigned long long)size);
 	n = le_get32(hdr + Z_RUNS);
 	index_off = le_get64(hdr + Z_INDEX_OFF);
 	/* At most one run per page, so n * 32 cannot overflow for any RAM that fits in 64 bits. */
-	if (n > size / SNAP_PAGE || index_off < SNAP_MEMZ_HEADER_SIZE || index_off > (uint64_t)INT64_MAX)
+	if (n > size / SNAP_PAGE || index_off < SNAP_MEMZ_HEADER_SIZE ||
+	    index_off > (uint64_t)INT64_MAX)
 		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot memory.z has a malformed header");
 	want = index_off + (uint64_t)n * SNAP_MEMZ_INDEX_ENTRY;
 	if (want > fsize)
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot memory.z truncated: %llu bytes, needs %llu",
-				 (unsigned long long)fsize, (unsigned long long)want);
+		return err_set(e, -SNAP_ERR_TRUNCATED,
+			       "snapshot memory.z truncated: %llu bytes, needs %llu",
+			       (unsigned long long)fsize, (unsigned long long)want);
 	if (want < fsize)
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: %llu bytes, header says %llu",
-				 (unsigned long long)fsize, (unsigned long long)want);
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot memory.z damaged: %llu bytes, header says %llu",
+			       (unsigned long long)fsize, (unsigned long long)want);
 
 	/* The index is within the file that exists: its size bounds this allocation. */
 	runs = malloc(n ? (size_t)n * sizeof(*runs) : 1);
@@ -332,8 +348,10 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 		r = err_set(e, -r, "snapshot memory.z: reading the index: %s", strerror(-r));
 		goto out;
 	}
-	if (le_get32(hdr + Z_INDEX_CRC) != (uint32_t)crc32_z(0, (const uint8_t *)runs, (size_t)n * sizeof(*runs))) {
-		r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: index checksum mismatch");
+	if (le_get32(hdr + Z_INDEX_CRC) !=
+	    (uint32_t)crc32_z(0, (const uint8_t *)runs, (size_t)n * sizeof(*runs))) {
+		r = err_set(e, -SNAP_ERR_CHECKSUM,
+			    "snapshot memory.z damaged: index checksum mismatch");
 		goto out;
 	}
 	if (inflateInit(&z) != Z_OK) {
@@ -355,11 +373,13 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 
 		r = fd_io_pread_all(fd, in, run->file_len, run->file_off);
 		if (r) {
-			r = err_set(e, -r, "snapshot memory.z: reading run %u: %s", i, strerror(-r));
+			r = err_set(e, -r, "snapshot memory.z: reading run %u: %s", i,
+				    strerror(-r));
 			goto out_z;
 		}
 		if ((uint32_t)crc32_z(0, in, run->file_len) != run->crc) {
-			r = err_set(e, -SNAP_ERR_CHECKSUM, "snapshot memory.z damaged: run %u checksum mismatch", i);
+			r = err_set(e, -SNAP_ERR_CHECKSUM,
+				    "snapshot memory.z damaged: run %u checksum mismatch", i);
 			goto out_z;
 		}
 		inflateReset(&z);
@@ -370,8 +390,8 @@ int snap_mem_read_z(int fd, void *mem, uint64_t size, struct err *e)
 		/* Exactly the run: its stream must end (adler32 checked) with no input or room left. */
 		if (inflate(&z, Z_FINISH) != Z_STREAM_END || z.avail_in || z.avail_out) {
 			r = err_set(e, -SNAP_ERR_CHECKSUM,
-				      "snapshot memory.z damaged: run %u does not decompress to its %llu bytes", i,
-				      (unsigned long long)run->mem_len);
+				    "snapshot memory.z damaged: run %u does not decompress to its %llu bytes",
+				    i, (unsigned long long)run->mem_len);
 			goto out_z;
 		}
 	}

@@ -62,7 +62,8 @@ int snap_pagemap_touched(int fd, const void *mem, uint64_t size, uint64_t *bits,
 		/* Entry i of the file is virtual page i: 8 bytes each. */
 		r = fd_io_pread_all(fd, ent, n * sizeof(*ent), (base + p) * sizeof(*ent));
 		if (r)
-			r = err_set(e, -r, "working set: reading /proc/self/pagemap: %s", strerror(-r));
+			r = err_set(e, -r, "working set: reading /proc/self/pagemap: %s",
+				    strerror(-r));
 		else
 			snap_pagemap_mark(ent, n, p, bits);
 	}
@@ -74,12 +75,14 @@ int snap_prefetch(void *mem, const struct snap_workingset *ws, struct err *e)
 {
 	for (uint64_t i = 0; i < ws->n; i++) {
 		for (uint64_t done = 0; done < ws->r[i].count; done += SNAP_PREFETCH_CHUNK) {
-			uint64_t n = ws->r[i].count - done, off = (ws->r[i].first + done) * SNAP_PAGE;
+			uint64_t n = ws->r[i].count - done,
+				 off = (ws->r[i].first + done) * SNAP_PAGE;
 
 			if (n > SNAP_PREFETCH_CHUNK)
 				n = SNAP_PREFETCH_CHUNK;
 			if (madvise((uint8_t *)mem + off, n * SNAP_PAGE, MADV_WILLNEED) < 0)
-				return err_set(e, errno, "working set: readahead of RAM at %#llx: %s",
+				return err_set(e, errno,
+					       "working set: readahead of RAM at %#llx: %s",
 					       (unsigned long long)off, strerror(errno));
 		}
 	}

@@ -43,7 +43,9 @@ static void open_files(struct snap_src_dir *d, int nfiles)
 	char buf[16];
 
 	for (int f = 0; f < SNAP_SRC_NFILES; f++) {
-		int fd = f < nfiles ? snap_file_openat(d->dirfd, snap_src_name((enum snap_src_file)f, buf)) : -ENOENT;
+		int fd = f < nfiles
+			? snap_file_openat(d->dirfd, snap_src_name((enum snap_src_file)f, buf))
+			: -ENOENT;
 
 		/* A hard link (to a file the VMM could not read, planted in
 		 * its own snapshot): root's open must not read it for the jail. */
@@ -81,7 +83,8 @@ static void open_siblings(struct snap_src *s)
 	while ((de = readdir(dir)) && s->ndirs <= SNAP_SRC_SIBLINGS) {
 		int dfd;
 
-		if (!snap_layer_name_valid(de->d_name) || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+		if (!snap_layer_name_valid(de->d_name) ||
+		    (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
 			continue;
 		dfd = openat(s->updir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dfd >= 0)
@@ -111,14 +114,21 @@ static int clone_folder(int *fd, int *up, const char *path, struct err *e)
 		return err_set(e, errno, "--restore %s: %s", path, strerror(errno));
 	name = strrchr(real, '/') + 1;
 	if (!*name)
-		return err_set(e, EINVAL, "--restore %s: the host's / is no snapshot directory: give the snapshot's own", path);
-	if ((r = mount_clone_dir(up, 1, "--restore: the snapshot's folder", &cloned, e)) < 0 || !cloned)
+		return err_set(
+			e, EINVAL,
+			"--restore %s: the host's / is no snapshot directory: give the snapshot's own",
+			path);
+	if ((r = mount_clone_dir(up, 1, "--restore: the snapshot's folder", &cloned, e)) < 0 ||
+	    !cloned)
 		return r;
 	/* An O_PATH root: open it for reading (siblings are listed). */
 	root = openat(*up, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	dir = root < 0 ? -1 : openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dir < 0 || fstat(dir, &again) < 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
-		r = err_set(e, ESTALE, "--restore %s: the snapshot's directory changed while it was opened", path);
+	if (dir < 0 || fstat(dir, &again) < 0 || again.st_dev != st.st_dev ||
+	    again.st_ino != st.st_ino) {
+		r = err_set(e, ESTALE,
+			    "--restore %s: the snapshot's directory changed while it was opened",
+			    path);
 		if (dir >= 0)
 			close(dir);
 		if (root >= 0)
@@ -141,8 +151,11 @@ int snap_src_open(struct snap_src *s, const char *path, struct err *e)
 
 	memset(s, 0, sizeof(*s));
 	s->updir = -1;
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-		return err_set(e, ELOOP, "--restore %s: a symbolic link (give the snapshot directory itself)", path);
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return err_set(e, ELOOP,
+			       "--restore %s: a symbolic link (give the snapshot directory itself)",
+			       path);
 	if (fd < 0)
 		return err_set(e, errno, "--restore %s: %s", path, strerror(errno));
 	s->updir = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -196,11 +209,13 @@ int snap_src_sibling(struct snap_src *s, const char *name, struct err *e)
 	if (s->updir < 0)
 		return err_set(e, ENOENT, "restore: the folder of the snapshot cannot be opened");
 	if (s->ndirs > SNAP_SRC_SIBLINGS || !snap_layer_name_valid(name))
-		return err_set(e, ENOENT, "restore: layered on snapshot '%s', which cannot be opened", name);
+		return err_set(e, ENOENT,
+			       "restore: layered on snapshot '%s', which cannot be opened", name);
 	fd = openat(s->updir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return err_set(e, errno, "restore: layered on snapshot '%s', which cannot be opened: %s", name,
-			       strerror(errno));
+		return err_set(e, errno,
+			       "restore: layered on snapshot '%s', which cannot be opened: %s",
+			       name, strerror(errno));
 	open_files(add_dir(s, fd, name), SNAP_SRC_LAYER + 1);
 	return s->ndirs - 1;
 }

@@ -53,8 +53,8 @@ struct snap_src_dir {
 };
 
 struct snap_src {
-	int updir;  /* the directory holding the snapshot (layer parents are there); -1 */
-	int ndirs;  /* dirs[0] is the snapshot, then its siblings */
+	int updir; /* the directory holding the snapshot (layer parents are there); -1 */
+	int ndirs; /* dirs[0] is the snapshot, then its siblings */
 	struct snap_src_dir *dirs;
 };
 

@@ -23,7 +23,8 @@
 #define W_HEADER_CRC 44
 
 _Static_assert(W_HEADER_CRC + 4 == SNAP_WORKINGSET_HEADER_SIZE, "workingset header layout");
-_Static_assert(sizeof(struct snap_workingset_range) == SNAP_WORKINGSET_RANGE_SIZE, "workingset range");
+_Static_assert(sizeof(struct snap_workingset_range) == SNAP_WORKINGSET_RANGE_SIZE,
+	       "workingset range");
 
 /*
  * RAM a working set can describe: whole pages, and a largest file (plus
@@ -32,8 +33,10 @@ _Static_assert(sizeof(struct snap_workingset_range) == SNAP_WORKINGSET_RANGE_SIZ
 static int check_size(uint64_t size, struct err *e)
 {
 	if (size == 0 || size % SNAP_PAGE || size > (uint64_t)INT64_MAX ||
-	    snap_workingset_max_ranges(size) > (SIZE_MAX - SNAP_WORKINGSET_HEADER_SIZE - 1) / SNAP_WORKINGSET_RANGE_SIZE)
-		return err_set(e, EINVAL, "snapshot workingset: %llu bytes of RAM is not a whole number of pages",
+	    snap_workingset_max_ranges(size) >
+		    (SIZE_MAX - SNAP_WORKINGSET_HEADER_SIZE - 1) / SNAP_WORKINGSET_RANGE_SIZE)
+		return err_set(e, EINVAL,
+			       "snapshot workingset: %llu bytes of RAM is not a whole number of pages",
 			       (unsigned long long)size);
 	return 0;
 }
@@ -55,7 +58,8 @@ void snap_workingset_free(struct snap_workingset *ws)
 	memset(ws, 0, sizeof(*ws));
 }
 
-int snap_workingset_from_bits(const uint64_t *bits, uint64_t mem_size, struct snap_workingset *out, struct err *e)
+int snap_workingset_from_bits(const uint64_t *bits, uint64_t mem_size, struct snap_workingset *out,
+			      struct err *e)
 {
 	uint64_t npages = mem_size / SNAP_PAGE, page = 0, n, cap = 0;
 	int r;
@@ -90,13 +94,15 @@ int snap_workingset_from_bits(const uint64_t *bits, uint64_t mem_size, struct sn
  * The ranges in order, apart, non-empty and inside RAM; their total into
  * *pages. 0, or the index of the first bad one + 1.
  */
-static uint64_t bad_range(const struct snap_workingset_range *r, uint64_t n, uint64_t npages, uint64_t *pages)
+static uint64_t bad_range(const struct snap_workingset_range *r, uint64_t n, uint64_t npages,
+			  uint64_t *pages)
 {
 	uint64_t next = 0, total = 0;
 
 	for (uint64_t i = 0; i < n; i++) {
 		/* `next` is one past the previous range's end plus the gap page, so a touching range fails too. */
-		if (r[i].count == 0 || r[i].first < next || r[i].count > npages || r[i].first > npages - r[i].count)
+		if (r[i].count == 0 || r[i].first < next || r[i].count > npages ||
+		    r[i].first > npages - r[i].count)
 			return i + 1;
 		next = r[i].first + r[i].count + 1;
 		total += r[i].count;
@@ -105,7 +111,8 @@ static uint64_t bad_range(const struct snap_workingset_range *r, uint64_t n, uin
 	return 0;
 }
 
-int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size_t *len, struct err *e)
+int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size_t *len,
+			   struct err *e)
 {
 	uint64_t pages = 0, bad;
 	uint8_t *b;
@@ -117,18 +124,23 @@ int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size
 	if ((r = check_size(ws->mem_size, e)))
 		return r;
 	if (ws->n > snap_workingset_max_ranges(ws->mem_size) || (ws->n && !ws->r))
-		return err_set(e, EINVAL, "snapshot workingset: %llu ranges cannot lie apart in %llu bytes of RAM",
+		return err_set(e, EINVAL,
+			       "snapshot workingset: %llu ranges cannot lie apart in %llu bytes of RAM",
 			       (unsigned long long)ws->n, (unsigned long long)ws->mem_size);
 	if ((bad = bad_range(ws->r, ws->n, ws->mem_size / SNAP_PAGE, &pages)))
-		return err_set(e, EINVAL, "snapshot workingset: range %llu is empty, outside RAM, out of order or touches the one before",
-			       (unsigned long long)(bad - 1));
+		return err_set(
+			e, EINVAL,
+			"snapshot workingset: range %llu is empty, outside RAM, out of order or touches the one before",
+			(unsigned long long)(bad - 1));
 	n = ws_len(ws->n);
 	b = calloc(1, n);
 	if (!b)
 		return err_set(e, ENOMEM, "snapshot workingset: out of memory");
 	for (uint64_t i = 0; i < ws->n; i++) {
-		le_put64(b + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i, ws->r[i].first);
-		le_put64(b + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i + 8, ws->r[i].count);
+		le_put64(b + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i,
+			 ws->r[i].first);
+		le_put64(b + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i + 8,
+			 ws->r[i].count);
 	}
 	memcpy(b + W_MAGIC, SNAP_WORKINGSET_MAGIC, 8);
 	le_put32(b + W_VERSION, SNAP_WORKINGSET_VERSION);
@@ -136,7 +148,9 @@ int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size
 	le_put64(b + W_MEM_SIZE, ws->mem_size);
 	le_put64(b + W_RANGES, ws->n);
 	le_put64(b + W_PAGES, pages);
-	le_put32(b + W_RANGES_CRC, (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, n - SNAP_WORKINGSET_HEADER_SIZE));
+	le_put32(b + W_RANGES_CRC,
+		 (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE,
+				   n - SNAP_WORKINGSET_HEADER_SIZE));
 	le_put32(b + W_HEADER_CRC, (uint32_t)crc32_z(0, b, W_HEADER_CRC));
 	*buf = b;
 	*len = n;
@@ -149,40 +163,53 @@ static int check_frame(const uint8_t *b, size_t len, uint64_t mem_size, struct e
 	uint64_t n;
 
 	if (len && memcmp(b, SNAP_WORKINGSET_MAGIC, len < 8 ? len : 8))
-		return err_set(e, -SNAP_ERR_MAGIC, "not a kiln working set file (no KILNWSET magic)");
+		return err_set(e, -SNAP_ERR_MAGIC,
+			       "not a kiln working set file (no KILNWSET magic)");
 	if (len < SNAP_WORKINGSET_HEADER_SIZE)
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot workingset truncated: %zu bytes", len);
+		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot workingset truncated: %zu bytes",
+			       len);
 	if (le_get32(b + W_HEADER_CRC) != (uint32_t)crc32_z(0, b, W_HEADER_CRC))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: header checksum mismatch");
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot workingset damaged: header checksum mismatch");
 	if (le_get32(b + W_VERSION) != SNAP_WORKINGSET_VERSION)
-		return err_set(e, -SNAP_ERR_FORMAT, "snapshot workingset has format version %u, this kiln reads %u",
+		return err_set(e, -SNAP_ERR_FORMAT,
+			       "snapshot workingset has format version %u, this kiln reads %u",
 			       le_get32(b + W_VERSION), SNAP_WORKINGSET_VERSION);
 	if (le_get32(b + W_PAGE) != SNAP_PAGE)
-		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot workingset has %u-byte pages, kiln's are %u",
+		return err_set(e, -SNAP_ERR_MALFORMED,
+			       "snapshot workingset has %u-byte pages, kiln's are %u",
 			       le_get32(b + W_PAGE), SNAP_PAGE);
 	/* Before the length: a set over other RAM is told as such, not as damage. */
 	if (le_get64(b + W_MEM_SIZE) != mem_size)
-		return err_set(e, -SNAP_ERR_MALFORMED,
-			       "snapshot workingset describes %llu bytes of RAM, the snapshot's RAM is %llu",
-			       (unsigned long long)le_get64(b + W_MEM_SIZE), (unsigned long long)mem_size);
+		return err_set(
+			e, -SNAP_ERR_MALFORMED,
+			"snapshot workingset describes %llu bytes of RAM, the snapshot's RAM is %llu",
+			(unsigned long long)le_get64(b + W_MEM_SIZE), (unsigned long long)mem_size);
 	/* Bounded by RAM before any length is computed from it: n * 16 cannot overflow. */
 	n = le_get64(b + W_RANGES);
 	if (n > snap_workingset_max_ranges(mem_size))
-		return err_set(e, -SNAP_ERR_MALFORMED,
-			       "snapshot workingset claims %llu ranges, more than %llu bytes of RAM can hold",
-			       (unsigned long long)n, (unsigned long long)mem_size);
+		return err_set(
+			e, -SNAP_ERR_MALFORMED,
+			"snapshot workingset claims %llu ranges, more than %llu bytes of RAM can hold",
+			(unsigned long long)n, (unsigned long long)mem_size);
 	if (len < ws_len(n))
-		return err_set(e, -SNAP_ERR_TRUNCATED, "snapshot workingset truncated: %zu bytes, needs %zu", len,
+		return err_set(e, -SNAP_ERR_TRUNCATED,
+			       "snapshot workingset truncated: %zu bytes, needs %zu", len,
 			       ws_len(n));
 	if (len > ws_len(n))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: %zu bytes, its %llu ranges take %zu",
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot workingset damaged: %zu bytes, its %llu ranges take %zu",
 			       len, (unsigned long long)n, ws_len(n));
-	if (le_get32(b + W_RANGES_CRC) != (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE, len - SNAP_WORKINGSET_HEADER_SIZE))
-		return err_set(e, -SNAP_ERR_CHECKSUM, "snapshot workingset damaged: range list checksum mismatch");
+	if (le_get32(b + W_RANGES_CRC) !=
+	    (uint32_t)crc32_z(0, b + SNAP_WORKINGSET_HEADER_SIZE,
+			      len - SNAP_WORKINGSET_HEADER_SIZE))
+		return err_set(e, -SNAP_ERR_CHECKSUM,
+			       "snapshot workingset damaged: range list checksum mismatch");
 	return 0;
 }
 
-int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct snap_workingset *out, struct err *e)
+int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size,
+			  struct snap_workingset *out, struct err *e)
 {
 	uint64_t n, pages = 0, bad;
 	int r;
@@ -195,15 +222,18 @@ int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size, str
 	if (n && !(out->r = malloc((size_t)n * sizeof(*out->r))))
 		return err_set(e, ENOMEM, "snapshot workingset: out of memory");
 	for (uint64_t i = 0; i < n; i++) {
-		out->r[i].first = le_get64(buf + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i);
-		out->r[i].count = le_get64(buf + SNAP_WORKINGSET_HEADER_SIZE + SNAP_WORKINGSET_RANGE_SIZE * i + 8);
+		out->r[i].first = le_get64(buf + SNAP_WORKINGSET_HEADER_SIZE +
+					   SNAP_WORKINGSET_RANGE_SIZE * i);
+		out->r[i].count = le_get64(buf + SNAP_WORKINGSET_HEADER_SIZE +
+					   SNAP_WORKINGSET_RANGE_SIZE * i + 8);
 	}
 	if ((bad = bad_range(out->r, n, mem_size / SNAP_PAGE, &pages)))
 		r = err_set(e, -SNAP_ERR_MALFORMED,
 			    "snapshot workingset: range %llu is empty, outside RAM, out of order or touches the one before",
 			    (unsigned long long)(bad - 1));
 	else if (pages != le_get64(buf + W_PAGES))
-		r = err_set(e, -SNAP_ERR_MALFORMED, "snapshot workingset holds %llu pages, its header counts %llu",
+		r = err_set(e, -SNAP_ERR_MALFORMED,
+			    "snapshot workingset holds %llu pages, its header counts %llu",
 			    (unsigned long long)pages, (unsigned long long)le_get64(buf + W_PAGES));
 	if (r) {
 		snap_workingset_free(out);
@@ -217,7 +247,8 @@ int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size, str
 
 int snap_workingset_read(int dirfd, uint64_t mem_size, struct snap_workingset *out, struct err *e)
 {
-	return snap_workingset_read_fd(snap_file_open(dirfd, SNAP_WORKINGSET_FILE, e), mem_size, out, e);
+	return snap_workingset_read_fd(snap_file_open(dirfd, SNAP_WORKINGSET_FILE, e), mem_size,
+				       out, e);
 }
 
 int snap_workingset_read_fd(int fd, uint64_t mem_size, struct snap_workingset *out, struct err *e)
@@ -236,9 +267,10 @@ int snap_workingset_read_fd(int fd, uint64_t mem_size, struct snap_workingset *o
 	cap = ws_len(snap_workingset_max_ranges(mem_size)) + 1;
 	r = snap_read_fd(fd, SNAP_WORKINGSET_FILE, cap, &buf, &len, e);
 	if (r == -EFBIG)
-		return err_set(e, -SNAP_ERR_CHECKSUM,
-			       "snapshot workingset damaged: larger than any working set of %llu bytes of RAM",
-			       (unsigned long long)mem_size);
+		return err_set(
+			e, -SNAP_ERR_CHECKSUM,
+			"snapshot workingset damaged: larger than any working set of %llu bytes of RAM",
+			(unsigned long long)mem_size);
 	if (r)
 		return r;
 	r = snap_workingset_parse(buf, len, mem_size, out, e);

@@ -47,9 +47,9 @@ struct snap_workingset_range {
 
 struct snap_workingset {
 	uint64_t mem_size;
-	uint64_t pages;           /* sum of the counts */
-	uint64_t n;               /* ranges */
-	struct snap_workingset_range *r;  /* n ranges, malloc'd (NULL when n is 0) */
+	uint64_t pages;                  /* sum of the counts */
+	uint64_t n;                      /* ranges */
+	struct snap_workingset_range *r; /* n ranges, malloc'd (NULL when n is 0) */
 };
 
 /* The most ranges a set over `mem_size` bytes of RAM can have: every other page. */
@@ -60,7 +60,8 @@ uint64_t snap_workingset_max_ranges(uint64_t mem_size);
  * mem_size / 4096 pages; bits past the last page are ignored) into
  * `out`. 0, or -EINVAL (RAM not whole pages) / -ENOMEM with a message.
  */
-int snap_workingset_from_bits(const uint64_t *bits, uint64_t mem_size, struct snap_workingset *out, struct err *e);
+int snap_workingset_from_bits(const uint64_t *bits, uint64_t mem_size, struct snap_workingset *out,
+			      struct err *e);
 
 /* Free the ranges; safe on a zeroed struct. */
 void snap_workingset_free(struct snap_workingset *ws);
@@ -70,7 +71,8 @@ void snap_workingset_free(struct snap_workingset *ws);
  * a message, for a set the parser would refuse (ranges empty, out of
  * order, touching or outside RAM).
  */
-int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size_t *len, struct err *e);
+int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size_t *len,
+			   struct err *e);
 
 /*
  * Parse a workingset file for `mem_size` bytes of RAM (another size is
@@ -81,7 +83,8 @@ int snap_workingset_encode(const struct snap_workingset *ws, uint8_t **buf, size
  * the one before, a page total that is not the ranges' (SNAP_ERR_MALFORMED).
  * On success free `out` with snap_workingset_free.
  */
-int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size, struct snap_workingset *out, struct err *e);
+int snap_workingset_parse(const uint8_t *buf, size_t len, uint64_t mem_size,
+			  struct snap_workingset *out, struct err *e);
 
 /*
  * DIRFD/workingset, read (capped at the largest file a set over this

@@ -71,31 +71,37 @@ static int check_vm_info(struct vm *vm, const struct snap_view *s, int devices, 
 		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no VM description section");
 	snap_cursor_init(&c, sec);
 	if (snap_get_u32(&c) != VM_INFO_VERSION)
-		return err_set(e, -SNAP_ERR_FORMAT, "snapshot: VM description of an unknown version");
+		return err_set(e, -SNAP_ERR_FORMAT,
+			       "snapshot: VM description of an unknown version");
 	mem = snap_get_u64(&c);
 	cpus = snap_get_u32(&c);
 	ndev = snap_get_u32(&c);
 	if (c.bad)
 		return snap_cursor_end(&c, e);
 	if (mem != vm->cfg.mem_mib << 20)
-		return err_set(e, EINVAL, "restore: the snapshot has %llu MiB of RAM; start kiln-vmm with --mem %llu",
-				 (unsigned long long)(mem >> 20), (unsigned long long)(mem >> 20));
+		return err_set(
+			e, EINVAL,
+			"restore: the snapshot has %llu MiB of RAM; start kiln-vmm with --mem %llu",
+			(unsigned long long)(mem >> 20), (unsigned long long)(mem >> 20));
 	if ((int)cpus != vm->ncpus)
-		return err_set(e, EINVAL, "restore: the snapshot has %u vCPUs; start kiln-vmm with --cpus %u", cpus,
-				 cpus);
+		return err_set(e, EINVAL,
+			       "restore: the snapshot has %u vCPUs; start kiln-vmm with --cpus %u",
+			       cpus, cpus);
 	if (!devices)
 		return 0;
 	if ((int)ndev != vm->nvirtio)
-		return err_set(e, EINVAL,
-				 "restore: the snapshot has %u virtio devices, this VM %d: give the same device options it was taken with",
-				 ndev, vm->nvirtio);
+		return err_set(
+			e, EINVAL,
+			"restore: the snapshot has %u virtio devices, this VM %d: give the same device options it was taken with",
+			ndev, vm->nvirtio);
 	for (int i = 0; i < vm->nvirtio; i++) {
 		uint32_t id = snap_get_u32(&c);
 
 		if (!c.bad && id != vm->virtio[i].dev->ops->device_id)
-			return err_set(e, EINVAL,
-					 "restore: device %d was virtio id %u in the snapshot and is %s now: give the same device options in the same order",
-					 i, id, vm->virtio[i].dev->ops->name);
+			return err_set(
+				e, EINVAL,
+				"restore: device %d was virtio id %u in the snapshot and is %s now: give the same device options in the same order",
+				i, id, vm->virtio[i].dev->ops->name);
 	}
 	if ((r = snap_cursor_end(&c, e)))
 		return r;
@@ -139,7 +145,8 @@ static int load_serial(struct vm *vm, const struct snap_view *v, struct err *e)
 		return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no serial port section");
 	snap_cursor_init(&c, sec);
 	if (snap_get_u8(&c) != SERIAL_STATE_VERSION)
-		return err_set(e, -SNAP_ERR_FORMAT, "snapshot: serial port state of an unknown version");
+		return err_set(e, -SNAP_ERR_FORMAT,
+			       "snapshot: serial port state of an unknown version");
 	pthread_mutex_lock(&s->lock);
 	s->ier = snap_get_u8(&c);
 	s->lcr = snap_get_u8(&c);
@@ -170,10 +177,12 @@ static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 		memset(&ms, 0, sizeof(ms));
 		/* The device first: it may hand held chains back to its queues (vsock). */
 		if (d->ops->save && (n = d->ops->save(d, buf, DEVICE_STATE_MAX)) < 0) {
-			r = n == -E2BIG ? err_set(e, E2BIG, "snapshot: %s's state exceeds %u MiB (a share with too many files in use: have the guest drop its caches, echo 2 >/proc/sys/vm/drop_caches, and retry)",
-						    d->ops->name, DEVICE_STATE_MAX >> 20)
-					: err_set(e, (int)-n, "snapshot: saving %s (device %d): %s", d->ops->name, i,
-						    strerror((int)-n));
+			r = n == -E2BIG
+				? err_set(e, E2BIG,
+					  "snapshot: %s's state exceeds %u MiB (a share with too many files in use: have the guest drop its caches, echo 2 >/proc/sys/vm/drop_caches, and retry)",
+					  d->ops->name, DEVICE_STATE_MAX >> 20)
+				: err_set(e, (int)-n, "snapshot: saving %s (device %d): %s",
+					  d->ops->name, i, strerror((int)-n));
 			break;
 		}
 		virtio_mmio_save(&vm->virtio[i], &ms);
@@ -201,24 +210,33 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 		int r = 0; /* a device without a restore op has no state to refuse */
 
 		if (!sec)
-			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: no state for device %d (%s)", i, d->ops->name);
+			return err_set(e, -SNAP_ERR_MALFORMED,
+				       "snapshot: no state for device %d (%s)", i, d->ops->name);
 		snap_cursor_init(&c, sec);
 		snap_get_u32(&c); /* device id: checked by check_info */
 		if (snap_get_u32(&c) != sizeof(ms))
-			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's transport state has the wrong size", i);
+			return err_set(e, -SNAP_ERR_MALFORMED,
+				       "snapshot: device %d's transport state has the wrong size",
+				       i);
 		snap_get(&c, &ms, sizeof(ms));
 		n = snap_get_u32(&c);
 		if (c.bad || n != sec->len - c.off)
-			return err_set(e, -SNAP_ERR_MALFORMED, "snapshot: device %d's state is malformed", i);
+			return err_set(e, -SNAP_ERR_MALFORMED,
+				       "snapshot: device %d's state is malformed", i);
 		p = sec->data + c.off;
 		if (virtio_mmio_restore(&vm->virtio[i], &ms) < 0)
-			return err_set(e, EINVAL, "restore: %s (device %d): transport state refused (queues outside RAM?)",
-					 d->ops->name, i);
+			return err_set(
+				e, EINVAL,
+				"restore: %s (device %d): transport state refused (queues outside RAM?)",
+				d->ops->name, i);
 		if (d->ops->restore && (r = d->ops->restore(d, p, n)) == -ENOMEM)
-			return err_set(e, ENOMEM, "restore: %s (device %d): out of memory", d->ops->name, i);
+			return err_set(e, ENOMEM, "restore: %s (device %d): out of memory",
+				       d->ops->name, i);
 		if (r < 0)
-			return err_set(e, -r, "restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
-					 d->ops->name, i);
+			return err_set(
+				e, -r,
+				"restore: %s (device %d) refused its saved state: not the device it was (other disk, CID or share?)",
+				d->ops->name, i);
 	}
 	return 0;
 }
@@ -257,14 +275,16 @@ static int save_disks(struct vm *vm, int dirfd, uint64_t *bytes, struct err *e)
 		if (!c->overlay) {
 			if (c->read_only)
 				continue; /* the same image serves the restore */
-			return err_set(e, EINVAL,
-					 "snapshot: disk %d (%s) is writable without an overlay: give it ,ro or ,overlay=PATH to snapshot the VM",
-					 i, c->path);
+			return err_set(
+				e, EINVAL,
+				"snapshot: disk %d (%s) is writable without an overlay: give it ,ro or ,overlay=PATH to snapshot the VM",
+				i, c->path);
 		}
 		snprintf(name, sizeof(name), "disk%d", i);
 		/* The descriptor from create: a jailed VMM cannot reopen the path. */
 		if ((in = fcntl(vm->overlay_fd[i], F_DUPFD_CLOEXEC, 0)) < 0)
-			return err_set(e, errno, "snapshot: overlay %s: %s", c->overlay, strerror(errno));
+			return err_set(e, errno, "snapshot: overlay %s: %s", c->overlay,
+				       strerror(errno));
 		if ((r = copy_file(in, c->overlay, dirfd, name, &n, e)))
 			return r;
 		*bytes += n;
@@ -291,9 +311,13 @@ static int restore_disks(struct vm *vm, struct err *e)
 		int fd = snap_src_take(&vm->src, 0, (enum snap_src_file)(SNAP_SRC_DISK0 + i), e);
 
 		if (fd == -ENOENT && (c->overlay || !c->read_only))
-			r = err_set(e, ENOENT, "restore: the snapshot has no overlay for disk %d; it was taken with other disks", i);
+			r = err_set(e, ENOENT,
+				    "restore: the snapshot has no overlay for disk %d; it was taken with other disks",
+				    i);
 		else if (fd >= 0 && !c->overlay)
-			r = err_set(e, EINVAL, "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH", i);
+			r = err_set(e, EINVAL,
+				    "restore: disk %d had an overlay when the snapshot was taken: give ,overlay=PATH",
+				    i);
 		else if (fd < 0 && fd != -ENOENT)
 			r = fd;
 		in[i] = fd;
@@ -302,7 +326,8 @@ static int restore_disks(struct vm *vm, struct err *e)
 		if (in[i] < 0)
 			continue;
 		if ((r = snap_copy_over(in[i], vm->overlay_fd[i])) < 0) {
-			r = err_set(e, -r, "restore: copying the snapshot's disk%d into overlay %s: %s", i,
+			r = err_set(e, -r,
+				    "restore: copying the snapshot's disk%d into overlay %s: %s", i,
 				    vm->cfg.disk[i].overlay, strerror(-r));
 			break;
 		}
@@ -344,7 +369,8 @@ static void track_start(struct vm *vm, const uint8_t id[SNAP_ID_LEN])
 static int track_take(struct vm *vm, uint64_t *bits, struct err *e)
 {
 	struct kvm_dirty_log lo = { .slot = 0, .dirty_bitmap = bits };
-	struct kvm_dirty_log hi = { .slot = 1, .dirty_bitmap = bits + vm->mem.low_size / SNAP_PAGE / 64 };
+	struct kvm_dirty_log hi = { .slot = 1,
+				    .dirty_bitmap = bits + vm->mem.low_size / SNAP_PAGE / 64 };
 
 	if (ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &lo) < 0 ||
 	    (vm->mem.high_size && ioctl(vm->vm_fd, KVM_GET_DIRTY_LOG, &hi) < 0))
@@ -358,14 +384,16 @@ static int track_take(struct vm *vm, uint64_t *bits, struct err *e)
  * snapshot RAM is tracked against, with raw memory, and not too deep.
  * 1 with the layer's parent fields filled in, 0 for a full snapshot.
  */
-static int layer_on(struct vm *vm, int parent, const char *name, const char *base, struct snap_layer *l)
+static int layer_on(struct vm *vm, int parent, const char *name, const char *base,
+		    struct snap_layer *l)
 {
 	uint8_t id[SNAP_ID_LEN];
 	struct snap_layer bl;
 	struct err e2;
 	int bfd, r, ok = 0;
 
-	if (!base || !vm->tracking || !vm->base_valid || !snap_layer_name_valid(base) || strcmp(base, name) == 0)
+	if (!base || !vm->tracking || !vm->base_valid || !snap_layer_name_valid(base) ||
+	    strcmp(base, name) == 0)
 		return 0;
 	bfd = openat(parent, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (bfd < 0)
@@ -425,7 +453,8 @@ static int open_parent(const char *dir, char *name, size_t n, struct err *e)
 	while (len > 1 && parent[len - 1] == '/')
 		parent[--len] = 0;
 	slash = strrchr(parent, '/');
-	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0 || strlen(slash + 1) >= n)
+	if (!slash[1] || strcmp(slash + 1, ".") == 0 || strcmp(slash + 1, "..") == 0 ||
+	    strlen(slash + 1) >= n)
 		return err_set(e, EINVAL, "snapshot: '%s' does not end in a directory name", dir);
 	snprintf(name, n, "%s", slash + 1);
 	if (slash == parent)
@@ -439,7 +468,8 @@ static int open_parent(const char *dir, char *name, size_t n, struct err *e)
 }
 
 static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id[SNAP_ID_LEN],
-			  const struct snap_layer *layer, struct vm_snapshot_info *info, struct err *e)
+			  const struct snap_layer *layer, struct vm_snapshot_info *info,
+			  struct err *e)
 {
 	struct snap_writer w = { 0 };
 	struct snap_compat who;
@@ -456,9 +486,11 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id
 		if ((r = snap_kvm_save_vcpu(vm, &vm->vcpu[i], &w, e)))
 			goto out;
 	/* Devices before the disks: a disk's save flushes its overlay. */
-	if ((r = snap_kvm_save_vm(vm, &w, e)) || (r = save_serial(vm, &w, e)) || (r = save_devices(vm, &w, e)))
+	if ((r = snap_kvm_save_vm(vm, &w, e)) || (r = save_serial(vm, &w, e)) ||
+	    (r = save_devices(vm, &w, e)))
 		goto out;
-	if ((r = snap_finish(&w, &bytes, &len, e)) || (r = snap_write_atomic(dfd, SNAP_STATE_FILE, bytes, len, e)))
+	if ((r = snap_finish(&w, &bytes, &len, e)) ||
+	    (r = snap_write_atomic(dfd, SNAP_STATE_FILE, bytes, len, e)))
 		goto out;
 	info->state_bytes = len;
 	/* Before the memory: reading RAM for it would make every page look touched. */
@@ -468,8 +500,8 @@ static int write_snapshot(struct vm *vm, int dfd, int compress, const uint8_t id
 		r = save_layer(vm, dfd, layer, &ms, e);
 	} else {
 		vm_workingset_stale(vm);
-		r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host, vm->mem.size,
-				  compress ? 1 : 0, &ms, e);
+		r = snap_mem_save(dfd, compress ? SNAP_MEMZ_FILE : SNAP_MEM_FILE, vm->mem.host,
+				  vm->mem.size, compress ? 1 : 0, &ms, e);
 	}
 	if (r)
 		goto out;
@@ -485,15 +517,16 @@ out:
 
 /* Paused: take the written pages, write the snapshot (a layer on `base`
  * when it can be), commit it, and track against it from here on. */
-static int snapshot_paused(struct vm *vm, int parent, const char *name, int compress, const char *base,
-			   struct vm_snapshot_info *info, struct err *e)
+static int snapshot_paused(struct vm *vm, int parent, const char *name, int compress,
+			   const char *base, struct vm_snapshot_info *info, struct err *e)
 {
 	struct snap_layer l = { 0 };
 	uint8_t id[SNAP_ID_LEN];
 	int layered = 0, dfd, r;
 
 	if (getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id))
-		return err_set(e, errno ? errno : EIO, "snapshot: no random id: %s", strerror(errno ? errno : EIO));
+		return err_set(e, errno ? errno : EIO, "snapshot: no random id: %s",
+			       strerror(errno ? errno : EIO));
 	if (vm->tracking) {
 		if ((r = snap_layer_init(&l, vm->mem.size)))
 			return err_set(e, -r, "snapshot: %s", strerror(-r));
@@ -535,7 +568,8 @@ int vm_snapshot(struct vm *vm, const char *dir, int compress, const char *base,
 	if ((r = vm_loaded(vm, "snapshot", e)))
 		return r;
 	if (vm->cfg.hugepages)
-		return err_set(e, ENOTSUP, "snapshot: hugepage-backed guests cannot be snapshotted yet");
+		return err_set(e, ENOTSUP,
+			       "snapshot: hugepage-backed guests cannot be snapshotted yet");
 	if ((parent = open_parent(dir, name, sizeof(name), e)) < 0)
 		return parent;
 	was_paused = vm_is_paused(vm);
@@ -562,7 +596,9 @@ int vm_restore_open(struct vm *vm, struct err *e)
 	int r;
 
 	if (vm->cfg.hugepages)
-		return err_set(e, ENOTSUP, "--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
+		return err_set(
+			e, ENOTSUP,
+			"--restore: hugepage-backed RAM cannot be restored yet; drop --hugepages");
 	if ((r = snap_src_open(&vm->src, vm->cfg.restore_dir, e)) < 0)
 		return r;
 	vm_workingset_open_pagemap(vm);
@@ -579,8 +615,8 @@ static int restore_state(struct vm *vm, struct snap_view *view, uint8_t **buf, s
 	*buf = NULL;
 	if ((r = snap_kvm_compat(vm, &host, e)))
 		return r;
-	if ((r = snap_read_fd(snap_src_take(&vm->src, 0, SNAP_SRC_STATE, e), SNAP_STATE_FILE, SNAP_STATE_MAX, buf,
-			      &len, e)))
+	if ((r = snap_read_fd(snap_src_take(&vm->src, 0, SNAP_SRC_STATE, e), SNAP_STATE_FILE,
+			      SNAP_STATE_MAX, buf, &len, e)))
 		return r;
 	if ((r = snap_parse(*buf, len, &host, view, e)) || (r = check_info(vm, view, e))) {
 		snap_view_free(view);
@@ -602,7 +638,8 @@ static int restore_base(struct vm *vm, int dir, int raw_only, int *lazy, struct 
 	if (fd == -ENOENT && !raw_only) {
 		fd = snap_src_take(&vm->src, dir, SNAP_SRC_MEMZ, e);
 		if (fd == -ENOENT)
-			return err_set(e, ENOENT, "restore: the snapshot has no memory file (%s or %s)",
+			return err_set(e, ENOENT,
+				       "restore: the snapshot has no memory file (%s or %s)",
 				       SNAP_MEM_FILE, SNAP_MEMZ_FILE);
 		if (fd < 0)
 			return fd;
@@ -658,7 +695,8 @@ static int restore_ram(struct vm *vm, int *lazy, struct err *e)
 		 * parent folded into its child lowers the child's by more
 		 * than one): no chain is longer than its top's depth. */
 		if (n == SNAP_LAYER_DEPTH_MAX || (n && l[n].depth >= l[n - 1].depth)) {
-			r = err_set(e, -SNAP_ERR_MALFORMED, "restore: snapshot '%s' does not fit the layers above it",
+			r = err_set(e, -SNAP_ERR_MALFORMED,
+				    "restore: snapshot '%s' does not fit the layers above it",
 				    n ? l[n - 1].parent : ".");
 			goto out;
 		}

@@ -54,7 +54,9 @@ void vm_workingset_restored(struct vm *vm, int ws_fd, int lazy)
 		vm->workingset.pagemap_fd = -1; /* anonymous RAM: nothing to learn */
 		return;
 	}
-	r = ws_fd == -ENOENT ? -ENOENT : snap_workingset_read_fd(ws_fd, vm->mem.size, &vm->workingset.fetch, &e);
+	r = ws_fd == -ENOENT
+		? -ENOENT
+		: snap_workingset_read_fd(ws_fd, vm->mem.size, &vm->workingset.fetch, &e);
 	if (r && r != -ENOENT)
 		ws_log(vm, "restore: ignoring the snapshot's workingset", &e,
 		       "; RAM is read as the guest touches it, as without one");

@@ -29,10 +29,10 @@
 struct vm;
 
 struct vm_workingset {
-	int pagemap_fd;        /* -1: not recording */
-	uint64_t *seen;        /* the last sample (page_bits of RAM), NULL before the first */
-	int stale;             /* RAM was read whole since the restore: keep `seen` */
-	struct snap_workingset fetch;  /* the restored snapshot's set, to prefetch (n 0: none) */
+	int pagemap_fd; /* -1: not recording */
+	uint64_t *seen; /* the last sample (page_bits of RAM), NULL before the first */
+	int stale;      /* RAM was read whole since the restore: keep `seen` */
+	struct snap_workingset fetch; /* the restored snapshot's set, to prefetch (n 0: none) */
 };
 
 /* Nothing recorded or to fetch. */

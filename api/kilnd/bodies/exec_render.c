@@ -29,11 +29,13 @@ static json_t *bytes_value(const uint8_t *d, size_t n, bool base64, bool *is_b64
 }
 
 /* exit_code, signal, timed_out, byte counts and times, shared by both forms. */
-static int put_exit(json_t *o, const struct agent_client_exit *ex, bool truncation, double duration_ms)
+static int put_exit(json_t *o, const struct agent_client_exit *ex, bool truncation,
+		    double duration_ms)
 {
 	int r = 0;
 
-	r |= json_object_set_new(o, "exit_code", ex->signal ? json_null() : json_integer(ex->exit_code));
+	r |= json_object_set_new(o, "exit_code",
+				 ex->signal ? json_null() : json_integer(ex->exit_code));
 	r |= json_object_set_new(o, "signal", ex->signal ? json_integer(ex->signal) : json_null());
 	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
 	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));

@@ -15,7 +15,8 @@ static int parse_argv(struct exec_spec *s, struct api_err *e)
 	size_t i;
 
 	if (!a) {
-		api_err_set(e, API_E_MISSING_FIELD, "%s: 'argv' is required (argv[0] is the program)", what);
+		api_err_set(e, API_E_MISSING_FIELD,
+			    "%s: 'argv' is required (argv[0] is the program)", what);
 		return -1;
 	}
 	if (!json_is_array(a)) {
@@ -23,7 +24,8 @@ static int parse_argv(struct exec_spec *s, struct api_err *e)
 		return -1;
 	}
 	if (json_array_size(a) == 0 || json_array_size(a) > AGENT_ARGV_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'argv' must have 1 to %d entries", what, AGENT_ARGV_MAX);
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'argv' must have 1 to %d entries", what,
+			    AGENT_ARGV_MAX);
 		return -1;
 	}
 	s->argv = calloc(json_array_size(a) + 1, sizeof(*s->argv));
@@ -31,7 +33,8 @@ static int parse_argv(struct exec_spec *s, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
 		return -1;
 	}
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		if (!json_is_string(v)) {
 			api_err_set(e, API_E_BAD_FIELD, "%s: argv[%zu] must be a string", what, i);
 			return -1;
@@ -55,20 +58,26 @@ static int parse_env(struct exec_spec *s, struct api_err *e)
 	if (!o)
 		return 0;
 	if (!json_is_object(o)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' must be an object of strings or null", what);
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' must be an object of strings or null",
+			    what);
 		return -1;
 	}
 	if (json_object_size(o) > AGENT_ENV_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' has more than %d entries", what, AGENT_ENV_MAX);
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'env' has more than %d entries", what,
+			    AGENT_ENV_MAX);
 		return -1;
 	}
-	json_object_foreach(o, k, v) {
+	json_object_foreach(o, k, v)
+	{
 		if (!k[0] || strchr(k, '=')) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: env key '%.80s' must be non-empty and without '='", what, k);
+			api_err_set(e, API_E_BAD_FIELD,
+				    "%s: env key '%.80s' must be non-empty and without '='", what,
+				    k);
 			return -1;
 		}
 		if (!json_is_string(v) && !json_is_null(v)) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: env['%.80s'] must be a string or null", what, k);
+			api_err_set(e, API_E_BAD_FIELD, "%s: env['%.80s'] must be a string or null",
+				    what, k);
 			return -1;
 		}
 	}
@@ -100,10 +109,12 @@ static int parse_stdin(struct exec_spec *s, struct api_err *e)
 	if (json_fields_string(s->body, "stdin", false, AGENT_LEN_MAX, &text, what, e))
 		return -1;
 	/* base64 of AGENT_LEN_MAX bytes, with padding. */
-	if (json_fields_string(s->body, "stdin_base64", false, (AGENT_LEN_MAX + 2) / 3 * 4, &b64, what, e))
+	if (json_fields_string(s->body, "stdin_base64", false, (AGENT_LEN_MAX + 2) / 3 * 4, &b64,
+			       what, e))
 		return -1;
 	if (text && b64) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: give 'stdin' or 'stdin_base64', not both", what);
+		api_err_set(e, API_E_BAD_FIELD, "%s: give 'stdin' or 'stdin_base64', not both",
+			    what);
 		return -1;
 	}
 	if (text) {
@@ -125,7 +136,9 @@ static int parse_stdin(struct exec_spec *s, struct api_err *e)
 			return -1;
 		}
 		if (base64_decode(b64, n, s->stdin_data, &s->stdin_len)) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: 'stdin_base64' is not canonical base64 (RFC 4648, padded)", what);
+			api_err_set(e, API_E_BAD_FIELD,
+				    "%s: 'stdin_base64' is not canonical base64 (RFC 4648, padded)",
+				    what);
 			return -1;
 		}
 	}
@@ -139,13 +152,15 @@ int exec_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct ap
 
 /* The fields exec and run share (parse_common reads them): an option added
  * here reaches both. */
-#define SHARED_FIELDS "env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", "output_encoding", "confine"
+#define SHARED_FIELDS                                                              \
+	"env", "cwd", "user", "timeout_ms", "stdin", "stdin_base64", "output_cap", \
+		"output_encoding", "confine"
 
 /* The fields exec and run share, after what names the command. */
 static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e);
 
-static int spec_begin(json_t *body, const char *what, const char *const *fields, struct exec_spec *s,
-		      struct api_err *e)
+static int spec_begin(json_t *body, const char *what, const char *const *fields,
+		      struct exec_spec *s, struct api_err *e)
 {
 	memset(s, 0, sizeof(*s));
 	s->what = what;
@@ -167,7 +182,8 @@ int exec_spec_parse_as(json_t *body, bool streaming, const char *what, struct ex
 		return -1;
 	/* The agent counts the /bin/sh -c that shell adds into its limit. */
 	if (s->shell && s->argc > AGENT_ARGV_MAX - 2) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: with shell, 'argv' may have at most %d entries", what,
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: with shell, 'argv' may have at most %d entries", what,
 			    AGENT_ARGV_MAX - 2);
 		return -1;
 	}
@@ -192,25 +208,28 @@ int run_spec_parse(json_t *body, bool streaming, struct exec_spec *s, struct api
 	}
 	code = json_object_get(body, "code");
 	if (!code) {
-		api_err_set(e, API_E_MISSING_FIELD, "%s: 'code' is required (the program text)", what);
+		api_err_set(e, API_E_MISSING_FIELD, "%s: 'code' is required (the program text)",
+			    what);
 		return -1;
 	}
 	if (!json_is_string(code)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'code' must be a string (the program text)", what);
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'code' must be a string (the program text)",
+			    what);
 		return -1;
 	}
 	s->code = json_string_value(code);
 	s->code_len = json_string_length(code);
 	if (s->code_len > AGENT_LEN_MAX) {
-		api_err_set(e, API_E_TOO_LARGE, "%s: 'code' is %zu bytes; at most %u", what, s->code_len,
-			    AGENT_LEN_MAX);
+		api_err_set(e, API_E_TOO_LARGE, "%s: 'code' is %zu bytes; at most %u", what,
+			    s->code_len, AGENT_LEN_MAX);
 		return -1;
 	}
 	if (parse_common(s, streaming, e))
 		return -1;
 	/* One agent message carries both. */
 	if (s->stdin_len > AGENT_LEN_MAX - s->code_len) {
-		api_err_set(e, API_E_TOO_LARGE, "%s: code and stdin are %zu bytes together; at most %u", what,
+		api_err_set(e, API_E_TOO_LARGE,
+			    "%s: code and stdin are %zu bytes together; at most %u", what,
 			    s->code_len + s->stdin_len, AGENT_LEN_MAX);
 		return -1;
 	}
@@ -223,10 +242,12 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	json_t *body = s->body;
 	uint64_t n;
 
-	if (parse_env(s, e) || json_fields_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
+	if (parse_env(s, e) ||
+	    json_fields_string(body, "cwd", false, AGENT_PATH_MAX, &s->cwd, what, e))
 		return -1;
 	if (s->cwd && !guest_path_valid(s->cwd, AGENT_PATH_MAX)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: cwd '%.100s' must be an absolute path", what, s->cwd);
+		api_err_set(e, API_E_BAD_FIELD, "%s: cwd '%.100s' must be an absolute path", what,
+			    s->cwd);
 		return -1;
 	}
 	if (json_fields_string(body, "user", false, 16, &user, what, e))
@@ -246,8 +267,8 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	if (parse_confine(s, e) || parse_stdin(s, e))
 		return -1;
 	if (json_fields_uint(body, "output_cap", false, 0,
-		    streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX, AGENT_OUTPUT_CAP_DEFAULT, &n,
-		    what, e))
+			     streaming ? AGENT_OUTPUT_CAP_MAX : EXEC_OUTPUT_CAP_BUFFERED_MAX,
+			     AGENT_OUTPUT_CAP_DEFAULT, &n, what, e))
 		return -1;
 	s->output_cap = (uint32_t)n;
 	if (json_fields_string(body, "output_encoding", false, 16, &enc, what, e))
@@ -255,7 +276,8 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	if (enc && strcmp(enc, "base64") == 0) {
 		s->base64_output = true;
 	} else if (enc && strcmp(enc, "auto") != 0) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: output_encoding must be \"auto\" or \"base64\"", what);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: output_encoding must be \"auto\" or \"base64\"", what);
 		return -1;
 	}
 	return 0;
@@ -278,18 +300,21 @@ int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
 		return -1;
 	}
-	json_object_foreach((json_t *)base, k, v) {
+	json_object_foreach((json_t *)base, k, v)
+	{
 		if (json_object_get(s->env, k))
 			continue; /* the exec's own value (or null) wins */
 		s->merged[n].key = k;
 		s->merged[n++].value = json_string_value(v);
 	}
-	json_object_foreach((json_t *)s->env, k, v) {
+	json_object_foreach((json_t *)s->env, k, v)
+	{
 		s->merged[n].key = k;
 		s->merged[n++].value = json_is_null(v) ? NULL : json_string_value(v);
 	}
 	if (n > AGENT_ENV_MAX) {
-		api_err_set(e, API_E_TOO_LARGE, "%s: the sandbox's env and the exec's env have %zu variables together; at most %d",
+		api_err_set(e, API_E_TOO_LARGE,
+			    "%s: the sandbox's env and the exec's env have %zu variables together; at most %d",
 			    what, n, AGENT_ENV_MAX);
 		return -1;
 	}
@@ -328,13 +353,15 @@ void exec_spec_image_defaults(struct exec_spec *s, json_t *defaults)
 		return;
 	json_decref(s->image_defaults);
 	s->image_defaults = json_incref(defaults);
-	if (!s->cwd && cwd && guest_path_valid(cwd, AGENT_PATH_MAX) && (!s->confine || agent_confine_cwd_ok(cwd)))
+	if (!s->cwd && cwd && guest_path_valid(cwd, AGENT_PATH_MAX) &&
+	    (!s->confine || agent_confine_cwd_ok(cwd)))
 		s->cwd = cwd;
 	if (s->user_given || !user)
 		return;
 	if (strcmp(user, "root") == 0 || strcmp(user, "0") == 0 || strcmp(user, "0:0") == 0)
 		s->user = AGENT_USER_ROOT;
-	else if (strcmp(user, "user") == 0 || strcmp(user, "1000") == 0 || strcmp(user, "1000:1000") == 0)
+	else if (strcmp(user, "user") == 0 || strcmp(user, "1000") == 0 ||
+		 strcmp(user, "1000:1000") == 0)
 		s->user = AGENT_USER_USER;
 }
 

@@ -31,24 +31,24 @@
 #define EXEC_OUTPUT_CAP_BUFFERED_MAX (16u << 20)
 
 struct exec_spec {
-	const char *what;         /* names the request in messages ("exec") */
-	json_t *body;             /* reference held */
-	const char **argv;        /* argc entries + NULL, strings borrowed from body */
+	const char *what;  /* names the request in messages ("exec") */
+	json_t *body;      /* reference held */
+	const char **argv; /* argc entries + NULL, strings borrowed from body */
 	size_t argc;
 	bool shell;
-	bool confine;             /* own mount namespace showing /workspace (docs/api.md) */
-	const json_t *env;        /* borrowed from body; NULL when absent */
-	const char *cwd;          /* NULL: the user's home */
+	bool confine;      /* own mount namespace showing /workspace (docs/api.md) */
+	const json_t *env; /* borrowed from body; NULL when absent */
+	const char *cwd;   /* NULL: the user's home */
 	enum agent_user user;
-	bool user_given;          /* the request named a user */
-	json_t *image_defaults;   /* exec_spec_image_defaults(): reference held (cwd may point into it) */
+	bool user_given;        /* the request named a user */
+	json_t *image_defaults; /* exec_spec_image_defaults(): reference held (cwd may point into it) */
 	uint32_t timeout_ms;
-	uint8_t *stdin_data;      /* owned; NULL when none */
+	uint8_t *stdin_data; /* owned; NULL when none */
 	size_t stdin_len;
-	uint32_t output_cap;      /* AGENT_OUTPUT_CAP_DEFAULT unless given */
-	bool base64_output;       /* output_encoding "base64" */
-	enum agent_lang lang;     /* run: the language; AGENT_LANG_NONE for exec */
-	const char *code;         /* run: borrowed from body */
+	uint32_t output_cap;  /* AGENT_OUTPUT_CAP_DEFAULT unless given */
+	bool base64_output;   /* output_encoding "base64" */
+	enum agent_lang lang; /* run: the language; AGENT_LANG_NONE for exec */
+	const char *code;     /* run: borrowed from body */
 	size_t code_len;
 
 	struct agent_env *merged; /* exec_env_merge() result, owned */

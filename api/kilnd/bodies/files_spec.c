@@ -33,7 +33,8 @@ static int get_path(const json_t *body, const char *key, const char **out, const
 	if (json_fields_string(body, key, true, AGENT_PATH_MAX + 1, out, what, e))
 		return -1;
 	if (!guest_path_valid(*out, AGENT_PATH_MAX)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' ('%.100s') must be an absolute path of at most %d bytes",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: '%s' ('%.100s') must be an absolute path of at most %d bytes",
 			    what, key, *out, AGENT_PATH_MAX);
 		return -1;
 	}
@@ -50,7 +51,8 @@ int mkdir_spec_parse(const json_t *body, struct mkdir_spec *s, struct api_err *e
 	s->mode = -1;
 	if (json_fields_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
 	    json_fields_bool(body, "parents", false, &s->parents, what, e) ||
-	    json_fields_uint(body, "mode", false, 0, 07777, 0755, &mode, what, e) || get_user(body, &s->user, what, e))
+	    json_fields_uint(body, "mode", false, 0, 07777, 0755, &mode, what, e) ||
+	    get_user(body, &s->user, what, e))
 		return -1;
 	if (json_object_get(body, "mode"))
 		s->mode = (int)mode;
@@ -64,7 +66,8 @@ int remove_spec_parse(const json_t *body, struct remove_spec *s, struct api_err 
 
 	memset(s, 0, sizeof(*s));
 	if (json_fields_only(body, allowed, what, e) || get_path(body, "path", &s->path, what, e) ||
-	    json_fields_bool(body, "recursive", false, &s->recursive, what, e) || get_user(body, &s->user, what, e))
+	    json_fields_bool(body, "recursive", false, &s->recursive, what, e) ||
+	    get_user(body, &s->user, what, e))
 		return -1;
 	return 0;
 }
@@ -76,7 +79,8 @@ int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err 
 
 	memset(s, 0, sizeof(*s));
 	if (json_fields_only(body, allowed, what, e) || get_path(body, "from", &s->from, what, e) ||
-	    get_path(body, "to", &s->to, what, e) || json_fields_bool(body, "overwrite", false, &s->overwrite, what, e) ||
+	    get_path(body, "to", &s->to, what, e) ||
+	    json_fields_bool(body, "overwrite", false, &s->overwrite, what, e) ||
 	    get_user(body, &s->user, what, e))
 		return -1;
 	return 0;
@@ -91,9 +95,10 @@ json_t *file_stat_json(const struct agent_client_stat *st, bool with_depth)
 
 	format_time_ms(ms, mtime, sizeof(mtime));
 	snprintf(octal, sizeof(octal), "%04o", (unsigned)(st->mode & 07777));
-	o = json_pack("{s:s,s:s,s:I,s:i,s:s,s:I,s:I,s:I,s:s,s:I}", "path", st->path ? st->path : "", "kind",
-		      agent_client_kind_name(st->kind), "size", (json_int_t)st->size, "mode", (int)(st->mode & 07777),
-		      "mode_octal", octal, "uid", (json_int_t)st->uid, "gid", (json_int_t)st->gid, "nlink",
+	o = json_pack("{s:s,s:s,s:I,s:i,s:s,s:I,s:I,s:I,s:s,s:I}", "path", st->path ? st->path : "",
+		      "kind", agent_client_kind_name(st->kind), "size", (json_int_t)st->size,
+		      "mode", (int)(st->mode & 07777), "mode_octal", octal, "uid",
+		      (json_int_t)st->uid, "gid", (json_int_t)st->gid, "nlink",
 		      (json_int_t)st->nlink, "mtime", mtime, "mtime_ns", (json_int_t)st->mtime_ns);
 	if (!o)
 		return NULL;

@@ -30,7 +30,9 @@ json_t *proc_render_view(const struct agent_client_process *p)
 	r |= json_object_set_new(o, "pty", json_boolean(p->pty));
 	r |= json_object_set_new(o, "running", json_boolean(p->running));
 	r |= json_object_set_new(o, "exit_code",
-				 p->running || p->signal || p->exit_code < 0 ? json_null() : json_integer(p->exit_code));
+				 p->running || p->signal || p->exit_code < 0
+					 ? json_null()
+					 : json_integer(p->exit_code));
 	r |= json_object_set_new(o, "signal", p->signal ? json_integer(p->signal) : json_null());
 	r |= json_object_set_new(o, "timed_out", json_boolean(p->timed_out));
 	r |= json_object_set_new(o, "output_bytes", json_integer((json_int_t)p->seq));
@@ -48,7 +50,8 @@ static int put_exit(json_t *o, const struct agent_client_exit *ex)
 
 	r |= json_object_set_new(o, "id", json_integer(ex->id));
 	r |= json_object_set_new(o, "pid", json_integer(ex->pid));
-	r |= json_object_set_new(o, "exit_code", ex->signal ? json_null() : json_integer(ex->exit_code));
+	r |= json_object_set_new(o, "exit_code",
+				 ex->signal ? json_null() : json_integer(ex->exit_code));
 	r |= json_object_set_new(o, "signal", ex->signal ? json_integer(ex->signal) : json_null());
 	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
 	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));
@@ -120,8 +123,8 @@ static char *done(struct lines *l, size_t *len)
 	return l->s;
 }
 
-static void add_output(struct lines *l, enum agent_stream st, uint64_t seq, const uint8_t *d, size_t n,
-		       bool base64)
+static void add_output(struct lines *l, enum agent_stream st, uint64_t seq, const uint8_t *d,
+		       size_t n, bool base64)
 {
 	json_t *v;
 	char *b;
@@ -142,8 +145,9 @@ static void add_output(struct lines *l, enum agent_stream st, uint64_t seq, cons
 		l->oom = true;
 		return;
 	}
-	add(l, json_pack("{s:s,s:I,s:o}", "type", st == AGENT_STDERR ? "stderr" : "stdout", "seq", (json_int_t)seq,
-			 base64 ? "data_base64" : "data", v));
+	add(l,
+	    json_pack("{s:s,s:I,s:o}", "type", st == AGENT_STDERR ? "stderr" : "stdout", "seq",
+		      (json_int_t)seq, base64 ? "data_base64" : "data", v));
 }
 
 /* Held bytes out first (an unfinished character: base64). */
@@ -155,8 +159,8 @@ static void add_held(struct lines *l, struct proc_out_enc *enc)
 	enc->held_len = 0;
 }
 
-int proc_event_output(struct proc_out_enc *enc, enum agent_stream st, uint64_t seq, const uint8_t *d,
-		      size_t n, char **line, size_t *len)
+int proc_event_output(struct proc_out_enc *enc, enum agent_stream st, uint64_t seq,
+		      const uint8_t *d, size_t n, char **line, size_t *len)
 {
 	struct lines l = { 0 };
 	uint8_t *buf;
@@ -206,7 +210,9 @@ char *proc_event_gap(struct proc_out_enc *enc, uint64_t seq, uint64_t bytes, siz
 	struct lines l = { 0 };
 
 	add_held(&l, enc);
-	add(&l, json_pack("{s:s,s:I,s:I}", "type", "gap", "seq", (json_int_t)seq, "bytes", (json_int_t)bytes));
+	add(&l,
+	    json_pack("{s:s,s:I,s:I}", "type", "gap", "seq", (json_int_t)seq, "bytes",
+		      (json_int_t)bytes));
 	return done(&l, len);
 }
 
@@ -228,7 +234,9 @@ char *proc_event_attached(const struct agent_client_attached *a, size_t *len)
 {
 	struct lines l = { 0 };
 
-	add(&l, json_pack("{s:s,s:I,s:i,s:b,s:b,s:I}", "type", "attached", "id", (json_int_t)a->id, "pid", a->pid,
-			  "pty", a->pty, "running", a->running, "seq", (json_int_t)a->seq));
+	add(&l,
+	    json_pack("{s:s,s:I,s:i,s:b,s:b,s:I}", "type", "attached", "id", (json_int_t)a->id,
+		      "pid", a->pid, "pty", a->pty, "running", a->running, "seq",
+		      (json_int_t)a->seq));
 	return done(&l, len);
 }

@@ -49,8 +49,8 @@ char *proc_event_attached(const struct agent_client_attached *a, size_t *len);
 
 /* Output d[0..n) of stream st starting at seq. 0 with *line (NULL when
  * everything was held back) and *len; -ENOMEM. */
-int proc_event_output(struct proc_out_enc *enc, enum agent_stream st, uint64_t seq, const uint8_t *d,
-		      size_t n, char **line, size_t *len);
+int proc_event_output(struct proc_out_enc *enc, enum agent_stream st, uint64_t seq,
+		      const uint8_t *d, size_t n, char **line, size_t *len);
 
 /* {"type":"gap","seq","bytes"}, after any held bytes. NULL: out of memory. */
 char *proc_event_gap(struct proc_out_enc *enc, uint64_t seq, uint64_t bytes, size_t *len);

@@ -11,8 +11,10 @@ static const char what[] = "process";
 
 int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 {
-	static const char *const fields[] = { "argv", "shell", "env", "cwd", "user", "timeout_ms", "stdin",
-					      "stdin_base64", "pty", "rows", "cols", "ring_bytes", "confine", NULL };
+	static const char *const fields[] = { "argv",    "shell",      "env",   "cwd",
+					      "user",    "timeout_ms", "stdin", "stdin_base64",
+					      "pty",     "rows",       "cols",  "ring_bytes",
+					      "confine", NULL };
 	static const char *const own[] = { "pty", "rows", "cols", "ring_bytes" };
 	json_t *rest;
 	uint64_t n;
@@ -47,10 +49,12 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 		return -1;
 	s->cols = (uint16_t)n;
 	if ((s->rows || s->cols) && !s->pty) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'rows' and 'cols' size a terminal; they need \"pty\": true", what);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: 'rows' and 'cols' size a terminal; they need \"pty\": true", what);
 		return -1;
 	}
-	if (json_fields_uint(body, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX, 0, &n, what, e))
+	if (json_fields_uint(body, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX, 0, &n, what,
+			     e))
 		return -1;
 	s->ring_bytes = (uint32_t)n;
 	return 0;
@@ -58,8 +62,8 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e)
 
 int proc_shell_parse(const json_t *body, struct proc_spec *s, struct api_err *e)
 {
-	static const char *const fields[] = { "rows", "cols", "user", "cwd", "env", "timeout_ms", "ring_bytes",
-					      "confine", NULL };
+	static const char *const fields[] = { "rows",       "cols",       "user",    "cwd", "env",
+					      "timeout_ms", "ring_bytes", "confine", NULL };
 	json_t *full;
 	int r;
 
@@ -115,7 +119,8 @@ int proc_id_parse(const char *seg, uint32_t *id, struct api_err *e)
 
 	if (!parse_dec(seg, UINT32_MAX, &x) || x == 0) {
 		api_err_set(e, API_E_PROCESS_NOT_FOUND,
-			    "no process '%.64s': process ids are the positive integers POST .../processes returns", seg);
+			    "no process '%.64s': process ids are the positive integers POST .../processes returns",
+			    seg);
 		return -1;
 	}
 	*id = (uint32_t)x;
@@ -125,7 +130,8 @@ int proc_id_parse(const char *seg, uint32_t *id, struct api_err *e)
 void proc_err_from_agent(struct api_err *e, const struct agent_client_err *ae, const char *what)
 {
 	api_err_from_agent(e, ae, what);
-	if ((ae->fail == AGENT_FAIL_AGENT || ae->fail == AGENT_FAIL_REQUEST) && ae->code == AGENT_E_NOT_FOUND)
+	if ((ae->fail == AGENT_FAIL_AGENT || ae->fail == AGENT_FAIL_REQUEST) &&
+	    ae->code == AGENT_E_NOT_FOUND)
 		e->code = API_E_PROCESS_NOT_FOUND;
 }
 
@@ -138,13 +144,15 @@ int proc_signal_parse(const json_t *body, int *signo, bool *group, struct api_er
 		return -1;
 	v = json_object_get(body, "signal");
 	if (!v) {
-		api_err_set(e, API_E_MISSING_FIELD, "signal: 'signal' is required (a name like \"TERM\" or a number)");
+		api_err_set(e, API_E_MISSING_FIELD,
+			    "signal: 'signal' is required (a name like \"TERM\" or a number)");
 		return -1;
 	}
 	*signo = agent_signal_number(v);
 	if (!*signo) {
-		api_err_set(e, API_E_BAD_FIELD,
-			    "signal: 'signal' must be a signal name (\"TERM\", \"SIGKILL\", ...) or a number 1..64");
+		api_err_set(
+			e, API_E_BAD_FIELD,
+			"signal: 'signal' must be a signal name (\"TERM\", \"SIGKILL\", ...) or a number 1..64");
 		return -1;
 	}
 	return json_fields_bool(body, "group", false, group, "signal", e);
@@ -155,7 +163,8 @@ int proc_resize_parse(const json_t *body, uint16_t *rows, uint16_t *cols, struct
 	static const char *const fields[] = { "rows", "cols", NULL };
 	uint64_t r, c;
 
-	if (json_fields_only(body, fields, "resize", e) || json_fields_uint(body, "rows", true, 1, UINT16_MAX, 0, &r, "resize", e) ||
+	if (json_fields_only(body, fields, "resize", e) ||
+	    json_fields_uint(body, "rows", true, 1, UINT16_MAX, 0, &r, "resize", e) ||
 	    json_fields_uint(body, "cols", true, 1, UINT16_MAX, 0, &c, "resize", e))
 		return -1;
 	*rows = (uint16_t)r;
@@ -175,12 +184,15 @@ static int only_keys(const struct query_kv *kv, size_t n, const char *const *kno
 		for (size_t k = 0; known[k] && !ok; k++)
 			ok = strcmp(known[k], kv[i].key) == 0;
 		if (!ok) {
-			api_err_set(e, API_E_UNKNOWN_FIELD, "%s: unknown query parameter '%.80s'", w, kv[i].key);
+			api_err_set(e, API_E_UNKNOWN_FIELD, "%s: unknown query parameter '%.80s'",
+				    w, kv[i].key);
 			return -1;
 		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(kv[j].key, kv[i].key) == 0) {
-				api_err_set(e, API_E_BAD_FIELD, "%s: query parameter '%.80s' given twice", w, kv[i].key);
+				api_err_set(e, API_E_BAD_FIELD,
+					    "%s: query parameter '%.80s' given twice", w,
+					    kv[i].key);
 				return -1;
 			}
 		}
@@ -196,7 +208,8 @@ static const struct query_kv *find(const struct query_kv *kv, size_t n, const ch
 	return NULL;
 }
 
-static int get_from(const struct query_kv *kv, size_t n, struct proc_from *f, const char *w, struct api_err *e)
+static int get_from(const struct query_kv *kv, size_t n, struct proc_from *f, const char *w,
+		    struct api_err *e)
 {
 	const struct query_kv *p = find(kv, n, "from");
 
@@ -210,7 +223,8 @@ static int get_from(const struct query_kv *kv, size_t n, struct proc_from *f, co
 	}
 	/* The agent takes seq as a JSON integer: at most INT64_MAX. */
 	if (!parse_dec(p->value, INT64_MAX, &f->seq)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: from must be a byte sequence number (0, 1, ...) or \"now\"", w);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: from must be a byte sequence number (0, 1, ...) or \"now\"", w);
 		return -1;
 	}
 	f->from = AGENT_FROM_SEQ;
@@ -280,7 +294,8 @@ int proc_query_wait(const struct query_kv *kv, size_t n, uint32_t *timeout_ms, s
 	if (!p)
 		return 0;
 	if (!parse_dec(p->value, AGENT_TIMEOUT_MAX_MS, &x)) {
-		api_err_set(e, API_E_BAD_FIELD, "wait: timeout_ms must be an integer 0..%u (0: no limit)",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "wait: timeout_ms must be an integer 0..%u (0: no limit)",
 			    (unsigned)AGENT_TIMEOUT_MAX_MS);
 		return -1;
 	}

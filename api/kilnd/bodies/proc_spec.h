@@ -28,7 +28,7 @@
 #include "api/kilnd/core/query.h"
 
 struct proc_spec {
-	struct exec_spec x;  /* argv, env, cwd, user, timeout_ms, stdin */
+	struct exec_spec x; /* argv, env, cwd, user, timeout_ms, stdin */
 	bool pty;
 	uint16_t rows, cols; /* 0: the agent's 24x80 */
 	uint32_t ring_bytes; /* 0: AGENT_RING_DEFAULT */

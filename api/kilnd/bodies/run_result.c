@@ -12,7 +12,8 @@
 #include "lib/base/utf8.h"
 
 /* {"type": type, "message": msg, "traceback": null}, or NULL. */
-static json_t *invalid(const char *type, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static json_t *invalid(const char *type, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static json_t *invalid(const char *type, const char *fmt, ...)
 {
 	char msg[512], clean[3 * sizeof(msg) + 1];
@@ -30,7 +31,8 @@ static json_t *invalid(const char *type, const char *fmt, ...)
 
 /* A string member cut to max bytes at a character boundary; NULL when
  * absent or not a string (*bad set then), json null for allow_null. */
-static json_t *text_member(json_t *o, const char *key, size_t max, bool allow_null, const char **bad)
+static json_t *text_member(json_t *o, const char *key, size_t max, bool allow_null,
+			   const char **bad)
 {
 	json_t *v = json_object_get(o, key);
 	size_t n;
@@ -59,14 +61,17 @@ static json_t *error_object(json_t *e, bool *bad_shape)
 	*bad_shape = true;
 	if (!json_is_object(e))
 		return invalid("ResultInvalid", "the result's 'error' is not an object");
-	json_object_foreach(e, k, v) {
+	json_object_foreach(e, k, v)
+	{
 		if (strcmp(k, "type") && strcmp(k, "message") && strcmp(k, "traceback"))
-			return invalid("ResultInvalid", "the result's 'error' has an unknown member '%.64s'", k);
+			return invalid("ResultInvalid",
+				       "the result's 'error' has an unknown member '%.64s'", k);
 	}
 	type = text_member(e, "type", RUN_RESULT_TYPE_MAX, false, &bad);
 	msg = text_member(e, "message", RUN_RESULT_TEXT_MAX, false, &bad);
-	tb = json_object_get(e, "traceback") ? text_member(e, "traceback", RUN_RESULT_TEXT_MAX, true, &bad)
-					     : json_null();
+	tb = json_object_get(e, "traceback")
+		? text_member(e, "traceback", RUN_RESULT_TEXT_MAX, true, &bad)
+		: json_null();
 	if (bad) {
 		json_decref(type);
 		json_decref(msg);
@@ -91,22 +96,28 @@ int run_result_parse(const uint8_t *buf, size_t len, uint64_t size, json_t **val
 	const char *k;
 
 	if (size > len || len > AGENT_RUN_RESULT_MAX) {
-		err = invalid("ResultTooLarge",
-			      "the result file is %llu bytes; at most %u are read back (result.set takes values up to 960 KiB)",
-			      (unsigned long long)(size > len ? size : len), AGENT_RUN_RESULT_MAX);
+		err = invalid(
+			"ResultTooLarge",
+			"the result file is %llu bytes; at most %u are read back (result.set takes values up to 960 KiB)",
+			(unsigned long long)(size > len ? size : len), AGENT_RUN_RESULT_MAX);
 	} else if (len == 0) {
 		val = json_null();
 		err = json_null();
 	} else if (!(doc = json_strict_loadb((const char *)buf, len, &je))) {
-		err = invalid("ResultInvalid",
-			      "the result is not valid JSON (%s, at byte %d); bash's `result set` takes JSON text, such as '\"text\"' or 42",
-			      je.text, je.position);
+		err = invalid(
+			"ResultInvalid",
+			"the result is not valid JSON (%s, at byte %d); bash's `result set` takes JSON text, such as '\"text\"' or 42",
+			je.text, je.position);
 	} else if (!json_is_object(doc)) {
-		err = invalid("ResultInvalid", "the result file is not a JSON object (only kiln's result helpers should write it)");
+		err = invalid(
+			"ResultInvalid",
+			"the result file is not a JSON object (only kiln's result helpers should write it)");
 	} else {
-		json_object_foreach(doc, k, v) {
+		json_object_foreach(doc, k, v)
+		{
 			if (strcmp(k, "value") && strcmp(k, "error")) {
-				err = invalid("ResultInvalid", "the result file has an unknown member '%.64s'", k);
+				err = invalid("ResultInvalid",
+					      "the result file has an unknown member '%.64s'", k);
 				break;
 			}
 		}

@@ -57,12 +57,14 @@ int cg_limits_parse(const json_t *v, unsigned cpus, unsigned memory_mib, struct 
 		return 0;
 	snprintf(w, sizeof(w), "%s: limits", what);
 	if (!json_is_object(v)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s must be an object (memory_max_mib, pids_max, cpu_max)", w);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s must be an object (memory_max_mib, pids_max, cpu_max)", w);
 		return -1;
 	}
 	if (json_fields_only(v, fields, w, e))
 		return -1;
-	if (json_fields_uint(v, "memory_max_mib", false, 0, CG_MEMORY_MAX_MIB, out->memory_max_mib, &n, w, e))
+	if (json_fields_uint(v, "memory_max_mib", false, 0, CG_MEMORY_MAX_MIB, out->memory_max_mib,
+			     &n, w, e))
 		return -1;
 	if (n < floor_mib) {
 		api_err_set(e, API_E_BAD_FIELD,
@@ -73,7 +75,8 @@ int cg_limits_parse(const json_t *v, unsigned cpus, unsigned memory_mib, struct 
 		return -1;
 	}
 	out->memory_max_mib = n;
-	if (json_fields_uint(v, "pids_max", false, CG_PIDS_FLOOR + cpus, CG_PIDS_MAX, out->pids_max, &n, w, e))
+	if (json_fields_uint(v, "pids_max", false, CG_PIDS_FLOOR + cpus, CG_PIDS_MAX, out->pids_max,
+			     &n, w, e))
 		return -1;
 	out->pids_max = (uint32_t)n;
 	cpu = json_object_get(v, "cpu_max");
@@ -87,8 +90,8 @@ json_t *cg_limits_to_json(const struct cg_limits *l)
 	json_t *cpu = l->cpu_max_centi % 100u ? json_real(l->cpu_max_centi / 100.0)
 					      : json_integer(l->cpu_max_centi / 100u);
 
-	return json_pack("{s:I,s:I,s:o}", "memory_max_mib", (json_int_t)l->memory_max_mib, "pids_max",
-			 (json_int_t)l->pids_max, "cpu_max", cpu);
+	return json_pack("{s:I,s:I,s:o}", "memory_max_mib", (json_int_t)l->memory_max_mib,
+			 "pids_max", (json_int_t)l->pids_max, "cpu_max", cpu);
 }
 
 void cg_limits_memory_max(const struct cg_limits *l, char *out, size_t cap)
@@ -127,7 +130,8 @@ int cg_events_value(const char *text, const char *key, uint64_t *out)
 	return -1;
 }
 
-const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg, size_t cap)
+const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg,
+			 size_t cap)
 {
 	if (ev->oom_kill) {
 		snprintf(msg, cap,

@@ -89,6 +89,7 @@ struct cg_events {
  * ("memory_limit", "pids_limit") with a message for the client in
  * msg[cap], or NULL when no limit was hit.
  */
-const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg, size_t cap);
+const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg,
+			 size_t cap);
 
 #endif

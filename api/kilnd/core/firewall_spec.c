@@ -55,7 +55,8 @@ int firewall_rules_canon(const json_t *rules, json_t **out, struct api_err *e)
 		api_err_set(e, API_E_INTERNAL, "firewall: out of memory");
 		return -1;
 	}
-	if (!json_object_get(in, "dns") && json_object_set_new(in, "dns", json_pack("[s]", FW_PASST_DNS))) {
+	if (!json_object_get(in, "dns") &&
+	    json_object_set_new(in, "dns", json_pack("[s]", FW_PASST_DNS))) {
 		json_decref(in);
 		api_err_set(e, API_E_INTERNAL, "firewall: out of memory");
 		return -1;
@@ -63,7 +64,8 @@ int firewall_rules_canon(const json_t *rules, json_t **out, struct api_err *e)
 	r = net_rules_parse(in, &nr, &re);
 	json_decref(in);
 	if (r) {
-		api_err_set(e, code_of(re.code), "%s", re.msg[0] ? re.msg : "firewall: invalid rule set");
+		api_err_set(e, code_of(re.code), "%s",
+			    re.msg[0] ? re.msg : "firewall: invalid rule set");
 		return -1;
 	}
 	*out = net_rules_to_json(nr);
@@ -85,8 +87,8 @@ char *firewall_rules_line(const json_t *canon, struct api_err *e)
 	}
 	/* JSON_COMPACT escapes control characters: no newline can end the line early. */
 	if (strlen(s) > FW_RULES_TEXT_MAX) {
-		api_err_set(e, API_E_TOO_LARGE, "firewall: the rule set is %zu bytes, more than %d", strlen(s),
-			    FW_RULES_TEXT_MAX);
+		api_err_set(e, API_E_TOO_LARGE, "firewall: the rule set is %zu bytes, more than %d",
+			    strlen(s), FW_RULES_TEXT_MAX);
 		free(s);
 		return NULL;
 	}
@@ -100,8 +102,8 @@ json_t *firewall_view(enum sandbox_network net, const json_t *rules, const json_
 
 	if (!live)
 		live = (json_t *)rules;
-	return json_pack("{s:s, s:b, s:O?, s:O?}", "network", firewall_network_name(net), "running", vmm != NULL,
-			 "rules", live, "counters", ctr);
+	return json_pack("{s:s, s:b, s:O?, s:O?}", "network", firewall_network_name(net), "running",
+			 vmm != NULL, "rules", live, "counters", ctr);
 }
 
 /* Sum packets of every reason in one direction, split pass_* / drop_*. */
@@ -112,7 +114,8 @@ static void sum_dir(const json_t *dir, struct fw_totals *t)
 
 	if (!json_is_object(dir))
 		return;
-	json_object_foreach((json_t *)dir, reason, v) {
+	json_object_foreach((json_t *)dir, reason, v)
+	{
 		json_t *p = json_object_get(v, "packets");
 		uint64_t n;
 

@@ -19,19 +19,20 @@
 #include "api/kilnd/core/api_error.h"
 
 /* -1 and unknown_field for the first key (in body order) not in allowed (NULL-terminated). */
-int json_fields_only(const json_t *obj, const char *const *allowed, const char *what, struct api_err *e);
+int json_fields_only(const json_t *obj, const char *const *allowed, const char *what,
+		     struct api_err *e);
 
 /* Unsigned integer in [min, max]; absent: *out = def (or missing_field when required). */
 int json_fields_uint(const json_t *obj, const char *key, bool required, uint64_t min, uint64_t max,
-	    uint64_t def, uint64_t *out, const char *what, struct api_err *e);
+		     uint64_t def, uint64_t *out, const char *what, struct api_err *e);
 
 /* Boolean; absent: *out = def. */
 int json_fields_bool(const json_t *obj, const char *key, bool def, bool *out, const char *what,
-	    struct api_err *e);
+		     struct api_err *e);
 
 /* String of at most max bytes; absent: *out = NULL (or missing_field when required).
  * The pointer is borrowed from obj. */
-int json_fields_string(const json_t *obj, const char *key, bool required, size_t max, const char **out,
-	      const char *what, struct api_err *e);
+int json_fields_string(const json_t *obj, const char *key, bool required, size_t max,
+		       const char **out, const char *what, struct api_err *e);
 
 #endif

@@ -63,31 +63,31 @@ struct kilnd_config {
 	int boot_timeout_ms;
 	int stop_timeout_ms;
 	uint64_t max_body;
-	uint64_t max_upload; /* 0: no limit */
+	uint64_t max_upload;       /* 0: no limit */
 	unsigned client_timeout_s; /* --client-timeout: a silent client is dropped after it */
 	unsigned max_sandboxes;
-	unsigned max_checkpoints; /* per sandbox; 0: none */
+	unsigned max_checkpoints;     /* per sandbox; 0: none */
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
 	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */
 	bool quiet;
 	/* The jail (docs/security.md): each sandbox's kiln-vmm runs as its own
 	 * uid = gid from jail_id_first .. jail_id_first + jail_id_count - 1,
 	 * in a cgroup of its own. */
-	bool no_jail;               /* --no-jail: the operator runs VMMs unconfined (and without cgroups where unusable) */
+	bool no_jail; /* --no-jail: the operator runs VMMs unconfined (and without cgroups where unusable) */
 	char jail_unavailable[256]; /* why this kilnd cannot jail; "": it can */
 	uint32_t jail_id_first, jail_id_count;
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
-	bool cgroups;         /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
+	bool cgroups; /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
 	char cgroup_off[ERR_MSG_MAX]; /* why not, when cgroups is false (cgroup_setup's struct err) */
 	/* Egress programs on each passt sandbox's cgroup (sandbox_egress.h). */
 	bool egress;
 	char egress_off[512]; /* why not, when egress is false */
-	int state_lock_fd;    /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
+	int state_lock_fd; /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
-	bool upgrade;         /* --upgrade: take over from the running kilnd (handover.h) */
-	int listen_fd;        /* the API socket handed over by it; -1: bind our own */
-	int preview_fd;       /* its preview listener, handed over too; -1: none */
+	bool upgrade;            /* --upgrade: take over from the running kilnd (handover.h) */
+	int listen_fd;           /* the API socket handed over by it; -1: bind our own */
+	int preview_fd;          /* its preview listener, handed over too; -1: none */
 	struct pool_cfg pools[KILND_MAX_POOLS]; /* --pool (sandbox_pool.c) */
 	size_t npools;
 	/* --preview-listen ADDR:PORT and --preview-domain (docs/api.md,
@@ -128,6 +128,5 @@ struct kilnd {
 
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */
 int64_t wall_ms(void);
-
 
 #endif

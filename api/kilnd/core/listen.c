@@ -33,14 +33,15 @@ int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, struct e
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path) || path[0] != '/') {
-		err_set(e, EINVAL, "socket '%s': must be an absolute path shorter than %zu bytes", path,
-			 sizeof(sa.sun_path));
+		err_set(e, EINVAL, "socket '%s': must be an absolute path shorter than %zu bytes",
+			path, sizeof(sa.sun_path));
 		return -1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	snprintf(dir, sizeof(dir), "%s", path);
 	if (mkdir_parents(dir) < 0) {
-		err_set(e, errno, "socket '%s': cannot create its directory: %s", path, strerror(errno));
+		err_set(e, errno, "socket '%s': cannot create its directory: %s", path,
+			strerror(errno));
 		return -1;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -50,19 +51,23 @@ int listen_unix(const char *path, bool set_gid, gid_t gid, int *fd_out, struct e
 	}
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
-			err_set(e, EINVAL, "socket '%s': something that is not a socket is there; remove it or pick another --socket",
-				 path);
+			err_set(e, EINVAL,
+				"socket '%s': something that is not a socket is there; remove it or pick another --socket",
+				path);
 			goto fail;
 		}
 		/* Someone answering there is a running kilnd: do not steal its socket. */
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			err_set(e, EINVAL, "socket '%s': another process is listening there (another kilnd?)", path);
+			err_set(e, EINVAL,
+				"socket '%s': another process is listening there (another kilnd?)",
+				path);
 			goto fail;
 		}
 		close(fd);
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0 || unlink(path) < 0) {
-			err_set(e, errno, "socket '%s': cannot replace the stale socket: %s", path, strerror(errno));
+			err_set(e, errno, "socket '%s': cannot replace the stale socket: %s", path,
+				strerror(errno));
 			goto fail;
 		}
 	}

@@ -60,13 +60,16 @@ static void hist(FILE *f, const char *name, const char *help, const struct histo
 	fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
 	for (size_t i = 0; i < h->nbounds; i++) {
 		cum += h->counts[i];
-		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i], (unsigned long long)cum);
+		fprintf(f, "%s_bucket{le=\"%g\"} %llu\n", name, h->bounds[i],
+			(unsigned long long)cum);
 	}
 	fprintf(f, "%s_bucket{le=\"+Inf\"} %llu\n", name, (unsigned long long)h->count);
-	fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name, (unsigned long long)h->count);
+	fprintf(f, "%s_sum %.6f\n%s_count %llu\n", name, h->sum, name,
+		(unsigned long long)h->count);
 }
 
-char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX_STATE_COUNT], size_t *len)
+char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX_STATE_COUNT],
+		     size_t *len)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -76,51 +79,69 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 		return NULL;
 	fprintf(f, "# HELP kiln_sandboxes Sandboxes by state.\n# TYPE kiln_sandboxes gauge\n");
 	for (int s = 0; s < SANDBOX_STATE_COUNT; s++)
-		fprintf(f, "kiln_sandboxes{state=\"%s\"} %u\n", sandbox_state_name((enum sandbox_state)s), states[s]);
+		fprintf(f, "kiln_sandboxes{state=\"%s\"} %u\n",
+			sandbox_state_name((enum sandbox_state)s), states[s]);
 	counter(f, "kiln_boots_total", "Boots that reached the guest agent.", m->boots);
-	counter(f, "kiln_boot_failures_total", "Boots that did not reach the guest agent.", m->boot_failures);
-	counter(f, "kiln_boot_retries_total", "Cold boots tried once more because the guest triple-faulted before its agent answered.",
+	counter(f, "kiln_boot_failures_total", "Boots that did not reach the guest agent.",
+		m->boot_failures);
+	counter(f, "kiln_boot_retries_total",
+		"Cold boots tried once more because the guest triple-faulted before its agent answered.",
 		m->boot_retries);
-	counter(f, "kiln_sandbox_crashes_total", "Running sandboxes whose VMM ended without being asked.",
-		m->crashes);
+	counter(f, "kiln_sandbox_crashes_total",
+		"Running sandboxes whose VMM ended without being asked.", m->crashes);
 	hist(f, "kiln_boot_seconds", "Time from spawning kiln-vmm to the agent's first answer.",
 	     &m->boot_seconds);
 	counter(f, "kiln_exec_total", "Execs that ran, whatever their exit status.", m->execs);
-	counter(f, "kiln_exec_errors_total", "Execs that could not run or lost their result.", m->exec_errors);
-	hist(f, "kiln_exec_seconds", "Exec round trip through the API, request to exit.", &m->exec_seconds);
+	counter(f, "kiln_exec_errors_total", "Execs that could not run or lost their result.",
+		m->exec_errors);
+	hist(f, "kiln_exec_seconds", "Exec round trip through the API, request to exit.",
+	     &m->exec_seconds);
 	counter(f, "kiln_pauses_total", "Sandboxes paused.", m->pauses);
 	counter(f, "kiln_resumes_total", "Paused sandboxes resumed.", m->resumes);
 	counter(f, "kiln_checkpoints_total", "Checkpoints taken.", m->checkpoints);
-	counter(f, "kiln_checkpoint_failures_total", "Checkpoints kiln-vmm could not take.", m->checkpoint_failures);
+	counter(f, "kiln_checkpoint_failures_total", "Checkpoints kiln-vmm could not take.",
+		m->checkpoint_failures);
 	counter(f, "kiln_restores_total", "Checkpoints restored in place.", m->restores);
 	counter(f, "kiln_forks_total", "Sandboxes forked from a checkpoint.", m->forks);
-	counter(f, "kiln_pool_creates_total", "Creates served by a warm pool's ready sandbox (kilnd --pool).",
-		m->pool_creates);
-	counter(f, "kiln_hibernations_total", "Sandboxes hibernated (on request or idle).", m->hibernations);
-	counter(f, "kiln_idle_hibernations_total", "Hibernations by the idle timeout.", m->idle_hibernations);
-	counter(f, "kiln_wakes_total", "Hibernated sandboxes woken (on request or by a request that needed the agent).",
+	counter(f, "kiln_pool_creates_total",
+		"Creates served by a warm pool's ready sandbox (kilnd --pool).", m->pool_creates);
+	counter(f, "kiln_hibernations_total", "Sandboxes hibernated (on request or idle).",
+		m->hibernations);
+	counter(f, "kiln_idle_hibernations_total", "Hibernations by the idle timeout.",
+		m->idle_hibernations);
+	counter(f, "kiln_wakes_total",
+		"Hibernated sandboxes woken (on request or by a request that needed the agent).",
 		m->wakes);
-	counter(f, "kiln_wake_cold_boots_total", "Wakes that booted the kernel because the snapshot was unusable.",
+	counter(f, "kiln_wake_cold_boots_total",
+		"Wakes that booted the kernel because the snapshot was unusable.",
 		m->wake_cold_boots);
-	hist(f, "kiln_restore_seconds", "Time from spawning kiln-vmm on a snapshot to the agent's first answer.",
+	hist(f, "kiln_restore_seconds",
+	     "Time from spawning kiln-vmm on a snapshot to the agent's first answer.",
 	     &m->restore_seconds);
-	hist(f, "kiln_snapshot_seconds", "Time the guest was paused for a checkpoint or hibernation snapshot.",
+	hist(f, "kiln_snapshot_seconds",
+	     "Time the guest was paused for a checkpoint or hibernation snapshot.",
 	     &m->snapshot_seconds);
 	counter(f, "kiln_firewall_updates_total", "Firewall rule sets replaced (PUT .../firewall).",
 		m->firewall_updates);
-	fprintf(f, "# HELP kiln_firewall_sandboxes Running sandboxes with a network whose filter answered this scrape.\n"
-		   "# TYPE kiln_firewall_sandboxes gauge\nkiln_firewall_sandboxes %u\n", m->fw_sandboxes);
-	fprintf(f, "# HELP kiln_firewall_packets Packets the filters of those sandboxes passed or dropped (both ways, since each boot or rule change).\n"
-		   "# TYPE kiln_firewall_packets gauge\n"
-		   "kiln_firewall_packets{verdict=\"pass\"} %llu\nkiln_firewall_packets{verdict=\"drop\"} %llu\n",
+	fprintf(f,
+		"# HELP kiln_firewall_sandboxes Running sandboxes with a network whose filter answered this scrape.\n"
+		"# TYPE kiln_firewall_sandboxes gauge\nkiln_firewall_sandboxes %u\n",
+		m->fw_sandboxes);
+	fprintf(f,
+		"# HELP kiln_firewall_packets Packets the filters of those sandboxes passed or dropped (both ways, since each boot or rule change).\n"
+		"# TYPE kiln_firewall_packets gauge\n"
+		"kiln_firewall_packets{verdict=\"pass\"} %llu\nkiln_firewall_packets{verdict=\"drop\"} %llu\n",
 		(unsigned long long)m->fw_pass_packets, (unsigned long long)m->fw_drop_packets);
-	fprintf(f, "# HELP kiln_firewall_flows_cut Established flows cut by rule changes, over those sandboxes.\n"
-		   "# TYPE kiln_firewall_flows_cut gauge\nkiln_firewall_flows_cut %llu\n",
+	fprintf(f,
+		"# HELP kiln_firewall_flows_cut Established flows cut by rule changes, over those sandboxes.\n"
+		"# TYPE kiln_firewall_flows_cut gauge\nkiln_firewall_flows_cut %llu\n",
 		(unsigned long long)m->fw_flows_cut);
-	fprintf(f, "# HELP kiln_http_requests_total HTTP responses by status class.\n"
-		   "# TYPE kiln_http_requests_total counter\n");
+	fprintf(f,
+		"# HELP kiln_http_requests_total HTTP responses by status class.\n"
+		"# TYPE kiln_http_requests_total counter\n");
 	for (int c = 1; c <= 5; c++)
-		fprintf(f, "kiln_http_requests_total{class=\"%dxx\"} %llu\n", c, (unsigned long long)m->http[c]);
+		fprintf(f, "kiln_http_requests_total{class=\"%dxx\"} %llu\n", c,
+			(unsigned long long)m->http[c]);
 	if (fclose(f) != 0) {
 		free(buf);
 		return NULL;

@@ -53,6 +53,7 @@ void metrics_http(struct kiln_metrics *m, unsigned status);
  * malloc'd, NUL-terminated (free()); *len its length. NULL when out of
  * memory.
  */
-char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX_STATE_COUNT], size_t *len);
+char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX_STATE_COUNT],
+		     size_t *len);
 
 #endif

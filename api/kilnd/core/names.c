@@ -24,7 +24,8 @@ bool sandbox_id_valid(const char *s)
 	size_t i;
 
 	for (i = 0; s[i]; i++) {
-		if (i >= SANDBOX_ID_LEN || !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (i >= SANDBOX_ID_LEN ||
+		    !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	}
 	return i == SANDBOX_ID_LEN;

@@ -21,7 +21,7 @@
 #define SANDBOX_ID_RANDOM_BYTES 6
 
 #define IMAGE_NAME_MAX 64
-#define HOSTNAME_MAX 64   /* HOST_NAME_MAX, and the agent's limit */
+#define HOSTNAME_MAX 64 /* HOST_NAME_MAX, and the agent's limit */
 #define LABEL_KEY_MAX 63
 
 /* Format 6 random bytes as an id into out (SANDBOX_ID_LEN + 1 bytes). */

@@ -17,21 +17,24 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, struct e
 	uint64_t v;
 
 	if (!eq) {
-		err_set(e, EINVAL, "'%.*s': expected KEY=VALUE (cpus, memory_mib or network)", (int)n, opt);
+		err_set(e, EINVAL, "'%.*s': expected KEY=VALUE (cpus, memory_mib or network)",
+			(int)n, opt);
 		return -1;
 	}
 	if (klen == 4 && memcmp(opt, "cpus", 4) == 0) {
 		if (out->cpus || num_parse_u64_n(val, vlen, 10, 1, 64, &v)) {
-			err_set(e, EINVAL, "cpus '%.*s': once, a number from 1 to 64", (int)vlen, val);
+			err_set(e, EINVAL, "cpus '%.*s': once, a number from 1 to 64", (int)vlen,
+				val);
 			return -1;
 		}
 		out->cpus = (unsigned)v;
 		return 0;
 	}
 	if (klen == 10 && memcmp(opt, "memory_mib", 10) == 0) {
-		if (out->memory_mib || num_parse_u64_n(val, vlen, 10, SPEC_MEM_MIN_MIB, 1048576, &v)) {
-			err_set(e, EINVAL, "memory_mib '%.*s': once, MiB from %u to 1048576", (int)vlen, val,
-				 SPEC_MEM_MIN_MIB);
+		if (out->memory_mib ||
+		    num_parse_u64_n(val, vlen, 10, SPEC_MEM_MIN_MIB, 1048576, &v)) {
+			err_set(e, EINVAL, "memory_mib '%.*s': once, MiB from %u to 1048576",
+				(int)vlen, val, SPEC_MEM_MIN_MIB);
 			return -1;
 		}
 		out->memory_mib = (unsigned)v;
@@ -41,7 +44,8 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, struct e
 		char word[8];
 
 		if (vlen >= sizeof(word)) {
-			err_set(e, EINVAL, "network '%.*s': \"none\" or \"passt\"", (int)(vlen > 32 ? 32 : vlen), val);
+			err_set(e, EINVAL, "network '%.*s': \"none\" or \"passt\"",
+				(int)(vlen > 32 ? 32 : vlen), val);
 			return -1;
 		}
 		memcpy(word, val, vlen);
@@ -52,7 +56,8 @@ static int pool_option(const char *opt, size_t n, struct pool_cfg *out, struct e
 		}
 		return 0;
 	}
-	err_set(e, EINVAL, "unknown option '%.*s' (cpus, memory_mib or network)", (int)(klen > 32 ? 32 : klen), opt);
+	err_set(e, EINVAL, "unknown option '%.*s' (cpus, memory_mib or network)",
+		(int)(klen > 32 ? 32 : klen), opt);
 	return -1;
 }
 
@@ -65,8 +70,9 @@ int pool_cfg_parse(const char *arg, struct pool_cfg *out, struct err *e)
 	memset(out, 0, sizeof(*out));
 	out->network = SANDBOX_NET_NONE;
 	if (!arg || strlen(arg) > POOL_ARG_MAX) {
-		err_set(e, EINVAL, "expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt], at most %d bytes",
-			 POOL_ARG_MAX);
+		err_set(e, EINVAL,
+			"expected IMAGE=N[,cpus=C][,memory_mib=M][,network=none|passt], at most %d bytes",
+			POOL_ARG_MAX);
 		return -1;
 	}
 	eq = strchr(arg, '=');
@@ -78,15 +84,16 @@ int pool_cfg_parse(const char *arg, struct pool_cfg *out, struct err *e)
 	memcpy(out->image, arg, n);
 	out->image[n] = '\0';
 	if (!image_name_valid(out->image)) {
-		err_set(e, EINVAL, "image '%s': 1..64 of [A-Za-z0-9._-], first a letter or digit", out->image);
+		err_set(e, EINVAL, "image '%s': 1..64 of [A-Za-z0-9._-], first a letter or digit",
+			out->image);
 		return -1;
 	}
 	p = eq + 1;
 	end = strchr(p, ',');
 	n = end ? (size_t)(end - p) : strlen(p);
 	if (num_parse_u64_n(p, n, 10, 1, POOL_SIZE_MAX, &size)) {
-		err_set(e, EINVAL, "size '%.*s': a number of sandboxes from 1 to %d", (int)(n > 32 ? 32 : n), p,
-			 POOL_SIZE_MAX);
+		err_set(e, EINVAL, "size '%.*s': a number of sandboxes from 1 to %d",
+			(int)(n > 32 ? 32 : n), p, POOL_SIZE_MAX);
 		return -1;
 	}
 	out->size = (unsigned)size;
@@ -102,7 +109,8 @@ int pool_cfg_parse(const char *arg, struct pool_cfg *out, struct err *e)
 
 json_t *pool_cfg_body(const struct pool_cfg *c)
 {
-	json_t *b = json_pack("{s:s,s:s}", "image", c->image, "network", firewall_network_name(c->network));
+	json_t *b = json_pack("{s:s,s:s}", "image", c->image, "network",
+			      firewall_network_name(c->network));
 
 	if (b && c->cpus && json_object_set_new(b, "cpus", json_integer(c->cpus)))
 		goto oom;
@@ -114,7 +122,8 @@ oom:
 	return NULL;
 }
 
-bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *want, const char **why)
+bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *want,
+		    const char **why)
 {
 	const char *w = NULL;
 
@@ -135,7 +144,8 @@ bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *
 	else if (want->firewall)
 		w = "firewall";
 	else if (want->limits.memory_max_mib != pool->limits.memory_max_mib ||
-		 want->limits.pids_max != pool->limits.pids_max || want->limits.cpu_max_centi != pool->limits.cpu_max_centi)
+		 want->limits.pids_max != pool->limits.pids_max ||
+		 want->limits.cpu_max_centi != pool->limits.cpu_max_centi)
 		w = "limits";
 	if (why)
 		*why = w;

@@ -53,6 +53,7 @@ json_t *pool_cfg_body(const struct pool_cfg *c);
  * (both parsed by sandbox_spec_parse)? true, or false with *why naming
  * the first field that differs (a static string).
  */
-bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *want, const char **why);
+bool pool_spec_fits(const struct sandbox_spec *pool, const struct sandbox_spec *want,
+		    const char **why);
 
 #endif

@@ -14,13 +14,15 @@ const char *port_target_name(enum port_target t)
 
 int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e)
 {
-	static const char *const allowed[] = { "guest_port", "host_port", "target", "guest_address", NULL };
+	static const char *const allowed[] = { "guest_port", "host_port", "target", "guest_address",
+					       NULL };
 	static const char what[] = "port mapping";
 	const char *target, *addr;
 	uint64_t g, h;
 
 	memset(s, 0, sizeof(*s));
-	if (json_fields_only(body, allowed, what, e) || json_fields_uint(body, "guest_port", true, 1, 65535, 0, &g, what, e) ||
+	if (json_fields_only(body, allowed, what, e) ||
+	    json_fields_uint(body, "guest_port", true, 1, 65535, 0, &g, what, e) ||
 	    json_fields_uint(body, "host_port", false, 0, 65535, 0, &h, what, e) ||
 	    json_fields_string(body, "target", false, 16, &target, what, e))
 		return -1;
@@ -29,20 +31,23 @@ int port_spec_parse(const json_t *body, struct port_spec *s, struct api_err *e)
 	} else if (strcmp(target, "vsock") == 0) {
 		s->target = PORT_TARGET_VSOCK;
 	} else {
-		api_err_set(e, API_E_BAD_FIELD, "%s: target must be 'tcp' (a guest TCP port) or 'vsock' (a guest vsock port)",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: target must be 'tcp' (a guest TCP port) or 'vsock' (a guest vsock port)",
 			    what);
 		return -1;
 	}
 	if (json_fields_string(body, "guest_address", false, 64, &addr, what, e))
 		return -1;
 	if (s->target == PORT_TARGET_VSOCK && addr) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: guest_address applies to target 'tcp' only", what);
+		api_err_set(e, API_E_BAD_FIELD, "%s: guest_address applies to target 'tcp' only",
+			    what);
 		return -1;
 	}
 	if (s->target == PORT_TARGET_TCP) {
 		/* The agent's own rule (tcp_connect): the guest's loopback only. */
 		if (addr && strcmp(addr, "127.0.0.1") != 0 && strcmp(addr, "::1") != 0) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: guest_address must be '127.0.0.1' or '::1' (the guest's loopback)",
+			api_err_set(e, API_E_BAD_FIELD,
+				    "%s: guest_address must be '127.0.0.1' or '::1' (the guest's loopback)",
 				    what);
 			return -1;
 		}

@@ -22,7 +22,7 @@ enum port_target {
 
 struct port_spec {
 	uint32_t guest_port;
-	uint16_t host_port;        /* 0: any free port */
+	uint16_t host_port; /* 0: any free port */
 	enum port_target target;
 	const char *guest_address; /* tcp: "127.0.0.1" or "::1"; vsock: NULL */
 };

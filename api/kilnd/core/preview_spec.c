@@ -13,7 +13,8 @@ int preview_body_parse(const json_t *body, uint16_t *port, bool *public_, struct
 	static const char what[] = "preview";
 	uint64_t p;
 
-	if (json_fields_only(body, allowed, what, e) || json_fields_uint(body, "port", true, 1, 65535, 0, &p, what, e) ||
+	if (json_fields_only(body, allowed, what, e) ||
+	    json_fields_uint(body, "port", true, 1, 65535, 0, &p, what, e) ||
 	    json_fields_bool(body, "public", false, public_, what, e))
 		return -1;
 	*port = (uint16_t)p;
@@ -25,7 +26,8 @@ json_t *preview_entry_new(uint16_t port, bool public_, const uint8_t token_raw[P
 {
 	static const char hex[] = "0123456789abcdef";
 	char token[PREVIEW_TOKEN_LEN + 1];
-	json_t *o = json_pack("{s:i,s:b,s:s}", "port", (int)port, "public", public_, "created_at", created_at);
+	json_t *o = json_pack("{s:i,s:b,s:s}", "port", (int)port, "public", public_, "created_at",
+			      created_at);
 
 	if (!o || public_)
 		return o;
@@ -43,7 +45,8 @@ json_t *preview_entry_new(uint16_t port, bool public_, const uint8_t token_raw[P
 
 static bool token_valid(const char *s)
 {
-	return s && strlen(s) == PREVIEW_TOKEN_LEN && strspn(s, "0123456789abcdef") == PREVIEW_TOKEN_LEN;
+	return s && strlen(s) == PREVIEW_TOKEN_LEN &&
+		strspn(s, "0123456789abcdef") == PREVIEW_TOKEN_LEN;
 }
 
 int preview_entry_check(const json_t *entry, struct api_err *e)
@@ -66,7 +69,8 @@ int preview_entry_check(const json_t *entry, struct api_err *e)
 		return -1;
 	if (pub ? token != NULL : !token_valid(token)) {
 		api_err_set(e, API_E_BAD_FIELD, "%s of port %u: %s", what, (unsigned)port,
-			    pub ? "a public preview has no token" : "'token' must be 48 lowercase hex digits");
+			    pub ? "a public preview has no token"
+				: "'token' must be 48 lowercase hex digits");
 		return -1;
 	}
 	return 0;
@@ -77,7 +81,8 @@ json_t *preview_list_find(const json_t *list, uint16_t port, size_t *index)
 	size_t i;
 	json_t *p;
 
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		if (json_integer_value(json_object_get(p, "port")) == port) {
 			if (index)
 				*index = i;
@@ -95,14 +100,18 @@ int preview_list_check(const json_t *list, struct api_err *e)
 	if (!list)
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) > PREVIEWS_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'previews' must be an array of at most %d previews",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "meta.json: 'previews' must be an array of at most %d previews",
 			    PREVIEWS_MAX);
 		return -1;
 	}
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		if (preview_entry_check(p, e))
 			return -1;
-		if (preview_list_find(list, (uint16_t)json_integer_value(json_object_get(p, "port")), NULL) != p) {
+		if (preview_list_find(list,
+				      (uint16_t)json_integer_value(json_object_get(p, "port")),
+				      NULL) != p) {
 			api_err_set(e, API_E_BAD_FIELD, "meta.json: two previews of port %lld",
 				    (long long)json_integer_value(json_object_get(p, "port")));
 			return -1;
@@ -119,14 +128,15 @@ json_t *preview_view(const json_t *entry, const char *sandbox_id, const struct p
 	json_t *o;
 
 	snprintf(id, sizeof(id), "%s/%d", sandbox_id, port);
-	o = json_pack("{s:s,s:s,s:i,s:b,s:O}", "id", id, "sandbox", sandbox_id, "port", port, "public", !token,
-		      "created_at", json_object_get(entry, "created_at"));
+	o = json_pack("{s:s,s:s,s:i,s:b,s:O}", "id", id, "sandbox", sandbox_id, "port", port,
+		      "public", !token, "created_at", json_object_get(entry, "created_at"));
 	if (!o)
 		return NULL;
 	if (where) {
-		snprintf(url, sizeof(url), "http://%d-%s.%s:%u/", port, sandbox_id, where->domain, (unsigned)where->port);
-		snprintf(path_url, sizeof(path_url), "http://%s:%u/preview/%s/%d/", where->addr, (unsigned)where->port,
-			 sandbox_id, port);
+		snprintf(url, sizeof(url), "http://%d-%s.%s:%u/", port, sandbox_id, where->domain,
+			 (unsigned)where->port);
+		snprintf(path_url, sizeof(path_url), "http://%s:%u/preview/%s/%d/", where->addr,
+			 (unsigned)where->port, sandbox_id, port);
 	}
 	if (json_object_set_new(o, "url", where ? json_string(url) : json_null()) ||
 	    json_object_set_new(o, "path_url", where ? json_string(path_url) : json_null()) ||

@@ -61,7 +61,8 @@ json_t *preview_list_find(const json_t *list, uint16_t port, size_t *index);
  * "path_url", "token" (only when not public), "created_at"}; where NULL
  * (kilnd has no --preview-listen): url and path_url are null. New
  * reference; NULL when out of memory. */
-json_t *preview_view(const json_t *entry, const char *sandbox_id, const struct preview_where *where);
+json_t *preview_view(const json_t *entry, const char *sandbox_id,
+		     const struct preview_where *where);
 
 /* True when a is exactly the token (PREVIEW_TOKEN_LEN bytes), compared
  * without an early exit. n: a's length (a need not end in NUL). */

@@ -18,14 +18,16 @@ static int check_keys(const struct query_kv *kv, size_t n, const char *const *kn
 		for (size_t k = 0; known[k] && !ok; k++)
 			ok = strcmp(known[k], kv[i].key) == 0;
 		if (!ok) {
-			api_err_set(e, API_E_UNKNOWN_FIELD, "%s: unknown query parameter '%.80s'", what, kv[i].key);
+			api_err_set(e, API_E_UNKNOWN_FIELD, "%s: unknown query parameter '%.80s'",
+				    what, kv[i].key);
 			return -1;
 		}
 		if (repeatable && strcmp(repeatable, kv[i].key) == 0)
 			continue;
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(kv[j].key, kv[i].key) == 0) {
-				api_err_set(e, API_E_BAD_FIELD, "%s: query parameter '%.80s' given twice", what,
+				api_err_set(e, API_E_BAD_FIELD,
+					    "%s: query parameter '%.80s' given twice", what,
 					    kv[i].key);
 				return -1;
 			}
@@ -75,7 +77,8 @@ static int get_uint(const struct query_kv *kv, size_t n, const char *key, int ba
 	if (!*present || num_parse_u64(v, base, 0, max, out) == 0)
 		return 0;
 	api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be a%s number from 0 to %llu%s", what, key,
-		    base == 8 ? "n octal" : "", (unsigned long long)max, base == 8 ? " (octal)" : "");
+		    base == 8 ? "n octal" : "", (unsigned long long)max,
+		    base == 8 ? " (octal)" : "");
 	return -1;
 }
 
@@ -103,11 +106,13 @@ static int get_path(const struct query_kv *kv, size_t n, const char **path, cons
 	const char *v = find(kv, n, "path", &present);
 
 	if (!present || !v) {
-		api_err_set(e, API_E_MISSING_FIELD, "%s: the query parameter 'path' is required", what);
+		api_err_set(e, API_E_MISSING_FIELD, "%s: the query parameter 'path' is required",
+			    what);
 		return -1;
 	}
 	if (!guest_path_valid(v, AGENT_PATH_MAX)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: path '%.100s' must be absolute, at most %d bytes", what, v,
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: path '%.100s' must be absolute, at most %d bytes", what, v,
 			    AGENT_PATH_MAX);
 		return -1;
 	}
@@ -163,7 +168,8 @@ int query_list(const struct query_kv *kv, size_t n, struct list_filter *f, struc
 			return -1;
 		}
 		if (f->nlabels == QUERY_LABELS_MAX) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: at most %d label filters", what, QUERY_LABELS_MAX);
+			api_err_set(e, API_E_BAD_FIELD, "%s: at most %d label filters", what,
+				    QUERY_LABELS_MAX);
 			return -1;
 		}
 		f->label_key[f->nlabels] = v;
@@ -205,8 +211,8 @@ int query_file_get(const struct query_kv *kv, size_t n, const char **path,
 int query_file_put(const struct query_kv *kv, size_t n, const char **path,
 		   struct agent_client_write_opts *o, struct api_err *e)
 {
-	static const char *const known[] = { "path", "mode", "parents", "append", "exclusive", "create",
-					     "user", NULL };
+	static const char *const known[] = { "path",      "mode",   "parents", "append",
+					     "exclusive", "create", "user",    NULL };
 	static const char what[] = "file write";
 	uint64_t mode = 0;
 	bool create;
@@ -257,7 +263,8 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 		return -1;
 	/* 0 would mean "the default" to the client library: refuse it here. */
 	if (depth == 0 || limit == 0) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what, depth == 0 ? "depth" : "limit");
+		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what,
+			    depth == 0 ? "depth" : "limit");
 		return -1;
 	}
 	o->depth = (uint32_t)depth;
@@ -268,7 +275,8 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
 		     struct agent_client_watch_opts *o, struct api_err *e)
 {
-	static const char *const known[] = { "path", "recursive", "max_watches", "queue", "user", NULL };
+	static const char *const known[] = { "path",  "recursive", "max_watches",
+					     "queue", "user",      NULL };
 	static const char what[] = "watch";
 	uint64_t watches = AGENT_WATCH_WATCHES_DEFAULT, queue = AGENT_WATCH_QUEUE_DEFAULT;
 	bool present;
@@ -276,14 +284,16 @@ int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
 	memset(o, 0, sizeof(*o));
 	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_bool(kv, n, "recursive", false, &o->recursive, what, e) ||
-	    get_uint(kv, n, "max_watches", 10, AGENT_WATCH_WATCHES_MAX, &present, &watches, what, e) ||
+	    get_uint(kv, n, "max_watches", 10, AGENT_WATCH_WATCHES_MAX, &present, &watches, what,
+		     e) ||
 	    get_uint(kv, n, "queue", 10, AGENT_WATCH_QUEUE_MAX, &present, &queue, what, e) ||
 	    get_user(kv, n, &o->user, what, e))
 		return -1;
 	/* 0 would mean "the default" to the client library: refuse it here. */
 	if (watches == 0 || queue < AGENT_WATCH_QUEUE_MIN) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least %u", what,
-			    watches == 0 ? "max_watches" : "queue", watches == 0 ? 1u : AGENT_WATCH_QUEUE_MIN);
+			    watches == 0 ? "max_watches" : "queue",
+			    watches == 0 ? 1u : AGENT_WATCH_QUEUE_MIN);
 		return -1;
 	}
 	o->max_watches = (uint32_t)watches;
@@ -303,30 +313,37 @@ int query_archive(const struct query_kv *kv, size_t n, const char **path, enum a
 	return 0;
 }
 
-int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices, struct api_err *e)
+int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices,
+		       struct api_err *e)
 {
 	static const char *const known[] = { "name", "devices", NULL };
 	static const char what[] = "image import";
 	bool present;
 
-	if (check_keys(kv, n, known, NULL, what, e) || get_bool(kv, n, "devices", false, devices, what, e))
+	if (check_keys(kv, n, known, NULL, what, e) ||
+	    get_bool(kv, n, "devices", false, devices, what, e))
 		return -1;
 	*name = find(kv, n, "name", &present);
 	if (!*name || !**name) {
-		api_err_set(e, API_E_MISSING_FIELD, "%s: give the new image's name: ?name=NAME", what);
+		api_err_set(e, API_E_MISSING_FIELD, "%s: give the new image's name: ?name=NAME",
+			    what);
 		return -1;
 	}
 	if (!image_name_valid(*name)) {
 		api_err_set(e, API_E_BAD_FIELD,
-			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit", what, *name);
+			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
+			    what, *name);
 		return -1;
 	}
 	return 0;
 }
 
-int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q, struct api_err *e)
+int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q,
+			 struct api_err *e)
 {
-	static const char *const known[] = { "name", "file", "cpus", "memory_mib", "disk_mib", NULL };
+	static const char *const known[] = {
+		"name", "file", "cpus", "memory_mib", "disk_mib", NULL
+	};
 	static const char *const nums[] = { "cpus", "memory_mib", "disk_mib" };
 	static const char what[] = "template build";
 	bool present;
@@ -336,17 +353,20 @@ int query_template_build(const struct query_kv *kv, size_t n, struct template_bu
 		return -1;
 	q->name = find(kv, n, "name", &present);
 	if (!q->name || !*q->name) {
-		api_err_set(e, API_E_MISSING_FIELD, "%s: give the template's name: ?name=NAME", what);
+		api_err_set(e, API_E_MISSING_FIELD, "%s: give the template's name: ?name=NAME",
+			    what);
 		return -1;
 	}
 	if (!image_name_valid(q->name)) {
 		api_err_set(e, API_E_BAD_FIELD,
-			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit", what, q->name);
+			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
+			    what, q->name);
 		return -1;
 	}
 	q->file = find(kv, n, "file", &present);
 	if (present && (!q->file || !*q->file || q->file[0] == '/' || strlen(q->file) > 4096)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: 'file' must be the build file's path inside the context (relative)",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: 'file' must be the build file's path inside the context (relative)",
 			    what);
 		return -1;
 	}
@@ -356,7 +376,8 @@ int query_template_build(const struct query_kv *kv, size_t n, struct template_bu
 		if (get_uint(kv, n, nums[i], 10, UINT32_MAX, &present, &v, what, e))
 			return -1;
 		if (present && v == 0) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what, nums[i]);
+			api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least 1", what,
+				    nums[i]);
 			return -1;
 		}
 		if (present)

@@ -66,7 +66,8 @@ int query_archive(const struct query_kv *kv, size_t n, const char **path, enum a
 		  struct api_err *e);
 
 /* POST /v1/images: name (required, an image name), devices (default false). */
-int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices, struct api_err *e);
+int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices,
+		       struct api_err *e);
 
 /* POST /v1/templates: ?name=NAME (required) [&file=PATH] [&cpus=N]
  * [&memory_mib=N] [&disk_mib=N] (0: not given). The strings point into kv. */
@@ -74,6 +75,7 @@ struct template_build_query {
 	const char *name, *file;
 	unsigned cpus, memory_mib, disk_mib;
 };
-int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q, struct api_err *e);
+int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q,
+			 struct api_err *e);
 
 #endif

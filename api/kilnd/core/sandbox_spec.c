@@ -21,26 +21,30 @@ static int string_map(const json_t *body, const char *field, size_t max_keys,
 		return *out ? 0 : (api_err_set(e, API_E_INTERNAL, "%s: out of memory", what), -1);
 	}
 	if (!json_is_object(v)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be an object of strings", what, field);
+		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be an object of strings", what,
+			    field);
 		return -1;
 	}
 	if (json_object_size(v) > max_keys) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' has more than %zu entries", what, field, max_keys);
+		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' has more than %zu entries", what, field,
+			    max_keys);
 		return -1;
 	}
-	json_object_foreach(v, key, val) {
+	json_object_foreach(v, key, val)
+	{
 		if (!key_ok(key)) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: %s key '%.80s' is invalid (%s)", what, field, key,
-				    key_rule);
+			api_err_set(e, API_E_BAD_FIELD, "%s: %s key '%.80s' is invalid (%s)", what,
+				    field, key, key_rule);
 			return -1;
 		}
 		if (!json_is_string(val)) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: %s['%.80s'] must be a string", what, field, key);
+			api_err_set(e, API_E_BAD_FIELD, "%s: %s['%.80s'] must be a string", what,
+				    field, key);
 			return -1;
 		}
 		if (json_string_length(val) > value_max) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: %s['%.80s'] is longer than %zu bytes", what, field,
-				    key, value_max);
+			api_err_set(e, API_E_BAD_FIELD, "%s: %s['%.80s'] is longer than %zu bytes",
+				    what, field, key, value_max);
 			return -1;
 		}
 	}
@@ -71,12 +75,14 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 		api_err_set(e, API_E_BAD_FIELD, "%s must be an object", w);
 		return -1;
 	}
-	if (json_fields_only(v, fields, w, e) || json_fields_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e) ||
+	if (json_fields_only(v, fields, w, e) ||
+	    json_fields_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e) ||
 	    json_fields_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
 	    json_fields_bool(v, "read_only", false, &sh->read_only, w, e))
 		return -1;
 	if (!host_path_valid(host)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: host_path '%.100s' must be absolute, without control characters",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: host_path '%.100s' must be absolute, without control characters",
 			    w, host);
 		return -1;
 	}
@@ -94,9 +100,11 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		       struct sandbox_spec *out, struct api_err *e)
 {
-	static const char *const fields[] = { "image", "cpus", "memory_mib", "hostname", "env", "labels",
-					      "shares", "timeout_s", "idle_timeout_s", "console", "network",
-					      "firewall", "limits", "disk_mib", NULL };
+	static const char *const fields[] = { "image",    "cpus",      "memory_mib",
+					      "hostname", "env",       "labels",
+					      "shares",   "timeout_s", "idle_timeout_s",
+					      "console",  "network",   "firewall",
+					      "limits",   "disk_mib",  NULL };
 	const char *image, *hostname, *network;
 	json_t *shares;
 	uint64_t n;
@@ -120,14 +128,15 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 	if (json_fields_uint(body, "cpus", false, 1, lim->max_cpus, SPEC_CPUS_DEFAULT, &n, what, e))
 		return -1;
 	out->cpus = (unsigned)n;
-	if (json_fields_uint(body, "memory_mib", false, SPEC_MEM_MIN_MIB, lim->max_memory_mib, SPEC_MEM_DEFAULT_MIB,
-		    &n, what, e))
+	if (json_fields_uint(body, "memory_mib", false, SPEC_MEM_MIN_MIB, lim->max_memory_mib,
+			     SPEC_MEM_DEFAULT_MIB, &n, what, e))
 		return -1;
 	out->memory_mib = (unsigned)n;
 	if (json_fields_uint(body, "disk_mib", false, 0, lim->max_disk_mib, 0, &n, what, e))
 		return -1;
 	out->disk_mib = (unsigned)n;
-	if (cg_limits_parse(json_object_get(body, "limits"), out->cpus, out->memory_mib, &out->limits, what, e))
+	if (cg_limits_parse(json_object_get(body, "limits"), out->cpus, out->memory_mib,
+			    &out->limits, what, e))
 		return -1;
 	if (json_fields_string(body, "hostname", false, HOSTNAME_MAX, &hostname, what, e))
 		return -1;
@@ -137,7 +146,8 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 			    what, hostname);
 		return -1;
 	}
-	snprintf(out->hostname, sizeof(out->hostname), "%s", hostname ? hostname : SPEC_HOSTNAME_DEFAULT);
+	snprintf(out->hostname, sizeof(out->hostname), "%s",
+		 hostname ? hostname : SPEC_HOSTNAME_DEFAULT);
 	if (string_map(body, "env", SPEC_ENV_MAX, env_key_ok, "1..255 bytes without '='",
 		       SPEC_ENV_VALUE_MAX, &out->env, e))
 		goto fail;
@@ -155,15 +165,19 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 			goto fail;
 		}
 		if (json_array_size(shares) > SPEC_MAX_SHARES) {
-			api_err_set(e, API_E_BAD_FIELD, "%s: at most %d shares", what, SPEC_MAX_SHARES);
+			api_err_set(e, API_E_BAD_FIELD, "%s: at most %d shares", what,
+				    SPEC_MAX_SHARES);
 			goto fail;
 		}
-		json_array_foreach(shares, i, v) {
+		json_array_foreach(shares, i, v)
+		{
 			if (parse_share(v, i, &out->shares[i], e))
 				goto fail;
 			for (size_t j = 0; j < i; j++) {
-				if (strcmp(out->shares[j].guest_path, out->shares[i].guest_path) == 0) {
-					api_err_set(e, API_E_BAD_FIELD, "%s: shares[%zu] and shares[%zu] have the same guest_path",
+				if (strcmp(out->shares[j].guest_path, out->shares[i].guest_path) ==
+				    0) {
+					api_err_set(e, API_E_BAD_FIELD,
+						    "%s: shares[%zu] and shares[%zu] have the same guest_path",
 						    what, j, i);
 					goto fail;
 				}
@@ -174,7 +188,8 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 	if (json_fields_uint(body, "timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, 0, &n, what, e))
 		goto fail;
 	out->timeout_s = (uint32_t)n;
-	if (json_fields_uint(body, "idle_timeout_s", false, 0, SPEC_TIMEOUT_MAX_S, lim->idle_timeout_default_s, &n, what, e))
+	if (json_fields_uint(body, "idle_timeout_s", false, 0, SPEC_TIMEOUT_MAX_S,
+			     lim->idle_timeout_default_s, &n, what, e))
 		goto fail;
 	out->idle_timeout_s = (uint32_t)n;
 	if (json_fields_bool(body, "console", true, &out->console, what, e))
@@ -182,7 +197,8 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 	if (json_fields_string(body, "network", false, 16, &network, what, e))
 		goto fail;
 	if (network && firewall_network_parse(network, &out->network)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s: network '%.16s' is not \"none\" or \"passt\"", what, network);
+		api_err_set(e, API_E_BAD_FIELD, "%s: network '%.16s' is not \"none\" or \"passt\"",
+			    what, network);
 		goto fail;
 	}
 	if (json_object_get(body, "firewall")) {
@@ -217,24 +233,24 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	if (!shares)
 		return NULL;
 	for (size_t i = 0; i < s->nshares; i++) {
-		json_t *sh = json_pack("{s:s,s:s,s:b}", "host_path", s->shares[i].host_path, "guest_path",
-				       s->shares[i].guest_path, "read_only", s->shares[i].read_only);
+		json_t *sh = json_pack("{s:s,s:s,s:b}", "host_path", s->shares[i].host_path,
+				       "guest_path", s->shares[i].guest_path, "read_only",
+				       s->shares[i].read_only);
 
 		if (!sh || json_array_append_new(shares, sh)) {
 			json_decref(shares);
 			return NULL;
 		}
 	}
-	o = json_pack("{s:s,s:I,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s,s:o}", "image", s->image, "cpus",
-		      (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib, "disk_mib",
-		      (json_int_t)s->disk_mib, "hostname", s->hostname,
-		      "env", s->env, "labels", s->labels, "shares", shares, "timeout_s",
-		      (json_int_t)s->timeout_s, "idle_timeout_s", (json_int_t)s->idle_timeout_s, "console",
-		      s->console, "network", firewall_network_name(s->network), "limits",
+	o = json_pack("{s:s,s:I,s:I,s:I,s:s,s:O,s:O,s:o,s:I,s:I,s:b,s:s,s:o}", "image", s->image,
+		      "cpus", (json_int_t)s->cpus, "memory_mib", (json_int_t)s->memory_mib,
+		      "disk_mib", (json_int_t)s->disk_mib, "hostname", s->hostname, "env", s->env,
+		      "labels", s->labels, "shares", shares, "timeout_s", (json_int_t)s->timeout_s,
+		      "idle_timeout_s", (json_int_t)s->idle_timeout_s, "console", s->console,
+		      "network", firewall_network_name(s->network), "limits",
 		      cg_limits_to_json(&s->limits));
 	return o;
 }
-
 
 int sandbox_stop_body_parse(const json_t *body, int *grace_ms, struct api_err *e)
 {
@@ -249,7 +265,8 @@ int sandbox_stop_body_parse(const json_t *body, int *grace_ms, struct api_err *e
 		return -1;
 	}
 	if (json_fields_only(body, fields, "sandbox stop", e) ||
-	    json_fields_uint(body, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS, &n, "sandbox stop", e))
+	    json_fields_uint(body, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
+			     &n, "sandbox stop", e))
 		return -1;
 	*grace_ms = (int)n;
 	return 0;

@@ -28,7 +28,7 @@
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/core/names.h"
 
-#define SPEC_MAX_SHARES 8          /* kiln-vmm's KILN_MAX_SHARES */
+#define SPEC_MAX_SHARES 8 /* kiln-vmm's KILN_MAX_SHARES */
 #define SPEC_HOST_PATH_MAX 1024
 /* Guest mount points go onto the kernel command line (2048 bytes on x86
  * with everything else): 8 of them must fit. */
@@ -76,7 +76,7 @@ struct sandbox_spec {
 	json_t *labels; /* object: string -> string */
 	struct share_spec shares[SPEC_MAX_SHARES];
 	size_t nshares;
-	uint32_t timeout_s; /* 0: none */
+	uint32_t timeout_s;      /* 0: none */
 	uint32_t idle_timeout_s; /* hibernate after this long without a request; 0: never */
 	bool console;
 	enum sandbox_network network;

@@ -4,26 +4,21 @@
 #include <string.h>
 
 static const char *const state_names[SANDBOX_STATE_COUNT] = {
-	[SANDBOX_BOOTING] = "booting",   [SANDBOX_RUNNING] = "running",         [SANDBOX_PAUSED] = "paused",
-	[SANDBOX_STOPPING] = "stopping", [SANDBOX_STOPPED] = "stopped",         [SANDBOX_CRASHED] = "crashed",
-	[SANDBOX_DELETING] = "deleting", [SANDBOX_HIBERNATING] = "hibernating", [SANDBOX_HIBERNATED] = "hibernated",
+	[SANDBOX_BOOTING] = "booting",       [SANDBOX_RUNNING] = "running",
+	[SANDBOX_PAUSED] = "paused",         [SANDBOX_STOPPING] = "stopping",
+	[SANDBOX_STOPPED] = "stopped",       [SANDBOX_CRASHED] = "crashed",
+	[SANDBOX_DELETING] = "deleting",     [SANDBOX_HIBERNATING] = "hibernating",
+	[SANDBOX_HIBERNATED] = "hibernated",
 };
 
 static const char *const event_names[SANDBOX_EV_COUNT] = {
-	[SANDBOX_EV_START] = "start",
-	[SANDBOX_EV_BOOT_OK] = "boot_ok",
-	[SANDBOX_EV_BOOT_FAIL] = "boot_fail",
-	[SANDBOX_EV_STOP] = "stop",
-	[SANDBOX_EV_DELETE] = "delete",
-	[SANDBOX_EV_VMM_CLEAN] = "vmm_clean_exit",
-	[SANDBOX_EV_VMM_FAIL] = "vmm_failed",
-	[SANDBOX_EV_STOPPED] = "stopped",
-	[SANDBOX_EV_PAUSE] = "pause",
-	[SANDBOX_EV_RESUME] = "resume",
-	[SANDBOX_EV_CHECKPOINT] = "checkpoint",
-	[SANDBOX_EV_HIBERNATE] = "hibernate",
-	[SANDBOX_EV_HIBERNATED] = "hibernated",
-	[SANDBOX_EV_HIBERNATE_FAIL] = "hibernate_failed",
+	[SANDBOX_EV_START] = "start",           [SANDBOX_EV_BOOT_OK] = "boot_ok",
+	[SANDBOX_EV_BOOT_FAIL] = "boot_fail",   [SANDBOX_EV_STOP] = "stop",
+	[SANDBOX_EV_DELETE] = "delete",         [SANDBOX_EV_VMM_CLEAN] = "vmm_clean_exit",
+	[SANDBOX_EV_VMM_FAIL] = "vmm_failed",   [SANDBOX_EV_STOPPED] = "stopped",
+	[SANDBOX_EV_PAUSE] = "pause",           [SANDBOX_EV_RESUME] = "resume",
+	[SANDBOX_EV_CHECKPOINT] = "checkpoint", [SANDBOX_EV_HIBERNATE] = "hibernate",
+	[SANDBOX_EV_HIBERNATED] = "hibernated", [SANDBOX_EV_HIBERNATE_FAIL] = "hibernate_failed",
 	[SANDBOX_EV_RESTORE] = "restore",
 };
 
@@ -119,7 +114,8 @@ int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sand
 	const char *hint;
 
 	if ((unsigned)from >= SANDBOX_STATE_COUNT || (unsigned)ev >= SANDBOX_EV_COUNT) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: bad state %d or event %d", id, (int)from, (int)ev);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: bad state %d or event %d", id,
+			    (int)from, (int)ev);
 		return -1;
 	}
 	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
@@ -133,8 +129,8 @@ int sandbox_transition(enum sandbox_state from, enum sandbox_event ev, enum sand
 		hint = "it is paused already";
 	else if (from == SANDBOX_HIBERNATED && ev == SANDBOX_EV_HIBERNATE)
 		hint = "it is hibernated already";
-	api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s, which does not allow %s; %s", id, state_names[from],
-		    event_names[ev], hint);
+	api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s, which does not allow %s; %s", id,
+		    state_names[from], event_names[ev], hint);
 	return -1;
 }
 

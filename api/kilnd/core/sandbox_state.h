@@ -23,7 +23,7 @@
 enum sandbox_state {
 	SANDBOX_BOOTING,
 	SANDBOX_RUNNING,
-	SANDBOX_PAUSED,      /* the VMM runs, its vCPUs and devices are stopped */
+	SANDBOX_PAUSED, /* the VMM runs, its vCPUs and devices are stopped */
 	SANDBOX_STOPPING,
 	SANDBOX_STOPPED,
 	SANDBOX_CRASHED,

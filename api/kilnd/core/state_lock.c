@@ -71,8 +71,9 @@ static void refusal(int fd, const char *state_dir, struct err *e)
 		pid = fl.l_pid;
 	if (pid)
 		snprintf(who, sizeof(who), "kilnd pid %ld", (long)pid);
-	err_set(e, EINVAL, "state directory %s is in use by %s (its socket %s); stop it or use another --state-dir",
-		 state_dir, who, sock[0] ? sock : "unknown");
+	err_set(e, EINVAL,
+		"state directory %s is in use by %s (its socket %s); stop it or use another --state-dir",
+		state_dir, who, sock[0] ? sock : "unknown");
 }
 
 /* socket_path made absolute against the working directory, for the file. */
@@ -92,7 +93,8 @@ int state_lock_take(const char *state_dir, const char *socket_path, int *fd, str
 	char path[PATH_MAX], sock[PATH_MAX + 8], text[LOCK_CONTENT_MAX + PATH_MAX];
 	int lfd, r;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_LOCK_FILE) >= sizeof(path)) {
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_LOCK_FILE) >=
+	    sizeof(path)) {
 		err_set(e, EINVAL, "--state-dir '%s': too long for its lock file", state_dir);
 		return -1;
 	}
@@ -106,15 +108,17 @@ int state_lock_take(const char *state_dir, const char *socket_path, int *fd, str
 			if (fcntl(lfd, F_GETLK, &q) == 0 && q.l_type != F_UNLCK)
 				refusal(lfd, state_dir, e);
 			else
-				err_set(e, EINVAL, "cannot open %s for writing: %s (run kilnd as the user that owns --state-dir)",
-					 path, strerror(EACCES));
+				err_set(e, EINVAL,
+					"cannot open %s for writing: %s (run kilnd as the user that owns --state-dir)",
+					path, strerror(EACCES));
 			close(lfd);
 			return -1;
 		}
 		errno = EACCES;
 	}
 	if (lfd < 0) {
-		err_set(e, errno, "cannot open the state directory's lock %s: %s", path, strerror(errno));
+		err_set(e, errno, "cannot open the state directory's lock %s: %s", path,
+			strerror(errno));
 		return -1;
 	}
 	if (fcntl(lfd, F_SETLK, &fl) < 0) {

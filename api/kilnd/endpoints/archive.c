@@ -31,12 +31,14 @@
 /* gzip's default: what `tar czf` gives; the agent, not zlib, is the bound. */
 #define ARCHIVE_GZIP_LEVEL 6
 
-static json_t *stats_json(const char *path, const struct agent_client_tar_stats *st, uint64_t gz_bytes)
+static json_t *stats_json(const char *path, const struct agent_client_tar_stats *st,
+			  uint64_t gz_bytes)
 {
-	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "path", path, "files", (json_int_t)st->files, "dirs",
-			 (json_int_t)st->dirs, "symlinks", (json_int_t)st->symlinks, "hardlinks",
-			 (json_int_t)st->hardlinks, "skipped", (json_int_t)st->skipped, "tar_bytes",
-			 (json_int_t)st->bytes, "gzip_bytes", (json_int_t)gz_bytes);
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "path", path, "files",
+			 (json_int_t)st->files, "dirs", (json_int_t)st->dirs, "symlinks",
+			 (json_int_t)st->symlinks, "hardlinks", (json_int_t)st->hardlinks,
+			 "skipped", (json_int_t)st->skipped, "tar_bytes", (json_int_t)st->bytes,
+			 "gzip_bytes", (json_int_t)gz_bytes);
 }
 
 /* ---- GET ---- */
@@ -84,7 +86,8 @@ static void get_produce(struct stream_job *sj)
 	if (r == 0) {
 		r = gz_enc_finish(&j->gz, gz_to_queue, j);
 		if (r < 0 && r != -ECANCELED)
-			api_err_set(&sj->err, API_E_INTERNAL, "archive '%s': gzip: %s", j->path, gz_why(&j->gz));
+			api_err_set(&sj->err, API_E_INTERNAL, "archive '%s': gzip: %s", j->path,
+				    gz_why(&j->gz));
 	} else if (r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
@@ -107,7 +110,8 @@ void handle_archive_get(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
+	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	if (gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
@@ -161,7 +165,8 @@ static void *writer(void *arg)
 {
 	struct put_job *j = arg;
 
-	j->rc = agent_client_tar_upload_cb(&j->c, j->path, j->user, tar_source, j, &j->stats, &j->ae);
+	j->rc = agent_client_tar_upload_cb(&j->c, j->path, j->user, tar_source, j, &j->stats,
+					   &j->ae);
 	/* Ended early (the agent refused a member): the body's next push
 	 * fails, and the rest of it is read and dropped. */
 	byte_queue_abort(&j->q);
@@ -220,8 +225,10 @@ static void put_end(struct http_req *r, bool too_large)
 			    (unsigned long long)r->d->cfg.max_upload, j->path);
 		http_error(r, &e);
 	} else if (j->gz_failed && !(j->rc < 0 && j->ae.fail == AGENT_FAIL_AGENT)) {
-		api_err_set(&e, API_E_BAD_ARCHIVE, "archive '%s': the body is not a valid tar.gz: %s%s", j->path,
-			    gz_why(&j->gz), j->rc == 0 ? "" : " (members before it were extracted)");
+		api_err_set(&e, API_E_BAD_ARCHIVE,
+			    "archive '%s': the body is not a valid tar.gz: %s%s", j->path,
+			    gz_why(&j->gz),
+			    j->rc == 0 ? "" : " (members before it were extracted)");
 		http_error(r, &e);
 	} else if (j->rc < 0) {
 		/* The agent's refusal (unsafe_path, ...) wins: it is the first cause. */
@@ -246,7 +253,9 @@ static void put_abort(struct http_req *r)
 	put_release(r, j);
 }
 
-static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .cancel = put_abort };
+static const struct http_upload_ops put_ops = { .data = put_data,
+						.end = put_end,
+						.cancel = put_abort };
 
 void handle_archive_put_begin(struct http_req *r)
 {
@@ -261,7 +270,8 @@ void handle_archive_put_begin(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
+	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	json_decref(env);
@@ -273,7 +283,8 @@ void handle_archive_put_begin(struct http_req *r)
 	}
 	err = pthread_create(&j->th, NULL, writer, j);
 	if (err) {
-		api_err_set(&e, API_E_INTERNAL, "archive upload: cannot start a thread: %s", strerror(err));
+		api_err_set(&e, API_E_INTERNAL, "archive upload: cannot start a thread: %s",
+			    strerror(err));
 		goto fail;
 	}
 	http_upload(r, &put_ops, j);

@@ -41,7 +41,8 @@ void handle_checkpoint_create(struct http_req *r)
 	if (rc || !cp) {
 		http_answer(r, rc, 201, cp, &e);
 	} else {
-		snprintf(location, sizeof(location), "/v1/sandboxes/%s/checkpoints/%s", r->rm.id, req.name);
+		snprintf(location, sizeof(location), "/v1/sandboxes/%s/checkpoints/%s", r->rm.id,
+			 req.name);
 		http_json_located(r, 201, cp, location);
 	}
 	sandbox_put(sb);
@@ -52,7 +53,8 @@ static bool cp_name(struct http_req *r, struct sandbox *sb, struct api_err *e)
 {
 	if (checkpoint_name_valid(r->rm.sub))
 		return true;
-	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
+	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND,
+		    "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
 		    r->rm.id, r->rm.sub);
 	(void)sb;
 	return false;

@@ -222,7 +222,8 @@ static void buffered(struct http_req *r, struct exec_job *j)
 	} else if (!(out = exec_render_result(&res, j->spec.base64_output, ms)) ||
 		   (j->spec.lang && exec_render_run_result(out, &res))) {
 		json_decref(out);
-		api_err_set(&e, API_E_INTERNAL, "%s: out of memory rendering the result", j->spec.what);
+		api_err_set(&e, API_E_INTERNAL, "%s: out of memory rendering the result",
+			    j->spec.what);
 		http_error(r, &e);
 	} else {
 		http_json(r, 200, out);
@@ -264,15 +265,15 @@ static void serve(struct http_req *r, bool run)
 	}
 	if ((run ? run_spec_parse(body, want_stream, &j->spec, &e)
 		 : exec_spec_parse(body, want_stream, &j->spec, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &j->env, &e) ||
-	    exec_env_merge(&j->spec, j->env, &e)) {
+	    sandbox_agent(j->sb, &j->c, &j->env, &e) || exec_env_merge(&j->spec, j->env, &e)) {
 		json_decref(body);
 		http_error(r, &e);
 		job_put(j);
 		return;
 	}
 	{
-		json_t *def = sandbox_image_defaults(j->sb); /* an imported image's WorkingDir and User */
+		json_t *def = sandbox_image_defaults(
+			j->sb); /* an imported image's WorkingDir and User */
 
 		exec_spec_image_defaults(&j->spec, def);
 		json_decref(def);

@@ -75,7 +75,8 @@ void handle_file_get(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) ||
+	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e)) {
 		json_decref(env);
 		if (j->sb)
@@ -149,7 +150,8 @@ static void put_end(struct http_req *r, bool too_large)
 		api_err_from_agent(&e, &j->ae, what);
 		http_error(r, &e);
 	} else {
-		http_json(r, 200, json_pack("{s:s,s:I}", "path", j->path, "bytes", (json_int_t)j->bytes));
+		http_json(r, 200,
+			  json_pack("{s:s,s:I}", "path", j->path, "bytes", (json_int_t)j->bytes));
 	}
 	free(j);
 	r->up = NULL;
@@ -166,7 +168,9 @@ static void put_abort(struct http_req *r)
 	r->up = NULL;
 }
 
-static const struct http_upload_ops put_ops = { .data = put_data, .end = put_end, .cancel = put_abort };
+static const struct http_upload_ops put_ops = { .data = put_data,
+						.end = put_end,
+						.cancel = put_abort };
 
 void handle_file_put_begin(struct http_req *r)
 {
@@ -181,7 +185,8 @@ void handle_file_put_begin(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) || !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) ||
+	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_agent(j->sb, &j->c, &env, &e))
 		goto fail;
 	json_decref(env);
@@ -197,7 +202,8 @@ void handle_file_put_begin(struct http_req *r)
 	if (err) {
 		close(fds[0]);
 		close(fds[1]);
-		api_err_set(&e, API_E_INTERNAL, "file write: cannot start a thread: %s", strerror(err));
+		api_err_set(&e, API_E_INTERNAL, "file write: cannot start a thread: %s",
+			    strerror(err));
 		goto fail;
 	}
 	http_upload(r, &put_ops, j);

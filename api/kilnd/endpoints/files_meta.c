@@ -39,7 +39,8 @@ static struct sandbox *agent_of(struct http_req *r, struct agent_client *c)
 	return sb;
 }
 
-static void agent_error(struct http_req *r, const struct agent_client_err *ae, const char *op, const char *path)
+static void agent_error(struct http_req *r, const struct agent_client_err *ae, const char *op,
+			const char *path)
 {
 	char what[64 + AGENT_PATH_MAX];
 	struct api_err e;
@@ -147,7 +148,8 @@ static void list_produce(struct stream_job *sj)
 	int r = agent_client_list_dir(&j->c, j->path, &j->o, list_entry, j, &end, &ae);
 
 	if (r == 0) {
-		snprintf(tail, sizeof(tail), "],\"count\":%llu,\"truncated\":%s,\"skipped\":%llu}\n",
+		snprintf(tail, sizeof(tail),
+			 "],\"count\":%llu,\"truncated\":%s,\"skipped\":%llu}\n",
 			 (unsigned long long)end.count, end.truncated ? "true" : "false",
 			 (unsigned long long)end.skipped);
 		r = open_listing(j);

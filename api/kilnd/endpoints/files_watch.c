@@ -146,7 +146,8 @@ void handle_file_watch(struct http_req *r)
 		return;
 	}
 	j->d = r->d;
-	if (!(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) || sandbox_agent(j->sb, &c, &env, &e)) {
+	if (!(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	    sandbox_agent(j->sb, &c, &env, &e)) {
 		json_decref(env);
 		if (j->sb)
 			sandbox_put(j->sb);

@@ -21,7 +21,8 @@ bool http_no_query(struct http_req *r, const char *what)
 /* A declared length that surely cannot fit in state_dir/sub is refused
  * before the body (import_room.h); where the file system cannot say, the
  * upload goes on and a full disk ends it with no_space as before. */
-int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e)
+int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds,
+		    struct api_err *e)
 {
 	char dir[PATH_MAX + 16];
 	struct statvfs fs;
@@ -35,7 +36,8 @@ int http_room_check(struct http_req *r, const char *sub, const char *what, const
 		if (statvfs(dir, &fs) < 0)
 			return 0;
 	}
-	return import_room_check(what, holds, r->head->content_length, (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
+	return import_room_check(what, holds, r->head->content_length,
+				 (uint64_t)fs.f_bavail * fs.f_frsize, dir, e);
 }
 
 struct sandbox *http_sandbox_target(struct http_req *r, const char *what)

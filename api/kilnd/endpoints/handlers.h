@@ -17,7 +17,8 @@
 bool http_no_query(struct http_req *r, const char *what);
 /* Whether a body of its declared length can fit in state_dir/sub
  * (import_room.h); 0, or -1 with e (no_space). */
-int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds, struct api_err *e);
+int http_room_check(struct http_req *r, const char *sub, const char *what, const char *holds,
+		    struct api_err *e);
 
 struct sandbox;
 
@@ -29,6 +30,7 @@ struct sandbox *http_sandbox_target(struct http_req *r, const char *what);
 struct sandbox *http_sandbox_action_target(struct http_req *r, const char *what);
 /* 200/201 with json, or e's error (rc != 0), or 500 when json is NULL
  * (out of memory rendering it). json is taken over. */
-void http_answer(struct http_req *r, int rc, unsigned status, json_t *json, const struct api_err *e);
+void http_answer(struct http_req *r, int rc, unsigned status, json_t *json,
+		 const struct api_err *e);
 
 #endif

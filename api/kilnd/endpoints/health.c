@@ -14,20 +14,27 @@ void handle_health(struct http_req *r)
 	const struct kilnd_config *c = &r->d->cfg;
 	bool jailed = !c->no_jail && !c->jail_unavailable[0];
 	/* Programs go on each sandbox's cgroup: none without cgroups. */
-	json_t *egress_why = !c->cgroups ? json_string("kilnd runs without cgroups (see cgroups.reason)")
-			     : c->egress ? json_null()
-					 : json_string(c->egress_off);
+	json_t *egress_why = !c->cgroups
+		? json_string("kilnd runs without cgroups (see cgroups.reason)")
+		: c->egress ? json_null()
+			    : json_string(c->egress_off);
 
 	sandboxes_count(r->d, counts, &total);
 	http_answer(r, 0, 200,
-		    json_pack("{s:s,s:s,s:I,s:I,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}", "status", "ok", "version",
-			      KILN_VERSION, "uptime_s", (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000),
-			      "sandboxes", (json_int_t)total, "jail", "enabled", jailed, "mode",
-			      jailed ? "jailed" : c->no_jail ? "off (--no-jail)" : "unavailable", "reason",
-			      c->jail_unavailable[0] ? json_string(c->jail_unavailable) : json_null(), "cgroups",
-			      "used", c->cgroups, "parent", c->cgroups ? json_string(c->cgroup_parent) : json_null(),
-			      "reason", c->cgroups ? json_null() : json_string(c->cgroup_off), "egress", "used",
-			      c->cgroups && c->egress, "reason", egress_why, "pools",
+		    json_pack("{s:s,s:s,s:I,s:I,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}",
+			      "status", "ok", "version", KILN_VERSION, "uptime_s",
+			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
+			      (json_int_t)total, "jail", "enabled", jailed, "mode",
+			      jailed               ? "jailed"
+				      : c->no_jail ? "off (--no-jail)"
+						   : "unavailable",
+			      "reason",
+			      c->jail_unavailable[0] ? json_string(c->jail_unavailable)
+						     : json_null(),
+			      "cgroups", "used", c->cgroups, "parent",
+			      c->cgroups ? json_string(c->cgroup_parent) : json_null(), "reason",
+			      c->cgroups ? json_null() : json_string(c->cgroup_off), "egress",
+			      "used", c->cgroups && c->egress, "reason", egress_why, "pools",
 			      sandbox_pools_view(r->d)),
 		    NULL);
 }

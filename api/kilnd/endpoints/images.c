@@ -48,17 +48,21 @@ static void import_end(struct http_req *r, bool too_large)
 	if (too_large || j->err) {
 		image_import_abort(r->d, j->work);
 		if (too_large)
-			api_err_set(&e, API_E_BODY_TOO_LARGE, "the image archive is larger than %llu bytes (--max-image)",
+			api_err_set(&e, API_E_BODY_TOO_LARGE,
+				    "the image archive is larger than %llu bytes (--max-image)",
 				    (unsigned long long)r->d->cfg.max_image);
 		else
 			api_err_set(&e, j->err == -ENOSPC ? API_E_NO_SPACE : API_E_IO_ERROR,
-				    "image import: writing the archive to %s failed: %s", j->work, strerror(-j->err));
+				    "image import: writing the archive to %s failed: %s", j->work,
+				    strerror(-j->err));
 		http_error(r, &e);
 	} else if (image_import_finish(r->d, j->work, j->name, j->devices, &view, &e) < 0) {
 		http_error(r, &e);
 	} else {
 		kilnd_log("image %s: imported (%s)", j->name,
-			  json_string_value(json_object_get(view, "digest")) ? json_string_value(json_object_get(view, "digest")) : "?");
+			  json_string_value(json_object_get(view, "digest"))
+				  ? json_string_value(json_object_get(view, "digest"))
+				  : "?");
 		snprintf(loc, sizeof(loc), "/v1/images/%s", j->name);
 		http_json_located(r, 201, view, loc);
 	}
@@ -79,8 +83,9 @@ static void import_cancel(struct http_req *r)
 	r->up = NULL;
 }
 
-static const struct http_upload_ops import_ops = { .data = import_data, .end = import_end, .cancel = import_cancel };
-
+static const struct http_upload_ops import_ops = { .data = import_data,
+						   .end = import_end,
+						   .cancel = import_cancel };
 
 void handle_image_import_begin(struct http_req *r)
 {
@@ -99,16 +104,19 @@ void handle_image_import_begin(struct http_req *r)
 		goto fail;
 	/* device nodes in an image are root's to ask for (docs/security.md) */
 	if (j->devices && r->peer.uid != 0) {
-		api_err_set(&e, API_E_FORBIDDEN, "image import: devices=1 is for root clients only");
+		api_err_set(&e, API_E_FORBIDDEN,
+			    "image import: devices=1 is for root clients only");
 		goto fail;
 	}
 	/* refused before a byte of the body is read */
 	if (images_find(r->d, name, path, &nf) == 0) {
-		api_err_set(&e, API_E_EXISTS, "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
+		api_err_set(&e, API_E_EXISTS,
+			    "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
 			    name, name);
 		goto fail;
 	}
-	if (http_room_check(r, "images", "image import", "the archive, its unpacked layers and the image", &e))
+	if (http_room_check(r, "images", "image import",
+			    "the archive, its unpacked layers and the image", &e))
 		goto fail;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	if (image_import_begin(r->d, j->work, &j->fd, &e))

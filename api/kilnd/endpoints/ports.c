@@ -39,7 +39,8 @@ void handle_port_list(struct http_req *r)
 	struct api_err e;
 	json_t *view;
 
-	if (query_none(r->kv, r->nkv, "port list", &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e))) {
+	if (query_none(r->kv, r->nkv, "port list", &e) ||
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e))) {
 		http_error(r, &e);
 	} else if (!(view = sandbox_port_list(sb))) {
 		api_err_set(&e, API_E_INTERNAL, "port list: out of memory rendering the answer");
@@ -61,9 +62,11 @@ void handle_port_remove(struct http_req *r)
 	if (strlen(s) <= 5) /* as before: "08080" is a port, "008080" is not */
 		num_parse_u64(s, 10, 1, 65535, &port);
 	if (port == 0 || port > 65535)
-		api_err_set(&e, API_E_BAD_FIELD, "port mapping: '%.16s' is not a host port (1..65535)", s);
+		api_err_set(&e, API_E_BAD_FIELD,
+			    "port mapping: '%.16s' is not a host port (1..65535)", s);
 	if (port == 0 || port > 65535 || query_none(r->kv, r->nkv, "port removal", &e) ||
-	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) || sandbox_port_remove(sb, (uint16_t)port, &e))
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	    sandbox_port_remove(sb, (uint16_t)port, &e))
 		http_error(r, &e);
 	else
 		http_no_content(r);

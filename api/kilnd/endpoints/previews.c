@@ -19,11 +19,13 @@ void handle_preview_add(struct http_req *r)
 	bool pub;
 
 	if (query_none(r->kv, r->nkv, "preview", &e) || http_body_json(r, false, &body, &e) ||
-	    preview_body_parse(body, &port, &pub, &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	    preview_body_parse(body, &port, &pub, &e) ||
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_preview_add(sb, port, pub, &view, &e)) {
 		http_error(r, &e);
 	} else {
-		snprintf(location, sizeof(location), "/v1/sandboxes/%s/previews/%u", r->rm.id, (unsigned)port);
+		snprintf(location, sizeof(location), "/v1/sandboxes/%s/previews/%u", r->rm.id,
+			 (unsigned)port);
 		http_json_located(r, 201, view, location);
 	}
 	json_decref(body);
@@ -37,7 +39,8 @@ void handle_preview_list(struct http_req *r)
 	struct api_err e;
 	json_t *view;
 
-	if (query_none(r->kv, r->nkv, "preview list", &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e))) {
+	if (query_none(r->kv, r->nkv, "preview list", &e) ||
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e))) {
 		http_error(r, &e);
 	} else if (!(view = sandbox_preview_list(sb))) {
 		api_err_set(&e, API_E_INTERNAL, "preview list: out of memory rendering the answer");
@@ -57,11 +60,13 @@ void handle_preview_remove(struct http_req *r)
 	uint64_t port = 0;
 
 	if (strlen(s) > 5 || num_parse_u64(s, 10, 1, 65535, &port)) {
-		api_err_set(&e, API_E_BAD_FIELD, "preview: '%.16s' is not a guest port (1..65535)", s);
+		api_err_set(&e, API_E_BAD_FIELD, "preview: '%.16s' is not a guest port (1..65535)",
+			    s);
 		http_error(r, &e);
 		return;
 	}
-	if (query_none(r->kv, r->nkv, "preview removal", &e) || !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
+	if (query_none(r->kv, r->nkv, "preview removal", &e) ||
+	    !(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
 	    sandbox_preview_remove(sb, (uint16_t)port, &e))
 		http_error(r, &e);
 	else

@@ -28,7 +28,8 @@ int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct
 
 	if (!sb)
 		return -1;
-	rc = (r->rm.sub[0] && proc_id_parse(r->rm.sub, id, e)) || sandbox_agent(sb, c, &env, e) ? -1 : 0;
+	rc = (r->rm.sub[0] && proc_id_parse(r->rm.sub, id, e)) || sandbox_agent(sb, c, &env, e) ? -1
+												: 0;
 	json_decref(env);
 	sandbox_put(sb);
 	return rc;
@@ -78,7 +79,8 @@ static void create(struct http_req *r, bool shell)
 	    sandbox_agent(sb, &c, &env, &e) || exec_env_merge(&spec.x, env, &e))
 		goto fail;
 	{
-		json_t *def = sandbox_image_defaults(sb); /* an imported image's WorkingDir and User */
+		json_t *def = sandbox_image_defaults(
+			sb); /* an imported image's WorkingDir and User */
 
 		exec_spec_image_defaults(&spec.x, def);
 		json_decref(def);
@@ -92,10 +94,12 @@ static void create(struct http_req *r, bool shell)
 	agent_client_stream_close(s);
 	/* Like exec's: the bytes, then EOF. By id, so the answer comes once
 	 * they are in the pipe (or the process is gone). */
-	if (spec.x.stdin_data && agent_client_stdin(&c, info.id, spec.x.stdin_data, spec.x.stdin_len, true, &ae)) {
+	if (spec.x.stdin_data &&
+	    agent_client_stdin(&c, info.id, spec.x.stdin_data, spec.x.stdin_len, true, &ae)) {
 		api_err_from_agent(&e, &ae, what);
-		api_err_set(&e, e.code, "process %u (pid %d) started, but its stdin was not delivered: %.900s", info.id,
-			    info.pid, ae.msg);
+		api_err_set(&e, e.code,
+			    "process %u (pid %d) started, but its stdin was not delivered: %.900s",
+			    info.id, info.pid, ae.msg);
 		goto fail;
 	}
 	snprintf(loc, sizeof(loc), "/v1/sandboxes/%s/processes/%u", r->rm.id, info.id);
@@ -168,7 +172,8 @@ static void list(struct http_req *r, bool one)
 	struct agent_client c;
 	struct api_err e;
 
-	if (query_none(r->kv, r->nkv, one ? "process" : "process list", &e) || proc_target(r, &c, &l.want, &e)) {
+	if (query_none(r->kv, r->nkv, one ? "process" : "process list", &e) ||
+	    proc_target(r, &c, &l.want, &e)) {
 		http_error(r, &e);
 		return;
 	}
@@ -191,8 +196,8 @@ static void list(struct http_req *r, bool one)
 		l.found = NULL;
 	} else {
 		api_err_set(&e, API_E_PROCESS_NOT_FOUND,
-			    "no process %u in sandbox %s (it never existed, or a newer one took its slot)", l.want,
-			    r->rm.id);
+			    "no process %u in sandbox %s (it never existed, or a newer one took its slot)",
+			    l.want, r->rm.id);
 		http_error(r, &e);
 	}
 	json_decref(l.arr);
@@ -226,7 +231,8 @@ void handle_proc_stdin(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	http_json(r, 200, json_pack("{s:I,s:b}", "bytes", (json_int_t)r->body_len, "closed", close));
+	http_json(r, 200,
+		  json_pack("{s:I,s:b}", "bytes", (json_int_t)r->body_len, "closed", close));
 }
 
 /* What a control of a running process says (signal or resize). */
@@ -333,12 +339,14 @@ void handle_proc_wait(struct http_req *r)
 			return;
 		}
 		if (timeout_ms && (left -= slice) == 0) {
-			api_err_set(&e, API_E_TIMEOUT, "wait: process %u still runs after %u ms", id, timeout_ms);
+			api_err_set(&e, API_E_TIMEOUT, "wait: process %u still runs after %u ms",
+				    id, timeout_ms);
 			http_error(r, &e);
 			return;
 		}
 		if (http_client_gone(fd) || atomic_load(&r->d->shutting_down)) {
-			api_err_set(&e, API_E_AGENT_UNAVAILABLE, "wait: the client or kilnd went away");
+			api_err_set(&e, API_E_AGENT_UNAVAILABLE,
+				    "wait: the client or kilnd went away");
 			http_error(r, &e);
 			return;
 		}

@@ -61,7 +61,9 @@ static bool next_line(struct out_job *j)
 		switch (ev.kind) {
 		case AGENT_EVENT_STDOUT:
 		case AGENT_EVENT_STDERR:
-			if (proc_event_output(&j->enc, ev.kind == AGENT_EVENT_STDERR ? AGENT_STDERR : AGENT_STDOUT,
+			if (proc_event_output(&j->enc,
+					      ev.kind == AGENT_EVENT_STDERR ? AGENT_STDERR
+									    : AGENT_STDOUT,
 					      ev.seq, ev.data, ev.len, &j->lf.line, &j->lf.len))
 				return false;
 			break;

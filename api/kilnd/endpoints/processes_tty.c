@@ -152,9 +152,11 @@ static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
 		}
 		if (poll(p, 2, timeout) < 0 && errno != EINTR)
 			return;
-		if (tty_esc_pending(&t->esc) && mono_ms() - t->held_since >= TTY_ESC_HOLD_MS && !flush_held(t))
+		if (tty_esc_pending(&t->esc) && mono_ms() - t->held_since >= TTY_ESC_HOLD_MS &&
+		    !flush_held(t))
 			return;
-		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) || agent_client_stream_pending(t->s)) {
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) ||
+		    agent_client_stream_pending(t->s)) {
 			r = forward_output(t, sock);
 			if (r != 0)
 				return;

@@ -31,6 +31,7 @@
  */
 #include "api/kilnd/endpoints/routes.h"
 
+/* clang-format off: one route a line (tests/unit/api_spec_test reads them so) */
 const struct http_route routes[] = {
 	/* health.c, metrics.c */
 	{ "GET", "/v1/health", handle_health, BODY_NONE, LIMIT_NONE },
@@ -58,10 +59,14 @@ const struct http_route routes[] = {
 	{ "POST", "/v1/sandboxes/{id}/wake", handle_sandbox_wake, BODY_JSON, LIMIT_BODY },
 	/* checkpoints.c */
 	{ "GET", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_list, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_create, BODY_JSON, LIMIT_BODY },
-	{ "GET", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_get, BODY_NONE, LIMIT_NONE },
-	{ "DELETE", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_delete, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/checkpoints/{cp}/restore", handle_checkpoint_restore, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints", handle_checkpoint_create, BODY_JSON,
+	  LIMIT_BODY },
+	{ "GET", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_get, BODY_NONE,
+	  LIMIT_NONE },
+	{ "DELETE", "/v1/sandboxes/{id}/checkpoints/{cp}", handle_checkpoint_delete, BODY_NONE,
+	  LIMIT_NONE },
+	{ "POST", "/v1/sandboxes/{id}/checkpoints/{cp}/restore", handle_checkpoint_restore,
+	  BODY_JSON, LIMIT_BODY },
 	/* exec.c (with /run) */
 	{ "POST", "/v1/sandboxes/{id}/exec", handle_exec, BODY_JSON, LIMIT_BODY },
 	{ "POST", "/v1/sandboxes/{id}/run", handle_run, BODY_JSON, LIMIT_BODY },
@@ -78,20 +83,27 @@ const struct http_route routes[] = {
 	{ "GET", "/v1/sandboxes/{id}/files/watch", handle_file_watch, BODY_NONE, LIMIT_NONE },
 	/* archive.c */
 	{ "GET", "/v1/sandboxes/{id}/archive", handle_archive_get, BODY_NONE, LIMIT_NONE },
-	{ "PUT", "/v1/sandboxes/{id}/archive", handle_archive_put_begin, BODY_UPLOAD, LIMIT_UPLOAD },
+	{ "PUT", "/v1/sandboxes/{id}/archive", handle_archive_put_begin, BODY_UPLOAD,
+	  LIMIT_UPLOAD },
 	/* processes.c (with /shell) */
 	{ "GET", "/v1/sandboxes/{id}/processes", handle_proc_list, BODY_NONE, LIMIT_NONE },
 	{ "POST", "/v1/sandboxes/{id}/processes", handle_proc_create, BODY_JSON, LIMIT_BODY },
 	{ "POST", "/v1/sandboxes/{id}/shell", handle_shell, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/processes/{proc}", handle_proc_get, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/stdin", handle_proc_stdin, BODY_RAW, LIMIT_BODY },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/signal", handle_proc_signal, BODY_JSON, LIMIT_BODY },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/wait", handle_proc_wait, BODY_NONE, LIMIT_NONE },
-	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/resize", handle_proc_resize, BODY_JSON, LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/stdin", handle_proc_stdin, BODY_RAW,
+	  LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/signal", handle_proc_signal, BODY_JSON,
+	  LIMIT_BODY },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/wait", handle_proc_wait, BODY_NONE,
+	  LIMIT_NONE },
+	{ "POST", "/v1/sandboxes/{id}/processes/{proc}/resize", handle_proc_resize, BODY_JSON,
+	  LIMIT_BODY },
 	/* processes_output.c */
-	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/output", handle_proc_output, BODY_NONE, LIMIT_NONE },
+	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/output", handle_proc_output, BODY_NONE,
+	  LIMIT_NONE },
 	/* processes_tty.c */
-	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/tty", handle_proc_tty, BODY_NONE, LIMIT_NONE },
+	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/tty", handle_proc_tty, BODY_NONE,
+	  LIMIT_NONE },
 	/* ports.c */
 	{ "GET", "/v1/sandboxes/{id}/ports", handle_port_list, BODY_NONE, LIMIT_NONE },
 	{ "POST", "/v1/sandboxes/{id}/ports", handle_port_add, BODY_JSON, LIMIT_BODY },
@@ -99,11 +111,13 @@ const struct http_route routes[] = {
 	/* previews.c */
 	{ "GET", "/v1/sandboxes/{id}/previews", handle_preview_list, BODY_NONE, LIMIT_NONE },
 	{ "POST", "/v1/sandboxes/{id}/previews", handle_preview_add, BODY_JSON, LIMIT_BODY },
-	{ "DELETE", "/v1/sandboxes/{id}/previews/{port}", handle_preview_remove, BODY_NONE, LIMIT_NONE },
+	{ "DELETE", "/v1/sandboxes/{id}/previews/{port}", handle_preview_remove, BODY_NONE,
+	  LIMIT_NONE },
 	/* firewall.c (with /log) */
 	{ "GET", "/v1/sandboxes/{id}/firewall", handle_firewall_get, BODY_NONE, LIMIT_NONE },
 	{ "PUT", "/v1/sandboxes/{id}/firewall", handle_firewall_put, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/firewall/log", handle_firewall_log, BODY_NONE, LIMIT_NONE },
 };
+/* clang-format on */
 
 const size_t routes_count = sizeof(routes) / sizeof(routes[0]);

@@ -38,7 +38,8 @@ void handle_sandbox_create(struct http_req *r)
 		http_answer(r, rc, 201, view, &e);
 		return;
 	}
-	snprintf(location, sizeof(location), "/v1/sandboxes/%s", json_string_value(json_object_get(view, "id")));
+	snprintf(location, sizeof(location), "/v1/sandboxes/%s",
+		 json_string_value(json_object_get(view, "id")));
 	http_json_located(r, 201, view, location);
 }
 

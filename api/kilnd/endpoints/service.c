@@ -16,8 +16,9 @@ static void request_done(const struct http_service *svc, const struct http_req *
 	struct kilnd *d = svc->d;
 
 	if (!d->cfg.quiet)
-		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path, r->status,
-			  mono_ms_f() - r->t0, complete ? "" : " (connection ended early)");
+		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path,
+			  r->status, mono_ms_f() - r->t0,
+			  complete ? "" : " (connection ended early)");
 	pthread_mutex_lock(&d->metrics_mu);
 	metrics_http(&d->metrics, r->status);
 	pthread_mutex_unlock(&d->metrics_mu);
@@ -29,11 +30,13 @@ void api_service_init(struct api_service *s, struct kilnd *d)
 
 	s->limits[LIMIT_NONE] = (struct http_limit){ 0, "body", "none" };
 	s->limits[LIMIT_BODY] = (struct http_limit){ c->max_body, "body", "--max-body" };
-	s->limits[LIMIT_UPLOAD] =
-		(struct http_limit){ c->max_upload ? c->max_upload : UINT64_MAX, "upload", "--max-upload" };
+	s->limits[LIMIT_UPLOAD] = (struct http_limit){ c->max_upload ? c->max_upload : UINT64_MAX,
+						       "upload", "--max-upload" };
 	/* a build context is capped like an image archive */
-	s->limits[LIMIT_IMAGE] = (struct http_limit){ c->max_image, "image archive", "--max-image" };
-	s->limits[LIMIT_CONTEXT] = (struct http_limit){ c->max_image, "build context", "--max-image" };
+	s->limits[LIMIT_IMAGE] = (struct http_limit){ c->max_image, "image archive",
+						      "--max-image" };
+	s->limits[LIMIT_CONTEXT] = (struct http_limit){ c->max_image, "build context",
+							"--max-image" };
 	s->svc = (struct http_service){
 		.routes = routes,
 		.nroutes = routes_count,

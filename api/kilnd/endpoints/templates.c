@@ -125,8 +125,8 @@ static void emit(struct build_job *j, json_t *o)
 static void emit_step(struct build_job *j, const char *type, size_t i, double ms)
 {
 	const struct bf_step *s = &j->bf.steps[i];
-	json_t *o = json_pack("{s:s,s:I,s:I,s:s}", "type", type, "step", (json_int_t)(i + 1), "line", (json_int_t)s->line,
-			      "instruction", s->text);
+	json_t *o = json_pack("{s:s,s:I,s:I,s:s}", "type", type, "step", (json_int_t)(i + 1),
+			      "line", (json_int_t)s->line, "instruction", s->text);
 
 	if (o && ms >= 0)
 		json_object_set_new(o, "ms", json_real(ms));
@@ -144,14 +144,16 @@ static int on_output(void *arg, enum agent_stream st, const void *data, size_t n
 	json_t *o;
 
 	if (utf8_valid(data, n)) {
-		o = json_pack("{s:s,s:I,s:s%}", "type", type, "step", (json_int_t)j->step, "data", (const char *)data, n);
+		o = json_pack("{s:s,s:I,s:s%}", "type", type, "step", (json_int_t)j->step, "data",
+			      (const char *)data, n);
 	} else {
 		char *b = malloc(base64_encoded_size(n));
 
 		if (!b)
 			return -ENOMEM;
 		base64_encode(data, n, b);
-		o = json_pack("{s:s,s:I,s:s}", "type", type, "step", (json_int_t)j->step, "data_base64", b);
+		o = json_pack("{s:s,s:I,s:s}", "type", type, "step", (json_int_t)j->step,
+			      "data_base64", b);
 		free(b);
 	}
 	if (!o)
@@ -161,11 +163,14 @@ static int on_output(void *arg, enum agent_stream st, const void *data, size_t n
 }
 
 /* argv in the guest with the build's env, cwd and user (root: as_root). */
-static int guest_run(struct build_job *j, const char *const *argv, bool shell, bool as_root, bool show,
-		     uint32_t timeout_ms, int *status, struct api_err *e)
+static int guest_run(struct build_job *j, const char *const *argv, bool shell, bool as_root,
+		     bool show, uint32_t timeout_ms, int *status, struct api_err *e)
 {
-	struct agent_client_proc_opts o = { .argv = argv, .shell = shell, .cwd = j->cwd,
-					    .user = as_root ? AGENT_USER_ROOT : j->user, .timeout_ms = timeout_ms,
+	struct agent_client_proc_opts o = { .argv = argv,
+					    .shell = shell,
+					    .cwd = j->cwd,
+					    .user = as_root ? AGENT_USER_ROOT : j->user,
+					    .timeout_ms = timeout_ms,
 					    .discard_output = !show };
 	struct agent_client_exec_result res = { 0 };
 	struct agent_client_err ae;
@@ -179,7 +184,8 @@ static int guest_run(struct build_job *j, const char *const *argv, bool shell, b
 		api_err_set(e, API_E_INTERNAL, "template build: out of memory");
 		return -1;
 	}
-	json_object_foreach(j->env, k, v) {
+	json_object_foreach(j->env, k, v)
+	{
 		env[n].key = k;
 		env[n++].value = json_string_value(v);
 	}
@@ -240,7 +246,8 @@ static int mkdir_p(struct build_job *j, const char *dir, struct api_err *e)
 	if (r)
 		return -1;
 	if (status) {
-		api_err_set(e, API_E_BAD_REQUEST, "step %u: mkdir -p %s in the guest failed (status %d)", j->step, dir,
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "step %u: mkdir -p %s in the guest failed (status %d)", j->step, dir,
 			    status);
 		return -1;
 	}
@@ -284,8 +291,10 @@ static int copy_step(struct build_job *j, const struct bf_step *s, struct api_er
 			return step_fail(e, s, "chown", status);
 	}
 	if (r == 0)
-		emit(j, json_pack("{s:s,s:I,s:s,s:I,s:I}", "type", "copied", "step", (json_int_t)j->step, "target", target,
-				  "files", (json_int_t)st.files, "dirs", (json_int_t)st.dirs));
+		emit(j,
+		     json_pack("{s:s,s:I,s:s,s:I,s:I}", "type", "copied", "step",
+			       (json_int_t)j->step, "target", target, "files", (json_int_t)st.files,
+			       "dirs", (json_int_t)st.dirs));
 	return r;
 }
 
@@ -306,7 +315,9 @@ static int ready_step(struct build_job *j, const struct bf_step *s, struct api_e
 		int64_t left = deadline - mono_ms();
 
 		tries++;
-		r = guest_run(j, argv, s->shell, false, false, left < READY_TRY_MS ? (left > 1000 ? (uint32_t)left : 1000) : READY_TRY_MS,
+		r = guest_run(j, argv, s->shell, false, false,
+			      left < READY_TRY_MS ? (left > 1000 ? (uint32_t)left : 1000)
+						  : READY_TRY_MS,
 			      &status, e);
 		if (r || status == 0 || mono_ms() + READY_PAUSE_MS >= deadline)
 			break;
@@ -315,10 +326,12 @@ static int ready_step(struct build_job *j, const struct bf_step *s, struct api_e
 	free(argv);
 	if (r)
 		return -1;
-	emit(j, json_pack("{s:s,s:I,s:I,s:I}", "type", "ready", "step", (json_int_t)j->step, "tries", (json_int_t)tries,
-			  "exit_code", (json_int_t)status));
+	emit(j,
+	     json_pack("{s:s,s:I,s:I,s:I}", "type", "ready", "step", (json_int_t)j->step, "tries",
+		       (json_int_t)tries, "exit_code", (json_int_t)status));
 	if (status) {
-		api_err_set(e, API_E_TIMEOUT, "step at line %u (READY): the command did not succeed within %u s (%d tries, last status %d)",
+		api_err_set(e, API_E_TIMEOUT,
+			    "step at line %u (READY): the command did not succeed within %u s (%d tries, last status %d)",
 			    s->line, s->timeout_s, tries, status);
 		return -1;
 	}
@@ -343,7 +356,8 @@ static int apply_state(struct build_job *j, const struct bf_step *s)
 	switch (s->op) {
 	case BF_ENV:
 		for (size_t k = 0; k < s->nenv; k++)
-			if (json_object_set_new(j->env, s->env_keys[k], json_string(s->env_vals[k])))
+			if (json_object_set_new(j->env, s->env_keys[k],
+						json_string(s->env_vals[k])))
 				return -1;
 		break;
 	case BF_WORKDIR:
@@ -362,28 +376,34 @@ static int add_step(struct build_job *j, size_t i, const char *cp, bool cached)
 {
 	const struct bf_step *s = &j->bf.steps[i];
 
-	return json_array_append_new(j->steps, json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:b}", "step", (json_int_t)(i + 1),
-							 "line", (json_int_t)s->line, "op", buildfile_op_name(s->op),
-							 "instruction", s->text, "key", j->keys[i], "checkpoint",
-							 cp ? json_string(cp) : json_null(), "cached", cached));
+	return json_array_append_new(j->steps,
+				     json_pack("{s:I,s:I,s:s,s:s,s:s,s:o,s:b}", "step",
+					       (json_int_t)(i + 1), "line", (json_int_t)s->line,
+					       "op", buildfile_op_name(s->op), "instruction",
+					       s->text, "key", j->keys[i], "checkpoint",
+					       cp ? json_string(cp) : json_null(), "cached",
+					       cached));
 }
 
 /* The template's record once the build succeeded. */
 static json_t *record(struct build_job *j)
 {
-	json_t *def = json_pack("{s:O,s:o,s:o}", "env", j->env, "working_dir",
-				j->cwd[0] && strcmp(j->cwd, "/") ? json_string(j->cwd) : json_null(), "user",
-				j->bf.user || json_is_string(json_object_get(j->base_defaults, "user"))
-					? json_string(j->user == AGENT_USER_ROOT ? "root" : "user")
-					: json_null());
+	json_t *def =
+		json_pack("{s:O,s:o,s:o}", "env", j->env, "working_dir",
+			  j->cwd[0] && strcmp(j->cwd, "/") ? json_string(j->cwd) : json_null(),
+			  "user",
+			  j->bf.user || json_is_string(json_object_get(j->base_defaults, "user"))
+				  ? json_string(j->user == AGENT_USER_ROOT ? "root" : "user")
+				  : json_null());
 	char created[40];
 
 	format_time_ms(wall_ms(), created, sizeof(created));
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:f}", "name", j->name, "from", j->bf.steps[0].arg,
-			 "from_kind", j->base_template ? "template" : "image", "from_digest", j->from_digest, "sandbox",
-			 template_sandbox_id(j->sb), "checkpoint", TEMPLATE_READY_CHECKPOINT, "defaults", def, "steps",
-			 json_incref(j->steps), "buildfile", j->ctx.buildfile, "build_ms", mono_ms_f() - j->t0, "created_at",
-			 created);
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:f}", "name", j->name, "from",
+			 j->bf.steps[0].arg, "from_kind", j->base_template ? "template" : "image",
+			 "from_digest", j->from_digest, "sandbox", template_sandbox_id(j->sb),
+			 "checkpoint", TEMPLATE_READY_CHECKPOINT, "defaults", def, "steps",
+			 json_incref(j->steps), "buildfile", j->ctx.buildfile, "build_ms",
+			 mono_ms_f() - j->t0, "created_at", created);
 }
 
 static void build_produce(struct stream_job *sj)
@@ -420,8 +440,10 @@ static void build_produce(struct stream_job *sj)
 		start = hit + 1;
 	} else {
 		emit_step(j, "step", 0, -1);
-		j->sb = j->base_template ? template_sandbox_start(d, j->name, NULL, j->base_sb, TEMPLATE_READY_CHECKPOINT, &e)
-					 : template_sandbox_start(d, j->name, j->spec, NULL, NULL, &e);
+		j->sb = j->base_template
+			? template_sandbox_start(d, j->name, NULL, j->base_sb,
+						 TEMPLATE_READY_CHECKPOINT, &e)
+			: template_sandbox_start(d, j->name, j->spec, NULL, NULL, &e);
 		start = 1;
 		if (j->sb)
 			emit_step(j, "step_end", 0, mono_ms_f() - j->t0);
@@ -480,7 +502,9 @@ static void build_produce(struct stream_job *sj)
 
 		r = guest_run(j, sync_argv, false, true, false, 600000, &status, &e);
 		if (r == 0 && status) {
-			api_err_set(&e, API_E_INTERNAL, "template build: sync in the guest exited with status %d", status);
+			api_err_set(&e, API_E_INTERNAL,
+				    "template build: sync in the guest exited with status %d",
+				    status);
 			r = -1;
 		}
 	}
@@ -502,16 +526,19 @@ static void build_produce(struct stream_job *sj)
 done:
 	json_decref(rec);
 	if (r) {
-		json_t *o = json_pack("{s:s,s:I,s:I,s:{s:s,s:s}}", "type", "error", "step", (json_int_t)j->step, "line",
-				      (json_int_t)(j->step <= n ? j->bf.steps[j->step - 1].line : 0), "error", "code",
-				      api_code_name(e.code), "message", e.msg);
+		json_t *o = json_pack("{s:s,s:I,s:I,s:{s:s,s:s}}", "type", "error", "step",
+				      (json_int_t)j->step, "line",
+				      (json_int_t)(j->step <= n ? j->bf.steps[j->step - 1].line
+								: 0),
+				      "error", "code", api_code_name(e.code), "message", e.msg);
 
 		kilnd_log("template %s: build failed at step %u: %s", j->name, j->step, e.msg);
 		if (j->sb) {
 			struct api_err de;
 
 			if (sandbox_delete(j->sb, &de))
-				kilnd_log("template %s: removing the build's sandbox: %s", j->name, de.msg);
+				kilnd_log("template %s: removing the build's sandbox: %s", j->name,
+					  de.msg);
 		}
 		if (j->sj.q.pushed) {
 			emit(j, o);
@@ -541,7 +568,8 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 
 	if (t) {
 		j->base_template = true;
-		snprintf(j->base_sb, sizeof(j->base_sb), "%s", json_string_value(json_object_get(t, "sandbox")));
+		snprintf(j->base_sb, sizeof(j->base_sb), "%s",
+			 json_string_value(json_object_get(t, "sandbox")));
 		snprintf(j->from_digest, sizeof(j->from_digest), "template:%s/%s", j->base_sb,
 			 json_string_value(json_object_get(t, "created_at")) ?: "");
 		j->base_defaults = json_incref(json_object_get(t, "defaults"));
@@ -550,7 +578,8 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 		snprintf(j->from_key, sizeof(j->from_key), "%s", j->from_digest);
 		if (j->q.cpus || j->q.memory_mib || j->q.disk_mib) {
 			api_err_set(e, API_E_BAD_FIELD,
-				    "template build: cpus, memory_mib and disk_mib come from template '%s' (FROM): leave them out", from);
+				    "template build: cpus, memory_mib and disk_mib come from template '%s' (FROM): leave them out",
+				    from);
 			return -1;
 		}
 		return 0;
@@ -560,7 +589,8 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 		return -1;
 	}
 	if (images_get(j->d, from, &img, e)) {
-		api_err_set(e, API_E_BAD_FIELD, "build file line %u: FROM %s: no template or image of that name (GET /v1/templates, GET /v1/images)",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "build file line %u: FROM %s: no template or image of that name (GET /v1/templates, GET /v1/images)",
 			    j->bf.steps[0].line, from);
 		return -1;
 	}
@@ -571,9 +601,12 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 	/* idle_timeout_s 0: no idle hibernation in the middle of a long step
 	 * (its forks get the daemon's default, sandbox_from_template). */
 	j->spec = json_pack("{s:s,s:i}", "image", from, "idle_timeout_s", 0);
-	if (!j->spec || (j->q.cpus && json_object_set_new(j->spec, "cpus", json_integer(j->q.cpus))) ||
-	    (j->q.memory_mib && json_object_set_new(j->spec, "memory_mib", json_integer(j->q.memory_mib))) ||
-	    (j->q.disk_mib && json_object_set_new(j->spec, "disk_mib", json_integer(j->q.disk_mib)))) {
+	if (!j->spec ||
+	    (j->q.cpus && json_object_set_new(j->spec, "cpus", json_integer(j->q.cpus))) ||
+	    (j->q.memory_mib &&
+	     json_object_set_new(j->spec, "memory_mib", json_integer(j->q.memory_mib))) ||
+	    (j->q.disk_mib &&
+	     json_object_set_new(j->spec, "disk_mib", json_integer(j->q.disk_mib)))) {
 		api_err_set(e, API_E_INTERNAL, "template build: out of memory");
 		return -1;
 	}
@@ -581,7 +614,8 @@ static int resolve_from(struct build_job *j, struct api_err *e)
 	 * is part of the cache key: a cached prefix forks with its shape. */
 	if (sandbox_spec_parse(j->spec, &j->d->cfg.limits, &spec, e))
 		return -1;
-	buildfile_from_input(j->from_digest, spec.cpus, spec.memory_mib, spec.disk_mib, j->from_key, sizeof(j->from_key));
+	buildfile_from_input(j->from_digest, spec.cpus, spec.memory_mib, spec.disk_mib, j->from_key,
+			     sizeof(j->from_key));
 	sandbox_spec_free(&spec);
 	return 0;
 }
@@ -593,8 +627,10 @@ static int build_check(struct build_job *j, struct api_err *e)
 	const json_t *env;
 	const char *wd;
 
-	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, j->d->cfg.max_image, &j->ctx, e) ||
-	    buildfile_parse(j->ctx.buildfile, j->ctx.buildfile_len, &j->bf, e) || resolve_from(j, e))
+	if (build_context_scan(j->fd, j->q.file ? j->file : NULL, j->d->cfg.max_image, &j->ctx,
+			       e) ||
+	    buildfile_parse(j->ctx.buildfile, j->ctx.buildfile_len, &j->bf, e) ||
+	    resolve_from(j, e))
 		return -1;
 	/* FROM named the base: relative paths resolve against its working
 	 * directory, as RUN runs there (the FROM key covers the base). */
@@ -646,11 +682,13 @@ static void build_end(struct http_req *r, bool too_large)
 	r->up = NULL;
 	if (too_large || j->err) {
 		if (too_large)
-			api_err_set(&e, API_E_BODY_TOO_LARGE, "the build context is larger than %llu bytes (--max-image)",
+			api_err_set(&e, API_E_BODY_TOO_LARGE,
+				    "the build context is larger than %llu bytes (--max-image)",
 				    (unsigned long long)r->d->cfg.max_image);
 		else
 			api_err_set(&e, j->err == -ENOSPC ? API_E_NO_SPACE : API_E_IO_ERROR,
-				    "template build: writing the context to %s failed: %s", j->work, strerror(-j->err));
+				    "template build: writing the context to %s failed: %s", j->work,
+				    strerror(-j->err));
 		http_error(r, &e);
 		job_free(j);
 		return;
@@ -660,7 +698,8 @@ static void build_end(struct http_req *r, bool too_large)
 		job_free(j);
 		return;
 	}
-	kilnd_log("template %s: building (%zu steps, FROM %s)", j->name, j->bf.n, j->bf.steps[0].arg);
+	kilnd_log("template %s: building (%zu steps, FROM %s)", j->name, j->bf.n,
+		  j->bf.steps[0].arg);
 	if (stream_job_init(&j->sj, BUILD_QUEUE_BYTES, build_produce, build_release)) {
 		api_err_set(&e, API_E_INTERNAL, "template build: out of memory");
 		http_error(r, &e);
@@ -679,7 +718,9 @@ static void build_cancel(struct http_req *r)
 	r->up = NULL;
 }
 
-static const struct http_upload_ops build_ops = { .data = build_data, .end = build_end, .cancel = build_cancel };
+static const struct http_upload_ops build_ops = { .data = build_data,
+						  .end = build_end,
+						  .cancel = build_cancel };
 
 void handle_template_build_begin(struct http_req *r)
 {
@@ -703,12 +744,16 @@ void handle_template_build_begin(struct http_req *r)
 	if (template_build_begin(r->d, j->name, &e))
 		goto fail;
 	j->began = true;
-	if (http_room_check(r, "templates", "template build", "the context and the re-pack of a COPY", &e))
+	if (http_room_check(r, "templates", "template build",
+			    "the context and the re-pack of a COPY", &e))
 		goto fail;
-	if ((size_t)snprintf(dir, sizeof(dir), "%.4000s/templates", r->d->cfg.state_dir) >= sizeof(dir) ||
-	    (size_t)snprintf(j->work, sizeof(j->work), "%s/.build-XXXXXX", dir) >= sizeof(j->work) ||
+	if ((size_t)snprintf(dir, sizeof(dir), "%.4000s/templates", r->d->cfg.state_dir) >=
+		    sizeof(dir) ||
+	    (size_t)snprintf(j->work, sizeof(j->work), "%s/.build-XXXXXX", dir) >=
+		    sizeof(j->work) ||
 	    (mkdir(dir, 0700) < 0 && errno != EEXIST) || !mkdtemp(j->work)) {
-		api_err_set(&e, API_E_IO_ERROR, "template build: cannot make a work directory in %s: %s", dir,
+		api_err_set(&e, API_E_IO_ERROR,
+			    "template build: cannot make a work directory in %s: %s", dir,
 			    strerror(errno));
 		j->work[0] = '\0';
 		goto fail;
@@ -716,7 +761,8 @@ void handle_template_build_begin(struct http_req *r)
 	snprintf(p, sizeof(p), "%s/context.tar.gz", j->work);
 	j->fd = open(p, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (j->fd < 0) {
-		api_err_set(&e, API_E_IO_ERROR, "template build: create %s: %s", p, strerror(errno));
+		api_err_set(&e, API_E_IO_ERROR, "template build: create %s: %s", p,
+			    strerror(errno));
 		goto fail;
 	}
 	http_upload(r, &build_ops, j);

@@ -32,7 +32,7 @@ struct byte_queue {
 	size_t cap, head, len;
 	uint64_t pushed; /* bytes ever pushed */
 	bool closed, aborted;
-	int error;       /* with closed: 0 or -errno */
+	int error; /* with closed: 0 or -errno */
 };
 
 /* 0 or -ENOMEM / -errno from pthread init. */

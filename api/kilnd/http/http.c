@@ -26,7 +26,8 @@
 
 /* ---- answers (recorded; sent once the handler returned) ---- */
 
-static void answer(struct http_req *r, unsigned status, char *body, size_t len, const char *content_type)
+static void answer(struct http_req *r, unsigned status, char *body, size_t len,
+		   const char *content_type)
 {
 	if (r->responded) {
 		/* A handler answers once; a second answer is a kilnd bug. */
@@ -70,7 +71,8 @@ static char *with_newline(char *s, size_t *len)
 
 static void out_of_memory(struct http_req *r)
 {
-	static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":\"kilnd is out of memory\"}}\n";
+	static const char body[] =
+		"{\"error\":{\"code\":\"internal\",\"message\":\"kilnd is out of memory\"}}\n";
 
 	answer(r, 500, strdup(body), sizeof(body) - 1, "application/json");
 }
@@ -163,13 +165,15 @@ int http_body_json(struct http_req *r, bool optional, json_t **out, struct api_e
 	if (r->body_len == 0) {
 		if (optional)
 			return 0;
-		api_err_set(e, API_E_BAD_JSON, "%s %s: the request needs a JSON body", r->method, r->path);
+		api_err_set(e, API_E_BAD_JSON, "%s %s: the request needs a JSON body", r->method,
+			    r->path);
 		return -1;
 	}
 	/* No \u0000 (the default), no duplicate keys: one body, one meaning. */
 	*out = json_strict_loadb(r->body, r->body_len, &je);
 	if (!*out) {
-		api_err_set(e, API_E_BAD_JSON, "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
+		api_err_set(e, API_E_BAD_JSON,
+			    "the body is not valid JSON: %s (line %d, column %d)", je.text, je.line,
 			    je.column);
 		return -1;
 	}
@@ -221,14 +225,17 @@ static int send_head(struct http_conn *c, struct http_req *r, bool chunked, bool
 	int n;
 
 	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
-	n = snprintf(head, sizeof(head), "HTTP/1.1 %u %s\r\nDate: %s\r\nCache-Control: no-store\r\n", r->status,
+	n = snprintf(head, sizeof(head),
+		     "HTTP/1.1 %u %s\r\nDate: %s\r\nCache-Control: no-store\r\n", r->status,
 		     http_reason(r->status), date);
 	if (r->resp.content_type)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n", r->resp.content_type);
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n",
+			      r->resp.content_type);
 	if (chunked)
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
 	else if (r->status != 101 && r->status != 204)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %zu\r\n", r->resp.len);
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %zu\r\n",
+			      r->resp.len);
 	if (close && r->status != 101)
 		n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: close\r\n");
 	n += snprintf(head + n, sizeof(head) - (size_t)n, "%s\r\n", r->resp.headers);
@@ -327,10 +334,12 @@ static void too_large(struct http_req *r)
 	struct api_err e;
 
 	if (!l)
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "%s %s takes no request body", r->method, r->path);
+		api_err_set(&e, API_E_BODY_TOO_LARGE, "%s %s takes no request body", r->method,
+			    r->path);
 	else
-		api_err_set(&e, API_E_BODY_TOO_LARGE, "the %s is larger than %" PRIu64 " bytes (%s)", l->what,
-			    l->bytes, l->option);
+		api_err_set(&e, API_E_BODY_TOO_LARGE,
+			    "the %s is larger than %" PRIu64 " bytes (%s)", l->what, l->bytes,
+			    l->option);
 	http_error(r, &e);
 }
 
@@ -351,7 +360,8 @@ static void begin(struct http_req *r)
 			return;
 		}
 		if (query_split(r->query_copy, r->kv, HTTP_QUERY_MAX, &r->nkv) < 0) {
-			api_err_set(&e, API_E_BAD_FIELD, "more than %d query parameters", HTTP_QUERY_MAX);
+			api_err_set(&e, API_E_BAD_FIELD, "more than %d query parameters",
+				    HTTP_QUERY_MAX);
 			http_error(r, &e);
 			return;
 		}
@@ -419,15 +429,16 @@ static void finish(struct http_req *r)
 	}
 	r->rm.route->handler(r);
 	if (!r->responded) {
-		api_err_set(&e, API_E_INTERNAL, "%s %s: the handler gave no answer", r->method, r->path);
+		api_err_set(&e, API_E_INTERNAL, "%s %s: the handler gave no answer", r->method,
+			    r->path);
 		http_error(r, &e);
 	}
 }
 
 enum body_end {
-	BODY_DONE,      /* all of it read */
-	BODY_STOPPED,   /* reading stopped on purpose (too much to drop) */
-	BODY_BROKEN,    /* the client went away or broke the framing */
+	BODY_DONE,    /* all of it read */
+	BODY_STOPPED, /* reading stopped on purpose (too much to drop) */
+	BODY_BROKEN,  /* the client went away or broke the framing */
 };
 
 /* Read r's body, handing it to body_data. At most `drop` bytes are read
@@ -459,7 +470,8 @@ static enum body_end read_body(struct http_conn *c, struct http_req *r, struct a
 				continue;
 			}
 			size_t dn;
-			int k = http_chunked_feed(&ch, c->buf + c->start, avail, &used, &data, &dn, e);
+			int k = http_chunked_feed(&ch, c->buf + c->start, avail, &used, &data, &dn,
+						  e);
 
 			c->start += used;
 			if (k < 0)
@@ -501,8 +513,8 @@ static void request_end(struct http_req *r, bool complete)
 
 /* An answer to a request that could not be served (e), then the
  * connection closes; logged like any request. */
-static void answer_error_and_close(struct http_conn *c, const struct http_head *h, const char *method,
-				   const char *path, const struct api_err *e)
+static void answer_error_and_close(struct http_conn *c, const struct http_head *h,
+				   const char *method, const char *path, const struct api_err *e)
 {
 	struct http_req *r = calloc(1, sizeof(*r));
 	static const struct http_head no_head = { .method = "", .minor = 1 };
@@ -582,8 +594,9 @@ static bool serve_one(struct http_conn *c, size_t hlen)
 	if (h.body != HTTP_BODY_NONE) {
 		enum body_end end = BODY_STOPPED;
 
-		if (r->responded && (h.expect_continue || (h.body == HTTP_BODY_LENGTH &&
-							  h.content_length > HTTP_DISCARD_MAX))) {
+		if (r->responded &&
+		    (h.expect_continue ||
+		     (h.body == HTTP_BODY_LENGTH && h.content_length > HTTP_DISCARD_MAX))) {
 			/* Answered before a body the client has not sent or that is
 			 * too big to drop: answer, then close. */
 		} else {

@@ -101,12 +101,13 @@ struct http_service {
 	size_t nroutes;
 	const struct http_limit *limits; /* indexed by http_route.limit */
 	size_t nlimits;
-	int timeout_ms;                  /* a silent client's time (--client-timeout) */
+	int timeout_ms; /* a silent client's time (--client-timeout) */
 	/* Whether the peer may be served at all (else 403 forbidden). */
 	bool (*peer_allowed)(const struct http_service *svc, const struct peer *p);
 	/* Every request, once it ended (complete: its answer went out whole). */
-	void (*request_done)(const struct http_service *svc, const struct http_req *r, bool complete);
-	const atomic_bool *closing;      /* set: connections close after their answer */
+	void (*request_done)(const struct http_service *svc, const struct http_req *r,
+			     bool complete);
+	const atomic_bool *closing; /* set: connections close after their answer */
 	struct kilnd *d;
 };
 
@@ -191,7 +192,8 @@ bool http_client_gone(int fd);
 void http_json(struct http_req *r, unsigned status, json_t *json);
 void http_error(struct http_req *r, const struct api_err *e);
 void http_no_content(struct http_req *r);
-void http_text(struct http_req *r, unsigned status, const char *content_type, char *buf, size_t len);
+void http_text(struct http_req *r, unsigned status, const char *content_type, char *buf,
+	       size_t len);
 /* A chunked response of unknown length produced by reader; free_cb(cls)
  * runs in every case once the response is over. */
 void http_stream(struct http_req *r, const char *content_type, http_reader_fn reader, void *cls,

@@ -60,7 +60,8 @@ static int step(struct http_chunked *c, char ch, struct api_err *e)
 		else if (ch == '\r')
 			c->st = CHUNK_SIZE_LF;
 		else
-			return bad(e, "a chunk size is followed by something else than ';' or CRLF");
+			return bad(e,
+				   "a chunk size is followed by something else than ';' or CRLF");
 		return 0;
 	case CHUNK_SIZE_WS:
 		/* Whitespace only before an extension (RFC 9112 section 7.1.1). */
@@ -125,8 +126,8 @@ static int step(struct http_chunked *c, char ch, struct api_err *e)
 	return bad(e, "decoder state");
 }
 
-int http_chunked_feed(struct http_chunked *c, const char *in, size_t n, size_t *used, const char **data,
-		      size_t *data_n, struct api_err *e)
+int http_chunked_feed(struct http_chunked *c, const char *in, size_t n, size_t *used,
+		      const char **data, size_t *data_n, struct api_err *e)
 {
 	size_t i = 0;
 

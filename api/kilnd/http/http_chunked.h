@@ -29,14 +29,14 @@
 #define HTTP_TRAILERS_MAX 8192
 
 enum http_chunked_state {
-	CHUNK_SIZE,      /* hex digits of the next chunk's size */
-	CHUNK_SIZE_WS,   /* whitespace after the digits: an extension's ';' must follow */
-	CHUNK_EXT,       /* a chunk extension, up to CR */
-	CHUNK_SIZE_LF,   /* the LF after the size line's CR */
-	CHUNK_DATA,      /* left bytes of data */
-	CHUNK_DATA_CR,   /* the CRLF after the data */
+	CHUNK_SIZE,    /* hex digits of the next chunk's size */
+	CHUNK_SIZE_WS, /* whitespace after the digits: an extension's ';' must follow */
+	CHUNK_EXT,     /* a chunk extension, up to CR */
+	CHUNK_SIZE_LF, /* the LF after the size line's CR */
+	CHUNK_DATA,    /* left bytes of data */
+	CHUNK_DATA_CR, /* the CRLF after the data */
 	CHUNK_DATA_LF,
-	CHUNK_TRAILER,   /* at the start of a trailer line, or the final CRLF */
+	CHUNK_TRAILER, /* at the start of a trailer line, or the final CRLF */
 	CHUNK_TRAILER_LINE,
 	CHUNK_TRAILER_LF,
 	CHUNK_FINAL_LF,
@@ -60,7 +60,7 @@ void http_chunked_init(struct http_chunked *c);
  * body ended (the last chunk and trailers are consumed; bytes after
  * *used belong to the next request), 0 to go on, -1 with e.
  */
-int http_chunked_feed(struct http_chunked *c, const char *in, size_t n, size_t *used, const char **data,
-		      size_t *data_n, struct api_err *e);
+int http_chunked_feed(struct http_chunked *c, const char *in, size_t n, size_t *used,
+		      const char **data, size_t *data_n, struct api_err *e);
 
 #endif

@@ -19,10 +19,11 @@
 #define LINGER_MS 1000
 #define LINGER_MAX (1u << 20)
 
-enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed, bool privileged, uid_t uid,
-			   gid_t gid, struct api_err *e)
+enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed,
+			   bool privileged, uid_t uid, gid_t gid, struct api_err *e)
 {
-	unsigned limit = privileged ? HTTP_CONNECTION_LIMIT : HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE;
+	unsigned limit = privileged ? HTTP_CONNECTION_LIMIT
+				    : HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE;
 
 	if (allowed && serving < limit)
 		return HTTP_ADMIT_SERVE;
@@ -146,7 +147,8 @@ static void conn_admit(struct http_server *s, int fd)
 	privileged = c->peer.uid == 0 || c->peer.uid == getuid();
 	pthread_mutex_lock(&s->mu);
 	a = s->stopping ? HTTP_ADMIT_DROP
-			: http_admit(s->serving, s->refusing, allowed, privileged, c->peer.uid, c->peer.gid, &c->err);
+			: http_admit(s->serving, s->refusing, allowed, privileged, c->peer.uid,
+				     c->peer.gid, &c->err);
 	if (a != HTTP_ADMIT_DROP) {
 		c->refuse = a == HTTP_ADMIT_REFUSE;
 		c->refuse_kind = allowed;
@@ -205,8 +207,8 @@ struct http_server *http_start(const struct http_service *svc, int listen_fd, st
 		const struct http_route *rt = &svc->routes[i];
 
 		if (!rt->handler || (rt->body != BODY_NONE && rt->limit >= svc->nlimits)) {
-			err_set(e, EINVAL, "route %s %s: no handler, or a limit the service lacks", rt->method,
-				rt->pattern);
+			err_set(e, EINVAL, "route %s %s: no handler, or a limit the service lacks",
+				rt->method, rt->pattern);
 			return NULL;
 		}
 	}

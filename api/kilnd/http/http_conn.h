@@ -50,8 +50,8 @@ enum http_admit {
  * and refusing[1] (too many) being refused now. REFUSE fills e
  * (forbidden, too_many_connections).
  */
-enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed, bool privileged, uid_t uid,
-			   gid_t gid, struct api_err *e);
+enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed,
+			   bool privileged, uid_t uid, gid_t gid, struct api_err *e);
 
 struct http_server {
 	const struct http_service *svc;
@@ -61,7 +61,7 @@ struct http_server {
 	bool accepting;
 	int timeout_ms; /* --client-timeout */
 	pthread_mutex_t mu;
-	pthread_cond_t idle; /* signalled when a connection ends */
+	pthread_cond_t idle;           /* signalled when a connection ends */
 	unsigned serving, refusing[2]; /* refusing: forbidden, too many */
 	bool stopping;
 	struct http_conn *conns; /* every open connection, for http_stop */
@@ -71,7 +71,7 @@ struct http_conn {
 	struct http_server *srv;
 	int fd;
 	struct peer peer;
-	bool refuse; /* answer err and close */
+	bool refuse;     /* answer err and close */
 	int refuse_kind; /* its budget: 0 forbidden, 1 too many */
 	struct api_err err;
 	struct http_conn *prev, *next;

@@ -14,7 +14,7 @@
 static bool is_tchar(unsigned char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c && strchr("!#$%&'*+-.^_`|~", c));
+		(c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
 /* A field value's bytes (RFC 9110 section 5.5): visible ASCII, space, tab
@@ -57,7 +57,8 @@ long http_head_scan_end(const char *buf, size_t n, struct http_head_scan *sc, st
 	 * waited for an end that its line ends never make. */
 	for (size_t i = sc->scanned, end = p ? (size_t)(p - buf) + 4 : n; i < end; i++) {
 		if (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')) {
-			api_err_set(e, API_E_BAD_REQUEST, "a line of the request's head ends in a bare LF (use CRLF)");
+			api_err_set(e, API_E_BAD_REQUEST,
+				    "a line of the request's head ends in a bare LF (use CRLF)");
 			return -1;
 		}
 	}
@@ -65,7 +66,8 @@ long http_head_scan_end(const char *buf, size_t n, struct http_head_scan *sc, st
 		return (long)(p - buf) + 4;
 	if (p || n >= HTTP_HEAD_MAX) {
 		api_err_set(e, API_E_HEADERS_TOO_LARGE,
-			    "the request's head (request line and headers) is longer than %d bytes", HTTP_HEAD_MAX);
+			    "the request's head (request line and headers) is longer than %d bytes",
+			    HTTP_HEAD_MAX);
 		return -1;
 	}
 	sc->scanned = n;
@@ -88,7 +90,8 @@ static char *next_line(char **s, char *end, struct api_err *e)
 	while (p < end && *p != '\r' && *p != '\n')
 		p++;
 	if (p + 1 >= end || p[0] != '\r' || p[1] != '\n') {
-		api_err_set(e, API_E_BAD_REQUEST, "a line of the request's head does not end in CRLF (bare CR or LF)");
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "a line of the request's head does not end in CRLF (bare CR or LF)");
 		return NULL;
 	}
 	*p = '\0';
@@ -106,7 +109,8 @@ static int parse_request_line(char *line, struct http_head *h, struct api_err *e
 	for (n = 0; is_tchar((unsigned char)line[n]); n++)
 		;
 	if (n == 0 || line[n] != ' ') {
-		api_err_set(e, API_E_BAD_REQUEST, "the request line does not start with a method and one space: '%s'",
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "the request line does not start with a method and one space: '%s'",
 			    quote(q, sizeof(q), line, strlen(line)));
 		return -1;
 	}
@@ -123,11 +127,13 @@ static int parse_request_line(char *line, struct http_head *h, struct api_err *e
 		return -1;
 	}
 	if (n > HTTP_TARGET_MAX) {
-		api_err_set(e, API_E_URI_TOO_LONG, "the request target is longer than %d bytes", HTTP_TARGET_MAX);
+		api_err_set(e, API_E_URI_TOO_LONG, "the request target is longer than %d bytes",
+			    HTTP_TARGET_MAX);
 		return -1;
 	}
 	if (n == 0 || sp1[1] != '/') {
-		api_err_set(e, API_E_BAD_REQUEST, "the request target must be a path starting with '/', not '%s'",
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "the request target must be a path starting with '/', not '%s'",
 			    quote(q, sizeof(q), sp1 + 1, n));
 		return -1;
 	}
@@ -136,12 +142,14 @@ static int parse_request_line(char *line, struct http_head *h, struct api_err *e
 	ver = sp2 + 1;
 	if (strncmp(ver, "HTTP/", 5) != 0 || !(ver[5] >= '0' && ver[5] <= '9') || ver[6] != '.' ||
 	    !(ver[7] >= '0' && ver[7] <= '9') || ver[8] != '\0') {
-		api_err_set(e, API_E_BAD_REQUEST, "the request line does not end in a version such as HTTP/1.1: '%s'",
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "the request line does not end in a version such as HTTP/1.1: '%s'",
 			    quote(q, sizeof(q), ver, strlen(ver)));
 		return -1;
 	}
 	if (ver[5] != '1' || ver[7] > '1') {
-		api_err_set(e, API_E_HTTP_VERSION, "HTTP/%c.%c is not supported: kilnd speaks HTTP/1.1", ver[5], ver[7]);
+		api_err_set(e, API_E_HTTP_VERSION,
+			    "HTTP/%c.%c is not supported: kilnd speaks HTTP/1.1", ver[5], ver[7]);
 		return -1;
 	}
 	h->minor = ver[7] - '0';
@@ -162,7 +170,8 @@ static int parse_field(char *line, struct http_head *h, struct api_err *e)
 	size_t n;
 
 	if (line[0] == ' ' || line[0] == '\t') {
-		api_err_set(e, API_E_BAD_REQUEST, "a header line starts with whitespace (obsolete line folding)");
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "a header line starts with whitespace (obsolete line folding)");
 		return -1;
 	}
 	for (n = 0; is_tchar((unsigned char)line[n]); n++)
@@ -174,14 +183,16 @@ static int parse_field(char *line, struct http_head *h, struct api_err *e)
 		return -1;
 	}
 	if (h->nfields == HTTP_FIELDS_MAX) {
-		api_err_set(e, API_E_HEADERS_TOO_LARGE, "the request has more than %d headers", HTTP_FIELDS_MAX);
+		api_err_set(e, API_E_HEADERS_TOO_LARGE, "the request has more than %d headers",
+			    HTTP_FIELDS_MAX);
 		return -1;
 	}
 	line[n] = '\0';
 	v = line + n + 1;
 	for (end = v; *end; end++) {
 		if (!is_field_byte((unsigned char)*end)) {
-			api_err_set(e, API_E_BAD_REQUEST, "header '%s' has a control byte in its value",
+			api_err_set(e, API_E_BAD_REQUEST,
+				    "header '%s' has a control byte in its value",
 				    quote(q, sizeof(q), line, n));
 			return -1;
 		}
@@ -211,7 +222,8 @@ static size_t count_fields(const struct http_head *h, const char *name, const ch
 static bool fields_have_token(const struct http_head *h, const char *name, const char *tok)
 {
 	for (size_t i = 0; i < h->nfields; i++) {
-		if (strcasecmp(h->fields[i].name, name) == 0 && http_has_token(h->fields[i].value, tok))
+		if (strcasecmp(h->fields[i].name, name) == 0 &&
+		    http_has_token(h->fields[i].value, tok))
 			return true;
 	}
 	return false;
@@ -229,17 +241,20 @@ static int check_fields(struct http_head *h, struct api_err *e)
 	if (nhost > 1 || (h->minor == 1 && nhost != 1)) {
 		/* RFC 9112 section 3.2: exactly one Host on HTTP/1.1, and
 		 * never more than one on any request. */
-		api_err_set(e, API_E_BAD_REQUEST, "a request needs exactly one Host header (it has %zu; HTTP/1.0 may have none)",
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "a request needs exactly one Host header (it has %zu; HTTP/1.0 may have none)",
 			    nhost);
 		return -1;
 	}
 	if (ncl && nte) {
-		api_err_set(e, API_E_BAD_REQUEST,
-			    "the request has both Content-Length and Transfer-Encoding: send one of them");
+		api_err_set(
+			e, API_E_BAD_REQUEST,
+			"the request has both Content-Length and Transfer-Encoding: send one of them");
 		return -1;
 	}
 	if (ncl > 1) {
-		api_err_set(e, API_E_BAD_REQUEST, "the request has %zu Content-Length headers: send one", ncl);
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "the request has %zu Content-Length headers: send one", ncl);
 		return -1;
 	}
 	if (nte > 1 || (te && strcasecmp(te, "chunked") != 0)) {
@@ -250,26 +265,31 @@ static int check_fields(struct http_head *h, struct api_err *e)
 		return -1;
 	}
 	if (te && h->minor == 0) {
-		api_err_set(e, API_E_BAD_REQUEST, "Transfer-Encoding is not allowed on HTTP/1.0: use Content-Length");
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "Transfer-Encoding is not allowed on HTTP/1.0: use Content-Length");
 		return -1;
 	}
 	if (cl && num_parse_u64(cl, 10, 0, INT64_MAX, &h->content_length) < 0) {
-		api_err_set(e, API_E_BAD_REQUEST, "Content-Length '%s' is not a number of bytes (digits only)",
+		api_err_set(e, API_E_BAD_REQUEST,
+			    "Content-Length '%s' is not a number of bytes (digits only)",
 			    quote(q, sizeof(q), cl, strlen(cl)));
 		return -1;
 	}
-	h->body = te ? HTTP_BODY_CHUNKED : cl && h->content_length ? HTTP_BODY_LENGTH : HTTP_BODY_NONE;
+	h->body = te                      ? HTTP_BODY_CHUNKED
+		: cl && h->content_length ? HTTP_BODY_LENGTH
+					  : HTTP_BODY_NONE;
 	/* Connection and Expect are lists: every field line of one is part
 	 * of it, as a proxy that joins them reads it (RFC 9110 section 5.3). */
 	h->keep_alive = !fields_have_token(h, "Connection", "close") &&
-			(h->minor == 1 || fields_have_token(h, "Connection", "keep-alive"));
+		(h->minor == 1 || fields_have_token(h, "Connection", "keep-alive"));
 	for (size_t i = 0; i < h->nfields; i++) {
 		const char *v = h->fields[i].value;
 
 		if (strcasecmp(h->fields[i].name, "Expect") != 0)
 			continue;
 		if (strcasecmp(v, "100-continue") != 0) {
-			api_err_set(e, API_E_BAD_REQUEST, "Expect '%s' is not supported (only 100-continue)",
+			api_err_set(e, API_E_BAD_REQUEST,
+				    "Expect '%s' is not supported (only 100-continue)",
 				    quote(q, sizeof(q), v, strlen(v)));
 			return -1;
 		}

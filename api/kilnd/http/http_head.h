@@ -41,7 +41,7 @@
 #define HTTP_FIELDS_MAX 64
 
 struct http_field {
-	const char *name; /* as sent; compare case-insensitively */
+	const char *name;  /* as sent; compare case-insensitively */
 	const char *value; /* without leading and trailing whitespace */
 };
 

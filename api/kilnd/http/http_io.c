@@ -9,7 +9,8 @@
 
 int http_io_wait(int fd, short events, int64_t deadline_ms, int stop_fd)
 {
-	struct pollfd p[2] = { { .fd = fd, .events = events }, { .fd = stop_fd, .events = POLLIN } };
+	struct pollfd p[2] = { { .fd = fd, .events = events },
+			       { .fd = stop_fd, .events = POLLIN } };
 	int64_t left = deadline_ms - mono_ms();
 	int r;
 
@@ -49,30 +50,55 @@ int http_io_send(int fd, const void *p, size_t n, int timeout_ms, int stop_fd)
 const char *http_reason(unsigned status)
 {
 	switch (status) {
-	case 100: return "Continue";
-	case 101: return "Switching Protocols";
-	case 200: return "OK";
-	case 201: return "Created";
-	case 202: return "Accepted";
-	case 204: return "No Content";
-	case 302: return "Found";
-	case 400: return "Bad Request";
-	case 401: return "Unauthorized";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 409: return "Conflict";
-	case 411: return "Length Required";
-	case 413: return "Content Too Large";
-	case 414: return "URI Too Long";
-	case 431: return "Request Header Fields Too Large";
-	case 500: return "Internal Server Error";
-	case 502: return "Bad Gateway";
-	case 503: return "Service Unavailable";
-	case 504: return "Gateway Timeout";
-	case 505: return "HTTP Version Not Supported";
-	case 507: return "Insufficient Storage";
-	default: return "";
+	case 100:
+		return "Continue";
+	case 101:
+		return "Switching Protocols";
+	case 200:
+		return "OK";
+	case 201:
+		return "Created";
+	case 202:
+		return "Accepted";
+	case 204:
+		return "No Content";
+	case 302:
+		return "Found";
+	case 400:
+		return "Bad Request";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 409:
+		return "Conflict";
+	case 411:
+		return "Length Required";
+	case 413:
+		return "Content Too Large";
+	case 414:
+		return "URI Too Long";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 500:
+		return "Internal Server Error";
+	case 502:
+		return "Bad Gateway";
+	case 503:
+		return "Service Unavailable";
+	case 504:
+		return "Gateway Timeout";
+	case 505:
+		return "HTTP Version Not Supported";
+	case 507:
+		return "Insufficient Storage";
+	default:
+		return "";
 	}
 }

@@ -5,7 +5,8 @@
 #include <string.h>
 
 /* Match path against pattern; the {name} segments go to params in order. */
-static bool match_pattern(const char *pattern, const char *path, char params[HTTP_PARAMS][HTTP_PARAM_MAX + 1])
+static bool match_pattern(const char *pattern, const char *path,
+			  char params[HTTP_PARAMS][HTTP_PARAM_MAX + 1])
 {
 	const char *p = pattern, *s = path;
 	size_t k = 0;
@@ -34,7 +35,8 @@ static bool match_pattern(const char *pattern, const char *path, char params[HTT
 	return *s == '\0';
 }
 
-void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf, size_t cap)
+void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf,
+		      size_t cap)
 {
 	size_t len = 0;
 
@@ -59,7 +61,8 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
-		if (pattern ? strcmp(table[i].pattern, pattern) != 0 : !match_pattern(table[i].pattern, path, params))
+		if (pattern ? strcmp(table[i].pattern, pattern) != 0
+			    : !match_pattern(table[i].pattern, path, params))
 			continue;
 		pattern = table[i].pattern;
 		if (strcmp(table[i].method, method) == 0) {
@@ -68,7 +71,8 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 		}
 	}
 	if (!pattern) {
-		api_err_set(e, API_E_ROUTE_NOT_FOUND, "%.200s: no such endpoint (see docs/api.md)", path);
+		api_err_set(e, API_E_ROUTE_NOT_FOUND, "%.200s: no such endpoint (see docs/api.md)",
+			    path);
 		return -1;
 	}
 	memcpy(m->id, params[0], sizeof(m->id));
@@ -76,7 +80,7 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 	http_route_allow(table, n, pattern, m->allow, sizeof(m->allow));
 	if (m->route)
 		return 0;
-	api_err_set(e, API_E_METHOD_NOT_ALLOWED, "%.16s %.200s: method not allowed here (allowed: %s)", method, path,
-		    m->allow);
+	api_err_set(e, API_E_METHOD_NOT_ALLOWED,
+		    "%.16s %.200s: method not allowed here (allowed: %s)", method, path, m->allow);
 	return -1;
 }

@@ -35,8 +35,8 @@ typedef void (*http_handler_fn)(struct http_req *r);
 
 /* What a route does with a request body. */
 enum http_body_policy {
-	BODY_NONE,   /* none: any byte of one is answered 413 */
-	BODY_JSON,   /* collected whole up to the limit, then the handler runs and reads a JSON object */
+	BODY_NONE, /* none: any byte of one is answered 413 */
+	BODY_JSON, /* collected whole up to the limit, then the handler runs and reads a JSON object */
 	BODY_RAW,    /* the same, read as bytes (the route's description tells them apart) */
 	BODY_UPLOAD, /* the handler runs first and takes it as it streams (http_upload) */
 };
@@ -66,6 +66,7 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 
 /* The Allow value of pattern in table: its entries' methods, in table
  * order, ", "-separated (truncated to cap). */
-void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf, size_t cap);
+void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf,
+		      size_t cap);
 
 #endif

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t line_feed_read(struct line_feed *f, char *buf, size_t max, bool (*next)(void *arg), void *arg)
+size_t line_feed_read(struct line_feed *f, char *buf, size_t max, bool (*next)(void *arg),
+		      void *arg)
 {
 	size_t n;
 

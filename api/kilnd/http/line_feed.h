@@ -22,7 +22,8 @@ struct line_feed {
 
 /* Up to max bytes of the current line into buf, asking next for a new
  * line once it is used up. The count (> 0), or 0 when next had none. */
-size_t line_feed_read(struct line_feed *f, char *buf, size_t max, bool (*next)(void *arg), void *arg);
+size_t line_feed_read(struct line_feed *f, char *buf, size_t max, bool (*next)(void *arg),
+		      void *arg);
 void line_feed_free(struct line_feed *f);
 
 #endif

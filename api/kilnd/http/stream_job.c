@@ -80,7 +80,8 @@ void stream_job_respond(struct http_req *r, struct stream_job *sj, const char *c
 	err = pthread_create(&th, &attr, run, sj);
 	pthread_attr_destroy(&attr);
 	if (err) {
-		api_err_set(&e, API_E_INTERNAL, "%s: cannot start a thread: %s", what, strerror(err));
+		api_err_set(&e, API_E_INTERNAL, "%s: cannot start a thread: %s", what,
+			    strerror(err));
 		atomic_store(&sj->refs, 1);
 		stream_job_put(sj);
 		http_error(r, &e);

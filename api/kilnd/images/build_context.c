@@ -100,9 +100,11 @@ static int walk(int fd, uint64_t max, ctx_event_fn fn, void *arg, struct api_err
 	}
 	if (r && e->code == API_OK) {
 		if (r == -EBADMSG)
-			api_err_set(e, API_E_BAD_ARCHIVE, "build context: not a whole tar.gz archive (%s)", gz_why(&g));
+			api_err_set(e, API_E_BAD_ARCHIVE,
+				    "build context: not a whole tar.gz archive (%s)", gz_why(&g));
 		else
-			api_err_set(e, API_E_IO_ERROR, "build context: reading it: %s", strerror(-r));
+			api_err_set(e, API_E_IO_ERROR, "build context: reading it: %s",
+				    strerror(-r));
 	}
 	gz_end(&g);
 	tar_reader_free(&w.r);
@@ -116,9 +118,9 @@ struct scan {
 	struct build_context *c;
 	const char *file;
 	struct sha256_ctx h;
-	bool open;        /* a member's digest is being computed */
-	int want;         /* collecting the build file: 0 no, 1 file=, 2 Kilnfile, 3 Dockerfile */
-	char *bf[4];      /* candidates by `want` */
+	bool open;   /* a member's digest is being computed */
+	int want;    /* collecting the build file: 0 no, 1 file=, 2 Kilnfile, 3 Dockerfile */
+	char *bf[4]; /* candidates by `want` */
 	size_t bf_len[4];
 	bool too_big;
 	struct api_err *e;
@@ -151,7 +153,8 @@ static int scan_event(void *arg, const struct tar_event *ev)
 
 		close_member(s);
 		if (c->n == CONTEXT_MEMBERS_MAX) {
-			api_err_set(s->e, API_E_BAD_ARCHIVE, "build context: more than %d members (at '%.200s')",
+			api_err_set(s->e, API_E_BAD_ARCHIVE,
+				    "build context: more than %d members (at '%.200s')",
 				    CONTEXT_MEMBERS_MAX, m->name);
 			return -E2BIG;
 		}
@@ -183,7 +186,8 @@ static int scan_event(void *arg, const struct tar_event *ev)
 					s->too_big = true;
 					s->want = 0;
 				} else if (!(s->bf[s->want] = malloc(m->size + 1))) {
-					api_err_set(s->e, API_E_INTERNAL, "build context: out of memory");
+					api_err_set(s->e, API_E_INTERNAL,
+						    "build context: out of memory");
 					return -ENOMEM;
 				}
 			}
@@ -200,7 +204,8 @@ static int scan_event(void *arg, const struct tar_event *ev)
 	return 0;
 }
 
-int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c, struct api_err *e)
+int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c,
+		       struct api_err *e)
 {
 	struct scan s = { .c = c, .file = file, .e = e };
 	int r;
@@ -230,12 +235,16 @@ int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct buil
 		free(s.bf[i]);
 	if (r == 0 && !c->buildfile) {
 		if (s.too_big)
-			api_err_set(e, API_E_BAD_FIELD, "build context: the build file is larger than %u bytes", BUILDFILE_MAX);
-		else if (file)
-			api_err_set(e, API_E_BAD_FIELD, "build context: no regular file '%.200s' in it (?file=)", file);
-		else
 			api_err_set(e, API_E_BAD_FIELD,
-				    "build context: it has no Kilnfile or Dockerfile at its top; name the build file with ?file=PATH");
+				    "build context: the build file is larger than %u bytes",
+				    BUILDFILE_MAX);
+		else if (file)
+			api_err_set(e, API_E_BAD_FIELD,
+				    "build context: no regular file '%.200s' in it (?file=)", file);
+		else
+			api_err_set(
+				e, API_E_BAD_FIELD,
+				"build context: it has no Kilnfile or Dockerfile at its top; name the build file with ?file=PATH");
 		r = -1;
 	}
 	if (r) {
@@ -268,8 +277,8 @@ static bool member_copied(const struct bf_step *s, const char *name, size_t *src
 	return false;
 }
 
-int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[DIGEST_STR_LEN],
-			      struct api_err *e)
+int build_context_copy_digest(const struct build_context *c, const struct bf_step *s,
+			      char out[DIGEST_STR_LEN], struct api_err *e)
 {
 	struct sha256_ctx h;
 	uint8_t d[SHA256_DIGEST_SIZE];
@@ -290,12 +299,14 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
 				}
 				any = true;
 				hash_u64(&h, strlen(c->m[i].name));
-				sha256_update(&h, strlen(c->m[i].name), (const uint8_t *)c->m[i].name);
+				sha256_update(&h, strlen(c->m[i].name),
+					      (const uint8_t *)c->m[i].name);
 				sha256_update(&h, SHA256_DIGEST_SIZE, c->m[i].digest);
 			}
 		if (!any) {
-			api_err_set(e, API_E_BAD_FIELD, "build file line %u: COPY: '%.200s' is not in the build context", s->line,
-				    s->src[k]);
+			api_err_set(e, API_E_BAD_FIELD,
+				    "build file line %u: COPY: '%.200s' is not in the build context",
+				    s->line, s->src[k]);
 			return -1;
 		}
 	}
@@ -374,10 +385,12 @@ static int copy_event(void *arg, const struct tar_event *ev)
 			    cp->s->line, m->name);
 		return -EINVAL;
 	}
-	if ((size_t)snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "") >= sizeof(name) ||
+	if ((size_t)snprintf(name, sizeof(name), "%s%s", rel, m->kind == TAR_DIR ? "/" : "") >=
+		    sizeof(name) ||
 	    strlen(cp->target) + 1 + strlen(name) > AGENT_PATH_MAX) {
 		/* never cut short into another name in the guest */
-		api_err_set(cp->e, API_E_BAD_ARCHIVE, "build file line %u: COPY: '%.200s' is too long a name under %.200s (at most %d bytes)",
+		api_err_set(cp->e, API_E_BAD_ARCHIVE,
+			    "build file line %u: COPY: '%.200s' is too long a name under %.200s (at most %d bytes)",
 			    cp->s->line, m->name, cp->target, AGENT_PATH_MAX);
 		return -ENAMETOOLONG;
 	}
@@ -391,7 +404,8 @@ static int copy_event(void *arg, const struct tar_event *ev)
 	o.mtime = m->mtime;
 	hl = tar_header_build(&o, hdr, sizeof(hdr));
 	if (hl < 0) {
-		api_err_set(cp->e, API_E_BAD_ARCHIVE, "build file line %u: COPY: member '%.200s': %s", cp->s->line, m->name,
+		api_err_set(cp->e, API_E_BAD_ARCHIVE,
+			    "build file line %u: COPY: member '%.200s': %s", cp->s->line, m->name,
 			    strerror((int)-hl));
 		return (int)hl;
 	}
@@ -400,8 +414,8 @@ static int copy_event(void *arg, const struct tar_event *ev)
 	return put(cp, hdr, (size_t)hl);
 }
 
-int build_context_copy_tar(int fd, const struct build_context *c, const struct bf_step *s, int out_fd,
-			   char *target, size_t target_cap, struct api_err *e)
+int build_context_copy_tar(int fd, const struct build_context *c, const struct bf_step *s,
+			   int out_fd, char *target, size_t target_cap, struct api_err *e)
 {
 	static const uint8_t end[2 * TAR_BLOCK];
 	struct copy cp = { .s = s, .out = out_fd, .max = c->max_bytes, .e = e };
@@ -417,12 +431,14 @@ int build_context_copy_tar(int fd, const struct build_context *c, const struct b
 		const char *slash = strrchr(s->dest, '/');
 
 		cp.file_as = slash[1] ? slash + 1 : NULL;
-		n = snprintf(target, target_cap, "%.*s", slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
+		n = snprintf(target, target_cap, "%.*s",
+			     slash == s->dest ? 1 : (int)(slash - s->dest), s->dest);
 	} else {
 		n = snprintf(target, target_cap, "%s", s->dest);
 	}
 	if (n < 0 || (size_t)n >= target_cap) {
-		api_err_set(e, API_E_BAD_FIELD, "build file line %u: COPY: the destination is too long", s->line);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "build file line %u: COPY: the destination is too long", s->line);
 		return -1;
 	}
 	cp.target = target;

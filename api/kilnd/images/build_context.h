@@ -52,13 +52,14 @@ struct build_context {
  * bad_archive). 0, or -1 with e (bad_archive naming the member,
  * bad_field: no build file or too big).
  */
-int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c, struct api_err *e);
+int build_context_scan(int fd, const char *file, uint64_t max_bytes, struct build_context *c,
+		       struct api_err *e);
 void build_context_free(struct build_context *c);
 
 /* The digest of what COPY step s copies ("sha256:..."), or -1 with e
  * (bad_field: a source not in the context, naming the line). */
-int build_context_copy_digest(const struct build_context *c, const struct bf_step *s, char out[DIGEST_STR_LEN],
-			      struct api_err *e);
+int build_context_copy_digest(const struct build_context *c, const struct bf_step *s,
+			      char out[DIGEST_STR_LEN], struct api_err *e);
 
 /*
  * COPY: write the members step s copies, renamed for the guest directory
@@ -66,7 +67,7 @@ int build_context_copy_digest(const struct build_context *c, const struct bf_ste
  * copied to a file name), as a plain ustar archive to out_fd. fd is the
  * context archive. 0, or -1 with e.
  */
-int build_context_copy_tar(int fd, const struct build_context *c, const struct bf_step *s, int out_fd,
-			   char *target, size_t target_cap, struct api_err *e);
+int build_context_copy_tar(int fd, const struct build_context *c, const struct bf_step *s,
+			   int out_fd, char *target, size_t target_cap, struct api_err *e);
 
 #endif

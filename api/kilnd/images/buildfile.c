@@ -19,13 +19,15 @@ static const struct {
 } unsupported[] = {
 	{ "ADD", "use COPY for files from the build context (no URLs or archive unpacking)" },
 	{ "CMD", "a template has no default command: run it with POST .../exec or .../processes" },
-	{ "ENTRYPOINT", "a template has no entry point: run it with POST .../exec or .../processes" },
+	{ "ENTRYPOINT",
+	  "a template has no entry point: run it with POST .../exec or .../processes" },
 	{ "EXPOSE", "ports are opened per sandbox: POST .../ports or .../previews" },
 	{ "ARG", "there are no build arguments: write the value into the build file" },
 	{ "LABEL", "labels are given per sandbox at create" },
 	{ "VOLUME", "shares are given per sandbox at create" },
 	{ "HEALTHCHECK", "use READY COMMAND: it must succeed before the snapshot is taken" },
-	{ "SHELL", "RUN's shell form always runs /bin/sh -c; use the JSON exec form for another program" },
+	{ "SHELL",
+	  "RUN's shell form always runs /bin/sh -c; use the JSON exec form for another program" },
 	{ "STOPSIGNAL", "sandboxes are stopped through the API" },
 	{ "ONBUILD", "write the steps into the build file that uses the template" },
 	{ "MAINTAINER", "remove it" },
@@ -94,7 +96,8 @@ static int oom(struct api_err *e)
  * a backslash escapes the next character outside single quotes (as the
  * shell and Docker's ENV do). -1 with e for an open quote or too many words.
  */
-static int split_words(const char *s, struct words *w, unsigned line, const char *op, struct api_err *e)
+static int split_words(const char *s, struct words *w, unsigned line, const char *op,
+		       struct api_err *e)
 {
 	size_t len = strlen(s);
 
@@ -109,7 +112,8 @@ static int split_words(const char *s, struct words *w, unsigned line, const char
 		if (i >= len)
 			break;
 		if (w->n == BUILDFILE_ARGS_MAX) {
-			api_err_set(e, API_E_BAD_FIELD, "build file line %u: %s has more than %d words", line, op,
+			api_err_set(e, API_E_BAD_FIELD,
+				    "build file line %u: %s has more than %d words", line, op,
 				    BUILDFILE_ARGS_MAX);
 			words_free(w);
 			return -1;
@@ -141,7 +145,9 @@ static int split_words(const char *s, struct words *w, unsigned line, const char
 		out[o] = '\0';
 		w->v[w->n++] = out;
 		if (q) {
-			api_err_set(e, API_E_BAD_FIELD, "build file line %u: %s: a %c quote is not closed", line, op, q);
+			api_err_set(e, API_E_BAD_FIELD,
+				    "build file line %u: %s: a %c quote is not closed", line, op,
+				    q);
 			words_free(w);
 			return -1;
 		}
@@ -151,7 +157,8 @@ static int split_words(const char *s, struct words *w, unsigned line, const char
 
 /* A JSON array of 1..BUILDFILE_ARGS_MAX strings (the exec form) into w.
  * 1: s is not one (not starting with '['), 0: parsed, -1 with e. */
-static int json_words(const char *s, struct words *w, unsigned line, const char *op, struct api_err *e)
+static int json_words(const char *s, struct words *w, unsigned line, const char *op,
+		      struct api_err *e)
 {
 	json_error_t je;
 	json_t *a;
@@ -162,20 +169,23 @@ static int json_words(const char *s, struct words *w, unsigned line, const char 
 	if (s[0] != '[')
 		return 1;
 	a = json_strict_loads(s, &je);
-	if (!json_is_array(a) || json_array_size(a) == 0 || json_array_size(a) > BUILDFILE_ARGS_MAX) {
+	if (!json_is_array(a) || json_array_size(a) == 0 ||
+	    json_array_size(a) > BUILDFILE_ARGS_MAX) {
 		json_decref(a);
 		api_err_set(e, API_E_BAD_FIELD,
 			    "build file line %u: %s's exec form must be a JSON array of 1 to %d strings, like [\"ls\", \"-l\"]",
 			    line, op, BUILDFILE_ARGS_MAX);
 		return -1;
 	}
-	json_array_foreach(a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		const char *str = json_string_value(v);
 
 		if (!str || strlen(str) != json_string_length(v)) {
 			json_decref(a);
 			words_free(w);
-			api_err_set(e, API_E_BAD_FIELD, "build file line %u: %s: element %zu of the exec form is not a string (or holds a NUL)",
+			api_err_set(e, API_E_BAD_FIELD,
+				    "build file line %u: %s: element %zu of the exec form is not a string (or holds a NUL)",
 				    line, op, i);
 			return -1;
 		}
@@ -229,16 +239,20 @@ static int copy_source(const char *raw, char *out, unsigned line, struct api_err
 	const char *p = raw;
 
 	if (raw[0] == '/')
-		return bad(e, line, "COPY", "source '%.200s' is absolute: sources are relative to the build context", raw);
+		return bad(e, line, "COPY",
+			   "source '%.200s' is absolute: sources are relative to the build context",
+			   raw);
 	if (strpbrk(raw, "*?["))
-		return bad(e, line, "COPY", "source '%.200s' is a pattern: globs are not supported, name the files or their directory",
+		return bad(e, line, "COPY",
+			   "source '%.200s' is a pattern: globs are not supported, name the files or their directory",
 			   raw);
 	while (*p) {
 		const char *end = strchr(p, '/');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
 
 		if (n == 2 && p[0] == '.' && p[1] == '.')
-			return bad(e, line, "COPY", "source '%.200s' leaves the build context ('..')", raw);
+			return bad(e, line, "COPY",
+				   "source '%.200s' leaves the build context ('..')", raw);
 		if (n && !(n == 1 && p[0] == '.')) {
 			if (o)
 				out[o++] = '/';
@@ -262,7 +276,8 @@ static int resolve_path(const char *base, const char *path, char *out, size_t ca
 {
 	char tmp[2 * BUILDFILE_PATH_MAX + 4];
 	size_t o = 0;
-	int n = path[0] == '/' ? snprintf(tmp, sizeof(tmp), "%s", path) : snprintf(tmp, sizeof(tmp), "%s/%s", base, path);
+	int n = path[0] == '/' ? snprintf(tmp, sizeof(tmp), "%s", path)
+			       : snprintf(tmp, sizeof(tmp), "%s/%s", base, path);
 	char *save = NULL;
 
 	if (n < 0 || (size_t)n >= sizeof(tmp))
@@ -326,18 +341,23 @@ static int parse_cmd(struct parse *P, struct bf_step *s, const char *rest, struc
 		const char *end = rest + strcspn(rest, " \t");
 		char flag[64];
 
-		snprintf(flag, sizeof(flag), "%.*s", (int)(end - rest) < 63 ? (int)(end - rest) : 63, rest);
+		snprintf(flag, sizeof(flag), "%.*s",
+			 (int)(end - rest) < 63 ? (int)(end - rest) : 63, rest);
 		if (s->op == BF_READY && strncmp(flag, "--timeout=", 10) == 0) {
 			char *num_end;
 			unsigned long v = strtoul(flag + 10, &num_end, 10);
 
-			if (!isdigit((unsigned char)flag[10]) || *num_end || v < 1 || v > BUILDFILE_READY_TIMEOUT_MAX)
-				return bad(e, s->line, op, "--timeout must be 1..3600 seconds, not '%.40s'", flag + 10);
+			if (!isdigit((unsigned char)flag[10]) || *num_end || v < 1 ||
+			    v > BUILDFILE_READY_TIMEOUT_MAX)
+				return bad(e, s->line, op,
+					   "--timeout must be 1..3600 seconds, not '%.40s'",
+					   flag + 10);
 			s->timeout_s = (unsigned)v;
 		} else {
 			return bad(e, s->line, op,
-				   s->op == BF_RUN ? "option %.60s is not supported (no --mount, --network or --security)"
-						   : "option %.60s is not supported (only --timeout=SECONDS)",
+				   s->op == BF_RUN
+					   ? "option %.60s is not supported (no --mount, --network or --security)"
+					   : "option %.60s is not supported (only --timeout=SECONDS)",
 				   flag);
 		}
 		rest = end + strspn(end, " \t");
@@ -359,8 +379,10 @@ static int parse_cmd(struct parse *P, struct bf_step *s, const char *rest, struc
 		return -1;
 	}
 	(void)P;
-	return canon_set(s, json_pack("{s:b,s:o,s:i}", "shell", s->shell, "argv", strv_json(s->argv, s->argc), "timeout",
-				      s->op == BF_READY ? (int)s->timeout_s : 0),
+	return canon_set(s,
+			 json_pack("{s:b,s:o,s:i}", "shell", s->shell, "argv",
+				   strv_json(s->argv, s->argc), "timeout",
+				   s->op == BF_READY ? (int)s->timeout_s : 0),
 			 e);
 }
 
@@ -376,17 +398,20 @@ static int parse_copy(struct parse *P, struct bf_step *s, const char *rest, stru
 		const char *end = rest + strcspn(rest, " \t");
 		char flag[64];
 
-		snprintf(flag, sizeof(flag), "%.*s", (int)(end - rest) < 63 ? (int)(end - rest) : 63, rest);
+		snprintf(flag, sizeof(flag), "%.*s",
+			 (int)(end - rest) < 63 ? (int)(end - rest) : 63, rest);
 		if (strncmp(flag, "--chown=", 8) == 0) {
 			const char *u = flag + 8;
 
-			if (!strcmp(u, "root") || !strcmp(u, "0") || !strcmp(u, "0:0") || !strcmp(u, "root:root"))
+			if (!strcmp(u, "root") || !strcmp(u, "0") || !strcmp(u, "0:0") ||
+			    !strcmp(u, "root:root"))
 				s->chown = 0;
-			else if (!strcmp(u, "user") || !strcmp(u, "1000") || !strcmp(u, "1000:1000") ||
-				 !strcmp(u, "user:user"))
+			else if (!strcmp(u, "user") || !strcmp(u, "1000") ||
+				 !strcmp(u, "1000:1000") || !strcmp(u, "user:user"))
 				s->chown = 1;
 			else
-				return bad(e, s->line, "COPY", "--chown=%.40s: a kiln guest has two users, root and user (uid 1000)",
+				return bad(e, s->line, "COPY",
+					   "--chown=%.40s: a kiln guest has two users, root and user (uid 1000)",
 					   u);
 		} else {
 			return bad(e, s->line, "COPY",
@@ -402,7 +427,8 @@ static int parse_copy(struct parse *P, struct bf_step *s, const char *rest, stru
 		return -1;
 	if (w.n < 2) {
 		words_free(&w);
-		return bad(e, s->line, "COPY", "give at least one source and the destination: COPY SRC... DEST%s", "");
+		return bad(e, s->line, "COPY",
+			   "give at least one source and the destination: COPY SRC... DEST%s", "");
 	}
 	for (size_t i = 0; i + 1 < w.n; i++) {
 		char *norm = malloc(strlen(w.v[i]) + 2);
@@ -429,10 +455,13 @@ static int parse_copy(struct parse *P, struct bf_step *s, const char *rest, stru
 		s->dest_dir = (dl && d[dl - 1] == '/') || w.n > 2;
 		if (!dl || resolve_path(P->workdir, d, dest, sizeof(dest))) {
 			words_free(&w);
-			return bad(e, s->line, "COPY", "the destination is empty or longer than %s bytes", "4096");
+			return bad(e, s->line, "COPY",
+				   "the destination is empty or longer than %s bytes", "4096");
 		}
 		if (w.n > 2 && dl && d[dl - 1] != '/') {
-			bad(e, s->line, "COPY", "with several sources the destination must be a directory ending in '/': '%.200s'", d);
+			bad(e, s->line, "COPY",
+			    "with several sources the destination must be a directory ending in '/': '%.200s'",
+			    d);
 			words_free(&w);
 			return -1;
 		}
@@ -447,8 +476,9 @@ static int parse_copy(struct parse *P, struct bf_step *s, const char *rest, stru
 		words_free(&w);
 		return -1;
 	}
-	return canon_set(s, json_pack("{s:o,s:s,s:b,s:i}", "src", strv_json(s->src, s->nsrc), "dest", s->dest, "dir",
-				      s->dest_dir, "chown", s->chown),
+	return canon_set(s,
+			 json_pack("{s:o,s:s,s:b,s:i}", "src", strv_json(s->src, s->nsrc), "dest",
+				   s->dest, "dir", s->dest_dir, "chown", s->chown),
 			 e);
 }
 
@@ -462,10 +492,13 @@ static bool env_key_valid(const char *k)
 	return strlen(k) <= 255;
 }
 
-static int env_add(struct parse *P, struct bf_step *s, const char *k, const char *v, struct api_err *e)
+static int env_add(struct parse *P, struct bf_step *s, const char *k, const char *v,
+		   struct api_err *e)
 {
 	if (!env_key_valid(k))
-		return bad(e, s->line, "ENV", "'%.100s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*, at most 255)", k);
+		return bad(e, s->line, "ENV",
+			   "'%.100s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*, at most 255)",
+			   k);
 	s->env_keys[s->nenv] = strdup(k);
 	s->env_vals[s->nenv] = strdup(v);
 	if (!s->env_keys[s->nenv] || !s->env_vals[s->nenv]) {
@@ -502,7 +535,8 @@ static int parse_env(struct parse *P, struct bf_step *s, const char *rest, struc
 
 		v += strspn(v, " \t");
 		if (w.n < 2)
-			r = bad(e, s->line, "ENV", "'%.100s' has no value: ENV NAME=VALUE or ENV NAME VALUE", w.v[0]);
+			r = bad(e, s->line, "ENV",
+				"'%.100s' has no value: ENV NAME=VALUE or ENV NAME VALUE", w.v[0]);
 		else
 			r = env_add(P, s, w.v[0], v, e);
 	} else {
@@ -510,7 +544,9 @@ static int parse_env(struct parse *P, struct bf_step *s, const char *rest, struc
 			char *eq = strchr(w.v[i], '=');
 
 			if (!eq) {
-				r = bad(e, s->line, "ENV", "'%.100s' is not NAME=VALUE (mixing the two forms?)", w.v[i]);
+				r = bad(e, s->line, "ENV",
+					"'%.100s' is not NAME=VALUE (mixing the two forms?)",
+					w.v[i]);
 				break;
 			}
 			*eq = '\0';
@@ -542,14 +578,19 @@ static int parse_simple(struct parse *P, struct bf_step *s, const char *rest, st
 
 		words_free(&w);
 		if (s->op == BF_FROM && n == 3)
-			return bad(e, s->line, op, "'%.60s': build stages (FROM ... AS NAME) are not supported", rest);
-		return bad(e, s->line, op, n ? "takes one argument, not '%.200s'" : "give its argument%s", n ? rest : "");
+			return bad(e, s->line, op,
+				   "'%.60s': build stages (FROM ... AS NAME) are not supported",
+				   rest);
+		return bad(e, s->line, op,
+			   n ? "takes one argument, not '%.200s'" : "give its argument%s",
+			   n ? rest : "");
 	}
 	switch (s->op) {
 	case BF_FROM:
 		if (w.v[0][0] == '-') {
 			words_free(&w);
-			return bad(e, s->line, op, "option %.60s is not supported (no --platform)", rest);
+			return bad(e, s->line, op, "option %.60s is not supported (no --platform)",
+				   rest);
 		}
 		if (!image_name_valid(w.v[0])) {
 			words_free(&w);
@@ -573,12 +614,15 @@ static int parse_simple(struct parse *P, struct bf_step *s, const char *rest, st
 	case BF_USER: {
 		const char *u = w.v[0];
 
-		if (!strcmp(u, "root") || !strcmp(u, "0") || !strcmp(u, "0:0") || !strcmp(u, "root:root"))
+		if (!strcmp(u, "root") || !strcmp(u, "0") || !strcmp(u, "0:0") ||
+		    !strcmp(u, "root:root"))
 			s->arg = strdup("root");
-		else if (!strcmp(u, "user") || !strcmp(u, "1000") || !strcmp(u, "1000:1000") || !strcmp(u, "user:user"))
+		else if (!strcmp(u, "user") || !strcmp(u, "1000") || !strcmp(u, "1000:1000") ||
+			 !strcmp(u, "user:user"))
 			s->arg = strdup("user");
 		else {
-			bad(e, s->line, op, "'%.60s': a kiln guest has two users, root and user (uid 1000)", u);
+			bad(e, s->line, op,
+			    "'%.60s': a kiln guest has two users, root and user (uid 1000)", u);
 			words_free(&w);
 			return -1;
 		}
@@ -614,8 +658,10 @@ static int parse_instruction(struct parse *P, char *text, unsigned line, struct 
 			op = (int)i;
 	if (op < 0) {
 		for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
-			if (nl == strlen(unsupported[i].name) && strcmp(name, unsupported[i].name) == 0) {
-				api_err_set(e, API_E_BAD_FIELD, "build file line %u: %s is not supported: %s", line,
+			if (nl == strlen(unsupported[i].name) &&
+			    strcmp(name, unsupported[i].name) == 0) {
+				api_err_set(e, API_E_BAD_FIELD,
+					    "build file line %u: %s is not supported: %s", line,
 					    unsupported[i].name, unsupported[i].instead);
 				return -1;
 			}
@@ -667,7 +713,8 @@ int buildfile_parse(const char *text, size_t len, struct buildfile *bf, struct a
 	return buildfile_parse_in(text, len, NULL, bf, e);
 }
 
-int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf, struct api_err *e)
+int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf,
+		       struct api_err *e)
 {
 	struct parse P = { .bf = bf, .workdir = "/" };
 	char *logical = NULL;
@@ -683,11 +730,13 @@ int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct
 		snprintf(P.workdir, sizeof(P.workdir), "/");
 	memset(bf, 0, sizeof(*bf));
 	if (len > BUILDFILE_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "build file: %zu bytes, more than %u", len, BUILDFILE_MAX);
+		api_err_set(e, API_E_BAD_FIELD, "build file: %zu bytes, more than %u", len,
+			    BUILDFILE_MAX);
 		return -1;
 	}
 	if (memchr(text, '\0', len) || !utf8_valid((const uint8_t *)text, len)) {
-		api_err_set(e, API_E_BAD_FIELD, "build file: not UTF-8 text (a NUL byte or an invalid sequence)");
+		api_err_set(e, API_E_BAD_FIELD,
+			    "build file: not UTF-8 text (a NUL byte or an invalid sequence)");
 		return -1;
 	}
 	bf->steps = calloc(BUILDFILE_STEPS_MAX, sizeof(*bf->steps));
@@ -734,7 +783,8 @@ int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct
 	}
 	free(logical);
 	if (r == 0 && bf->n == 0) {
-		api_err_set(e, API_E_BAD_FIELD, "build file: it is empty; start it with FROM IMAGE");
+		api_err_set(e, API_E_BAD_FIELD,
+			    "build file: it is empty; start it with FROM IMAGE");
 		r = -1;
 	}
 	if (r) {
@@ -758,13 +808,15 @@ static void hash_field(struct sha256_ctx *h, const char *s)
 		sha256_update(h, strlen(s), (const uint8_t *)s);
 }
 
-void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib, char *out,
-			  size_t cap)
+void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib,
+			  char *out, size_t cap)
 {
-	snprintf(out, cap, "%s;cpus=%u;memory_mib=%u;disk_mib=%u", base, cpus, memory_mib, disk_mib);
+	snprintf(out, cap, "%s;cpus=%u;memory_mib=%u;disk_mib=%u", base, cpus, memory_mib,
+		 disk_mib);
 }
 
-void buildfile_step_key(const char *parent, const char *canon, const char *extra, char out[BUILDFILE_KEY_LEN + 1])
+void buildfile_step_key(const char *parent, const char *canon, const char *extra,
+			char out[BUILDFILE_KEY_LEN + 1])
 {
 	uint8_t d[SHA256_DIGEST_SIZE];
 	struct sha256_ctx h;

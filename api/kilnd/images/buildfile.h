@@ -45,9 +45,9 @@ enum bf_op { BF_FROM, BF_RUN, BF_COPY, BF_ENV, BF_WORKDIR, BF_USER, BF_READY };
 
 struct bf_step {
 	enum bf_op op;
-	unsigned line;   /* where the instruction starts (1-based) */
-	char *canon;     /* its normalised text: what the cache key hashes */
-	char *text;      /* the instruction as written (continuations joined), for the log */
+	unsigned line; /* where the instruction starts (1-based) */
+	char *canon;   /* its normalised text: what the cache key hashes */
+	char *text;    /* the instruction as written (continuations joined), for the log */
 	/* RUN, READY: argv (shell: one element, the /bin/sh -c command) */
 	char **argv;
 	size_t argc;
@@ -57,8 +57,8 @@ struct bf_step {
 	char **src;
 	size_t nsrc;
 	char *dest;
-	bool dest_dir;   /* the destination ended in '/', or several sources */
-	int chown;       /* -1: none; 0: root; 1: user */
+	bool dest_dir; /* the destination ended in '/', or several sources */
+	int chown;     /* -1: none; 0: root; 1: user */
 	/* FROM: the base; WORKDIR: the absolute directory; USER: "root" or "user" */
 	char *arg;
 	/* ENV: the variables it sets, in order */
@@ -80,15 +80,16 @@ struct buildfile {
 int buildfile_parse(const char *text, size_t len, struct buildfile *bf, struct api_err *e);
 /* The same with relative COPY destinations and WORKDIRs resolved against
  * workdir, the base's working directory (NULL or not absolute: "/"). */
-int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf, struct api_err *e);
+int buildfile_parse_in(const char *text, size_t len, const char *workdir, struct buildfile *bf,
+		       struct api_err *e);
 
 /*
  * The FROM step's extra cache input: the base's digest (or template id)
  * and the build sandbox's resolved shape, so a cached prefix is only
  * forked into a sandbox of the same cpus, memory and disk. out[cap].
  */
-void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib, char *out,
-			  size_t cap);
+void buildfile_from_input(const char *base, unsigned cpus, unsigned memory_mib, unsigned disk_mib,
+			  char *out, size_t cap);
 void buildfile_free(struct buildfile *bf);
 
 /* "FROM", "RUN", ... */
@@ -103,7 +104,8 @@ bool buildfile_step_writes(const struct bf_step *s);
  * template id; COPY: the digest of the context content it copies; NULL
  * otherwise), each length-prefixed so no two inputs collide.
  */
-void buildfile_step_key(const char *parent, const char *canon, const char *extra, char out[BUILDFILE_KEY_LEN + 1]);
+void buildfile_step_key(const char *parent, const char *canon, const char *extra,
+			char out[BUILDFILE_KEY_LEN + 1]);
 
 /* Is the normalised context member `name` copied by COPY source `src`
  * (src itself, or beneath it; "." is everything)? Then *rel is its name

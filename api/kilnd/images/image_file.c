@@ -17,13 +17,15 @@ int image_file_open(const char *path, uid_t owner, struct stat *st, struct err *
 	if (fstat(fd, st) < 0) {
 		r = err_set(e, errno, "stat %s: %s", path, strerror(errno));
 	} else if (!S_ISREG(st->st_mode)) {
-		r = err_set(e, EINVAL, "%s is not a regular file (mode 0%o)", path, (unsigned)st->st_mode);
+		r = err_set(e, EINVAL, "%s is not a regular file (mode 0%o)", path,
+			    (unsigned)st->st_mode);
 	} else if (st->st_uid != owner) {
-		r = err_set(e, EPERM, "%s is owned by uid %u, not the importer's uid %u", path, (unsigned)st->st_uid,
-			    (unsigned)owner);
+		r = err_set(e, EPERM, "%s is owned by uid %u, not the importer's uid %u", path,
+			    (unsigned)st->st_uid, (unsigned)owner);
 	} else if (st->st_nlink != 1) {
-		r = err_set(e, EMLINK, "%s has %lu links, not 1: refused (it may be a link to another file)", path,
-			    (unsigned long)st->st_nlink);
+		r = err_set(e, EMLINK,
+			    "%s has %lu links, not 1: refused (it may be a link to another file)",
+			    path, (unsigned long)st->st_nlink);
 	} else {
 		return fd;
 	}

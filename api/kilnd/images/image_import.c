@@ -36,13 +36,16 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e)
 {
 	char archive[PATH_MAX + 32];
 
-	if (snprintf(work, IMAGE_IMPORT_WORK_MAX, "%s/images/.import-XXXXXX", d->cfg.state_dir) >= IMAGE_IMPORT_WORK_MAX) {
-		api_err_set(e, API_E_INTERNAL, "image import: the state directory's path is too long");
+	if (snprintf(work, IMAGE_IMPORT_WORK_MAX, "%s/images/.import-XXXXXX", d->cfg.state_dir) >=
+	    IMAGE_IMPORT_WORK_MAX) {
+		api_err_set(e, API_E_INTERNAL,
+			    "image import: the state directory's path is too long");
 		return -1;
 	}
 	snprintf(archive, sizeof(archive), "%s/images", d->cfg.state_dir);
 	if ((mkdir(archive, 0755) < 0 && errno != EEXIST) || !mkdtemp(work)) {
-		api_err_set(e, API_E_IO_ERROR, "image import: cannot make a work directory in %s: %s", archive,
+		api_err_set(e, API_E_IO_ERROR,
+			    "image import: cannot make a work directory in %s: %s", archive,
 			    strerror(errno));
 		return -1;
 	}
@@ -55,7 +58,8 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e)
 	snprintf(archive, sizeof(archive), "%s/archive", work);
 	*fd = open(archive, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (*fd < 0) {
-		api_err_set(e, API_E_IO_ERROR, "image import: create %s: %s", archive, strerror(errno));
+		api_err_set(e, API_E_IO_ERROR, "image import: create %s: %s", archive,
+			    strerror(errno));
 		rmdir(work);
 		return -1;
 	}
@@ -67,7 +71,8 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e)
 static void child_fail(const char *what, int errnum)
 {
 	const char *name = strerrorname_np(errnum);
-	const char *parts[] = { "could not confine the importer: ", what, ": ", name ? name : "error", "\n" };
+	const char *parts[] = { "could not confine the importer: ", what, ": ",
+				name ? name : "error", "\n" };
 
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
 		if (write(2, parts[i], strlen(parts[i])) < 0)
@@ -76,11 +81,12 @@ static void child_fail(const char *what, int errnum)
 }
 
 /* In the child: the least privilege, then the importer. Never returns. */
-static void child(const struct kilnd *d, const char *work, int in, int out, int err, int init, bool clean_only,
-		  bool devices)
+static void child(const struct kilnd *d, const char *work, int in, int out, int err, int init,
+		  bool clean_only, bool devices)
 {
 	char max_bytes[32];
-	char *argv[8] = { (char *)d->cfg.importer }, *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
+	char *argv[8] = { (char *)d->cfg.importer },
+	     *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
 	size_t n = 1;
 	uid_t id = d->cfg.import_id;
 	const char *step;
@@ -97,7 +103,8 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 		{ RLIMIT_FSIZE, (rlim_t)(d->cfg.max_image / 4 * 5 + (1ull << 30)) },
 	};
 
-	if ((in >= 0 && dup2(in, 0) < 0) || dup2(out, 1) < 0 || dup2(err, 2) < 0 || (init >= 0 && dup2(init, 3) < 0))
+	if ((in >= 0 && dup2(in, 0) < 0) || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    (init >= 0 && dup2(init, 3) < 0))
 		_exit(126);
 	close_range(init >= 0 ? 4 : 3, ~0U, 0);
 	sig_reset_all();
@@ -122,7 +129,8 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	if (geteuid() == 0 && (r = import_ns_enter(&step)) < 0)
 		child_fail(step, -r);
 	/* kilnd is root: the importer gets the import uid and nothing else */
-	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0))
+	if (geteuid() == 0 &&
+	    (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0))
 		_exit(126);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(126);
@@ -135,7 +143,8 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 	if (clean_only) {
 		argv[n++] = "--clean";
 	} else {
-		snprintf(max_bytes, sizeof(max_bytes), "%llu", (unsigned long long)d->cfg.max_image);
+		snprintf(max_bytes, sizeof(max_bytes), "%llu",
+			 (unsigned long long)d->cfg.max_image);
 		argv[n++] = "--max-bytes";
 		argv[n++] = max_bytes;
 		if (devices)
@@ -158,7 +167,8 @@ static void kill_leftovers(const struct kilnd *d)
 	if (pid == 0) {
 		uid_t id = d->cfg.import_id;
 
-		if (setgroups(0, NULL) == 0 && setresgid(id, id, id) == 0 && setresuid(id, id, id) == 0)
+		if (setgroups(0, NULL) == 0 && setresgid(id, id, id) == 0 &&
+		    setresuid(id, id, id) == 0)
 			kill(-1, SIGKILL); /* every process this uid may signal: its own */
 		_exit(0);
 	}
@@ -199,8 +209,8 @@ static bool leader_ended_wait(pid_t pid)
 }
 
 /* Run the importer; 0 with its exit status, out and err filled. */
-static int run(struct kilnd *d, const char *work, int in, int init, bool clean_only, bool devices, int *status,
-	       char *out, char *err)
+static int run(struct kilnd *d, const char *work, int in, int init, bool clean_only, bool devices,
+	       int *status, char *out, char *err)
 {
 	int po[2], pe[2];
 	size_t no = 0, ne = 0;
@@ -223,7 +233,8 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 	close(po[1]);
 	close(pe[1]);
 	while (pid > 0 && (oo || eo)) {
-		struct pollfd p[2] = { { oo ? po[0] : -1, POLLIN, 0 }, { eo ? pe[0] : -1, POLLIN, 0 } };
+		struct pollfd p[2] = { { oo ? po[0] : -1, POLLIN, 0 },
+				       { eo ? pe[0] : -1, POLLIN, 0 } };
 		int64_t left = deadline - mono_ms();
 
 		/* The importer has ended but something it started holds its
@@ -241,7 +252,8 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 			break;
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
-			snprintf(err, IMPORT_STDERR_MAX, "the import took longer than %d minutes", IMPORT_TIMEOUT_MS / 60000);
+			snprintf(err, IMPORT_STDERR_MAX, "the import took longer than %d minutes",
+				 IMPORT_TIMEOUT_MS / 60000);
 			break;
 		}
 		if (poll(p, 2, left > 1000 ? 1000 : (int)left) < 0 && errno != EINTR)
@@ -291,8 +303,8 @@ void image_import_abort(struct kilnd *d, const char *work)
 	sandbox_remove_dir(work);
 }
 
-int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices, json_t **out,
-			struct api_err *e)
+int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices,
+			json_t **out, struct api_err *e)
 {
 	char path[IMAGE_IMPORT_WORK_MAX + 32], lockp[PATH_MAX + 32];
 	char *sout = malloc(IMPORT_STDOUT_MAX), *serr = malloc(IMPORT_STDERR_MAX);
@@ -310,17 +322,22 @@ int image_import_finish(struct kilnd *d, const char *work, const char *name, boo
 	init = open(d->cfg.kiln_init, O_RDONLY | O_CLOEXEC);
 	lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (in < 0 || init < 0 || lock < 0 || flock(lock, LOCK_EX) < 0) {
-		api_err_set(e, API_E_INTERNAL, "image import: open %s: %s", in < 0 ? path : init < 0 ? d->cfg.kiln_init : lockp,
+		api_err_set(e, API_E_INTERNAL, "image import: open %s: %s",
+			    in < 0             ? path
+				    : init < 0 ? d->cfg.kiln_init
+					       : lockp,
 			    strerror(errno));
 		goto out;
 	}
 	if (access(d->cfg.importer, X_OK) < 0) {
-		api_err_set(e, API_E_INTERNAL, "image import: the importer %s: %s (build it with make, or pass --importer PATH)",
+		api_err_set(e, API_E_INTERNAL,
+			    "image import: the importer %s: %s (build it with make, or pass --importer PATH)",
 			    d->cfg.importer, strerror(errno));
 		goto out;
 	}
 	if ((r = run(d, work, in, init, false, devices, &st, sout, serr)) < 0) {
-		api_err_set(e, API_E_INTERNAL, "image import: running %s: %s", d->cfg.importer, strerror(-r));
+		api_err_set(e, API_E_INTERNAL, "image import: running %s: %s", d->cfg.importer,
+			    strerror(-r));
 		r = -1;
 		goto out;
 	}
@@ -330,20 +347,25 @@ int image_import_finish(struct kilnd *d, const char *work, const char *name, boo
 		goto out;
 	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		api_err_set(e, API_E_INTERNAL, "image import failed (%s %d): %s", WIFEXITED(st) ? "exit" : "signal",
-			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), serr[0] ? last_line(serr) : "no message");
+		api_err_set(e, API_E_INTERNAL, "image import failed (%s %d): %s",
+			    WIFEXITED(st) ? "exit" : "signal",
+			    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st),
+			    serr[0] ? last_line(serr) : "no message");
 		goto out;
 	}
 	res = json_strict_loads(sout, NULL);
-	extra = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "manifest_digest", json_object_get(res, "manifest_digest"),
-			  "format", json_object_get(res, "format"), "config_digest", json_object_get(res, "config_digest"),
-			  "layers", json_object_get(res, "layers"), "config", json_object_get(res, "config"));
+	extra = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?}", "manifest_digest",
+			  json_object_get(res, "manifest_digest"), "format",
+			  json_object_get(res, "format"), "config_digest",
+			  json_object_get(res, "config_digest"), "layers",
+			  json_object_get(res, "layers"), "config", json_object_get(res, "config"));
 	if (!json_is_object(res) || !extra) {
 		api_err_set(e, API_E_INTERNAL, "image import: the importer's answer is not JSON");
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/image.ext4", work);
-	if (images_register(d, name, path, "oci", extra, e) == 0 && images_get(d, name, out, e) == 0)
+	if (images_register(d, name, path, "oci", extra, e) == 0 &&
+	    images_get(d, name, out, e) == 0)
 		r = 0;
 out:
 	if (in >= 0)

@@ -35,8 +35,8 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e);
  * or -1 with e (bad_archive naming the member, exists, internal). The
  * work directory is removed in every case.
  */
-int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices, json_t **out,
-			struct api_err *e);
+int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices,
+			json_t **out, struct api_err *e);
 
 /* Remove a work directory without importing (the upload failed): no
  * importer has run in it, so it is removed as root; no child runs and

@@ -38,7 +38,9 @@ static bool regular_file(const char *path, off_t *size)
 
 static int state_path(const struct kilnd *d, const char *name, char *path)
 {
-	return snprintf(path, PATH_MAX, "%s/images/%s%s", d->cfg.state_dir, name, suffix) < PATH_MAX ? 0 : -1;
+	return snprintf(path, PATH_MAX, "%s/images/%s%s", d->cfg.state_dir, name, suffix) < PATH_MAX
+		? 0
+		: -1;
 }
 
 int images_find(const struct kilnd *d, const char *name, char *path, struct api_err *e)
@@ -70,7 +72,8 @@ int images_check_disk(const char *name, const char *path, unsigned disk_mib, str
 	if (!disk_mib)
 		return 0;
 	if (!regular_file(path, &size)) {
-		api_err_set(e, API_E_IMAGE_NOT_FOUND, "image '%s' (%s) went away: register it again", name, path);
+		api_err_set(e, API_E_IMAGE_NOT_FOUND,
+			    "image '%s' (%s) went away: register it again", name, path);
 		return -1;
 	}
 	need = ((uint64_t)size + (1u << 20) - 1) >> 20;
@@ -132,7 +135,8 @@ static json_t *rfc3339(int64_t ms)
 /* The record of the file at path as it is now: the stored one when it
  * still describes this file (path, size, mtime), else a new one with
  * the file's digest (computed here, once) and source. */
-static json_t *record_current(const struct kilnd *d, const char *name, const char *path, const char *source)
+static json_t *record_current(const struct kilnd *d, const char *name, const char *path,
+			      const char *source)
 {
 	json_t *rec = record_load(d, name);
 	char digest[DIGEST_STR_LEN];
@@ -158,9 +162,11 @@ static json_t *record_current(const struct kilnd *d, const char *name, const cha
 		return NULL;
 	}
 	close(fd);
-	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes", (json_int_t)st.st_size, "mtime_ns",
-			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest", digest, "source",
-			source, "created", rfc3339((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
+	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes",
+			(json_int_t)st.st_size, "mtime_ns",
+			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest",
+			digest, "source", source, "created",
+			rfc3339((int64_t)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000));
 	if (rec)
 		record_save(d, name, rec);
 	return rec;
@@ -182,7 +188,8 @@ static json_t *image_view(const struct kilnd *d, const char *name, const char *p
 		      size >= 0 ? json_integer(size) : json_null(), "source", src, "digest",
 		      json_object_get(rec, "digest"), "created", json_object_get(rec, "created"));
 	if (o && !option && strcmp(src, "oci") == 0) {
-		static const char *const extra[] = { "manifest_digest", "format", "config_digest", "layers", "config" };
+		static const char *const extra[] = { "manifest_digest", "format", "config_digest",
+						     "layers", "config" };
 
 		for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++)
 			if (json_object_get(rec, extra[i]))
@@ -203,7 +210,9 @@ json_t *images_list(const struct kilnd *d)
 	if (!arr)
 		return NULL;
 	for (size_t i = 0; i < d->cfg.nimages; i++)
-		json_array_append_new(arr, image_view(d, d->cfg.images[i].name, d->cfg.images[i].path, true));
+		json_array_append_new(arr,
+				      image_view(d, d->cfg.images[i].name, d->cfg.images[i].path,
+						 true));
 	snprintf(dir, sizeof(dir), "%s/images", d->cfg.state_dir);
 	dh = opendir(dir);
 	while (dh && (de = readdir(dh))) {
@@ -255,39 +264,45 @@ int images_register(struct kilnd *d, const char *name, const char *tmp_path, con
 	int fd, r;
 
 	if (option_image(d, name) || state_path(d, name, path) < 0 || regular_file(path, NULL)) {
-		api_err_set(e, API_E_EXISTS, "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
+		api_err_set(e, API_E_EXISTS,
+			    "an image named '%s' exists: pick another name, or DELETE /v1/images/%s first",
 			    name, name);
 		return -1;
 	}
 	/* the importer's file: trusted only as far as fstat of this fd says */
 	fd = image_file_open(tmp_path, geteuid() == 0 ? d->cfg.import_id : geteuid(), &st, &fe);
 	if (fd < 0) {
-		api_err_set(e, API_E_INTERNAL, "image '%s': the importer's image: %s", name, fe.msg);
+		api_err_set(e, API_E_INTERNAL, "image '%s': the importer's image: %s", name,
+			    fe.msg);
 		return -1;
 	}
-	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 || digest_fd(fd, digest) < 0 || fstat(fd, &st) < 0) {
-		api_err_set(e, API_E_IO_ERROR, "image '%s': reading the new image failed: %s", name, strerror(errno));
+	if (fchown(fd, 0, 0) < 0 || fchmod(fd, 0644) < 0 || digest_fd(fd, digest) < 0 ||
+	    fstat(fd, &st) < 0) {
+		api_err_set(e, API_E_IO_ERROR, "image '%s': reading the new image failed: %s", name,
+			    strerror(errno));
 		close(fd);
 		return -1;
 	}
 	/* link, not rename: an image of that name that appeared meanwhile is
 	 * never replaced; the fd checked above, not the path again */
 	if ((r = image_file_link(fd, path, &fe)) < 0) {
-		api_err_set(e, r == -EEXIST ? API_E_EXISTS : API_E_IO_ERROR, "image '%s': %s", name, fe.msg);
+		api_err_set(e, r == -EEXIST ? API_E_EXISTS : API_E_IO_ERROR, "image '%s': %s", name,
+			    fe.msg);
 		close(fd);
 		return -1;
 	}
 	close(fd);
 	unlink(tmp_path);
-	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes", (json_int_t)st.st_size, "mtime_ns",
-			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest", digest, "source",
-			source, "created", rfc3339(wall_ms()));
+	rec = json_pack("{s:s,s:I,s:I,s:s,s:s,s:o}", "path", path, "size_bytes",
+			(json_int_t)st.st_size, "mtime_ns",
+			(json_int_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec, "digest",
+			digest, "source", source, "created", rfc3339(wall_ms()));
 	if (rec && extra)
-		json_object_foreach((json_t *)extra, k, v)
-			if (!json_object_get(rec, k))
-				json_object_set(rec, k, v);
+		json_object_foreach((json_t *)extra, k, v) if (!json_object_get(rec, k))
+			json_object_set(rec, k, v);
 	if (!rec || record_save(d, name, rec) < 0)
-		kilnd_log("image %s: its record could not be written; GET /v1/images will compute it again", name);
+		kilnd_log("image %s: its record could not be written; GET /v1/images will compute it again",
+			  name);
 	json_decref(rec);
 	return 0;
 }
@@ -312,7 +327,8 @@ int images_delete(struct kilnd *d, const char *name, struct api_err *e)
 	if (images_find(d, name, path, e))
 		return -1;
 	if (option_image(d, name)) {
-		api_err_set(e, API_E_READ_ONLY, "image '%s' comes from kilnd's --image option: it cannot be deleted through the API",
+		api_err_set(e, API_E_READ_ONLY,
+			    "image '%s' comes from kilnd's --image option: it cannot be deleted through the API",
 			    name);
 		return -1;
 	}
@@ -321,7 +337,8 @@ int images_delete(struct kilnd *d, const char *name, struct api_err *e)
 	/* A template's hidden sandbox: name the template, the thing to delete. */
 	for (size_t i = 0; user && i < d->reg.n; i++)
 		if (d->reg.v[i]->rec.id == user && d->reg.v[i]->rec.tmpl_build[0]) {
-			api_err_set(e, API_E_IN_USE, "image '%s' is in use by template '%s': DELETE /v1/templates/%s first",
+			api_err_set(e, API_E_IN_USE,
+				    "image '%s' is in use by template '%s': DELETE /v1/templates/%s first",
 				    name, d->reg.v[i]->rec.tmpl_build, d->reg.v[i]->rec.tmpl_build);
 			kilnd_unlock(d);
 			return -1;
@@ -329,12 +346,14 @@ int images_delete(struct kilnd *d, const char *name, struct api_err *e)
 	if (user) {
 		api_err_set(e, API_E_IN_USE, "image '%s' is in use by %s%s: delete %s first", name,
 			    strcmp(user, "--pool") ? "sandbox " : "", user,
-			    strcmp(user, "--pool") ? "that sandbox (and so its checkpoints)" : "the pool (restart kilnd without it)");
+			    strcmp(user, "--pool") ? "that sandbox (and so its checkpoints)"
+						   : "the pool (restart kilnd without it)");
 		kilnd_unlock(d);
 		return -1;
 	}
 	if (unlink(path) < 0 && errno != ENOENT) {
-		api_err_set(e, API_E_IO_ERROR, "image '%s': remove %s: %s", name, path, strerror(errno));
+		api_err_set(e, API_E_IO_ERROR, "image '%s': remove %s: %s", name, path,
+			    strerror(errno));
 		kilnd_unlock(d);
 		return -1;
 	}
@@ -355,7 +374,8 @@ json_t *images_defaults(const struct kilnd *d, const char *name)
 	rec = record_load(d, name);
 	c = json_object_get(rec, "config");
 	/* only while the record still describes the file */
-	if (!json_is_object(c) || json_integer_value(json_object_get(rec, "size_bytes")) != st.st_size) {
+	if (!json_is_object(c) ||
+	    json_integer_value(json_object_get(rec, "size_bytes")) != st.st_size) {
 		json_decref(rec);
 		return NULL;
 	}

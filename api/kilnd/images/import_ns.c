@@ -22,7 +22,8 @@ int import_ns_enter(const char **step)
 	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
 		*step = hidden[i];
 		if (mount("tmpfs", hidden[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-			  IMPORT_NS_TMPFS_SIZE ",mode=1777") < 0 && errno != ENOENT)
+			  IMPORT_NS_TMPFS_SIZE ",mode=1777") < 0 &&
+		    errno != ENOENT)
 			return -errno;
 	}
 	/* The working directory, also when a mount above now hides its path,

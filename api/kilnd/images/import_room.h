@@ -21,7 +21,7 @@
 
 /* 0, or -1 with e (no_space, 507) naming what ("image import"), dir,
  * both sizes and what the room holds. */
-int import_room_check(const char *what, const char *holds, uint64_t archive_bytes, uint64_t free_bytes, const char *dir,
-		      struct api_err *e);
+int import_room_check(const char *what, const char *holds, uint64_t archive_bytes,
+		      uint64_t free_bytes, const char *dir, struct api_err *e);
 
 #endif

@@ -25,8 +25,8 @@
 
 static int tpath(const struct kilnd *d, const char *name, char *out, size_t cap)
 {
-	return sandbox_pathf(out, cap, "%s/templates%s%s%s", d->cfg.state_dir, name ? "/" : "", name ? name : "",
-			     name ? ".json" : "");
+	return sandbox_pathf(out, cap, "%s/templates%s%s%s", d->cfg.state_dir, name ? "/" : "",
+			     name ? name : "", name ? ".json" : "");
 }
 
 void templates_init(struct kilnd *d)
@@ -39,7 +39,8 @@ void templates_init(struct kilnd *d)
 	if (tpath(d, NULL, dir, sizeof(dir)) || !(dh = opendir(dir)))
 		return;
 	while ((de = readdir(dh))) {
-		if (strncmp(de->d_name, ".build-", 7) != 0 || sandbox_pathf(p, sizeof(p), "%s/%s", dir, de->d_name))
+		if (strncmp(de->d_name, ".build-", 7) != 0 ||
+		    sandbox_pathf(p, sizeof(p), "%s/%s", dir, de->d_name))
 			continue;
 		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 			char f[PATH_MAX];
@@ -48,7 +49,8 @@ void templates_init(struct kilnd *d)
 				unlink(f);
 		}
 		if (rmdir(p) == 0)
-			kilnd_log("removed %s: the work directory of a template build that kilnd's end cut short", p);
+			kilnd_log("removed %s: the work directory of a template build that kilnd's end cut short",
+				  p);
 		else
 			kilnd_log("cannot remove %s: %s", p, strerror(errno));
 	}
@@ -67,7 +69,8 @@ json_t *template_load(struct kilnd *d, const char *name, struct api_err *e)
 	json_t *rec;
 
 	if (!image_name_valid(name)) {
-		api_err_set(e, API_E_BAD_FIELD, "template name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "template name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
 			    name);
 		return NULL;
 	}
@@ -78,7 +81,8 @@ json_t *template_load(struct kilnd *d, const char *name, struct api_err *e)
 	rec = json_strict_load_file(p, &je);
 	if (!rec) {
 		if (access(p, F_OK) == 0)
-			api_err_set(e, API_E_INTERNAL, "template %s: %s is unreadable: %s", name, p, je.text);
+			api_err_set(e, API_E_INTERNAL, "template %s: %s is unreadable: %s", name, p,
+				    je.text);
 		else
 			not_found(e, name);
 		return NULL;
@@ -109,8 +113,9 @@ static struct sandbox *template_sandbox(struct kilnd *d, const json_t *rec, stru
 		sb->refs++;
 	kilnd_unlock(d);
 	if (!sb)
-		api_err_set(e, API_E_INTERNAL, "template %s: its sandbox %s is gone: build it again", rec_str(rec, "name"),
-			    rec_str(rec, "sandbox"));
+		api_err_set(e, API_E_INTERNAL,
+			    "template %s: its sandbox %s is gone: build it again",
+			    rec_str(rec, "name"), rec_str(rec, "sandbox"));
 	return sb;
 }
 
@@ -118,7 +123,8 @@ static struct sandbox *template_sandbox(struct kilnd *d, const json_t *rec, stru
 static const char *template_user_locked(struct kilnd *d, const char *name)
 {
 	for (size_t i = 0; i < d->reg.n; i++)
-		if (strcmp(d->reg.v[i]->rec.tmpl, name) == 0 && d->reg.v[i]->rec.state != SANDBOX_DELETING)
+		if (strcmp(d->reg.v[i]->rec.tmpl, name) == 0 &&
+		    d->reg.v[i]->rec.state != SANDBOX_DELETING)
 			return d->reg.v[i]->rec.id;
 	return NULL;
 }
@@ -128,7 +134,8 @@ static size_t template_users_locked(struct kilnd *d, const char *name)
 	size_t n = 0;
 
 	for (size_t i = 0; i < d->reg.n; i++)
-		n += strcmp(d->reg.v[i]->rec.tmpl, name) == 0 && d->reg.v[i]->rec.state != SANDBOX_DELETING;
+		n += strcmp(d->reg.v[i]->rec.tmpl, name) == 0 &&
+			d->reg.v[i]->rec.state != SANDBOX_DELETING;
 	return n;
 }
 
@@ -160,14 +167,15 @@ static bool template_live_locked(struct kilnd *d, const struct sandbox *from, st
 	live = rec && rec_str(rec, "sandbox") && strcmp(rec_str(rec, "sandbox"), from->rec.id) == 0;
 	json_decref(rec);
 	if (!live)
-		api_err_set(e, API_E_NOT_FOUND, "template '%s' was deleted or rebuilt meanwhile: retry (GET /v1/templates)",
+		api_err_set(e, API_E_NOT_FOUND,
+			    "template '%s' was deleted or rebuilt meanwhile: retry (GET /v1/templates)",
 			    from->rec.tmpl_build);
 	return live;
 }
 
 /* Under reg.mu: 409 busy when a create or build reads the hidden sandbox id. */
-static int template_readers_locked(struct kilnd *d, const char *name, const char *id, const char *what,
-				   struct api_err *e)
+static int template_readers_locked(struct kilnd *d, const char *name, const char *id,
+				   const char *what, struct api_err *e)
 {
 	struct sandbox *sb = sandbox_find_locked(d, id);
 
@@ -203,12 +211,15 @@ static json_t *template_view(struct kilnd *d, json_t *rec)
 
 	if (!v)
 		return NULL;
-	json_array_foreach(steps, i, s)
-		cached += json_is_string(json_object_get(s, "checkpoint"));
+	json_array_foreach(steps, i, s) cached += json_is_string(json_object_get(s, "checkpoint"));
 	kilnd_lock(d);
 	users = template_users_locked(d, rec_str(rec, "name") ? rec_str(rec, "name") : "");
 	kilnd_unlock(d);
-	if (json_object_set_new(v, "size_bytes", json_integer((json_int_t)template_sandbox_bytes(d, rec_str(rec, "sandbox")))) ||
+	if (json_object_set_new(v, "size_bytes",
+				json_integer(
+					(json_int_t)template_sandbox_bytes(d,
+									   rec_str(rec,
+										   "sandbox")))) ||
 	    json_object_set_new(v, "cache_entries", json_integer((json_int_t)cached)) ||
 	    json_object_set_new(v, "in_use", json_integer((json_int_t)users))) {
 		json_decref(v);
@@ -323,7 +334,8 @@ int templates_delete(struct kilnd *d, const char *name, struct api_err *e)
 	kilnd_lock(d);
 	if (building_locked(d, name)) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_BUSY, "template '%s' is being built; delete it once the build ended", name);
+		api_err_set(e, API_E_BUSY,
+			    "template '%s' is being built; delete it once the build ended", name);
 		return -1;
 	}
 	user = template_user_locked(d, name);
@@ -341,14 +353,15 @@ int templates_delete(struct kilnd *d, const char *name, struct api_err *e)
 	/* The record goes first, under the lock: no create finds it after
 	 * (one that loaded it before re-checks it here, template_live_locked). */
 	if (unlink(p) < 0 && errno != ENOENT) {
-		api_err_set(e, API_E_IO_ERROR, "template '%s': remove %s: %s", name, p, strerror(errno));
+		api_err_set(e, API_E_IO_ERROR, "template '%s': remove %s: %s", name, p,
+			    strerror(errno));
 		kilnd_unlock(d);
 		return -1;
 	}
 	kilnd_unlock(d);
 	if (remove_template_sandbox(d, id, e))
-		kilnd_log("template %s: its sandbox %s stays (%s); kilnd removes it with the next delete of that name", name,
-			  id, e->msg);
+		kilnd_log("template %s: its sandbox %s stays (%s); kilnd removes it with the next delete of that name",
+			  name, id, e->msg);
 	return 0;
 }
 
@@ -361,20 +374,25 @@ int template_build_begin(struct kilnd *d, const char *name, struct api_err *e)
 	kilnd_lock(d);
 	if (building_locked(d, name)) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_BUSY, "template '%s' is being built already; wait for that build to end", name);
+		api_err_set(e, API_E_BUSY,
+			    "template '%s' is being built already; wait for that build to end",
+			    name);
 		return -1;
 	}
-	for (size_t i = 0; i < KILND_TEMPLATE_BUILDS_MAX && free_slot == KILND_TEMPLATE_BUILDS_MAX; i++)
+	for (size_t i = 0; i < KILND_TEMPLATE_BUILDS_MAX && free_slot == KILND_TEMPLATE_BUILDS_MAX;
+	     i++)
 		if (!d->tmpl_building[i][0])
 			free_slot = i;
 	if (free_slot == KILND_TEMPLATE_BUILDS_MAX) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_LIMIT_REACHED, "%d template builds are under way; retry once one ended",
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "%d template builds are under way; retry once one ended",
 			    KILND_TEMPLATE_BUILDS_MAX);
 		return -1;
 	}
 	if (template_user_locked(d, name)) {
-		api_err_set(e, API_E_IN_USE, "template '%s' is in use by sandbox %s: a rebuild would replace it under them; build it under another name or delete them first",
+		api_err_set(e, API_E_IN_USE,
+			    "template '%s' is in use by sandbox %s: a rebuild would replace it under them; build it under another name or delete them first",
 			    name, template_user_locked(d, name));
 		kilnd_unlock(d);
 		return -1;
@@ -393,22 +411,25 @@ void template_build_end(struct kilnd *d, const char *name)
 	kilnd_unlock(d);
 }
 
-int templates_cache_find(struct kilnd *d, char (*keys)[BUILDFILE_KEY_LEN + 1], size_t n, size_t *hit, char *id,
-			 char *cp)
+int templates_cache_find(struct kilnd *d, char (*keys)[BUILDFILE_KEY_LEN + 1], size_t n,
+			 size_t *hit, char *id, char *cp)
 {
 	json_t *all = templates_list(d), *t;
 	bool found = false;
 	size_t i;
 
 	*hit = 0;
-	json_array_foreach(json_object_get(all, "templates"), i, t) {
+	json_array_foreach(json_object_get(all, "templates"), i, t)
+	{
 		struct api_err e;
-		json_t *rec = template_load(d, rec_str(t, "name") ? rec_str(t, "name") : "", &e), *s;
+		json_t *rec = template_load(d, rec_str(t, "name") ? rec_str(t, "name") : "", &e),
+		       *s;
 		size_t k;
 
 		if (!rec)
 			continue;
-		json_array_foreach(json_object_get(rec, "steps"), k, s) {
+		json_array_foreach(json_object_get(rec, "steps"), k, s)
+		{
 			const char *key = rec_str(s, "key"), *c = rec_str(s, "checkpoint");
 
 			if (!key || !c)
@@ -438,9 +459,9 @@ int templates_cache_find(struct kilnd *d, char (*keys)[BUILDFILE_KEY_LEN + 1], s
 
 /* Fork a new sandbox (of owner's, spec built from body over the source's)
  * from checkpoint cp of sandbox from; boot.from names from_label. */
-static struct sandbox *fork_from(struct kilnd *d, struct sandbox *from, const char *cp, const json_t *body,
-				 uid_t owner, const char *tmpl_build, const char *tmpl, json_t **view,
-				 struct api_err *e)
+static struct sandbox *fork_from(struct kilnd *d, struct sandbox *from, const char *cp,
+				 const json_t *body, uid_t owner, const char *tmpl_build,
+				 const char *tmpl, json_t **view, struct api_err *e)
 {
 	char dir[PATH_MAX], ref[CHECKPOINT_REF_MAX + 1], image[PATH_MAX];
 	struct boot_src src = { .restore_dir = dir, .from = "checkpoint", .checkpoint = ref };
@@ -458,10 +479,12 @@ static struct sandbox *fork_from(struct kilnd *d, struct sandbox *from, const ch
 		return NULL;
 	kilnd_lock(d);
 	sandbox_wait_unmerging_locked(from);
-	found = from->rec.state != SANDBOX_DELETING && checkpoint_find(from->rec.checkpoints, cp, NULL);
+	found = from->rec.state != SANDBOX_DELETING &&
+		checkpoint_find(from->rec.checkpoints, cp, NULL);
 	if (!found)
-		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "template: sandbox %s has no checkpoint '%s' any more",
-			    from->rec.id, cp);
+		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND,
+			    "template: sandbox %s has no checkpoint '%s' any more", from->rec.id,
+			    cp);
 	else if (!(found = template_live_locked(d, from, e)))
 		;
 	else
@@ -485,8 +508,8 @@ static struct sandbox *fork_from(struct kilnd *d, struct sandbox *from, const ch
 		sb->refs += 2; /* create_finish drops one; the caller keeps one */
 		kilnd_unlock(d);
 		src.hostname = sb->rec.spec.hostname;
-		kilnd_log("sandbox %s: forking checkpoint %s%s%s", sb->rec.id, ref, tmpl ? " for template " : "",
-			  tmpl ? tmpl : "");
+		kilnd_log("sandbox %s: forking checkpoint %s%s%s", sb->rec.id, ref,
+			  tmpl ? " for template " : "", tmpl ? tmpl : "");
 		r = sandbox_create_finish(sb, &src, view, e);
 		sandbox_put(sb);
 		if (r) {
@@ -506,8 +529,8 @@ const char *template_sandbox_id(const struct sandbox *sb)
 	return sb->rec.id;
 }
 
-struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const json_t *body, const char *from_id,
-				       const char *from_cp, struct api_err *e)
+struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const json_t *body,
+				       const char *from_id, const char *from_cp, struct api_err *e)
 {
 	struct sandbox_spec spec;
 	char image[PATH_MAX];
@@ -524,7 +547,8 @@ struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const 
 		kilnd_unlock(d);
 		if (!from) {
 			json_decref(fb);
-			api_err_set(e, API_E_NOT_FOUND, "template: its base sandbox %s is gone", from_id);
+			api_err_set(e, API_E_NOT_FOUND, "template: its base sandbox %s is gone",
+				    from_id);
 			return NULL;
 		}
 		sb = fb ? fork_from(d, from, from_cp, fb, 0, name, NULL, &view, e) : NULL;
@@ -537,7 +561,8 @@ struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const 
 	}
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return NULL;
-	if (images_find(d, spec.image, image, e) || images_check_disk(spec.image, image, spec.disk_mib, e)) {
+	if (images_find(d, spec.image, image, e) ||
+	    images_check_disk(spec.image, image, spec.disk_mib, e)) {
 		sandbox_spec_free(&spec);
 		return NULL;
 	}
@@ -568,12 +593,14 @@ static int save_record(struct kilnd *d, json_t *rec, struct api_err *e)
 		return -1;
 	}
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		api_err_set(e, API_E_IO_ERROR, "template %s: cannot create %s: %s", name, dir, strerror(errno));
+		api_err_set(e, API_E_IO_ERROR, "template %s: cannot create %s: %s", name, dir,
+			    strerror(errno));
 		return -1;
 	}
 	/* Written whole then renamed: a reader sees the old record or the new. */
 	if (json_dump_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
-		api_err_set(e, API_E_IO_ERROR, "template %s: cannot write %s: %s", name, p, strerror(errno));
+		api_err_set(e, API_E_IO_ERROR, "template %s: cannot write %s: %s", name, p,
+			    strerror(errno));
 		unlink(tmp);
 		return -1;
 	}
@@ -595,7 +622,8 @@ int template_commit(struct kilnd *d, json_t *rec, struct api_err *e)
 	kilnd_lock(d);
 	user = template_user_locked(d, name);
 	if (user) {
-		api_err_set(e, API_E_IN_USE, "template '%s' gained sandbox %s during the build: build it under another name",
+		api_err_set(e, API_E_IN_USE,
+			    "template '%s' gained sandbox %s during the build: build it under another name",
 			    name, user);
 		kilnd_unlock(d);
 		return -1;
@@ -609,8 +637,10 @@ int template_commit(struct kilnd *d, json_t *rec, struct api_err *e)
 	kilnd_unlock(d);
 	if (r)
 		return -1;
-	if (old_id[0] && strcmp(old_id, rec_str(rec, "sandbox")) && remove_template_sandbox(d, old_id, &oe))
-		kilnd_log("template %s: the replaced template's sandbox %s stays: %s", name, old_id, oe.msg);
+	if (old_id[0] && strcmp(old_id, rec_str(rec, "sandbox")) &&
+	    remove_template_sandbox(d, old_id, &oe))
+		kilnd_log("template %s: the replaced template's sandbox %s stays: %s", name, old_id,
+			  oe.msg);
 	return 0;
 }
 
@@ -667,14 +697,17 @@ static int copy_template_disk(const struct sandbox *from, const char *ovl, struc
 	int in, out, r;
 
 	if (!disk)
-		return err_set(e, ENOENT, "its image %s is gone or empty, so its disk's size is unknown",
+		return err_set(e, ENOENT,
+			       "its image %s is gone or empty, so its disk's size is unknown",
 			       from->rec.image_path);
 	in = sandbox_jail_open(from, TEMPLATE_DISK_FILE, OPEN_BENEATH_FILE, &st, e);
 	if (in < 0)
 		return in;
 	if ((uint64_t)st.st_size > max) {
-		r = err_set(e, EFBIG, "%s/vm/%s is %lld bytes, more than an overlay of its disk can be (%llu bytes at most): refused",
-			    from->dir, TEMPLATE_DISK_FILE, (long long)st.st_size, (unsigned long long)max);
+		r = err_set(e, EFBIG,
+			    "%s/vm/%s is %lld bytes, more than an overlay of its disk can be (%llu bytes at most): refused",
+			    from->dir, TEMPLATE_DISK_FILE, (long long)st.st_size,
+			    (unsigned long long)max);
 		close(in);
 		return r;
 	}
@@ -686,11 +719,12 @@ static int copy_template_disk(const struct sandbox *from, const char *ovl, struc
 	}
 	r = snap_copy_data(in, out, NULL);
 	if (r)
-		err_set(e, -r, "copying %s/vm/%s to %s: %s", from->dir, TEMPLATE_DISK_FILE, ovl, strerror(-r));
+		err_set(e, -r, "copying %s/vm/%s to %s: %s", from->dir, TEMPLATE_DISK_FILE, ovl,
+			strerror(-r));
 	/* A file that grew while it was copied (the jail wrote on). */
 	else if (fstat(out, &st) < 0 || (uint64_t)st.st_size > max)
-		r = err_set(e, EFBIG, "%s/vm/%s grew past %llu bytes while it was copied: refused", from->dir,
-			    TEMPLATE_DISK_FILE, (unsigned long long)max);
+		r = err_set(e, EFBIG, "%s/vm/%s grew past %llu bytes while it was copied: refused",
+			    from->dir, TEMPLATE_DISK_FILE, (unsigned long long)max);
 	close(in);
 	if (close(out) < 0 && !r)
 		r = err_set(e, errno, "writing %s: %s", ovl, strerror(errno));
@@ -699,8 +733,8 @@ static int copy_template_disk(const struct sandbox *from, const char *ovl, struc
 
 /* Boot the kernel on a copy of the template's disk (the ready
  * checkpoint's overlay copy): a new sandbox of peer's. */
-static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const char *reason, const struct peer *peer,
-			 json_t **view, struct api_err *e)
+static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const char *reason,
+			 const struct peer *peer, json_t **view, struct api_err *e)
 {
 	const char *name = rec_str(rec, "name");
 	char image[PATH_MAX], ovl[PATH_MAX + 16];
@@ -714,7 +748,8 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 		return -1;
 	snprintf(image, sizeof(image), "%s", from->rec.image_path);
 	if (json_object_set_new(body, "image", json_string(from->rec.spec.image)) ||
-	    json_object_set_new(body, "network", json_string(firewall_network_name(from->rec.spec.network)))) {
+	    json_object_set_new(body, "network",
+				json_string(firewall_network_name(from->rec.spec.network)))) {
 		sandbox_put(from);
 		api_err_set(e, API_E_INTERNAL, "template: out of memory");
 		return -1;
@@ -746,7 +781,8 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 		sb->refs++;
 		kilnd_unlock(d);
 		if (r) {
-			api_err_set(e, API_E_IO_ERROR, "template %s: cannot use its disk: %s; build the template again (POST /v1/templates)",
+			api_err_set(e, API_E_IO_ERROR,
+				    "template %s: cannot use its disk: %s; build the template again (POST /v1/templates)",
 				    name, ce.msg);
 			/* boots nothing: create_finish needs a boot; remove it by hand */
 			kilnd_lock(d);
@@ -782,13 +818,15 @@ static int template_cold(struct kilnd *d, const json_t *rec, json_t *body, const
 	return *view ? 0 : -1;
 }
 
-int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
-			  struct api_err *e)
+int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer *peer,
+			  json_t **view, struct api_err *e)
 {
-	static const char *const fields[] = { "template", "hostname", "env", "labels", "timeout_s", "idle_timeout_s",
-					      "console", "cpus", "memory_mib", NULL };
-	static const char *const fork_fields[] = { "hostname", "labels", "timeout_s", "idle_timeout_s", "console",
-						   NULL };
+	static const char *const fields[] = { "template", "hostname",  "env",
+					      "labels",   "timeout_s", "idle_timeout_s",
+					      "console",  "cpus",      "memory_mib",
+					      NULL };
+	static const char *const fork_fields[] = { "hostname",       "labels",  "timeout_s",
+						   "idle_timeout_s", "console", NULL };
 	const char *name;
 	char reason[ERR_MSG_MAX] = "";
 	json_t *rec, *fb = NULL, *env = NULL;
@@ -796,7 +834,8 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	int r = -1;
 
 	if (json_fields_only(body, fields, "create from a template", e) ||
-	    json_fields_string(body, "template", true, IMAGE_NAME_MAX, &name, "create from a template", e))
+	    json_fields_string(body, "template", true, IMAGE_NAME_MAX, &name,
+			       "create from a template", e))
 		return -1;
 	if (!(rec = template_load(d, name, e)))
 		return -1;
@@ -805,12 +844,18 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	if (!env)
 		env = json_object();
 	fb = json_object();
-	if (!env || !fb || (json_is_object(json_object_get(body, "env")) && json_object_update(env, json_object_get(body, "env"))) ||
+	if (!env || !fb ||
+	    (json_is_object(json_object_get(body, "env")) &&
+	     json_object_update(env, json_object_get(body, "env"))) ||
 	    (json_object_get(body, "env") && !json_is_object(json_object_get(body, "env")))) {
-		api_err_set(e, json_object_get(body, "env") && !json_is_object(json_object_get(body, "env")) ? API_E_BAD_FIELD
-													 : API_E_INTERNAL,
+		api_err_set(e,
+			    json_object_get(body, "env") &&
+					    !json_is_object(json_object_get(body, "env"))
+				    ? API_E_BAD_FIELD
+				    : API_E_INTERNAL,
 			    "create from a template: %s",
-			    json_object_get(body, "env") && !json_is_object(json_object_get(body, "env"))
+			    json_object_get(body, "env") &&
+					    !json_is_object(json_object_get(body, "env"))
 				    ? "'env' must be an object of strings"
 				    : "out of memory");
 		goto out;
@@ -822,28 +867,36 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	/* The template's own sandbox never hibernates; its sandboxes have the
 	 * daemon's default unless the create gives one. */
 	if (!json_object_get(fb, "idle_timeout_s"))
-		json_object_set_new(fb, "idle_timeout_s", json_integer(d->cfg.limits.idle_timeout_default_s));
+		json_object_set_new(fb, "idle_timeout_s",
+				    json_integer(d->cfg.limits.idle_timeout_default_s));
 	/* The snapshot fixes cpus and memory_mib: other values boot cold. */
 	from = template_sandbox(d, rec, e);
 	if (!from)
 		goto out;
 	if (json_is_integer(json_object_get(body, "cpus")) &&
 	    json_integer_value(json_object_get(body, "cpus")) != from->rec.spec.cpus)
-		snprintf(reason, sizeof(reason), "cpus %lld differs from the template snapshot's %u",
+		snprintf(reason, sizeof(reason),
+			 "cpus %lld differs from the template snapshot's %u",
 			 json_integer_value(json_object_get(body, "cpus")), from->rec.spec.cpus);
 	else if (json_is_integer(json_object_get(body, "memory_mib")) &&
-		 json_integer_value(json_object_get(body, "memory_mib")) != from->rec.spec.memory_mib)
-		snprintf(reason, sizeof(reason), "memory_mib %lld differs from the template snapshot's %u",
-			 json_integer_value(json_object_get(body, "memory_mib")), from->rec.spec.memory_mib);
+		 json_integer_value(json_object_get(body, "memory_mib")) !=
+			 from->rec.spec.memory_mib)
+		snprintf(reason, sizeof(reason),
+			 "memory_mib %lld differs from the template snapshot's %u",
+			 json_integer_value(json_object_get(body, "memory_mib")),
+			 from->rec.spec.memory_mib);
 	if (!reason[0]) {
-		sb = fork_from(d, from, TEMPLATE_READY_CHECKPOINT, fb, peer->uid, NULL, name, view, e);
-		if (!sb && (e->code == API_E_BAD_FIELD || e->code == API_E_UNKNOWN_FIELD || e->code == API_E_LIMIT_REACHED ||
-			    e->code == API_E_NOT_FOUND)) {
+		sb = fork_from(d, from, TEMPLATE_READY_CHECKPOINT, fb, peer->uid, NULL, name, view,
+			       e);
+		if (!sb &&
+		    (e->code == API_E_BAD_FIELD || e->code == API_E_UNKNOWN_FIELD ||
+		     e->code == API_E_LIMIT_REACHED || e->code == API_E_NOT_FOUND)) {
 			sandbox_put(from);
 			goto out;
 		}
 		if (!sb) {
-			snprintf(reason, sizeof(reason), "restoring the template snapshot failed: %.900s", e->msg);
+			snprintf(reason, sizeof(reason),
+				 "restoring the template snapshot failed: %.900s", e->msg);
 			kilnd_log("template %s: %s; booting its disk instead", name, reason);
 		}
 	}
@@ -851,7 +904,8 @@ int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer
 	if (sb) {
 		json_decref(*view);
 		kilnd_lock(d);
-		sandbox_boot_source(sb->rec.boot, "template", json_string_value(json_object_get(sb->rec.boot, "checkpoint")),
+		sandbox_boot_source(sb->rec.boot, "template",
+				    json_string_value(json_object_get(sb->rec.boot, "checkpoint")),
 				    NULL);
 		json_object_set_new(sb->rec.boot, "template", json_string(name));
 		sandbox_persist_locked(sb);

@@ -69,16 +69,16 @@ void template_build_end(struct kilnd *d, const char *name);
  * The longest cached prefix of keys[0..n): 0 with *hit the index of the
  * last cached step (its checkpoint cp of sandbox id), or -1: none.
  */
-int templates_cache_find(struct kilnd *d, char (*keys)[BUILDFILE_KEY_LEN + 1], size_t n, size_t *hit,
-			 char *id, char *cp);
+int templates_cache_find(struct kilnd *d, char (*keys)[BUILDFILE_KEY_LEN + 1], size_t n,
+			 size_t *hit, char *id, char *cp);
 
 /*
  * The build's hidden sandbox for template name, running: booted from the
  * image (from_id NULL; spec a create body) or forked from checkpoint
  * from_cp of sandbox from_id. A new reference, or NULL with e.
  */
-struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const json_t *spec, const char *from_id,
-				       const char *from_cp, struct api_err *e);
+struct sandbox *template_sandbox_start(struct kilnd *d, const char *name, const json_t *spec,
+				       const char *from_id, const char *from_cp, struct api_err *e);
 /* Its id (for the record). */
 const char *template_sandbox_id(const struct sandbox *sb);
 /* The total size of its checkpoints (what the template takes on disk). */
@@ -94,8 +94,8 @@ int template_commit(struct kilnd *d, json_t *rec, struct api_err *e);
 
 /* POST /v1/sandboxes {"template": NAME, ...} (sandbox.c sends it here). */
 bool template_requested(const json_t *body);
-int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
-			  struct api_err *e);
+int sandbox_from_template(struct kilnd *d, const json_t *body, const struct peer *peer,
+			  json_t **view, struct api_err *e);
 
 /* The template's exec defaults {"working_dir", "user"} (new reference) or NULL. */
 json_t *template_defaults(struct kilnd *d, const char *name);

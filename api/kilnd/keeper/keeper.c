@@ -85,11 +85,13 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 		i++;
 		if (strcmp(o, "--dir") == 0)
 			a->dir = v;
-		else if (strcmp(o, "--grace") == 0 ? num_parse_u64(v, 10, 0, 86400 * 365, &a->grace_s)
-			 : strcmp(o, "--ready-fd") == 0 ? parse_fd(v, &a->ready_fd)
-			 : strcmp(o, "--cgroup-fd") == 0 ? parse_fd(v, &a->cgroup_fd)
-			 : strcmp(o, "--keep") == 0 ? (a->nkeep == KEEPER_MAX_KEEP || parse_fd(v, &a->keep[a->nkeep++]))
-						    : 1)
+		else if (strcmp(o, "--grace") == 0
+				 ? num_parse_u64(v, 10, 0, 86400 * 365, &a->grace_s)
+				 : strcmp(o, "--ready-fd") == 0  ? parse_fd(v, &a->ready_fd)
+				 : strcmp(o, "--cgroup-fd") == 0 ? parse_fd(v, &a->cgroup_fd)
+				 : strcmp(o, "--keep") == 0      ? (a->nkeep == KEEPER_MAX_KEEP ||
+                                                               parse_fd(v, &a->keep[a->nkeep++]))
+								 : 1)
 			return -1;
 	}
 	if (i >= argc - 1 || !a->dir || a->dir[0] != '/' || a->ready_fd < 0)
@@ -106,7 +108,8 @@ static void log_write(struct klog *l, const void *p, size_t n)
 	if (l->written + n > KEEPER_LOG_CAP) {
 		renameat(l->dirfd, l->name, l->dirfd, l->old);
 		close(l->fd);
-		l->fd = openat(l->dirfd, l->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		l->fd = openat(l->dirfd, l->name,
+			       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		l->written = 0;
 		if (l->fd < 0)
 			return;
@@ -143,7 +146,8 @@ static void ready_say(struct keeper *k, const char *fmt, ...)
 	n = vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (n > 0 && k->a.ready_fd >= 0)
-		fd_io_write_all(k->a.ready_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+		fd_io_write_all(k->a.ready_fd, line,
+				(size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 	if (k->a.ready_fd >= 0)
 		close(k->a.ready_fd);
 	k->a.ready_fd = -1;
@@ -151,15 +155,19 @@ static void ready_say(struct keeper *k, const char *fmt, ...)
 
 static int open_logs(struct keeper *k)
 {
-	static const char *const names[2][2] = { { "console.log", "console.log.1" }, { "vmm.log", "vmm.log.1" } };
+	static const char *const names[2][2] = { { "console.log", "console.log.1" },
+						 { "vmm.log", "vmm.log.1" } };
 
 	for (int i = 0; i < 2; i++) {
 		struct klog *l = &k->log[i];
 
-		*l = (struct klog){ .dirfd = k->dirfd, .name = names[i][0], .old = names[i][1], .pipe_r = -1 };
+		*l = (struct klog){
+			.dirfd = k->dirfd, .name = names[i][0], .old = names[i][1], .pipe_r = -1
+		};
 		/* Each boot starts its logs afresh: last_exit describes this boot. */
 		unlinkat(k->dirfd, l->old, 0);
-		l->fd = openat(k->dirfd, l->name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+		l->fd = openat(k->dirfd, l->name,
+			       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (l->fd < 0)
 			return -errno;
 	}
@@ -171,8 +179,8 @@ static int listen_sock(struct keeper *k)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", k->a.dir, KEEPER_SOCK_NAME) >=
-	    sizeof(sa.sun_path))
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", k->a.dir,
+			     KEEPER_SOCK_NAME) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
@@ -190,7 +198,8 @@ static int listen_sock(struct keeper *k)
 }
 
 /* kiln-vmm's side of the fork: async-signal-safe calls only, as after any fork. */
-static void __attribute__((noreturn)) vmm_child(struct keeper *k, int devnull, int cons_w, int err_w, int st_w)
+static void __attribute__((noreturn))
+vmm_child(struct keeper *k, int devnull, int cons_w, int err_w, int st_w)
 {
 	int e;
 
@@ -222,11 +231,13 @@ static int spawn_vmm(struct keeper *k, const char **step)
 
 	*step = "pipe";
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || pipe2(cons, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0)
+	if (devnull < 0 || pipe2(cons, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0 ||
+	    pipe2(st, O_CLOEXEC) < 0)
 		return errno;
 	*step = "fork";
 	/* clone as fork does, plus the namespace. */
-	pid = k->a.pidns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL) : fork();
+	pid = k->a.pidns ? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL)
+			 : fork();
 	if (pid == 0)
 		vmm_child(k, devnull, cons[1], errp[1], st[1]);
 	e = errno;
@@ -331,7 +342,8 @@ static void stop_vmm(struct keeper *k, const char *why)
 		kill(k->id.pid, SIGTERM);
 		k->term_at = now;
 	} else if (!k->killed && now - k->term_at >= KEEPER_KILL_AFTER_S * 1000) {
-		note(k, "kiln-vmm pid %d still runs %d s after SIGTERM; SIGKILL", k->id.pid, KEEPER_KILL_AFTER_S);
+		note(k, "kiln-vmm pid %d still runs %d s after SIGTERM; SIGKILL", k->id.pid,
+		     KEEPER_KILL_AFTER_S);
 		kill(k->id.pid, SIGKILL);
 		k->killed = true;
 	}
@@ -381,7 +393,8 @@ static int run(struct keeper *k)
 		for (int i = 0; i < 2; i++)
 			if (k->log[i].pipe_r >= 0) {
 				ip[i] = np;
-				p[np++] = (struct pollfd){ .fd = k->log[i].pipe_r, .events = POLLIN };
+				p[np++] = (struct pollfd){ .fd = k->log[i].pipe_r,
+							   .events = POLLIN };
 			}
 		il = np;
 		p[np++] = (struct pollfd){ .fd = k->listen_fd, .events = POLLIN };
@@ -405,19 +418,22 @@ static int run(struct keeper *k)
 			ssize_t n = recv(p[ic].fd, junk, sizeof(junk), MSG_DONTWAIT);
 
 			/* Only this client's own end is news; a newer one may have replaced it. */
-			if (p[ic].fd == k->client && (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)))
+			if (p[ic].fd == k->client &&
+			    (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)))
 				client_drop(k);
 		}
 		/* Reaped only here: until then the pid stays this VMM's, so the kills below are safe. */
 		memset(&si, 0, sizeof(si));
-		if (waitid(P_PID, (id_t)k->id.pid, &si, WEXITED | WNOHANG) == 0 && si.si_pid == k->id.pid) {
+		if (waitid(P_PID, (id_t)k->id.pid, &si, WEXITED | WNOHANG) == 0 &&
+		    si.si_pid == k->id.pid) {
 			finish(k, &si);
 			return 0;
 		}
 		if (fstat(k->dirfd, &st) == 0 && st.st_nlink == 0)
 			stop_vmm(k, "the sandbox's directory was removed");
-		else if (k->term_at || (k->a.grace_s && k->client < 0 &&
-					mono_ms() - k->alone_since >= (int64_t)k->a.grace_s * 1000))
+		else if (k->term_at ||
+			 (k->a.grace_s && k->client < 0 &&
+			  mono_ms() - k->alone_since >= (int64_t)k->a.grace_s * 1000))
 			stop_vmm(k, "no kilnd connected for --keeper-grace");
 	}
 }
@@ -431,7 +447,8 @@ int keeper_main(int argc, char **argv)
 
 	if (parse_args(argc, argv, &k.a)) {
 		/* Not run by kilnd: a person gets one line. */
-		fprintf(stderr, "kilnd --keeper: internal mode of kilnd, run by kilnd itself; not for direct use\n");
+		fprintf(stderr,
+			"kilnd --keeper: internal mode of kilnd, run by kilnd itself; not for direct use\n");
 		return 2;
 	}
 	/* Named so in ps and top: the file is kilnd's, run as /proc/self/exe. */

@@ -21,8 +21,8 @@ static bool take(const char **p, const char *end, const char *word)
 }
 
 /* "key=digits" then one space (last: the newline, which must end buf). */
-static bool take_num(const char **p, const char *end, const char *key, bool last, uint64_t min, uint64_t max,
-		     uint64_t *out)
+static bool take_num(const char **p, const char *end, const char *key, bool last, uint64_t min,
+		     uint64_t max, uint64_t *out)
 {
 	const char *s;
 
@@ -74,13 +74,14 @@ static bool id_fields(const char **p, const char *end, struct keeper_vmm_id *id,
 
 static bool line_ok(const char *buf, size_t n)
 {
-	return n > 0 && n <= KEEPER_LINE_MAX && !memchr(buf, '\0', n) && memchr(buf, '\n', n) == buf + n - 1;
+	return n > 0 && n <= KEEPER_LINE_MAX && !memchr(buf, '\0', n) &&
+		memchr(buf, '\n', n) == buf + n - 1;
 }
 
 int keeper_hello_format(char *out, size_t cap, const struct keeper_vmm_id *id)
 {
-	int n = snprintf(out, cap, "kiln-keeper %d pid=%d start=%llu\n", KEEPER_PROTO_VERSION, id->pid,
-			 (unsigned long long)id->start);
+	int n = snprintf(out, cap, "kiln-keeper %d pid=%d start=%llu\n", KEEPER_PROTO_VERSION,
+			 id->pid, (unsigned long long)id->start);
 
 	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }
@@ -100,11 +101,13 @@ int keeper_exit_format(char *out, size_t cap, const struct keeper_exit *x)
 {
 	int n;
 
-	if (x->id.pid < 1 || x->id.pid > KEEPER_PID_MAX || !((x->status >= 0 && x->status <= 255 && x->signal == 0) ||
-							     (x->status == -1 && x->signal >= 1 && x->signal <= 64)))
+	if (x->id.pid < 1 || x->id.pid > KEEPER_PID_MAX ||
+	    !((x->status >= 0 && x->status <= 255 && x->signal == 0) ||
+	      (x->status == -1 && x->signal >= 1 && x->signal <= 64)))
 		return -EINVAL;
-	n = snprintf(out, cap, "kiln-keeper %d exit pid=%d start=%llu status=%d signal=%d\n", KEEPER_PROTO_VERSION,
-		     x->id.pid, (unsigned long long)x->id.start, x->status, x->signal);
+	n = snprintf(out, cap, "kiln-keeper %d exit pid=%d start=%llu status=%d signal=%d\n",
+		     KEEPER_PROTO_VERSION, x->id.pid, (unsigned long long)x->id.start, x->status,
+		     x->signal);
 	return n < 0 || (size_t)n >= cap ? -ENOSPC : n;
 }
 
@@ -114,8 +117,9 @@ int keeper_exit_parse(const char *buf, size_t n, struct keeper_exit *x)
 	struct keeper_exit v;
 	uint64_t sig;
 
-	if (!line_ok(buf, n) || !take(&p, end, "kiln-keeper 1 exit ") || !id_fields(&p, end, &v.id, false) ||
-	    !take_status(&p, end, &v.status) || !take_num(&p, end, "signal", true, 0, 64, &sig))
+	if (!line_ok(buf, n) || !take(&p, end, "kiln-keeper 1 exit ") ||
+	    !id_fields(&p, end, &v.id, false) || !take_status(&p, end, &v.status) ||
+	    !take_num(&p, end, "signal", true, 0, 64, &sig))
 		return -EINVAL;
 	v.signal = (int)sig;
 	/* A status or a signal, never both or neither. */

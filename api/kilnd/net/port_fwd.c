@@ -24,9 +24,9 @@
 #include "lib/base/sock_relay.h"
 
 struct port_fwd {
-	atomic_int refs;       /* the owner, the listener, each relay */
+	atomic_int refs; /* the owner, the listener, each relay */
 	int listen_fd;
-	int stop_fd;           /* eventfd: written once by close, never read, so it stays readable for all */
+	int stop_fd; /* eventfd: written once by close, never read, so it stays readable for all */
 	pthread_t listener;
 	kiln_agent *agent;     /* tcp: the guest's agent, through libkiln's public API */
 	struct agent_client c; /* vsock: the guest port, reached straight (no agent request) */
@@ -70,7 +70,9 @@ static int guest_open(struct port_fwd *f)
 
 static void relay_run(struct port_fwd *f, int tcp, int guest)
 {
-	struct sock_relay r = { .fd = { tcp, guest }, .stop_fd = f->stop_fd, .half_idle_ms = PORT_FWD_HALF_IDLE_MS };
+	struct sock_relay r = { .fd = { tcp, guest },
+				.stop_fd = f->stop_fd,
+				.half_idle_ms = PORT_FWD_HALF_IDLE_MS };
 	int err;
 
 	r.dir[0].buf = malloc(PORT_FWD_BUF);
@@ -152,10 +154,12 @@ static void *listener_main(void *arg)
 	return NULL;
 }
 
-int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct port_fwd **out, struct api_err *e)
+int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct port_fwd **out,
+		  struct api_err *e)
 {
 	uint16_t host_port = spec->host_port;
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(host_port),
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(host_port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
 	struct port_fwd *f = calloc(1, sizeof(*f));
@@ -169,7 +173,8 @@ int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct por
 	f->listen_fd = f->stop_fd = -1;
 	if (agent_client_init(&f->c, uds_path) ||
 	    (spec->target == PORT_TARGET_TCP && kiln_agent_new(uds_path, &f->agent))) {
-		api_err_set(e, API_E_INTERNAL, "port mapping: vsock socket path too long, or out of memory");
+		api_err_set(e, API_E_INTERNAL,
+			    "port mapping: vsock socket path too long, or out of memory");
 		goto fail;
 	}
 	if (spec->target == PORT_TARGET_VSOCK)
@@ -196,25 +201,28 @@ int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct por
 	if (bind(f->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		err = errno;
 		if (err == EADDRINUSE)
-			api_err_set(e, API_E_EXISTS, "host port %u on 127.0.0.1 is in use; pick another or pass 0 for any",
+			api_err_set(e, API_E_EXISTS,
+				    "host port %u on 127.0.0.1 is in use; pick another or pass 0 for any",
 				    (unsigned)host_port);
 		else if (err == EACCES)
 			api_err_set(e, API_E_PERMISSION_DENIED,
 				    "host port %u is privileged; kilnd may not bind it (use a port above 1023)",
 				    (unsigned)host_port);
 		else
-			api_err_set(e, API_E_INTERNAL, "port mapping: bind 127.0.0.1:%u: %s", (unsigned)host_port,
-				    strerror(err));
+			api_err_set(e, API_E_INTERNAL, "port mapping: bind 127.0.0.1:%u: %s",
+				    (unsigned)host_port, strerror(err));
 		goto fail;
 	}
-	if (listen(f->listen_fd, 64) < 0 || getsockname(f->listen_fd, (struct sockaddr *)&a, &alen) < 0) {
+	if (listen(f->listen_fd, 64) < 0 ||
+	    getsockname(f->listen_fd, (struct sockaddr *)&a, &alen) < 0) {
 		api_err_set(e, API_E_INTERNAL, "port mapping: listen: %s", strerror(errno));
 		goto fail;
 	}
 	f->host_port = ntohs(a.sin_port);
 	err = pthread_create(&f->listener, NULL, listener_main, f);
 	if (err) {
-		api_err_set(e, API_E_INTERNAL, "port mapping: cannot start a thread: %s", strerror(err));
+		api_err_set(e, API_E_INTERNAL, "port mapping: cannot start a thread: %s",
+			    strerror(err));
 		goto fail;
 	}
 	*out = f;
@@ -240,17 +248,21 @@ json_t *port_fwd_view(const struct port_fwd *f)
 	json_t *o;
 
 	format_time_ms(f->created_ms, created, sizeof(created));
-	o = json_pack("{s:s,s:i,s:s}", "host_address", "127.0.0.1", "host_port", (int)f->host_port, "target",
-		      port_target_name(f->target));
+	o = json_pack("{s:s,s:i,s:s}", "host_address", "127.0.0.1", "host_port", (int)f->host_port,
+		      "target", port_target_name(f->target));
 	if (!o)
 		return NULL;
 	if ((f->target == PORT_TARGET_TCP &&
 	     json_object_set_new(o, "guest_address", json_string(f->guest_address))) ||
-	    json_object_update_new(o, json_pack("{s:I,s:i,s:I,s:I,s:I,s:s}", "guest_port", (json_int_t)f->guest_port,
-					     "connections", (int)atomic_load(&f->active), "connections_total",
+	    json_object_update_new(o,
+				   json_pack("{s:I,s:i,s:I,s:I,s:I,s:s}", "guest_port",
+					     (json_int_t)f->guest_port, "connections",
+					     (int)atomic_load(&f->active), "connections_total",
 					     (json_int_t)atomic_load(&f->total), "refused",
-					     (json_int_t)atomic_load(&f->refused), "guest_unreachable",
-					     (json_int_t)atomic_load(&f->unreachable), "created_at", created))) {
+					     (json_int_t)atomic_load(&f->refused),
+					     "guest_unreachable",
+					     (json_int_t)atomic_load(&f->unreachable), "created_at",
+					     created))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -264,7 +276,8 @@ void port_fwd_close(struct port_fwd *f)
 	if (!f)
 		return;
 	if (write(f->stop_fd, &one, sizeof(one)) < 0)
-		kilnd_log("port %u: cannot signal its threads: %s", (unsigned)f->host_port, strerror(errno));
+		kilnd_log("port %u: cannot signal its threads: %s", (unsigned)f->host_port,
+			  strerror(errno));
 	pthread_join(f->listener, NULL);
 	fwd_put(f); /* the listener's reference */
 	fwd_put(f); /* the owner's */

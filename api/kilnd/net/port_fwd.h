@@ -51,7 +51,8 @@ struct port_fwd;
  * in use, permission_denied (403) when it is privileged, internal
  * otherwise.
  */
-int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct port_fwd **out, struct api_err *e);
+int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct port_fwd **out,
+		  struct api_err *e);
 
 /* The port it listens on (the chosen one when 0 was asked for). */
 uint16_t port_fwd_host_port(const struct port_fwd *f);

@@ -37,7 +37,8 @@ static const struct net_addr *resolver_of(const struct kilnd *d, struct net_addr
 	return egress_host_resolver(a) == 0 ? a : NULL;
 }
 
-static int build(struct sandbox *sb, const json_t *canon, struct egress_policy *p, struct api_err *e)
+static int build(struct sandbox *sb, const json_t *canon, struct egress_policy *p,
+		 struct api_err *e)
 {
 	struct net_addr *host = NULL, res_a;
 	const struct net_addr *res = resolver_of(sb->d, &res_a);
@@ -52,7 +53,8 @@ static int build(struct sandbox *sb, const json_t *canon, struct egress_policy *
 		return -1;
 	if (net_rules_parse(canon ? canon : stored, &rules, &re)) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: egress: %s", sb->rec.id, re.msg);
-	} else if (net_host_addrs(&host, &n, &ee) || egress_policy_build(rules, host, n, res, p, &ee)) {
+	} else if (net_host_addrs(&host, &n, &ee) ||
+		   egress_policy_build(rules, host, n, res, p, &ee)) {
 		api_err_set(e, API_E_SPAWN_FAILED, "sandbox %s: %s", sb->rec.id, ee.msg);
 	} else {
 		r = 0;
@@ -63,7 +65,8 @@ static int build(struct sandbox *sb, const json_t *canon, struct egress_policy *
 	return r;
 }
 
-int sandbox_egress_apply(struct sandbox *sb, const char *cgroup_dir, const json_t *canon, struct api_err *e)
+int sandbox_egress_apply(struct sandbox *sb, const char *cgroup_dir, const json_t *canon,
+			 struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	struct egress_policy p;
@@ -84,7 +87,8 @@ int sandbox_egress_apply(struct sandbox *sb, const char *cgroup_dir, const json_
 		return -1;
 	fd = open(cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "sandbox %s: egress: cannot open its cgroup %s: %s", sb->rec.id,
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "sandbox %s: egress: cannot open its cgroup %s: %s", sb->rec.id,
 			    cgroup_dir, strerror(errno));
 		egress_policy_free(&p);
 		return -1;

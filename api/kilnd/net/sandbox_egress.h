@@ -39,6 +39,7 @@ void sandbox_egress_probe(struct kilnd_config *cfg);
  * 0 (also when the sandbox has no network, or egress is off by
  * --no-jail), or -1 with e.
  */
-int sandbox_egress_apply(struct sandbox *sb, const char *cgroup_dir, const json_t *canon, struct api_err *e);
+int sandbox_egress_apply(struct sandbox *sb, const char *cgroup_dir, const json_t *canon,
+			 struct api_err *e);
 
 #endif

@@ -39,12 +39,15 @@ static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 	int fd, err = 0;
 
 	if (!s) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: out of memory writing firewall.json", sb->rec.id);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: out of memory writing firewall.json",
+			    sb->rec.id);
 		return -1;
 	}
-	if (fw_path(sb, path, sizeof(path)) || sandbox_pathf(tmp, sizeof(tmp), "%s/firewall.json.tmp", sb->dir)) {
+	if (fw_path(sb, path, sizeof(path)) ||
+	    sandbox_pathf(tmp, sizeof(tmp), "%s/firewall.json.tmp", sb->dir)) {
 		free(s);
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long",
+			    sb->rec.id);
 		return -1;
 	}
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -61,8 +64,8 @@ static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 	free(s);
 	if (err) {
 		unlink(tmp);
-		api_err_set(e, err == ENOSPC ? API_E_NO_SPACE : API_E_IO_ERROR, "sandbox %s: cannot write %s: %s",
-			    sb->rec.id, path, strerror(err));
+		api_err_set(e, err == ENOSPC ? API_E_NO_SPACE : API_E_IO_ERROR,
+			    "sandbox %s: cannot write %s: %s", sb->rec.id, path, strerror(err));
 		return -1;
 	}
 	return 0;
@@ -79,7 +82,8 @@ static int fw_read(struct sandbox *sb, json_t **canon, struct api_err *e)
 
 	*canon = NULL;
 	if (fw_path(sb, path, sizeof(path))) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long",
+			    sb->rec.id);
 		return -1;
 	}
 	j = json_strict_load_file(path, &je);
@@ -109,7 +113,8 @@ int sandbox_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct 
 	if (sb->rec.spec.network != SANDBOX_NET_PASST)
 		return 0;
 	if (fw_path(sb, path, cap)) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long", sb->rec.id);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long",
+			    sb->rec.id);
 		return -1;
 	}
 	r = fw_read(sb, &canon, e);
@@ -167,8 +172,10 @@ int sandbox_firewall_get(struct sandbox *sb, json_t **out, struct api_err *e)
 	kilnd_lock(sb->d);
 	st = sb->rec.state;
 	kilnd_unlock(sb->d);
-	if (has_vmm(st) && vmm_control_firewall(sb->control, NULL, VMM_CONTROL_TIMEOUT_MS, NULL, &live, &ce))
-		kilnd_log("sandbox %s: firewall-get: %s", sb->rec.id, ce.msg); /* the VM ended meanwhile */
+	if (has_vmm(st) &&
+	    vmm_control_firewall(sb->control, NULL, VMM_CONTROL_TIMEOUT_MS, NULL, &live, &ce))
+		kilnd_log("sandbox %s: firewall-get: %s", sb->rec.id,
+			  ce.msg); /* the VM ended meanwhile */
 	*out = firewall_view(SANDBOX_NET_PASST, rules, live);
 	json_decref(rules);
 	json_decref(live);
@@ -198,9 +205,11 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	if (sandbox_lock_unbusy(sb, e))
 		goto done;
 	st = sb->rec.state;
-	if (st == SANDBOX_BOOTING || st == SANDBOX_STOPPING || st == SANDBOX_DELETING || st == SANDBOX_HIBERNATING) {
-		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; change its firewall once that is over",
-			    sb->rec.id, sandbox_state_name(st));
+	if (st == SANDBOX_BOOTING || st == SANDBOX_STOPPING || st == SANDBOX_DELETING ||
+	    st == SANDBOX_HIBERNATING) {
+		api_err_set(e, API_E_WRONG_STATE,
+			    "sandbox %s is %s; change its firewall once that is over", sb->rec.id,
+			    sandbox_state_name(st));
 		kilnd_unlock(d);
 		goto done;
 	}
@@ -220,7 +229,8 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 			kilnd_unlock(d);
 			/* A VMM that ended meanwhile took its cgroup along: the next boot attaches the file's. */
 			if (has_vmm(st)) {
-				api_err_set(e, API_E_INTERNAL, "%s (the rules are saved and apply at the next boot)",
+				api_err_set(e, API_E_INTERNAL,
+					    "%s (the rules are saved and apply at the next boot)",
 					    ge.msg);
 				r = -1;
 			}
@@ -229,7 +239,8 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	if (!r && has_vmm(st)) {
 		struct api_err ce;
 
-		if (vmm_control_firewall(sb->control, line, VMM_CONTROL_TIMEOUT_MS, &cut, NULL, &ce) == 0) {
+		if (vmm_control_firewall(sb->control, line, VMM_CONTROL_TIMEOUT_MS, &cut, NULL,
+					 &ce) == 0) {
 			applied = true;
 		} else {
 			kilnd_lock(d);
@@ -237,7 +248,9 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 			kilnd_unlock(d);
 			/* A VMM that ended meanwhile takes the file at its next boot. */
 			if (has_vmm(st)) {
-				api_err_set(e, ce.code, "%s (the rules are saved and apply at the next boot)", ce.msg);
+				api_err_set(e, ce.code,
+					    "%s (the rules are saved and apply at the next boot)",
+					    ce.msg);
 				r = -1;
 			}
 		}
@@ -251,8 +264,8 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 	SANDBOX_METRIC(d, firewall_updates);
 	kilnd_log("sandbox %s: firewall rules replaced%s (%zu flows cut)", sb->rec.id,
 		  applied ? " at runtime" : " for the next boot", cut);
-	*out = json_pack("{s:s, s:O, s:b, s:o}", "network", "passt", "rules", canon, "applied", applied, "cut",
-			 applied ? json_integer((json_int_t)cut) : json_null());
+	*out = json_pack("{s:s, s:O, s:b, s:o}", "network", "passt", "rules", canon, "applied",
+			 applied, "cut", applied ? json_integer((json_int_t)cut) : json_null());
 	if (!*out) {
 		api_err_set(e, API_E_INTERNAL, "out of memory rendering the firewall");
 		r = -1;
@@ -265,7 +278,7 @@ done:
 
 void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *filtered)
 {
-	char (*socks)[KILND_SOCKET_MAX] = NULL;
+	char(*socks)[KILND_SOCKET_MAX] = NULL;
 	size_t n = 0;
 
 	memset(t, 0, sizeof(*t));
@@ -279,7 +292,8 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 		/* Skip one busy with a snapshot: its control socket answers late.
 		 * No reference is taken (a scrape is not activity for the idle
 		 * timeout): a socket gone meanwhile is just not counted. */
-		if (sb->rec.spec.network == SANDBOX_NET_PASST && has_vmm(sb->rec.state) && !sb->busy_op)
+		if (sb->rec.spec.network == SANDBOX_NET_PASST && has_vmm(sb->rec.state) &&
+		    !sb->busy_op)
 			memcpy(socks[n++], sb->control, sizeof(socks[0]));
 	}
 	kilnd_unlock(d);
@@ -287,7 +301,8 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 		json_t *live = NULL;
 		struct api_err ce;
 
-		if (vmm_control_firewall(socks[i], NULL, FW_METRICS_TIMEOUT_MS, NULL, &live, &ce) == 0) {
+		if (vmm_control_firewall(socks[i], NULL, FW_METRICS_TIMEOUT_MS, NULL, &live, &ce) ==
+		    0) {
 			firewall_totals_add(live, t);
 			(*filtered)++;
 		}
@@ -319,7 +334,8 @@ int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e)
 		from = st.st_size > FIREWALL_LOG_READ ? st.st_size - FIREWALL_LOG_READ : 0;
 		buf = malloc(FIREWALL_LOG_READ);
 		while (buf && got < FIREWALL_LOG_READ) {
-			ssize_t k = pread(fd, buf + got, FIREWALL_LOG_READ - got, from + (off_t)got);
+			ssize_t k = pread(fd, buf + got, FIREWALL_LOG_READ - got,
+					  from + (off_t)got);
 
 			if (k < 0 && errno == EINTR)
 				continue;
@@ -331,8 +347,8 @@ int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e)
 	if (fd >= 0)
 		close(fd);
 	/* No file yet (never booted): no lines. */
-	lines = vmm_output_tail_prefixed(buf ? buf : (const uint8_t *)"", got, from == 0, "kiln-vmm: firewall: ",
-					 FIREWALL_LOG_LINES, 512);
+	lines = vmm_output_tail_prefixed(buf ? buf : (const uint8_t *)"", got, from == 0,
+					 "kiln-vmm: firewall: ", FIREWALL_LOG_LINES, 512);
 	free(buf);
 	*out = lines ? json_pack("{s:o}", "lines", lines) : NULL;
 	if (!*out) {

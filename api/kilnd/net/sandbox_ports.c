@@ -20,9 +20,10 @@ static json_t *ports_bodies_locked(struct sandbox *sb, bool host_port)
 		json_t *v = port_fwd_view(sb->ports[i]), *o = NULL;
 
 		if (v)
-			o = json_pack("{s:O,s:O}", "guest_port", json_object_get(v, "guest_port"), "target",
-				      json_object_get(v, "target"));
-		if (o && host_port && json_object_set(o, "host_port", json_object_get(v, "host_port"))) {
+			o = json_pack("{s:O,s:O}", "guest_port", json_object_get(v, "guest_port"),
+				      "target", json_object_get(v, "target"));
+		if (o && host_port &&
+		    json_object_set(o, "host_port", json_object_get(v, "host_port"))) {
 			json_decref(o);
 			o = NULL;
 		}
@@ -62,12 +63,14 @@ static void ports_open(struct sandbox *sb, json_t *list)
 	json_t *p;
 	size_t i;
 
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		bool kept = false;
 
 		/* Checked at load already; the spec points into p, alive until the end. */
 		if (port_spec_parse(p, &spec, &e) || port_fwd_open(sb->vsock, &spec, &f, &e)) {
-			kilnd_log("sandbox %s: port mapping %zu not listened again: %s", sb->rec.id, i, e.msg);
+			kilnd_log("sandbox %s: port mapping %zu not listened again: %s", sb->rec.id,
+				  i, e.msg);
 			continue;
 		}
 		kilnd_lock(d);
@@ -79,8 +82,9 @@ static void ports_open(struct sandbox *sb, json_t *list)
 		if (!kept)
 			port_fwd_close(f);
 		else
-			kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u%s", sb->rec.id,
-				  (unsigned)port_fwd_host_port(f), port_target_name(spec.target), (unsigned)spec.guest_port,
+			kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u%s",
+				  sb->rec.id, (unsigned)port_fwd_host_port(f),
+				  port_target_name(spec.target), (unsigned)spec.guest_port,
 				  spec.host_port ? " again" : "");
 	}
 	json_decref(list);
@@ -123,7 +127,8 @@ void sandbox_ports_open_new(struct sandbox *sb, const json_t *guest_side)
 		json_decref(list);
 }
 
-int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e)
+int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view,
+		     struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	struct agent_client c;
@@ -140,7 +145,8 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 	ok = sb->nports < SANDBOX_PORTS_MAX;
 	kilnd_unlock(d);
 	if (!ok) {
-		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
 			    SANDBOX_PORTS_MAX);
 		return -1;
 	}
@@ -148,10 +154,12 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 		return -1;
 	kilnd_lock(d);
 	if (sb->rec.state != SANDBOX_RUNNING || sb->vmm_exited) {
-		api_err_set(e, API_E_WRONG_STATE, "sandbox %s stopped while the port mapping was made", sb->rec.id);
+		api_err_set(e, API_E_WRONG_STATE,
+			    "sandbox %s stopped while the port mapping was made", sb->rec.id);
 		ok = false;
 	} else if (sb->nports >= SANDBOX_PORTS_MAX) {
-		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "sandbox %s already has %d port mappings; remove one first", sb->rec.id,
 			    SANDBOX_PORTS_MAX);
 		ok = false;
 	} else {
@@ -165,8 +173,9 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 		port_fwd_close(f);
 		return -1;
 	}
-	kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u", sb->rec.id, (unsigned)port_fwd_host_port(f),
-		  port_target_name(spec->target), (unsigned)spec->guest_port);
+	kilnd_log("sandbox %s: 127.0.0.1:%u forwards to guest %s port %u", sb->rec.id,
+		  (unsigned)port_fwd_host_port(f), port_target_name(spec->target),
+		  (unsigned)spec->guest_port);
 	return 0;
 }
 
@@ -201,7 +210,8 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
 	}
 	kilnd_unlock(d);
 	if (!f) {
-		api_err_set(e, API_E_NOT_FOUND, "sandbox %s has no port mapping on host port %u (GET .../ports lists them)",
+		api_err_set(e, API_E_NOT_FOUND,
+			    "sandbox %s has no port mapping on host port %u (GET .../ports lists them)",
 			    sb->rec.id, (unsigned)host_port);
 		return -1;
 	}

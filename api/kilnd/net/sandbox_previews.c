@@ -20,7 +20,8 @@ static const struct preview_where *where_of(const struct kilnd *d, struct previe
 	return w;
 }
 
-int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t **view, struct api_err *e)
+int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t **view,
+			struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	uint8_t raw[PREVIEW_TOKEN_BYTES];
@@ -53,7 +54,8 @@ int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t 
 			    "sandbox %s already has a preview of port %u (DELETE .../previews/%u first, or GET .../previews for its URL)",
 			    sb->rec.id, (unsigned)port, (unsigned)port);
 	} else if (json_array_size(sb->rec.previews) >= PREVIEWS_MAX) {
-		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s already has %d previews; remove one first", sb->rec.id,
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "sandbox %s already has %d previews; remove one first", sb->rec.id,
 			    PREVIEWS_MAX);
 	} else if (!sb->rec.previews || json_array_append(sb->rec.previews, entry) ||
 		   !(*view = preview_view(entry, sb->rec.id, where_of(d, &w)))) {
@@ -101,7 +103,8 @@ int sandbox_preview_remove(struct sandbox *sb, uint16_t port, struct api_err *e)
 	}
 	kilnd_unlock(d);
 	if (!found) {
-		api_err_set(e, API_E_NOT_FOUND, "sandbox %s has no preview of port %u (GET .../previews lists them)",
+		api_err_set(e, API_E_NOT_FOUND,
+			    "sandbox %s has no preview of port %u (GET .../previews lists them)",
 			    sb->rec.id, (unsigned)port);
 		return -1;
 	}
@@ -109,7 +112,8 @@ int sandbox_preview_remove(struct sandbox *sb, uint16_t port, struct api_err *e)
 	return 0;
 }
 
-struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t port, struct preview_grant *g)
+struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t port,
+				     struct preview_grant *g)
 {
 	struct sandbox *sb = NULL;
 	const json_t *p;
@@ -119,8 +123,9 @@ struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t p
 		return NULL;
 	kilnd_lock(d);
 	sb = sandbox_find_locked(d, id);
-	p = sb && !sb->rec.pooled && sb->rec.state != SANDBOX_DELETING ? preview_list_find(sb->rec.previews, port, NULL)
-								       : NULL;
+	p = sb && !sb->rec.pooled && sb->rec.state != SANDBOX_DELETING
+		? preview_list_find(sb->rec.previews, port, NULL)
+		: NULL;
 	if (p) {
 		const char *t = json_string_value(json_object_get(p, "token"));
 

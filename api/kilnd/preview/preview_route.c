@@ -68,7 +68,8 @@ static bool route_host(const char *host, const char *domain, struct preview_req 
 
 	if (colon) {
 		/* Only a port may follow: "[::1]:80" and the like are not ours. */
-		if (colon == host || strspn(colon + 1, "0123456789") != (size_t)(host + n - colon - 1) || !colon[1])
+		if (colon == host ||
+		    strspn(colon + 1, "0123456789") != (size_t)(host + n - colon - 1) || !colon[1])
 			return false;
 		n = (size_t)(colon - host);
 	}
@@ -177,12 +178,14 @@ static bool is_upgrade(const struct http_head *h)
 	bool conn = false;
 
 	for (size_t i = 0; i < h->nfields; i++)
-		if (!strcasecmp(h->fields[i].name, "Connection") && http_has_token(h->fields[i].value, "upgrade"))
+		if (!strcasecmp(h->fields[i].name, "Connection") &&
+		    http_has_token(h->fields[i].value, "upgrade"))
 			conn = true;
 	return conn && http_head_field(h, "Upgrade");
 }
 
-int preview_route(const struct http_head *h, const char *domain, struct preview_req *r, struct preview_err *e)
+int preview_route(const struct http_head *h, const char *domain, struct preview_req *r,
+		  struct preview_err *e)
 {
 	const char *host = http_head_field(h, "Host");
 
@@ -192,9 +195,10 @@ int preview_route(const struct http_head *h, const char *domain, struct preview_
 		r->rest_len = strlen(h->path);
 	} else if (!route_path(h->path, r)) {
 		memset(r, 0, sizeof(*r));
-		return preview_err_set(e, 404, "preview_not_found",
-				       "not a preview URL: use http://PORT-ID.%s/ or /preview/ID/PORT/ (POST /v1/sandboxes/ID/previews makes one)",
-				       domain);
+		return preview_err_set(
+			e, 404, "preview_not_found",
+			"not a preview URL: use http://PORT-ID.%s/ or /preview/ID/PORT/ (POST /v1/sandboxes/ID/previews makes one)",
+			domain);
 	}
 	snprintf(r->cookie, sizeof(r->cookie), "kiln_preview_%s_%u", r->id, (unsigned)r->port);
 	r->upgrade = is_upgrade(h);
@@ -278,7 +282,8 @@ static void put_query(struct out *o, const char *q, const char *token, bool with
 	while (q && *q) {
 		size_t n = strcspn(q, "&");
 
-		if (!(token && n >= 6 && memcmp(q, "token=", 6) == 0 && preview_token_equal(q + 6, n - 6, token))) {
+		if (!(token && n >= 6 && memcmp(q, "token=", 6) == 0 &&
+		      preview_token_equal(q + 6, n - 6, token))) {
 			put(o, first ? "?" : "&", first ? (with_mark ? 1 : 0) : 1);
 			put(o, q, n);
 			first = false;
@@ -292,9 +297,11 @@ static void put_query(struct out *o, const char *q, const char *token, bool with
 /* Fields a client may not pass to the guest as they are. */
 static bool dropped(const struct http_field *f, const char *token)
 {
-	static const char *const names[] = { "Connection", "Keep-Alive", "Proxy-Connection", "X-Kiln-Preview-Token",
-					     "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-					     "X-Forwarded-Prefix", "Forwarded", NULL };
+	static const char *const names[] = { "Connection",        "Keep-Alive",
+					     "Proxy-Connection",  "X-Kiln-Preview-Token",
+					     "X-Forwarded-For",   "X-Forwarded-Host",
+					     "X-Forwarded-Proto", "X-Forwarded-Prefix",
+					     "Forwarded",         NULL };
 	const char *t;
 	size_t n;
 
@@ -302,7 +309,7 @@ static bool dropped(const struct http_field *f, const char *token)
 		if (!strcasecmp(f->name, names[i]))
 			return true;
 	return token && !strcasecmp(f->name, "Authorization") && (t = bearer(f->value, &n)) &&
-	       preview_token_equal(t, n, token);
+		preview_token_equal(t, n, token);
 }
 
 /* A Cookie field without kilnd's cookies (kiln_preview_*: this preview's
@@ -369,7 +376,8 @@ static bool holds_token(const char *s, size_t n, const char *token)
 	for (size_t i = 0; tl && i < n; i++) {
 		size_t j = i, k = 0;
 
-		while (k < tl && j < n && lower(pct_byte(s, n, &j)) == lower((unsigned char)token[k]))
+		while (k < tl && j < n &&
+		       lower(pct_byte(s, n, &j)) == lower((unsigned char)token[k]))
 			k++;
 		if (k == tl)
 			return true;
@@ -407,8 +415,10 @@ static void put_referer(struct out *o, const char *v, const char *token)
 		}
 		i += k + 1;
 	}
-	if (!o->over && (o->n == start + sizeof(name) - 1 ||
-			 holds_token(o->p + start + sizeof(name) - 1, o->n - start - (sizeof(name) - 1), token))) {
+	if (!o->over &&
+	    (o->n == start + sizeof(name) - 1 ||
+	     holds_token(o->p + start + sizeof(name) - 1, o->n - start - (sizeof(name) - 1),
+			 token))) {
 		o->n = start;
 		o->lines = lines;
 		o->over = over;
@@ -477,13 +487,14 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
 static bool url_bytes(const char *s, bool backslash)
 {
 	for (; s && *s; s++)
-		if ((*s == '\\' && !backslash) || (unsigned char)*s <= 0x20 || (unsigned char)*s >= 0x7f)
+		if ((*s == '\\' && !backslash) || (unsigned char)*s <= 0x20 ||
+		    (unsigned char)*s >= 0x7f)
 			return false;
 	return true;
 }
 
-long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token, char *out,
-		      size_t cap)
+long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token,
+		      char *out, size_t cap)
 {
 	struct out o = { .p = out, .cap = cap };
 	struct preview_err e;
@@ -491,8 +502,9 @@ long preview_redirect(const struct http_head *h, const struct preview_req *r, co
 	size_t n;
 
 	if (path[0] != '/' || !url_bytes(path, false) || !url_bytes(h->query, true)) {
-		preview_err_set(&e, 400, "bad_request",
-				"no redirect to a path with a '\\', space or control byte (a browser would leave this site): give the token in X-Kiln-Preview-Token or open another path with ?token=");
+		preview_err_set(
+			&e, 400, "bad_request",
+			"no redirect to a path with a '\\', space or control byte (a browser would leave this site): give the token in X-Kiln-Preview-Token or open another path with ?token=");
 		n = preview_err_answer(&e, out, cap);
 		return n ? (long)n : -1;
 	}
@@ -508,7 +520,8 @@ long preview_redirect(const struct http_head *h, const struct preview_req *r, co
 		putf(&o, "/preview/%s/%u", r->id, (unsigned)r->port);
 	else
 		puts_(&o, "/");
-	puts_(&o, "; HttpOnly; SameSite=Lax\r\nCache-Control: no-store\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+	puts_(&o,
+	      "; HttpOnly; SameSite=Lax\r\nCache-Control: no-store\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 	return o.over ? -1 : (long)o.n;
 }
 

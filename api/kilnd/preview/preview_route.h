@@ -66,9 +66,9 @@ struct preview_req {
 	char id[SANDBOX_ID_LEN + 1];
 	uint16_t port;
 	enum preview_form form;
-	const char *rest;  /* the path to forward (from '/') */
-	size_t rest_len;   /* "/" alone when the prefix ended the path */
-	bool upgrade;      /* Upgrade with Connection: upgrade (a WebSocket) */
+	const char *rest;                    /* the path to forward (from '/') */
+	size_t rest_len;                     /* "/" alone when the prefix ended the path */
+	bool upgrade;                        /* Upgrade with Connection: upgrade (a WebSocket) */
 	char cookie[PREVIEW_COOKIE_MAX + 1]; /* this preview's cookie name */
 	struct preview_cred creds[PREVIEW_CREDS_MAX];
 	size_t ncreds;
@@ -90,7 +90,8 @@ int preview_err_set(struct preview_err *e, unsigned status, const char *code, co
  * cookie name, credentials), or -1 with e: 404 preview_not_found when it
  * names no preview in either form.
  */
-int preview_route(const struct http_head *h, const char *domain, struct preview_req *r, struct preview_err *e);
+int preview_route(const struct http_head *h, const char *domain, struct preview_req *r,
+		  struct preview_err *e);
 
 /* The credential of r that equals token, or NULL (token NULL: none). */
 const struct preview_cred *preview_auth(const struct preview_req *r, const char *token);
@@ -114,8 +115,8 @@ long preview_head_rewrite(const struct http_head *h, const struct preview_req *r
  * (preview_err_answer), no cookie set. Its length in out[cap], or -1
  * when it does not fit.
  */
-long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token, char *out,
-		      size_t cap);
+long preview_redirect(const struct http_head *h, const struct preview_req *r, const char *token,
+		      char *out, size_t cap);
 
 /* The proxy's own answer for e (JSON {"error":{"code","message"}}, then
  * the connection closes), into out[cap]; its length (cut to fit). */

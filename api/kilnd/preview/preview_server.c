@@ -30,7 +30,7 @@
 struct preview_server {
 	struct kilnd *d;
 	int listen_fd;
-	int stop_fd; /* eventfd: written once by quiesce, never read: readable for all */
+	int stop_fd;        /* eventfd: written once by quiesce, never read: readable for all */
 	int accept_stop_fd; /* eventfd: the same for the listener thread alone */
 	pthread_t listener;
 	bool listening;
@@ -51,7 +51,8 @@ struct pconn {
 /* Everything of p[0..n) within the client timeout (http_io.h); false when it failed. */
 static bool send_all(struct pconn *c, const char *p, size_t n)
 {
-	return http_io_send(c->fd, p, n, (int)c->s->d->cfg.client_timeout_s * 1000, c->s->stop_fd) == 0;
+	return http_io_send(c->fd, p, n, (int)c->s->d->cfg.client_timeout_s * 1000,
+			    c->s->stop_fd) == 0;
 }
 
 static void answer_err(struct pconn *c, const struct preview_err *e)
@@ -81,7 +82,8 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 		ssize_t r;
 
 		if (w == -ETIMEDOUT)
-			return preview_err_set(e, 408, "request_timeout", "no complete request head within %u s",
+			return preview_err_set(e, 408, "request_timeout",
+					       "no complete request head within %u s",
 					       c->s->d->cfg.client_timeout_s);
 		if (w == -ESHUTDOWN)
 			return preview_err_set(e, 503, "shutting_down", "kilnd is stopping");
@@ -90,13 +92,15 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 		/* Never more than a head can be: HTTP_HEAD_MAX + what follows in the same read. */
 		r = recv(c->fd, c->in + n, HTTP_HEAD_MAX - n, MSG_DONTWAIT);
 		if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-			return preview_err_set(e, 400, "closed", "the connection ended before a request head");
+			return preview_err_set(e, 400, "closed",
+					       "the connection ended before a request head");
 		if (r < 0)
 			continue;
 		n += (size_t)r;
 		end = http_head_scan_end((const char *)c->in, n, &sc, &ae);
 		if (end < 0)
-			return preview_err_set(e, api_code_status(ae.code), api_code_name(ae.code), "%s", ae.msg);
+			return preview_err_set(e, api_code_status(ae.code), api_code_name(ae.code),
+					       "%s", ae.msg);
 		if (end > 0) {
 			*got = n;
 			return end;
@@ -105,8 +109,8 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 }
 
 /* Reach the guest port for r on sb (waking it): the socket, or -1 with e. */
-static int guest_open(struct sandbox *sb, const struct preview_req *r, const struct preview_grant *g,
-		      struct preview_err *e)
+static int guest_open(struct sandbox *sb, const struct preview_req *r,
+		      const struct preview_grant *g, struct preview_err *e)
 {
 	struct agent_client c;
 	struct api_err se;
@@ -115,9 +119,10 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r, const str
 	int fd = -1;
 
 	if (g->state == SANDBOX_STOPPED || g->state == SANDBOX_CRASHED)
-		return preview_err_set(e, 503, "sandbox_not_running",
-				       "sandbox %s is %s: start it (POST /v1/sandboxes/%s/start) and try again", r->id,
-				       sandbox_state_name(g->state), r->id);
+		return preview_err_set(
+			e, 503, "sandbox_not_running",
+			"sandbox %s is %s: start it (POST /v1/sandboxes/%s/start) and try again",
+			r->id, sandbox_state_name(g->state), r->id);
 	/* Waits for a hibernation or checkpoint under way; wakes a hibernated one. */
 	if (sandbox_agent(sb, &c, &env, &se))
 		return preview_err_set(e, 503, "sandbox_not_running", "%s", se.msg);
@@ -127,9 +132,10 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r, const str
 		return preview_err_set(e, 500, "internal", "sandbox %s: out of memory", r->id);
 	kiln_agent_set_timeout(a, PORT_FWD_CONNECT_MS);
 	if (kiln_agent_tcp_connect(a, r->port, "127.0.0.1", &fd) < 0)
-		preview_err_set(e, 502, "guest_unreachable",
-				"nothing answers on port %u of sandbox %s (%s): is a server listening on 127.0.0.1 or 0.0.0.0 there?",
-				(unsigned)r->port, r->id, kiln_agent_errcode(a));
+		preview_err_set(
+			e, 502, "guest_unreachable",
+			"nothing answers on port %u of sandbox %s (%s): is a server listening on 127.0.0.1 or 0.0.0.0 there?",
+			(unsigned)r->port, r->id, kiln_agent_errcode(a));
 	kiln_agent_free(a);
 	return fd;
 }
@@ -168,19 +174,22 @@ static void serve(struct pconn *c)
 	}
 	sb = sandbox_preview_find(s->d, r.id, r.port, &g);
 	if (!sb) {
-		preview_err_set(&e, 404, "preview_not_found", "sandbox %s has no preview of port %u", r.id, (unsigned)r.port);
+		preview_err_set(&e, 404, "preview_not_found",
+				"sandbox %s has no preview of port %u", r.id, (unsigned)r.port);
 		answer_err(c, &e);
 		return;
 	}
 	authorized = g.public_ || (cred = preview_auth(&r, g.token));
 	if (!authorized) {
-		preview_err_set(&e, 401, "unauthorized",
-				"this preview needs its token: header X-Kiln-Preview-Token or Authorization: Bearer, its cookie, or ?token= (GET /v1/sandboxes/%s/previews shows it)",
-				r.id);
+		preview_err_set(
+			&e, 401, "unauthorized",
+			"this preview needs its token: header X-Kiln-Preview-Token or Authorization: Bearer, its cookie, or ?token= (GET /v1/sandboxes/%s/previews shows it)",
+			r.id);
 		answer_err(c, &e);
 		goto out;
 	}
-	if (cred && cred->kind == PREVIEW_CRED_QUERY && (!strcmp(h.method, "GET") || !strcmp(h.method, "HEAD"))) {
+	if (cred && cred->kind == PREVIEW_CRED_QUERY &&
+	    (!strcmp(h.method, "GET") || !strcmp(h.method, "HEAD"))) {
 		/* A first visit: the cookie, and the URL without the token. */
 		flen = preview_redirect(&h, &r, g.token, (char *)c->out, PREVIEW_BUF);
 		if (flen > 0)
@@ -197,8 +206,9 @@ static void serve(struct pconn *c)
 	extra = got - (size_t)hlen;
 	if (!r.upgrade) {
 		if (h.body == HTTP_BODY_CHUNKED) {
-			preview_err_set(&e, 411, "length_required",
-					"a chunked request body cannot go through a preview: send it with Content-Length");
+			preview_err_set(
+				&e, 411, "length_required",
+				"a chunked request body cannot go through a preview: send it with Content-Length");
 			answer_err(c, &e);
 			goto out;
 		}
@@ -212,19 +222,24 @@ static void serve(struct pconn *c)
 		goto out;
 	}
 	/* The head the guest gets, then the bytes that came after it. */
-	flen = preview_head_rewrite(&h, &r, g.public_ ? NULL : g.token, c->client, (char *)c->out, PREVIEW_BUF);
+	flen = preview_head_rewrite(&h, &r, g.public_ ? NULL : g.token, c->client, (char *)c->out,
+				    PREVIEW_BUF);
 	if (flen < 0 || extra > PREVIEW_BUF - (size_t)flen) {
-		preview_err_set(&e, 431, "headers_too_large", "the request head is too large to forward");
+		preview_err_set(&e, 431, "headers_too_large",
+				"the request head is too large to forward");
 		answer_err(c, &e);
 		goto out;
 	}
 	memcpy(c->out + flen, c->in + hlen, extra);
 	{
-		struct sock_relay rl = { .fd = { c->fd, guest }, .stop_fd = s->stop_fd,
+		struct sock_relay rl = { .fd = { c->fd, guest },
+					 .stop_fd = s->stop_fd,
 					 .half_idle_ms = PORT_FWD_HALF_IDLE_MS };
 
-		rl.dir[0] = (struct sock_relay_dir){ .buf = c->out, .cap = PREVIEW_BUF,
-						     .end = (size_t)flen + extra, .capped = !r.upgrade,
+		rl.dir[0] = (struct sock_relay_dir){ .buf = c->out,
+						     .cap = PREVIEW_BUF,
+						     .end = (size_t)flen + extra,
+						     .capped = !r.upgrade,
 						     .left = r.upgrade ? 0 : body - extra };
 		rl.dir[1] = (struct sock_relay_dir){ .buf = c->in, .cap = PREVIEW_BUF };
 		sock_relay_run(&rl, &errnum);
@@ -356,8 +371,9 @@ static int handed_listener(struct kilnd *d, const struct sockaddr_in *want)
 	if (fd < 0)
 		return -1;
 	d->cfg.preview_fd = -1;
-	if (getsockname(fd, (struct sockaddr *)&got, &len) == 0 && len == sizeof(got) && got.sin_family == AF_INET &&
-	    got.sin_port == want->sin_port && got.sin_addr.s_addr == want->sin_addr.s_addr)
+	if (getsockname(fd, (struct sockaddr *)&got, &len) == 0 && len == sizeof(got) &&
+	    got.sin_family == AF_INET && got.sin_port == want->sin_port &&
+	    got.sin_addr.s_addr == want->sin_addr.s_addr)
 		return fd;
 	kilnd_log("--upgrade: the previous kilnd's preview listener is not on %s:%u; listening anew",
 		  d->cfg.preview_addr, (unsigned)d->cfg.preview_port);
@@ -388,12 +404,14 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, struct er
 	s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->listen_fd = -1;
 	if (s->stop_fd < 0 || s->accept_stop_fd < 0) {
-		err_set(e, errno, "--preview-listen: cannot make an eventfd: %s (too many open files? raise the limit)",
-			 strerror(errno));
+		err_set(e, errno,
+			"--preview-listen: cannot make an eventfd: %s (too many open files? raise the limit)",
+			strerror(errno));
 		goto fail;
 	}
 	if (inet_pton(AF_INET, d->cfg.preview_addr, &a.sin_addr) != 1) {
-		err_set(e, EINVAL, "--preview-listen '%s': not an IPv4 address", d->cfg.preview_addr);
+		err_set(e, EINVAL, "--preview-listen '%s': not an IPv4 address",
+			d->cfg.preview_addr);
 		goto fail;
 	}
 	s->listen_fd = handed_listener(d, &a);
@@ -406,14 +424,15 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, struct er
 	}
 	/* A restarted kilnd takes its port back at once despite TIME_WAIT. */
 	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s->listen_fd, 128) < 0) {
+	if (bind(s->listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(s->listen_fd, 128) < 0) {
 		code = errno;
-		err_set(e, code, "--preview-listen %s:%u: %s%s", d->cfg.preview_addr, (unsigned)d->cfg.preview_port,
-			 strerror(code),
-			 code == EADDRINUSE	       ? " (pick another port)"
-			 : code == EACCES	       ? " (ports below 1024 need privilege)"
-			 : code == EADDRNOTAVAIL ? " (not an address of this host)"
-						 : "");
+		err_set(e, code, "--preview-listen %s:%u: %s%s", d->cfg.preview_addr,
+			(unsigned)d->cfg.preview_port, strerror(code),
+			code == EADDRINUSE              ? " (pick another port)"
+				: code == EACCES        ? " (ports below 1024 need privilege)"
+				: code == EADDRNOTAVAIL ? " (not an address of this host)"
+							: "");
 		goto fail;
 	}
 listening:

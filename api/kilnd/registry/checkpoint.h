@@ -58,8 +58,8 @@ int checkpoint_req_parse(const json_t *body, struct checkpoint_req *out, struct 
  * caller adds ports: the guest sides of the sandbox's port mappings then
  * (POST .../ports bodies without host_port), which its forks listen on.
  */
-json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms, bool compressed,
-			  bool paused, const struct control_reply *r);
+json_t *checkpoint_object(const char *sandbox_id, const char *name, int64_t created_ms,
+			  bool compressed, bool paused, const struct control_reply *r);
 
 /* The hibernation object of a sandbox: at, the same sizes, snapshot_ms. */
 json_t *hibernation_object(int64_t at_ms, const struct control_reply *r);
@@ -71,8 +71,8 @@ int checkpoint_validate(const json_t *o, const char *sandbox_id, struct api_err 
 json_t *checkpoint_find(const json_t *list, const char *name, size_t *index);
 
 /* "<sandbox id>/<name>" into id and name. 0, or -1 with e (bad_field). */
-int checkpoint_ref_parse(const char *ref, char id[SANDBOX_ID_LEN + 1], char name[CHECKPOINT_NAME_MAX + 1],
-			 struct api_err *e);
+int checkpoint_ref_parse(const char *ref, char id[SANDBOX_ID_LEN + 1],
+			 char name[CHECKPOINT_NAME_MAX + 1], struct api_err *e);
 
 /* True when a create body asks for a fork (has "from_checkpoint"). */
 bool fork_requested(const json_t *body);
@@ -81,8 +81,8 @@ bool fork_requested(const json_t *body);
  * The fork's checkpoint reference: checks the body's fields first (an
  * inherited field is bad_field, anything unknown unknown_field). 0 or -1.
  */
-int fork_ref_parse(const json_t *body, char id[SANDBOX_ID_LEN + 1], char name[CHECKPOINT_NAME_MAX + 1],
-		   struct api_err *e);
+int fork_ref_parse(const json_t *body, char id[SANDBOX_ID_LEN + 1],
+		   char name[CHECKPOINT_NAME_MAX + 1], struct api_err *e);
 
 /*
  * The fork's spec: the source's, with the body's hostname, env, labels,
@@ -90,7 +90,8 @@ int fork_ref_parse(const json_t *body, char id[SANDBOX_ID_LEN + 1], char name[CH
  * *hostname_given: the body named one (otherwise the caller gives the
  * fork a hostname of its own). 0 with *out (free it), or -1 with e.
  */
-int fork_spec_parse(const json_t *body, const struct sandbox_spec *source, const struct sandbox_limits *lim,
-		    struct sandbox_spec *out, bool *hostname_given, struct api_err *e);
+int fork_spec_parse(const json_t *body, const struct sandbox_spec *source,
+		    const struct sandbox_limits *lim, struct sandbox_spec *out,
+		    bool *hostname_given, struct api_err *e);
 
 #endif

@@ -65,7 +65,8 @@ void sandbox_put_quiet(struct sandbox *sb)
 		sandbox_free(sb);
 }
 
-struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e)
+struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id,
+			    struct api_err *e)
 {
 	struct sandbox *sb = NULL;
 
@@ -82,7 +83,8 @@ struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char 
 		kilnd_unlock(d);
 	}
 	if (!sb)
-		api_err_set(e, API_E_SANDBOX_NOT_FOUND, "no sandbox '%.64s' (GET /v1/sandboxes lists them)", id);
+		api_err_set(e, API_E_SANDBOX_NOT_FOUND,
+			    "no sandbox '%.64s' (GET /v1/sandboxes lists them)", id);
 	return sb;
 }
 
@@ -115,8 +117,8 @@ static json_t *disk_view(const char *dir, const char *image_path, unsigned disk_
 	snprintf(ovl, sizeof(ovl), "%s/overlay", dir);
 	if (stat(ovl, &st) == 0)
 		stored = (json_int_t)st.st_blocks * 512;
-	return json_pack("{s:o,s:o}", "size_bytes", size >= 0 ? json_integer(size) : json_null(), "stored_bytes",
-			 stored >= 0 ? json_integer(stored) : json_null());
+	return json_pack("{s:o,s:o}", "size_bytes", size >= 0 ? json_integer(size) : json_null(),
+			 "stored_bytes", stored >= 0 ? json_integer(stored) : json_null());
 }
 
 json_t *sandbox_view(struct sandbox *sb)
@@ -152,17 +154,19 @@ static int authorize_shares(struct kilnd *d, struct sandbox_spec *s, const struc
 		bool ok = peer->uid == 0;
 
 		if (!realpath(s->shares[i].host_path, real) || stat(real, &st) < 0) {
-			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s': %s", i, s->shares[i].host_path,
-				    strerror(errno));
+			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s': %s", i,
+				    s->shares[i].host_path, strerror(errno));
 			return -1;
 		}
 		if (!S_ISDIR(st.st_mode)) {
-			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' is not a directory", i,
+			api_err_set(e, API_E_BAD_FIELD,
+				    "shares[%zu]: host_path '%s' is not a directory", i,
 				    s->shares[i].host_path);
 			return -1;
 		}
 		if (!host_path_valid(real) || strlen(real) > SPEC_HOST_PATH_MAX) {
-			api_err_set(e, API_E_BAD_FIELD, "shares[%zu]: host_path '%s' resolves to '%s', which has a control character or is too long",
+			api_err_set(e, API_E_BAD_FIELD,
+				    "shares[%zu]: host_path '%s' resolves to '%s', which has a control character or is too long",
 				    i, s->shares[i].host_path, real);
 			return -1;
 		}
@@ -171,7 +175,8 @@ static int authorize_shares(struct kilnd *d, struct sandbox_spec *s, const struc
 			size_t n = strlen(root);
 
 			ok = strcmp(root, "/") == 0 ||
-			     (strncmp(real, root, n) == 0 && (real[n] == '\0' || real[n] == '/'));
+				(strncmp(real, root, n) == 0 &&
+				 (real[n] == '\0' || real[n] == '/'));
 		}
 		if (!ok) {
 			api_err_set(e, API_E_FORBIDDEN,
@@ -207,8 +212,9 @@ size_t sandbox_clients_count_locked(const struct kilnd *d)
 	return n;
 }
 
-struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
-				bool hostname_from_id, bool pooled, struct api_err *e)
+struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec,
+				     const char *image, bool hostname_from_id, bool pooled,
+				     struct api_err *e)
 {
 	struct sandbox *sb = sandbox_new(d);
 	int r;
@@ -226,7 +232,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	}
 	if (!pooled && sandbox_clients_count_locked(d) >= d->cfg.max_sandboxes) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_LIMIT_REACHED, "%u sandboxes exist (--max-sandboxes); delete one first",
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "%u sandboxes exist (--max-sandboxes); delete one first",
 			    d->cfg.max_sandboxes);
 		goto fail_sb;
 	}
@@ -235,7 +242,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	 * becomes a user of a deleted image. */
 	if (access(image, F_OK) < 0) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_IMAGE_NOT_FOUND, "image '%s' was deleted while this sandbox was being created: import it again",
+		api_err_set(e, API_E_IMAGE_NOT_FOUND,
+			    "image '%s' was deleted while this sandbox was being created: import it again",
 			    spec->image);
 		goto fail_sb;
 	}
@@ -251,7 +259,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	memset(spec, 0, sizeof(*spec));
 	/* "kiln-" and 12 hex digits: a valid hostname of its own. */
 	if (hostname_from_id)
-		snprintf(sb->rec.spec.hostname, sizeof(sb->rec.spec.hostname), "kiln-%s", sb->rec.id);
+		snprintf(sb->rec.spec.hostname, sizeof(sb->rec.spec.hostname), "kiln-%s",
+			 sb->rec.id);
 	snprintf(sb->rec.image_path, sizeof(sb->rec.image_path), "%s", image);
 	sb->rec.state = SANDBOX_BOOTING;
 	/* Until the create's answer is decided (sandbox_create_finish). */
@@ -259,7 +268,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	sb->rec.created_ms = wall_ms();
 	sb->rec.checkpoints = json_array();
 	/* check_config() made sure these fit. */
-	r = sandbox_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir, sb->rec.id);
+	r = sandbox_pathf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", d->cfg.state_dir,
+			  sb->rec.id);
 	if (!r)
 		r = sandbox_pathf(sb->vsock, sizeof(sb->vsock), "%s/vm/vsock.sock", sb->dir);
 	if (!r)
@@ -271,7 +281,8 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 		goto fail_registered;
 	}
 	if (mkdir(sb->dir, 0700) < 0) {
-		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot create %s: %s", sb->dir, strerror(errno));
+		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot create %s: %s", sb->dir,
+			    strerror(errno));
 		goto fail_registered;
 	}
 	/* The record says "being created" before anything else lands in the
@@ -281,12 +292,13 @@ struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbo
 	r = sandbox_persist_locked(sb);
 	kilnd_unlock(d);
 	if (r) {
-		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot write %s/meta.json: %s", sb->dir, strerror(-r));
+		api_err_set(e, API_E_INTERNAL, "sandbox create: cannot write %s/meta.json: %s",
+			    sb->dir, strerror(-r));
 		sandbox_remove_dir(sb->dir);
 		goto fail_registered;
 	}
-	kilnd_log("sandbox %s: created (image %s, %u vCPUs, %u MiB)", sb->rec.id, sb->rec.spec.image,
-		  sb->rec.spec.cpus, sb->rec.spec.memory_mib);
+	kilnd_log("sandbox %s: created (image %s, %u vCPUs, %u MiB)", sb->rec.id,
+		  sb->rec.spec.image, sb->rec.spec.cpus, sb->rec.spec.memory_mib);
 	return sb;
 fail_registered:
 	kilnd_lock(d);
@@ -300,7 +312,8 @@ fail_sb:
 	return NULL;
 }
 
-int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e)
+int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view,
+			  struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	enum sandbox_state to;
@@ -315,7 +328,8 @@ int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t
 		r = sb->rec.state == SANDBOX_DELETING ? 0 : sandbox_persist_locked(sb);
 		if (r) {
 			sb->rec.creating = true;
-			api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot save meta.json: %s; the sandbox was removed",
+			api_err_set(e, API_E_INTERNAL,
+				    "sandbox %s: cannot save meta.json: %s; the sandbox was removed",
 				    sb->rec.id, strerror(-r));
 			sandbox_kill_locked(sb);
 		}
@@ -377,7 +391,8 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 	if (sandbox_spec_parse(body, &d->cfg.limits, &spec, e))
 		return -1;
 	if (authorize_shares(d, &spec, peer, e) || images_find(d, spec.image, image, e) ||
-	    images_check_disk(spec.image, image, spec.disk_mib, e) || image_env_under(d, &spec, e)) {
+	    images_check_disk(spec.image, image, spec.disk_mib, e) ||
+	    image_env_under(d, &spec, e)) {
 		sandbox_spec_free(&spec);
 		return -1;
 	}
@@ -408,7 +423,8 @@ void sandbox_wait_unbusy_locked(struct sandbox *sb)
 	/* Each ends within its control deadline or the boot timeout. An idle
 	 * hibernation or a wake is not the client's doing: a lifecycle
 	 * request waits for it rather than failing with 409. */
-	while (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING || (sb->rec.state == SANDBOX_BOOTING && sb->waking))
+	while (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING ||
+	       (sb->rec.state == SANDBOX_BOOTING && sb->waking))
 		pthread_cond_wait(&sb->cv, &sb->d->reg.mu);
 }
 
@@ -456,7 +472,8 @@ int sandbox_start(struct sandbox *sb, json_t **view, struct api_err *e)
 	return 0;
 }
 
-int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view, struct api_err *e)
+int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view,
+		 struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	enum sandbox_state to;
@@ -477,8 +494,11 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 	kilnd_unlock(d);
 	/* A paused guest cannot shut down: let it run for its clean stop, or
 	 * kill it when kiln-vmm will not resume it. */
-	if (was_paused && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce)) {
-		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it", sb->rec.id, ce.msg);
+	if (was_paused &&
+	    vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep,
+			     &ce)) {
+		kilnd_log("sandbox %s: resuming it for its stop failed (%s); killing it",
+			  sb->rec.id, ce.msg);
 		kilnd_lock(d);
 		sandbox_kill_locked(sb);
 		kilnd_unlock(d);
@@ -505,7 +525,8 @@ int sandbox_delete(struct sandbox *sb, struct api_err *e)
 	kilnd_lock(d);
 	sandbox_wait_unbusy_locked(sb);
 	if (sb->cp_readers) {
-		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading one of its checkpoints; retry in a moment",
+		api_err_set(e, API_E_BUSY,
+			    "sandbox %s: a fork or restore is reading one of its checkpoints; retry in a moment",
 			    sb->rec.id);
 		kilnd_unlock(d);
 		return -1;
@@ -576,7 +597,8 @@ int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, stru
 
 	kilnd_lock(d);
 	for (;;) {
-		if (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING || (sb->rec.state == SANDBOX_BOOTING && sb->waking)) {
+		if (sb->busy_op || sb->rec.state == SANDBOX_HIBERNATING ||
+		    (sb->rec.state == SANDBOX_BOOTING && sb->waking)) {
 			if (!sandbox_cv_wait_locked(sb, deadline))
 				break;
 			continue;
@@ -592,11 +614,14 @@ int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, stru
 		break;
 	}
 	if (!sandbox_state_serves_agent(sb->rec.state)) {
-		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; exec and files need it running%s", sb->rec.id,
+		api_err_set(e, API_E_WRONG_STATE,
+			    "sandbox %s is %s; exec and files need it running%s", sb->rec.id,
 			    sandbox_state_name(sb->rec.state),
-			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED ? " (POST .../start)"
-			    : sb->rec.state == SANDBOX_PAUSED ? ": resume it first (POST .../resume)"
-							 : "");
+			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED
+				    ? " (POST .../start)"
+				    : sb->rec.state == SANDBOX_PAUSED
+				    ? ": resume it first (POST .../resume)"
+				    : "");
 		kilnd_unlock(d);
 		return -1;
 	}

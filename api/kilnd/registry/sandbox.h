@@ -51,7 +51,8 @@ int sandboxes_init(struct kilnd *d, struct err *e);
  * its existence is not revealed). The only way a request reaches a
  * sandbox by id. Getting and putting one is activity for its idle
  * timeout. */
-struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id, struct api_err *e);
+struct sandbox *sandbox_get(struct kilnd *d, const struct peer *who, const char *id,
+			    struct api_err *e);
 void sandbox_put(struct sandbox *sb);
 /* sandbox_put without the activity: for a request that was refused (a
  * preview request without its token). */
@@ -79,7 +80,8 @@ int sandbox_create(struct kilnd *d, const json_t *body, const struct peer *peer,
 int sandbox_start(struct sandbox *sb, json_t **view, struct api_err *e);
 
 /* POST .../stop (and timeouts: reason "timeout"). view may be NULL. */
-int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view, struct api_err *e);
+int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **view,
+		 struct api_err *e);
 
 /* DELETE: stop if needed, then remove it and everything it owned. */
 int sandbox_delete(struct sandbox *sb, struct api_err *e);
@@ -107,7 +109,8 @@ struct port_spec; /* core/port_spec.h */
  * with the VMM). 0 with *view, or -1 with e (wrong_state, limit_reached,
  * exists, ...).
  */
-int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view, struct api_err *e);
+int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **view,
+		     struct api_err *e);
 /* GET .../ports: {"ports":[...]} (new reference; NULL when out of memory). */
 json_t *sandbox_port_list(struct sandbox *sb);
 /* DELETE .../ports/{host_port}: 0, or -1 with e (not_found). */
@@ -121,7 +124,8 @@ int sandbox_port_remove(struct sandbox *sb, uint16_t host_port, struct api_err *
  * without any (its own tokens). POST .../previews: 0 with *view (the
  * preview object, its token included), or -1 with e (exists, limit_reached).
  */
-int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t **view, struct api_err *e);
+int sandbox_preview_add(struct sandbox *sb, uint16_t port, bool public_, json_t **view,
+			struct api_err *e);
 /* GET .../previews: {"previews":[...]} (new reference; NULL when out of memory). */
 json_t *sandbox_preview_list(struct sandbox *sb);
 /* DELETE .../previews/{port}: 0, or -1 with e (not_found). */
@@ -140,7 +144,8 @@ struct preview_grant {
  * NULL when there is no such sandbox (a warm pool's counts as none) or
  * no such preview.
  */
-struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t port, struct preview_grant *g);
+struct sandbox *sandbox_preview_find(struct kilnd *d, const char *id, uint16_t port,
+				     struct preview_grant *g);
 /* The sandbox's agent socket, for the proxy's connection to the guest port. */
 const char *sandbox_vsock_path(const struct sandbox *sb);
 
@@ -184,10 +189,12 @@ int sandbox_checkpoint_get(struct sandbox *sb, const char *name, json_t **cp, st
 /* DELETE .../checkpoints/{cp}. */
 int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_err *e);
 /* POST .../checkpoints/{cp}/restore: in place; everything since is gone. */
-int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view, struct api_err *e);
+int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view,
+			       struct api_err *e);
 /* POST /v1/sandboxes {"from_checkpoint":"<id>/<name>",...}: a new sandbox
  * of peer's, from a checkpoint of a sandbox peer may see. */
-int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view, struct api_err *e);
+int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
+		 struct api_err *e);
 
 /* Once a second: stop sandboxes whose timeout_s passed, hibernate those
  * idle for their idle_timeout_s. */
@@ -219,7 +226,8 @@ void sandbox_pools_free(struct kilnd *d);
  * taken over). 1: no pool served it (none fits, none ready, or the one
  * taken failed and was removed): create it cold. Never fails the request.
  */
-int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct peer *peer, json_t **view);
+int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct peer *peer,
+		       json_t **view);
 /* GET /v1/health's "pools" array (new reference; NULL when out of memory). */
 json_t *sandbox_pools_view(struct kilnd *d);
 

@@ -13,7 +13,8 @@
 
 #include "api/kilnd/registry/sandbox_impl.h"
 
-int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view, struct api_err *e)
+int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, json_t **view,
+		 struct api_err *e)
 {
 	char id[SANDBOX_ID_LEN + 1], name[CHECKPOINT_NAME_MAX + 1], ref[CHECKPOINT_REF_MAX + 1];
 	char dir[PATH_MAX], image[PATH_MAX];
@@ -43,7 +44,8 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 		return -1;
 	}
 	/* A fork starts with the source's current firewall rules. */
-	if (spec.network == SANDBOX_NET_PASST && !spec.firewall && sandbox_firewall_current(from, &spec.firewall, e)) {
+	if (spec.network == SANDBOX_NET_PASST && !spec.firewall &&
+	    sandbox_firewall_current(from, &spec.firewall, e)) {
 		sandbox_spec_free(&spec);
 		sandbox_put(from);
 		return -1;
@@ -52,7 +54,9 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 	/* Not while a deleted checkpoint is folded into the one we read. */
 	sandbox_wait_unmerging_locked(from);
 	/* A sandbox being deleted takes its checkpoints with it. */
-	cp = from->rec.state != SANDBOX_DELETING ? checkpoint_find(from->rec.checkpoints, name, NULL) : NULL;
+	cp = from->rec.state != SANDBOX_DELETING
+		? checkpoint_find(from->rec.checkpoints, name, NULL)
+		: NULL;
 	found = cp != NULL;
 	/* Holds the checkpoint: neither it nor its sandbox is deleted while
 	 * kiln-vmm copies and maps it. */
@@ -62,7 +66,8 @@ int sandbox_fork(struct kilnd *d, const json_t *body, const struct peer *peer, j
 	}
 	kilnd_unlock(d);
 	if (!found) {
-		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%s' (GET /v1/sandboxes/%s/checkpoints lists them)",
+		api_err_set(e, API_E_CHECKPOINT_NOT_FOUND,
+			    "sandbox %s has no checkpoint '%s' (GET /v1/sandboxes/%s/checkpoints lists them)",
 			    id, name, id);
 		sandbox_spec_free(&spec);
 		sandbox_put(from);

@@ -43,31 +43,31 @@
 
 struct sandbox {
 	struct kilnd *d;
-	struct sandbox_record rec;    /* reg.mu */
+	struct sandbox_record rec; /* reg.mu */
 	char dir[PATH_MAX];
 	char vsock[KILND_SOCKET_MAX];
-	int refs;                     /* reg.mu */
-	struct vmm_proc *proc;        /* reg.mu; NULL: no VMM */
-	bool vmm_exited;              /* reg.mu: this boot's VMM has ended */
-	int64_t deadline_mono;        /* reg.mu: timeout_s deadline; 0: none */
-	bool timeout_pending;         /* reg.mu: a timeout stop is under way */
-	const char *stop_reason;      /* reg.mu: last_exit.reason while stopping */
-	pthread_cond_t cv;            /* with reg.mu: the VMM ended */
+	int refs;                                  /* reg.mu */
+	struct vmm_proc *proc;                     /* reg.mu; NULL: no VMM */
+	bool vmm_exited;                           /* reg.mu: this boot's VMM has ended */
+	int64_t deadline_mono;                     /* reg.mu: timeout_s deadline; 0: none */
+	bool timeout_pending;                      /* reg.mu: a timeout stop is under way */
+	const char *stop_reason;                   /* reg.mu: last_exit.reason while stopping */
+	pthread_cond_t cv;                         /* with reg.mu: the VMM ended */
 	struct port_fwd *ports[SANDBOX_PORTS_MAX]; /* reg.mu: port mappings of this boot */
 	/* reg.mu: sandbox_image_defaults() once read (its image and template
 	 * cannot change while it exists); NULL with them set: none */
 	json_t *exec_defaults;
 	bool exec_defaults_read;
-	size_t nports;                /* reg.mu */
+	size_t nports;                  /* reg.mu */
 	char control[KILND_SOCKET_MAX]; /* kiln-vmm's control socket */
 	/* reg.mu: a pause, resume or checkpoint under way (its name): other
 	 * lifecycle requests and agent requests wait for it (on cv). */
 	const char *busy_op;
-	bool waking;                  /* reg.mu: booting out of hibernation; agent requests wait */
-	bool restoring;               /* reg.mu: this boot resumes a snapshot */
-	bool idle_pending;            /* reg.mu: an idle hibernation is under way */
-	int64_t active_mono;          /* reg.mu: the last request on it (mono ms) */
-	unsigned cp_readers;          /* reg.mu: restores reading one of its checkpoints */
+	bool waking;         /* reg.mu: booting out of hibernation; agent requests wait */
+	bool restoring;      /* reg.mu: this boot resumes a snapshot */
+	bool idle_pending;   /* reg.mu: an idle hibernation is under way */
+	int64_t active_mono; /* reg.mu: the last request on it (mono ms) */
+	unsigned cp_readers; /* reg.mu: restores reading one of its checkpoints */
 	/* reg.mu: a checkpoint delete is folding the checkpoint into those
 	 * layered on it; checkpoints are not taken, restored or forked
 	 * meanwhile (they wait on cv). */
@@ -84,7 +84,7 @@ struct boot_src {
 	const char *from;        /* boot.from: "hibernate" or "checkpoint" */
 	const char *checkpoint;  /* boot.checkpoint: "<sandbox id>/<name>", or NULL */
 	const char *hostname;    /* set through the agent once it answers (forks), or NULL */
-	bool cold_fallback;      /* kiln-vmm refused the snapshot (exit 1): boot the kernel instead */
+	bool cold_fallback; /* kiln-vmm refused the snapshot (exit 1): boot the kernel instead */
 };
 
 static inline void kilnd_lock(struct kilnd *d)
@@ -106,7 +106,8 @@ void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
 /* {"<key>": [view(sb, 0), ..., view(sb, n - 1)]}, n = count(sb), both
  * called under reg.mu: one of a sandbox's lists (ports, previews) as GET
  * answers it. NULL when out of memory. */
-json_t *sandbox_list_view(struct sandbox *sb, const char *key, size_t (*count)(const struct sandbox *sb),
+json_t *sandbox_list_view(struct sandbox *sb, const char *key,
+			  size_t (*count)(const struct sandbox *sb),
 			  json_t *(*view)(struct sandbox *sb, size_t i));
 
 /* sandbox_snap.c */
@@ -119,7 +120,8 @@ int sandbox_hibernate_dir(const struct sandbox *sb, char *out, size_t cap);
 
 /* sandbox_store.c */
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
-int sandbox_pathf(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int sandbox_pathf(char *out, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Rewrite meta.json atomically (temporary file + rename). Under reg.mu.
  * 0, or -errno (logged; most callers go on: the next write catches up). */
 int sandbox_persist_locked(struct sandbox *sb);
@@ -156,12 +158,14 @@ void sandbox_ports_open_new(struct sandbox *sb, const json_t *guest_side);
  * case) on the image file; with hostname_from_id its hostname becomes
  * kiln-<id>; pooled: a warm pool's (hidden, not counted against
  * --max-sandboxes). The caller holds a reference. NULL with e. */
-struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec, const char *image,
-				bool hostname_from_id, bool pooled, struct api_err *e);
+struct sandbox *sandbox_create_entry(struct kilnd *d, uid_t owner, struct sandbox_spec *spec,
+				     const char *image, bool hostname_from_id, bool pooled,
+				     struct api_err *e);
 /* Sandboxes of clients, what --max-sandboxes counts (a warm pool's are not). reg.mu held. */
 size_t sandbox_clients_count_locked(const struct kilnd *d);
 /* Boot it from src; on failure remove it whole. Drops the caller's reference. */
-int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view, struct api_err *e);
+int sandbox_create_finish(struct sandbox *sb, const struct boot_src *src, json_t **view,
+			  struct api_err *e);
 /* Wait (reg.mu held) until no pause, resume or checkpoint runs and no
  * hibernation or wake is under way (their owners broadcast cv). */
 void sandbox_wait_unbusy_locked(struct sandbox *sb);
@@ -222,11 +226,11 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb);
 /* The tick's part: start an idle hibernation where one is due. reg.mu held. */
 void sandbox_idle_check_locked(struct sandbox *sb, int64_t now_mono);
 /* Count a metric (metrics_mu). */
-#define SANDBOX_METRIC(d, field)                              \
-	do {                                             \
-		pthread_mutex_lock(&(d)->metrics_mu);    \
-		(d)->metrics.field++;                    \
-		pthread_mutex_unlock(&(d)->metrics_mu);  \
+#define SANDBOX_METRIC(d, field)                        \
+	do {                                            \
+		pthread_mutex_lock(&(d)->metrics_mu);   \
+		(d)->metrics.field++;                   \
+		pthread_mutex_unlock(&(d)->metrics_mu); \
 	} while (0)
 
 #endif

@@ -39,13 +39,13 @@ struct pool {
 	json_t *body;             /* the create body its sandboxes are made from */
 	struct sandbox_spec spec; /* that body parsed: what a create must fit */
 	char image_path[PATH_MAX];
-	struct stat image_st;     /* the image file the template booted */
-	struct sandbox *tmpl;     /* stopped, with checkpoint POOL_CHECKPOINT; NULL: none yet */
+	struct stat image_st; /* the image file the template booted */
+	struct sandbox *tmpl; /* stopped, with checkpoint POOL_CHECKPOINT; NULL: none yet */
 	struct sandbox *ready[POOL_SIZE_MAX]; /* paused, oldest first; the pool holds a reference */
 	size_t nready;
-	uint64_t hits, misses;    /* creates it served; fitting creates it had nothing ready for */
-	unsigned failures;        /* fills failed in a row */
-	int64_t retry_mono;       /* no fill before this */
+	uint64_t hits, misses; /* creates it served; fitting creates it had nothing ready for */
+	unsigned failures;     /* fills failed in a row */
+	int64_t retry_mono;    /* no fill before this */
 	char last_error[ERR_MSG_MAX];
 };
 
@@ -88,7 +88,9 @@ static struct sandbox *pool_entry(struct kilnd *d, struct pool *p, struct api_er
 static int pool_warm(struct sandbox *sb, struct api_err *e)
 {
 	static const char *const argv[] = { "true", NULL };
-	struct agent_client_proc_opts o = { .argv = argv, .discard_output = true, .timeout_ms = 60000 };
+	struct agent_client_proc_opts o = { .argv = argv,
+					    .discard_output = true,
+					    .timeout_ms = 60000 };
 	struct agent_client_exec_result res = { 0 };
 	struct agent_client_err ae;
 	struct agent_client c;
@@ -99,8 +101,8 @@ static int pool_warm(struct sandbox *sb, struct api_err *e)
 	if (r) {
 		api_err_from_agent(e, &ae, "warming it up (exec true)");
 	} else if (res.exit.exit_code != 0) {
-		api_err_set(e, API_E_INTERNAL, "warming it up: true exited with %d (signal %d)", res.exit.exit_code,
-			    res.exit.signal);
+		api_err_set(e, API_E_INTERNAL, "warming it up: true exited with %d (signal %d)",
+			    res.exit.exit_code, res.exit.signal);
 		r = -1;
 	}
 	agent_client_exec_result_free(&res);
@@ -139,7 +141,8 @@ static int pool_make_template(struct kilnd *d, struct pool *p, struct api_err *e
 	}
 	json_decref(view);
 	/* Warm before the checkpoint: its forks start with that page cache. */
-	if (pool_warm(sb, e) || sandbox_checkpoint_create(sb, &req, &cp, e) || sandbox_stop(sb, 0, "stopped", NULL, e)) {
+	if (pool_warm(sb, e) || sandbox_checkpoint_create(sb, &req, &cp, e) ||
+	    sandbox_stop(sb, 0, "stopped", NULL, e)) {
 		pool_discard(sb);
 		return -1;
 	}
@@ -205,12 +208,14 @@ static size_t pool_retire_stale_locked(struct pool *p, struct sandbox **out)
 	struct stat st;
 	size_t n = 0;
 
-	if (!p->tmpl || (stat(p->image_path, &st) == 0 && st.st_dev == p->image_st.st_dev &&
-			 st.st_ino == p->image_st.st_ino && st.st_size == p->image_st.st_size &&
-			 st.st_mtim.tv_sec == p->image_st.st_mtim.tv_sec &&
-			 st.st_mtim.tv_nsec == p->image_st.st_mtim.tv_nsec))
+	if (!p->tmpl ||
+	    (stat(p->image_path, &st) == 0 && st.st_dev == p->image_st.st_dev &&
+	     st.st_ino == p->image_st.st_ino && st.st_size == p->image_st.st_size &&
+	     st.st_mtim.tv_sec == p->image_st.st_mtim.tv_sec &&
+	     st.st_mtim.tv_nsec == p->image_st.st_mtim.tv_nsec))
 		return 0;
-	kilnd_log("pool %s: the image %s changed; making the pool again", p->cfg.image, p->image_path);
+	kilnd_log("pool %s: the image %s changed; making the pool again", p->cfg.image,
+		  p->image_path);
 	for (size_t i = 0; i < p->nready; i++)
 		out[n++] = p->ready[i];
 	p->nready = 0;
@@ -268,7 +273,8 @@ static void *pool_filler(void *arg)
 		if (nstale) {
 			kilnd_unlock(d);
 			for (size_t i = 0; i < nstale; i++) {
-				kilnd_log("pool sandbox %s: its kiln-vmm ended while it waited; replacing it", stale[i]->rec.id);
+				kilnd_log("pool sandbox %s: its kiln-vmm ended while it waited; replacing it",
+					  stale[i]->rec.id);
 				pool_discard(stale[i]);
 			}
 			kilnd_lock(d);
@@ -294,9 +300,11 @@ static void *pool_filler(void *arg)
 		if (P->stop || atomic_load(&d->shutting_down))
 			break;
 		p->failures++;
-		p->retry_mono = mono_ms() + (p->failures > 6 ? POOL_RETRY_MAX_MS : (1000 << (p->failures - 1)));
+		p->retry_mono = mono_ms() +
+			(p->failures > 6 ? POOL_RETRY_MAX_MS : (1000 << (p->failures - 1)));
 		snprintf(p->last_error, sizeof(p->last_error), "%s", e.msg);
-		kilnd_log("pool %s: filling it failed (%u in a row; next try in %d s): %s", p->cfg.image, p->failures,
+		kilnd_log("pool %s: filling it failed (%u in a row; next try in %d s): %s",
+			  p->cfg.image, p->failures,
 			  (int)((p->retry_mono - mono_ms() + 999) / 1000), e.msg);
 	}
 	kilnd_unlock(d);
@@ -400,15 +408,17 @@ void sandbox_pools_start(struct kilnd *d)
 		/* Creates still work, all of them cold. */
 		for (size_t i = 0; i < P->n; i++)
 			snprintf(P->v[i].last_error, sizeof(P->v[i].last_error),
-				 "kilnd cannot start the thread that fills the pools: %s", strerror(r));
-		kilnd_log("--pool: cannot start the thread that fills the pools (%s); every create boots", strerror(r));
+				 "kilnd cannot start the thread that fills the pools: %s",
+				 strerror(r));
+		kilnd_log("--pool: cannot start the thread that fills the pools (%s); every create boots",
+			  strerror(r));
 		return;
 	}
 	P->started = true;
 	for (size_t i = 0; i < P->n; i++)
-		kilnd_log("pool %s: keeping %u sandboxes ready (%u vCPUs, %u MiB, network %s)", P->v[i].cfg.image,
-			  P->v[i].cfg.size, P->v[i].spec.cpus, P->v[i].spec.memory_mib,
-			  firewall_network_name(P->v[i].spec.network));
+		kilnd_log("pool %s: keeping %u sandboxes ready (%u vCPUs, %u MiB, network %s)",
+			  P->v[i].cfg.image, P->v[i].cfg.size, P->v[i].spec.cpus,
+			  P->v[i].spec.memory_mib, firewall_network_name(P->v[i].spec.network));
 }
 
 void sandbox_pools_stop(struct kilnd *d, bool discard)
@@ -455,13 +465,18 @@ json_t *sandbox_pools_view(struct kilnd *d)
 	for (size_t i = 0; i < P->n; i++) {
 		const struct pool *p = &P->v[i];
 
-		if (json_array_append_new(arr, json_pack("{s:s,s:I,s:I,s:I,s:I,s:s,s:I,s:I,s:o}", "image", p->cfg.image,
-							 "size", (json_int_t)p->cfg.size, "ready", (json_int_t)p->nready,
-							 "cpus", (json_int_t)p->spec.cpus, "memory_mib",
-							 (json_int_t)p->spec.memory_mib, "network",
-							 firewall_network_name(p->spec.network), "hits", (json_int_t)p->hits,
-							 "misses", (json_int_t)p->misses, "last_error",
-							 p->last_error[0] ? json_string(p->last_error) : json_null()))) {
+		if (json_array_append_new(arr,
+					  json_pack("{s:s,s:I,s:I,s:I,s:I,s:s,s:I,s:I,s:o}",
+						    "image", p->cfg.image, "size",
+						    (json_int_t)p->cfg.size, "ready",
+						    (json_int_t)p->nready, "cpus",
+						    (json_int_t)p->spec.cpus, "memory_mib",
+						    (json_int_t)p->spec.memory_mib, "network",
+						    firewall_network_name(p->spec.network), "hits",
+						    (json_int_t)p->hits, "misses",
+						    (json_int_t)p->misses, "last_error",
+						    p->last_error[0] ? json_string(p->last_error)
+								     : json_null()))) {
 			kilnd_unlock(d);
 			json_decref(arr);
 			return NULL;
@@ -483,8 +498,8 @@ json_t *sandbox_pools_view(struct kilnd *d)
  * request is needed for either. 0, or -1 with e (sb is still the pool's
  * then, for the caller to discard).
  */
-static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const struct peer *peer, double *resume_ms,
-			  struct api_err *e)
+static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const struct peer *peer,
+			  double *resume_ms, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	struct agent_client_err ae;
@@ -518,7 +533,9 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	kilnd_lock(d);
 	sb->busy_op = NULL;
 	pthread_cond_broadcast(&sb->cv);
-	if (r == 0 && (sb->vmm_exited || sandbox_transition(sb->rec.state, SANDBOX_EV_RESUME, &to, sb->rec.id, e)))
+	if (r == 0 &&
+	    (sb->vmm_exited ||
+	     sandbox_transition(sb->rec.state, SANDBOX_EV_RESUME, &to, sb->rec.id, e)))
 		r = -1;
 	if (r) {
 		kilnd_unlock(d);
@@ -557,7 +574,8 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	return r ? -1 : 0;
 }
 
-int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct peer *peer, json_t **view)
+int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct peer *peer,
+		       json_t **view)
 {
 	struct kilnd_pools *P = d->pools;
 	struct pool *p = NULL;
@@ -573,7 +591,8 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 		if (pool_spec_fits(&P->v[i].spec, spec, NULL))
 			p = &P->v[i];
 	/* The cold create answers these (shutting down, --max-sandboxes). */
-	if (!p || P->stop || atomic_load(&d->shutting_down) || sandbox_clients_count_locked(d) >= d->cfg.max_sandboxes) {
+	if (!p || P->stop || atomic_load(&d->shutting_down) ||
+	    sandbox_clients_count_locked(d) >= d->cfg.max_sandboxes) {
 		kilnd_unlock(d);
 		return 1;
 	}
@@ -589,8 +608,8 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	kilnd_unlock(d);
 
 	if (pool_hand_over(sb, spec, peer, &resume_ms, &e)) {
-		kilnd_log("pool %s: sandbox %s could not take the create (%s); booting one instead", p->cfg.image,
-			  sb->rec.id, e.msg);
+		kilnd_log("pool %s: sandbox %s could not take the create (%s); booting one instead",
+			  p->cfg.image, sb->rec.id, e.msg);
 		pool_discard(sb);
 		kilnd_lock(d);
 		p->misses++;
@@ -605,8 +624,9 @@ int sandbox_pool_claim(struct kilnd *d, struct sandbox_spec *spec, const struct 
 	pthread_mutex_unlock(&d->metrics_mu);
 	*view = sandbox_view(sb);
 	boot = json_object_get(*view, "boot");
-	kilnd_log("sandbox %s: created from pool %s (resumed in %.1f ms, guest ready %.1f ms after)", sb->rec.id,
-		  p->cfg.image, resume_ms, json_number_value(json_object_get(boot, "agent_ready_ms")) - resume_ms);
+	kilnd_log("sandbox %s: created from pool %s (resumed in %.1f ms, guest ready %.1f ms after)",
+		  sb->rec.id, p->cfg.image, resume_ms,
+		  json_number_value(json_object_get(boot, "agent_ready_ms")) - resume_ms);
 	sandbox_put(sb);
 	return 0;
 }

@@ -49,17 +49,19 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 	e |= json_object_set_new(o, "boot", obj_or_null(r->boot));
 	e |= json_object_set_new(o, "last_exit", obj_or_null(r->last_exit));
 	e |= json_object_set_new(o, "hibernation", obj_or_null(r->hibernation));
-	e |= json_object_set_new(o, "checkpoints", json_integer((json_int_t)json_array_size(r->checkpoints)));
+	e |= json_object_set_new(o, "checkpoints",
+				 json_integer((json_int_t)json_array_size(r->checkpoints)));
 	e |= json_object_set_new(o, "jail",
-				 r->jail_id ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->jail_id, "gid",
-							(json_int_t)r->jail_id)
+				 r->jail_id ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->jail_id,
+							"gid", (json_int_t)r->jail_id)
 					    : json_null());
 	if (e) {
 		json_decref(o);
 		return NULL;
 	}
 	/* Reorder: id, state, then the spec, then the rest. */
-	json_t *v = json_pack("{s:O,s:O}", "id", json_object_get(o, "id"), "state", json_object_get(o, "state"));
+	json_t *v = json_pack("{s:O,s:O}", "id", json_object_get(o, "id"), "state",
+			      json_object_get(o, "state"));
 
 	if (!v || json_object_update(v, o)) {
 		json_decref(v);
@@ -81,13 +83,17 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	    json_object_set_new(o, "created_ms", json_integer(r->created_ms)) ||
 	    json_object_set_new(o, "started_ms", json_integer(r->started_ms)) ||
 	    json_object_set_new(o, "stopped_ms", json_integer(r->stopped_ms)) ||
-	    json_object_set_new(o, "checkpoints", r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
+	    json_object_set_new(o, "checkpoints",
+				r->checkpoints ? json_incref(r->checkpoints) : json_array()) ||
 	    json_object_set_new(o, "creating", json_boolean(r->creating)) ||
 	    json_object_set_new(o, "pooled", json_boolean(r->pooled)) ||
-	    json_object_set_new(o, "template_build", r->tmpl_build[0] ? json_string(r->tmpl_build) : json_null()) ||
+	    json_object_set_new(o, "template_build",
+				r->tmpl_build[0] ? json_string(r->tmpl_build) : json_null()) ||
 	    json_object_set_new(o, "ports", r->ports ? json_incref(r->ports) : json_array()) ||
-	    json_object_set_new(o, "previews", r->previews ? json_incref(r->previews) : json_array()) ||
-	    json_object_set_new(o, "vmm_start", json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
+	    json_object_set_new(o, "previews",
+				r->previews ? json_incref(r->previews) : json_array()) ||
+	    json_object_set_new(o, "vmm_start",
+				json_integer((json_int_t)(r->vmm_start & INT64_MAX)))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -96,17 +102,17 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 
 /* Fields of meta.json that are not the spec's, and derived ones the
  * restore ignores (they are recomputed). */
-static const char *const meta_only[] = { "id",         "state",      "created_at", "started_at",
-					 "stopped_at", "expires_at", "pid",        "boots",
-					 "boot",       "last_exit",  "version",    "image_path",
-					 "created_ms", "started_ms", "stopped_ms", "checkpoints",
-					 "hibernation", "jail",     "owner_uid", "cgroup",
-					 "creating",   "vmm_start",  "ports",      "pooled",
-					 "template",   "template_build",
-					 "previews",   NULL };
+static const char *const meta_only[] = {
+	"id",         "state",          "created_at", "started_at",  "stopped_at",  "expires_at",
+	"pid",        "boots",          "boot",       "last_exit",   "version",     "image_path",
+	"created_ms", "started_ms",     "stopped_ms", "checkpoints", "hibernation", "jail",
+	"owner_uid",  "cgroup",         "creating",   "vmm_start",   "ports",       "pooled",
+	"template",   "template_build", "previews",   NULL
+};
 
 /* An optional template name (null or absent: none) into out. */
-static int template_field(const json_t *meta, const char *key, char out[IMAGE_NAME_MAX + 1], struct api_err *e)
+static int template_field(const json_t *meta, const char *key, char out[IMAGE_NAME_MAX + 1],
+			  struct api_err *e)
 {
 	json_t *v = json_object_get(meta, key);
 
@@ -114,7 +120,8 @@ static int template_field(const json_t *meta, const char *key, char out[IMAGE_NA
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v) || !image_name_valid(json_string_value(v))) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: '%s' must be null or a template name", key);
+		api_err_set(e, API_E_BAD_FIELD, "meta.json: '%s' must be null or a template name",
+			    key);
 		return -1;
 	}
 	snprintf(out, IMAGE_NAME_MAX + 1, "%s", json_string_value(v));
@@ -123,8 +130,8 @@ static int template_field(const json_t *meta, const char *key, char out[IMAGE_NA
 
 /* An integer of meta.json in [min, max] (absent: def, or refused when
  * required), refused as "meta.json: 'key' must be <must>". */
-static int meta_uint(const json_t *meta, const char *key, bool required, uint64_t min, uint64_t max, uint64_t def,
-		     uint64_t *out, const char *must, struct api_err *e)
+static int meta_uint(const json_t *meta, const char *key, bool required, uint64_t min, uint64_t max,
+		     uint64_t def, uint64_t *out, const char *must, struct api_err *e)
 {
 	struct json_field_fail f;
 
@@ -151,14 +158,17 @@ static int check_checkpoints(const json_t *list, const char *id, struct api_err 
 	size_t i;
 	json_t *c;
 
-	json_array_foreach(list, i, c) {
+	json_array_foreach(list, i, c)
+	{
 		if (checkpoint_validate(c, id, e)) {
 			snprintf(msg, sizeof(msg), "%s", e->msg);
 			api_err_set(e, API_E_BAD_FIELD, "meta.json: %s", msg);
 			return -1;
 		}
-		if (checkpoint_find(list, json_string_value(json_object_get(c, "name")), NULL) != c) {
-			api_err_set(e, API_E_BAD_FIELD, "meta.json: checkpoint '%s' is listed twice",
+		if (checkpoint_find(list, json_string_value(json_object_get(c, "name")), NULL) !=
+		    c) {
+			api_err_set(e, API_E_BAD_FIELD,
+				    "meta.json: checkpoint '%s' is listed twice",
 				    json_string_value(json_object_get(c, "name")));
 			return -1;
 		}
@@ -177,13 +187,16 @@ static int check_ports(const json_t *list, struct api_err *e)
 	if (!list)
 		return 0;
 	if (!json_is_array(list) || json_array_size(list) > RECORD_PORTS_MAX) {
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'ports' must be an array of at most %d port mappings",
+		api_err_set(e, API_E_BAD_FIELD,
+			    "meta.json: 'ports' must be an array of at most %d port mappings",
 			    RECORD_PORTS_MAX);
 		return -1;
 	}
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		if (port_spec_parse(p, &spec, e) || spec.host_port == 0) {
-			api_err_set(e, API_E_BAD_FIELD, "meta.json: 'ports' entry %zu is not a port mapping with its host_port",
+			api_err_set(e, API_E_BAD_FIELD,
+				    "meta.json: 'ports' entry %zu is not a port mapping with its host_port",
 				    i);
 			return -1;
 		}
@@ -193,8 +206,9 @@ static int check_ports(const json_t *list, struct api_err *e)
 
 int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct api_err *e)
 {
-	static const struct sandbox_limits unlimited = { .max_cpus = 4096, .max_memory_mib = 1u << 30,
-							    .max_disk_mib = SPEC_DISK_MAX_MIB };
+	static const struct sandbox_limits unlimited = { .max_cpus = 4096,
+							 .max_memory_mib = 1u << 30,
+							 .max_disk_mib = SPEC_DISK_MAX_MIB };
 	struct json_field_fail f;
 	json_t *spec = NULL, *v;
 	const char *key, *path;
@@ -212,8 +226,12 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 
 		if (json_is_integer(v))
 			snprintf(got, sizeof(got), "%lld", (long long)json_integer_value(v));
-		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'version' is %s, this kilnd reads version %d",
-			    !v ? "missing" : json_is_integer(v) ? got : "not a number", SANDBOX_META_VERSION);
+		api_err_set(e, API_E_BAD_FIELD,
+			    "meta.json: 'version' is %s, this kilnd reads version %d",
+			    !v                           ? "missing"
+				    : json_is_integer(v) ? got
+							 : "not a number",
+			    SANDBOX_META_VERSION);
 		return -1;
 	}
 	v = json_object_get(meta, "id");
@@ -229,12 +247,14 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		return -1;
 	}
 	r->state = (enum sandbox_state)st;
-	if (json_field_string(meta, "image_path", true, sizeof(r->image_path) - 1, &path, &f) || path[0] != '/') {
+	if (json_field_string(meta, "image_path", true, sizeof(r->image_path) - 1, &path, &f) ||
+	    path[0] != '/') {
 		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'image_path' must be an absolute path");
 		return -1;
 	}
 	snprintf(r->image_path, sizeof(r->image_path), "%s", path);
-	if (get_ms(meta, "created_ms", &r->created_ms, e) || get_ms(meta, "started_ms", &r->started_ms, e) ||
+	if (get_ms(meta, "created_ms", &r->created_ms, e) ||
+	    get_ms(meta, "started_ms", &r->started_ms, e) ||
 	    get_ms(meta, "stopped_ms", &r->stopped_ms, e))
 		return -1;
 	if (meta_uint(meta, "boots", true, 0, UINT32_MAX, 0, &n, "a count", e))
@@ -245,9 +265,11 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	if (v && !json_is_null(v)) {
 		json_t *uid = json_object_get(v, "uid");
 
-		if (!json_is_integer(uid) || json_integer_value(uid) <= 0 || json_integer_value(uid) >= UINT32_MAX ||
+		if (!json_is_integer(uid) || json_integer_value(uid) <= 0 ||
+		    json_integer_value(uid) >= UINT32_MAX ||
 		    !json_equal(uid, json_object_get(v, "gid"))) {
-			api_err_set(e, API_E_BAD_FIELD, "meta.json: 'jail' must be {\"uid\": N, \"gid\": N} with N > 0");
+			api_err_set(e, API_E_BAD_FIELD,
+				    "meta.json: 'jail' must be {\"uid\": N, \"gid\": N} with N > 0");
 			return -1;
 		}
 		r->jail_id = (uint32_t)json_integer_value(uid);
@@ -263,7 +285,8 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 		api_err_set(e, API_E_INTERNAL, "meta.json: out of memory");
 		return -1;
 	}
-	json_object_foreach((json_t *)meta, key, v) {
+	json_object_foreach((json_t *)meta, key, v)
+	{
 		bool skip = false;
 
 		for (size_t i = 0; meta_only[i] && !skip; i++)
@@ -308,20 +331,25 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	}
 	/* Before the field: only a create in flight has never booted. */
 	if (json_fields_bool(meta, "creating", r->boot == NULL, &r->creating, "meta.json", e) ||
-	    json_fields_bool(meta, "pooled", false, &r->pooled, "meta.json", e) || template_field(meta, "template", r->tmpl, e) || template_field(meta, "template_build", r->tmpl_build, e)) {
+	    json_fields_bool(meta, "pooled", false, &r->pooled, "meta.json", e) ||
+	    template_field(meta, "template", r->tmpl, e) ||
+	    template_field(meta, "template_build", r->tmpl_build, e)) {
 		sandbox_record_free(r);
 		return -1;
 	}
 	/* pid and vmm_start name the VMM a restarted kilnd may reattach;
 	 * before the field there is none to reattach. */
 	v = json_object_get(meta, "pid");
-	if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > KEEPER_PID_MAX)) {
+	if (v && !json_is_null(v) &&
+	    (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	     json_integer_value(v) > KEEPER_PID_MAX)) {
 		api_err_set(e, API_E_BAD_FIELD, "meta.json: 'pid' must be null or a pid");
 		sandbox_record_free(r);
 		return -1;
 	}
 	r->pid = json_is_integer(v) ? (int)json_integer_value(v) : 0;
-	if (meta_uint(meta, "vmm_start", false, 0, INT64_MAX, 0, &r->vmm_start, "a non-negative integer", e) ||
+	if (meta_uint(meta, "vmm_start", false, 0, INT64_MAX, 0, &r->vmm_start,
+		      "a non-negative integer", e) ||
 	    check_ports(json_object_get(meta, "ports"), e)) {
 		sandbox_record_free(r);
 		return -1;
@@ -349,7 +377,8 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 
 	memset(r, 0, sizeof(*r));
 	if (!meta && !meta_err) {
-		snprintf(why, cap, "no meta.json: a create was cut short before its record was written");
+		snprintf(why, cap,
+			 "no meta.json: a create was cut short before its record was written");
 		return SANDBOX_DIR_REMOVE;
 	}
 	if (!meta) {
@@ -369,7 +398,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 	if (r->state == SANDBOX_DELETING || r->creating || r->pooled) {
 		snprintf(why, cap, "%s",
 			 r->state == SANDBOX_DELETING ? "finishing a delete that was cut short"
-			 : r->creating
+				 : r->creating
 				 ? "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client"
 				 : "a warm pool's sandbox that no create took (the pool is filled again)");
 		sandbox_record_free(r);
@@ -388,8 +417,9 @@ bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, ch
 	id = json_string_value(json_object_get(tmpl, "sandbox"));
 	if (id && strcmp(id, r->id) == 0)
 		return false;
-	snprintf(why, cap, "the hidden sandbox of a build of template '%s' that kilnd's end cut short (%s)", r->tmpl_build,
-		 tmpl ? "the template names another sandbox" : "no such template");
+	snprintf(why, cap,
+		 "the hidden sandbox of a build of template '%s' that kilnd's end cut short (%s)",
+		 r->tmpl_build, tmpl ? "the template names another sandbox" : "no such template");
 	return true;
 }
 
@@ -412,29 +442,39 @@ void sandbox_record_free(struct sandbox_record *r)
 
 json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool clock_synced)
 {
-	return json_pack("{s:f,s:o,s:b,s:s,s:n,s:n}", "agent_ready_ms", agent_ready_ms, "guest_uptime_ms",
-			 guest_uptime_ms >= 0 ? json_integer(guest_uptime_ms) : json_null(), "clock_synced",
-			 clock_synced, "from", "kernel", "checkpoint", "snapshot_error");
+	return json_pack("{s:f,s:o,s:b,s:s,s:n,s:n}", "agent_ready_ms", agent_ready_ms,
+			 "guest_uptime_ms",
+			 guest_uptime_ms >= 0 ? json_integer(guest_uptime_ms) : json_null(),
+			 "clock_synced", clock_synced, "from", "kernel", "checkpoint",
+			 "snapshot_error");
 }
 
-int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint, const char *snapshot_error)
+int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint,
+			const char *snapshot_error)
 {
 	if (!boot)
 		return -1;
 	return json_object_set_new(boot, "from", json_string(from)) |
-	       json_object_set_new(boot, "checkpoint", checkpoint ? json_string(checkpoint) : json_null()) |
-	       json_object_set_new(boot, "snapshot_error", snapshot_error ? json_string(snapshot_error) : json_null());
+		json_object_set_new(boot, "checkpoint",
+				    checkpoint ? json_string(checkpoint) : json_null()) |
+		json_object_set_new(boot, "snapshot_error",
+				    snapshot_error ? json_string(snapshot_error) : json_null());
 }
 
 json_t *sandbox_exit_json(struct vmm_end *x)
 {
 	json_t *o;
 
-	o = json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "at", time_or_null(x->at_ms), "reason", x->reason,
-		      "exit_status", x->exit_status >= 0 ? json_integer(x->exit_status) : json_null(), "signal",
+	o = json_pack("{s:o,s:s,s:o,s:o,s:o,s:o,s:o,s:o}", "at", time_or_null(x->at_ms), "reason",
+		      x->reason, "exit_status",
+		      x->exit_status >= 0 ? json_integer(x->exit_status) : json_null(), "signal",
 		      x->signal ? json_integer(x->signal) : json_null(), "vmm_reason",
-		      x->timeline && json_is_string(json_object_get(json_object_get(x->timeline, "exit"), "reason"))
-			      ? json_incref(json_object_get(json_object_get(x->timeline, "exit"), "reason"))
+		      x->timeline &&
+				      json_is_string(
+					      json_object_get(json_object_get(x->timeline, "exit"),
+							      "reason"))
+			      ? json_incref(json_object_get(json_object_get(x->timeline, "exit"),
+							    "reason"))
 			      : json_null(),
 		      "message", x->msg ? x->msg : json_null(), "console_tail",
 		      x->console_tail ? x->console_tail : json_array(), "timeline",

@@ -50,14 +50,14 @@
 
 struct sandbox_record {
 	char id[SANDBOX_ID_LEN + 1];
-	uid_t owner_uid;     /* the creating client's uid; 0: root */
+	uid_t owner_uid; /* the creating client's uid; 0: root */
 	struct sandbox_spec spec;
 	char image_path[PATH_MAX];
 	enum sandbox_state state;
 	int64_t created_ms, started_ms, stopped_ms; /* Unix ms; 0: never */
 	int64_t expires_ms;                         /* 0: no deadline */
 	int pid;                                    /* 0: no VMM */
-	uint64_t vmm_start;  /* the VMM's start time (/proc/PID/stat field 22; meta.json only); 0: unknown */
+	uint64_t vmm_start; /* the VMM's start time (/proc/PID/stat field 22; meta.json only); 0: unknown */
 	unsigned boots;
 	json_t *boot;        /* object or NULL */
 	json_t *last_exit;   /* object or NULL */
@@ -65,12 +65,12 @@ struct sandbox_record {
 	json_t *hibernation; /* object or NULL */
 	json_t *ports;       /* the running boot's port mappings as POST .../ports bodies with
 				their host_port (meta.json only: a restarted kilnd listens again); array or NULL */
-	json_t *previews;    /* its preview URLs (preview_spec.h's entries, tokens included; meta.json
+	json_t *previews; /* its preview URLs (preview_spec.h's entries, tokens included; meta.json
 				only: GET .../previews shows them); array, never NULL once created or restored */
-	uint32_t jail_id;    /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
+	uint32_t jail_id; /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
-	bool creating;       /* its create has not answered yet (meta.json only) */
-	bool pooled;         /* a warm pool's, waiting for a create (meta.json only): no client sees it */
+	bool creating;         /* its create has not answered yet (meta.json only) */
+	bool pooled; /* a warm pool's, waiting for a create (meta.json only): no client sees it */
 	/* The template it was created from ("": none): its exec defaults
 	 * apply, and the template is in use while the sandbox exists. */
 	char tmpl[IMAGE_NAME_MAX + 1];
@@ -116,7 +116,8 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
  * record that could not be read is not NULL's case: the caller keeps
  * the sandbox then). why[cap] says why when true. Pure.
  */
-bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why, size_t cap);
+bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why,
+			  size_t cap);
 
 /*
  * May a client with this uid see and touch the sandbox? Root sees every
@@ -140,18 +141,19 @@ json_t *sandbox_boot_json(double agent_ready_ms, int64_t guest_uptime_ms, bool c
  * checkpoint "<sandbox id>/<name>" or NULL; snapshot_error: why a wake
  * could not use its snapshot and booted the kernel instead, or NULL.
  * 0, or -1 when out of memory. */
-int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint, const char *snapshot_error);
+int sandbox_boot_source(json_t *boot, const char *from, const char *checkpoint,
+			const char *snapshot_error);
 
 /* How the VMM ended, for last_exit (docs/api.md). */
 struct vmm_end {
 	int64_t at_ms;
-	const char *reason;    /* stopped, timeout, guest_shutdown, crashed, boot_failed, restore_failed,
+	const char *reason; /* stopped, timeout, guest_shutdown, crashed, boot_failed, restore_failed,
 				  hibernated, restored, kilnd_restart */
-	int exit_status;       /* < 0: none (a signal, or unknown) */
-	int signal;            /* 0: none */
-	json_t *msg;       /* string or NULL; stolen */
-	json_t *console_tail;  /* array or NULL (then []); stolen */
-	json_t *timeline;      /* object or NULL; stolen */
+	int exit_status;    /* < 0: none (a signal, or unknown) */
+	int signal;         /* 0: none */
+	json_t *msg;        /* string or NULL; stolen */
+	json_t *console_tail; /* array or NULL (then []); stolen */
+	json_t *timeline;     /* object or NULL; stolen */
 };
 
 /* The last_exit object; takes the JSON values of e in every case. */

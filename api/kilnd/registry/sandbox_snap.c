@@ -142,21 +142,26 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 		return -1;
 	}
 	if (checkpoint_find(sb->rec.checkpoints, req->name, NULL)) {
-		api_err_set(e, API_E_EXISTS, "sandbox %s already has a checkpoint '%s'; delete it first or pick another name",
+		api_err_set(e, API_E_EXISTS,
+			    "sandbox %s already has a checkpoint '%s'; delete it first or pick another name",
 			    sb->rec.id, req->name);
 		kilnd_unlock(d);
 		return -1;
 	}
 	/* A pool's template takes its one checkpoint whatever the limit. */
-	if (!sb->rec.pooled && !sb->rec.tmpl_build[0] && json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
-		api_err_set(e, API_E_LIMIT_REACHED, "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
-			    sb->rec.id, json_array_size(sb->rec.checkpoints), d->cfg.max_checkpoints);
+	if (!sb->rec.pooled && !sb->rec.tmpl_build[0] &&
+	    json_array_size(sb->rec.checkpoints) >= d->cfg.max_checkpoints) {
+		api_err_set(e, API_E_LIMIT_REACHED,
+			    "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
+			    sb->rec.id, json_array_size(sb->rec.checkpoints),
+			    d->cfg.max_checkpoints);
 		kilnd_unlock(d);
 		return -1;
 	}
 	paused = sb->rec.state == SANDBOX_PAUSED;
 	/* kiln-vmm layers it on that one only if RAM is still tracked against it. */
-	if (req->incremental && sb->cp_base[0] && checkpoint_find(sb->rec.checkpoints, sb->cp_base, NULL))
+	if (req->incremental && sb->cp_base[0] &&
+	    checkpoint_find(sb->rec.checkpoints, sb->cp_base, NULL))
 		snprintf(base, sizeof(base), "%s", sb->cp_base);
 	sb->busy_op = "checkpoint";
 	kilnd_unlock(d);
@@ -164,19 +169,23 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	cmd.base = base[0] ? base : NULL;
 
 	/* Busy, so no delete removes the sandbox directory meanwhile. */
-	if (sandbox_checkpoint_dir(sb, NULL, parent, sizeof(parent)) || (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id, parent, strerror(errno));
+	if (sandbox_checkpoint_dir(sb, NULL, parent, sizeof(parent)) ||
+	    (mkdir(parent, 0700) < 0 && errno != EEXIST)) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: cannot create %s: %s", sb->rec.id,
+			    parent, strerror(errno));
 		r = -1;
 	} else {
 		r = vmm_control_run(sb->control, &cmd, SNAPSHOT_TIMEOUT_MS, &rep, e);
 	}
 	if (r == 0 && rep.base[0] && strcmp(rep.base, base)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm layered checkpoint '%s' on '%s', not on '%s' as asked", req->name,
-			    rep.base, base);
+		api_err_set(e, API_E_INTERNAL,
+			    "kiln-vmm layered checkpoint '%s' on '%s', not on '%s' as asked",
+			    req->name, rep.base, base);
 		r = -1;
 	}
 	if (r == 0) {
-		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused, &rep);
+		obj = checkpoint_object(sb->rec.id, req->name, wall_ms(), req->compress, paused,
+					&rep);
 		/* Its port mappings' guest sides: a fork of it listens on them anew. */
 		if (obj && json_object_set_new(obj, "ports", sandbox_ports_guest_side(sb))) {
 			json_decref(obj);
@@ -214,7 +223,8 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 	d->metrics.checkpoints++;
 	histogram_observe(&d->metrics.snapshot_seconds, rep.ms / 1000.0);
 	pthread_mutex_unlock(&d->metrics_mu);
-	kilnd_log("sandbox %s: checkpoint '%s' (%llu bytes%s%s%s, guest paused %.1f ms)", sb->rec.id, req->name,
+	kilnd_log("sandbox %s: checkpoint '%s' (%llu bytes%s%s%s, guest paused %.1f ms)",
+		  sb->rec.id, req->name,
 		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes),
 		  rep.base[0] ? ", layered on '" : "", rep.base, rep.base[0] ? "'" : "", rep.ms);
 	*cp = obj;
@@ -233,7 +243,8 @@ json_t *sandbox_checkpoint_list(struct sandbox *sb)
 
 static void no_checkpoint(struct sandbox *sb, const char *name, struct api_err *e)
 {
-	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND, "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
+	api_err_set(e, API_E_CHECKPOINT_NOT_FOUND,
+		    "sandbox %s has no checkpoint '%.64s' (GET .../checkpoints lists them)",
 		    sb->rec.id, name);
 }
 
@@ -269,7 +280,8 @@ void sandbox_wait_unmerging_locked(struct sandbox *sb)
  * -1 with e: nothing is deleted then, and those folded so far are whole
  * either way.
  */
-static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names, json_t *bases, struct api_err *e)
+static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names, json_t *bases,
+			    struct api_err *e)
 {
 	char sub[PATH_MAX];
 	struct snap_merge_result res;
@@ -280,28 +292,35 @@ static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names,
 
 	/* The jailed VMM writes these directories (sandbox_jail_open). */
 	snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
-	pfd = checkpoint_rel(name, sub, sizeof(sub)) ? -ENOENT : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+	pfd = checkpoint_rel(name, sub, sizeof(sub))
+		? -ENOENT
+		: sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
 	if (pfd < 0 && not_a_checkpoint_dir(pfd)) {
 		/* nothing on disk to fold: the directory went already (or is
 		 * no directory: its VMM spoiled its own checkpoints) */
 		if (pfd != -ENOENT)
-			kilnd_log("sandbox %s: checkpoint '%s' folds into nothing: %s", sb->rec.id, name, oe.msg);
+			kilnd_log("sandbox %s: checkpoint '%s' folds into nothing: %s", sb->rec.id,
+				  name, oe.msg);
 		return 0;
 	}
 	if (pfd < 0) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s': %s; nothing was deleted, retry", sb->rec.id,
-			    name, oe.msg);
+		api_err_set(e, API_E_INTERNAL,
+			    "sandbox %s: checkpoint '%s': %s; nothing was deleted, retry",
+			    sb->rec.id, name, oe.msg);
 		return -1;
 	}
-	json_array_foreach (names, i, v) {
+	json_array_foreach(names, i, v)
+	{
 		const char *child = json_string_value(v);
 
-		cfd = checkpoint_rel(child, sub, sizeof(sub)) ? -ENOENT
-							       : sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
+		cfd = checkpoint_rel(child, sub, sizeof(sub))
+			? -ENOENT
+			: sandbox_jail_open(sb, sub, OPEN_BENEATH_DIR, NULL, &oe);
 		if (cfd < 0 && not_a_checkpoint_dir(cfd))
 			continue;
 		if (cfd < 0) {
-			api_err_set(e, API_E_INTERNAL, "sandbox %s: checkpoint '%s', maybe the base of '%s': %s; nothing was deleted, retry",
+			api_err_set(e, API_E_INTERNAL,
+				    "sandbox %s: checkpoint '%s', maybe the base of '%s': %s; nothing was deleted, retry",
 				    sb->rec.id, name, child, oe.msg);
 			r = -1;
 			break;
@@ -315,9 +334,11 @@ static int fold_into_layers(struct sandbox *sb, const char *name, json_t *names,
 			break;
 		}
 		if (res.merged) {
-			json_object_set_new(bases, child, res.full ? json_null() : json_string(res.parent));
-			kilnd_log("sandbox %s: checkpoint '%s' folded into '%s' (now %s%s%s)", sb->rec.id, name, child,
-				  res.full ? "full" : "layered on '", res.full ? "" : res.parent, res.full ? "" : "'");
+			json_object_set_new(bases, child,
+					    res.full ? json_null() : json_string(res.parent));
+			kilnd_log("sandbox %s: checkpoint '%s' folded into '%s' (now %s%s%s)",
+				  sb->rec.id, name, child, res.full ? "full" : "layered on '",
+				  res.full ? "" : res.parent, res.full ? "" : "'");
 		}
 	}
 	close(pfd);
@@ -354,13 +375,15 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 	}
 	if (sb->cp_readers) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_BUSY, "sandbox %s: a fork or restore is reading its checkpoints; retry in a moment",
+		api_err_set(e, API_E_BUSY,
+			    "sandbox %s: a fork or restore is reading its checkpoints; retry in a moment",
 			    sb->rec.id);
 		r = -1;
 		goto out;
 	}
 	/* Every other checkpoint may be layered on it: the files say. */
-	json_array_foreach (sb->rec.checkpoints, i, c) {
+	json_array_foreach(sb->rec.checkpoints, i, c)
+	{
 		const char *n = json_string_value(json_object_get(c, "name"));
 
 		if (n && strcmp(n, name))
@@ -374,7 +397,8 @@ int sandbox_checkpoint_delete(struct sandbox *sb, const char *name, struct api_e
 	kilnd_lock(d);
 	sb->cp_merging = false;
 	/* Those folded say so, even when a later one failed and it stays. */
-	json_object_foreach (bases, child, v) {
+	json_object_foreach(bases, child, v)
+	{
 		json_t *cp = checkpoint_find(sb->rec.checkpoints, child, NULL);
 
 		if (cp)
@@ -401,7 +425,8 @@ out:
 	return r;
 }
 
-int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view, struct api_err *e)
+int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **view,
+			       struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	char dir[PATH_MAX], hib[PATH_MAX], ref[CHECKPOINT_REF_MAX + 1];
@@ -409,7 +434,8 @@ int sandbox_checkpoint_restore(struct sandbox *sb, const char *name, json_t **vi
 	enum sandbox_state to;
 	int r;
 
-	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) || sandbox_hibernate_dir(sb, hib, sizeof(hib))) {
+	if (sandbox_checkpoint_dir(sb, name, dir, sizeof(dir)) ||
+	    sandbox_hibernate_dir(sb, hib, sizeof(hib))) {
 		no_checkpoint(sb, name, e);
 		return -1;
 	}
@@ -464,28 +490,31 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb)
 	if (!sb->rec.checkpoints || sandbox_checkpoint_dir(sb, NULL, dir, sizeof(dir)))
 		return;
 	for (size_t i = json_array_size(sb->rec.checkpoints); i-- > 0;) {
-		const char *name = json_string_value(json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
+		const char *name = json_string_value(
+			json_object_get(json_array_get(sb->rec.checkpoints, i), "name"));
 
 		/* Its own directory, not a link the jailed VMM put in its place. */
 		snprintf(oe.msg, sizeof(oe.msg), "its name is too long");
 		fd = name && checkpoint_rel(name, rel, sizeof(rel)) == 0
-			     ? sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)
-			     : -ENOENT;
+			? sandbox_jail_open(sb, rel, OPEN_BENEATH_DIR, NULL, &oe)
+			: -ENOENT;
 		if (fd >= 0)
 			close(fd);
 		if (!not_a_checkpoint_dir(fd)) {
 			if (fd < 0)
-				kilnd_log("sandbox %s: checkpoint '%s' kept, unchecked: %s", sb->rec.id, name, oe.msg);
+				kilnd_log("sandbox %s: checkpoint '%s' kept, unchecked: %s",
+					  sb->rec.id, name, oe.msg);
 			continue;
 		}
-		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more (%s); dropped", sb->rec.id,
-			  name ? name : "?", oe.msg);
+		kilnd_log("sandbox %s: checkpoint '%s' has no directory any more (%s); dropped",
+			  sb->rec.id, name ? name : "?", oe.msg);
 		json_array_remove(sb->rec.checkpoints, i);
 	}
 	fd = sandbox_jail_open(sb, "checkpoints", OPEN_BENEATH_DIR, NULL, &oe);
 	if (fd < 0) {
 		if (fd != -ENOENT)
-			kilnd_log("sandbox %s: cannot read its checkpoints: %s", sb->rec.id, oe.msg);
+			kilnd_log("sandbox %s: cannot read its checkpoints: %s", sb->rec.id,
+				  oe.msg);
 		return;
 	}
 	dh = fdopendir(fd);
@@ -501,7 +530,8 @@ void sandbox_checkpoints_reconcile(struct sandbox *sb)
 		 * kiln-vmm's scratch copy of one, or what the VMM planted (a
 		 * link, a fifo: removed as themselves). */
 		if (sandbox_pathf(sub, sizeof(sub), "%s/%s", dir, de->d_name) == 0) {
-			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id, sub);
+			kilnd_log("sandbox %s: removing %s, which no checkpoint names", sb->rec.id,
+				  sub);
 			sandbox_remove_dir(sub);
 		}
 	}
@@ -517,9 +547,9 @@ static bool idle_locked(struct sandbox *sb, int64_t now)
 	 * a request (an exec, a transfer) at work. Port mappings keep it
 	 * awake: forwarded connections would end. Shares do not: the share's
 	 * open files are saved by path and reopened at the wake. */
-	return sb->rec.state == SANDBOX_RUNNING && !sb->busy_op && sb->refs <= 3 && sb->rec.spec.idle_timeout_s &&
-	       !sb->nports && !atomic_load(&sb->d->shutting_down) &&
-	       now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
+	return sb->rec.state == SANDBOX_RUNNING && !sb->busy_op && sb->refs <= 3 &&
+		sb->rec.spec.idle_timeout_s && !sb->nports && !atomic_load(&sb->d->shutting_down) &&
+		now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
 }
 
 /*
@@ -558,7 +588,8 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	/* Paused first, and it stays paused after the snapshot: nothing the
 	 * guest does between the snapshot and the kill can be lost. */
 	if (!was_paused) {
-		if (vmm_control_call(sb->control, CTL_PAUSE, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e))
+		if (vmm_control_call(sb->control, CTL_PAUSE, NULL, false, VMM_CONTROL_TIMEOUT_MS,
+				     &rep, e))
 			goto fail;
 		paused_here = true;
 	}
@@ -584,20 +615,27 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 	pthread_mutex_unlock(&d->metrics_mu);
 	kilnd_log("sandbox %s: hibernated%s (%llu bytes, guest paused %.1f ms)", sb->rec.id,
 		  idle ? " after its idle timeout" : "",
-		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes), rep.ms);
+		  (unsigned long long)(rep.memory_stored_bytes + rep.state_bytes + rep.disk_bytes),
+		  rep.ms);
 	return 0;
 
 fail:
-	if (paused_here && vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &ce))
-		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s", sb->rec.id, ce.msg);
+	if (paused_here &&
+	    vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep,
+			     &ce))
+		kilnd_log("sandbox %s: resuming it after the failed hibernation failed too: %s",
+			  sb->rec.id, ce.msg);
 	kilnd_lock(d);
 	/* Back to what it was, in one hold of the lock; if the VMM died on
 	 * the way, on to crashed (its on_exit left that to us). */
-	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE_FAIL, &to, sb->rec.id, NULL) == 0)
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE_FAIL, &to, sb->rec.id, NULL) ==
+	    0)
 		sb->rec.state = to;
-	if (was_paused && sb->proc && sandbox_transition(sb->rec.state, SANDBOX_EV_PAUSE, &to, sb->rec.id, NULL) == 0)
+	if (was_paused && sb->proc &&
+	    sandbox_transition(sb->rec.state, SANDBOX_EV_PAUSE, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
-	if (!sb->proc && sandbox_transition(sb->rec.state, SANDBOX_EV_VMM_FAIL, &to, sb->rec.id, NULL) == 0)
+	if (!sb->proc &&
+	    sandbox_transition(sb->rec.state, SANDBOX_EV_VMM_FAIL, &to, sb->rec.id, NULL) == 0)
 		sb->rec.state = to;
 	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
@@ -629,9 +667,12 @@ int sandbox_wake_locked(struct sandbox *sb, struct api_err *e)
 	if (sandbox_lock_unbusy(sb, e))
 		return -1;
 	if (sb->rec.state != SANDBOX_HIBERNATED) {
-		api_err_set(e, API_E_WRONG_STATE, "sandbox %s is %s; only a hibernated sandbox wakes%s", sb->rec.id,
+		api_err_set(e, API_E_WRONG_STATE,
+			    "sandbox %s is %s; only a hibernated sandbox wakes%s", sb->rec.id,
 			    sandbox_state_name(sb->rec.state),
-			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED ? " (POST .../start boots it)" : "");
+			    sb->rec.state == SANDBOX_STOPPED || sb->rec.state == SANDBOX_CRASHED
+				    ? " (POST .../start boots it)"
+				    : "");
 		kilnd_unlock(d);
 		return -1;
 	}
@@ -664,12 +705,15 @@ int sandbox_wake(struct sandbox *sb, json_t **view, struct api_err *e)
 		return -1;
 	v = sandbox_view(sb);
 	boot = json_object_get(v, "boot");
-	if (v && (json_object_set_new(v, "woke_from",
-				      json_string(strcmp(json_string_value(json_object_get(boot, "from")) ?: "",
-							 "hibernate") == 0
-							  ? "snapshot"
-							  : "cold_boot")) ||
-		  json_object_set(v, "fallback_reason", json_object_get(boot, "snapshot_error") ?: json_null()))) {
+	if (v &&
+	    (json_object_set_new(v, "woke_from",
+				 json_string(strcmp(json_string_value(json_object_get(boot, "from"))
+							    ?: "",
+						    "hibernate") == 0
+						     ? "snapshot"
+						     : "cold_boot")) ||
+	     json_object_set(v, "fallback_reason",
+			     json_object_get(boot, "snapshot_error") ?: json_null()))) {
 		json_decref(v);
 		v = NULL;
 	}

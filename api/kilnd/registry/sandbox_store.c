@@ -84,8 +84,9 @@ static void empty_dir(int dfd, const char *path, int depth)
 			continue;
 		}
 		sub = depth < REMOVE_DEPTH_MAX
-			      ? openat(dirfd(dh), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-			      : -1;
+			? openat(dirfd(dh), de->d_name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+			: -1;
 		if (sub < 0) {
 			kilnd_log("cannot remove %s/%s: %s", path, de->d_name,
 				  depth < REMOVE_DEPTH_MAX ? strerror(errno) : "nested too deep");

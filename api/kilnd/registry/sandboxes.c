@@ -42,7 +42,8 @@ void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb)
 	for (size_t i = 0; i < d->reg.n; i++) {
 		if (d->reg.v[i] == sb) {
 			/* Keep creation order: lists are oldest first. */
-			memmove(&d->reg.v[i], &d->reg.v[i + 1], (d->reg.n - i - 1) * sizeof(*d->reg.v));
+			memmove(&d->reg.v[i], &d->reg.v[i + 1],
+				(d->reg.n - i - 1) * sizeof(*d->reg.v));
 			d->reg.n--;
 			sb->refs--;
 			return;
@@ -60,7 +61,8 @@ json_t *sandbox_list(struct kilnd *d, const struct peer *who, const struct list_
 	for (size_t i = 0; i < d->reg.n; i++) {
 		struct sandbox *sb = d->reg.v[i];
 
-		if (sandbox_record_visible(&sb->rec, who->uid) && list_filter_match(f, sb->rec.state, sb->rec.spec.labels) &&
+		if (sandbox_record_visible(&sb->rec, who->uid) &&
+		    list_filter_match(f, sb->rec.state, sb->rec.spec.labels) &&
 		    json_array_append_new(arr, sandbox_record_view(&sb->rec))) {
 			kilnd_unlock(d);
 			json_decref(arr);
@@ -71,7 +73,8 @@ json_t *sandbox_list(struct kilnd *d, const struct peer *who, const struct list_
 	return json_pack("{s:o}", "sandboxes", arr);
 }
 
-json_t *sandbox_list_view(struct sandbox *sb, const char *key, size_t (*count)(const struct sandbox *sb),
+json_t *sandbox_list_view(struct sandbox *sb, const char *key,
+			  size_t (*count)(const struct sandbox *sb),
 			  json_t *(*view)(struct sandbox *sb, size_t i))
 {
 	json_t *a = json_array();
@@ -131,8 +134,8 @@ void sandboxes_tick(struct kilnd *d)
 
 		sandbox_idle_check_locked(sb, now);
 		/* A paused sandbox's deadline runs on: its stop resumes it first. */
-		if ((sb->rec.state != SANDBOX_RUNNING && sb->rec.state != SANDBOX_PAUSED) || !sb->deadline_mono ||
-		    now < sb->deadline_mono || sb->timeout_pending)
+		if ((sb->rec.state != SANDBOX_RUNNING && sb->rec.state != SANDBOX_PAUSED) ||
+		    !sb->deadline_mono || now < sb->deadline_mono || sb->timeout_pending)
 			continue;
 		sb->timeout_pending = true;
 		sb->refs++;
@@ -214,8 +217,10 @@ static void remove_leftover(struct kilnd *d, const char *id, const char *dir, co
 	/* Its VMM outlived the kilnd that started it: ended first, and its
 	 * keeper gone, so nothing writes into the directory as it goes. */
 	if (vmm_keeper_end(dir) == 0)
-		kilnd_log("sandbox %s: its kiln-vmm, still running under its keeper, was killed", id);
-	if (d->cfg.cgroups && sandbox_pathf(cg, sizeof(cg), "%s/%s", d->cfg.cgroup_parent, id) == 0 &&
+		kilnd_log("sandbox %s: its kiln-vmm, still running under its keeper, was killed",
+			  id);
+	if (d->cfg.cgroups &&
+	    sandbox_pathf(cg, sizeof(cg), "%s/%s", d->cfg.cgroup_parent, id) == 0 &&
 	    (r = cgroup_remove(cg)))
 		kilnd_log("cannot remove the cgroup %s: %s", cg, strerror(-r));
 	sandbox_remove_dir(dir);
@@ -244,7 +249,8 @@ static void load_one(struct kilnd *d, const char *id)
 		if (errno != ENOENT)
 			snprintf(err, sizeof(err), "meta.json: %s", strerror(errno));
 	} else if (!S_ISREG(st.st_mode) || st.st_size > META_MAX) {
-		snprintf(err, sizeof(err), "meta.json is not a regular file of at most %u bytes", META_MAX);
+		snprintf(err, sizeof(err), "meta.json is not a regular file of at most %u bytes",
+			 META_MAX);
 	} else if (!(meta = json_strict_load_file(path, &je))) {
 		snprintf(err, sizeof(err), "meta.json: %s (line %d)", je.text, je.line);
 	}
@@ -269,7 +275,8 @@ static void load_one(struct kilnd *d, const char *id)
 		 * (a template record that cannot be read keeps its sandbox). */
 		struct api_err te;
 		json_t *t = template_load(d, sb->rec.tmpl_build, &te);
-		bool orphan = (t || te.code == API_E_NOT_FOUND) && sandbox_build_orphan(&sb->rec, t, why, sizeof(why));
+		bool orphan = (t || te.code == API_E_NOT_FOUND) &&
+			sandbox_build_orphan(&sb->rec, t, why, sizeof(why));
 
 		json_decref(t);
 		if (orphan) {

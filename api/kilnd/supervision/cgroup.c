@@ -25,7 +25,9 @@
 static const struct {
 	const char *name;
 	bool required;
-} controllers[] = { { "memory", true }, { "pids", true }, { "cpu", true }, { "io", false }, { NULL, false } };
+} controllers[] = {
+	{ "memory", true }, { "pids", true }, { "cpu", true }, { "io", false }, { NULL, false }
+};
 /* How long cgroup_remove waits for killed processes to leave (10 ms steps). */
 #define REMOVE_TRIES 200
 
@@ -98,8 +100,9 @@ static int enable_level(const char *dir, struct err *e)
 	int r;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-		err_set(e, errno, "cgroup: cannot create %s: %s (run kilnd as root, or give it a delegated subtree: --cgroup-parent, docs/api.md)",
-			 dir, strerror(errno));
+		err_set(e, errno,
+			"cgroup: cannot create %s: %s (run kilnd as root, or give it a delegated subtree: --cgroup-parent, docs/api.md)",
+			dir, strerror(errno));
 		return -1;
 	}
 	if ((r = read_file(dir, "cgroup.controllers", have, sizeof(have))) ||
@@ -116,8 +119,8 @@ static int enable_level(const char *dir, struct err *e)
 			if (!controllers[i].required)
 				continue;
 			err_set(e, EINVAL,
-				 "cgroup: the %s controller is not available in %s (it offers: %.100s); enable it above, or pick another --cgroup-parent",
-				 c, dir, have[0] ? have : "none");
+				"cgroup: the %s controller is not available in %s (it offers: %.100s); enable it above, or pick another --cgroup-parent",
+				c, dir, have[0] ? have : "none");
 			return -1;
 		}
 		snprintf(plus, sizeof(plus), "+%s", c);
@@ -126,13 +129,14 @@ static int enable_level(const char *dir, struct err *e)
 			continue;
 		if (r == -EBUSY) {
 			err_set(e, EINVAL,
-				 "cgroup: cannot enable %s below %s: processes live in it, and a cgroup that holds processes cannot hand controllers to children; use a --cgroup-parent beside kilnd's own cgroup (docs/api.md)",
-				 c, dir);
+				"cgroup: cannot enable %s below %s: processes live in it, and a cgroup that holds processes cannot hand controllers to children; use a --cgroup-parent beside kilnd's own cgroup (docs/api.md)",
+				c, dir);
 			return -1;
 		}
 		if (r) {
-			err_set(e, -r, "cgroup: cannot enable %s below %s: %s (run kilnd as root, or delegate the subtree to it: docs/api.md)",
-				 c, dir, strerror(-r));
+			err_set(e, -r,
+				"cgroup: cannot enable %s below %s: %s (run kilnd as root, or delegate the subtree to it: docs/api.md)",
+				c, dir, strerror(-r));
 			return -1;
 		}
 	}
@@ -171,9 +175,12 @@ int cgroup_setup(char *parent, size_t cap, struct err *e)
 	len = strlen(parent);
 	while (len > 1 && parent[len - 1] == '/')
 		parent[--len] = '\0';
-	if (parent[0] != '/' || strstr(parent, "/../") || strstr(parent, "/./") || strstr(parent, "//") ||
-	    (len >= 3 && strcmp(parent + len - 3, "/..") == 0) || (len >= 2 && strcmp(parent + len - 2, "/.") == 0)) {
-		err_set(e, EINVAL, "--cgroup-parent '%s': must be an absolute path without . or .. components", parent);
+	if (parent[0] != '/' || strstr(parent, "/../") || strstr(parent, "/./") ||
+	    strstr(parent, "//") || (len >= 3 && strcmp(parent + len - 3, "/..") == 0) ||
+	    (len >= 2 && strcmp(parent + len - 2, "/.") == 0)) {
+		err_set(e, EINVAL,
+			"--cgroup-parent '%s': must be an absolute path without . or .. components",
+			parent);
 		return -1;
 	}
 	/* The mount: the shortest existing prefix on cgroup2. */
@@ -188,8 +195,8 @@ int cgroup_setup(char *parent, size_t cap, struct err *e)
 	}
 	if (!root_len) {
 		err_set(e, EINVAL,
-			 "cgroup: %s is not on a cgroup v2 file system (mount one: mount -t cgroup2 none %s, or pass --cgroup-parent)",
-			 parent, CGROUP_DEFAULT_MOUNT);
+			"cgroup: %s is not on a cgroup v2 file system (mount one: mount -t cgroup2 none %s, or pass --cgroup-parent)",
+			parent, CGROUP_DEFAULT_MOUNT);
 		return -1;
 	}
 	/* Every level from the mount down to parent hands the controllers on. */
@@ -202,16 +209,17 @@ int cgroup_setup(char *parent, size_t cap, struct err *e)
 	}
 	snprintf(level, sizeof(level), "%s/cgroup.procs", parent);
 	if (access(parent, W_OK) < 0 || access(level, W_OK) < 0) {
-		err_set(e, errno, "cgroup: %s is not writable for kilnd: %s (run kilnd as root, or delegate it: docs/api.md)",
-			 parent, strerror(errno));
+		err_set(e, errno,
+			"cgroup: %s is not writable for kilnd: %s (run kilnd as root, or delegate it: docs/api.md)",
+			parent, strerror(errno));
 		return -1;
 	}
 	remove_stale(parent);
 	return 0;
 }
 
-int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path, size_t cap,
-		  int *procs_fd, struct api_err *e)
+int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path,
+		  size_t cap, int *procs_fd, struct api_err *e)
 {
 	char v[64], procs[PATH_MAX + 16];
 	const char *what;
@@ -219,7 +227,8 @@ int cgroup_create(const char *parent, const char *id, const struct cg_limits *l,
 
 	*procs_fd = -1;
 	if ((size_t)snprintf(path, cap, "%s/%s", parent, id) >= cap) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cgroup: the path of sandbox %s's cgroup is too long (--cgroup-parent %.200s...)",
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "cgroup: the path of sandbox %s's cgroup is too long (--cgroup-parent %.200s...)",
 			    id, parent);
 		return -1;
 	}
@@ -227,7 +236,8 @@ int cgroup_create(const char *parent, const char *id, const struct cg_limits *l,
 	 * so its event counters describe this VMM alone. */
 	cgroup_remove(path);
 	if (mkdir(path, 0755) < 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot create the sandbox's cgroup %s: %s", path, strerror(errno));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot create the sandbox's cgroup %s: %s",
+			    path, strerror(errno));
 		return -1;
 	}
 	cg_limits_memory_max(l, v, sizeof(v));
@@ -254,7 +264,8 @@ int cgroup_create(const char *parent, const char *id, const struct cg_limits *l,
 	}
 	return 0;
 fail:
-	api_err_set(e, API_E_SPAWN_FAILED, "cannot set %s of the sandbox's cgroup %s: %s", what, path, strerror(-r));
+	api_err_set(e, API_E_SPAWN_FAILED, "cannot set %s of the sandbox's cgroup %s: %s", what,
+		    path, strerror(-r));
 	rmdir(path);
 	return -1;
 }

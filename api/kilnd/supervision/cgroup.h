@@ -45,8 +45,8 @@ int cgroup_setup(char *parent, size_t cap, struct err *e);
  * and *procs_fd its cgroup.procs opened for writing (O_CLOEXEC). 0, or
  * -1 with e (spawn_failed) and nothing left behind.
  */
-int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path, size_t cap,
-		  int *procs_fd, struct api_err *e);
+int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path,
+		  size_t cap, int *procs_fd, struct api_err *e);
 
 /* What the cgroup counted (memory.events, pids.events); zeros where unreadable. */
 void cgroup_read_events(const char *path, struct cg_events *ev);

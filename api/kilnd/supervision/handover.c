@@ -19,10 +19,10 @@
 static int sock_path(const char *state_dir, struct sockaddr_un *sa)
 {
 	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
-	return (size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", state_dir, HANDOVER_SOCK_NAME) >=
-			       sizeof(sa->sun_path)
-		       ? -1
-		       : 0;
+	return (size_t)snprintf(sa->sun_path, sizeof(sa->sun_path), "%s/%s", state_dir,
+				HANDOVER_SOCK_NAME) >= sizeof(sa->sun_path)
+		? -1
+		: 0;
 }
 
 /* The pid the kernel says holds state_dir's lock, or 0. */
@@ -32,7 +32,8 @@ static pid_t lock_holder(const char *state_dir)
 	struct flock q = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	int fd;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_LOCK_FILE) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_LOCK_FILE) >=
+	    sizeof(path))
 		return 0;
 	/* Opening and closing it drops no lock: this process holds none. */
 	fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
@@ -54,7 +55,10 @@ static int take_fds(int conn, int fds[HANDOVER_MAX_FDS])
 	} u;
 	char byte;
 	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c;
 	int n = 0;
 	bool bad;
@@ -95,11 +99,12 @@ static bool is_listener(int fd, sa_family_t family)
 	socklen_t salen = sizeof(sa);
 
 	return getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) == 0 && v &&
-	       getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM &&
-	       getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && sa.ss_family == family;
+		getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tlen) == 0 && type == SOCK_STREAM &&
+		getsockname(fd, (struct sockaddr *)&sa, &salen) == 0 && sa.ss_family == family;
 }
 
-int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, struct err *e)
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old,
+		     struct err *e)
 {
 	struct sockaddr_un sa;
 	struct ucred cred;
@@ -109,34 +114,40 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	pid_t holder = lock_holder(state_dir);
 
 	if (!holder) {
-		err_set(e, EINVAL, "--upgrade: no kilnd holds %s/%s: start kilnd without --upgrade", state_dir,
-			 STATE_LOCK_FILE);
+		err_set(e, EINVAL, "--upgrade: no kilnd holds %s/%s: start kilnd without --upgrade",
+			state_dir, STATE_LOCK_FILE);
 		return -1;
 	}
 	if (sock_path(state_dir, &sa)) {
-		err_set(e, EINVAL, "--upgrade: the state directory's path is too long for %s", HANDOVER_SOCK_NAME);
+		err_set(e, EINVAL, "--upgrade: the state directory's path is too long for %s",
+			HANDOVER_SOCK_NAME);
 		return -1;
 	}
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	unlink(sa.sun_path);
-	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(sa.sun_path, 0600) < 0 || listen(s, 1) < 0) {
-		err_set(e, errno, "--upgrade: cannot listen on %s: %s", sa.sun_path, strerror(errno));
+	if (s < 0 || bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(sa.sun_path, 0600) < 0 || listen(s, 1) < 0) {
+		err_set(e, errno, "--upgrade: cannot listen on %s: %s", sa.sun_path,
+			strerror(errno));
 		goto out;
 	}
 	if (kill(holder, SIGUSR2) < 0) {
-		err_set(e, errno, "--upgrade: cannot signal kilnd pid %d: %s", (int)holder, strerror(errno));
+		err_set(e, errno, "--upgrade: cannot signal kilnd pid %d: %s", (int)holder,
+			strerror(errno));
 		goto out;
 	}
 	p = (struct pollfd){ .fd = s, .events = POLLIN };
-	if (poll(&p, 1, HANDOVER_ANSWER_MS) != 1 || (conn = accept4(s, NULL, NULL, SOCK_CLOEXEC)) < 0) {
-		err_set(e, EINVAL, "--upgrade: kilnd pid %d did not hand over within %d s (a kilnd older than --upgrade ends on SIGUSR2 instead: then start kilnd without --upgrade)",
-			 (int)holder, HANDOVER_ANSWER_MS / 1000);
+	if (poll(&p, 1, HANDOVER_ANSWER_MS) != 1 ||
+	    (conn = accept4(s, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+		err_set(e, EINVAL,
+			"--upgrade: kilnd pid %d did not hand over within %d s (a kilnd older than --upgrade ends on SIGUSR2 instead: then start kilnd without --upgrade)",
+			(int)holder, HANDOVER_ANSWER_MS / 1000);
 		goto out;
 	}
 	/* Only the lock's holder hands over its socket. */
 	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || cred.pid != holder) {
-		err_set(e, EINVAL, "--upgrade: %s was answered by pid %d, not by kilnd pid %d", sa.sun_path,
-			 (int)cred.pid, (int)holder);
+		err_set(e, EINVAL, "--upgrade: %s was answered by pid %d, not by kilnd pid %d",
+			sa.sun_path, (int)cred.pid, (int)holder);
 		goto out;
 	}
 	{
@@ -148,10 +159,10 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	n = take_fds(conn, fds);
 	if (n == 0 || !is_listener(fds[0], AF_UNIX) || (n == 2 && !is_listener(fds[1], AF_INET))) {
 		err_set(e, EINVAL,
-			 n == 0 || !is_listener(fds[0], AF_UNIX)
-				 ? "--upgrade: kilnd pid %d sent no listening API socket (it keeps serving)"
-				 : "--upgrade: kilnd pid %d sent a preview listener that is not a listening TCP socket (it keeps serving)",
-			 (int)holder);
+			n == 0 || !is_listener(fds[0], AF_UNIX)
+				? "--upgrade: kilnd pid %d sent no listening API socket (it keeps serving)"
+				: "--upgrade: kilnd pid %d sent a preview listener that is not a listening TCP socket (it keeps serving)",
+			(int)holder);
 		/* Refused: the old kilnd keeps serving. */
 		(void)!send(conn, "n", 1, MSG_NOSIGNAL);
 		while (n > 0)
@@ -160,8 +171,9 @@ int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid
 	}
 	/* Taken: only now does the old kilnd stop serving. */
 	if (send(conn, "k", 1, MSG_NOSIGNAL) != 1) {
-		err_set(e, errno, "--upgrade: cannot tell kilnd pid %d its sockets were taken: %s (it keeps serving)",
-			 (int)holder, strerror(errno));
+		err_set(e, errno,
+			"--upgrade: cannot tell kilnd pid %d its sockets were taken: %s (it keeps serving)",
+			(int)holder, strerror(errno));
 		while (n > 0)
 			close(fds[--n]);
 		goto out;
@@ -198,8 +210,9 @@ static int handover_taken(int s, size_t nfds, struct err *e)
 		return 0;
 	if (n == 0 && nfds == 1)
 		return 0;
-	err_set(e, EINVAL, "the new kilnd did not take the %s (see its log; a kilnd older than this one takes no preview listener: start it without --upgrade, or give this one no --preview-listen)",
-		 nfds == 1 ? "API socket" : "API socket and preview listener");
+	err_set(e, EINVAL,
+		"the new kilnd did not take the %s (see its log; a kilnd older than this one takes no preview listener: start it without --upgrade, or give this one no --preview-listen)",
+		nfds == 1 ? "API socket" : "API socket and preview listener");
 	return -1;
 }
 
@@ -230,8 +243,10 @@ int handover_send(const char *state_dir, int listen_fd, int preview_fd, struct e
 	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
 	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 || sendmsg(s, &msg, MSG_NOSIGNAL) != 1) {
-		err_set(e, errno, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path, strerror(errno));
+	if (s < 0 || connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    sendmsg(s, &msg, MSG_NOSIGNAL) != 1) {
+		err_set(e, errno, "SIGUSR2, but no new kilnd waits on %s: %s", sa.sun_path,
+			strerror(errno));
 		goto out;
 	}
 	r = handover_taken(s, nfds, e);

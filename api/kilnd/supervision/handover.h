@@ -37,7 +37,8 @@
 /* New side: ask the holder of state_dir's lock for its sockets. 0 with
  * *listen_fd, *preview_fd (-1 when it sent none) and *old (its pid), or
  * -1 with e. */
-int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old, struct err *e);
+int handover_request(const char *state_dir, int *listen_fd, int *preview_fd, pid_t *old,
+		     struct err *e);
 
 /* Old side: send listen_fd and preview_fd (-1: none) to the kilnd waiting
  * on state_dir's upgrade.sock. 0 once it took them, or -1 with e (keep

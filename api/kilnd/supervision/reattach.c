@@ -6,8 +6,8 @@
 /* The states a VMM runs in (deleting records are removed before this). */
 static bool has_vmm(enum sandbox_state s)
 {
-	return s == SANDBOX_RUNNING || s == SANDBOX_PAUSED || s == SANDBOX_BOOTING || s == SANDBOX_STOPPING ||
-	       s == SANDBOX_HIBERNATING;
+	return s == SANDBOX_RUNNING || s == SANDBOX_PAUSED || s == SANDBOX_BOOTING ||
+		s == SANDBOX_STOPPING || s == SANDBOX_HIBERNATING;
 }
 
 bool reattach_should_try(enum sandbox_state state, int pid, uint64_t vmm_start)
@@ -23,7 +23,8 @@ enum reattach_fate reattach_decide(const struct reattach_seen *s)
 	if (!reattach_should_try(s->state, s->pid, s->vmm_start))
 		return REATTACH_LOST;
 	if (s->attach == 0)
-		return s->state == SANDBOX_RUNNING || s->state == SANDBOX_PAUSED ? REATTACH_KEEP : REATTACH_KILL;
+		return s->state == SANDBOX_RUNNING || s->state == SANDBOX_PAUSED ? REATTACH_KEEP
+										 : REATTACH_KILL;
 	/* Only "nobody answers" means the VMM ended: a keeper answering for
 	 * another VMM, or in another protocol, says nothing about ours. */
 	if (s->attach == -ESRCH && s->exit_recorded)

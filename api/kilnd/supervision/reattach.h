@@ -20,9 +20,9 @@
 #include "api/kilnd/core/sandbox_state.h"
 
 enum reattach_fate {
-	REATTACH_NONE,     /* the record has no VMM (stopped, crashed, hibernated): as it is */
-	REATTACH_KEEP,     /* running or paused, verified: supervise it again */
-	REATTACH_KILL,     /* verified, but its state's owner (a boot, stop, hibernation) is gone: kill it,
+	REATTACH_NONE, /* the record has no VMM (stopped, crashed, hibernated): as it is */
+	REATTACH_KEEP, /* running or paused, verified: supervise it again */
+	REATTACH_KILL, /* verified, but its state's owner (a boot, stop, hibernation) is gone: kill it,
 			      then crashed (kilnd_restart) */
 	REATTACH_RECORDED, /* it ended while no kilnd ran: vmm.exit says how (stopped or crashed) */
 	REATTACH_LOST,     /* nothing to trust: crashed (kilnd_restart), no process touched */

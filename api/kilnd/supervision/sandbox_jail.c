@@ -126,7 +126,8 @@ int sandbox_jail_prepare(struct sandbox *sb, char *vm, size_t cap, uint32_t *id,
 	}
 	*id = owner;
 	if (sandbox_pathf(vm, cap, "%s/vm", sb->dir)) {
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: its directory's path is too long", sb->rec.id);
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: its directory's path is too long",
+			    sb->rec.id);
 		return -1;
 	}
 	if (own_dir(vm, 0, 0755, e))
@@ -137,15 +138,16 @@ int sandbox_jail_prepare(struct sandbox *sb, char *vm, size_t cap, uint32_t *id,
 	return 0;
 }
 
-int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind, struct stat *st,
-		      struct err *e)
+int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind,
+		      struct stat *st, struct err *e)
 {
 	char vm[PATH_MAX];
 	struct err be;
 	int vfd, fd;
 
 	if (sandbox_pathf(vm, sizeof(vm), "%s/vm", sb->dir))
-		return err_set(e, ENAMETOOLONG, "sandbox %s: its directory's path is too long", sb->rec.id);
+		return err_set(e, ENAMETOOLONG, "sandbox %s: its directory's path is too long",
+			       sb->rec.id);
 	/* The sandbox directory and vm/ are root's: the jail can change
 	 * nothing above what open_beneath walks. */
 	vfd = open(vm, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -30,7 +30,8 @@ struct sandbox;
  * dir[cap], or -1 with e: jail_unavailable (kilnd cannot jail),
  * limit_reached (every --jail-ids id is in use), internal.
  */
-int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id, struct api_err *e);
+int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id,
+			 struct api_err *e);
 
 /*
  * The one way kilnd (root) opens something in the directories the jailed
@@ -41,7 +42,7 @@ int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id
  * filled when not NULL), or -errno with e naming the sandbox's vm/ and
  * rel (open_beneath.h's codes).
  */
-int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind, struct stat *st,
-		      struct err *e);
+int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind,
+		      struct stat *st, struct err *e);
 
 #endif

@@ -53,9 +53,11 @@ static void kill_and_wait(struct sandbox *sb, struct vmm_proc *proc, struct kill
 		;
 	done = k->done;
 	pthread_mutex_unlock(&k->mu);
-	kilnd_log("sandbox %s: was %s when the previous kilnd stopped; its kiln-vmm pid %d %s", sb->rec.id,
-		  sandbox_state_name(sb->rec.state), sb->rec.pid,
-		  r ? "had ended" : done ? "was killed" : "was sent SIGKILL and has not ended yet");
+	kilnd_log("sandbox %s: was %s when the previous kilnd stopped; its kiln-vmm pid %d %s",
+		  sb->rec.id, sandbox_state_name(sb->rec.state), sb->rec.pid,
+		  r              ? "had ended"
+			  : done ? "was killed"
+				 : "was sent SIGKILL and has not ended yet");
 }
 
 /* Supervise it again: the same VMM, pid, start time and uptime. Under reg.mu. */
@@ -65,7 +67,9 @@ static void keep_locked(struct sandbox *sb, struct vmm_proc *proc)
 
 	sb->proc = proc;
 	/* timeout_s runs on from the recorded deadline; idleness from now. */
-	sb->deadline_mono = sb->rec.expires_ms ? mono_ms() + (sb->rec.expires_ms > now ? sb->rec.expires_ms - now : 0) : 0;
+	sb->deadline_mono = sb->rec.expires_ms
+		? mono_ms() + (sb->rec.expires_ms > now ? sb->rec.expires_ms - now : 0)
+		: 0;
 	sb->active_mono = mono_ms();
 }
 
@@ -76,7 +80,8 @@ static void reread_state(struct sandbox *sb)
 	struct api_err e;
 	enum sandbox_state st;
 
-	if (vmm_control_call(sb->control, CTL_STATUS, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, &e)) {
+	if (vmm_control_call(sb->control, CTL_STATUS, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep,
+			     &e)) {
 		kilnd_log("sandbox %s: reattached, but kiln-vmm's control socket did not say its state (%s); kept as %s",
 			  sb->rec.id, e.msg, sandbox_state_name(sb->rec.state));
 		return;
@@ -98,7 +103,8 @@ static void ended_locked(struct sandbox *sb, struct vmm_end *end, const char *hi
 	json_decref(sb->rec.last_exit);
 	sb->rec.last_exit = sandbox_exit_json(end);
 	if (was == SANDBOX_RUNNING || was == SANDBOX_PAUSED)
-		sb->rec.state = strcmp(end->reason, "guest_shutdown") == 0 ? SANDBOX_STOPPED : SANDBOX_CRASHED;
+		sb->rec.state = strcmp(end->reason, "guest_shutdown") == 0 ? SANDBOX_STOPPED
+									   : SANDBOX_CRASHED;
 	else
 		sb->rec.state = SANDBOX_CRASHED;
 	sb->rec.stopped_ms = end->at_ms;
@@ -123,7 +129,8 @@ static bool hibernated_after_all(struct sandbox *sb)
 	fd = sandbox_jail_open(sb, SANDBOX_HIBERNATE_REL, OPEN_BENEATH_DIR, NULL, &oe);
 	if (fd < 0) {
 		if (fd != -ENOENT)
-			kilnd_log("sandbox %s: its hibernation snapshot is unusable: %s", sb->rec.id, oe.msg);
+			kilnd_log("sandbox %s: its hibernation snapshot is unusable: %s",
+				  sb->rec.id, oe.msg);
 		return false;
 	}
 	close(fd);
@@ -136,7 +143,9 @@ static bool hibernated_after_all(struct sandbox *sb)
 void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 {
 	struct kilnd *d = sb->d;
-	struct reattach_seen s = { .state = sb->rec.state, .pid = sb->rec.pid, .vmm_start = sb->rec.vmm_start,
+	struct reattach_seen s = { .state = sb->rec.state,
+				   .pid = sb->rec.pid,
+				   .vmm_start = sb->rec.vmm_start,
 				   .attach = -ESRCH };
 	struct keeper_vmm_id id = { .pid = sb->rec.pid, .start = sb->rec.vmm_start };
 	/* On the heap: a monitor that reports after kill_and_wait gave up still finds it. */
@@ -159,12 +168,13 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 			sb->vmm_exited = false;
 			/* on_vmm_exit reads and removes it. */
 			if (d->cfg.cgroups)
-				sandbox_pathf(sb->rec.cgroup, sizeof(sb->rec.cgroup), "%s/%s", d->cfg.cgroup_parent,
-					      sb->rec.id);
+				sandbox_pathf(sb->rec.cgroup, sizeof(sb->rec.cgroup), "%s/%s",
+					      d->cfg.cgroup_parent, sb->rec.id);
 		}
 		kilnd_unlock(d);
 		/* Not under reg.mu: it waits for the keeper's hello. */
-		s.attach = vmm_reattach(sb->dir, &id, keep ? sandbox_on_vmm_exit : on_killed, keep ? (void *)sb : (void *)kp, &proc);
+		s.attach = vmm_reattach(sb->dir, &id, keep ? sandbox_on_vmm_exit : on_killed,
+					keep ? (void *)sb : (void *)kp, &proc);
 		kilnd_lock(d);
 		/* A kept VMM's monitor may have reported its end already: then proc is gone. */
 		if (s.attach == 0 && keep && !sb->vmm_exited)
@@ -186,7 +196,8 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		/* The cgroup kept its programs; this covers a VMM an older kilnd
 		 * started and takes the host's addresses afresh. */
 		if (sandbox_egress_apply(sb, sb->rec.cgroup, NULL, &ee))
-			kilnd_log("%s; its passt is held by the table attached before the restart, if any", ee.msg);
+			kilnd_log("%s; its passt is held by the table attached before the restart, if any",
+				  ee.msg);
 		kilnd_lock(d);
 		kilnd_log("sandbox %s: reattached to kiln-vmm pid %d (%s), running since its start before the restart",
 			  sb->rec.id, sb->rec.pid, sandbox_state_name(sb->rec.state));
@@ -204,7 +215,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 	}
 	kilnd_lock(d);
 	if (fate != REATTACH_NONE && !hibernated_after_all(sb)) {
-		struct vmm_end end = { .at_ms = wall_ms(), .reason = "kilnd_restart", .exit_status = -1 };
+		struct vmm_end end = { .at_ms = wall_ms(),
+				       .reason = "kilnd_restart",
+				       .exit_status = -1 };
 
 		if (fate == REATTACH_RECORDED) {
 			bool clean = info.status == 0 && info.signal == 0;
@@ -212,8 +225,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 			end.exit_status = info.status;
 			end.signal = info.signal;
 			end.reason = !keep ? "kilnd_restart" : clean ? "guest_shutdown" : "crashed";
-			end.console_tail = vmm_output_tail(info.console, info.console_len, info.console_whole,
-							   CONSOLE_TAIL_LINES, CONSOLE_LINE_MAX);
+			end.console_tail = vmm_output_tail(info.console, info.console_len,
+							   info.console_whole, CONSOLE_TAIL_LINES,
+							   CONSOLE_LINE_MAX);
 			end.msg = vmm_output_message(info.err, info.err_len);
 			if (!end.msg)
 				end.msg = json_string("kiln-vmm ended while no kilnd ran");
@@ -223,14 +237,19 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 			end.exit_status = kp->done ? kp->status : -1;
 			end.signal = kp->done ? kp->signal : SIGKILL;
 			pthread_mutex_unlock(&kp->mu);
-			end.msg = json_string("kilnd stopped while this sandbox's boot, stop or hibernation ran; its VM was killed at the next start");
+			end.msg = json_string(
+				"kilnd stopped while this sandbox's boot, stop or hibernation ran; its VM was killed at the next start");
 		} else {
-			end.msg = json_string(s.attach == -ESTALE || s.attach == -EPROTO
-						      ? "kilnd restarted and found another process under this sandbox's VM pid; nothing was signalled"
-						      : "kilnd restarted and found neither this sandbox's VM nor a record of how it ended");
+			end.msg = json_string(
+				s.attach == -ESTALE || s.attach == -EPROTO
+					? "kilnd restarted and found another process under this sandbox's VM pid; nothing was signalled"
+					: "kilnd restarted and found neither this sandbox's VM nor a record of how it ended");
 		}
-		kilnd_log("sandbox %s: kiln-vmm pid %d %s while no kilnd ran (%s)", sb->rec.id, sb->rec.pid,
-			  fate == REATTACH_RECORDED ? "ended" : fate == REATTACH_KILL ? "was killed" : "is gone",
+		kilnd_log("sandbox %s: kiln-vmm pid %d %s while no kilnd ran (%s)", sb->rec.id,
+			  sb->rec.pid,
+			  fate == REATTACH_RECORDED       ? "ended"
+				  : fate == REATTACH_KILL ? "was killed"
+							  : "is gone",
 			  reattach_fate_name(fate));
 		ended_locked(sb, &end, hib_dir);
 	}

@@ -24,12 +24,14 @@ int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api
 		struct err why;
 		int r;
 
-		r = share_open(sh->host_path, confined ? cfg->share_roots : NULL, confined ? cfg->nshare_roots : 0,
-			       &fds[i], &why);
+		r = share_open(sh->host_path, confined ? cfg->share_roots : NULL,
+			       confined ? cfg->nshare_roots : 0, &fds[i], &why);
 		if (r) {
-			api_err_set(e, r == -ELOOP || r == -EPERM || r == -EINVAL ? API_E_FORBIDDEN : API_E_BOOT_FAILED,
-				    "sandbox %s: shares[%zu] (guest_path %s) refused at this start: %s", sb->rec.id, i,
-				    sh->guest_path, why.msg);
+			api_err_set(e,
+				    r == -ELOOP || r == -EPERM || r == -EINVAL ? API_E_FORBIDDEN
+									       : API_E_BOOT_FAILED,
+				    "sandbox %s: shares[%zu] (guest_path %s) refused at this start: %s",
+				    sb->rec.id, i, sh->guest_path, why.msg);
 			sandbox_shares_close(fds, i);
 			return -1;
 		}

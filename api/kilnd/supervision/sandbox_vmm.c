@@ -38,8 +38,8 @@ void sandbox_kill_locked(struct sandbox *sb)
 		return;
 	vmm_signal(sb->proc, SIGKILL);
 	if (!sandbox_wait_gone_locked(sb, KILL_WAIT_MS)) {
-		kilnd_log("sandbox %s: kiln-vmm pid %d has not died %d s after SIGKILL; still waiting", sb->rec.id,
-			  sb->rec.pid, KILL_WAIT_MS / 1000);
+		kilnd_log("sandbox %s: kiln-vmm pid %d has not died %d s after SIGKILL; still waiting",
+			  sb->rec.id, sb->rec.pid, KILL_WAIT_MS / 1000);
 		sandbox_wait_gone_locked(sb, -1);
 	}
 }
@@ -48,7 +48,8 @@ void sandbox_cgroup_remove(struct sandbox *sb)
 {
 	char cg[PATH_MAX];
 
-	if ((size_t)snprintf(cg, sizeof(cg), "%s/%s", sb->d->cfg.cgroup_parent, sb->rec.id) < sizeof(cg))
+	if ((size_t)snprintf(cg, sizeof(cg), "%s/%s", sb->d->cfg.cgroup_parent, sb->rec.id) <
+	    sizeof(cg))
 		cgroup_remove(cg);
 }
 
@@ -56,7 +57,8 @@ void sandbox_cgroup_remove(struct sandbox *sb)
  * The ended VMM's cgroup: read what it counted, then remove it. The limit
  * that ended the VMM (a last_exit reason, with msg) or NULL.
  */
-static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info *x, char *msg, size_t cap)
+static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info *x, char *msg,
+				  size_t cap)
 {
 	const char *limit = NULL;
 	struct cg_events ev;
@@ -92,10 +94,12 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 		.at_ms = wall_ms(),
 		.exit_status = x->status,
 		.signal = x->signal,
-		.console_tail = vmm_output_tail(x->console, x->console_len, x->console_whole, CONSOLE_TAIL_LINES,
-						CONSOLE_LINE_MAX),
-		.msg = x->known ? vmm_output_message(x->err, x->err_len)
-				: json_string("kiln-keeper ended without recording how kiln-vmm ended (it was killed?); kiln-vmm was killed"),
+		.console_tail = vmm_output_tail(x->console, x->console_len, x->console_whole,
+						CONSOLE_TAIL_LINES, CONSOLE_LINE_MAX),
+		.msg = x->known
+			? vmm_output_message(x->err, x->err_len)
+			: json_string(
+				  "kiln-keeper ended without recording how kiln-vmm ended (it was killed?); kiln-vmm was killed"),
 		.timeline = vmm_output_timeline(x->err, x->err_len),
 	};
 	enum sandbox_state was, to;
@@ -109,7 +113,9 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	switch (was) {
 	case SANDBOX_BOOTING:
 		/* stop_reason: the VMM a restore in place replaces. */
-		end.reason = sb->stop_reason ? sb->stop_reason : sb->restoring ? "restore_failed" : "boot_failed";
+		end.reason = sb->stop_reason ? sb->stop_reason
+			: sb->restoring      ? "restore_failed"
+					     : "boot_failed";
 		break;
 	case SANDBOX_STOPPING:
 	case SANDBOX_DELETING:
@@ -123,7 +129,8 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	case SANDBOX_PAUSED:
 		crashed = !(x->status == 0 && x->signal == 0);
 		end.reason = crashed ? "crashed" : "guest_shutdown";
-		if (sandbox_transition(was, crashed ? SANDBOX_EV_VMM_FAIL : SANDBOX_EV_VMM_CLEAN, &to, sb->rec.id, NULL) == 0)
+		if (sandbox_transition(was, crashed ? SANDBOX_EV_VMM_FAIL : SANDBOX_EV_VMM_CLEAN,
+				       &to, sb->rec.id, NULL) == 0)
 			sb->rec.state = to;
 		break;
 	default:
@@ -159,8 +166,8 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	sandbox_persist_locked(sb);
 	pthread_cond_broadcast(&sb->cv);
 	if (x->signal)
-		kilnd_log("sandbox %s: kiln-vmm was killed by signal %d (%s)", sb->rec.id, x->signal,
-			  sandbox_state_name(sb->rec.state));
+		kilnd_log("sandbox %s: kiln-vmm was killed by signal %d (%s)", sb->rec.id,
+			  x->signal, sandbox_state_name(sb->rec.state));
 	else
 		kilnd_log("sandbox %s: kiln-vmm exited with status %d (%s)", sb->rec.id, x->status,
 			  sandbox_state_name(sb->rec.state));
@@ -186,11 +193,14 @@ static void boot_exit_error_locked(struct sandbox *sb, struct api_err *e)
 	char how[64];
 
 	if (json_is_integer(sig))
-		snprintf(how, sizeof(how), "was killed by signal %lld", (long long)json_integer_value(sig));
+		snprintf(how, sizeof(how), "was killed by signal %lld",
+			 (long long)json_integer_value(sig));
 	else
-		snprintf(how, sizeof(how), "exited with status %lld", (long long)json_integer_value(st));
-	api_err_set(e, API_E_BOOT_FAILED, "sandbox %s: kiln-vmm %s before the guest agent answered: %s%s%s",
-		    sb->rec.id, how, msg ? msg : "no error line from kiln-vmm",
+		snprintf(how, sizeof(how), "exited with status %lld",
+			 (long long)json_integer_value(st));
+	api_err_set(e, API_E_BOOT_FAILED,
+		    "sandbox %s: kiln-vmm %s before the guest agent answered: %s%s%s", sb->rec.id,
+		    how, msg ? msg : "no error line from kiln-vmm",
 		    !msg && last ? "; last console line: " : "", !msg && last ? last : "");
 }
 
@@ -239,17 +249,26 @@ struct boot_phases {
  * it ended), *status its exit status when it exited on its own before the
  * agent answered (-1 otherwise: killed, timed out, never spawned).
  */
-static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms, struct boot_phases *ph,
-			  bool *spawned, int *status, struct api_err *e)
+static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *ready_ms,
+			  struct boot_phases *ph, bool *spawned, int *status, struct api_err *e)
 {
 	double t_prep = mono_ms_f(), t_spawned;
 	struct kilnd *d = sb->d;
 	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
-	struct vmm_launch l = { .vmm = d->cfg.vmm, .kernel = d->cfg.kernel, .overlay = overlay,
-				.vsock = sb->vsock, .control = sb->control, .restore_dir = restore_dir,
-				.firewall = firewall, .resolver = d->cfg.dns_resolver };
-	struct vmm_spawn_req req = { .keeper = KILND_SELF_EXE, .dir = sb->dir, .grace_s = d->cfg.keeper_grace_s,
-				     .on_exit = sandbox_on_vmm_exit, .arg = sb, .cgroup_fd = -1 };
+	struct vmm_launch l = { .vmm = d->cfg.vmm,
+				.kernel = d->cfg.kernel,
+				.overlay = overlay,
+				.vsock = sb->vsock,
+				.control = sb->control,
+				.restore_dir = restore_dir,
+				.firewall = firewall,
+				.resolver = d->cfg.dns_resolver };
+	struct vmm_spawn_req req = { .keeper = KILND_SELF_EXE,
+				     .dir = sb->dir,
+				     .grace_s = d->cfg.keeper_grace_s,
+				     .on_exit = sandbox_on_vmm_exit,
+				     .arg = sb,
+				     .cgroup_fd = -1 };
 	char cg[PATH_MAX];
 	struct agent_client_err ae;
 	struct agent_client c;
@@ -278,7 +297,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	if (sandbox_shares_open(sb, shares, e))
 		return -1;
 	l.share_fds = shares;
-	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) || vmm_argv_build(&l, &argv, e)) {
+	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) ||
+	    vmm_argv_build(&l, &argv, e)) {
 		sandbox_shares_close(shares, nshares);
 		return -1;
 	}
@@ -286,8 +306,9 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	req.keep_fds = shares;
 	req.nkeep = nshares;
 	cg[0] = '\0';
-	if (d->cfg.cgroups && cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits, cg, sizeof(cg),
-					    &req.cgroup_fd, e)) {
+	if (d->cfg.cgroups &&
+	    cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits, cg, sizeof(cg),
+			  &req.cgroup_fd, e)) {
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
@@ -308,7 +329,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	snprintf(sb->rec.cgroup, sizeof(sb->rec.cgroup), "%s", cg);
 	sb->vmm_exited = false;
 	sb->restoring = restore_dir != NULL;
-	sb->cp_base[0] = 0; /* a new kiln-vmm; a restore in place names its checkpoint once it runs */
+	sb->cp_base[0] =
+		0; /* a new kiln-vmm; a restore in place names its checkpoint once it runs */
 	sb->rec.boots++;
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
@@ -356,7 +378,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		if (exited)
 			return -1;
 		if (atomic_load(&d->shutting_down)) {
-			api_err_set(e, API_E_AGENT_UNAVAILABLE, "sandbox %s: kilnd is shutting down", sb->rec.id);
+			api_err_set(e, API_E_AGENT_UNAVAILABLE,
+				    "sandbox %s: kilnd is shutting down", sb->rec.id);
 			goto kill;
 		}
 		if (left <= 0) {
@@ -365,8 +388,11 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		}
 		/* Slices to look at the VMM and shutdown between attempts; an
 		 * attempt kiln-vmm holds runs on past its slice (BOOT_HOLD_MS). */
-		r = agent_client_wait_ready_hold(&c, left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS,
-						 left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS, &ae);
+		r = agent_client_wait_ready_hold(&c,
+						 left < BOOT_SLICE_MS ? (int)left + 1
+								      : BOOT_SLICE_MS,
+						 left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS,
+						 &ae);
 		if (r == 0)
 			break;
 		if (r == -EPROTONOSUPPORT) {
@@ -387,12 +413,15 @@ kill:
 		/* The directory of a failed create is gone by the time the client
 		 * reads this: quote the console instead of pointing at it. */
 		json_t *tail = json_object_get(sb->rec.last_exit, "console_tail");
-		const char *last = json_string_value(json_array_get(tail, json_array_size(tail) - 1));
+		const char *last = json_string_value(
+			json_array_get(tail, json_array_size(tail) - 1));
 
 		api_err_set(e, API_E_AGENT_UNAVAILABLE,
 			    "sandbox %s: the guest agent did not answer within %d s of kiln-vmm's start (--boot-timeout); the VM was killed. Last console line: %s",
 			    sb->rec.id, d->cfg.boot_timeout_ms / 1000,
-			    last ? last : sb->rec.spec.console ? "(none)" : "(console off)");
+			    last                           ? last
+				    : sb->rec.spec.console ? "(none)"
+							   : "(console off)");
 	}
 	kilnd_unlock(d);
 	return -1;
@@ -480,8 +509,8 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 
 		snprintf(snapshot_error, sizeof(snapshot_error), "%s", msg ? msg : e->msg);
 		kilnd_unlock(d);
-		kilnd_log("sandbox %s: the snapshot in %s is unusable (%s); booting the kernel instead", sb->rec.id,
-			  restore_dir, snapshot_error);
+		kilnd_log("sandbox %s: the snapshot in %s is unusable (%s); booting the kernel instead",
+			  sb->rec.id, restore_dir, snapshot_error);
 		SANDBOX_METRIC(d, wake_cold_boots);
 		restore_dir = NULL;
 		r = spawn_and_wait(sb, NULL, &ready_ms, &ph, &spawned, &status, e);
@@ -521,7 +550,8 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	if (job_end(&sync) == 0)
 		synced = true;
 	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, sync.ae.msg);
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id,
+			  sync.ae.msg);
 	if (job_end(&info) == 0)
 		uptime = (int64_t)info.info.uptime_ms;
 	ph.configure_ms = mono_ms_f() - t_ready;
@@ -541,8 +571,9 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	json_decref(sb->rec.boot);
 	sb->rec.boot = sandbox_boot_json(ready_ms, uptime, synced);
 	json_object_set_new(sb->rec.boot, "phases_ms",
-			    json_pack("{s:f,s:f,s:f,s:f}", "prepare", ph.prepare_ms, "spawn", ph.spawn_ms, "agent",
-				      ph.agent_ms, "configure", ph.configure_ms));
+			    json_pack("{s:f,s:f,s:f,s:f}", "prepare", ph.prepare_ms, "spawn",
+				      ph.spawn_ms, "agent", ph.agent_ms, "configure",
+				      ph.configure_ms));
 	if (restore_dir)
 		sandbox_boot_source(sb->rec.boot, src->from, src->checkpoint, NULL);
 	else if (snapshot_error[0])
@@ -571,7 +602,9 @@ failed:
 	kilnd_lock(d);
 	if (!spawned) {
 		/* No VMM ever ran, so no on_exit described the failure. */
-		struct vmm_end end = { .at_ms = wall_ms(), .reason = "boot_failed", .exit_status = -1,
+		struct vmm_end end = { .at_ms = wall_ms(),
+				       .reason = "boot_failed",
+				       .exit_status = -1,
 				       .msg = json_string(e->msg) };
 
 		json_decref(sb->rec.last_exit);
@@ -615,12 +648,12 @@ void sandbox_halt(struct sandbox *sb, int grace_ms)
 	if (c.timeout_ms > d->cfg.stop_timeout_ms)
 		c.timeout_ms = d->cfg.stop_timeout_ms;
 	if (agent_client_shutdown(&c, grace_ms, &ae) < 0)
-		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM", sb->rec.id,
-			  ae.msg);
+		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM",
+			  sb->rec.id, ae.msg);
 	kilnd_lock(d);
 	if (!sandbox_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
-		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm", sb->rec.id,
-			  d->cfg.stop_timeout_ms + grace_ms);
+		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm",
+			  sb->rec.id, d->cfg.stop_timeout_ms + grace_ms);
 		vmm_signal(sb->proc, SIGTERM);
 		if (!sandbox_wait_gone_locked(sb, TERM_WAIT_MS))
 			sandbox_kill_locked(sb);
@@ -637,11 +670,14 @@ int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae
 	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
 		/* Never blocks or fails once the host has booted; set the clock anyway. */
 		clock_gettime(CLOCK_REALTIME, &now);
-		return agent_client_sync_clock(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, NULL, ae) ? -1 : 0;
+		return agent_client_sync_clock(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec,
+					       NULL, ae)
+			? -1
+			: 0;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
-	r = agent_client_sync_clock_seed(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, seed, sizeof(seed),
-					 NULL, ae);
+	r = agent_client_sync_clock_seed(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, seed,
+					 sizeof(seed), NULL, ae);
 	explicit_bzero(seed, sizeof(seed));
 	return r ? -1 : 0;
 }

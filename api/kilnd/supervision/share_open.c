@@ -33,14 +33,15 @@ static int open_component(int dirfd, const char *name)
 static int walk_fail(int r, const char *path, const char *name, size_t prefix_len, struct err *e)
 {
 	if (r == -ELOOP)
-		err_set(e, EINVAL, "'%s': component '%s' (%.*s) is a symbolic link; shares are opened without following symbolic links, so give the directory's real path",
-			 path, name, (int)prefix_len, path);
+		err_set(e, EINVAL,
+			"'%s': component '%s' (%.*s) is a symbolic link; shares are opened without following symbolic links, so give the directory's real path",
+			path, name, (int)prefix_len, path);
 	else if (r == -ENOTDIR)
-		err_set(e, EINVAL, "'%s': component '%s' (%.*s) is not a directory", path, name, (int)prefix_len,
-			 path);
+		err_set(e, EINVAL, "'%s': component '%s' (%.*s) is not a directory", path, name,
+			(int)prefix_len, path);
 	else
 		err_set(e, -r, "'%s': component '%s' (%.*s): %s", path, name, (int)prefix_len, path,
-			 strerror(-r));
+			strerror(-r));
 	return r;
 }
 
@@ -70,7 +71,8 @@ static int walk(const char *path, int *out, struct err *e)
 		len = strcspn(p, "/");
 		if (len > NAME_MAX) {
 			close(cur);
-			err_set(e, EINVAL, "'%.200s...': a component is longer than %d bytes", path, NAME_MAX);
+			err_set(e, EINVAL, "'%.200s...': a component is longer than %d bytes", path,
+				NAME_MAX);
 			return -ENAMETOOLONG;
 		}
 		memcpy(name, p, len);
@@ -78,7 +80,8 @@ static int walk(const char *path, int *out, struct err *e)
 		p += len;
 		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
 			close(cur);
-			err_set(e, EINVAL, "'%s': component '%s' is not allowed in a share's path", path, name);
+			err_set(e, EINVAL, "'%s': component '%s' is not allowed in a share's path",
+				path, name);
 			return -EINVAL;
 		}
 		next = open_component(cur, name);
@@ -151,7 +154,8 @@ static int beneath_root(int dir, const char *root)
 	return r ? r : beneath(dir, &id);
 }
 
-int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, struct err *e)
+int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd,
+	       struct err *e)
 {
 	int dir, r;
 
@@ -164,8 +168,9 @@ int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, i
 		if (r <= 0) {
 			close(dir);
 			if (r == 0) {
-				err_set(e, EINVAL, "'%s' is not beneath a --share-root of this kilnd (now); only root may share other directories",
-					 path);
+				err_set(e, EINVAL,
+					"'%s' is not beneath a --share-root of this kilnd (now); only root may share other directories",
+					path);
 				return -EPERM;
 			}
 			err_set(e, -r, "'%s': checking where it is: %s", path, strerror(-r));

@@ -37,6 +37,7 @@
 #include "lib/base/err.h"
 
 /* roots: nroots absolute paths; NULL/0: no root check (root's sandboxes). */
-int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd, struct err *e);
+int share_open(const char *path, const char (*roots)[PATH_MAX], size_t nroots, int *fd,
+	       struct err *e);
 
 #endif

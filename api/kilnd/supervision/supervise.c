@@ -24,9 +24,9 @@
 
 struct vmm_proc {
 	struct keeper_vmm_id id;
-	pid_t keeper;   /* our child (reaped by the monitor), or 0: a keeper of an earlier kilnd */
-	int conn;       /* keeper.sock; -1: the keeper was gone already */
-	int pidfd;      /* the VMM's, verified; -1: none */
+	pid_t keeper; /* our child (reaped by the monitor), or 0: a keeper of an earlier kilnd */
+	int conn;     /* keeper.sock; -1: the keeper was gone already */
+	int pidfd;    /* the VMM's, verified; -1: none */
 	char dir[PATH_MAX];
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
@@ -87,7 +87,8 @@ static size_t log_tail(const char *dir, const char *name, uint8_t *buf, size_t c
 	return (size_t)(m + n);
 }
 
-int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t)
+int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info,
+		  struct vmm_tails *t)
 {
 	char line[KEEPER_LINE_MAX + 1];
 	struct keeper_exit x;
@@ -96,7 +97,8 @@ int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_
 
 	*info = (struct vmm_exit_info){ .status = -1 };
 	info->console = t->console;
-	info->console_len = log_tail(dir, "console.log", t->console, sizeof(t->console), &info->console_whole);
+	info->console_len = log_tail(dir, "console.log", t->console, sizeof(t->console),
+				     &info->console_whole);
 	info->err = t->err;
 	info->err_len = log_tail(dir, "vmm.log", t->err, sizeof(t->err), &info->err_whole);
 	/* One more byte than a line may have: a longer file is refused, not cut. */
@@ -123,7 +125,8 @@ static int keeper_connect(const char *dir, int *fd, struct keeper_vmm_id *id)
 	size_t got = 0;
 	int s, r;
 
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, KEEPER_SOCK_NAME) >= sizeof(sa.sun_path))
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, KEEPER_SOCK_NAME) >=
+	    sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -223,7 +226,8 @@ static void *monitor(void *arg)
 	if (p->keeper > 0)
 		while (waitpid(p->keeper, &status, 0) < 0 && errno == EINTR)
 			;
-	if (vmm_exit_load(p->dir, &p->id, &info, &t) && sent && x.id.pid == p->id.pid && x.id.start == p->id.start) {
+	if (vmm_exit_load(p->dir, &p->id, &info, &t) && sent && x.id.pid == p->id.pid &&
+	    x.id.start == p->id.start) {
 		/* vmm.exit could not be written (a full disk): the line said it. */
 		info.status = x.status;
 		info.signal = x.signal;
@@ -324,7 +328,8 @@ keeper_child(const struct vmm_spawn_req *req, char **kargv, int devnull, int rea
 	sig_reset_all();
 	/* Every other descriptor of kilnd's closes at exec (st_w already does). */
 	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(ready_w, F_SETFD, 0) < 0 || (req->cgroup_fd >= 0 && fcntl(req->cgroup_fd, F_SETFD, 0) < 0))
+	if (fcntl(ready_w, F_SETFD, 0) < 0 ||
+	    (req->cgroup_fd >= 0 && fcntl(req->cgroup_fd, F_SETFD, 0) < 0))
 		goto fail;
 	for (size_t i = 0; i < req->nkeep; i++)
 		if (fcntl(req->keep_fds[i], F_SETFD, 0) < 0)
@@ -356,11 +361,13 @@ static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct a
 
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(errno));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s",
+			    strerror(errno));
 		goto fail;
 	}
 	if ((err = -keeper_argv_build(req, ready[1], &ka))) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s", strerror(err));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s",
+			    strerror(err));
 		goto fail;
 	}
 	pid = fork();
@@ -371,7 +378,8 @@ static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct a
 	close(st[1]);
 	ready[1] = st[1] = -1;
 	if (pid < 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper (fork): %s", strerror(err));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper (fork): %s",
+			    strerror(err));
 		goto fail;
 	}
 	/* The exec status pipe closes at exec (success) or carries errno. */
@@ -381,8 +389,8 @@ static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct a
 	if (n == sizeof(err)) {
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm's keeper '%s --keeper': %s", req->keeper,
-			    strerror(err));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm's keeper '%s --keeper': %s",
+			    req->keeper, strerror(err));
 		goto fail;
 	}
 	/* "ok\n" once kiln-vmm runs, or "err <errno> <step>\n". */
@@ -402,10 +410,11 @@ static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct a
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
 		if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
-			api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s", req->argv[0], step,
-				    strerror(code));
+			api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s",
+				    req->argv[0], step, strerror(code));
 		else
-			api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm's keeper ended before it started kiln-vmm");
+			api_err_set(e, API_E_SPAWN_FAILED,
+				    "kiln-vmm's keeper ended before it started kiln-vmm");
 		goto fail;
 	}
 	free(ka.v);
@@ -423,7 +432,8 @@ fail:
 	return -1;
 }
 
-int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct keeper_vmm_id *id, struct api_err *e)
+int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct keeper_vmm_id *id,
+	      struct api_err *e)
 {
 	struct vmm_proc *p = calloc(1, sizeof(*p));
 	int r;
@@ -456,7 +466,8 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
 			close(p->pidfd);
 		waitpid(p->keeper, NULL, 0);
 		free(p);
-		api_err_set(e, API_E_SPAWN_FAILED, "cannot start a monitor thread for kiln-vmm: %s", strerror(-r));
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot start a monitor thread for kiln-vmm: %s",
+			    strerror(-r));
 		return -1;
 	}
 	*proc = p;
@@ -464,8 +475,9 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
 	return 0;
 }
 
-int vmm_reattach(const char *dir, const struct keeper_vmm_id *want, void (*on_exit)(void *, const struct vmm_exit_info *),
-		 void *arg, struct vmm_proc **proc)
+int vmm_reattach(const char *dir, const struct keeper_vmm_id *want,
+		 void (*on_exit)(void *, const struct vmm_exit_info *), void *arg,
+		 struct vmm_proc **proc)
 {
 	struct vmm_proc *p = calloc(1, sizeof(*p));
 	int r;

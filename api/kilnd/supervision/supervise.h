@@ -49,17 +49,17 @@ struct vmm_exit_info {
 	bool known; /* false: the keeper ended without recording the VMM's exit */
 	const uint8_t *console; /* the last bytes of the console */
 	size_t console_len;
-	bool console_whole;     /* console holds everything since the start */
-	const uint8_t *err;     /* the last bytes of kiln-vmm's stderr */
+	bool console_whole; /* console holds everything since the start */
+	const uint8_t *err; /* the last bytes of kiln-vmm's stderr */
 	size_t err_len;
 	bool err_whole;
 };
 
 struct vmm_spawn_req {
-	char *const *argv;       /* argv[0] is the kiln-vmm path */
-	const char *keeper;      /* the program run as `<keeper> --keeper ...` */
-	const char *dir;         /* the sandbox's directory (absolute): logs, keeper.sock, vmm.exit */
-	unsigned grace_s;        /* the keeper's --grace; 0: never */
+	char *const *argv;  /* argv[0] is the kiln-vmm path */
+	const char *keeper; /* the program run as `<keeper> --keeper ...` */
+	const char *dir;    /* the sandbox's directory (absolute): logs, keeper.sock, vmm.exit */
+	unsigned grace_s;   /* the keeper's --grace; 0: never */
 	void (*on_exit)(void *arg, const struct vmm_exit_info *info);
 	void *arg;
 	bool new_pid_ns; /* start kiln-vmm as pid 1 of a new pid namespace (its jail) */
@@ -92,8 +92,9 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
  * another VMM, or the pid is no longer that VMM; -EPROTO: it speaks
  * another protocol; other -errno.
  */
-int vmm_reattach(const char *dir, const struct keeper_vmm_id *want, void (*on_exit)(void *, const struct vmm_exit_info *),
-		 void *arg, struct vmm_proc **proc);
+int vmm_reattach(const char *dir, const struct keeper_vmm_id *want,
+		 void (*on_exit)(void *, const struct vmm_exit_info *), void *arg,
+		 struct vmm_proc **proc);
 
 /* The tails an on_exit reads, kept by the caller. */
 struct vmm_tails {
@@ -106,7 +107,8 @@ struct vmm_tails {
  * missing, malformed or about another VMM (then *info holds the tails,
  * known false). want->pid 0: whichever VMM the file names.
  */
-int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info, struct vmm_tails *t);
+int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_exit_info *info,
+		  struct vmm_tails *t);
 
 /*
  * End whatever VMM a keeper in dir still runs (a create or delete cut

@@ -17,7 +17,8 @@ static int add(struct vmm_argv *a, struct api_err *e, const char *fmt, ...)
 	int r;
 
 	if (a->argc == VMM_ARGV_MAX) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm command line: more than %d arguments", VMM_ARGV_MAX);
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm command line: more than %d arguments",
+			    VMM_ARGV_MAX);
 		return -1;
 	}
 	va_start(ap, fmt);
@@ -35,7 +36,8 @@ static int add(struct vmm_argv *a, struct api_err *e, const char *fmt, ...)
 static int check_path(const char *what, const char *p, struct api_err *e)
 {
 	if (!p || !host_path_valid(p)) {
-		api_err_set(e, API_E_BAD_FIELD, "%s '%.200s' must be an absolute path without control characters", what,
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s '%.200s' must be an absolute path without control characters", what,
 			    p ? p : "(none)");
 		return -1;
 	}
@@ -49,9 +51,11 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	size_t off = 0;
 
 	memset(a, 0, sizeof(*a));
-	if (check_path("kiln-vmm", l->vmm, e) || (!l->restore_dir && check_path("kernel", l->kernel, e)) ||
+	if (check_path("kiln-vmm", l->vmm, e) ||
+	    (!l->restore_dir && check_path("kernel", l->kernel, e)) ||
 	    check_path("image", l->image, e) || check_path("overlay", l->overlay, e) ||
-	    check_path("vsock socket", l->vsock, e) || check_path("control socket", l->control, e) ||
+	    check_path("vsock socket", l->vsock, e) ||
+	    check_path("control socket", l->control, e) ||
 	    (l->restore_dir && check_path("snapshot", l->restore_dir, e)))
 		return -1;
 	if (s->network == SANDBOX_NET_PASST && check_path("firewall rules", l->firewall, e))
@@ -70,15 +74,18 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		if (check_path("share host_path", sh->host_path, e))
 			return -1;
 		if (l->share_fds && l->share_fds[i] < 3) {
-			api_err_set(e, API_E_INTERNAL, "share %zu: descriptor %d is not a share's", i, l->share_fds[i]);
+			api_err_set(e, API_E_INTERNAL, "share %zu: descriptor %d is not a share's",
+				    i, l->share_fds[i]);
 			return -1;
 		}
 		if (!guest_mount_path_valid(sh->guest_path, SPEC_GUEST_PATH_MAX)) {
-			api_err_set(e, API_E_BAD_FIELD, "share guest_path '%.140s' is invalid", sh->guest_path);
+			api_err_set(e, API_E_BAD_FIELD, "share guest_path '%.140s' is invalid",
+				    sh->guest_path);
 			return -1;
 		}
-		off += (size_t)snprintf(shares + off, sizeof(shares) - off, "%skiln%zu:%s%s", i ? "," : "", i,
-					sh->guest_path, sh->read_only ? ":ro" : "");
+		off += (size_t)snprintf(shares + off, sizeof(shares) - off, "%skiln%zu:%s%s",
+					i ? "," : "", i, sh->guest_path,
+					sh->read_only ? ":ro" : "");
 	}
 	if (add(a, e, "%s", l->vmm))
 		goto fail;
@@ -89,7 +96,8 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	 * path is a separator. The size only shapes an overlay kiln-vmm
 	 * creates (the first boot). */
 	if (add(a, e, "--disk-image") || add(a, e, "%s", l->image) || add(a, e, "--disk-overlay") ||
-	    add(a, e, "%s", l->overlay) || (s->disk_mib && (add(a, e, "--disk-size") || add(a, e, "%u", s->disk_mib))) ||
+	    add(a, e, "%s", l->overlay) ||
+	    (s->disk_mib && (add(a, e, "--disk-size") || add(a, e, "%u", s->disk_mib))) ||
 	    add(a, e, "--vsock-path") || add(a, e, "%s", l->vsock) || add(a, e, "--control") ||
 	    add(a, e, "%s", l->control) || add(a, e, "--mem") || add(a, e, "%u", s->memory_mib) ||
 	    add(a, e, "--cpus") || add(a, e, "%u", s->cpus) || add(a, e, "--boot-timeline=json"))
@@ -100,12 +108,15 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		api_err_set(e, API_E_INTERNAL, "kiln-vmm command line: a jail without an id");
 		goto fail;
 	}
-	if (l->jail_dir && (check_path("jail directory", l->jail_dir, e) || add(a, e, "--jail") || add(a, e, "%s", l->jail_dir) || add(a, e, "--uid") ||
-			    add(a, e, "%u", l->jail_id) || add(a, e, "--gid") || add(a, e, "%u", l->jail_id)))
+	if (l->jail_dir &&
+	    (check_path("jail directory", l->jail_dir, e) || add(a, e, "--jail") ||
+	     add(a, e, "%s", l->jail_dir) || add(a, e, "--uid") || add(a, e, "%u", l->jail_id) ||
+	     add(a, e, "--gid") || add(a, e, "%u", l->jail_id)))
 		goto fail;
 	if (s->network == SANDBOX_NET_PASST &&
 	    (add(a, e, "--net") ||
-	     (l->resolver && *l->resolver ? add(a, e, "passt,resolver=%s", l->resolver) : add(a, e, "passt")) ||
+	     (l->resolver && *l->resolver ? add(a, e, "passt,resolver=%s", l->resolver)
+					  : add(a, e, "passt")) ||
 	     add(a, e, "--firewall") || add(a, e, "%s", l->firewall) ||
 	     /* Denied flows go to vmm.log (rate-limited): GET .../firewall/log. */
 	     add(a, e, "--firewall-log")))
@@ -114,10 +125,12 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	 * byte is a VM exit); kiln-vmm adds quiet itself when it is off. */
 	if (!l->restore_dir &&
 	    (add(a, e, "--cmdline") ||
-	     add(a, e, "quiet kiln.hostname=%s%s%s%s", s->hostname, s->nshares ? " kiln.shares=" : "", shares,
-		 s->network == SANDBOX_NET_PASST
-			 ? " kiln.ip=" FW_PASST_GUEST_IP " kiln.gw=" FW_PASST_GATEWAY " kiln.dns=" FW_PASST_DNS
-			 : "")))
+	     add(a, e, "quiet kiln.hostname=%s%s%s%s", s->hostname,
+		 s->nshares ? " kiln.shares=" : "", shares,
+		 s->network == SANDBOX_NET_PASST ? " kiln.ip=" FW_PASST_GUEST_IP
+						   " kiln.gw=" FW_PASST_GATEWAY
+						   " kiln.dns=" FW_PASST_DNS
+						 : "")))
 		goto fail;
 	for (size_t i = 0; i < s->nshares; i++) {
 		const char *ro = s->shares[i].read_only ? ":ro" : "";

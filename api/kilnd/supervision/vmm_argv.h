@@ -30,17 +30,18 @@
 #define VMM_ARGV_MAX 48
 
 struct vmm_launch {
-	const char *vmm;     /* kiln-vmm binary */
+	const char *vmm; /* kiln-vmm binary */
 	const char *kernel;
-	const char *image;   /* read-only base */
-	const char *overlay; /* the sandbox's copy-on-write overlay (kiln-vmm creates it) */
-	const char *vsock;   /* the sandbox's vsock Unix socket */
-	const char *control; /* the sandbox's kiln-vmm control socket */
+	const char *image;       /* read-only base */
+	const char *overlay;     /* the sandbox's copy-on-write overlay (kiln-vmm creates it) */
+	const char *vsock;       /* the sandbox's vsock Unix socket */
+	const char *control;     /* the sandbox's kiln-vmm control socket */
 	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
 	const char *firewall;    /* the rule set file; needed when spec->network is passt */
 	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
-	const char *jail_dir;    /* kiln-vmm --jail: the sockets' and snapshots' directory; NULL: unjailed */
-	uint32_t jail_id;        /* its --uid and --gid (non-zero with jail_dir) */
+	const char *
+		jail_dir; /* kiln-vmm --jail: the sockets' and snapshots' directory; NULL: unjailed */
+	uint32_t jail_id; /* its --uid and --gid (non-zero with jail_dir) */
 	/* One open directory per spec share (share_open.h), passed as
 	 * --share fd=N:TAG: kiln-vmm resolves no share path. NULL: the
 	 * paths (--share DIR:TAG). */

@@ -59,7 +59,8 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 		timeout_ms = VMM_CONTROL_TIMEOUT_MS;
 	deadline = mono_ms() + timeout_ms;
 	if (strlen(sock_path) >= sizeof(a.sun_path)) {
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control socket '%s': path too long", sock_path);
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm control socket '%s': path too long",
+			    sock_path);
 		return -1;
 	}
 	memcpy(a.sun_path, sock_path, strlen(sock_path) + 1);
@@ -84,15 +85,16 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 			continue;
 		}
 		api_err_set(e, errno == EAGAIN ? API_E_TIMEOUT : API_E_INTERNAL,
-			    "cannot reach kiln-vmm's control socket %s: %s (has the VM ended?)", sock_path,
-			    strerror(errno));
+			    "cannot reach kiln-vmm's control socket %s: %s (has the VM ended?)",
+			    sock_path, strerror(errno));
 		close(fd);
 		free(reply);
 		return -1;
 	}
 	/* fd_io sets errno to what failed (ETIMEDOUT, EIO for a 0-byte
 	 * send, ...) for io_fail's message. */
-	if (fd_io_put_all(fd, line, len, FD_IO_SEND, &(struct fd_io_waiter){ deadline_wait, &deadline }) < 0)
+	if (fd_io_put_all(fd, line, len, FD_IO_SEND,
+			  &(struct fd_io_waiter){ deadline_wait, &deadline }) < 0)
 		goto io_fail;
 	for (;;) {
 		char *nl = memchr(reply, '\n', have);
@@ -103,7 +105,8 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 			break;
 		}
 		if (have == reply_max) {
-			api_err_set(e, API_E_INTERNAL, "kiln-vmm control: a reply longer than %zu bytes", reply_max);
+			api_err_set(e, API_E_INTERNAL,
+				    "kiln-vmm control: a reply longer than %zu bytes", reply_max);
 			close(fd);
 			free(reply);
 			return -1;
@@ -129,10 +132,11 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 io_fail:
 	line[len - 1] = '\0';
 	if (errno == ETIMEDOUT)
-		api_err_set(e, API_E_TIMEOUT, "kiln-vmm did not answer '%.200s' within %d ms", line, timeout_ms);
+		api_err_set(e, API_E_TIMEOUT, "kiln-vmm did not answer '%.200s' within %d ms", line,
+			    timeout_ms);
 	else
-		api_err_set(e, API_E_INTERNAL, "kiln-vmm control '%.200s': %s (has the VM ended?)", line,
-			    strerror(errno));
+		api_err_set(e, API_E_INTERNAL, "kiln-vmm control '%.200s': %s (has the VM ended?)",
+			    line, strerror(errno));
 	close(fd);
 	free(reply);
 	return -1;
@@ -164,18 +168,19 @@ int vmm_control_run(const char *sock_path, const struct control_cmd *cmd, int ti
 	return 0;
 }
 
-int vmm_control_call(const char *sock_path, enum control_op op, const char *dir, bool compress, int timeout_ms,
-		     struct control_reply *out, struct api_err *e)
+int vmm_control_call(const char *sock_path, enum control_op op, const char *dir, bool compress,
+		     int timeout_ms, struct control_reply *out, struct api_err *e)
 {
 	struct control_cmd cmd = { .op = op, .compress = compress, .dir = dir };
 
 	return vmm_control_run(sock_path, &cmd, timeout_ms, out, e);
 }
 
-int vmm_control_firewall(const char *sock_path, const char *rules, int timeout_ms, size_t *cut, json_t **obj,
-			 struct api_err *e)
+int vmm_control_firewall(const char *sock_path, const char *rules, int timeout_ms, size_t *cut,
+			 json_t **obj, struct api_err *e)
 {
-	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, .json = rules };
+	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET,
+				   .json = rules };
 	struct control_reply rep;
 
 	if (cut)

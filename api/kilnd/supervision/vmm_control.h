@@ -40,14 +40,14 @@ int vmm_control_run(const char *sock_path, const struct control_cmd *cmd, int ti
 		    struct control_reply *out, struct api_err *e);
 
 /* pause, resume, status or snapshot (dir, compress): vmm_control_run's. */
-int vmm_control_call(const char *sock_path, enum control_op op, const char *dir, bool compress, int timeout_ms,
-		     struct control_reply *out, struct api_err *e);
+int vmm_control_call(const char *sock_path, enum control_op op, const char *dir, bool compress,
+		     int timeout_ms, struct control_reply *out, struct api_err *e);
 
 /*
  * firewall-set (rules: one line of JSON; *cut) or, rules NULL,
  * firewall-get (*obj: a new object of rules and counters). 0, or -1 with e.
  */
-int vmm_control_firewall(const char *sock_path, const char *rules, int timeout_ms, size_t *cut, json_t **obj,
-			 struct api_err *e);
+int vmm_control_firewall(const char *sock_path, const char *rules, int timeout_ms, size_t *cut,
+			 json_t **obj, struct api_err *e);
 
 #endif

@@ -81,10 +81,12 @@ json_t *vmm_output_tail(const uint8_t *buf, size_t n, bool whole, size_t max_lin
 	return vmm_output_tail_prefixed(buf, n, whole, NULL, max_lines, line_max);
 }
 
-json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const char *prefix, size_t max_lines,
-				 size_t line_max)
+json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const char *prefix,
+				 size_t max_lines, size_t line_max)
 {
-	struct tail t = { .arr = json_array(), .prefix = prefix, .max_lines = max_lines, .line_max = line_max };
+	struct tail t = {
+		.arr = json_array(), .prefix = prefix, .max_lines = max_lines, .line_max = line_max
+	};
 
 	if (!t.arr)
 		return NULL;

@@ -28,12 +28,13 @@
  * the log; otherwise its first (probably partial) line is skipped.
  * NULL when out of memory.
  */
-json_t *vmm_output_tail(const uint8_t *buf, size_t n, bool whole, size_t max_lines, size_t line_max);
+json_t *vmm_output_tail(const uint8_t *buf, size_t n, bool whole, size_t max_lines,
+			size_t line_max);
 
 /* As vmm_output_tail, but only the lines that start with `prefix`, which
  * is cut off (kiln-vmm's "kiln-vmm: firewall: " lines, for instance). */
-json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const char *prefix, size_t max_lines,
-				 size_t line_max);
+json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const char *prefix,
+				 size_t max_lines, size_t line_max);
 
 /* kiln-vmm's last "kiln-vmm: ..." line in buf, sanitized, as a JSON
  * string; NULL when there is none. */
