@@ -455,6 +455,9 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
 		/* Impossible while the keeper holds it unreaped; never signal it then. */
 		p->pidfd = -1;
 	}
+	/* Read before the monitor starts: it frees p once the VMM ends,
+	 * which may be at once. */
+	*id = p->id;
 	r = start_monitor(p);
 	if (r) {
 		/* Without a monitor nobody would report it: end it now. */
@@ -471,7 +474,6 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
 		return -1;
 	}
 	*proc = p;
-	*id = p->id;
 	return 0;
 }
 
