@@ -20,89 +20,89 @@
 
 #include "vmm/control/control_proto.h"
 
-static int parse(const char *in, struct control_cmd *c, char *why)
+static int parse(const char *in, struct control_cmd *c, struct err *why)
 {
 	static char line[CONTROL_LINE_MAX];
 
 	snprintf(line, sizeof(line), "%s", in);
-	return control_parse(line, c, why, 256);
+	return control_parse(line, c, why);
 }
 
 static void test_simple_commands(void **state)
 {
 	struct control_cmd c;
-	char why[256];
+	struct err why = { { 0 } };
 
 	(void)state;
-	assert_int_equal(parse("pause", &c, why), 0);
+	assert_int_equal(parse("pause", &c, &why), 0);
 	assert_int_equal(c.op, CTL_PAUSE);
-	assert_int_equal(parse("resume", &c, why), 0);
+	assert_int_equal(parse("resume", &c, &why), 0);
 	assert_int_equal(c.op, CTL_RESUME);
-	assert_int_equal(parse("status\r", &c, why), 0);
+	assert_int_equal(parse("status\r", &c, &why), 0);
 	assert_int_equal(c.op, CTL_STATUS);
 }
 
 static void test_snapshot_arguments(void **state)
 {
 	struct control_cmd c;
-	char why[256];
+	struct err why = { { 0 } };
 
 	(void)state;
-	assert_int_equal(parse("snapshot /var/lib/kiln/a b", &c, why), 0);
+	assert_int_equal(parse("snapshot /var/lib/kiln/a b", &c, &why), 0);
 	assert_int_equal(c.op, CTL_SNAPSHOT);
 	assert_int_equal(c.compress, 0);
 	assert_string_equal(c.dir, "/var/lib/kiln/a b");
-	assert_int_equal(parse("snapshot --compress /s", &c, why), 0);
+	assert_int_equal(parse("snapshot --compress /s", &c, &why), 0);
 	assert_int_equal(c.compress, 1);
 	assert_string_equal(c.dir, "/s");
-	assert_int_equal(parse("snapshot", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "needs a directory"));
-	assert_int_equal(parse("snapshot --compress ", &c, why), -EINVAL);
-	assert_int_equal(parse("snapshot rel/dir", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "absolute"));
+	assert_int_equal(parse("snapshot", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "needs a directory"));
+	assert_int_equal(parse("snapshot --compress ", &c, &why), -EINVAL);
+	assert_int_equal(parse("snapshot rel/dir", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "absolute"));
 	assert_null(c.base);
 
 	/* --base NAME: a sibling's name, before the directory. */
-	assert_int_equal(parse("snapshot --compress --base cp-1 /s/cp 2", &c, why), 0);
+	assert_int_equal(parse("snapshot --compress --base cp-1 /s/cp 2", &c, &why), 0);
 	assert_int_equal(c.compress, 1);
 	assert_string_equal(c.base, "cp-1");
 	assert_string_equal(c.dir, "/s/cp 2");
-	assert_int_equal(parse("snapshot --base a /s", &c, why), 0);
+	assert_int_equal(parse("snapshot --base a /s", &c, &why), 0);
 	assert_string_equal(c.base, "a");
-	assert_int_equal(parse("snapshot --base /s", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "needs a directory"));
-	assert_int_equal(parse("snapshot --base  /s", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "sibling directory's name"));
-	assert_int_equal(parse("snapshot --base ../x /s", &c, why), -EINVAL);
+	assert_int_equal(parse("snapshot --base /s", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "needs a directory"));
+	assert_int_equal(parse("snapshot --base  /s", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "sibling directory's name"));
+	assert_int_equal(parse("snapshot --base ../x /s", &c, &why), -EINVAL);
 	assert_int_equal(parse("snapshot --base "
 			       "0123456789012345678901234567890123456789012345678901234567890123 /s",
-			       &c, why),
+			       &c, &why),
 			 -EINVAL);
 	/* --compress after --base is a relative directory, refused. */
-	assert_int_equal(parse("snapshot --base a --compress /s", &c, why), -EINVAL);
+	assert_int_equal(parse("snapshot --base a --compress /s", &c, &why), -EINVAL);
 }
 
 static void test_refusals(void **state)
 {
 	struct control_cmd c;
-	char why[256];
+	struct err why = { { 0 } };
 
 	(void)state;
-	assert_int_equal(parse("", &c, why), -EINVAL);
-	assert_int_equal(parse("PAUSE", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "unknown command"));
-	assert_int_equal(parse("pause now", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "takes no argument"));
-	assert_int_equal(parse("snapshot /a\tb", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "control characters"));
-	assert_int_equal(parse("resume\x1b[2J", &c, why), -EINVAL);
+	assert_int_equal(parse("", &c, &why), -EINVAL);
+	assert_int_equal(parse("PAUSE", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "unknown command"));
+	assert_int_equal(parse("pause now", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "takes no argument"));
+	assert_int_equal(parse("snapshot /a\tb", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "control characters"));
+	assert_int_equal(parse("resume\x1b[2J", &c, &why), -EINVAL);
 	/* DEL is refused like C0, as kilnd refuses it (text_clean_control_at). */
-	assert_int_equal(parse("snapshot /a\x7f", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "control characters"));
-	assert_int_equal(parse("firewall-set {\"dns\":\x7f[]}", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "control characters"));
-	assert_int_equal(parse("pause\x7f", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "control characters"));
+	assert_int_equal(parse("snapshot /a\x7f", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "control characters"));
+	assert_int_equal(parse("firewall-set {\"dns\":\x7f[]}", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "control characters"));
+	assert_int_equal(parse("pause\x7f", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "control characters"));
 }
 
 static void test_error_reply_is_json(void **state)
@@ -145,35 +145,35 @@ static void test_escape_truncates_safely(void **state)
 static void test_firewall_commands(void **state)
 {
 	struct control_cmd c;
-	char why[256];
+	struct err why = { { 0 } };
 	static char big[CONTROL_LINE_MAX];
 
 	(void)state;
 	assert_int_equal(
 		parse("firewall-set {\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\"}]}",
-		      &c, why),
+		      &c, &why),
 		0);
 	assert_int_equal(c.op, CTL_FIREWALL_SET);
 	assert_string_equal(c.json, "{\"allow\":[{\"cidr\":\"10.0.0.0/8\",\"ports\":\"80-443\"}]}");
 	/* The JSON is the rest of the line, spaces and all. */
-	assert_int_equal(parse("firewall-set { \"outbound_internet\": true }", &c, why), 0);
+	assert_int_equal(parse("firewall-set { \"outbound_internet\": true }", &c, &why), 0);
 	assert_string_equal(c.json, "{ \"outbound_internet\": true }");
-	assert_int_equal(parse("firewall-get", &c, why), 0);
+	assert_int_equal(parse("firewall-get", &c, &why), 0);
 	assert_int_equal(c.op, CTL_FIREWALL_GET);
-	assert_int_equal(parse("firewall-get now", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "takes no argument"));
-	assert_int_equal(parse("firewall-set", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "firewall-set needs a rule set"));
-	assert_int_equal(parse("firewall-set ", &c, why), -EINVAL);
+	assert_int_equal(parse("firewall-get now", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "takes no argument"));
+	assert_int_equal(parse("firewall-set", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "firewall-set needs a rule set"));
+	assert_int_equal(parse("firewall-set ", &c, &why), -EINVAL);
 	/* One line: a raw newline or tab inside is refused (JSON escapes them). */
-	assert_int_equal(parse("firewall-set {\"dns\":\t[]}", &c, why), -EINVAL);
-	assert_non_null(strstr(why, "control characters"));
+	assert_int_equal(parse("firewall-set {\"dns\":\t[]}", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "control characters"));
 	/* A whole rule set's worth fits on the line. */
 	memset(big, ' ', sizeof(big) - 1);
 	memcpy(big, "firewall-set {", 14);
 	big[sizeof(big) - 2] = '}';
 	big[sizeof(big) - 1] = 0;
-	assert_int_equal(control_parse(big, &c, why, sizeof(why)), 0);
+	assert_int_equal(control_parse(big, &c, &why), 0);
 	assert_int_equal(strlen(c.json), CONTROL_LINE_MAX - 1 - 13);
 	assert_true(CONTROL_LINE_MAX > 256 * 1024);
 }
@@ -210,15 +210,16 @@ static void test_object_reply(void **state)
 static void round_trip(const struct control_cmd *cmd, const char *want)
 {
 	struct control_cmd back;
-	char why[256], *line;
+	struct err why = { { 0 } };
+	char *line;
 	size_t len;
 
-	assert_int_equal(control_request(cmd, &line, &len, why, sizeof(why)), 0);
+	assert_int_equal(control_request(cmd, &line, &len, &why), 0);
 	assert_int_equal(len, strlen(line));
 	assert_int_equal(line[len - 1], '\n');
 	line[len - 1] = '\0';
 	assert_string_equal(line, want);
-	assert_int_equal(control_parse(line, &back, why, sizeof(why)), 0);
+	assert_int_equal(control_parse(line, &back, &why), 0);
 	assert_int_equal(back.op, cmd->op);
 	if (cmd->op == CTL_SNAPSHOT) {
 		assert_int_equal(back.compress, !!cmd->compress);
@@ -258,11 +259,11 @@ static void test_requests_round_trip(void **state)
 	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_GET }, "firewall-get");
 }
 
-static int request(const struct control_cmd *cmd, char *why)
+static int request(const struct control_cmd *cmd, struct err *why)
 {
 	char *line = NULL;
 	size_t len;
-	int r = control_request(cmd, &line, &len, why, 256);
+	int r = control_request(cmd, &line, &len, why);
 
 	free(line);
 	return r;
@@ -271,97 +272,101 @@ static int request(const struct control_cmd *cmd, char *why)
 static void test_request_refusals(void **state)
 {
 	static char big[CONTROL_LINE_MAX + 8];
-	char why[256];
+	struct err why = { { 0 } };
 
 	(void)state;
 	/* A newline would end the command and start another. */
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
 							.dir = "/st/cp\nresume" },
-				 why),
+				 &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "control character"));
+	assert_non_null(strstr(why.msg, "control character"));
 	/* A base the server would split or refuse. */
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
 							.dir = "/st/cp",
 							.base = "a b" },
-				 why),
+				 &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "not a directory name"));
+	assert_non_null(strstr(why.msg, "not a directory name"));
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
 							.dir = "/st/cp",
 							.base = "../a" },
-				 why),
+				 &why),
 			 -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
 							.dir = "/st/cp",
 							.base = "" },
-				 why),
+				 &why),
 			 -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT,
 							.dir = "/st/cp",
 							.base = "a\n" },
-				 why),
+				 &why),
 			 -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "/a\x1b[2J" },
-				 why),
+				 &why),
 			 -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = "relative/cp" },
-				 why),
+				 &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "absolute"));
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT }, why), -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = (enum control_op)9 }, why), -ENOTSUP);
-	assert_non_null(strstr(why, "unknown operation"));
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "" }, why),
+	assert_non_null(strstr(why.msg, "absolute"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT }, &why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = (enum control_op)9 }, &why),
+			 -ENOTSUP);
+	assert_non_null(strstr(why.msg, "unknown operation"));
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = "" }, &why),
 			 -EINVAL);
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET }, why), -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET }, &why), -EINVAL);
 	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET,
 							.json = "{}\npause" },
-				 why),
+				 &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "control character at byte 2"));
+	assert_non_null(strstr(why.msg, "control character at byte 2"));
 	/* A rule set: up to CONTROL_RULES_MAX, which fits the server's line. */
 	memset(big, ' ', CONTROL_RULES_MAX + 1);
 	big[CONTROL_RULES_MAX + 1] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why),
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big },
+				 &why),
 			 -EINVAL);
 	big[CONTROL_RULES_MAX] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big }, why),
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_FIREWALL_SET, .json = big },
+				 &why),
 			 0);
 	/* A directory: the line, newline included, within CONTROL_LINE_MAX. */
 	memset(big, 'a', sizeof(big) - 1);
 	big[0] = '/';
 	big[sizeof(big) - 1] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why),
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, &why),
 			 -EINVAL);
-	assert_non_null(strstr(why, "too long"));
+	assert_non_null(strstr(why.msg, "too long"));
 	big[CONTROL_LINE_MAX - 10] = '\0'; /* "snapshot " + this + '\n': CONTROL_LINE_MAX */
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why), 0);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, &why), 0);
 	big[CONTROL_LINE_MAX - 10] = 'a';
 	big[CONTROL_LINE_MAX - 9] = '\0';
-	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, why),
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_SNAPSHOT, .dir = big }, &why),
 			 -EINVAL);
 }
 
 static void test_replies(void **state)
 {
 	struct control_reply r;
-	char why[256], err[256];
+	struct err why = { { 0 } };
+	char err[256];
 
 	(void)state;
 	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"paused\"}", CTL_PAUSE, &r,
-					     why, sizeof(why)),
+					     &why),
 			 0);
 	assert_true(r.paused);
 	assert_int_equal(control_reply_parse("{\"ok\":true,\"state\":\"running\"}", CTL_RESUME, &r,
-					     why, sizeof(why)),
+					     &why),
 			 0);
 	assert_false(r.paused);
 	assert_int_equal(
 		control_reply_parse("{\"ok\":true,\"state\":\"running\",\"dir\":\"/s/cp\","
 				    "\"memory_bytes\":134217728,\"memory_stored_bytes\":9437184,"
 				    "\"state_bytes\":70000,\"disk_bytes\":4096,\"ms\":41.25}",
-				    CTL_SNAPSHOT, &r, why, sizeof(why)),
+				    CTL_SNAPSHOT, &r, &why),
 		0);
 	assert_int_equal(r.memory_bytes, 134217728);
 	assert_int_equal(r.memory_stored_bytes, 9437184);
@@ -375,7 +380,7 @@ static void test_replies(void **state)
 				 "{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
 				 "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
 				 "\"base\":\"cp-1\",\"dirty_pages\":2560}",
-				 CTL_SNAPSHOT, &r, why, sizeof(why)),
+				 CTL_SNAPSHOT, &r, &why),
 			 0);
 	assert_string_equal(r.base, "cp-1");
 	assert_int_equal(r.dirty_pages, 2560);
@@ -383,11 +388,10 @@ static void test_replies(void **state)
 				 "{\"ok\":true,\"state\":\"running\",\"memory_bytes\":1,"
 				 "\"memory_stored_bytes\":0,\"state_bytes\":0,\"disk_bytes\":0,\"ms\":1,"
 				 "\"base\":null,\"dirty_pages\":0}",
-				 CTL_SNAPSHOT, &r, why, sizeof(why)),
+				 CTL_SNAPSHOT, &r, &why),
 			 0);
 	assert_string_equal(r.base, "");
-	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, why,
-					     sizeof(why)),
+	assert_int_equal(control_reply_parse("{\"ok\":true,\"cut\":3}", CTL_FIREWALL_SET, &r, &why),
 			 0);
 	assert_int_equal(r.cut, 3);
 	assert_null(r.firewall);
@@ -396,8 +400,8 @@ static void test_replies(void **state)
 	 * (control_reply_error) the client reads back, whatever it holds. */
 	control_reply_error(err, sizeof(err), "snapshot: disk \"full\"\n");
 	err[strlen(err) - 1] = '\0';
-	assert_int_equal(control_reply_parse(err, CTL_SNAPSHOT, &r, why, sizeof(why)), -EREMOTEIO);
-	assert_string_equal(why, "kiln-vmm: snapshot: disk \"full\"\n");
+	assert_int_equal(control_reply_parse(err, CTL_SNAPSHOT, &r, &why), -EREMOTEIO);
+	assert_string_equal(why.msg, "kiln-vmm: snapshot: disk \"full\"\n");
 
 	static const char *const bad[] = {
 		"",
@@ -438,7 +442,7 @@ static void test_replies(void **state)
 	_Static_assert(sizeof(bad) / sizeof(bad[0]) == sizeof(ops) / sizeof(ops[0]),
 		       "one op per case");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (control_reply_parse(bad[i], ops[i], &r, why, sizeof(why)) != -EPROTO)
+		if (control_reply_parse(bad[i], ops[i], &r, &why) != -EPROTO)
 			fail_msg("accepted '%s'", bad[i]);
 		assert_null(r.firewall);
 	}
@@ -448,7 +452,7 @@ static void test_replies(void **state)
 static void test_firewall_get_both_ways(void **state)
 {
 	struct control_reply r;
-	char why[256];
+	struct err why = { { 0 } };
 	char *line = control_reply_object(
 		"{\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2}}");
 
@@ -456,7 +460,7 @@ static void test_firewall_get_both_ways(void **state)
 	assert_non_null(line);
 	assert_true(strlen(line) <= control_reply_max(CTL_FIREWALL_GET));
 	line[strlen(line) - 1] = '\0';
-	assert_int_equal(control_reply_parse(line, CTL_FIREWALL_GET, &r, why, sizeof(why)), 0);
+	assert_int_equal(control_reply_parse(line, CTL_FIREWALL_GET, &r, &why), 0);
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(r.firewall, "counters"),
 							    "flows_cut")),
 			 2);

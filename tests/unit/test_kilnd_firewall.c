@@ -345,8 +345,10 @@ static void test_control_firewall_line(void **state)
 static int fw_reply(const char *line, bool set, size_t *cut, json_t **o, char *why)
 {
 	struct control_reply rep;
-	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, why,
-				    256);
+	struct err e = { { 0 } };
+	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, &e);
+
+	snprintf(why, 256, "%s", e.msg);
 
 	if (cut)
 		*cut = rep.cut;

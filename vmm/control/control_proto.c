@@ -25,13 +25,12 @@ static const char *const op_names[] = {
 	[CTL_FIREWALL_GET] = "firewall-get",
 };
 
-static int fail(char *why, size_t n, const char *msg, const char *arg)
+static int fail(struct err *e, const char *msg, const char *arg)
 {
-	snprintf(why, n, msg, arg);
-	return -EINVAL;
+	return err_set(e, EINVAL, msg, arg);
 }
 
-int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
+int control_parse(char *line, struct control_cmd *out, struct err *e)
 {
 	char *rest;
 	size_t len = strlen(line);
@@ -41,7 +40,7 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 		line[--len] = 0;
 	/* The rule of kilnd's control lines too: C0 and DEL are refused. */
 	if (text_clean_control_at(line, len) < len)
-		return fail(why, n, "control: a command may not hold control characters%s", "");
+		return fail(e, "control: a command may not hold control characters%s", "");
 	rest = strchr(line, ' ');
 	if (rest)
 		*rest++ = 0;
@@ -58,12 +57,12 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 	else if (strcmp(line, "firewall-get") == 0)
 		out->op = CTL_FIREWALL_GET;
 	else
-		return fail(why, n,
+		return fail(e,
 			    "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get)",
 			    line);
 	if (out->op == CTL_FIREWALL_SET) {
 		if (!rest || !*rest)
-			return fail(why, n,
+			return fail(e,
 				    "control: firewall-set needs a rule set: firewall-set {\"allow\":[...]} on one line%s",
 				    "");
 		out->json = rest;
@@ -71,7 +70,7 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 	}
 	if (out->op != CTL_SNAPSHOT) {
 		if (rest)
-			return fail(why, n, "control: '%s' takes no argument", line);
+			return fail(e, "control: '%s' takes no argument", line);
 		return 0;
 	}
 	if (rest && strncmp(rest, "--compress ", 11) == 0) {
@@ -82,12 +81,12 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 		char *end = strchr(rest + 7, ' ');
 
 		if (!end)
-			return fail(why, n,
+			return fail(e,
 				    "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s",
 				    "");
 		if (end == rest + 7 || end - (rest + 7) > CONTROL_BASE_MAX ||
 		    memchr(rest + 7, '/', (size_t)(end - rest - 7)))
-			return fail(why, n,
+			return fail(e,
 				    "control: snapshot --base takes a sibling directory's name (1..63 bytes, no '/'): snapshot [--compress] [--base NAME] DIR%s",
 				    "");
 		*end = 0;
@@ -95,11 +94,11 @@ int control_parse(char *line, struct control_cmd *out, char *why, size_t n)
 		rest = end + 1;
 	}
 	if (!rest || !*rest)
-		return fail(why, n,
+		return fail(e,
 			    "control: snapshot needs a directory: snapshot [--compress] [--base NAME] DIR%s",
 			    "");
 	if (rest[0] != '/')
-		return fail(why, n, "control: snapshot directory '%.200s' must be an absolute path",
+		return fail(e, "control: snapshot directory '%.200s' must be an absolute path",
 			    rest);
 	out->dir = rest;
 	return 0;
@@ -166,13 +165,14 @@ size_t control_reply_max(enum control_op op)
 	return op == CTL_FIREWALL_GET ? CONTROL_REPLY_MAX : CONTROL_SHORT_REPLY_MAX;
 }
 
-static int __attribute__((format(printf, 4, 5)))
-failf(int err, char *why, size_t n, const char *fmt, ...)
+static int __attribute__((format(printf, 3, 4))) failf(int err, struct err *e, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!e)
+		return err;
 	va_start(ap, fmt);
-	vsnprintf(why, n, fmt, ap);
+	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
 	return err;
 }
@@ -185,8 +185,8 @@ static long control_char_at(const char *s)
 	return at < len ? (long)at : -1;
 }
 
-/* The argument of cmd's line after "<op> " into *arg (NULL: none), checked: 0 or -EINVAL with why. */
-static int request_arg(const struct control_cmd *cmd, const char **arg, char *why, size_t n)
+/* The argument of cmd's line after "<op> " into *arg (NULL: none), checked: 0 or -EINVAL with e. */
+static int request_arg(const struct control_cmd *cmd, const char **arg, struct err *e)
 {
 	size_t len;
 	long at;
@@ -194,31 +194,31 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, char *wh
 	*arg = NULL;
 	if (cmd->op == CTL_SNAPSHOT) {
 		if (!cmd->dir || cmd->dir[0] != '/')
-			return failf(-EINVAL, why, n,
+			return failf(-EINVAL, e,
 				     "snapshot directory '%.200s' must be an absolute path",
 				     cmd->dir ? cmd->dir : "(none)");
 		/* The line ends at the first newline: a directory with one (or
 		 * any control character) would be cut or refused by kiln-vmm. */
 		if (control_char_at(cmd->dir) >= 0)
-			return failf(-EINVAL, why, n,
+			return failf(-EINVAL, e,
 				     "snapshot directory '%.200s' holds a control character",
 				     cmd->dir);
 		if (cmd->base &&
 		    (!*cmd->base || strlen(cmd->base) > CONTROL_BASE_MAX ||
 		     strpbrk(cmd->base, "/ ") || control_char_at(cmd->base) >= 0))
-			return failf(-EINVAL, why, n,
+			return failf(-EINVAL, e,
 				     "snapshot base '%.80s' is not a directory name (1..%d bytes, no '/' or space)",
 				     cmd->base, CONTROL_BASE_MAX);
 		*arg = cmd->dir;
 	} else if (cmd->op == CTL_FIREWALL_SET) {
 		len = cmd->json ? strlen(cmd->json) : 0;
 		if (len == 0 || len > CONTROL_RULES_MAX)
-			return failf(-EINVAL, why, n,
+			return failf(-EINVAL, e,
 				     "kiln-vmm control: a rule set of %zu bytes (1..%d)", len,
 				     CONTROL_RULES_MAX);
 		at = control_char_at(cmd->json);
 		if (at >= 0)
-			return failf(-EINVAL, why, n,
+			return failf(-EINVAL, e,
 				     "kiln-vmm control: the rule set holds a control character at byte %ld",
 				     at);
 		*arg = cmd->json;
@@ -226,7 +226,7 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, char *wh
 	return 0;
 }
 
-int control_request(const struct control_cmd *cmd, char **line, size_t *len, char *why, size_t n)
+int control_request(const struct control_cmd *cmd, char **line, size_t *len, struct err *e)
 {
 	const char *arg, *name, *base;
 	size_t need;
@@ -236,9 +236,8 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 	*line = NULL;
 	*len = 0;
 	if ((unsigned)cmd->op >= sizeof(op_names) / sizeof(op_names[0]))
-		return failf(-ENOTSUP, why, n, "kiln-vmm control: unknown operation %d",
-			     (int)cmd->op);
-	r = request_arg(cmd, &arg, why, n);
+		return failf(-ENOTSUP, e, "kiln-vmm control: unknown operation %d", (int)cmd->op);
+	r = request_arg(cmd, &arg, e);
 	if (r)
 		return r;
 	name = op_names[cmd->op];
@@ -248,11 +247,11 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 		(cmd->op == CTL_SNAPSHOT && cmd->compress ? 11 : 0) +
 		(base ? 8 + strlen(base) : 0) + 1;
 	if (need > CONTROL_LINE_MAX)
-		return failf(-EINVAL, why, n, "kiln-vmm control: command too long (%zu bytes)",
+		return failf(-EINVAL, e, "kiln-vmm control: command too long (%zu bytes)",
 			     need - 1);
 	l = malloc(need + 1);
 	if (!l)
-		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
+		return failf(-ENOMEM, e, "kiln-vmm control: out of memory");
 	snprintf(l, need + 1, "%s%s%s%s%s%s\n", name,
 		 cmd->op == CTL_SNAPSHOT && cmd->compress ? " --compress" : "",
 		 base ? " --base " : "", base ? base : "", arg ? " " : "", arg ? arg : "");
@@ -262,22 +261,22 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, cha
 }
 
 /* A non-negative integer field (snapshot sizes). */
-static int get_u64(json_t *o, const char *key, uint64_t *out, char *why, size_t n)
+static int get_u64(json_t *o, const char *key, uint64_t *out, struct err *e)
 {
 	struct json_field_fail f;
 
 	if (json_field_uint(o, key, true, 0, UINT64_MAX, 0, out, &f))
-		return failf(-EPROTO, why, n,
-			     "kiln-vmm control: snapshot reply without a valid '%s'", key);
+		return failf(-EPROTO, e, "kiln-vmm control: snapshot reply without a valid '%s'",
+			     key);
 	return 0;
 }
 
 /*
  * One reply line as a JSON object that says {"ok":true,...} into *o (the
  * caller decrefs it); -EPROTO when it is not one, -EREMOTEIO when
- * kiln-vmm refused the command (its message in why).
+ * kiln-vmm refused the command (its message in e).
  */
-static int ok_reply(const char *line, const char *op, json_t **out, char *why, size_t n)
+static int ok_reply(const char *line, const char *op, json_t **out, struct err *e)
 {
 	json_error_t je;
 	json_t *o = json_strict_loads(line, &je), *ok;
@@ -285,16 +284,15 @@ static int ok_reply(const char *line, const char *op, json_t **out, char *why, s
 
 	*out = NULL;
 	if (!json_is_object(o)) {
-		r = failf(-EPROTO, why, n,
+		r = failf(-EPROTO, e,
 			  "kiln-vmm control: the reply to %s is not a JSON object: '%.120s'", op,
 			  line);
 	} else if (!json_is_boolean(ok = json_object_get(o, "ok"))) {
-		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply without 'ok': '%.120s'",
-			  line);
+		r = failf(-EPROTO, e, "kiln-vmm control: a reply without 'ok': '%.120s'", line);
 	} else if (!json_is_true(ok)) {
 		const char *msg = json_string_value(json_object_get(o, "error"));
 
-		r = failf(-EREMOTEIO, why, n, "kiln-vmm: %s",
+		r = failf(-EREMOTEIO, e, "kiln-vmm: %s",
 			  msg ? msg : "the command failed (no message)");
 	} else {
 		*out = o;
@@ -305,26 +303,25 @@ static int ok_reply(const char *line, const char *op, json_t **out, char *why, s
 }
 
 static int state_reply(json_t *o, const char *line, enum control_op op, struct control_reply *out,
-		       char *why, size_t n)
+		       struct err *e)
 {
 	const char *state = json_string_value(json_object_get(o, "state"));
 	json_t *ms, *base;
 
 	if (!state || (strcmp(state, "running") && strcmp(state, "paused")))
-		return failf(-EPROTO, why, n,
+		return failf(-EPROTO, e,
 			     "kiln-vmm control: a reply without a valid 'state': '%.120s'", line);
 	out->paused = strcmp(state, "paused") == 0;
 	if (op != CTL_SNAPSHOT)
 		return 0;
-	if (get_u64(o, "memory_bytes", &out->memory_bytes, why, n) ||
-	    get_u64(o, "memory_stored_bytes", &out->memory_stored_bytes, why, n) ||
-	    get_u64(o, "state_bytes", &out->state_bytes, why, n) ||
-	    get_u64(o, "disk_bytes", &out->disk_bytes, why, n))
+	if (get_u64(o, "memory_bytes", &out->memory_bytes, e) ||
+	    get_u64(o, "memory_stored_bytes", &out->memory_stored_bytes, e) ||
+	    get_u64(o, "state_bytes", &out->state_bytes, e) ||
+	    get_u64(o, "disk_bytes", &out->disk_bytes, e))
 		return -EPROTO;
 	ms = json_object_get(o, "ms");
 	if (!json_is_number(ms) || json_number_value(ms) < 0)
-		return failf(-EPROTO, why, n,
-			     "kiln-vmm control: snapshot reply without a valid 'ms'");
+		return failf(-EPROTO, e, "kiln-vmm control: snapshot reply without a valid 'ms'");
 	out->ms = json_number_value(ms);
 	base = json_object_get(o, "base");
 	if (json_is_string(base) && json_string_length(base) >= 1 &&
@@ -332,15 +329,14 @@ static int state_reply(json_t *o, const char *line, enum control_op op, struct c
 		snprintf(out->base, sizeof(out->base), "%s", json_string_value(base));
 	else if (base && !json_is_null(base))
 		return failf(
-			-EPROTO, why, n,
+			-EPROTO, e,
 			"kiln-vmm control: snapshot reply with a 'base' that is not a name or null");
-	if (out->base[0] && get_u64(o, "dirty_pages", &out->dirty_pages, why, n))
+	if (out->base[0] && get_u64(o, "dirty_pages", &out->dirty_pages, e))
 		return -EPROTO;
 	return 0;
 }
 
-static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, char *why,
-			  size_t n)
+static int firewall_reply(json_t *o, enum control_op op, struct control_reply *out, struct err *e)
 {
 	struct json_field_fail f;
 	json_t *rules, *ctr;
@@ -348,7 +344,7 @@ static int firewall_reply(json_t *o, enum control_op op, struct control_reply *o
 
 	if (op == CTL_FIREWALL_SET) {
 		if (json_field_uint(o, "cut", true, 0, SIZE_MAX, 0, &cut, &f))
-			return failf(-EPROTO, why, n,
+			return failf(-EPROTO, e,
 				     "kiln-vmm control: firewall-set reply without a valid 'cut'");
 		out->cut = (size_t)cut;
 		return 0;
@@ -356,32 +352,31 @@ static int firewall_reply(json_t *o, enum control_op op, struct control_reply *o
 	rules = json_object_get(o, "rules");
 	ctr = json_object_get(o, "counters");
 	if (!json_is_object(rules) || !json_is_object(ctr))
-		return failf(-EPROTO, why, n,
+		return failf(-EPROTO, e,
 			     "kiln-vmm control: firewall-get reply without 'rules' and 'counters'");
 	out->firewall = json_pack("{s:O,s:O}", "rules", rules, "counters", ctr);
 	if (!out->firewall)
-		return failf(-ENOMEM, why, n, "kiln-vmm control: out of memory");
+		return failf(-ENOMEM, e, "kiln-vmm control: out of memory");
 	return 0;
 }
 
-int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why,
-			size_t n)
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out,
+			struct err *e)
 {
 	bool known = (unsigned)op < sizeof(op_names) / sizeof(op_names[0]);
 	json_t *o;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = ok_reply(line, known ? op_names[op] : "?", &o, why, n);
+	r = ok_reply(line, known ? op_names[op] : "?", &o, e);
 	if (r)
 		return r;
 	if (!known)
-		r = failf(-EPROTO, why, n, "kiln-vmm control: a reply to unknown operation %d",
-			  (int)op);
+		r = failf(-EPROTO, e, "kiln-vmm control: a reply to unknown operation %d", (int)op);
 	else if (op == CTL_FIREWALL_SET || op == CTL_FIREWALL_GET)
-		r = firewall_reply(o, op, out, why, n);
+		r = firewall_reply(o, op, out, e);
 	else
-		r = state_reply(o, line, op, out, why, n);
+		r = state_reply(o, line, op, out, e);
 	json_decref(o);
 	return r;
 }

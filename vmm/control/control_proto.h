@@ -43,6 +43,8 @@
 
 #include <jansson.h>
 
+#include "lib/base/err.h"
+
 /* firewall-set's rule set: lib/netrules/net_rules.h's NET_RULES_TEXT_MAX
  * (control_proto.c checks they agree). */
 #define CONTROL_RULES_MAX (256 * 1024)
@@ -75,9 +77,9 @@ struct control_cmd {
 
 /*
  * Parse one line (without its newline; modified in place). 0, or -EINVAL
- * with a one-line reason in why[n].
+ * with a one-line reason in e.
  */
-int control_parse(char *line, struct control_cmd *out, char *why, size_t n);
+int control_parse(char *line, struct control_cmd *out, struct err *e);
 
 /* The longest reply line (newline included) a client accepts for op. */
 size_t control_reply_max(enum control_op op);
@@ -85,13 +87,13 @@ size_t control_reply_max(enum control_op op);
 /*
  * The request line for cmd, newline included, malloc'd into *line with
  * its length in *len (without the NUL); what control_parse() takes back.
- * 0; -EINVAL with why[n] for an argument the server would refuse or
+ * 0; -EINVAL with e for an argument the server would refuse or
  * misread (a snapshot DIR not absolute, a DIR or rule set holding a
  * control character, which would end or break the line; an empty or
  * oversize rule set; a line longer than CONTROL_LINE_MAX); -ENOTSUP for an
  * unknown op; -ENOMEM.
  */
-int control_request(const struct control_cmd *cmd, char **line, size_t *len, char *why, size_t n);
+int control_request(const struct control_cmd *cmd, char **line, size_t *len, struct err *e);
 
 /* What a reply says; which fields are set depends on the op. */
 struct control_reply {
@@ -114,11 +116,11 @@ struct control_reply {
 /*
  * Check one reply line (without its newline) to op against the reply's
  * documented shape and fill *out. 0; -EREMOTEIO when kiln-vmm refused the
- * command (why[n] = "kiln-vmm: <its message>"); -EPROTO when the line is
- * not a reply of that shape (why[n] says what is wrong); -ENOMEM.
+ * command (e = "kiln-vmm: <its message>"); -EPROTO when the line is
+ * not a reply of that shape (e says what is wrong); -ENOMEM.
  */
-int control_reply_parse(const char *line, enum control_op op, struct control_reply *out, char *why,
-			size_t n);
+int control_reply_parse(const char *line, enum control_op op, struct control_reply *out,
+			struct err *e);
 
 /* `{"ok":false,"error":"<msg>"}\n` into buf[n], msg JSON-escaped; the length. */
 size_t control_reply_error(char *buf, size_t n, const char *msg);

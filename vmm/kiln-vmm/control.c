@@ -78,11 +78,10 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 {
 	struct control_cmd cmd;
 	struct err e = { { 0 } };
-	char why[512];
 	int r = 0;
 
-	if (control_parse(line, &cmd, why, sizeof(why))) {
-		control_reply_error(out, n, why);
+	if (control_parse(line, &cmd, &e)) {
+		control_reply_error(out, n, e.msg);
 		return NULL;
 	}
 	switch (cmd.op) {

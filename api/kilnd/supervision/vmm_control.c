@@ -145,24 +145,25 @@ io_fail:
 int vmm_control_run(const char *sock_path, const struct control_cmd *cmd, int timeout_ms,
 		    struct control_reply *out, struct api_err *e)
 {
-	char why[ERR_MSG_MAX], *line, *reply;
+	struct err why = { { 0 } };
+	char *line, *reply;
 	size_t len;
 	int r;
 
 	memset(out, 0, sizeof(*out));
-	r = control_request(cmd, &line, &len, why, sizeof(why));
+	r = control_request(cmd, &line, &len, &why);
 	if (r) {
-		api_err_set(e, r == -EINVAL ? API_E_BAD_FIELD : API_E_INTERNAL, "%s", why);
+		api_err_set(e, r == -EINVAL ? API_E_BAD_FIELD : API_E_INTERNAL, "%s", why.msg);
 		return -1;
 	}
 	r = exchange(sock_path, line, len, control_reply_max(cmd->op), timeout_ms, &reply, e);
 	free(line);
 	if (r)
 		return -1;
-	r = control_reply_parse(reply, cmd->op, out, why, sizeof(why));
+	r = control_reply_parse(reply, cmd->op, out, &why);
 	free(reply);
 	if (r) {
-		api_err_set(e, API_E_INTERNAL, "%s", why);
+		api_err_set(e, API_E_INTERNAL, "%s", why.msg);
 		return -1;
 	}
 	return 0;
