@@ -306,10 +306,11 @@ static char *fw_line(const char *rules, int *r)
 {
 	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET,
 				   .json = rules };
-	char why[256], *line;
+	struct err why = { { 0 } };
+	char *line;
 	size_t len;
 
-	*r = control_request(&cmd, &line, &len, why, sizeof(why));
+	*r = control_request(&cmd, &line, &len, &why);
 	if (*r == 0)
 		line[len - 1] = '\0';
 	return line;
