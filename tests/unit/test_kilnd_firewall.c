@@ -349,7 +349,7 @@ static int fw_reply(const char *line, bool set, size_t *cut, json_t **o, char *w
 	struct err e = { { 0 } };
 	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, &e);
 
-	snprintf(why, 256, "%s", e.msg);
+	snprintf(why, 256, "%.255s", e.msg);
 
 	if (cut)
 		*cut = rep.cut;
