@@ -174,32 +174,6 @@ int proc_resize_parse(const json_t *body, uint16_t *rows, uint16_t *cols, struct
 
 /* ---- query parameters ---- */
 
-/* Only keys from known, each at most once. */
-static int only_keys(const struct query_kv *kv, size_t n, const char *const *known, const char *w,
-		     struct api_err *e)
-{
-	for (size_t i = 0; i < n; i++) {
-		bool ok = false;
-
-		for (size_t k = 0; known[k] && !ok; k++)
-			ok = strcmp(known[k], kv[i].key) == 0;
-		if (!ok) {
-			api_err_set(e, API_E_UNKNOWN_FIELD, "%s: unknown query parameter '%.80s'",
-				    w, kv[i].key);
-			return -1;
-		}
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(kv[j].key, kv[i].key) == 0) {
-				api_err_set(e, API_E_BAD_FIELD,
-					    "%s: query parameter '%.80s' given twice", w,
-					    kv[i].key);
-				return -1;
-			}
-		}
-	}
-	return 0;
-}
-
 static const struct query_kv *find(const struct query_kv *kv, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++)
@@ -238,7 +212,7 @@ int proc_query_output(const struct query_kv *kv, size_t n, struct proc_from *f, 
 	const struct query_kv *p;
 
 	*base64 = false;
-	if (only_keys(kv, n, known, "output", e) || get_from(kv, n, f, "output", e))
+	if (query_check_keys(kv, n, known, NULL, "output", e) || get_from(kv, n, f, "output", e))
 		return -1;
 	p = find(kv, n, "encoding");
 	if (!p)
@@ -256,7 +230,7 @@ int proc_query_tty(const struct query_kv *kv, size_t n, struct proc_from *f, str
 {
 	static const char *const known[] = { "from", NULL };
 
-	if (only_keys(kv, n, known, "tty", e))
+	if (query_check_keys(kv, n, known, NULL, "tty", e))
 		return -1;
 	return get_from(kv, n, f, "tty", e);
 }
@@ -267,7 +241,7 @@ int proc_query_stdin(const struct query_kv *kv, size_t n, bool *close, struct ap
 	const struct query_kv *p;
 
 	*close = false;
-	if (only_keys(kv, n, known, "stdin", e))
+	if (query_check_keys(kv, n, known, NULL, "stdin", e))
 		return -1;
 	p = find(kv, n, "close");
 	if (!p)
@@ -288,7 +262,7 @@ int proc_query_wait(const struct query_kv *kv, size_t n, uint32_t *timeout_ms, s
 	uint64_t x;
 
 	*timeout_ms = 0;
-	if (only_keys(kv, n, known, "wait", e))
+	if (query_check_keys(kv, n, known, NULL, "wait", e))
 		return -1;
 	p = find(kv, n, "timeout_ms");
 	if (!p)

@@ -8,9 +8,8 @@
 #include "api/kilnd/core/names.h"
 #include "lib/base/num_parse.h"
 
-/* Unknown or repeated parameters: the first one found is the error. */
-static int check_keys(const struct query_kv *kv, size_t n, const char *const *known,
-		      const char *repeatable, const char *what, struct api_err *e)
+int query_check_keys(const struct query_kv *kv, size_t n, const char *const *known,
+		     const char *repeatable, const char *what, struct api_err *e)
 {
 	for (size_t i = 0; i < n; i++) {
 		bool ok = false;
@@ -124,14 +123,14 @@ int query_none(const struct query_kv *kv, size_t n, const char *what, struct api
 {
 	static const char *const known[] = { NULL };
 
-	return check_keys(kv, n, known, NULL, what, e);
+	return query_check_keys(kv, n, known, NULL, what, e);
 }
 
 int query_exec(const struct query_kv *kv, size_t n, bool *stream, struct api_err *e)
 {
 	static const char *const known[] = { "stream", NULL };
 
-	if (check_keys(kv, n, known, NULL, "exec", e))
+	if (query_check_keys(kv, n, known, NULL, "exec", e))
 		return -1;
 	return get_bool(kv, n, "stream", false, stream, "exec", e);
 }
@@ -145,7 +144,7 @@ int query_list(const struct query_kv *kv, size_t n, struct list_filter *f, struc
 
 	memset(f, 0, sizeof(*f));
 	f->state = -1;
-	if (check_keys(kv, n, known, "label", what, e))
+	if (query_check_keys(kv, n, known, "label", what, e))
 		return -1;
 	st = find(kv, n, "state", &present);
 	if (present) {
@@ -200,7 +199,7 @@ int query_file_get(const struct query_kv *kv, size_t n, const char **path,
 	bool present;
 
 	memset(o, 0, sizeof(*o));
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_uint(kv, n, "offset", 10, INT64_MAX, &present, &o->offset, what, e) ||
 	    get_uint(kv, n, "length", 10, INT64_MAX, &o->has_length, &o->length, what, e) ||
 	    get_user(kv, n, &o->user, what, e))
@@ -218,7 +217,7 @@ int query_file_put(const struct query_kv *kv, size_t n, const char **path,
 	bool create;
 
 	memset(o, 0, sizeof(*o));
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_uint(kv, n, "mode", 8, 07777, &o->has_mode, &mode, what, e) ||
 	    get_bool(kv, n, "parents", false, &o->parents, what, e) ||
 	    get_bool(kv, n, "append", false, &o->append, what, e) ||
@@ -241,7 +240,7 @@ int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool
 	static const char *const known[] = { "path", "follow", "user", NULL };
 	static const char what[] = "stat";
 
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_bool(kv, n, "follow", true, follow, what, e) || get_user(kv, n, user, what, e))
 		return -1;
 	return 0;
@@ -256,7 +255,7 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 	bool present;
 
 	memset(o, 0, sizeof(*o));
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_uint(kv, n, "depth", 10, AGENT_LIST_DEPTH_MAX, &present, &depth, what, e) ||
 	    get_uint(kv, n, "limit", 10, AGENT_LIST_LIMIT_MAX, &present, &limit, what, e) ||
 	    get_user(kv, n, &o->user, what, e))
@@ -282,7 +281,7 @@ int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
 	bool present;
 
 	memset(o, 0, sizeof(*o));
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_bool(kv, n, "recursive", false, &o->recursive, what, e) ||
 	    get_uint(kv, n, "max_watches", 10, AGENT_WATCH_WATCHES_MAX, &present, &watches, what,
 		     e) ||
@@ -307,7 +306,7 @@ int query_archive(const struct query_kv *kv, size_t n, const char **path, enum a
 	static const char *const known[] = { "path", "user", NULL };
 	static const char what[] = "archive";
 
-	if (check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_user(kv, n, user, what, e))
 		return -1;
 	return 0;
@@ -320,7 +319,7 @@ int query_image_import(const struct query_kv *kv, size_t n, const char **name, b
 	static const char what[] = "image import";
 	bool present;
 
-	if (check_keys(kv, n, known, NULL, what, e) ||
+	if (query_check_keys(kv, n, known, NULL, what, e) ||
 	    get_bool(kv, n, "devices", false, devices, what, e))
 		return -1;
 	*name = find(kv, n, "name", &present);
@@ -349,7 +348,7 @@ int query_template_build(const struct query_kv *kv, size_t n, struct template_bu
 	bool present;
 
 	memset(q, 0, sizeof(*q));
-	if (check_keys(kv, n, known, NULL, what, e))
+	if (query_check_keys(kv, n, known, NULL, what, e))
 		return -1;
 	q->name = find(kv, n, "name", &present);
 	if (!q->name || !*q->name) {

@@ -20,6 +20,12 @@
 #include "lib/base/url_query.h"
 
 /* Endpoints without parameters: any parameter is unknown_field. */
+/* Only keys from known (NULL-terminated), each at most once but for
+ * repeatable (NULL: none); the first unknown or repeated key is the error
+ * (400 unknown_field / bad_field, named with what). 0 or -1 with e. */
+int query_check_keys(const struct query_kv *kv, size_t n, const char *const *known,
+		     const char *repeatable, const char *what, struct api_err *e);
+
 int query_none(const struct query_kv *kv, size_t n, const char *what, struct api_err *e);
 
 /* POST .../exec: stream=1|0|true|false. */
