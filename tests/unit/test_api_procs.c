@@ -42,13 +42,13 @@ static enum api_code create(const char *text, struct proc_spec *s, char *msg)
 
 static void test_create_fields(void **state)
 {
-	struct agent_client_proc_opts o;
+	struct kiln_exec_opts o;
 	struct proc_spec s;
 
 	(void)state;
 	assert_int_equal(create("{\"argv\":[\"sh\"],\"confine\":true}", &s, NULL), API_OK);
 	proc_spec_opts(&s, &o);
-	assert_true(o.confine);
+	assert_true(o.flags & KILN_AGENT_CONFINE);
 	assert_null(o.cwd);
 	proc_spec_free(&s);
 	assert_int_equal(create("{\"argv\":[\"sleep\",\"9\"]}", &s, NULL), API_OK);
@@ -66,15 +66,14 @@ static void test_create_fields(void **state)
 		API_OK);
 	assert_int_equal(exec_env_merge(&s.x, NULL, NULL), 0);
 	proc_spec_opts(&s, &o);
-	assert_true(o.pty);
+	assert_int_equal(o.flags, KILN_AGENT_PTY | KILN_AGENT_AS_ROOT);
 	assert_int_equal(o.rows, 40);
 	assert_int_equal(o.cols, 120);
 	assert_int_equal(o.ring_bytes, 4096);
-	assert_int_equal(o.user, AGENT_USER_ROOT);
 	assert_int_equal(o.timeout_ms, 5000);
 	assert_string_equal(o.cwd, "/tmp");
-	assert_int_equal(o.envc, 1);
-	assert_false(o.confine);
+	assert_string_equal(o.env[0], "A=1");
+	assert_null(o.env[1]);
 	/* stdin is sent after the spawn, not as part of it */
 	assert_null(o.stdin_data);
 	assert_int_equal(s.x.stdin_len, 3);
@@ -155,11 +154,11 @@ static void test_shell(void **state)
 	j = J("{\"confine\":true,\"cwd\":\"/workspace\"}");
 	assert_int_equal(proc_shell_parse(j, &s, &e), 0);
 	{
-		struct agent_client_proc_opts o;
+		struct kiln_exec_opts o;
 
 		proc_spec_opts(&s, &o);
-		assert_true(o.confine);
-		assert_true(o.pty);
+		assert_int_equal(o.flags & (KILN_AGENT_CONFINE | KILN_AGENT_PTY),
+				 KILN_AGENT_CONFINE | KILN_AGENT_PTY);
 	}
 	proc_spec_free(&s);
 	json_decref(j);
@@ -210,23 +209,22 @@ static void test_proc_id(void **state)
 
 static void test_agent_not_found_is_process_not_found(void **state)
 {
-	struct agent_client_err ae = { .fail = AGENT_FAIL_AGENT, .code = AGENT_E_NOT_FOUND };
 	struct api_err e;
 
 	(void)state;
-	strcpy(ae.msg, "attach: no process 9");
-	proc_err_from_agent(&e, &ae, "output");
+	proc_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "not_found", "attach: no process 9",
+				 "output");
 	assert_int_equal(e.code, API_E_PROCESS_NOT_FOUND);
 	assert_string_equal(e.msg, "attach: no process 9");
 	assert_string_equal(api_code_name(e.code), "process_not_found");
-	ae.code = AGENT_E_INVALID_STATE;
-	proc_err_from_agent(&e, &ae, "stdin");
+	proc_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "invalid_state", "m", "stdin");
 	assert_int_equal(e.code, API_E_INVALID_STATE);
 	assert_int_equal(api_code_status(e.code), 409);
-	ae.fail = AGENT_FAIL_CONNECT;
-	ae.code = AGENT_E_IO_ERROR;
-	proc_err_from_agent(&e, &ae, "stdin");
+	proc_err_from_agent_fail(&e, KILN_AGENT_FAIL_UNREACHABLE, "unreachable", "m", "stdin");
 	assert_int_equal(e.code, API_E_AGENT_UNAVAILABLE);
+	/* Another not_found than the agent's: a file, not the process. */
+	proc_err_from_agent_fail(&e, KILN_AGENT_FAIL_HOST, "not_found", "m", "stdin");
+	assert_int_equal(e.code, API_E_INTERNAL);
 }
 
 static enum api_code signal_of(const char *text, int *signo, bool *group)
@@ -301,20 +299,20 @@ static void test_queries(void **state)
 
 	(void)state;
 	assert_int_equal(proc_query_output(kv, 0, &f, &b, &e), 0);
-	assert_int_equal(f.from, AGENT_FROM_OLDEST);
+	assert_int_equal(f.from, KILN_ATTACH_OLDEST);
 	assert_false(b);
 	kv[0] = (struct query_kv){ "from", "now" };
 	kv[1] = (struct query_kv){ "encoding", "base64" };
 	assert_int_equal(proc_query_output(kv, 2, &f, &b, &e), 0);
-	assert_int_equal(f.from, AGENT_FROM_NOW);
+	assert_int_equal(f.from, KILN_ATTACH_NOW);
 	assert_true(b);
 	kv[0] = (struct query_kv){ "from", "12345" };
 	assert_int_equal(proc_query_output(kv, 1, &f, &b, &e), 0);
-	assert_int_equal(f.from, AGENT_FROM_SEQ);
+	assert_int_equal(f.from, KILN_ATTACH_SEQ);
 	assert_int_equal(f.seq, 12345);
 	kv[0] = (struct query_kv){ "from", "0" };
 	assert_int_equal(proc_query_tty(kv, 1, &f, &e), 0);
-	assert_int_equal(f.from, AGENT_FROM_SEQ);
+	assert_int_equal(f.from, KILN_ATTACH_SEQ);
 	assert_int_equal(f.seq, 0);
 	{
 		static const char *const bad[] = { "-1",   "x",  "", "9223372036854775808",
@@ -626,22 +624,23 @@ static void test_output_events(void **state)
 
 static void test_exit_and_view(void **state)
 {
-	struct agent_client_exit ex = {
-		.id = 3, .pid = 64, .exit_code = -1, .signal = 15, .wall_us = 7
+	struct kiln_exit_status ex = {
+		.size = sizeof(ex), .id = 3, .pid = 64, .exit_code = -1, .signal = 15, .wall_us = 7
 	};
-	struct agent_client_attached a = {
-		.id = 3, .pid = 64, .pty = true, .running = true, .seq = 17
+	struct kiln_proc_info a = {
+		.size = sizeof(a), .id = 3, .pid = 64, .pty = 1, .running = 1, .seq = 17
 	};
 	const char *argv[] = { "sleep", "100" };
-	struct agent_client_process p = { .id = 3,
-					  .pid = 64,
-					  .argv = argv,
-					  .argc = 2,
-					  .running = false,
-					  .exit_code = -1,
-					  .signal = 15,
-					  .seq = 9,
-					  .attached = 1 };
+	struct kiln_proc_entry p = { .size = sizeof(p),
+				     .id = 3,
+				     .pid = 64,
+				     .argv = argv,
+				     .argc = 2,
+				     .running = 0,
+				     .exit_code = -1,
+				     .signal = 15,
+				     .seq = 9,
+				     .attached = 1 };
 	struct proc_out_enc enc;
 	size_t len, used;
 	char *line, *s;

@@ -127,46 +127,65 @@ static void test_error_bodies(void **state)
 
 static void test_agent_errors_map(void **state)
 {
-	struct agent_client_err ae = { .fail = AGENT_FAIL_AGENT, .code = AGENT_E_NOT_FOUND };
 	struct api_err e;
 
 	(void)state;
-	strcpy(ae.msg, "exec: 'nope' not found");
-	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "not_found",
+						 "exec: 'nope' not found", "exec"),
+			 API_E_NOT_FOUND);
 	assert_string_equal(e.msg, "exec: 'nope' not found");
-	ae.msg[0] = '\0';
-	assert_int_equal(api_err_from_agent(&e, &ae, "exec"), API_E_NOT_FOUND);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "not_found", "",
+						 "exec"),
+			 API_E_NOT_FOUND);
 	assert_string_equal(e.msg, "exec failed");
-	ae.code = AGENT_E_PERMISSION_DENIED;
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_PERMISSION_DENIED);
-	ae.code = AGENT_E_NO_SPACE;
-	assert_int_equal(api_code_status(api_err_from_agent(&e, &ae, "x")), 507);
-	ae.code = AGENT_E_UNKNOWN_TYPE; /* a request kilnd built wrong: its bug */
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_INTERNAL);
-	ae.fail = AGENT_FAIL_REQUEST;
-	ae.code = AGENT_E_TOO_LARGE;
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_TOO_LARGE);
-	ae.fail = AGENT_FAIL_CONNECT;
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_AGENT_UNAVAILABLE);
-	ae.fail = AGENT_FAIL_TIMEOUT;
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_AGENT_UNAVAILABLE);
-	ae.fail = AGENT_FAIL_PROTOCOL;
-	assert_int_equal(api_code_status(api_err_from_agent(&e, &ae, "x")), 502);
-	ae.fail = AGENT_FAIL_LOCAL;
-	assert_int_equal(api_err_from_agent(&e, &ae, "x"), API_E_INTERNAL);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "not_found", NULL, "x"),
+			 API_E_NOT_FOUND);
+	assert_string_equal(e.msg, "x failed");
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "permission_denied",
+						 "m", "x"),
+			 API_E_PERMISSION_DENIED);
+	assert_int_equal(api_code_status(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT,
+								 "no_space", "m", "x")),
+			 507);
+	/* A request kilnd built wrong: its bug. So is a code no agent sends. */
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "unknown_type", "m",
+						 "x"),
+			 API_E_INTERNAL);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "made_up", "m", "x"),
+			 API_E_INTERNAL);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_REQUEST, "too_large", "m",
+						 "x"),
+			 API_E_TOO_LARGE);
+	/* The agent's own timeout is the API's; a host-side deadline is an
+	 * agent that does not answer. */
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, "timeout", "m", "x"),
+			 API_E_TIMEOUT);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_TIMEOUT, "timeout", "m", "x"),
+			 API_E_AGENT_UNAVAILABLE);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_UNREACHABLE, "unreachable",
+						 "m", "x"),
+			 API_E_AGENT_UNAVAILABLE);
+	assert_int_equal(api_code_status(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_PROTOCOL,
+								 "protocol_error", "m", "x")),
+			 502);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_HOST, "host_error", "m", "x"),
+			 API_E_INTERNAL);
+	assert_int_equal(api_err_from_agent_fail(&e, KILN_AGENT_FAIL_NONE, "", "m", "x"),
+			 API_E_INTERNAL);
 }
 
 static void test_exec_result(void **state)
 {
-	uint8_t bin[] = { 'a', 0xff, 0 };
-	struct agent_client_exec_result res = {
-		.exit = { .pid = 57,
-			  .exit_code = 3,
-			  .stdout_bytes = 10,
-			  .stderr_bytes = 2,
-			  .stderr_truncated = true,
-			  .wall_us = 1830 },
-		.out = (uint8_t *)"got hello\n",
+	char bin[] = { 'a', (char)0xff, 0 };
+	struct exec_result res = {
+		.st = { .size = sizeof(res.st),
+			.pid = 57,
+			.exit_code = 3,
+			.stdout_bytes = 10,
+			.stderr_bytes = 2,
+			.stderr_truncated = 1,
+			.wall_us = 1830 },
+		.out = "got hello\n",
 		.out_len = 10,
 		.err = bin,
 		.err_len = 2,
@@ -187,8 +206,8 @@ static void test_exec_result(void **state)
 	json_decref(o);
 
 	/* A signal: exit_code null; no output at all: empty strings. */
-	res.exit.signal = 9;
-	res.exit.exit_code = -1;
+	res.st.signal = 9;
+	res.st.exit_code = -1;
 	res.out = res.err = NULL;
 	res.out_len = res.err_len = 0;
 	o = exec_render_result(&res, true, 1);
@@ -244,7 +263,9 @@ static void test_stream_events(void **state)
 	assert_int_equal(exec_event_output(&enc, AGENT_STDOUT, U("hi"), 2, &line, &len), 0);
 	expect_line(line, len, "{\"type\":\"stdout\",\"data_base64\":\"aGk=\"}\n");
 
-	struct agent_client_exit ex = { .pid = 5, .exit_code = 0, .stdout_bytes = 2 };
+	struct kiln_exit_status ex = {
+		.size = sizeof(ex), .pid = 5, .exit_code = 0, .stdout_bytes = 2
+	};
 
 	line = exec_event_exit(&ex, 1.5, &len);
 	assert_non_null(line);

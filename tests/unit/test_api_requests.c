@@ -286,7 +286,7 @@ static enum api_code exec(const char *text, bool streaming, struct exec_spec *s,
 
 static void test_exec_fields(void **state)
 {
-	struct agent_client_proc_opts o;
+	struct kiln_exec_opts o;
 	struct exec_spec s;
 
 	(void)state;
@@ -312,7 +312,9 @@ static void test_exec_fields(void **state)
 	assert_memory_equal(s.stdin_data, "hello\n", 6);
 	assert_true(s.base64_output);
 	exec_spec_opts(&s, &o);
-	assert_true(o.discard_output); /* a cap of 0 keeps nothing */
+	assert_true(o.flags & KILN_AGENT_DISCARD); /* a cap of 0 keeps nothing */
+	assert_true(o.flags & KILN_AGENT_SHELL);
+	assert_true(o.flags & KILN_AGENT_AS_ROOT);
 	assert_int_equal(o.stdin_len, 6);
 	exec_spec_free(&s);
 
@@ -320,14 +322,16 @@ static void test_exec_fields(void **state)
 	assert_int_equal(exec("{\"argv\":[\"cat\",\"/etc/passwd\"]}", false, &s, NULL), API_OK);
 	assert_false(s.confine);
 	exec_spec_opts(&s, &o);
-	assert_false(o.confine);
+	assert_int_equal(o.flags, 0);
+	assert_null(o.env);
+	assert_null(o.lang);
 	exec_spec_free(&s);
 	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":true,\"cwd\":\"/workspace/src\"}",
 			      true, &s, NULL),
 			 API_OK);
 	assert_true(s.confine);
 	exec_spec_opts(&s, &o);
-	assert_true(o.confine);
+	assert_true(o.flags & KILN_AGENT_CONFINE);
 	assert_string_equal(o.cwd, "/workspace/src");
 	exec_spec_free(&s);
 	assert_int_equal(exec("{\"argv\":[\"ls\"],\"confine\":false,\"cwd\":\"/tmp\"}", false, &s,
@@ -466,6 +470,23 @@ static void test_exec_env_merge(void **state)
 		}
 	}
 	assert_int_equal(seen, 15);
+	/* The same as libkiln takes it: "K=V" sets, a bare "K" unsets. */
+	{
+		struct kiln_exec_opts o;
+		char all[64] = "";
+
+		exec_spec_opts(&s, &o);
+		for (size_t i = 0; o.env[i]; i++) {
+			strcat(all, o.env[i]);
+			strcat(all, " ");
+		}
+		assert_non_null(strstr(all, "A=base "));
+		assert_non_null(strstr(all, "B=mine "));
+		assert_non_null(strstr(all, "C "));
+		assert_null(strstr(all, "C="));
+		assert_non_null(strstr(all, "D=new "));
+		assert_null(o.env[4]);
+	}
 	exec_spec_free(&s);
 	json_decref(base);
 
@@ -527,8 +548,8 @@ static void test_stop_and_start_bodies(void **state)
 
 static void test_query_files(void **state)
 {
-	struct agent_client_read_opts ro;
-	struct agent_client_write_opts wo;
+	struct kiln_read_opts ro;
+	struct kiln_write_opts wo;
 	const char *path;
 	struct api_err e;
 
@@ -544,14 +565,15 @@ static void test_query_files(void **state)
 		assert_int_equal(ro.offset, 1);
 		assert_true(ro.has_length);
 		assert_int_equal(ro.length, 3);
-		assert_int_equal(ro.user, AGENT_USER_ROOT);
+		assert_int_equal(ro.flags, KILN_AGENT_AS_ROOT);
+		assert_int_equal(ro.size, sizeof(ro));
 	}
 	{
 		const struct query_kv q[] = { { "path", "/a" } };
 
 		assert_int_equal(query_file_get(q, N(q), &path, &ro, &e), 0);
 		assert_false(ro.has_length);
-		assert_int_equal(ro.user, AGENT_USER_USER);
+		assert_int_equal(ro.flags, 0);
 	}
 	{
 		const struct query_kv q[] = { { "path", "/a" },
@@ -561,12 +583,20 @@ static void test_query_files(void **state)
 					      { "exclusive", "true" } };
 
 		assert_int_equal(query_file_put(q, N(q), &path, &wo, &e), 0);
-		assert_true(wo.has_mode);
 		assert_int_equal(wo.mode, 0600);
-		assert_true(wo.parents);
-		assert_false(wo.append);
-		assert_true(wo.exclusive);
-		assert_false(wo.no_create);
+		assert_int_equal(wo.flags, KILN_AGENT_PARENTS | KILN_AGENT_EXCLUSIVE);
+		assert_int_equal(wo.size, sizeof(wo));
+	}
+	{
+		const struct query_kv q[] = { { "path", "/a" },
+					      { "create", "false" },
+					      { "append", "1" },
+					      { "user", "root" } };
+
+		assert_int_equal(query_file_put(q, N(q), &path, &wo, &e), 0);
+		assert_int_equal(wo.mode, -1); /* the agent's default */
+		assert_int_equal(wo.flags,
+				 KILN_AGENT_NO_CREATE | KILN_AGENT_APPEND | KILN_AGENT_AS_ROOT);
 	}
 	static const struct {
 		struct query_kv kv[3];

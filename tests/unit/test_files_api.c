@@ -198,7 +198,7 @@ static void test_port_body(void **state)
 static void test_queries(void **state)
 {
 	struct query_kv kv[4];
-	struct agent_client_list_opts lo;
+	struct file_list_opts lo;
 	struct api_err e = { 0 };
 	enum agent_user u;
 	const char *path;
@@ -273,28 +273,30 @@ static void test_agent_codes_to_status(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-		struct agent_client_err ae = { .fail = AGENT_FAIL_AGENT, .code = want[i].agent };
 		struct api_err e;
 
-		snprintf(ae.msg, sizeof(ae.msg), "m");
-		api_err_from_agent(&e, &ae, "x");
+		/* libkiln names the agent's code; kilnd maps the name. */
+		api_err_from_agent_fail(&e, KILN_AGENT_FAIL_AGENT, agent_code_name(want[i].agent),
+					"m", "x");
 		assert_string_equal(api_code_name(e.code), want[i].name);
 		assert_int_equal(api_code_status(e.code), want[i].status);
+		assert_string_equal(e.msg, "m");
 	}
 }
 
 static void test_stat_json(void **state)
 {
-	struct agent_client_stat st = { .path = "/bin/sh",
-					.target = "busybox",
-					.kind = AGENT_KIND_SYMLINK,
-					.size = 7,
-					.mode = 0777,
-					.uid = 0,
-					.gid = 0,
-					.nlink = 1,
-					.mtime_ns = 1732300000123456789LL,
-					.depth = 2 };
+	struct kiln_file_info st = { .size = sizeof(st),
+				     .path = "/bin/sh",
+				     .target = "busybox",
+				     .kind = KILN_FILE_SYMLINK,
+				     .file_size = 7,
+				     .mode = 0777,
+				     .uid = 0,
+				     .gid = 0,
+				     .nlink = 1,
+				     .mtime_ns = 1732300000123456789LL,
+				     .depth = 2 };
 	json_t *o = file_stat_json(&st, false);
 	char *s;
 
@@ -309,8 +311,8 @@ static void test_stat_json(void **state)
 	free(s);
 	json_decref(o);
 	st.target = NULL;
-	st.kind = AGENT_KIND_FILE;
-	st.lossy = true;
+	st.kind = KILN_FILE_REGULAR;
+	st.lossy = 1;
 	st.mtime_ns = -1; /* 1 ns before the epoch: floor, not truncation */
 	o = file_stat_json(&st, true);
 	assert_int_equal(json_integer_value(json_object_get(o, "depth")), 2);

@@ -43,7 +43,7 @@ static enum api_code run(const char *text, struct exec_spec *s, char *msg)
 
 static void test_run_fields(void **state)
 {
-	struct agent_client_proc_opts o;
+	struct kiln_exec_opts o;
 	struct exec_spec s;
 
 	(void)state;
@@ -54,7 +54,7 @@ static void test_run_fields(void **state)
 	assert_null(s.argv);
 	assert_int_equal(s.output_cap, AGENT_OUTPUT_CAP_DEFAULT);
 	exec_spec_opts(&s, &o);
-	assert_int_equal(o.lang, AGENT_LANG_PYTHON);
+	assert_string_equal(o.lang, "python");
 	assert_int_equal(o.code_len, 8);
 	exec_spec_free(&s);
 
@@ -402,15 +402,15 @@ static void test_result_cuts_text(void **state)
 /* The response members and the stream's last event. */
 static void test_render(void **state)
 {
-	struct agent_client_exec_result res = { 0 };
+	struct kiln_run_result res = { .size = sizeof(res) };
 	const char *file = "{\"value\":[1]}";
 	json_t *o = json_object();
 	size_t len;
 	char *line;
 
 	(void)state;
-	res.result = (uint8_t *)file;
-	res.result_len = res.result_size = strlen(file);
+	res.data = (char *)file;
+	res.len = res.file_size = strlen(file);
 	assert_int_equal(exec_render_run_result(o, &res), 0);
 	assert_true(json_is_array(json_object_get(o, "result")));
 	assert_true(json_is_null(json_object_get(o, "error")));

@@ -25,7 +25,7 @@
 
 /* ---- kilnd ---- */
 
-static enum api_code watch_q(const struct query_kv *kv, size_t n, struct agent_client_watch_opts *o)
+static enum api_code watch_q(const struct query_kv *kv, size_t n, struct kiln_watch_opts *o)
 {
 	struct api_err e = { 0 };
 	const char *path;
@@ -41,7 +41,7 @@ static enum api_code watch_q(const struct query_kv *kv, size_t n, struct agent_c
 
 static void test_query(void **state)
 {
-	struct agent_client_watch_opts o;
+	struct kiln_watch_opts o;
 	struct query_kv kv[6] = {
 		{ "path", "/workspace" }, { "recursive", "true" }, { "max_watches", "10" },
 		{ "queue", "64" },        { "user", "root" },
@@ -49,18 +49,17 @@ static void test_query(void **state)
 
 	(void)state;
 	assert_int_equal(watch_q(kv, 1, &o), API_OK);
-	assert_false(o.recursive);
+	assert_int_equal(o.flags, 0);
+	assert_int_equal(o.size, sizeof(o));
 	assert_int_equal(o.max_watches, AGENT_WATCH_WATCHES_DEFAULT);
 	assert_int_equal(o.queue, AGENT_WATCH_QUEUE_DEFAULT);
-	assert_int_equal(o.user, AGENT_USER_USER);
 	assert_int_equal(watch_q(kv, 5, &o), API_OK);
-	assert_true(o.recursive);
+	assert_int_equal(o.flags, KILN_AGENT_RECURSIVE | KILN_AGENT_AS_ROOT);
 	assert_int_equal(o.max_watches, 10);
 	assert_int_equal(o.queue, 64);
-	assert_int_equal(o.user, AGENT_USER_ROOT);
 	kv[1].value = "1";
 	assert_int_equal(watch_q(kv, 2, &o), API_OK);
-	assert_true(o.recursive);
+	assert_int_equal(o.flags, KILN_AGENT_RECURSIVE);
 
 	/* Hostile and wrong values: one clear 4xx code each. */
 	static const struct {
@@ -94,7 +93,9 @@ static void line_is(char *line, const size_t *len, const char *want)
 
 static void test_render(void **state)
 {
-	struct agent_client_fs_event ev = { .kind = AGENT_FS_CREATE, .seq = 0, .path = "src/a.c" };
+	struct kiln_fs_event ev = {
+		.size = sizeof(ev), .change = KILN_FS_CREATE, .seq = 0, .path = "src/a.c"
+	};
 	size_t len;
 
 	(void)state;
@@ -102,20 +103,23 @@ static void test_render(void **state)
 		"{\"type\":\"watching\",\"path\":\"/w\",\"recursive\":true,\"watches\":3}\n");
 	line_is(watch_line_event(&ev, &len), &len,
 		"{\"type\":\"create\",\"seq\":0,\"path\":\"src/a.c\",\"is_dir\":false}\n");
-	ev = (struct agent_client_fs_event){ .kind = AGENT_FS_RENAME,
-					     .seq = 7,
-					     .path = "d2",
-					     .old_path = "d1",
-					     .is_dir = true,
-					     .lossy = true };
+	ev = (struct kiln_fs_event){ .size = sizeof(ev),
+				     .change = KILN_FS_RENAME,
+				     .seq = 7,
+				     .path = "d2",
+				     .old_path = "d1",
+				     .is_dir = 1,
+				     .lossy = 1 };
 	line_is(watch_line_event(&ev, &len), &len,
 		"{\"type\":\"rename\",\"seq\":7,\"path\":\"d2\",\"old_path\":\"d1\",\"is_dir\":true,\"lossy\":true}\n");
-	ev = (struct agent_client_fs_event){
-		.kind = AGENT_FS_OVERFLOW, .seq = 8, .reason = "queue", .dropped = 12
-	};
+	ev = (struct kiln_fs_event){ .size = sizeof(ev),
+				     .change = KILN_FS_OVERFLOW,
+				     .seq = 8,
+				     .reason = "queue",
+				     .dropped = 12 };
 	line_is(watch_line_event(&ev, &len), &len,
 		"{\"type\":\"overflow\",\"seq\":8,\"reason\":\"queue\",\"dropped\":12}\n");
-	ev.kind = AGENT_FS_KIND_COUNT;
+	ev.change = (enum kiln_fs_change)AGENT_FS_KIND_COUNT;
 	assert_null(watch_line_event(&ev, &len));
 	line_is(watch_line_end("deleted", NULL, &len), &len,
 		"{\"type\":\"end\",\"reason\":\"deleted\"}\n");

@@ -8,7 +8,7 @@
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
 
-json_t *proc_render_view(const struct agent_client_process *p)
+json_t *proc_render_view(const struct kiln_proc_entry *p)
 {
 	json_t *o = json_object(), *argv = json_array();
 	int r = 0;
@@ -44,7 +44,7 @@ json_t *proc_render_view(const struct agent_client_process *p)
 	return o;
 }
 
-static int put_exit(json_t *o, const struct agent_client_exit *ex)
+static int put_exit(json_t *o, const struct kiln_exit_status *ex)
 {
 	int r = 0;
 
@@ -62,7 +62,7 @@ static int put_exit(json_t *o, const struct agent_client_exit *ex)
 	return r ? -ENOMEM : 0;
 }
 
-json_t *proc_render_exit(const struct agent_client_exit *ex)
+json_t *proc_render_exit(const struct kiln_exit_status *ex)
 {
 	json_t *o = json_object();
 
@@ -216,7 +216,7 @@ char *proc_event_gap(struct proc_out_enc *enc, uint64_t seq, uint64_t bytes, siz
 	return done(&l, len);
 }
 
-char *proc_event_exit(struct proc_out_enc *enc, const struct agent_client_exit *ex, size_t *len)
+char *proc_event_exit(struct proc_out_enc *enc, const struct kiln_exit_status *ex, size_t *len)
 {
 	struct lines l = { 0 };
 	json_t *o = json_pack("{s:s}", "type", "exit");
@@ -230,7 +230,7 @@ char *proc_event_exit(struct proc_out_enc *enc, const struct agent_client_exit *
 	return done(&l, len);
 }
 
-char *proc_event_attached(const struct agent_client_attached *a, size_t *len)
+char *proc_event_attached(const struct kiln_proc_info *a, size_t *len)
 {
 	struct lines l = { 0 };
 
