@@ -249,12 +249,12 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # to them outside the VMM with cgroup programs (lib/egress), talks to
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
-KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
+KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
 	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
-# (include/kiln/agent.h), moving off api/agent-client call by call: it
-# links the static archive, from which the linker takes only the agent's
-# objects (nothing of the VM).
+# (include/kiln/agent.h) only, never api/agent-client itself: it links the
+# static archive, from which the linker takes only the agent's objects and
+# the agent client under them (nothing of the VM).
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.a
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS)
 
