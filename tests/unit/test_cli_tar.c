@@ -1,10 +1,8 @@
 /*
- * kiln cp of directories, local side (api/kiln/cli_tar.c), in a scratch
- * directory: a tree written as ustar (and gzip) and extracted again;
- * symlinks stored as symlinks, never followed, those leaving the tree
- * skipped; and hostile archives: `..`, absolute names, members written
- * through a symlink of the archive or one already in the destination, a
- * symlink in the way of a file, a cut archive.
+ * Unit tests of api/kiln/cli_tar.c: `kiln cp` of directories, the local
+ * side of kilnd's tar.gz archives (docs/api.md, GET/PUT .../archive): a
+ * local tree written as a ustar stream, and a ustar stream extracted into a
+ * local directory.
  */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,9 +1,6 @@
 /*
- * The image importer's confinement: its own seccomp filter
- * (api/image-import/import_seccomp.c) and the namespaces kilnd puts it in
- * (api/kilnd/images/import_ns.c). Each is entered in a forked child,
- * which probes with raw syscalls and leaves with _exit; its exit code
- * names the first probe that went wrong (0: all as hoped).
+ * Unit tests of api/kilnd/images/import_ns.c: the namespaces kilnd puts the
+ * image importer in, when kilnd is root (docs/security.md, "Image import").
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -29,79 +26,8 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
-#include "api/image-import/import_seccomp.h"
 #include "api/kilnd/images/import_ns.h"
-
-typedef int probe_fn(void *arg);
-
-/* The child's exit code, or 100 + signal when a signal ended it. */
-static int in_child(probe_fn *probe, void *arg)
-{
-	int st;
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(probe(arg));
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
-}
-
-static int refused(long r, int want)
-{
-	return r == -1 && errno == want;
-}
-
-static int filtered(void *arg)
-{
-	struct err e;
-	int fd, st;
-	pid_t pid;
-
-	(void)arg;
-	if (import_seccomp_load(&e) < 0)
-		return 1;
-	if (!refused(syscall(SYS_unshare, CLONE_NEWUTS), EPERM))
-		return 2;
-	if (!refused(syscall(SYS_ptrace, PTRACE_TRACEME, 0, 0, 0), EPERM))
-		return 3;
-	if (!refused(syscall(SYS_socket, AF_INET, SOCK_STREAM, 0), EPERM) ||
-	    !refused(syscall(SYS_socket, AF_NETLINK, SOCK_RAW, 0), EPERM))
-		return 4;
-	fd = (int)syscall(SYS_socket, AF_UNIX, SOCK_STREAM, 0);
-	if (fd < 0)
-		return 5;
-	close(fd);
-	if (!refused(syscall(SYS_clone3, NULL, 0), ENOSYS))
-		return 6;
-	if (!refused(syscall(SYS_clone, CLONE_NEWNET | SIGCHLD, 0, 0, 0, 0), EPERM))
-		return 7;
-	if (!refused(syscall(SYS_mount, "none", "/mnt", "tmpfs", 0, NULL), EPERM) ||
-	    !refused(syscall(SYS_bpf, 0, NULL, 0), EPERM))
-		return 8;
-	/* it stays in its process group, and types into no terminal */
-	if (!refused(syscall(SYS_setsid), EPERM) || !refused(syscall(SYS_setpgid, 0, 0), EPERM) ||
-	    !refused(syscall(SYS_ioctl, 0, TIOCSTI, "x"), EPERM))
-		return 10;
-	/* What it runs inherits the filter, and plain processes still start:
-	 * unshare(1) (util-linux) is refused inside; true is not. */
-	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
-	if (pid == 0) {
-		char *argv[] = { "sh", "-c", "unshare -u true 2>/dev/null && exit 1; true", NULL };
-
-		execve("/bin/sh", argv, (char *[]){ "PATH=/usr/bin:/bin:/usr/sbin:/sbin", NULL });
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return 9;
-	return 0;
-}
-
-static void test_seccomp_refuses_what_an_importer_never_needs(void **state)
-{
-	(void)state;
-	assert_int_equal(in_child(filtered, NULL), 0);
-}
+#include "tests/unit/in_child.h"
 
 struct ns_probe {
 	char host_file[64]; /* made in /tmp by the parent */
@@ -193,7 +119,6 @@ static void test_namespaces_hide_the_host(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seccomp_refuses_what_an_importer_never_needs),
 		cmocka_unit_test(test_namespaces_hide_the_host),
 	};
 

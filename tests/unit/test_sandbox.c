@@ -1,10 +1,10 @@
 /*
- * Sandbox owners (docs/security.md, "Sandbox owners and shares"): the
- * real registry lookup (sandbox_get, sandbox_touch) and list that every
- * endpoint goes through. A client other than root sees and reaches only
- * the sandboxes its uid created, and another uid's sandbox is answered
- * exactly like one that does not exist; root reaches all. The owner is
- * kept in meta.json, and a meta.json from before owners is root's.
+ * Unit tests of api/kilnd/registry/sandbox.c: sandbox owners
+ * (docs/security.md, "Sandbox owners and shares") in the real registry
+ * lookup (sandbox_get, sandbox_touch) and list that every endpoint goes
+ * through: a client other than root sees and reaches only the sandboxes
+ * its uid created, and another uid's sandbox is answered exactly like one
+ * that does not exist; root reaches all.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,24 +15,12 @@
 #include <string.h>
 
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "tests/unit/min_spec.h"
 
 /* kilnd.c's (a program's main file is never linked into a test). */
 int64_t wall_ms(void)
 {
 	return 1732269600000;
-}
-
-/* A valid spec (the view renders it). */
-static void min_spec(struct sandbox_spec *spec)
-{
-	static const struct sandbox_limits lim = { .max_cpus = 8,
-						   .max_memory_mib = 4096,
-						   .max_disk_mib = SPEC_DISK_MAX_MIB };
-	json_t *body = json_pack("{s:s}", "image", "minimal");
-	struct api_err e;
-
-	assert_int_equal(sandbox_spec_parse(body, &lim, spec, &e), 0);
-	json_decref(body);
 }
 
 static const struct peer root = { .pid = 1, .uid = 0, .gid = 0 };
@@ -154,53 +142,11 @@ static void test_list_shows_own(void **state)
 	free_registry(&d);
 }
 
-/* The rule itself, and the owner through meta.json. */
-static void test_visible_and_persisted(void **state)
-{
-	struct sandbox_record r, back;
-	struct api_err e;
-	json_t *m;
-
-	(void)state;
-	memset(&r, 0, sizeof(r));
-	snprintf(r.id, sizeof(r.id), "aaaaaaaaaaaa");
-	snprintf(r.image_path, sizeof(r.image_path), "/var/lib/kiln/images/m.ext4");
-	min_spec(&r.spec);
-	r.owner_uid = 1000;
-	assert_true(sandbox_record_visible(&r, 1000));
-	assert_true(sandbox_record_visible(&r, 0));
-	assert_false(sandbox_record_visible(&r, 1001));
-	/* A warm pool's sandbox is nobody's, root's neither. */
-	r.pooled = true;
-	assert_false(sandbox_record_visible(&r, 1000));
-	assert_false(sandbox_record_visible(&r, 0));
-	r.pooled = false;
-	m = sandbox_record_persist(&r);
-	assert_non_null(m);
-	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
-	assert_int_equal(back.owner_uid, 1000);
-	sandbox_record_free(&back);
-	/* Written before owners existed: root's. */
-	json_object_del(m, "owner_uid");
-	assert_int_equal(sandbox_record_restore(m, &back, &e), 0);
-	assert_int_equal(back.owner_uid, 0);
-	assert_false(sandbox_record_visible(&back, 1000));
-	sandbox_record_free(&back);
-	json_object_set_new(m, "owner_uid", json_string("1000"));
-	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
-	assert_non_null(strstr(e.msg, "owner_uid"));
-	json_object_set_new(m, "owner_uid", json_integer(-1));
-	assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
-	json_decref(m);
-	sandbox_record_free(&r);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_get_hides_other_uids),
 		cmocka_unit_test(test_list_shows_own),
-		cmocka_unit_test(test_visible_and_persisted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
