@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "api/kilnd/core/api_error.h"
+#include "api/proto/agent_proto.h"
 
 static void test_error_bodies(void **state)
 {
