@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)

@@ -10,7 +10,7 @@
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/registry/checkpoint.h"
 #include "api/kilnd/core/port_spec.h"
-#include "lib/base/json_field.h"
+#include "lib/base/json.h"
 
 static json_t *time_or_null(int64_t ms)
 {

@@ -10,7 +10,7 @@
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/images/templates.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
