@@ -242,10 +242,14 @@ static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
 	return h && h->slot.fd >= 0 ? h : NULL;
 }
 
-/* Why handle_get() found nothing: a stale handle (its file was not found
- * again after a restore) or none at all. */
-static int handle_err(struct fuse_server *s, uint64_t fh, int dir)
+/* The handle fh names into *h, open and of the kind asked for: 0, or
+ * -ESTALE for a stale handle (its file was not found again after a
+ * restore), -EBADF for none at all. */
+static int handle_open(struct fuse_server *s, uint64_t fh, int dir, struct fs_handle **h)
 {
+	*h = handle_get(s, fh, dir);
+	if (*h)
+		return 0;
 	return handle_slot(s, fh, dir) ? -ESTALE : -EBADF;
 }
 
@@ -961,10 +965,8 @@ static int op_read(struct fuse_server *s, struct req *r)
 	size_t want, done = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	want = in.size;
@@ -1000,8 +1002,8 @@ static int op_write(struct fuse_server *s, struct req *r)
 		return err;
 	if (in.size > r->alen)
 		return -EINVAL; /* the data the guest claims is not there */
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
+	if ((err = handle_open(s, in.fh, 0, &h)) < 0)
+		return err;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	while (done < in.size) {
@@ -1073,10 +1075,8 @@ static int op_fsync(struct fuse_server *s, struct req *r)
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, dir, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, dir)))
-		return handle_err(s, in.fh, dir);
 	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->slot.fd) : fsync(h->slot.fd);
 	return err < 0 ? -errno : 0;
 }
@@ -1124,10 +1124,8 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 	size_t cap, used = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 1, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 1)))
-		return handle_err(s, in.fh, 1);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	cap = in.size < r->cap ? in.size : r->cap;
@@ -1205,10 +1203,8 @@ static int op_lseek(struct fuse_server *s, struct req *r)
 	off_t off;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.whence != SEEK_SET && in.whence != SEEK_CUR && in.whence != SEEK_END &&
 	    in.whence != SEEK_DATA && in.whence != SEEK_HOLE)
 		return -EINVAL;
@@ -1225,10 +1221,8 @@ static int op_fallocate(struct fuse_server *s, struct req *r)
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX || in.length > INT64_MAX)
 		return -EINVAL;
 	return fallocate(h->slot.fd, (int)in.mode, (off_t)in.offset, (off_t)in.length) < 0 ? -errno
