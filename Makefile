@@ -462,23 +462,20 @@ bench-boot: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run bench/boot
 
-bench-agent: deps
+# The benchmarks run in the nested harness with the test image, one rule:
+# the agent's exec and files, kilnd's API, the exec round trip through the
+# raw socket, each SDK and the CLI (sdk), importing a generated ~200 MiB
+# OCI image through kilnd (images, no guest boots), checkpoint, restore
+# and fork (snapshot), guest<->host TCP (net).
+HARNESS_BENCHES := agent api sdk images snapshot net
+$(HARNESS_BENCHES:%=bench-%): bench-%: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/agent
+	tests/harness/run --timeout $(if $(filter snapshot net,$*),2400,1800) bench/$*
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
-# The exec round trip through the raw socket, each SDK and the CLI, in one run.
-bench-sdk: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/sdk
-
 bench-http: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kilnd
 	bench/http
-
-bench-api: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/api
 
 # The confinement's cost (docs/security.md): create and wake against the tree
 # before it (CONFINEMENT_BASE, a commit), built in build/baseline/.
@@ -490,19 +487,6 @@ bench-confinement: deps
 	git archive $(CONFINEMENT_BASE) | tar -x -C $(BUILD)/baseline/src
 	$(MAKE) --no-print-directory -C $(BUILD)/baseline/src build/kilnd build/kiln-vmm
 	KILN_BENCH_BASELINE=$(BUILD)/baseline/src/build tests/harness/run --timeout 2400 bench/confinement
-
-# Importing a generated ~200 MiB OCI image through kilnd (no guest boots).
-bench-images: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/images
-
-bench-snapshot: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 2400 bench/snapshot
-
-bench-net: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 2400 bench/net
 
 # Both VMMs boot kiln's kernel + virtio-9p here (QEMU's shared directory).
 bench-devices: deps
