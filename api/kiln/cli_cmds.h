@@ -131,17 +131,12 @@ int cli_cmd_template(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_inspect(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_start(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv);
+/* kiln inspect|start|stop|rm|pause|resume|hibernate|wake ID: one request
+ * on the sandbox, by the command's name (c->cmd). */
+int cli_cmd_sandbox_call(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv);
