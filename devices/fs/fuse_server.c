@@ -597,15 +597,24 @@ static int reply_attr(struct req *r, int fd)
 	return sizeof(ao);
 }
 
-static int op_getattr(struct fuse_server *s, struct req *r)
+/* The node the request names, its argument struct taken into in: the
+ * node's fd, or -errno. */
+static int node_arg(struct fuse_server *s, struct req *r, void *in, size_t n)
 {
-	struct fuse_getattr_in in;
 	int fd = node_fd(s, r->h.nodeid), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
+	return (err = take_arg(r, in, n)) < 0 ? err : fd;
+}
+
+static int op_getattr(struct fuse_server *s, struct req *r)
+{
+	struct fuse_getattr_in in;
+	int fd = node_arg(s, r, &in, sizeof(in));
+
+	if (fd < 0)
+		return fd;
 	return reply_attr(r, fd);
 }
 
@@ -637,12 +646,10 @@ static int op_setattr(struct fuse_server *s, struct req *r)
 	struct fs_handle *h = NULL;
 	struct stat st;
 	char n[16];
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in)), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
 	if ((err = stat_fd(fd, &st)) < 0)
 		return err;
 	if (in.valid & FATTR_FH) {
@@ -890,12 +897,11 @@ static int op_open(struct fuse_server *s, struct req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
-	int fd = node_fd(s, r->h.nodeid), flags, err;
+	int fd = node_arg(s, r, &in, sizeof(in)), flags, err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0 ||
-	    (err = open_flags(s, in.flags, &flags)) < 0)
+	if ((err = stat_fd(fd, &st)) < 0 || (err = open_flags(s, in.flags, &flags)) < 0)
 		return err;
 	if ((err = open_type_check(st.st_mode)) < 0)
 		return err;
@@ -1096,11 +1102,11 @@ static int op_opendir(struct fuse_server *s, struct req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in)), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0)
+	if ((err = stat_fd(fd, &st)) < 0)
 		return err;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
@@ -1182,12 +1188,10 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 static int op_access(struct fuse_server *s, struct req *r)
 {
 	struct fuse_access_in in;
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in));
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
 	if (in.mask & ~(uint32_t)(R_OK | W_OK | X_OK))
 		return -EINVAL;
 	if (s->read_only && (in.mask & W_OK))
