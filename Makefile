@@ -317,13 +317,15 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 # Unit tests: cmocka, under ASan + UBSan. Each test links only the modules
 # it includes and what they use (scripts/unit-links writes the lists), so a
 # test also proves its module links alone.
+# The fuzz targets' lists the same way (build/fuzz-links.mk, below).
 UNIT_LINKS := $(BUILD)/unit-links.mk
+FUZZ_LINKS := $(BUILD)/fuzz-links.mk
 ifneq ($(BUILDING),)
--include $(UNIT_LINKS)
+-include $(UNIT_LINKS) $(FUZZ_LINKS)
 endif
-$(UNIT_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
+$(BUILD)/%-links.mk: scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
-	@scripts/unit-links > $@.tmp && mv $@.tmp $@
+	@scripts/unit-links --dir tests/$* > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -365,13 +367,6 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude -f
 FUZZ_RUN_FLAGS ?= -rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=10 -print_final_stats=1
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/bin/fuzz_%)
-FUZZ_LINKS := $(BUILD)/fuzz-links.mk
-ifneq ($(BUILDING),)
--include $(FUZZ_LINKS)
-endif
-$(FUZZ_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/fuzz -name '*.[ch]' 2>/dev/null)
-	@mkdir -p $(dir $@)
-	@scripts/unit-links --dir tests/fuzz > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj-fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
