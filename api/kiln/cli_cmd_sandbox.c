@@ -80,20 +80,17 @@ int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 {
 	struct err e;
-	json_t *body, *sb = NULL;
+	json_t *body;
 	int rc;
 
 	if (cli_create_body(argc, argv, &c->g, &body, &e))
 		return cli_usage_error(c, e.msg);
-	rc = cli_absolute_shares(c, body);
+	if ((rc = cli_absolute_shares(c, body))) {
+		json_decref(body);
+		return rc;
+	}
 	c->wait_s = CLI_WAIT_BOOT; /* kilnd answers once the guest's agent does */
-	if (!rc)
-		rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
-	if (!rc)
-		rc = cli_new_sandbox(c, NULL, sb, NULL);
-	json_decref(body);
-	json_decref(sb);
-	return rc;
+	return cli_create_sandbox(c, body);
 }
 
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)

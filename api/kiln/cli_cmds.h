@@ -104,6 +104,9 @@ int cli_stream_call(struct cli_ctx *c, const char *what, struct cli_req *req, st
  * id (owned by sb) or NULL.
  */
 int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const char **id);
+/* POST /v1/sandboxes with body (freed), the new sandbox printed as
+ * cli_new_sandbox does: kiln create and kiln fork. 0, or kiln's exit status. */
+int cli_create_sandbox(struct cli_ctx *c, json_t *body);
 /* Relative --share host paths made absolute (kilnd resolves them in its own cwd). */
 int cli_absolute_shares(struct cli_ctx *c, json_t *create_body);
 /* Our stdin, whole (at most 1 MiB), as body["stdin_base64"] (exec -i, spawn -i). */
