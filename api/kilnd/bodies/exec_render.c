@@ -7,7 +7,7 @@
 
 #include "api/kilnd/bodies/run_result.h"
 #include "lib/base/base64.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/utf8.h"
 
 /* bytes -> a JSON string value, as text or base64. */

@@ -1,7 +1,26 @@
-/* Typed JSON fields; see json_field.h. */
-#include "lib/base/json_field.h"
+/* Strict JSON reading and typed JSON fields; see json.h. */
+#include "lib/base/json.h"
 
 #include <string.h>
+
+/* ---- the strict load ---- */
+
+json_t *json_strict_loadb(const char *buf, size_t len, json_error_t *je)
+{
+	return json_loadb(buf, len, JSON_REJECT_DUPLICATES, je);
+}
+
+json_t *json_strict_loads(const char *s, json_error_t *je)
+{
+	return json_loads(s, JSON_REJECT_DUPLICATES, je);
+}
+
+json_t *json_strict_load_file(const char *path, json_error_t *je)
+{
+	return json_load_file(path, JSON_REJECT_DUPLICATES, je);
+}
+
+/* ---- typed fields ---- */
 
 const char *json_field_kind(const json_t *v)
 {
