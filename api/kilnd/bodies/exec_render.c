@@ -29,8 +29,7 @@ static json_t *bytes_value(const uint8_t *d, size_t n, bool base64, bool *is_b64
 }
 
 /* exit_code, signal, timed_out, byte counts and times, shared by both forms. */
-static int put_exit(json_t *o, const struct kiln_exit_status *ex, bool truncation,
-		    double duration_ms)
+int exit_render_status(json_t *o, const struct kiln_exit_status *ex)
 {
 	int r = 0;
 
@@ -40,16 +39,33 @@ static int put_exit(json_t *o, const struct kiln_exit_status *ex, bool truncatio
 	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
 	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));
 	r |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)ex->stderr_bytes));
+	return r ? -ENOMEM : 0;
+}
+
+int exit_render_times(json_t *o, const struct kiln_exit_status *ex)
+{
+	int r = 0;
+
+	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
+	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
+	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
+	return r ? -ENOMEM : 0;
+}
+
+static int put_exit(json_t *o, const struct kiln_exit_status *ex, bool truncation,
+		    double duration_ms)
+{
+	int r = 0;
+
+	if (exit_render_status(o, ex))
+		return -ENOMEM;
 	if (truncation) {
 		r |= json_object_set_new(o, "stdout_truncated", json_boolean(ex->stdout_truncated));
 		r |= json_object_set_new(o, "stderr_truncated", json_boolean(ex->stderr_truncated));
 	}
 	r |= json_object_set_new(o, "pid", json_integer(ex->pid));
 	r |= json_object_set_new(o, "duration_ms", json_real(duration_ms));
-	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
-	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
-	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
-	return r ? -ENOMEM : 0;
+	return r || exit_render_times(o, ex) ? -ENOMEM : 0;
 }
 
 static int put_stream(json_t *o, const char *name, const uint8_t *d, size_t n, bool base64)

@@ -41,6 +41,13 @@ void exec_result_free(struct exec_result *r);
  * The buffered result object. base64: always base64 ("output_encoding":
  * "base64"). duration_ms: the host's view. NULL when out of memory.
  */
+/* How a process ended, as every exit object of the API says it: exit_code,
+ * signal, timed_out, stdout_bytes, stderr_bytes (exit_render_status), and
+ * its times wall_us, user_us, sys_us (exit_render_times), set on o.
+ * 0 or -ENOMEM. */
+int exit_render_status(json_t *o, const struct kiln_exit_status *ex);
+int exit_render_times(json_t *o, const struct kiln_exit_status *ex);
+
 json_t *exec_render_result(const struct exec_result *res, bool base64, double duration_ms);
 
 /* Streaming state: bytes of an unfinished UTF-8 character, per stream. */

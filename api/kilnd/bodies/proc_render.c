@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/bodies/exec_render.h"
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
 
@@ -50,16 +51,7 @@ static int put_exit(json_t *o, const struct kiln_exit_status *ex)
 
 	r |= json_object_set_new(o, "id", json_integer(ex->id));
 	r |= json_object_set_new(o, "pid", json_integer(ex->pid));
-	r |= json_object_set_new(o, "exit_code",
-				 ex->signal ? json_null() : json_integer(ex->exit_code));
-	r |= json_object_set_new(o, "signal", ex->signal ? json_integer(ex->signal) : json_null());
-	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
-	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));
-	r |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)ex->stderr_bytes));
-	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
-	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
-	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
-	return r ? -ENOMEM : 0;
+	return r || exit_render_status(o, ex) || exit_render_times(o, ex) ? -ENOMEM : 0;
 }
 
 json_t *proc_render_exit(const struct kiln_exit_status *ex)

@@ -102,7 +102,6 @@ void handle_archive_get(struct http_req *r)
 	struct get_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 
 	if (!j || stream_job_init(&j->sj, ARCHIVE_QUEUE_BYTES, get_produce, get_release)) {
 		free(j);
@@ -111,19 +110,16 @@ void handle_archive_get(struct http_req *r)
 		return;
 	}
 	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent_new(j->sb, &j->a, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
 	if (gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
 		api_err_set(&e, API_E_INTERNAL, "archive: out of memory");
 		goto fail;
 	}
-	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	stream_job_respond(r, &j->sj, "application/gzip", false, "archive");
 	return;
 fail:
-	json_decref(env);
 	gz_end(&j->gz);
 	byte_queue_destroy(&j->sj.q);
 	kiln_agent_free(j->a);
@@ -265,7 +261,6 @@ void handle_archive_put_begin(struct http_req *r)
 	struct put_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	int err;
 
 	if (!j) {
@@ -274,11 +269,8 @@ void handle_archive_put_begin(struct http_req *r)
 		return;
 	}
 	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent_new(j->sb, &j->a, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
-	json_decref(env);
-	env = NULL;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	if (byte_queue_init(&j->q, ARCHIVE_QUEUE_BYTES) || gz_dec_init(&j->gz)) {
 		api_err_set(&e, API_E_INTERNAL, "archive upload: out of memory");
@@ -293,7 +285,6 @@ void handle_archive_put_begin(struct http_req *r)
 	http_upload(r, &put_ops, j);
 	return;
 fail:
-	json_decref(env);
 	gz_end(&j->gz);
 	if (j->q.buf)
 		byte_queue_destroy(&j->q);

@@ -70,7 +70,6 @@ void handle_file_get(struct http_req *r)
 	struct read_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 
 	if (!j || stream_job_init(&j->sj, READ_QUEUE_BYTES, read_produce, read_release)) {
 		free(j);
@@ -79,17 +78,12 @@ void handle_file_get(struct http_req *r)
 		return;
 	}
 	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent_new(j->sb, &j->a, &env, &e)) {
-		json_decref(env);
-		if (j->sb)
-			sandbox_put(j->sb);
+	    http_guest_target(r, &j->sb, &j->a, &e)) {
 		byte_queue_destroy(&j->sj.q);
 		free(j);
 		http_error(r, &e);
 		return;
 	}
-	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	/* An empty file is an empty 200: the stream just ends. */
 	stream_job_respond(r, &j->sj, "application/octet-stream", true, "file read");
@@ -185,7 +179,6 @@ void handle_file_put_begin(struct http_req *r)
 	struct write_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	int fds[2], err;
 
 	if (!j) {
@@ -194,11 +187,8 @@ void handle_file_put_begin(struct http_req *r)
 		return;
 	}
 	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent_new(j->sb, &j->a, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
-	json_decref(env);
-	env = NULL;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		api_err_set(&e, API_E_INTERNAL, "file write: pipe: %s", strerror(errno));
@@ -217,7 +207,6 @@ void handle_file_put_begin(struct http_req *r)
 	http_upload(r, &put_ops, j);
 	return;
 fail:
-	json_decref(env);
 	if (j->sb)
 		sandbox_put(j->sb);
 	put_free(j);

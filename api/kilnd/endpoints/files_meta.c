@@ -28,17 +28,12 @@
 static struct sandbox *agent_of(struct http_req *r, kiln_agent **a)
 {
 	struct api_err e;
-	json_t *env = NULL;
-	struct sandbox *sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
+	struct sandbox *sb;
 
-	if (sb && sandbox_agent_new(sb, a, &env, &e)) {
-		sandbox_put(sb);
-		sb = NULL;
-	}
-	json_decref(env);
-	if (!sb)
-		http_error(r, &e);
-	return sb;
+	if (http_guest_target(r, &sb, a, &e) == 0)
+		return sb;
+	http_error(r, &e);
+	return NULL;
 }
 
 static void agent_error(struct http_req *r, const kiln_agent *a, const char *op, const char *path)

@@ -132,7 +132,6 @@ void handle_file_watch(struct http_req *r)
 	kiln_agent *a;
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	uint32_t watches = 0;
 	char what[32 + AGENT_PATH_MAX];
 
@@ -146,16 +145,11 @@ void handle_file_watch(struct http_req *r)
 		return;
 	}
 	j->d = r->d;
-	if (!(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent_new(j->sb, &a, &env, &e)) {
-		json_decref(env);
-		if (j->sb)
-			sandbox_put(j->sb);
+	if (http_guest_target(r, &j->sb, &a, &e)) {
 		free(j);
 		http_error(r, &e);
 		return;
 	}
-	json_decref(env);
 	/* The client's timeout bounds the connect and the agent's answer;
 	 * the events themselves have no deadline (CLIENT_CHECK_MS slices).
 	 * The watch keeps its own connection: the client is done after it. */
