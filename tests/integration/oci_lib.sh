@@ -1,0 +1,83 @@
+# Podman in the outer VM, for kiln-runtime's tests (issue 34): storage,
+# configuration and state on one tmpfs, no registry, nothing under /etc.
+# Source after lib.sh. Podman comes from the host's packages (the outer VM
+# mounts the host root read-only): scripts/install-deps installs it.
+#
+#   oci_start || return 1     # $oci: the tmpfs; $oci_img: the test image's ID
+#   oci_podman run --rm --runtime "$PWD/build/kiln-runtime" "$oci_img" /bin/busybox true
+#   oci_stop
+#
+# What Podman 4.3 needs of the read-only root it runs on, found by trying:
+# /dev/shm for its lock manager, and writable /var/cache and /var/tmp.
+
+oci_start() {
+  command -v podman >/dev/null || { fail "podman is missing: run scripts/install-deps"; return 1; }
+  oci=$(mktemp -d /run/kiln-oci.XXXXXX) || return 1
+  mount -t tmpfs -o mode=0700 tmpfs "$oci" || { fail "cannot mount a tmpfs on $oci"; return 1; }
+  mkdir -p /dev/shm "$oci"/{root,runroot,tmp,conf}
+  mountpoint -q /dev/shm || mount -t tmpfs tmpfs /dev/shm
+  local d
+  for d in /var/cache /var/tmp; do
+    [ -w "$d" ] || mount -t tmpfs tmpfs "$d" || { fail "cannot make $d writable"; return 1; }
+  done
+  cat >"$oci/conf/storage.conf" <<EOT
+[storage]
+driver = "vfs"
+graphroot = "$oci/root"
+runroot = "$oci/runroot"
+EOT
+  cat >"$oci/conf/containers.conf" <<EOT
+[engine]
+cgroup_manager = "cgroupfs"
+events_logger = "none"
+EOT
+  export CONTAINERS_STORAGE_CONF="$oci/conf/storage.conf" CONTAINERS_CONF="$oci/conf/containers.conf"
+  export TMPDIR="$oci/tmp"
+  # The test image (busybox, two layers, a whiteout, an owned file), as
+  # `docker save` writes it: podman load takes that from a plain path.
+  python3 tests/integration/oci_image.py docker "$oci/img.tar" || { fail "oci_image.py failed"; return 1; }
+  oci_podman load -q -i "$oci/img.tar" >/dev/null || { fail "podman load failed"; return 1; }
+  oci_img=$(oci_podman images -q | head -1)
+  [ -n "$oci_img" ] || { fail "podman load gave no image"; return 1; }
+}
+
+# oci_podman ARGS...: podman, bounded (60 s; the outer VM is slow).
+oci_podman() {
+  heartbeat "podman $1"
+  timeout 60 podman "$@"
+}
+
+oci_stop() {
+  [ -n "${oci:-}" ] || return 0
+  podman rm -af -t 0 >/dev/null 2>&1
+  umount -l "$oci" 2>/dev/null
+  rmdir "$oci" 2>/dev/null
+  unset CONTAINERS_STORAGE_CONF CONTAINERS_CONF TMPDIR oci oci_img
+}
+
+# oci_run STDIN ARGS...: podman ARGS with STDIN as its input ('' for none);
+# stdout in $out, stderr in $err, exit status in $rc (as lib.sh's vmm).
+oci_run() {
+  local in=$1 o e
+  shift
+  o=$(mktemp) e=$(mktemp)
+  rc=0
+  printf '%s' "$in" | oci_podman "$@" >"$o" 2>"$e" || rc=$?
+  out=$(tr -d '\r' <"$o") err=$(cat "$e")
+  rm -f "$o" "$e"
+}
+
+# oci_flows RUNTIME: what an engine asks of any OCI runtime, through
+# `podman run --runtime RUNTIME`: output, the exit status, a missing
+# program as 127, stdin. 0, or 1 after fail.
+oci_flows() {
+  local rt=(--runtime "$1" --network none)
+  oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox echo hello
+  expect_rc 0 && expect_out '^hello$' || return 1
+  oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/sh -c 'echo out; echo err >&2; exit 7'
+  expect_rc 7 && expect_out '^out$' && expect_err 'err' || return 1
+  oci_run '' run --rm "${rt[@]}" "$oci_img" /nosuch
+  expect_rc 127 && expect_err 'not found' || return 1
+  oci_run 'from stdin' run --rm -i "${rt[@]}" "$oci_img" /bin/busybox cat
+  expect_rc 0 && expect_out '^from stdin$' || return 1
+}
