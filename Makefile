@@ -274,9 +274,21 @@ $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 kernel:
 	@kernel-config/build-kernel $(BUILD)/kernel
 
-rootfs: $(ROOTFS)
+rootfs: $(ROOTFS) $(OCI_INIT)
 $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs
+
+# kiln-runtime's initramfs: the static kiln-init as /init and nothing else
+# (kiln.oci: it moves to a tmpfs root, and each container's root is a
+# virtio-fs share; docs/guest.md). Deterministic: fixed owner and mtime.
+OCI_INIT := $(BUILD)/rootfs/oci-init.cpio
+$(OCI_INIT): $(BUILD)/kiln-init
+	@mkdir -p $(dir $@) $@.d
+	install -m 0755 -s $< $@.d/init
+	touch -d @0 $@.d/init $@.d
+	(cd $@.d && printf '.\ninit\n' | cpio -o -H newc -R 0:0 --reproducible --quiet) >$@.tmp
+	rm -rf $@.d
+	mv $@.tmp $@
 
 # The test image: minimal + guest-side test and bench tools (tests/guest/,
 # bench/guest/).
