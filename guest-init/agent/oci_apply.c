@@ -260,6 +260,28 @@ fail(const struct oci_child *c, int stage, size_t step, int side)
 	_exit(127);
 }
 
+/*
+ * Close every descriptor but 0..2 and the two pipes. Close-on-exec is not
+ * enough here: this child may wait for its start for as long as the host
+ * likes, and until then it would hold whatever the agent had open at the
+ * clone, such as another container's output pipe, whose reader then never
+ * sees its end.
+ */
+static void close_others(int a, int b)
+{
+	if (a > b) {
+		int t = a;
+
+		a = b;
+		b = t;
+	}
+	if (a > 3)
+		syscall(SYS_close_range, 3U, (unsigned)a - 1, 0U);
+	if (b > a + 1)
+		syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0U);
+	syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0U);
+}
+
 static void setup_stdio(const struct oci_child *c)
 {
 	if (setsid() < 0)
@@ -270,6 +292,8 @@ static void setup_stdio(const struct oci_child *c)
 	for (int i = 0; i < 3; i++)
 		if (dup2(c->fd[i], i) < 0)
 			fail(c, OCI_STAGE_STDIO, 0, 0);
+	/* The agent keeps 0..2 taken, so both pipes are above them. */
+	close_others(c->report, c->start);
 }
 
 static void set_ids(const struct oci_child *c)

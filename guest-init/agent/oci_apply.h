@@ -14,6 +14,9 @@
  *    success), EOF on `start` makes it exit. Any failure is reported with
  *    its stage, errno and plan step, and the child exits 127: nothing of
  *    the container runs half set up.
+ *  - It keeps no descriptor but its stdio and its two pipes: it may wait
+ *    for its start as long as the host likes, and must not hold another
+ *    container's pipes open meanwhile.
  *  - Destinations are created and opened inside the new root
  *    (RESOLVE_IN_ROOT) and mounted through their descriptor, a bind's
  *    source is opened beneath its share without following any symbolic
