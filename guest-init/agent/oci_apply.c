@@ -147,7 +147,9 @@ static int do_bind(struct apply *a, const struct oci_step *s)
 	share = open(s->share, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (share < 0)
 		return -1;
-	src = openat2_(share, s->src, O_PATH | O_CLOEXEC | O_NOFOLLOW,
+	/* No O_NOFOLLOW: with it the last link would be opened itself;
+	 * without, RESOLVE_NO_SYMLINKS refuses it (ELOOP) like any other. */
+	src = openat2_(share, s->src, O_PATH | O_CLOEXEC,
 		       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
 	close(share);
 	if (src < 0)
