@@ -209,6 +209,35 @@ static void kill_all(struct ctr *k)
 		syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
 }
 
+/* Claim cid for deletion (once): no new user gets it, and every relay is
+ * told to stop (its descriptors close, so waiters see it drained). NULL
+ * when there is no such ready container or it is being deleted. */
+static struct ctr *ctr_mark_deleting(struct agent_ctrs *t, const char *cid)
+{
+	struct ctr **s, *k = NULL;
+	ssize_t n;
+
+	pthread_mutex_lock(&t->lock);
+	s = find_slot(t, cid);
+	if (s && (*s)->ready && !(*s)->deleting) {
+		k = *s;
+		k->deleting = true;
+		n = write(k->stop[1], "x", 1);
+		(void)n; /* a pipe with room: it cannot fail */
+	}
+	pthread_mutex_unlock(&t->lock);
+	return k;
+}
+
+/* KILL what is left, wait for the init's reap (a pending ctr_wait gets
+ * that exit), then free it once no connection uses it. */
+static void ctr_teardown(struct agent_ctrs *t, struct ctr *k)
+{
+	kill_all(k);
+	reaper_wait(t->reaper, &k->rc);
+	ctr_free(t, k, true);
+}
+
 /* ---- ctr_create ---- */
 
 static char *read_mountinfo(void)
@@ -500,16 +529,11 @@ void agent_ctr_create(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	pthread_mutex_lock(&t->lock);
 	k->ready = true;
 	pthread_mutex_unlock(&t->lock);
-	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, k->pid)) < 0) {
-		/* The host left before it learnt of the container: nothing
-		 * may stay behind that no one knows to delete. */
-		pthread_mutex_lock(&t->lock);
-		k->deleting = true;
-		pthread_mutex_unlock(&t->lock);
-		kill_all(k);
-		reaper_wait(t->reaper, &k->rc);
-		ctr_free(t, k, true);
-	}
+	/* The host left before it learnt of the container: nothing may stay
+	 * behind that no one knows to delete. */
+	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, k->pid)) < 0 &&
+	    ctr_mark_deleting(t, k->cid) == k)
+		ctr_teardown(t, k);
 }
 
 /* ---- start, wait, signal, resize, delete ---- */
@@ -698,26 +722,13 @@ void agent_ctr_resize(struct agent *a, struct agent_conn *c, struct agent_msg *m
 void agent_ctr_delete(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_ctrs *t = &a->ctrs;
-	struct ctr **s, *k = NULL;
-	ssize_t n;
+	struct ctr *k = ctr_mark_deleting(t, m->u.ctr.cid);
 
-	pthread_mutex_lock(&t->lock);
-	s = find_slot(t, m->u.ctr.cid);
-	if (s && (*s)->ready && !(*s)->deleting) {
-		k = *s;
-		k->deleting = true;
-		/* Every relay stops: its fds close, waiters see it drained. */
-		n = write(k->stop[1], "x", 1);
-		(void)n;
-	}
-	pthread_mutex_unlock(&t->lock);
 	if (!k) {
 		agent_reply_error(c, AGENT_E_NOT_FOUND,
 				  "ctr_delete: container \"%s\" does not exist", m->u.ctr.cid);
 		return;
 	}
-	kill_all(k);
-	reaper_wait(t->reaper, &k->rc);
-	ctr_free(t, k, true);
+	ctr_teardown(t, k);
 	agent_reply_ok(c);
 }
