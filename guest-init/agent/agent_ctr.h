@@ -86,6 +86,16 @@ struct ctr *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char *what
 		    uint32_t exec);
 void ctr_put(struct ctr *k);
 
+/* Claim cid for ctr_delete (once): no new user gets it, and its relays
+ * stop. NULL when there is no such ready container or it is already being
+ * deleted. ctr_teardown then KILLs what is left, waits for the init's reap
+ * and frees it once no connection uses it. */
+struct ctr *ctr_mark_deleting(struct agent_ctrs *t, const char *cid);
+void ctr_teardown(struct agent_ctrs *t, struct ctr *k);
+
+/* The program's failures in runc's words (engines match them). */
+void ctr_exec_error(struct agent_err *err, const char *prog, int e);
+
 /* agent_ctr_io.c: relay one stream between the connection and k's
  * process until it ends (the reference is the caller's). */
 void ctr_io_relay(struct ctr *k, struct agent_conn *c, enum agent_ctr_stream s, int fd);
