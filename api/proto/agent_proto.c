@@ -1702,17 +1702,27 @@ static const char *const fs_kinds[AGENT_FS_KIND_COUNT] = {
 	[AGENT_FS_OVERFLOW] = "overflow",
 };
 
+const char *agent_name_at(const char *const *names, int n, int i)
+{
+	return i >= 0 && i < n ? names[i] : NULL;
+}
+
+int agent_name_index(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i] && strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 const char *agent_fs_kind_name(enum agent_fs_kind k)
 {
-	return (unsigned)k < AGENT_FS_KIND_COUNT ? fs_kinds[k] : NULL;
+	return agent_name_at(fs_kinds, AGENT_FS_KIND_COUNT, (int)k);
 }
 
 int agent_fs_kind_parse(const char *name)
 {
-	for (int k = 0; k < AGENT_FS_KIND_COUNT; k++)
-		if (strcmp(fs_kinds[k], name) == 0)
-			return k;
-	return -1;
+	return agent_name_index(fs_kinds, AGENT_FS_KIND_COUNT, name);
 }
 
 int agent_line_watching(struct agent_line *out, const char *path, bool recursive, uint32_t watches)

@@ -25,15 +25,12 @@ static const char *const mount_type_names[AGENT_MNT_TYPE_COUNT] = {
 
 const char *agent_mount_type_name(enum agent_mount_type t)
 {
-	return (unsigned)t < AGENT_MNT_TYPE_COUNT ? mount_type_names[t] : NULL;
+	return agent_name_at(mount_type_names, AGENT_MNT_TYPE_COUNT, (int)t);
 }
 
 int agent_mount_type_parse(const char *name)
 {
-	for (int t = 0; t < AGENT_MNT_TYPE_COUNT; t++)
-		if (strcmp(mount_type_names[t], name) == 0)
-			return t;
-	return -1;
+	return agent_name_index(mount_type_names, AGENT_MNT_TYPE_COUNT, name);
 }
 
 static const char *const stream_names[AGENT_CTR_STREAMS] = {
@@ -45,15 +42,12 @@ static const char *const stream_names[AGENT_CTR_STREAMS] = {
 
 const char *agent_ctr_stream_name(enum agent_ctr_stream s)
 {
-	return (unsigned)s < AGENT_CTR_STREAMS ? stream_names[s] : NULL;
+	return agent_name_at(stream_names, AGENT_CTR_STREAMS, (int)s);
 }
 
 int agent_ctr_stream_parse(const char *name)
 {
-	for (int s = 0; s < AGENT_CTR_STREAMS; s++)
-		if (strcmp(stream_names[s], name) == 0)
-			return s;
-	return -1;
+	return agent_name_index(stream_names, AGENT_CTR_STREAMS, name);
 }
 
 bool agent_cid_valid(const char *s)

@@ -41,6 +41,11 @@ enum agent_code agent_field_path(struct parse *p, const char *key, bool required
 /* `signal`: required, 1..64 or a name. */
 enum agent_code agent_field_signal(struct parse *p, int *signo);
 
+/* A wire name's table (indexed by its enum): the name of i (NULL out of
+ * range or unnamed), and the index of a name (-1 when none). */
+const char *agent_name_at(const char *const *names, int n, int i);
+int agent_name_index(const char *const *names, int n, const char *name);
+
 /* agent_proto_ctr.c: the container messages' bodies (7.9), and what
  * agent_msg_free releases of a ctr_create. */
 enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m);

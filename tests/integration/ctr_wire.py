@@ -13,38 +13,25 @@ over kiln-vmm's vsock Unix socket, as kiln-runtime's shim drives them.
 Prints "ok ..." on success, "FAIL ..." and exits 1 otherwise.
 """
 import json
+import os
 import socket
 import sys
 import time
 
-TIMEOUT = 240  # seconds; the nested harness is slow
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import agent_wire  # noqa: E402  (the vsock handshake and framing)
+
+TIMEOUT = agent_wire.TIMEOUT
 
 
-class Conn:
-    def __init__(self, uds):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.settimeout(TIMEOUT)
-        self.s.connect(uds)
-        self.s.sendall(b"CONNECT 1024\n")
-        self.buf = b""
-        line = self.line()
-        if not line.startswith(b"OK "):
-            raise RuntimeError(f"vsock handshake: {line!r}")
-
-    def line(self):
-        while b"\n" not in self.buf:
-            b = self.s.recv(65536)
-            if not b:
-                raise EOFError("agent closed the connection")
-            self.buf += b
-        line, self.buf = self.buf.split(b"\n", 1)
-        return line
-
+class Conn(agent_wire.Conn):
     def ask(self, msg):
-        self.s.sendall(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
-        return json.loads(self.line())
+        """Send one request, return its one reply line."""
+        self.send(msg)
+        return json.loads(self._line())
 
     def read_to_eof(self):
+        """A raw stream (ctr_stdio after ok) to its end."""
         out = self.buf
         while True:
             b = self.s.recv(65536)
