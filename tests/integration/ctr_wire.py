@@ -84,7 +84,7 @@ def create(uds, cid, args, **kw):
 
 
 def run(uds):
-    script = ("echo out; echo err >&2; cat /etc/greeting; read x; echo got $x; hostname; "
+    script = ("echo out; echo err >&2; cat /etc/greeting; read x; echo got $x; cat /proc/sys/kernel/hostname; "
               "ls /dev/null; echo $$; touch /etc/greeting 2>/dev/null || echo ro; exit 7")
     r = create(uds, "c1", ["sh", "-c", script], hostname="box")
     expect(r.get("type") == "ctr_created" and r.get("cid") == "c1", f"ctr_create: {r}")
