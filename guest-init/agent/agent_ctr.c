@@ -48,6 +48,8 @@ void agent_ctrs_init(struct agent_ctrs *t, struct reaper *r, const struct rlimit
 	pthread_cond_init(&t->cond, NULL);
 	t->reaper = r;
 	t->nofile = nofile;
+	t->mountinfo = "/proc/self/mountinfo";
+	t->cgroup_root = CTR_CGROUP_ROOT;
 }
 
 static void close_fd(int *fd)
@@ -157,11 +159,11 @@ static struct ctr *reserve(struct agent_ctrs *t, struct agent_conn *c, const cha
 
 /* rmdir the guest cgroup; its last processes may still be on their way
  * to the reaper (orphans of the container's dead init), so retry a while. */
-static void cgroup_remove(const char *cid)
+static void cgroup_remove(const struct agent_ctrs *t, const char *cid)
 {
-	char path[sizeof(CTR_CGROUP_ROOT) + AGENT_CID_MAX + 8];
+	char path[AGENT_PATH_MAX + 1];
 
-	snprintf(path, sizeof(path), CTR_CGROUP_ROOT "/ctr-%s", cid);
+	snprintf(path, sizeof(path), "%s/ctr-%s", t->cgroup_root, cid);
 	for (int i = 0; i < 40 && rmdir(path) < 0 && errno == EBUSY; i++) {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 
@@ -192,7 +194,7 @@ static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
 		close_fd(&k->io[i].fd);
 	if (cgroup_made)
-		cgroup_remove(k->cid);
+		cgroup_remove(t, k->cid);
 	free(k);
 }
 
@@ -240,9 +242,9 @@ void ctr_teardown(struct agent_ctrs *t, struct ctr *k)
 
 /* ---- ctr_create ---- */
 
-static char *read_mountinfo(void)
+static char *read_mountinfo(const char *path)
 {
-	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 65536;
 	char *buf = fd < 0 ? NULL : malloc(cap);
 	ssize_t n;
@@ -390,9 +392,9 @@ static int setup_error(struct agent_err *err, const char *step)
 /* The guest cgroup ctr-<cid>, made (an empty leftover is reused) and opened. */
 static int cgroup_open(struct ctr *k, struct agent_err *err)
 {
-	char path[sizeof(CTR_CGROUP_ROOT) + AGENT_CID_MAX + 8];
+	char path[AGENT_PATH_MAX + 1];
 
-	snprintf(path, sizeof(path), CTR_CGROUP_ROOT "/ctr-%s", k->cid);
+	snprintf(path, sizeof(path), "%s/ctr-%s", k->tab->cgroup_root, k->cid);
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return setup_error(err, "creating the container's cgroup");
 	k->cgroup = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -428,11 +430,11 @@ static pid_t clone_init(struct agent_ctrs *t, struct ctr *k, const struct oci_ch
 static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_plan *plan,
 		   int child[3], int *slave, int report[2], int start[2], struct agent_err *err)
 {
-	char *mi = read_mountinfo();
+	char *mi = read_mountinfo(k->tab->mountinfo);
 	int r;
 
 	if (!mi)
-		return setup_error(err, "reading /proc/self/mountinfo");
+		return setup_error(err, "reading the mount table");
 	r = oci_plan_build(plan, c, mi, err);
 	free(mi);
 	if (r < 0)

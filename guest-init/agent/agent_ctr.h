@@ -61,6 +61,11 @@ struct ctr {
 };
 
 struct agent_ctrs {
+	/* Where the shares are looked up and the containers' cgroups made:
+	 * /proc/self/mountinfo and CTR_CGROUP_ROOT; tests point them at a
+	 * fake table and a cgroup2 mount of their own. */
+	const char *mountinfo;
+	const char *cgroup_root;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* a container stopped, a relay ended, a ref dropped */
 	struct reaper *reaper;
