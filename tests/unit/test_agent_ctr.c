@@ -263,12 +263,49 @@ static void test_kill_all_and_timeout(void **state)
 	assert_string_equal(ask("{\"type\":\"ctr_delete\",\"cid\":\"c4\"}"), "{\"type\":\"ok\"}");
 }
 
+/* A terminal: the init's stdio and controlling terminal, its size as
+ * asked, one pty stream both ways, and its end once the init ended. */
+static void test_terminal(void **state)
+{
+	char o[512] = "";
+	size_t n = 0;
+	int pty;
+
+	(void)state;
+	skip_unless_ready();
+	expect_prefix(ask("{\"type\":\"ctr_create\",\"cid\":\"c5\",\"rootfs\":{\"share\":\"r\"},"
+			  "\"process\":{\"args\":[\"sh\",\"-c\",\"test -t 0 && echo tty; read x; "
+			  "stty size; echo $x; exit 3\"],\"env\":[\"PATH=/usr/bin:/bin\"],"
+			  "\"terminal\":true,\"rows\":30,\"cols\":100}}"),
+		      "{\"type\":\"ctr_created\"");
+	expect_prefix(ask("{\"type\":\"ctr_stdio\",\"cid\":\"c5\",\"stream\":\"stdout\"}"),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\"");
+	pty = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c5\",\"stream\":\"pty\"}");
+	assert_string_equal(reply(pty), "{\"type\":\"ok\"}");
+	assert_string_equal(ask("{\"type\":\"ctr_resize\",\"cid\":\"c5\",\"rows\":40,\"cols\":120}"),
+			    "{\"type\":\"ok\"}");
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c5\"}"), "{\"type\":\"ok\"}");
+	/* Typed once the program waits for it: the echo comes in order. */
+	while (n + 1 < sizeof(o) && !strstr(o, "tty\r\n") && read(pty, o + n, 1) == 1)
+		o[++n] = '\0';
+	assert_int_equal(write(pty, "typed\r", 6), 6);
+	read_to_eof(pty, o + n, sizeof(o) - n);
+	close(pty);
+	/* The terminal echoes the input and ends lines with CR LF. */
+	assert_string_equal(o, "tty\r\ntyped\r\n40 120\r\ntyped\r\n");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c5\"}"), "\"exit_code\":3,"));
+	expect_prefix(ask("{\"type\":\"ctr_resize\",\"cid\":\"c5\",\"rows\":4,\"cols\":4}"),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\"");
+	assert_string_equal(ask("{\"type\":\"ctr_delete\",\"cid\":\"c5\"}"), "{\"type\":\"ok\"}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_run_with_stdio),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_kill_all_and_timeout),
+		cmocka_unit_test(test_terminal),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
