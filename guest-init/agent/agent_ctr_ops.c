@@ -164,10 +164,12 @@ void agent_ctr_signal(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	if (!k)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if (r->all)
-		e = signal_cgroup(k, r->signo);
-	else if (k->state == CTR_STOPPED)
+	/* Once the init ended, so did everything else of the container: the
+	 * kernel kills a PID namespace with its init. */
+	if (k->state == CTR_STOPPED)
 		e = -ESRCH;
+	else if (r->all)
+		e = signal_cgroup(k, r->signo);
 	else if (syscall(SYS_pidfd_send_signal, k->pidfd, r->signo, NULL, 0) < 0)
 		e = -errno;
 	pthread_mutex_unlock(&t->lock);
