@@ -23,11 +23,13 @@
 #include <unistd.h>
 
 #include "guest-init/agent/agent.h"
+#include "guest-init/agent/oci_plan.h"
 #include "guest-init/sys/child.h"
 #include "guest-init/sys/milestone.h"
 #include "guest-init/sys/netconf.h"
 #include "guest-init/sys/params.h"
 #include "guest-init/sys/reaper.h"
+#include "guest-init/sys/root_tmpfs.h"
 #include "guest-init/sys/rootfs_grow.h"
 #include "guest-init/sys/say.h"
 #include "guest-init/sys/shutdown.h"
@@ -139,6 +141,41 @@ static void configure_from_cmdline(const char *cmdline)
 		say("kiln.dns: %s", err.msg);
 }
 
+/*
+ * kiln.oci (kiln-runtime's guests, booted from an initramfs holding only
+ * kiln-init): leave the initramfs for a tmpfs root before anything is
+ * mounted, so containers get a real pivot_root (root_tmpfs.h). /proc is
+ * mounted only to read the command line and the mount table, and
+ * unmounted again. Returns what failed, for the console once it is up.
+ */
+static const char *oci_root(void)
+{
+	static char cmdline[4096], mountinfo[16384], fstype[32], why[160];
+	const char *step;
+	int fd, e;
+	ssize_t n;
+
+	mkdir("/proc", 0755);
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		return NULL; /* mount_one reports it below */
+	read_cmdline(cmdline, sizeof(cmdline));
+	fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, mountinfo, sizeof(mountinfo) - 1);
+	mountinfo[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	umount2("/proc", MNT_DETACH);
+	if (param_get(cmdline, "kiln.oci", fstype, sizeof(fstype)) <= 0 ||
+	    oci_root_fstype(mountinfo, fstype, sizeof(fstype)) < 0 || strcmp(fstype, "rootfs") != 0)
+		return NULL;
+	e = root_tmpfs_enter(&step);
+	if (!e)
+		return NULL;
+	snprintf(why, sizeof(why), "kiln.oci: %s: %s (containers cannot pivot_root)", step,
+		 strerror(-e));
+	return why;
+}
+
 /* kiln.exec=: run the command as root through the shell and wait for it. */
 /*
  * A root disk larger than its filesystem (a sandbox's disk_mib): grow the
@@ -206,14 +243,18 @@ int main(void)
 	struct rlimit nofile;
 	pthread_t th;
 	bool reaper_thread_ok;
+	const char *oci_fail;
 	int e;
 
 	if (getpid() != 1) {
 		fprintf(stderr, "kiln-init: must run as PID 1 (the guest's init)\n");
 		return 1;
 	}
+	oci_fail = oci_root();
 	mount_one("dev", "/dev", "devtmpfs", MS_NOSUID, "mode=0755");
 	setup_stdio();
+	if (oci_fail)
+		say("%s", oci_fail);
 	mount_one("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	mount_one("sys", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	/* cgroup v2 where users' tools look for it (systemd-run, podman, a

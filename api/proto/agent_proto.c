@@ -1,4 +1,5 @@
 #include "api/proto/agent_proto.h"
+#include "api/proto/agent_proto_parse.h"
 #include "lib/base/json.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
@@ -294,15 +295,7 @@ void agent_frame_eof(struct agent_frame *f, struct agent_event *ev)
 
 /* ---- field helpers ---- */
 
-/* One message being parsed: its object, its name for messages, the error. */
-struct parse {
-	json_t *obj;
-	const char *name;
-	enum agent_ctx ctx;
-	struct agent_err *err;
-};
-
-static enum agent_code missing(struct parse *p, const char *key, const char *what)
+enum agent_code agent_field_missing(struct parse *p, const char *key, const char *what)
 {
 	return agent_err_set(p->err, AGENT_E_MISSING_FIELD, "%s: missing required field '%s' (%s)",
 			     p->name, key, what);
@@ -310,13 +303,14 @@ static enum agent_code missing(struct parse *p, const char *key, const char *wha
 
 /* A field lib/base/json refused, in the protocol's words (docs/agent-protocol.md);
  * `what` names what the field holds ("an absolute path"). */
-static enum agent_code refused(struct parse *p, const struct json_field_fail *f, const char *what)
+enum agent_code agent_field_refused(struct parse *p, const struct json_field_fail *f,
+				    const char *what)
 {
 	unsigned long long lo = f->min, hi = f->max;
 
 	switch (f->fault) {
 	case JSON_FIELD_MISSING:
-		return missing(p, f->key, what);
+		return agent_field_missing(p, f->key, what);
 	case JSON_FIELD_RANGE:
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: '%s' must be an integer from %llu to %llu (got %lld)",
@@ -334,48 +328,50 @@ static enum agent_code refused(struct parse *p, const struct json_field_fail *f,
 	}
 }
 
-static enum agent_code get_bool(struct parse *p, const char *key, bool def, bool *out)
+enum agent_code agent_field_bool(struct parse *p, const char *key, bool def, bool *out)
 {
 	struct json_field_fail f;
 
-	return json_field_bool(p->obj, key, false, def, out, &f) ? refused(p, &f, "true or false")
-								 : AGENT_OK;
+	return json_field_bool(p->obj, key, false, def, out, &f)
+		? agent_field_refused(p, &f, "true or false")
+		: AGENT_OK;
 }
 
 /* An integer in [min, max]; `def` when absent and not required. */
-static enum agent_code get_uint(struct parse *p, const char *key, bool required, uint64_t min,
-				uint64_t max, uint64_t def, uint64_t *out)
+enum agent_code agent_field_uint(struct parse *p, const char *key, bool required, uint64_t min,
+				 uint64_t max, uint64_t def, uint64_t *out)
 {
 	struct json_field_fail f;
 
 	return json_field_uint(p->obj, key, required, min, max, def, out, &f)
-		? refused(p, &f, "integer")
+		? agent_field_refused(p, &f, "integer")
 		: AGENT_OK;
 }
 
-static enum agent_code get_u32(struct parse *p, const char *key, bool required, uint32_t min,
-			       uint32_t max, uint32_t def, uint32_t *out)
+enum agent_code agent_field_u32(struct parse *p, const char *key, bool required, uint32_t min,
+				uint32_t max, uint32_t def, uint32_t *out)
 {
 	uint64_t v;
-	enum agent_code c = get_uint(p, key, required, min, max, def, &v);
+	enum agent_code c = agent_field_uint(p, key, required, min, max, def, &v);
 
 	*out = (uint32_t)v;
 	return c;
 }
 
-static enum agent_code get_string(struct parse *p, const char *key, bool required, const char *what,
-				  const char **out)
+enum agent_code agent_field_string(struct parse *p, const char *key, bool required,
+				   const char *what, const char **out)
 {
 	struct json_field_fail f;
 
-	return json_field_string(p->obj, key, required, SIZE_MAX, out, &f) ? refused(p, &f, what)
-									   : AGENT_OK;
+	return json_field_string(p->obj, key, required, SIZE_MAX, out, &f)
+		? agent_field_refused(p, &f, what)
+		: AGENT_OK;
 }
 
 /* sync_clock's `entropy`: an even number of hex digits, 1..AGENT_ENTROPY_MAX bytes. */
 static enum agent_code parse_entropy(struct parse *p, const char **out)
 {
-	enum agent_code c = get_string(p, "entropy", false, "a string of hex digits", out);
+	enum agent_code c = agent_field_string(p, "entropy", false, "a string of hex digits", out);
 	size_t n;
 
 	if (c || !*out)
@@ -389,7 +385,7 @@ static enum agent_code parse_entropy(struct parse *p, const char **out)
 	return AGENT_OK;
 }
 
-static enum agent_code check_path(struct parse *p, const char *key, const char *s, size_t len)
+enum agent_code agent_field_check_path(struct parse *p, const char *key, const char *s, size_t len)
 {
 	if (len > AGENT_PATH_MAX)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
@@ -403,19 +399,20 @@ static enum agent_code check_path(struct parse *p, const char *key, const char *
 	return AGENT_OK;
 }
 
-static enum agent_code get_path(struct parse *p, const char *key, bool required, const char **out)
+enum agent_code agent_field_path(struct parse *p, const char *key, bool required, const char **out)
 {
-	enum agent_code c = get_string(p, key, required, "an absolute path", out);
+	enum agent_code c = agent_field_string(p, key, required, "an absolute path", out);
 
 	if (c || !*out)
 		return c;
-	return check_path(p, key, *out, json_string_length(json_object_get(p->obj, key)));
+	return agent_field_check_path(p, key, *out,
+				      json_string_length(json_object_get(p->obj, key)));
 }
 
 static enum agent_code get_user(struct parse *p, enum agent_user *out)
 {
 	const char *s;
-	enum agent_code c = get_string(p, "user", false, "\"user\" or \"root\"", &s);
+	enum agent_code c = agent_field_string(p, "user", false, "\"user\" or \"root\"", &s);
 
 	*out = AGENT_USER_USER;
 	if (c || !s)
@@ -442,7 +439,7 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 	enum agent_code c;
 
 	if (!a)
-		return missing(p, "argv", "array of strings");
+		return agent_field_missing(p, "argv", "array of strings");
 	if (!json_is_array(a))
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'argv' must be an array of strings, not %s", p->name,
@@ -467,7 +464,7 @@ static enum agent_code parse_argv(struct parse *p, struct agent_proc_req *r)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'argv[0]' must not be empty (it is the program to run)",
 				     p->name);
-	c = get_bool(p, "shell", false, &shell);
+	c = agent_field_bool(p, "shell", false, &shell);
 	if (c)
 		return c;
 	off = shell ? 2 : 0;
@@ -561,9 +558,9 @@ enum agent_lang agent_lang_by_name(const char *name)
 static enum agent_code parse_run(struct parse *p, struct agent_proc_req *r, uint64_t len)
 {
 	const char *lang;
-	enum agent_code c = get_string(p, "language", true,
-				       "\"python\", \"javascript\", \"typescript\" or \"bash\"",
-				       &lang);
+	enum agent_code c =
+		agent_field_string(p, "language", true,
+				   "\"python\", \"javascript\", \"typescript\" or \"bash\"", &lang);
 
 	if (c)
 		return c;
@@ -573,7 +570,7 @@ static enum agent_code parse_run(struct parse *p, struct agent_proc_req *r, uint
 			p->err, AGENT_E_BAD_FIELD,
 			"%s: 'language' must be \"python\", \"javascript\", \"typescript\" or \"bash\", got '%.100s'",
 			p->name, lang);
-	return get_u32(p, "code_len", true, 0, (uint32_t)len, 0, &r->code_len);
+	return agent_field_u32(p, "code_len", true, 0, (uint32_t)len, 0, &r->code_len);
 }
 
 static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, bool spawn)
@@ -584,11 +581,12 @@ static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, boo
 
 	if ((!r->lang && (c = parse_argv(p, r))) || (c = parse_env(p, r)))
 		return c;
-	if ((c = get_path(p, "cwd", false, &r->cwd)) || (c = get_user(p, &r->user)))
+	if ((c = agent_field_path(p, "cwd", false, &r->cwd)) || (c = get_user(p, &r->user)))
 		return c;
-	if ((c = get_u32(p, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &r->timeout_ms)))
+	if ((c = agent_field_u32(p, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0,
+				 &r->timeout_ms)))
 		return c;
-	if ((c = get_bool(p, "confine", false, &r->confine)))
+	if ((c = agent_field_bool(p, "confine", false, &r->confine)))
 		return c;
 	if (r->confine && !agent_confine_cwd_ok(r->cwd))
 		return agent_err_set(
@@ -597,10 +595,10 @@ static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, boo
 			" or a directory below it (without '..'), or leave it out",
 			p->name, r->cwd);
 	if (!spawn)
-		return get_u32(p, "output_cap", false, 0, AGENT_OUTPUT_CAP_MAX,
-			       AGENT_OUTPUT_CAP_DEFAULT, &r->output_cap);
+		return agent_field_u32(p, "output_cap", false, 0, AGENT_OUTPUT_CAP_MAX,
+				       AGENT_OUTPUT_CAP_DEFAULT, &r->output_cap);
 
-	if ((c = get_bool(p, "pty", false, &r->pty)))
+	if ((c = agent_field_bool(p, "pty", false, &r->pty)))
 		return c;
 	has_rows = json_object_get(p->obj, "rows") != NULL;
 	has_cols = json_object_get(p->obj, "cols") != NULL;
@@ -608,13 +606,13 @@ static enum agent_code parse_proc(struct parse *p, struct agent_proc_req *r, boo
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: '%s' needs \"pty\": true (only a terminal has a size)",
 				     p->name, has_rows ? "rows" : "cols");
-	if ((c = get_u32(p, "rows", false, 1, 65535, AGENT_PTY_ROWS_DEFAULT, &rows)) ||
-	    (c = get_u32(p, "cols", false, 1, 65535, AGENT_PTY_COLS_DEFAULT, &cols)))
+	if ((c = agent_field_u32(p, "rows", false, 1, 65535, AGENT_PTY_ROWS_DEFAULT, &rows)) ||
+	    (c = agent_field_u32(p, "cols", false, 1, 65535, AGENT_PTY_COLS_DEFAULT, &cols)))
 		return c;
 	r->rows = (uint16_t)rows;
 	r->cols = (uint16_t)cols;
-	return get_u32(p, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX, AGENT_RING_DEFAULT,
-		       &r->ring_bytes);
+	return agent_field_u32(p, "ring_bytes", false, AGENT_RING_MIN, AGENT_RING_MAX,
+			       AGENT_RING_DEFAULT, &r->ring_bytes);
 }
 
 /* `id`: required on its own connection, refused on an attached stream. */
@@ -629,15 +627,15 @@ static enum agent_code get_id(struct parse *p, uint32_t *id)
 				p->name);
 		return AGENT_OK;
 	}
-	return get_u32(p, "id", true, 1, UINT32_MAX, 0, id);
+	return agent_field_u32(p, "id", true, 1, UINT32_MAX, 0, id);
 }
 
-static enum agent_code get_signal(struct parse *p, int *signo)
+enum agent_code agent_field_signal(struct parse *p, int *signo)
 {
 	json_t *v = json_object_get(p->obj, "signal");
 
 	if (!v)
-		return missing(p, "signal", "1..64 or a name such as \"TERM\"");
+		return agent_field_missing(p, "signal", "1..64 or a name such as \"TERM\"");
 	*signo = agent_signal_number(v);
 	if (*signo <= 0)
 		return agent_err_set(
@@ -673,20 +671,21 @@ static enum agent_code parse_ctl(struct parse *p, enum agent_type t, struct agen
 		r->from = (uint64_t)json_integer_value(from);
 		return AGENT_OK;
 	case AGENT_T_STDIN:
-		return get_bool(p, "close", false, &r->close);
+		return agent_field_bool(p, "close", false, &r->close);
 	case AGENT_T_SIGNAL:
-		if ((c = get_signal(p, &r->signo)))
+		if ((c = agent_field_signal(p, &r->signo)))
 			return c;
-		return get_bool(p, "group", false, &r->group);
+		return agent_field_bool(p, "group", false, &r->group);
 	case AGENT_T_RESIZE:
-		if ((c = get_u32(p, "rows", true, 1, 65535, 0, &rows)) ||
-		    (c = get_u32(p, "cols", true, 1, 65535, 0, &cols)))
+		if ((c = agent_field_u32(p, "rows", true, 1, 65535, 0, &rows)) ||
+		    (c = agent_field_u32(p, "cols", true, 1, 65535, 0, &cols)))
 			return c;
 		r->rows = (uint16_t)rows;
 		r->cols = (uint16_t)cols;
 		return AGENT_OK;
 	case AGENT_T_WAIT:
-		return get_u32(p, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0, &r->timeout_ms);
+		return agent_field_u32(p, "timeout_ms", false, 0, AGENT_TIMEOUT_MAX_MS, 0,
+				       &r->timeout_ms);
 	default:
 		return AGENT_OK;
 	}
@@ -698,48 +697,52 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 
 	r->length = UINT64_MAX;
 	if (t == AGENT_T_RENAME) {
-		if ((c = get_path(p, "from", true, &r->path)) ||
-		    (c = get_path(p, "to", true, &r->to)) ||
-		    (c = get_bool(p, "overwrite", false, &r->overwrite)))
+		if ((c = agent_field_path(p, "from", true, &r->path)) ||
+		    (c = agent_field_path(p, "to", true, &r->to)) ||
+		    (c = agent_field_bool(p, "overwrite", false, &r->overwrite)))
 			return c;
 		return get_user(p, &r->user);
 	}
-	if ((c = get_path(p, "path", true, &r->path)))
+	if ((c = agent_field_path(p, "path", true, &r->path)))
 		return c;
 	switch (t) {
 	case AGENT_T_READ:
-		if ((c = get_uint(p, "offset", false, 0, INT64_MAX, 0, &r->offset)) ||
-		    (c = get_uint(p, "length", false, 0, INT64_MAX, UINT64_MAX, &r->length)))
+		if ((c = agent_field_uint(p, "offset", false, 0, INT64_MAX, 0, &r->offset)) ||
+		    (c = agent_field_uint(p, "length", false, 0, INT64_MAX, UINT64_MAX,
+					  &r->length)))
 			return c;
 		break;
 	case AGENT_T_WRITE:
-		if ((c = get_bool(p, "create", true, &r->create)) ||
-		    (c = get_bool(p, "exclusive", false, &r->exclusive)))
+		if ((c = agent_field_bool(p, "create", true, &r->create)) ||
+		    (c = agent_field_bool(p, "exclusive", false, &r->exclusive)))
 			return c;
 		if (r->exclusive && !r->create)
 			return agent_err_set(
 				p->err, AGENT_E_BAD_FIELD,
 				"%s: 'exclusive' needs 'create' (it fails when the file exists)",
 				p->name);
-		if ((c = get_bool(p, "append", false, &r->append)) ||
-		    (c = get_u32(p, "mode", false, 0, 07777, AGENT_FILE_MODE_DEFAULT, &r->mode)) ||
-		    (c = get_bool(p, "parents", false, &r->parents)))
+		if ((c = agent_field_bool(p, "append", false, &r->append)) ||
+		    (c = agent_field_u32(p, "mode", false, 0, 07777, AGENT_FILE_MODE_DEFAULT,
+					 &r->mode)) ||
+		    (c = agent_field_bool(p, "parents", false, &r->parents)))
 			return c;
 		break;
 	case AGENT_T_STAT:
 	case AGENT_T_EXISTS:
-		if ((c = get_bool(p, "follow", true, &r->follow)))
+		if ((c = agent_field_bool(p, "follow", true, &r->follow)))
 			return c;
 		break;
 	case AGENT_T_LIST_DIR:
-		if ((c = get_u32(p, "depth", false, 1, AGENT_LIST_DEPTH_MAX, 1, &r->depth)) ||
-		    (c = get_u32(p, "limit", false, 1, AGENT_LIST_LIMIT_MAX,
-				 AGENT_LIST_LIMIT_DEFAULT, &r->limit)))
+		if ((c = agent_field_u32(p, "depth", false, 1, AGENT_LIST_DEPTH_MAX, 1,
+					 &r->depth)) ||
+		    (c = agent_field_u32(p, "limit", false, 1, AGENT_LIST_LIMIT_MAX,
+					 AGENT_LIST_LIMIT_DEFAULT, &r->limit)))
 			return c;
 		break;
 	case AGENT_T_MKDIR:
-		if ((c = get_bool(p, "parents", false, &r->parents)) ||
-		    (c = get_u32(p, "mode", false, 0, 07777, AGENT_DIR_MODE_DEFAULT, &r->mode)))
+		if ((c = agent_field_bool(p, "parents", false, &r->parents)) ||
+		    (c = agent_field_u32(p, "mode", false, 0, 07777, AGENT_DIR_MODE_DEFAULT,
+					 &r->mode)))
 			return c;
 		break;
 	case AGENT_T_REMOVE:
@@ -750,7 +753,7 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 				p->err, AGENT_E_UNSAFE_PATH,
 				"%s: refusing to remove '%.200s', which is the root directory",
 				p->name, r->path);
-		if ((c = get_bool(p, "recursive", false, &r->recursive)))
+		if ((c = agent_field_bool(p, "recursive", false, &r->recursive)))
 			return c;
 		break;
 	default:
@@ -762,8 +765,9 @@ static enum agent_code parse_file(struct parse *p, enum agent_type t, struct age
 static enum agent_code get_addr(struct parse *p, const char *key, bool cidr, struct agent_addr *a)
 {
 	const char *s;
-	enum agent_code c = get_string(p, key, false,
-				       cidr ? "an address with /prefix" : "an IP address", &s);
+	enum agent_code c = agent_field_string(p, key, false,
+					       cidr ? "an address with /prefix" : "an IP address",
+					       &s);
 
 	if (c || !s)
 		return c;
@@ -782,14 +786,14 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 	json_t *dns, *v;
 	size_t i;
 
-	if ((c = get_string(p, "hostname", false, "a hostname", &r->hostname)))
+	if ((c = agent_field_string(p, "hostname", false, "a hostname", &r->hostname)))
 		return c;
 	if (r->hostname && !agent_hostname_valid(r->hostname))
 		return agent_err_set(
 			p->err, AGENT_E_BAD_FIELD,
 			"%s: 'hostname' '%.100s' is not a valid hostname (1..64 bytes; labels of letters, digits and '-')",
 			p->name, r->hostname);
-	if ((c = get_string(p, "interface", false, "an interface name", &r->iface)))
+	if ((c = agent_field_string(p, "interface", false, "an interface name", &r->iface)))
 		return c;
 	if (r->iface && !agent_ifname_valid(r->iface))
 		return agent_err_set(
@@ -828,7 +832,7 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 		r->has_dns = true;
 		r->dns_n = json_array_size(dns);
 	}
-	if ((c = get_u32(p, "mtu", false, 68, 65535, 0, &r->mtu)))
+	if ((c = agent_field_u32(p, "mtu", false, 68, 65535, 0, &r->mtu)))
 		return c;
 	if (!r->hostname && !r->has_address && !r->has_gateway && !r->has_dns && !r->mtu)
 		return agent_err_set(
@@ -854,8 +858,8 @@ static enum agent_code parse_tcp(struct parse *p, struct agent_tcp_req *r)
 	uint32_t port;
 	enum agent_code c;
 
-	if ((c = get_u32(p, "port", true, 1, 65535, 0, &port)) ||
-	    (c = get_string(p, "address", false, "\"127.0.0.1\" or \"::1\"", &r->address)))
+	if ((c = agent_field_u32(p, "port", true, 1, 65535, 0, &port)) ||
+	    (c = agent_field_string(p, "address", false, "\"127.0.0.1\" or \"::1\"", &r->address)))
 		return c;
 	r->port = (uint16_t)port;
 	if (!r->address || strcmp(r->address, "127.0.0.1") == 0) {
@@ -876,12 +880,12 @@ static enum agent_code parse_watch(struct parse *p, struct agent_watch_req *r)
 {
 	enum agent_code c;
 
-	if ((c = get_path(p, "path", true, &r->path)) ||
-	    (c = get_bool(p, "recursive", false, &r->recursive)) ||
-	    (c = get_u32(p, "max_watches", false, 1, AGENT_WATCH_WATCHES_MAX,
-			 AGENT_WATCH_WATCHES_DEFAULT, &r->max_watches)) ||
-	    (c = get_u32(p, "queue", false, AGENT_WATCH_QUEUE_MIN, AGENT_WATCH_QUEUE_MAX,
-			 AGENT_WATCH_QUEUE_DEFAULT, &r->queue)))
+	if ((c = agent_field_path(p, "path", true, &r->path)) ||
+	    (c = agent_field_bool(p, "recursive", false, &r->recursive)) ||
+	    (c = agent_field_u32(p, "max_watches", false, 1, AGENT_WATCH_WATCHES_MAX,
+				 AGENT_WATCH_WATCHES_DEFAULT, &r->max_watches)) ||
+	    (c = agent_field_u32(p, "queue", false, AGENT_WATCH_QUEUE_MIN, AGENT_WATCH_QUEUE_MAX,
+				 AGENT_WATCH_QUEUE_DEFAULT, &r->queue)))
 		return c;
 	return get_user(p, &r->user);
 }
@@ -923,8 +927,8 @@ static enum agent_code body_configure(struct parse *p, struct agent_msg *m)
 static enum agent_code body_sync_clock(struct parse *p, struct agent_msg *m)
 {
 	uint64_t v;
-	enum agent_code c = get_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS, AGENT_CLOCK_MAX_NS, 0,
-				     &v);
+	enum agent_code c = agent_field_uint(p, "time_ns", true, AGENT_CLOCK_MIN_NS,
+					     AGENT_CLOCK_MAX_NS, 0, &v);
 
 	m->u.clock.time_ns = (int64_t)v;
 	return c ? c : parse_entropy(p, &m->u.clock.entropy);
@@ -932,8 +936,8 @@ static enum agent_code body_sync_clock(struct parse *p, struct agent_msg *m)
 
 static enum agent_code body_shutdown(struct parse *p, struct agent_msg *m)
 {
-	return get_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
-		       &m->u.grace_ms);
+	return agent_field_u32(p, "grace_ms", false, 0, AGENT_GRACE_MAX_MS, AGENT_GRACE_DEFAULT_MS,
+			       &m->u.grace_ms);
 }
 
 static enum agent_code body_tcp(struct parse *p, struct agent_msg *m)
@@ -1019,6 +1023,19 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_WATCH] = { "watch", CTX_REQ, false,
 			    FIELDS("path", "recursive", "max_watches", "queue", "user"),
 			    body_watch },
+	[AGENT_T_CTR_CREATE] = { "ctr_create", CTX_REQ, false,
+				 FIELDS("cid", "rootfs", "mounts", "process", "hostname"),
+				 agent_ctr_create_body },
+	[AGENT_T_CTR_STDIO] = { "ctr_stdio", CTX_REQ, false, FIELDS("cid", "exec", "stream"),
+				agent_ctr_body },
+	[AGENT_T_CTR_START] = { "ctr_start", CTX_REQ, false, FIELDS("cid"), agent_ctr_body },
+	[AGENT_T_CTR_WAIT] = { "ctr_wait", CTX_REQ, false, FIELDS("cid", "exec", "timeout_ms"),
+			       agent_ctr_body },
+	[AGENT_T_CTR_SIGNAL] = { "ctr_signal", CTX_REQ, false,
+				 FIELDS("cid", "exec", "signal", "all"), agent_ctr_body },
+	[AGENT_T_CTR_RESIZE] = { "ctr_resize", CTX_REQ, false,
+				 FIELDS("cid", "exec", "rows", "cols"), agent_ctr_body },
+	[AGENT_T_CTR_DELETE] = { "ctr_delete", CTX_REQ, false, FIELDS("cid"), agent_ctr_body },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS, NULL },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS, NULL },
 };
@@ -1093,7 +1110,7 @@ enum agent_code agent_msg_parse(json_t *hdr, enum agent_ctx ctx, struct agent_ms
 	if (!(s->ctx & (1u << ctx)))
 		return wrong_context(&p, (enum agent_type)t);
 	if (json_field_only(hdr, s->fields, &f))
-		return refused(&p, &f, NULL);
+		return agent_field_refused(&p, &f, NULL);
 	msg->type = (enum agent_type)t;
 	if (msg->len && !s->payload)
 		return agent_err_set(err, AGENT_E_BAD_FIELD,
@@ -1113,6 +1130,8 @@ void agent_msg_free(struct agent_msg *msg)
 		free(msg->u.proc.argv);
 		free(msg->u.proc.env);
 	}
+	if (msg->type == AGENT_T_CTR_CREATE)
+		agent_ctr_create_free(&msg->u.ctr_create);
 	json_decref(msg->json);
 	memset(msg, 0, sizeof(*msg));
 }
@@ -1682,17 +1701,27 @@ static const char *const fs_kinds[AGENT_FS_KIND_COUNT] = {
 	[AGENT_FS_OVERFLOW] = "overflow",
 };
 
+const char *agent_name_at(const char *const *names, int n, int i)
+{
+	return i >= 0 && i < n ? names[i] : NULL;
+}
+
+int agent_name_index(const char *const *names, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (names[i] && strcmp(names[i], name) == 0)
+			return i;
+	return -1;
+}
+
 const char *agent_fs_kind_name(enum agent_fs_kind k)
 {
-	return (unsigned)k < AGENT_FS_KIND_COUNT ? fs_kinds[k] : NULL;
+	return agent_name_at(fs_kinds, AGENT_FS_KIND_COUNT, (int)k);
 }
 
 int agent_fs_kind_parse(const char *name)
 {
-	for (int k = 0; k < AGENT_FS_KIND_COUNT; k++)
-		if (strcmp(fs_kinds[k], name) == 0)
-			return k;
-	return -1;
+	return agent_name_index(fs_kinds, AGENT_FS_KIND_COUNT, name);
 }
 
 int agent_line_watching(struct agent_line *out, const char *path, bool recursive, uint32_t watches)

@@ -70,6 +70,17 @@
 #define AGENT_WATCH_QUEUE_MAX 65536u
 /* watch streams at once: like bridges, they must leave connections free. */
 #define AGENT_MAX_WATCH_STREAMS 16
+/* Containers (docs/agent-protocol.md, 7.9). */
+#define AGENT_MAX_CONTAINERS 64
+#define AGENT_CID_MAX 128      /* a container id: it names the guest cgroup ctr-<cid> */
+#define AGENT_SHARE_TAG_MAX 36 /* virtio-fs config space: tag[36] */
+#define AGENT_CTR_MOUNTS_MAX 256
+#define AGENT_CTR_OPTIONS_MAX 64 /* options of one mount */
+#define AGENT_CTR_OPTION_MAX 255 /* bytes of one option */
+#define AGENT_CTR_DATA_MAX 4095  /* a mount's data: mount(2) copies one page */
+#define AGENT_CTR_GROUPS_MAX 1024
+#define AGENT_CTR_UMASK_DEFAULT 022u
+#define AGENT_CTR_ID_MAX 4294967294u /* uids and gids; (uid_t)-1 means "unchanged" to the kernel */
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
 #define AGENT_ERR_MESSAGE_MAX 512 /* message buffer, NUL included */
@@ -221,6 +232,13 @@ enum agent_type {
 	AGENT_T_TCP_CONNECT,
 	AGENT_T_RUN,
 	AGENT_T_WATCH,
+	AGENT_T_CTR_CREATE,
+	AGENT_T_CTR_STDIO,
+	AGENT_T_CTR_START,
+	AGENT_T_CTR_WAIT,
+	AGENT_T_CTR_SIGNAL,
+	AGENT_T_CTR_RESIZE,
+	AGENT_T_CTR_DELETE,
 	AGENT_T_DATA,
 	AGENT_T_END,
 	AGENT_TYPE_COUNT
@@ -346,6 +364,101 @@ struct agent_watch_req {
 	enum agent_user user;
 };
 
+/* ---- containers (docs/agent-protocol.md, 7.9) ---- */
+
+enum agent_mount_type {
+	AGENT_MNT_PROC,
+	AGENT_MNT_SYSFS,
+	AGENT_MNT_TMPFS,
+	AGENT_MNT_DEVPTS,
+	AGENT_MNT_MQUEUE,
+	AGENT_MNT_CGROUP2,
+	AGENT_MNT_BIND,
+	AGENT_MNT_TYPE_COUNT
+};
+
+/* "proc", ... (also the filesystem type mount(2) takes, but for "bind");
+ * NULL when out of range. agent_mount_type_parse: -1 when unknown. */
+const char *agent_mount_type_name(enum agent_mount_type t);
+int agent_mount_type_parse(const char *name);
+
+struct agent_ctr_mount {
+	const char *destination;
+	enum agent_mount_type type;
+	const char **options; /* optc entries + NULL */
+	size_t optc;
+	const char *share;  /* bind only */
+	const char *source; /* bind only: relative to the share ("" or "." is its root) */
+};
+
+/* How one process of a container runs: ctr_create's `process`. */
+struct agent_ctr_process {
+	const char **args; /* argc entries + NULL */
+	size_t argc;
+	const char **env; /* envc "KEY=VALUE" entries + NULL: the whole environment */
+	size_t envc;
+	const char *cwd; /* "/" when not given */
+	uint32_t uid, gid;
+	uint32_t *groups; /* additional_gids */
+	size_t ngroups;
+	uint32_t umask;
+	bool terminal;
+	uint16_t rows, cols; /* with terminal */
+};
+
+struct agent_ctr_create {
+	const char *cid;
+	const char *root_share;
+	bool root_readonly;
+	struct agent_ctr_mount *mounts;
+	size_t nmounts;
+	struct agent_ctr_process proc;
+	const char *hostname; /* NULL: the guest's */
+};
+
+enum agent_ctr_stream { AGENT_CTR_STDIN, AGENT_CTR_STDOUT, AGENT_CTR_STDERR, AGENT_CTR_PTY };
+#define AGENT_CTR_STREAMS 4
+
+/* "stdin", ...; NULL when out of range. agent_ctr_stream_parse: -1 when unknown. */
+const char *agent_ctr_stream_name(enum agent_ctr_stream s);
+int agent_ctr_stream_parse(const char *name);
+
+/* ctr_stdio, ctr_start, ctr_wait, ctr_signal, ctr_resize, ctr_delete. */
+struct agent_ctr_req {
+	const char *cid;
+	uint32_t exec;                /* 0: the init */
+	enum agent_ctr_stream stream; /* ctr_stdio */
+	int signo;                    /* ctr_signal */
+	bool all;                     /* ctr_signal */
+	uint16_t rows, cols;          /* ctr_resize */
+	uint32_t timeout_ms;          /* ctr_wait */
+};
+
+/* A container id: 1..AGENT_CID_MAX of [A-Za-z0-9_+.-], not "." or "..". */
+bool agent_cid_valid(const char *s);
+/* A virtio-fs tag: 1..AGENT_SHARE_TAG_MAX printable ASCII bytes without '/', ',', ':'. */
+bool agent_share_tag_valid(const char *s);
+
+/* What one mount option is (7.9, the mount's `options`). */
+enum agent_mopt {
+	AGENT_MOPT_SET,         /* *flag is an MS_ bit to set ("ro", "nosuid") */
+	AGENT_MOPT_CLEAR,       /* *flag is an MS_ bit to clear ("rw", "suid") */
+	AGENT_MOPT_BIND,        /* "bind" */
+	AGENT_MOPT_RBIND,       /* "rbind": with the submounts */
+	AGENT_MOPT_PROPAGATION, /* "private", "rshared", ...: accepted, changes nothing */
+	AGENT_MOPT_DATA,        /* anything else: the filesystem's */
+};
+enum agent_mopt agent_mount_option(const char *opt, unsigned long *flag);
+
+/*
+ * A ctr_create (or ctr_* request) as the JSON object the agent parses: the
+ * host builds its requests with these, so the two sides cannot disagree.
+ * A new reference, or NULL when out of memory. Nothing is checked here:
+ * agent_msg_parse judges the result.
+ */
+json_t *agent_ctr_create_encode(const struct agent_ctr_create *c);
+json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r);
+
 struct agent_msg {
 	enum agent_type type;
 	uint64_t len; /* payload bytes that follow this header */
@@ -357,6 +470,8 @@ struct agent_msg {
 		struct agent_configure_req conf;
 		struct agent_tcp_req tcp;
 		struct agent_watch_req watch;
+		struct agent_ctr_create ctr_create;
+		struct agent_ctr_req ctr;
 		struct {
 			int64_t time_ns;
 			const char *entropy; /* hex digits (checked), or NULL */
@@ -530,5 +645,20 @@ int agent_line_watching(struct agent_line *out, const char *path, bool recursive
 int agent_line_fs_event(struct agent_line *out, const struct agent_fs_event *ev);
 /* {"type":"watch_end","seq":S,"reason":R}: the last line of a watch. */
 int agent_line_watch_end(struct agent_line *out, uint64_t seq, const char *reason);
+
+/* ---- containers' replies (7.9) ---- */
+
+/* {"type":"ctr_created","cid":C,"pid":P} */
+int agent_line_ctr_created(struct agent_line *out, const char *cid, int pid);
+
+struct agent_ctr_exit {
+	const char *cid;
+	uint32_t exec;
+	int pid;
+	int exit_code; /* -1: none (a signal ended it) */
+	int signo;     /* 0: none */
+};
+/* {"type":"exit","cid":C,"exec":E,"pid":P,"exit_code":X,"signal":S} */
+int agent_line_ctr_exit(struct agent_line *out, const struct agent_ctr_exit *e);
 
 #endif

@@ -68,6 +68,7 @@ int agent_create(struct reaper *r, struct shutdown *s, const struct milestone *m
 	pthread_attr_setstacksize(&a->thread_attr, AGENT_THREAD_STACK);
 	pthread_mutex_init(&a->conn_lock, NULL);
 	agent_procs_init(&a->procs, r, &a->child_nofile, a->null_fd, &a->thread_attr);
+	agent_ctrs_init(&a->ctrs, r, &a->child_nofile);
 	*out = a;
 	return 0;
 }
@@ -166,6 +167,13 @@ static serve_fn *const serve[AGENT_TYPE_COUNT] = {
 	[AGENT_T_SHUTDOWN] = agent_serve_shutdown,
 	[AGENT_T_TCP_CONNECT] = serve_tcp,
 	[AGENT_T_WATCH] = serve_watch,
+	[AGENT_T_CTR_CREATE] = agent_ctr_create,
+	[AGENT_T_CTR_STDIO] = agent_ctr_stdio,
+	[AGENT_T_CTR_START] = agent_ctr_start,
+	[AGENT_T_CTR_WAIT] = agent_ctr_wait,
+	[AGENT_T_CTR_SIGNAL] = agent_ctr_signal,
+	[AGENT_T_CTR_RESIZE] = agent_ctr_resize,
+	[AGENT_T_CTR_DELETE] = agent_ctr_delete,
 };
 
 static void dispatch(struct agent *a, struct agent_conn *c, struct agent_msg *m)

@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include "guest-init/agent/agent_ctr.h"
 #include "guest-init/agent/agent_proc.h"
 #include "guest-init/sys/milestone.h"
 #include "guest-init/sys/reaper.h"
@@ -46,6 +47,7 @@ struct agent {
 	const struct milestone *ms;
 	const char *resolv_conf; /* where configure writes DNS servers */
 	struct agent_procs procs;
+	struct agent_ctrs ctrs;     /* containers (agent_ctr.h) */
 	pthread_attr_t thread_attr; /* detached, AGENT_THREAD_STACK */
 	pthread_mutex_t conn_lock;
 	unsigned conns;   /* open connections, under conn_lock */

@@ -10,7 +10,10 @@
  * is within AGENT_LEN_MAX, followed by exactly `len` payload bytes, the
  * last slice flagged; a framer in error stays there; a parsed message
  * has a wire name, its header's len, argv NULL-terminated; an encoded
- * header (agent_line_json) decodes back to the same JSON.
+ * header (agent_line_json) decodes back to the same JSON. A container
+ * request (7.9) keeps every count within its limit, every vector
+ * NULL-terminated, and what the host's encoder makes of the parsed
+ * request parses again to the same request.
  */
 #include <errno.h>
 
@@ -28,6 +31,79 @@ static void trace_add(struct trace *t, const void *p, size_t n)
 		n = sizeof(t->buf) - t->n;
 	memcpy(t->buf + t->n, p, n);
 	t->n += n;
+}
+
+static void same_strings(const char **a, const char **b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		FUZZ_ASSERT(strcmp(a[i], b[i]) == 0);
+	FUZZ_ASSERT(!a[n] && !b[n]);
+}
+
+static void same_create(const struct agent_ctr_create *a, const struct agent_ctr_create *b)
+{
+	FUZZ_ASSERT(strcmp(a->cid, b->cid) == 0 && strcmp(a->root_share, b->root_share) == 0);
+	FUZZ_ASSERT(a->root_readonly == b->root_readonly && a->nmounts == b->nmounts);
+	for (size_t i = 0; i < a->nmounts; i++) {
+		const struct agent_ctr_mount *x = &a->mounts[i], *y = &b->mounts[i];
+
+		FUZZ_ASSERT(strcmp(x->destination, y->destination) == 0 && x->type == y->type);
+		FUZZ_ASSERT(x->optc == y->optc && !x->share == !y->share &&
+			    !x->source == !y->source);
+		if (x->optc)
+			same_strings(x->options, y->options, x->optc);
+	}
+	FUZZ_ASSERT(a->proc.argc == b->proc.argc && a->proc.envc == b->proc.envc);
+	same_strings(a->proc.args, b->proc.args, a->proc.argc);
+	same_strings(a->proc.env, b->proc.env, a->proc.envc);
+	FUZZ_ASSERT(strcmp(a->proc.cwd, b->proc.cwd) == 0 && a->proc.uid == b->proc.uid &&
+		    a->proc.gid == b->proc.gid && a->proc.umask == b->proc.umask);
+	FUZZ_ASSERT(a->proc.ngroups == b->proc.ngroups && a->proc.terminal == b->proc.terminal);
+	for (size_t i = 0; i < a->proc.ngroups; i++)
+		FUZZ_ASSERT(a->proc.groups[i] == b->proc.groups[i]);
+	FUZZ_ASSERT(!a->hostname == !b->hostname);
+}
+
+/* ctr_create's bounds, and the host's encoding of it read back the same. */
+static void check_ctr_create(const struct agent_ctr_create *c)
+{
+	struct agent_msg back;
+	struct agent_err err = { 0 };
+	json_t *o;
+
+	FUZZ_ASSERT(agent_cid_valid(c->cid) && agent_share_tag_valid(c->root_share));
+	FUZZ_ASSERT(c->nmounts <= AGENT_CTR_MOUNTS_MAX && c->proc.argc >= 1 &&
+		    c->proc.argc <= AGENT_ARGV_MAX && c->proc.envc <= AGENT_ENV_MAX &&
+		    c->proc.ngroups <= AGENT_CTR_GROUPS_MAX && c->proc.umask <= 0777);
+	for (size_t i = 0; i < c->nmounts; i++) {
+		FUZZ_ASSERT(c->mounts[i].optc <= AGENT_CTR_OPTIONS_MAX);
+		FUZZ_ASSERT((c->mounts[i].type == AGENT_MNT_BIND) == (c->mounts[i].share != NULL));
+	}
+	o = agent_ctr_create_encode(c);
+	if (!o)
+		return;
+	FUZZ_ASSERT(agent_msg_parse(o, AGENT_CTX_REQUEST, &back, &err) == AGENT_OK);
+	same_create(c, &back.u.ctr_create);
+	agent_msg_free(&back);
+	json_decref(o);
+}
+
+static void check_ctr_req(enum agent_type t, const struct agent_ctr_req *r)
+{
+	struct agent_msg back;
+	struct agent_err err = { 0 };
+	json_t *o = agent_ctr_req_encode(t, r);
+
+	if (!o)
+		return;
+	FUZZ_ASSERT(agent_msg_parse(o, AGENT_CTX_REQUEST, &back, &err) == AGENT_OK);
+	FUZZ_ASSERT(back.type == t && strcmp(back.u.ctr.cid, r->cid) == 0 &&
+		    back.u.ctr.exec == r->exec);
+	FUZZ_ASSERT(back.u.ctr.stream == r->stream && back.u.ctr.signo == r->signo &&
+		    back.u.ctr.all == r->all && back.u.ctr.rows == r->rows &&
+		    back.u.ctr.cols == r->cols && back.u.ctr.timeout_ms == r->timeout_ms);
+	agent_msg_free(&back);
+	json_decref(o);
 }
 
 static void check_msg(json_t *hdr, uint64_t len)
@@ -50,6 +126,10 @@ static void check_msg(json_t *hdr, uint64_t len)
 			for (size_t i = 0; i < msg.u.proc.argc; i++)
 				FUZZ_ASSERT(msg.u.proc.argv[i]);
 		}
+		if (msg.type == AGENT_T_CTR_CREATE)
+			check_ctr_create(&msg.u.ctr_create);
+		else if (msg.type >= AGENT_T_CTR_STDIO && msg.type <= AGENT_T_CTR_DELETE)
+			check_ctr_req(msg.type, &msg.u.ctr);
 		agent_msg_free(&msg);
 	}
 }

@@ -1,0 +1,55 @@
+/*
+ * agent_proto_parse: the field readers agent_proto.c's message parsers use,
+ * shared with the files that hold a family of messages of their own
+ * (agent_proto_ctr.c). Internal to api/proto: nothing outside it includes
+ * this.
+ *
+ * Contract: each reader checks one field of p->obj and returns AGENT_OK, or
+ * the protocol's code with p->err filled in the document's words
+ * ("<message>: '<field>' must be ..."). Absent optional fields take their
+ * default.
+ */
+#ifndef KILN_AGENT_PROTO_PARSE_H
+#define KILN_AGENT_PROTO_PARSE_H
+
+#include "api/proto/agent_proto.h"
+#include "lib/base/json.h"
+
+/* One object being parsed: the object, its name in messages, the error. */
+struct parse {
+	json_t *obj;
+	const char *name;
+	enum agent_ctx ctx;
+	struct agent_err *err;
+};
+
+enum agent_code agent_field_missing(struct parse *p, const char *key, const char *what);
+/* A field json_field refused; `what` names what it holds ("an absolute path"). */
+enum agent_code agent_field_refused(struct parse *p, const struct json_field_fail *f,
+				    const char *what);
+enum agent_code agent_field_bool(struct parse *p, const char *key, bool def, bool *out);
+/* An integer in [min, max]; `def` when absent and not required. */
+enum agent_code agent_field_uint(struct parse *p, const char *key, bool required, uint64_t min,
+				 uint64_t max, uint64_t def, uint64_t *out);
+enum agent_code agent_field_u32(struct parse *p, const char *key, bool required, uint32_t min,
+				uint32_t max, uint32_t def, uint32_t *out);
+enum agent_code agent_field_string(struct parse *p, const char *key, bool required,
+				   const char *what, const char **out);
+/* `s` (len bytes) as a path field: absolute, at most AGENT_PATH_MAX. */
+enum agent_code agent_field_check_path(struct parse *p, const char *key, const char *s, size_t len);
+enum agent_code agent_field_path(struct parse *p, const char *key, bool required, const char **out);
+/* `signal`: required, 1..64 or a name. */
+enum agent_code agent_field_signal(struct parse *p, int *signo);
+
+/* A wire name's table (indexed by its enum): the name of i (NULL out of
+ * range or unnamed), and the index of a name (-1 when none). */
+const char *agent_name_at(const char *const *names, int n, int i);
+int agent_name_index(const char *const *names, int n, const char *name);
+
+/* agent_proto_ctr.c: the container messages' bodies (7.9), and what
+ * agent_msg_free releases of a ctr_create. */
+enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m);
+enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m);
+void agent_ctr_create_free(struct agent_ctr_create *c);
+
+#endif

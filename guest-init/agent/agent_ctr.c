@@ -1,0 +1,539 @@
+/* The agent's containers; see agent_ctr.h. */
+#include "guest-init/agent/agent_ctr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guest-init/agent/agent.h"
+#include "guest-init/agent/agent_serve.h"
+#include "guest-init/agent/oci_apply.h"
+#include "guest-init/agent/oci_plan.h"
+#include "lib/base/fd_io.h"
+#include "lib/base/mono.h"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+
+/* clone3's argument (include/uapi/linux/sched.h, version 2: with cgroup),
+ * spelled here because linux/sched.h redefines glibc's CLONE_ macros. */
+struct ctr_clone_args {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size, cgroup;
+};
+
+#define MOUNTINFO_MAX (4u << 20)
+
+void agent_ctrs_init(struct agent_ctrs *t, struct reaper *r, const struct rlimit *nofile)
+{
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->reaper = r;
+	t->nofile = nofile;
+	t->mountinfo = "/proc/self/mountinfo";
+	t->cgroup_root = CTR_CGROUP_ROOT;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* ---- the table ---- */
+
+static struct ctr **find_slot(struct agent_ctrs *t, const char *cid)
+{
+	for (int i = 0; i < AGENT_MAX_CONTAINERS; i++)
+		if (t->slot[i] && strcmp(t->slot[i]->cid, cid) == 0)
+			return &t->slot[i];
+	return NULL;
+}
+
+struct ctr *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char *what, const char *cid,
+		    uint32_t exec)
+{
+	struct ctr **s, *k = NULL;
+
+	pthread_mutex_lock(&t->lock);
+	s = find_slot(t, cid);
+	if (s && (*s)->ready && !(*s)->deleting && exec == 0) {
+		k = *s;
+		k->refs++;
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (!k && s && exec)
+		agent_reply_error(
+			c, AGENT_E_NOT_FOUND,
+			"%s: container \"%s\" has no exec %u (this agent runs its init only: exec 0)",
+			what, cid, exec);
+	else if (!k)
+		agent_reply_error(c, AGENT_E_NOT_FOUND,
+				  "%s: container \"%s\" does not exist; create it first", what,
+				  cid);
+	return k;
+}
+
+void ctr_put(struct ctr *k)
+{
+	pthread_mutex_lock(&k->tab->lock);
+	k->refs--;
+	pthread_cond_broadcast(&k->tab->cond);
+	pthread_mutex_unlock(&k->tab->lock);
+}
+
+static void on_exit_hook(struct reaper_child *ch)
+{
+	struct ctr *k = (struct ctr *)((char *)ch - offsetof(struct ctr, rc));
+
+	/* The reaper holds its own lock here: nothing under t->lock ever
+	 * calls into the reaper, so this cannot deadlock. */
+	pthread_mutex_lock(&k->tab->lock);
+	k->state = CTR_STOPPED;
+	k->status = ch->status;
+	pthread_cond_broadcast(&k->tab->cond);
+	pthread_mutex_unlock(&k->tab->lock);
+}
+
+/* Reserve a slot for cid (not ready until ctr_created is sent). */
+static struct ctr *reserve(struct agent_ctrs *t, struct agent_conn *c, const char *cid)
+{
+	struct ctr *k = calloc(1, sizeof(*k));
+	int free_slot = -1;
+
+	if (!k) {
+		agent_reply_error(c, AGENT_E_BUSY, "ctr_create: out of memory; retry later");
+		return NULL;
+	}
+	snprintf(k->cid, sizeof(k->cid), "%s", cid);
+	k->tab = t;
+	k->pid = -1;
+	k->pidfd = k->start_w = k->report_r = k->cgroup = k->root = k->master = -1;
+	k->stop[0] = k->stop[1] = -1;
+	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
+		k->io[i].fd = -1;
+	k->rc.on_exit = on_exit_hook;
+	pthread_mutex_lock(&t->lock);
+	for (int i = 0; i < AGENT_MAX_CONTAINERS && free_slot < 0; i++)
+		if (!t->slot[i])
+			free_slot = i;
+	if (find_slot(t, cid) || free_slot < 0) {
+		bool dup = find_slot(t, cid) != NULL;
+
+		pthread_mutex_unlock(&t->lock);
+		free(k);
+		if (dup)
+			agent_reply_error(c, AGENT_E_EXISTS,
+					  "ctr_create: container \"%s\" already exists; delete it first",
+					  cid);
+		else
+			agent_reply_error(
+				c, AGENT_E_BUSY,
+				"ctr_create: %d containers exist, the most one guest runs; delete one first",
+				AGENT_MAX_CONTAINERS);
+		return NULL;
+	}
+	t->slot[free_slot] = k;
+	pthread_mutex_unlock(&t->lock);
+	return k;
+}
+
+/* rmdir the guest cgroup; its last processes may still be on their way
+ * to the reaper (orphans of the container's dead init), so retry a while. */
+static void cgroup_remove(const struct agent_ctrs *t, const char *cid)
+{
+	char path[AGENT_PATH_MAX + 1];
+
+	snprintf(path, sizeof(path), "%s/ctr-%s", t->cgroup_root, cid);
+	for (int i = 0; i < 40 && rmdir(path) < 0 && errno == EBUSY; i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* Take k out of the table (no reference left) and free it. */
+static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
+{
+	struct ctr **s;
+
+	pthread_mutex_lock(&t->lock);
+	while (k->refs)
+		pthread_cond_wait(&t->cond, &t->lock);
+	s = find_slot(t, k->cid);
+	if (s && *s == k)
+		*s = NULL;
+	pthread_mutex_unlock(&t->lock);
+	close_fd(&k->pidfd);
+	close_fd(&k->start_w);
+	close_fd(&k->report_r);
+	close_fd(&k->cgroup);
+	close_fd(&k->root);
+	close_fd(&k->master);
+	close_fd(&k->stop[0]);
+	close_fd(&k->stop[1]);
+	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
+		close_fd(&k->io[i].fd);
+	if (cgroup_made)
+		cgroup_remove(t, k->cid);
+	free(k);
+}
+
+/* KILL everything of k: its cgroup (no process escapes by forking), and
+ * the init through its pidfd should the cgroup refuse. */
+static void kill_all(struct ctr *k)
+{
+	int fd = k->cgroup >= 0 ? openat(k->cgroup, "cgroup.kill", O_WRONLY | O_CLOEXEC) : -1;
+	bool done = fd >= 0 && write(fd, "1", 1) == 1;
+
+	if (fd >= 0)
+		close(fd);
+	if (!done && k->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+}
+
+/* Claim cid for deletion (once): no new user gets it, and every relay is
+ * told to stop (its descriptors close, so waiters see it drained). NULL
+ * when there is no such ready container or it is being deleted. */
+struct ctr *ctr_mark_deleting(struct agent_ctrs *t, const char *cid)
+{
+	struct ctr **s, *k = NULL;
+	ssize_t n;
+
+	pthread_mutex_lock(&t->lock);
+	s = find_slot(t, cid);
+	if (s && (*s)->ready && !(*s)->deleting) {
+		k = *s;
+		k->deleting = true;
+		n = write(k->stop[1], "x", 1);
+		(void)n; /* a pipe with room: it cannot fail */
+	}
+	pthread_mutex_unlock(&t->lock);
+	return k;
+}
+
+/* KILL what is left, wait for the init's reap (a pending ctr_wait gets
+ * that exit), then free it once no connection uses it. */
+void ctr_teardown(struct agent_ctrs *t, struct ctr *k)
+{
+	kill_all(k);
+	reaper_wait(t->reaper, &k->rc);
+	ctr_free(t, k, true);
+}
+
+/* ---- ctr_create ---- */
+
+static char *read_mountinfo(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 65536;
+	char *buf = fd < 0 ? NULL : malloc(cap);
+	ssize_t n;
+
+	if (!buf) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len - 1 == 0) {
+			char *nb = cap < MOUNTINFO_MAX ? realloc(buf, cap * 2) : NULL;
+
+			if (!nb) {
+				free(buf);
+				close(fd);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	return buf;
+}
+
+/* The stdio the init gets: three pipes, or a terminal. child[] are its
+ * ends, k->io[] the agent's. */
+static int make_stdio(struct ctr *k, const struct agent_ctr_process *p, int child[3], int *slave)
+{
+	struct winsize ws = { .ws_row = p->rows, .ws_col = p->cols };
+	char name[64];
+
+	if (!p->terminal) {
+		for (int i = 0; i < 3; i++) {
+			int fds[2];
+
+			if (pipe2(fds, O_CLOEXEC) < 0)
+				return -1;
+			/* stdin: the init reads fds[0]; stdout, stderr: it writes fds[1]. */
+			child[i] = i == 0 ? fds[0] : fds[1];
+			k->io[i].fd = i == 0 ? fds[1] : fds[0];
+		}
+		return 0;
+	}
+	k->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (k->master < 0 || grantpt(k->master) < 0 || unlockpt(k->master) < 0 ||
+	    ptsname_r(k->master, name, sizeof(name)) != 0)
+		return -1;
+	*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*slave < 0 || fchown(*slave, p->uid, (gid_t)-1) < 0 ||
+	    ioctl(k->master, TIOCSWINSZ, &ws) < 0)
+		return -1;
+	k->io[AGENT_CTR_PTY].fd = fcntl(k->master, F_DUPFD_CLOEXEC, 3);
+	if (k->io[AGENT_CTR_PTY].fd < 0)
+		return -1;
+	for (int i = 0; i < 3; i++)
+		child[i] = *slave;
+	k->terminal = true;
+	return 0;
+}
+
+/* Go's words for an errno, as runc's messages carry them. */
+static const char *go_words(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return "no such file or directory";
+	case EACCES:
+		return "permission denied";
+	case ENOEXEC:
+		return "exec format error";
+	case ENOTDIR:
+		return "not a directory";
+	default:
+		return strerror(e);
+	}
+}
+
+/* The program's failures in runc's words (engines match them: Podman's
+ * exit codes 126 and 127). */
+void ctr_exec_error(struct agent_err *err, const char *prog, int e)
+{
+	enum agent_code code = agent_errno_code(e);
+
+	if (e == ENOENT && !strchr(prog, '/'))
+		agent_err_set(err, code, "exec: \"%.200s\": executable file not found in $PATH",
+			      prog);
+	else if (e == ENOENT)
+		agent_err_set(err, code, "exec: \"%.200s\": stat %.200s: %s", prog, prog,
+			      go_words(e));
+	else
+		agent_err_set(err, code, "exec: \"%.200s\": %s", prog, go_words(e));
+}
+
+static void child_error(const struct oci_report *r, const struct oci_plan *plan,
+			const struct agent_ctr_create *c, struct agent_err *err)
+{
+	enum agent_code code = agent_errno_code(r->err);
+	const char *why = strerror(r->err);
+	char step[600];
+
+	switch (r->stage) {
+	case OCI_STAGE_PLAN:
+		oci_step_describe(plan, c, r->step, step, sizeof(step));
+		if (r->side == OCI_SIDE_SRC && (r->err == ELOOP || r->err == EXDEV))
+			agent_err_set(
+				err, AGENT_E_UNSAFE_PATH,
+				"ctr_create: %s failed: the source has a symbolic link on its way or leaves its share; a bind follows no link",
+				step);
+		else
+			agent_err_set(err, code, "ctr_create: %s failed: %s", step, why);
+		break;
+	case OCI_STAGE_LOOKUP:
+	case OCI_STAGE_EXEC:
+		ctr_exec_error(err, c->proc.args[0], r->err);
+		break;
+	case OCI_STAGE_CWD:
+		agent_err_set(err, code, "chdir to cwd (\"%.200s\") set in config.json failed: %s",
+			      c->proc.cwd, go_words(r->err));
+		break;
+	case OCI_STAGE_USER:
+		agent_err_set(err, code, "ctr_create: switching to uid %u, gid %u failed: %s",
+			      c->proc.uid, c->proc.gid, why);
+		break;
+	case OCI_STAGE_HOSTNAME:
+		agent_err_set(err, code, "ctr_create: setting the hostname failed: %s", why);
+		break;
+	default:
+		agent_err_set(err, code, "ctr_create: setting up the init failed (stage %d): %s",
+			      r->stage, why);
+		break;
+	}
+}
+
+static int setup_error(struct agent_err *err, const char *step)
+{
+	agent_err_set(err, agent_errno_code(errno), "ctr_create: %s failed: %s", step,
+		      strerror(errno));
+	return -1;
+}
+
+/* The guest cgroup ctr-<cid>, made (an empty leftover is reused) and opened. */
+static int cgroup_open(struct ctr *k, struct agent_err *err)
+{
+	char path[AGENT_PATH_MAX + 1];
+
+	snprintf(path, sizeof(path), "%s/ctr-%s", k->tab->cgroup_root, k->cid);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return setup_error(err, "creating the container's cgroup");
+	k->cgroup = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return k->cgroup < 0 ? setup_error(err, "opening the container's cgroup") : 0;
+}
+
+/* Fork the init into its namespaces and cgroup; the child never returns. */
+static pid_t clone_init(struct agent_ctrs *t, struct ctr *k, const struct oci_child *ch)
+{
+	struct ctr_clone_args args = {
+		.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+			CLONE_NEWCGROUP | CLONE_INTO_CGROUP | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&k->pidfd,
+		.exit_signal = SIGCHLD,
+		.cgroup = (uint64_t)k->cgroup,
+	};
+	pid_t pid;
+	int e;
+
+	reaper_fork_lock(t->reaper);
+	pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (pid == 0)
+		oci_child_run(ch);
+	e = errno;
+	if (pid > 0)
+		reaper_add(t->reaper, &k->rc, pid);
+	reaper_fork_unlock(t->reaper);
+	errno = e;
+	return pid;
+}
+
+/* Everything before the clone; the child's ends in child[], slave. */
+static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_plan *plan,
+		   int child[3], int *slave, int report[2], int start[2], struct agent_err *err)
+{
+	char *mi = read_mountinfo(k->tab->mountinfo);
+	int r;
+
+	if (!mi)
+		return setup_error(err, "reading the mount table");
+	r = oci_plan_build(plan, c, mi, err);
+	free(mi);
+	if (r < 0)
+		return -1;
+	k->root = open(plan->step[0].src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (k->root < 0)
+		return setup_error(err, "opening the root share");
+	if (cgroup_open(k, err) < 0)
+		return -1;
+	if (make_stdio(k, &c->proc, child, slave) < 0)
+		return setup_error(err, "making the init's stdio");
+	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(start, O_CLOEXEC) < 0 ||
+	    pipe2(k->stop, O_CLOEXEC) < 0)
+		return setup_error(err, "making a pipe");
+	return 0;
+}
+
+/* Clone the init and wait until it is set up. 0, or -1 with err set (the
+ * child, if any, reaped). */
+static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ctr_create *c,
+		      struct agent_err *err)
+{
+	struct oci_plan plan = { 0 };
+	struct oci_child ch = {
+		.proc = &c->proc, .hostname = c->hostname, .tty = -1, .nofile = t->nofile
+	};
+	int child[3] = { -1, -1, -1 }, slave = -1, report[2] = { -1, -1 }, start[2] = { -1, -1 };
+	struct oci_report rep;
+	ssize_t n;
+	int rc = -1;
+
+	if (prepare(k, c, &plan, child, &slave, report, start, err) < 0)
+		goto out;
+	ch.plan = &plan;
+	ch.path_var = oci_env_path(c->proc.env, c->proc.envc);
+	ch.tty = slave;
+	ch.report = report[1];
+	ch.start = start[0];
+	for (int i = 0; i < 3; i++)
+		ch.fd[i] = child[i];
+	k->pid = clone_init(t, k, &ch);
+	if (k->pid < 0) {
+		setup_error(err, "clone3 into the container's namespaces");
+		goto out;
+	}
+	close_fd(&report[1]);
+	close_fd(&start[0]);
+	do
+		n = read(report[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(rep) && rep.stage == OCI_STAGE_READY) {
+		k->report_r = report[0];
+		k->start_w = start[1];
+		report[0] = start[1] = -1;
+		rc = 0;
+		goto out;
+	}
+	if (n == (ssize_t)sizeof(rep))
+		child_error(&rep, &plan, c, err);
+	else
+		agent_err_set(err, AGENT_E_IO_ERROR,
+			      "ctr_create: the container's init ended while being set up");
+	syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+	reaper_wait(t->reaper, &k->rc);
+out:
+	for (int i = 0; i < 3; i++)
+		if (child[i] != slave)
+			close_fd(&child[i]);
+	close_fd(&slave);
+	close_fd(&report[0]);
+	close_fd(&report[1]);
+	close_fd(&start[0]);
+	close_fd(&start[1]);
+	oci_plan_free(&plan);
+	return rc;
+}
+
+void agent_ctr_create(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	struct agent_ctrs *t = &a->ctrs;
+	const struct agent_ctr_create *cr = &m->u.ctr_create;
+	struct ctr *k = reserve(t, c, cr->cid);
+	struct agent_line l;
+	struct agent_err err;
+
+	if (!k)
+		return;
+	snprintf(k->prog, sizeof(k->prog), "%s", cr->proc.args[0]);
+	if (start_init(t, k, cr, &err) < 0) {
+		agent_conn_send_err(c, &err);
+		ctr_free(t, k, k->cgroup >= 0);
+		return;
+	}
+	pthread_mutex_lock(&t->lock);
+	k->ready = true;
+	pthread_mutex_unlock(&t->lock);
+	/* The host left before it learnt of the container: nothing may stay
+	 * behind that no one knows to delete. */
+	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, k->pid)) < 0 &&
+	    ctr_mark_deleting(t, k->cid) == k)
+		ctr_teardown(t, k);
+}

@@ -1,0 +1,70 @@
+/*
+ * oci_apply: the system calls of a container's init before its execve
+ * (docs/agent-protocol.md, 7.9 `ctr_create`, steps 4 to 8): it runs in the
+ * child the agent cloned into the container's namespaces and cgroup.
+ *
+ * Contract:
+ *  - oci_child_run() runs in the cloned child of the multithreaded agent,
+ *    as root: raw system calls only (async-signal-safe), no allocation, no
+ *    locks; what it needs was prepared by the agent (oci_plan.h, the
+ *    request's NULL-terminated vectors).
+ *  - It reports through `report` (close-on-exec): one struct oci_report
+ *    with stage OCI_STAGE_READY once it is set up and waits on `start`;
+ *    then a byte on `start` makes it execve (the pipe's EOF is the
+ *    success), EOF on `start` makes it exit. Any failure is reported with
+ *    its stage, errno and plan step, and the child exits 127: nothing of
+ *    the container runs half set up.
+ *  - It keeps no descriptor but its stdio and its two pipes: it may wait
+ *    for its start as long as the host likes, and must not hold another
+ *    container's pipes open meanwhile.
+ *  - Destinations are created and opened inside the new root
+ *    (RESOLVE_IN_ROOT) and mounted through their descriptor, a bind's
+ *    source is opened beneath its share without following any symbolic
+ *    link (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a link in the image or
+ *    in a volume cannot point a mount at the guest's own files.
+ */
+#ifndef KILN_OCI_APPLY_H
+#define KILN_OCI_APPLY_H
+
+#include <stddef.h>
+#include <sys/resource.h>
+
+#include "guest-init/agent/oci_plan.h"
+
+enum oci_stage {
+	OCI_STAGE_READY = 0, /* set up, waiting for the start */
+	OCI_STAGE_STDIO,     /* session, terminal, descriptors */
+	OCI_STAGE_PRIVATE,   /* every mount private */
+	OCI_STAGE_PLAN,      /* a step of the plan: `step` says which */
+	OCI_STAGE_HOSTNAME,
+	OCI_STAGE_USER,
+	OCI_STAGE_CWD,
+	OCI_STAGE_LOOKUP, /* args[0]: not found (ENOENT) or not executable (EACCES) */
+	OCI_STAGE_EXEC,
+};
+
+/* Where in a plan step it failed: its destination or its source. */
+enum oci_side { OCI_SIDE_DST, OCI_SIDE_SRC };
+
+struct oci_report {
+	int stage;
+	int err;
+	size_t step;
+	int side;
+};
+
+struct oci_child {
+	const struct oci_plan *plan;
+	const struct agent_ctr_process *proc;
+	const char *hostname; /* NULL: the guest's */
+	const char *path_var; /* where args[0] is searched */
+	int fd[3];            /* become the init's 0, 1, 2 */
+	int tty;              /* the terminal's slave side, or -1 */
+	int report;           /* write end */
+	int start;            /* read end */
+	const struct rlimit *nofile;
+};
+
+void oci_child_run(const struct oci_child *c) __attribute__((noreturn));
+
+#endif

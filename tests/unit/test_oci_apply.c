@@ -1,0 +1,249 @@
+/*
+ * oci_apply: a container's init set up for real on this machine, as root
+ * (skipped otherwise): cloned into new mount, PID, UTS and IPC namespaces,
+ * its root a bind of this machine's own "/" (so nothing needs an image),
+ * made in a mount namespace of the test's own. The plan's share table is a
+ * fake mountinfo naming that bind and a scratch directory as virtio-fs
+ * shares; every destination already exists (/proc, /mnt), so nothing is
+ * created on this machine. The init must wait for its
+ * start, run with its stdio, be PID 1 with its hostname, see a bind of
+ * the scratch directory read-only, and fail in the documented stage for a
+ * missing program, a missing cwd and a symbolic link in a bind's source.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "guest-init/agent/oci_apply.h"
+
+/* clone3's argument, as agent_ctr.c spells it. */
+struct clone_args3 {
+	uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	uint64_t set_tid, set_tid_size, cgroup;
+};
+
+static char scratch[64] = "/tmp/oci-apply.XXXXXX";
+
+struct run {
+	struct oci_report rep;
+	bool ready;
+	char out[4096];
+	int status;
+};
+
+/* Parse line, plan it over the fake shares, clone the init, start it
+ * when it is ready (with `input` on its stdin), collect its stdout. */
+static void run_container(const char *line, const char *input, struct run *r)
+{
+	char mountinfo[512];
+	struct agent_msg m;
+	struct agent_err err;
+	struct oci_plan p;
+	int in[2], out[2], rep[2], st[2], null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	struct clone_args3 a = { .flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC,
+				 .exit_signal = SIGCHLD };
+	struct oci_child ch = { .tty = -1 };
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(mountinfo, sizeof(mountinfo),
+		 "1 1 0:1 / %s/root rw - virtiofs r rw\n2 1 0:2 / %s/share rw - virtiofs b rw\n",
+		 scratch, scratch);
+	assert_int_equal(agent_msg_parse_line(line, strlen(line), AGENT_CTX_REQUEST, &m, &err), 0);
+	assert_int_equal(oci_plan_build(&p, &m.u.ctr_create, mountinfo, &err), 0);
+	assert_true(null >= 0 && pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
+		    pipe2(rep, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0);
+	ch.plan = &p;
+	ch.proc = &m.u.ctr_create.proc;
+	ch.hostname = m.u.ctr_create.hostname;
+	ch.path_var = oci_env_path(ch.proc->env, ch.proc->envc);
+	ch.fd[0] = in[0];
+	ch.fd[1] = out[1];
+	ch.fd[2] = null;
+	ch.report = rep[1];
+	ch.start = st[0];
+	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	if (pid == 0)
+		oci_child_run(&ch);
+	assert_true(pid > 0);
+	close(in[0]);
+	close(out[1]);
+	close(rep[1]);
+	close(st[0]);
+	close(null);
+	assert_int_equal(read(rep[0], &r->rep, sizeof(r->rep)), sizeof(r->rep));
+	r->ready = r->rep.stage == OCI_STAGE_READY;
+	if (r->ready) {
+		/* Nothing runs before the start: no output for a while. */
+		struct pollfd pf = { .fd = out[0], .events = POLLIN };
+
+		assert_int_equal(poll(&pf, 1, 200), 0);
+		assert_int_equal(write(in[1], input, strlen(input)), (ssize_t)strlen(input));
+		assert_int_equal(write(st[1], "S", 1), 1);
+		n = read(rep[0], &r->rep, sizeof(r->rep));
+		assert_int_equal(n, 0); /* execve closed it */
+	}
+	close(in[1]);
+	close(st[1]);
+	while ((n = read(out[0], r->out + len, sizeof(r->out) - 1 - len)) > 0)
+		len += (size_t)n;
+	r->out[len] = '\0';
+	close(out[0]);
+	close(rep[0]);
+	assert_int_equal(waitpid(pid, &r->status, 0), pid);
+	oci_plan_free(&p);
+	agent_msg_free(&m);
+}
+
+static int setup(void **state)
+{
+	char path[128];
+	int fd;
+
+	(void)state;
+	if (geteuid() != 0)
+		return 0;
+	assert_non_null(mkdtemp(scratch));
+	/* The root: "/" bound in a mount namespace of this test's own. */
+	assert_int_equal(unshare(CLONE_NEWNS), 0);
+	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	snprintf(path, sizeof(path), "%s/root", scratch);
+	assert_int_equal(mkdir(path, 0755), 0);
+	assert_int_equal(mount("/", path, NULL, MS_BIND, NULL), 0);
+	snprintf(path, sizeof(path), "%s/share", scratch);
+	assert_int_equal(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/share/f", scratch);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0 && write(fd, "in-share\n", 9) == 9);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/share/link", scratch);
+	assert_int_equal(symlink("/etc", path), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[160];
+
+	(void)state;
+	if (geteuid() == 0 && strcmp(scratch + strlen(scratch) - 6, "XXXXXX") != 0) {
+		snprintf(cmd, sizeof(cmd), "%s/root", scratch);
+		assert_int_equal(umount2(cmd, MNT_DETACH), 0);
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", scratch);
+		assert_int_equal(system(cmd), 0);
+	}
+	return 0;
+}
+
+static void skip_unless_root(void)
+{
+	if (geteuid() != 0)
+		skip(); /* namespaces and mounts need root */
+}
+
+static char *request(const char *mounts, const char *process)
+{
+	char *s;
+
+	assert_true(asprintf(&s,
+			     "{\"type\":\"ctr_create\",\"cid\":\"t\",\"rootfs\":{\"share\":\"r\"},"
+			     "\"mounts\":[%s],\"process\":{%s},\"hostname\":\"box\"}",
+			     mounts, process) > 0);
+	return s;
+}
+
+static void test_runs_as_pid_1_with_its_stdio_and_binds(void **state)
+{
+	char mounts[512], proc[512], want[256], *line;
+	struct run r;
+
+	(void)state;
+	skip_unless_root();
+	snprintf(mounts, sizeof(mounts),
+		 "{\"destination\":\"/proc\",\"type\":\"proc\"},"
+		 "{\"destination\":\"/mnt\",\"type\":\"bind\",\"share\":\"b\",\"source\":\".\",\"options\":[\"ro\"]}");
+	snprintf(proc, sizeof(proc),
+		 "\"args\":[\"sh\",\"-c\",\"read x; echo $x; echo $$; cat /proc/sys/kernel/hostname; cat /mnt/f; "
+		 "(: > /mnt/g) 2>/dev/null || echo ro; umask; exit 3\"],"
+		 "\"env\":[\"PATH=/usr/bin:/bin\"],\"umask\":63");
+	line = request(mounts, proc);
+	run_container(line, "hello\n", &r);
+	free(line);
+	assert_true(r.ready);
+	snprintf(want, sizeof(want), "hello\n1\nbox\nin-share\nro\n0077\n");
+	assert_string_equal(r.out, want);
+	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3);
+}
+
+static void test_failures_name_their_stage(void **state)
+{
+	char mounts[256], *line;
+	struct run r;
+
+	(void)state;
+	skip_unless_root();
+	line = request("", "\"args\":[\"no-such-program\"],\"env\":[\"PATH=/usr/bin:/bin\"]");
+	run_container(line, "", &r);
+	free(line);
+	assert_false(r.ready);
+	assert_int_equal(r.rep.stage, OCI_STAGE_LOOKUP);
+	assert_int_equal(r.rep.err, ENOENT);
+	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 127);
+
+	line = request("", "\"args\":[\"/etc/passwd\"]");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_LOOKUP);
+	assert_int_equal(r.rep.err, EACCES);
+
+	line = request("", "\"args\":[\"/no/such/program\"]");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_LOOKUP);
+	assert_int_equal(r.rep.err, ENOENT);
+
+	line = request("", "\"args\":[\"true\"],\"cwd\":\"/no/such/dir\"");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_CWD);
+	assert_int_equal(r.rep.err, ENOENT);
+
+	/* A link in a bind's source is refused, not followed. */
+	snprintf(mounts, sizeof(mounts),
+		 "{\"destination\":\"/mnt\",\"type\":\"bind\",\"share\":\"b\",\"source\":\"link\"}");
+	line = request(mounts, "\"args\":[\"true\"]");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_PLAN);
+	assert_int_equal(r.rep.step, 1);
+	assert_int_equal(r.rep.side, OCI_SIDE_SRC);
+	assert_int_equal(r.rep.err, ELOOP);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_runs_as_pid_1_with_its_stdio_and_binds),
+		cmocka_unit_test(test_failures_name_their_stage),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
