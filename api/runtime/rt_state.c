@@ -124,9 +124,7 @@ static int read_proc(const json_t *o, const char *key, struct rt_proc_id *p, str
 	return 0;
 }
 
-/* An object of at most RT_STATE_ANNOTATIONS_MAX strings, as the record
- * and config.json hold annotations. */
-static int read_annotations(json_t *v, const char *where, json_t **out, struct err *e)
+int rt_annotations_read(json_t *v, const char *where, json_t **out, struct err *e)
 {
 	const char *k;
 	json_t *s;
@@ -194,8 +192,8 @@ static int read_rec(json_t *j, struct rt_state_rec *r, struct err *e)
 	if (rt_id_check(r->id, e) < 0 || read_status(j, &r->status, e) < 0 ||
 	    read_proc(j, "shim", &r->shim, e) < 0 || read_proc(j, "vmm", &r->vmm, e) < 0)
 		return -EINVAL;
-	return read_annotations(json_object_get(j, "annotations"), "state.json", &r->annotations,
-				e);
+	return rt_annotations_read(json_object_get(j, "annotations"), "state.json", &r->annotations,
+				   e);
 }
 
 int rt_state_decode(const char *buf, size_t n, struct rt_state_rec *r, struct err *e)

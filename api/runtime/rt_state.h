@@ -70,6 +70,11 @@ struct rt_state_rec {
  */
 int rt_id_check(const char *id, struct err *e);
 
+/* annotations as the record and config.json hold them: an object of at
+ * most RT_STATE_ANNOTATIONS_MAX strings; *out a new reference (v NULL:
+ * *out untouched). -EINVAL with e naming `where`. */
+int rt_annotations_read(json_t *v, const char *where, json_t **out, struct err *e);
+
 /* "created", ...; "unknown" out of range. */
 const char *rt_status_name(enum rt_status s);
 
