@@ -1,0 +1,86 @@
+/*
+ * fuzz_rt_config: a bundle's config.json and exec's process.json
+ * (api/runtime/rt_config.c), written by an engine or planted by anyone
+ * who can write the bundle.
+ *
+ * Input: selector byte (% 2: config.json, process.json), then the
+ * document.
+ * Invariants: no crash or leak; a failure is -EINVAL (or -ENOMEM) with a
+ * message; what is accepted holds what rt_config.h promises: a command
+ * (args[0] non-empty), an absolute cwd, lists within RT_CONFIG_LIST_MAX,
+ * every mount's destination absolute and every bind with a source, each
+ * namespace type once and only a network namespace with a path, absolute
+ * hook paths, umask within 0777, limits -1 or more.
+ */
+#include <errno.h>
+
+#include "api/runtime/rt_config.h"
+#include "fuzz.h"
+
+static void check_process(const struct rt_process *p)
+{
+	FUZZ_ASSERT(p->nargs >= 1 && p->nargs <= RT_CONFIG_LIST_MAX && p->args[0][0]);
+	FUZZ_ASSERT(p->nenv <= RT_CONFIG_LIST_MAX && p->ngids <= RT_CONFIG_LIST_MAX);
+	FUZZ_ASSERT(p->cwd && p->cwd[0] == '/');
+	FUZZ_ASSERT(p->umask <= 0777 && p->rows <= 65535 && p->cols <= 65535);
+	FUZZ_ASSERT(p->oom_score_adj >= -1000 && p->oom_score_adj <= 1000);
+}
+
+static void check_hooks(const struct rt_hook_list *l)
+{
+	FUZZ_ASSERT(l->n <= RT_CONFIG_HOOKS_MAX);
+	for (size_t i = 0; i < l->n; i++)
+		FUZZ_ASSERT(l->hooks[i].path[0] == '/' && l->hooks[i].timeout >= 0);
+}
+
+static void check_config(const struct rt_config *c)
+{
+	check_process(&c->process);
+	FUZZ_ASSERT(!strncmp(c->oci_version, "1.", 2) && c->root_path[0]);
+	FUZZ_ASSERT(c->nmounts <= RT_CONFIG_LIST_MAX && c->nns <= RT_NS_COUNT);
+	for (size_t i = 0; i < c->nmounts; i++)
+		FUZZ_ASSERT(c->mounts[i].destination[0] == '/' &&
+			    (!c->mounts[i].bind || c->mounts[i].source));
+	for (size_t i = 0; i < c->nns; i++) {
+		FUZZ_ASSERT(rt_config_ns(c, c->ns[i].type) == &c->ns[i]);
+		FUZZ_ASSERT(!c->ns[i].path ||
+			    (c->ns[i].type == RT_NS_NETWORK && c->ns[i].path[0] == '/'));
+	}
+	FUZZ_ASSERT(c->resources.memory_limit >= -1 && c->resources.cpu_quota >= -1 &&
+		    (c->resources.pids_limit == -1 || c->resources.pids_limit > 0));
+	FUZZ_ASSERT(!c->hostname || strlen(c->hostname) <= RT_HOSTNAME_MAX);
+	FUZZ_ASSERT(!c->annotations ||
+		    json_object_size(c->annotations) <= RT_STATE_ANNOTATIONS_MAX);
+	check_hooks(&c->prestart);
+	check_hooks(&c->create_runtime);
+	check_hooks(&c->poststart);
+	check_hooks(&c->poststop);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct rt_config c;
+	struct rt_process p;
+	const char *doc = (const char *)data + 1;
+	size_t n = size ? size - 1 : 0;
+	struct err e = { { 0 } };
+	json_t *j = NULL;
+	int r;
+
+	if (!size)
+		return 0;
+	if (data[0] % 2 == 0) {
+		r = rt_config_parse(doc, n, &c, &e);
+		if (!r)
+			check_config(&c);
+		rt_config_free(&c);
+	} else {
+		r = rt_process_parse(doc, n, &p, &j, &e);
+		if (!r)
+			check_process(&p);
+		rt_process_free(&p);
+		json_decref(j);
+	}
+	FUZZ_ASSERT(!r || ((r == -EINVAL || r == -ENOMEM) && e.msg[0]));
+	return 0;
+}
