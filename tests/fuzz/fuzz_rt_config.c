@@ -10,11 +10,16 @@
  * (args[0] non-empty), an absolute cwd, lists within RT_CONFIG_LIST_MAX,
  * every mount's destination absolute and every bind with a source, each
  * namespace type once and only a network namespace with a path, absolute
- * hook paths, umask within 0777, limits -1 or more.
+ * hook paths, umask within 0777, limits -1 or more. An accepted config
+ * is also planned (api/runtime/rt_plan.c): the VM's size within kiln-vmm's
+ * bounds, a host cgroup under /sys/fs/cgroup with no "." or ".."
+ * component (either form), a kernel command line without quotes or
+ * control bytes, one guest mount per config mount, binds within bounds.
  */
 #include <errno.h>
 
 #include "api/runtime/rt_config.h"
+#include "api/runtime/rt_plan.h"
 #include "fuzz.h"
 
 static void check_process(const struct rt_process *p)
@@ -57,6 +62,40 @@ static void check_config(const struct rt_config *c)
 	check_hooks(&c->poststop);
 }
 
+static void check_cgroup(const char *p)
+{
+	FUZZ_ASSERT(!strncmp(p, "/sys/fs/cgroup/", 15));
+	FUZZ_ASSERT(!strstr(p, "/../") && !strstr(p, "/./") && !strstr(p, "//"));
+	FUZZ_ASSERT(strcmp(p + strlen(p) - 3, "/..") && strcmp(p + strlen(p) - 2, "/."));
+	for (const char *s = p; *s; s++)
+		FUZZ_ASSERT((unsigned char)*s >= 0x20 && *s != 0x7f);
+}
+
+static void check_plan(const struct rt_config *c)
+{
+	static struct rt_plan plan;
+	struct rt_sizing s;
+	char cg[RT_PATH_MAX];
+	struct err e;
+
+	if (rt_plan_sizing(c, &s, &e) == 0)
+		FUZZ_ASSERT(s.mem_mib >= RT_RAM_MIN_MIB && s.mem_mib <= RT_RAM_MAX_MIB &&
+			    s.cpus >= 1 && s.cpus <= RT_CPUS_MAX &&
+			    (!s.kernel || (!strchr(s.kernel, '/') && s.kernel[0] != '.')));
+	for (int systemd = 0; systemd < 2; systemd++)
+		if (rt_plan_cgroup(c, "c1", systemd, cg, sizeof(cg), &e) == 0)
+			check_cgroup(cg);
+	if (rt_plan_build(c, "c1", &plan, &e) == 0) {
+		FUZZ_ASSERT(!strpbrk(plan.cmdline, "\"'\n\r\t"));
+		FUZZ_ASSERT(json_array_size(json_object_get(plan.ctr_create, "mounts")) ==
+			    c->nmounts);
+		FUZZ_ASSERT(plan.nbinds <= RT_BINDS_MAX && plan.nbinds <= c->nmounts);
+		for (size_t i = 0; i < plan.nbinds; i++)
+			FUZZ_ASSERT(plan.binds[i].source[0] == '/');
+	}
+	rt_plan_free(&plan);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct rt_config c;
@@ -71,8 +110,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (data[0] % 2 == 0) {
 		r = rt_config_parse(doc, n, &c, &e);
-		if (!r)
+		if (!r) {
 			check_config(&c);
+			check_plan(&c);
+		}
 		rt_config_free(&c);
 	} else {
 		r = rt_process_parse(doc, n, &p, &j, &e);
