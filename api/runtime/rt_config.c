@@ -437,7 +437,7 @@ static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct
 {
 	char w[WHERE_MAX];
 	const char *type, *path;
-	enum rt_ns_type t;
+	enum rt_ns_type t = RT_NS_PID;
 
 	snprintf(w, sizeof(w), "linux.namespaces[%zu]", i);
 	if (!json_is_object(j))
