@@ -71,29 +71,20 @@ static int not_yet(const struct rt_cmd *c, struct err *e)
 /* The bundle's config.json, read whole and parsed. */
 static int read_config(const char *bundle, struct rt_config *cfg, struct err *e)
 {
-	char path[RT_PATH_MAX], *buf;
-	struct stat st;
-	ssize_t n;
-	int fd, r;
+	char what[RT_PATH_MAX + 16], *buf;
+	size_t n;
+	int dirfd, r;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if ((size_t)snprintf(path, sizeof(path), "%s/config.json", bundle) >= sizeof(path))
-		return err_set(e, ENAMETOOLONG, "--bundle: the path is too long");
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return err_set(e, errno, "%.200s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RT_CONFIG_FILE_MAX) {
-		close(fd);
-		return err_set(e, EINVAL, "%.200s: not a file of at most %u bytes", path,
-			       RT_CONFIG_FILE_MAX);
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	n = buf ? fd_io_read_full(fd, buf, (size_t)st.st_size + 1) : -ENOMEM;
-	close(fd);
-	if (n < 0 || n > st.st_size)
-		r = err_set(e, EIO, "%.200s: reading failed", path);
-	else
-		r = rt_config_parse(buf, (size_t)n, cfg, e);
+	snprintf(what, sizeof(what), "%.4000s/config.json", bundle);
+	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return err_set(e, errno, "--bundle %.200s: %s", bundle, strerror(errno));
+	r = rt_file_read(dirfd, "config.json", true, RT_CONFIG_FILE_MAX, what, &buf, &n, e);
+	close(dirfd);
+	if (r < 0)
+		return r;
+	r = rt_config_parse(buf, n, cfg, e);
 	free(buf);
 	return r;
 }

@@ -105,39 +105,53 @@ int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err 
 	return 0;
 }
 
+int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
+		 size_t *n, struct err *e)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	struct stat st;
+	ssize_t got;
+
+	*buf = NULL;
+	if (fd < 0)
+		return err_set(e, errno, "%s: %s", what, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(e, EINVAL, "%s is not a regular file", what);
+	}
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		return err_set(e, EFBIG, "%s is larger than %zu bytes", what, max);
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	got = *buf ? fd_io_read_full(fd, *buf, (size_t)st.st_size + 1) : -ENOMEM;
+	close(fd);
+	/* Grown since fstat, or unreadable: refused, never cut. */
+	if (got < 0 || got > st.st_size) {
+		free(*buf);
+		*buf = NULL;
+		return err_set(e, got == -ENOMEM ? ENOMEM : EIO, "%s: reading it failed", what);
+	}
+	(*buf)[got] = '\0';
+	*n = (size_t)got;
+	return 0;
+}
+
 int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct err *e)
 {
-	int fd = openat(dirfd, RT_STATE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	struct stat st;
-	char *buf;
-	ssize_t n;
+	char what[RT_ID_MAX + 64], *buf;
+	size_t n;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	if (fd < 0) {
-		/* A directory without its record: a create that died midway. */
-		if (errno == ENOENT)
-			return err_set(e, ENOENT, "container \"%s\" does not exist (no state)", id);
-		return err_set(e, errno, "container \"%s\": state.json: %s", id, strerror(errno));
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RT_STATE_FILE_MAX) {
-		close(fd);
-		return err_set(e, EINVAL,
-			       "container \"%s\": state.json is not a file of at most %u "
-			       "bytes",
-			       id, RT_STATE_FILE_MAX);
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		return err_set(e, ENOMEM, "out of memory reading state.json");
-	}
-	n = fd_io_read_full(fd, buf, (size_t)st.st_size + 1);
-	close(fd);
-	if (n < 0 || n > st.st_size)
-		ret = err_set(e, EIO, "container \"%s\": reading state.json failed", id);
-	else
-		ret = rt_state_decode(buf, (size_t)n, r, e);
+	snprintf(what, sizeof(what), "container \"%s\": state.json", id);
+	ret = rt_file_read(dirfd, RT_STATE_FILE, false, RT_STATE_FILE_MAX, what, &buf, &n, e);
+	/* A directory without its record: a create that died midway. */
+	if (ret == -ENOENT)
+		return err_set(e, ENOENT, "container \"%s\" does not exist (no state)", id);
+	if (ret < 0)
+		return ret;
+	ret = rt_state_decode(buf, n, r, e);
 	free(buf);
 	return ret;
 }
@@ -250,29 +264,10 @@ int rt_dir_remove(int rootfd, const char *id, struct err *e)
 
 bool rt_proc_alive(int pid, uint64_t start)
 {
-	char path[32], buf[1024];
-	const char *close_paren;
 	uint64_t st;
-	ssize_t n;
-	int fd;
+	char state;
 
-	if (pid <= 0 || pid > PROC_PID_MAX)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	if (proc_stat_start_time(buf, (size_t)n, &st) < 0 || st != start)
-		return false;
-	/* field 3, the state, follows the name's last ')' */
-	close_paren = strrchr(buf, ')');
-	return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z' &&
-		close_paren[2] != 'X';
+	return proc_stat_read(pid, &st, &state) == 0 && st == start && state != 'Z' && state != 'X';
 }
 
 enum rt_status rt_dir_status(const struct rt_state_rec *r, int *pid)

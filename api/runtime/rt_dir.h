@@ -45,6 +45,12 @@ int rt_dir_open(int rootfd, const char *id, int *dirfd, struct err *e);
  * wait_ms; *lockfd holds it until closed. */
 int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err *e);
 
+/* The regular file name beneath dirfd (a link followed only with
+ * follow), read whole into *buf (malloc'ed, NUL-terminated, *n bytes):
+ * -EFBIG over max bytes. e names the file as `what`. */
+int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
+		 size_t *n, struct err *e);
+
 /* state.json, read whole (at most RT_STATE_FILE_MAX) and decoded. */
 int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct err *e);
 

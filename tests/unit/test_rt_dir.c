@@ -113,6 +113,40 @@ static void test_container(void **state)
 	close(rfd);
 }
 
+/* Whole reads: bounded, regular files only, links followed only when
+ * asked (config.json may be a link in a bundle; state.json never). */
+static void test_file_read(void **state)
+{
+	int d = open(top, O_RDONLY | O_DIRECTORY);
+	char *buf;
+	size_t n;
+
+	(void)state;
+	assert_true(d >= 0);
+	close(openat(d, "f", O_CREAT | O_WRONLY, 0600));
+	{
+		int fd = openat(d, "f", O_WRONLY);
+
+		assert_int_equal(write(fd, "12345", 5), 5);
+		close(fd);
+	}
+	assert_int_equal(rt_file_read(d, "f", false, 5, "f", &buf, &n, &e), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(buf, "12345");
+	free(buf);
+	assert_int_equal(rt_file_read(d, "f", false, 4, "the file", &buf, &n, &e), -EFBIG);
+	assert_string_equal(e.msg, "the file is larger than 4 bytes");
+	assert_null(buf);
+	assert_int_equal(symlinkat("f", d, "l"), 0);
+	assert_int_equal(rt_file_read(d, "l", false, 5, "l", &buf, &n, &e), -ELOOP);
+	assert_int_equal(rt_file_read(d, "l", true, 5, "l", &buf, &n, &e), 0);
+	free(buf);
+	assert_int_equal(mkdirat(d, "dir", 0700), 0);
+	assert_int_equal(rt_file_read(d, "dir", true, 5, "dir", &buf, &n, &e), -EINVAL);
+	assert_string_equal(e.msg, "dir is not a regular file");
+	close(d);
+}
+
 static void test_alive(void **state)
 {
 	uint64_t me;
@@ -251,9 +285,10 @@ static void test_remove_mounted(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_root),   cmocka_unit_test(test_container),
-		cmocka_unit_test(test_alive),  cmocka_unit_test(test_list),
-		cmocka_unit_test(test_remove), cmocka_unit_test(test_remove_mounted),
+		cmocka_unit_test(test_root),           cmocka_unit_test(test_container),
+		cmocka_unit_test(test_file_read),      cmocka_unit_test(test_alive),
+		cmocka_unit_test(test_list),           cmocka_unit_test(test_remove),
+		cmocka_unit_test(test_remove_mounted),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
