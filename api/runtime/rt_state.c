@@ -263,6 +263,21 @@ int rt_state_render(const struct rt_state_view *v, char **out, struct err *e)
 	return dump(state_json(v), JSON_INDENT(2), out, e);
 }
 
+int rt_state_render_hook(const struct rt_state_view *v, char **out, struct err *e)
+{
+	const struct rt_state_rec *r = v->rec;
+	json_t *j = json_pack("{s:s,s:s,s:s,s:i,s:s}", "ociVersion", RT_OCI_VERSION, "id", r->id,
+			      "status", rt_status_name(v->status), "pid", v->pid, "bundle",
+			      r->bundle);
+
+	if (j && r->annotations && json_object_size(r->annotations) &&
+	    json_object_set(j, "annotations", r->annotations) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	return dump(j, JSON_COMPACT, out, e);
+}
+
 /* runc's table is Go's tabwriter (minwidth 12, padding 3): a column is
  * as wide as its widest cell plus 3, at least 12; the last one is not
  * padded. */

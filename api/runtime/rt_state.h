@@ -99,6 +99,10 @@ struct rt_state_view {
  * newline. *out malloc'ed. */
 int rt_state_render(const struct rt_state_view *v, char **out, struct err *e);
 
+/* What a hook reads on its stdin (runtime-spec "state"): ociVersion, id,
+ * status, pid, bundle, annotations, on one line. *out malloc'ed. */
+int rt_state_render_hook(const struct rt_state_view *v, char **out, struct err *e);
+
 /* `list`: json (an array of state objects, one line) or runc's table
  * (ID PID STATUS BUNDLE CREATED OWNER), or with quiet the IDs alone. */
 int rt_state_render_list(const struct rt_state_view *v, size_t n, bool json, bool quiet, char **out,

@@ -187,6 +187,13 @@ static void test_render_state(void **state)
 			    "  }\n"
 			    "}\n");
 	free(s);
+	/* what a hook reads on stdin: the spec's fields, one line */
+	assert_int_equal(rt_state_render_hook(&v, &s, &e), 0);
+	assert_string_equal(s,
+			    "{\"ociVersion\":\"1.0.2\",\"id\":\"c1\",\"status\":\"running\","
+			    "\"pid\":4242,\"bundle\":\"/b/c1\",\"annotations\":{"
+			    "\"io.kubernetes.cri.container-type\":\"sandbox\"}}\n");
+	free(s);
 	/* stopped: pid 0, and no annotations key when there are none */
 	json_object_clear(a.annotations);
 	v = (struct rt_state_view){ &a, RT_STATUS_STOPPED, 0 };
