@@ -27,6 +27,7 @@
 #include "api/runtime/rt_cli.h"
 #include "api/runtime/rt_config.h"
 #include "api/runtime/rt_dir.h"
+#include "api/runtime/rt_hooks.h"
 #include "api/runtime/rt_log.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_state.h"
@@ -331,6 +332,28 @@ static int kill_shim(const struct rt_state_rec *rec, struct err *e)
 	return 0;
 }
 
+/* poststop hooks once the container is gone (runtime-spec: a failure
+ * is logged as a warning, delete still succeeds). */
+static void run_poststop(const struct rt_cmd *c, const struct rt_state_rec *rec)
+{
+	struct rt_state_view v = { rec, RT_STATUS_STOPPED, 0 };
+	struct rt_config cfg;
+	struct err e;
+	char *state = NULL;
+
+	if (!rec->bundle[0] || read_config(rec->bundle, &cfg, &e) < 0) {
+		if (rec->bundle[0])
+			report(c, RT_LOG_WARNING, e.msg);
+		return;
+	}
+	if (cfg.poststop.n &&
+	    (rt_state_render_hook(&v, &state, &e) < 0 ||
+	     rt_hooks_run(&cfg.poststop, "poststop", state, &e) < 0))
+		report(c, RT_LOG_WARNING, e.msg);
+	free(state);
+	rt_config_free(&cfg);
+}
+
 static int cmd_delete(const struct rt_cmd *c, struct err *e)
 {
 	struct rt_state_rec rec;
@@ -349,6 +372,8 @@ static int cmd_delete(const struct rt_cmd *c, struct err *e)
 		r = kill_shim(&rec, e);
 	if (!r)
 		r = rt_dir_remove(rootfd, c->id, e);
+	if (!r)
+		run_poststop(c, &rec);
 	close_container(rootfd, dirfd, lockfd, &rec);
 	return r;
 }

@@ -129,7 +129,8 @@ static int get_strings(const json_t *o, const char *key, size_t len, const char 
 	if (!a || !json_array_size(a))
 		return 0;
 	path_of(w, where, key);
-	*out = calloc(json_array_size(a), sizeof(char *));
+	/* NULL-terminated: args and env go to execve as they are */
+	*out = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!*out)
 		return err_set(e, ENOMEM, "config.json: out of memory reading %s", w);
 	for (size_t i = 0; i < json_array_size(a); i++) {

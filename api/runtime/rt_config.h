@@ -12,8 +12,9 @@
  * alone, as runc (a Go decoder) leaves them: engines add fields from
  * newer runtime-specs. JSON null is an absent field (Go writes nil
  * slices as null). Strings point into cfg->doc and live until
- * rt_config_free. Results are 0, -EINVAL (e says which field and why)
- * or -ENOMEM.
+ * rt_config_free; every string list (args, env, options) is also
+ * NULL-terminated, for execve. Results are 0, -EINVAL (e says which
+ * field and why) or -ENOMEM.
  *
  * Accepted and not applied (docs/oci-runtime.md): apparmorProfile,
  * selinuxLabel, mountLabel (the guest kernel has no LSM), blockIO and

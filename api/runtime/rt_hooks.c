@@ -27,10 +27,9 @@ struct hook_io {
 
 /* In the child: stdio in place, nothing else open, then exec. Only
  * async-signal-safe calls; an exec failure goes back as its errno. */
-static void hook_child(const struct rt_hook *h, int in, int out, int err_pipe)
+static void hook_child(const char *path, char *const *argv, char *const *envp, int in, int out,
+		       int err_pipe)
 {
-	char *const none[] = { NULL };
-	const char *argv0[] = { h->path, NULL };
 	int e;
 
 	setpgid(0, 0);
@@ -40,8 +39,7 @@ static void hook_child(const struct rt_hook *h, int in, int out, int err_pipe)
 	if (err_pipe != 3 && (dup2(err_pipe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
 		goto fail;
 	close_range(4, ~0U, 0);
-	execve(h->path, h->nargs ? (char *const *)h->args : (char *const *)argv0,
-	       h->nenv ? (char *const *)h->env : none);
+	execve(path, argv, envp);
 fail:
 	e = errno;
 	if (write(3, &e, sizeof(e)) < 0)
@@ -124,7 +122,20 @@ static int hook_finish(const struct rt_hook *h, const char *where, pid_t pid, st
 	return 0;
 }
 
-int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, struct err *e)
+/* list[0..n) NULL-terminated in a new array; none: {first, NULL}. */
+static char **vector(const char *const *list, size_t n, const char *first)
+{
+	char **v = calloc(n + 2, sizeof(char *));
+
+	if (v && !n)
+		v[0] = (char *)first;
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = (char *)list[i];
+	return v;
+}
+
+static int hook_spawn(const struct rt_hook *h, const char *where, const char *state_json,
+		      char *const *argv, char *const *envp, struct err *e)
 {
 	struct hook_io io = { .state = state_json, .state_len = strlen(state_json) };
 	int sv[2], outp[2], errp[2], r;
@@ -139,7 +150,7 @@ int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_js
 	}
 	pid = fork();
 	if (pid == 0)
-		hook_child(h, sv[1], outp[1], errp[1]);
+		hook_child(h->path, argv, envp, sv[1], outp[1], errp[1]);
 	if (pid > 0)
 		setpgid(pid, pid); /* also here: a timeout may come before the child's own */
 	close(sv[1]);
@@ -159,6 +170,20 @@ int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_js
 		close(io.in);
 	close(io.out);
 	close(io.err_pipe);
+	return r;
+}
+
+int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, struct err *e)
+{
+	char **argv = vector(h->args, h->nargs, h->path), **envp = vector(h->env, h->nenv, NULL);
+	int r;
+
+	if (!argv || !envp)
+		r = err_set(e, ENOMEM, "%s: out of memory", where);
+	else
+		r = hook_spawn(h, where, state_json, argv, envp, e);
+	free(argv);
+	free(envp);
 	return r;
 }
 

@@ -64,6 +64,7 @@ static void test_podman(void **state)
 	assert_false(cfg.root_readonly);
 	assert_int_equal(cfg.process.nargs, 3);
 	assert_string_equal(cfg.process.args[2], "echo hi");
+	assert_null(cfg.process.args[3]); /* NULL-terminated for execve */
 	assert_int_equal(cfg.process.nenv, 5);
 	assert_string_equal(cfg.process.cwd, "/");
 	assert_int_equal(cfg.process.uid, 0);
@@ -151,6 +152,7 @@ static void test_docker(void **state)
 	assert_int_equal(cfg.prestart.n, 1);
 	assert_string_equal(cfg.prestart.hooks[0].path, "/usr/sbin/dockerd");
 	assert_int_equal(cfg.prestart.hooks[0].nargs, 4);
+	assert_null(cfg.prestart.hooks[0].args[4]);
 	assert_int_equal(cfg.prestart.hooks[0].timeout, 0);
 	assert_int_equal(cfg.poststop.n, 1);
 	assert_int_equal(cfg.poststop.hooks[0].timeout, 5);
