@@ -421,6 +421,35 @@ static int cmd_features(const struct rt_cmd *c, struct err *e)
 	return print(s);
 }
 
+/* `spec`: a starting config.json in the bundle, never over one. */
+static int cmd_spec(const struct rt_cmd *c, struct err *e)
+{
+	char *s;
+	int dirfd, fd, r;
+
+	if (c->rootless_spec)
+		return err_set(e, EINVAL, "spec --rootless: kiln-runtime runs as root only");
+	dirfd = open(c->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return err_set(e, errno, "--bundle %.200s: %s", c->bundle, strerror(errno));
+	fd = openat(dirfd, "config.json", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0644);
+	close(dirfd);
+	if (fd < 0 && errno == EEXIST)
+		return err_set(e, EEXIST, "spec: %.200s/config.json exists: remove it first",
+			       c->bundle);
+	if (fd < 0)
+		return err_set(e, errno, "spec: %.200s/config.json: %s", c->bundle,
+			       strerror(errno));
+	r = rt_state_render_spec(&s, e);
+	if (!r && fd_io_write_all(fd, s, strlen(s)) < 0)
+		r = err_set(e, EIO, "spec: writing config.json: %s", strerror(errno));
+	if (!r)
+		free(s);
+	close(fd);
+	return r;
+}
+
 typedef int command_fn(const struct rt_cmd *c, struct err *e);
 
 static const struct {
@@ -429,7 +458,7 @@ static const struct {
 } commands[] = {
 	{ RT_CREATE, cmd_create },     { RT_START, cmd_start },   { RT_STATE, cmd_state },
 	{ RT_KILL, cmd_kill },         { RT_DELETE, cmd_delete }, { RT_LIST, cmd_list },
-	{ RT_FEATURES, cmd_features },
+	{ RT_FEATURES, cmd_features }, { RT_SPEC, cmd_spec },
 };
 
 static int run(const struct rt_cmd *c, struct err *e)

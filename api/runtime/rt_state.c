@@ -464,3 +464,54 @@ int rt_state_render_features(char **out, struct err *e)
 	json_decref(off);
 	return dump(j, JSON_INDENT(2), out, e);
 }
+
+/* A mount of the example spec. */
+static json_t *spec_mount(const char *dest, const char *type, const char *opts)
+{
+	json_t *o = json_array();
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", opts);
+	for (char *t = strtok_r(buf, ",", &save); o && t; t = strtok_r(NULL, ",", &save))
+		json_array_append_new(o, json_string(t));
+	return json_pack("{s:s,s:s,s:s,s:o}", "destination", dest, "type", type, "source", type,
+			 "options", o);
+}
+
+int rt_state_render_spec(char **out, struct err *e)
+{
+	static const char *const caps3[] = { "CAP_AUDIT_WRITE", "CAP_KILL",
+					     "CAP_NET_BIND_SERVICE" };
+	static const char *const env[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=xterm"
+	};
+	static const char *const masked[] = { "/proc/acpi",          "/proc/asound",
+					      "/proc/kcore",         "/proc/keys",
+					      "/proc/latency_stats", "/proc/timer_list",
+					      "/proc/timer_stats",   "/proc/sched_debug",
+					      "/sys/firmware",       "/proc/scsi" };
+	static const char *const readonly[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+						"/proc/sysrq-trigger" };
+	json_t *j = json_pack(
+		"{s:s,s:{s:b,s:{s:i,s:i},s:[s],s:o,s:s,s:{s:o,s:o,s:o,s:o},s:[{s:s,s:i,s:i}],s:b},"
+		"s:{s:s,s:b},s:s,s:[o,o,o,o,o,o,o],s:{s:{s:[{s:b,s:s}]},s:[{s:s},{s:s},{s:s},{s:s},"
+		"{s:s},{s:s}],s:o,s:o}}",
+		"ociVersion", RT_OCI_VERSION, "process", "terminal", 0, "user", "uid", 0, "gid", 0,
+		"args", "sh", "env", ARRAY(env), "cwd", "/", "capabilities", "bounding",
+		ARRAY(caps3), "effective", ARRAY(caps3), "permitted", ARRAY(caps3), "ambient",
+		ARRAY(caps3), "rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft", 1024,
+		"noNewPrivileges", 1, "root", "path", "rootfs", "readonly", 1, "hostname", "kiln",
+		"mounts", spec_mount("/proc", "proc", "nosuid,noexec,nodev"),
+		spec_mount("/dev", "tmpfs", "nosuid,strictatime,mode=755,size=65536k"),
+		spec_mount("/dev/pts", "devpts",
+			   "nosuid,noexec,newinstance,ptmxmode=0666,mode=0620,gid=5"),
+		spec_mount("/dev/shm", "tmpfs", "nosuid,noexec,nodev,mode=1777,size=65536k"),
+		spec_mount("/dev/mqueue", "mqueue", "nosuid,noexec,nodev"),
+		spec_mount("/sys", "sysfs", "nosuid,noexec,nodev,ro"),
+		spec_mount("/sys/fs/cgroup", "cgroup", "nosuid,noexec,nodev,relatime,ro"), "linux",
+		"resources", "devices", "allow", 0, "access", "rwm", "namespaces", "type", "pid",
+		"type", "network", "type", "ipc", "type", "uts", "type", "mount", "type", "cgroup",
+		"maskedPaths", ARRAY(masked), "readonlyPaths", ARRAY(readonly));
+
+	return dump(j, JSON_INDENT(2), out, e);
+}

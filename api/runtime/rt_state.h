@@ -111,4 +111,9 @@ int rt_state_render_list(const struct rt_state_view *v, size_t n, bool json, boo
 /* `features`: runc's document (runtime-spec features.md), indented. */
 int rt_state_render_features(char **out, struct err *e);
 
+/* `spec`: a starting config.json for a bundle whose rootfs is ./rootfs
+ * (runc's example, but without a terminal and with hostname "kiln"),
+ * indented. */
+int rt_state_render_spec(char **out, struct err *e);
+
 #endif

@@ -7,7 +7,7 @@
  * document.
  * Invariants: no crash or leak; a failure is -EINVAL (or -ENOMEM) with a
  * message; what is accepted holds what rt_config.h promises: a command
- * (args[0] non-empty), an absolute cwd, lists within RT_CONFIG_LIST_MAX,
+ * (args[0] non-empty), NULL-terminated lists, an absolute cwd, lists within RT_CONFIG_LIST_MAX,
  * every mount's destination absolute and every bind with a source, each
  * namespace type once and only a network namespace with a path, absolute
  * hook paths, umask within 0777, limits -1 or more. An accepted config
@@ -27,6 +27,7 @@ static void check_process(const struct rt_process *p)
 	FUZZ_ASSERT(p->nargs >= 1 && p->nargs <= RT_CONFIG_LIST_MAX && p->args[0][0]);
 	FUZZ_ASSERT(p->nenv <= RT_CONFIG_LIST_MAX && p->ngids <= RT_CONFIG_LIST_MAX);
 	FUZZ_ASSERT(p->cwd && p->cwd[0] == '/');
+	FUZZ_ASSERT(!p->args[p->nargs] && (!p->env || !p->env[p->nenv])); /* for execve */
 	FUZZ_ASSERT(p->umask <= 0777 && p->rows <= 65535 && p->cols <= 65535);
 	FUZZ_ASSERT(p->oom_score_adj >= -1000 && p->oom_score_adj <= 1000);
 }

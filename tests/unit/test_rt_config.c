@@ -341,12 +341,31 @@ static void test_process_json(void **state)
 	assert_null(doc);
 }
 
+/* What `kiln-runtime spec` writes is a config kiln-runtime takes whole. */
+static void test_spec_is_accepted(void **state)
+{
+	char *s;
+
+	(void)state;
+	assert_int_equal(rt_state_render_spec(&s, &e), 0);
+	assert_int_equal(parse(s), 0);
+	assert_string_equal(cfg.root_path, "rootfs");
+	assert_true(cfg.root_readonly);
+	assert_false(cfg.process.terminal);
+	assert_int_equal(cfg.nmounts, 7);
+	assert_int_equal(cfg.nns, 6);
+	assert_null(rt_config_ns(&cfg, RT_NS_NETWORK)->path);
+	free(s);
+	rt_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_podman), cmocka_unit_test(test_containerd),
-		cmocka_unit_test(test_docker), cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_bounds), cmocka_unit_test(test_process_json),
+		cmocka_unit_test(test_podman),           cmocka_unit_test(test_containerd),
+		cmocka_unit_test(test_docker),           cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_bounds),           cmocka_unit_test(test_process_json),
+		cmocka_unit_test(test_spec_is_accepted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
