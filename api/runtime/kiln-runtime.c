@@ -30,6 +30,7 @@
 #include "api/runtime/rt_hooks.h"
 #include "api/runtime/rt_log.h"
 #include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_pod.h"
 #include "api/runtime/rt_state.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/proc_stat.h"
@@ -113,6 +114,7 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 {
 	struct rt_sizing size;
 	struct rt_plan plan;
+	struct rt_pod pod;
 	char cg[RT_PATH_MAX];
 	int r;
 
@@ -124,6 +126,13 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 		return err_set(e, EINVAL,
 			       "--console-socket is given but process.terminal is false: there is "
 			       "no terminal to send");
+	if (rt_pod_decide(cfg->annotations, c->id, &pod, e) < 0)
+		return -EINVAL;
+	if (pod.role == RT_POD_MEMBER)
+		return err_set(e, ENOSYS,
+			       "create: container \"%s\" of pod sandbox \"%s\": running a pod's "
+			       "containers in its sandbox's VM is not supported yet",
+			       c->id, pod.sandbox);
 	if (rt_plan_sizing(cfg, &size, e) < 0 ||
 	    (!c->g.cgroups_disabled &&
 	     rt_plan_cgroup(cfg, c->id, c->g.systemd_cgroup, cg, sizeof(cg), e) < 0))

@@ -13,13 +13,15 @@
  * hook paths, umask within 0777, limits -1 or more. An accepted config
  * is also planned (api/runtime/rt_plan.c): the VM's size within kiln-vmm's
  * bounds, a host cgroup under /sys/fs/cgroup with no "." or ".."
- * component (either form), a kernel command line without quotes or
+ * component (either form), a pod role whose sandbox is a valid ID (its
+ * own for a sandbox, another for a member), a kernel command line without quotes or
  * control bytes, one guest mount per config mount, binds within bounds.
  */
 #include <errno.h>
 
 #include "api/runtime/rt_config.h"
 #include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_pod.h"
 #include "fuzz.h"
 
 static void check_process(const struct rt_process *p)
@@ -86,6 +88,12 @@ static void check_plan(const struct rt_config *c)
 	for (int systemd = 0; systemd < 2; systemd++)
 		if (rt_plan_cgroup(c, "c1", systemd, cg, sizeof(cg), &e) == 0)
 			check_cgroup(cg);
+	struct rt_pod pod;
+	if (rt_pod_decide(c->annotations, "c1", &pod, &e) == 0)
+		FUZZ_ASSERT(pod.role == RT_POD_NONE ||
+			    (pod.role == RT_POD_SANDBOX && !strcmp(pod.sandbox, "c1")) ||
+			    (pod.role == RT_POD_MEMBER && strcmp(pod.sandbox, "c1") &&
+			     rt_id_check(pod.sandbox, NULL) == 0));
 	if (rt_plan_build(c, "c1", &plan, &e) == 0) {
 		FUZZ_ASSERT(!strpbrk(plan.cmdline, "\"'\n\r\t"));
 		FUZZ_ASSERT(json_array_size(json_object_get(plan.ctr_create, "mounts")) ==
