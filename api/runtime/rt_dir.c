@@ -262,6 +262,27 @@ int rt_dir_remove(int rootfd, const char *id, struct err *e)
 	return 0;
 }
 
+int rt_pid_file_write(const char *path, int pid, struct err *e)
+{
+	char tmp[RT_PATH_MAX], text[16];
+	int fd, n, r = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.kiln-tmp", path) >= sizeof(tmp))
+		return err_set(e, ENAMETOOLONG, "--pid-file: the path is too long");
+	n = snprintf(text, sizeof(text), "%d", pid);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(e, errno, "--pid-file %.200s: %s", path, strerror(errno));
+	if (fd_io_write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0)
+		r = err_set(e, EIO, "--pid-file %.200s: writing: %s", path, strerror(errno));
+	close(fd);
+	if (!r && rename(tmp, path) < 0)
+		r = err_set(e, errno, "--pid-file %.200s: %s", path, strerror(errno));
+	if (r)
+		unlink(tmp);
+	return r;
+}
+
 bool rt_proc_alive(int pid, uint64_t start)
 {
 	uint64_t st;

@@ -65,6 +65,15 @@ int rt_dir_write_state(int dirfd, const struct rt_state_rec *r, struct err *e);
  */
 int rt_dir_remove(int rootfd, const char *id, struct err *e);
 
+/*
+ * --pid-file PATH: pid as decimal text (runc writes no newline), written
+ * to a temporary file beside PATH and renamed over it, so the engine that
+ * waits for the file (containerd's shim reads it once create returns,
+ * conmon too) never reads it half-written. PATH must be absolute or is
+ * taken from the current directory, as runc.
+ */
+int rt_pid_file_write(const char *path, int pid, struct err *e);
+
 /* Whether the process pid started at start is alive (a zombie is not:
  * it has ended, its parent has not reaped it yet). */
 bool rt_proc_alive(int pid, uint64_t start);

@@ -147,6 +147,38 @@ static void test_file_read(void **state)
 	close(d);
 }
 
+static void test_pid_file(void **state)
+{
+	char path[160], link[160];
+	struct stat st;
+	int d = open(top, O_RDONLY | O_DIRECTORY);
+	char *buf;
+	size_t n;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/init.pid", top);
+	assert_int_equal(rt_pid_file_write(path, 4242, &e), 0);
+	assert_int_equal(rt_file_read(d, "init.pid", false, 64, "pid", &buf, &n, &e), 0);
+	assert_string_equal(buf, "4242"); /* runc's: no newline */
+	free(buf);
+	assert_int_equal(faccessat(d, "init.pid.kiln-tmp", F_OK, 0), -1);
+	/* over an old one, atomically */
+	assert_int_equal(rt_pid_file_write(path, 7, &e), 0);
+	assert_int_equal(rt_file_read(d, "init.pid", false, 64, "pid", &buf, &n, &e), 0);
+	assert_string_equal(buf, "7");
+	free(buf);
+	/* a link planted at the temporary name is not followed */
+	snprintf(link, sizeof(link), "%s/init.pid.kiln-tmp", top);
+	assert_int_equal(symlink("/etc/kiln-should-not-exist", link), 0);
+	assert_int_equal(rt_pid_file_write(path, 8, &e), -ELOOP);
+	assert_int_equal(stat("/etc/kiln-should-not-exist", &st), -1);
+	unlink(link);
+	snprintf(path, sizeof(path), "%s/no/such/dir/init.pid", top);
+	assert_int_equal(rt_pid_file_write(path, 8, &e), -ENOENT);
+	assert_non_null(strstr(e.msg, "--pid-file"));
+	close(d);
+}
+
 static void test_alive(void **state)
 {
 	uint64_t me;
@@ -288,7 +320,7 @@ int main(void)
 		cmocka_unit_test(test_root),           cmocka_unit_test(test_container),
 		cmocka_unit_test(test_file_read),      cmocka_unit_test(test_alive),
 		cmocka_unit_test(test_list),           cmocka_unit_test(test_remove),
-		cmocka_unit_test(test_remove_mounted),
+		cmocka_unit_test(test_remove_mounted), cmocka_unit_test(test_pid_file),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
