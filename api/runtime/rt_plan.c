@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -512,6 +514,42 @@ void rt_plan_free(struct rt_plan *p)
 	p->ctr_create = NULL;
 }
 
+int rt_plan_net(const struct nl_iface *f, struct rt_plan *plan, char *net, struct err *e)
+{
+	const struct nl_addr *v4 = NULL;
+	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+	size_t n = strlen(plan->cmdline);
+	const uint8_t *m = f->link.mac;
+
+	for (size_t i = 0; i < f->naddrs && !v4; i++)
+		if (f->addrs[i].family == AF_INET)
+			v4 = &f->addrs[i];
+	if (!v4)
+		return err_set(e, EINVAL,
+			       "interface %s has no IPv4 address: IPv6-only networks are not "
+			       "supported yet",
+			       f->link.name);
+	if (f->link.mtu && (f->link.mtu < 68 || f->link.mtu > 65535))
+		return err_set(e, EINVAL, "interface %s: MTU %u is outside 68..65535", f->link.name,
+			       f->link.mtu);
+	inet_ntop(AF_INET, v4->addr, ip, sizeof(ip));
+	snprintf(net, RT_NET_OPT_MAX,
+		 "tap=" RT_TAP_NAME ",mac=%02x:%02x:%02x:%02x:%02x:%02x,ip=%s/%u", m[0], m[1], m[2],
+		 m[3], m[4], m[5], ip, v4->prefix);
+	n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.ip=%s/%u", ip,
+			      v4->prefix);
+	if (f->has_gw4) {
+		inet_ntop(AF_INET, f->gw4, gw, sizeof(gw));
+		n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.gw=%s",
+				      gw);
+	}
+	if (f->link.mtu)
+		n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.mtu=%u",
+				      f->link.mtu);
+	return n < sizeof(plan->cmdline) ? 0
+					 : err_set(e, E2BIG, "the kernel command line is too long");
+}
+
 /* One argument into out (copied into its buffer). */
 static int arg(struct rt_argv *a, struct err *e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -582,8 +620,9 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    arg(a, e, "%s", l->cmdline) < 0 ||
 	    share_arg(a, l->root_fd, RT_SHARE_ROOT, l->root_readonly, e) < 0 ||
 	    share_arg(a, l->bro_fd, RT_SHARE_BINDS_RO, true, e) < 0 ||
-	    share_arg(a, l->brw_fd, RT_SHARE_BINDS_RW, false, e) < 0 || arg(a, e, "--jail") < 0 ||
-	    arg(a, e, "%s", l->jail_dir) < 0 || arg(a, e, "--uid") < 0 ||
+	    share_arg(a, l->brw_fd, RT_SHARE_BINDS_RW, false, e) < 0 ||
+	    (l->net && (arg(a, e, "--net") < 0 || arg(a, e, "%s", l->net) < 0)) ||
+	    arg(a, e, "--jail") < 0 || arg(a, e, "%s", l->jail_dir) < 0 || arg(a, e, "--uid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0 || arg(a, e, "--gid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0)
 		return a->argc >= RT_ARGV_MAX ? -E2BIG : -EINVAL;

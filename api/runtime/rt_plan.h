@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "api/runtime/nl_parse.h"
 #include "api/runtime/rt_config.h"
 #include "lib/base/err.h"
 
@@ -100,6 +101,19 @@ int rt_plan_build(const struct rt_config *c, const char *id, struct rt_plan *pla
 
 void rt_plan_free(struct rt_plan *plan);
 
+#define RT_TAP_NAME "kt0" /* the TAP made in the container's network namespace */
+#define RT_NET_OPT_MAX 128
+
+/*
+ * The VM's network from the namespace's interface (nl_pick_iface): the
+ * kiln-vmm --net value into net[RT_NET_OPT_MAX] ("tap=kt0,mac=..,
+ * ip=ADDR/PREFIX", the packet filter's source address) and kernel
+ * parameters appended to plan->cmdline (kiln.ip= kiln.gw= kiln.mtu=).
+ * The first IPv4 address is the guest's; an interface without one is
+ * refused (IPv6-only networks: not yet).
+ */
+int rt_plan_net(const struct nl_iface *f, struct rt_plan *plan, char *net, struct err *e);
+
 /* kiln-vmm's launch: paths chosen by the caller, shares by descriptor. */
 struct rt_vmm_launch {
 	const char *vmm, *kernel, *initrd;
@@ -110,6 +124,7 @@ struct rt_vmm_launch {
 	bool root_readonly;
 	const struct rt_sizing *size;
 	const char *cmdline;
+	const char *net; /* rt_plan_net's --net value, NULL: no NIC (loopback only) */
 };
 
 struct rt_argv {

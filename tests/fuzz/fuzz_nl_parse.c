@@ -7,12 +7,15 @@
  * why; what is kept is within its bounds (links, addresses, routes), a
  * kept name is a C string of at most 15 bytes, a kept prefix fits its
  * family; the picked interface is not loopback and has a MAC, and every
- * address it gets is its own.
+ * address it gets is its own; what it becomes on kiln-vmm's and the
+ * kernel's command lines (rt_plan_net) holds no quote, space or control
+ * byte that would add an option or a parameter.
  */
 #include <errno.h>
 #include <sys/socket.h>
 
 #include "api/runtime/nl_parse.h"
+#include "api/runtime/rt_plan.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -44,6 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				own |= v.addrs[k].index == f.link.index &&
 					!memcmp(&v.addrs[k].a, &f.addrs[i], sizeof(f.addrs[i]));
 			FUZZ_ASSERT(own);
+		}
+		static struct rt_plan plan;
+		char net[RT_NET_OPT_MAX];
+
+		memset(&plan, 0, sizeof(plan));
+		if (rt_plan_net(&f, &plan, net, &e) == 0) {
+			FUZZ_ASSERT(!strpbrk(net, " \"'\n\t") && !strpbrk(plan.cmdline, "\"'\n\t"));
+			FUZZ_ASSERT(!strncmp(net, "tap=kt0,mac=", 12));
 		}
 	}
 	return 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sys/socket.h>
 
 #include "api/runtime/rt_plan.h"
 
@@ -336,6 +337,7 @@ static void test_vmm_argv(void **state)
 		.root_readonly = true,
 		.size = &s,
 		.cmdline = "kiln.oci kiln.shares=r:/run/kiln/root:ro,brw:/run/kiln/binds/rw",
+		.net = "tap=kt0,mac=0a:58:0a:58:00:05,ip=10.88.0.5/16",
 	};
 	static const char *const want[] = {
 		"/usr/local/bin/kiln-vmm",
@@ -357,6 +359,8 @@ static void test_vmm_argv(void **state)
 		"fd=5:r:ro",
 		"--share",
 		"fd=7:brw",
+		"--net",
+		"tap=kt0,mac=0a:58:0a:58:00:05,ip=10.88.0.5/16",
 		"--jail",
 		"/run/kiln-runtime/c1/vm",
 		"--uid",
@@ -394,12 +398,52 @@ static void test_vmm_argv(void **state)
 	assert_non_null(strstr(e.msg, "descriptor 1 is stdio's"));
 }
 
+/* netavark's interface as the VM's NIC and kiln-init's parameters. */
+static void test_net(void **state)
+{
+	struct nl_iface f = { .link = { .index = 2,
+					.name = "eth0",
+					.mac = { 0x0a, 0x58, 0x0a, 0x58, 0x00, 0x05 },
+					.has_mac = true,
+					.mtu = 1500 } };
+	char net[RT_NET_OPT_MAX];
+
+	(void)state;
+	f.addrs[0] = (struct nl_addr){ AF_INET6, { 0xfd, [15] = 5 }, 64 };
+	f.addrs[1] = (struct nl_addr){ AF_INET, { 10, 88, 0, 5 }, 16 };
+	f.naddrs = 2;
+	f.has_gw4 = true;
+	memcpy(f.gw4, "\x0a\x58\x00\x01", 4);
+	built(HEAD PROC "}", "c1");
+	assert_int_equal(rt_plan_net(&f, &plan, net, &e), 0);
+	assert_string_equal(net, "tap=kt0,mac=0a:58:0a:58:00:05,ip=10.88.0.5/16");
+	assert_string_equal(plan.cmdline,
+			    "kiln.oci kiln.shares=r:/run/kiln/root "
+			    "kiln.ip=10.88.0.5/16 kiln.gw=10.88.0.1 kiln.mtu=1500");
+	rt_plan_free(&plan);
+	/* IPv6 only: not yet */
+	f.naddrs = 1;
+	built(HEAD PROC "}", "c1");
+	assert_int_equal(rt_plan_net(&f, &plan, net, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "eth0 has no IPv4 address"));
+	f.naddrs = 2;
+	f.link.mtu = 40;
+	assert_int_equal(rt_plan_net(&f, &plan, net, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "MTU 40 is outside 68..65535"));
+	rt_plan_free(&plan);
+	rt_config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),         cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),     cmocka_unit_test(test_podman_mounts),
-		cmocka_unit_test(test_build_refusals), cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),
+		cmocka_unit_test(test_podman_mounts),
+		cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_net),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
