@@ -387,37 +387,44 @@ static int cmd_delete(const struct rt_cmd *c, struct err *e)
 	return r;
 }
 
-static int cmd_kill(const struct rt_cmd *c, struct err *e)
+/* A live container's status, read under its lock. (kill and start go
+ * on to the shim's socket once the shim exists.) */
+static int locked_status(const struct rt_cmd *c, enum rt_status *st, struct err *e)
 {
 	struct rt_state_rec rec;
 	int rootfd, dirfd, lockfd, pid, r;
 
 	r = open_container(c, &rootfd, &dirfd, &lockfd, &rec, e);
-	if (!r && rt_dir_status(&rec, &pid) == RT_STATUS_STOPPED)
-		r = err_set(e, ESRCH, "container not running");
 	if (!r)
-		r = not_yet(c, e);
+		*st = rt_dir_status(&rec, &pid);
 	close_container(rootfd, dirfd, lockfd, &rec);
 	return r;
 }
 
+static int cmd_kill(const struct rt_cmd *c, struct err *e)
+{
+	enum rt_status st;
+	int r = locked_status(c, &st, e);
+
+	if (r < 0)
+		return r;
+	if (st == RT_STATUS_STOPPED)
+		return err_set(e, ESRCH, "container not running");
+	return not_yet(c, e);
+}
+
 static int cmd_start(const struct rt_cmd *c, struct err *e)
 {
-	struct rt_state_rec rec;
-	int rootfd, dirfd, lockfd, pid, r;
-	enum rt_status st = RT_STATUS_STOPPED;
+	enum rt_status st;
+	int r = locked_status(c, &st, e);
 
-	r = open_container(c, &rootfd, &dirfd, &lockfd, &rec, e);
-	if (!r)
-		st = rt_dir_status(&rec, &pid);
-	if (!r && st == RT_STATUS_STOPPED)
-		r = err_set(e, EINVAL, "cannot start a container that has stopped");
-	else if (!r && st != RT_STATUS_CREATED)
-		r = err_set(e, EINVAL, "cannot start an already running container");
-	if (!r)
-		r = not_yet(c, e);
-	close_container(rootfd, dirfd, lockfd, &rec);
-	return r;
+	if (r < 0)
+		return r;
+	if (st == RT_STATUS_STOPPED)
+		return err_set(e, EINVAL, "cannot start a container that has stopped");
+	if (st != RT_STATUS_CREATED)
+		return err_set(e, EINVAL, "cannot start an already running container");
+	return not_yet(c, e);
 }
 
 static int cmd_features(const struct rt_cmd *c, struct err *e)
