@@ -233,6 +233,13 @@ static int read_process(const json_t *proc, struct rt_process *p, struct err *e)
 	if (p->nargs == 0 || !p->args[0][0])
 		return err_set(e, EINVAL,
 			       "config.json: process.args is empty: give the command to run");
+	/* runc's rule (and the agent's): NAME=VALUE with a name */
+	for (size_t i = 0; i < p->nenv; i++)
+		if (p->env[i][0] == '=' || !strchr(p->env[i], '='))
+			return err_set(e, EINVAL,
+				       "config.json: process.env[%zu] \"%.64s\": invalid environment "
+				       "variable: want NAME=VALUE",
+				       i, p->env[i]);
 	if (get_string(proc, "cwd", true, RT_PATH_MAX - 1, "process", &p->cwd, e) < 0 ||
 	    absolute(p->cwd, "process.cwd", e) < 0)
 		return -EINVAL;
@@ -294,6 +301,14 @@ static bool has_option(const struct rt_mount *m, const char *o)
 	return false;
 }
 
+static bool has_dotdot(const char *p)
+{
+	for (const char *s = p; (s = strstr(s, "..")); s += 2)
+		if ((s == p || s[-1] == '/') && (s[2] == '/' || !s[2]))
+			return true;
+	return false;
+}
+
 static int read_mount(const json_t *j, size_t i, struct rt_mount *m, struct err *e)
 {
 	char w[WHERE_MAX];
@@ -309,6 +324,12 @@ static int read_mount(const json_t *j, size_t i, struct rt_mount *m, struct err 
 	if (m->destination[0] != '/')
 		return err_set(e, EINVAL,
 			       "config.json: %s.destination \"%.100s\" is not an absolute path", w,
+			       m->destination);
+	/* resolved inside the container's root by the guest, which refuses
+	 * a ".." component: say so here, with the field's name */
+	if (has_dotdot(m->destination))
+		return err_set(e, EINVAL,
+			       "config.json: %s.destination \"%.100s\" has a '..' component", w,
 			       m->destination);
 	m->bind = (m->type && strcmp(m->type, "bind") == 0) || has_option(m, "bind") ||
 		has_option(m, "rbind");

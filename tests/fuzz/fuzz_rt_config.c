@@ -30,6 +30,8 @@ static void check_process(const struct rt_process *p)
 	FUZZ_ASSERT(p->nenv <= RT_CONFIG_LIST_MAX && p->ngids <= RT_CONFIG_LIST_MAX);
 	FUZZ_ASSERT(p->cwd && p->cwd[0] == '/');
 	FUZZ_ASSERT(!p->args[p->nargs] && (!p->env || !p->env[p->nenv])); /* for execve */
+	for (size_t i = 0; i < p->nenv; i++)
+		FUZZ_ASSERT(p->env[i][0] != '=' && strchr(p->env[i], '='));
 	FUZZ_ASSERT(p->umask <= 0777 && p->rows <= 65535 && p->cols <= 65535);
 	FUZZ_ASSERT(p->oom_score_adj >= -1000 && p->oom_score_adj <= 1000);
 }
@@ -46,9 +48,13 @@ static void check_config(const struct rt_config *c)
 	check_process(&c->process);
 	FUZZ_ASSERT(!strncmp(c->oci_version, "1.", 2) && c->root_path[0]);
 	FUZZ_ASSERT(c->nmounts <= RT_CONFIG_LIST_MAX && c->nns <= RT_NS_COUNT);
-	for (size_t i = 0; i < c->nmounts; i++)
-		FUZZ_ASSERT(c->mounts[i].destination[0] == '/' &&
-			    (!c->mounts[i].bind || c->mounts[i].source));
+	for (size_t i = 0; i < c->nmounts; i++) {
+		const char *d = c->mounts[i].destination;
+		size_t n = strlen(d);
+
+		FUZZ_ASSERT(d[0] == '/' && (!c->mounts[i].bind || c->mounts[i].source));
+		FUZZ_ASSERT(!strstr(d, "/../") && (n < 3 || strcmp(d + n - 3, "/..")));
+	}
 	for (size_t i = 0; i < c->nns; i++) {
 		FUZZ_ASSERT(rt_config_ns(c, c->ns[i].type) == &c->ns[i]);
 		FUZZ_ASSERT(!c->ns[i].path ||

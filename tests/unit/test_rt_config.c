@@ -227,6 +227,12 @@ static void test_refusals(void **state)
 		"process.args[1] is an integer, not a string");
 	refused("{\"ociVersion\":\"1.0\"," ROOT ",\"process\":{\"args\":\"sh\",\"cwd\":\"/\"}}",
 		"process.args is a string, not an array");
+	refused("{\"ociVersion\":\"1.0\"," ROOT ",\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\","
+		"\"env\":[\"A=1\",\"NOEQUALS\"]}}",
+		"process.env[1] \"NOEQUALS\": invalid environment variable: want NAME=VALUE");
+	refused("{\"ociVersion\":\"1.0\"," ROOT ",\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\","
+		"\"env\":[\"=v\"]}}",
+		"process.env[0] \"=v\"");
 	refused("{\"ociVersion\":\"1.0\"," ROOT ",\"process\":{\"args\":[\"sh\"]}}",
 		"process.cwd is missing");
 	refused("{\"ociVersion\":\"1.0\"," ROOT
@@ -254,6 +260,13 @@ static void test_refusals(void **state)
 	refused(MIN(",\"mounts\":[{\"type\":\"tmpfs\"}]"), "mounts[0].destination is missing");
 	refused(MIN(",\"mounts\":[{\"destination\":\"tmp\"}]"),
 		"mounts[0].destination \"tmp\" is not an absolute path");
+	refused(MIN(",\"mounts\":[{\"destination\":\"/a/../etc\",\"type\":\"tmpfs\"}]"),
+		"mounts[0].destination \"/a/../etc\" has a '..' component");
+	refused(MIN(",\"mounts\":[{\"destination\":\"/..\",\"type\":\"tmpfs\"}]"),
+		"'..' component");
+	assert_int_equal(parse(MIN(
+				 ",\"mounts\":[{\"destination\":\"/a..b/..c\",\"type\":\"tmpfs\"}]")),
+			 0);
 	refused(MIN(",\"mounts\":[{\"destination\":\"/x\",\"options\":[\"bind\"]}]"),
 		"mounts[0] is a bind mount without a source");
 	refused(MIN(",\"mounts\":[{\"destination\":\"/x\",\"options\":[\"ro\",7]}]"),
