@@ -381,6 +381,8 @@ static int cmd_delete(const struct rt_cmd *c, struct err *e)
 		r = kill_shim(&rec, e);
 	if (!r)
 		r = rt_dir_remove(rootfd, c->id, e);
+	if (!r && rec.id_range)
+		r = rt_ids_free(rootfd, rec.id_range, c->id, e);
 	if (!r)
 		run_poststop(c, &rec);
 	close_container(rootfd, dirfd, lockfd, &rec);

@@ -283,6 +283,80 @@ int rt_pid_file_write(const char *path, int pid, struct err *e)
 	return r;
 }
 
+/* Where to start looking: the ID's own slot, so parallel creates of
+ * different containers rarely race for one file (O_EXCL decides). */
+static unsigned id_slot(const char *id, unsigned slots)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (; *id; id++)
+		h = (h ^ (uint8_t)*id) * 16777619u;
+	return h % slots;
+}
+
+int rt_ids_take(int rootfd, const char *id, unsigned slots, uint32_t *first, struct err *e)
+{
+	unsigned start;
+	int dfd;
+
+	if (slots == 0 || slots > RT_IDS_SLOTS)
+		slots = RT_IDS_SLOTS;
+	start = id_slot(id, slots);
+	if (mkdirat(rootfd, RT_IDS_DIR, 0700) < 0 && errno != EEXIST)
+		return err_set(e, errno, "--root/%s: %s", RT_IDS_DIR, strerror(errno));
+	dfd = openat(rootfd, RT_IDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return err_set(e, errno, "--root/%s: %s", RT_IDS_DIR, strerror(errno));
+	for (unsigned k = 0; k < slots; k++) {
+		uint32_t f = RT_IDS_BASE + ((start + k) % slots) * RT_IDS_SIZE;
+		char name[16];
+		int fd;
+
+		snprintf(name, sizeof(name), "%u", f);
+		fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 && errno == EEXIST)
+			continue;
+		if (fd < 0 || fd_io_write_all(fd, id, strlen(id)) < 0) {
+			int r = err_set(e, errno, "--root/%s/%s: %s", RT_IDS_DIR, name,
+					strerror(errno));
+
+			if (fd >= 0) {
+				close(fd);
+				unlinkat(dfd, name, 0);
+			}
+			close(dfd);
+			return r;
+		}
+		close(fd);
+		close(dfd);
+		*first = f;
+		return 0;
+	}
+	close(dfd);
+	return err_set(e, EAGAIN,
+		       "no free host id range: %u containers hold them all; delete stopped ones",
+		       slots);
+}
+
+int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e)
+{
+	char path[64], *held;
+	size_t n;
+	int r;
+
+	snprintf(path, sizeof(path), RT_IDS_DIR "/%u", first);
+	r = rt_file_read(rootfd, path, false, RT_ID_MAX, path, &held, &n, e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = strcmp(held, id) == 0 && unlinkat(rootfd, path, 0) < 0
+		? err_set(e, errno, "--root/%s: %s", path, strerror(errno))
+		: 0;
+	free(held);
+	return r;
+}
+
 bool rt_proc_alive(int pid, uint64_t start)
 {
 	uint64_t st;
@@ -318,7 +392,8 @@ int rt_dir_list(int rootfd, char ***ids, size_t *n, struct err *e)
 	if (!d)
 		return err_set(e, errno, "reading --root: %s", strerror(errno));
 	while ((de = readdir(d)) && *n < RT_LIST_MAX) {
-		if (de->d_type != DT_DIR || rt_id_check(de->d_name, NULL) < 0)
+		if (de->d_type != DT_DIR || rt_id_check(de->d_name, NULL) < 0 ||
+		    strcmp(de->d_name, RT_IDS_DIR) == 0)
 			continue;
 		if (*n == cap) {
 			char **nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(char *));

@@ -74,6 +74,24 @@ int rt_dir_remove(int rootfd, const char *id, struct err *e);
  */
 int rt_pid_file_write(const char *path, int pid, struct err *e);
 
+/*
+ * Host id ranges for the containers' jails: <root>/.ids/<first>, made
+ * O_EXCL and holding the container's ID, one per container; the range
+ * is first..first+RT_IDS_SIZE-1 (a user namespace's 0..65535 once
+ * shares are idmapped), apart from kilnd's --jail-ids.
+ */
+#define RT_IDS_DIR ".ids"
+#define RT_IDS_BASE 2100000000u
+#define RT_IDS_SIZE 65536u
+#define RT_IDS_SLOTS 256u /* RT_IDS_BASE + slots * size stays below 2^31 */
+
+/* Take a free range of slots (at most RT_IDS_SLOTS) for container id. */
+int rt_ids_take(int rootfd, const char *id, unsigned slots, uint32_t *first, struct err *e);
+
+/* Give back the range starting at first, when id holds it (not
+ * another container's after a reuse). */
+int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
+
 /* Whether the process pid started at start is alive (a zombie is not:
  * it has ended, its parent has not reaped it yet). */
 bool rt_proc_alive(int pid, uint64_t start);

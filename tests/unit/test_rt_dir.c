@@ -179,6 +179,36 @@ static void test_pid_file(void **state)
 	close(d);
 }
 
+static void test_ids(void **state)
+{
+	uint32_t a, b, c;
+	int rfd;
+	char path[200];
+
+	(void)state;
+	assert_int_equal(rt_dir_open_root(root, true, &rfd, &e), 0);
+	assert_int_equal(rt_ids_take(rfd, "c1", 2, &a, &e), 0);
+	assert_int_equal(rt_ids_take(rfd, "c2", 2, &b, &e), 0);
+	assert_true(a != b);
+	assert_true(a >= RT_IDS_BASE && a < RT_IDS_BASE + 2 * RT_IDS_SIZE);
+	assert_int_equal((a - RT_IDS_BASE) % RT_IDS_SIZE, 0);
+	/* all taken: one line saying what to do */
+	assert_int_equal(rt_ids_take(rfd, "c3", 2, &c, &e), -EAGAIN);
+	assert_non_null(strstr(e.msg, "no free host id range"));
+	/* only its holder gives a range back */
+	assert_int_equal(rt_ids_free(rfd, a, "c2", &e), 0);
+	assert_int_equal(rt_ids_take(rfd, "c3", 2, &c, &e), -EAGAIN);
+	assert_int_equal(rt_ids_free(rfd, a, "c1", &e), 0);
+	assert_int_equal(rt_ids_take(rfd, "c3", 2, &c, &e), 0);
+	assert_int_equal(c, a);
+	assert_int_equal(rt_ids_free(rfd, a, "c1", &e), 0); /* c3's now: kept */
+	snprintf(path, sizeof(path), "%s/.ids/%u", root, a);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_int_equal(rt_ids_free(rfd, 12345, "c1", &e), 0); /* none: nothing to do */
+	assert_int_equal(RT_IDS_BASE + (uint64_t)RT_IDS_SLOTS * RT_IDS_SIZE <= 0x7fffffffu, 1);
+	close(rfd);
+}
+
 static void test_alive(void **state)
 {
 	uint64_t me;
@@ -238,13 +268,15 @@ static void test_list(void **state)
 	assert_int_equal(rt_dir_make(rfd, "a1", &d, &e), 0);
 	close(d);
 	assert_int_equal(mkdirat(rfd, "not valid", 0700), 0);
+	mkdirat(rfd, RT_IDS_DIR, 0700);
 	close(openat(rfd, "afile", O_CREAT | O_WRONLY, 0600));
 	assert_int_equal(rt_dir_list(rfd, &ids, &n, &e), 0);
 	assert_true(n >= 2);
 	assert_string_equal(ids[0], "a1");
 	assert_string_equal(ids[1], "b2");
 	for (size_t i = 0; i < n; i++)
-		assert_true(strcmp(ids[i], "not valid") && strcmp(ids[i], "afile"));
+		assert_true(strcmp(ids[i], "not valid") && strcmp(ids[i], "afile") &&
+			    strcmp(ids[i], RT_IDS_DIR));
 	rt_dir_list_free(ids, n);
 	close(rfd);
 }
@@ -317,10 +349,15 @@ static void test_remove_mounted(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_root),           cmocka_unit_test(test_container),
-		cmocka_unit_test(test_file_read),      cmocka_unit_test(test_alive),
-		cmocka_unit_test(test_list),           cmocka_unit_test(test_remove),
-		cmocka_unit_test(test_remove_mounted), cmocka_unit_test(test_pid_file),
+		cmocka_unit_test(test_root),
+		cmocka_unit_test(test_container),
+		cmocka_unit_test(test_file_read),
+		cmocka_unit_test(test_alive),
+		cmocka_unit_test(test_list),
+		cmocka_unit_test(test_remove),
+		cmocka_unit_test(test_remove_mounted),
+		cmocka_unit_test(test_pid_file),
+		cmocka_unit_test(test_ids),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
