@@ -31,6 +31,7 @@
 #include "api/runtime/rt_log.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
+#include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_state.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/proc_stat.h"
@@ -389,44 +390,81 @@ static int cmd_delete(const struct rt_cmd *c, struct err *e)
 	return r;
 }
 
-/* A live container's status, read under its lock. (kill and start go
- * on to the shim's socket once the shim exists.) */
-static int locked_status(const struct rt_cmd *c, enum rt_status *st, struct err *e)
-{
+/* A container held for a command that goes to its shim: its record,
+ * status and directory under its lock. */
+struct held {
+	int rootfd, dirfd, lockfd;
 	struct rt_state_rec rec;
-	int rootfd, dirfd, lockfd, pid, r;
+	enum rt_status st;
+};
 
-	r = open_container(c, &rootfd, &dirfd, &lockfd, &rec, e);
-	if (!r)
-		*st = rt_dir_status(&rec, &pid);
-	close_container(rootfd, dirfd, lockfd, &rec);
+static int hold(const struct rt_cmd *c, struct held *h, struct err *e)
+{
+	int pid, r = open_container(c, &h->rootfd, &h->dirfd, &h->lockfd, &h->rec, e);
+
+	h->st = r ? RT_STATUS_STOPPED : rt_dir_status(&h->rec, &pid);
 	return r;
+}
+
+static void release(struct held *h)
+{
+	close_container(h->rootfd, h->dirfd, h->lockfd, &h->rec);
+}
+
+/* poststart hooks (a failure is a warning, the container runs on). */
+static void run_poststart(const struct rt_cmd *c, const struct rt_state_rec *rec)
+{
+	struct rt_state_view v = { rec, RT_STATUS_RUNNING, rec->shim.pid };
+	struct rt_config cfg;
+	struct err e;
+	char *state = NULL;
+
+	if (read_config(rec->bundle, &cfg, &e) < 0) {
+		report(c, RT_LOG_WARNING, e.msg);
+		return;
+	}
+	if (cfg.poststart.n &&
+	    (rt_state_render_hook(&v, &state, &e) < 0 ||
+	     rt_hooks_run(&cfg.poststart, "poststart", state, &e) < 0))
+		report(c, RT_LOG_WARNING, e.msg);
+	free(state);
+	rt_config_free(&cfg);
 }
 
 static int cmd_kill(const struct rt_cmd *c, struct err *e)
 {
-	enum rt_status st;
-	int r = locked_status(c, &st, e);
+	struct rt_shim_req req = { .op = RT_SHIM_KILL, .signo = c->signal, .all = c->all };
+	struct held h;
+	int r = hold(c, &h, e);
 
-	if (r < 0)
-		return r;
-	if (st == RT_STATUS_STOPPED)
-		return err_set(e, ESRCH, "container not running");
-	return not_yet(c, e);
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, ESRCH, "container not running");
+	if (!r)
+		r = rt_shim_sock_call(h.dirfd, &req, RT_SHIM_CALL_MS, e);
+	release(&h);
+	return r;
 }
 
 static int cmd_start(const struct rt_cmd *c, struct err *e)
 {
-	enum rt_status st;
-	int r = locked_status(c, &st, e);
+	struct rt_shim_req req = { .op = RT_SHIM_START };
+	struct held h;
+	int r = hold(c, &h, e);
 
-	if (r < 0)
-		return r;
-	if (st == RT_STATUS_STOPPED)
-		return err_set(e, EINVAL, "cannot start a container that has stopped");
-	if (st != RT_STATUS_CREATED)
-		return err_set(e, EINVAL, "cannot start an already running container");
-	return not_yet(c, e);
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, EINVAL, "cannot start a container that has stopped");
+	else if (!r && h.st != RT_STATUS_CREATED)
+		r = err_set(e, EINVAL, "cannot start an already running container");
+	if (!r)
+		r = rt_shim_sock_call(h.dirfd, &req, RT_SHIM_CALL_MS, e);
+	if (!r) {
+		h.rec.status = RT_STATUS_RUNNING;
+		r = rt_dir_write_state(h.dirfd, &h.rec, e);
+	}
+	if (!r)
+		run_poststart(c, &h.rec);
+	release(&h);
+	return r;
 }
 
 static int cmd_features(const struct rt_cmd *c, struct err *e)
