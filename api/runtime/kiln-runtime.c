@@ -506,6 +506,27 @@ static int cmd_spec(const struct rt_cmd *c, struct err *e)
 	return r;
 }
 
+/* `ps`: the host pids standing for the container's processes, the
+ * shims' (the engine's view of the container; its guest pids would name
+ * unrelated host processes): a JSON array (containerd's shim reads it),
+ * or a PID column. */
+static int cmd_ps(const struct rt_cmd *c, struct err *e)
+{
+	struct held h;
+	int r = hold(c, &h, e);
+
+	if (r < 0) {
+		release(&h);
+		return r;
+	}
+	printf(c->format == RT_FORMAT_JSON ? "[" : "PID\n");
+	if (h.st != RT_STATUS_STOPPED)
+		printf(c->format == RT_FORMAT_JSON ? "%d" : "%d\n", h.rec.shim.pid);
+	printf(c->format == RT_FORMAT_JSON ? "]\n" : "");
+	release(&h);
+	return fflush(stdout) == 0 ? 0 : -EIO;
+}
+
 typedef int command_fn(const struct rt_cmd *c, struct err *e);
 
 static const struct {
@@ -514,7 +535,7 @@ static const struct {
 } commands[] = {
 	{ RT_CREATE, cmd_create },     { RT_START, cmd_start },   { RT_STATE, cmd_state },
 	{ RT_KILL, cmd_kill },         { RT_DELETE, cmd_delete }, { RT_LIST, cmd_list },
-	{ RT_FEATURES, cmd_features }, { RT_SPEC, cmd_spec },
+	{ RT_FEATURES, cmd_features }, { RT_SPEC, cmd_spec },     { RT_PS, cmd_ps },
 };
 
 static int run(const struct rt_cmd *c, struct err *e)
