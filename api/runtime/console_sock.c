@@ -7,9 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "lib/base/term_mode.h"
 
 int console_pty_open(int *master, int *slave, struct err *e)
 {
@@ -33,6 +36,46 @@ int console_pty_open(int *master, int *slave, struct err *e)
 	}
 	*master = m;
 	*slave = s;
+	return 0;
+}
+
+int console_pty_open_raw(int *master, int *slave, struct err *e)
+{
+	struct term_mode_saved saved;
+	int r = console_pty_open(master, slave, e);
+
+	if (r < 0)
+		return r;
+	/* the settings saved are never restored: the slave is the shim's */
+	r = term_mode_enter(*slave, TERM_MODE_RAW, &saved);
+	if (r < 0) {
+		close(*master);
+		close(*slave);
+		return err_set(e, -r, "making the pty raw: %s", strerror(-r));
+	}
+	return 0;
+}
+
+int console_pty_set_size(int fd, unsigned rows, unsigned cols, struct err *e)
+{
+	struct winsize w = { .ws_row = (unsigned short)rows, .ws_col = (unsigned short)cols };
+
+	if (rows > 65535 || cols > 65535)
+		return err_set(e, EINVAL, "a terminal of %ux%u: at most 65535 each way", rows,
+			       cols);
+	if (ioctl(fd, TIOCSWINSZ, &w) < 0)
+		return err_set(e, errno, "setting the terminal's size: %s", strerror(errno));
+	return 0;
+}
+
+int console_pty_get_size(int fd, unsigned *rows, unsigned *cols, struct err *e)
+{
+	struct winsize w;
+
+	if (ioctl(fd, TIOCGWINSZ, &w) < 0)
+		return err_set(e, errno, "reading the terminal's size: %s", strerror(errno));
+	*rows = w.ws_row;
+	*cols = w.ws_col;
 	return 0;
 }
 

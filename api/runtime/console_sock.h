@@ -30,6 +30,17 @@
  * (O_RDWR|O_NOCTTY|O_CLOEXEC). */
 int console_pty_open(int *master, int *slave, struct err *e);
 
+/* A new pty whose slave is raw (lib/base/term_mode): the guest's own
+ * pty does the line discipline, once, so the host's must pass every byte
+ * as it is. */
+int console_pty_open_raw(int *master, int *slave, struct err *e);
+
+/* The terminal's size (TIOCSWINSZ on either end; the kernel sends the
+ * foreground group SIGWINCH) and reading it back (TIOCGWINSZ): the
+ * shim's SIGWINCH becomes the guest's resize. */
+int console_pty_set_size(int fd, unsigned rows, unsigned cols, struct err *e);
+int console_pty_get_size(int fd, unsigned *rows, unsigned *cols, struct err *e);
+
 /* Connect to the engine's socket at path (a SOCK_STREAM unix socket; a
  * path longer than sun_path is reached through its directory's
  * descriptor). *fd is the connection. */

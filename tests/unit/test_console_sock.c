@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -64,6 +65,37 @@ static void test_pair(void **state)
 	assert_int_equal(console_sock_send(sv[0], m, "", &e), -EINVAL);
 	close(sv[0]);
 	close(sv[1]);
+	close(m);
+	close(s);
+}
+
+/* The shim's pty: raw (bytes pass as they are, no echo, no \n -> \r\n),
+ * and a size set on the master (the engine's TIOCSWINSZ) read on the
+ * slave. */
+static void test_raw_and_size(void **state)
+{
+	int m, s;
+	char buf[16];
+	unsigned rows, cols;
+	struct termios t;
+
+	(void)state;
+	assert_int_equal(console_pty_open_raw(&m, &s, &e), 0);
+	assert_int_equal(tcgetattr(s, &t), 0);
+	assert_false(t.c_lflag & (ICANON | ECHO | ISIG));
+	assert_false(t.c_oflag & OPOST);
+	assert_int_equal(write(s, "a\nb", 3), 3);
+	assert_int_equal(read(m, buf, sizeof(buf)), 3);
+	assert_memory_equal(buf, "a\nb", 3);
+	assert_int_equal(write(m, "\x03x", 2), 2); /* ^C is a byte, not SIGINT */
+	assert_int_equal(read(s, buf, sizeof(buf)), 2);
+	assert_int_equal(buf[0], 3);
+	assert_int_equal(console_pty_set_size(m, 40, 120, &e), 0);
+	assert_int_equal(console_pty_get_size(s, &rows, &cols, &e), 0);
+	assert_int_equal(rows, 40);
+	assert_int_equal(cols, 120);
+	assert_int_equal(console_pty_set_size(m, 70000, 1, &e), -EINVAL);
+	assert_int_equal(console_pty_get_size(-1, &rows, &cols, &e), -EBADF);
 	close(m);
 	close(s);
 }
@@ -172,6 +204,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pair),
+		cmocka_unit_test(test_raw_and_size),
 		cmocka_unit_test(test_recv_refuses),
 		cmocka_unit_test(test_hand_over),
 	};
