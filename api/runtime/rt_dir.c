@@ -189,10 +189,13 @@ static bool mount_root(int fd)
 {
 	struct statx sx;
 
-	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0)
-		return true; /* unknown: do not descend */
-	return (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-		(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+	/* Unknown (the call failed, or a kernel before 5.8 that does not
+	 * report the attribute): do not descend. A delete that refuses is
+	 * better than one that empties a user's volume. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &sx) < 0 ||
+	    !(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return true;
+	return sx.stx_attributes & STATX_ATTR_MOUNT_ROOT;
 }
 
 /* Empty the directory dfd (its entries, depth levels down). */
