@@ -26,6 +26,7 @@ static const struct {
 	{ RT_FEATURES, rt_command_features },
 	{ RT_SPEC, rt_command_spec },
 	{ RT_PS, rt_command_ps },
+	{ RT_UPDATE, rt_command_update },
 };
 
 static int run(const struct rt_ctx *x, struct err *e)

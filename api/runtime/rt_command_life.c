@@ -3,6 +3,7 @@
 #include "api/runtime/rt_command.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/runtime/rt_hooks.h"
+#include "lib/base/fd_io.h"
 #include "api/runtime/rt_shim_sock.h"
 
 #define SHIM_KILL_WAIT_MS 2000 /* delete --force: the shim's end after SIGKILL */
@@ -145,6 +147,57 @@ int rt_command_start(const struct rt_ctx *x, struct err *e)
 	}
 	if (!r)
 		run_poststart(x, &h.rec);
+	rt_command_release(&h);
+	return r;
+}
+
+/* update's --resources, a file or "-" (stdin, as containerd's shim
+ * passes it). */
+static int read_resources(const char *path, struct rt_resources *r, json_t **doc, struct err *e)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	int dirfd = AT_FDCWD, ret;
+
+	*doc = NULL;
+	if (strcmp(path, "-") == 0) {
+		buf = malloc(RT_CONFIG_FILE_MAX + 1);
+		ssize_t k = buf ? fd_io_read_full(0, buf, RT_CONFIG_FILE_MAX + 1) : -ENOMEM;
+
+		if (k < 0 || k > RT_CONFIG_FILE_MAX) {
+			free(buf);
+			return err_set(e, k < 0 ? (int)-k : EFBIG,
+				       "update --resources -: stdin unreadable or over %u bytes",
+				       RT_CONFIG_FILE_MAX);
+		}
+		n = (size_t)k;
+	} else {
+		ret = rt_file_read(dirfd, path, true, RT_CONFIG_FILE_MAX, "update --resources",
+				   &buf, &n, e);
+		if (ret < 0)
+			return ret;
+	}
+	ret = rt_resources_parse(buf, n, r, doc, e);
+	free(buf);
+	return ret;
+}
+
+int rt_command_update(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_resources res;
+	json_t *doc = NULL;
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, ESRCH, "container not running");
+	if (!r && c->update.resources)
+		r = read_resources(c->update.resources, &res, &doc, e);
+	/* the limits reach the host cgroup and the guest with the VM */
+	if (!r)
+		r = rt_command_not_yet(c, e);
+	json_decref(doc);
 	rt_command_release(&h);
 	return r;
 }

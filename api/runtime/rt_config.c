@@ -284,13 +284,27 @@ static json_t *load(const char *buf, size_t n, const char *name, struct err *e)
 	return j;
 }
 
+/* The readers word a fault as config.json's; another document's
+ * reading names its own document instead. */
+static int renamed(int r, const char *doc, struct err *e)
+{
+	static const char prefix[] = "config.json: ";
+	char msg[ERR_MSG_MAX];
+
+	if (r < 0 && e && !strncmp(e->msg, prefix, sizeof(prefix) - 1)) {
+		snprintf(msg, sizeof(msg), "%s: %s", doc, e->msg + sizeof(prefix) - 1);
+		memcpy(e->msg, msg, sizeof(msg));
+	}
+	return r;
+}
+
 int rt_process_parse(const char *buf, size_t n, struct rt_process *p, json_t **doc, struct err *e)
 {
 	memset(p, 0, sizeof(*p));
 	*doc = load(buf, n, "process.json", e);
 	if (!*doc)
 		return -EINVAL;
-	return read_process(*doc, p, e);
+	return renamed(read_process(*doc, p, e), "process.json", e);
 }
 
 static bool has_option(const struct rt_mount *m, const char *o)
@@ -516,18 +530,15 @@ static int get_limit(const json_t *o, const char *key, const char *where, int64_
 	return get_int(o, key, where, -1, INT64_MAX, &has, out, e);
 }
 
-static int read_resources(const json_t *lx, struct rt_config *c, struct err *e)
+/* A LinuxResources object (config.json's linux.resources, update's
+ * --resources file) into *r. */
+static int read_resources_obj(const json_t *res, struct rt_resources *r, struct err *e)
 {
-	struct rt_resources *r = &c->resources;
-	json_t *res, *mem, *cpu, *pids, *huge;
+	json_t *mem, *cpu, *pids, *huge;
 	bool has;
 	int64_t period = 0;
 
 	r->memory_limit = r->cpu_quota = r->pids_limit = -1;
-	if (get_object(lx, "resources", "linux", &res, e) < 0)
-		return -EINVAL;
-	if (!res)
-		return 0;
 	if (get_array(res, "hugepageLimits", RT_CONFIG_LIST_MAX, "linux.resources", &huge, e) < 0)
 		return -EINVAL;
 	if (huge && json_array_size(huge))
@@ -553,6 +564,27 @@ static int read_resources(const json_t *lx, struct rt_config *c, struct err *e)
 	if (r->pids_limit <= 0)
 		r->pids_limit = -1; /* runtime-spec: 0 or less is no limit */
 	return 0;
+}
+
+static int read_resources(const json_t *lx, struct rt_config *c, struct err *e)
+{
+	json_t *res;
+
+	c->resources.memory_limit = c->resources.cpu_quota = c->resources.pids_limit = -1;
+	if (get_object(lx, "resources", "linux", &res, e) < 0)
+		return -EINVAL;
+	return res ? read_resources_obj(res, &c->resources, e) : 0;
+}
+
+int rt_resources_parse(const char *buf, size_t n, struct rt_resources *r, json_t **doc,
+		       struct err *e)
+{
+	memset(r, 0, sizeof(*r));
+	r->memory_limit = r->cpu_quota = r->pids_limit = -1;
+	*doc = load(buf, n, "update --resources", e);
+	if (!*doc)
+		return -EINVAL;
+	return renamed(read_resources_obj(*doc, r, e), "update --resources", e);
 }
 
 static int read_linux_refusals(const json_t *lx, struct err *e)

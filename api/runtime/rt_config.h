@@ -134,6 +134,14 @@ int rt_process_parse(const char *buf, size_t n, struct rt_process *p, json_t **d
 
 void rt_process_free(struct rt_process *p);
 
+/*
+ * update --resources FILE: a LinuxResources object (config.json's
+ * linux.resources) into *r, checked as config.json's; *doc owns r's
+ * strings (json_decref it, also on failure).
+ */
+int rt_resources_parse(const char *buf, size_t n, struct rt_resources *r, json_t **doc,
+		       struct err *e);
+
 /* The namespace of type t in cfg, or NULL when the config names none
  * (the container shares the VM's, which is its own anyway). */
 const struct rt_namespace *rt_config_ns(const struct rt_config *cfg, enum rt_ns_type t);

@@ -3,8 +3,8 @@
  * (api/runtime/rt_config.c), written by an engine or planted by anyone
  * who can write the bundle.
  *
- * Input: selector byte (% 2: config.json, process.json), then the
- * document.
+ * Input: selector byte (% 3: config.json, process.json, update's
+ * resources), then the document.
  * Invariants: no crash or leak; a failure is -EINVAL (or -ENOMEM) with a
  * message; what is accepted holds what rt_config.h promises: a command
  * (args[0] non-empty), NULL-terminated lists, an absolute cwd, lists within RT_CONFIG_LIST_MAX,
@@ -123,7 +123,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (!size)
 		return 0;
-	if (data[0] % 2 == 0) {
+	if (data[0] % 3 == 2) {
+		struct rt_resources res;
+
+		r = rt_resources_parse(doc, n, &res, &j, &e);
+		if (!r)
+			FUZZ_ASSERT(res.memory_limit >= -1 && res.cpu_quota >= -1 &&
+				    (res.pids_limit == -1 || res.pids_limit > 0));
+		json_decref(j);
+	} else if (data[0] % 3 == 0) {
 		r = rt_config_parse(doc, n, &c, &e);
 		if (!r) {
 			check_config(&c);

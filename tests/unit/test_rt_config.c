@@ -345,12 +345,46 @@ static void test_process_json(void **state)
 	json_decref(doc);
 	s = "{\"args\":[\"ls\"]}";
 	assert_int_equal(rt_process_parse(s, strlen(s), &p, &doc, &e), -EINVAL);
-	assert_non_null(strstr(e.msg, "process.cwd is missing"));
+	assert_non_null(strstr(e.msg, "process.json: process.cwd is missing"));
 	rt_process_free(&p);
 	json_decref(doc);
 	s = "[1]";
 	assert_int_equal(rt_process_parse(s, strlen(s), &p, &doc, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "process.json is an array"));
+	assert_null(doc);
+}
+
+/* update --resources: what Podman and containerd's shim pass. */
+static void test_resources(void **state)
+{
+	struct rt_resources r;
+	json_t *doc;
+	const char *s;
+
+	(void)state;
+	s = "{\"memory\":{\"limit\":536870912,\"swap\":1073741824},\"cpu\":{\"quota\":200000,"
+	    "\"period\":100000,\"cpus\":\"0-1\"},\"pids\":{\"limit\":500},\"blockIO\":{}}";
+	assert_int_equal(rt_resources_parse(s, strlen(s), &r, &doc, &e), 0);
+	assert_int_equal(r.memory_limit, 536870912);
+	assert_int_equal(r.cpu_quota, 200000);
+	assert_int_equal(r.cpu_period, 100000);
+	assert_string_equal(r.cpuset_cpus, "0-1");
+	assert_int_equal(r.pids_limit, 500);
+	json_decref(doc);
+	s = "{}";
+	assert_int_equal(rt_resources_parse(s, strlen(s), &r, &doc, &e), 0);
+	assert_int_equal(r.memory_limit, -1);
+	assert_int_equal(r.pids_limit, -1);
+	json_decref(doc);
+	s = "{\"memory\":{\"limit\":\"512m\"}}";
+	assert_int_equal(rt_resources_parse(s, strlen(s), &r, &doc, &e), -EINVAL);
+	assert_string_equal(e.msg,
+			    "update --resources: linux.resources.memory.limit is a string, "
+			    "not an integer");
+	json_decref(doc);
+	s = "[]";
+	assert_int_equal(rt_resources_parse(s, strlen(s), &r, &doc, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "update --resources is an array, not an object"));
 	assert_null(doc);
 }
 
@@ -378,7 +412,7 @@ int main(void)
 		cmocka_unit_test(test_podman),           cmocka_unit_test(test_containerd),
 		cmocka_unit_test(test_docker),           cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_bounds),           cmocka_unit_test(test_process_json),
-		cmocka_unit_test(test_spec_is_accepted),
+		cmocka_unit_test(test_spec_is_accepted), cmocka_unit_test(test_resources),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
