@@ -27,6 +27,7 @@ static const struct {
 	{ RT_SPEC, rt_command_spec },
 	{ RT_PS, rt_command_ps },
 	{ RT_UPDATE, rt_command_update },
+	{ RT_EXEC, rt_command_exec },
 };
 
 static int run(const struct rt_ctx *x, struct err *e)
