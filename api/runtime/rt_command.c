@@ -106,7 +106,8 @@ void rt_command_close(int rootfd, int dirfd, int lockfd, struct rt_state_rec *re
 		close(dirfd);
 	if (rootfd >= 0)
 		close(rootfd);
-	rt_state_rec_free(rec);
+	if (rec)
+		rt_state_rec_free(rec);
 }
 
 int rt_command_print(char *s)

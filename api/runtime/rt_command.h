@@ -41,7 +41,7 @@ int rt_command_not_yet(const struct rt_cmd *c, struct err *e);
 int rt_command_read_config(const char *bundle, struct rt_config *cfg, struct err *e);
 
 /* The container's directory and record (locked unless lockfd is NULL);
- * rt_command_close releases what was opened. */
+ * rt_command_close releases what was opened (rec may be NULL). */
 int rt_command_open(const struct rt_cmd *c, int *rootfd, int *dirfd, int *lockfd,
 		    struct rt_state_rec *rec, struct err *e);
 void rt_command_close(int rootfd, int dirfd, int lockfd, struct rt_state_rec *rec);

@@ -115,12 +115,8 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	 * engine retries with the same ID). */
 	if (dirfd >= 0)
 		rt_dir_remove(rootfd, c->id, &ignored);
-	if (lockfd >= 0)
-		close(lockfd);
-	if (dirfd >= 0)
-		close(dirfd);
-	if (rootfd >= 0)
-		close(rootfd);
+	/* rec borrows cfg's annotations: only cfg frees them */
+	rt_command_close(rootfd, dirfd, lockfd, NULL);
 	rt_config_free(&cfg);
 	return r;
 }
