@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
 
@@ -32,13 +33,12 @@ static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *ou
 
 /* What create checks before it makes anything: runc's own refusals of
  * the flags against the config, then the config and its plan. */
-static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, struct err *e)
+static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, struct rt_plan *plan,
+			 struct err *e)
 {
 	struct rt_sizing size;
-	struct rt_plan plan;
 	struct rt_pod pod;
 	char cg[RT_PATH_MAX];
-	int r;
 
 	if (cfg->process.terminal && !c->console_socket)
 		return err_set(e, EINVAL,
@@ -59,9 +59,7 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 	    (!c->g.cgroups_disabled &&
 	     rt_plan_cgroup(cfg, c->id, c->g.systemd_cgroup, cg, sizeof(cg), e) < 0))
 		return -EINVAL;
-	r = rt_plan_build(cfg, c->id, &plan, e);
-	rt_plan_free(&plan);
-	return r;
+	return rt_plan_build(cfg, c->id, plan, e);
 }
 
 static void record_init(struct rt_state_rec *r, const struct rt_cmd *c, const char *bundle,
@@ -84,6 +82,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	const struct rt_cmd *c = x->cmd;
 	char bundle[RT_PATH_MAX], rootfs[RT_PATH_MAX];
 	struct rt_config cfg;
+	struct rt_plan plan = { 0 };
 	struct rt_state_rec rec;
 	struct err ignored;
 	int r, rootfd = -1, dirfd = -1, lockfd = -1;
@@ -96,7 +95,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		return err_set(e, errno, "--bundle %.200s: %s", c->bundle, strerror(errno));
 	r = rt_command_read_config(bundle, &cfg, e);
 	if (!r)
-		r = create_checks(c, &cfg, e);
+		r = create_checks(c, &cfg, &plan, e);
 	if (!r)
 		r = rootfs_path(bundle, &cfg, rootfs, e);
 	if (!r)
@@ -110,13 +109,19 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		r = rt_dir_write_state(dirfd, &rec, e);
 	}
 	if (!r)
+		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
+	if (!r)
 		r = rt_command_not_yet(c, e);
 	/* A create that fails leaves nothing behind (runc's rule: the
-	 * engine retries with the same ID). */
-	if (dirfd >= 0)
+	 * engine retries with the same ID): its binds first, which the
+	 * directory's removal would not enter. */
+	if (dirfd >= 0) {
+		rt_binds_release(dirfd, &ignored);
 		rt_dir_remove(rootfd, c->id, &ignored);
+	}
 	/* rec borrows cfg's annotations: only cfg frees them */
 	rt_command_close(rootfd, dirfd, lockfd, NULL);
+	rt_plan_free(&plan);
 	rt_config_free(&cfg);
 	return r;
 }

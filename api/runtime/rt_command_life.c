@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_hooks.h"
 #include "lib/base/fd_io.h"
 #include "api/runtime/rt_shim_sock.h"
@@ -83,6 +84,8 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 			    c->id, rt_status_name(st));
 	if (!r && st != RT_STATUS_STOPPED)
 		r = kill_shim(&rec, e);
+	if (!r)
+		r = rt_binds_release(dirfd, e);
 	if (!r)
 		r = rt_dir_remove(rootfd, c->id, e);
 	if (!r && rec.id_range)

@@ -366,6 +366,7 @@ static int add_bind(struct rt_plan *p, const struct rt_mount *m, size_t i, json_
 		    struct err *e)
 {
 	unsigned idx = 0;
+	bool recursive = false;
 	char src[16];
 
 	if (p->nbinds >= RT_BINDS_MAX)
@@ -377,7 +378,9 @@ static int add_bind(struct rt_plan *p, const struct rt_mount *m, size_t i, json_
 			       i, m->source);
 	for (size_t k = 0; k < p->nbinds; k++)
 		idx += p->binds[k].readonly == m->readonly;
-	p->binds[p->nbinds++] = (struct rt_bind){ m->source, m->readonly, idx };
+	for (size_t k = 0; k < m->noptions; k++)
+		recursive |= strcmp(m->options[k], "rbind") == 0;
+	p->binds[p->nbinds++] = (struct rt_bind){ m->source, m->readonly, recursive, idx };
 	p->has_ro_binds |= m->readonly;
 	p->has_rw_binds |= !m->readonly;
 	snprintf(src, sizeof(src), "%u", idx);

@@ -84,6 +84,7 @@ int rt_plan_cgroup(const struct rt_config *c, const char *id, bool systemd, char
 struct rt_bind {
 	const char *source;
 	bool readonly;
+	bool recursive; /* option rbind: its submounts too */
 	unsigned index;
 };
 

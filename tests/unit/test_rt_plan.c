@@ -277,6 +277,8 @@ static void test_podman_mounts(void **state)
 	assert_string_equal(plan.binds[0].source, "/u/hosts");
 	assert_false(plan.binds[0].readonly);
 	assert_true(plan.binds[1].readonly);
+	assert_true(plan.binds[1].recursive); /* rbind */
+	assert_false(plan.binds[0].recursive);
 	assert_int_equal(plan.binds[1].index, 0);
 	assert_int_equal(plan.binds[2].index, 1);
 	assert_true(json_is_true(
