@@ -149,6 +149,12 @@ $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
 # not -fPIC), as an archive so only what it calls comes in.
 KILN_VMM_SRCS := $(wildcard vmm/kiln-vmm/*.c) vmm/control/control_proto.c
 LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libkiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
+# The Debian packages libkiln links, by their pkg-config names: the link
+# lines of libkiln.so and kiln-vmm and kiln.pc's Requires.private (so that
+# `pkg-config --static --libs kiln` brings each one's own flags) are all
+# this list.
+LIBKILN_REQUIRES := zlib jansson libseccomp
+LIBKILN_LIBS := $(call pc_libs,$(LIBKILN_REQUIRES),-lz -ljansson -lseccomp)
 $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
@@ -160,10 +166,10 @@ $(BUILD)/libkiln-vmm.a: $(LIBKILN_OBJS)
 # the shared libraries instead (a distribution that patches them in place).
 ifeq ($(VMM_LINK),static)
 VMM_LINK_FLAGS := -static-pie
-VMM_LIBS := $(call pc_static_libs,zlib jansson libseccomp,-lz -ljansson -lseccomp)
+VMM_LIBS := $(call pc_static_libs,$(LIBKILN_REQUIRES),-lz -ljansson -lseccomp)
 else ifeq ($(VMM_LINK),dynamic)
 VMM_LINK_FLAGS :=
-VMM_LIBS := $(ZLIB_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS)
+VMM_LIBS := $(LIBKILN_LIBS)
 else
 $(error VMM_LINK=$(VMM_LINK): use static or dynamic)
 endif
@@ -196,7 +202,7 @@ $(BUILD)/obj-pic/%.o: %.c
 
 $(BUILD)/$(LIBKILN_FILE): $(LIBKILN_PIC_OBJS) libkiln/libkiln.map
 	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIBKILN_SONAME) -Wl,--version-script=libkiln/libkiln.map \
-		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) $(ZLIB_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) -lpthread
+		$(LIB_LDFLAGS) -Wl,--no-undefined -o $@ $(LIBKILN_PIC_OBJS) $(LIBKILN_LIBS) -lpthread
 $(BUILD)/$(LIBKILN_SONAME): $(BUILD)/$(LIBKILN_FILE)
 	ln -sf $(LIBKILN_FILE) $@
 	ln -sf $(LIBKILN_FILE) $(BUILD)/libkiln.so
@@ -213,6 +219,13 @@ $(BUILD)/libkiln.a: $(LIBKILN_PIC_OBJS)
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+# kiln.pc for PREFIX: `make install` installs it; tests/unit/libkiln_pc_test
+# links a static program with its flags.
+kiln_pc = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+	-e 's|@VERSION@|$(LIBKILN_VERSION)|' -e 's|@REQUIRES@|$(LIBKILN_REQUIRES)|' libkiln/kiln.pc.in
+$(BUILD)/kiln.pc: libkiln/kiln.pc.in Makefile
+	@mkdir -p $(BUILD)
+	$(kiln_pc) >$@
 .PHONY: install
 install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime \
 		$(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a
@@ -225,8 +238,7 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 	ln -sf $(LIBKILN_SONAME) $(DESTDIR)$(LIBDIR)/libkiln.so
 	install -m 0644 $(BUILD)/libkiln.a $(DESTDIR)$(LIBDIR)/
 	install -m 0644 include/kiln/*.h $(DESTDIR)$(INCLUDEDIR)/kiln/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
-		-e 's|@VERSION@|$(LIBKILN_VERSION)|' libkiln/kiln.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
+	$(kiln_pc) >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
 # PID 1 of the guest: a static PIE, so the rootfs needs no libc (jansson comes
@@ -249,12 +261,12 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # to them outside the VMM with cgroup programs (lib/egress), talks to
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
-KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) $(AGENT_CLIENT_SRCS) api/proto/gz_stream.c api/proto/agent_tar.c \
+KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
 	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
-# (include/kiln/agent.h), moving off api/agent-client call by call: it
-# links the static archive, from which the linker takes only the agent's
-# objects (nothing of the VM).
+# (include/kiln/agent.h) only, never api/agent-client itself: it links the
+# static archive, from which the linker takes only the agent's objects and
+# the agent client under them (nothing of the VM).
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.a
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS)
 
@@ -312,13 +324,15 @@ $(BUILD)/rootfs/debian.ext4: $(BUILD)/kiln-init rootfs/build-debian
 # Unit tests: cmocka, under ASan + UBSan. Each test links only the modules
 # it includes and what they use (scripts/unit-links writes the lists), so a
 # test also proves its module links alone.
+# The fuzz targets' lists the same way (build/fuzz-links.mk, below).
 UNIT_LINKS := $(BUILD)/unit-links.mk
+FUZZ_LINKS := $(BUILD)/fuzz-links.mk
 ifneq ($(BUILDING),)
--include $(UNIT_LINKS)
+-include $(UNIT_LINKS) $(FUZZ_LINKS)
 endif
-$(UNIT_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit -name '*.[ch]' 2>/dev/null)
+$(BUILD)/%-links.mk: scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/unit tests/fuzz -name '*.[ch]' 2>/dev/null)
 	@mkdir -p $(dir $@)
-	@scripts/unit-links > $@.tmp && mv $@.tmp $@
+	@scripts/unit-links --dir tests/$* > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj-san/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -360,13 +374,6 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 -D_GNU_SOURCE $(WARN) -MMD -MP -I. -Iinclude -f
 FUZZ_RUN_FLAGS ?= -rss_limit_mb=1024 -malloc_limit_mb=64 -timeout=10 -print_final_stats=1
 FUZZ_TARGETS := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/bin/fuzz_%)
-FUZZ_LINKS := $(BUILD)/fuzz-links.mk
-ifneq ($(BUILDING),)
--include $(FUZZ_LINKS)
-endif
-$(FUZZ_LINKS): scripts/unit-links $(shell find lib libkiln vmm devices guest-init api tests/fuzz -name '*.[ch]' 2>/dev/null)
-	@mkdir -p $(dir $@)
-	@scripts/unit-links --dir tests/fuzz > $@.tmp && mv $@.tmp $@
 
 $(BUILD)/obj-fuzz/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -412,10 +419,10 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # The unit tests (several binaries at once, the slowest started first:
 # tests/unit/run), then every fuzz corpus replayed and each target fuzzed
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
-unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(HOST_PROGRAMS) $(BUILD)/kiln-init $(FUZZ_BINS) \
-	$(BUILD)/tests/kiln-escape-importer
+unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln.pc $(HOST_PROGRAMS) \
+	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
-		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test \
+		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
@@ -457,23 +464,20 @@ bench-boot: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run bench/boot
 
-bench-agent: deps
+# The benchmarks run in the nested harness with the test image, one rule:
+# the agent's exec and files, kilnd's API, the exec round trip through the
+# raw socket, each SDK and the CLI (sdk), importing a generated ~200 MiB
+# OCI image through kilnd (images, no guest boots), checkpoint, restore
+# and fork (snapshot), guest<->host TCP (net).
+HARNESS_BENCHES := agent api sdk images snapshot net
+$(HARNESS_BENCHES:%=bench-%): bench-%: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/agent
+	tests/harness/run --timeout $(if $(filter snapshot net,$*),2400,1800) bench/$*
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
-# The exec round trip through the raw socket, each SDK and the CLI, in one run.
-bench-sdk: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/sdk
-
 bench-http: deps
 	@$(MAKE) --no-print-directory $(BUILD)/kilnd
 	bench/http
-
-bench-api: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/api
 
 # The confinement's cost (docs/security.md): create and wake against the tree
 # before it (CONFINEMENT_BASE, a commit), built in build/baseline/.
@@ -485,19 +489,6 @@ bench-confinement: deps
 	git archive $(CONFINEMENT_BASE) | tar -x -C $(BUILD)/baseline/src
 	$(MAKE) --no-print-directory -C $(BUILD)/baseline/src build/kilnd build/kiln-vmm
 	KILN_BENCH_BASELINE=$(BUILD)/baseline/src/build tests/harness/run --timeout 2400 bench/confinement
-
-# Importing a generated ~200 MiB OCI image through kilnd (no guest boots).
-bench-images: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 1800 bench/images
-
-bench-snapshot: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 2400 bench/snapshot
-
-bench-net: deps
-	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
-	tests/harness/run --timeout 2400 bench/net
 
 # Both VMMs boot kiln's kernel + virtio-9p here (QEMU's shared directory).
 bench-devices: deps

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,11 +17,9 @@
 
 #include "libkiln/agent_impl.h"
 
-struct kiln_proc {
-	struct agent_client_stream *s;
-	uint32_t id;
-	char err[ERR_MSG_MAX];
-};
+_Static_assert((int)KILN_AGENT_FAIL_UNREACHABLE == (int)AGENT_FAIL_CONNECT &&
+		       (int)KILN_AGENT_FAIL_HOST == (int)AGENT_FAIL_LOCAL,
+	       "failure kinds in the client's order");
 
 /*
  * The agent's own error codes (docs/agent-protocol.md, section 4) come
@@ -64,24 +63,43 @@ static int code_errno(enum agent_code code)
 	}
 }
 
-/* KILN_AGENT_AS_ROOT, or the guest's unprivileged user. */
-static enum agent_user user_of(unsigned flags)
+#define user_of agent_user_of
+
+int lk_err_note(struct lk_err *le, int r, const struct agent_client_err *e)
 {
-	return (flags & KILN_AGENT_AS_ROOT) ? AGENT_USER_ROOT : AGENT_USER_USER;
+	if (r == -EREMOTEIO && e->fail == AGENT_FAIL_AGENT)
+		r = -code_errno(e->code);
+	return lk_err_set(le, r, e);
+}
+
+int lk_err_set(struct lk_err *le, int r, const struct agent_client_err *e)
+{
+	const char *name = agent_client_err_name(e);
+
+	snprintf(le->msg, sizeof(le->msg), "%s", e->msg[0] ? e->msg : strerror(-r));
+	snprintf(le->code, sizeof(le->code), "%s",
+		 e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
+	/* libkiln's own refusals (a struct too small, no memory) are this
+	 * side's too. */
+	le->kind = e->fail != AGENT_FAIL_NONE ? (enum kiln_agent_fail)e->fail
+					      : KILN_AGENT_FAIL_HOST;
+	return r;
 }
 
 int agent_fail(kiln_agent *a, int r, const struct agent_client_err *e)
 {
-	const char *name = agent_client_err_name(e);
-
-	if (r == -EREMOTEIO && e->fail == AGENT_FAIL_AGENT)
-		r = -code_errno(e->code);
 	pthread_mutex_lock(&a->lk);
-	snprintf(a->err, sizeof(a->err), "%s", e->msg[0] ? e->msg : strerror(-r));
-	snprintf(a->code, sizeof(a->code), "%s",
-		 e->fail != AGENT_FAIL_NONE && name ? name : "host_error");
+	r = lk_err_note(&a->err, r, e);
 	pthread_mutex_unlock(&a->lk);
 	return r;
+}
+
+int agent_too_small(kiln_agent *a, const char *what)
+{
+	struct agent_client_err e = { .fail = AGENT_FAIL_LOCAL };
+
+	snprintf(e.msg, sizeof(e.msg), "%s: its size field is too small (set it to sizeof)", what);
+	return agent_fail(a, -EINVAL, &e);
 }
 
 int kiln_agent_new(const char *vsock_path, kiln_agent **out)
@@ -99,6 +117,7 @@ int kiln_agent_new(const char *vsock_path, kiln_agent **out)
 		free(a);
 		return r;
 	}
+	a->c.timeout_ms = KILN_AGENT_TIMEOUT_DEFAULT_MS;
 	pthread_mutex_init(&a->lk, NULL);
 	*out = a;
 	return 0;
@@ -120,12 +139,17 @@ int kiln_agent_set_timeout(kiln_agent *a, int timeout_ms)
 
 const char *kiln_agent_errmsg(const kiln_agent *a)
 {
-	return a->err;
+	return a->err.msg;
 }
 
 const char *kiln_agent_errcode(const kiln_agent *a)
 {
-	return a->code;
+	return a->err.code;
+}
+
+enum kiln_agent_fail kiln_agent_errkind(const kiln_agent *a)
+{
+	return a->err.kind;
 }
 
 int kiln_agent_wait_ready(kiln_agent *a, int timeout_ms)
@@ -189,14 +213,18 @@ static void conv_free(struct conv *c)
 	free(c->env);
 }
 
-static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv *c)
+/* run: code and lang instead of argv. */
+static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, bool run, struct conv *c)
 {
 	struct agent_client_err e = { 0 };
 	size_t n = 0;
 
 	memset(c, 0, sizeof(*c));
-	if (!o || o->size < sizeof(size_t) + sizeof(void *) || !o->argv || !o->argv[0]) {
-		snprintf(e.msg, sizeof(e.msg), "exec: no argv given");
+	if (!o || o->size < sizeof(size_t) + sizeof(void *) ||
+	    (run ? !OPT_HAS(o, code_len) || !o->lang || (!o->code && o->code_len)
+		 : !o->argv || !o->argv[0])) {
+		snprintf(e.msg, sizeof(e.msg),
+			 run ? "run: no lang and code given" : "exec: no argv given");
 		return agent_fail(a, -EINVAL, &e);
 	}
 	c->p.argv = o->argv;
@@ -208,6 +236,26 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 	c->p.output_cap = o->output_cap;
 	c->p.stdin_data = o->stdin_data;
 	c->p.stdin_len = o->stdin_len;
+	c->p.confine = !!(o->flags & KILN_AGENT_CONFINE);
+	/* output_cap 0 is "the default" to the client: DISCARD keeps none. */
+	c->p.discard_output = !!(o->flags & KILN_AGENT_DISCARD);
+	/* Fields a caller built against 0.1.0 lacks stay 0: the defaults. */
+	if (OPT_HAS(o, code_len)) {
+		c->p.wait_ms = o->wait_ms;
+		c->p.rows = o->rows;
+		c->p.cols = o->cols;
+		c->p.ring_bytes = o->ring_bytes;
+		c->p.code = o->code;
+		c->p.code_len = o->code_len;
+		if (run && !(c->p.lang = agent_lang_by_name(o->lang))) {
+			snprintf(e.msg, sizeof(e.msg),
+				 "run: unknown language '%.32s' (python, javascript, typescript, bash)",
+				 o->lang);
+			e.fail = AGENT_FAIL_REQUEST;
+			e.code = AGENT_E_BAD_FIELD;
+			return agent_fail(a, -EINVAL, &e);
+		}
+	}
 	while (o->env && o->env[n])
 		n++;
 	if (n) {
@@ -238,7 +286,8 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, struct conv 
 	return 0;
 }
 
-static void put_exit(struct kiln_exit_status *st, const struct agent_client_exit *x)
+void agent_put_exit(struct kiln_exit_status *st, const struct agent_client_exit *x,
+		    uint64_t host_us)
 {
 	struct kiln_exit_status s;
 
@@ -256,39 +305,11 @@ static void put_exit(struct kiln_exit_status *st, const struct agent_client_exit
 	s.stdout_truncated = x->stdout_truncated;
 	s.stderr_truncated = x->stderr_truncated;
 	s.wall_us = x->wall_us;
+	s.user_us = x->user_us;
+	s.sys_us = x->sys_us;
+	s.host_us = host_us;
 	/* An older caller's struct is shorter: fill only what it has. */
 	memcpy(st, &s, st->size < sizeof(s) ? st->size : sizeof(s));
-}
-
-int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
-		    char **out, size_t *out_len, char **err, size_t *err_len)
-{
-	struct agent_client_exec_result res = { 0 };
-	struct agent_client_err e = { 0 };
-	struct conv c;
-	int r;
-
-	if ((r = conv_opts(a, o, &c)))
-		return r;
-	r = agent_client_exec(&a->c, &c.p, &res, &e);
-	conv_free(&c);
-	if (r < 0)
-		return agent_fail(a, r, &e);
-	put_exit(st, &res.exit);
-	if (out) {
-		*out = (char *)res.out;
-		res.out = NULL;
-	}
-	if (out_len)
-		*out_len = res.out_len;
-	if (err) {
-		*err = (char *)res.err;
-		res.err = NULL;
-	}
-	if (err_len)
-		*err_len = res.err_len;
-	agent_client_exec_result_free(&res);
-	return 0;
 }
 
 struct relay {
@@ -303,39 +324,117 @@ static int relay_output(void *arg, enum agent_stream stream, const void *data, s
 	return r->fn(r->arg, stream == AGENT_STDERR ? KILN_STDERR : KILN_STDOUT, data, n);
 }
 
-int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn,
-			   void *arg, struct kiln_exit_status *st)
+/* Where an exec's or run's results go; NULL members are not wanted. */
+struct exec_out {
+	kiln_output_fn fn; /* set: output streamed, not collected */
+	void *arg;
+	struct kiln_exit_status *st;
+	char **out, **err;
+	size_t *out_len, *err_len;
+	struct kiln_run_result *rr;
+};
+
+static void take(uint8_t **from, size_t len, char **to, size_t *to_len)
+{
+	if (to) {
+		*to = (char *)*from;
+		*from = NULL;
+	}
+	if (to_len)
+		*to_len = len;
+}
+
+/* exec, exec_stream, run, run_stream: one agent_client call each. */
+static int exec_any(kiln_agent *a, const struct kiln_exec_opts *o, bool run,
+		    const struct exec_out *x)
 {
 	struct agent_client_exec_result res = { 0 };
 	struct agent_client_err e = { 0 };
-	struct relay rl = { fn, arg };
+	struct relay rl = { x->fn, x->arg };
 	struct conv c;
 	int r;
 
-	if ((r = conv_opts(a, o, &c)))
+	if (x->rr && x->rr->size < sizeof(*x->rr))
+		return agent_too_small(a, "run result");
+	if ((r = conv_opts(a, o, run, &c)))
 		return r;
-	c.p.on_output = relay_output;
-	c.p.on_output_arg = &rl;
-	r = agent_client_exec(&a->c, &c.p, &res, &e);
+	if (x->fn) {
+		c.p.on_output = relay_output;
+		c.p.on_output_arg = &rl;
+	}
+	r = run ? agent_client_run(&a->c, &c.p, &res, &e)
+		: agent_client_exec(&a->c, &c.p, &res, &e);
 	conv_free(&c);
-	if (r < 0)
+	if (r < 0) {
+		agent_client_exec_result_free(&res);
 		return agent_fail(a, r, &e);
-	put_exit(st, &res.exit);
+	}
+	agent_put_exit(x->st, &res.exit, res.host_us);
+	take(&res.out, res.out_len, x->out, x->out_len);
+	take(&res.err, res.err_len, x->err, x->err_len);
+	if (x->rr) {
+		x->rr->file_size = res.result_size;
+		x->rr->data = NULL;
+		take(&res.result, res.result_len, &x->rr->data, &x->rr->len);
+	}
 	agent_client_exec_result_free(&res);
 	return 0;
 }
 
-static int new_proc(kiln_agent *a, struct agent_client_stream *s, uint32_t id, kiln_proc **out)
+int kiln_agent_exec(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
+		    char **out, size_t *out_len, char **err, size_t *err_len)
 {
+	struct exec_out x = {
+		.st = st, .out = out, .out_len = out_len, .err = err, .err_len = err_len
+	};
+
+	return exec_any(a, o, false, &x);
+}
+
+int kiln_agent_exec_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn,
+			   void *arg, struct kiln_exit_status *st)
+{
+	struct exec_out x = { .fn = fn, .arg = arg, .st = st };
+
+	if (!fn)
+		return kiln_agent_exec(a, o, st, NULL, NULL, NULL, NULL);
+	return exec_any(a, o, false, &x);
+}
+
+int kiln_agent_run(kiln_agent *a, const struct kiln_exec_opts *o, struct kiln_exit_status *st,
+		   char **out, size_t *out_len, char **err, size_t *err_len,
+		   struct kiln_run_result *res)
+{
+	struct exec_out x = {
+		.st = st, .out = out, .out_len = out_len, .err = err, .err_len = err_len, .rr = res
+	};
+
+	return exec_any(a, o, true, &x);
+}
+
+int kiln_agent_run_stream(kiln_agent *a, const struct kiln_exec_opts *o, kiln_output_fn fn,
+			  void *arg, struct kiln_exit_status *st, struct kiln_run_result *res)
+{
+	struct exec_out x = { .fn = fn, .arg = arg, .st = st, .rr = res };
+
+	return exec_any(a, o, true, &x);
+}
+
+int agent_new_proc(kiln_agent *a, struct agent_client_stream *s,
+		   const struct agent_client_attached *info, kiln_proc **out)
+{
+	struct agent_client_err e = { .fail = AGENT_FAIL_LOCAL };
 	kiln_proc *p = calloc(1, sizeof(*p));
 
 	if (!p) {
 		agent_client_stream_close(s);
-		return -ENOMEM;
+		snprintf(e.msg, sizeof(e.msg), "out of memory");
+		return agent_fail(a, -ENOMEM, &e);
 	}
-	(void)a;
 	p->s = s;
-	p->id = id;
+	p->id = info->id;
+	p->info = *info;
+	p->seq = info->seq;
 	*out = p;
 	return 0;
 }
@@ -349,23 +448,16 @@ int kiln_agent_spawn(kiln_agent *a, const struct kiln_exec_opts *o, kiln_proc **
 	int r;
 
 	*out = NULL;
-	if ((r = conv_opts(a, o, &c)))
+	if ((r = conv_opts(a, o, false, &c)))
 		return r;
 	r = agent_client_spawn(&a->c, &c.p, &s, &info, &e);
 	conv_free(&c);
-	return r < 0 ? agent_fail(a, r, &e) : new_proc(a, s, info.id, out);
+	return r < 0 ? agent_fail(a, r, &e) : agent_new_proc(a, s, &info, out);
 }
 
 int kiln_agent_attach(kiln_agent *a, uint32_t id, kiln_proc **out)
 {
-	struct agent_client_attached info = { 0 };
-	struct agent_client_stream *s = NULL;
-	struct agent_client_err e = { 0 };
-	int r;
-
-	*out = NULL;
-	r = agent_client_attach(&a->c, id, AGENT_FROM_OLDEST, 0, &s, &info, &e);
-	return r < 0 ? agent_fail(a, r, &e) : new_proc(a, s, info.id, out);
+	return kiln_agent_attach_at(a, id, KILN_ATTACH_OLDEST, 0, out);
 }
 
 int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms,
@@ -377,7 +469,7 @@ int kiln_agent_proc_wait(kiln_agent *a, uint32_t id, uint32_t timeout_ms,
 
 	if (r < 0)
 		return agent_fail(a, r, &e);
-	put_exit(st, &x);
+	agent_put_exit(st, &x, 0);
 	return 0;
 }
 
@@ -397,10 +489,22 @@ int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data, size_t n
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
+/* A stream's errno stays the client's: -ETIMEDOUT only when nothing came. */
 static int pfail(kiln_proc *p, int r, const struct agent_client_err *e)
 {
-	snprintf(p->err, sizeof(p->err), "%s", e->msg[0] ? e->msg : strerror(-r));
-	return r;
+	return lk_err_set(&p->err, r, e);
+}
+
+/* The size of ev->exit a caller's ev->size covers (0.1.0's struct is
+ * shorter, and ev->exit with it). */
+static size_t exit_room(size_t size)
+{
+	size_t at = offsetof(struct kiln_proc_event, exit);
+
+	if (size <= at)
+		return 0;
+	size -= at;
+	return size < sizeof(struct kiln_exit_status) ? size : sizeof(struct kiln_exit_status);
 }
 
 int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
@@ -408,31 +512,48 @@ int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
 	struct agent_client_event x = { 0 };
 	struct agent_client_err e = { 0 };
 	size_t size = ev->size;
-	uint64_t lost = 0;
 	int r;
 
-	/* A gap is folded into the next event's `lost`. */
+	if (p->exited) {
+		e.fail = AGENT_FAIL_LOCAL;
+		snprintf(e.msg, sizeof(e.msg), "the process's stream ended with its exit");
+		return pfail(p, -EPIPE, &e);
+	}
+	/* A gap is folded into the next event's `lost`; kept across a
+	 * timeout, so none is missed. */
 	for (;;) {
 		if ((r = agent_client_stream_next(p->s, timeout_ms, &x, &e)) < 0)
 			return pfail(p, r, &e);
+		if (r == 1) {
+			e.fail = AGENT_FAIL_CONNECT;
+			snprintf(e.msg, sizeof(e.msg),
+				 "the process's stream ended without its exit");
+			return pfail(p, -EPIPE, &e);
+		}
 		if (x.kind != AGENT_EVENT_GAP)
 			break;
-		lost += x.gap_bytes;
+		p->lost += x.gap_bytes;
+		p->seq = x.seq + x.gap_bytes;
 	}
 	memset(ev, 0, size < sizeof(*ev) ? size : sizeof(*ev));
 	ev->size = size;
-	ev->lost = lost;
+	ev->lost = p->lost;
+	p->lost = 0;
 	if (x.kind == AGENT_EVENT_EXIT) {
+		p->exited = true;
 		ev->exited = 1;
-		if (size >= sizeof(*ev)) {
-			ev->exit.size = sizeof(ev->exit);
-			put_exit(&ev->exit, &x.exit);
+		if (exit_room(size) >= sizeof(size_t)) {
+			ev->exit.size = exit_room(size);
+			agent_put_exit(&ev->exit, &x.exit, 0);
 		}
 	} else {
 		ev->stream = x.kind == AGENT_EVENT_STDERR ? KILN_STDERR : KILN_STDOUT;
 		ev->data = x.data;
 		ev->len = x.len;
+		p->seq = x.seq + x.len;
 	}
+	if (size >= offsetof(struct kiln_proc_event, seq) + sizeof(ev->seq))
+		ev->seq = x.kind == AGENT_EVENT_EXIT ? p->seq : x.seq;
 	return 0;
 }
 
@@ -459,7 +580,17 @@ uint32_t kiln_proc_id(const kiln_proc *p)
 
 const char *kiln_proc_errmsg(const kiln_proc *p)
 {
-	return p->err;
+	return p->err.msg;
+}
+
+const char *kiln_proc_errcode(const kiln_proc *p)
+{
+	return p->err.code;
+}
+
+enum kiln_agent_fail kiln_proc_errkind(const kiln_proc *p)
+{
+	return p->err.kind;
 }
 
 void kiln_proc_close(kiln_proc *p)

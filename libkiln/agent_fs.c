@@ -1,6 +1,7 @@
 /*
  * agent_fs: kiln_agent's requests about the guest's files (stat, list,
- * mkdir, remove, rename), its ports (tcp_connect), itself (ping, info)
+ * mkdir, remove, rename), its ports (tcp_connect, vsock_connect), itself (ping, info,
+ * wait_ready_hold, configure)
  * and kiln_watch (include/kiln/agent.h), over api/agent-client: options
  * and results converted, the message kept per handle.
  */
@@ -13,7 +14,7 @@
 
 struct kiln_watch {
 	struct agent_client_watch *w;
-	char err[ERR_MSG_MAX];
+	struct lk_err err;
 };
 
 _Static_assert(sizeof(((struct kiln_guest_info *)0)->hostname) == AGENT_HOSTNAME_MAX + 1,
@@ -25,19 +26,8 @@ _Static_assert((int)KILN_FS_OVERFLOW == (int)AGENT_FS_OVERFLOW &&
 		       (int)KILN_FS_RENAME == (int)AGENT_FS_RENAME,
 	       "changes in the protocol's order");
 
-static enum agent_user user_of(unsigned flags)
-{
-	return flags & KILN_AGENT_AS_ROOT ? AGENT_USER_ROOT : AGENT_USER_USER;
-}
-
-/* A caller's struct with size < what it must hold at least. */
-static int too_small(kiln_agent *a, const char *what)
-{
-	struct agent_client_err e = { .fail = AGENT_FAIL_LOCAL };
-
-	snprintf(e.msg, sizeof(e.msg), "%s: its size field is too small (set it to sizeof)", what);
-	return agent_fail(a, -EINVAL, &e);
-}
+#define user_of agent_user_of
+#define too_small agent_too_small
 
 int kiln_agent_ping(kiln_agent *a, int *protocol)
 {
@@ -49,6 +39,34 @@ int kiln_agent_ping(kiln_agent *a, int *protocol)
 	if (protocol)
 		*protocol = p;
 	return 0;
+}
+
+int kiln_agent_wait_ready_hold(kiln_agent *a, int timeout_ms, int hold_ms)
+{
+	struct agent_client_err e = { 0 };
+	int r = agent_client_wait_ready_hold(&a->c, timeout_ms, hold_ms, &e);
+
+	return r < 0 ? agent_fail(a, r, &e) : 0;
+}
+
+int kiln_agent_configure(kiln_agent *a, const struct kiln_guest_config *cfg)
+{
+	struct agent_client_configure c = { 0 };
+	struct agent_client_err e = { 0 };
+	int r;
+
+	if (!cfg || cfg->size < sizeof(*cfg))
+		return too_small(a, "guest config");
+	c.hostname = cfg->hostname;
+	c.interface = cfg->interface;
+	c.address = cfg->address;
+	c.gateway = cfg->gateway;
+	c.dns = cfg->dns;
+	c.dns_n = cfg->dns_n;
+	c.set_dns = !!(cfg->flags & KILN_GUEST_SET_DNS);
+	c.mtu = cfg->mtu;
+	r = agent_client_configure(&a->c, &c, &e);
+	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
 int kiln_agent_info(kiln_agent *a, struct kiln_guest_info *info)
@@ -202,16 +220,42 @@ int kiln_agent_tcp_connect(kiln_agent *a, uint32_t port, const char *address, in
 	return r < 0 ? agent_fail(a, r, &e) : 0;
 }
 
+int kiln_agent_vsock_connect(kiln_agent *a, uint32_t port, int *fd)
+{
+	struct agent_client_err e = { 0 };
+	struct agent_client c = a->c; /* the same socket and timeout, another port */
+	int r;
+
+	c.port = port;
+	r = agent_client_connect(&c, fd, &e);
+	return r < 0 ? agent_fail(a, r, &e) : 0;
+}
+
 int kiln_agent_watch(kiln_agent *a, const char *path, unsigned flags, kiln_watch **out,
 		     uint32_t *watches)
 {
-	struct agent_client_watch_opts o = { .recursive = !!(flags & KILN_AGENT_RECURSIVE),
-					     .user = user_of(flags) };
+	struct kiln_watch_opts o = { .size = sizeof(o), .flags = flags };
+
+	return kiln_agent_watch_with(a, path, &o, out, watches);
+}
+
+int kiln_agent_watch_with(kiln_agent *a, const char *path, const struct kiln_watch_opts *wo,
+			  kiln_watch **out, uint32_t *watches)
+{
+	struct agent_client_watch_opts o = { 0 };
 	struct agent_client_err e = { 0 };
 	kiln_watch *w;
 	int r;
 
 	*out = NULL;
+	if (wo && wo->size < sizeof(*wo))
+		return too_small(a, "watch options");
+	if (wo) {
+		o.recursive = !!(wo->flags & KILN_AGENT_RECURSIVE);
+		o.user = user_of(wo->flags);
+		o.max_watches = wo->max_watches;
+		o.queue = wo->queue;
+	}
 	if (!(w = calloc(1, sizeof(*w)))) {
 		e.fail = AGENT_FAIL_LOCAL;
 		snprintf(e.msg, sizeof(e.msg), "watch: out of memory");
@@ -234,15 +278,14 @@ int kiln_watch_next(kiln_watch *w, int timeout_ms, struct kiln_fs_event *ev,
 	int r;
 
 	if (!ev || ev->size < sizeof(*ev)) {
-		snprintf(w->err, sizeof(w->err),
+		e.fail = AGENT_FAIL_LOCAL;
+		snprintf(e.msg, sizeof(e.msg),
 			 "watch: the event's size field is too small (set it to sizeof)");
-		return -EINVAL;
+		return lk_err_set(&w->err, -EINVAL, &e);
 	}
 	r = agent_client_watch_next(w->w, timeout_ms, &in, &end, &e);
-	if (r < 0) {
-		snprintf(w->err, sizeof(w->err), "%s", e.msg[0] ? e.msg : strerror(-r));
-		return r;
-	}
+	if (r < 0)
+		return lk_err_set(&w->err, r, &e);
 	if (r == 1) {
 		if (end_reason)
 			*end_reason = end;
@@ -271,7 +314,17 @@ int kiln_watch_pending(const kiln_watch *w)
 
 const char *kiln_watch_errmsg(const kiln_watch *w)
 {
-	return w->err;
+	return w->err.msg;
+}
+
+const char *kiln_watch_errcode(const kiln_watch *w)
+{
+	return w->err.code;
+}
+
+enum kiln_agent_fail kiln_watch_errkind(const kiln_watch *w)
+{
+	return w->err.kind;
 }
 
 void kiln_watch_close(kiln_watch *w)

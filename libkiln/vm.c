@@ -19,11 +19,6 @@
 #include "devices/pseudo/timeline.h"
 #include "vmm/jail/jail.h"
 
-void kiln_free(void *p)
-{
-	free(p);
-}
-
 const char *kiln_version(void)
 {
 	return KILN_VERSION;

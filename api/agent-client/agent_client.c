@@ -1,7 +1,7 @@
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
 #include "lib/base/fd_io.h"
-#include "lib/base/json_field.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 #include "lib/base/utf8.h"
 
@@ -650,7 +650,7 @@ static int field_missing(struct agent_client_conn *k, const char *key, const cha
 				       what);
 }
 
-/* A reply field json_field refused: the agent broke the protocol. */
+/* A reply field lib/base/json refused: the agent broke the protocol. */
 static int field_refused(struct agent_client_conn *k, const struct json_field_fail *f,
 			 const char *what, struct agent_client_err *err)
 {

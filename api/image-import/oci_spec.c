@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"

@@ -304,7 +304,9 @@ int cli_id_operand(void *id, const char *v, struct err *e)
 	return cli_check_id(v, id, e);
 }
 
-int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest, struct err *e)
+/* cli_read_program's words: the program starts at argv[*rest] (argc: none). */
+static int read_words(struct cli_getopt *o, const struct cli_prog_words *w, int *rest,
+		      struct err *e)
 {
 	bool have_operand = false;
 	int rc = 0, opt;
@@ -318,7 +320,8 @@ int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *
 		case CLI_GETOPT_WORD:
 			if (!have_operand) {
 				/* Checked here, so the first bad word is the one reported. */
-				rc = w->operand(w->operand_arg, o->value, e);
+				rc = (w->operand ? w->operand : cli_id_operand)(w->operand_arg,
+										o->value, e);
 				have_operand = true;
 			} else {
 				/* The program starts at the first word after the
@@ -332,7 +335,7 @@ int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *
 		default:
 			rc = w->opt ? w->opt(w->opt_arg, opt, o->value, e) : 1;
 			if (rc == 1)
-				rc = cli_proc_opt(w->body, opt, o->value, e);
+				rc = cli_proc_opt(*w->body, opt, o->value, e);
 			if (rc == 1) {
 				err_set(e, EINVAL, "internal: option %d", opt);
 				rc = -1;
@@ -343,12 +346,28 @@ int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *
 	if (*rest < 0)
 		*rest = o->argc;
 	if (!rc && !have_operand) {
-		err_set(e, EINVAL, "%s", w->missing);
+		if (w->missing)
+			err_set(e, EINVAL, "%s", w->missing);
+		else
+			err_set(e, EINVAL, "missing sandbox id (%s)", w->usage);
 		rc = -1;
 	}
-	if (!rc && w->usage && *rest >= o->argc) {
+	if (!rc && !w->optional && *rest >= o->argc) {
 		err_set(e, EINVAL, "missing the program to run (%s)", w->usage);
 		rc = -1;
+	}
+	return rc;
+}
+
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, struct err *e)
+{
+	int rest, rc = read_words(o, w, &rest, e);
+
+	if (!rc && rest < o->argc)
+		rc = cli_body_argv(*w->body, o->argc, o->argv, rest, e) ? -1 : 1;
+	if (rc < 0) {
+		json_decref(*w->body);
+		*w->body = NULL;
 	}
 	return rc;
 }
@@ -400,27 +419,19 @@ int cli_exec_parse(int argc, char **argv, struct cli_globals *g, struct cli_exec
 {
 	static const struct option opts[] = { CLI_PROC_OPTIONS, EXEC_OPTIONS, CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
-	struct cli_prog_words w;
-	int rest;
 
 	memset(req, 0, sizeof(*req));
 	req->stream = true;
 	req->body = json_object();
-	w = (struct cli_prog_words){
-		.body = req->body,
-		.operand = cli_id_operand,
-		.operand_arg = req->id,
-		.opt = exec_opt,
-		.opt_arg = req,
-		.missing = "missing sandbox id (" EXEC_USAGE ")",
-		.usage = EXEC_USAGE,
-	};
 	cli_getopt_init(&s, argc, argv, opts, g, e);
-	if (cli_read_program(&s, &w, &rest, e) || cli_body_argv(req->body, argc, argv, rest, e)) {
-		json_decref(req->body);
-		req->body = NULL;
+	if (cli_read_program(&s,
+			     &(struct cli_prog_words){ .body = &req->body,
+						       .operand_arg = req->id,
+						       .opt = exec_opt,
+						       .opt_arg = req,
+						       .usage = EXEC_USAGE },
+			     e) < 0)
 		return -1;
-	}
 	exec_stream_cap(req);
 	return 0;
 }
@@ -454,28 +465,26 @@ int cli_run_parse(int argc, char **argv, struct cli_globals *g, struct cli_run_r
 		CLI_GLOBAL_OPTIONS,
 	};
 	struct cli_getopt s;
-	struct cli_prog_words w;
-	int rest;
 
 	memset(req, 0, sizeof(*req));
 	req->create = json_object();
 	req->exec.stream = true;
 	req->exec.body = json_object();
-	w = (struct cli_prog_words){
-		.body = req->exec.body,
-		.operand = image_operand,
-		.operand_arg = req->create,
-		.opt = run_opt,
-		.opt_arg = req,
-		.missing = "missing the image (" RUN_USAGE "; see `kiln images`)",
-		.usage = RUN_USAGE,
-	};
 	cli_getopt_init(&s, argc, argv, opts, g, e);
-	if (cli_read_program(&s, &w, &rest, e) ||
-	    cli_body_argv(req->exec.body, argc, argv, rest, e)) {
+	if (cli_read_program(&s,
+			     &(struct cli_prog_words){
+				     .body = &req->exec.body,
+				     .operand = image_operand,
+				     .operand_arg = req->create,
+				     .opt = run_opt,
+				     .opt_arg = req,
+				     .usage = RUN_USAGE,
+				     .missing = "missing the image (" RUN_USAGE
+						"; see `kiln images`)",
+			     },
+			     e) < 0) {
 		json_decref(req->create);
-		json_decref(req->exec.body);
-		req->create = req->exec.body = NULL;
+		req->create = NULL;
 		return -1;
 	}
 	exec_stream_cap(&req->exec);

@@ -294,8 +294,9 @@ int cli_proc_opt(json_t *body, int opt, const char *value, struct err *e);
 
 /* The words of a command that runs a program (exec, run, spawn, shell). */
 struct cli_prog_words {
-	json_t *body; /* the process options (CLI_PROC_OPTIONS) go here */
-	/* The operand before the program (a sandbox id; run's IMAGE): 0, or -1 with e. */
+	json_t **body; /* the process options (CLI_PROC_OPTIONS) and argv go here */
+	/* The operand before the program (run's IMAGE): 0, or -1 with e.
+	 * NULL: a sandbox id (cli_check_id) into operand_arg, CLI_ID_MAX + 1 bytes. */
 	int (*operand)(void *arg, const char *v, struct err *e);
 	void *operand_arg;
 	/* The command's other options (may be NULL): 0, -1 with e, or 1: not
@@ -303,18 +304,18 @@ struct cli_prog_words {
 	 * (the sandbox's env), not the process's. */
 	int (*opt)(void *arg, int opt, const char *v, struct err *e);
 	void *opt_arg;
-	const char *missing; /* err when the operand is missing */
-	const char *
-		usage; /* for "missing the program to run (usage)"; NULL: the program is optional */
+	const char *usage;   /* the command's synopsis, for its messages */
+	const char *missing; /* err when the operand is missing; NULL: "missing sandbox id (usage)" */
+	bool optional;       /* the program may be left out (shell) */
 };
 
 /*
  * Options, the operand, then the program from the first word after the
- * operand (or after "--"), so `kiln exec ID ls -l` passes -l to ls. *rest
- * is where the program starts (o->argc: none). 0, or -1 with e.
+ * operand (or after "--") into (*w->body)["argv"], so `kiln exec ID ls -l`
+ * passes -l to ls. 1 with the program read, 0 when none was given (only
+ * when w->optional), or -1 with e and *w->body freed and NULL.
  */
-int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, int *rest,
-		     struct err *e);
+int cli_read_program(struct cli_getopt *o, const struct cli_prog_words *w, struct err *e);
 /* A cli_prog_words operand: a sandbox id (cli_check_id) into id, CLI_ID_MAX + 1 bytes. */
 int cli_id_operand(void *id, const char *v, struct err *e);
 

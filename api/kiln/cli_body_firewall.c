@@ -12,7 +12,7 @@
 
 #include "api/kiln/cli_body.h"
 #include "lib/base/fd_io.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/num_parse.h"
 
 /* kilnd takes 256 KiB of rules; leave room for whitespace. */

@@ -47,27 +47,19 @@ int cli_spawn_parse(int argc, char **argv, struct cli_globals *g, struct cli_spa
 		CLI_GLOBAL_OPTIONS,
 	};
 	struct cli_getopt s;
-	struct cli_prog_words w;
-	int rest;
 
 	memset(req, 0, sizeof(*req));
 	req->body = json_object();
-	w = (struct cli_prog_words){
-		.body = req->body,
-		.operand = cli_id_operand,
-		.operand_arg = req->id,
-		.opt = spawn_opt,
-		.opt_arg = req,
-		.missing = "missing sandbox id (" SPAWN_USAGE ")",
-		.usage = SPAWN_USAGE,
-	};
 	cli_getopt_init(&s, argc, argv, opts, g, e);
-	if (cli_read_program(&s, &w, &rest, e) || cli_body_argv(req->body, argc, argv, rest, e)) {
-		json_decref(req->body);
-		req->body = NULL;
-		return -1;
-	}
-	return 0;
+	return cli_read_program(&s,
+				&(struct cli_prog_words){ .body = &req->body,
+							  .operand_arg = req->id,
+							  .opt = spawn_opt,
+							  .opt_arg = req,
+							  .usage = SPAWN_USAGE },
+				e) < 0
+		? -1
+		: 0;
 }
 
 int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_shell_req *req,
@@ -75,29 +67,23 @@ int cli_shell_parse(int argc, char **argv, struct cli_globals *g, struct cli_she
 {
 	static const struct option opts[] = { CLI_PROC_OPTIONS, CLI_GLOBAL_OPTIONS };
 	struct cli_getopt s;
-	struct cli_prog_words w;
-	int rc, rest;
+	int rc;
 
 	memset(req, 0, sizeof(*req));
 	req->body = json_object();
-	w = (struct cli_prog_words){
-		.body = req->body,
-		.operand = cli_id_operand,
-		.operand_arg = req->id,
-		.missing = "missing sandbox id (" SHELL_USAGE ")",
-	};
 	cli_getopt_init(&s, argc, argv, opts, g, e);
-	rc = cli_read_program(&s, &w, &rest, e);
-	if (!rc && rest < argc) {
-		req->has_argv = true;
-		json_object_set_new(req->body, "pty", json_true());
-		rc = cli_body_argv(req->body, argc, argv, rest, e);
-	}
-	if (rc) {
-		json_decref(req->body);
-		req->body = NULL;
+	rc = cli_read_program(&s,
+			      &(struct cli_prog_words){ .body = &req->body,
+							.operand_arg = req->id,
+							.usage = SHELL_USAGE,
+							.optional = true },
+			      e);
+	if (rc < 0)
 		return -1;
-	}
+	/* A program: .../processes on a PTY. */
+	req->has_argv = rc == 1;
+	if (req->has_argv)
+		json_object_set_new(req->body, "pty", json_true());
 	return 0;
 }
 

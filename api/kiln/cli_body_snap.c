@@ -29,26 +29,37 @@ static int check_name(const char *s, char *name, struct err *e)
 	return 0;
 }
 
+#define RESTORE_USAGE "expected: restore ID NAME"
+
 /*
- * The words of checkpoint and restore: at most max operands into pos
- * (*npos of them), --compress into req. 0, or -1 with e (`more` when a
- * word is one too many, "--" included).
+ * The words of checkpoint (op CLI_SNAP_ADD: its verb is read after) and
+ * restore (CLI_SNAP_RESTORE) into req, zeroed first: their operands into
+ * pos (*npos of them; at most 3, restore's 2), checkpoint's --compress.
+ * 0, or -1 with e (a word one too many, "--" included: "too many
+ * arguments", restore's usage).
  */
-static int read_operands(struct cli_getopt *s, struct cli_snap_req *req, const char **pos, int max,
-			 int *npos, const char *more, struct err *e)
+static int read_operands(int argc, char **argv, struct cli_globals *g, enum cli_snap_op op,
+			 struct cli_snap_req *req, const char **pos, int *npos, struct err *e)
 {
+	static const struct option opts[] = { { "compress", no_argument, NULL, O_COMPRESS },
+					      CLI_GLOBAL_OPTIONS };
+	bool restore = op == CLI_SNAP_RESTORE;
+	struct cli_getopt s;
 	int opt;
 
+	memset(req, 0, sizeof(*req));
+	req->op = op;
 	*npos = 0;
-	while ((opt = cli_getopt_next(s)) != CLI_GETOPT_DONE) {
+	cli_getopt_init(&s, argc, argv, restore ? cli_global_options : opts, g, e);
+	while ((opt = cli_getopt_next(&s)) != CLI_GETOPT_DONE) {
 		if (opt == CLI_GETOPT_ERROR)
 			return -1;
 		if (opt == O_COMPRESS) {
 			req->compress = true;
-		} else if (opt == CLI_GETOPT_WORD && *npos < max) {
-			pos[(*npos)++] = s->value;
+		} else if (opt == CLI_GETOPT_WORD && *npos < (restore ? 2 : 3)) {
+			pos[(*npos)++] = s.value;
 		} else {
-			err_set(e, EINVAL, "%s", more);
+			err_set(e, EINVAL, "%s", restore ? RESTORE_USAGE : "too many arguments");
 			return -1;
 		}
 	}
@@ -66,16 +77,10 @@ static int id_and_name(const char **pos, bool named, struct cli_snap_req *req, s
 int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
 			 struct err *e)
 {
-	static const struct option opts[] = { { "compress", no_argument, NULL, O_COMPRESS },
-					      CLI_GLOBAL_OPTIONS };
 	const char *pos[3];
-	struct cli_getopt s;
 	int npos;
 
-	memset(req, 0, sizeof(*req));
-	req->op = CLI_SNAP_ADD;
-	cli_getopt_init(&s, argc, argv, opts, g, e);
-	if (read_operands(&s, req, pos, 3, &npos, "too many arguments", e))
+	if (read_operands(argc, argv, g, CLI_SNAP_ADD, req, pos, &npos, e))
 		return -1;
 	if (npos && (!strcmp(pos[0], "ls") || !strcmp(pos[0], "rm") || !strcmp(pos[0], "add"))) {
 		req->op = !strcmp(pos[0], "ls") ? CLI_SNAP_LS
@@ -99,18 +104,13 @@ int cli_checkpoint_parse(int argc, char **argv, struct cli_globals *g, struct cl
 int cli_restore_parse(int argc, char **argv, struct cli_globals *g, struct cli_snap_req *req,
 		      struct err *e)
 {
-	static const char usage[] = "expected: restore ID NAME";
 	const char *pos[2];
-	struct cli_getopt s;
 	int npos;
 
-	memset(req, 0, sizeof(*req));
-	req->op = CLI_SNAP_RESTORE;
-	cli_getopt_init(&s, argc, argv, cli_global_options, g, e);
-	if (read_operands(&s, req, pos, 2, &npos, usage, e))
+	if (read_operands(argc, argv, g, CLI_SNAP_RESTORE, req, pos, &npos, e))
 		return -1;
 	if (npos != 2) {
-		err_set(e, EINVAL, "%s", usage);
+		err_set(e, EINVAL, "%s", RESTORE_USAGE);
 		return -1;
 	}
 	return id_and_name(pos, true, req, e);

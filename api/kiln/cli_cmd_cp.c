@@ -30,7 +30,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 #define CP_URL_MAX (CLI_QUERY_MAX + 256)
 

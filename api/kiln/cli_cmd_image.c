@@ -13,7 +13,7 @@
 
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_format.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 enum { O_DEVICES = CLI_OPT_LONG, O_NAME = 'n' };
 

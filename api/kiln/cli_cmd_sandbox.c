@@ -80,20 +80,17 @@ int cli_absolute_shares(struct cli_ctx *c, json_t *body)
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv)
 {
 	struct err e;
-	json_t *body, *sb = NULL;
+	json_t *body;
 	int rc;
 
 	if (cli_create_body(argc, argv, &c->g, &body, &e))
 		return cli_usage_error(c, e.msg);
-	rc = cli_absolute_shares(c, body);
+	if ((rc = cli_absolute_shares(c, body))) {
+		json_decref(body);
+		return rc;
+	}
 	c->wait_s = CLI_WAIT_BOOT; /* kilnd answers once the guest's agent does */
-	if (!rc)
-		rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
-	if (!rc)
-		rc = cli_new_sandbox(c, NULL, sb, NULL);
-	json_decref(body);
-	json_decref(sb);
-	return rc;
+	return cli_create_sandbox(c, body);
 }
 
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv)
@@ -146,45 +143,33 @@ static int format_sandbox(FILE *out, const json_t *v)
 	return 0;
 }
 
-int cli_cmd_inspect(struct cli_ctx *c, int argc, char **argv)
-{
-	return on_one(c, argc, argv, "GET", "", format_sandbox);
-}
+/* The commands that are one request on one sandbox (kiln NAME ID): the
+ * request, kilnd's own time for it, and how its answer is shown. */
+static const struct sandbox_call {
+	const char *cmd, *method, *suffix;
+	long long wait_s;
+	int (*fmt)(FILE *, const json_t *);
+} sandbox_calls[] = {
+	{ "inspect", "GET", "", 0, format_sandbox },
+	{ "start", "POST", "/start", CLI_WAIT_BOOT, cli_format_state },
+	{ "stop", "POST", "/stop", 0, cli_format_state },
+	{ "rm", "DELETE", "", 0, NULL },
+	{ "pause", "POST", "/pause", 0, cli_format_state },
+	{ "resume", "POST", "/resume", 0, cli_format_state },
+	{ "hibernate", "POST", "/hibernate", CLI_WAIT_SNAPSHOT, cli_format_state },
+	{ "wake", "POST", "/wake", CLI_WAIT_SNAPSHOT, cli_format_state },
+};
 
-int cli_cmd_start(struct cli_ctx *c, int argc, char **argv)
+int cli_cmd_sandbox_call(struct cli_ctx *c, int argc, char **argv)
 {
-	c->wait_s = CLI_WAIT_BOOT;
-	return on_one(c, argc, argv, "POST", "/start", cli_format_state);
-}
+	for (size_t i = 0; i < sizeof(sandbox_calls) / sizeof(sandbox_calls[0]); i++) {
+		const struct sandbox_call *sc = &sandbox_calls[i];
 
-int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv)
-{
-	return on_one(c, argc, argv, "POST", "/stop", cli_format_state);
-}
-
-int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv)
-{
-	return on_one(c, argc, argv, "DELETE", "", NULL);
-}
-
-int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv)
-{
-	return on_one(c, argc, argv, "POST", "/pause", cli_format_state);
-}
-
-int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv)
-{
-	return on_one(c, argc, argv, "POST", "/resume", cli_format_state);
-}
-
-int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv)
-{
-	c->wait_s = CLI_WAIT_SNAPSHOT;
-	return on_one(c, argc, argv, "POST", "/hibernate", cli_format_state);
-}
-
-int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv)
-{
-	c->wait_s = CLI_WAIT_SNAPSHOT;
-	return on_one(c, argc, argv, "POST", "/wake", cli_format_state);
+		if (strcmp(sc->cmd, c->cmd->name))
+			continue;
+		if (sc->wait_s)
+			c->wait_s = sc->wait_s;
+		return on_one(c, argc, argv, sc->method, sc->suffix, sc->fmt);
+	}
+	return cli_usage_error(c, "internal: not a sandbox command");
 }

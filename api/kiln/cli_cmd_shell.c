@@ -40,7 +40,7 @@
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
 #include "api/kiln/cli_tty.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/term_mode.h"
 
 #define IN_CHUNK 16384

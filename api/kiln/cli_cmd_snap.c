@@ -80,16 +80,10 @@ int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv)
 int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv)
 {
 	struct err e;
-	json_t *body, *sb = NULL;
-	int rc;
+	json_t *body;
 
 	if (cli_fork_body(argc, argv, &c->g, &body, &e))
 		return cli_usage_error(c, e.msg);
 	c->wait_s = CLI_WAIT_SNAPSHOT;
-	rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
-	if (!rc)
-		rc = cli_new_sandbox(c, NULL, sb, NULL);
-	json_decref(body);
-	json_decref(sb);
-	return rc;
+	return cli_create_sandbox(c, body);
 }

@@ -16,7 +16,7 @@
 #include "api/kiln/cli_tar.h"
 #include "api/proto/gz_stream.h"
 #include "lib/base/fd_io.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 enum { T_NAME = 1, T_FILE };
 

@@ -104,6 +104,9 @@ int cli_stream_call(struct cli_ctx *c, const char *what, struct cli_req *req, st
  * id (owned by sb) or NULL.
  */
 int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const char **id);
+/* POST /v1/sandboxes with body (freed), the new sandbox printed as
+ * cli_new_sandbox does: kiln create and kiln fork. 0, or kiln's exit status. */
+int cli_create_sandbox(struct cli_ctx *c, json_t *body);
 /* Relative --share host paths made absolute (kilnd resolves them in its own cwd). */
 int cli_absolute_shares(struct cli_ctx *c, json_t *create_body);
 /* Our stdin, whole (at most 1 MiB), as body["stdin_base64"] (exec -i, spawn -i). */
@@ -131,17 +134,12 @@ int cli_cmd_template(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_create(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_ls(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_inspect(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_start(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_stop(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_exec(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_pause(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_resume(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_hibernate(struct cli_ctx *c, int argc, char **argv);
-int cli_cmd_wake(struct cli_ctx *c, int argc, char **argv);
+/* kiln inspect|start|stop|rm|pause|resume|hibernate|wake ID: one request
+ * on the sandbox, by the command's name (c->cmd). */
+int cli_cmd_sandbox_call(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_checkpoint(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_restore(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_fork(struct cli_ctx *c, int argc, char **argv);

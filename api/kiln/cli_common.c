@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)
@@ -113,6 +113,18 @@ int cli_new_sandbox(struct cli_ctx *c, const char *what, const json_t *sb, const
 	else
 		puts(s);
 	return 0;
+}
+
+int cli_create_sandbox(struct cli_ctx *c, json_t *body)
+{
+	json_t *sb = NULL;
+	int rc = cli_call_json(c, NULL, "POST", "/v1/sandboxes", body, &sb);
+
+	if (!rc)
+		rc = cli_new_sandbox(c, NULL, sb, NULL);
+	json_decref(body);
+	json_decref(sb);
+	return rc;
 }
 
 int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const char *path,

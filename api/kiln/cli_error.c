@@ -1,6 +1,6 @@
 /* kiln CLI failures and exit statuses (cli_error.h). */
 #include "api/kiln/cli_error.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 
 #include <errno.h>

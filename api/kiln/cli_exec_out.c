@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "lib/base/base64.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/mem_grow.h"
 
 int cli_exec_status(const json_t *r)

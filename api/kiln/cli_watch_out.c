@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 
 void cli_watch_out_init(struct cli_watch_out *o, bool raw, cli_write_fn w, void *arg)

@@ -1,6 +1,5 @@
 #include "api/proto/agent_proto.h"
-#include "lib/base/json_field.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
 #include "lib/base/version.h"
@@ -309,7 +308,7 @@ static enum agent_code missing(struct parse *p, const char *key, const char *wha
 			     p->name, key, what);
 }
 
-/* A field json_field refused, in the protocol's words (docs/agent-protocol.md);
+/* A field lib/base/json refused, in the protocol's words (docs/agent-protocol.md);
  * `what` names what the field holds ("an absolute path"). */
 static enum agent_code refused(struct parse *p, const struct json_field_fail *f, const char *what)
 {

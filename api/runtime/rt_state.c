@@ -6,8 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_field.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/version.h"
 
 static const char *const status_names[] = {

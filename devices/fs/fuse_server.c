@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "devices/fs/fuse_slots.h"
 #include "devices/fs/fuse_state.h"
 #include "lib/base/le.h"
 #include "lib/base/mount_clone.h"
@@ -39,42 +40,34 @@
  * O_DIRECTORY are the server's to choose. */
 #define OPEN_FLAGS (O_ACCMODE | O_APPEND | O_NONBLOCK | O_SYNC | O_DSYNC | O_TRUNC | O_LARGEFILE)
 
-/* What a slot's fd holds besides a descriptor: nothing (free), or a node or
- * handle a restore could not find again (stale: the guest's id stays valid
- * until it forgets or releases it, every other use gets -ESTALE). */
-#define SLOT_FREE (-1)
-#define SLOT_STALE (-2)
+/* The node and handle tables' slots (fuse_slots.h): a slot's fd is
+ * FUSE_SLOT_STALE for a node or handle a restore could not find again. */
+#define SLOT_FREE FUSE_SLOT_FREE
+#define SLOT_STALE FUSE_SLOT_STALE
 
 struct fs_inode {
-	int fd; /* O_PATH, no follow; SLOT_FREE, SLOT_STALE */
-	uint32_t gen;
+	struct fuse_slot slot; /* fd: O_PATH, no follow; next: the hash chain while used */
 	uint64_t nlookup;
 	dev_t dev;
 	ino_t ino;
-	mode_t type;  /* S_IFMT bits, saved with the node */
-	int32_t next; /* hash chain while live, free list while free */
+	mode_t type; /* S_IFMT bits, saved with the node */
 };
 
 struct fs_handle {
-	int fd; /* real open fd; SLOT_FREE, SLOT_STALE */
-	uint32_t gen;
+	struct fuse_slot slot; /* fd: a real open fd */
 	int dir;
 	int flags; /* what the host opened it with: a restore opens it so again */
 	uint64_t nodeid;
-	int32_t next_free;
 };
 
 struct fuse_server {
 	int proc_fd; /* /proc/self/fd, to reopen our own O_PATH fds */
 	int read_only;
 	int active;
-	struct fs_inode *inodes;
-	uint32_t ninodes; /* capacity, a power of two */
-	int32_t free_inode;
-	int32_t *buckets; /* (dev, ino) hash, ninodes buckets */
-	struct fs_handle *handles;
-	uint32_t nhandles;
-	int32_t free_handle;
+	struct fuse_slots inodes;  /* of struct fs_inode; slot 0 the root, FUSE_ROOT_ID */
+	int32_t *buckets;          /* (dev, ino) hash of the open nodes */
+	uint32_t nbuckets;         /* a power of two */
+	struct fuse_slots handles; /* of struct fs_handle */
 };
 
 /* One request being handled: the parsed header, the argument bytes, and
@@ -90,6 +83,11 @@ struct req {
 
 /* ---- inode table ---- */
 
+static struct fs_inode *inode_at(const struct fuse_server *s, uint32_t i)
+{
+	return fuse_slots_at(&s->inodes, i);
+}
+
 static uint32_t key_hash(dev_t dev, ino_t ino, uint32_t n)
 {
 	uint64_t k = (uint64_t)ino * 0x9e3779b97f4a7c15ULL ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4fULL;
@@ -97,23 +95,15 @@ static uint32_t key_hash(dev_t dev, ino_t ino, uint32_t n)
 	return (uint32_t)(k >> 32) & (n - 1);
 }
 
+/* Slot 0 is the root: FUSE_ROOT_ID (1). Others never produce 1. */
 static uint64_t inode_id(const struct fuse_server *s, int32_t i)
 {
-	/* Slot 0 is the root: FUSE_ROOT_ID (1). Others never produce 1. */
-	return ((uint64_t)s->inodes[i].gen << 32) | (uint64_t)(i + 1);
+	return fuse_slots_id(&s->inodes, (uint32_t)i);
 }
 
 static struct fs_inode *inode_get(struct fuse_server *s, uint64_t nodeid)
 {
-	uint64_t idx = (nodeid & 0xffffffffULL) - 1;
-	struct fs_inode *n;
-
-	if ((nodeid & 0xffffffffULL) == 0 || idx >= s->ninodes)
-		return NULL;
-	n = &s->inodes[idx];
-	if (n->fd == SLOT_FREE || n->gen != (uint32_t)(nodeid >> 32))
-		return NULL;
-	return n;
+	return fuse_slots_get(&s->inodes, nodeid);
 }
 
 /* The fd of node `nodeid`, or -ENOENT for ids the guest made up or kept
@@ -122,51 +112,48 @@ static int node_fd(struct fuse_server *s, uint64_t nodeid)
 {
 	struct fs_inode *n = inode_get(s, nodeid);
 
-	return !n ? -ENOENT : n->fd == SLOT_STALE ? -ESTALE : n->fd;
+	return !n ? -ENOENT : n->slot.fd == SLOT_STALE ? -ESTALE : n->slot.fd;
 }
 
-static int inodes_grow(struct fuse_server *s)
+static void inode_hash(struct fuse_server *s, uint32_t i)
 {
-	uint32_t old = s->ninodes, n = old ? old * 2 : 64;
-	struct fs_inode *t;
-	int32_t *b;
+	struct fs_inode *n = inode_at(s, i);
+	uint32_t h = key_hash(n->dev, n->ino, s->nbuckets);
 
-	if (n > FUSE_SERVER_MAX_INODES)
-		return -ENFILE;
-	t = realloc(s->inodes, n * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	s->inodes = t;
-	b = malloc(n * sizeof(*b));
+	n->slot.next = s->buckets[h];
+	s->buckets[h] = (int32_t)i;
+}
+
+/* A hash as large as the table, of its open nodes. */
+static int inodes_rehash(struct fuse_server *s)
+{
+	int32_t *b = malloc(s->inodes.cap * sizeof(*b));
+
 	if (!b)
 		return -ENOMEM;
 	free(s->buckets);
 	s->buckets = b;
-	s->ninodes = n;
-	for (uint32_t i = 0; i < n; i++)
+	s->nbuckets = s->inodes.cap;
+	for (uint32_t i = 0; i < s->nbuckets; i++)
 		b[i] = -1;
-	/* Rehash the used slots; thread the new ones onto the free list. */
-	for (uint32_t i = 0; i < old; i++) {
-		if (t[i].fd >= 0) {
-			uint32_t h = key_hash(t[i].dev, t[i].ino, n);
-
-			t[i].next = b[h];
-			b[h] = (int32_t)i;
-		}
-	}
-	for (uint32_t i = n; i-- > old;) {
-		t[i].fd = SLOT_FREE;
-		t[i].gen = 0;
-		t[i].next = s->free_inode;
-		s->free_inode = (int32_t)i;
-	}
+	for (uint32_t i = 0; i < s->inodes.cap; i++)
+		if (inode_at(s, i)->slot.fd >= 0)
+			inode_hash(s, i);
 	return 0;
+}
+
+static int inodes_grow(struct fuse_server *s)
+{
+	int err = fuse_slots_grow(&s->inodes);
+
+	return err < 0 ? err : inodes_rehash(s);
 }
 
 static int32_t inode_find(struct fuse_server *s, dev_t dev, ino_t ino)
 {
-	for (int32_t i = s->buckets[key_hash(dev, ino, s->ninodes)]; i >= 0; i = s->inodes[i].next)
-		if (s->inodes[i].dev == dev && s->inodes[i].ino == ino)
+	for (int32_t i = s->buckets[key_hash(dev, ino, s->nbuckets)]; i >= 0;
+	     i = inode_at(s, (uint32_t)i)->slot.next)
+		if (inode_at(s, (uint32_t)i)->dev == dev && inode_at(s, (uint32_t)i)->ino == ino)
 			return i;
 	return -1;
 }
@@ -175,45 +162,35 @@ static int32_t inode_find(struct fuse_server *s, dev_t dev, ino_t ino)
  * (fd is closed on failure). */
 static int32_t inode_insert(struct fuse_server *s, int fd, const struct stat *st)
 {
+	int32_t i = fuse_slots_take(&s->inodes, fd);
 	struct fs_inode *n;
-	uint32_t h;
-	int32_t i;
-	int err;
 
-	if (s->free_inode < 0 && (err = inodes_grow(s)) < 0) {
-		close(fd);
-		return err;
-	}
-	i = s->free_inode;
-	n = &s->inodes[i];
-	s->free_inode = n->next;
-	n->fd = fd;
+	if (i < 0)
+		return i;
+	n = inode_at(s, (uint32_t)i);
 	n->dev = st->st_dev;
 	n->ino = st->st_ino;
 	n->type = st->st_mode & S_IFMT;
 	n->nlookup = 1;
-	h = key_hash(n->dev, n->ino, s->ninodes);
-	n->next = s->buckets[h];
-	s->buckets[h] = i;
+	/* The table grew: a hash as large, this node in it (out of memory,
+	 * the smaller hash still serves). */
+	if (s->nbuckets == s->inodes.cap || inodes_rehash(s) < 0)
+		inode_hash(s, (uint32_t)i);
 	return i;
 }
 
 static void inode_free(struct fuse_server *s, int32_t i)
 {
-	struct fs_inode *n = &s->inodes[i];
-	int32_t *pp = &s->buckets[key_hash(n->dev, n->ino, s->ninodes)];
+	struct fs_inode *n = inode_at(s, (uint32_t)i);
+	int32_t *pp = &s->buckets[key_hash(n->dev, n->ino, s->nbuckets)];
 
-	/* Only live nodes are hashed: a stale one has no (dev, ino) here. */
-	if (n->fd >= 0) {
+	/* Only open nodes are hashed: a stale one has no (dev, ino) here. */
+	if (n->slot.fd >= 0) {
 		while (*pp != i)
-			pp = &s->inodes[*pp].next;
-		*pp = n->next;
-		close(n->fd);
+			pp = &inode_at(s, (uint32_t)*pp)->slot.next;
+		*pp = n->slot.next;
 	}
-	n->fd = SLOT_FREE;
-	n->gen++; /* ids naming the old occupant are now stale */
-	n->next = s->free_inode;
-	s->free_inode = i;
+	fuse_slots_release(&s->inodes, (uint32_t)i);
 }
 
 static void inode_forget(struct fuse_server *s, uint64_t nodeid, uint64_t count)
@@ -223,66 +200,38 @@ static void inode_forget(struct fuse_server *s, uint64_t nodeid, uint64_t count)
 	if (!n)
 		return; /* FORGET has no reply: nothing to tell a lying guest */
 	n->nlookup -= count < n->nlookup ? count : n->nlookup;
-	if (n->nlookup == 0 && n != &s->inodes[0])
-		inode_free(s, (int32_t)(n - s->inodes));
+	if (n->nlookup == 0 && n != inode_at(s, 0))
+		inode_free(s, (int32_t)(n - inode_at(s, 0)));
 }
 
 /* ---- handle table ---- */
 
-static int handles_grow(struct fuse_server *s)
+static struct fs_handle *handle_at(const struct fuse_server *s, uint32_t i)
 {
-	uint32_t old = s->nhandles, n = old ? old * 2 : 64;
-	struct fs_handle *t;
-
-	if (n > FUSE_SERVER_MAX_HANDLES)
-		return -ENFILE;
-	t = realloc(s->handles, n * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	s->handles = t;
-	s->nhandles = n;
-	for (uint32_t i = n; i-- > old;) {
-		t[i].fd = SLOT_FREE;
-		t[i].gen = 0;
-		t[i].next_free = s->free_handle;
-		s->free_handle = (int32_t)i;
-	}
-	return 0;
+	return fuse_slots_at(&s->handles, i);
 }
 
 /* Take ownership of open `fd`; the fh for it, or -errno (fd closed). */
 static int64_t handle_alloc(struct fuse_server *s, int fd, int dir, int flags, uint64_t nodeid)
 {
+	int32_t i = fuse_slots_take(&s->handles, fd);
 	struct fs_handle *h;
-	int32_t i;
-	int err;
 
-	if (s->free_handle < 0 && (err = handles_grow(s)) < 0) {
-		close(fd);
-		return err;
-	}
-	i = s->free_handle;
-	h = &s->handles[i];
-	s->free_handle = h->next_free;
-	h->fd = fd;
+	if (i < 0)
+		return i;
+	h = handle_at(s, (uint32_t)i);
 	h->dir = dir;
 	h->flags = flags;
 	h->nodeid = nodeid;
-	return (int64_t)(((uint64_t)h->gen << 32) | (uint32_t)i);
+	return (int64_t)fuse_slots_id(&s->handles, (uint32_t)i);
 }
 
 /* The slot `fh` names, open or stale, when it is of the kind asked for. */
 static struct fs_handle *handle_slot(struct fuse_server *s, uint64_t fh, int dir)
 {
-	uint64_t i = fh & 0xffffffffULL;
-	struct fs_handle *h;
+	struct fs_handle *h = fuse_slots_get(&s->handles, fh);
 
-	if (i >= s->nhandles)
-		return NULL;
-	h = &s->handles[i];
-	if (h->fd == SLOT_FREE || h->gen != (uint32_t)(fh >> 32) || h->dir != dir)
-		return NULL;
-	return h;
+	return h && h->dir == dir ? h : NULL;
 }
 
 /* The handle `fh` names, when it is open and of the kind asked for. */
@@ -290,24 +239,23 @@ static struct fs_handle *handle_get(struct fuse_server *s, uint64_t fh, int dir)
 {
 	struct fs_handle *h = handle_slot(s, fh, dir);
 
-	return h && h->fd >= 0 ? h : NULL;
+	return h && h->slot.fd >= 0 ? h : NULL;
 }
 
-/* Why handle_get() found nothing: a stale handle (its file was not found
- * again after a restore) or none at all. */
-static int handle_err(struct fuse_server *s, uint64_t fh, int dir)
+/* The handle fh names into *h, open and of the kind asked for: 0, or
+ * -ESTALE for a stale handle (its file was not found again after a
+ * restore), -EBADF for none at all. */
+static int handle_open(struct fuse_server *s, uint64_t fh, int dir, struct fs_handle **h)
 {
+	*h = handle_get(s, fh, dir);
+	if (*h)
+		return 0;
 	return handle_slot(s, fh, dir) ? -ESTALE : -EBADF;
 }
 
 static void handle_free(struct fuse_server *s, struct fs_handle *h)
 {
-	if (h->fd >= 0)
-		close(h->fd);
-	h->fd = SLOT_FREE;
-	h->gen++;
-	h->next_free = s->free_handle;
-	s->free_handle = (int32_t)(h - s->handles);
+	fuse_slots_release(&s->handles, (uint32_t)(h - handle_at(s, 0)));
 }
 
 /* ---- helpers ---- */
@@ -469,7 +417,7 @@ static int entry_from_fd(struct fuse_server *s, int fd, struct fuse_entry_out *e
 	i = inode_find(s, st.st_dev, st.st_ino);
 	if (i >= 0) {
 		close(fd);
-		s->inodes[i].nlookup++;
+		inode_at(s, (uint32_t)i)->nlookup++;
 	} else {
 		i = inode_insert(s, fd, &st);
 		if (i < 0)
@@ -546,11 +494,11 @@ static int reply_entry(struct fuse_server *s, struct req *r, int dirfd, const ch
 
 void fuse_server_reset(struct fuse_server *s)
 {
-	for (uint32_t i = 0; i < s->nhandles; i++)
-		if (s->handles[i].fd != SLOT_FREE)
-			handle_free(s, &s->handles[i]);
-	for (uint32_t i = 1; i < s->ninodes; i++)
-		if (s->inodes[i].fd != SLOT_FREE)
+	for (uint32_t i = 0; i < s->handles.cap; i++)
+		if (handle_at(s, i)->slot.fd != SLOT_FREE)
+			fuse_slots_release(&s->handles, i);
+	for (uint32_t i = 1; i < s->inodes.cap; i++)
+		if (inode_at(s, i)->slot.fd != SLOT_FREE)
 			inode_free(s, (int32_t)i);
 	s->active = 0;
 }
@@ -649,15 +597,24 @@ static int reply_attr(struct req *r, int fd)
 	return sizeof(ao);
 }
 
-static int op_getattr(struct fuse_server *s, struct req *r)
+/* The node the request names, its argument struct taken into in: the
+ * node's fd, or -errno. */
+static int node_arg(struct fuse_server *s, struct req *r, void *in, size_t n)
 {
-	struct fuse_getattr_in in;
 	int fd = node_fd(s, r->h.nodeid), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
+	return (err = take_arg(r, in, n)) < 0 ? err : fd;
+}
+
+static int op_getattr(struct fuse_server *s, struct req *r)
+{
+	struct fuse_getattr_in in;
+	int fd = node_arg(s, r, &in, sizeof(in));
+
+	if (fd < 0)
+		return fd;
 	return reply_attr(r, fd);
 }
 
@@ -673,7 +630,7 @@ static int set_size(struct fuse_server *s, int fd, const struct stat *st, struct
 	if (size > INT64_MAX)
 		return -EFBIG;
 	if (h)
-		return ftruncate(h->fd, (off_t)size) < 0 ? -errno : 0;
+		return ftruncate(h->slot.fd, (off_t)size) < 0 ? -errno : 0;
 	wfd = reopen(s, fd, O_WRONLY);
 	if (wfd < 0)
 		return wfd;
@@ -689,12 +646,10 @@ static int op_setattr(struct fuse_server *s, struct req *r)
 	struct fs_handle *h = NULL;
 	struct stat st;
 	char n[16];
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in)), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
 	if ((err = stat_fd(fd, &st)) < 0)
 		return err;
 	if (in.valid & FATTR_FH) {
@@ -942,12 +897,11 @@ static int op_open(struct fuse_server *s, struct req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
-	int fd = node_fd(s, r->h.nodeid), flags, err;
+	int fd = node_arg(s, r, &in, sizeof(in)), flags, err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0 ||
-	    (err = open_flags(s, in.flags, &flags)) < 0)
+	if ((err = stat_fd(fd, &st)) < 0 || (err = open_flags(s, in.flags, &flags)) < 0)
 		return err;
 	if ((err = open_type_check(st.st_mode)) < 0)
 		return err;
@@ -1017,10 +971,8 @@ static int op_read(struct fuse_server *s, struct req *r)
 	size_t want, done = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	want = in.size;
@@ -1030,7 +982,8 @@ static int op_read(struct fuse_server *s, struct req *r)
 		want = FUSE_SERVER_MAX_WRITE;
 	/* A short read means end of file to the guest: fill what we can. */
 	while (done < want) {
-		ssize_t n = pread(h->fd, r->body + done, want - done, (off_t)(in.offset + done));
+		ssize_t n = pread(h->slot.fd, r->body + done, want - done,
+				  (off_t)(in.offset + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1055,12 +1008,13 @@ static int op_write(struct fuse_server *s, struct req *r)
 		return err;
 	if (in.size > r->alen)
 		return -EINVAL; /* the data the guest claims is not there */
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
+	if ((err = handle_open(s, in.fh, 0, &h)) < 0)
+		return err;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	while (done < in.size) {
-		ssize_t n = pwrite(h->fd, r->arg + done, in.size - done, (off_t)(in.offset + done));
+		ssize_t n = pwrite(h->slot.fd, r->arg + done, in.size - done,
+				   (off_t)(in.offset + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -1127,11 +1081,9 @@ static int op_fsync(struct fuse_server *s, struct req *r)
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, dir, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, dir)))
-		return handle_err(s, in.fh, dir);
-	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->fd) : fsync(h->fd);
+	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->slot.fd) : fsync(h->slot.fd);
 	return err < 0 ? -errno : 0;
 }
 
@@ -1150,11 +1102,11 @@ static int op_opendir(struct fuse_server *s, struct req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in)), err;
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = stat_fd(fd, &st)) < 0)
+	if ((err = stat_fd(fd, &st)) < 0)
 		return err;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
@@ -1178,19 +1130,17 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 	size_t cap, used = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 1, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 1)))
-		return handle_err(s, in.fh, 1);
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	cap = in.size < r->cap ? in.size : r->cap;
 	if (cap > FUSE_SERVER_MAX_WRITE)
 		cap = FUSE_SERVER_MAX_WRITE;
-	if (lseek(h->fd, (off_t)in.offset, SEEK_SET) < 0)
+	if (lseek(h->slot.fd, (off_t)in.offset, SEEK_SET) < 0)
 		return -errno;
 	for (;;) {
-		ssize_t n = getdents64(h->fd, dbuf, sizeof(dbuf));
+		ssize_t n = getdents64(h->slot.fd, dbuf, sizeof(dbuf));
 		size_t pos = 0;
 
 		if (n < 0)
@@ -1220,7 +1170,7 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 				/* The guest takes no reference for . and .., and
 				 * nodeid 0 means "no entry data" when a lookup
 				 * fails: the name is listed all the same. */
-				if (!dot && lookup_name(s, h->fd, de->d_name, &eo) < 0)
+				if (!dot && lookup_name(s, h->slot.fd, de->d_name, &eo) < 0)
 					memset(&eo, 0, sizeof(eo));
 				memcpy(r->body + used, &eo, sizeof(eo));
 				memcpy(r->body + used + sizeof(eo), &d, sizeof(d));
@@ -1238,12 +1188,10 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 static int op_access(struct fuse_server *s, struct req *r)
 {
 	struct fuse_access_in in;
-	int fd = node_fd(s, r->h.nodeid), err;
+	int fd = node_arg(s, r, &in, sizeof(in));
 
 	if (fd < 0)
 		return fd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
-		return err;
 	if (in.mask & ~(uint32_t)(R_OK | W_OK | X_OK))
 		return -EINVAL;
 	if (s->read_only && (in.mask & W_OK))
@@ -1259,14 +1207,12 @@ static int op_lseek(struct fuse_server *s, struct req *r)
 	off_t off;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.whence != SEEK_SET && in.whence != SEEK_CUR && in.whence != SEEK_END &&
 	    in.whence != SEEK_DATA && in.whence != SEEK_HOLE)
 		return -EINVAL;
-	if ((off = lseek(h->fd, (off_t)in.offset, (int)in.whence)) < 0)
+	if ((off = lseek(h->slot.fd, (off_t)in.offset, (int)in.whence)) < 0)
 		return -errno;
 	lo.offset = (uint64_t)off;
 	memcpy(r->body, &lo, sizeof(lo));
@@ -1279,13 +1225,12 @@ static int op_fallocate(struct fuse_server *s, struct req *r)
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
-	if (!(h = handle_get(s, in.fh, 0)))
-		return handle_err(s, in.fh, 0);
 	if (in.offset > INT64_MAX || in.length > INT64_MAX)
 		return -EINVAL;
-	return fallocate(h->fd, (int)in.mode, (off_t)in.offset, (off_t)in.length) < 0 ? -errno : 0;
+	return fallocate(h->slot.fd, (int)in.mode, (off_t)in.offset, (off_t)in.length) < 0 ? -errno
+											   : 0;
 }
 
 /* xattrs are not passed through: -ENOSYS makes the guest kernel stop asking
@@ -1416,7 +1361,7 @@ static int open_beneath(struct fuse_server *s, const char *path)
 		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS,
 	};
-	long fd = syscall(SYS_openat2, s->inodes[0].fd, path, &how, sizeof(how));
+	long fd = syscall(SYS_openat2, inode_at(s, 0)->slot.fd, path, &how, sizeof(how));
 
 	return fd < 0 ? -errno : (int)fd;
 }
@@ -1453,7 +1398,7 @@ static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const c
 	ssize_t l;
 	int fd;
 
-	if (rlen <= 0 || (l = fd_path(s, n->fd, link, sizeof(link))) < 0)
+	if (rlen <= 0 || (l = fd_path(s, n->slot.fd, link, sizeof(link))) < 0)
 		return 0;
 	if ((size_t)l <= pre + 1 || memcmp(link, root, pre) || link[pre] != '/' ||
 	    !fuse_state_path_ok(link + pre + 1, (size_t)l - pre - 1))
@@ -1472,20 +1417,21 @@ static size_t node_path(struct fuse_server *s, const struct fs_inode *n, const c
 static void save_nodes(struct fuse_server *s, struct fuse_state_writer *w)
 {
 	char root[PATH_MAX + 16], path[PATH_MAX];
-	ssize_t rlen = fd_path(s, s->inodes[0].fd, root, sizeof(root));
+	ssize_t rlen = fd_path(s, inode_at(s, 0)->slot.fd, root, sizeof(root));
 
-	for (uint32_t i = 1; i < s->ninodes; i++) {
-		const struct fs_inode *n = &s->inodes[i];
-		struct fuse_state_node r = { .slot = i, .gen = n->gen, .path = path };
+	for (uint32_t i = 1; i < s->inodes.cap; i++) {
+		const struct fs_inode *n = inode_at(s, i);
+		struct fuse_state_node r = { .slot = i, .gen = n->slot.gen, .path = path };
 
-		if (n->fd == SLOT_FREE && !n->gen)
+		if (n->slot.fd == SLOT_FREE && !n->slot.gen)
 			continue; /* a slot never used: restored as it is */
-		if (n->fd != SLOT_FREE) {
+		if (n->slot.fd != SLOT_FREE) {
 			r.nlookup = n->nlookup ? n->nlookup : 1;
 			r.mode = n->type;
 			r.dev = n->dev;
 			r.ino = n->ino;
-			r.path_len = n->fd >= 0 ? (uint16_t)node_path(s, n, root, rlen, path) : 0;
+			r.path_len = n->slot.fd >= 0 ? (uint16_t)node_path(s, n, root, rlen, path)
+						     : 0;
 		}
 		fuse_state_put_node(w, &r);
 	}
@@ -1493,18 +1439,18 @@ static void save_nodes(struct fuse_server *s, struct fuse_state_writer *w)
 
 static void save_handles(struct fuse_server *s, struct fuse_state_writer *w)
 {
-	for (uint32_t i = 0; i < s->nhandles; i++) {
-		const struct fs_handle *h = &s->handles[i];
-		struct fuse_state_handle r = { .slot = i, .gen = h->gen };
+	for (uint32_t i = 0; i < s->handles.cap; i++) {
+		const struct fs_handle *h = handle_at(s, i);
+		struct fuse_state_handle r = { .slot = i, .gen = h->slot.gen };
 
-		if (h->fd == SLOT_FREE && !h->gen)
+		if (h->slot.fd == SLOT_FREE && !h->slot.gen)
 			continue;
-		if (h->fd != SLOT_FREE) {
+		if (h->slot.fd != SLOT_FREE) {
 			/* A handle of no node (a guest that forgot it) is restored stale. */
 			r.nodeid = h->nodeid ? h->nodeid : UINT64_MAX;
 			r.flags = (uint32_t)h->flags;
 			r.dir = (uint32_t)h->dir |
-				(h->fd == SLOT_STALE ? FUSE_STATE_HANDLE_STALE : 0);
+				(h->slot.fd == SLOT_STALE ? FUSE_STATE_HANDLE_STALE : 0);
 		}
 		fuse_state_put_handle(w, &r);
 	}
@@ -1512,12 +1458,12 @@ static void save_handles(struct fuse_server *s, struct fuse_state_writer *w)
 
 long fuse_server_save(struct fuse_server *s, void *buf, size_t cap)
 {
-	struct fuse_state st = { .inode_cap = s->ninodes, .handle_cap = s->nhandles };
+	struct fuse_state st = { .inode_cap = s->inodes.cap, .handle_cap = s->handles.cap };
 	struct fuse_state_writer w;
 	struct stat rst;
 	int err;
 
-	if ((err = stat_fd(s->inodes[0].fd, &rst)) < 0)
+	if ((err = stat_fd(inode_at(s, 0)->slot.fd, &rst)) < 0)
 		return err;
 	st.root_dev = rst.st_dev;
 	st.root_ino = rst.st_ino;
@@ -1560,25 +1506,21 @@ static int node_reopen(struct fuse_server *s, const struct fuse_state_node *n, i
 
 static void restore_node(struct fuse_server *s, const struct fuse_state_node *r, int same)
 {
-	struct fs_inode *n = &s->inodes[r->slot];
+	struct fs_inode *n = inode_at(s, r->slot);
 	struct stat st;
-	uint32_t h;
 	int fd;
 
-	n->gen = r->gen;
+	n->slot.gen = r->gen;
 	if (!r->nlookup)
 		return; /* free, with its generation */
 	fd = node_reopen(s, r, same, &st);
-	n->fd = fd >= 0 ? fd : SLOT_STALE;
+	n->slot.fd = fd >= 0 ? fd : SLOT_STALE;
 	n->nlookup = r->nlookup;
 	n->type = r->mode;
 	n->dev = fd >= 0 ? st.st_dev : 0;
 	n->ino = fd >= 0 ? st.st_ino : 0;
-	if (fd >= 0) {
-		h = key_hash(n->dev, n->ino, s->ninodes);
-		n->next = s->buckets[h];
-		s->buckets[h] = (int32_t)r->slot;
-	}
+	if (fd >= 0)
+		inode_hash(s, r->slot);
 }
 
 /*
@@ -1601,54 +1543,37 @@ static int handle_reopen(struct fuse_server *s, const struct fuse_state_handle *
 	int fd;
 
 	*flags = 0;
-	if (!n || n->fd < 0 || (r->dir & FUSE_STATE_HANDLE_STALE) || stat_fd(n->fd, &st) < 0)
+	if (!n || n->slot.fd < 0 || (r->dir & FUSE_STATE_HANDLE_STALE) ||
+	    stat_fd(n->slot.fd, &st) < 0)
 		return -ESTALE;
 	if (r->dir & 1) {
 		if (r->flags != (uint32_t)(O_RDONLY | O_DIRECTORY) || !S_ISDIR(st.st_mode))
 			return -ESTALE;
 		*flags = O_RDONLY | O_DIRECTORY;
-		fd = reopen(s, n->fd, *flags);
+		fd = reopen(s, n->slot.fd, *flags);
 		return fd < 0 ? -ESTALE : fd;
 	}
 	if ((r->flags & ~(uint32_t)OPEN_FLAGS) || open_flags(s, r->flags, flags) < 0 ||
 	    open_type_check(st.st_mode) < 0)
 		return -ESTALE;
 	*flags &= ~O_TRUNC;
-	fd = reopen(s, n->fd, *flags | O_NOCTTY);
+	fd = reopen(s, n->slot.fd, *flags | O_NOCTTY);
 	return fd < 0 ? -ESTALE : fd;
 }
 
 static void restore_handle(struct fuse_server *s, const struct fuse_state_handle *r)
 {
-	struct fs_handle *h = &s->handles[r->slot];
+	struct fs_handle *h = handle_at(s, r->slot);
 	int fd, flags;
 
-	h->gen = r->gen;
+	h->slot.gen = r->gen;
 	if (!r->nodeid)
 		return;
 	fd = handle_reopen(s, r, &flags);
-	h->fd = fd >= 0 ? fd : SLOT_STALE;
+	h->slot.fd = fd >= 0 ? fd : SLOT_STALE;
 	h->dir = (int)(r->dir & 1);
 	h->flags = flags;
 	h->nodeid = r->nodeid;
-}
-
-/* Thread every free slot onto the free lists again, lowest first. */
-static void free_lists_rebuild(struct fuse_server *s)
-{
-	s->free_inode = s->free_handle = -1;
-	for (uint32_t i = s->ninodes; i-- > 1;) {
-		if (s->inodes[i].fd == SLOT_FREE) {
-			s->inodes[i].next = s->free_inode;
-			s->free_inode = (int32_t)i;
-		}
-	}
-	for (uint32_t i = s->nhandles; i-- > 0;) {
-		if (s->handles[i].fd == SLOT_FREE) {
-			s->handles[i].next_free = s->free_handle;
-			s->free_handle = (int32_t)i;
-		}
-	}
 }
 
 int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, struct err *e)
@@ -1667,11 +1592,12 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 		return 0;
 	}
 	/* The tables as large as they were, so every saved slot exists. */
-	while (s->ninodes < st.inode_cap && (err = inodes_grow(s)) == 0)
+	while (s->inodes.cap < st.inode_cap && (err = inodes_grow(s)) == 0)
 		;
-	while (err == 0 && s->nhandles < st.handle_cap && (err = handles_grow(s)) == 0)
+	while (err == 0 && s->handles.cap < st.handle_cap &&
+	       (err = fuse_slots_grow(&s->handles)) == 0)
 		;
-	if (err < 0 || (err = stat_fd(s->inodes[0].fd, &rst)) < 0) {
+	if (err < 0 || (err = stat_fd(inode_at(s, 0)->slot.fd, &rst)) < 0) {
 		fuse_state_free(&st);
 		return err_set(e, -err, "share state: %s restoring %u nodes", strerror(-err),
 			       st.nnodes);
@@ -1682,7 +1608,8 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 	for (uint32_t i = 0; i < st.nhandles; i++)
 		restore_handle(s, &st.handles[i]);
 	proc_forget(s);
-	free_lists_rebuild(s);
+	fuse_slots_relink(&s->inodes);
+	fuse_slots_relink(&s->handles);
 	s->active = 1;
 	fuse_state_free(&st);
 	return 0;
@@ -1690,13 +1617,7 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 
 unsigned fuse_server_stale(const struct fuse_server *s)
 {
-	unsigned n = 0;
-
-	for (uint32_t i = 1; i < s->ninodes; i++)
-		n += s->inodes[i].fd == SLOT_STALE;
-	for (uint32_t i = 0; i < s->nhandles; i++)
-		n += s->handles[i].fd == SLOT_STALE;
-	return n;
+	return fuse_slots_stale(&s->inodes) + fuse_slots_stale(&s->handles);
 }
 
 /* ---- lifetime ---- */
@@ -1714,7 +1635,8 @@ static int serve_dir(struct fuse_server **out, int fd, const char *name, int rea
 		return err_set(e, ENOMEM, "out of memory");
 	}
 	s->proc_fd = -1;
-	s->free_inode = s->free_handle = -1;
+	fuse_slots_init(&s->inodes, sizeof(struct fs_inode), FUSE_SERVER_MAX_INODES, FUSE_ROOT_ID);
+	fuse_slots_init(&s->handles, sizeof(struct fs_handle), FUSE_SERVER_MAX_HANDLES, 0);
 	s->read_only = read_only;
 	/* Checked now, so a host without /proc is told at setup; opened
 	 * again when first used (proc_dir). */
@@ -1803,15 +1725,15 @@ void fuse_server_close(struct fuse_server *s)
 {
 	if (!s)
 		return;
-	if (s->inodes) {
+	if (s->inodes.base) {
 		fuse_server_reset(s);
-		if (s->inodes[0].fd >= 0)
-			close(s->inodes[0].fd);
+		if (inode_at(s, 0)->slot.fd >= 0)
+			close(inode_at(s, 0)->slot.fd);
 	}
 	if (s->proc_fd >= 0)
 		close(s->proc_fd);
-	free(s->handles);
-	free(s->inodes);
+	fuse_slots_fini(&s->handles);
+	fuse_slots_fini(&s->inodes);
 	free(s->buckets);
 	free(s);
 }

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 static const char what[] = "firewall";
 

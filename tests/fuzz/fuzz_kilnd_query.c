@@ -63,7 +63,7 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 	}
 	case 3: {
 		const char *p = NULL;
-		struct agent_client_read_opts o = { 0 };
+		struct kiln_read_opts o = { 0 };
 		int r = query_file_get(kv, n, &p, &o, e);
 
 		if (!r)
@@ -72,12 +72,12 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 	}
 	case 4: {
 		const char *p = NULL;
-		struct agent_client_write_opts o = { 0 };
+		struct kiln_write_opts o = { 0 };
 		int r = query_file_put(kv, n, &p, &o, e);
 
 		if (!r) {
 			check_path(p);
-			FUZZ_ASSERT(!o.has_mode || o.mode <= 07777);
+			FUZZ_ASSERT(o.mode == -1 || (o.mode >= 0 && o.mode <= 07777));
 		}
 		return r;
 	}
@@ -93,7 +93,7 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 	}
 	case 6: {
 		const char *p = NULL;
-		struct agent_client_list_opts o = { 0 };
+		struct file_list_opts o = { 0 };
 		int r = query_file_list(kv, n, &p, &o, e);
 
 		if (!r) {
@@ -148,7 +148,7 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 	}
 	case 13: {
 		const char *p = NULL;
-		struct agent_client_watch_opts o = { 0 };
+		struct kiln_watch_opts o = { 0 };
 		int r = query_file_watch(kv, n, &p, &o, e);
 
 		if (!r) {

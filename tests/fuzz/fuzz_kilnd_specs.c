@@ -133,7 +133,7 @@ static void check_exec(const struct exec_spec *x, bool streaming)
 /* The environment merge, against a sandbox environment. */
 static void merge(struct exec_spec *x)
 {
-	struct agent_client_proc_opts o;
+	struct kiln_exec_opts o;
 	struct api_err e = { 0 };
 	json_t *base = json_pack("{ssss}", "PATH", "/bin", "HOME", "/root");
 
@@ -149,6 +149,11 @@ static void merge(struct exec_spec *x)
 				FUZZ_ASSERT(strcmp(x->merged[i].key, x->merged[j].key));
 		}
 		exec_spec_opts(x, &o);
+		/* libkiln's form: each variable once more, "K=V" or a bare "K". */
+		for (size_t i = 0; i < x->nmerged; i++)
+			FUZZ_ASSERT(o.env && o.env[i] &&
+				    !strncmp(o.env[i], x->merged[i].key, strlen(x->merged[i].key)));
+		FUZZ_ASSERT(!x->nmerged || !o.env[x->nmerged]);
 	}
 	json_decref(base);
 }
@@ -244,7 +249,7 @@ static int fuzz_exec(json_t *body, bool streaming, struct api_err *e)
 static int fuzz_proc(json_t *body, bool shell, struct api_err *e)
 {
 	struct proc_spec s = { 0 };
-	struct agent_client_proc_opts o;
+	struct kiln_exec_opts o;
 	int r = shell ? proc_shell_parse(body, &s, e) : proc_spec_parse(body, &s, e);
 
 	if (!r) {

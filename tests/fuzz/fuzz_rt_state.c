@@ -11,7 +11,7 @@
 #include <errno.h>
 
 #include "api/runtime/rt_state.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "fuzz.h"
 
 static void same(const struct rt_state_rec *a, const struct rt_state_rec *b)

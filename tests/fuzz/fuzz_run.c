@@ -49,7 +49,7 @@ static void fuzz_body(const uint8_t *d, size_t n)
 
 static void fuzz_result(const uint8_t *d, size_t n, uint64_t slack)
 {
-	struct agent_client_exec_result res = { 0 };
+	struct kiln_run_result res = { .size = sizeof(res) };
 	json_t *v = NULL, *e = NULL, *t;
 	size_t len;
 	char *line;
@@ -73,9 +73,9 @@ static void fuzz_result(const uint8_t *d, size_t n, uint64_t slack)
 			!strcmp(json_string_value(json_object_get(e, "type")), "ResultTooLarge"));
 	json_decref(v);
 	json_decref(e);
-	res.result = (uint8_t *)d;
-	res.result_len = n;
-	res.result_size = n + slack;
+	res.data = (char *)d;
+	res.len = n;
+	res.file_size = n + slack;
 	line = exec_event_result(&res, &len);
 	FUZZ_ASSERT(line && len && line[len - 1] == '\n' && !memchr(line, '\n', len - 1));
 	free(line);

@@ -1,13 +1,16 @@
 /*
  * bytes: little-endian field access for unit tests that build guest
  * structures (rings, boot headers, MP tables) byte by byte. memcpy keeps
- * unaligned access defined under UBSan.
+ * unaligned access defined under UBSan. U(s): a string literal's bytes,
+ * for the APIs that take uint8_t.
  */
 #ifndef KILN_TEST_BYTES_H
 #define KILN_TEST_BYTES_H
 
 #include <stdint.h>
 #include <string.h>
+
+#define U(s) ((const uint8_t *)(s))
 
 static inline void put16(uint8_t *p, uint16_t v)
 {

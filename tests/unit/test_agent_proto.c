@@ -1776,6 +1776,70 @@ static void test_validators(void **state)
 	assert_int_equal(agent_signal_by_name(""), 0);
 }
 
+/* The agent's run message: language and code_len within len. */
+static void test_agent_run_message(void **state)
+{
+	static const struct {
+		const char *line;
+		enum agent_code code;
+	} bad[] = {
+		{ "{\"type\":\"run\",\"code_len\":0}", AGENT_E_MISSING_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"cobol\",\"code_len\":0}", AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\"}", AGENT_E_MISSING_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":5,\"len\":4}",
+		  AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":-1}", AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"argv\":[\"sh\"]}",
+		  AGENT_E_UNKNOWN_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"shell\":true}",
+		  AGENT_E_UNKNOWN_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"user\":\"x\"}",
+		  AGENT_E_BAD_FIELD },
+		{ "{\"type\":\"run\",\"language\":\"python\",\"code_len\":0,\"len\":1048577}",
+		  AGENT_E_TOO_LARGE },
+	};
+	struct agent_msg m;
+	struct agent_err err;
+	const char *ok = "{\"type\":\"run\",\"language\":\"javascript\",\"code_len\":3,\"len\":5,"
+			 "\"env\":{\"A\":\"1\"},\"timeout_ms\":9,\"output_cap\":7}";
+
+	(void)state;
+	assert_int_equal(agent_msg_parse_line(ok, strlen(ok), AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_int_equal(m.type, AGENT_T_RUN);
+	assert_int_equal(m.u.proc.lang, AGENT_LANG_JAVASCRIPT);
+	assert_int_equal(m.u.proc.code_len, 3);
+	assert_int_equal(m.len, 5);
+	assert_null(m.u.proc.argv);
+	assert_int_equal(m.u.proc.envc, 1);
+	assert_int_equal(m.u.proc.timeout_ms, 9);
+	assert_int_equal(m.u.proc.output_cap, 7);
+	agent_msg_free(&m);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		enum agent_code c = agent_msg_parse_line(bad[i].line, strlen(bad[i].line),
+							 AGENT_CTX_REQUEST, &m, &err);
+
+		if (c != bad[i].code)
+			fail_msg("%s: got %s (%s), want %s", bad[i].line, agent_code_name(c),
+				 err.msg, agent_code_name(bad[i].code));
+	}
+	assert_null(agent_lang_name(AGENT_LANG_NONE));
+	assert_null(agent_lang_name(AGENT_LANG_COUNT));
+	assert_int_equal(agent_lang_by_name("bash"), AGENT_LANG_BASH);
+	assert_int_equal(agent_lang_by_name("sh"), AGENT_LANG_NONE);
+}
+
+static void test_agent_result_line(void **state)
+{
+	struct agent_line l;
+
+	(void)state;
+	assert_int_equal(agent_line_result(&l, 12, 12), 0);
+	assert_int_equal(l.len, strlen("{\"type\":\"result\",\"size\":12,\"len\":12}\n"));
+	assert_memory_equal(l.data, "{\"type\":\"result\",\"size\":12,\"len\":12}\n", l.len);
+	agent_line_free(&l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1813,6 +1877,8 @@ int main(void)
 		cmocka_unit_test(test_documented),
 		cmocka_unit_test(test_validators),
 		cmocka_unit_test(test_type_is_file),
+		cmocka_unit_test(test_agent_run_message),
+		cmocka_unit_test(test_agent_result_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -19,6 +19,8 @@
 #include <jansson.h>
 
 #include "vmm/control/control_proto.h"
+#include "api/kilnd/core/firewall_spec.h"
+#include "tests/unit/json_load.h"
 
 static int parse(const char *in, struct control_cmd *c, struct err *why)
 {
@@ -474,6 +476,111 @@ static void test_firewall_get_both_ways(void **state)
 	assert_true(CONTROL_LINE_MAX > CONTROL_RULES_MAX + sizeof("firewall-set \n"));
 }
 
+/* The firewall lines kilnd sends (the codec's, vmm/control/control_proto.c). */
+static char *fw_line(const char *rules, int *r)
+{
+	struct control_cmd cmd = { .op = rules ? CTL_FIREWALL_SET : CTL_FIREWALL_GET,
+				   .json = rules };
+	struct err why = { { 0 } };
+	char *line;
+	size_t len;
+
+	*r = control_request(&cmd, &line, &len, &why);
+	if (*r == 0)
+		line[len - 1] = '\0';
+	return line;
+}
+
+static void test_control_firewall_line(void **state)
+{
+	static char big[CONTROL_RULES_MAX + 2];
+	char *line;
+	int r;
+
+	(void)state;
+	line = fw_line(NULL, &r);
+	assert_string_equal(line, "firewall-get");
+	free(line);
+	line = fw_line("{\"dns\":[\"10.0.2.3\"]}", &r);
+	assert_string_equal(line, "firewall-set {\"dns\":[\"10.0.2.3\"]}");
+	free(line);
+	/* A newline would end the command early and start another. */
+	assert_null(fw_line("{}\npause", &r));
+	assert_int_equal(r, -EINVAL);
+	assert_null(fw_line("", &r));
+	memset(big, ' ', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_null(fw_line(big, &r));
+	big[CONTROL_RULES_MAX] = '\0';
+	line = fw_line(big, &r);
+	assert_non_null(line);
+	free(line);
+}
+
+/* A firewall reply through the codec: 0 with *cut / *o, or -1. */
+static int fw_reply(const char *line, bool set, size_t *cut, json_t **o, char *why)
+{
+	struct control_reply rep;
+	struct err e = { { 0 } };
+	int r = control_reply_parse(line, set ? CTL_FIREWALL_SET : CTL_FIREWALL_GET, &rep, &e);
+
+	snprintf(why, 256, "%.255s", e.msg);
+
+	if (cut)
+		*cut = rep.cut;
+	if (o)
+		*o = rep.firewall;
+	return r ? -1 : 0;
+}
+
+static void test_control_firewall_reply(void **state)
+{
+	char why[256];
+	json_t *o;
+	size_t cut;
+
+	(void)state;
+	assert_int_equal(fw_reply("{\"ok\":true,\"cut\":3}", true, &cut, NULL, why), 0);
+	assert_int_equal(cut, 3);
+	assert_int_equal(fw_reply("{\"ok\":true,\"cut\":-1}", true, &cut, NULL, why), -1);
+	assert_int_equal(fw_reply("{\"ok\":true}", true, &cut, NULL, why), -1);
+	assert_int_equal(fw_reply("{\"ok\":false,\"error\":\"firewall: allow[0]: bad\"}", true,
+				  &cut, NULL, why),
+			 -1);
+	assert_string_equal(why, "kiln-vmm: firewall: allow[0]: bad");
+	assert_int_equal(
+		fw_reply("{\"ok\":true,\"rules\":{\"dns\":[]},\"counters\":{\"flows_cut\":2,\"egress\":{\"pass_new\":{\"packets\":5,\"bytes\":9},\"drop_default\":{\"packets\":4,\"bytes\":1}},\"ingress\":{\"pass_flow\":{\"packets\":6,\"bytes\":1}}}}",
+			 false, NULL, &o, why),
+		0);
+	{
+		struct fw_totals t = { 0 };
+		json_t *v = firewall_view(SANDBOX_NET_PASST, NULL, o);
+
+		firewall_totals_add(o, &t);
+		assert_int_equal(t.pass_packets, 11);
+		assert_int_equal(t.drop_packets, 4);
+		assert_int_equal(t.flows_cut, 2);
+		assert_true(json_is_true(json_object_get(v, "running")));
+		assert_non_null(json_object_get(json_object_get(v, "counters"), "egress"));
+		json_decref(v);
+	}
+	json_decref(o);
+	assert_int_equal(fw_reply("{\"ok\":true,\"rules\":{}}", false, NULL, &o, why), -1);
+	assert_null(o);
+	assert_int_equal(fw_reply("not json", false, NULL, &o, why), -1);
+	/* Not running: the stored rules, counters null. */
+	{
+		json_t *rules = J("{\"dns\":[\"10.0.2.3\"]}"),
+		       *v = firewall_view(SANDBOX_NET_PASST, rules, NULL);
+
+		assert_false(json_is_true(json_object_get(v, "running")));
+		assert_true(json_is_null(json_object_get(v, "counters")));
+		assert_ptr_equal(json_object_get(v, "rules"), rules);
+		json_decref(v);
+		json_decref(rules);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -488,6 +595,8 @@ int main(void)
 		cmocka_unit_test(test_request_refusals),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_firewall_get_both_ways),
+		cmocka_unit_test(test_control_firewall_line),
+		cmocka_unit_test(test_control_firewall_reply),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

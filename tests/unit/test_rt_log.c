@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "api/runtime/rt_log.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 static char line[RT_LOG_LINE_MAX];
 

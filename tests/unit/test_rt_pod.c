@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "api/runtime/rt_pod.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 static struct err e;
 

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "api/runtime/rt_state.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 static struct err e;
 

@@ -382,7 +382,7 @@ static void test_version_refusal_says_what(void **state)
 	};
 	struct sandbox_record r, back;
 	struct api_err e;
-	char why[512];
+	struct err why;
 
 	(void)state;
 	make_record(&r);
@@ -397,9 +397,8 @@ static void test_version_refusal_says_what(void **state)
 		assert_int_equal(sandbox_record_restore(m, &back, &e), -1);
 		assert_string_equal(e.msg, cases[i].want);
 		/* And start-up logs that, leaving the directory as it is. */
-		assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-				 SANDBOX_DIR_SKIP);
-		assert_string_equal(why, cases[i].want);
+		assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_SKIP);
+		assert_string_equal(why.msg, cases[i].want);
 		json_decref(m);
 	}
 	sandbox_record_free(&r);
@@ -410,23 +409,23 @@ static void test_version_refusal_says_what(void **state)
 static void test_build_orphan(void **state)
 {
 	struct sandbox_record r;
-	char why[512] = "";
+	struct err why = { "" };
 	json_t *t;
 
 	(void)state;
 	make_record(&r);
-	assert_false(sandbox_build_orphan(&r, NULL, why, sizeof(why)));
+	assert_false(sandbox_build_orphan(&r, NULL, &why));
 	snprintf(r.tmpl_build, sizeof(r.tmpl_build), "web");
-	assert_true(sandbox_build_orphan(&r, NULL, why, sizeof(why)));
-	assert_non_null(strstr(why, "template 'web'"));
-	assert_non_null(strstr(why, "no such template"));
+	assert_true(sandbox_build_orphan(&r, NULL, &why));
+	assert_non_null(strstr(why.msg, "template 'web'"));
+	assert_non_null(strstr(why.msg, "no such template"));
 	t = json_pack("{s:s,s:s}", "name", "web", "sandbox", r.id);
-	assert_false(sandbox_build_orphan(&r, t, why, sizeof(why)));
+	assert_false(sandbox_build_orphan(&r, t, &why));
 	json_object_set_new(t, "sandbox", json_string("000000000000"));
-	assert_true(sandbox_build_orphan(&r, t, why, sizeof(why)));
-	assert_non_null(strstr(why, "names another sandbox"));
+	assert_true(sandbox_build_orphan(&r, t, &why));
+	assert_non_null(strstr(why.msg, "names another sandbox"));
 	json_object_del(t, "sandbox");
-	assert_true(sandbox_build_orphan(&r, t, why, sizeof(why)));
+	assert_true(sandbox_build_orphan(&r, t, &why));
 	json_decref(t);
 	sandbox_record_free(&r);
 }
@@ -440,34 +439,31 @@ static void test_build_orphan(void **state)
 static void test_dir_judge(void **state)
 {
 	struct sandbox_record r, back;
-	char why[512];
+	struct err why;
 	json_t *m;
 
 	(void)state;
 	make_record(&r);
 	/* No meta.json: a create killed before its first write. */
-	assert_int_equal(sandbox_dir_judge(r.id, NULL, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
-	assert_non_null(strstr(why, "no meta.json"));
+	assert_int_equal(sandbox_dir_judge(r.id, NULL, NULL, &back, &why), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why.msg, "no meta.json"));
 	/* Unreadable: kept (meta.json is only ever replaced whole), and why. */
 	assert_int_equal(sandbox_dir_judge(r.id, NULL, "meta.json: '[' expected (line 1)", &back,
-					   why, sizeof(why)),
+					   &why),
 			 SANDBOX_DIR_SKIP);
-	assert_string_equal(why, "meta.json: '[' expected (line 1)");
+	assert_string_equal(why.msg, "meta.json: '[' expected (line 1)");
 
 	/* A finished sandbox: loaded, and the record is the one persisted. */
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_false(json_object_get(m, "creating")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_LOAD);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_LOAD);
 	assert_string_equal(back.id, r.id);
 	assert_false(back.creating);
 	assert_int_equal(back.state, SANDBOX_CRASHED);
 	sandbox_record_free(&back);
 	/* Another directory's record: kept, said as such. */
-	assert_int_equal(sandbox_dir_judge("000000000000", m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_SKIP);
-	assert_string_equal(why, "meta.json names another id, '3f9a1c2b7d4e'");
+	assert_int_equal(sandbox_dir_judge("000000000000", m, NULL, &back, &why), SANDBOX_DIR_SKIP);
+	assert_string_equal(why.msg, "meta.json names another id, '3f9a1c2b7d4e'");
 	assert_null(back.spec.env);
 	json_decref(m);
 
@@ -476,16 +472,14 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_BOOTING;
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_true(json_object_get(m, "creating")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
-	assert_non_null(strstr(why, "create was cut short"));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why.msg, "create was cut short"));
 	assert_null(back.spec.env);
 	json_decref(m);
 	/* Even one that the guest had answered: the client had not been. */
 	r.state = SANDBOX_RUNNING;
 	m = sandbox_record_persist(&r);
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_REMOVE);
 	json_decref(m);
 	r.creating = false;
 
@@ -495,13 +489,11 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_PAUSED;
 	m = sandbox_record_persist(&r);
 	assert_true(json_is_true(json_object_get(m, "pooled")));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
-	assert_non_null(strstr(why, "warm pool"));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why.msg, "warm pool"));
 	json_object_set_new(m, "pooled", json_integer(1));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_SKIP);
-	assert_string_equal(why, "meta.json: 'pooled' must be true or false");
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_SKIP);
+	assert_string_equal(why.msg, "meta.json: 'pooled' must be true or false");
 	json_decref(m);
 	m = sandbox_record_view(&r);
 	assert_null(json_object_get(m, "pooled"));
@@ -511,9 +503,8 @@ static void test_dir_judge(void **state)
 	/* A delete cut short: finished. */
 	r.state = SANDBOX_DELETING;
 	m = sandbox_record_persist(&r);
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
-	assert_non_null(strstr(why, "delete"));
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_REMOVE);
+	assert_non_null(strstr(why.msg, "delete"));
 	json_decref(m);
 
 	/* Before the field: a record that never booted is a create cut short
@@ -521,17 +512,14 @@ static void test_dir_judge(void **state)
 	r.state = SANDBOX_CRASHED;
 	m = sandbox_record_persist(&r);
 	json_object_del(m, "creating");
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_LOAD);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_LOAD);
 	sandbox_record_free(&back);
 	json_object_set_new(m, "boot", json_null());
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_REMOVE);
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_REMOVE);
 	/* A field that is not a boolean is damage, not a decision. */
 	json_object_set_new(m, "creating", json_string("no"));
-	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, why, sizeof(why)),
-			 SANDBOX_DIR_SKIP);
-	assert_string_equal(why, "meta.json: 'creating' must be true or false");
+	assert_int_equal(sandbox_dir_judge(r.id, m, NULL, &back, &why), SANDBOX_DIR_SKIP);
+	assert_string_equal(why.msg, "meta.json: 'creating' must be true or false");
 	json_decref(m);
 
 	/* The API's view does not show it. */

@@ -16,8 +16,7 @@
 #include <string.h>
 
 #include "lib/base/utf8.h"
-
-#define U(s) ((const uint8_t *)(s))
+#include "tests/unit/bytes.h"
 
 static void test_decoder(void **state)
 {
@@ -109,12 +108,43 @@ static void test_complete_prefix(void **state)
 	assert_int_equal(utf8_complete_prefix(U(""), 0), 0);
 }
 
+static void test_utf8(void **state)
+{
+	(void)state;
+	assert_true(utf8_valid(U("héllo €𝄞"), strlen("héllo €𝄞")));
+	assert_true(utf8_valid(U(""), 0));
+	assert_true(utf8_valid(U("a\0b"), 3));          /* NUL is a character; JSON escapes it */
+	assert_false(utf8_valid(U("\xc3"), 1));         /* truncated */
+	assert_false(utf8_valid(U("\xc0\xaf"), 2));     /* overlong '/' */
+	assert_false(utf8_valid(U("\xe0\x80\xaf"), 3)); /* overlong */
+	assert_false(utf8_valid(U("\xed\xa0\x80"), 3)); /* surrogate U+D800 */
+	assert_false(utf8_valid(U("\xf4\x90\x80\x80"), 4)); /* above U+10FFFF */
+	assert_false(utf8_valid(U("\xff"), 1));
+	assert_false(utf8_valid(U("\x80"), 1));
+
+	/* Held back: only an incomplete but valid start. */
+	assert_int_equal(utf8_complete_prefix(U("ab\xe2\x82"), 4), 2);
+	assert_int_equal(utf8_complete_prefix(U("ab\xe2"), 3), 2);
+	assert_int_equal(utf8_complete_prefix(U("ab\xe2\x82\xac"), 5), 5);
+	assert_int_equal(utf8_complete_prefix(U("\xf0\x9d\x84"), 3), 0);
+	assert_int_equal(utf8_complete_prefix(U("ab\xff"), 3), 3);
+	assert_int_equal(utf8_complete_prefix(U("ab\xe2\x28"), 4), 4); /* invalid already */
+	assert_int_equal(utf8_complete_prefix(U(""), 0), 0);
+
+	char out[64];
+
+	assert_int_equal(utf8_lossy(out, sizeof(out), U("a\xffz"), 3, 0, NULL), 5);
+	assert_string_equal(out, "a\xef\xbf\xbdz");
+	utf8_lossy(out, sizeof(out), U("\x1b[31mred\r\tx\x7f"), 12, UTF8_DROP_CONTROLS, NULL);
+	assert_string_equal(out, "[31mred\tx");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_decoder),         cmocka_unit_test(test_valid_more),
 		cmocka_unit_test(test_lossy),           cmocka_unit_test(test_lossy_drop_controls),
-		cmocka_unit_test(test_complete_prefix),
+		cmocka_unit_test(test_complete_prefix), cmocka_unit_test(test_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_field.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 #include "lib/netrules/net_rules.h"
 

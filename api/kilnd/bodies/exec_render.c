@@ -7,7 +7,7 @@
 
 #include "api/kilnd/bodies/run_result.h"
 #include "lib/base/base64.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/utf8.h"
 
 /* bytes -> a JSON string value, as text or base64. */
@@ -29,8 +29,7 @@ static json_t *bytes_value(const uint8_t *d, size_t n, bool base64, bool *is_b64
 }
 
 /* exit_code, signal, timed_out, byte counts and times, shared by both forms. */
-static int put_exit(json_t *o, const struct agent_client_exit *ex, bool truncation,
-		    double duration_ms)
+int exit_render_status(json_t *o, const struct kiln_exit_status *ex)
 {
 	int r = 0;
 
@@ -40,16 +39,33 @@ static int put_exit(json_t *o, const struct agent_client_exit *ex, bool truncati
 	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
 	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));
 	r |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)ex->stderr_bytes));
+	return r ? -ENOMEM : 0;
+}
+
+int exit_render_times(json_t *o, const struct kiln_exit_status *ex)
+{
+	int r = 0;
+
+	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
+	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
+	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
+	return r ? -ENOMEM : 0;
+}
+
+static int put_exit(json_t *o, const struct kiln_exit_status *ex, bool truncation,
+		    double duration_ms)
+{
+	int r = 0;
+
+	if (exit_render_status(o, ex))
+		return -ENOMEM;
 	if (truncation) {
 		r |= json_object_set_new(o, "stdout_truncated", json_boolean(ex->stdout_truncated));
 		r |= json_object_set_new(o, "stderr_truncated", json_boolean(ex->stderr_truncated));
 	}
 	r |= json_object_set_new(o, "pid", json_integer(ex->pid));
 	r |= json_object_set_new(o, "duration_ms", json_real(duration_ms));
-	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
-	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
-	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
-	return r ? -ENOMEM : 0;
+	return r || exit_render_times(o, ex) ? -ENOMEM : 0;
 }
 
 static int put_stream(json_t *o, const char *name, const uint8_t *d, size_t n, bool base64)
@@ -64,14 +80,28 @@ static int put_stream(json_t *o, const char *name, const uint8_t *d, size_t n, b
 	return json_object_set_new(o, key, json_string(b64 ? "base64" : "utf-8")) ? -ENOMEM : 0;
 }
 
-json_t *exec_render_result(const struct agent_client_exec_result *res, bool base64,
-			   double duration_ms)
+void exec_result_init(struct exec_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->st.size = sizeof(r->st);
+	r->run.size = sizeof(r->run);
+}
+
+void exec_result_free(struct exec_result *r)
+{
+	kiln_free(r->out);
+	kiln_free(r->err);
+	kiln_free(r->run.data);
+	exec_result_init(r);
+}
+
+json_t *exec_render_result(const struct exec_result *res, bool base64, double duration_ms)
 {
 	json_t *o = json_object();
 
-	if (!o || put_exit(o, &res->exit, true, duration_ms) ||
-	    put_stream(o, "stdout", res->out, res->out_len, base64) ||
-	    put_stream(o, "stderr", res->err, res->err_len, base64)) {
+	if (!o || put_exit(o, &res->st, true, duration_ms) ||
+	    put_stream(o, "stdout", (const uint8_t *)res->out, res->out_len, base64) ||
+	    put_stream(o, "stderr", (const uint8_t *)res->err, res->err_len, base64)) {
 		json_decref(o);
 		return NULL;
 	}
@@ -163,7 +193,7 @@ static char *dump_line(json_t *o, size_t *len)
 	return l;
 }
 
-char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, size_t *len)
+char *exec_event_exit(const struct kiln_exit_status *ex, double duration_ms, size_t *len)
 {
 	json_t *o = json_pack("{s:s}", "type", "exit");
 
@@ -174,11 +204,11 @@ char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, si
 	return dump_line(o, len);
 }
 
-int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res)
+int exec_render_run_result(json_t *o, const struct kiln_run_result *res)
 {
 	json_t *value, *error;
 
-	if (run_result_parse(res->result, res->result_len, res->result_size, &value, &error))
+	if (run_result_parse((const uint8_t *)res->data, res->len, res->file_size, &value, &error))
 		return -ENOMEM;
 	if (json_object_set_new(o, "result", value)) {
 		json_decref(error);
@@ -187,7 +217,7 @@ int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res
 	return json_object_set_new(o, "error", error) ? -ENOMEM : 0;
 }
 
-char *exec_event_result(const struct agent_client_exec_result *res, size_t *len)
+char *exec_event_result(const struct kiln_run_result *res, size_t *len)
 {
 	json_t *o = json_pack("{s:s}", "type", "result");
 

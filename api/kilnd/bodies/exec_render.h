@@ -20,15 +20,35 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
+
+/* An exec's or run's result as libkiln's kiln_agent_exec and
+ * kiln_agent_run give it. exec_result_init before, exec_result_free after. */
+struct exec_result {
+	struct kiln_exit_status st;
+	char *out, *err; /* kiln_free */
+	size_t out_len, err_len;
+	struct kiln_run_result run; /* run.data: kiln_free */
+};
+
+void exec_result_init(struct exec_result *r);
+void exec_result_free(struct exec_result *r);
 
 /*
  * The buffered result object. base64: always base64 ("output_encoding":
  * "base64"). duration_ms: the host's view. NULL when out of memory.
  */
-json_t *exec_render_result(const struct agent_client_exec_result *res, bool base64,
-			   double duration_ms);
+/* How a process ended, as every exit object of the API says it: exit_code,
+ * signal, timed_out, stdout_bytes, stderr_bytes (exit_render_status), and
+ * its times wall_us, user_us, sys_us (exit_render_times), set on o.
+ * 0 or -ENOMEM. */
+int exit_render_status(json_t *o, const struct kiln_exit_status *ex);
+int exit_render_times(json_t *o, const struct kiln_exit_status *ex);
+
+json_t *exec_render_result(const struct exec_result *res, bool base64, double duration_ms);
 
 /* Streaming state: bytes of an unfinished UTF-8 character, per stream. */
 struct exec_stream_enc {
@@ -52,16 +72,16 @@ int exec_event_output(struct exec_stream_enc *enc, enum agent_stream st, const u
 int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **line, size_t *len);
 
 /* The exit event. NULL when out of memory. */
-char *exec_event_exit(const struct agent_client_exit *ex, double duration_ms, size_t *len);
+char *exec_event_exit(const struct kiln_exit_status *ex, double duration_ms, size_t *len);
 
 /*
  * run: the result file in res (run_result.h) as the members "result" and
  * "error" of o. 0 or -ENOMEM.
  */
-int exec_render_run_result(json_t *o, const struct agent_client_exec_result *res);
+int exec_render_run_result(json_t *o, const struct kiln_run_result *res);
 
 /* run's last event: {"type":"result","result":...,"error":...}. NULL when out of memory. */
-char *exec_event_result(const struct agent_client_exec_result *res, size_t *len);
+char *exec_event_result(const struct kiln_run_result *res, size_t *len);
 
 /* Any event object as one compact NDJSON line; consumes o (NULL: out of memory gives NULL). */
 char *exec_event_json(json_t *o, size_t *len);

@@ -283,6 +283,36 @@ static int parse_common(struct exec_spec *s, bool streaming, struct api_err *e)
 	return 0;
 }
 
+static void env_strings_free(struct exec_spec *s)
+{
+	for (size_t i = 0; s->envp && s->envp[i]; i++)
+		free(s->envp[i]);
+	free(s->envp);
+	s->envp = NULL;
+}
+
+/* s->merged as libkiln's env: "NAME=VALUE" sets, "NAME" unsets (keys
+ * hold no '=': parse_env and the sandbox spec refuse it). */
+static int env_strings(struct exec_spec *s, struct api_err *e)
+{
+	if (!(s->envp = calloc(s->nmerged + 1, sizeof(*s->envp))))
+		goto oom;
+	for (size_t i = 0; i < s->nmerged; i++) {
+		const struct agent_env *v = &s->merged[i];
+
+		if ((v->value ? asprintf(&s->envp[i], "%s=%s", v->key, v->value)
+			      : asprintf(&s->envp[i], "%s", v->key)) < 0) {
+			s->envp[i] = NULL;
+			goto oom;
+		}
+	}
+	return 0;
+oom:
+	env_strings_free(s);
+	api_err_set(e, API_E_INTERNAL, "%s: out of memory", s->what);
+	return -1;
+}
+
 int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
 {
 	const char *what = s->what;
@@ -293,6 +323,7 @@ int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
 	free(s->merged);
 	s->merged = NULL;
 	s->nmerged = 0;
+	env_strings_free(s);
 	if (cap == 0)
 		return 0;
 	s->merged = calloc(cap, sizeof(*s->merged));
@@ -319,27 +350,27 @@ int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e)
 		return -1;
 	}
 	s->nmerged = n;
-	return 0;
+	return env_strings(s, e);
 }
 
-void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o)
+void exec_spec_opts(const struct exec_spec *s, struct kiln_exec_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	o->argv = s->argv;
-	o->shell = s->shell;
-	o->env = s->merged;
-	o->envc = s->nmerged;
+	o->env = (const char *const *)s->envp;
 	o->cwd = s->cwd;
-	o->user = s->user;
+	o->flags = (s->shell ? KILN_AGENT_SHELL : 0) | (s->confine ? KILN_AGENT_CONFINE : 0) |
+		(s->user == AGENT_USER_ROOT ? KILN_AGENT_AS_ROOT : 0);
 	o->timeout_ms = s->timeout_ms;
-	o->confine = s->confine;
-	/* The client library reads output_cap 0 as "the default"; 0 bytes
-	 * kept is its discard_output. */
+	/* libkiln reads output_cap 0 as "the default"; 0 bytes kept is its
+	 * KILN_AGENT_DISCARD. */
 	o->output_cap = s->output_cap;
-	o->discard_output = s->output_cap == 0;
+	if (s->output_cap == 0)
+		o->flags |= KILN_AGENT_DISCARD;
 	o->stdin_data = s->stdin_data;
 	o->stdin_len = s->stdin_len;
-	o->lang = s->lang;
+	o->lang = agent_lang_name(s->lang);
 	o->code = s->code;
 	o->code_len = s->code_len;
 }
@@ -371,6 +402,7 @@ void exec_spec_free(struct exec_spec *s)
 	free(s->argv);
 	free(s->stdin_data);
 	free(s->merged);
+	env_strings_free(s);
 	json_decref(s->body);
 	memset(s, 0, sizeof(*s));
 }

@@ -24,7 +24,9 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
 
 /* Buffered output is held in memory, then encoded: 16 MiB per stream. */
@@ -53,6 +55,7 @@ struct exec_spec {
 
 	struct agent_env *merged; /* exec_env_merge() result, owned */
 	size_t nmerged;
+	char **envp; /* merged as libkiln takes it ("K=V", "K": unset), NULL-terminated, owned */
 };
 
 /*
@@ -74,8 +77,8 @@ int run_spec_parse(json_t *body, bool streaming, struct exec_spec *out, struct a
 
 /*
  * Merge the sandbox's environment (object of strings, may be NULL) with
- * the exec's own (it wins; null values unset) into s->merged, ready for
- * agent_client_proc_opts. -1 with e (too_large) past AGENT_ENV_MAX.
+ * the exec's own (it wins; null values unset) into s->merged and
+ * s->envp, ready for kiln_exec_opts. -1 with e (too_large) past AGENT_ENV_MAX.
  * Pointers in s->merged borrow from base and s->body: keep both alive.
  */
 int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e);
@@ -91,8 +94,8 @@ int exec_env_merge(struct exec_spec *s, const json_t *base, struct api_err *e);
  */
 void exec_spec_image_defaults(struct exec_spec *s, json_t *defaults);
 
-/* Fill agent client options from a parsed (and merged) spec. */
-void exec_spec_opts(const struct exec_spec *s, struct agent_client_proc_opts *o);
+/* libkiln's options from a parsed (and merged) spec; they point into s. */
+void exec_spec_opts(const struct exec_spec *s, struct kiln_exec_opts *o);
 
 void exec_spec_free(struct exec_spec *s);
 

@@ -86,7 +86,7 @@ int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err 
 	return 0;
 }
 
-json_t *file_stat_json(const struct agent_client_stat *st, bool with_depth)
+json_t *file_stat_json(const struct kiln_file_info *st, bool with_depth)
 {
 	char mtime[40], octal[8];
 	/* Floor division: a file dated before 1970 has a negative mtime_ns. */
@@ -96,7 +96,7 @@ json_t *file_stat_json(const struct agent_client_stat *st, bool with_depth)
 	format_time_ms(ms, mtime, sizeof(mtime));
 	snprintf(octal, sizeof(octal), "%04o", (unsigned)(st->mode & 07777));
 	o = json_pack("{s:s,s:s,s:I,s:i,s:s,s:I,s:I,s:I,s:s,s:I}", "path", st->path ? st->path : "",
-		      "kind", agent_client_kind_name(st->kind), "size", (json_int_t)st->size,
+		      "kind", kiln_file_kind_name(st->kind), "size", (json_int_t)st->file_size,
 		      "mode", (int)(st->mode & 07777), "mode_octal", octal, "uid",
 		      (json_int_t)st->uid, "gid", (json_int_t)st->gid, "nlink",
 		      (json_int_t)st->nlink, "mtime", mtime, "mtime_ns", (json_int_t)st->mtime_ns);

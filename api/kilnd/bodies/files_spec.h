@@ -18,7 +18,9 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
 
 struct mkdir_spec {
@@ -53,6 +55,6 @@ int rename_spec_parse(const json_t *body, struct rename_spec *s, struct api_err 
  * mtime_ns, target (symlinks), depth (list entries only, with_depth),
  * lossy (only when true). New reference; NULL when out of memory.
  */
-json_t *file_stat_json(const struct agent_client_stat *st, bool with_depth);
+json_t *file_stat_json(const struct kiln_file_info *st, bool with_depth);
 
 #endif

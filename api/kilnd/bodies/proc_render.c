@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/bodies/exec_render.h"
 #include "lib/base/base64.h"
 #include "lib/base/utf8.h"
 
-json_t *proc_render_view(const struct agent_client_process *p)
+json_t *proc_render_view(const struct kiln_proc_entry *p)
 {
 	json_t *o = json_object(), *argv = json_array();
 	int r = 0;
@@ -44,25 +45,16 @@ json_t *proc_render_view(const struct agent_client_process *p)
 	return o;
 }
 
-static int put_exit(json_t *o, const struct agent_client_exit *ex)
+static int put_exit(json_t *o, const struct kiln_exit_status *ex)
 {
 	int r = 0;
 
 	r |= json_object_set_new(o, "id", json_integer(ex->id));
 	r |= json_object_set_new(o, "pid", json_integer(ex->pid));
-	r |= json_object_set_new(o, "exit_code",
-				 ex->signal ? json_null() : json_integer(ex->exit_code));
-	r |= json_object_set_new(o, "signal", ex->signal ? json_integer(ex->signal) : json_null());
-	r |= json_object_set_new(o, "timed_out", json_boolean(ex->timed_out));
-	r |= json_object_set_new(o, "stdout_bytes", json_integer((json_int_t)ex->stdout_bytes));
-	r |= json_object_set_new(o, "stderr_bytes", json_integer((json_int_t)ex->stderr_bytes));
-	r |= json_object_set_new(o, "wall_us", json_integer((json_int_t)ex->wall_us));
-	r |= json_object_set_new(o, "user_us", json_integer((json_int_t)ex->user_us));
-	r |= json_object_set_new(o, "sys_us", json_integer((json_int_t)ex->sys_us));
-	return r ? -ENOMEM : 0;
+	return r || exit_render_status(o, ex) || exit_render_times(o, ex) ? -ENOMEM : 0;
 }
 
-json_t *proc_render_exit(const struct agent_client_exit *ex)
+json_t *proc_render_exit(const struct kiln_exit_status *ex)
 {
 	json_t *o = json_object();
 
@@ -216,7 +208,7 @@ char *proc_event_gap(struct proc_out_enc *enc, uint64_t seq, uint64_t bytes, siz
 	return done(&l, len);
 }
 
-char *proc_event_exit(struct proc_out_enc *enc, const struct agent_client_exit *ex, size_t *len)
+char *proc_event_exit(struct proc_out_enc *enc, const struct kiln_exit_status *ex, size_t *len)
 {
 	struct lines l = { 0 };
 	json_t *o = json_pack("{s:s}", "type", "exit");
@@ -230,7 +222,7 @@ char *proc_event_exit(struct proc_out_enc *enc, const struct agent_client_exit *
 	return done(&l, len);
 }
 
-char *proc_event_attached(const struct agent_client_attached *a, size_t *len)
+char *proc_event_attached(const struct kiln_proc_info *a, size_t *len)
 {
 	struct lines l = { 0 };
 

@@ -25,14 +25,16 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 
 /* The process object: id, pid, argv, pty, running, exit_code, signal,
  * timed_out, output_bytes, attached. NULL when out of memory. */
-json_t *proc_render_view(const struct agent_client_process *p);
+json_t *proc_render_view(const struct kiln_proc_entry *p);
 
 /* The exit object (wait; the exit event without "type"). */
-json_t *proc_render_exit(const struct agent_client_exit *ex);
+json_t *proc_render_exit(const struct kiln_exit_status *ex);
 
 struct proc_out_enc {
 	bool base64;
@@ -45,7 +47,7 @@ struct proc_out_enc {
 void proc_out_enc_init(struct proc_out_enc *enc, bool base64);
 
 /* {"type":"attached","id","pid","pty","running","seq"}: the first event. */
-char *proc_event_attached(const struct agent_client_attached *a, size_t *len);
+char *proc_event_attached(const struct kiln_proc_info *a, size_t *len);
 
 /* Output d[0..n) of stream st starting at seq. 0 with *line (NULL when
  * everything was held back) and *len; -ENOMEM. */
@@ -56,6 +58,6 @@ int proc_event_output(struct proc_out_enc *enc, enum agent_stream st, uint64_t s
 char *proc_event_gap(struct proc_out_enc *enc, uint64_t seq, uint64_t bytes, size_t *len);
 
 /* {"type":"exit",...the exit object}, after any held bytes. */
-char *proc_event_exit(struct proc_out_enc *enc, const struct agent_client_exit *ex, size_t *len);
+char *proc_event_exit(struct proc_out_enc *enc, const struct kiln_exit_status *ex, size_t *len);
 
 #endif

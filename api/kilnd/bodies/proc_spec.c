@@ -86,14 +86,15 @@ int proc_shell_parse(const json_t *body, struct proc_spec *s, struct api_err *e)
 	return r;
 }
 
-void proc_spec_opts(const struct proc_spec *s, struct agent_client_proc_opts *o)
+void proc_spec_opts(const struct proc_spec *s, struct kiln_exec_opts *o)
 {
 	exec_spec_opts(&s->x, o);
 	o->stdin_data = NULL;
 	o->stdin_len = 0;
 	o->output_cap = 0;
-	o->discard_output = false;
-	o->pty = s->pty;
+	o->flags &= ~(unsigned)KILN_AGENT_DISCARD;
+	if (s->pty)
+		o->flags |= KILN_AGENT_PTY;
 	o->rows = s->rows;
 	o->cols = s->cols;
 	o->ring_bytes = s->ring_bytes;
@@ -127,12 +128,19 @@ int proc_id_parse(const char *seg, uint32_t *id, struct api_err *e)
 	return 0;
 }
 
-void proc_err_from_agent(struct api_err *e, const struct agent_client_err *ae, const char *what)
+void proc_err_from_agent_fail(struct api_err *e, enum kiln_agent_fail kind, const char *code,
+			      const char *msg, const char *what)
 {
-	api_err_from_agent(e, ae, what);
-	if ((ae->fail == AGENT_FAIL_AGENT || ae->fail == AGENT_FAIL_REQUEST) &&
-	    ae->code == AGENT_E_NOT_FOUND)
+	api_err_from_agent_fail(e, kind, code, msg, what);
+	if ((kind == KILN_AGENT_FAIL_AGENT || kind == KILN_AGENT_FAIL_REQUEST) &&
+	    strcmp(code, "not_found") == 0)
 		e->code = API_E_PROCESS_NOT_FOUND;
+}
+
+void proc_err_from_agent(struct api_err *e, const kiln_agent *a, const char *what)
+{
+	proc_err_from_agent_fail(e, kiln_agent_errkind(a), kiln_agent_errcode(a),
+				 kiln_agent_errmsg(a), what);
 }
 
 int proc_signal_parse(const json_t *body, int *signo, bool *group, struct api_err *e)
@@ -187,12 +195,12 @@ static int get_from(const struct query_kv *kv, size_t n, struct proc_from *f, co
 {
 	const struct query_kv *p = find(kv, n, "from");
 
-	f->from = AGENT_FROM_OLDEST;
+	f->from = KILN_ATTACH_OLDEST;
 	f->seq = 0;
 	if (!p)
 		return 0;
 	if (p->value && strcmp(p->value, "now") == 0) {
-		f->from = AGENT_FROM_NOW;
+		f->from = KILN_ATTACH_NOW;
 		return 0;
 	}
 	/* The agent takes seq as a JSON integer: at most INT64_MAX. */
@@ -201,7 +209,7 @@ static int get_from(const struct query_kv *kv, size_t n, struct proc_from *f, co
 			    "%s: from must be a byte sequence number (0, 1, ...) or \"now\"", w);
 		return -1;
 	}
-	f->from = AGENT_FROM_SEQ;
+	f->from = KILN_ATTACH_SEQ;
 	return 0;
 }
 

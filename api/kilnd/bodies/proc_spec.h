@@ -2,7 +2,8 @@
  * proc_spec: the requests of kilnd's background processes
  * (docs/api.md, "Processes"): the create and shell bodies, the signal and
  * resize bodies, the {proc} path segment and the query parameters of
- * output, tty, stdin and wait, validated into what the agent client takes.
+ * output, tty, stdin and wait, validated into what libkiln's agent API
+ * (kiln/agent.h) takes.
  *
  * Contract:
  *  - Pure (jansson only). Unknown fields and query parameters are refused;
@@ -22,7 +23,9 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/bodies/exec_spec.h"
 #include "api/kilnd/core/query.h"
@@ -41,9 +44,9 @@ int proc_spec_parse(json_t *body, struct proc_spec *s, struct api_err *e);
  * ring_bytes}; the process is "sh" on a PTY. */
 int proc_shell_parse(const json_t *body, struct proc_spec *s, struct api_err *e);
 
-/* Agent client options from a parsed (and exec_env_merge'd) spec. Stdin
+/* libkiln's spawn options from a parsed (and exec_env_merge'd) spec. Stdin
  * is not part of a spawn: the caller sends s->x.stdin_data itself. */
-void proc_spec_opts(const struct proc_spec *s, struct agent_client_proc_opts *o);
+void proc_spec_opts(const struct proc_spec *s, struct kiln_exec_opts *o);
 
 void proc_spec_free(struct proc_spec *s);
 
@@ -51,9 +54,13 @@ void proc_spec_free(struct proc_spec *s);
  * sign or leading zeros; anything else is 404 process_not_found. */
 int proc_id_parse(const char *seg, uint32_t *id, struct api_err *e);
 
-/* An agent failure on a by-id request: api_err_from_agent, except that
- * the agent's not_found (no such id, or evicted) is process_not_found. */
-void proc_err_from_agent(struct api_err *e, const struct agent_client_err *ae, const char *what);
+/* An agent failure on a by-id request: api_err_from_agent_fail, except
+ * that the agent's not_found (no such id, or evicted) is
+ * process_not_found. */
+void proc_err_from_agent_fail(struct api_err *e, enum kiln_agent_fail kind, const char *code,
+			      const char *msg, const char *what);
+/* The same with a's last failure (a: the request's own kiln_agent). */
+void proc_err_from_agent(struct api_err *e, const kiln_agent *a, const char *what);
 
 /* POST .../signal: {"signal": name or 1..64, "group": bool}. */
 int proc_signal_parse(const json_t *body, int *signo, bool *group, struct api_err *e);
@@ -64,7 +71,7 @@ int proc_resize_parse(const json_t *body, uint16_t *rows, uint16_t *cols, struct
 /* Where an output or tty stream starts: from=SEQ|now (default: the oldest
  * byte the ring holds). */
 struct proc_from {
-	enum agent_client_from from;
+	enum kiln_attach_from from;
 	uint64_t seq;
 };
 

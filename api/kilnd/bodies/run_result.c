@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "api/proto/agent_proto.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/utf8.h"
 
 /* {"type": type, "message": msg, "traceback": null}, or NULL. */

@@ -10,22 +10,23 @@ char *watch_line_started(const char *path, bool recursive, uint32_t watches, siz
 			       len);
 }
 
-char *watch_line_event(const struct agent_client_fs_event *ev, size_t *len)
+char *watch_line_event(const struct kiln_fs_event *ev, size_t *len)
 {
-	const char *kind = agent_fs_kind_name(ev->kind);
+	/* kiln_fs_change is the protocol's order (libkiln checks it). */
+	const char *kind = agent_fs_kind_name((enum agent_fs_kind)ev->change);
 	json_t *o = kind
 		? json_pack("{s:s,s:I}", "type", kind, "seq", (json_int_t)(ev->seq & INT64_MAX))
 		: NULL;
 	int bad = !o;
 
-	if (o && ev->kind == AGENT_FS_OVERFLOW) {
+	if (o && ev->change == KILN_FS_OVERFLOW) {
 		bad |= json_object_set_new(o, "reason",
 					   json_string(ev->reason ? ev->reason : "queue"));
 		bad |= json_object_set_new(o, "dropped",
 					   json_integer((json_int_t)(ev->dropped & INT64_MAX)));
 	} else if (o) {
 		bad |= json_object_set_new(o, "path", json_string(ev->path ? ev->path : ""));
-		if (ev->kind == AGENT_FS_RENAME)
+		if (ev->change == KILN_FS_RENAME)
 			bad |= json_object_set_new(o, "old_path",
 						   json_string(ev->old_path ? ev->old_path : ""));
 		bad |= json_object_set_new(o, "is_dir", json_boolean(ev->is_dir));

@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "api/proto/agent_proto.h"
 #include "lib/base/utf8.h"
 
 static const struct {
@@ -134,32 +135,47 @@ static enum api_code from_agent_code(enum agent_code c)
 	}
 }
 
-enum api_code api_err_from_agent(struct api_err *e, const struct agent_client_err *ae,
-				 const char *what)
+/* The agent's code named `name` ("not_found"), AGENT_CODE_COUNT if none. */
+static enum agent_code agent_code_of(const char *name)
+{
+	for (int c = AGENT_OK; c < AGENT_CODE_COUNT; c++)
+		if (agent_code_name((enum agent_code)c) &&
+		    strcmp(agent_code_name((enum agent_code)c), name) == 0)
+			return (enum agent_code)c;
+	return AGENT_CODE_COUNT;
+}
+
+enum api_code api_err_from_agent_fail(struct api_err *e, enum kiln_agent_fail kind,
+				      const char *code, const char *msg, const char *what)
 {
 	enum api_code c;
 
-	switch (ae->fail) {
-	case AGENT_FAIL_AGENT:
-	case AGENT_FAIL_REQUEST:
-		c = from_agent_code(ae->code);
+	switch (kind) {
+	case KILN_AGENT_FAIL_AGENT:
+	case KILN_AGENT_FAIL_REQUEST:
+		c = from_agent_code(agent_code_of(code ? code : ""));
 		break;
-	case AGENT_FAIL_CONNECT:
-	case AGENT_FAIL_TIMEOUT:
+	case KILN_AGENT_FAIL_UNREACHABLE:
+	case KILN_AGENT_FAIL_TIMEOUT:
 		c = API_E_AGENT_UNAVAILABLE;
 		break;
-	case AGENT_FAIL_PROTOCOL:
+	case KILN_AGENT_FAIL_PROTOCOL:
 		c = API_E_AGENT_PROTOCOL;
 		break;
 	default:
 		c = API_E_INTERNAL;
 		break;
 	}
-	/* The agent's and the client library's messages already name the
-	 * operation ("exec: 'x' not found"); `what` only stands in for none. */
-	if (ae->msg[0])
-		return api_err_set(e, c, "%s", ae->msg);
+	/* libkiln's messages, as the agent's, name the operation already. */
+	if (msg && msg[0])
+		return api_err_set(e, c, "%s", msg);
 	return api_err_set(e, c, "%s failed", what);
+}
+
+enum api_code api_err_from_agent(struct api_err *e, const kiln_agent *a, const char *what)
+{
+	return api_err_from_agent_fail(e, kiln_agent_errkind(a), kiln_agent_errcode(a),
+				       kiln_agent_errmsg(a), what);
 }
 
 char *api_error_body(const struct api_err *e)

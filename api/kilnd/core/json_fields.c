@@ -1,10 +1,10 @@
 /* Typed request fields in kilnd's words (docs/api.md); the checks are
- * lib/base/json_field's. See json_fields.h. */
+ * lib/base/json's typed fields. See json_fields.h. */
 #include "api/kilnd/core/json_fields.h"
 
-#include "lib/base/json_field.h"
+#include "lib/base/json.h"
 
-/* A field json_field refused, worded as docs/api.md documents it. */
+/* A field lib/base/json refused, worded as docs/api.md documents it. */
 static int refused(const struct json_field_fail *f, const char *what, struct api_err *e)
 {
 	static const char *const must[] = {

@@ -1,7 +1,7 @@
 /*
  * json_fields: typed, range-checked access to the fields of a JSON request
  * body, with the error codes and words of docs/api.md (missing_field,
- * unknown_field, bad_field): lib/base/json_field's checks in kilnd's voice.
+ * unknown_field, bad_field): lib/base/json's field checks in kilnd's voice.
  *
  * Contract: pure (jansson only). Bodies come from clients: integers must
  * be JSON integers (jansson keeps 5 and 5.0 apart), booleans true/false,

@@ -98,6 +98,18 @@ static int get_user(const struct query_kv *kv, size_t n, enum agent_user *u, con
 	return -1;
 }
 
+/* get_user as libkiln's flag: KILN_AGENT_AS_ROOT into *flags for root. */
+static int get_user_flag(const struct query_kv *kv, size_t n, unsigned *flags, const char *what,
+			 struct api_err *e)
+{
+	enum agent_user u;
+
+	if (get_user(kv, n, &u, what, e))
+		return -1;
+	*flags |= query_user_flags(u);
+	return 0;
+}
+
 static int get_path(const struct query_kv *kv, size_t n, const char **path, const char *what,
 		    struct api_err *e)
 {
@@ -191,43 +203,48 @@ bool list_filter_match(const struct list_filter *f, enum sandbox_state st, const
 	return true;
 }
 
-int query_file_get(const struct query_kv *kv, size_t n, const char **path,
-		   struct agent_client_read_opts *o, struct api_err *e)
+int query_file_get(const struct query_kv *kv, size_t n, const char **path, struct kiln_read_opts *o,
+		   struct api_err *e)
 {
 	static const char *const known[] = { "path", "offset", "length", "user", NULL };
 	static const char what[] = "file read";
-	bool present;
+	bool present, has_length;
 
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_uint(kv, n, "offset", 10, INT64_MAX, &present, &o->offset, what, e) ||
-	    get_uint(kv, n, "length", 10, INT64_MAX, &o->has_length, &o->length, what, e) ||
-	    get_user(kv, n, &o->user, what, e))
+	    get_uint(kv, n, "length", 10, INT64_MAX, &has_length, &o->length, what, e) ||
+	    get_user_flag(kv, n, &o->flags, what, e))
 		return -1;
+	o->has_length = has_length;
 	return 0;
 }
 
 int query_file_put(const struct query_kv *kv, size_t n, const char **path,
-		   struct agent_client_write_opts *o, struct api_err *e)
+		   struct kiln_write_opts *o, struct api_err *e)
 {
 	static const char *const known[] = { "path",      "mode",   "parents", "append",
 					     "exclusive", "create", "user",    NULL };
 	static const char what[] = "file write";
+	bool has_mode, parents, append, exclusive, create;
 	uint64_t mode = 0;
-	bool create;
 
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
-	    get_uint(kv, n, "mode", 8, 07777, &o->has_mode, &mode, what, e) ||
-	    get_bool(kv, n, "parents", false, &o->parents, what, e) ||
-	    get_bool(kv, n, "append", false, &o->append, what, e) ||
-	    get_bool(kv, n, "exclusive", false, &o->exclusive, what, e) ||
-	    get_bool(kv, n, "create", true, &create, what, e) || get_user(kv, n, &o->user, what, e))
+	    get_uint(kv, n, "mode", 8, 07777, &has_mode, &mode, what, e) ||
+	    get_bool(kv, n, "parents", false, &parents, what, e) ||
+	    get_bool(kv, n, "append", false, &append, what, e) ||
+	    get_bool(kv, n, "exclusive", false, &exclusive, what, e) ||
+	    get_bool(kv, n, "create", true, &create, what, e) ||
+	    get_user_flag(kv, n, &o->flags, what, e))
 		return -1;
-	o->mode = (uint32_t)mode;
-	o->no_create = !create;
+	o->mode = has_mode ? (int)mode : -1;
+	o->flags |= (parents ? KILN_AGENT_PARENTS : 0) | (append ? KILN_AGENT_APPEND : 0) |
+		(exclusive ? KILN_AGENT_EXCLUSIVE : 0) | (create ? 0 : KILN_AGENT_NO_CREATE);
 	/* The agent's rule: exclusive only makes sense when creating. */
-	if (o->exclusive && o->no_create) {
+	if (exclusive && !create) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: exclusive=true needs create=true", what);
 		return -1;
 	}
@@ -247,7 +264,7 @@ int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool
 }
 
 int query_file_list(const struct query_kv *kv, size_t n, const char **path,
-		    struct agent_client_list_opts *o, struct api_err *e)
+		    struct file_list_opts *o, struct api_err *e)
 {
 	static const char *const known[] = { "path", "depth", "limit", "user", NULL };
 	static const char what[] = "list";
@@ -258,7 +275,7 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
 	    get_uint(kv, n, "depth", 10, AGENT_LIST_DEPTH_MAX, &present, &depth, what, e) ||
 	    get_uint(kv, n, "limit", 10, AGENT_LIST_LIMIT_MAX, &present, &limit, what, e) ||
-	    get_user(kv, n, &o->user, what, e))
+	    get_user_flag(kv, n, &o->flags, what, e))
 		return -1;
 	/* 0 would mean "the default" to the client library: refuse it here. */
 	if (depth == 0 || limit == 0) {
@@ -272,22 +289,25 @@ int query_file_list(const struct query_kv *kv, size_t n, const char **path,
 }
 
 int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
-		     struct agent_client_watch_opts *o, struct api_err *e)
+		     struct kiln_watch_opts *o, struct api_err *e)
 {
 	static const char *const known[] = { "path",  "recursive", "max_watches",
 					     "queue", "user",      NULL };
 	static const char what[] = "watch";
 	uint64_t watches = AGENT_WATCH_WATCHES_DEFAULT, queue = AGENT_WATCH_QUEUE_DEFAULT;
-	bool present;
+	bool present, recursive;
 
 	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
 	if (query_check_keys(kv, n, known, NULL, what, e) || get_path(kv, n, path, what, e) ||
-	    get_bool(kv, n, "recursive", false, &o->recursive, what, e) ||
+	    get_bool(kv, n, "recursive", false, &recursive, what, e) ||
 	    get_uint(kv, n, "max_watches", 10, AGENT_WATCH_WATCHES_MAX, &present, &watches, what,
 		     e) ||
 	    get_uint(kv, n, "queue", 10, AGENT_WATCH_QUEUE_MAX, &present, &queue, what, e) ||
-	    get_user(kv, n, &o->user, what, e))
+	    get_user_flag(kv, n, &o->flags, what, e))
 		return -1;
+	if (recursive)
+		o->flags |= KILN_AGENT_RECURSIVE;
 	/* 0 would mean "the default" to the client library: refuse it here. */
 	if (watches == 0 || queue < AGENT_WATCH_QUEUE_MIN) {
 		api_err_set(e, API_E_BAD_FIELD, "%s: '%s' must be at least %u", what,

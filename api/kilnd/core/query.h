@@ -14,7 +14,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
+#include "api/proto/agent_proto.h"
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/sandbox_state.h"
 #include "lib/base/url_query.h"
@@ -45,27 +47,40 @@ int query_list(const struct query_kv *kv, size_t n, struct list_filter *f, struc
 /* True when a sandbox in state st with these labels (object of strings) passes f. */
 bool list_filter_match(const struct list_filter *f, enum sandbox_state st, const json_t *labels);
 
-/* GET .../files: path, offset, length, user. */
-int query_file_get(const struct query_kv *kv, size_t n, const char **path,
-		   struct agent_client_read_opts *o, struct api_err *e);
+/* The libkiln flag of a request's user: KILN_AGENT_AS_ROOT for root. */
+static inline unsigned query_user_flags(enum agent_user u)
+{
+	return u == AGENT_USER_ROOT ? KILN_AGENT_AS_ROOT : 0;
+}
 
-/* PUT .../files: path, mode, parents, append, exclusive, create, user. */
+/* GET .../files: path, offset, length, user (o->size set). */
+int query_file_get(const struct query_kv *kv, size_t n, const char **path, struct kiln_read_opts *o,
+		   struct api_err *e);
+
+/* PUT .../files: path, mode (else o->mode -1), parents, append, exclusive,
+ * create (KILN_AGENT_NO_CREATE when false), user (o->size set). */
 int query_file_put(const struct query_kv *kv, size_t n, const char **path,
-		   struct agent_client_write_opts *o, struct api_err *e);
+		   struct kiln_write_opts *o, struct api_err *e);
 
 /* GET .../files/stat: path, follow (default true), user. */
 int query_file_stat(const struct query_kv *kv, size_t n, const char **path, bool *follow,
 		    enum agent_user *user, struct api_err *e);
 
+/* What kiln_agent_list takes besides the path. */
+struct file_list_opts {
+	unsigned flags; /* KILN_AGENT_AS_ROOT */
+	uint32_t depth, limit;
+};
+
 /* GET .../files/list: path, depth (1..AGENT_LIST_DEPTH_MAX, default 1),
  * limit (1..AGENT_LIST_LIMIT_MAX, default AGENT_LIST_LIMIT_DEFAULT), user. */
 int query_file_list(const struct query_kv *kv, size_t n, const char **path,
-		    struct agent_client_list_opts *o, struct api_err *e);
+		    struct file_list_opts *o, struct api_err *e);
 
 /* GET .../files/watch: path, recursive (default false), max_watches
  * (1..AGENT_WATCH_WATCHES_MAX), queue (AGENT_WATCH_QUEUE_MIN..MAX), user. */
 int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
-		     struct agent_client_watch_opts *o, struct api_err *e);
+		     struct kiln_watch_opts *o, struct api_err *e);
 
 /* GET/PUT .../archive: path, user. */
 int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,

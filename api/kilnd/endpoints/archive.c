@@ -31,8 +31,7 @@
 /* gzip's default: what `tar czf` gives; the agent, not zlib, is the bound. */
 #define ARCHIVE_GZIP_LEVEL 6
 
-static json_t *stats_json(const char *path, const struct agent_client_tar_stats *st,
-			  uint64_t gz_bytes)
+static json_t *stats_json(const char *path, const struct kiln_tar_stats *st, uint64_t gz_bytes)
 {
 	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "path", path, "files",
 			 (json_int_t)st->files, "dirs", (json_int_t)st->dirs, "symlinks",
@@ -46,7 +45,7 @@ static json_t *stats_json(const char *path, const struct agent_client_tar_stats 
 struct get_job {
 	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a; /* the job's own (sandbox_agent_new) */
 	char path[AGENT_PATH_MAX + 1];
 	enum agent_user user;
 	struct gz_stream gz;
@@ -57,6 +56,7 @@ static void get_release(struct stream_job *sj)
 	struct get_job *j = (struct get_job *)sj;
 
 	gz_end(&j->gz);
+	kiln_agent_free(j->a);
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -80,8 +80,8 @@ static int tar_to_gz(void *arg, const void *data, size_t n)
 static void get_produce(struct stream_job *sj)
 {
 	struct get_job *j = (struct get_job *)sj;
-	struct agent_client_err ae;
-	int r = agent_client_tar_download_cb(&j->c, j->path, j->user, tar_to_gz, j, NULL, &ae);
+	int r = kiln_agent_tar_download_cb(j->a, j->path, query_user_flags(j->user), tar_to_gz, j,
+					   NULL);
 
 	if (r == 0) {
 		r = gz_enc_finish(&j->gz, gz_to_queue, j);
@@ -92,7 +92,7 @@ static void get_produce(struct stream_job *sj)
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "archive '%s'", j->path);
-		api_err_from_agent(&sj->err, &ae, what);
+		api_err_from_agent(&sj->err, j->a, what);
 	}
 	stream_job_close(sj, r);
 }
@@ -102,7 +102,6 @@ void handle_archive_get(struct http_req *r)
 	struct get_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 
 	if (!j || stream_job_init(&j->sj, ARCHIVE_QUEUE_BYTES, get_produce, get_release)) {
 		free(j);
@@ -111,21 +110,19 @@ void handle_archive_get(struct http_req *r)
 		return;
 	}
 	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
 	if (gz_enc_init(&j->gz, ARCHIVE_GZIP_LEVEL)) {
 		api_err_set(&e, API_E_INTERNAL, "archive: out of memory");
 		goto fail;
 	}
-	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	stream_job_respond(r, &j->sj, "application/gzip", false, "archive");
 	return;
 fail:
-	json_decref(env);
 	gz_end(&j->gz);
 	byte_queue_destroy(&j->sj.q);
+	kiln_agent_free(j->a);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);
@@ -136,21 +133,20 @@ fail:
 
 struct put_job {
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a; /* the job's own: its failure is the writer's */
 	char path[AGENT_PATH_MAX + 1];
 	enum agent_user user;
 	struct gz_stream gz;
 	struct byte_queue q; /* tar bytes: HTTP thread → writer */
 	pthread_t th;
 	int rc;
-	struct agent_client_err ae;
-	struct agent_client_tar_stats stats;
+	struct kiln_tar_stats stats;
 	bool gz_failed;
 	uint64_t gz_bytes;
 };
 
 /* The writer's source: tar bytes as the body brings them. */
-static ssize_t tar_source(void *arg, void *buf, size_t n)
+static long tar_source(void *arg, void *buf, size_t n)
 {
 	struct put_job *j = arg;
 	int err;
@@ -165,8 +161,9 @@ static void *writer(void *arg)
 {
 	struct put_job *j = arg;
 
-	j->rc = agent_client_tar_upload_cb(&j->c, j->path, j->user, tar_source, j, &j->stats,
-					   &j->ae);
+	j->stats.size = sizeof(j->stats);
+	j->rc = kiln_agent_tar_upload_cb(j->a, j->path, query_user_flags(j->user), tar_source, j,
+					 &j->stats);
 	/* Ended early (the agent refused a member): the body's next push
 	 * fails, and the rest of it is read and dropped. */
 	byte_queue_abort(&j->q);
@@ -199,6 +196,7 @@ static void put_release(struct http_req *r, struct put_job *j)
 {
 	gz_end(&j->gz);
 	byte_queue_destroy(&j->q);
+	kiln_agent_free(j->a);
 	sandbox_put(j->sb);
 	free(j);
 	r->up = NULL;
@@ -224,7 +222,8 @@ static void put_end(struct http_req *r, bool too_large)
 			    "the archive is larger than %llu bytes (--max-upload); members before the cut were extracted into '%s'",
 			    (unsigned long long)r->d->cfg.max_upload, j->path);
 		http_error(r, &e);
-	} else if (j->gz_failed && !(j->rc < 0 && j->ae.fail == AGENT_FAIL_AGENT)) {
+	} else if (j->gz_failed &&
+		   !(j->rc < 0 && kiln_agent_errkind(j->a) == KILN_AGENT_FAIL_AGENT)) {
 		api_err_set(&e, API_E_BAD_ARCHIVE,
 			    "archive '%s': the body is not a valid tar.gz: %s%s", j->path,
 			    gz_why(&j->gz),
@@ -233,7 +232,7 @@ static void put_end(struct http_req *r, bool too_large)
 	} else if (j->rc < 0) {
 		/* The agent's refusal (unsafe_path, ...) wins: it is the first cause. */
 		snprintf(what, sizeof(what), "archive '%s'", j->path);
-		api_err_from_agent(&e, &j->ae, what);
+		api_err_from_agent(&e, j->a, what);
 		http_error(r, &e);
 	} else {
 		http_json(r, 200, stats_json(j->path, &j->stats, j->gz_bytes));
@@ -262,7 +261,6 @@ void handle_archive_put_begin(struct http_req *r)
 	struct put_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	int err;
 
 	if (!j) {
@@ -271,11 +269,8 @@ void handle_archive_put_begin(struct http_req *r)
 		return;
 	}
 	if (query_archive(r->kv, r->nkv, &path, &j->user, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
-	json_decref(env);
-	env = NULL;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	if (byte_queue_init(&j->q, ARCHIVE_QUEUE_BYTES) || gz_dec_init(&j->gz)) {
 		api_err_set(&e, API_E_INTERNAL, "archive upload: out of memory");
@@ -290,10 +285,10 @@ void handle_archive_put_begin(struct http_req *r)
 	http_upload(r, &put_ops, j);
 	return;
 fail:
-	json_decref(env);
 	gz_end(&j->gz);
 	if (j->q.buf)
 		byte_queue_destroy(&j->q);
+	kiln_agent_free(j->a);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);

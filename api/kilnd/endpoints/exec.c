@@ -10,9 +10,10 @@
  * The response starts with the first event, so an exec that fails before
  * any output still gets a real status. The job is shared by the producer
  * and the response and freed by whichever finishes last: the producer
- * cannot be interrupted while the agent is silent (agent_client_exec has
- * no cancel), so it may outlive the response until the process writes or
- * exits.
+ * cannot be interrupted while the agent is silent (kiln_agent_exec_stream
+ * has no cancel), so it may outlive the response until the process writes
+ * or exits. The job has its own kiln_agent (sandbox_agent_new), so the
+ * failure it reads is its own.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -35,7 +36,7 @@ struct exec_job {
 	atomic_int refs;
 	struct kilnd *d;
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a;
 	struct exec_spec spec;
 	json_t *env;
 	struct byte_queue q;
@@ -52,6 +53,7 @@ static void job_put(struct exec_job *j)
 	byte_queue_destroy(&j->q);
 	exec_spec_free(&j->spec);
 	json_decref(j->env);
+	kiln_agent_free(j->a);
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -76,13 +78,14 @@ static int push_line(struct exec_job *j, char *line, size_t len)
 	return r;
 }
 
-static int on_output(void *arg, enum agent_stream st, const void *data, size_t n)
+static int on_output(void *arg, enum kiln_stream st, const void *data, size_t n)
 {
 	struct exec_job *j = arg;
 	char *line;
 	size_t len;
 
-	if (exec_event_output(&j->enc, st, data, n, &line, &len))
+	if (exec_event_output(&j->enc, st == KILN_STDERR ? AGENT_STDERR : AGENT_STDOUT, data, n,
+			      &line, &len))
 		return -ENOMEM;
 	/* -ECANCELED when the client is gone: the exec ends, the agent kills the process. */
 	return push_line(j, line, len);
@@ -91,19 +94,17 @@ static int on_output(void *arg, enum agent_stream st, const void *data, size_t n
 static void *producer(void *arg)
 {
 	struct exec_job *j = arg;
-	struct agent_client_exec_result res;
-	struct agent_client_proc_opts o;
-	struct agent_client_err ae;
+	struct exec_result res;
+	struct kiln_exec_opts o;
 	char *line;
 	size_t len;
 	double ms;
 	int r;
 
-	memset(&res, 0, sizeof(res));
+	exec_result_init(&res);
 	exec_spec_opts(&j->spec, &o);
-	o.on_output = on_output;
-	o.on_output_arg = j;
-	r = agent_client_exec(&j->c, &o, &res, &ae);
+	r = j->spec.lang ? kiln_agent_run_stream(j->a, &o, on_output, j, &res.st, &res.run)
+			 : kiln_agent_exec_stream(j->a, &o, on_output, j, &res.st);
 	ms = mono_ms_f() - j->t0;
 	count_exec(j->d, r == 0, ms);
 	if (r == 0) {
@@ -111,16 +112,16 @@ static void *producer(void *arg)
 			if (exec_event_flush(&j->enc, (enum agent_stream)s, &line, &len) == 0)
 				r = push_line(j, line, len);
 		if (r == 0) {
-			line = exec_event_exit(&res.exit, ms, &len);
+			line = exec_event_exit(&res.st, ms, &len);
 			r = line ? push_line(j, line, len) : -ENOMEM;
 		}
 		if (r == 0 && j->spec.lang) {
-			line = exec_event_result(&res, &len);
+			line = exec_event_result(&res.run, &len);
 			r = line ? push_line(j, line, len) : -ENOMEM;
 		}
 		byte_queue_close(&j->q, r);
 	} else if (r != -ECANCELED) {
-		api_err_from_agent(&j->err, &ae, j->spec.what);
+		api_err_from_agent(&j->err, j->a, j->spec.what);
 		/* Output already went out (and the 200 with it): the error is the
 		 * last event. Otherwise the handler answers with its status. */
 		if (j->q.pushed) {
@@ -133,7 +134,7 @@ static void *producer(void *arg)
 	} else {
 		byte_queue_close(&j->q, r);
 	}
-	agent_client_exec_result_free(&res);
+	exec_result_free(&res);
 	job_put(j);
 	return NULL;
 }
@@ -203,24 +204,26 @@ static void stream(struct http_req *r, struct exec_job *j)
 
 static void buffered(struct http_req *r, struct exec_job *j)
 {
-	struct agent_client_exec_result res;
-	struct agent_client_proc_opts o;
-	struct agent_client_err ae;
+	struct exec_result res;
+	struct kiln_exec_opts o;
 	struct api_err e;
 	json_t *out;
 	double ms;
 	int rc;
 
-	memset(&res, 0, sizeof(res));
+	exec_result_init(&res);
 	exec_spec_opts(&j->spec, &o);
-	rc = agent_client_exec(&j->c, &o, &res, &ae);
+	rc = j->spec.lang ? kiln_agent_run(j->a, &o, &res.st, &res.out, &res.out_len, &res.err,
+					   &res.err_len, &res.run)
+			  : kiln_agent_exec(j->a, &o, &res.st, &res.out, &res.out_len, &res.err,
+					    &res.err_len);
 	ms = mono_ms_f() - j->t0;
 	count_exec(j->d, rc == 0, ms);
 	if (rc) {
-		api_err_from_agent(&e, &ae, j->spec.what);
+		api_err_from_agent(&e, j->a, j->spec.what);
 		http_error(r, &e);
 	} else if (!(out = exec_render_result(&res, j->spec.base64_output, ms)) ||
-		   (j->spec.lang && exec_render_run_result(out, &res))) {
+		   (j->spec.lang && exec_render_run_result(out, &res.run))) {
 		json_decref(out);
 		api_err_set(&e, API_E_INTERNAL, "%s: out of memory rendering the result",
 			    j->spec.what);
@@ -228,7 +231,7 @@ static void buffered(struct http_req *r, struct exec_job *j)
 	} else {
 		http_json(r, 200, out);
 	}
-	agent_client_exec_result_free(&res);
+	exec_result_free(&res);
 	job_put(j);
 }
 
@@ -265,7 +268,7 @@ static void serve(struct http_req *r, bool run)
 	}
 	if ((run ? run_spec_parse(body, want_stream, &j->spec, &e)
 		 : exec_spec_parse(body, want_stream, &j->spec, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &j->env, &e) || exec_env_merge(&j->spec, j->env, &e)) {
+	    sandbox_agent_new(j->sb, &j->a, &j->env, &e) || exec_env_merge(&j->spec, j->env, &e)) {
 		json_decref(body);
 		http_error(r, &e);
 		job_put(j);

@@ -6,8 +6,11 @@
  * response's reader drains (bounded: a slow client slows the agent). The
  * status is decided by the first byte or the end, whichever comes first,
  * so "not found" is a 404 and not an empty 200.
- * PUT: the body goes through a pipe into agent_client_write_fd(), run by
+ * PUT: the body goes through a pipe into kiln_agent_write_fd(), run by
  * a writer thread for the length of the request.
+ *
+ * Each job has its own kiln_agent (sandbox_agent_new): its failure is
+ * the job's, whichever thread ran the request.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,15 +30,16 @@
 struct read_job {
 	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a;
 	char path[AGENT_PATH_MAX + 1];
-	struct agent_client_read_opts o;
+	struct kiln_read_opts o;
 };
 
 static void read_release(struct stream_job *sj)
 {
 	struct read_job *j = (struct read_job *)sj;
 
+	kiln_agent_free(j->a);
 	sandbox_put(j->sb);
 	free(j);
 }
@@ -50,14 +54,13 @@ static int read_sink(void *arg, const void *data, size_t n)
 static void read_produce(struct stream_job *sj)
 {
 	struct read_job *j = (struct read_job *)sj;
-	struct agent_client_err ae;
-	int r = agent_client_read(&j->c, j->path, &j->o, read_sink, j, NULL, &ae);
+	int r = kiln_agent_read(j->a, j->path, &j->o, read_sink, j, NULL);
 
 	if (r < 0 && r != -ECANCELED) {
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "read '%s'", j->path);
-		api_err_from_agent(&j->sj.err, &ae, what);
+		api_err_from_agent(&j->sj.err, j->a, what);
 	}
 	stream_job_close(sj, r);
 }
@@ -67,7 +70,6 @@ void handle_file_get(struct http_req *r)
 	struct read_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 
 	if (!j || stream_job_init(&j->sj, READ_QUEUE_BYTES, read_produce, read_release)) {
 		free(j);
@@ -76,17 +78,12 @@ void handle_file_get(struct http_req *r)
 		return;
 	}
 	if (query_file_get(r->kv, r->nkv, &path, &j->o, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &env, &e)) {
-		json_decref(env);
-		if (j->sb)
-			sandbox_put(j->sb);
+	    http_guest_target(r, &j->sb, &j->a, &e)) {
 		byte_queue_destroy(&j->sj.q);
 		free(j);
 		http_error(r, &e);
 		return;
 	}
-	json_decref(env);
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	/* An empty file is an empty 200: the stream just ends. */
 	stream_job_respond(r, &j->sj, "application/octet-stream", true, "file read");
@@ -96,21 +93,20 @@ void handle_file_get(struct http_req *r)
 
 struct write_job {
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a;
 	char path[AGENT_PATH_MAX + 1];
-	struct agent_client_write_opts o;
+	struct kiln_write_opts o;
 	int pipe_r, pipe_w;
 	pthread_t th;
 	uint64_t bytes;
 	int rc;
-	struct agent_client_err ae;
 };
 
 static void *writer(void *arg)
 {
 	struct write_job *j = arg;
 
-	j->rc = agent_client_write_fd(&j->c, j->path, &j->o, j->pipe_r, &j->bytes, &j->ae);
+	j->rc = kiln_agent_write_fd(j->a, j->path, &j->o, j->pipe_r, &j->bytes);
 	/* Early end (an error): the handler's next write gets EPIPE and it
 	 * drops the rest of the body. */
 	close(j->pipe_r);
@@ -133,6 +129,12 @@ static void put_finish(struct write_job *j)
 	sandbox_put(j->sb);
 }
 
+static void put_free(struct write_job *j)
+{
+	kiln_agent_free(j->a);
+	free(j);
+}
+
 static void put_end(struct http_req *r, bool too_large)
 {
 	struct write_job *j = r->up;
@@ -147,13 +149,13 @@ static void put_end(struct http_req *r, bool too_large)
 		http_error(r, &e);
 	} else if (j->rc < 0) {
 		snprintf(what, sizeof(what), "write '%s'", j->path);
-		api_err_from_agent(&e, &j->ae, what);
+		api_err_from_agent(&e, j->a, what);
 		http_error(r, &e);
 	} else {
 		http_json(r, 200,
 			  json_pack("{s:s,s:I}", "path", j->path, "bytes", (json_int_t)j->bytes));
 	}
-	free(j);
+	put_free(j);
 	r->up = NULL;
 }
 
@@ -164,7 +166,7 @@ static void put_abort(struct http_req *r)
 	if (!j)
 		return;
 	put_finish(j);
-	free(j);
+	put_free(j);
 	r->up = NULL;
 }
 
@@ -177,7 +179,6 @@ void handle_file_put_begin(struct http_req *r)
 	struct write_job *j = calloc(1, sizeof(*j));
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	int fds[2], err;
 
 	if (!j) {
@@ -186,11 +187,8 @@ void handle_file_put_begin(struct http_req *r)
 		return;
 	}
 	if (query_file_put(r->kv, r->nkv, &path, &j->o, &e) ||
-	    !(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &j->c, &env, &e))
+	    http_guest_target(r, &j->sb, &j->a, &e))
 		goto fail;
-	json_decref(env);
-	env = NULL;
 	snprintf(j->path, sizeof(j->path), "%s", path);
 	if (pipe2(fds, O_CLOEXEC) < 0) {
 		api_err_set(&e, API_E_INTERNAL, "file write: pipe: %s", strerror(errno));
@@ -209,9 +207,8 @@ void handle_file_put_begin(struct http_req *r)
 	http_upload(r, &put_ops, j);
 	return;
 fail:
-	json_decref(env);
 	if (j->sb)
 		sandbox_put(j->sb);
-	free(j);
+	put_free(j);
 	http_error(r, &e);
 }

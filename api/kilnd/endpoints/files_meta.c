@@ -1,8 +1,9 @@
 /*
  * File metadata endpoints (docs/api.md): GET .../files/stat and
  * .../files/list, POST .../files/mkdir, .../files/remove, .../files/rename,
- * each one agent request (docs/agent-protocol.md, 7.5) whose error codes
- * pass through with their statuses (api_error.c).
+ * each one agent request (docs/agent-protocol.md, 7.5) through libkiln
+ * (kiln/agent.h, a kiln_agent per request) whose error codes pass
+ * through with their statuses (api_error.c).
  *
  * A listing may hold up to a million entries, so it is streamed like a
  * file download: a producer thread renders each entry into a byte_queue
@@ -22,40 +23,41 @@
 
 #define LIST_QUEUE_BYTES (256u << 10)
 
-/* The sandbox's agent, or an answered error (NULL). */
-static struct sandbox *agent_of(struct http_req *r, struct agent_client *c)
+/* The sandbox with a new client of its agent in *a (this request's own:
+ * kiln_agent_free it), or an answered error (NULL). */
+static struct sandbox *agent_of(struct http_req *r, kiln_agent **a)
 {
 	struct api_err e;
-	json_t *env = NULL;
-	struct sandbox *sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
+	struct sandbox *sb;
 
-	if (sb && sandbox_agent(sb, c, &env, &e)) {
-		sandbox_put(sb);
-		sb = NULL;
-	}
-	json_decref(env);
-	if (!sb)
-		http_error(r, &e);
-	return sb;
+	if (http_guest_target(r, &sb, a, &e) == 0)
+		return sb;
+	http_error(r, &e);
+	return NULL;
 }
 
-static void agent_error(struct http_req *r, const struct agent_client_err *ae, const char *op,
-			const char *path)
+static void agent_error(struct http_req *r, const kiln_agent *a, const char *op, const char *path)
 {
 	char what[64 + AGENT_PATH_MAX];
 	struct api_err e;
 
 	snprintf(what, sizeof(what), "%s '%s'", op, path);
-	api_err_from_agent(&e, ae, what);
+	api_err_from_agent(&e, a, what);
 	http_error(r, &e);
+}
+
+/* Done with a request's agent and sandbox. */
+static void agent_done(struct sandbox *sb, kiln_agent *a)
+{
+	kiln_agent_free(a);
+	sandbox_put(sb);
 }
 
 void handle_file_stat(struct http_req *r)
 {
-	struct agent_client_stat st = { 0 };
-	struct agent_client_err ae;
-	struct agent_client c;
+	struct kiln_file_info st = { .size = sizeof(st) };
 	enum agent_user user;
+	kiln_agent *a;
 	struct sandbox *sb;
 	const char *path;
 	struct api_err e;
@@ -66,18 +68,20 @@ void handle_file_stat(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (!(sb = agent_of(r, &c)))
+	if (!(sb = agent_of(r, &a)))
 		return;
-	if (agent_client_stat(&c, path, follow, user, &st, &ae) < 0) {
-		agent_error(r, &ae, "stat", path);
+	if (kiln_agent_stat(a, path, query_user_flags(user) | (follow ? 0 : KILN_AGENT_NOFOLLOW),
+			    &st) < 0) {
+		agent_error(r, a, "stat", path);
 	} else if (!(o = file_stat_json(&st, false))) {
 		api_err_set(&e, API_E_INTERNAL, "stat: out of memory rendering the answer");
 		http_error(r, &e);
 	} else {
 		http_json(r, 200, o);
 	}
-	agent_client_stat_free(&st);
-	sandbox_put(sb);
+	kiln_free((void *)st.path);
+	kiln_free((void *)st.target);
+	agent_done(sb, a);
 }
 
 /* ---- list ---- */
@@ -85,9 +89,9 @@ void handle_file_stat(struct http_req *r)
 struct list_job {
 	struct stream_job sj; /* first: the job is freed through it */
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a;
 	char path[AGENT_PATH_MAX + 1];
-	struct agent_client_list_opts o;
+	struct file_list_opts o;
 	bool opened; /* the object's head is queued */
 };
 
@@ -95,7 +99,7 @@ static void list_release(struct stream_job *sj)
 {
 	struct list_job *j = (struct list_job *)sj;
 
-	sandbox_put(j->sb);
+	agent_done(j->sb, j->a);
 	free(j);
 }
 
@@ -126,7 +130,7 @@ static int open_listing(struct list_job *j)
 	return r ? r : push_json(j, json_string(j->path), ",\"entries\":[");
 }
 
-static int list_entry(void *arg, const struct agent_client_stat *st)
+static int list_entry(void *arg, const struct kiln_file_info *st)
 {
 	struct list_job *j = arg;
 	bool first = !j->opened;
@@ -142,10 +146,10 @@ static int list_entry(void *arg, const struct agent_client_stat *st)
 static void list_produce(struct stream_job *sj)
 {
 	struct list_job *j = (struct list_job *)sj;
-	struct agent_client_list_end end = { 0 };
-	struct agent_client_err ae;
+	struct kiln_list_end end = { .size = sizeof(end) };
 	char tail[160];
-	int r = agent_client_list_dir(&j->c, j->path, &j->o, list_entry, j, &end, &ae);
+	int r = kiln_agent_list(j->a, j->path, j->o.flags, j->o.depth, j->o.limit, list_entry, j,
+				&end);
 
 	if (r == 0) {
 		snprintf(tail, sizeof(tail),
@@ -159,7 +163,7 @@ static void list_produce(struct stream_job *sj)
 		char what[64 + AGENT_PATH_MAX];
 
 		snprintf(what, sizeof(what), "list '%s'", j->path);
-		api_err_from_agent(&sj->err, &ae, what);
+		api_err_from_agent(&sj->err, j->a, what);
 	}
 	stream_job_close(sj, r);
 }
@@ -182,7 +186,7 @@ void handle_file_list(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	if (!(j->sb = agent_of(r, &j->c))) {
+	if (!(j->sb = agent_of(r, &j->a))) {
 		byte_queue_destroy(&j->sj.q);
 		free(j);
 		return;
@@ -195,8 +199,7 @@ void handle_file_list(struct http_req *r)
 
 void handle_file_mkdir(struct http_req *r)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a;
 	struct mkdir_spec s;
 	struct sandbox *sb;
 	struct api_err e;
@@ -208,20 +211,22 @@ void handle_file_mkdir(struct http_req *r)
 		json_decref(body);
 		return;
 	}
-	if ((sb = agent_of(r, &c))) {
-		if (agent_client_mkdir(&c, s.path, s.parents, s.mode, s.user, &ae) < 0)
-			agent_error(r, &ae, "mkdir", s.path);
+	if ((sb = agent_of(r, &a))) {
+		if (kiln_agent_mkdir(a, s.path,
+				     query_user_flags(s.user) |
+					     (s.parents ? KILN_AGENT_PARENTS : 0),
+				     s.mode) < 0)
+			agent_error(r, a, "mkdir", s.path);
 		else
 			http_json(r, 200, json_pack("{s:s}", "path", s.path));
-		sandbox_put(sb);
+		agent_done(sb, a);
 	}
 	json_decref(body);
 }
 
 void handle_file_remove(struct http_req *r)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a;
 	struct remove_spec s;
 	struct sandbox *sb;
 	struct api_err e;
@@ -233,20 +238,21 @@ void handle_file_remove(struct http_req *r)
 		json_decref(body);
 		return;
 	}
-	if ((sb = agent_of(r, &c))) {
-		if (agent_client_remove(&c, s.path, s.recursive, s.user, &ae) < 0)
-			agent_error(r, &ae, "remove", s.path);
+	if ((sb = agent_of(r, &a))) {
+		if (kiln_agent_remove(a, s.path,
+				      query_user_flags(s.user) |
+					      (s.recursive ? KILN_AGENT_RECURSIVE : 0)) < 0)
+			agent_error(r, a, "remove", s.path);
 		else
 			http_no_content(r);
-		sandbox_put(sb);
+		agent_done(sb, a);
 	}
 	json_decref(body);
 }
 
 void handle_file_rename(struct http_req *r)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a;
 	struct rename_spec s;
 	struct sandbox *sb;
 	struct api_err e;
@@ -258,12 +264,14 @@ void handle_file_rename(struct http_req *r)
 		json_decref(body);
 		return;
 	}
-	if ((sb = agent_of(r, &c))) {
-		if (agent_client_rename(&c, s.from, s.to, s.overwrite, s.user, &ae) < 0)
-			agent_error(r, &ae, "rename", s.from);
+	if ((sb = agent_of(r, &a))) {
+		if (kiln_agent_rename(a, s.from, s.to,
+				      query_user_flags(s.user) |
+					      (s.overwrite ? KILN_AGENT_OVERWRITE : 0)) < 0)
+			agent_error(r, a, "rename", s.from);
 		else
 			http_json(r, 200, json_pack("{s:s,s:s}", "from", s.from, "to", s.to));
-		sandbox_put(sb);
+		agent_done(sb, a);
 	}
 	json_decref(body);
 }

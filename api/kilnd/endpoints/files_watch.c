@@ -34,7 +34,7 @@
 struct watch_job {
 	struct kilnd *d;
 	struct sandbox *sb;
-	struct agent_client_watch *w;
+	kiln_watch *w;
 	struct line_feed lf; /* the event being sent */
 	bool ended;
 	int conn_fd;
@@ -53,30 +53,31 @@ static const char *state_now(struct sandbox *sb, char *buf, size_t cap)
 
 /* The line after the agent's connection failed: an end when the sandbox
  * left `running` (stop, hibernation, crash), else the error. */
-static char *lost_line(struct watch_job *j, const struct agent_client_err *ae, size_t *len)
+static char *lost_line(struct watch_job *j, size_t *len)
 {
 	char state[32];
 	struct api_err e;
 
 	state_now(j->sb, state, sizeof(state));
-	if (ae->fail == AGENT_FAIL_CONNECT && strcmp(state, "running") != 0)
+	if (kiln_watch_errkind(j->w) == KILN_AGENT_FAIL_UNREACHABLE &&
+	    strcmp(state, "running") != 0)
 		return watch_line_end("sandbox_stopped", state, len);
-	api_err_from_agent(&e, ae, "watch");
+	api_err_from_agent_fail(&e, kiln_watch_errkind(j->w), kiln_watch_errcode(j->w),
+				kiln_watch_errmsg(j->w), "watch");
 	return exec_event_error(&e, len);
 }
 
 /* The next line into j->lf.line; false when the stream must break off. */
 static bool next_line(struct watch_job *j)
 {
-	struct agent_client_fs_event ev;
-	struct agent_client_err ae;
+	struct kiln_fs_event ev = { .size = sizeof(ev) };
 	const char *reason;
 	int r;
 
 	if (j->ended)
 		return false;
 	for (;;) {
-		r = agent_client_watch_next(j->w, CLIENT_CHECK_MS, &ev, &reason, &ae);
+		r = kiln_watch_next(j->w, CLIENT_CHECK_MS, &ev, &reason);
 		if (r == -ETIMEDOUT) {
 			if (http_client_gone(j->conn_fd))
 				return false;
@@ -91,7 +92,7 @@ static bool next_line(struct watch_job *j)
 		if (r == 1)
 			j->lf.line = watch_line_end(reason, NULL, &j->lf.len);
 		else if (r < 0)
-			j->lf.line = lost_line(j, &ae, &j->lf.len);
+			j->lf.line = lost_line(j, &j->lf.len);
 		else
 			j->lf.line = watch_line_event(&ev, &j->lf.len);
 		return j->lf.line != NULL;
@@ -118,7 +119,7 @@ static void job_free(void *cls)
 	struct watch_job *j = cls;
 
 	/* The agent sees the close and ends its watch. */
-	agent_client_watch_close(j->w);
+	kiln_watch_close(j->w);
 	sandbox_put(j->sb);
 	line_feed_free(&j->lf);
 	free(j);
@@ -126,13 +127,11 @@ static void job_free(void *cls)
 
 void handle_file_watch(struct http_req *r)
 {
-	struct agent_client_watch_opts o;
-	struct agent_client_err ae;
-	struct agent_client c;
+	struct kiln_watch_opts o;
 	struct watch_job *j;
+	kiln_agent *a;
 	const char *path;
 	struct api_err e;
-	json_t *env = NULL;
 	uint32_t watches = 0;
 	char what[32 + AGENT_PATH_MAX];
 
@@ -146,27 +145,26 @@ void handle_file_watch(struct http_req *r)
 		return;
 	}
 	j->d = r->d;
-	if (!(j->sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)) ||
-	    sandbox_agent(j->sb, &c, &env, &e)) {
-		json_decref(env);
-		if (j->sb)
-			sandbox_put(j->sb);
+	if (http_guest_target(r, &j->sb, &a, &e)) {
 		free(j);
 		http_error(r, &e);
 		return;
 	}
-	json_decref(env);
-	/* The context's timeout bounds the connect and the agent's answer;
-	 * the events themselves have no deadline (CLIENT_CHECK_MS slices). */
-	if (agent_client_watch(&c, path, &o, &j->w, &watches, &ae)) {
+	/* The client's timeout bounds the connect and the agent's answer;
+	 * the events themselves have no deadline (CLIENT_CHECK_MS slices).
+	 * The watch keeps its own connection: the client is done after it. */
+	if (kiln_agent_watch_with(a, path, &o, &j->w, &watches)) {
 		snprintf(what, sizeof(what), "watch '%s'", path);
-		api_err_from_agent(&e, &ae, what);
+		api_err_from_agent(&e, a, what);
+		kiln_agent_free(a);
 		job_free(j);
 		http_error(r, &e);
 		return;
 	}
+	kiln_agent_free(a);
 	j->conn_fd = http_conn_fd(r);
-	j->lf.line = watch_line_started(path, o.recursive, watches, &j->lf.len);
+	j->lf.line = watch_line_started(path, (o.flags & KILN_AGENT_RECURSIVE) != 0, watches,
+					&j->lf.len);
 	if (!j->lf.line) {
 		job_free(j);
 		api_err_set(&e, API_E_INTERNAL, "watch: out of memory");

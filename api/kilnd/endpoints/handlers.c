@@ -96,3 +96,20 @@ void http_answer(struct http_req *r, int rc, unsigned status, json_t *json, cons
 		http_json(r, status, json);
 	}
 }
+
+int http_guest_target(struct http_req *r, struct sandbox **sb, kiln_agent **a, struct api_err *e)
+{
+	json_t *env = NULL; /* the sandbox's environment: only exec and spawn use it */
+
+	*a = NULL;
+	*sb = sandbox_get(r->d, &r->peer, r->rm.id, e);
+	if (!*sb)
+		return -1;
+	if (sandbox_agent_new(*sb, a, &env, e)) {
+		sandbox_put(*sb);
+		*sb = NULL;
+		return -1;
+	}
+	json_decref(env);
+	return 0;
+}

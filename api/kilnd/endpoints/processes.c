@@ -20,16 +20,18 @@
  * away stops costing a connection within this time. */
 #define WAIT_SLICE_MS 2000u
 
-int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct api_err *e)
+int proc_target(struct http_req *r, kiln_agent **a, uint32_t *id, struct api_err *e)
 {
 	struct sandbox *sb = sandbox_get(r->d, &r->peer, r->rm.id, e);
 	json_t *env = NULL;
 	int rc;
 
+	*a = NULL;
 	if (!sb)
 		return -1;
-	rc = (r->rm.sub[0] && proc_id_parse(r->rm.sub, id, e)) || sandbox_agent(sb, c, &env, e) ? -1
-												: 0;
+	rc = (r->rm.sub[0] && proc_id_parse(r->rm.sub, id, e)) || sandbox_agent_new(sb, a, &env, e)
+		? -1
+		: 0;
 	json_decref(env);
 	sandbox_put(sb);
 	return rc;
@@ -58,13 +60,12 @@ static void oom(struct http_req *r, const char *what)
 static void create(struct http_req *r, bool shell)
 {
 	const char *what = shell ? "shell" : "process";
-	struct agent_client_attached info;
-	struct agent_client_proc_opts o;
-	struct agent_client_stream *s;
-	struct agent_client_err ae;
+	struct kiln_proc_info info = { .size = sizeof(info) };
+	struct kiln_exec_opts o;
 	struct proc_spec spec = { 0 };
 	struct sandbox *sb = NULL;
-	struct agent_client c;
+	kiln_agent *a = NULL;
+	kiln_proc *p;
 	struct api_err e;
 	json_t *body = NULL, *env = NULL, *out;
 	char loc[256];
@@ -76,7 +77,7 @@ static void create(struct http_req *r, bool shell)
 	if (!(sb = sandbox_get(r->d, &r->peer, r->rm.id, &e)))
 		goto fail;
 	if ((shell ? proc_shell_parse(body, &spec, &e) : proc_spec_parse(body, &spec, &e)) ||
-	    sandbox_agent(sb, &c, &env, &e) || exec_env_merge(&spec.x, env, &e))
+	    sandbox_agent_new(sb, &a, &env, &e) || exec_env_merge(&spec.x, env, &e))
 		goto fail;
 	{
 		json_t *def = sandbox_image_defaults(
@@ -86,20 +87,22 @@ static void create(struct http_req *r, bool shell)
 		json_decref(def);
 	}
 	proc_spec_opts(&spec, &o);
-	if (agent_client_spawn(&c, &o, &s, &info, &ae)) {
-		api_err_from_agent(&e, &ae, what);
+	if (kiln_agent_spawn(a, &o, &p)) {
+		api_err_from_agent(&e, a, what);
 		goto fail;
 	}
+	kiln_proc_get_info(p, &info);
 	/* Closing the spawn's stream detaches: the process runs on. */
-	agent_client_stream_close(s);
+	kiln_proc_close(p);
 	/* Like exec's: the bytes, then EOF. By id, so the answer comes once
 	 * they are in the pipe (or the process is gone). */
 	if (spec.x.stdin_data &&
-	    agent_client_stdin(&c, info.id, spec.x.stdin_data, spec.x.stdin_len, true, &ae)) {
-		api_err_from_agent(&e, &ae, what);
+	    kiln_agent_proc_stdin(a, info.id, spec.x.stdin_data, spec.x.stdin_len,
+				  KILN_AGENT_CLOSE)) {
+		api_err_from_agent(&e, a, what);
 		api_err_set(&e, e.code,
 			    "process %u (pid %d) started, but its stdin was not delivered: %.900s",
-			    info.id, info.pid, ae.msg);
+			    info.id, info.pid, kiln_agent_errmsg(a));
 		goto fail;
 	}
 	snprintf(loc, sizeof(loc), "/v1/sandboxes/%s/processes/%u", r->rm.id, info.id);
@@ -124,6 +127,7 @@ done:
 	proc_spec_free(&spec);
 	json_decref(body);
 	json_decref(env);
+	kiln_agent_free(a);
 	if (sb)
 		sandbox_put(sb);
 }
@@ -144,7 +148,7 @@ struct list_ctx {
 	json_t *found;
 };
 
-static int list_one(void *arg, const struct agent_client_process *p)
+static int list_one(void *arg, const struct kiln_proc_entry *p)
 {
 	struct list_ctx *l = arg;
 	json_t *v;
@@ -168,21 +172,21 @@ static int list_one(void *arg, const struct agent_client_process *p)
 static void list(struct http_req *r, bool one)
 {
 	struct list_ctx l = { 0 };
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a = NULL;
 	struct api_err e;
 
 	if (query_none(r->kv, r->nkv, one ? "process" : "process list", &e) ||
-	    proc_target(r, &c, &l.want, &e)) {
+	    proc_target(r, &a, &l.want, &e)) {
 		http_error(r, &e);
 		return;
 	}
 	if (!one && !(l.arr = json_array())) {
+		kiln_agent_free(a);
 		oom(r, "process list");
 		return;
 	}
-	if (agent_client_list_processes(&c, list_one, &l, NULL, &ae)) {
-		api_err_from_agent(&e, &ae, "list processes");
+	if (kiln_agent_list_procs(a, list_one, &l, NULL)) {
+		api_err_from_agent(&e, a, "list processes");
 		http_error(r, &e);
 	} else if (!one) {
 		json_t *o = json_pack("{s:O}", "processes", l.arr);
@@ -202,6 +206,7 @@ static void list(struct http_req *r, bool one)
 	}
 	json_decref(l.arr);
 	json_decref(l.found);
+	kiln_agent_free(a);
 }
 
 void handle_proc_list(struct http_req *r)
@@ -216,23 +221,24 @@ void handle_proc_get(struct http_req *r)
 
 void handle_proc_stdin(struct http_req *r)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a = NULL;
 	struct api_err e;
 	uint32_t id;
 	bool close;
 
-	if (proc_query_stdin(r->kv, r->nkv, &close, &e) || proc_target(r, &c, &id, &e)) {
+	if (proc_query_stdin(r->kv, r->nkv, &close, &e) || proc_target(r, &a, &id, &e)) {
 		http_error(r, &e);
 		return;
 	}
-	if (agent_client_stdin(&c, id, r->body, r->body_len, close, &ae)) {
-		proc_err_from_agent(&e, &ae, "stdin");
+	if (kiln_agent_proc_stdin(a, id, r->body, r->body_len, close ? KILN_AGENT_CLOSE : 0)) {
+		proc_err_from_agent(&e, a, "stdin");
 		http_error(r, &e);
-		return;
+	} else {
+		http_json(r, 200,
+			  json_pack("{s:I,s:b}", "bytes", (json_int_t)r->body_len, "closed",
+				    close));
 	}
-	http_json(r, 200,
-		  json_pack("{s:I,s:b}", "bytes", (json_int_t)r->body_len, "closed", close));
+	kiln_agent_free(a);
 }
 
 /* What a control of a running process says (signal or resize). */
@@ -247,8 +253,7 @@ struct ctl_args {
 struct proc_ctl {
 	const char *name;
 	int (*parse)(const json_t *body, struct ctl_args *a, struct api_err *e);
-	int (*send)(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
-		    struct agent_client_err *ae);
+	int (*send)(kiln_agent *ag, uint32_t id, const struct ctl_args *a);
 };
 
 static int parse_signal(const json_t *body, struct ctl_args *a, struct api_err *e)
@@ -256,10 +261,9 @@ static int parse_signal(const json_t *body, struct ctl_args *a, struct api_err *
 	return proc_signal_parse(body, &a->signo, &a->group, e);
 }
 
-static int send_signal(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
-		       struct agent_client_err *ae)
+static int send_signal(kiln_agent *ag, uint32_t id, const struct ctl_args *a)
 {
-	return agent_client_signal(c, id, a->signo, a->group, ae);
+	return kiln_agent_proc_signal(ag, id, a->signo, a->group ? KILN_AGENT_GROUP : 0);
 }
 
 static int parse_resize(const json_t *body, struct ctl_args *a, struct api_err *e)
@@ -267,10 +271,9 @@ static int parse_resize(const json_t *body, struct ctl_args *a, struct api_err *
 	return proc_resize_parse(body, &a->rows, &a->cols, e);
 }
 
-static int send_resize(const struct agent_client *c, uint32_t id, const struct ctl_args *a,
-		       struct agent_client_err *ae)
+static int send_resize(kiln_agent *ag, uint32_t id, const struct ctl_args *a)
 {
-	return agent_client_resize(c, id, a->rows, a->cols, ae);
+	return kiln_agent_proc_resize(ag, id, a->rows, a->cols);
 }
 
 static const struct proc_ctl ctl_signal = { "signal", parse_signal, send_signal };
@@ -278,8 +281,7 @@ static const struct proc_ctl ctl_resize = { "resize", parse_resize, send_resize 
 
 static void proc_ctl(struct http_req *r, const struct proc_ctl *op)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *ag = NULL;
 	struct ctl_args a = { 0 };
 	struct api_err e;
 	json_t *body = NULL;
@@ -289,17 +291,19 @@ static void proc_ctl(struct http_req *r, const struct proc_ctl *op)
 		goto fail;
 	if (!body_or_answer(r, false, &body))
 		return;
-	if (proc_target(r, &c, &id, &e) || op->parse(body, &a, &e))
+	if (proc_target(r, &ag, &id, &e) || op->parse(body, &a, &e))
 		goto fail;
-	if (op->send(&c, id, &a, &ae)) {
-		proc_err_from_agent(&e, &ae, op->name);
+	if (op->send(ag, id, &a)) {
+		proc_err_from_agent(&e, ag, op->name);
 		goto fail;
 	}
 	json_decref(body);
+	kiln_agent_free(ag);
 	http_no_content(r);
 	return;
 fail:
 	json_decref(body);
+	kiln_agent_free(ag);
 	http_error(r, &e);
 }
 
@@ -315,15 +319,14 @@ void handle_proc_resize(struct http_req *r)
 
 void handle_proc_wait(struct http_req *r)
 {
-	struct agent_client_exit ex;
-	struct agent_client_err ae;
-	struct agent_client c;
+	struct kiln_exit_status ex = { .size = sizeof(ex) };
+	kiln_agent *a = NULL;
 	struct api_err e;
 	uint32_t id, timeout_ms, left;
 	int fd = http_conn_fd(r);
 	json_t *o;
 
-	if (proc_query_wait(r->kv, r->nkv, &timeout_ms, &e) || proc_target(r, &c, &id, &e)) {
+	if (proc_query_wait(r->kv, r->nkv, &timeout_ms, &e) || proc_target(r, &a, &id, &e)) {
 		http_error(r, &e);
 		return;
 	}
@@ -331,31 +334,35 @@ void handle_proc_wait(struct http_req *r)
 	for (;;) {
 		uint32_t slice = timeout_ms && left < WAIT_SLICE_MS ? left : WAIT_SLICE_MS;
 
-		if (agent_client_wait(&c, id, slice, &ex, &ae) == 0)
+		if (kiln_agent_proc_wait(a, id, slice, &ex) == 0)
 			break;
-		if (ae.fail != AGENT_FAIL_AGENT || ae.code != AGENT_E_TIMEOUT) {
-			proc_err_from_agent(&e, &ae, "wait");
-			http_error(r, &e);
-			return;
+		/* The agent's own timeout: still running after the slice. */
+		if (kiln_agent_errkind(a) != KILN_AGENT_FAIL_AGENT ||
+		    strcmp(kiln_agent_errcode(a), "timeout") != 0) {
+			proc_err_from_agent(&e, a, "wait");
+			goto fail;
 		}
 		if (timeout_ms && (left -= slice) == 0) {
 			api_err_set(&e, API_E_TIMEOUT, "wait: process %u still runs after %u ms",
 				    id, timeout_ms);
-			http_error(r, &e);
-			return;
+			goto fail;
 		}
 		if (http_client_gone(fd) || atomic_load(&r->d->shutting_down)) {
 			api_err_set(&e, API_E_AGENT_UNAVAILABLE,
 				    "wait: the client or kilnd went away");
-			http_error(r, &e);
-			return;
+			goto fail;
 		}
 		/* A waiting client keeps the sandbox from its idle hibernation. */
 		sandbox_touch(r->d, &r->peer, r->rm.id);
 	}
+	kiln_agent_free(a);
 	o = proc_render_exit(&ex);
 	if (o)
 		http_json(r, 200, o);
 	else
 		oom(r, "wait");
+	return;
+fail:
+	kiln_agent_free(a);
+	http_error(r, &e);
 }

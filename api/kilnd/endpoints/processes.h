@@ -8,15 +8,18 @@
 
 #include <stdint.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
 #include "api/kilnd/http/http.h"
 
 /*
  * The sandbox and process a request names: 404 sandbox_not_found, 404
  * process_not_found (a {proc} that is no process id), 409 wrong_state
- * (not running); 0 with an agent client for it and *id. The sandbox's
- * reference is dropped again: the client needs only its socket path.
+ * (not running); 0 with a new client of its agent in *a (the request's
+ * own: its failures are this request's; kiln_agent_free it) and *id. The
+ * sandbox's reference is dropped again: the client needs only its socket
+ * path.
  */
-int proc_target(struct http_req *r, struct agent_client *c, uint32_t *id, struct api_err *e);
+int proc_target(struct http_req *r, kiln_agent **a, uint32_t *id, struct api_err *e);
 
 #endif

@@ -35,7 +35,7 @@
 
 struct tty_session {
 	struct kilnd *d;
-	struct agent_client_stream *s;
+	kiln_proc *p;
 	struct tty_esc esc;
 	int64_t held_since; /* mono ms when the escape parser began holding */
 };
@@ -44,7 +44,7 @@ static void tty_release(void *cls)
 {
 	struct tty_session *t = cls;
 
-	agent_client_stream_close(t->s);
+	kiln_proc_close(t->p);
 	free(t);
 }
 
@@ -71,7 +71,6 @@ static bool client_send(struct tty_session *t, int sock, const uint8_t *d, size_
 static bool forward_input(struct tty_session *t, const uint8_t *in, size_t n)
 {
 	uint8_t out[TTY_IN_CHUNK + TTY_ESC_MAX];
-	struct agent_client_err ae;
 
 	while (n) {
 		size_t olen = 0, k, take = n < TTY_IN_CHUNK ? n : TTY_IN_CHUNK;
@@ -82,11 +81,11 @@ static bool forward_input(struct tty_session *t, const uint8_t *in, size_t n)
 		k = tty_esc_feed(&t->esc, in, take, out, &olen, &ev, &rows, &cols);
 		in += k;
 		n -= k;
-		if (olen && agent_client_stream_stdin(t->s, out, olen, false, &ae))
+		if (olen && kiln_proc_write_stdin(t->p, out, olen, 0))
 			return false;
 		/* Resizes are best effort on the agent's side too (ignored
 		 * without a PTY); a bad size is dropped. */
-		if (ev == TTY_ESC_RESIZE && agent_client_stream_resize(t->s, rows, cols, &ae))
+		if (ev == TTY_ESC_RESIZE && kiln_proc_resize(t->p, rows, cols))
 			return false;
 		if (tty_esc_pending(&t->esc) && (!was_holding || ev != TTY_ESC_NONE))
 			t->held_since = mono_ms();
@@ -99,30 +98,26 @@ static bool flush_held(struct tty_session *t)
 {
 	uint8_t out[TTY_ESC_MAX];
 	size_t olen = 0;
-	struct agent_client_err ae;
 
 	tty_esc_flush(&t->esc, out, &olen);
-	return agent_client_stream_stdin(t->s, out, olen, false, &ae) == 0;
+	return kiln_proc_write_stdin(t->p, out, olen, 0) == 0;
 }
 
 /* One agent event to the client. 1: the stream ended (the process
  * exited); 0: go on; -1: stop. */
 static int forward_output(struct tty_session *t, int sock)
 {
-	struct agent_client_event ev;
-	struct agent_client_err ae;
-	int r = agent_client_stream_next(t->s, 1, &ev, &ae);
+	struct kiln_proc_event ev = { .size = sizeof(ev) };
+	int r = kiln_proc_next(t->p, 1, &ev);
 
-	if (r == 1)
-		return 1;
 	if (r == -ETIMEDOUT)
 		return 0;
 	if (r < 0)
 		return -1;
-	/* gap: nothing to say in a raw stream; exit: the close follows. */
-	if (ev.kind == AGENT_EVENT_STDOUT || ev.kind == AGENT_EVENT_STDERR)
-		return client_send(t, sock, ev.data, ev.len) ? 0 : -1;
-	return 0;
+	/* Lost bytes: nothing to say in a raw stream; exit: the close follows. */
+	if (ev.exited)
+		return 1;
+	return client_send(t, sock, ev.data, ev.len) ? 0 : -1;
 }
 
 static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
@@ -139,11 +134,11 @@ static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
 			/* POLLHUP comes without asking: after a half-close, only
 			 * the full close is of interest. */
 			{ .fd = sock, .events = in_open ? POLLIN : 0 },
-			{ .fd = agent_client_stream_fd(t->s), .events = POLLIN },
+			{ .fd = kiln_proc_fd(t->p), .events = POLLIN },
 		};
 		int timeout = TTY_POLL_MS, r;
 
-		if (agent_client_stream_pending(t->s)) {
+		if (kiln_proc_pending(t->p)) {
 			timeout = 0;
 		} else if (tty_esc_pending(&t->esc)) {
 			int64_t left = t->held_since + TTY_ESC_HOLD_MS - mono_ms();
@@ -155,8 +150,7 @@ static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
 		if (tty_esc_pending(&t->esc) && mono_ms() - t->held_since >= TTY_ESC_HOLD_MS &&
 		    !flush_held(t))
 			return;
-		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) ||
-		    agent_client_stream_pending(t->s)) {
+		if ((p[1].revents & (POLLIN | POLLHUP | POLLERR)) || kiln_proc_pending(t->p)) {
 			r = forward_output(t, sock);
 			if (r != 0)
 				return;
@@ -180,14 +174,13 @@ static void tty_run(void *cls, const char *extra, size_t extra_n, int sock)
 /* Does the comma-separated header value list the token (any case)? */
 void handle_proc_tty(struct http_req *r)
 {
-	struct agent_client_err ae;
 	struct tty_session *t;
-	struct agent_client c;
+	kiln_agent *a = NULL;
 	struct proc_from from;
 	struct api_err e;
 	uint32_t id;
 
-	if (proc_query_tty(r->kv, r->nkv, &from, &e) || proc_target(r, &c, &id, &e)) {
+	if (proc_query_tty(r->kv, r->nkv, &from, &e) || proc_target(r, &a, &id, &e)) {
 		http_error(r, &e);
 		return;
 	}
@@ -196,22 +189,26 @@ void handle_proc_tty(struct http_req *r)
 		api_err_set(&e, API_E_BAD_FIELD,
 			    "tty: this endpoint switches protocols; send 'Connection: Upgrade' and 'Upgrade: " TTY_PROTOCOL
 			    "' (docs/api.md, \"The tty stream\")");
+		kiln_agent_free(a);
 		http_error(r, &e);
 		return;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
+		kiln_agent_free(a);
 		api_err_set(&e, API_E_INTERNAL, "tty: out of memory");
 		http_error(r, &e);
 		return;
 	}
 	t->d = r->d;
 	tty_esc_init(&t->esc);
-	if (agent_client_attach(&c, id, from.from, from.seq, &t->s, NULL, &ae)) {
-		proc_err_from_agent(&e, &ae, "tty");
+	if (kiln_agent_attach_at(a, id, from.from, from.seq, &t->p)) {
+		proc_err_from_agent(&e, a, "tty");
+		kiln_agent_free(a);
 		free(t);
 		http_error(r, &e);
 		return;
 	}
+	kiln_agent_free(a);
 	http_upgrade(r, TTY_PROTOCOL, tty_run, t, tty_release);
 }

@@ -59,7 +59,7 @@ struct build_job {
 	char from_key[256]; /* the FROM step's cache input: the digest and the build sandbox's shape */
 	/* while building */
 	struct sandbox *sb;
-	struct agent_client c;
+	kiln_agent *a; /* the build's own client of sb's agent */
 	json_t *env;
 	char cwd[BUILDFILE_PATH_MAX + 1];
 	enum agent_user user;
@@ -97,6 +97,7 @@ static void job_free(struct build_job *j)
 	json_decref(j->spec);
 	json_decref(j->env);
 	json_decref(j->steps);
+	kiln_agent_free(j->a);
 	if (j->sb)
 		sandbox_put(j->sb);
 	free(j);
@@ -137,10 +138,10 @@ static void emit_step(struct build_job *j, const char *type, size_t i, double ms
 
 /* A RUN step's output chunk: {"type":"stdout"|"stderr","step","data"}, or
  * data_base64 when the chunk is not UTF-8 text on its own. */
-static int on_output(void *arg, enum agent_stream st, const void *data, size_t n)
+static int on_output(void *arg, enum kiln_stream st, const void *data, size_t n)
 {
 	struct build_job *j = arg;
-	const char *type = st == AGENT_STDERR ? "stderr" : "stdout";
+	const char *type = st == KILN_STDERR ? "stderr" : "stdout";
 	json_t *o;
 
 	if (utf8_valid(data, n)) {
@@ -166,43 +167,42 @@ static int on_output(void *arg, enum agent_stream st, const void *data, size_t n
 static int guest_run(struct build_job *j, const char *const *argv, bool shell, bool as_root,
 		     bool show, uint32_t timeout_ms, int *status, struct api_err *e)
 {
-	struct agent_client_proc_opts o = { .argv = argv,
-					    .shell = shell,
-					    .cwd = j->cwd,
-					    .user = as_root ? AGENT_USER_ROOT : j->user,
-					    .timeout_ms = timeout_ms,
-					    .discard_output = !show };
-	struct agent_client_exec_result res = { 0 };
-	struct agent_client_err ae;
-	struct agent_env *env = calloc(json_object_size(j->env) + 1, sizeof(*env));
+	struct kiln_exec_opts o = {
+		.size = sizeof(o),
+		.argv = argv,
+		.cwd = j->cwd,
+		.flags = (shell ? KILN_AGENT_SHELL : 0) |
+			(as_root || j->user == AGENT_USER_ROOT ? KILN_AGENT_AS_ROOT : 0) |
+			(show ? 0 : KILN_AGENT_DISCARD),
+		.timeout_ms = timeout_ms,
+		.output_cap = show ? AGENT_OUTPUT_CAP_MAX : 0
+	};
+	struct kiln_exit_status st = { .size = sizeof(st) };
+	char **env = calloc(json_object_size(j->env) + 1, sizeof(*env));
 	const char *k;
 	json_t *v;
 	size_t n = 0;
-	int r;
+	int r = -1;
 
-	if (!env) {
-		api_err_set(e, API_E_INTERNAL, "template build: out of memory");
-		return -1;
-	}
+	/* The ENV steps' variables as libkiln takes them, "NAME=VALUE". */
 	json_object_foreach(j->env, k, v)
 	{
-		env[n].key = k;
-		env[n++].value = json_string_value(v);
+		if (!env || asprintf(&env[n], "%s=%s", k, json_string_value(v)) < 0) {
+			api_err_set(e, API_E_INTERNAL, "template build: out of memory");
+			goto out;
+		}
+		n++;
 	}
-	o.env = env;
-	o.envc = n;
-	if (show) {
-		o.on_output = on_output;
-		o.on_output_arg = j;
-		o.output_cap = AGENT_OUTPUT_CAP_MAX;
-	}
-	r = agent_client_exec(&j->c, &o, &res, &ae);
-	if (r) {
-		api_err_from_agent(e, &ae, "template build");
-	} else {
-		*status = res.exit.signal ? 128 + res.exit.signal : res.exit.exit_code;
-	}
-	agent_client_exec_result_free(&res);
+	o.env = (const char *const *)env;
+	r = show ? kiln_agent_exec_stream(j->a, &o, on_output, j, &st)
+		 : kiln_agent_exec(j->a, &o, &st, NULL, NULL, NULL, NULL);
+	if (r)
+		api_err_from_agent(e, j->a, "template build");
+	else
+		*status = st.signal ? 128 + st.signal : st.exit_code;
+out:
+	for (size_t i = 0; env && i < n; i++)
+		free(env[i]);
 	free(env);
 	return r ? -1 : 0;
 }
@@ -254,11 +254,16 @@ static int mkdir_p(struct build_job *j, const char *dir, struct api_err *e)
 	return 0;
 }
 
+/* The COPY archive's bytes from its file, for the upload. */
+static long file_source(void *arg, void *buf, size_t n)
+{
+	return (long)fd_io_read_some(*(int *)arg, buf, n, NULL);
+}
+
 static int copy_step(struct build_job *j, const struct bf_step *s, struct api_err *e)
 {
 	char p[PATH_MAX + 32], target[BUILDFILE_PATH_MAX + 1];
-	struct agent_client_tar_stats st = { 0 };
-	struct agent_client_err ae;
+	struct kiln_tar_stats st = { .size = sizeof(st) };
 	int out, r;
 
 	snprintf(p, sizeof(p), "%s/copy.tar", j->work);
@@ -274,8 +279,9 @@ static int copy_step(struct build_job *j, const struct bf_step *s, struct api_er
 	}
 	if (r == 0)
 		r = mkdir_p(j, target, e);
-	if (r == 0 && agent_client_tar_upload(&j->c, target, AGENT_USER_ROOT, out, &st, &ae)) {
-		api_err_from_agent(e, &ae, "COPY into the guest");
+	if (r == 0 &&
+	    kiln_agent_tar_upload_cb(j->a, target, KILN_AGENT_AS_ROOT, file_source, &out, &st)) {
+		api_err_from_agent(e, j->a, "COPY into the guest");
 		r = -1;
 	}
 	close(out);
@@ -452,7 +458,11 @@ static void build_produce(struct stream_job *sj)
 		r = -1;
 		goto done;
 	}
-	agent_client_init(&j->c, sandbox_vsock_path(j->sb));
+	if (kiln_agent_new(sandbox_vsock_path(j->sb), &j->a) < 0) {
+		api_err_set(&e, API_E_INTERNAL, "template build: out of memory");
+		r = -1;
+		goto done;
+	}
 	if (cached) {
 		/* This template keeps its own copy of the cached prefix. */
 		snprintf(name, sizeof(name), "s%zu", hit + 1);

@@ -15,7 +15,7 @@
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_io.h"
 #include "lib/base/mem_grow.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/mono.h"
 #include "lib/base/text_clean.h"
 

@@ -7,7 +7,7 @@
 
 #include "api/kilnd/images/buildfile.h"
 #include "api/kilnd/core/names.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/digest/digest.h"
 #include "lib/base/utf8.h"
 

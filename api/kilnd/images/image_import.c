@@ -20,7 +20,7 @@
 #include "api/kilnd/images/images.h"
 #include "api/kilnd/images/import_ns.h"
 #include "api/kilnd/registry/sandbox_impl.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/mono.h"
 #include "lib/base/sig_reset.h"
 

@@ -12,7 +12,7 @@
 #include "api/kilnd/images/image_file.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/registry/sandbox_record.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/digest/digest.h"
 
 static const char suffix[] = ".ext4";

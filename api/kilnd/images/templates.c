@@ -15,7 +15,7 @@
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/images/templates.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "vmm/snapshot/snapshot_io.h"
 
 /* A template record is small; anything bigger is not ours. */

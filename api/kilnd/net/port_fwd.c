@@ -17,7 +17,6 @@
 
 #include <kiln/agent.h>
 
-#include "api/agent-client/agent_client.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/registry/sandbox_record.h"
 #include "lib/base/accept_loop.h"
@@ -28,8 +27,11 @@ struct port_fwd {
 	int listen_fd;
 	int stop_fd; /* eventfd: written once by close, never read, so it stays readable for all */
 	pthread_t listener;
-	kiln_agent *agent;     /* tcp: the guest's agent, through libkiln's public API */
-	struct agent_client c; /* vsock: the guest port, reached straight (no agent request) */
+	/* The guest's agent (libkiln): tcp through its tcp_connect, vsock
+	 * straight to the port (no agent request). Shared by the relays:
+	 * its errmsg is any relay's last failure, so none reads it (a
+	 * failed connect only counts as unreachable). */
+	kiln_agent *agent;
 	uint16_t host_port;
 	uint32_t guest_port;
 	enum port_target target;
@@ -58,13 +60,12 @@ struct relay {
 /* The guest end of one connection: a stream socket, or -1. */
 static int guest_open(struct port_fwd *f)
 {
-	struct agent_client_err ae;
 	int fd = -1;
 
 	if (f->target == PORT_TARGET_TCP)
 		kiln_agent_tcp_connect(f->agent, f->guest_port, f->guest_address, &fd);
 	else
-		agent_client_connect(&f->c, &fd, &ae);
+		kiln_agent_vsock_connect(f->agent, f->guest_port, &fd);
 	return fd;
 }
 
@@ -171,19 +172,14 @@ int port_fwd_open(const char *uds_path, const struct port_spec *spec, struct por
 		return -1;
 	}
 	f->listen_fd = f->stop_fd = -1;
-	if (agent_client_init(&f->c, uds_path) ||
-	    (spec->target == PORT_TARGET_TCP && kiln_agent_new(uds_path, &f->agent))) {
+	if (kiln_agent_new(uds_path, &f->agent)) {
 		api_err_set(e, API_E_INTERNAL,
 			    "port mapping: vsock socket path too long, or out of memory");
 		goto fail;
 	}
-	if (spec->target == PORT_TARGET_VSOCK)
-		f->c.port = spec->guest_port;
-	else
+	if (spec->target == PORT_TARGET_TCP)
 		snprintf(f->guest_address, sizeof(f->guest_address), "%s", spec->guest_address);
-	f->c.timeout_ms = PORT_FWD_CONNECT_MS;
-	if (f->agent)
-		kiln_agent_set_timeout(f->agent, PORT_FWD_CONNECT_MS);
+	kiln_agent_set_timeout(f->agent, PORT_FWD_CONNECT_MS);
 	f->guest_port = spec->guest_port;
 	f->target = spec->target;
 	f->created_ms = wall_ms();

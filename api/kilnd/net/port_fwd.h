@@ -8,7 +8,7 @@
  *  - port_fwd_open() binds and listens before it returns, so its errors
  *    (port in use, no permission) are the request's. A listener thread
  *    accepts; each connection gets a relay thread that reaches the guest
- *    (agent_client_tcp_connect or agent_client_connect, within
+ *    (libkiln's kiln_agent_tcp_connect or kiln_agent_vsock_connect, within
  *    PORT_FWD_CONNECT_MS) and copies bytes both ways through two bounded
  *    buffers (sock_relay). A guest that cannot be reached (nothing
  *    listens, agent busy) closes the client's connection and counts as

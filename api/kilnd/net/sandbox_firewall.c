@@ -19,7 +19,7 @@
 #include "api/kilnd/supervision/vmm_control.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/fd_io.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 /* A firewall-get answers at once unless the control socket is busy with a
  * snapshot; /metrics waits less for one sandbox. */

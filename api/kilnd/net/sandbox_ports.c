@@ -131,15 +131,17 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 		     struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	struct agent_client c;
 	struct port_fwd *f;
 	json_t *env = NULL;
+	kiln_agent *a;
 	bool ok;
 
 	*view = NULL;
-	/* Running, or 409: the same rule as exec and files. */
-	if (sandbox_agent(sb, &c, &env, e))
+	/* Running, or 409: the same rule as exec and files (the mapping
+	 * makes its own client below). */
+	if (sandbox_agent_new(sb, &a, &env, e))
 		return -1;
+	kiln_agent_free(a);
 	json_decref(env);
 	kilnd_lock(d);
 	ok = sb->nports < SANDBOX_PORTS_MAX;
@@ -150,7 +152,7 @@ int sandbox_port_add(struct sandbox *sb, const struct port_spec *spec, json_t **
 			    SANDBOX_PORTS_MAX);
 		return -1;
 	}
-	if (port_fwd_open(c.uds_path, spec, &f, e))
+	if (port_fwd_open(sb->vsock, spec, &f, e))
 		return -1;
 	kilnd_lock(d);
 	if (sb->rec.state != SANDBOX_RUNNING || sb->vmm_exited) {

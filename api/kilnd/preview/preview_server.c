@@ -17,7 +17,6 @@
 
 #include <kiln/agent.h>
 
-#include "api/agent-client/agent_client.h"
 #include "api/kilnd/preview/preview_route.h"
 #include "api/kilnd/http/http_head.h"
 #include "api/kilnd/http/http_io.h"
@@ -112,7 +111,6 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 static int guest_open(struct sandbox *sb, const struct preview_req *r,
 		      const struct preview_grant *g, struct preview_err *e)
 {
-	struct agent_client c;
 	struct api_err se;
 	json_t *env = NULL;
 	kiln_agent *a;
@@ -123,13 +121,14 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r,
 			e, 503, "sandbox_not_running",
 			"sandbox %s is %s: start it (POST /v1/sandboxes/%s/start) and try again",
 			r->id, sandbox_state_name(g->state), r->id);
-	/* Waits for a hibernation or checkpoint under way; wakes a hibernated one. */
-	if (sandbox_agent(sb, &c, &env, &se))
-		return preview_err_set(e, 503, "sandbox_not_running", "%s", se.msg);
+	/* Waits for a hibernation or checkpoint under way; wakes a hibernated
+	 * one; a client of libkiln's public agent API (kiln/agent.h) of this
+	 * connection's own. */
+	if (sandbox_agent_new(sb, &a, &env, &se))
+		return se.code == API_E_INTERNAL
+			? preview_err_set(e, 500, "internal", "sandbox %s: out of memory", r->id)
+			: preview_err_set(e, 503, "sandbox_not_running", "%s", se.msg);
 	json_decref(env);
-	/* Through libkiln's public agent API (kiln/agent.h). */
-	if (kiln_agent_new(c.uds_path, &a) < 0)
-		return preview_err_set(e, 500, "internal", "sandbox %s: out of memory", r->id);
 	kiln_agent_set_timeout(a, PORT_FWD_CONNECT_MS);
 	if (kiln_agent_tcp_connect(a, r->port, "127.0.0.1", &fd) < 0)
 		preview_err_set(

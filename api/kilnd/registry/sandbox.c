@@ -589,7 +589,8 @@ json_t *sandbox_image_defaults(struct sandbox *sb)
 	return def;
 }
 
-int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e)
+/* sandbox_agent_new's wait: running (woken if need be), or 409. */
+static int agent_ready(struct sandbox *sb, json_t **env, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
 	/* Bounds the wait for a checkpoint, hibernation or wake under way. */
@@ -627,6 +628,22 @@ int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, stru
 	}
 	*env = json_incref(sb->rec.spec.env);
 	kilnd_unlock(d);
-	agent_client_init(c, sb->vsock);
+	return 0;
+}
+
+int sandbox_agent_new(struct sandbox *sb, kiln_agent **a, json_t **env, struct api_err *e)
+{
+	int r;
+
+	*a = NULL;
+	if (agent_ready(sb, env, e))
+		return -1;
+	if ((r = kiln_agent_new(sb->vsock, a)) < 0) {
+		json_decref(*env);
+		*env = NULL;
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: agent client: %s", sb->rec.id,
+			    strerror(-r));
+		return -1;
+	}
 	return 0;
 }

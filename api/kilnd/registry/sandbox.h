@@ -34,7 +34,8 @@
 
 #include <jansson.h>
 
-#include "api/agent-client/agent_client.h"
+#include <kiln/agent.h>
+
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/preview_spec.h"
@@ -87,12 +88,20 @@ int sandbox_stop(struct sandbox *sb, int grace_ms, const char *reason, json_t **
 int sandbox_delete(struct sandbox *sb, struct api_err *e);
 
 /*
- * For exec and file requests: an agent client for a running sandbox and
- * its base environment (*env: a new reference). Waits for a checkpoint,
- * hibernation or wake under way; wakes a hibernated sandbox. 409 when it
- * is not running then.
+ * For exec, file and process requests: a new client of libkiln's agent
+ * API (include/kiln/agent.h) for a running sandbox in *a
+ * (kiln_agent_free it) and the sandbox's base environment (*env: a new
+ * reference). Waits for a checkpoint, hibernation or wake under way;
+ * wakes a hibernated sandbox; 409 when it is not running then.
+ *
+ * A kiln_agent's errmsg, errcode and errkind are the last failure of any
+ * thread using it, and kilnd serves requests on many threads: so every
+ * request and job gets a kiln_agent of its own (kiln_agent_new is a
+ * malloc, nothing connects until a call) and reads its failure from it
+ * (api_err_from_agent). Only port_fwd shares one between its relays,
+ * and it reads no failure.
  */
-int sandbox_agent(struct sandbox *sb, struct agent_client *c, json_t **env, struct api_err *e);
+int sandbox_agent_new(struct sandbox *sb, kiln_agent **a, json_t **env, struct api_err *e);
 
 /* The runtime defaults of the sandbox's image (images_defaults: an
  * imported image's WorkingDir, User, ...; new reference), or NULL. */

@@ -195,9 +195,9 @@ void sandbox_cgroup_remove(struct sandbox *sb);
  * Set the guest's clock from the host's and push fresh entropy into its
  * random pool (the agent reseeds the CRNG), as after every boot and restore:
  * forks of one snapshot must not share a clock or random numbers. 0 or -1
- * with *ae set.
+ * with the message on a (the caller's own kiln_agent).
  */
-int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae);
+int sandbox_sync_guest(kiln_agent *a);
 
 /* sandbox_shares.c: open each share's directory for one kiln-vmm start
  * (share_open.h: no symbolic link followed; beneath a --share-root unless

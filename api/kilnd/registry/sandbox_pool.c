@@ -88,24 +88,26 @@ static struct sandbox *pool_entry(struct kilnd *d, struct pool *p, struct api_er
 static int pool_warm(struct sandbox *sb, struct api_err *e)
 {
 	static const char *const argv[] = { "true", NULL };
-	struct agent_client_proc_opts o = { .argv = argv,
-					    .discard_output = true,
-					    .timeout_ms = 60000 };
-	struct agent_client_exec_result res = { 0 };
-	struct agent_client_err ae;
-	struct agent_client c;
+	struct kiln_exec_opts o = {
+		.size = sizeof(o), .argv = argv, .flags = KILN_AGENT_DISCARD, .timeout_ms = 60000
+	};
+	struct kiln_exit_status st = { .size = sizeof(st) };
+	kiln_agent *a;
 	int r;
 
-	agent_client_init(&c, sb->vsock);
-	r = agent_client_exec(&c, &o, &res, &ae);
+	if (kiln_agent_new(sb->vsock, &a) < 0) {
+		api_err_set(e, API_E_INTERNAL, "warming it up: out of memory");
+		return -1;
+	}
+	r = kiln_agent_exec(a, &o, &st, NULL, NULL, NULL, NULL);
 	if (r) {
-		api_err_from_agent(e, &ae, "warming it up (exec true)");
-	} else if (res.exit.exit_code != 0) {
+		api_err_from_agent(e, a, "warming it up (exec true)");
+	} else if (st.exit_code != 0) {
 		api_err_set(e, API_E_INTERNAL, "warming it up: true exited with %d (signal %d)",
-			    res.exit.exit_code, res.exit.signal);
+			    st.exit_code, st.signal);
 		r = -1;
 	}
-	agent_client_exec_result_free(&res);
+	kiln_agent_free(a);
 	return r ? -1 : 0;
 }
 
@@ -502,8 +504,6 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 			  double *resume_ms, struct api_err *e)
 {
 	struct kilnd *d = sb->d;
-	struct agent_client_err ae;
-	struct agent_client c;
 	struct control_reply rep;
 	enum sandbox_state to;
 	double t0 = mono_ms_f();
@@ -522,12 +522,17 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	kilnd_unlock(d);
 	r = vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e);
 	*resume_ms = mono_ms_f() - t0;
-	agent_client_init(&c, sb->vsock);
 	if (r == 0 && rename) {
-		struct agent_client_configure cfg = { .hostname = spec->hostname };
+		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = spec->hostname };
+		kiln_agent *a;
 
-		if ((r = agent_client_configure(&c, &cfg, &ae)))
-			api_err_from_agent(e, &ae, "setting its hostname");
+		if ((r = kiln_agent_new(sb->vsock, &a)) < 0) {
+			api_err_set(e, API_E_INTERNAL, "setting its hostname: out of memory");
+		} else {
+			if ((r = kiln_agent_configure(a, &cfg)))
+				api_err_from_agent(e, a, "setting its hostname");
+			kiln_agent_free(a);
+		}
 	}
 	ready_ms = mono_ms_f() - t0;
 	kilnd_lock(d);

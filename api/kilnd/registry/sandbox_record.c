@@ -10,7 +10,7 @@
 #include "api/kilnd/keeper/keeper_proto.h"
 #include "api/kilnd/registry/checkpoint.h"
 #include "api/kilnd/core/port_spec.h"
-#include "lib/base/json_field.h"
+#include "lib/base/json.h"
 
 static json_t *time_or_null(int64_t ms)
 {
@@ -371,36 +371,36 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 }
 
 enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, const char *meta_err,
-					struct sandbox_record *r, char *why, size_t cap)
+					struct sandbox_record *r, struct err *why)
 {
 	struct api_err e;
 
 	memset(r, 0, sizeof(*r));
 	if (!meta && !meta_err) {
-		snprintf(why, cap,
-			 "no meta.json: a create was cut short before its record was written");
+		err_set(why, 0,
+			"no meta.json: a create was cut short before its record was written");
 		return SANDBOX_DIR_REMOVE;
 	}
 	if (!meta) {
-		snprintf(why, cap, "%s", meta_err);
+		err_set(why, 0, "%s", meta_err);
 		return SANDBOX_DIR_SKIP;
 	}
 	if (sandbox_record_restore(meta, r, &e)) {
-		snprintf(why, cap, "%s", e.msg);
+		err_set(why, 0, "%s", e.msg);
 		return SANDBOX_DIR_SKIP;
 	}
 	if (strcmp(r->id, id) != 0) {
-		snprintf(why, cap, "meta.json names another id, '%s'", r->id);
+		err_set(why, 0, "meta.json names another id, '%s'", r->id);
 		sandbox_record_free(r);
 		memset(r, 0, sizeof(*r));
 		return SANDBOX_DIR_SKIP;
 	}
 	if (r->state == SANDBOX_DELETING || r->creating || r->pooled) {
-		snprintf(why, cap, "%s",
-			 r->state == SANDBOX_DELETING ? "finishing a delete that was cut short"
-				 : r->creating
-				 ? "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client"
-				 : "a warm pool's sandbox that no create took (the pool is filled again)");
+		err_set(why, 0, "%s",
+			r->state == SANDBOX_DELETING ? "finishing a delete that was cut short"
+				: r->creating
+				? "its create was cut short (kilnd stopped before answering it), so the sandbox never existed for its client"
+				: "a warm pool's sandbox that no create took (the pool is filled again)");
 		sandbox_record_free(r);
 		memset(r, 0, sizeof(*r));
 		return SANDBOX_DIR_REMOVE;
@@ -408,7 +408,7 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
 	return SANDBOX_DIR_LOAD;
 }
 
-bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why, size_t cap)
+bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, struct err *why)
 {
 	const char *id;
 
@@ -417,9 +417,9 @@ bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, ch
 	id = json_string_value(json_object_get(tmpl, "sandbox"));
 	if (id && strcmp(id, r->id) == 0)
 		return false;
-	snprintf(why, cap,
-		 "the hidden sandbox of a build of template '%s' that kilnd's end cut short (%s)",
-		 r->tmpl_build, tmpl ? "the template names another sandbox" : "no such template");
+	err_set(why, 0,
+		"the hidden sandbox of a build of template '%s' that kilnd's end cut short (%s)",
+		r->tmpl_build, tmpl ? "the template names another sandbox" : "no such template");
 	return true;
 }
 

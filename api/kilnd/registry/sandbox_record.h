@@ -45,6 +45,7 @@
 #include "api/kilnd/core/sandbox_spec.h"
 #include "api/kilnd/core/sandbox_state.h"
 #include "api/kilnd/core/time_text.h"
+#include "lib/base/err.h"
 
 #define SANDBOX_META_VERSION 1
 
@@ -102,11 +103,11 @@ enum sandbox_dir_fate {
  * meta_err saying why it could not be read (a file kilnd did not finish
  * is never unreadable: meta.json is replaced by rename), or NULL and
  * meta_err NULL when there is no meta.json at all (a create cut short
- * before its first write). why[cap] says why for every fate but LOAD.
+ * before its first write). why says why for every fate but LOAD.
  * *r is the record for LOAD, zeroed otherwise. Pure.
  */
 enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, const char *meta_err,
-					struct sandbox_record *r, char *why, size_t cap);
+					struct sandbox_record *r, struct err *why);
 
 /*
  * Whether a loaded record r is a template build's hidden sandbox
@@ -114,10 +115,9 @@ enum sandbox_dir_fate sandbox_dir_judge(const char *id, const json_t *meta, cons
  * crash or --upgrade cut short, its VM perhaps still running. tmpl is
  * the record of template r->tmpl_build, NULL when there is none (a
  * record that could not be read is not NULL's case: the caller keeps
- * the sandbox then). why[cap] says why when true. Pure.
+ * the sandbox then). why says why when true. Pure.
  */
-bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, char *why,
-			  size_t cap);
+bool sandbox_build_orphan(const struct sandbox_record *r, const json_t *tmpl, struct err *why);
 
 /*
  * May a client with this uid see and touch the sandbox? Root sees every

@@ -53,12 +53,16 @@ int sandbox_hibernate_dir(const struct sandbox *sb, char *out, size_t cap)
 /* Best effort after the guest stood still: its clock is behind. */
 static void sync_clock(struct sandbox *sb)
 {
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a;
 
-	agent_client_init(&c, sb->vsock);
-	if (sandbox_sync_guest(&c, &ae))
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, ae.msg);
+	if (kiln_agent_new(sb->vsock, &a) < 0) {
+		kilnd_log("sandbox %s: setting the guest clock failed: out of memory", sb->rec.id);
+		return;
+	}
+	if (sandbox_sync_guest(a))
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id,
+			  kiln_agent_errmsg(a));
+	kiln_agent_free(a);
 }
 
 /* pause and resume: one control command, the state moves with it. */
@@ -723,7 +727,7 @@ int sandbox_wake(struct sandbox *sb, json_t **view, struct api_err *e)
 
 /* ---- the idle timeout ---- */
 
-static int any_attached(void *arg, const struct agent_client_process *p)
+static int any_attached(void *arg, const struct kiln_proc_entry *p)
 {
 	if (p->attached)
 		*(bool *)arg = true;
@@ -733,15 +737,18 @@ static int any_attached(void *arg, const struct agent_client_process *p)
 static void *idle_thread(void *arg)
 {
 	struct sandbox *sb = arg;
-	struct agent_client_err ae;
-	struct agent_client c;
 	struct api_err e;
 	bool watched = false;
+	kiln_agent *a;
 
 	/* A client reading a process's output or in its terminal holds no
 	 * request on the sandbox between keystrokes: ask the agent. */
-	agent_client_init(&c, sb->vsock);
-	if (agent_client_list_processes(&c, any_attached, &watched, NULL, &ae) == 0 && watched) {
+	if (kiln_agent_new(sb->vsock, &a) == 0) {
+		if (kiln_agent_list_procs(a, any_attached, &watched, NULL) < 0)
+			watched = false;
+		kiln_agent_free(a);
+	}
+	if (watched) {
 		kilnd_lock(sb->d);
 		sb->active_mono = mono_ms();
 		kilnd_unlock(sb->d);

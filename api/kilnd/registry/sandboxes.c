@@ -10,7 +10,7 @@
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/images/templates.h"
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 {
@@ -229,9 +229,10 @@ static void remove_leftover(struct kilnd *d, const char *id, const char *dir, co
 /* Load one sandbox directory's meta.json (path: its hibernation snapshot then). */
 static void load_one(struct kilnd *d, const char *id)
 {
-	char dir[PATH_MAX], path[PATH_MAX + 16], why[ERR_MSG_MAX + 64], err[ERR_MSG_MAX];
+	char dir[PATH_MAX], path[PATH_MAX + 16], err[ERR_MSG_MAX];
 	enum sandbox_dir_fate fate;
 	struct sandbox *sb;
+	struct err why;
 	json_error_t je;
 	struct stat st;
 	json_t *meta = NULL;
@@ -260,13 +261,13 @@ static void load_one(struct kilnd *d, const char *id)
 		json_decref(meta);
 		return;
 	}
-	fate = sandbox_dir_judge(id, meta, err[0] ? err : NULL, &sb->rec, why, sizeof(why));
+	fate = sandbox_dir_judge(id, meta, err[0] ? err : NULL, &sb->rec, &why);
 	json_decref(meta);
 	if (fate != SANDBOX_DIR_LOAD) {
 		if (fate == SANDBOX_DIR_REMOVE)
-			remove_leftover(d, id, dir, why);
+			remove_leftover(d, id, dir, why.msg);
 		else
-			kilnd_log("skipping %s: %s", dir, why);
+			kilnd_log("skipping %s: %s", dir, why.msg);
 		sandbox_free(sb);
 		return;
 	}
@@ -276,11 +277,11 @@ static void load_one(struct kilnd *d, const char *id)
 		struct api_err te;
 		json_t *t = template_load(d, sb->rec.tmpl_build, &te);
 		bool orphan = (t || te.code == API_E_NOT_FOUND) &&
-			sandbox_build_orphan(&sb->rec, t, why, sizeof(why));
+			sandbox_build_orphan(&sb->rec, t, &why);
 
 		json_decref(t);
 		if (orphan) {
-			remove_leftover(d, id, dir, why);
+			remove_leftover(d, id, dir, why.msg);
 			sandbox_free(sb);
 			return;
 		}

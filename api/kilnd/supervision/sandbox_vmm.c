@@ -270,8 +270,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 				     .arg = sb,
 				     .cgroup_fd = -1 };
 	char cg[PATH_MAX];
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a = NULL;
 	struct vmm_argv argv;
 	struct vmm_proc *proc;
 	int shares[SPEC_MAX_SHARES];
@@ -362,7 +361,11 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	sandbox_persist_locked(sb);
 	kilnd_unlock(d);
 
-	agent_client_init(&c, sb->vsock);
+	if (kiln_agent_new(sb->vsock, &a) < 0) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: agent client: out of memory",
+			    sb->rec.id);
+		goto kill;
+	}
 	deadline = t0 + d->cfg.boot_timeout_ms;
 	for (;;) {
 		double left = deadline - mono_ms_f();
@@ -375,8 +378,10 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 			*status = last_exit_status_locked(sb);
 		}
 		kilnd_unlock(d);
-		if (exited)
+		if (exited) {
+			kiln_agent_free(a);
 			return -1;
+		}
 		if (atomic_load(&d->shutting_down)) {
 			api_err_set(e, API_E_AGENT_UNAVAILABLE,
 				    "sandbox %s: kilnd is shutting down", sb->rec.id);
@@ -388,18 +393,17 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		}
 		/* Slices to look at the VMM and shutdown between attempts; an
 		 * attempt kiln-vmm holds runs on past its slice (BOOT_HOLD_MS). */
-		r = agent_client_wait_ready_hold(&c,
-						 left < BOOT_SLICE_MS ? (int)left + 1
-								      : BOOT_SLICE_MS,
-						 left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS,
-						 &ae);
+		r = kiln_agent_wait_ready_hold(a,
+					       left < BOOT_SLICE_MS ? (int)left + 1 : BOOT_SLICE_MS,
+					       left < BOOT_HOLD_MS ? (int)left + 1 : BOOT_HOLD_MS);
 		if (r == 0)
 			break;
 		if (r == -EPROTONOSUPPORT) {
-			api_err_from_agent(e, &ae, "waiting for the guest agent");
+			api_err_from_agent(e, a, "waiting for the guest agent");
 			goto kill;
 		}
 	}
+	kiln_agent_free(a);
 	*ready_ms = mono_ms_f() - t0;
 	ph->prepare_ms = t0 - t_prep;
 	ph->spawn_ms = t_spawned - t0;
@@ -407,6 +411,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	return 0;
 
 kill:
+	kiln_agent_free(a);
 	kilnd_lock(d);
 	sandbox_kill_locked(sb);
 	if (timed_out) {
@@ -431,13 +436,13 @@ kill:
  * A request to the agent after its first answer, run on a thread of its
  * own beside the others: each is a vsock connection and a round trip into
  * the guest, so one runs while another waits (a restored guest is slow to
- * answer: every page it touches first is faulted in).
+ * answer: every page it touches first is faulted in). Each job has its
+ * own kiln_agent, so the failure its message says is its own.
  */
 struct agent_job {
-	struct agent_client c;
+	kiln_agent *a;
 	int (*fn)(struct agent_job *j);
-	struct agent_client_info info; /* JOB_INFO's answer */
-	struct agent_client_err ae;
+	struct kiln_guest_info info; /* job_info's answer */
 	int r;
 	bool started;
 	pthread_t th;
@@ -445,12 +450,12 @@ struct agent_job {
 
 static int job_info(struct agent_job *j)
 {
-	return agent_client_info(&j->c, &j->info, &j->ae);
+	return kiln_agent_info(j->a, &j->info);
 }
 
 static int job_sync(struct agent_job *j)
 {
-	return sandbox_sync_guest(&j->c, &j->ae);
+	return sandbox_sync_guest(j->a);
 }
 
 static void *job_main(void *arg)
@@ -465,18 +470,33 @@ static void job_start(struct agent_job *j, const char *vsock, int (*fn)(struct a
 {
 	j->r = -1;
 	j->fn = fn;
-	agent_client_init(&j->c, vsock);
-	j->started = pthread_create(&j->th, NULL, job_main, j) == 0;
+	j->info = (struct kiln_guest_info){ .size = sizeof(j->info) };
+	j->started = false;
+	if (kiln_agent_new(vsock, &j->a) < 0)
+		j->a = NULL; /* out of memory: job_end says so */
+	else
+		j->started = pthread_create(&j->th, NULL, job_main, j) == 0;
 }
 
-/* Its result (0 or -1 with j->ae). */
-static int job_end(struct agent_job *j)
+/* Its result: 0, or -1 with the message in *why (valid until
+ * job_free). */
+static int job_end(struct agent_job *j, const char **why)
 {
+	*why = "out of memory";
+	if (!j->a)
+		return -1;
 	if (j->started)
 		pthread_join(j->th, NULL);
 	else
 		job_main(j); /* no thread to spare: ask now */
-	return j->r;
+	*why = kiln_agent_errmsg(j->a);
+	return j->r < 0 ? -1 : 0;
+}
+
+static void job_free(struct agent_job *j)
+{
+	kiln_agent_free(j->a);
+	j->a = NULL;
 }
 
 /*
@@ -491,8 +511,8 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	const char *restore_dir = src ? src->restore_dir : NULL;
 	char snapshot_error[ERR_MSG_MAX] = "";
 	struct agent_job info, sync;
-	struct agent_client_err ae;
-	struct agent_client c;
+	const char *why;
+	kiln_agent *a = NULL;
 	enum sandbox_state to;
 	struct boot_phases ph = { 0 };
 	double ready_ms = 0, t_ready;
@@ -528,32 +548,40 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		goto failed;
 
 	t_ready = mono_ms_f();
-	agent_client_init(&c, sb->vsock);
 	/* Best effort, for the boot timeline and for guests without an RTC. */
 	job_start(&info, sb->vsock, job_info);
 	job_start(&sync, sb->vsock, job_sync);
 	if (src && src->hostname && restore_dir) {
 		/* A fork runs the memory of another guest: its own name (the clock
 		 * and entropy go in beside it). */
-		struct agent_client_configure cfg = { .hostname = src->hostname };
+		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = src->hostname };
 
-		if (agent_client_configure(&c, &cfg, &ae)) {
-			job_end(&info);
-			job_end(&sync);
-			api_err_from_agent(e, &ae, "setting the fork's hostname");
+		if ((r = kiln_agent_new(sb->vsock, &a)) < 0 || kiln_agent_configure(a, &cfg)) {
+			job_end(&info, &why);
+			job_end(&sync, &why);
+			job_free(&info);
+			job_free(&sync);
+			if (r < 0)
+				api_err_set(e, API_E_INTERNAL,
+					    "setting the fork's hostname: out of memory");
+			else
+				api_err_from_agent(e, a, "setting the fork's hostname");
+			kiln_agent_free(a);
 			kilnd_lock(d);
 			sandbox_kill_locked(sb);
 			kilnd_unlock(d);
 			goto failed;
 		}
+		kiln_agent_free(a);
 	}
-	if (job_end(&sync) == 0)
+	if (job_end(&sync, &why) == 0)
 		synced = true;
 	else
-		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id,
-			  sync.ae.msg);
-	if (job_end(&info) == 0)
+		kilnd_log("sandbox %s: setting the guest clock failed: %s", sb->rec.id, why);
+	if (job_end(&info, &why) == 0)
 		uptime = (int64_t)info.info.uptime_ms;
+	job_free(&info);
+	job_free(&sync);
 	ph.configure_ms = mono_ms_f() - t_ready;
 
 	kilnd_lock(d);
@@ -634,8 +662,7 @@ failed:
 void sandbox_halt(struct sandbox *sb, int grace_ms)
 {
 	struct kilnd *d = sb->d;
-	struct agent_client_err ae;
-	struct agent_client c;
+	kiln_agent *a;
 	bool has;
 
 	kilnd_lock(d);
@@ -643,13 +670,18 @@ void sandbox_halt(struct sandbox *sb, int grace_ms)
 	kilnd_unlock(d);
 	if (!has)
 		return;
-	agent_client_init(&c, sb->vsock);
-	/* A hung guest must not hold the stop longer than the stop timeout. */
-	if (c.timeout_ms > d->cfg.stop_timeout_ms)
-		c.timeout_ms = d->cfg.stop_timeout_ms;
-	if (agent_client_shutdown(&c, grace_ms, &ae) < 0)
-		kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM",
-			  sb->rec.id, ae.msg);
+	if (kiln_agent_new(sb->vsock, &a) < 0) {
+		kilnd_log("sandbox %s: out of memory for the shutdown request; stopping the VMM",
+			  sb->rec.id);
+	} else {
+		/* A hung guest must not hold the stop longer than the stop timeout. */
+		if (KILN_AGENT_TIMEOUT_DEFAULT_MS > d->cfg.stop_timeout_ms)
+			kiln_agent_set_timeout(a, d->cfg.stop_timeout_ms);
+		if (kiln_agent_shutdown(a, grace_ms) < 0)
+			kilnd_log("sandbox %s: the agent did not take the shutdown request (%s); stopping the VMM",
+				  sb->rec.id, kiln_agent_errmsg(a));
+		kiln_agent_free(a);
+	}
 	kilnd_lock(d);
 	if (!sandbox_wait_gone_locked(sb, d->cfg.stop_timeout_ms + grace_ms)) {
 		kilnd_log("sandbox %s: the guest did not shut down within %d ms; SIGTERM to kiln-vmm",
@@ -661,23 +693,8 @@ void sandbox_halt(struct sandbox *sb, int grace_ms)
 	kilnd_unlock(d);
 }
 
-int sandbox_sync_guest(const struct agent_client *c, struct agent_client_err *ae)
+int sandbox_sync_guest(kiln_agent *a)
 {
-	uint8_t seed[AGENT_ENTROPY_MAX];
-	struct timespec now;
-	int r;
-
-	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
-		/* Never blocks or fails once the host has booted; set the clock anyway. */
-		clock_gettime(CLOCK_REALTIME, &now);
-		return agent_client_sync_clock(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec,
-					       NULL, ae)
-			? -1
-			: 0;
-	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	r = agent_client_sync_clock_seed(c, (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec, seed,
-					 sizeof(seed), NULL, ae);
-	explicit_bzero(seed, sizeof(seed));
-	return r ? -1 : 0;
+	/* libkiln's sync: the host's CLOCK_REALTIME and 64 fresh random bytes. */
+	return kiln_agent_sync_clock(a, KILN_AGENT_RESEED, NULL) < 0 ? -1 : 0;
 }

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/base/json_strict.h"
+#include "lib/base/json.h"
 #include "lib/base/utf8.h"
 
 /* Visit lines [start, end) of buf from the last one backwards; fn

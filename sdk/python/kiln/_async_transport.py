@@ -7,12 +7,11 @@ transport.
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Optional, TypeVar
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
-from ._transport import READ_SIZE, Answer, connect_failed, cut_short, deadline_error, io_failed, no_answer
+from ._transport import READ_SIZE, Answer, Deadline, connect_failed, cut_short, io_failed, no_answer
 from .errors import ClientTimeoutError, KilnError
 
 T = TypeVar("T")
@@ -22,37 +21,14 @@ def _next_block(it: Iterator[bytes]) -> Optional[bytes]:
     return next(it, None)
 
 
-class _AsyncConn:
+class _AsyncConn(Deadline):
+    client = "AsyncKiln"
+
     def __init__(self, transport: "AsyncTransport", reader: asyncio.StreamReader,
                  writer: asyncio.StreamWriter, what: str) -> None:
-        self.t = transport
+        super().__init__(transport, what)
         self.reader = reader
         self.writer = writer
-        self.what = what
-        self.deadline: Optional[float] = None
-        self.timeout_s: Optional[float] = None
-        self.per_read = False
-
-    def set_deadline(self, timeout: Optional[float]) -> None:
-        self.timeout_s = timeout
-        self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.per_read = False
-
-    def set_per_read(self, timeout: Optional[float]) -> None:
-        self.timeout_s = timeout
-        self.deadline = None
-        self.per_read = True
-
-    def _left(self) -> Optional[float]:
-        if self.per_read or self.deadline is None:
-            return self.timeout_s if self.per_read else None
-        left = self.deadline - time.monotonic()
-        if left <= 0:
-            raise self.timed_out()
-        return left
-
-    def timed_out(self) -> ClientTimeoutError:
-        return deadline_error(self.t.socket_path, self.what, self.timeout_s, "AsyncKiln")
 
     async def send(self, data: bytes) -> None:
         """Raises BrokenPipeError/ConnectionResetError as they are (an

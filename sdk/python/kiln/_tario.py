@@ -216,6 +216,13 @@ class _Unpacker:
     def _unsafe(self, m: tarfile.TarInfo, why: str) -> UnsafePathError:
         return UnsafePathError(f"download_dir: member {m.name!r}: {why}")
 
+    def _refuse_links(self, m: tarfile.TarInfo, e: OSError, why: str) -> None:
+        """Raises m's UnsafePathError (why) from e when e says a symbolic
+        link or a file stood where a directory must (ELOOP, ENOTDIR);
+        returns for any other error, which the caller raises as it is."""
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise self._unsafe(m, why) from e
+
     def _open_dir(self, parts: list[str], create: bool) -> int:
         """A descriptor of the directory ``parts`` below the root (the
         root's own, not to be closed, for []); missing levels are made
@@ -280,9 +287,8 @@ class _Unpacker:
                 if pfd != self.root:
                     os.close(pfd)
         except OSError as e:
-            if e.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise self._unsafe(m, f"its path goes through a symbolic link or a file in {self.dest}; "
-                                      f"refusing to write through it") from e
+            self._refuse_links(m, e, f"its path goes through a symbolic link or a file in {self.dest}; "
+                                     f"refusing to write through it")
             raise KilnError(f"download_dir: member {m.name!r}: {e.strerror or e} (writing below {self.dest})") from e
 
     def _check_symlink(self, m: tarfile.TarInfo, parts: list[str]) -> None:
@@ -330,10 +336,9 @@ class _Unpacker:
             try:
                 fd = os.open(base, _DIR_OPEN, dir_fd=pfd)
             except OSError as e:
-                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                    raise
-                raise self._unsafe(m, f"something that is not a directory (a symbolic link or a file) is in the way "
-                                      f"in {self.dest}; refusing to use it") from e
+                self._refuse_links(m, e, f"something that is not a directory (a symbolic link or a file) is in the "
+                                         f"way in {self.dest}; refusing to use it")
+                raise
             try:
                 self._filter(m)
                 os.fchmod(fd, (m.mode & 0o777) | 0o700)  # no setuid, setgid or sticky bit
@@ -370,10 +375,9 @@ class _Unpacker:
             raise self._unsafe(m, f"the hard link -> {m.linkname!r} names no file of the archive "
                                   f"(its file must come earlier)") from e
         except OSError as e:
-            if e.errno not in (errno.ELOOP, errno.ENOTDIR):
-                raise
-            raise self._unsafe(m, f"the hard link -> {m.linkname!r} goes through a symbolic link or a file; "
-                                  f"it must name its file by a path of directories") from e
+            self._refuse_links(m, e, f"the hard link -> {m.linkname!r} goes through a symbolic link or a file; "
+                                     f"it must name its file by a path of directories")
+            raise
         try:
             try:
                 st = os.stat(lparts[-1], dir_fd=spfd, follow_symlinks=False)

@@ -63,13 +63,15 @@ def _deadline(timeout: Optional[float]) -> Optional[float]:
     return None if timeout is None else time.monotonic() + timeout
 
 
-class _Conn:
-    """One connection, its deadline and what is read of the answer."""
+class Deadline:
+    """A connection's time: one deadline for all its calls, or a timeout for
+    each read (a stream: silence between events). Both transports' connections
+    are one; ``client`` names the class whose timeout= to raise."""
 
-    def __init__(self, transport: "Transport", sock: socket.socket, reused: bool, what: str) -> None:
+    client = "Kiln"
+
+    def __init__(self, transport: Any, what: str) -> None:
         self.t = transport
-        self.sock = sock
-        self.reused = reused
         self.what = what  # "POST /v1/..." for messages
         self.deadline: Optional[float] = None
         self.timeout_s: Optional[float] = None
@@ -87,20 +89,30 @@ class _Conn:
         self.deadline = None
         self.per_read = True
 
-    def _arm(self) -> None:
-        if self.per_read:
-            self.sock.settimeout(self.timeout_s)
-            return
-        if self.deadline is None:
-            self.sock.settimeout(None)
-            return
+    def _left(self) -> Optional[float]:
+        """What the next call may wait (None: no limit); past the deadline,
+        raises the client's timeout."""
+        if self.per_read or self.deadline is None:
+            return self.timeout_s if self.per_read else None
         left = self.deadline - time.monotonic()
         if left <= 0:
             raise self.timed_out()
-        self.sock.settimeout(left)
+        return left
 
     def timed_out(self) -> ClientTimeoutError:
-        return deadline_error(self.t.socket_path, self.what, self.timeout_s, "Kiln")
+        return deadline_error(self.t.socket_path, self.what, self.timeout_s, self.client)
+
+
+class _Conn(Deadline):
+    """One connection, its deadline and what is read of the answer."""
+
+    def __init__(self, transport: "Transport", sock: socket.socket, reused: bool, what: str) -> None:
+        super().__init__(transport, what)
+        self.sock = sock
+        self.reused = reused
+
+    def _arm(self) -> None:
+        self.sock.settimeout(self._left())
 
     def send(self, data: bytes) -> None:
         try:
