@@ -490,6 +490,10 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 	if (c->hostname && *c->hostname &&
 	    json_object_set_new(p->ctr_create, "hostname", json_string(c->hostname)) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
+	if (c->nmounts > RT_MOUNTS_MAX)
+		return err_set(e, EINVAL,
+			       "config.json: %zu mounts; a VM's container takes at most %d",
+			       c->nmounts, RT_MOUNTS_MAX);
 	for (size_t i = 0; i < c->nmounts; i++)
 		if (plan_mount(p, &c->mounts[i], i, mounts, e) < 0)
 			return -EINVAL;

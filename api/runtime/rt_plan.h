@@ -39,10 +39,11 @@
 #define RT_VMM_OVERHEAD_MIB 64
 #define RT_CPUS_MAX 64               /* kiln-vmm --cpus */
 #define RT_CPU_PERIOD_DEFAULT 100000 /* cgroup v2's cpu.max period */
-#define RT_BINDS_MAX 256             /* AGENT_CTR_MOUNTS_MAX */
-#define RT_MOUNT_OPTIONS_MAX 64      /* AGENT_CTR_OPTIONS_MAX */
-#define RT_MOUNT_DATA_MAX 4095       /* AGENT_CTR_DATA_MAX */
-#define RT_CID_MAX 128               /* AGENT_CID_MAX */
+#define RT_MOUNTS_MAX 256            /* AGENT_CTR_MOUNTS_MAX */
+#define RT_BINDS_MAX RT_MOUNTS_MAX
+#define RT_MOUNT_OPTIONS_MAX 64 /* AGENT_CTR_OPTIONS_MAX */
+#define RT_MOUNT_DATA_MAX 4095  /* AGENT_CTR_DATA_MAX */
+#define RT_CID_MAX 128          /* AGENT_CID_MAX */
 #define RT_CMDLINE_MAX 2048
 #define RT_ARGV_MAX 48
 #define RT_ARGV_BUF 16384

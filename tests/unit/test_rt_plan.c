@@ -312,6 +312,20 @@ static void test_build_refusals(void **state)
 	build_refused(HEAD PROC ",\"hostname\":\"a b\"}", "c1",
 		      "hostname \"a b\": letters, digits, '.' and '-' only");
 	build_refused(HEAD PROC ",\"hostname\":\"-x\"}", "c1", "hostname \"-x\"");
+	{
+		/* one mount more than the guest takes */
+		size_t cap = 64 * (RT_MOUNTS_MAX + 2), k;
+		char *doc = malloc(cap);
+
+		k = (size_t)snprintf(doc, cap, HEAD PROC ",\"mounts\":[");
+		for (int i = 0; i <= RT_MOUNTS_MAX; i++)
+			k += (size_t)snprintf(doc + k, cap - k,
+					      "%s{\"destination\":\"/m%d\",\"type\":\"tmpfs\"}",
+					      i ? "," : "", i);
+		snprintf(doc + k, cap - k, "]}");
+		build_refused(doc, "c1", "257 mounts; a VM's container takes at most 256");
+		free(doc);
+	}
 	memset(id, 'a', RT_CID_MAX + 1);
 	id[RT_CID_MAX + 1] = '\0';
 	build_refused(HEAD PROC "}", id,
