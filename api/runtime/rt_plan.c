@@ -449,14 +449,23 @@ static json_t *process_json(const struct rt_process *pr)
 /* A hostname as the kernel command line and the guest take it. */
 static int hostname_ok(const char *h, struct err *e)
 {
-	if (strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") !=
-		    strlen(h) ||
-	    h[0] == '-' || h[0] == '.')
-		return err_set(e, EINVAL,
-			       "config.json: hostname \"%.64s\": letters, digits, '.' and '-' only, "
-			       "not first",
-			       h);
-	return 0;
+	/* the agent's rule (docs/agent-protocol.md, configure): dot-separated
+	 * labels of 1..63 letters, digits and '-', none starting or ending
+	 * with '-'; said here with the field's name */
+	for (const char *l = h;;) {
+		size_t n = strcspn(l, ".");
+
+		if (n == 0 || n > 63 || l[0] == '-' || l[n - 1] == '-' ||
+		    strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+			    n)
+			return err_set(e, EINVAL,
+				       "config.json: hostname \"%.64s\": want dot-separated labels of "
+				       "1 to 63 letters, digits and '-' (not first or last)",
+				       h);
+		if (!l[n])
+			return 0;
+		l += n + 1;
+	}
 }
 
 static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err *e)

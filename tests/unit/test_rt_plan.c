@@ -309,9 +309,19 @@ static void test_build_refusals(void **state)
 	build_refused(HEAD PROC ",\"mounts\":[{\"destination\":\"/x\",\"type\":\"bind\","
 				"\"source\":\"rel/dir\"}]}",
 		      "c1", "a bind's source must be an absolute host path");
-	build_refused(HEAD PROC ",\"hostname\":\"a b\"}", "c1",
-		      "hostname \"a b\": letters, digits, '.' and '-' only");
-	build_refused(HEAD PROC ",\"hostname\":\"-x\"}", "c1", "hostname \"-x\"");
+	static const char *const bad_hosts[] = {
+		"a b",  "-x",  "x-",
+		"a..b", "a.",  ".a",
+		"a.-b", "a_b", "0123456789012345678901234567890123456789012345678901234567890123"
+	};
+	for (size_t i = 0; i < sizeof(bad_hosts) / sizeof(bad_hosts[0]); i++) {
+		char doc[256];
+
+		snprintf(doc, sizeof(doc), HEAD PROC ",\"hostname\":\"%s\"}", bad_hosts[i]);
+		build_refused(doc, "c1", "want dot-separated labels of 1 to 63 letters");
+	}
+	built(HEAD PROC ",\"hostname\":\"web-1.pod.Cluster-local\"}", "c1");
+	rt_plan_free(&plan);
 	{
 		/* one mount more than the guest takes */
 		size_t cap = 64 * (RT_MOUNTS_MAX + 2), k;
