@@ -96,7 +96,7 @@ TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
 # into imported images).
 host: layers $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd \
-	$(BUILD)/kiln $(BUILD)/kiln-image-import
+	$(BUILD)/kiln $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime
 guest: kernel rootfs
 all: host guest
 
@@ -128,7 +128,7 @@ LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
 # How kiln-vmm is linked (below, at its rule): static or dynamic.
 VMM_LINK ?= static
-HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import
+HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
@@ -227,11 +227,11 @@ $(BUILD)/kiln.pc: libkiln/kiln.pc.in Makefile
 	@mkdir -p $(BUILD)
 	$(kiln_pc) >$@
 .PHONY: install
-install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import \
+install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime \
 		$(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
 		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
-	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-runtime $(DESTDIR)$(PREFIX)/bin/
 	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(DESTDIR)$(PREFIX)/lib/kiln/
 	install -m 0755 $(BUILD)/$(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/$(LIBKILN_SONAME)
@@ -275,6 +275,13 @@ $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.
 IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c lib/digest/*.c)
 $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) $(NETTLE_LIBS)
+
+# kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
+# line, a bundle's config.json, the state directory. It execs kiln-vmm
+# (jailed) and never links the VM.
+KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c)
+$(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS)
 
 # kiln, the CLI (docs/cli.md): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
@@ -426,7 +433,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln.pc $(HOST_PROGRAMS) \
 	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
-	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/check_layers_test tests/unit/newcomer_test \
+	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)

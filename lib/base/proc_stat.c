@@ -38,7 +38,26 @@ int proc_stat_start_time(const char *buf, size_t n, uint64_t *start)
 	return -EINVAL;
 }
 
+int proc_stat_state(const char *buf, size_t n, char *state)
+{
+	const char *p = NULL;
+
+	for (size_t i = n; i > 0 && !p; i--)
+		if (buf[i - 1] == ')')
+			p = buf + i;
+	/* After the name's last ')': " <state> " */
+	if (!p || buf + n - p < 3 || p[0] != ' ' || p[1] == ' ' || p[2] != ' ')
+		return -EINVAL;
+	*state = p[1];
+	return 0;
+}
+
 int proc_start_time(int pid, uint64_t *start)
+{
+	return proc_stat_read(pid, start, NULL);
+}
+
+int proc_stat_read(int pid, uint64_t *start, char *state)
 {
 	char path[64], buf[1024];
 	ssize_t n;
@@ -55,5 +74,8 @@ int proc_start_time(int pid, uint64_t *start)
 	close(fd);
 	if (r)
 		return r;
-	return proc_stat_start_time(buf, (size_t)n, start);
+	r = proc_stat_start_time(buf, (size_t)n, start);
+	if (!r && state)
+		r = proc_stat_state(buf, (size_t)n, state);
+	return r;
 }

@@ -59,6 +59,23 @@ static void test_proc_stat_start(void **state)
 	assert_true(start == 556);
 }
 
+/* The state letter after the name's last ')'; a cut or odd text refused. */
+static void test_proc_stat_state(void **state)
+{
+	char st = '?';
+
+	(void)state;
+	assert_int_equal(proc_stat_state(S("42 (a) b) Z 1 42\n"), &st), 0);
+	assert_int_equal(st, 'Z');
+	assert_int_equal(proc_stat_state(S("42 (sleep) S 1"), &st), 0);
+	assert_int_equal(st, 'S');
+	assert_int_equal(proc_stat_state(S("42 (k) "), &st), -EINVAL);
+	assert_int_equal(proc_stat_state(S("42 (k)  S 1"), &st), -EINVAL);
+	assert_int_equal(proc_stat_state(S("42 (k) SS 1"), &st), -EINVAL);
+	assert_int_equal(proc_stat_state(S("42 k S 1"), &st), -EINVAL);
+	assert_int_equal(st, 'S');
+}
+
 /* The real file: this process's own start time, stable; no such pid: -ESRCH. */
 static void test_proc_start_time_live(void **state)
 {
@@ -70,12 +87,16 @@ static void test_proc_start_time_live(void **state)
 	assert_true(a == b);
 	assert_int_equal(proc_start_time(0, &a), -ESRCH);
 	assert_int_equal(proc_start_time(PROC_PID_MAX + 1, &a), -ESRCH);
+	char st = 0;
+	assert_int_equal(proc_stat_read(getpid(), &b, &st), 0);
+	assert_true(a == b && st == 'R');
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_proc_stat_start),
+		cmocka_unit_test(test_proc_stat_state),
 		cmocka_unit_test(test_proc_start_time_live),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

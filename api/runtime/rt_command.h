@@ -1,0 +1,74 @@
+/*
+ * rt_command: kiln-runtime's commands (runc's), one function each, and
+ * what they share: the context main builds (the parsed command line and
+ * the --log descriptor), the log and error lines, the bundle's
+ * config.json, a container held under its lock. kiln-runtime.c is main
+ * and the command table; rt_command_create.c is create,
+ * rt_command_state.c what only reads (state, list, ps, features, spec),
+ * rt_command_life.c what changes a container (delete, kill, start, update, exec).
+ *
+ * Contract: each command returns 0, or -errno with e one line (main
+ * prints it on stderr and logs it, and exits 1, as runc). Work in
+ * progress (issue 34, slice 1): create checks the bundle and plans the
+ * VM, then says the VM boot is not wired yet and leaves nothing behind;
+ * commands that need the VM say "not supported yet".
+ */
+#ifndef KILN_RT_COMMAND_H
+#define KILN_RT_COMMAND_H
+
+#include "api/runtime/rt_cli.h"
+#include "api/runtime/rt_config.h"
+#include "api/runtime/rt_dir.h"
+#include "api/runtime/rt_log.h"
+#include "api/runtime/rt_state.h"
+#include "lib/base/err.h"
+
+struct rt_ctx {
+	const struct rt_cmd *cmd;
+	int log_fd; /* --log, -1: none */
+};
+
+/* Open --log (append, 0600); a failure is said on stderr, not fatal. */
+void rt_command_log_open(struct rt_ctx *x);
+
+/* One --log line (and, for an error, the same text on stderr). */
+void rt_command_report(const struct rt_ctx *x, enum rt_log_level l, const char *msg);
+
+/* "VERB: not supported yet" (-ENOSYS). */
+int rt_command_not_yet(const struct rt_cmd *c, struct err *e);
+
+/* The bundle's config.json, read whole and parsed. */
+int rt_command_read_config(const char *bundle, struct rt_config *cfg, struct err *e);
+
+/* The container's directory and record (locked unless lockfd is NULL);
+ * rt_command_close releases what was opened (rec may be NULL). */
+int rt_command_open(const struct rt_cmd *c, int *rootfd, int *dirfd, int *lockfd,
+		    struct rt_state_rec *rec, struct err *e);
+void rt_command_close(int rootfd, int dirfd, int lockfd, struct rt_state_rec *rec);
+
+/* A container held under its lock with its record and status. */
+struct rt_held {
+	int rootfd, dirfd, lockfd;
+	struct rt_state_rec rec;
+	enum rt_status st;
+};
+
+int rt_command_hold(const struct rt_cmd *c, struct rt_held *h, struct err *e);
+void rt_command_release(struct rt_held *h);
+
+/* s (malloc'ed) on stdout, freed. */
+int rt_command_print(char *s);
+
+int rt_command_create(const struct rt_ctx *x, struct err *e);
+int rt_command_state(const struct rt_ctx *x, struct err *e);
+int rt_command_list(const struct rt_ctx *x, struct err *e);
+int rt_command_ps(const struct rt_ctx *x, struct err *e);
+int rt_command_features(const struct rt_ctx *x, struct err *e);
+int rt_command_spec(const struct rt_ctx *x, struct err *e);
+int rt_command_delete(const struct rt_ctx *x, struct err *e);
+int rt_command_kill(const struct rt_ctx *x, struct err *e);
+int rt_command_start(const struct rt_ctx *x, struct err *e);
+int rt_command_update(const struct rt_ctx *x, struct err *e);
+int rt_command_exec(const struct rt_ctx *x, struct err *e);
+
+#endif

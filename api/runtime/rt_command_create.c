@@ -1,0 +1,127 @@
+/* kiln-runtime create; see rt_command.h. */
+#include "api/runtime/rt_command.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/runtime/rt_binds.h"
+#include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_pod.h"
+
+/* root.path as an absolute directory (relative: to the bundle). */
+static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *out, struct err *e)
+{
+	char joined[RT_PATH_MAX];
+	struct stat st;
+
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s",
+			     cfg->root_path[0] == '/' ? "" : bundle,
+			     cfg->root_path) >= sizeof(joined))
+		return err_set(e, ENAMETOOLONG, "root.path is too long");
+	if (!realpath(joined, out) || stat(out, &st) < 0)
+		return err_set(e, errno, "root.path %.200s: %s", joined, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return err_set(e, ENOTDIR, "root.path %.200s is not a directory", joined);
+	return 0;
+}
+
+/* What create checks before it makes anything: runc's own refusals of
+ * the flags against the config, then the config and its plan. */
+static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, struct rt_plan *plan,
+			 struct err *e)
+{
+	struct rt_sizing size;
+	struct rt_pod pod;
+	char cg[RT_PATH_MAX];
+
+	if (cfg->process.terminal && !c->console_socket)
+		return err_set(e, EINVAL,
+			       "process.terminal is true but no --console-socket is given: the "
+			       "engine must pass one to receive the terminal");
+	if (!cfg->process.terminal && c->console_socket)
+		return err_set(e, EINVAL,
+			       "--console-socket is given but process.terminal is false: there is "
+			       "no terminal to send");
+	if (rt_pod_decide(cfg->annotations, c->id, &pod, e) < 0)
+		return -EINVAL;
+	if (pod.role == RT_POD_MEMBER)
+		return err_set(e, ENOSYS,
+			       "create: container \"%s\" of pod sandbox \"%s\": running a pod's "
+			       "containers in its sandbox's VM is not supported yet",
+			       c->id, pod.sandbox);
+	if (rt_plan_sizing(cfg, &size, e) < 0 ||
+	    (!c->g.cgroups_disabled &&
+	     rt_plan_cgroup(cfg, c->id, c->g.systemd_cgroup, cg, sizeof(cg), e) < 0))
+		return -EINVAL;
+	return rt_plan_build(cfg, c->id, plan, e);
+}
+
+static void record_init(struct rt_state_rec *r, const struct rt_cmd *c, const char *bundle,
+			const char *rootfs, const struct rt_config *cfg)
+{
+	struct timespec now;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->id, sizeof(r->id), "%s", c->id);
+	snprintf(r->bundle, sizeof(r->bundle), "%s", bundle);
+	snprintf(r->rootfs, sizeof(r->rootfs), "%s", rootfs);
+	clock_gettime(CLOCK_REALTIME, &now);
+	rt_log_time(r->created, &now, true);
+	r->status = RT_STATUS_CREATING;
+	r->annotations = cfg->annotations;
+}
+
+int rt_command_create(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	char bundle[RT_PATH_MAX], rootfs[RT_PATH_MAX];
+	struct rt_config cfg;
+	struct rt_plan plan = { 0 };
+	struct rt_state_rec rec;
+	struct err ignored;
+	int r, rootfd = -1, dirfd = -1, lockfd = -1;
+
+	if (geteuid() != 0)
+		return err_set(e, EPERM,
+			       "create: kiln-runtime needs root (kiln-vmm's jail does): rootless "
+			       "engines are not supported");
+	if (!realpath(c->bundle, bundle))
+		return err_set(e, errno, "--bundle %.200s: %s", c->bundle, strerror(errno));
+	r = rt_command_read_config(bundle, &cfg, e);
+	if (!r)
+		r = create_checks(c, &cfg, &plan, e);
+	if (!r)
+		r = rootfs_path(bundle, &cfg, rootfs, e);
+	if (!r)
+		r = rt_dir_open_root(c->g.root, true, &rootfd, e);
+	if (!r)
+		r = rt_dir_make(rootfd, c->id, &dirfd, e);
+	if (!r)
+		r = rt_dir_lock(dirfd, c->id, RT_LOCK_WAIT_MS, &lockfd, e);
+	if (!r) {
+		record_init(&rec, c, bundle, rootfs, &cfg);
+		r = rt_dir_write_state(dirfd, &rec, e);
+	}
+	if (!r)
+		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
+	if (!r)
+		r = rt_command_not_yet(c, e);
+	/* A create that fails leaves nothing behind (runc's rule: the
+	 * engine retries with the same ID): its binds first, which the
+	 * directory's removal would not enter. */
+	if (dirfd >= 0) {
+		rt_binds_release(dirfd, &ignored);
+		rt_dir_remove(rootfd, c->id, &ignored);
+	}
+	/* rec borrows cfg's annotations: only cfg frees them */
+	rt_command_close(rootfd, dirfd, lockfd, NULL);
+	rt_plan_free(&plan);
+	rt_config_free(&cfg);
+	return r;
+}

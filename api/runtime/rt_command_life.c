@@ -1,0 +1,247 @@
+/* kiln-runtime delete, kill and start: what changes a container; see
+ * rt_command.h. */
+#include "api/runtime/rt_command.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "api/runtime/rt_binds.h"
+#include "api/runtime/rt_hooks.h"
+#include "lib/base/fd_io.h"
+#include "api/runtime/rt_shim_sock.h"
+
+#define SHIM_KILL_WAIT_MS 2000 /* delete --force: the shim's end after SIGKILL */
+
+/* SIGKILL the shim named by the record (its pidfd pins the process, the
+ * start time checked after it is open) and wait for its end. */
+static int kill_shim(const struct rt_state_rec *rec, struct err *e)
+{
+	int fd = (int)syscall(SYS_pidfd_open, rec->shim.pid, 0);
+	struct pollfd p;
+
+	if (fd < 0)
+		return errno == ESRCH ? 0
+				      : err_set(e, errno, "container \"%s\": its shim: %s", rec->id,
+						strerror(errno));
+	if (!rt_proc_alive(rec->shim.pid, rec->shim.start)) {
+		close(fd); /* another process took the pid: not ours to kill */
+		return 0;
+	}
+	if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH) {
+		close(fd);
+		return err_set(e, errno, "container \"%s\": killing its shim: %s", rec->id,
+			       strerror(errno));
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	poll(&p, 1, SHIM_KILL_WAIT_MS);
+	close(fd);
+	return 0;
+}
+
+/* poststop hooks once the container is gone (runtime-spec: a failure
+ * is logged as a warning, delete still succeeds). */
+static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
+{
+	struct rt_state_view v = { rec, RT_STATUS_STOPPED, 0 };
+	struct rt_config cfg;
+	struct err e;
+	char *state = NULL;
+
+	if (!rec->bundle[0] || rt_command_read_config(rec->bundle, &cfg, &e) < 0) {
+		if (rec->bundle[0])
+			rt_command_report(x, RT_LOG_WARNING, e.msg);
+		return;
+	}
+	if (cfg.poststop.n &&
+	    (rt_state_render_hook(&v, &state, &e) < 0 ||
+	     rt_hooks_run(&cfg.poststop, "poststop", state, &e) < 0))
+		rt_command_report(x, RT_LOG_WARNING, e.msg);
+	free(state);
+	rt_config_free(&cfg);
+}
+
+int rt_command_delete(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_state_rec rec;
+	int rootfd, dirfd, lockfd, pid, r;
+	enum rt_status st;
+
+	r = rt_command_open(c, &rootfd, &dirfd, &lockfd, &rec, e);
+	if (r == -ENOENT && dirfd >= 0)
+		r = 0; /* a create that died before its record: remove what it left */
+	st = r ? RT_STATUS_STOPPED : rt_dir_status(&rec, &pid);
+	if (!r && (st == RT_STATUS_RUNNING || st == RT_STATUS_PAUSED) && !c->force)
+		r = err_set(e, EBUSY,
+			    "cannot delete container %s that is not stopped: %s (use --force)",
+			    c->id, rt_status_name(st));
+	if (!r && st != RT_STATUS_STOPPED)
+		r = kill_shim(&rec, e);
+	if (!r)
+		r = rt_binds_release(dirfd, e);
+	if (!r)
+		r = rt_dir_remove(rootfd, c->id, e);
+	if (!r && rec.id_range)
+		r = rt_ids_free(rootfd, rec.id_range, c->id, e);
+	if (!r)
+		run_poststop(x, &rec);
+	rt_command_close(rootfd, dirfd, lockfd, &rec);
+	return r;
+}
+
+/* poststart hooks (a failure is a warning, the container runs on). */
+static void run_poststart(const struct rt_ctx *x, const struct rt_state_rec *rec)
+{
+	struct rt_state_view v = { rec, RT_STATUS_RUNNING, rec->shim.pid };
+	struct rt_config cfg;
+	struct err e;
+	char *state = NULL;
+
+	if (rt_command_read_config(rec->bundle, &cfg, &e) < 0) {
+		rt_command_report(x, RT_LOG_WARNING, e.msg);
+		return;
+	}
+	if (cfg.poststart.n &&
+	    (rt_state_render_hook(&v, &state, &e) < 0 ||
+	     rt_hooks_run(&cfg.poststart, "poststart", state, &e) < 0))
+		rt_command_report(x, RT_LOG_WARNING, e.msg);
+	free(state);
+	rt_config_free(&cfg);
+}
+
+int rt_command_kill(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_shim_req req = { .op = RT_SHIM_KILL, .signo = c->signal, .all = c->all };
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, ESRCH, "container not running");
+	if (!r)
+		r = rt_shim_sock_call(h.dirfd, &req, RT_SHIM_CALL_MS, e);
+	rt_command_release(&h);
+	return r;
+}
+
+int rt_command_start(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_shim_req req = { .op = RT_SHIM_START };
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, EINVAL, "cannot start a container that has stopped");
+	else if (!r && h.st != RT_STATUS_CREATED)
+		r = err_set(e, EINVAL, "cannot start an already running container");
+	if (!r)
+		r = rt_shim_sock_call(h.dirfd, &req, RT_SHIM_CALL_MS, e);
+	if (!r) {
+		h.rec.status = RT_STATUS_RUNNING;
+		r = rt_dir_write_state(h.dirfd, &h.rec, e);
+	}
+	if (!r)
+		run_poststart(x, &h.rec);
+	rt_command_release(&h);
+	return r;
+}
+
+/* update's --resources, a file or "-" (stdin, as containerd's shim
+ * passes it). */
+static int read_resources(const char *path, struct rt_resources *r, json_t **doc, struct err *e)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	int dirfd = AT_FDCWD, ret;
+
+	*doc = NULL;
+	if (strcmp(path, "-") == 0) {
+		buf = malloc(RT_CONFIG_FILE_MAX + 1);
+		ssize_t k = buf ? fd_io_read_full(0, buf, RT_CONFIG_FILE_MAX + 1) : -ENOMEM;
+
+		if (k < 0 || k > RT_CONFIG_FILE_MAX) {
+			free(buf);
+			return err_set(e, k < 0 ? (int)-k : EFBIG,
+				       "update --resources -: stdin unreadable or over %u bytes",
+				       RT_CONFIG_FILE_MAX);
+		}
+		n = (size_t)k;
+	} else {
+		ret = rt_file_read(dirfd, path, true, RT_CONFIG_FILE_MAX, "update --resources",
+				   &buf, &n, e);
+		if (ret < 0)
+			return ret;
+	}
+	ret = rt_resources_parse(buf, n, r, doc, e);
+	free(buf);
+	return ret;
+}
+
+int rt_command_update(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_resources res;
+	json_t *doc = NULL;
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, ESRCH, "container not running");
+	if (!r && c->update.resources)
+		r = read_resources(c->update.resources, &res, &doc, e);
+	/* the limits reach the host cgroup and the guest with the VM */
+	if (!r)
+		r = rt_command_not_yet(c, e);
+	json_decref(doc);
+	rt_command_release(&h);
+	return r;
+}
+
+/* exec --process FILE: checked as config.json's process. */
+static int read_process_file(const char *path, struct rt_process *p, json_t **doc, struct err *e)
+{
+	char *buf;
+	size_t n;
+	int r = rt_file_read(AT_FDCWD, path, true, RT_CONFIG_FILE_MAX, "exec --process", &buf, &n,
+			     e);
+
+	*doc = NULL;
+	memset(p, 0, sizeof(*p));
+	if (r < 0)
+		return r;
+	r = rt_process_parse(buf, n, p, doc, e);
+	free(buf);
+	return r;
+}
+
+int rt_command_exec(const struct rt_ctx *x, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct rt_process p = { 0 };
+	json_t *doc = NULL;
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, EINVAL, "cannot exec in a stopped container");
+	else if (!r && h.st == RT_STATUS_PAUSED)
+		r = err_set(e, EINVAL, "cannot exec in a paused container");
+	if (!r && c->process)
+		r = read_process_file(c->process, &p, &doc, e);
+	if (!r && (c->tty || p.terminal) && !c->console_socket)
+		r = err_set(e, EINVAL, "exec: a terminal needs --console-socket");
+	if (!r)
+		r = rt_command_not_yet(c, e);
+	rt_process_free(&p);
+	json_decref(doc);
+	rt_command_release(&h);
+	return r;
+}

@@ -1,0 +1,109 @@
+/*
+ * rt_dir: kiln-runtime's state directory on disk (--root, default
+ * /run/kiln-runtime; docs/oci-runtime.md "State directory"):
+ *
+ *   <root>/            0700, made with its parents by create
+ *     <id>/            0700: one per container
+ *       lock           flock'ed by every command but state and list
+ *       state.json     rt_state's record, written tmp + fsync + rename
+ *       ...            the shim's socket, logs and the jail directory vm/
+ *
+ * Contract: system calls on descriptors (openat, never a path joined
+ * from an ID: the ID was checked by rt_id_check, and still no link in
+ * <root> is followed). Results are 0 or -errno with e saying what failed
+ * in the words engines match: `container "ID" does not exist`
+ * (containerd and Podman read "does not exist" as no such container),
+ * `container "ID" already exists`.
+ */
+#ifndef KILN_RT_DIR_H
+#define KILN_RT_DIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "api/runtime/rt_state.h"
+#include "lib/base/err.h"
+
+#define RT_STATE_FILE "state.json"
+#define RT_LOCK_FILE "lock"
+#define RT_LOCK_WAIT_MS 30000 /* then one line: another command holds the container */
+#define RT_REMOVE_DEPTH 16    /* how deep delete descends (vm/checkpoints/...) */
+#define RT_LIST_MAX 65536     /* containers `list` reads */
+
+/* Open <root> (*fd); with create, make it and its parents (0700) first.
+ * A root that is not a directory, or that another user owns or may
+ * write, is refused: every container's record is in it. */
+int rt_dir_open_root(const char *root, bool create, int *fd, struct err *e);
+
+/* Make <root>/<id> (0700) and open it (*dirfd). */
+int rt_dir_make(int rootfd, const char *id, int *dirfd, struct err *e);
+
+/* Open an existing <root>/<id> (*dirfd). */
+int rt_dir_open(int rootfd, const char *id, int *dirfd, struct err *e);
+
+/* Take the container's lock (exclusive flock on <id>/lock), waiting up to
+ * wait_ms; *lockfd holds it until closed. */
+int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err *e);
+
+/* The regular file name beneath dirfd (a link followed only with
+ * follow), read whole into *buf (malloc'ed, NUL-terminated, *n bytes):
+ * -EFBIG over max bytes. e names the file as `what`. */
+int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
+		 size_t *n, struct err *e);
+
+/* state.json, read whole (at most RT_STATE_FILE_MAX) and decoded. */
+int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct err *e);
+
+/* state.json written to state.json.tmp, fsync'ed and renamed over. */
+int rt_dir_write_state(int dirfd, const struct rt_state_rec *r, struct err *e);
+
+/*
+ * Remove <root>/<id> and what it holds, never following a link and
+ * never descending into a mount point (a bind still mounted there is
+ * the user's data: -EBUSY, and nothing of it is touched), at most
+ * RT_REMOVE_DEPTH deep.
+ */
+int rt_dir_remove(int rootfd, const char *id, struct err *e);
+
+/*
+ * --pid-file PATH: pid as decimal text (runc writes no newline), written
+ * to a temporary file beside PATH and renamed over it, so the engine that
+ * waits for the file (containerd's shim reads it once create returns,
+ * conmon too) never reads it half-written. PATH must be absolute or is
+ * taken from the current directory, as runc.
+ */
+int rt_pid_file_write(const char *path, int pid, struct err *e);
+
+/*
+ * Host id ranges for the containers' jails: <root>/.ids/<first>, made
+ * O_EXCL and holding the container's ID, one per container; the range
+ * is first..first+RT_IDS_SIZE-1 (a user namespace's 0..65535 once
+ * shares are idmapped), apart from kilnd's --jail-ids.
+ */
+#define RT_IDS_DIR ".ids"
+#define RT_IDS_BASE 2100000000u
+#define RT_IDS_SIZE 65536u
+#define RT_IDS_SLOTS 256u /* RT_IDS_BASE + slots * size stays below 2^31 */
+
+/* Take a free range of slots (at most RT_IDS_SLOTS) for container id. */
+int rt_ids_take(int rootfd, const char *id, unsigned slots, uint32_t *first, struct err *e);
+
+/* Give back the range starting at first, when id holds it (not
+ * another container's after a reuse). */
+int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
+
+/* Whether the process pid started at start is alive (a zombie is not:
+ * it has ended, its parent has not reaped it yet). */
+bool rt_proc_alive(int pid, uint64_t start);
+
+/* The status to report of a record: its own while its shim lives, else
+ * stopped; *pid the shim's pid, 0 once stopped (runc's rule). */
+enum rt_status rt_dir_status(const struct rt_state_rec *r, int *pid);
+
+/* The IDs under <root> (valid names only, sorted); free with
+ * rt_dir_list_free. */
+int rt_dir_list(int rootfd, char ***ids, size_t *n, struct err *e);
+
+void rt_dir_list_free(char **ids, size_t n);
+
+#endif
