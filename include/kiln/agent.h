@@ -336,12 +336,15 @@ KILN_API int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data,
 /* One event of a process stream. Set size = sizeof(struct kiln_proc_event). */
 struct kiln_proc_event {
 	size_t size;
-	enum kiln_stream stream;      /* output: which stream; 0 for the exit event */
-	const void *data;             /* output, valid until the next call on the stream */
-	size_t len;                   /* output bytes; 0 for the exit event */
-	uint64_t lost;                /* bytes lost to the guest's ring before this event */
-	int exited;                   /* 1: the last event, exit filled */
-	struct kiln_exit_status exit; /* set exit.size too */
+	enum kiln_stream stream; /* output: which stream; 0 for the exit event */
+	const void *data;        /* output, valid until the next call on the stream */
+	size_t len;              /* output bytes; 0 for the exit event */
+	uint64_t lost;           /* bytes lost to the guest's ring before this event */
+	int exited;              /* 1: the last event, exit filled */
+	/* Filled with exit.size set by libkiln (from ev->size). Embedded
+	 * here, kiln_exit_status keeps this layout: what a process stream
+	 * adds about an exit goes at this struct's end, as seq did. */
+	struct kiln_exit_status exit;
 	/* Added after 0.1.0: the output offset of data[0] (both streams
 	 * count together; lost bytes end at seq); exit: the offset after
 	 * the last byte. */
