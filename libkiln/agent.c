@@ -16,6 +16,7 @@
 #include <kiln/agent.h>
 
 #include "libkiln/agent_impl.h"
+#include "lib/base/mono.h"
 
 _Static_assert((int)KILN_AGENT_FAIL_UNREACHABLE == (int)AGENT_FAIL_CONNECT &&
 		       (int)KILN_AGENT_FAIL_HOST == (int)AGENT_FAIL_LOCAL,
@@ -58,6 +59,8 @@ static int code_errno(enum agent_code code)
 		return EINVAL;
 	case AGENT_E_IO_ERROR:
 		return EIO;
+	case AGENT_E_BAD_ARCHIVE:
+		return EBADMSG; /* the caller's tar: not a libkiln bug */
 	default:
 		return EPROTO; /* a request the agent found malformed: a libkiln bug */
 	}
@@ -223,6 +226,8 @@ static int conv_opts(kiln_agent *a, const struct kiln_exec_opts *o, bool run, st
 	if (!o || o->size < sizeof(size_t) + sizeof(void *) ||
 	    (run ? !OPT_HAS(o, code_len) || !o->lang || (!o->code && o->code_len)
 		 : !o->argv || !o->argv[0])) {
+		e.fail = AGENT_FAIL_REQUEST; /* the caller's options, as an unknown lang is */
+		e.code = AGENT_E_BAD_FIELD;
 		snprintf(e.msg, sizeof(e.msg),
 			 run ? "run: no lang and code given" : "exec: no argv given");
 		return agent_fail(a, -EINVAL, &e);
@@ -520,9 +525,19 @@ int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
 		return pfail(p, -EPIPE, &e);
 	}
 	/* A gap is folded into the next event's `lost`; kept across a
-	 * timeout, so none is missed. */
+	 * timeout, so none is missed. One deadline for the whole call: a
+	 * guest sending only gaps must not keep the caller past timeout_ms. */
+	int64_t deadline = timeout_ms >= 0 ? mono_deadline_ms(timeout_ms) : 0;
+
 	for (;;) {
-		if ((r = agent_client_stream_next(p->s, timeout_ms, &x, &e)) < 0)
+		int left = timeout_ms;
+
+		if (timeout_ms >= 0) {
+			int64_t ms = deadline - mono_ms();
+
+			left = ms > 0 ? (int)ms : 0;
+		}
+		if ((r = agent_client_stream_next(p->s, left, &x, &e)) < 0)
 			return pfail(p, r, &e);
 		if (r == 1) {
 			e.fail = AGENT_FAIL_CONNECT;
@@ -532,7 +547,8 @@ int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
 		}
 		if (x.kind != AGENT_EVENT_GAP)
 			break;
-		p->lost += x.gap_bytes;
+		/* the guest's counts: saturated, never wrapped */
+		p->lost = x.gap_bytes > UINT64_MAX - p->lost ? UINT64_MAX : p->lost + x.gap_bytes;
 		p->seq = x.seq + x.gap_bytes;
 	}
 	memset(ev, 0, size < sizeof(*ev) ? size : sizeof(*ev));

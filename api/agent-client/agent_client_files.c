@@ -235,6 +235,14 @@ static int upload(const struct agent_client *c, struct agent_client_req *rq, sou
 		}
 		if (n == 0)
 			break;
+		if ((size_t)n > AGENT_CHUNK_MAX) {
+			/* more than the buffer holds: never send what lies past it */
+			r = agent_client_efail(err, AGENT_FAIL_LOCAL, AGENT_E_IO_ERROR, EINVAL,
+					       "%s: the data source returned %zd bytes for a %d-byte "
+					       "buffer",
+					       k.what, n, AGENT_CHUNK_MAX);
+			goto out;
+		}
 		/* The agent refuses at open (not_found, ...) and closes: stop
 		 * sending into a dead connection and report its reason. */
 		if (readable_now(&k)) {

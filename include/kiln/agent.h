@@ -3,10 +3,11 @@
  * socket (kiln_vm_vsock_path; docs/agent-protocol.md). kilnd reaches its
  * guests through this API alone. Every request is its own vsock
  * connection, so one kiln_agent may be used from several threads at once;
- * its message, code and kind (kiln_agent_errmsg, _errcode, _errkind) are
- * then the last failure's of any of them: for each call's own failure,
- * give each thread or request its own kiln_agent (kiln_agent_new only
- * allocates), as kilnd does.
+ * but its message, code and kind (kiln_agent_errmsg, _errcode, _errkind)
+ * are rewritten by every failing call, so they may be read only while no
+ * other call on it runs: for each call's own failure, give each thread or
+ * request its own kiln_agent (kiln_agent_new only allocates), as kilnd
+ * does.
  *
  * Structs with a `size` first member grow at their end: set it to sizeof,
  * and libkiln reads and fills only what it covers.
@@ -74,7 +75,8 @@ KILN_API void kiln_agent_free(kiln_agent *a);
  * calls run on a. */
 KILN_API int kiln_agent_set_timeout(kiln_agent *a, int timeout_ms);
 
-/* The message of the last failed call on a; "" when none. Any thread. */
+/* The message of the last failed call on a; "" when none. Only while no
+ * other call on a runs (see the top of this file). */
 KILN_API const char *kiln_agent_errmsg(const kiln_agent *a);
 
 /*
@@ -84,7 +86,8 @@ KILN_API const char *kiln_agent_errmsg(const kiln_agent *a);
  * "timeout", "protocol_error", "host_error"; "" when none.
  * The errno a call returned says the same in C terms (not_found ->
  * -ENOENT, exists -> -EEXIST, timeout -> -ETIMEDOUT, too_large -> -EFBIG,
- * busy -> -EBUSY, permission_denied -> -EACCES). Any thread.
+ * busy -> -EBUSY, permission_denied -> -EACCES). Only while no other call
+ * on a runs.
  */
 KILN_API const char *kiln_agent_errcode(const kiln_agent *a);
 
@@ -106,8 +109,7 @@ enum kiln_agent_fail {
  * The kind of the last failed call on a; KILN_AGENT_FAIL_NONE when none.
  * It tells an agent's own `timeout` (a guest-side limit: FAIL_AGENT) from
  * a host-side deadline (FAIL_TIMEOUT), which errcode and errno do not.
- * Any thread (the last failure of any of them: a caller that needs the
- * failure of its own call uses a kiln_agent of its own).
+ * Only while no other call on a runs, as kiln_agent_errmsg.
  */
 KILN_API enum kiln_agent_fail kiln_agent_errkind(const kiln_agent *a);
 
@@ -334,12 +336,15 @@ KILN_API int kiln_agent_proc_stdin(kiln_agent *a, uint32_t id, const void *data,
 /* One event of a process stream. Set size = sizeof(struct kiln_proc_event). */
 struct kiln_proc_event {
 	size_t size;
-	enum kiln_stream stream;      /* output: which stream; 0 for the exit event */
-	const void *data;             /* output, valid until the next call on the stream */
-	size_t len;                   /* output bytes; 0 for the exit event */
-	uint64_t lost;                /* bytes lost to the guest's ring before this event */
-	int exited;                   /* 1: the last event, exit filled */
-	struct kiln_exit_status exit; /* set exit.size too */
+	enum kiln_stream stream; /* output: which stream; 0 for the exit event */
+	const void *data;        /* output, valid until the next call on the stream */
+	size_t len;              /* output bytes; 0 for the exit event */
+	uint64_t lost;           /* bytes lost to the guest's ring before this event */
+	int exited;              /* 1: the last event, exit filled */
+	/* Filled with exit.size set by libkiln (from ev->size). Embedded
+	 * here, kiln_exit_status keeps this layout: what a process stream
+	 * adds about an exit goes at this struct's end, as seq did. */
+	struct kiln_exit_status exit;
 	/* Added after 0.1.0: the output offset of data[0] (both streams
 	 * count together; lost bytes end at seq); exit: the offset after
 	 * the last byte. */
@@ -347,8 +352,8 @@ struct kiln_proc_event {
 };
 
 /*
- * The next event of the stream, waiting at most timeout_ms (< 0: no
- * limit). 0 with *ev, -ETIMEDOUT, or -errno (-EPIPE after the exit
+ * The next event of the stream, waiting at most timeout_ms in all, lost
+ * bytes reported in between included (< 0: no limit). 0 with *ev, -ETIMEDOUT, or -errno (-EPIPE after the exit
  * event). Not thread-safe: one thread at a time per kiln_proc.
  */
 KILN_API int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev);
@@ -366,10 +371,12 @@ KILN_API int kiln_proc_signal(kiln_proc *p, int signo, unsigned flags);
 KILN_API int kiln_proc_resize(kiln_proc *p, uint16_t rows, uint16_t cols);
 
 /* The stream's socket, to poll() for readable before kiln_proc_next
- * (call kiln_proc_pending first: decoded bytes may be buffered). */
+ * (call kiln_proc_pending first: decoded bytes may be buffered). One
+ * thread at a time per kiln_proc. */
 KILN_API int kiln_proc_fd(const kiln_proc *p);
 
-/* 1 when decoded bytes are buffered (kiln_proc_next answers at once). */
+/* 1 when decoded bytes are buffered (kiln_proc_next answers at once).
+ * One thread at a time per kiln_proc. */
 KILN_API int kiln_proc_pending(const kiln_proc *p);
 
 /* The process's id (for kiln_agent_attach/proc_wait). Any thread. */
@@ -689,7 +696,8 @@ KILN_API const char *kiln_watch_errmsg(const kiln_watch *w);
 
 /* The code and kind of the last failed call on w (as kiln_agent_errcode
  * and kiln_agent_errkind: KILN_AGENT_FAIL_UNREACHABLE when the VM went
- * away); "" and KILN_AGENT_FAIL_NONE when none. */
+ * away); "" and KILN_AGENT_FAIL_NONE when none. One thread at a time per
+ * watch. */
 KILN_API const char *kiln_watch_errcode(const kiln_watch *w);
 KILN_API enum kiln_agent_fail kiln_watch_errkind(const kiln_watch *w);
 

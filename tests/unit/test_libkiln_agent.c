@@ -30,6 +30,7 @@
 #include "guest-init/agent/agent_files.h"
 #include "guest-init/agent/agent_tcp.h"
 #include "guest-init/agent/agent_serve.h"
+#include "lib/base/mono.h"
 #include "fake_agent.h"
 
 /* kiln-vmm's side and the agent's connection thread (fake_agent.h):
@@ -217,6 +218,14 @@ static long from_buf(void *arg, void *buf, size_t n)
 	return (long)n;
 }
 
+/* A source that claims more bytes than the buffer it was given holds. */
+static long overlong(void *arg, void *buf, size_t n)
+{
+	(void)arg;
+	memset(buf, 'x', n);
+	return (long)n + 1;
+}
+
 static long refuse(void *arg, void *buf, size_t n)
 {
 	(void)arg, (void)buf, (void)n;
@@ -317,7 +326,7 @@ static void test_tar_streams(void **state)
 	assert_non_null(f = fopen(p, "w"));
 	fputs("tar me", f);
 	fclose(f);
-	a = start(&v, 3);
+	a = start(&v, 4);
 	assert_int_equal(kiln_agent_tar_download_cb(a, dir, 0, on_data, &k, &small), -EINVAL);
 	snprintf(p, sizeof(p), "%s/in", dir);
 	assert_int_equal(kiln_agent_tar_download_cb(a, p, KILN_AGENT_AS_ROOT, on_data, &k, &down),
@@ -337,6 +346,12 @@ static void test_tar_streams(void **state)
 	assert_int_equal(kiln_agent_tar_upload_cb(a, p, KILN_AGENT_AS_ROOT, refuse, NULL, NULL),
 			 -EPIPE);
 	assert_int_equal(kiln_agent_errkind(a), KILN_AGENT_FAIL_HOST);
+	/* One that claims more than its buffer: refused, nothing past it sent. */
+	snprintf(p, sizeof(p), "%s/out3", dir);
+	assert_int_equal(kiln_agent_tar_upload_cb(a, p, KILN_AGENT_AS_ROOT, overlong, NULL, NULL),
+			 -EINVAL);
+	assert_int_equal(kiln_agent_errkind(a), KILN_AGENT_FAIL_HOST);
+	assert_non_null(strstr(kiln_agent_errmsg(a), "for a 65536-byte buffer"));
 	stop(&v, a);
 	free(k.buf);
 	snprintf(p, sizeof(p), "rm -rf '%s'", dir);
@@ -402,6 +417,25 @@ static void serve_scripted(struct agent_conn *c, struct agent_msg *m)
 		      "\"user_us\":1,\"sys_us\":1}\n");
 		break;
 	case AGENT_T_ATTACH:
+		if (m->u.ctl.id == 9) {
+			/* A hostile agent: nothing but gaps, for 3 s. */
+			char line[96];
+			int64_t end = mono_ms() + 3000;
+			uint64_t seq = 0;
+
+			reply(c,
+			      "{\"type\":\"attached\",\"id\":9,\"pid\":62,\"pty\":false,"
+			      "\"running\":true,\"seq\":0}\n");
+			while (mono_ms() < end) {
+				int n = snprintf(line, sizeof(line),
+						 "{\"type\":\"gap\",\"seq\":%llu,\"bytes\":1}\n",
+						 (unsigned long long)seq++);
+
+				if (write(c->fd, line, (size_t)n) != n)
+					break;
+			}
+			break;
+		}
 		/* From seq 2, which the ring lost: a gap, output, the exit. */
 		reply(c,
 		      "{\"type\":\"attached\",\"id\":4,\"pid\":61,\"pty\":true,\"running\":false,"
@@ -538,7 +572,7 @@ static void test_attach_list_resize(void **state)
 
 	(void)state;
 	seen_hdrs[0] = '\0';
-	fake_agent_start(&v, 5, serve_scripted);
+	fake_agent_start(&v, 6, serve_scripted);
 	assert_int_equal(kiln_agent_new(v.v.path, &a), 0);
 	assert_int_equal(kiln_agent_attach_at(a, 4, KILN_ATTACH_SEQ, 2, &p), 0);
 	assert_int_equal(kiln_proc_get_info(p, &info), 0);
@@ -562,6 +596,18 @@ static void test_attach_list_resize(void **state)
 		    old.exit.wall_us == 9);
 	kiln_proc_close(p);
 
+	/* Gaps alone do not keep the caller past its timeout; none is lost. */
+	{
+		int64_t t0;
+
+		assert_int_equal(kiln_agent_attach(a, 9, &p), 0);
+		t0 = mono_ms();
+		assert_int_equal(kiln_proc_next(p, 300, &ev), -ETIMEDOUT);
+		assert_true(mono_ms() - t0 < 2500);
+		assert_string_equal(kiln_proc_errcode(p), "timeout");
+		kiln_proc_close(p);
+	}
+
 	assert_int_equal(kiln_agent_list_procs(a, on_proc, &sp, &count), 0);
 	assert_int_equal(count, 2);
 	assert_string_equal(sp.text, "1:sh:2:1:0:17:1 3:sleep:1:0:15:0:0 ");
@@ -580,7 +626,7 @@ static void test_attach_list_resize(void **state)
 	}
 	fake_agent_stop(&v);
 	kiln_agent_free(a);
-	assert_string_equal(seen_hdrs, "attach attach list_processes resize configure ");
+	assert_string_equal(seen_hdrs, "attach attach attach list_processes resize configure ");
 }
 
 static void test_wait_ready_hold_and_vsock(void **state)

@@ -1,4 +1,5 @@
 /* Background process requests; see proc_spec.h. */
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/bodies/proc_spec.h"
 
 #include <errno.h>

@@ -26,6 +26,7 @@
 #include <kiln/agent.h>
 
 #include "api/proto/agent_proto.h"
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/bodies/exec_spec.h"
 #include "api/kilnd/core/query.h"

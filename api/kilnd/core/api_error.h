@@ -15,8 +15,6 @@
 
 #include <stdarg.h>
 
-#include <kiln/agent.h>
-
 #include "lib/base/err.h"
 
 enum api_code {
@@ -83,22 +81,6 @@ enum api_code api_err_set(struct api_err *e, enum api_code code, const char *fmt
 	__attribute__((format(printf, 3, 4)));
 enum api_code api_err_vset(struct api_err *e, enum api_code code, const char *fmt, va_list ap)
 	__attribute__((format(printf, 3, 0)));
-
-/*
- * Translate a failure libkiln's agent API reported (kiln_agent_errkind,
- * _errcode, _errmsg, or a kiln_proc's or kiln_watch's) into an API error.
- * The message is the agent's or libkiln's (they name the operation);
- * `what` ("exec", "read '/etc/x'") is used only when there is none
- * ("<what> failed"). Agent codes keep their names; an unreachable agent
- * and a host-side deadline become agent_unavailable (503), broken replies
- * agent_protocol_error (502), this side's failures internal (500).
- */
-enum api_code api_err_from_agent_fail(struct api_err *e, enum kiln_agent_fail kind,
-				      const char *code, const char *msg, const char *what);
-
-/* api_err_from_agent_fail with a's last failure: a must be the request's
- * own kiln_agent (its failure is the last of any thread using it). */
-enum api_code api_err_from_agent(struct api_err *e, const kiln_agent *a, const char *what);
 
 /*
  * The JSON error body for e, NUL-terminated, malloc'd (free()); the

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/http/stream_job.h"

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/http/byte_queue.h"
 #include "api/kilnd/bodies/files_spec.h"
 #include "api/kilnd/endpoints/handlers.h"

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/bodies/exec_render.h"
 #include "api/kilnd/bodies/watch_render.h"
 #include "api/kilnd/endpoints/handlers.h"

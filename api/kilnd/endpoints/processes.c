@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/endpoints/processes.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/bodies/proc_render.h"

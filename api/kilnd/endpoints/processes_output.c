@@ -48,7 +48,10 @@ static int next_lines(struct out_job *j, const struct kiln_proc_event *ev)
 	char *gap = NULL, *line = NULL;
 	size_t gap_len = 0, len = 0;
 
-	if (ev->lost && !(gap = proc_event_gap(&j->enc, ev->seq - ev->lost, ev->lost, &gap_len)))
+	/* A guest's counts: a gap cannot start before the stream did. */
+	if (ev->lost &&
+	    !(gap = proc_event_gap(&j->enc, ev->lost <= ev->seq ? ev->seq - ev->lost : 0, ev->lost,
+				   &gap_len)))
 		return -1;
 	if (ev->exited ? !(line = proc_event_exit(&j->enc, &ev->exit, &len))
 		       : proc_event_output(&j->enc,

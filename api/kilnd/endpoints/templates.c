@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/images/build_context.h"
 #include "api/kilnd/http/stream_job.h"

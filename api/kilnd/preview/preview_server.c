@@ -126,7 +126,7 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r,
 	 * connection's own. */
 	if (sandbox_agent_new(sb, &a, &env, &se))
 		return se.code == API_E_INTERNAL
-			? preview_err_set(e, 500, "internal", "sandbox %s: out of memory", r->id)
+			? preview_err_set(e, 500, "internal", "sandbox %s: %s", r->id, se.msg)
 			: preview_err_set(e, 503, "sandbox_not_running", "%s", se.msg);
 	json_decref(env);
 	kiln_agent_set_timeout(a, PORT_FWD_CONNECT_MS);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/images/images.h"
 #include "api/kilnd/registry/sandbox_impl.h"

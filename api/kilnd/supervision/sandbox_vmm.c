@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
