@@ -293,7 +293,9 @@ static void test_agent_handle_refuses_long_paths_and_bad_exec(void **state)
 	assert_int_equal(kiln_agent_new("/tmp/kiln-no-such.sock", &a), 0);
 	assert_int_equal(kiln_agent_exec(a, &o, NULL, NULL, NULL, NULL, NULL), -EINVAL);
 	assert_string_equal(kiln_agent_errmsg(a), "exec: no argv given");
-	assert_string_equal(kiln_agent_errcode(a), "host_error");
+	/* The caller's options: refused before anything is sent. */
+	assert_string_equal(kiln_agent_errcode(a), "bad_field");
+	assert_int_equal(kiln_agent_errkind(a), KILN_AGENT_FAIL_REQUEST);
 	/* Nothing listens there: the connection fails, not the agent. */
 	assert_true(kiln_agent_wait_ready(a, 50) < 0);
 	assert_true(strcmp(kiln_agent_errcode(a), "unreachable") == 0 ||
