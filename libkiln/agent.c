@@ -550,6 +550,15 @@ int kiln_proc_next(kiln_proc *p, int timeout_ms, struct kiln_proc_event *ev)
 		/* the guest's counts: saturated, never wrapped */
 		p->lost = x.gap_bytes > UINT64_MAX - p->lost ? UINT64_MAX : p->lost + x.gap_bytes;
 		p->seq = x.seq + x.gap_bytes;
+		/* Buffered gaps answer without waiting: check the deadline here
+		 * too, or a guest that keeps sending them holds the caller. */
+		if (timeout_ms >= 0 && mono_ms() >= deadline) {
+			e.fail = AGENT_FAIL_TIMEOUT;
+			e.code = AGENT_E_TIMEOUT;
+			snprintf(e.msg, sizeof(e.msg),
+				 "no output within %d ms, only lost-byte notices", timeout_ms);
+			return pfail(p, -ETIMEDOUT, &e);
+		}
 	}
 	memset(ev, 0, size < sizeof(*ev) ? size : sizeof(*ev));
 	ev->size = size;

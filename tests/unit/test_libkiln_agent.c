@@ -431,7 +431,8 @@ static void serve_scripted(struct agent_conn *c, struct agent_msg *m)
 						 "{\"type\":\"gap\",\"seq\":%llu,\"bytes\":1}\n",
 						 (unsigned long long)seq++);
 
-				if (write(c->fd, line, (size_t)n) != n)
+				/* until the client closes (no SIGPIPE then) */
+				if (send(c->fd, line, (size_t)n, MSG_NOSIGNAL) != n)
 					break;
 			}
 			break;
