@@ -252,7 +252,7 @@ $(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard gues
 # the command table, ka_cmd_<group>.c the commands.
 KILN_AGENT_SRCS := $(wildcard api/kiln-agent/*.c) $(AGENT_CLIENT_SRCS)
 $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
 
 # kilnd, the daemon (docs/api.md), one folder per concern (docs/architecture.md,
 # "kilnd by concern"): core, http, keeper <- bodies, the sandbox model
@@ -279,9 +279,9 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
 # (jailed) and never links the VM.
-KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c)
+KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c) $(AGENT_CLIENT_SRCS) api/proto/agent_tar.c api/proto/gz_stream.c
 $(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
 
 # kiln, the CLI (docs/cli.md): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.

@@ -527,6 +527,59 @@ int agent_client_tar_download_cb(const struct agent_client *c, const char *path,
 int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address,
 			     int *fd, struct agent_client_err *err);
 
+/* ---- containers (docs/agent-protocol.md, 7.9): kiln-runtime's calls ---- */
+
+/*
+ * ctr_create: req is the whole request object (type "ctr_create"; built
+ * by kiln-runtime's plan), checked with the agent's own parser before it
+ * is sent. The reply is bounded by the context's timeout. 0 with *pid
+ * (the init's guest pid), or the agent's error (not_found with runc's
+ * words for a program that is missing, permission_denied, ...).
+ */
+int agent_client_ctr_create(const struct agent_client *c, json_t *req, int *pid,
+			    struct agent_client_err *err);
+
+/* ctr_stdio for exec 0's stream: 0 with *fd, the raw stream after the
+ * agent's `ok` (as tcp_connect's): SHUT_WR on a stdin stream is the
+ * process's EOF; an output stream ends at the output's end. */
+int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
+			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err);
+
+/* ctr_start, ctr_signal (signo 1..64; all: every process of the
+ * container), ctr_resize and ctr_delete, each answered `ok` within the
+ * context's timeout. A container that ended is invalid_state. */
+int agent_client_ctr_start(const struct agent_client *c, const char *cid,
+			   struct agent_client_err *err);
+int agent_client_ctr_signal(const struct agent_client *c, const char *cid, int signo, bool all,
+			    struct agent_client_err *err);
+int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint16_t rows,
+			    uint16_t cols, struct agent_client_err *err);
+int agent_client_ctr_delete(const struct agent_client *c, const char *cid,
+			    struct agent_client_err *err);
+
+struct agent_client_ctr_exit {
+	int pid;       /* the init's guest pid */
+	int exit_code; /* 0..255, -1: a signal ended it */
+	int signal;    /* 1..64, 0: none */
+};
+
+/*
+ * ctr_wait for exec 0, split so that a caller with a poll loop waits on
+ * the connection: begin connects and sends (the context's timeout);
+ * poll agent_client_ctr_wait_fd for POLLIN (or POLLHUP: the VM is gone);
+ * end reads the exit within timeout_ms (<= 0: no limit). The agent
+ * answers once the init was reaped and its connected output streams were
+ * sent whole. Close with agent_client_ctr_wait_close (NULL is fine).
+ */
+struct agent_client_ctr_wait;
+
+int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid,
+				struct agent_client_ctr_wait **w, struct agent_client_err *err);
+int agent_client_ctr_wait_fd(const struct agent_client_ctr_wait *w);
+int agent_client_ctr_wait_end(struct agent_client_ctr_wait *w, int timeout_ms,
+			      struct agent_client_ctr_exit *ex, struct agent_client_err *err);
+void agent_client_ctr_wait_close(struct agent_client_ctr_wait *w);
+
 /* ---- watch (docs/agent-protocol.md, 7.8) ---- */
 
 struct agent_client_watch_opts {

@@ -108,6 +108,15 @@ void agent_client_req_user(struct agent_client_req *r, enum agent_user u);
 int agent_client_req_finish(struct agent_client_req *r, enum agent_ctx ctx, uint64_t len,
 			    struct agent_line *line, struct agent_client_err *err);
 
+/*
+ * Send rq (finished here) on a new connection and read the agent's `ok`
+ * without consuming a byte past it: *fd is then the raw stream that
+ * follows (tcp_connect, ctr_stdio), non-blocking and close-on-exec. The
+ * connect, the send and the answer are bounded by the context's timeout.
+ */
+int agent_client_raw_open(const struct agent_client *c, struct agent_client_req *rq, int *fd,
+			  struct agent_client_err *err);
+
 /* ---- replies ---- */
 
 /*

@@ -1,4 +1,6 @@
-/* agent_client: the TCP bridge, tcp_connect (agent_client.h). */
+/* agent_client: connections that become raw byte streams after the
+ * agent's answer: the TCP bridge (tcp_connect) and a container's stdio
+ * (ctr_stdio); see agent_client.h. */
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
 
@@ -81,12 +83,11 @@ static int read_answer(struct agent_client_conn *k, int64_t dl, int timeout_ms, 
 	}
 }
 
-int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address,
-			     int *fd, struct agent_client_err *err)
+int agent_client_raw_open(const struct agent_client *c, struct agent_client_req *rq, int *fd,
+			  struct agent_client_err *err)
 {
 	struct agent_line line;
 	struct agent_err fe;
-	struct agent_client_req rq;
 	struct agent_client_conn k;
 	const char *type;
 	json_t *h = NULL;
@@ -95,17 +96,12 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 	int64_t dl;
 	int r;
 
-	ERR_INIT(err);
 	*fd = -1;
-	agent_client_req_init(&rq, "tcp_connect");
-	agent_client_req_int(&rq, "port", port);
-	if (address)
-		agent_client_req_str(&rq, "address", address);
-	r = agent_client_req_finish(&rq, AGENT_CTX_REQUEST, 0, &line, err);
+	r = agent_client_req_finish(rq, AGENT_CTX_REQUEST, 0, &line, err);
 	if (r < 0)
 		return r;
 	dl = mono_deadline_ms(c->timeout_ms);
-	r = agent_client_conn_open(c, dl, "tcp_connect", &k, err);
+	r = agent_client_conn_open(c, dl, rq->type, &k, err);
 	if (r < 0) {
 		agent_line_free(&line);
 		return r;
@@ -130,4 +126,18 @@ out:
 	json_decref(h);
 	agent_client_conn_close(&k);
 	return r;
+}
+
+int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const char *address,
+			     int *fd, struct agent_client_err *err)
+{
+	struct agent_client_req rq;
+
+	ERR_INIT(err);
+	*fd = -1;
+	agent_client_req_init(&rq, "tcp_connect");
+	agent_client_req_int(&rq, "port", port);
+	if (address)
+		agent_client_req_str(&rq, "address", address);
+	return agent_client_raw_open(c, &rq, fd, err);
 }

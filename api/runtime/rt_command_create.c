@@ -2,17 +2,22 @@
 #include "api/runtime/rt_command.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
+#include "api/runtime/rt_shim.h"
+#include "api/runtime/rt_shim_proto.h"
+#include "lib/base/fd_io.h"
 
 /* root.path as an absolute directory (relative: to the bundle). */
 static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *out, struct err *e)
@@ -62,6 +67,54 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 	return rt_plan_build(cfg, c->id, plan, e);
 }
 
+/*
+ * Fork the shim (rt_shim.h) and wait for its ready line: `ok` once the
+ * VM runs, the container is created and the pid file written; or the
+ * shim's error. The shim keeps nothing of create's but what a holds: not
+ * the container's lock (an inherited flock would hold it as long as the
+ * shim lives), not the root directory.
+ */
+static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int lockfd,
+		     struct err *e)
+{
+	char dir[RT_PATH_MAX], rootreal[RT_PATH_MAX], line[RT_SHIM_LINE_MAX];
+	int ready[2], r;
+	ssize_t n;
+	pid_t pid;
+
+	if (!realpath(root, rootreal) ||
+	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
+		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", root, strerror(errno));
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return err_set(e, errno, "create: pipe: %s", strerror(errno));
+	a->dir = dir;
+	a->ready_fd = ready[1];
+	pid = fork();
+	if (pid < 0) {
+		r = err_set(e, errno, "create: fork: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	if (pid == 0) {
+		close(ready[0]);
+		close(lockfd);
+		close(rootfd);
+		rt_shim_main(a);
+	}
+	close(ready[1]);
+	n = fd_io_read_full(ready[0], line, sizeof(line));
+	close(ready[0]);
+	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
+	if (r == -EINVAL)
+		err_set(e, ECHILD,
+			"create: the container's shim ended before the container was created (see "
+			"vmm.log and the --log file)");
+	if (r < 0)
+		waitpid(pid, NULL, 0); /* it exits once it said so: then its VM is gone too */
+	return r;
+}
+
 static void record_init(struct rt_state_rec *r, const struct rt_cmd *c, const char *bundle,
 			const char *rootfs, const struct rt_config *cfg)
 {
@@ -83,7 +136,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	char bundle[RT_PATH_MAX], rootfs[RT_PATH_MAX];
 	struct rt_config cfg;
 	struct rt_plan plan = { 0 };
-	struct rt_state_rec rec;
+	struct rt_state_rec rec = { .id_range = 0 };
 	struct err ignored;
 	int r, rootfd = -1, dirfd = -1, lockfd = -1;
 
@@ -106,18 +159,25 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		r = rt_dir_lock(dirfd, c->id, RT_LOCK_WAIT_MS, &lockfd, e);
 	if (!r) {
 		record_init(&rec, c, bundle, rootfs, &cfg);
-		r = rt_dir_write_state(dirfd, &rec, e);
+		r = rt_ids_take(rootfd, c->id, RT_IDS_SLOTS, &rec.id_range, e);
 	}
 	if (!r)
-		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
+		r = rt_dir_write_state(dirfd, &rec, e);
 	if (!r)
-		r = rt_command_not_yet(c, e);
+		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
+	if (!r) {
+		struct rt_shim_args a = { c, &cfg, &plan, &rec, NULL, dirfd, -1, x->log_fd };
+
+		r = shim_fork(c->g.root, &a, rootfd, lockfd, e);
+	}
 	/* A create that fails leaves nothing behind (runc's rule: the
 	 * engine retries with the same ID): its binds first, which the
 	 * directory's removal would not enter. */
-	if (dirfd >= 0) {
+	if (r && dirfd >= 0) {
 		rt_binds_release(dirfd, &ignored);
 		rt_dir_remove(rootfd, c->id, &ignored);
+		if (rec.id_range)
+			rt_ids_free(rootfd, rec.id_range, c->id, &ignored);
 	}
 	/* rec borrows cfg's annotations: only cfg frees them */
 	rt_command_close(rootfd, dirfd, lockfd, NULL);

@@ -156,29 +156,36 @@ int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct 
 	return ret;
 }
 
+int rt_file_replace(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
+		    const char *what, struct err *e)
+{
+	char tmp[RT_PATH_MAX];
+	int fd, ret = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.kiln-tmp", name) >= sizeof(tmp))
+		return err_set(e, ENAMETOOLONG, "%s: the path is too long", what);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return err_set(e, errno, "%s: %s", what, strerror(errno));
+	if (fd_io_write_all(fd, buf, n) < 0 || fsync(fd) < 0)
+		ret = err_set(e, EIO, "%s: writing: %s", what, strerror(errno));
+	close(fd);
+	if (!ret && renameat(dirfd, tmp, dirfd, name) < 0)
+		ret = err_set(e, errno, "%s: renaming into place: %s", what, strerror(errno));
+	if (ret)
+		unlinkat(dirfd, tmp, 0);
+	return ret;
+}
+
 int rt_dir_write_state(int dirfd, const struct rt_state_rec *r, struct err *e)
 {
-	static const char tmp[] = RT_STATE_FILE ".tmp";
-	char *s;
-	int fd, ret = 0;
+	char what[RT_ID_MAX + 40], *s;
+	int ret;
 
 	if (rt_state_encode(r, &s, e) < 0)
 		return -ENOMEM;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = err_set(e, errno, "container \"%s\": writing state.json: %s", r->id,
-			      strerror(errno));
-	} else {
-		if (fd_io_write_all(fd, s, strlen(s)) < 0 || fsync(fd) < 0)
-			ret = err_set(e, EIO, "container \"%s\": writing state.json: %s", r->id,
-				      strerror(errno));
-		close(fd);
-		if (!ret && renameat(dirfd, tmp, dirfd, RT_STATE_FILE) < 0)
-			ret = err_set(e, errno, "container \"%s\": renaming state.json: %s", r->id,
-				      strerror(errno));
-		if (ret)
-			unlinkat(dirfd, tmp, 0);
-	}
+	snprintf(what, sizeof(what), "container \"%s\": state.json", r->id);
+	ret = rt_file_replace(dirfd, RT_STATE_FILE, s, strlen(s), 0600, what, e);
 	free(s);
 	return ret;
 }
@@ -267,23 +274,11 @@ int rt_dir_remove(int rootfd, const char *id, struct err *e)
 
 int rt_pid_file_write(const char *path, int pid, struct err *e)
 {
-	char tmp[RT_PATH_MAX], text[16];
-	int fd, n, r = 0;
+	char text[16], what[64 + 200];
+	int n = snprintf(text, sizeof(text), "%d", pid);
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.kiln-tmp", path) >= sizeof(tmp))
-		return err_set(e, ENAMETOOLONG, "--pid-file: the path is too long");
-	n = snprintf(text, sizeof(text), "%d", pid);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return err_set(e, errno, "--pid-file %.200s: %s", path, strerror(errno));
-	if (fd_io_write_all(fd, text, (size_t)n) < 0 || fsync(fd) < 0)
-		r = err_set(e, EIO, "--pid-file %.200s: writing: %s", path, strerror(errno));
-	close(fd);
-	if (!r && rename(tmp, path) < 0)
-		r = err_set(e, errno, "--pid-file %.200s: %s", path, strerror(errno));
-	if (r)
-		unlink(tmp);
-	return r;
+	snprintf(what, sizeof(what), "--pid-file %.200s", path);
+	return rt_file_replace(AT_FDCWD, path, text, (size_t)n, 0644, what, e);
 }
 
 /* Where to start looking: the ID's own slot, so parallel creates of

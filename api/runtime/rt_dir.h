@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "api/runtime/rt_state.h"
 #include "lib/base/err.h"
@@ -50,6 +51,12 @@ int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err 
  * -EFBIG over max bytes. e names the file as `what`. */
 int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
 		 size_t *n, struct err *e);
+
+/* name (beneath dirfd, AT_FDCWD: from the current directory) replaced
+ * whole: written to name.kiln-tmp (mode), fsync'ed and renamed over, so a
+ * reader never sees it half-written. e starts with `what`. */
+int rt_file_replace(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
+		    const char *what, struct err *e);
 
 /* state.json, read whole (at most RT_STATE_FILE_MAX) and decoded. */
 int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct err *e);

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/kilnd/supervision/share_open.h"
+#include "lib/base/share_open.h"
 
 struct tree {
 	char base[256];

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/registry/sandbox_impl.h"
-#include "api/kilnd/supervision/share_open.h"
+#include "lib/base/share_open.h"
 
 int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api_err *e)
 {

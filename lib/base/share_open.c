@@ -1,5 +1,5 @@
 /* Opening a share's directory without following symbolic links; see share_open.h. */
-#include "api/kilnd/supervision/share_open.h"
+#include "lib/base/share_open.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,57 @@
+/*
+ * rt_shim: a container's shim (design: docs/oci-runtime.md "Processes").
+ * create forks it; it is the process whose pid the engine's --pid-file
+ * gets, and it lives exactly as long as the container's process:
+ *
+ *  - it boots the container's VM: kiln-vmm as its child, pid 1 of a new
+ *    pid namespace, jailed (--jail, the container's host id), killed by
+ *    the kernel if the shim dies (PDEATHSIG), kiln's oci-init.cpio as
+ *    the initrd and the bundle's rootfs (and the bind directories) as
+ *    virtio-fs shares handed over by descriptor;
+ *  - it waits for the agent, sends ctr_create, and connects the
+ *    container's stdin, stdout and stderr to its own fds 0-2 (the
+ *    engine's pipes, FIFOs or files) with fd_relay pumps, so no byte is
+ *    lost and EOF passes both ways;
+ *  - it records the container as created (state.json), writes the pid
+ *    file last, and answers create's ready pipe (`ok`, or `err MESSAGE`
+ *    and it exits);
+ *  - it serves shim.sock (start, kill, resize) and forwards TERM, INT,
+ *    HUP, QUIT, USR1 and USR2 it receives itself to the container;
+ *  - when the container ended it drains the output, writes <id>/exit,
+ *    kills and reaps kiln-vmm and ends as the container did (rt_exit):
+ *    conmon and containerd's shim read its wait status as the
+ *    container's. A VM that dies first is exit 255 (vm_crashed).
+ *
+ * Contract: runs in create's forked child (single-threaded), never
+ * returns. Its messages after create go to --log only: fds 1 and 2 are
+ * the container's.
+ */
+#ifndef KILN_RT_SHIM_H
+#define KILN_RT_SHIM_H
+
+#include "api/runtime/rt_cli.h"
+#include "api/runtime/rt_config.h"
+#include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_state.h"
+
+#define RT_BOOT_MS 120000    /* kiln-vmm start to the agent's answer (nested harness: slow) */
+#define RT_AGENT_MS 60000    /* one agent request's answer */
+#define RT_DRAIN_MS 2000     /* the output's last bytes to the engine after the exit */
+#define RT_VMM_LOG "vmm.log" /* kiln-vmm's stderr, in the container's directory */
+#define RT_JAIL_DIR "vm"     /* kiln-vmm's jail: its vsock and control sockets */
+
+struct rt_shim_args {
+	const struct rt_cmd *cmd;
+	const struct rt_config *cfg;
+	const struct rt_plan *plan;
+	struct rt_state_rec *rec; /* status creating, bundle, rootfs, id_range set */
+	const char *dir;          /* <root>/<id>, absolute */
+	int dirfd;                /* the same, open */
+	int ready_fd;             /* create's pipe: one rt_shim_proto reply line */
+	int log_fd;               /* --log, -1: none */
+};
+
+/* The shim; exits (as the container did, or 1 when create failed). */
+__attribute__((noreturn)) void rt_shim_main(const struct rt_shim_args *a);
+
+#endif
