@@ -136,12 +136,19 @@ static int vm_start(struct shim *s, struct err *e)
 	if (!argv)
 		return err_set(e, ENOMEM, "out of memory");
 	struct rt_vmm_launch l = {
-		.vmm = f.vmm, .kernel = f.kernel, .initrd = f.initrd,
-		.vsock = vsock, .control = control, .jail_dir = jail,
+		.vmm = f.vmm,
+		.kernel = f.kernel,
+		.initrd = f.initrd,
+		.vsock = vsock,
+		.control = control,
+		.jail_dir = jail,
 		.jail_id = a->rec->id_range,
-		.root_fd = s->shares[0], .bro_fd = s->shares[1], .brw_fd = s->shares[2],
+		.root_fd = s->shares[0],
+		.bro_fd = s->shares[1],
+		.brw_fd = s->shares[2],
 		.root_readonly = a->cfg->root_readonly,
-		.size = &size, .cmdline = a->plan->cmdline,
+		.size = &size,
+		.cmdline = a->plan->cmdline,
 	};
 	r = rt_plan_vmm_argv(&l, argv, e);
 	logfd = r ? -1
@@ -185,8 +192,8 @@ static int stdio_connect(struct shim *s, struct err *e)
 		if (agent_client_ctr_stdio(&s->ac, s->cid, io[i].stream, &sock, &ae) < 0)
 			return agent_fail(&ae, "connecting the container's stdio", e);
 		r = io[i].to_guest
-			    ? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
-			    : fd_pump_init(&s->pump[i], sock, io[i].fd, s->buf[i], PUMP_BUF, io[i].eof);
+			? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
+			: fd_pump_init(&s->pump[i], sock, io[i].fd, s->buf[i], PUMP_BUF, io[i].eof);
 		if (r < 0)
 			return err_set(e, -r, "the container's stdio (fd %d): %s", io[i].fd,
 				       strerror(-r));
@@ -254,7 +261,8 @@ static void on_signals(struct shim *s)
 
 	while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGCHLD) {
-			if (!s->vmm_reaped && rt_vmm_gone(s->vmm_pid, s->vmm_end, sizeof(s->vmm_end)))
+			if (!s->vmm_reaped &&
+			    rt_vmm_gone(s->vmm_pid, s->vmm_end, sizeof(s->vmm_end)))
 				vm_ended(s);
 			continue;
 		}
@@ -418,8 +426,9 @@ void rt_shim_main(const struct rt_shim_args *a)
 	struct err e = { { 0 } };
 	size_t n;
 
-	s = (struct shim){ .a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1,
-			   .shares = { -1, -1, -1 } };
+	s = (struct shim){
+		.a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .shares = { -1, -1, -1 }
+	};
 	setsid();
 	if (shim_setup(&s, &e) < 0) {
 		n = rt_shim_reply_encode(e.msg, line);

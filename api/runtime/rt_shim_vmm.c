@@ -63,8 +63,7 @@ static __attribute__((noreturn)) void vmm_child(const struct rt_vmm_spawn *s)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	sig_reset_all();
-	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
-	    dup2(s->log_fd, 2) < 0)
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 || dup2(s->log_fd, 2) < 0)
 		_exit(127);
 	/* Nothing of the shim's but the shares reaches kiln-vmm: the
 	 * engine's stdio, the state directory, the ready pipe stay here. */

@@ -10,3 +10,17 @@ test_oci_podman_crun_baseline() {
   oci_stop
   return $r
 }
+
+# The same flows with kiln-runtime: each container a kiln VM. Afterwards
+# nothing of them is left: no kiln-vmm, no shim, no state directory.
+test_oci_podman_kiln() {
+  oci_start || { oci_stop; return 1; }
+  local r=0 left
+  oci_flows "$PWD/build/kiln-runtime" || r=1
+  if [ $r = 0 ]; then
+    left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$')
+    [ -z "$left" ] || { fail "left behind after podman run --rm: $left"; r=1; }
+  fi
+  oci_stop
+  return $r
+}
