@@ -293,6 +293,7 @@ $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 kernel:
 	@kernel-config/build-kernel $(BUILD)/kernel
 
+OCI_INIT := $(BUILD)/rootfs/oci-init.cpio
 rootfs: $(ROOTFS) $(OCI_INIT)
 $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs
@@ -300,7 +301,6 @@ $(ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal
 # kiln-runtime's initramfs: the static kiln-init as /init and nothing else
 # (kiln.oci: it moves to a tmpfs root, and each container's root is a
 # virtio-fs share; docs/guest.md). Deterministic: fixed owner and mtime.
-OCI_INIT := $(BUILD)/rootfs/oci-init.cpio
 $(OCI_INIT): $(BUILD)/kiln-init
 	@mkdir -p $(dir $@) $@.d
 	install -m 0755 -s $< $@.d/init
