@@ -15,6 +15,7 @@
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
+#include "api/runtime/rt_rootfs.h"
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "lib/base/fd_io.h"
@@ -165,6 +166,8 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		r = rt_dir_write_state(dirfd, &rec, e);
 	if (!r)
 		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
+	if (!r)
+		r = rt_rootfs_mountpoints(rootfs, &cfg, e);
 	if (!r) {
 		struct rt_shim_args a = { c, &cfg, &plan, &rec, NULL, dirfd, -1, x->log_fd };
 
