@@ -81,3 +81,33 @@ oci_flows() {
   oci_run 'from stdin' run --rm -i "${rt[@]}" "$oci_img" /bin/busybox cat
   expect_rc 0 && expect_out '^from stdin$' || return 1
 }
+
+# oci_flows_life RUNTIME: a detached container's life through the engine:
+# `stop` reaches the process with SIGTERM (its trap's exit status comes
+# back), `kill` ends one that ignores TERM (137), `ps` lists it while it
+# runs, `logs` has its output. 0, or 1 after fail.
+oci_flows_life() {
+  local rt=(--runtime "$1" --network none) id
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/sh -c 'trap "echo got-term; exit 3" TERM; echo up; while :; do sleep 0.1; done'
+  expect_rc 0 || return 1
+  id=$out
+  oci_run '' ps -q --no-trunc
+  expect_rc 0 && expect_out "^$id$" || return 1
+  oci_run '' stop -t 30 "$id"
+  expect_rc 0 || return 1
+  oci_run '' inspect --format '{{.State.ExitCode}}' "$id"
+  expect_rc 0 && expect_out '^3$' || return 1
+  oci_run '' logs "$id"
+  expect_rc 0 && expect_out '^up$' && expect_out '^got-term$' || return 1
+  oci_run '' rm "$id"
+  expect_rc 0 || return 1
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sleep 1000
+  expect_rc 0 || return 1
+  id=$out
+  oci_run '' kill "$id"
+  expect_rc 0 || return 1
+  oci_run '' wait "$id"
+  expect_rc 0 && expect_out '^137$' || return 1
+  oci_run '' rm "$id"
+  expect_rc 0 || return 1
+}

@@ -6,7 +6,7 @@
 test_oci_podman_crun_baseline() {
   oci_start || { oci_stop; return 1; }
   local r=0
-  oci_flows /usr/bin/crun || r=1
+  oci_flows /usr/bin/crun && oci_flows_life /usr/bin/crun || r=1
   oci_stop
   return $r
 }
@@ -16,7 +16,7 @@ test_oci_podman_crun_baseline() {
 test_oci_podman_kiln() {
   oci_start || { oci_stop; return 1; }
   local r=0 left
-  oci_flows "$PWD/build/kiln-runtime" || r=1
+  oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$')
     [ -z "$left" ] || { fail "left behind after podman run --rm: $left"; r=1; }
