@@ -74,15 +74,17 @@ static int make_one(int rootfd, const char *dest, bool file, struct err *e)
 					       path, strerror(errno));
 			if (last && file)
 				fd = openat(parent, slash + 1,
-					    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+					    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+					    0644);
 			else
 				fd = mkdirat(parent, slash + 1, 0755);
 			if (fd < 0 && errno != EEXIST) {
 				int err = errno;
 
 				close(parent);
-				return err_set(e, err, "making mount point %.200s in the rootfs: %s",
-					       path, strerror(err));
+				return err_set(e, err,
+					       "making mount point %.200s in the rootfs: %s", path,
+					       strerror(err));
 			}
 			if (last && file && fd >= 0)
 				close(fd);
