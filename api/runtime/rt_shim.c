@@ -41,6 +41,7 @@ struct shim {
 	bool vmm_reaped;
 	char vmm_end[64];
 	int sfd, lfd;
+	struct capped_log vlog; /* kiln-vmm's stderr */
 	struct agent_client_ctr_wait *wait;
 	struct fd_pump pump[NPUMPS];
 	uint8_t buf[NPUMPS][PUMP_BUF];
@@ -113,7 +114,7 @@ static int vm_start(struct shim *s, struct err *e)
 	struct rt_sizing size;
 	struct rt_files f;
 	struct rt_argv *argv;
-	int logfd, r;
+	int logp[2] = { -1, -1 }, r;
 
 	if (rt_plan_sizing(a->cfg, &size, e) < 0 || rt_files_find(size.kernel, &f, e) < 0)
 		return -EINVAL;
@@ -151,18 +152,21 @@ static int vm_start(struct shim *s, struct err *e)
 		.cmdline = a->plan->cmdline,
 	};
 	r = rt_plan_vmm_argv(&l, argv, e);
-	logfd = r ? -1
-		  : openat(a->dirfd, RT_VMM_LOG,
-			   O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (!r && logfd < 0)
+	if (!r &&
+	    (pipe2(logp, O_CLOEXEC) < 0 ||
+	     capped_log_open(&s->vlog, a->dirfd, RT_VMM_LOG, RT_VMM_LOG_OLD, RT_VMM_LOG_CAP) < 0))
 		r = err_set(e, errno, "%s: %s", RT_VMM_LOG, strerror(errno));
 	if (!r) {
-		struct rt_vmm_spawn sp = { argv->argv, logfd, s->shares, 3 };
+		struct rt_vmm_spawn sp = { argv->argv, logp[1], s->shares, 3 };
 
+		fcntl(logp[0], F_SETFL, O_NONBLOCK);
+		s->vlog.pipe_r = logp[0];
+		logp[0] = -1;
 		r = rt_vmm_spawn(&sp, &s->vmm_pid, e);
 	}
-	if (logfd >= 0)
-		close(logfd);
+	for (int i = 0; i < 2; i++)
+		if (logp[i] >= 0)
+			close(logp[i]);
 	free(argv);
 	for (int i = 0; i < 3; i++)
 		if (s->shares[i] >= 0) {
@@ -211,7 +215,7 @@ static int shim_setup(struct shim *s, struct err *e)
 	int gpid, r;
 
 	if ((r = signals_take(s, e)) < 0 || (r = vm_start(s, e)) < 0 ||
-	    (r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, e)) < 0)
+	    (r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e)) < 0)
 		return r;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,
@@ -351,13 +355,14 @@ static void on_wait(struct shim *s)
 static void shim_loop(struct shim *s)
 {
 	while (!s->ended) {
-		struct pollfd p[3 + 2 * NPUMPS];
-		nfds_t n = 3;
+		struct pollfd p[4 + 2 * NPUMPS];
+		nfds_t n = 4;
 
 		p[0] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
 		p[2] = (struct pollfd){ .fd = s->wait ? agent_client_ctr_wait_fd(s->wait) : -1,
 					.events = POLLIN };
+		p[3] = (struct pollfd){ .fd = s->vlog.pipe_r, .events = POLLIN };
 		for (int i = 0; i < NPUMPS; i++, n += 2)
 			fd_pump_poll(&s->pump[i], &p[n]);
 		if (poll(p, n, -1) < 0) {
@@ -368,7 +373,9 @@ static void shim_loop(struct shim *s)
 			kill(s->vmm_pid, SIGKILL);
 		}
 		for (int i = 0; i < NPUMPS; i++)
-			fd_pump_step(&s->pump[i], &p[3 + 2 * i]);
+			fd_pump_step(&s->pump[i], &p[4 + 2 * i]);
+		if (p[3].revents)
+			capped_log_pump(&s->vlog);
 		if (p[0].revents)
 			on_signals(s);
 		if (p[1].revents & POLLIN)
@@ -417,6 +424,8 @@ static void shim_end(struct shim *s)
 		kill(s->vmm_pid, SIGKILL);
 		waitpid(s->vmm_pid, NULL, 0);
 	}
+	capped_log_pump(&s->vlog);
+	capped_log_close(&s->vlog);
 }
 
 void rt_shim_main(const struct rt_shim_args *a)
@@ -437,6 +446,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 			kill(s.vmm_pid, SIGKILL);
 			waitpid(s.vmm_pid, NULL, 0);
 		}
+		capped_log_pump(&s.vlog);
 		_exit(1);
 	}
 	n = rt_shim_reply_encode(NULL, line);

@@ -38,7 +38,9 @@
 #define RT_AGENT_MS 60000    /* one agent request's answer */
 #define RT_DRAIN_MS 2000     /* the output's last bytes to the engine after the exit */
 #define RT_VMM_LOG "vmm.log" /* kiln-vmm's stderr, in the container's directory */
-#define RT_JAIL_DIR "vm"     /* kiln-vmm's jail: its vsock and control sockets */
+#define RT_VMM_LOG_OLD "vmm.log.1"
+#define RT_VMM_LOG_CAP (1u << 20) /* then vmm.log starts over: a hostile VMM fills no disk */
+#define RT_JAIL_DIR "vm"          /* kiln-vmm's jail: its vsock and control sockets */
 
 struct rt_shim_args {
 	const struct rt_cmd *cmd;

@@ -113,7 +113,8 @@ int rt_vmm_gone(int pid, char *why, size_t cap)
 	return 1;
 }
 
-int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms, struct err *e)
+int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms,
+		      struct capped_log *log, struct err *e)
 {
 	int64_t dl = mono_deadline_ms(boot_ms);
 	struct agent_client_err ae;
@@ -122,6 +123,7 @@ int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms, st
 	for (;;) {
 		int left = (int)(dl - mono_ms());
 
+		capped_log_pump(log);
 		if (rt_vmm_gone(vmm_pid, why, sizeof(why)))
 			return err_set(e, ECHILD,
 				       "kiln-vmm %s while the guest booted (see vmm.log in the "

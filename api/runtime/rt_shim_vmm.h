@@ -11,6 +11,7 @@
 
 #include "api/agent-client/agent_client.h"
 #include "api/runtime/rt_state.h"
+#include "lib/base/capped_log.h"
 #include "lib/base/err.h"
 
 /* kiln-vmm, the kernel and the initrd for a container: beside the
@@ -26,7 +27,7 @@ int rt_files_find(const char *kernel_name, struct rt_files *f, struct err *e);
 
 struct rt_vmm_spawn {
 	char *const *argv;
-	int log_fd;      /* kiln-vmm's stderr */
+	int log_fd;      /* kiln-vmm's stderr: the write end of the shim's capped log pipe */
 	const int *keep; /* descriptors kiln-vmm inherits (the shares), -1 skipped */
 	size_t nkeep;
 };
@@ -44,7 +45,8 @@ int rt_vmm_spawn(const struct rt_vmm_spawn *s, int *pid, struct err *e);
 int rt_vmm_gone(int pid, char *why, size_t cap);
 
 /* Wait for the guest's agent, at most boot_ms, giving up at once when
- * kiln-vmm ends. */
-int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms, struct err *e);
+ * kiln-vmm ends; its stderr is copied into log meanwhile. */
+int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms,
+		      struct capped_log *log, struct err *e);
 
 #endif

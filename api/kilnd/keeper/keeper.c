@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/keeper/keeper_proto.h"
+#include "lib/base/capped_log.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/proc_stat.h"
 #include "lib/base/mono.h"
@@ -37,18 +38,10 @@ struct keeper_args {
 	char **argv; /* kiln-vmm's */
 };
 
-/* One capped log and the pipe it is fed from. */
-struct klog {
-	int dirfd;
-	const char *name, *old; /* "console.log" and "console.log.1" */
-	int fd, pipe_r;
-	uint64_t written;
-};
-
 struct keeper {
 	struct keeper_args a;
 	int dirfd, listen_fd, client, pidfd;
-	struct klog log[2]; /* 0: console, 1: stderr */
+	struct capped_log log[2]; /* 0: console, 1: stderr */
 	struct keeper_vmm_id id;
 	int64_t alone_since, term_at; /* mono ms; term_at 0: no SIGTERM sent */
 	mode_t umask_vmm;             /* kilnd's, given back to kiln-vmm */
@@ -100,25 +93,6 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 	return 0;
 }
 
-/* Start the file over as its ".1" once it holds KEEPER_LOG_CAP bytes. */
-static void log_write(struct klog *l, const void *p, size_t n)
-{
-	if (l->fd < 0)
-		return;
-	if (l->written + n > KEEPER_LOG_CAP) {
-		renameat(l->dirfd, l->name, l->dirfd, l->old);
-		close(l->fd);
-		l->fd = openat(l->dirfd, l->name,
-			       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		l->written = 0;
-		if (l->fd < 0)
-			return;
-	}
-	if (fd_io_write_all(l->fd, p, n) < 0)
-		return; /* a full disk costs the log, never the VM */
-	l->written += n;
-}
-
 /* A line of the keeper's own in vmm.log. */
 static void __attribute__((format(printf, 2, 3))) note(struct keeper *k, const char *fmt, ...)
 {
@@ -132,7 +106,7 @@ static void __attribute__((format(printf, 2, 3))) note(struct keeper *k, const c
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	log_write(&k->log[1], line, (size_t)n);
+	capped_log_write(&k->log[1], line, (size_t)n);
 }
 
 static void ready_say(struct keeper *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -158,18 +132,13 @@ static int open_logs(struct keeper *k)
 	static const char *const names[2][2] = { { "console.log", "console.log.1" },
 						 { "vmm.log", "vmm.log.1" } };
 
+	/* Each boot starts its logs afresh: last_exit describes this boot. */
 	for (int i = 0; i < 2; i++) {
-		struct klog *l = &k->log[i];
+		int r = capped_log_open(&k->log[i], k->dirfd, names[i][0], names[i][1],
+					KEEPER_LOG_CAP);
 
-		*l = (struct klog){
-			.dirfd = k->dirfd, .name = names[i][0], .old = names[i][1], .pipe_r = -1
-		};
-		/* Each boot starts its logs afresh: last_exit describes this boot. */
-		unlinkat(k->dirfd, l->old, 0);
-		l->fd = openat(k->dirfd, l->name,
-			       O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (l->fd < 0)
-			return -errno;
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -277,28 +246,6 @@ static int spawn_vmm(struct keeper *k, const char **step)
 	return 0;
 }
 
-/* Copy what a pipe holds now into its log; false at its end. */
-static bool pump(struct klog *l)
-{
-	uint8_t buf[16384];
-
-	for (;;) {
-		ssize_t n = read(l->pipe_r, buf, sizeof(buf));
-
-		if (n > 0) {
-			log_write(l, buf, (size_t)n);
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return true;
-		close(l->pipe_r);
-		l->pipe_r = -1;
-		return false;
-	}
-}
-
 static void client_drop(struct keeper *k)
 {
 	if (k->client < 0)
@@ -365,7 +312,7 @@ static void finish(struct keeper *k, const siginfo_t *si)
 	/* What the pipes hold now; one kept open by another process is left. */
 	for (int i = 0; i < 2; i++)
 		if (k->log[i].pipe_r >= 0)
-			pump(&k->log[i]);
+			capped_log_pump(&k->log[i]);
 	n = keeper_exit_format(line, sizeof(line), &x);
 	if (n < 0)
 		return;
@@ -410,7 +357,7 @@ static int run(struct keeper *k)
 			return 1;
 		for (int i = 0; i < 2; i++)
 			if (ip[i] >= 0 && (p[ip[i]].revents & (POLLIN | POLLHUP | POLLERR)))
-				pump(&k->log[i]);
+				capped_log_pump(&k->log[i]);
 		if (p[il].revents & POLLIN)
 			client_accept(k);
 		if (ic >= 0 && (p[ic].revents & (POLLIN | POLLHUP | POLLERR))) {
