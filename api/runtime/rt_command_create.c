@@ -54,10 +54,6 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 		return err_set(e, EINVAL,
 			       "--console-socket is given but process.terminal is false: there is "
 			       "no terminal to send");
-	if (cfg->process.terminal)
-		return err_set(e, ENOSYS,
-			       "process.terminal: a container with a terminal is not supported yet "
-			       "(run it without -t)");
 	if (rt_pod_decide(cfg->annotations, c->id, &pod, e) < 0)
 		return -EINVAL;
 	if (pod.role == RT_POD_MEMBER)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/agent-client/agent_client.h"
+#include "api/runtime/console_sock.h"
 #include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_exit.h"
 #include "api/runtime/rt_log.h"
@@ -30,8 +32,9 @@
 #define PUMP_BUF (64u * 1024)
 #define KILL_AGENT_MS 2000 /* kill 9: the agent's answer, then the VM itself */
 
-/* The pumps: the container's output first (drained at the end alone). */
-enum { PUMP_OUT, PUMP_ERR, PUMP_IN, NPUMPS };
+/* The pumps, the container's output first (drained at the end alone):
+ * stdout, stderr, stdin; with a terminal, its output and its input. */
+#define NPUMPS 3
 
 struct shim {
 	const struct rt_shim_args *a;
@@ -45,6 +48,8 @@ struct shim {
 	struct agent_client_ctr_wait *wait;
 	struct fd_pump pump[NPUMPS];
 	uint8_t buf[NPUMPS][PUMP_BUF];
+	size_t npump, nout; /* pumps in use; the first nout are output */
+	int tty;            /* the host pty's slave (with a terminal), -1: none */
 	int shares[3];
 	bool started;
 	bool killed; /* kill 9 went to the VM itself */
@@ -74,7 +79,8 @@ static int agent_fail(const struct agent_client_err *ae, const char *step, struc
  * it forwards to the container (conmon signals the pid it waits on). */
 static int signals_take(struct shim *s, struct err *e)
 {
-	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+	static const int sigs[] = { SIGCHLD, SIGTERM, SIGINT,  SIGHUP,
+				    SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -183,14 +189,14 @@ static int stdio_connect(struct shim *s, struct err *e)
 		int fd;
 		enum fd_pump_eof eof;
 		bool to_guest;
-	} io[NPUMPS] = {
-		[PUMP_OUT] = { AGENT_CTR_STDOUT, 1, FD_PUMP_CLOSE, false },
-		[PUMP_ERR] = { AGENT_CTR_STDERR, 2, FD_PUMP_CLOSE, false },
-		[PUMP_IN] = { AGENT_CTR_STDIN, 0, FD_PUMP_SHUT_WR, true },
+	} io[] = {
+		{ AGENT_CTR_STDOUT, 1, FD_PUMP_CLOSE, false },
+		{ AGENT_CTR_STDERR, 2, FD_PUMP_CLOSE, false },
+		{ AGENT_CTR_STDIN, 0, FD_PUMP_SHUT_WR, true },
 	};
 	struct agent_client_err ae;
 
-	for (int i = 0; i < NPUMPS; i++) {
+	for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
 		int sock, r;
 
 		if (agent_client_ctr_stdio(&s->ac, s->cid, io[i].stream, &sock, &ae) < 0)
@@ -201,8 +207,45 @@ static int stdio_connect(struct shim *s, struct err *e)
 		if (r < 0)
 			return err_set(e, -r, "the container's stdio (fd %d): %s", io[i].fd,
 				       strerror(-r));
+		s->npump = i + 1;
 	}
+	s->nout = 2;
 	return 0;
+}
+
+/*
+ * With a terminal: a host pty whose master goes to the engine's console
+ * socket (as runc sends it) and whose raw slave the shim relays to and
+ * from the guest's pty stream. The shim is the slave's session, so the
+ * engine's TIOCSWINSZ on the master reaches it as SIGWINCH (then
+ * ctr_resize) and the master's close as SIGHUP (forwarded).
+ */
+static int tty_connect(struct shim *s, struct err *e)
+{
+	const struct rt_process *pr = &s->a->cfg->process;
+	struct agent_client_err ae;
+	int master, sock, r;
+
+	if ((r = console_pty_open_raw(&master, &s->tty, e)) < 0)
+		return r;
+	if (pr->rows && pr->cols)
+		console_pty_set_size(s->tty, pr->rows, pr->cols, e);
+	if (ioctl(s->tty, TIOCSCTTY, 0) < 0)
+		r = err_set(e, errno, "the terminal as the shim's: %s", strerror(errno));
+	else if (agent_client_ctr_stdio(&s->ac, s->cid, AGENT_CTR_PTY, &sock, &ae) < 0)
+		r = agent_fail(&ae, "connecting the container's terminal", e);
+	else if ((r = fd_pump_init(&s->pump[0], sock, s->tty, s->buf[0], PUMP_BUF, FD_PUMP_KEEP)) ==
+			 0 &&
+		 (r = fd_pump_init(&s->pump[1], s->tty, sock, s->buf[1], PUMP_BUF,
+				   FD_PUMP_SHUT_WR)) == 0) {
+		s->npump = 2;
+		s->nout = 1;
+		r = console_sock_hand_over(s->a->cmd->console_socket, master, e);
+	} else {
+		r = err_set(e, -r, "the container's terminal: %s", strerror(-r));
+	}
+	close(master);
+	return r;
 }
 
 /* Everything create waits for; the pid file last (containerd takes the
@@ -223,7 +266,8 @@ static int shim_setup(struct shim *s, struct err *e)
 		return agent_fail(&ae, "setting the guest's clock", e);
 	if (agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
-	if ((r = stdio_connect(s, e)) < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
+	r = a->cfg->process.terminal ? tty_connect(s, e) : stdio_connect(s, e);
+	if (r < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
 		return r;
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
@@ -264,6 +308,17 @@ static void on_signals(struct shim *s)
 	struct agent_client_err ae;
 
 	while (read(s->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGWINCH) {
+			unsigned rows, cols;
+			struct err ignored;
+
+			if (s->tty >= 0 && !s->ended &&
+			    console_pty_get_size(s->tty, &rows, &cols, &ignored) == 0 && rows &&
+			    cols)
+				agent_client_ctr_resize(&s->ac, s->cid, (uint16_t)rows,
+							(uint16_t)cols, &ae);
+			continue;
+		}
 		if (si.ssi_signo == SIGCHLD) {
 			if (!s->vmm_reaped &&
 			    rt_vmm_gone(s->vmm_pid, s->vmm_end, sizeof(s->vmm_end)))
@@ -363,7 +418,7 @@ static void shim_loop(struct shim *s)
 		p[2] = (struct pollfd){ .fd = s->wait ? agent_client_ctr_wait_fd(s->wait) : -1,
 					.events = POLLIN };
 		p[3] = (struct pollfd){ .fd = s->vlog.pipe_r, .events = POLLIN };
-		for (int i = 0; i < NPUMPS; i++, n += 2)
+		for (size_t i = 0; i < s->npump; i++, n += 2)
 			fd_pump_poll(&s->pump[i], &p[n]);
 		if (poll(p, n, -1) < 0) {
 			if (errno == EINTR)
@@ -372,7 +427,7 @@ static void shim_loop(struct shim *s)
 			s->killed = true;
 			kill(s->vmm_pid, SIGKILL);
 		}
-		for (int i = 0; i < NPUMPS; i++)
+		for (size_t i = 0; i < s->npump; i++)
 			fd_pump_step(&s->pump[i], &p[4 + 2 * i]);
 		if (p[3].revents)
 			capped_log_pump(&s->vlog);
@@ -418,7 +473,7 @@ static void shim_end(struct shim *s)
 {
 	/* The agent sent the output whole before its exit line: what is
 	 * left is the engine reading it. */
-	fd_relay_run(s->pump, PUMP_IN, -1, RT_DRAIN_MS);
+	fd_relay_run(s->pump, s->nout, -1, RT_DRAIN_MS);
 	record_exit(s);
 	if (!s->vmm_reaped) {
 		kill(s->vmm_pid, SIGKILL);

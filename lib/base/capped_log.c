@@ -11,7 +11,9 @@
 int capped_log_open(struct capped_log *l, int dirfd, const char *name, const char *old,
 		    uint64_t cap)
 {
-	*l = (struct capped_log){ .dirfd = dirfd, .name = name, .old = old, .pipe_r = -1, .cap = cap };
+	*l = (struct capped_log){
+		.dirfd = dirfd, .name = name, .old = old, .pipe_r = -1, .cap = cap
+	};
 	unlinkat(dirfd, old, 0);
 	l->fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	return l->fd < 0 ? -errno : 0;

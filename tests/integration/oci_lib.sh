@@ -69,7 +69,7 @@ oci_run() {
 
 # oci_flows RUNTIME: what an engine asks of any OCI runtime, through
 # `podman run --runtime RUNTIME`: output, the exit status, a missing
-# program as 127, stdin. 0, or 1 after fail.
+# program as 127, stdin, a terminal (-t). 0, or 1 after fail.
 oci_flows() {
   local rt=(--runtime "$1" --network none)
   oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox echo hello
@@ -80,6 +80,8 @@ oci_flows() {
   expect_rc 127 && expect_err 'not found' || return 1
   oci_run 'from stdin' run --rm -i "${rt[@]}" "$oci_img" /bin/busybox cat
   expect_rc 0 && expect_out '^from stdin$' || return 1
+  oci_run '' run --rm -t "${rt[@]}" "$oci_img" /bin/sh -c 'tty; exit 5'
+  expect_rc 5 && expect_out '^/dev/pts/[0-9]+$' || return 1
 }
 
 # oci_flows_life RUNTIME: a detached container's life through the engine:
