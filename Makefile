@@ -90,7 +90,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
+.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-oci bench-targets clean
 # The host side (what `make install` installs) never waits for the guest
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
@@ -485,6 +485,11 @@ HARNESS_BENCHES := agent api sdk images snapshot net
 $(HARNESS_BENCHES:%=bench-%): bench-%: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout $(if $(filter snapshot net,$*),2400,1800) bench/$*
+
+# kiln-runtime under Podman against crun and a bare kiln-vmm boot (bench/oci).
+bench-oci: deps
+	@$(MAKE) --no-print-directory all
+	tests/harness/run --timeout 1800 bench/oci
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
 bench-http: deps
