@@ -241,6 +241,14 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 	$(kiln_pc) >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
+# What kiln-runtime boots, beside the programs: the guest kernel and
+# kiln-runtime's initramfs, into lib/kiln/ (docs/oci-runtime.md).
+.PHONY: install-guest
+install-guest: $(OCI_INIT)
+	@test -f $(BUILD)/kernel/vmlinux || { echo "install-guest: no $(BUILD)/kernel/vmlinux: run make guest first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/lib/kiln
+	install -m 0644 $(BUILD)/kernel/vmlinux $(OCI_INIT) $(DESTDIR)$(PREFIX)/lib/kiln/
+
 # PID 1 of the guest: a static PIE, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
 $(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h) \

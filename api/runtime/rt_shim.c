@@ -28,6 +28,7 @@
 #include "lib/base/fd_relay.h"
 #include "lib/base/proc_stat.h"
 #include "lib/base/share_open.h"
+#include "lib/base/text_clean.h"
 
 #define PUMP_BUF (64u * 1024)
 #define KILL_AGENT_MS 2000 /* kill 9: the agent's answer, then the VM itself */
@@ -248,6 +249,33 @@ static int tty_connect(struct shim *s, struct err *e)
 	return r;
 }
 
+/* The last line kiln-vmm wrote to vmm.log (its reason, when it ended
+ * during boot), cleaned to printable text: the create that failed
+ * removes the state directory, so the engine's error must carry it. */
+static void vmm_log_tail(const struct shim *s, char *out, size_t cap)
+{
+	char buf[512];
+	int fd = openat(s->a->dirfd, RT_VMM_LOG, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	ssize_t n = 0;
+	char *line;
+
+	out[0] = '\0';
+	if (end > 0)
+		n = pread(fd, buf, sizeof(buf) - 1,
+			  end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0);
+	if (fd >= 0)
+		close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	text_clean_term(out, cap, line, strlen(line));
+}
+
 /* Everything create waits for; the pid file last (containerd takes the
  * create as done once it exists). */
 static int shim_setup(struct shim *s, struct err *e)
@@ -257,8 +285,19 @@ static int shim_setup(struct shim *s, struct err *e)
 	struct timespec now;
 	int gpid, r;
 
-	if ((r = signals_take(s, e)) < 0 || (r = vm_start(s, e)) < 0 ||
-	    (r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e)) < 0)
+	if ((r = signals_take(s, e)) < 0 || (r = vm_start(s, e)) < 0)
+		return r;
+	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
+	if (r == -ECHILD) {
+		char tail[200], first[ERR_MSG_MAX];
+
+		capped_log_pump(&s->vlog);
+		vmm_log_tail(s, tail, sizeof(tail));
+		memcpy(first, e->msg, sizeof(first));
+		if (tail[0])
+			err_set(e, ECHILD, "%.200s: %s", first, tail);
+	}
+	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,

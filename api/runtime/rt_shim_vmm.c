@@ -125,10 +125,7 @@ int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms,
 
 		capped_log_pump(log);
 		if (rt_vmm_gone(vmm_pid, why, sizeof(why)))
-			return err_set(e, ECHILD,
-				       "kiln-vmm %s while the guest booted (see vmm.log in the "
-				       "container's state directory)",
-				       why);
+			return err_set(e, ECHILD, "kiln-vmm %s while the guest booted", why);
 		if (left <= 0)
 			return err_set(e, ETIMEDOUT,
 				       "the guest's agent did not answer within %d ms of kiln-vmm's "
