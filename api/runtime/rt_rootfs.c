@@ -128,7 +128,7 @@ int rt_rootfs_mountpoints(const char *rootfs, const struct rt_config *cfg, struc
 	for (size_t i = 0; !r && i < cfg->nmounts; i++) {
 		const struct rt_mount *m = &cfg->mounts[i];
 		struct stat st;
-		bool file = m->bind && m->source && stat(m->source, &st) == 0 &&
+		bool file = m->bind && m->source && lstat(m->source, &st) == 0 &&
 			!S_ISDIR(st.st_mode);
 
 		if (rt_rootfs_wanted(cfg->mounts, i))

@@ -73,7 +73,8 @@ static __attribute__((noreturn)) void vmm_child(const struct rt_vmm_spawn *s)
 			_exit(127);
 	setsid();
 	execv(s->argv[0], s->argv);
-	dprintf(2, "kiln-runtime: exec %s: %s\n", s->argv[0], strerror(errno));
+	/* raw write: after a bare clone, nothing that could take a lock */
+	(void)!write(2, "kiln-runtime: cannot execute kiln-vmm\n", 38);
 	_exit(127);
 }
 
