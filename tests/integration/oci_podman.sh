@@ -13,7 +13,7 @@ test_oci_podman_crun_baseline() {
 
 # oci_vm_crash RUNTIME: the VM dies under a running container (kiln-vmm
 # SIGKILLed): the container ends with 255, `state` says stopped, and
-# `rm` still cleans up.
+# `rm` still cleans up; then the shim dies instead.
 oci_vm_crash() {
   local rt=(--runtime "$1" --network none) id vmm
   oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sleep 1000
@@ -28,6 +28,20 @@ oci_vm_crash() {
   expect_rc 0 && expect_out '"status": "stopped"' || return 1
   oci_run '' rm "$id"
   expect_rc 0 || return 1
+  # the shim SIGKILLed (the OOM killer's way): the container ends killed,
+  # and rm leaves no kiln-vmm although the jail cleared its PDEATHSIG
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sleep 1000
+  expect_rc 0 || return 1
+  id=$out
+  oci_run '' inspect --format '{{.State.Pid}}' "$id"
+  expect_rc 0 || return 1
+  kill -9 "$out"
+  oci_run '' wait "$id"
+  expect_rc 0 && expect_out '^137$' || return 1
+  oci_run '' rm "$id"
+  expect_rc 0 || return 1
+  vmm=$(pgrep -x kiln-vmm)
+  [ -z "$vmm" ] || { fail "kiln-vmm $vmm outlived its killed shim and rm"; return 1; }
 }
 
 # The same flows with kiln-runtime: each container a kiln VM. Afterwards
