@@ -533,7 +533,7 @@ void agent_ctr_create(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	pthread_mutex_unlock(&t->lock);
 	/* The host left before it learnt of the container: nothing may stay
 	 * behind that no one knows to delete. */
-	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, k->pid)) < 0 &&
+	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, 0, k->pid)) < 0 &&
 	    ctr_mark_deleting(t, k->cid) == k)
 		ctr_teardown(t, k);
 }
