@@ -69,13 +69,14 @@ static struct ctr **find_slot(struct agent_ctrs *t, const char *cid)
 	return NULL;
 }
 
-/* Under the lock: k's exec `exec`, ready or not; NULL when it has none. */
-static struct ctr_proc *find_proc(struct ctr *k, uint32_t exec)
+struct ctr_proc *ctr_find_proc(struct ctr *k, uint32_t exec)
 {
 	if (!exec)
 		return &k->init;
+	/* One told of its end waits only for its last users: the number
+	 * is free, and may be another exec's already. */
 	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++)
-		if (k->exec[i] && k->exec[i]->exec == exec)
+		if (k->exec[i] && k->exec[i]->exec == exec && !k->exec[i]->waited)
 			return k->exec[i];
 	return NULL;
 }
@@ -91,8 +92,8 @@ struct ctr_proc *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char 
 	s = find_slot(t, cid);
 	known = s && (*s)->init.ready && !(*s)->deleting;
 	if (known)
-		p = find_proc(*s, exec);
-	if (p && p->ready && !p->waited) {
+		p = ctr_find_proc(*s, exec);
+	if (p && p->ready) {
 		p->refs++;
 		p->ctr->refs++;
 	} else {

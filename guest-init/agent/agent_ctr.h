@@ -110,6 +110,9 @@ void agent_ctr_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 struct ctr_proc *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char *what,
 			 const char *cid, uint32_t exec);
 void ctr_put(struct ctr_proc *p);
+/* Under the lock: k's exec `exec` (ready or not, not told of its end);
+ * NULL when it has none. */
+struct ctr_proc *ctr_find_proc(struct ctr *k, uint32_t exec);
 
 /* A process's fields set to "none" (descriptors -1), its exit hook set. */
 void ctr_proc_init(struct ctr_proc *p, struct ctr *k, uint32_t exec);

@@ -38,12 +38,10 @@ static struct ctr_proc *reserve(struct agent_ctrs *t, struct agent_conn *c, stru
 	ctr_proc_init(p, k, x->exec);
 	pthread_mutex_lock(&t->lock);
 	running = init->state == CTR_RUNNING;
-	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++) {
-		if (!k->exec[i] && slot < 0)
+	dup = ctr_find_proc(k, x->exec) != NULL;
+	for (int i = 0; i < AGENT_CTR_EXECS_MAX && slot < 0; i++)
+		if (!k->exec[i])
 			slot = i;
-		else if (k->exec[i] && k->exec[i]->exec == x->exec)
-			dup = true;
-	}
 	if (running && !dup && slot >= 0)
 		k->exec[slot] = p;
 	pthread_mutex_unlock(&t->lock);
@@ -150,8 +148,9 @@ void agent_ctr_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		goto out;
 	snprintf(p->prog, sizeof(p->prog), "%s", x->proc.args[0]);
 	if (start_exec(t, init, p, x, &err) < 0) {
-		agent_conn_send_err(c, &err);
+		/* Gone before the host hears of it: the number is free at once. */
 		drop(t, p);
+		agent_conn_send_err(c, &err);
 		goto out;
 	}
 	pthread_mutex_lock(&t->lock);

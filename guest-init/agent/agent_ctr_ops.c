@@ -114,12 +114,12 @@ void agent_ctr_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		/* Dirty pages of shared maps are the guest's until written
 		 * back: the host may end the VM as soon as it has the exit. */
 		syncfs(p->ctr->root);
-		if (agent_conn_send_line(c, &l, agent_line_ctr_exit(&l, &e)) == 0) {
-			/* An exec's end told is its last word: it goes once unused. */
-			pthread_mutex_lock(&t->lock);
-			ctr_proc_told(p);
-			pthread_mutex_unlock(&t->lock);
-		}
+		/* An exec's exit is its last word: it goes once unused, and
+		 * before the host reads this, so it may reuse the number. */
+		pthread_mutex_lock(&t->lock);
+		ctr_proc_told(p);
+		pthread_mutex_unlock(&t->lock);
+		agent_conn_send_line(c, &l, agent_line_ctr_exit(&l, &e));
 	} else if (!gone) {
 		ctr_proc_name(p, name, sizeof(name));
 		agent_reply_error(c, AGENT_E_TIMEOUT, "ctr_wait: %s still runs after %u ms", name,
