@@ -539,16 +539,30 @@ int agent_client_tcp_connect(const struct agent_client *c, uint32_t port, const 
 int agent_client_ctr_create(const struct agent_client *c, json_t *req, int *pid,
 			    struct agent_client_err *err);
 
+/*
+ * ctr_exec: a further process in the running container `cid`, numbered
+ * `exec` (1..UINT32_MAX, the caller's choice, not in use), `process` the
+ * same object as ctr_create's `process` (copied; the request is checked
+ * with the agent's own parser before it is sent). The reply is bounded
+ * by the context's timeout. 0 with *pid (its guest pid), or the agent's
+ * error: invalid_state (the container is not running), exists, busy,
+ * not_found with runc's words for a missing program. It runs at
+ * agent_client_ctr_start(c, cid, exec).
+ */
+int agent_client_ctr_exec(const struct agent_client *c, const char *cid, uint32_t exec,
+			  const json_t *process, int *pid, struct agent_client_err *err);
+
 /* ctr_stdio for exec 0's stream: 0 with *fd, the raw stream after the
  * agent's `ok` (as tcp_connect's): SHUT_WR on a stdin stream is the
  * process's EOF; an output stream ends at the output's end. */
 int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
 			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err);
 
-/* ctr_start, ctr_signal (signo 1..64; all: every process of the
- * container), ctr_resize and ctr_delete, each answered `ok` within the
- * context's timeout. A container that ended is invalid_state. */
-int agent_client_ctr_start(const struct agent_client *c, const char *cid,
+/* ctr_start (of exec `exec`: 0 is the init), ctr_signal (signo 1..64;
+ * all: every process of the container), ctr_resize and ctr_delete, each
+ * answered `ok` within the context's timeout. A container that ended is
+ * invalid_state. */
+int agent_client_ctr_start(const struct agent_client *c, const char *cid, uint32_t exec,
 			   struct agent_client_err *err);
 int agent_client_ctr_signal(const struct agent_client *c, const char *cid, int signo, bool all,
 			    struct agent_client_err *err);

@@ -57,6 +57,38 @@ int agent_client_ctr_create(const struct agent_client *c, json_t *req, int *pid,
 	return r;
 }
 
+int agent_client_ctr_exec(const struct agent_client *c, const char *cid, uint32_t exec,
+			  const json_t *process, int *pid, struct agent_client_err *err)
+{
+	struct agent_client_conn k = agent_client_msg_ctx("ctr_exec");
+	struct agent_client_req rq = { .o = json_object(), .type = "ctr_exec" };
+	json_t *h;
+	uint64_t got = 0;
+	int r;
+
+	ERR_INIT(err);
+	*pid = 0;
+	/* The agent's parser judges it before it is sent (a bad process is
+	 * refused here, as the agent would). */
+	rq.nomem = !rq.o || json_object_set_new(rq.o, "type", json_string("ctr_exec")) < 0 ||
+		json_object_set_new(rq.o, "cid", json_string(cid)) < 0 ||
+		json_object_set_new(rq.o, "exec", json_integer(exec)) < 0 ||
+		json_object_set_new(rq.o, "process",
+				    process ? json_deep_copy(process) : json_null()) < 0;
+	r = agent_client_call_now(c, &rq, "ctr_created", &h, err);
+	if (r < 0)
+		return r;
+	r = agent_client_r_uint(&k, h, "exec", UINT32_MAX, &got, err);
+	if (r == 0 && got != exec)
+		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTO,
+				       "ctr_exec: the agent's reply names exec %llu, not %u",
+				       (unsigned long long)got, exec);
+	if (r == 0)
+		r = agent_client_r_pid(&k, h, pid, err);
+	json_decref(h);
+	return r;
+}
+
 int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
 			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err)
 {
@@ -78,10 +110,10 @@ static int ctr_ok(const struct agent_client *c, enum agent_type t, const struct 
 	return agent_client_call_ok(c, &rq, err);
 }
 
-int agent_client_ctr_start(const struct agent_client *c, const char *cid,
+int agent_client_ctr_start(const struct agent_client *c, const char *cid, uint32_t exec,
 			   struct agent_client_err *err)
 {
-	struct agent_ctr_req q = { .cid = cid };
+	struct agent_ctr_req q = { .cid = cid, .exec = exec };
 
 	return ctr_ok(c, AGENT_T_CTR_START, &q, err);
 }

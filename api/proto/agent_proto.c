@@ -1028,7 +1028,8 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 				 agent_ctr_create_body },
 	[AGENT_T_CTR_STDIO] = { "ctr_stdio", CTX_REQ, false, FIELDS("cid", "exec", "stream"),
 				agent_ctr_body },
-	[AGENT_T_CTR_START] = { "ctr_start", CTX_REQ, false, FIELDS("cid"), agent_ctr_body },
+	[AGENT_T_CTR_START] = { "ctr_start", CTX_REQ, false, FIELDS("cid", "exec"),
+				agent_ctr_body },
 	[AGENT_T_CTR_WAIT] = { "ctr_wait", CTX_REQ, false, FIELDS("cid", "exec", "timeout_ms"),
 			       agent_ctr_body },
 	[AGENT_T_CTR_SIGNAL] = { "ctr_signal", CTX_REQ, false,
@@ -1036,6 +1037,8 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_CTR_RESIZE] = { "ctr_resize", CTX_REQ, false,
 				 FIELDS("cid", "exec", "rows", "cols"), agent_ctr_body },
 	[AGENT_T_CTR_DELETE] = { "ctr_delete", CTX_REQ, false, FIELDS("cid"), agent_ctr_body },
+	[AGENT_T_CTR_EXEC] = { "ctr_exec", CTX_REQ, false, FIELDS("cid", "exec", "process"),
+			       agent_ctr_exec_body },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS, NULL },
 	[AGENT_T_END] = { "end", CTX_UPL, false, NO_FIELDS, NULL },
 };
@@ -1132,6 +1135,8 @@ void agent_msg_free(struct agent_msg *msg)
 	}
 	if (msg->type == AGENT_T_CTR_CREATE)
 		agent_ctr_create_free(&msg->u.ctr_create);
+	if (msg->type == AGENT_T_CTR_EXEC)
+		agent_ctr_process_free(&msg->u.ctr_exec.proc);
 	json_decref(msg->json);
 	memset(msg, 0, sizeof(*msg));
 }

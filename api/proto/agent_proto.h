@@ -79,6 +79,7 @@
 #define AGENT_CTR_OPTION_MAX 255 /* bytes of one option */
 #define AGENT_CTR_DATA_MAX 4095  /* a mount's data: mount(2) copies one page */
 #define AGENT_CTR_GROUPS_MAX 1024
+#define AGENT_CTR_EXECS_MAX 64 /* ctr_exec: a container's processes besides its init */
 #define AGENT_CTR_UMASK_DEFAULT 022u
 #define AGENT_CTR_ID_MAX 4294967294u /* uids and gids; (uid_t)-1 means "unchanged" to the kernel */
 #define AGENT_REQUEST_TIMEOUT_MS 30000
@@ -239,6 +240,7 @@ enum agent_type {
 	AGENT_T_CTR_SIGNAL,
 	AGENT_T_CTR_RESIZE,
 	AGENT_T_CTR_DELETE,
+	AGENT_T_CTR_EXEC,
 	AGENT_T_DATA,
 	AGENT_T_END,
 	AGENT_TYPE_COUNT
@@ -416,6 +418,13 @@ struct agent_ctr_create {
 	const char *hostname; /* NULL: the guest's */
 };
 
+/* ctr_exec: a further process in a running container (exec 1..UINT32_MAX). */
+struct agent_ctr_exec {
+	const char *cid;
+	uint32_t exec;
+	struct agent_ctr_process proc;
+};
+
 enum agent_ctr_stream { AGENT_CTR_STDIN, AGENT_CTR_STDOUT, AGENT_CTR_STDERR, AGENT_CTR_PTY };
 #define AGENT_CTR_STREAMS 4
 
@@ -457,6 +466,7 @@ enum agent_mopt agent_mount_option(const char *opt, unsigned long *flag);
  * agent_msg_parse judges the result.
  */
 json_t *agent_ctr_create_encode(const struct agent_ctr_create *c);
+json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x);
 json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r);
 
 struct agent_msg {
@@ -471,6 +481,7 @@ struct agent_msg {
 		struct agent_tcp_req tcp;
 		struct agent_watch_req watch;
 		struct agent_ctr_create ctr_create;
+		struct agent_ctr_exec ctr_exec;
 		struct agent_ctr_req ctr;
 		struct {
 			int64_t time_ns;
@@ -648,8 +659,9 @@ int agent_line_watch_end(struct agent_line *out, uint64_t seq, const char *reaso
 
 /* ---- containers' replies (7.9) ---- */
 
-/* {"type":"ctr_created","cid":C,"pid":P} */
-int agent_line_ctr_created(struct agent_line *out, const char *cid, int pid);
+/* {"type":"ctr_created","cid":C,"pid":P}, and with "exec":E before "pid"
+ * when exec is not 0 (ctr_exec's reply). */
+int agent_line_ctr_created(struct agent_line *out, const char *cid, uint32_t exec, int pid);
 
 struct agent_ctr_exit {
 	const char *cid;

@@ -1,7 +1,7 @@
 /*
  * agent_proto_ctr: the container messages of the agent protocol
- * (docs/agent-protocol.md, 7.9): ctr_create's nested request, the ctr_*
- * by-id requests, their encoders for the host, and the two reply lines.
+ * (docs/agent-protocol.md, 7.9): ctr_create's nested request, ctr_exec
+ * (its process object again), the ctr_* by-id requests, their encoders for the host, and the two reply lines.
  * agent_proto.c's message table calls the bodies (agent_proto_parse.h).
  */
 #include "api/proto/agent_proto.h"
@@ -450,7 +450,7 @@ static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *
 	enum agent_code c;
 
 	if (!v)
-		return agent_field_missing(p, "process", "an object with the init's args");
+		return agent_field_missing(p, "process", "an object with the process's args");
 	if ((c = sub_object(p, v, "process", fields, name, sizeof(name), &pp)) ||
 	    (c = parse_args(&pp, r)) || (c = parse_ctr_env(&pp, r)) ||
 	    (c = agent_field_path(&pp, "cwd", false, &r->cwd)) ||
@@ -499,14 +499,33 @@ enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m)
 	return AGENT_OK;
 }
 
+void agent_ctr_process_free(struct agent_ctr_process *r)
+{
+	free(r->args);
+	free(r->env);
+	free(r->groups);
+}
+
 void agent_ctr_create_free(struct agent_ctr_create *c)
 {
 	for (size_t i = 0; i < c->nmounts; i++)
 		free(c->mounts[i].options);
 	free(c->mounts);
-	free(c->proc.args);
-	free(c->proc.env);
-	free(c->proc.groups);
+	agent_ctr_process_free(&c->proc);
+}
+
+/* ---- ctr_exec ---- */
+
+enum agent_code agent_ctr_exec_body(struct parse *p, struct agent_msg *m)
+{
+	struct agent_ctr_exec *x = &m->u.ctr_exec;
+	enum agent_code rc;
+
+	/* 0 is the init, which only ctr_create makes. */
+	if ((rc = get_cid(p, &x->cid)) ||
+	    (rc = agent_field_u32(p, "exec", true, 1, UINT32_MAX, 0, &x->exec)))
+		return rc;
+	return parse_process(p, &x->proc);
 }
 
 /* ---- the by-id requests ---- */
@@ -535,7 +554,7 @@ enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m)
 	struct agent_ctr_req *r = &m->u.ctr;
 	uint32_t rows, cols;
 	enum agent_code c = get_cid(p, &r->cid);
-	bool takes_exec = m->type != AGENT_T_CTR_START && m->type != AGENT_T_CTR_DELETE;
+	bool takes_exec = m->type != AGENT_T_CTR_DELETE;
 
 	if (c ||
 	    (takes_exec && (c = agent_field_u32(p, "exec", false, 0, UINT32_MAX, 0, &r->exec))))
@@ -658,13 +677,27 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 	return o;
 }
 
+json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x)
+{
+	json_t *o = json_object();
+	bool ok = o && put(o, "type", json_string("ctr_exec")) &&
+		put(o, "cid", json_string(x->cid)) && put(o, "exec", json_integer(x->exec)) &&
+		put(o, "process", encode_process(&x->proc));
+
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r)
 {
 	json_t *o = json_object();
 	bool ok = o && put(o, "type", json_string(agent_type_name(t))) &&
 		put(o, "cid", json_string(r->cid));
 
-	if (ok && t != AGENT_T_CTR_START && t != AGENT_T_CTR_DELETE && r->exec)
+	if (ok && t != AGENT_T_CTR_DELETE && r->exec)
 		ok = put(o, "exec", json_integer(r->exec));
 	if (ok && t == AGENT_T_CTR_STDIO)
 		ok = put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
@@ -692,10 +725,15 @@ static int line_of(struct agent_line *out, json_t *o)
 	return r;
 }
 
-int agent_line_ctr_created(struct agent_line *out, const char *cid, int pid)
+int agent_line_ctr_created(struct agent_line *out, const char *cid, uint32_t exec, int pid)
 {
+	if (!exec)
+		return line_of(out,
+			       json_pack("{s:s,s:s,s:i}", "type", "ctr_created", "cid", cid, "pid",
+					 pid));
 	return line_of(out,
-		       json_pack("{s:s,s:s,s:i}", "type", "ctr_created", "cid", cid, "pid", pid));
+		       json_pack("{s:s,s:s,s:I,s:i}", "type", "ctr_created", "cid", cid, "exec",
+				 (json_int_t)exec, "pid", pid));
 }
 
 int agent_line_ctr_exit(struct agent_line *out, const struct agent_ctr_exit *e)

@@ -50,6 +50,8 @@ int agent_name_index(const char *const *names, int n, const char *name);
  * agent_msg_free releases of a ctr_create. */
 enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m);
 enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m);
+enum agent_code agent_ctr_exec_body(struct parse *p, struct agent_msg *m);
 void agent_ctr_create_free(struct agent_ctr_create *c);
+void agent_ctr_process_free(struct agent_ctr_process *r);
 
 #endif

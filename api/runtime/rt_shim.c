@@ -477,7 +477,7 @@ static void on_request(struct shim *s)
 			msg = "cannot start an already running container";
 		else if (s->ended)
 			msg = "cannot start a container that has stopped";
-		else if (agent_client_ctr_start(&s->ac, s->cid, &ae) < 0)
+		else if (agent_client_ctr_start(&s->ac, s->cid, 0, &ae) < 0)
 			msg = memcpy(buf, ae.msg, sizeof(buf));
 		else
 			s->started = true;

@@ -69,49 +69,140 @@ static struct ctr **find_slot(struct agent_ctrs *t, const char *cid)
 	return NULL;
 }
 
-struct ctr *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char *what, const char *cid,
-		    uint32_t exec)
+struct ctr_proc *ctr_find_proc(struct ctr *k, uint32_t exec)
 {
-	struct ctr **s, *k = NULL;
+	if (!exec)
+		return &k->init;
+	/* One told of its end waits only for its last users: the number
+	 * is free, and may be another exec's already. */
+	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++)
+		if (k->exec[i] && k->exec[i]->exec == exec && !k->exec[i]->waited)
+			return k->exec[i];
+	return NULL;
+}
+
+struct ctr_proc *ctr_get(struct agent_ctrs *t, struct agent_conn *c, const char *what,
+			 const char *cid, uint32_t exec)
+{
+	struct ctr **s;
+	struct ctr_proc *p = NULL;
+	bool known;
 
 	pthread_mutex_lock(&t->lock);
 	s = find_slot(t, cid);
-	if (s && (*s)->ready && !(*s)->deleting && exec == 0) {
-		k = *s;
-		k->refs++;
+	known = s && (*s)->init.ready && !(*s)->deleting;
+	if (known)
+		p = ctr_find_proc(*s, exec);
+	if (p && p->ready) {
+		p->refs++;
+		p->ctr->refs++;
+	} else {
+		p = NULL;
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (!k && s && exec)
-		agent_reply_error(
-			c, AGENT_E_NOT_FOUND,
-			"%s: container \"%s\" has no exec %u (this agent runs its init only: exec 0)",
-			what, cid, exec);
-	else if (!k)
+	if (!p && known && exec)
+		agent_reply_error(c, AGENT_E_NOT_FOUND,
+				  "%s: container \"%s\" has no exec %u (its exit was told already, "
+				  "or ctr_exec never made it)",
+				  what, cid, exec);
+	else if (!p)
 		agent_reply_error(c, AGENT_E_NOT_FOUND,
 				  "%s: container \"%s\" does not exist; create it first", what,
 				  cid);
-	return k;
+	return p;
 }
 
-void ctr_put(struct ctr *k)
+/* Wait out the reaper's last touch of p, close what it holds, free it. */
+static void proc_free(struct agent_ctrs *t, struct ctr_proc *p)
 {
-	pthread_mutex_lock(&k->tab->lock);
-	k->refs--;
-	pthread_cond_broadcast(&k->tab->cond);
-	pthread_mutex_unlock(&k->tab->lock);
+	if (p->pid > 0)
+		reaper_wait(t->reaper, &p->rc);
+	ctr_proc_close(p);
+	free(p);
+}
+
+/* Under the lock: drop exec p > 0 from its container's table. */
+static void proc_unlink(struct ctr_proc *p)
+{
+	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++)
+		if (p->ctr->exec[i] == p)
+			p->ctr->exec[i] = NULL;
+}
+
+void ctr_put(struct ctr_proc *p)
+{
+	struct agent_ctrs *t = p->ctr->tab;
+	bool gone;
+
+	pthread_mutex_lock(&t->lock);
+	p->refs--;
+	/* The exec goes with its last user once its exit was told: the
+	 * number is the host's to use again. */
+	gone = p->exec && p->waited && !p->refs;
+	if (gone)
+		proc_unlink(p);
+	p->ctr->refs--;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+	if (gone)
+		proc_free(t, p);
+}
+
+void ctr_proc_told(struct ctr_proc *p)
+{
+	ssize_t n;
+
+	if (!p->exec || p->waited)
+		return;
+	p->waited = true;
+	n = write(p->stop[1], "x", 1);
+	(void)n; /* a pipe with room: it cannot fail */
+}
+
+void ctr_proc_name(const struct ctr_proc *p, char *buf, size_t n)
+{
+	if (p->exec)
+		snprintf(buf, n, "exec %u of container \"%s\"", p->exec, p->ctr->cid);
+	else
+		snprintf(buf, n, "container \"%s\"", p->ctr->cid);
 }
 
 static void on_exit_hook(struct reaper_child *ch)
 {
-	struct ctr *k = (struct ctr *)((char *)ch - offsetof(struct ctr, rc));
+	struct ctr_proc *p = (struct ctr_proc *)((char *)ch - offsetof(struct ctr_proc, rc));
 
 	/* The reaper holds its own lock here: nothing under t->lock ever
 	 * calls into the reaper, so this cannot deadlock. */
-	pthread_mutex_lock(&k->tab->lock);
-	k->state = CTR_STOPPED;
-	k->status = ch->status;
-	pthread_cond_broadcast(&k->tab->cond);
-	pthread_mutex_unlock(&k->tab->lock);
+	pthread_mutex_lock(&p->ctr->tab->lock);
+	p->state = CTR_STOPPED;
+	p->status = ch->status;
+	pthread_cond_broadcast(&p->ctr->tab->cond);
+	pthread_mutex_unlock(&p->ctr->tab->lock);
+}
+
+void ctr_proc_init(struct ctr_proc *p, struct ctr *k, uint32_t exec)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctr = k;
+	p->exec = exec;
+	p->pid = -1;
+	p->pidfd = p->start_w = p->report_r = p->master = -1;
+	p->stop[0] = p->stop[1] = -1;
+	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
+		p->io[i].fd = -1;
+	p->rc.on_exit = on_exit_hook;
+}
+
+void ctr_proc_close(struct ctr_proc *p)
+{
+	close_fd(&p->pidfd);
+	close_fd(&p->start_w);
+	close_fd(&p->report_r);
+	close_fd(&p->master);
+	close_fd(&p->stop[0]);
+	close_fd(&p->stop[1]);
+	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
+		close_fd(&p->io[i].fd);
 }
 
 /* Reserve a slot for cid (not ready until ctr_created is sent). */
@@ -126,12 +217,8 @@ static struct ctr *reserve(struct agent_ctrs *t, struct agent_conn *c, const cha
 	}
 	snprintf(k->cid, sizeof(k->cid), "%s", cid);
 	k->tab = t;
-	k->pid = -1;
-	k->pidfd = k->start_w = k->report_r = k->cgroup = k->root = k->master = -1;
-	k->stop[0] = k->stop[1] = -1;
-	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
-		k->io[i].fd = -1;
-	k->rc.on_exit = on_exit_hook;
+	k->cgroup = k->root = -1;
+	ctr_proc_init(&k->init, k, 0);
 	pthread_mutex_lock(&t->lock);
 	for (int i = 0; i < AGENT_MAX_CONTAINERS && free_slot < 0; i++)
 		if (!t->slot[i])
@@ -171,7 +258,8 @@ static void cgroup_remove(const struct agent_ctrs *t, const char *cid)
 	}
 }
 
-/* Take k out of the table (no reference left) and free it. */
+/* Take k out of the table (no reference left) and free it, its execs
+ * reaped first (KILLed: they may outlive an init that never started). */
 static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 {
 	struct ctr **s;
@@ -183,23 +271,25 @@ static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 	if (s && *s == k)
 		*s = NULL;
 	pthread_mutex_unlock(&t->lock);
-	close_fd(&k->pidfd);
-	close_fd(&k->start_w);
-	close_fd(&k->report_r);
+	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++) {
+		if (!k->exec[i])
+			continue;
+		if (k->exec[i]->pidfd >= 0)
+			syscall(SYS_pidfd_send_signal, k->exec[i]->pidfd, SIGKILL, NULL, 0);
+		proc_free(t, k->exec[i]);
+		k->exec[i] = NULL;
+	}
+	ctr_proc_close(&k->init);
 	close_fd(&k->cgroup);
 	close_fd(&k->root);
-	close_fd(&k->master);
-	close_fd(&k->stop[0]);
-	close_fd(&k->stop[1]);
-	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
-		close_fd(&k->io[i].fd);
 	if (cgroup_made)
 		cgroup_remove(t, k->cid);
 	free(k);
 }
 
 /* KILL everything of k: its cgroup (no process escapes by forking), and
- * the init through its pidfd should the cgroup refuse. */
+ * the init through its pidfd should the cgroup refuse (its end ends the
+ * PID namespace, execs included). */
 static void kill_all(struct ctr *k)
 {
 	int fd = k->cgroup >= 0 ? openat(k->cgroup, "cgroup.kill", O_WRONLY | O_CLOEXEC) : -1;
@@ -207,8 +297,18 @@ static void kill_all(struct ctr *k)
 
 	if (fd >= 0)
 		close(fd);
-	if (!done && k->pidfd >= 0)
-		syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
+	if (!done && k->init.pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, k->init.pidfd, SIGKILL, NULL, 0);
+}
+
+static void stop_relays(struct ctr_proc *p)
+{
+	ssize_t n;
+
+	if (p->stop[1] < 0)
+		return;
+	n = write(p->stop[1], "x", 1);
+	(void)n; /* a pipe with room: it cannot fail */
 }
 
 /* Claim cid for deletion (once): no new user gets it, and every relay is
@@ -217,15 +317,16 @@ static void kill_all(struct ctr *k)
 struct ctr *ctr_mark_deleting(struct agent_ctrs *t, const char *cid)
 {
 	struct ctr **s, *k = NULL;
-	ssize_t n;
 
 	pthread_mutex_lock(&t->lock);
 	s = find_slot(t, cid);
-	if (s && (*s)->ready && !(*s)->deleting) {
+	if (s && (*s)->init.ready && !(*s)->deleting) {
 		k = *s;
 		k->deleting = true;
-		n = write(k->stop[1], "x", 1);
-		(void)n; /* a pipe with room: it cannot fail */
+		stop_relays(&k->init);
+		for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++)
+			if (k->exec[i])
+				stop_relays(k->exec[i]);
 	}
 	pthread_mutex_unlock(&t->lock);
 	return k;
@@ -236,7 +337,7 @@ struct ctr *ctr_mark_deleting(struct agent_ctrs *t, const char *cid)
 void ctr_teardown(struct agent_ctrs *t, struct ctr *k)
 {
 	kill_all(k);
-	reaper_wait(t->reaper, &k->rc);
+	reaper_wait(t->reaper, &k->init.rc);
 	ctr_free(t, k, true);
 }
 
@@ -273,39 +374,37 @@ static char *read_mountinfo(const char *path)
 	return buf;
 }
 
-/* The stdio the init gets: three pipes, or a terminal. child[] are its
- * ends, k->io[] the agent's. */
-static int make_stdio(struct ctr *k, const struct agent_ctr_process *p, int child[3], int *slave)
+int ctr_make_stdio(struct ctr_proc *p, const struct agent_ctr_process *r, int child[3], int *slave)
 {
-	struct winsize ws = { .ws_row = p->rows, .ws_col = p->cols };
+	struct winsize ws = { .ws_row = r->rows, .ws_col = r->cols };
 	char name[64];
 
-	if (!p->terminal) {
+	if (!r->terminal) {
 		for (int i = 0; i < 3; i++) {
 			int fds[2];
 
 			if (pipe2(fds, O_CLOEXEC) < 0)
 				return -1;
-			/* stdin: the init reads fds[0]; stdout, stderr: it writes fds[1]. */
+			/* stdin: the process reads fds[0]; stdout, stderr: it writes fds[1]. */
 			child[i] = i == 0 ? fds[0] : fds[1];
-			k->io[i].fd = i == 0 ? fds[1] : fds[0];
+			p->io[i].fd = i == 0 ? fds[1] : fds[0];
 		}
 		return 0;
 	}
-	k->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (k->master < 0 || grantpt(k->master) < 0 || unlockpt(k->master) < 0 ||
-	    ptsname_r(k->master, name, sizeof(name)) != 0)
+	p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (p->master < 0 || grantpt(p->master) < 0 || unlockpt(p->master) < 0 ||
+	    ptsname_r(p->master, name, sizeof(name)) != 0)
 		return -1;
 	*slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (*slave < 0 || fchown(*slave, p->uid, (gid_t)-1) < 0 ||
-	    ioctl(k->master, TIOCSWINSZ, &ws) < 0)
+	if (*slave < 0 || fchown(*slave, r->uid, (gid_t)-1) < 0 ||
+	    ioctl(p->master, TIOCSWINSZ, &ws) < 0)
 		return -1;
-	k->io[AGENT_CTR_PTY].fd = fcntl(k->master, F_DUPFD_CLOEXEC, 3);
-	if (k->io[AGENT_CTR_PTY].fd < 0)
+	p->io[AGENT_CTR_PTY].fd = fcntl(p->master, F_DUPFD_CLOEXEC, 3);
+	if (p->io[AGENT_CTR_PTY].fd < 0)
 		return -1;
 	for (int i = 0; i < 3; i++)
 		child[i] = *slave;
-	k->terminal = true;
+	p->terminal = true;
 	return 0;
 }
 
@@ -342,9 +441,11 @@ void ctr_exec_error(struct agent_err *err, const char *prog, int e)
 		agent_err_set(err, code, "exec: \"%.200s\": %s", prog, go_words(e));
 }
 
-static void child_error(const struct oci_report *r, const struct oci_plan *plan,
-			const struct agent_ctr_create *c, struct agent_err *err)
+void ctr_child_error(const struct oci_report *r, const struct oci_plan *plan,
+		     const struct agent_ctr_create *c, const struct agent_ctr_process *proc,
+		     struct agent_err *err)
 {
+	const char *what = c ? "ctr_create" : "ctr_exec";
 	enum agent_code code = agent_errno_code(r->err);
 	const char *why = strerror(r->err);
 	char step[600];
@@ -360,33 +461,43 @@ static void child_error(const struct oci_report *r, const struct oci_plan *plan,
 		else
 			agent_err_set(err, code, "ctr_create: %s failed: %s", step, why);
 		break;
+	case OCI_STAGE_JOIN:
+		agent_err_set(err, code,
+			      "ctr_exec: joining the container's %s namespace failed: %s",
+			      oci_join_name(r->step), why);
+		break;
 	case OCI_STAGE_LOOKUP:
 	case OCI_STAGE_EXEC:
-		ctr_exec_error(err, c->proc.args[0], r->err);
+		ctr_exec_error(err, proc->args[0], r->err);
 		break;
 	case OCI_STAGE_CWD:
 		agent_err_set(err, code, "chdir to cwd (\"%.200s\") set in config.json failed: %s",
-			      c->proc.cwd, go_words(r->err));
+			      proc->cwd, go_words(r->err));
 		break;
 	case OCI_STAGE_USER:
-		agent_err_set(err, code, "ctr_create: switching to uid %u, gid %u failed: %s",
-			      c->proc.uid, c->proc.gid, why);
+		agent_err_set(err, code, "%s: switching to uid %u, gid %u failed: %s", what,
+			      proc->uid, proc->gid, why);
 		break;
 	case OCI_STAGE_HOSTNAME:
 		agent_err_set(err, code, "ctr_create: setting the hostname failed: %s", why);
 		break;
 	default:
-		agent_err_set(err, code, "ctr_create: setting up the init failed (stage %d): %s",
+		agent_err_set(err, code, "%s: setting up the process failed (stage %d): %s", what,
 			      r->stage, why);
 		break;
 	}
 }
 
-static int setup_error(struct agent_err *err, const char *step)
+int ctr_setup_error(struct agent_err *err, const char *what, const char *step)
 {
-	agent_err_set(err, agent_errno_code(errno), "ctr_create: %s failed: %s", step,
+	agent_err_set(err, agent_errno_code(errno), "%s: %s failed: %s", what, step,
 		      strerror(errno));
 	return -1;
+}
+
+static int setup_error(struct agent_err *err, const char *step)
+{
+	return ctr_setup_error(err, "ctr_create", step);
 }
 
 /* The guest cgroup ctr-<cid>, made (an empty leftover is reused) and opened. */
@@ -401,29 +512,65 @@ static int cgroup_open(struct ctr *k, struct agent_err *err)
 	return k->cgroup < 0 ? setup_error(err, "opening the container's cgroup") : 0;
 }
 
-/* Fork the init into its namespaces and cgroup; the child never returns. */
-static pid_t clone_init(struct agent_ctrs *t, struct ctr *k, const struct oci_child *ch)
+pid_t ctr_clone(struct agent_ctrs *t, struct ctr_proc *p, uint64_t ns_flags, int join_pid,
+		const struct oci_child *ch)
 {
 	struct ctr_clone_args args = {
-		.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-			CLONE_NEWCGROUP | CLONE_INTO_CGROUP | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)&k->pidfd,
+		.flags = ns_flags | CLONE_INTO_CGROUP | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&p->pidfd,
 		.exit_signal = SIGCHLD,
-		.cgroup = (uint64_t)k->cgroup,
+		.cgroup = (uint64_t)p->ctr->cgroup,
 	};
-	pid_t pid;
-	int e;
+	pid_t pid = -1;
+	int e, self = -1;
 
 	reaper_fork_lock(t->reaper);
+	/* Joining a PID namespace is for the children this thread forks:
+	 * enter the init's for the one clone, then this agent's own again. */
+	if (join_pid >= 0) {
+		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		if (self < 0 || setns(join_pid, CLONE_NEWPID) < 0)
+			goto out;
+	}
 	pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 	if (pid == 0)
 		oci_child_run(ch);
 	e = errno;
+	/* Should this fail, only this connection's thread, which forks
+	 * nothing more and ends with the request, stays pointed there. */
+	if (join_pid >= 0)
+		setns(self, CLONE_NEWPID);
+	errno = e;
+out:
+	e = errno;
 	if (pid > 0)
-		reaper_add(t->reaper, &k->rc, pid);
+		reaper_add(t->reaper, &p->rc, pid);
 	reaper_fork_unlock(t->reaper);
+	if (self >= 0)
+		close(self);
 	errno = e;
 	return pid;
+}
+
+int ctr_child_wait(struct agent_ctrs *t, struct ctr_proc *p, int report[2], int start[2],
+		   struct oci_report *rep)
+{
+	ssize_t n;
+
+	close_fd(&report[1]);
+	close_fd(&start[0]);
+	do
+		n = read(report[0], rep, sizeof(*rep));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(*rep) && rep->stage == OCI_STAGE_READY) {
+		p->report_r = report[0];
+		p->start_w = start[1];
+		report[0] = start[1] = -1;
+		return 0;
+	}
+	syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+	reaper_wait(t->reaper, &p->rc);
+	return n == (ssize_t)sizeof(*rep) ? 1 : -1;
 }
 
 /* Everything before the clone; the child's ends in child[], slave. */
@@ -444,12 +591,24 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 		return setup_error(err, "opening the root share");
 	if (cgroup_open(k, err) < 0)
 		return -1;
-	if (make_stdio(k, &c->proc, child, slave) < 0)
+	if (ctr_make_stdio(&k->init, &c->proc, child, slave) < 0)
 		return setup_error(err, "making the init's stdio");
 	if (pipe2(report, O_CLOEXEC) < 0 || pipe2(start, O_CLOEXEC) < 0 ||
-	    pipe2(k->stop, O_CLOEXEC) < 0)
+	    pipe2(k->init.stop, O_CLOEXEC) < 0)
 		return setup_error(err, "making a pipe");
 	return 0;
+}
+
+void ctr_close_child_ends(int child[3], int *slave, int report[2], int start[2])
+{
+	for (int i = 0; i < 3; i++)
+		if (child[i] != *slave)
+			close_fd(&child[i]);
+	close_fd(slave);
+	close_fd(&report[0]);
+	close_fd(&report[1]);
+	close_fd(&start[0]);
+	close_fd(&start[1]);
 }
 
 /* Clone the init and wait until it is set up. 0, or -1 with err set (the
@@ -458,13 +617,14 @@ static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ct
 		      struct agent_err *err)
 {
 	struct oci_plan plan = { 0 };
-	struct oci_child ch = {
-		.proc = &c->proc, .hostname = c->hostname, .tty = -1, .nofile = t->nofile
-	};
+	struct oci_child ch = { .proc = &c->proc,
+				.hostname = c->hostname,
+				.tty = -1,
+				.join = -1,
+				.nofile = t->nofile };
 	int child[3] = { -1, -1, -1 }, slave = -1, report[2] = { -1, -1 }, start[2] = { -1, -1 };
 	struct oci_report rep;
-	ssize_t n;
-	int rc = -1;
+	int rc = -1, r;
 
 	if (prepare(k, c, &plan, child, &slave, report, start, err) < 0)
 		goto out;
@@ -475,39 +635,21 @@ static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ct
 	ch.start = start[0];
 	for (int i = 0; i < 3; i++)
 		ch.fd[i] = child[i];
-	k->pid = clone_init(t, k, &ch);
-	if (k->pid < 0) {
+	k->init.pid = ctr_clone(t, &k->init, OCI_CTR_NAMESPACES, -1, &ch);
+	if (k->init.pid < 0) {
 		setup_error(err, "clone3 into the container's namespaces");
 		goto out;
 	}
-	close_fd(&report[1]);
-	close_fd(&start[0]);
-	do
-		n = read(report[0], &rep, sizeof(rep));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(rep) && rep.stage == OCI_STAGE_READY) {
-		k->report_r = report[0];
-		k->start_w = start[1];
-		report[0] = start[1] = -1;
+	r = ctr_child_wait(t, &k->init, report, start, &rep);
+	if (r == 0)
 		rc = 0;
-		goto out;
-	}
-	if (n == (ssize_t)sizeof(rep))
-		child_error(&rep, &plan, c, err);
+	else if (r > 0)
+		ctr_child_error(&rep, &plan, c, &c->proc, err);
 	else
 		agent_err_set(err, AGENT_E_IO_ERROR,
 			      "ctr_create: the container's init ended while being set up");
-	syscall(SYS_pidfd_send_signal, k->pidfd, SIGKILL, NULL, 0);
-	reaper_wait(t->reaper, &k->rc);
 out:
-	for (int i = 0; i < 3; i++)
-		if (child[i] != slave)
-			close_fd(&child[i]);
-	close_fd(&slave);
-	close_fd(&report[0]);
-	close_fd(&report[1]);
-	close_fd(&start[0]);
-	close_fd(&start[1]);
+	ctr_close_child_ends(child, &slave, report, start);
 	oci_plan_free(&plan);
 	return rc;
 }
@@ -522,18 +664,18 @@ void agent_ctr_create(struct agent *a, struct agent_conn *c, struct agent_msg *m
 
 	if (!k)
 		return;
-	snprintf(k->prog, sizeof(k->prog), "%s", cr->proc.args[0]);
+	snprintf(k->init.prog, sizeof(k->init.prog), "%s", cr->proc.args[0]);
 	if (start_init(t, k, cr, &err) < 0) {
 		agent_conn_send_err(c, &err);
 		ctr_free(t, k, k->cgroup >= 0);
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
-	k->ready = true;
+	k->init.ready = true;
 	pthread_mutex_unlock(&t->lock);
 	/* The host left before it learnt of the container: nothing may stay
 	 * behind that no one knows to delete. */
-	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, k->pid)) < 0 &&
+	if (agent_conn_send_line(c, &l, agent_line_ctr_created(&l, k->cid, 0, k->init.pid)) < 0 &&
 	    ctr_mark_deleting(t, k->cid) == k)
 		ctr_teardown(t, k);
 }

@@ -93,7 +93,7 @@ static void run(struct dir *d, int nd, int stop)
 	}
 }
 
-void ctr_io_relay(struct ctr *k, struct agent_conn *c, enum agent_ctr_stream s, int fd)
+void ctr_io_relay(struct ctr_proc *p, struct agent_conn *c, enum agent_ctr_stream s, int fd)
 {
 	/* Host -> process runs through the connection's own buffer, starting
 	 * with what arrived behind the request line. */
@@ -111,7 +111,7 @@ void ctr_io_relay(struct ctr *k, struct agent_conn *c, enum agent_ctr_stream s, 
 	set_nonblock(c->fd);
 	if (s == AGENT_CTR_STDIN) {
 		d[0] = host;
-		run(d, 1, k->stop[0]);
+		run(d, 1, p->stop[0]);
 		return; /* the caller closes fd: the process reads its EOF */
 	}
 	back = malloc(AGENT_CONN_RBUF);
@@ -119,7 +119,7 @@ void ctr_io_relay(struct ctr *k, struct agent_conn *c, enum agent_ctr_stream s, 
 		return;
 	d[0] = (struct dir){ .from = fd, .to = c->fd, .buf = back, .cap = AGENT_CONN_RBUF };
 	d[1] = host;
-	run(d, s == AGENT_CTR_PTY ? 2 : 1, k->stop[0]);
+	run(d, s == AGENT_CTR_PTY ? 2 : 1, p->stop[0]);
 	/* The process's side ended and everything was sent: say so. */
 	if (d[0].done)
 		shutdown(c->fd, SHUT_WR);
@@ -131,37 +131,38 @@ void agent_ctr_stdio(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	struct agent_ctrs *t = &a->ctrs;
 	const struct agent_ctr_req *r = &m->u.ctr;
 	const char *name = agent_ctr_stream_name(r->stream);
-	struct ctr *k = ctr_get(t, c, "ctr_stdio", r->cid, r->exec);
+	struct ctr_proc *p = ctr_get(t, c, "ctr_stdio", r->cid, r->exec);
+	char who[AGENT_CID_MAX + 48];
 	const char *why = NULL;
 	int fd = -1;
 
-	if (!k)
+	if (!p)
 		return;
 	pthread_mutex_lock(&t->lock);
-	if ((r->stream == AGENT_CTR_PTY) != k->terminal)
-		why = k->terminal ? "has a terminal: its stream is \"pty\""
+	if ((r->stream == AGENT_CTR_PTY) != p->terminal)
+		why = p->terminal ? "has a terminal: its stream is \"pty\""
 				  : "has no terminal: its streams are stdin, stdout and stderr";
-	else if (k->io[r->stream].connected)
+	else if (p->io[r->stream].connected)
 		why = "has that stream connected already";
 	else {
-		fd = k->io[r->stream].fd;
-		k->io[r->stream].fd = -1;
-		k->io[r->stream].connected = true;
+		fd = p->io[r->stream].fd;
+		p->io[r->stream].fd = -1;
+		p->io[r->stream].connected = true;
 	}
 	pthread_mutex_unlock(&t->lock);
 	if (why) {
-		agent_reply_error(c, AGENT_E_INVALID_STATE, "ctr_stdio %s: container \"%s\" %s",
-				  name, k->cid, why);
-		ctr_put(k);
+		ctr_proc_name(p, who, sizeof(who));
+		agent_reply_error(c, AGENT_E_INVALID_STATE, "ctr_stdio %s: %s %s", name, who, why);
+		ctr_put(p);
 		return;
 	}
 	if (fd >= 0 && agent_reply_ok(c) == 0)
-		ctr_io_relay(k, c, r->stream, fd);
+		ctr_io_relay(p, c, r->stream, fd);
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_lock(&t->lock);
-	k->io[r->stream].done = true;
+	p->io[r->stream].done = true;
 	pthread_cond_broadcast(&t->cond);
 	pthread_mutex_unlock(&t->lock);
-	ctr_put(k);
+	ctr_put(p);
 }

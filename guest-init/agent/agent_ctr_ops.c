@@ -1,6 +1,7 @@
 /*
  * The agent's containers once created: ctr_start, ctr_wait, ctr_signal,
- * ctr_resize, ctr_delete (agent_ctr.h; docs/agent-protocol.md, 7.9).
+ * ctr_resize for any of their execs, ctr_delete (agent_ctr.h;
+ * docs/agent-protocol.md, 7.9).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,53 +27,54 @@ void agent_ctr_start(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_ctrs *t = &a->ctrs;
 	static const char *const names[] = { "running", "running", "stopped" };
-	struct ctr *k = ctr_get(t, c, "ctr_start", m->u.ctr.cid, 0);
+	struct ctr_proc *p = ctr_get(t, c, "ctr_start", m->u.ctr.cid, m->u.ctr.exec);
 	struct oci_report rep;
 	struct agent_err err;
 	enum ctr_state st;
+	char name[AGENT_CID_MAX + 48];
 	bool go;
 	ssize_t n;
 
-	if (!k)
+	if (!p)
 		return;
+	ctr_proc_name(p, name, sizeof(name));
 	pthread_mutex_lock(&t->lock);
-	st = k->state;
-	go = st == CTR_CREATED && !k->starting;
-	k->starting = true;
+	st = p->state;
+	go = st == CTR_CREATED && !p->starting;
+	p->starting = true;
 	pthread_mutex_unlock(&t->lock);
 	if (!go) {
 		/* A second ctr_start while the first is under way counts as running. */
 		agent_reply_error(c, AGENT_E_INVALID_STATE,
-				  "ctr_start: container \"%s\" is not created (it is %s)", k->cid,
-				  names[st]);
-		ctr_put(k);
+				  "ctr_start: %s is not created (it is %s)", name, names[st]);
+		ctr_put(p);
 		return;
 	}
-	n = write(k->start_w, "S", 1);
+	n = write(p->start_w, "S", 1);
 	do
-		n = n == 1 ? read(k->report_r, &rep, sizeof(rep)) : -1;
+		n = n == 1 ? read(p->report_r, &rep, sizeof(rep)) : -1;
 	while (n < 0 && errno == EINTR);
 	if (n == 0) {
 		/* The report pipe closed at the execve. */
 		pthread_mutex_lock(&t->lock);
-		if (k->state == CTR_CREATED)
-			k->state = CTR_RUNNING;
+		if (p->state == CTR_CREATED)
+			p->state = CTR_RUNNING;
 		pthread_mutex_unlock(&t->lock);
 		agent_reply_ok(c);
 	} else if (n == (ssize_t)sizeof(rep)) {
-		ctr_exec_error(&err, k->prog, rep.err);
+		ctr_exec_error(&err, p->prog, rep.err);
 		agent_conn_send_err(c, &err);
 	} else {
-		agent_reply_error(c, AGENT_E_IO_ERROR,
-				  "ctr_start: container \"%s\" ended before it started", k->cid);
+		agent_reply_error(c, AGENT_E_IO_ERROR, "ctr_start: %s ended before it started",
+				  name);
 	}
-	ctr_put(k);
+	ctr_put(p);
 }
 
-static bool drained(const struct ctr *k)
+static bool drained(const struct ctr_proc *p)
 {
 	for (int s = AGENT_CTR_STDOUT; s < AGENT_CTR_STREAMS; s++)
-		if (k->io[s].connected && !k->io[s].done)
+		if (p->io[s].connected && !p->io[s].done)
 			return false;
 	return true;
 }
@@ -81,16 +83,17 @@ void agent_ctr_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_ctrs *t = &a->ctrs;
 	const struct agent_ctr_req *r = &m->u.ctr;
-	struct ctr *k = ctr_get(t, c, "ctr_wait", r->cid, r->exec);
+	struct ctr_proc *p = ctr_get(t, c, "ctr_wait", r->cid, r->exec);
 	int64_t deadline = r->timeout_ms ? mono_ms() + r->timeout_ms : 0;
 	struct agent_ctr_exit e = { .cid = r->cid, .exec = r->exec, .exit_code = -1 };
 	struct agent_line l;
+	char name[AGENT_CID_MAX + 48];
 	bool done, gone = false;
 
-	if (!k)
+	if (!p)
 		return;
 	pthread_mutex_lock(&t->lock);
-	while (!(done = k->state == CTR_STOPPED && drained(k)) && !gone) {
+	while (!(done = p->state == CTR_STOPPED && drained(p)) && !gone) {
 		struct timespec ts;
 		int64_t left = deadline ? deadline - mono_ms() : 1000;
 
@@ -101,23 +104,28 @@ void agent_ctr_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		pthread_cond_timedwait(&t->cond, &t->lock, &ts);
 		gone = agent_conn_peer_gone(c);
 	}
-	e.pid = k->pid;
-	if (WIFEXITED(k->status))
-		e.exit_code = WEXITSTATUS(k->status);
+	e.pid = p->pid;
+	if (WIFEXITED(p->status))
+		e.exit_code = WEXITSTATUS(p->status);
 	else
-		e.signo = WTERMSIG(k->status);
+		e.signo = WTERMSIG(p->status);
 	pthread_mutex_unlock(&t->lock);
 	if (done) {
 		/* Dirty pages of shared maps are the guest's until written
 		 * back: the host may end the VM as soon as it has the exit. */
-		syncfs(k->root);
+		syncfs(p->ctr->root);
+		/* An exec's exit is its last word: it goes once unused, and
+		 * before the host reads this, so it may reuse the number. */
+		pthread_mutex_lock(&t->lock);
+		ctr_proc_told(p);
+		pthread_mutex_unlock(&t->lock);
 		agent_conn_send_line(c, &l, agent_line_ctr_exit(&l, &e));
 	} else if (!gone) {
-		agent_reply_error(c, AGENT_E_TIMEOUT,
-				  "ctr_wait: container \"%s\" still runs after %u ms", k->cid,
+		ctr_proc_name(p, name, sizeof(name));
+		agent_reply_error(c, AGENT_E_TIMEOUT, "ctr_wait: %s still runs after %u ms", name,
 				  r->timeout_ms);
 	}
-	ctr_put(k);
+	ctr_put(p);
 }
 
 /* `all`: every process in k's cgroup. 0, or -errno (-ESRCH: none left). */
@@ -158,51 +166,53 @@ void agent_ctr_signal(struct agent *a, struct agent_conn *c, struct agent_msg *m
 {
 	struct agent_ctrs *t = &a->ctrs;
 	const struct agent_ctr_req *r = &m->u.ctr;
-	struct ctr *k = ctr_get(t, c, "ctr_signal", r->cid, r->exec);
+	struct ctr_proc *p = ctr_get(t, c, "ctr_signal", r->cid, r->exec);
+	char name[AGENT_CID_MAX + 48];
 	int e = 0;
 
-	if (!k)
+	if (!p)
 		return;
 	pthread_mutex_lock(&t->lock);
 	/* Once the init ended, so did everything else of the container: the
 	 * kernel kills a PID namespace with its init. */
-	if (k->state == CTR_STOPPED)
+	if (p->state == CTR_STOPPED)
 		e = -ESRCH;
 	else if (r->all)
-		e = signal_cgroup(k, r->signo);
-	else if (syscall(SYS_pidfd_send_signal, k->pidfd, r->signo, NULL, 0) < 0)
+		e = signal_cgroup(p->ctr, r->signo);
+	else if (syscall(SYS_pidfd_send_signal, p->pidfd, r->signo, NULL, 0) < 0)
 		e = -errno;
 	pthread_mutex_unlock(&t->lock);
+	ctr_proc_name(p, name, sizeof(name));
 	if (e == -ESRCH)
-		agent_reply_error(c, AGENT_E_INVALID_STATE,
-				  "ctr_signal: container \"%s\" is not running", k->cid);
+		agent_reply_error(c, AGENT_E_INVALID_STATE, "ctr_signal: %s is not running", name);
 	else if (e)
-		agent_reply_error(c, agent_errno_code(-e), "ctr_signal: signalling \"%s\": %s",
-				  k->cid, strerror(-e));
+		agent_reply_error(c, agent_errno_code(-e), "ctr_signal: signalling %s: %s", name,
+				  strerror(-e));
 	else
 		agent_reply_ok(c);
-	ctr_put(k);
+	ctr_put(p);
 }
 
 void agent_ctr_resize(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_ctrs *t = &a->ctrs;
 	const struct agent_ctr_req *r = &m->u.ctr;
-	struct ctr *k = ctr_get(t, c, "ctr_resize", r->cid, r->exec);
+	struct ctr_proc *p = ctr_get(t, c, "ctr_resize", r->cid, r->exec);
 	struct winsize ws = { .ws_row = r->rows, .ws_col = r->cols };
+	char name[AGENT_CID_MAX + 48];
 
-	if (!k)
+	if (!p)
 		return;
-	if (!k->terminal || k->state == CTR_STOPPED)
-		agent_reply_error(c, AGENT_E_INVALID_STATE, "ctr_resize: container \"%s\" %s",
-				  k->cid,
-				  k->terminal ? "has ended"
+	ctr_proc_name(p, name, sizeof(name));
+	if (!p->terminal || p->state == CTR_STOPPED)
+		agent_reply_error(c, AGENT_E_INVALID_STATE, "ctr_resize: %s %s", name,
+				  p->terminal ? "has ended"
 					      : "has no terminal (\"terminal\": false)");
-	else if (ioctl(k->master, TIOCSWINSZ, &ws) < 0)
+	else if (ioctl(p->master, TIOCSWINSZ, &ws) < 0)
 		agent_reply_error(c, agent_errno_code(errno), "ctr_resize: %s", strerror(errno));
 	else
 		agent_reply_ok(c);
-	ctr_put(k);
+	ctr_put(p);
 }
 
 void agent_ctr_delete(struct agent *a, struct agent_conn *c, struct agent_msg *m)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -263,29 +264,39 @@ fail(const struct oci_child *c, int stage, size_t step, int side)
 }
 
 /*
- * Close every descriptor but 0..2 and the two pipes. Close-on-exec is not
- * enough here: this child may wait for its start for as long as the host
- * likes, and until then it would hold whatever the agent had open at the
- * clone, such as another container's output pipe, whose reader then never
- * sees its end.
+ * Close every descriptor but 0..2 and keep[] (-1 entries ignored).
+ * Close-on-exec is not enough here: this child may wait for its start for
+ * as long as the host likes, and until then it would hold whatever the
+ * agent had open at the clone, such as another container's output pipe,
+ * whose reader then never sees its end.
  */
-static void close_others(int a, int b)
+static void close_except(int keep[3])
 {
-	if (a > b) {
-		int t = a;
+	unsigned from = 3;
 
-		a = b;
-		b = t;
+	/* Sorted, so the gaps between them are ranges. */
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] < (int)from)
+			continue;
+		if ((unsigned)keep[i] > from)
+			syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
+		from = (unsigned)keep[i] + 1;
 	}
-	if (a > 3)
-		syscall(SYS_close_range, 3U, (unsigned)a - 1, 0U);
-	if (b > a + 1)
-		syscall(SYS_close_range, (unsigned)a + 1, (unsigned)b - 1, 0U);
-	syscall(SYS_close_range, (unsigned)b + 1, ~0U, 0U);
+	syscall(SYS_close_range, from, ~0U, 0U);
 }
 
 static void setup_stdio(const struct oci_child *c)
 {
+	int keep[3] = { c->report, c->start, c->join };
+
 	if (setsid() < 0)
 		fail(c, OCI_STAGE_STDIO, 0, 0);
 	if (c->tty >= 0 && ioctl(c->tty, TIOCSCTTY, 0) < 0)
@@ -294,8 +305,17 @@ static void setup_stdio(const struct oci_child *c)
 	for (int i = 0; i < 3; i++)
 		if (dup2(c->fd[i], i) < 0)
 			fail(c, OCI_STAGE_STDIO, 0, 0);
-	/* The agent keeps 0..2 taken, so both pipes are above them. */
-	close_others(c->report, c->start);
+	/* The agent keeps 0..2 taken, so the pipes are above them. */
+	close_except(keep);
+}
+
+/* An exec: into the init's namespaces but the PID one, which it is in. */
+static void join(const struct oci_child *c)
+{
+	for (size_t i = 0; i < oci_join_count(); i++)
+		if (syscall(SYS_setns, c->join, oci_join_flag(i)) < 0)
+			fail(c, OCI_STAGE_JOIN, i, 0);
+	close(c->join);
 }
 
 static void set_ids(const struct oci_child *c)
@@ -350,14 +370,11 @@ static void look_up(const struct oci_child *c, char *prog, size_t sz)
 	fail(c, OCI_STAGE_LOOKUP, 0, 0);
 }
 
-void oci_child_run(const struct oci_child *c)
+/* The init: its stdio, every mount of the plan, pivot_root, hostname. */
+static void make_container(const struct oci_child *c)
 {
 	struct apply a = { .root = -1 };
-	struct oci_report ready = { .stage = OCI_STAGE_READY };
-	char prog[AGENT_PATH_MAX + 1], go;
-	ssize_t n;
 
-	child_reset(c->nofile);
 	umask(0); /* the devices' modes exactly; the process's own comes last */
 	setup_stdio(c);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
@@ -369,6 +386,28 @@ void oci_child_run(const struct oci_child *c)
 		close(a.root);
 	if (c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)
 		fail(c, OCI_STAGE_HOSTNAME, 0, 0);
+}
+
+/* An exec: nothing of the agent's left to trace or steal, then in. */
+static void enter_container(const struct oci_child *c)
+{
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fail(c, OCI_STAGE_STDIO, 0, 0);
+	setup_stdio(c);
+	join(c);
+}
+
+void oci_child_run(const struct oci_child *c)
+{
+	struct oci_report ready = { .stage = OCI_STAGE_READY };
+	char prog[AGENT_PATH_MAX + 1], go;
+	ssize_t n;
+
+	child_reset(c->nofile);
+	if (!c->plan)
+		enter_container(c);
+	else
+		make_container(c);
 	umask(c->proc->umask);
 	set_ids(c);
 	look_up(c, prog, sizeof(prog));

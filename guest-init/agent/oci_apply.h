@@ -1,7 +1,9 @@
 /*
- * oci_apply: the system calls of a container's init before its execve
- * (docs/agent-protocol.md, 7.9 `ctr_create`, steps 4 to 8): it runs in the
- * child the agent cloned into the container's namespaces and cgroup.
+ * oci_apply: the system calls of a container's process before its execve
+ * (docs/agent-protocol.md, 7.9 `ctr_create`, steps 4 to 8; `ctr_exec`,
+ * steps 4 to 7): it runs in the child the agent cloned into the
+ * container's cgroup and, for the init, new namespaces; an exec's child,
+ * cloned into the init's PID namespace, joins the init's others itself.
  *
  * Contract:
  *  - oci_child_run() runs in the cloned child of the multithreaded agent,
@@ -14,6 +16,9 @@
  *    success), EOF on `start` makes it exit. Any failure is reported with
  *    its stage, errno and plan step, and the child exits 127: nothing of
  *    the container runs half set up.
+ *  - An exec's child is not dumpable until its execve, and closes the
+ *    agent's descriptors before it joins anything: a container process
+ *    of another user cannot trace it meanwhile.
  *  - It keeps no descriptor but its stdio and its two pipes: it may wait
  *    for its start as long as the host likes, and must not hold another
  *    container's pipes open meanwhile.
@@ -34,6 +39,7 @@
 enum oci_stage {
 	OCI_STAGE_READY = 0, /* set up, waiting for the start */
 	OCI_STAGE_STDIO,     /* session, terminal, descriptors */
+	OCI_STAGE_JOIN,      /* an exec: joining a namespace, `step` of oci_join_* */
 	OCI_STAGE_PRIVATE,   /* every mount private */
 	OCI_STAGE_PLAN,      /* a step of the plan: `step` says which */
 	OCI_STAGE_HOSTNAME,
@@ -54,7 +60,7 @@ struct oci_report {
 };
 
 struct oci_child {
-	const struct oci_plan *plan;
+	const struct oci_plan *plan; /* the init's; NULL for an exec */
 	const struct agent_ctr_process *proc;
 	const char *hostname; /* NULL: the guest's */
 	const char *path_var; /* where args[0] is searched */
@@ -62,6 +68,7 @@ struct oci_child {
 	int tty;              /* the terminal's slave side, or -1 */
 	int report;           /* write end */
 	int start;            /* read end */
+	int join;             /* an exec (no plan): the init's pidfd, whose namespaces it joins */
 	const struct rlimit *nofile;
 };
 

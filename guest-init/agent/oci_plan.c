@@ -364,6 +364,33 @@ void oci_step_describe(const struct oci_plan *p, const struct agent_ctr_create *
 	}
 }
 
+/* ---- an exec's namespaces ---- */
+
+static const struct {
+	int flag;
+	const char *name;
+} join_steps[] = {
+	{ CLONE_NEWIPC, "ipc" },
+	{ CLONE_NEWUTS, "uts" },
+	{ CLONE_NEWCGROUP, "cgroup" },
+	{ CLONE_NEWNS, "mnt" },
+};
+
+size_t oci_join_count(void)
+{
+	return sizeof(join_steps) / sizeof(join_steps[0]);
+}
+
+int oci_join_flag(size_t i)
+{
+	return i < oci_join_count() ? join_steps[i].flag : 0;
+}
+
+const char *oci_join_name(size_t i)
+{
+	return i < oci_join_count() ? join_steps[i].name : "?";
+}
+
 /* ---- the program ---- */
 
 int oci_path_next(const char **cursor, const char *name, char *out, size_t outsz)

@@ -25,6 +25,7 @@
 #ifndef KILN_OCI_PLAN_H
 #define KILN_OCI_PLAN_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -85,6 +86,25 @@ void oci_plan_free(struct oci_plan *p);
  * paths as the container sees them. */
 void oci_step_describe(const struct oci_plan *p, const struct agent_ctr_create *c, size_t i,
 		       char *buf, size_t bufsz);
+
+/* ---- an exec's namespaces (7.9 `ctr_exec`) ---- */
+
+/* The namespaces a container's init gets of its own (clone3's flags);
+ * the network and the clock are the guest's. */
+#define OCI_CTR_NAMESPACES \
+	(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
+
+/*
+ * What an exec's child joins itself, in order, through the init's pidfd:
+ * every namespace of OCI_CTR_NAMESPACES but the PID namespace (a process
+ * cannot move itself into one: the agent enters it for the fork), the
+ * mount namespace last (once in it, the child's root is the container's).
+ * oci_join_count() steps; oci_join_flag(i) is step i's CLONE_NEW* flag,
+ * oci_join_name(i) its name as /proc/PID/ns calls it ("?" out of range).
+ */
+size_t oci_join_count(void);
+int oci_join_flag(size_t i);
+const char *oci_join_name(size_t i);
 
 /*
  * The next PATH candidate for `name` (no '/'), like execvp: *cursor starts

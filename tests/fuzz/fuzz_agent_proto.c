@@ -40,6 +40,19 @@ static void same_strings(const char **a, const char **b, size_t n)
 	FUZZ_ASSERT(!a[n] && !b[n]);
 }
 
+static void same_process(const struct agent_ctr_process *a, const struct agent_ctr_process *b)
+{
+	FUZZ_ASSERT(a->argc == b->argc && a->envc == b->envc);
+	same_strings(a->args, b->args, a->argc);
+	same_strings(a->env, b->env, a->envc);
+	FUZZ_ASSERT(strcmp(a->cwd, b->cwd) == 0 && a->uid == b->uid && a->gid == b->gid &&
+		    a->umask == b->umask);
+	FUZZ_ASSERT(a->ngroups == b->ngroups && a->terminal == b->terminal);
+	for (size_t i = 0; i < a->ngroups; i++)
+		FUZZ_ASSERT(a->groups[i] == b->groups[i]);
+	FUZZ_ASSERT(!a->terminal || (a->rows == b->rows && a->cols == b->cols));
+}
+
 static void same_create(const struct agent_ctr_create *a, const struct agent_ctr_create *b)
 {
 	FUZZ_ASSERT(strcmp(a->cid, b->cid) == 0 && strcmp(a->root_share, b->root_share) == 0);
@@ -53,14 +66,7 @@ static void same_create(const struct agent_ctr_create *a, const struct agent_ctr
 		if (x->optc)
 			same_strings(x->options, y->options, x->optc);
 	}
-	FUZZ_ASSERT(a->proc.argc == b->proc.argc && a->proc.envc == b->proc.envc);
-	same_strings(a->proc.args, b->proc.args, a->proc.argc);
-	same_strings(a->proc.env, b->proc.env, a->proc.envc);
-	FUZZ_ASSERT(strcmp(a->proc.cwd, b->proc.cwd) == 0 && a->proc.uid == b->proc.uid &&
-		    a->proc.gid == b->proc.gid && a->proc.umask == b->proc.umask);
-	FUZZ_ASSERT(a->proc.ngroups == b->proc.ngroups && a->proc.terminal == b->proc.terminal);
-	for (size_t i = 0; i < a->proc.ngroups; i++)
-		FUZZ_ASSERT(a->proc.groups[i] == b->proc.groups[i]);
+	same_process(&a->proc, &b->proc);
 	FUZZ_ASSERT(!a->hostname == !b->hostname);
 }
 
@@ -84,6 +90,29 @@ static void check_ctr_create(const struct agent_ctr_create *c)
 		return;
 	FUZZ_ASSERT(agent_msg_parse(o, AGENT_CTX_REQUEST, &back, &err) == AGENT_OK);
 	same_create(c, &back.u.ctr_create);
+	agent_msg_free(&back);
+	json_decref(o);
+}
+
+/* ctr_exec: a number that is never the init's, the process's bounds, and
+ * the host's encoding read back the same. */
+static void check_ctr_exec(const struct agent_ctr_exec *x)
+{
+	struct agent_msg back;
+	struct agent_err err = { 0 };
+	json_t *o;
+
+	FUZZ_ASSERT(agent_cid_valid(x->cid) && x->exec >= 1);
+	FUZZ_ASSERT(x->proc.argc >= 1 && x->proc.argc <= AGENT_ARGV_MAX &&
+		    x->proc.envc <= AGENT_ENV_MAX && x->proc.ngroups <= AGENT_CTR_GROUPS_MAX &&
+		    x->proc.umask <= 0777);
+	o = agent_ctr_exec_encode(x);
+	if (!o)
+		return;
+	FUZZ_ASSERT(agent_msg_parse(o, AGENT_CTX_REQUEST, &back, &err) == AGENT_OK);
+	FUZZ_ASSERT(back.type == AGENT_T_CTR_EXEC && back.u.ctr_exec.exec == x->exec &&
+		    strcmp(back.u.ctr_exec.cid, x->cid) == 0);
+	same_process(&x->proc, &back.u.ctr_exec.proc);
 	agent_msg_free(&back);
 	json_decref(o);
 }
@@ -128,6 +157,8 @@ static void check_msg(json_t *hdr, uint64_t len)
 		}
 		if (msg.type == AGENT_T_CTR_CREATE)
 			check_ctr_create(&msg.u.ctr_create);
+		else if (msg.type == AGENT_T_CTR_EXEC)
+			check_ctr_exec(&msg.u.ctr_exec);
 		else if (msg.type >= AGENT_T_CTR_STDIO && msg.type <= AGENT_T_CTR_DELETE)
 			check_ctr_req(msg.type, &msg.u.ctr);
 		agent_msg_free(&msg);

@@ -27,10 +27,10 @@ ctr_vm_stop() {
   rm -rf "$vd"
 }
 
-test_ctr_run_stdio_exit_refusals_and_kill() {
+test_ctr_run_stdio_exit_refusals_kill_and_exec() {
   ctr_vm_start || return 1
   local why= r what
-  for what in run refusals kill; do
+  for what in run refusals kill exec; do
     heartbeat "ctr_wire $what"
     r=$(timeout -k 5 600 python3 tests/integration/ctr_wire.py "$vs" "$what" 2>&1)
     [[ $r == ok* ]] || { why="ctr_wire $what: $r"; break; }

@@ -10,6 +10,11 @@ over kiln-vmm's vsock Unix socket, as kiln-runtime's shim drives them.
                              a share that is not there
   ctr_wire.py UDS kill       a container with a background job, KILL to
                              all of it, its exit, delete
+  ctr_wire.py UDS exec       ctr_exec in a running container (init sleep):
+                             its PID namespace (pid 1 is the init), the
+                             hostname, stdin to it, exit 4; a missing
+                             program in runc's words; refused before the
+                             start and once the container stopped
 Prints "ok ..." on success, "FAIL ..." and exits 1 otherwise.
 """
 import json
@@ -154,10 +159,69 @@ def kill(uds):
     print("ok kill")
 
 
+def ctr_exec(uds, cid, n, args):
+    return request(uds, {"type": "ctr_exec", "cid": cid, "exec": n,
+                         "process": {"args": args, "env": ENV, "cwd": "/"}})
+
+
+def exec_(uds):
+    r = create(uds, "c6", ["sleep", "1000"], hostname="inside")
+    expect(r.get("type") == "ctr_created", f"ctr_create: {r}")
+    init_pid = r.get("pid")
+    r = ctr_exec(uds, "c6", 1, ["true"])
+    expect(r.get("code") == "invalid_state", f"exec before the start: {r}")
+    r = request(uds, {"type": "ctr_start", "cid": "c6"})
+    expect(r == {"type": "ok"}, f"ctr_start: {r}")
+    script = "echo $$; cat /proc/sys/kernel/hostname; tr '\\0' ' ' </proc/1/cmdline; echo; read x; echo got $x; exit 4"
+    r = ctr_exec(uds, "c6", 1, ["sh", "-c", script])
+    expect(r.get("type") == "ctr_created" and r.get("cid") == "c6" and r.get("exec") == 1 and
+           isinstance(r.get("pid"), int) and r.get("pid") != init_pid, f"ctr_exec: {r}")
+    r = ctr_exec(uds, "c6", 1, ["true"])
+    expect(r.get("code") == "exists", f"exec 1 twice: {r}")
+    streams = {}
+    for s in ("stdin", "stdout", "stderr"):
+        c = Conn(uds)
+        a = c.ask({"type": "ctr_stdio", "cid": "c6", "exec": 1, "stream": s})
+        expect(a == {"type": "ok"}, f"ctr_stdio exec 1 {s}: {a}")
+        streams[s] = c
+    r = request(uds, {"type": "ctr_start", "cid": "c6", "exec": 1})
+    expect(r == {"type": "ok"}, f"ctr_start exec 1: {r}")
+    streams["stdin"].s.sendall(b"to-exec\n")
+    streams["stdin"].s.shutdown(socket.SHUT_WR)
+    out = streams["stdout"].read_to_eof()
+    err = streams["stderr"].read_to_eof()
+    lines = out.decode(errors="replace").split("\n")
+    # Its own pid in the container's namespace (the init is 1), the
+    # container's hostname, the init's command line, what stdin carried.
+    expect(len(lines) == 5 and lines[0].isdigit() and lines[0] != "1" and lines[1] == "inside" and
+           lines[2] == "sleep 1000 " and lines[3] == "got to-exec" and lines[4] == "",
+           f"exec stdout {out!r}")
+    expect(err == b"", f"exec stderr {err!r}")
+    r = request(uds, {"type": "ctr_wait", "cid": "c6", "exec": 1})
+    expect(r.get("type") == "exit" and r.get("exec") == 1 and r.get("exit_code") == 4 and
+           r.get("signal") is None, f"ctr_wait exec 1: {r}")
+    r = request(uds, {"type": "ctr_wait", "cid": "c6", "exec": 1})
+    expect(r.get("code") == "not_found", f"exec 1 after its exit was told: {r}")
+    r = ctr_exec(uds, "c6", 2, ["nope"])
+    expect(r.get("code") == "not_found" and
+           r.get("message") == 'exec: "nope": executable file not found in $PATH', f"exec of a missing program: {r}")
+    r = request(uds, {"type": "ctr_wait", "cid": "c6", "timeout_ms": 100})
+    expect(r.get("code") == "timeout", f"the init runs on: {r}")
+    r = request(uds, {"type": "ctr_signal", "cid": "c6", "signal": "KILL"})
+    expect(r == {"type": "ok"}, f"ctr_signal KILL: {r}")
+    r = request(uds, {"type": "ctr_wait", "cid": "c6", "timeout_ms": 120000})
+    expect(r.get("type") == "exit" and r.get("signal") == 9, f"ctr_wait: {r}")
+    r = ctr_exec(uds, "c6", 3, ["true"])
+    expect(r.get("code") == "invalid_state", f"exec in a stopped container: {r}")
+    r = request(uds, {"type": "ctr_delete", "cid": "c6"})
+    expect(r == {"type": "ok"}, f"ctr_delete: {r}")
+    print("ok exec")
+
+
 def main():
     uds, what = sys.argv[1], sys.argv[2]
     wait_ready(uds)
-    {"run": run, "refusals": refusals, "kill": kill}[what](uds)
+    {"run": run, "refusals": refusals, "kill": kill, "exec": exec_}[what](uds)
 
 
 if __name__ == "__main__":

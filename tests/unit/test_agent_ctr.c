@@ -12,7 +12,9 @@
  * signalled, a pty of a container without a terminal are invalid_state;
  * a missing program is refused in runc's words before anything runs;
  * KILL to all reaches a background job; a created container can be
- * deleted; delete removes the cgroup and the cid.
+ * deleted; delete removes the cgroup and the cid. An exec shares the
+ * running init's namespaces and has stdio, start, wait and signal of its
+ * own.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -299,6 +301,135 @@ static void test_terminal(void **state)
 	assert_string_equal(ask("{\"type\":\"ctr_delete\",\"cid\":\"c5\"}"), "{\"type\":\"ok\"}");
 }
 
+#define EXEC(cid, n, process)                                                             \
+	"{\"type\":\"ctr_exec\",\"cid\":\"" cid "\",\"exec\":" n ",\"process\":{" process \
+	",\"env\":[\"PATH=/usr/bin:/bin\"]}}"
+
+/* ctr_exec: a process in the running init's PID namespace (pid 1 is the
+ * init), UTS namespace (the container's hostname) and mount namespace
+ * (its /proc), with its own stdio, start, wait and signal; refused before
+ * the start and after the end, for a number in use or the init's, past
+ * the limit, and a missing program in runc's words; its number forgotten
+ * once its exit was told. */
+static void test_exec(void **state)
+{
+	int in, out, err, pty;
+	char o[512], e[512], buf[160];
+	size_t n = 0;
+
+	(void)state;
+	skip_unless_ready();
+	expect_prefix(ask(CREATE("c6", "{\"destination\":\"/proc\",\"type\":\"proc\"}",
+				 "\"args\":[\"sleep\",\"100\"]")),
+		      "{\"type\":\"ctr_created\"");
+	expect_prefix(ask(EXEC("c6", "1", "\"args\":[\"true\"]")),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"ctr_exec: container "
+		      "\\\"c6\\\" is not running (not started yet)");
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\"}"), "{\"type\":\"ok\"}");
+	expect_prefix(ask(EXEC("c6", "1",
+			       "\"args\":[\"sh\",\"-c\",\"echo $$; cat /proc/sys/kernel/hostname; "
+			       "tr '\\\\0' ' ' </proc/1/cmdline; echo; read x; echo got $x; echo "
+			       "e >&2; exit 4\"]")),
+		      "{\"type\":\"ctr_created\",\"cid\":\"c6\",\"exec\":1,\"pid\":");
+	expect_prefix(ask(EXEC("c6", "1", "\"args\":[\"true\"]")),
+		      "{\"type\":\"error\",\"code\":\"exists\"");
+	expect_prefix(ask("{\"type\":\"ctr_exec\",\"cid\":\"c6\",\"exec\":0,\"process\":{\"args\":"
+			  "[\"true\"]}}"),
+		      "{\"type\":\"error\",\"code\":\"bad_field\"");
+	in = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c6\",\"exec\":1,\"stream\":\"stdin\"}");
+	assert_string_equal(reply(in), "{\"type\":\"ok\"}");
+	out = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c6\",\"exec\":1,\"stream\":\"stdout\"}");
+	assert_string_equal(reply(out), "{\"type\":\"ok\"}");
+	err = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c6\",\"exec\":1,\"stream\":\"stderr\"}");
+	assert_string_equal(reply(err), "{\"type\":\"ok\"}");
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\",\"exec\":1}"),
+			    "{\"type\":\"ok\"}");
+	expect_prefix(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\",\"exec\":1}"),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"ctr_start: exec 1 "
+		      "of container \\\"c6\\\" is not created");
+	assert_int_equal(write(in, "hi\n", 3), 3);
+	assert_int_equal(shutdown(in, SHUT_WR), 0);
+	read_to_eof(out, o, sizeof(o));
+	read_to_eof(err, e, sizeof(e));
+	assert_string_equal(o, "2\nbox\nsleep 100 \ngot hi\n");
+	assert_string_equal(e, "e\n");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":1}"),
+			       "\"exec\":1,\"pid\":"));
+	/* Told once: the number is free again at once, its streams closed. */
+	expect_prefix(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":1}"),
+		      "{\"type\":\"error\",\"code\":\"not_found\"");
+	expect_prefix(ask(EXEC("c6", "1", "\"args\":[\"sh\",\"-c\",\"exit 4\"]")),
+		      "{\"type\":\"ctr_created\",\"cid\":\"c6\",\"exec\":1,");
+	read_to_eof(in, o, sizeof(o));
+	assert_string_equal(o, "");
+	close(in);
+	close(out);
+	close(err);
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\",\"exec\":1}"),
+			    "{\"type\":\"ok\"}");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":1}"),
+			       "\"exit_code\":4,\"signal\":null}"));
+
+	/* The program and the cwd as ctr_create says them. */
+	assert_string_equal(
+		ask(EXEC("c6", "2", "\"args\":[\"no-such-program\"]")),
+		"{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"exec: \\\"no-such-program\\\": executable file not found in $PATH\"}");
+	expect_prefix(ask(EXEC("c6", "2", "\"args\":[\"true\"],\"cwd\":\"/no/such/dir\"")),
+		      "{\"type\":\"error\",\"code\":\"not_found\",\"message\":\"chdir to cwd "
+		      "(\\\"/no/such/dir\\\")");
+	/* A signal reaches the exec alone; the init runs on. */
+	expect_prefix(ask(EXEC("c6", "3", "\"args\":[\"sleep\",\"100\"]")),
+		      "{\"type\":\"ctr_created\"");
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\",\"exec\":3}"),
+			    "{\"type\":\"ok\"}");
+	assert_string_equal(ask("{\"type\":\"ctr_signal\",\"cid\":\"c6\",\"exec\":3,\"signal\":"
+				"\"TERM\"}"),
+			    "{\"type\":\"ok\"}");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":3}"),
+			       "\"exec\":3,\"pid\":"));
+	expect_prefix(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"timeout_ms\":50}"),
+		      "{\"type\":\"error\",\"code\":\"timeout\"");
+	/* A terminal of its own. */
+	expect_prefix(ask("{\"type\":\"ctr_exec\",\"cid\":\"c6\",\"exec\":4,\"process\":{\"args\":"
+			  "[\"sh\",\"-c\",\"test -t 0 && stty size\"],\"terminal\":true,\"rows\":7,"
+			  "\"cols\":9}}"),
+		      "{\"type\":\"ctr_created\"");
+	pty = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c6\",\"exec\":4,\"stream\":\"pty\"}");
+	assert_string_equal(reply(pty), "{\"type\":\"ok\"}");
+	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c6\",\"exec\":4}"),
+			    "{\"type\":\"ok\"}");
+	read_to_eof(pty, o, sizeof(o));
+	close(pty);
+	assert_string_equal(o, "7 9\r\n");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":4}"),
+			       "\"exit_code\":0,"));
+	/* At most AGENT_CTR_EXECS_MAX at once, ended ones until told. */
+	for (int i = 0; i < AGENT_CTR_EXECS_MAX; i++) {
+		char line[256];
+
+		snprintf(line, sizeof(line), EXEC("c6", "%d", "\"args\":[\"true\"]"), 100 + i);
+		expect_prefix(ask(line), "{\"type\":\"ctr_created\"");
+	}
+	expect_prefix(ask(EXEC("c6", "99", "\"args\":[\"true\"]")),
+		      "{\"type\":\"error\",\"code\":\"busy\"");
+	/* The init's end ends its execs, and no new one comes. */
+	assert_string_equal(ask("{\"type\":\"ctr_signal\",\"cid\":\"c6\",\"signal\":\"KILL\"}"),
+			    "{\"type\":\"ok\"}");
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\"}"), "\"signal\":9}"));
+	assert_non_null(strstr(ask("{\"type\":\"ctr_wait\",\"cid\":\"c6\",\"exec\":100}"),
+			       "\"signal\":9}"));
+	expect_prefix(ask(EXEC("c6", "5", "\"args\":[\"true\"]")),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"ctr_exec: container "
+		      "\\\"c6\\\" is not running (its init ended)");
+	expect_prefix(ask("{\"type\":\"ctr_signal\",\"cid\":\"c6\",\"exec\":101,\"signal\":\"TERM\"}"),
+		      "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"ctr_signal: exec "
+		      "101 of container \\\"c6\\\" is not running");
+	assert_string_equal(ask("{\"type\":\"ctr_delete\",\"cid\":\"c6\"}"), "{\"type\":\"ok\"}");
+	path_of(buf, sizeof(buf), "cg/ctr-c6");
+	assert_int_equal(access(buf, F_OK), -1);
+	(void)n;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -306,6 +437,7 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_kill_all_and_timeout),
 		cmocka_unit_test(test_terminal),
+		cmocka_unit_test(test_exec),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

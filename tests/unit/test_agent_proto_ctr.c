@@ -407,6 +407,14 @@ static void test_requests(void **state)
 			 AGENT_OK);
 	assert_int_equal(m.u.ctr.timeout_ms, 5);
 	agent_msg_free(&m);
+	assert_int_equal(parse("{\"type\":\"ctr_start\",\"cid\":\"c1\",\"exec\":4294967295}", &m,
+			       &err),
+			 AGENT_OK);
+	assert_int_equal(m.u.ctr.exec, 4294967295u);
+	agent_msg_free(&m);
+	assert_int_equal(parse(start, &m, &err), AGENT_OK);
+	assert_int_equal(m.u.ctr.exec, 0);
+	agent_msg_free(&m);
 	assert_int_equal(parse("{\"type\":\"ctr_delete\",\"cid\":\"c1\"}", &m, &err), AGENT_OK);
 	assert_string_equal(m.u.ctr.cid, "c1");
 	agent_msg_free(&m);
@@ -416,7 +424,9 @@ static void test_requests(void **state)
 	       "'stream'");
 	refuse("{\"type\":\"ctr_stdio\",\"cid\":\"c1\",\"stream\":\"stdin\",\"exec\":-1}",
 	       AGENT_E_BAD_FIELD, "'exec'");
-	refuse("{\"type\":\"ctr_start\",\"cid\":\"c1\",\"exec\":0}", AGENT_E_UNKNOWN_FIELD,
+	refuse("{\"type\":\"ctr_delete\",\"cid\":\"c1\",\"exec\":0}", AGENT_E_UNKNOWN_FIELD,
+	       "'exec'");
+	refuse("{\"type\":\"ctr_start\",\"cid\":\"c1\",\"exec\":4294967296}", AGENT_E_BAD_FIELD,
 	       "'exec'");
 	refuse("{\"type\":\"ctr_start\"}", AGENT_E_MISSING_FIELD, "'cid'");
 	refuse("{\"type\":\"ctr_signal\",\"cid\":\"c1\"}", AGENT_E_MISSING_FIELD, "'signal'");
@@ -471,7 +481,7 @@ static void test_encode_roundtrip(void **state)
 			  .cols = 100 },
 		.hostname = "box",
 	};
-	struct agent_ctr_req req = { .cid = "ctr-1", .exec = 0, .stream = AGENT_CTR_STDERR };
+	struct agent_ctr_req req = { .cid = "ctr-1", .exec = 7, .stream = AGENT_CTR_STDERR };
 	struct agent_msg m;
 	struct agent_err err;
 	json_t *o = agent_ctr_create_encode(&in);
@@ -497,7 +507,9 @@ static void test_encode_roundtrip(void **state)
 
 	for (int t = AGENT_T_CTR_STDIO; t <= AGENT_T_CTR_DELETE; t++) {
 		req.signo = 15;
+		/* `all` is exec 0's alone. */
 		req.all = t == AGENT_T_CTR_SIGNAL;
+		req.exec = req.all ? 0 : 7;
 		req.rows = 3;
 		req.cols = 4;
 		req.timeout_ms = 9;
@@ -516,8 +528,107 @@ static void test_encode_roundtrip(void **state)
 			assert_true(m.u.ctr.rows == 3 && m.u.ctr.cols == 4);
 		if (t == AGENT_T_CTR_WAIT)
 			assert_int_equal(m.u.ctr.timeout_ms, 9);
+		/* Every request but ctr_delete names its exec (ctr_start too). */
+		assert_int_equal(m.u.ctr.exec, t == AGENT_T_CTR_DELETE ? 0 : req.exec);
 		agent_msg_free(&m);
 	}
+}
+
+/* ctr_exec: a number the host chose (never the init's 0) and ctr_create's
+ * process object with every one of its rules; the host's encoding reads
+ * back whole. */
+static void test_exec(void **state)
+{
+	const char *args[] = { "sh", "-c", "echo $$", NULL };
+	const char *env[] = { "PATH=/bin", NULL };
+	uint32_t groups[] = { 10 };
+	struct agent_ctr_exec in = {
+		.cid = "c-1",
+		.exec = 4294967295u,
+		.proc = { .args = args,
+			  .argc = 3,
+			  .env = env,
+			  .envc = 1,
+			  .cwd = "/tmp",
+			  .uid = 1000,
+			  .gid = 1001,
+			  .groups = groups,
+			  .ngroups = 1,
+			  .umask = 077,
+			  .terminal = true,
+			  .rows = 50,
+			  .cols = 200 },
+	};
+	struct agent_msg m;
+	struct agent_err err;
+	const struct agent_ctr_exec *x = &m.u.ctr_exec;
+	json_t *o;
+
+	(void)state;
+	assert_int_equal(parse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,"
+			       "\"process\":{\"args\":[\"sh\"]}}",
+			       &m, &err),
+			 AGENT_OK);
+	assert_int_equal(m.type, AGENT_T_CTR_EXEC);
+	assert_string_equal(x->cid, "c1");
+	assert_int_equal(x->exec, 1);
+	assert_int_equal(x->proc.argc, 1);
+	assert_null(x->proc.args[1]);
+	assert_int_equal(x->proc.envc, 0);
+	assert_null(x->proc.env[0]);
+	assert_string_equal(x->proc.cwd, "/");
+	assert_int_equal(x->proc.umask, AGENT_CTR_UMASK_DEFAULT);
+	assert_false(x->proc.terminal);
+	agent_msg_free(&m);
+
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":0,\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_BAD_FIELD, "'exec'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":4294967296,"
+	       "\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_BAD_FIELD, "'exec'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":\"1\",\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_BAD_FIELD, "'exec'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_MISSING_FIELD, "'exec'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1}", AGENT_E_MISSING_FIELD,
+	       "'process'");
+	refuse("{\"type\":\"ctr_exec\",\"exec\":1,\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_MISSING_FIELD, "'cid'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"..\",\"exec\":1,\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_BAD_FIELD, "'cid'");
+	/* The process object's rules are ctr_create's. */
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,\"process\":{\"args\":[]}}",
+	       AGENT_E_BAD_FIELD, "'args'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,"
+	       "\"process\":{\"args\":[\"sh\"],\"rows\":3}}",
+	       AGENT_E_BAD_FIELD, "\"terminal\": true");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,"
+	       "\"process\":{\"args\":[\"sh\"],\"env\":[\"=x\"]}}",
+	       AGENT_E_BAD_FIELD, "'env[0]'");
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,"
+	       "\"process\":{\"args\":[\"sh\"],\"hostname\":\"h\"}}",
+	       AGENT_E_UNKNOWN_FIELD, "'hostname'");
+	/* An exec joins the container: it has no root or mounts of its own. */
+	refuse("{\"type\":\"ctr_exec\",\"cid\":\"c1\",\"exec\":1,\"rootfs\":{\"share\":\"r\"},"
+	       "\"process\":{\"args\":[\"sh\"]}}",
+	       AGENT_E_UNKNOWN_FIELD, "'rootfs'");
+
+	o = agent_ctr_exec_encode(&in);
+	assert_non_null(o);
+	assert_int_equal(agent_msg_parse(o, AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	json_decref(o);
+	assert_int_equal(m.type, AGENT_T_CTR_EXEC);
+	assert_string_equal(x->cid, "c-1");
+	assert_int_equal(x->exec, 4294967295u);
+	assert_int_equal(x->proc.argc, 3);
+	assert_string_equal(x->proc.args[2], "echo $$");
+	assert_string_equal(x->proc.env[0], "PATH=/bin");
+	assert_string_equal(x->proc.cwd, "/tmp");
+	assert_true(x->proc.uid == 1000 && x->proc.gid == 1001);
+	assert_true(x->proc.ngroups == 1 && x->proc.groups[0] == 10);
+	assert_int_equal(x->proc.umask, 077);
+	assert_true(x->proc.terminal && x->proc.rows == 50 && x->proc.cols == 200);
+	agent_msg_free(&m);
 }
 
 /* A reply line is exactly `want` (lines are not NUL-terminated). */
@@ -534,8 +645,10 @@ static void test_lines(void **state)
 	struct agent_ctr_exit e = { .cid = "c1", .pid = 231, .exit_code = 7 };
 
 	(void)state;
-	assert_int_equal(agent_line_ctr_created(&l, "c1", 231), 0);
+	assert_int_equal(agent_line_ctr_created(&l, "c1", 0, 231), 0);
 	line_is(&l, "{\"type\":\"ctr_created\",\"cid\":\"c1\",\"pid\":231}\n");
+	assert_int_equal(agent_line_ctr_created(&l, "c1", 4294967295u, 240), 0);
+	line_is(&l, "{\"type\":\"ctr_created\",\"cid\":\"c1\",\"exec\":4294967295,\"pid\":240}\n");
 	assert_int_equal(agent_line_ctr_exit(&l, &e), 0);
 	line_is(&l,
 		"{\"type\":\"exit\",\"cid\":\"c1\",\"exec\":0,\"pid\":231,\"exit_code\":7,\"signal\":null}\n");
@@ -621,7 +734,7 @@ static void test_documented_requests(void **state)
 	}
 	free(line);
 	fclose(fp);
-	assert_true(seen >= 7);
+	assert_true(seen >= 10);
 }
 
 int main(void)
@@ -635,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_create_near_misses_pass),
 		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_encode_roundtrip),
+		cmocka_unit_test(test_exec),
 		cmocka_unit_test(test_lines),
 		cmocka_unit_test(test_mount_options),
 		cmocka_unit_test(test_validators),

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -238,11 +239,90 @@ static void test_failures_name_their_stage(void **state)
 	assert_int_equal(r.rep.err, ELOOP);
 }
 
+/* An exec's child (no plan) joining through `join`: its report once set
+ * up, and the descriptors it holds then (a bit per fd number < 64). */
+static struct oci_report run_exec(int join, uint64_t *fds, pid_t *pid_out)
+{
+	const char *line = "{\"type\":\"ctr_exec\",\"cid\":\"t\",\"exec\":1,\"process\":"
+			   "{\"args\":[\"true\"],\"env\":[\"PATH=/usr/bin:/bin\"]}}";
+	struct agent_msg m;
+	struct agent_err err;
+	struct oci_report rep = { .stage = -1 };
+	struct clone_args3 a = { .exit_signal = SIGCHLD };
+	int rp[2], st[2], null = open("/dev/null", O_RDWR); /* not close-on-exec: a leak to close */
+	struct oci_child ch = { .tty = -1, .join = join };
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	pid_t pid;
+
+	assert_int_equal(agent_msg_parse_line(line, strlen(line), AGENT_CTX_REQUEST, &m, &err), 0);
+	assert_true(null >= 0 && pipe2(rp, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0);
+	ch.proc = &m.u.ctr_exec.proc;
+	ch.path_var = oci_env_path(ch.proc->env, ch.proc->envc);
+	ch.fd[0] = ch.fd[1] = ch.fd[2] = null;
+	ch.report = rp[1];
+	ch.start = st[0];
+	pid = (pid_t)syscall(SYS_clone3, &a, sizeof(a));
+	if (pid == 0)
+		oci_child_run(&ch);
+	assert_true(pid > 0);
+	close(rp[1]);
+	close(st[0]);
+	close(null);
+	assert_int_equal(read(rp[0], &rep, sizeof(rep)), sizeof(rep));
+	*fds = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	dir = opendir(path);
+	assert_non_null(dir);
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.' && atoi(d->d_name) < 64)
+			*fds |= 1ull << atoi(d->d_name);
+	closedir(dir);
+	close(rp[0]);
+	close(st[1]); /* never started: it exits */
+	*pid_out = pid;
+	agent_msg_free(&m);
+	return rep;
+}
+
+/* An exec joins through the init's pidfd, then holds nothing but its
+ * stdio and its two pipes while it waits (the pidfd closed too); a join
+ * that fails names its namespace's step and runs nothing. */
+static void test_exec_joins_and_holds_nothing(void **state)
+{
+	int self = (int)syscall(SYS_pidfd_open, getpid(), 0), status, notns;
+	struct oci_report rep;
+	uint64_t fds;
+	pid_t pid;
+
+	(void)state;
+	skip_unless_root();
+	assert_true(self >= 0);
+	rep = run_exec(self, &fds, &pid);
+	assert_int_equal(rep.stage, OCI_STAGE_READY);
+	assert_int_equal(__builtin_popcountll(fds), 5);
+	assert_true((fds & 7) == 7 && !(fds & (1ull << self)));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	/* Not a process or namespace: the first join fails. */
+	notns = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	rep = run_exec(notns, &fds, &pid);
+	assert_int_equal(rep.stage, OCI_STAGE_JOIN);
+	assert_int_equal(rep.step, 0);
+	assert_int_equal(rep.err, EINVAL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+	close(self);
+	close(notns);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_as_pid_1_with_its_stdio_and_binds),
 		cmocka_unit_test(test_failures_name_their_stage),
+		cmocka_unit_test(test_exec_joins_and_holds_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

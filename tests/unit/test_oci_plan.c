@@ -252,13 +252,39 @@ static void test_env_path(void **state)
 	assert_string_equal(oci_env_path(NULL, 0), AGENT_DEFAULT_PATH);
 }
 
+/* An exec joins every namespace the init has of its own, each once: all
+ * but the PID one (the agent's fork puts it there), the mount namespace
+ * last, so nothing after it resolves a path in the guest's tree. */
+static void test_join(void **state)
+{
+	int seen = 0;
+	size_t n = oci_join_count();
+
+	(void)state;
+	assert_int_equal(n, 4);
+	for (size_t i = 0; i < n; i++) {
+		int f = oci_join_flag(i);
+
+		assert_true(f && (f & OCI_CTR_NAMESPACES) == f && !(f & seen));
+		assert_int_equal(__builtin_popcount((unsigned)f), 1);
+		seen |= f;
+	}
+	assert_int_equal(seen | CLONE_NEWPID, OCI_CTR_NAMESPACES);
+	assert_int_equal(oci_join_flag(n - 1), CLONE_NEWNS);
+	assert_string_equal(oci_join_name(n - 1), "mnt");
+	assert_string_equal(oci_join_name(0), "ipc");
+	assert_string_equal(oci_join_name(n), "?");
+	assert_int_equal(oci_join_flag(n), 0);
+	assert_false(OCI_CTR_NAMESPACES & CLONE_NEWNET); /* the guest's network */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_share_find),   cmocka_unit_test(test_root_fstype),
 		cmocka_unit_test(test_plan_podman),  cmocka_unit_test(test_plan_minimal),
 		cmocka_unit_test(test_plan_refused), cmocka_unit_test(test_path_next),
-		cmocka_unit_test(test_env_path),
+		cmocka_unit_test(test_env_path),     cmocka_unit_test(test_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
