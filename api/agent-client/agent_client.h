@@ -552,10 +552,10 @@ int agent_client_ctr_create(const struct agent_client *c, json_t *req, int *pid,
 int agent_client_ctr_exec(const struct agent_client *c, const char *cid, uint32_t exec,
 			  const json_t *process, int *pid, struct agent_client_err *err);
 
-/* ctr_stdio for exec 0's stream: 0 with *fd, the raw stream after the
+/* ctr_stdio for exec `exec`'s stream (0: the init): 0 with *fd, the raw stream after the
  * agent's `ok` (as tcp_connect's): SHUT_WR on a stdin stream is the
  * process's EOF; an output stream ends at the output's end. */
-int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
+int agent_client_ctr_stdio(const struct agent_client *c, const char *cid, uint32_t exec,
 			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err);
 
 /* ctr_start (of exec `exec`: 0 is the init), ctr_signal (signo 1..64;
@@ -564,10 +564,10 @@ int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
  * invalid_state. */
 int agent_client_ctr_start(const struct agent_client *c, const char *cid, uint32_t exec,
 			   struct agent_client_err *err);
-int agent_client_ctr_signal(const struct agent_client *c, const char *cid, int signo, bool all,
-			    struct agent_client_err *err);
-int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint16_t rows,
-			    uint16_t cols, struct agent_client_err *err);
+int agent_client_ctr_signal(const struct agent_client *c, const char *cid, uint32_t exec, int signo,
+			    bool all, struct agent_client_err *err);
+int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint32_t exec,
+			    uint16_t rows, uint16_t cols, struct agent_client_err *err);
 int agent_client_ctr_delete(const struct agent_client *c, const char *cid,
 			    struct agent_client_err *err);
 
@@ -578,7 +578,7 @@ struct agent_client_ctr_exit {
 };
 
 /*
- * ctr_wait for exec 0, split so that a caller with a poll loop waits on
+ * ctr_wait for exec `exec` (0: the init), split so that a caller with a poll loop waits on
  * the connection: begin connects and sends (the context's timeout);
  * poll agent_client_ctr_wait_fd for POLLIN (or POLLHUP: the VM is gone);
  * end reads the exit within timeout_ms (<= 0: no limit). The agent
@@ -587,7 +587,7 @@ struct agent_client_ctr_exit {
  */
 struct agent_client_ctr_wait;
 
-int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid,
+int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid, uint32_t exec,
 				struct agent_client_ctr_wait **w, struct agent_client_err *err);
 int agent_client_ctr_wait_fd(const struct agent_client_ctr_wait *w);
 int agent_client_ctr_wait_end(struct agent_client_ctr_wait *w, int timeout_ms,

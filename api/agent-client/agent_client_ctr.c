@@ -12,6 +12,7 @@
 struct agent_client_ctr_wait {
 	struct agent_client_conn k;
 	char cid[AGENT_CID_MAX + 1];
+	uint32_t exec;
 };
 
 /* A ctr_* request from the codec's encoder: what the host sends is what
@@ -89,10 +90,10 @@ int agent_client_ctr_exec(const struct agent_client *c, const char *cid, uint32_
 	return r;
 }
 
-int agent_client_ctr_stdio(const struct agent_client *c, const char *cid,
+int agent_client_ctr_stdio(const struct agent_client *c, const char *cid, uint32_t exec,
 			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err)
 {
-	struct agent_ctr_req q = { .cid = cid, .stream = stream };
+	struct agent_ctr_req q = { .cid = cid, .exec = exec, .stream = stream };
 	struct agent_client_req rq;
 
 	ERR_INIT(err);
@@ -118,18 +119,18 @@ int agent_client_ctr_start(const struct agent_client *c, const char *cid, uint32
 	return ctr_ok(c, AGENT_T_CTR_START, &q, err);
 }
 
-int agent_client_ctr_signal(const struct agent_client *c, const char *cid, int signo, bool all,
-			    struct agent_client_err *err)
+int agent_client_ctr_signal(const struct agent_client *c, const char *cid, uint32_t exec, int signo,
+			    bool all, struct agent_client_err *err)
 {
-	struct agent_ctr_req q = { .cid = cid, .signo = signo, .all = all };
+	struct agent_ctr_req q = { .cid = cid, .exec = exec, .signo = signo, .all = all };
 
 	return ctr_ok(c, AGENT_T_CTR_SIGNAL, &q, err);
 }
 
-int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint16_t rows,
-			    uint16_t cols, struct agent_client_err *err)
+int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint32_t exec,
+			    uint16_t rows, uint16_t cols, struct agent_client_err *err)
 {
-	struct agent_ctr_req q = { .cid = cid, .rows = rows, .cols = cols };
+	struct agent_ctr_req q = { .cid = cid, .exec = exec, .rows = rows, .cols = cols };
 
 	return ctr_ok(c, AGENT_T_CTR_RESIZE, &q, err);
 }
@@ -142,10 +143,10 @@ int agent_client_ctr_delete(const struct agent_client *c, const char *cid,
 	return ctr_ok(c, AGENT_T_CTR_DELETE, &q, err);
 }
 
-int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid,
+int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid, uint32_t exec,
 				struct agent_client_ctr_wait **out, struct agent_client_err *err)
 {
-	struct agent_ctr_req q = { .cid = cid };
+	struct agent_ctr_req q = { .cid = cid, .exec = exec };
 	struct agent_client_ctr_wait *w;
 	struct agent_client_req rq;
 	struct agent_line line;
@@ -165,6 +166,7 @@ int agent_client_ctr_wait_begin(const struct agent_client *c, const char *cid,
 					  "ctr_wait: out of memory");
 	}
 	snprintf(w->cid, sizeof(w->cid), "%s", cid);
+	w->exec = exec;
 	dl = mono_deadline_ms(c->timeout_ms);
 	r = agent_client_conn_open(c, dl, "ctr_wait", &w->k, err);
 	if (r == 0)
@@ -206,10 +208,10 @@ int agent_client_ctr_wait_end(struct agent_client_ctr_wait *w, int timeout_ms,
 				       "ctr_wait: the agent's exit names another container");
 	if (r == 0)
 		r = agent_client_r_uint(&w->k, h, "exec", UINT32_MAX, &exec, err);
-	if (r == 0 && exec != 0)
+	if (r == 0 && exec != w->exec)
 		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTO,
-				       "ctr_wait: the agent's exit names exec %llu, not the init",
-				       (unsigned long long)exec);
+				       "ctr_wait: the agent's exit names exec %llu, not %u",
+				       (unsigned long long)exec, w->exec);
 	if (r == 0)
 		r = agent_client_r_pid(&w->k, h, &ex->pid, err);
 	if (r == 0)

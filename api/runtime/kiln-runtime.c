@@ -43,7 +43,8 @@ static int run(const struct rt_ctx *x, struct err *e)
 int main(int argc, char **argv)
 {
 	static struct rt_cmd c;
-	struct rt_ctx x = { &c, -1 };
+	int status = 0;
+	struct rt_ctx x = { &c, -1, &status };
 	struct err e = { { 0 } };
 
 	if (rt_cli_parse(argc, argv, &c, &e) < 0) {
@@ -74,5 +75,5 @@ int main(int argc, char **argv)
 		rt_command_report(&x, RT_LOG_ERROR, e.msg);
 		return 1;
 	}
-	return 0;
+	return status;
 }

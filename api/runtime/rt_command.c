@@ -129,3 +129,21 @@ void rt_command_release(struct rt_held *h)
 {
 	rt_command_close(h->rootfd, h->dirfd, h->lockfd, &h->rec);
 }
+
+int rt_command_pid_file(const char *given, char *out, struct err *e)
+{
+	char cwd[RT_PATH_MAX];
+
+	out[0] = '\0';
+	if (!given)
+		return 0;
+	if (given[0] == '/') {
+		if ((size_t)snprintf(out, RT_PATH_MAX, "%s", given) >= RT_PATH_MAX)
+			return err_set(e, ENAMETOOLONG, "--pid-file: the path is too long");
+		return 0;
+	}
+	if (!getcwd(cwd, sizeof(cwd)) ||
+	    (size_t)snprintf(out, RT_PATH_MAX, "%s/%s", cwd, given) >= RT_PATH_MAX)
+		return err_set(e, ENAMETOOLONG, "--pid-file %.200s: the path is too long", given);
+	return 0;
+}

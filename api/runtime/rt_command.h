@@ -5,8 +5,8 @@
  * config.json, a container held under its lock. kiln-runtime.c is main
  * and the command table; rt_command_create.c is create,
  * rt_command_state.c what only reads (state, list, ps, features, spec),
- * rt_command_life.c what changes a container (delete, kill, start, update, exec,
- * pause, resume).
+ * rt_command_life.c what changes a container (delete, kill, start, update,
+ * pause, resume), rt_command_exec.c exec.
  *
  * Contract: each command returns 0, or -errno with e one line (main
  * prints it on stderr and logs it, and exits 1, as runc). Work in
@@ -26,7 +26,8 @@
 
 struct rt_ctx {
 	const struct rt_cmd *cmd;
-	int log_fd; /* --log, -1: none */
+	int log_fd;       /* --log, -1: none */
+	int *exit_status; /* a command that exits as something else did (exec without -d) sets it */
 };
 
 /* Open --log (append, 0600); a failure is said on stderr, not fatal. */
@@ -56,6 +57,11 @@ struct rt_held {
 
 int rt_command_hold(const struct rt_cmd *c, struct rt_held *h, struct err *e);
 void rt_command_release(struct rt_held *h);
+
+/* --pid-file made absolute into out[RT_PATH_MAX] ("" when not given):
+ * a shim leaves the working directory, runc's relative path is the
+ * caller's. */
+int rt_command_pid_file(const char *given, char *out, struct err *e);
 
 /* s (malloc'ed) on stdout, freed. */
 int rt_command_print(char *s);

@@ -84,19 +84,8 @@ static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int l
 	ssize_t n;
 	pid_t pid;
 
-	if (a->cmd->pid_file && a->cmd->pid_file[0] != '/') {
-		char cwd[RT_PATH_MAX];
-
-		/* the shim leaves the working directory: runc's relative
-		 * --pid-file is the caller's */
-		if (!getcwd(cwd, sizeof(cwd)) ||
-		    (size_t)snprintf(a->pid_file, sizeof(a->pid_file), "%s/%s", cwd,
-				     a->cmd->pid_file) >= sizeof(a->pid_file))
-			return err_set(e, ENAMETOOLONG, "--pid-file %.200s: the path is too long",
-				       a->cmd->pid_file);
-	} else if (a->cmd->pid_file) {
-		snprintf(a->pid_file, sizeof(a->pid_file), "%s", a->cmd->pid_file);
-	}
+	if (rt_command_pid_file(a->cmd->pid_file, a->pid_file, e) < 0)
+		return -EINVAL;
 	if (!realpath(root, rootreal) ||
 	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
 		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", root, strerror(errno));

@@ -1,4 +1,4 @@
-/* kiln-runtime delete, kill, start, update, exec, pause and resume: what
+/* kiln-runtime delete, kill, start, update, pause and resume: what
  * changes a container; see rt_command.h. */
 #include "api/runtime/rt_command.h"
 
@@ -220,47 +220,6 @@ int rt_command_update(const struct rt_ctx *x, struct err *e)
 	/* the limits reach the host cgroup and the guest with the VM */
 	if (!r)
 		r = rt_command_not_yet(c, e);
-	json_decref(doc);
-	rt_command_release(&h);
-	return r;
-}
-
-/* exec --process FILE: checked as config.json's process. */
-static int read_process_file(const char *path, struct rt_process *p, json_t **doc, struct err *e)
-{
-	char *buf;
-	size_t n;
-	int r = rt_file_read(AT_FDCWD, path, true, RT_CONFIG_FILE_MAX, "exec --process", &buf, &n,
-			     e);
-
-	*doc = NULL;
-	memset(p, 0, sizeof(*p));
-	if (r < 0)
-		return r;
-	r = rt_process_parse(buf, n, p, doc, e);
-	free(buf);
-	return r;
-}
-
-int rt_command_exec(const struct rt_ctx *x, struct err *e)
-{
-	const struct rt_cmd *c = x->cmd;
-	struct rt_process p = { 0 };
-	json_t *doc = NULL;
-	struct rt_held h;
-	int r = rt_command_hold(c, &h, e);
-
-	if (!r && h.st == RT_STATUS_STOPPED)
-		r = err_set(e, EINVAL, "cannot exec in a stopped container");
-	else if (!r && h.st == RT_STATUS_PAUSED)
-		r = err_set(e, EINVAL, "cannot exec in a paused container");
-	if (!r && c->process)
-		r = read_process_file(c->process, &p, &doc, e);
-	if (!r && (c->tty || p.terminal) && !c->console_socket)
-		r = err_set(e, EINVAL, "exec: a terminal needs --console-socket");
-	if (!r)
-		r = rt_command_not_yet(c, e);
-	rt_process_free(&p);
 	json_decref(doc);
 	rt_command_release(&h);
 	return r;

@@ -427,7 +427,7 @@ static json_t *strings(const char *const *s, size_t n)
 	return a;
 }
 
-static json_t *process_json(const struct rt_process *pr)
+json_t *rt_plan_process(const struct rt_process *pr)
 {
 	json_t *gids = json_array();
 	json_t *j;
@@ -489,7 +489,7 @@ static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err
 
 static int plan_request(const struct rt_config *c, const char *id, struct rt_plan *p, struct err *e)
 {
-	json_t *mounts = json_array(), *proc = process_json(&c->process);
+	json_t *mounts = json_array(), *proc = rt_plan_process(&c->process);
 
 	p->ctr_create = json_pack("{s:s,s:s,s:{s:s,s:b},s:o,s:o}", "type", "ctr_create", "cid", id,
 				  "rootfs", "share", RT_SHARE_ROOT, "readonly", c->root_readonly,

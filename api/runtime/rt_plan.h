@@ -103,6 +103,10 @@ int rt_plan_build(const struct rt_config *c, const char *id, struct rt_plan *pla
 
 void rt_plan_free(struct rt_plan *plan);
 
+/* A process as ctr_create's and ctr_exec's `process` object
+ * (docs/agent-protocol.md 7.9); a new reference, NULL: out of memory. */
+json_t *rt_plan_process(const struct rt_process *pr);
+
 #define RT_TAP_NAME "kt0" /* the TAP made in the container's network namespace */
 #define RT_NET_OPT_MAX 128
 

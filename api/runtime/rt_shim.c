@@ -50,6 +50,7 @@ struct shim {
 	const struct rt_shim_args *a;
 	struct agent_client ac;
 	const char *cid;
+	uint32_t exec; /* 0: the container's shim; else an exec shim's process */
 	int vmm_pid;
 	bool vmm_reaped;
 	char vmm_end[64];
@@ -132,7 +133,7 @@ static int vm_paths(struct shim *s, char *jail, char *vsock, char *control, stru
 	const char *dir = s->a->dir;
 	int r;
 
-	if (mkdirat(s->a->dirfd, RT_JAIL_DIR, 0755) < 0 && errno != EEXIST)
+	if (!s->exec && mkdirat(s->a->dirfd, RT_JAIL_DIR, 0755) < 0 && errno != EEXIST)
 		return err_set(e, errno, "making the jail directory: %s", strerror(errno));
 	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s/" RT_JAIL_DIR, dir) >= RT_PATH_MAX ||
 	    (size_t)snprintf(vsock, RT_PATH_MAX, "%s/vsock", jail) >= RT_PATH_MAX ||
@@ -237,7 +238,7 @@ static int stdio_connect(struct shim *s, struct err *e)
 	for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
 		int sock, r;
 
-		if (agent_client_ctr_stdio(&s->ac, s->cid, io[i].stream, &sock, &ae) < 0)
+		if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, io[i].stream, &sock, &ae) < 0)
 			return agent_fail(&ae, "connecting the container's stdio", e);
 		r = io[i].to_guest
 			? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
@@ -260,7 +261,7 @@ static int stdio_connect(struct shim *s, struct err *e)
  */
 static int tty_connect(struct shim *s, struct err *e)
 {
-	const struct rt_process *pr = &s->a->cfg->process;
+	const struct rt_process *pr = s->a->proc;
 	struct agent_client_err ae;
 	int master, sock, r;
 
@@ -270,7 +271,7 @@ static int tty_connect(struct shim *s, struct err *e)
 		console_pty_set_size(s->tty, pr->rows, pr->cols, e);
 	if (ioctl(s->tty, TIOCSCTTY, 0) < 0)
 		r = err_set(e, errno, "the terminal as the shim's: %s", strerror(errno));
-	else if (agent_client_ctr_stdio(&s->ac, s->cid, AGENT_CTR_PTY, &sock, &ae) < 0)
+	else if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, AGENT_CTR_PTY, &sock, &ae) < 0)
 		r = agent_fail(&ae, "connecting the container's terminal", e);
 	else if ((r = fd_pump_init(&s->pump[0], sock, s->tty, s->buf[0], PUMP_BUF, FD_PUMP_KEEP)) ==
 			 0 &&
@@ -335,6 +336,30 @@ static int create_hooks(struct shim *s, struct err *e)
 	return r;
 }
 
+/* An exec shim's setup: the container's agent, ctr_exec, its stdio,
+ * ctr_start, the pid file last. */
+static int exec_setup(struct shim *s, struct err *e)
+{
+	const struct rt_shim_args *a = s->a;
+	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
+	struct agent_client_err ae;
+	int gpid, r;
+
+	if ((r = signals_take(s, e)) < 0 || (r = vm_paths(s, jail, vsock, control, e)) < 0)
+		return r;
+	if (agent_client_ctr_exec(&s->ac, s->cid, s->exec, a->exec_process, &gpid, &ae) < 0)
+		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
+	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
+	if (r < 0)
+		return r;
+	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
+		return agent_fail(&ae, "waiting for the process", e);
+	if (agent_client_ctr_start(&s->ac, s->cid, s->exec, &ae) < 0)
+		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
+	s->started = true;
+	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
+}
+
 /* Everything create waits for; the pid file last (containerd takes the
  * create as done once it exists). */
 static int shim_setup(struct shim *s, struct err *e)
@@ -366,10 +391,10 @@ static int shim_setup(struct shim *s, struct err *e)
 		return agent_fail(&ae, "setting the guest's clock", e);
 	if (agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
-	r = a->cfg->process.terminal ? tty_connect(s, e) : stdio_connect(s, e);
+	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
 	if (r < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
 		return r;
-	if (agent_client_ctr_wait_begin(&s->ac, s->cid, &s->wait, &ae) < 0)
+	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
 	a->rec->status = RT_STATUS_CREATED;
 	a->rec->shim.pid = getpid();
@@ -383,6 +408,17 @@ static int shim_setup(struct shim *s, struct err *e)
 }
 
 /* ---- running ---- */
+
+/* SIGKILL and reap kiln-vmm, once (an exec shim has none: never pid 0,
+ * which would be the shim's process group). */
+static void vmm_stop(struct shim *s)
+{
+	if (s->vmm_pid <= 0 || s->vmm_reaped)
+		return;
+	kill(s->vmm_pid, SIGKILL);
+	waitpid(s->vmm_pid, NULL, 0);
+	s->vmm_reaped = true;
+}
 
 static void vm_ended(struct shim *s)
 {
@@ -415,18 +451,19 @@ static void on_signals(struct shim *s)
 			if (s->tty >= 0 && !s->ended &&
 			    console_pty_get_size(s->tty, &rows, &cols, &ignored) == 0 && rows &&
 			    cols)
-				agent_client_ctr_resize(&s->ac, s->cid, (uint16_t)rows,
+				agent_client_ctr_resize(&s->ac, s->cid, s->exec, (uint16_t)rows,
 							(uint16_t)cols, &ae);
 			continue;
 		}
 		if (si.ssi_signo == SIGCHLD) {
-			if (!s->vmm_reaped &&
+			if (!s->vmm_reaped && s->vmm_pid > 0 &&
 			    rt_vmm_gone(s->vmm_pid, s->vmm_end, sizeof(s->vmm_end)))
 				vm_ended(s);
 			continue;
 		}
 		if (!s->ended)
-			agent_client_ctr_signal(&s->ac, s->cid, (int)si.ssi_signo, false, &ae);
+			agent_client_ctr_signal(&s->ac, s->cid, s->exec, (int)si.ssi_signo, false,
+						&ae);
 	}
 }
 
@@ -441,7 +478,7 @@ static const char *do_kill(struct shim *s, const struct rt_shim_req *q, char *ms
 		return NULL;
 	if (q->signo == SIGKILL)
 		quick.timeout_ms = KILL_AGENT_MS;
-	if (agent_client_ctr_signal(&quick, s->cid, q->signo, q->all, &ae) == 0) {
+	if (agent_client_ctr_signal(&quick, s->cid, s->exec, q->signo, q->all, &ae) == 0) {
 		if (q->signo == SIGKILL && !s->kill_due)
 			s->kill_due = mono_ms() + KILL_EXIT_MS;
 		return NULL;
@@ -449,9 +486,11 @@ static const char *do_kill(struct shim *s, const struct rt_shim_req *q, char *ms
 	if (ae.fail == AGENT_FAIL_AGENT && ae.code == AGENT_E_INVALID_STATE)
 		return "container not running";
 	if (q->signo == SIGKILL) {
-		/* The agent did not take it: the VM goes, and the container with it. */
+		/* The agent did not take it: the VM goes, and the container with it
+		 * (SIGCHLD then ends the loop as killed). */
 		s->killed = true;
-		kill(s->vmm_pid, SIGKILL);
+		if (s->vmm_pid > 0 && !s->vmm_reaped)
+			kill(s->vmm_pid, SIGKILL);
 		return NULL;
 	}
 	snprintf(msg, cap, "kill: %.900s", ae.msg);
@@ -477,7 +516,7 @@ static void on_request(struct shim *s)
 			msg = "cannot start an already running container";
 		else if (s->ended)
 			msg = "cannot start a container that has stopped";
-		else if (agent_client_ctr_start(&s->ac, s->cid, 0, &ae) < 0)
+		else if (agent_client_ctr_start(&s->ac, s->cid, s->exec, &ae) < 0)
 			msg = memcpy(buf, ae.msg, sizeof(buf));
 		else
 			s->started = true;
@@ -486,8 +525,8 @@ static void on_request(struct shim *s)
 		msg = do_kill(s, &q, buf, sizeof(buf));
 		break;
 	case RT_SHIM_RESIZE:
-		if (agent_client_ctr_resize(&s->ac, s->cid, (uint16_t)q.rows, (uint16_t)q.cols,
-					    &ae) < 0)
+		if (agent_client_ctr_resize(&s->ac, s->cid, s->exec, (uint16_t)q.rows,
+					    (uint16_t)q.cols, &ae) < 0)
 			msg = memcpy(buf, ae.msg, sizeof(buf));
 		break;
 	}
@@ -516,9 +555,8 @@ static void vm_kill(struct shim *s, const char *why)
 {
 	shim_log(s, RT_LOG_ERROR, why);
 	s->killed = true;
-	if (!s->vmm_reaped) {
-		kill(s->vmm_pid, SIGKILL);
-		waitpid(s->vmm_pid, NULL, 0);
+	if (s->vmm_pid > 0 && !s->vmm_reaped) {
+		vmm_stop(s);
 		snprintf(s->vmm_end, sizeof(s->vmm_end), "was killed");
 	}
 	vm_ended(s);
@@ -624,11 +662,9 @@ static void shim_end(struct shim *s)
 		if (after == before)
 			break;
 	}
-	record_exit(s);
-	if (!s->vmm_reaped) {
-		kill(s->vmm_pid, SIGKILL);
-		waitpid(s->vmm_pid, NULL, 0);
-	}
+	if (!s->exec)
+		record_exit(s); /* the container's end, not an exec's */
+	vmm_stop(s);
 	for (int i = 0; i < 4 && capped_log_pump(&s->vlog); i++)
 		;
 	capped_log_close(&s->vlog);
@@ -672,13 +708,15 @@ void rt_shim_main(const struct rt_shim_args *a)
 	for (int i = 0; i < 3; i++)
 		s.shares[i] = -1;
 	shim_detach(a);
-	if (shim_setup(&s, &e) < 0) {
+	if (a->exec_process) {
+		/* no VM of its own: nothing to reap or kill, no record */
+		s.exec = (uint32_t)getpid();
+		s.vmm_reaped = true;
+	}
+	if ((a->exec_process ? exec_setup(&s, &e) : shim_setup(&s, &e)) < 0) {
 		n = rt_shim_reply_encode(e.msg, line);
 		(void)!fd_io_write_all(a->ready_fd, line, n);
-		if (s.vmm_pid > 0 && !s.vmm_reaped) {
-			kill(s.vmm_pid, SIGKILL);
-			waitpid(s.vmm_pid, NULL, 0);
-		}
+		vmm_stop(&s);
 		capped_log_pump(&s.vlog);
 		_exit(1);
 	}
@@ -686,8 +724,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 	if (fd_io_write_all(a->ready_fd, line, n) < 0) {
 		/* create is gone (the engine killed it): it told the engine
 		 * the create failed, so nothing may run on */
-		kill(s.vmm_pid, SIGKILL);
-		waitpid(s.vmm_pid, NULL, 0);
+		vmm_stop(&s);
 		_exit(1);
 	}
 	close(a->ready_fd);

@@ -49,15 +49,28 @@
 
 struct rt_shim_args {
 	const struct rt_cmd *cmd;
-	const struct rt_config *cfg;
+	const struct rt_config *cfg; /* the container's shim: its bundle's config */
 	const struct rt_plan *plan;
-	struct rt_state_rec *rec;   /* status creating, bundle, rootfs, id_range set */
-	const char *dir;            /* <root>/<id>, absolute */
-	int dirfd;                  /* the same, open */
-	int ready_fd;               /* create's pipe: one rt_shim_proto reply line */
-	int log_fd;                 /* --log, -1: none */
+	const struct rt_process *proc; /* the process: cfg's, or exec's */
+	json_t *exec_process;     /* an exec shim: ctr_exec's process, NULL: the container's shim */
+	struct rt_state_rec *rec; /* status creating, bundle, rootfs, id_range set */
+	const char *dir;          /* <root>/<id>, absolute */
+	int dirfd;                /* the same, open */
+	int ready_fd;             /* create's pipe: one rt_shim_proto reply line */
+	int log_fd;               /* --log, -1: none */
 	char pid_file[RT_PATH_MAX]; /* --pid-file made absolute, "" none */
 };
+
+/*
+ * An exec shim (exec_process set; `kiln-runtime exec`): the same process
+ * for one further process in the running container, whose exec number
+ * is the shim's pid: it connects to the container's agent (no VM of its
+ * own, no shim.sock, no record), sends ctr_exec and ctr_start, writes
+ * the pid file, relays the process's stdio or terminal, forwards the
+ * signals it gets and ends as the process did. A SIGKILL to the exec
+ * shim cannot be forwarded: the process then runs on until the
+ * container ends.
+ */
 
 /* The shim; exits (as the container did, or 1 when create failed). */
 __attribute__((noreturn)) void rt_shim_main(const struct rt_shim_args *a);

@@ -87,8 +87,8 @@ oci_flows() {
 # oci_flows_life RUNTIME: a detached container's life through the engine:
 # `stop` reaches the process with SIGTERM (its trap's exit status comes
 # back), `kill` ends one that ignores TERM (137), `ps` lists it while it
-# runs, `pause` and `unpause` it, `logs` has its output. 0, or 1 after
-# fail.
+# runs, `exec` runs further processes in it (exit status, stdin, 127),
+# `pause` and `unpause` it, `logs` has its output. 0, or 1 after fail.
 oci_flows_life() {
   local rt=(--runtime "$1" --network none) id
   oci_run '' run -d "${rt[@]}" "$oci_img" /bin/sh -c 'trap "echo got-term; exit 3" TERM; echo up; while :; do sleep 0.1; done'
@@ -96,6 +96,12 @@ oci_flows_life() {
   id=$out
   oci_run '' ps -q --no-trunc
   expect_rc 0 && expect_out "^$id$" || return 1
+  oci_run '' exec "$id" /bin/sh -c 'echo in-exec; exit 3'
+  expect_rc 3 && expect_out '^in-exec$' || return 1
+  oci_run 'exec-stdin' exec -i "$id" /bin/busybox cat
+  expect_rc 0 && expect_out '^exec-stdin$' || return 1
+  oci_run '' exec "$id" /nosuch
+  expect_rc 127 || return 1
   oci_run '' pause "$id"
   expect_rc 0 || return 1
   oci_run '' inspect --format '{{.State.Status}}' "$id"

@@ -363,7 +363,7 @@ static void test_stdio_raw_stream(void **state)
 
 	(void)state;
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_stdio(&c, "c1", AGENT_CTR_STDOUT, &fd, &e), 0);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c1", 0, AGENT_CTR_STDOUT, &fd, &e), 0);
 	assert_int_equal(e.fail, AGENT_FAIL_NONE);
 	assert_true(fd >= 0);
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
@@ -385,7 +385,7 @@ static void test_stdio_raw_stream(void **state)
 	assert_int_equal(shutdown(fd, SHUT_WR), 0);
 	close(fd);
 	fd = -1;
-	assert_int_equal(agent_client_ctr_stdio(&c, "c-9", AGENT_CTR_PTY, &fd, &e), 0);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c-9", 0, AGENT_CTR_PTY, &fd, &e), 0);
 	close(fd);
 	fake_stop(f);
 	assert_string_equal(f->req[0],
@@ -416,21 +416,23 @@ static void test_stdio_errors(void **state)
 
 	(void)state;
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_stdio(&c, "c1", AGENT_CTR_STDOUT, &fd, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c1", 0, AGENT_CTR_STDOUT, &fd, &e),
+			 -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_INVALID_STATE);
 	assert_msg_has(&e, "connected already");
 	assert_int_equal(fd, -1);
-	assert_int_equal(agent_client_ctr_stdio(&c, "c1", AGENT_CTR_STDERR, &fd, &e), -EPROTO);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c1", 0, AGENT_CTR_STDERR, &fd, &e), -EPROTO);
 	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
 	assert_int_equal(fd, -1);
-	assert_int_equal(agent_client_ctr_stdio(&c, "c1", AGENT_CTR_STDIN, &fd, &e), -ECONNRESET);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c1", 0, AGENT_CTR_STDIN, &fd, &e),
+			 -ECONNRESET);
 	assert_int_equal(e.fail, AGENT_FAIL_CONNECT);
 	assert_int_equal(fd, -1);
-	assert_int_equal(agent_client_ctr_stdio(&c, "c1", AGENT_CTR_STDIN, &fd, &e), -EPROTO);
+	assert_int_equal(agent_client_ctr_stdio(&c, "c1", 0, AGENT_CTR_STDIN, &fd, &e), -EPROTO);
 	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_TRUNCATED);
 	assert_int_equal(fd, -1);
 	/* refused before connecting */
-	assert_int_equal(agent_client_ctr_stdio(&c, "", AGENT_CTR_STDIN, &fd, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_stdio(&c, "", 0, AGENT_CTR_STDIN, &fd, &e), -EINVAL);
 	assert_int_equal(e.fail, AGENT_FAIL_REQUEST);
 	assert_int_equal(fd, -1);
 	fake_stop(f);
@@ -452,9 +454,9 @@ static void test_controls_send(void **state)
 	(void)state;
 	c = client_for(f, 2000);
 	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), 0);
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 15, true, &e), 0);
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 64, false, &e), 0);
-	assert_int_equal(agent_client_ctr_resize(&c, "c1", 50, 200, &e), 0);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 15, true, &e), 0);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 64, false, &e), 0);
+	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 50, 200, &e), 0);
 	assert_int_equal(agent_client_ctr_delete(&c, "c1", &e), 0);
 	assert_int_equal(e.fail, AGENT_FAIL_NONE);
 	fake_stop(f);
@@ -496,15 +498,15 @@ static void test_controls_refused_unsent(void **state)
 	memset(cid, 'a', sizeof(cid) - 1);
 	cid[sizeof(cid) - 1] = '\0';
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, false, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 0, false, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 65, false, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 65, false, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", -9, true, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, -9, true, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 80, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 0, 80, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_int_equal(agent_client_ctr_resize(&c, "c1", 24, 0, &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 24, 0, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_int_equal(agent_client_ctr_start(&c, "..", &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
@@ -549,11 +551,11 @@ static void test_controls_agent_errors(void **state)
 	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_INVALID_STATE);
 	assert_string_equal(e.msg, "container \"c1\" is not created (it is running)");
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 9, true, &e), -EREMOTEIO);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 9, true, &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_INVALID_STATE);
 	assert_int_equal(agent_client_ctr_delete(&c, "c1", &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_NOT_FOUND);
-	assert_int_equal(agent_client_ctr_resize(&c, "c1", 1, 1, &e), -EPROTO);
+	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 1, 1, &e), -EPROTO);
 	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
 	assert_msg_has(&e, "ctr_resize");
 	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), -EPROTO);
@@ -562,7 +564,7 @@ static void test_controls_agent_errors(void **state)
 	/* The reply is bounded by the context's timeout. */
 	c.timeout_ms = 200;
 	t0 = mono_ms();
-	assert_int_equal(agent_client_ctr_signal(&c, "c1", 15, false, &e), -ETIMEDOUT);
+	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 15, false, &e), -ETIMEDOUT);
 	assert_int_equal(e.fail, AGENT_FAIL_TIMEOUT);
 	assert_true(mono_ms() - t0 < 1500); /* -ETIMEDOUT is the check; this catches a hang */
 	c.timeout_ms = 2000;
@@ -580,7 +582,7 @@ static int wait_once(const struct agent_client *c, const char *cid, int poll_ms,
 		     struct agent_client_ctr_exit *ex, struct agent_client_err *e)
 {
 	struct agent_client_ctr_wait *w = NULL;
-	int r = agent_client_ctr_wait_begin(c, cid, &w, e);
+	int r = agent_client_ctr_wait_begin(c, cid, 0, &w, e);
 
 	if (r < 0) {
 		assert_null(w);
@@ -727,7 +729,7 @@ static void test_wait_end_timeout(void **state)
 
 	(void)state;
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_wait_begin(&c, "c1", &w, &e), 0);
+	assert_int_equal(agent_client_ctr_wait_begin(&c, "c1", 0, &w, &e), 0);
 	assert_non_null(w);
 	t0 = mono_ms();
 	assert_int_equal(agent_client_ctr_wait_end(w, 300, &ex, &e), -ETIMEDOUT);

@@ -1,0 +1,169 @@
+/* kiln-runtime exec: a further process in a running container, through
+ * an exec shim (rt_shim.h); see rt_command.h. */
+#include "api/runtime/rt_command.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_shim.h"
+#include "api/runtime/rt_shim_proto.h"
+#include "lib/base/fd_io.h"
+
+#define EXEC_ENV_MAX (RT_CONFIG_LIST_MAX + RT_CLI_ENV_MAX)
+
+/* exec --process FILE: checked as config.json's process. */
+static int read_process_file(const char *path, struct rt_process *p, json_t **doc, struct err *e)
+{
+	char *buf;
+	size_t n;
+	int r = rt_file_read(AT_FDCWD, path, true, RT_CONFIG_FILE_MAX, "exec --process", &buf, &n,
+			     e);
+
+	*doc = NULL;
+	memset(p, 0, sizeof(*p));
+	if (r < 0)
+		return r;
+	r = rt_process_parse(buf, n, p, doc, e);
+	free(buf);
+	return r;
+}
+
+/* exec ID CMD... (runc's form): the container's own environment and
+ * working directory, then the flags' (-e adds to the environment, --cwd,
+ * -u, -g, -t replace). env[EXEC_ENV_MAX] holds the environment. */
+static int process_from_flags(const struct rt_cmd *c, const struct rt_process *init,
+			      struct rt_process *p, const char **env, struct err *e)
+{
+	size_t n = 0;
+
+	if (!c->nargs)
+		return err_set(e, EINVAL, "exec: no command: give one after the ID, or --process");
+	memset(p, 0, sizeof(*p));
+	p->args = (const char **)c->args;
+	p->nargs = c->nargs;
+	for (size_t i = 0; i < init->nenv; i++)
+		env[n++] = init->env[i];
+	for (size_t i = 0; i < c->nenv; i++)
+		env[n++] = c->env[i];
+	p->env = env;
+	p->nenv = n;
+	p->cwd = c->cwd ? c->cwd : init->cwd;
+	if (p->cwd[0] != '/')
+		return err_set(e, EINVAL, "exec --cwd %.200s: want an absolute path", p->cwd);
+	p->uid = c->has_user ? c->uid : init->uid;
+	p->gid = c->has_user ? c->gid : init->gid;
+	p->gids = c->ngids ? (uint32_t *)c->gids : NULL;
+	p->ngids = c->ngids;
+	p->terminal = c->tty;
+	return 0;
+}
+
+/*
+ * Fork the exec shim and wait for its ready line (as create does for the
+ * container's shim). The shim holds nothing of ours but what a names;
+ * the container's lock is released first (an exec may run for long).
+ */
+static int exec_fork(struct rt_held *h, struct rt_shim_args *a, pid_t *pid, struct err *e)
+{
+	static char dir[RT_PATH_MAX];
+	char rootreal[RT_PATH_MAX], line[RT_SHIM_LINE_MAX];
+	int ready[2], r;
+	ssize_t n;
+
+	if (rt_command_pid_file(a->cmd->pid_file, a->pid_file, e) < 0)
+		return -EINVAL;
+	if (!realpath(a->cmd->g.root, rootreal) ||
+	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
+		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", a->cmd->g.root, strerror(errno));
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return err_set(e, errno, "exec: pipe: %s", strerror(errno));
+	a->dir = dir; /* its vm/vsock is the container's agent */
+	a->dirfd = h->dirfd;
+	a->ready_fd = ready[1];
+	*pid = fork();
+	if (*pid < 0) {
+		r = err_set(e, errno, "exec: fork: %s", strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	if (*pid == 0) {
+		close(ready[0]);
+		close(h->lockfd);
+		close(h->rootfd);
+		rt_shim_main(a);
+	}
+	close(ready[1]);
+	n = fd_io_read_full(ready[0], line, sizeof(line));
+	close(ready[0]);
+	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
+	if (r == -EINVAL)
+		err_set(e, ECHILD, "exec: the exec's shim ended before the process ran");
+	if (r < 0)
+		waitpid(*pid, NULL, 0);
+	return r;
+}
+
+/* exec without --detach: runc waits and exits as the process did. */
+static void exec_wait(const struct rt_ctx *x, pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	*x->exit_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int rt_command_exec(const struct rt_ctx *x, struct err *e)
+{
+	static const char *env[EXEC_ENV_MAX];
+	static struct rt_shim_args a;
+	const struct rt_cmd *c = x->cmd;
+	struct rt_process p = { 0 };
+	struct rt_config cfg;
+	bool have_cfg = false;
+	json_t *doc = NULL;
+	struct rt_held h;
+	pid_t pid = -1;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && h.st == RT_STATUS_STOPPED)
+		r = err_set(e, EINVAL, "cannot exec in a stopped container");
+	else if (!r && h.st == RT_STATUS_PAUSED)
+		r = err_set(e, EINVAL, "cannot exec in a paused container");
+	else if (!r && h.st != RT_STATUS_RUNNING)
+		r = err_set(e, EINVAL, "cannot exec in a container that is not running: %s",
+			    rt_status_name(h.st));
+	if (!r && c->process) {
+		r = read_process_file(c->process, &p, &doc, e);
+	} else if (!r) {
+		r = rt_command_read_config(h.rec.bundle, &cfg, e);
+		have_cfg = !r;
+		if (!r)
+			r = process_from_flags(c, &cfg.process, &p, env, e);
+	}
+	if (!r && p.terminal && !c->console_socket)
+		r = err_set(e, EINVAL, "exec: a terminal needs --console-socket");
+	if (!r) {
+		a = (struct rt_shim_args){ .cmd = c, .proc = &p, .log_fd = x->log_fd,
+					   .exec_process = rt_plan_process(&p) };
+		r = a.exec_process ? exec_fork(&h, &a, &pid, e)
+				   : err_set(e, ENOMEM, "exec: out of memory");
+	}
+	json_decref(a.exec_process);
+	rt_command_release(&h);
+	if (!r && !c->detach)
+		exec_wait(x, pid);
+	if (c->process)
+		rt_process_free(&p); /* from flags, p borrows c's and cfg's arrays */
+	json_decref(doc);
+	if (have_cfg)
+		rt_config_free(&cfg);
+	return r;
+}
