@@ -80,7 +80,8 @@ static int exec_fork(struct rt_held *h, struct rt_shim_args *a, pid_t *pid, stru
 		return -EINVAL;
 	if (!realpath(a->cmd->g.root, rootreal) ||
 	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
-		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", a->cmd->g.root, strerror(errno));
+		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", a->cmd->g.root,
+			       strerror(errno));
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return err_set(e, errno, "exec: pipe: %s", strerror(errno));
 	a->dir = dir; /* its vm/vsock is the container's agent */
@@ -151,7 +152,9 @@ int rt_command_exec(const struct rt_ctx *x, struct err *e)
 	if (!r && p.terminal && !c->console_socket)
 		r = err_set(e, EINVAL, "exec: a terminal needs --console-socket");
 	if (!r) {
-		a = (struct rt_shim_args){ .cmd = c, .proc = &p, .log_fd = x->log_fd,
+		a = (struct rt_shim_args){ .cmd = c,
+					   .proc = &p,
+					   .log_fd = x->log_fd,
 					   .exec_process = rt_plan_process(&p) };
 		r = a.exec_process ? exec_fork(&h, &a, &pid, e)
 				   : err_set(e, ENOMEM, "exec: out of memory");
