@@ -18,6 +18,7 @@
 
 #include "api/agent-client/agent_client.h"
 #include "api/runtime/console_sock.h"
+#include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_exit.h"
 #include "api/runtime/rt_log.h"
@@ -257,7 +258,8 @@ static int shim_setup(struct shim *s, struct err *e)
 	struct timespec now;
 	int gpid, r;
 
-	if ((r = signals_take(s, e)) < 0 || (r = vm_start(s, e)) < 0 ||
+	if ((r = signals_take(s, e)) < 0 || (r = rt_cgroup_enter(a->rec, e)) < 0 ||
+	    (r = vm_start(s, e)) < 0 ||
 	    (r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e)) < 0)
 		return r;
 	clock_gettime(CLOCK_REALTIME, &now);
