@@ -266,11 +266,12 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # "kilnd by concern"): core, http, keeper <- bodies, the sandbox model
 # (registry, supervision, images, net) <- preview, endpoints <- kilnd.c. It
 # validates rule sets with the VMM's own parser (lib/netrules), holds passt
-# to them outside the VMM with cgroup programs (lib/egress), talks to
+# to them outside the VMM with cgroup programs (lib/egress), keeps each
+# VMM's cgroup with lib/cgroup (kiln-runtime a container's too), talks to
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c vmm/control/control_client.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c lib/cgroup/*.c) vmm/control/control_proto.c vmm/control/control_client.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
 # (include/kiln/agent.h) only, never api/agent-client itself: it links the
 # static archive, from which the linker takes only the agent's objects and
@@ -287,7 +288,7 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
 # (jailed) and never links the VM.
-KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c) $(AGENT_CLIENT_SRCS) vmm/control/control_proto.c vmm/control/control_client.c api/proto/agent_tar.c api/proto/gz_stream.c
+KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c lib/cgroup/*.c) $(AGENT_CLIENT_SRCS) vmm/control/control_proto.c vmm/control/control_client.c api/proto/agent_tar.c api/proto/gz_stream.c
 $(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
 

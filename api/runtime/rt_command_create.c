@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/runtime/rt_binds.h"
+#include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
 #include "api/runtime/rt_rootfs.h"
@@ -171,6 +172,8 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		r = rt_ids_take(rootfd, c->id, RT_IDS_SLOTS, &rec.id_range, e);
 	}
 	if (!r)
+		r = rt_cgroup_make(c, &cfg, &rec, e);
+	if (!r)
 		r = rt_dir_write_state(dirfd, &rec, e);
 	if (!r)
 		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
@@ -190,9 +193,10 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the
 	 * engine retries with the same ID): its binds first, which the
-	 * directory's removal would not enter. */
+	 * directory's removal would not enter, and its cgroup. */
 	if (r && dirfd >= 0) {
 		rt_binds_release(dirfd, &ignored);
+		rt_cgroup_remove(&rec, &ignored);
 		rt_dir_remove(rootfd, c->id, &ignored);
 		if (rec.id_range)
 			rt_ids_free(rootfd, rec.id_range, c->id, &ignored);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/runtime/rt_binds.h"
+#include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_hooks.h"
 #include "lib/base/fd_io.h"
 #include "api/runtime/rt_shim.h"
@@ -99,6 +100,8 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 			    c->id, rt_status_name(st));
 	if (!r)
 		r = kill_container(&rec, e); /* a stopped one's VM may outlive its shim */
+	if (!r)
+		r = rt_cgroup_remove(&rec, e);
 	if (!r)
 		r = rt_binds_release(dirfd, e);
 	if (!r)

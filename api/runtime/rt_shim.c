@@ -19,6 +19,7 @@
 
 #include "api/agent-client/agent_client.h"
 #include "api/runtime/console_sock.h"
+#include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_exit.h"
 #include "api/runtime/rt_hooks.h"
@@ -370,7 +371,7 @@ static int shim_setup(struct shim *s, struct err *e)
 	int gpid, r;
 
 	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
-	    (r = vm_start(s, e)) < 0)
+	    (r = rt_cgroup_enter(a->rec, e)) < 0 || (r = vm_start(s, e)) < 0)
 		return r;
 	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
 	if (r == -ECHILD) {

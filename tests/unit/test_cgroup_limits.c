@@ -2,7 +2,8 @@
  * A sandbox's cgroup limits (api/kilnd/core/cgroup_limits.c): the
  * defaults' arithmetic, the `limits` object of a create body (every bad
  * value refused naming its field), the cgroup file contents, and how the
- * cgroup's event counters turn into last_exit reasons.
+ * cgroup's event counters turn into last_exit reasons (reading them:
+ * test_cgroup_leaf.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -162,27 +163,11 @@ static void test_bad_limits(void **state)
 
 static void test_events(void **state)
 {
-	const char *mem = "low 0\nhigh 0\nmax 12\noom 1\noom_kill 1\noom_group_kill 0\n";
 	struct cg_limits l;
-	struct cg_events ev = { 0 };
-	uint64_t v;
+	struct cgroup_events ev = { 0 };
 	char msg[512];
 
 	(void)state;
-	assert_int_equal(cg_events_value(mem, "oom_kill", &v), 0);
-	assert_int_equal(v, 1);
-	/* "oom" is not "oom_kill", nor "max" a suffix of another key. */
-	assert_int_equal(cg_events_value(mem, "oom", &v), 0);
-	assert_int_equal(v, 1);
-	assert_int_equal(cg_events_value(mem, "max", &v), 0);
-	assert_int_equal(v, 12);
-	assert_int_equal(cg_events_value(mem, "kill", &v), -1);
-	assert_int_equal(cg_events_value("max x\n", "max", &v), -1);
-	assert_int_equal(cg_events_value("max 3junk\n", "max", &v), -1);
-	assert_int_equal(cg_events_value("max 7", "max", &v), 0);
-	assert_int_equal(v, 7);
-	assert_int_equal(cg_events_value("", "max", &v), -1);
-
 	cg_limits_default(1, 128, &l);
 	assert_null(cg_limit_hit(&ev, &l, msg, sizeof(msg)));
 	ev.pids_max = 3;

@@ -111,26 +111,7 @@ void cg_limits_cpu_max(const struct cg_limits *l, char *out, size_t cap)
 		 CG_CPU_PERIOD_US);
 }
 
-int cg_events_value(const char *text, const char *key, uint64_t *out)
-{
-	size_t klen = strlen(key);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *v;
-		char *end;
-
-		if (strncmp(p, key, klen) || p[klen] != ' ')
-			continue;
-		v = p + klen + 1;
-		if (*v < '0' || *v > '9')
-			return -1;
-		*out = strtoull(v, &end, 10);
-		return *end == '\n' || *end == '\0' ? 0 : -1;
-	}
-	return -1;
-}
-
-const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg,
+const char *cg_limit_hit(const struct cgroup_events *ev, const struct cg_limits *l, char *msg,
 			 size_t cap)
 {
 	if (ev->oom_kill) {

@@ -3,10 +3,12 @@
  * their defaults from the sandbox's cpus and memory_mib, the `limits`
  * object of POST /v1/sandboxes validated into a struct and back to JSON,
  * the values kilnd writes into memory.max, pids.max and cpu.max, and how
- * a VMM's end reads in memory.events and pids.events.
+ * a VMM's end reads in memory.events and pids.events (struct
+ * cgroup_events, lib/cgroup/cgroup_leaf.h).
  *
  * Contract:
- *  - Pure (jansson only); the files themselves are supervision/cgroup.c's.
+ *  - Pure (jansson only); the files themselves are supervision/cgroup.c's
+ *    and lib/cgroup's.
  *  - memory.max bounds the whole VMM: guest RAM (which the guest may touch
  *    in full) plus the VMM's own memory (its code, thread stacks, device
  *    buffers, the page cache of its overlay and snapshot files). The
@@ -27,6 +29,7 @@
 #include <jansson.h>
 
 #include "api/kilnd/core/api_error.h"
+#include "lib/cgroup/cgroup_leaf.h"
 
 /* Default VMM overhead above guest RAM: base + RAM/16, at most the cap. */
 #define CG_OVERHEAD_BASE_MIB 64u
@@ -72,24 +75,11 @@ void cg_limits_pids_max(const struct cg_limits *l, char *out, size_t cap);
 void cg_limits_cpu_max(const struct cg_limits *l, char *out, size_t cap);
 
 /*
- * The value of key in a flat-keyed cgroup file ("key value" lines:
- * memory.events, pids.events). 0 with *out, or -1 when the key is absent
- * or its value is not a number.
- */
-int cg_events_value(const char *text, const char *key, uint64_t *out);
-
-/* What the cgroup counted while one VMM ran. */
-struct cg_events {
-	uint64_t oom_kill; /* memory.events oom_kill */
-	uint64_t pids_max; /* pids.events max: forks refused at pids.max */
-};
-
-/*
  * Whether the VMM's end was a limit's doing: the last_exit reason
  * ("memory_limit", "pids_limit") with a message for the client in
  * msg[cap], or NULL when no limit was hit.
  */
-const char *cg_limit_hit(const struct cg_events *ev, const struct cg_limits *l, char *msg,
+const char *cg_limit_hit(const struct cgroup_events *ev, const struct cg_limits *l, char *msg,
 			 size_t cap);
 
 #endif

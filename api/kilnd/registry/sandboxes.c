@@ -221,7 +221,7 @@ static void remove_leftover(struct kilnd *d, const char *id, const char *dir, co
 			  id);
 	if (d->cfg.cgroups &&
 	    sandbox_pathf(cg, sizeof(cg), "%s/%s", d->cfg.cgroup_parent, id) == 0 &&
-	    (r = cgroup_remove(cg)))
+	    (r = cgroup_leaf_remove(cg)))
 		kilnd_log("cannot remove the cgroup %s: %s", cg, strerror(-r));
 	sandbox_remove_dir(dir);
 }

@@ -1,6 +1,8 @@
 /*
  * cgroup: the cgroup v2 directories kilnd keeps for its VMMs
- * (docs/api.md "limits", docs/security.md "cgroup limits").
+ * (docs/api.md "limits", docs/security.md "cgroup limits"): kilnd's
+ * policy (the --cgroup-parent, sandbox-id names, its errors) over
+ * lib/cgroup, which makes, enters, reads and removes them.
  *
  * Contract:
  *  - One parent directory per kilnd (--cgroup-parent; default
@@ -12,10 +14,10 @@
  *  - The VMM enters its cgroup between fork and exec, by writing "0" to
  *    the cgroup.procs descriptor cgroup_create() opened (supervise.c):
  *    from its first instruction everything it allocates is charged there.
- *  - A directory is only ever removed empty (rmdir); processes left in
- *    one (a passt the VMM started) are killed first through cgroup.kill,
- *    and empty cgroups below it (a kiln-passt-<pid> a kiln-vmm made for
- *    its passt, lib/egress/egress_subgroup.h) are removed with it.
+ *  - A VMM's cgroup is removed with cgroup_leaf_remove (lib/cgroup/
+ *    cgroup_leaf.h): processes left in it (a passt the VMM started) are
+ *    killed first, empty cgroups below it go with it; its counters are
+ *    read with cgroup_leaf_events.
  *  - Errors are values: -1 with a message saying what failed and what to
  *    do; nothing here exits.
  */
@@ -27,11 +29,10 @@
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/cgroup_limits.h"
 #include "lib/base/err.h"
-
-#define CGROUP_DEFAULT_MOUNT "/sys/fs/cgroup"
+#include "lib/cgroup/cgroup_leaf.h"
 
 /*
- * Make parent usable (parent[0] == '\0': CGROUP_DEFAULT_MOUNT "/kiln",
+ * Make parent usable (parent[0] == '\0': CGROUP_MOUNT_DEFAULT "/kiln",
  * written back): it must lie on a cgroup2 file system whose root offers
  * memory, pids and cpu; the missing levels are made and the controllers
  * enabled down to it. Then remove what a previous kilnd left in it (empty
@@ -47,11 +48,5 @@ int cgroup_setup(char *parent, size_t cap, struct err *e);
  */
 int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path,
 		  size_t cap, int *procs_fd, struct api_err *e);
-
-/* What the cgroup counted (memory.events, pids.events); zeros where unreadable. */
-void cgroup_read_events(const char *path, struct cg_events *ev);
-
-/* Kill what is left in it and remove it; a missing one is fine. 0, or -errno. */
-int cgroup_remove(const char *path);
 
 #endif

@@ -51,7 +51,7 @@ void sandbox_cgroup_remove(struct sandbox *sb)
 
 	if ((size_t)snprintf(cg, sizeof(cg), "%s/%s", sb->d->cfg.cgroup_parent, sb->rec.id) <
 	    sizeof(cg))
-		cgroup_remove(cg);
+		cgroup_leaf_remove(cg);
 }
 
 /*
@@ -62,7 +62,7 @@ static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info
 				  size_t cap)
 {
 	const char *limit = NULL;
-	struct cg_events ev;
+	struct cgroup_events ev;
 	char cg[PATH_MAX];
 	int r;
 
@@ -71,12 +71,12 @@ static const char *vmm_cgroup_end(struct sandbox *sb, const struct vmm_exit_info
 	kilnd_unlock(sb->d);
 	if (!cg[0])
 		return NULL;
-	cgroup_read_events(cg, &ev);
+	cgroup_leaf_events(cg, &ev);
 	/* A VMM that ended cleanly was not ended by a limit it brushed. */
 	if (x->status != 0 || x->signal)
 		limit = cg_limit_hit(&ev, &sb->rec.spec.limits, msg, cap);
 	/* Outside the lock: removing may wait for leftover processes to die. */
-	if ((r = cgroup_remove(cg)))
+	if ((r = cgroup_leaf_remove(cg)))
 		kilnd_log("sandbox %s: cannot remove its cgroup %s: %s (removed at its next boot or delete)",
 			  sb->rec.id, cg, strerror(-r));
 	return limit;
@@ -316,7 +316,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	/* Before kiln-vmm exists: passt, which it forks, is held from its first connect. */
 	if (cg[0] && sandbox_egress_apply(sb, cg, NULL, e)) {
 		close(req.cgroup_fd);
-		cgroup_remove(cg);
+		cgroup_leaf_remove(cg);
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
@@ -347,7 +347,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		sb->refs--;
 		kilnd_unlock(d);
 		if (cg[0])
-			cgroup_remove(cg);
+			cgroup_leaf_remove(cg);
 		return -1;
 	}
 	*spawned = true;
