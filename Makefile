@@ -90,7 +90,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-targets clean
+.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-oci bench-targets clean
 # The host side (what `make install` installs) never waits for the guest
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
@@ -241,6 +241,14 @@ install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BU
 	$(kiln_pc) >$(DESTDIR)$(LIBDIR)/pkgconfig/kiln.pc
 	install -m 0644 README.md docs/*.md $(DESTDIR)$(PREFIX)/share/doc/kiln/
 
+# What kiln-runtime boots, beside the programs: the guest kernel and
+# kiln-runtime's initramfs, into lib/kiln/ (docs/oci-runtime.md).
+.PHONY: install-guest
+install-guest: $(OCI_INIT)
+	@test -f $(BUILD)/kernel/vmlinux || { echo "install-guest: no $(BUILD)/kernel/vmlinux: run make guest first" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/lib/kiln
+	install -m 0644 $(BUILD)/kernel/vmlinux $(OCI_INIT) $(DESTDIR)$(PREFIX)/lib/kiln/
+
 # PID 1 of the guest: a static PIE, so the rootfs needs no libc (jansson comes
 # from libjansson-dev's static archive).
 $(BUILD)/kiln-init: $(INIT_SRCS) $(BASE_LIB) $(HOST_FLAGS_STAMP) $(wildcard guest-init/*.h guest-init/*/*.h api/proto/*.h lib/base/*.h) \
@@ -262,7 +270,7 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c) vmm/control/control_proto.c vmm/control/control_client.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
 # (include/kiln/agent.h) only, never api/agent-client itself: it links the
 # static archive, from which the linker takes only the agent's objects and
@@ -279,7 +287,7 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
 # (jailed) and never links the VM.
-KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c) $(AGENT_CLIENT_SRCS) api/proto/agent_tar.c api/proto/gz_stream.c
+KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c) $(AGENT_CLIENT_SRCS) vmm/control/control_proto.c vmm/control/control_client.c api/proto/agent_tar.c api/proto/gz_stream.c
 $(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
 
@@ -485,6 +493,11 @@ HARNESS_BENCHES := agent api sdk images snapshot net
 $(HARNESS_BENCHES:%=bench-%): bench-%: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout $(if $(filter snapshot net,$*),2400,1800) bench/$*
+
+# kiln-runtime under Podman against crun and a bare kiln-vmm boot (bench/oci).
+bench-oci: deps
+	@$(MAKE) --no-print-directory all
+	tests/harness/run --timeout 1800 bench/oci
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
 bench-http: deps

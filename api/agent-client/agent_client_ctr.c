@@ -2,6 +2,7 @@
  * calls; see agent_client.h. */
 #include "api/agent-client/agent_client.h"
 #include "api/agent-client/agent_client_impl.h"
+#include "lib/base/utf8.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -17,22 +18,36 @@ struct agent_client_ctr_wait {
  * the agent's parser reads (agent_client_req_finish checks it so). */
 static void ctr_req(struct agent_client_req *rq, enum agent_type t, const struct agent_ctr_req *r)
 {
-	rq->o = agent_ctr_req_encode(t, r);
 	rq->type = agent_type_name(t);
-	rq->nomem = !rq->o;
 	rq->bad_key = NULL;
+	/* jansson refuses a cid that is not UTF-8: name the field, not "no memory" */
+	if (!utf8_valid((const uint8_t *)r->cid, strlen(r->cid))) {
+		rq->o = NULL;
+		rq->nomem = false;
+		rq->bad_key = "cid";
+		return;
+	}
+	rq->o = agent_ctr_req_encode(t, r);
+	rq->nomem = !rq->o;
 }
 
 int agent_client_ctr_create(const struct agent_client *c, json_t *req, int *pid,
 			    struct agent_client_err *err)
 {
 	struct agent_client_conn k = agent_client_msg_ctx("ctr_create");
-	struct agent_client_req rq = { .o = json_deep_copy(req), .type = "ctr_create" };
+	struct agent_client_req rq = { .type = "ctr_create" };
+	const char *type = json_string_value(json_object_get(req, "type"));
 	json_t *h;
 	int r;
 
 	ERR_INIT(err);
 	*pid = 0;
+	/* The agent's parser takes any request; only a ctr_create may go out
+	 * under this name (another would run, then fail as a protocol error). */
+	if (type && strcmp(type, "ctr_create") != 0)
+		return agent_client_efail(err, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD, EINVAL,
+					  "ctr_create: the request's type is '%.64s'", type);
+	rq.o = json_deep_copy(req);
 	rq.nomem = !rq.o;
 	r = agent_client_call_now(c, &rq, "ctr_created", &h, err);
 	if (r < 0)
@@ -191,6 +206,10 @@ int agent_client_ctr_wait_end(struct agent_client_ctr_wait *w, int timeout_ms,
 				       "ctr_wait: the agent's exit names another container");
 	if (r == 0)
 		r = agent_client_r_uint(&w->k, h, "exec", UINT32_MAX, &exec, err);
+	if (r == 0 && exec != 0)
+		r = agent_client_efail(err, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR, EPROTO,
+				       "ctr_wait: the agent's exit names exec %llu, not the init",
+				       (unsigned long long)exec);
 	if (r == 0)
 		r = agent_client_r_pid(&w->k, h, &ex->pid, err);
 	if (r == 0)

@@ -28,6 +28,8 @@ static const struct {
 	{ RT_PS, rt_command_ps },
 	{ RT_UPDATE, rt_command_update },
 	{ RT_EXEC, rt_command_exec },
+	{ RT_PAUSE, rt_command_pause },
+	{ RT_RESUME, rt_command_resume },
 };
 
 static int run(const struct rt_ctx *x, struct err *e)

@@ -5,7 +5,8 @@
  * config.json, a container held under its lock. kiln-runtime.c is main
  * and the command table; rt_command_create.c is create,
  * rt_command_state.c what only reads (state, list, ps, features, spec),
- * rt_command_life.c what changes a container (delete, kill, start, update, exec).
+ * rt_command_life.c what changes a container (delete, kill, start, update, exec,
+ * pause, resume).
  *
  * Contract: each command returns 0, or -errno with e one line (main
  * prints it on stderr and logs it, and exits 1, as runc). Work in
@@ -70,5 +71,7 @@ int rt_command_kill(const struct rt_ctx *x, struct err *e);
 int rt_command_start(const struct rt_ctx *x, struct err *e);
 int rt_command_update(const struct rt_ctx *x, struct err *e);
 int rt_command_exec(const struct rt_ctx *x, struct err *e);
+int rt_command_pause(const struct rt_ctx *x, struct err *e);
+int rt_command_resume(const struct rt_ctx *x, struct err *e);
 
 #endif

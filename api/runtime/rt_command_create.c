@@ -19,6 +19,7 @@
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/proc_stat.h"
 
 /* root.path as an absolute directory (relative: to the bundle). */
 static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *out, struct err *e)
@@ -83,6 +84,19 @@ static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int l
 	ssize_t n;
 	pid_t pid;
 
+	if (a->cmd->pid_file && a->cmd->pid_file[0] != '/') {
+		char cwd[RT_PATH_MAX];
+
+		/* the shim leaves the working directory: runc's relative
+		 * --pid-file is the caller's */
+		if (!getcwd(cwd, sizeof(cwd)) ||
+		    (size_t)snprintf(a->pid_file, sizeof(a->pid_file), "%s/%s", cwd,
+				     a->cmd->pid_file) >= sizeof(a->pid_file))
+			return err_set(e, ENAMETOOLONG, "--pid-file %.200s: the path is too long",
+				       a->cmd->pid_file);
+	} else if (a->cmd->pid_file) {
+		snprintf(a->pid_file, sizeof(a->pid_file), "%s", a->cmd->pid_file);
+	}
 	if (!realpath(root, rootreal) ||
 	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
 		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", root, strerror(errno));
@@ -104,6 +118,11 @@ static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int l
 		rt_shim_main(a);
 	}
 	close(ready[1]);
+	/* the record names the shim from now on: a delete while it boots
+	 * kills it rather than freeing what it uses under it */
+	a->rec->shim.pid = pid;
+	if (proc_start_time(pid, &a->rec->shim.start) == 0)
+		rt_dir_write_state(a->dirfd, a->rec, e);
 	n = fd_io_read_full(ready[0], line, sizeof(line));
 	close(ready[0]);
 	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
@@ -169,8 +188,15 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	if (!r)
 		r = rt_rootfs_mountpoints(rootfs, &cfg, e);
 	if (!r) {
-		struct rt_shim_args a = { c, &cfg, &plan, &rec, NULL, dirfd, -1, x->log_fd };
+		static struct rt_shim_args a; /* pid_file: a path, too big for the stack */
 
+		a = (struct rt_shim_args){ .cmd = c,
+					   .cfg = &cfg,
+					   .plan = &plan,
+					   .rec = &rec,
+					   .dirfd = dirfd,
+					   .ready_fd = -1,
+					   .log_fd = x->log_fd };
 		r = shim_fork(c->g.root, &a, rootfd, lockfd, e);
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the

@@ -1,5 +1,5 @@
-/* kiln-runtime delete, kill and start: what changes a container; see
- * rt_command.h. */
+/* kiln-runtime delete, kill, start, update, exec, pause and resume: what
+ * changes a container; see rt_command.h. */
 #include "api/runtime/rt_command.h"
 
 #include <errno.h>
@@ -15,34 +15,49 @@
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_hooks.h"
 #include "lib/base/fd_io.h"
+#include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_sock.h"
+#include "vmm/control/control_client.h"
 
 #define SHIM_KILL_WAIT_MS 2000 /* delete --force: the shim's end after SIGKILL */
+#define RT_CONTROL_MS 10000    /* pause, resume: kiln-vmm answers at once */
 
-/* SIGKILL the shim named by the record (its pidfd pins the process, the
+/* SIGKILL a process of the record (its pidfd pins the process, the
  * start time checked after it is open) and wait for its end. */
-static int kill_shim(const struct rt_state_rec *rec, struct err *e)
+static int kill_proc(const struct rt_proc_id *p, const char *id, const char *what, struct err *e)
 {
-	int fd = (int)syscall(SYS_pidfd_open, rec->shim.pid, 0);
-	struct pollfd p;
+	int fd = p->pid > 0 ? (int)syscall(SYS_pidfd_open, p->pid, 0) : -1;
+	struct pollfd q;
 
+	if (p->pid <= 0)
+		return 0;
 	if (fd < 0)
 		return errno == ESRCH ? 0
-				      : err_set(e, errno, "container \"%s\": its shim: %s", rec->id,
+				      : err_set(e, errno, "container \"%s\": its %s: %s", id, what,
 						strerror(errno));
-	if (!rt_proc_alive(rec->shim.pid, rec->shim.start)) {
+	if (!rt_proc_alive(p->pid, p->start)) {
 		close(fd); /* another process took the pid: not ours to kill */
 		return 0;
 	}
 	if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) < 0 && errno != ESRCH) {
 		close(fd);
-		return err_set(e, errno, "container \"%s\": killing its shim: %s", rec->id,
+		return err_set(e, errno, "container \"%s\": killing its %s: %s", id, what,
 			       strerror(errno));
 	}
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	poll(&p, 1, SHIM_KILL_WAIT_MS);
+	q = (struct pollfd){ .fd = fd, .events = POLLIN };
+	poll(&q, 1, SHIM_KILL_WAIT_MS);
 	close(fd);
 	return 0;
+}
+
+/* The shim and its VM. kiln-vmm does not die with the shim: the jail's
+ * change of uid clears its parent-death signal, so it is killed by its
+ * own record too (a shim the OOM killer took leaves its VM running). */
+static int kill_container(const struct rt_state_rec *rec, struct err *e)
+{
+	int r = kill_proc(&rec->shim, rec->id, "shim", e);
+
+	return r ? r : kill_proc(&rec->vmm, rec->id, "kiln-vmm", e);
 }
 
 /* poststop hooks once the container is gone (runtime-spec: a failure
@@ -82,8 +97,8 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 		r = err_set(e, EBUSY,
 			    "cannot delete container %s that is not stopped: %s (use --force)",
 			    c->id, rt_status_name(st));
-	if (!r && st != RT_STATUS_STOPPED)
-		r = kill_shim(&rec, e);
+	if (!r)
+		r = kill_container(&rec, e); /* a stopped one's VM may outlive its shim */
 	if (!r)
 		r = rt_binds_release(dirfd, e);
 	if (!r)
@@ -125,8 +140,13 @@ int rt_command_kill(const struct rt_ctx *x, struct err *e)
 
 	if (!r && h.st == RT_STATUS_STOPPED)
 		r = err_set(e, ESRCH, "container not running");
-	if (!r)
+	if (!r) {
 		r = rt_shim_sock_call(h.dirfd, &req, RT_SHIM_CALL_MS, e);
+		/* KILL must work on a shim that does not answer (-EIO is its
+		 * answer): the shim and its VM go, the container with them */
+		if (r < 0 && r != -EIO && c->signal == SIGKILL && !kill_container(&h.rec, e))
+			r = 0;
+	}
 	rt_command_release(&h);
 	return r;
 }
@@ -244,4 +264,45 @@ int rt_command_exec(const struct rt_ctx *x, struct err *e)
 	json_decref(doc);
 	rt_command_release(&h);
 	return r;
+}
+
+/* pause and resume: every vCPU of the container's VM stops (or runs
+ * again) through kiln-vmm's control socket; the record says paused. */
+static int pause_resume(const struct rt_ctx *x, bool pause, struct err *e)
+{
+	const struct rt_cmd *c = x->cmd;
+	struct control_cmd cmd = { .op = pause ? CTL_PAUSE : CTL_RESUME };
+	struct control_reply rep;
+	char path[64];
+	struct rt_held h;
+	int r = rt_command_hold(c, &h, e);
+
+	if (!r && pause && h.st != RT_STATUS_RUNNING)
+		r = err_set(e, EINVAL, "container %s is not running: %s", c->id,
+			    rt_status_name(h.st));
+	else if (!r && !pause && h.st != RT_STATUS_PAUSED)
+		r = err_set(e, EINVAL, "container %s is not paused: %s", c->id,
+			    rt_status_name(h.st));
+	/* beneath the state directory's descriptor: a long --root never
+	 * meets sun_path's limit */
+	if (!r) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/" RT_JAIL_DIR "/control", h.dirfd);
+		r = control_client_run(path, &cmd, RT_CONTROL_MS, &rep, e);
+	}
+	if (!r) {
+		h.rec.status = pause ? RT_STATUS_PAUSED : RT_STATUS_RUNNING;
+		r = rt_dir_write_state(h.dirfd, &h.rec, e);
+	}
+	rt_command_release(&h);
+	return r;
+}
+
+int rt_command_pause(const struct rt_ctx *x, struct err *e)
+{
+	return pause_resume(x, true, e);
+}
+
+int rt_command_resume(const struct rt_ctx *x, struct err *e)
+{
+	return pause_resume(x, false, e);
 }

@@ -12,16 +12,36 @@
 
 #include "api/runtime/rt_state.h"
 
+/* The next component of *p, skipping runs of '/' and "." components
+ * (config.json does not normalise: "//dev/pts", "/dev/./pts" are
+ * /dev/pts); its length in *n, NULL at the end. */
+static const char *component(const char **p, size_t *n)
+{
+	for (;;) {
+		const char *s = *p + strspn(*p, "/");
+
+		*n = strcspn(s, "/");
+		*p = s + *n;
+		if (*n == 0)
+			return NULL;
+		if (*n != 1 || s[0] != '.')
+			return s;
+	}
+}
+
 /* Whether path lies at or below dir (both absolute, component-wise). */
 static bool below(const char *path, const char *dir)
 {
-	size_t n = strlen(dir);
+	for (;;) {
+		size_t dn, pn;
+		const char *d = component(&dir, &dn), *q;
 
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 1 && dir[0] == '/')
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+		if (!d)
+			return true;
+		q = component(&path, &pn);
+		if (!q || pn != dn || memcmp(q, d, dn) != 0)
+			return false;
+	}
 }
 
 bool rt_rootfs_wanted(const struct rt_mount *mounts, size_t i)
@@ -108,7 +128,7 @@ int rt_rootfs_mountpoints(const char *rootfs, const struct rt_config *cfg, struc
 	for (size_t i = 0; !r && i < cfg->nmounts; i++) {
 		const struct rt_mount *m = &cfg->mounts[i];
 		struct stat st;
-		bool file = m->bind && m->source && stat(m->source, &st) == 0 &&
+		bool file = m->bind && m->source && lstat(m->source, &st) == 0 &&
 			!S_ISDIR(st.st_mode);
 
 		if (rt_rootfs_wanted(cfg->mounts, i))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -20,17 +21,26 @@
 #include "api/runtime/console_sock.h"
 #include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_exit.h"
+#include "api/runtime/rt_hooks.h"
 #include "api/runtime/rt_log.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/fd_relay.h"
+#include "lib/base/mono.h"
 #include "lib/base/proc_stat.h"
 #include "lib/base/share_open.h"
+#include "lib/base/text_clean.h"
 
 #define PUMP_BUF (64u * 1024)
 #define KILL_AGENT_MS 2000 /* kill 9: the agent's answer, then the VM itself */
+/* Each agent call once the container runs: well inside a command's
+ * RT_SHIM_CALL_MS, so a guest that does not answer costs one command a
+ * failure, never the shim its loop for long. */
+#define LOOP_AGENT_MS 5000
+/* A KILL the agent took: the exit must follow within this, or the VM goes. */
+#define KILL_EXIT_MS 10000
 
 /* The pumps, the container's output first (drained at the end alone):
  * stdout, stderr, stdin; with a terminal, its output and its input. */
@@ -52,7 +62,8 @@ struct shim {
 	int tty;            /* the host pty's slave (with a terminal), -1: none */
 	int shares[3];
 	bool started;
-	bool killed; /* kill 9 went to the VM itself */
+	bool killed;      /* kill 9 went to the VM itself */
+	int64_t kill_due; /* mono ms: a taken KILL's exit is due, 0: none */
 	bool ended;
 	struct rt_exit x;
 };
@@ -101,34 +112,31 @@ static int shares_open(struct shim *s, struct err *e)
 	char path[RT_PATH_MAX];
 	int r = share_open(a->rec->rootfs, NULL, 0, &s->shares[0], e);
 
-	if (!r && a->plan->has_ro_binds) {
-		snprintf(path, sizeof(path), "%s/binds/ro", a->dir);
-		r = share_open(path, NULL, 0, &s->shares[1], e);
-	}
-	if (!r && a->plan->has_rw_binds) {
-		snprintf(path, sizeof(path), "%s/binds/rw", a->dir);
-		r = share_open(path, NULL, 0, &s->shares[2], e);
+	for (int i = 1; !r && i < 3; i++) {
+		bool want = i == 1 ? a->plan->has_ro_binds : a->plan->has_rw_binds;
+
+		if (!want)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/binds/%s", a->dir,
+				     i == 1 ? "ro" : "rw") >= sizeof(path))
+			return err_set(e, ENAMETOOLONG,
+				       "the container's directory path is too long");
+		r = share_open(path, NULL, 0, &s->shares[i], e);
 	}
 	return r;
 }
 
-/* kiln-vmm, jailed, as the shim's child. */
-static int vm_start(struct shim *s, struct err *e)
+/* The jail directory and its two sockets' paths; the agent client. */
+static int vm_paths(struct shim *s, char *jail, char *vsock, char *control, struct err *e)
 {
-	const struct rt_shim_args *a = s->a;
-	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX + 8], control[RT_PATH_MAX + 8];
-	struct rt_sizing size;
-	struct rt_files f;
-	struct rt_argv *argv;
-	int logp[2] = { -1, -1 }, r;
+	const char *dir = s->a->dir;
+	int r;
 
-	if (rt_plan_sizing(a->cfg, &size, e) < 0 || rt_files_find(size.kernel, &f, e) < 0)
-		return -EINVAL;
-	if (mkdirat(a->dirfd, RT_JAIL_DIR, 0755) < 0 && errno != EEXIST)
+	if (mkdirat(s->a->dirfd, RT_JAIL_DIR, 0755) < 0 && errno != EEXIST)
 		return err_set(e, errno, "making the jail directory: %s", strerror(errno));
-	if ((size_t)snprintf(jail, sizeof(jail), "%s/" RT_JAIL_DIR, a->dir) >= sizeof(jail) ||
-	    (size_t)snprintf(vsock, sizeof(vsock), "%s/vsock", jail) >= sizeof(vsock) ||
-	    (size_t)snprintf(control, sizeof(control), "%s/control", jail) >= sizeof(control))
+	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s/" RT_JAIL_DIR, dir) >= RT_PATH_MAX ||
+	    (size_t)snprintf(vsock, RT_PATH_MAX, "%s/vsock", jail) >= RT_PATH_MAX ||
+	    (size_t)snprintf(control, RT_PATH_MAX, "%s/control", jail) >= RT_PATH_MAX)
 		return err_set(e, ENAMETOOLONG, "the container's directory path is too long");
 	r = agent_client_init(&s->ac, vsock);
 	if (r < 0)
@@ -137,7 +145,43 @@ static int vm_start(struct shim *s, struct err *e)
 			       "shorter --root",
 			       vsock);
 	s->ac.timeout_ms = RT_AGENT_MS;
-	if ((r = shares_open(s, e)) < 0)
+	return 0;
+}
+
+/* kiln-vmm's stderr: a pipe the shim copies into vmm.log, capped. */
+static int vm_log_open(struct shim *s, int *wfd, struct err *e)
+{
+	int p[2], r;
+
+	*wfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return err_set(e, errno, "kiln-vmm's log pipe: %s", strerror(errno));
+	r = capped_log_open(&s->vlog, s->a->dirfd, RT_VMM_LOG, RT_VMM_LOG_OLD, RT_VMM_LOG_CAP);
+	if (r < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
+		r = err_set(e, r < 0 ? -r : errno, "%s: %s", RT_VMM_LOG,
+			    strerror(r < 0 ? -r : errno));
+		close(p[0]);
+		close(p[1]);
+		return r;
+	}
+	capped_log_attach(&s->vlog, p[0]);
+	*wfd = p[1];
+	return 0;
+}
+
+/* kiln-vmm, jailed, as the shim's child. */
+static int vm_start(struct shim *s, struct err *e)
+{
+	const struct rt_shim_args *a = s->a;
+	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
+	struct rt_sizing size;
+	struct rt_files f;
+	struct rt_argv *argv = NULL;
+	int logw = -1, r;
+
+	if (rt_plan_sizing(a->cfg, &size, e) < 0 || rt_files_find(size.kernel, &f, e) < 0)
+		return -EINVAL;
+	if ((r = vm_paths(s, jail, vsock, control, e)) < 0 || (r = shares_open(s, e)) < 0)
 		return r;
 	argv = calloc(1, sizeof(*argv));
 	if (!argv)
@@ -158,21 +202,15 @@ static int vm_start(struct shim *s, struct err *e)
 		.cmdline = a->plan->cmdline,
 	};
 	r = rt_plan_vmm_argv(&l, argv, e);
-	if (!r &&
-	    (pipe2(logp, O_CLOEXEC) < 0 ||
-	     capped_log_open(&s->vlog, a->dirfd, RT_VMM_LOG, RT_VMM_LOG_OLD, RT_VMM_LOG_CAP) < 0))
-		r = err_set(e, errno, "%s: %s", RT_VMM_LOG, strerror(errno));
+	if (!r)
+		r = vm_log_open(s, &logw, e);
 	if (!r) {
-		struct rt_vmm_spawn sp = { argv->argv, logp[1], s->shares, 3 };
+		struct rt_vmm_spawn sp = { argv->argv, logw, s->shares, 3 };
 
-		fcntl(logp[0], F_SETFL, O_NONBLOCK);
-		s->vlog.pipe_r = logp[0];
-		logp[0] = -1;
 		r = rt_vmm_spawn(&sp, &s->vmm_pid, e);
 	}
-	for (int i = 0; i < 2; i++)
-		if (logp[i] >= 0)
-			close(logp[i]);
+	if (logw >= 0)
+		close(logw);
 	free(argv);
 	for (int i = 0; i < 3; i++)
 		if (s->shares[i] >= 0) {
@@ -248,6 +286,55 @@ static int tty_connect(struct shim *s, struct err *e)
 	return r;
 }
 
+/* The last line kiln-vmm wrote to vmm.log (its reason, when it ended
+ * during boot), cleaned to printable text: the create that failed
+ * removes the state directory, so the engine's error must carry it. */
+static void vmm_log_tail(const struct shim *s, char *out, size_t cap)
+{
+	char buf[512];
+	int fd = openat(s->a->dirfd, RT_VMM_LOG, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	ssize_t n = 0;
+	char *line;
+
+	out[0] = '\0';
+	if (end > 0)
+		n = pread(fd, buf, sizeof(buf) - 1,
+			  end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0);
+	if (fd >= 0)
+		close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	text_clean_term(out, cap, line, strlen(line));
+}
+
+/* prestart and createRuntime, on the host, before the VM: the state on
+ * their stdin names the shim as the container's pid (runtime-spec: a
+ * failure fails create). */
+static int create_hooks(struct shim *s, struct err *e)
+{
+	const struct rt_config *cfg = s->a->cfg;
+	struct rt_state_view v = { s->a->rec, RT_STATUS_CREATING, getpid() };
+	char *state = NULL;
+	int r = 0;
+
+	if (!cfg->prestart.n && !cfg->create_runtime.n)
+		return 0;
+	if (rt_state_render_hook(&v, &state, e) < 0)
+		return -ENOMEM;
+	if (cfg->prestart.n)
+		r = rt_hooks_run(&cfg->prestart, "prestart", state, e);
+	if (!r && cfg->create_runtime.n)
+		r = rt_hooks_run(&cfg->create_runtime, "createRuntime", state, e);
+	free(state);
+	return r;
+}
+
 /* Everything create waits for; the pid file last (containerd takes the
  * create as done once it exists). */
 static int shim_setup(struct shim *s, struct err *e)
@@ -257,8 +344,21 @@ static int shim_setup(struct shim *s, struct err *e)
 	struct timespec now;
 	int gpid, r;
 
-	if ((r = signals_take(s, e)) < 0 || (r = vm_start(s, e)) < 0 ||
-	    (r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e)) < 0)
+	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
+	    (r = vm_start(s, e)) < 0)
+		return r;
+	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
+	if (r == -ECHILD) {
+		s->vmm_reaped = true;
+		char tail[200], first[ERR_MSG_MAX];
+
+		capped_log_pump(&s->vlog);
+		vmm_log_tail(s, tail, sizeof(tail));
+		memcpy(first, e->msg, sizeof(first));
+		if (tail[0])
+			err_set(e, ECHILD, "%.200s: %s", first, tail);
+	}
+	if (r < 0)
 		return r;
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,
@@ -279,7 +379,7 @@ static int shim_setup(struct shim *s, struct err *e)
 		return err_set(e, ESRCH, "reading the shim's and kiln-vmm's start times");
 	if ((r = rt_dir_write_state(a->dirfd, a->rec, e)) < 0)
 		return r;
-	return a->cmd->pid_file ? rt_pid_file_write(a->cmd->pid_file, getpid(), e) : 0;
+	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
 }
 
 /* ---- running ---- */
@@ -341,8 +441,11 @@ static const char *do_kill(struct shim *s, const struct rt_shim_req *q, char *ms
 		return NULL;
 	if (q->signo == SIGKILL)
 		quick.timeout_ms = KILL_AGENT_MS;
-	if (agent_client_ctr_signal(&quick, s->cid, q->signo, q->all, &ae) == 0)
+	if (agent_client_ctr_signal(&quick, s->cid, q->signo, q->all, &ae) == 0) {
+		if (q->signo == SIGKILL && !s->kill_due)
+			s->kill_due = mono_ms() + KILL_EXIT_MS;
 		return NULL;
+	}
 	if (ae.fail == AGENT_FAIL_AGENT && ae.code == AGENT_E_INVALID_STATE)
 		return "container not running";
 	if (q->signo == SIGKILL) {
@@ -397,7 +500,7 @@ static void on_wait(struct shim *s)
 	struct agent_client_ctr_exit ex;
 	struct agent_client_err ae;
 
-	if (agent_client_ctr_wait_end(s->wait, RT_AGENT_MS, &ex, &ae) == 0 && !s->ended) {
+	if (agent_client_ctr_wait_end(s->wait, LOOP_AGENT_MS, &ex, &ae) == 0 && !s->ended) {
 		s->ended = true;
 		s->x = (struct rt_exit){ .exit_code = ex.exit_code, .signo = ex.signal };
 	} else if (!s->ended) {
@@ -407,11 +510,36 @@ static void on_wait(struct shim *s)
 	s->wait = NULL;
 }
 
+/* The VM goes at once: the loop cannot go on (poll failed), or a KILL
+ * the agent took brought no exit in time. */
+static void vm_kill(struct shim *s, const char *why)
+{
+	shim_log(s, RT_LOG_ERROR, why);
+	s->killed = true;
+	if (!s->vmm_reaped) {
+		kill(s->vmm_pid, SIGKILL);
+		waitpid(s->vmm_pid, NULL, 0);
+		snprintf(s->vmm_end, sizeof(s->vmm_end), "was killed");
+	}
+	vm_ended(s);
+}
+
+static int loop_timeout(const struct shim *s)
+{
+	int64_t left;
+
+	if (!s->kill_due)
+		return -1;
+	left = s->kill_due - mono_ms();
+	return left < 0 ? 0 : (int)left;
+}
+
 static void shim_loop(struct shim *s)
 {
 	while (!s->ended) {
 		struct pollfd p[4 + 2 * NPUMPS];
 		nfds_t n = 4;
+		int k;
 
 		p[0] = (struct pollfd){ .fd = s->sfd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
@@ -420,23 +548,30 @@ static void shim_loop(struct shim *s)
 		p[3] = (struct pollfd){ .fd = s->vlog.pipe_r, .events = POLLIN };
 		for (size_t i = 0; i < s->npump; i++, n += 2)
 			fd_pump_poll(&s->pump[i], &p[n]);
-		if (poll(p, n, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			shim_log(s, RT_LOG_ERROR, "the shim's poll failed");
-			s->killed = true;
-			kill(s->vmm_pid, SIGKILL);
+		k = poll(p, n, loop_timeout(s));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			vm_kill(s, "the shim's poll failed: the container's VM is stopped");
+			break;
+		}
+		if (k == 0 && s->kill_due && mono_ms() >= s->kill_due) {
+			vm_kill(s,
+				"the agent took KILL but the container did not end: its VM is stopped");
+			break;
 		}
 		for (size_t i = 0; i < s->npump; i++)
 			fd_pump_step(&s->pump[i], &p[4 + 2 * i]);
 		if (p[3].revents)
 			capped_log_pump(&s->vlog);
+		/* the exit line before the signals: a VM ending just after it
+		 * sent the exit must not turn the exit into a crash */
+		if (s->wait && p[2].revents)
+			on_wait(s);
 		if (p[0].revents)
 			on_signals(s);
 		if (p[1].revents & POLLIN)
 			on_request(s);
-		if (s->wait && p[2].revents)
-			on_wait(s);
 	}
 }
 
@@ -460,27 +595,69 @@ static __attribute__((noreturn)) void end_as(const struct rt_exit *x)
 
 	rt_exit_end(x, &end);
 	if (end.kind == RT_END_EXIT)
-		exit(end.value);
+		_exit(end.value);
+	/* no core and no core helper for a root process whose guest
+	 * process died by a signal */
+	prctl(PR_SET_DUMPABLE, 0);
 	setrlimit(RLIMIT_CORE, &none);
 	signal(end.value, SIG_DFL);
 	sigfillset(&all);
 	sigprocmask(SIG_UNBLOCK, &all, NULL);
 	raise(end.value);
-	exit(128 + end.value);
+	_exit(128 + end.value);
 }
 
 static void shim_end(struct shim *s)
 {
 	/* The agent sent the output whole before its exit line: what is
-	 * left is the engine reading it. */
-	fd_relay_run(s->pump, s->nout, -1, RT_DRAIN_MS);
+	 * left is the engine reading it, as long as it keeps reading (the
+	 * drain ends after RT_DRAIN_MS without progress, not in total). */
+	for (;;) {
+		uint64_t before = 0, after = 0;
+
+		for (size_t i = 0; i < s->nout; i++)
+			before += s->pump[i].bytes;
+		if (fd_relay_run(s->pump, s->nout, -1, RT_DRAIN_MS) != FD_RELAY_TIMEOUT)
+			break;
+		for (size_t i = 0; i < s->nout; i++)
+			after += s->pump[i].bytes;
+		if (after == before)
+			break;
+	}
 	record_exit(s);
 	if (!s->vmm_reaped) {
 		kill(s->vmm_pid, SIGKILL);
 		waitpid(s->vmm_pid, NULL, 0);
 	}
-	capped_log_pump(&s->vlog);
+	for (int i = 0; i < 4 && capped_log_pump(&s->vlog); i++)
+		;
 	capped_log_close(&s->vlog);
+}
+
+/* Nothing of create's but what the shim uses: the engine's other
+ * descriptors (runc's init closes them too) and its working directory. */
+static void shim_detach(const struct rt_shim_args *a)
+{
+	int keep[3] = { a->ready_fd, a->dirfd, a->log_fd }, lo = 3;
+
+	for (int i = 0; i < 3; i++) /* sort the three */
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] < lo)
+			continue;
+		if (keep[i] > lo)
+			close_range((unsigned)lo, (unsigned)keep[i] - 1, 0);
+		lo = keep[i] + 1;
+	}
+	close_range((unsigned)lo, ~0u, 0);
+	setsid();
+	(void)!chdir("/");
 }
 
 void rt_shim_main(const struct rt_shim_args *a)
@@ -490,14 +667,15 @@ void rt_shim_main(const struct rt_shim_args *a)
 	struct err e = { { 0 } };
 	size_t n;
 
-	s = (struct shim){
-		.a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .shares = { -1, -1, -1 }
-	};
-	setsid();
+	s = (struct shim){ .a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .tty = -1 };
+	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
+	for (int i = 0; i < 3; i++)
+		s.shares[i] = -1;
+	shim_detach(a);
 	if (shim_setup(&s, &e) < 0) {
 		n = rt_shim_reply_encode(e.msg, line);
 		(void)!fd_io_write_all(a->ready_fd, line, n);
-		if (s.vmm_pid > 0) {
+		if (s.vmm_pid > 0 && !s.vmm_reaped) {
 			kill(s.vmm_pid, SIGKILL);
 			waitpid(s.vmm_pid, NULL, 0);
 		}
@@ -505,8 +683,15 @@ void rt_shim_main(const struct rt_shim_args *a)
 		_exit(1);
 	}
 	n = rt_shim_reply_encode(NULL, line);
-	(void)!fd_io_write_all(a->ready_fd, line, n);
+	if (fd_io_write_all(a->ready_fd, line, n) < 0) {
+		/* create is gone (the engine killed it): it told the engine
+		 * the create failed, so nothing may run on */
+		kill(s.vmm_pid, SIGKILL);
+		waitpid(s.vmm_pid, NULL, 0);
+		_exit(1);
+	}
 	close(a->ready_fd);
+	s.ac.timeout_ms = LOOP_AGENT_MS;
 	shim_loop(&s);
 	shim_end(&s);
 	end_as(&s.x);

@@ -3,9 +3,10 @@
  * create forks it; it is the process whose pid the engine's --pid-file
  * gets, and it lives exactly as long as the container's process:
  *
+ *  - it runs the bundle's prestart and createRuntime hooks;
  *  - it boots the container's VM: kiln-vmm as its child, pid 1 of a new
- *    pid namespace, jailed (--jail, the container's host id), killed by
- *    the kernel if the shim dies (PDEATHSIG), kiln's oci-init.cpio as
+ *    pid namespace, jailed (--jail, the container's host id), kiln's
+ *    oci-init.cpio as
  *    the initrd and the bundle's rootfs (and the bind directories) as
  *    virtio-fs shares handed over by descriptor;
  *  - it waits for the agent, sends ctr_create, and connects the
@@ -23,7 +24,11 @@
  *    container's. A VM that dies first is exit 255 (vm_crashed).
  *
  * Contract: runs in create's forked child (single-threaded), never
- * returns. Its messages after create go to --log only: fds 1 and 2 are
+ * returns: the shim is a process of its own whose exit status is the
+ * container's, so it ends with _exit (the one departure from "no exit
+ * outside main": it is this process's main). It keeps nothing of
+ * create's but fds 0-2, the ready pipe, the state directory and --log,
+ * and leaves the working directory. Its messages after create go to --log only: fds 1 and 2 are
  * the container's.
  */
 #ifndef KILN_RT_SHIM_H
@@ -46,11 +51,12 @@ struct rt_shim_args {
 	const struct rt_cmd *cmd;
 	const struct rt_config *cfg;
 	const struct rt_plan *plan;
-	struct rt_state_rec *rec; /* status creating, bundle, rootfs, id_range set */
-	const char *dir;          /* <root>/<id>, absolute */
-	int dirfd;                /* the same, open */
-	int ready_fd;             /* create's pipe: one rt_shim_proto reply line */
-	int log_fd;               /* --log, -1: none */
+	struct rt_state_rec *rec;   /* status creating, bundle, rootfs, id_range set */
+	const char *dir;            /* <root>/<id>, absolute */
+	int dirfd;                  /* the same, open */
+	int ready_fd;               /* create's pipe: one rt_shim_proto reply line */
+	int log_fd;                 /* --log, -1: none */
+	char pid_file[RT_PATH_MAX]; /* --pid-file made absolute, "" none */
 };
 
 /* The shim; exits (as the container did, or 1 when create failed). */

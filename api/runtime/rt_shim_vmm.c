@@ -73,7 +73,8 @@ static __attribute__((noreturn)) void vmm_child(const struct rt_vmm_spawn *s)
 			_exit(127);
 	setsid();
 	execv(s->argv[0], s->argv);
-	dprintf(2, "kiln-runtime: exec %s: %s\n", s->argv[0], strerror(errno));
+	/* raw write: after a bare clone, nothing that could take a lock */
+	(void)!write(2, "kiln-runtime: cannot execute kiln-vmm\n", 38);
 	_exit(127);
 }
 
@@ -125,10 +126,7 @@ int rt_vmm_wait_agent(const struct agent_client *c, int vmm_pid, int boot_ms,
 
 		capped_log_pump(log);
 		if (rt_vmm_gone(vmm_pid, why, sizeof(why)))
-			return err_set(e, ECHILD,
-				       "kiln-vmm %s while the guest booted (see vmm.log in the "
-				       "container's state directory)",
-				       why);
+			return err_set(e, ECHILD, "kiln-vmm %s while the guest booted", why);
 		if (left <= 0)
 			return err_set(e, ETIMEDOUT,
 				       "the guest's agent did not answer within %d ms of kiln-vmm's "

@@ -37,17 +37,28 @@ void capped_log_write(struct capped_log *l, const void *p, size_t n)
 	l->written += n;
 }
 
+void capped_log_attach(struct capped_log *l, int pipe_r)
+{
+	if (l->pipe_r >= 0)
+		close(l->pipe_r);
+	l->pipe_r = pipe_r;
+}
+
 bool capped_log_pump(struct capped_log *l)
 {
 	uint8_t buf[16384];
+	size_t took = 0;
 
 	if (l->pipe_r < 0)
 		return false;
 	for (;;) {
-		ssize_t n = read(l->pipe_r, buf, sizeof(buf));
+		ssize_t n = took < CAPPED_LOG_PUMP_MAX ? read(l->pipe_r, buf, sizeof(buf)) : -1;
 
+		if (took >= CAPPED_LOG_PUMP_MAX)
+			return true; /* a writer that never stops waits for the next poll */
 		if (n > 0) {
 			capped_log_write(l, buf, (size_t)n);
+			took += (size_t)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)

@@ -19,7 +19,7 @@
 struct capped_log {
 	int dirfd;
 	const char *name, *old; /* "vmm.log" and "vmm.log.1" */
-	int fd, pipe_r;         /* pipe_r: the child's end we read, -1: none (set by the caller) */
+	int fd, pipe_r;         /* pipe_r: the child's end we read (capped_log_attach), -1: none */
 	uint64_t written, cap;
 };
 
@@ -30,8 +30,15 @@ int capped_log_open(struct capped_log *l, int dirfd, const char *name, const cha
 /* Append p[0..n), rotating first when it would pass the cap. */
 void capped_log_write(struct capped_log *l, const void *p, size_t n);
 
-/* Copy what l->pipe_r (non-blocking) holds now into the log; false once
- * the pipe ended (then closed, pipe_r -1). */
+/* l reads pipe_r (non-blocking) from now on and owns it. */
+void capped_log_attach(struct capped_log *l, int pipe_r);
+
+/* What one pump takes at most: a writer that never stops cannot hold its
+ * caller's loop (the rest waits for the next poll). */
+#define CAPPED_LOG_PUMP_MAX (64u * 1024)
+
+/* Copy what l->pipe_r holds now (at most CAPPED_LOG_PUMP_MAX) into the
+ * log; false once the pipe ended (then closed, pipe_r -1). */
 bool capped_log_pump(struct capped_log *l);
 
 /* Close the file and the pipe. */

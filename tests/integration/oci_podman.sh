@@ -11,12 +11,46 @@ test_oci_podman_crun_baseline() {
   return $r
 }
 
+# oci_vm_crash RUNTIME: the VM dies under a running container (kiln-vmm
+# SIGKILLed): the container ends with 255, `state` says stopped, and
+# `rm` still cleans up; then the shim dies instead.
+oci_vm_crash() {
+  local rt=(--runtime "$1" --network none) id vmm
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sleep 1000
+  expect_rc 0 || return 1
+  id=$out
+  vmm=$(pgrep -x kiln-vmm)
+  [ -n "$vmm" ] || { fail "no kiln-vmm runs under the container"; return 1; }
+  kill -9 $vmm
+  oci_run '' wait "$id"
+  expect_rc 0 && expect_out '^255$' || return 1
+  rc=0 out=$("$1" state "$id" 2>&1) || rc=$?
+  expect_rc 0 && expect_out '"status": "stopped"' || return 1
+  oci_run '' rm "$id"
+  expect_rc 0 || return 1
+  # the shim SIGKILLed (the OOM killer's way): the container ends killed,
+  # and rm leaves no kiln-vmm although the jail cleared its PDEATHSIG
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sleep 1000
+  expect_rc 0 || return 1
+  id=$out
+  oci_run '' inspect --format '{{.State.Pid}}' "$id"
+  expect_rc 0 || return 1
+  kill -9 "$out"
+  oci_run '' wait "$id"
+  expect_rc 0 && expect_out '^137$' || return 1
+  oci_run '' rm "$id"
+  expect_rc 0 || return 1
+  vmm=$(pgrep -x kiln-vmm)
+  [ -z "$vmm" ] || { fail "kiln-vmm $vmm outlived its killed shim and rm"; return 1; }
+}
+
 # The same flows with kiln-runtime: each container a kiln VM. Afterwards
 # nothing of them is left: no kiln-vmm, no shim, no state directory.
 test_oci_podman_kiln() {
   oci_start || { oci_stop; return 1; }
   local r=0 left
-  oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" || r=1
+  oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
+    oci_vm_crash "$PWD/build/kiln-runtime" || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$')
     [ -z "$left" ] || { fail "left behind after podman run --rm: $left"; r=1; }

@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -88,7 +90,7 @@ static void test_pumps_a_pipe_to_its_end(void **state)
 
 	assert_int_equal(capped_log_open(&l, f->dirfd, "log", "log.1", 1 << 20), 0);
 	assert_int_equal(pipe2(p, O_NONBLOCK), 0);
-	l.pipe_r = p[0];
+	capped_log_attach(&l, p[0]);
 	assert_true(capped_log_pump(&l)); /* nothing yet: still open */
 	assert_int_equal(write(p[1], "hello\n", 6), 6);
 	assert_true(capped_log_pump(&l));
@@ -102,6 +104,37 @@ static void test_pumps_a_pipe_to_its_end(void **state)
 	assert_int_equal(read(fd, buf, sizeof(buf)), 6);
 	assert_string_equal(buf, "hello\n");
 	close(fd);
+}
+
+/* A writer that keeps the pipe full: one pump returns after at most
+ * CAPPED_LOG_PUMP_MAX (plus one read) with the pipe still open. */
+static void test_pump_is_bounded(void **state)
+{
+	struct fx *f = *state;
+	struct capped_log l;
+	static char chunk[4096];
+	int p[2];
+	pid_t pid;
+
+	assert_int_equal(capped_log_open(&l, f->dirfd, "log", "log.1", 1 << 20), 0);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		for (;;)
+			if (write(p[1], chunk, sizeof(chunk)) < 0)
+				_exit(0);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	capped_log_attach(&l, p[0]);
+	assert_true(capped_log_pump(&l));
+	assert_true(l.written <= CAPPED_LOG_PUMP_MAX + 16384);
+	assert_true(l.written >= CAPPED_LOG_PUMP_MAX / 2);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	capped_log_close(&l);
 }
 
 static void test_link_not_followed(void **state)
@@ -124,6 +157,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_rotates_at_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pumps_a_pipe_to_its_end, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pump_is_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_not_followed, setup, teardown),
 	};
 

@@ -229,8 +229,8 @@ static int spawn_vmm(struct keeper *k, const char **step)
 		return e ? e : EIO;
 	}
 	k->id.pid = pid;
-	k->log[0].pipe_r = cons[0];
-	k->log[1].pipe_r = errp[0];
+	capped_log_attach(&k->log[0], cons[0]);
+	capped_log_attach(&k->log[1], errp[0]);
 	for (int i = 0; i < 2; i++)
 		fcntl(k->log[i].pipe_r, F_SETFL, O_NONBLOCK);
 	/* A zombie still has its stat: this works even if it already ended. */

@@ -3,8 +3,9 @@
  * (kiln-vmm --control PATH): pause, resume, status, snapshot [--compress]
  * DIR, firewall-set JSON, firewall-get. The words, the limits and the
  * checks of both directions are the socket's one codec,
- * vmm/control/control_proto.h, which kiln-vmm's server uses too; this
- * module is the transport and the mapping to api_err.
+ * vmm/control/control_proto.h, which kiln-vmm's server uses too; the
+ * transport is vmm/control/control_client.h; this module maps its errors
+ * to api_err.
  *
  * Contract:
  *  - One command per connection: connect, send one line, read one reply
@@ -29,10 +30,10 @@
 #include <jansson.h>
 
 #include "api/kilnd/core/api_error.h"
-#include "vmm/control/control_proto.h"
+#include "vmm/control/control_client.h"
 
 /* pause/resume/status answer at once on a healthy VMM. */
-#define VMM_CONTROL_TIMEOUT_MS 30000
+#define VMM_CONTROL_TIMEOUT_MS CONTROL_CLIENT_TIMEOUT_MS
 
 /* Run cmd on the control socket at sock_path. 0 with *out (out->firewall
  * is the caller's for firewall-get), or -1 with e. */
