@@ -206,7 +206,7 @@ static void test_create(void **state)
 
 	(void)state;
 	/* The agent's own reply line, from the codec it links. */
-	assert_int_equal(agent_line_ctr_created(&line, "c1", 231), 0);
+	assert_int_equal(agent_line_ctr_created(&line, "c1", 0, 231), 0);
 	snprintf(created, sizeof(created), "%.*s", (int)line.len, line.data);
 	agent_line_free(&line);
 	steps[0] = (struct step){ .reply = created };
@@ -453,7 +453,7 @@ static void test_controls_send(void **state)
 
 	(void)state;
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), 0);
+	assert_int_equal(agent_client_ctr_start(&c, "c1", 0, &e), 0);
 	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 15, true, &e), 0);
 	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 64, false, &e), 0);
 	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 50, 200, &e), 0);
@@ -508,17 +508,17 @@ static void test_controls_refused_unsent(void **state)
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 24, 0, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
-	assert_int_equal(agent_client_ctr_start(&c, "..", &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_start(&c, "..", 0, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_msg_has(&e, "'cid'");
 	assert_int_equal(agent_client_ctr_delete(&c, "a/b", &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	assert_int_equal(agent_client_ctr_delete(&c, cid, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_TOO_LARGE);
-	assert_int_equal(agent_client_ctr_start(&c, "", &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_start(&c, "", 0, &e), -EINVAL);
 	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
 	/* Not UTF-8: a request error naming the cid, not "out of memory". */
-	assert_int_equal(agent_client_ctr_start(&c, "c\xff", &e), -EINVAL);
+	assert_int_equal(agent_client_ctr_start(&c, "c\xff", 0, &e), -EINVAL);
 	assert_int_equal(e.fail, AGENT_FAIL_REQUEST);
 	assert_msg_has(&e, "cid");
 	fake_stop(f);
@@ -548,7 +548,7 @@ static void test_controls_agent_errors(void **state)
 
 	(void)state;
 	c = client_for(f, 2000);
-	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), -EREMOTEIO);
+	assert_int_equal(agent_client_ctr_start(&c, "c1", 0, &e), -EREMOTEIO);
 	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_INVALID_STATE);
 	assert_string_equal(e.msg, "container \"c1\" is not created (it is running)");
 	assert_int_equal(agent_client_ctr_signal(&c, "c1", 0, 9, true, &e), -EREMOTEIO);
@@ -558,7 +558,7 @@ static void test_controls_agent_errors(void **state)
 	assert_int_equal(agent_client_ctr_resize(&c, "c1", 0, 1, 1, &e), -EPROTO);
 	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
 	assert_msg_has(&e, "ctr_resize");
-	assert_int_equal(agent_client_ctr_start(&c, "c1", &e), -EPROTO);
+	assert_int_equal(agent_client_ctr_start(&c, "c1", 0, &e), -EPROTO);
 	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
 	assert_msg_has(&e, "kaboom");
 	/* The reply is bounded by the context's timeout. */
