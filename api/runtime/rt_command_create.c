@@ -185,6 +185,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 		a = (struct rt_shim_args){ .cmd = c,
 					   .cfg = &cfg,
 					   .plan = &plan,
+					   .proc = &cfg.process,
 					   .rec = &rec,
 					   .dirfd = dirfd,
 					   .ready_fd = -1,
