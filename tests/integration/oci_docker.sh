@@ -17,11 +17,12 @@ dk_start() {
     --add-runtime "kiln=$PWD/build/kiln-runtime" >"$dk/log" 2>&1 &
   dk_pid=$!
   local i
-  for i in $(seq 600); do
-    dk_docker version >/dev/null 2>&1 && break
-    sleep 0.2
+  for i in $(seq 300); do
+    [ -S "$dk/sock" ] && dk_docker version >/dev/null 2>&1 && break
+    kill -0 "$dk_pid" 2>/dev/null || break
+    sleep 1
   done
-  dk_docker version >/dev/null 2>&1 || { err=$(tail -5 "$dk/log"); fail "dockerd did not start"; return 1; }
+  dk_docker version >/dev/null 2>&1 || { err=$(tail -15 "$dk/log"); fail "dockerd did not start"; return 1; }
   python3 tests/integration/oci_image.py docker "$dk/img.tar" || { fail "oci_image.py failed"; return 1; }
   dk_docker load -q -i "$dk/img.tar" >/dev/null || { fail "docker load failed"; return 1; }
 }
