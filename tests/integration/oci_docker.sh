@@ -2,8 +2,9 @@
 # Docker's own containerd runs kiln-runtime through the runc shim
 # (BinaryName). Source after lib.sh and oci_lib.sh. dockerd comes from
 # the host's packages (scripts/install-deps); its data, exec root and
-# socket are on a tmpfs, vfs storage, no bridge and no iptables (the
-# container runs with --network none), cgroupfs, no registry.
+# socket are on a tmpfs (and /etc/docker, where it writes its key), vfs
+# storage, no bridge and no iptables (the container runs with --network
+# none), cgroupfs, no registry.
 
 dk_start() {
   command -v dockerd >/dev/null || { fail "dockerd is missing: run scripts/install-deps"; return 1; }
@@ -11,6 +12,10 @@ dk_start() {
   mount -t tmpfs -o mode=0700 tmpfs "$dk" || { fail "cannot mount a tmpfs on $dk"; return 1; }
   mkdir -p "$dk"/{root,exec}
   echo '{}' >"$dk/daemon.json"
+  # dockerd writes its key into /etc/docker, read-only in the outer VM
+  if [ ! -w /etc/docker ]; then
+    mount -t tmpfs tmpfs /etc/docker || { fail "cannot make /etc/docker writable"; return 1; }
+  fi
   dockerd --config-file "$dk/daemon.json" --data-root "$dk/root" --exec-root "$dk/exec" \
     --pidfile "$dk/pid" -H "unix://$dk/sock" --storage-driver vfs --iptables=false \
     --ip6tables=false --bridge=none --exec-opt native.cgroupdriver=cgroupfs \
