@@ -147,3 +147,14 @@ int rt_command_pid_file(const char *given, char *out, struct err *e)
 		return err_set(e, ENAMETOOLONG, "--pid-file %.200s: the path is too long", given);
 	return 0;
 }
+
+int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e)
+{
+	char root[RT_PATH_MAX], dir[RT_PATH_MAX + RT_ID_MAX + 2];
+
+	if (!realpath(c->g.root, root))
+		return err_set(e, errno, "--root %.200s: %s", c->g.root, strerror(errno));
+	snprintf(dir, sizeof(dir), "%s/%s", root, c->id);
+	rt_jail_path(dir, out);
+	return 0;
+}

@@ -63,6 +63,10 @@ void rt_command_release(struct rt_held *h);
  * caller's. */
 int rt_command_pid_file(const char *given, char *out, struct err *e);
 
+/* The container's jail directory (rt_jail_path of <root>/<id>) into
+ * out[RT_JAIL_PATH_MAX]. */
+int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e);
+
 /* s (malloc'ed) on stdout, freed. */
 int rt_command_print(char *s);
 

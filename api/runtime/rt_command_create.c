@@ -93,6 +93,7 @@ static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int l
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return err_set(e, errno, "create: pipe: %s", strerror(errno));
 	a->dir = dir;
+	rt_jail_path(dir, a->jail);
 	a->ready_fd = ready[1];
 	pid = fork();
 	if (pid < 0) {
@@ -120,8 +121,12 @@ static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int l
 		err_set(e, ECHILD,
 			"create: the container's shim ended before the container was created (see "
 			"vmm.log and the --log file)");
-	if (r < 0)
+	if (r < 0) {
+		struct err ignored;
+
 		waitpid(pid, NULL, 0); /* it exits once it said so: then its VM is gone too */
+		rt_jail_remove(a->jail, &ignored);
+	}
 	return r;
 }
 

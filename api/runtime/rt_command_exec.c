@@ -84,7 +84,8 @@ static int exec_fork(struct rt_held *h, struct rt_shim_args *a, pid_t *pid, stru
 			       strerror(errno));
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return err_set(e, errno, "exec: pipe: %s", strerror(errno));
-	a->dir = dir; /* its vm/vsock is the container's agent */
+	a->dir = dir;
+	rt_jail_path(dir, a->jail); /* its vsock is the container's agent */
 	a->dirfd = h->dirfd;
 	a->ready_fd = ready[1];
 	*pid = fork();

@@ -86,6 +86,7 @@ static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
 int rt_command_delete(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
+	char jail[RT_JAIL_PATH_MAX];
 	struct rt_state_rec rec;
 	int rootfd, dirfd, lockfd, pid, r;
 	enum rt_status st;
@@ -104,6 +105,10 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 		r = rt_cgroup_remove(&rec, e);
 	if (!r)
 		r = rt_binds_release(dirfd, e);
+	if (!r)
+		r = rt_command_jail(c, jail, e);
+	if (!r)
+		r = rt_jail_remove(jail, e);
 	if (!r)
 		r = rt_dir_remove(rootfd, c->id, e);
 	if (!r && rec.id_range)
@@ -235,7 +240,7 @@ static int pause_resume(const struct rt_ctx *x, bool pause, struct err *e)
 	const struct rt_cmd *c = x->cmd;
 	struct control_cmd cmd = { .op = pause ? CTL_PAUSE : CTL_RESUME };
 	struct control_reply rep;
-	char path[64];
+	char jail[RT_JAIL_PATH_MAX], path[RT_JAIL_PATH_MAX + 16];
 	struct rt_held h;
 	int r = rt_command_hold(c, &h, e);
 
@@ -247,8 +252,10 @@ static int pause_resume(const struct rt_ctx *x, bool pause, struct err *e)
 			    rt_status_name(h.st));
 	/* beneath the state directory's descriptor: a long --root never
 	 * meets sun_path's limit */
+	if (!r)
+		r = rt_command_jail(c, jail, e);
 	if (!r) {
-		snprintf(path, sizeof(path), "/proc/self/fd/%d/" RT_JAIL_DIR "/control", h.dirfd);
+		snprintf(path, sizeof(path), "%s/control", jail);
 		r = control_client_run(path, &cmd, RT_CONTROL_MS, &rep, e);
 	}
 	if (!r) {

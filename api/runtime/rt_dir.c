@@ -423,3 +423,44 @@ void rt_dir_list_free(char **ids, size_t n)
 		free(ids[i]);
 	free(ids);
 }
+
+void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX])
+{
+	uint64_t h = 14695981039346656037ull; /* FNV-1a */
+
+	for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	snprintf(out, RT_JAIL_PATH_MAX, RT_JAIL_ROOT "/%016llx", (unsigned long long)h);
+}
+
+int rt_jail_make(const char *jail, struct err *e)
+{
+	if (mkdir(RT_JAIL_ROOT, 0711) < 0 && errno != EEXIST)
+		return err_set(e, errno, "%s: %s", RT_JAIL_ROOT, strerror(errno));
+	if (mkdir(jail, 0755) < 0 && errno != EEXIST)
+		return err_set(e, errno, "the jail directory %s: %s", jail, strerror(errno));
+	return 0;
+}
+
+int rt_jail_remove(const char *jail, struct err *e)
+{
+	int fd = open(jail, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *d;
+	DIR *dir;
+
+	if (fd < 0)
+		return errno == ENOENT ? 0 : err_set(e, errno, "%s: %s", jail, strerror(errno));
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return err_set(e, errno, "%s: %s", jail, strerror(errno));
+	}
+	/* only kiln-vmm's sockets are there: no directory to descend */
+	while ((d = readdir(dir)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+			unlinkat(fd, d->d_name, 0);
+	closedir(dir);
+	if (rmdir(jail) < 0 && errno != ENOENT)
+		return err_set(e, errno, "removing %s: %s", jail, strerror(errno));
+	return 0;
+}

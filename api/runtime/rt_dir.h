@@ -99,6 +99,23 @@ int rt_ids_take(int rootfd, const char *id, unsigned slots, uint32_t *first, str
  * another container's after a reuse). */
 int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
 
+/*
+ * kiln-vmm's jail directory, where its vsock and control sockets are:
+ * RT_JAIL_ROOT/<16 hex digits of a hash of the container's directory
+ * path>, short whatever --root is (a Unix socket's path has 107 bytes,
+ * kiln-vmm's vsock 96 to leave room for its ports: Docker's runtime root
+ * /var/run/docker/runtime-runc/moby/<64 hex>/ alone takes 98). Pure.
+ */
+#define RT_JAIL_ROOT "/run/kiln-runtime-vm"
+#define RT_JAIL_PATH_MAX 64
+void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX]);
+
+/* Make RT_JAIL_ROOT (0711) and the jail directory (0755, root's). */
+int rt_jail_make(const char *jail, struct err *e);
+
+/* Remove the jail directory and the sockets in it (gone: 0). */
+int rt_jail_remove(const char *jail, struct err *e);
+
 /* Whether the process pid started at start is alive (a zombie is not:
  * it has ended, its parent has not reaped it yet). */
 bool rt_proc_alive(int pid, uint64_t start);

@@ -131,12 +131,11 @@ static int shares_open(struct shim *s, struct err *e)
 /* The jail directory and its two sockets' paths; the agent client. */
 static int vm_paths(struct shim *s, char *jail, char *vsock, char *control, struct err *e)
 {
-	const char *dir = s->a->dir;
 	int r;
 
-	if (!s->exec && mkdirat(s->a->dirfd, RT_JAIL_DIR, 0755) < 0 && errno != EEXIST)
-		return err_set(e, errno, "making the jail directory: %s", strerror(errno));
-	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s/" RT_JAIL_DIR, dir) >= RT_PATH_MAX ||
+	if (!s->exec && (r = rt_jail_make(s->a->jail, e)) < 0)
+		return r;
+	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s", s->a->jail) >= RT_PATH_MAX ||
 	    (size_t)snprintf(vsock, RT_PATH_MAX, "%s/vsock", jail) >= RT_PATH_MAX ||
 	    (size_t)snprintf(control, RT_PATH_MAX, "%s/control", jail) >= RT_PATH_MAX)
 		return err_set(e, ENAMETOOLONG, "the container's directory path is too long");

@@ -35,6 +35,7 @@
 #define KILN_RT_SHIM_H
 
 #include "api/runtime/rt_cli.h"
+#include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_config.h"
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_state.h"
@@ -45,7 +46,6 @@
 #define RT_VMM_LOG "vmm.log" /* kiln-vmm's stderr, in the container's directory */
 #define RT_VMM_LOG_OLD "vmm.log.1"
 #define RT_VMM_LOG_CAP (1u << 20) /* then vmm.log starts over: a hostile VMM fills no disk */
-#define RT_JAIL_DIR "vm"          /* kiln-vmm's jail: its vsock and control sockets */
 
 struct rt_shim_args {
 	const struct rt_cmd *cmd;
@@ -55,10 +55,11 @@ struct rt_shim_args {
 	json_t *exec_process;     /* an exec shim: ctr_exec's process, NULL: the container's shim */
 	struct rt_state_rec *rec; /* status creating, bundle, rootfs, id_range set */
 	const char *dir;          /* <root>/<id>, absolute */
-	int dirfd;                /* the same, open */
-	int ready_fd;             /* create's pipe: one rt_shim_proto reply line */
-	int log_fd;               /* --log, -1: none */
-	char pid_file[RT_PATH_MAX]; /* --pid-file made absolute, "" none */
+	char jail[RT_JAIL_PATH_MAX]; /* rt_jail_path(dir): kiln-vmm's sockets */
+	int dirfd;                   /* the same, open */
+	int ready_fd;                /* create's pipe: one rt_shim_proto reply line */
+	int log_fd;                  /* --log, -1: none */
+	char pid_file[RT_PATH_MAX];  /* --pid-file made absolute, "" none */
 };
 
 /*

@@ -17,7 +17,7 @@ dk_start() {
     mount -t tmpfs tmpfs /etc/docker || { fail "cannot make /etc/docker writable"; return 1; }
   fi
   # a short exec root: kiln-runtime's state is below it
-  # (runtime-runc/moby/<64 hex>/vm/vsock) and a Unix socket's path has
+  # (runtime-runc/moby/<64 hex>/) and kiln-runtime makes paths below it;
   # 107 bytes; Docker's default /var/run/docker fits, a mktemp name not
   mkdir -p /run/kdx && mount -t tmpfs -o mode=0700 tmpfs /run/kdx || { fail "cannot mount /run/kdx"; return 1; }
   dockerd --config-file "$dk/daemon.json" --data-root "$dk/root" --exec-root /run/kdx \
