@@ -15,6 +15,7 @@
 #include <linux/openat2.h>
 
 #include "guest-init/sys/child.h"
+#include "lib/base/fd_close.h"
 
 /* What the steps share: the new root, once OCI_ROOT made it. */
 struct apply {
@@ -263,36 +264,6 @@ fail(const struct oci_child *c, int stage, size_t step, int side)
 	_exit(127);
 }
 
-/*
- * Close every descriptor but 0..2 and keep[] (-1 entries ignored).
- * Close-on-exec is not enough here: this child may wait for its start for
- * as long as the host likes, and until then it would hold whatever the
- * agent had open at the clone, such as another container's output pipe,
- * whose reader then never sees its end.
- */
-static void close_except(int keep[3])
-{
-	unsigned from = 3;
-
-	/* Sorted, so the gaps between them are ranges. */
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	for (int i = 0; i < 3; i++) {
-		if (keep[i] < (int)from)
-			continue;
-		if ((unsigned)keep[i] > from)
-			syscall(SYS_close_range, from, (unsigned)keep[i] - 1, 0U);
-		from = (unsigned)keep[i] + 1;
-	}
-	syscall(SYS_close_range, from, ~0U, 0U);
-}
-
 static void setup_stdio(const struct oci_child *c)
 {
 	int keep[3] = { c->report, c->start, c->join };
@@ -305,8 +276,12 @@ static void setup_stdio(const struct oci_child *c)
 	for (int i = 0; i < 3; i++)
 		if (dup2(c->fd[i], i) < 0)
 			fail(c, OCI_STAGE_STDIO, 0, 0);
-	/* The agent keeps 0..2 taken, so the pipes are above them. */
-	close_except(keep);
+	/* The agent keeps 0..2 taken, so the pipes are above them. Closing
+	 * the rest is not close-on-exec's job: this child may wait for its
+	 * start as long as the host likes, and until then it would hold
+	 * whatever the agent had open at the clone, such as another
+	 * container's output pipe, whose reader then never sees its end. */
+	fd_close_except(keep, 3);
 }
 
 /* An exec: into the init's namespaces but the PID one, which it is in. */

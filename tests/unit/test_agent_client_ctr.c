@@ -5,8 +5,9 @@
  * is recorded byte for byte and read back with the agent's own parser;
  * each reply is scripted: the codec's own reply lines, runc's error words,
  * and a hostile agent's lies (another container's exit, an exit with no
- * status, a close before the reply, silence). A request the agent would
- * refuse never reaches the socket.
+ * status, a close before the reply, silence; a ctr_exec reply naming
+ * another exec). A request the agent would refuse never reaches the
+ * socket.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -744,6 +745,78 @@ static void test_wait_end_timeout(void **state)
 	free(f);
 }
 
+/* ---- ctr_exec, and ctr_start of an exec ---- */
+
+/* What goes out is a ctr_exec with the caller's process whole; the agent's
+ * pid comes back only from a reply naming the same exec; a request the
+ * agent would refuse (a bad process, the init's number, none) is not sent;
+ * ctr_start names the exec it starts. */
+static void test_exec(void **state)
+{
+	static char created[128];
+	static struct step steps[] = {
+		{ .reply = created },
+		{ .reply = "{\"type\":\"ctr_created\",\"cid\":\"c1\",\"exec\":3,\"pid\":241}\n" },
+		{ .reply = "{\"type\":\"ctr_created\",\"cid\":\"c1\",\"pid\":241}\n" },
+		{ .reply =
+			  "{\"type\":\"error\",\"code\":\"invalid_state\",\"message\":\"ctr_exec: container \\\"c1\\\" is not running (its init ended)\"}\n" },
+		{ .reply = OK },
+	};
+	json_t *proc = load("{\"args\":[\"sh\",\"-c\",\"echo $$\"],\"env\":[\"PATH=/bin\"],"
+			    "\"uid\":1000,\"terminal\":true,\"rows\":7,\"cols\":9}"),
+	       *bad = load("{\"args\":[]}"), *sent;
+	struct agent_client_err e;
+	struct agent_client c;
+	struct agent_line line;
+	struct agent_msg m;
+	struct fake *f;
+	int pid = -1;
+
+	(void)state;
+	assert_int_equal(agent_line_ctr_created(&line, "c1", 1, 240), 0);
+	snprintf(created, sizeof(created), "%.*s", (int)line.len, line.data);
+	agent_line_free(&line);
+	f = fake_start(steps, 5);
+	c = client_for(f, 2000);
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 1, proc, &pid, &e), 0);
+	assert_int_equal(pid, 240);
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 2, proc, &pid, &e), -EPROTO);
+	assert_err(&e, AGENT_FAIL_PROTOCOL, AGENT_E_IO_ERROR);
+	assert_msg_has(&e, "exec 3, not 2");
+	assert_int_equal(pid, 0);
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 2, proc, &pid, &e), -EPROTO);
+	assert_int_equal(e.fail, AGENT_FAIL_PROTOCOL);
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 3, proc, &pid, &e), -EREMOTEIO);
+	assert_err(&e, AGENT_FAIL_AGENT, AGENT_E_INVALID_STATE);
+	assert_msg_has(&e, "its init ended");
+	/* Refused here, as the agent would: none of these connects. */
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 4, bad, &pid, &e), -EINVAL);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 0, proc, &pid, &e), -EINVAL);
+	assert_msg_has(&e, "'exec'");
+	assert_int_equal(agent_client_ctr_exec(&c, "c1", 4, NULL, &pid, &e), -EINVAL);
+	assert_msg_has(&e, "'process'");
+	assert_int_equal(agent_client_ctr_exec(&c, "..", 4, proc, &pid, &e), -EINVAL);
+	assert_msg_has(&e, "'cid'");
+	assert_int_equal(agent_client_ctr_start(&c, "c1", 5, &e), 0);
+	fake_stop(f);
+	assert_agent_takes(f->req[0], AGENT_T_CTR_EXEC, &m);
+	assert_string_equal(m.u.ctr_exec.cid, "c1");
+	assert_int_equal(m.u.ctr_exec.exec, 1);
+	assert_true(m.u.ctr_exec.proc.terminal && m.u.ctr_exec.proc.rows == 7);
+	agent_msg_free(&m);
+	sent = load(f->req[0]);
+	assert_true(json_equal(json_object_get(sent, "process"), proc));
+	json_decref(sent);
+	assert_agent_takes(f->req[4], AGENT_T_CTR_START, &m);
+	assert_int_equal(m.u.ctr.exec, 5);
+	agent_msg_free(&m);
+	assert_int_equal(proc->refcount, 1);
+	json_decref(proc);
+	json_decref(bad);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -759,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_wait_exit),
 		cmocka_unit_test(test_wait_hostile_exit),
 		cmocka_unit_test(test_wait_end_timeout),
+		cmocka_unit_test(test_exec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
