@@ -27,6 +27,7 @@
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
+#include "lib/base/fd_close.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/fd_relay.h"
 #include "lib/base/mono.h"
@@ -674,24 +675,9 @@ static void shim_end(struct shim *s)
  * descriptors (runc's init closes them too) and its working directory. */
 static void shim_detach(const struct rt_shim_args *a)
 {
-	int keep[3] = { a->ready_fd, a->dirfd, a->log_fd }, lo = 3;
+	int keep[3] = { a->ready_fd, a->dirfd, a->log_fd };
 
-	for (int i = 0; i < 3; i++) /* sort the three */
-		for (int j = i + 1; j < 3; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	for (int i = 0; i < 3; i++) {
-		if (keep[i] < lo)
-			continue;
-		if (keep[i] > lo)
-			close_range((unsigned)lo, (unsigned)keep[i] - 1, 0);
-		lo = keep[i] + 1;
-	}
-	close_range((unsigned)lo, ~0u, 0);
+	fd_close_except(keep, 3);
 	setsid();
 	(void)!chdir("/");
 }

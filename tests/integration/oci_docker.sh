@@ -16,11 +16,7 @@ dk_start() {
   if [ ! -w /etc/docker ]; then
     mount -t tmpfs tmpfs /etc/docker || { fail "cannot make /etc/docker writable"; return 1; }
   fi
-  # a short exec root: kiln-runtime's state is below it
-  # (runtime-runc/moby/<64 hex>/) and kiln-runtime makes paths below it;
-  # 107 bytes; Docker's default /var/run/docker fits, a mktemp name not
-  mkdir -p /run/kdx && mount -t tmpfs -o mode=0700 tmpfs /run/kdx || { fail "cannot mount /run/kdx"; return 1; }
-  dockerd --config-file "$dk/daemon.json" --data-root "$dk/root" --exec-root /run/kdx \
+  dockerd --config-file "$dk/daemon.json" --data-root "$dk/root" --exec-root "$dk/exec" \
     --pidfile "$dk/pid" -H "unix://$dk/sock" --storage-driver vfs --iptables=false \
     --ip6tables=false --bridge=none --exec-opt native.cgroupdriver=cgroupfs \
     --add-runtime "kiln=$PWD/build/kiln-runtime" >"$dk/log" 2>&1 &
@@ -50,8 +46,6 @@ dk_stop() {
   kill -9 "$dk_pid" 2>/dev/null
   wait "$dk_pid" 2>/dev/null
   pkill -f "containerd.*$dk" 2>/dev/null
-  pkill -f "containerd.*/run/kdx" 2>/dev/null
-  umount -l /run/kdx 2>/dev/null
   umount -l "$dk" 2>/dev/null
   rmdir "$dk" 2>/dev/null
   unset dk dk_pid
