@@ -80,7 +80,8 @@ test_oci_podman_kiln() {
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
     oci_vm_crash "$PWD/build/kiln-runtime" && oci_kiln_cgroup || r=1
   if [ $r = 0 ]; then
-    left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$')
+    left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$'
+      ls -A /run/kiln-runtime-vm 2>/dev/null)
     [ -z "$left" ] || { fail "left behind after podman run --rm: $left"; r=1; }
   fi
   oci_stop
