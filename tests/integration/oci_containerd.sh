@@ -48,15 +48,11 @@ ctd_stop() {
   unset ctd ctd_pid ctd_img
 }
 
-# ctd_run STDIN ARGS...: ctr ARGS with STDIN; $out, $err, $rc as oci_run.
+# ctd_run STDIN ARGS...: ctd_ctr ARGS through oci_capture.
 ctd_run() {
-  local in=$1 o e
+  local in=$1
   shift
-  o=$(mktemp) e=$(mktemp)
-  rc=0
-  printf '%s' "$in" | ctd_ctr "$@" >"$o" 2>"$e" || rc=$?
-  out=$(tr -d '\r' <"$o") err=$(cat "$e")
-  rm -f "$o" "$e"
+  oci_capture "$in" ctd_ctr "$@"
 }
 
 test_oci_containerd_kiln() {

@@ -51,15 +51,11 @@ dk_stop() {
   unset dk dk_pid
 }
 
-# dk_run STDIN ARGS...: docker ARGS with STDIN; $out, $err, $rc as oci_run.
+# dk_run STDIN ARGS...: dk_docker ARGS through oci_capture.
 dk_run() {
-  local in=$1 o e
+  local in=$1
   shift
-  o=$(mktemp) e=$(mktemp)
-  rc=0
-  printf '%s' "$in" | dk_docker "$@" >"$o" 2>"$e" || rc=$?
-  out=$(tr -d '\r' <"$o") err=$(cat "$e")
-  rm -f "$o" "$e"
+  oci_capture "$in" dk_docker "$@"
 }
 
 test_oci_docker_kiln() {

@@ -55,16 +55,24 @@ oci_stop() {
   unset CONTAINERS_STORAGE_CONF CONTAINERS_CONF TMPDIR oci oci_img
 }
 
-# oci_run STDIN ARGS...: podman ARGS with STDIN as its input ('' for none);
+# oci_capture STDIN CMD...: CMD with STDIN as its input ('' for none);
 # stdout in $out, stderr in $err, exit status in $rc (as lib.sh's vmm).
-oci_run() {
+# Each engine's wrapper (oci_run, ctd_run, dk_run) runs through it.
+oci_capture() {
   local in=$1 o e
   shift
   o=$(mktemp) e=$(mktemp)
   rc=0
-  printf '%s' "$in" | oci_podman "$@" >"$o" 2>"$e" || rc=$?
+  printf '%s' "$in" | "$@" >"$o" 2>"$e" || rc=$?
   out=$(tr -d '\r' <"$o") err=$(cat "$e")
   rm -f "$o" "$e"
+}
+
+# oci_run STDIN ARGS...: podman ARGS through oci_capture.
+oci_run() {
+  local in=$1
+  shift
+  oci_capture "$in" oci_podman "$@"
 }
 
 # oci_flows RUNTIME: what an engine asks of any OCI runtime, through
