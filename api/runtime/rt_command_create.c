@@ -44,7 +44,6 @@ static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *ou
 static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, struct rt_plan *plan,
 			 struct err *e)
 {
-	const struct rt_namespace *net;
 	struct rt_sizing size;
 	struct rt_pod pod;
 	char cg[RT_PATH_MAX];
@@ -57,13 +56,6 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 		return err_set(e, EINVAL,
 			       "--console-socket is given but process.terminal is false: there is "
 			       "no terminal to send");
-	net = rt_config_ns(cfg, RT_NS_NETWORK);
-	if (net && net->path)
-		return err_set(e, ENOSYS,
-			       "linux.namespaces: the network namespace %.200s: a container's "
-			       "network is not supported yet (run it with --network none: the "
-			       "VM then has loopback only)",
-			       net->path);
 	if (rt_pod_decide(cfg->annotations, c->id, &pod, e) < 0)
 		return -EINVAL;
 	if (pod.role == RT_POD_MEMBER)
