@@ -6,9 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "api/runtime/rt_shim_proto.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/text_clean.h"
 
@@ -157,4 +159,54 @@ int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e)
 	snprintf(dir, sizeof(dir), "%s/%s", root, c->id);
 	rt_jail_path(dir, out);
 	return 0;
+}
+
+int rt_command_shim_fork(struct rt_shim_args *a, int lockfd, int rootfd, char *dir, pid_t *pid,
+			 int *ready_r, struct err *e)
+{
+	char rootreal[RT_PATH_MAX];
+	int ready[2], r;
+
+	if (rt_command_pid_file(a->cmd->pid_file, a->pid_file, e) < 0)
+		return -EINVAL;
+	if (!realpath(a->cmd->g.root, rootreal) ||
+	    (size_t)snprintf(dir, RT_PATH_MAX, "%s/%s", rootreal, a->cmd->id) >= RT_PATH_MAX)
+		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", a->cmd->g.root,
+			       strerror(errno));
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return err_set(e, errno, "%s: pipe: %s", a->cmd->verb_name, strerror(errno));
+	a->dir = dir;
+	rt_jail_path(dir, a->jail);
+	a->ready_fd = ready[1];
+	*pid = fork();
+	if (*pid < 0) {
+		r = err_set(e, errno, "%s: fork: %s", a->cmd->verb_name, strerror(errno));
+		close(ready[0]);
+		close(ready[1]);
+		return r;
+	}
+	if (*pid == 0) {
+		close(ready[0]);
+		close(lockfd);
+		close(rootfd);
+		rt_shim_main(a);
+	}
+	close(ready[1]);
+	*ready_r = ready[0];
+	return 0;
+}
+
+int rt_command_shim_ready(int ready_r, pid_t pid, const char *died, struct err *e)
+{
+	char line[RT_SHIM_LINE_MAX];
+	ssize_t n = fd_io_read_full(ready_r, line, sizeof(line));
+	int r;
+
+	close(ready_r);
+	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
+	if (r == -EINVAL)
+		err_set(e, ECHILD, "%s", died);
+	if (r < 0)
+		waitpid(pid, NULL, 0); /* it exits once it said so: its VM is gone too */
+	return r;
 }

@@ -18,6 +18,7 @@
 #define KILN_RT_COMMAND_H
 
 #include "api/runtime/rt_cli.h"
+#include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_config.h"
 #include "api/runtime/rt_dir.h"
 #include "api/runtime/rt_log.h"
@@ -66,6 +67,18 @@ int rt_command_pid_file(const char *given, char *out, struct err *e);
 /* The container's jail directory (rt_jail_path of <root>/<id>) into
  * out[RT_JAIL_PATH_MAX]. */
 int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e);
+
+/*
+ * A shim for a (create's container shim, or an exec shim): a->dir
+ * (<root>/<id>, into dir[RT_PATH_MAX]), its jail path, the absolute pid
+ * file and the ready pipe filled, then forked; the child closes lockfd
+ * and rootfd and never returns. *ready_r is the pipe's read end for
+ * rt_command_shim_ready, which reads the shim's one line: 0, the shim's
+ * error, or `died` when it ended without a word (then it is reaped).
+ */
+int rt_command_shim_fork(struct rt_shim_args *a, int lockfd, int rootfd, char *dir, pid_t *pid,
+			 int *ready_r, struct err *e);
+int rt_command_shim_ready(int ready_r, pid_t pid, const char *died, struct err *e);
 
 /* s (malloc'ed) on stdout, freed. */
 int rt_command_print(char *s);

@@ -70,63 +70,27 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 	return rt_plan_build(cfg, c->id, plan, e);
 }
 
-/*
- * Fork the shim (rt_shim.h) and wait for its ready line: `ok` once the
- * VM runs, the container is created and the pid file written; or the
- * shim's error. The shim keeps nothing of create's but what a holds: not
- * the container's lock (an inherited flock would hold it as long as the
- * shim lives), not the root directory.
- */
-static int shim_fork(const char *root, struct rt_shim_args *a, int rootfd, int lockfd,
-		     struct err *e)
+/* The shim forked; the record names it at once (a delete while it boots
+ * kills it rather than freeing what it uses under it); its ready line. */
+static int shim_start(struct rt_shim_args *a, int rootfd, int lockfd, struct err *e)
 {
-	char dir[RT_PATH_MAX], rootreal[RT_PATH_MAX], line[RT_SHIM_LINE_MAX];
-	int ready[2], r;
-	ssize_t n;
+	static char dir[RT_PATH_MAX];
+	struct err ignored;
+	int ready_r, r;
 	pid_t pid;
 
-	if (rt_command_pid_file(a->cmd->pid_file, a->pid_file, e) < 0)
-		return -EINVAL;
-	if (!realpath(root, rootreal) ||
-	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
-		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", root, strerror(errno));
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		return err_set(e, errno, "create: pipe: %s", strerror(errno));
-	a->dir = dir;
-	rt_jail_path(dir, a->jail);
-	a->ready_fd = ready[1];
-	pid = fork();
-	if (pid < 0) {
-		r = err_set(e, errno, "create: fork: %s", strerror(errno));
-		close(ready[0]);
-		close(ready[1]);
+	r = rt_command_shim_fork(a, lockfd, rootfd, dir, &pid, &ready_r, e);
+	if (r < 0)
 		return r;
-	}
-	if (pid == 0) {
-		close(ready[0]);
-		close(lockfd);
-		close(rootfd);
-		rt_shim_main(a);
-	}
-	close(ready[1]);
-	/* the record names the shim from now on: a delete while it boots
-	 * kills it rather than freeing what it uses under it */
 	a->rec->shim.pid = pid;
 	if (proc_start_time(pid, &a->rec->shim.start) == 0)
-		rt_dir_write_state(a->dirfd, a->rec, e);
-	n = fd_io_read_full(ready[0], line, sizeof(line));
-	close(ready[0]);
-	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
-	if (r == -EINVAL)
-		err_set(e, ECHILD,
-			"create: the container's shim ended before the container was created (see "
-			"vmm.log and the --log file)");
-	if (r < 0) {
-		struct err ignored;
-
-		waitpid(pid, NULL, 0); /* it exits once it said so: then its VM is gone too */
+		rt_dir_write_state(a->dirfd, a->rec, &ignored);
+	r = rt_command_shim_ready(ready_r, pid,
+				  "create: the container's shim ended before the container was "
+				  "created (see vmm.log and the --log file)",
+				  e);
+	if (r < 0)
 		rt_jail_remove(a->jail, &ignored);
-	}
 	return r;
 }
 
@@ -195,7 +159,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 					   .dirfd = dirfd,
 					   .ready_fd = -1,
 					   .log_fd = x->log_fd };
-		r = shim_fork(c->g.root, &a, rootfd, lockfd, e);
+		r = shim_start(&a, rootfd, lockfd, e);
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the
 	 * engine retries with the same ID): its binds first, which the

@@ -64,52 +64,19 @@ static int process_from_flags(const struct rt_cmd *c, const struct rt_process *i
 	return 0;
 }
 
-/*
- * Fork the exec shim and wait for its ready line (as create does for the
- * container's shim). The shim holds nothing of ours but what a names;
- * the container's lock is released first (an exec may run for long).
- */
+/* The exec shim forked (the container's lock is released after it:
+ * an exec may run for long) and its ready line. */
 static int exec_fork(struct rt_held *h, struct rt_shim_args *a, pid_t *pid, struct err *e)
 {
 	static char dir[RT_PATH_MAX];
-	char rootreal[RT_PATH_MAX], line[RT_SHIM_LINE_MAX];
-	int ready[2], r;
-	ssize_t n;
+	int ready_r, r;
 
-	if (rt_command_pid_file(a->cmd->pid_file, a->pid_file, e) < 0)
-		return -EINVAL;
-	if (!realpath(a->cmd->g.root, rootreal) ||
-	    (size_t)snprintf(dir, sizeof(dir), "%s/%s", rootreal, a->cmd->id) >= sizeof(dir))
-		return err_set(e, ENAMETOOLONG, "--root %.200s: %s", a->cmd->g.root,
-			       strerror(errno));
-	if (pipe2(ready, O_CLOEXEC) < 0)
-		return err_set(e, errno, "exec: pipe: %s", strerror(errno));
-	a->dir = dir;
-	rt_jail_path(dir, a->jail); /* its vsock is the container's agent */
 	a->dirfd = h->dirfd;
-	a->ready_fd = ready[1];
-	*pid = fork();
-	if (*pid < 0) {
-		r = err_set(e, errno, "exec: fork: %s", strerror(errno));
-		close(ready[0]);
-		close(ready[1]);
-		return r;
-	}
-	if (*pid == 0) {
-		close(ready[0]);
-		close(h->lockfd);
-		close(h->rootfd);
-		rt_shim_main(a);
-	}
-	close(ready[1]);
-	n = fd_io_read_full(ready[0], line, sizeof(line));
-	close(ready[0]);
-	r = rt_shim_reply_decode(line, n > 0 ? (size_t)n : 0, e);
-	if (r == -EINVAL)
-		err_set(e, ECHILD, "exec: the exec's shim ended before the process ran");
-	if (r < 0)
-		waitpid(*pid, NULL, 0);
-	return r;
+	r = rt_command_shim_fork(a, h->lockfd, h->rootfd, dir, pid, &ready_r, e);
+	return r < 0
+		? r
+		: rt_command_shim_ready(ready_r, *pid,
+					"exec: the exec's shim ended before the process ran", e);
 }
 
 /* exec without --detach: runc waits and exits as the process did. */
