@@ -221,11 +221,13 @@ static int on_message(const struct msg *m, struct nl_view *v, struct err *e)
 		if (m->h.nlmsg_len < NLMSG_LENGTH(sizeof(ne)))
 			return err_set(e, EINVAL, "netlink: a short NLMSG_ERROR");
 		memcpy(&ne, m->bytes + NLMSG_HDRLEN, sizeof(ne));
-		if (ne.error == 0)
-			return 0; /* an acknowledgement */
+		if (ne.error == 0) {
+			v->acked = true; /* an acknowledgement */
+			return 0;
+		}
 		if (ne.error > 0 || ne.error < -4095)
 			return err_set(e, EINVAL, "netlink: NLMSG_ERROR %d", ne.error);
-		return err_set(e, -ne.error, "netlink: the dump failed: %s", strerror(-ne.error));
+		return err_set(e, -ne.error, "netlink: %s", strerror(-ne.error));
 	case RTM_NEWLINK:
 		return on_link(m, v, e);
 	case RTM_NEWADDR:
@@ -251,7 +253,7 @@ int nl_parse_dump(const void *buf, size_t n, struct nl_view *v, struct err *e)
 		r = on_message(&(struct msg){ h, p }, v, e);
 		if (r < 0)
 			return r;
-		if (v->done || NLMSG_ALIGN(h.nlmsg_len) >= (size_t)(end - p))
+		if (v->done || v->acked || NLMSG_ALIGN(h.nlmsg_len) >= (size_t)(end - p))
 			break;
 		p += NLMSG_ALIGN(h.nlmsg_len);
 	}

@@ -12,7 +12,8 @@
  * use), and bounded: at most NL_LINKS_MAX links, NL_ADDRS_MAX addresses,
  * NL_ROUTES_MAX default routes are kept; more is refused. nl_parse_dump
  * may be called once per dump buffer (recv) on the same view; a dump
- * ends at NLMSG_DONE. Only default routes of the main table are kept.
+ * ends at NLMSG_DONE, a request (NLM_F_ACK) at its acknowledgement, an
+ * NLMSG_ERROR of 0. Only default routes of the main table are kept.
  */
 #ifndef KILN_NL_PARSE_H
 #define KILN_NL_PARSE_H
@@ -60,11 +61,13 @@ struct nl_view {
 	size_t naddrs;
 	struct nl_route routes[NL_ROUTES_MAX];
 	size_t nroutes;
-	bool done; /* NLMSG_DONE seen */
+	bool done;  /* NLMSG_DONE seen */
+	bool acked; /* an NLMSG_ERROR of 0: a request's acknowledgement */
 };
 
 /* The messages in buf[0..n) into v (which starts zeroed). 0, or -EINVAL
- * (malformed), -E2BIG (over a bound), -errno of an NLMSG_ERROR, with e. */
+ * (malformed), -E2BIG (over a bound), -errno of an NLMSG_ERROR (e says
+ * "netlink: " and the errno's text: the caller names the request). */
 int nl_parse_dump(const void *buf, size_t n, struct nl_view *v, struct err *e);
 
 /* What the VM gets: the one interface besides loopback. */

@@ -15,6 +15,7 @@
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_hooks.h"
+#include "api/runtime/rt_net.h"
 #include "lib/base/fd_io.h"
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_sock.h"
@@ -101,6 +102,8 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 			    c->id, rt_status_name(st));
 	if (!r)
 		r = kill_container(&rec, e); /* a stopped one's VM may outlive its shim */
+	if (!r && rec.tap[0])
+		rt_net_sweep(rec.netns, rec.tap); /* a killed shim's TAP */
 	if (!r)
 		r = rt_cgroup_remove(&rec, e);
 	if (!r)

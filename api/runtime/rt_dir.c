@@ -433,6 +433,13 @@ void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX])
 	snprintf(out, RT_JAIL_PATH_MAX, RT_JAIL_ROOT "/%016llx", (unsigned long long)h);
 }
 
+void rt_tap_name(const char *jail, char out[RT_TAP_NAME_MAX])
+{
+	const char *slash = strrchr(jail, '/');
+
+	snprintf(out, RT_TAP_NAME_MAX, "kt%.12s", slash ? slash + 1 : jail);
+}
+
 int rt_jail_make(const char *jail, struct err *e)
 {
 	if (mkdir(RT_JAIL_ROOT, 0711) < 0 && errno != EEXIST)

@@ -110,6 +110,12 @@ int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
 #define RT_JAIL_PATH_MAX 64
 void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX]);
 
+/* The TAP kiln-runtime makes in the container's network namespace
+ * (rt_net.h): "kt" and 12 hex digits of the jail path's hash, its own
+ * whatever else shares the namespace (IFNAMSIZ: at most 15 bytes). Pure. */
+#define RT_TAP_NAME_MAX 16
+void rt_tap_name(const char *jail, char out[RT_TAP_NAME_MAX]);
+
 /* Make RT_JAIL_ROOT (0711) and the jail directory (0755, root's). */
 int rt_jail_make(const char *jail, struct err *e);
 

@@ -468,23 +468,37 @@ static int hostname_ok(const char *h, struct err *e)
 	}
 }
 
+/* Append to the command line cmd[cap] of *n bytes; once it is full,
+ * nothing more (*n then says so: n >= cap). */
+static void cmdline_add(char *cmd, size_t cap, size_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void cmdline_add(char *cmd, size_t cap, size_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*n >= cap)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(cmd + *n, cap - *n, fmt, ap);
+	va_end(ap);
+	*n = w < 0 ? cap : *n + (size_t)w;
+}
+
 static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err *e)
 {
-	size_t n = (size_t)snprintf(p->cmdline, sizeof(p->cmdline),
-				    "kiln.oci kiln.shares=" RT_SHARE_ROOT ":/run/kiln/root%s",
-				    c->root_readonly ? ":ro" : "");
+	size_t n = 0, cap = sizeof(p->cmdline);
 
+	cmdline_add(p->cmdline, cap, &n, "kiln.oci kiln.shares=" RT_SHARE_ROOT ":/run/kiln/root%s",
+		    c->root_readonly ? ":ro" : "");
 	if (p->has_ro_binds)
-		n += (size_t)snprintf(p->cmdline + n, sizeof(p->cmdline) - n,
-				      "," RT_SHARE_BINDS_RO ":/run/kiln/binds/ro:ro");
+		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RO ":/run/kiln/binds/ro:ro");
 	if (p->has_rw_binds)
-		n += (size_t)snprintf(p->cmdline + n, sizeof(p->cmdline) - n,
-				      "," RT_SHARE_BINDS_RW ":/run/kiln/binds/rw");
+		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RW ":/run/kiln/binds/rw");
 	if (c->hostname && *c->hostname)
-		n += (size_t)snprintf(p->cmdline + n, sizeof(p->cmdline) - n, " kiln.hostname=%s",
-				      c->hostname);
-	return n < sizeof(p->cmdline) ? 0
-				      : err_set(e, E2BIG, "the kernel command line is too long");
+		cmdline_add(p->cmdline, cap, &n, " kiln.hostname=%s", c->hostname);
+	return n < cap ? 0 : err_set(e, E2BIG, "the kernel command line is too long");
 }
 
 static int plan_request(const struct rt_config *c, const char *id, struct rt_plan *p, struct err *e)
@@ -530,11 +544,12 @@ void rt_plan_free(struct rt_plan *p)
 	p->ctr_create = NULL;
 }
 
-int rt_plan_net(const struct nl_iface *f, struct rt_plan *plan, char *net, struct err *e)
+int rt_plan_net(const struct nl_iface *f, const char *tap, char *cmdline, size_t cap, char *net,
+		struct err *e)
 {
 	const struct nl_addr *v4 = NULL;
 	char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
-	size_t n = strlen(plan->cmdline);
+	size_t n = strnlen(cmdline, cap);
 	const uint8_t *m = f->link.mac;
 
 	for (size_t i = 0; i < f->naddrs && !v4; i++)
@@ -545,25 +560,25 @@ int rt_plan_net(const struct nl_iface *f, struct rt_plan *plan, char *net, struc
 			       "interface %s has no IPv4 address: IPv6-only networks are not "
 			       "supported yet",
 			       f->link.name);
+	if (v4->prefix < 1 || v4->prefix > 30)
+		return err_set(e, EINVAL,
+			       "interface %s: a /%u IPv4 address is not supported yet (the guest "
+			       "takes a prefix of 1 to 30, a gateway inside it)",
+			       f->link.name, v4->prefix);
 	if (f->link.mtu && (f->link.mtu < 68 || f->link.mtu > 65535))
 		return err_set(e, EINVAL, "interface %s: MTU %u is outside 68..65535", f->link.name,
 			       f->link.mtu);
 	inet_ntop(AF_INET, v4->addr, ip, sizeof(ip));
-	snprintf(net, RT_NET_OPT_MAX,
-		 "tap=" RT_TAP_NAME ",mac=%02x:%02x:%02x:%02x:%02x:%02x,ip=%s/%u", m[0], m[1], m[2],
-		 m[3], m[4], m[5], ip, v4->prefix);
-	n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.ip=%s/%u", ip,
-			      v4->prefix);
+	snprintf(net, RT_NET_OPT_MAX, "tap=%s,mac=%02x:%02x:%02x:%02x:%02x:%02x,ip=%s/%u", tap,
+		 m[0], m[1], m[2], m[3], m[4], m[5], ip, v4->prefix);
+	cmdline_add(cmdline, cap, &n, " kiln.ip=%s/%u", ip, v4->prefix);
 	if (f->has_gw4) {
 		inet_ntop(AF_INET, f->gw4, gw, sizeof(gw));
-		n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.gw=%s",
-				      gw);
+		cmdline_add(cmdline, cap, &n, " kiln.gw=%s", gw);
 	}
 	if (f->link.mtu)
-		n += (size_t)snprintf(plan->cmdline + n, sizeof(plan->cmdline) - n, " kiln.mtu=%u",
-				      f->link.mtu);
-	return n < sizeof(plan->cmdline) ? 0
-					 : err_set(e, E2BIG, "the kernel command line is too long");
+		cmdline_add(cmdline, cap, &n, " kiln.mtu=%u", f->link.mtu);
+	return n < cap ? 0 : err_set(e, E2BIG, "the kernel command line is too long");
 }
 
 /* One argument into out (copied into its buffer). */

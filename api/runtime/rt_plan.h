@@ -107,18 +107,19 @@ void rt_plan_free(struct rt_plan *plan);
  * (docs/agent-protocol.md 7.9); a new reference, NULL: out of memory. */
 json_t *rt_plan_process(const struct rt_process *pr);
 
-#define RT_TAP_NAME "kt0" /* the TAP made in the container's network namespace */
 #define RT_NET_OPT_MAX 128
 
 /*
- * The VM's network from the namespace's interface (nl_pick_iface): the
- * kiln-vmm --net value into net[RT_NET_OPT_MAX] ("tap=kt0,mac=..,
+ * The VM's network from the namespace's interface (nl_pick_iface) and
+ * the TAP named tap: the kiln-vmm --net value into net[RT_NET_OPT_MAX]
+ * ("tap=TAP,mac=..,
  * ip=ADDR/PREFIX", the packet filter's source address) and kernel
- * parameters appended to plan->cmdline (kiln.ip= kiln.gw= kiln.mtu=).
+ * parameters appended to cmdline[cap] (kiln.ip= kiln.gw= kiln.mtu=).
  * The first IPv4 address is the guest's; an interface without one is
  * refused (IPv6-only networks: not yet).
  */
-int rt_plan_net(const struct nl_iface *f, struct rt_plan *plan, char *net, struct err *e);
+int rt_plan_net(const struct nl_iface *f, const char *tap, char *cmdline, size_t cap, char *net,
+		struct err *e);
 
 /* kiln-vmm's launch: paths chosen by the caller, shares by descriptor. */
 struct rt_vmm_launch {

@@ -24,6 +24,7 @@
 #include "api/runtime/rt_exit.h"
 #include "api/runtime/rt_hooks.h"
 #include "api/runtime/rt_log.h"
+#include "api/runtime/rt_net.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
@@ -64,6 +65,7 @@ struct shim {
 	size_t npump, nout; /* pumps in use; the first nout are output */
 	int tty;            /* the host pty's slave (with a terminal), -1: none */
 	int shares[3];
+	struct rt_net net; /* the container's network namespace and its TAP */
 	bool started;
 	bool killed;      /* kill 9 went to the VM itself */
 	int64_t kill_due; /* mono ms: a taken KILL's exit is due, 0: none */
@@ -171,23 +173,35 @@ static int vm_log_open(struct shim *s, int *wfd, struct err *e)
 	return 0;
 }
 
-/* kiln-vmm, jailed, as the shim's child. */
+/* kiln-vmm, jailed, as the shim's child; started in the container's
+ * network namespace (when it has one) so it opens the TAP there. */
 static int vm_start(struct shim *s, struct err *e)
 {
 	const struct rt_shim_args *a = s->a;
+	const struct rt_namespace *ns = rt_config_ns(a->cfg, RT_NS_NETWORK);
 	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
+	char cmdline[RT_CMDLINE_MAX], net[RT_NET_OPT_MAX], tap[RT_TAP_NAME_MAX];
 	struct rt_sizing size;
 	struct rt_files f;
 	struct rt_argv *argv = NULL;
-	int logw = -1, r;
+	int logw = -1, nic = 0, r;
 
 	if (rt_plan_sizing(a->cfg, &size, e) < 0 || rt_files_find(size.kernel, &f, e) < 0)
 		return -EINVAL;
 	if ((r = vm_paths(s, jail, vsock, control, e)) < 0 || (r = shares_open(s, e)) < 0)
 		return r;
+	memcpy(cmdline, a->plan->cmdline, sizeof(cmdline));
+	rt_tap_name(jail, tap);
+	if ((r = rt_net_open(&s->net, ns ? ns->path : NULL, tap, e)) < 0 ||
+	    (r = rt_net_enter(&s->net, e)) < 0)
+		return r;
+	nic = rt_net_attach(&s->net, cmdline, sizeof(cmdline), net, e);
+	if (nic > 0) { /* for delete, should the shim be killed */
+		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path);
+		snprintf(a->rec->tap, sizeof(a->rec->tap), "%s", tap);
+	}
 	argv = calloc(1, sizeof(*argv));
-	if (!argv)
-		return err_set(e, ENOMEM, "out of memory");
+	r = nic < 0 ? nic : argv ? 0 : err_set(e, ENOMEM, "out of memory");
 	struct rt_vmm_launch l = {
 		.vmm = f.vmm,
 		.kernel = f.kernel,
@@ -201,9 +215,11 @@ static int vm_start(struct shim *s, struct err *e)
 		.brw_fd = s->shares[2],
 		.root_readonly = a->cfg->root_readonly,
 		.size = &size,
-		.cmdline = a->plan->cmdline,
+		.cmdline = cmdline,
+		.net = nic > 0 ? net : NULL,
 	};
-	r = rt_plan_vmm_argv(&l, argv, e);
+	if (!r)
+		r = rt_plan_vmm_argv(&l, argv, e);
 	if (!r)
 		r = vm_log_open(s, &logw, e);
 	if (!r) {
@@ -211,6 +227,8 @@ static int vm_start(struct shim *s, struct err *e)
 
 		r = rt_vmm_spawn(&sp, &s->vmm_pid, e);
 	}
+	if (rt_net_leave(&s->net, e) < 0 && !r)
+		r = -EINVAL; /* the shim must not run on in the container's network */
 	if (logw >= 0)
 		close(logw);
 	free(argv);
@@ -666,6 +684,7 @@ static void shim_end(struct shim *s)
 	if (!s->exec)
 		record_exit(s); /* the container's end, not an exec's */
 	vmm_stop(s);
+	rt_net_close(&s->net);
 	for (int i = 0; i < 4 && capped_log_pump(&s->vlog); i++)
 		;
 	capped_log_close(&s->vlog);
@@ -691,6 +710,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 
 	s = (struct shim){ .a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .tty = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
+	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };
 	for (int i = 0; i < 3; i++)
 		s.shares[i] = -1;
 	shim_detach(a);
@@ -703,6 +723,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 		n = rt_shim_reply_encode(e.msg, line);
 		(void)!fd_io_write_all(a->ready_fd, line, n);
 		vmm_stop(&s);
+		rt_net_close(&s.net);
 		capped_log_pump(&s.vlog);
 		_exit(1);
 	}
@@ -711,6 +732,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 		/* create is gone (the engine killed it): it told the engine
 		 * the create failed, so nothing may run on */
 		vmm_stop(&s);
+		rt_net_close(&s.net);
 		_exit(1);
 	}
 	close(a->ready_fd);

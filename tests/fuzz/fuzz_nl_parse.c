@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char net[RT_NET_OPT_MAX];
 
 		memset(&plan, 0, sizeof(plan));
-		if (rt_plan_net(&f, &plan, net, &e) == 0) {
+		if (rt_plan_net(&f, "kt0", plan.cmdline, sizeof(plan.cmdline), net, &e) == 0) {
 			FUZZ_ASSERT(!strpbrk(net, " \"'\n\t") && !strpbrk(plan.cmdline, "\"'\n\t"));
 			FUZZ_ASSERT(!strncmp(net, "tap=kt0,mac=", 12));
 		}

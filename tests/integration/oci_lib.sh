@@ -134,3 +134,53 @@ oci_flows_life() {
   oci_run '' rm "$id"
   expect_rc 0 || return 1
 }
+
+# oci_net RUNTIME: the container on the network an engine gives it: a
+# namespace holding a veth whose peer, 10.77.0.1 on the host, serves a
+# page, passed as `--network ns:PATH` (the path netavark, CNI or
+# libnetwork would have made and configured). The container fetches the
+# host's page, the host reaches a server in the container, and the
+# namespace holds what it held before once they are gone (lo and the
+# veth: no TAP left). 0, or 1 after fail.
+oci_net() {
+  local ns=oci-n1 rt srv id links r=0
+  rt=(--runtime "$1" --network "ns:/run/netns/$ns")
+  ip netns add $ns && ip link add oci-h1 type veth peer name eth0 netns $ns &&
+    ip addr add 10.77.0.1/24 dev oci-h1 && ip link set oci-h1 up &&
+    ip -n $ns addr add 10.77.0.2/24 dev eth0 && ip -n $ns link set eth0 up &&
+    ip -n $ns link set lo up && ip -n $ns route add default via 10.77.0.1 ||
+    { fail "cannot make the test network"; ip netns del $ns 2>/dev/null; return 1; }
+  mkdir -p "$oci/www" && echo from-host >"$oci/www/hello"
+  python3 -m http.server --bind 10.77.0.1 --directory "$oci/www" 8077 >/dev/null 2>&1 &
+  srv=$!
+  oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox sh -c \
+    'for i in $(seq 60); do wget -qO- http://10.77.0.1:8077/hello && exit; sleep 1; done; exit 9'
+  expect_rc 0 && expect_out '^from-host$' || r=1
+  if [ $r = 0 ]; then
+    oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sh -c 'echo from-ctr | nc -l -p 9000'
+    expect_rc 0 || r=1
+    id=$out
+  fi
+  if [ $r = 0 ]; then
+    out=$(python3 - <<'EOT'
+import socket, time
+for _ in range(120):
+    try:
+        s = socket.create_connection(("10.77.0.2", 9000), timeout=30)
+        print(s.recv(100).decode().strip())
+        break
+    except OSError:
+        time.sleep(0.5)
+EOT
+)
+    expect_out '^from-ctr$' || r=1
+    oci_run '' rm -f -t 0 "$id"
+    expect_rc 0 || r=1
+  fi
+  links=$(ip -n $ns -o link | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort | tr '\n' ' ')
+  [ $r = 1 ] || [ "$links" = "eth0 lo " ] || { fail "the namespace holds '$links' after the containers"; r=1; }
+  kill $srv 2>/dev/null
+  wait $srv 2>/dev/null
+  ip netns del $ns
+  return $r
+}

@@ -6,7 +6,7 @@
 test_oci_podman_crun_baseline() {
   oci_start || { oci_stop; return 1; }
   local r=0
-  oci_flows /usr/bin/crun && oci_flows_life /usr/bin/crun || r=1
+  oci_flows /usr/bin/crun && oci_flows_life /usr/bin/crun && oci_net /usr/bin/crun || r=1
   oci_stop
   return $r
 }
@@ -78,7 +78,8 @@ test_oci_podman_kiln() {
   oci_start || { oci_stop; return 1; }
   local r=0 left
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
-    oci_vm_crash "$PWD/build/kiln-runtime" && oci_kiln_cgroup || r=1
+    oci_net "$PWD/build/kiln-runtime" && oci_vm_crash "$PWD/build/kiln-runtime" &&
+    oci_kiln_cgroup || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$'
       ls -A /run/kiln-runtime-vm 2>/dev/null)

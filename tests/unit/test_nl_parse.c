@@ -236,7 +236,17 @@ static void test_hostile(void **state)
 	done(msg(NLMSG_ERROR, &ne, sizeof(ne)));
 	memset(&v, 0, sizeof(v));
 	assert_int_equal(nl_parse_dump(buf, len, &v, &e), -EPERM);
-	assert_non_null(strstr(e.msg, "the dump failed"));
+	assert_string_equal(e.msg, "netlink: Operation not permitted");
+	assert_false(v.acked);
+	/* an acknowledgement ends the reading, and what follows is not read */
+	len = 0;
+	ne.error = 0;
+	done(msg(NLMSG_ERROR, &ne, sizeof(ne)));
+	ne.error = -EPERM;
+	done(msg(NLMSG_ERROR, &ne, sizeof(ne)));
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(nl_parse_dump(buf, len, &v, &e), 0);
+	assert_true(v.acked);
 	/* more links than kept */
 	len = 0;
 	for (int i = 0; i <= NL_LINKS_MAX; i++)

@@ -346,6 +346,27 @@ static void test_remove_mounted(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* kiln-vmm's jail directory and the TAP: short and the container's own,
+ * whatever the runtime root's length (Docker's is 98 bytes). */
+static void test_jail_and_tap(void **state)
+{
+	char a[RT_JAIL_PATH_MAX], b[RT_JAIL_PATH_MAX], tap[RT_TAP_NAME_MAX];
+
+	(void)state;
+	rt_jail_path("/var/run/docker/runtime-runc/moby/"
+		     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+		     a);
+	rt_jail_path("/run/kiln-runtime/c1", b);
+	assert_int_equal(strlen(a), strlen(RT_JAIL_ROOT "/") + 16);
+	assert_string_not_equal(a, b);
+	rt_tap_name(a, tap);
+	assert_int_equal(strlen(tap), 14); /* IFNAMSIZ holds 15 */
+	assert_memory_equal(tap, "kt", 2);
+	assert_memory_equal(tap + 2, a + strlen(RT_JAIL_ROOT "/"), 12);
+	rt_tap_name(b, tap);
+	assert_memory_equal(tap + 2, b + strlen(RT_JAIL_ROOT "/"), 12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +379,7 @@ int main(void)
 		cmocka_unit_test(test_remove_mounted),
 		cmocka_unit_test(test_pid_file),
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_jail_and_tap),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -441,7 +441,7 @@ static void test_net(void **state)
 	f.has_gw4 = true;
 	memcpy(f.gw4, "\x0a\x58\x00\x01", 4);
 	built(HEAD PROC "}", "c1");
-	assert_int_equal(rt_plan_net(&f, &plan, net, &e), 0);
+	assert_int_equal(rt_plan_net(&f, "kt0", plan.cmdline, sizeof(plan.cmdline), net, &e), 0);
 	assert_string_equal(net, "tap=kt0,mac=0a:58:0a:58:00:05,ip=10.88.0.5/16");
 	assert_string_equal(plan.cmdline,
 			    "kiln.oci kiln.shares=r:/run/kiln/root "
@@ -450,11 +450,18 @@ static void test_net(void **state)
 	/* IPv6 only: not yet */
 	f.naddrs = 1;
 	built(HEAD PROC "}", "c1");
-	assert_int_equal(rt_plan_net(&f, &plan, net, &e), -EINVAL);
+	assert_int_equal(rt_plan_net(&f, "kt0", plan.cmdline, sizeof(plan.cmdline), net, &e),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "eth0 has no IPv4 address"));
 	f.naddrs = 2;
+	f.addrs[1].prefix = 32; /* point-to-point CNIs (Calico): not yet */
+	assert_int_equal(rt_plan_net(&f, "kt0", plan.cmdline, sizeof(plan.cmdline), net, &e),
+			 -EINVAL);
+	assert_non_null(strstr(e.msg, "eth0: a /32 IPv4 address is not supported yet"));
+	f.addrs[1].prefix = 16;
 	f.link.mtu = 40;
-	assert_int_equal(rt_plan_net(&f, &plan, net, &e), -EINVAL);
+	assert_int_equal(rt_plan_net(&f, "kt0", plan.cmdline, sizeof(plan.cmdline), net, &e),
+			 -EINVAL);
 	assert_non_null(strstr(e.msg, "MTU 40 is outside 68..65535"));
 	rt_plan_free(&plan);
 	rt_config_free(&cfg);
