@@ -22,9 +22,9 @@ struct dir {
 	int from, to;
 	uint8_t *buf;
 	size_t cap, off, end;
-	bool eof;  /* the source ended (or failed) */
-	bool done; /* and all of it was delivered, or the destination failed */
-	bool lost; /* the host's side (from or to) failed, not the process's */
+	bool eof;                /* the source ended (or failed) */
+	bool done;               /* and all of it was delivered, or the destination failed */
+	bool lost;               /* the host's side (from or to) failed, not the process's */
 	bool host_from, host_to; /* which end is the host's connection */
 };
 
