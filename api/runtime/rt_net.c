@@ -128,18 +128,18 @@ static int join(struct nl_sock *s, int iface, int tap, unsigned mtu, struct err 
 	struct nl_req r;
 	int rc;
 
-	if (request(s, nl_build_link_up(&r, s->seq++, tap, mtu), &r,
-		    "bringing the TAP up", e) < 0 ||
-	    request(s, nl_build_ingress(&r, s->seq++, tap), &r,
-		    "adding the TAP's ingress qdisc", e) < 0)
+	if (request(s, nl_build_link_up(&r, s->seq++, tap, mtu), &r, "bringing the TAP up", e) <
+		    0 ||
+	    request(s, nl_build_ingress(&r, s->seq++, tap), &r, "adding the TAP's ingress qdisc",
+		    e) < 0)
 		return -EINVAL;
 	rc = request(s, nl_build_ingress(&r, s->seq++, iface), &r,
 		     "adding the interface's ingress qdisc", e);
 	if (rc < 0 && rc != -EEXIST)
 		return rc;
 	/* one an earlier VM of this container left (its shim killed) */
-	rc = request(s, nl_build_redirect_del(&r, s->seq++, iface), &r,
-		     "removing an old redirect", e);
+	rc = request(s, nl_build_redirect_del(&r, s->seq++, iface), &r, "removing an old redirect",
+		     e);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
 	if (request(s, nl_build_redirect(&r, s->seq++, iface, tap), &r,

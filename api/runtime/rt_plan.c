@@ -632,7 +632,8 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    path_ok(l->initrd, "the initrd", e) < 0 ||
 	    path_ok(l->vsock, "the vsock socket", e) < 0 ||
 	    path_ok(l->control, "the control socket", e) < 0 ||
-	    path_ok(l->jail_dir, "the jail directory", e) < 0)
+	    path_ok(l->jail_dir, "the jail directory", e) < 0 ||
+	    (l->restore && path_ok(l->restore, "--image-path", e) < 0))
 		return -EINVAL;
 	if (!l->jail_id)
 		return err_set(e, EINVAL, "the jail's uid and gid must not be 0");
@@ -653,6 +654,7 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    share_arg(a, l->bro_fd, RT_SHARE_BINDS_RO, true, e) < 0 ||
 	    share_arg(a, l->brw_fd, RT_SHARE_BINDS_RW, false, e) < 0 ||
 	    (l->net && (arg(a, e, "--net") < 0 || arg(a, e, "%s", l->net) < 0)) ||
+	    (l->restore && (arg(a, e, "--restore") < 0 || arg(a, e, "%s", l->restore) < 0)) ||
 	    arg(a, e, "--jail") < 0 || arg(a, e, "%s", l->jail_dir) < 0 || arg(a, e, "--uid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0 || arg(a, e, "--gid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0)

@@ -131,7 +131,8 @@ struct rt_vmm_launch {
 	bool root_readonly;
 	const struct rt_sizing *size;
 	const char *cmdline;
-	const char *net; /* rt_plan_net's --net value, NULL: no NIC (loopback only) */
+	const char *net;     /* rt_plan_net's --net value, NULL: no NIC (loopback only) */
+	const char *restore; /* a checkpoint's snapshot to resume (--restore), NULL: boot */
 };
 
 struct rt_argv {

@@ -48,6 +48,8 @@
 /* The pumps, the container's output first (drained at the end alone):
  * stdout, stderr, stdin; with a terminal, its output and its input. */
 #define NPUMPS 3
+/* restore: how long a stream may still be held by its reset connection */
+#define RESTORE_STREAM_MS 10000
 
 struct shim {
 	const struct rt_shim_args *a;
@@ -217,6 +219,7 @@ static int vm_start(struct shim *s, struct err *e)
 		.size = &size,
 		.cmdline = cmdline,
 		.net = nic > 0 ? net : NULL,
+		.restore = a->restore,
 	};
 	if (!r)
 		r = rt_plan_vmm_argv(&l, argv, e);
@@ -240,6 +243,23 @@ static int vm_start(struct shim *s, struct err *e)
 	return r;
 }
 
+/*
+ * One stream of the container's process. After a restore the guest's
+ * relay of the stream may not have seen the reset of its old connection
+ * yet ("connected already"): asked again for a while, as it frees it.
+ */
+static int stream_connect(struct shim *s, enum agent_ctr_stream stream, int *sock,
+			  struct agent_client_err *ae)
+{
+	int64_t until = mono_ms() + (s->a->restore ? RESTORE_STREAM_MS : 0);
+	int r;
+
+	while ((r = agent_client_ctr_stdio(&s->ac, s->cid, s->exec, stream, sock, ae)) < 0 &&
+	       ae->code == AGENT_E_INVALID_STATE && mono_ms() < until)
+		usleep(20000);
+	return r;
+}
+
 static int stdio_connect(struct shim *s, struct err *e)
 {
 	static const struct {
@@ -257,7 +277,7 @@ static int stdio_connect(struct shim *s, struct err *e)
 	for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
 		int sock, r;
 
-		if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, io[i].stream, &sock, &ae) < 0)
+		if (stream_connect(s, io[i].stream, &sock, &ae) < 0)
 			return agent_fail(&ae, "connecting the container's stdio", e);
 		r = io[i].to_guest
 			? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
@@ -290,7 +310,7 @@ static int tty_connect(struct shim *s, struct err *e)
 		console_pty_set_size(s->tty, pr->rows, pr->cols, e);
 	if (ioctl(s->tty, TIOCSCTTY, 0) < 0)
 		r = err_set(e, errno, "the terminal as the shim's: %s", strerror(errno));
-	else if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, AGENT_CTR_PTY, &sock, &ae) < 0)
+	else if (stream_connect(s, AGENT_CTR_PTY, &sock, &ae) < 0)
 		r = agent_fail(&ae, "connecting the container's terminal", e);
 	else if ((r = fd_pump_init(&s->pump[0], sock, s->tty, s->buf[0], PUMP_BUF, FD_PUMP_KEEP)) ==
 			 0 &&
@@ -408,14 +428,17 @@ static int shim_setup(struct shim *s, struct err *e)
 	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,
 				    &ae) < 0)
 		return agent_fail(&ae, "setting the guest's clock", e);
-	if (agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
+	/* a restored guest has its container, running: the streams the
+	 * snapshot's restore reset are connected again below */
+	if (!a->restore && agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
 	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
 	if (r < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
 		return r;
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
-	a->rec->status = RT_STATUS_CREATED;
+	a->rec->status = a->restore ? RT_STATUS_RUNNING : RT_STATUS_CREATED;
+	s->started = a->restore != NULL;
 	a->rec->shim.pid = getpid();
 	a->rec->vmm.pid = s->vmm_pid;
 	if (proc_start_time(a->rec->shim.pid, &a->rec->shim.start) < 0 ||
@@ -708,7 +731,11 @@ void rt_shim_main(const struct rt_shim_args *a)
 	struct err e = { { 0 } };
 	size_t n;
 
-	s = (struct shim){ .a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .tty = -1 };
+	s = (struct shim){ .a = a,
+			   .cid = a->restore_cid ? a->restore_cid : a->cmd->id,
+			   .sfd = -1,
+			   .lfd = -1,
+			   .tty = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
 	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };
 	for (int i = 0; i < 3; i++)

@@ -44,8 +44,8 @@ int file_copy_extent(int in, int out, off_t data, off_t hole)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP ||
-			      errno == ENOSYS))
+		if (n < 0 &&
+		    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS))
 			return copy_bounce(in, out, off, hole);
 		if (n <= 0)
 			return n == 0 ? -EIO : -errno;

@@ -71,6 +71,45 @@ oci_kiln_cgroup() {
   [ ! -e "/sys/fs/cgroup$cg" ] || { fail "the container's cgroup $cg is left after podman rm -f"; return 1; }
 }
 
+# podman container checkpoint, then restore: the container's VM is
+# snapshotted and killed, and comes back from the snapshot with its
+# memory: a counter its process keeps in the guest's /dev/shm (a tmpfs,
+# guest RAM) goes on from where it was, the process's pid is the same,
+# and exec works in the restored VM. 0, or 1 after fail.
+oci_kiln_checkpoint() {
+  local rt=(--runtime "$PWD/build/kiln-runtime" --network none) id before after pid
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/sh -c \
+    'echo $$ >/dev/shm/pid; i=0; while :; do i=$((i+1)); echo $i >/dev/shm/n; sleep 0.2; done'
+  expect_rc 0 || return 1
+  id=$out
+  for _ in $(seq 60); do
+    oci_run '' exec "$id" /bin/cat /dev/shm/n
+    [ "$rc" = 0 ] && [ "${out:-0}" -ge 3 ] 2>/dev/null && break
+    sleep 1
+  done
+  before=$out
+  oci_run '' exec "$id" /bin/cat /dev/shm/pid
+  expect_rc 0 || return 1
+  pid=$out
+  oci_run '' container checkpoint "$id"
+  expect_rc 0 || return 1
+  oci_run '' inspect --format '{{.State.Status}}' "$id"
+  expect_rc 0 && expect_out '^(exited|stopped)$' || return 1
+  [ -z "$(pgrep -x kiln-vmm)" ] || { fail "kiln-vmm still runs after the checkpoint"; return 1; }
+  oci_run '' container restore "$id"
+  expect_rc 0 || return 1
+  oci_run '' exec "$id" /bin/cat /dev/shm/pid
+  expect_rc 0 && expect_out "^$pid\$" || return 1
+  sleep 2
+  oci_run '' exec "$id" /bin/cat /dev/shm/n
+  expect_rc 0 || return 1
+  after=$out
+  [ "$after" -gt "$before" ] 2>/dev/null ||
+    { fail "the counter was $before before the checkpoint and is '$after' after the restore"; return 1; }
+  oci_run '' rm -f -t 0 "$id"
+  expect_rc 0 || return 1
+}
+
 # The same flows with kiln-runtime: each container a kiln VM. Afterwards
 # nothing of them is left: no kiln-vmm, no shim, no state directory, no
 # cgroup.
@@ -79,7 +118,7 @@ test_oci_podman_kiln() {
   local r=0 left
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
     oci_net "$PWD/build/kiln-runtime" && oci_vm_crash "$PWD/build/kiln-runtime" &&
-    oci_kiln_cgroup || r=1
+    oci_kiln_cgroup && oci_kiln_checkpoint || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$'
       ls -A /run/kiln-runtime-vm 2>/dev/null)

@@ -422,6 +422,15 @@ static void test_vmm_argv(void **state)
 	l.root_fd = 1;
 	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "descriptor 1 is stdio's"));
+	/* a restore resumes the checkpoint's snapshot, the same devices */
+	l.root_fd = 5;
+	l.restore = "/var/lib/containers/c1/checkpoint";
+	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), 0);
+	assert_string_equal(a.argv[a.argc - 8], "--restore");
+	assert_string_equal(a.argv[a.argc - 7], "/var/lib/containers/c1/checkpoint");
+	l.restore = "checkpoint";
+	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--image-path: want an absolute path"));
 }
 
 /* netavark's interface as the VM's NIC and kiln-init's parameters. */
