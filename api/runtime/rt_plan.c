@@ -154,6 +154,36 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
 	return kernel_choice(c, s, e);
 }
 
+int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
+		   char cpu_max[RT_CPU_MAX_LEN], struct err *e)
+{
+	uint64_t period = req->cpu_period ? req->cpu_period : boot->cpu_period;
+
+	if (req->pids_limit > 0)
+		return err_set(e, ENOSYS,
+			       "update: pids.limit is applied in the guest, which update cannot "
+			       "reach yet: leave it out");
+	if (req->cpuset_cpus)
+		return err_set(e, EINVAL,
+			       "update: cpuset.cpus: a kiln VM's %u vCPUs are fixed at boot: leave "
+			       "it out (cpu quota and period are taken)",
+			       boot->cpus);
+	if (req->memory_limit > 0 &&
+	    ((uint64_t)req->memory_limit + MIB - 1) / MIB < boot->mem_mib)
+		return err_set(e, EINVAL,
+			       "update: memory.limit %lld bytes is below the VM's RAM (%u MiB, "
+			       "fixed at boot): a kiln VM's RAM cannot shrink",
+			       (long long)req->memory_limit, boot->mem_mib);
+	if (req->cpu_quota <= 0 && !req->cpu_period)
+		return 0;
+	if (req->cpu_quota > 0)
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "%lld %llu", (long long)req->cpu_quota,
+			 (unsigned long long)period);
+	else
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "max %llu", (unsigned long long)period);
+	return 1;
+}
+
 /* A cgroup path's components: none empty, "." or "..", no control bytes. */
 static int cgroup_path_ok(const char *p, const char *what, struct err *e)
 {

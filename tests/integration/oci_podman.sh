@@ -48,7 +48,8 @@ oci_vm_crash() {
 # The VM in the container's cgroup: the shim (the container's pid for
 # Podman) and its kiln-vmm are in the cgroupsPath Podman gives (cgroupfs:
 # .../libpod-<id>), whose memory.max is the VM's RAM (io.kiln.memory=192)
-# plus kiln-runtime's 64 MiB for the VMM; `podman rm -f` leaves no cgroup.
+# plus kiln-runtime's 64 MiB for the VMM; `podman update --cpus` sets its
+# cpu.max; `podman rm -f` leaves no cgroup.
 # 0, or 1 after fail.
 oci_kiln_cgroup() {
   local rt=(--runtime "$PWD/build/kiln-runtime" --network none) id shim vmm cg
@@ -66,6 +67,11 @@ oci_kiln_cgroup() {
   [ "$(cat "/sys/fs/cgroup$cg/memory.max")" = $(((192 + 64) << 20)) ] ||
     { fail "memory.max of $cg: $(cat "/sys/fs/cgroup$cg/memory.max")"; return 1; }
   [ "$(cat "/sys/fs/cgroup$cg/pids.max")" = 1024 ] || { fail "pids.max of $cg: $(cat "/sys/fs/cgroup$cg/pids.max")"; return 1; }
+  # podman update: the VM's share of the host CPU (its vCPUs are fixed)
+  oci_run '' update --cpus 0.5 "$id"
+  expect_rc 0 || return 1
+  [ "$(cat "/sys/fs/cgroup$cg/cpu.max")" = "50000 100000" ] ||
+    { fail "cpu.max of $cg after podman update --cpus 0.5: $(cat "/sys/fs/cgroup$cg/cpu.max")"; return 1; }
   oci_run '' rm -f -t 0 "$id"
   expect_rc 0 || return 1
   [ ! -e "/sys/fs/cgroup$cg" ] || { fail "the container's cgroup $cg is left after podman rm -f"; return 1; }

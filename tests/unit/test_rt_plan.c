@@ -476,6 +476,43 @@ static void test_net(void **state)
 	rt_config_free(&cfg);
 }
 
+/* update against a VM of 512 MiB and 2 vCPUs: what reaches cpu.max,
+ * and what a running VM cannot take. */
+static void test_update(void **state)
+{
+	const struct rt_sizing boot = { .mem_mib = 512, .cpus = 2, .cpu_period = 100000 };
+	struct rt_resources r = { .memory_limit = -1, .cpu_quota = -1, .pids_limit = -1 };
+	char cpu[RT_CPU_MAX_LEN];
+
+	(void)state;
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0); /* nothing */
+	r.cpu_quota = 150000;
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
+	assert_string_equal(cpu, "150000 100000");
+	r.cpu_period = 50000;
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
+	assert_string_equal(cpu, "150000 50000");
+	r.cpu_quota = -1; /* a period alone: no quota */
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
+	assert_string_equal(cpu, "max 50000");
+	r.cpu_period = 0;
+	r.memory_limit = 512LL << 20; /* the RAM itself, or more: taken */
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0);
+	r.memory_limit = (511LL << 20) + 1; /* rounds up to 512 MiB */
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0);
+	r.memory_limit = 511LL << 20;
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "below the VM's RAM (512 MiB"));
+	r.memory_limit = -1;
+	r.cpuset_cpus = "0-1";
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "2 vCPUs are fixed at boot"));
+	r.cpuset_cpus = NULL;
+	r.pids_limit = 100;
+	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -ENOSYS);
+	assert_non_null(strstr(e.msg, "pids.limit is applied in the guest"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_ctr_create),
 		cmocka_unit_test(test_podman_mounts),
 		cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_update),
 		cmocka_unit_test(test_vmm_argv),
 		cmocka_unit_test(test_net),
 	};
