@@ -89,12 +89,12 @@ oci_kiln_checkpoint() {
   expect_rc 0 || return 1
   id=$out
   for _ in $(seq 60); do
-    oci_run '' exec "$id" /bin/cat /dev/shm/n
+    oci_run '' exec "$id" /bin/busybox cat /dev/shm/n
     [ "$rc" = 0 ] && [ "${out:-0}" -ge 3 ] 2>/dev/null && break
     sleep 1
   done
   before=$out
-  oci_run '' exec "$id" /bin/cat /dev/shm/pid
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/pid
   expect_rc 0 || return 1
   pid=$out
   oci_run '' container checkpoint "$id"
@@ -104,10 +104,10 @@ oci_kiln_checkpoint() {
   [ -z "$(pgrep -x kiln-vmm)" ] || { fail "kiln-vmm still runs after the checkpoint"; return 1; }
   oci_run '' container restore "$id"
   expect_rc 0 || return 1
-  oci_run '' exec "$id" /bin/cat /dev/shm/pid
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/pid
   expect_rc 0 && expect_out "^$pid\$" || return 1
   sleep 2
-  oci_run '' exec "$id" /bin/cat /dev/shm/n
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/n
   expect_rc 0 || return 1
   after=$out
   [ "$after" -gt "$before" ] 2>/dev/null ||
