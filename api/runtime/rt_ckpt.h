@@ -23,8 +23,8 @@
 
 #define RT_CKPT_STATE "kiln-state.json"
 #define RT_CKPT_FILES_MAX 64
-#define RT_CKPT_WORK "snap"   /* in the jail directory, the VM's uid's */
-#define RT_CKPT_SNAP "image"  /* in that: the snapshot kiln-vmm writes */
+#define RT_CKPT_WORK "snap"  /* in the jail directory, the VM's uid's */
+#define RT_CKPT_SNAP "image" /* in that: the snapshot kiln-vmm writes */
 
 /* <jail>/RT_CKPT_WORK made (or emptied) for the jailed kiln-vmm (uid and
  * gid id, 0700); *fd opened on it. */

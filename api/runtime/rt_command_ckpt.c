@@ -47,8 +47,9 @@ int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 	int workfd = -1, r = rt_command_hold(c, &h, e);
 
 	if (!r && !c->image_path)
-		r = err_set(e, EINVAL, "checkpoint: --image-path DIR is required (where the "
-				       "checkpoint goes)");
+		r = err_set(e, EINVAL,
+			    "checkpoint: --image-path DIR is required (where the "
+			    "checkpoint goes)");
 	if (!r && h.st != RT_STATUS_RUNNING && h.st != RT_STATUS_PAUSED)
 		r = err_set(e, EINVAL, "container %s is not running: %s", c->id,
 			    rt_status_name(h.st));
@@ -97,11 +98,11 @@ int rt_command_restore(const struct rt_ctx *x, struct err *e)
 	int r;
 
 	if (!c->image_path)
-		return err_set(e, EINVAL, "restore: --image-path DIR is required (the "
-					  "checkpoint to restore)");
+		return err_set(e, EINVAL,
+			       "restore: --image-path DIR is required (the "
+			       "checkpoint to restore)");
 	if (!realpath(c->image_path, image))
-		return err_set(e, errno, "--image-path %.200s: %s", c->image_path,
-			       strerror(errno));
+		return err_set(e, errno, "--image-path %.200s: %s", c->image_path, strerror(errno));
 	if ((r = rt_ckpt_read(image, &saved, e)) < 0)
 		return r;
 	r = rt_command_make(x, image, saved.id, e);

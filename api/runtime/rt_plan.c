@@ -168,8 +168,7 @@ int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
 			       "update: cpuset.cpus: a kiln VM's %u vCPUs are fixed at boot: leave "
 			       "it out (cpu quota and period are taken)",
 			       boot->cpus);
-	if (req->memory_limit > 0 &&
-	    ((uint64_t)req->memory_limit + MIB - 1) / MIB < boot->mem_mib)
+	if (req->memory_limit > 0 && ((uint64_t)req->memory_limit + MIB - 1) / MIB < boot->mem_mib)
 		return err_set(e, EINVAL,
 			       "update: memory.limit %lld bytes is below the VM's RAM (%u MiB, "
 			       "fixed at boot): a kiln VM's RAM cannot shrink",

@@ -516,14 +516,10 @@ static void test_update(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),
-		cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),
-		cmocka_unit_test(test_podman_mounts),
-		cmocka_unit_test(test_build_refusals),
-		cmocka_unit_test(test_update),
-		cmocka_unit_test(test_vmm_argv),
-		cmocka_unit_test(test_net),
+		cmocka_unit_test(test_sizing),         cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),     cmocka_unit_test(test_podman_mounts),
+		cmocka_unit_test(test_build_refusals), cmocka_unit_test(test_update),
+		cmocka_unit_test(test_vmm_argv),       cmocka_unit_test(test_net),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
