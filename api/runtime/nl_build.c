@@ -130,15 +130,28 @@ int nl_build_link_del(struct nl_req *r, uint32_t seq, const char *name)
 	return done(r);
 }
 
+static struct tcmsg ingress_tc(int ifindex)
+{
+	return (struct tcmsg){ .tcm_family = AF_UNSPEC,
+			       .tcm_ifindex = ifindex,
+			       .tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0),
+			       .tcm_parent = TC_H_INGRESS };
+}
+
 int nl_build_ingress(struct nl_req *r, uint32_t seq, int ifindex)
 {
-	struct tcmsg tc = { .tcm_family = AF_UNSPEC,
-			    .tcm_ifindex = ifindex,
-			    .tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0),
-			    .tcm_parent = TC_H_INGRESS };
+	struct tcmsg tc = ingress_tc(ifindex);
 
 	start(r, RTM_NEWQDISC, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq, &tc, sizeof(tc));
 	attr_str(r, TCA_KIND, "ingress");
+	return done(r);
+}
+
+int nl_build_ingress_del(struct nl_req *r, uint32_t seq, int ifindex)
+{
+	struct tcmsg tc = ingress_tc(ifindex);
+
+	start(r, RTM_DELQDISC, NLM_F_ACK, seq, &tc, sizeof(tc));
 	return done(r);
 }
 

@@ -2,6 +2,7 @@
 #include "api/runtime/rt_ckpt.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,7 +43,11 @@ int rt_ckpt_work_open(const char *jail, uint32_t id, int *fd, struct err *e)
 	jfd = open(jail, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (jfd < 0)
 		return err_set(e, errno, "the VM's jail directory %s: %s", jail, strerror(errno));
-	clear_dir(jfd, RT_CKPT_WORK); /* what a failed checkpoint left */
+	close(jfd);
+	rt_ckpt_work_remove(jail); /* what a failed checkpoint left */
+	jfd = open(jail, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (jfd < 0)
+		return err_set(e, errno, "the VM's jail directory %s: %s", jail, strerror(errno));
 	if (mkdirat(jfd, RT_CKPT_WORK, 0700) < 0 && errno != EEXIST) {
 		close(jfd);
 		return err_set(e, errno, "%s: %s", path, strerror(errno));
@@ -64,19 +69,38 @@ void rt_ckpt_work_remove(const char *jail)
 	if (fd < 0)
 		return;
 	clear_dir(fd, RT_CKPT_SNAP);
+	clear_dir(fd, RT_CKPT_SNAP ".tmp"); /* kiln-vmm's own, were it cut short */
 	close(fd);
 	rmdir(path);
 }
 
-/* One file of the snapshot: a regular file (not followed) copied. */
-static int copy_one(int src, int dst, const char *name, struct err *e)
+/* The files kiln-vmm writes into a snapshot of a VM without disks
+ * (vmm/snapshot/snapshot_file.h, snapshot_workingset.h): no other name
+ * reaches the engine's directory. */
+static bool snapshot_name(const char *name)
+{
+	static const char *const names[] = { "state", "memory", "memory.z", "workingset" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return true;
+	return false;
+}
+
+/* One file of the snapshot: a regular file (not followed) of the VM's
+ * uid, with no other link, at most max bytes, copied. */
+static int copy_one(int src, int dst, const char *name, const struct rt_ckpt_src *from,
+		    struct err *e)
 {
 	int in = openat(src, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), out, r;
 	struct stat st;
 
-	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
+	    st.st_uid != from->uid || (uint64_t)st.st_size > from->max_bytes) {
 		r = err_set(e, in < 0 ? errno : EINVAL,
-			    "checkpoint: the snapshot's %.100s is not a regular file", name);
+			    "checkpoint: the snapshot's %.100s is not a file kiln-vmm wrote (a "
+			    "regular file of its own, one link, at most the VM's RAM)",
+			    name);
 		if (in >= 0)
 			close(in);
 		return r;
@@ -94,7 +118,7 @@ static int copy_one(int src, int dst, const char *name, struct err *e)
 	return r < 0 ? err_set(e, -r, "checkpoint: copying %.100s: %s", name, strerror(-r)) : 0;
 }
 
-static int copy_all(int src, int dst, struct err *e)
+static int copy_all(int src, int dst, const struct rt_ckpt_src *from, struct err *e)
 {
 	DIR *d = fdopendir(src);
 	struct dirent *de;
@@ -107,18 +131,31 @@ static int copy_all(int src, int dst, struct err *e)
 	while (!r && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (!strcmp(de->d_name, RT_CKPT_STATE) || ++n > RT_CKPT_FILES_MAX)
+		if (!snapshot_name(de->d_name) || ++n > RT_CKPT_FILES_MAX)
 			r = err_set(e, EINVAL,
-				    "checkpoint: the snapshot holds %s: not what kiln-vmm writes",
-				    n > RT_CKPT_FILES_MAX ? "too many files" : RT_CKPT_STATE);
+				    "checkpoint: the snapshot holds \"%.100s\": not a file kiln-vmm "
+				    "writes",
+				    de->d_name);
 		else
-			r = copy_one(dirfd(d), dst, de->d_name, e);
+			r = copy_one(dirfd(d), dst, de->d_name, from, e);
 	}
 	closedir(d);
 	return r;
 }
 
-int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec, struct err *e)
+/* criu's inventory: the file engines stat to call a checkpoint complete
+ * (Podman's restore); kiln's is a note, never parsed. */
+static int inventory(int dst, struct err *e)
+{
+	static const char note[] = "kiln: not a criu image; this checkpoint is a kiln-vmm "
+				   "snapshot (see " RT_CKPT_STATE ")\n";
+
+	return rt_file_replace(dst, RT_CKPT_INVENTORY, note, sizeof(note) - 1, 0600,
+			       "checkpoint: " RT_CKPT_INVENTORY, e);
+}
+
+int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec,
+		   const struct rt_ckpt_src *from, struct err *e)
 {
 	int src, dst, r;
 	char *s;
@@ -130,7 +167,9 @@ int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec
 		return err_set(e, errno, "--image-path %.200s: %s", image, strerror(errno));
 	src = openat(workfd, RT_CKPT_SNAP, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	r = src < 0 ? err_set(e, errno, "checkpoint: the snapshot: %s", strerror(errno))
-		    : copy_all(src, dst, e);
+		    : copy_all(src, dst, from, e);
+	if (!r)
+		r = inventory(dst, e);
 	if (!r && rt_state_encode(rec, &s, e) == 0) {
 		r = rt_file_replace(dst, RT_CKPT_STATE, s, strlen(s), 0600,
 				    "checkpoint: " RT_CKPT_STATE, e);
@@ -146,15 +185,16 @@ int rt_ckpt_read(const char *image, struct rt_state_rec *rec, struct err *e)
 {
 	char *buf;
 	size_t n;
-	int dfd = open(image, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+	int r;
 
 	memset(rec, 0, sizeof(*rec));
-	if (dfd < 0)
-		return err_set(e, errno, "--image-path %.200s: %s", image, strerror(errno));
-	r = rt_file_read(dfd, RT_CKPT_STATE, false, RT_STATE_FILE_MAX,
-			 "restore: --image-path holds no kiln checkpoint (" RT_CKPT_STATE ")", &buf,
-			 &n, e);
-	close(dfd);
+	r = rt_file_read_in(image, "--image-path", RT_CKPT_STATE, false, RT_STATE_FILE_MAX,
+			    "restore: --image-path's " RT_CKPT_STATE, &buf, &n, e);
+	if (r == -ENOENT)
+		return err_set(e, ENOENT,
+			       "restore: --image-path %.200s holds no kiln checkpoint (no " RT_CKPT_STATE
+			       "): give the directory kiln-runtime's checkpoint wrote",
+			       image);
 	if (r < 0)
 		return r;
 	r = rt_state_decode(buf, n, rec, e);

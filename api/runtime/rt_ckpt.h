@@ -6,10 +6,11 @@
  * reads for the guest's container ID.
  *
  * The snapshot's files are bytes a jailed, possibly compromised kiln-vmm
- * wrote: only regular files are copied, opened without following links,
- * at most RT_CKPT_FILES_MAX of them, and never one named RT_CKPT_STATE.
- * Their contents are read by the next kiln-vmm only, in its jail
- * (docs/security.md, "Restore").
+ * wrote: only the names kiln-vmm writes, each a regular file of the VM's
+ * uid with one link, opened without following links, at most the VM's
+ * RAM, are copied (not parsed); the next kiln-vmm reads them, in its
+ * jail (docs/security.md, "Restore"). kiln-runtime writes RT_CKPT_STATE
+ * and RT_CKPT_INVENTORY itself.
  *
  * Contract: thin syscalls.
  */
@@ -22,6 +23,7 @@
 #include "lib/base/err.h"
 
 #define RT_CKPT_STATE "kiln-state.json"
+#define RT_CKPT_INVENTORY "inventory.img" /* what engines stat (criu's name) */
 #define RT_CKPT_FILES_MAX 64
 #define RT_CKPT_WORK "snap"  /* in the jail directory, the VM's uid's */
 #define RT_CKPT_SNAP "image" /* in that: the snapshot kiln-vmm writes */
@@ -30,9 +32,18 @@
  * gid id, 0700); *fd opened on it. */
 int rt_ckpt_work_open(const char *jail, uint32_t id, int *fd, struct err *e);
 
+/* Who wrote the snapshot: the jailed kiln-vmm's uid, and its largest
+ * file (the VM's RAM and a margin). */
+struct rt_ckpt_src {
+	uint32_t uid;
+	uint64_t max_bytes;
+};
+
 /* The snapshot in workfd/RT_CKPT_SNAP copied into the directory image
- * (made 0700 when missing), holes kept; then rec as RT_CKPT_STATE. */
-int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec, struct err *e);
+ * (made 0700 when missing), holes kept; then RT_CKPT_INVENTORY and rec as
+ * RT_CKPT_STATE. */
+int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec,
+		   const struct rt_ckpt_src *from, struct err *e);
 
 /* RT_CKPT_STATE of image, decoded strictly (rt_state_decode). */
 int rt_ckpt_read(const char *image, struct rt_state_rec *rec, struct err *e);

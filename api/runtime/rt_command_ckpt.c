@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api/runtime/rt_ckpt.h"
+#include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "vmm/control/control_client.h"
 
@@ -39,10 +40,29 @@ static int stop_after(const struct rt_held *h, struct err *e)
 	return rt_shim_sock_call(h->dirfd, &req, RT_SHIM_CALL_MS, e);
 }
 
+/* Who writes the snapshot and how large its files may be: the VM's uid,
+ * its RAM (the bundle's sizing) and a margin for the state. */
+static int snapshot_source(const struct rt_state_rec *rec, struct rt_ckpt_src *from, struct err *e)
+{
+	struct rt_sizing size;
+	struct rt_config cfg;
+	int r = rt_command_read_config(rec->bundle, &cfg, e);
+
+	if (!r)
+		r = rt_plan_sizing(&cfg, &size, e);
+	rt_config_free(&cfg);
+	if (r < 0)
+		return r;
+	from->uid = rec->id_range;
+	from->max_bytes = (uint64_t)(size.mem_mib + RT_VMM_OVERHEAD_MIB) << 20;
+	return 0;
+}
+
 int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
 	char jail[RT_JAIL_PATH_MAX];
+	struct rt_ckpt_src from;
 	struct rt_held h;
 	int workfd = -1, r = rt_command_hold(c, &h, e);
 
@@ -58,9 +78,14 @@ int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 	if (!r)
 		r = rt_ckpt_work_open(jail, h.rec.id_range, &workfd, e);
 	if (!r)
-		r = snapshot(c, jail, e);
+		r = snapshot_source(&h.rec, &from, e);
 	if (!r)
-		r = rt_ckpt_export(workfd, c->image_path, &h.rec, e);
+		r = snapshot(c, jail, e);
+	if (!r) {
+		if (!h.rec.cid[0]) /* the guest's ID, which restore addresses */
+			snprintf(h.rec.cid, sizeof(h.rec.cid), "%s", h.rec.id);
+		r = rt_ckpt_export(workfd, c->image_path, &h.rec, &from, e);
+	}
 	if (workfd >= 0) {
 		close(workfd);
 		rt_ckpt_work_remove(jail);
@@ -105,7 +130,7 @@ int rt_command_restore(const struct rt_ctx *x, struct err *e)
 		return err_set(e, errno, "--image-path %.200s: %s", c->image_path, strerror(errno));
 	if ((r = rt_ckpt_read(image, &saved, e)) < 0)
 		return r;
-	r = rt_command_make(x, image, saved.id, e);
+	r = rt_command_make(x, image, &saved, e);
 	rt_state_rec_free(&saved);
 	return !r && !c->detach ? wait_restored(x, e) : r;
 }

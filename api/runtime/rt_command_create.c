@@ -117,7 +117,7 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 	return rt_command_make(x, NULL, NULL, e);
 }
 
-int rt_command_make(const struct rt_ctx *x, const char *restore, const char *restore_cid,
+int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt_state_rec *saved,
 		    struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
@@ -170,7 +170,10 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const char *res
 					   .ready_fd = -1,
 					   .log_fd = x->log_fd,
 					   .restore = restore,
-					   .restore_cid = restore_cid };
+					   .restore_net = saved ? saved->net : NULL,
+					   .restore_cid = !saved   ? NULL
+						   : saved->cid[0] ? saved->cid
+								   : saved->id };
 		r = shim_start(&a, rootfd, lockfd, e);
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the

@@ -234,8 +234,10 @@ static int update_resources(const struct rt_update *u, struct rt_resources *res,
 		return r;
 	if (u->has_memory)
 		res->memory_limit = u->memory;
-	if (u->has_cpu_quota)
+	if (u->has_cpu_quota) {
 		res->cpu_quota = u->cpu_quota;
+		res->cpu_quota_given = true;
+	}
 	if (u->has_cpu_period)
 		res->cpu_period = u->cpu_period;
 	if (u->has_pids)
@@ -249,25 +251,30 @@ static int update_resources(const struct rt_update *u, struct rt_resources *res,
  * container's host cgroup. */
 static int update_apply(const struct rt_held *h, const struct rt_resources *res, struct err *e)
 {
-	char cpu_max[RT_CPU_MAX_LEN];
+	char cpu_max[RT_CPU_MAX_LEN], now[RT_CPU_MAX_LEN];
+	const char *cg = h->rec.cgroup;
 	struct rt_sizing boot;
 	struct rt_config cfg;
 	int r = rt_command_read_config(h->rec.bundle, &cfg, e);
 
 	if (!r)
 		r = rt_plan_sizing(&cfg, &boot, e);
-	if (!r)
-		r = rt_plan_update(&boot, res, cpu_max, e);
 	rt_config_free(&cfg);
+	if (!r)
+		r = rt_plan_update(&boot, res,
+				   cg[0] && !cgroup_file_read(cg, "cpu.max", now, sizeof(now))
+					   ? now
+					   : NULL,
+				   cpu_max, e);
 	if (r <= 0)
 		return r;
-	if (!h->rec.cgroup[0])
+	if (!cg[0])
 		return err_set(e, EINVAL,
 			       "update: container %s has no cgroup of kiln-runtime's "
 			       "(--cgroup-manager disabled): its limits are the engine's",
 			       h->rec.id);
-	r = cgroup_file_write(h->rec.cgroup, "cpu.max", cpu_max);
-	return r < 0 ? err_set(e, -r, "update: %s/cpu.max: %s", h->rec.cgroup, strerror(-r)) : 0;
+	r = cgroup_file_write(cg, "cpu.max", cpu_max);
+	return r < 0 ? err_set(e, -r, "update: %s/cpu.max: %s", cg, strerror(-r)) : 0;
 }
 
 int rt_command_update(const struct rt_ctx *x, struct err *e)

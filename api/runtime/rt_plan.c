@@ -155,9 +155,9 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
 }
 
 int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
-		   char cpu_max[RT_CPU_MAX_LEN], struct err *e)
+		   const char *current, char cpu_max[RT_CPU_MAX_LEN], struct err *e)
 {
-	uint64_t period = req->cpu_period ? req->cpu_period : boot->cpu_period;
+	char quota[24] = "max";
 
 	if (req->pids_limit > 0)
 		return err_set(e, ENOSYS,
@@ -173,13 +173,18 @@ int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
 			       "update: memory.limit %lld bytes is below the VM's RAM (%u MiB, "
 			       "fixed at boot): a kiln VM's RAM cannot shrink",
 			       (long long)req->memory_limit, boot->mem_mib);
-	if (req->cpu_quota <= 0 && !req->cpu_period)
+	if (!req->cpu_quota_given && !req->cpu_period)
 		return 0;
 	if (req->cpu_quota > 0)
-		snprintf(cpu_max, RT_CPU_MAX_LEN, "%lld %llu", (long long)req->cpu_quota,
-			 (unsigned long long)period);
+		snprintf(quota, sizeof(quota), "%lld", (long long)req->cpu_quota);
+	else if (!req->cpu_quota_given && current) /* a period alone keeps the quota */
+		snprintf(quota, sizeof(quota), "%.*s", (int)strcspn(current, " "), current);
+	/* a quota alone keeps the period: cpu.max takes "QUOTA" */
+	if (req->cpu_period)
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "%s %llu", quota,
+			 (unsigned long long)req->cpu_period);
 	else
-		snprintf(cpu_max, RT_CPU_MAX_LEN, "max %llu", (unsigned long long)period);
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "%s", quota);
 	return 1;
 }
 

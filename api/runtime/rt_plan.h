@@ -73,13 +73,15 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
  * update --resources req against the VM booted with boot: what reaches
  * the host cgroup. 1 with its new cpu.max value in cpu_max (the quota
  * and period: the VM's vCPUs are fixed at boot, their share of the host
- * is not); 0 when nothing changes there (a memory limit at or above the
+ * is not; a quota alone keeps the period, a period alone keeps the quota
+ * read from current, cpu.max's present value, NULL: unlimited; a quota
+ * of -1 is unlimited); 0 when nothing changes there (a memory limit at or above the
  * VM's RAM: its RAM is the bound); -EINVAL or -ENOSYS with e for what a
  * running VM cannot take: RAM below its size, cpuset.cpus, pids (applied
  * in the guest, which update cannot reach yet).
  */
 int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
-		   char cpu_max[RT_CPU_MAX_LEN], struct err *e);
+		   const char *current, char cpu_max[RT_CPU_MAX_LEN], struct err *e);
 
 /*
  * The host cgroup directory for the container's shim and kiln-vmm, into

@@ -175,6 +175,30 @@ static int vm_log_open(struct shim *s, int *wfd, struct err *e)
 	return 0;
 }
 
+/* The part of a --net value after the TAP's name (mac=,ip=): "" none. */
+static const char *net_identity(const char *net)
+{
+	const char *comma = strchr(net, ',');
+
+	return comma ? comma + 1 : net;
+}
+
+/* A restored guest keeps the MAC and address it had: the engine's
+ * network must give the same (else it would answer nothing). */
+static bool same_net(const char *saved, const char *now, struct err *e)
+{
+	const char *was = net_identity(saved ? saved : ""), *is = net_identity(now);
+
+	if (!strcmp(was, is))
+		return true;
+	err_set(e, EINVAL,
+		"restore: the checkpoint's VM had network \"%s\", the network namespace now gives "
+		"\"%s\": restore the container with its own address and MAC (Podman: without "
+		"--ignore-static-ip or --ignore-static-mac)",
+		was[0] ? was : "none", is[0] ? is : "none");
+	return false;
+}
+
 /* kiln-vmm, jailed, as the shim's child; started in the container's
  * network namespace (when it has one) so it opens the TAP there. */
 static int vm_start(struct shim *s, struct err *e)
@@ -198,10 +222,13 @@ static int vm_start(struct shim *s, struct err *e)
 	    (r = rt_net_enter(&s->net, e)) < 0)
 		return r;
 	nic = rt_net_attach(&s->net, cmdline, sizeof(cmdline), net, e);
-	if (nic > 0) { /* for delete, should the shim be killed */
+	if (nic > 0) { /* for delete, should the shim be killed; for checkpoint */
 		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path);
 		snprintf(a->rec->tap, sizeof(a->rec->tap), "%s", tap);
+		snprintf(a->rec->net, sizeof(a->rec->net), "%s", net);
 	}
+	if (nic >= 0 && a->restore && !same_net(a->restore_net, nic > 0 ? net : "", e))
+		nic = -EINVAL;
 	argv = calloc(1, sizeof(*argv));
 	r = nic < 0 ? nic : argv ? 0 : err_set(e, ENOMEM, "out of memory");
 	struct rt_vmm_launch l = {
@@ -255,7 +282,8 @@ static int stream_connect(struct shim *s, enum agent_ctr_stream stream, int *soc
 	int r;
 
 	while ((r = agent_client_ctr_stdio(&s->ac, s->cid, s->exec, stream, sock, ae)) < 0 &&
-	       ae->code == AGENT_E_INVALID_STATE && mono_ms() < until)
+	       ae->code == AGENT_E_INVALID_STATE && strstr(ae->msg, "connected already") &&
+	       mono_ms() < until)
 		usleep(20000);
 	return r;
 }
@@ -438,6 +466,8 @@ static int shim_setup(struct shim *s, struct err *e)
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
 	a->rec->status = a->restore ? RT_STATUS_RUNNING : RT_STATUS_CREATED;
+	if (a->restore_cid) /* its exec shims and a later checkpoint address it so */
+		snprintf(a->rec->cid, sizeof(a->rec->cid), "%s", a->restore_cid);
 	s->started = a->restore != NULL;
 	a->rec->shim.pid = getpid();
 	a->rec->vmm.pid = s->vmm_pid;

@@ -36,6 +36,14 @@ static void set_nonblock(int fd)
 		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
 }
 
+/* An error that means the host's connection was reset (a restore's
+ * transport reset, a host gone without closing), not closed: EPIPE and
+ * EOF are the host's own end, and end the stream. */
+static bool reset(int err)
+{
+	return err == ECONNRESET || err == ENOTCONN || err == ECONNABORTED;
+}
+
 /* Move what can move now in d; revents of its source and destination. */
 static void step(struct dir *d, short rin, short rout)
 {
@@ -49,7 +57,7 @@ static void step(struct dir *d, short rin, short rout)
 			/* the destination is gone: a process's, drop the rest; the
 			 * host's, keep it for the next connection */
 			d->done = d->eof = true;
-			d->lost = d->host_to;
+			d->lost = d->host_to && reset(errno);
 			return;
 		}
 	}
@@ -61,7 +69,7 @@ static void step(struct dir *d, short rin, short rout)
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
 			d->eof = true;
 			/* a reset, not the host's EOF: the process reads no EOF */
-			d->lost = n < 0 && d->host_from;
+			d->lost = n < 0 && d->host_from && reset(errno);
 			d->done = d->lost;
 		}
 	}
@@ -207,8 +215,9 @@ void agent_ctr_stdio(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 		ctr_put(p);
 		return;
 	}
-	if (fd >= 0 && agent_reply_ok(c) == 0)
-		lost = ctr_io_relay(p, c, r->stream, fd);
+	/* a reply that cannot be sent is a connection already lost */
+	if (fd >= 0)
+		lost = agent_reply_ok(c) == 0 ? ctr_io_relay(p, c, r->stream, fd) : true;
 	pthread_mutex_lock(&t->lock);
 	if (lost) {
 		/* the host is gone (a restore reset the connection): the

@@ -76,6 +76,11 @@ int file_copy_sparse(int in, int out, uint64_t *bytes)
 		hole = lseek(in, data, SEEK_HOLE);
 		if (hole < 0)
 			return -errno;
+		/* a file that grows meanwhile is copied as fstat found it */
+		if (data >= st.st_size)
+			break;
+		if (hole > st.st_size)
+			hole = st.st_size;
 		if ((r = file_copy_extent(in, out, data, hole)))
 			return r;
 		off = hole;

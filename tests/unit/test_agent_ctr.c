@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -224,10 +225,11 @@ static void test_run_with_stdio(void **state)
 		      "{\"type\":\"error\",\"code\":\"not_found\"");
 }
 
-/* The host's stdout connection lost under a running process (a restore
- * resets every vsock connection; here the host closes it): the process
- * keeps its stdout, what it writes meanwhile is held, and the next
- * ctr_stdio of the stream gets it, then the rest and the EOF. */
+/* The host's stdout connection reset under a running process (a restore
+ * resets every vsock connection; here the host closes its end with
+ * bytes unread, which resets a Unix socket's peer): the process keeps its
+ * stdout, and the next ctr_stdio of the stream gets what it writes, then
+ * the EOF. What the old connection had taken is lost with it. */
 static void test_stream_reconnect(void **state)
 {
 	int in, out;
@@ -236,8 +238,8 @@ static void test_stream_reconnect(void **state)
 	(void)state;
 	skip_unless_ready();
 	expect_prefix(ask(CREATE("c7", "",
-				 "\"args\":[\"sh\",\"-c\",\"echo one; read x; echo two $x; read y; "
-				 "echo three $y\"]")),
+				 "\"args\":[\"sh\",\"-c\",\"echo one; echo pad; read x; echo two $x; "
+				 "read y; echo three $y\"]")),
 		      "{\"type\":\"ctr_created\",\"cid\":\"c7\"");
 	in = conn("{\"type\":\"ctr_stdio\",\"cid\":\"c7\",\"stream\":\"stdin\"}");
 	assert_string_equal(reply(in), "{\"type\":\"ok\"}");
@@ -246,7 +248,10 @@ static void test_stream_reconnect(void **state)
 	assert_string_equal(ask("{\"type\":\"ctr_start\",\"cid\":\"c7\"}"), "{\"type\":\"ok\"}");
 	assert_int_equal(read(out, o, 4), 4);
 	assert_memory_equal(o, "one\n", 4);
-	close(out); /* the host is gone */
+	struct pollfd pad = { .fd = out, .events = POLLIN };
+
+	assert_int_equal(poll(&pad, 1, 20000), 1); /* "pad" waits unread: the close resets */
+	close(out);
 	assert_int_equal(write(in, "a\n", 2), 2);
 	/* "two a" meets the lost connection: held, the stream free again */
 	for (int i = 0; i < 200; i++) {

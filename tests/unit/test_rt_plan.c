@@ -485,31 +485,38 @@ static void test_update(void **state)
 	char cpu[RT_CPU_MAX_LEN];
 
 	(void)state;
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0); /* nothing */
+	assert_int_equal(rt_plan_update(&boot, &r, "max 100000", cpu, &e), 0); /* nothing */
 	r.cpu_quota = 150000;
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
-	assert_string_equal(cpu, "150000 100000");
+	r.cpu_quota_given = true;
+	assert_int_equal(rt_plan_update(&boot, &r, "max 100000", cpu, &e), 1);
+	assert_string_equal(cpu, "150000"); /* the kernel keeps the period */
 	r.cpu_period = 50000;
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 1);
 	assert_string_equal(cpu, "150000 50000");
-	r.cpu_quota = -1; /* a period alone: no quota */
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 1);
+	r.cpu_quota = -1; /* named unlimited */
+	assert_int_equal(rt_plan_update(&boot, &r, "150000 50000", cpu, &e), 1);
 	assert_string_equal(cpu, "max 50000");
+	r.cpu_quota_given = false; /* a period alone keeps the quota there is */
+	r.cpu_period = 200000;
+	assert_int_equal(rt_plan_update(&boot, &r, "150000 50000", cpu, &e), 1);
+	assert_string_equal(cpu, "150000 200000");
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 1);
+	assert_string_equal(cpu, "max 200000");
 	r.cpu_period = 0;
 	r.memory_limit = 512LL << 20; /* the RAM itself, or more: taken */
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 0);
 	r.memory_limit = (511LL << 20) + 1; /* rounds up to 512 MiB */
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), 0);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 0);
 	r.memory_limit = 511LL << 20;
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -EINVAL);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "below the VM's RAM (512 MiB"));
 	r.memory_limit = -1;
 	r.cpuset_cpus = "0-1";
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -EINVAL);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "2 vCPUs are fixed at boot"));
 	r.cpuset_cpus = NULL;
 	r.pids_limit = 100;
-	assert_int_equal(rt_plan_update(&boot, &r, cpu, &e), -ENOSYS);
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -ENOSYS);
 	assert_non_null(strstr(e.msg, "pids.limit is applied in the guest"));
 }
 
