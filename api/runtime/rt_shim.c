@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -270,10 +271,28 @@ static int vm_start(struct shim *s, struct err *e)
 	return r;
 }
 
+/* A stream that ended before the checkpoint (stdin at its EOF, an output
+ * the process closed): a socket whose peer is gone, so the pump ends at
+ * once as the stream did (an output: the engine reads its EOF). */
+static int stream_ended(int *sock, struct agent_client_err *ae)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		*ae = (struct agent_client_err){ .errnum = errno };
+		snprintf(ae->msg, sizeof(ae->msg), "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	close(sv[1]);
+	*sock = sv[0];
+	return 0;
+}
+
 /*
  * One stream of the container's process. After a restore the guest's
  * relay of the stream may not have seen the reset of its old connection
- * yet ("connected already"): asked again for a while, as it frees it.
+ * yet ("connected already"): asked again for a while, as it frees it;
+ * one that had ended before the checkpoint stays ended.
  */
 static int stream_connect(struct shim *s, enum agent_ctr_stream stream, int *sock,
 			  struct agent_client_err *ae)
@@ -285,6 +304,9 @@ static int stream_connect(struct shim *s, enum agent_ctr_stream stream, int *soc
 	       ae->code == AGENT_E_INVALID_STATE && strstr(ae->msg, "connected already") &&
 	       mono_ms() < until)
 		usleep(20000);
+	if (r < 0 && s->a->restore && ae->code == AGENT_E_INVALID_STATE &&
+	    strstr(ae->msg, "that stream ended"))
+		return stream_ended(sock, ae);
 	return r;
 }
 

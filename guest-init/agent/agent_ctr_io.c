@@ -201,6 +201,8 @@ void agent_ctr_stdio(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 	if ((r->stream == AGENT_CTR_PTY) != p->terminal)
 		why = p->terminal ? "has a terminal: its stream is \"pty\""
 				  : "has no terminal: its streams are stdin, stdout and stderr";
+	else if (p->io[r->stream].done)
+		why = "has that stream ended"; /* its EOF was delivered: nothing to connect */
 	else if (p->io[r->stream].connected)
 		why = "has that stream connected already";
 	else {
