@@ -82,6 +82,12 @@
 #define AGENT_CTR_EXECS_MAX 64 /* ctr_exec: a container's processes besides its init */
 #define AGENT_CTR_UMASK_DEFAULT 022u
 #define AGENT_CTR_ID_MAX 4294967294u /* uids and gids; (uid_t)-1 means "unchanged" to the kernel */
+#define AGENT_CTR_RLIMITS_MAX 16     /* RLIM_NLIMITS: one entry per resource */
+#define AGENT_CTR_CAPS_MAX 64        /* names in one capability set */
+#define AGENT_CTR_PATHS_MAX 256      /* masked_paths, readonly_paths */
+#define AGENT_CTR_SYSCTL_MAX 256     /* sysctl entries */
+#define AGENT_SYSCTL_KEY_MAX 255     /* bytes of a sysctl's name */
+#define AGENT_SYSCTL_VALUE_MAX 4095  /* bytes of its value: proc writes one page */
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
 #define AGENT_ERR_MESSAGE_MAX 512 /* message buffer, NUL included */
@@ -393,6 +399,56 @@ struct agent_ctr_mount {
 	const char *source; /* bind only: relative to the share ("" or "." is its root) */
 };
 
+/* A process's privileges (7.9, `process`): its resource limits, its
+ * capability sets, no_new_privs and its OOM score, applied in the guest
+ * as runc applies them (docs/agent-protocol.md). */
+struct agent_rlimit {
+	int resource;        /* RLIMIT_* */
+	uint64_t soft, hard; /* soft <= hard <= AGENT_RLIMIT_MAX */
+};
+
+#define AGENT_RLIMIT_MAX ((uint64_t)INT64_MAX) /* the wire's integers are signed */
+
+enum agent_cap_set {
+	AGENT_CAP_BOUNDING,
+	AGENT_CAP_EFFECTIVE,
+	AGENT_CAP_PERMITTED,
+	AGENT_CAP_INHERITABLE,
+	AGENT_CAP_AMBIENT,
+	AGENT_CAP_SETS
+};
+
+struct agent_ctr_privs {
+	struct agent_rlimit rlimits[AGENT_CTR_RLIMITS_MAX];
+	size_t nrlimits;
+	bool has_caps;                 /* false: the process keeps what the uid gives */
+	uint64_t caps[AGENT_CAP_SETS]; /* bit n: capability n */
+	bool no_new_privileges;
+	bool has_oom_score_adj;
+	int oom_score_adj; /* -1000..1000 */
+};
+
+/* "bounding", ...: the set's name (also OCI's key); NULL out of range. */
+const char *agent_cap_set_name(enum agent_cap_set s);
+/* "CAP_CHOWN" -> 0, ...; -1 when kiln knows no such capability.
+ * agent_cap_name: NULL out of range. */
+int agent_cap_parse(const char *name);
+const char *agent_cap_name(int cap);
+/* "RLIMIT_NOFILE" -> RLIMIT_NOFILE, ...; -1 when unknown. */
+int agent_rlimit_parse(const char *name);
+const char *agent_rlimit_name(int resource);
+/* A sysctl's name as OCI gives it: '.'- or '/'-separated components of
+ * letters, digits, '_' and '-', 1..AGENT_SYSCTL_KEY_MAX bytes. */
+bool agent_sysctl_key_valid(const char *key);
+
+/*
+ * privs' fields into `process` (an object being built): rlimits,
+ * capabilities, no_new_privileges, oom_score_adj, each only when set. The
+ * host's encoders (agent_ctr_create_encode, kiln-runtime's) share it.
+ * 0, or -ENOMEM.
+ */
+int agent_ctr_privs_encode(json_t *process, const struct agent_ctr_privs *privs);
+
 /* How one process of a container runs: ctr_create's `process`. */
 struct agent_ctr_process {
 	const char **args; /* argc entries + NULL */
@@ -406,6 +462,11 @@ struct agent_ctr_process {
 	uint32_t umask;
 	bool terminal;
 	uint16_t rows, cols; /* with terminal */
+	struct agent_ctr_privs privs;
+};
+
+struct agent_sysctl {
+	const char *key, *value;
 };
 
 struct agent_ctr_create {
@@ -415,8 +476,17 @@ struct agent_ctr_create {
 	struct agent_ctr_mount *mounts;
 	size_t nmounts;
 	struct agent_ctr_process proc;
-	const char *hostname; /* NULL: the guest's */
+	const char *hostname;        /* NULL: the guest's */
+	struct agent_sysctl *sysctl; /* written in the container's namespaces */
+	size_t nsysctl;
+	const char **masked, **readonly; /* absolute paths in the container */
+	size_t nmasked, nreadonly;
 };
+
+/* c's sysctl, masked_paths and readonly_paths into o (a ctr_create being
+ * built), each only when it has entries: shared like agent_ctr_privs_encode.
+ * 0, or -ENOMEM. */
+int agent_ctr_confine_encode(json_t *o, const struct agent_ctr_create *c);
 
 /* ctr_exec: a further process in a running container (exec 1..UINT32_MAX). */
 struct agent_ctr_exec {

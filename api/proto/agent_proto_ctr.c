@@ -131,9 +131,9 @@ enum agent_mopt agent_mount_option(const char *opt, unsigned long *flag)
 /* ---- ctr_create ---- */
 
 /* A nested object as its own parse, named "<message> <what>" in messages. */
-static enum agent_code sub_object(struct parse *p, json_t *v, const char *key,
-				  const char *const *fields, char *name, size_t namesz,
-				  struct parse *out)
+enum agent_code agent_sub_object(struct parse *p, json_t *v, const char *key,
+				 const char *const *fields, char *name, size_t namesz,
+				 struct parse *out)
 {
 	struct json_field_fail f;
 
@@ -147,8 +147,8 @@ static enum agent_code sub_object(struct parse *p, json_t *v, const char *key,
 }
 
 /* An array field of at most max entries; NULL *out when absent. */
-static enum agent_code get_array(struct parse *p, const char *key, bool required, size_t max,
-				 const char *what, json_t **out)
+enum agent_code agent_field_array(struct parse *p, const char *key, bool required, size_t max,
+				  const char *what, json_t **out)
 {
 	json_t *a = json_object_get(p->obj, key);
 
@@ -166,14 +166,14 @@ static enum agent_code get_array(struct parse *p, const char *key, bool required
 	return AGENT_OK;
 }
 
-static enum agent_code no_memory(struct parse *p)
+enum agent_code agent_no_memory(struct parse *p)
 {
 	return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later", p->name);
 }
 
 /* An array of strings as a NULL-terminated vector pointing into the JSON. */
-static enum agent_code string_vector(struct parse *p, const char *key, json_t *a, const char ***out,
-				     size_t *n)
+enum agent_code agent_string_vector(struct parse *p, const char *key, json_t *a, const char ***out,
+				    size_t *n)
 {
 	json_t *v;
 	size_t i;
@@ -187,14 +187,14 @@ static enum agent_code string_vector(struct parse *p, const char *key, json_t *a
 	}
 	*out = calloc(json_array_size(a) + 1, sizeof(**out));
 	if (!*out)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v)(*out)[i] = json_string_value(v);
 	*n = json_array_size(a);
 	return AGENT_OK;
 }
 
 /* True when a '/'-separated path has a ".." component. */
-static bool has_dotdot(const char *s)
+bool agent_has_dotdot(const char *s)
 {
 	for (const char *c = s; (c = strstr(c, "..")); c += 2)
 		if ((c == s || c[-1] == '/') && (c[2] == '\0' || c[2] == '/'))
@@ -226,7 +226,7 @@ static enum agent_code parse_rootfs(struct parse *p, struct agent_ctr_create *c)
 
 	if (!v)
 		return agent_field_missing(p, "rootfs", "an object with the root's share");
-	if ((rc = sub_object(p, v, "rootfs", fields, name, sizeof(name), &sp)) ||
+	if ((rc = agent_sub_object(p, v, "rootfs", fields, name, sizeof(name), &sp)) ||
 	    (rc = get_share(&sp, "share", true, &c->root_share)))
 		return rc;
 	return agent_field_bool(&sp, "readonly", false, &c->root_readonly);
@@ -238,12 +238,12 @@ static enum agent_code parse_options(struct parse *p, struct agent_ctr_mount *m)
 	json_t *a;
 	size_t data = 0;
 	unsigned long flag;
-	enum agent_code c = get_array(p, "options", false, AGENT_CTR_OPTIONS_MAX,
-				      "an array of strings", &a);
+	enum agent_code c = agent_field_array(p, "options", false, AGENT_CTR_OPTIONS_MAX,
+					      "an array of strings", &a);
 
 	if (c || !a)
 		return c;
-	if ((c = string_vector(p, "options", a, &m->options, &m->optc)))
+	if ((c = agent_string_vector(p, "options", a, &m->options, &m->optc)))
 		return c;
 	for (size_t i = 0; i < m->optc; i++) {
 		size_t n = strlen(m->options[i]);
@@ -285,7 +285,7 @@ static enum agent_code parse_bind(struct parse *p, struct agent_ctr_mount *m)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
 				     "%s: 'source' is %zu bytes; paths are at most %d bytes",
 				     p->name, n, AGENT_PATH_MAX);
-	if (m->source[0] == '/' || has_dotdot(m->source))
+	if (m->source[0] == '/' || agent_has_dotdot(m->source))
 		return agent_err_set(
 			p->err, AGENT_E_BAD_FIELD,
 			"%s: 'source' must be relative to the share, without '..', got '%.200s'",
@@ -304,10 +304,10 @@ static enum agent_code parse_mount(struct parse *p, json_t *v, size_t i, struct 
 	int t;
 
 	snprintf(key, sizeof(key), "mounts[%zu]", i);
-	if ((c = sub_object(p, v, key, fields, name, sizeof(name), &mp)) ||
+	if ((c = agent_sub_object(p, v, key, fields, name, sizeof(name), &mp)) ||
 	    (c = agent_field_path(&mp, "destination", true, &m->destination)))
 		return c;
-	if (has_dotdot(m->destination))
+	if (agent_has_dotdot(m->destination))
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'destination' must not have a '..' component, got '%.200s'",
 				     mp.name, m->destination);
@@ -329,14 +329,14 @@ static enum agent_code parse_mounts(struct parse *p, struct agent_ctr_create *c)
 {
 	json_t *a, *v;
 	size_t i;
-	enum agent_code rc = get_array(p, "mounts", false, AGENT_CTR_MOUNTS_MAX,
-				       "an array of mounts", &a);
+	enum agent_code rc = agent_field_array(p, "mounts", false, AGENT_CTR_MOUNTS_MAX,
+					       "an array of mounts", &a);
 
 	if (rc || !a || !json_array_size(a))
 		return rc;
 	c->mounts = calloc(json_array_size(a), sizeof(*c->mounts));
 	if (!c->mounts)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v)
 	{
 		c->nmounts = i + 1; /* what agent_ctr_create_free must look at */
@@ -349,7 +349,8 @@ static enum agent_code parse_mounts(struct parse *p, struct agent_ctr_create *c)
 static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 {
 	json_t *a;
-	enum agent_code c = get_array(p, "args", true, AGENT_ARGV_MAX, "an array of strings", &a);
+	enum agent_code c = agent_field_array(p, "args", true, AGENT_ARGV_MAX,
+					      "an array of strings", &a);
 
 	if (c)
 		return c;
@@ -357,7 +358,7 @@ static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'args' must have at least one entry (args[0] is the program)",
 				     p->name);
-	if ((c = string_vector(p, "args", a, &r->args, &r->argc)))
+	if ((c = agent_string_vector(p, "args", a, &r->args, &r->argc)))
 		return c;
 	if (!r->args[0][0])
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
@@ -369,16 +370,16 @@ static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 static enum agent_code parse_ctr_env(struct parse *p, struct agent_ctr_process *r)
 {
 	json_t *a;
-	enum agent_code c = get_array(p, "env", false, AGENT_ENV_MAX,
-				      "an array of KEY=VALUE strings", &a);
+	enum agent_code c = agent_field_array(p, "env", false, AGENT_ENV_MAX,
+					      "an array of KEY=VALUE strings", &a);
 
 	if (c)
 		return c;
 	if (!a) {
 		r->env = calloc(1, sizeof(*r->env));
-		return r->env ? AGENT_OK : no_memory(p);
+		return r->env ? AGENT_OK : agent_no_memory(p);
 	}
-	if ((c = string_vector(p, "env", a, &r->env, &r->envc)))
+	if ((c = agent_string_vector(p, "env", a, &r->env, &r->envc)))
 		return c;
 	for (size_t i = 0; i < r->envc; i++) {
 		const char *eq = strchr(r->env[i], '=');
@@ -396,8 +397,8 @@ static enum agent_code parse_groups(struct parse *p, struct agent_ctr_process *r
 {
 	json_t *a, *v;
 	size_t i;
-	enum agent_code c = get_array(p, "additional_gids", false, AGENT_CTR_GROUPS_MAX,
-				      "an array of group ids", &a);
+	enum agent_code c = agent_field_array(p, "additional_gids", false, AGENT_CTR_GROUPS_MAX,
+					      "an array of group ids", &a);
 
 	if (c || !a || !json_array_size(a))
 		return c;
@@ -412,7 +413,7 @@ static enum agent_code parse_groups(struct parse *p, struct agent_ctr_process *r
 	}
 	r->groups = calloc(json_array_size(a), sizeof(*r->groups));
 	if (!r->groups)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v) r->groups[i] = (uint32_t)json_integer_value(v);
 	r->ngroups = json_array_size(a);
 	return AGENT_OK;
@@ -440,10 +441,21 @@ static enum agent_code parse_terminal(struct parse *p, struct agent_ctr_process 
 
 static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *r)
 {
-	static const char *const fields[] = { "args",  "env",      "cwd",
-					      "uid",   "gid",      "additional_gids",
-					      "umask", "terminal", "rows",
-					      "cols",  NULL };
+	static const char *const fields[] = { "args",
+					      "env",
+					      "cwd",
+					      "uid",
+					      "gid",
+					      "additional_gids",
+					      "umask",
+					      "terminal",
+					      "rows",
+					      "cols",
+					      "rlimits",
+					      "capabilities",
+					      "no_new_privileges",
+					      "oom_score_adj",
+					      NULL };
 	json_t *v = json_object_get(p->obj, "process");
 	char name[64];
 	struct parse pp;
@@ -451,7 +463,7 @@ static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *
 
 	if (!v)
 		return agent_field_missing(p, "process", "an object with the process's args");
-	if ((c = sub_object(p, v, "process", fields, name, sizeof(name), &pp)) ||
+	if ((c = agent_sub_object(p, v, "process", fields, name, sizeof(name), &pp)) ||
 	    (c = parse_args(&pp, r)) || (c = parse_ctr_env(&pp, r)) ||
 	    (c = agent_field_path(&pp, "cwd", false, &r->cwd)) ||
 	    (c = agent_field_u32(&pp, "uid", false, 0, AGENT_CTR_ID_MAX, 0, &r->uid)) ||
@@ -461,7 +473,9 @@ static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *
 		return c;
 	if (!r->cwd)
 		r->cwd = "/";
-	return parse_terminal(&pp, r);
+	if ((c = parse_terminal(&pp, r)))
+		return c;
+	return agent_ctr_privs_parse(&pp, &r->privs);
 }
 
 static enum agent_code get_cid(struct parse *p, const char **cid)
@@ -489,7 +503,8 @@ enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m)
 
 	if ((rc = get_cid(p, &c->cid)) || (rc = parse_rootfs(p, c)) || (rc = parse_mounts(p, c)) ||
 	    (rc = parse_process(p, &c->proc)) ||
-	    (rc = agent_field_string(p, "hostname", false, "a hostname", &c->hostname)))
+	    (rc = agent_field_string(p, "hostname", false, "a hostname", &c->hostname)) ||
+	    (rc = agent_ctr_confine_parse(p, c)))
 		return rc;
 	if (c->hostname && !agent_hostname_valid(c->hostname))
 		return agent_err_set(
@@ -512,6 +527,7 @@ void agent_ctr_create_free(struct agent_ctr_create *c)
 		free(c->mounts[i].options);
 	free(c->mounts);
 	agent_ctr_process_free(&c->proc);
+	agent_ctr_confine_free(c);
 }
 
 /* ---- ctr_exec ---- */
@@ -642,6 +658,7 @@ static json_t *encode_process(const struct agent_ctr_process *r)
 	ok = ok && put(o, "additional_gids", json_incref(g));
 	if (ok && r->terminal)
 		ok = put(o, "rows", json_integer(r->rows)) && put(o, "cols", json_integer(r->cols));
+	ok = ok && agent_ctr_privs_encode(o, &r->privs) == 0;
 	json_decref(g);
 	if (!ok) {
 		json_decref(o);
@@ -668,6 +685,7 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 		put(o, "process", encode_process(&c->proc));
 	if (ok && c->hostname)
 		ok = put(o, "hostname", json_string(c->hostname));
+	ok = ok && agent_ctr_confine_encode(o, c) == 0;
 	json_decref(root);
 	json_decref(mounts);
 	if (!ok) {
