@@ -469,6 +469,65 @@ struct agent_sysctl {
 	const char *key, *value;
 };
 
+/* ctr_create's `seccomp`: OCI's linux.seccomp with the syscalls already
+ * numbers (the host resolves the names; the guest is the same arch),
+ * compiled by the guest into a BPF filter (docs/agent-protocol.md 7.9). */
+#define AGENT_SECCOMP_RULES_MAX 2048
+#define AGENT_SECCOMP_ARGS_MAX 6
+#define AGENT_SECCOMP_NR_MAX 1023 /* x86_64's numbers are below 1024 */
+#define AGENT_SECCOMP_ERRNO_MAX 4095
+
+enum agent_sc_action {
+	AGENT_SC_ALLOW,
+	AGENT_SC_ERRNO,
+	AGENT_SC_KILL_THREAD,
+	AGENT_SC_KILL_PROCESS,
+	AGENT_SC_TRAP,
+	AGENT_SC_TRACE,
+	AGENT_SC_LOG,
+	AGENT_SC_ACTIONS
+};
+
+enum agent_sc_op {
+	AGENT_SC_EQ,
+	AGENT_SC_NE,
+	AGENT_SC_LT,
+	AGENT_SC_LE,
+	AGENT_SC_GT,
+	AGENT_SC_GE,
+	AGENT_SC_MASKED_EQ, /* (arg & value) == value_two */
+	AGENT_SC_OPS
+};
+
+struct agent_sc_arg {
+	uint32_t index; /* 0..5 */
+	enum agent_sc_op op;
+	uint64_t value, value_two;
+};
+
+/* One syscall's rule: every arg condition must hold (AND). */
+struct agent_sc_rule {
+	uint32_t nr;
+	enum agent_sc_action action;
+	uint32_t errno_ret; /* ERRNO's errno, TRACE's data */
+	struct agent_sc_arg args[AGENT_SECCOMP_ARGS_MAX];
+	size_t nargs;
+};
+
+struct agent_seccomp {
+	enum agent_sc_action default_action;
+	uint32_t default_errno;
+	bool log, spec_allow; /* SECCOMP_FILTER_FLAG_LOG, _SPEC_ALLOW */
+	struct agent_sc_rule *rules;
+	size_t nrules;
+};
+
+/* "allow", ...; NULL out of range. agent_sc_*_parse: -1 when unknown. */
+const char *agent_sc_action_name(enum agent_sc_action a);
+int agent_sc_action_parse(const char *name);
+const char *agent_sc_op_name(enum agent_sc_op o);
+int agent_sc_op_parse(const char *name);
+
 struct agent_ctr_create {
 	const char *cid;
 	const char *root_share;
@@ -481,9 +540,10 @@ struct agent_ctr_create {
 	size_t nsysctl;
 	const char **masked, **readonly; /* absolute paths in the container */
 	size_t nmasked, nreadonly;
+	struct agent_seccomp *seccomp; /* NULL: none */
 };
 
-/* c's sysctl, masked_paths and readonly_paths into o (a ctr_create being
+/* c's sysctl, masked_paths, readonly_paths and seccomp into o (a ctr_create being
  * built), each only when it has entries: shared like agent_ctr_privs_encode.
  * 0, or -ENOMEM. */
 int agent_ctr_confine_encode(json_t *o, const struct agent_ctr_create *c);

@@ -282,6 +282,7 @@ static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 	ctr_proc_close(&k->init);
 	close_fd(&k->cgroup);
 	close_fd(&k->root);
+	oci_seccomp_free(&k->seccomp);
 	if (cgroup_made)
 		cgroup_remove(t, k->cid);
 	free(k);
@@ -502,6 +503,9 @@ static void ctr_privs_error(const struct oci_report *r, const struct agent_ctr_c
 	case OCI_STAGE_NNP:
 		agent_err_set(err, code, "%s: setting no_new_privs failed: %s", what, why);
 		break;
+	case OCI_STAGE_SECCOMP:
+		agent_err_set(err, code, "%s: installing the seccomp filter failed: %s", what, why);
+		break;
 	default:
 		agent_err_set(err, code, "%s: setting up the process failed (stage %d): %s", what,
 			      r->stage, why);
@@ -640,6 +644,18 @@ int ctr_child_wait(struct agent_ctrs *t, struct ctr_proc *p, int report[2], int 
 	return n == (ssize_t)sizeof(*rep) ? 1 : -1;
 }
 
+/* The container's filter, once for its init and its execs. */
+static int compile_seccomp(struct ctr *k, const struct agent_ctr_create *c, struct agent_err *err)
+{
+	char why[128];
+	int r = c->seccomp ? oci_seccomp_compile(c->seccomp, &k->seccomp, why, sizeof(why)) : 0;
+
+	if (r < 0)
+		agent_err_set(err, r == -E2BIG ? AGENT_E_TOO_LARGE : AGENT_E_BUSY,
+			      "ctr_create: seccomp: %s", why);
+	return r;
+}
+
 /* Everything before the clone; the child's ends in child[], slave. */
 static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_plan *plan,
 		   int child[3], int *slave, int report[2], int start[2], struct agent_err *err)
@@ -651,7 +667,7 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 		return setup_error(err, "reading the mount table");
 	r = oci_plan_build(plan, c, mi, err);
 	free(mi);
-	if (r < 0)
+	if (r < 0 || compile_seccomp(k, c, err) < 0)
 		return -1;
 	k->root = open(plan->step[0].src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (k->root < 0)
@@ -697,6 +713,7 @@ static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ct
 	if (prepare(k, c, &plan, child, &slave, report, start, err) < 0)
 		goto out;
 	ch.plan = &plan;
+	ch.seccomp = &k->seccomp;
 	ch.path_var = oci_env_path(c->proc.env, c->proc.envc);
 	ch.tty = slave;
 	ch.report = report[1];

@@ -300,6 +300,10 @@ static void set_ids(const struct oci_child *c)
 {
 	const struct agent_ctr_process *p = c->proc;
 
+	/* Without no_new_privs a filter needs CAP_SYS_ADMIN: now, before the
+	 * capabilities go (runc's order); with it, last before execve. */
+	if (!p->privs.no_new_privileges && oci_seccomp_install(c->seccomp) < 0)
+		fail(c, OCI_STAGE_SECCOMP, 0, 0);
 	if (oci_caps_bound(&p->privs) < 0)
 		fail(c, OCI_STAGE_CAPS, 0, 0);
 	/* Raw calls: glibc's wrappers would coordinate threads this
@@ -430,6 +434,8 @@ void oci_child_run(const struct oci_child *c)
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(1); /* deleted before it started */
+	if (c->proc->privs.no_new_privileges && oci_seccomp_install(c->seccomp) < 0)
+		fail(c, OCI_STAGE_SECCOMP, 0, 0);
 	execve(prog, (char *const *)c->proc->args, (char *const *)c->proc->env);
 	fail(c, OCI_STAGE_EXEC, 0, 0);
 }

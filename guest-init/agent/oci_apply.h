@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 
 #include "guest-init/agent/oci_plan.h"
+#include "guest-init/agent/oci_seccomp.h"
 
 enum oci_stage {
 	OCI_STAGE_READY = 0, /* set up, waiting for the start */
@@ -54,6 +55,7 @@ enum oci_stage {
 	OCI_STAGE_MASK,     /* `step`: masked_paths[step] */
 	OCI_STAGE_CAPS,     /* the bounding set (side 0) or the others (side 1) */
 	OCI_STAGE_NNP,      /* no_new_privs */
+	OCI_STAGE_SECCOMP,  /* the container's filter */
 };
 
 /* Where in a plan step it failed: its destination or its source. */
@@ -78,6 +80,7 @@ struct oci_child {
 	int start;            /* read end */
 	int join;             /* an exec (no plan): the init's pidfd, whose namespaces it joins */
 	const struct rlimit *nofile;
+	const struct oci_seccomp *seccomp; /* the container's, or NULL */
 };
 
 void oci_child_run(const struct oci_child *c) __attribute__((noreturn));
