@@ -290,7 +290,7 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # (jailed) and never links the VM.
 KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c lib/cgroup/*.c) $(AGENT_CLIENT_SRCS) vmm/control/control_proto.c vmm/control/control_client.c api/proto/agent_tar.c api/proto/gz_stream.c
 $(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS)
 
 # kiln, the CLI (docs/cli.md): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.

@@ -623,7 +623,7 @@ static int read_linux(const json_t *doc, struct rt_config *c, struct err *e)
 	if (!lx)
 		return 0;
 	if (read_linux_refusals(lx, e) < 0 || read_namespaces(lx, c, e) < 0 ||
-	    rt_config_read_confine(lx, c, e) < 0 ||
+	    rt_config_read_confine(lx, c, e) < 0 || rt_config_read_seccomp(lx, c, e) < 0 ||
 	    cfg_get_string(lx, "cgroupsPath", false, RT_PATH_MAX - 1, "linux", &c->cgroups_path,
 			   e) < 0)
 		return -EINVAL;
@@ -715,6 +715,7 @@ void rt_config_free(struct rt_config *cfg)
 	free(cfg->sysctl);
 	free(cfg->masked_paths);
 	free(cfg->readonly_paths);
+	rt_config_free_seccomp(cfg);
 	free_hooks(&cfg->prestart);
 	free_hooks(&cfg->create_runtime);
 	free_hooks(&cfg->poststart);

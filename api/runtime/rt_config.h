@@ -18,10 +18,11 @@
  *
  * Accepted and not applied (docs/oci-runtime.md): apparmorProfile,
  * selinuxLabel, mountLabel (the guest kernel has no LSM), blockIO and
- * resources.devices (the guest kernel is the boundary); seccomp and
- * devices are kept in doc. process.rlimits, capabilities, noNewPrivileges,
- * oomScoreAdj, linux.sysctl, maskedPaths and readonlyPaths are read
- * (rt_config_privs.c) and applied by the guest (docs/oci-runtime.md).
+ * resources.devices (the guest kernel is the boundary); devices are
+ * kept in doc. process.rlimits, capabilities, noNewPrivileges,
+ * oomScoreAdj, linux.sysctl, maskedPaths, readonlyPaths (rt_config_privs.c)
+ * and linux.seccomp (rt_config_seccomp.c) are read and applied by the
+ * guest (docs/oci-runtime.md).
  */
 #ifndef KILN_RT_CONFIG_H
 #define KILN_RT_CONFIG_H
@@ -122,6 +123,7 @@ struct rt_config {
 	size_t nsysctl;
 	const char **masked_paths, **readonly_paths; /* linux.maskedPaths, readonlyPaths */
 	size_t nmasked, nreadonly;
+	struct agent_seccomp *seccomp; /* linux.seccomp, names resolved; NULL: none */
 };
 
 /* config.json's n bytes into *cfg (rt_config_free it, also on failure). */

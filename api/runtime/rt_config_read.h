@@ -42,4 +42,8 @@ bool cfg_has_dotdot(const char *p);
 int rt_config_read_privs(const json_t *proc, struct rt_process *p, struct err *e);
 int rt_config_read_confine(const json_t *lx, struct rt_config *c, struct err *e);
 
+/* rt_config_seccomp.c: linux.seccomp into c->seccomp (NULL: none). */
+int rt_config_read_seccomp(const json_t *lx, struct rt_config *c, struct err *e);
+void rt_config_free_seccomp(struct rt_config *c);
+
 #endif

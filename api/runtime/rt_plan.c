@@ -499,7 +499,8 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 						  .masked = c->masked_paths,
 						  .nmasked = c->nmasked,
 						  .readonly = c->readonly_paths,
-						  .nreadonly = c->nreadonly };
+						  .nreadonly = c->nreadonly,
+						  .seccomp = c->seccomp };
 
 	p->ctr_create = json_pack("{s:s,s:s,s:{s:s,s:b},s:o,s:o}", "type", "ctr_create", "cid", id,
 				  "rootfs", "share", RT_SHARE_ROOT, "readonly", c->root_readonly,

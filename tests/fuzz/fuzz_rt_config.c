@@ -11,8 +11,8 @@
  * every mount's destination absolute and every bind with a source, each
  * namespace type once and only a network namespace with a path, absolute
  * hook paths, umask within 0777, limits -1 or more, rlimits, capabilities,
- * sysctls and masked/read-only paths within the guest agent's own bounds
- * and names. An accepted config
+ * sysctls, masked/read-only paths and seccomp rules within the guest
+ * agent's own bounds and names. An accepted config
  * is also planned (api/runtime/rt_plan.c): the VM's size within kiln-vmm's
  * bounds, a host cgroup under /sys/fs/cgroup with no "." or ".."
  * component (either form), a pod role whose sandbox is a valid ID (its
@@ -89,6 +89,15 @@ static void check_config(const struct rt_config *c)
 	for (size_t i = 0; i < c->nsysctl; i++)
 		FUZZ_ASSERT(agent_sysctl_key_valid(c->sysctl[i].key) &&
 			    strlen(c->sysctl[i].value) <= AGENT_SYSCTL_VALUE_MAX);
+	for (size_t i = 0; c->seccomp && i < c->seccomp->nrules; i++) {
+		const struct agent_sc_rule *r = &c->seccomp->rules[i];
+
+		FUZZ_ASSERT(c->seccomp->nrules <= AGENT_SECCOMP_RULES_MAX);
+		FUZZ_ASSERT(r->nr <= AGENT_SECCOMP_NR_MAX && r->nargs <= AGENT_SECCOMP_ARGS_MAX &&
+			    r->errno_ret <= AGENT_SECCOMP_ERRNO_MAX && agent_sc_action_name(r->action));
+		for (size_t k = 0; k < r->nargs; k++)
+			FUZZ_ASSERT(r->args[k].index <= 5 && agent_sc_op_name(r->args[k].op));
+	}
 	for (size_t i = 0; i < c->nmasked; i++)
 		FUZZ_ASSERT(c->masked_paths[i][0] == '/');
 	for (size_t i = 0; i < c->nreadonly; i++)

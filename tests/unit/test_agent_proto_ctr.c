@@ -646,6 +646,30 @@ static void test_create_privileges(void **state)
 	refuse(s, AGENT_E_TOO_LARGE, "'readonly_paths' has 257 entries");
 	free(s);
 	free(a);
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"rules\":[]}}",
+	       AGENT_E_MISSING_FIELD, "default_action");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"notify\"}}",
+	       AGENT_E_BAD_FIELD, "'default_action' must be allow, errno");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1024,"
+	       "\"action\":\"allow\"}]}}",
+	       AGENT_E_BAD_FIELD, "ctr_create seccomp rules[0]: 'nr'");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1,"
+	       "\"action\":\"allow\",\"args\":[{\"index\":6,\"op\":\"eq\",\"value\":0}]}]}}",
+	       AGENT_E_BAD_FIELD, "args[0]: 'index'");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1,"
+	       "\"action\":\"allow\",\"args\":[{\"index\":0,\"op\":\"about\",\"value\":0}]}]}}",
+	       AGENT_E_BAD_FIELD, "'op' must be eq, ne");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"errno\",\"default_errno\":4096}}",
+	       AGENT_E_BAD_FIELD, "default_errno");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"flags\":[\"tsync\"]}}",
+	       AGENT_E_BAD_FIELD, "'flags[0]' must be \"log\" or \"spec_allow\"");
 	assert_true(agent_sysctl_key_valid("net.ipv4.conf.all.rp_filter"));
 	assert_true(agent_sysctl_key_valid("kernel/shmmax"));
 	assert_false(agent_sysctl_key_valid(".net"));

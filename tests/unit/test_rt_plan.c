@@ -248,7 +248,12 @@ static void test_ctr_create_privileges(void **state)
 		   "\"soft\":1234}],\"capabilities\":{\"bounding\":[\"CAP_KILL\"],"
 		   "\"effective\":[\"CAP_KILL\"],\"permitted\":[\"CAP_KILL\"]}},"
 		   "\"linux\":{\"sysctl\":{\"net.ipv4.ip_forward\":\"1\"},"
-		   "\"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"]}}",
+		   "\"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"],"
+		   "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":["
+		   "\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"],\"syscalls\":[{\"names\":[\"read\"],"
+		   "\"action\":\"SCMP_ACT_ALLOW\"},{\"names\":[\"personality\"],\"action\":"
+		   "\"SCMP_ACT_TRACE\",\"errnoRet\":5,\"args\":[{\"index\":0,\"value\":"
+		   "4294967296,\"valueTwo\":3,\"op\":\"SCMP_CMP_MASKED_EQ\"}]}]}}}",
 	      "c1");
 	assert_int_equal(agent_msg_parse(plan.ctr_create, AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
 	assert_memory_equal(&m.u.ctr_create.proc.privs, &cfg.process.privs,
@@ -257,6 +262,13 @@ static void test_ctr_create_privileges(void **state)
 	assert_string_equal(m.u.ctr_create.sysctl[0].value, "1");
 	assert_string_equal(m.u.ctr_create.masked[0], "/proc/kcore");
 	assert_string_equal(m.u.ctr_create.readonly[0], "/proc/sys");
+	assert_non_null(m.u.ctr_create.seccomp);
+	assert_int_equal(m.u.ctr_create.seccomp->default_action, AGENT_SC_ERRNO);
+	assert_int_equal(m.u.ctr_create.seccomp->default_errno, 1);
+	assert_true(m.u.ctr_create.seccomp->spec_allow);
+	assert_int_equal(m.u.ctr_create.seccomp->nrules, 2);
+	assert_memory_equal(m.u.ctr_create.seccomp->rules, cfg.seccomp->rules,
+			    2 * sizeof(*cfg.seccomp->rules));
 	agent_msg_free(&m);
 	/* exec's process object: the same fields */
 	x = json_pack("{s:s,s:s,s:i,s:o}", "type", "ctr_exec", "cid", "c1", "exec", 1, "process",
