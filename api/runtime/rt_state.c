@@ -400,6 +400,26 @@ static json_t *cap_names(void)
 	return a;
 }
 
+/* runc's seccomp features: what rt_config_seccomp.c takes. */
+static json_t *seccomp_features(void)
+{
+	static const char *const actions[] = { "SCMP_ACT_ALLOW",       "SCMP_ACT_ERRNO",
+					       "SCMP_ACT_KILL",        "SCMP_ACT_KILL_PROCESS",
+					       "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+					       "SCMP_ACT_TRACE",       "SCMP_ACT_TRAP" };
+	static const char *const ops[] = { "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+					   "SCMP_CMP_LE", "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ",
+					   "SCMP_CMP_NE" };
+	static const char *const archs[] = { "SCMP_ARCH_X86_64" };
+	static const char *const flags[] = { "SECCOMP_FILTER_FLAG_LOG",
+					     "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+					     "SECCOMP_FILTER_FLAG_TSYNC" };
+
+	return json_pack("{s:b,s:o,s:o,s:o,s:o,s:o}", "enabled", 1, "actions", ARRAY(actions),
+			 "operators", ARRAY(ops), "archs", ARRAY(archs), "knownFlags", ARRAY(flags),
+			 "supportedFlags", ARRAY(flags));
+}
+
 int rt_state_render_features(char **out, struct err *e)
 {
 	static const char *const hooks[] = { "prestart", "createRuntime", "poststart", "poststop" };
@@ -407,11 +427,11 @@ int rt_state_render_features(char **out, struct err *e)
 	static const char *const ns[] = { "cgroup", "ipc", "mount", "network", "pid", "uts" };
 	static const char *const unsafe[] = { "io.kiln." };
 	json_t *off = json_pack("{s:b}", "enabled", 0);
-	json_t *linux_ = json_pack("{s:o,s:o,s:{s:b,s:b,s:b,s:b},s:O,s:O,s:O,s:O,s:{s:O}}",
+	json_t *linux_ = json_pack("{s:o,s:o,s:{s:b,s:b,s:b,s:b},s:o,s:O,s:O,s:O,s:{s:O}}",
 				   "namespaces", ARRAY(ns), "capabilities", cap_names(), "cgroup",
-				   "v1", 0, "v2", 1, "systemd", 1, "systemdUser", 0, "seccomp", off,
-				   "apparmor", off, "selinux", off, "intelRdt", off,
-				   "mountExtensions", "idmap", off);
+				   "v1", 0, "v2", 1, "systemd", 1, "systemdUser", 0, "seccomp",
+				   seccomp_features(), "apparmor", off, "selinux", off, "intelRdt",
+				   off, "mountExtensions", "idmap", off);
 	json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:s,s:s,s:s},s:o}", "ociVersionMin",
 			      RT_OCI_VERSION_MIN, "ociVersionMax", RT_OCI_VERSION_MAX, "hooks",
 			      ARRAY(hooks), "mountOptions", ARRAY(mount_options), "linux", linux_,
