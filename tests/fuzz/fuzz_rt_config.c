@@ -94,7 +94,8 @@ static void check_config(const struct rt_config *c)
 
 		FUZZ_ASSERT(c->seccomp->nrules <= AGENT_SECCOMP_RULES_MAX);
 		FUZZ_ASSERT(r->nr <= AGENT_SECCOMP_NR_MAX && r->nargs <= AGENT_SECCOMP_ARGS_MAX &&
-			    r->errno_ret <= AGENT_SECCOMP_ERRNO_MAX && agent_sc_action_name(r->action));
+			    r->errno_ret <= AGENT_SECCOMP_ERRNO_MAX &&
+			    agent_sc_action_name(r->action));
 		for (size_t k = 0; k < r->nargs; k++)
 			FUZZ_ASSERT(r->args[k].index <= 5 && agent_sc_op_name(r->args[k].op));
 	}

@@ -39,8 +39,7 @@ static void refused(const char *doc, const char *want)
 
 #define HEAD "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
 #define PROC(...) HEAD "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"" __VA_ARGS__ "}}"
-#define LINUX(...) \
-	HEAD "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},\"linux\":{" __VA_ARGS__ "}}"
+#define LINUX(...) HEAD "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},\"linux\":{" __VA_ARGS__ "}}"
 
 /* Docker 24's default container, trimmed to these fields. */
 static void test_docker_defaults(void **state)
@@ -106,9 +105,10 @@ static void test_process_refusals(void **state)
 static void test_linux(void **state)
 {
 	(void)state;
-	assert_int_equal(parse(LINUX("\"sysctl\":{\"net.ipv4.ip_forward\":\"1\",\"kernel/msgmax\":"
-				     "\"8192\"},\"maskedPaths\":[\"/proc/kcore\",\"/sys/firmware\"],"
-				     "\"readonlyPaths\":[\"/proc/sys\"]")),
+	assert_int_equal(parse(LINUX(
+				 "\"sysctl\":{\"net.ipv4.ip_forward\":\"1\",\"kernel/msgmax\":"
+				 "\"8192\"},\"maskedPaths\":[\"/proc/kcore\",\"/sys/firmware\"],"
+				 "\"readonlyPaths\":[\"/proc/sys\"]")),
 			 0);
 	assert_int_equal(cfg.nsysctl, 2);
 	assert_int_equal(cfg.nmasked, 2);
