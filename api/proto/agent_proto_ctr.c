@@ -606,12 +606,12 @@ enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m)
 /* ---- encoders (the host's side) ---- */
 
 /* Sets k to v (taken over) in o; false when anything failed. */
-static bool put(json_t *o, const char *k, json_t *v)
+bool agent_put(json_t *o, const char *k, json_t *v)
 {
 	return v && json_object_set_new(o, k, v) == 0;
 }
 
-static json_t *strings(const char *const *v, size_t n)
+json_t *agent_strings(const char *const *v, size_t n)
 {
 	json_t *a = json_array();
 
@@ -627,15 +627,15 @@ static json_t *strings(const char *const *v, size_t n)
 static json_t *encode_mount(const struct agent_ctr_mount *m)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "destination", json_string(m->destination)) &&
-		put(o, "type", json_string(agent_mount_type_name(m->type)));
+	bool ok = o && agent_put(o, "destination", json_string(m->destination)) &&
+		agent_put(o, "type", json_string(agent_mount_type_name(m->type)));
 
 	if (ok && m->optc)
-		ok = put(o, "options", strings(m->options, m->optc));
+		ok = agent_put(o, "options", agent_strings(m->options, m->optc));
 	if (ok && m->share)
-		ok = put(o, "share", json_string(m->share));
+		ok = agent_put(o, "share", json_string(m->share));
 	if (ok && m->source)
-		ok = put(o, "source", json_string(m->source));
+		ok = agent_put(o, "source", json_string(m->source));
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -646,18 +646,20 @@ static json_t *encode_mount(const struct agent_ctr_mount *m)
 static json_t *encode_process(const struct agent_ctr_process *r)
 {
 	json_t *o = json_object(), *g = json_array();
-	bool ok = o && g && put(o, "args", strings(r->args, r->argc)) &&
-		put(o, "env", strings(r->env, r->envc)) &&
-		put(o, "cwd", json_string(r->cwd ? r->cwd : "/")) &&
-		put(o, "uid", json_integer(r->uid)) && put(o, "gid", json_integer(r->gid)) &&
-		put(o, "umask", json_integer(r->umask)) &&
-		put(o, "terminal", json_boolean(r->terminal));
+	bool ok = o && g && agent_put(o, "args", agent_strings(r->args, r->argc)) &&
+		agent_put(o, "env", agent_strings(r->env, r->envc)) &&
+		agent_put(o, "cwd", json_string(r->cwd ? r->cwd : "/")) &&
+		agent_put(o, "uid", json_integer(r->uid)) &&
+		agent_put(o, "gid", json_integer(r->gid)) &&
+		agent_put(o, "umask", json_integer(r->umask)) &&
+		agent_put(o, "terminal", json_boolean(r->terminal));
 
 	for (size_t i = 0; ok && i < r->ngroups; i++)
 		ok = json_array_append_new(g, json_integer(r->groups[i])) == 0;
-	ok = ok && put(o, "additional_gids", json_incref(g));
+	ok = ok && agent_put(o, "additional_gids", json_incref(g));
 	if (ok && r->terminal)
-		ok = put(o, "rows", json_integer(r->rows)) && put(o, "cols", json_integer(r->cols));
+		ok = agent_put(o, "rows", json_integer(r->rows)) &&
+			agent_put(o, "cols", json_integer(r->cols));
 	ok = ok && agent_ctr_privs_encode(o, &r->privs) == 0;
 	json_decref(g);
 	if (!ok) {
@@ -670,21 +672,21 @@ static json_t *encode_process(const struct agent_ctr_process *r)
 json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 {
 	json_t *o = json_object(), *root = json_object(), *mounts = json_array();
-	bool ok = o && root && mounts && put(o, "type", json_string("ctr_create")) &&
-		put(o, "cid", json_string(c->cid)) &&
-		put(root, "share", json_string(c->root_share)) &&
-		put(root, "readonly", json_boolean(c->root_readonly)) &&
-		put(o, "rootfs", json_incref(root));
+	bool ok = o && root && mounts && agent_put(o, "type", json_string("ctr_create")) &&
+		agent_put(o, "cid", json_string(c->cid)) &&
+		agent_put(root, "share", json_string(c->root_share)) &&
+		agent_put(root, "readonly", json_boolean(c->root_readonly)) &&
+		agent_put(o, "rootfs", json_incref(root));
 
 	for (size_t i = 0; ok && i < c->nmounts; i++) {
 		json_t *m = encode_mount(&c->mounts[i]);
 
 		ok = m && json_array_append_new(mounts, m) == 0;
 	}
-	ok = ok && put(o, "mounts", json_incref(mounts)) &&
-		put(o, "process", encode_process(&c->proc));
+	ok = ok && agent_put(o, "mounts", json_incref(mounts)) &&
+		agent_put(o, "process", encode_process(&c->proc));
 	if (ok && c->hostname)
-		ok = put(o, "hostname", json_string(c->hostname));
+		ok = agent_put(o, "hostname", json_string(c->hostname));
 	ok = ok && agent_ctr_confine_encode(o, c) == 0;
 	json_decref(root);
 	json_decref(mounts);
@@ -698,9 +700,10 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "type", json_string("ctr_exec")) &&
-		put(o, "cid", json_string(x->cid)) && put(o, "exec", json_integer(x->exec)) &&
-		put(o, "process", encode_process(&x->proc));
+	bool ok = o && agent_put(o, "type", json_string("ctr_exec")) &&
+		agent_put(o, "cid", json_string(x->cid)) &&
+		agent_put(o, "exec", json_integer(x->exec)) &&
+		agent_put(o, "process", encode_process(&x->proc));
 
 	if (!ok) {
 		json_decref(o);
@@ -712,20 +715,21 @@ json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x)
 json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "type", json_string(agent_type_name(t))) &&
-		put(o, "cid", json_string(r->cid));
+	bool ok = o && agent_put(o, "type", json_string(agent_type_name(t))) &&
+		agent_put(o, "cid", json_string(r->cid));
 
 	if (ok && t != AGENT_T_CTR_DELETE && r->exec)
-		ok = put(o, "exec", json_integer(r->exec));
+		ok = agent_put(o, "exec", json_integer(r->exec));
 	if (ok && t == AGENT_T_CTR_STDIO)
-		ok = put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
+		ok = agent_put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
 	if (ok && t == AGENT_T_CTR_WAIT && r->timeout_ms)
-		ok = put(o, "timeout_ms", json_integer(r->timeout_ms));
+		ok = agent_put(o, "timeout_ms", json_integer(r->timeout_ms));
 	if (ok && t == AGENT_T_CTR_SIGNAL)
-		ok = put(o, "signal", json_integer(r->signo)) &&
-			put(o, "all", json_boolean(r->all));
+		ok = agent_put(o, "signal", json_integer(r->signo)) &&
+			agent_put(o, "all", json_boolean(r->all));
 	if (ok && t == AGENT_T_CTR_RESIZE)
-		ok = put(o, "rows", json_integer(r->rows)) && put(o, "cols", json_integer(r->cols));
+		ok = agent_put(o, "rows", json_integer(r->rows)) &&
+			agent_put(o, "cols", json_integer(r->cols));
 	if (!ok) {
 		json_decref(o);
 		return NULL;

@@ -62,6 +62,12 @@ enum agent_code agent_no_memory(struct parse *p);
 /* True when a '/'-separated path has a ".." component. */
 bool agent_has_dotdot(const char *s);
 
+/* The encoders' helpers: k set to v (taken over) in o, false when
+ * anything failed (v NULL included); n strings as a JSON array (NULL: out
+ * of memory). */
+bool agent_put(json_t *o, const char *k, json_t *v);
+json_t *agent_strings(const char *const *v, size_t n);
+
 /* agent_proto_sec.c: a process's privileges (`process`'s rlimits,
  * capabilities, no_new_privileges, oom_score_adj) and ctr_create's
  * sysctl, masked_paths and readonly_paths. */

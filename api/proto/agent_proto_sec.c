@@ -341,11 +341,6 @@ void agent_ctr_confine_free(struct agent_ctr_create *c)
 
 /* ---- the encoder ---- */
 
-static bool put(json_t *o, const char *k, json_t *v)
-{
-	return v && json_object_set_new(o, k, v) == 0;
-}
-
 static json_t *encode_caps(const uint64_t caps[AGENT_CAP_SETS])
 {
 	json_t *o = json_object();
@@ -354,7 +349,7 @@ static json_t *encode_caps(const uint64_t caps[AGENT_CAP_SETS])
 	for (int s = 0; ok && s < AGENT_CAP_SETS; s++) {
 		json_t *a = json_array();
 
-		ok = put(o, cap_set_names[s], a);
+		ok = agent_put(o, cap_set_names[s], a);
 		for (int cap = 0; ok && cap < CAP_COUNT; cap++)
 			if (caps[s] & (1ull << cap))
 				ok = json_array_append_new(a, json_string(cap_names[cap])) == 0;
@@ -390,42 +385,29 @@ int agent_ctr_privs_encode(json_t *o, const struct agent_ctr_privs *pv)
 	bool ok = true;
 
 	if (pv->nrlimits)
-		ok = put(o, "rlimits", encode_rlimits(pv));
+		ok = agent_put(o, "rlimits", encode_rlimits(pv));
 	if (ok && pv->has_caps)
-		ok = put(o, "capabilities", encode_caps(pv->caps));
+		ok = agent_put(o, "capabilities", encode_caps(pv->caps));
 	if (ok && pv->no_new_privileges)
-		ok = put(o, "no_new_privileges", json_true());
+		ok = agent_put(o, "no_new_privileges", json_true());
 	if (ok && pv->has_oom_score_adj)
-		ok = put(o, "oom_score_adj", json_integer(pv->oom_score_adj));
+		ok = agent_put(o, "oom_score_adj", json_integer(pv->oom_score_adj));
 	return ok ? 0 : -ENOMEM;
-}
-
-static json_t *path_array(const char *const *v, size_t n)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; a && i < n; i++) {
-		if (json_array_append_new(a, json_string(v[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
 }
 
 int agent_ctr_confine_encode(json_t *o, const struct agent_ctr_create *c)
 {
 	json_t *s = c->nsysctl ? json_object() : NULL;
-	bool ok = !c->nsysctl || put(o, "sysctl", s);
+	bool ok = !c->nsysctl || agent_put(o, "sysctl", s);
 
 	for (size_t i = 0; ok && i < c->nsysctl; i++)
-		ok = put(s, c->sysctl[i].key, json_string(c->sysctl[i].value));
+		ok = agent_put(s, c->sysctl[i].key, json_string(c->sysctl[i].value));
 	if (ok && c->nmasked)
-		ok = put(o, "masked_paths", path_array(c->masked, c->nmasked));
+		ok = agent_put(o, "masked_paths", agent_strings(c->masked, c->nmasked));
 	if (ok && c->nreadonly)
-		ok = put(o, "readonly_paths", path_array(c->readonly, c->nreadonly));
+		ok = agent_put(o, "readonly_paths", agent_strings(c->readonly, c->nreadonly));
 	if (ok && c->seccomp)
-		ok = put(o, "seccomp", encode_seccomp(c->seccomp));
+		ok = agent_put(o, "seccomp", encode_seccomp(c->seccomp));
 	return ok ? 0 : -ENOMEM;
 }
 
@@ -611,7 +593,7 @@ static json_t *encode_sc_rule(const struct agent_sc_rule *r)
 	json_t *o = json_pack("{s:I,s:s,s:I}", "nr", (json_int_t)r->nr, "action",
 			      agent_sc_action_name(r->action), "errno", (json_int_t)r->errno_ret);
 	json_t *a = r->nargs ? json_array() : NULL;
-	bool ok = o && (!r->nargs || put(o, "args", a));
+	bool ok = o && (!r->nargs || agent_put(o, "args", a));
 
 	for (size_t i = 0; ok && i < r->nargs; i++) {
 		const struct agent_sc_arg *g = &r->args[i];
@@ -644,7 +626,8 @@ static json_t *encode_seccomp(const struct agent_seccomp *s)
 		ok = json_array_append_new(f, json_string("spec_allow")) == 0;
 	for (size_t i = 0; ok && i < s->nrules; i++)
 		ok = json_array_append_new(rules, encode_sc_rule(&s->rules[i])) == 0;
-	ok = ok && put(o, "flags", json_incref(f)) && put(o, "rules", json_incref(rules));
+	ok = ok && agent_put(o, "flags", json_incref(f)) &&
+		agent_put(o, "rules", json_incref(rules));
 	json_decref(f);
 	json_decref(rules);
 	if (!ok) {
