@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "guest-init/agent/oci_apply.h"
+#include "guest-init/agent/oci_privs.h"
 
 /* clone3's argument, as agent_ctr.c spells it. */
 struct clone_args3 {
@@ -314,6 +315,28 @@ static void test_limits_privileges_and_paths(void **state)
 	assert_int_equal(r.rep.err, EPERM);
 }
 
+/* The child's own formatting (it may not call printf): a sysctl's file,
+ * an OOM score's text. */
+static void test_privs_text(void **state)
+{
+	char path[32], n[12];
+
+	(void)state;
+	assert_int_equal(oci_sysctl_path("net.ipv4.ip_forward", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/net/ipv4/ip_forward");
+	assert_int_equal(oci_sysctl_path("kernel/msgmax", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/kernel/msgmax");
+	assert_int_equal(oci_sysctl_path("abcdefghij.klmnopqrstu", path, sizeof(path)), -1);
+	assert_int_equal(oci_sysctl_path("abcdefghij.klmnopqrst", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/abcdefghij/klmnopqrst"); /* 31 bytes and the NUL */
+	assert_int_equal(oci_int_text(-1000, n), 5);
+	assert_memory_equal(n, "-1000", 5);
+	assert_int_equal(oci_int_text(0, n), 1);
+	assert_memory_equal(n, "0", 1);
+	assert_int_equal(oci_int_text(-2147483647 - 1, n), 11);
+	assert_memory_equal(n, "-2147483648", 11);
+}
+
 /* An exec's child (no plan) joining through `join`: its report once set
  * up, and the descriptors it holds then (a bit per fd number < 64). */
 static struct oci_report run_exec(int join, uint64_t *fds, pid_t *pid_out)
@@ -398,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_runs_as_pid_1_with_its_stdio_and_binds),
 		cmocka_unit_test(test_failures_name_their_stage),
 		cmocka_unit_test(test_limits_privileges_and_paths),
+		cmocka_unit_test(test_privs_text),
 		cmocka_unit_test(test_exec_joins_and_holds_nothing),
 	};
 
