@@ -75,6 +75,12 @@ enum agent_code agent_ctr_privs_parse(struct parse *process, struct agent_ctr_pr
 enum agent_code agent_ctr_confine_parse(struct parse *create, struct agent_ctr_create *c);
 void agent_ctr_confine_free(struct agent_ctr_create *c);
 
+/* agent_proto_seccomp.c: ctr_create's `seccomp` (c->seccomp, NULL when
+ * absent), its encoding, and what agent_ctr_confine_free releases of it. */
+enum agent_code agent_ctr_seccomp_parse(struct parse *create, struct agent_ctr_create *c);
+json_t *agent_ctr_seccomp_encode(const struct agent_seccomp *s);
+void agent_ctr_seccomp_free(struct agent_ctr_create *c);
+
 /* agent_proto_ctr.c: the container messages' bodies (7.9), and what
  * agent_msg_free releases of a ctr_create. */
 enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m);
