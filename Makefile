@@ -78,11 +78,11 @@ VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/netrules/*.c lib/egress/*.c) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
-AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c api/proto/agent_proto_ctr.c
+AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_proto_sec.c api/proto/agent_proto_seccomp.c
 # kiln-init: PID 1 (guest-init/init.c), its primitives (sys/), the agent
 # (agent/), and the protocol codec it shares with the host.
 INIT_SRCS := $(wildcard guest-init/*.c guest-init/sys/*.c guest-init/agent/*.c) \
-	api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_tar.c
+	api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_proto_sec.c api/proto/agent_proto_seccomp.c api/proto/agent_tar.c
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 
 KERNEL := $(BUILD)/kernel/bzImage
@@ -290,11 +290,11 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # (jailed) and never links the VM.
 KILN_RUNTIME_SRCS := $(wildcard api/runtime/*.c lib/cgroup/*.c) $(AGENT_CLIENT_SRCS) vmm/control/control_proto.c vmm/control/control_client.c api/proto/agent_tar.c api/proto/gz_stream.c
 $(BUILD)/kiln-runtime: $(KILN_RUNTIME_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS)
 
 # kiln, the CLI (docs/cli.md): a libcurl client of kilnd's socket;
 # cp's directory archives are the agent's tar (api/proto) in gzip.
-KILN_CLI_SRCS := $(wildcard api/kiln/*.c) api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c api/proto/agent_proto_ctr.c
+KILN_CLI_SRCS := $(wildcard api/kiln/*.c) api/proto/gz_stream.c api/proto/agent_tar.c api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_proto_sec.c api/proto/agent_proto_seccomp.c
 $(BUILD)/kiln: $(KILN_CLI_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(CURL_LIBS) $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread
 

@@ -82,6 +82,12 @@
 #define AGENT_CTR_EXECS_MAX 64 /* ctr_exec: a container's processes besides its init */
 #define AGENT_CTR_UMASK_DEFAULT 022u
 #define AGENT_CTR_ID_MAX 4294967294u /* uids and gids; (uid_t)-1 means "unchanged" to the kernel */
+#define AGENT_CTR_RLIMITS_MAX 16     /* RLIM_NLIMITS: one entry per resource */
+#define AGENT_CTR_CAPS_MAX 64        /* names in one capability set */
+#define AGENT_CTR_PATHS_MAX 256      /* masked_paths, readonly_paths */
+#define AGENT_CTR_SYSCTL_MAX 256     /* sysctl entries */
+#define AGENT_SYSCTL_KEY_MAX 255     /* bytes of a sysctl's name */
+#define AGENT_SYSCTL_VALUE_MAX 4095  /* bytes of its value: proc writes one page */
 #define AGENT_REQUEST_TIMEOUT_MS 30000
 #define AGENT_UPLOAD_IDLE_MS 120000
 #define AGENT_ERR_MESSAGE_MAX 512 /* message buffer, NUL included */
@@ -393,6 +399,56 @@ struct agent_ctr_mount {
 	const char *source; /* bind only: relative to the share ("" or "." is its root) */
 };
 
+/* A process's privileges (7.9, `process`): its resource limits, its
+ * capability sets, no_new_privs and its OOM score, applied in the guest
+ * as runc applies them (docs/agent-protocol.md). */
+struct agent_rlimit {
+	int resource;        /* RLIMIT_* */
+	uint64_t soft, hard; /* soft <= hard <= AGENT_RLIMIT_MAX */
+};
+
+#define AGENT_RLIMIT_MAX ((uint64_t)INT64_MAX) /* the wire's integers are signed */
+
+enum agent_cap_set {
+	AGENT_CAP_BOUNDING,
+	AGENT_CAP_EFFECTIVE,
+	AGENT_CAP_PERMITTED,
+	AGENT_CAP_INHERITABLE,
+	AGENT_CAP_AMBIENT,
+	AGENT_CAP_SETS
+};
+
+struct agent_ctr_privs {
+	struct agent_rlimit rlimits[AGENT_CTR_RLIMITS_MAX];
+	size_t nrlimits;
+	bool has_caps;                 /* false: the process keeps what the uid gives */
+	uint64_t caps[AGENT_CAP_SETS]; /* bit n: capability n */
+	bool no_new_privileges;
+	bool has_oom_score_adj;
+	int oom_score_adj; /* -1000..1000 */
+};
+
+/* "bounding", ...: the set's name (also OCI's key); NULL out of range. */
+const char *agent_cap_set_name(enum agent_cap_set s);
+/* "CAP_CHOWN" -> 0, ...; -1 when kiln knows no such capability.
+ * agent_cap_name: NULL out of range. */
+int agent_cap_parse(const char *name);
+const char *agent_cap_name(int cap);
+/* "RLIMIT_NOFILE" -> RLIMIT_NOFILE, ...; -1 when unknown. */
+int agent_rlimit_parse(const char *name);
+const char *agent_rlimit_name(int resource);
+/* A sysctl's name as OCI gives it: '.'- or '/'-separated components of
+ * letters, digits, '_' and '-', 1..AGENT_SYSCTL_KEY_MAX bytes. */
+bool agent_sysctl_key_valid(const char *key);
+
+/*
+ * privs' fields into `process` (an object being built): rlimits,
+ * capabilities, no_new_privileges, oom_score_adj, each only when set. The
+ * host's encoders (agent_ctr_create_encode, kiln-runtime's) share it.
+ * 0, or -ENOMEM.
+ */
+int agent_ctr_privs_encode(json_t *process, const struct agent_ctr_privs *privs);
+
 /* How one process of a container runs: ctr_create's `process`. */
 struct agent_ctr_process {
 	const char **args; /* argc entries + NULL */
@@ -406,7 +462,71 @@ struct agent_ctr_process {
 	uint32_t umask;
 	bool terminal;
 	uint16_t rows, cols; /* with terminal */
+	struct agent_ctr_privs privs;
 };
+
+struct agent_sysctl {
+	const char *key, *value;
+};
+
+/* ctr_create's `seccomp`: OCI's linux.seccomp with the syscalls already
+ * numbers (the host resolves the names; the guest is the same arch),
+ * compiled by the guest into a BPF filter (docs/agent-protocol.md 7.9). */
+#define AGENT_SECCOMP_RULES_MAX 2048
+#define AGENT_SECCOMP_ARGS_MAX 6
+#define AGENT_SECCOMP_NR_MAX 1023 /* x86_64's numbers are below 1024 */
+#define AGENT_SECCOMP_ERRNO_MAX 4095
+
+enum agent_sc_action {
+	AGENT_SC_ALLOW,
+	AGENT_SC_ERRNO,
+	AGENT_SC_KILL_THREAD,
+	AGENT_SC_KILL_PROCESS,
+	AGENT_SC_TRAP,
+	AGENT_SC_TRACE,
+	AGENT_SC_LOG,
+	AGENT_SC_ACTIONS
+};
+
+enum agent_sc_op {
+	AGENT_SC_EQ,
+	AGENT_SC_NE,
+	AGENT_SC_LT,
+	AGENT_SC_LE,
+	AGENT_SC_GT,
+	AGENT_SC_GE,
+	AGENT_SC_MASKED_EQ, /* (arg & value) == value_two */
+	AGENT_SC_OPS
+};
+
+struct agent_sc_arg {
+	uint32_t index; /* 0..5 */
+	enum agent_sc_op op;
+	uint64_t value, value_two;
+};
+
+/* One syscall's rule: every arg condition must hold (AND). */
+struct agent_sc_rule {
+	uint32_t nr;
+	enum agent_sc_action action;
+	uint32_t errno_ret; /* ERRNO's errno, TRACE's data */
+	struct agent_sc_arg args[AGENT_SECCOMP_ARGS_MAX];
+	size_t nargs;
+};
+
+struct agent_seccomp {
+	enum agent_sc_action default_action;
+	uint32_t default_errno;
+	bool log, spec_allow; /* SECCOMP_FILTER_FLAG_LOG, _SPEC_ALLOW */
+	struct agent_sc_rule *rules;
+	size_t nrules;
+};
+
+/* "allow", ...; NULL out of range. agent_sc_*_parse: -1 when unknown. */
+const char *agent_sc_action_name(enum agent_sc_action a);
+int agent_sc_action_parse(const char *name);
+const char *agent_sc_op_name(enum agent_sc_op o);
+int agent_sc_op_parse(const char *name);
 
 struct agent_ctr_create {
 	const char *cid;
@@ -415,8 +535,18 @@ struct agent_ctr_create {
 	struct agent_ctr_mount *mounts;
 	size_t nmounts;
 	struct agent_ctr_process proc;
-	const char *hostname; /* NULL: the guest's */
+	const char *hostname;        /* NULL: the guest's */
+	struct agent_sysctl *sysctl; /* written in the container's namespaces */
+	size_t nsysctl;
+	const char **masked, **readonly; /* absolute paths in the container */
+	size_t nmasked, nreadonly;
+	struct agent_seccomp *seccomp; /* NULL: none */
 };
+
+/* c's sysctl, masked_paths, readonly_paths and seccomp into o (a ctr_create being
+ * built), each only when it has entries: shared like agent_ctr_privs_encode.
+ * 0, or -ENOMEM. */
+int agent_ctr_confine_encode(json_t *o, const struct agent_ctr_create *c);
 
 /* ctr_exec: a further process in a running container (exec 1..UINT32_MAX). */
 struct agent_ctr_exec {

@@ -131,9 +131,9 @@ enum agent_mopt agent_mount_option(const char *opt, unsigned long *flag)
 /* ---- ctr_create ---- */
 
 /* A nested object as its own parse, named "<message> <what>" in messages. */
-static enum agent_code sub_object(struct parse *p, json_t *v, const char *key,
-				  const char *const *fields, char *name, size_t namesz,
-				  struct parse *out)
+enum agent_code agent_sub_object(struct parse *p, json_t *v, const char *key,
+				 const char *const *fields, char *name, size_t namesz,
+				 struct parse *out)
 {
 	struct json_field_fail f;
 
@@ -147,8 +147,8 @@ static enum agent_code sub_object(struct parse *p, json_t *v, const char *key,
 }
 
 /* An array field of at most max entries; NULL *out when absent. */
-static enum agent_code get_array(struct parse *p, const char *key, bool required, size_t max,
-				 const char *what, json_t **out)
+enum agent_code agent_field_array(struct parse *p, const char *key, bool required, size_t max,
+				  const char *what, json_t **out)
 {
 	json_t *a = json_object_get(p->obj, key);
 
@@ -166,14 +166,14 @@ static enum agent_code get_array(struct parse *p, const char *key, bool required
 	return AGENT_OK;
 }
 
-static enum agent_code no_memory(struct parse *p)
+enum agent_code agent_no_memory(struct parse *p)
 {
 	return agent_err_set(p->err, AGENT_E_BUSY, "%s: out of memory; retry later", p->name);
 }
 
 /* An array of strings as a NULL-terminated vector pointing into the JSON. */
-static enum agent_code string_vector(struct parse *p, const char *key, json_t *a, const char ***out,
-				     size_t *n)
+enum agent_code agent_string_vector(struct parse *p, const char *key, json_t *a, const char ***out,
+				    size_t *n)
 {
 	json_t *v;
 	size_t i;
@@ -187,14 +187,14 @@ static enum agent_code string_vector(struct parse *p, const char *key, json_t *a
 	}
 	*out = calloc(json_array_size(a) + 1, sizeof(**out));
 	if (!*out)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v)(*out)[i] = json_string_value(v);
 	*n = json_array_size(a);
 	return AGENT_OK;
 }
 
 /* True when a '/'-separated path has a ".." component. */
-static bool has_dotdot(const char *s)
+bool agent_has_dotdot(const char *s)
 {
 	for (const char *c = s; (c = strstr(c, "..")); c += 2)
 		if ((c == s || c[-1] == '/') && (c[2] == '\0' || c[2] == '/'))
@@ -226,7 +226,7 @@ static enum agent_code parse_rootfs(struct parse *p, struct agent_ctr_create *c)
 
 	if (!v)
 		return agent_field_missing(p, "rootfs", "an object with the root's share");
-	if ((rc = sub_object(p, v, "rootfs", fields, name, sizeof(name), &sp)) ||
+	if ((rc = agent_sub_object(p, v, "rootfs", fields, name, sizeof(name), &sp)) ||
 	    (rc = get_share(&sp, "share", true, &c->root_share)))
 		return rc;
 	return agent_field_bool(&sp, "readonly", false, &c->root_readonly);
@@ -238,12 +238,12 @@ static enum agent_code parse_options(struct parse *p, struct agent_ctr_mount *m)
 	json_t *a;
 	size_t data = 0;
 	unsigned long flag;
-	enum agent_code c = get_array(p, "options", false, AGENT_CTR_OPTIONS_MAX,
-				      "an array of strings", &a);
+	enum agent_code c = agent_field_array(p, "options", false, AGENT_CTR_OPTIONS_MAX,
+					      "an array of strings", &a);
 
 	if (c || !a)
 		return c;
-	if ((c = string_vector(p, "options", a, &m->options, &m->optc)))
+	if ((c = agent_string_vector(p, "options", a, &m->options, &m->optc)))
 		return c;
 	for (size_t i = 0; i < m->optc; i++) {
 		size_t n = strlen(m->options[i]);
@@ -285,7 +285,7 @@ static enum agent_code parse_bind(struct parse *p, struct agent_ctr_mount *m)
 		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
 				     "%s: 'source' is %zu bytes; paths are at most %d bytes",
 				     p->name, n, AGENT_PATH_MAX);
-	if (m->source[0] == '/' || has_dotdot(m->source))
+	if (m->source[0] == '/' || agent_has_dotdot(m->source))
 		return agent_err_set(
 			p->err, AGENT_E_BAD_FIELD,
 			"%s: 'source' must be relative to the share, without '..', got '%.200s'",
@@ -304,10 +304,10 @@ static enum agent_code parse_mount(struct parse *p, json_t *v, size_t i, struct 
 	int t;
 
 	snprintf(key, sizeof(key), "mounts[%zu]", i);
-	if ((c = sub_object(p, v, key, fields, name, sizeof(name), &mp)) ||
+	if ((c = agent_sub_object(p, v, key, fields, name, sizeof(name), &mp)) ||
 	    (c = agent_field_path(&mp, "destination", true, &m->destination)))
 		return c;
-	if (has_dotdot(m->destination))
+	if (agent_has_dotdot(m->destination))
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'destination' must not have a '..' component, got '%.200s'",
 				     mp.name, m->destination);
@@ -329,14 +329,14 @@ static enum agent_code parse_mounts(struct parse *p, struct agent_ctr_create *c)
 {
 	json_t *a, *v;
 	size_t i;
-	enum agent_code rc = get_array(p, "mounts", false, AGENT_CTR_MOUNTS_MAX,
-				       "an array of mounts", &a);
+	enum agent_code rc = agent_field_array(p, "mounts", false, AGENT_CTR_MOUNTS_MAX,
+					       "an array of mounts", &a);
 
 	if (rc || !a || !json_array_size(a))
 		return rc;
 	c->mounts = calloc(json_array_size(a), sizeof(*c->mounts));
 	if (!c->mounts)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v)
 	{
 		c->nmounts = i + 1; /* what agent_ctr_create_free must look at */
@@ -349,7 +349,8 @@ static enum agent_code parse_mounts(struct parse *p, struct agent_ctr_create *c)
 static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 {
 	json_t *a;
-	enum agent_code c = get_array(p, "args", true, AGENT_ARGV_MAX, "an array of strings", &a);
+	enum agent_code c = agent_field_array(p, "args", true, AGENT_ARGV_MAX,
+					      "an array of strings", &a);
 
 	if (c)
 		return c;
@@ -357,7 +358,7 @@ static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
 				     "%s: 'args' must have at least one entry (args[0] is the program)",
 				     p->name);
-	if ((c = string_vector(p, "args", a, &r->args, &r->argc)))
+	if ((c = agent_string_vector(p, "args", a, &r->args, &r->argc)))
 		return c;
 	if (!r->args[0][0])
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
@@ -369,16 +370,16 @@ static enum agent_code parse_args(struct parse *p, struct agent_ctr_process *r)
 static enum agent_code parse_ctr_env(struct parse *p, struct agent_ctr_process *r)
 {
 	json_t *a;
-	enum agent_code c = get_array(p, "env", false, AGENT_ENV_MAX,
-				      "an array of KEY=VALUE strings", &a);
+	enum agent_code c = agent_field_array(p, "env", false, AGENT_ENV_MAX,
+					      "an array of KEY=VALUE strings", &a);
 
 	if (c)
 		return c;
 	if (!a) {
 		r->env = calloc(1, sizeof(*r->env));
-		return r->env ? AGENT_OK : no_memory(p);
+		return r->env ? AGENT_OK : agent_no_memory(p);
 	}
-	if ((c = string_vector(p, "env", a, &r->env, &r->envc)))
+	if ((c = agent_string_vector(p, "env", a, &r->env, &r->envc)))
 		return c;
 	for (size_t i = 0; i < r->envc; i++) {
 		const char *eq = strchr(r->env[i], '=');
@@ -396,8 +397,8 @@ static enum agent_code parse_groups(struct parse *p, struct agent_ctr_process *r
 {
 	json_t *a, *v;
 	size_t i;
-	enum agent_code c = get_array(p, "additional_gids", false, AGENT_CTR_GROUPS_MAX,
-				      "an array of group ids", &a);
+	enum agent_code c = agent_field_array(p, "additional_gids", false, AGENT_CTR_GROUPS_MAX,
+					      "an array of group ids", &a);
 
 	if (c || !a || !json_array_size(a))
 		return c;
@@ -412,7 +413,7 @@ static enum agent_code parse_groups(struct parse *p, struct agent_ctr_process *r
 	}
 	r->groups = calloc(json_array_size(a), sizeof(*r->groups));
 	if (!r->groups)
-		return no_memory(p);
+		return agent_no_memory(p);
 	json_array_foreach(a, i, v) r->groups[i] = (uint32_t)json_integer_value(v);
 	r->ngroups = json_array_size(a);
 	return AGENT_OK;
@@ -440,10 +441,21 @@ static enum agent_code parse_terminal(struct parse *p, struct agent_ctr_process 
 
 static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *r)
 {
-	static const char *const fields[] = { "args",  "env",      "cwd",
-					      "uid",   "gid",      "additional_gids",
-					      "umask", "terminal", "rows",
-					      "cols",  NULL };
+	static const char *const fields[] = { "args",
+					      "env",
+					      "cwd",
+					      "uid",
+					      "gid",
+					      "additional_gids",
+					      "umask",
+					      "terminal",
+					      "rows",
+					      "cols",
+					      "rlimits",
+					      "capabilities",
+					      "no_new_privileges",
+					      "oom_score_adj",
+					      NULL };
 	json_t *v = json_object_get(p->obj, "process");
 	char name[64];
 	struct parse pp;
@@ -451,7 +463,7 @@ static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *
 
 	if (!v)
 		return agent_field_missing(p, "process", "an object with the process's args");
-	if ((c = sub_object(p, v, "process", fields, name, sizeof(name), &pp)) ||
+	if ((c = agent_sub_object(p, v, "process", fields, name, sizeof(name), &pp)) ||
 	    (c = parse_args(&pp, r)) || (c = parse_ctr_env(&pp, r)) ||
 	    (c = agent_field_path(&pp, "cwd", false, &r->cwd)) ||
 	    (c = agent_field_u32(&pp, "uid", false, 0, AGENT_CTR_ID_MAX, 0, &r->uid)) ||
@@ -461,7 +473,9 @@ static enum agent_code parse_process(struct parse *p, struct agent_ctr_process *
 		return c;
 	if (!r->cwd)
 		r->cwd = "/";
-	return parse_terminal(&pp, r);
+	if ((c = parse_terminal(&pp, r)))
+		return c;
+	return agent_ctr_privs_parse(&pp, &r->privs);
 }
 
 static enum agent_code get_cid(struct parse *p, const char **cid)
@@ -489,7 +503,8 @@ enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m)
 
 	if ((rc = get_cid(p, &c->cid)) || (rc = parse_rootfs(p, c)) || (rc = parse_mounts(p, c)) ||
 	    (rc = parse_process(p, &c->proc)) ||
-	    (rc = agent_field_string(p, "hostname", false, "a hostname", &c->hostname)))
+	    (rc = agent_field_string(p, "hostname", false, "a hostname", &c->hostname)) ||
+	    (rc = agent_ctr_confine_parse(p, c)))
 		return rc;
 	if (c->hostname && !agent_hostname_valid(c->hostname))
 		return agent_err_set(
@@ -512,6 +527,7 @@ void agent_ctr_create_free(struct agent_ctr_create *c)
 		free(c->mounts[i].options);
 	free(c->mounts);
 	agent_ctr_process_free(&c->proc);
+	agent_ctr_confine_free(c);
 }
 
 /* ---- ctr_exec ---- */
@@ -590,12 +606,12 @@ enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m)
 /* ---- encoders (the host's side) ---- */
 
 /* Sets k to v (taken over) in o; false when anything failed. */
-static bool put(json_t *o, const char *k, json_t *v)
+bool agent_put(json_t *o, const char *k, json_t *v)
 {
 	return v && json_object_set_new(o, k, v) == 0;
 }
 
-static json_t *strings(const char *const *v, size_t n)
+json_t *agent_strings(const char *const *v, size_t n)
 {
 	json_t *a = json_array();
 
@@ -611,15 +627,15 @@ static json_t *strings(const char *const *v, size_t n)
 static json_t *encode_mount(const struct agent_ctr_mount *m)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "destination", json_string(m->destination)) &&
-		put(o, "type", json_string(agent_mount_type_name(m->type)));
+	bool ok = o && agent_put(o, "destination", json_string(m->destination)) &&
+		agent_put(o, "type", json_string(agent_mount_type_name(m->type)));
 
 	if (ok && m->optc)
-		ok = put(o, "options", strings(m->options, m->optc));
+		ok = agent_put(o, "options", agent_strings(m->options, m->optc));
 	if (ok && m->share)
-		ok = put(o, "share", json_string(m->share));
+		ok = agent_put(o, "share", json_string(m->share));
 	if (ok && m->source)
-		ok = put(o, "source", json_string(m->source));
+		ok = agent_put(o, "source", json_string(m->source));
 	if (!ok) {
 		json_decref(o);
 		return NULL;
@@ -630,18 +646,21 @@ static json_t *encode_mount(const struct agent_ctr_mount *m)
 static json_t *encode_process(const struct agent_ctr_process *r)
 {
 	json_t *o = json_object(), *g = json_array();
-	bool ok = o && g && put(o, "args", strings(r->args, r->argc)) &&
-		put(o, "env", strings(r->env, r->envc)) &&
-		put(o, "cwd", json_string(r->cwd ? r->cwd : "/")) &&
-		put(o, "uid", json_integer(r->uid)) && put(o, "gid", json_integer(r->gid)) &&
-		put(o, "umask", json_integer(r->umask)) &&
-		put(o, "terminal", json_boolean(r->terminal));
+	bool ok = o && g && agent_put(o, "args", agent_strings(r->args, r->argc)) &&
+		agent_put(o, "env", agent_strings(r->env, r->envc)) &&
+		agent_put(o, "cwd", json_string(r->cwd ? r->cwd : "/")) &&
+		agent_put(o, "uid", json_integer(r->uid)) &&
+		agent_put(o, "gid", json_integer(r->gid)) &&
+		agent_put(o, "umask", json_integer(r->umask)) &&
+		agent_put(o, "terminal", json_boolean(r->terminal));
 
 	for (size_t i = 0; ok && i < r->ngroups; i++)
 		ok = json_array_append_new(g, json_integer(r->groups[i])) == 0;
-	ok = ok && put(o, "additional_gids", json_incref(g));
+	ok = ok && agent_put(o, "additional_gids", json_incref(g));
 	if (ok && r->terminal)
-		ok = put(o, "rows", json_integer(r->rows)) && put(o, "cols", json_integer(r->cols));
+		ok = agent_put(o, "rows", json_integer(r->rows)) &&
+			agent_put(o, "cols", json_integer(r->cols));
+	ok = ok && agent_ctr_privs_encode(o, &r->privs) == 0;
 	json_decref(g);
 	if (!ok) {
 		json_decref(o);
@@ -653,21 +672,22 @@ static json_t *encode_process(const struct agent_ctr_process *r)
 json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 {
 	json_t *o = json_object(), *root = json_object(), *mounts = json_array();
-	bool ok = o && root && mounts && put(o, "type", json_string("ctr_create")) &&
-		put(o, "cid", json_string(c->cid)) &&
-		put(root, "share", json_string(c->root_share)) &&
-		put(root, "readonly", json_boolean(c->root_readonly)) &&
-		put(o, "rootfs", json_incref(root));
+	bool ok = o && root && mounts && agent_put(o, "type", json_string("ctr_create")) &&
+		agent_put(o, "cid", json_string(c->cid)) &&
+		agent_put(root, "share", json_string(c->root_share)) &&
+		agent_put(root, "readonly", json_boolean(c->root_readonly)) &&
+		agent_put(o, "rootfs", json_incref(root));
 
 	for (size_t i = 0; ok && i < c->nmounts; i++) {
 		json_t *m = encode_mount(&c->mounts[i]);
 
 		ok = m && json_array_append_new(mounts, m) == 0;
 	}
-	ok = ok && put(o, "mounts", json_incref(mounts)) &&
-		put(o, "process", encode_process(&c->proc));
+	ok = ok && agent_put(o, "mounts", json_incref(mounts)) &&
+		agent_put(o, "process", encode_process(&c->proc));
 	if (ok && c->hostname)
-		ok = put(o, "hostname", json_string(c->hostname));
+		ok = agent_put(o, "hostname", json_string(c->hostname));
+	ok = ok && agent_ctr_confine_encode(o, c) == 0;
 	json_decref(root);
 	json_decref(mounts);
 	if (!ok) {
@@ -680,9 +700,10 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "type", json_string("ctr_exec")) &&
-		put(o, "cid", json_string(x->cid)) && put(o, "exec", json_integer(x->exec)) &&
-		put(o, "process", encode_process(&x->proc));
+	bool ok = o && agent_put(o, "type", json_string("ctr_exec")) &&
+		agent_put(o, "cid", json_string(x->cid)) &&
+		agent_put(o, "exec", json_integer(x->exec)) &&
+		agent_put(o, "process", encode_process(&x->proc));
 
 	if (!ok) {
 		json_decref(o);
@@ -694,20 +715,21 @@ json_t *agent_ctr_exec_encode(const struct agent_ctr_exec *x)
 json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r)
 {
 	json_t *o = json_object();
-	bool ok = o && put(o, "type", json_string(agent_type_name(t))) &&
-		put(o, "cid", json_string(r->cid));
+	bool ok = o && agent_put(o, "type", json_string(agent_type_name(t))) &&
+		agent_put(o, "cid", json_string(r->cid));
 
 	if (ok && t != AGENT_T_CTR_DELETE && r->exec)
-		ok = put(o, "exec", json_integer(r->exec));
+		ok = agent_put(o, "exec", json_integer(r->exec));
 	if (ok && t == AGENT_T_CTR_STDIO)
-		ok = put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
+		ok = agent_put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
 	if (ok && t == AGENT_T_CTR_WAIT && r->timeout_ms)
-		ok = put(o, "timeout_ms", json_integer(r->timeout_ms));
+		ok = agent_put(o, "timeout_ms", json_integer(r->timeout_ms));
 	if (ok && t == AGENT_T_CTR_SIGNAL)
-		ok = put(o, "signal", json_integer(r->signo)) &&
-			put(o, "all", json_boolean(r->all));
+		ok = agent_put(o, "signal", json_integer(r->signo)) &&
+			agent_put(o, "all", json_boolean(r->all));
 	if (ok && t == AGENT_T_CTR_RESIZE)
-		ok = put(o, "rows", json_integer(r->rows)) && put(o, "cols", json_integer(r->cols));
+		ok = agent_put(o, "rows", json_integer(r->rows)) &&
+			agent_put(o, "cols", json_integer(r->cols));
 	if (!ok) {
 		json_decref(o);
 		return NULL;

@@ -34,6 +34,26 @@ static int read_process_file(const char *path, struct rt_process *p, json_t **do
 	return r;
 }
 
+/* exec --cap NAME (runc's): added to the bounding, effective and
+ * permitted sets (a container given no capabilities keeps the uid's:
+ * --cap then changes nothing). */
+static int add_caps(const struct rt_cmd *c, struct agent_ctr_privs *pv, struct err *e)
+{
+	for (size_t i = 0; i < c->ncaps; i++) {
+		int cap = agent_cap_parse(c->caps[i]);
+
+		if (cap < 0)
+			return err_set(e, EINVAL,
+				       "exec --cap %.40s: not a capability the guest kernel has "
+				       "(CAP_CHOWN .. CAP_CHECKPOINT_RESTORE)",
+				       c->caps[i]);
+		if (pv->has_caps)
+			for (int s = AGENT_CAP_BOUNDING; s <= AGENT_CAP_PERMITTED; s++)
+				pv->caps[s] |= 1ull << cap;
+	}
+	return 0;
+}
+
 /* exec ID CMD... (runc's form): the container's own environment and
  * working directory, then the flags' (-e adds to the environment, --cwd,
  * -u, -g, -t replace). env[EXEC_ENV_MAX] holds the environment. */
@@ -61,7 +81,11 @@ static int process_from_flags(const struct rt_cmd *c, const struct rt_process *i
 	p->gids = c->ngids ? (uint32_t *)c->gids : NULL;
 	p->ngids = c->ngids;
 	p->terminal = c->tty;
-	return 0;
+	/* runc's: the container's limits, capabilities and OOM score, --cap
+	 * adding to them, --no-new-privs setting it. */
+	p->privs = init->privs;
+	p->privs.no_new_privileges |= c->no_new_privs;
+	return add_caps(c, &p->privs, e);
 }
 
 /* The exec shim forked (the container's lock is released after it:

@@ -1,5 +1,6 @@
 /* A bundle's config.json and exec's process.json; see rt_config.h. */
 #include "api/runtime/rt_config.h"
+#include "api/runtime/rt_config_read.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,10 +9,8 @@
 
 #include "lib/base/json.h"
 
-#define WHERE_MAX 96
-
-/* A member, with JSON null read as absent (Go writes nil as null). */
-static json_t *member(const json_t *o, const char *k)
+/* JSON null reads as absent: Go writes nil as null. */
+json_t *cfg_member(const json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);
 
@@ -19,75 +18,74 @@ static json_t *member(const json_t *o, const char *k)
 }
 
 /* "process.user" + "uid" -> "process.user.uid" into buf. */
-static const char *path_of(char buf[WHERE_MAX], const char *where, const char *key)
+const char *cfg_path_of(char buf[WHERE_MAX], const char *where, const char *key)
 {
 	snprintf(buf, WHERE_MAX, "%s%s%s", where, *where ? "." : "", key);
 	return buf;
 }
 
-static int not_a(const json_t *v, const char *what, const char *where, struct err *e)
+int cfg_not_a(const json_t *v, const char *what, const char *where, struct err *e)
 {
 	return err_set(e, EINVAL, "config.json: %s is %s, not %s", where, json_field_kind(v), what);
 }
 
 /* An object member (NULL when absent). */
-static int get_object(const json_t *o, const char *key, const char *where, json_t **out,
-		      struct err *e)
+int cfg_get_object(const json_t *o, const char *key, const char *where, json_t **out, struct err *e)
 {
 	char w[WHERE_MAX];
 
-	*out = member(o, key);
+	*out = cfg_member(o, key);
 	if (*out && !json_is_object(*out))
-		return not_a(*out, "an object", path_of(w, where, key), e);
+		return cfg_not_a(*out, "an object", cfg_path_of(w, where, key), e);
 	return 0;
 }
 
 /* A string of at most max bytes (NULL when absent and not required). */
-static int get_string(const json_t *o, const char *key, bool required, size_t max,
-		      const char *where, const char **out, struct err *e)
+int cfg_get_string(const json_t *o, const char *key, bool required, size_t max, const char *where,
+		   const char **out, struct err *e)
 {
-	json_t *v = member(o, key);
+	json_t *v = cfg_member(o, key);
 	char w[WHERE_MAX];
 
 	*out = NULL;
-	path_of(w, where, key);
+	cfg_path_of(w, where, key);
 	if (!v)
 		return required ? err_set(e, EINVAL, "config.json: %s is missing", w) : 0;
 	if (!json_is_string(v))
-		return not_a(v, "a string", w, e);
+		return cfg_not_a(v, "a string", w, e);
 	if (json_string_length(v) > max)
 		return err_set(e, EINVAL, "config.json: %s is longer than %zu bytes", w, max);
 	*out = json_string_value(v);
 	return 0;
 }
 
-static int get_bool(const json_t *o, const char *key, const char *where, bool *out, struct err *e)
+int cfg_get_bool(const json_t *o, const char *key, const char *where, bool *out, struct err *e)
 {
-	json_t *v = member(o, key);
+	json_t *v = cfg_member(o, key);
 	char w[WHERE_MAX];
 
 	*out = false;
 	if (!v)
 		return 0;
 	if (!json_is_boolean(v))
-		return not_a(v, "true or false", path_of(w, where, key), e);
+		return cfg_not_a(v, "true or false", cfg_path_of(w, where, key), e);
 	*out = json_is_true(v);
 	return 0;
 }
 
 /* An integer in [min, max]; *has false when absent. */
-static int get_int(const json_t *o, const char *key, const char *where, int64_t min, int64_t max,
-		   bool *has, int64_t *out, struct err *e)
+int cfg_get_int(const json_t *o, const char *key, const char *where, int64_t min, int64_t max,
+		bool *has, int64_t *out, struct err *e)
 {
-	json_t *v = member(o, key);
+	json_t *v = cfg_member(o, key);
 	char w[WHERE_MAX];
 
 	*has = v != NULL;
 	if (!v)
 		return 0;
-	path_of(w, where, key);
+	cfg_path_of(w, where, key);
 	if (!json_is_integer(v))
-		return not_a(v, "an integer", w, e);
+		return cfg_not_a(v, "an integer", w, e);
 	if (json_integer_value(v) < min || json_integer_value(v) > max)
 		return err_set(e, EINVAL, "config.json: %s is %lld, outside %lld..%lld", w,
 			       (long long)json_integer_value(v), (long long)min, (long long)max);
@@ -96,17 +94,17 @@ static int get_int(const json_t *o, const char *key, const char *where, int64_t 
 }
 
 /* An array member of at most max elements (NULL when absent). */
-static int get_array(const json_t *o, const char *key, size_t max, const char *where, json_t **out,
-		     struct err *e)
+int cfg_get_array(const json_t *o, const char *key, size_t max, const char *where, json_t **out,
+		  struct err *e)
 {
 	char w[WHERE_MAX];
 
-	*out = member(o, key);
+	*out = cfg_member(o, key);
 	if (!*out)
 		return 0;
-	path_of(w, where, key);
+	cfg_path_of(w, where, key);
 	if (!json_is_array(*out))
-		return not_a(*out, "an array", w, e);
+		return cfg_not_a(*out, "an array", w, e);
 	if (json_array_size(*out) > max)
 		return err_set(e, EINVAL,
 			       "config.json: %s has %zu entries, at most %zu are allowed", w,
@@ -115,19 +113,19 @@ static int get_array(const json_t *o, const char *key, size_t max, const char *w
 }
 
 /* An array of strings, each at most len bytes, into a new array *out. */
-static int get_strings(const json_t *o, const char *key, size_t len, const char *where,
-		       const char ***out, size_t *n, struct err *e)
+int cfg_get_strings(const json_t *o, const char *key, size_t len, const char *where,
+		    const char ***out, size_t *n, struct err *e)
 {
 	json_t *a;
 	char w[WHERE_MAX];
 
 	*out = NULL;
 	*n = 0;
-	if (get_array(o, key, RT_CONFIG_LIST_MAX, where, &a, e) < 0)
+	if (cfg_get_array(o, key, RT_CONFIG_LIST_MAX, where, &a, e) < 0)
 		return -EINVAL;
 	if (!a || !json_array_size(a))
 		return 0;
-	path_of(w, where, key);
+	cfg_path_of(w, where, key);
 	/* NULL-terminated: args and env go to execve as they are */
 	*out = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!*out)
@@ -146,7 +144,7 @@ static int get_strings(const json_t *o, const char *key, size_t len, const char 
 	return 0;
 }
 
-static int absolute(const char *p, const char *where, struct err *e)
+int cfg_absolute(const char *p, const char *where, struct err *e)
 {
 	if (p && p[0] != '/')
 		return err_set(e, EINVAL, "config.json: %s \"%.100s\" is not an absolute path",
@@ -158,7 +156,7 @@ static int read_gids(const json_t *user, struct rt_process *p, struct err *e)
 {
 	json_t *a;
 
-	if (get_array(user, "additionalGids", RT_CONFIG_LIST_MAX, "process.user", &a, e) < 0)
+	if (cfg_get_array(user, "additionalGids", RT_CONFIG_LIST_MAX, "process.user", &a, e) < 0)
 		return -EINVAL;
 	if (!a || !json_array_size(a))
 		return 0;
@@ -187,17 +185,17 @@ static int read_user(const json_t *proc, struct rt_process *p, struct err *e)
 	bool has;
 	int64_t v = 0;
 
-	if (get_object(proc, "user", "process", &u, e) < 0)
+	if (cfg_get_object(proc, "user", "process", &u, e) < 0)
 		return -EINVAL;
 	if (!u)
 		return 0;
-	if (get_int(u, "uid", "process.user", 0, UINT32_MAX - 1, &has, &v, e) < 0)
+	if (cfg_get_int(u, "uid", "process.user", 0, UINT32_MAX - 1, &has, &v, e) < 0)
 		return -EINVAL;
 	p->uid = has ? (uint32_t)v : 0;
-	if (get_int(u, "gid", "process.user", 0, UINT32_MAX - 1, &has, &v, e) < 0)
+	if (cfg_get_int(u, "gid", "process.user", 0, UINT32_MAX - 1, &has, &v, e) < 0)
 		return -EINVAL;
 	p->gid = has ? (uint32_t)v : 0;
-	if (get_int(u, "umask", "process.user", 0, 0777, &p->has_umask, &v, e) < 0)
+	if (cfg_get_int(u, "umask", "process.user", 0, 0777, &p->has_umask, &v, e) < 0)
 		return -EINVAL;
 	p->umask = p->has_umask ? (uint32_t)v : 0;
 	return read_gids(u, p, e);
@@ -209,14 +207,14 @@ static int read_console(const json_t *proc, struct rt_process *p, struct err *e)
 	bool has;
 	int64_t v = 0;
 
-	if (get_object(proc, "consoleSize", "process", &c, e) < 0)
+	if (cfg_get_object(proc, "consoleSize", "process", &c, e) < 0)
 		return -EINVAL;
 	if (!c)
 		return 0;
-	if (get_int(c, "height", "process.consoleSize", 0, 65535, &has, &v, e) < 0)
+	if (cfg_get_int(c, "height", "process.consoleSize", 0, 65535, &has, &v, e) < 0)
 		return -EINVAL;
 	p->rows = has ? (unsigned)v : 0;
-	if (get_int(c, "width", "process.consoleSize", 0, 65535, &has, &v, e) < 0)
+	if (cfg_get_int(c, "width", "process.consoleSize", 0, 65535, &has, &v, e) < 0)
 		return -EINVAL;
 	p->cols = has ? (unsigned)v : 0;
 	return 0;
@@ -224,10 +222,9 @@ static int read_console(const json_t *proc, struct rt_process *p, struct err *e)
 
 static int read_process(const json_t *proc, struct rt_process *p, struct err *e)
 {
-	int64_t v = 0;
-
-	if (get_strings(proc, "args", RT_CONFIG_ARG_MAX, "process", &p->args, &p->nargs, e) < 0 ||
-	    get_strings(proc, "env", RT_CONFIG_ARG_MAX, "process", &p->env, &p->nenv, e) < 0)
+	if (cfg_get_strings(proc, "args", RT_CONFIG_ARG_MAX, "process", &p->args, &p->nargs, e) <
+		    0 ||
+	    cfg_get_strings(proc, "env", RT_CONFIG_ARG_MAX, "process", &p->env, &p->nenv, e) < 0)
 		return -EINVAL;
 	if (p->nargs == 0 || !p->args[0][0])
 		return err_set(e, EINVAL,
@@ -239,15 +236,11 @@ static int read_process(const json_t *proc, struct rt_process *p, struct err *e)
 				       "config.json: process.env[%zu] \"%.64s\": invalid environment "
 				       "variable: want NAME=VALUE",
 				       i, p->env[i]);
-	if (get_string(proc, "cwd", true, RT_PATH_MAX - 1, "process", &p->cwd, e) < 0 ||
-	    absolute(p->cwd, "process.cwd", e) < 0)
+	if (cfg_get_string(proc, "cwd", true, RT_PATH_MAX - 1, "process", &p->cwd, e) < 0 ||
+	    cfg_absolute(p->cwd, "process.cwd", e) < 0)
 		return -EINVAL;
-	if (get_bool(proc, "terminal", "process", &p->terminal, e) < 0 ||
-	    get_bool(proc, "noNewPrivileges", "process", &p->no_new_privileges, e) < 0 ||
-	    get_int(proc, "oomScoreAdj", "process", -1000, 1000, &p->has_oom_score_adj, &v, e) < 0)
-		return -EINVAL;
-	p->oom_score_adj = (int)v;
-	if (read_console(proc, p, e) < 0)
+	if (cfg_get_bool(proc, "terminal", "process", &p->terminal, e) < 0 ||
+	    rt_config_read_privs(proc, p, e) < 0 || read_console(proc, p, e) < 0)
 		return -EINVAL;
 	return read_user(proc, p, e);
 }
@@ -314,7 +307,7 @@ static bool has_option(const struct rt_mount *m, const char *o)
 	return false;
 }
 
-static bool has_dotdot(const char *p)
+bool cfg_has_dotdot(const char *p)
 {
 	for (const char *s = p; (s = strstr(s, "..")); s += 2)
 		if ((s == p || s[-1] == '/') && (s[2] == '/' || !s[2]))
@@ -328,11 +321,11 @@ static int read_mount(const json_t *j, size_t i, struct rt_mount *m, struct err 
 
 	snprintf(w, sizeof(w), "mounts[%zu]", i);
 	if (!json_is_object(j))
-		return not_a(j, "an object", w, e);
-	if (get_string(j, "destination", true, RT_PATH_MAX - 1, w, &m->destination, e) < 0 ||
-	    get_string(j, "type", false, 255, w, &m->type, e) < 0 ||
-	    get_string(j, "source", false, RT_PATH_MAX - 1, w, &m->source, e) < 0 ||
-	    get_strings(j, "options", 4096, w, &m->options, &m->noptions, e) < 0)
+		return cfg_not_a(j, "an object", w, e);
+	if (cfg_get_string(j, "destination", true, RT_PATH_MAX - 1, w, &m->destination, e) < 0 ||
+	    cfg_get_string(j, "type", false, 255, w, &m->type, e) < 0 ||
+	    cfg_get_string(j, "source", false, RT_PATH_MAX - 1, w, &m->source, e) < 0 ||
+	    cfg_get_strings(j, "options", 4096, w, &m->options, &m->noptions, e) < 0)
 		return -EINVAL;
 	if (m->destination[0] != '/')
 		return err_set(e, EINVAL,
@@ -340,7 +333,7 @@ static int read_mount(const json_t *j, size_t i, struct rt_mount *m, struct err 
 			       m->destination);
 	/* resolved inside the container's root by the guest, which refuses
 	 * a ".." component: say so here, with the field's name */
-	if (has_dotdot(m->destination))
+	if (cfg_has_dotdot(m->destination))
 		return err_set(e, EINVAL,
 			       "config.json: %s.destination \"%.100s\" has a '..' component", w,
 			       m->destination);
@@ -356,7 +349,7 @@ static int read_mounts(const json_t *doc, struct rt_config *c, struct err *e)
 {
 	json_t *a;
 
-	if (get_array(doc, "mounts", RT_CONFIG_LIST_MAX, "", &a, e) < 0)
+	if (cfg_get_array(doc, "mounts", RT_CONFIG_LIST_MAX, "", &a, e) < 0)
 		return -EINVAL;
 	if (!a || !json_array_size(a))
 		return 0;
@@ -379,11 +372,11 @@ static int read_hook(const json_t *j, const char *w, struct rt_hook *h, struct e
 	int64_t t = 0;
 
 	if (!json_is_object(j))
-		return not_a(j, "an object", w, e);
-	if (get_string(j, "path", true, RT_PATH_MAX - 1, w, &h->path, e) < 0 ||
-	    get_strings(j, "args", RT_CONFIG_ARG_MAX, w, &h->args, &h->nargs, e) < 0 ||
-	    get_strings(j, "env", RT_CONFIG_ARG_MAX, w, &h->env, &h->nenv, e) < 0 ||
-	    get_int(j, "timeout", w, 1, INT32_MAX, &has, &t, e) < 0)
+		return cfg_not_a(j, "an object", w, e);
+	if (cfg_get_string(j, "path", true, RT_PATH_MAX - 1, w, &h->path, e) < 0 ||
+	    cfg_get_strings(j, "args", RT_CONFIG_ARG_MAX, w, &h->args, &h->nargs, e) < 0 ||
+	    cfg_get_strings(j, "env", RT_CONFIG_ARG_MAX, w, &h->env, &h->nenv, e) < 0 ||
+	    cfg_get_int(j, "timeout", w, 1, INT32_MAX, &has, &t, e) < 0)
 		return -EINVAL;
 	h->timeout = has ? (int)t : 0;
 	if (h->path[0] != '/')
@@ -398,7 +391,7 @@ static int read_hook_list(const json_t *hooks, const char *kind, struct rt_hook_
 	json_t *a;
 	char w[WHERE_MAX];
 
-	if (get_array(hooks, kind, RT_CONFIG_HOOKS_MAX, "hooks", &a, e) < 0)
+	if (cfg_get_array(hooks, kind, RT_CONFIG_HOOKS_MAX, "hooks", &a, e) < 0)
 		return -EINVAL;
 	if (!a || !json_array_size(a))
 		return 0;
@@ -421,12 +414,12 @@ static int read_hooks(const json_t *doc, struct rt_config *c, struct err *e)
 	static const char *const inside[] = { "createContainer", "startContainer" };
 	json_t *hooks, *a;
 
-	if (get_object(doc, "hooks", "", &hooks, e) < 0)
+	if (cfg_get_object(doc, "hooks", "", &hooks, e) < 0)
 		return -EINVAL;
 	if (!hooks)
 		return 0;
 	for (size_t i = 0; i < 2; i++) {
-		if (get_array(hooks, inside[i], RT_CONFIG_HOOKS_MAX, "hooks", &a, e) < 0)
+		if (cfg_get_array(hooks, inside[i], RT_CONFIG_HOOKS_MAX, "hooks", &a, e) < 0)
 			return -EINVAL;
 		if (a && json_array_size(a))
 			return err_set(e, EINVAL,
@@ -476,16 +469,16 @@ static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct
 
 	snprintf(w, sizeof(w), "linux.namespaces[%zu]", i);
 	if (!json_is_object(j))
-		return not_a(j, "an object", w, e);
-	if (get_string(j, "type", true, 32, w, &type, e) < 0 ||
-	    get_string(j, "path", false, RT_PATH_MAX - 1, w, &path, e) < 0 ||
+		return cfg_not_a(j, "an object", w, e);
+	if (cfg_get_string(j, "type", true, 32, w, &type, e) < 0 ||
+	    cfg_get_string(j, "path", false, RT_PATH_MAX - 1, w, &path, e) < 0 ||
 	    ns_type(type, w, &t, e) < 0)
 		return -EINVAL;
 	if (rt_config_ns(c, t))
 		return err_set(e, EINVAL, "config.json: %s: namespace %s is listed twice", w, type);
 	if (path && !*path)
 		path = NULL;
-	if (path && absolute(path, w, e) < 0)
+	if (path && cfg_absolute(path, w, e) < 0)
 		return -EINVAL;
 	/* A network namespace made by the engine's network (netavark, CNI,
 	 * libnetwork) is where the VM's TAP goes. Another container's
@@ -511,7 +504,7 @@ static int read_namespaces(const json_t *lx, struct rt_config *c, struct err *e)
 {
 	json_t *a;
 
-	if (get_array(lx, "namespaces", RT_CONFIG_LIST_MAX, "linux", &a, e) < 0)
+	if (cfg_get_array(lx, "namespaces", RT_CONFIG_LIST_MAX, "linux", &a, e) < 0)
 		return -EINVAL;
 	for (size_t i = 0; a && i < json_array_size(a); i++)
 		if (read_namespace(json_array_get(a, i), i, c, e) < 0)
@@ -526,7 +519,7 @@ static int get_limit(const json_t *o, const char *key, const char *where, int64_
 	bool has;
 
 	*out = -1;
-	return get_int(o, key, where, -1, INT64_MAX, &has, out, e);
+	return cfg_get_int(o, key, where, -1, INT64_MAX, &has, out, e);
 }
 
 /* A LinuxResources object (config.json's linux.resources, update's
@@ -538,28 +531,31 @@ static int read_resources_obj(const json_t *res, struct rt_resources *r, struct 
 	int64_t period = 0;
 
 	r->memory_limit = r->cpu_quota = r->pids_limit = -1;
-	if (get_array(res, "hugepageLimits", RT_CONFIG_LIST_MAX, "linux.resources", &huge, e) < 0)
+	if (cfg_get_array(res, "hugepageLimits", RT_CONFIG_LIST_MAX, "linux.resources", &huge, e) <
+	    0)
 		return -EINVAL;
 	if (huge && json_array_size(huge))
 		return err_set(e, EINVAL,
 			       "config.json: linux.resources.hugepageLimits is not supported: the "
 			       "guest's memory is not backed by the host's huge pages");
-	if (get_object(res, "memory", "linux.resources", &mem, e) < 0 ||
-	    get_object(res, "cpu", "linux.resources", &cpu, e) < 0 ||
-	    get_object(res, "pids", "linux.resources", &pids, e) < 0)
+	if (cfg_get_object(res, "memory", "linux.resources", &mem, e) < 0 ||
+	    cfg_get_object(res, "cpu", "linux.resources", &cpu, e) < 0 ||
+	    cfg_get_object(res, "pids", "linux.resources", &pids, e) < 0)
 		return -EINVAL;
 	if (mem && get_limit(mem, "limit", "linux.resources.memory", &r->memory_limit, e) < 0)
 		return -EINVAL;
 	if (cpu &&
 	    (get_limit(cpu, "quota", "linux.resources.cpu", &r->cpu_quota, e) < 0 ||
-	     get_int(cpu, "period", "linux.resources.cpu", 0, INT64_MAX, &has, &period, e) < 0 ||
-	     get_string(cpu, "cpus", false, 4096, "linux.resources.cpu", &r->cpuset_cpus, e) < 0))
+	     cfg_get_int(cpu, "period", "linux.resources.cpu", 0, INT64_MAX, &has, &period, e) <
+		     0 ||
+	     cfg_get_string(cpu, "cpus", false, 4096, "linux.resources.cpu", &r->cpuset_cpus, e) <
+		     0))
 		return -EINVAL;
 	r->cpu_period = (uint64_t)period;
 	r->cpu_quota_given = cpu && json_is_integer(json_object_get(cpu, "quota"));
 	if (pids &&
-	    get_int(pids, "limit", "linux.resources.pids", INT64_MIN, INT64_MAX, &has,
-		    &r->pids_limit, e) < 0)
+	    cfg_get_int(pids, "limit", "linux.resources.pids", INT64_MIN, INT64_MAX, &has,
+			&r->pids_limit, e) < 0)
 		return -EINVAL;
 	if (r->pids_limit <= 0)
 		r->pids_limit = -1; /* runtime-spec: 0 or less is no limit */
@@ -571,7 +567,7 @@ static int read_resources(const json_t *lx, struct rt_config *c, struct err *e)
 	json_t *res;
 
 	c->resources.memory_limit = c->resources.cpu_quota = c->resources.pids_limit = -1;
-	if (get_object(lx, "resources", "linux", &res, e) < 0)
+	if (cfg_get_object(lx, "resources", "linux", &res, e) < 0)
 		return -EINVAL;
 	return res ? read_resources_obj(res, &c->resources, e) : 0;
 }
@@ -594,7 +590,7 @@ static int read_linux_refusals(const json_t *lx, struct err *e)
 	json_t *a;
 
 	for (size_t i = 0; i < 2; i++) {
-		if (get_array(lx, maps[i], RT_CONFIG_LIST_MAX, "linux", &a, e) < 0)
+		if (cfg_get_array(lx, maps[i], RT_CONFIG_LIST_MAX, "linux", &a, e) < 0)
 			return -EINVAL;
 		if (a && json_array_size(a))
 			return err_set(e, EINVAL,
@@ -603,11 +599,11 @@ static int read_linux_refusals(const json_t *lx, struct err *e)
 				       "run without one",
 				       maps[i]);
 	}
-	if (member(lx, "intelRdt"))
+	if (cfg_member(lx, "intelRdt"))
 		return err_set(e, EINVAL,
 			       "config.json: linux.intelRdt is not supported: the guest has no "
 			       "Intel RDT");
-	if (get_string(lx, "rootfsPropagation", false, 32, "linux", &prop, e) < 0)
+	if (cfg_get_string(lx, "rootfsPropagation", false, 32, "linux", &prop, e) < 0)
 		return -EINVAL;
 	if (prop && *prop && strcmp(prop, "private") && strcmp(prop, "rprivate") &&
 	    strcmp(prop, "slave") && strcmp(prop, "rslave"))
@@ -623,12 +619,14 @@ static int read_linux(const json_t *doc, struct rt_config *c, struct err *e)
 {
 	json_t *lx;
 
-	if (get_object(doc, "linux", "", &lx, e) < 0)
+	if (cfg_get_object(doc, "linux", "", &lx, e) < 0)
 		return -EINVAL;
 	if (!lx)
 		return 0;
 	if (read_linux_refusals(lx, e) < 0 || read_namespaces(lx, c, e) < 0 ||
-	    get_string(lx, "cgroupsPath", false, RT_PATH_MAX - 1, "linux", &c->cgroups_path, e) < 0)
+	    rt_config_read_confine(lx, c, e) < 0 || rt_config_read_seccomp(lx, c, e) < 0 ||
+	    cfg_get_string(lx, "cgroupsPath", false, RT_PATH_MAX - 1, "linux", &c->cgroups_path,
+			   e) < 0)
 		return -EINVAL;
 	return read_resources(lx, c, e);
 }
@@ -637,12 +635,12 @@ static int read_root(const json_t *doc, struct rt_config *c, struct err *e)
 {
 	json_t *root;
 
-	if (get_object(doc, "root", "", &root, e) < 0)
+	if (cfg_get_object(doc, "root", "", &root, e) < 0)
 		return -EINVAL;
 	if (!root)
 		return err_set(e, EINVAL, "config.json: root is missing: give root.path");
-	if (get_string(root, "path", true, RT_PATH_MAX - 1, "root", &c->root_path, e) < 0 ||
-	    get_bool(root, "readonly", "root", &c->root_readonly, e) < 0)
+	if (cfg_get_string(root, "path", true, RT_PATH_MAX - 1, "root", &c->root_path, e) < 0 ||
+	    cfg_get_bool(root, "readonly", "root", &c->root_readonly, e) < 0)
 		return -EINVAL;
 	if (!*c->root_path)
 		return err_set(e, EINVAL, "config.json: root.path is empty");
@@ -653,7 +651,7 @@ static int read_root(const json_t *doc, struct rt_config *c, struct err *e)
  * mean). */
 static int read_version(const json_t *doc, struct rt_config *c, struct err *e)
 {
-	if (get_string(doc, "ociVersion", true, 64, "", &c->oci_version, e) < 0)
+	if (cfg_get_string(doc, "ociVersion", true, 64, "", &c->oci_version, e) < 0)
 		return -EINVAL;
 	if (strncmp(c->oci_version, "1.", 2) != 0)
 		return err_set(e, EINVAL,
@@ -669,17 +667,18 @@ static int read_config(const json_t *doc, struct rt_config *c, struct err *e)
 
 	if (read_version(doc, c, e) < 0 || read_root(doc, c, e) < 0)
 		return -EINVAL;
-	if (get_object(doc, "process", "", &proc, e) < 0)
+	if (cfg_get_object(doc, "process", "", &proc, e) < 0)
 		return -EINVAL;
 	if (!proc)
 		return err_set(e, EINVAL,
 			       "config.json: process is missing: give the command to run");
 	if (read_process(proc, &c->process, e) < 0 ||
-	    get_string(doc, "hostname", false, RT_HOSTNAME_MAX, "", &c->hostname, e) < 0 ||
-	    get_string(doc, "domainname", false, RT_HOSTNAME_MAX, "", &c->domainname, e) < 0 ||
+	    cfg_get_string(doc, "hostname", false, RT_HOSTNAME_MAX, "", &c->hostname, e) < 0 ||
+	    cfg_get_string(doc, "domainname", false, RT_HOSTNAME_MAX, "", &c->domainname, e) < 0 ||
 	    read_mounts(doc, c, e) < 0 || read_hooks(doc, c, e) < 0 || read_linux(doc, c, e) < 0)
 		return -EINVAL;
-	return rt_annotations_read(member(doc, "annotations"), "config.json", &c->annotations, e);
+	return rt_annotations_read(cfg_member(doc, "annotations"), "config.json", &c->annotations,
+				   e);
 }
 
 int rt_config_parse(const char *buf, size_t n, struct rt_config *cfg, struct err *e)
@@ -714,6 +713,10 @@ void rt_config_free(struct rt_config *cfg)
 	for (size_t i = 0; i < cfg->nmounts; i++)
 		free(cfg->mounts[i].options);
 	free(cfg->mounts);
+	free(cfg->sysctl);
+	free(cfg->masked_paths);
+	free(cfg->readonly_paths);
+	rt_config_free_seccomp(cfg);
 	free_hooks(&cfg->prestart);
 	free_hooks(&cfg->create_runtime);
 	free_hooks(&cfg->poststart);

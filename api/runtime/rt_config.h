@@ -18,9 +18,11 @@
  *
  * Accepted and not applied (docs/oci-runtime.md): apparmorProfile,
  * selinuxLabel, mountLabel (the guest kernel has no LSM), blockIO and
- * resources.devices (the guest kernel is the boundary); capabilities,
- * rlimits, seccomp, sysctl, maskedPaths, readonlyPaths, devices are kept
- * in doc for the guest's plan.
+ * resources.devices (the guest kernel is the boundary); devices are
+ * kept in doc. process.rlimits, capabilities, noNewPrivileges,
+ * oomScoreAdj, linux.sysctl, maskedPaths, readonlyPaths (rt_config_privs.c)
+ * and linux.seccomp (rt_config_seccomp.c) are read and applied by the
+ * guest (docs/oci-runtime.md).
  */
 #ifndef KILN_RT_CONFIG_H
 #define KILN_RT_CONFIG_H
@@ -31,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "api/proto/agent_proto.h"
 #include "api/runtime/rt_state.h"
 #include "lib/base/err.h"
 
@@ -89,10 +92,8 @@ struct rt_process {
 	bool has_umask;
 	uint32_t umask; /* 0..0777 */
 	bool terminal;
-	unsigned rows, cols; /* consoleSize, 0: not given */
-	bool no_new_privileges;
-	bool has_oom_score_adj;
-	int oom_score_adj; /* -1000..1000 */
+	unsigned rows, cols;          /* consoleSize, 0: not given */
+	struct agent_ctr_privs privs; /* rlimits, capabilities, noNewPrivileges, oomScoreAdj */
 };
 
 struct rt_resources {
@@ -119,6 +120,11 @@ struct rt_config {
 	const char *cgroups_path; /* NULL: none */
 	struct rt_resources resources;
 	struct rt_hook_list prestart, create_runtime, poststart, poststop;
+	struct agent_sysctl *sysctl; /* linux.sysctl: keys and values in doc */
+	size_t nsysctl;
+	const char **masked_paths, **readonly_paths; /* linux.maskedPaths, readonlyPaths */
+	size_t nmasked, nreadonly;
+	struct agent_seccomp *seccomp; /* linux.seccomp, names resolved; NULL: none */
 };
 
 /* config.json's n bytes into *cfg (rt_config_free it, also on failure). */

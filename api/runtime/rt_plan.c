@@ -477,6 +477,10 @@ json_t *rt_plan_process(const struct rt_process *pr)
 		json_object_set_new(j, "rows", json_integer(pr->rows));
 		json_object_set_new(j, "cols", json_integer(pr->cols));
 	}
+	if (j && agent_ctr_privs_encode(j, &pr->privs) < 0) {
+		json_decref(j);
+		return NULL;
+	}
 	return j;
 }
 
@@ -538,6 +542,13 @@ static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err
 static int plan_request(const struct rt_config *c, const char *id, struct rt_plan *p, struct err *e)
 {
 	json_t *mounts = json_array(), *proc = rt_plan_process(&c->process);
+	const struct agent_ctr_create confine = { .sysctl = c->sysctl,
+						  .nsysctl = c->nsysctl,
+						  .masked = c->masked_paths,
+						  .nmasked = c->nmasked,
+						  .readonly = c->readonly_paths,
+						  .nreadonly = c->nreadonly,
+						  .seccomp = c->seccomp };
 
 	p->ctr_create = json_pack("{s:s,s:s,s:{s:s,s:b},s:o,s:o}", "type", "ctr_create", "cid", id,
 				  "rootfs", "share", RT_SHARE_ROOT, "readonly", c->root_readonly,
@@ -546,6 +557,8 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
 	if (c->hostname && *c->hostname &&
 	    json_object_set_new(p->ctr_create, "hostname", json_string(c->hostname)) < 0)
+		return err_set(e, ENOMEM, "out of memory building ctr_create");
+	if (agent_ctr_confine_encode(p->ctr_create, &confine) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
 	if (c->nmounts > RT_MOUNTS_MAX)
 		return err_set(e, EINVAL,

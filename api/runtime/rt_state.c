@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/proto/agent_proto.h"
 #include "lib/base/json.h"
 #include "lib/base/version.h"
 
@@ -373,51 +374,6 @@ int rt_state_render_list(const struct rt_state_view *v, size_t n, bool json, boo
 	return dump(a, JSON_COMPACT, out, e);
 }
 
-/* The capabilities the guest kernel knows (linux/capability.h, 6.1). */
-static const char *const caps[] = {
-	"CAP_CHOWN",
-	"CAP_DAC_OVERRIDE",
-	"CAP_DAC_READ_SEARCH",
-	"CAP_FOWNER",
-	"CAP_FSETID",
-	"CAP_KILL",
-	"CAP_SETGID",
-	"CAP_SETUID",
-	"CAP_SETPCAP",
-	"CAP_LINUX_IMMUTABLE",
-	"CAP_NET_BIND_SERVICE",
-	"CAP_NET_BROADCAST",
-	"CAP_NET_ADMIN",
-	"CAP_NET_RAW",
-	"CAP_IPC_LOCK",
-	"CAP_IPC_OWNER",
-	"CAP_SYS_MODULE",
-	"CAP_SYS_RAWIO",
-	"CAP_SYS_CHROOT",
-	"CAP_SYS_PTRACE",
-	"CAP_SYS_PACCT",
-	"CAP_SYS_ADMIN",
-	"CAP_SYS_BOOT",
-	"CAP_SYS_NICE",
-	"CAP_SYS_RESOURCE",
-	"CAP_SYS_TIME",
-	"CAP_SYS_TTY_CONFIG",
-	"CAP_MKNOD",
-	"CAP_LEASE",
-	"CAP_AUDIT_WRITE",
-	"CAP_AUDIT_CONTROL",
-	"CAP_SETFCAP",
-	"CAP_MAC_OVERRIDE",
-	"CAP_MAC_ADMIN",
-	"CAP_SYSLOG",
-	"CAP_WAKE_ALARM",
-	"CAP_BLOCK_SUSPEND",
-	"CAP_AUDIT_READ",
-	"CAP_PERFMON",
-	"CAP_BPF",
-	"CAP_CHECKPOINT_RESTORE",
-};
-
 /* Mount options the guest applies (guest-init's OCI mounts). */
 static const char *const mount_options[] = {
 	"async", "atime",       "bind",    "defaults",   "dev",      "diratime", "dirsync",
@@ -437,6 +393,36 @@ static json_t *strings(const char *const *s, size_t n)
 
 #define ARRAY(a) strings(a, sizeof(a) / sizeof(a[0]))
 
+/* The capabilities the guest kernel knows: the agent protocol's names. */
+static json_t *cap_names(void)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && agent_cap_name(i); i++)
+		json_array_append_new(a, json_string(agent_cap_name(i)));
+	return a;
+}
+
+/* runc's seccomp features: what rt_config_seccomp.c takes. */
+static json_t *seccomp_features(void)
+{
+	static const char *const actions[] = { "SCMP_ACT_ALLOW",       "SCMP_ACT_ERRNO",
+					       "SCMP_ACT_KILL",        "SCMP_ACT_KILL_PROCESS",
+					       "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+					       "SCMP_ACT_TRACE",       "SCMP_ACT_TRAP" };
+	static const char *const ops[] = { "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+					   "SCMP_CMP_LE", "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ",
+					   "SCMP_CMP_NE" };
+	static const char *const archs[] = { "SCMP_ARCH_X86_64" };
+	static const char *const flags[] = { "SECCOMP_FILTER_FLAG_LOG",
+					     "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
+					     "SECCOMP_FILTER_FLAG_TSYNC" };
+
+	return json_pack("{s:b,s:o,s:o,s:o,s:o,s:o}", "enabled", 1, "actions", ARRAY(actions),
+			 "operators", ARRAY(ops), "archs", ARRAY(archs), "knownFlags", ARRAY(flags),
+			 "supportedFlags", ARRAY(flags));
+}
+
 int rt_state_render_features(char **out, struct err *e)
 {
 	static const char *const hooks[] = { "prestart", "createRuntime", "poststart", "poststop" };
@@ -444,11 +430,11 @@ int rt_state_render_features(char **out, struct err *e)
 	static const char *const ns[] = { "cgroup", "ipc", "mount", "network", "pid", "uts" };
 	static const char *const unsafe[] = { "io.kiln." };
 	json_t *off = json_pack("{s:b}", "enabled", 0);
-	json_t *linux_ = json_pack("{s:o,s:o,s:{s:b,s:b,s:b,s:b},s:O,s:O,s:O,s:O,s:{s:O}}",
-				   "namespaces", ARRAY(ns), "capabilities", ARRAY(caps), "cgroup",
-				   "v1", 0, "v2", 1, "systemd", 1, "systemdUser", 0, "seccomp", off,
-				   "apparmor", off, "selinux", off, "intelRdt", off,
-				   "mountExtensions", "idmap", off);
+	json_t *linux_ = json_pack("{s:o,s:o,s:{s:b,s:b,s:b,s:b},s:o,s:O,s:O,s:O,s:{s:O}}",
+				   "namespaces", ARRAY(ns), "capabilities", cap_names(), "cgroup",
+				   "v1", 0, "v2", 1, "systemd", 1, "systemdUser", 0, "seccomp",
+				   seccomp_features(), "apparmor", off, "selinux", off, "intelRdt",
+				   off, "mountExtensions", "idmap", off);
 	json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:s,s:s,s:s},s:o}", "ociVersionMin",
 			      RT_OCI_VERSION_MIN, "ociVersionMax", RT_OCI_VERSION_MAX, "hooks",
 			      ARRAY(hooks), "mountOptions", ARRAY(mount_options), "linux", linux_,

@@ -286,6 +286,7 @@ static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 	ctr_proc_close(&k->init);
 	close_fd(&k->cgroup);
 	close_fd(&k->root);
+	oci_seccomp_free(&k->seccomp);
 	if (cgroup_made)
 		cgroup_remove(t, k->cid);
 	free(k);
@@ -445,6 +446,77 @@ void ctr_exec_error(struct agent_err *err, const char *prog, int e)
 		agent_err_set(err, code, "exec: \"%.200s\": %s", prog, go_words(e));
 }
 
+/* How many entries a stage's `step` indexes (the child's report is
+ * checked like anything read). */
+static size_t stage_entries(int stage, const struct agent_ctr_create *c,
+			    const struct agent_ctr_process *proc)
+{
+	switch (stage) {
+	case OCI_STAGE_RLIMIT:
+		return proc->privs.nrlimits;
+	case OCI_STAGE_SYSCTL:
+		return c ? c->nsysctl : 0;
+	case OCI_STAGE_READONLY:
+		return c ? c->nreadonly : 0;
+	case OCI_STAGE_MASK:
+		return c ? c->nmasked : 0;
+	default:
+		return 1;
+	}
+}
+
+/* The stages of oci_privs.h: the field that failed, by name. */
+static void ctr_privs_error(const struct oci_report *r, const struct agent_ctr_create *c,
+			    const struct agent_ctr_process *proc, struct agent_err *err)
+{
+	const char *what = c ? "ctr_create" : "ctr_exec";
+	enum agent_code code = agent_errno_code(r->err);
+	const char *why = strerror(r->err);
+	const struct agent_rlimit *l;
+
+	switch (r->step < stage_entries(r->stage, c, proc) ? r->stage : -1) {
+	case OCI_STAGE_RLIMIT:
+		l = &proc->privs.rlimits[r->step];
+		agent_err_set(err, code, "%s: setting %s to soft %llu, hard %llu failed: %s", what,
+			      agent_rlimit_name(l->resource), (unsigned long long)l->soft,
+			      (unsigned long long)l->hard, why);
+		break;
+	case OCI_STAGE_OOM:
+		agent_err_set(err, code, "%s: setting oom_score_adj to %d failed: %s", what,
+			      proc->privs.oom_score_adj, why);
+		break;
+	case OCI_STAGE_SYSCTL:
+		agent_err_set(err, code, "ctr_create: sysctl %s = \"%.100s\" failed: %s",
+			      c->sysctl[r->step].key, c->sysctl[r->step].value,
+			      r->err == ENOENT ? "the guest kernel has no such sysctl" : why);
+		break;
+	case OCI_STAGE_READONLY:
+		agent_err_set(err, code, "ctr_create: making %.200s read-only failed: %s",
+			      c->readonly[r->step], why);
+		break;
+	case OCI_STAGE_MASK:
+		agent_err_set(err, code, "ctr_create: masking %.200s failed: %s",
+			      c->masked[r->step], why);
+		break;
+	case OCI_STAGE_CAPS:
+		agent_err_set(
+			err, code,
+			"%s: setting the %s failed: %s (effective and ambient must be within permitted, ambient within inheritable)",
+			what, r->side ? "capability sets" : "bounding set", why);
+		break;
+	case OCI_STAGE_NNP:
+		agent_err_set(err, code, "%s: setting no_new_privs failed: %s", what, why);
+		break;
+	case OCI_STAGE_SECCOMP:
+		agent_err_set(err, code, "%s: installing the seccomp filter failed: %s", what, why);
+		break;
+	default:
+		agent_err_set(err, code, "%s: setting up the process failed (stage %d): %s", what,
+			      r->stage, why);
+		break;
+	}
+}
+
 void ctr_child_error(const struct oci_report *r, const struct oci_plan *plan,
 		     const struct agent_ctr_create *c, const struct agent_ctr_process *proc,
 		     struct agent_err *err)
@@ -486,8 +558,7 @@ void ctr_child_error(const struct oci_report *r, const struct oci_plan *plan,
 		agent_err_set(err, code, "ctr_create: setting the hostname failed: %s", why);
 		break;
 	default:
-		agent_err_set(err, code, "%s: setting up the process failed (stage %d): %s", what,
-			      r->stage, why);
+		ctr_privs_error(r, c, proc, err);
 		break;
 	}
 }
@@ -577,6 +648,18 @@ int ctr_child_wait(struct agent_ctrs *t, struct ctr_proc *p, int report[2], int 
 	return n == (ssize_t)sizeof(*rep) ? 1 : -1;
 }
 
+/* The container's filter, once for its init and its execs. */
+static int compile_seccomp(struct ctr *k, const struct agent_ctr_create *c, struct agent_err *err)
+{
+	char why[128];
+	int r = c->seccomp ? oci_seccomp_compile(c->seccomp, &k->seccomp, why, sizeof(why)) : 0;
+
+	if (r < 0)
+		agent_err_set(err, r == -E2BIG ? AGENT_E_TOO_LARGE : AGENT_E_BUSY,
+			      "ctr_create: seccomp: %s", why);
+	return r;
+}
+
 /* Everything before the clone; the child's ends in child[], slave. */
 static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_plan *plan,
 		   int child[3], int *slave, int report[2], int start[2], struct agent_err *err)
@@ -588,7 +671,7 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 		return setup_error(err, "reading the mount table");
 	r = oci_plan_build(plan, c, mi, err);
 	free(mi);
-	if (r < 0)
+	if (r < 0 || compile_seccomp(k, c, err) < 0)
 		return -1;
 	k->root = open(plan->step[0].src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (k->root < 0)
@@ -622,6 +705,7 @@ static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ct
 {
 	struct oci_plan plan = { 0 };
 	struct oci_child ch = { .proc = &c->proc,
+				.create = c,
 				.hostname = c->hostname,
 				.tty = -1,
 				.join = -1,
@@ -633,6 +717,7 @@ static int start_init(struct agent_ctrs *t, struct ctr *k, const struct agent_ct
 	if (prepare(k, c, &plan, child, &slave, report, start, err) < 0)
 		goto out;
 	ch.plan = &plan;
+	ch.seccomp = &k->seccomp;
 	ch.path_var = oci_env_path(c->proc.env, c->proc.envc);
 	ch.tty = slave;
 	ch.report = report[1];

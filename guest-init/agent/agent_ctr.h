@@ -30,6 +30,7 @@
 
 #include "api/proto/agent_proto.h"
 #include "guest-init/agent/agent_conn.h"
+#include "guest-init/agent/oci_seccomp.h"
 #include "guest-init/sys/reaper.h"
 
 #define CTR_CGROUP_ROOT "/sys/fs/cgroup"
@@ -80,6 +81,7 @@ struct ctr {
 	struct ctr_proc init;
 	struct ctr_proc *exec[AGENT_CTR_EXECS_MAX]; /* the others, by slot */
 	unsigned refs;                              /* connections using any of its execs */
+	struct oci_seccomp seccomp; /* the filter of its processes, execs too (none: len 0) */
 };
 
 struct agent_ctrs {

@@ -75,7 +75,8 @@ static int start_exec(struct agent_ctrs *t, struct ctr_proc *init, struct ctr_pr
 				.path_var = oci_env_path(x->proc.env, x->proc.envc),
 				.tty = -1,
 				.join = init->pidfd,
-				.nofile = t->nofile };
+				.nofile = t->nofile,
+				.seccomp = &init->ctr->seccomp };
 	int child[3] = { -1, -1, -1 }, slave = -1, report[2] = { -1, -1 }, start[2] = { -1, -1 };
 	struct oci_report rep;
 	int rc = -1, r;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 
+#include "guest-init/agent/oci_privs.h"
 #include "guest-init/sys/child.h"
 #include "lib/base/fd_close.h"
 
@@ -293,16 +294,26 @@ static void join(const struct oci_child *c)
 	close(c->join);
 }
 
+/* runc's order: the bounding set cut and the permitted set kept while
+ * root, the ids, then the capability sets the process runs with. */
 static void set_ids(const struct oci_child *c)
 {
 	const struct agent_ctr_process *p = c->proc;
 
+	/* Without no_new_privs a filter needs CAP_SYS_ADMIN: now, before the
+	 * capabilities go (runc's order); with it, last before execve. */
+	if (!p->privs.no_new_privileges && oci_seccomp_install(c->seccomp) < 0)
+		fail(c, OCI_STAGE_SECCOMP, 0, 0);
+	if (oci_caps_bound(&p->privs) < 0)
+		fail(c, OCI_STAGE_CAPS, 0, 0);
 	/* Raw calls: glibc's wrappers would coordinate threads this
 	 * single-threaded child of a threaded process does not have. */
 	if (syscall(SYS_setgroups, p->ngroups, p->groups) < 0 ||
 	    syscall(SYS_setresgid, p->gid, p->gid, p->gid) < 0 ||
 	    syscall(SYS_setresuid, p->uid, p->uid, p->uid) < 0)
 		fail(c, OCI_STAGE_USER, 0, 0);
+	if (oci_caps_set(&p->privs) < 0)
+		fail(c, OCI_STAGE_CAPS, 0, 1);
 	/* After the switch, so the user's own permissions decide. */
 	if (chdir(p->cwd) < 0)
 		fail(c, OCI_STAGE_CWD, 0, 0);
@@ -345,15 +356,35 @@ static void look_up(const struct oci_child *c, char *prog, size_t sz)
 	fail(c, OCI_STAGE_LOOKUP, 0, 0);
 }
 
-/* The init: its stdio, every mount of the plan, pivot_root, hostname. */
+/* After pivot_root, in the container's own tree: runc's order. */
+static void confine_paths(const struct oci_child *c)
+{
+	const struct agent_ctr_create *r = c->create;
+	size_t i = 0;
+
+	if (!r)
+		return;
+	if (oci_readonly_paths(r->readonly, r->nreadonly, &i) < 0)
+		fail(c, OCI_STAGE_READONLY, i, 0);
+	if (oci_mask_paths(r->masked, r->nmasked, &i) < 0)
+		fail(c, OCI_STAGE_MASK, i, 0);
+}
+
+/* The init: its stdio, sysctls, every mount of the plan, pivot_root,
+ * hostname, read-only and masked paths. */
 static void make_container(const struct oci_child *c)
 {
 	struct apply a = { .root = -1 };
+	size_t i = 0;
 
 	umask(0); /* the devices' modes exactly; the process's own comes last */
 	setup_stdio(c);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		fail(c, OCI_STAGE_PRIVATE, 0, 0);
+	/* In the container's namespaces already; the guest's /proc is gone
+	 * once pivot_root is done. */
+	if (c->create && oci_write_sysctls(c->create->sysctl, c->create->nsysctl, &i) < 0)
+		fail(c, OCI_STAGE_SYSCTL, i, 0);
 	for (size_t i = 0; i < c->plan->n; i++)
 		if (apply_step(&a, &c->plan->step[i]) < 0)
 			fail(c, OCI_STAGE_PLAN, i, a.side);
@@ -361,6 +392,7 @@ static void make_container(const struct oci_child *c)
 		close(a.root);
 	if (c->hostname && sethostname(c->hostname, strlen(c->hostname)) < 0)
 		fail(c, OCI_STAGE_HOSTNAME, 0, 0);
+	confine_paths(c);
 }
 
 /* An exec: nothing of the agent's left to trace or steal, then in. */
@@ -378,7 +410,14 @@ void oci_child_run(const struct oci_child *c)
 	char prog[AGENT_PATH_MAX + 1], go;
 	ssize_t n;
 
+	size_t i = 0;
+
 	child_reset(c->nofile);
+	/* While root and in the guest's mount namespace, the guest's /proc. */
+	if (oci_set_rlimits(&c->proc->privs, &i) < 0)
+		fail(c, OCI_STAGE_RLIMIT, i, 0);
+	if (oci_set_oom_score(&c->proc->privs) < 0)
+		fail(c, OCI_STAGE_OOM, 0, 0);
 	if (!c->plan)
 		enter_container(c);
 	else
@@ -386,6 +425,8 @@ void oci_child_run(const struct oci_child *c)
 	umask(c->proc->umask);
 	set_ids(c);
 	look_up(c, prog, sizeof(prog));
+	if (oci_no_new_privs(&c->proc->privs) < 0)
+		fail(c, OCI_STAGE_NNP, 0, 0);
 	if (write(c->report, &ready, sizeof(ready)) != (ssize_t)sizeof(ready))
 		_exit(127);
 	do
@@ -393,6 +434,8 @@ void oci_child_run(const struct oci_child *c)
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(1); /* deleted before it started */
+	if (c->proc->privs.no_new_privileges && oci_seccomp_install(c->seccomp) < 0)
+		fail(c, OCI_STAGE_SECCOMP, 0, 0);
 	execve(prog, (char *const *)c->proc->args, (char *const *)c->proc->env);
 	fail(c, OCI_STAGE_EXEC, 0, 0);
 }

@@ -1,7 +1,7 @@
 /*
  * oci_apply: the system calls of a container's process before its execve
  * (docs/agent-protocol.md, 7.9 `ctr_create`, steps 4 to 8; `ctr_exec`,
- * steps 4 to 7): it runs in the child the agent cloned into the
+ * steps 4 to 7), with oci_privs.h's limits and privileges: it runs in the child the agent cloned into the
  * container's cgroup and, for the init, new namespaces; an exec's child,
  * cloned into the init's PID namespace, joins the init's others itself.
  *
@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 
 #include "guest-init/agent/oci_plan.h"
+#include "guest-init/agent/oci_seccomp.h"
 
 enum oci_stage {
 	OCI_STAGE_READY = 0, /* set up, waiting for the start */
@@ -47,6 +48,14 @@ enum oci_stage {
 	OCI_STAGE_CWD,
 	OCI_STAGE_LOOKUP, /* args[0]: not found (ENOENT) or not executable (EACCES) */
 	OCI_STAGE_EXEC,
+	OCI_STAGE_RLIMIT,   /* `step`: the process's rlimits[step] */
+	OCI_STAGE_OOM,      /* oom_score_adj */
+	OCI_STAGE_SYSCTL,   /* `step`: the request's sysctl[step] */
+	OCI_STAGE_READONLY, /* `step`: readonly_paths[step] */
+	OCI_STAGE_MASK,     /* `step`: masked_paths[step] */
+	OCI_STAGE_CAPS,     /* the bounding set (side 0) or the others (side 1) */
+	OCI_STAGE_NNP,      /* no_new_privs */
+	OCI_STAGE_SECCOMP,  /* the container's filter */
 };
 
 /* Where in a plan step it failed: its destination or its source. */
@@ -60,7 +69,8 @@ struct oci_report {
 };
 
 struct oci_child {
-	const struct oci_plan *plan; /* the init's; NULL for an exec */
+	const struct oci_plan *plan;           /* the init's; NULL for an exec */
+	const struct agent_ctr_create *create; /* the init's: sysctl, masked and readonly paths */
 	const struct agent_ctr_process *proc;
 	const char *hostname; /* NULL: the guest's */
 	const char *path_var; /* where args[0] is searched */
@@ -70,6 +80,7 @@ struct oci_child {
 	int start;            /* read end */
 	int join;             /* an exec (no plan): the init's pidfd, whose namespaces it joins */
 	const struct rlimit *nofile;
+	const struct oci_seccomp *seccomp; /* the container's, or NULL */
 };
 
 void oci_child_run(const struct oci_child *c) __attribute__((noreturn));

@@ -10,7 +10,9 @@
  * (args[0] non-empty), NULL-terminated lists, an absolute cwd, lists within RT_CONFIG_LIST_MAX,
  * every mount's destination absolute and every bind with a source, each
  * namespace type once and only a network namespace with a path, absolute
- * hook paths, umask within 0777, limits -1 or more. An accepted config
+ * hook paths, umask within 0777, limits -1 or more, rlimits, capabilities,
+ * sysctls, masked/read-only paths and seccomp rules within the guest
+ * agent's own bounds and names. An accepted config
  * is also planned (api/runtime/rt_plan.c): the VM's size within kiln-vmm's
  * bounds, a host cgroup under /sys/fs/cgroup with no "." or ".."
  * component (either form), a pod role whose sandbox is a valid ID (its
@@ -24,6 +26,23 @@
 #include "api/runtime/rt_pod.h"
 #include "fuzz.h"
 
+/* What the guest's agent checks again (api/proto): the host must not
+ * send what it would refuse. */
+static void check_privs(const struct agent_ctr_privs *pv)
+{
+	FUZZ_ASSERT(pv->oom_score_adj >= -1000 && pv->oom_score_adj <= 1000);
+	FUZZ_ASSERT(pv->nrlimits <= AGENT_CTR_RLIMITS_MAX);
+	for (size_t i = 0; i < pv->nrlimits; i++) {
+		FUZZ_ASSERT(agent_rlimit_name(pv->rlimits[i].resource));
+		FUZZ_ASSERT(pv->rlimits[i].soft <= pv->rlimits[i].hard &&
+			    pv->rlimits[i].hard <= AGENT_RLIMIT_MAX);
+		for (size_t j = 0; j < i; j++)
+			FUZZ_ASSERT(pv->rlimits[j].resource != pv->rlimits[i].resource);
+	}
+	for (int s = 0; s < AGENT_CAP_SETS; s++)
+		FUZZ_ASSERT(!pv->caps[s] || (pv->has_caps && !(pv->caps[s] >> 41)));
+}
+
 static void check_process(const struct rt_process *p)
 {
 	FUZZ_ASSERT(p->nargs >= 1 && p->nargs <= RT_CONFIG_LIST_MAX && p->args[0][0]);
@@ -33,7 +52,7 @@ static void check_process(const struct rt_process *p)
 	for (size_t i = 0; i < p->nenv; i++)
 		FUZZ_ASSERT(p->env[i][0] != '=' && strchr(p->env[i], '='));
 	FUZZ_ASSERT(p->umask <= 0777 && p->rows <= 65535 && p->cols <= 65535);
-	FUZZ_ASSERT(p->oom_score_adj >= -1000 && p->oom_score_adj <= 1000);
+	check_privs(&p->privs);
 }
 
 static void check_hooks(const struct rt_hook_list *l)
@@ -65,6 +84,25 @@ static void check_config(const struct rt_config *c)
 	FUZZ_ASSERT(!c->hostname || strlen(c->hostname) <= RT_HOSTNAME_MAX);
 	FUZZ_ASSERT(!c->annotations ||
 		    json_object_size(c->annotations) <= RT_STATE_ANNOTATIONS_MAX);
+	FUZZ_ASSERT(c->nsysctl <= AGENT_CTR_SYSCTL_MAX && c->nmasked <= AGENT_CTR_PATHS_MAX &&
+		    c->nreadonly <= AGENT_CTR_PATHS_MAX);
+	for (size_t i = 0; i < c->nsysctl; i++)
+		FUZZ_ASSERT(agent_sysctl_key_valid(c->sysctl[i].key) &&
+			    strlen(c->sysctl[i].value) <= AGENT_SYSCTL_VALUE_MAX);
+	for (size_t i = 0; c->seccomp && i < c->seccomp->nrules; i++) {
+		const struct agent_sc_rule *r = &c->seccomp->rules[i];
+
+		FUZZ_ASSERT(c->seccomp->nrules <= AGENT_SECCOMP_RULES_MAX);
+		FUZZ_ASSERT(r->nr <= AGENT_SECCOMP_NR_MAX && r->nargs <= AGENT_SECCOMP_ARGS_MAX &&
+			    r->errno_ret <= AGENT_SECCOMP_ERRNO_MAX &&
+			    agent_sc_action_name(r->action));
+		for (size_t k = 0; k < r->nargs; k++)
+			FUZZ_ASSERT(r->args[k].index <= 5 && agent_sc_op_name(r->args[k].op));
+	}
+	for (size_t i = 0; i < c->nmasked; i++)
+		FUZZ_ASSERT(c->masked_paths[i][0] == '/');
+	for (size_t i = 0; i < c->nreadonly; i++)
+		FUZZ_ASSERT(c->readonly_paths[i][0] == '/');
 	check_hooks(&c->prestart);
 	check_hooks(&c->create_runtime);
 	check_hooks(&c->poststart);

@@ -141,6 +141,18 @@ def refusals(uds):
     r = request(uds, {"type": "ctr_create", "cid": "c4", "rootfs": {"share": "zz"},
                       "process": {"args": ["true"]}})
     expect(r.get("code") == "not_found" and "'zz'" in r.get("message", ""), f"a missing share: {r}")
+    # the process's privileges and the container's sysctls fail by name
+    r = create(uds, "c4", ["true"], sysctl={"kernel.domainname": "d", "kernel.no_such": "1"})
+    expect(r.get("message") == 'ctr_create: sysctl kernel.no_such = "1" failed: the guest kernel has no such sysctl',
+           f"a missing sysctl: {r}")
+    proc = {"args": ["true"], "env": ENV, "cwd": "/", "capabilities": {"effective": ["CAP_KILL"]}}
+    r = create(uds, "c4", ["true"], process=proc)
+    expect("setting the capability sets failed" in r.get("message", ""), f"effective beyond permitted: {r}")
+    proc = {"args": ["true"], "env": ENV, "cwd": "/",
+            "rlimits": [{"type": "RLIMIT_NOFILE", "soft": 1, "hard": 1 << 40}]}
+    r = create(uds, "c4", ["true"], process=proc)
+    expect(r.get("message", "").startswith("ctr_create: setting RLIMIT_NOFILE to soft 1, hard 1099511627776 failed"),
+           f"a hard limit above the kernel's: {r}")
     print("ok refusals")
 
 

@@ -77,13 +77,31 @@ oci_run() {
 
 # oci_flows RUNTIME: what an engine asks of any OCI runtime, through
 # `podman run --runtime RUNTIME`: output, the exit status, a missing
-# program as 127, stdin, a terminal (-t). 0, or 1 after fail.
+# program as 127, stdin, a terminal (-t), the process's limits and
+# privileges. 0, or 1 after fail.
 oci_flows() {
   local rt=(--runtime "$1" --network none)
   oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox echo hello
   expect_rc 0 && expect_out '^hello$' || return 1
-  oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/sh -c 'echo out; echo err >&2; exit 7'
-  expect_rc 7 && expect_out '^out$' && expect_err 'err' || return 1
+  # config.json's process and linux confinement (issue 34 part 3): the
+  # limits, capabilities, no_new_privs, OOM score and sysctl the engine
+  # asks for, Podman's masked /sys/firmware and read-only /proc/sys,
+  # and a seccomp profile denying mkdir
+  printf '%s' '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}' \
+    >"$oci/deny-mkdir.json"
+  oci_run '' run --rm "${rt[@]}" --ulimit nofile=1234:1234 --cap-drop all --cap-add CAP_KILL \
+    --security-opt no-new-privileges --oom-score-adj 123 --sysctl kernel.msgmax=12345 \
+    --security-opt seccomp="$oci/deny-mkdir.json" "$oci_img" \
+    /bin/sh -c 'echo out; echo err >&2; ulimit -n; busybox grep -E "^(NoNewPrivs|CapBnd|CapEff|Seccomp):" /proc/self/status
+      busybox cat /proc/self/oom_score_adj /proc/sys/kernel/msgmax
+      busybox grep -q " /sys/firmware " /proc/self/mountinfo && echo fw-masked
+      busybox grep -q " /proc/sys ro," /proc/self/mountinfo && echo sys-ro
+      busybox mkdir /tmp/d 2>/dev/null || echo mkdir-denied; exit 7'
+  expect_rc 7 && expect_out '^out$' && expect_err 'err' && expect_out '^1234$' &&
+    expect_out '^NoNewPrivs:\s*1$' && expect_out '^CapBnd:\s*0000000000000020$' &&
+    expect_out '^CapEff:\s*0000000000000020$' && expect_out '^Seccomp:\s*2$' && expect_out '^123$' &&
+    expect_out '^12345$' && expect_out '^fw-masked$' && expect_out '^sys-ro$' &&
+    expect_out '^mkdir-denied$' || return 1
   oci_run '' run --rm "${rt[@]}" "$oci_img" /nosuch
   expect_rc 127 && expect_err 'not found' || return 1
   oci_run 'from stdin' run --rm -i "${rt[@]}" "$oci_img" /bin/busybox cat
@@ -99,13 +117,15 @@ oci_flows() {
 # `pause` and `unpause` it, `logs` has its output. 0, or 1 after fail.
 oci_flows_life() {
   local rt=(--runtime "$1" --network none) id
-  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/sh -c 'trap "echo got-term; exit 3" TERM; echo up; while :; do sleep 0.1; done'
+  oci_run '' run -d "${rt[@]}" --ulimit nofile=2345:2345 --security-opt no-new-privileges "$oci_img" \
+    /bin/sh -c 'trap "echo got-term; exit 3" TERM; echo up; while :; do sleep 0.1; done'
   expect_rc 0 || return 1
   id=$out
   oci_run '' ps -q --no-trunc
   expect_rc 0 && expect_out "^$id$" || return 1
-  oci_run '' exec "$id" /bin/sh -c 'echo in-exec; exit 3'
-  expect_rc 3 && expect_out '^in-exec$' || return 1
+  # an exec's process.json carries the container's limits and no_new_privs
+  oci_run '' exec "$id" /bin/sh -c 'echo in-exec; ulimit -n; busybox grep NoNewPrivs /proc/self/status; exit 3'
+  expect_rc 3 && expect_out '^in-exec$' && expect_out '^2345$' && expect_out '^NoNewPrivs:\s*1$' || return 1
   oci_run 'exec-stdin' exec -i "$id" /bin/busybox cat
   expect_rc 0 && expect_out '^exec-stdin$' || return 1
   oci_run '' exec "$id" /nosuch

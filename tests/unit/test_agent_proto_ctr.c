@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 
 #include "api/proto/agent_proto.h"
 
@@ -451,6 +452,8 @@ static void test_encode_roundtrip(void **state)
 	const char *args[] = { "sh", "-c", "x", NULL };
 	const char *env[] = { "PATH=/bin", NULL };
 	uint32_t groups[] = { 5, 4294967294u };
+	struct agent_sysctl sysctl[] = { { "net.ipv4.ip_forward", "1" }, { "kernel/msgmax", "" } };
+	const char *masked[] = { "/proc/kcore", NULL };
 	struct agent_ctr_mount mounts[] = {
 		{ .destination = "/proc", .type = AGENT_MNT_PROC },
 		{ .destination = "/etc/hosts",
@@ -478,8 +481,23 @@ static void test_encode_roundtrip(void **state)
 			  .umask = 027,
 			  .terminal = true,
 			  .rows = 30,
-			  .cols = 100 },
+			  .cols = 100,
+			  .privs = { .rlimits = { { RLIMIT_NOFILE, 10, 20 },
+						  { RLIMIT_CORE, 0, AGENT_RLIMIT_MAX } },
+				     .nrlimits = 2,
+				     .has_caps = true,
+				     .caps = { [AGENT_CAP_BOUNDING] = 0x1ffffffffffull,
+					       [AGENT_CAP_AMBIENT] = 1ull << 40 },
+				     .no_new_privileges = true,
+				     .has_oom_score_adj = true,
+				     .oom_score_adj = -1000 } },
 		.hostname = "box",
+		.sysctl = sysctl,
+		.nsysctl = 2,
+		.masked = masked,
+		.nmasked = 1,
+		.readonly = masked,
+		.nreadonly = 1,
 	};
 	struct agent_ctr_req req = { .cid = "ctr-1", .exec = 7, .stream = AGENT_CTR_STDERR };
 	struct agent_msg m;
@@ -503,6 +521,12 @@ static void test_encode_roundtrip(void **state)
 	assert_int_equal(c->proc.umask, 027);
 	assert_int_equal(c->proc.cols, 100);
 	assert_string_equal(c->hostname, "box");
+	assert_memory_equal(&c->proc.privs, &in.proc.privs, sizeof(in.proc.privs));
+	assert_int_equal(c->nsysctl, 2);
+	assert_string_equal(c->sysctl[1].key, "kernel/msgmax");
+	assert_string_equal(c->sysctl[1].value, "");
+	assert_string_equal(c->masked[0], "/proc/kcore");
+	assert_string_equal(c->readonly[0], "/proc/kcore");
 	agent_msg_free(&m);
 
 	for (int t = AGENT_T_CTR_STDIO; t <= AGENT_T_CTR_DELETE; t++) {
@@ -532,6 +556,129 @@ static void test_encode_roundtrip(void **state)
 		assert_int_equal(m.u.ctr.exec, t == AGENT_T_CTR_DELETE ? 0 : req.exec);
 		agent_msg_free(&m);
 	}
+}
+
+/* 7.9's privileges: the process's rlimits, capabilities, no_new_privileges
+ * and oom_score_adj, ctr_create's sysctl and paths; every name checked
+ * against the kernel's, every count bounded, each refusal naming its field. */
+static void test_create_privileges(void **state)
+{
+	struct agent_msg m;
+	struct agent_err err;
+	char *s, *a, big[AGENT_SYSCTL_KEY_MAX + 2];
+
+	(void)state;
+	s = create_with_process(
+		"\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_NPROC\",\"soft\":1,"
+		"\"hard\":2}],\"capabilities\":{\"effective\":[\"CAP_KILL\",\"CAP_KILL\"]},"
+		"\"no_new_privileges\":false,\"oom_score_adj\":-5");
+	assert_int_equal(parse(s, &m, &err), AGENT_OK);
+	free(s);
+	assert_int_equal(m.u.ctr_create.proc.privs.rlimits[0].resource, RLIMIT_NPROC);
+	assert_int_equal(m.u.ctr_create.proc.privs.rlimits[0].hard, 2);
+	assert_true(m.u.ctr_create.proc.privs.has_caps);
+	assert_int_equal(m.u.ctr_create.proc.privs.caps[AGENT_CAP_EFFECTIVE], 1u << 5);
+	assert_int_equal(m.u.ctr_create.proc.privs.caps[AGENT_CAP_BOUNDING], 0);
+	assert_int_equal(m.u.ctr_create.proc.privs.oom_score_adj, -5);
+	agent_msg_free(&m);
+
+	refuse_process("\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_X\",\"soft\":1,"
+		       "\"hard\":1}]",
+		       AGENT_E_BAD_FIELD, "ctr_create process rlimits[0]: 'type' 'RLIMIT_X'");
+	refuse_process("\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_AS\",\"soft\":3,"
+		       "\"hard\":1}]",
+		       AGENT_E_BAD_FIELD, "'soft' 3 is above 'hard' 1");
+	refuse_process("\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_AS\",\"soft\":1,"
+		       "\"hard\":1},{\"type\":\"RLIMIT_AS\",\"soft\":1,\"hard\":1}]",
+		       AGENT_E_BAD_FIELD, "RLIMIT_AS is given twice");
+	refuse_process("\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_AS\",\"soft\":1,"
+		       "\"hard\":1,\"x\":1}]",
+		       AGENT_E_UNKNOWN_FIELD, "'x'");
+	refuse_process("\"args\":[\"sh\"],\"rlimits\":[{\"type\":\"RLIMIT_AS\",\"soft\":-1,"
+		       "\"hard\":1}]",
+		       AGENT_E_BAD_FIELD, "soft");
+	a = repeat("{\"type\":\"RLIMIT_AS\",\"soft\":1,\"hard\":1}", AGENT_CTR_RLIMITS_MAX + 1);
+	assert_true(asprintf(&s, "\"args\":[\"sh\"],\"rlimits\":%s", a) > 0);
+	refuse_process(s, AGENT_E_TOO_LARGE, "'rlimits' has 17 entries");
+	free(s);
+	free(a);
+	refuse_process("\"args\":[\"sh\"],\"capabilities\":{\"bounding\":[\"CAP_NOPE\"]}",
+		       AGENT_E_BAD_FIELD, "'bounding[0]' must be a capability");
+	refuse_process("\"args\":[\"sh\"],\"capabilities\":{\"ambient\":[41]}", AGENT_E_BAD_FIELD,
+		       "'ambient[0]' must be a capability");
+	refuse_process("\"args\":[\"sh\"],\"capabilities\":{\"all\":[]}", AGENT_E_UNKNOWN_FIELD,
+		       "'all'");
+	a = repeat("\"CAP_KILL\"", AGENT_CTR_CAPS_MAX + 1);
+	assert_true(asprintf(&s, "\"args\":[\"sh\"],\"capabilities\":{\"permitted\":%s}", a) > 0);
+	refuse_process(s, AGENT_E_TOO_LARGE, "'permitted' has 65 entries");
+	free(s);
+	free(a);
+	refuse_process("\"args\":[\"sh\"],\"no_new_privileges\":1", AGENT_E_BAD_FIELD,
+		       "no_new_privileges");
+	refuse_process("\"args\":[\"sh\"],\"oom_score_adj\":-1001", AGENT_E_BAD_FIELD,
+		       "'oom_score_adj' must be an integer from -1000 to 1000");
+
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"sysctl\":{\"../x\":\"1\"}}",
+	       AGENT_E_BAD_FIELD, "sysctl '../x' is not a sysctl name");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"sysctl\":{\"net.x\":[]}}",
+	       AGENT_E_BAD_FIELD, "sysctl 'net.x' must be a string");
+	memset(big, 'k', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_true(asprintf(&s,
+			     "{\"type\":\"ctr_create\"," MIN_CREATE
+			     ",\"process\":{\"args\":[\"sh\"]},\"sysctl\":{\"%s\":\"1\"}}",
+			     big) > 0);
+	refuse(s, AGENT_E_BAD_FIELD, "is not a sysctl name");
+	free(s);
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"masked_paths\":[\"/a/../b\"]}",
+	       AGENT_E_BAD_FIELD, "'masked_paths[0]' must be an absolute path");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"readonly_paths\":[\"proc\"]}",
+	       AGENT_E_BAD_FIELD, "'readonly_paths[0]' must be an absolute path");
+	a = repeat("\"/a\"", AGENT_CTR_PATHS_MAX + 1);
+	assert_true(asprintf(&s,
+			     "{\"type\":\"ctr_create\"," MIN_CREATE
+			     ",\"process\":{\"args\":[\"sh\"]},\"readonly_paths\":%s}",
+			     a) > 0);
+	refuse(s, AGENT_E_TOO_LARGE, "'readonly_paths' has 257 entries");
+	free(s);
+	free(a);
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"rules\":[]}}",
+	       AGENT_E_MISSING_FIELD, "default_action");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"notify\"}}",
+	       AGENT_E_BAD_FIELD, "'default_action' must be allow, errno");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1024,"
+	       "\"action\":\"allow\"}]}}",
+	       AGENT_E_BAD_FIELD, "ctr_create seccomp rules[0]: 'nr'");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1,"
+	       "\"action\":\"allow\",\"args\":[{\"index\":6,\"op\":\"eq\",\"value\":0}]}]}}",
+	       AGENT_E_BAD_FIELD, "args[0]: 'index'");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"rules\":[{\"nr\":1,"
+	       "\"action\":\"allow\",\"args\":[{\"index\":0,\"op\":\"about\",\"value\":0}]}]}}",
+	       AGENT_E_BAD_FIELD, "'op' must be eq, ne");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"errno\",\"default_errno\":4096}}",
+	       AGENT_E_BAD_FIELD, "default_errno");
+	refuse("{\"type\":\"ctr_create\"," MIN_CREATE ",\"process\":{\"args\":[\"sh\"]},"
+	       "\"seccomp\":{\"default_action\":\"allow\",\"flags\":[\"tsync\"]}}",
+	       AGENT_E_BAD_FIELD, "'flags[0]' must be \"log\" or \"spec_allow\"");
+	assert_true(agent_sysctl_key_valid("net.ipv4.conf.all.rp_filter"));
+	assert_true(agent_sysctl_key_valid("kernel/shmmax"));
+	assert_false(agent_sysctl_key_valid(".net"));
+	assert_false(agent_sysctl_key_valid("net."));
+	assert_false(agent_sysctl_key_valid("net x"));
+	assert_false(agent_sysctl_key_valid(""));
+	assert_int_equal(agent_cap_parse("CAP_CHECKPOINT_RESTORE"), 40);
+	assert_null(agent_cap_name(41));
+	assert_string_equal(agent_rlimit_name(RLIMIT_RTTIME), "RLIMIT_RTTIME");
 }
 
 /* ctr_exec: a number the host chose (never the init's 0) and ctr_create's
@@ -746,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_create_process_refused),
 		cmocka_unit_test(test_create_mounts_refused),
 		cmocka_unit_test(test_create_near_misses_pass),
+		cmocka_unit_test(test_create_privileges),
 		cmocka_unit_test(test_requests),
 		cmocka_unit_test(test_encode_roundtrip),
 		cmocka_unit_test(test_exec),

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "guest-init/agent/oci_apply.h"
+#include "guest-init/agent/oci_privs.h"
 
 /* clone3's argument, as agent_ctr.c spells it. */
 struct clone_args3 {
@@ -74,6 +75,7 @@ static void run_container(const char *line, const char *input, struct run *r)
 		    pipe2(rep, O_CLOEXEC) == 0 && pipe2(st, O_CLOEXEC) == 0);
 	ch.plan = &p;
 	ch.proc = &m.u.ctr_create.proc;
+	ch.create = &m.u.ctr_create;
 	ch.hostname = m.u.ctr_create.hostname;
 	ch.path_var = oci_env_path(ch.proc->env, ch.proc->envc);
 	ch.fd[0] = in[0];
@@ -160,15 +162,20 @@ static void skip_unless_root(void)
 		skip(); /* namespaces and mounts need root */
 }
 
-static char *request(const char *mounts, const char *process)
+static char *request_with(const char *mounts, const char *process, const char *more)
 {
 	char *s;
 
 	assert_true(asprintf(&s,
 			     "{\"type\":\"ctr_create\",\"cid\":\"t\",\"rootfs\":{\"share\":\"r\"},"
-			     "\"mounts\":[%s],\"process\":{%s},\"hostname\":\"box\"}",
-			     mounts, process) > 0);
+			     "\"mounts\":[%s],\"process\":{%s},\"hostname\":\"box\"%s}",
+			     mounts, process, more) > 0);
 	return s;
+}
+
+static char *request(const char *mounts, const char *process)
+{
+	return request_with(mounts, process, "");
 }
 
 static void test_runs_as_pid_1_with_its_stdio_and_binds(void **state)
@@ -237,6 +244,97 @@ static void test_failures_name_their_stage(void **state)
 	assert_int_equal(r.rep.step, 1);
 	assert_int_equal(r.rep.side, OCI_SIDE_SRC);
 	assert_int_equal(r.rep.err, ELOOP);
+}
+
+/* The process's limits and privileges and the container's sysctls,
+ * read-only and masked paths, as the program sees them once it runs. */
+static void test_limits_privileges_and_paths(void **state)
+{
+	const char *mounts = "{\"destination\":\"/proc\",\"type\":\"proc\"},"
+			     "{\"destination\":\"/dev\",\"type\":\"tmpfs\"}";
+	const char *proc =
+		"\"args\":[\"sh\",\"-c\",\"ulimit -n; ulimit -Hn; cat /proc/self/oom_score_adj; "
+		"grep -E '^(NoNewPrivs|CapBnd|CapEff|CapInh)' /proc/self/status | tr -d '\\\\t'; "
+		"cat /proc/sys/kernel/domainname; wc -c < /proc/version; "
+		"(echo x > /proc/sys/kernel/domainname) 2>/dev/null || echo ro; "
+		"ls /proc/driver | wc -l\"],"
+		"\"env\":[\"PATH=/usr/bin:/bin\"],"
+		"\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"soft\":123,\"hard\":456}],"
+		"\"capabilities\":{\"bounding\":[\"CAP_KILL\",\"CAP_CHOWN\"],"
+		"\"effective\":[\"CAP_KILL\"],\"permitted\":[\"CAP_KILL\"]},"
+		"\"no_new_privileges\":true,\"oom_score_adj\":500";
+	const char *more =
+		",\"sysctl\":{\"kernel.domainname\":\"kiln-test\"},"
+		"\"masked_paths\":[\"/proc/kcore\",\"/proc/version\",\"/proc/driver\",\"/no/such\"],"
+		"\"readonly_paths\":[\"/proc/sys\",\"/no/such/either\"]";
+	char *line;
+	struct run r;
+
+	(void)state;
+	skip_unless_root();
+	line = request_with(mounts, proc, more);
+	run_container(line, "", &r);
+	free(line);
+	assert_true(r.ready);
+	/* root at execve would gain the bounding set; no_new_privs keeps it
+	 * to what it had */
+	assert_string_equal(r.out,
+			    "123\n456\n500\nCapInh:0000000000000000\n"
+			    "CapEff:0000000000000020\nCapBnd:0000000000000021\n"
+			    "NoNewPrivs:1\nkiln-test\n0\nro\n0\n");
+	assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0);
+
+	/* a sysctl the kernel does not have: its stage and index */
+	line = request_with("", "\"args\":[\"true\"]",
+			    ",\"sysctl\":{\"kernel.domainname\":\"a\",\"kernel.no_such\":\"1\"}");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_SYSCTL);
+	assert_int_equal(r.rep.step, 1);
+	assert_int_equal(r.rep.err, ENOENT);
+
+	/* a hard limit above the kernel's: refused, named by index */
+	line = request("",
+		       "\"args\":[\"true\"],\"rlimits\":[{\"type\":\"RLIMIT_CORE\","
+		       "\"soft\":0,\"hard\":0},{\"type\":\"RLIMIT_NOFILE\",\"soft\":1,"
+		       "\"hard\":1099511627776}]");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_RLIMIT);
+	assert_int_equal(r.rep.step, 1);
+	assert_int_equal(r.rep.err, EPERM);
+
+	/* effective beyond permitted: the capability sets' stage */
+	line = request("",
+		       "\"args\":[\"true\"],\"capabilities\":{\"bounding\":[\"CAP_KILL\"],"
+		       "\"effective\":[\"CAP_KILL\"]}");
+	run_container(line, "", &r);
+	free(line);
+	assert_int_equal(r.rep.stage, OCI_STAGE_CAPS);
+	assert_int_equal(r.rep.side, 1);
+	assert_int_equal(r.rep.err, EPERM);
+}
+
+/* The child's own formatting (it may not call printf): a sysctl's file,
+ * an OOM score's text. */
+static void test_privs_text(void **state)
+{
+	char path[32], n[12];
+
+	(void)state;
+	assert_int_equal(oci_sysctl_path("net.ipv4.ip_forward", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/net/ipv4/ip_forward");
+	assert_int_equal(oci_sysctl_path("kernel/msgmax", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/kernel/msgmax");
+	assert_int_equal(oci_sysctl_path("abcdefghij.klmnopqrstu", path, sizeof(path)), -1);
+	assert_int_equal(oci_sysctl_path("abcdefghij.klmnopqrst", path, sizeof(path)), 0);
+	assert_string_equal(path, "/proc/sys/abcdefghij/klmnopqrst"); /* 31 bytes and the NUL */
+	assert_int_equal(oci_int_text(-1000, n), 5);
+	assert_memory_equal(n, "-1000", 5);
+	assert_int_equal(oci_int_text(0, n), 1);
+	assert_memory_equal(n, "0", 1);
+	assert_int_equal(oci_int_text(-2147483647 - 1, n), 11);
+	assert_memory_equal(n, "-2147483648", 11);
 }
 
 /* An exec's child (no plan) joining through `join`: its report once set
@@ -322,6 +420,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_runs_as_pid_1_with_its_stdio_and_binds),
 		cmocka_unit_test(test_failures_name_their_stage),
+		cmocka_unit_test(test_limits_privileges_and_paths),
+		cmocka_unit_test(test_privs_text),
 		cmocka_unit_test(test_exec_joins_and_holds_nothing),
 	};
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <cmocka.h>
 
 #include "api/runtime/rt_config.h"
@@ -73,7 +74,20 @@ static void test_podman(void **state)
 	assert_int_equal(cfg.process.ngids, 7);
 	assert_int_equal(cfg.process.gids[6], 10);
 	assert_false(cfg.process.terminal);
-	assert_true(cfg.process.has_oom_score_adj);
+	assert_true(cfg.process.privs.has_oom_score_adj);
+	assert_int_equal(cfg.process.privs.nrlimits, 1);
+	assert_int_equal(cfg.process.privs.rlimits[0].resource, RLIMIT_NOFILE);
+	assert_int_equal(cfg.process.privs.rlimits[0].soft, 1048576);
+	assert_true(cfg.process.privs.has_caps);
+	assert_int_equal(cfg.process.privs.caps[AGENT_CAP_BOUNDING], (1u << 0) | (1u << 5));
+	assert_int_equal(cfg.process.privs.caps[AGENT_CAP_EFFECTIVE], 1u << 0);
+	assert_int_equal(cfg.process.privs.caps[AGENT_CAP_AMBIENT], 0);
+	assert_int_equal(cfg.nsysctl, 1);
+	assert_string_equal(cfg.sysctl[0].key, "net.ipv4.ping_group_range");
+	assert_string_equal(cfg.sysctl[0].value, "0 0");
+	assert_int_equal(cfg.nmasked, 2);
+	assert_string_equal(cfg.masked_paths[1], "/proc/kcore");
+	assert_int_equal(cfg.nreadonly, 1);
 	assert_string_equal(cfg.hostname, "f00");
 	assert_int_equal(cfg.nmounts, 8);
 	assert_string_equal(cfg.mounts[2].type, "devpts");
@@ -118,8 +132,9 @@ static void test_containerd(void **state)
 	assert_true(cfg.root_readonly);
 	assert_int_equal(cfg.process.uid, 65535);
 	assert_int_equal(cfg.process.nenv, 0);
-	assert_true(cfg.process.no_new_privileges);
-	assert_int_equal(cfg.process.oom_score_adj, -998);
+	assert_true(cfg.process.privs.no_new_privileges);
+	assert_int_equal(cfg.process.privs.oom_score_adj, -998);
+	assert_false(cfg.process.privs.has_caps);
 	assert_int_equal(cfg.nmounts, 0);
 	assert_string_equal(rt_config_ns(&cfg, RT_NS_NETWORK)->path, "/var/run/netns/cni-1c2d");
 	assert_null(rt_config_ns(&cfg, RT_NS_CGROUP));

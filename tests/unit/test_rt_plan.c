@@ -234,6 +234,53 @@ static void test_ctr_create(void **state)
 	rt_plan_free(&plan);
 }
 
+/* The privileges and the confinement reach ctr_create and ctr_exec in
+ * the agent's words, and the agent's own parser reads them back whole. */
+static void test_ctr_create_privileges(void **state)
+{
+	struct agent_msg m;
+	struct agent_err err;
+	json_t *x;
+
+	(void)state;
+	built(HEAD "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\",\"noNewPrivileges\":true,"
+		   "\"oomScoreAdj\":-17,\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1234,"
+		   "\"soft\":1234}],\"capabilities\":{\"bounding\":[\"CAP_KILL\"],"
+		   "\"effective\":[\"CAP_KILL\"],\"permitted\":[\"CAP_KILL\"]}},"
+		   "\"linux\":{\"sysctl\":{\"net.ipv4.ip_forward\":\"1\"},"
+		   "\"maskedPaths\":[\"/proc/kcore\"],\"readonlyPaths\":[\"/proc/sys\"],"
+		   "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"flags\":["
+		   "\"SECCOMP_FILTER_FLAG_SPEC_ALLOW\"],\"syscalls\":[{\"names\":[\"read\"],"
+		   "\"action\":\"SCMP_ACT_ALLOW\"},{\"names\":[\"personality\"],\"action\":"
+		   "\"SCMP_ACT_TRACE\",\"errnoRet\":5,\"args\":[{\"index\":0,\"value\":"
+		   "4294967296,\"valueTwo\":3,\"op\":\"SCMP_CMP_MASKED_EQ\"}]}]}}}",
+	      "c1");
+	assert_int_equal(agent_msg_parse(plan.ctr_create, AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_memory_equal(&m.u.ctr_create.proc.privs, &cfg.process.privs,
+			    sizeof(cfg.process.privs));
+	assert_int_equal(m.u.ctr_create.nsysctl, 1);
+	assert_string_equal(m.u.ctr_create.sysctl[0].value, "1");
+	assert_string_equal(m.u.ctr_create.masked[0], "/proc/kcore");
+	assert_string_equal(m.u.ctr_create.readonly[0], "/proc/sys");
+	assert_non_null(m.u.ctr_create.seccomp);
+	assert_int_equal(m.u.ctr_create.seccomp->default_action, AGENT_SC_ERRNO);
+	assert_int_equal(m.u.ctr_create.seccomp->default_errno, 1);
+	assert_true(m.u.ctr_create.seccomp->spec_allow);
+	assert_int_equal(m.u.ctr_create.seccomp->nrules, 2);
+	assert_memory_equal(m.u.ctr_create.seccomp->rules, cfg.seccomp->rules,
+			    2 * sizeof(*cfg.seccomp->rules));
+	agent_msg_free(&m);
+	/* exec's process object: the same fields */
+	x = json_pack("{s:s,s:s,s:i,s:o}", "type", "ctr_exec", "cid", "c1", "exec", 1, "process",
+		      rt_plan_process(&cfg.process));
+	assert_int_equal(agent_msg_parse(x, AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
+	assert_memory_equal(&m.u.ctr_exec.proc.privs, &cfg.process.privs,
+			    sizeof(cfg.process.privs));
+	agent_msg_free(&m);
+	json_decref(x);
+	rt_plan_free(&plan);
+}
+
 /* Podman's mounts: made in the guest, or bound from the host through
  * the two bind shares; its /dev/shm bind becomes a guest tmpfs. */
 static void test_podman_mounts(void **state)
@@ -523,10 +570,11 @@ static void test_update(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),         cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),     cmocka_unit_test(test_podman_mounts),
-		cmocka_unit_test(test_build_refusals), cmocka_unit_test(test_update),
-		cmocka_unit_test(test_vmm_argv),       cmocka_unit_test(test_net),
+		cmocka_unit_test(test_sizing),        cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),    cmocka_unit_test(test_ctr_create_privileges),
+		cmocka_unit_test(test_podman_mounts), cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_update),        cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_net),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -267,7 +267,9 @@ static void test_features(void **state)
 	assert_int_equal(json_array_size(json_object_get(l, "capabilities")), 41);
 	assert_int_equal(json_array_size(json_object_get(l, "namespaces")), 6);
 	assert_true(json_is_true(json_object_get(json_object_get(l, "cgroup"), "v2")));
-	assert_true(json_is_false(json_object_get(json_object_get(l, "seccomp"), "enabled")));
+	assert_true(json_is_true(json_object_get(json_object_get(l, "seccomp"), "enabled")));
+	assert_int_equal(json_array_size(json_object_get(json_object_get(l, "seccomp"), "archs")),
+			 1);
 	assert_non_null(json_object_get(json_object_get(j, "annotations"), "io.kiln.memory"));
 	assert_string_equal(json_string_value(json_array_get(
 				    json_object_get(j, "potentiallyUnsafeConfigAnnotations"), 0)),
