@@ -450,17 +450,6 @@ static void vmm_stop(struct shim *s)
 	s->vmm_reaped = true;
 }
 
-/* The container's end: SIGKILL, not waited for. kiln-vmm's own end (its
- * guest memory unmapped, KVM's VM freed) is the longest part of the
- * shim's, and the engine waits for the shim's exit, not for it: the
- * engine's subreaper (conmon, containerd's shim) reaps it, and delete
- * waits for its end by the record before it removes the cgroup. */
-static void vmm_kill(struct shim *s)
-{
-	if (s->vmm_pid > 0 && !s->vmm_reaped)
-		kill(s->vmm_pid, SIGKILL);
-}
-
 static void vm_ended(struct shim *s)
 {
 	s->vmm_reaped = true;
@@ -736,8 +725,8 @@ static void shim_end(struct shim *s)
 	if (!s->exec)
 		record_exit(s); /* the container's end, not an exec's */
 	trace_vm_timeline(s);
-	vmm_kill(s);
-	rt_trace("shim: kiln-vmm killed");
+	vmm_stop(s);
+	rt_trace("shim: kiln-vmm reaped");
 	rt_net_close(&s->net);
 	for (int i = 0; i < 4 && capped_log_pump(&s->vlog); i++)
 		;

@@ -19,8 +19,7 @@
  *  - it serves shim.sock (start, kill, resize) and forwards TERM, INT,
  *    HUP, QUIT, USR1 and USR2 it receives itself to the container;
  *  - when the container ended it drains the output, writes <id>/exit,
- *    kills kiln-vmm (its teardown not waited for: the engine's subreaper
- *    reaps it, delete waits for it) and ends as the container did (rt_exit):
+ *    kills and reaps kiln-vmm and ends as the container did (rt_exit):
  *    conmon and containerd's shim read its wait status as the
  *    container's. A VM that dies first is exit 255 (vm_crashed).
  *
