@@ -31,6 +31,8 @@ static const struct {
 	{ RT_EXEC, rt_command_exec },
 	{ RT_PAUSE, rt_command_pause },
 	{ RT_RESUME, rt_command_resume },
+	{ RT_CHECKPOINT, rt_command_checkpoint },
+	{ RT_RESTORE, rt_command_restore },
 };
 
 static int run(const struct rt_ctx *x, struct err *e)

@@ -38,9 +38,9 @@ static void *put(struct nl_req *r, const void *data, size_t n)
 static void start(struct nl_req *r, uint16_t type, uint16_t flags, uint32_t seq, const void *hdr,
 		  size_t hdr_len)
 {
-	struct nlmsghdr h = {
-		.nlmsg_type = type, .nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags), .nlmsg_seq = seq
-	};
+	struct nlmsghdr h = { .nlmsg_type = type,
+			      .nlmsg_flags = (uint16_t)(NLM_F_REQUEST | flags),
+			      .nlmsg_seq = seq };
 
 	memset(r, 0, sizeof(*r));
 	put(r, &h, sizeof(h));
@@ -97,9 +97,9 @@ int nl_build_dump(struct nl_req *r, uint16_t type, uint32_t seq)
 		struct ifaddrmsg addr;
 		struct rtmsg route;
 	} hdr = { 0 };
-	size_t n = type == RTM_GETLINK	? sizeof(hdr.link)
-		   : type == RTM_GETADDR ? sizeof(hdr.addr)
-					 : sizeof(hdr.route);
+	size_t n = type == RTM_GETLINK ? sizeof(hdr.link)
+		: type == RTM_GETADDR  ? sizeof(hdr.addr)
+				       : sizeof(hdr.route);
 
 	start(r, type, NLM_F_DUMP, seq, &hdr, n);
 	return done(r);
@@ -107,9 +107,10 @@ int nl_build_dump(struct nl_req *r, uint16_t type, uint32_t seq)
 
 int nl_build_link_up(struct nl_req *r, uint32_t seq, int ifindex, unsigned mtu)
 {
-	struct ifinfomsg ifi = {
-		.ifi_family = AF_UNSPEC, .ifi_index = ifindex, .ifi_flags = IFF_UP, .ifi_change = IFF_UP
-	};
+	struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC,
+				 .ifi_index = ifindex,
+				 .ifi_flags = IFF_UP,
+				 .ifi_change = IFF_UP };
 	uint32_t m = mtu;
 
 	start(r, RTM_NEWLINK, NLM_F_ACK, seq, &ifi, sizeof(ifi));
@@ -129,15 +130,28 @@ int nl_build_link_del(struct nl_req *r, uint32_t seq, const char *name)
 	return done(r);
 }
 
+static struct tcmsg ingress_tc(int ifindex)
+{
+	return (struct tcmsg){ .tcm_family = AF_UNSPEC,
+			       .tcm_ifindex = ifindex,
+			       .tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0),
+			       .tcm_parent = TC_H_INGRESS };
+}
+
 int nl_build_ingress(struct nl_req *r, uint32_t seq, int ifindex)
 {
-	struct tcmsg tc = { .tcm_family = AF_UNSPEC,
-			    .tcm_ifindex = ifindex,
-			    .tcm_handle = TC_H_MAKE(TC_H_INGRESS, 0),
-			    .tcm_parent = TC_H_INGRESS };
+	struct tcmsg tc = ingress_tc(ifindex);
 
 	start(r, RTM_NEWQDISC, NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, seq, &tc, sizeof(tc));
 	attr_str(r, TCA_KIND, "ingress");
+	return done(r);
+}
+
+int nl_build_ingress_del(struct nl_req *r, uint32_t seq, int ifindex)
+{
+	struct tcmsg tc = ingress_tc(ifindex);
+
+	start(r, RTM_DELQDISC, NLM_F_ACK, seq, &tc, sizeof(tc));
 	return done(r);
 }
 

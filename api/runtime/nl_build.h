@@ -39,6 +39,9 @@ int nl_build_link_del(struct nl_req *r, uint32_t seq, const char *name);
 /* An ingress qdisc (handle ffff:) on ifindex. */
 int nl_build_ingress(struct nl_req *r, uint32_t seq, int ifindex);
 
+/* ifindex's ingress qdisc removed, with its filters. */
+int nl_build_ingress_del(struct nl_req *r, uint32_t seq, int ifindex);
+
 /* On from's ingress: every frame (matchall) redirected to to's egress
  * (mirred, the frame stolen from from's stack). */
 int nl_build_redirect(struct nl_req *r, uint32_t seq, int from, int to);

@@ -91,6 +91,7 @@ static int on_link(const struct msg *m, struct nl_view *v, struct err *e)
 	l->index = ifi.ifi_index;
 	l->loopback = ifi.ifi_type == ARPHRD_LOOPBACK || (ifi.ifi_flags & IFF_LOOPBACK);
 	l->up = ifi.ifi_flags & IFF_UP;
+	l->ether = ifi.ifi_type == ARPHRD_ETHER;
 	if (each_attr(m, sizeof(ifi), link_attr, l, e) < 0)
 		return -EINVAL;
 	v->nlinks++;
@@ -250,6 +251,10 @@ int nl_parse_dump(const void *buf, size_t n, struct nl_view *v, struct err *e)
 		memcpy(&h, p, sizeof(h));
 		if (h.nlmsg_len < NLMSG_HDRLEN || h.nlmsg_len > end - p)
 			return err_set(e, EINVAL, "netlink: a message's length is out of bounds");
+		if (h.nlmsg_flags & NLM_F_DUMP_INTR)
+			return err_set(e, EAGAIN,
+				       "netlink: the dump was interrupted (the namespace changed "
+				       "while it was read)");
 		r = on_message(&(struct msg){ h, p }, v, e);
 		if (r < 0)
 			return r;
@@ -283,14 +288,23 @@ int nl_pick_iface(const struct nl_view *v, struct nl_iface *out, struct err *e)
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < v->nlinks; i++) {
-		if (v->links[i].loopback)
+		const struct nl_link *l = &v->links[i];
+
+		/* tunl0, sit0 and their kind, made down in every namespace
+		 * while their modules are loaded, are no one's network */
+		if (l->loopback || (!l->ether && !l->up))
 			continue;
+		if (!l->ether)
+			return err_set(e, EINVAL,
+				       "interface %s is not an Ethernet interface: a VM's network "
+				       "device takes Ethernet frames",
+				       l->name);
 		if (pick)
 			return err_set(e, EINVAL,
 				       "the network namespace has several interfaces (%s, %s): one "
 				       "is supported so far",
 				       pick->name, v->links[i].name);
-		pick = &v->links[i];
+		pick = l;
 	}
 	if (!pick)
 		return -ENOENT;

@@ -42,6 +42,7 @@ struct nl_link {
 	bool has_mac;
 	unsigned mtu;
 	bool loopback, up;
+	bool ether; /* ARPHRD_ETHER (veth, macvlan, ...) */
 };
 
 struct nl_route {

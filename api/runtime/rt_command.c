@@ -61,15 +61,12 @@ int rt_command_read_config(const char *bundle, struct rt_config *cfg, struct err
 {
 	char what[RT_PATH_MAX + 16], *buf;
 	size_t n;
-	int dirfd, r;
+	int r;
 
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(what, sizeof(what), "%.4000s/config.json", bundle);
-	dirfd = open(bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return err_set(e, errno, "--bundle %.200s: %s", bundle, strerror(errno));
-	r = rt_file_read(dirfd, "config.json", true, RT_CONFIG_FILE_MAX, what, &buf, &n, e);
-	close(dirfd);
+	r = rt_file_read_in(bundle, "--bundle", "config.json", true, RT_CONFIG_FILE_MAX, what, &buf,
+			    &n, e);
 	if (r < 0)
 		return r;
 	r = rt_config_parse(buf, n, cfg, e);

@@ -84,6 +84,13 @@ int rt_command_shim_ready(int ready_r, pid_t pid, const char *died, struct err *
 int rt_command_print(char *s);
 
 int rt_command_create(const struct rt_ctx *x, struct err *e);
+/* create's work, or restore's with the checkpoint's snapshot (restore,
+ * absolute) and the record it was taken with (saved: its guest
+ * container's ID and network). */
+int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt_state_rec *saved,
+		    struct err *e);
+int rt_command_checkpoint(const struct rt_ctx *x, struct err *e);
+int rt_command_restore(const struct rt_ctx *x, struct err *e);
 int rt_command_state(const struct rt_ctx *x, struct err *e);
 int rt_command_list(const struct rt_ctx *x, struct err *e);
 int rt_command_ps(const struct rt_ctx *x, struct err *e);

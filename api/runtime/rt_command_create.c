@@ -87,8 +87,11 @@ static int shim_start(struct rt_shim_args *a, int rootfd, int lockfd, struct err
 	if (proc_start_time(pid, &a->rec->shim.start) == 0)
 		rt_dir_write_state(a->dirfd, a->rec, &ignored);
 	r = rt_command_shim_ready(ready_r, pid,
-				  "create: the container's shim ended before the container was "
-				  "created (see vmm.log and the --log file)",
+				  a->restore
+					  ? "restore: the container's shim ended before the "
+					    "container was restored (see vmm.log and the --log file)"
+					  : "create: the container's shim ended before the container "
+					    "was created (see vmm.log and the --log file)",
 				  e);
 	if (r < 0)
 		rt_jail_remove(a->jail, &ignored);
@@ -112,6 +115,12 @@ static void record_init(struct rt_state_rec *r, const struct rt_cmd *c, const ch
 
 int rt_command_create(const struct rt_ctx *x, struct err *e)
 {
+	return rt_command_make(x, NULL, NULL, e);
+}
+
+int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt_state_rec *saved,
+		    struct err *e)
+{
 	const struct rt_cmd *c = x->cmd;
 	char bundle[RT_PATH_MAX], rootfs[RT_PATH_MAX];
 	struct rt_config cfg;
@@ -122,8 +131,9 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 
 	if (geteuid() != 0)
 		return err_set(e, EPERM,
-			       "create: kiln-runtime needs root (kiln-vmm's jail does): rootless "
-			       "engines are not supported");
+			       "%s: kiln-runtime needs root (kiln-vmm's jail does): rootless "
+			       "engines are not supported",
+			       c->verb_name);
 	if (!realpath(c->bundle, bundle))
 		return err_set(e, errno, "--bundle %.200s: %s", c->bundle, strerror(errno));
 	r = rt_command_read_config(bundle, &cfg, e);
@@ -160,7 +170,12 @@ int rt_command_create(const struct rt_ctx *x, struct err *e)
 					   .rec = &rec,
 					   .dirfd = dirfd,
 					   .ready_fd = -1,
-					   .log_fd = x->log_fd };
+					   .log_fd = x->log_fd,
+					   .restore = restore,
+					   .restore_net = saved ? saved->net : NULL,
+					   .restore_cid = !saved   ? NULL
+						   : saved->cid[0] ? saved->cid
+								   : saved->id };
 		r = shim_start(&a, rootfd, lockfd, e);
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the

@@ -120,10 +120,12 @@ int rt_command_exec(const struct rt_ctx *x, struct err *e)
 	if (!r && p.terminal && !c->console_socket)
 		r = err_set(e, EINVAL, "exec: a terminal needs --console-socket");
 	if (!r) {
+		/* a restored container's guest ID is its checkpoint's */
 		a = (struct rt_shim_args){ .cmd = c,
 					   .proc = &p,
 					   .log_fd = x->log_fd,
-					   .exec_process = rt_plan_process(&p) };
+					   .exec_process = rt_plan_process(&p),
+					   .restore_cid = h.rec.cid[0] ? h.rec.cid : NULL };
 		r = a.exec_process ? exec_fork(&h, &a, &pid, e)
 				   : err_set(e, ENOMEM, "exec: out of memory");
 	}

@@ -20,6 +20,7 @@
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_trace.h"
+#include "lib/cgroup/cgroup_file.h"
 #include "vmm/control/control_client.h"
 
 #define SHIM_KILL_WAIT_MS 2000 /* delete --force: the shim's end after SIGKILL */
@@ -219,6 +220,66 @@ static int read_resources(const char *path, struct rt_resources *r, json_t **doc
 	return ret;
 }
 
+/* --resources (a file or stdin), then runc's per-field flags over it. */
+static int update_resources(const struct rt_update *u, struct rt_resources *res, json_t **doc,
+			    struct err *e)
+{
+	int r;
+
+	*res = (struct rt_resources){ .memory_limit = -1, .cpu_quota = -1, .pids_limit = -1 };
+	*doc = NULL;
+	if (!u->resources && !u->has_memory && !u->has_cpu_quota && !u->has_cpu_period &&
+	    !u->has_pids && !u->cpuset_cpus)
+		return err_set(e, EINVAL,
+			       "update: nothing to update: give --resources FILE (or -) or a "
+			       "flag such as --cpu-quota");
+	if (u->resources && (r = read_resources(u->resources, res, doc, e)) < 0)
+		return r;
+	if (u->has_memory)
+		res->memory_limit = u->memory;
+	if (u->has_cpu_quota) {
+		res->cpu_quota = u->cpu_quota;
+		res->cpu_quota_given = true;
+	}
+	if (u->has_cpu_period)
+		res->cpu_period = u->cpu_period;
+	if (u->has_pids)
+		res->pids_limit = u->pids_limit;
+	if (u->cpuset_cpus)
+		res->cpuset_cpus = u->cpuset_cpus;
+	return 0;
+}
+
+/* The new limits against the VM's boot sizing (its bundle's), into the
+ * container's host cgroup. */
+static int update_apply(const struct rt_held *h, const struct rt_resources *res, struct err *e)
+{
+	char cpu_max[RT_CPU_MAX_LEN], now[RT_CPU_MAX_LEN];
+	const char *cg = h->rec.cgroup;
+	struct rt_sizing boot;
+	struct rt_config cfg;
+	int r = rt_command_read_config(h->rec.bundle, &cfg, e);
+
+	if (!r)
+		r = rt_plan_sizing(&cfg, &boot, e);
+	rt_config_free(&cfg);
+	if (!r)
+		r = rt_plan_update(&boot, res,
+				   cg[0] && !cgroup_file_read(cg, "cpu.max", now, sizeof(now))
+					   ? now
+					   : NULL,
+				   cpu_max, e);
+	if (r <= 0)
+		return r;
+	if (!cg[0])
+		return err_set(e, EINVAL,
+			       "update: container %s has no cgroup of kiln-runtime's "
+			       "(--cgroup-manager disabled): its limits are the engine's",
+			       h->rec.id);
+	r = cgroup_file_write(cg, "cpu.max", cpu_max);
+	return r < 0 ? err_set(e, -r, "update: %s/cpu.max: %s", cg, strerror(-r)) : 0;
+}
+
 int rt_command_update(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
@@ -229,11 +290,10 @@ int rt_command_update(const struct rt_ctx *x, struct err *e)
 
 	if (!r && h.st == RT_STATUS_STOPPED)
 		r = err_set(e, ESRCH, "container not running");
-	if (!r && c->update.resources)
-		r = read_resources(c->update.resources, &res, &doc, e);
-	/* the limits reach the host cgroup and the guest with the VM */
 	if (!r)
-		r = rt_command_not_yet(c, e);
+		r = update_resources(&c->update, &res, &doc, e);
+	if (!r)
+		r = update_apply(&h, &res, e);
 	json_decref(doc);
 	rt_command_release(&h);
 	return r;

@@ -556,6 +556,7 @@ static int read_resources_obj(const json_t *res, struct rt_resources *r, struct 
 	     get_string(cpu, "cpus", false, 4096, "linux.resources.cpu", &r->cpuset_cpus, e) < 0))
 		return -EINVAL;
 	r->cpu_period = (uint64_t)period;
+	r->cpu_quota_given = cpu && json_is_integer(json_object_get(cpu, "quota"));
 	if (pids &&
 	    get_int(pids, "limit", "linux.resources.pids", INT64_MIN, INT64_MAX, &has,
 		    &r->pids_limit, e) < 0)

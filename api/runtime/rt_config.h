@@ -98,6 +98,7 @@ struct rt_process {
 struct rt_resources {
 	int64_t memory_limit; /* bytes, -1: none */
 	int64_t cpu_quota;    /* microseconds per period, -1: none */
+	bool cpu_quota_given; /* update: the quota was named (-1: make it unlimited) */
 	uint64_t cpu_period;  /* microseconds, 0: none given */
 	const char *cpuset_cpus;
 	int64_t pids_limit; /* -1: none (0 and -1 in the config) */

@@ -108,7 +108,8 @@ int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err 
 int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
 		 size_t *n, struct err *e)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	/* O_NONBLOCK: a FIFO put there opens at once, and is refused below */
+	int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
 	struct stat st;
 	ssize_t got;
 
@@ -135,6 +136,19 @@ int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const cha
 	(*buf)[got] = '\0';
 	*n = (size_t)got;
 	return 0;
+}
+
+int rt_file_read_in(const char *dir, const char *dir_what, const char *name, bool follow,
+		    size_t max, const char *what, char **buf, size_t *n, struct err *e)
+{
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	*buf = NULL;
+	if (dirfd < 0)
+		return err_set(e, errno, "%s %.200s: %s", dir_what, dir, strerror(errno));
+	r = rt_file_read(dirfd, name, follow, max, what, buf, n, e);
+	close(dirfd);
+	return r;
 }
 
 int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct err *e)

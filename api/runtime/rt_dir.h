@@ -52,6 +52,11 @@ int rt_dir_lock(int dirfd, const char *id, int wait_ms, int *lockfd, struct err 
 int rt_file_read(int dirfd, const char *name, bool follow, size_t max, const char *what, char **buf,
 		 size_t *n, struct err *e);
 
+/* The same for name in the directory dir (a path; "dir: ..." when it
+ * cannot be opened, named dir_what). */
+int rt_file_read_in(const char *dir, const char *dir_what, const char *name, bool follow,
+		    size_t max, const char *what, char **buf, size_t *n, struct err *e);
+
 /* name (beneath dirfd, AT_FDCWD: from the current directory) replaced
  * whole: written to name.kiln-tmp (mode), fsync'ed and renamed over, so a
  * reader never sees it half-written. e starts with `what`. */

@@ -18,7 +18,7 @@
 #include "api/runtime/nl_build.h"
 #include "api/runtime/nl_parse.h"
 
-#define NL_RECV_MAX 32768 /* a dump's part: the kernel's are at most 8 KiB */
+#define NL_RECV_MAX 32768 /* a dump's part: the kernel sizes them up to 32 KiB */
 
 struct nl_sock {
 	int fd;
@@ -80,15 +80,21 @@ static int read_view(struct nl_sock *s, struct nl_view *v, struct err *e)
 		      { RTM_GETADDR, "reading the addresses" },
 		      { RTM_GETROUTE, "reading the routes" } };
 	struct nl_req r;
+	int rc;
 
-	memset(v, 0, sizeof(*v));
-	for (size_t i = 0; i < sizeof(dumps) / sizeof(dumps[0]); i++) {
-		v->done = false;
-		nl_build_dump(&r, dumps[i].type, s->seq++);
-		if (talk(s, &r, v, dumps[i].what, e) < 0)
-			return -EINVAL;
+	/* a dump the namespace's changes interrupted is read once more */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		memset(v, 0, sizeof(*v));
+		rc = 0;
+		for (size_t i = 0; !rc && i < sizeof(dumps) / sizeof(dumps[0]); i++) {
+			v->done = false;
+			nl_build_dump(&r, dumps[i].type, s->seq++);
+			rc = talk(s, &r, v, dumps[i].what, e);
+		}
+		if (rc != -EAGAIN)
+			return rc;
 	}
-	return 0;
+	return rc;
 }
 
 static int tap_remove(struct nl_sock *s, const char *name, struct err *e)
@@ -100,15 +106,12 @@ static int tap_remove(struct nl_sock *s, const char *name, struct err *e)
 }
 
 /* The TAP, persistent (kiln-vmm attaches to it by name), as kiln-vmm's
- * net_tap opens it; one a killed shim of this container left is
- * replaced (the name is the container's). */
-static int tap_make(struct rt_net *n, struct nl_sock *s, struct err *e)
+ * net_tap opens it. */
+static int tap_make(struct rt_net *n, struct err *e)
 {
 	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
 	int fd, rc = 0;
 
-	if (tap_remove(s, n->name, e) < 0)
-		return -EINVAL;
 	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(e, errno, "/dev/net/tun: %s", strerror(errno));
@@ -121,35 +124,36 @@ static int tap_make(struct rt_net *n, struct nl_sock *s, struct err *e)
 	return rc;
 }
 
-/* tc on both: an ingress qdisc each (the interface may have one already:
- * the bandwidth plugin's), and frames redirected each way. */
-static int join(struct nl_sock *s, int iface, int tap, unsigned mtu, struct err *e)
+/* tc on both: an ingress qdisc each (the interface may have one already,
+ * the bandwidth plugin's: kept, and left there), and frames redirected
+ * each way; a redirect an earlier VM of this container left (its shim
+ * killed) replaced. */
+static int join(struct rt_net *n, struct nl_sock *s, int tap, unsigned mtu, struct err *e)
 {
 	struct nl_req r;
 	int rc;
 
-	if (request(s, nl_build_link_up(&r, s->seq++, tap, mtu), &r,
-		    "bringing the TAP up", e) < 0 ||
-	    request(s, nl_build_ingress(&r, s->seq++, tap), &r,
-		    "adding the TAP's ingress qdisc", e) < 0)
-		return -EINVAL;
-	rc = request(s, nl_build_ingress(&r, s->seq++, iface), &r,
+	if ((rc = request(s, nl_build_link_up(&r, s->seq++, tap, mtu), &r, "bringing the TAP up",
+			  e)) < 0 ||
+	    (rc = request(s, nl_build_ingress(&r, s->seq++, tap), &r,
+			  "adding the TAP's ingress qdisc (kernel module sch_ingress)", e)) < 0)
+		return rc;
+	rc = request(s, nl_build_ingress(&r, s->seq++, n->iface), &r,
 		     "adding the interface's ingress qdisc", e);
 	if (rc < 0 && rc != -EEXIST)
 		return rc;
-	/* one an earlier VM of this container left (its shim killed) */
-	rc = request(s, nl_build_redirect_del(&r, s->seq++, iface), &r,
+	n->made_qdisc = rc == 0;
+	rc = request(s, nl_build_redirect_del(&r, s->seq++, n->iface), &r,
 		     "removing an old redirect", e);
 	if (rc < 0 && rc != -ENOENT)
 		return rc;
-	if (request(s, nl_build_redirect(&r, s->seq++, iface, tap), &r,
-		    "redirecting the interface to the TAP (tc matchall and mirred: kernel "
-		    "modules cls_matchall and act_mirred)",
-		    e) < 0 ||
-	    request(s, nl_build_redirect(&r, s->seq++, tap, iface), &r,
-		    "redirecting the TAP to the interface", e) < 0)
-		return -EINVAL;
-	return 0;
+	if ((rc = request(s, nl_build_redirect(&r, s->seq++, n->iface, tap), &r,
+			  "redirecting the interface to the TAP (tc matchall and mirred: kernel "
+			  "modules cls_matchall and act_mirred)",
+			  e)) < 0)
+		return rc;
+	return request(s, nl_build_redirect(&r, s->seq++, tap, n->iface), &r,
+		       "redirecting the TAP to the interface", e);
 }
 
 int rt_net_open(struct rt_net *n, const char *path, const char *tap, struct err *e)
@@ -197,7 +201,11 @@ int rt_net_attach(struct rt_net *n, char *cmdline, size_t cap, char *net, struct
 		return 0;
 	if ((rc = nl_open(&s, e)) < 0)
 		return rc;
-	rc = read_view(&s, &v, &ne);
+	/* one an earlier VM of this container left (its shim killed) would
+	 * be a second interface */
+	rc = tap_remove(&s, n->name, &ne);
+	if (!rc)
+		rc = read_view(&s, &v, &ne);
 	if (!rc) {
 		rc = nl_pick_iface(&v, &f, &ne);
 		if (rc == -ENOENT)
@@ -206,11 +214,11 @@ int rt_net_attach(struct rt_net *n, char *cmdline, size_t cap, char *net, struct
 	if (!rc)
 		rc = rt_plan_net(&f, n->name, cmdline, cap, net, &ne);
 	if (!rc)
-		rc = tap_make(n, &s, &ne);
+		rc = tap_make(n, &ne);
 	if (!rc) {
 		tap = (int)if_nametoindex(n->name);
 		n->iface = f.link.index;
-		rc = tap > 0 ? join(&s, f.link.index, tap, f.link.mtu, &ne)
+		rc = tap > 0 ? join(n, &s, tap, f.link.mtu, &ne)
 			     : err_set(&ne, errno, "the TAP: %s", strerror(errno));
 	}
 	close(s.fd);
@@ -226,29 +234,32 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-/* The TAP removed, and the interface's redirect to it (iface 0: not
- * known, a sweep: the next attach replaces it). */
-static void remove_in(int ns_fd, int home_fd, const char *name, int iface)
+/* The TAP removed, and the interface's redirect to it, or the ingress
+ * qdisc holding it when kiln made that (n->iface 0: not known, a sweep:
+ * the next attach replaces it). */
+static void remove_in(const struct rt_net *n)
 {
 	struct err e = { { 0 } };
 	struct nl_sock s;
 	struct nl_req r;
 
-	if (into(ns_fd, "", &e) < 0)
+	if (into(n->ns_fd, "", &e) < 0)
 		return;
 	if (nl_open(&s, &e) == 0) {
-		if (iface > 0)
-			request(&s, nl_build_redirect_del(&r, s.seq++, iface), &r, "", &e);
-		tap_remove(&s, name, &e);
+		if (n->iface > 0 && n->made_qdisc)
+			request(&s, nl_build_ingress_del(&r, s.seq++, n->iface), &r, "", &e);
+		else if (n->iface > 0)
+			request(&s, nl_build_redirect_del(&r, s.seq++, n->iface), &r, "", &e);
+		tap_remove(&s, n->name, &e);
 		close(s.fd);
 	}
-	into(home_fd, "", &e);
+	into(n->home_fd, "", &e);
 }
 
 void rt_net_close(struct rt_net *n)
 {
 	if (n->tap)
-		remove_in(n->ns_fd, n->home_fd, n->name, n->iface);
+		remove_in(n);
 	close_fd(&n->ns_fd);
 	close_fd(&n->home_fd);
 	n->tap = false;

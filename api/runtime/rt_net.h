@@ -29,10 +29,11 @@
 #include "lib/base/err.h"
 
 struct rt_net {
-	int ns_fd;   /* the container's network namespace; -1: none (loopback only) */
-	int home_fd; /* the caller's, to come back to */
-	bool tap;    /* name made in it: rt_net_close removes it */
-	int iface;   /* the interface redirected to it; 0: none */
+	int ns_fd;       /* the container's network namespace; -1: none (loopback only) */
+	int home_fd;     /* the caller's, to come back to */
+	bool tap;        /* name made in it: rt_net_close removes it */
+	int iface;       /* the interface redirected to it; 0: none */
+	bool made_qdisc; /* its ingress qdisc is kiln's: removed with the TAP */
 	char name[RT_TAP_NAME_MAX];
 };
 

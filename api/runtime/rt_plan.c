@@ -154,6 +154,40 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
 	return kernel_choice(c, s, e);
 }
 
+int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
+		   const char *current, char cpu_max[RT_CPU_MAX_LEN], struct err *e)
+{
+	char quota[24] = "max";
+
+	if (req->pids_limit > 0)
+		return err_set(e, ENOSYS,
+			       "update: pids.limit is applied in the guest, which update cannot "
+			       "reach yet: leave it out");
+	if (req->cpuset_cpus)
+		return err_set(e, EINVAL,
+			       "update: cpuset.cpus: a kiln VM's %u vCPUs are fixed at boot: leave "
+			       "it out (cpu quota and period are taken)",
+			       boot->cpus);
+	if (req->memory_limit > 0 && ((uint64_t)req->memory_limit + MIB - 1) / MIB < boot->mem_mib)
+		return err_set(e, EINVAL,
+			       "update: memory.limit %lld bytes is below the VM's RAM (%u MiB, "
+			       "fixed at boot): a kiln VM's RAM cannot shrink",
+			       (long long)req->memory_limit, boot->mem_mib);
+	if (!req->cpu_quota_given && !req->cpu_period)
+		return 0;
+	if (req->cpu_quota > 0)
+		snprintf(quota, sizeof(quota), "%lld", (long long)req->cpu_quota);
+	else if (!req->cpu_quota_given && current) /* a period alone keeps the quota */
+		snprintf(quota, sizeof(quota), "%.*s", (int)strcspn(current, " "), current);
+	/* a quota alone keeps the period: cpu.max takes "QUOTA" */
+	if (req->cpu_period)
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "%s %llu", quota,
+			 (unsigned long long)req->cpu_period);
+	else
+		snprintf(cpu_max, RT_CPU_MAX_LEN, "%s", quota);
+	return 1;
+}
+
 /* A cgroup path's components: none empty, "." or "..", no control bytes. */
 static int cgroup_path_ok(const char *p, const char *what, struct err *e)
 {
@@ -632,7 +666,8 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    path_ok(l->initrd, "the initrd", e) < 0 ||
 	    path_ok(l->vsock, "the vsock socket", e) < 0 ||
 	    path_ok(l->control, "the control socket", e) < 0 ||
-	    path_ok(l->jail_dir, "the jail directory", e) < 0)
+	    path_ok(l->jail_dir, "the jail directory", e) < 0 ||
+	    (l->restore && path_ok(l->restore, "--image-path", e) < 0))
 		return -EINVAL;
 	if (!l->jail_id)
 		return err_set(e, EINVAL, "the jail's uid and gid must not be 0");
@@ -653,6 +688,7 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    share_arg(a, l->bro_fd, RT_SHARE_BINDS_RO, true, e) < 0 ||
 	    share_arg(a, l->brw_fd, RT_SHARE_BINDS_RW, false, e) < 0 ||
 	    (l->net && (arg(a, e, "--net") < 0 || arg(a, e, "%s", l->net) < 0)) ||
+	    (l->restore && (arg(a, e, "--restore") < 0 || arg(a, e, "%s", l->restore) < 0)) ||
 	    arg(a, e, "--jail") < 0 || arg(a, e, "%s", l->jail_dir) < 0 || arg(a, e, "--uid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0 || arg(a, e, "--gid") < 0 ||
 	    arg(a, e, "%u", l->jail_id) < 0)

@@ -67,6 +67,22 @@ struct rt_sizing {
  * its period rounded up, else the count of cpuset.cpus, else 1. */
 int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e);
 
+#define RT_CPU_MAX_LEN 48
+
+/*
+ * update --resources req against the VM booted with boot: what reaches
+ * the host cgroup. 1 with its new cpu.max value in cpu_max (the quota
+ * and period: the VM's vCPUs are fixed at boot, their share of the host
+ * is not; a quota alone keeps the period, a period alone keeps the quota
+ * read from current, cpu.max's present value, NULL: unlimited; a quota
+ * of -1 is unlimited); 0 when nothing changes there (a memory limit at or above the
+ * VM's RAM: its RAM is the bound); -EINVAL or -ENOSYS with e for what a
+ * running VM cannot take: RAM below its size, cpuset.cpus, pids (applied
+ * in the guest, which update cannot reach yet).
+ */
+int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
+		   const char *current, char cpu_max[RT_CPU_MAX_LEN], struct err *e);
+
 /*
  * The host cgroup directory for the container's shim and kiln-vmm, into
  * out[cap]: cgroupfs form (an absolute or relative path under
@@ -131,7 +147,8 @@ struct rt_vmm_launch {
 	bool root_readonly;
 	const struct rt_sizing *size;
 	const char *cmdline;
-	const char *net; /* rt_plan_net's --net value, NULL: no NIC (loopback only) */
+	const char *net;     /* rt_plan_net's --net value, NULL: no NIC (loopback only) */
+	const char *restore; /* a checkpoint's snapshot to resume (--restore), NULL: boot */
 };
 
 struct rt_argv {

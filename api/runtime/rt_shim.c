@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -49,6 +50,8 @@
 /* The pumps, the container's output first (drained at the end alone):
  * stdout, stderr, stdin; with a terminal, its output and its input. */
 #define NPUMPS 3
+/* restore: how long a stream may still be held by its reset connection */
+#define RESTORE_STREAM_MS 10000
 
 struct shim {
 	const struct rt_shim_args *a;
@@ -174,6 +177,30 @@ static int vm_log_open(struct shim *s, int *wfd, struct err *e)
 	return 0;
 }
 
+/* The part of a --net value after the TAP's name (mac=,ip=): "" none. */
+static const char *net_identity(const char *net)
+{
+	const char *comma = strchr(net, ',');
+
+	return comma ? comma + 1 : net;
+}
+
+/* A restored guest keeps the MAC and address it had: the engine's
+ * network must give the same (else it would answer nothing). */
+static bool same_net(const char *saved, const char *now, struct err *e)
+{
+	const char *was = net_identity(saved ? saved : ""), *is = net_identity(now);
+
+	if (!strcmp(was, is))
+		return true;
+	err_set(e, EINVAL,
+		"restore: the checkpoint's VM had network \"%s\", the network namespace now gives "
+		"\"%s\": restore the container with its own address and MAC (Podman: without "
+		"--ignore-static-ip or --ignore-static-mac)",
+		was[0] ? was : "none", is[0] ? is : "none");
+	return false;
+}
+
 /* kiln-vmm, jailed, as the shim's child; started in the container's
  * network namespace (when it has one) so it opens the TAP there. */
 static int vm_start(struct shim *s, struct err *e)
@@ -197,10 +224,13 @@ static int vm_start(struct shim *s, struct err *e)
 	    (r = rt_net_enter(&s->net, e)) < 0)
 		return r;
 	nic = rt_net_attach(&s->net, cmdline, sizeof(cmdline), net, e);
-	if (nic > 0) { /* for delete, should the shim be killed */
+	if (nic > 0) { /* for delete, should the shim be killed; for checkpoint */
 		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path);
 		snprintf(a->rec->tap, sizeof(a->rec->tap), "%s", tap);
+		snprintf(a->rec->net, sizeof(a->rec->net), "%s", net);
 	}
+	if (nic >= 0 && a->restore && !same_net(a->restore_net, nic > 0 ? net : "", e))
+		nic = -EINVAL;
 	argv = calloc(1, sizeof(*argv));
 	r = nic < 0 ? nic : argv ? 0 : err_set(e, ENOMEM, "out of memory");
 	struct rt_vmm_launch l = {
@@ -218,6 +248,7 @@ static int vm_start(struct shim *s, struct err *e)
 		.size = &size,
 		.cmdline = cmdline,
 		.net = nic > 0 ? net : NULL,
+		.restore = a->restore,
 	};
 	if (!r)
 		r = rt_plan_vmm_argv(&l, argv, e);
@@ -243,6 +274,45 @@ static int vm_start(struct shim *s, struct err *e)
 	return r;
 }
 
+/* A stream that ended before the checkpoint (stdin at its EOF, an output
+ * the process closed): a socket whose peer is gone, so the pump ends at
+ * once as the stream did (an output: the engine reads its EOF). */
+static int stream_ended(int *sock, struct agent_client_err *ae)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		*ae = (struct agent_client_err){ .errnum = errno };
+		snprintf(ae->msg, sizeof(ae->msg), "socketpair: %s", strerror(errno));
+		return -1;
+	}
+	close(sv[1]);
+	*sock = sv[0];
+	return 0;
+}
+
+/*
+ * One stream of the container's process. After a restore the guest's
+ * relay of the stream may not have seen the reset of its old connection
+ * yet ("connected already"): asked again for a while, as it frees it;
+ * one that had ended before the checkpoint stays ended.
+ */
+static int stream_connect(struct shim *s, enum agent_ctr_stream stream, int *sock,
+			  struct agent_client_err *ae)
+{
+	int64_t until = mono_ms() + (s->a->restore ? RESTORE_STREAM_MS : 0);
+	int r;
+
+	while ((r = agent_client_ctr_stdio(&s->ac, s->cid, s->exec, stream, sock, ae)) < 0 &&
+	       ae->code == AGENT_E_INVALID_STATE && strstr(ae->msg, "connected already") &&
+	       mono_ms() < until)
+		usleep(20000);
+	if (r < 0 && s->a->restore && ae->code == AGENT_E_INVALID_STATE &&
+	    strstr(ae->msg, "that stream ended"))
+		return stream_ended(sock, ae);
+	return r;
+}
+
 static int stdio_connect(struct shim *s, struct err *e)
 {
 	static const struct {
@@ -260,7 +330,7 @@ static int stdio_connect(struct shim *s, struct err *e)
 	for (size_t i = 0; i < sizeof(io) / sizeof(io[0]); i++) {
 		int sock, r;
 
-		if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, io[i].stream, &sock, &ae) < 0)
+		if (stream_connect(s, io[i].stream, &sock, &ae) < 0)
 			return agent_fail(&ae, "connecting the container's stdio", e);
 		r = io[i].to_guest
 			? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
@@ -293,7 +363,7 @@ static int tty_connect(struct shim *s, struct err *e)
 		console_pty_set_size(s->tty, pr->rows, pr->cols, e);
 	if (ioctl(s->tty, TIOCSCTTY, 0) < 0)
 		r = err_set(e, errno, "the terminal as the shim's: %s", strerror(errno));
-	else if (agent_client_ctr_stdio(&s->ac, s->cid, s->exec, AGENT_CTR_PTY, &sock, &ae) < 0)
+	else if (stream_connect(s, AGENT_CTR_PTY, &sock, &ae) < 0)
 		r = agent_fail(&ae, "connecting the container's terminal", e);
 	else if ((r = fd_pump_init(&s->pump[0], sock, s->tty, s->buf[0], PUMP_BUF, FD_PUMP_KEEP)) ==
 			 0 &&
@@ -415,7 +485,9 @@ static int shim_setup(struct shim *s, struct err *e)
 				    &ae) < 0)
 		return agent_fail(&ae, "setting the guest's clock", e);
 	rt_trace("shim: clock synced");
-	if (agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
+	/* a restored guest has its container, running: the streams the
+	 * snapshot's restore reset are connected again below */
+	if (!a->restore && agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
 	rt_trace("shim: ctr_create done");
 	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
@@ -425,7 +497,10 @@ static int shim_setup(struct shim *s, struct err *e)
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
 	rt_trace("shim: wait begun");
-	a->rec->status = RT_STATUS_CREATED;
+	a->rec->status = a->restore ? RT_STATUS_RUNNING : RT_STATUS_CREATED;
+	if (a->restore_cid) /* its exec shims and a later checkpoint address it so */
+		snprintf(a->rec->cid, sizeof(a->rec->cid), "%s", a->restore_cid);
+	s->started = a->restore != NULL;
 	a->rec->shim.pid = getpid();
 	a->rec->vmm.pid = s->vmm_pid;
 	if (proc_start_time(a->rec->shim.pid, &a->rec->shim.start) < 0 ||
@@ -751,7 +826,11 @@ void rt_shim_main(const struct rt_shim_args *a)
 	struct err e = { { 0 } };
 	size_t n;
 
-	s = (struct shim){ .a = a, .cid = a->cmd->id, .sfd = -1, .lfd = -1, .tty = -1 };
+	s = (struct shim){ .a = a,
+			   .cid = a->restore_cid ? a->restore_cid : a->cmd->id,
+			   .sfd = -1,
+			   .lfd = -1,
+			   .tty = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
 	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };
 	for (int i = 0; i < 3; i++)

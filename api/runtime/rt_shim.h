@@ -60,6 +60,11 @@ struct rt_shim_args {
 	int ready_fd;                /* create's pipe: one rt_shim_proto reply line */
 	int log_fd;                  /* --log, -1: none */
 	char pid_file[RT_PATH_MAX];  /* --pid-file made absolute, "" none */
+	/* restore: the checkpoint's snapshot (--image-path, absolute), its
+	 * VM's --net value ("" none); NULL: a create. restore_cid: the
+	 * container's ID in the guest when it is not cmd's (a restored one's,
+	 * also for its exec shims) */
+	const char *restore, *restore_net, *restore_cid;
 };
 
 /*

@@ -50,6 +50,8 @@ struct rt_proc_id {
 /* state.json: what later commands need to find the container's parts. */
 struct rt_state_rec {
 	char id[RT_ID_MAX + 1];
+	char cid[RT_ID_MAX + 1];  /* the container's ID in the guest: a restored one's at
+				   * its checkpoint; "" the same as id */
 	char bundle[RT_PATH_MAX]; /* absolute */
 	char rootfs[RT_PATH_MAX]; /* absolute */
 	char created[40];         /* RFC 3339 with nanoseconds, UTC (rt_log_time) */
@@ -60,6 +62,7 @@ struct rt_state_rec {
 	char cgroup[RT_PATH_MAX]; /* the host cgroup directory made, "" none */
 	char netns[RT_PATH_MAX];  /* the network namespace joined, "" none */
 	char tap[16];             /* the TAP made in it (IFNAMSIZ), "" none */
+	char net[128];            /* kiln-vmm's --net value (RT_NET_OPT_MAX), "" none */
 	json_t *annotations;      /* an object of strings, owned; NULL: none */
 };
 

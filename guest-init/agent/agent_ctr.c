@@ -201,8 +201,12 @@ void ctr_proc_close(struct ctr_proc *p)
 	close_fd(&p->master);
 	close_fd(&p->stop[0]);
 	close_fd(&p->stop[1]);
-	for (int i = 0; i < AGENT_CTR_STREAMS; i++)
+	for (int i = 0; i < AGENT_CTR_STREAMS; i++) {
 		close_fd(&p->io[i].fd);
+		free(p->io[i].held);
+		p->io[i].held = NULL;
+		p->io[i].held_len = 0;
+	}
 }
 
 /* Reserve a slot for cid (not ready until ctr_created is sent). */

@@ -40,6 +40,10 @@ struct ctr_stream {
 	int fd;         /* the agent's end until a ctr_stdio takes it; -1 then */
 	bool connected; /* a ctr_stdio took it */
 	bool done;      /* its relay ended (an output: everything sent) */
+	/* An output's bytes a lost connection did not take: the next
+	 * ctr_stdio of the stream (after a restore) sends them first. */
+	uint8_t *held;
+	size_t held_len;
 };
 
 struct agent_ctrs;
@@ -166,7 +170,10 @@ void ctr_child_error(const struct oci_report *r, const struct oci_plan *plan,
 int ctr_setup_error(struct agent_err *err, const char *what, const char *step);
 
 /* agent_ctr_io.c: relay one stream between the connection and p
- * until it ends or p's stop is readable (the reference is the caller's). */
-void ctr_io_relay(struct ctr_proc *p, struct agent_conn *c, enum agent_ctr_stream s, int fd);
+ * until it ends or p's stop is readable (the reference is the caller's).
+ * true: the host's connection was lost (reset by a restore, or closed)
+ * while the process's side was still open; the stream's unsent output is
+ * in p->io[s].held, and the caller keeps fd for a later ctr_stdio. */
+bool ctr_io_relay(struct ctr_proc *p, struct agent_conn *c, enum agent_ctr_stream s, int fd);
 
 #endif

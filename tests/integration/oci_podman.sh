@@ -48,7 +48,8 @@ oci_vm_crash() {
 # The VM in the container's cgroup: the shim (the container's pid for
 # Podman) and its kiln-vmm are in the cgroupsPath Podman gives (cgroupfs:
 # .../libpod-<id>), whose memory.max is the VM's RAM (io.kiln.memory=192)
-# plus kiln-runtime's 64 MiB for the VMM; `podman rm -f` leaves no cgroup.
+# plus kiln-runtime's 64 MiB for the VMM; `podman update --cpus` sets its
+# cpu.max; `podman rm -f` leaves no cgroup.
 # 0, or 1 after fail.
 oci_kiln_cgroup() {
   local rt=(--runtime "$PWD/build/kiln-runtime" --network none) id shim vmm cg
@@ -66,9 +67,53 @@ oci_kiln_cgroup() {
   [ "$(cat "/sys/fs/cgroup$cg/memory.max")" = $(((192 + 64) << 20)) ] ||
     { fail "memory.max of $cg: $(cat "/sys/fs/cgroup$cg/memory.max")"; return 1; }
   [ "$(cat "/sys/fs/cgroup$cg/pids.max")" = 1024 ] || { fail "pids.max of $cg: $(cat "/sys/fs/cgroup$cg/pids.max")"; return 1; }
+  # podman update: the VM's share of the host CPU (its vCPUs are fixed)
+  oci_run '' update --cpus 0.5 "$id"
+  expect_rc 0 || return 1
+  [ "$(cat "/sys/fs/cgroup$cg/cpu.max")" = "50000 100000" ] ||
+    { fail "cpu.max of $cg after podman update --cpus 0.5: $(cat "/sys/fs/cgroup$cg/cpu.max")"; return 1; }
   oci_run '' rm -f -t 0 "$id"
   expect_rc 0 || return 1
   [ ! -e "/sys/fs/cgroup$cg" ] || { fail "the container's cgroup $cg is left after podman rm -f"; return 1; }
+}
+
+# podman container checkpoint, then restore: the container's VM is
+# snapshotted and killed, and comes back from the snapshot with its
+# memory: a counter its process keeps in the guest's /dev/shm (a tmpfs,
+# guest RAM) goes on from where it was, the process's pid is the same,
+# and exec works in the restored VM. 0, or 1 after fail.
+oci_kiln_checkpoint() {
+  local rt=(--runtime "$PWD/build/kiln-runtime" --network none) id before after pid
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/sh -c \
+    'echo $$ >/dev/shm/pid; i=0; while :; do i=$((i+1)); echo $i >/dev/shm/n; sleep 0.2; done'
+  expect_rc 0 || return 1
+  id=$out
+  for _ in $(seq 60); do
+    oci_run '' exec "$id" /bin/busybox cat /dev/shm/n
+    [ "$rc" = 0 ] && [ "${out:-0}" -ge 3 ] 2>/dev/null && break
+    sleep 1
+  done
+  before=$out
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/pid
+  expect_rc 0 || return 1
+  pid=$out
+  oci_run '' container checkpoint "$id"
+  expect_rc 0 || return 1
+  oci_run '' inspect --format '{{.State.Status}}' "$id"
+  expect_rc 0 && expect_out '^(exited|stopped)$' || return 1
+  [ -z "$(pgrep -x kiln-vmm)" ] || { fail "kiln-vmm still runs after the checkpoint"; return 1; }
+  oci_run '' container restore "$id"
+  expect_rc 0 || return 1
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/pid
+  expect_rc 0 && expect_out "^$pid\$" || return 1
+  sleep 2
+  oci_run '' exec "$id" /bin/busybox cat /dev/shm/n
+  expect_rc 0 || return 1
+  after=$out
+  [ "$after" -gt "$before" ] 2>/dev/null ||
+    { fail "the counter was $before before the checkpoint and is '$after' after the restore"; return 1; }
+  oci_run '' rm -f -t 0 "$id"
+  expect_rc 0 || return 1
 }
 
 # The same flows with kiln-runtime: each container a kiln VM. Afterwards
@@ -79,7 +124,7 @@ test_oci_podman_kiln() {
   local r=0 left
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
     oci_net "$PWD/build/kiln-runtime" && oci_vm_crash "$PWD/build/kiln-runtime" &&
-    oci_kiln_cgroup || r=1
+    oci_kiln_cgroup && oci_kiln_checkpoint || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$'
       ls -A /run/kiln-runtime-vm 2>/dev/null)

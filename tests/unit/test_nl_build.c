@@ -114,6 +114,13 @@ static void test_ingress(void **state)
 	assert_int_equal(tc.tcm_parent, TC_H_INGRESS);
 	assert_non_null(v = find(a, n, TCA_KIND, &len));
 	assert_string_equal((const char *)v, "ingress");
+	/* its removal names the same qdisc */
+	assert_int_equal(nl_build_ingress_del(&r, 7, 9), 0);
+	attrs(&r, RTM_DELQDISC, NLM_F_ACK, sizeof(tc), &n);
+	memcpy(&tc, r.buf + NLMSG_HDRLEN, sizeof(tc));
+	assert_int_equal(tc.tcm_ifindex, 9);
+	assert_int_equal(tc.tcm_handle, 0xffff0000u);
+	assert_int_equal(tc.tcm_parent, TC_H_INGRESS);
 }
 
 static void test_redirect(void **state)

@@ -177,7 +177,26 @@ static void test_pick(void **state)
 	done_msg();
 	assert_int_equal(nl_parse_dump(buf, len, &v, &e), 0);
 	assert_int_equal(nl_pick_iface(&v, &f, &e), -EINVAL);
-	assert_non_null(strstr(e.msg, "wg0 has no Ethernet address"));
+	assert_non_null(strstr(e.msg, "wg0 is not an Ethernet interface"));
+	/* an Ethernet link without its address */
+	memset(&v, 0, sizeof(v));
+	len = 0;
+	link_msg(2, "eth0", NULL, ARPHRD_ETHER, IFF_UP);
+	done_msg();
+	assert_int_equal(nl_parse_dump(buf, len, &v, &e), 0);
+	assert_int_equal(nl_pick_iface(&v, &f, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "eth0 has no Ethernet address"));
+	/* ipip's and sit's down tunl0 and sit0 beside the veth: not counted */
+	memset(&v, 0, sizeof(v));
+	len = 0;
+	link_msg(1, "lo", NULL, ARPHRD_LOOPBACK, IFF_UP | IFF_LOOPBACK);
+	link_msg(2, "tunl0", NULL, ARPHRD_TUNNEL, 0);
+	link_msg(3, "sit0", NULL, ARPHRD_SIT, 0);
+	link_msg(4, "eth0", mac, ARPHRD_ETHER, IFF_UP);
+	done_msg();
+	assert_int_equal(nl_parse_dump(buf, len, &v, &e), 0);
+	assert_int_equal(nl_pick_iface(&v, &f, &e), 0);
+	assert_string_equal(f.link.name, "eth0");
 }
 
 static void test_hostile(void **state)
@@ -238,6 +257,15 @@ static void test_hostile(void **state)
 	assert_int_equal(nl_parse_dump(buf, len, &v, &e), -EPERM);
 	assert_string_equal(e.msg, "netlink: Operation not permitted");
 	assert_false(v.acked);
+	/* a dump the kernel marks interrupted is not taken for whole */
+	len = 0;
+	h = msg(RTM_NEWADDR, &(struct ifaddrmsg){ .ifa_family = AF_INET, .ifa_prefixlen = 8 },
+		sizeof(struct ifaddrmsg));
+	h->nlmsg_flags |= NLM_F_DUMP_INTR;
+	done(h);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(nl_parse_dump(buf, len, &v, &e), -EAGAIN);
+	assert_non_null(strstr(e.msg, "interrupted"));
 	/* an acknowledgement ends the reading, and what follows is not read */
 	len = 0;
 	ne.error = 0;

@@ -422,6 +422,15 @@ static void test_vmm_argv(void **state)
 	l.root_fd = 1;
 	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "descriptor 1 is stdio's"));
+	/* a restore resumes the checkpoint's snapshot, the same devices */
+	l.root_fd = 5;
+	l.restore = "/var/lib/containers/c1/checkpoint";
+	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), 0);
+	assert_string_equal(a.argv[a.argc - 8], "--restore");
+	assert_string_equal(a.argv[a.argc - 7], "/var/lib/containers/c1/checkpoint");
+	l.restore = "checkpoint";
+	assert_int_equal(rt_plan_vmm_argv(&l, &a, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "--image-path: want an absolute path"));
 }
 
 /* netavark's interface as the VM's NIC and kiln-init's parameters. */
@@ -467,16 +476,57 @@ static void test_net(void **state)
 	rt_config_free(&cfg);
 }
 
+/* update against a VM of 512 MiB and 2 vCPUs: what reaches cpu.max,
+ * and what a running VM cannot take. */
+static void test_update(void **state)
+{
+	const struct rt_sizing boot = { .mem_mib = 512, .cpus = 2, .cpu_period = 100000 };
+	struct rt_resources r = { .memory_limit = -1, .cpu_quota = -1, .pids_limit = -1 };
+	char cpu[RT_CPU_MAX_LEN];
+
+	(void)state;
+	assert_int_equal(rt_plan_update(&boot, &r, "max 100000", cpu, &e), 0); /* nothing */
+	r.cpu_quota = 150000;
+	r.cpu_quota_given = true;
+	assert_int_equal(rt_plan_update(&boot, &r, "max 100000", cpu, &e), 1);
+	assert_string_equal(cpu, "150000"); /* the kernel keeps the period */
+	r.cpu_period = 50000;
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 1);
+	assert_string_equal(cpu, "150000 50000");
+	r.cpu_quota = -1; /* named unlimited */
+	assert_int_equal(rt_plan_update(&boot, &r, "150000 50000", cpu, &e), 1);
+	assert_string_equal(cpu, "max 50000");
+	r.cpu_quota_given = false; /* a period alone keeps the quota there is */
+	r.cpu_period = 200000;
+	assert_int_equal(rt_plan_update(&boot, &r, "150000 50000", cpu, &e), 1);
+	assert_string_equal(cpu, "150000 200000");
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 1);
+	assert_string_equal(cpu, "max 200000");
+	r.cpu_period = 0;
+	r.memory_limit = 512LL << 20; /* the RAM itself, or more: taken */
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 0);
+	r.memory_limit = (511LL << 20) + 1; /* rounds up to 512 MiB */
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 0);
+	r.memory_limit = 511LL << 20;
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "below the VM's RAM (512 MiB"));
+	r.memory_limit = -1;
+	r.cpuset_cpus = "0-1";
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "2 vCPUs are fixed at boot"));
+	r.cpuset_cpus = NULL;
+	r.pids_limit = 100;
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -ENOSYS);
+	assert_non_null(strstr(e.msg, "pids.limit is applied in the guest"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),
-		cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),
-		cmocka_unit_test(test_podman_mounts),
-		cmocka_unit_test(test_build_refusals),
-		cmocka_unit_test(test_vmm_argv),
-		cmocka_unit_test(test_net),
+		cmocka_unit_test(test_sizing),         cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),     cmocka_unit_test(test_podman_mounts),
+		cmocka_unit_test(test_build_refusals), cmocka_unit_test(test_update),
+		cmocka_unit_test(test_vmm_argv),       cmocka_unit_test(test_net),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,6 +1,7 @@
 #include "vmm/snapshot/snapshot_io.h"
 
 #include "lib/base/fd_io.h"
+#include "lib/base/file_copy.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -310,22 +311,6 @@ int snap_dir_commit(int parentfd, const char *name, int dirfd, struct err *e)
 	return 0;
 }
 
-/* Bytes data .. hole of in to the same offsets of out. 0 or -errno. */
-static int copy_extent(int in, int out, off_t data, off_t hole)
-{
-	for (off_t off = data; off < hole;) {
-		off_t o = off;
-		ssize_t n = copy_file_range(in, &o, out, &o, (size_t)(hole - off), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n == 0 ? -EIO : -errno;
-		off += n;
-	}
-	return 0;
-}
-
 int snap_copy_over(int in, int out)
 {
 	struct stat st;
@@ -350,38 +335,9 @@ int snap_copy_over(int in, int out)
 			break;
 		if ((hole = lseek(in, data, SEEK_HOLE)) < 0)
 			return -errno;
-		if ((r = copy_extent(in, out, data, hole)))
+		if ((r = file_copy_extent(in, out, data, hole)))
 			return r;
 		off = hole;
 	}
 	return ftruncate(out, st.st_size) < 0 || fsync(out) < 0 ? -errno : 0;
-}
-
-int snap_copy_data(int in, int out, uint64_t *bytes)
-{
-	struct stat st;
-	off_t off = 0;
-
-	if (fstat(in, &st) < 0)
-		return -errno;
-	if (bytes)
-		*bytes = (uint64_t)st.st_blocks * 512;
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
-	if (ftruncate(out, st.st_size) < 0)
-		return -errno;
-	while (off < st.st_size) {
-		off_t data = lseek(in, off, SEEK_DATA), hole;
-		int r;
-
-		if (data < 0)
-			return errno == ENXIO ? 0 : -errno; /* ENXIO: only a hole is left */
-		hole = lseek(in, data, SEEK_HOLE);
-		if (hole < 0)
-			return -errno;
-		if ((r = copy_extent(in, out, data, hole)))
-			return r;
-		off = hole;
-	}
-	return 0;
 }

@@ -72,13 +72,7 @@ int snap_read_file(int dirfd, const char *name, size_t cap, uint8_t **buf, size_
  * here; a negative fd is returned as it is, its message already set). */
 int snap_read_fd(int fd, const char *name, size_t cap, uint8_t **buf, size_t *len, struct err *e);
 
-/*
- * Copy the whole regular file `in` into `out` (empty, open for writing):
- * a reflink when the filesystem can, else its data extents only, so holes
- * stay holes. *bytes (may be NULL) is what `in` takes on disk. Neither
- * fd is closed. Returns 0 or -errno.
- */
-int snap_copy_data(int in, int out, uint64_t *bytes);
+/* A whole file's copy, holes kept: lib/base/file_copy.h, file_copy_sparse. */
 
 /*
  * Make `out` (open for writing) a copy of the regular file `in`, in place:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "lib/base/file_copy.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/le.h"
 #include "vmm/snapshot/page_bits.h"
@@ -689,7 +690,7 @@ int snap_layer_merge(int parentfd, int childfd, struct snap_merge_result *res, s
 		r = tmp;
 		goto out;
 	}
-	r = snap_copy_data(pmem, tmp, NULL);
+	r = file_copy_sparse(pmem, tmp, NULL);
 	if (r)
 		r = err_set(e, -r, "snapshot memory: copying the parent's: %s", strerror(-r));
 	if (!r)

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/base/file_copy.h"
 #include "lib/base/mono.h"
 #include "vmm/snapshot/vm_snapshot.h"
 #include "vmm/snapshot/snapshot_io.h"
@@ -244,7 +245,7 @@ static int load_devices(struct vm *vm, const struct snap_view *s, struct err *e)
 /* ---- disk overlays ---- */
 
 /* Copy the open file IN (named SRC in messages; closed here) into
- * DIRFD/NAME (through NAME.tmp), holes kept (snap_copy_data). */
+ * DIRFD/NAME (through NAME.tmp), holes kept (file_copy_sparse). */
 static int copy_file(int in, const char *src, int dirfd, const char *name, uint64_t *bytes,
 		     struct err *e)
 {
@@ -254,7 +255,7 @@ static int copy_file(int in, const char *src, int dirfd, const char *name, uint6
 		close(in);
 		return out;
 	}
-	r = snap_copy_data(in, out, bytes);
+	r = file_copy_sparse(in, out, bytes);
 	close(in);
 	if (r) {
 		snap_tmp_abort(dirfd, name, out);

@@ -15,6 +15,7 @@
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/images/templates.h"
+#include "lib/base/file_copy.h"
 #include "lib/base/json.h"
 #include "vmm/snapshot/snapshot_io.h"
 
@@ -717,7 +718,7 @@ static int copy_template_disk(const struct sandbox *from, const char *ovl, struc
 		close(in);
 		return r;
 	}
-	r = snap_copy_data(in, out, NULL);
+	r = file_copy_sparse(in, out, NULL);
 	if (r)
 		err_set(e, -r, "copying %s/vm/%s to %s: %s", from->dir, TEMPLATE_DISK_FILE, ovl,
 			strerror(-r));
