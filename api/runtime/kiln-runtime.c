@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "api/runtime/rt_command.h"
+#include "api/runtime/rt_trace.h"
 #include "lib/base/version.h"
 
 typedef int command_fn(const struct rt_ctx *x, struct err *e);
@@ -66,6 +67,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rt_command_log_open(&x);
+	rt_trace("%s %s: begins", c.verb_name, c.id ? c.id : "");
 	for (size_t i = 0; i < c.nignored; i++) {
 		char msg[128];
 
@@ -75,7 +77,9 @@ int main(int argc, char **argv)
 	}
 	if (run(&x, &e) < 0) {
 		rt_command_report(&x, RT_LOG_ERROR, e.msg);
+		rt_trace("%s: failed", c.verb_name);
 		return 1;
 	}
+	rt_trace("%s: ends", c.verb_name);
 	return status;
 }

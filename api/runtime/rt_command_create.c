@@ -19,6 +19,7 @@
 #include "api/runtime/rt_rootfs.h"
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_proto.h"
+#include "api/runtime/rt_trace.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/proc_stat.h"
 
@@ -158,6 +159,7 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
 	if (!r)
 		r = rt_rootfs_mountpoints(rootfs, &cfg, e);
+	rt_trace("create: prepared");
 	if (!r) {
 		static struct rt_shim_args a; /* pid_file: a path, too big for the stack */
 

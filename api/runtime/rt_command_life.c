@@ -19,6 +19,7 @@
 #include "lib/base/fd_io.h"
 #include "api/runtime/rt_shim.h"
 #include "api/runtime/rt_shim_sock.h"
+#include "api/runtime/rt_trace.h"
 #include "lib/cgroup/cgroup_file.h"
 #include "vmm/control/control_client.h"
 
@@ -103,6 +104,7 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 			    c->id, rt_status_name(st));
 	if (!r)
 		r = kill_container(&rec, e); /* a stopped one's VM may outlive its shim */
+	rt_trace("delete: killed");
 	if (!r && rec.tap[0])
 		rt_net_sweep(rec.netns, rec.tap); /* a killed shim's TAP */
 	if (!r)
@@ -117,6 +119,7 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 		r = rt_dir_remove(rootfd, c->id, e);
 	if (!r && rec.id_range)
 		r = rt_ids_free(rootfd, rec.id_range, c->id, e);
+	rt_trace("delete: removed");
 	if (!r)
 		run_poststop(x, &rec);
 	rt_command_close(rootfd, dirfd, lockfd, &rec);

@@ -29,6 +29,7 @@
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
+#include "api/runtime/rt_trace.h"
 #include "lib/base/fd_close.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/fd_relay.h"
@@ -251,6 +252,8 @@ static int vm_start(struct shim *s, struct err *e)
 	};
 	if (!r)
 		r = rt_plan_vmm_argv(&l, argv, e);
+	if (!r && getenv(RT_TRACE_ENV) && argv->argc < RT_ARGV_MAX) /* its milestones, at its end */
+		argv->argv[argv->argc++] = "--boot-timeline";
 	if (!r)
 		r = vm_log_open(s, &logw, e);
 	if (!r) {
@@ -458,9 +461,11 @@ static int shim_setup(struct shim *s, struct err *e)
 	struct timespec now;
 	int gpid, r;
 
+	rt_trace("shim: begins");
 	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
 	    (r = rt_cgroup_enter(a->rec, e)) < 0 || (r = vm_start(s, e)) < 0)
 		return r;
+	rt_trace("shim: kiln-vmm started");
 	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
 	if (r == -ECHILD) {
 		s->vmm_reaped = true;
@@ -474,19 +479,24 @@ static int shim_setup(struct shim *s, struct err *e)
 	}
 	if (r < 0)
 		return r;
+	rt_trace("shim: agent ready");
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,
 				    &ae) < 0)
 		return agent_fail(&ae, "setting the guest's clock", e);
+	rt_trace("shim: clock synced");
 	/* a restored guest has its container, running: the streams the
 	 * snapshot's restore reset are connected again below */
 	if (!a->restore && agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
+	rt_trace("shim: ctr_create done");
 	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
 	if (r < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
 		return r;
+	rt_trace("shim: stdio connected");
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
 		return agent_fail(&ae, "waiting for the container", e);
+	rt_trace("shim: wait begun");
 	a->rec->status = a->restore ? RT_STATUS_RUNNING : RT_STATUS_CREATED;
 	if (a->restore_cid) /* its exec shims and a later checkpoint address it so */
 		snprintf(a->rec->cid, sizeof(a->rec->cid), "%s", a->restore_cid);
@@ -498,6 +508,7 @@ static int shim_setup(struct shim *s, struct err *e)
 		return err_set(e, ESRCH, "reading the shim's and kiln-vmm's start times");
 	if ((r = rt_dir_write_state(a->dirfd, a->rec, e)) < 0)
 		return r;
+	rt_trace("shim: state written");
 	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
 }
 
@@ -614,6 +625,7 @@ static void on_request(struct shim *s)
 			msg = memcpy(buf, ae.msg, sizeof(buf));
 		else
 			s->started = true;
+		rt_trace("shim: ctr_start done");
 		break;
 	case RT_SHIM_KILL:
 		msg = do_kill(s, &q, buf, sizeof(buf));
@@ -633,6 +645,7 @@ static void on_wait(struct shim *s)
 	struct agent_client_ctr_exit ex;
 	struct agent_client_err ae;
 
+	rt_trace("shim: exit line");
 	if (agent_client_ctr_wait_end(s->wait, LOOP_AGENT_MS, &ex, &ae) == 0 && !s->ended) {
 		s->ended = true;
 		s->x = (struct rt_exit){ .exit_code = ex.exit_code, .signo = ex.signal };
@@ -739,6 +752,33 @@ static __attribute__((noreturn)) void end_as(const struct rt_exit *x)
 	_exit(128 + end.value);
 }
 
+/* Traced: the VM powered off rather than killed, so kiln-vmm prints its
+ * boot timeline (kiln-vmm start to agent ready) into vmm.log, copied to
+ * the trace. Only the traced run pays for the shutdown. */
+static void trace_vm_timeline(struct shim *s)
+{
+	struct agent_client_err ae;
+	char buf[4096], *line, *save = NULL;
+	ssize_t n;
+	int fd;
+
+	if (!getenv(RT_TRACE_ENV) || s->vmm_pid <= 0 || s->vmm_reaped ||
+	    agent_client_shutdown(&s->ac, 0, &ae) < 0)
+		return;
+	for (int i = 0; i < 1000 && !rt_vmm_gone(s->vmm_pid, s->vmm_end, sizeof(s->vmm_end)); i++)
+		usleep(10000);
+	s->vmm_reaped = true;
+	while (capped_log_pump(&s->vlog))
+		;
+	fd = openat(s->a->dirfd, RT_VMM_LOG, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	if (fd >= 0)
+		close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		rt_trace("kiln-vmm: %s", line);
+}
+
 static void shim_end(struct shim *s)
 {
 	/* The agent sent the output whole before its exit line: what is
@@ -756,9 +796,12 @@ static void shim_end(struct shim *s)
 		if (after == before)
 			break;
 	}
+	rt_trace("shim: output drained");
 	if (!s->exec)
 		record_exit(s); /* the container's end, not an exec's */
+	trace_vm_timeline(s);
 	vmm_stop(s);
+	rt_trace("shim: kiln-vmm reaped");
 	rt_net_close(&s->net);
 	for (int i = 0; i < 4 && capped_log_pump(&s->vlog); i++)
 		;
@@ -815,6 +858,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 		_exit(1);
 	}
 	close(a->ready_fd);
+	rt_trace("shim: ready");
 	s.ac.timeout_ms = LOOP_AGENT_MS;
 	shim_loop(&s);
 	shim_end(&s);
