@@ -531,6 +531,7 @@ int agent_sc_op_parse(const char *name);
 struct agent_ctr_create {
 	const char *cid;
 	const char *root_share;
+	const char *root_source; /* beneath the share (a pod's container), NULL: the share itself */
 	bool root_readonly;
 	struct agent_ctr_mount *mounts;
 	size_t nmounts;

@@ -216,9 +216,31 @@ static enum agent_code get_share(struct parse *p, const char *key, bool required
 	return AGENT_OK;
 }
 
+/* A path beneath a share: relative, without "..", bounded. */
+static enum agent_code get_source(struct parse *p, bool required, const char **out)
+{
+	enum agent_code c = agent_field_string(p, "source", required,
+					       "a path relative to the share", out);
+	size_t n;
+
+	if (c || !*out)
+		return c;
+	n = strlen(*out);
+	if (n > AGENT_PATH_MAX)
+		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
+				     "%s: 'source' is %zu bytes; paths are at most %d bytes",
+				     p->name, n, AGENT_PATH_MAX);
+	if ((*out)[0] == '/' || agent_has_dotdot(*out))
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'source' must be relative to the share, without '..', got '%.200s'",
+			p->name, *out);
+	return AGENT_OK;
+}
+
 static enum agent_code parse_rootfs(struct parse *p, struct agent_ctr_create *c)
 {
-	static const char *const fields[] = { "share", "readonly", NULL };
+	static const char *const fields[] = { "share", "source", "readonly", NULL };
 	json_t *v = json_object_get(p->obj, "rootfs");
 	char name[64];
 	struct parse sp;
@@ -227,7 +249,8 @@ static enum agent_code parse_rootfs(struct parse *p, struct agent_ctr_create *c)
 	if (!v)
 		return agent_field_missing(p, "rootfs", "an object with the root's share");
 	if ((rc = agent_sub_object(p, v, "rootfs", fields, name, sizeof(name), &sp)) ||
-	    (rc = get_share(&sp, "share", true, &c->root_share)))
+	    (rc = get_share(&sp, "share", true, &c->root_share)) ||
+	    (rc = get_source(&sp, false, &c->root_source)))
 		return rc;
 	return agent_field_bool(&sp, "readonly", false, &c->root_readonly);
 }
@@ -266,7 +289,6 @@ static enum agent_code parse_options(struct parse *p, struct agent_ctr_mount *m)
 static enum agent_code parse_bind(struct parse *p, struct agent_ctr_mount *m)
 {
 	enum agent_code c;
-	size_t n;
 
 	if (m->type != AGENT_MNT_BIND) {
 		const char *k = json_object_get(p->obj, "share") ? "share" : "source";
@@ -277,20 +299,9 @@ static enum agent_code parse_bind(struct parse *p, struct agent_ctr_mount *m)
 				     "%s: '%s' belongs to a bind; a %s mount is made in the guest",
 				     p->name, k, mount_type_names[m->type]);
 	}
-	if ((c = get_share(p, "share", true, &m->share)) ||
-	    (c = agent_field_string(p, "source", true, "a path relative to the share", &m->source)))
+	if ((c = get_share(p, "share", true, &m->share)))
 		return c;
-	n = strlen(m->source);
-	if (n > AGENT_PATH_MAX)
-		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
-				     "%s: 'source' is %zu bytes; paths are at most %d bytes",
-				     p->name, n, AGENT_PATH_MAX);
-	if (m->source[0] == '/' || agent_has_dotdot(m->source))
-		return agent_err_set(
-			p->err, AGENT_E_BAD_FIELD,
-			"%s: 'source' must be relative to the share, without '..', got '%.200s'",
-			p->name, m->source);
-	return AGENT_OK;
+	return get_source(p, true, &m->source);
 }
 
 static enum agent_code parse_mount(struct parse *p, json_t *v, size_t i, struct agent_ctr_mount *m)
@@ -676,6 +687,7 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 		agent_put(o, "cid", json_string(c->cid)) &&
 		agent_put(root, "share", json_string(c->root_share)) &&
 		agent_put(root, "readonly", json_boolean(c->root_readonly)) &&
+		(!c->root_source || agent_put(root, "source", json_string(c->root_source))) &&
 		agent_put(o, "rootfs", json_incref(root));
 
 	for (size_t i = 0; ok && i < c->nmounts; i++) {

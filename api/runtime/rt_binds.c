@@ -1,6 +1,8 @@
 /* The host side of a container's bind mounts; see rt_binds.h. */
 #include "api/runtime/rt_binds.h"
 
+#include "api/runtime/rt_dir.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -96,16 +98,15 @@ static int make_entry(int dirfd, const char *entry, bool dir)
 	return 0;
 }
 
-static int bind_one(int dirfd, const struct rt_bind *b, struct err *e)
+/* b's source bound at dirfd's entry. */
+static int bind_at(int dirfd, const char *entry, const struct rt_bind *b, struct err *e)
 {
-	char entry[64];
 	struct stat st;
 	int src, tree, r;
 
 	src = open_source(b->source, &st, e);
 	if (src < 0)
 		return src;
-	snprintf(entry, sizeof(entry), "%s/%u", group(b->readonly), b->index);
 	if (make_entry(dirfd, entry, S_ISDIR(st.st_mode)) < 0) {
 		r = err_set(e, errno, "bind mount %.200s: its mount point %s: %s", b->source, entry,
 			    strerror(errno));
@@ -122,6 +123,14 @@ static int bind_one(int dirfd, const struct rt_bind *b, struct err *e)
 			    strerror(errno));
 	close(tree);
 	return r;
+}
+
+static int bind_one(int dirfd, const struct rt_bind *b, struct err *e)
+{
+	char entry[64];
+
+	snprintf(entry, sizeof(entry), "%s/%u", group(b->readonly), b->index);
+	return bind_at(dirfd, entry, b, e);
 }
 
 int rt_binds_prepare(int dirfd, const struct rt_bind *b, size_t n, struct err *e)
@@ -171,4 +180,94 @@ int rt_binds_release(int dirfd, struct err *e)
 	int w = release_group(dirfd, group(false), r ? NULL : e);
 
 	return r ? r : w;
+}
+
+/* ---- a pod's further containers ---- */
+
+int rt_binds_pod_dir(int dirfd, struct err *e)
+{
+	if (mkdirat(dirfd, RT_POD_DIR, 0711) < 0 && errno != EEXIST)
+		return err_set(e, errno, "the state directory's %s: %s", RT_POD_DIR,
+			       strerror(errno));
+	return 0;
+}
+
+int rt_binds_member(int sandbox_dirfd, const char *id, const char *rootfs, bool readonly,
+		    const struct rt_bind *b, size_t n, struct err *e)
+{
+	const struct rt_bind root = { rootfs, readonly, true, 0 };
+	char slot[RT_ID_MAX + 8];
+	struct err ignored;
+	int fd, r;
+
+	/* a slot a killed member left is taken back first */
+	if (rt_binds_member_release(sandbox_dirfd, id, e) < 0)
+		return -EBUSY;
+	snprintf(slot, sizeof(slot), RT_POD_DIR "/%s", id);
+	if (mkdirat(sandbox_dirfd, slot, 0711) < 0)
+		return err_set(e, errno, "the pod's sandbox: its %s: %s", slot, strerror(errno));
+	fd = openat(sandbox_dirfd, slot, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return err_set(e, errno, "the pod's sandbox: its %s: %s", slot, strerror(errno));
+	r = bind_at(fd, RT_POD_ROOT, &root, e);
+	if (!r)
+		r = rt_binds_prepare(fd, b, n, e);
+	close(fd);
+	if (r < 0)
+		rt_binds_member_release(sandbox_dirfd, id, &ignored);
+	return r;
+}
+
+int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e)
+{
+	char root[RT_ID_MAX + 8 + 32];
+	int pod, fd, r;
+
+	pod = openat(sandbox_dirfd, RT_POD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pod < 0)
+		return errno == ENOENT ? 0
+				       : err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+	fd = openat(pod, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		r = errno == ENOENT
+			? 0
+			: err_set(e, errno, "%s/%s: %s", RT_POD_DIR, id, strerror(errno));
+		close(pod);
+		return r;
+	}
+	r = rt_binds_release(fd, e);
+	snprintf(root, sizeof(root), "/proc/self/fd/%d/" RT_POD_ROOT, fd);
+	if (!r && umount2(root, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL &&
+	    errno != ENOENT)
+		r = err_set(e, errno, "%s/%s/%s: unmounting: %s", RT_POD_DIR, id, RT_POD_ROOT,
+			    strerror(errno));
+	close(fd);
+	/* never enters a mount: what is still mounted stays, and says so */
+	if (!r)
+		r = rt_dir_remove(pod, id, e);
+	close(pod);
+	return r;
+}
+
+int rt_binds_pod_release(int dirfd, struct err *e)
+{
+	struct dirent *de;
+	DIR *d;
+	int pod, r = 0;
+
+	pod = openat(dirfd, RT_POD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pod < 0)
+		return errno == ENOENT ? 0
+				       : err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+	d = fdopendir(pod);
+	if (!d) {
+		close(pod);
+		return err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.' &&
+		    rt_binds_member_release(dirfd, de->d_name, r ? NULL : e) < 0)
+			r = -EBUSY;
+	closedir(d);
+	return r;
 }

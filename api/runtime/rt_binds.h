@@ -23,9 +23,8 @@
 #include <stddef.h>
 
 #include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_state.h"
 #include "lib/base/err.h"
-
-#define RT_BINDS_DIR "binds"
 
 /* Bind each of b[0..n) under dirfd's binds/; on failure what was bound
  * is released again. */
@@ -34,5 +33,21 @@ int rt_binds_prepare(int dirfd, const struct rt_bind *b, size_t n, struct err *e
 /* Detach every bind under dirfd's binds/ro and binds/rw (lazily: an
  * open file in it does not hold delete). 0, or the first -errno. */
 int rt_binds_release(int dirfd, struct err *e);
+
+/*
+ * A pod (rt_plan.h "Pods"): the sandbox's pod/ directory, made before its
+ * VM boots (rt_binds_pod_dir); a further container's slot pod/<id> in
+ * it, its rootfs bound at pod/<id>/root (read-only when asked, its
+ * submounts too) and its binds under pod/<id>/binds as above
+ * (rt_binds_member); the slot unmounted and removed again
+ * (rt_binds_member_release: nothing there is fine), or every slot of a
+ * sandbox going (rt_binds_pod_release). A release never enters a mount:
+ * what it cannot unmount stays, with an error.
+ */
+int rt_binds_pod_dir(int dirfd, struct err *e);
+int rt_binds_member(int sandbox_dirfd, const char *id, const char *rootfs, bool readonly,
+		    const struct rt_bind *b, size_t n, struct err *e);
+int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e);
+int rt_binds_pod_release(int dirfd, struct err *e);
 
 #endif

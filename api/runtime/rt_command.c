@@ -124,6 +124,16 @@ int rt_command_hold(const struct rt_cmd *c, struct rt_held *h, struct err *e)
 	return r;
 }
 
+int rt_command_own_vm(const struct rt_cmd *c, const struct rt_held *h, struct err *e)
+{
+	if (!h->rec.sandbox[0])
+		return 0;
+	return err_set(e, ENOSYS,
+		       "%s: container \"%s\" runs in the VM of its pod's sandbox \"%s\": %s the "
+		       "sandbox, which is the whole pod",
+		       c->verb_name, c->id, h->rec.sandbox, c->verb_name);
+}
+
 void rt_command_release(struct rt_held *h)
 {
 	rt_command_close(h->rootfd, h->dirfd, h->lockfd, &h->rec);
@@ -173,7 +183,14 @@ int rt_command_shim_fork(struct rt_shim_args *a, int lockfd, int rootfd, char *d
 	if (pipe2(ready, O_CLOEXEC) < 0)
 		return err_set(e, errno, "%s: pipe: %s", a->cmd->verb_name, strerror(errno));
 	a->dir = dir;
-	rt_jail_path(dir, a->jail);
+	if (a->sandbox) { /* the VM is the pod sandbox's */
+		char sbdir[RT_PATH_MAX + RT_ID_MAX + 2];
+
+		snprintf(sbdir, sizeof(sbdir), "%s/%s", rootreal, a->sandbox);
+		rt_jail_path(sbdir, a->jail);
+	} else {
+		rt_jail_path(dir, a->jail);
+	}
 	a->ready_fd = ready[1];
 	*pid = fork();
 	if (*pid < 0) {

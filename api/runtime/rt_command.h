@@ -59,6 +59,11 @@ struct rt_held {
 int rt_command_hold(const struct rt_cmd *c, struct rt_held *h, struct err *e);
 void rt_command_release(struct rt_held *h);
 
+/* What needs the container's own VM (pause, resume, checkpoint,
+ * update): -ENOSYS with e for a pod's further container, which runs in
+ * its sandbox's; 0 otherwise. */
+int rt_command_own_vm(const struct rt_cmd *c, const struct rt_held *h, struct err *e);
+
 /* --pid-file made absolute into out[RT_PATH_MAX] ("" when not given):
  * a shim leaves the working directory, runc's relative path is the
  * caller's. */

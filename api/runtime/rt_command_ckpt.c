@@ -11,6 +11,7 @@
 
 #include "api/runtime/rt_ckpt.h"
 #include "api/runtime/rt_plan.h"
+#include "api/runtime/rt_pod.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "vmm/control/control_client.h"
 
@@ -58,6 +59,15 @@ static int snapshot_source(const struct rt_state_rec *rec, struct rt_ckpt_src *f
 	return 0;
 }
 
+/* Whether the record is a pod's sandbox (whose VM other containers use). */
+static bool pod_sandbox(const struct rt_state_rec *rec)
+{
+	struct rt_pod pod;
+
+	return rt_pod_decide(rec->annotations, rec->id, &pod, NULL) == 0 &&
+		pod.role == RT_POD_SANDBOX;
+}
+
 int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
@@ -73,6 +83,13 @@ int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 	if (!r && h.st != RT_STATUS_RUNNING && h.st != RT_STATUS_PAUSED)
 		r = err_set(e, EINVAL, "container %s is not running: %s", c->id,
 			    rt_status_name(h.st));
+	if (!r)
+		r = rt_command_own_vm(c, &h, e);
+	if (!r && pod_sandbox(&h.rec))
+		r = err_set(e, ENOSYS,
+			    "checkpoint: container %s is a pod's sandbox: checkpointing a pod is "
+			    "not supported (its containers' shims would not come back)",
+			    c->id);
 	if (!r)
 		r = rt_command_jail(c, jail, e);
 	if (!r)

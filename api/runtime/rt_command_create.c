@@ -43,10 +43,9 @@ static int rootfs_path(const char *bundle, const struct rt_config *cfg, char *ou
 /* What create checks before it makes anything: runc's own refusals of
  * the flags against the config, then the config and its plan. */
 static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, struct rt_plan *plan,
-			 struct err *e)
+			 struct rt_pod *pod, struct err *e)
 {
 	struct rt_sizing size;
-	struct rt_pod pod;
 	char cg[RT_PATH_MAX];
 
 	if (cfg->process.terminal && !c->console_socket)
@@ -57,18 +56,70 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 		return err_set(e, EINVAL,
 			       "--console-socket is given but process.terminal is false: there is "
 			       "no terminal to send");
-	if (rt_pod_decide(cfg->annotations, c->id, &pod, e) < 0)
+	if (rt_pod_decide(cfg->annotations, c->id, pod, e) < 0)
 		return -EINVAL;
-	if (pod.role == RT_POD_MEMBER)
-		return err_set(e, ENOSYS,
-			       "create: container \"%s\" of pod sandbox \"%s\": running a pod's "
-			       "containers in its sandbox's VM is not supported yet",
-			       c->id, pod.sandbox);
+	if (pod->role == RT_POD_MEMBER && c->verb == RT_RESTORE)
+		return err_set(e, EINVAL,
+			       "restore: container \"%s\" is a pod's container: restore its "
+			       "pod's sandbox instead (a pod is checkpointed whole, or not at all)",
+			       c->id);
 	if (rt_plan_sizing(cfg, &size, e) < 0 ||
 	    (!c->g.cgroups_disabled &&
 	     rt_plan_cgroup(cfg, c->id, c->g.systemd_cgroup, cg, sizeof(cg), e) < 0))
 		return -EINVAL;
-	return rt_plan_build(cfg, c->id, plan, e);
+	return rt_plan_build(cfg, c->id, pod->role, plan, e);
+}
+
+/* A pod's further container: its sandbox's directory, open, once the
+ * sandbox is a live pod sandbox whose VM can take it. */
+static int pod_sandbox_open(int rootfd, const char *sid, const char *id, int *sbfd, struct err *e)
+{
+	struct rt_state_rec sb;
+	struct rt_pod role;
+	enum rt_status st;
+	int pid, r;
+
+	*sbfd = -1;
+	r = rt_dir_open(rootfd, sid, sbfd, e);
+	if (r == -ENOENT)
+		return err_set(e, ENOENT,
+			       "create: container \"%s\": its pod's sandbox \"%s\" does not exist: "
+			       "create the sandbox container first",
+			       id, sid);
+	if (!r)
+		r = rt_dir_read_state(*sbfd, sid, &sb, e);
+	if (r < 0)
+		return r;
+	st = rt_dir_status(&sb, &pid);
+	if (rt_pod_decide(sb.annotations, sid, &role, NULL) < 0 || role.role != RT_POD_SANDBOX)
+		r = err_set(e, EINVAL,
+			    "create: container \"%s\": \"%s\" is not a pod's sandbox (it was "
+			    "created without the sandbox annotation), so it has no room for it",
+			    id, sid);
+	else if (st != RT_STATUS_CREATED && st != RT_STATUS_RUNNING)
+		r = err_set(e, EINVAL,
+			    "create: container \"%s\": its pod's sandbox \"%s\" is %s: its VM "
+			    "must run",
+			    id, sid, rt_status_name(st));
+	rt_state_rec_free(&sb);
+	return r;
+}
+
+/* The container's files on the host: its binds, and a pod's directory
+ * (a sandbox) or slot in its sandbox's (a further container). */
+static int files_prepare(int dirfd, int sbfd, const char *id, const char *rootfs,
+			 const struct rt_config *cfg, const struct rt_plan *plan, struct err *e)
+{
+	int r;
+
+	if (sbfd >= 0)
+		r = rt_binds_member(sbfd, id, rootfs, cfg->root_readonly, plan->binds, plan->nbinds,
+				    e);
+	else
+		r = rt_binds_prepare(dirfd, plan->binds, plan->nbinds, e);
+	if (!r && plan->pod_share)
+		r = rt_binds_pod_dir(dirfd, e);
+	return r ? r : rt_rootfs_mountpoints(rootfs, cfg, e);
 }
 
 /* The shim forked; the record names it at once (a delete while it boots
@@ -93,7 +144,7 @@ static int shim_start(struct rt_shim_args *a, int rootfd, int lockfd, struct err
 					  : "create: the container's shim ended before the container "
 					    "was created (see vmm.log and the --log file)",
 				  e);
-	if (r < 0)
+	if (r < 0 && !a->sandbox) /* a pod's container's jail is its sandbox's */
 		rt_jail_remove(a->jail, &ignored);
 	return r;
 }
@@ -126,8 +177,9 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	struct rt_config cfg;
 	struct rt_plan plan = { 0 };
 	struct rt_state_rec rec = { .id_range = 0 };
+	struct rt_pod pod = { RT_POD_NONE, "" };
 	struct err ignored;
-	int r, rootfd = -1, dirfd = -1, lockfd = -1;
+	int r, rootfd = -1, dirfd = -1, lockfd = -1, sbfd = -1;
 
 	if (geteuid() != 0)
 		return err_set(e, EPERM,
@@ -138,27 +190,30 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 		return err_set(e, errno, "--bundle %.200s: %s", c->bundle, strerror(errno));
 	r = rt_command_read_config(bundle, &cfg, e);
 	if (!r)
-		r = create_checks(c, &cfg, &plan, e);
+		r = create_checks(c, &cfg, &plan, &pod, e);
 	if (!r)
 		r = rootfs_path(bundle, &cfg, rootfs, e);
 	if (!r)
 		r = rt_dir_open_root(c->g.root, true, &rootfd, e);
+	if (!r && pod.role == RT_POD_MEMBER)
+		r = pod_sandbox_open(rootfd, pod.sandbox, c->id, &sbfd, e);
 	if (!r)
 		r = rt_dir_make(rootfd, c->id, &dirfd, e);
 	if (!r)
 		r = rt_dir_lock(dirfd, c->id, RT_LOCK_WAIT_MS, &lockfd, e);
 	if (!r) {
 		record_init(&rec, c, bundle, rootfs, &cfg);
-		r = rt_ids_take(rootfd, c->id, RT_IDS_SLOTS, &rec.id_range, e);
+		if (sbfd >= 0) /* no VM of its own: no jail's ids */
+			snprintf(rec.sandbox, sizeof(rec.sandbox), "%s", pod.sandbox);
+		else
+			r = rt_ids_take(rootfd, c->id, RT_IDS_SLOTS, &rec.id_range, e);
 	}
 	if (!r)
 		r = rt_cgroup_make(c, &cfg, &rec, e);
 	if (!r)
 		r = rt_dir_write_state(dirfd, &rec, e);
 	if (!r)
-		r = rt_binds_prepare(dirfd, plan.binds, plan.nbinds, e);
-	if (!r)
-		r = rt_rootfs_mountpoints(rootfs, &cfg, e);
+		r = files_prepare(dirfd, sbfd, c->id, rootfs, &cfg, &plan, e);
 	rt_trace("create: prepared");
 	if (!r) {
 		static struct rt_shim_args a; /* pid_file: a path, too big for the stack */
@@ -175,7 +230,8 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 					   .restore_net = saved ? saved->net : NULL,
 					   .restore_cid = !saved   ? NULL
 						   : saved->cid[0] ? saved->cid
-								   : saved->id };
+								   : saved->id,
+					   .sandbox = sbfd >= 0 ? pod.sandbox : NULL };
 		r = shim_start(&a, rootfd, lockfd, e);
 	}
 	/* A create that fails leaves nothing behind (runc's rule: the
@@ -183,12 +239,17 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	 * directory's removal would not enter, and its cgroup. */
 	if (r && dirfd >= 0) {
 		rt_binds_release(dirfd, &ignored);
+		rt_binds_pod_release(dirfd, &ignored);
+		if (sbfd >= 0)
+			rt_binds_member_release(sbfd, c->id, &ignored);
 		rt_cgroup_remove(&rec, &ignored);
 		rt_dir_remove(rootfd, c->id, &ignored);
 		if (rec.id_range)
 			rt_ids_free(rootfd, rec.id_range, c->id, &ignored);
 	}
 	/* rec borrows cfg's annotations: only cfg frees them */
+	if (sbfd >= 0)
+		close(sbfd);
 	rt_command_close(rootfd, dirfd, lockfd, NULL);
 	rt_plan_free(&plan);
 	rt_config_free(&cfg);

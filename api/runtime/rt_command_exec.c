@@ -149,7 +149,8 @@ int rt_command_exec(const struct rt_ctx *x, struct err *e)
 					   .proc = &p,
 					   .log_fd = x->log_fd,
 					   .exec_process = rt_plan_process(&p),
-					   .restore_cid = h.rec.cid[0] ? h.rec.cid : NULL };
+					   .restore_cid = h.rec.cid[0] ? h.rec.cid : NULL,
+					   .sandbox = h.rec.sandbox[0] ? h.rec.sandbox : NULL };
 		r = a.exec_process ? exec_fork(&h, &a, &pid, e)
 				   : err_set(e, ENOMEM, "exec: out of memory");
 	}

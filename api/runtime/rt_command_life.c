@@ -86,6 +86,21 @@ static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
 	rt_config_free(&cfg);
 }
 
+/* A pod's further container: its slot in its sandbox's directory (a
+ * sandbox deleted already took it). */
+static int member_release(int rootfd, const struct rt_state_rec *rec, struct err *e)
+{
+	int sbfd, r = rt_dir_open(rootfd, rec->sandbox, &sbfd, e);
+
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	r = rt_binds_member_release(sbfd, rec->id, e);
+	close(sbfd);
+	return r;
+}
+
 int rt_command_delete(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
@@ -111,6 +126,10 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 		r = rt_cgroup_remove(&rec, e);
 	if (!r)
 		r = rt_binds_release(dirfd, e);
+	if (!r)
+		r = rt_binds_pod_release(dirfd, e); /* a sandbox's: its pod's slots */
+	if (!r && rec.sandbox[0])
+		r = member_release(rootfd, &rec, e);
 	if (!r)
 		r = rt_command_jail(c, jail, e);
 	if (!r)
@@ -291,6 +310,8 @@ int rt_command_update(const struct rt_ctx *x, struct err *e)
 	if (!r && h.st == RT_STATUS_STOPPED)
 		r = err_set(e, ESRCH, "container not running");
 	if (!r)
+		r = rt_command_own_vm(c, &h, e);
+	if (!r)
 		r = update_resources(&c->update, &res, &doc, e);
 	if (!r)
 		r = update_apply(&h, &res, e);
@@ -316,6 +337,8 @@ static int pause_resume(const struct rt_ctx *x, bool pause, struct err *e)
 	else if (!r && !pause && h.st != RT_STATUS_PAUSED)
 		r = err_set(e, EINVAL, "container %s is not paused: %s", c->id,
 			    rt_status_name(h.st));
+	if (!r)
+		r = rt_command_own_vm(c, &h, e);
 	/* beneath the state directory's descriptor: a long --root never
 	 * meets sun_path's limit */
 	if (!r)

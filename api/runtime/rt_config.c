@@ -1,5 +1,7 @@
 /* A bundle's config.json and exec's process.json; see rt_config.h. */
 #include "api/runtime/rt_config.h"
+
+#include "api/runtime/rt_pod.h"
 #include "api/runtime/rt_config_read.h"
 
 #include <errno.h>
@@ -461,6 +463,16 @@ static int ns_type(const char *s, const char *w, enum rt_ns_type *t, struct err 
 	return err_set(e, EINVAL, "config.json: %s.type \"%.32s\" is not a namespace type", w, s);
 }
 
+/* Whether the config is a pod's further container (rt_pod.h; its
+ * annotations' refusals are create's to say). */
+static bool pod_member(const struct rt_config *c)
+{
+	struct rt_pod pod;
+
+	return rt_pod_decide(json_object_get(c->doc, "annotations"), "", &pod, NULL) == 0 &&
+		pod.role == RT_POD_MEMBER;
+}
+
 static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct err *e)
 {
 	char w[WHERE_MAX];
@@ -481,9 +493,10 @@ static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct
 	if (path && cfg_absolute(path, w, e) < 0)
 		return -EINVAL;
 	/* A network namespace made by the engine's network (netavark, CNI,
-	 * libnetwork) is where the VM's TAP goes. Another container's
-	 * namespace is a pod: not yet. */
-	if (path && t != RT_NS_NETWORK)
+	 * libnetwork) is where the VM's TAP goes. A pod's further container
+	 * names its sandbox's namespaces: it runs in the sandbox's VM and
+	 * shares its network (rt_pod.h); nothing else is joined. */
+	if (path && t != RT_NS_NETWORK && !pod_member(c))
 		return err_set(e, EINVAL,
 			       "config.json: %s: joining the %s namespace at %.100s is not "
 			       "supported yet (a pod's containers sharing one VM); give no path",

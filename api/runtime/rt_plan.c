@@ -401,7 +401,7 @@ static int add_bind(struct rt_plan *p, const struct rt_mount *m, size_t i, json_
 {
 	unsigned idx = 0;
 	bool recursive = false;
-	char src[16];
+	char src[RT_CID_MAX + 32];
 
 	if (p->nbinds >= RT_BINDS_MAX)
 		return err_set(e, EINVAL, "config.json: more than %d bind mounts", RT_BINDS_MAX);
@@ -417,10 +417,15 @@ static int add_bind(struct rt_plan *p, const struct rt_mount *m, size_t i, json_
 	p->binds[p->nbinds++] = (struct rt_bind){ m->source, m->readonly, recursive, idx };
 	p->has_ro_binds |= m->readonly;
 	p->has_rw_binds |= !m->readonly;
-	snprintf(src, sizeof(src), "%u", idx);
+	if (p->member)
+		snprintf(src, sizeof(src), "%s/" RT_BINDS_DIR "/%s/%u", p->member,
+			 m->readonly ? "ro" : "rw", idx);
+	else
+		snprintf(src, sizeof(src), "%u", idx);
 	if (json_object_set_new(mj, "share",
-				json_string(m->readonly ? RT_SHARE_BINDS_RO : RT_SHARE_BINDS_RW)) <
-		    0 ||
+				json_string(p->member             ? RT_SHARE_POD
+						    : m->readonly ? RT_SHARE_BINDS_RO
+								  : RT_SHARE_BINDS_RW)) < 0 ||
 	    json_object_set_new(mj, "source", json_string(src)) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
 	return 0;
@@ -534,9 +539,24 @@ static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err
 		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RO ":/run/kiln/binds/ro:ro");
 	if (p->has_rw_binds)
 		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RW ":/run/kiln/binds/rw");
+	if (p->pod_share)
+		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_POD ":/run/kiln/pod");
 	if (c->hostname && *c->hostname)
 		cmdline_add(p->cmdline, cap, &n, " kiln.hostname=%s", c->hostname);
 	return n < cap ? 0 : err_set(e, E2BIG, "the kernel command line is too long");
+}
+
+/* A pod's container: its root is <id>/root in the pod's share. */
+static int pod_root(struct rt_plan *p, bool readonly, struct err *e)
+{
+	char src[RT_CID_MAX + 8];
+
+	snprintf(src, sizeof(src), "%s/" RT_POD_ROOT, p->member);
+	if (json_object_set_new(p->ctr_create, "rootfs",
+				json_pack("{s:s,s:s,s:b}", "share", RT_SHARE_POD, "source", src,
+					  "readonly", readonly)) < 0)
+		return err_set(e, ENOMEM, "out of memory building ctr_create");
+	return 0;
 }
 
 static int plan_request(const struct rt_config *c, const char *id, struct rt_plan *p, struct err *e)
@@ -555,6 +575,8 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 				  "mounts", mounts, "process", proc);
 	if (!p->ctr_create)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
+	if (p->member && pod_root(p, c->root_readonly, e) < 0)
+		return -ENOMEM;
 	if (c->hostname && *c->hostname &&
 	    json_object_set_new(p->ctr_create, "hostname", json_string(c->hostname)) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
@@ -570,9 +592,12 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 	return 0;
 }
 
-int rt_plan_build(const struct rt_config *c, const char *id, struct rt_plan *p, struct err *e)
+int rt_plan_build(const struct rt_config *c, const char *id, enum rt_pod_role pod,
+		  struct rt_plan *p, struct err *e)
 {
 	memset(p, 0, sizeof(*p));
+	p->pod_share = pod == RT_POD_SANDBOX;
+	p->member = pod == RT_POD_MEMBER ? id : NULL;
 	if (strlen(id) > RT_CID_MAX)
 		return err_set(e, EINVAL,
 			       "container ID of %zu bytes: kiln-runtime takes at most %d (the guest's "
@@ -700,6 +725,7 @@ int rt_plan_vmm_argv(const struct rt_vmm_launch *l, struct rt_argv *a, struct er
 	    share_arg(a, l->root_fd, RT_SHARE_ROOT, l->root_readonly, e) < 0 ||
 	    share_arg(a, l->bro_fd, RT_SHARE_BINDS_RO, true, e) < 0 ||
 	    share_arg(a, l->brw_fd, RT_SHARE_BINDS_RW, false, e) < 0 ||
+	    share_arg(a, l->pod_fd, RT_SHARE_POD, false, e) < 0 ||
 	    (l->net && (arg(a, e, "--net") < 0 || arg(a, e, "%s", l->net) < 0)) ||
 	    (l->restore && (arg(a, e, "--restore") < 0 || arg(a, e, "%s", l->restore) < 0)) ||
 	    arg(a, e, "--jail") < 0 || arg(a, e, "%s", l->jail_dir) < 0 || arg(a, e, "--uid") < 0 ||

@@ -16,6 +16,13 @@
  * parent directory: Podman's userdata directory also holds config.json
  * and the pid file), and those two directories are the shares "bro"
  * (read-only) and "brw", so a bind costs no device of its own.
+ *
+ * Pods (rt_pod.h): a pod's sandbox VM also has the share "pod", its
+ * state directory's pod/, empty at boot (virtio-mmio has no hotplug).
+ * Each further container of the pod gets pod/<id>/root (its rootfs bound
+ * there on the host) and pod/<id>/binds/{ro,rw}/<n> (its binds), which
+ * the running VM then sees through that share: its ctr_create names
+ * them there. A read-only one is a read-only mount on the host.
  */
 #ifndef KILN_RT_PLAN_H
 #define KILN_RT_PLAN_H
@@ -28,6 +35,7 @@
 
 #include "api/runtime/nl_parse.h"
 #include "api/runtime/rt_config.h"
+#include "api/runtime/rt_pod.h"
 #include "lib/base/err.h"
 
 #define RT_RAM_DEFAULT_MIB 512 /* no memory limit and no io.kiln.memory */
@@ -51,6 +59,10 @@
 #define RT_SHARE_ROOT "r"
 #define RT_SHARE_BINDS_RO "bro"
 #define RT_SHARE_BINDS_RW "brw"
+#define RT_SHARE_POD "pod"
+#define RT_POD_DIR "pod"     /* in a pod sandbox's state directory */
+#define RT_POD_ROOT "root"   /* pod/<id>/root: a member's rootfs */
+#define RT_BINDS_DIR "binds" /* the binds in a state directory (rt_binds) */
 
 /* The VM's size and the host's limits on it. */
 struct rt_sizing {
@@ -110,12 +122,15 @@ struct rt_plan {
 	struct rt_bind binds[RT_BINDS_MAX];
 	size_t nbinds;
 	bool has_ro_binds, has_rw_binds;
+	bool pod_share;     /* a pod's sandbox: its VM has the share "pod" */
+	const char *member; /* a pod's further container: its ID (the build's), else NULL */
 	char cmdline[RT_CMDLINE_MAX]; /* kiln-vmm --cmdline */
 };
 
 /* ctr_create, the binds and the kernel command line for container id
- * (its cid in the guest). rt_plan_free releases plan. */
-int rt_plan_build(const struct rt_config *c, const char *id, struct rt_plan *plan, struct err *e);
+ * (its cid in the guest) in its pod role. rt_plan_free releases plan. */
+int rt_plan_build(const struct rt_config *c, const char *id, enum rt_pod_role pod,
+		  struct rt_plan *plan, struct err *e);
 
 void rt_plan_free(struct rt_plan *plan);
 
@@ -143,7 +158,7 @@ struct rt_vmm_launch {
 	const char *vsock, *control; /* in jail_dir */
 	const char *jail_dir;
 	uint32_t jail_id;
-	int root_fd, bro_fd, brw_fd; /* -1: no such share */
+	int root_fd, bro_fd, brw_fd, pod_fd; /* -1: no such share */
 	bool root_readonly;
 	const struct rt_sizing *size;
 	const char *cmdline;

@@ -50,6 +50,9 @@
 /* The pumps, the container's output first (drained at the end alone):
  * stdout, stderr, stdin; with a terminal, its output and its input. */
 #define NPUMPS 3
+/* kiln-vmm's shares: the rootfs, the read-only and the writable binds,
+ * a pod sandbox's pod/ */
+#define NSHARES 4
 /* restore: how long a stream may still be held by its reset connection */
 #define RESTORE_STREAM_MS 10000
 
@@ -58,6 +61,8 @@ struct shim {
 	struct agent_client ac;
 	const char *cid;
 	uint32_t exec; /* 0: the container's shim; else an exec shim's process */
+	bool member;   /* a pod's further container: the sandbox's VM, ctr_delete at the end */
+	bool made;     /* member: ctr_create was answered */
 	int vmm_pid;
 	bool vmm_reaped;
 	char vmm_end[64];
@@ -68,7 +73,7 @@ struct shim {
 	uint8_t buf[NPUMPS][PUMP_BUF];
 	size_t npump, nout; /* pumps in use; the first nout are output */
 	int tty;            /* the host pty's slave (with a terminal), -1: none */
-	int shares[3];
+	int shares[NSHARES];
 	struct rt_net net; /* the container's network namespace and its TAP */
 	bool started;
 	bool killed;      /* kill 9 went to the VM itself */
@@ -113,21 +118,22 @@ static int signals_take(struct shim *s, struct err *e)
 	return 0;
 }
 
-/* The rootfs and the two bind directories, opened without following a
- * link, as kiln-vmm's shares. */
+/* The rootfs, the two bind directories and a pod sandbox's pod/,
+ * opened without following a link, as kiln-vmm's shares. */
 static int shares_open(struct shim *s, struct err *e)
 {
+	static const char *const sub[NSHARES] = { NULL, RT_BINDS_DIR "/ro", RT_BINDS_DIR "/rw",
+						  RT_POD_DIR };
 	const struct rt_shim_args *a = s->a;
+	const bool want[NSHARES] = { true, a->plan->has_ro_binds, a->plan->has_rw_binds,
+				     a->plan->pod_share };
 	char path[RT_PATH_MAX];
 	int r = share_open(a->rec->rootfs, NULL, 0, &s->shares[0], e);
 
-	for (int i = 1; !r && i < 3; i++) {
-		bool want = i == 1 ? a->plan->has_ro_binds : a->plan->has_rw_binds;
-
-		if (!want)
+	for (int i = 1; !r && i < NSHARES; i++) {
+		if (!want[i])
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/binds/%s", a->dir,
-				     i == 1 ? "ro" : "rw") >= sizeof(path))
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", a->dir, sub[i]) >= sizeof(path))
 			return err_set(e, ENAMETOOLONG,
 				       "the container's directory path is too long");
 		r = share_open(path, NULL, 0, &s->shares[i], e);
@@ -140,7 +146,7 @@ static int vm_paths(struct shim *s, char *jail, char *vsock, char *control, stru
 {
 	int r;
 
-	if (!s->exec && (r = rt_jail_make(s->a->jail, e)) < 0)
+	if (!s->exec && !s->member && (r = rt_jail_make(s->a->jail, e)) < 0)
 		return r;
 	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s", s->a->jail) >= RT_PATH_MAX ||
 	    (size_t)snprintf(vsock, RT_PATH_MAX, "%s/vsock", jail) >= RT_PATH_MAX ||
@@ -244,6 +250,7 @@ static int vm_start(struct shim *s, struct err *e)
 		.root_fd = s->shares[0],
 		.bro_fd = s->shares[1],
 		.brw_fd = s->shares[2],
+		.pod_fd = s->shares[3],
 		.root_readonly = a->cfg->root_readonly,
 		.size = &size,
 		.cmdline = cmdline,
@@ -257,7 +264,7 @@ static int vm_start(struct shim *s, struct err *e)
 	if (!r)
 		r = vm_log_open(s, &logw, e);
 	if (!r) {
-		struct rt_vmm_spawn sp = { argv->argv, logw, s->shares, 3 };
+		struct rt_vmm_spawn sp = { argv->argv, logw, s->shares, NSHARES };
 
 		r = rt_vmm_spawn(&sp, &s->vmm_pid, e);
 	}
@@ -266,7 +273,7 @@ static int vm_start(struct shim *s, struct err *e)
 	if (logw >= 0)
 		close(logw);
 	free(argv);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NSHARES; i++)
 		if (s->shares[i] >= 0) {
 			close(s->shares[i]);
 			s->shares[i] = -1;
@@ -452,18 +459,15 @@ static int exec_setup(struct shim *s, struct err *e)
 	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
 }
 
-/* Everything create waits for; the pid file last (containerd takes the
- * create as done once it exists). */
-static int shim_setup(struct shim *s, struct err *e)
+/* The container's own VM: kiln-vmm started, its agent answering, the
+ * guest's clock set. */
+static int vm_boot(struct shim *s, struct err *e)
 {
-	const struct rt_shim_args *a = s->a;
 	struct agent_client_err ae;
 	struct timespec now;
-	int gpid, r;
+	int r = vm_start(s, e);
 
-	rt_trace("shim: begins");
-	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
-	    (r = rt_cgroup_enter(a->rec, e)) < 0 || (r = vm_start(s, e)) < 0)
+	if (r < 0)
 		return r;
 	rt_trace("shim: kiln-vmm started");
 	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
@@ -485,10 +489,37 @@ static int shim_setup(struct shim *s, struct err *e)
 				    &ae) < 0)
 		return agent_fail(&ae, "setting the guest's clock", e);
 	rt_trace("shim: clock synced");
+	return 0;
+}
+
+/* A pod's further container: the sandbox's agent (its VM runs). */
+static int member_paths(struct shim *s, struct err *e)
+{
+	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
+
+	return vm_paths(s, jail, vsock, control, e);
+}
+
+/* Everything create waits for; the pid file last (containerd takes the
+ * create as done once it exists). */
+static int shim_setup(struct shim *s, struct err *e)
+{
+	const struct rt_shim_args *a = s->a;
+	struct agent_client_err ae;
+	int gpid, r;
+
+	rt_trace("shim: begins");
+	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
+	    (r = rt_cgroup_enter(a->rec, e)) < 0)
+		return r;
+	r = s->member ? member_paths(s, e) : vm_boot(s, e);
+	if (r < 0)
+		return r;
 	/* a restored guest has its container, running: the streams the
 	 * snapshot's restore reset are connected again below */
 	if (!a->restore && agent_client_ctr_create(&s->ac, a->plan->ctr_create, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
+	s->made = s->member;
 	rt_trace("shim: ctr_create done");
 	r = a->proc->terminal ? tty_connect(s, e) : stdio_connect(s, e);
 	if (r < 0 || (r = rt_shim_sock_listen(a->dirfd, &s->lfd, e)) < 0)
@@ -504,7 +535,7 @@ static int shim_setup(struct shim *s, struct err *e)
 	a->rec->shim.pid = getpid();
 	a->rec->vmm.pid = s->vmm_pid;
 	if (proc_start_time(a->rec->shim.pid, &a->rec->shim.start) < 0 ||
-	    proc_start_time(s->vmm_pid, &a->rec->vmm.start) < 0)
+	    (s->vmm_pid > 0 && proc_start_time(s->vmm_pid, &a->rec->vmm.start) < 0))
 		return err_set(e, ESRCH, "reading the shim's and kiln-vmm's start times");
 	if ((r = rt_dir_write_state(a->dirfd, a->rec, e)) < 0)
 		return r;
@@ -590,7 +621,7 @@ static const char *do_kill(struct shim *s, const struct rt_shim_req *q, char *ms
 	}
 	if (ae.fail == AGENT_FAIL_AGENT && ae.code == AGENT_E_INVALID_STATE)
 		return "container not running";
-	if (q->signo == SIGKILL) {
+	if (q->signo == SIGKILL && s->vmm_pid > 0) {
 		/* The agent did not take it: the VM goes, and the container with it
 		 * (SIGCHLD then ends the loop as killed). */
 		s->killed = true;
@@ -651,6 +682,10 @@ static void on_wait(struct shim *s)
 		s->x = (struct rt_exit){ .exit_code = ex.exit_code, .signo = ex.signal };
 	} else if (!s->ended) {
 		shim_log(s, RT_LOG_WARNING, ae.msg);
+		if (s->vmm_pid <= 0) { /* the VM it runs in (not its own) is gone */
+			s->ended = true;
+			s->x = (struct rt_exit){ .exit_code = -1, .vm_crashed = true };
+		}
 	}
 	agent_client_ctr_wait_close(s->wait);
 	s->wait = NULL;
@@ -779,6 +814,17 @@ static void trace_vm_timeline(struct shim *s)
 		rt_trace("kiln-vmm: %s", line);
 }
 
+/* A pod's further container is forgotten by the guest (its cid free
+ * again, its root's dentries dropped); the sandbox's VM runs on. */
+static void member_forget(struct shim *s)
+{
+	struct agent_client_err ae;
+
+	if (s->made && agent_client_ctr_delete(&s->ac, s->cid, &ae) < 0)
+		shim_log(s, RT_LOG_WARNING, ae.msg);
+	s->made = false;
+}
+
 static void shim_end(struct shim *s)
 {
 	/* The agent sent the output whole before its exit line: what is
@@ -799,6 +845,7 @@ static void shim_end(struct shim *s)
 	rt_trace("shim: output drained");
 	if (!s->exec)
 		record_exit(s); /* the container's end, not an exec's */
+	member_forget(s);
 	trace_vm_timeline(s);
 	vmm_stop(s);
 	rt_trace("shim: kiln-vmm reaped");
@@ -833,17 +880,21 @@ void rt_shim_main(const struct rt_shim_args *a)
 			   .tty = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
 	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < NSHARES; i++)
 		s.shares[i] = -1;
 	shim_detach(a);
 	if (a->exec_process) {
 		/* no VM of its own: nothing to reap or kill, no record */
 		s.exec = (uint32_t)getpid();
 		s.vmm_reaped = true;
+	} else if (a->sandbox) {
+		s.member = true; /* the sandbox's VM: not its to reap or kill */
+		s.vmm_reaped = true;
 	}
 	if ((a->exec_process ? exec_setup(&s, &e) : shim_setup(&s, &e)) < 0) {
 		n = rt_shim_reply_encode(e.msg, line);
 		(void)!fd_io_write_all(a->ready_fd, line, n);
+		member_forget(&s);
 		vmm_stop(&s);
 		rt_net_close(&s.net);
 		capped_log_pump(&s.vlog);
@@ -853,6 +904,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 	if (fd_io_write_all(a->ready_fd, line, n) < 0) {
 		/* create is gone (the engine killed it): it told the engine
 		 * the create failed, so nothing may run on */
+		member_forget(&s);
 		vmm_stop(&s);
 		rt_net_close(&s.net);
 		_exit(1);

@@ -65,6 +65,9 @@ struct rt_shim_args {
 	 * container's ID in the guest when it is not cmd's (a restored one's,
 	 * also for its exec shims) */
 	const char *restore, *restore_net, *restore_cid;
+	/* a pod's further container (its shim and its exec shims): the
+	 * sandbox's ID, whose VM it runs in; NULL: its own VM */
+	const char *sandbox;
 };
 
 /*
@@ -76,6 +79,15 @@ struct rt_shim_args {
  * signals it gets and ends as the process did. A SIGKILL to the exec
  * shim cannot be forwarded: the process then runs on until the
  * container ends.
+ */
+
+/*
+ * A pod's further container's shim (sandbox set, no exec_process): the
+ * container's shim without a VM of its own. It connects to the
+ * sandbox's agent, sends ctr_create (the root and binds in the pod's
+ * share), serves shim.sock and the stdio as above, and when the process
+ * ended sends ctr_delete so the guest forgets it. A sandbox VM that
+ * ends first ends it as a crash (exit 255).
  */
 
 /* The shim; exits (as the container did, or 1 when create failed). */

@@ -54,12 +54,13 @@ static json_t *proc_json(const struct rt_proc_id *p)
 
 int rt_state_encode(const struct rt_state_rec *r, char **out, struct err *e)
 {
-	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:s,s:s,s:s}",
-			      "kiln_state", RT_STATE_VERSION, "id", r->id, "cid", r->cid, "bundle",
-			      r->bundle, "rootfs", r->rootfs, "created", r->created, "status",
-			      rt_status_name(r->status), "shim", proc_json(&r->shim), "vmm",
-			      proc_json(&r->vmm), "id_range", (json_int_t)r->id_range, "cgroup",
-			      r->cgroup, "netns", r->netns, "tap", r->tap, "net", r->net);
+	json_t *j = json_pack("{s:i,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:s,s:s,s:s}",
+			      "kiln_state", RT_STATE_VERSION, "id", r->id, "cid", r->cid, "sandbox",
+			      r->sandbox, "bundle", r->bundle, "rootfs", r->rootfs, "created",
+			      r->created, "status", rt_status_name(r->status), "shim",
+			      proc_json(&r->shim), "vmm", proc_json(&r->vmm), "id_range",
+			      (json_int_t)r->id_range, "cgroup", r->cgroup, "netns", r->netns,
+			      "tap", r->tap, "net", r->net);
 
 	if (j && r->annotations && json_object_set(j, "annotations", r->annotations) < 0) {
 		json_decref(j);
@@ -164,10 +165,10 @@ static int read_status(const json_t *j, enum rt_status *st, struct err *e)
 
 static int read_rec(json_t *j, struct rt_state_rec *r, struct err *e)
 {
-	static const char *const keys[] = { "kiln_state", "id",       "cid",         "bundle",
-					    "rootfs",     "created",  "status",      "shim",
-					    "vmm",        "id_range", "cgroup",      "netns",
-					    "tap",        "net",      "annotations", NULL };
+	static const char *const keys[] = { "kiln_state",  "id",      "cid",    "sandbox", "bundle",
+					    "rootfs",      "created", "status", "shim",    "vmm",
+					    "id_range",    "cgroup",  "netns",  "tap",     "net",
+					    "annotations", NULL };
 	struct json_field_fail f;
 	uint64_t ver, range;
 
@@ -189,9 +190,11 @@ static int read_rec(json_t *j, struct rt_state_rec *r, struct err *e)
 	    copy_string(j, "netns", false, r->netns, sizeof(r->netns), e) < 0 ||
 	    copy_string(j, "tap", false, r->tap, sizeof(r->tap), e) < 0 ||
 	    copy_string(j, "cid", false, r->cid, sizeof(r->cid), e) < 0 ||
+	    copy_string(j, "sandbox", false, r->sandbox, sizeof(r->sandbox), e) < 0 ||
 	    copy_string(j, "net", false, r->net, sizeof(r->net), e) < 0)
 		return -EINVAL;
 	if (rt_id_check(r->id, e) < 0 || (r->cid[0] && rt_id_check(r->cid, e) < 0) ||
+	    (r->sandbox[0] && rt_id_check(r->sandbox, e) < 0) ||
 	    read_status(j, &r->status, e) < 0 || read_proc(j, "shim", &r->shim, e) < 0 ||
 	    read_proc(j, "vmm", &r->vmm, e) < 0)
 		return -EINVAL;

@@ -50,20 +50,22 @@ struct rt_proc_id {
 /* state.json: what later commands need to find the container's parts. */
 struct rt_state_rec {
 	char id[RT_ID_MAX + 1];
-	char cid[RT_ID_MAX + 1];  /* the container's ID in the guest: a restored one's at
+	char cid[RT_ID_MAX + 1];     /* the container's ID in the guest: a restored one's at
 				   * its checkpoint; "" the same as id */
-	char bundle[RT_PATH_MAX]; /* absolute */
-	char rootfs[RT_PATH_MAX]; /* absolute */
-	char created[40];         /* RFC 3339 with nanoseconds, UTC (rt_log_time) */
-	enum rt_status status;    /* as last recorded: creating, created, running, paused */
-	struct rt_proc_id shim;   /* the pid file's process */
-	struct rt_proc_id vmm;    /* kiln-vmm, the shim's child */
-	uint32_t id_range;        /* first host id of the container's range, 0: none yet */
-	char cgroup[RT_PATH_MAX]; /* the host cgroup directory made, "" none */
-	char netns[RT_PATH_MAX];  /* the network namespace joined, "" none */
-	char tap[16];             /* the TAP made in it (IFNAMSIZ), "" none */
-	char net[128];            /* kiln-vmm's --net value (RT_NET_OPT_MAX), "" none */
-	json_t *annotations;      /* an object of strings, owned; NULL: none */
+	char sandbox[RT_ID_MAX + 1]; /* a pod's further container: its sandbox's ID (whose VM
+				      * it runs in); "" a VM of its own */
+	char bundle[RT_PATH_MAX];    /* absolute */
+	char rootfs[RT_PATH_MAX];    /* absolute */
+	char created[40];            /* RFC 3339 with nanoseconds, UTC (rt_log_time) */
+	enum rt_status status;       /* as last recorded: creating, created, running, paused */
+	struct rt_proc_id shim;      /* the pid file's process */
+	struct rt_proc_id vmm;       /* kiln-vmm, the shim's child */
+	uint32_t id_range;           /* first host id of the container's range, 0: none yet */
+	char cgroup[RT_PATH_MAX];    /* the host cgroup directory made, "" none */
+	char netns[RT_PATH_MAX];     /* the network namespace joined, "" none */
+	char tap[16];                /* the TAP made in it (IFNAMSIZ), "" none */
+	char net[128];               /* kiln-vmm's --net value (RT_NET_OPT_MAX), "" none */
+	json_t *annotations;         /* an object of strings, owned; NULL: none */
 };
 
 /*

@@ -262,6 +262,19 @@ static void cgroup_remove(const struct agent_ctrs *t, const char *cid)
 	}
 }
 
+/* A pod's container is gone: the guest forgets the dentries nothing
+ * uses, so the VMM's FUSE server closes what it held of that container's
+ * root (the host can then release its rootfs whole). Best effort. */
+static void drop_dentries(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)!write(fd, "2", 1);
+		close(fd);
+	}
+}
+
 /* Take k out of the table (no reference left) and free it, its execs
  * reaped first (KILLed: they may outlive an init that never started). */
 static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
@@ -289,6 +302,8 @@ static void ctr_free(struct agent_ctrs *t, struct ctr *k, bool cgroup_made)
 	oci_seccomp_free(&k->seccomp);
 	if (cgroup_made)
 		cgroup_remove(t, k->cid);
+	if (k->beneath)
+		drop_dentries();
 	free(k);
 }
 
@@ -673,7 +688,8 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 	free(mi);
 	if (r < 0 || compile_seccomp(k, c, err) < 0)
 		return -1;
-	k->root = open(plan->step[0].src, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	k->root = open(plan->step[0].share, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	k->beneath = c->root_source && c->root_source[0];
 	if (k->root < 0)
 		return setup_error(err, "opening the root share");
 	if (cgroup_open(k, err) < 0)

@@ -76,8 +76,9 @@ struct ctr {
 	char cid[AGENT_CID_MAX + 1];
 	struct agent_ctrs *tab;
 	bool deleting;
-	int cgroup; /* its guest cgroup directory */
-	int root;   /* the root share, for syncfs */
+	int cgroup;   /* its guest cgroup directory */
+	int root;     /* the root share, for syncfs */
+	bool beneath; /* its root is a directory beneath the share (a pod's container) */
 	struct ctr_proc init;
 	struct ctr_proc *exec[AGENT_CTR_EXECS_MAX]; /* the others, by slot */
 	unsigned refs;                              /* connections using any of its execs */

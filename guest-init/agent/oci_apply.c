@@ -115,13 +115,32 @@ static int make_in_root(struct apply *a, const char *rel, bool file)
 
 static int do_root(struct apply *a, const struct oci_step *s)
 {
-	/* Bound on itself: the container's own mount of the share, which
-	 * pivot_root needs (a mount point) and which nothing outside this
-	 * namespace sees. */
-	if (mount(s->src, s->src, NULL, MS_BIND, NULL) < 0)
+	int share, src, tree;
+
+	/* The root (the share, or a directory beneath it reached without a
+	 * link: a pod's container) bound on itself: the container's own
+	 * mount, which pivot_root needs (a mount point) and which nothing
+	 * outside this namespace sees. The clone's descriptor, once
+	 * attached, is that mount's root. */
+	share = open(s->share, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (share < 0)
 		return -1;
-	a->root = open(s->src, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	return a->root < 0 ? -1 : 0;
+	src = openat2_(share, s->src, O_PATH | O_DIRECTORY | O_CLOEXEC,
+		       RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+	close(share);
+	if (src < 0)
+		return -1;
+	tree = (int)syscall(SYS_open_tree, src, "",
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree >= 0 &&
+	    syscall(SYS_move_mount, tree, "", src, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+		close(tree);
+		tree = -1;
+	}
+	close(src);
+	a->root = tree;
+	return tree < 0 ? -1 : 0;
 }
 
 static int do_mount(struct apply *a, const struct oci_step *s)

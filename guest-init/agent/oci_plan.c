@@ -305,9 +305,10 @@ int oci_plan_build(struct oci_plan *p, const struct agent_ctr_create *c, const c
 	if (!p->step)
 		return no_memory(&b);
 	s = add(&b, OCI_ROOT, "", SIZE_MAX);
-	s->src = share_point(&b, c->root_share, "rootfs");
-	if (!s->src)
+	s->share = share_point(&b, c->root_share, "rootfs");
+	if (!s->share)
 		goto fail;
+	s->src = c->root_source && c->root_source[0] ? c->root_source : ".";
 	for (size_t i = 0; i < c->nmounts; i++)
 		if (add_mount(&b, i, &devices) < 0)
 			goto fail;
@@ -342,7 +343,8 @@ void oci_step_describe(const struct oci_plan *p, const struct agent_ctr_create *
 	}
 	switch (s->op) {
 	case OCI_ROOT:
-		snprintf(buf, bufsz, "binding the root share '%s' (%s)", c->root_share, s->src);
+		snprintf(buf, bufsz, "binding the root share '%s' (%s/%.200s)", c->root_share,
+			 s->share, s->src);
 		break;
 	case OCI_MOUNT:
 		snprintf(buf, bufsz, "mounting %s on /%.200s (mounts[%zu])", s->fstype, s->dst,

@@ -43,13 +43,13 @@ enum oci_op {
 
 struct oci_step {
 	enum oci_op op;
-	const char *dst;     /* relative to the container's root; "" is the root */
-	const char *src;     /* OCI_ROOT: a guest path; OCI_BIND: relative to share ("" = it) */
-	const char *share;   /* OCI_BIND: the share's mount point in the guest */
-	const char *fstype;  /* OCI_MOUNT */
-	const char *data;    /* OCI_MOUNT: the filesystem's options, or NULL */
-	unsigned long flags; /* OCI_MOUNT: MS_ flags */
-	bool recursive;      /* OCI_BIND: rbind */
+	const char *dst;             /* relative to the container's root; "" is the root */
+	const char *src;             /* relative to share ("." = it) */
+	const char *share;           /* OCI_ROOT, OCI_BIND: the share's mount point in the guest */
+	const char *fstype;          /* OCI_MOUNT */
+	const char *data;            /* OCI_MOUNT: the filesystem's options, or NULL */
+	unsigned long flags;         /* OCI_MOUNT: MS_ flags */
+	bool recursive;              /* OCI_BIND: rbind */
 	uint64_t attr_set, attr_clr; /* OCI_BIND: mount_setattr's */
 	size_t mount;                /* the request's mount this step makes (for messages) */
 };

@@ -132,13 +132,13 @@ static void check_plan(const struct rt_config *c)
 	for (int systemd = 0; systemd < 2; systemd++)
 		if (rt_plan_cgroup(c, "c1", systemd, cg, sizeof(cg), &e) == 0)
 			check_cgroup(cg);
-	struct rt_pod pod;
+	struct rt_pod pod = { RT_POD_NONE, "" };
 	if (rt_pod_decide(c->annotations, "c1", &pod, &e) == 0)
 		FUZZ_ASSERT(pod.role == RT_POD_NONE ||
 			    (pod.role == RT_POD_SANDBOX && !strcmp(pod.sandbox, "c1")) ||
 			    (pod.role == RT_POD_MEMBER && strcmp(pod.sandbox, "c1") &&
 			     rt_id_check(pod.sandbox, NULL) == 0));
-	if (rt_plan_build(c, "c1", &plan, &e) == 0) {
+	if (rt_plan_build(c, "c1", pod.role, &plan, &e) == 0) {
 		FUZZ_ASSERT(!strpbrk(plan.cmdline, "\"'\n\r\t"));
 		FUZZ_ASSERT(json_array_size(json_object_get(plan.ctr_create, "mounts")) ==
 			    c->nmounts);

@@ -197,6 +197,10 @@ static void test_create_top_level_refused(void **state)
 	       AGENT_E_MISSING_FIELD, "'rootfs'");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":\"r\",\"process\":{\"args\":[\"a\"]}}",
 	       AGENT_E_BAD_FIELD, "'rootfs' must be an object");
+	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\",\"source\":\"a/../b\"},\"process\":{\"args\":[\"a\"]}}",
+	       AGENT_E_BAD_FIELD, "'source' must be relative to the share");
+	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\",\"source\":\"/b\"},\"process\":{\"args\":[\"a\"]}}",
+	       AGENT_E_BAD_FIELD, "'source' must be relative to the share");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\",\"path\":\"x\"},\"process\":{\"args\":[\"a\"]}}",
 	       AGENT_E_UNKNOWN_FIELD, "ctr_create rootfs: unknown field 'path'");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{},\"process\":{\"args\":[\"a\"]}}",
@@ -466,6 +470,7 @@ static void test_encode_roundtrip(void **state)
 	struct agent_ctr_create in = {
 		.cid = "ctr-1",
 		.root_share = "r",
+		.root_source = "pod-c/root",
 		.root_readonly = true,
 		.mounts = mounts,
 		.nmounts = 2,
@@ -510,6 +515,7 @@ static void test_encode_roundtrip(void **state)
 	assert_int_equal(agent_msg_parse(o, AGENT_CTX_REQUEST, &m, &err), AGENT_OK);
 	json_decref(o);
 	assert_string_equal(c->cid, "ctr-1");
+	assert_string_equal(c->root_source, "pod-c/root");
 	assert_true(c->root_readonly);
 	assert_int_equal(c->nmounts, 2);
 	assert_null(c->mounts[0].options);

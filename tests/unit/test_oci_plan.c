@@ -109,7 +109,8 @@ static void test_plan_podman(void **state)
 	assert_int_equal(p.n, 11);
 	s = p.step;
 	assert_int_equal(s[0].op, OCI_ROOT);
-	assert_string_equal(s[0].src, "/run/kiln/r");
+	assert_string_equal(s[0].share, "/run/kiln/r");
+	assert_string_equal(s[0].src, ".");
 	assert_string_equal(s[0].dst, "");
 
 	assert_int_equal(s[1].op, OCI_MOUNT);
@@ -157,7 +158,7 @@ static void test_plan_podman(void **state)
 	oci_step_describe(&p, &m.u.ctr_create, 7, what, sizeof(what));
 	assert_string_equal(what, "binding '.' of share 'b' on /etc/hosts (mounts[6])");
 	oci_step_describe(&p, &m.u.ctr_create, 0, what, sizeof(what));
-	assert_string_equal(what, "binding the root share 'r' (/run/kiln/r)");
+	assert_string_equal(what, "binding the root share 'r' (/run/kiln/r/.)");
 	oci_step_describe(&p, &m.u.ctr_create, 99, what, sizeof(what));
 	assert_string_equal(what, "step 99");
 	oci_plan_free(&p);
@@ -183,6 +184,29 @@ static void test_plan_minimal(void **state)
 	assert_int_equal(p.step[1].op, OCI_MOUNT);
 	assert_int_equal(p.step[2].op, OCI_MOUNT);
 	assert_int_equal(p.step[3].op, OCI_PIVOT);
+	oci_plan_free(&p);
+	agent_msg_free(&m);
+}
+
+/* A pod's container: its root a directory beneath the pod's share. */
+static void test_plan_root_beneath(void **state)
+{
+	struct agent_msg m = parse_ok(
+		"{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\","
+		"\"source\":\"c2/root\",\"readonly\":true},\"process\":{\"args\":[\"sh\"]}}");
+	struct agent_err err;
+	struct oci_plan p;
+	char what[256];
+
+	(void)state;
+	assert_int_equal(oci_plan_build(&p, &m.u.ctr_create, mountinfo, &err), 0);
+	assert_int_equal(p.n, 3);
+	assert_int_equal(p.step[0].op, OCI_ROOT);
+	assert_string_equal(p.step[0].share, "/run/kiln/r");
+	assert_string_equal(p.step[0].src, "c2/root");
+	assert_int_equal(p.step[2].op, OCI_READONLY);
+	oci_step_describe(&p, &m.u.ctr_create, 0, what, sizeof(what));
+	assert_string_equal(what, "binding the root share 'r' (/run/kiln/r/c2/root)");
 	oci_plan_free(&p);
 	agent_msg_free(&m);
 }
@@ -281,10 +305,15 @@ static void test_join(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_share_find),   cmocka_unit_test(test_root_fstype),
-		cmocka_unit_test(test_plan_podman),  cmocka_unit_test(test_plan_minimal),
-		cmocka_unit_test(test_plan_refused), cmocka_unit_test(test_path_next),
-		cmocka_unit_test(test_env_path),     cmocka_unit_test(test_join),
+		cmocka_unit_test(test_share_find),
+		cmocka_unit_test(test_root_fstype),
+		cmocka_unit_test(test_plan_podman),
+		cmocka_unit_test(test_plan_minimal),
+		cmocka_unit_test(test_plan_root_beneath),
+		cmocka_unit_test(test_plan_refused),
+		cmocka_unit_test(test_path_next),
+		cmocka_unit_test(test_env_path),
+		cmocka_unit_test(test_join),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -188,20 +188,25 @@ static void test_cgroup(void **state)
 
 static struct rt_plan plan;
 
-static void built(const char *doc, const char *id)
+static void built_as(const char *doc, const char *id, enum rt_pod_role role)
 {
 	load(doc);
 	rt_plan_free(&plan);
 	memset(&e, 0, sizeof(e));
-	if (rt_plan_build(&cfg, id, &plan, &e) != 0)
+	if (rt_plan_build(&cfg, id, role, &plan, &e) != 0)
 		fail_msg("plan refused: %s", e.msg);
+}
+
+static void built(const char *doc, const char *id)
+{
+	built_as(doc, id, RT_POD_NONE);
 }
 
 static void build_refused(const char *doc, const char *id, const char *want)
 {
 	load(doc);
 	rt_plan_free(&plan);
-	assert_int_equal(rt_plan_build(&cfg, id, &plan, &e), -EINVAL);
+	assert_int_equal(rt_plan_build(&cfg, id, RT_POD_NONE, &plan, &e), -EINVAL);
 	if (!strstr(e.msg, want))
 		fail_msg("message \"%s\" lacks \"%s\"", e.msg, want);
 	rt_plan_free(&plan);
@@ -232,6 +237,48 @@ static void test_ctr_create(void **state)
 	assert_string_equal(plan.cmdline, "kiln.oci kiln.shares=r:/run/kiln/root kiln.hostname=c1");
 	assert_int_equal(plan.nbinds, 0);
 	rt_plan_free(&plan);
+}
+
+/* A pod: the sandbox's VM has the share "pod"; a further container's
+ * root and binds are its slot there (rt_plan.h "Pods"). */
+static void test_pod(void **state)
+{
+#define POD_MOUNTS                                                                         \
+	"\"mounts\":[{\"destination\":\"/etc/hosts\",\"type\":\"bind\",\"source\":\"/h\"," \
+	"\"options\":[\"rbind\",\"ro\"]},{\"destination\":\"/data\",\"type\":\"bind\","    \
+	"\"source\":\"/d\",\"options\":[\"rbind\",\"rw\"]}]}"
+	json_t *m;
+	char *s;
+
+	(void)state;
+	built_as(HEAD PROC "," POD_MOUNTS, "pod1", RT_POD_SANDBOX);
+	assert_true(plan.pod_share);
+	assert_null(plan.member);
+	assert_string_equal(plan.cmdline,
+			    "kiln.oci kiln.shares=r:/run/kiln/root,bro:/run/kiln/binds/"
+			    "ro:ro,brw:/run/kiln/binds/rw,pod:/run/kiln/pod");
+
+	built_as("{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\",\"readonly\":true}," PROC
+		 "," POD_MOUNTS,
+		 "c2", RT_POD_MEMBER);
+	assert_false(plan.pod_share);
+	assert_string_equal(plan.member, "c2");
+	s = json_dumps(json_object_get(plan.ctr_create, "rootfs"),
+		       JSON_COMPACT | JSON_PRESERVE_ORDER);
+	assert_string_equal(s, "{\"share\":\"pod\",\"source\":\"c2/root\",\"readonly\":true}");
+	free(s);
+	m = json_object_get(plan.ctr_create, "mounts");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "share")),
+			    "pod");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "source")),
+			    "c2/binds/ro/0");
+	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 1), "source")),
+			    "c2/binds/rw/0");
+	assert_int_equal(plan.nbinds, 2);
+	assert_true(plan.binds[0].readonly);
+	assert_string_equal(plan.binds[1].source, "/d");
+	rt_plan_free(&plan);
+#undef POD_MOUNTS
 }
 
 /* The privileges and the confinement reach ctr_create and ctr_exec in
@@ -407,6 +454,7 @@ static void test_vmm_argv(void **state)
 		.root_fd = 5,
 		.bro_fd = -1,
 		.brw_fd = 7,
+		.pod_fd = -1,
 		.root_readonly = true,
 		.size = &s,
 		.cmdline = "kiln.oci kiln.shares=r:/run/kiln/root:ro,brw:/run/kiln/binds/rw",
@@ -570,10 +618,15 @@ static void test_update(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),        cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),    cmocka_unit_test(test_ctr_create_privileges),
-		cmocka_unit_test(test_podman_mounts), cmocka_unit_test(test_build_refusals),
-		cmocka_unit_test(test_update),        cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_sizing),
+		cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),
+		cmocka_unit_test(test_pod),
+		cmocka_unit_test(test_ctr_create_privileges),
+		cmocka_unit_test(test_podman_mounts),
+		cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_update),
+		cmocka_unit_test(test_vmm_argv),
 		cmocka_unit_test(test_net),
 	};
 
