@@ -428,6 +428,14 @@ int kiln_vm_firewall_set(kiln_vm *vm, const char *json, size_t len, size_t *cut)
 	return 0;
 }
 
+int kiln_vm_share_graft(kiln_vm *vm, const char *tag, const char *name, int fd)
+{
+	struct err e = { { 0 } };
+	int r = vm_share_graft(vm->vm, tag, name, fd, &e);
+
+	return r < 0 ? vm_fail(vm, r, &e) : 0;
+}
+
 int kiln_vm_firewall_get(kiln_vm *vm, char **json)
 {
 	struct err e = { { 0 } };

@@ -186,9 +186,12 @@ int rt_binds_release(int dirfd, struct err *e)
 
 int rt_binds_pod_dir(int dirfd, struct err *e)
 {
-	if (mkdirat(dirfd, RT_POD_DIR, 0711) < 0 && errno != EEXIST)
-		return err_set(e, errno, "the state directory's %s: %s", RT_POD_DIR,
-			       strerror(errno));
+	static const char *const dirs[] = { RT_POD_DIR, RT_POD_SLOTS };
+
+	for (size_t i = 0; i < 2; i++)
+		if (mkdirat(dirfd, dirs[i], 0711) < 0 && errno != EEXIST)
+			return err_set(e, errno, "the state directory's %s: %s", dirs[i],
+				       strerror(errno));
 	return 0;
 }
 
@@ -196,14 +199,14 @@ int rt_binds_member(int sandbox_dirfd, const char *id, const char *rootfs, bool 
 		    const struct rt_bind *b, size_t n, struct err *e)
 {
 	const struct rt_bind root = { rootfs, readonly, true, 0 };
-	char slot[RT_ID_MAX + 8];
+	char slot[RT_ID_MAX + 16];
 	struct err ignored;
 	int fd, r;
 
 	/* a slot a killed member left is taken back first */
 	if (rt_binds_member_release(sandbox_dirfd, id, e) < 0)
 		return -EBUSY;
-	snprintf(slot, sizeof(slot), RT_POD_DIR "/%s", id);
+	snprintf(slot, sizeof(slot), RT_POD_SLOTS "/%s", id);
 	if (mkdirat(sandbox_dirfd, slot, 0711) < 0)
 		return err_set(e, errno, "the pod's sandbox: its %s: %s", slot, strerror(errno));
 	fd = openat(sandbox_dirfd, slot, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -231,7 +234,7 @@ int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e)
 	if (fd < 0) {
 		r = errno == ENOENT
 			? 0
-			: err_set(e, errno, "%s/%s: %s", RT_POD_DIR, id, strerror(errno));
+			: err_set(e, errno, "%s/%s: %s", RT_POD_SLOTS, id, strerror(errno));
 		close(pod);
 		return r;
 	}
@@ -239,7 +242,7 @@ int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e)
 	snprintf(root, sizeof(root), "/proc/self/fd/%d/" RT_POD_ROOT, fd);
 	if (!r && umount2(root, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL &&
 	    errno != ENOENT)
-		r = err_set(e, errno, "%s/%s/%s: unmounting: %s", RT_POD_DIR, id, RT_POD_ROOT,
+		r = err_set(e, errno, "%s/%s/%s: unmounting: %s", RT_POD_SLOTS, id, RT_POD_ROOT,
 			    strerror(errno));
 	close(fd);
 	/* never enters a mount: what is still mounted stays, and says so */
@@ -262,7 +265,7 @@ int rt_binds_pod_release(int dirfd, struct err *e)
 	d = fdopendir(pod);
 	if (!d) {
 		close(pod);
-		return err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+		return err_set(e, errno, "%s: %s", RT_POD_SLOTS, strerror(errno));
 	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.' &&
@@ -270,4 +273,28 @@ int rt_binds_pod_release(int dirfd, struct err *e)
 			r = -EBUSY;
 	closedir(d);
 	return r;
+}
+
+int rt_binds_member_clone(int sandbox_dirfd, const char *id, int *tree, struct err *e)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					   MOUNT_ATTR_NOEXEC };
+	char slot[RT_ID_MAX + 16];
+	int r;
+
+	snprintf(slot, sizeof(slot), RT_POD_SLOTS "/%s", id);
+	*tree = (int)syscall(SYS_open_tree, sandbox_dirfd, slot,
+			     OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE |
+				     AT_SYMLINK_NOFOLLOW);
+	if (*tree < 0)
+		return err_set(e, errno, "%s: cloning it for the pod's VM: %s", slot,
+			       strerror(errno));
+	if (syscall(SYS_mount_setattr, *tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+		    sizeof(attr)) < 0) {
+		r = err_set(e, errno, "%s: %s", slot, strerror(errno));
+		close(*tree);
+		*tree = -1;
+		return r;
+	}
+	return 0;
 }

@@ -35,18 +35,21 @@ int rt_binds_prepare(int dirfd, const struct rt_bind *b, size_t n, struct err *e
 int rt_binds_release(int dirfd, struct err *e);
 
 /*
- * A pod (rt_plan.h "Pods"): the sandbox's pod/ directory, made before its
- * VM boots (rt_binds_pod_dir); a further container's slot pod/<id> in
- * it, its rootfs bound at pod/<id>/root (read-only when asked, its
- * submounts too) and its binds under pod/<id>/binds as above
- * (rt_binds_member); the slot unmounted and removed again
- * (rt_binds_member_release: nothing there is fine), or every slot of a
- * sandbox going (rt_binds_pod_release). A release never enters a mount:
- * what it cannot unmount stays, with an error.
+ * A pod (rt_plan.h "Pods"): the sandbox's pod/ (the share, empty) and
+ * slots/ directories, made before its VM boots (rt_binds_pod_dir); a
+ * further container's slot slots/<id>, its rootfs bound at
+ * slots/<id>/root (read-only when asked, its submounts too) and its binds
+ * under slots/<id>/binds as above (rt_binds_member); the slot as a
+ * detached clone with its mounts, nosuid, nodev and noexec, for the VM's
+ * graft (rt_binds_member_clone: *tree, O_PATH); the slot unmounted and
+ * removed again (rt_binds_member_release: nothing there is fine), or
+ * every slot of a sandbox going (rt_binds_pod_release). A release never
+ * enters a mount: what it cannot unmount stays, with an error.
  */
 int rt_binds_pod_dir(int dirfd, struct err *e);
 int rt_binds_member(int sandbox_dirfd, const char *id, const char *rootfs, bool readonly,
 		    const struct rt_bind *b, size_t n, struct err *e);
+int rt_binds_member_clone(int sandbox_dirfd, const char *id, int *tree, struct err *e);
 int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e);
 int rt_binds_pod_release(int dirfd, struct err *e);
 

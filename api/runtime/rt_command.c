@@ -10,9 +10,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/text_clean.h"
+#include "vmm/control/control_client.h"
+
+/* graft and ungraft: kiln-vmm answers at once */
+#define RT_GRAFT_MS 10000
 
 void rt_command_log_open(struct rt_ctx *x)
 {
@@ -157,15 +162,48 @@ int rt_command_pid_file(const char *given, char *out, struct err *e)
 	return 0;
 }
 
-int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e)
+int rt_command_jail_of(const struct rt_cmd *c, const char *id, char *out, struct err *e)
 {
 	char root[RT_PATH_MAX], dir[RT_PATH_MAX + RT_ID_MAX + 2];
 
 	if (!realpath(c->g.root, root))
 		return err_set(e, errno, "--root %.200s: %s", c->g.root, strerror(errno));
-	snprintf(dir, sizeof(dir), "%s/%s", root, c->id);
+	snprintf(dir, sizeof(dir), "%s/%s", root, id);
 	rt_jail_path(dir, out);
 	return 0;
+}
+
+int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e)
+{
+	return rt_command_jail_of(c, c->id, out, e);
+}
+
+int rt_command_pod_graft(const struct rt_cmd *c, const char *sandbox, int sbfd, const char *id,
+			 bool graft, struct err *e)
+{
+	struct control_cmd cmd = { .op = graft ? CTL_GRAFT : CTL_UNGRAFT,
+				   .tag = RT_SHARE_POD,
+				   .name = id };
+	char jail[RT_JAIL_PATH_MAX], path[RT_JAIL_PATH_MAX + 16];
+	struct control_reply rep;
+	int tree = -1, r = rt_command_jail_of(c, sandbox, jail, e);
+
+	if (!r && graft)
+		r = rt_binds_member_clone(sbfd, id, &tree, e);
+	if (!r) {
+		snprintf(path, sizeof(path), "%s/control", jail);
+		r = control_client_run_fd(path, &cmd, tree, RT_GRAFT_MS, &rep, e);
+	}
+	if (tree >= 0)
+		close(tree);
+	if (r < 0 && graft) {
+		char inner[ERR_MSG_MAX];
+
+		memcpy(inner, e->msg, sizeof(inner));
+		err_set(e, -r, "create: container \"%s\": giving its files to its pod's VM: %s", id,
+			inner);
+	}
+	return graft ? r : 0;
 }
 
 int rt_command_shim_fork(struct rt_shim_args *a, int lockfd, int rootfd, char *dir, pid_t *pid,

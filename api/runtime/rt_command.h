@@ -73,6 +73,18 @@ int rt_command_pid_file(const char *given, char *out, struct err *e);
  * out[RT_JAIL_PATH_MAX]. */
 int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e);
 
+/* The same for another container of the root, id. */
+int rt_command_jail_of(const struct rt_cmd *c, const char *id, char *out, struct err *e);
+
+/*
+ * A pod's further container id and its sandbox's VM (rt_plan.h "Pods"):
+ * with graft, its slot in the sandbox's directory sbfd, cloned with its
+ * mounts, grafted as id into the VM's share "pod" (kiln-vmm's control
+ * socket); without, that graft dropped (a VM already gone is fine).
+ */
+int rt_command_pod_graft(const struct rt_cmd *c, const char *sandbox, int sbfd, const char *id,
+			 bool graft, struct err *e);
+
 /*
  * A shim for a (create's container shim, or an exec shim): a->dir
  * (<root>/<id>, into dir[RT_PATH_MAX]), its jail path, the absolute pid

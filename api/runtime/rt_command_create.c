@@ -107,15 +107,21 @@ static int pod_sandbox_open(int rootfd, const char *sid, const char *id, int *sb
 
 /* The container's files on the host: its binds, and a pod's directory
  * (a sandbox) or slot in its sandbox's (a further container). */
-static int files_prepare(int dirfd, int sbfd, const char *id, const char *rootfs,
-			 const struct rt_config *cfg, const struct rt_plan *plan, struct err *e)
+static int files_prepare(const struct rt_cmd *c, int dirfd, int sbfd, const char *sandbox,
+			 const char *rootfs, const struct rt_config *cfg,
+			 const struct rt_plan *plan, struct err *e)
 {
 	int r;
 
-	if (sbfd >= 0)
-		r = rt_binds_member(sbfd, id, rootfs, cfg->root_readonly, plan->binds, plan->nbinds,
-				    e);
-	else
+	if (sbfd >= 0) {
+		r = rt_binds_member(sbfd, c->id, rootfs, cfg->root_readonly, plan->binds,
+				    plan->nbinds, e);
+		if (!r && (r = rt_command_pod_graft(c, sandbox, sbfd, c->id, true, e)) < 0) {
+			struct err ignored;
+
+			rt_binds_member_release(sbfd, c->id, &ignored);
+		}
+	} else
 		r = rt_binds_prepare(dirfd, plan->binds, plan->nbinds, e);
 	if (!r && plan->pod_share)
 		r = rt_binds_pod_dir(dirfd, e);
@@ -213,7 +219,7 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	if (!r)
 		r = rt_dir_write_state(dirfd, &rec, e);
 	if (!r)
-		r = files_prepare(dirfd, sbfd, c->id, rootfs, &cfg, &plan, e);
+		r = files_prepare(c, dirfd, sbfd, pod.sandbox, rootfs, &cfg, &plan, e);
 	rt_trace("create: prepared");
 	if (!r) {
 		static struct rt_shim_args a; /* pid_file: a path, too big for the stack */
@@ -240,8 +246,10 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	if (r && dirfd >= 0) {
 		rt_binds_release(dirfd, &ignored);
 		rt_binds_pod_release(dirfd, &ignored);
-		if (sbfd >= 0)
+		if (sbfd >= 0) {
+			rt_command_pod_graft(c, pod.sandbox, sbfd, c->id, false, &ignored);
 			rt_binds_member_release(sbfd, c->id, &ignored);
+		}
 		rt_cgroup_remove(&rec, &ignored);
 		rt_dir_remove(rootfd, c->id, &ignored);
 		if (rec.id_range)

@@ -88,7 +88,8 @@ static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
 
 /* A pod's further container: its slot in its sandbox's directory (a
  * sandbox deleted already took it). */
-static int member_release(int rootfd, const struct rt_state_rec *rec, struct err *e)
+static int member_release(const struct rt_cmd *c, int rootfd, const struct rt_state_rec *rec,
+			  struct err *e)
 {
 	int sbfd, r = rt_dir_open(rootfd, rec->sandbox, &sbfd, e);
 
@@ -96,6 +97,7 @@ static int member_release(int rootfd, const struct rt_state_rec *rec, struct err
 		return 0;
 	if (r < 0)
 		return r;
+	rt_command_pod_graft(c, rec->sandbox, sbfd, rec->id, false, e);
 	r = rt_binds_member_release(sbfd, rec->id, e);
 	close(sbfd);
 	return r;
@@ -129,7 +131,7 @@ int rt_command_delete(const struct rt_ctx *x, struct err *e)
 	if (!r)
 		r = rt_binds_pod_release(dirfd, e); /* a sandbox's: its pod's slots */
 	if (!r && rec.sandbox[0])
-		r = member_release(rootfd, &rec, e);
+		r = member_release(c, rootfd, &rec, e);
 	if (!r)
 		r = rt_command_jail(c, jail, e);
 	if (!r)

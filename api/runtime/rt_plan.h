@@ -18,11 +18,15 @@
  * (read-only) and "brw", so a bind costs no device of its own.
  *
  * Pods (rt_pod.h): a pod's sandbox VM also has the share "pod", its
- * state directory's pod/, empty at boot (virtio-mmio has no hotplug).
- * Each further container of the pod gets pod/<id>/root (its rootfs bound
- * there on the host) and pod/<id>/binds/{ro,rw}/<n> (its binds), which
- * the running VM then sees through that share: its ctr_create names
- * them there. A read-only one is a read-only mount on the host.
+ * state directory's pod/, empty at boot (virtio-mmio has no hotplug, and
+ * kiln-vmm serves a clone of the share taken then, which later host
+ * mounts never reach). Each further container of the pod gets a slot,
+ * slots/<id>/root (its rootfs bound there on the host) and
+ * slots/<id>/binds/{ro,rw}/<n> (its binds), and the slot, cloned with its
+ * mounts, is grafted into the running VM's share as <id> (kiln-vmm's
+ * control socket, `graft pod ID`): its ctr_create names <id>/root and
+ * <id>/binds/... in the share "pod". A read-only one is a read-only mount
+ * on the host.
  */
 #ifndef KILN_RT_PLAN_H
 #define KILN_RT_PLAN_H
@@ -60,8 +64,9 @@
 #define RT_SHARE_BINDS_RO "bro"
 #define RT_SHARE_BINDS_RW "brw"
 #define RT_SHARE_POD "pod"
-#define RT_POD_DIR "pod"     /* in a pod sandbox's state directory */
-#define RT_POD_ROOT "root"   /* pod/<id>/root: a member's rootfs */
+#define RT_POD_DIR "pod"     /* in a pod sandbox's state directory: the share */
+#define RT_POD_SLOTS "slots" /* there too: each further container's slot, grafted */
+#define RT_POD_ROOT "root"   /* slots/<id>/root: a member's rootfs */
 #define RT_BINDS_DIR "binds" /* the binds in a state directory (rt_binds) */
 
 /* The VM's size and the host's limits on it. */

@@ -68,6 +68,10 @@ struct fuse_server {
 	int32_t *buckets;          /* (dev, ino) hash of the open nodes */
 	uint32_t nbuckets;         /* a power of two */
 	struct fuse_slots handles; /* of struct fs_handle */
+	struct fs_graft {          /* fuse_server_graft's: a name beneath the root */
+		char *name;        /* NULL: a free entry */
+		int fd;            /* O_PATH, the directory (a detached clone) */
+	} graft[FUSE_SERVER_MAX_GRAFTS];
 };
 
 /* One request being handled: the parsed header, the argument bytes, and
@@ -546,17 +550,35 @@ static int op_destroy(struct fuse_server *s, struct req *r)
 	return 0;
 }
 
+static struct fs_graft *graft_find(struct fuse_server *s, const char *name)
+{
+	for (size_t i = 0; i < FUSE_SERVER_MAX_GRAFTS; i++)
+		if (s->graft[i].name && strcmp(s->graft[i].name, name) == 0)
+			return &s->graft[i];
+	return NULL;
+}
+
 static int op_lookup(struct fuse_server *s, struct req *r)
 {
 	struct fuse_entry_out eo;
+	struct fs_graft *g;
 	const char *name;
-	int dirfd = node_fd(s, r->h.nodeid), err;
+	int dirfd = node_fd(s, r->h.nodeid), err, fd;
 
 	if (dirfd < 0)
 		return dirfd;
 	if ((err = take_name(r, &name)) < 0)
 		return err;
-	if ((err = lookup_name(s, dirfd, name, &eo)) < 0)
+	/* A grafted name in the root is its directory, whatever the share
+	 * holds under that name: a descriptor of our own of it. */
+	g = r->h.nodeid == FUSE_ROOT_ID ? graft_find(s, name) : NULL;
+	if (g) {
+		fd = sys_openat2(g->fd, ".", O_PATH | O_DIRECTORY, 0);
+		err = fd < 0 ? fd : entry_from_fd(s, fd, &eo);
+	} else {
+		err = lookup_name(s, dirfd, name, &eo);
+	}
+	if (err < 0)
 		return err;
 	memcpy(r->body, &eo, sizeof(eo));
 	return sizeof(eo);
@@ -1721,10 +1743,54 @@ int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, str
 	return serve_dir(out, fd, name, read_only, e);
 }
 
+int fuse_server_graft(struct fuse_server *s, const char *name, int fd)
+{
+	struct fs_graft *g;
+	struct stat st;
+	char *copy;
+
+	if (!name[0] || strlen(name) > FUSE_SERVER_GRAFT_NAME_MAX || strchr(name, '/') ||
+	    !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	g = graft_find(s, name);
+	for (size_t i = 0; !g && i < FUSE_SERVER_MAX_GRAFTS; i++)
+		if (!s->graft[i].name)
+			g = &s->graft[i];
+	if (!g)
+		return -ENOSPC;
+	if (!(copy = strdup(name)))
+		return -ENOMEM;
+	if (g->name)
+		close(g->fd);
+	free(g->name);
+	g->name = copy;
+	g->fd = fd;
+	return 0;
+}
+
+int fuse_server_ungraft(struct fuse_server *s, const char *name)
+{
+	struct fs_graft *g = graft_find(s, name);
+
+	if (!g)
+		return -ENOENT;
+	close(g->fd);
+	free(g->name);
+	g->name = NULL;
+	return 0;
+}
+
 void fuse_server_close(struct fuse_server *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < FUSE_SERVER_MAX_GRAFTS; i++)
+		if (s->graft[i].name)
+			fuse_server_ungraft(s, s->graft[i].name);
 	if (s->inodes.base) {
 		fuse_server_reset(s);
 		if (inode_at(s, 0)->slot.fd >= 0)

@@ -69,6 +69,8 @@
 #define FUSE_SERVER_MAX_REQUEST (FUSE_SERVER_MAX_WRITE + 4096u)
 #define FUSE_SERVER_MAX_REPLY (FUSE_SERVER_MAX_WRITE + 4096u)
 #define FUSE_SERVER_MAX_INODES (1u << 18)
+#define FUSE_SERVER_MAX_GRAFTS 64 /* fuse_server_graft's names */
+#define FUSE_SERVER_GRAFT_NAME_MAX 255
 #define FUSE_SERVER_MAX_HANDLES 16384u
 
 struct fuse_server;
@@ -134,6 +136,29 @@ int fuse_server_restore(struct fuse_server *s, const void *buf, size_t len, stru
 
 /* Stale nodes plus stale handles (what the last restore could not reopen). */
 unsigned fuse_server_stale(const struct fuse_server *s);
+
+/*
+ * Grafts: a directory attached beneath the share's root under a name,
+ * after the guest mounted it (kiln-runtime's pod share: each further
+ * container's rootfs and binds arrive while the VM runs, and the share is
+ * a clone taken at boot that later host mounts never reach). A LOOKUP of
+ * that name in the root is the grafted directory, whatever the share
+ * holds there; READDIR does not list it; lookups beneath it are confined
+ * as any (".." stops at the share's root in the guest; on the host the
+ * descriptor should be a detached clone, so ".." stops at its own root).
+ *
+ * fuse_server_graft takes fd (O_PATH of a directory; on success the
+ * server's, closed when replaced, ungrafted or at close) for name (one
+ * component, 1..FUSE_SERVER_GRAFT_NAME_MAX bytes, not "." or ".."), and
+ * replaces a graft of that name. 0; -EINVAL (the name), -ENOTDIR,
+ * -ENOSPC (FUSE_SERVER_MAX_GRAFTS in use), -ENOMEM: fd stays the
+ * caller's. fuse_server_ungraft drops one: 0 or -ENOENT; the guest's
+ * nodes beneath it keep their own descriptors until it forgets them.
+ * Not a session's: a reset or a restore keeps them; a snapshot saves the
+ * nodes beneath a graft stale.
+ */
+int fuse_server_graft(struct fuse_server *s, const char *name, int fd);
+int fuse_server_ungraft(struct fuse_server *s, const char *name);
 
 /* Close every fd the server holds and free it; NULL is fine. */
 void fuse_server_close(struct fuse_server *s);

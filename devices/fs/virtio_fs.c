@@ -1,6 +1,7 @@
 #include "devices/fs/virtio_fs.h"
 
 #include <endian.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <linux/fuse.h>
 #include <stdlib.h>
@@ -202,4 +203,26 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 fail:
 	fs_destroy(d);
 	return err;
+}
+
+/* The device's tag, as a string. */
+static bool tag_is(const struct virtio_fs *fs, const char *tag)
+{
+	size_t n = strlen(tag);
+
+	return n <= VIRTIO_FS_TAG_MAX && memcmp(fs->config.tag, tag, n) == 0 &&
+		(n == VIRTIO_FS_TAG_MAX || fs->config.tag[n] == '\0');
+}
+
+int virtio_fs_graft(struct virtio_dev *d, const char *tag, const char *name, int fd)
+{
+	struct virtio_fs *fs = d->priv;
+	int r;
+
+	if (d->ops != &fs_ops || !tag_is(fs, tag))
+		return -ENODEV;
+	pthread_mutex_lock(&d->lock);
+	r = fd >= 0 ? fuse_server_graft(fs->srv, name, fd) : fuse_server_ungraft(fs->srv, name);
+	pthread_mutex_unlock(&d->lock);
+	return r;
 }

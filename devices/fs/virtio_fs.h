@@ -46,4 +46,13 @@ struct virtio_fs_config {
  */
 int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out, struct err *e);
 
+/*
+ * When d is the virtio-fs device tagged tag: graft fd (an O_PATH
+ * directory, the server's on success) as name in its share's root, or
+ * with fd -1 drop that graft (fuse_server_graft, fuse_server_ungraft),
+ * under the device lock. -ENODEV when d is not that device; the
+ * server's errors otherwise. Any thread.
+ */
+int virtio_fs_graft(struct virtio_dev *d, const char *tag, const char *name, int fd);
+
 #endif

@@ -17,6 +17,7 @@
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 #include "guest-init/agent/agent.h"
 #include "guest-init/agent/agent_serve.h"
@@ -260,6 +261,23 @@ static void cgroup_remove(const struct agent_ctrs *t, const char *cid)
 
 		nanosleep(&ts, NULL);
 	}
+}
+
+/* The container's root, readable (for syncfs): beneath its share
+ * without a link, as the init binds it (a pod's share itself is not
+ * readable by the VMM's uid). */
+static int root_open(const struct oci_step *root)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+					RESOLVE_NO_MAGICLINKS };
+	int share = open(root->share, O_PATH | O_DIRECTORY | O_CLOEXEC), fd;
+
+	if (share < 0)
+		return -1;
+	fd = (int)syscall(SYS_openat2, share, root->src, &how, sizeof(how));
+	close(share);
+	return fd;
 }
 
 /* A pod's container is gone: the guest forgets the dentries nothing
@@ -688,7 +706,7 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 	free(mi);
 	if (r < 0 || compile_seccomp(k, c, err) < 0)
 		return -1;
-	k->root = open(plan->step[0].share, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	k->root = root_open(&plan->step[0]);
 	k->beneath = c->root_source && c->root_source[0];
 	if (k->root < 0)
 		return setup_error(err, "opening the root share");

@@ -233,6 +233,10 @@ static void round_trip(const struct control_cmd *cmd, const char *want)
 	}
 	if (cmd->op == CTL_FIREWALL_SET)
 		assert_string_equal(back.json, cmd->json);
+	if (cmd->op == CTL_GRAFT || cmd->op == CTL_UNGRAFT) {
+		assert_string_equal(back.tag, cmd->tag);
+		assert_string_equal(back.name, cmd->name);
+	}
 	free(line);
 }
 
@@ -259,6 +263,10 @@ static void test_requests_round_trip(void **state)
 					  .json = "{\"dns\":[\"10.0.2.3\"]}" },
 		   "firewall-set {\"dns\":[\"10.0.2.3\"]}");
 	round_trip(&(struct control_cmd){ .op = CTL_FIREWALL_GET }, "firewall-get");
+	round_trip(&(struct control_cmd){ .op = CTL_GRAFT, .tag = "pod", .name = "c1.x_2" },
+		   "graft pod c1.x_2");
+	round_trip(&(struct control_cmd){ .op = CTL_UNGRAFT, .tag = "pod", .name = "c1" },
+		   "ungraft pod c1");
 }
 
 static int request(const struct control_cmd *cmd, struct err *why)
@@ -269,6 +277,50 @@ static int request(const struct control_cmd *cmd, struct err *why)
 
 	free(line);
 	return r;
+}
+
+/* graft and ungraft: a tag and a name, one word each, never a path. */
+static void test_graft_words(void **state)
+{
+	static char name[CONTROL_NAME_MAX + 2];
+	struct control_cmd c;
+	struct err why = { { 0 } };
+
+	(void)state;
+	assert_int_equal(parse("graft pod c1", &c, &why), 0);
+	assert_int_equal(c.op, CTL_GRAFT);
+	assert_string_equal(c.tag, "pod");
+	assert_string_equal(c.name, "c1");
+	assert_int_equal(parse("ungraft pod c1", &c, &why), 0);
+	assert_int_equal(c.op, CTL_UNGRAFT);
+	assert_int_equal(parse("graft pod", &c, &why), -EINVAL);
+	assert_non_null(strstr(why.msg, "graft TAG NAME"));
+	assert_int_equal(parse("graft", &c, &why), -EINVAL);
+	assert_int_equal(parse("graft pod a/b", &c, &why), -EINVAL);
+	assert_int_equal(parse("graft pod ..", &c, &why), -EINVAL);
+	assert_int_equal(parse("graft pod a b", &c, &why), -EINVAL);
+	assert_int_equal(parse("graft p/d a", &c, &why), -EINVAL);
+	assert_int_equal(parse("ungraft 0123456789012345678901234567890123456 a", &c, &why),
+			 -EINVAL);
+	memset(name, 'n', CONTROL_NAME_MAX + 1);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_GRAFT,
+							.tag = "pod",
+							.name = name },
+				 &why),
+			 -EINVAL);
+	name[CONTROL_NAME_MAX] = '\0';
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_GRAFT,
+							.tag = "pod",
+							.name = name },
+				 &why),
+			 0);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_GRAFT, .tag = "pod" }, &why),
+			 -EINVAL);
+	assert_int_equal(request(&(struct control_cmd){ .op = CTL_UNGRAFT,
+							.tag = "pod",
+							.name = "a\nb" },
+				 &why),
+			 -EINVAL);
 }
 
 static void test_request_refusals(void **state)
@@ -593,6 +645,7 @@ int main(void)
 		cmocka_unit_test(test_object_reply),
 		cmocka_unit_test(test_requests_round_trip),
 		cmocka_unit_test(test_request_refusals),
+		cmocka_unit_test(test_graft_words),
 		cmocka_unit_test(test_replies),
 		cmocka_unit_test(test_firewall_get_both_ways),
 		cmocka_unit_test(test_control_firewall_line),

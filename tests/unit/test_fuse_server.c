@@ -602,6 +602,55 @@ static void test_dotdot_escape(void **state)
 	assert_int_equal(access(f->secret, F_OK), -1);
 }
 
+/* Grafts: a directory outside the share attached under a name in its
+ * root; it shadows what the share holds there, goes with ungraft; names and table bounds are checked; close closes it. */
+static void test_graft(void **state)
+{
+	struct fx *f = *state;
+	struct fuse_entry_out e, r;
+	char graft[128], names[512];
+	int fd;
+
+	assert_int_equal(do_init(f), 0);
+	snprintf(graft, sizeof(graft), "%s/graft", f->base);
+	assert_int_equal(mkdir(graft, 0755), 0);
+	snprintf(graft, sizeof(graft), "%s/graft/inside", f->base);
+	put_file(graft, "grafted\n");
+	snprintf(graft, sizeof(graft), "%s/graft", f->base);
+	assert_int_equal(mkdir(host_path(f, "c1"), 0700), 0); /* shadowed */
+	fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(fuse_server_graft(f->s, "..", fd), -EINVAL);
+	assert_int_equal(fuse_server_graft(f->s, "a/b", fd), -EINVAL);
+	assert_int_equal(fuse_server_graft(f->s, "", fd), -EINVAL);
+	assert_int_equal(fuse_server_graft(f->s, "c1", fd), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "c1", &e), 0);
+	assert_int_equal(lookup(f, e.nodeid, "inside", &r), 0);
+	assert_true(S_ISREG(r.attr.mode));
+	assert_int_equal(lookup(f, e.nodeid, "..", &r), -EINVAL);
+	/* a file is no graft; the fd stays the caller's */
+	fd = open(f->secret, O_PATH | O_CLOEXEC);
+	assert_int_equal(fuse_server_graft(f->s, "f", fd), -ENOTDIR);
+	close(fd);
+	forget(f, e.nodeid, 1);
+	assert_int_equal(fuse_server_ungraft(f->s, "c1"), 0);
+	assert_int_equal(fuse_server_ungraft(f->s, "c1"), -ENOENT);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "c1", &e), 0);
+	assert_int_equal(lookup(f, e.nodeid, "inside", &r), -ENOENT);
+	forget(f, e.nodeid, 1);
+	/* the table is bounded; close closes what is still grafted */
+	for (int i = 0; i < FUSE_SERVER_MAX_GRAFTS; i++) {
+		snprintf(names, sizeof(names), "g%d", i);
+		fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		assert_int_equal(fuse_server_graft(f->s, names, fd), 0);
+	}
+	fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(fuse_server_graft(f->s, "one-more", fd), -ENOSPC);
+	assert_int_equal(fuse_server_graft(f->s, "g3", fd), 0); /* replaces */
+	rmdir(host_path(f, "c1"));
+	unlink(graft);
+}
+
 /* Symlinks in the share are nodes the guest reads, never paths the host
  * follows: through a link to /etc or to "..", nothing outside is reached. */
 static void test_symlink_escape(void **state)
@@ -1319,6 +1368,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_namespace_ops, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_setattr, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_dotdot_escape, setup_rw, teardown),
+		cmocka_unit_test_setup_teardown(test_graft, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_escape, setup_rw, teardown),
 		cmocka_unit_test_setup_teardown(test_read_only, setup_ro, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_requests, setup_rw, teardown),

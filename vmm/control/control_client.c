@@ -45,9 +45,35 @@ static int deadline_wait(void *arg, int fd, short events)
  * Send line[len] (ending in its newline; modified) and read one reply line
  * of at most reply_max bytes into *reply (malloc'd, without the newline).
  */
-static int exchange(const char *sock_path, char *line, size_t len, size_t reply_max, int timeout_ms,
-		    char **reply_out, struct err *e)
+/* The line's first bytes with the descriptor (SCM_RIGHTS); how many
+ * went, or -1 with errno. */
+static ssize_t send_with_fd(int sock, const char *line, size_t len, int fd)
 {
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { (void *)line, len };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.space,
+			    .msg_controllen = sizeof(u.space) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&m);
+	ssize_t k;
+
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	while ((k = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	return k;
+}
+
+static int exchange(const char *sock_path, char *line, size_t len, int send_fd, size_t reply_max,
+		    int timeout_ms, char **reply_out, struct err *e)
+{
+	size_t sent = 0;
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char *reply;
 	int64_t deadline;
@@ -89,7 +115,16 @@ static int exchange(const char *sock_path, char *line, size_t len, size_t reply_
 	}
 	/* fd_io sets errno to what failed (ETIMEDOUT, EIO for a 0-byte
 	 * send, ...) for io_fail's message. */
-	if (fd_io_put_all(fd, line, len, FD_IO_SEND,
+	if (send_fd >= 0) {
+		ssize_t k = send_with_fd(fd, line, len, send_fd);
+
+		if (k <= 0) {
+			errno = k == 0 ? EIO : errno;
+			goto io_fail;
+		}
+		sent = (size_t)k;
+	}
+	if (fd_io_put_all(fd, line + sent, len - sent, FD_IO_SEND,
 			  &(struct fd_io_waiter){ deadline_wait, &deadline }) < 0)
 		goto io_fail;
 	for (;;) {
@@ -142,6 +177,12 @@ io_fail:
 int control_client_run(const char *sock_path, const struct control_cmd *cmd, int timeout_ms,
 		       struct control_reply *out, struct err *e)
 {
+	return control_client_run_fd(sock_path, cmd, -1, timeout_ms, out, e);
+}
+
+int control_client_run_fd(const char *sock_path, const struct control_cmd *cmd, int send_fd,
+			  int timeout_ms, struct control_reply *out, struct err *e)
+{
 	char *line, *reply;
 	size_t len;
 	int r;
@@ -150,7 +191,8 @@ int control_client_run(const char *sock_path, const struct control_cmd *cmd, int
 	r = control_request(cmd, &line, &len, e);
 	if (r)
 		return r == -EINVAL ? -EINVAL : r;
-	r = exchange(sock_path, line, len, control_reply_max(cmd->op), timeout_ms, &reply, e);
+	r = exchange(sock_path, line, len, send_fd, control_reply_max(cmd->op), timeout_ms, &reply,
+		     e);
 	free(line);
 	if (r)
 		return r == -EINVAL ? -EIO : r;

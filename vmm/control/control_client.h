@@ -1,7 +1,7 @@
 /*
  * control_client: the client side of kiln-vmm's control socket (kiln-vmm
  * --control PATH): pause, resume, status, snapshot [--compress] DIR,
- * firewall-set JSON, firewall-get. The words, the limits and the checks
+ * firewall-set JSON, firewall-get, graft and ungraft. The words, the limits and the checks
  * of both directions are the socket's one codec, control_proto.h, which
  * kiln-vmm's server uses too; this is the transport. kilnd
  * (api/kilnd/supervision/vmm_control) and kiln-runtime both call it.
@@ -31,5 +31,10 @@
 
 int control_client_run(const char *sock_path, const struct control_cmd *cmd, int timeout_ms,
 		       struct control_reply *out, struct err *e);
+
+/* The same, with send_fd (>= 0) sent along with the line (SCM_RIGHTS):
+ * graft's directory. The caller keeps its own send_fd. */
+int control_client_run_fd(const char *sock_path, const struct control_cmd *cmd, int send_fd,
+			  int timeout_ms, struct control_reply *out, struct err *e);
 
 #endif

@@ -22,11 +22,41 @@ static const char *const op_names[] = {
 	[CTL_SNAPSHOT] = "snapshot",
 	[CTL_FIREWALL_SET] = "firewall-set",
 	[CTL_FIREWALL_GET] = "firewall-get",
+	[CTL_GRAFT] = "graft",
+	[CTL_UNGRAFT] = "ungraft",
 };
 
 static int fail(struct err *e, const char *msg, const char *arg)
 {
 	return err_set(e, EINVAL, msg, arg);
+}
+
+/* A graft's TAG (1..CONTROL_TAG_MAX bytes) or NAME (1..CONTROL_NAME_MAX,
+ * not "." or ".."): one word without '/' (control characters are refused
+ * with the whole line). */
+static bool graft_word(const char *w, size_t max, bool name)
+{
+	size_t n = strlen(w);
+
+	return n && n <= max && !strpbrk(w, "/ ") &&
+		!(name && (!strcmp(w, ".") || !strcmp(w, "..")));
+}
+
+/* graft/ungraft's "TAG NAME" into out, or -EINVAL with e. */
+static int parse_graft(char *rest, struct control_cmd *out, struct err *e)
+{
+	char *sp = rest ? strchr(rest, ' ') : NULL;
+
+	if (sp)
+		*sp = 0;
+	if (!sp || !graft_word(rest, CONTROL_TAG_MAX, false) ||
+	    !graft_word(sp + 1, CONTROL_NAME_MAX, true))
+		return fail(e,
+			    "control: %s takes a share's tag and a name (graft TAG NAME, ungraft TAG NAME): one word each, no '/', the name not '.' or '..'",
+			    op_names[out->op]);
+	out->tag = rest;
+	out->name = sp + 1;
+	return 0;
 }
 
 int control_parse(char *line, struct control_cmd *out, struct err *e)
@@ -55,9 +85,13 @@ int control_parse(char *line, struct control_cmd *out, struct err *e)
 		out->op = CTL_FIREWALL_SET;
 	else if (strcmp(line, "firewall-get") == 0)
 		out->op = CTL_FIREWALL_GET;
+	else if (strcmp(line, "graft") == 0)
+		out->op = CTL_GRAFT;
+	else if (strcmp(line, "ungraft") == 0)
+		out->op = CTL_UNGRAFT;
 	else
 		return fail(e,
-			    "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get)",
+			    "control: unknown command '%.64s' (pause, resume, status, snapshot [--compress] [--base NAME] DIR, firewall-set JSON, firewall-get, graft TAG NAME, ungraft TAG NAME)",
 			    line);
 	if (out->op == CTL_FIREWALL_SET) {
 		if (!rest || !*rest)
@@ -67,6 +101,8 @@ int control_parse(char *line, struct control_cmd *out, struct err *e)
 		out->json = rest;
 		return 0;
 	}
+	if (out->op == CTL_GRAFT || out->op == CTL_UNGRAFT)
+		return parse_graft(rest, out, e);
 	if (out->op != CTL_SNAPSHOT) {
 		if (rest)
 			return fail(e, "control: '%s' takes no argument", line);
@@ -185,7 +221,8 @@ static long control_char_at(const char *s)
 }
 
 /* The argument of cmd's line after "<op> " into *arg (NULL: none), checked: 0 or -EINVAL with e. */
-static int request_arg(const struct control_cmd *cmd, const char **arg, struct err *e)
+static int request_arg(const struct control_cmd *cmd, const char **arg, char *pair, size_t pair_cap,
+		       struct err *e)
 {
 	size_t len;
 	long at;
@@ -221,12 +258,24 @@ static int request_arg(const struct control_cmd *cmd, const char **arg, struct e
 				     "kiln-vmm control: the rule set holds a control character at byte %ld",
 				     at);
 		*arg = cmd->json;
+	} else if (cmd->op == CTL_GRAFT || cmd->op == CTL_UNGRAFT) {
+		if (!cmd->tag || !cmd->name || !graft_word(cmd->tag, CONTROL_TAG_MAX, false) ||
+		    !graft_word(cmd->name, CONTROL_NAME_MAX, true) ||
+		    control_char_at(cmd->tag) >= 0 || control_char_at(cmd->name) >= 0)
+			return failf(-EINVAL, e,
+				     "kiln-vmm control: %s: tag '%.40s' and name '%.80s' must each be "
+				     "one word without '/' or a control character",
+				     op_names[cmd->op], cmd->tag ? cmd->tag : "",
+				     cmd->name ? cmd->name : "");
+		snprintf(pair, pair_cap, "%s %s", cmd->tag, cmd->name);
+		*arg = pair;
 	}
 	return 0;
 }
 
 int control_request(const struct control_cmd *cmd, char **line, size_t *len, struct err *e)
 {
+	char pair[CONTROL_TAG_MAX + CONTROL_NAME_MAX + 2];
 	const char *arg, *name, *base;
 	size_t need;
 	char *l;
@@ -236,7 +285,7 @@ int control_request(const struct control_cmd *cmd, char **line, size_t *len, str
 	*len = 0;
 	if ((unsigned)cmd->op >= sizeof(op_names) / sizeof(op_names[0]))
 		return failf(-ENOTSUP, e, "kiln-vmm control: unknown operation %d", (int)cmd->op);
-	r = request_arg(cmd, &arg, e);
+	r = request_arg(cmd, &arg, pair, sizeof(pair), e);
 	if (r)
 		return r;
 	name = op_names[cmd->op];

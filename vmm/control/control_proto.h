@@ -13,6 +13,8 @@
  *                                 "base":"NAME"|null,"dirty_pages":N}
  *   firewall-set JSON          → {"ok":true,"cut":N}
  *   firewall-get               → {"ok":true,"rules":{...},"counters":{...}}
+ *   graft TAG NAME             → {"ok":true,"state":...}   (with a descriptor: below)
+ *   ungraft TAG NAME           → {"ok":true,"state":...}
  *   anything else              → {"ok":false,"error":"<what, what to do>"}
  *
  * DIR is the rest of the line (it may hold spaces) and must be absolute.
@@ -25,6 +27,13 @@
  * rules cut. firewall-get answers net_filter_to_json() (rules, counters)
  * with the device's frame counters in counters.device; that reply line can
  * be long (up to CONTROL_REPLY_MAX).
+ * graft's line comes with one descriptor (SCM_RIGHTS, in the same
+ * sendmsg): a directory, attached as NAME in the root of the virtio-fs
+ * share tagged TAG (kiln_vm_share_graft; kiln-runtime gives a pod's
+ * further container to its sandbox's VM so). ungraft drops it. TAG is
+ * 1..CONTROL_TAG_MAX bytes, NAME 1..CONTROL_NAME_MAX, each one word
+ * without '/', NAME not "." or "..". A descriptor sent with any other
+ * line is closed unused.
  *
  * The one codec of this socket: kiln-vmm's server (vmm/kiln-vmm/control.c)
  * parses requests with control_parse() and words errors with
@@ -57,6 +66,9 @@
 #define CONTROL_REPLY_MAX (1024 * 1024)
 /* snapshot --base NAME: the longest NAME. */
 #define CONTROL_BASE_MAX 63
+/* graft TAG NAME: a virtio-fs tag (VIRTIO_FS_TAG_MAX), a path component. */
+#define CONTROL_TAG_MAX 36
+#define CONTROL_NAME_MAX 255
 
 enum control_op {
 	CTL_PAUSE,
@@ -64,7 +76,9 @@ enum control_op {
 	CTL_STATUS,
 	CTL_SNAPSHOT,
 	CTL_FIREWALL_SET,
-	CTL_FIREWALL_GET
+	CTL_FIREWALL_GET,
+	CTL_GRAFT,
+	CTL_UNGRAFT
 };
 
 struct control_cmd {
@@ -73,6 +87,8 @@ struct control_cmd {
 	const char *dir;  /* snapshot: points into the parsed line */
 	const char *base; /* snapshot --base: the same; NULL when not given */
 	const char *json; /* firewall-set: the rule set, points into the parsed line */
+	const char *tag;  /* graft, ungraft: the share's tag, the same */
+	const char *name; /* graft, ungraft: the name in its root, the same */
 };
 
 /*

@@ -763,3 +763,19 @@ void vm_destroy(struct vm *vm)
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
 }
+
+int vm_share_graft(struct vm *vm, const char *tag, const char *name, int fd, struct err *e)
+{
+	for (int i = 0; i < vm->nvirtio; i++) {
+		int r = virtio_fs_graft(vm->virtio[i].dev, tag, name, fd);
+
+		if (r == -ENODEV)
+			continue;
+		if (r < 0)
+			return err_set(e, -r, "share %s: %s %s: %s", tag,
+				       fd >= 0 ? "grafting" : "dropping the graft", name,
+				       strerror(-r));
+		return 0;
+	}
+	return err_set(e, ENODEV, "no virtio-fs share tagged '%s' (give it with --share)", tag);
+}

@@ -74,7 +74,7 @@ static char *run_firewall(struct control *c, const struct control_cmd *cmd, stru
  * Run one command; the reply line into out[n], or (firewall commands) a
  * malloc'd reply returned, which the caller frees.
  */
-static char *run_command(struct control *c, char *line, char *out, size_t n)
+static char *run_command(struct control *c, char *line, int *fd, char *out, size_t n)
 {
 	struct control_cmd cmd;
 	struct err e = { { 0 } };
@@ -102,6 +102,22 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 			vm_err(c->vm, r, &e);
 		break;
 	case CTL_STATUS:
+		break;
+	case CTL_GRAFT:
+		if (*fd < 0) {
+			err_set(&e, EINVAL,
+				"control: graft needs the directory's descriptor sent with its line "
+				"(SCM_RIGHTS)");
+			r = -EINVAL;
+		} else if ((r = kiln_vm_share_graft(c->vm, cmd.tag, cmd.name, *fd)) < 0) {
+			vm_err(c->vm, r, &e);
+		} else {
+			*fd = -1; /* the share's now */
+		}
+		break;
+	case CTL_UNGRAFT:
+		if ((r = kiln_vm_share_graft(c->vm, cmd.tag, cmd.name, -1)) < 0)
+			vm_err(c->vm, r, &e);
 		break;
 	case CTL_SNAPSHOT: {
 		uint64_t mem = 0, stored = 0, state = 0, disk = 0, pages = 0;
@@ -139,12 +155,44 @@ static char *run_command(struct control *c, char *line, char *out, size_t n)
 	return NULL;
 }
 
+/* Up to cap bytes into buf; a descriptor sent with them (graft's) into
+ * *fd, replacing (closing) one not used yet; any further one closed. */
+static ssize_t recv_with_fd(int sock, char *buf, size_t cap, int *fd)
+{
+	union {
+		struct cmsghdr h;
+		char space[CMSG_SPACE(4 * sizeof(int))];
+	} u;
+	struct iovec iov = { buf, cap };
+	struct msghdr m = { .msg_iov = &iov,
+			    .msg_iovlen = 1,
+			    .msg_control = u.space,
+			    .msg_controllen = sizeof(u.space) };
+	ssize_t k = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+
+	for (struct cmsghdr *h = k >= 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
+		size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int got[4];
+
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(got, CMSG_DATA(h), (nfd > 4 ? 4 : nfd) * sizeof(int));
+		for (size_t i = 0; i < nfd && i < 4; i++) {
+			if (*fd >= 0)
+				close(*fd);
+			*fd = got[i];
+		}
+	}
+	return k;
+}
+
 /* Serve one client until it leaves, goes quiet or we stop. */
 static void serve_client(struct control *c, int fd)
 {
 	char reply[CONTROL_SHORT_REPLY_MAX];
 	char *buf = malloc(CONTROL_LINE_MAX + 1); /* a firewall-set line is up to 256 KiB */
 	size_t have = 0;
+	int sent = -1; /* a descriptor the client sent, not taken yet */
 
 	if (!buf)
 		return;
@@ -159,7 +207,7 @@ static void serve_client(struct control *c, int fd)
 			continue;
 		if (r <= 0 || p[1].revents)
 			break;
-		k = recv(fd, buf + have, CONTROL_LINE_MAX - have, 0);
+		k = recv_with_fd(fd, buf + have, CONTROL_LINE_MAX - have, &sent);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
@@ -171,7 +219,11 @@ static void serve_client(struct control *c, int fd)
 			int bad;
 
 			*nl = 0;
-			big = run_command(c, buf, reply, sizeof(reply));
+			big = run_command(c, buf, &sent, reply, sizeof(reply));
+			if (sent >= 0) { /* one line's: never another's */
+				close(sent);
+				sent = -1;
+			}
 			bad = big ? fd_io_send_all(fd, big, strlen(big))
 				  : fd_io_send_all(fd, reply, strlen(reply));
 			free(big);
@@ -187,6 +239,8 @@ static void serve_client(struct control *c, int fd)
 		}
 	}
 out:
+	if (sent >= 0)
+		close(sent);
 	free(buf);
 }
 
