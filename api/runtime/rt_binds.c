@@ -226,10 +226,10 @@ int rt_binds_member_release(int sandbox_dirfd, const char *id, struct err *e)
 	char root[RT_ID_MAX + 8 + 32];
 	int pod, fd, r;
 
-	pod = openat(sandbox_dirfd, RT_POD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	pod = openat(sandbox_dirfd, RT_POD_SLOTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (pod < 0)
 		return errno == ENOENT ? 0
-				       : err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+				       : err_set(e, errno, "%s: %s", RT_POD_SLOTS, strerror(errno));
 	fd = openat(pod, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		r = errno == ENOENT
@@ -258,10 +258,10 @@ int rt_binds_pod_release(int dirfd, struct err *e)
 	DIR *d;
 	int pod, r = 0;
 
-	pod = openat(dirfd, RT_POD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	pod = openat(dirfd, RT_POD_SLOTS, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (pod < 0)
 		return errno == ENOENT ? 0
-				       : err_set(e, errno, "%s: %s", RT_POD_DIR, strerror(errno));
+				       : err_set(e, errno, "%s: %s", RT_POD_SLOTS, strerror(errno));
 	d = fdopendir(pod);
 	if (!d) {
 		close(pod);
