@@ -186,6 +186,12 @@ static void test_cgroup(void **state)
 	rt_config_free(&cfg);
 }
 
+/* Field k of mounts[i] of a ctr_create's mounts m, as a string. */
+static const char *mfield(json_t *m, size_t i, const char *k)
+{
+	return json_string_value(json_object_get(json_array_get(m, i), k));
+}
+
 static struct rt_plan plan;
 
 static void built_as(const char *doc, const char *id, enum rt_pod_role role)
@@ -268,12 +274,9 @@ static void test_pod(void **state)
 	assert_string_equal(s, "{\"share\":\"pod\",\"source\":\"c2/root\",\"readonly\":true}");
 	free(s);
 	m = json_object_get(plan.ctr_create, "mounts");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "share")),
-			    "pod");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 0), "source")),
-			    "c2/binds/ro/0");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 1), "source")),
-			    "c2/binds/rw/0");
+	assert_string_equal(mfield(m, 0, "share"), "pod");
+	assert_string_equal(mfield(m, 0, "source"), "c2/binds/ro/0");
+	assert_string_equal(mfield(m, 1, "source"), "c2/binds/rw/0");
 	assert_int_equal(plan.nbinds, 2);
 	assert_true(plan.binds[0].readonly);
 	assert_string_equal(plan.binds[1].source, "/d");
@@ -353,20 +356,13 @@ static void test_podman_mounts(void **state)
 	assert_int_equal(json_array_size(m), 6);
 	/* crun's tmpcopyup is the runtime's word, not tmpfs's */
 	assert_int_equal(json_array_size(json_object_get(json_array_get(m, 0), "options")), 4);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 1), "type")),
-			    "cgroup2");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 2), "share")),
-			    "brw");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 2), "source")),
-			    "0");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 3), "share")),
-			    "bro");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 3), "source")),
-			    "0");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 4), "source")),
-			    "1");
-	assert_string_equal(json_string_value(json_object_get(json_array_get(m, 5), "type")),
-			    "tmpfs");
+	assert_string_equal(mfield(m, 1, "type"), "cgroup2");
+	assert_string_equal(mfield(m, 2, "share"), "brw");
+	assert_string_equal(mfield(m, 2, "source"), "0");
+	assert_string_equal(mfield(m, 3, "share"), "bro");
+	assert_string_equal(mfield(m, 3, "source"), "0");
+	assert_string_equal(mfield(m, 4, "source"), "1");
+	assert_string_equal(mfield(m, 5, "type"), "tmpfs");
 	assert_int_equal(plan.nbinds, 3);
 	assert_string_equal(plan.binds[0].source, "/u/hosts");
 	assert_false(plan.binds[0].readonly);
