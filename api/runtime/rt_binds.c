@@ -279,6 +279,7 @@ int rt_binds_member_clone(int sandbox_dirfd, const char *id, int *tree, struct e
 {
 	struct mount_attr attr = { .attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
 					   MOUNT_ATTR_NOEXEC };
+	struct mount_attr top = { .attr_set = MOUNT_ATTR_RDONLY };
 	char slot[RT_ID_MAX + 16];
 	int r;
 
@@ -289,8 +290,11 @@ int rt_binds_member_clone(int sandbox_dirfd, const char *id, int *tree, struct e
 	if (*tree < 0)
 		return err_set(e, errno, "%s: cloning it for the pod's VM: %s", slot,
 			       strerror(errno));
+	/* and the slot itself (not its mounts) read-only: the VMM's uid may
+	 * not make, rename or remove a name beside the container's files */
 	if (syscall(SYS_mount_setattr, *tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
-		    sizeof(attr)) < 0) {
+		    sizeof(attr)) < 0 ||
+	    syscall(SYS_mount_setattr, *tree, "", AT_EMPTY_PATH, &top, sizeof(top)) < 0) {
 		r = err_set(e, errno, "%s: %s", slot, strerror(errno));
 		close(*tree);
 		*tree = -1;

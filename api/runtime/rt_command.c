@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/agent-client/agent_client.h"
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_shim_proto.h"
 #include "lib/base/fd_io.h"
@@ -178,6 +179,22 @@ int rt_command_jail(const struct rt_cmd *c, char *out, struct err *e)
 	return rt_command_jail_of(c, c->id, out, e);
 }
 
+int rt_command_pod_forget(const struct rt_cmd *c, const char *sandbox, const char *cid)
+{
+	struct agent_client ac;
+	struct agent_client_err ae;
+	char jail[RT_JAIL_PATH_MAX], vsock[RT_JAIL_PATH_MAX + 8];
+	struct err e;
+
+	if (rt_command_jail_of(c, sandbox, jail, &e) < 0)
+		return -EINVAL;
+	snprintf(vsock, sizeof(vsock), "%s/vsock", jail);
+	if (agent_client_init(&ac, vsock) < 0)
+		return -ENAMETOOLONG;
+	ac.timeout_ms = RT_GRAFT_MS;
+	return agent_client_ctr_delete(&ac, cid, &ae);
+}
+
 int rt_command_pod_graft(const struct rt_cmd *c, const char *sandbox, int sbfd, const char *id,
 			 bool graft, struct err *e)
 {
@@ -196,14 +213,21 @@ int rt_command_pod_graft(const struct rt_cmd *c, const char *sandbox, int sbfd, 
 	}
 	if (tree >= 0)
 		close(tree);
-	if (r < 0 && graft) {
+	/* ungraft: a VM gone (its socket with it) or a graft it no longer
+	 * has is done; anything else fails, so the slot stays for a retry
+	 * rather than pinned by a graft nobody can drop */
+	if (r < 0 && !graft &&
+	    (r == -ENOENT || r == -ECONNREFUSED ||
+	     (r == -EPROTO && strstr(e->msg, "No such file"))))
+		r = 0;
+	if (r < 0) {
 		char inner[ERR_MSG_MAX];
 
 		memcpy(inner, e->msg, sizeof(inner));
-		err_set(e, -r, "create: container \"%s\": giving its files to its pod's VM: %s", id,
-			inner);
+		err_set(e, -r, "container \"%s\": %s its pod's VM: %s", id,
+			graft ? "giving its files to" : "taking its files back from", inner);
 	}
-	return graft ? r : 0;
+	return r;
 }
 
 int rt_command_shim_fork(struct rt_shim_args *a, int lockfd, int rootfd, char *dir, pid_t *pid,

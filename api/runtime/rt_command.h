@@ -80,10 +80,17 @@ int rt_command_jail_of(const struct rt_cmd *c, const char *id, char *out, struct
  * A pod's further container id and its sandbox's VM (rt_plan.h "Pods"):
  * with graft, its slot in the sandbox's directory sbfd, cloned with its
  * mounts, grafted as id into the VM's share "pod" (kiln-vmm's control
- * socket); without, that graft dropped (a VM already gone is fine).
+ * socket); without, that graft dropped (a VM already gone, or a graft it
+ * no longer has, is 0; another failure is one, and the slot should stay).
  */
 int rt_command_pod_graft(const struct rt_cmd *c, const char *sandbox, int sbfd, const char *id,
 			 bool graft, struct err *e);
+
+/* Best effort: the sandbox's guest forgets container cid (ctr_delete:
+ * whatever is left of it is killed), for a member whose shim did not
+ * (killed: delete --force, the OOM killer). 0, or the agent client's
+ * -errno (not_found: it was forgotten already). */
+int rt_command_pod_forget(const struct rt_cmd *c, const char *sandbox, const char *cid);
 
 /*
  * A shim for a (create's container shim, or an exec shim): a->dir

@@ -59,15 +59,6 @@ static int snapshot_source(const struct rt_state_rec *rec, struct rt_ckpt_src *f
 	return 0;
 }
 
-/* Whether the record is a pod's sandbox (whose VM other containers use). */
-static bool pod_sandbox(const struct rt_state_rec *rec)
-{
-	struct rt_pod pod;
-
-	return rt_pod_decide(rec->annotations, rec->id, &pod, NULL) == 0 &&
-		pod.role == RT_POD_SANDBOX;
-}
-
 int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 {
 	const struct rt_cmd *c = x->cmd;
@@ -85,7 +76,7 @@ int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 			    rt_status_name(h.st));
 	if (!r)
 		r = rt_command_own_vm(c, &h, e);
-	if (!r && pod_sandbox(&h.rec))
+	if (!r && rt_pod_role(h.rec.annotations, h.rec.id) == RT_POD_SANDBOX)
 		r = err_set(e, ENOSYS,
 			    "checkpoint: container %s is a pod's sandbox: checkpointing a pod is "
 			    "not supported (its containers' shims would not come back)",

@@ -72,10 +72,10 @@ static int create_checks(const struct rt_cmd *c, const struct rt_config *cfg, st
 
 /* A pod's further container: its sandbox's directory, open, once the
  * sandbox is a live pod sandbox whose VM can take it. */
-static int pod_sandbox_open(int rootfd, const char *sid, const char *id, int *sbfd, struct err *e)
+static int pod_sandbox_open(int rootfd, const char *sid, const char *id, int *sbfd, int *sblock,
+			    struct err *e)
 {
 	struct rt_state_rec sb;
-	struct rt_pod role;
 	enum rt_status st;
 	int pid, r;
 
@@ -86,12 +86,16 @@ static int pod_sandbox_open(int rootfd, const char *sid, const char *id, int *sb
 			       "create: container \"%s\": its pod's sandbox \"%s\" does not exist: "
 			       "create the sandbox container first",
 			       id, sid);
+	/* held until the member's files are in its VM: a delete of the
+	 * sandbox meanwhile would sweep them from under it */
+	if (!r)
+		r = rt_dir_lock(*sbfd, sid, RT_LOCK_WAIT_MS, sblock, e);
 	if (!r)
 		r = rt_dir_read_state(*sbfd, sid, &sb, e);
 	if (r < 0)
 		return r;
 	st = rt_dir_status(&sb, &pid);
-	if (rt_pod_decide(sb.annotations, sid, &role, NULL) < 0 || role.role != RT_POD_SANDBOX)
+	if (rt_pod_role(sb.annotations, sid) != RT_POD_SANDBOX)
 		r = err_set(e, EINVAL,
 			    "create: container \"%s\": \"%s\" is not a pod's sandbox (it was "
 			    "created without the sandbox annotation), so it has no room for it",
@@ -185,7 +189,7 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	struct rt_state_rec rec = { .id_range = 0 };
 	struct rt_pod pod = { RT_POD_NONE, "" };
 	struct err ignored;
-	int r, rootfd = -1, dirfd = -1, lockfd = -1, sbfd = -1;
+	int r, rootfd = -1, dirfd = -1, lockfd = -1, sbfd = -1, sblock = -1;
 
 	if (geteuid() != 0)
 		return err_set(e, EPERM,
@@ -202,7 +206,7 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 	if (!r)
 		r = rt_dir_open_root(c->g.root, true, &rootfd, e);
 	if (!r && pod.role == RT_POD_MEMBER)
-		r = pod_sandbox_open(rootfd, pod.sandbox, c->id, &sbfd, e);
+		r = pod_sandbox_open(rootfd, pod.sandbox, c->id, &sbfd, &sblock, e);
 	if (!r)
 		r = rt_dir_make(rootfd, c->id, &dirfd, e);
 	if (!r)
@@ -256,6 +260,8 @@ int rt_command_make(const struct rt_ctx *x, const char *restore, const struct rt
 			rt_ids_free(rootfd, rec.id_range, c->id, &ignored);
 	}
 	/* rec borrows cfg's annotations: only cfg frees them */
+	if (sblock >= 0)
+		close(sblock);
 	if (sbfd >= 0)
 		close(sbfd);
 	rt_command_close(rootfd, dirfd, lockfd, NULL);

@@ -91,14 +91,22 @@ static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
 static int member_release(const struct rt_cmd *c, int rootfd, const struct rt_state_rec *rec,
 			  struct err *e)
 {
-	int sbfd, r = rt_dir_open(rootfd, rec->sandbox, &sbfd, e);
+	int sbfd, lockfd = -1, r = rt_dir_open(rootfd, rec->sandbox, &sbfd, e);
 
 	if (r == -ENOENT)
 		return 0;
 	if (r < 0)
 		return r;
-	rt_command_pod_graft(c, rec->sandbox, sbfd, rec->id, false, e);
-	r = rt_binds_member_release(sbfd, rec->id, e);
+	/* the sandbox's lock: its own delete sweeps the slots too */
+	r = rt_dir_lock(sbfd, rec->sandbox, RT_LOCK_WAIT_MS, &lockfd, e);
+	if (!r) {
+		rt_command_pod_forget(c, rec->sandbox, rec->cid[0] ? rec->cid : rec->id);
+		r = rt_command_pod_graft(c, rec->sandbox, sbfd, rec->id, false, e);
+	}
+	if (!r)
+		r = rt_binds_member_release(sbfd, rec->id, e);
+	if (lockfd >= 0)
+		close(lockfd);
 	close(sbfd);
 	return r;
 }

@@ -467,10 +467,7 @@ static int ns_type(const char *s, const char *w, enum rt_ns_type *t, struct err 
  * annotations' refusals are create's to say). */
 static bool pod_member(const struct rt_config *c)
 {
-	struct rt_pod pod;
-
-	return rt_pod_decide(json_object_get(c->doc, "annotations"), "", &pod, NULL) == 0 &&
-		pod.role == RT_POD_MEMBER;
+	return rt_pod_role(json_object_get(c->doc, "annotations"), "") == RT_POD_MEMBER;
 }
 
 static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct err *e)
@@ -497,10 +494,11 @@ static int read_namespace(const json_t *j, size_t i, struct rt_config *c, struct
 	 * names its sandbox's namespaces: it runs in the sandbox's VM and
 	 * shares its network (rt_pod.h); nothing else is joined. */
 	if (path && t != RT_NS_NETWORK && !pod_member(c))
-		return err_set(e, EINVAL,
-			       "config.json: %s: joining the %s namespace at %.100s is not "
-			       "supported yet (a pod's containers sharing one VM); give no path",
-			       w, type, path);
+		return err_set(
+			e, EINVAL,
+			"config.json: %s: joining the %s namespace at %.100s is not "
+			"supported (only a pod's further container names its sandbox's); give no path",
+			w, type, path);
 	c->ns[c->nns++] = (struct rt_namespace){ t, path };
 	return 0;
 }

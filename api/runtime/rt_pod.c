@@ -61,3 +61,10 @@ int rt_pod_decide(const json_t *annotations, const char *id, struct rt_pod *pod,
 	*pod = said[0].role ? said[0] : said[1];
 	return 0;
 }
+
+enum rt_pod_role rt_pod_role(const json_t *annotations, const char *id)
+{
+	struct rt_pod pod;
+
+	return rt_pod_decide(annotations, id, &pod, NULL) == 0 ? pod.role : RT_POD_NONE;
+}

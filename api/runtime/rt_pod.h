@@ -38,4 +38,8 @@ struct rt_pod {
 /* The role of container id given its annotations (NULL: none). */
 int rt_pod_decide(const json_t *annotations, const char *id, struct rt_pod *pod, struct err *e);
 
+/* The role alone; annotations rt_pod_decide refuses are RT_POD_NONE
+ * (create says why). */
+enum rt_pod_role rt_pod_role(const json_t *annotations, const char *id);
+
 #endif

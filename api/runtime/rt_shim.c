@@ -682,7 +682,9 @@ static void on_wait(struct shim *s)
 		s->x = (struct rt_exit){ .exit_code = ex.exit_code, .signo = ex.signal };
 	} else if (!s->ended) {
 		shim_log(s, RT_LOG_WARNING, ae.msg);
-		if (s->vmm_pid <= 0) { /* the VM it runs in (not its own) is gone */
+		/* the connection ended: the VM it runs in (not its own: a pod's
+		 * sandbox's, an exec's container's) is gone */
+		if (s->vmm_pid <= 0 && ae.fail == AGENT_FAIL_CONNECT) {
 			s->ended = true;
 			s->x = (struct rt_exit){ .exit_code = -1, .vm_crashed = true };
 		}
@@ -737,7 +739,10 @@ static void shim_loop(struct shim *s)
 		}
 		if (k == 0 && s->kill_due && mono_ms() >= s->kill_due) {
 			vm_kill(s,
-				"the agent took KILL but the container did not end: its VM is stopped");
+				s->member
+					? "the agent took KILL but the container did not end"
+					: "the agent took KILL but the container did not end: its "
+					  "VM is stopped");
 			break;
 		}
 		for (size_t i = 0; i < s->npump; i++)

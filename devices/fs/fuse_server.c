@@ -1746,16 +1746,20 @@ int fuse_server_open_fd(struct fuse_server **out, int dir_fd, int read_only, str
 int fuse_server_graft(struct fuse_server *s, const char *name, int fd)
 {
 	struct fs_graft *g;
-	struct stat st;
+	struct statx sx;
 	char *copy;
 
 	if (!name[0] || strlen(name) > FUSE_SERVER_GRAFT_NAME_MAX || strchr(name, '/') ||
 	    !strcmp(name, ".") || !strcmp(name, ".."))
 		return -EINVAL;
-	if (fstat(fd, &st) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE, &sx) < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode))
+	if (!S_ISDIR(sx.stx_mode))
 		return -ENOTDIR;
+	/* A mount's root (a detached clone): ".." from it leads nowhere. */
+	if (!(sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(sx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return -EXDEV;
 	g = graft_find(s, name);
 	for (size_t i = 0; !g && i < FUSE_SERVER_MAX_GRAFTS; i++)
 		if (!s->graft[i].name)

@@ -145,13 +145,14 @@ unsigned fuse_server_stale(const struct fuse_server *s);
  * that name in the root is the grafted directory, whatever the share
  * holds there; READDIR does not list it; lookups beneath it are confined
  * as any (".." stops at the share's root in the guest; on the host the
- * descriptor should be a detached clone, so ".." stops at its own root).
+ * descriptor must be a mount's root, a detached clone, so ".." from it
+ * stops there).
  *
  * fuse_server_graft takes fd (O_PATH of a directory; on success the
  * server's, closed when replaced, ungrafted or at close) for name (one
  * component, 1..FUSE_SERVER_GRAFT_NAME_MAX bytes, not "." or ".."), and
  * replaces a graft of that name. 0; -EINVAL (the name), -ENOTDIR,
- * -ENOSPC (FUSE_SERVER_MAX_GRAFTS in use), -ENOMEM: fd stays the
+ * -EXDEV (not a mount's root), -ENOSPC (FUSE_SERVER_MAX_GRAFTS in use), -ENOMEM: fd stays the
  * caller's. fuse_server_ungraft drops one: 0 or -ENOENT; the guest's
  * nodes beneath it keep their own descriptors until it forgets them.
  * Not a session's: a reset or a restore keeps them; a snapshot saves the

@@ -421,13 +421,14 @@ KILN_API void kiln_vm_snapshot_stats(const kiln_vm *vm, uint64_t *memory_bytes,
 KILN_API int kiln_vm_firewall_set(kiln_vm *vm, const char *json, size_t len, size_t *cut);
 
 /*
- * Attach the directory fd (an O_PATH descriptor, ideally a detached
- * clone: open_tree(OPEN_TREE_CLONE)) as name (one path component) in the
+ * Attach the directory fd (an O_PATH descriptor of a mount's root, a
+ * detached clone: open_tree(OPEN_TREE_CLONE), so ".." from it leads
+ * nowhere; anything else is -EXDEV) as name (one path component) in the
  * root of the running VM's virtio-fs share tagged tag: the guest finds
  * it there at its next lookup, although the share was given at create.
  * On success fd is the VM's; a graft of the same name is replaced. With
  * fd -1, drop that graft. 0; -ENODEV (no such share), -EINVAL (the
- * name), -ENOTDIR, -ENOSPC (64 grafts), -ENOENT (dropping none). Any
+ * name), -ENOTDIR, -EXDEV, -ENOSPC (64 grafts), -ENOENT (dropping none). Any
  * thread, also while paused.
  */
 KILN_API int kiln_vm_share_graft(kiln_vm *vm, const char *tag, const char *name, int fd);

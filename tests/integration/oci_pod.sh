@@ -3,9 +3,9 @@
 # containers naming it), as a CRI runtime shim drives the runtime. The
 # sandbox boots the VM; each further container runs in that VM (the
 # same guest boot ID) with its own root (a marker file only its rootfs
-# has), its own bind mount, exec, kill and delete; the guest forgets a
-# deleted one (its ID is taken again); delete leaves no VM, mount or
-# state. Sourced by run-all.
+# has), its own bind mount, exec, kill and delete (also --force of a
+# running one); the guest forgets a deleted one (its ID is taken again);
+# delete leaves no VM, mount or state. Sourced by run-all.
 
 # pod_bundle DIR ID TYPE SANDBOX ARGS_JSON: a bundle whose rootfs is the
 # minimal image plus /marker (ID), /data bound from $pod_dir/vol-ID.
@@ -81,6 +81,11 @@ test_oci_pod_kiln() {
     pod_krt delete c1 && expect_rc 0 &&
     pod_create c1 && pod_wait_stopped c1 &&
     pod_krt delete c1 && expect_rc 0 &&
+    # delete --force of a running one: its shim killed, the guest made to
+    # forget it all the same (the ID is free again)
+    pod_create c2 && pod_krt delete --force c2 && expect_rc 0 &&
+    pod_create c2 && pod_krt exec c2 /bin/busybox cat /marker && expect_out '^c2$' &&
+    pod_krt delete --force c2 && expect_rc 0 &&
     # the sandbox: killed, deleted, nothing left
     pod_krt kill pod1 KILL && expect_rc 0 && pod_wait_stopped pod1 &&
     pod_krt delete pod1 && expect_rc 0

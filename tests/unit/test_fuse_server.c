@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
 #include <unistd.h>
+#include <linux/mount.h>
 
 #include "devices/fs/fuse_server.h"
 #include "devices/fs/fuse_state.h"
@@ -602,24 +604,44 @@ static void test_dotdot_escape(void **state)
 	assert_int_equal(access(f->secret, F_OK), -1);
 }
 
-/* Grafts: a directory outside the share attached under a name in its
- * root; it shadows what the share holds there, goes with ungraft; names and table bounds are checked; close closes it. */
+/* A detached clone of dir (what a graft must be); needs root. */
+static int clone_dir(const char *dir)
+{
+	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+/* Grafts: a directory outside the share (a detached clone) attached
+ * under a name in its root; it shadows what the share holds there, goes
+ * with ungraft; names, kinds and table bounds are checked. */
 static void test_graft(void **state)
 {
 	struct fx *f = *state;
 	struct fuse_entry_out e, r;
-	char graft[128], names[512];
+	char graft[128], inside[160], names[64];
 	int fd;
 
 	assert_int_equal(do_init(f), 0);
 	snprintf(graft, sizeof(graft), "%s/graft", f->base);
+	snprintf(inside, sizeof(inside), "%s/inside", graft);
 	assert_int_equal(mkdir(graft, 0755), 0);
-	snprintf(graft, sizeof(graft), "%s/graft/inside", f->base);
-	put_file(graft, "grafted\n");
-	snprintf(graft, sizeof(graft), "%s/graft", f->base);
-	assert_int_equal(mkdir(host_path(f, "c1"), 0700), 0); /* shadowed */
+	put_file(inside, "grafted\n");
+	/* a plain directory: ".." from it would lead out */
 	fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
+	assert_int_equal(fuse_server_graft(f->s, "c1", fd), -EXDEV);
+	close(fd);
+	fd = open(f->secret, O_PATH | O_CLOEXEC);
+	assert_int_equal(fuse_server_graft(f->s, "f", fd), -ENOTDIR);
+	close(fd);
+	if (geteuid() != 0) {
+		unlink(inside);
+		rmdir(graft);
+		skip(); /* a clone needs root */
+	}
+	assert_int_equal(mkdir(host_path(f, "c1"), 0700), 0); /* shadowed */
+	fd = clone_dir(graft);
 	assert_int_equal(fuse_server_graft(f->s, "..", fd), -EINVAL);
 	assert_int_equal(fuse_server_graft(f->s, "a/b", fd), -EINVAL);
 	assert_int_equal(fuse_server_graft(f->s, "", fd), -EINVAL);
@@ -628,10 +650,7 @@ static void test_graft(void **state)
 	assert_int_equal(lookup(f, e.nodeid, "inside", &r), 0);
 	assert_true(S_ISREG(r.attr.mode));
 	assert_int_equal(lookup(f, e.nodeid, "..", &r), -EINVAL);
-	/* a file is no graft; the fd stays the caller's */
-	fd = open(f->secret, O_PATH | O_CLOEXEC);
-	assert_int_equal(fuse_server_graft(f->s, "f", fd), -ENOTDIR);
-	close(fd);
+	forget(f, r.nodeid, 1);
 	forget(f, e.nodeid, 1);
 	assert_int_equal(fuse_server_ungraft(f->s, "c1"), 0);
 	assert_int_equal(fuse_server_ungraft(f->s, "c1"), -ENOENT);
@@ -641,14 +660,14 @@ static void test_graft(void **state)
 	/* the table is bounded; close closes what is still grafted */
 	for (int i = 0; i < FUSE_SERVER_MAX_GRAFTS; i++) {
 		snprintf(names, sizeof(names), "g%d", i);
-		fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		assert_int_equal(fuse_server_graft(f->s, names, fd), 0);
+		assert_int_equal(fuse_server_graft(f->s, names, clone_dir(graft)), 0);
 	}
-	fd = open(graft, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fd = clone_dir(graft);
 	assert_int_equal(fuse_server_graft(f->s, "one-more", fd), -ENOSPC);
 	assert_int_equal(fuse_server_graft(f->s, "g3", fd), 0); /* replaces */
 	rmdir(host_path(f, "c1"));
-	unlink(graft);
+	unlink(inside);
+	rmdir(graft);
 }
 
 /* Symlinks in the share are nodes the guest reads, never paths the host

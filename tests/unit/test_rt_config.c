@@ -205,7 +205,13 @@ static void test_refusals(void **state)
 	refused(MIN(",\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"ipc\",\"path\":\"/proc/"
 		    "9/ns/ipc\"}]}"),
 		"linux.namespaces[1]: joining the ipc namespace at /proc/9/ns/ipc is not "
-		"supported yet");
+		"supported (only a pod's further container");
+	/* a pod's further container names its sandbox's: taken, not joined */
+	assert_int_equal(parse(MIN(
+				 ",\"annotations\":{\"io.kubernetes.cri.container-type\":\"container\","
+				 "\"io.kubernetes.cri.sandbox-id\":\"p1\"},\"linux\":{\"namespaces\":["
+				 "{\"type\":\"ipc\",\"path\":\"/proc/9/ns/ipc\"}]}")),
+			 0);
 	refused(MIN(",\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}]}"),
 		"namespace pid is listed twice");
 	refused(MIN(",\"linux\":{\"namespaces\":[{\"type\":\"net\"}]}"),

@@ -41,13 +41,9 @@ static int deadline_wait(void *arg, int fd, short events)
 	return r > 0 ? 0 : r < 0 ? r : -ETIMEDOUT;
 }
 
-/*
- * Send line[len] (ending in its newline; modified) and read one reply line
- * of at most reply_max bytes into *reply (malloc'd, without the newline).
- */
 /* The line's first bytes with the descriptor (SCM_RIGHTS); how many
  * went, or -1 with errno. */
-static ssize_t send_with_fd(int sock, const char *line, size_t len, int fd)
+static ssize_t send_with_fd(int sock, const char *line, size_t len, int fd, int64_t deadline)
 {
 	union {
 		struct cmsghdr h;
@@ -65,11 +61,17 @@ static ssize_t send_with_fd(int sock, const char *line, size_t len, int fd)
 	h->cmsg_type = SCM_RIGHTS;
 	h->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	while ((k = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+	while ((k = sendmsg(sock, &m, MSG_NOSIGNAL)) < 0 &&
+	       (errno == EINTR || (errno == EAGAIN && wait_fd(sock, POLLOUT, deadline) > 0)))
 		;
 	return k;
 }
 
+/*
+ * Send line[len] (ending in its newline; modified), with send_fd (>= 0)
+ * along with its first bytes, and read one reply line of at most
+ * reply_max bytes into *reply (malloc'd, without the newline).
+ */
 static int exchange(const char *sock_path, char *line, size_t len, int send_fd, size_t reply_max,
 		    int timeout_ms, char **reply_out, struct err *e)
 {
@@ -116,7 +118,7 @@ static int exchange(const char *sock_path, char *line, size_t len, int send_fd, 
 	/* fd_io sets errno to what failed (ETIMEDOUT, EIO for a 0-byte
 	 * send, ...) for io_fail's message. */
 	if (send_fd >= 0) {
-		ssize_t k = send_with_fd(fd, line, len, send_fd);
+		ssize_t k = send_with_fd(fd, line, len, send_fd, deadline);
 
 		if (k <= 0) {
 			errno = k == 0 ? EIO : errno;

@@ -176,7 +176,7 @@ int vm_firewall_set(struct vm *vm, const char *text, size_t len, size_t *cut, st
  * Graft fd (an O_PATH directory, a detached clone; the share's on
  * success) as name in the root of the share tagged tag, or with fd -1
  * drop that graft (devices/fs/fuse_server.h, "Grafts"). 0; -ENODEV (no
- * share of that tag), -EINVAL, -ENOTDIR, -ENOSPC, -ENOENT with e. Any
+ * share of that tag), -EINVAL, -ENOTDIR, -EXDEV, -ENOSPC, -ENOENT with e. Any
  * thread, also while paused.
  */
 int vm_share_graft(struct vm *vm, const char *tag, const char *name, int fd, struct err *e);

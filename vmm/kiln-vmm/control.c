@@ -155,8 +155,9 @@ static char *run_command(struct control *c, char *line, int *fd, char *out, size
 	return NULL;
 }
 
-/* Up to cap bytes into buf; a descriptor sent with them (graft's) into
- * *fd, replacing (closing) one not used yet; any further one closed. */
+/* Up to cap bytes into buf; the one descriptor sent with them (graft's)
+ * into *fd, replacing (closing) one not used yet. A message carrying
+ * more than one, or cut short (MSG_CTRUNC), leaves none: all closed. */
 static ssize_t recv_with_fd(int sock, char *buf, size_t cap, int *fd)
 {
 	union {
@@ -169,19 +170,23 @@ static ssize_t recv_with_fd(int sock, char *buf, size_t cap, int *fd)
 			    .msg_control = u.space,
 			    .msg_controllen = sizeof(u.space) };
 	ssize_t k = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+	int got[4], n = 0;
 
 	for (struct cmsghdr *h = k >= 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
 		size_t nfd = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		int got[4];
 
 		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
 			continue;
-		memcpy(got, CMSG_DATA(h), (nfd > 4 ? 4 : nfd) * sizeof(int));
-		for (size_t i = 0; i < nfd && i < 4; i++) {
-			if (*fd >= 0)
-				close(*fd);
-			*fd = got[i];
-		}
+		for (size_t i = 0; i < nfd && n < 4; i++)
+			memcpy(&got[n++], CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+	}
+	if (n == 1 && !(m.msg_flags & MSG_CTRUNC)) {
+		if (*fd >= 0)
+			close(*fd);
+		*fd = got[0];
+	} else {
+		for (int i = 0; i < n; i++)
+			close(got[i]);
 	}
 	return k;
 }
