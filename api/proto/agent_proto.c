@@ -1025,7 +1025,7 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 			    body_watch },
 	[AGENT_T_CTR_CREATE] = { "ctr_create", CTX_REQ, false,
 				 FIELDS("cid", "rootfs", "mounts", "process", "hostname", "sysctl",
-					"seccomp", "masked_paths", "readonly_paths"),
+					"seccomp", "masked_paths", "readonly_paths", "pids_max"),
 				 agent_ctr_create_body },
 	[AGENT_T_CTR_STDIO] = { "ctr_stdio", CTX_REQ, false, FIELDS("cid", "exec", "stream"),
 				agent_ctr_body },

@@ -85,6 +85,7 @@
 #define AGENT_CTR_RLIMITS_MAX 16     /* RLIM_NLIMITS: one entry per resource */
 #define AGENT_CTR_CAPS_MAX 64        /* names in one capability set */
 #define AGENT_CTR_PATHS_MAX 256      /* masked_paths, readonly_paths */
+#define AGENT_CTR_PIDS_MAX 4194304   /* the kernel's PID_MAX_LIMIT: pids_max's bound */
 #define AGENT_CTR_SYSCTL_MAX 256     /* sysctl entries */
 #define AGENT_SYSCTL_KEY_MAX 255     /* bytes of a sysctl's name */
 #define AGENT_SYSCTL_VALUE_MAX 4095  /* bytes of its value: proc writes one page */
@@ -542,6 +543,7 @@ struct agent_ctr_create {
 	const char **masked, **readonly; /* absolute paths in the container */
 	size_t nmasked, nreadonly;
 	struct agent_seccomp *seccomp; /* NULL: none */
+	uint64_t pids_max;             /* the container's guest cgroup's pids.max, 0: none */
 };
 
 /* c's sysctl, masked_paths, readonly_paths and seccomp into o (a ctr_create being

@@ -515,6 +515,7 @@ enum agent_code agent_ctr_create_body(struct parse *p, struct agent_msg *m)
 	if ((rc = get_cid(p, &c->cid)) || (rc = parse_rootfs(p, c)) || (rc = parse_mounts(p, c)) ||
 	    (rc = parse_process(p, &c->proc)) ||
 	    (rc = agent_field_string(p, "hostname", false, "a hostname", &c->hostname)) ||
+	    (rc = agent_field_uint(p, "pids_max", false, 1, AGENT_CTR_PIDS_MAX, 0, &c->pids_max)) ||
 	    (rc = agent_ctr_confine_parse(p, c)))
 		return rc;
 	if (c->hostname && !agent_hostname_valid(c->hostname))
@@ -699,6 +700,8 @@ json_t *agent_ctr_create_encode(const struct agent_ctr_create *c)
 		agent_put(o, "process", encode_process(&c->proc));
 	if (ok && c->hostname)
 		ok = agent_put(o, "hostname", json_string(c->hostname));
+	if (ok && c->pids_max)
+		ok = agent_put(o, "pids_max", json_integer((json_int_t)c->pids_max));
 	ok = ok && agent_ctr_confine_encode(o, c) == 0;
 	json_decref(root);
 	json_decref(mounts);

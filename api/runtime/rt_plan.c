@@ -580,6 +580,17 @@ static int plan_request(const struct rt_config *c, const char *id, struct rt_pla
 	if (c->hostname && *c->hostname &&
 	    json_object_set_new(p->ctr_create, "hostname", json_string(c->hostname)) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
+	/* linux.resources.pids: the guest's cgroup of the container (the
+	 * VMM's host cgroup counts the VMM's threads, not the container's) */
+	if (c->resources.pids_limit > AGENT_CTR_PIDS_MAX)
+		return err_set(e, EINVAL,
+			       "config.json: linux.resources.pids.limit %lld is above the guest "
+			       "kernel's %d processes: give a lower one or none",
+			       (long long)c->resources.pids_limit, AGENT_CTR_PIDS_MAX);
+	if (c->resources.pids_limit > 0 &&
+	    json_object_set_new(p->ctr_create, "pids_max",
+				json_integer((json_int_t)c->resources.pids_limit)) < 0)
+		return err_set(e, ENOMEM, "out of memory building ctr_create");
 	if (agent_ctr_confine_encode(p->ctr_create, &confine) < 0)
 		return err_set(e, ENOMEM, "out of memory building ctr_create");
 	if (c->nmounts > RT_MOUNTS_MAX)

@@ -620,6 +620,29 @@ static int cgroup_open(struct ctr *k, struct agent_err *err)
 	return k->cgroup < 0 ? setup_error(err, "opening the container's cgroup") : 0;
 }
 
+/* pids_max as the container's cgroup's pids.max, before its init is
+ * cloned into it; the controller handed down from the guest's root
+ * first (it has no process of its own to hold it back). */
+static int pids_limit(struct ctr *k, uint64_t max, struct agent_err *err)
+{
+	char path[AGENT_PATH_MAX + 1], n[24];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", k->tab->cgroup_root);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		(void)!write(fd, "+pids", 5);
+		close(fd);
+	}
+	fd = openat(k->cgroup, "pids.max", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return setup_error(err, "setting pids_max (the guest kernel's pids controller)");
+	snprintf(n, sizeof(n), "%llu", (unsigned long long)max);
+	r = fd_io_write_all(fd, n, strlen(n)) < 0 ? -1 : 0;
+	close(fd);
+	return r < 0 ? setup_error(err, "writing the container's pids.max") : 0;
+}
+
 pid_t ctr_clone(struct agent_ctrs *t, struct ctr_proc *p, uint64_t ns_flags, int join_pid,
 		const struct oci_child *ch)
 {
@@ -710,7 +733,7 @@ static int prepare(struct ctr *k, const struct agent_ctr_create *c, struct oci_p
 	k->beneath = c->root_source && c->root_source[0];
 	if (k->root < 0)
 		return setup_error(err, "opening the root share");
-	if (cgroup_open(k, err) < 0)
+	if (cgroup_open(k, err) < 0 || (c->pids_max && pids_limit(k, c->pids_max, err) < 0))
 		return -1;
 	if (ctr_make_stdio(&k->init, &c->proc, child, slave) < 0)
 		return setup_error(err, "making the init's stdio");

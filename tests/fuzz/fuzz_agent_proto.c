@@ -58,7 +58,8 @@ static void same_create(const struct agent_ctr_create *a, const struct agent_ctr
 	FUZZ_ASSERT(strcmp(a->cid, b->cid) == 0 && strcmp(a->root_share, b->root_share) == 0);
 	FUZZ_ASSERT(!a->root_source == !b->root_source &&
 		    (!a->root_source || strcmp(a->root_source, b->root_source) == 0));
-	FUZZ_ASSERT(a->root_readonly == b->root_readonly && a->nmounts == b->nmounts);
+	FUZZ_ASSERT(a->root_readonly == b->root_readonly && a->nmounts == b->nmounts &&
+		    a->pids_max == b->pids_max);
 	for (size_t i = 0; i < a->nmounts; i++) {
 		const struct agent_ctr_mount *x = &a->mounts[i], *y = &b->mounts[i];
 

@@ -84,23 +84,23 @@ oci_flows() {
   oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox echo hello
   expect_rc 0 && expect_out '^hello$' || return 1
   # config.json's process and linux confinement (issue 34 part 3): the
-  # limits, capabilities, no_new_privs, OOM score and sysctl the engine
+  # limits, capabilities, no_new_privs, OOM score, sysctl and pids limit the engine
   # asks for, Podman's masked /sys/firmware and read-only /proc/sys,
   # and a seccomp profile denying mkdir
   printf '%s' '{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["mkdir","mkdirat"],"action":"SCMP_ACT_ERRNO","errnoRet":1}]}' \
     >"$oci/deny-mkdir.json"
   oci_run '' run --rm "${rt[@]}" --ulimit nofile=1234:1234 --cap-drop all --cap-add CAP_KILL \
-    --security-opt no-new-privileges --oom-score-adj 123 --sysctl kernel.msgmax=12345 \
+    --security-opt no-new-privileges --oom-score-adj 123 --sysctl kernel.msgmax=12345 --pids-limit 7 \
     --security-opt seccomp="$oci/deny-mkdir.json" "$oci_img" \
     /bin/sh -c 'echo out; echo err >&2; ulimit -n; busybox grep -E "^(NoNewPrivs|CapBnd|CapEff|Seccomp):" /proc/self/status
-      busybox cat /proc/self/oom_score_adj /proc/sys/kernel/msgmax
+      busybox cat /proc/self/oom_score_adj /proc/sys/kernel/msgmax /sys/fs/cgroup/pids.max
       busybox grep -q " /sys/firmware " /proc/self/mountinfo && echo fw-masked
       busybox grep -q " /proc/sys ro," /proc/self/mountinfo && echo sys-ro
       busybox mkdir /tmp/d 2>/dev/null || echo mkdir-denied; exit 7'
   expect_rc 7 && expect_out '^out$' && expect_err 'err' && expect_out '^1234$' &&
     expect_out '^NoNewPrivs:\s*1$' && expect_out '^CapBnd:\s*0000000000000020$' &&
     expect_out '^CapEff:\s*0000000000000020$' && expect_out '^Seccomp:\s*2$' && expect_out '^123$' &&
-    expect_out '^12345$' && expect_out '^fw-masked$' && expect_out '^sys-ro$' &&
+    expect_out '^12345$' && expect_out '^7$' && expect_out '^fw-masked$' && expect_out '^sys-ro$' &&
     expect_out '^mkdir-denied$' || return 1
   oci_run '' run --rm "${rt[@]}" "$oci_img" /nosuch
   expect_rc 127 && expect_err 'not found' || return 1

@@ -201,6 +201,8 @@ static void test_create_top_level_refused(void **state)
 	       AGENT_E_BAD_FIELD, "'source' must be relative to the share");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\",\"source\":\"/b\"},\"process\":{\"args\":[\"a\"]}}",
 	       AGENT_E_BAD_FIELD, "'source' must be relative to the share");
+	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\"},\"pids_max\":0,\"process\":{\"args\":[\"a\"]}}",
+	       AGENT_E_BAD_FIELD, "pids_max");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{\"share\":\"r\",\"path\":\"x\"},\"process\":{\"args\":[\"a\"]}}",
 	       AGENT_E_UNKNOWN_FIELD, "ctr_create rootfs: unknown field 'path'");
 	refuse("{\"type\":\"ctr_create\",\"cid\":\"c\",\"rootfs\":{},\"process\":{\"args\":[\"a\"]}}",
@@ -503,6 +505,7 @@ static void test_encode_roundtrip(void **state)
 		.nmasked = 1,
 		.readonly = masked,
 		.nreadonly = 1,
+		.pids_max = 42,
 	};
 	struct agent_ctr_req req = { .cid = "ctr-1", .exec = 7, .stream = AGENT_CTR_STDERR };
 	struct agent_msg m;
@@ -516,6 +519,7 @@ static void test_encode_roundtrip(void **state)
 	json_decref(o);
 	assert_string_equal(c->cid, "ctr-1");
 	assert_string_equal(c->root_source, "pod-c/root");
+	assert_int_equal(c->pids_max, 42);
 	assert_true(c->root_readonly);
 	assert_int_equal(c->nmounts, 2);
 	assert_null(c->mounts[0].options);

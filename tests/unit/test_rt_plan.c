@@ -245,6 +245,20 @@ static void test_ctr_create(void **state)
 	rt_plan_free(&plan);
 }
 
+/* linux.resources.pids.limit: the guest cgroup's pids.max (ctr_create's
+ * pids_max); none at 0 or less; above the kernel's bound refused. */
+static void test_pids(void **state)
+{
+	(void)state;
+	built(HEAD PROC ",\"linux\":{\"resources\":{\"pids\":{\"limit\":7}}}}", "c1");
+	assert_int_equal(json_integer_value(json_object_get(plan.ctr_create, "pids_max")), 7);
+	built(HEAD PROC ",\"linux\":{\"resources\":{\"pids\":{\"limit\":0}}}}", "c1");
+	assert_null(json_object_get(plan.ctr_create, "pids_max"));
+	build_refused(HEAD PROC ",\"linux\":{\"resources\":{\"pids\":{\"limit\":4194305}}}}", "c1",
+		      "above the guest kernel's 4194304 processes");
+	rt_plan_free(&plan);
+}
+
 /* A pod: the sandbox's VM has the share "pod"; a further container's
  * root and binds are its slot there (rt_plan.h "Pods"). */
 static void test_pod(void **state)
@@ -614,15 +628,11 @@ static void test_update(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sizing),
-		cmocka_unit_test(test_cgroup),
-		cmocka_unit_test(test_ctr_create),
-		cmocka_unit_test(test_pod),
-		cmocka_unit_test(test_ctr_create_privileges),
-		cmocka_unit_test(test_podman_mounts),
-		cmocka_unit_test(test_build_refusals),
-		cmocka_unit_test(test_update),
-		cmocka_unit_test(test_vmm_argv),
+		cmocka_unit_test(test_sizing),        cmocka_unit_test(test_cgroup),
+		cmocka_unit_test(test_ctr_create),    cmocka_unit_test(test_pod),
+		cmocka_unit_test(test_pids),          cmocka_unit_test(test_ctr_create_privileges),
+		cmocka_unit_test(test_podman_mounts), cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_update),        cmocka_unit_test(test_vmm_argv),
 		cmocka_unit_test(test_net),
 	};
 
