@@ -559,7 +559,8 @@ int agent_client_ctr_stdio(const struct agent_client *c, const char *cid, uint32
 			   enum agent_ctr_stream stream, int *fd, struct agent_client_err *err);
 
 /* ctr_start (of exec `exec`: 0 is the init), ctr_signal (signo 1..64;
- * all: every process of the container), ctr_resize and ctr_delete, each
+ * all: every process of the container), ctr_resize, ctr_delete and
+ * ctr_update (the container's pids.max; 0: none), each
  * answered `ok` within the context's timeout. A container that ended is
  * invalid_state. */
 int agent_client_ctr_start(const struct agent_client *c, const char *cid, uint32_t exec,
@@ -569,6 +570,8 @@ int agent_client_ctr_signal(const struct agent_client *c, const char *cid, uint3
 int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint32_t exec,
 			    uint16_t rows, uint16_t cols, struct agent_client_err *err);
 int agent_client_ctr_delete(const struct agent_client *c, const char *cid,
+			    struct agent_client_err *err);
+int agent_client_ctr_update(const struct agent_client *c, const char *cid, uint64_t pids_max,
 			    struct agent_client_err *err);
 
 struct agent_client_ctr_exit {

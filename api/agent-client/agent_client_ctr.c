@@ -135,6 +135,14 @@ int agent_client_ctr_resize(const struct agent_client *c, const char *cid, uint3
 	return ctr_ok(c, AGENT_T_CTR_RESIZE, &q, err);
 }
 
+int agent_client_ctr_update(const struct agent_client *c, const char *cid, uint64_t pids_max,
+			    struct agent_client_err *err)
+{
+	struct agent_ctr_req q = { .cid = cid, .pids_max = pids_max };
+
+	return ctr_ok(c, AGENT_T_CTR_UPDATE, &q, err);
+}
+
 int agent_client_ctr_delete(const struct agent_client *c, const char *cid,
 			    struct agent_client_err *err)
 {

@@ -1038,6 +1038,8 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_CTR_RESIZE] = { "ctr_resize", CTX_REQ, false,
 				 FIELDS("cid", "exec", "rows", "cols"), agent_ctr_body },
 	[AGENT_T_CTR_DELETE] = { "ctr_delete", CTX_REQ, false, FIELDS("cid"), agent_ctr_body },
+	[AGENT_T_CTR_UPDATE] = { "ctr_update", CTX_REQ, false, FIELDS("cid", "pids_max"),
+				 agent_ctr_body },
 	[AGENT_T_CTR_EXEC] = { "ctr_exec", CTX_REQ, false, FIELDS("cid", "exec", "process"),
 			       agent_ctr_exec_body },
 	[AGENT_T_DATA] = { "data", CTX_UPL, true, NO_FIELDS, NULL },

@@ -247,6 +247,7 @@ enum agent_type {
 	AGENT_T_CTR_SIGNAL,
 	AGENT_T_CTR_RESIZE,
 	AGENT_T_CTR_DELETE,
+	AGENT_T_CTR_UPDATE,
 	AGENT_T_CTR_EXEC,
 	AGENT_T_DATA,
 	AGENT_T_END,
@@ -565,7 +566,8 @@ enum agent_ctr_stream { AGENT_CTR_STDIN, AGENT_CTR_STDOUT, AGENT_CTR_STDERR, AGE
 const char *agent_ctr_stream_name(enum agent_ctr_stream s);
 int agent_ctr_stream_parse(const char *name);
 
-/* ctr_stdio, ctr_start, ctr_wait, ctr_signal, ctr_resize, ctr_delete. */
+/* ctr_stdio, ctr_start, ctr_wait, ctr_signal, ctr_resize, ctr_delete,
+ * ctr_update. */
 struct agent_ctr_req {
 	const char *cid;
 	uint32_t exec;                /* 0: the init */
@@ -574,6 +576,7 @@ struct agent_ctr_req {
 	bool all;                     /* ctr_signal */
 	uint16_t rows, cols;          /* ctr_resize */
 	uint32_t timeout_ms;          /* ctr_wait */
+	uint64_t pids_max;            /* ctr_update: the new pids.max, 0: "max" (none) */
 };
 
 /* A container id: 1..AGENT_CID_MAX of [A-Za-z0-9_+.-], not "." or "..". */

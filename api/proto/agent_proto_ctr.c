@@ -582,7 +582,7 @@ enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m)
 	struct agent_ctr_req *r = &m->u.ctr;
 	uint32_t rows, cols;
 	enum agent_code c = get_cid(p, &r->cid);
-	bool takes_exec = m->type != AGENT_T_CTR_DELETE;
+	bool takes_exec = m->type != AGENT_T_CTR_DELETE && m->type != AGENT_T_CTR_UPDATE;
 
 	if (c ||
 	    (takes_exec && (c = agent_field_u32(p, "exec", false, 0, UINT32_MAX, 0, &r->exec))))
@@ -610,6 +610,9 @@ enum agent_code agent_ctr_body(struct parse *p, struct agent_msg *m)
 		r->rows = (uint16_t)rows;
 		r->cols = (uint16_t)cols;
 		return AGENT_OK;
+	case AGENT_T_CTR_UPDATE:
+		return agent_field_uint(p, "pids_max", true, 0, AGENT_CTR_PIDS_MAX, 0,
+					&r->pids_max);
 	default:
 		return AGENT_OK;
 	}
@@ -733,7 +736,7 @@ json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r)
 	bool ok = o && agent_put(o, "type", json_string(agent_type_name(t))) &&
 		agent_put(o, "cid", json_string(r->cid));
 
-	if (ok && t != AGENT_T_CTR_DELETE && r->exec)
+	if (ok && t != AGENT_T_CTR_DELETE && t != AGENT_T_CTR_UPDATE && r->exec)
 		ok = agent_put(o, "exec", json_integer(r->exec));
 	if (ok && t == AGENT_T_CTR_STDIO)
 		ok = agent_put(o, "stream", json_string(agent_ctr_stream_name(r->stream)));
@@ -745,6 +748,8 @@ json_t *agent_ctr_req_encode(enum agent_type t, const struct agent_ctr_req *r)
 	if (ok && t == AGENT_T_CTR_RESIZE)
 		ok = agent_put(o, "rows", json_integer(r->rows)) &&
 			agent_put(o, "cols", json_integer(r->cols));
+	if (ok && t == AGENT_T_CTR_UPDATE)
+		ok = agent_put(o, "pids_max", json_integer((json_int_t)r->pids_max));
 	if (!ok) {
 		json_decref(o);
 		return NULL;

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "api/agent-client/agent_client.h"
 #include "api/runtime/rt_binds.h"
 #include "api/runtime/rt_cgroup.h"
 #include "api/runtime/rt_hooks.h"
@@ -281,7 +282,29 @@ static int update_resources(const struct rt_update *u, struct rt_resources *res,
 
 /* The new limits against the VM's boot sizing (its bundle's), into the
  * container's host cgroup. */
-static int update_apply(const struct rt_held *h, const struct rt_resources *res, struct err *e)
+/* pids.limit: the container's guest cgroup (the agent's ctr_update). */
+static int update_pids(const struct rt_cmd *c, const struct rt_held *h, int64_t limit,
+		       struct err *e)
+{
+	char jail[RT_JAIL_PATH_MAX], vsock[RT_JAIL_PATH_MAX + 8];
+	struct agent_client ac;
+	struct agent_client_err ae;
+	int r = rt_command_jail(c, jail, e);
+
+	if (r < 0)
+		return r;
+	snprintf(vsock, sizeof(vsock), "%s/vsock", jail);
+	if (agent_client_init(&ac, vsock) < 0)
+		return err_set(e, ENAMETOOLONG, "update: the vsock socket's path is too long");
+	ac.timeout_ms = RT_CONTROL_MS;
+	if (agent_client_ctr_update(&ac, h->rec.cid[0] ? h->rec.cid : h->rec.id, (uint64_t)limit,
+				    &ae) < 0)
+		return err_set(e, ae.errnum ? ae.errnum : EIO, "update: pids.limit: %s", ae.msg);
+	return 0;
+}
+
+static int update_apply(const struct rt_cmd *c, const struct rt_held *h,
+			const struct rt_resources *res, struct err *e)
 {
 	char cpu_max[RT_CPU_MAX_LEN], now[RT_CPU_MAX_LEN];
 	const char *cg = h->rec.cgroup;
@@ -298,6 +321,8 @@ static int update_apply(const struct rt_held *h, const struct rt_resources *res,
 					   ? now
 					   : NULL,
 				   cpu_max, e);
+	if (r >= 0 && res->pids_limit > 0 && update_pids(c, h, res->pids_limit, e) < 0)
+		return -EIO;
 	if (r <= 0)
 		return r;
 	if (!cg[0])
@@ -324,7 +349,7 @@ int rt_command_update(const struct rt_ctx *x, struct err *e)
 	if (!r)
 		r = update_resources(&c->update, &res, &doc, e);
 	if (!r)
-		r = update_apply(&h, &res, e);
+		r = update_apply(c, &h, &res, e);
 	json_decref(doc);
 	rt_command_release(&h);
 	return r;

@@ -159,10 +159,10 @@ int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
 {
 	char quota[24] = "max";
 
-	if (req->pids_limit > 0)
-		return err_set(e, ENOSYS,
-			       "update: pids.limit is applied in the guest, which update cannot "
-			       "reach yet: leave it out");
+	if (req->pids_limit > AGENT_CTR_PIDS_MAX)
+		return err_set(e, EINVAL,
+			       "update: pids.limit %lld is above the guest kernel's %d processes",
+			       (long long)req->pids_limit, AGENT_CTR_PIDS_MAX);
 	if (req->cpuset_cpus)
 		return err_set(e, EINVAL,
 			       "update: cpuset.cpus: a kiln VM's %u vCPUs are fixed at boot: leave "

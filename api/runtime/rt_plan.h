@@ -93,9 +93,9 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
  * is not; a quota alone keeps the period, a period alone keeps the quota
  * read from current, cpu.max's present value, NULL: unlimited; a quota
  * of -1 is unlimited); 0 when nothing changes there (a memory limit at or above the
- * VM's RAM: its RAM is the bound); -EINVAL or -ENOSYS with e for what a
- * running VM cannot take: RAM below its size, cpuset.cpus, pids (applied
- * in the guest, which update cannot reach yet).
+ * VM's RAM: its RAM is the bound; a pids limit, which the caller takes
+ * to the guest); -EINVAL with e for what a running VM cannot take: RAM
+ * below its size, cpuset.cpus, a pids limit above the guest's bound.
  */
 int rt_plan_update(const struct rt_sizing *boot, const struct rt_resources *req,
 		   const char *current, char cpu_max[RT_CPU_MAX_LEN], struct err *e);

@@ -173,6 +173,7 @@ static serve_fn *const serve[AGENT_TYPE_COUNT] = {
 	[AGENT_T_CTR_WAIT] = agent_ctr_wait,
 	[AGENT_T_CTR_SIGNAL] = agent_ctr_signal,
 	[AGENT_T_CTR_RESIZE] = agent_ctr_resize,
+	[AGENT_T_CTR_UPDATE] = agent_ctr_update,
 	[AGENT_T_CTR_DELETE] = agent_ctr_delete,
 	[AGENT_T_CTR_EXEC] = agent_ctr_exec,
 };

@@ -620,13 +620,10 @@ static int cgroup_open(struct ctr *k, struct agent_err *err)
 	return k->cgroup < 0 ? setup_error(err, "opening the container's cgroup") : 0;
 }
 
-/* pids_max as the container's cgroup's pids.max, before its init is
- * cloned into it; the controller handed down from the guest's root
- * first (it has no process of its own to hold it back). */
-static int pids_limit(struct ctr *k, uint64_t max, struct agent_err *err)
+int ctr_pids_max(struct ctr *k, uint64_t max)
 {
 	char path[AGENT_PATH_MAX + 1], n[24];
-	int fd, r;
+	int fd, r, e;
 
 	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", k->tab->cgroup_root);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -636,11 +633,26 @@ static int pids_limit(struct ctr *k, uint64_t max, struct agent_err *err)
 	}
 	fd = openat(k->cgroup, "pids.max", O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return setup_error(err, "setting pids_max (the guest kernel's pids controller)");
-	snprintf(n, sizeof(n), "%llu", (unsigned long long)max);
+		return -1;
+	if (max)
+		snprintf(n, sizeof(n), "%llu", (unsigned long long)max);
+	else
+		snprintf(n, sizeof(n), "max");
 	r = fd_io_write_all(fd, n, strlen(n)) < 0 ? -1 : 0;
+	e = errno;
 	close(fd);
-	return r < 0 ? setup_error(err, "writing the container's pids.max") : 0;
+	errno = e;
+	return r;
+}
+
+/* pids_max as the container's cgroup's pids.max, before its init is
+ * cloned into it. */
+static int pids_limit(struct ctr *k, uint64_t max, struct agent_err *err)
+{
+	return ctr_pids_max(k, max) < 0 ? setup_error(err,
+						      "setting pids_max (the container's "
+						      "pids.max in the guest)")
+					: 0;
 }
 
 pid_t ctr_clone(struct agent_ctrs *t, struct ctr_proc *p, uint64_t ns_flags, int join_pid,

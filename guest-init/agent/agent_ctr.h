@@ -108,6 +108,11 @@ void agent_ctr_start(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 void agent_ctr_wait(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_ctr_signal(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_ctr_resize(struct agent *a, struct agent_conn *c, struct agent_msg *m);
+void agent_ctr_update(struct agent *a, struct agent_conn *c, struct agent_msg *m);
+/* The container's cgroup's pids.max: max, 0 "max" (none); the pids
+ * controller handed down from the guest's root first. 0, or -1 with
+ * errno. */
+int ctr_pids_max(struct ctr *k, uint64_t max);
 void agent_ctr_delete(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 void agent_ctr_exec(struct agent *a, struct agent_conn *c, struct agent_msg *m);
 

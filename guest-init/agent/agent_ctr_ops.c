@@ -215,6 +215,22 @@ void agent_ctr_resize(struct agent *a, struct agent_conn *c, struct agent_msg *m
 	ctr_put(p);
 }
 
+void agent_ctr_update(struct agent *a, struct agent_conn *c, struct agent_msg *m)
+{
+	struct agent_ctr_req *r = &m->u.ctr;
+	struct ctr_proc *p = ctr_get(&a->ctrs, c, "ctr_update", r->cid, 0);
+
+	if (!p)
+		return;
+	if (ctr_pids_max(p->ctr, r->pids_max) < 0)
+		agent_reply_error(c, agent_errno_code(errno),
+				  "ctr_update: writing the container's pids.max: %s",
+				  strerror(errno));
+	else
+		agent_reply_ok(c);
+	ctr_put(p);
+}
+
 void agent_ctr_delete(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	struct agent_ctrs *t = &a->ctrs;

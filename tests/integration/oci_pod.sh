@@ -1,6 +1,7 @@
 # A pod at kiln-runtime's command line (issue 34, "Pods"): bundles with
 # exactly the annotations containerd's CRI sets (a sandbox, then further
-# containers naming it), as a CRI runtime shim drives the runtime. The
+# containers naming it), as a CRI runtime shim drives the runtime
+# (and the sandbox's pids limit changed by update). The
 # sandbox boots the VM; each further container runs in that VM (the
 # same guest boot ID) with its own root (a marker file only its rootfs
 # has), its own bind mount, exec, kill and delete (also --force of a
@@ -66,6 +67,13 @@ test_oci_pod_kiln() {
     pod_create pod1 &&
     pod_krt exec pod1 /bin/busybox cat /proc/sys/kernel/random/boot_id && expect_rc 0 &&
     boot=$out &&
+    # update --pids-limit reaches the guest: at 1 (its sleep) no exec can
+    # start, at 8 one can
+    pod_krt update --pids-limit 1 pod1 && expect_rc 0 &&
+    pod_krt exec pod1 /bin/busybox true &&
+    { [ "$rc" != 0 ] || fail "an exec started past pids.limit 1"; } &&
+    pod_krt update --pids-limit 8 pod1 && expect_rc 0 &&
+    pod_krt exec pod1 /bin/busybox true && expect_rc 0 &&
     # a further container: the sandbox's VM, its own root and bind, its exit
     pod_create c1 && pod_wait_stopped c1 &&
     { [ "$(cat "$pod_dir/c1.out")" = "$boot"$'\n'c1 ] || fail "c1 printed $(cat "$pod_dir/c1.out"), want the sandbox's boot ID $boot and c1"; } &&

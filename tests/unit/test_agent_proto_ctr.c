@@ -441,6 +441,9 @@ static void test_requests(void **state)
 	       "'signal'");
 	refuse("{\"type\":\"ctr_signal\",\"cid\":\"c1\",\"exec\":2,\"signal\":9,\"all\":true}",
 	       AGENT_E_BAD_FIELD, "exec 0 only");
+	refuse("{\"type\":\"ctr_update\",\"cid\":\"c1\"}", AGENT_E_MISSING_FIELD, "pids_max");
+	refuse("{\"type\":\"ctr_update\",\"cid\":\"c1\",\"pids_max\":4194305}", AGENT_E_BAD_FIELD,
+	       "pids_max");
 	refuse("{\"type\":\"ctr_resize\",\"cid\":\"c1\",\"rows\":5}", AGENT_E_MISSING_FIELD,
 	       "'cols'");
 	refuse("{\"type\":\"ctr_wait\",\"cid\":\"c1\",\"timeout_ms\":604800001}", AGENT_E_BAD_FIELD,
@@ -539,7 +542,7 @@ static void test_encode_roundtrip(void **state)
 	assert_string_equal(c->readonly[0], "/proc/kcore");
 	agent_msg_free(&m);
 
-	for (int t = AGENT_T_CTR_STDIO; t <= AGENT_T_CTR_DELETE; t++) {
+	for (int t = AGENT_T_CTR_STDIO; t <= AGENT_T_CTR_UPDATE; t++) {
 		req.signo = 15;
 		/* `all` is exec 0's alone. */
 		req.all = t == AGENT_T_CTR_SIGNAL;
@@ -547,6 +550,7 @@ static void test_encode_roundtrip(void **state)
 		req.rows = 3;
 		req.cols = 4;
 		req.timeout_ms = 9;
+		req.pids_max = 11;
 		o = agent_ctr_req_encode((enum agent_type)t, &req);
 		assert_non_null(o);
 		if (agent_msg_parse(o, AGENT_CTX_REQUEST, &m, &err) != AGENT_OK)
@@ -562,8 +566,11 @@ static void test_encode_roundtrip(void **state)
 			assert_true(m.u.ctr.rows == 3 && m.u.ctr.cols == 4);
 		if (t == AGENT_T_CTR_WAIT)
 			assert_int_equal(m.u.ctr.timeout_ms, 9);
-		/* Every request but ctr_delete names its exec (ctr_start too). */
-		assert_int_equal(m.u.ctr.exec, t == AGENT_T_CTR_DELETE ? 0 : req.exec);
+		if (t == AGENT_T_CTR_UPDATE)
+			assert_int_equal(m.u.ctr.pids_max, 11);
+		/* Every request but ctr_delete and ctr_update names its exec. */
+		assert_int_equal(m.u.ctr.exec,
+				 t == AGENT_T_CTR_DELETE || t == AGENT_T_CTR_UPDATE ? 0 : req.exec);
 		agent_msg_free(&m);
 	}
 }

@@ -620,9 +620,12 @@ static void test_update(void **state)
 	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "2 vCPUs are fixed at boot"));
 	r.cpuset_cpus = NULL;
+	/* pids: the guest's (the caller's ctr_update), bounded */
 	r.pids_limit = 100;
-	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -ENOSYS);
-	assert_non_null(strstr(e.msg, "pids.limit is applied in the guest"));
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), 0);
+	r.pids_limit = AGENT_CTR_PIDS_MAX + 1LL;
+	assert_int_equal(rt_plan_update(&boot, &r, NULL, cpu, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "above the guest kernel's"));
 }
 
 int main(void)
