@@ -178,7 +178,8 @@ $(BUILD)/kiln-vmm: $(KILN_VMM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 
 # The escape suite's compromised VMM (tests/escape/): kiln-vmm's own
 # parser and setup (every vmm/kiln-vmm module but main.c), then attacks.
-ESCAPE_SRCS := tests/escape/kiln-escape.c $(filter-out vmm/kiln-vmm/main.c,$(KILN_VMM_SRCS))
+ESCAPE_SRCS := tests/escape/kiln-escape.c $(filter-out vmm/kiln-vmm/main.c,$(KILN_VMM_SRCS)) \
+	vmm/control/control_client.c
 $(BUILD)/tests/kiln-escape: $(ESCAPE_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/libkiln-vmm.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(VMM_LIBS) -lpthread $(LIBS) $(VMM_LINK_FLAGS)

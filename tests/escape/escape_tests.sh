@@ -26,7 +26,7 @@ escape_ns() {
 # escape_run KILN-VMM-OPTION...: the whole suite with those options (@SNAP@
 # is the scratch snapshot), inside escape_ns; prints it.
 escape_run() {
-  local d port name marker tpid uid=3999000 ns a args=()
+  local d port name marker tpid uid=3999000 ns a args=() target=()
   escape_ns || return 1
   d=$(mktemp -d /tmp/kesc.XXXXXX)
   mkdir -p "$d/vm" "$d/share" "$d/snaps/s1" "$d/snaps/s0"
@@ -38,6 +38,11 @@ escape_run() {
   for a; do args+=("${a//@SNAP@/$d/snaps/s1}"); done
   echo "kiln-escape canary" >"$d/canary"
   echo "shared" >"$d/share/file"
+  # escape_graft=1: a pod member's slot, grafted after the jail
+  if [ -n "${escape_graft:-}" ]; then
+    mkdir -p "$d/graft/root" && echo "a member's file" >"$d/graft/root/file"
+    target=(--graft "$d/graft")
+  fi
   chmod 0755 "$d" "$d/vm"
   ip netns exec "$ns" /usr/bin/python3 tests/escape/targets.py "$d" &
   tpid=$!
@@ -57,7 +62,7 @@ escape_run() {
     'grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts || mount -t cgroup2 cgroup2 /sys/fs/cgroup; exec 7<"$0" && exec "$@"' \
     "$d/share" \
     timeout -k 5 "$BOOT_TIMEOUT" "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
-    --abstract "$name" --unix "$d/host.sock" --pid "$marker" -- \
+    --abstract "$name" --unix "$d/host.sock" --pid "$marker" "${target[@]}" -- \
     --kernel "$VMLINUX" --initrd "$INITRD" --mem 64 --jail "$d/vm" --uid $uid --gid $uid \
     --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "${args[@]}" 2>"$d/err") || rc=$?
   err=$(cat "$d/err")
@@ -89,6 +94,13 @@ test_escape_jailed_vmm_with_passt_and_a_share() {
 # their own whose ".." stays in the folder.
 test_escape_jailed_vmm_restoring_a_snapshot() {
   escape_run --restore @SNAP@ || return 1
+  escape_check
+}
+
+# A pod's sandbox VM (kiln-runtime): a further container's slot grafted
+# into its share after the jail, a detached clone whose ".." goes nowhere.
+test_escape_jailed_vmm_with_a_pod_graft() {
+  escape_graft=1 escape_run --net passt || return 1
   escape_check
 }
 

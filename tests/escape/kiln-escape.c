@@ -28,6 +28,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
@@ -49,6 +50,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vmm/control/control_client.h"
 #include "vmm/control/exit_status.h"
 #include "vmm/jail/seccomp_filter.h"
 #include "vmm/kiln-vmm/setup.h"
@@ -62,6 +64,7 @@
 
 struct target {
 	const char *canary, *abstract_name, *unix_path;
+	const char *graft; /* a directory grafted into the share "escape" (kiln-runtime's pods) */
 	const char *addrs[MAX_ADDRS];
 	int naddrs, tcp_port;
 	pid_t pid;
@@ -696,7 +699,7 @@ static int usage(const char *why)
 {
 	fprintf(stderr,
 		"kiln-escape: %s\nusage: kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... "
-		"[--abstract NAME] [--unix PATH] [--pid PID] -- KILN-VMM-OPTIONS...\n",
+		"[--abstract NAME] [--unix PATH] [--pid PID] [--graft DIR] -- KILN-VMM-OPTIONS...\n",
 		why);
 	return 2;
 }
@@ -720,6 +723,8 @@ static int parse_target(int argc, char **argv, struct target *t, int *rest)
 			t->abstract_name = v;
 		else if (!strcmp(argv[i], "--unix"))
 			t->unix_path = v;
+		else if (!strcmp(argv[i], "--graft"))
+			t->graft = v;
 		else if (!strcmp(argv[i], "--pid"))
 			t->pid = (pid_t)atoi(v);
 		else
@@ -733,6 +738,55 @@ static int parse_target(int argc, char **argv, struct target *t, int *rest)
 	return 0;
 }
 
+#define GRAFT_WAIT_MS 60000
+
+/* The helper (root, outside the jail): clone t->graft, wait for the
+ * control socket, send `graft escape pod-member` with the clone, then
+ * mark it done in the jail directory (which the jailed VMM sees). */
+static int graft_start(const struct target *t, const struct vmm_opts *o, char *done, size_t cap)
+{
+	struct control_cmd cmd = { .op = CTL_GRAFT, .tag = "escape", .name = "pod-member" };
+	struct control_reply rep;
+	struct err e;
+	struct stat st;
+	int tree, fd;
+	pid_t pid;
+
+	if (!o->control_path || !o->jail_dir)
+		return -1;
+	snprintf(done, cap, "%s/graft-done", o->jail_dir);
+	tree = (int)syscall(SYS_open_tree, AT_FDCWD, t->graft,
+			    OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return -1;
+	pid = fork();
+	if (pid != 0) {
+		close(tree);
+		return pid < 0 ? -1 : 0;
+	}
+	for (int i = 0; i < GRAFT_WAIT_MS / 20 && stat(o->control_path, &st) < 0; i++)
+		usleep(20000);
+	if (control_client_run_fd(o->control_path, &cmd, tree, GRAFT_WAIT_MS, &rep, &e) < 0) {
+		fprintf(stderr, "kiln-escape: graft: %s\n", e.msg);
+		_exit(1);
+	}
+	fd = open(done, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	_exit(fd < 0);
+}
+
+/* The jailed VMM: until the helper's graft is in (its mark). */
+static int graft_wait(const char *done)
+{
+	struct stat st;
+
+	for (int i = 0; i < GRAFT_WAIT_MS / 20; i++) {
+		if (stat(done, &st) == 0)
+			return 0;
+		usleep(20000);
+	}
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct seccomp_prog progs[SECCOMP_ROLE_COUNT] = { { 0 } };
@@ -742,6 +796,7 @@ int main(int argc, char **argv)
 	struct err e = { { 0 } };
 	kiln_vm *vm;
 	int rest, r, escaped = 0, tried = 0;
+	char done[PATH_MAX];
 
 	if (argc == 2 && !strcmp(argv[1], "--exec-probe"))
 		return EXEC_PROBE_STATUS;
@@ -755,8 +810,16 @@ int main(int argc, char **argv)
 		vmm_opts_free(&o);
 		return r == VMM_OPTS_DONE ? 0 : 2;
 	}
+	/* a pod's graft as kiln-runtime makes it: root, outside the jail,
+	 * sends a detached clone over the control socket once it listens */
+	if (t.graft && graft_start(&t, &o, done, sizeof(done)) < 0)
+		return usage("--graft needs --control and --jail, and a directory to clone");
 	if (vmm_setup(&o, &vm, &ctl, &e) != VMM_EXIT_OK) {
 		fprintf(stderr, "kiln-escape: kiln-vmm's setup: %s\n", e.msg);
+		return 2;
+	}
+	if (t.graft && graft_wait(done) < 0) {
+		fprintf(stderr, "kiln-escape: the graft never arrived (%s)\n", done);
 		return 2;
 	}
 	for (int i = 0; i < SECCOMP_ROLE_COUNT; i++) {
