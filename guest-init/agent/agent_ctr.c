@@ -824,8 +824,10 @@ void agent_ctr_create(struct agent *a, struct agent_conn *c, struct agent_msg *m
 		return;
 	snprintf(k->init.prog, sizeof(k->init.prog), "%s", cr->proc.args[0]);
 	if (start_init(t, k, cr, &err) < 0) {
-		agent_conn_send_err(c, &err);
+		/* gone before the host hears of it: a create it sends at once
+		 * with the same cid must not find it "exists" */
 		ctr_free(t, k, k->cgroup >= 0);
+		agent_conn_send_err(c, &err);
 		return;
 	}
 	pthread_mutex_lock(&t->lock);
