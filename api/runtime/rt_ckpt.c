@@ -13,25 +13,9 @@
 
 #include "api/runtime/rt_dir.h"
 #include "lib/base/file_copy.h"
+#include "vmm/control/control_client.h"
 
-/* Every regular file of dirfd/name removed, then the directory. */
-static void clear_dir(int dirfd, const char *name)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(fd, de->d_name, 0); /* a directory stays: rmdir then fails */
-	closedir(d);
-	unlinkat(dirfd, name, AT_REMOVEDIR);
-}
+#define SNAPSHOT_MS 300000 /* kiln-vmm writes the VM's RAM: slow in the nested harness */
 
 int rt_ckpt_work_open(const char *jail, uint32_t id, int *fd, struct err *e)
 {
@@ -68,8 +52,8 @@ void rt_ckpt_work_remove(const char *jail)
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	clear_dir(fd, RT_CKPT_SNAP);
-	clear_dir(fd, RT_CKPT_SNAP ".tmp"); /* kiln-vmm's own, were it cut short */
+	rt_dir_clear(fd, RT_CKPT_SNAP);
+	rt_dir_clear(fd, RT_CKPT_SNAP ".tmp"); /* kiln-vmm's own, were it cut short */
 	close(fd);
 	rmdir(path);
 }
@@ -154,10 +138,32 @@ static int inventory(int dst, struct err *e)
 			       "checkpoint: " RT_CKPT_INVENTORY, e);
 }
 
+int rt_ckpt_copy(int workfd, int dstfd, const struct rt_ckpt_src *from, struct err *e)
+{
+	int src = openat(workfd, RT_CKPT_SNAP, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return src < 0 ? err_set(e, errno, "the snapshot: %s", strerror(errno))
+		       : copy_all(src, dstfd, from, e);
+}
+
+int rt_ckpt_snapshot(const char *jail, const char *what, struct err *e)
+{
+	char control[RT_JAIL_PATH_MAX + 16], dir[RT_JAIL_PATH_MAX + 32];
+	struct control_cmd cmd = { .op = CTL_SNAPSHOT, .dir = dir };
+	struct control_reply rep;
+	struct err ce = { { 0 } };
+	int r;
+
+	snprintf(control, sizeof(control), "%s/control", jail);
+	snprintf(dir, sizeof(dir), "%s/" RT_CKPT_WORK "/" RT_CKPT_SNAP, jail);
+	r = control_client_run(control, &cmd, SNAPSHOT_MS, &rep, &ce);
+	return r < 0 ? err_set(e, -r, "%s: kiln-vmm's snapshot: %s", what, ce.msg) : 0;
+}
+
 int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec,
 		   const struct rt_ckpt_src *from, struct err *e)
 {
-	int src, dst, r;
+	int dst, r;
 	char *s;
 
 	if (mkdir(image, 0700) < 0 && errno != EEXIST)
@@ -165,9 +171,7 @@ int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec
 	dst = open(image, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dst < 0)
 		return err_set(e, errno, "--image-path %.200s: %s", image, strerror(errno));
-	src = openat(workfd, RT_CKPT_SNAP, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = src < 0 ? err_set(e, errno, "checkpoint: the snapshot: %s", strerror(errno))
-		    : copy_all(src, dst, from, e);
+	r = rt_ckpt_copy(workfd, dst, from, e);
 	if (!r)
 		r = inventory(dst, e);
 	if (!r && rt_state_encode(rec, &s, e) == 0) {

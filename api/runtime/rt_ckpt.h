@@ -45,6 +45,15 @@ struct rt_ckpt_src {
 int rt_ckpt_export(int workfd, const char *image, const struct rt_state_rec *rec,
 		   const struct rt_ckpt_src *from, struct err *e);
 
+/* The snapshot in workfd/RT_CKPT_SNAP copied into the directory dstfd
+ * (kiln-vmm's files only, checked as rt_ckpt_export does), holes kept. */
+int rt_ckpt_copy(int workfd, int dstfd, const struct rt_ckpt_src *from, struct err *e);
+
+/* kiln-vmm's snapshot of the VM whose jail is jail into
+ * <jail>/RT_CKPT_WORK/RT_CKPT_SNAP through its control socket (what
+ * names the VM in e: `what`). */
+int rt_ckpt_snapshot(const char *jail, const char *what, struct err *e);
+
 /* RT_CKPT_STATE of image, decoded strictly (rt_state_decode). */
 int rt_ckpt_read(const char *image, struct rt_state_rec *rec, struct err *e);
 

@@ -13,24 +13,6 @@
 #include "api/runtime/rt_plan.h"
 #include "api/runtime/rt_pod.h"
 #include "api/runtime/rt_shim_sock.h"
-#include "vmm/control/control_client.h"
-
-#define SNAPSHOT_MS 300000 /* kiln-vmm writes the VM's RAM: slow in the nested harness */
-
-/* The VM's snapshot into <jail>/snap/image by kiln-vmm's control socket. */
-static int snapshot(const struct rt_cmd *c, const char *jail, struct err *e)
-{
-	char control[RT_JAIL_PATH_MAX + 16], dir[RT_JAIL_PATH_MAX + 32];
-	struct control_cmd cmd = { .op = CTL_SNAPSHOT, .dir = dir };
-	struct control_reply rep;
-	struct err ce = { { 0 } };
-	int r;
-
-	snprintf(control, sizeof(control), "%s/control", jail);
-	snprintf(dir, sizeof(dir), "%s/" RT_CKPT_WORK "/" RT_CKPT_SNAP, jail);
-	r = control_client_run(control, &cmd, SNAPSHOT_MS, &rep, &ce);
-	return r < 0 ? err_set(e, -r, "checkpoint %s: kiln-vmm's snapshot: %s", c->id, ce.msg) : 0;
-}
 
 /* Without --leave-running the container ends as runc's does after its
  * dump: killed (the engine then has it stopped and checkpointed). */
@@ -87,8 +69,12 @@ int rt_command_checkpoint(const struct rt_ctx *x, struct err *e)
 		r = rt_ckpt_work_open(jail, h.rec.id_range, &workfd, e);
 	if (!r)
 		r = snapshot_source(&h.rec, &from, e);
-	if (!r)
-		r = snapshot(c, jail, e);
+	if (!r) {
+		char what[RT_ID_MAX + 16];
+
+		snprintf(what, sizeof(what), "checkpoint %s", c->id);
+		r = rt_ckpt_snapshot(jail, what, e);
+	}
 	if (!r) {
 		if (!h.rec.cid[0]) /* the guest's ID, which restore addresses */
 			snprintf(h.rec.cid, sizeof(h.rec.cid), "%s", h.rec.id);

@@ -405,7 +405,7 @@ int rt_dir_list(int rootfd, char ***ids, size_t *n, struct err *e)
 		return err_set(e, errno, "reading --root: %s", strerror(errno));
 	while ((de = readdir(d)) && *n < RT_LIST_MAX) {
 		if (de->d_type != DT_DIR || rt_id_check(de->d_name, NULL) < 0 ||
-		    strcmp(de->d_name, RT_IDS_DIR) == 0)
+		    strcmp(de->d_name, RT_IDS_DIR) == 0 || strcmp(de->d_name, ".warm") == 0)
 			continue;
 		if (*n == cap) {
 			char **nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(char *));
@@ -438,13 +438,37 @@ void rt_dir_list_free(char **ids, size_t n)
 	free(ids);
 }
 
-void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX])
+void rt_dir_clear(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(fd, de->d_name, 0); /* a directory stays: rmdir then fails */
+	closedir(d);
+	unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+uint64_t rt_hash64(const char *s)
 {
 	uint64_t h = 14695981039346656037ull; /* FNV-1a */
 
-	for (const unsigned char *p = (const unsigned char *)dir; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
 		h = (h ^ *p) * 1099511628211ull;
-	snprintf(out, RT_JAIL_PATH_MAX, RT_JAIL_ROOT "/%016llx", (unsigned long long)h);
+	return h;
+}
+
+void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX])
+{
+	snprintf(out, RT_JAIL_PATH_MAX, RT_JAIL_ROOT "/%016llx",
+		 (unsigned long long)rt_hash64(dir));
 }
 
 void rt_tap_name(const char *jail, char out[RT_TAP_NAME_MAX])

@@ -112,6 +112,12 @@ int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
  * /var/run/docker/runtime-runc/moby/<64 hex>/ alone takes 98). Pure.
  */
 #define RT_JAIL_ROOT "/run/kiln-runtime-vm"
+/* Every file of dirfd/name removed (not followed, no directory
+ * descended), then the directory: kiln-vmm's snapshots. Quiet. */
+void rt_dir_clear(int dirfd, const char *name);
+
+/* 64-bit FNV-1a of a string: names, never a security boundary. Pure. */
+uint64_t rt_hash64(const char *s);
 #define RT_JAIL_PATH_MAX 64
 void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX]);
 

@@ -149,7 +149,7 @@ int rt_plan_sizing(const struct rt_config *c, struct rt_sizing *s, struct err *e
 		return err_set(e, EINVAL,
 			       "annotation io.kiln.firewall is not supported yet (it comes with the "
 			       "container network); leave it out");
-	if (size_memory(c, s, e) < 0 || size_cpus(c, s, e) < 0)
+	if (size_memory(c, s, e) < 0 || size_cpus(c, s, e) < 0 || rt_warm_wanted(c, e) < 0)
 		return -EINVAL;
 	return kernel_choice(c, s, e);
 }
@@ -529,21 +529,42 @@ static void cmdline_add(char *cmd, size_t cap, size_t *n, const char *fmt, ...)
 	*n = w < 0 ? cap : *n + (size_t)w;
 }
 
+int rt_plan_cmdline(const struct rt_warm_shape *sh, const char *hostname, char *out, size_t cap,
+		    struct err *e)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	cmdline_add(out, cap, &n, "kiln.oci kiln.shares=" RT_SHARE_ROOT ":/run/kiln/root%s",
+		    sh->root_ro ? ":ro" : "");
+	if (sh->bro)
+		cmdline_add(out, cap, &n, "," RT_SHARE_BINDS_RO ":/run/kiln/binds/ro:ro");
+	if (sh->brw)
+		cmdline_add(out, cap, &n, "," RT_SHARE_BINDS_RW ":/run/kiln/binds/rw");
+	if (sh->pod)
+		cmdline_add(out, cap, &n, "," RT_SHARE_POD ":/run/kiln/pod");
+	if (hostname && *hostname)
+		cmdline_add(out, cap, &n, " kiln.hostname=%s", hostname);
+	return n < cap ? 0 : err_set(e, E2BIG, "the kernel command line is too long");
+}
+
+void rt_plan_shape(const struct rt_plan *p, const struct rt_config *c, const struct rt_sizing *size,
+		   struct rt_warm_shape *sh)
+{
+	*sh = (struct rt_warm_shape){ .mem_mib = size ? size->mem_mib : 0,
+				      .cpus = size ? size->cpus : 0,
+				      .root_ro = c->root_readonly,
+				      .bro = p->has_ro_binds,
+				      .brw = p->has_rw_binds,
+				      .pod = p->pod_share };
+}
+
 static int plan_cmdline(const struct rt_config *c, struct rt_plan *p, struct err *e)
 {
-	size_t n = 0, cap = sizeof(p->cmdline);
+	struct rt_warm_shape sh;
 
-	cmdline_add(p->cmdline, cap, &n, "kiln.oci kiln.shares=" RT_SHARE_ROOT ":/run/kiln/root%s",
-		    c->root_readonly ? ":ro" : "");
-	if (p->has_ro_binds)
-		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RO ":/run/kiln/binds/ro:ro");
-	if (p->has_rw_binds)
-		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_BINDS_RW ":/run/kiln/binds/rw");
-	if (p->pod_share)
-		cmdline_add(p->cmdline, cap, &n, "," RT_SHARE_POD ":/run/kiln/pod");
-	if (c->hostname && *c->hostname)
-		cmdline_add(p->cmdline, cap, &n, " kiln.hostname=%s", c->hostname);
-	return n < cap ? 0 : err_set(e, E2BIG, "the kernel command line is too long");
+	rt_plan_shape(p, c, NULL, &sh);
+	return rt_plan_cmdline(&sh, c->hostname, p->cmdline, sizeof(p->cmdline), e);
 }
 
 /* A pod's container: its root is <id>/root in the pod's share. */

@@ -39,6 +39,7 @@
 
 #include "api/runtime/nl_parse.h"
 #include "api/runtime/rt_config.h"
+#include "api/runtime/rt_warm.h"
 #include "api/runtime/rt_pod.h"
 #include "lib/base/err.h"
 
@@ -138,6 +139,18 @@ int rt_plan_build(const struct rt_config *c, const char *id, enum rt_pod_role po
 		  struct rt_plan *plan, struct err *e);
 
 void rt_plan_free(struct rt_plan *plan);
+
+/*
+ * The kernel command line for a VM of shape sh (its shares' mount
+ * points) and hostname (NULL or "": none) into out[cap]; E2BIG when it
+ * does not fit.
+ */
+int rt_plan_cmdline(const struct rt_warm_shape *sh, const char *hostname, char *out, size_t cap,
+		    struct err *e);
+
+/* The VM's shape (rt_warm.h) for plan, c and size (NULL: RAM and vCPUs 0). */
+void rt_plan_shape(const struct rt_plan *p, const struct rt_config *c, const struct rt_sizing *size,
+		   struct rt_warm_shape *sh);
 
 /* A process as ctr_create's and ctr_exec's `process` object
  * (docs/agent-protocol.md 7.9); a new reference, NULL: out of memory. */

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -29,6 +31,7 @@
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
+#include "api/runtime/rt_shim_warm.h"
 #include "api/runtime/rt_trace.h"
 #include "lib/base/fd_close.h"
 #include "lib/base/fd_io.h"
@@ -75,6 +78,8 @@ struct shim {
 	int tty;            /* the host pty's slave (with a terminal), -1: none */
 	int shares[NSHARES];
 	struct rt_net net; /* the container's network namespace and its TAP */
+	int warm_lock;     /* the warm template resumed (held shared until the agent answers), -1 */
+	char warm[RT_PATH_MAX]; /* that template's directory, "": a cold boot */
 	bool started;
 	bool killed;      /* kill 9 went to the VM itself */
 	int64_t kill_due; /* mono ms: a taken KILL's exit is due, 0: none */
@@ -207,6 +212,57 @@ static bool same_net(const char *saved, const char *now, struct err *e)
 	return false;
 }
 
+/* <root>/.warm/<name>, made when missing (rt_shim_warm), into s->warm,
+ * its lock held: the VM resumes it rather than booting. Any failure
+ * costs only the warm start (a line in --log, then a cold boot). */
+static void warm_pick(struct shim *s, const struct rt_files *f, const struct rt_sizing *size,
+		      int logw)
+{
+	const struct rt_shim_args *a = s->a;
+	const char *paths[RT_WARM_FILES] = { f->vmm, f->kernel, f->initrd };
+	const char *slash = strrchr(a->dir, '/');
+	struct rt_warm_ident id[RT_WARM_FILES];
+	struct rt_warm_shape sh;
+	char name[RT_WARM_NAME_MAX], root[RT_PATH_MAX], msg[ERR_MSG_MAX + 64];
+	struct err we = { { 0 } };
+	int warmfd = -1, r;
+
+	if (s->member || a->restore || rt_warm_wanted(a->cfg, NULL) != 1 || !slash)
+		return;
+	snprintf(root, sizeof(root), "%.*s", (int)(slash - a->dir), a->dir);
+	rt_plan_shape(a->plan, a->cfg, size, &sh);
+	r = rt_warm_idents(paths, id, &we);
+	if (!r) {
+		rt_warm_name(id, &sh, name);
+		r = rt_warm_dir_open(root[0] ? root : "/", &warmfd, &we);
+	}
+	if (!r)
+		r = rt_warm_take(warmfd, name, RT_BOOT_MS, &s->warm_lock, &we);
+	if (r == 0) {
+		const struct rt_warm_make m = { f,      size,    &sh,
+						warmfd, a->jail, a->rec->id_range,
+						&s->ac, logw,    &s->vlog };
+
+		rt_trace("shim: making the warm template");
+		r = rt_warm_make(&m, name, &we);
+		if (r == 0 && flock(s->warm_lock, LOCK_SH) < 0)
+			r = err_set(&we, errno, "the warm template's lock: %s", strerror(errno));
+		r = r < 0 ? r : 1;
+	}
+	if (warmfd >= 0)
+		close(warmfd);
+	if (r == 1 &&
+	    (size_t)snprintf(s->warm, sizeof(s->warm), "%s/" RT_WARM_DIR "/%s", root, name) <
+		    sizeof(s->warm))
+		return;
+	rt_warm_release(s->warm_lock);
+	s->warm_lock = -1;
+	s->warm[0] = '\0';
+	snprintf(msg, sizeof(msg), "warm start: %s; booting the VM instead",
+		 we.msg[0] ? we.msg : "the template's path is too long");
+	shim_log(s, RT_LOG_WARNING, msg);
+}
+
 /* kiln-vmm, jailed, as the shim's child; started in the container's
  * network namespace (when it has one) so it opens the TAP there. */
 static int vm_start(struct shim *s, struct err *e)
@@ -239,6 +295,10 @@ static int vm_start(struct shim *s, struct err *e)
 		nic = -EINVAL;
 	argv = calloc(1, sizeof(*argv));
 	r = nic < 0 ? nic : argv ? 0 : err_set(e, ENOMEM, "out of memory");
+	if (!r)
+		r = vm_log_open(s, &logw, e);
+	if (!r && nic == 0) /* a NIC's address is the boot's: only a VM without one resumes */
+		warm_pick(s, &f, &size, logw);
 	struct rt_vmm_launch l = {
 		.vmm = f.vmm,
 		.kernel = f.kernel,
@@ -255,14 +315,14 @@ static int vm_start(struct shim *s, struct err *e)
 		.size = &size,
 		.cmdline = cmdline,
 		.net = nic > 0 ? net : NULL,
-		.restore = a->restore,
+		.restore = a->restore ? a->restore
+			: s->warm[0]  ? s->warm
+				      : NULL,
 	};
 	if (!r)
 		r = rt_plan_vmm_argv(&l, argv, e);
 	if (!r && getenv(RT_TRACE_ENV) && argv->argc < RT_ARGV_MAX) /* its milestones, at its end */
 		argv->argv[argv->argc++] = "--boot-timeline";
-	if (!r)
-		r = vm_log_open(s, &logw, e);
 	if (!r) {
 		struct rt_vmm_spawn sp = { argv->argv, logw, s->shares, NSHARES };
 
@@ -463,13 +523,15 @@ static int exec_setup(struct shim *s, struct err *e)
  * guest's clock set. */
 static int vm_boot(struct shim *s, struct err *e)
 {
+	uint8_t seed[AGENT_ENTROPY_MAX];
 	struct agent_client_err ae;
 	struct timespec now;
 	int r = vm_start(s, e);
 
 	if (r < 0)
 		return r;
-	rt_trace("shim: kiln-vmm started");
+	rt_trace(s->warm[0] ? "shim: kiln-vmm started, resuming the warm template"
+			    : "shim: kiln-vmm started");
 	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
 	if (r == -ECHILD) {
 		s->vmm_reaped = true;
@@ -484,9 +546,15 @@ static int vm_boot(struct shim *s, struct err *e)
 	if (r < 0)
 		return r;
 	rt_trace("shim: agent ready");
+	rt_warm_release(s->warm_lock); /* kiln-vmm has the template's files open */
+	s->warm_lock = -1;
+	/* Entropy too: a resumed guest (a warm start, a restore) holds the
+	 * random pool of the snapshot, every other one resumed from it too. */
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		return err_set(e, EIO, "getrandom: %s", strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (agent_client_sync_clock(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, NULL,
-				    &ae) < 0)
+	if (agent_client_sync_clock_seed(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+					 seed, sizeof(seed), NULL, &ae) < 0)
 		return agent_fail(&ae, "setting the guest's clock", e);
 	rt_trace("shim: clock synced");
 	return 0;
@@ -882,7 +950,8 @@ void rt_shim_main(const struct rt_shim_args *a)
 			   .cid = a->restore_cid ? a->restore_cid : a->cmd->id,
 			   .sfd = -1,
 			   .lfd = -1,
-			   .tty = -1 };
+			   .tty = -1,
+			   .warm_lock = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
 	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };
 	for (int i = 0; i < NSHARES; i++)

@@ -44,6 +44,12 @@ int rt_id_check(const char *id, struct err *e)
 	if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
 		return err_set(e, EINVAL, "invalid container ID format: \"%s\" names a directory",
 			       id);
+	/* kiln-runtime's own directories in --root (rt_dir.h, rt_warm.h) */
+	if (strcmp(id, ".ids") == 0 || strcmp(id, ".warm") == 0)
+		return err_set(e, EINVAL,
+			       "container ID \"%s\" is reserved (kiln-runtime's own directory in "
+			       "--root): choose another",
+			       id);
 	return 0;
 }
 
@@ -438,19 +444,20 @@ int rt_state_render_features(char **out, struct err *e)
 				   "v1", 0, "v2", 1, "systemd", 1, "systemdUser", 0, "seccomp",
 				   seccomp_features(), "apparmor", off, "selinux", off, "intelRdt",
 				   off, "mountExtensions", "idmap", off);
-	json_t *j = json_pack("{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:s,s:s,s:s},s:o}", "ociVersionMin",
-			      RT_OCI_VERSION_MIN, "ociVersionMax", RT_OCI_VERSION_MAX, "hooks",
-			      ARRAY(hooks), "mountOptions", ARRAY(mount_options), "linux", linux_,
-			      "annotations", "io.kiln.runtime.version", KILN_VERSION,
-			      "io.kiln.kernel",
-			      "the guest kernel: a file next to kiln-runtime's own",
-			      "io.kiln.memory",
-			      "guest RAM in MiB (default: linux.resources.memory.limit, else 512)",
-			      "io.kiln.cpus",
-			      "vCPUs (default: the CPU quota over its period, rounded up, else 1)",
-			      "io.kiln.firewall",
-			      "kiln's packet filter rules (kiln-vmm --firewall)",
-			      "potentiallyUnsafeConfigAnnotations", ARRAY(unsafe));
+	json_t *j =
+		json_pack("{s:s,s:s,s:o,s:o,s:o,s:{s:s,s:s,s:s,s:s,s:s,s:s},s:o}", "ociVersionMin",
+			  RT_OCI_VERSION_MIN, "ociVersionMax", RT_OCI_VERSION_MAX, "hooks",
+			  ARRAY(hooks), "mountOptions", ARRAY(mount_options), "linux", linux_,
+			  "annotations", "io.kiln.runtime.version", KILN_VERSION, "io.kiln.kernel",
+			  "the guest kernel: a file next to kiln-runtime's own", "io.kiln.memory",
+			  "guest RAM in MiB (default: linux.resources.memory.limit, else 512)",
+			  "io.kiln.cpus",
+			  "vCPUs (default: the CPU quota over its period, rounded up, else 1)",
+			  "io.kiln.warm",
+			  "true (default): resume a booted VM's snapshot when the container has "
+			  "no network interface; false: always boot",
+			  "io.kiln.firewall", "kiln's packet filter rules (kiln-vmm --firewall)",
+			  "potentiallyUnsafeConfigAnnotations", ARRAY(unsafe));
 
 	json_decref(off);
 	return dump(j, JSON_INDENT(2), out, e);

@@ -2,6 +2,7 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,9 @@ enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
  * never touches cost no memory.)
  */
 #define RX_BATCH 64
-#define STATE_VERSION 1
+/* 2 adds next_port; a version 1 state (without it) still restores */
+#define STATE_VERSION 2
+#define STATE_VERSION_NO_PORT 1
 
 /*
  * Host sockets are watched edge-triggered for everything at once: an edge
@@ -72,10 +75,21 @@ struct vsock_dev {
 	struct iovec iov[VIRTQ_MAX_CHAIN];
 };
 
+/*
+ * next_port: the local port the next host client gets. A restored guest
+ * may still hold sockets of the host ports it saw before the snapshot (a
+ * closed connection lingers in Linux's table for up to 8 s): a port
+ * handed out again would meet such a socket and be reset ("nothing
+ * listens"). The restored device goes on after them.
+ */
 struct vsock_saved {
 	uint32_t magic, version;
 	uint64_t guest_cid;
+	uint32_t next_port, pad;
 };
+
+/* Version 1's: no next_port. */
+#define SAVED_V1_LEN offsetof(struct vsock_saved, next_port)
 
 static struct vsock_dev *to_vsock(struct virtio_dev *d)
 {
@@ -829,7 +843,7 @@ static void vsock_reset(struct virtio_dev *d)
 static long vsock_save(struct virtio_dev *d, void *buf, size_t len)
 {
 	struct vsock_dev *v = to_vsock(d);
-	struct vsock_saved s = { STATE_MAGIC, STATE_VERSION, v->t.guest_cid };
+	struct vsock_saved s = { STATE_MAGIC, STATE_VERSION, v->t.guest_cid, v->t.next_port, 0 };
 
 	if (len < sizeof(s))
 		return -ENOSPC;
@@ -844,14 +858,23 @@ static int vsock_restore(struct virtio_dev *d, const void *buf, size_t len)
 	struct vsock_dev *v = to_vsock(d);
 	struct vsock_saved s;
 
-	if (len != sizeof(s))
+	memset(&s, 0, sizeof(s));
+	if (len != sizeof(s) && len != SAVED_V1_LEN)
 		return -EINVAL;
-	memcpy(&s, buf, sizeof(s));
+	memcpy(&s, buf, len);
 	/* The guest read its CID at probe time; another one would make every
 	 * packet it sends look spoofed. */
-	if (s.magic != STATE_MAGIC || s.version != STATE_VERSION || s.guest_cid != v->t.guest_cid)
+	if (s.magic != STATE_MAGIC || s.guest_cid != v->t.guest_cid ||
+	    !(s.version == STATE_VERSION
+		      ? len == sizeof(s)
+		      : s.version == STATE_VERSION_NO_PORT && len == SAVED_V1_LEN))
 		return -EINVAL;
 	drop_all(v);
+	/* drop_all keeps the table's next port: the saved one (never below
+	 * the first a host client gets) */
+	if (s.version == STATE_VERSION)
+		v->t.next_port = s.next_port < VSOCK_LOCAL_PORT_BASE ? VSOCK_LOCAL_PORT_BASE
+								     : s.next_port;
 	v->reset_event_pending = 1;
 	v->event_retries = 0;
 	if (start_accepting(v) < 0)

@@ -121,6 +121,45 @@ oci_kiln_checkpoint() {
   expect_rc 0 || return 1
 }
 
+# Warm starts (docs/oci-runtime.md): containers without a network resume
+# one template, made once, rather than booting: their kernel command line
+# is the template's, without the container's kiln.hostname (a booted
+# VM's has it). Two of them still draw different random bytes (the guest
+# is reseeded as it resumes); io.kiln.warm=false boots; an annotation
+# that is neither true nor false is refused in one line. The flows
+# before made the templates: all of this build, no maker's leftovers.
+# 0, or 1 after fail.
+oci_kiln_warm() {
+  local rt=(--rm --runtime "$PWD/build/kiln-runtime" --network none) a b c n
+  local show='cat /proc/cmdline; head -c 16 /dev/urandom | od -An -tx1 | tr -d " "'
+  oci_run '' run "${rt[@]}" "$oci_img" /bin/sh -c "$show"
+  expect_rc 0 || return 1
+  a=$out
+  oci_run '' run "${rt[@]}" "$oci_img" /bin/sh -c "$show"
+  expect_rc 0 || return 1
+  b=$out
+  for x in "$a" "$b"; do
+    [[ "$(head -n 1 <<<"$x")" == *kiln.oci* && "$(head -n 1 <<<"$x")" != *kiln.hostname=* ]] ||
+      { fail "a warm start's kernel command line is not the template's: $(head -n 1 <<<"$x")"; return 1; }
+  done
+  [ "$(tail -n 1 <<<"$a")" != "$(tail -n 1 <<<"$b")" ] ||
+    { fail "two warm starts drew the same random bytes $(tail -n 1 <<<"$a"): the guest was not reseeded"; return 1; }
+  oci_run '' run "${rt[@]}" --annotation io.kiln.warm=false "$oci_img" /bin/sh -c "$show"
+  expect_rc 0 || return 1
+  c=$out
+  [[ "$(head -n 1 <<<"$c")" == *kiln.hostname=* ]] ||
+    { fail "io.kiln.warm=false: the kernel command line $(head -n 1 <<<"$c") is not a boot's"; return 1; }
+  oci_run '' run "${rt[@]}" --annotation io.kiln.warm=maybe "$oci_img" /bin/true
+  [ "$rc" != 0 ] || { fail "io.kiln.warm=maybe was taken"; return 1; }
+  expect_err 'io.kiln.warm "maybe": want true' || return 1
+  # one build's templates (the flows' 512 MiB one, the cgroup check's
+  # 192 MiB one), nothing half made
+  n=$(ls -A /run/kiln-runtime/.warm | grep -v -e '\.lock$' -e '^empty$')
+  [ "$(cut -c1-16 <<<"$n" | sort -u | wc -l)" = 1 ] && grep -q -- '-512m1c-rw$' <<<"$n" &&
+    ! grep -q '\.tmp$' <<<"$n" ||
+    { fail "/run/kiln-runtime/.warm holds: $(ls -A /run/kiln-runtime/.warm)"; return 1; }
+}
+
 # The same flows with kiln-runtime: each container a kiln VM. Afterwards
 # nothing of them is left: no kiln-vmm, no shim, no state directory, no
 # cgroup.
@@ -129,9 +168,9 @@ test_oci_podman_kiln() {
   local r=0 left
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
     oci_net "$PWD/build/kiln-runtime" && oci_vm_crash "$PWD/build/kiln-runtime" &&
-    oci_kiln_cgroup && oci_kiln_checkpoint || r=1
+    oci_kiln_cgroup && oci_kiln_checkpoint && oci_kiln_warm || r=1
   if [ $r = 0 ]; then
-    left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v '^\.ids$'
+    left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v -e '^\.ids$' -e '^\.warm$'
       ls -A /run/kiln-runtime-vm 2>/dev/null)
     [ -z "$left" ] || { fail "left behind after podman run --rm: $left"; r=1; }
   fi

@@ -121,6 +121,8 @@ static void test_sizing(void **state)
 	size_refused("io.kiln.kernel");
 	LOAD(",\"annotations\":{\"io.kiln.firewall\":\"{}\"}");
 	size_refused("io.kiln.firewall is not supported yet");
+	LOAD(",\"annotations\":{\"io.kiln.warm\":\"maybe\"}");
+	size_refused("io.kiln.warm \"maybe\": want true");
 	rt_config_free(&cfg);
 }
 

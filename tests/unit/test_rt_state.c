@@ -38,6 +38,10 @@ static void test_id(void **state)
 	assert_int_equal(rt_id_check(".", &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "names a directory"));
 	assert_int_equal(rt_id_check("..", &e), -EINVAL);
+	assert_int_equal(rt_id_check(".warm", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "is reserved"));
+	assert_int_equal(rt_id_check(".ids", &e), -EINVAL);
+	assert_int_equal(rt_id_check(".warmer", &e), 0);
 	static const char *const bad[] = { "a/b", "a b", "a,b", "a\nb", "é", "a:b", "a\\b", "*" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (rt_id_check(bad[i], &e) != -EINVAL)

@@ -876,6 +876,45 @@ static void test_save_restore(void **state)
 	assert_int_equal(id, VSOCK_EVENT_TRANSPORT_RESET);
 }
 
+/*
+ * The host ports a restored guest saw before its snapshot may still be in
+ * its socket table (a closed connection lingers): the restored device
+ * hands out ports from the saved counter on, not from its own. A
+ * version 1 state (no counter) still restores; a truncated one does not.
+ */
+static void test_restore_keeps_the_port_counter(void **state)
+{
+	struct fx *f = *state;
+	uint8_t st[64];
+	uint32_t p1, p2, p3;
+	long n;
+	int a, b, c;
+
+	post_rx(f, 8);
+	a = connected(f, 1024, 65536, &p1);
+	pthread_mutex_lock(&f->d->lock);
+	n = f->d->ops->save(f->d, st, sizeof(st));
+	pthread_mutex_unlock(&f->d->lock);
+	assert_int_equal(n, 24);
+	b = connected(f, 1024, 65536, &p2);
+	assert_int_equal(p2, p1 + 1);
+	pthread_mutex_lock(&f->d->lock);
+	assert_int_equal(f->d->ops->restore(f->d, st, 20), -EINVAL);
+	assert_int_equal(f->d->ops->restore(f->d, st, (size_t)n), 0);
+	pthread_mutex_unlock(&f->d->lock);
+	close(a);
+	close(b);
+	post_rx(f, 8);
+	c = connected(f, 1024, 65536, &p3);
+	assert_int_equal(p3, p1 + 1); /* the saved counter's, not p2 + 1 */
+	close(c);
+	st[4] = 1; /* version 1: 16 bytes */
+	pthread_mutex_lock(&f->d->lock);
+	assert_int_equal(f->d->ops->restore(f->d, st, (size_t)n), -EINVAL);
+	assert_int_equal(f->d->ops->restore(f->d, st, 16), 0);
+	pthread_mutex_unlock(&f->d->lock);
+}
+
 static void test_config_space(void **state)
 {
 	struct fx *f = *state;
@@ -1066,6 +1105,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_looping_tx_chain, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_short_and_lying_tx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_keeps_the_port_counter, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_config_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_words_reach_the_host, setup, teardown),
