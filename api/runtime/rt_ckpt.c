@@ -82,9 +82,9 @@ static int copy_one(int src, int dst, const char *name, const struct rt_ckpt_src
 	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 ||
 	    st.st_uid != from->uid || (uint64_t)st.st_size > from->max_bytes) {
 		r = err_set(e, in < 0 ? errno : EINVAL,
-			    "checkpoint: the snapshot's %.100s is not a file kiln-vmm wrote (a "
+			    "%s: the snapshot's %.100s is not a file kiln-vmm wrote (a "
 			    "regular file of its own, one link, at most the VM's RAM)",
-			    name);
+			    from->what, name);
 		if (in >= 0)
 			close(in);
 		return r;
@@ -92,14 +92,15 @@ static int copy_one(int src, int dst, const char *name, const struct rt_ckpt_src
 	out = openat(dst, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
 		close(in);
-		return err_set(e, errno, "checkpoint: writing %.100s: %s", name, strerror(errno));
+		return err_set(e, errno, "%s: writing %.100s: %s", from->what, name,
+			       strerror(errno));
 	}
 	r = file_copy_sparse(in, out, NULL);
 	if (!r && fsync(out) < 0)
 		r = -errno;
 	close(in);
 	close(out);
-	return r < 0 ? err_set(e, -r, "checkpoint: copying %.100s: %s", name, strerror(-r)) : 0;
+	return r < 0 ? err_set(e, -r, "%s: copying %.100s: %s", from->what, name, strerror(-r)) : 0;
 }
 
 static int copy_all(int src, int dst, const struct rt_ckpt_src *from, struct err *e)
@@ -110,16 +111,17 @@ static int copy_all(int src, int dst, const struct rt_ckpt_src *from, struct err
 
 	if (!d) {
 		close(src);
-		return err_set(e, errno, "checkpoint: reading the snapshot: %s", strerror(errno));
+		return err_set(e, errno, "%s: reading the snapshot: %s", from->what,
+			       strerror(errno));
 	}
 	while (!r && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (!snapshot_name(de->d_name) || ++n > RT_CKPT_FILES_MAX)
 			r = err_set(e, EINVAL,
-				    "checkpoint: the snapshot holds \"%.100s\": not a file kiln-vmm "
+				    "%s: the snapshot holds \"%.100s\": not a file kiln-vmm "
 				    "writes",
-				    de->d_name);
+				    from->what, de->d_name);
 		else
 			r = copy_one(dirfd(d), dst, de->d_name, from, e);
 	}

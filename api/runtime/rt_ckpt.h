@@ -37,6 +37,7 @@ int rt_ckpt_work_open(const char *jail, uint32_t id, int *fd, struct err *e);
 struct rt_ckpt_src {
 	uint32_t uid;
 	uint64_t max_bytes;
+	const char *what; /* what the copy is for, in messages: "checkpoint" */
 };
 
 /* The snapshot in workfd/RT_CKPT_SNAP copied into the directory image

@@ -37,6 +37,7 @@ static int snapshot_source(const struct rt_state_rec *rec, struct rt_ckpt_src *f
 	if (r < 0)
 		return r;
 	from->uid = rec->id_range;
+	from->what = "checkpoint";
 	from->max_bytes = (uint64_t)(size.mem_mib + RT_VMM_OVERHEAD_MIB) << 20;
 	return 0;
 }

@@ -405,7 +405,7 @@ int rt_dir_list(int rootfd, char ***ids, size_t *n, struct err *e)
 		return err_set(e, errno, "reading --root: %s", strerror(errno));
 	while ((de = readdir(d)) && *n < RT_LIST_MAX) {
 		if (de->d_type != DT_DIR || rt_id_check(de->d_name, NULL) < 0 ||
-		    strcmp(de->d_name, RT_IDS_DIR) == 0 || strcmp(de->d_name, ".warm") == 0)
+		    strcmp(de->d_name, RT_IDS_DIR) == 0 || strcmp(de->d_name, RT_WARM_DIR) == 0)
 			continue;
 		if (*n == cap) {
 			char **nv = realloc(v, (cap ? cap * 2 : 16) * sizeof(char *));

@@ -93,6 +93,7 @@ int rt_pid_file_write(const char *path, int pid, struct err *e);
  * shares are idmapped), apart from kilnd's --jail-ids.
  */
 #define RT_IDS_DIR ".ids"
+#define RT_WARM_DIR ".warm" /* warm starts' templates (rt_warm.h) */
 #define RT_IDS_BASE 2100000000u
 #define RT_IDS_SIZE 65536u
 #define RT_IDS_SLOTS 256u /* RT_IDS_BASE + slots * size stays below 2^31 */
@@ -104,6 +105,13 @@ int rt_ids_take(int rootfd, const char *id, unsigned slots, uint32_t *first, str
  * another container's after a reuse). */
 int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
 
+/* Every file of dirfd/name removed (not followed, no directory
+ * descended), then the directory: kiln-vmm's snapshots. Quiet. */
+void rt_dir_clear(int dirfd, const char *name);
+
+/* 64-bit FNV-1a of a string: names, never a security boundary. Pure. */
+uint64_t rt_hash64(const char *s);
+
 /*
  * kiln-vmm's jail directory, where its vsock and control sockets are:
  * RT_JAIL_ROOT/<16 hex digits of a hash of the container's directory
@@ -112,12 +120,6 @@ int rt_ids_free(int rootfd, uint32_t first, const char *id, struct err *e);
  * /var/run/docker/runtime-runc/moby/<64 hex>/ alone takes 98). Pure.
  */
 #define RT_JAIL_ROOT "/run/kiln-runtime-vm"
-/* Every file of dirfd/name removed (not followed, no directory
- * descended), then the directory: kiln-vmm's snapshots. Quiet. */
-void rt_dir_clear(int dirfd, const char *name);
-
-/* 64-bit FNV-1a of a string: names, never a security boundary. Pure. */
-uint64_t rt_hash64(const char *s);
 #define RT_JAIL_PATH_MAX 64
 void rt_jail_path(const char *dir, char out[RT_JAIL_PATH_MAX]);
 

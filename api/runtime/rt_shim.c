@@ -79,6 +79,7 @@ struct shim {
 	int shares[NSHARES];
 	struct rt_net net; /* the container's network namespace and its TAP */
 	int warm_lock;     /* the warm template resumed (held shared until the agent answers), -1 */
+	bool warm_failed;  /* it could not be resumed: boot */
 	char warm[RT_PATH_MAX]; /* that template's directory, "": a cold boot */
 	bool started;
 	bool killed;      /* kill 9 went to the VM itself */
@@ -227,7 +228,8 @@ static void warm_pick(struct shim *s, const struct rt_files *f, const struct rt_
 	struct err we = { { 0 } };
 	int warmfd = -1, r;
 
-	if (s->member || a->restore || rt_warm_wanted(a->cfg, NULL) != 1 || !slash)
+	if (s->member || a->restore || s->warm_failed || rt_warm_wanted(a->cfg, NULL) != 1 ||
+	    !slash)
 		return;
 	snprintf(root, sizeof(root), "%.*s", (int)(slash - a->dir), a->dir);
 	rt_plan_shape(a->plan, a->cfg, size, &sh);
@@ -299,6 +301,11 @@ static int vm_start(struct shim *s, struct err *e)
 		r = vm_log_open(s, &logw, e);
 	if (!r && nic == 0) /* a NIC's address is the boot's: only a VM without one resumes */
 		warm_pick(s, &f, &size, logw);
+	/* A template is made outside the container's cgroup (its copy in
+	 * .warm outlives the container); the container's VM starts in it.
+	 * The template's VM used the jail: it must be there again. */
+	if (!r && (r = rt_jail_make(jail, e)) == 0)
+		r = rt_cgroup_enter(a->rec, e);
 	struct rt_vmm_launch l = {
 		.vmm = f.vmm,
 		.kernel = f.kernel,
@@ -519,6 +526,45 @@ static int exec_setup(struct shim *s, struct err *e)
 	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
 }
 
+/*
+ * kiln-vmm ended while it resumed the warm template (one a host's new
+ * kernel or CPU no longer takes, or a damaged one): the template goes, so
+ * no later container meets it, and the VM is started again, booting.
+ * Other VMs resuming it meanwhile have its files open already.
+ */
+static void warm_drop(struct shim *s, const struct err *why)
+{
+	char msg[ERR_MSG_MAX + RT_PATH_MAX + 96], dir[RT_PATH_MAX];
+	char *slash;
+	struct err ignored;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s", s->warm);
+	slash = strrchr(dir, '/');
+	snprintf(msg, sizeof(msg),
+		 "warm start: %s; the template %s is removed, booting the VM instead", why->msg,
+		 dir);
+	shim_log(s, RT_LOG_WARNING, msg);
+	if (slash) {
+		*slash = '\0';
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			rt_warm_remove(fd, slash + 1);
+			close(fd);
+		}
+	}
+	rt_warm_release(s->warm_lock);
+	s->warm_lock = -1;
+	s->warm[0] = '\0';
+	s->warm_failed = true;
+	/* as before the first start: vm_start opens each afresh */
+	capped_log_close(&s->vlog);
+	rt_net_close(&s->net);
+	rt_jail_remove(s->a->jail, &ignored);
+	s->vmm_pid = -1;
+	s->vmm_reaped = false;
+}
+
 /* The container's own VM: kiln-vmm started, its agent answering, the
  * guest's clock set. */
 static int vm_boot(struct shim *s, struct err *e)
@@ -543,6 +589,10 @@ static int vm_boot(struct shim *s, struct err *e)
 		if (tail[0])
 			err_set(e, ECHILD, "%.200s: %s", first, tail);
 	}
+	if (r == -ECHILD && s->warm[0]) {
+		warm_drop(s, e);
+		return vm_boot(s, e); /* once: warm_failed */
+	}
 	if (r < 0)
 		return r;
 	rt_trace("shim: agent ready");
@@ -551,7 +601,10 @@ static int vm_boot(struct shim *s, struct err *e)
 	/* Entropy too: a resumed guest (a warm start, a restore) holds the
 	 * random pool of the snapshot, every other one resumed from it too. */
 	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		return err_set(e, EIO, "getrandom: %s", strerror(errno));
+		return err_set(e, EIO,
+			       "the guest's entropy: the host's getrandom gave less than %zu "
+			       "bytes (its random pool not ready yet?): retry the create",
+			       sizeof(seed));
 	clock_gettime(CLOCK_REALTIME, &now);
 	if (agent_client_sync_clock_seed(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
 					 seed, sizeof(seed), NULL, &ae) < 0)
@@ -577,8 +630,9 @@ static int shim_setup(struct shim *s, struct err *e)
 	int gpid, r;
 
 	rt_trace("shim: begins");
+	/* the container's own VM enters its cgroup in vm_start */
 	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
-	    (r = rt_cgroup_enter(a->rec, e)) < 0)
+	    (s->member && (r = rt_cgroup_enter(a->rec, e)) < 0))
 		return r;
 	r = s->member ? member_paths(s, e) : vm_boot(s, e);
 	if (r < 0)

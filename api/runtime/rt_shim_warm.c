@@ -100,6 +100,7 @@ static int keep(const struct rt_warm_make *m, const char *name, struct err *e)
 	const struct rt_ckpt_src from = {
 		.uid = m->jail_id,
 		.max_bytes = (uint64_t)(m->size->mem_mib + RT_VMM_OVERHEAD_MIB) << 20,
+		.what = "the warm template",
 	};
 	int workfd = -1, tmpfd = -1;
 	int r = rt_ckpt_work_open(m->jail, m->jail_id, &workfd, e);
@@ -133,7 +134,7 @@ int rt_warm_make(const struct rt_warm_make *m, const char *name, struct err *e)
 		rt_trace("shim: warm template booted");
 	if (!r)
 		r = keep(m, name, e);
-	if (pid > 0) {
+	if (pid > 0 && r != -ECHILD) { /* -ECHILD: reaped already, its pid maybe another's */
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/proto/agent_proto.h"
+#include "api/runtime/rt_dir.h"
 #include "lib/base/json.h"
 #include "lib/base/version.h"
 
@@ -45,7 +46,7 @@ int rt_id_check(const char *id, struct err *e)
 		return err_set(e, EINVAL, "invalid container ID format: \"%s\" names a directory",
 			       id);
 	/* kiln-runtime's own directories in --root (rt_dir.h, rt_warm.h) */
-	if (strcmp(id, ".ids") == 0 || strcmp(id, ".warm") == 0)
+	if (strcmp(id, RT_IDS_DIR) == 0 || strcmp(id, RT_WARM_DIR) == 0)
 		return err_set(e, EINVAL,
 			       "container ID \"%s\" is reserved (kiln-runtime's own directory in "
 			       "--root): choose another",

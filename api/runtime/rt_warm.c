@@ -19,21 +19,32 @@
 #define LOCK_SUFFIX ".lock"
 #define TAKE_POLL_US 20000
 
+/* The text form of some files' identities, hashed. */
+static uint64_t idents_hash(const struct rt_warm_ident *id, int n)
+{
+	char text[RT_WARM_FILES * 4 * 21 + 1];
+	size_t used = 0;
+
+	text[0] = '\0';
+	for (int i = 0; i < n; i++)
+		used += (size_t)snprintf(text + used, sizeof(text) - used, "%llx:%llx:%llx:%llx;",
+					 (unsigned long long)id[i].dev,
+					 (unsigned long long)id[i].ino,
+					 (unsigned long long)id[i].size,
+					 (unsigned long long)id[i].mtime_ns);
+	return rt_hash64(text);
+}
+
 void rt_warm_name(const struct rt_warm_ident id[RT_WARM_FILES], const struct rt_warm_shape *sh,
 		  char out[RT_WARM_NAME_MAX])
 {
-	char text[RT_WARM_FILES * 4 * 21 + 1];
-	size_t n = 0;
+	const struct rt_warm_ident build[2] = { id[RT_WARM_VMM], id[RT_WARM_INITRD] };
+	uint64_t kernel = idents_hash(&id[RT_WARM_KERNEL], 1);
 
-	for (int i = 0; i < RT_WARM_FILES; i++)
-		n += (size_t)snprintf(text + n, sizeof(text) - n, "%llx:%llx:%llx:%llx;",
-				      (unsigned long long)id[i].dev, (unsigned long long)id[i].ino,
-				      (unsigned long long)id[i].size,
-				      (unsigned long long)id[i].mtime_ns);
-	snprintf(out, RT_WARM_NAME_MAX, "%016llx-%um%uc-%s%s%s%s",
-		 (unsigned long long)rt_hash64(text), sh->mem_mib, sh->cpus,
-		 sh->root_ro ? "R" : "r", sh->bro ? "o" : "", sh->brw ? "w" : "",
-		 sh->pod ? "p" : "");
+	snprintf(out, RT_WARM_NAME_MAX, "%016llx-%08x-%um%uc-%s%s%s%s",
+		 (unsigned long long)idents_hash(build, 2), (unsigned)(kernel ^ (kernel >> 32)),
+		 sh->mem_mib, sh->cpus, sh->root_ro ? "R" : "r", sh->bro ? "o" : "",
+		 sh->brw ? "w" : "", sh->pod ? "p" : "");
 }
 
 int rt_warm_wanted(const struct rt_config *c, struct err *e)
@@ -84,8 +95,9 @@ int rt_warm_dir_open(const char *root, int *fd, struct err *e)
 	return 0;
 }
 
-/* The template's state file is its last: a directory without it is not
- * one (rt_warm_install renames a whole one into place, still). */
+/* A template is a directory holding kiln-vmm's state file: only
+ * rt_warm_install renames one into place, whole; a directory without it
+ * (a crash's leftover) is none. */
 static bool template_ready(int warmfd, const char *name)
 {
 	char path[RT_WARM_NAME_MAX + 16];
@@ -128,27 +140,36 @@ int rt_warm_take(int warmfd, const char *name, int wait_ms, int *lockfd, struct 
 	*lockfd = -1;
 	if (fd < 0)
 		return fd;
-	/* shared first: many VMs resume one template at once */
-	r = lock_until(fd, LOCK_SH, dl);
-	if (!r && template_ready(warmfd, name)) {
-		*lockfd = fd;
-		return 1;
+	/*
+	 * Shared while a template exists: many VMs resume one at once. Only
+	 * while none does is exclusive worth wanting, and only without
+	 * waiting for it: a failed conversion drops the shared lock, so the
+	 * loop goes back to shared (which waits out a maker) and looks again.
+	 */
+	for (;;) {
+		r = lock_until(fd, LOCK_SH, dl);
+		if (r < 0)
+			break;
+		if (template_ready(warmfd, name)) {
+			*lockfd = fd;
+			return 1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			*lockfd = fd;
+			if (!template_ready(warmfd, name))
+				return 0;   /* the caller makes it */
+			flock(fd, LOCK_SH); /* made meanwhile; from exclusive: never blocks */
+			return 1;
+		}
+		if (mono_ms() >= dl) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		usleep(TAKE_POLL_US);
 	}
-	/* none yet: exclusive to make it, unless another made it meanwhile */
-	if (!r)
-		r = lock_until(fd, LOCK_EX, dl);
-	if (r < 0) {
-		close(fd);
-		return err_set(e, -r, "the warm template %s: %s", name,
-			       r == -ETIMEDOUT ? "another create is still making it"
-					       : strerror(-r));
-	}
-	*lockfd = fd;
-	if (template_ready(warmfd, name)) {
-		flock(fd, LOCK_SH); /* from exclusive: never blocks */
-		return 1;
-	}
-	return 0;
+	close(fd);
+	return err_set(e, -r, "the warm template %s: %s", name,
+		       r == -ETIMEDOUT ? "another create is still making it" : strerror(-r));
 }
 
 void rt_warm_remove(int warmfd, const char *dirname)
@@ -184,13 +205,16 @@ static void sweep_one(int warmfd, const char *entry, const char *keep)
 	snprintf(lock, sizeof(lock), "%s" LOCK_SUFFIX, name);
 	snprintf(tmp, sizeof(tmp), "%s" TMP_SUFFIX, name);
 	lfd = openat(warmfd, lock, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) < 0) {
+	if (lfd < 0)
+		return; /* not a template's (no lock file): not ours to remove */
+	if (flock(lfd, LOCK_EX | LOCK_NB) < 0) {
 		close(lfd); /* in use: its users go on; a later sweep takes it */
 		return;
 	}
+	/* The lock file stays: a create may hold it open already, and a new
+	 * one of the same name would give two creates the exclusive lock. */
 	rt_warm_remove(warmfd, name);
 	rt_warm_remove(warmfd, tmp);
-	unlinkat(warmfd, lock, 0);
 	if (lfd >= 0)
 		close(lfd);
 }
@@ -206,7 +230,7 @@ int rt_warm_install(int warmfd, const char *name, struct err *e)
 	rt_warm_remove(warmfd, name); /* one without its state file */
 	if (renameat(warmfd, tmp, warmfd, name) < 0)
 		return err_set(e, errno, "--root/" RT_WARM_DIR "/%s: %s", name, strerror(errno));
-	fd = dup(warmfd);
+	fd = fcntl(warmfd, F_DUPFD_CLOEXEC, 0);
 	d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)

@@ -14,7 +14,8 @@
  * a lock file <name>.lock: held shared while a VM resumes from it,
  * exclusive while one is made. A name says what it fits (rt_warm_name),
  * so a rebuilt kiln-vmm, kernel or initramfs makes new ones; making one
- * removes those of other builds that nobody holds.
+ * removes those of other builds of kiln-vmm and the initramfs that
+ * nobody holds (a lock file stays: creates may hold it open).
  *
  * This file is the pure part (the name, the annotation) and the
  * directory's bookkeeping; the template's VM is the shim's
@@ -27,9 +28,9 @@
 #include <stdint.h>
 
 #include "api/runtime/rt_config.h"
+#include "api/runtime/rt_dir.h"
 #include "lib/base/err.h"
 
-#define RT_WARM_DIR ".warm"   /* in --root */
 #define RT_WARM_EMPTY "empty" /* in that: the template VM's shares */
 #define RT_WARM_ANNOTATION "io.kiln.warm"
 #define RT_WARM_NAME_MAX 48
@@ -46,16 +47,20 @@ struct rt_warm_ident {
 };
 
 #define RT_WARM_FILES 3
+enum { RT_WARM_VMM, RT_WARM_KERNEL, RT_WARM_INITRD }; /* their order */
 
 /*
  * The template's name for files (kiln-vmm, kernel, initrd) and a shape:
- * "<16 hex digits of the files' identity>-<mem>m<cpus>c-<shares>", the
- * shares a letter each (r root rw, R root ro, o bro, w brw, p pod).
+ * "<16 hex digits: kiln-vmm's and the initrd's identity (the build)>-
+ * <8 hex digits: the kernel's>-<mem>m<cpus>c-<shares>", the shares a
+ * letter each (r root rw, R root ro, o bro, w brw, p pod). Another
+ * io.kiln.kernel is another template of the same build.
  */
 void rt_warm_name(const struct rt_warm_ident id[RT_WARM_FILES], const struct rt_warm_shape *sh,
 		  char out[RT_WARM_NAME_MAX]);
 
-/* The files' identity part of a name (its first 16 characters). */
+/* The build's part of a name (its first 16 characters): making a
+ * template sweeps those of other builds. */
 #define RT_WARM_IDENT_LEN 16
 
 /*

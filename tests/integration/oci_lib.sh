@@ -204,3 +204,62 @@ EOT
   ip netns del $ns
   return $r
 }
+
+# oci_cni RUNTIME: Podman's own container network as most installations
+# have it: CNI's bridge plugin (a Linux bridge on the host, a veth into
+# each container's namespace, host-local addresses), without the NAT and
+# port plugins (the outer VM has no netfilter). A container reaches the
+# host's test server at the bridge's address and another container at
+# its own address; the bridge has no port left after both. CNI caches
+# under /var/lib/cni and the outer VM's root is read-only: it all runs in
+# a mount namespace of its own with a tmpfs on /var/lib. 0, or 1 after fail.
+oci_cni() {
+  oci_rt=$1 oci_dir=$oci oci_image=$oci_img \
+    unshare -m --propagation private bash -c '
+      . tests/integration/lib.sh && . tests/integration/oci_lib.sh
+      oci=$oci_dir oci_img=$oci_image
+      mount -t tmpfs tmpfs /var/lib || { fail "cannot mount a tmpfs on /var/lib"; exit 1; }
+      oci_cni_in "$oci_rt"'
+}
+
+# The part of oci_cni in its mount namespace.
+oci_cni_in() {
+  local rt net=kilnbr r=0 a ip srv
+  mkdir -p "$oci/cni" "$oci/www-cni" && echo from-host >"$oci/www-cni/hello"
+  cat >"$oci/cni/$net.conflist" <<EOT
+{"cniVersion": "0.4.0", "name": "$net",
+ "plugins": [{"type": "bridge", "bridge": "kilnbr0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "routes": [{"dst": "0.0.0.0/0"}],
+     "ranges": [[{"subnet": "10.88.77.0/24", "gateway": "10.88.77.1"}]]}}]}
+EOT
+  cp "$oci/conf/containers.conf" "$oci/conf/cni.conf"
+  cat >>"$oci/conf/cni.conf" <<EOT
+[network]
+network_backend = "cni"
+network_config_dir = "$oci/cni"
+EOT
+  export CONTAINERS_CONF="$oci/conf/cni.conf"
+  rt=(--runtime "$1" --network "$net")
+  oci_run '' run -d "${rt[@]}" "$oci_img" /bin/busybox sh -c 'echo from-a | nc -l -p 9000'
+  expect_rc 0 || return 1
+  a=$out
+  oci_run '' inspect -f "{{(index .NetworkSettings.Networks \"$net\").IPAddress}}" "$a"
+  ip=$out
+  [[ "$ip" == 10.88.77.* ]] || { fail "container $a has address '$ip' on $net"; oci_run '' rm -f -t 0 "$a"; return 1; }
+  python3 -m http.server --bind 10.88.77.1 --directory "$oci/www-cni" 8078 >/dev/null 2>&1 &
+  srv=$!
+  oci_run '' run --rm "${rt[@]}" "$oci_img" /bin/busybox sh -c \
+    "for i in \$(seq 60); do wget -qO- http://10.88.77.1:8078/hello && break; sleep 1; done
+     for i in \$(seq 60); do nc $ip 9000 && exit 0; sleep 1; done; exit 9"
+  expect_rc 0 && expect_out '^from-host$' && expect_out '^from-a$' || r=1
+  oci_run '' rm -f -t 0 "$a"
+  expect_rc 0 || r=1
+  kill $srv 2>/dev/null
+  wait $srv 2>/dev/null
+  if [ $r = 0 ] && [ -n "$(ls -A /sys/class/net/kilnbr0/brif 2>/dev/null)" ]; then
+    fail "the bridge still has ports after the containers: $(ls /sys/class/net/kilnbr0/brif)"
+    r=1
+  fi
+  ip link del kilnbr0 2>/dev/null
+  return $r
+}

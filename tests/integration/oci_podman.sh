@@ -6,7 +6,8 @@
 test_oci_podman_crun_baseline() {
   oci_start || { oci_stop; return 1; }
   local r=0
-  oci_flows /usr/bin/crun && oci_flows_life /usr/bin/crun && oci_net /usr/bin/crun || r=1
+  oci_flows /usr/bin/crun && oci_flows_life /usr/bin/crun && oci_net /usr/bin/crun &&
+    oci_cni /usr/bin/crun || r=1
   oci_stop
   return $r
 }
@@ -167,7 +168,8 @@ test_oci_podman_kiln() {
   oci_start || { oci_stop; return 1; }
   local r=0 left
   oci_flows "$PWD/build/kiln-runtime" && oci_flows_life "$PWD/build/kiln-runtime" &&
-    oci_net "$PWD/build/kiln-runtime" && oci_vm_crash "$PWD/build/kiln-runtime" &&
+    oci_net "$PWD/build/kiln-runtime" && oci_cni "$PWD/build/kiln-runtime" &&
+    oci_vm_crash "$PWD/build/kiln-runtime" &&
     oci_kiln_cgroup && oci_kiln_checkpoint && oci_kiln_warm || r=1
   if [ $r = 0 ]; then
     left=$(pgrep -a kiln-vmm; ls -A /run/kiln-runtime 2>/dev/null | grep -v -e '^\.ids$' -e '^\.warm$'

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -57,24 +58,31 @@ static void test_name(void **state)
 
 	(void)state;
 	rt_warm_name(files, &sh, a);
-	assert_int_equal(strlen(a), RT_WARM_IDENT_LEN + strlen("-512m1c-r"));
-	assert_string_equal(a + RT_WARM_IDENT_LEN, "-512m1c-r");
+	assert_int_equal(strlen(a), RT_WARM_IDENT_LEN + 9 + strlen("-512m1c-r"));
+	assert_string_equal(a + RT_WARM_IDENT_LEN + 9, "-512m1c-r");
 	assert_int_equal(strspn(a, "0123456789abcdef"), RT_WARM_IDENT_LEN);
+	assert_int_equal(a[RT_WARM_IDENT_LEN], '-');
+	assert_int_equal(strspn(a + RT_WARM_IDENT_LEN + 1, "0123456789abcdef"), 8);
 	/* the same files and shape: the same name */
 	rt_warm_name(files, &sh, b);
 	assert_string_equal(a, b);
 	/* every shape's field shows */
 	sh = (struct rt_warm_shape){ 4096, 64, true, true, true, true };
 	rt_warm_name(files, &sh, b);
-	assert_string_equal(b + RT_WARM_IDENT_LEN, "-4096m64c-Rowp");
-	assert_memory_equal(a, b, RT_WARM_IDENT_LEN);
-	/* a rebuilt file (any of its four words): another build's name */
+	assert_string_equal(b + RT_WARM_IDENT_LEN + 9, "-4096m64c-Rowp");
+	assert_memory_equal(a, b, RT_WARM_IDENT_LEN + 9);
+	/* a rebuilt kiln-vmm or initrd (any of its four words): another
+	 * build's name; another kernel: the same build's, another name */
 	for (int f = 0; f < RT_WARM_FILES; f++)
 		for (int w = 0; w < 4; w++) {
 			memcpy(other, files, sizeof(other));
 			((uint64_t *)&other[f])[w]++;
 			rt_warm_name(other, &sh, a);
-			assert_memory_not_equal(a, b, RT_WARM_IDENT_LEN);
+			assert_string_not_equal(a, b);
+			if (f == RT_WARM_KERNEL)
+				assert_memory_equal(a, b, RT_WARM_IDENT_LEN);
+			else
+				assert_memory_not_equal(a, b, RT_WARM_IDENT_LEN);
 		}
 }
 
@@ -160,7 +168,7 @@ static void test_take_and_install(void **state)
 
 	/* another build's template, held by a VM resuming it, and one not */
 	memcpy(old, files, sizeof(old));
-	old[0].mtime_ns++;
+	old[RT_WARM_VMM].mtime_ns++;
 	rt_warm_name(old, &sh, other);
 	make_tmp(warmfd, other);
 	assert_int_equal(rt_warm_install(warmfd, other, &e), 0);
@@ -183,12 +191,14 @@ static void test_take_and_install(void **state)
 	assert_int_equal(rt_warm_take(warmfd, name, 1000, &lock2, &e), 1);
 	rt_warm_release(lock2);
 
-	/* once free, the next install sweeps the other build's */
+	/* once free, the next install sweeps the other build's (its lock
+	 * file stays: a create may hold it open) */
 	close(held);
 	make_tmp(warmfd, name);
 	assert_int_equal(rt_warm_install(warmfd, name, &e), 0);
 	assert_int_equal(fd_at(warmfd, other), -1);
-	assert_int_equal(fd_at(warmfd, strcat(strcpy(path, other), ".lock")), -1);
+	assert_true((fd = fd_at(warmfd, strcat(strcpy(path, other), ".lock"))) >= 0);
+	close(fd);
 	assert_true((fd = fd_at(warmfd, strcat(strcpy(path, name), "/state"))) >= 0);
 	close(fd);
 	rt_warm_release(lock);
@@ -199,6 +209,60 @@ static void test_take_and_install(void **state)
 	r = rt_warm_take(warmfd, name, 1000, &lock, &e);
 	assert_int_equal(r, 0);
 	rt_warm_release(lock);
+	close(warmfd);
+}
+
+/*
+ * A taker that found no template and lost the race for exclusive (others
+ * hold it shared) still sees the template once it is there: it waits
+ * shared, not for exclusive, which the others' shared locks would hold
+ * off for as long as they resume.
+ */
+static void test_take_sees_a_template_made_meanwhile(void **state)
+{
+	struct rt_warm_shape sh = { .mem_mib = 64, .cpus = 1 };
+	char name[RT_WARM_NAME_MAX], path[256];
+	int warmfd, holder, status, hp[2], fd;
+	pid_t h, w;
+
+	(void)state;
+	assert_int_equal(rt_warm_dir_open(top, &warmfd, &e), 0);
+	rt_warm_name(files, &sh, name);
+	assert_int_equal(pipe(hp), 0);
+	h = fork();
+	assert_true(h >= 0);
+	if (h == 0) { /* a VM resuming: holds the lock shared until told */
+		char c;
+
+		holder = openat(warmfd, strcat(strcpy(path, name), ".lock"),
+				O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (holder < 0 || flock(holder, LOCK_SH) < 0)
+			_exit(2);
+		close(hp[1]);
+		_exit(read(hp[0], &c, 1) < 0 ? 3 : 0);
+	}
+	close(hp[0]);
+	usleep(100000);
+	w = fork();
+	assert_true(w >= 0);
+	if (w == 0) {
+		int lock, r = rt_warm_take(warmfd, name, 5000, &lock, &e);
+
+		_exit(r == 1 ? 0 : 10 + (r < 0 ? 1 : 0));
+	}
+	usleep(300000); /* the taker found none, and no exclusive */
+	/* made meanwhile (as a maker's install leaves it) */
+	assert_int_equal(mkdirat(warmfd, name, 0700), 0);
+	fd = openat(warmfd, strcat(strcpy(path, name), "/state"), O_WRONLY | O_CREAT | O_CLOEXEC,
+		    0600);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(waitpid(w, &status, 0), w);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0); /* not a timeout behind the holder */
+	close(hp[1]);
+	assert_int_equal(waitpid(h, &status, 0), h);
+	assert_int_equal(WEXITSTATUS(status), 0);
 	close(warmfd);
 }
 
@@ -221,6 +285,8 @@ int main(void)
 		cmocka_unit_test(test_wanted),
 		cmocka_unit_test(test_cmdline),
 		cmocka_unit_test_setup_teardown(test_take_and_install, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_take_sees_a_template_made_meanwhile, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_dir_refusals, setup, teardown),
 	};
 
