@@ -1,5 +1,6 @@
 /* A container's shim: its VM, its stdio, its end; see rt_shim.h. */
 #include "api/runtime/rt_shim.h"
+#include "api/runtime/rt_shim_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,9 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/ioctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -31,64 +30,14 @@
 #include "api/runtime/rt_shim_proto.h"
 #include "api/runtime/rt_shim_sock.h"
 #include "api/runtime/rt_shim_vmm.h"
-#include "api/runtime/rt_shim_warm.h"
 #include "api/runtime/rt_trace.h"
 #include "lib/base/fd_close.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/fd_relay.h"
 #include "lib/base/mono.h"
 #include "lib/base/proc_stat.h"
-#include "lib/base/share_open.h"
-#include "lib/base/text_clean.h"
 
-#define PUMP_BUF (64u * 1024)
-#define KILL_AGENT_MS 2000 /* kill 9: the agent's answer, then the VM itself */
-/* Each agent call once the container runs: well inside a command's
- * RT_SHIM_CALL_MS, so a guest that does not answer costs one command a
- * failure, never the shim its loop for long. */
-#define LOOP_AGENT_MS 5000
-/* A KILL the agent took: the exit must follow within this, or the VM goes. */
-#define KILL_EXIT_MS 10000
-
-/* The pumps, the container's output first (drained at the end alone):
- * stdout, stderr, stdin; with a terminal, its output and its input. */
-#define NPUMPS 3
-/* kiln-vmm's shares: the rootfs, the read-only and the writable binds,
- * a pod sandbox's pod/ */
-#define NSHARES 4
-/* restore: how long a stream may still be held by its reset connection */
-#define RESTORE_STREAM_MS 10000
-
-struct shim {
-	const struct rt_shim_args *a;
-	struct agent_client ac;
-	const char *cid;
-	uint32_t exec; /* 0: the container's shim; else an exec shim's process */
-	bool member;   /* a pod's further container: the sandbox's VM, ctr_delete at the end */
-	bool made;     /* member: ctr_create was answered */
-	int vmm_pid;
-	bool vmm_reaped;
-	char vmm_end[64];
-	int sfd, lfd;
-	struct capped_log vlog; /* kiln-vmm's stderr */
-	struct agent_client_ctr_wait *wait;
-	struct fd_pump pump[NPUMPS];
-	uint8_t buf[NPUMPS][PUMP_BUF];
-	size_t npump, nout; /* pumps in use; the first nout are output */
-	int tty;            /* the host pty's slave (with a terminal), -1: none */
-	int shares[NSHARES];
-	struct rt_net net; /* the container's network namespace and its TAP */
-	int warm_lock;     /* the warm template resumed (held shared until the agent answers), -1 */
-	bool warm_failed;  /* it could not be resumed: boot */
-	char warm[RT_PATH_MAX]; /* that template's directory, "": a cold boot */
-	bool started;
-	bool killed;      /* kill 9 went to the VM itself */
-	int64_t kill_due; /* mono ms: a taken KILL's exit is due, 0: none */
-	bool ended;
-	struct rt_exit x;
-};
-
-static void shim_log(const struct shim *s, enum rt_log_level l, const char *msg)
+void rt_shim_log(const struct shim *s, enum rt_log_level l, const char *msg)
 {
 	char line[ERR_MSG_MAX + 128], t[40];
 	struct timespec now;
@@ -101,7 +50,7 @@ static void shim_log(const struct shim *s, enum rt_log_level l, const char *msg)
 		(void)!fd_io_write_all(s->a->log_fd, line, strlen(line));
 }
 
-static int agent_fail(const struct agent_client_err *ae, const char *step, struct err *e)
+int rt_shim_agent_fail(const struct agent_client_err *ae, const char *step, struct err *e)
 {
 	return err_set(e, ae->errnum ? ae->errnum : EIO, "%s: %s", step, ae->msg);
 }
@@ -122,230 +71,6 @@ static int signals_take(struct shim *s, struct err *e)
 	    (s->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		return err_set(e, errno, "the shim's signals: %s", strerror(errno));
 	return 0;
-}
-
-/* The rootfs, the two bind directories and a pod sandbox's pod/,
- * opened without following a link, as kiln-vmm's shares. */
-static int shares_open(struct shim *s, struct err *e)
-{
-	static const char *const sub[NSHARES] = { NULL, RT_BINDS_DIR "/ro", RT_BINDS_DIR "/rw",
-						  RT_POD_DIR };
-	const struct rt_shim_args *a = s->a;
-	const bool want[NSHARES] = { true, a->plan->has_ro_binds, a->plan->has_rw_binds,
-				     a->plan->pod_share };
-	char path[RT_PATH_MAX];
-	int r = share_open(a->rec->rootfs, NULL, 0, &s->shares[0], e);
-
-	for (int i = 1; !r && i < NSHARES; i++) {
-		if (!want[i])
-			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", a->dir, sub[i]) >= sizeof(path))
-			return err_set(e, ENAMETOOLONG,
-				       "the container's directory path is too long");
-		r = share_open(path, NULL, 0, &s->shares[i], e);
-	}
-	return r;
-}
-
-/* The jail directory and its two sockets' paths; the agent client. */
-static int vm_paths(struct shim *s, char *jail, char *vsock, char *control, struct err *e)
-{
-	int r;
-
-	if (!s->exec && !s->member && (r = rt_jail_make(s->a->jail, e)) < 0)
-		return r;
-	if ((size_t)snprintf(jail, RT_PATH_MAX, "%s", s->a->jail) >= RT_PATH_MAX ||
-	    (size_t)snprintf(vsock, RT_PATH_MAX, "%s/vsock", jail) >= RT_PATH_MAX ||
-	    (size_t)snprintf(control, RT_PATH_MAX, "%s/control", jail) >= RT_PATH_MAX)
-		return err_set(e, ENAMETOOLONG, "the container's directory path is too long");
-	r = agent_client_init(&s->ac, vsock);
-	if (r < 0)
-		return err_set(e, -r,
-			       "the vsock socket's path %s is longer than a Unix socket takes: use a "
-			       "shorter --root",
-			       vsock);
-	s->ac.timeout_ms = RT_AGENT_MS;
-	return 0;
-}
-
-/* kiln-vmm's stderr: a pipe the shim copies into vmm.log, capped. */
-static int vm_log_open(struct shim *s, int *wfd, struct err *e)
-{
-	int p[2], r;
-
-	*wfd = -1;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return err_set(e, errno, "kiln-vmm's log pipe: %s", strerror(errno));
-	r = capped_log_open(&s->vlog, s->a->dirfd, RT_VMM_LOG, RT_VMM_LOG_OLD, RT_VMM_LOG_CAP);
-	if (r < 0 || fcntl(p[0], F_SETFL, O_NONBLOCK) < 0) {
-		r = err_set(e, r < 0 ? -r : errno, "%s: %s", RT_VMM_LOG,
-			    strerror(r < 0 ? -r : errno));
-		close(p[0]);
-		close(p[1]);
-		return r;
-	}
-	capped_log_attach(&s->vlog, p[0]);
-	*wfd = p[1];
-	return 0;
-}
-
-/* The part of a --net value after the TAP's name (mac=,ip=): "" none. */
-static const char *net_identity(const char *net)
-{
-	const char *comma = strchr(net, ',');
-
-	return comma ? comma + 1 : net;
-}
-
-/* A restored guest keeps the MAC and address it had: the engine's
- * network must give the same (else it would answer nothing). */
-static bool same_net(const char *saved, const char *now, struct err *e)
-{
-	const char *was = net_identity(saved ? saved : ""), *is = net_identity(now);
-
-	if (!strcmp(was, is))
-		return true;
-	err_set(e, EINVAL,
-		"restore: the checkpoint's VM had network \"%s\", the network namespace now gives "
-		"\"%s\": restore the container with its own address and MAC (Podman: without "
-		"--ignore-static-ip or --ignore-static-mac)",
-		was[0] ? was : "none", is[0] ? is : "none");
-	return false;
-}
-
-/* <root>/.warm/<name>, made when missing (rt_shim_warm), into s->warm,
- * its lock held: the VM resumes it rather than booting. Any failure
- * costs only the warm start (a line in --log, then a cold boot). */
-static void warm_pick(struct shim *s, const struct rt_files *f, const struct rt_sizing *size,
-		      int logw)
-{
-	const struct rt_shim_args *a = s->a;
-	const char *paths[RT_WARM_FILES] = { f->vmm, f->kernel, f->initrd };
-	const char *slash = strrchr(a->dir, '/');
-	struct rt_warm_ident id[RT_WARM_FILES];
-	struct rt_warm_shape sh;
-	char name[RT_WARM_NAME_MAX], root[RT_PATH_MAX], msg[ERR_MSG_MAX + 64];
-	struct err we = { { 0 } };
-	int warmfd = -1, r;
-
-	if (s->member || a->restore || s->warm_failed || rt_warm_wanted(a->cfg, NULL) != 1 ||
-	    !slash)
-		return;
-	snprintf(root, sizeof(root), "%.*s", (int)(slash - a->dir), a->dir);
-	rt_plan_shape(a->plan, a->cfg, size, &sh);
-	r = rt_warm_idents(paths, id, &we);
-	if (!r) {
-		rt_warm_name(id, &sh, name);
-		r = rt_warm_dir_open(root[0] ? root : "/", &warmfd, &we);
-	}
-	if (!r)
-		r = rt_warm_take(warmfd, name, RT_BOOT_MS, &s->warm_lock, &we);
-	if (r == 0) {
-		const struct rt_warm_make m = { f,      size,    &sh,
-						warmfd, a->jail, a->rec->id_range,
-						&s->ac, logw,    &s->vlog };
-
-		rt_trace("shim: making the warm template");
-		r = rt_warm_make(&m, name, &we);
-		if (r == 0 && flock(s->warm_lock, LOCK_SH) < 0)
-			r = err_set(&we, errno, "the warm template's lock: %s", strerror(errno));
-		r = r < 0 ? r : 1;
-	}
-	if (warmfd >= 0)
-		close(warmfd);
-	if (r == 1 &&
-	    (size_t)snprintf(s->warm, sizeof(s->warm), "%s/" RT_WARM_DIR "/%s", root, name) <
-		    sizeof(s->warm))
-		return;
-	rt_warm_release(s->warm_lock);
-	s->warm_lock = -1;
-	s->warm[0] = '\0';
-	snprintf(msg, sizeof(msg), "warm start: %s; booting the VM instead",
-		 we.msg[0] ? we.msg : "the template's path is too long");
-	shim_log(s, RT_LOG_WARNING, msg);
-}
-
-/* kiln-vmm, jailed, as the shim's child; started in the container's
- * network namespace (when it has one) so it opens the TAP there. */
-static int vm_start(struct shim *s, struct err *e)
-{
-	const struct rt_shim_args *a = s->a;
-	const struct rt_namespace *ns = rt_config_ns(a->cfg, RT_NS_NETWORK);
-	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
-	char cmdline[RT_CMDLINE_MAX], net[RT_NET_OPT_MAX], tap[RT_TAP_NAME_MAX];
-	struct rt_sizing size;
-	struct rt_files f;
-	struct rt_argv *argv = NULL;
-	int logw = -1, nic = 0, r;
-
-	if (rt_plan_sizing(a->cfg, &size, e) < 0 || rt_files_find(size.kernel, &f, e) < 0)
-		return -EINVAL;
-	if ((r = vm_paths(s, jail, vsock, control, e)) < 0 || (r = shares_open(s, e)) < 0)
-		return r;
-	memcpy(cmdline, a->plan->cmdline, sizeof(cmdline));
-	rt_tap_name(jail, tap);
-	if ((r = rt_net_open(&s->net, ns ? ns->path : NULL, tap, e)) < 0 ||
-	    (r = rt_net_enter(&s->net, e)) < 0)
-		return r;
-	nic = rt_net_attach(&s->net, cmdline, sizeof(cmdline), net, e);
-	if (nic > 0) { /* for delete, should the shim be killed; for checkpoint */
-		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path);
-		snprintf(a->rec->tap, sizeof(a->rec->tap), "%s", tap);
-		snprintf(a->rec->net, sizeof(a->rec->net), "%s", net);
-	}
-	if (nic >= 0 && a->restore && !same_net(a->restore_net, nic > 0 ? net : "", e))
-		nic = -EINVAL;
-	argv = calloc(1, sizeof(*argv));
-	r = nic < 0 ? nic : argv ? 0 : err_set(e, ENOMEM, "out of memory");
-	if (!r)
-		r = vm_log_open(s, &logw, e);
-	if (!r && nic == 0) /* a NIC's address is the boot's: only a VM without one resumes */
-		warm_pick(s, &f, &size, logw);
-	/* A template is made outside the container's cgroup (its copy in
-	 * .warm outlives the container); the container's VM starts in it.
-	 * The template's VM used the jail: it must be there again. */
-	if (!r && (r = rt_jail_make(jail, e)) == 0)
-		r = rt_cgroup_enter(a->rec, e);
-	struct rt_vmm_launch l = {
-		.vmm = f.vmm,
-		.kernel = f.kernel,
-		.initrd = f.initrd,
-		.vsock = vsock,
-		.control = control,
-		.jail_dir = jail,
-		.jail_id = a->rec->id_range,
-		.root_fd = s->shares[0],
-		.bro_fd = s->shares[1],
-		.brw_fd = s->shares[2],
-		.pod_fd = s->shares[3],
-		.root_readonly = a->cfg->root_readonly,
-		.size = &size,
-		.cmdline = cmdline,
-		.net = nic > 0 ? net : NULL,
-		.restore = a->restore ? a->restore
-			: s->warm[0]  ? s->warm
-				      : NULL,
-	};
-	if (!r)
-		r = rt_plan_vmm_argv(&l, argv, e);
-	if (!r && getenv(RT_TRACE_ENV) && argv->argc < RT_ARGV_MAX) /* its milestones, at its end */
-		argv->argv[argv->argc++] = "--boot-timeline";
-	if (!r) {
-		struct rt_vmm_spawn sp = { argv->argv, logw, s->shares, NSHARES };
-
-		r = rt_vmm_spawn(&sp, &s->vmm_pid, e);
-	}
-	if (rt_net_leave(&s->net, e) < 0 && !r)
-		r = -EINVAL; /* the shim must not run on in the container's network */
-	if (logw >= 0)
-		close(logw);
-	free(argv);
-	for (int i = 0; i < NSHARES; i++)
-		if (s->shares[i] >= 0) {
-			close(s->shares[i]);
-			s->shares[i] = -1;
-		}
-	return r;
 }
 
 /* A stream that ended before the checkpoint (stdin at its EOF, an output
@@ -405,7 +130,7 @@ static int stdio_connect(struct shim *s, struct err *e)
 		int sock, r;
 
 		if (stream_connect(s, io[i].stream, &sock, &ae) < 0)
-			return agent_fail(&ae, "connecting the container's stdio", e);
+			return rt_shim_agent_fail(&ae, "connecting the container's stdio", e);
 		r = io[i].to_guest
 			? fd_pump_init(&s->pump[i], io[i].fd, sock, s->buf[i], PUMP_BUF, io[i].eof)
 			: fd_pump_init(&s->pump[i], sock, io[i].fd, s->buf[i], PUMP_BUF, io[i].eof);
@@ -438,7 +163,7 @@ static int tty_connect(struct shim *s, struct err *e)
 	if (ioctl(s->tty, TIOCSCTTY, 0) < 0)
 		r = err_set(e, errno, "the terminal as the shim's: %s", strerror(errno));
 	else if (stream_connect(s, AGENT_CTR_PTY, &sock, &ae) < 0)
-		r = agent_fail(&ae, "connecting the container's terminal", e);
+		r = rt_shim_agent_fail(&ae, "connecting the container's terminal", e);
 	else if ((r = fd_pump_init(&s->pump[0], sock, s->tty, s->buf[0], PUMP_BUF, FD_PUMP_KEEP)) ==
 			 0 &&
 		 (r = fd_pump_init(&s->pump[1], s->tty, sock, s->buf[1], PUMP_BUF,
@@ -451,33 +176,6 @@ static int tty_connect(struct shim *s, struct err *e)
 	}
 	close(master);
 	return r;
-}
-
-/* The last line kiln-vmm wrote to vmm.log (its reason, when it ended
- * during boot), cleaned to printable text: the create that failed
- * removes the state directory, so the engine's error must carry it. */
-static void vmm_log_tail(const struct shim *s, char *out, size_t cap)
-{
-	char buf[512];
-	int fd = openat(s->a->dirfd, RT_VMM_LOG, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-	ssize_t n = 0;
-	char *line;
-
-	out[0] = '\0';
-	if (end > 0)
-		n = pread(fd, buf, sizeof(buf) - 1,
-			  end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0);
-	if (fd >= 0)
-		close(fd);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	if (n <= 0)
-		return;
-	buf[n] = '\0';
-	line = strrchr(buf, '\n');
-	line = line ? line + 1 : buf;
-	text_clean_term(out, cap, line, strlen(line));
 }
 
 /* prestart and createRuntime, on the host, before the VM: the state on
@@ -511,7 +209,7 @@ static int exec_setup(struct shim *s, struct err *e)
 	struct agent_client_err ae;
 	int gpid, r;
 
-	if ((r = signals_take(s, e)) < 0 || (r = vm_paths(s, jail, vsock, control, e)) < 0)
+	if ((r = signals_take(s, e)) < 0 || (r = rt_shim_vm_paths(s, jail, vsock, control, e)) < 0)
 		return r;
 	if (agent_client_ctr_exec(&s->ac, s->cid, s->exec, a->exec_process, &gpid, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
@@ -519,98 +217,11 @@ static int exec_setup(struct shim *s, struct err *e)
 	if (r < 0)
 		return r;
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
-		return agent_fail(&ae, "waiting for the process", e);
+		return rt_shim_agent_fail(&ae, "waiting for the process", e);
 	if (agent_client_ctr_start(&s->ac, s->cid, s->exec, &ae) < 0)
 		return err_set(e, ae.errnum ? ae.errnum : EIO, "%s", ae.msg);
 	s->started = true;
 	return a->pid_file[0] ? rt_pid_file_write(a->pid_file, getpid(), e) : 0;
-}
-
-/*
- * kiln-vmm ended while it resumed the warm template (one a host's new
- * kernel or CPU no longer takes, or a damaged one): the template goes, so
- * no later container meets it, and the VM is started again, booting.
- * Other VMs resuming it meanwhile have its files open already.
- */
-static void warm_drop(struct shim *s, const struct err *why)
-{
-	char msg[ERR_MSG_MAX + RT_PATH_MAX + 96], dir[RT_PATH_MAX];
-	char *slash;
-	struct err ignored;
-	int fd;
-
-	snprintf(dir, sizeof(dir), "%s", s->warm);
-	slash = strrchr(dir, '/');
-	snprintf(msg, sizeof(msg),
-		 "warm start: %s; the template %s is removed, booting the VM instead", why->msg,
-		 dir);
-	shim_log(s, RT_LOG_WARNING, msg);
-	if (slash) {
-		*slash = '\0';
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0) {
-			rt_warm_remove(fd, slash + 1);
-			close(fd);
-		}
-	}
-	rt_warm_release(s->warm_lock);
-	s->warm_lock = -1;
-	s->warm[0] = '\0';
-	s->warm_failed = true;
-	/* as before the first start: vm_start opens each afresh */
-	capped_log_close(&s->vlog);
-	rt_net_close(&s->net);
-	rt_jail_remove(s->a->jail, &ignored);
-	s->vmm_pid = -1;
-	s->vmm_reaped = false;
-}
-
-/* The container's own VM: kiln-vmm started, its agent answering, the
- * guest's clock set. */
-static int vm_boot(struct shim *s, struct err *e)
-{
-	uint8_t seed[AGENT_ENTROPY_MAX];
-	struct agent_client_err ae;
-	struct timespec now;
-	int r = vm_start(s, e);
-
-	if (r < 0)
-		return r;
-	rt_trace(s->warm[0] ? "shim: kiln-vmm started, resuming the warm template"
-			    : "shim: kiln-vmm started");
-	r = rt_vmm_wait_agent(&s->ac, s->vmm_pid, RT_BOOT_MS, &s->vlog, e);
-	if (r == -ECHILD) {
-		s->vmm_reaped = true;
-		char tail[200], first[ERR_MSG_MAX];
-
-		capped_log_pump(&s->vlog);
-		vmm_log_tail(s, tail, sizeof(tail));
-		memcpy(first, e->msg, sizeof(first));
-		if (tail[0])
-			err_set(e, ECHILD, "%.200s: %s", first, tail);
-	}
-	if (r == -ECHILD && s->warm[0]) {
-		warm_drop(s, e);
-		return vm_boot(s, e); /* once: warm_failed */
-	}
-	if (r < 0)
-		return r;
-	rt_trace("shim: agent ready");
-	rt_warm_release(s->warm_lock); /* kiln-vmm has the template's files open */
-	s->warm_lock = -1;
-	/* Entropy too: a resumed guest (a warm start, a restore) holds the
-	 * random pool of the snapshot, every other one resumed from it too. */
-	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		return err_set(e, EIO,
-			       "the guest's entropy: the host's getrandom gave less than %zu "
-			       "bytes (its random pool not ready yet?): retry the create",
-			       sizeof(seed));
-	clock_gettime(CLOCK_REALTIME, &now);
-	if (agent_client_sync_clock_seed(&s->ac, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
-					 seed, sizeof(seed), NULL, &ae) < 0)
-		return agent_fail(&ae, "setting the guest's clock", e);
-	rt_trace("shim: clock synced");
-	return 0;
 }
 
 /* A pod's further container: the sandbox's agent (its VM runs). */
@@ -618,7 +229,7 @@ static int member_paths(struct shim *s, struct err *e)
 {
 	char jail[RT_PATH_MAX], vsock[RT_PATH_MAX], control[RT_PATH_MAX];
 
-	return vm_paths(s, jail, vsock, control, e);
+	return rt_shim_vm_paths(s, jail, vsock, control, e);
 }
 
 /* Everything create waits for; the pid file last (containerd takes the
@@ -634,7 +245,7 @@ static int shim_setup(struct shim *s, struct err *e)
 	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
 	    (s->member && (r = rt_cgroup_enter(a->rec, e)) < 0))
 		return r;
-	r = s->member ? member_paths(s, e) : vm_boot(s, e);
+	r = s->member ? member_paths(s, e) : rt_shim_vm_boot(s, e);
 	if (r < 0)
 		return r;
 	/* a restored guest has its container, running: the streams the
@@ -648,7 +259,7 @@ static int shim_setup(struct shim *s, struct err *e)
 		return r;
 	rt_trace("shim: stdio connected");
 	if (agent_client_ctr_wait_begin(&s->ac, s->cid, s->exec, &s->wait, &ae) < 0)
-		return agent_fail(&ae, "waiting for the container", e);
+		return rt_shim_agent_fail(&ae, "waiting for the container", e);
 	rt_trace("shim: wait begun");
 	a->rec->status = a->restore ? RT_STATUS_RUNNING : RT_STATUS_CREATED;
 	if (a->restore_cid) /* its exec shims and a later checkpoint address it so */
@@ -692,7 +303,7 @@ static void vm_ended(struct shim *s)
 
 		snprintf(msg, sizeof(msg), "container %s: kiln-vmm %s before the container ended",
 			 s->cid, s->vmm_end);
-		shim_log(s, RT_LOG_ERROR, msg);
+		rt_shim_log(s, RT_LOG_ERROR, msg);
 	}
 }
 
@@ -765,7 +376,7 @@ static void on_request(struct shim *s)
 	int conn;
 
 	if (rt_shim_sock_accept(s->lfd, &conn, &q, &e) < 0) {
-		shim_log(s, RT_LOG_WARNING, e.msg);
+		rt_shim_log(s, RT_LOG_WARNING, e.msg);
 		return;
 	}
 	switch (q.op) {
@@ -803,7 +414,7 @@ static void on_wait(struct shim *s)
 		s->ended = true;
 		s->x = (struct rt_exit){ .exit_code = ex.exit_code, .signo = ex.signal };
 	} else if (!s->ended) {
-		shim_log(s, RT_LOG_WARNING, ae.msg);
+		rt_shim_log(s, RT_LOG_WARNING, ae.msg);
 		/* the connection ended: the VM it runs in (not its own: a pod's
 		 * sandbox's, an exec's container's) is gone */
 		if (s->vmm_pid <= 0 && ae.fail == AGENT_FAIL_CONNECT) {
@@ -819,7 +430,7 @@ static void on_wait(struct shim *s)
  * the agent took brought no exit in time. */
 static void vm_kill(struct shim *s, const char *why)
 {
-	shim_log(s, RT_LOG_ERROR, why);
+	rt_shim_log(s, RT_LOG_ERROR, why);
 	s->killed = true;
 	if (s->vmm_pid > 0 && !s->vmm_reaped) {
 		vmm_stop(s);
@@ -891,7 +502,7 @@ static void record_exit(struct shim *s)
 	struct err e;
 
 	if (rt_file_replace(s->a->dirfd, RT_EXIT_FILE, line, n, 0600, "the exit file", &e) < 0)
-		shim_log(s, RT_LOG_WARNING, e.msg);
+		rt_shim_log(s, RT_LOG_WARNING, e.msg);
 }
 
 static __attribute__((noreturn)) void end_as(const struct rt_exit *x)
@@ -948,7 +559,7 @@ static void member_forget(struct shim *s)
 	struct agent_client_err ae;
 
 	if (s->made && agent_client_ctr_delete(&s->ac, s->cid, &ae) < 0)
-		shim_log(s, RT_LOG_WARNING, ae.msg);
+		rt_shim_log(s, RT_LOG_WARNING, ae.msg);
 	s->made = false;
 }
 
