@@ -126,7 +126,8 @@ oci_kiln_checkpoint() {
 # one template, made once, rather than booting: their kernel command line
 # is the template's, without the container's kiln.hostname (a booted
 # VM's has it). Two of them still draw different random bytes (the guest
-# is reseeded as it resumes); io.kiln.warm=false boots; an annotation
+# is reseeded as it resumes); io.kiln.warm=false boots; two creates of a
+# new shape at once make one template and both run; an annotation
 # that is neither true nor false is refused in one line. The flows
 # before made the templates: all of this build, no maker's leftovers.
 # 0, or 1 after fail.
@@ -150,6 +151,21 @@ oci_kiln_warm() {
   c=$out
   [[ "$(head -n 1 <<<"$c")" == *kiln.hostname=* ]] ||
     { fail "io.kiln.warm=false: the kernel command line $(head -n 1 <<<"$c") is not a boot's"; return 1; }
+  # two creates of a shape with no template at once: one makes it, the
+  # other waits and resumes it (the lock), both run
+  local p1 p2 o1 o2
+  o1=$(mktemp) o2=$(mktemp)
+  timeout 120 podman run "${rt[@]}" --memory 160m "$oci_img" /bin/sh -c 'echo one' >"$o1" 2>&1 &
+  p1=$!
+  timeout 120 podman run "${rt[@]}" --memory 160m "$oci_img" /bin/sh -c 'echo two' >"$o2" 2>&1 &
+  p2=$!
+  wait $p1 || { out=$(cat "$o1"); rc=1; fail "the first of two concurrent warm starts failed"; rm -f "$o1" "$o2"; return 1; }
+  wait $p2 || { out=$(cat "$o2"); rc=1; fail "the second of two concurrent warm starts failed"; rm -f "$o1" "$o2"; return 1; }
+  grep -qx one "$o1" && grep -qx two "$o2" ||
+    { out="$(cat "$o1" "$o2")"; fail "two concurrent warm starts: wrong output"; rm -f "$o1" "$o2"; return 1; }
+  rm -f "$o1" "$o2"
+  [ "$(ls -d /run/kiln-runtime/.warm/*-160m1c-rw 2>/dev/null | wc -l)" = 1 ] ||
+    { fail "two concurrent warm starts left: $(ls -A /run/kiln-runtime/.warm)"; return 1; }
   oci_run '' run "${rt[@]}" --annotation io.kiln.warm=maybe "$oci_img" /bin/true
   [ "$rc" != 0 ] || { fail "io.kiln.warm=maybe was taken"; return 1; }
   expect_err 'io.kiln.warm "maybe": want true' || return 1
