@@ -489,23 +489,14 @@ int rt_jail_make(const char *jail, struct err *e)
 
 int rt_jail_remove(const char *jail, struct err *e)
 {
-	int fd = open(jail, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *d;
-	DIR *dir;
+	struct stat st;
 
-	if (fd < 0)
-		return errno == ENOENT ? 0 : err_set(e, errno, "%s: %s", jail, strerror(errno));
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return err_set(e, errno, "%s: %s", jail, strerror(errno));
-	}
 	/* only kiln-vmm's sockets are there: no directory to descend */
-	while ((d = readdir(dir)))
-		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
-			unlinkat(fd, d->d_name, 0);
-	closedir(dir);
-	if (rmdir(jail) < 0 && errno != ENOENT)
-		return err_set(e, errno, "removing %s: %s", jail, strerror(errno));
-	return 0;
+	rt_dir_clear(AT_FDCWD, jail);
+	if (lstat(jail, &st) == 0)
+		return err_set(e, ENOTEMPTY,
+			       "removing %s: it is still there (not a directory, or "
+			       "it holds a directory)",
+			       jail);
+	return errno == ENOENT ? 0 : err_set(e, errno, "%s: %s", jail, strerror(errno));
 }

@@ -294,7 +294,7 @@ static void warm_drop(struct shim *s, const struct err *why)
 		*slash = '\0';
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0) {
-			rt_warm_remove(fd, slash + 1);
+			rt_dir_clear(fd, slash + 1);
 			close(fd);
 		}
 	}

@@ -141,7 +141,7 @@ int rt_warm_make(const struct rt_warm_make *m, const char *name, struct err *e)
 	capped_log_pump(m->log);
 	if (r < 0) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp", name);
-		rt_warm_remove(m->warmfd, tmp);
+		rt_dir_clear(m->warmfd, tmp);
 	}
 	/* its sockets go, the jail stays for the container's own VM */
 	rt_jail_remove(m->jail, &ignored);

@@ -172,17 +172,12 @@ int rt_warm_take(int warmfd, const char *name, int wait_ms, int *lockfd, struct 
 		       r == -ETIMEDOUT ? "another create is still making it" : strerror(-r));
 }
 
-void rt_warm_remove(int warmfd, const char *dirname)
-{
-	rt_dir_clear(warmfd, dirname);
-}
-
 int rt_warm_tmp_make(int warmfd, const char *name, int *tmpfd, struct err *e)
 {
 	char tmp[RT_WARM_NAME_MAX + sizeof(TMP_SUFFIX)];
 
 	snprintf(tmp, sizeof(tmp), "%s" TMP_SUFFIX, name);
-	rt_warm_remove(warmfd, tmp); /* a failed maker's */
+	rt_dir_clear(warmfd, tmp); /* a failed maker's */
 	if (mkdirat(warmfd, tmp, 0700) < 0 ||
 	    (*tmpfd = openat(warmfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return err_set(e, errno, "--root/" RT_WARM_DIR "/%s: %s", tmp, strerror(errno));
@@ -213,10 +208,9 @@ static void sweep_one(int warmfd, const char *entry, const char *keep)
 	}
 	/* The lock file stays: a create may hold it open already, and a new
 	 * one of the same name would give two creates the exclusive lock. */
-	rt_warm_remove(warmfd, name);
-	rt_warm_remove(warmfd, tmp);
-	if (lfd >= 0)
-		close(lfd);
+	rt_dir_clear(warmfd, name);
+	rt_dir_clear(warmfd, tmp);
+	close(lfd);
 }
 
 int rt_warm_install(int warmfd, const char *name, struct err *e)
@@ -227,7 +221,7 @@ int rt_warm_install(int warmfd, const char *name, struct err *e)
 	struct dirent *de;
 
 	snprintf(tmp, sizeof(tmp), "%s" TMP_SUFFIX, name);
-	rt_warm_remove(warmfd, name); /* one without its state file */
+	rt_dir_clear(warmfd, name); /* one without its state file */
 	if (renameat(warmfd, tmp, warmfd, name) < 0)
 		return err_set(e, errno, "--root/" RT_WARM_DIR "/%s: %s", name, strerror(errno));
 	fd = fcntl(warmfd, F_DUPFD_CLOEXEC, 0);

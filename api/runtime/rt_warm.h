@@ -95,9 +95,6 @@ int rt_warm_tmp_make(int warmfd, const char *name, int *tmpfd, struct err *e);
  */
 int rt_warm_install(int warmfd, const char *name, struct err *e);
 
-/* The template's or the temporary directory's files removed, then it. */
-void rt_warm_remove(int warmfd, const char *dirname);
-
 /* Drop a lock rt_warm_take returned (-1: none). */
 void rt_warm_release(int lockfd);
 

@@ -204,7 +204,7 @@ static void test_take_and_install(void **state)
 	rt_warm_release(lock);
 
 	/* a directory without its state file is not a template */
-	rt_warm_remove(warmfd, name);
+	rt_dir_clear(warmfd, name);
 	assert_int_equal(mkdirat(warmfd, name, 0700), 0);
 	r = rt_warm_take(warmfd, name, 1000, &lock, &e);
 	assert_int_equal(r, 0);
