@@ -81,7 +81,7 @@ static void run_poststop(const struct rt_ctx *x, const struct rt_state_rec *rec)
 	}
 	if (cfg.poststop.n &&
 	    (rt_state_render_hook(&v, &state, &e) < 0 ||
-	     rt_hooks_run(&cfg.poststop, "poststop", state, &e) < 0))
+	     rt_hooks_run(&cfg.poststop, "poststop", state, -1, &e) < 0))
 		rt_command_report(x, RT_LOG_WARNING, e.msg);
 	free(state);
 	rt_config_free(&cfg);
@@ -170,7 +170,7 @@ static void run_poststart(const struct rt_ctx *x, const struct rt_state_rec *rec
 	}
 	if (cfg.poststart.n &&
 	    (rt_state_render_hook(&v, &state, &e) < 0 ||
-	     rt_hooks_run(&cfg.poststart, "poststart", state, &e) < 0))
+	     rt_hooks_run(&cfg.poststart, "poststart", state, -1, &e) < 0))
 		rt_command_report(x, RT_LOG_WARNING, e.msg);
 	free(state);
 	rt_config_free(&cfg);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,13 @@
 #include "lib/base/sig_reset.h"
 #include "lib/base/text_clean.h"
 
+/* What the child is given: its program, stdio and namespace. */
+struct hook_child_args {
+	const char *path;
+	char *const *argv, *const *envp;
+	int in, out, err_pipe, netns;
+};
+
 struct hook_io {
 	int in, out, err_pipe; /* parent's ends: state socket, output pipe, exec error */
 	const char *state;
@@ -25,21 +33,22 @@ struct hook_io {
 	size_t got;
 };
 
-/* In the child: stdio in place, nothing else open, then exec. Only
- * async-signal-safe calls; an exec failure goes back as its errno. */
-static void hook_child(const char *path, char *const *argv, char *const *envp, int in, int out,
-		       int err_pipe)
+/* In the child: its namespace, stdio in place, nothing else open, then
+ * exec. Only async-signal-safe calls; a failure goes back as its errno. */
+static void hook_child(const struct hook_child_args *c)
 {
 	int e;
 
 	setpgid(0, 0);
 	sig_reset_all();
-	if (dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0)
+	if (c->netns >= 0 && setns(c->netns, CLONE_NEWNET) < 0)
 		goto fail;
-	if (err_pipe != 3 && (dup2(err_pipe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
+	if (dup2(c->in, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->out, 2) < 0)
+		goto fail;
+	if (c->err_pipe != 3 && (dup2(c->err_pipe, 3) < 0 || fcntl(3, F_SETFD, FD_CLOEXEC) < 0))
 		goto fail;
 	close_range(4, ~0U, 0);
-	execve(path, argv, envp);
+	execve(c->path, c->argv, c->envp);
 fail:
 	e = errno;
 	if (write(3, &e, sizeof(e)) < 0)
@@ -135,7 +144,7 @@ static char **vector(const char *const *list, size_t n, const char *first)
 }
 
 static int hook_spawn(const struct rt_hook *h, const char *where, const char *state_json,
-		      char *const *argv, char *const *envp, struct err *e)
+		      char *const *argv, char *const *envp, int netns, struct err *e)
 {
 	struct hook_io io = { .state = state_json, .state_len = strlen(state_json) };
 	int sv[2], outp[2], errp[2], r;
@@ -149,8 +158,11 @@ static int hook_spawn(const struct rt_hook *h, const char *where, const char *st
 		return err_set(e, errno, "%s: pipe: %s", where, strerror(errno));
 	}
 	pid = fork();
-	if (pid == 0)
-		hook_child(h->path, argv, envp, sv[1], outp[1], errp[1]);
+	if (pid == 0) {
+		struct hook_child_args c = { h->path, argv, envp, sv[1], outp[1], errp[1], netns };
+
+		hook_child(&c);
+	}
 	if (pid > 0)
 		setpgid(pid, pid); /* also here: a timeout may come before the child's own */
 	close(sv[1]);
@@ -173,7 +185,8 @@ static int hook_spawn(const struct rt_hook *h, const char *where, const char *st
 	return r;
 }
 
-int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, struct err *e)
+int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, int netns,
+		struct err *e)
 {
 	char **argv = vector(h->args, h->nargs, h->path), **envp = vector(h->env, h->nenv, NULL);
 	int r;
@@ -181,20 +194,20 @@ int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_js
 	if (!argv || !envp)
 		r = err_set(e, ENOMEM, "%s: out of memory", where);
 	else
-		r = hook_spawn(h, where, state_json, argv, envp, e);
+		r = hook_spawn(h, where, state_json, argv, envp, netns, e);
 	free(argv);
 	free(envp);
 	return r;
 }
 
-int rt_hooks_run(const struct rt_hook_list *l, const char *kind, const char *state_json,
+int rt_hooks_run(const struct rt_hook_list *l, const char *kind, const char *state_json, int netns,
 		 struct err *e)
 {
 	char where[64];
 
 	for (size_t i = 0; i < l->n; i++) {
 		snprintf(where, sizeof(where), "hooks.%s[%zu]", kind, i);
-		if (rt_hook_run(&l->hooks[i], where, state_json, e) < 0)
+		if (rt_hook_run(&l->hooks[i], where, state_json, netns, e) < 0)
 			return -EIO;
 	}
 	return 0;

@@ -12,7 +12,9 @@
  * cannot raise SIGPIPE in the runtime), its stdout and stderr captured
  * (the first RT_HOOK_OUTPUT_MAX bytes, for the message), in a process
  * group of its own with no descriptor but 0-2, every signal at its
- * default. `timeout` (seconds) kills the group. Failures are -errno
+ * default, in the network namespace netns when that is not -1 (the
+ * runtime's own, when the shim has left it for the container's: the spec
+ * runs hooks in the runtime's namespace). `timeout` (seconds) kills the group. Failures are -errno
  * with e: `hooks.prestart[0] /usr/bin/x: exited with status 3: <its
  * output>`, `... timed out after 5 s`, `... cannot be executed: ...`.
  */
@@ -25,10 +27,11 @@
 #define RT_HOOK_OUTPUT_MAX 512
 
 /* One hook; `where` names it in messages ("hooks.prestart[0]"). */
-int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, struct err *e);
+int rt_hook_run(const struct rt_hook *h, const char *where, const char *state_json, int netns,
+		struct err *e);
 
 /* Every hook of l in order until one fails; kind names the list. */
-int rt_hooks_run(const struct rt_hook_list *l, const char *kind, const char *state_json,
+int rt_hooks_run(const struct rt_hook_list *l, const char *kind, const char *state_json, int netns,
 		 struct err *e);
 
 #endif

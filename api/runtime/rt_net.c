@@ -156,6 +156,21 @@ static int join(struct rt_net *n, struct nl_sock *s, int tap, unsigned mtu, stru
 		       "redirecting the TAP to the interface", e);
 }
 
+int rt_net_unshare(int *home, struct err *e)
+{
+	int rc;
+
+	*home = open(RT_NET_OWN, O_RDONLY | O_CLOEXEC);
+	if (*home < 0)
+		return err_set(e, errno, "this process's network namespace: %s", strerror(errno));
+	if (unshare(CLONE_NEWNET) == 0)
+		return 0;
+	rc = err_set(e, errno, "a new network namespace for the container: %s", strerror(errno));
+	close(*home);
+	*home = -1;
+	return rc;
+}
+
 int rt_net_open(struct rt_net *n, const char *path, const char *tap, struct err *e)
 {
 	*n = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };

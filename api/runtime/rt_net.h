@@ -14,6 +14,14 @@
  * shim is in the namespace (rt_net_enter ... rt_net_leave); the jail then
  * leaves it for an empty namespace of its own.
  *
+ * A config whose `network` namespace has no path asks for a new one, as
+ * runc makes it: the shim unshares it before the hooks (rt_net_unshare)
+ * and stays in it, so that an engine's prestart hook finds it at
+ * /proc/<shim pid>/ns/net (the state's pid) and moves the container's
+ * interface in: Docker's libnetwork-setkey does. The VM then takes that
+ * interface as any other (rt_net_open of RT_NET_OWN); with none, it has
+ * loopback only.
+ *
  * Contract: thin syscalls (the pure parts are nl_parse, nl_build,
  * rt_plan_net). One rt_net per process; it changes the calling thread's
  * network namespace only between enter and leave.
@@ -36,6 +44,15 @@ struct rt_net {
 	bool made_qdisc; /* its ingress qdisc is kiln's: removed with the TAP */
 	char name[RT_TAP_NAME_MAX];
 };
+
+/* The calling thread's own namespace, for rt_net_open. */
+#define RT_NET_OWN "/proc/thread-self/ns/net"
+
+/* The calling thread leaves the runtime's network namespace for a new
+ * one of its own (the VM does not use its loopback). 0 with *home an
+ * fd of the runtime's (for the hooks: rt_hooks.h), or -errno with e and
+ * *home -1, the thread where it was. */
+int rt_net_unshare(int *home, struct err *e);
 
 /* Open the namespace at path (NULL: none, n is then inert), where the
  * TAP is to be named tap (rt_tap_name). 0, or -errno with e. n needs

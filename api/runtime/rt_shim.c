@@ -178,9 +178,21 @@ static int tty_connect(struct shim *s, struct err *e)
 	return r;
 }
 
-/* prestart and createRuntime, on the host, before the VM: the state on
- * their stdin names the shim as the container's pid (runtime-spec: a
- * failure fails create). */
+/* A `network` namespace without a path is a new one (rt_net.h): the
+ * container's own VM's, made before the hooks so they find it as the
+ * state's pid's. A pod's further container shares the sandbox's VM. */
+static int own_netns(struct shim *s, struct err *e)
+{
+	const struct rt_namespace *ns = rt_config_ns(s->a->cfg, RT_NS_NETWORK);
+
+	if (!ns || ns->path || s->member)
+		return 0;
+	return rt_net_unshare(&s->home_netns, e);
+}
+
+/* prestart and createRuntime, on the host, before the VM, in the
+ * runtime's network namespace: the state on their stdin names the shim
+ * as the container's pid (runtime-spec: a failure fails create). */
 static int create_hooks(struct shim *s, struct err *e)
 {
 	const struct rt_config *cfg = s->a->cfg;
@@ -193,9 +205,9 @@ static int create_hooks(struct shim *s, struct err *e)
 	if (rt_state_render_hook(&v, &state, e) < 0)
 		return -ENOMEM;
 	if (cfg->prestart.n)
-		r = rt_hooks_run(&cfg->prestart, "prestart", state, e);
+		r = rt_hooks_run(&cfg->prestart, "prestart", state, s->home_netns, e);
 	if (!r && cfg->create_runtime.n)
-		r = rt_hooks_run(&cfg->create_runtime, "createRuntime", state, e);
+		r = rt_hooks_run(&cfg->create_runtime, "createRuntime", state, s->home_netns, e);
 	free(state);
 	return r;
 }
@@ -242,8 +254,8 @@ static int shim_setup(struct shim *s, struct err *e)
 
 	rt_trace("shim: begins");
 	/* the container's own VM enters its cgroup in vm_start */
-	if ((r = signals_take(s, e)) < 0 || (r = create_hooks(s, e)) < 0 ||
-	    (s->member && (r = rt_cgroup_enter(a->rec, e)) < 0))
+	if ((r = signals_take(s, e)) < 0 || (r = own_netns(s, e)) < 0 ||
+	    (r = create_hooks(s, e)) < 0 || (s->member && (r = rt_cgroup_enter(a->rec, e)) < 0))
 		return r;
 	r = s->member ? member_paths(s, e) : rt_shim_vm_boot(s, e);
 	if (r < 0)
@@ -616,6 +628,7 @@ void rt_shim_main(const struct rt_shim_args *a)
 			   .sfd = -1,
 			   .lfd = -1,
 			   .tty = -1,
+			   .home_netns = -1,
 			   .warm_lock = -1 };
 	s.vlog = (struct capped_log){ .fd = -1, .pipe_r = -1 };
 	s.net = (struct rt_net){ .ns_fd = -1, .home_fd = -1 };

@@ -161,8 +161,18 @@ static void warm_pick(struct shim *s, const struct rt_files *f, const struct rt_
 	rt_shim_log(s, RT_LOG_WARNING, msg);
 }
 
+/* The container's network namespace: the engine's, the shim's own
+ * (own_netns), or none (NULL: loopback only). */
+static const char *net_path(const struct shim *s, const struct rt_namespace *ns)
+{
+	if (ns && ns->path)
+		return ns->path;
+	return s->home_netns >= 0 ? RT_NET_OWN : NULL;
+}
+
 /* kiln-vmm, jailed, as the shim's child; started in the container's
- * network namespace (when it has one) so it opens the TAP there. */
+ * network namespace (when it has one: the engine's, or the shim's own)
+ * so it opens the TAP there. */
 static int vm_start(struct shim *s, struct err *e)
 {
 	const struct rt_shim_args *a = s->a;
@@ -180,12 +190,13 @@ static int vm_start(struct shim *s, struct err *e)
 		return r;
 	memcpy(cmdline, a->plan->cmdline, sizeof(cmdline));
 	rt_tap_name(jail, tap);
-	if ((r = rt_net_open(&s->net, ns ? ns->path : NULL, tap, e)) < 0 ||
+	if ((r = rt_net_open(&s->net, net_path(s, ns), tap, e)) < 0 ||
 	    (r = rt_net_enter(&s->net, e)) < 0)
 		return r;
 	nic = rt_net_attach(&s->net, cmdline, sizeof(cmdline), net, e);
-	if (nic > 0) { /* for delete, should the shim be killed; for checkpoint */
-		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path);
+	if (nic > 0) { /* for delete, should the shim be killed (its own: gone
+			* with it); for checkpoint */
+		snprintf(a->rec->netns, sizeof(a->rec->netns), "%s", ns->path ? ns->path : "");
 		snprintf(a->rec->tap, sizeof(a->rec->tap), "%s", tap);
 		snprintf(a->rec->net, sizeof(a->rec->net), "%s", net);
 	}

@@ -55,6 +55,7 @@ struct shim {
 	int tty;            /* the host pty's slave (with a terminal), -1: none */
 	int shares[NSHARES];
 	struct rt_net net; /* the container's network namespace and its TAP */
+	int home_netns;    /* the runtime's, when the shim made the container's: -1 */
 	int warm_lock;     /* the warm template resumed (held shared until the agent answers), -1 */
 	bool warm_failed;  /* it could not be resumed: boot */
 	char warm[RT_PATH_MAX]; /* that template's directory, "": a cold boot */

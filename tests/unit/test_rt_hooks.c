@@ -3,7 +3,8 @@
  * a temporary directory): the state on stdin, exactly their env, their
  * args with args[0] as argv[0], in order until one fails; a failure's
  * status and output in the message, a timeout that kills what the hook
- * started, a hook that never reads its stdin, a path that cannot run.
+ * started, a hook that never reads its stdin, a path that cannot run,
+ * the network namespace it is given.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,7 +78,7 @@ static void test_state_env_args(void **state)
 		 out);
 	h.args = sh_args;
 	h.nargs = 3;
-	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", st, &e), 0);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", st, -1, &e), 0);
 	char *seen = slurp("seen");
 	assert_non_null(seen);
 	/* the state, argv[0] from args[0], exactly the env, fds 0-2 (+ ls's own) */
@@ -101,13 +103,13 @@ static void test_failures(void **state)
 
 	(void)state;
 	h = sh(a, "echo boom >&2; echo more; exit 3", 0);
-	assert_int_equal(rt_hook_run(&h, "hooks.prestart[1]", "{}", &e), -EIO);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[1]", "{}", -1, &e), -EIO);
 	assert_string_equal(e.msg, "hooks.prestart[1] /bin/sh: exited with status 3: boom?more?");
 	h = sh(a, "kill -KILL $$", 0);
-	assert_int_equal(rt_hook_run(&h, "hooks.poststop[0]", "{}", &e), -EIO);
+	assert_int_equal(rt_hook_run(&h, "hooks.poststop[0]", "{}", -1, &e), -EIO);
 	assert_string_equal(e.msg, "hooks.poststop[0] /bin/sh: killed by signal 9");
 	h = (struct rt_hook){ "/nonexistent/hook", NULL, NULL, 0, 0, 0 };
-	assert_int_equal(rt_hook_run(&h, "hooks.createRuntime[0]", "{}", &e), -ENOENT);
+	assert_int_equal(rt_hook_run(&h, "hooks.createRuntime[0]", "{}", -1, &e), -ENOENT);
 	assert_string_equal(e.msg,
 			    "hooks.createRuntime[0] /nonexistent/hook: cannot be executed: "
 			    "No such file or directory");
@@ -122,7 +124,7 @@ static void test_timeout(void **state)
 	int64_t t0 = mono_ms();
 
 	(void)state;
-	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", "{}", &e), -ETIMEDOUT);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", "{}", -1, &e), -ETIMEDOUT);
 	assert_string_equal(e.msg, "hooks.prestart[0] /bin/sh: timed out after 1 s");
 	assert_true(mono_ms() - t0 < 5000);
 }
@@ -138,7 +140,7 @@ static void test_unread_state(void **state)
 	(void)state;
 	memset(big, 'x', n);
 	big[n] = '\0';
-	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", big, &e), 0);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", big, -1, &e), 0);
 	free(big);
 }
 
@@ -156,9 +158,36 @@ static void test_list_order(void **state)
 	hooks[0] = sh(a1, s1, 0);
 	hooks[1] = sh(a2, s2, 0);
 	hooks[2] = sh(a3, s3, 0);
-	assert_int_equal(rt_hooks_run(&l, "poststart", "{}", &e), -EIO);
+	assert_int_equal(rt_hooks_run(&l, "poststart", "{}", -1, &e), -EIO);
 	assert_non_null(strstr(e.msg, "hooks.poststart[1] /bin/sh: exited with status 1"));
 	assert_string_equal(slurp("order"), "one\ntwo\n");
+}
+
+/* A runtime that left its namespace (the shim unshares its own for a
+ * pathless `network`) runs the hook in the one it names: the hook sees
+ * that namespace, and without it (-1) the runtime's current one. */
+static void test_netns(void **state)
+{
+	const char *a[4];
+	char script[160];
+	struct stat st;
+	struct rt_hook h;
+	int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+
+	(void)state;
+	assert_true(home >= 0);
+	assert_int_equal(fstat(home, &st), 0);
+	if (unshare(CLONE_NEWNET) < 0) {
+		close(home);
+		skip(); /* not root: nothing to leave */
+	}
+	snprintf(script, sizeof(script), "[ \"$(readlink /proc/self/ns/net)\" = \"net:[%lu]\" ]",
+		 (unsigned long)st.st_ino);
+	h = sh(a, script, 0);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", "{}", home, &e), 0);
+	assert_int_equal(rt_hook_run(&h, "hooks.prestart[0]", "{}", -1, &e), -EIO);
+	assert_int_equal(setns(home, CLONE_NEWNET), 0);
+	close(home);
 }
 
 int main(void)
@@ -166,7 +195,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state_env_args), cmocka_unit_test(test_failures),
 		cmocka_unit_test(test_timeout),        cmocka_unit_test(test_unread_state),
-		cmocka_unit_test(test_list_order),
+		cmocka_unit_test(test_list_order),     cmocka_unit_test(test_netns),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
