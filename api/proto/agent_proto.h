@@ -59,7 +59,8 @@
 #define AGENT_IFNAME_MAX 15   /* IFNAMSIZ less the NUL */
 #define AGENT_GRACE_DEFAULT_MS 100u
 #define AGENT_GRACE_MAX_MS 60000u
-#define AGENT_TCP_CONNECT_MS 10000 /* tcp_connect: connect() to the guest port */
+#define AGENT_SHUTDOWN_LINGER_MS 5000 /* shutdown: the host's close of the reply awaited */
+#define AGENT_TCP_CONNECT_MS 10000    /* tcp_connect: connect() to the guest port */
 #define AGENT_TCP_HALF_IDLE_MS \
 	60000 /* tcp_connect: one direction ended, the other idle this long */
 /* watch: inotify watches per watch request, and events queued for a slow host. */

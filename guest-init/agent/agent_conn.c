@@ -47,6 +47,25 @@ void agent_conn_close(struct agent_conn *c)
 	c->fd = -1;
 }
 
+void agent_conn_linger(struct agent_conn *c, int timeout_ms)
+{
+	int64_t end = mono_ms() + timeout_ms;
+	char buf[512];
+
+	shutdown(c->fd, SHUT_WR);
+	for (;;) {
+		struct pollfd p = { c->fd, POLLIN, 0 };
+		int64_t left = end - mono_ms();
+		ssize_t n;
+
+		if (left <= 0 || poll(&p, 1, (int)left) == 0)
+			return;
+		n = read(c->fd, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return; /* closed, or reset: the peer is done */
+	}
+}
+
 void agent_conn_deadline(struct agent_conn *c, int64_t abs_ms)
 {
 	c->deadline_ms = abs_ms;

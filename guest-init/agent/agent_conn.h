@@ -52,6 +52,15 @@ void agent_conn_init(struct agent_conn *c, int fd);
 /* Frees the framer and closes fd. */
 void agent_conn_close(struct agent_conn *c);
 
+/*
+ * After the last reply on c: shut its writing side (the peer reads the
+ * reply, then EOF) and wait, at most timeout_ms, for the peer to close,
+ * discarding what it sends. A reply the peer has closed after is known
+ * read, so what the caller does next (shutdown's reset of the machine,
+ * which drops vsock bytes still queued) cannot lose it.
+ */
+void agent_conn_linger(struct agent_conn *c, int timeout_ms);
+
 /* Set the deadline for the following reads (0: none). */
 void agent_conn_deadline(struct agent_conn *c, int64_t abs_ms);
 

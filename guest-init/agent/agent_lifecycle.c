@@ -141,8 +141,10 @@ void agent_serve_sync_clock(struct agent *a, struct agent_conn *c, struct agent_
 void agent_serve_shutdown(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
 	agent_reply_ok(c);
-	/* "and the agent closes the connection": the host sees EOF now, the
-	 * descriptor itself goes with the machine. */
+	/* "and the agent closes the connection": the host sees EOF now and
+	 * closes its end once it read the reply; only then may the reset
+	 * drop what vsock still holds (the descriptor goes with the machine). */
+	agent_conn_linger(c, AGENT_SHUTDOWN_LINGER_MS);
 	shutdown(c->fd, SHUT_RDWR);
 	shutdown_run(a->shutdown, m->u.grace_ms);
 }

@@ -22,6 +22,7 @@
 #include <linux/vm_sockets.h>
 
 #include "guest-init/agent/agent_conn.h"
+#include "lib/base/mono.h"
 
 struct pair {
 	struct agent_conn *c; /* the agent's end, heap: the struct holds 64 KiB */
@@ -620,6 +621,34 @@ static void test_peer_gone(void **state)
 	pair_close(&p);
 }
 
+/* shutdown's linger: the peer gets the reply and EOF; the agent goes on
+ * at once when the peer closes, or after the timeout when it does not. */
+static void test_linger(void **state)
+{
+	struct pair p;
+	char buf[64];
+	int64_t t0;
+
+	(void)state;
+	pair_open(&p);
+	puts_(p.c->fd, "{\"type\":\"ok\"}\n");
+	t0 = mono_ms();
+	agent_conn_linger(p.c, 300); /* the peer has not closed: the timeout */
+	assert_true(mono_ms() - t0 >= 290);
+	assert_int_equal(read(p.peer, buf, sizeof(buf)), 14); /* the reply ... */
+	assert_int_equal(read(p.peer, buf, sizeof(buf)), 0);  /* ... then EOF */
+	pair_close(&p);
+
+	pair_open(&p);
+	puts_(p.peer, "late bytes are discarded");
+	close(p.peer);
+	p.peer = -1;
+	t0 = mono_ms();
+	agent_conn_linger(p.c, 5000); /* closed: no wait */
+	assert_true(mono_ms() - t0 < 1000);
+	pair_close(&p);
+}
+
 /* Only the host may talk to the agent: a guest process reaching port 1024
  * over vsock loopback (CID 1, or the guest's own CID) must not be served. */
 static void test_peer_is_host(void **state)
@@ -660,6 +689,7 @@ int main(void)
 		cmocka_unit_test(test_send_peer_gone),
 		cmocka_unit_test(test_peer_gone),
 		cmocka_unit_test(test_peer_is_host),
+		cmocka_unit_test(test_linger),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
