@@ -90,7 +90,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: host guest all layers deps kernel rootfs test test-debian unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-oci bench-targets clean
+.PHONY: host guest all layers deps kernel rootfs test test-debian soak unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-oci bench-targets clean
 # The host side (what `make install` installs) never waits for the guest
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
@@ -457,6 +457,12 @@ integration: all $(BUILD)/tests/triple-fault.elf $(BUILD)/tests/kiln-escape $(BU
 		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
 	else echo "integration: no cached Debian base: its test is left out (make test-debian)"; fi; \
 	KILN_HARNESS_STALL=240 KILN_HARNESS_RETRIES=8 tests/harness/shards
+
+# Not in make test: SOAK_MINUTES (30) of a real kilnd under random load
+# with chaos (tests/soak/run, docs/testing.md); one vCPU outer VM.
+soak: all $(TEST_ROOTFS)
+	KILN_HARNESS_SMP=1 KILN_HARNESS_STALL=1200 tests/harness/run \
+		--timeout $$(( ($${SOAK_MINUTES:-30} + 30) * 60 )) tests/soak/run
 
 test-debian: all image-debian
 	KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4 KILN_TEST_DEBIAN_TEMPLATE=1 KILN_TEST_FILTER=debian KILN_HARNESS_STALL=240 \
