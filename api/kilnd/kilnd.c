@@ -20,8 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/magic.h>
 
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/registry/checkpoint.h"
@@ -689,6 +691,20 @@ static int take_over(struct kilnd_config *cfg)
 	return EXIT_OK;
 }
 
+/* Whether the state directory keeps its files in RAM (docs/api.md,
+ * "limits"): what guests write and snapshots are then cgroup memory. */
+static void state_dir_fs(struct kilnd_config *cfg)
+{
+	struct statfs sf;
+
+	cfg->state_in_ram = statfs(cfg->state_dir, &sf) == 0 &&
+		(sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+	snprintf(cfg->state_fs, sizeof(cfg->state_fs), "%s",
+		 !cfg->state_in_ram                 ? "disk"
+			 : sf.f_type == TMPFS_MAGIC ? "tmpfs"
+						    : "ramfs");
+}
+
 /* Everything that can be checked before serving, so bad setups fail at once. */
 static int check_config(struct kilnd_config *cfg)
 {
@@ -707,6 +723,7 @@ static int check_config(struct kilnd_config *cfg)
 			"--state-dir '%s': a path with a control character cannot be given to kiln-vmm",
 			real);
 	snprintf(cfg->state_dir, sizeof(cfg->state_dir), "%s", real);
+	state_dir_fs(cfg);
 	/* Before anything of the state directory (or the cgroups) is read or
 	 * changed: a second kilnd here would break the first's sandboxes. */
 	cfg->listen_fd = -1;

@@ -156,6 +156,44 @@ test_kilnd_checkpoint_restore_in_place_discards_later_changes() {
 # layered on it; each restores whole (newest, oldest) and a layer forks,
 # and deleting one in the middle, then the oldest, folds it into those
 # layered on it.
+# A state directory in RAM (the outer VM's /tmp is a tmpfs): what the
+# guest writes to its disk and its snapshots are pages of its cgroup
+# (issue 35 item 19). A 128 MiB guest writes 150 MB and is checkpointed:
+# with memory.max sized for RAM alone (200 MiB) kiln-vmm was OOM-killed
+# and the sandbox lost; now memory.max has room for the disk and one
+# snapshot, and a snapshot that cannot fit is refused (507), the sandbox
+# running on.
+test_kilnd_state_in_ram_disk_writes_and_checkpoints_fit() {
+  kd_start || return 1
+  local why='' cg cur
+  api GET /v1/health
+  kd_check '[ "$(jget "[.state_dir.filesystem, .state_dir.in_ram] | words")" = "tmpfs true" ] && jget .state_dir.note | grep -q "in RAM"' \
+    "health says the state directory is in RAM: $(jget .state_dir 2>/dev/null)"
+  kd_create '{"image":"minimal","memory_mib":128,"disk_mib":256}' || { kd_stop; return 1; }
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","dd if=/dev/urandom of=/big bs=1M count=150 2>/dev/null && sync && echo written"],"user":"root","timeout_ms":900000}'
+  kd_check '[ $status = 200 ] && [ "$(jget ".stdout | strip")" = written ]' "the guest wrote 150 MB to its disk"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"full"}'
+  kd_check '[ $status = 201 ]' "then a checkpoint is taken (HTTP $status: ${body:0:300})"
+  api GET "/v1/sandboxes/$sid"
+  kd_check '[ "$(jget .state)" = running ]' "and the sandbox runs on: $(jget .state 2>/dev/null) $(jget .last_exit 2>/dev/null)"
+  cg=$(jget .cgroup)
+  kd_check 'grep -qx "oom_kill 0" "$cg/memory.events"' "kiln-vmm was not OOM-killed"
+  # Leave 32 MiB under memory.max: the next snapshot (up to 128 MiB of RAM
+  # and the 150 MB overlay) cannot fit, and is refused before anything.
+  cur=$(cat "$cg/memory.current")
+  kd_check 'echo $((cur + (32 << 20))) >"$cg/memory.max"' "lower memory.max of $cg"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"nofit"}'
+  kd_check '[ $status = 507 ] && [ "$(jget .error.code)" = no_space ] && jget .error.message | grep -q "state-dir on a disk"' \
+    "a checkpoint that cannot fit is 507 no_space, saying what to do"
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 507 ]' "so is a hibernation (HTTP $status)"
+  kd_sh "$sid" 'head -c 4 /big | wc -c'
+  kd_check '[ "$(kd_out)" = 4 ]' "the sandbox still runs, its disk intact"
+  api GET "/v1/sandboxes/$sid/checkpoints"
+  kd_check '[ "$(jget "[.checkpoints[].name] | words")" = full ]' "and only the first checkpoint exists: ${body:0:200}"
+  kd_done
+}
+
 test_kilnd_incremental_checkpoints_restore_and_delete() {
   kd_start || return 1
   local why='' cps=$kd/state/sandboxes stored1 fork

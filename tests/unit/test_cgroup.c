@@ -70,7 +70,8 @@ static void test_create_cleans_up_on_failure(void **state)
 	assert_non_null(mkdtemp(tmpl));
 	cg_limits_default(1, 128, &l);
 	/* A directory without the controllers' files: memory.max cannot be set. */
-	assert_int_equal(cgroup_create(tmpl, "0123456789ab", &l, path, sizeof(path), &fd, &e), -1);
+	assert_int_equal(cgroup_create(tmpl, "0123456789ab", &l, 0, path, sizeof(path), &fd, &e),
+			 -1);
 	assert_int_equal(e.code, API_E_SPAWN_FAILED);
 	assert_non_null(strstr(e.msg, "memory.max"));
 	assert_int_equal(fd, -1);
@@ -82,8 +83,8 @@ static void test_create_cleans_up_on_failure(void **state)
 		memset(longp, 'a', sizeof(longp) - 1);
 		longp[0] = '/';
 		longp[sizeof(longp) - 1] = '\0';
-		assert_int_equal(cgroup_create(longp, "0123456789ab", &l, path, sizeof(path), &fd,
-					       &e),
+		assert_int_equal(cgroup_create(longp, "0123456789ab", &l, 0, path, sizeof(path),
+					       &fd, &e),
 				 -1);
 		assert_non_null(strstr(e.msg, "too long"));
 	}

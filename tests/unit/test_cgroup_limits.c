@@ -47,8 +47,11 @@ static void test_defaults(void **state)
 	assert_int_equal(l.memory_max_mib, 256 + 64 + 16);
 	assert_int_equal(l.pids_max, 66);
 	assert_int_equal(l.cpu_max_centi, 200);
-	cg_limits_memory_max(&l, buf, sizeof(buf));
+	cg_limits_memory_max(&l, 0, buf, sizeof(buf));
 	assert_string_equal(buf, "352321536");
+	/* a state directory in RAM: twice a 32 MiB disk and the RAM above it */
+	cg_limits_memory_max(&l, cg_ram_state_mib(256, 32), buf, sizeof(buf));
+	assert_string_equal(buf, "687865856"); /* (336 + 2 x 32 + 256) MiB */
 	cg_limits_pids_max(&l, buf, sizeof(buf));
 	assert_string_equal(buf, "66");
 	cg_limits_cpu_max(&l, buf, sizeof(buf));
@@ -180,12 +183,30 @@ static void test_events(void **state)
 	assert_non_null(strstr(msg, "200 MiB"));
 }
 
+/* A snapshot into a cgroup whose state directory is in RAM: it fits, or
+ * one line says how much it needs, how much is left, and what to do. */
+static void test_snapshot_room(void **state)
+{
+	char msg[512];
+	const uint64_t M = 1 << 20;
+
+	(void)state;
+	assert_int_equal(cg_snapshot_room(100 * M, 400 * M, 300 * M, msg, sizeof(msg)), 0);
+	assert_int_equal(cg_snapshot_room(100 * M, 0, 900 * M, msg, sizeof(msg)), 0); /* no limit */
+	assert_int_equal(cg_snapshot_room(100 * M, 400 * M, 300 * M + 1, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, "needs up to 301 MiB"));
+	assert_non_null(strstr(msg, "300 MiB left under memory.max"));
+	assert_non_null(strstr(msg, "--state-dir on a disk"));
+	/* above max already (lowered by hand): nothing left, no wrap-around */
+	assert_int_equal(cg_snapshot_room(500 * M, 400 * M, 1, msg, sizeof(msg)), -1);
+	assert_non_null(strstr(msg, " 0 MiB left"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_spec_has_limits),
-		cmocka_unit_test(test_bad_limits),
+		cmocka_unit_test(test_defaults),        cmocka_unit_test(test_snapshot_room),
+		cmocka_unit_test(test_spec_has_limits), cmocka_unit_test(test_bad_limits),
 		cmocka_unit_test(test_events),
 	};
 

@@ -94,9 +94,25 @@ json_t *cg_limits_to_json(const struct cg_limits *l)
 			 "pids_max", (json_int_t)l->pids_max, "cpu_max", cpu);
 }
 
-void cg_limits_memory_max(const struct cg_limits *l, char *out, size_t cap)
+void cg_limits_memory_max(const struct cg_limits *l, uint64_t extra_mib, char *out, size_t cap)
 {
-	snprintf(out, cap, "%" PRIu64, l->memory_max_mib << 20);
+	snprintf(out, cap, "%" PRIu64, (l->memory_max_mib + extra_mib) << 20);
+}
+
+uint64_t cg_ram_state_mib(unsigned memory_mib, uint64_t disk_mib)
+{
+	return 2 * disk_mib + memory_mib;
+}
+
+int cg_snapshot_room(uint64_t current, uint64_t max, uint64_t need, char *msg, size_t cap)
+{
+	if (!max || (current <= max && need <= max - current))
+		return 0;
+	snprintf(msg, cap,
+		 "the snapshot needs up to %" PRIu64 " MiB and the sandbox's cgroup has %" PRIu64
+		 " MiB left under memory.max: the state directory is in RAM (tmpfs), so snapshot files count as the sandbox's memory; delete one of its checkpoints, or give kilnd a --state-dir on a disk",
+		 (need + (1 << 20) - 1) >> 20, current < max ? (max - current) >> 20 : 0);
+	return -1;
 }
 
 void cg_limits_pids_max(const struct cg_limits *l, char *out, size_t cap)

@@ -54,6 +54,23 @@ struct cg_limits {
 	uint32_t cpu_max_centi; /* CPUs x 100 */
 };
 
+/*
+ * A state directory in RAM (tmpfs, ramfs): what the guest writes to its
+ * disk (the overlay, up to the disk's size) and a snapshot kiln-vmm
+ * writes (its RAM and a copy of the overlay) are pages charged to the
+ * VMM's cgroup. memory.max then gets this much above memory_max_mib:
+ * the disk once for the overlay and one snapshot (RAM + disk), so that a
+ * guest filling its disk, then checkpointed, is not OOM-killed.
+ */
+uint64_t cg_ram_state_mib(unsigned memory_mib, uint64_t disk_mib);
+
+/*
+ * May a snapshot of at most need bytes be written into a cgroup at
+ * current of max bytes (its state directory in RAM)? 0, or -1 with why
+ * in msg (what to do included).
+ */
+int cg_snapshot_room(uint64_t current, uint64_t max, uint64_t need, char *msg, size_t cap);
+
 /* The defaults for a sandbox of cpus vCPUs and memory_mib of RAM. */
 void cg_limits_default(unsigned cpus, unsigned memory_mib, struct cg_limits *out);
 
@@ -70,7 +87,7 @@ int cg_limits_parse(const json_t *v, unsigned cpus, unsigned memory_mib, struct 
 json_t *cg_limits_to_json(const struct cg_limits *l);
 
 /* The contents of memory.max, pids.max and cpu.max ("QUOTA PERIOD"). */
-void cg_limits_memory_max(const struct cg_limits *l, char *out, size_t cap);
+void cg_limits_memory_max(const struct cg_limits *l, uint64_t extra_mib, char *out, size_t cap);
 void cg_limits_pids_max(const struct cg_limits *l, char *out, size_t cap);
 void cg_limits_cpu_max(const struct cg_limits *l, char *out, size_t cap);
 

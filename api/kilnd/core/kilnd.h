@@ -47,6 +47,10 @@ struct kilnd_config {
 	gid_t allow_gid[KILND_MAX_ALLOW];
 	size_t nallow_gid;
 	char state_dir[PATH_MAX];
+	/* Its filesystem keeps files in RAM (tmpfs, ramfs): overlays and
+	 * snapshots are cgroup memory (cgroup_limits.h, cg_ram_state_mib). */
+	bool state_in_ram;
+	char state_fs[16]; /* "tmpfs", "ramfs", or "disk" */
 	char kernel[PATH_MAX];
 	char vmm[PATH_MAX];
 	/* Image import (docs/api.md, "POST /v1/images"): the importer and

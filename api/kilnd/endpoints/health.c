@@ -19,12 +19,21 @@ void handle_health(struct http_req *r)
 		: c->egress ? json_null()
 			    : json_string(c->egress_off);
 
+	/* docs/api.md, "limits": what a state directory in RAM means */
+	json_t *state_dir = json_pack(
+		"{s:s,s:b,s:o}", "filesystem", c->state_fs, "in_ram", c->state_in_ram, "note",
+		c->state_in_ram
+			? json_string(
+				  "the state directory is in RAM: what guests write to their disks and their snapshots count as their cgroups' memory, so kilnd raises each memory.max by twice the disk and the RAM above limits.memory_max_mib, and refuses (507) a checkpoint or hibernation that would not fit")
+			: json_null());
+
 	sandboxes_count(r->d, counts, &total);
 	http_answer(r, 0, 200,
-		    json_pack("{s:s,s:s,s:I,s:I,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}",
+		    json_pack("{s:s,s:s,s:I,s:I,s:o,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}",
 			      "status", "ok", "version", KILN_VERSION, "uptime_s",
 			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
-			      (json_int_t)total, "jail", "enabled", jailed, "mode",
+			      (json_int_t)total, "state_dir", state_dir, "jail", "enabled", jailed,
+			      "mode",
 			      jailed               ? "jailed"
 				      : c->no_jail ? "off (--no-jail)"
 						   : "unavailable",

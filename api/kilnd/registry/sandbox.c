@@ -99,6 +99,24 @@ void sandbox_touch(struct kilnd *d, const struct peer *who, const char *id)
 	kilnd_unlock(d);
 }
 
+uint64_t sandbox_disk_size(const char *image_path, unsigned disk_mib)
+{
+	struct stat st;
+
+	if (disk_mib)
+		return (uint64_t)disk_mib << 20;
+	return stat(image_path, &st) == 0 ? (uint64_t)st.st_size : 0;
+}
+
+int64_t sandbox_overlay_stored(const char *dir)
+{
+	char ovl[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(ovl, sizeof(ovl), "%s/overlay", dir);
+	return stat(ovl, &st) == 0 ? (int64_t)st.st_blocks * 512 : -1;
+}
+
 /*
  * The root disk, outside the lock (stats): its size (disk_mib, else the
  * image's) and what its overlay holds on the host, which is what the guest
@@ -106,19 +124,12 @@ void sandbox_touch(struct kilnd *d, const struct peer *who, const char *id)
  */
 static json_t *disk_view(const char *dir, const char *image_path, unsigned disk_mib)
 {
-	char ovl[PATH_MAX + 16];
-	struct stat st;
-	json_int_t size = -1, stored = -1;
+	uint64_t size = sandbox_disk_size(image_path, disk_mib);
+	int64_t stored = sandbox_overlay_stored(dir);
 
-	if (disk_mib)
-		size = (json_int_t)disk_mib << 20;
-	else if (stat(image_path, &st) == 0)
-		size = (json_int_t)st.st_size;
-	snprintf(ovl, sizeof(ovl), "%s/overlay", dir);
-	if (stat(ovl, &st) == 0)
-		stored = (json_int_t)st.st_blocks * 512;
-	return json_pack("{s:o,s:o}", "size_bytes", size >= 0 ? json_integer(size) : json_null(),
-			 "stored_bytes", stored >= 0 ? json_integer(stored) : json_null());
+	return json_pack("{s:o,s:o}", "size_bytes",
+			 size ? json_integer((json_int_t)size) : json_null(), "stored_bytes",
+			 stored >= 0 ? json_integer(stored) : json_null());
 }
 
 json_t *sandbox_view(struct sandbox *sb)

@@ -100,6 +100,11 @@ static inline void kilnd_unlock(struct kilnd *d)
 /* sandbox.c / sandboxes.c: allocation and the registry (reg.mu held where _locked). */
 struct sandbox *sandbox_new(struct kilnd *d);
 void sandbox_free(struct sandbox *sb);
+
+/* The root disk's size in bytes: disk_mib, else the image's (0: unknown). */
+uint64_t sandbox_disk_size(const char *image_path, unsigned disk_mib);
+/* What the overlay in dir stores on the host, in bytes; -1: unknown. */
+int64_t sandbox_overlay_stored(const char *dir);
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id);
 int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb);
 void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);

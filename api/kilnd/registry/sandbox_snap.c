@@ -20,7 +20,10 @@
 
 #include <fcntl.h>
 
+#include "api/kilnd/core/cgroup_limits.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "lib/base/num_parse.h"
+#include "lib/cgroup/cgroup_file.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "vmm/snapshot/snapshot_layer.h"
 
@@ -121,6 +124,33 @@ int sandbox_resume(struct sandbox *sb, json_t **view, struct api_err *e)
 
 /* ---- checkpoints ---- */
 
+/*
+ * With the state directory in RAM, a snapshot's files (at most the
+ * guest's RAM and a copy of the overlay) are pages of the VMM's cgroup:
+ * one that does not fit under memory.max would get the VMM OOM-killed
+ * while writing it, and the sandbox lost. Refused first instead (507),
+ * nothing changed. What cannot be read is let through. Locked.
+ */
+static int snapshot_room_locked(struct sandbox *sb, struct api_err *e)
+{
+	char cur[32], max[32], msg[ERR_MSG_MAX];
+	uint64_t c, m, need;
+	int64_t ovl;
+
+	if (!sb->d->cfg.state_in_ram || !sb->rec.cgroup[0] ||
+	    cgroup_file_read(sb->rec.cgroup, "memory.current", cur, sizeof(cur)) < 0 ||
+	    cgroup_file_read(sb->rec.cgroup, "memory.max", max, sizeof(max)) < 0 ||
+	    num_parse_u64(cur, 10, 0, UINT64_MAX, &c) < 0 ||
+	    num_parse_u64(max, 10, 0, UINT64_MAX, &m) < 0) /* "max": no limit */
+		return 0;
+	ovl = sandbox_overlay_stored(sb->dir);
+	need = ((uint64_t)sb->rec.spec.memory_mib << 20) + (ovl > 0 ? (uint64_t)ovl : 0);
+	if (!cg_snapshot_room(c, m, need, msg, sizeof(msg)))
+		return 0;
+	api_err_set(e, API_E_NO_SPACE, "sandbox %s: %s", sb->rec.id, msg);
+	return -1;
+}
+
 int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *req, json_t **cp,
 			      struct api_err *e)
 {
@@ -159,6 +189,10 @@ int sandbox_checkpoint_create(struct sandbox *sb, const struct checkpoint_req *r
 			    "sandbox %s has %zu checkpoints (--max-checkpoints %u); delete one first",
 			    sb->rec.id, json_array_size(sb->rec.checkpoints),
 			    d->cfg.max_checkpoints);
+		kilnd_unlock(d);
+		return -1;
+	}
+	if (snapshot_room_locked(sb, e)) {
 		kilnd_unlock(d);
 		return -1;
 	}
@@ -580,7 +614,8 @@ static int hibernate(struct sandbox *sb, bool idle, struct api_err *e)
 		kilnd_unlock(d);
 		return 1;
 	}
-	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE, &to, sb->rec.id, e)) {
+	if (sandbox_transition(sb->rec.state, SANDBOX_EV_HIBERNATE, &to, sb->rec.id, e) ||
+	    snapshot_room_locked(sb, e)) {
 		kilnd_unlock(d);
 		return -1;
 	}

@@ -71,8 +71,8 @@ int cgroup_setup(char *parent, size_t cap, struct err *e)
 	return 0;
 }
 
-int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path,
-		  size_t cap, int *procs_fd, struct api_err *e)
+int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, uint64_t extra_mib,
+		  char *path, size_t cap, int *procs_fd, struct api_err *e)
 {
 	char mem[32], pids[32], cpu[48];
 	struct cgroup_limits cl = { mem, pids, cpu, true };
@@ -88,7 +88,7 @@ int cgroup_create(const char *parent, const char *id, const struct cg_limits *l,
 	/* A cgroup of an earlier boot whose removal failed: start it over,
 	 * so its event counters describe this VMM alone. */
 	cgroup_leaf_remove(path);
-	cg_limits_memory_max(l, mem, sizeof(mem));
+	cg_limits_memory_max(l, extra_mib, mem, sizeof(mem));
 	cg_limits_pids_max(l, pids, sizeof(pids));
 	cg_limits_cpu_max(l, cpu, sizeof(cpu));
 	/* An OOM kill takes the VMM and its passt together, never half a

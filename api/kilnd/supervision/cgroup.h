@@ -42,11 +42,12 @@ int cgroup_setup(char *parent, size_t cap, struct err *e);
 
 /*
  * The cgroup of one VMM of sandbox id: <parent>/<id> into path[cap], made
- * afresh (a leftover one is emptied and removed first) with l's limits,
- * and *procs_fd its cgroup.procs opened for writing (O_CLOEXEC). 0, or
- * -1 with e (spawn_failed) and nothing left behind.
+ * afresh (a leftover one is emptied and removed first) with l's limits
+ * (memory.max extra_mib above memory_max_mib: cg_ram_state_mib), and
+ * *procs_fd its cgroup.procs opened for writing (O_CLOEXEC). 0, or -1
+ * with e (spawn_failed) and nothing left behind.
  */
-int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, char *path,
-		  size_t cap, int *procs_fd, struct api_err *e);
+int cgroup_create(const char *parent, const char *id, const struct cg_limits *l, uint64_t extra_mib,
+		  char *path, size_t cap, int *procs_fd, struct api_err *e);
 
 #endif

@@ -307,8 +307,14 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	req.nkeep = nshares;
 	cg[0] = '\0';
 	if (d->cfg.cgroups &&
-	    cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits, cg, sizeof(cg),
-			  &req.cgroup_fd, e)) {
+	    cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits,
+			  d->cfg.state_in_ram
+				  ? cg_ram_state_mib(sb->rec.spec.memory_mib,
+						     sandbox_disk_size(sb->rec.image_path,
+								       sb->rec.spec.disk_mib) >>
+							     20)
+				  : 0,
+			  cg, sizeof(cg), &req.cgroup_fd, e)) {
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
