@@ -6,13 +6,16 @@
  *
  * Input: method (1 byte: one of the table below; 0xff: the method is the
  * bytes up to the first '\n'), then the path.
- * Invariants: a match is a line of the table with that method, and the
+ * Invariants: a match is a line of the table with that method (HEAD:
+ * the GET line, when the pattern has no HEAD line), and the
  * path is exactly its pattern with the captured segments put back (so a
  * capture is one non-empty segment of at most HTTP_PARAM_MAX bytes, no
  * '/'); the same request matches the same way twice; a refusal is
  * route_not_found (no captures, no Allow) or method_not_allowed, whose
  * path is a pattern's with its captures put back and whose Allow is that
- * pattern's methods, none of them the method; both with a message; a
+ * pattern's methods, none of them the method; OPTIONS on a pattern
+ * without an OPTIONS line is HTTP_ROUTE_OPTIONS with that Allow and no
+ * route; both refusals with a message; a
  * process id that parses prints back as the segment; a checkpoint name
  * that passes holds only [A-Za-z0-9._-].
  */
@@ -22,7 +25,8 @@
 #include "fuzz.h"
 #include "tests/unit/kilnd_handler_stubs.h"
 
-static const char *const methods[] = { "GET", "POST", "PUT", "DELETE", "HEAD", "get", "PATCH", "" };
+static const char *const methods[] = { "GET", "POST",  "PUT", "DELETE", "HEAD",
+				       "get", "PATCH", "",    "OPTIONS" };
 
 static void check_proc(const char *seg)
 {
@@ -131,7 +135,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    !strcmp(again.allow, m.allow));
 	if (r == 0) {
 		FUZZ_ASSERT(m.route >= routes && m.route < routes + routes_count);
-		FUZZ_ASSERT(!strcmp(m.route->method, mp) && rebuilds(m.route->pattern, &m, path));
+		FUZZ_ASSERT(!strcmp(m.route->method, mp) ||
+			    (!strcmp(mp, "HEAD") && !strcmp(m.route->method, "GET") &&
+			     !has_method(m.route->pattern, "HEAD")));
+		FUZZ_ASSERT(rebuilds(m.route->pattern, &m, path));
 		FUZZ_ASSERT(!strcmp(pattern_of(&m, path), m.route->pattern));
 		http_route_allow(routes, routes_count, m.route->pattern, allow, sizeof(allow));
 		FUZZ_ASSERT(!strcmp(allow, m.allow));
@@ -139,11 +146,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_proc(m.sub);
 		if (strstr(m.route->pattern, "{cp}"))
 			check_cp(m.sub);
+	} else if (r == HTTP_ROUTE_OPTIONS) {
+		pat = pattern_of(&m, path);
+		FUZZ_ASSERT(!strcmp(mp, "OPTIONS") && !m.route && pat && !has_method(pat, mp));
+		http_route_allow(routes, routes_count, pat, allow, sizeof(allow));
+		FUZZ_ASSERT(!strcmp(allow, m.allow) && strstr(m.allow, "OPTIONS"));
 	} else {
 		FUZZ_ASSERT(r == -1 && !m.route && e.msg[0] && memchr(e.msg, 0, sizeof(e.msg)));
 		if (e.code == API_E_METHOD_NOT_ALLOWED) {
 			pat = pattern_of(&m, path);
-			FUZZ_ASSERT(pat && m.allow[0] && !has_method(pat, mp));
+			FUZZ_ASSERT(pat && m.allow[0] && !has_method(pat, mp) &&
+				    strcmp(mp, "OPTIONS") &&
+				    (strcmp(mp, "HEAD") || !has_method(pat, "GET")));
 			http_route_allow(routes, routes_count, pat, allow, sizeof(allow));
 			FUZZ_ASSERT(!strcmp(allow, m.allow));
 		} else {

@@ -462,12 +462,21 @@ static void test_head_request_line(void **state)
 	HEAD_ERR("GET http://x/v1/health HTTP/1.1\r\nHost: x\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET v1/health HTTP/1.1\r\nHost: x\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET ?a=b HTTP/1.1\r\nHost: x\r\n\r\n", API_E_BAD_REQUEST);
-	/* Versions: only HTTP/1.0 and 1.1; other well-formed ones are 505,
+	/* Versions: major 1 only; other well-formed ones are 505,
 	 * malformed ones 400. */
 	HEAD_ERR("GET / HTTP/2.0\r\nHost: x\r\n\r\n", API_E_HTTP_VERSION);
-	HEAD_ERR("GET / HTTP/1.2\r\nHost: x\r\n\r\n", API_E_HTTP_VERSION);
-	HEAD_ERR("GET / HTTP/1.9\r\nHost: x\r\n\r\n", API_E_HTTP_VERSION);
 	HEAD_ERR("GET / HTTP/0.9\r\nHost: x\r\n\r\n", API_E_HTTP_VERSION);
+	HEAD_ERR("GET / HTTP/3.1\r\nHost: x\r\n\r\n", API_E_HTTP_VERSION);
+	/* RFC 9110 section 2.5: a later 1.x is served as 1.1, Host and all. */
+	b = head_ok("GET / HTTP/1.2\r\nHost: x\r\n\r\n", &h);
+	assert_int_equal(h.minor, 1);
+	assert_true(h.keep_alive);
+	free(b);
+	b = head_ok("GET / HTTP/1.9\r\nHost: x\r\nConnection: close\r\n\r\n", &h);
+	assert_int_equal(h.minor, 1);
+	assert_false(h.keep_alive);
+	free(b);
+	HEAD_ERR("GET / HTTP/1.9\r\n\r\n", API_E_BAD_REQUEST); /* no Host, as on 1.1 */
 	assert_int_equal(api_code_status(API_E_HTTP_VERSION), 505);
 	HEAD_ERR("GET / HTTP/1\r\nHost: x\r\n\r\n", API_E_BAD_REQUEST);
 	HEAD_ERR("GET / HTTP/1.\r\nHost: x\r\n\r\n", API_E_BAD_REQUEST);

@@ -118,16 +118,75 @@ static void test_wrong_method_is_405_with_allow(void **state)
 	assert_int_equal(match("DELETE", "/v1/sandboxes", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(api_code_status(e.code), 405);
-	assert_string_equal(m.allow, "GET, POST");
+	assert_string_equal(m.allow, "GET, HEAD, POST, OPTIONS");
 	assert_int_equal(match("POST", "/v1/sandboxes/x/files", &m, &e), -1);
-	assert_string_equal(m.allow, "GET, PUT");
+	assert_string_equal(m.allow, "GET, HEAD, PUT, OPTIONS");
 	assert_int_equal(match("GET", "/v1/sandboxes/x/exec", &m, &e), -1);
-	assert_string_equal(m.allow, "POST");
+	assert_string_equal(m.allow, "POST, OPTIONS");
 	/* Methods are case-sensitive (RFC 9110, 9.1). */
 	assert_int_equal(match("get", "/v1/health", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_int_equal(match("HEAD", "/v1/health", &m, &e), -1);
+}
+
+/* RFC 9110 sections 9.3.2 and 9.3.7: HEAD is the GET entry's wherever
+ * there is one, OPTIONS is answered from Allow on every path the table
+ * has; neither needs a line of the table. */
+static void test_head_and_options(void **state)
+{
+	struct http_route_match m;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(match("HEAD", "/v1/health", &m, &e), 0);
+	assert_ptr_equal(m.route->handler, handle_health);
+	assert_int_equal(match("HEAD", "/v1/sandboxes/ab12/checkpoints/c1", &m, &e), 0);
+	assert_ptr_equal(m.route->handler, handle_checkpoint_get);
+	assert_string_equal(m.id, "ab12");
+	assert_string_equal(m.sub, "c1");
+	/* No GET, no HEAD. */
+	assert_int_equal(match("HEAD", "/v1/sandboxes/x/exec", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
+	assert_string_equal(m.allow, "POST, OPTIONS");
+	assert_int_equal(match("HEAD", "/v1/nosuch", &m, &e), -1);
+	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
+	/* Methods are case-sensitive: "head" is not HEAD. */
+	assert_int_equal(match("head", "/v1/health", &m, &e), -1);
+	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
+
+	assert_int_equal(match("OPTIONS", "/v1/sandboxes", &m, &e), HTTP_ROUTE_OPTIONS);
+	assert_null(m.route);
+	assert_string_equal(m.allow, "GET, HEAD, POST, OPTIONS");
+	assert_int_equal(match("OPTIONS", "/v1/sandboxes/ab/processes/7/stdin", &m, &e),
+			 HTTP_ROUTE_OPTIONS);
+	assert_string_equal(m.allow, "POST, OPTIONS");
+	assert_string_equal(m.id, "ab");
+	assert_string_equal(m.sub, "7");
+	assert_int_equal(match("OPTIONS", "/v1/nosuch", &m, &e), -1);
+	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
+	assert_string_equal(m.allow, "");
+}
+
+/* A table that names HEAD or OPTIONS itself keeps them: its own entry
+ * matches, and Allow does not list them twice. */
+static void test_table_own_head_and_options(void **state)
+{
+	static const struct http_route t[] = {
+		{ "GET", "/a", handle_health, BODY_NONE, 0 },
+		{ "HEAD", "/a", handle_metrics, BODY_NONE, 0 },
+		{ "OPTIONS", "/a", handle_images, BODY_NONE, 0 },
+		{ "DELETE", "/b", handle_health, BODY_NONE, 0 },
+	};
+	struct http_route_match m;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(http_route_match(t, 4, "HEAD", "/a", &m, &e), 0);
+	assert_ptr_equal(m.route, &t[1]);
+	assert_string_equal(m.allow, "GET, HEAD, OPTIONS");
+	assert_int_equal(http_route_match(t, 4, "OPTIONS", "/a", &m, &e), 0);
+	assert_ptr_equal(m.route, &t[2]);
+	assert_int_equal(http_route_match(t, 4, "HEAD", "/b", &m, &e), -1);
+	assert_string_equal(m.allow, "DELETE, OPTIONS");
 }
 
 static void test_overlong_id_segment_is_404(void **state)
@@ -182,9 +241,9 @@ static void test_snapshot_endpoints(void **state)
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(match("GET", "/v1/sandboxes/x/pause", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_string_equal(m.allow, "POST");
+	assert_string_equal(m.allow, "POST, OPTIONS");
 	assert_int_equal(match("PUT", "/v1/sandboxes/x/checkpoints/c", &m, &e), -1);
-	assert_string_equal(m.allow, "GET, DELETE");
+	assert_string_equal(m.allow, "GET, HEAD, DELETE, OPTIONS");
 	assert_int_equal(match("POST", "/v1/sandboxes/x/checkpoints/", &m, &e), -1);
 	assert_int_equal(e.code, API_E_ROUTE_NOT_FOUND);
 	assert_int_equal(match("POST", "/v1/sandboxes/x/checkpoints/c/restore/", &m, &e), -1);
@@ -229,11 +288,11 @@ static void test_process_endpoints(void **state)
 
 	assert_int_equal(match("POST", "/v1/sandboxes/a/processes/7", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_string_equal(m.allow, "GET");
+	assert_string_equal(m.allow, "GET, HEAD, OPTIONS");
 	assert_int_equal(match("GET", "/v1/sandboxes/a/processes/7/stdin", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(match("DELETE", "/v1/sandboxes/a/processes", &m, &e), -1);
-	assert_string_equal(m.allow, "GET, POST");
+	assert_string_equal(m.allow, "GET, HEAD, POST, OPTIONS");
 	static const char *const miss[] = {
 		"/v1/sandboxes/a/processes/",           "/v1/sandboxes/a/processes//output",
 		"/v1/sandboxes/a/processes/7/",         "/v1/sandboxes/a/processes/7/x",
@@ -295,7 +354,7 @@ static void test_watch_endpoint(void **state)
 	assert_false(has_body(handle_file_watch));
 	assert_int_equal(match("POST", "/v1/sandboxes/abc/files/watch", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
-	assert_string_equal(m.allow, "GET");
+	assert_string_equal(m.allow, "GET, HEAD, OPTIONS");
 }
 
 /* pattern with every {name} segment given a value: a path it matches. */
@@ -347,8 +406,10 @@ static void test_table_shape(void **state)
 /*
  * Every line of the table answers its own method and path with its own
  * handler (no other pattern takes its path first); its path's Allow lists
- * exactly the methods of the lines with that pattern, in table order; and
- * every other method on that path is 405 with that same Allow.
+ * exactly the methods of the lines with that pattern, in table order,
+ * with HEAD after GET and OPTIONS last; HEAD runs the GET line, OPTIONS
+ * is answered from Allow, and every other method on that path is 405
+ * with that same Allow.
  */
 static void test_allow_is_each_paths_methods(void **state)
 {
@@ -364,10 +425,20 @@ static void test_allow_is_each_paths_methods(void **state)
 		size_t len = 0;
 
 		path_of(r->pattern, path, sizeof(path));
-		for (size_t j = 0; j < routes_count; j++)
-			if (!strcmp(routes[j].pattern, r->pattern))
-				len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s",
-							len ? ", " : "", routes[j].method);
+		const struct http_route *get = NULL;
+
+		for (size_t j = 0; j < routes_count; j++) {
+			if (strcmp(routes[j].pattern, r->pattern))
+				continue;
+			len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s",
+						len ? ", " : "", routes[j].method);
+			if (!strcmp(routes[j].method, "GET")) {
+				len += (size_t)snprintf(allow + len, sizeof(allow) - len, ", HEAD");
+				get = &routes[j];
+			}
+		}
+		len += (size_t)snprintf(allow + len, sizeof(allow) - len, "%s%s", len ? ", " : "",
+					"OPTIONS");
 		assert_true(len < sizeof(allow));
 		assert_int_equal(match(r->method, path, &m, &e), 0);
 		assert_ptr_equal(m.route, r);
@@ -383,6 +454,17 @@ static void test_allow_is_each_paths_methods(void **state)
 					!strcmp(routes[j].method, methods[k]);
 			if (own)
 				continue;
+			if (!strcmp(methods[k], "HEAD") && get) {
+				assert_int_equal(match(methods[k], path, &m, &e), 0);
+				assert_ptr_equal(m.route, get);
+				continue;
+			}
+			if (!strcmp(methods[k], "OPTIONS")) {
+				assert_int_equal(match(methods[k], path, &m, &e),
+						 HTTP_ROUTE_OPTIONS);
+				assert_string_equal(m.allow, allow);
+				continue;
+			}
 			assert_int_equal(match(methods[k], path, &m, &e), -1);
 			if (e.code != API_E_METHOD_NOT_ALLOWED)
 				fail_msg("%s %s: %s, not 405", methods[k], path,
@@ -400,6 +482,8 @@ int main(void)
 		cmocka_unit_test(test_every_endpoint),
 		cmocka_unit_test(test_near_misses_are_404),
 		cmocka_unit_test(test_wrong_method_is_405_with_allow),
+		cmocka_unit_test(test_head_and_options),
+		cmocka_unit_test(test_table_own_head_and_options),
 		cmocka_unit_test(test_overlong_id_segment_is_404),
 		cmocka_unit_test(test_snapshot_endpoints),
 		cmocka_unit_test(test_process_endpoints),

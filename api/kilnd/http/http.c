@@ -14,6 +14,7 @@
 #include "api/kilnd/http/http_chunked.h"
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_io.h"
+#include "api/kilnd/http/http_resp.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/json.h"
 #include "lib/base/mono.h"
@@ -143,6 +144,16 @@ void http_upgrade(struct http_req *r, const char *protocol,
 		  void (*run)(void *cls, const char *extra, size_t extra_n, int sock), void *cls,
 		  void (*release)(void *cls))
 {
+	struct api_err e;
+
+	if (!r->responded && !strcmp(r->head->method, "HEAD")) {
+		/* A HEAD answer has no body to switch in (RFC 9110 section 7.8:
+		 * the new protocol must honour the request's semantics). */
+		api_err_set(&e, API_E_BAD_REQUEST,
+			    "HEAD %s: this endpoint switches protocols; send GET with 'Upgrade: %s'",
+			    r->path, protocol);
+		http_error(r, &e);
+	}
 	if (r->responded) {
 		release(cls);
 		return;
@@ -215,33 +226,21 @@ void http_upload(struct http_req *r, const struct http_upload_ops *ops, void *up
 
 /* ---- sending ---- */
 
-/* The status line and headers of r's answer. chunked: Transfer-Encoding
- * instead of Content-Length; close: "Connection: close". */
-static int send_head(struct http_conn *c, struct http_req *r, bool chunked, bool close)
+/* The head of r's answer, framed f, into buf: its length or -ENOBUFS. */
+static int format_head(const struct http_req *r, enum http_framing f, bool keep, char *buf,
+		       size_t cap)
 {
-	char head[1024], date[64];
-	struct tm tm;
-	time_t now = time(NULL);
-	int n;
+	struct http_resp_head h = {
+		.status = r->status,
+		.content_type = r->resp.content_type,
+		.framing = f,
+		.length = r->resp.len,
+		.connection = http_resp_connection(r->head->minor, keep, r->status),
+		.headers = r->resp.headers,
+		.date = time(NULL),
+	};
 
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&now, &tm));
-	n = snprintf(head, sizeof(head),
-		     "HTTP/1.1 %u %s\r\nDate: %s\r\nCache-Control: no-store\r\n", r->status,
-		     http_reason(r->status), date);
-	if (r->resp.content_type)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Type: %s\r\n",
-			      r->resp.content_type);
-	if (chunked)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Transfer-Encoding: chunked\r\n");
-	else if (r->status != 101 && r->status != 204)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Content-Length: %zu\r\n",
-			      r->resp.len);
-	if (close && r->status != 101)
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "Connection: close\r\n");
-	n += snprintf(head + n, sizeof(head) - (size_t)n, "%s\r\n", r->resp.headers);
-	if ((size_t)n >= sizeof(head))
-		return -ENOBUFS;
-	return conn_send(c, head, (size_t)n);
+	return http_resp_head(buf, cap, &h);
 }
 
 /* A streamed body: chunks as the reader gives them. false when it broke. */
@@ -280,34 +279,47 @@ static bool send_stream(struct http_conn *c, struct http_req *r, bool chunked)
 	return ok;
 }
 
+/* Run r's protocol switch on c's socket, once its 101 went out. */
+static void run_upgrade(struct http_conn *c, struct http_req *r)
+{
+	void *ucls = r->upg_cls;
+
+	/* Taken: the request's end must not release it too. */
+	r->upg_cls = NULL;
+	r->upg_run(ucls, c->buf + c->start, c->end - c->start, c->fd);
+	r->upg_release(ucls);
+	c->start = c->end = 0;
+}
+
 /* Send r's answer; false when the connection must close after it. */
 static bool send_answer(struct http_conn *c, struct http_req *r, bool keep)
 {
 	bool head_only = strcmp(r->head->method, "HEAD") == 0;
-	bool chunked = r->resp.reader && r->head->minor == 1;
+	enum http_framing f = http_resp_framing(r->status, r->resp.reader != NULL, r->head->minor);
+	char head[1024];
+	int n;
 
+	keep = http_resp_keep(keep, r->status, f);
+	n = format_head(r, f, keep, head, sizeof(head));
+	if (n < 0)
+		return false;
+	/* Head and a known body in one write: two would leave the body behind
+	 * a Nagle wait for the head's (delayed) ACK on a TCP hop. */
+	struct iovec iov[2] = {
+		{ .iov_base = head, .iov_len = (size_t)n },
+		{ .iov_base = r->resp.body,
+		  .iov_len = head_only || f != HTTP_FRAME_LENGTH ? 0 : r->resp.len },
+	};
+
+	if (conn_sendv(c, iov, 2) < 0)
+		return false;
 	if (r->status == 101) {
-		if (send_head(c, r, false, false) < 0)
-			return false;
-		void *ucls = r->upg_cls;
-
-		/* Taken: the request's end must not release it too. */
-		r->upg_cls = NULL;
-		r->upg_run(ucls, c->buf + c->start, c->end - c->start, c->fd);
-		r->upg_release(ucls);
-		c->start = c->end = 0;
+		run_upgrade(c, r);
 		return false;
 	}
-	/* A stream to an HTTP/1.0 client ends with the connection. */
-	if (r->resp.reader && !chunked)
-		keep = false;
-	if (send_head(c, r, chunked, !keep) < 0)
-		return false;
-	if (head_only)
+	if (head_only || !r->resp.reader)
 		return keep;
-	if (r->resp.reader)
-		return send_stream(c, r, chunked) && keep;
-	return (!r->resp.len || conn_send(c, r->resp.body, r->resp.len) == 0) && keep;
+	return send_stream(c, r, f == HTTP_FRAME_CHUNKED) && keep;
 }
 
 /* ---- requests ---- */
@@ -349,7 +361,15 @@ static void begin(struct http_req *r)
 	const struct http_head *h = r->head;
 	struct api_err e;
 
-	if (http_route_match(r->svc->routes, r->svc->nroutes, h->method, h->path, &r->rm, &e)) {
+	int k = http_route_match(r->svc->routes, r->svc->nroutes, h->method, h->path, &r->rm, &e);
+
+	if (k == HTTP_ROUTE_OPTIONS) {
+		/* RFC 9110 section 9.3.7: what the resource allows, no body. */
+		http_no_content(r);
+		add_header(r, "Allow", r->rm.allow);
+		return;
+	}
+	if (k) {
 		http_error(r, &e);
 		return;
 	}

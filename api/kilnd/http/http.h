@@ -23,6 +23,9 @@
  *  - Framing is strict (http_head.h, http_chunked.h): every request that
  *    is not unambiguous HTTP/1.1 (or 1.0) gets one JSON 4xx/5xx error and
  *    the connection closes. Routing sees the raw path.
+ *  - HEAD runs the GET handler and sends its answer's head only;
+ *    OPTIONS on a path the table has is answered 204 with Allow
+ *    (http_route.h), its handlers untouched.
  *  - Every request is checked in this order, and the first failure is
  *    answered at once, before any body is read: the route (404/405, with
  *    Allow from the table), a declared Content-Length above the matched

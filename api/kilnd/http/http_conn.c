@@ -74,6 +74,11 @@ int conn_send(struct http_conn *c, const void *p, size_t n)
 	return http_io_send(c->fd, p, n, c->srv->timeout_ms, -1);
 }
 
+int conn_sendv(struct http_conn *c, struct iovec *iov, size_t n)
+{
+	return http_io_sendv(c->fd, iov, n, c->srv->timeout_ms, -1);
+}
+
 void conn_linger(struct http_conn *c)
 {
 	int64_t deadline = mono_ms() + LINGER_MS;

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/http/http.h"
@@ -86,6 +87,8 @@ struct http_conn {
 ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms);
 /* All of p[0..n), each write within the client timeout. 0 or -errno. */
 int conn_send(struct http_conn *c, const void *p, size_t n);
+/* The n pieces of iov in one gathered write where they fit (http_io_sendv). */
+int conn_sendv(struct http_conn *c, struct iovec *iov, size_t n);
 /* Closing with input unread: stop writing, then drop what the client
  * still sends for a moment, so it reads the answer and not a reset. */
 void conn_linger(struct http_conn *c);

@@ -147,12 +147,15 @@ static int parse_request_line(char *line, struct http_head *h, struct api_err *e
 			    quote(q, sizeof(q), ver, strlen(ver)));
 		return -1;
 	}
-	if (ver[5] != '1' || ver[7] > '1') {
+	if (ver[5] != '1') {
 		api_err_set(e, API_E_HTTP_VERSION,
-			    "HTTP/%c.%c is not supported: kilnd speaks HTTP/1.1", ver[5], ver[7]);
+			    "HTTP/%c.%c is not supported: kilnd speaks HTTP/1.1 (and 1.0)", ver[5],
+			    ver[7]);
 		return -1;
 	}
-	h->minor = ver[7] - '0';
+	/* RFC 9110 section 2.5: a higher minor version of a major one the
+	 * server implements is served as its highest, 1.1. */
+	h->minor = ver[7] > '1' ? 1 : ver[7] - '0';
 	char *qm = strchr(sp1 + 1, '?');
 
 	if (qm) {

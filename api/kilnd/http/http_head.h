@@ -9,8 +9,9 @@
  *  - Anything a proxy, a library or kilnd itself could read two ways is
  *    refused, never guessed at: bare CR or LF line ends, a NUL or other
  *    control byte, whitespace before a field's colon, folded lines, a
- *    method that is not a token, a target that is not a path, a version
- *    other than HTTP/1.0 and HTTP/1.1, a missing Host on HTTP/1.1 or a
+ *    method that is not a token, a target that is not a path, a major
+ *    version other than 1 (505; HTTP/1.2 and later are read as 1.1, RFC
+ *    9110 section 2.5), a missing Host on HTTP/1.1 or a
  *    repeated one on any version, more than one Content-Length, a Content-Length that is not
  *    plain digits, a Transfer-Encoding other than exactly "chunked", and
  *    both Content-Length and Transfer-Encoding. These request-smuggling
@@ -55,7 +56,7 @@ struct http_head {
 	const char *method;
 	const char *path;  /* the raw path, from '/' */
 	const char *query; /* after '?', or NULL */
-	int minor;         /* HTTP/1.minor: 0 or 1 */
+	int minor;         /* HTTP/1.minor: 0 or 1 (1.2 and later: 1) */
 	struct http_field fields[HTTP_FIELDS_MAX];
 	size_t nfields;
 	enum http_body_kind body;

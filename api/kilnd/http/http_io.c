@@ -26,15 +26,37 @@ int http_io_wait(int fd, short events, int64_t deadline_ms, int stop_fd)
 
 int http_io_send(int fd, const void *p, size_t n, int timeout_ms, int stop_fd)
 {
-	const char *b = p;
+	struct iovec iov = { .iov_base = (void *)p, .iov_len = n };
 
+	return http_io_sendv(fd, &iov, 1, timeout_ms, stop_fd);
+}
+
+/* Past the k bytes of iov[0..*n) written: drops the pieces sent whole
+ * and advances the first one left. */
+static struct iovec *iov_advance(struct iovec *iov, size_t *n, size_t k)
+{
+	while (*n && k >= iov->iov_len) {
+		k -= iov->iov_len;
+		iov++;
+		(*n)--;
+	}
+	if (*n) {
+		iov->iov_base = (char *)iov->iov_base + k;
+		iov->iov_len -= k;
+	}
+	return iov;
+}
+
+int http_io_sendv(int fd, struct iovec *iov, size_t n, int timeout_ms, int stop_fd)
+{
+	iov = iov_advance(iov, &n, 0); /* empty pieces */
 	while (n) {
-		ssize_t k = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		struct msghdr m = { .msg_iov = iov, .msg_iovlen = n };
+		ssize_t k = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		int r;
 
 		if (k > 0) {
-			b += k;
-			n -= (size_t)k;
+			iov = iov_advance(iov, &n, (size_t)k);
 			continue;
 		}
 		if (k < 0 && errno != EAGAIN && errno != EINTR)

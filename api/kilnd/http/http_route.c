@@ -35,22 +35,45 @@ static bool match_pattern(const char *pattern, const char *path,
 	return *s == '\0';
 }
 
+/* Whether table has an entry of pattern with method. */
+static const struct http_route *entry_of(const struct http_route *table, size_t n,
+					 const char *pattern, const char *method)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i].pattern, pattern) && !strcmp(table[i].method, method))
+			return &table[i];
+	return NULL;
+}
+
+/* method appended to the ", "-separated list buf[0..*len). */
+static void allow_add(char *buf, size_t cap, size_t *len, const char *method)
+{
+	int k;
+
+	if (*len >= cap)
+		return;
+	k = snprintf(buf + *len, cap - *len, "%s%s", *len ? ", " : "", method);
+	*len = k < 0 ? cap : *len + (size_t)k;
+}
+
 void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf,
 		      size_t cap)
 {
+	bool head = !entry_of(table, n, pattern, "HEAD");
 	size_t len = 0;
 
 	if (cap)
 		buf[0] = '\0';
-	for (size_t i = 0; i < n && len < cap; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (strcmp(table[i].pattern, pattern))
 			continue;
-		int k = snprintf(buf + len, cap - len, "%s%s", len ? ", " : "", table[i].method);
-
-		if (k < 0)
-			break;
-		len += (size_t)k;
+		allow_add(buf, cap, &len, table[i].method);
+		/* RFC 9110 section 9.3.2: HEAD wherever GET is. */
+		if (head && !strcmp(table[i].method, "GET"))
+			allow_add(buf, cap, &len, "HEAD");
 	}
+	if (!entry_of(table, n, pattern, "OPTIONS"))
+		allow_add(buf, cap, &len, "OPTIONS");
 }
 
 int http_route_match(const struct http_route *table, size_t n, const char *method, const char *path,
@@ -61,12 +84,8 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 
 	memset(m, 0, sizeof(*m));
 	for (size_t i = 0; i < n; i++) {
-		if (pattern ? strcmp(table[i].pattern, pattern) != 0
-			    : !match_pattern(table[i].pattern, path, params))
-			continue;
-		pattern = table[i].pattern;
-		if (strcmp(table[i].method, method) == 0) {
-			m->route = &table[i];
+		if (match_pattern(table[i].pattern, path, params)) {
+			pattern = table[i].pattern;
 			break;
 		}
 	}
@@ -78,8 +97,13 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 	memcpy(m->id, params[0], sizeof(m->id));
 	memcpy(m->sub, params[1], sizeof(m->sub));
 	http_route_allow(table, n, pattern, m->allow, sizeof(m->allow));
+	m->route = entry_of(table, n, pattern, method);
+	if (!m->route && !strcmp(method, "HEAD"))
+		m->route = entry_of(table, n, pattern, "GET");
 	if (m->route)
 		return 0;
+	if (!strcmp(method, "OPTIONS"))
+		return HTTP_ROUTE_OPTIONS;
 	api_err_set(e, API_E_METHOD_NOT_ALLOWED,
 		    "%.16s %.200s: method not allowed here (allowed: %s)", method, path, m->allow);
 	return -1;

@@ -9,10 +9,14 @@
  * '/'); exact otherwise: no trailing '/', no empty segments, no prefix
  * matching, no decoding. The first pattern in table order that matches
  * the path names the resource; an entry of that pattern with the method
- * is the match. A resource without the method is method_not_allowed (405)
- * with Allow listing the methods of that pattern's entries in table
- * order; anything else is route_not_found (404). Whether the resource a
- * {name} names exists is the handler's question.
+ * is the match. The table need not list the two methods HTTP gives every
+ * resource (RFC 9110 sections 9.3.2 and 9.3.7): HEAD matches the
+ * resource's GET entry (the server sends that answer's head only), and
+ * OPTIONS is HTTP_ROUTE_OPTIONS, answered by the server from Allow. A
+ * resource without the method is method_not_allowed (405). Allow lists
+ * the methods of that pattern's entries in table order, HEAD after GET,
+ * then OPTIONS; anything else is route_not_found (404). Whether the
+ * resource a {name} names exists is the handler's question.
  */
 #ifndef KILN_HTTP_ROUTE_H
 #define KILN_HTTP_ROUTE_H
@@ -28,6 +32,9 @@
 #define HTTP_PARAMS 2
 /* An Allow value: every method of one pattern, ", "-separated. */
 #define HTTP_ALLOW_MAX 64
+/* http_route_match's answer for OPTIONS on a resource whose entries have
+ * none: m->allow (and the captures) are filled, m->route is NULL. */
+#define HTTP_ROUTE_OPTIONS 1
 
 struct http_req;
 /* One endpoint's handler; it answers through the http_* functions of http.h. */
@@ -57,7 +64,8 @@ struct http_route_match {
 };
 
 /*
- * Match method and path against the n entries of table. 0 and *m filled;
+ * Match method and path against the n entries of table. 0 and *m filled
+ * (for HEAD, m->route may be the GET entry); HTTP_ROUTE_OPTIONS (above);
  * otherwise -1 with e set to route_not_found (no captures), or
  * method_not_allowed with m->allow and the captures set.
  */
@@ -65,7 +73,8 @@ int http_route_match(const struct http_route *table, size_t n, const char *metho
 		     struct http_route_match *m, struct api_err *e);
 
 /* The Allow value of pattern in table: its entries' methods, in table
- * order, ", "-separated (truncated to cap). */
+ * order, HEAD after GET and OPTIONS last unless the table names them,
+ * ", "-separated (truncated to cap). */
 void http_route_allow(const struct http_route *table, size_t n, const char *pattern, char *buf,
 		      size_t cap);
 
