@@ -1,6 +1,7 @@
 /* kilnd's API service; see service.h. */
 #include "api/kilnd/endpoints/service.h"
 
+#include <inttypes.h>
 #include <stdint.h>
 
 #include "api/kilnd/core/listen.h"
@@ -15,7 +16,13 @@ static void request_done(const struct http_service *svc, const struct http_req *
 {
 	struct kilnd *d = svc->d;
 
-	if (!d->cfg.quiet)
+	/* A cut stream is logged even when quiet: its client got less than
+	 * the 200 promised (a chunked body without its last chunk). */
+	if (r->cut)
+		kilnd_log("uid=%u %s %s %u %.1fms (cut after %" PRIu64 " bytes of the body: %s)",
+			  (unsigned)r->peer.uid, r->method, r->path, r->status, mono_ms_f() - r->t0,
+			  r->sent, r->cut);
+	else if (!d->cfg.quiet)
 		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path,
 			  r->status, mono_ms_f() - r->t0,
 			  complete ? "" : " (connection ended early)");

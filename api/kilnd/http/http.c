@@ -248,22 +248,26 @@ static bool send_stream(struct http_conn *c, struct http_req *r, bool chunked)
 {
 	char *buf = malloc(HTTP_STREAM_BLOCK + 32);
 	bool ok = false;
+	int k = 0;
 
 	if (!buf)
 		return false;
 	for (;;) {
 		ssize_t n = r->resp.reader(r->resp.reader_cls, buf + 16, HTTP_STREAM_BLOCK);
-		int k;
 
 		if (n == HTTP_READER_END) {
-			ok = !chunked || conn_send(c, "0\r\n\r\n", 5) == 0;
+			ok = !chunked || (k = conn_send(c, "0\r\n\r\n", 5)) == 0;
 			break;
 		}
-		if (n <= 0 || (size_t)n > HTTP_STREAM_BLOCK)
+		if (n <= 0 || (size_t)n > HTTP_STREAM_BLOCK) {
+			if (!r->cut) /* a reader may have said why (stream_job) */
+				r->cut = "its source failed";
 			break;
+		}
 		if (!chunked) {
-			if (conn_send(c, buf + 16, (size_t)n) < 0)
+			if ((k = conn_send(c, buf + 16, (size_t)n)) < 0)
 				break;
+			r->sent += (uint64_t)n;
 			continue;
 		}
 		/* The chunk's size line right before its data, one write. */
@@ -272,10 +276,14 @@ static bool send_stream(struct http_conn *c, struct http_req *r, bool chunked)
 		k = snprintf(line, sizeof(line), "%zx\r\n", (size_t)n);
 		memcpy(buf + 16 - k, line, (size_t)k);
 		memcpy(buf + 16 + n, "\r\n", 2);
-		if (conn_send(c, buf + 16 - k, (size_t)k + (size_t)n + 2) < 0)
+		if ((k = conn_send(c, buf + 16 - k, (size_t)k + (size_t)n + 2)) < 0)
 			break;
+		r->sent += (uint64_t)n;
 	}
 	free(buf);
+	if (!ok && !r->cut)
+		r->cut = k == -ETIMEDOUT ? "the client took nothing for --client-timeout"
+					 : "the client went away";
 	return ok;
 }
 
@@ -643,7 +651,7 @@ static bool serve_one(struct http_conn *c, size_t hlen)
 	keep = send_answer(c, r, keep);
 	if (!keep && c->end > c->start)
 		conn_linger(c);
-	request_end(r, true);
+	request_end(r, !r->cut);
 	return keep;
 }
 

@@ -137,6 +137,11 @@ struct http_req {
 	double t0;
 	unsigned status;
 	bool responded;
+	/* A streamed body that ended early: why (NULL: it did not) and
+	 * the body bytes sent before; request_done logs both. */
+	const char *cut;
+	char cut_msg[256]; /* the source's own reason, when cut points here */
+	uint64_t sent;
 	/* JSON bodies */
 	char *body;
 	size_t body_len, body_cap;

@@ -1,6 +1,7 @@
 /* stream_job: see stream_job.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "api/kilnd/http/stream_job.h"
@@ -50,6 +51,11 @@ static ssize_t reader(void *cls, char *buf, size_t max)
 
 		if (n > 0)
 			return n;
+		if (n < 0 && err && err != -ECANCELED && sj->req) {
+			snprintf(sj->req->cut_msg, sizeof(sj->req->cut_msg), "%s failed: %.200s",
+				 sj->what, sj->err.code != API_OK ? sj->err.msg : strerror(-err));
+			sj->req->cut = sj->req->cut_msg;
+		}
 		if (n < 0)
 			return err ? HTTP_READER_ERROR : HTTP_READER_END;
 		if (http_client_gone(sj->conn_fd))
@@ -74,6 +80,8 @@ void stream_job_respond(struct http_req *r, struct stream_job *sj, const char *c
 	int err;
 
 	sj->conn_fd = http_conn_fd(r);
+	sj->what = what;
+	sj->req = r; /* while the response streams: send_stream runs the reader */
 	atomic_store(&sj->refs, 2);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -34,6 +34,8 @@ struct stream_job {
 	struct byte_queue q;
 	struct api_err err; /* the producer's failure, when nothing was sent */
 	int conn_fd;
+	const char *what;     /* for the log: "file read" */
+	struct http_req *req; /* the response it feeds: its cut says why it broke */
 	void (*produce)(struct stream_job *sj);
 	void (*release)(struct stream_job *sj);
 };
