@@ -59,12 +59,13 @@ int import_inject_init(struct import_tree *t, int init_fd, struct err *e)
 	const struct import_attr exe = { .mode = S_IFREG | 0755 }, lnk = { .mode = S_IFLNK | 0777 };
 	char dir[OCI_PATH_MAX + 1], path[OCI_PATH_MAX + 16];
 	char buf[1u << 16];
+	struct err why;
 	int fd, r;
 	ssize_t n;
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if ((r = ensure_dir(t, dirs[i].path, dirs[i].uid, dirs[i].mode, e)) < 0)
-			return err_set(e, -r, "/%s: %s", dirs[i].path, e->msg);
+		if ((r = ensure_dir(t, dirs[i].path, dirs[i].uid, dirs[i].mode, &why)) < 0)
+			return err_set(e, -r, "/%s: %s", dirs[i].path, why.msg);
 	if ((r = sbin_dir(t, dir, e)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/kiln-init", dir);

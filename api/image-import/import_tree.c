@@ -323,12 +323,13 @@ int tree_hardlink(struct import_tree *t, const char *path, const char *target, s
 {
 	const char *base, *tbase;
 	int dfd, tfd, r;
+	struct err why;
 	struct stat st;
 
 	if (!*path || !*target)
 		return err_set(e, EINVAL, "a hard link may not be or name the image root");
-	if ((r = tree_parent(t, target, 0, &tfd, &tbase, e)) < 0)
-		return err_set(e, -r, "hard link to '%.200s': %s", target, e->msg);
+	if ((r = tree_parent(t, target, 0, &tfd, &tbase, &why)) < 0)
+		return err_set(e, -r, "hard link to '%.200s': %s", target, why.msg);
 	if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
 		close(tfd);
 		return err_set(e, ENOENT,

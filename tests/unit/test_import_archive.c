@@ -66,16 +66,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A tar (gzip or plain) on f->tar: regular members f0, f1, ... of
- * sizes[i] zero bytes each. */
-static void write_tar(struct fx *f, bool gzip, const uint64_t *sizes, size_t n)
+/* A tar (filter "gzip", "zstd" or NULL: plain) on f->tar: regular
+ * members f0, f1, ... of sizes[i] zero bytes each. */
+static void write_tar(struct fx *f, const char *filter, const uint64_t *sizes, size_t n)
 {
 	struct archive *w = archive_write_new();
 	static char zero[1 << 16];
 
 	assert_non_null(w);
-	if (gzip)
-		assert_int_equal(archive_write_add_filter_gzip(w), ARCHIVE_OK);
+	if (filter)
+		assert_int_equal(archive_write_add_filter_by_name(w, filter), ARCHIVE_OK);
 	assert_int_equal(archive_write_set_format_pax_restricted(w), ARCHIVE_OK);
 	assert_int_equal(archive_write_open_fd(w, f->tar), ARCHIVE_OK);
 	for (size_t i = 0; i < n; i++) {
@@ -110,7 +110,7 @@ static void test_outer_gzip_bomb_capped(void **state)
 	struct err e;
 	struct stat st;
 
-	write_tar(f, true, sizes, 1);
+	write_tar(f, "gzip", sizes, 1);
 	assert_int_equal(fstat(f->tar, &st), 0);
 	assert_true(st.st_size < (1 << 20));
 	f->t.max_bytes = 1u << 20;
@@ -126,7 +126,7 @@ static void test_outer_under_cap(void **state)
 	uint64_t sizes[] = { 100000, 5000 };
 	struct err e;
 
-	write_tar(f, true, sizes, 2);
+	write_tar(f, "gzip", sizes, 2);
 	f->t.max_bytes = 1u << 20;
 	assert_int_equal(import_outer(f->tar, &f->t, &e), 0);
 	assert_int_equal(faccessat(f->t.root, "f1", F_OK, AT_SYMLINK_NOFOLLOW), 0);
@@ -140,12 +140,42 @@ static void test_layer_pass_capped(void **state)
 	uint64_t sizes[] = { 600u << 10, 600u << 10 };
 	struct err e;
 
-	write_tar(f, true, sizes, 2);
+	write_tar(f, "gzip", sizes, 2);
 	f->t.max_bytes = 1u << 20;
 	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EFBIG);
 	assert_non_null(strstr(e.msg, "decompresses to more than 1048576 bytes"));
 	/* the first pass ended it: nothing was written */
 	assert_int_equal(f->t.bytes, 0);
+}
+
+/* A zstd layer (OCI's tar+zstd) imports like a gzip one; a zstd bomb is
+ * capped the same way; what is no tar at all says which it reads. */
+static void test_zstd_layer(void **state)
+{
+	struct fx *f = *state;
+	uint64_t sizes[] = { 5000, 70000 }, bomb[] = { 8u << 20 };
+	struct err e;
+	struct stat st;
+
+	write_tar(f, "zstd", sizes, 2);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), 0);
+	assert_int_equal(fstatat(f->t.root, "f1", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_size, 70000);
+	assert_int_equal(ftruncate(f->tar, 0), 0);
+	assert_int_equal(lseek(f->tar, 0, SEEK_SET), 0);
+	write_tar(f, "zstd", bomb, 1);
+	f->t.max_bytes = 1u << 20;
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EFBIG);
+	assert_non_null(strstr(e.msg, "decompresses to more than 1048576 bytes"));
+	assert_int_equal(ftruncate(f->tar, 0), 0);
+	assert_int_equal(lseek(f->tar, 0, SEEK_SET), 0);
+	assert_int_equal(write(f->tar,
+			       "\x28\xb5\x2f\xfd"
+			       "garbage",
+			       11),
+			 11);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "(plain, gzip or zstd)"));
 }
 
 /* A member larger than RLIMIT_FSIZE with SIGXFSZ ignored: the write fails
@@ -157,7 +187,7 @@ static void test_fsize_limit_is_efbig(void **state)
 	pid_t pid;
 	int st;
 
-	write_tar(f, false, sizes, 1);
+	write_tar(f, NULL, sizes, 1);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -181,6 +211,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outer_under_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layer_pass_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsize_limit_is_efbig, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zstd_layer, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
