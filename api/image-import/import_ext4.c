@@ -17,7 +17,7 @@
 static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t mode,
 		      struct err *e)
 {
-	struct import_attr a = { .uid = uid, .gid = uid, .mode = S_IFDIR | mode };
+	struct import_attr a = { .uid = uid, .gid = uid, .mode = S_IFDIR | mode, .mtime = IMPORT_NO_MTIME };
 	struct stat st;
 
 	if (fstatat(t->root, path, &st, AT_SYMLINK_NOFOLLOW) == 0)

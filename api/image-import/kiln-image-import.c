@@ -30,6 +30,7 @@
 
 #include "api/image-import/import_archive.h"
 #include "api/image-import/import_ext4.h"
+#include "api/image-import/import_own.h"
 #include "api/image-import/import_seccomp.h"
 #include "api/image-import/import_tree.h"
 #include "api/image-import/oci_spec.h"
@@ -274,6 +275,7 @@ static int import(const struct opts *opp)
 	const char *format = "";
 	char *cbuf = NULL;
 	json_t *config = NULL, *out;
+	FILE *own;
 	struct err e;
 	size_t cn;
 	int r, fd;
@@ -284,9 +286,9 @@ static int import(const struct opts *opp)
 	outer.max_bytes = op.max_bytes;
 	stage.max_bytes = op.max_bytes;
 	stage.max_entries = op.max_entries;
-	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0 ||
-	    !(stage.own = fopen("own.debugfs", "wx"))) {
-		fprintf(stderr, "%s\n", stage.root >= 0 ? "create own.debugfs failed" : e.msg);
+	stage.keep_attrs = true;
+	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
 	/* the archive's fault from here to the config */
@@ -311,9 +313,17 @@ static int import(const struct opts *opp)
 		fprintf(stderr, "installing kiln-init: %s\n", e.msg);
 		return r == -EINVAL || r == -ELOOP ? EXIT_BAD_ARCHIVE : 1;
 	}
-	fprintf(stage.own, "sif / uid 0\nsif / gid 0\n");
-	if (fclose(stage.own) != 0) {
-		fprintf(stderr, "write own.debugfs failed: %s\n", strerror(errno));
+	/* the tree is complete: its owners, modes and directory times */
+	if (!(own = fopen("own.debugfs", "wx"))) {
+		fprintf(stderr, "create own.debugfs failed: %s\n", strerror(errno));
+		return 1;
+	}
+	r = import_own_script(&stage, own, &e);
+	import_attrs_free(&stage.attrs);
+	if (fclose(own) != 0 && r == 0)
+		r = err_set(&e, EIO, "write own.debugfs failed: %s", strerror(errno));
+	if (r < 0) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
 	bytes = import_image_bytes(&stage);
