@@ -17,7 +17,9 @@
 static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t mode,
 		      struct err *e)
 {
-	struct import_attr a = { .uid = uid, .gid = uid, .mode = S_IFDIR | mode, .mtime = IMPORT_NO_MTIME };
+	struct import_attr a = {
+		.uid = uid, .gid = uid, .mode = S_IFDIR | mode, .mtime = IMPORT_NO_MTIME
+	};
 	struct stat st;
 
 	if (fstatat(t->root, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -30,7 +32,8 @@ static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t
 static int sbin_dir(struct import_tree *t, char *dir, struct err *e)
 {
 	char target[OCI_PATH_MAX + 1];
-	const struct import_attr a = { .mode = S_IFDIR | 0755 };
+	/* kiln-init is written into it: its mtime is now's */
+	const struct import_attr a = { .mode = S_IFDIR | 0755, .mtime = IMPORT_NO_MTIME };
 
 	if (tree_readlink(t, "sbin", target, sizeof(target)) < 0) {
 		snprintf(dir, OCI_PATH_MAX + 1, "sbin");
