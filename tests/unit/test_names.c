@@ -143,10 +143,8 @@ static void test_label_keys_and_paths(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sandbox_ids),
-		cmocka_unit_test(test_image_names),
-		cmocka_unit_test(test_image_refs),
-		cmocka_unit_test(test_hostnames),
+		cmocka_unit_test(test_sandbox_ids),          cmocka_unit_test(test_image_names),
+		cmocka_unit_test(test_image_refs),           cmocka_unit_test(test_hostnames),
 		cmocka_unit_test(test_label_keys_and_paths),
 	};
 
