@@ -303,6 +303,25 @@ static void test_replaced_entry_attributes(void **state)
 	assert_non_null(strstr(f->script, "sif \"/x\" uid 1000\n"));
 }
 
+/* A device node a later layer whites out is gone (its mknod was written
+ * at once, so it came back); one replaced by a file is that file. */
+static void test_device_removed_or_replaced(void **state)
+{
+	static const struct import_attr blk = { .gid = 6, .mode = S_IFBLK | 0660 };
+	struct fx *f = *state;
+	struct err e;
+
+	assert_int_equal(tree_device(&f->t, "dev/sda", &blk, 8, 0, &e), 0);
+	assert_int_equal(tree_device(&f->t, "dev/sdb", &blk, 8, 16, &e), 0);
+	assert_int_equal(tree_remove(&f->t, "dev/sda", &e), 0);
+	assert_int_equal(put_file(f, "dev/sdb", "a file now", &e), 0);
+	own(f);
+	assert_null(strstr(f->script, "sda"));
+	assert_null(strstr(f->script, "mknod"));
+	assert_null(strstr(f->script, "060660"));
+	assert_non_null(strstr(f->script, "sif \"/dev/sdb\" uid 1000\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_special_bits_and_links, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_directory_mtimes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replaced_entry_attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_device_removed_or_replaced, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
