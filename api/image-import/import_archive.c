@@ -23,8 +23,11 @@ static struct archive *reader(int fd, struct err *e)
 	}
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_gzip(a);
+	/* OCI layers may be tar+zstd (image-spec layer.md); Debian's
+	 * libarchive reads it through libzstd */
+	archive_read_support_filter_zstd(a);
 	if (archive_read_open_fd(a, fd, 1u << 16) != ARCHIVE_OK) {
-		err_set(e, EINVAL, "not a tar archive (plain or gzip): %.200s",
+		err_set(e, EINVAL, "not a tar archive (plain, gzip or zstd): %.200s",
 			archive_error_string(a));
 		archive_read_free(a);
 		return NULL;
@@ -203,6 +206,7 @@ static int member(struct archive *a, struct archive_entry *ent, const char *clea
 		.mtime = archive_entry_mtime(ent),
 	};
 	char lclean[OCI_PATH_MAX + 1];
+	struct err le;
 	uint64_t size;
 	int fd, r;
 
@@ -212,8 +216,8 @@ static int member(struct archive *a, struct archive_entry *ent, const char *clea
 			       (long long)archive_entry_uid(ent),
 			       (long long)archive_entry_gid(ent));
 	if (link) {
-		if ((r = oci_path_clean(link, lclean, e)) < 0)
-			return err_set(e, -r, "hard link target \"%.200s\": %s", link, e->msg);
+		if ((r = oci_path_clean(link, lclean, &le)) < 0)
+			return err_set(e, -r, "hard link to \"%.200s\": %s", link, le.msg);
 		return tree_hardlink(t, clean, lclean, e);
 	}
 	switch (archive_entry_filetype(ent)) {

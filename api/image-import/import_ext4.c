@@ -17,7 +17,9 @@
 static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t mode,
 		      struct err *e)
 {
-	struct import_attr a = { .uid = uid, .gid = uid, .mode = S_IFDIR | mode };
+	struct import_attr a = {
+		.uid = uid, .gid = uid, .mode = S_IFDIR | mode, .mtime = IMPORT_NO_MTIME
+	};
 	struct stat st;
 
 	if (fstatat(t->root, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
@@ -30,7 +32,8 @@ static int ensure_dir(struct import_tree *t, const char *path, uid_t uid, mode_t
 static int sbin_dir(struct import_tree *t, char *dir, struct err *e)
 {
 	char target[OCI_PATH_MAX + 1];
-	const struct import_attr a = { .mode = S_IFDIR | 0755 };
+	/* kiln-init is written into it: its mtime is now's */
+	const struct import_attr a = { .mode = S_IFDIR | 0755, .mtime = IMPORT_NO_MTIME };
 
 	if (tree_readlink(t, "sbin", target, sizeof(target)) < 0) {
 		snprintf(dir, OCI_PATH_MAX + 1, "sbin");
@@ -59,12 +62,13 @@ int import_inject_init(struct import_tree *t, int init_fd, struct err *e)
 	const struct import_attr exe = { .mode = S_IFREG | 0755 }, lnk = { .mode = S_IFLNK | 0777 };
 	char dir[OCI_PATH_MAX + 1], path[OCI_PATH_MAX + 16];
 	char buf[1u << 16];
+	struct err why;
 	int fd, r;
 	ssize_t n;
 
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if ((r = ensure_dir(t, dirs[i].path, dirs[i].uid, dirs[i].mode, e)) < 0)
-			return err_set(e, -r, "/%s: %s", dirs[i].path, e->msg);
+		if ((r = ensure_dir(t, dirs[i].path, dirs[i].uid, dirs[i].mode, &why)) < 0)
+			return err_set(e, -r, "/%s: %s", dirs[i].path, why.msg);
 	if ((r = sbin_dir(t, dir, e)) < 0)
 		return r;
 	snprintf(path, sizeof(path), "%s/kiln-init", dir);

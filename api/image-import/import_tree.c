@@ -10,30 +10,35 @@
 
 #include "api/image-import/oci_path.h"
 
-/* debugfs quoting: inside "...", a quote is doubled (its ss parser). */
-static void own_path(FILE *f, const char *path)
+/* Keep a's attributes for the entry st describes (with a device's numbers). */
+static int keep(struct import_tree *t, const struct stat *st, const struct import_attr *a,
+		uint32_t rdev, const char *path, struct err *e)
 {
-	fputs("\"/", f);
-	for (const char *p = path; *p; p++) {
-		if (*p == '"')
-			fputc('"', f);
-		fputc(*p, f);
-	}
-	fputc('"', f);
+	const struct import_attrs_slot s = { .ino = st->st_ino,
+					     .mtime = a->mtime,
+					     .uid = a->uid,
+					     .gid = a->gid,
+					     .mode = a->mode,
+					     .rdev = rdev };
+
+	if (!t->keep_attrs)
+		return 0;
+	if (import_attrs_put(&t->attrs, &s) < 0)
+		return err_set(e, ENOMEM, "'%s': out of memory for its attributes", path);
+	return 0;
 }
 
-static void own_record(struct import_tree *t, const char *path, const struct import_attr *a,
-		       bool mode)
+/* keep() for the entry base in dfd. */
+static int keep_at(struct import_tree *t, int dfd, const char *base, const struct import_attr *a,
+		   const char *path, struct err *e)
 {
-	if (!t->own)
-		return;
-	fputs("sif ", t->own), own_path(t->own, path),
-		fprintf(t->own, " uid %u\n", (unsigned)a->uid);
-	fputs("sif ", t->own), own_path(t->own, path),
-		fprintf(t->own, " gid %u\n", (unsigned)a->gid);
-	if (mode)
-		fputs("sif ", t->own), own_path(t->own, path),
-			fprintf(t->own, " mode 0%o\n", (unsigned)a->mode);
+	struct stat st;
+
+	if (!t->keep_attrs)
+		return 0;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return err_set(e, errno, "stat '%s': %s", path, strerror(errno));
+	return keep(t, &st, a, 0, path, e);
 }
 
 static int count(struct import_tree *t, uint64_t bytes, struct err *e)
@@ -74,7 +79,9 @@ int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd,
 		comp[n] = '\0';
 		next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (next < 0 && errno == ENOENT && create) {
-			const struct import_attr a = { .mode = S_IFDIR | 0755 };
+			/* a parent no member names: root's, 0755, its mtime left */
+			const struct import_attr a = { .mode = S_IFDIR | 0755,
+						       .mtime = IMPORT_NO_MTIME };
 			char sofar[OCI_PATH_MAX + 1];
 			int r;
 
@@ -84,8 +91,8 @@ int tree_parent(struct import_tree *t, const char *path, int create, int *dirfd,
 				return r;
 			}
 			snprintf(sofar, sizeof(sofar), "%.*s", (int)(slash - path), path);
-			own_record(t, sofar, &a, false);
-			if ((r = count(t, 0, e)) < 0) {
+			if ((r = keep_at(t, fd, comp, &a, sofar, e)) < 0 ||
+			    (r = count(t, 0, e)) < 0) {
 				close(fd);
 				return r;
 			}
@@ -213,14 +220,15 @@ static void set_time(int dfd, const char *base, const struct import_attr *a)
 
 int tree_mkdir(struct import_tree *t, const char *path, const struct import_attr *a, struct err *e)
 {
-	mode_t stage = (a->mode & 07777) | 0700; /* the importer must fill it */
+	mode_t stage = (a->mode & 0777) | 0700; /* the importer must fill it */
 	const char *base;
 	struct stat st;
 	int dfd, r;
 
-	if (!*path) { /* the root's own entry: its owner and mode */
-		own_record(t, path, a, true);
-		return 0;
+	if (!*path) { /* the root's own entry: its owner, mode and mtime */
+		if (fstat(t->root, &st) < 0)
+			return err_set(e, errno, "stat the image root: %s", strerror(errno));
+		return keep(t, &st, a, 0, "/", e);
 	}
 	if ((r = tree_parent(t, path, 1, &dfd, &base, e)) < 0)
 		return r;
@@ -235,9 +243,10 @@ int tree_mkdir(struct import_tree *t, const char *path, const struct import_attr
 		r = err_set(e, errno, "chmod '%s': %s", path, strerror(errno));
 		goto out;
 	}
-	set_time(dfd, base, a);
-	own_record(t, path, a, stage != (a->mode & 07777));
-	r = count(t, 0, e);
+	/* its mtime is set once the tree is complete (import_own.h): what
+	 * is written into it until then moves it */
+	if ((r = keep_at(t, dfd, base, a, path, e)) == 0)
+		r = count(t, 0, e);
 out:
 	close(dfd);
 	return r;
@@ -246,7 +255,10 @@ out:
 int tree_file_open(struct import_tree *t, const char *path, const struct import_attr *a, int *fd,
 		   struct err *e)
 {
-	mode_t stage = (a->mode & 07777) | 0600; /* mkfs.ext4 -d must read it */
+	/* mkfs.ext4 -d must read it; no set-uid file of the importer's (and
+	 * a write would clear the bit): import_own.h sets those bits */
+	mode_t stage = (a->mode & 0777) | 0600;
+	struct stat st;
 	const char *base;
 	int dfd, r;
 
@@ -258,10 +270,12 @@ int tree_file_open(struct import_tree *t, const char *path, const struct import_
 		*fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (*fd < 0)
 			r = err_set(e, errno, "create '%s': %s", path, strerror(errno));
-		else if (fchmod(*fd, stage) < 0)
+		else if (fchmod(*fd, stage) < 0 || fstat(*fd, &st) < 0)
 			r = err_set(e, errno, "chmod '%s': %s", path, strerror(errno));
-		if (r == 0)
-			own_record(t, path, a, stage != (a->mode & 07777));
+		else
+			r = keep(t, &st, a, 0, path, e);
+		if (r < 0 && *fd >= 0)
+			close(*fd);
 	}
 	close(dfd);
 	return r;
@@ -292,8 +306,8 @@ int tree_symlink(struct import_tree *t, const char *path, const char *target,
 			r = err_set(e, errno, "symlink '%s': %s", path, strerror(errno));
 		else {
 			set_time(dfd, base, a);
-			own_record(t, path, a, false);
-			r = count(t, 0, e);
+			if ((r = keep_at(t, dfd, base, a, path, e)) == 0)
+				r = count(t, 0, e);
 		}
 	}
 	close(dfd);
@@ -323,12 +337,13 @@ int tree_hardlink(struct import_tree *t, const char *path, const char *target, s
 {
 	const char *base, *tbase;
 	int dfd, tfd, r;
+	struct err why;
 	struct stat st;
 
 	if (!*path || !*target)
 		return err_set(e, EINVAL, "a hard link may not be or name the image root");
-	if ((r = tree_parent(t, target, 0, &tfd, &tbase, e)) < 0)
-		return err_set(e, -r, "hard link to '%.200s': %s", target, e->msg);
+	if ((r = tree_parent(t, target, 0, &tfd, &tbase, &why)) < 0)
+		return err_set(e, -r, "hard link to '%.200s': %s", target, why.msg);
 	if (fstatat(tfd, tbase, &st, AT_SYMLINK_NOFOLLOW) < 0 || S_ISDIR(st.st_mode)) {
 		close(tfd);
 		return err_set(e, ENOENT,
@@ -368,8 +383,8 @@ int tree_fifo(struct import_tree *t, const char *path, const struct import_attr 
 			r = err_set(e, errno, "mkfifo '%s': %s", path, strerror(errno));
 		else {
 			set_time(dfd, base, a);
-			own_record(t, path, a, true);
-			r = count(t, 0, e);
+			if ((r = keep_at(t, dfd, base, a, path, e)) == 0)
+				r = count(t, 0, e);
 		}
 	}
 	close(dfd);
@@ -379,28 +394,28 @@ int tree_fifo(struct import_tree *t, const char *path, const struct import_attr 
 int tree_device(struct import_tree *t, const char *path, const struct import_attr *a,
 		unsigned major, unsigned minor, struct err *e)
 {
-	const char *base, *slash = strrchr(path, '/');
-	char dir[OCI_PATH_MAX + 1];
-	size_t dl = slash ? (size_t)(slash - path) : 0;
-	int dfd, r;
+	const char *base;
+	struct stat st;
+	int dfd, fd, r;
 
-	if (!*path || !t->own)
+	if (!*path || !t->keep_attrs)
 		return err_set(e, EINVAL, "device node where none can be");
+	/* Linux's dev_t: 12 bits of major, 20 of minor */
+	if (major > 0xfff || minor > 0xfffff)
+		return err_set(e, EINVAL, "device numbers %u:%u are out of range", major, minor);
 	if ((r = tree_parent(t, path, 1, &dfd, &base, e)) < 0)
 		return r;
-	r = clear(dfd, base, path, e);
+	if ((r = clear(dfd, base, path, e)) == 0) {
+		fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			r = err_set(e, errno, "create '%s': %s", path, strerror(errno));
+		else
+			r = keep(t, &st, a, major << 20 | minor, path, e);
+		if (fd >= 0)
+			close(fd);
+	}
 	close(dfd);
-	if (r < 0)
-		return r;
-	memcpy(dir, path, dl);
-	dir[dl] = '\0';
-	/* debugfs's mknod makes a name in its current directory */
-	fputs("cd ", t->own), own_path(t->own, dir), fputs("\nmknod \"", t->own);
-	for (const char *p = base; *p; p++)
-		fprintf(t->own, *p == '"' ? "\"\"" : "%c", *p);
-	fprintf(t->own, "\" %c %u %u\ncd /\n", S_ISBLK(a->mode) ? 'b' : 'c', major, minor);
-	own_record(t, path, a, true);
-	return count(t, 0, e);
+	return r < 0 ? r : count(t, 0, e);
 }
 
 /* Only a top-level name: a longer path could pass through a symlink. */

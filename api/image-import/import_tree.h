@@ -5,12 +5,15 @@
  * member, whatever the links already in the tree, can make the importer
  * write outside it.
  *
- * Contract: paths given here are cleaned (oci_path.h). Ownership and
- * modes the importer cannot (or need not) give the staging files are
- * recorded as debugfs commands in t->own (when not NULL), applied to the
- * ext4 image after `mkfs.ext4 -d` (import_ext4.h); the last command for
- * a path wins, as the last layer does. Errors: -errno with e saying what
- * failed; the caller names the member.
+ * Contract: paths given here are cleaned (oci_path.h). Owners, modes,
+ * directory mtimes and device numbers the importer cannot give the
+ * staging files (it is not root, a write clears set-uid bits, a
+ * directory's mtime moves as it is filled) are kept by inode in t->attrs
+ * (when t->keep_attrs) and written out once the tree is complete
+ * (import_own.h), for debugfs to apply to the ext4 image after `mkfs.ext4
+ * -d` (import_ext4.h). Staging files never carry set-uid, set-gid or
+ * sticky bits. A device node is a placeholder empty file until then.
+ * Errors: -errno with e saying what failed; the caller names the member.
  */
 #ifndef KILN_IMPORT_TREE_H
 #define KILN_IMPORT_TREE_H
@@ -19,11 +22,13 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "api/image-import/import_attrs.h"
 #include "lib/base/err.h"
 
 struct import_tree {
 	int root;                        /* the tree's root directory */
-	FILE *own;                       /* debugfs script, or NULL (the outer archive's tree) */
+	bool keep_attrs;                 /* the image's tree (not the outer archive's) */
+	struct import_attrs attrs;       /* by inode, when keep_attrs */
 	uint64_t bytes;                  /* regular file bytes written, 4 KiB per file rounded up */
 	uint64_t entries;                /* entries created */
 	uint64_t max_bytes, max_entries; /* 0: no cap */
@@ -60,7 +65,8 @@ int tree_symlink(struct import_tree *t, const char *path, const char *target,
 /* A hard link at path to the existing non-directory target. */
 int tree_hardlink(struct import_tree *t, const char *path, const char *target, struct err *e);
 int tree_fifo(struct import_tree *t, const char *path, const struct import_attr *a, struct err *e);
-/* A device node: only recorded (the importer cannot mknod); made by debugfs. */
+/* A device node: an empty placeholder file (the importer cannot mknod),
+ * made a device by debugfs (import_own.h). */
 int tree_device(struct import_tree *t, const char *path, const struct import_attr *a,
 		unsigned major, unsigned minor, struct err *e);
 

@@ -2,7 +2,7 @@
  * kiln-image-import: turns an OCI image-layout tarball or a `docker save`
  * tarball into a bootable ext4 image (docs/api.md, "POST /v1/images").
  *
- *   kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT
+ *   kiln-image-import [--max-bytes N] [--max-entries N] [--devices] [--ref TAG] <ARCHIVE 3<KILN_INIT
  *   kiln-image-import --clean
  *
  * Runs in the current directory (kilnd's per-import work directory),
@@ -30,6 +30,7 @@
 
 #include "api/image-import/import_archive.h"
 #include "api/image-import/import_ext4.h"
+#include "api/image-import/import_own.h"
 #include "api/image-import/import_seccomp.h"
 #include "api/image-import/import_tree.h"
 #include "api/image-import/oci_spec.h"
@@ -42,6 +43,7 @@ struct opts {
 	uint64_t max_bytes, max_entries;
 	bool devices;
 	bool clean_only;
+	const char *ref; /* the tag to import from an OCI layout; NULL: its only one */
 };
 
 /* Open a file of the outer tree read-only, through no symlink. */
@@ -116,8 +118,8 @@ static int outer_json(struct import_tree *o, const char *path, const char *want,
 }
 
 /* Which format, and the image's blobs: into im, with the manifest's digest. */
-static int read_manifest(struct import_tree *o, struct oci_image *im, const char **format,
-			 char *manifest_digest, struct err *e)
+static int read_manifest(struct import_tree *o, const char *ref, struct oci_image *im,
+			 const char **format, char *manifest_digest, struct err *e)
 {
 	struct oci_blob mb;
 	char *buf = NULL, got[DIGEST_STR_LEN];
@@ -128,7 +130,7 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 		*format = "oci";
 		if ((r = outer_json(o, "index.json", NULL, &buf, &n, got, e)) < 0)
 			return r;
-		r = oci_index_parse(buf, n, &mb, e);
+		r = oci_index_parse(buf, n, ref, &mb, e);
 		free(buf);
 		if (r < 0 || (r = outer_json(o, mb.path, mb.digest, &buf, &n, got, e)) < 0)
 			return r;
@@ -137,6 +139,11 @@ static int read_manifest(struct import_tree *o, struct oci_image *im, const char
 		snprintf(manifest_digest, DIGEST_STR_LEN, "%s", mb.digest);
 		return r;
 	}
+	if (outer_has(o, "manifest.json") && ref)
+		return err_set(
+			e, EINVAL,
+			"ref '%.80s': a ref picks a tag of an OCI layout's index.json, and this is a docker save archive (manifest.json, one image): leave the ref out",
+			ref);
 	if (outer_has(o, "manifest.json")) {
 		*format = "docker";
 		if ((r = outer_json(o, "manifest.json", NULL, &buf, &n, got, e)) < 0)
@@ -181,6 +188,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "max-entries", required_argument, 0, 'n' },
 		{ "devices", no_argument, 0, 'd' },
 		{ "clean", no_argument, 0, 'c' },
+		{ "ref", required_argument, 0, 'r' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -190,12 +198,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			continue;
 		if (c == 'n' && num_parse_u64(optarg, 10, 1, UINT64_MAX, &o->max_entries) == 0)
 			continue;
+		if (c == 'r' && optarg[0] && strlen(optarg) <= OCI_REF_MAX) {
+			o->ref = optarg;
+			continue;
+		}
 		if (c == 'd' || c == 'c') {
 			*(c == 'd' ? &o->devices : &o->clean_only) = true;
 			continue;
 		}
 		fprintf(stderr,
-			"usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] <ARCHIVE 3<KILN_INIT\n"
+			"usage: kiln-image-import [--max-bytes N] [--max-entries N] [--devices] [--ref TAG] <ARCHIVE 3<KILN_INIT\n"
 			"       kiln-image-import --clean   (remove outer/ and stage/)\n");
 		return -1;
 	}
@@ -263,6 +275,7 @@ static int import(const struct opts *opp)
 	const char *format = "";
 	char *cbuf = NULL;
 	json_t *config = NULL, *out;
+	FILE *own;
 	struct err e;
 	size_t cn;
 	int r, fd;
@@ -273,15 +286,15 @@ static int import(const struct opts *opp)
 	outer.max_bytes = op.max_bytes;
 	stage.max_bytes = op.max_bytes;
 	stage.max_entries = op.max_entries;
-	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0 ||
-	    !(stage.own = fopen("own.debugfs", "wx"))) {
-		fprintf(stderr, "%s\n", stage.root >= 0 ? "create own.debugfs failed" : e.msg);
+	stage.keep_attrs = true;
+	if (tree_open(&outer, "outer", &e) < 0 || tree_open(&stage, "stage", &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
 	/* the archive's fault from here to the config */
 	r = import_outer(0, &outer, &e);
 	if (r == 0)
-		r = read_manifest(&outer, &im, &format, manifest_digest, &e);
+		r = read_manifest(&outer, op.ref, &im, &format, manifest_digest, &e);
 	if (r == 0)
 		r = outer_json(&outer, im.config.path, im.config.digest, &cbuf, &cn, config_digest,
 			       &e);
@@ -300,9 +313,17 @@ static int import(const struct opts *opp)
 		fprintf(stderr, "installing kiln-init: %s\n", e.msg);
 		return r == -EINVAL || r == -ELOOP ? EXIT_BAD_ARCHIVE : 1;
 	}
-	fprintf(stage.own, "sif / uid 0\nsif / gid 0\n");
-	if (fclose(stage.own) != 0) {
-		fprintf(stderr, "write own.debugfs failed: %s\n", strerror(errno));
+	/* the tree is complete: its owners, modes and directory times */
+	if (!(own = fopen("own.debugfs", "wx"))) {
+		fprintf(stderr, "create own.debugfs failed: %s\n", strerror(errno));
+		return 1;
+	}
+	r = import_own_script(&stage, own, &e);
+	import_attrs_free(&stage.attrs);
+	if (fclose(own) != 0 && r == 0)
+		r = err_set(&e, EIO, "write own.debugfs failed: %s", strerror(errno));
+	if (r < 0) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
 	bytes = import_image_bytes(&stage);

@@ -9,6 +9,8 @@
 
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
+/* image-spec annotations.md: the tag a layout gives a manifest (umoci, skopeo, docker save) */
+#define OCI_REF_KEY "org.opencontainers.image.ref.name"
 
 bool oci_digest_valid(const char *s)
 {
@@ -64,9 +66,99 @@ static bool platform_is(const json_t *m, const char *os, const char *arch)
 	return o && a && strcmp(o, os) == 0 && strcmp(a, arch) == 0;
 }
 
-int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct err *e)
+/* A manifest's tag: its org.opencontainers.image.ref.name, or NULL. */
+static const char *ref_of(const json_t *m)
 {
-	json_t *j = load(buf, n, "index.json", e), *ms, *pick = NULL;
+	return json_string_value(json_object_get(json_object_get(m, "annotations"), OCI_REF_KEY));
+}
+
+/* The distinct tags of ms, quoted and comma separated, into buf (the
+ * first few: the list is for a message). */
+static void refs_list(const json_t *ms, char *buf, size_t cap)
+{
+	size_t i, j, o = 0, shown = 0;
+	const json_t *m;
+
+	buf[0] = '\0';
+	json_array_foreach(ms, i, m)
+	{
+		const char *r = ref_of(m);
+		bool seen = false;
+
+		for (j = 0; r && j < i && !seen; j++)
+			seen = ref_of(json_array_get(ms, j)) &&
+				strcmp(ref_of(json_array_get(ms, j)), r) == 0;
+		if (!r || seen)
+			continue;
+		if (++shown > 8 || o + 100 >= cap) {
+			snprintf(buf + o, cap - o, ", …");
+			return;
+		}
+		o += (size_t)snprintf(buf + o, cap - o, "%s'%.80s'", o ? ", " : "", r);
+	}
+}
+
+/* How many distinct tags ms carries (0, 1, or 2 for "several"). */
+static int refs_count(const json_t *ms)
+{
+	const char *first = NULL, *r;
+	const json_t *m;
+	size_t i;
+
+	json_array_foreach(ms, i, m)
+	{
+		if (!(r = ref_of(m)))
+			continue;
+		if (first && strcmp(first, r) != 0)
+			return 2;
+		first = r;
+	}
+	return first ? 1 : 0;
+}
+
+/* The manifest of ms to import: those tagged ref (all when ref is NULL),
+ * the only one or the linux/amd64 one; NULL with e when none is. */
+static const json_t *index_pick(const json_t *ms, const char *ref, struct err *e)
+{
+	const json_t *m, *first = NULL, *amd = NULL;
+	char refs[1024];
+	size_t i, n = 0;
+
+	if (!ref && refs_count(ms) > 1) {
+		refs_list(ms, refs, sizeof(refs));
+		err_set(e, EINVAL,
+			"index.json lists %zu manifests with the tags %s: choose one with ?ref=TAG (kiln image import --ref TAG)",
+			json_array_size(ms), refs);
+		return NULL;
+	}
+	json_array_foreach(ms, i, m)
+	{
+		if (ref && (!ref_of(m) || strcmp(ref_of(m), ref) != 0))
+			continue;
+		n++;
+		first = first ? first : m;
+		if (!amd && platform_is(m, "linux", "amd64"))
+			amd = m;
+	}
+	if (n == 1 || amd)
+		return n == 1 ? first : amd;
+	refs_list(ms, refs, sizeof(refs));
+	if (n == 0)
+		err_set(e, EINVAL, "index.json has no manifest tagged '%.80s'%s%s%s", ref,
+			refs[0] ? " (its tags: " : " (its manifests carry no tag)", refs,
+			refs[0] ? "): give one of those as the ref" : "");
+	else
+		err_set(e, EINVAL,
+			"index.json lists %zu manifests%s%.80s%s and none for linux/amd64: export one platform",
+			n, ref ? " tagged '" : "", ref ? ref : "", ref ? "'" : "");
+	return NULL;
+}
+
+int oci_index_parse(const char *buf, size_t n, const char *ref, struct oci_blob *manifest,
+		    struct err *e)
+{
+	json_t *j = load(buf, n, "index.json", e), *ms;
+	const json_t *pick;
 	const char *mt;
 	int r;
 
@@ -74,32 +166,22 @@ int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct
 		return -EINVAL;
 	ms = json_object_get(j, "manifests");
 	if (!json_is_array(ms) || json_array_size(ms) == 0) {
-		json_decref(j);
-		return err_set(e, EINVAL, "index.json: \"manifests\" must be a non-empty array");
+		r = err_set(e, EINVAL, "index.json: \"manifests\" must be a non-empty array");
+		goto out;
 	}
-	if (json_array_size(ms) == 1) {
-		pick = json_array_get(ms, 0);
-	} else {
-		for (size_t i = 0; i < json_array_size(ms) && !pick; i++)
-			if (platform_is(json_array_get(ms, i), "linux", "amd64"))
-				pick = json_array_get(ms, i);
-	}
-	if (!pick) {
-		json_decref(j);
-		return err_set(
-			e, EINVAL,
-			"index.json lists %zu manifests and none for linux/amd64: export one platform",
-			json_array_size(ms));
+	if (!(pick = index_pick(ms, ref, e))) {
+		r = -EINVAL;
+		goto out;
 	}
 	mt = json_string_value(json_object_get(pick, "mediaType"));
 	if (mt && (strcmp(mt, MT_INDEX) == 0 || strcmp(mt, MT_DOCKER_LIST) == 0)) {
 		r = err_set(e, EINVAL,
 			    "index.json points at another index (%.100s): nested indexes are not supported, export one platform",
 			    mt);
-		json_decref(j);
-		return r;
+		goto out;
 	}
 	r = descriptor(pick, "index.json manifests[]", manifest, e);
+out:
 	json_decref(j);
 	return r;
 }
@@ -164,9 +246,10 @@ static int docker_path(const json_t *v, const char *what, struct oci_blob *b, st
 
 	if (!s)
 		return err_set(e, EINVAL, "manifest.json: %s must be a string", what);
-	if (oci_path_clean(s, b->path, &pe) < 0 || !b->path[0])
-		return err_set(e, EINVAL, "manifest.json: %s '%.200s': %s", what, s,
-			       b->path[0] ? pe.msg : "empty path");
+	if (oci_path_clean(s, b->path, &pe) < 0)
+		return err_set(e, EINVAL, "manifest.json: %s '%.200s': %s", what, s, pe.msg);
+	if (!b->path[0])
+		return err_set(e, EINVAL, "manifest.json: %s '%.200s': names no file", what, s);
 	b->digest[0] = '\0';
 	base = strrchr(b->path, '/') ? strrchr(b->path, '/') + 1 : b->path;
 	if (strncmp(b->path, "blobs/sha256/", 13) == 0 && strlen(b->path) == 13 + 64)

@@ -42,13 +42,19 @@ struct oci_image {
 /* Whether s is "sha256:" and 64 lowercase hex digits. */
 bool oci_digest_valid(const char *s);
 
+#define OCI_REF_MAX 255 /* longest tag asked for (image-spec: a ref.name is short) */
+
 /*
- * index.json of an OCI layout: the one image manifest's blob (its path
- * "blobs/sha256/HEX" and digest). An index listing several manifests
- * takes the one for linux/amd64 (or the only one); a nested index, no
- * manifest, or several with none for linux/amd64 is -EINVAL with e.
+ * index.json of an OCI layout: the image manifest's blob (its path
+ * "blobs/sha256/HEX" and digest). With ref, only the manifests tagged ref
+ * (annotation org.opencontainers.image.ref.name) count; without, an index
+ * whose manifests carry several tags is refused, listing them (umoci and
+ * skopeo keep one tag per entry, no platform). Of what counts, the only
+ * one, else the one for linux/amd64. A nested index, no manifest, no
+ * match, or several with none for linux/amd64 is -EINVAL with e.
  */
-int oci_index_parse(const char *buf, size_t n, struct oci_blob *manifest, struct err *e);
+int oci_index_parse(const char *buf, size_t n, const char *ref, struct oci_blob *manifest,
+		    struct err *e);
 
 /* An OCI image manifest: config and layers, in order. */
 int oci_manifest_parse(const char *buf, size_t n, struct oci_image *im, struct err *e);

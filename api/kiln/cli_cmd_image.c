@@ -15,7 +15,7 @@
 #include "api/kiln/cli_format.h"
 #include "lib/base/json.h"
 
-enum { O_DEVICES = CLI_OPT_LONG, O_NAME = 'n' };
+enum { O_DEVICES = CLI_OPT_LONG, O_REF, O_NAME = 'n' };
 
 static ssize_t read_fd(void *arg, char *p, size_t n)
 {
@@ -43,20 +43,22 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 {
 	static const struct option opts[] = { { "name", required_argument, NULL, O_NAME },
 					      { "devices", no_argument, NULL, O_DEVICES },
+					      { "ref", required_argument, NULL, O_REF },
 					      CLI_GLOBAL_OPTIONS };
 	struct cli_req req = { .method = "POST",
 			       .source = read_fd,
 			       .source_size = -1,
 			       /* kilnd builds the image before it answers: minutes for a big one */
 			       .wait_s = 3600 };
-	const char *name = NULL, *file = NULL;
-	char path[256], msg[ERR_MSG_MAX];
+	const char *name = NULL, *file = NULL, *ref = NULL;
+	char path[1024], msg[ERR_MSG_MAX]; /* name, ref (each + as %2B) */
 	bool devices = false;
 	struct cli_resp resp;
 	struct cli_getopt s;
 	struct err e;
 	struct stat st;
 	int opt, fd, rc;
+	size_t k;
 	json_t *j;
 
 	cli_getopt_init(&s, argc, argv, opts, &c->g, &e);
@@ -67,6 +69,8 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 			name = s.value;
 		else if (opt == O_DEVICES)
 			devices = true;
+		else if (opt == O_REF)
+			ref = s.value;
 		else if (opt == CLI_GETOPT_WORD && !file)
 			file = s.value;
 		else {
@@ -76,11 +80,19 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 		}
 	}
 	if (!file || !name)
-		return cli_usage_error(c, "usage: kiln image import FILE --name NAME [--devices]");
+		return cli_usage_error(
+			c, "usage: kiln image import FILE --name NAME [--ref TAG] [--devices]");
 	if (strlen(name) > 64 ||
 	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") !=
 		    strlen(name))
 		return cli_usage_error(c, "--name: 1..64 of [A-Za-z0-9._-]");
+	/* the tag goes in the query as is: only characters a query keeps */
+	if (ref &&
+	    (!ref[0] || strlen(ref) > 255 ||
+	     strspn(ref, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@/+-") !=
+		     strlen(ref)))
+		return cli_usage_error(c,
+				       "--ref: 1..255 of [A-Za-z0-9._:@/+-] (a tag of the layout)");
 	fd = strcmp(file, "-") ? open(file, O_RDONLY | O_CLOEXEC) : 0;
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		snprintf(msg, sizeof(msg), "'%s': %s", CLI_ECHO(file), strerror(errno));
@@ -89,7 +101,11 @@ static int image_import(struct cli_ctx *c, int argc, char **argv)
 	/* a file's size goes in Content-Length: kilnd refuses one over --max-image at once */
 	if (S_ISREG(st.st_mode))
 		req.source_size = st.st_size;
-	snprintf(path, sizeof(path), "/v1/images?name=%s%s", name, devices ? "&devices=1" : "");
+	k = (size_t)snprintf(path, sizeof(path), "/v1/images?name=%s%s%s", name,
+			     devices ? "&devices=1" : "", ref ? "&ref=" : "");
+	/* a query's '+' is a space: the tag's own is sent as %2B */
+	for (const char *p = ref ? ref : ""; *p; p++)
+		k += (size_t)snprintf(path + k, sizeof(path) - k, *p == '+' ? "%%2B" : "%c", *p);
 	req.path = path;
 	req.source_arg = &fd;
 	rc = cli_call(c, "image import", &req, &resp);
@@ -125,7 +141,7 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 	if (argc < 2)
 		return cli_usage_error(
 			c,
-			"usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+			"usage: kiln image import FILE --name NAME [--ref TAG] | ls | inspect NAME | rm NAME");
 	/* The subcommand's words: argv[0] is its name, as getopt wants. */
 	argc--;
 	argv++;
@@ -151,5 +167,6 @@ int cli_cmd_image(struct cli_ctx *c, int argc, char **argv)
 		return rc;
 	}
 	return cli_usage_error(
-		c, "usage: kiln image import FILE --name NAME | ls | inspect NAME | rm NAME");
+		c,
+		"usage: kiln image import FILE --name NAME [--ref TAG] | ls | inspect NAME | rm NAME");
 }

@@ -148,9 +148,15 @@ int cli_answer_need(const json_t *v, const char *field, json_type type, struct c
 
 void cli_fail_print(FILE *out, const char *what, const struct cli_fail *f)
 {
+	size_t n = strlen(what);
+
 	fputs("kiln: ", out);
-	text_clean_term_fput(out, what);
-	fputs(": ", out);
+	/* kilnd's messages often start with the same words ("image import:
+	 * ..."): said once */
+	if (strncmp(f->msg, what, n) != 0 || strncmp(f->msg + n, ": ", 2) != 0) {
+		text_clean_term_fput(out, what);
+		fputs(": ", out);
+	}
 	text_clean_term_fput(out, f->msg);
 	if (f->code[0]) {
 		fputs(" (", out);

@@ -16,7 +16,7 @@ static const struct cli_cmd commands[] = {
 	{ "health", "", "is kilnd serving: status, version, uptime, sandbox count",
 	  cli_cmd_health },
 	{ "images", "", "root images kilnd can boot, and its kernel", cli_cmd_images },
-	{ "image", "import FILE --name NAME [--devices] | ls | inspect NAME | rm NAME",
+	{ "image", "import FILE --name NAME [--ref TAG] [--devices] | ls | inspect NAME | rm NAME",
 	  "import an OCI image-layout or docker save tarball as a bootable image (Env, WorkingDir and User become "
 	  "its sandboxes' defaults); list; one image's record; delete one no sandbox uses",
 	  cli_cmd_image },

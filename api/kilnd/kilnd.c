@@ -35,6 +35,7 @@
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
 #include "api/kilnd/core/state_lock.h"
+#include "api/kilnd/images/image_import.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "lib/base/num_parse.h"
@@ -70,9 +71,9 @@ static const char usage[] =
 	"  --max-image BYTES     largest image archive POST /v1/images takes\n"
 	"                        (default 17179869184; also the cap of its content)\n"
 	"  --importer PATH       kiln-image-import (default: next to kilnd, or\n"
-	"                        ../lib/kiln/ from it)\n"
+	"                        ../lib/kiln/ from it, looked for at each import)\n"
 	"  --kiln-init PATH      the guest init imported images get (default: next to\n"
-	"                        kilnd, or ../lib/kiln/ from it)\n"
+	"                        kilnd, or ../lib/kiln/ from it, looked for at each import)\n"
 	"  --import-id ID        uid (= gid) the importer runs as when kilnd is root\n"
 	"                        (default: the id after the --jail-ids range)\n"
 	"  --client-timeout SEC  a client sends each request head, and each part of a\n"
@@ -182,16 +183,6 @@ static void self_dir(char *out, size_t cap)
 	}
 	exe[n] = '\0';
 	snprintf(out, cap, "%s", dirname(exe));
-}
-
-/* A helper program kilnd runs (or installs into images): next to kilnd
- * (the build tree), else in ../lib/kiln/ from it (make install). */
-static void helper_path(const char *here, const char *name, char *out)
-{
-	snprintf(out, PATH_MAX, "%s/%s", here, name);
-	if (access(out, R_OK) == 0)
-		return;
-	snprintf(out, PATH_MAX, "%s/../lib/kiln/%s", here, name);
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -382,8 +373,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->max_body = 2u << 20;
 	cfg->max_upload = 4ull << 30;
 	cfg->max_image = 16ull << 30;
-	helper_path(here, "kiln-image-import", cfg->importer);
-	helper_path(here, "kiln-init", cfg->kiln_init);
+	/* the importer and kiln-init: found at each import (image_import_helper) */
+	snprintf(cfg->self_dir, sizeof(cfg->self_dir), "%s", here);
 	cfg->client_timeout_s = 30;
 	cfg->keeper_grace_s = KEEPER_GRACE_DEFAULT_S;
 	cfg->max_sandboxes = 64;
@@ -852,6 +843,8 @@ static int run(struct kilnd *d)
 	atomic_init(&d->shutting_down, false);
 	pthread_mutex_init(&d->metrics_mu, NULL);
 	metrics_init(&d->metrics);
+	/* before any import can start: what a killed kilnd's import left */
+	image_import_sweep(d);
 	if (sandboxes_init(d, &e))
 		return setup_error("%s", e.msg);
 	if (sandbox_pools_init(d, &e)) {

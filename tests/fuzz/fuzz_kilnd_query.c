@@ -129,12 +129,13 @@ static int run_query(unsigned sel, const struct query_kv *kv, size_t n, struct a
 		return proc_query_stdin(kv, n, &close, e);
 	}
 	case 14: {
-		const char *name = NULL;
+		const char *name = NULL, *ref = NULL;
 		bool devices;
-		int r = query_image_import(kv, n, &name, &devices, e);
+		int r = query_image_import(kv, n, &name, &devices, &ref, e);
 
 		if (!r)
-			FUZZ_ASSERT(name && image_name_valid(name));
+			FUZZ_ASSERT(name && image_name_valid(name) &&
+				    (!ref || image_ref_valid(ref)));
 		return r;
 	}
 	case 15: {

@@ -3,8 +3,8 @@
  * a client's archive (api/image-import/oci_spec.c): index.json, an image
  * manifest, docker save's manifest.json, an image config.
  *
- * Input: selector byte (% 4: index, manifest, docker manifest, config),
- * then the document.
+ * Input: selector byte (% 4: index, manifest, docker manifest, config;
+ * an index with bit 2 set is read with the ref "v1"), then the document.
  * Invariants: no crash or leak; a failure says why; what is accepted is
  * in bounds: digests valid, blob paths cleaned (relative, no ".."), layer
  * count within OCI_LAYERS_MAX, config env values strings with names
@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	switch (data[0] % 4) {
 	case 0:
-		r = oci_index_parse(doc, n, &b, &e);
+		r = oci_index_parse(doc, n, data[0] & 4 ? "v1" : NULL, &b, &e);
 		if (!r) {
 			FUZZ_ASSERT(oci_digest_valid(b.digest));
 			check_path(b.path);

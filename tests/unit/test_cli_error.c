@@ -42,6 +42,16 @@ static void test_error_body(void **state)
 	assert_string_equal(line,
 			    "kiln: exec x: sandbox x is stopped; start it first (wrong_state)\n");
 	free(line);
+	/* kilnd's message already names the command: said once, not twice */
+	body = "{\"error\":{\"code\":\"internal\",\"message\":\"image import: kiln-init /x: No such file or directory\"}}";
+	cli_fail_from_response(500, body, strlen(body), &f);
+	line = print_fail("image import", &f);
+	assert_string_equal(line,
+			    "kiln: image import: kiln-init /x: No such file or directory (internal)\n");
+	free(line);
+	line = print_fail("image", &f); /* a shorter word is no prefix of it */
+	assert_non_null(strstr(line, "kiln: image: image import: "));
+	free(line);
 
 	body = "{\"error\":{\"code\":\"sandbox_not_found\",\"message\":\"no sandbox\"}}";
 	cli_fail_from_response(404, body, strlen(body), &f);

@@ -44,11 +44,11 @@ static int setup(void **state)
 	snprintf(p, sizeof(p), "%s/tree", f->dir);
 	mkdir(p, 0700);
 	f->t.root = open(p, O_RDONLY | O_DIRECTORY);
-	f->t.own = fopen("/dev/null", "w");
+	f->t.keep_attrs = true;
 	snprintf(p, sizeof(p), "%s/archive", f->dir);
 	f->tar = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
 	*state = f;
-	return f->t.root < 0 || !f->t.own || f->tar < 0;
+	return f->t.root < 0 || f->tar < 0;
 }
 
 static int teardown(void **state)
@@ -56,7 +56,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	fclose(f->t.own);
+	import_attrs_free(&f->t.attrs);
 	close(f->t.root);
 	close(f->tar);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
@@ -66,16 +66,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A tar (gzip or plain) on f->tar: regular members f0, f1, ... of
- * sizes[i] zero bytes each. */
-static void write_tar(struct fx *f, bool gzip, const uint64_t *sizes, size_t n)
+/* A tar (filter "gzip", "zstd" or NULL: plain) on f->tar: regular
+ * members f0, f1, ... of sizes[i] zero bytes each. */
+static void write_tar(struct fx *f, const char *filter, const uint64_t *sizes, size_t n)
 {
 	struct archive *w = archive_write_new();
 	static char zero[1 << 16];
 
 	assert_non_null(w);
-	if (gzip)
-		assert_int_equal(archive_write_add_filter_gzip(w), ARCHIVE_OK);
+	if (filter)
+		assert_int_equal(archive_write_add_filter_by_name(w, filter), ARCHIVE_OK);
 	assert_int_equal(archive_write_set_format_pax_restricted(w), ARCHIVE_OK);
 	assert_int_equal(archive_write_open_fd(w, f->tar), ARCHIVE_OK);
 	for (size_t i = 0; i < n; i++) {
@@ -110,7 +110,7 @@ static void test_outer_gzip_bomb_capped(void **state)
 	struct err e;
 	struct stat st;
 
-	write_tar(f, true, sizes, 1);
+	write_tar(f, "gzip", sizes, 1);
 	assert_int_equal(fstat(f->tar, &st), 0);
 	assert_true(st.st_size < (1 << 20));
 	f->t.max_bytes = 1u << 20;
@@ -126,7 +126,7 @@ static void test_outer_under_cap(void **state)
 	uint64_t sizes[] = { 100000, 5000 };
 	struct err e;
 
-	write_tar(f, true, sizes, 2);
+	write_tar(f, "gzip", sizes, 2);
 	f->t.max_bytes = 1u << 20;
 	assert_int_equal(import_outer(f->tar, &f->t, &e), 0);
 	assert_int_equal(faccessat(f->t.root, "f1", F_OK, AT_SYMLINK_NOFOLLOW), 0);
@@ -140,12 +140,129 @@ static void test_layer_pass_capped(void **state)
 	uint64_t sizes[] = { 600u << 10, 600u << 10 };
 	struct err e;
 
-	write_tar(f, true, sizes, 2);
+	write_tar(f, "gzip", sizes, 2);
 	f->t.max_bytes = 1u << 20;
 	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EFBIG);
 	assert_non_null(strstr(e.msg, "decompresses to more than 1048576 bytes"));
 	/* the first pass ended it: nothing was written */
 	assert_int_equal(f->t.bytes, 0);
+}
+
+/* A zstd layer (OCI's tar+zstd) imports like a gzip one; a zstd bomb is
+ * capped the same way; what is no tar at all says which it reads. */
+static void test_zstd_layer(void **state)
+{
+	struct fx *f = *state;
+	uint64_t sizes[] = { 5000, 70000 }, bomb[] = { 8u << 20 };
+	struct err e;
+	struct stat st;
+
+	write_tar(f, "zstd", sizes, 2);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), 0);
+	assert_int_equal(fstatat(f->t.root, "f1", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_size, 70000);
+	assert_int_equal(ftruncate(f->tar, 0), 0);
+	assert_int_equal(lseek(f->tar, 0, SEEK_SET), 0);
+	write_tar(f, "zstd", bomb, 1);
+	f->t.max_bytes = 1u << 20;
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EFBIG);
+	assert_non_null(strstr(e.msg, "decompresses to more than 1048576 bytes"));
+	assert_int_equal(ftruncate(f->tar, 0), 0);
+	assert_int_equal(lseek(f->tar, 0, SEEK_SET), 0);
+	assert_int_equal(write(f->tar,
+			       "\x28\xb5\x2f\xfd"
+			       "garbage",
+			       11),
+			 11);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "(plain, gzip or zstd)"));
+}
+
+/* One member on w: a file of mode `mode` (data "x"), or a hard link to `link`. */
+static void add(struct archive *w, const char *name, mode_t mode, const char *link)
+{
+	struct archive_entry *ent = archive_entry_new();
+
+	archive_entry_set_pathname(ent, name);
+	archive_entry_set_filetype(ent, AE_IFREG);
+	archive_entry_set_perm(ent, mode);
+	archive_entry_set_size(ent, link ? 0 : 1);
+	if (link)
+		archive_entry_set_hardlink(ent, link);
+	assert_int_equal(archive_write_header(w, ent), ARCHIVE_OK);
+	if (!link)
+		assert_int_equal(archive_write_data(w, "x", 1), 1);
+	archive_entry_free(ent);
+}
+
+static struct archive *tar_on(struct fx *f)
+{
+	struct archive *w = archive_write_new();
+
+	assert_int_equal(ftruncate(f->tar, 0), 0);
+	assert_int_equal(lseek(f->tar, 0, SEEK_SET), 0);
+	assert_int_equal(archive_write_set_format_pax_restricted(w), ARCHIVE_OK);
+	assert_int_equal(archive_write_open_fd(w, f->tar), ARCHIVE_OK);
+	return w;
+}
+
+static void tar_done(struct archive *w)
+{
+	assert_int_equal(archive_write_close(w), ARCHIVE_OK);
+	archive_write_free(w);
+}
+
+/* A hard link to /etc/shadow or up out of the tree: one line saying
+ * which and why (it said the target twice and cut the reason). */
+static void test_hard_link_messages(void **state)
+{
+	struct fx *f = *state;
+	struct archive *w = tar_on(f);
+	struct err e;
+
+	add(w, "etc/passwd", 0644, NULL);
+	add(w, "shadow-link", 0644, "/etc/shadow");
+	tar_done(w);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EINVAL);
+	assert_string_equal(
+		e.msg,
+		"member \"shadow-link\": hard link to \"/etc/shadow\": absolute path (layer members are relative to the image root)");
+	w = tar_on(f);
+	add(w, "up", 0644, "../../etc/passwd");
+	tar_done(w);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), -EINVAL);
+	assert_string_equal(
+		e.msg,
+		"member \"up\": hard link to \"../../etc/passwd\": '..' component (a member may not leave the image root)");
+}
+
+/* Set-uid members and a hard link to one, the first name whited out by
+ * the next layer: the link is kept with the file's bits (by inode). */
+static void test_set_uid_through_layers(void **state)
+{
+	struct fx *f = *state;
+	struct archive *w = tar_on(f);
+	struct err e;
+	struct stat st;
+	const struct import_attrs_slot *a;
+
+	add(w, "bin/su", 04755, NULL);
+	add(w, "bin/sg", 02755, NULL);
+	add(w, "bin/su-link", 0, "bin/su");
+	tar_done(w);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), 0);
+	w = tar_on(f);
+	add(w, "bin/.wh.su", 0644, NULL);
+	tar_done(w);
+	assert_int_equal(import_layer(f->tar, &f->t, false, &e), 0);
+	assert_int_not_equal(fstatat(f->t.root, "bin/su", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(fstatat(f->t.root, "bin/su-link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mode & 07000, 0); /* never on a staging file */
+	a = import_attrs_get(&f->t.attrs, st.st_ino);
+	assert_non_null(a);
+	assert_int_equal(a->mode, S_IFREG | 04755);
+	assert_int_equal(fstatat(f->t.root, "bin/sg", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(import_attrs_get(&f->t.attrs, st.st_ino)->mode, S_IFREG | 02755);
 }
 
 /* A member larger than RLIMIT_FSIZE with SIGXFSZ ignored: the write fails
@@ -157,7 +274,7 @@ static void test_fsize_limit_is_efbig(void **state)
 	pid_t pid;
 	int st;
 
-	write_tar(f, false, sizes, 1);
+	write_tar(f, NULL, sizes, 1);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -181,6 +298,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_outer_under_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_layer_pass_capped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fsize_limit_is_efbig, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zstd_layer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hard_link_messages, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_set_uid_through_layers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

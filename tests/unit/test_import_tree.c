@@ -4,7 +4,10 @@
  * member lands outside it: creation below a symlink is refused, a symlink
  * replacing a directory is removed as a link (its target untouched), a
  * hard link must name an earlier member; whiteouts remove, opaque
- * directories empty; ownership is recorded for debugfs, quoted.
+ * directories empty; ownership is recorded for debugfs, quoted, by inode:
+ * set-uid bits and a hard link's owner survive whatever happens to the
+ * first path, a directory keeps its own mtime, a replaced entry's
+ * attributes never reach what replaced it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,11 +23,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "api/image-import/import_own.h"
 #include "api/image-import/import_tree.h"
 
 struct fx {
-	char dir[64];      /* scratch: tree/ and outside/ */
-	char script[8192]; /* the ownership script written */
+	char dir[64];       /* scratch: tree/ and outside/ */
+	char script[16384]; /* the ownership script written (own()) */
 	struct import_tree t;
 };
 
@@ -41,9 +45,9 @@ static int setup(void **state)
 	f->t.root = open(p, O_RDONLY | O_DIRECTORY);
 	snprintf(p, sizeof(p), "%s/outside", f->dir);
 	mkdir(p, 0700);
-	f->t.own = fmemopen(f->script, sizeof(f->script) - 1, "w");
+	f->t.keep_attrs = true;
 	*state = f;
-	return f->t.root < 0 || !f->t.own;
+	return f->t.root < 0;
 }
 
 static int teardown(void **state)
@@ -51,7 +55,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 	char cmd[128];
 
-	fclose(f->t.own);
+	import_attrs_free(&f->t.attrs);
 	close(f->t.root);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	if (system(cmd) != 0)
@@ -72,6 +76,17 @@ static int put_file(struct fx *f, const char *path, const char *data, struct err
 		return r;
 	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
 	return tree_file_done(&f->t, fd, strlen(data), e);
+}
+
+/* The tree is complete: its ownership script into f->script. */
+static void own(struct fx *f)
+{
+	FILE *m = fmemopen(f->script, sizeof(f->script) - 1, "w");
+	struct err e;
+
+	assert_non_null(m);
+	assert_int_equal(import_own_script(&f->t, m, &e), 0);
+	fclose(m);
 }
 
 static bool exists(struct fx *f, const char *rel)
@@ -177,10 +192,16 @@ static void test_caps_and_script(void **state)
 	assert_int_equal(tree_device(&f->t, "dev/null",
 				     &(struct import_attr){ .mode = S_IFCHR | 0666 }, 1, 3, &e),
 			 0);
-	fflush(f->t.own);
+	own(f);
 	assert_non_null(strstr(f->script, "sif \"/we\"\"ird name\" uid 1000\n"));
-	assert_non_null(strstr(f->script, "cd \"/dev\"\nmknod \"null\" c 1 3\ncd /\n"));
+	assert_non_null(
+		strstr(f->script, "rm \"/dev/null\"\ncd \"/dev\"\nmknod \"null\" c 1 3\ncd /\n"));
 	assert_non_null(strstr(f->script, "sif \"/dev/null\" mode 020666\n"));
+	assert_non_null(strstr(f->script, "sif \"/\" uid 0\nsif \"/\" gid 0\n"));
+	assert_int_equal(tree_device(&f->t, "dev/big", &(struct import_attr){ .mode = S_IFCHR },
+				     4096, 0, &e),
+			 -EINVAL);
+	assert_string_equal(e.msg, "device numbers 4096:0 are out of range");
 	f->t.max_entries = f->t.entries + 1;
 	assert_int_equal(put_file(f, "one", "1", &e), 0);
 	assert_int_equal(put_file(f, "two", "2", &e), -EFBIG);
@@ -192,6 +213,115 @@ static void test_caps_and_script(void **state)
 	assert_non_null(strstr(e.msg, "size cap"));
 }
 
+static int put(struct fx *f, const char *path, const struct import_attr *a)
+{
+	struct err e;
+	int fd, r = tree_file_open(&f->t, path, a, &fd, &e);
+
+	if (r < 0)
+		return r;
+	/* the write a set-uid file's data is: the kernel clears the bit of a
+	 * file that has it, so the staging file must not rely on it */
+	assert_int_equal(write(fd, "data", 4), 4);
+	return tree_file_done(&f->t, fd, 4, &e);
+}
+
+/* 4755, 2755 and 6755 with owner write came out 0755: the staging file
+ * had its mode before the data. The bits are applied by debugfs, also to
+ * a hard link whose first path a later layer whited out; the staging
+ * files never carry them. */
+static void test_special_bits_and_links(void **state)
+{
+	static const struct import_attr su = { .mode = S_IFREG | 04755 },
+					sg = { .uid = 0, .gid = 42, .mode = S_IFREG | 02755 },
+					both = { .mode = S_IFREG | 06755 },
+					sticky = { .mode = S_IFDIR | 01777 };
+	struct fx *f = *state;
+	struct err e;
+	struct stat st;
+
+	assert_int_equal(put(f, "bin/su", &su), 0);
+	assert_int_equal(put(f, "bin/sg", &sg), 0);
+	assert_int_equal(put(f, "bin/both", &both), 0);
+	assert_int_equal(tree_mkdir(&f->t, "tmp", &sticky, &e), 0);
+	assert_int_equal(tree_hardlink(&f->t, "usr/su-link", "bin/su", &e), 0);
+	assert_int_equal(tree_hardlink(&f->t, "usr/both-link", "bin/both", &e), 0);
+	/* a later layer removes the first path; the link keeps the file */
+	assert_int_equal(tree_remove(&f->t, "bin/su", &e), 0);
+	assert_int_equal(fstatat(f->t.root, "usr/su-link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mode & 07000, 0);
+	own(f);
+	assert_null(strstr(f->script, "\"/bin/su\""));
+	assert_non_null(strstr(f->script, "sif \"/usr/su-link\" mode 0104755\n"));
+	assert_non_null(strstr(f->script, "sif \"/usr/su-link\" uid 0\n"));
+	assert_non_null(strstr(f->script, "sif \"/bin/sg\" mode 0102755\n"));
+	assert_non_null(strstr(f->script, "sif \"/bin/sg\" gid 42\n"));
+	assert_non_null(strstr(f->script, "sif \"/bin/both\" mode 0106755\n"));
+	assert_non_null(strstr(f->script, "sif \"/usr/both-link\" mode 0106755\n"));
+	assert_non_null(strstr(f->script, "sif \"/tmp\" mode 041777\n"));
+}
+
+/* A directory's mtime is the archive's, not the time its contents were
+ * written (set on the staging directory once the tree is complete); a
+ * parent no member names keeps the time it was made. */
+static void test_directory_mtimes(void **state)
+{
+	static const struct import_attr etc = { .mode = S_IFDIR | 0755, .mtime = 1000000000 },
+					root = { .mode = S_IFDIR | 0755, .mtime = 999 };
+	struct fx *f = *state;
+	struct err e;
+	struct stat st;
+
+	assert_int_equal(tree_mkdir(&f->t, "", &root, &e), 0);
+	assert_int_equal(tree_mkdir(&f->t, "etc", &etc, &e), 0);
+	assert_int_equal(put_file(f, "etc/passwd", "root:x:0:0::/root:/bin/sh\n", &e), 0);
+	assert_int_equal(put_file(f, "etc/sub/deep", "x", &e), 0);
+	assert_int_equal(put_file(f, "top", "x", &e), 0);
+	own(f);
+	assert_int_equal(fstatat(f->t.root, "etc", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mtime, 1000000000);
+	assert_int_equal(fstat(f->t.root, &st), 0);
+	assert_int_equal(st.st_mtime, 999);
+	assert_int_equal(fstatat(f->t.root, "etc/sub", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(st.st_mtime > 1000000000);
+}
+
+/* A directory of mode 0500 replaced by a file: its mode (with the
+ * directory type) must not land on the file, as a path-kept record did. */
+static void test_replaced_entry_attributes(void **state)
+{
+	static const struct import_attr d = { .uid = 7, .mode = S_IFDIR | 0500, .mtime = 5 };
+	struct fx *f = *state;
+	struct err e;
+
+	assert_int_equal(tree_mkdir(&f->t, "x", &d, &e), 0);
+	assert_int_equal(tree_remove(&f->t, "x", &e), 0);
+	assert_int_equal(put_file(f, "x", "now a file", &e), 0);
+	own(f);
+	assert_null(strstr(f->script, "040500"));
+	assert_null(strstr(f->script, "\"/x\" uid 7"));
+	assert_non_null(strstr(f->script, "sif \"/x\" uid 1000\n"));
+}
+
+/* A device node a later layer whites out is gone (its mknod was written
+ * at once, so it came back); one replaced by a file is that file. */
+static void test_device_removed_or_replaced(void **state)
+{
+	static const struct import_attr blk = { .gid = 6, .mode = S_IFBLK | 0660 };
+	struct fx *f = *state;
+	struct err e;
+
+	assert_int_equal(tree_device(&f->t, "dev/sda", &blk, 8, 0, &e), 0);
+	assert_int_equal(tree_device(&f->t, "dev/sdb", &blk, 8, 16, &e), 0);
+	assert_int_equal(tree_remove(&f->t, "dev/sda", &e), 0);
+	assert_int_equal(put_file(f, "dev/sdb", "a file now", &e), 0);
+	own(f);
+	assert_null(strstr(f->script, "sda"));
+	assert_null(strstr(f->script, "mknod"));
+	assert_null(strstr(f->script, "060660"));
+	assert_non_null(strstr(f->script, "sif \"/dev/sdb\" uid 1000\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -200,6 +330,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hard_link_to_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whiteouts_and_replacement, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_caps_and_script, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_special_bits_and_links, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_directory_mtimes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replaced_entry_attributes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_device_removed_or_replaced, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

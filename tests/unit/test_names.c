@@ -52,6 +52,26 @@ static void test_image_names(void **state)
 	assert_false(image_name_valid(longest));
 }
 
+/* An OCI layout's tag (?ref=): an argv word for the importer, never an option. */
+static void test_image_refs(void **state)
+{
+	char longest[IMAGE_REF_MAX + 2];
+
+	(void)state;
+	assert_true(image_ref_valid("latest"));
+	assert_true(image_ref_valid("docker.io/library/alpine:3.20"));
+	assert_true(image_ref_valid("v1.0+build@x"));
+	assert_false(image_ref_valid(""));
+	assert_false(image_ref_valid("--clean"));
+	assert_false(image_ref_valid("a b"));
+	assert_false(image_ref_valid("a\nb"));
+	memset(longest, 'a', IMAGE_REF_MAX);
+	longest[IMAGE_REF_MAX] = '\0';
+	assert_true(image_ref_valid(longest));
+	strcat(longest, "a");
+	assert_false(image_ref_valid(longest));
+}
+
 /* The hostname goes onto the kernel command line: no spaces, quotes or '='. */
 static void test_hostnames(void **state)
 {
@@ -123,9 +143,8 @@ static void test_label_keys_and_paths(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sandbox_ids),
-		cmocka_unit_test(test_image_names),
-		cmocka_unit_test(test_hostnames),
+		cmocka_unit_test(test_sandbox_ids),          cmocka_unit_test(test_image_names),
+		cmocka_unit_test(test_image_refs),           cmocka_unit_test(test_hostnames),
 		cmocka_unit_test(test_label_keys_and_paths),
 	};
 

@@ -25,7 +25,69 @@ static struct err e;
 
 static int parse_index(const char *s, struct oci_blob *b)
 {
-	return oci_index_parse(s, strlen(s), b, &e);
+	return oci_index_parse(s, strlen(s), NULL, b, &e);
+}
+
+static int parse_index_ref(const char *s, const char *ref, struct oci_blob *b)
+{
+	return oci_index_parse(s, strlen(s), ref, b, &e);
+}
+
+#define TAGGED(d, tag)                                                                  \
+	"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" d \
+	"\",\"size\":1,\"annotations\":{\"org.opencontainers.image.ref.name\":\"" tag "\"}}"
+
+/* umoci's layout: one entry per tag, no platform. Without a ref it is
+ * refused naming the tags (it once said "0 manifests": the count was read
+ * from a freed document); with one, that tag's manifest. */
+static void test_index_tags(void **state)
+{
+	const char *three = "{\"schemaVersion\":2,\"manifests\":[" TAGGED(D1, "latest") "," TAGGED(
+		D2, "v1") "," TAGGED(D3, "suid") "]}";
+	const char *multi =
+		"{\"manifests\":[{\"digest\":\"" D1
+		"\",\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\"},"
+		"\"annotations\":{\"org.opencontainers.image.ref.name\":\"v1\"}},"
+		"{\"digest\":\"" D2 "\",\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"},"
+		"\"annotations\":{\"org.opencontainers.image.ref.name\":\"v1\"}}," TAGGED(D3,
+											  "other") "]}";
+	struct oci_blob b;
+
+	(void)state;
+	assert_int_equal(parse_index(three, &b), -EINVAL);
+	assert_string_equal(
+		e.msg,
+		"index.json lists 3 manifests with the tags 'latest', 'v1', 'suid': choose one with ?ref=TAG (kiln image import --ref TAG)");
+	assert_int_equal(parse_index_ref(three, "v1", &b), 0);
+	assert_string_equal(b.digest, D2);
+	assert_int_equal(parse_index_ref(three, "suid", &b), 0);
+	assert_string_equal(b.digest, D3);
+	assert_int_equal(parse_index_ref(three, "v2", &b), -EINVAL);
+	assert_string_equal(
+		e.msg,
+		"index.json has no manifest tagged 'v2' (its tags: 'latest', 'v1', 'suid'): give one of those as the ref");
+	/* one tagged entry without a platform: taken, with or without its ref */
+	assert_int_equal(parse_index("{\"manifests\":[" TAGGED(D1, "latest") "]}", &b), 0);
+	assert_string_equal(b.digest, D1);
+	assert_int_equal(parse_index_ref("{\"manifests\":[" TAGGED(D1, "latest") "]}", "latest",
+					 &b),
+			 0);
+	/* a tag of several platforms: its linux/amd64 one */
+	assert_int_equal(parse_index_ref(multi, "v1", &b), 0);
+	assert_string_equal(b.digest, D2);
+	assert_int_equal(parse_index(multi, &b), -EINVAL);
+	assert_non_null(strstr(e.msg, "'v1', 'other'"));
+	/* untagged layout, a ref asked for */
+	assert_int_equal(parse_index_ref("{\"manifests\":[{\"digest\":\"" D1 "\"}]}", "x", &b),
+			 -EINVAL);
+	assert_string_equal(e.msg,
+			    "index.json has no manifest tagged 'x' (its manifests carry no tag)");
+	/* a tag that is not a string is no tag */
+	assert_int_equal(
+		parse_index_ref("{\"manifests\":[{\"digest\":\"" D1
+				"\",\"annotations\":{\"org.opencontainers.image.ref.name\":7}}]}",
+				"7", &b),
+		-EINVAL);
 }
 
 static void test_digest_valid(void **state)
@@ -65,7 +127,9 @@ static void test_index(void **state)
 				     "\"}]}",
 				     &b),
 			 -EINVAL);
-	assert_non_null(strstr(e.msg, "none for linux/amd64"));
+	assert_string_equal(
+		e.msg,
+		"index.json lists 2 manifests and none for linux/amd64: export one platform");
 	assert_int_equal(
 		parse_index("{\"manifests\":[{\"mediaType\":\"application/vnd.oci.image.index.v1+json\",\"digest\":\"" D1
 			    "\"}]}",
@@ -129,6 +193,15 @@ static void test_docker_manifest(void **state)
 	assert_non_null(strstr(e.msg, "one image per archive"));
 	assert_int_equal(oci_docker_manifest_parse(up, strlen(up), &im, &e), -EINVAL);
 	assert_non_null(strstr(e.msg, "Layers[0]"));
+	/* a Config out of the archive: said why, once (it said "empty path") */
+	up = "[{\"Config\":\"../../etc/passwd\",\"Layers\":[]}]";
+	assert_int_equal(oci_docker_manifest_parse(up, strlen(up), &im, &e), -EINVAL);
+	assert_string_equal(
+		e.msg,
+		"manifest.json: Config '../../etc/passwd': '..' component (a member may not leave the image root)");
+	up = "[{\"Config\":\"./\",\"Layers\":[]}]";
+	assert_int_equal(oci_docker_manifest_parse(up, strlen(up), &im, &e), -EINVAL);
+	assert_string_equal(e.msg, "manifest.json: Config './': names no file");
 	assert_int_equal(oci_docker_manifest_parse("{}", 2, &im, &e), -EINVAL);
 	assert_int_equal(oci_docker_manifest_parse("[{\"Config\":5,\"Layers\":[]}]", 26, &im, &e),
 			 -EINVAL);
@@ -217,9 +290,10 @@ static void test_config_record_cap(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_digest_valid), cmocka_unit_test(test_index),
-		cmocka_unit_test(test_manifest),     cmocka_unit_test(test_docker_manifest),
-		cmocka_unit_test(test_config),       cmocka_unit_test(test_config_record_cap),
+		cmocka_unit_test(test_digest_valid),      cmocka_unit_test(test_index),
+		cmocka_unit_test(test_index_tags),        cmocka_unit_test(test_manifest),
+		cmocka_unit_test(test_docker_manifest),   cmocka_unit_test(test_config),
+		cmocka_unit_test(test_config_record_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

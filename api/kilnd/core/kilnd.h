@@ -55,9 +55,12 @@ struct kilnd_config {
 	char vmm[PATH_MAX];
 	/* Image import (docs/api.md, "POST /v1/images"): the importer and
 	 * the kiln-init it installs, the archive cap (--max-image), the
-	 * uid = gid the importer runs as (--import-id; docs/security.md). */
+	 * uid = gid the importer runs as (--import-id; docs/security.md).
+	 * importer and kiln_init are "" unless given: then they are looked
+	 * for at each import, next to kilnd (self_dir) or in ../lib/kiln/. */
 	char importer[PATH_MAX];
 	char kiln_init[PATH_MAX];
+	char self_dir[PATH_MAX];
 	uint64_t max_image;
 	uint32_t import_id;
 	struct kilnd_image images[KILND_MAX_IMAGES];

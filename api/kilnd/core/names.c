@@ -48,6 +48,11 @@ bool image_name_valid(const char *s)
 	return name_like(s, IMAGE_NAME_MAX, "._-");
 }
 
+bool image_ref_valid(const char *s)
+{
+	return name_like(s, IMAGE_REF_MAX, "._:@/+-");
+}
+
 bool label_key_valid(const char *s)
 {
 	return name_like(s, LABEL_KEY_MAX, "._/-");

@@ -21,7 +21,8 @@
 #define SANDBOX_ID_RANDOM_BYTES 6
 
 #define IMAGE_NAME_MAX 64
-#define HOSTNAME_MAX 64 /* HOST_NAME_MAX, and the agent's limit */
+#define IMAGE_REF_MAX 255 /* a tag of an OCI layout (org.opencontainers.image.ref.name) */
+#define HOSTNAME_MAX 64   /* HOST_NAME_MAX, and the agent's limit */
 #define LABEL_KEY_MAX 63
 
 /* Format 6 random bytes as an id into out (SANDBOX_ID_LEN + 1 bytes). */
@@ -31,6 +32,10 @@ bool sandbox_id_valid(const char *s);
 
 /* 1..64 bytes of [A-Za-z0-9._-], first a letter or digit (also a file name). */
 bool image_name_valid(const char *s);
+/* A tag to import from an OCI layout: 1..255 bytes of [A-Za-z0-9._:@/+-],
+ * first a letter or digit (image-spec annotations.md's ref.name grammar,
+ * loosely; also a safe argv word). */
+bool image_ref_valid(const char *s);
 
 /* RFC 1123: dot-separated labels of [A-Za-z0-9-], 1..63 bytes, no '-' at
  * either end of a label; 1..64 bytes in all. */

@@ -333,9 +333,9 @@ int query_archive(const struct query_kv *kv, size_t n, const char **path, enum a
 }
 
 int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices,
-		       struct api_err *e)
+		       const char **ref, struct api_err *e)
 {
-	static const char *const known[] = { "name", "devices", NULL };
+	static const char *const known[] = { "name", "devices", "ref", NULL };
 	static const char what[] = "image import";
 	bool present;
 
@@ -352,6 +352,13 @@ int query_image_import(const struct query_kv *kv, size_t n, const char **name, b
 		api_err_set(e, API_E_BAD_FIELD,
 			    "%s: name '%.80s' must be 1..64 of [A-Za-z0-9._-], first a letter or digit",
 			    what, *name);
+		return -1;
+	}
+	*ref = find(kv, n, "ref", &present);
+	if (present && (!*ref || !image_ref_valid(*ref))) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: ref '%.80s' must be 1..255 of [A-Za-z0-9._:@/+-], first a letter or digit (a tag of the layout's index.json)",
+			    what, *ref ? *ref : "");
 		return -1;
 	}
 	return 0;

@@ -86,9 +86,10 @@ int query_file_watch(const struct query_kv *kv, size_t n, const char **path,
 int query_archive(const struct query_kv *kv, size_t n, const char **path, enum agent_user *user,
 		  struct api_err *e);
 
-/* POST /v1/images: name (required, an image name), devices (default false). */
+/* POST /v1/images: name (required, an image name), devices (default
+ * false), ref (a tag of an OCI layout, image_ref_valid; NULL when absent). */
 int query_image_import(const struct query_kv *kv, size_t n, const char **name, bool *devices,
-		       struct api_err *e);
+		       const char **ref, struct api_err *e);
 
 /* POST /v1/templates: ?name=NAME (required) [&file=PATH] [&cpus=N]
  * [&memory_mib=N] [&disk_mib=N] (0: not given). The strings point into kv. */

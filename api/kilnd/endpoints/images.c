@@ -20,6 +20,7 @@
 struct import_job {
 	char work[IMAGE_IMPORT_WORK_MAX];
 	char name[IMAGE_NAME_MAX + 1];
+	char ref[IMAGE_REF_MAX + 1]; /* "": none asked for */
 	bool devices;
 	int fd;
 	int err; /* the first write error (-errno); the rest of the body is dropped */
@@ -56,7 +57,7 @@ static void import_end(struct http_req *r, bool too_large)
 				    "image import: writing the archive to %s failed: %s", j->work,
 				    strerror(-j->err));
 		http_error(r, &e);
-	} else if (image_import_finish(r->d, j->work, j->name, j->devices, &view, &e) < 0) {
+	} else if (image_import_finish(r->d, j->work, j->name, j->ref, j->devices, &view, &e) < 0) {
 		http_error(r, &e);
 	} else {
 		kilnd_log("image %s: imported (%s)", j->name,
@@ -90,7 +91,7 @@ static const struct http_upload_ops import_ops = { .data = import_data,
 void handle_image_import_begin(struct http_req *r)
 {
 	struct import_job *j = calloc(1, sizeof(*j));
-	const char *name;
+	const char *name, *ref;
 	char path[PATH_MAX];
 	struct api_err e, nf;
 
@@ -100,7 +101,7 @@ void handle_image_import_begin(struct http_req *r)
 		return;
 	}
 	j->fd = -1;
-	if (query_image_import(r->kv, r->nkv, &name, &j->devices, &e))
+	if (query_image_import(r->kv, r->nkv, &name, &j->devices, &ref, &e))
 		goto fail;
 	/* device nodes in an image are root's to ask for (docs/security.md) */
 	if (j->devices && r->peer.uid != 0) {
@@ -119,6 +120,7 @@ void handle_image_import_begin(struct http_req *r)
 			    "the archive, its unpacked layers and the image", &e))
 		goto fail;
 	snprintf(j->name, sizeof(j->name), "%s", name);
+	snprintf(j->ref, sizeof(j->ref), "%s", ref ? ref : "");
 	if (image_import_begin(r->d, j->work, &j->fd, &e))
 		goto fail;
 	http_upload(r, &import_ops, j);

@@ -1,6 +1,7 @@
 /* Running the image importer; see image_import.h. */
 #include "api/kilnd/images/image_import.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -31,6 +32,26 @@
 #define IMPORT_PIPE_GRACE_MS 2000
 #define IMPORT_STDERR_MAX (16u << 10)
 #define EXIT_BAD_ARCHIVE 2
+
+/* One run of the importer: what it is given. */
+struct import_run {
+	const char *importer; /* resolved for this import (image_import_helper) */
+	int in, init;         /* the archive, kiln-init: its stdin and fd 3; -1: none */
+	const char *ref;      /* --ref TAG; NULL: none */
+	bool clean_only, devices;
+};
+
+void image_import_helper(const char *given, const char *self_dir, const char *name, char *out)
+{
+	if (given[0]) {
+		snprintf(out, PATH_MAX, "%s", given);
+		return;
+	}
+	snprintf(out, PATH_MAX, "%s/%s", self_dir, name);
+	if (access(out, R_OK) == 0)
+		return;
+	snprintf(out, PATH_MAX, "%s/../lib/kiln/%s", self_dir, name);
+}
 
 int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e)
 {
@@ -81,11 +102,11 @@ static void child_fail(const char *what, int errnum)
 }
 
 /* In the child: the least privilege, then the importer. Never returns. */
-static void child(const struct kilnd *d, const char *work, int in, int out, int err, int init,
-		  bool clean_only, bool devices)
+static void child(const struct kilnd *d, const char *work, const struct import_run *ir, int out,
+		  int err)
 {
 	char max_bytes[32];
-	char *argv[8] = { (char *)d->cfg.importer },
+	char *argv[10] = { (char *)ir->importer },
 	     *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
 	size_t n = 1;
 	uid_t id = d->cfg.import_id;
@@ -103,10 +124,10 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 		{ RLIMIT_FSIZE, (rlim_t)(d->cfg.max_image / 4 * 5 + (1ull << 30)) },
 	};
 
-	if ((in >= 0 && dup2(in, 0) < 0) || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    (init >= 0 && dup2(init, 3) < 0))
+	if ((ir->in >= 0 && dup2(ir->in, 0) < 0) || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+	    (ir->init >= 0 && dup2(ir->init, 3) < 0))
 		_exit(126);
-	close_range(init >= 0 ? 4 : 3, ~0U, 0);
+	close_range(ir->init >= 0 ? 4 : 3, ~0U, 0);
 	sig_reset_all();
 	/* its own process group: what it starts (mkfs.ext4, debugfs) is
 	 * killed with it, by kill(-pid), also when kilnd is not root */
@@ -119,9 +140,9 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 		close(tty);
 	}
 	/* executed from this descriptor: the mounts below may hide its path */
-	prog = open(d->cfg.importer, O_PATH | O_CLOEXEC);
+	prog = open(ir->importer, O_PATH | O_CLOEXEC);
 	if (prog < 0)
-		child_fail(d->cfg.importer, errno);
+		child_fail(ir->importer, errno);
 	if (chdir(work) < 0)
 		child_fail(work, errno);
 	/* it then works in the work directory bound into a tmpfs of its own
@@ -140,15 +161,19 @@ static void child(const struct kilnd *d, const char *work, int in, int out, int 
 		if (setrlimit(lim[i].res, &rl) < 0)
 			_exit(126);
 	}
-	if (clean_only) {
+	if (ir->clean_only) {
 		argv[n++] = "--clean";
 	} else {
 		snprintf(max_bytes, sizeof(max_bytes), "%llu",
 			 (unsigned long long)d->cfg.max_image);
 		argv[n++] = "--max-bytes";
 		argv[n++] = max_bytes;
-		if (devices)
+		if (ir->devices)
 			argv[n++] = "--devices";
+		if (ir->ref) {
+			argv[n++] = "--ref";
+			argv[n++] = (char *)ir->ref;
+		}
 	}
 	argv[n] = NULL;
 	execveat(prog, "", argv, envp, AT_EMPTY_PATH);
@@ -209,8 +234,8 @@ static bool leader_ended_wait(pid_t pid)
 }
 
 /* Run the importer; 0 with its exit status, out and err filled. */
-static int run(struct kilnd *d, const char *work, int in, int init, bool clean_only, bool devices,
-	       int *status, char *out, char *err)
+static int run(struct kilnd *d, const char *work, const struct import_run *ir, int *status,
+	       char *out, char *err)
 {
 	int po[2], pe[2];
 	size_t no = 0, ne = 0;
@@ -227,7 +252,7 @@ static int run(struct kilnd *d, const char *work, int in, int init, bool clean_o
 	}
 	pid = fork();
 	if (pid == 0)
-		child(d, work, in, po[1], pe[1], init, clean_only, devices);
+		child(d, work, ir, po[1], pe[1]);
 	if (pid > 0)
 		setpgid(pid, pid); /* as the child does: no window before kill(-pid) works */
 	close(po[1]);
@@ -303,40 +328,107 @@ void image_import_abort(struct kilnd *d, const char *work)
 	sandbox_remove_dir(work);
 }
 
-int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices,
-			json_t **out, struct api_err *e)
+/* A work directory a killed kilnd left: its importer's trees removed by
+ * another importer, as the import uid (kilnd never walks a tree an
+ * archive made), then the rest (archive, image.ext4) as kilnd. */
+static void sweep_one(struct kilnd *d, const char *work, char *sout, char *serr)
 {
-	char path[IMAGE_IMPORT_WORK_MAX + 32], lockp[PATH_MAX + 32];
+	char importer[PATH_MAX];
+	struct stat st;
+	bool trees = false;
+	int status = 0, dfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (dfd < 0) {
+		sandbox_remove_dir(work); /* a link or a file: removed as itself */
+		return;
+	}
+	trees = fstatat(dfd, "outer", &st, AT_SYMLINK_NOFOLLOW) == 0 ||
+		fstatat(dfd, "stage", &st, AT_SYMLINK_NOFOLLOW) == 0;
+	close(dfd);
+	image_import_helper(d->cfg.importer, d->cfg.self_dir, "kiln-image-import", importer);
+	if (trees &&
+	    (run(d, work,
+		 &(struct import_run){
+			 .importer = importer, .in = -1, .init = -1, .clean_only = true },
+		 &status, sout, serr) < 0 ||
+	     !WIFEXITED(status) || WEXITSTATUS(status) != 0)) {
+		kilnd_log("image import: %s, left by an import that was cut off, stays: %s --clean failed there (%s); remove it by hand",
+			  work, importer, serr[0] ? last_line(serr) : "no message");
+		return;
+	}
+	sandbox_remove_dir(work);
+	kilnd_log("image import: removed %s, left by an import that was cut off", work);
+}
+
+void image_import_sweep(struct kilnd *d)
+{
+	char dir[PATH_MAX + 16], work[IMAGE_IMPORT_WORK_MAX];
+	char *sout = malloc(IMPORT_STDOUT_MAX), *serr = malloc(IMPORT_STDERR_MAX);
+	struct dirent *de;
+	DIR *dh;
+
+	snprintf(dir, sizeof(dir), "%s/images", d->cfg.state_dir);
+	dh = sout && serr ? opendir(dir) : NULL;
+	/* whatever the cut-off importer started may still run as the import uid */
+	if (dh)
+		kill_leftovers(d);
+	while (dh && (de = readdir(dh)))
+		if (strncmp(de->d_name, ".import-", 8) == 0 &&
+		    snprintf(work, sizeof(work), "%s/%s", dir, de->d_name) < (int)sizeof(work))
+			sweep_one(d, work, sout, serr);
+	if (dh)
+		closedir(dh);
+	free(sout);
+	free(serr);
+}
+
+int image_import_finish(struct kilnd *d, const char *work, const char *name, const char *ref,
+			bool devices, json_t **out, struct api_err *e)
+{
+	char path[IMAGE_IMPORT_WORK_MAX + 32], lockp[PATH_MAX + 32], importer[PATH_MAX],
+		kiln_init[PATH_MAX];
 	char *sout = malloc(IMPORT_STDOUT_MAX), *serr = malloc(IMPORT_STDERR_MAX);
 	int in = -1, init = -1, lock = -1, st = 0, r = -1;
+	struct import_run ir = { .importer = importer,
+				 .devices = devices,
+				 .ref = ref && ref[0] ? ref : NULL };
 	json_t *res = NULL, *extra = NULL;
 
 	*out = NULL;
+	/* found now, not at start: a kiln-init or importer rebuilt or
+	 * installed since is the one used */
+	image_import_helper(d->cfg.importer, d->cfg.self_dir, "kiln-image-import", importer);
+	image_import_helper(d->cfg.kiln_init, d->cfg.self_dir, "kiln-init", kiln_init);
 	snprintf(path, sizeof(path), "%s/archive", work);
 	snprintf(lockp, sizeof(lockp), "%s/images/.import.lock", d->cfg.state_dir);
 	if (!sout || !serr) {
 		api_err_set(e, API_E_INTERNAL, "image import: out of memory");
 		goto out;
 	}
+	init = open(kiln_init, O_RDONLY | O_CLOEXEC);
+	if (init < 0) {
+		api_err_set(e, API_E_INTERNAL,
+			    "image import: kiln-init %s: %s (build it with make, or pass --kiln-init PATH)",
+			    kiln_init, strerror(errno));
+		goto out;
+	}
 	in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	init = open(d->cfg.kiln_init, O_RDONLY | O_CLOEXEC);
 	lock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (in < 0 || init < 0 || lock < 0 || flock(lock, LOCK_EX) < 0) {
-		api_err_set(e, API_E_INTERNAL, "image import: open %s: %s",
-			    in < 0             ? path
-				    : init < 0 ? d->cfg.kiln_init
-					       : lockp,
+	if (in < 0 || lock < 0 || flock(lock, LOCK_EX) < 0) {
+		api_err_set(e, API_E_INTERNAL, "image import: open %s: %s", in < 0 ? path : lockp,
 			    strerror(errno));
 		goto out;
 	}
-	if (access(d->cfg.importer, X_OK) < 0) {
+	if (access(importer, X_OK) < 0) {
 		api_err_set(e, API_E_INTERNAL,
 			    "image import: the importer %s: %s (build it with make, or pass --importer PATH)",
-			    d->cfg.importer, strerror(errno));
+			    importer, strerror(errno));
 		goto out;
 	}
-	if ((r = run(d, work, in, init, false, devices, &st, sout, serr)) < 0) {
-		api_err_set(e, API_E_INTERNAL, "image import: running %s: %s", d->cfg.importer,
+	ir.in = in;
+	ir.init = init;
+	if ((r = run(d, work, &ir, &st, sout, serr)) < 0) {
+		api_err_set(e, API_E_INTERNAL, "image import: running %s: %s", importer,
 			    strerror(-r));
 		r = -1;
 		goto out;
@@ -377,7 +469,10 @@ out:
 	/* the importer removes its trees before it ends; one that was killed
 	 * has them removed by another, as its uid */
 	if (r < 0 && !WIFEXITED(st) && sout && serr)
-		run(d, work, -1, -1, true, false, &st, sout, serr);
+		run(d, work,
+		    &(struct import_run){
+			    .importer = importer, .in = -1, .init = -1, .clean_only = true },
+		    &st, sout, serr);
 	free(sout);
 	free(serr);
 	sandbox_remove_dir(work);

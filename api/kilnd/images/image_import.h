@@ -35,8 +35,20 @@ int image_import_begin(struct kilnd *d, char *work, int *fd, struct api_err *e);
  * or -1 with e (bad_archive naming the member, exists, internal). The
  * work directory is removed in every case.
  */
-int image_import_finish(struct kilnd *d, const char *work, const char *name, bool devices,
-			json_t **out, struct api_err *e);
+int image_import_finish(struct kilnd *d, const char *work, const char *name, const char *ref,
+			bool devices, json_t **out, struct api_err *e);
+
+/*
+ * The importer and kiln-init, found at each import: `given` (--importer,
+ * --kiln-init) when not "", else name next to kilnd (self_dir: the build
+ * tree), else in ../lib/kiln/ from it (make install). Into out (PATH_MAX).
+ */
+void image_import_helper(const char *given, const char *self_dir, const char *name, char *out);
+
+/* At start, before serving: remove the work directories (.import-*) an
+ * import left when kilnd was killed during it (the importer's trees
+ * through `kiln-image-import --clean`, as the import uid). */
+void image_import_sweep(struct kilnd *d);
 
 /* Remove a work directory without importing (the upload failed): no
  * importer has run in it, so it is removed as root; no child runs and

@@ -125,8 +125,9 @@ export interface Images {
   list(): Promise<KilnObject[]>;
   get(name: string): Promise<KilnObject>;
   /** An OCI or docker-save archive (a local path, bytes or a stream), streamed; resolves to the new image.
-   * devices: make its device nodes (a root client only); timeoutMs: how long kilnd may stay silent (default an hour). */
-  import(name: string, archive: ByteSource, opts?: { devices?: boolean; timeoutMs?: number }): Promise<KilnObject>;
+   * devices: make its device nodes (a root client only); ref: the tag to import from an OCI layout of several;
+   * timeoutMs: how long kilnd may stay silent (default an hour). */
+  import(name: string, archive: ByteSource, opts?: { devices?: boolean; ref?: string; timeoutMs?: number }): Promise<KilnObject>;
   delete(name: string): Promise<void>;
 }
 

@@ -223,14 +223,15 @@ export function imagesOf(kiln) {
   /**
    * POST /v1/images?name=NAME: an OCI or docker-save archive (a local
    * path, a Buffer or an async iterable, e.g. a file stream), streamed,
-   * never held in memory. opts: devices (a root client only), timeoutMs
+   * never held in memory. opts: devices (a root client only), ref (the
+   * tag to import from an OCI layout of several), timeoutMs
    * (how long kilnd may stay silent, the upload or the import; default
    * an hour, kilnd's cap of an import).
    */
   images.import = (name, source, opts = {}) => {
     const body = typeof source === 'string' ? { localPath: source } : source;
     return t().json('POST', '/v1/images', {
-      query: { name, devices: opts.devices ? 1 : undefined }, body,
+      query: { name, devices: opts.devices ? 1 : undefined, ref: opts.ref }, body,
       headers: { 'Content-Type': 'application/octet-stream' },
       timeoutMs: 0, idleTimeoutMs: opts.timeoutMs === undefined ? 3600000 : opts.timeoutMs,
     });

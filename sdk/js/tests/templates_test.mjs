@@ -316,7 +316,8 @@ test('images: list (and the old images() call), get, import from a path, a Buffe
       assert.ok(b.same);
       assert.deepEqual(Object.fromEntries(f.requests.at(-1).query), { name: 'alpine', devices: '1' });
       assert.equal(f.requests.at(-1).headers['transfer-encoding'], 'chunked');
-      assert.ok((await k.images.import('alpine', data)).same);
+      assert.ok((await k.images.import('alpine', data, { ref: 'v1+b' })).same);
+      assert.deepEqual(Object.fromEntries(f.requests.at(-1).query), { name: 'alpine', ref: 'v1+b' });
       assert.equal(await k.images.delete('alpine'), undefined);
     });
   } finally {

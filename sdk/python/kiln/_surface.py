@@ -298,19 +298,21 @@ class Images:
         """``GET /v1/images/{name}`` (ImageNotFoundError if none)."""
         return self._t.call("GET", "/v1/images/" + seg(name))  # type: ignore[no-any-return]
 
-    def import_(self, name: str, archive: LocalFile, *, devices: bool = False,
+    def import_(self, name: str, archive: LocalFile, *, devices: bool = False, ref: str | None = None,
                       timeout_s: float = 3600.0) -> dict[str, Any]:
         """``POST /v1/images?name=NAME``: import an OCI or ``docker save``
         archive (a path or a binary file object, plain or gzip), streamed
         in 64 KiB blocks (never held in memory); returns the new image.
         ``devices``: make its device nodes (a root client only).
+        ``ref``: the tag to import from an OCI layout of several (its
+        ``org.opencontainers.image.ref.name``).
         ``timeout_s``: how long kilnd may take after the archive is sent
         (it caps an import at an hour). ExistsError, BadArchiveError
         (``message`` names the layer and member), BodyTooLargeError,
         NoSpaceError, ForbiddenError."""
         source, length = _common.file_source(archive)
         resp = self._t.open_upload("POST", "/v1/images",
-                                         query={"name": name, "devices": 1 if devices else None},
+                                         query={"name": name, "devices": 1 if devices else None, "ref": ref},
                                          source=source, length=length, content_type="application/octet-stream",
                                          extra_timeout=timeout_s)
         return _decode(resp.status, resp.read_all())

@@ -407,6 +407,8 @@ class TestImages(Base):
         self.assertEqual(got[-1].q, {"name": "alpine", "devices": "1"})
         self.assertEqual(got[-1].headers.get("transfer-encoding"), "chunked")
         self.assertEqual(got[-1].body, data)
+        self.assertEqual(self.k.images.import_("alpine", io.BytesIO(data), ref="v1+b"), IMG)
+        self.assertEqual(got[-1].q, {"name": "alpine", "ref": "v1+b"})
 
     def test_every_import_refusal(self) -> None:
         for status, code, cls in IMPORT_REFUSALS:
