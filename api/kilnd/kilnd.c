@@ -116,6 +116,15 @@ static const char usage[] =
 	"  --preview-domain DOMAIN\n"
 	"                        the host-based preview URLs' domain:\n"
 	"                        http://PORT-ID.DOMAIN:PORT/ (default localhost)\n"
+	"  --preview-head-timeout SEC\n"
+	"                        a preview client sends its request head within this\n"
+	"                        (default 10)\n"
+	"  --preview-max-per-client N\n"
+	"                        preview connections at once from one client address\n"
+	"                        (1..128, default 32; 429 beyond)\n"
+	"  --preview-max-per-sandbox N\n"
+	"                        preview connections at once to one sandbox\n"
+	"                        (1..128, default 32; 503 beyond)\n"
 	"  --quiet               no request log lines\n"
 	"  --version, --help\n";
 
@@ -314,6 +323,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		OPT_POOL,
 		OPT_PREVIEW_LISTEN,
 		OPT_PREVIEW_DOMAIN,
+		OPT_PREVIEW_HEAD_TIMEOUT,
+		OPT_PREVIEW_MAX_PER_CLIENT,
+		OPT_PREVIEW_MAX_PER_SANDBOX,
 		OPT_MAX_IMAGE,
 		OPT_IMPORTER,
 		OPT_KILN_INIT,
@@ -351,6 +363,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "pool", required_argument, 0, OPT_POOL },
 		{ "preview-listen", required_argument, 0, OPT_PREVIEW_LISTEN },
 		{ "preview-domain", required_argument, 0, OPT_PREVIEW_DOMAIN },
+		{ "preview-head-timeout", required_argument, 0, OPT_PREVIEW_HEAD_TIMEOUT },
+		{ "preview-max-per-client", required_argument, 0, OPT_PREVIEW_MAX_PER_CLIENT },
+		{ "preview-max-per-sandbox", required_argument, 0, OPT_PREVIEW_MAX_PER_SANDBOX },
 		{ "quiet", no_argument, 0, OPT_QUIET },
 		{ "jail-ids", required_argument, 0, OPT_JAIL_IDS },
 		{ "no-jail", no_argument, 0, OPT_NO_JAIL },
@@ -386,6 +401,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->jail_id_first = 2000000000u;
 	cfg->jail_id_count = 65536;
 	snprintf(cfg->preview_domain, sizeof(cfg->preview_domain), "localhost");
+	cfg->preview_head_timeout_s = PREVIEW_HEAD_TIMEOUT_DEFAULT_S;
+	cfg->preview_max_per_client = PREVIEW_PER_CLIENT_DEFAULT;
+	cfg->preview_max_per_sandbox = PREVIEW_PER_SANDBOX_DEFAULT;
 
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -590,6 +608,25 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 					"--preview-domain '%s': a lowercase DNS name (labels of a-z, 0-9 and '-'), like preview.example.com",
 					optarg);
 			snprintf(cfg->preview_domain, sizeof(cfg->preview_domain), "%s", optarg);
+			break;
+		case OPT_PREVIEW_HEAD_TIMEOUT:
+			if (num_parse_u64(optarg, 10, 1, 3600, &n))
+				return bad_usage(
+					"--preview-head-timeout '%s': a number of seconds from 1 to 3600",
+					optarg);
+			cfg->preview_head_timeout_s = (unsigned)n;
+			break;
+		case OPT_PREVIEW_MAX_PER_CLIENT:
+		case OPT_PREVIEW_MAX_PER_SANDBOX:
+			if (num_parse_u64(optarg, 10, 1, PREVIEW_CONNS_MAX, &n))
+				return bad_usage("--%s '%s': a number of connections from 1 to %d",
+						 opt == OPT_PREVIEW_MAX_PER_CLIENT
+							 ? "preview-max-per-client"
+							 : "preview-max-per-sandbox",
+						 optarg, PREVIEW_CONNS_MAX);
+			*(opt == OPT_PREVIEW_MAX_PER_CLIENT
+				  ? &cfg->preview_max_per_client
+				  : &cfg->preview_max_per_sandbox) = (unsigned)n;
 			break;
 		case OPT_QUIET:
 			cfg->quiet = true;

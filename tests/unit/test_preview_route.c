@@ -496,6 +496,28 @@ static void test_err_answer(void **state)
 		assert_non_null(strstr(out, cl));
 	}
 	assert_true(preview_err_answer(&e, out, 20) <= 20);
+	assert_null(strstr(out, "Retry-After"));
+}
+
+/* A refusal for load (a cap) says when to come back; a 429 has its reason. */
+static void test_err_answer_retry_after(void **state)
+{
+	struct preview_err e;
+	char out[1024];
+	size_t n;
+
+	(void)state;
+	preview_err_set(&e, 429, "too_many_connections", "too many from this address");
+	e.retry_after_s = 1;
+	n = preview_err_answer(&e, out, sizeof(out));
+	out[n] = '\0';
+	assert_non_null(strstr(out, "HTTP/1.1 429 Too Many Requests\r\n"));
+	assert_non_null(strstr(out, "\r\nRetry-After: 1\r\n"));
+	/* preview_err_set starts every answer without one. */
+	preview_err_set(&e, 503, "sandbox_not_running", "start it");
+	n = preview_err_answer(&e, out, sizeof(out));
+	out[n] = '\0';
+	assert_null(strstr(out, "Retry-After"));
 }
 
 int main(void)
@@ -512,6 +534,7 @@ int main(void)
 		cmocka_unit_test(test_rewrite_referer),
 		cmocka_unit_test(test_rewrite_drops_every_kiln_cookie),
 		cmocka_unit_test(test_err_answer),
+		cmocka_unit_test(test_err_answer_retry_after),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -102,6 +102,10 @@ struct kilnd_config {
 	char preview_addr[16];
 	uint16_t preview_port;
 	char preview_domain[PREVIEW_DOMAIN_MAX + 1];
+	/* --preview-head-timeout, --preview-max-per-client and
+	 * --preview-max-per-sandbox (preview_caps.h). */
+	unsigned preview_head_timeout_s;
+	unsigned preview_max_per_client, preview_max_per_sandbox;
 };
 
 /* What supervise.c runs as `--keeper` (keeper.h): this very binary. */

@@ -106,6 +106,8 @@ const char *http_reason(unsigned status)
 		return "Content Too Large";
 	case 414:
 		return "URI Too Long";
+	case 429:
+		return "Too Many Requests";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 500:

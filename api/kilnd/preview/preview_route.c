@@ -16,6 +16,7 @@ int preview_err_set(struct preview_err *e, unsigned status, const char *code, co
 
 	e->status = status;
 	e->code = code;
+	e->retry_after_s = 0;
 	va_start(ap, fmt);
 	vsnprintf(e->msg, sizeof(e->msg), fmt, ap);
 	va_end(ap);
@@ -527,7 +528,7 @@ long preview_redirect(const struct http_head *h, const struct preview_req *r, co
 
 size_t preview_err_answer(const struct preview_err *e, char *out, size_t cap)
 {
-	char body[sizeof(e->msg) * 2 + 128];
+	char body[sizeof(e->msg) * 2 + 128], retry[32] = "";
 	struct out b = { .p = body, .cap = sizeof(body) };
 	int n;
 
@@ -541,11 +542,14 @@ size_t preview_err_answer(const struct preview_err *e, char *out, size_t cap)
 		put(&b, c < 0x20 || c == 0x7f ? "?" : s, 1);
 	}
 	puts_(&b, "\"}}\n");
+	if (e->retry_after_s)
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", e->retry_after_s);
 	n = snprintf(out, cap,
-		     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s"
+		     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%s%s"
 		     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
 		     e->status, http_reason(e->status), b.n,
-		     e->status == 401 ? "WWW-Authenticate: Bearer realm=\"kiln preview\"\r\n" : "");
+		     e->status == 401 ? "WWW-Authenticate: Bearer realm=\"kiln preview\"\r\n" : "",
+		     retry);
 	if (n < 0 || (size_t)n >= cap)
 		return 0;
 	if (b.n > cap - (size_t)n)

@@ -77,11 +77,12 @@ struct preview_req {
 /* An answer the proxy gives itself (not the guest's). */
 struct preview_err {
 	unsigned status;
-	const char *code; /* "unauthorized", "preview_not_found", ... */
+	const char *code;       /* "unauthorized", "preview_not_found", ... */
+	unsigned retry_after_s; /* > 0: the answer says Retry-After */
 	char msg[256];
 };
 
-/* Fill e (status, code, formatted message); returns -1. */
+/* Fill e (status, code, formatted message; no Retry-After); returns -1. */
 int preview_err_set(struct preview_err *e, unsigned status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 

@@ -34,13 +34,14 @@ struct preview_server {
 	pthread_t listener;
 	bool listening;
 	pthread_mutex_t mu;
-	pthread_cond_t idle;
-	unsigned active; /* mu: connection threads */
+	pthread_cond_t idle;      /* caps.active fell to 0 */
+	struct preview_caps caps; /* mu: connection threads, per address and sandbox */
 };
 
 struct pconn {
 	struct preview_server *s;
 	int fd;
+	uint32_t addr; /* the client's, counted in s->caps */
 	char client[INET_ADDRSTRLEN];
 	uint8_t *in, *out; /* PREVIEW_BUF each: client → guest, guest → client */
 };
@@ -66,11 +67,14 @@ static void answer_err(struct pconn *c, const struct preview_err *e)
 
 /*
  * Read one request head into c->in: its length (*got: all bytes read), or
- * -1 with e (timeout, too large, closed, bare LF).
+ * -1 with e (timeout, too large, closed, bare LF). The whole head within
+ * --preview-head-timeout: a client trickling a byte at a time holds its
+ * slot no longer.
  */
 static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 {
-	int64_t deadline = mono_ms() + (int64_t)c->s->d->cfg.client_timeout_s * 1000;
+	unsigned limit_s = c->s->d->cfg.preview_head_timeout_s;
+	int64_t deadline = mono_ms() + (int64_t)limit_s * 1000;
 	struct http_head_scan sc = { 0 };
 	struct api_err ae;
 	size_t n = 0;
@@ -82,8 +86,7 @@ static long read_head(struct pconn *c, size_t *got, struct preview_err *e)
 
 		if (w == -ETIMEDOUT)
 			return preview_err_set(e, 408, "request_timeout",
-					       "no complete request head within %u s",
-					       c->s->d->cfg.client_timeout_s);
+					       "no complete request head within %u s", limit_s);
 		if (w == -ESHUTDOWN)
 			return preview_err_set(e, 503, "shutting_down", "kilnd is stopping");
 		if (w < 0)
@@ -139,6 +142,28 @@ static int guest_open(struct sandbox *sb, const struct preview_req *r,
 	return fd;
 }
 
+/*
+ * Count a connection to sandbox id (--preview-max-per-sandbox): true, or
+ * false with e (503 with Retry-After: the sandbox has its share already,
+ * relays to a server of its that never answers, say).
+ */
+static bool sandbox_share_take(struct preview_server *s, const char *id, struct preview_err *e)
+{
+	enum preview_cap cap;
+
+	pthread_mutex_lock(&s->mu);
+	cap = preview_caps_sandbox_enter(&s->caps, id);
+	pthread_mutex_unlock(&s->mu);
+	if (cap == PREVIEW_CAP_OK)
+		return true;
+	preview_err_set(
+		e, 503, "too_many_connections",
+		"sandbox %s has %u preview connections open already (--preview-max-per-sandbox): close some, or retry",
+		id, s->caps.per_sandbox);
+	e->retry_after_s = 1;
+	return false;
+}
+
 /* Serve the connection c: answer or relay; returns when it is done. */
 static void serve(struct pconn *c)
 {
@@ -150,7 +175,7 @@ static void serve(struct pconn *c)
 	struct api_err ae;
 	struct sandbox *sb = NULL;
 	const struct preview_cred *cred = NULL;
-	bool authorized = false;
+	bool authorized = false, counted = false;
 	size_t got = 0, extra;
 	uint64_t body = 0;
 	long hlen = read_head(c, &got, &e), flen;
@@ -215,6 +240,11 @@ static void serve(struct pconn *c)
 		if (extra > body)
 			extra = (size_t)body;
 	}
+	if (!sandbox_share_take(s, r.id, &e)) {
+		answer_err(c, &e);
+		goto out;
+	}
+	counted = true;
 	guest = guest_open(sb, &r, &g, &e);
 	if (guest < 0) {
 		answer_err(c, &e);
@@ -245,6 +275,11 @@ static void serve(struct pconn *c)
 	}
 out:
 	explicit_bzero(&g, sizeof(g));
+	if (counted) {
+		pthread_mutex_lock(&s->mu);
+		preview_caps_sandbox_leave(&s->caps, r.id);
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (guest >= 0)
 		close(guest);
 	/* Activity for its idle timeout, once the request had its token. */
@@ -254,6 +289,16 @@ out:
 		sandbox_put_quiet(sb);
 }
 
+/* A connection admitted from addr has ended. */
+static void slot_give_back(struct preview_server *s, uint32_t addr)
+{
+	pthread_mutex_lock(&s->mu);
+	preview_caps_leave(&s->caps, addr);
+	if (s->caps.active == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void *conn_main(void *arg)
 {
 	struct pconn *c = arg;
@@ -261,32 +306,44 @@ static void *conn_main(void *arg)
 
 	serve(c);
 	close(c->fd);
+	slot_give_back(s, c->addr);
 	free(c->in);
 	free(c->out);
 	free(c);
-	pthread_mutex_lock(&s->mu);
-	if (--s->active == 0)
-		pthread_cond_broadcast(&s->idle);
-	pthread_mutex_unlock(&s->mu);
 	return NULL;
 }
 
 /* ---- listener ---- */
 
-/* Too many at once: a short answer if the socket takes it now, then close. */
-static void refuse(int fd)
+/*
+ * Beyond a cap (why: PREVIEW_CAP_FULL, or _CLIENT from this address): a
+ * short answer with Retry-After if the socket takes it now, then close.
+ */
+static void refuse(const struct preview_server *s, int fd, enum preview_cap why)
 {
-	static const char body[] =
-		"{\"error\":{\"code\":\"too_many_connections\",\"message\":\"too many preview connections at once; retry\"}}\n";
-	char buf[384];
-	int n = snprintf(buf, sizeof(buf),
-			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			 "Retry-After: 1\r\nConnection: close\r\n\r\n%s",
-			 sizeof(body) - 1, body);
+	struct preview_err e;
+	char buf[1024];
+	size_t n;
 
-	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+	if (why == PREVIEW_CAP_CLIENT)
+		preview_err_set(
+			&e, 429, "too_many_connections",
+			"%u preview connections from this address are open already (--preview-max-per-client): close some, or retry",
+			s->caps.per_client);
+	else
+		preview_err_set(&e, 503, "too_many_connections",
+				"%d preview connections are open already: retry",
+				PREVIEW_CONNS_MAX);
+	e.retry_after_s = 1;
+	/* What the client sent already is read and dropped: unread input
+	 * would make close() send a reset, which can overtake the answer. */
+	for (int i = 0; i < 4 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++) {
+	}
+	n = preview_err_answer(&e, buf, sizeof(buf));
+	if (send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
 		/* the client is not reading: it gets the close */
 	}
+	shutdown(fd, SHUT_WR);
 	close(fd);
 }
 
@@ -299,16 +356,16 @@ static int accept_one(void *arg)
 	struct pconn *c = NULL;
 	pthread_attr_t attr;
 	pthread_t th;
+	enum preview_cap cap;
 	bool room;
 	int err;
 
 	if (fd < 0)
 		return errno;
 	pthread_mutex_lock(&s->mu);
-	room = s->active < PREVIEW_CONNS_MAX;
-	if (room)
-		s->active++;
+	cap = preview_caps_admit(&s->caps, a.sin_addr.s_addr);
 	pthread_mutex_unlock(&s->mu);
+	room = cap == PREVIEW_CAP_OK;
 	if (room && (c = calloc(1, sizeof(*c)))) {
 		c->in = malloc(PREVIEW_BUF);
 		c->out = malloc(PREVIEW_BUF);
@@ -324,6 +381,7 @@ static int accept_one(void *arg)
 	}
 	c->s = s;
 	c->fd = fd;
+	c->addr = a.sin_addr.s_addr;
 	if (!inet_ntop(AF_INET, &a.sin_addr, c->client, sizeof(c->client)))
 		snprintf(c->client, sizeof(c->client), "unknown");
 	pthread_attr_init(&attr);
@@ -336,13 +394,10 @@ static int accept_one(void *arg)
 	free(c->out);
 	free(c);
 refused:
-	refuse(fd);
-	if (room) {
-		pthread_mutex_lock(&s->mu);
-		if (--s->active == 0)
-			pthread_cond_broadcast(&s->idle);
-		pthread_mutex_unlock(&s->mu);
-	}
+	/* Out of memory or threads: the pool is as good as full. */
+	refuse(s, fd, room ? PREVIEW_CAP_FULL : cap);
+	if (room)
+		slot_give_back(s, a.sin_addr.s_addr);
 	return 0;
 }
 
@@ -397,6 +452,7 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, struct er
 		return -1;
 	}
 	s->d = d;
+	preview_caps_init(&s->caps, d->cfg.preview_max_per_client, d->cfg.preview_max_per_sandbox);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -488,7 +544,7 @@ void preview_server_free(struct preview_server *s)
 	preview_server_quiesce(s);
 	/* Each thread ends within its timeouts: the head's, the guest connect's, a wake's. */
 	pthread_mutex_lock(&s->mu);
-	while (s->active)
+	while (s->caps.active)
 		pthread_cond_wait(&s->idle, &s->mu);
 	pthread_mutex_unlock(&s->mu);
 	close(s->stop_fd);

@@ -7,16 +7,22 @@
  *
  * Contract:
  *  - One thread accepts; each connection gets a thread that reads one
- *    request head (at most HTTP_HEAD_MAX bytes, within --client-timeout:
- *    a slow client cannot hold a thread longer), decides with
+ *    request head (at most HTTP_HEAD_MAX bytes, within
+ *    --preview-head-timeout: a slow client cannot hold a thread longer;
+ *    408 and closed), decides with
  *    preview_route.h (which preview, which credential), wakes a
  *    hibernated sandbox (sandbox_agent), connects to the guest port and
  *    then relays bytes both ways (sock_relay, two PREVIEW_BUF buffers)
  *    until either side ends: bodies, chunked or streamed, and upgraded
  *    protocols (WebSocket) pass as they are.
- *  - At most PREVIEW_CONNS_MAX connections at once; more are answered 503
- *    at once (without blocking the accept thread) and closed.
- *  - The proxy's own answers (400, 401, 404, 502, 503) are JSON
+ *  - At most PREVIEW_CONNS_MAX connections at once, at most
+ *    --preview-max-per-client from one client address and
+ *    --preview-max-per-sandbox to one sandbox (preview_caps.h): one client
+ *    or one sandbox cannot take every slot. A connection beyond the pool
+ *    is answered 503, beyond its address's share 429 (both at once,
+ *    without blocking the accept thread), beyond its sandbox's share 503
+ *    once its head names the sandbox; each with Retry-After, then closed.
+ *  - The proxy's own answers (400, 401, 404, 408, 429, 502, 503) are JSON
  *    {"error":{"code","message"}} and close the connection. Tokens are
  *    never logged.
  *  - A connection holds a reference to its sandbox while it is relayed:
@@ -32,10 +38,13 @@
 #include <stddef.h>
 
 #include "api/kilnd/core/kilnd.h"
+#include "api/kilnd/preview/preview_caps.h"
 #include "lib/base/err.h"
 
-#define PREVIEW_CONNS_MAX 128
 #define PREVIEW_BUF (64u << 10)
+/* --preview-head-timeout's default: a browser sends its head in one
+ * packet; a slowloris holds a slot no longer than this. */
+#define PREVIEW_HEAD_TIMEOUT_DEFAULT_S 10
 
 struct preview_server;
 
