@@ -171,6 +171,15 @@ beat('MCP session');
   assert.equal(bad.error.code, -32602);
   const imgs = await ask(6, 'tools/call', { name: 'image_list', arguments: {} });
   assert.match(imgs.result.content[0].text, /^minimal: [0-9.]+ MiB, source /m, JSON.stringify(imgs));
+  // A cancelled exec: no answer (the next one is 8's), and its processes
+  // killed in the guest (kiln-mcp finds them by KILN_MCP_CALL).
+  const sleeping = async () => Number((await sb.exec('for f in /proc/[0-9]*/cmdline; do tr "\\0" " " <$f; echo; done 2>/dev/null | grep -c "^sleep 599"')).stdout.trim());
+  child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'exec', arguments: { sandbox_id: sb.id, command: 'sleep 599; echo not killed' } } })}\n`);
+  for (let i = 0; await sleeping() === 0; i++) { assert.ok(i < 100, 'the MCP exec never started'); await new Promise((res) => { setTimeout(res, 100); }); }
+  child.stdin.write('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"test"}}\n');
+  for (let i = 0; await sleeping() > 0; i++) { assert.ok(i < 100, 'the cancelled exec still runs after 10 s'); await new Promise((res) => { setTimeout(res, 100); }); }
+  await new Promise((res) => { setTimeout(res, 500); });
+  assert.deepEqual((await ask(8, 'ping', {})).result, {});
   child.stdin.end();
   assert.equal(await new Promise((res) => child.on('exit', res)), 0);
 }

@@ -4,7 +4,8 @@
 # npm install, which costs 80 s of npm in the nested harness), the README's
 # quickstart run as it is written, then sdk_js_coverage.mjs: every call
 # group on one sandbox and its fork, a streamed download with its RSS, an
-# MCP session with kiln-mcp, and kilnd SIGKILLed mid-stream. One kilnd,
+# MCP session with kiln-mcp (a cancelled exec's process killed in the
+# guest), and kilnd SIGKILLed mid-stream. One kilnd,
 # two boots (the quickstart's sandbox and the coverage's; forks resume).
 # KILN_SDK_DOWNLOAD_MIB (here 8) sizes the download: the nested harness
 # moves about 1 MiB/s out of a guest; the unit test downloads 100 MiB from

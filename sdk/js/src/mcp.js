@@ -1,6 +1,7 @@
 // kiln's MCP server: the Model Context Protocol over stdio (newline-
 // delimited JSON-RPC 2.0), its tools going through the SDK. No dependency:
 // the protocol's few messages are written out here.
+import { randomUUID } from 'node:crypto';
 import { Kiln } from './client.js';
 import { KilnError } from './errors.js';
 import { imageList, templateBuild, templateDelete, templateList } from './mcp_templates.js';
@@ -18,6 +19,9 @@ export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
 
 const MAX_PROGRESS_TOKEN = 256;
+// exec and run_code put this variable, a fresh token, in the process's
+// environment: a cancelled call's processes are found by it and killed.
+export const CALL_ENV = 'KILN_MCP_CALL';
 const SANDBOX_ID = { type: 'string', description: 'the sandbox id (from sandbox_create or sandbox_list)', minLength: 1, maxLength: 64 };
 const envSchema = (keys) => ({ type: 'object', additionalProperties: { type: 'string', maxLength: 32768 }, maxProperties: keys, description: 'environment variables' });
 // kilnd's rule for image and template names.
@@ -63,9 +67,9 @@ export const TOOLS = [
       type: 'object',
       properties: {
         sandbox_id: SANDBOX_ID,
-        command: { oneOf: [{ type: 'string', minLength: 1, maxLength: 1048576 }, { type: 'array', items: { type: 'string', maxLength: 1048576 }, minItems: 1, maxItems: 1024 }] },
+        command: { type: ['string', 'array'], oneOf: [{ type: 'string', minLength: 1, maxLength: 1048576 }, { type: 'array', items: { type: 'string', maxLength: 1048576 }, minItems: 1, maxItems: 1024 }] },
         cwd: PATH,
-        env: envSchema(1024),
+        env: envSchema(1023), // kilnd takes 1024: one is KILN_MCP_CALL
         stdin: { type: 'string', maxLength: 1048576 },
         user: { type: 'string', enum: ['user', 'root'] },
         timeout_ms: { ...TIMEOUT_MS, description: 'kill the command after this long (default 60000)' },
@@ -171,8 +175,11 @@ function matches(pattern, v) {
   return patterns.get(pattern).test(v);
 }
 
+const TYPE_OF = { string: (v) => typeof v === 'string', array: Array.isArray };
+
 function typeOk(schema, v) {
-  if (schema.oneOf) return schema.oneOf.some((s) => typeOk(s, v));
+  if (Array.isArray(schema.type) && !schema.type.some((t) => TYPE_OF[t](v))) return false;
+  if (schema.oneOf) return schema.oneOf.filter((s) => typeOk(s, v)).length === 1;
   switch (schema.type) {
     case 'string': return typeof v === 'string' && (schema.minLength === undefined || v.length >= schema.minLength)
       && (schema.maxLength === undefined || v.length <= schema.maxLength) && (!schema.enum || schema.enum.includes(v))
@@ -207,6 +214,23 @@ export function checkArgs(tool, args) {
   return args;
 }
 
+/** What is wrong with s as standard base64 (ASCII whitespace allowed between), or null. */
+export function base64Problem(s) {
+  let n = 0; // base64 characters before the padding
+  let pad = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s[i];
+    if (c === ' ' || c === '\t' || c === '\r' || c === '\n') continue;
+    if (c === '=') { pad += 1; continue; }
+    if (!/[A-Za-z0-9+/]/.test(c)) return `${JSON.stringify(c)} at character ${i}`;
+    if (pad) return `'=' before the end (character ${i})`;
+    n += 1;
+  }
+  if (n % 4 === 1) return `${n} base64 characters: one too many or too few (a whole number of bytes is 0, 2 or 3 characters past a multiple of 4)`;
+  if (pad && (pad > 2 || (n + pad) % 4 !== 0)) return `${pad} '=' after ${n} characters: padding fills up to a multiple of 4`;
+  return null;
+}
+
 function cap(text) {
   return text.length > MAX_TEXT ? `${text.slice(0, MAX_TEXT)}\n[... ${text.length - MAX_TEXT} more characters cut]` : text;
 }
@@ -218,9 +242,48 @@ function execText(r) {
   return parts.join('\n');
 }
 
+// Kills, as root, every process whose environment holds CALL_ENV=$1, and
+// its process group (the exec's own: the agent starts each in a session).
+const KILL_MARKED = `for d in /proc/[0-9]*; do
+  tr '\\0' '\\n' 2>/dev/null <"$d/environ" | grep -qxF "${CALL_ENV}=$1" || continue
+  kill -9 -"\${d#/proc/}" 2>/dev/null; kill -9 "\${d#/proc/}" 2>/dev/null
+done`;
+
+/**
+ * run: an exec or run in sandbox s whose environment holds CALL_ENV=token.
+ * Once signal aborts (the call was cancelled), its processes are killed
+ * through another exec, again until run has ended: kilnd goes on with an
+ * exec whose client went away, and a cancel may come before the process
+ * started. Resolves with run's value.
+ */
+async function stoppable(s, token, run, signal, log) {
+  let ended = false;
+  const end = run.then(() => {}, () => {}).finally(() => { ended = true; });
+  const kill = async () => {
+    for (let wait = 50; !ended; wait = Math.min(wait * 2, 1000)) {
+      try {
+        await s.exec(['sh', '-c', KILL_MARKED, 'sh', token], { user: 'root', timeoutMs: 10000 });
+      } catch (e) {
+        log(`kiln-mcp: cannot stop the cancelled command in ${s.id} (it runs until its timeout_ms): ${e && e.message}`);
+        return;
+      }
+      await Promise.race([end, new Promise((r) => { setTimeout(r, wait); })]);
+    }
+  };
+  const onAbort = () => { kill(); };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await run;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
 /**
  * Runs one tool; resolves with its text. ctx: the server's environment
- * (env), working directory (cwd) and progress(n, message) or null.
+ * (env), working directory (cwd), progress(n, message) or null, signal
+ * (aborted when the call is cancelled) and log.
  */
 async function callTool(kiln, name, a, ctx) {
   const sb = (id) => kiln.sandboxes.get(id);
@@ -245,12 +308,21 @@ async function callTool(kiln, name, a, ctx) {
     }
     case 'exec': {
       const s = await sb(a.sandbox_id);
-      const r = await s.exec(a.command, { cwd: a.cwd, env: a.env, stdin: a.stdin, user: a.user, timeoutMs: a.timeout_ms === undefined ? 60000 : a.timeout_ms });
-      return { text: execText(r), data: { exit_code: r.exitCode, stdout: cap(r.stdout), stderr: cap(r.stderr) } };
+      const token = randomUUID();
+      const env = { ...a.env, [CALL_ENV]: token };
+      const r = await stoppable(s, token, s.exec(a.command, { cwd: a.cwd, env, stdin: a.stdin, user: a.user, timeoutMs: a.timeout_ms === undefined ? 60000 : a.timeout_ms }), ctx.signal, ctx.log);
+      // The output is in the text only: structuredContent is mirrored in content.
+      const bytes = (n, raw) => (Number.isSafeInteger(n) ? n : raw.length);
+      return {
+        text: execText(r),
+        data: { exit_code: r.exitCode, signal: r.signal === undefined ? null : r.signal, timed_out: Boolean(r.timedOut),
+          stdout_bytes: bytes(r.stdoutBytes, r.stdoutRaw), stderr_bytes: bytes(r.stderrBytes, r.stderrRaw) },
+      };
     }
     case 'run_code': {
       const s = await sb(a.sandbox_id);
-      const r = await s.runCode(a.code, { language: a.language || 'python', timeoutMs: a.timeout_ms === undefined ? 60000 : a.timeout_ms });
+      const token = randomUUID();
+      const r = await stoppable(s, token, s.runCode(a.code, { language: a.language || 'python', env: { [CALL_ENV]: token }, timeoutMs: a.timeout_ms === undefined ? 60000 : a.timeout_ms }), ctx.signal, ctx.log);
       let text = execText(r);
       text += `\nresult: ${JSON.stringify(r.result)}`;
       if (r.error) text += `\nerror: ${r.error.type}: ${r.error.message}${r.error.traceback ? `\n${cap(r.error.traceback)}` : ''}`;
@@ -269,6 +341,10 @@ async function callTool(kiln, name, a, ctx) {
     }
     case 'write_file': {
       const s = await sb(a.sandbox_id);
+      if (a.encoding === 'base64') {
+        const bad = base64Problem(a.content);
+        if (bad) return { text: `write_file: content is not valid base64: ${bad}; nothing was written. Send standard base64 (A-Z a-z 0-9 + /, '=' padding), or encoding "utf-8" for text`, isError: true };
+      }
       const data = a.encoding === 'base64' ? Buffer.from(a.content, 'base64') : Buffer.from(a.content, 'utf8');
       const r = await s.files.write(a.path, data, { parents: a.parents });
       return { text: `wrote ${r.bytes} bytes to ${r.path}` };
@@ -305,33 +381,55 @@ function progressToken(params) {
  */
 export function serve({ input, output, kiln = new Kiln(), env = process.env, cwd = process.cwd(), log = () => {} }) {
   const pending = new Set();
+  // tools/call requests in progress, by idKey: {controller}; a cancelled
+  // one is taken out, and nothing more is sent for it.
+  const calls = new Map();
+  const idKey = (id) => `${typeof id}:${id}`;
   const send = (msg) => { output.write(`${JSON.stringify(msg)}\n`); };
   const reply = (id, result) => send({ jsonrpc: '2.0', id, result });
   const fail = (id, code, message) => send({ jsonrpc: '2.0', id, error: { code, message } });
+
+  // notifications/cancelled: the request gets no answer, and its tool stops
+  // (exec and run_code kill their processes). Unknown or finished requests,
+  // and malformed notifications, are ignored, as MCP allows.
+  const cancel = (params) => {
+    const rid = params.requestId;
+    if (!(typeof rid === 'string' || Number.isSafeInteger(rid))) return;
+    const c = calls.get(idKey(rid));
+    if (!c) return;
+    calls.delete(idKey(rid));
+    c.controller.abort();
+  };
 
   const handle = async (msg) => {
     if (!msg || typeof msg !== 'object' || Array.isArray(msg)) {
       fail(null, INVALID_REQUEST, Array.isArray(msg) ? 'batches are not supported: send one JSON-RPC message per line' : 'a JSON-RPC message must be an object');
       return;
     }
+    // MCP: a request's id is a string or an integer, never null; a
+    // notification has none. An id kiln-mcp could not echo exactly (null,
+    // a fraction, beyond 2^53) makes the message invalid: answered with id null.
     const hasId = Object.prototype.hasOwnProperty.call(msg, 'id');
-    const id = hasId ? msg.id : null;
-    if (hasId && !(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || id === null)) {
-      fail(null, INVALID_REQUEST, 'id must be a string or a number');
+    const idOk = typeof msg.id === 'string' || Number.isSafeInteger(msg.id);
+    const id = hasId && idOk ? msg.id : null;
+    if (typeof msg.method !== 'string' && msg.jsonrpc === '2.0' && hasId && (msg.result !== undefined || msg.error !== undefined)) {
+      return; // a response from the client (kiln-mcp sends no requests): nothing to do
+    }
+    if (hasId && !idOk) {
+      fail(null, INVALID_REQUEST, `id ${JSON.stringify(msg.id).slice(0, 40)} is not a string or an integer (MCP: a request's id is one, never null; a notification has no id)`);
       return;
     }
     if (msg.jsonrpc !== '2.0') { fail(id, INVALID_REQUEST, 'jsonrpc must be "2.0"'); return; }
-    if (typeof msg.method !== 'string') {
-      // A response from the client (we send no requests): nothing to do.
-      if (!hasId || (msg.result === undefined && msg.error === undefined)) fail(id, INVALID_REQUEST, 'method must be a string');
-      return;
-    }
+    if (typeof msg.method !== 'string') { fail(id, INVALID_REQUEST, 'method must be a string'); return; }
     const params = msg.params === undefined ? {} : msg.params;
     if (!params || typeof params !== 'object' || Array.isArray(params)) {
       if (hasId) fail(id, INVALID_PARAMS, 'params must be an object');
       return;
     }
-    if (!hasId) return; // notifications (notifications/initialized, cancelled, ...): no answer
+    if (!hasId) { // notifications: never answered
+      if (msg.method === 'notifications/cancelled') cancel(params);
+      return;
+    }
     switch (msg.method) {
       case 'initialize': {
         const asked = params.protocolVersion;
@@ -359,27 +457,44 @@ export function serve({ input, output, kiln = new Kiln(), env = process.env, cwd
         }
         let args;
         let progress = null;
+        const key = idKey(id);
+        const call = { controller: new AbortController() };
+        const live = () => calls.get(key) === call;
         try {
           args = checkArgs(tool, params.arguments);
           const token = progressToken(params);
           if (token !== undefined) {
-            progress = (n, message) => send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: n, message } });
+            progress = (n, message) => {
+              if (live()) send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: token, progress: n, message } });
+            };
           }
         } catch (e) {
           fail(id, INVALID_PARAMS, e.message);
           return;
         }
+        calls.set(key, call);
+        let result;
         try {
-          const r = await callTool(kiln, tool.name, args, { env, cwd, progress });
-          const result = { content: [{ type: 'text', text: r.text }], isError: Boolean(r.isError) };
-          if (r.data) result.structuredContent = r.data;
-          reply(id, result);
+          const r = await callTool(kiln, tool.name, args, { env, cwd, progress, signal: call.controller.signal, log });
+          result = { content: [{ type: 'text', text: r.text }], isError: Boolean(r.isError) };
+          if (r.data) {
+            // MCP: structured content is also given serialised, as text.
+            result.structuredContent = r.data;
+            result.content.push({ type: 'text', text: JSON.stringify(r.data) });
+          }
         } catch (e) {
-          if (e instanceof ParamsError) { fail(id, INVALID_PARAMS, e.message); return; }
+          if (e instanceof ParamsError) {
+            if (live()) fail(id, INVALID_PARAMS, e.message);
+            calls.delete(key);
+            return;
+          }
           const what = e instanceof KilnError ? `${e.name}${e.code ? ` (${e.code})` : ''}: ${e.message}` : `error: ${e && e.message}`;
           log(`kiln-mcp: ${tool.name}: ${what}`);
-          reply(id, { content: [{ type: 'text', text: what }], isError: true });
+          result = { content: [{ type: 'text', text: what }], isError: true };
         }
+        if (!live()) return; // cancelled: no answer
+        calls.delete(key);
+        reply(id, result);
         return;
       }
       default:
@@ -406,31 +521,29 @@ export function serve({ input, output, kiln = new Kiln(), env = process.env, cwd
     let held = [];
     let heldLen = 0;
     let skipping = false; // inside a line over MAX_LINE_BYTES: dropped up to its newline
+    // A line is at most MAX_LINE_BYTES bytes, its newline not counted,
+    // however the input is cut into chunks.
     input.on('data', (chunk) => {
       let start = 0;
       for (;;) {
         const nl = chunk.indexOf(10, start);
-        if (nl < 0) break;
-        if (skipping) {
-          skipping = false;
-        } else {
-          held.push(chunk.subarray(start, nl));
-          line(Buffer.concat(held));
+        const end = nl < 0 ? chunk.length : nl;
+        if (!skipping && end > start) {
+          heldLen += end - start;
+          if (heldLen > MAX_LINE_BYTES) {
+            held = [];
+            skipping = true;
+            fail(null, INVALID_REQUEST, `a message over ${MAX_LINE_BYTES} bytes was dropped: send at most ${MAX_LINE_BYTES} bytes per line`);
+          } else {
+            held.push(nl < 0 ? Buffer.from(chunk.subarray(start, end)) : chunk.subarray(start, end));
+          }
         }
+        if (nl < 0) return;
+        if (!skipping) line(Buffer.concat(held));
+        skipping = false;
         held = [];
         heldLen = 0;
         start = nl + 1;
-      }
-      if (start < chunk.length && !skipping) {
-        heldLen += chunk.length - start;
-        if (heldLen > MAX_LINE_BYTES) {
-          held = [];
-          heldLen = 0;
-          skipping = true;
-          fail(null, INVALID_REQUEST, `a message over ${MAX_LINE_BYTES} bytes was dropped`);
-        } else {
-          held.push(Buffer.from(chunk.subarray(start)));
-        }
       }
     });
     input.on('end', async () => {

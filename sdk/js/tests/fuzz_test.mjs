@@ -2,7 +2,7 @@
 // answers mutated byte by byte, and MCP lines mutated the same way. The
 // SDK must settle every call with a value or a KilnError, never hang or
 // throw anything else; the MCP server must answer every request line once
-// and stay up. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
+// and stay up; write_file's base64 check takes exactly base64. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import fs from 'node:fs';
@@ -11,7 +11,7 @@ import path from 'node:path';
 import { test } from './runner.mjs';
 import { startFake, jsonResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
-import { serve } from '../src/mcp.js';
+import { serve, base64Problem } from '../src/mcp.js';
 
 function prng(seed) {
   let s = seed >>> 0;
@@ -107,4 +107,24 @@ test('fuzz: mutated MCP lines each get one answer and the server stays up', asyn
     assert.ok(('result' in a) !== ('error' in a), JSON.stringify(a));
   }
   assert.deepEqual(answers.at(-1).id === 'last' || answers.some((a) => a.id === 'last'), true);
+});
+
+test('fuzz: write_file\'s base64 check takes every encoding of random bytes and only strings that decode to exactly their bytes', () => {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x623634));
+  const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300) * 10;
+  let taken = 0;
+  for (let i = 0; i < rounds; i++) {
+    const bytes = Buffer.from(Array.from({ length: Math.floor(rnd() * 40) }, () => Math.floor(rnd() * 256)));
+    const b64 = bytes.toString('base64');
+    assert.equal(base64Problem(b64), null, b64);
+    assert.equal(base64Problem(b64.replace(/=+$/, '')), null, `${b64} unpadded`);
+    // A mutation is refused, or it is base64 whose length in bytes is what its characters say.
+    const m = mutate(Buffer.from(b64), rnd).toString('latin1');
+    if (base64Problem(m) !== null) continue;
+    taken += 1;
+    const n = m.replace(/[\s=]/g, '').length;
+    assert.match(m, /^[A-Za-z0-9+/\s]*(=\s*){0,2}$/, m);
+    assert.equal(Buffer.from(m, 'base64').length, Math.floor((n * 3) / 4), m);
+  }
+  assert.ok(taken > 0);
 });

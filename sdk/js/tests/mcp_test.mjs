@@ -235,6 +235,55 @@ test('mcp: hostile input gets JSON-RPC errors and never kills the server', async
   }
 });
 
+test('mcp: an id null, fractional or beyond 2^53 is an invalid request (MCP: a string or an integer), answered with id null', async () => {
+  const f = await kilnd();
+  const s = startServer(f.socket);
+  try {
+    for (const line of ['{"jsonrpc":"2.0","id":null,"method":"ping"}', '{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":null,"method":"notifications/cancelled","params":{"requestId":1}}', '{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+      '{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}', '{"jsonrpc":"2.0","id":true,"method":"ping"}']) {
+      s.send(`${line}\n`);
+      const a = await s.next();
+      assert.deepEqual([a.id, a.error && a.error.code], [null, -32600], `${line} -> ${JSON.stringify(a)}`);
+      assert.match(a.error.message, /is not a string or an integer \(MCP: a request's id is one, never null; a notification has no id\)/);
+      assert.equal(a.result, undefined);
+    }
+    // A response from the client (kiln-mcp sends no requests), even with id null: no answer.
+    s.send('{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}\n{"jsonrpc":"2.0","id":7,"result":{}}\n');
+    assert.deepEqual((await s.call(0, 'ping')).result, {});
+    assert.deepEqual((await s.call('', 'ping')).result, {});
+  } finally {
+    s.child.kill();
+    await f.close();
+  }
+});
+
+test('mcp: the 4 MiB line cap is exact, however the line is cut into reads', async () => {
+  const f = await kilnd();
+  const s = startServer(f.socket);
+  const MAX = 4 * 1024 * 1024;
+  const ping = (id, bytes) => { const m = `{"jsonrpc":"2.0","id":${id},"method":"ping"}`; return m + ' '.repeat(bytes - m.length); };
+  const sendCut = async (text, tail) => { // all but the last `tail` bytes, a pause (read apart), then the rest
+    await new Promise((r) => s.child.stdin.write(text.slice(0, -tail), r));
+    await new Promise((r) => { setTimeout(r, 300); });
+    s.send(`${text.slice(-tail)}\n`);
+  };
+  try {
+    await sendCut(ping(1, MAX), 100);
+    assert.deepEqual(await s.next(), { jsonrpc: '2.0', id: 1, result: {} }, 'exactly 4 MiB is taken');
+    for (const tail of [1, 100, 60000]) {
+      await sendCut(ping(2, MAX + 1), tail);
+      const a = await s.next();
+      assert.deepEqual([a.id, a.error && a.error.code], [null, -32600], `4 MiB + 1 with its last ${tail} bytes read apart -> ${JSON.stringify(a).slice(0, 200)}`);
+      assert.match(a.error.message, /^a message over 4194304 bytes was dropped/);
+    }
+    assert.deepEqual((await s.call(3, 'ping')).result, {});
+  } finally {
+    s.child.kill();
+    await f.close();
+  }
+});
+
 test('mcp: sandbox_create from a template; template_list, image_list, template_delete (in use, busy)', async () => {
   const f = await kilnd();
   const s = startServer(f.socket);
