@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 static const struct {
@@ -103,7 +104,7 @@ char *api_error_body(const struct api_err *e)
 	o = json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(e->code), "message", clean);
 	if (!o)
 		return NULL;
-	s = json_dumps(o, JSON_COMPACT);
+	s = json_text(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }

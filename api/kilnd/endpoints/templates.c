@@ -28,6 +28,7 @@
 #include "api/kilnd/images/templates.h"
 #include "lib/base/base64.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_text.h"
 #include "lib/base/mono.h"
 #include "lib/base/utf8.h"
 
@@ -112,7 +113,7 @@ static void build_release(struct stream_job *sj)
 /* One log line (takes o); a client that went away does not stop the build. */
 static void emit(struct build_job *j, json_t *o)
 {
-	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *line = o ? json_text(o, JSON_COMPACT) : NULL;
 
 	if (line) {
 		size_t len = strlen(line);

@@ -17,6 +17,7 @@
 #include "api/kilnd/images/templates.h"
 #include "lib/base/file_copy.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "vmm/snapshot/snapshot_io.h"
 
 /* A template record is small; anything bigger is not ours. */
@@ -599,7 +600,7 @@ static int save_record(struct kilnd *d, json_t *rec, struct api_err *e)
 		return -1;
 	}
 	/* Written whole then renamed: a reader sees the old record or the new. */
-	if (json_dump_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
+	if (json_text_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
 		api_err_set(e, API_E_IO_ERROR, "template %s: cannot write %s: %s", name, p,
 			    strerror(errno));
 		unlink(tmp);
