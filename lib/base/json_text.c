@@ -119,6 +119,9 @@ size_t json_text_real(double x, char out[JSON_TEXT_REAL_MAX])
 
 /* A string's bytes between quotes, escaped as jansson escapes them: '"',
  * '\\' and the C0 controls (\b \f \n \r \t, else \u00XX). */
+static const char short_escape[] = { ['"'] = '"',  ['\\'] = '\\', ['\b'] = 'b', ['\f'] = 'f',
+				     ['\n'] = 'n', ['\r'] = 'r',  ['\t'] = 't' };
+
 static int put_string(struct out *o, const char *s, size_t n)
 {
 	size_t run = 0, i = 0;
@@ -130,7 +133,11 @@ static int put_string(struct out *o, const char *s, size_t n)
 		char esc[8];
 		int l;
 
-		if (c >= 0x20 && c != '"' && c != '\\') {
+		if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+			i++;
+			continue;
+		}
+		if (c >= 0x80) {
 			l = utf8_seq_len((const uint8_t *)s + i, n - i);
 			if (l <= 0)
 				return -1;
@@ -139,29 +146,10 @@ static int put_string(struct out *o, const char *s, size_t n)
 		}
 		if (put(o, s + run, i - run))
 			return -1;
-		switch (c) {
-		case '"':
-		case '\\':
-			esc[0] = '\\', esc[1] = (char)c, esc[2] = '\0';
-			break;
-		case '\b':
-			strcpy(esc, "\\b");
-			break;
-		case '\f':
-			strcpy(esc, "\\f");
-			break;
-		case '\n':
-			strcpy(esc, "\\n");
-			break;
-		case '\r':
-			strcpy(esc, "\\r");
-			break;
-		case '\t':
-			strcpy(esc, "\\t");
-			break;
-		default:
+		if (c < sizeof(short_escape) && short_escape[c])
+			snprintf(esc, sizeof(esc), "\\%c", short_escape[c]);
+		else
 			snprintf(esc, sizeof(esc), "\\u%04X", c);
-		}
 		if (put(o, esc, strlen(esc)))
 			return -1;
 		run = ++i;
