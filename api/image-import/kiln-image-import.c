@@ -34,6 +34,7 @@
 #include "api/image-import/import_seccomp.h"
 #include "api/image-import/import_tree.h"
 #include "api/image-import/oci_spec.h"
+#include "lib/base/json_text.h"
 #include "lib/base/num_parse.h"
 #include "lib/digest/digest.h"
 
@@ -342,7 +343,7 @@ static int import(const struct opts *opp)
 			manifest_digest, "config_digest", config_digest, "layers",
 			(json_int_t)im.nlayers, "config", config, "digest", digest, "size_bytes",
 			(json_int_t)bytes);
-	if (!out || json_dumpf(out, stdout, JSON_COMPACT) < 0 || puts("") == EOF ||
+	if (!out || json_text_stdio(out, stdout, JSON_COMPACT) < 0 || puts("") == EOF ||
 	    fflush(stdout) != 0) {
 		fprintf(stderr, "writing the result failed\n");
 		return 1;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 
 #define MT_INDEX "application/vnd.oci.image.index.v1+json"
 #define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
@@ -410,10 +411,10 @@ int oci_config_parse(const char *buf, size_t n, json_t **out, struct err *e)
 		r = json_object_set_new(o, "entrypoint", ep) ? -ENOMEM : 0;
 	/* the record travels in the importer's answer and kilnd's image
 	 * record: bounded well below the answer's cap */
-	if (!r && json_dumpb(o, NULL, 0, JSON_COMPACT) > OCI_CONFIG_RECORD_MAX)
+	if (!r && json_text_len(o, JSON_COMPACT) > OCI_CONFIG_RECORD_MAX)
 		r = err_set(e, EINVAL,
 			    "image config: its Env, Cmd, Entrypoint, User and WorkingDir take %zu bytes as JSON, more than %u: make them smaller",
-			    json_dumpb(o, NULL, 0, JSON_COMPACT), OCI_CONFIG_RECORD_MAX);
+			    json_text_len(o, JSON_COMPACT), OCI_CONFIG_RECORD_MAX);
 out:
 	json_decref(j);
 	if (r)

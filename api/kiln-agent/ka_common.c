@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/base/json_text.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/text_clean.h"
 
@@ -153,7 +154,7 @@ void print_guest_text(FILE *f, const char *s)
 /* Print one JSON object as a line and drop it. */
 void print_json(FILE *f, json_t *o)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s = o ? json_text(o, JSON_COMPACT) : NULL;
 
 	if (s) {
 		fprintf(f, "%s\n", s);

@@ -14,6 +14,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_exec_out.h"
 #include "lib/base/base64.h"
+#include "lib/base/json_text.h"
 
 /* docs/api.md: stdin_base64 carries at most 1 MiB. */
 #define EXEC_STDIN_MAX (1u << 20)
@@ -109,7 +110,7 @@ int cli_exec_stream(struct cli_ctx *c, const char *what, const char *path, json_
 
 	cli_stream_init(&s, c, after ? "run-code" : "exec");
 	s.nd.want_result = after != NULL;
-	req.body = json_dumps(body, JSON_COMPACT);
+	req.body = json_text(body, JSON_COMPACT);
 	if (!req.body) {
 		cli_ndjson_free(&s.nd);
 		return CLI_EXIT_API;

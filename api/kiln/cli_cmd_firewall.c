@@ -10,6 +10,7 @@
 
 #include "api/kiln/cli_body.h"
 #include "api/kiln/cli_cmds.h"
+#include "lib/base/json_text.h"
 
 /* PUT's answer: "applied, N flows cut" or "saved for the next boot". */
 static int format_put(FILE *out, const json_t *v)
@@ -32,7 +33,7 @@ static int format_get(FILE *out, const json_t *v)
 
 	if (!json_is_object(rules))
 		return -1;
-	s = json_dumps(rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	s = json_text(rules, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	fprintf(out, "network: %s (%s)\nrules: %s\n",
 		json_string_value(json_object_get(v, "network")),
 		json_is_true(json_object_get(v, "running")) ? "running" : "not running",

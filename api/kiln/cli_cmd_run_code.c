@@ -17,6 +17,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_exec_out.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_text.h"
 
 /* docs/api.md: code and stdin together are at most 1 MiB. */
 #define RUN_CODE_MAX (1u << 20)
@@ -157,7 +158,7 @@ static int read_code(struct cli_ctx *c, struct run_code_req *x)
 /* After the output: the result on stdout, an error on stderr. */
 static void print_result(const json_t *value, const json_t *error)
 {
-	char *v = json_dumps(value ? value : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
+	char *v = json_text(value ? value : json_null(), JSON_COMPACT | JSON_ENCODE_ANY);
 
 	fflush(stdout);
 	if (json_is_object(error))

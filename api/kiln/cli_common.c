@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "lib/base/text_clean.h"
 
 int cli_usage_error(struct cli_ctx *c, const char *msg)
@@ -138,7 +139,7 @@ int cli_call_json(struct cli_ctx *c, const char *what, const char *method, const
 	int rc;
 
 	if (body) {
-		text = json_dumps(body, JSON_COMPACT);
+		text = json_text(body, JSON_COMPACT);
 		if (!text) {
 			cli_fail_set(&f, CLI_EXIT_API, NULL, "out of memory");
 			return cli_report(c, what, &f);
@@ -194,7 +195,7 @@ int cli_show(struct cli_ctx *c, json_t *v, int (*fmt)(FILE *, const json_t *))
 
 void cli_print_json(const json_t *v, bool pretty)
 {
-	char *s = json_dumps(v, pretty ? JSON_INDENT(2) : JSON_COMPACT);
+	char *s = json_text(v, pretty ? JSON_INDENT(2) : JSON_COMPACT);
 
 	if (s) {
 		puts(s);

@@ -1,6 +1,7 @@
 #include "api/proto/agent_proto.h"
 #include "api/proto/agent_proto_parse.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/utf8.h"
 #include "lib/base/version.h"
@@ -1349,7 +1350,7 @@ int agent_line_json(struct agent_line *out, const json_t *obj)
 	out->data = NULL;
 	out->len = 0;
 	/* Compact and in insertion order: the documented lines byte for byte. */
-	s = json_dumps(obj, JSON_COMPACT);
+	s = json_text(obj, JSON_COMPACT);
 	if (!s)
 		return -ENOMEM;
 	n = strlen(s);

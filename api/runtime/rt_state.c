@@ -9,6 +9,7 @@
 #include "api/proto/agent_proto.h"
 #include "api/runtime/rt_dir.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "lib/base/version.h"
 
 static const char *const status_names[] = {
@@ -73,7 +74,7 @@ int rt_state_encode(const struct rt_state_rec *r, char **out, struct err *e)
 		json_decref(j);
 		j = NULL;
 	}
-	*out = j ? json_dumps(j, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
+	*out = j ? json_text(j, JSON_PRESERVE_ORDER | JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!*out)
 		return err_set(e, ENOMEM, "state.json: out of memory encoding the record");
@@ -258,7 +259,7 @@ static json_t *state_json(const struct rt_state_view *v)
 /* j dumped with flags and a newline into *out; j is released. */
 static int dump(json_t *j, size_t flags, char **out, struct err *e)
 {
-	char *s = j ? json_dumps(j, flags | JSON_PRESERVE_ORDER) : NULL;
+	char *s = j ? json_text(j, flags | JSON_PRESERVE_ORDER) : NULL;
 	size_t n = s ? strlen(s) : 0;
 
 	json_decref(j);

@@ -189,6 +189,12 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   # and python is missing, which says so once.
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","code":"echo hi; result set \"[1,2]\"; exit 2"}'
   kd_check '[ $status = 200 ] && [ "$(jget ".stdout == \"hi\\n\" and .result == [1, 2] and has(\"error\") and .error == null and .exit_code == 2")" = true ]' "run bash: output, result, exit status"
+  # Reals come back as the shortest text that reads back (issue 35 item 12):
+  # the agent, kilnd and the CLI each re-write them (jansson: 3.1419999999999999).
+  api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","code":"result set \"{\\\"pi\\\": 3.142, \\\"big\\\": 1e300, \\\"z\\\": -0.0, \\\"f\\\": 5.0}\""}'
+  kd_check '[ $status = 200 ] && printf "%s" "$body" | grep -qF "\"result\":{\"pi\":3.142,\"big\":1e+300,\"z\":-0.0,\"f\":5.0}"' "run: reals in kilnd's answer as written"
+  o=$(KILN_SOCKET=$kds build/kiln run-code "$sid" --language bash -c 'result set "{\"pi\": 3.142, \"ms\": 440.763456}"' 2>&1)
+  kd_check '[ "$o" = "{\"pi\":3.142,\"ms\":440.763456}" ]' "kiln run-code prints the reals as written: $o"
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"python","code":"print(1)"}'
   kd_check '[ $status = 404 ] && [ "$(jget .error.code)" = not_found ] && jget .error.message | grep -q "language \"python\" needs python3 in the image: use the debian image"' "run python without python3: one clear error"
   # ... and confined (confine: true, as for exec): no /etc/passwd, /workspace writable, the result back;

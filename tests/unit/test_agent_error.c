@@ -82,7 +82,7 @@ static void test_agent_codes_to_status(void **state)
 		{ AGENT_E_IS_DIRECTORY, 400, "is_directory" },
 		{ AGENT_E_READ_ONLY, 409, "read_only" },
 		{ AGENT_E_NO_SPACE, 507, "no_space" },
-		{ AGENT_E_BUSY, 503, "busy" },
+		{ AGENT_E_BUSY, 409, "busy" },
 		{ AGENT_E_IO_ERROR, 500, "io_error" },
 	};
 

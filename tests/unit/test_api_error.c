@@ -44,6 +44,8 @@ static void test_error_bodies(void **state)
 	}
 	assert_int_equal(api_code_status(API_E_BODY_TOO_LARGE), 413);
 	assert_int_equal(api_code_status(API_E_AGENT_UNAVAILABLE), 503);
+	/* busy is a conflict with what runs right now (docs/api.md: 409) */
+	assert_int_equal(api_code_status(API_E_BUSY), 409);
 	assert_int_equal(api_code_status(API_CODE_COUNT), 500);
 }
 

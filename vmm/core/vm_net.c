@@ -15,6 +15,7 @@
 #include "devices/net/net_passt.h"
 #include "devices/net/net_tap.h"
 #include "devices/net/virtio_net.h"
+#include "lib/base/json_text.h"
 #include "lib/base/mono.h"
 #include "lib/egress/egress_subgroup.h"
 #include "vmm/core/vm_internal.h"
@@ -252,7 +253,7 @@ char *vm_firewall_get(struct vm *vm, struct err *e)
 		j = virtio_net_filter_json(vm->virtio[i].dev);
 		if (!j && errno == ENODEV)
 			continue;
-		s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		s = j ? json_text(j, JSON_COMPACT) : NULL;
 		json_decref(j);
 		if (!s)
 			err_set(e, ENOMEM, "out of memory");

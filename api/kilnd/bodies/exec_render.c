@@ -8,6 +8,7 @@
 #include "api/kilnd/bodies/run_result.h"
 #include "lib/base/base64.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 /* bytes -> a JSON string value, as text or base64. */
@@ -177,7 +178,7 @@ int exec_event_flush(struct exec_stream_enc *enc, enum agent_stream st, char **l
 /* Compact JSON plus '\n'; consumes o (NULL is fine: out of memory). */
 static char *dump_line(json_t *o, size_t *len)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL, *l;
+	char *s = o ? json_text(o, JSON_COMPACT) : NULL, *l;
 
 	json_decref(o);
 	if (!s)

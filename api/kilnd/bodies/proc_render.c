@@ -7,6 +7,7 @@
 
 #include "api/kilnd/bodies/exec_render.h"
 #include "lib/base/base64.h"
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 json_t *proc_render_view(const struct kiln_proc_entry *p)
@@ -81,7 +82,7 @@ struct lines {
 /* Append o (consumed) as one compact line. */
 static void add(struct lines *l, json_t *o)
 {
-	char *s = o && !l->oom ? json_dumps(o, JSON_COMPACT) : NULL, *t;
+	char *s = o && !l->oom ? json_text(o, JSON_COMPACT) : NULL, *t;
 	size_t n;
 
 	json_decref(o);

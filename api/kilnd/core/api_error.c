@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 static const struct {
@@ -42,6 +43,7 @@ static const struct {
 	[API_E_READ_ONLY] = { "read_only", 409 },
 	[API_E_UNSUPPORTED] = { "unsupported", 409 },
 	[API_E_IN_USE] = { "in_use", 409 },
+	[API_E_BUSY] = { "busy", 409 },
 	[API_E_BODY_TOO_LARGE] = { "body_too_large", 413 },
 	[API_E_URI_TOO_LONG] = { "uri_too_long", 414 },
 	[API_E_HEADERS_TOO_LARGE] = { "headers_too_large", 431 },
@@ -51,7 +53,6 @@ static const struct {
 	[API_E_IO_ERROR] = { "io_error", 500 },
 	[API_E_AGENT_PROTOCOL] = { "agent_protocol_error", 502 },
 	[API_E_AGENT_UNAVAILABLE] = { "agent_unavailable", 503 },
-	[API_E_BUSY] = { "busy", 503 },
 	[API_E_JAIL_UNAVAILABLE] = { "jail_unavailable", 503 },
 	[API_E_TOO_MANY_CONNECTIONS] = { "too_many_connections", 503 },
 	[API_E_TIMEOUT] = { "timeout", 504 },
@@ -103,7 +104,7 @@ char *api_error_body(const struct api_err *e)
 	o = json_pack("{s:{s:s,s:s}}", "error", "code", api_code_name(e->code), "message", clean);
 	if (!o)
 		return NULL;
-	s = json_dumps(o, JSON_COMPACT);
+	s = json_text(o, JSON_COMPACT);
 	json_decref(o);
 	return s;
 }

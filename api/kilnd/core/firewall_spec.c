@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lib/netrules/net_rules.h"
+#include "lib/base/json_text.h"
 
 int firewall_network_parse(const char *s, enum sandbox_network *out)
 {
@@ -79,7 +80,7 @@ int firewall_rules_canon(const json_t *rules, json_t **out, struct api_err *e)
 
 char *firewall_rules_line(const json_t *canon, struct api_err *e)
 {
-	char *s = json_dumps(canon, JSON_COMPACT);
+	char *s = json_text(canon, JSON_COMPACT);
 
 	if (!s) {
 		api_err_set(e, API_E_INTERNAL, "firewall: out of memory");

@@ -21,6 +21,7 @@
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/http/stream_job.h"
+#include "lib/base/json_text.h"
 
 #define LIST_QUEUE_BYTES (256u << 10)
 
@@ -107,7 +108,7 @@ static void list_release(struct stream_job *sj)
 /* Queue a JSON value's text (NULL: out of memory) followed by tail. */
 static int push_json(struct list_job *j, json_t *v, const char *tail)
 {
-	char *s = v ? json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char *s = v ? json_text(v, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	int r;
 
 	json_decref(v);

@@ -28,6 +28,7 @@
 #include "api/kilnd/images/templates.h"
 #include "lib/base/base64.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_text.h"
 #include "lib/base/mono.h"
 #include "lib/base/utf8.h"
 
@@ -86,11 +87,28 @@ static void job_cleanup_files(struct build_job *j)
 	}
 }
 
+/*
+ * The build is over: its slot (the name) is free and its hold on the
+ * sandbox dropped before the last line (result or error) goes out, so a
+ * client that reads that line and builds the name again at once is not
+ * refused busy. After this the job touches only its own work directory.
+ */
+static void build_slot_release(struct build_job *j)
+{
+	kiln_agent_free(j->a);
+	j->a = NULL;
+	if (j->sb)
+		sandbox_put(j->sb);
+	j->sb = NULL;
+	if (j->began)
+		template_build_end(j->d, j->name);
+	j->began = false;
+}
+
 static void job_free(struct build_job *j)
 {
 	job_cleanup_files(j);
-	if (j->began)
-		template_build_end(j->d, j->name);
+	build_slot_release(j);
 	build_context_free(&j->ctx);
 	buildfile_free(&j->bf);
 	free(j->keys);
@@ -98,9 +116,6 @@ static void job_free(struct build_job *j)
 	json_decref(j->spec);
 	json_decref(j->env);
 	json_decref(j->steps);
-	kiln_agent_free(j->a);
-	if (j->sb)
-		sandbox_put(j->sb);
 	free(j);
 }
 
@@ -112,7 +127,7 @@ static void build_release(struct stream_job *sj)
 /* One log line (takes o); a client that went away does not stop the build. */
 static void emit(struct build_job *j, json_t *o)
 {
-	char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *line = o ? json_text(o, JSON_COMPACT) : NULL;
 
 	if (line) {
 		size_t len = strlen(line);
@@ -421,7 +436,7 @@ static void build_produce(struct stream_job *sj)
 	size_t n = j->bf.n, nkeys = n, hit = 0, start;
 	bool cached = false;
 	struct api_err e = { 0 };
-	json_t *rec = NULL, *view = NULL;
+	json_t *rec = NULL, *view = NULL, *last = NULL;
 	int r = 0;
 
 	j->t0 = mono_ms_f();
@@ -533,16 +548,14 @@ static void build_produce(struct stream_job *sj)
 	if (r == 0)
 		r = template_commit(d, rec, &e);
 	if (r == 0 && templates_get(d, j->name, &view, &e) == 0)
-		emit(j, json_pack("{s:s,s:o}", "type", "result", "template", view));
+		last = json_pack("{s:s,s:o}", "type", "result", "template", view);
 done:
 	json_decref(rec);
 	if (r) {
-		json_t *o = json_pack("{s:s,s:I,s:I,s:{s:s,s:s}}", "type", "error", "step",
-				      (json_int_t)j->step, "line",
-				      (json_int_t)(j->step <= n ? j->bf.steps[j->step - 1].line
-								: 0),
-				      "error", "code", api_code_name(e.code), "message", e.msg);
-
+		last = json_pack("{s:s,s:I,s:I,s:{s:s,s:s}}", "type", "error", "step",
+				 (json_int_t)j->step, "line",
+				 (json_int_t)(j->step <= n ? j->bf.steps[j->step - 1].line : 0),
+				 "error", "code", api_code_name(e.code), "message", e.msg);
 		kilnd_log("template %s: build failed at step %u: %s", j->name, j->step, e.msg);
 		if (j->sb) {
 			struct api_err de;
@@ -551,16 +564,17 @@ done:
 				kilnd_log("template %s: removing the build's sandbox: %s", j->name,
 					  de.msg);
 		}
-		if (j->sj.q.pushed) {
-			emit(j, o);
-		} else {
-			json_decref(o);
-			j->sj.err = e;
-		}
-		stream_job_close(&j->sj, j->sj.q.pushed ? 0 : -EIO);
 	} else {
 		kilnd_log("template %s: built in %.0f ms (%s)", j->name, mono_ms_f() - j->t0,
 			  cached ? "a cached prefix reused" : "no step cached");
+	}
+	build_slot_release(j);
+	if (r && !j->sj.q.pushed) {
+		json_decref(last);
+		j->sj.err = e;
+		stream_job_close(&j->sj, -EIO);
+	} else {
+		emit(j, last);
 		stream_job_close(&j->sj, 0);
 	}
 	job_cleanup_files(j);

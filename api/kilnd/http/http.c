@@ -15,6 +15,7 @@
 #include "api/kilnd/http/http_conn.h"
 #include "api/kilnd/http/http_io.h"
 #include "api/kilnd/http/http_resp.h"
+#include "lib/base/json_text.h"
 #include "lib/base/mem_grow.h"
 #include "lib/base/json.h"
 #include "lib/base/mono.h"
@@ -80,7 +81,7 @@ static void out_of_memory(struct http_req *r)
 
 void http_json(struct http_req *r, unsigned status, json_t *json)
 {
-	char *s = json ? json_dumps(json, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	char *s = json ? json_text(json, JSON_COMPACT) : NULL;
 	size_t n = 0;
 
 	json_decref(json);

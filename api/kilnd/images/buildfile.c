@@ -9,6 +9,7 @@
 #include "api/kilnd/core/names.h"
 #include "lib/base/json.h"
 #include "lib/digest/digest.h"
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 static const char *const op_names[] = { "FROM", "RUN", "COPY", "ENV", "WORKDIR", "USER", "READY" };
@@ -309,7 +310,7 @@ static int resolve_path(const char *base, const char *path, char *out, size_t ca
 static int canon_set(struct bf_step *s, json_t *o, struct api_err *e)
 {
 	if (!o || json_object_set_new(o, "op", json_string(buildfile_op_name(s->op))) ||
-	    !(s->canon = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS))) {
+	    !(s->canon = json_text(o, JSON_COMPACT | JSON_SORT_KEYS))) {
 		json_decref(o);
 		return oom(e);
 	}

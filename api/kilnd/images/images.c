@@ -13,6 +13,7 @@
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/registry/sandbox_record.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "lib/digest/digest.h"
 
 static const char suffix[] = ".ext4";
@@ -117,7 +118,7 @@ static int record_save(const struct kilnd *d, const char *name, json_t *rec)
 		return -1;
 	record_path(d, name, p, sizeof(p));
 	snprintf(tmp, sizeof(tmp), "%s.%d.%ld.tmp", p, (int)getpid(), (long)gettid());
-	if (json_dump_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
+	if (json_text_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
 		unlink(tmp);
 		return -1;
 	}

@@ -17,6 +17,7 @@
 #include "api/kilnd/images/templates.h"
 #include "lib/base/file_copy.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 #include "vmm/snapshot/snapshot_io.h"
 
 /* A template record is small; anything bigger is not ours. */
@@ -262,7 +263,9 @@ json_t *templates_list(struct kilnd *d)
 			n++;
 	}
 	closedir(dh);
-	qsort(names, n, sizeof(names[0]), name_cmp);
+	/* names is NULL when there is none: qsort(NULL, 0) is undefined (UBSan) */
+	if (n > 1)
+		qsort(names, n, sizeof(names[0]), name_cmp);
 	for (size_t i = 0; i < n; i++) {
 		struct api_err e;
 		json_t *rec = image_name_valid(names[i]) ? template_load(d, names[i], &e) : NULL;
@@ -318,14 +321,31 @@ static int remove_template_sandbox(struct kilnd *d, const char *id, struct api_e
 	return 0;
 }
 
+/* Under reg.mu: 409 busy while a build of name runs (the first one
+ * included: no record yet, but the name is taken). */
+static int template_building_locked(struct kilnd *d, const char *name, struct api_err *e)
+{
+	if (!building_locked(d, name))
+		return 0;
+	api_err_set(e, API_E_BUSY, "template '%s' is being built; delete it once the build ended",
+		    name);
+	return -1;
+}
+
 int templates_delete(struct kilnd *d, const char *name, struct api_err *e)
 {
 	char p[PATH_MAX], id[SANDBOX_ID_LEN + 1];
 	json_t *rec = template_load(d, name, e);
 	const char *user;
 
-	if (!rec)
+	if (!rec) {
+		if (e->code == API_E_NOT_FOUND) {
+			kilnd_lock(d);
+			template_building_locked(d, name, e);
+			kilnd_unlock(d);
+		}
 		return -1;
+	}
 	snprintf(id, sizeof(id), "%s", rec_str(rec, "sandbox"));
 	json_decref(rec);
 	if (tpath(d, name, p, sizeof(p))) {
@@ -333,10 +353,8 @@ int templates_delete(struct kilnd *d, const char *name, struct api_err *e)
 		return -1;
 	}
 	kilnd_lock(d);
-	if (building_locked(d, name)) {
+	if (template_building_locked(d, name, e)) {
 		kilnd_unlock(d);
-		api_err_set(e, API_E_BUSY,
-			    "template '%s' is being built; delete it once the build ended", name);
 		return -1;
 	}
 	user = template_user_locked(d, name);
@@ -599,7 +617,7 @@ static int save_record(struct kilnd *d, json_t *rec, struct api_err *e)
 		return -1;
 	}
 	/* Written whole then renamed: a reader sees the old record or the new. */
-	if (json_dump_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
+	if (json_text_file(rec, tmp, JSON_COMPACT) < 0 || rename(tmp, p) < 0) {
 		api_err_set(e, API_E_IO_ERROR, "template %s: cannot write %s: %s", name, p,
 			    strerror(errno));
 		unlink(tmp);

@@ -20,6 +20,7 @@
 #include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/json.h"
+#include "lib/base/json_text.h"
 
 /* A firewall-get answers at once unless the control socket is busy with a
  * snapshot; /metrics waits less for one sandbox. */
@@ -34,7 +35,7 @@ static int fw_path(const struct sandbox *sb, char *out, size_t cap)
 static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
-	char *s = json_dumps(canon, JSON_COMPACT);
+	char *s = json_text(canon, JSON_COMPACT);
 	size_t n = s ? strlen(s) : 0;
 	int fd, err = 0;
 

@@ -10,6 +10,7 @@
 
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "lib/base/fd_io.h"
+#include "lib/base/json_text.h"
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
 int sandbox_pathf(char *out, size_t cap, const char *fmt, ...)
@@ -28,7 +29,7 @@ int sandbox_persist_locked(struct sandbox *sb)
 {
 	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	json_t *m = sandbox_record_persist(&sb->rec);
-	char *s = m ? json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(9)) : NULL;
+	char *s = m ? json_text(m, JSON_COMPACT) : NULL;
 	size_t n = s ? strlen(s) : 0;
 	int fd, wr_err = 0, r = 0;
 
