@@ -195,7 +195,7 @@ class Client(threading.Thread):
                 if self.d.in_chaos(t0, time.time()):
                     raise Uncertain(str(e))
                 raise AssertionError(str(e))
-            if st == 503 and b'"busy"' in data:
+            if st in (409, 503) and b'"busy"' in data:
                 time.sleep(0.5)  # documented: a fork reading a checkpoint; retry
                 continue
             break
