@@ -1,12 +1,31 @@
 /* Strict JSON reading and typed JSON fields; see json.h. */
 #include "lib/base/json.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- the strict load ---- */
 
+static void nul_refused(json_error_t *je, size_t at)
+{
+	if (!je)
+		return;
+	memset(je, 0, sizeof(*je));
+	je->line = -1;
+	je->column = -1;
+	je->position = (int)at;
+	snprintf(je->text, sizeof(je->text), "a NUL byte at byte %zu", at);
+}
+
 json_t *json_strict_loadb(const char *buf, size_t len, json_error_t *je)
 {
+	const char *nul = memchr(buf, 0, len);
+
+	if (nul) {
+		nul_refused(je, (size_t)(nul - buf));
+		return NULL;
+	}
 	return json_loadb(buf, len, JSON_REJECT_DUPLICATES, je);
 }
 
@@ -15,9 +34,50 @@ json_t *json_strict_loads(const char *s, json_error_t *je)
 	return json_loads(s, JSON_REJECT_DUPLICATES, je);
 }
 
+/* jansson's file reading, with a NUL byte ending the read as an error. */
+struct file_feed {
+	FILE *f;
+	size_t at; /* bytes fed so far */
+	long nul;  /* the first NUL's offset, or -1 */
+};
+
+static size_t feed(void *buf, size_t len, void *arg)
+{
+	struct file_feed *ff = arg;
+	size_t n = fread(buf, 1, len, ff->f);
+	const char *nul = memchr(buf, 0, n);
+
+	if (nul) {
+		ff->nul = (long)(ff->at + (size_t)(nul - (const char *)buf));
+		return (size_t)-1;
+	}
+	if (!n && ferror(ff->f))
+		return (size_t)-1;
+	ff->at += n;
+	return n;
+}
+
 json_t *json_strict_load_file(const char *path, json_error_t *je)
 {
-	return json_load_file(path, JSON_REJECT_DUPLICATES, je);
+	struct file_feed ff = { .f = fopen(path, "re"), .nul = -1 };
+	json_t *v;
+
+	if (!ff.f) {
+		if (je) {
+			/* jansson's own wording for this, which callers show */
+			memset(je, 0, sizeof(*je));
+			je->line = -1;
+			je->column = -1;
+			snprintf(je->text, sizeof(je->text), "unable to open %s: %s", path,
+				 strerror(errno));
+		}
+		return NULL;
+	}
+	v = json_load_callback(feed, &ff, JSON_REJECT_DUPLICATES, je);
+	if (!v && ff.nul >= 0)
+		nul_refused(je, (size_t)ff.nul);
+	fclose(ff.f);
+	return v;
 }
 
 /* ---- typed fields ---- */

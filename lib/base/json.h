@@ -10,8 +10,11 @@
  * not be the one the other acts on. Contract: jansson's json_loadb,
  * json_loads and json_load_file with that flag and no other: the document
  * is one object or array, nothing may follow it, strings are valid UTF-8
- * without NUL. NULL with je filled (je->text "duplicate object key near
- * ..." for a repeated key) when refused; je may be NULL.
+ * without NUL. A NUL byte anywhere is refused too ("a NUL byte at byte
+ * N"): jansson's number and literal scanners stop at one, so
+ * `{"a":1<NUL>}` would read as `{"a":1}` while another reader refuses the
+ * bytes or sees more. NULL with je filled (je->text "duplicate object key
+ * near ..." for a repeated key) when refused; je may be NULL.
  *
  * Typed fields (json_field_*): typed, range-checked reads of a JSON
  * object's fields, the one set of checks behind every JSON protocol kiln

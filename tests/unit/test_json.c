@@ -109,6 +109,34 @@ static void test_file(void **state)
 	assert_null(json_strict_load_file(path, &je));
 }
 
+/* jansson's number and literal scanners stop at a NUL: {"a":1<NUL>} read
+ * as {"a":1} (a sandbox's meta.json with a NUL before its '}' loaded). */
+static void test_nul_refused(void **state)
+{
+	static const char *const docs[] = { "{\"a\":1\0}", "{\"a\":true\0}", "[1\0]" };
+	static const size_t lens[] = { 8, 11, 4 };
+	char path[] = "/tmp/kiln-json-nul-XXXXXX";
+	json_error_t je;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		assert_null(json_strict_loadb(docs[i], lens[i], &je));
+		assert_non_null(strstr(je.text, "a NUL byte at byte"));
+		fd = open(path, O_WRONLY | O_TRUNC);
+		assert_int_equal(write(fd, docs[i], lens[i]), (ssize_t)lens[i]);
+		close(fd);
+		assert_null(json_strict_load_file(path, &je));
+		assert_non_null(strstr(je.text, "a NUL byte at byte"));
+	}
+	assert_null(json_strict_loadb("{\"a\":1}\0", 8, NULL));
+	unlink(path);
+	assert_null(json_strict_load_file(path, &je));
+	assert_non_null(strstr(je.text, "unable to open"));
+}
+
 /* ---- typed fields ---- */
 
 static json_t *obj(const char *text)
@@ -242,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_distinct_keys_read),
 		cmocka_unit_test(test_other_refusals_kept),
 		cmocka_unit_test(test_file),
+		cmocka_unit_test(test_nul_refused),
 		cmocka_unit_test(test_uint),
 		cmocka_unit_test(test_bool),
 		cmocka_unit_test(test_string),

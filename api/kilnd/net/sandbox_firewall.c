@@ -18,7 +18,7 @@
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/vmm_control.h"
 #include "api/kilnd/supervision/vmm_output.h"
-#include "lib/base/fd_io.h"
+#include "lib/base/file_replace.h"
 #include "lib/base/json.h"
 #include "lib/base/json_text.h"
 
@@ -31,42 +31,24 @@ static int fw_path(const struct sandbox *sb, char *out, size_t cap)
 	return sandbox_pathf(out, cap, "%s/firewall.json", sb->dir);
 }
 
-/* Write the canonical rules to <dir>/firewall.json: temporary file, fsync, rename. */
+/* Write the canonical rules to <dir>/firewall.json (file_replace:
+ * temporary file, fsync, rename, the directory's fsync). */
 static int fw_write(struct sandbox *sb, const json_t *canon, struct api_err *e)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
 	char *s = json_text(canon, JSON_COMPACT);
-	size_t n = s ? strlen(s) : 0;
-	int fd, err = 0;
+	int err;
 
 	if (!s) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: out of memory writing firewall.json",
 			    sb->rec.id);
 		return -1;
 	}
-	if (fw_path(sb, path, sizeof(path)) ||
-	    sandbox_pathf(tmp, sizeof(tmp), "%s/firewall.json.tmp", sb->dir)) {
-		free(s);
-		api_err_set(e, API_E_INTERNAL, "sandbox %s: firewall.json path too long",
-			    sb->rec.id);
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		err = errno;
-	if (!err && fd_io_write_all(fd, s, n) < 0)
-		err = errno;
-	if (!err && fsync(fd) < 0)
-		err = errno;
-	if (fd >= 0 && close(fd) < 0 && !err)
-		err = errno;
-	if (!err && rename(tmp, path) < 0)
-		err = errno;
+	err = -file_replace(sb->dir, "firewall.json", s, strlen(s), 0600);
 	free(s);
 	if (err) {
-		unlink(tmp);
 		api_err_set(e, err == ENOSPC ? API_E_NO_SPACE : API_E_IO_ERROR,
-			    "sandbox %s: cannot write %s: %s", sb->rec.id, path, strerror(err));
+			    "sandbox %s: cannot write %s/firewall.json: %s", sb->rec.id, sb->dir,
+			    strerror(err));
 		return -1;
 	}
 	return 0;

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/registry/sandbox_impl.h"
-#include "lib/base/fd_io.h"
+#include "lib/base/file_replace.h"
 #include "lib/base/json_text.h"
 
 /* snprintf for paths: -ENAMETOOLONG instead of a silently cut path. */
@@ -24,34 +24,23 @@ int sandbox_pathf(char *out, size_t cap, const char *fmt, ...)
 	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
 }
 
-/* Rewrite meta.json atomically (temporary file + rename). Under reg.mu. */
+/* Rewrite meta.json atomically and durably (file_replace: temporary file,
+ * fsync, rename, the directory's fsync). Under reg.mu. */
 int sandbox_persist_locked(struct sandbox *sb)
 {
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 16];
 	json_t *m = sandbox_record_persist(&sb->rec);
 	char *s = m ? json_text(m, JSON_COMPACT) : NULL;
-	size_t n = s ? strlen(s) : 0;
-	int fd, wr_err = 0, r = 0;
+	int r;
 
 	json_decref(m);
 	if (!s) {
 		kilnd_log("sandbox %s: cannot save meta.json: out of memory", sb->rec.id);
 		return -ENOMEM;
 	}
-	snprintf(path, sizeof(path), "%s/meta.json", sb->dir);
-	snprintf(tmp, sizeof(tmp), "%s/meta.json.tmp", sb->dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd >= 0 && fd_io_write_all(fd, s, n) < 0) {
-		wr_err = errno;
-		close(fd);
-	}
-	if (fd < 0 || wr_err || close(fd) < 0 || rename(tmp, path) < 0) {
-		if (wr_err)
-			errno = wr_err; /* not close()'s: the write is what failed */
-		r = -errno;
-		kilnd_log("sandbox %s: cannot save %s: %s", sb->rec.id, path, strerror(errno));
-		unlink(tmp);
-	}
+	r = file_replace(sb->dir, "meta.json", s, strlen(s), 0600);
+	if (r)
+		kilnd_log("sandbox %s: cannot save %s/meta.json: %s", sb->rec.id, sb->dir,
+			  strerror(-r));
 	free(s);
 	return r;
 }
