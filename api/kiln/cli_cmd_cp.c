@@ -95,17 +95,36 @@ static int guest_url(struct cp_ctx *x, char *url, size_t n, const char *endpoint
 	return 0;
 }
 
-/* The JSON object of an answer, printed as --json wants it. */
-static void print_answer(struct cp_ctx *x, const struct cli_resp *resp)
+/*
+ * An upload's answer: a JSON object with the guest "path" and the count
+ * field (files: "bytes", equal to a regular file's size; directories:
+ * "files"), printed as --json wants it. A 2xx of another shape (another
+ * program on the socket, a kilnd of another version) is not a success.
+ * 0, or the exit status after one line.
+ */
+static int check_answer(struct cp_ctx *x, const struct cli_resp *resp, const char *count,
+			long long want)
 {
-	json_t *v;
+	json_error_t je;
+	struct cli_fail f;
+	json_t *v = resp->len ? json_strict_loadb(resp->body, resp->len, &je) : NULL;
+	int rc = 0;
 
-	if (!x->c->g.json || !resp->len)
-		return;
-	v = json_strict_loadb(resp->body, resp->len, NULL);
-	if (v)
+	if (resp->len && !v)
+		rc = cli_fail_set(&f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)",
+				  je.text);
+	else if (cli_answer_need(v, "path", JSON_STRING, &f) ||
+		 cli_answer_need(v, count, JSON_INTEGER, &f))
+		rc = -1;
+	else if (want >= 0 && json_integer_value(json_object_get(v, count)) != want)
+		rc = cli_fail_set(&f, CLI_EXIT_API, NULL,
+				  "kilnd says it wrote %lld bytes of %lld; the guest file may be "
+				  "incomplete: copy it again",
+				  (long long)json_integer_value(json_object_get(v, count)), want);
+	if (!rc && x->c->g.json)
 		cli_print_json(v, false);
 	json_decref(v);
+	return rc ? cli_report(x->c, x->what, &f) : 0;
 }
 
 static void print_stats(const char *path, const struct cli_tar_stats *st)
@@ -480,7 +499,7 @@ static int upload_dir(struct cp_ctx *x, int dirfd)
 		} else if (rc) {
 			rc = cli_report(x->c, x->what, &f);
 		} else {
-			print_answer(x, &resp);
+			rc = check_answer(x, &resp, "files", -1);
 			free(resp.body);
 		}
 	}
@@ -564,9 +583,9 @@ static int upload(struct cp_ctx *x)
 		return cli_report(x->c, x->what, &f);
 	if (rc)
 		return rc;
-	print_answer(x, &resp);
+	rc = check_answer(x, &resp, "bytes", req.source_size);
 	free(resp.body);
-	return 0;
+	return rc;
 }
 
 int cli_cmd_cp(struct cli_ctx *c, int argc, char **argv)

@@ -18,8 +18,10 @@ struct xfer {
 	bool sinking; /* decided at the first body byte from the status */
 	bool decided;
 	bool too_big;
-	bool connected; /* curl's pre-request callback ran */
-	bool head_done; /* the final (non-1xx) status line and headers arrived */
+	bool head_too_big;
+	size_t head_bytes; /* of every head so far (1xx ones too) */
+	bool connected;    /* curl's pre-request callback ran */
+	bool head_done;    /* the final (non-1xx) status line and headers arrived */
 	bool timed_out;
 	bool queue_full;     /* connect() kept failing with EAGAIN until the deadline */
 	long long answer_ms; /* 0: no limit */
@@ -87,6 +89,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	long status = 0;
 
+	x->head_bytes += n;
+	if (x->head_bytes > CLI_HEAD_MAX) {
+		x->head_too_big = true;
+		return 0; /* curl aborts with CURLE_WRITE_ERROR */
+	}
 	if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n')) {
 		curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &status);
 		/* 100 Continue is followed by the real answer. */
@@ -178,6 +185,11 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 		return cli_fail_set(f, CLI_EXIT_LOCAL, NULL, "%s", strerror(-x->resp->local_err));
 	if (cc == CURLE_ABORTED_BY_CALLBACK && x->req->cancel && *x->req->cancel)
 		return cli_fail_set(f, CLI_EXIT_API, "interrupted", "interrupted");
+	if (x->head_too_big)
+		return cli_fail_set(f, CLI_EXIT_API, NULL,
+				    "kilnd's answer head is larger than %u KiB (another program on "
+				    "the socket %s?)",
+				    CLI_HEAD_MAX >> 10, h->socket);
 	if (x->too_big)
 		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is larger than %u MiB",
 				    CLI_BODY_MAX >> 20);
@@ -282,7 +294,7 @@ int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *
 	curl_slist_free_all(hdr);
 	if (resp->status == 0)
 		curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &resp->status);
-	if (cc != CURLE_OK && resp->status >= 400 && resp->len && !x.too_big) {
+	if (cc != CURLE_OK && resp->status >= 400 && resp->len && !x.too_big && !x.head_too_big) {
 		/* kilnd answered and closed while we were still sending (a 413
 		 * before the upload's end): its error says more than curl's. */
 		cli_fail_from_response(resp->status, resp->body, resp->len, f);

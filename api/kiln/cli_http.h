@@ -24,6 +24,7 @@
  *    -f, a download); a collected one must end within the same limit.
  *    Failures: exit 3 when no connection was made, 6 when kilnd took the
  *    request and did not answer.
+ *  - An answer head over CLI_HEAD_MAX bytes ends the transfer (exit 1).
  */
 #ifndef KILN_CLI_HTTP_H
 #define KILN_CLI_HTTP_H
@@ -39,6 +40,11 @@
 /* Collected bodies: JSON answers and error objects. A sandbox list of the
  * daemon's maximum size is far below this. */
 #define CLI_BODY_MAX (64u << 20)
+
+/* An answer's head (status line and header lines, 1xx heads included):
+ * kilnd's are a few hundred bytes; a server that sends megabytes of
+ * header lines is refused at this, not left to curl's own limits. */
+#define CLI_HEAD_MAX (64u << 10)
 
 struct cli_http {
 	const char *socket;
