@@ -63,6 +63,16 @@ long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s)
 	return (long long)((timeout_ms + 999) / 1000) + extra_s;
 }
 
+long long cli_exec_wait_s(const json_t *body, bool stream)
+{
+	if (stream)
+		return CLI_WAIT_STREAM_HEAD;
+	/* The answer comes at the exit: the process's own time, plus a wake's. */
+	return cli_wait_for_ms((unsigned long long)json_integer_value(
+				       json_object_get(body, "timeout_ms")),
+			       CLI_WAIT_BOOT);
+}
+
 int cli_put_kv(json_t *obj, const char *arg, bool allow_unset, const char *what, struct err *e)
 {
 	const char *eq = strchr(arg, '=');

@@ -46,13 +46,25 @@
  */
 #define CLI_WAIT_BOOT 60
 #define CLI_WAIT_SNAPSHOT (600 + CLI_WAIT_BOOT)
-#define CLI_WAIT_UNBOUNDED (-1LL) /* an exec or wait without a timeout of its own */
+#define CLI_WAIT_UNBOUNDED (-1LL) /* a buffered exec without a timeout of its own */
+/*
+ * A streamed exec's or run's head comes with the first event, or at most
+ * 2 s after kilnd asked the agent (EXEC_HEAD_MS, api/kilnd/endpoints/exec.c),
+ * a wake before that: so a quiet process is told from a silent socket.
+ */
+#define CLI_WAIT_STREAM_HEAD (5 + CLI_WAIT_BOOT)
+/* kiln wait without --timeout-ms asks kilnd in waits this long, each
+ * answered (504 timeout while the process runs), so none waits unbounded. */
+#define CLI_WAIT_SLICE_S 10
 
 /* Milliseconds an answer may take (base timeout_s plus wait_s); 0: no limit. */
 long long cli_answer_ms(unsigned long timeout_s, long long wait_s);
 /* The wait of a process with timeout_ms (0: none, so unbounded), rounded
  * up to seconds, plus extra_s. */
 long long cli_wait_for_ms(unsigned long long timeout_ms, long long extra_s);
+/* cli_req.wait_s of an exec or run with this body: streamed, its head's
+ * (CLI_WAIT_STREAM_HEAD); buffered, its timeout_ms and a wake's. */
+long long cli_exec_wait_s(const json_t *body, bool stream);
 
 /* kiln create [options]: the POST /v1/sandboxes body. */
 int cli_create_body(int argc, char **argv, struct cli_globals *g, json_t **body, struct err *e);

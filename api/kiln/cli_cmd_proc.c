@@ -15,6 +15,7 @@
 #include "api/kiln/cli_cmds.h"
 #include "api/kiln/cli_exec_out.h"
 #include "api/kiln/cli_format.h"
+#include "lib/base/json.h"
 
 /* Bytes per stdin request: kilnd's default --max-body is 2 MiB. */
 #define STDIN_CHUNK (1u << 20)
@@ -126,6 +127,27 @@ int cli_cmd_kill(struct cli_ctx *c, int argc, char **argv)
 	return rc;
 }
 
+/*
+ * One wait request: 0 with *v, 1 when kilnd says the process still runs
+ * after the request's timeout_ms, or -1 with f.
+ */
+static int wait_once(struct cli_ctx *c, const char *path, json_t **v, struct cli_fail *f)
+{
+	struct cli_req req = { .method = "POST", .path = path };
+	struct cli_resp resp;
+	json_error_t je;
+
+	*v = NULL;
+	if (cli_call_quiet(c, &req, &resp, f))
+		return strcmp(f->code, "timeout") ? -1 : 1;
+	*v = resp.len ? json_strict_loadb(resp.body, resp.len, &je) : NULL;
+	free(resp.body);
+	if (resp.len && !*v)
+		return cli_fail_set(f, CLI_EXIT_API, NULL, "kilnd's answer is not JSON (%s)",
+				    je.text);
+	return 0;
+}
+
 int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv)
 {
 	struct cli_proc_req p;
@@ -133,16 +155,26 @@ int cli_cmd_wait(struct cli_ctx *c, int argc, char **argv)
 	json_t *v = NULL;
 	struct cli_fail f;
 	int rc = proc_usage(c, "wait", argc, argv, &p), status;
+	bool sliced;
 
 	if (rc)
 		return rc;
+	/* No --timeout-ms: waits of CLI_WAIT_SLICE_S, one after the other, so
+	 * each answer is bounded and a socket that never answers is found. */
+	sliced = p.wait_s < 0;
+	if (sliced)
+		snprintf(p.query, sizeof(p.query), "?timeout_ms=%d", CLI_WAIT_SLICE_S * 1000);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/processes/%lu/wait%s", p.id, p.proc,
 		 p.query);
 	snprintf(what, sizeof(what), "wait %s %lu", p.id, p.proc);
-	c->wait_s = p.wait_s;
-	rc = cli_call_json(c, what, "POST", path, NULL, &v);
-	if (!rc)
-		rc = cli_show(c, v, cli_format_exit);
+	/* The first may wake a hibernated sandbox. */
+	c->wait_s = sliced ? CLI_WAIT_SLICE_S + CLI_WAIT_BOOT : p.wait_s;
+	do
+		rc = wait_once(c, path, &v, &f);
+	while (rc > 0 && sliced);
+	if (rc)
+		return cli_report(c, what, &f);
+	rc = cli_show(c, v, cli_format_exit);
 	status = cli_exec_status(v);
 	if (!rc && status < 0) {
 		cli_fail_set(&f, CLI_EXIT_API, NULL,

@@ -203,10 +203,7 @@ int cli_cmd_run_code(struct cli_ctx *c, int argc, char **argv)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/run%s", x.id, x.stream ? "?stream=1" : "");
 	if (x.stream && !json_object_get(x.body, "output_cap"))
 		json_object_set_new(x.body, "output_cap", json_integer(CLI_STREAM_OUTPUT_CAP));
-	/* The answer comes at the exit: the code's own time, plus a wake's. */
-	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(
-					    json_object_get(x.body, "timeout_ms")),
-				    CLI_WAIT_BOOT);
+	c->wait_s = cli_exec_wait_s(x.body, x.stream);
 	if (!rc)
 		rc = x.stream ? cli_exec_stream(c, what, path, x.body, NULL, after_stream)
 			      : cli_exec_buffered(c, what, path, x.body, after_buffered);

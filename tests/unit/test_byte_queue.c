@@ -106,6 +106,40 @@ static void test_close_without_data(void **state)
 	byte_queue_destroy(&q);
 }
 
+/* An exec that writes nothing for a while: the answer begins anyway (a
+ * client can tell kilnd at work from a socket that never answers), and
+ * a failure after that is the producer's to report in the stream. */
+static void test_begin_quiet_producer(void **state)
+{
+	struct byte_queue q;
+	char buf[4];
+	int err = 0;
+
+	(void)state;
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	assert_true(byte_queue_wait_begin(&q, 20, &err));
+	assert_false(byte_queue_fail_unbegun(&q, -EIO)); /* begun: not closed */
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 10, &err), 0);
+	assert_int_equal(byte_queue_push(&q, "err", 3), 0);
+	byte_queue_close(&q, 0);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), 3);
+	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), -1);
+	assert_int_equal(err, 0);
+	byte_queue_destroy(&q);
+	/* A failure before the answer began: the consumer answers with it. */
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	assert_true(byte_queue_fail_unbegun(&q, -ENOENT));
+	assert_false(byte_queue_wait_begin(&q, 1000, &err));
+	assert_int_equal(err, -ENOENT);
+	byte_queue_destroy(&q);
+	/* Bytes first: begun by them, a later failure is the stream's. */
+	assert_int_equal(byte_queue_init(&q, 64), 0);
+	assert_int_equal(byte_queue_push(&q, "x", 1), 0);
+	assert_true(byte_queue_wait_begin(&q, 1000, &err));
+	assert_false(byte_queue_fail_unbegun(&q, -EIO));
+	byte_queue_destroy(&q);
+}
+
 static void *blocked_producer(void *arg)
 {
 	struct byte_queue *q = arg;
@@ -140,6 +174,7 @@ int main(void)
 		cmocka_unit_test(test_stream_through_small_queue),
 		cmocka_unit_test(test_error_after_data),
 		cmocka_unit_test(test_close_without_data),
+		cmocka_unit_test(test_begin_quiet_producer),
 		cmocka_unit_test(test_abort_wakes_blocked_producer),
 	};
 

@@ -137,3 +137,35 @@ bool byte_queue_wait_first(struct byte_queue *q, int *err)
 	pthread_mutex_unlock(&q->mu);
 	return any;
 }
+
+bool byte_queue_wait_begin(struct byte_queue *q, int timeout_ms, int *err)
+{
+	struct timespec dl;
+	bool any;
+
+	mono_deadline_in(&dl, timeout_ms);
+	pthread_mutex_lock(&q->mu);
+	while (q->pushed == 0 && !q->closed && !q->begun)
+		if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT && q->pushed == 0 &&
+		    !q->closed)
+			q->begun = true;
+	any = q->pushed > 0 || q->begun;
+	*err = q->error;
+	pthread_mutex_unlock(&q->mu);
+	return any;
+}
+
+bool byte_queue_fail_unbegun(struct byte_queue *q, int err)
+{
+	bool unbegun;
+
+	pthread_mutex_lock(&q->mu);
+	unbegun = q->pushed == 0 && !q->begun;
+	if (unbegun) {
+		q->closed = true;
+		q->error = err;
+		pthread_cond_broadcast(&q->cv);
+	}
+	pthread_mutex_unlock(&q->mu);
+	return unbegun;
+}

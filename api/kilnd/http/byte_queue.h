@@ -32,7 +32,8 @@ struct byte_queue {
 	size_t cap, head, len;
 	uint64_t pushed; /* bytes ever pushed */
 	bool closed, aborted;
-	int error; /* with closed: 0 or -errno */
+	bool begun; /* the consumer began its answer before any byte (byte_queue_wait_begin) */
+	int error;  /* with closed: 0 or -errno */
 };
 
 /* 0 or -ENOMEM / -errno from pthread init. */
@@ -63,5 +64,23 @@ ssize_t byte_queue_pop(struct byte_queue *q, void *out, size_t max, int timeout_
  * *err is the close error then.
  */
 bool byte_queue_wait_first(struct byte_queue *q, int *err);
+
+/*
+ * Consumer: byte_queue_wait_first for at most timeout_ms. When it passes
+ * with nothing pushed and the producer still at work, the answer is
+ * declared begun (a client must not take a quiet producer for a dead
+ * server) and this returns true as if bytes were there. false: closed
+ * without a byte and not begun, *err the close error.
+ */
+bool byte_queue_wait_begin(struct byte_queue *q, int timeout_ms, int *err);
+
+/*
+ * Producer, on failure: close with err if the consumer has not begun its
+ * answer (no byte pushed, not begun) and return true: the consumer answers
+ * with the failure's own status. false when the answer has begun: the
+ * producer reports the failure in the stream, then closes. One decision
+ * under the queue's lock, so it cannot cross byte_queue_wait_begin's.
+ */
+bool byte_queue_fail_unbegun(struct byte_queue *q, int err);
 
 #endif
