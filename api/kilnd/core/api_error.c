@@ -55,6 +55,7 @@ static const struct {
 	[API_E_AGENT_UNAVAILABLE] = { "agent_unavailable", 503 },
 	[API_E_JAIL_UNAVAILABLE] = { "jail_unavailable", 503 },
 	[API_E_TOO_MANY_CONNECTIONS] = { "too_many_connections", 503 },
+	[API_E_SHUTTING_DOWN] = { "shutting_down", 503 },
 	[API_E_TIMEOUT] = { "timeout", 504 },
 	[API_E_NO_SPACE] = { "no_space", 507 },
 	[API_E_HTTP_VERSION] = { "http_version_not_supported", 505 },

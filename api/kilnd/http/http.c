@@ -559,16 +559,24 @@ static void answer_error_and_close(struct http_conn *c, const struct http_head *
 	text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
 	text_clean_ascii(r->path, sizeof(r->path), path, strlen(path));
 	http_error(r, e);
+	if (e->code == API_E_SHUTTING_DOWN)
+		add_header(r, "Retry-After", "1");
 	send_answer(c, r, false);
 	conn_linger(c);
 	request_end(r, true);
 }
+
+/* Once the server stops accepting, the wait for a head lasts at most this
+ * much longer: a request already on its way (sent as its connection was
+ * accepted) is still read and served, and nobody holds a handover up. */
+#define HEAD_GRACE_MS 500
 
 /* Wait for a complete head in c's buffer: its length, 0 when the client
  * closed or stayed silent (nothing to answer), -1 with e. */
 static long read_head(struct http_conn *c, int64_t deadline, struct api_err *e)
 {
 	struct http_head_scan sc = { 0 };
+	bool stopping = false;
 
 	for (;;) {
 		long n = http_head_scan_end(c->buf + c->start, c->end - c->start, &sc, e);
@@ -576,9 +584,26 @@ static long read_head(struct http_conn *c, int64_t deadline, struct api_err *e)
 
 		if (n)
 			return n;
-		k = conn_fill(c, deadline);
+		k = stopping ? conn_fill(c, deadline) : conn_fill_head(c, deadline);
 		if (k > 0)
 			continue;
+		if (k == -ESHUTDOWN) {
+			stopping = true;
+			if (deadline > mono_ms() + HEAD_GRACE_MS)
+				deadline = mono_ms() + HEAD_GRACE_MS;
+			continue;
+		}
+		/* Handing over (or stopping): a client part-way through a head,
+		 * or on a connection not yet used, is told to retry at once
+		 * rather than holding the handover up to --client-timeout; the
+		 * new kilnd answers the retry. An idle keep-alive connection
+		 * just closes. */
+		if (k == -ETIMEDOUT && stopping && (c->end > c->start || !c->served)) {
+			api_err_set(e, API_E_SHUTTING_DOWN,
+				    "kilnd is handing over to a new kilnd (--upgrade) or stopping; "
+				    "this request was not read: send it again");
+			return -1;
+		}
 		if (k == -ETIMEDOUT && c->end > c->start) {
 			api_err_set(e, API_E_REQUEST_TIMEOUT,
 				    "the request's head did not arrive within %d s (--client-timeout)",
@@ -668,6 +693,7 @@ void http_conn_serve(struct http_conn *c)
 		}
 		if (n == 0 || !serve_one(c, (size_t)n))
 			return;
+		c->served = true;
 		/* The next request's bytes already read move to the front, where
 		 * a head is read. */
 		c->pin = 0;

@@ -42,7 +42,7 @@ enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool al
 	return HTTP_ADMIT_REFUSE;
 }
 
-ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
+static ssize_t fill(struct http_conn *c, int64_t deadline_ms, int stop_fd)
 {
 	if (c->start == c->end)
 		c->start = c->end = c->pin;
@@ -63,10 +63,21 @@ ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
 		}
 		if (errno != EAGAIN && errno != EINTR)
 			return -errno;
-		r = http_io_wait(c->fd, POLLIN, deadline_ms, -1);
+		r = http_io_wait(c->fd, POLLIN, deadline_ms, stop_fd);
 		if (r < 0)
 			return r;
 	}
+}
+
+ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms)
+{
+	return fill(c, deadline_ms, -1);
+}
+
+ssize_t conn_fill_head(struct http_conn *c, int64_t deadline_ms)
+{
+	/* http_quiesce's byte stays in the pipe: readable from then on. */
+	return fill(c, deadline_ms, c->srv->wake[0]);
 }
 
 int conn_send(struct http_conn *c, const void *p, size_t n)

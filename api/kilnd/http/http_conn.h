@@ -11,6 +11,12 @@
  *    a deadline, so no client can hold a thread longer than
  *    --client-timeout without progress. http_stop() shuts every socket
  *    down, which ends any wait at once.
+ *  - Once the server stops accepting (http_quiesce: a handover to a new
+ *    kilnd, or a stop), a wait for a request's head ends at once: a
+ *    client that has sent part of one (or nothing, on a connection that
+ *    has not had a request yet) is answered 503 shutting_down with Retry-After
+ *    and closed, an idle keep-alive connection is closed; none holds the
+ *    handover up to --client-timeout.
  *  - A connection's thread calls http_conn_serve() (http.c), which reads
  *    requests through conn_fill() and answers through conn_send().
  */
@@ -79,12 +85,16 @@ struct http_conn {
 	/* unread input: buf[start..end); buf[0..pin) holds the current
 	 * request's head, which reading its body never moves */
 	size_t pin, start, end;
+	bool served; /* a request was answered on it (an idle keep-alive one now) */
 	char buf[HTTP_CONN_BUF];
 };
 
 /* Read more input into buf[end..) until deadline_ms (mono_ms): bytes read, 0 at
  * EOF, -ETIMEDOUT, -ENOBUFS when buf is full, or -errno. */
 ssize_t conn_fill(struct http_conn *c, int64_t deadline_ms);
+/* conn_fill that also ends with -ESHUTDOWN once the server has stopped
+ * accepting (http_quiesce): for the wait for a request's head. */
+ssize_t conn_fill_head(struct http_conn *c, int64_t deadline_ms);
 /* All of p[0..n), each write within the client timeout. 0 or -errno. */
 int conn_send(struct http_conn *c, const void *p, size_t n);
 /* The n pieces of iov in one gathered write where they fit (http_io_sendv). */

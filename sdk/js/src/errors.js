@@ -39,7 +39,7 @@ export const ERROR_CODES = [
   'wrong_state', 'limit_reached', 'exists', 'in_use', 'not_empty', 'invalid_state', 'read_only', 'unsupported',
   'body_too_large', 'uri_too_long', 'headers_too_large',
   'internal', 'spawn_failed', 'boot_failed', 'io_error',
-  'agent_protocol_error', 'agent_unavailable', 'jail_unavailable', 'too_many_connections', 'busy',
+  'agent_protocol_error', 'agent_unavailable', 'jail_unavailable', 'too_many_connections', 'shutting_down', 'busy',
   'timeout', 'http_version_not_supported', 'no_space',
 ];
 
@@ -86,6 +86,7 @@ export class AgentProtocolErrorError extends KilnError {}
 export class AgentUnavailableError extends KilnError {}
 export class JailUnavailableError extends KilnError {}
 export class TooManyConnectionsError extends KilnError {}
+export class ShuttingDownError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}
 export class NoSpaceError extends KilnError {}
@@ -99,7 +100,7 @@ const CLASSES = {
   InUseError, NotEmptyError, InvalidStateError, ReadOnlyError, UnsupportedError, BodyTooLargeError,
   UriTooLongError, HeadersTooLargeError, InternalError, SpawnFailedError, BootFailedError,
   IoErrorError, AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,
-  TooManyConnectionsError, BusyError, TimeoutError, HttpVersionNotSupportedError, NoSpaceError,
+  TooManyConnectionsError, ShuttingDownError, BusyError, TimeoutError, HttpVersionNotSupportedError, NoSpaceError,
 };
 
 /** The class for a kilnd error code; KilnError for a code this SDK does not know. */

@@ -79,6 +79,7 @@ export class IoErrorError extends KilnError {}
 export class AgentProtocolErrorError extends KilnError {}
 export class AgentUnavailableError extends KilnError {}
 export class JailUnavailableError extends KilnError {}
+export class ShuttingDownError extends KilnError {}
 export class TooManyConnectionsError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}

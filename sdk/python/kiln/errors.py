@@ -227,6 +227,10 @@ class TooManyConnectionsError(KilnError):
     code = "too_many_connections"
 
 
+class ShuttingDownError(KilnError):
+    code = "shutting_down"
+
+
 class BusyError(KilnError):
     code = "busy"
 
@@ -250,7 +254,8 @@ _BY_CODE: dict[str, type[KilnError]] = {cls.code: cls for cls in (
     UnsupportedError, BodyTooLargeError, UriTooLongError, HeadersTooLargeError,
     InternalError, SpawnFailedError, BootFailedError, IoErrorError,
     AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,
-    TooManyConnectionsError, BusyError, HttpVersionNotSupportedError, NoSpaceError,
+    TooManyConnectionsError, ShuttingDownError, BusyError, HttpVersionNotSupportedError,
+    NoSpaceError,
 )}
 
 __all__ += [cls.__name__ for cls in _BY_CODE.values() if cls.__name__ not in __all__]

@@ -167,7 +167,7 @@ class TestErrors(Base):
                  "request_timeout", "wrong_state", "limit_reached", "exists", "not_empty", "invalid_state",
                  "read_only", "unsupported", "body_too_large", "uri_too_long", "headers_too_large",
                  "internal", "spawn_failed", "boot_failed", "io_error", "agent_protocol_error",
-                 "agent_unavailable", "jail_unavailable", "too_many_connections", "busy", "timeout",
+                 "agent_unavailable", "jail_unavailable", "too_many_connections", "shutting_down", "busy", "timeout",
                  "http_version_not_supported", "no_space"]
         status = {"timeout": 504, "request_timeout": 408, "no_space": 507}
         for code in codes:
