@@ -20,6 +20,8 @@
 #include <sys/types.h>
 
 #include "api/kilnd/core/kilnd_log.h" /* every layer logs */
+#include "api/kilnd/core/api_error.h"
+#include "api/kilnd/core/log_limit.h"
 #include "api/kilnd/core/metrics.h"
 #include "api/kilnd/core/names.h"
 #include "api/kilnd/core/pool_spec.h"
@@ -129,6 +131,9 @@ struct kilnd {
 	struct sandbox_registry reg;
 	pthread_mutex_t metrics_mu;
 	struct kiln_metrics metrics;
+	/* Log lines of connections answered without a request read, one a
+	 * second per error code (a refused flood); under metrics_mu. */
+	struct log_limit unread_log[API_CODE_COUNT];
 	int64_t started_mono_ms;
 	atomic_bool shutting_down;
 	struct kilnd_pools *pools; /* NULL: no --pool; its fields under reg.mu */

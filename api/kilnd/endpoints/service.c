@@ -3,6 +3,7 @@
 
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "api/kilnd/core/listen.h"
 #include "lib/base/mono.h"
@@ -12,23 +13,39 @@ static bool peer_ok(const struct http_service *svc, const struct peer *p)
 	return peer_allowed(&svc->d->cfg, p);
 }
 
+/* Connections answered without a request read: one log line a second per
+ * error code at most (log_limit.h). */
+#define UNREAD_LOG_MS 1000
+
 static void request_done(const struct http_service *svc, const struct http_req *r, bool complete)
 {
 	struct kilnd *d = svc->d;
+	bool log = !d->cfg.quiet;
+	unsigned long held = 0;
+	char more[80] = "";
 
+	pthread_mutex_lock(&d->metrics_mu);
+	metrics_http(&d->metrics, r->status);
+	/* A flood of refused connections is a line a second per reason. */
+	if (log && r->unread != API_OK && r->unread < API_CODE_COUNT)
+		log = log_limit_pass(&d->unread_log[r->unread], mono_ms(), UNREAD_LOG_MS, &held);
+	pthread_mutex_unlock(&d->metrics_mu);
 	/* A cut stream is logged even when quiet: its client got less than
 	 * the 200 promised (a chunked body without its last chunk). */
-	if (r->cut)
+	if (r->cut) {
 		kilnd_log("uid=%u %s %s %u %.1fms (cut after %" PRIu64 " bytes of the body: %s)",
 			  (unsigned)r->peer.uid, r->method, r->path, r->status, mono_ms_f() - r->t0,
 			  r->sent, r->cut);
-	else if (!d->cfg.quiet)
-		kilnd_log("uid=%u %s %s %u %.1fms%s", (unsigned)r->peer.uid, r->method, r->path,
-			  r->status, mono_ms_f() - r->t0,
-			  complete ? "" : " (connection ended early)");
-	pthread_mutex_lock(&d->metrics_mu);
-	metrics_http(&d->metrics, r->status);
-	pthread_mutex_unlock(&d->metrics_mu);
+		return;
+	}
+	if (!log)
+		return;
+	if (held)
+		snprintf(more, sizeof(more), " (and %lu more %s not logged)", held,
+			 api_code_name(r->unread));
+	kilnd_log("uid=%u %s %s %u %.1fms%s%s", (unsigned)r->peer.uid, r->method, r->path,
+		  r->status, mono_ms_f() - r->t0, complete ? "" : " (connection ended early)",
+		  more);
 }
 
 void api_service_init(struct api_service *s, struct kilnd *d)

@@ -558,6 +558,7 @@ static void answer_error_and_close(struct http_conn *c, const struct http_head *
 	r->t0 = mono_ms_f();
 	text_clean_ascii(r->method, sizeof(r->method), method, strlen(method));
 	text_clean_ascii(r->path, sizeof(r->path), path, strlen(path));
+	r->unread = e->code;
 	http_error(r, e);
 	if (e->code == API_E_SHUTTING_DOWN)
 		add_header(r, "Retry-After", "1");

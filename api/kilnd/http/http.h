@@ -142,6 +142,9 @@ struct http_req {
 	const char *cut;
 	char cut_msg[256]; /* the source's own reason, when cut points here */
 	uint64_t sent;
+	/* The error answered without a request read (a refused connection,
+	 * broken framing, a head that never came); API_OK for a request. */
+	enum api_code unread;
 	/* JSON bodies */
 	char *body;
 	size_t body_len, body_cap;
