@@ -79,6 +79,9 @@ static const char usage[] =
 	"  --client-timeout SEC  a client sends each request head, and each part of a\n"
 	"                        body, and reads each part of an answer within this\n"
 	"                        (default 30)\n"
+	"  --max-connections-per-uid N\n"
+	"                        API connections one uid other than root and kilnd's\n"
+	"                        own may hold at once (default 64, of 256; 0: no cap)\n"
 	"  --max-sandboxes N     sandboxes at once (default 64)\n"
 	"  --max-cpus N          largest cpus of a sandbox (default: online CPUs, <= 64)\n"
 	"  --max-memory MIB      largest memory_mib of a sandbox (default 16384)\n"
@@ -305,6 +308,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		OPT_MAX_BODY,
 		OPT_MAX_UPLOAD,
 		OPT_MAX_SANDBOXES,
+		OPT_MAX_UID_CONNECTIONS,
 		OPT_MAX_CPUS,
 		OPT_MAX_MEMORY,
 		OPT_MAX_DISK,
@@ -351,6 +355,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "import-id", required_argument, 0, OPT_IMPORT_ID },
 		{ "client-timeout", required_argument, 0, OPT_CLIENT_TIMEOUT },
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
+		{ "max-connections-per-uid", required_argument, 0, OPT_MAX_UID_CONNECTIONS },
 		{ "max-cpus", required_argument, 0, OPT_MAX_CPUS },
 		{ "max-memory", required_argument, 0, OPT_MAX_MEMORY },
 		{ "max-disk", required_argument, 0, OPT_MAX_DISK },
@@ -393,6 +398,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	cfg->client_timeout_s = 30;
 	cfg->keeper_grace_s = KEEPER_GRACE_DEFAULT_S;
 	cfg->max_sandboxes = 64;
+	cfg->uid_connections = HTTP_UID_CONNECTIONS_DEFAULT;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
 	cfg->limits.max_memory_mib = 16384;
 	cfg->limits.max_disk_mib = SPEC_DISK_DEFAULT_MAX_MIB;
@@ -513,6 +519,12 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 					"--client-timeout '%s': a number of seconds from 1 to 3600",
 					optarg);
 			cfg->client_timeout_s = (unsigned)n;
+			break;
+		case OPT_MAX_UID_CONNECTIONS:
+			if (num_parse_u64(optarg, 10, 0, HTTP_CONNECTION_LIMIT, &n))
+				return bad_usage("--max-connections-per-uid '%s': from 0 (no cap) to %d",
+						 optarg, HTTP_CONNECTION_LIMIT);
+			cfg->uid_connections = (unsigned)n;
 			break;
 		case OPT_MAX_SANDBOXES:
 			if (num_parse_u64(optarg, 10, 0, 100000, &n) || n == 0)

@@ -953,14 +953,27 @@ static void test_query_split_max(void **state)
 #define LIMIT HTTP_CONNECTION_LIMIT
 #define RESERVED (HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE)
 
-static enum http_admit admit(unsigned serving, unsigned forbidden, unsigned busy, bool allowed,
-			     bool privileged, struct api_err *e)
+static enum http_admit admit_uid(unsigned serving, unsigned forbidden, unsigned busy, bool allowed,
+				 bool privileged, unsigned uid_serving, unsigned uid_max,
+				 struct api_err *e)
 {
 	const unsigned refusing[2] = { forbidden, busy };
+	const struct http_admit_peer p = { .uid = 1234,
+					   .gid = 5678,
+					   .allowed = allowed,
+					   .privileged = privileged,
+					   .uid_serving = uid_serving };
 
 	e->code = API_OK;
 	e->msg[0] = '\0';
-	return http_admit(serving, refusing, allowed, privileged, 1234, 5678, e);
+	return http_admit(serving, refusing, &p, uid_max, e);
+}
+
+/* No per-uid cap: the global limit and the reserve only. */
+static enum http_admit admit(unsigned serving, unsigned forbidden, unsigned busy, bool allowed,
+			     bool privileged, struct api_err *e)
+{
+	return admit_uid(serving, forbidden, busy, allowed, privileged, 0, 0, e);
 }
 
 static void test_admit_limit_and_reserve(void **state)
@@ -1026,6 +1039,34 @@ static void test_admit_refusal_budgets(void **state)
 	assert_int_equal(e.code, API_E_TOO_MANY_CONNECTIONS);
 }
 
+/* One allowed uid cannot hold every slot the others need
+ * (--max-connections-per-uid); root and kilnd's uid are not capped. */
+static void test_admit_per_uid(void **state)
+{
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(admit_uid(10, 0, 0, true, false, 63, 64, &e), HTTP_ADMIT_SERVE);
+	assert_int_equal(admit_uid(10, 0, 0, true, false, 64, 64, &e), HTTP_ADMIT_REFUSE);
+	assert_int_equal(e.code, API_E_TOO_MANY_CONNECTIONS);
+	check_msg(&e);
+	assert_non_null(strstr(e.msg, "uid 1234 holds 64 connections"));
+	assert_non_null(strstr(e.msg, "--max-connections-per-uid 64"));
+	/* Its refusals share the too-many budget. */
+	assert_int_equal(admit_uid(10, 0, HTTP_REFUSING_MAX, true, false, 64, 64, &e),
+			 HTTP_ADMIT_DROP);
+	/* Privileged: no cap of its own. */
+	assert_int_equal(admit_uid(10, 0, 0, true, true, 200, 64, &e), HTTP_ADMIT_SERVE);
+	/* 0: no per-uid cap. */
+	assert_int_equal(admit_uid(10, 0, 0, true, false, 200, 0, &e), HTTP_ADMIT_SERVE);
+	/* The global limit still holds under the cap. */
+	assert_int_equal(admit_uid(RESERVED, 0, 0, true, false, 1, 64, &e), HTTP_ADMIT_REFUSE);
+	assert_null(strstr(e.msg, "--max-connections-per-uid"));
+	/* A forbidden peer stays forbidden. */
+	assert_int_equal(admit_uid(0, 0, 0, false, false, 0, 64, &e), HTTP_ADMIT_REFUSE);
+	assert_int_equal(e.code, API_E_FORBIDDEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1052,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(test_admit_limit_and_reserve),
 		cmocka_unit_test(test_admit_forbidden),
 		cmocka_unit_test(test_admit_refusal_budgets),
+		cmocka_unit_test(test_admit_per_uid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

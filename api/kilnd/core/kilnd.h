@@ -75,6 +75,7 @@ struct kilnd_config {
 	uint64_t max_upload;       /* 0: no limit */
 	unsigned client_timeout_s; /* --client-timeout: a silent client is dropped after it */
 	unsigned max_sandboxes;
+	unsigned uid_connections;     /* --max-connections-per-uid, 0: no cap */
 	unsigned max_checkpoints;     /* per sandbox; 0: none */
 	struct sandbox_limits limits; /* and idle_timeout_s's default (--idle-timeout) */
 	char dns_resolver[16]; /* --dns-resolver: passt sandboxes' upstream DNS; "": the host's */

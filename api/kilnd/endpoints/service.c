@@ -67,6 +67,7 @@ void api_service_init(struct api_service *s, struct kilnd *d)
 		.limits = s->limits,
 		.nlimits = LIMIT_COUNT,
 		.timeout_ms = (int)c->client_timeout_s * 1000,
+		.uid_max = c->uid_connections,
 		.peer_allowed = peer_ok,
 		.request_done = request_done,
 		.closing = &d->shutting_down,

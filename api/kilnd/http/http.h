@@ -14,7 +14,9 @@
  *    answered 403 and closed without taking a slot; at most HTTP_CONNECTION_LIMIT are
  *    served at once, the last HTTP_CONNECTION_RESERVE of them only for
  *    root and kilnd's own uid, so a flood of one allowed client never
- *    locks out the operator (503 too_many_connections beyond that).
+ *    locks out the operator (503 too_many_connections beyond that); and
+ *    at most svc->uid_max by one uid other than those two, so one allowed
+ *    user cannot hold every slot the others need.
  *  - A client has --client-timeout seconds to send each request's head
  *    (from the connection's start or the previous answer), may be silent
  *    at most that long inside a body, and must read what kilnd writes
@@ -65,6 +67,8 @@
  * kilnd's own uid may take. */
 #define HTTP_CONNECTION_LIMIT 256
 #define HTTP_CONNECTION_RESERVE 16
+/* --max-connections-per-uid's default: a quarter of the slots. */
+#define HTTP_UID_CONNECTIONS_DEFAULT 64
 
 struct http_req;
 struct http_conn;
@@ -105,6 +109,9 @@ struct http_service {
 	const struct http_limit *limits; /* indexed by http_route.limit */
 	size_t nlimits;
 	int timeout_ms; /* a silent client's time (--client-timeout) */
+	/* Connections one uid may hold (root and kilnd's uid: no cap of
+	 * their own); --max-connections-per-uid, 0: none. */
+	unsigned uid_max;
 	/* Whether the peer may be served at all (else 403 forbidden). */
 	bool (*peer_allowed)(const struct http_service *svc, const struct peer *p);
 	/* Every request, once it ended (complete: its answer went out whole). */

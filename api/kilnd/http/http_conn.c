@@ -19,21 +19,27 @@
 #define LINGER_MS 1000
 #define LINGER_MAX (1u << 20)
 
-enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed,
-			   bool privileged, uid_t uid, gid_t gid, struct api_err *e)
+enum http_admit http_admit(unsigned serving, const unsigned refusing[2],
+			   const struct http_admit_peer *p, unsigned uid_max, struct api_err *e)
 {
-	unsigned limit = privileged ? HTTP_CONNECTION_LIMIT
-				    : HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE;
+	unsigned limit = p->privileged ? HTTP_CONNECTION_LIMIT
+				       : HTTP_CONNECTION_LIMIT - HTTP_CONNECTION_RESERVE;
+	bool uid_full = !p->privileged && uid_max && p->uid_serving >= uid_max;
 
-	if (allowed && serving < limit)
+	if (p->allowed && serving < limit && !uid_full)
 		return HTTP_ADMIT_SERVE;
-	if (refusing[allowed] >= HTTP_REFUSING_MAX)
+	if (refusing[p->allowed] >= HTTP_REFUSING_MAX)
 		return HTTP_ADMIT_DROP;
-	if (!allowed)
+	if (!p->allowed)
 		api_err_set(e, API_E_FORBIDDEN,
 			    "uid %u (gid %u) may not use this kilnd; it allows root, its own uid, --allow-uid and "
 			    "--allow-gid",
-			    (unsigned)uid, (unsigned)gid);
+			    (unsigned)p->uid, (unsigned)p->gid);
+	else if (uid_full)
+		api_err_set(e, API_E_TOO_MANY_CONNECTIONS,
+			    "uid %u holds %u connections to kilnd already, its most "
+			    "(--max-connections-per-uid %u); close idle ones or retry",
+			    (unsigned)p->uid, p->uid_serving, uid_max);
 	else
 		api_err_set(e, API_E_TOO_MANY_CONNECTIONS,
 			    "kilnd serves %u connections already (at most %d, the last %d kept for root and "
@@ -146,7 +152,7 @@ static void *conn_thread(void *arg)
 static void conn_admit(struct http_server *s, int fd)
 {
 	struct http_conn *c = calloc(1, sizeof(*c));
-	bool allowed, privileged;
+	struct http_admit_peer p = { 0 };
 	pthread_attr_t attr;
 	pthread_t th;
 	enum http_admit a;
@@ -159,15 +165,19 @@ static void conn_admit(struct http_server *s, int fd)
 	}
 	c->srv = s;
 	c->fd = fd;
-	allowed = s->svc->peer_allowed(s->svc, &c->peer);
-	privileged = c->peer.uid == 0 || c->peer.uid == getuid();
+	p.uid = c->peer.uid;
+	p.gid = c->peer.gid;
+	p.allowed = s->svc->peer_allowed(s->svc, &c->peer);
+	p.privileged = c->peer.uid == 0 || c->peer.uid == getuid();
 	pthread_mutex_lock(&s->mu);
+	/* At most HTTP_CONNECTION_LIMIT served: a short walk. */
+	for (struct http_conn *o = s->conns; o && !p.privileged; o = o->next)
+		p.uid_serving += !o->refuse && o->peer.uid == p.uid;
 	a = s->stopping ? HTTP_ADMIT_DROP
-			: http_admit(s->serving, s->refusing, allowed, privileged, c->peer.uid,
-				     c->peer.gid, &c->err);
+			: http_admit(s->serving, s->refusing, &p, s->svc->uid_max, &c->err);
 	if (a != HTTP_ADMIT_DROP) {
 		c->refuse = a == HTTP_ADMIT_REFUSE;
-		c->refuse_kind = allowed;
+		c->refuse_kind = p.allowed;
 		if (c->refuse)
 			s->refusing[c->refuse_kind]++;
 		else

@@ -50,15 +50,23 @@ enum http_admit {
 	HTTP_ADMIT_DROP,   /* close at once */
 };
 
+/* A new connection's peer, as http_admit weighs it. */
+struct http_admit_peer {
+	uid_t uid;
+	gid_t gid;
+	bool allowed;         /* may use kilnd at all */
+	bool privileged;      /* root or kilnd's uid: may take the reserve, no per-uid cap */
+	unsigned uid_serving; /* connections of this uid served now */
+};
+
 /*
- * Whether to serve a new connection from a peer that is allowed (may use
- * kilnd at all) and privileged (root or kilnd's uid: may take the
- * reserve), with `serving` connections served and refusing[0] (forbidden)
- * and refusing[1] (too many) being refused now. REFUSE fills e
- * (forbidden, too_many_connections).
+ * Whether to serve a new connection from peer p, with `serving`
+ * connections served, refusing[0] (forbidden) and refusing[1] (too many)
+ * being refused now, and at most uid_max per unprivileged uid (0: no
+ * cap). REFUSE fills e (forbidden, too_many_connections).
  */
-enum http_admit http_admit(unsigned serving, const unsigned refusing[2], bool allowed,
-			   bool privileged, uid_t uid, gid_t gid, struct api_err *e);
+enum http_admit http_admit(unsigned serving, const unsigned refusing[2],
+			   const struct http_admit_peer *p, unsigned uid_max, struct api_err *e);
 
 struct http_server {
 	const struct http_service *svc;
