@@ -125,6 +125,15 @@ void cli_fail_timeout(const char *socket, bool connected, unsigned long long sec
 			     seconds, socket);
 }
 
+void cli_fail_unresponsive(const char *socket, unsigned long long seconds, struct cli_fail *f)
+{
+	cli_fail_set(f, CLI_EXIT_TIMEOUT, NULL,
+		     "kilnd at %s did not answer, nor a health check within %llu s; the request may "
+		     "still take effect there (check with `kiln ls`); wait longer with "
+		     "--request-timeout SECONDS or KILN_REQUEST_TIMEOUT (0: no limit)",
+		     socket, seconds);
+}
+
 int cli_answer_need(const json_t *v, const char *field, json_type type, struct cli_fail *f)
 {
 	const json_t *x = json_object_get(v, field);

@@ -79,6 +79,10 @@ int cli_fail_socket_path(const char *socket, struct cli_fail *f);
 void cli_fail_timeout(const char *socket, bool connected, unsigned long long seconds,
 		      struct cli_fail *f);
 
+/* f (exit 6) for a request with no limit of its own whose kilnd stopped
+ * answering: a health check got no answer within seconds either. */
+void cli_fail_unresponsive(const char *socket, unsigned long long seconds, struct cli_fail *f);
+
 /*
  * Does kilnd's answer v hold field with the JSON type the command relies
  * on? 0, or -1 with f: "kilnd answered without <a string> 'id'" (exit 1).

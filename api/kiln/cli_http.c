@@ -12,6 +12,7 @@
 #include "lib/base/mono.h"
 
 struct xfer {
+	const struct cli_http *h;
 	const struct cli_req *req;
 	struct cli_resp *resp;
 	CURL *curl;
@@ -23,6 +24,7 @@ struct xfer {
 	bool connected;    /* curl's pre-request callback ran */
 	bool head_done;    /* the final (non-1xx) status line and headers arrived */
 	bool timed_out;
+	bool probe_failed;   /* an unbounded wait's health check went unanswered */
 	bool queue_full;     /* connect() kept failing with EAGAIN until the deadline */
 	long long answer_ms; /* 0: no limit */
 	int64_t since_ms;    /* the connection, or the last upload bytes; 0: not yet */
@@ -121,6 +123,34 @@ static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int 
 	return CURL_PREREQFUNC_OK;
 }
 
+static size_t discard(char *p, size_t size, size_t nmemb, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return size * nmemb;
+}
+
+/* Does kilnd answer GET /v1/health, on a connection of its own, within
+ * the base timeout? Any HTTP answer counts: it is at work. */
+static bool kilnd_alive(const struct cli_http *h)
+{
+	CURL *p = curl_easy_init();
+	long status = 0;
+
+	if (!p)
+		return true; /* cannot tell: go on waiting */
+	curl_easy_setopt(p, CURLOPT_UNIX_SOCKET_PATH, h->socket);
+	curl_easy_setopt(p, CURLOPT_URL, "http://kiln/v1/health");
+	curl_easy_setopt(p, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(p, CURLOPT_PROXY, "");
+	curl_easy_setopt(p, CURLOPT_TIMEOUT_MS, (long)h->timeout_s * 1000);
+	curl_easy_setopt(p, CURLOPT_WRITEFUNCTION, discard);
+	if (curl_easy_perform(p) == CURLE_OK)
+		curl_easy_getinfo(p, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_cleanup(p);
+	return status != 0;
+}
+
 /* curl calls this about once a second, and at every transfer step. */
 static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
@@ -133,6 +163,18 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	(void)ulnow;
 	if (x->req->cancel && *x->req->cancel)
 		return 1;
+	/* A wait with no end of its own (an exec that answers at its exit):
+	 * waited for as long as kilnd answers a health check each base
+	 * timeout, so a socket that never answers is still found. */
+	if (x->since_ms && !x->answer_ms && x->h->timeout_s && !x->head_done &&
+	    mono_ms() - x->since_ms > (int64_t)x->h->timeout_s * 1000) {
+		if (!kilnd_alive(x->h)) {
+			x->timed_out = x->probe_failed = true;
+			return 1;
+		}
+		x->since_ms = mono_ms();
+		return 0;
+	}
 	/* A stream may stay quiet once it has begun; a collected answer
 	 * is held to the limit to its end. */
 	if (!x->since_ms || !x->answer_ms || (x->head_done && x->req->sink))
@@ -172,6 +214,10 @@ static int transfer_failed(struct cli_http *h, CURLcode cc, struct xfer *x, stru
 		if (os_errno == ECONNREFUSED && stat(h->socket, &st) == 0 && !S_ISSOCK(st.st_mode))
 			os_errno = ENOTSOCK;
 		cli_fail_unreachable(h->socket, (int)os_errno, h->errbuf, f);
+		return -1;
+	}
+	if (x->probe_failed) {
+		cli_fail_unresponsive(h->socket, h->timeout_s, f);
 		return -1;
 	}
 	if (x->timed_out || (cc == CURLE_OPERATION_TIMEDOUT && !x->connected) || x->queue_full) {
@@ -222,7 +268,7 @@ static bool queue_full(struct cli_http *h)
 int cli_http_do(struct cli_http *h, const struct cli_req *req, struct cli_resp *resp,
 		struct cli_fail *f)
 {
-	struct xfer x = { .req = req, .resp = resp, .curl = h->curl };
+	struct xfer x = { .h = h, .req = req, .resp = resp, .curl = h->curl };
 	/* 0 would be curl's default of 300 s, not "none": a day is. */
 	long connect_ms = h->timeout_s ? (long)h->timeout_s * 1000 : 86400000L;
 	int64_t connect_deadline = mono_ms() + connect_ms;

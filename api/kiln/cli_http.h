@@ -22,6 +22,10 @@
  *    upload fed from a slow pipe is never cut). A streamed answer (a
  *    sink) may then be quiet as long as it likes (an exec's NDJSON, logs
  *    -f, a download); a collected one must end within the same limit.
+ *    A request with no limit of its own (wait_s CLI_WAIT_UNBOUNDED: a
+ *    buffered exec without a timeout) is waited for while kilnd answers
+ *    GET /v1/health, on a connection of its own, within the base timeout,
+ *    asked each base timeout without an answer; when it does not, exit 6.
  *    Failures: exit 3 when no connection was made, 6 when kilnd took the
  *    request and did not answer.
  *  - An answer head over CLI_HEAD_MAX bytes ends the transfer (exit 1).
