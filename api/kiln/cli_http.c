@@ -135,7 +135,7 @@ static size_t discard(char *p, size_t size, size_t nmemb, void *arg)
 static bool kilnd_alive(const struct cli_http *h)
 {
 	CURL *p = curl_easy_init();
-	long status = 0;
+	CURLcode cc;
 
 	if (!p)
 		return true; /* cannot tell: go on waiting */
@@ -145,10 +145,11 @@ static bool kilnd_alive(const struct cli_http *h)
 	curl_easy_setopt(p, CURLOPT_PROXY, "");
 	curl_easy_setopt(p, CURLOPT_TIMEOUT_MS, (long)h->timeout_s * 1000);
 	curl_easy_setopt(p, CURLOPT_WRITEFUNCTION, discard);
-	if (curl_easy_perform(p) == CURLE_OK)
-		curl_easy_getinfo(p, CURLINFO_RESPONSE_CODE, &status);
+	cc = curl_easy_perform(p);
 	curl_easy_cleanup(p);
-	return status != 0;
+	/* Only silence is an answer: a full listen queue (EAGAIN at once) is
+	 * kilnd busy, and a kilnd gone breaks the waiting request itself. */
+	return cc != CURLE_OPERATION_TIMEDOUT && cc != CURLE_GOT_NOTHING;
 }
 
 /* curl calls this about once a second, and at every transfer step. */

@@ -7,12 +7,20 @@
 
 /* ---- the strict load ---- */
 
-static void nul_refused(json_error_t *je, size_t at)
+/* Lines before buf + n, counted from line (1-based, as jansson's). */
+static int lines_to(const char *buf, size_t n, int line)
+{
+	for (const char *p = buf; (p = memchr(p, '\n', n - (size_t)(p - buf))); p++)
+		line++;
+	return line;
+}
+
+static void nul_refused(json_error_t *je, size_t at, int line)
 {
 	if (!je)
 		return;
 	memset(je, 0, sizeof(*je));
-	je->line = -1;
+	je->line = line;
 	je->column = -1;
 	je->position = (int)at;
 	snprintf(je->text, sizeof(je->text), "a NUL byte at byte %zu", at);
@@ -23,7 +31,7 @@ json_t *json_strict_loadb(const char *buf, size_t len, json_error_t *je)
 	const char *nul = memchr(buf, 0, len);
 
 	if (nul) {
-		nul_refused(je, (size_t)(nul - buf));
+		nul_refused(je, (size_t)(nul - buf), lines_to(buf, (size_t)(nul - buf), 1));
 		return NULL;
 	}
 	return json_loadb(buf, len, JSON_REJECT_DUPLICATES, je);
@@ -38,6 +46,7 @@ json_t *json_strict_loads(const char *s, json_error_t *je)
 struct file_feed {
 	FILE *f;
 	size_t at; /* bytes fed so far */
+	int line;  /* the line the next byte is on */
 	long nul;  /* the first NUL's offset, or -1 */
 };
 
@@ -49,17 +58,19 @@ static size_t feed(void *buf, size_t len, void *arg)
 
 	if (nul) {
 		ff->nul = (long)(ff->at + (size_t)(nul - (const char *)buf));
+		ff->line = lines_to(buf, (size_t)(nul - (const char *)buf), ff->line);
 		return (size_t)-1;
 	}
 	if (!n && ferror(ff->f))
 		return (size_t)-1;
 	ff->at += n;
+	ff->line = lines_to(buf, n, ff->line);
 	return n;
 }
 
 json_t *json_strict_load_file(const char *path, json_error_t *je)
 {
-	struct file_feed ff = { .f = fopen(path, "re"), .nul = -1 };
+	struct file_feed ff = { .f = fopen(path, "re"), .line = 1, .nul = -1 };
 	json_t *v;
 
 	if (!ff.f) {
@@ -75,7 +86,7 @@ json_t *json_strict_load_file(const char *path, json_error_t *je)
 	}
 	v = json_load_callback(feed, &ff, JSON_REJECT_DUPLICATES, je);
 	if (!v && ff.nul >= 0)
-		nul_refused(je, (size_t)ff.nul);
+		nul_refused(je, (size_t)ff.nul, ff.line);
 	fclose(ff.f);
 	return v;
 }

@@ -132,6 +132,15 @@ static void test_nul_refused(void **state)
 		assert_non_null(strstr(je.text, "a NUL byte at byte"));
 	}
 	assert_null(json_strict_loadb("{\"a\":1}\0", 8, NULL));
+	/* The line is named, as for jansson's own refusals. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_int_equal(write(fd, "{\n\"a\":\n1\0}", 10), 10);
+	close(fd);
+	assert_null(json_strict_load_file(path, &je));
+	assert_string_equal(je.text, "a NUL byte at byte 8");
+	assert_int_equal(je.line, 3);
+	assert_null(json_strict_loadb("{\n\"a\":\n1\0}", 10, &je));
+	assert_int_equal(je.line, 3);
 	unlink(path);
 	assert_null(json_strict_load_file(path, &je));
 	assert_non_null(strstr(je.text, "unable to open"));
