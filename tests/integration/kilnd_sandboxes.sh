@@ -185,6 +185,14 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   api POST "/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","echo one; echo two >&2; echo three"]}'
   ev=$(jq -rs '[([.[] | select(.type == "stdout") | .data] | add | gsub("\n"; "|")), .[-1].type, .[-1].exit_code] | map(tostring) | join(" ")' <<<"$body")
   kd_check '[ "$ev" = "one|three| exit 0" ]' "streamed exec events: $ev"
+  # A quiet process: the stream's head comes 2 s after the exec was asked
+  # for (EXEC_HEAD_MS), before any output, so a client can bound its wait
+  # for it; the events follow as before.
+  t=$(curl -sS -N --unix-socket "$kds" -o "$kd/quiet.ndjson" -w '%{http_code} %{time_starttransfer} %{time_total}' \
+    -X POST "http://kiln/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","sleep 4; echo late"]}')
+  ev=$(jq -rs '[([.[] | select(.type == "stdout") | .data] | add | gsub("\n"; "|")), .[-1].type] | map(tostring) | join(" ")' <"$kd/quiet.ndjson")
+  kd_check 'read -r code head total <<<"$t" && [ "$code" = 200 ] && awk -v h="$head" -v t="$total" "BEGIN { exit !(h < 3.5 && t >= 4) }" && [ "$ev" = "late| exit" ]' \
+    "a quiet stream's head before its output ($t): $ev"
   # run (POST .../run) in the minimal image: bash is busybox's sh there,
   # and python is missing, which says so once.
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","code":"echo hi; result set \"[1,2]\"; exit 2"}'
