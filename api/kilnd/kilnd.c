@@ -41,6 +41,9 @@
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
 
+/* How long a handed-over kilnd waits for its preview answers in flight. */
+#define PREVIEW_DRAIN_MS 2000
+
 enum { EXIT_OK = 0, EXIT_SETUP = 1, EXIT_USAGE = 2 };
 /* parse_args: --help or --version answered, nothing more to do. */
 #define ARGS_DONE (-1)
@@ -858,6 +861,10 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd,
 	 * before this one exits); from here they wait in the listener's
 	 * backlog for it. Relays in flight end when this kilnd exits. */
 	preview_server_stop_accepting(previews);
+	/* A preview connection accepted just before would otherwise be closed
+	 * unanswered by the exit (kilnd_upgrade_hands_over_without_a_gap saw
+	 * one in 510); relays still open after this are cut. */
+	preview_server_drain(previews, PREVIEW_DRAIN_MS);
 	/* Not http_stop(): it would wait for streams that outlive the drain.
 	 * Exiting closes them; the sandboxes and their keepers stay. */
 	kilnd_log("handed over; exiting with every sandbox left running");

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -524,6 +525,25 @@ void preview_server_stop_accepting(struct preview_server *s)
 	s->listening = false;
 	close(s->listen_fd);
 	s->listen_fd = -1;
+}
+
+void preview_server_drain(struct preview_server *s, int ms)
+{
+	struct timespec until;
+
+	if (!s)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until); /* the condvar's clock */
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (s->caps.active > 0 && pthread_cond_timedwait(&s->idle, &s->mu, &until) == 0) {
+	}
+	pthread_mutex_unlock(&s->mu);
 }
 
 void preview_server_quiesce(struct preview_server *s)

@@ -61,6 +61,12 @@ int preview_server_listen_fd(const struct preview_server *s);
  * it returns); relays in flight go on (kilnd --upgrade hands over). */
 void preview_server_stop_accepting(struct preview_server *s);
 
+/* After stop_accepting, before a handed-over kilnd exits: wait, at most
+ * ms, for the connections it accepted to end, so that one accepted just
+ * before the handover gets its answer rather than a close when the
+ * process exits (relays still open then are cut). */
+void preview_server_drain(struct preview_server *s, int ms);
+
 /* Stop accepting (this kilnd's descriptor of the listener is closed when it
  * returns; the port stays open only if it was handed over) and end every
  * relay. */
