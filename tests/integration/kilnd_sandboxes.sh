@@ -185,6 +185,12 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   api POST "/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","echo one; echo two >&2; echo three"]}'
   ev=$(jq -rs '[([.[] | select(.type == "stdout") | .data] | add | gsub("\n"; "|")), .[-1].type, .[-1].exit_code] | map(tostring) | join(" ")' <<<"$body")
   kd_check '[ "$ev" = "one|three| exit 0" ]' "streamed exec events: $ev"
+  # A command silent for 3 s: the head (200) comes long before its output,
+  # so a client whose request deadline (here 2 s) covers the head gets it.
+  local head
+  head=$(curl -sS -N --max-time 2 --unix-socket "$kds" -o /dev/null -w '%{http_code}' -X POST \
+    "http://kiln/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","sleep 3; echo late"]}' 2>/dev/null)
+  kd_check '[ "$head" = 200 ]' "a silent streamed exec's head arrives before its first output (HTTP $head within 2 s)"
   # run (POST .../run) in the minimal image: bash is busybox's sh there,
   # and python is missing, which says so once.
   api POST "/v1/sandboxes/$sid/run" -d '{"language":"bash","code":"echo hi; result set \"[1,2]\"; exit 2"}'

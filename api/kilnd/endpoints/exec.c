@@ -7,8 +7,12 @@
  *
  * Streaming: a producer thread runs the agent exec and turns its output
  * into NDJSON lines in a byte_queue; the HTTP response reads the queue.
- * The response starts with the first event, so an exec that fails before
- * any output still gets a real status. The job is shared by the producer
+ * The response starts with the first event, so an exec that fails at its
+ * start still gets a real status, or EXEC_HEAD_MS after the request when
+ * the process is silent: a client's request deadline covers the head, and
+ * a command that prints nothing for minutes must not run into it (the
+ * agent sends nothing when a process starts, only its output and exit).
+ * A failure after the head is the stream's last event. The job is shared by the producer
  * and the response and freed by whichever finishes last: the producer
  * cannot be interrupted while the agent is silent (kiln_agent_exec_stream
  * has no cancel), so it may outlive the response until the process writes
@@ -30,6 +34,9 @@
 
 /* Events in flight between the agent and a slow client. */
 #define EXEC_QUEUE_BYTES (256u << 10)
+/* How long the response head waits for the first event: the agent's
+ * start errors (program not found) come well within it. */
+#define EXEC_HEAD_MS 250
 /* How often a waiting stream looks for a client that went away. */
 #define CLIENT_CHECK_MS 1000
 
@@ -123,14 +130,13 @@ static void *producer(void *arg)
 		byte_queue_close(&j->q, r);
 	} else if (r != -ECANCELED) {
 		api_err_from_agent(&j->err, j->a, j->spec.what);
-		/* Output already went out (and the 200 with it): the error is the
-		 * last event. Otherwise the handler answers with its status. */
-		if (j->q.pushed) {
+		/* Before the head: the handler answers with its status. After it
+		 * (output went out, or the head did without one): the error is
+		 * the last event. */
+		if (!byte_queue_close_unanswered(&j->q, -EIO)) {
 			line = exec_event_error(&j->err, &len);
 			push_line(j, line, len);
 			byte_queue_close(&j->q, 0);
-		} else {
-			byte_queue_close(&j->q, -EIO);
 		}
 	} else {
 		byte_queue_close(&j->q, r);
@@ -192,7 +198,7 @@ static void stream(struct http_req *r, struct exec_job *j)
 		job_put(j);
 		return;
 	}
-	if (!byte_queue_wait_first(&j->q, &err)) {
+	if (byte_queue_wait_first(&j->q, EXEC_HEAD_MS, &err) < 0) {
 		/* Ended before its first event: a start error with its own status. */
 		if (j->err.code == API_OK)
 			api_err_set(&j->err, API_E_INTERNAL, "exec: ended without a result");

@@ -32,7 +32,8 @@ struct byte_queue {
 	size_t cap, head, len;
 	uint64_t pushed; /* bytes ever pushed */
 	bool closed, aborted;
-	int error; /* with closed: 0 or -errno */
+	bool answered; /* the consumer began its answer before any byte */
+	int error;     /* with closed: 0 or -errno */
 };
 
 /* 0 or -ENOMEM / -errno from pthread init. */
@@ -57,11 +58,23 @@ void byte_queue_abort(struct byte_queue *q);
 ssize_t byte_queue_pop(struct byte_queue *q, void *out, size_t max, int timeout_ms, int *err);
 
 /*
- * Consumer: wait (no limit) until at least one byte is queued or the
- * producer closed. Returns true when bytes are there (or were pushed and
- * already taken), false when it closed without ever pushing a byte;
- * *err is the close error then.
+ * Consumer: wait up to timeout_ms (< 0: no limit) until at least one byte
+ * is queued or the producer closed. Returns 1 when bytes are there (or
+ * were pushed and already taken); -1 when it closed without ever pushing
+ * a byte, *err the close error then; 0 when neither came in time: the
+ * queue is then answered (the consumer begins its answer without a byte),
+ * so a failure of the producer from then on must travel inside the
+ * stream (byte_queue_close_unanswered).
  */
-bool byte_queue_wait_first(struct byte_queue *q, int *err);
+int byte_queue_wait_first(struct byte_queue *q, int timeout_ms, int *err);
+
+/*
+ * Producer: close with err only if the consumer has not begun its answer
+ * (no byte pushed, no timed-out byte_queue_wait_first): true, and the
+ * consumer answers with the failure's own status. Otherwise false and
+ * nothing changes: the producer reports the failure in the stream, then
+ * closes. One decision under the lock, so the two sides cannot disagree.
+ */
+bool byte_queue_close_unanswered(struct byte_queue *q, int err);
 
 #endif
