@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { test, memoryGrowth } from './runner.mjs';
 import { startFake, jsonResponse, errorResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
@@ -653,6 +654,34 @@ test('download framing: Content-Length, chunk extensions and trailers, until-clo
     for (const name of ['cut', 'cutchunk', 'nothing']) await assert.rejects(get(name), kiln.KilnConnectionError, name);
     await assert.rejects(get('silent', quick), kiln.ClientTimeoutError);
     await assert.rejects(new kiln.Sandbox(new Kiln({ socket: '/nonexistent/s' }), { id: 'x' }).files.download('/a', path.join(dir, 'z')), kiln.KilnConnectionError);
+    // A local file that is there already stays as it was when the download
+    // fails (an error answer, a cut transfer, a protocol error); no
+    // temporary file is left beside it. A good one replaces it.
+    const keep = path.join(dir, 'keep');
+    fs.writeFileSync(keep, 'precious');
+    const before = fs.readdirSync(dir).sort();
+    await assert.rejects(sb.files.download('err', keep), kiln.NotFoundError);
+    await assert.rejects(sb.files.download('cut', keep), kiln.KilnConnectionError);
+    await assert.rejects(sb.files.download('badsize', keep), kiln.KilnProtocolError);
+    assert.equal(fs.readFileSync(keep, 'utf8'), 'precious');
+    assert.deepEqual(fs.readdirSync(dir).sort(), before);
+    assert.equal(await sb.files.download('cl', keep), 5);
+    assert.equal(fs.readFileSync(keep, 'utf8'), 'hello');
+    assert.deepEqual(fs.readdirSync(dir).sort(), before);
+    // A path that is no regular file (/dev/null, here a FIFO) is written in
+    // place, never renamed over: as root a rename would replace /dev/null.
+    // Held open read-write here, so opening it to write does not block.
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const fd = fs.openSync(fifo, 'r+');
+    try {
+      assert.equal(await sb.files.download('cl', fifo), 5);
+      assert.ok(fs.statSync(fifo).isFIFO());
+      const got = Buffer.alloc(16);
+      assert.equal(got.subarray(0, fs.readSync(fd, got)).toString(), 'hello');
+    } finally {
+      fs.closeSync(fd);
+    }
     // A Writable that is not a file gets copies; the bytes arrive whole.
     const { PassThrough } = await import('node:stream');
     const pt = new PassThrough();

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -517,6 +518,41 @@ class TestFiles(Base):
         self.assertEqual(got[-1].headers.get("transfer-encoding"), "chunked")
         self.assertEqual(got[-1].body, data)
 
+    def test_upload_takes_bytes_and_any_iterable_of_bytes(self) -> None:
+        got: list[Request] = []
+
+        def put(req: Request, c: socket.socket) -> bool:
+            got.append(req)
+            c.sendall(json_response(200, {"path": req.q["path"], "bytes": len(req.body)}))
+            return False
+        self.fake.handler = routes({("PUT", self.F): put})
+        fs = self.sandbox().files
+        data = os.urandom(200 * 1024)
+
+        def gen():
+            for i in range(0, len(data), 30000):
+                yield data[i:i + 30000]
+        self.assertEqual(fs.upload("/g", gen())["bytes"], len(data))  # a generator: chunked
+        self.assertEqual((got[-1].body, got[-1].headers.get("transfer-encoding")), (data, "chunked"))
+        fs.upload("/l", [b"ab", bytearray(b"cd"), memoryview(b"ef"), b""])
+        self.assertEqual(got[-1].body, b"abcdef")
+        fs.upload("/b", data)  # bytes: Content-Length
+        self.assertEqual((got[-1].body, got[-1].headers.get("content-length")), (data, str(len(data))))
+        n = len(got)
+        with self.assertRaisesRegex(TypeError, "gave a str; give bytes"):
+            fs.upload("/s", iter(["text"]))
+        with self.assertRaisesRegex(TypeError, "not int"):
+            fs.upload("/i", 5)  # type: ignore[arg-type]
+
+        async def agen():
+            yield b"x"
+        a = agen()
+        with self.assertRaisesRegex(TypeError, "AsyncKiln"):
+            fs.upload("/a", a)  # type: ignore[arg-type]
+        self.assertEqual(len(got), n)  # none of the refused ones was stored
+        import asyncio
+        asyncio.run(a.aclose())
+
     def test_upload_refused_before_body(self) -> None:
         self.fake.expect_continue = False
 
@@ -534,6 +570,21 @@ class TestFiles(Base):
         self.assertEqual(self.sandbox().files.download("/d", dst), len(data))
         with open(dst, "rb") as f:
             self.assertEqual(f.read(), data)
+        # A path that is no regular file (/dev/null, here a FIFO) is written
+        # in place, never renamed over: as root, PATH.part would replace
+        # /dev/null. The test holds the FIFO open read-write, so opening it
+        # to write does not block, and reads what came through it.
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        fd = os.open(fifo, os.O_RDWR)
+        try:
+            self.fake.handler = routes({("GET", self.F): chunked_response(b"via fifo", 3, "application/octet-stream")})
+            self.assertEqual(self.sandbox().files.download("/d", fifo), 8)
+            self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
+            self.assertEqual(os.read(fd, 100), b"via fifo")
+        finally:
+            os.close(fd)
+        self.fake.handler = routes({("GET", self.F): chunked_response(data, 9, "application/octet-stream")})
         buf = io.BytesIO()
         self.sandbox().files.download("/d", buf, offset=5, length=10)
         self.assertEqual(buf.getvalue(), data)
