@@ -534,12 +534,17 @@ export class Process {
    * The output's events (`attached`, `stdout`/`stderr` with `seq`, `gap`,
    * `exit`), from `since` (a seq, or "now"; default the oldest the ring
    * holds). Each output event has `next`, the seq to reattach from. With
-   * follow: false it ends once it has caught up with the output so far.
+   * follow: false it ends once it has caught up with the output so far; a
+   * process that had exited by then ends with its `exit` event as kilnd
+   * sends it.
    */
   async output(opts = {}) {
     const since = opts.since !== undefined ? opts.since : opts.from;
     let until = null;
-    if (opts.follow === false) until = (await this.refresh()).output_bytes;
+    if (opts.follow === false) {
+      const info = await this.refresh();
+      if (info.running !== false) until = info.output_bytes;
+    }
     const r = await this.sb.t.open('GET', `${this.path}/output`, { query: { from: since, encoding: opts.encoding }, ...streamIdle(this.sb.kiln) });
     const stream = new EventStream(r, ['exit'], `output of process ${this.id} in ${this.sb.id}`);
     if (until === null) return withNext(stream);

@@ -472,11 +472,12 @@ test('directories go through the archive endpoints (uploadDir with the system ta
   }
 });
 
+let exited = false;
 test('processes: spawn, list, get, output with reattach, stdin, signal, wait, resize', () => withFake({
   'POST /v1/sandboxes': () => jsonResponse(201, SB),
   'POST /v1/sandboxes/abc123/processes': (req) => jsonResponse(201, { id: 1, pid: 61, sent: req.json() }),
   'GET /v1/sandboxes/abc123/processes': () => jsonResponse(200, { processes: [{ id: 1, pid: 61, running: true }] }),
-  'GET /v1/sandboxes/abc123/processes/1': () => jsonResponse(200, { id: 1, pid: 61, running: true, output_bytes: 4 }),
+  'GET /v1/sandboxes/abc123/processes/1': () => jsonResponse(200, { id: 1, pid: 61, running: !exited, output_bytes: exited ? 8 : 4 }),
   'GET /v1/sandboxes/abc123/processes/1/output': (req, sock) => {
     const from = Number(req.query.get('from') || 0);
     const evs = [{ type: 'attached', id: 1, seq: from }, { type: 'stdout', seq: from, data: 'ab' }, { type: 'stderr', seq: from + 2, data: 'cd' }];
@@ -508,6 +509,11 @@ test('processes: spawn, list, get, output with reattach, stdin, signal, wait, re
   const caught = [];
   for await (const ev of await p.output({ since: 0, follow: false })) caught.push(ev.type);
   assert.deepEqual(caught, ['attached', 'stdout', 'stderr']);
+  // ... and an exited process's stream keeps kilnd's exit event
+  exited = true;
+  const all = [];
+  for await (const ev of await p.output({ since: 4, follow: false })) all.push(ev.type);
+  assert.deepEqual(all, ['attached', 'stdout', 'stderr', 'exit']);
   assert.deepEqual(await p.writeStdin('hi\n', { eof: true }), { bytes: 3, closed: true });
   assert.deepEqual(await p.writeStdin(Buffer.from([1, 2])), { bytes: 2, closed: false });
   await p.signal('TERM', { group: true });

@@ -668,7 +668,8 @@ class AsyncProcess:
         ``seq``, ``gap``, ``exit``), from sequence number ``since`` (None:
         the oldest the ring holds; ``"now"`` is kilnd's too). ``follow``:
         live until the process exits; False: only what was written when
-        the call was made. After a disconnect, reattach with
+        the call was made (and the ``exit`` event, when it had exited by
+        then). After a disconnect, reattach with
         ``output(since=stream.next_seq)``: nothing the ring still holds is
         missed."""
         stream: Optional[AsyncEventStream] = None
@@ -676,7 +677,10 @@ class AsyncProcess:
         async def opener() -> AsyncResponse:
             if not follow:
                 assert stream is not None
-                stream.until = (await self.refresh()).info.get("output_bytes", 0)
+                info = (await self.refresh()).info
+                # An exited process's stream ends by itself, with its exit event.
+                if info.get("running") is not False:
+                    stream.until = info.get("output_bytes", 0)
             return await self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
                                       stream=True)
         stream = AsyncEventStream(opener, socket_path=self._t.socket_path, last=("exit",),

@@ -666,7 +666,8 @@ class Process:
         ``seq``, ``gap``, ``exit``), from sequence number ``since`` (None:
         the oldest the ring holds; ``"now"`` is kilnd's too). ``follow``:
         live until the process exits; False: only what was written when
-        the call was made. After a disconnect, reattach with
+        the call was made (and the ``exit`` event, when it had exited by
+        then). After a disconnect, reattach with
         ``output(since=stream.next_seq)``: nothing the ring still holds is
         missed."""
         stream: Optional[EventStream] = None
@@ -674,7 +675,10 @@ class Process:
         def opener() -> Response:
             if not follow:
                 assert stream is not None
-                stream.until = (self.refresh()).info.get("output_bytes", 0)
+                info = (self.refresh()).info
+                # An exited process's stream ends by itself, with its exit event.
+                if info.get("running") is not False:
+                    stream.until = info.get("output_bytes", 0)
             return self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
                                       stream=True)
         stream = EventStream(opener, socket_path=self._t.socket_path, last=("exit",),

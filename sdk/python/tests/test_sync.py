@@ -463,6 +463,17 @@ class TestProcesses(Base):
         self.assertEqual(data, b"abcd")
         self.assertLess(time.monotonic() - t0, 3)
 
+    def test_output_without_follow_of_an_exited_process_ends_with_exit(self) -> None:
+        ev = ndjson({"type": "attached", "seq": 0, "running": False}, {"type": "stdout", "seq": 0, "data": "ab"},
+                    {"type": "exit", "id": 1, "exit_code": 3, "signal": None, "timed_out": False})
+        self.fake.handler = routes({("GET", self.P + "/1"): json_response(200, {"id": 1, "running": False,
+                                                                                "exit_code": 3, "output_bytes": 2}),
+                                    ("GET", self.P + "/1/output"): chunked_response(ev, 3)})
+        p = kiln.Process(self.sandbox(), {"id": 1, "pid": 61})
+        evs = list(p.output(follow=False))
+        self.assertEqual([e.type for e in evs], ["attached", "stdout", "exit"])
+        self.assertEqual(evs[-1].exit_code, 3)
+
     def test_watch_events(self) -> None:
         ev = ndjson({"type": "watching", "path": "/w", "recursive": True, "watches": 1},
                     {"type": "rename", "seq": 0, "path": "b", "old_path": "a", "is_dir": False},
