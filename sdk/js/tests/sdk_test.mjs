@@ -92,6 +92,10 @@ test('every error code maps to its class with status, code and message', async (
       });
     }
     await assert.rejects(t.json('GET', '/x', { query: { code: 'brand_new', status: 418 } }), (e) => e.constructor === kiln.KilnError && e.code === 'brand_new' && e.status === 418);
+    // io_error is IoError, not IoErrorError (kept as a deprecated alias)
+    assert.deepEqual([kiln.errorClass('io_error').name, kiln.errorClass('agent_protocol_error').name], ['IoError', 'AgentProtocolError']);
+    assert.equal(kiln.IoErrorError, kiln.IoError);
+    assert.equal(kiln.AgentProtocolErrorError, kiln.AgentProtocolError);
   } finally {
     await f.close();
   }

@@ -177,10 +177,17 @@ class TestErrors(Base):
             with self.assertRaises(errors.KilnError) as cm:
                 self.k.health()
             e = cm.exception
-            name = "".join(p.capitalize() for p in code.split("_")) + "Error"
+            name = "".join(p.capitalize() for p in code.split("_"))
+            name += "" if name.endswith("Error") else "Error"
             self.assertEqual(type(e).__name__, name, code)
             self.assertIs(type(e), getattr(errors, name))
             self.assertEqual((e.status, e.code, e.message), (st, code, f"msg {code}"))
+        # io_error is IoError, not IoErrorError (kept as a deprecated alias)
+        self.assertEqual((errors.error_class("io_error").__name__,
+                          errors.error_class("agent_protocol_error").__name__), ("IoError", "AgentProtocolError"))
+        self.assertIs(errors.IoErrorError, errors.IoError)
+        self.assertIs(errors.AgentProtocolErrorError, errors.AgentProtocolError)
+        self.assertIn("IoErrorError", errors.__all__)
 
     def test_timeouts_are_builtin_timeouts(self) -> None:
         for code, st, cls in (("timeout", 504, errors.TimeoutError),
