@@ -331,6 +331,20 @@ class TestExec(Base):
         self.assertIsInstance(got[3], kiln.ExitEvent)
         self.assertEqual(got[3].exit_code, 0)
 
+    def test_exec_stream_timeout_bounds_only_the_head(self) -> None:
+        # kilnd sends a silent command's head at once (docs/api.md): the
+        # client's timeout must not end the stream while it waits for output.
+        def late(req: Request, c: socket.socket) -> bool:
+            c.sendall(chunked_head())
+            time.sleep(1.2)
+            c.sendall(chunk(ndjson({"type": "stdout", "data": "late\n"},
+                                   {"type": "exit", "exit_code": 0, "signal": None, "timed_out": False})) +
+                      b"0\r\n\r\n")
+            return False
+        self.fake.handler = routes({("POST", "/v1/sandboxes/3f9a1c2b7d4e/exec"): late})
+        sb = kiln.Sandbox(kiln.Kiln(self.fake.path, timeout=0.5), dict(SB))
+        self.assertEqual([e.type for e in sb.exec_stream("sleep 2; echo late")], ["stdout", "exit"])
+
     def test_exec_callbacks_use_the_stream(self) -> None:
         ev = ndjson({"type": "stdout", "data": "a"}, {"type": "stderr", "data": "b"}, {"type": "stdout", "data": "c"},
                     {"type": "exit", "exit_code": 1, "signal": None, "timed_out": False, "pid": 9})
