@@ -529,7 +529,8 @@ class TestFiles(Base):
         fs.write("/t/b", b"\x00\xff")
         self.assertEqual(fs.read("/t/b"), b"\x00\xff")
 
-    def test_upload_streams_file_and_fileobj(self) -> None:
+    def record_uploads(self) -> list[Request]:
+        """PUT .../files answered with the bytes received; the requests."""
         got: list[Request] = []
 
         def put(req: Request, c: socket.socket) -> bool:
@@ -537,6 +538,10 @@ class TestFiles(Base):
             c.sendall(json_response(200, {"path": req.q["path"], "bytes": len(req.body)}))
             return False
         self.fake.handler = routes({("PUT", self.F): put})
+        return got
+
+    def test_upload_streams_file_and_fileobj(self) -> None:
+        got = self.record_uploads()
         src = os.path.join(self.tmp, "src.bin")
         data = os.urandom(300 * 1024)
         with open(src, "wb") as f:
@@ -551,13 +556,7 @@ class TestFiles(Base):
         self.assertEqual(got[-1].body, data)
 
     def test_upload_takes_bytes_and_any_iterable_of_bytes(self) -> None:
-        got: list[Request] = []
-
-        def put(req: Request, c: socket.socket) -> bool:
-            got.append(req)
-            c.sendall(json_response(200, {"path": req.q["path"], "bytes": len(req.body)}))
-            return False
-        self.fake.handler = routes({("PUT", self.F): put})
+        got = self.record_uploads()
         fs = self.sandbox().files
         data = os.urandom(200 * 1024)
 
