@@ -135,8 +135,10 @@ int cli_exec_send(struct cli_ctx *c, const char *what, struct cli_exec_req *x,
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec%s", x->id,
 		 x->stream ? "?stream=1" : "");
 	rc = x->send_stdin ? cli_body_stdin(c, x->body) : 0;
-	/* Even a stream's answer begins only with the first output, which
-	 * may come at the exit: the process's own time, plus a wake's. */
+	/* A buffered answer comes at the exit: the process's own time, plus a
+	 * wake's. A stream's head comes within 250 ms of the start (older
+	 * kilnds held it back until the first output), so this bound is kept
+	 * for both. */
 	c->wait_s = cli_wait_for_ms((unsigned long long)json_integer_value(
 					    json_object_get(x->body, "timeout_ms")),
 				    CLI_WAIT_BOOT);
