@@ -185,7 +185,7 @@ test_kilnd_lifecycle_exec_files_stop_start_delete() {
   api POST "/v1/sandboxes/$sid/exec?stream=1" -d '{"argv":["sh","-c","echo one; echo two >&2; echo three"]}'
   ev=$(jq -rs '[([.[] | select(.type == "stdout") | .data] | add | gsub("\n"; "|")), .[-1].type, .[-1].exit_code] | map(tostring) | join(" ")' <<<"$body")
   kd_check '[ "$ev" = "one|three| exit 0" ]' "streamed exec events: $ev"
-  # A quiet process: the stream's head comes 2 s after the exec was asked
+  # A quiet process: the stream's head comes 1 s after the exec was asked
   # for (EXEC_HEAD_MS), before any output, so a client can bound its wait
   # for it; the events follow as before.
   t=$(curl -sS -N --unix-socket "$kds" -o "$kd/quiet.ndjson" -w '%{http_code} %{time_starttransfer} %{time_total}' \

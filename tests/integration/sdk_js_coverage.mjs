@@ -64,6 +64,18 @@ for await (const ev of await sb.execStream('for i in 1 2 3; do echo $i; done; ex
 assert.equal(evs.filter((e) => e.type === 'stdout').map((e) => e.data).join(''), '1\n2\n3\n');
 assert.equal(evs.at(-1).exit_code, 7);
 
+// A command silent for longer than the client's timeout: that bounds only
+// the head, which kilnd sends without waiting for the first output.
+{
+  const quiet = await new Kiln({ timeoutMs: 2000 }).sandboxes.get(sb.id);
+  const t1 = Date.now();
+  const qevs = [];
+  for await (const ev of await quiet.execStream('sleep 5; echo late')) qevs.push(ev);
+  assert.deepEqual(qevs.map((e) => e.type), ['stdout', 'exit']);
+  assert.equal(qevs[0].data, 'late\n');
+  console.log(`sdk_js: a stream silent for 5 s under timeoutMs 2000: ${Date.now() - t1} ms`);
+}
+
 beat('run code');
 const rc = await sb.runCode('echo checking; result set \'{"checked":3}\'', { language: 'bash' });
 assert.deepEqual([rc.stdout, rc.result, rc.error], ['checking\n', { checked: 3 }, null]);
@@ -125,6 +137,9 @@ for await (const ev of await tty.output({ since: 0 })) if (ev.type === 'stdout')
 assert.match(ttyOut.join(''), /40 120|stty: not found/); // the size the resize set (when the image has stty)
 assert.ok((await sb.processes.list()).length >= 3);
 assert.equal((await sb.processes.get(p.id)).info.running, false);
+const pevs = [];
+for await (const ev of await p.output({ since: 0, follow: false })) pevs.push(ev);
+assert.equal(pevs.at(-1).type, 'exit', 'output without follow of an exited process ends with its exit');
 
 beat('ports, previews, firewall');
 const port = await sb.ports.add(8080);

@@ -111,6 +111,17 @@ check("".join(lines) == r.stdout == "line 1\nline 2\nline 3\n" and r.exit_code =
 evs = list(sb.exec_stream(["sh", "-c", "echo a; sleep 0.3; echo b >&2; exit 2"]))
 check([e.type for e in evs] == ["stdout", "stderr", "exit"] and evs[-1].exit_code == 2,
       f"exec_stream events ({[e.type for e in evs]})")
+# A command silent for longer than the client's timeout: that bounds only
+# the head, which kilnd sends without waiting for the first output.
+t1 = time.monotonic()
+try:
+    quiet = kiln.Kiln(timeout=2.0).sandboxes.get(sb.id)
+    evs = list(quiet.exec_stream("sleep 5; echo late"))
+    check([e.type for e in evs] == ["stdout", "exit"] and evs[0].text == "late\n",
+          f"exec_stream of a command silent past Kiln(timeout=2.0) ({[e.type for e in evs]}, "
+          f"{time.monotonic() - t1:.1f} s)")
+except Exception as e:  # noqa: BLE001 - reported
+    check(False, f"exec_stream of a command silent past Kiln(timeout=2.0): {type(e).__name__}: {e}")
 rr = sb.run_code("echo ran; result set '{\"n\": 42}'", "bash")
 check(rr.result == {"n": 42} and rr.stdout == "ran\n", f"run_code bash result ({rr.result!r}, {rr.error})")
 revs = list(sb.run_code_stream("result error 'bad input'", "bash"))
@@ -180,6 +191,9 @@ rest = "".join(e.text for e in p.output(since=seq) if isinstance(e, kiln.OutputE
 check(rest == "got two\nbye\n", f"reattach from seq {seq}: only what came after ({rest!r})")
 whole = "".join(e.text for e in p.output(follow=False) if isinstance(e, kiln.OutputEvent))
 check(whole == "got one\ngot two\nbye\n", "output without follow: the whole ring")
+last = list(p.output(follow=False))[-1]
+check(isinstance(last, kiln.ExitEvent) and last.exit_code == 0,
+      f"output without follow of an exited process ends with its exit ({last.type})")
 q = ps.spawn("sleep 600")
 check(any(x.id == q.id for x in ps.list()) and ps.get(q.id).info["running"], "list and get")
 q.signal("KILL")

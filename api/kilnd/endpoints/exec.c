@@ -36,7 +36,7 @@
 #define EXEC_QUEUE_BYTES (256u << 10)
 /* The longest a stream's head waits for the first event (docs/api.md,
  * "Streaming"): a start failure (no such program) comes within it. */
-#define EXEC_HEAD_MS 2000
+#define EXEC_HEAD_MS 1000
 /* How often a waiting stream looks for a client that went away. */
 #define CLIENT_CHECK_MS 1000
 

@@ -1,4 +1,5 @@
 // The client: Kiln, its sandboxes and every call group of docs/api.md.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
@@ -378,17 +379,7 @@ export class Files {
     }
     // Our own file stream is done with a chunk when it calls back: the read
     // buffer is handed to it without a copy.
-    const out = fs.createWriteStream(dest);
-    let fileErr = null;
-    out.on('error', (e) => { fileErr = fileErr || e; });
-    let n;
-    try {
-      n = await downloadTo(this.t, this.base, query, out, { ...opt, copy: false });
-    } finally {
-      await new Promise((resolve) => { if (out.destroyed) resolve(); else out.end(resolve); out.once('error', resolve); });
-    }
-    if (fileErr) throw new KilnError(`download to ${dest}: ${fileErr.message}`, { code: 'download_sink' });
-    return n;
+    return toFile(dest, (out) => downloadTo(this.t, this.base, query, out, { ...opt, copy: false }));
   }
 
   stat(path, opts = {}) { return this.t.json('GET', `${this.base}/stat`, { query: { path, ...wire(opts) } }); }
@@ -440,6 +431,47 @@ export class Files {
    */
   async downloadDir(path, localDir, opts = {}) {
     return extractTarGz(await this.downloadArchive(path, opts), localDir);
+  }
+}
+
+/**
+ * fill(out) writes a download into a new file beside dest, which is renamed
+ * over dest only once it completed (as `kiln cp` does): an error answer or
+ * a cut transfer leaves dest as it was, and the temporary file is removed.
+ * A dest that exists and is no regular file (/dev/null, a FIFO) is written
+ * in place: nothing may be renamed over it.
+ */
+async function toFile(dest, fill) {
+  let st = null;
+  try {
+    st = await fs.promises.stat(dest);
+  } catch {
+    // not there yet
+  }
+  const inPlace = st !== null && !st.isFile();
+  const tmp = inPlace ? dest : `${dest}.kiln-${crypto.randomBytes(6).toString('hex')}`;
+  const out = fs.createWriteStream(tmp, { flags: inPlace ? 'w' : 'wx' });
+  let fileErr = null;
+  out.on('error', (e) => { fileErr = fileErr || e; });
+  try {
+    let n;
+    try {
+      n = await fill(out);
+    } finally {
+      await new Promise((resolve) => { if (out.destroyed) resolve(); else out.end(resolve); out.once('error', resolve); });
+    }
+    if (fileErr) throw new KilnError(`download to ${dest}: ${fileErr.message}`, { code: 'download_sink' });
+    if (!inPlace) {
+      try {
+        await fs.promises.rename(tmp, dest);
+      } catch (e) {
+        throw new KilnError(`download to ${dest}: cannot rename ${tmp} over it: ${e.message}`, { code: 'download_sink' });
+      }
+    }
+    return n;
+  } catch (e) {
+    if (!inPlace) await fs.promises.rm(tmp, { force: true }).catch(() => {});
+    throw e;
   }
 }
 
@@ -502,12 +534,17 @@ export class Process {
    * The output's events (`attached`, `stdout`/`stderr` with `seq`, `gap`,
    * `exit`), from `since` (a seq, or "now"; default the oldest the ring
    * holds). Each output event has `next`, the seq to reattach from. With
-   * follow: false it ends once it has caught up with the output so far.
+   * follow: false it ends once it has caught up with the output so far; a
+   * process that had exited by then ends with its `exit` event as kilnd
+   * sends it.
    */
   async output(opts = {}) {
     const since = opts.since !== undefined ? opts.since : opts.from;
     let until = null;
-    if (opts.follow === false) until = (await this.refresh()).output_bytes;
+    if (opts.follow === false) {
+      const info = await this.refresh();
+      if (info.running !== false) until = info.output_bytes;
+    }
     const r = await this.sb.t.open('GET', `${this.path}/output`, { query: { from: since, encoding: opts.encoding }, ...streamIdle(this.sb.kiln) });
     const stream = new EventStream(r, ['exit'], `output of process ${this.id} in ${this.sb.id}`);
     if (until === null) return withNext(stream);

@@ -43,9 +43,10 @@ export const ERROR_CODES = [
   'timeout', 'http_version_not_supported', 'no_space',
 ];
 
-/** `sandbox_not_found` -> `SandboxNotFoundError`. */
+/** `sandbox_not_found` -> `SandboxNotFoundError`; a code that ends in `_error` gets no second one: `io_error` -> `IoError`. */
 export function className(code) {
-  return code.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('') + 'Error';
+  const camel = code.split('_').map((w) => w.charAt(0).toUpperCase() + w.slice(1)).join('');
+  return camel.endsWith('Error') ? camel : `${camel}Error`;
 }
 
 export class BadRequestError extends KilnError {}
@@ -81,8 +82,8 @@ export class HeadersTooLargeError extends KilnError {}
 export class InternalError extends KilnError {}
 export class SpawnFailedError extends KilnError {}
 export class BootFailedError extends KilnError {}
-export class IoErrorError extends KilnError {}
-export class AgentProtocolErrorError extends KilnError {}
+export class IoError extends KilnError {}
+export class AgentProtocolError extends KilnError {}
 export class AgentUnavailableError extends KilnError {}
 export class JailUnavailableError extends KilnError {}
 export class TooManyConnectionsError extends KilnError {}
@@ -90,6 +91,11 @@ export class ShuttingDownError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}
 export class NoSpaceError extends KilnError {}
+
+/** @deprecated The old name of {@link IoError}. */
+export const IoErrorError = IoError;
+/** @deprecated The old name of {@link AgentProtocolError}. */
+export const AgentProtocolErrorError = AgentProtocolError;
 
 const CLASSES = {
   BadRequestError, BadJsonError, MissingFieldError, UnknownFieldError, BadFieldError,
@@ -99,7 +105,7 @@ const CLASSES = {
   MethodNotAllowedError, RequestTimeoutError, WrongStateError, LimitReachedError, ExistsError,
   InUseError, NotEmptyError, InvalidStateError, ReadOnlyError, UnsupportedError, BodyTooLargeError,
   UriTooLongError, HeadersTooLargeError, InternalError, SpawnFailedError, BootFailedError,
-  IoErrorError, AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,
+  IoError, AgentProtocolError, AgentUnavailableError, JailUnavailableError,
   TooManyConnectionsError, ShuttingDownError, BusyError, TimeoutError, HttpVersionNotSupportedError, NoSpaceError,
 };
 

@@ -75,8 +75,12 @@ export class HeadersTooLargeError extends KilnError {}
 export class InternalError extends KilnError {}
 export class SpawnFailedError extends KilnError {}
 export class BootFailedError extends KilnError {}
-export class IoErrorError extends KilnError {}
-export class AgentProtocolErrorError extends KilnError {}
+export class IoError extends KilnError {}
+export class AgentProtocolError extends KilnError {}
+/** @deprecated The old name of {@link IoError}. */
+export const IoErrorError: typeof IoError;
+/** @deprecated The old name of {@link AgentProtocolError}. */
+export const AgentProtocolErrorError: typeof AgentProtocolError;
 export class AgentUnavailableError extends KilnError {}
 export class JailUnavailableError extends KilnError {}
 export class ShuttingDownError extends KilnError {}

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { execFileSync } from 'node:child_process';
 import { test, memoryGrowth } from './runner.mjs';
 import { startFake, jsonResponse, errorResponse, chunkedHead, chunk, LAST_CHUNK } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
@@ -91,6 +92,10 @@ test('every error code maps to its class with status, code and message', async (
       });
     }
     await assert.rejects(t.json('GET', '/x', { query: { code: 'brand_new', status: 418 } }), (e) => e.constructor === kiln.KilnError && e.code === 'brand_new' && e.status === 418);
+    // io_error is IoError, not IoErrorError (kept as a deprecated alias)
+    assert.deepEqual([kiln.errorClass('io_error').name, kiln.errorClass('agent_protocol_error').name], ['IoError', 'AgentProtocolError']);
+    assert.equal(kiln.IoErrorError, kiln.IoError);
+    assert.equal(kiln.AgentProtocolErrorError, kiln.AgentProtocolError);
   } finally {
     await f.close();
   }
@@ -471,11 +476,12 @@ test('directories go through the archive endpoints (uploadDir with the system ta
   }
 });
 
+let exited = false;
 test('processes: spawn, list, get, output with reattach, stdin, signal, wait, resize', () => withFake({
   'POST /v1/sandboxes': () => jsonResponse(201, SB),
   'POST /v1/sandboxes/abc123/processes': (req) => jsonResponse(201, { id: 1, pid: 61, sent: req.json() }),
   'GET /v1/sandboxes/abc123/processes': () => jsonResponse(200, { processes: [{ id: 1, pid: 61, running: true }] }),
-  'GET /v1/sandboxes/abc123/processes/1': () => jsonResponse(200, { id: 1, pid: 61, running: true, output_bytes: 4 }),
+  'GET /v1/sandboxes/abc123/processes/1': () => jsonResponse(200, { id: 1, pid: 61, running: !exited, output_bytes: exited ? 8 : 4 }),
   'GET /v1/sandboxes/abc123/processes/1/output': (req, sock) => {
     const from = Number(req.query.get('from') || 0);
     const evs = [{ type: 'attached', id: 1, seq: from }, { type: 'stdout', seq: from, data: 'ab' }, { type: 'stderr', seq: from + 2, data: 'cd' }];
@@ -507,6 +513,11 @@ test('processes: spawn, list, get, output with reattach, stdin, signal, wait, re
   const caught = [];
   for await (const ev of await p.output({ since: 0, follow: false })) caught.push(ev.type);
   assert.deepEqual(caught, ['attached', 'stdout', 'stderr']);
+  // ... and an exited process's stream keeps kilnd's exit event
+  exited = true;
+  const all = [];
+  for await (const ev of await p.output({ since: 4, follow: false })) all.push(ev.type);
+  assert.deepEqual(all, ['attached', 'stdout', 'stderr', 'exit']);
   assert.deepEqual(await p.writeStdin('hi\n', { eof: true }), { bytes: 3, closed: true });
   assert.deepEqual(await p.writeStdin(Buffer.from([1, 2])), { bytes: 2, closed: false });
   await p.signal('TERM', { group: true });
@@ -653,6 +664,34 @@ test('download framing: Content-Length, chunk extensions and trailers, until-clo
     for (const name of ['cut', 'cutchunk', 'nothing']) await assert.rejects(get(name), kiln.KilnConnectionError, name);
     await assert.rejects(get('silent', quick), kiln.ClientTimeoutError);
     await assert.rejects(new kiln.Sandbox(new Kiln({ socket: '/nonexistent/s' }), { id: 'x' }).files.download('/a', path.join(dir, 'z')), kiln.KilnConnectionError);
+    // A local file that is there already stays as it was when the download
+    // fails (an error answer, a cut transfer, a protocol error); no
+    // temporary file is left beside it. A good one replaces it.
+    const keep = path.join(dir, 'keep');
+    fs.writeFileSync(keep, 'precious');
+    const before = fs.readdirSync(dir).sort();
+    await assert.rejects(sb.files.download('err', keep), kiln.NotFoundError);
+    await assert.rejects(sb.files.download('cut', keep), kiln.KilnConnectionError);
+    await assert.rejects(sb.files.download('badsize', keep), kiln.KilnProtocolError);
+    assert.equal(fs.readFileSync(keep, 'utf8'), 'precious');
+    assert.deepEqual(fs.readdirSync(dir).sort(), before);
+    assert.equal(await sb.files.download('cl', keep), 5);
+    assert.equal(fs.readFileSync(keep, 'utf8'), 'hello');
+    assert.deepEqual(fs.readdirSync(dir).sort(), before);
+    // A path that is no regular file (/dev/null, here a FIFO) is written in
+    // place, never renamed over: as root a rename would replace /dev/null.
+    // Held open read-write here, so opening it to write does not block.
+    const fifo = path.join(dir, 'fifo');
+    execFileSync('mkfifo', [fifo]);
+    const fd = fs.openSync(fifo, 'r+');
+    try {
+      assert.equal(await sb.files.download('cl', fifo), 5);
+      assert.ok(fs.statSync(fifo).isFIFO());
+      const got = Buffer.alloc(16);
+      assert.equal(got.subarray(0, fs.readSync(fd, got)).toString(), 'hello');
+    } finally {
+      fs.closeSync(fd);
+    }
     // A Writable that is not a file gets copies; the bytes arrive whole.
     const { PassThrough } = await import('node:stream');
     const pt = new PassThrough();

@@ -10,6 +10,7 @@ import asyncio
 from typing import Any, AsyncIterator, Callable, Iterable, Iterator, Mapping, Optional, TypeVar
 
 from . import _http, _tario
+from ._common import upload_block
 from ._http import Head, ResponseParser, Truncated
 from ._transport import READ_SIZE, Answer, Deadline, connect_failed, cut_short, io_failed, no_answer
 from .errors import ClientTimeoutError, KilnError
@@ -19,6 +20,13 @@ T = TypeVar("T")
 
 def _next_block(it: Iterator[bytes]) -> Optional[bytes]:
     return next(it, None)
+
+
+async def _next_async_block(ait: AsyncIterator[Any]) -> Optional[bytes]:
+    try:
+        return upload_block(await ait.__anext__())
+    except StopAsyncIteration:
+        return None
 
 
 class _AsyncConn(Deadline):
@@ -169,7 +177,10 @@ class AsyncTransport:
         conn = _AsyncConn(self, reader, writer, what)
         conn.set_deadline(self.timeout)
         parser = ResponseParser()
-        it: Iterator[bytes] = iter(source)
+        # An async iterable (an upload's) is read here; anything else in a
+        # worker thread.
+        ait: Optional[AsyncIterator[Any]] = source.__aiter__() if hasattr(source, "__aiter__") else None
+        it: Iterator[bytes] = iter(()) if ait is not None else iter(source)
         try:
             try:
                 await conn.send(_http.upload_head(method, path, query, length, content_type))
@@ -181,7 +192,8 @@ class AsyncTransport:
                 try:
                     body = _http.UploadBody(path, length)
                     while True:
-                        block = await asyncio.to_thread(_next_block, it)
+                        block = (await _next_async_block(ait) if ait is not None
+                                 else await asyncio.to_thread(_next_block, it))
                         if block is None:
                             break
                         if not block:
@@ -200,6 +212,9 @@ class AsyncTransport:
             close = getattr(it, "close", None)
             if close is not None:
                 close()
+            aclose = getattr(ait, "aclose", None)
+            if aclose is not None:
+                await aclose()
             raise
         return await self._answer(conn, parser, head, stream)
 

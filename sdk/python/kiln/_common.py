@@ -8,7 +8,7 @@ import io
 import os
 import stat
 import tempfile
-from typing import IO, Any, Iterator, Mapping, Optional, Sequence, Union
+from typing import IO, Any, AsyncIterable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _tario
 from ._http import seg
@@ -18,6 +18,9 @@ BLOCK = 64 * 1024
 Cmd = Union[str, Sequence[str]]
 Data = Union[bytes, bytearray, memoryview, str]
 LocalFile = Union[str, "os.PathLike[str]", IO[bytes]]
+# What an upload takes: a LocalFile, bytes, or an iterable of bytes (the
+# asyncio client also an async iterable).
+Source = Union[LocalFile, bytes, bytearray, memoryview, Iterable[bytes], AsyncIterable[bytes]]
 
 
 def sb_path(sandbox_id: str, *rest: Union[str, int]) -> str:
@@ -72,10 +75,24 @@ def label_query(state: Optional[str], labels: Optional[Mapping[str, str]]) -> li
     return q
 
 
-def file_source(src: LocalFile) -> tuple[Iterator[bytes], Optional[int]]:
-    """A local path or a binary file object as blocks of at most 64 KiB, and
-    its length when it can be known (a regular file: Content-Length;
-    anything else is sent chunked)."""
+def file_source(src: Source) -> tuple[Iterator[bytes], Optional[int]]:
+    """An upload's source as blocks, and its length when it can be known (a
+    regular file, bytes: Content-Length; anything else is sent chunked): a
+    local path or a binary file object (read in 64 KiB blocks), bytes, or
+    any iterable of bytes (a generator: its items as they come). An async
+    iterable is passed on as it is, for the asyncio transport."""
+    if isinstance(src, (bytes, bytearray, memoryview)):
+        data = memoryview(src).cast("B")
+        return (bytes(data[i:i + BLOCK]) for i in range(0, len(data), BLOCK)), len(data)
+    if hasattr(src, "__aiter__"):
+        return src, None  # type: ignore[return-value]
+    if not isinstance(src, (str, os.PathLike)) and not hasattr(src, "read"):
+        try:
+            it = iter(src)  # type: ignore[call-overload]
+        except TypeError:
+            raise TypeError(f"upload: give a local path, bytes, a binary file object or an iterable of "
+                            f"bytes, not {type(src).__name__}") from None
+        return (upload_block(b) for b in it), None
     if isinstance(src, (str, os.PathLike)):
         path = os.fspath(src)
         length = os.stat(path).st_size
@@ -94,6 +111,15 @@ def file_source(src: LocalFile) -> tuple[Iterator[bytes], Optional[int]]:
     return _blocks(src), length_opt
 
 
+def upload_block(block: object) -> bytes:
+    """One item of an iterable given as an upload's source: bytes only."""
+    if isinstance(block, (bytes, bytearray, memoryview)):
+        return bytes(block)
+    if isinstance(block, str):
+        raise TypeError("upload: the iterable gave a str; give bytes (encode the text)")
+    raise TypeError(f"upload: the iterable gave a {type(block).__name__}; give bytes")
+
+
 def _blocks(f: IO[bytes]) -> Iterator[bytes]:
     while True:
         block = f.read(BLOCK)
@@ -107,13 +133,24 @@ def _blocks(f: IO[bytes]) -> Iterator[bytes]:
 class Sink:
     """Where a download goes: a local path (written to PATH.part, renamed
     when complete, so a cut transfer never looks whole) or a binary file
-    object."""
+    object. A path that exists and is no regular file (``/dev/null``, a
+    FIFO) is written in place: nothing may be renamed over it."""
 
     def __init__(self, dst: LocalFile) -> None:
-        self._path: Optional[str] = None
+        self._path: Optional[str] = None  # renamed over when complete
+        self._own = False  # a file this opened
         if isinstance(dst, (str, os.PathLike)):
-            self._path = os.fspath(dst)
-            self.f: IO[bytes] = open(self._path + ".part", "wb")
+            self._own = True
+            path = os.fspath(dst)
+            try:
+                in_place = not stat.S_ISREG(os.stat(path).st_mode)
+            except FileNotFoundError:
+                in_place = False
+            if in_place:
+                self.f: IO[bytes] = open(path, "wb")
+            else:
+                self._path = path
+                self.f = open(path + ".part", "wb")
         else:
             self.f = dst
         self.bytes = 0
@@ -123,9 +160,10 @@ class Sink:
         self.bytes += len(data)
 
     def finish(self, ok: bool) -> None:
+        if self._own:
+            self.f.close()
         if self._path is None:
             return
-        self.f.close()
         if ok:
             os.replace(self._path + ".part", self._path)
         else:

@@ -13,7 +13,7 @@ from typing import Any, Iterator, Callable, Mapping, Optional, Union
 
 from . import _common
 from ._transport import Response, Transport, run_blocking
-from ._common import Cmd, Context, Data, LocalFile, drop_none, sb_path
+from ._common import Cmd, Context, Data, LocalFile, Source, drop_none, sb_path
 from ._http import decode_json, seg
 from ._tario import tar_chunks
 from ._transport import cut_short, default_socket
@@ -518,12 +518,14 @@ class Files:
         return {"path": path, "mode": _common.file_mode(mode), "parents": parents, "append": append,
                 "exclusive": exclusive, "create": create, "user": user}
 
-    def upload(self, path: str, src: LocalFile, *, mode: Union[int, str, None] = None,
+    def upload(self, path: str, src: Source, *, mode: Union[int, str, None] = None,
                      parents: Optional[bool] = None, append: Optional[bool] = None,
                      exclusive: Optional[bool] = None, create: Optional[bool] = None,
                      user: Optional[str] = None) -> dict[str, Any]:
-        """Stream a local file (a path, or a binary file object) into the
-        guest in 64 KiB blocks: memory stays bounded whatever its size."""
+        """Stream ``src`` into a guest file: a local file (a path, or a
+        binary file object, read in 64 KiB blocks: memory stays bounded
+        whatever its size), bytes, or any iterable of bytes (a generator,
+        sent as it yields; kiln.aio's client also takes an async one)."""
         source, length = _common.file_source(src)
         resp = self._t.open_upload("PUT", self._p(), source=source, length=length,
                                          content_type="application/octet-stream",
@@ -664,7 +666,8 @@ class Process:
         ``seq``, ``gap``, ``exit``), from sequence number ``since`` (None:
         the oldest the ring holds; ``"now"`` is kilnd's too). ``follow``:
         live until the process exits; False: only what was written when
-        the call was made. After a disconnect, reattach with
+        the call was made (and the ``exit`` event, when it had exited by
+        then). After a disconnect, reattach with
         ``output(since=stream.next_seq)``: nothing the ring still holds is
         missed."""
         stream: Optional[EventStream] = None
@@ -672,7 +675,10 @@ class Process:
         def opener() -> Response:
             if not follow:
                 assert stream is not None
-                stream.until = (self.refresh()).info.get("output_bytes", 0)
+                info = (self.refresh()).info
+                # An exited process's stream ends by itself, with its exit event.
+                if info.get("running") is not False:
+                    stream.until = info.get("output_bytes", 0)
             return self._t.open("GET", self._p("output"), query={"from": since, "encoding": encoding},
                                       stream=True)
         stream = EventStream(opener, socket_path=self._t.socket_path, last=("exit",),

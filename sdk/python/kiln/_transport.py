@@ -313,6 +313,8 @@ class Transport:
         take to answer beyond the client's timeout once the body is sent
         (an image import's work)."""
         what = f"{method} {path}"
+        if hasattr(source, "__aiter__"):
+            raise TypeError("upload: an async iterable needs kiln.aio.AsyncKiln; give Kiln an iterable of bytes")
         conn = _Conn(self, self._connect(what), False, what)
         conn.set_deadline(self.timeout)
         parser = ResponseParser()

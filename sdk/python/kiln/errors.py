@@ -207,11 +207,11 @@ class BootFailedError(KilnError):
     code = "boot_failed"
 
 
-class IoErrorError(KilnError):
+class IoError(KilnError):
     code = "io_error"
 
 
-class AgentProtocolErrorError(KilnError):
+class AgentProtocolError(KilnError):
     code = "agent_protocol_error"
 
 
@@ -252,13 +252,19 @@ _BY_CODE: dict[str, type[KilnError]] = {cls.code: cls for cls in (
     CheckpointNotFoundError, NotFoundError, MethodNotAllowedError, WrongStateError,
     LimitReachedError, ExistsError, InUseError, NotEmptyError, InvalidStateError, ReadOnlyError,
     UnsupportedError, BodyTooLargeError, UriTooLongError, HeadersTooLargeError,
-    InternalError, SpawnFailedError, BootFailedError, IoErrorError,
-    AgentProtocolErrorError, AgentUnavailableError, JailUnavailableError,
+    InternalError, SpawnFailedError, BootFailedError, IoError,
+    AgentProtocolError, AgentUnavailableError, JailUnavailableError,
     TooManyConnectionsError, ShuttingDownError, BusyError, HttpVersionNotSupportedError,
     NoSpaceError,
 )}
 
 __all__ += [cls.__name__ for cls in _BY_CODE.values() if cls.__name__ not in __all__]
+
+# Deprecated: the old names of IoError and AgentProtocolError (a code
+# ending in "_error" no longer gets a second "Error").
+IoErrorError = IoError
+AgentProtocolErrorError = AgentProtocolError
+__all__ += ["IoErrorError", "AgentProtocolErrorError"]
 
 
 def error_class(code: str) -> type[KilnError]:

@@ -137,6 +137,14 @@ class TestAsync(AsyncBase):
         fs = self.sandbox().files
         data = os.urandom(200000)
         await fs.upload("/f", io.BytesIO(data))
+
+        async def agen():
+            for i in range(0, len(data), 70000):
+                yield data[i:i + 70000]
+        self.assertEqual((await fs.upload("/a", agen()))["bytes"], len(data))
+        self.assertEqual(store["/v1/sandboxes/3f9a1c2b7d4e/files/a"], data)
+        self.assertEqual((await fs.upload("/g", iter([data[:5], data[5:]])))["bytes"], len(data))
+        self.assertEqual(store["/v1/sandboxes/3f9a1c2b7d4e/files/g"], data)
         out = io.BytesIO()
         self.assertEqual(await fs.download("/f", out), len(data))
         self.assertEqual(out.getvalue(), data)

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import tarfile
@@ -176,10 +177,17 @@ class TestErrors(Base):
             with self.assertRaises(errors.KilnError) as cm:
                 self.k.health()
             e = cm.exception
-            name = "".join(p.capitalize() for p in code.split("_")) + "Error"
+            name = "".join(p.capitalize() for p in code.split("_"))
+            name += "" if name.endswith("Error") else "Error"
             self.assertEqual(type(e).__name__, name, code)
             self.assertIs(type(e), getattr(errors, name))
             self.assertEqual((e.status, e.code, e.message), (st, code, f"msg {code}"))
+        # io_error is IoError, not IoErrorError (kept as a deprecated alias)
+        self.assertEqual((errors.error_class("io_error").__name__,
+                          errors.error_class("agent_protocol_error").__name__), ("IoError", "AgentProtocolError"))
+        self.assertIs(errors.IoErrorError, errors.IoError)
+        self.assertIs(errors.AgentProtocolErrorError, errors.AgentProtocolError)
+        self.assertIn("IoErrorError", errors.__all__)
 
     def test_timeouts_are_builtin_timeouts(self) -> None:
         for code, st, cls in (("timeout", 504, errors.TimeoutError),
@@ -323,6 +331,20 @@ class TestExec(Base):
         self.assertIsInstance(got[3], kiln.ExitEvent)
         self.assertEqual(got[3].exit_code, 0)
 
+    def test_exec_stream_timeout_bounds_only_the_head(self) -> None:
+        # kilnd sends a silent command's head at once (docs/api.md): the
+        # client's timeout must not end the stream while it waits for output.
+        def late(req: Request, c: socket.socket) -> bool:
+            c.sendall(chunked_head())
+            time.sleep(1.2)
+            c.sendall(chunk(ndjson({"type": "stdout", "data": "late\n"},
+                                   {"type": "exit", "exit_code": 0, "signal": None, "timed_out": False})) +
+                      b"0\r\n\r\n")
+            return False
+        self.fake.handler = routes({("POST", "/v1/sandboxes/3f9a1c2b7d4e/exec"): late})
+        sb = kiln.Sandbox(kiln.Kiln(self.fake.path, timeout=0.5), dict(SB))
+        self.assertEqual([e.type for e in sb.exec_stream("sleep 2; echo late")], ["stdout", "exit"])
+
     def test_exec_callbacks_use_the_stream(self) -> None:
         ev = ndjson({"type": "stdout", "data": "a"}, {"type": "stderr", "data": "b"}, {"type": "stdout", "data": "c"},
                     {"type": "exit", "exit_code": 1, "signal": None, "timed_out": False, "pid": 9})
@@ -462,6 +484,17 @@ class TestProcesses(Base):
         self.assertEqual(data, b"abcd")
         self.assertLess(time.monotonic() - t0, 3)
 
+    def test_output_without_follow_of_an_exited_process_ends_with_exit(self) -> None:
+        ev = ndjson({"type": "attached", "seq": 0, "running": False}, {"type": "stdout", "seq": 0, "data": "ab"},
+                    {"type": "exit", "id": 1, "exit_code": 3, "signal": None, "timed_out": False})
+        self.fake.handler = routes({("GET", self.P + "/1"): json_response(200, {"id": 1, "running": False,
+                                                                                "exit_code": 3, "output_bytes": 2}),
+                                    ("GET", self.P + "/1/output"): chunked_response(ev, 3)})
+        p = kiln.Process(self.sandbox(), {"id": 1, "pid": 61})
+        evs = list(p.output(follow=False))
+        self.assertEqual([e.type for e in evs], ["attached", "stdout", "exit"])
+        self.assertEqual(evs[-1].exit_code, 3)
+
     def test_watch_events(self) -> None:
         ev = ndjson({"type": "watching", "path": "/w", "recursive": True, "watches": 1},
                     {"type": "rename", "seq": 0, "path": "b", "old_path": "a", "is_dir": False},
@@ -496,7 +529,8 @@ class TestFiles(Base):
         fs.write("/t/b", b"\x00\xff")
         self.assertEqual(fs.read("/t/b"), b"\x00\xff")
 
-    def test_upload_streams_file_and_fileobj(self) -> None:
+    def record_uploads(self) -> list[Request]:
+        """PUT .../files answered with the bytes received; the requests."""
         got: list[Request] = []
 
         def put(req: Request, c: socket.socket) -> bool:
@@ -504,6 +538,10 @@ class TestFiles(Base):
             c.sendall(json_response(200, {"path": req.q["path"], "bytes": len(req.body)}))
             return False
         self.fake.handler = routes({("PUT", self.F): put})
+        return got
+
+    def test_upload_streams_file_and_fileobj(self) -> None:
+        got = self.record_uploads()
         src = os.path.join(self.tmp, "src.bin")
         data = os.urandom(300 * 1024)
         with open(src, "wb") as f:
@@ -516,6 +554,35 @@ class TestFiles(Base):
         fs.upload("/y", io.BytesIO(data))  # no file descriptor: chunked
         self.assertEqual(got[-1].headers.get("transfer-encoding"), "chunked")
         self.assertEqual(got[-1].body, data)
+
+    def test_upload_takes_bytes_and_any_iterable_of_bytes(self) -> None:
+        got = self.record_uploads()
+        fs = self.sandbox().files
+        data = os.urandom(200 * 1024)
+
+        def gen():
+            for i in range(0, len(data), 30000):
+                yield data[i:i + 30000]
+        self.assertEqual(fs.upload("/g", gen())["bytes"], len(data))  # a generator: chunked
+        self.assertEqual((got[-1].body, got[-1].headers.get("transfer-encoding")), (data, "chunked"))
+        fs.upload("/l", [b"ab", bytearray(b"cd"), memoryview(b"ef"), b""])
+        self.assertEqual(got[-1].body, b"abcdef")
+        fs.upload("/b", data)  # bytes: Content-Length
+        self.assertEqual((got[-1].body, got[-1].headers.get("content-length")), (data, str(len(data))))
+        n = len(got)
+        with self.assertRaisesRegex(TypeError, "gave a str; give bytes"):
+            fs.upload("/s", iter(["text"]))
+        with self.assertRaisesRegex(TypeError, "not int"):
+            fs.upload("/i", 5)  # type: ignore[arg-type]
+
+        async def agen():
+            yield b"x"
+        a = agen()
+        with self.assertRaisesRegex(TypeError, "AsyncKiln"):
+            fs.upload("/a", a)  # type: ignore[arg-type]
+        self.assertEqual(len(got), n)  # none of the refused ones was stored
+        import asyncio
+        asyncio.run(a.aclose())
 
     def test_upload_refused_before_body(self) -> None:
         self.fake.expect_continue = False
@@ -534,6 +601,21 @@ class TestFiles(Base):
         self.assertEqual(self.sandbox().files.download("/d", dst), len(data))
         with open(dst, "rb") as f:
             self.assertEqual(f.read(), data)
+        # A path that is no regular file (/dev/null, here a FIFO) is written
+        # in place, never renamed over: as root, PATH.part would replace
+        # /dev/null. The test holds the FIFO open read-write, so opening it
+        # to write does not block, and reads what came through it.
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        fd = os.open(fifo, os.O_RDWR)
+        try:
+            self.fake.handler = routes({("GET", self.F): chunked_response(b"via fifo", 3, "application/octet-stream")})
+            self.assertEqual(self.sandbox().files.download("/d", fifo), 8)
+            self.assertTrue(stat.S_ISFIFO(os.stat(fifo).st_mode))
+            self.assertEqual(os.read(fd, 100), b"via fifo")
+        finally:
+            os.close(fd)
+        self.fake.handler = routes({("GET", self.F): chunked_response(data, 9, "application/octet-stream")})
         buf = io.BytesIO()
         self.sandbox().files.download("/d", buf, offset=5, length=10)
         self.assertEqual(buf.getvalue(), data)
