@@ -3,10 +3,7 @@
  * Bytes arrive whole and in order through a queue much smaller than the
  * transfer (bounded memory, backpressure), a producer's error reaches the
  * consumer after the bytes before it, and a consumer that goes away stops
- * a producer blocked on a full queue. A consumer that stops waiting for
- * the first byte (a streamed exec's head, sent while the process is
- * silent) and a producer that fails at that moment agree on who reports
- * the failure.
+ * a producer blocked on a full queue.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,10 +13,8 @@
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/kilnd/http/byte_queue.h"
-#include "lib/base/mono.h"
 
 #define TOTAL (1u << 20)
 
@@ -54,7 +49,7 @@ static void test_stream_through_small_queue(void **state)
 	(void)state;
 	assert_int_equal(byte_queue_init(&q, 4096), 0);
 	assert_int_equal(pthread_create(&th, NULL, producer, &q), 0);
-	assert_int_equal(byte_queue_wait_first(&q, -1, &err), 1);
+	assert_true(byte_queue_wait_first(&q, &err));
 	while ((n = byte_queue_pop(&q, buf, sizeof(buf), -1, &err)) > 0) {
 		for (ssize_t i = 0; i < n; i++)
 			if (buf[i] != (uint8_t)((got + (size_t)i) * 7))
@@ -79,7 +74,7 @@ static void test_error_after_data(void **state)
 	assert_int_equal(byte_queue_init(&q, 64), 0);
 	assert_int_equal(byte_queue_push(&q, "abc", 3), 0);
 	byte_queue_close(&q, -EIO);
-	assert_int_equal(byte_queue_wait_first(&q, -1, &err), 1);
+	assert_true(byte_queue_wait_first(&q, &err));
 	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 0, &err), 3);
 	assert_memory_equal(buf, "abc", 3);
 	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 0, &err), -1);
@@ -98,13 +93,13 @@ static void test_close_without_data(void **state)
 	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), 10, &err),
 			 0); /* times out: nothing yet */
 	byte_queue_close(&q, -ENOENT);
-	assert_int_equal(byte_queue_wait_first(&q, -1, &err), -1);
+	assert_false(byte_queue_wait_first(&q, &err));
 	assert_int_equal(err, -ENOENT);
 	byte_queue_destroy(&q);
 	/* A clean, empty end (an empty file). */
 	assert_int_equal(byte_queue_init(&q, 64), 0);
 	byte_queue_close(&q, 0);
-	assert_int_equal(byte_queue_wait_first(&q, -1, &err), -1);
+	assert_false(byte_queue_wait_first(&q, &err));
 	assert_int_equal(err, 0);
 	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), -1);
 	assert_int_equal(err, 0);
@@ -173,79 +168,6 @@ static void test_abort_wakes_blocked_producer(void **state)
 	byte_queue_destroy(&q);
 }
 
-/* A silent producer: the head goes after the wait, not at the first byte;
- * a failure from then on is the stream's to carry. */
-static void test_first_wait_times_out_and_answers(void **state)
-{
-	struct byte_queue q;
-	char buf[8];
-	double t0;
-	int err = 1;
-
-	(void)state;
-	assert_int_equal(byte_queue_init(&q, 64), 0);
-	t0 = mono_ms_f();
-	assert_int_equal(byte_queue_wait_first(&q, 50, &err), 0);
-	assert_true(mono_ms_f() - t0 >= 45);
-	assert_int_equal(err, 0);
-	assert_false(byte_queue_close_unanswered(&q, -EIO));
-	assert_false(q.closed); /* the producer reports it in the stream, then closes */
-	assert_int_equal(byte_queue_push(&q, "err", 3), 0);
-	byte_queue_close(&q, 0);
-	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), 3);
-	assert_int_equal(byte_queue_pop(&q, buf, sizeof(buf), -1, &err), -1);
-	assert_int_equal(err, 0);
-	byte_queue_destroy(&q);
-}
-
-/* A failure before the head: closed with its error, the consumer's wait
- * sees it (and answers with a status); once a byte went, never. */
-static void test_close_unanswered_before_head(void **state)
-{
-	struct byte_queue q;
-	int err = 0;
-
-	(void)state;
-	assert_int_equal(byte_queue_init(&q, 64), 0);
-	assert_true(byte_queue_close_unanswered(&q, -EIO));
-	assert_int_equal(byte_queue_wait_first(&q, 1000, &err), -1);
-	assert_int_equal(err, -EIO);
-	byte_queue_destroy(&q);
-	assert_int_equal(byte_queue_init(&q, 64), 0);
-	assert_int_equal(byte_queue_push(&q, "x", 1), 0);
-	assert_false(byte_queue_close_unanswered(&q, -EIO));
-	assert_int_equal(byte_queue_wait_first(&q, 0, &err), 1);
-	byte_queue_destroy(&q);
-}
-
-static void *late_byte(void *arg)
-{
-	struct timespec ts = { 0, 20 * 1000 * 1000 };
-
-	nanosleep(&ts, NULL);
-	byte_queue_push(arg, "a", 1);
-	return NULL;
-}
-
-/* A byte within the wait ends it at once, not at its end. */
-static void test_first_wait_ends_at_the_byte(void **state)
-{
-	struct byte_queue q;
-	pthread_t th;
-	double t0;
-	int err;
-
-	(void)state;
-	assert_int_equal(byte_queue_init(&q, 64), 0);
-	assert_int_equal(pthread_create(&th, NULL, late_byte, &q), 0);
-	t0 = mono_ms_f();
-	assert_int_equal(byte_queue_wait_first(&q, 10000, &err), 1);
-	assert_true(mono_ms_f() - t0 < 5000);
-	pthread_join(th, NULL);
-	assert_false(q.answered);
-	byte_queue_destroy(&q);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -254,9 +176,6 @@ int main(void)
 		cmocka_unit_test(test_close_without_data),
 		cmocka_unit_test(test_begin_quiet_producer),
 		cmocka_unit_test(test_abort_wakes_blocked_producer),
-		cmocka_unit_test(test_first_wait_times_out_and_answers),
-		cmocka_unit_test(test_close_unanswered_before_head),
-		cmocka_unit_test(test_first_wait_ends_at_the_byte),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -125,46 +125,17 @@ ssize_t byte_queue_pop(struct byte_queue *q, void *out, size_t max, int timeout_
 	return (ssize_t)k;
 }
 
-int byte_queue_wait_first(struct byte_queue *q, int timeout_ms, int *err)
+bool byte_queue_wait_first(struct byte_queue *q, int *err)
 {
-	struct timespec dl;
-	int r;
+	bool any;
 
-	if (timeout_ms >= 0)
-		mono_deadline_in(&dl, timeout_ms);
 	pthread_mutex_lock(&q->mu);
-	while (q->pushed == 0 && !q->closed) {
-		if (timeout_ms < 0)
-			pthread_cond_wait(&q->cv, &q->mu);
-		else if (pthread_cond_timedwait(&q->cv, &q->mu, &dl) == ETIMEDOUT)
-			break;
-	}
-	if (q->pushed > 0) {
-		r = 1;
-	} else if (q->closed) {
-		r = -1;
-	} else {
-		q->answered = true;
-		r = 0;
-	}
+	while (q->pushed == 0 && !q->closed)
+		pthread_cond_wait(&q->cv, &q->mu);
+	any = q->pushed > 0;
 	*err = q->error;
 	pthread_mutex_unlock(&q->mu);
-	return r;
-}
-
-bool byte_queue_close_unanswered(struct byte_queue *q, int err)
-{
-	bool closed = false;
-
-	pthread_mutex_lock(&q->mu);
-	if (q->pushed == 0 && !q->answered) {
-		q->closed = true;
-		q->error = err;
-		closed = true;
-		pthread_cond_broadcast(&q->cv);
-	}
-	pthread_mutex_unlock(&q->mu);
-	return closed;
+	return any;
 }
 
 bool byte_queue_wait_begin(struct byte_queue *q, int timeout_ms, int *err)

@@ -95,7 +95,7 @@ void stream_job_respond(struct http_req *r, struct stream_job *sj, const char *c
 		http_error(r, &e);
 		return;
 	}
-	if (byte_queue_wait_first(&sj->q, -1, &err) < 0 && (err || !empty_ok)) {
+	if (!byte_queue_wait_first(&sj->q, &err) && (err || !empty_ok)) {
 		if (sj->err.code == API_OK)
 			api_err_set(&sj->err, API_E_INTERNAL, "%s: ended without an answer", what);
 		http_error(r, &sj->err);
