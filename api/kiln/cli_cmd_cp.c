@@ -282,6 +282,20 @@ static int download(struct cp_ctx *x)
 	 * there; no temporary file can stand for them. */
 	if (local_dir && !*base_of(cp->guest_path))
 		return download_dir(x, target);
+	/* An existing target that is no regular file (/dev/null, a FIFO, a
+	 * terminal): the bytes go into it. A file renamed over it would
+	 * replace the device itself, for every program, when run as root. */
+	if (!local_dir && stat(target, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(target, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return fail_local(x, errno, "cannot open '%s': %s", target);
+		rc = cli_call_quiet(x->c, &req, &resp, &f);
+		close(fd);
+		if (rc)
+			return cli_report(x->c, x->what, &f);
+		free(resp.body);
+		return 0;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.kiln-XXXXXX", target);
 	fd = mkstemp(tmp);
 	if (fd < 0)
