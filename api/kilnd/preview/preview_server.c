@@ -445,6 +445,7 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, struct er
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(d->cfg.preview_port) };
 	struct preview_server *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
 	int one = 1, code;
 
 	*out = NULL;
@@ -455,7 +456,10 @@ int preview_server_start(struct kilnd *d, struct preview_server **out, struct er
 	s->d = d;
 	preview_caps_init(&s->caps, d->cfg.preview_max_per_client, d->cfg.preview_max_per_sandbox);
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->idle, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* preview_server_drain */
+	pthread_cond_init(&s->idle, &ca);
+	pthread_condattr_destroy(&ca);
 	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->accept_stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->listen_fd = -1;
@@ -533,13 +537,7 @@ void preview_server_drain(struct preview_server *s, int ms)
 
 	if (!s)
 		return;
-	clock_gettime(CLOCK_REALTIME, &until); /* the condvar's clock */
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	mono_deadline_in(&until, ms); /* idle waits on CLOCK_MONOTONIC */
 	pthread_mutex_lock(&s->mu);
 	while (s->caps.active > 0 && pthread_cond_timedwait(&s->idle, &s->mu, &until) == 0) {
 	}
