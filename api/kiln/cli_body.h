@@ -49,7 +49,7 @@
 #define CLI_WAIT_UNBOUNDED (-1LL) /* a buffered exec without a timeout of its own */
 /*
  * A streamed exec's or run's head comes with the first event, or at most
- * 2 s after kilnd asked the agent (EXEC_HEAD_MS, api/kilnd/endpoints/exec.c),
+ * 1 s after kilnd asked the agent (EXEC_HEAD_MS, api/kilnd/endpoints/exec.c),
  * a wake before that: so a quiet process is told from a silent socket.
  */
 #define CLI_WAIT_STREAM_HEAD (5 + CLI_WAIT_BOOT)
