@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,27 +182,6 @@ static void child(const struct kilnd *d, const char *work, const struct import_r
 	_exit(127);
 }
 
-/* Kill every process of the import uid: whatever the importer started. */
-static void kill_leftovers(const struct kilnd *d)
-{
-	pid_t pid;
-	int st;
-
-	if (geteuid() != 0)
-		return; /* it ran as kilnd's own uid: the process group is all there is */
-	pid = fork();
-	if (pid == 0) {
-		uid_t id = d->cfg.import_id;
-
-		if (setgroups(0, NULL) == 0 && setresgid(id, id, id) == 0 &&
-		    setresuid(id, id, id) == 0)
-			kill(-1, SIGKILL); /* every process this uid may signal: its own */
-		_exit(0);
-	}
-	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-}
-
 /* Read what the pipe has into buf (cap bytes with the NUL); once buf is
  * full the rest is read and dropped, so the importer never blocks on a
  * full pipe (and kilnd then never waits for it forever). */
@@ -250,7 +231,13 @@ static int run(struct kilnd *d, const char *work, const struct import_run *ir, i
 		close(po[0]), close(po[1]);
 		return -errno;
 	}
-	pid = fork();
+	/* A root kilnd: the importer is the first process of a PID
+	 * namespace of its own, so when it ends the kernel kills all it
+	 * started, even what left its process group, and it can signal no
+	 * process outside (another kilnd's importer of the same uid). */
+	pid = geteuid() == 0
+		? (pid_t)syscall(SYS_clone, CLONE_NEWPID | SIGCHLD, NULL, NULL, NULL, NULL)
+		: fork();
 	if (pid == 0)
 		child(d, work, ir, po[1], pe[1]);
 	if (pid > 0)
@@ -263,15 +250,13 @@ static int run(struct kilnd *d, const char *work, const struct import_run *ir, i
 		int64_t left = deadline - mono_ms();
 
 		/* The importer has ended but something it started holds its
-		 * pipes open: the group goes now, not at the deadline, and with
-		 * it (a root kilnd) every process of the import uid, in case one
-		 * left the group. Not reaped (WNOWAIT), so the group's id stays
-		 * ours. What still holds the pipes after a grace is left. */
+		 * pipes open: the group goes now, not at the deadline. Not
+		 * reaped (WNOWAIT), so the group's id stays ours. What still
+		 * holds the pipes after a grace is left. */
 		if (!exited && leader_ended(pid)) {
 			exited = true;
 			ended_ms = mono_ms();
 			kill(-pid, SIGKILL);
-			kill_leftovers(d);
 		}
 		if (exited && mono_ms() - ended_ms > IMPORT_PIPE_GRACE_MS)
 			break;
@@ -303,7 +288,6 @@ static int run(struct kilnd *d, const char *work, const struct import_run *ir, i
 	while (waitpid(pid, status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
-	kill_leftovers(d);
 	return 0;
 }
 
@@ -369,9 +353,6 @@ void image_import_sweep(struct kilnd *d)
 
 	snprintf(dir, sizeof(dir), "%s/images", d->cfg.state_dir);
 	dh = sout && serr ? opendir(dir) : NULL;
-	/* whatever the cut-off importer started may still run as the import uid */
-	if (dh)
-		kill_leftovers(d);
 	while (dh && (de = readdir(dh)))
 		if (strncmp(de->d_name, ".import-", 8) == 0 &&
 		    snprintf(work, sizeof(work), "%s/%s", dir, de->d_name) < (int)sizeof(work))

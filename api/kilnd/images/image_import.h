@@ -5,13 +5,16 @@
  * (docs/security.md, "Image import"), its answer read back, the image
  * registered (images_register).
  *
- * Contract: one import at a time per kilnd (they share the import uid;
- * a lock file serializes them). The archive is a file kilnd wrote into
- * the work directory; the importer reads it on stdin and writes only
- * below its work directory (it has no namespace of its own: it can read
- * what any unprivileged user of the host can; docs/security.md). It runs in its own process group,
- * killed whole when it ends or times out; a root kilnd then also kills
- * every process of the import uid, so nothing it started outlives it.
+ * Contract: one import at a time per kilnd (they share the import uid
+ * and its rlimits; a lock file serializes them). The archive is a file
+ * kilnd wrote into the work directory; the importer reads it on stdin and
+ * writes only below its work directory (import_ns.h: a root kilnd gives
+ * it namespaces of its own; it can read what any unprivileged user of the
+ * host can; docs/security.md). It runs in its own process group, killed
+ * whole when it ends or times out; under a root kilnd it is also the first
+ * process of a PID namespace of its own, so nothing it started outlives it
+ * and it signals nothing outside (not another kilnd's importer, which has
+ * the same uid by default).
  */
 #ifndef KILN_IMAGE_IMPORT_H
 #define KILN_IMAGE_IMPORT_H
