@@ -41,8 +41,10 @@
  * its default --boot-timeout for what boots or wakes a sandbox (a create,
  * start, wake; an exec, spawn or shell may wake a hibernated one); its
  * 10 min snapshot limit plus a boot for checkpoints, hibernation,
- * restores and forks. A kilnd started with a longer --boot-timeout needs
- * a longer --request-timeout by as much.
+ * restores and forks. A kilnd started with a longer --boot-timeout says
+ * so in GET /v1/health (boot_timeout_s): a request with at least
+ * CLI_WAIT_BOOT that runs past its limit asks, and waits by the
+ * difference more (cli_http.c).
  */
 #define CLI_WAIT_BOOT 60
 #define CLI_WAIT_SNAPSHOT (600 + CLI_WAIT_BOOT)

@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/kiln/cli_body.h" /* cli_answer_ms */
+#include <jansson.h>
+
+#include "api/kiln/cli_body.h" /* cli_answer_ms, CLI_WAIT_BOOT */
 #include "lib/base/mono.h"
 
 struct xfer {
@@ -25,6 +27,7 @@ struct xfer {
 	bool head_done;    /* the final (non-1xx) status line and headers arrived */
 	bool timed_out;
 	bool probe_failed;   /* an unbounded wait's health check went unanswered */
+	bool boot_asked;     /* kilnd's boot_timeout_s was asked for at the deadline */
 	bool queue_full;     /* connect() kept failing with EAGAIN until the deadline */
 	long long answer_ms; /* 0: no limit */
 	int64_t since_ms;    /* the connection, or the last upload bytes; 0: not yet */
@@ -123,33 +126,79 @@ static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int 
 	return CURL_PREREQFUNC_OK;
 }
 
-static size_t discard(char *p, size_t size, size_t nmemb, void *arg)
+struct probe_body {
+	char buf[4096];
+	size_t len;
+};
+
+static size_t probe_collect(char *p, size_t size, size_t nmemb, void *arg)
 {
-	(void)p;
-	(void)arg;
-	return size * nmemb;
+	struct probe_body *b = arg;
+	size_t n = size * nmemb, room = sizeof(b->buf) - 1 - b->len;
+
+	memcpy(b->buf + b->len, p, n < room ? n : room);
+	b->len += n < room ? n : room;
+	return n; /* the rest of a longer answer is dropped, not an error */
 }
 
-/* Does kilnd answer GET /v1/health, on a connection of its own, within
- * the base timeout? Any HTTP answer counts: it is at work. */
-static bool kilnd_alive(const struct cli_http *h)
+/* GET /v1/health on a connection of its own, within the base timeout:
+ * curl's result, and (CURLE_OK) the answer's boot_timeout_s, 0 when it
+ * has none (a kilnd older than the field, or not kilnd's answer). */
+static CURLcode health_probe(const struct cli_http *h, long long *boot_timeout_s)
 {
+	struct probe_body b = { .len = 0 };
 	CURL *p = curl_easy_init();
 	CURLcode cc;
+	json_t *j, *v;
 
+	*boot_timeout_s = 0;
 	if (!p)
-		return true; /* cannot tell: go on waiting */
+		return CURLE_OUT_OF_MEMORY;
 	curl_easy_setopt(p, CURLOPT_UNIX_SOCKET_PATH, h->socket);
 	curl_easy_setopt(p, CURLOPT_URL, "http://kiln/v1/health");
 	curl_easy_setopt(p, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(p, CURLOPT_PROXY, "");
 	curl_easy_setopt(p, CURLOPT_TIMEOUT_MS, (long)h->timeout_s * 1000);
-	curl_easy_setopt(p, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(p, CURLOPT_WRITEFUNCTION, probe_collect);
+	curl_easy_setopt(p, CURLOPT_WRITEDATA, &b);
 	cc = curl_easy_perform(p);
 	curl_easy_cleanup(p);
+	j = cc == CURLE_OK ? json_loadb(b.buf, b.len, 0, NULL) : NULL;
+	v = json_object_get(j, "boot_timeout_s");
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 86400)
+		*boot_timeout_s = json_integer_value(v);
+	json_decref(j);
+	return cc;
+}
+
+/* Does kilnd answer a health check within the base timeout? Any HTTP
+ * answer counts: it is at work. */
+static bool kilnd_alive(const struct cli_http *h)
+{
+	long long boot_s;
+	CURLcode cc = health_probe(h, &boot_s);
+
 	/* Only silence is an answer: a full listen queue (EAGAIN at once) is
-	 * kilnd busy, and a kilnd gone breaks the waiting request itself. */
+	 * kilnd busy, and a kilnd gone breaks the waiting request itself;
+	 * no memory for the probe cannot tell, so the wait goes on. */
 	return cc != CURLE_OPERATION_TIMEDOUT && cc != CURLE_GOT_NOTHING;
+}
+
+/* A bounded answer is late. A request that may boot a sandbox was given
+ * CLI_WAIT_BOOT, kilnd's default --boot-timeout: a kilnd started with a
+ * longer one says so in its health answer, and the wait grows by the
+ * difference, once. Whether it grew. */
+static bool boot_allowance_grows(struct xfer *x)
+{
+	long long boot_s;
+
+	if (x->boot_asked || x->req->wait_s < CLI_WAIT_BOOT || !x->h->timeout_s)
+		return false;
+	x->boot_asked = true;
+	if (health_probe(x->h, &boot_s) != CURLE_OK || boot_s <= CLI_WAIT_BOOT)
+		return false;
+	x->answer_ms += (boot_s - CLI_WAIT_BOOT) * 1000;
+	return true;
 }
 
 /* curl calls this about once a second, and at every transfer step. */
@@ -180,7 +229,7 @@ static int on_progress(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off
 	 * is held to the limit to its end. */
 	if (!x->since_ms || !x->answer_ms || (x->head_done && x->req->sink))
 		return 0;
-	if (mono_ms() - x->since_ms > x->answer_ms) {
+	if (mono_ms() - x->since_ms > x->answer_ms && !boot_allowance_grows(x)) {
 		x->timed_out = true;
 		return 1;
 	}

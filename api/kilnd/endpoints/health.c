@@ -29,11 +29,12 @@ void handle_health(struct http_req *r)
 
 	sandboxes_count(r->d, counts, &total);
 	http_answer(r, 0, 200,
-		    json_pack("{s:s,s:s,s:I,s:I,s:o,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}",
+		    json_pack("{s:s,s:s,s:I,s:I,s:I,s:o,s:{s:b,s:s,s:o},s:{s:b,s:o,s:o},s:{s:b,s:o},s:o*}",
 			      "status", "ok", "version", KILN_VERSION, "uptime_s",
 			      (json_int_t)((mono_ms() - r->d->started_mono_ms) / 1000), "sandboxes",
-			      (json_int_t)total, "state_dir", state_dir, "jail", "enabled", jailed,
-			      "mode",
+			      (json_int_t)total, "boot_timeout_s",
+			      (json_int_t)((c->boot_timeout_ms + 999) / 1000), "state_dir",
+			      state_dir, "jail", "enabled", jailed, "mode",
 			      jailed               ? "jailed"
 				      : c->no_jail ? "off (--no-jail)"
 						   : "unavailable",
