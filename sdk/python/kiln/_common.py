@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import os
+import secrets
 import stat
 import tempfile
 from typing import IO, Any, AsyncIterable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -131,13 +132,17 @@ def _blocks(f: IO[bytes]) -> Iterator[bytes]:
 
 
 class Sink:
-    """Where a download goes: a local path (written to PATH.part, renamed
-    when complete, so a cut transfer never looks whole) or a binary file
-    object. A path that exists and is no regular file (``/dev/null``, a
-    FIFO) is written in place: nothing may be renamed over it."""
+    """Where a download goes: a local path (written to a new file beside it,
+    ``PATH.kiln-RANDOM``, created exclusively, renamed when complete, so a
+    cut transfer never looks whole and two downloads to one path never
+    share a temporary file, nor does a link planted at a known name get
+    followed) or a binary file object. A path that exists and is no
+    regular file (``/dev/null``, a FIFO) is written in place: nothing may
+    be renamed over it."""
 
     def __init__(self, dst: LocalFile) -> None:
         self._path: Optional[str] = None  # renamed over when complete
+        self._tmp = ""  # the new file beside it
         self._own = False  # a file this opened
         if isinstance(dst, (str, os.PathLike)):
             self._own = True
@@ -150,7 +155,10 @@ class Sink:
                 self.f: IO[bytes] = open(path, "wb")
             else:
                 self._path = path
-                self.f = open(path + ".part", "wb")
+                self._tmp = f"{path}.kiln-{secrets.token_hex(6)}"
+                # O_EXCL: never an existing file or link; mode 0666 less the umask
+                fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+                self.f = os.fdopen(fd, "wb")
         else:
             self.f = dst
         self.bytes = 0
@@ -165,10 +173,10 @@ class Sink:
         if self._path is None:
             return
         if ok:
-            os.replace(self._path + ".part", self._path)
+            os.replace(self._tmp, self._path)
         else:
             try:
-                os.unlink(self._path + ".part")
+                os.unlink(self._tmp)
             except OSError:
                 pass
 

@@ -249,9 +249,27 @@ class TestErrors(Base):
             self.sandbox().files.download("/big", dst)
         self.assertIn("before the end", str(cm.exception))
         self.assertFalse(os.path.exists(dst))
-        self.assertFalse(os.path.exists(dst + ".part"))
+        self.assertEqual([n for n in os.listdir(self.tmp) if n.startswith("out.bin")], [])
         with self.assertRaises(errors.KilnConnectionError):
             self.sandbox().files.read("/big")
+
+    def test_download_follows_no_link_at_a_known_name(self) -> None:
+        # The temporary file was PATH.part, opened to truncate: a link put
+        # there (by another user, in a shared directory) was followed.
+        self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e/files"):
+                                    response(200, b"new", ctype="application/octet-stream")})
+        victim = os.path.join(self.tmp, "victim")
+        with open(victim, "wb") as f:
+            f.write(b"keep")
+        dst = os.path.join(self.tmp, "got.bin")
+        os.symlink(victim, dst + ".part")
+        self.sandbox().files.download("/x", dst)
+        with open(victim, "rb") as f:
+            self.assertEqual(f.read(), b"keep")
+        with open(dst, "rb") as f:
+            self.assertEqual(f.read(), b"new")
+        self.assertEqual(sorted(n for n in os.listdir(self.tmp) if n.startswith("got.bin")),
+                         ["got.bin", "got.bin.part"])
 
     def test_no_kilnd_is_connection_error_naming_the_socket(self) -> None:
         path = os.path.join(self.tmp, "nobody.sock")
