@@ -13,8 +13,10 @@ Exit 0 when no invariant failed; 1 with every failure and the operations
 that led to it.
 """
 import argparse
+import gzip
 import hashlib
 import http.client
+import io
 import json
 import os
 import random
@@ -22,12 +24,45 @@ import signal
 import socket
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 
 MAX_SANDBOXES = 2  # per client
 MAX_CHECKPOINTS = 3  # per sandbox
 GRACE_S = 20  # after a chaos event, failures are uncertain, not wrong
+POOL_MEMORY_MIB = 96  # a create of this size fits the warm pool
+GUEST_PORT = 8080  # busybox httpd in the guest, for ports and previews
+FIREWALLS = [  # rule sets a passt sandbox is given, as PUT
+    {},
+    {"outbound_internet": True},
+    {"allow": [{"cidr": "10.0.0.0/8", "proto": "tcp", "ports": "80-443"}], "deny": [{"cidr": "203.0.113.7"}]},
+    {"allow": [{"host": "*.example.com", "ports": 443}], "dns": []},
+]
+
+
+def http_get(port, path, headers=None, timeout=60):
+    """A plain TCP HTTP GET on 127.0.0.1 (a forwarded port, the preview
+    listener): (status, body)."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path, headers=headers or {})
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def context_targz(files):
+    """A build context: {name: text} as a tar.gz."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            ti = tarfile.TarInfo(name)
+            ti.size, ti.mode = len(data), 0o644
+            t.addfile(ti, io.BytesIO(data))
+    return buf.getvalue()
 
 
 def heartbeat(what):
@@ -80,12 +115,17 @@ class Daemon:
         self.windows = []  # (start, end) of chaos events
         self.lock = threading.Lock()
         self.baseline = None
+        with socket.socket() as s:  # a free port for the preview listener
+            s.bind(("127.0.0.1", 0))
+            self.preview_port = s.getsockname()[1]
 
     def argv(self, upgrade=False):
         a = self.a
         v = [a.kilnd, "--socket", self.sock, "--state-dir", a.state_dir, "--kernel", a.kernel,
              "--vmm", a.vmm, "--image", "minimal=" + a.image, "--boot-timeout", "300",
-             "--stop-timeout", "120", "--idle-timeout", "0", "--max-cpus", "2"]
+             "--stop-timeout", "120", "--idle-timeout", "0", "--max-cpus", "2",
+             "--preview-listen", f"127.0.0.1:{self.preview_port}",
+             "--pool", f"minimal=1,memory_mib={POOL_MEMORY_MIB}"]
         return v + (["--upgrade"] if upgrade else [])
 
     def healthy(self, timeout=120):
@@ -112,7 +152,25 @@ class Daemon:
                 raise SystemExit(f"soak: the old kilnd exited {rc} after --upgrade, not 0")
         if not self.healthy():
             raise SystemExit("soak: kilnd did not answer /v1/health (see kilnd.log)")
+        self.pool_ready()
         self.baseline = self.usage()
+
+    def pool_ready(self, timeout=600):
+        """Wait until the warm pool holds its sandbox, so descriptors are
+        compared with the pool full both times."""
+        end = time.time() + timeout
+        while time.time() < end:
+            try:
+                st, data = call(self.sock, "GET", "/v1/health", timeout=10)
+                pools = json.loads(data)["pools"] if st == 200 else []
+                if pools and all(p["ready"] == p["size"] for p in pools):
+                    return True
+            except (ConnError, ValueError, KeyError):
+                pass
+            time.sleep(1)
+        print("soak: the warm pool did not fill within "
+              f"{timeout} s (see kilnd.log)", flush=True)
+        return False
 
     def usage(self):
         pid = self.proc.pid
@@ -148,11 +206,14 @@ class Daemon:
 
 
 class Sandbox:
-    def __init__(self, sid, files=None):
+    def __init__(self, sid, files=None, network="none", template=None):
         self.id = sid
         self.files = dict(files or {})  # path -> sha256 hex, None: unknown
         self.ckpts = {}  # name -> files at the checkpoint
         self.n = 0
+        self.network = network
+        self.rules = None  # the canonical firewall rules last PUT; None: unknown
+        self.template = template  # the template it was created from
 
 
 class Report:
@@ -183,6 +244,8 @@ class Client(threading.Thread):
         self.label = f"c{n}"
         self.sbs = {}
         self.history = []
+        self.tpl = f"soak-{self.label}"  # this client's template
+        self.tpl_state = None  # None: none; a token: built with it; "?": unknown
 
     # -- requests --
     def api(self, method, path, body=None, raw=None, ok=(200,), op=None):
@@ -224,14 +287,19 @@ class Client(threading.Thread):
             if sid not in mine:
                 del self.sbs[sid]  # a create or fork cut short, or a delete that went through
         for sid, s in mine.items():
-            sb = self.sbs.setdefault(sid, Sandbox(sid))
+            sb = self.sbs.setdefault(sid, Sandbox(sid, network=s.get("network", "none"),
+                                                  template=s.get("template")))
             sb.files = {p: None for p in sb.files}
             sb.ckpts = {k: {p: None for p in v} for k, v in sb.ckpts.items()}
+            sb.rules = None
             if s["state"] in ("crashed", "stopped"):
                 self.j("POST", f"/v1/sandboxes/{sid}/start")
             elif s["state"] == "paused":
                 self.j("POST", f"/v1/sandboxes/{sid}/resume")
             self.soak_dir(sb)
+        if self.tpl_state == "?":
+            st, _ = self.api("GET", f"/v1/templates/{self.tpl}", ok=(200, 404))
+            self.tpl_state = "?" if st == 200 else None  # its token is not known
 
     def check_list(self):
         lst = self.j("GET", "/v1/sandboxes")["sandboxes"]
@@ -247,10 +315,38 @@ class Client(threading.Thread):
         return r["stdout"]
 
     def op_create(self):
+        kind = self.rng.choices(["image", "pool", "passt", "template"], [4, 2, 2, 2])[0]
+        if kind == "template" and self.tpl_state is None:
+            kind = "image"
         body = {"image": "minimal", "memory_mib": 128, "labels": {"soak": self.label}}
-        r = self.j("POST", "/v1/sandboxes", body, ok=(201,))
-        sb = self.sbs[r["id"]] = Sandbox(r["id"])
+        if kind == "pool":
+            body["memory_mib"] = POOL_MEMORY_MIB  # fits the pool (a miss boots)
+        elif kind == "passt":
+            body["network"] = "passt"
+        elif kind == "template":
+            body = {"template": self.tpl, "labels": {"soak": self.label}}
+        st, data = self.api("POST", "/v1/sandboxes", body, ok=(201, 404) if kind == "template" else (201,))
+        if st == 404:  # the template is gone (a chaos event cut its build short)
+            self.tpl_state = None
+            return self.op_create()
+        r = json.loads(data)
+        frm = (r.get("boot") or {}).get("from")
+        if kind == "pool" and frm == "pool":
+            self.rep.count("create_from_pool")
+        if kind == "template" and (r.get("template") != self.tpl or frm not in ("template", "kernel")):
+            raise AssertionError(f"a create from template {self.tpl}: template {r.get('template')!r}, "
+                                 f"boot.from {frm!r}")
+        sb = self.sbs[r["id"]] = Sandbox(r["id"], network=body.get("network", "none"),
+                                         template=body.get("template"))
+        if sb.network == "passt":
+            sb.rules = self.j("GET", f"/v1/sandboxes/{sb.id}/firewall")["rules"]
         self.soak_dir(sb)
+        if kind == "template" and self.tpl_state != "?":
+            got = self.sh(sb, "cat /etc/soak-template").strip()
+            if got != self.tpl_state:
+                raise AssertionError(f"a sandbox of template {self.tpl} reads {got!r}, "
+                                     f"the build wrote {self.tpl_state!r}")
+        self.rep.count("create_" + kind)
 
     def soak_dir(self, sb):
         # synced: a cold boot after a crash (kilnd killed during a restore)
@@ -323,8 +419,9 @@ class Client(threading.Thread):
         name = self.rng.choice(sorted(sb.ckpts))
         r = self.j("POST", "/v1/sandboxes",
                    {"from_checkpoint": f"{sb.id}/{name}", "labels": {"soak": self.label}}, ok=(201,))
-        self.sbs[r["id"]] = Sandbox(r["id"], sb.ckpts[name])
-        self.op_read(self.sbs[r["id"]])
+        fk = self.sbs[r["id"]] = Sandbox(r["id"], sb.ckpts[name], network=sb.network)
+        fk.rules = sb.rules  # a fork starts with its source's current rules
+        self.op_read(fk)
 
     def op_pause(self, sb):
         self.api("POST", f"/v1/sandboxes/{sb.id}/pause")
@@ -343,6 +440,104 @@ class Client(threading.Thread):
         self.api("POST", f"/v1/sandboxes/{sb.id}/start")
         self.op_read(sb)
 
+    # -- ports, previews, firewall, templates --
+    def httpd(self, sb):
+        """busybox httpd on the guest's GUEST_PORT serving a fresh token;
+        one already running (the port taken) serves the same directory."""
+        tok = f"p{self.rng.getrandbits(48):x}"
+        self.sh(sb, f"mkdir -p /tmp/www && echo {tok} >/tmp/www/index.html && "
+                    f"(setsid httpd -p 127.0.0.1:{GUEST_PORT} -h /tmp/www </dev/null >/dev/null 2>&1 &)")
+        return tok
+
+    def fetch_token(self, what, get, tok):
+        """GET until httpd listens (a connection closed at once, or 502
+        from the preview listener, until it does): its body is tok."""
+        last = None
+        for _ in range(60):
+            try:
+                st, body = get()
+            except (OSError, http.client.HTTPException) as e:
+                last = f"{e.__class__.__name__}: {e}"
+                time.sleep(0.5)
+                continue
+            if st == 502:
+                last = "502"
+                time.sleep(0.5)
+                continue
+            if st != 200 or body.strip() != tok.encode():
+                raise AssertionError(f"{what}: HTTP {st} {body[:200]!r}, wanted 200 {tok}")
+            return
+        raise AssertionError(f"{what}: httpd never answered ({last})")
+
+    def op_port(self, sb):
+        tok = self.httpd(sb)
+        r = self.j("POST", f"/v1/sandboxes/{sb.id}/ports", {"guest_port": GUEST_PORT}, ok=(201,))
+        hp = r["host_port"]
+        self.fetch_token(f"127.0.0.1:{hp} -> guest {GUEST_PORT}", lambda: http_get(hp, "/"), tok)
+        self.api("DELETE", f"/v1/sandboxes/{sb.id}/ports/{hp}", ok=(204,))
+        if any(m["host_port"] == hp for m in self.j("GET", f"/v1/sandboxes/{sb.id}/ports")["ports"]):
+            raise AssertionError(f"port {hp} is still listed after its DELETE")
+
+    def op_preview(self, sb):
+        tok = self.httpd(sb)
+        st, data = self.api("POST", f"/v1/sandboxes/{sb.id}/previews", {"port": GUEST_PORT}, ok=(201, 409))
+        if st == 409:  # one left by a request a chaos event cut short
+            self.api("DELETE", f"/v1/sandboxes/{sb.id}/previews/{GUEST_PORT}", ok=(204,))
+            data = self.api("POST", f"/v1/sandboxes/{sb.id}/previews", {"port": GUEST_PORT}, ok=(201,))[1]
+        r = json.loads(data)
+        path = f"/preview/{sb.id}/{GUEST_PORT}/"
+        pp = self.d.preview_port
+        self.fetch_token(f"preview {path}", lambda: http_get(pp, path, {"X-Kiln-Preview-Token": r["token"]}), tok)
+        st, _ = http_get(pp, path)
+        if st != 401:
+            raise AssertionError(f"preview {path} without its token: HTTP {st}, wanted 401")
+        self.api("DELETE", f"/v1/sandboxes/{sb.id}/previews/{GUEST_PORT}", ok=(204,))
+        st, _ = http_get(pp, path, {"X-Kiln-Preview-Token": r["token"]})
+        if st != 404:
+            raise AssertionError(f"preview {path} after its DELETE: HTTP {st}, wanted 404")
+
+    def op_firewall(self, sb):
+        rules = self.rng.choice(FIREWALLS)
+        if sb.network != "passt":
+            st, data = self.api("PUT", f"/v1/sandboxes/{sb.id}/firewall", rules, ok=(409,))
+            if b"wrong_state" not in data:
+                raise AssertionError(f"PUT firewall of a sandbox without network: {data[:200]!r}")
+            return
+        if sb.rules is not None:  # kept across hibernation, restore, kilnd's restarts
+            got = self.j("GET", f"/v1/sandboxes/{sb.id}/firewall")["rules"]
+            if got != sb.rules:
+                raise AssertionError(f"GET firewall {got}, the last PUT answered {sb.rules}")
+        sb.rules = None
+        r = self.j("PUT", f"/v1/sandboxes/{sb.id}/firewall", rules)
+        if not r["applied"]:
+            raise AssertionError(f"PUT firewall of a running sandbox: not applied: {r}")
+        sb.rules = r["rules"]
+        got = self.j("GET", f"/v1/sandboxes/{sb.id}/firewall")
+        if got["rules"] != sb.rules or not got["running"]:
+            raise AssertionError(f"GET firewall {got['rules']} (running {got['running']}), PUT answered {sb.rules}")
+
+    def op_template(self, sb):
+        users = [s for s in self.sbs.values() if s.template == self.tpl]
+        if self.tpl_state is not None and not users and self.rng.random() < 0.5:
+            st, data = self.api("DELETE", f"/v1/templates/{self.tpl}", ok=(204, 404, 409))
+            if st == 409 and b"in_use" in data:
+                return  # a fork of one of its sandboxes uses it too
+            if st == 409:
+                raise AssertionError(f"DELETE template {self.tpl}: {data[:200]!r}")
+            self.tpl_state = None
+            self.api("GET", f"/v1/templates/{self.tpl}", ok=(404,))
+            return
+        if users:  # a rebuild would be 409 in_use: make a sandbox of it instead
+            return self.op_exec(sb)
+        tok = f"t{self.rng.getrandbits(48):x}"
+        ctx = context_targz({"Kilnfile": f"FROM minimal\nRUN echo {tok} >/etc/soak-template\n"})
+        self.tpl_state = "?"
+        _, data = self.api("POST", f"/v1/templates?name={self.tpl}", raw=ctx)
+        lines = [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+        if not lines or lines[-1].get("type") != "result":
+            raise AssertionError(f"template build {self.tpl}: last line {lines[-1] if lines else None}")
+        self.tpl_state = tok
+
     def op_delete(self, sb):
         self.api("DELETE", f"/v1/sandboxes/{sb.id}", ok=(204,))
         del self.sbs[sb.id]
@@ -350,7 +545,7 @@ class Client(threading.Thread):
 
     OPS = [("exec", 6), ("write", 6), ("read", 6), ("process", 3), ("checkpoint", 2),
            ("restore", 2), ("fork", 2), ("pause", 2), ("hibernate", 2), ("stop_start", 1),
-           ("delete", 1)]
+           ("delete", 1), ("port", 2), ("preview", 2), ("firewall", 2), ("template", 1)]
 
     def step(self):
         if len(self.sbs) < 1 or (len(self.sbs) < MAX_SANDBOXES and self.rng.random() < 0.1):
@@ -390,10 +585,24 @@ class Client(threading.Thread):
                 self.op_delete(self.sbs[sid])
             except Exception as e:  # noqa: BLE001
                 self.rep.fail(self.n, f"final delete of {sid}: {e}", self.history)
+        try:
+            self.api("DELETE", f"/v1/templates/{self.tpl}", ok=(204, 404))
+        except Exception as e:  # noqa: BLE001
+            self.rep.fail(self.n, f"final delete of template {self.tpl}: {e}", self.history)
 
 
-def leftovers(d, a):
-    """What must be gone once every sandbox was deleted."""
+def api_leftovers(d):
+    """What the API must no longer list once every client deleted its own."""
+    found = []
+    for path, key in (("/v1/sandboxes", "sandboxes"), ("/v1/templates", "templates")):
+        st, data = call(d.sock, "GET", path)
+        if st != 200 or json.loads(data)[key]:
+            found.append(f"GET {path}: {st} {data[:200]!r}")
+    return found
+
+
+def leftovers(a):
+    """What must be gone once kilnd stopped (it removes its pool's)."""
     found = []
     for name, pat in (("kiln-vmm", ["-x", "kiln-vmm"]), ("keeper", ["-f", "kilnd --keeper"]),
                       ("passt", ["-x", "passt"])):
@@ -403,9 +612,6 @@ def leftovers(d, a):
     sdir = os.path.join(a.state_dir, "sandboxes")
     if os.path.isdir(sdir) and os.listdir(sdir):
         found.append(f"sandbox directories: {os.listdir(sdir)}")
-    st, data = call(d.sock, "GET", "/v1/sandboxes")
-    if st != 200 or json.loads(data)["sandboxes"]:
-        found.append(f"GET /v1/sandboxes: {st} {data[:200]!r}")
     return found
 
 
@@ -450,14 +656,17 @@ def main():
         while c.is_alive():
             c.join(30)
             heartbeat("finishing")
+    d.pool_ready()
     end = d.usage()
     if d.baseline and end["fds"] > d.baseline["fds"] + 2:
         rep.fail("-", f"kilnd holds {end['fds']} fds, {d.baseline['fds']} when it began", [])
-    for what in leftovers(d, a):
+    for what in api_leftovers(d):
         rep.fail("-", f"left over: {what}", [])
     rc = d.stop()
     if rc != 0:
         rep.fail("-", f"kilnd exited {rc} on SIGTERM, not 0", [])
+    for what in leftovers(a):
+        rep.fail("-", f"left over: {what}", [])
     total = sum(rep.counts.values())
     print(f"soak: {total} operations in {(time.time() - t_start) / 60:.1f} min: "
           + ", ".join(f"{k} {v}" for k, v in sorted(rep.counts.items())), flush=True)
