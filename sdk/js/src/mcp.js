@@ -296,6 +296,12 @@ async function callTool(kiln, name, a, ctx) {
       }
       const spec = a.template !== undefined ? a : { ...a, image: a.image || ctx.env.KILN_MCP_IMAGE || 'minimal' };
       const s = await kiln.sandboxes.create(spec);
+      if (ctx.signal && ctx.signal.aborted) {
+        // Cancelled while it booted: no answer goes out, so nobody would
+        // learn its id. kilnd finishes a create whose client left; it goes.
+        await s.delete().catch((e) => ctx.log(`kiln-mcp: cannot delete sandbox ${s.id}, created for a cancelled call (delete it by hand): ${e && e.message}`));
+        return { text: `sandbox ${s.id} deleted: the call was cancelled` };
+      }
       const from = s.info.template ? `template ${s.info.template}, ` : '';
       return { text: `created sandbox ${s.id} (${from}image ${s.info.image}, state ${s.info.state})`, data: { sandbox_id: s.id, state: s.info.state } };
     }

@@ -36,6 +36,8 @@ const OUT = 'out-7f3a'; // exec's stdout, to count in a result
 async function kilnd() {
   const held = new Map();
   const kills = [];
+  const creates = []; // held creates' sockets
+  const deletes = [];
   const f = await startFake((req, sock) => {
     const k = `${req.method} ${req.path}`;
     const execResult = (over) => jsonResponse(200, { exit_code: 0, signal: null, timed_out: false, stdout: '', stdout_encoding: 'utf-8', stderr: '', stderr_encoding: 'utf-8', ...over });
@@ -58,6 +60,15 @@ async function kilnd() {
       sock.end(execResult({ exit_code: 3, stdout: `${OUT}\n`, stdout_bytes: OUT.length + 1, stderr: 'warn\n', stderr_bytes: 5 }));
       return;
     }
+    if (k === 'POST /v1/sandboxes' && req.json().timeout_s === 4242) {
+      creates.push(sock); // held: answered by the test
+      return;
+    }
+    if (k === 'DELETE /v1/sandboxes/abc123') {
+      deletes.push(k);
+      sock.end(jsonResponse(204));
+      return;
+    }
     const answers = {
       'POST /v1/sandboxes': () => jsonResponse(201, { ...SB, template: null }),
       'GET /v1/sandboxes/abc123': () => jsonResponse(200, SB),
@@ -67,7 +78,7 @@ async function kilnd() {
     };
     sock.end(answers[k] ? answers[k]() : errorResponse(404, 'sandbox_not_found', `no ${k}`));
   });
-  return { ...f, held, kills };
+  return { ...f, held, kills, creates, deletes };
 }
 
 /** The official client connected to kiln-mcp; errors: what its onerror got (a late answer among them). */
@@ -167,6 +178,30 @@ test('mcp client: write_file refuses content that is not base64 with a tool erro
       assert.equal(r.isError, false, JSON.stringify(r));
       assert.equal(r.content[0].text, `wrote ${bytes} bytes to /w/b`);
     }
+  } finally {
+    await client.close();
+    await f.close();
+  }
+});
+
+test('mcp client: a sandbox created for a cancelled call is deleted once kilnd answers (nobody learns its id)', async () => {
+  const f = await kilnd();
+  const { client, errors } = await connect(f.socket);
+  try {
+    const ac = new AbortController();
+    const call = client.callTool({ name: 'sandbox_create', arguments: { timeout_s: 4242 } }, undefined, { signal: ac.signal });
+    await until('the create reached kilnd', () => f.creates.length === 1);
+    ac.abort('the user stopped it');
+    await assert.rejects(call, /abort|cancel|stopped/i);
+    await new Promise((r) => { setTimeout(r, 100); }); // the cancel reaches kiln-mcp first
+    f.creates[0].end(jsonResponse(201, { ...SB, template: null }));
+    await until('kiln-mcp deleted the sandbox', () => f.deletes.length === 1);
+    await new Promise((r) => { setTimeout(r, 300); });
+    assert.deepEqual(errors, [], 'no answer to a cancelled request');
+    // Not cancelled: kept.
+    const r = await client.callTool({ name: 'sandbox_create', arguments: {} });
+    assert.equal(r.structuredContent.sandbox_id, 'abc123');
+    assert.equal(f.deletes.length, 1);
   } finally {
     await client.close();
     await f.close();
