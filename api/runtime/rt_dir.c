@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/base/fd_io.h"
+#include "lib/base/file_replace.h"
 #include "lib/base/proc_stat.h"
 
 /* mkdir -p with 0700 for what is missing. */
@@ -173,22 +174,13 @@ int rt_dir_read_state(int dirfd, const char *id, struct rt_state_rec *r, struct 
 int rt_file_replace(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
 		    const char *what, struct err *e)
 {
-	char tmp[RT_PATH_MAX];
-	int fd, ret = 0;
+	int r = file_replace_at(dirfd, name, buf, n, mode);
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.kiln-tmp", name) >= sizeof(tmp))
+	if (r == -ENAMETOOLONG)
 		return err_set(e, ENAMETOOLONG, "%s: the path is too long", what);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
-	if (fd < 0)
-		return err_set(e, errno, "%s: %s", what, strerror(errno));
-	if (fd_io_write_all(fd, buf, n) < 0 || fsync(fd) < 0)
-		ret = err_set(e, EIO, "%s: writing: %s", what, strerror(errno));
-	close(fd);
-	if (!ret && renameat(dirfd, tmp, dirfd, name) < 0)
-		ret = err_set(e, errno, "%s: renaming into place: %s", what, strerror(errno));
-	if (ret)
-		unlinkat(dirfd, tmp, 0);
-	return ret;
+	if (r < 0)
+		return err_set(e, -r, "%s: writing it: %s", what, strerror(-r));
+	return 0;
 }
 
 int rt_dir_write_state(int dirfd, const struct rt_state_rec *r, struct err *e)

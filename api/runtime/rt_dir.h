@@ -58,8 +58,8 @@ int rt_file_read_in(const char *dir, const char *dir_what, const char *name, boo
 		    size_t max, const char *what, char **buf, size_t *n, struct err *e);
 
 /* name (beneath dirfd, AT_FDCWD: from the current directory) replaced
- * whole: written to name.kiln-tmp (mode), fsync'ed and renamed over, so a
- * reader never sees it half-written. e starts with `what`. */
+ * whole (lib/base/file_replace: name.tmp, fsync, rename, the directory's
+ * fsync), so a reader never sees it half-written. e starts with `what`. */
 int rt_file_replace(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
 		    const char *what, struct err *e);
 

@@ -5,21 +5,26 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/base/fd_io.h"
 
-int file_replace(const char *dir, const char *name, const void *buf, size_t n, mode_t mode)
+int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)
 {
-	char tmp[NAME_MAX + 1];
-	int dfd, fd, err = 0;
+	char tmp[PATH_MAX], parent[PATH_MAX];
+	const char *slash = strrchr(name, '/');
+	int pfd, fd, err = 0;
 
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
 		return errno = ENAMETOOLONG, -ENAMETOOLONG;
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return -errno;
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	/* the directory the rename is in, for its fsync: name's own */
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", slash == name ? 1 : (int)(slash - name),
+			 name);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		err = errno;
 	if (!err && fd_io_write_all(fd, buf, n) < 0)
@@ -28,13 +33,31 @@ int file_replace(const char *dir, const char *name, const void *buf, size_t n, m
 		err = errno;
 	if (fd >= 0 && close(fd) < 0 && !err)
 		err = errno;
-	if (!err && renameat(dfd, tmp, dfd, name) < 0)
+	if (!err && renameat(dirfd, tmp, dirfd, name) < 0)
 		err = errno;
-	if (err)
-		unlinkat(dfd, tmp, 0);
-	else if (fsync(dfd) < 0)
-		err = errno; /* renamed, maybe not durably: still a failure to report */
-	close(dfd);
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		errno = err;
+		return -err;
+	}
+	pfd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* renamed, maybe not durably: still a failure to report */
+	if (pfd < 0 || fsync(pfd) < 0)
+		err = errno;
+	if (pfd >= 0)
+		close(pfd);
 	errno = err;
 	return -err;
+}
+
+int file_replace(const char *dir, const char *name, const void *buf, size_t n, mode_t mode)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (dfd < 0)
+		return -errno;
+	r = file_replace_at(dfd, name, buf, n, mode);
+	close(dfd);
+	errno = -r;
+	return r;
 }

@@ -10,7 +10,8 @@
  *
  * Contract: thin syscalls, no allocation. The temporary file is
  * "<name>.tmp" in the same directory (the same filesystem, so rename is
- * atomic), opened O_NOFOLLOW; it is removed on every failure.
+ * atomic), opened O_NOFOLLOW (and O_TRUNC: a file left there by a crash
+ * is reused); it is removed on every failure.
  */
 #ifndef KILN_FILE_REPLACE_H
 #define KILN_FILE_REPLACE_H
@@ -22,5 +23,9 @@
  * (errno set to the same): the step that failed, never close()'s error
  * over a write's. */
 int file_replace(const char *dir, const char *name, const void *buf, size_t n, mode_t mode);
+
+/* The same relative to directory descriptor dirfd (AT_FDCWD too); name
+ * may be a path, whose own directory is the one fsynced. */
+int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode);
 
 #endif

@@ -161,14 +161,14 @@ static void test_pid_file(void **state)
 	assert_int_equal(rt_file_read(d, "init.pid", false, 64, "pid", &buf, &n, &e), 0);
 	assert_string_equal(buf, "4242"); /* runc's: no newline */
 	free(buf);
-	assert_int_equal(faccessat(d, "init.pid.kiln-tmp", F_OK, 0), -1);
+	assert_int_equal(faccessat(d, "init.pid.tmp", F_OK, 0), -1);
 	/* over an old one, atomically */
 	assert_int_equal(rt_pid_file_write(path, 7, &e), 0);
 	assert_int_equal(rt_file_read(d, "init.pid", false, 64, "pid", &buf, &n, &e), 0);
 	assert_string_equal(buf, "7");
 	free(buf);
 	/* a link planted at the temporary name is not followed */
-	snprintf(link, sizeof(link), "%s/init.pid.kiln-tmp", top);
+	snprintf(link, sizeof(link), "%s/init.pid.tmp", top);
 	assert_int_equal(symlink("/etc/kiln-should-not-exist", link), 0);
 	assert_int_equal(rt_pid_file_write(path, 8, &e), -ELOOP);
 	assert_int_equal(stat("/etc/kiln-should-not-exist", &st), -1);
