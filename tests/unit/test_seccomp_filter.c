@@ -200,6 +200,30 @@ static void test_device_role_opens_unix_sockets_and_files(void **state)
 	assert_sigsys(run_filtered(SECCOMP_ROLE_VCPU, SECCOMP_FILTER_KILL, do_openat));
 }
 
+static int do_reap_nohang(void)
+{
+	/* no child: ECHILD, not a kill */
+	return syscall(SYS_wait4, -1, NULL, WNOHANG, NULL) < 0 && errno == ECHILD ? 0 : 11;
+}
+
+static int do_reap_blocking(void)
+{
+	syscall(SYS_wait4, -1, NULL, 0, NULL);
+	return 10;
+}
+
+/* The device thread learns how passt ended when its socket closes (a
+ * host without an uplink: passt exits at once). It was killed for it,
+ * so kiln-vmm died with no word of why; it may only reap without waiting. */
+static void test_device_role_reaps_without_waiting(void **state)
+{
+	(void)state;
+	assert_exit0(run_filtered(SECCOMP_ROLE_DEVICE, SECCOMP_FILTER_KILL, do_reap_nohang));
+	assert_sigsys(run_filtered(SECCOMP_ROLE_DEVICE, SECCOMP_FILTER_KILL, do_reap_blocking));
+	assert_sigsys(run_filtered(SECCOMP_ROLE_VCPU, SECCOMP_FILTER_KILL, do_reap_nohang));
+	assert_exit0(run_filtered(SECCOMP_ROLE_CONTROL, SECCOMP_FILTER_KILL, do_reap_nohang));
+}
+
 static void test_vcpu_ioctls_are_only_its_kvm_ones(void **state)
 {
 	(void)state;
@@ -275,6 +299,7 @@ int main(void)
 		cmocka_unit_test(test_exec_memory_and_foreign_signals_kill_every_role),
 		cmocka_unit_test(test_inet_sockets_kill_every_role),
 		cmocka_unit_test(test_device_role_opens_unix_sockets_and_files),
+		cmocka_unit_test(test_device_role_reaps_without_waiting),
 		cmocka_unit_test(test_vcpu_ioctls_are_only_its_kvm_ones),
 		cmocka_unit_test(test_restore_role_reads_files_and_sets_kvm_state_only),
 		cmocka_unit_test(test_log_mode_kills_nothing),

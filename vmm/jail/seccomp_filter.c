@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 #include <linux/fs.h>
@@ -205,6 +206,7 @@ struct role_spec {
 	const unsigned long *ioctls;
 	size_t nioctls;
 	int unix_sockets; /* socket(AF_UNIX, ...) */
+	int reap_nohang;  /* wait4(..., WNOHANG, ...) */
 };
 
 /*
@@ -225,6 +227,7 @@ static const struct role_spec roles[SECCOMP_ROLE_COUNT] = {
 				    device_own },
 				  NULL,
 				  0,
+				  1,
 				  1 },
 	[SECCOMP_ROLE_CONTROL] = { "control",
 				   { base, loop_watches, socket_io, file_io, dir_ops, share_save,
@@ -294,6 +297,13 @@ static int add_role(scmp_filter_ctx ctx, const struct role_spec *s)
 	if (s->unix_sockets &&
 	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 				  SCMP_A0(SCMP_CMP_EQ, AF_UNIX))) < 0)
+		return r;
+	/* A network backend that finds passt's socket closed asks how passt
+	 * ended (devices/net/net_passt.c, passt_gone): a reap that never
+	 * waits. The control role reaps at teardown (control_own). */
+	if (s->reap_nohang &&
+	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(wait4), 1,
+				  SCMP_A2(SCMP_CMP_EQ, WNOHANG))) < 0)
 		return r;
 	return 0;
 }
