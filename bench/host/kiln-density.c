@@ -4,8 +4,9 @@
  * command in it, snapshots it, stops it, then for each count N forks N VMs
  * from the snapshot at once (one thread each: fork, start, wait for the
  * agent, give it the host's clock and fresh entropy, then one exec or
- * run), and prints one JSON line per N: each fork's time to a ready agent
- * and to its exec's result (ms from the batch's start), the batch's wall
+ * run), and prints one JSON line per N: each fork's times (ms from the
+ * batch's start) until kiln_vm_fork returned, kiln_vm_start returned, its
+ * agent was ready and its exec's result came, the batch's wall
  * time to the last ready agent, and this process's PSS and private memory
  * (/proc/self/smaps_rollup, KiB) before the batch and once every fork is
  * idle. The forks are stopped before the next N.
@@ -22,6 +23,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +48,7 @@ struct fork {
 	pthread_mutex_t *cfg_lock; /* kiln_vm_fork: one call per config at a time */
 	const char *snap;
 	char dir[4096];
-	double t0, ready_ms, exec_ms;
+	double t0, forked_ms, started_ms, ready_ms, exec_ms; /* from the batch's start */
 	kiln_vm *vm;
 	kiln_agent *ag;
 	char err[512];
@@ -211,6 +213,7 @@ static void *fork_thread(void *arg)
 	}
 	pthread_mutex_lock(f->cfg_lock);
 	r = kiln_vm_fork(f->cfg, f->snap, f->dir, &f->vm);
+	f->forked_ms = now_ms() - f->t0;
 	if (r < 0)
 		snprintf(f->err, sizeof(f->err), "fork: %s", kiln_vm_config_errmsg(f->cfg));
 	pthread_mutex_unlock(f->cfg_lock);
@@ -220,6 +223,7 @@ static void *fork_thread(void *arg)
 		snprintf(f->err, sizeof(f->err), "start: %s", kiln_vm_errmsg(f->vm));
 		return NULL;
 	}
+	f->started_ms = now_ms() - f->t0;
 	if (!(f->ag = agent_up(f->vm, f->a->timeout_ms, f->err, sizeof(f->err))))
 		return NULL;
 	f->ready_ms = now_ms() - f->t0;
@@ -238,11 +242,12 @@ static void fork_end(struct fork *f)
 	}
 }
 
-static void print_list(const char *name, const struct fork *fs, unsigned n, int exec)
+/* One of each fork's times, picked by its offset in struct fork. */
+static void print_list(const char *name, const struct fork *fs, unsigned n, size_t off)
 {
 	printf(",\"%s\":[", name);
 	for (unsigned i = 0; i < n; i++)
-		printf("%s%.3f", i ? "," : "", exec ? fs[i].exec_ms : fs[i].ready_ms);
+		printf("%s%.3f", i ? "," : "", *(const double *)((const char *)&fs[i] + off));
 	printf("]");
 }
 
@@ -285,8 +290,10 @@ static int batch(const struct args *a, kiln_vm_config *cfg, const char *snap, un
 		usleep((useconds_t)a->settle_ms * 1000);
 		self_memory(&pss1, &uss1);
 		printf("{\"n\":%u,\"all_ready_ms\":%.3f", n, all);
-		print_list("ready_ms", fs, n, 0);
-		print_list("exec_ms", fs, n, 1);
+		print_list("forked_ms", fs, n, offsetof(struct fork, forked_ms));
+		print_list("started_ms", fs, n, offsetof(struct fork, started_ms));
+		print_list("ready_ms", fs, n, offsetof(struct fork, ready_ms));
+		print_list("exec_ms", fs, n, offsetof(struct fork, exec_ms));
 		printf(",\"pss_before_kib\":%" PRIu64 ",\"uss_before_kib\":%" PRIu64
 		       ",\"pss_kib\":%" PRIu64 ",\"uss_kib\":%" PRIu64 "}\n",
 		       pss0, uss0, pss1, uss1);
