@@ -2,14 +2,14 @@
  * kiln-density: forks of one snapshot through libkiln in one process, no
  * kilnd (bench/density's other half). It boots a VM, runs an optional warm
  * command in it, snapshots it, stops it, then for each count N forks N VMs
- * from the snapshot at once (one thread each: fork, start, wait for the
- * agent, give it the host's clock and fresh entropy, then one exec or
- * run), and prints one JSON line per N: each fork's times (ms from the
- * batch's start) until kiln_vm_fork returned, kiln_vm_start returned, its
- * agent was ready and its exec's result came, the batch's wall
- * time to the last ready agent, and this process's PSS and private memory
- * (/proc/self/smaps_rollup, KiB) before the batch and once every fork is
- * idle. The forks are stopped before the next N.
+ * from the snapshot at once (one thread each, with a config of its own:
+ * fork, start, wait for the agent, give it the host's clock and fresh
+ * entropy, then one exec or run), and prints one JSON line per N: each
+ * fork's times (ms from the batch's start) until kiln_vm_fork returned,
+ * kiln_vm_start returned, its agent was ready and its exec's result came,
+ * the batch's wall time to the last ready agent, and this process's PSS
+ * and private memory (/proc/self/smaps_rollup, KiB) before the batch and
+ * once every fork is idle. The forks are stopped before the next N.
  *
  *   kiln-density --kernel K (--initrd CPIO | --disk ROOT.ext4) --workdir DIR
  *                --counts 1,8,32 [--mem MIB] [--timeout MS] [--settle-ms MS]
@@ -44,8 +44,7 @@ struct args {
 /* One fork of a batch, filled by its thread. */
 struct fork {
 	const struct args *a;
-	kiln_vm_config *cfg;
-	pthread_mutex_t *cfg_lock; /* kiln_vm_fork: one call per config at a time */
+	kiln_vm_config *cfg; /* its own: kiln_vm_fork takes one call per config at a time */
 	const char *snap;
 	char dir[4096];
 	double t0, forked_ms, started_ms, ready_ms, exec_ms; /* from the batch's start */
@@ -211,14 +210,16 @@ static void *fork_thread(void *arg)
 		snprintf(f->err, sizeof(f->err), "mkdir: %s", strerror(errno));
 		return NULL;
 	}
-	pthread_mutex_lock(f->cfg_lock);
+	if (!(f->cfg = configure(f->a))) {
+		snprintf(f->err, sizeof(f->err), "config failed");
+		return NULL;
+	}
 	r = kiln_vm_fork(f->cfg, f->snap, f->dir, &f->vm);
 	f->forked_ms = now_ms() - f->t0;
-	if (r < 0)
+	if (r < 0) {
 		snprintf(f->err, sizeof(f->err), "fork: %s", kiln_vm_config_errmsg(f->cfg));
-	pthread_mutex_unlock(f->cfg_lock);
-	if (r < 0)
 		return NULL;
+	}
 	if ((r = kiln_vm_start(f->vm)) < 0) {
 		snprintf(f->err, sizeof(f->err), "start: %s", kiln_vm_errmsg(f->vm));
 		return NULL;
@@ -240,6 +241,7 @@ static void fork_end(struct fork *f)
 		kiln_vm_wait(f->vm, -1);
 		kiln_vm_destroy(f->vm);
 	}
+	kiln_vm_config_free(f->cfg);
 }
 
 /* One of each fork's times, picked by its offset in struct fork. */
@@ -252,9 +254,8 @@ static void print_list(const char *name, const struct fork *fs, unsigned n, size
 }
 
 /* N forks at once; one JSON line. 0, or -1 when a fork failed. */
-static int batch(const struct args *a, kiln_vm_config *cfg, const char *snap, unsigned n)
+static int batch(const struct args *a, const char *snap, unsigned n)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct fork *fs = calloc(n, sizeof(*fs));
 	pthread_t *th = calloc(n, sizeof(*th));
 	uint64_t pss0, uss0, pss1 = 0, uss1 = 0;
@@ -268,9 +269,7 @@ static int batch(const struct args *a, kiln_vm_config *cfg, const char *snap, un
 	}
 	t0 = now_ms();
 	for (unsigned i = 0; i < n; i++) {
-		fs[i] = (struct fork){
-			.a = a, .cfg = cfg, .cfg_lock = &lock, .snap = snap, .t0 = t0
-		};
+		fs[i] = (struct fork){ .a = a, .snap = snap, .t0 = t0 };
 		snprintf(fs[i].dir, sizeof(fs[i].dir), "%s/n%u-%u", a->dir, n, i);
 		if (pthread_create(&th[i], NULL, fork_thread, &fs[i]) != 0) {
 			snprintf(fs[i].err, sizeof(fs[i].err), "no thread");
@@ -377,7 +376,7 @@ int main(int argc, char **argv)
 	if (parent(&a, cfg, snap) < 0)
 		r = -1;
 	for (unsigned i = 0; r == 0 && i < a.ncounts; i++)
-		r = batch(&a, cfg, snap, a.counts[i]);
+		r = batch(&a, snap, a.counts[i]);
 	kiln_vm_config_free(cfg);
 	return r < 0 ? 1 : 0;
 }
