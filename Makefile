@@ -10,12 +10,14 @@
 #   make bench    boot and device benchmarks beside QEMU -M microvm, the
 #                 agent's exec latency and file throughput, and kilnd's
 #                 create-to-ready and API exec round trip, and checkpoint,
-#                 restore and fork beside a cold boot, and guest<->host TCP
+#                 restore and fork beside a cold boot, N sandboxes forked
+#                 from one template (density), and guest<->host TCP
 #                 with the packet filter off and on, and kilnd's HTTP layer
 #                 alone, a 200 MiB OCI image import, and the exec round
 #                 trip through each SDK beside the CLI (make bench-boot,
 #                 bench-devices, bench-agent, bench-api, bench-images,
-#                 bench-snapshot, bench-net, bench-http, bench-sdk), then
+#                 bench-snapshot, bench-density, bench-net, bench-http,
+#                 bench-sdk), then
 #                 the performance targets' table (make bench-targets: the
 #                 table alone, from the last boot, snapshot and devices results)
 #   make bench-confinement  create and wake beside the tree before the
@@ -90,7 +92,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: host guest all layers deps kernel rootfs test test-debian soak unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk bench-oci bench-targets clean
+.PHONY: host guest all layers deps kernel rootfs test test-debian soak unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-http bench-sdk bench-oci bench-targets clean
 # The host side (what `make install` installs) never waits for the guest
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
@@ -330,6 +332,12 @@ $(BUILD)/tests/kiln-bench-guest: bench/guest/kiln-bench-guest.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
 
+# bench/density's other half: forks of one snapshot through libkiln in one
+# process, no kilnd (bench/host/kiln-density.c, public headers only).
+$(BUILD)/bench/kiln-density: bench/host/kiln-density.c $(BUILD)/libkiln.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libkiln.a $(LIBKILN_LIBS) -lpthread
+
 $(TEST_ROOTFS): $(BUILD)/kiln-init rootfs/build-minimal $(GUEST_TOOLS)
 	rootfs/build-minimal $(BUILD)/kiln-init $(BUILD)/rootfs minimal-test $(GUEST_TOOLS)
 
@@ -445,7 +453,7 @@ unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD
 	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/image_import_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_templates_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
-		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
+		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py tests/bench/test_procmem.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to
@@ -480,7 +488,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-net bench-http bench-sdk
+bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-http bench-sdk
 	@bench/targets
 
 # The performance targets' table from the last boot, snapshot and devices results
@@ -506,6 +514,16 @@ $(HARNESS_BENCHES:%=bench-%): bench-%: deps
 bench-oci: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 1800 bench/oci
+
+# N sandboxes forked from one template, through kilnd and through libkiln in
+# one process (bench/density): on the Debian image (python3) when its base
+# is cached (`make image-debian` builds it), else on the test image.
+bench-density: deps
+	@$(MAKE) --no-print-directory all $(TEST_ROOTFS) $(BUILD)/bench/kiln-density
+	@if rootfs/build-debian --cached-only $(BUILD)/kiln-init $(BUILD)/rootfs; then \
+		export KILN_DEBIAN_IMAGE=$(BUILD)/rootfs/debian.ext4; \
+	else echo "bench-density: no cached Debian base: the test image instead (make image-debian builds it)"; fi; \
+	tests/harness/run --timeout 1800 bench/density
 
 # kilnd's HTTP layer on this host, no guest (KILN_BENCH_KILND_BASE=other-kilnd compares).
 bench-http: deps

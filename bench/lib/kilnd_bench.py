@@ -1,11 +1,13 @@
 """What the kilnd benchmarks share: a kilnd on a scratch state directory,
 requests over its Unix socket, medians, and the nested harness's heartbeat."""
 import http.client
+import io
 import json
 import os
 import socket
 import statistics
 import subprocess
+import tarfile
 import tempfile
 import time
 
@@ -120,3 +122,26 @@ def save(name, res):
     os.makedirs("build/bench", exist_ok=True)
     with open(f"build/bench/{name}.json", "w") as f:
         json.dump(res, f, indent=1)
+
+
+def build_template(k, name, buildfile, query=""):
+    """POST /v1/templates?name=NAME&QUERY with a context holding only the
+    build file (bytes); the build's wall time in seconds. Raises unless its
+    log ends in a result."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as t:
+        info = tarfile.TarInfo("Kilnfile")
+        info.size = len(buildfile)
+        t.addfile(info, io.BytesIO(buildfile))
+    c = UnixHTTP(k.sock)
+    t0 = time.monotonic()
+    c.request("POST", f"/v1/templates?name={name}{'&' + query if query else ''}", body=buf.getvalue(),
+              headers={"Content-Type": "application/gzip"})
+    r = c.getresponse()
+    raw = r.read()
+    dt = time.monotonic() - t0
+    c.close()
+    last = raw.strip().split(b"\n")[-1] if raw.strip() else b""
+    if r.status != 200 or b'"type":"result"' not in last:
+        raise RuntimeError(f"template build failed: HTTP {r.status}: {raw[-400:]!r}")
+    return dt
