@@ -78,6 +78,19 @@ jnull() {
   jq -e "(${parent:-.} | has(\"${1##*.}\")) and $1 == null" <<<"$body" >/dev/null
 }
 
+# api_pair M1 P1 BODY1 M2 P2 [BODY2]: two requests back to back on one
+# connection, as a keep-alive client (the SDKs) sends them: no process
+# start between them. $status1 $body1 and $status2 $body2; BODY1 "" for none.
+api_pair() {
+  local st
+  heartbeat "$1 $2; $4 $5"
+  st=$(curl -sS --max-time 900 --unix-socket "$kds" -X "$1" -o "$kd/pair1" -w '%{http_code} ' \
+    "http://kiln$2" ${3:+-d "$3"} --next --unix-socket "$kds" -X "$4" -o "$kd/pair2" \
+    -w '%{http_code}' "http://kiln$5" ${6:+-d "$6"})
+  status1=${st% *} status2=${st#* }
+  body1=$(cat "$kd/pair1" 2>/dev/null) body2=$(cat "$kd/pair2" 2>/dev/null)
+}
+
 # expect_status CODE [ERROR_CODE]: the last api call's status (and error code).
 expect_status() {
   [ "$status" = "$1" ] || { err=$(cat "$kd/kilnd.log"); fail "expected HTTP $1, got $status"; return 1; }
