@@ -563,7 +563,12 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		 * and entropy go in beside it). */
 		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = src->hostname };
 
-		if ((r = kiln_agent_new(sb->vsock, &a)) < 0 || kiln_agent_configure(a, &cfg)) {
+		/* Part of the boot: its deadline, not the client's 10 s default
+		 * (64 forks at once in a nested run took longer, and a restore
+		 * that had worked was thrown away for a cold boot). */
+		if ((r = kiln_agent_new(sb->vsock, &a)) < 0 ||
+		    kiln_agent_set_timeout(a, d->cfg.boot_timeout_ms) ||
+		    kiln_agent_configure(a, &cfg)) {
 			job_end(&info, &why);
 			job_end(&sync, &why);
 			job_free(&info);
