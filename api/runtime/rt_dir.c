@@ -178,6 +178,10 @@ int rt_file_replace(int dirfd, const char *name, const void *buf, size_t n, mode
 
 	if (r == -ENAMETOOLONG)
 		return err_set(e, ENAMETOOLONG, "%s: the path is too long", what);
+	if (r == -EINVAL)
+		return err_set(e, EINVAL,
+			       "%s: names no file (empty, or ends in '/'): give the path of a file",
+			       what);
 	if (r < 0)
 		return err_set(e, -r, "%s: writing it: %s", what, strerror(-r));
 	return 0;

@@ -16,6 +16,9 @@ int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode
 	const char *slash = strrchr(name, '/');
 	int pfd, fd, err = 0;
 
+	/* no file's name: "<name>.tmp" would be ".tmp" inside the directory */
+	if (!name[0] || (slash && !slash[1]))
+		return errno = EINVAL, -EINVAL;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= sizeof(tmp))
 		return errno = ENAMETOOLONG, -ENAMETOOLONG;
 	/* the directory the rename is in, for its fsync: name's own */

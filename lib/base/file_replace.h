@@ -25,7 +25,8 @@
 int file_replace(const char *dir, const char *name, const void *buf, size_t n, mode_t mode);
 
 /* The same relative to directory descriptor dirfd (AT_FDCWD too); name
- * may be a path, whose own directory is the one fsynced. */
+ * may be a path, whose own directory is the one fsynced. -EINVAL for an
+ * empty name or one ending in '/'. */
 int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode);
 
 #endif

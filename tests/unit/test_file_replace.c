@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,11 +81,77 @@ static void test_failures(void **state)
 	rmdir(dir);
 }
 
+/* file_replace_at: a path below dirfd, an absolute one by AT_FDCWD, and
+ * names that are too long. */
+static void test_at_paths(void **state)
+{
+	char dir[] = "/tmp/kiln-replace-XXXXXX", got[64], path[PATH_MAX + 8];
+	int dfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(file_replace_at(dfd, "sub/a", "one", 3, 0600), 0);
+	read_back(path, "a", got, sizeof(got));
+	assert_string_equal(got, "one");
+	snprintf(path, sizeof(path), "%s/sub/a", dir);
+	assert_int_equal(file_replace_at(AT_FDCWD, path, "two", 3, 0600), 0);
+	read_back(dir, "sub/a", got, sizeof(got));
+	assert_string_equal(got, "two");
+	/* the whole path, and one name longer than NAME_MAX with ".tmp" */
+	memset(path, 'n', PATH_MAX);
+	path[PATH_MAX] = 0;
+	assert_int_equal(file_replace_at(dfd, path, "x", 1, 0600), -ENAMETOOLONG);
+	path[NAME_MAX - 2] = 0;
+	assert_int_equal(file_replace_at(dfd, path, "x", 1, 0600), -ENAMETOOLONG);
+	assert_int_equal(errno, ENAMETOOLONG);
+	snprintf(path, sizeof(path), "%s/sub/a", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	close(dfd);
+	rmdir(dir);
+}
+
+/* A name that ends in '/' (or is empty) names no file: refused before
+ * "<name>.tmp", which would be ".tmp" inside that directory, someone
+ * else's file there truncated and removed. */
+static void test_at_names_no_file(void **state)
+{
+	char dir[] = "/tmp/kiln-replace-XXXXXX", got[64], path[600];
+	int dfd, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	snprintf(path, sizeof(path), "%s/d", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	fd = openat(dfd, "d/.tmp", O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "keep", 4), 4);
+	close(fd);
+	assert_int_equal(file_replace_at(dfd, "d/", "x", 1, 0600), -EINVAL);
+	assert_int_equal(file_replace_at(dfd, "", "x", 1, 0600), -EINVAL);
+	assert_int_equal(faccessat(dfd, ".tmp", F_OK, 0), -1);
+	read_back(path, ".tmp", got, sizeof(got));
+	assert_string_equal(got, "keep");
+	unlinkat(dfd, "d/.tmp", 0);
+	unlinkat(dfd, "d", AT_REMOVEDIR);
+	close(dfd);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replaces),
 		cmocka_unit_test(test_failures),
+		cmocka_unit_test(test_at_paths),
+		cmocka_unit_test(test_at_names_no_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

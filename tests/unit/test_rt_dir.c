@@ -176,6 +176,10 @@ static void test_pid_file(void **state)
 	snprintf(path, sizeof(path), "%s/no/such/dir/init.pid", top);
 	assert_int_equal(rt_pid_file_write(path, 8, &e), -ENOENT);
 	assert_non_null(strstr(e.msg, "--pid-file"));
+	/* a directory's path: told to give a file's, not "Invalid argument" */
+	snprintf(path, sizeof(path), "%s/", top);
+	assert_int_equal(rt_pid_file_write(path, 8, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "give the path of a file"));
 	close(d);
 }
 

@@ -4,7 +4,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -152,9 +151,8 @@ static void child(const struct kilnd *d, const char *work, const struct import_r
 	if (geteuid() == 0 && (r = import_ns_enter(&step)) < 0)
 		child_fail(step, -r);
 	/* kilnd is root: the importer gets the import uid and nothing else */
-	if (geteuid() == 0 &&
-	    (setgroups(0, NULL) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0))
-		_exit(126);
+	if (geteuid() == 0 && (r = import_ns_drop(id)) < 0)
+		child_fail("dropping to the import uid", -r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(126);
 	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {

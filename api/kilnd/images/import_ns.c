@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static const char *const hidden[] = { "/tmp", "/var/tmp", "/dev/shm", "/run" };
@@ -34,5 +35,13 @@ int import_ns_enter(const char **step)
 	    mount(".", IMPORT_NS_WORK, NULL, MS_BIND, NULL) < 0 || chdir(IMPORT_NS_WORK) < 0)
 		return -errno;
 	*step = NULL;
+	return 0;
+}
+
+int import_ns_drop(uid_t id)
+{
+	if (syscall(SYS_setgroups, 0, NULL) < 0 || syscall(SYS_setresgid, id, id, id) < 0 ||
+	    syscall(SYS_setresuid, id, id, id) < 0)
+		return -errno;
 	return 0;
 }

@@ -19,9 +19,19 @@
 #ifndef KILN_IMPORT_NS_H
 #define KILN_IMPORT_NS_H
 
+#include <sys/types.h>
+
 #define IMPORT_NS_TMPFS_SIZE "size=16m"
 #define IMPORT_NS_WORK "/run/import"
 
 int import_ns_enter(const char **step);
+
+/* Drop to uid and gid id, no supplementary groups, with the raw system
+ * calls: 0 or -errno. kilnd's raw clone (CLONE_NEWPID) is no fork to the
+ * C library: in the child it still lists kilnd's threads, and its
+ * setgroups, setresgid and setresuid wait for each to change ids too,
+ * for one that kilnd was creating at the clone (a new connection's, a
+ * sandbox monitor's) forever: the import hung to its hour's deadline. */
+int import_ns_drop(uid_t id);
 
 #endif
