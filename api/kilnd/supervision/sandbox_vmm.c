@@ -563,9 +563,10 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 		 * and entropy go in beside it). */
 		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = src->hostname };
 
-		/* Part of the boot: its deadline, not the client's 10 s default
-		 * (64 forks at once in a nested run took longer, and a restore
-		 * that had worked was thrown away for a cold boot). */
+		/* Part of the boot: --boot-timeout (again, not what is left of
+		 * it), not the client's 10 s default (64 forks at once in a
+		 * nested run took longer, and a restore that had worked was
+		 * thrown away for a cold boot). */
 		if ((r = kiln_agent_new(sb->vsock, &a)) < 0 ||
 		    kiln_agent_set_timeout(a, d->cfg.boot_timeout_ms) ||
 		    kiln_agent_configure(a, &cfg)) {
