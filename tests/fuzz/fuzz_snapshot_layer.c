@@ -236,6 +236,20 @@ static void write_apply(struct fuzz_in *in, uint8_t mode)
 	for (uint64_t p = 0; p < pages; p++)
 		FUZZ_ASSERT(marked(l.bits, p) ? !memcmp(back + p * PG, ram + p * PG, PG)
 					      : page_is(back, p, 0xee));
+	/* Mapped (a budget for every run) or copied (a budget of one run):
+	 * the same RAM as applied. */
+	for (unsigned budget0 = 1; budget0 <= SNAP_LAYER_MAP_RUNS_MAX;
+	     budget0 += SNAP_LAYER_MAP_RUNS_MAX - 1) {
+		uint8_t *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+				  -1, 0);
+		unsigned budget = budget0;
+
+		FUZZ_ASSERT(m != MAP_FAILED);
+		memset(m, 0xee, size);
+		FUZZ_ASSERT(snap_layer_map(fd, &l, m, &budget, &e) == 0);
+		FUZZ_ASSERT(budget <= budget0 && !memcmp(m, back, size));
+		munmap(m, size);
+	}
 	close(fd);
 	snap_layer_free(&l);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -442,6 +443,81 @@ static void test_write_pages_apply(void **state)
 	snap_layer_free(&l);
 	free(dst);
 	free(ram);
+}
+
+/* Fill RAM-sized `fd` with 0x11 + page index, page by page; mark pages 1-2, 5 and 9. */
+static void map_fixture(int fd, struct snap_layer *l)
+{
+	uint8_t pg[PG];
+
+	assert_int_equal(ftruncate(fd, RAM), 0);
+	for (size_t i = 0; i < NPG; i++) {
+		memset(pg, 0x11 + (int)i, PG);
+		assert_int_equal(pwrite(fd, pg, PG, (off_t)(i * PG)), PG);
+	}
+	assert_int_equal(snap_layer_init(l, RAM), 0);
+	mark(l->bits, 1);
+	mark(l->bits, 2);
+	mark(l->bits, 5);
+	mark(l->bits, 9);
+}
+
+/*
+ * snap_layer_map maps a layer's runs from its file (a later write to the
+ * file shows through an untouched page: it is the page cache's page, not
+ * a copy) and leaves unmarked pages alone; past the budget it copies.
+ */
+static void test_layer_map(void **state)
+{
+	struct tmpdir_fx *f = *state;
+	struct err e = { { 0 } };
+	struct snap_layer l;
+	uint8_t *dst = mmap(NULL, RAM, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t b = 0x77;
+	unsigned budget = 3;
+	int fd = openat(f->dfd, "m", O_RDWR | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(dst != MAP_FAILED);
+	assert_true(fd >= 0);
+	map_fixture(fd, &l);
+
+	/* Three runs, a budget of 2: copied, the budget kept. */
+	memset(dst, 0xee, RAM);
+	budget = 2;
+	assert_int_equal(snap_layer_map(fd, &l, dst, &budget, &e), 0);
+	assert_int_equal(budget, 2);
+	assert_int_equal(dst[5 * PG], 0x11 + 5);
+	assert_int_equal(pwrite(fd, &b, 1, 5 * PG), 1);
+	assert_int_equal(dst[5 * PG], 0x11 + 5); /* a copy */
+
+	/* A budget of 3: mapped, 3 taken. */
+	memset(dst, 0xee, RAM);
+	budget = 3;
+	assert_int_equal(snap_layer_map(fd, &l, dst, &budget, &e), 0);
+	assert_int_equal(budget, 0);
+	for (size_t pg = 0; pg < NPG; pg++) {
+		int marked = pg == 1 || pg == 2 || pg == 5 || pg == 9;
+		uint8_t want = marked ? (pg == 5 ? 0x77 : 0x11 + (int)pg) : 0xee;
+
+		if (dst[pg * PG] != want || dst[pg * PG + PG - 1] != (marked ? 0x11 + pg : 0xee))
+			fail_msg("page %zu: %#x, want %#x", pg, dst[pg * PG], want);
+	}
+	b = 0x78;
+	assert_int_equal(pwrite(fd, &b, 1, 9 * PG), 1);
+	assert_int_equal(dst[9 * PG], 0x78); /* the file's page, shared */
+	/* Private: a write to RAM does not reach the file. */
+	dst[2 * PG] = 0x55;
+	assert_int_equal(pread(fd, &b, 1, 2 * PG), 1);
+	assert_int_equal(b, 0x11 + 2);
+
+	/* A file of the wrong size is refused before anything is mapped. */
+	budget = 3;
+	assert_int_equal(ftruncate(fd, RAM - PG), 0);
+	assert_int_equal(snap_layer_map(fd, &l, dst, &budget, &e), SNAP_ERR_TRUNCATED);
+	assert_int_equal(budget, 3);
+	close(fd);
+	snap_layer_free(&l);
+	munmap(dst, RAM);
 }
 
 static void test_apply_wrong_file(void **state)
@@ -1019,6 +1095,7 @@ int main(void)
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_write_pages_apply, tmpdir_setup,
 						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_layer_map, tmpdir_setup, tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_apply_wrong_file, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_ids, tmpdir_setup, tmpdir_teardown),

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -409,6 +410,49 @@ int snap_layer_apply(int fd, const struct snap_layer *l, void *mem, struct err *
 				       (unsigned long long)(page * SNAP_PAGE), strerror(-r));
 		page += n;
 	}
+	return 0;
+}
+
+/* Runs of marked pages in `l`, counted up to limit + 1. */
+static unsigned count_runs(const struct snap_layer *l, unsigned limit)
+{
+	uint64_t page = 0, n;
+	unsigned runs = 0;
+
+	while (runs <= limit && (n = page_bits_next_run(l->bits, l->mem_size / SNAP_PAGE, &page))) {
+		runs++;
+		page += n;
+	}
+	return runs;
+}
+
+int snap_layer_map(int fd, const struct snap_layer *l, void *mem, unsigned *budget, struct err *e)
+{
+	uint64_t page = 0, n;
+	unsigned runs;
+	int r = check_size(l->mem_size, SNAP_LAYER_FILE, e);
+
+	if (r)
+		return r;
+	if (!l->bits)
+		return err_set(e, EINVAL, "snapshot memory.layer: no bitmap");
+	runs = count_runs(l, *budget);
+	/* Too fragmented for the mappings left: copied, as before. */
+	if (runs > *budget)
+		return snap_layer_apply(fd, l, mem, e);
+	if ((r = check_mem_file(fd, l->mem_size, " of the layer", e)))
+		return r;
+	while ((n = page_bits_next_run(l->bits, l->mem_size / SNAP_PAGE, &page))) {
+		void *at = (uint8_t *)mem + page * SNAP_PAGE;
+
+		if (mmap(at, n * SNAP_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+			 (off_t)(page * SNAP_PAGE)) == MAP_FAILED)
+			return err_set(e, errno,
+				       "snapshot memory: mapping the layer's pages at %#llx: %s",
+				       (unsigned long long)(page * SNAP_PAGE), strerror(errno));
+		page += n;
+	}
+	*budget -= runs;
 	return 0;
 }
 

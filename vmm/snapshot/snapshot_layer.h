@@ -124,6 +124,22 @@ int snap_mem_write_pages(int fd, const void *mem, uint64_t size, const uint64_t 
  */
 int snap_layer_apply(int fd, const struct snap_layer *l, void *mem, struct err *e);
 
+/* Mappings a restore may add for its layers' page runs (snap_layer_map):
+ * well under vm.max_map_count (65530 by default), whatever the chain. */
+#define SNAP_LAYER_MAP_RUNS_MAX 4096u
+
+/*
+ * As snap_layer_apply, but each run of marked pages is mapped from `fd`
+ * (MAP_PRIVATE | MAP_FIXED, at the same offset: a layer's memory file
+ * holds a page where it is in RAM) instead of copied, so every restore
+ * of the layer shares its pages through the page cache, as a full
+ * snapshot's `memory` is shared. `mem` must be page-aligned memory
+ * mapped by the caller (the VM's RAM). Mapped only when the layer's runs
+ * fit in *budget (then taken from it); else copied as snap_layer_apply.
+ * 0 or -errno.
+ */
+int snap_layer_map(int fd, const struct snap_layer *l, void *mem, unsigned *budget, struct err *e);
+
 /* ---- snapshot ids (the state file's SNAP_SEC_SNAP_ID section) ---- */
 
 /* Add the id section (version u32, then the 16 bytes) to a state file being written. */

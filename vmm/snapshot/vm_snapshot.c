@@ -675,13 +675,16 @@ static int open_layer_parent(struct vm *vm, const struct snap_layer *l, struct e
 
 /*
  * RAM of the snapshot: when it is a layer, follow its parents down to
- * the full snapshot, restore that, then copy each layer's pages over it,
- * oldest first. *lazy: the full snapshot's RAM was mapped, not inflated.
+ * the full snapshot, restore that, then map (or copy) each layer's pages
+ * over it, oldest first. *lazy: the full snapshot's RAM was mapped, not inflated.
  */
 static int restore_ram(struct vm *vm, int *lazy, struct err *e)
 {
 	struct snap_layer l[SNAP_LAYER_DEPTH_MAX + 1] = { 0 };
 	int dir[SNAP_LAYER_DEPTH_MAX + 1], n = 0, r;
+	/* Layers' runs are mapped over the base like it (one page-cache copy
+	 * for every fork), copied past this many mappings. */
+	unsigned budget = SNAP_LAYER_MAP_RUNS_MAX;
 
 	dir[0] = 0;
 	for (;;) {
@@ -714,7 +717,7 @@ static int restore_ram(struct vm *vm, int *lazy, struct err *e)
 			r = fd;
 			break;
 		}
-		r = snap_layer_apply(fd, &l[i], vm->mem.host, e);
+		r = snap_layer_map(fd, &l[i], vm->mem.host, &budget, e);
 		close(fd);
 	}
 out:
