@@ -20,6 +20,7 @@
 /* The control socket server is kiln-vmm's own (a program module, over
  * the public API); libkiln has no control socket. */
 #include "vmm/kiln-vmm/control.h"
+#include "vmm/kiln-vmm/park.h"
 #include "vmm/kiln-vmm/setup.h"
 
 #include "lib/base/term_mode.h"
@@ -140,6 +141,16 @@ int main(int argc, char **argv)
 	int status;
 
 	install_crash_report();
+	/* A zygote: the command line comes later, over the socket. */
+	if (argc > 1 && strcmp(argv[1], "--park") == 0) {
+		int r = park_wait(argc, argv, &argc, &argv, &err);
+
+		if (r) {
+			if (r < 0)
+				fprintf(stderr, "kiln-vmm: %s\n", err.msg);
+			return r < 0 ? VMM_EXIT_SETUP : VMM_EXIT_OK;
+		}
+	}
 	status = vmm_opts_parse(argc, argv, &o);
 	if (status != VMM_EXIT_OK) {
 		vmm_opts_free(&o);
