@@ -38,6 +38,7 @@
 #include "api/kilnd/images/image_import.h"
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/net/sandbox_egress.h"
+#include "api/kilnd/supervision/zygote.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/version.h"
 
@@ -111,6 +112,10 @@ static const char usage[] =
 	"  --keeper-grace SEC    a sandbox's VM outlives a kilnd that dies (crash,\n"
 	"                        kill -9) this long waiting for a new one, then it is\n"
 	"                        stopped (default 600; 0: never; docs/api.md)\n"
+	"  --zygotes N           keep N kiln-vmms started and parked, each under its\n"
+	"                        keeper, so a sandbox's start, wake or fork claims one\n"
+	"                        instead of starting two programs (default 1; 0: off;\n"
+	"                        at most 64; docs/architecture.md, The fork path)\n"
 	"  --upgrade             take over from the kilnd running on --state-dir: its\n"
 	"                        API socket, then its sandboxes, without a gap\n"
 	"                        (docs/api.md)\n"
@@ -326,6 +331,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		OPT_NO_JAIL,
 		OPT_CLIENT_TIMEOUT,
 		OPT_KEEPER_GRACE,
+		OPT_ZYGOTES,
 		OPT_UPGRADE,
 		OPT_POOL,
 		OPT_PREVIEW_LISTEN,
@@ -367,6 +373,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "dns-resolver", required_argument, 0, OPT_DNS_RESOLVER },
 		{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
 		{ "keeper-grace", required_argument, 0, OPT_KEEPER_GRACE },
+		{ "zygotes", required_argument, 0, OPT_ZYGOTES },
 		{ "upgrade", no_argument, 0, OPT_UPGRADE },
 		{ "pool", required_argument, 0, OPT_POOL },
 		{ "preview-listen", required_argument, 0, OPT_PREVIEW_LISTEN },
@@ -400,6 +407,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 	snprintf(cfg->self_dir, sizeof(cfg->self_dir), "%s", here);
 	cfg->client_timeout_s = 30;
 	cfg->keeper_grace_s = KEEPER_GRACE_DEFAULT_S;
+	cfg->zygotes = 1;
 	cfg->max_sandboxes = 64;
 	cfg->uid_connections = HTTP_UID_CONNECTIONS_DEFAULT;
 	cfg->limits.max_cpus = cpus < 1 ? 1 : cpus > 64 ? 64 : (unsigned)cpus;
@@ -607,6 +615,12 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 					"--keeper-grace '%s': seconds, from 0 (never) to 31536000",
 					optarg);
 			cfg->keeper_grace_s = (unsigned)n;
+			break;
+		case OPT_ZYGOTES:
+			if (num_parse_u64(optarg, 10, 0, ZYGOTES_MAX, &n))
+				return bad_usage("--zygotes '%s': a count from 0 (off) to %d",
+						 optarg, ZYGOTES_MAX);
+			cfg->zygotes = (unsigned)n;
 			break;
 		case OPT_UPGRADE:
 			cfg->upgrade = true;
@@ -851,8 +865,11 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd,
 	}
 	kilnd_log(
 		"handing over to the new kilnd: no new connections; finishing the requests in flight");
-	/* The new kilnd removes the pools' sandboxes and fills its own. */
+	/* The new kilnd removes the pools' sandboxes and fills its own, and
+	 * parks its own kiln-vmms. */
 	sandbox_pools_stop(d, false);
+	zygote_pool_free(d->zygotes);
+	d->zygotes = NULL;
 	http_quiesce(mhd);
 	if (!http_drain(mhd, (int)d->cfg.client_timeout_s * 1000))
 		kilnd_log("requests still in flight after %u s (--client-timeout) are cut; their clients retry",
@@ -907,9 +924,19 @@ static int run(struct kilnd *d)
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
 	}
+	/* Before the pools fill: their first sandboxes claim zygotes too. */
+	if (zygote_pool_new(d->cfg.zygotes, KILND_SELF_EXE, d->cfg.vmm, d->cfg.keeper_grace_s,
+			    !d->cfg.no_jail, &d->zygotes) ||
+	    zygote_pool_start(d->zygotes)) {
+		zygote_pool_free(d->zygotes);
+		sandbox_pools_free(d);
+		sandboxes_free(d);
+		return setup_error("zygotes: out of memory or threads");
+	}
 	fd = d->cfg.listen_fd;
 	if (fd < 0 &&
 	    listen_unix(d->cfg.socket_path, d->cfg.has_socket_gid, d->cfg.socket_gid, &fd, &e)) {
+		zygote_pool_free(d->zygotes);
 		sandbox_pools_free(d);
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
@@ -924,6 +951,7 @@ static int run(struct kilnd *d)
 	if (!mhd) {
 		unlink(d->cfg.socket_path);
 		close(fd);
+		zygote_pool_free(d->zygotes);
 		sandbox_pools_free(d);
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
@@ -955,6 +983,8 @@ static int run(struct kilnd *d)
 	/* No new connections; requests in flight see shutting_down, and the
 	 * ones waiting on a guest end when its VM stops. */
 	sandbox_pools_stop(d, true);
+	zygote_pool_free(d->zygotes);
+	d->zygotes = NULL;
 	http_quiesce(mhd);
 	preview_server_quiesce(previews);
 	unlink(d->cfg.socket_path);

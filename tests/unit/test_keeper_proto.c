@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -133,13 +134,40 @@ static void test_exit_hostile(void **state)
 	assert_int_equal(x.status, 99);
 }
 
+static void test_claim(void **state)
+{
+	static const char *const bad[] = {
+		"claim ",     "claim x",     "claim  /x", "Claim /x", "claim/x",
+		"claim /x\n", "claim /a\nb", "",          "claim",
+	};
+	char line[PATH_MAX + 16], dir[PATH_MAX], big[PATH_MAX + 1];
+	int n;
+
+	(void)state;
+	n = keeper_claim_format(line, sizeof(line), "/var/lib/kiln/sandboxes/a1");
+	assert_int_equal(n, (int)strlen("claim /var/lib/kiln/sandboxes/a1"));
+	assert_int_equal(keeper_claim_parse(line, (size_t)n, dir, sizeof(dir)), 0);
+	assert_string_equal(dir, "/var/lib/kiln/sandboxes/a1");
+	/* the NUL is not part of the message: one inside is refused */
+	assert_int_equal(keeper_claim_parse(line, (size_t)n + 1, dir, sizeof(dir)), -EINVAL);
+	assert_int_equal(keeper_claim_parse(line, (size_t)n, dir, 5), -EINVAL);
+	assert_int_equal(keeper_claim_format(line, 8, "/var/lib"), -ENOSPC);
+	assert_int_equal(keeper_claim_format(line, sizeof(line), "rel"), -EINVAL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(keeper_claim_parse(bad[i], strlen(bad[i]), dir, sizeof(dir)),
+				 -EINVAL);
+	memset(big, 'a', sizeof(big) - 1);
+	big[0] = '/';
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(keeper_claim_format(line, sizeof(line), big), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_hello_roundtrip),
-		cmocka_unit_test(test_hello_hostile),
-		cmocka_unit_test(test_exit_roundtrip),
-		cmocka_unit_test(test_exit_hostile),
+		cmocka_unit_test(test_hello_roundtrip), cmocka_unit_test(test_hello_hostile),
+		cmocka_unit_test(test_exit_roundtrip),  cmocka_unit_test(test_exit_hostile),
+		cmocka_unit_test(test_claim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,6 +95,7 @@ struct kilnd_config {
 	char egress_off[512]; /* why not, when egress is false */
 	int state_lock_fd; /* <state>/kilnd.lock, locked for this process's life (state_lock.h) */
 	unsigned keeper_grace_s; /* --keeper-grace: how long a VMM waits for a new kilnd (keeper.h) */
+	unsigned zygotes;        /* --zygotes: parked kiln-vmms kept ready (zygote.h) */
 	bool upgrade;            /* --upgrade: take over from the running kilnd (handover.h) */
 	int listen_fd;           /* the API socket handed over by it; -1: bind our own */
 	int preview_fd;          /* its preview listener, handed over too; -1: none */
@@ -137,7 +138,8 @@ struct kilnd {
 	struct log_limit unread_log[API_CODE_COUNT];
 	int64_t started_mono_ms;
 	atomic_bool shutting_down;
-	struct kilnd_pools *pools; /* NULL: no --pool; its fields under reg.mu */
+	struct kilnd_pools *pools;   /* NULL: no --pool; its fields under reg.mu */
+	struct zygote_pool *zygotes; /* parked kiln-vmms (supervision/zygote.h); NULL: none */
 	/* Names of the template builds under way ("": a free slot; reg.mu;
 	 * images/templates.h). */
 	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];

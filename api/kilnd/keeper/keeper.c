@@ -32,7 +32,7 @@ struct keeper_args {
 	const char *dir;
 	uint64_t grace_s;
 	int ready_fd, cgroup_fd;
-	bool pidns;
+	bool pidns, park;
 	int keep[KEEPER_MAX_KEEP];
 	size_t nkeep;
 	char **argv; /* kiln-vmm's */
@@ -40,6 +40,7 @@ struct keeper_args {
 
 struct keeper {
 	struct keeper_args a;
+	char claimed_dir[PATH_MAX]; /* --park: the directory the claim named */
 	int dirfd, listen_fd, client, pidfd;
 	struct capped_log log[2]; /* 0: console, 1: stderr */
 	struct keeper_vmm_id id;
@@ -73,6 +74,10 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 			a->pidns = true;
 			continue;
 		}
+		if (strcmp(o, "--park") == 0) {
+			a->park = true;
+			continue;
+		}
 		if (!v)
 			return -1;
 		i++;
@@ -87,7 +92,9 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 								 : 1)
 			return -1;
 	}
-	if (i >= argc - 1 || !a->dir || a->dir[0] != '/' || a->ready_fd < 0)
+	/* --park: the directory comes with the claim, never beside it. */
+	if (i >= argc - 1 || a->ready_fd < 0 || (a->park ? a->dir != NULL : !a->dir) ||
+	    (a->dir && a->dir[0] != '/'))
 		return -1;
 	a->argv = argv + i + 1;
 	return 0;
@@ -134,9 +141,11 @@ static int open_logs(struct keeper *k)
 
 	/* Each boot starts its logs afresh: last_exit describes this boot. */
 	for (int i = 0; i < 2; i++) {
+		int pipe_r = k->log[i].pipe_r; /* a parked VMM's, already there */
 		int r = capped_log_open(&k->log[i], k->dirfd, names[i][0], names[i][1],
 					KEEPER_LOG_CAP);
 
+		k->log[i].pipe_r = pipe_r;
 		if (r < 0)
 			return r;
 	}
@@ -385,9 +394,100 @@ static int run(struct keeper *k)
 	}
 }
 
+/* The claim: its message and the directory's descriptor. 0, 1 at the
+ * socket's end, or -errno. */
+static int claim_receive(struct keeper *k, int *dirfd)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} c;
+	char msg[PATH_MAX + 16];
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)
+	};
+	struct cmsghdr *h;
+	struct stat a, b;
+	ssize_t n;
+
+	*dirfd = -1;
+	do
+		n = recvmsg(k->a.ready_fd, &m, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	h = CMSG_FIRSTHDR(&m);
+	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+	    h->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(dirfd, CMSG_DATA(h), sizeof(int));
+	if (n == 0 && *dirfd < 0)
+		return 1;
+	/* The path is what keeper.sock is bound under: it must be the
+	 * directory the descriptor is. */
+	if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || *dirfd < 0 ||
+	    keeper_claim_parse(msg, (size_t)n, k->claimed_dir, sizeof(k->claimed_dir)) ||
+	    fstat(*dirfd, &a) < 0 || !S_ISDIR(a.st_mode) || lstat(k->claimed_dir, &b) < 0 ||
+	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
+		if (*dirfd >= 0)
+			close(*dirfd);
+		*dirfd = -1;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * --park: kiln-vmm waits for its command line from kilnd (a zygote); the
+ * keeper says so with the hello on its ready socket and waits for the
+ * claim that names the sandbox's directory. 0 when claimed (k->dirfd,
+ * k->a.dir set); otherwise the VMM is ended and reaped: nothing of a
+ * sandbox was ever made.
+ */
+static int park(struct keeper *k)
+{
+	char hello[KEEPER_LINE_MAX];
+	int n = keeper_hello_format(hello, sizeof(hello), &k->id), r;
+
+	if (n < 0 || fd_io_send_all(k->a.ready_fd, hello, (size_t)n) < 0)
+		goto gone;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = k->a.ready_fd, .events = POLLIN },
+				       { .fd = k->pidfd, .events = POLLIN } };
+
+		if (poll(p, k->pidfd >= 0 ? 2 : 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			goto gone;
+		}
+		if (p[1].revents)
+			goto gone; /* the parked VMM ended: kilnd sees the socket close */
+		if (!p[0].revents)
+			continue;
+		r = claim_receive(k, &k->dirfd);
+		if (r == 0) {
+			k->a.dir = k->claimed_dir;
+			return 0;
+		}
+		if (r > 0)
+			goto gone; /* kilnd closed it: the zygote is not wanted */
+		ready_say(k, "err %d claim\n", -r);
+		goto gone;
+	}
+gone:
+	kill(k->id.pid, SIGKILL);
+	while (waitpid(k->id.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return -1;
+}
+
 int keeper_main(int argc, char **argv)
 {
-	struct keeper k = { .listen_fd = -1, .client = -1, .pidfd = -1 };
+	struct keeper k = { .listen_fd = -1,
+			    .client = -1,
+			    .pidfd = -1,
+			    .dirfd = -1,
+			    .log = { { .fd = -1, .pipe_r = -1 }, { .fd = -1, .pipe_r = -1 } } };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	const char *step = "arguments";
 	int e;
@@ -406,7 +506,18 @@ int keeper_main(int argc, char **argv)
 	/* A client gone mid-send is EPIPE, not the keeper's (and its VM's) end. */
 	sigaction(SIGPIPE, &ign, NULL);
 	k.umask_vmm = umask(077);
-	k.dirfd = open(k.a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (k.a.park) {
+		/* kiln-vmm first, the sandbox's files once it is claimed. */
+		if ((e = spawn_vmm(&k, &step)))
+			goto fail;
+		for (size_t i = 0; i < k.a.nkeep; i++)
+			close(k.a.keep[i]);
+		k.a.nkeep = 0;
+		if (park(&k))
+			return 0;
+	} else {
+		k.dirfd = open(k.a.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	}
 	step = "the sandbox directory";
 	if (k.dirfd < 0) {
 		e = errno;
@@ -419,7 +530,7 @@ int keeper_main(int argc, char **argv)
 	step = "keeper.sock";
 	if ((e = -listen_sock(&k)))
 		goto fail;
-	if ((e = spawn_vmm(&k, &step)))
+	if (!k.a.park && (e = spawn_vmm(&k, &step)))
 		goto fail;
 	for (size_t i = 0; i < k.a.nkeep; i++)
 		close(k.a.keep[i]);
@@ -429,5 +540,10 @@ int keeper_main(int argc, char **argv)
 	return run(&k);
 fail:
 	ready_say(&k, "err %d %s\n", e, step);
+	if (k.a.park && k.id.pid > 0) {
+		kill(k.id.pid, SIGKILL);
+		while (waitpid(k.id.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	return 1;
 }

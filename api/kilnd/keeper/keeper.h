@@ -14,6 +14,16 @@
  *   --cgroup-fd N    the VMM's cgroup.procs, written by its child (optional)
  *   --pidns          kiln-vmm as pid 1 of a new pid namespace (its jail)
  *   --keep N         a descriptor kiln-vmm inherits (repeatable)
+ *   --park           instead of --dir: a zygote (supervision/zygote.h).
+ *                    kiln-vmm (`kiln-vmm --park FD`) starts at once; the
+ *                    ready descriptor is then a SOCK_SEQPACKET socket on
+ *                    which the keeper sends the hello (keeper_proto.h)
+ *                    and waits for one claim naming the sandbox's
+ *                    directory, with its descriptor. Claimed, it goes on
+ *                    as with --dir (logs, keeper.sock, "ok\n"); the
+ *                    socket's end, a bad claim or the VMM's end first
+ *                    kill and reap the VMM, and the keeper exits 0 having
+ *                    written nothing anywhere
  *   -- ARGV...       kiln-vmm's argv (ARGV[0] its path)
  *
  * Contract:

@@ -2,6 +2,7 @@
 #include "api/kilnd/keeper/keeper_proto.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -126,5 +127,38 @@ int keeper_exit_parse(const char *buf, size_t n, struct keeper_exit *x)
 	if ((v.status >= 0) == (v.signal != 0))
 		return -EINVAL;
 	*x = v;
+	return 0;
+}
+
+#define CLAIM_HEAD "claim "
+
+/* An absolute path of n bytes with no NUL or newline, below PATH_MAX. */
+static bool claim_path_ok(const char *p, size_t n)
+{
+	return n >= 1 && n < PATH_MAX && p[0] == '/' && !memchr(p, '\0', n) && !memchr(p, '\n', n);
+}
+
+int keeper_claim_format(char *out, size_t cap, const char *dir)
+{
+	size_t n = strlen(dir), head = sizeof(CLAIM_HEAD) - 1;
+
+	if (!claim_path_ok(dir, n))
+		return -EINVAL;
+	if (head + n + 1 > cap)
+		return -ENOSPC;
+	memcpy(out, CLAIM_HEAD, head);
+	memcpy(out + head, dir, n + 1);
+	return (int)(head + n);
+}
+
+int keeper_claim_parse(const char *buf, size_t n, char *dir, size_t cap)
+{
+	size_t head = sizeof(CLAIM_HEAD) - 1;
+
+	if (n <= head || memcmp(buf, CLAIM_HEAD, head) != 0 ||
+	    !claim_path_ok(buf + head, n - head) || n - head + 1 > cap)
+		return -EINVAL;
+	memcpy(dir, buf + head, n - head);
+	dir[n - head] = '\0';
 	return 0;
 }

@@ -20,6 +20,10 @@
  *    hostile all the same: a damaged file must not be a wrong status).
  *  - The version (1) is the first field after the name: a kilnd meeting
  *    a keeper of another version does not reattach it.
+ *  - A parked keeper (keeper.h, --park) sends the hello on its ready
+ *    socket once its kiln-vmm waits, and takes one claim there, a message
+ *    of exactly "claim DIR" (DIR absolute, below PATH_MAX, no NUL or
+ *    newline; no newline at the end) with DIR's descriptor beside it.
  */
 #ifndef KILN_KEEPER_PROTO_H
 #define KILN_KEEPER_PROTO_H
@@ -59,5 +63,10 @@ int keeper_hello_parse(const char *buf, size_t n, struct keeper_vmm_id *id);
 int keeper_exit_format(char *out, size_t cap, const struct keeper_exit *x);
 /* buf[0..n) must be exactly one exit line. 0 with *x, or -EINVAL. */
 int keeper_exit_parse(const char *buf, size_t n, struct keeper_exit *x);
+
+/* The claim for dir into out[cap]: its length (no NUL counted), or -ENOSPC / -EINVAL. */
+int keeper_claim_format(char *out, size_t cap, const char *dir);
+/* buf[0..n) must be exactly one claim. 0 with dir[cap] filled, or -EINVAL. */
+int keeper_claim_parse(const char *buf, size_t n, char *dir, size_t cap);
 
 #endif

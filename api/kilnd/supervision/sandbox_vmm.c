@@ -15,6 +15,7 @@
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/supervision/vmm_argv.h"
 #include "api/kilnd/supervision/vmm_output.h"
+#include "api/kilnd/supervision/zygote.h"
 #include "vmm/control/exit_status.h"
 
 /* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
@@ -240,6 +241,7 @@ struct boot_phases {
 	double spawn_ms;     /* vmm_spawn: the keeper forks and execs kiln-vmm */
 	double agent_ms;     /* from then to the agent's first answer */
 	double configure_ms; /* hostname, info, clock and entropy after it */
+	bool zygote;         /* spawn_ms was a parked kiln-vmm's claim (zygote.h) */
 };
 
 /*
@@ -272,9 +274,11 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 				     .cgroup_fd = -1 };
 	char cg[PATH_MAX];
 	kiln_agent *a = NULL;
-	struct vmm_argv argv;
+	struct vmm_argv argv, zargv = { 0 };
+	struct vmm_zygote z;
+	struct api_err ze;
 	struct vmm_proc *proc;
-	int shares[SPEC_MAX_SHARES];
+	int shares[SPEC_MAX_SHARES], znums[SPEC_MAX_SHARES];
 	size_t nshares = sb->rec.spec.nshares;
 	double t0, deadline;
 	bool timed_out = false;
@@ -340,13 +344,36 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	sb->rec.boots++;
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
+	/* A zygote's command line names the shares as it receives them. */
+	ph->zygote = zygote_take(d->zygotes, &z);
+	for (size_t i = 0; ph->zygote && i < nshares; i++)
+		znums[i] = ZYGOTE_FD_BASE + (int)i;
+	l.share_fds = znums;
+	if (ph->zygote && vmm_argv_build(&l, &zargv, &ze)) {
+		vmm_zygote_end(&z);
+		ph->zygote = false;
+	}
 	t0 = mono_ms_f();
-	r = vmm_spawn(&req, &proc, &id, e);
+	if (ph->zygote) {
+		req.argv = zargv.argv;
+		r = vmm_claim(&z, &req, &proc, &id, e);
+		if (r) {
+			/* Nothing of it is left: start kiln-vmm as without one. */
+			kilnd_log("sandbox %s: %s; starting kiln-vmm without a zygote", sb->rec.id,
+				  e->msg);
+			ph->zygote = false;
+			req.argv = argv.argv;
+			r = vmm_spawn(&req, &proc, &id, e);
+		}
+	} else {
+		r = vmm_spawn(&req, &proc, &id, e);
+	}
 	t_spawned = mono_ms_f();
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
 	if (req.cgroup_fd >= 0)
 		close(req.cgroup_fd);
 	vmm_argv_free(&argv);
+	vmm_argv_free(&zargv);
 	if (r) {
 		kilnd_lock(d);
 		sb->rec.cgroup[0] = '\0';
@@ -615,6 +642,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 			    json_pack("{s:f,s:f,s:f,s:f}", "prepare", ph.prepare_ms, "spawn",
 				      ph.spawn_ms, "agent", ph.agent_ms, "configure",
 				      ph.configure_ms));
+	json_object_set_new(sb->rec.boot, "zygote", json_boolean(ph.zygote));
 	if (restore_dir)
 		sandbox_boot_source(sb->rec.boot, src->from, src->checkpoint, NULL);
 	else if (snapshot_error[0])

@@ -287,8 +287,12 @@ static int keeper_argv_build(const struct vmm_spawn_req *req, int ready_fd, stru
 		return -ENOMEM;
 	k->v[i++] = "kiln-keeper";
 	k->v[i++] = "--keeper";
-	k->v[i++] = "--dir";
-	k->v[i++] = (char *)req->dir;
+	if (req->park) {
+		k->v[i++] = "--park";
+	} else {
+		k->v[i++] = "--dir";
+		k->v[i++] = (char *)req->dir;
+	}
 	snprintf(k->nums[num], sizeof(k->nums[num]), "%u", req->grace_s);
 	k->v[i++] = "--grace";
 	k->v[i++] = k->nums[num++];
@@ -349,18 +353,64 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
-/* Run the keeper and read its verdict on kiln-vmm's exec. 0 with *keeper, or -1 with e. */
-static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct api_err *e)
+/* The keeper's first words on its ready descriptor: "ok\n" once kiln-vmm
+ * runs, or "err <errno> <step>\n"; parked, the hello. 0, or -1 with e. */
+static int keeper_verdict(const struct vmm_spawn_req *req, int ready, struct keeper_vmm_id *id,
+			  struct api_err *e)
+{
+	char said[KEEPER_LINE_MAX];
+	char step[64] = "?";
+	struct timeval tv = { .tv_sec = VMM_KEEPER_HELLO_MS / 1000 };
+	size_t got = 0;
+	ssize_t n;
+	int code = 0;
+
+	if (req->park) {
+		/* One message; a keeper that hangs must not hold the pool's thread. */
+		setsockopt(ready, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		do
+			n = recv(ready, said, sizeof(said) - 1, 0);
+		while (n < 0 && errno == EINTR);
+		got = n > 0 ? (size_t)n : 0;
+		if (got && keeper_hello_parse(said, got, id) == 0)
+			return 0;
+	} else {
+		while (got < sizeof(said) - 1) {
+			n = read(ready, said + got, sizeof(said) - 1 - got);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			got += (size_t)n;
+		}
+	}
+	said[got] = '\0';
+	if (!req->park && strcmp(said, "ok\n") == 0)
+		return 0;
+	if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
+		api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s",
+			    req->argv[0], step, strerror(code));
+	else
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "kiln-vmm's keeper ended before it started kiln-vmm");
+	return -1;
+}
+
+/* Run the keeper and read its verdict on kiln-vmm's exec. 0 with *keeper
+ * (and, parked, *ready: the socket to claim it on, and *id), or -1 with e. */
+static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, int *ready_out,
+			struct keeper_vmm_id *id, struct api_err *e)
 {
 	int devnull, ready[2] = { -1, -1 }, st[2] = { -1, -1 }, err = 0, status;
 	struct keeper_argv ka = { 0 };
-	char said[128];
-	size_t got = 0;
 	ssize_t n;
 	pid_t pid;
 
 	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (devnull < 0 || pipe2(ready, O_CLOEXEC) < 0 || pipe2(st, O_CLOEXEC) < 0) {
+	if (devnull < 0 ||
+	    (req->park ? socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ready)
+		       : pipe2(ready, O_CLOEXEC)) < 0 ||
+	    pipe2(st, O_CLOEXEC) < 0) {
 		api_err_set(e, API_E_SPAWN_FAILED, "cannot start kiln-vmm's keeper: %s",
 			    strerror(errno));
 		goto fail;
@@ -393,32 +443,20 @@ static int keeper_start(const struct vmm_spawn_req *req, pid_t *keeper, struct a
 			    req->keeper, strerror(err));
 		goto fail;
 	}
-	/* "ok\n" once kiln-vmm runs, or "err <errno> <step>\n". */
-	while (got < sizeof(said) - 1) {
-		n = read(ready[0], said + got, sizeof(said) - 1 - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	said[got] = '\0';
-	if (strcmp(said, "ok\n") != 0) {
-		char step[64] = "?";
-		int code = 0;
-
+	if (keeper_verdict(req, ready[0], id, e)) {
+		/* Parked, a keeper that said nothing in time is ended here. */
+		if (req->park)
+			kill(pid, SIGKILL);
 		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 			;
-		if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
-			api_err_set(e, API_E_SPAWN_FAILED, "cannot run kiln-vmm '%s' (%s): %s",
-				    req->argv[0], step, strerror(code));
-		else
-			api_err_set(e, API_E_SPAWN_FAILED,
-				    "kiln-vmm's keeper ended before it started kiln-vmm");
 		goto fail;
 	}
 	free(ka.v);
 	close(devnull);
+	if (req->park) {
+		*ready_out = ready[0];
+		ready[0] = -1;
+	}
 	close_pair(ready);
 	close_pair(st);
 	*keeper = pid;
@@ -432,11 +470,13 @@ fail:
 	return -1;
 }
 
+static int watch(struct vmm_proc *p, struct vmm_proc **proc, struct keeper_vmm_id *id,
+		 struct api_err *e);
+
 int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct keeper_vmm_id *id,
 	      struct api_err *e)
 {
 	struct vmm_proc *p = calloc(1, sizeof(*p));
-	int r;
 
 	if (!p) {
 		api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm: out of memory");
@@ -444,10 +484,20 @@ int vmm_spawn(const struct vmm_spawn_req *req, struct vmm_proc **proc, struct ke
 	}
 	*p = (struct vmm_proc){ .conn = -1, .pidfd = -1, .on_exit = req->on_exit, .arg = req->arg };
 	snprintf(p->dir, sizeof(p->dir), "%s", req->dir);
-	if (keeper_start(req, &p->keeper, e)) {
+	if (keeper_start(req, &p->keeper, NULL, NULL, e)) {
 		free(p);
 		return -1;
 	}
+	return watch(p, proc, id, e);
+}
+
+/* The keeper of p runs (its "ok" read): connect, verify, and start the
+ * monitor. 0 with *proc and *id, or -1 with e. */
+static int watch(struct vmm_proc *p, struct vmm_proc **proc, struct keeper_vmm_id *id,
+		 struct api_err *e)
+{
+	int r;
+
 	/* kiln-vmm runs (or already ended: then the keeper has written
 	 * vmm.exit and is gone, and the monitor reports that at once). */
 	r = keeper_connect(p->dir, &p->conn, &p->id);
@@ -537,4 +587,188 @@ int vmm_signal(struct vmm_proc *p, int sig)
 	if (p->pidfd < 0)
 		return -ESRCH;
 	return syscall(SYS_pidfd_send_signal, p->pidfd, sig, NULL, 0) < 0 ? -errno : 0;
+}
+
+/* ---- zygotes ---- */
+
+int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns,
+	     struct vmm_zygote *z, struct api_err *e)
+{
+	char num[16];
+	char *argv[] = { (char *)vmm, "--park", num, NULL };
+	int pk[2];
+	struct vmm_spawn_req req = { .argv = argv,
+				     .keeper = keeper,
+				     .grace_s = grace_s,
+				     .new_pid_ns = new_pid_ns,
+				     .keep_fds = &pk[1],
+				     .nkeep = 1,
+				     .cgroup_fd = -1,
+				     .park = true };
+	int r;
+
+	*z = (struct vmm_zygote){ .ready = -1, .park = -1 };
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pk) < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's socket: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(num, sizeof(num), "%d", pk[1]);
+	r = keeper_start(&req, &z->keeper, &z->ready, &z->id, e);
+	close(pk[1]);
+	if (r) {
+		close(pk[0]);
+		return -1;
+	}
+	z->park = pk[0];
+	return 0;
+}
+
+bool vmm_zygote_alive(const struct vmm_zygote *z)
+{
+	struct pollfd p = { .fd = z->ready, .events = POLLIN };
+
+	return z->ready >= 0 && poll(&p, 1, 0) == 0;
+}
+
+void vmm_zygote_end(struct vmm_zygote *z)
+{
+	int pidfd;
+
+	/* One that got its command line runs on without the sockets: killed
+	 * through a pidfd checked against its start time (its keeper, alive
+	 * or a zombie of ours, still holds the pid). */
+	if (z->id.pid > 0 && pidfd_verified(&z->id, &pidfd) == 0) {
+		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		close(pidfd);
+	}
+	if (z->park >= 0)
+		close(z->park);
+	if (z->ready >= 0)
+		close(z->ready);
+	/* The keeper kills and reaps its VMM when the socket ends. */
+	if (z->keeper > 0)
+		while (waitpid(z->keeper, NULL, 0) < 0 && errno == EINTR)
+			;
+	*z = (struct vmm_zygote){ .ready = -1, .park = -1 };
+}
+
+/* One SOCK_SEQPACKET message of len bytes with fds[n] beside it. */
+static int send_with_fds(int sock, const void *buf, size_t len, const int *fds, size_t n)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * KEEPER_MAX_KEEP)];
+	} c;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t r;
+
+	if (n > KEEPER_MAX_KEEP)
+		return -E2BIG;
+	if (n) {
+		memset(&c, 0, sizeof(c));
+		m.msg_control = c.b;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * n);
+		c.h.cmsg_level = SOL_SOCKET;
+		c.h.cmsg_type = SCM_RIGHTS;
+		c.h.cmsg_len = CMSG_LEN(sizeof(int) * n);
+		memcpy(CMSG_DATA(&c.h), fds, sizeof(int) * n);
+	}
+	do
+		r = sendmsg(sock, &m, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -errno : (size_t)r == len ? 0 : -EIO;
+}
+
+/* kiln-vmm's command line as --park reads it: NUL-ended arguments. */
+static char *argv_packed(char *const *argv, size_t *len)
+{
+	size_t n = 0;
+	char *buf, *at;
+
+	for (size_t i = 0; argv[i]; i++)
+		n += strlen(argv[i]) + 1;
+	buf = at = malloc(n ? n : 1);
+	if (!buf)
+		return NULL;
+	for (size_t i = 0; argv[i]; i++) {
+		size_t k = strlen(argv[i]) + 1;
+
+		memcpy(at, argv[i], k);
+		at += k;
+	}
+	*len = n;
+	return buf;
+}
+
+/* The claim's steps up to the keeper's "ok". 0, or -1 with e. */
+static int claim_send(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct api_err *e)
+{
+	char line[PATH_MAX + 16], pid[24], said[KEEPER_LINE_MAX];
+	struct timeval tv = { .tv_sec = VMM_KEEPER_HELLO_MS / 1000 };
+	size_t len = 0;
+	char *packed;
+	int n, r, dirfd;
+	ssize_t got;
+
+	/* Into the sandbox's cgroup before it allocates anything of the sandbox's. */
+	n = snprintf(pid, sizeof(pid), "%d", z->id.pid);
+	if (req->cgroup_fd >= 0 && write(req->cgroup_fd, pid, (size_t)n) != n) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote into the sandbox's cgroup: %s",
+			    strerror(errno));
+		return -1;
+	}
+	packed = argv_packed(req->argv, &len);
+	r = packed ? send_with_fds(z->park, packed, len, req->keep_fds, req->nkeep) : -ENOMEM;
+	free(packed);
+	if (r) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's command line: %s", strerror(-r));
+		return -1;
+	}
+	n = keeper_claim_format(line, sizeof(line), req->dir);
+	dirfd = n < 0 ? -1 : open(req->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = dirfd < 0 ? -EINVAL : send_with_fds(z->ready, line, (size_t)n, &dirfd, 1);
+	if (dirfd >= 0)
+		close(dirfd);
+	if (r) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's claim of %s: %s", req->dir,
+			    strerror(-r));
+		return -1;
+	}
+	setsockopt(z->ready, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	do
+		got = recv(z->ready, said, sizeof(said) - 1, 0);
+	while (got < 0 && errno == EINTR);
+	said[got > 0 ? got : 0] = '\0';
+	if (strcmp(said, "ok\n") != 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's keeper refused the claim: %s",
+			    got > 0 ? said : "it ended");
+		return -1;
+	}
+	return 0;
+}
+
+int vmm_claim(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct vmm_proc **proc,
+	      struct keeper_vmm_id *id, struct api_err *e)
+{
+	struct vmm_proc *p = calloc(1, sizeof(*p));
+
+	if (!p || claim_send(z, req, e)) {
+		if (!p)
+			api_err_set(e, API_E_SPAWN_FAILED, "kiln-vmm: out of memory");
+		/* A VMM that got its command line ends with its keeper's socket. */
+		vmm_zygote_end(z);
+		free(p);
+		return -1;
+	}
+	*p = (struct vmm_proc){ .keeper = z->keeper,
+				.conn = -1,
+				.pidfd = -1,
+				.on_exit = req->on_exit,
+				.arg = req->arg };
+	snprintf(p->dir, sizeof(p->dir), "%s", req->dir);
+	close(z->ready);
+	close(z->park);
+	*z = (struct vmm_zygote){ .ready = -1, .park = -1 };
+	return watch(p, proc, id, e);
 }

@@ -71,6 +71,7 @@ struct vmm_spawn_req {
 	/* The cgroup.procs of the VMM's cgroup (supervision/cgroup.h), written
 	 * by the VMM's child before exec; -1: none. The caller keeps and closes it. */
 	int cgroup_fd;
+	bool park; /* set by vmm_park only: a zygote's keeper (keeper.h, --park) */
 };
 
 struct vmm_proc;
@@ -118,6 +119,40 @@ int vmm_exit_load(const char *dir, const struct keeper_vmm_id *want, struct vmm_
  */
 #define KEEPER_KILL_WAIT_S 10
 int vmm_keeper_end(const char *dir);
+
+/*
+ * Zygotes (supervision/zygote.h): a keeper whose kiln-vmm runs with
+ * `--park` and waits for its command line; no sandbox's file, cgroup or
+ * jail is touched until it is claimed.
+ */
+struct vmm_zygote {
+	pid_t keeper;            /* kilnd's child */
+	struct keeper_vmm_id id; /* the parked kiln-vmm */
+	int ready;               /* the keeper's socket: the claim goes there */
+	int park;                /* kiln-vmm's --park socket: its command line goes there */
+};
+
+/* Start one: 0 with *z once the keeper said its kiln-vmm waits, or -1 with e. */
+int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns,
+	     struct vmm_zygote *z, struct api_err *e);
+
+/*
+ * Make z the VMM req describes: into req->cgroup_fd's cgroup, req->argv
+ * (argv[0] as kiln-vmm sees it, its --share fd=N numbered from
+ * ZYGOTE_FD_BASE in the order of req->keep_fds, which it is sent with),
+ * then its keeper into req->dir. As vmm_spawn after that. z is consumed:
+ * on -1 (with e) its keeper and VMM have ended and been reaped, and the
+ * caller may vmm_spawn the same request instead.
+ */
+#define ZYGOTE_FD_BASE 100 /* vmm/kiln-vmm/park.h's PARK_FD_BASE */
+int vmm_claim(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct vmm_proc **proc,
+	      struct keeper_vmm_id *id, struct api_err *e);
+
+/* Still parked: its keeper has said nothing more and not closed the socket. */
+bool vmm_zygote_alive(const struct vmm_zygote *z);
+
+/* End it (the sockets' close ends both) and reap its keeper. */
+void vmm_zygote_end(struct vmm_zygote *z);
 
 /* Send sig to the VMM through its pidfd. 0 or -errno (-ESRCH: it ended). */
 int vmm_signal(struct vmm_proc *p, int sig);
