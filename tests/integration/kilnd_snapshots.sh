@@ -517,3 +517,92 @@ PY
   kd_done || return 1
   expect_rc 0
 }
+
+# kd_zygotes: the pids of this kilnd's parked kiln-vmms (named kiln-zygote,
+# each the child of one of its keepers).
+kd_zygotes() {
+  local k
+  for k in $(pgrep -P "$kdpid" -x kiln-keeper); do pgrep -P "$k" -x kiln-zygote; done
+}
+
+# kd_wait_zygotes N: until this kilnd has N parked (bounded).
+kd_wait_zygotes() {
+  local i
+  for i in $(seq 1 300); do
+    [ "$(kd_zygotes | wc -l)" = "$1" ] && return 0
+    heartbeat "waiting for $1 zygotes"
+    sleep 1
+  done
+  return 1
+}
+
+# kd_fd_kinds PID: what PID holds, by kind ("1 /dev/null,2 pipe,1 socket").
+kd_fd_kinds() {
+  local f
+  for f in /proc/"$1"/fd/*; do readlink "$f"; done | sed -e 's/^pipe:.*/pipe/' -e 's/^socket:.*/socket/' |
+    sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, -
+}
+
+# Zygotes (docs/security.md, "Zygotes"): parked kiln-vmms hold nothing of a
+# sandbox; a create and a fork that claim one get a VMM confined exactly
+# as a fresh one (the /proc checks of kd_jail_why, its own jail uid, the
+# sandbox's cgroup); one that dies parked is never handed out; none
+# outlives kilnd, stopped or killed with -9.
+test_kilnd_zygote_claims_are_jailed_like_fresh_starts() {
+  kd_start --zygotes 2 || return 1
+  local why='' z src src_uid fork jail_why pid cg st kinds keepers left i
+  kd_wait_zygotes 2 || why="kilnd parked no 2 zygotes: $(ps -eo pid,ppid,comm | grep kiln | paste -sd ';' -)"
+  for z in $(kd_zygotes); do
+    st=$(cat "/proc/$z/status")
+    kd_check 'grep -Eq "^Uid:[[:space:]]+0[[:space:]]" <<<"$st"' "parked zygote $z is root's until its claim"
+    kd_check '[ "$(cat "/proc/$z/cgroup")" = "$(cat "/proc/$kdpid/cgroup")" ]' "parked zygote $z is in kilnd's cgroup, no sandbox's"
+    kinds=$(kd_fd_kinds "$z")
+    kd_check '[ "$kinds" = "1 /dev/null,2 pipe,1 socket" ]' "parked zygote $z holds /dev/null, its two log pipes and its socket only ($kinds)"
+    kd_check 'grep -q "^NSpid:[[:space:]]*[0-9]*[[:space:]]*1$" <<<"$st"' "parked zygote $z is pid 1 of its own pid namespace"
+  done
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  src=$sid pid=$(jget .pid) cg=$(jget .cgroup) src_uid=$(jget .jail.uid)
+  kd_check '[ "$(jget .boot.zygote)" = true ]' "the create claimed a zygote"
+  kd_check '[ "$(cat "/proc/$pid/comm")" = kiln-vmm ]' "a claimed zygote is named kiln-vmm again"
+  jail_why=$(kd_jail_why "$pid" "$src")
+  kd_check '[ -z "$jail_why" ]' "a create's claimed zygote is jailed: $jail_why"
+  [ "$cg" = null ] || kd_check 'grep -qx "0::${cg#/sys/fs/cgroup}" "/proc/$pid/cgroup"' "a claimed zygote runs in its sandbox's cgroup $cg: $(cat "/proc/$pid/cgroup")"
+  kd_wait_zygotes 2 || why="the pool was not refilled after a claim"
+  # One parked kiln-vmm killed: the fork must not be handed the dead one.
+  z=$(kd_zygotes | head -n 1)
+  kill -KILL "$z"
+  api POST "/v1/sandboxes/$src/checkpoints" -d '{"name":"z"}'
+  kd_check '[ $status = 201 ]' "checkpoint z"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$src"'/z"}'
+  kd_check '[ $status = 201 ] && [ "$(jget .boot.from)" = checkpoint ]' "a fork after a parked zygote died"
+  if [ "$status" = 201 ]; then
+    fork=$(jget .id) pid=$(jget .pid)
+    jail_why=$(kd_jail_why "$pid" "$fork")
+    kd_check '[ -z "$jail_why" ]' "a fork's VMM is jailed: $jail_why"
+    kd_check '[ "$(jget .jail.uid)" != "$src_uid" ]' "the fork has a jail uid of its own"
+    kd_sh "$fork" 'echo forked'
+    kd_check '[ "$(kd_out)" = forked ]' "the fork answers"
+  fi
+  kd_wait_zygotes 2 || why="the pool was not refilled after a parked zygote died"
+  kd_stop
+  for i in $(seq 1 60); do
+    left=$(pgrep -x kiln-zygote)
+    [ -z "$left" ] && break
+    sleep 0.5
+  done
+  [ -z "$left" ] || why="parked zygotes outlived a stopped kilnd: $left"
+  # kill -9: the keepers see their socket end, kill and reap their
+  # kiln-vmm and exit.
+  kd_start --zygotes 1 || return 1
+  kd_wait_zygotes 1 || why="no zygote parked"
+  keepers=$(pgrep -P "$kdpid" -x kiln-keeper | paste -sd ' ' -)
+  z=$(kd_zygotes)
+  kill -KILL "$kdpid"
+  for i in $(seq 1 60); do
+    left=$(ps -o pid= -p "$z $keepers" 2>/dev/null | paste -sd ' ' -)
+    [ -z "$left" ] && break
+    sleep 0.5
+  done
+  [ -z "$left" ] || why="a parked zygote or its keeper outlived kilnd's kill -9: $left"
+  kd_done
+}
