@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -711,6 +712,15 @@ static int claim_send(struct vmm_zygote *z, const struct vmm_spawn_req *req, str
 	int n, r, dirfd;
 	ssize_t got;
 
+	/* A zygote parked at SCHED_IDLE (zygote.c) runs as any VMM from here:
+	 * its only thread, and its keeper's. */
+	if (sched_getscheduler(z->id.pid) == SCHED_IDLE &&
+	    (sched_setscheduler(z->id.pid, SCHED_OTHER, &(struct sched_param){ 0 }) < 0 ||
+	     sched_setscheduler(z->keeper, SCHED_OTHER, &(struct sched_param){ 0 }) < 0)) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's scheduling policy: %s",
+			    strerror(errno));
+		return -1;
+	}
 	/* Into the sandbox's cgroup before it allocates anything of the sandbox's. */
 	n = snprintf(pid, sizeof(pid), "%d", z->id.pid);
 	if (req->cgroup_fd >= 0 && write(req->cgroup_fd, pid, (size_t)n) != n) {

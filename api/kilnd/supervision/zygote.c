@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "api/kilnd/core/kilnd_log.h"
 #include "lib/base/mono.h"
@@ -20,6 +22,7 @@ struct zygote_pool {
 	const char *keeper, *vmm;
 	unsigned grace_s;
 	bool pidns, stop, started;
+	bool idle;    /* refills at SCHED_IDLE (kilnd is root) */
 	bool claimed; /* one was taken since the thread last looked: the backoff starts over */
 	pthread_t th;
 };
@@ -43,6 +46,7 @@ int zygote_pool_new(unsigned size, const char *keeper, const char *vmm, unsigned
 	p->vmm = vmm;
 	p->grace_s = grace_s;
 	p->pidns = new_pid_ns;
+	p->idle = geteuid() == 0;
 	*out = p;
 	return 0;
 }
@@ -85,6 +89,12 @@ static void *fill(void *arg)
 	unsigned nd;
 	bool said = false;
 
+	/* Refills run when nothing else wants the CPU: a zygote started just
+	 * after a claim must not slow the claimed kiln-vmm's restore. Its
+	 * keeper and kiln-vmm inherit the policy until their claim
+	 * (vmm_claim gives them SCHED_OTHER back: root only, so only then). */
+	if (p->idle)
+		sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
 		if (p->claimed) {
