@@ -104,14 +104,14 @@ def _density_rows(snapshot, density, cold):
     else:
         pss = _get(big, "pss_kib")
         value = None if pss is None else pss / 1024
-        note = f"{n}: PSS, plus dirtied pages not separated (an older bench/density)"
+        note = "" if pss is None else f"{n}: PSS, plus dirtied pages not separated (density.json has no split: an older bench, or guest RAM not found)"
     out.append(_row("PSS per idle forked sandbox, beyond the guest pages it dirtied", "density",
                     value, "<=", 1, " MiB", note))
     vmm = _get(big, "by_process", "kiln-vmm", "uss_beyond_guest_kib")
     note = f"{n}: Private_Clean + Private_Dirty outside guest RAM"
     if vmm is None:
         vmm = _get(big, "by_process", "kiln-vmm", "uss_kib")
-        note = f"{n}: USS, guest RAM not separated (an older bench/density)"
+        note = "" if vmm is None else f"{n}: USS, guest RAM not separated (density.json has no split)"
     out.append(_row("private memory (USS) per kiln-vmm beyond guest RAM", "density",
                     vmm, "<=", 256, " KiB", note))
     return out

@@ -145,6 +145,7 @@ class DensityRows(unittest.TestCase):
             self.assertEqual(t[fig]["bench"], "density", fig)
         text = "\n".join(targets.render(list(t.values())))
         self.assertEqual(text.count("no data: make bench-density"), len(DENSITY_ROWS))
+        self.assertNotIn("not separated", text)  # no figure, nothing to qualify
         self.assertIsNone(by_figure(targets.rows(BOOT, SNAPSHOT, DEVICES))[DENSITY_ROWS[0]]["met"])
 
     def test_an_older_density_json(self):
