@@ -104,7 +104,8 @@ def _density_rows(snapshot, density, cold):
     else:
         pss = _get(big, "pss_kib")
         value = None if pss is None else pss / 1024
-        note = "" if pss is None else f"{n}: PSS, plus dirtied pages not separated (density.json has no split: an older bench, or guest RAM not found)"
+        note = "" if pss is None else (f"{n}: PSS, plus dirtied pages not separated (density.json has "
+                                       "no split: an older bench, or guest RAM not found)")
     out.append(_row("PSS per idle forked sandbox, beyond the guest pages it dirtied", "density",
                     value, "<=", 1, " MiB", note))
     vmm = _get(big, "by_process", "kiln-vmm", "uss_beyond_guest_kib")
