@@ -19,7 +19,7 @@
 #                 bench-snapshot, bench-density, bench-net, bench-http,
 #                 bench-sdk), then
 #                 the performance targets' table (make bench-targets: the
-#                 table alone, from the last boot, snapshot and devices results)
+#                 table alone, from the last boot, snapshot, devices and density results)
 #   make bench-confinement  create and wake beside the tree before the
 #                 current confinement (CONFINEMENT_BASE), in one run
 #   make image-debian  the Debian guest image (minutes cold; not in `all`)
@@ -491,7 +491,7 @@ demo: deps
 bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-http bench-sdk
 	@bench/targets
 
-# The performance targets' table from the last boot, snapshot and devices results
+# The performance targets' table from the last boot, snapshot, devices and density results
 # (build/bench/*.json); `make bench` prints it last.
 bench-targets:
 	@bench/targets

@@ -1,8 +1,10 @@
 """What bench/density reads from /proc: a process's PSS and USS, the
-process table, which processes make up one kilnd sandbox, and the
-figures it derives from them (unit test: tests/bench/test_procmem.py)."""
+process table, which processes make up one kilnd sandbox, a kiln-vmm's
+guest RAM split out of its PSS and USS, and the figures it derives from
+them (unit test: tests/bench/test_procmem.py)."""
 import math
 import os
+import re
 
 
 def parse_smaps_rollup(text):
@@ -26,6 +28,83 @@ def smaps(pid, proc="/proc"):
     try:
         with open(os.path.join(proc, str(pid), "smaps_rollup")) as f:
             return parse_smaps_rollup(f.read())
+    except OSError:
+        return None
+
+
+_VMA = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S+)")
+_HUGE_2M = 2 << 20
+
+
+def parse_smaps(text):
+    """/proc/PID/smaps as a list of mappings in address order: {"start",
+    "end" (bytes), "perms", "pss", "uss" (Private_Clean + Private_Dirty),
+    "anon" (Anonymous: pages written since mapped, or never from a file)}
+    with the sizes in KiB."""
+    maps = []
+    for line in text.splitlines():
+        m = _VMA.match(line)
+        if m:
+            maps.append({"start": int(m.group(1), 16), "end": int(m.group(2), 16), "perms": m.group(3),
+                         "pss": 0, "uss": 0, "anon": 0})
+            continue
+        k, _, rest = line.partition(":")
+        words = rest.split()
+        if not maps or not words or not words[0].isdigit():
+            continue
+        if k == "Pss":
+            maps[-1]["pss"] = int(words[0])
+        elif k in ("Private_Clean", "Private_Dirty"):
+            maps[-1]["uss"] += int(words[0])
+        elif k == "Anonymous":
+            maps[-1]["anon"] = int(words[0])
+    return sorted(maps, key=lambda v: v["start"])
+
+
+def guest_region(maps, size):
+    """(first, last) index into maps of a VMM's guest RAM: the one run of
+    adjacent read-write mappings spanning exactly size bytes (kiln-vmm
+    maps guest RAM as one reservation, 2 MiB aligned, then maps a
+    snapshot's file and layers over it: lib/guest/guest_mem.c); among
+    several such runs the 2 MiB aligned ones; None when there is none or
+    more than one is left."""
+    runs = []
+    for i in range(len(maps)):
+        for j in range(i, len(maps)):
+            if j > i and maps[j]["start"] != maps[j - 1]["end"]:
+                break
+            if not maps[j]["perms"].startswith("rw"):
+                break
+            span = maps[j]["end"] - maps[i]["start"]
+            if span == size:
+                runs.append((i, j))
+            if span >= size:
+                break
+    if len(runs) > 1:
+        runs = [r for r in runs if maps[r[0]]["start"] % _HUGE_2M == 0]
+    return runs[0] if len(runs) == 1 else None
+
+
+def split_guest(maps, size):
+    """{"pss", "uss"} of the whole process and {"guest_pss", "guest_uss",
+    "guest_anon"} of its guest RAM of size bytes (guest_anon: the guest
+    pages it holds privately, dirtied since the snapshot or never from a
+    file), KiB; None when guest_region finds no guest RAM."""
+    r = guest_region(maps, size)
+    if r is None:
+        return None
+    guest = maps[r[0]:r[1] + 1]
+    return {"pss": sum(v["pss"] for v in maps), "uss": sum(v["uss"] for v in maps),
+            "guest_pss": sum(v["pss"] for v in guest), "guest_uss": sum(v["uss"] for v in guest),
+            "guest_anon": sum(v["anon"] for v in guest)}
+
+
+def vmm_guest(pid, size, proc="/proc"):
+    """split_guest of a kiln-vmm's /proc/PID/smaps; None when it is gone
+    or its guest RAM is not found."""
+    try:
+        with open(os.path.join(proc, str(pid), "smaps")) as f:
+            return split_guest(parse_smaps(f.read()), size)
     except OSError:
         return None
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Unit tests for bench/lib/procmem.py (bench/density's /proc reading):
-smaps_rollup and stat parsing, which processes make a kilnd sandbox, the
-percentile and the largest N that fits, on a fake /proc.
+smaps_rollup, smaps and stat parsing, which processes make a kilnd
+sandbox, a kiln-vmm's guest RAM split out, the percentile and the largest
+N that fits, on a fake /proc.
 
     python3 tests/bench/test_procmem.py      # from the top of the checkout
 """
@@ -38,6 +39,73 @@ class Parse(unittest.TestCase):
 
     def test_stat_comm_with_parentheses_and_spaces(self):
         self.assertEqual(procmem.parse_stat(stat(9, "a) (b c", 4)), (4, "a) (b c"))
+
+
+MIB = 1 << 20
+
+
+def vma(start, size, perms="rw-p", name="", pss=0, private=(0, 0), anon=0):
+    """One mapping of /proc/PID/smaps (sizes in KiB)."""
+    return (f"{start:x}-{start + size:x} {perms} 00000000 00:00 0          {name}\n"
+            f"Size:           {size // 1024} kB\nRss:   {pss} kB\nPss:   {pss} kB\n"
+            f"Shared_Clean:   0 kB\nPrivate_Clean:  {private[0]} kB\nPrivate_Dirty:  {private[1]} kB\n"
+            f"Anonymous:      {anon} kB\nAnonHugePages:  0 kB\nVmFlags: rd wr mr mw me ac\n")
+
+
+# A restored kiln-vmm with 8 MiB of guest RAM at 0x7f0000000000 (2 MiB
+# aligned): the snapshot's file over all of it, then a layer's run and the
+# pages the guest wrote split it; a heap and an anonymous mapping right
+# after guest RAM (adjacent, read-write) that must not be counted in.
+VMM_SMAPS = (
+    vma(0x7f0000000000 - 16 * MIB, 4 * MIB, "r-xp", "/usr/libexec/kiln-vmm", pss=300, private=(40, 0)) +
+    vma(0x5600000000, 132 * 1024, name="[heap]", pss=100, private=(0, 100), anon=100) +
+    vma(0x7f0000000000, 2 * MIB, name="/snap/memory", pss=700, private=(100, 600), anon=600) +
+    vma(0x7f0000200000, 1 * MIB, name="/snap/layer1", pss=300, private=(50, 0)) +
+    vma(0x7f0000300000, 5 * MIB, name="/snap/memory", pss=1000, private=(0, 400), anon=400) +
+    vma(0x7f0000800000, 1 * MIB, pss=60, private=(0, 60), anon=60))
+
+
+class Smaps(unittest.TestCase):
+    def test_parse_fields_per_mapping_in_address_order(self):
+        m = procmem.parse_smaps(VMM_SMAPS)
+        self.assertEqual([v["start"] for v in m], sorted(v["start"] for v in m))
+        self.assertEqual(m[0], {"start": 0x5600000000, "end": 0x5600000000 + 132 * 1024, "perms": "rw-p",
+                                "pss": 100, "uss": 100, "anon": 100})
+        self.assertEqual(procmem.parse_smaps("junk\nPss: 5 kB\n"), [])
+
+    def test_guest_ram_is_the_run_of_its_size(self):
+        m = procmem.parse_smaps(VMM_SMAPS)
+        i, j = procmem.guest_region(m, 8 * MIB)
+        self.assertEqual((m[i]["start"], m[j]["end"]), (0x7f0000000000, 0x7f0000800000))
+        self.assertEqual(procmem.split_guest(m, 8 * MIB),
+                         {"pss": 2460, "uss": 1350, "guest_pss": 2000, "guest_uss": 1150, "guest_anon": 1000})
+
+    def test_no_run_of_that_size_or_a_gap_or_read_only(self):
+        m = procmem.parse_smaps(VMM_SMAPS)
+        self.assertIsNone(procmem.guest_region(m, 64 * MIB))
+        self.assertIsNone(procmem.split_guest(m, 64 * MIB))
+        gap = procmem.parse_smaps(VMM_SMAPS.replace("7f0000300000-", "7f0000301000-"))
+        self.assertIsNone(procmem.guest_region(gap, 8 * MIB))
+        ro = procmem.parse_smaps(VMM_SMAPS.replace("7f0000200000-7f0000300000 rw-p", "7f0000200000-7f0000300000 r--p"))
+        self.assertIsNone(procmem.guest_region(ro, 8 * MIB))
+        self.assertIsNone(procmem.guest_region([], 8 * MIB))
+
+    def test_an_aligned_run_wins_and_two_of_them_are_ambiguous(self):
+        # 1 MiB before guest RAM, adjacent: [prev, 2, 1, 5] minus the last 1 MiB is
+        # also 8 MiB, at an unaligned start.
+        before = vma(0x7f0000000000 - MIB, MIB, pss=1, private=(0, 1))
+        m = procmem.parse_smaps(before + VMM_SMAPS)
+        self.assertEqual(m[procmem.guest_region(m, 8 * MIB)[0]]["start"], 0x7f0000000000)
+        other = vma(0x7e0000000000, 8 * MIB, pss=5, private=(0, 5), anon=5)
+        self.assertIsNone(procmem.guest_region(procmem.parse_smaps(other + VMM_SMAPS), 8 * MIB))
+
+    def test_vmm_guest_reads_proc_and_a_gone_process_is_none(self):
+        with tempfile.TemporaryDirectory() as proc:
+            os.mkdir(os.path.join(proc, "21"))
+            with open(os.path.join(proc, "21", "smaps"), "w") as f:
+                f.write(VMM_SMAPS)
+            self.assertEqual(procmem.vmm_guest(21, 8 * MIB, proc)["guest_anon"], 1000)
+            self.assertIsNone(procmem.vmm_guest(22, 8 * MIB, proc))
 
 
 class Sandbox(unittest.TestCase):
