@@ -132,6 +132,7 @@ void kiln_vm_config_free(kiln_vm_config *cfg)
 {
 	if (!cfg)
 		return;
+	vm_kvm_prep_free(cfg->c.prep);
 	strs_free(&cfg->owned);
 	free(cfg);
 }
@@ -224,6 +225,41 @@ int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monotonic_ns)
 {
 	cfg->c.t0_ns = monotonic_ns;
 	return 0;
+}
+
+int kiln_vm_prepare(kiln_vm_prepared **out, char *msg, size_t cap)
+{
+	struct vm_kvm_prep *p;
+	struct err e = { { 0 } };
+	int r = vm_kvm_prepare(&p, &e);
+
+	*out = r < 0 ? NULL : (kiln_vm_prepared *)p;
+	if (r < 0 && msg && cap)
+		snprintf(msg, cap, "%s", e.msg);
+	return r;
+}
+
+int kiln_vm_config_set_prepared(kiln_vm_config *cfg, kiln_vm_prepared *p)
+{
+	vm_kvm_prep_free(cfg->c.prep);
+	cfg->c.prep = (struct vm_kvm_prep *)p;
+	return 0;
+}
+
+void kiln_vm_prepared_free(kiln_vm_prepared *p)
+{
+	vm_kvm_prep_free((struct vm_kvm_prep *)p);
+}
+
+int kiln_vm_prepared_fds(const kiln_vm_prepared *p, int *fds, int cap)
+{
+	const struct vm_kvm_prep *k = (const struct vm_kvm_prep *)p;
+
+	if (cap < 2)
+		return -ENOSPC;
+	fds[0] = k->kvm_fd;
+	fds[1] = k->vm_fd;
+	return 2;
 }
 
 int kiln_vm_config_set_log(kiln_vm_config *cfg, int fd, unsigned flags)

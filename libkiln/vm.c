@@ -71,6 +71,7 @@ static void wait_thread_gone(int n)
 /* Build a VM from cfg (restore_dir set by the caller's copy when restoring). */
 static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 {
+	struct vm_kvm_prep *prep;
 	struct err e = { { 0 } };
 	pthread_condattr_t ca;
 	pthread_t pre;
@@ -79,13 +80,18 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 
 	*out = NULL;
 	cfg->err[0] = '\0';
+	/* Taken by this call whatever it returns (kiln_vm_config_set_prepared). */
+	prep = cfg->c.prep;
+	cfg->c.prep = NULL;
 	if ((c->firewall_log || cfg->has_rate) && !c->firewall) {
 		snprintf(cfg->err, sizeof(cfg->err),
 			 "the firewall log and the rate limits need a firewall");
+		vm_kvm_prep_free(prep);
 		return -EINVAL;
 	}
 	if (c->firewall && !c->nnet) {
 		snprintf(cfg->err, sizeof(cfg->err), "a firewall needs a network device");
+		vm_kvm_prep_free(prep);
 		return -EINVAL;
 	}
 	vm = calloc(1, sizeof(*vm));
@@ -93,9 +99,11 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 		if (vm)
 			strs_free(&vm->owned);
 		free(vm);
+		vm_kvm_prep_free(prep);
 		snprintf(cfg->err, sizeof(cfg->err), "out of memory");
 		return -ENOMEM;
 	}
+	vm->cfg.prep = prep;
 	vm->seccomp = cfg->seccomp;
 	vm->cfg.thread_enter = vm_seccomp_enter;
 	vm->cfg.thread_ctx = vm;
@@ -105,6 +113,7 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	pre_started = vm->seccomp != KILN_SECCOMP_OFF &&
 		pthread_create(&pre, NULL, prebuild, vm) == 0;
 	r = vm_create(&vm->cfg, &vm->vm, &e);
+	vm->cfg.prep = NULL; /* vm_create took them */
 	if (pre_started) {
 		pthread_join(pre, NULL);
 		if (threads > 0)

@@ -36,6 +36,7 @@ KILN_BEGIN_DECLS
 
 typedef struct kiln_vm_config kiln_vm_config;
 typedef struct kiln_vm kiln_vm;
+typedef struct kiln_vm_prepared kiln_vm_prepared;
 
 /*
  * Install a handler that does nothing for `signo` (no SA_RESTART, empty
@@ -109,6 +110,35 @@ KILN_API int kiln_vm_config_set_kick_signal(kiln_vm_config *cfg, int signo);
 /* The CLOCK_MONOTONIC time (ns) the boot timeline counts from; 0 (the
  * default): when kiln_vm_create is called. 0. */
 KILN_API int kiln_vm_config_set_time_origin(kiln_vm_config *cfg, uint64_t monotonic_ns);
+
+/*
+ * KVM's part of a VM made before anything about the VM is known (a VM
+ * kept ready, as kilnd's parked kiln-vmms do): /dev/kvm opened and its
+ * capabilities checked, the supported CPUID read, and a KVM VM with its
+ * in-kernel irqchip and PIT. The VM belongs to the calling process (its
+ * address space): only this process can use it, so make it in the
+ * process, after any fork, that will run the VM. 0 with *out, or -errno
+ * (no usable KVM: the message kiln_vm_create would give, in msg[cap]).
+ */
+KILN_API int kiln_vm_prepare(kiln_vm_prepared **out, char *msg, size_t cap);
+
+/*
+ * Hand p to the next kiln_vm_create, kiln_vm_restore or kiln_vm_fork made
+ * with cfg, which then skips those steps; that call takes p whether it
+ * succeeds or not. A p given before is freed; NULL drops it. cfg owns p
+ * until then (kiln_vm_config_free frees it). 0.
+ */
+KILN_API int kiln_vm_config_set_prepared(kiln_vm_config *cfg, kiln_vm_prepared *p);
+
+/* Close and free a p no config took. NULL is fine. */
+KILN_API void kiln_vm_prepared_free(kiln_vm_prepared *p);
+
+/*
+ * The descriptors p holds (/dev/kvm's and the VM's), into fds[cap]: for a
+ * program that closes every descriptor it did not mean to keep before
+ * using p. Their count (2), or -ENOSPC when cap is smaller.
+ */
+KILN_API int kiln_vm_prepared_fds(const kiln_vm_prepared *p, int *fds, int cap);
 
 /* Modes of kiln_vm_config_set_seccomp (docs/security.md, "seccomp
  * filters per thread"). */

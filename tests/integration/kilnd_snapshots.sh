@@ -557,13 +557,15 @@ test_kilnd_zygote_claims_are_jailed_like_fresh_starts() {
     kd_check 'grep -Eq "^Uid:[[:space:]]+0[[:space:]]" <<<"$st"' "parked zygote $z is root's until its claim"
     kd_check '[ "$(cat "/proc/$z/cgroup")" = "$(cat "/proc/$kdpid/cgroup")" ]' "parked zygote $z is in kilnd's cgroup, no sandbox's"
     kinds=$(kd_fd_kinds "$z")
-    kd_check '[ "$kinds" = "1 /dev/null,2 pipe,1 socket" ]' "parked zygote $z holds /dev/null, its two log pipes and its socket only ($kinds)"
+    kd_check '[ "$kinds" = "1 /dev/kvm,1 /dev/null,1 anon_inode:kvm-vm,2 pipe,1 socket" ]' "parked zygote $z holds /dev/kvm and an empty VM, /dev/null, its two log pipes and its socket only ($kinds)"
     kd_check 'grep -q "^NSpid:[[:space:]]*[0-9]*[[:space:]]*1$" <<<"$st"' "parked zygote $z is pid 1 of its own pid namespace"
   done
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   src=$sid pid=$(jget .pid) cg=$(jget .cgroup) src_uid=$(jget .jail.uid)
   kd_check '[ "$(jget .boot.zygote)" = true ]' "the create claimed a zygote"
   kd_check '[ "$(cat "/proc/$pid/comm")" = kiln-vmm ]' "a claimed zygote is named kiln-vmm again"
+  kinds=$(kd_fd_kinds "$pid")
+  kd_check '[[ "$kinds" == *"1 anon_inode:kvm-vm,"* ]]' "a claimed zygote runs the VM it made while parked, and no second one ($kinds)"
   jail_why=$(kd_jail_why "$pid" "$src")
   kd_check '[ -z "$jail_why" ]' "a create's claimed zygote is jailed: $jail_why"
   [ "$cg" = null ] || kd_check 'grep -qx "0::${cg#/sys/fs/cgroup}" "/proc/$pid/cgroup"' "a claimed zygote runs in its sandbox's cgroup $cg: $(cat "/proc/$pid/cgroup")"

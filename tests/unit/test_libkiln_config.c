@@ -14,7 +14,10 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -249,6 +252,81 @@ static void test_fork_refuses_tap_and_firewall_needs_a_net(void **state)
 	kiln_vm_config_free(c);
 }
 
+/* A stand-in for kiln_vm_prepare's result: two pipe ends as its /dev/kvm
+ * and VM descriptors, so who closes them shows without KVM. */
+static kiln_vm_prepared *fake_prepared(int fds[2])
+{
+	struct vm_kvm_prep *p = calloc(1, sizeof(*p));
+	int pp[2];
+
+	assert_non_null(p);
+	assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
+	p->kvm_fd = fds[0] = pp[0];
+	p->vm_fd = fds[1] = pp[1];
+	return (kiln_vm_prepared *)p;
+}
+
+static int is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+/* Prepared KVM parts: taken by the next create whatever it returns (an
+ * early refusal, a kernel that is not there), replaced or dropped by the
+ * setter, freed with the config; kiln_vm_prepare without a usable KVM is
+ * -errno with kvm_open's message and no handle. */
+static void test_prepared_parts_are_taken_once(void **state)
+{
+	kiln_vm_config *c = kiln_vm_config_new();
+	kiln_vm_prepared *p;
+	kiln_vm *vm;
+	char msg[256] = "";
+	int fds[2], again[2], got[3];
+
+	(void)state;
+	p = fake_prepared(fds);
+	assert_int_equal(kiln_vm_prepared_fds(p, got, 1), -ENOSPC);
+	assert_int_equal(kiln_vm_prepared_fds(p, got, 3), 2);
+	assert_int_equal(got[0], fds[0]);
+	assert_int_equal(got[1], fds[1]);
+	/* refused before KVM: taken all the same */
+	kiln_vm_config_set_kernel(c, "/nonexistent");
+	assert_int_equal(kiln_vm_config_set_firewall(c, "{}", 2), 0);
+	assert_int_equal(kiln_vm_config_set_prepared(c, p), 0);
+	assert_int_equal(kiln_vm_create(c, &vm), -EINVAL);
+	assert_false(is_open(fds[0]) || is_open(fds[1]));
+	kiln_vm_config_free(c);
+	/* refused inside vm_create (no kernel file): taken and closed */
+	assert_int_equal(kiln_kick_signal_install(SIGUSR1), 0);
+	c = kiln_vm_config_new();
+	kiln_vm_config_set_kernel(c, "/nonexistent");
+	kiln_vm_config_set_prepared(c, fake_prepared(fds));
+	assert_int_equal(kiln_vm_create(c, &vm), -ENOENT);
+	assert_false(is_open(fds[0]) || is_open(fds[1]));
+	assert_int_equal(kiln_vm_create(c, &vm), -ENOENT); /* nothing stale left to take */
+	/* replaced, dropped, freed with the config */
+	kiln_vm_config_set_prepared(c, fake_prepared(fds));
+	kiln_vm_config_set_prepared(c, fake_prepared(again));
+	assert_false(is_open(fds[0]) || is_open(fds[1]));
+	kiln_vm_config_set_prepared(c, NULL);
+	assert_false(is_open(again[0]) || is_open(again[1]));
+	kiln_vm_config_set_prepared(c, fake_prepared(fds));
+	kiln_vm_config_free(c);
+	assert_false(is_open(fds[0]) || is_open(fds[1]));
+	kiln_vm_prepared_free(NULL);
+	signal(SIGUSR1, SIG_DFL);
+	/* the real call: without KVM (this host's may be missing or kvm-pvm) a message */
+	if (kiln_vm_prepare(&p, msg, sizeof(msg)) < 0) {
+		assert_null(p);
+		assert_non_null(strstr(msg, "/dev/kvm"));
+	} else {
+		assert_int_equal(kiln_vm_prepared_fds(p, got, 2), 2);
+		assert_true(is_open(got[0]) && is_open(got[1]));
+		kiln_vm_prepared_free(p);
+		assert_false(is_open(got[0]) || is_open(got[1]));
+	}
+}
+
 /* Filters are on unless the caller says otherwise; a mode that is none
  * of the three is refused with a message and changes nothing. */
 static void test_seccomp_kill_by_default_and_bad_mode_refused(void **state)
@@ -313,6 +391,7 @@ int main(void)
 		cmocka_unit_test(test_vsock_and_firewall_checked_at_the_setter),
 		cmocka_unit_test(test_create_refuses_a_kick_signal_without_handler),
 		cmocka_unit_test(test_fork_refuses_tap_and_firewall_needs_a_net),
+		cmocka_unit_test(test_prepared_parts_are_taken_once),
 		cmocka_unit_test(test_seccomp_kill_by_default_and_bad_mode_refused),
 		cmocka_unit_test(test_names_and_version),
 		cmocka_unit_test(test_agent_handle_refuses_long_paths_and_bad_exec),

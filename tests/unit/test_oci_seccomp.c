@@ -28,6 +28,7 @@ static long under(const struct agent_seccomp *s, long nr, unsigned long a0)
 	char why[128];
 	int p[2], st;
 	long r = 0;
+	ssize_t n;
 	pid_t pid;
 
 	assert_int_equal(oci_seccomp_compile(s, &f, why, sizeof(why)), 0);
@@ -43,10 +44,16 @@ static long under(const struct agent_seccomp *s, long nr, unsigned long a0)
 		_exit(write(p[1], &v, sizeof(v)) == sizeof(v) ? 0 : 3);
 	}
 	close(p[1]);
-	assert_int_equal(read(p[0], &r, sizeof(r)), sizeof(r));
+	n = read(p[0], &r, sizeof(r));
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	/* The child's end first: it says why nothing was read (2: the filter
+	 * was not installed, 3: the write failed, a signal). */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail_msg("the filtered child ended with %s %d (read %zd)",
+			 WIFEXITED(st) ? "status" : "signal",
+			 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st), n);
+	assert_int_equal(n, sizeof(r));
 	oci_seccomp_free(&f);
 	return r;
 }

@@ -244,18 +244,24 @@ static int setup_memory(struct vm *vm, struct err *e)
 	return vm_set_slots(vm, 0, e);
 }
 
-static int setup_devices(struct vm *vm, struct err *e)
+/* The VM's fixed addresses and in-kernel chips: the same for every VM. */
+static int setup_chips(int vm_fd, struct err *e)
 {
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-	int err = 0;
 
-	if (ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 ||
-	    ioctl(vm->vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &(uint64_t){ IDENTITY_MAP_ADDR }) < 0)
+	if (ioctl(vm_fd, KVM_SET_TSS_ADDR, TSS_ADDR) < 0 ||
+	    ioctl(vm_fd, KVM_SET_IDENTITY_MAP_ADDR, &(uint64_t){ IDENTITY_MAP_ADDR }) < 0)
 		return err_set(e, errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
-	if (ioctl(vm->vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
+	if (ioctl(vm_fd, KVM_CREATE_IRQCHIP, 0) < 0)
 		return err_set(e, errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
-	if (ioctl(vm->vm_fd, KVM_CREATE_PIT2, &pit) < 0)
+	if (ioctl(vm_fd, KVM_CREATE_PIT2, &pit) < 0)
 		return err_set(e, errno, "KVM_CREATE_PIT2: %s", strerror(errno));
+	return 0;
+}
+
+static int setup_devices(struct vm *vm, struct err *e)
+{
+	int err = 0;
 
 	serial_init(&vm->serial, vm->cfg.console_out_fd, serial_irq, vm);
 	vm->kbd = (struct i8042){ .reset = kbd_reset, .ctx = vm };
@@ -449,16 +455,60 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 }
 
 /* KVM's CPUID table: what every vCPU starts from (and a snapshot's host record). */
-static int get_cpuid(struct vm *vm, struct err *e)
+static int get_cpuid(int kvm_fd, struct kvm_cpuid2 **out, struct err *e)
 {
-	vm->cpuid = calloc(1,
-			   sizeof(*vm->cpuid) + CPUID_MAX_ENTRIES * sizeof(vm->cpuid->entries[0]));
-	if (!vm->cpuid)
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + CPUID_MAX_ENTRIES * sizeof(c->entries[0]));
+
+	*out = c;
+	if (!c)
 		return err_set(e, ENOMEM, "out of memory");
-	vm->cpuid->nent = CPUID_MAX_ENTRIES;
-	if (ioctl(vm->kvm_fd, KVM_GET_SUPPORTED_CPUID, vm->cpuid) < 0)
+	c->nent = CPUID_MAX_ENTRIES;
+	if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) < 0)
 		return err_set(e, errno, "KVM_GET_SUPPORTED_CPUID: %s", strerror(errno));
 	return 0;
+}
+
+int vm_kvm_prepare(struct vm_kvm_prep **out, struct err *e)
+{
+	struct vm_kvm_prep *p = calloc(1, sizeof(*p));
+	int err;
+
+	*out = NULL;
+	if (!p)
+		return err_set(e, ENOMEM, "out of memory");
+	p->vm_fd = -1;
+	if ((err = kvm_open(e)) < 0) {
+		free(p);
+		return err;
+	}
+	p->kvm_fd = err;
+	if ((err = get_cpuid(p->kvm_fd, &p->cpuid, e)))
+		goto fail;
+	p->vm_fd = ioctl(p->kvm_fd, KVM_CREATE_VM, 0);
+	if (p->vm_fd < 0) {
+		err = err_set(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
+		goto fail;
+	}
+	fcntl(p->vm_fd, F_SETFD, FD_CLOEXEC);
+	if ((err = setup_chips(p->vm_fd, e)))
+		goto fail;
+	*out = p;
+	return 0;
+fail:
+	vm_kvm_prep_free(p);
+	return err;
+}
+
+void vm_kvm_prep_free(struct vm_kvm_prep *p)
+{
+	if (!p)
+		return;
+	if (p->vm_fd >= 0)
+		close(p->vm_fd);
+	if (p->kvm_fd >= 0)
+		close(p->kvm_fd);
+	free(p->cpuid);
+	free(p);
 }
 
 int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
@@ -472,9 +522,18 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if (!vm)
 		return err_set(e, ENOMEM, "out of memory");
 	vm->cfg = *cfg;
+	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
+	/* Taken whatever happens next: vm_destroy closes what it holds. */
+	if (cfg->prep) {
+		vm->kvm_fd = cfg->prep->kvm_fd;
+		vm->vm_fd = cfg->prep->vm_fd;
+		vm->cpuid = cfg->prep->cpuid;
+		free(cfg->prep);
+		vm->cfg.prep = NULL;
+		vm->prepared = 1;
+	}
 	if (!vm->cfg.kick_signal)
 		vm->cfg.kick_signal = VM_KICK_SIGNAL_DEFAULT;
-	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	vm->src.updir = -1;
 	vm_workingset_init(&vm->workingset);
 	for (int i = 0; i < VM_MAX_DISKS; i++)
@@ -505,9 +564,11 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 			goto fail;
 	}
 
-	if ((err = kvm_open(e)) < 0)
-		goto fail;
-	vm->kvm_fd = err;
+	if (!vm->prepared) {
+		if ((err = kvm_open(e)) < 0)
+			goto fail;
+		vm->kvm_fd = err;
+	}
 	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
 	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
 		err = err_set(e, EINVAL, "--cpus %d: this host's KVM allows at most %d", cfg->cpus,
@@ -515,7 +576,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
-	if ((err = get_cpuid(vm, e)))
+	if (!vm->prepared && (err = get_cpuid(vm->kvm_fd, &vm->cpuid, e)))
 		goto fail;
 	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_kvm_open");
@@ -524,12 +585,16 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		err = err_set(e, errno, "eventfd: %s", strerror(errno));
 		goto fail;
 	}
-	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
-	if (vm->vm_fd < 0) {
-		err = err_set(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
-		goto fail;
+	if (!vm->prepared) {
+		vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
+		if (vm->vm_fd < 0) {
+			err = err_set(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
+			goto fail;
+		}
+		fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
+		if ((err = setup_chips(vm->vm_fd, e)))
+			goto fail;
 	}
-	fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
 	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) ||
 	    (err = setup_virtio(vm, e)))
 		goto fail;

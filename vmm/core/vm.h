@@ -81,7 +81,29 @@ struct vm_config {
 	 */
 	int (*thread_enter)(void *ctx, enum vm_thread_role role);
 	void *thread_ctx;
+	/*
+	 * KVM's parts made ahead (vm_kvm_prepare), or NULL: vm_create takes
+	 * them (the caller's pointer is then stale) instead of opening
+	 * /dev/kvm and making the VM, its irqchip and PIT itself.
+	 */
+	struct vm_kvm_prep *prep;
 };
+
+/*
+ * What of a VM depends on no configuration: /dev/kvm opened and checked,
+ * the supported CPUID, a KVM VM with its TSS and identity-map addresses,
+ * in-kernel irqchip and PIT. The VM is tied to the calling process's
+ * address space: only that process can use it.
+ */
+struct vm_kvm_prep {
+	int kvm_fd, vm_fd;
+	struct kvm_cpuid2 *cpuid;
+};
+
+/* Make them. 0 with *out, or -errno with e (no KVM, kvm-pvm, ...). */
+int vm_kvm_prepare(struct vm_kvm_prep **out, struct err *e);
+/* Close and free what vm_create did not take. NULL is fine. */
+void vm_kvm_prep_free(struct vm_kvm_prep *p);
 
 /* What vm_snapshot wrote. */
 struct vm_snapshot_info {

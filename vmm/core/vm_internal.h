@@ -41,6 +41,7 @@ struct vcpu {
 struct vm {
 	struct vm_config cfg;
 	int kvm_fd, vm_fd;
+	int prepared; /* kvm_fd, vm_fd (its irqchip and PIT) and cpuid came from cfg.prep */
 	struct guest_mem mem;
 	struct io_bus pio, mmio;
 	struct serial serial;

@@ -137,15 +137,21 @@ int main(int argc, char **argv)
 	struct control *ctl;
 	struct err err = { { 0 } };
 	kiln_vm *vm;
+	kiln_vm_prepared *prep = NULL;
 	const char *reason;
 	int status;
 
 	install_crash_report();
-	/* A zygote: the command line comes later, over the socket. */
+	/* A zygote: the command line comes later, over the socket; KVM's
+	 * part of the VM is made while it waits (without a usable KVM, the
+	 * claimed kiln-vmm says so as any other would). */
 	if (argc > 1 && strcmp(argv[1], "--park") == 0) {
-		int r = park_wait(argc, argv, &argc, &argv, &err);
+		int r;
 
+		kiln_vm_prepare(&prep, NULL, 0);
+		r = park_wait(argc, argv, &argc, &argv, &err);
 		if (r) {
+			kiln_vm_prepared_free(prep);
 			if (r < 0)
 				fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 			return r < 0 ? VMM_EXIT_SETUP : VMM_EXIT_OK;
@@ -153,9 +159,11 @@ int main(int argc, char **argv)
 	}
 	status = vmm_opts_parse(argc, argv, &o);
 	if (status != VMM_EXIT_OK) {
+		kiln_vm_prepared_free(prep);
 		vmm_opts_free(&o);
 		return status == VMM_OPTS_DONE ? VMM_EXIT_OK : status;
 	}
+	vmm_opts_prepared(&o, prep);
 	if ((status = vmm_setup(&o, &vm, &ctl, &err)) != VMM_EXIT_OK) {
 		fprintf(stderr, "kiln-vmm: %s\n", err.msg);
 		return status;

@@ -118,6 +118,20 @@ static int make_vm(struct vmm_opts *o, kiln_vm **vm, struct err *e)
 	return r < 0 ? VMM_EXIT_SETUP : VMM_EXIT_OK;
 }
 
+void vmm_opts_prepared(struct vmm_opts *o, kiln_vm_prepared *p)
+{
+	if (!p)
+		return;
+	if (o->jail_dir && getpid() != 1) {
+		kiln_vm_prepared_free(p);
+		return;
+	}
+	o->nprep = kiln_vm_prepared_fds(p, o->prep_fds, 2);
+	if (o->nprep < 0)
+		o->nprep = 0;
+	kiln_vm_config_set_prepared(o->cfg, p);
+}
+
 int vmm_setup(struct vmm_opts *o, kiln_vm **vm, struct control **ctl, struct err *e)
 {
 	int status;
@@ -125,13 +139,19 @@ int vmm_setup(struct vmm_opts *o, kiln_vm **vm, struct control **ctl, struct err
 	*vm = NULL;
 	*ctl = NULL;
 	if (o->jail_dir) {
+		int keep[VMM_KEEP_MAX + 2], n = 0;
+
 		/* Standalone: become pid 1 of a new pid namespace (kilnd starts
 		 * kiln-vmm in one already). Returns in the child only. */
 		if (getpid() != 1 && jailed_fork_pid1(e) < 0) {
 			vmm_opts_free(o);
 			return VMM_EXIT_SETUP;
 		}
-		jailed_close_fds(o->keep, o->nkeep);
+		for (int i = 0; i < o->nkeep; i++)
+			keep[n++] = o->keep[i];
+		for (int i = 0; i < o->nprep; i++)
+			keep[n++] = o->prep_fds[i];
+		jailed_close_fds(keep, n);
 		pid1_signals();
 	}
 	if (o->firewall_path &&

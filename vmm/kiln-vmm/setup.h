@@ -33,6 +33,7 @@ struct vmm_opts {
 	unsigned log_flags;
 	int timeline, json, console, nets, net_rate;
 	int keep[VMM_KEEP_MAX], nkeep; /* descriptors given on the command line (--share fd=N) */
+	int prep_fds[2], nprep;        /* a parked kiln-vmm's prepared KVM VM (vmm_opts_prepared) */
 	struct devspec_state dev;      /* the device options so far */
 	uint64_t uid, gid;
 };
@@ -45,6 +46,14 @@ struct vmm_opts {
 #define VMM_OPTS_DONE (-1)
 int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o);
 void vmm_opts_free(struct vmm_opts *o);
+
+/*
+ * Give o's config the KVM parts a parked kiln-vmm made while it waited
+ * (kiln_vm_prepare; park.h), keeping their descriptors through --jail's
+ * descriptor hygiene. Dropped (freed) when the setup will fork into a pid
+ * namespace: a KVM VM is its maker's process's alone.
+ */
+void vmm_opts_prepared(struct vmm_opts *o, kiln_vm_prepared *p);
 
 /* kiln-vmm --help. */
 extern const char vmm_usage[];
