@@ -23,6 +23,12 @@
  * whose command line holds "kiln-escape-marker". Before the setup it
  * notes what "outside" looks like (the host's / and /proc, a file handle
  * of the canary), since inside it can no longer look.
+ *
+ *   kiln-escape --park FD
+ *
+ * starts it as kilnd's zygotes start kiln-vmm (vmm/kiln-vmm/park.h):
+ * KVM's VM made ahead, then the whole command line above waited for on
+ * FD; so the suite also attacks what a claimed zygote holds.
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -53,6 +59,7 @@
 #include "vmm/control/control_client.h"
 #include "vmm/control/exit_status.h"
 #include "vmm/jail/seccomp_filter.h"
+#include "vmm/kiln-vmm/park.h"
 #include "vmm/kiln-vmm/setup.h"
 
 #include "tests/escape/attempt.h"
@@ -795,11 +802,23 @@ int main(int argc, char **argv)
 	struct control *ctl;
 	struct err e = { { 0 } };
 	kiln_vm *vm;
+	kiln_vm_prepared *prep = NULL;
 	int rest, r, escaped = 0, tried = 0;
 	char done[PATH_MAX];
 
 	if (argc == 2 && !strcmp(argv[1], "--exec-probe"))
 		return EXEC_PROBE_STATUS;
+	/* As kiln-vmm --park does (vmm/kiln-vmm/main.c). */
+	if (argc > 1 && !strcmp(argv[1], "--park")) {
+		kiln_vm_prepare(&prep, NULL, 0);
+		if ((r = park_wait(argc, argv, &argc, &argv, &e))) {
+			kiln_vm_prepared_free(prep);
+			if (r > 0)
+				return 0;
+			fprintf(stderr, "kiln-escape: %s\n", e.msg);
+			return 2;
+		}
+	}
 	if ((r = parse_target(argc, argv, &t, &rest)))
 		return r;
 	if (note_outside(&t) < 0)
@@ -807,9 +826,11 @@ int main(int argc, char **argv)
 	/* kiln-vmm's parser sees argv[0] and what follows "--". */
 	argv[rest] = argv[0];
 	if ((r = vmm_opts_parse(argc - rest, argv + rest, &o)) != VMM_EXIT_OK) {
+		kiln_vm_prepared_free(prep);
 		vmm_opts_free(&o);
 		return r == VMM_OPTS_DONE ? 0 : 2;
 	}
+	vmm_opts_prepared(&o, prep);
 	/* a pod's graft as kiln-runtime makes it: root, outside the jail,
 	 * sends a detached clone over the control socket once it listens */
 	if (t.graft && graft_start(&t, &o, done, sizeof(done)) < 0)
