@@ -868,8 +868,8 @@ static int hand_over(struct kilnd *d, struct http_server *mhd, int fd,
 	/* The new kilnd removes the pools' sandboxes and fills its own, and
 	 * parks its own kiln-vmms. */
 	sandbox_pools_stop(d, false);
-	zygote_pool_free(d->zygotes);
-	d->zygotes = NULL;
+	/* Requests in flight may still look for one: stopped, not freed. */
+	zygote_pool_stop(d->zygotes);
 	http_quiesce(mhd);
 	if (!http_drain(mhd, (int)d->cfg.client_timeout_s * 1000))
 		kilnd_log("requests still in flight after %u s (--client-timeout) are cut; their clients retry",
@@ -983,8 +983,7 @@ static int run(struct kilnd *d)
 	/* No new connections; requests in flight see shutting_down, and the
 	 * ones waiting on a guest end when its VM stops. */
 	sandbox_pools_stop(d, true);
-	zygote_pool_free(d->zygotes);
-	d->zygotes = NULL;
+	zygote_pool_stop(d->zygotes);
 	http_quiesce(mhd);
 	preview_server_quiesce(previews);
 	unlink(d->cfg.socket_path);
@@ -995,7 +994,10 @@ static int run(struct kilnd *d)
 	close(fd);
 	kilnd_log("stopped");
 	/* A thread that still holds a sandbox keeps d alive until exit. */
-	return sandboxes_free(d) ? EXIT_OK : RUN_BUSY;
+	if (!sandboxes_free(d))
+		return RUN_BUSY;
+	zygote_pool_free(d->zygotes);
+	return EXIT_OK;
 }
 
 /*

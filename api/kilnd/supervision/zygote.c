@@ -170,7 +170,7 @@ bool zygote_take(struct zygote_pool *p, struct vmm_zygote *z)
 	if (!p || !p->size)
 		return false;
 	pthread_mutex_lock(&p->mu);
-	while (p->n && !got) {
+	while (p->n && !got && !p->stop) {
 		*z = p->v[--p->n];
 		if (vmm_zygote_alive(z))
 			got = p->claimed = true;
@@ -196,8 +196,11 @@ unsigned zygote_pool_ready(struct zygote_pool *p)
 	return n;
 }
 
-void zygote_pool_free(struct zygote_pool *p)
+void zygote_pool_stop(struct zygote_pool *p)
 {
+	struct vmm_zygote v[ZYGOTES_MAX];
+	unsigned n;
+
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
@@ -206,8 +209,21 @@ void zygote_pool_free(struct zygote_pool *p)
 	pthread_mutex_unlock(&p->mu);
 	if (p->started)
 		pthread_join(p->th, NULL);
-	for (unsigned i = 0; i < p->n; i++)
-		vmm_zygote_end(&p->v[i]);
+	p->started = false;
+	pthread_mutex_lock(&p->mu);
+	n = p->n;
+	memcpy(v, p->v, sizeof(v[0]) * n);
+	p->n = 0;
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < n; i++)
+		vmm_zygote_end(&v[i]);
+}
+
+void zygote_pool_free(struct zygote_pool *p)
+{
+	if (!p)
+		return;
+	zygote_pool_stop(p);
 	pthread_cond_destroy(&p->cv);
 	pthread_mutex_destroy(&p->mu);
 	free(p);

@@ -38,7 +38,10 @@ int zygote_pool_new(unsigned size, const char *keeper, const char *vmm, unsigned
 int zygote_pool_start(struct zygote_pool *p);
 /* One parked zygote into *z, or false (none ready: start kiln-vmm as before). */
 bool zygote_take(struct zygote_pool *p, struct vmm_zygote *z);
-/* Stop the thread, end every zygote, free. NULL is fine. */
+/* Stop the thread and end every parked zygote; zygote_take finds none
+ * from then on, from any thread (the pool stays allocated). NULL is fine. */
+void zygote_pool_stop(struct zygote_pool *p);
+/* Stop it and free it, once no thread can call zygote_take. NULL is fine. */
 void zygote_pool_free(struct zygote_pool *p);
 
 /* How many are parked now (metrics, tests). */
