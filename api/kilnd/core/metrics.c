@@ -105,6 +105,16 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 	counter(f, "kiln_forks_total", "Sandboxes forked from a checkpoint.", m->forks);
 	counter(f, "kiln_pool_creates_total",
 		"Creates served by a warm pool's ready sandbox (kilnd --pool).", m->pool_creates);
+	counter(f, "kiln_zygote_claims_total",
+		"kiln-vmm starts (boots, wakes, forks) that claimed a parked zygote (kilnd --zygotes).",
+		m->zygote_claims);
+	counter(f, "kiln_zygote_misses_total",
+		"kiln-vmm starts that found no parked zygote, or whose claim failed, and started kiln-vmm themselves.",
+		m->zygote_misses);
+	fprintf(f,
+		"# HELP kiln_zygotes_parked Zygotes parked and ready to be claimed.\n"
+		"# TYPE kiln_zygotes_parked gauge\nkiln_zygotes_parked %u\n",
+		m->zygotes_parked);
 	counter(f, "kiln_hibernations_total", "Sandboxes hibernated (on request or idle).",
 		m->hibernations);
 	counter(f, "kiln_idle_hibernations_total", "Hibernations by the idle timeout.",

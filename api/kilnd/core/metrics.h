@@ -30,6 +30,10 @@ struct kiln_metrics {
 	uint64_t pauses, resumes, checkpoints, checkpoint_failures, restores, forks;
 	uint64_t hibernations, idle_hibernations, wakes, wake_cold_boots;
 	uint64_t pool_creates; /* creates a warm pool's sandbox served */
+	/* kiln-vmm starts that claimed a parked zygote, and those that found
+	 * none (or whose claim failed); the parked count is read at each scrape */
+	uint64_t zygote_claims, zygote_misses;
+	unsigned zygotes_parked;
 	/* firewall: rule sets replaced (PUT .../firewall); the rest is read
 	 * from the running VMMs at each scrape (handle_metrics), so gauges */
 	uint64_t firewall_updates;

@@ -369,6 +369,14 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		r = vmm_spawn(&req, &proc, &id, e);
 	}
 	t_spawned = mono_ms_f();
+	if (d->cfg.zygotes) {
+		pthread_mutex_lock(&d->metrics_mu);
+		if (ph->zygote)
+			d->metrics.zygote_claims++;
+		else
+			d->metrics.zygote_misses++;
+		pthread_mutex_unlock(&d->metrics_mu);
+	}
 	sandbox_shares_close(shares, nshares); /* kiln-vmm has its own now */
 	if (req.cgroup_fd >= 0)
 		close(req.cgroup_fd);
