@@ -149,7 +149,7 @@ $(BUILD)/obj/%.o: %.c $(HOST_FLAGS_STAMP)
 # kiln-vmm is a thin user of libkiln's public API (include/kiln/): it
 # links libkiln's objects as built for the other programs (build/obj/,
 # not -fPIC), as an archive so only what it calls comes in.
-KILN_VMM_SRCS := $(wildcard vmm/kiln-vmm/*.c) vmm/control/control_proto.c
+KILN_VMM_SRCS := $(wildcard vmm/kiln-vmm/*.c) vmm/control/control_proto.c vmm/control/park_proto.c
 LIBKILN_OBJS := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard libkiln/*.c) $(AGENT_CLIENT_SRCS)) $(VMM_LIB_OBJS)
 # The Debian packages libkiln links, by their pkg-config names: the link
 # lines of libkiln.so and kiln-vmm and kiln.pc's Requires.private (so that
@@ -274,7 +274,7 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c lib/cgroup/*.c) vmm/control/control_proto.c vmm/control/control_client.c $(SNAPSHOT_FORMAT_SRCS)
+	$(wildcard lib/netrules/*.c lib/egress/*.c lib/digest/*.c lib/cgroup/*.c) vmm/control/control_proto.c vmm/control/control_client.c vmm/control/park_proto.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
 # (include/kiln/agent.h) only, never api/agent-client itself: it links the
 # static archive, from which the linker takes only the agent's objects and

@@ -241,6 +241,8 @@ int kiln_vm_prepare(kiln_vm_prepared **out, char *msg, size_t cap)
 
 int kiln_vm_config_set_prepared(kiln_vm_config *cfg, kiln_vm_prepared *p)
 {
+	if (cfg->c.prep == (struct vm_kvm_prep *)p)
+		return 0;
 	vm_kvm_prep_free(cfg->c.prep);
 	cfg->c.prep = (struct vm_kvm_prep *)p;
 	return 0;

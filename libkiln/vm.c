@@ -164,6 +164,7 @@ int kiln_vm_fork(kiln_vm_config *cfg, const char *snapshot_dir, const char *fork
 			snprintf(cfg->err, sizeof(cfg->err),
 				 "fork: network %d is TAP '%s', which one VM holds: give the fork a config with its own",
 				 i, c.net[i].tap);
+			kiln_vm_config_set_prepared(cfg, NULL); /* taken whatever happens */
 			return -EBUSY;
 		}
 	}
@@ -187,6 +188,8 @@ int kiln_vm_fork(kiln_vm_config *cfg, const char *snapshot_dir, const char *fork
 out:
 	if (r == -ENOMEM && !cfg->err[0])
 		snprintf(cfg->err, sizeof(cfg->err), "out of memory");
+	if (r == -ENOMEM)
+		kiln_vm_config_set_prepared(cfg, NULL); /* make() never ran: taken here */
 	strs_free(&paths);
 	return r;
 }

@@ -1,6 +1,7 @@
 /*
- * fuzz_park: kiln-vmm --park's command line (vmm/kiln-vmm/park.c), the
- * one message a zygote reads before it becomes a sandbox's kiln-vmm.
+ * fuzz_park: kiln-vmm --park's command line (vmm/control/park_proto.c),
+ * the one message a zygote reads before it becomes a sandbox's kiln-vmm,
+ * split, then packed again as kilnd packs it.
  *
  * Input: the message's bytes.
  * Invariants: accepted only when it ends with a NUL, is 1 .. PARK_MSG_MAX
@@ -9,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "vmm/kiln-vmm/park.h"
+#include "vmm/control/park_proto.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -36,6 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		at += strlen(argv[i]) + 1;
 	}
 	FUZZ_ASSERT(at == size);
+	/* kilnd's packing of the same arguments gives the same bytes */
+	{
+		char *packed;
+		size_t len;
+
+		FUZZ_ASSERT(park_msg_pack(argv, &packed, &len, &e) == 0);
+		FUZZ_ASSERT(len == size && memcmp(packed, data, size) == 0);
+		free(packed);
+	}
 	free(buf);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -160,10 +161,117 @@ static void test_wait_end_and_refusals(void **state)
 	park_args(0, num, argv);
 	assert_int_equal(park_wait(3, argv, &argc, &out, &e), -EINVAL);
 	park_args(STDERR_FILENO + 1000, num, argv);
-	assert_true(park_wait(3, argv, &argc, &out, &e) < 0);
+	assert_int_equal(park_wait(3, argv, &argc, &out, &e), -EBADF);
 	argv[2] = "x";
 	assert_int_equal(park_wait(3, argv, &argc, &out, &e), -EINVAL);
 	assert_int_equal(park_wait(2, argv, &argc, &out, &e), -EINVAL);
+}
+
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1; /* the directory's own */
+}
+
+/* More descriptors than PARK_FDS_MAX: refused (MSG_CTRUNC), none kept. */
+static void test_wait_refuses_too_many_descriptors(void **state)
+{
+	char num[16], *argv[4], **out = NULL;
+	int sp[2], p[2], fds[PARK_FDS_MAX + 1], argc = 0, before, after;
+	static const char line[] = "kiln-vmm\0";
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int) * (PARK_FDS_MAX + 1))];
+	} c;
+	struct iovec iov = { .iov_base = (void *)line, .iov_len = sizeof(line) - 1 };
+	struct msghdr m = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.b, .msg_controllen = sizeof(c.b)
+	};
+	struct err e;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	for (int i = 0; i <= PARK_FDS_MAX; i++)
+		fds[i] = p[0];
+	c.h.cmsg_level = SOL_SOCKET;
+	c.h.cmsg_type = SCM_RIGHTS;
+	c.h.cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(&c.h), fds, sizeof(fds));
+	assert_int_equal(sendmsg(sp[0], &m, 0), (ssize_t)sizeof(line) - 1);
+	before = open_fds();
+	park_args(sp[1], num, argv);
+	assert_int_equal(park_wait(3, argv, &argc, &out, &e), -EMSGSIZE);
+	after = open_fds();
+	assert_int_equal(after, before - 1); /* its socket, and no received descriptor kept */
+	close(sp[0]);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* A number the descriptors go to that is open already: refused. */
+static void test_wait_refuses_a_taken_number(void **state)
+{
+	static const char line[] = "kiln-vmm\0";
+	char num[16], *argv[4], **out = NULL;
+	int sp[2], p[2], argc = 0;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	assert_int_equal(dup2(p[1], PARK_FD_BASE), PARK_FD_BASE);
+	send_msg(sp[0], line, sizeof(line) - 1, &p[0], 1);
+	park_args(sp[1], num, argv);
+	assert_int_equal(park_wait(3, argv, &argc, &out, &e), -EEXIST);
+	assert_non_null(strstr(e.msg, "descriptor 100 is open already"));
+	close(PARK_FD_BASE);
+	close(sp[0]);
+	close(p[0]);
+	close(p[1]);
+}
+
+/* kilnd's side: what it would send is what kiln-vmm takes. */
+static void test_pack(void **state)
+{
+	char *argv[PARK_ARGS_MAX + 2], *msg, *back[PARK_ARGS_MAX + 1], *big;
+	size_t len;
+	struct err e;
+	int argc;
+
+	(void)state;
+	argv[0] = "kiln-vmm";
+	argv[1] = "";
+	argv[2] = "--mem";
+	argv[3] = NULL;
+	assert_int_equal(park_msg_pack(argv, &msg, &len, &e), 0);
+	assert_int_equal(len, sizeof("kiln-vmm\0\0--mem"));
+	assert_int_equal(park_msg_split(msg, len, back, &argc, &e), 0);
+	assert_int_equal(argc, 3);
+	assert_string_equal(back[2], "--mem");
+	free(msg);
+	for (int i = 0; i <= PARK_ARGS_MAX; i++)
+		argv[i] = "x";
+	argv[PARK_ARGS_MAX + 1] = NULL;
+	assert_int_equal(park_msg_pack(argv, &msg, &len, &e), -E2BIG);
+	assert_null(msg);
+	big = malloc(PARK_MSG_MAX + 1);
+	assert_non_null(big);
+	memset(big, 'a', PARK_MSG_MAX);
+	big[PARK_MSG_MAX] = '\0';
+	argv[0] = big;
+	argv[1] = NULL;
+	assert_int_equal(park_msg_pack(argv, &msg, &len, &e), -E2BIG);
+	argv[0] = NULL;
+	assert_int_equal(park_msg_pack(argv, &msg, &len, &e), -E2BIG);
+	free(big);
 }
 
 int main(void)
@@ -173,6 +281,9 @@ int main(void)
 		cmocka_unit_test(test_split_hostile),
 		cmocka_unit_test(test_wait_places_descriptors),
 		cmocka_unit_test(test_wait_end_and_refusals),
+		cmocka_unit_test(test_wait_refuses_too_many_descriptors),
+		cmocka_unit_test(test_wait_refuses_a_taken_number),
+		cmocka_unit_test(test_pack),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -519,8 +519,10 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 
 	*out = NULL;
 	vm = calloc(1, sizeof(*vm));
-	if (!vm)
+	if (!vm) {
+		vm_kvm_prep_free(cfg->prep); /* taken whatever happens */
 		return err_set(e, ENOMEM, "out of memory");
+	}
 	vm->cfg = *cfg;
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	/* Taken whatever happens next: vm_destroy closes what it holds. */

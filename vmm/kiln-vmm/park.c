@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,28 +14,12 @@
 
 #include "lib/base/num_parse.h"
 
-int park_msg_split(char *buf, size_t len, char **argv, int *argc, struct err *e)
+static bool is_one_of(int fd, const int *fds, int n)
 {
-	size_t off = 0;
-	int n = 0;
-
-	*argc = 0;
-	if (len == 0 || len > PARK_MSG_MAX)
-		return err_set(e, EINVAL, "--park: a command line of %zu bytes (1 .. %d)", len,
-			       PARK_MSG_MAX);
-	if (buf[len - 1] != '\0')
-		return err_set(e, EINVAL, "--park: the command line does not end with a NUL");
-	while (off < len) {
-		size_t k = strlen(buf + off);
-
-		if (n == PARK_ARGS_MAX)
-			return err_set(e, EINVAL, "--park: more than %d arguments", PARK_ARGS_MAX);
-		argv[n++] = buf + off;
-		off += k + 1;
-	}
-	argv[n] = NULL;
-	*argc = n;
-	return 0;
+	for (int i = 0; i < n; i++)
+		if (fds[i] == fd)
+			return true;
+	return false;
 }
 
 /* Descriptor i of the message becomes PARK_FD_BASE + i. Moved above the
@@ -43,8 +28,17 @@ static int place_fds(int *fds, int n, struct err *e)
 {
 	int r = 0;
 
+	/* A number taken by anything but the message's own descriptors (one
+	 * inherited from whoever started kiln-vmm) would be replaced: refused,
+	 * not swapped silently. */
+	for (int i = 0; i < n && r == 0; i++)
+		if (fcntl(PARK_FD_BASE + i, F_GETFD) >= 0 && !is_one_of(PARK_FD_BASE + i, fds, n))
+			r = err_set(e, EEXIST,
+				    "--park: descriptor %d is open already; the message's descriptors go to %d .. %d: start kiln-vmm --park without it",
+				    PARK_FD_BASE + i, PARK_FD_BASE,
+				    PARK_FD_BASE + PARK_FDS_MAX - 1);
 	for (int i = 0; i < n; i++) {
-		int high = fcntl(fds[i], F_DUPFD_CLOEXEC, PARK_FD_BASE + PARK_FDS_MAX);
+		int high = r ? -1 : fcntl(fds[i], F_DUPFD_CLOEXEC, PARK_FD_BASE + PARK_FDS_MAX);
 
 		if (high < 0 && r == 0)
 			r = err_set(e, errno, "--park: descriptor %d: %s", i, strerror(errno));

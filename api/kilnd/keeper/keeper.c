@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,6 +34,7 @@ struct keeper_args {
 	uint64_t grace_s;
 	int ready_fd, cgroup_fd;
 	bool pidns, park;
+	bool parked_nice; /* --park-nice: parked at nice 19, given 0 back at the claim */
 	int keep[KEEPER_MAX_KEEP];
 	size_t nkeep;
 	char **argv; /* kiln-vmm's */
@@ -78,6 +80,10 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 			a->park = true;
 			continue;
 		}
+		if (strcmp(o, "--park-nice") == 0) {
+			a->parked_nice = true;
+			continue;
+		}
 		if (!v)
 			return -1;
 		i++;
@@ -94,7 +100,7 @@ static int parse_args(int argc, char **argv, struct keeper_args *a)
 	}
 	/* --park: the directory comes with the claim, never beside it. */
 	if (i >= argc - 1 || a->ready_fd < 0 || (a->park ? a->dir != NULL : !a->dir) ||
-	    (a->dir && a->dir[0] != '/'))
+	    (a->dir && a->dir[0] != '/') || (a->parked_nice && !a->park))
 		return -1;
 	a->argv = argv + i + 1;
 	return 0;
@@ -396,11 +402,11 @@ static int run(struct keeper *k)
 
 /* The claim: its message and the directory's descriptor. 0, 1 at the
  * socket's end, or -errno. */
-static int claim_receive(struct keeper *k, int *dirfd)
+static int claim_receive(struct keeper *k, int *dirfd, int *cgfd)
 {
 	union {
 		struct cmsghdr h;
-		char b[CMSG_SPACE(sizeof(int))];
+		char b[CMSG_SPACE(2 * sizeof(int))];
 	} c;
 	char msg[PATH_MAX + 16];
 	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
@@ -411,16 +417,20 @@ static int claim_receive(struct keeper *k, int *dirfd)
 	struct stat a, b;
 	ssize_t n;
 
-	*dirfd = -1;
+	*dirfd = *cgfd = -1;
 	do
 		n = recvmsg(k->a.ready_fd, &m, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
+	/* The directory's descriptor, then (optional) the cgroup.procs one. */
 	h = CMSG_FIRSTHDR(&m);
 	if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
-	    h->cmsg_len == CMSG_LEN(sizeof(int)))
+	    (h->cmsg_len == CMSG_LEN(sizeof(int)) || h->cmsg_len == CMSG_LEN(2 * sizeof(int)))) {
 		memcpy(dirfd, CMSG_DATA(h), sizeof(int));
+		if (h->cmsg_len == CMSG_LEN(2 * sizeof(int)))
+			memcpy(cgfd, CMSG_DATA(h) + sizeof(int), sizeof(int));
+	}
 	if (n == 0 && *dirfd < 0)
 		return 1;
 	/* The path is what keeper.sock is bound under: it must be the
@@ -431,10 +441,34 @@ static int claim_receive(struct keeper *k, int *dirfd)
 	    a.st_dev != b.st_dev || a.st_ino != b.st_ino) {
 		if (*dirfd >= 0)
 			close(*dirfd);
-		*dirfd = -1;
+		if (*cgfd >= 0)
+			close(*cgfd);
+		*dirfd = *cgfd = -1;
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * The claimed VMM made the sandbox's: into its cgroup (cgfd, -1: none)
+ * and back to the default priority it was parked without, itself and
+ * the keeper. Done here, by the parent that has not reaped it, so the pid
+ * is still the VMM's. 0 or -errno.
+ */
+static int claim_vmm(struct keeper *k, int cgfd)
+{
+	char pid[24];
+	int n = snprintf(pid, sizeof(pid), "%d", k->id.pid), r = 0;
+
+	if (cgfd >= 0 && write(cgfd, pid, (size_t)n) != n)
+		r = -errno;
+	if (cgfd >= 0)
+		close(cgfd);
+	if (r == 0 && k->a.parked_nice &&
+	    (setpriority(PRIO_PROCESS, (id_t)k->id.pid, 0) < 0 ||
+	     setpriority(PRIO_PROCESS, 0, 0) < 0))
+		r = -errno;
+	return r;
 }
 
 /*
@@ -447,7 +481,7 @@ static int claim_receive(struct keeper *k, int *dirfd)
 static int park(struct keeper *k)
 {
 	char hello[KEEPER_LINE_MAX];
-	int n = keeper_hello_format(hello, sizeof(hello), &k->id), r;
+	int n = keeper_hello_format(hello, sizeof(hello), &k->id), r, cgfd;
 
 	if (n < 0 || fd_io_send_all(k->a.ready_fd, hello, (size_t)n) < 0)
 		goto gone;
@@ -464,14 +498,14 @@ static int park(struct keeper *k)
 			goto gone; /* the parked VMM ended: kilnd sees the socket close */
 		if (!p[0].revents)
 			continue;
-		r = claim_receive(k, &k->dirfd);
-		if (r == 0) {
+		r = claim_receive(k, &k->dirfd, &cgfd);
+		if (r == 0 && (r = claim_vmm(k, cgfd)) == 0) {
 			k->a.dir = k->claimed_dir;
 			return 0;
 		}
 		if (r > 0)
 			goto gone; /* kilnd closed it: the zygote is not wanted */
-		ready_say(k, "err %d claim\n", -r);
+		ready_say(k, "err %d %s\n", -r, k->dirfd < 0 ? "claim" : "the cgroup or priority");
 		goto gone;
 	}
 gone:
@@ -507,6 +541,14 @@ int keeper_main(int argc, char **argv)
 	sigaction(SIGPIPE, &ign, NULL);
 	k.umask_vmm = umask(077);
 	if (k.a.park) {
+		/* Parked, the keeper and kiln-vmm (which inherits it) take the
+		 * CPU only when nothing else wants it: a refill started just after
+		 * a claim must not slow the claimed VMM's restore. */
+		if (k.a.parked_nice && setpriority(PRIO_PROCESS, 0, 19) < 0) {
+			e = errno;
+			step = "nice 19";
+			goto fail;
+		}
 		/* kiln-vmm first, the sandbox's files once it is claimed. */
 		if ((e = spawn_vmm(&k, &step)))
 			goto fail;

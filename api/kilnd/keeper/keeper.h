@@ -19,11 +19,18 @@
  *                    ready descriptor is then a SOCK_SEQPACKET socket on
  *                    which the keeper sends the hello (keeper_proto.h)
  *                    and waits for one claim naming the sandbox's
- *                    directory, with its descriptor. Claimed, it goes on
- *                    as with --dir (logs, keeper.sock, "ok\n"); the
+ *                    directory, with its descriptor and, optionally, the
+ *                    sandbox cgroup's cgroup.procs. Claimed, the keeper
+ *                    (the VMM's parent, which has not reaped it: the pid
+ *                    is the VMM's) writes the VMM's pid into that cgroup,
+ *                    gives both back nice 0 under --park-nice, and goes on
+ *                    as with --dir (logs, keeper.sock, "ok\n"); kilnd
+ *                    sends kiln-vmm its command line only then. The
  *                    socket's end, a bad claim or the VMM's end first
  *                    kill and reap the VMM, and the keeper exits 0 having
  *                    written nothing anywhere
+ *   --park-nice      parked at nice 19, the keeper and its VMM (root only:
+ *                    only root can give nice 0 back)
  *   -- ARGV...       kiln-vmm's argv (ARGV[0] its path)
  *
  * Contract:

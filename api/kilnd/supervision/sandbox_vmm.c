@@ -16,6 +16,7 @@
 #include "api/kilnd/supervision/vmm_argv.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "api/kilnd/supervision/zygote.h"
+#include "vmm/control/park_proto.h"
 #include "vmm/control/exit_status.h"
 
 /* Wait (reg.mu held) until the VMM is gone or ms passed (< 0: no limit). */
@@ -345,10 +346,12 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	sb->refs++; /* the monitor's, dropped in on_vmm_exit */
 	kilnd_unlock(d);
 	/* A zygote's command line names the shares as it receives them. */
+	_Static_assert(SPEC_MAX_SHARES <= PARK_FDS_MAX, "a zygote receives every share");
 	ph->zygote = zygote_take(d->zygotes, &z);
 	for (size_t i = 0; ph->zygote && i < nshares; i++)
-		znums[i] = ZYGOTE_FD_BASE + (int)i;
-	l.share_fds = znums;
+		znums[i] = PARK_FD_BASE + (int)i;
+	if (ph->zygote)
+		l.share_fds = znums;
 	if (ph->zygote && vmm_argv_build(&l, &zargv, &ze)) {
 		vmm_zygote_end(&z);
 		ph->zygote = false;

@@ -2,12 +2,12 @@
 #include "api/kilnd/supervision/supervise.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/proc_stat.h"
+#include "vmm/control/park_proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -307,6 +307,8 @@ static int keeper_argv_build(const struct vmm_spawn_req *req, int ready_fd, stru
 	}
 	if (req->new_pid_ns)
 		k->v[i++] = "--pidns";
+	if (req->park_nice)
+		k->v[i++] = "--park-nice";
 	for (size_t j = 0; j < req->nkeep; j++) {
 		snprintf(k->nums[num], sizeof(k->nums[num]), "%d", req->keep_fds[j]);
 		k->v[i++] = "--keep";
@@ -592,7 +594,7 @@ int vmm_signal(struct vmm_proc *p, int sig)
 
 /* ---- zygotes ---- */
 
-int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns,
+int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns, bool nice,
 	     struct vmm_zygote *z, struct api_err *e)
 {
 	char num[16];
@@ -605,7 +607,8 @@ int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid
 				     .keep_fds = &pk[1],
 				     .nkeep = 1,
 				     .cgroup_fd = -1,
-				     .park = true };
+				     .park = true,
+				     .park_nice = nice };
 	int r;
 
 	*z = (struct vmm_zygote){ .ready = -1, .park = -1 };
@@ -646,10 +649,21 @@ void vmm_zygote_end(struct vmm_zygote *z)
 		close(z->park);
 	if (z->ready >= 0)
 		close(z->ready);
-	/* The keeper kills and reaps its VMM when the socket ends. */
-	if (z->keeper > 0)
-		while (waitpid(z->keeper, NULL, 0) < 0 && errno == EINTR)
-			;
+	/* A parked keeper kills and reaps its VMM when the socket ends; one
+	 * already claimed waits for its VMM, killed above. Either has
+	 * KEEPER_KILL_WAIT_S; then it is killed (its pid is ours, unreaped). */
+	if (z->keeper > 0) {
+		int64_t until = mono_ms() + KEEPER_KILL_WAIT_S * 1000;
+		pid_t r;
+
+		while ((r = waitpid(z->keeper, NULL, WNOHANG)) == 0 && mono_ms() < until)
+			usleep(10000);
+		if (r == 0) {
+			kill(z->keeper, SIGKILL);
+			while (waitpid(z->keeper, NULL, 0) < 0 && errno == EINTR)
+				;
+		}
+	}
 	*z = (struct vmm_zygote){ .ready = -1, .park = -1 };
 }
 
@@ -681,78 +695,69 @@ static int send_with_fds(int sock, const void *buf, size_t len, const int *fds, 
 	return r < 0 ? -errno : (size_t)r == len ? 0 : -EIO;
 }
 
-/* kiln-vmm's command line as --park reads it: NUL-ended arguments. */
-static char *argv_packed(char *const *argv, size_t *len)
+/* The keeper's answer to a claim: 0 on "ok", or -1 with e saying why not. */
+static int claim_answer(struct vmm_zygote *z, struct api_err *e)
 {
-	size_t n = 0;
-	char *buf, *at;
-
-	for (size_t i = 0; argv[i]; i++)
-		n += strlen(argv[i]) + 1;
-	buf = at = malloc(n ? n : 1);
-	if (!buf)
-		return NULL;
-	for (size_t i = 0; argv[i]; i++) {
-		size_t k = strlen(argv[i]) + 1;
-
-		memcpy(at, argv[i], k);
-		at += k;
-	}
-	*len = n;
-	return buf;
-}
-
-/* The claim's steps up to the keeper's "ok". 0, or -1 with e. */
-static int claim_send(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct api_err *e)
-{
-	char line[PATH_MAX + 16], pid[24], said[KEEPER_LINE_MAX];
 	struct timeval tv = { .tv_sec = VMM_KEEPER_HELLO_MS / 1000 };
-	size_t len = 0;
-	char *packed;
-	int n, r, dirfd;
+	char said[KEEPER_LINE_MAX], step[64] = "?";
 	ssize_t got;
+	int code = 0;
 
-	/* A zygote parked at SCHED_IDLE (zygote.c) runs as any VMM from here:
-	 * its only thread, and its keeper's. */
-	if (sched_getscheduler(z->id.pid) == SCHED_IDLE &&
-	    (sched_setscheduler(z->id.pid, SCHED_OTHER, &(struct sched_param){ 0 }) < 0 ||
-	     sched_setscheduler(z->keeper, SCHED_OTHER, &(struct sched_param){ 0 }) < 0)) {
-		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's scheduling policy: %s",
-			    strerror(errno));
-		return -1;
-	}
-	/* Into the sandbox's cgroup before it allocates anything of the sandbox's. */
-	n = snprintf(pid, sizeof(pid), "%d", z->id.pid);
-	if (req->cgroup_fd >= 0 && write(req->cgroup_fd, pid, (size_t)n) != n) {
-		api_err_set(e, API_E_SPAWN_FAILED, "a zygote into the sandbox's cgroup: %s",
-			    strerror(errno));
-		return -1;
-	}
-	packed = argv_packed(req->argv, &len);
-	r = packed ? send_with_fds(z->park, packed, len, req->keep_fds, req->nkeep) : -ENOMEM;
-	free(packed);
-	if (r) {
-		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's command line: %s", strerror(-r));
-		return -1;
-	}
-	n = keeper_claim_format(line, sizeof(line), req->dir);
-	dirfd = n < 0 ? -1 : open(req->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = dirfd < 0 ? -EINVAL : send_with_fds(z->ready, line, (size_t)n, &dirfd, 1);
-	if (dirfd >= 0)
-		close(dirfd);
-	if (r) {
-		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's claim of %s: %s", req->dir,
-			    strerror(-r));
-		return -1;
-	}
 	setsockopt(z->ready, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	do
 		got = recv(z->ready, said, sizeof(said) - 1, 0);
 	while (got < 0 && errno == EINTR);
 	said[got > 0 ? got : 0] = '\0';
-	if (strcmp(said, "ok\n") != 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's keeper refused the claim: %s",
-			    got > 0 ? said : "it ended");
+	if (strcmp(said, "ok\n") == 0)
+		return 0;
+	if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "a zygote's keeper did not answer its claim within %d s",
+			    VMM_KEEPER_HELLO_MS / 1000);
+	else if (sscanf(said, "err %d %63[^\n]", &code, step) == 2 && code > 0)
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's keeper refused its claim (%s): %s",
+			    step, strerror(code));
+	else
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's keeper ended before its claim");
+	return -1;
+}
+
+/* The claim: the keeper first (cgroup, priority, logs), then kiln-vmm's
+ * command line. 0, or -1 with e. */
+static int claim_send(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct api_err *e)
+{
+	char line[PATH_MAX + 16];
+	int n, r, fds[2] = { -1, req->cgroup_fd };
+	size_t len = 0;
+	struct err pe;
+	char *packed;
+
+	n = keeper_claim_format(line, sizeof(line), req->dir);
+	fds[0] = n < 0 ? -1 : open(req->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	r = fds[0] < 0 ? -EINVAL
+		       : send_with_fds(z->ready, line, (size_t)n, fds, req->cgroup_fd >= 0 ? 2 : 1);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (r) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's claim of %s: %s", req->dir,
+			    strerror(-r));
+		return -1;
+	}
+	if (claim_answer(z, e))
+		return -1;
+	if (req->nkeep > PARK_FDS_MAX) {
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "a zygote's command line: more than %d descriptors", PARK_FDS_MAX);
+		return -1;
+	}
+	if (park_msg_pack(req->argv, &packed, &len, &pe)) {
+		api_err_set(e, API_E_SPAWN_FAILED, "%s", pe.msg);
+		return -1;
+	}
+	r = send_with_fds(z->park, packed, len, req->keep_fds, req->nkeep);
+	free(packed);
+	if (r) {
+		api_err_set(e, API_E_SPAWN_FAILED, "a zygote's command line: %s", strerror(-r));
 		return -1;
 	}
 	return 0;

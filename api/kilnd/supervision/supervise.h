@@ -71,7 +71,8 @@ struct vmm_spawn_req {
 	/* The cgroup.procs of the VMM's cgroup (supervision/cgroup.h), written
 	 * by the VMM's child before exec; -1: none. The caller keeps and closes it. */
 	int cgroup_fd;
-	bool park; /* set by vmm_park only: a zygote's keeper (keeper.h, --park) */
+	bool park;      /* set by vmm_park only: a zygote's keeper (keeper.h, --park) */
+	bool park_nice; /* and parked at nice 19 (--park-nice) */
 };
 
 struct vmm_proc;
@@ -133,18 +134,18 @@ struct vmm_zygote {
 };
 
 /* Start one: 0 with *z once the keeper said its kiln-vmm waits, or -1 with e. */
-int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns,
+int vmm_park(const char *keeper, const char *vmm, unsigned grace_s, bool new_pid_ns, bool nice,
 	     struct vmm_zygote *z, struct api_err *e);
 
 /*
- * Make z the VMM req describes: into req->cgroup_fd's cgroup, req->argv
- * (argv[0] as kiln-vmm sees it, its --share fd=N numbered from
- * ZYGOTE_FD_BASE in the order of req->keep_fds, which it is sent with),
- * then its keeper into req->dir. As vmm_spawn after that. z is consumed:
+ * Make z the VMM req describes: its keeper claimed for req->dir (which
+ * also moves the VMM into req->cgroup_fd's cgroup and gives it back its
+ * priority), then kiln-vmm sent req->argv (argv[0] as kiln-vmm sees it,
+ * its --share fd=N numbered from PARK_FD_BASE in the order of
+ * req->keep_fds, which it is sent with). As vmm_spawn after that. z is consumed:
  * on -1 (with e) its keeper and VMM have ended and been reaped, and the
  * caller may vmm_spawn the same request instead.
  */
-#define ZYGOTE_FD_BASE 100 /* vmm/kiln-vmm/park.h's PARK_FD_BASE */
 int vmm_claim(struct vmm_zygote *z, const struct vmm_spawn_req *req, struct vmm_proc **proc,
 	      struct keeper_vmm_id *id, struct api_err *e);
 

@@ -3,8 +3,8 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +22,7 @@ struct zygote_pool {
 	const char *keeper, *vmm;
 	unsigned grace_s;
 	bool pidns, stop, started;
-	bool idle;    /* refills at SCHED_IDLE (kilnd is root) */
+	bool nice;    /* parked at nice 19 (kilnd is root: only root can give 0 back) */
 	bool claimed; /* one was taken since the thread last looked: the backoff starts over */
 	pthread_t th;
 };
@@ -46,7 +46,7 @@ int zygote_pool_new(unsigned size, const char *keeper, const char *vmm, unsigned
 	p->vmm = vmm;
 	p->grace_s = grace_s;
 	p->pidns = new_pid_ns;
-	p->idle = geteuid() == 0;
+	p->nice = geteuid() == 0;
 	*out = p;
 	return 0;
 }
@@ -80,69 +80,75 @@ static void wait_ms_locked(struct zygote_pool *p, int64_t ms)
 	pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 }
 
+/* The fill thread's retry state: a start that failed, or a zygote that
+ * died parked, waits a doubling backoff, said once until one is claimed. */
+struct refill {
+	int64_t retry_at, backoff;
+	bool said;
+};
+
+static void refill_failed(struct refill *f, const char *what)
+{
+	if (!f->said)
+		kilnd_log("zygotes: %s; sandboxes start kiln-vmm themselves until one is ready (retrying with a backoff)",
+			  what);
+	f->said = true;
+	f->retry_at = mono_ms() + f->backoff;
+	f->backoff = f->backoff * 2 > ZYGOTE_BACKOFF_MAX_MS ? ZYGOTE_BACKOFF_MAX_MS
+							    : f->backoff * 2;
+}
+
+/* End the dead ones (mu dropped meanwhile). true when there were any. */
+static bool reap_dead_locked(struct zygote_pool *p)
+{
+	struct vmm_zygote dead[ZYGOTES_MAX];
+	unsigned nd = take_dead_locked(p, dead);
+
+	if (!nd)
+		return false;
+	pthread_mutex_unlock(&p->mu);
+	for (unsigned i = 0; i < nd; i++)
+		vmm_zygote_end(&dead[i]);
+	pthread_mutex_lock(&p->mu);
+	return true;
+}
+
 static void *fill(void *arg)
 {
 	struct zygote_pool *p = arg;
-	struct vmm_zygote dead[ZYGOTES_MAX], z;
-	int64_t retry_at = 0, backoff = BACKOFF_FIRST_MS;
+	struct refill f = { .backoff = BACKOFF_FIRST_MS };
+	struct vmm_zygote z;
 	struct api_err e;
-	unsigned nd;
-	bool said = false;
+	char what[sizeof(e.msg) + 32];
+	int r;
 
-	/* Refills run when nothing else wants the CPU: a zygote started just
-	 * after a claim must not slow the claimed kiln-vmm's restore. Its
-	 * keeper and kiln-vmm inherit the policy until their claim
-	 * (vmm_claim gives them SCHED_OTHER back: root only, so only then). */
-	if (p->idle)
-		sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 });
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
 		if (p->claimed) {
 			p->claimed = false;
-			said = false;
-			backoff = BACKOFF_FIRST_MS;
+			f = (struct refill){ .backoff = BACKOFF_FIRST_MS };
 		}
-		nd = take_dead_locked(p, dead);
-		if (nd) {
-			pthread_mutex_unlock(&p->mu);
-			for (unsigned i = 0; i < nd; i++)
-				vmm_zygote_end(&dead[i]);
-			/* A kiln-vmm that cannot even wait is a start that failed:
-			 * not restarted each second. */
-			if (!said)
-				kilnd_log(
-					"zygotes: a parked kiln-vmm ended before it was claimed (see kiln-vmm --park); retrying with a backoff");
-			said = true;
-			pthread_mutex_lock(&p->mu);
-			retry_at = mono_ms() + backoff;
-			backoff = backoff * 2 > ZYGOTE_BACKOFF_MAX_MS ? ZYGOTE_BACKOFF_MAX_MS
-								      : backoff * 2;
+		if (reap_dead_locked(p)) {
+			refill_failed(&f, "a parked kiln-vmm ended before it was claimed");
 			continue;
 		}
-		if (p->n >= p->size || mono_ms() < retry_at) {
-			wait_ms_locked(p, p->n >= p->size ? 1000 : retry_at - mono_ms());
+		if (p->n >= p->size || mono_ms() < f.retry_at) {
+			wait_ms_locked(p, p->n >= p->size ? 1000 : f.retry_at - mono_ms());
 			continue;
 		}
 		pthread_mutex_unlock(&p->mu);
-		if (vmm_park(p->keeper, p->vmm, p->grace_s, p->pidns, &z, &e)) {
-			if (!said)
-				kilnd_log("zygotes: cannot start one (%s); sandboxes start kiln-vmm themselves until one starts",
-					  e.msg);
-			said = true;
-			pthread_mutex_lock(&p->mu);
-			retry_at = mono_ms() + backoff;
-			backoff = backoff * 2 > ZYGOTE_BACKOFF_MAX_MS ? ZYGOTE_BACKOFF_MAX_MS
-								      : backoff * 2;
-			continue;
-		}
+		r = vmm_park(p->keeper, p->vmm, p->grace_s, p->pidns, p->nice, &z, &e);
 		pthread_mutex_lock(&p->mu);
-		if (p->stop || p->n >= p->size) {
+		if (r) {
+			snprintf(what, sizeof(what), "cannot start one (%s)", e.msg);
+			refill_failed(&f, what);
+		} else if (p->stop || p->n >= p->size) {
 			pthread_mutex_unlock(&p->mu);
 			vmm_zygote_end(&z);
 			pthread_mutex_lock(&p->mu);
-			continue;
+		} else {
+			p->v[p->n++] = z;
 		}
-		p->v[p->n++] = z;
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
