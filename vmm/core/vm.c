@@ -499,6 +499,16 @@ fail:
 	return err;
 }
 
+/* The VM takes p's descriptors and CPUID; p itself is freed. */
+static void take_prep(struct vm *vm, struct vm_kvm_prep *p)
+{
+	vm->kvm_fd = p->kvm_fd;
+	vm->vm_fd = p->vm_fd;
+	vm->cpuid = p->cpuid;
+	free(p);
+	vm->cfg.prep = NULL;
+}
+
 void vm_kvm_prep_free(struct vm_kvm_prep *p)
 {
 	if (!p)
@@ -527,11 +537,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	vm->kvm_fd = vm->vm_fd = vm->stop_efd = -1;
 	/* Taken whatever happens next: vm_destroy closes what it holds. */
 	if (cfg->prep) {
-		vm->kvm_fd = cfg->prep->kvm_fd;
-		vm->vm_fd = cfg->prep->vm_fd;
-		vm->cpuid = cfg->prep->cpuid;
-		free(cfg->prep);
-		vm->cfg.prep = NULL;
+		take_prep(vm, cfg->prep);
 		vm->prepared = 1;
 	}
 	if (!vm->cfg.kick_signal)
@@ -567,9 +573,11 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	}
 
 	if (!vm->prepared) {
-		if ((err = kvm_open(e)) < 0)
+		struct vm_kvm_prep *p;
+
+		if ((err = vm_kvm_prepare(&p, e)))
 			goto fail;
-		vm->kvm_fd = err;
+		take_prep(vm, p);
 	}
 	max_vcpus = ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_MAX_VCPUS);
 	if (max_vcpus > 0 && cfg->cpus > max_vcpus) {
@@ -578,24 +586,12 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
-	if (!vm->prepared && (err = get_cpuid(vm->kvm_fd, &vm->cpuid, e)))
-		goto fail;
 	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_kvm_open");
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
 		err = err_set(e, errno, "eventfd: %s", strerror(errno));
 		goto fail;
-	}
-	if (!vm->prepared) {
-		vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
-		if (vm->vm_fd < 0) {
-			err = err_set(e, errno, "KVM_CREATE_VM: %s", strerror(errno));
-			goto fail;
-		}
-		fcntl(vm->vm_fd, F_SETFD, FD_CLOEXEC);
-		if ((err = setup_chips(vm->vm_fd, e)))
-			goto fail;
 	}
 	if ((err = setup_devices(vm, e)) || (err = setup_memory(vm, e)) ||
 	    (err = setup_virtio(vm, e)))
