@@ -41,14 +41,16 @@ static long under(const struct agent_seccomp *s, long nr, unsigned long a0)
 			_exit(2);
 		v = syscall(nr, a0, 0, 0, 0, 0, 0);
 		v = v < 0 ? -errno : v;
-		_exit(write(p[1], &v, sizeof(v)) == sizeof(v) ? 0 : 3);
+		if (write(p[1], &v, sizeof(v)) != sizeof(v))
+			_exit(errno > 0 && errno < 100 ? 100 + errno : 3);
+		_exit(0);
 	}
 	close(p[1]);
 	n = read(p[0], &r, sizeof(r));
 	close(p[0]);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	/* The child's end first: it says why nothing was read (2: the filter
-	 * was not installed, 3: the write failed, a signal). */
+	 * was not installed, 100 + errno: the write failed, a signal). */
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail_msg("the filtered child ended with %s %d (read %zd)",
 			 WIFEXITED(st) ? "status" : "signal",
