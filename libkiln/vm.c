@@ -14,6 +14,7 @@
 #include <kiln/version.h>
 
 #include "lib/base/mono.h"
+#include "lib/base/thread_start.h"
 #include "lib/base/version.h"
 #include "libkiln/handles.h"
 #include "devices/pseudo/timeline.h"
@@ -110,8 +111,7 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 	pthread_mutex_init(&vm->lk, NULL);
 	/* Joined before this returns: the caller may need a single thread
 	 * next (kiln-vmm's jail). Without a thread, claim() builds them. */
-	pre_started = vm->seccomp != KILN_SECCOMP_OFF &&
-		pthread_create(&pre, NULL, prebuild, vm) == 0;
+	pre_started = vm->seccomp != KILN_SECCOMP_OFF && thread_start(&pre, prebuild, vm) == 0;
 	r = vm_create(&vm->cfg, &vm->vm, &e);
 	vm->cfg.prep = NULL; /* vm_create took them */
 	if (pre_started) {
@@ -296,7 +296,7 @@ int kiln_vm_start(kiln_vm *vm)
 
 	if ((r = claim(vm)))
 		return r;
-	if ((r = pthread_create(&vm->runner, NULL, runner, vm))) {
+	if ((r = thread_start(&vm->runner, runner, vm))) {
 		pthread_mutex_lock(&vm->lk);
 		vm->started = 0;
 		snprintf(vm->err, sizeof(vm->err), "cannot start the VM's thread: %s", strerror(r));

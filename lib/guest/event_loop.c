@@ -8,6 +8,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "lib/base/thread_start.h"
+
 struct watch {
 	int fd;
 	event_fn *fn;
@@ -265,7 +267,7 @@ int event_loop_start(struct event_loop *l)
 		l->running = 1;
 		return 0;
 	}
-	if ((err = pthread_create(&l->thread, NULL, loop_thread, l)))
+	if ((err = thread_start(&l->thread, loop_thread, l)))
 		return -err;
 	l->created = l->running = 1;
 	return 0;

@@ -10,6 +10,7 @@
 
 #include "vmm/boot/cpu_boot.h"
 #include "vmm/core/vm_internal.h"
+#include "lib/base/thread_start.h"
 
 #define MSR_IA32_MISC_ENABLE 0x1a0
 #define MISC_ENABLE_FAST_STRING 1
@@ -261,7 +262,7 @@ static void *vcpu_thread(void *arg)
 
 int vcpu_start(struct vcpu *v)
 {
-	int err = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	int err = thread_start(&v->thread, vcpu_thread, v);
 
 	if (err)
 		return -err;

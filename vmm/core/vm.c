@@ -26,6 +26,7 @@
 #include "vmm/snapshot/vm_snapshot.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/base/mono.h"
+#include "lib/base/thread_start.h"
 
 /* Three pages below the IOAPIC that Intel VMX needs for its real-mode TSS
  * and identity map; harmless on AMD. */
@@ -668,7 +669,7 @@ int vm_load(struct vm *vm, struct err *e)
 			"the VM could not be loaded (an earlier attempt failed): create it again");
 	/* A thread of its own: the caller's thread must not carry the
 	 * restore's filter into the VM threads it starts next. */
-	if ((r = pthread_create(&t, NULL, load_thread, &j)))
+	if ((r = thread_start(&t, load_thread, &j)))
 		return err_set(e, r, "cannot start the restore thread: %s", strerror(r));
 	pthread_join(t, NULL);
 	__atomic_store_n(&vm->loaded, j.r < 0 ? j.r : 1, __ATOMIC_RELEASE);

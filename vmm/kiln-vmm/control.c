@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lib/base/fd_io.h"
+#include "lib/base/thread_start.h"
 #include "vmm/control/control_proto.h"
 
 /* A client that sends nothing for this long is dropped: one client at a time. */
@@ -338,7 +339,7 @@ fail:
 
 int control_start(struct control *c, struct err *e)
 {
-	int err = pthread_create(&c->thread, NULL, control_thread, c);
+	int err = thread_start(&c->thread, control_thread, c);
 
 	if (err)
 		return err_set(e, err, "--control %s: starting its thread: %s", c->path,
