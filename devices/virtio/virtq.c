@@ -216,12 +216,17 @@ void virtq_unpop(struct virtq *q, uint16_t n)
 	q->last_avail = (uint16_t)(q->last_avail - n);
 }
 
-void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c)
+void virtq_bufs_mark(const struct virtq *q, const struct virtq_buf *in, int n)
 {
 	if (!q->mem)
 		return;
-	for (int i = 0; i < c->nin; i++)
-		guest_mem_mark(q->mem, c->in[i].host, c->in[i].len);
+	for (int i = 0; i < n; i++)
+		guest_mem_mark(q->mem, in[i].host, in[i].len);
+}
+
+void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c)
+{
+	virtq_bufs_mark(q, c->in, c->nin);
 }
 
 int virtq_pop_or_arm(struct virtq *q, struct virtq_chain *c)
@@ -266,7 +271,12 @@ size_t virtq_chain_read(const struct virtq_chain *c, size_t off, void *dst, size
 	return copy_bufs(c->out, c->nout, off, dst, len, 0);
 }
 
+size_t virtq_bufs_write(const struct virtq_buf *in, int n, size_t off, const void *src, size_t len)
+{
+	return copy_bufs(in, n, off, (uint8_t *)src, len, 1);
+}
+
 size_t virtq_chain_write(const struct virtq_chain *c, size_t off, const void *src, size_t len)
 {
-	return copy_bufs(c->in, c->nin, off, (uint8_t *)src, len, 1);
+	return virtq_bufs_write(c->in, c->nin, off, src, len);
 }

@@ -60,6 +60,8 @@ struct virtq_chain {
  * calls virtq_chain_mark before it pushes it.
  */
 void virtq_chain_mark(const struct virtq *q, const struct virtq_chain *c);
+/* The same over `n` writable buffers kept apart from their chain. */
+void virtq_bufs_mark(const struct virtq *q, const struct virtq_buf *in, int n);
 
 /*
  * Give back the `n` chains popped last and not pushed: the next pops
@@ -114,5 +116,7 @@ int virtq_pop_or_arm(struct virtq *q, struct virtq_chain *c);
 size_t virtq_chain_read(const struct virtq_chain *c, size_t off, void *dst, size_t len);
 /* Copy into the chain's writable buffers at byte `off`; returns bytes copied. */
 size_t virtq_chain_write(const struct virtq_chain *c, size_t off, const void *src, size_t len);
+/* The same into `n` writable buffers kept apart from their chain. */
+size_t virtq_bufs_write(const struct virtq_buf *in, int n, size_t off, const void *src, size_t len);
 
 #endif

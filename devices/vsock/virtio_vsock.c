@@ -30,10 +30,17 @@ enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
  * the guest costs one system call per RX_BATCH of its (4 KiB) buffers
  * instead of one per buffer. 64 of Linux's 4 KiB buffers are its default
  * credit (256 KiB, SO_VM_SOCKETS_BUFFER_SIZE): a whole window in one
- * readv; kiln's agent grants 1 MiB, four. (The chains' pages the device
- * never touches cost no memory.)
+ * readv; kiln's agent grants 1 MiB, four.
  */
 #define RX_BATCH 64
+/*
+ * A held rx chain keeps its writable buffers in its slot when it has at
+ * most RX_INLINE (Linux's have one). 64 whole struct virtq_chain (8 KiB
+ * each, 256 buffers of each kind) were 526 KiB of which every pop
+ * touched two pages: 308 KiB private per kiln-vmm after one exchange.
+ * A longer chain stays where it was popped (rx_pop) and is held alone.
+ */
+#define RX_INLINE 4
 /* 2 adds next_port; a version 1 state (without it) still restores */
 #define STATE_VERSION 2
 #define STATE_VERSION_NO_PORT 1
@@ -46,6 +53,16 @@ enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
  * guest cannot take (no unbounded buffer).
  */
 #define HOST_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
+
+/* A popped rx chain waiting for host data; `in` is its buffers: `inl`,
+ * or rx_pop's for a chain longer than RX_INLINE. */
+struct rx_held {
+	uint16_t head;
+	int nin;
+	uint64_t in_len;
+	const struct virtq_buf *in;
+	struct virtq_buf inl[RX_INLINE];
+};
 
 struct vsock_dev {
 	struct virtio_dev dev;
@@ -61,8 +78,9 @@ struct vsock_dev {
 	 * from rx_first. They are always the rx queue's latest pops, so a
 	 * snapshot hands them back to the avail ring (virtq_unpop).
 	 */
-	struct virtq_chain rxc[RX_BATCH];
+	struct rx_held rxh[RX_BATCH];
 	unsigned rx_first, rx_held;
+	struct virtq_chain rx_pop; /* where rx chains are popped */
 	struct virtq_chain txc;
 	struct virtq_chain evc;
 	int reset_event_pending; /* TRANSPORT_RESET owed to the guest (after restore) */
@@ -403,26 +421,43 @@ static int rx_has_work(const struct vsock_dev *v)
 }
 
 /* The i-th held rx chain (0: the oldest). */
-static struct virtq_chain *rx_slot(struct vsock_dev *v, unsigned i)
+static struct rx_held *rx_slot(struct vsock_dev *v, unsigned i)
 {
-	return &v->rxc[(v->rx_first + i) % RX_BATCH];
+	return &v->rxh[(v->rx_first + i) % RX_BATCH];
 }
 
-/* Hold one more rx chain: 1, 0 (none, or RX_BATCH held), -1 the device failed. */
+/*
+ * Hold one more rx chain: 1, 0 (none, RX_BATCH held, or a long chain:
+ * held alone, so it waits for the ones before it to be filled), -1 the
+ * device failed. Held chains stay the rx queue's latest pops either way.
+ */
 static int rx_hold(struct vsock_dev *v)
 {
-	struct virtq_chain *c;
+	struct virtq_chain *c = &v->rx_pop;
+	struct rx_held *h;
 	int r;
 
-	if (v->rx_held == RX_BATCH)
+	if (v->rx_held == RX_BATCH || (v->rx_held && rx_slot(v, 0)->in == c->in))
 		return 0;
-	c = rx_slot(v, v->rx_held);
 	r = pop(v, Q_RX, c, "malformed descriptor chain on the rx queue");
 	if (r <= 0)
 		return r;
 	if (c->in_len < VSOCK_HDR_SIZE) {
 		fail(v, "rx buffer smaller than a vsock header");
 		return -1;
+	}
+	if (c->nin > RX_INLINE && v->rx_held) {
+		virtq_unpop(&v->dev.vq[Q_RX], 1);
+		return 0;
+	}
+	h = rx_slot(v, v->rx_held);
+	h->head = c->head;
+	h->nin = c->nin;
+	h->in_len = c->in_len;
+	h->in = c->in;
+	if (c->nin <= RX_INLINE) {
+		memcpy(h->inl, c->in, (size_t)c->nin * sizeof(c->in[0]));
+		h->in = h->inl;
 	}
 	v->rx_held++;
 	return 1;
@@ -431,13 +466,13 @@ static int rx_hold(struct vsock_dev *v)
 /* Hand the oldest held rx chain to the guest with header `h` (its data already in place). */
 static int rx_push(struct vsock_dev *v, const struct vsock_hdr *h)
 {
-	struct virtq_chain *c = rx_slot(v, 0);
+	struct rx_held *c = rx_slot(v, 0);
 	uint8_t raw[VSOCK_HDR_SIZE];
 
 	vsock_hdr_encode(raw, h);
-	virtq_chain_write(c, 0, raw, sizeof(raw));
+	virtq_bufs_write(c->in, c->nin, 0, raw, sizeof(raw));
 	/* Held since an earlier call, perhaps since before a snapshot. */
-	virtq_chain_mark(&v->dev.vq[Q_RX], c);
+	virtq_bufs_mark(&v->dev.vq[Q_RX], c->in, c->nin);
 	v->rx_first = (v->rx_first + 1) % RX_BATCH;
 	v->rx_held--;
 	if (virtq_push(&v->dev.vq[Q_RX], c->head, VSOCK_HDR_SIZE + h->len) < 0) {
@@ -463,7 +498,7 @@ static int rx_read(struct vsock_dev *v, struct vsock_conn *c)
 	ssize_t r;
 
 	for (n = 0; room < want; n++) {
-		struct virtq_chain *ch;
+		struct rx_held *ch;
 		uint64_t take;
 
 		if (n == v->rx_held) {

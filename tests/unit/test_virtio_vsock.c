@@ -581,6 +581,49 @@ static void test_rx_batches_host_data(void **state)
 	close(fd);
 }
 
+/*
+ * An rx chain of more buffers than a held slot keeps (RX_INLINE, 4) is
+ * held alone: after two short ones it waits until they are filled, then
+ * takes its share across its six buffers (the header split over the
+ * first two), in order, and the short one after it the rest.
+ */
+static void test_rx_long_chain_held_alone(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t data[12000], got[sizeof(data)];
+	uint32_t l[6] = { 32, 16, 64, 1024, 512, 2048 }, want[] = { 4052, 4052, 3652, 244 };
+	int w[6] = { 1, 1, 1, 1, 1, 1 };
+	size_t have = 0;
+	uint64_t a[6];
+	uint32_t lport, len;
+	int fd;
+
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 13 + i / 241);
+	post_rx(f, 3); /* the REQUEST's, then two for data */
+	pthread_mutex_lock(&f->d->lock);
+	for (int i = 0; i < 6; i++)
+		a[i] = alloc_buf(f, l[i]); /* contiguous: the test reads it as one */
+	add_chain(f, 0, a, l, w, 6);
+	pthread_mutex_unlock(&f->d->lock);
+	post_rx(f, 1);
+	fd = connected(f, 12, 65536, &lport);
+	assert_int_equal(write(fd, data, sizeof(data)), (ssize_t)sizeof(data));
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		const uint8_t *pl;
+		struct vsock_hdr h = rx_hdr(f, &len, &pl);
+
+		assert_int_equal(h.op, VSOCK_OP_RW);
+		assert_int_equal(h.len, want[k]);
+		memcpy(got + have, pl, h.len);
+		have += h.len;
+	}
+	assert_int_equal(have, sizeof(data));
+	assert_memory_equal(got, data, sizeof(data));
+	assert_false(f->d->broken);
+	close(fd);
+}
+
 static int irq_count(struct fx *f)
 {
 	return __atomic_load_n(&f->irqs, __ATOMIC_SEQ_CST);
@@ -1096,6 +1139,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_guest_overrun_reset, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_limits_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_batches_host_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rx_long_chain_held_alone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_update_one_interrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_idx_never_rearmed_and_lying, setup,
 						teardown),
