@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -80,7 +81,7 @@ struct blk {
 	uint8_t *dirty;  /* bit p = bitmap page p differs from the file */
 	int data_dirty;  /* data written since the last data sync */
 	int punched;     /* holes punched since then: needs fsync, not fdatasync */
-	uint8_t *bounce; /* one block, for copy-up */
+	uint8_t *bounce; /* one block, for copy-up (bounce_map) */
 	/* blk_cow_load's: until it ran (deferred open), no I/O is served */
 	struct base_id id;
 	char *path, *base_path;
@@ -509,6 +510,19 @@ fail:
 	return r;
 }
 
+/*
+ * The copy-up block has pages of its own, given back after each copy-up
+ * (MADV_DONTNEED): a block is copied up once, when it is first written
+ * in part, and an idle kiln-vmm would otherwise keep the whole block
+ * (64 KiB by default) dirty for its life.
+ */
+static uint8_t *bounce_map(uint32_t bs)
+{
+	void *p = mmap(NULL, bs, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int blk_cow_load(struct blk *b, struct err *e)
 {
 	uint8_t hdr[COW_HEADER_SIZE];
@@ -532,7 +546,7 @@ int blk_cow_load(struct blk *b, struct err *e)
 	}
 	b->bitmap = calloc(1, b->bitmap_bytes ? b->bitmap_bytes : 1);
 	b->dirty = calloc(1, b->bitmap_bytes / COW_PAGE / 8 + 1);
-	b->bounce = malloc(b->bs);
+	b->bounce = bounce_map(b->bs);
 	r = !b->bitmap || !b->dirty || !b->bounce
 		? -ENOMEM
 		: fd_io_pread_all(b->fd, b->bitmap, b->bitmap_bytes, b->bitmap_off);
@@ -592,6 +606,22 @@ static int cow_read(struct blk *b, uint64_t off, uint8_t *buf, size_t len)
 	return 0;
 }
 
+/* Block i copied up with n bytes of src (zeros when NULL) at in. */
+static int cow_copy_up(struct blk *b, uint64_t i, size_t in, const uint8_t *src, size_t n)
+{
+	int r = base_read(b, i << b->shift, b->bounce, b->bs);
+
+	if (!r) {
+		if (src)
+			memcpy(b->bounce + in, src, n);
+		else
+			memset(b->bounce + in, 0, n);
+		r = fd_io_pwrite_all(b->fd, b->bounce, b->bs, b->data_off + (i << b->shift));
+	}
+	madvise(b->bounce, b->bs, MADV_DONTNEED);
+	return r;
+}
+
 /*
  * Write `len` bytes at `off` (src == NULL: zeros) into the overlay.
  *
@@ -631,15 +661,7 @@ static int cow_write(struct blk *b, uint64_t off, const uint8_t *src, size_t len
 							   b->data_off + off, n);
 			} else {
 				n = b->bs - in < len ? b->bs - in : len;
-				r = base_read(b, i << b->shift, b->bounce, b->bs);
-				if (r)
-					return r;
-				if (src)
-					memcpy(b->bounce + in, src, n);
-				else
-					memset(b->bounce + in, 0, n);
-				r = fd_io_pwrite_all(b->fd, b->bounce, b->bs,
-						     b->data_off + (i << b->shift));
+				r = cow_copy_up(b, i, in, src, n);
 			}
 			if (r)
 				return r;
@@ -786,7 +808,8 @@ int blk_close(struct blk *b)
 		close(b->base_fd);
 	free(b->bitmap);
 	free(b->dirty);
-	free(b->bounce);
+	if (b->bounce)
+		munmap(b->bounce, b->bs);
 	free(b->path);
 	free(b->base_path);
 	free(b);
