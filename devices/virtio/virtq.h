@@ -47,9 +47,11 @@ struct virtq_buf {
 struct virtq_chain {
 	uint16_t head; /* id to hand back to virtq_push() */
 	int nout, nin; /* device-readable buffers, then device-writable */
+	/* Before the lists: a pop writes them, and a chain of few buffers
+	 * then touches two pages of its 8 KiB, not three. */
+	uint64_t out_len, in_len; /* total bytes of each kind */
 	struct virtq_buf out[VIRTQ_MAX_CHAIN];
 	struct virtq_buf in[VIRTQ_MAX_CHAIN];
-	uint64_t out_len, in_len; /* total bytes of each kind */
 };
 
 /*
