@@ -1,6 +1,7 @@
 /* VM creation, the run/stop protocol and teardown. */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -672,6 +673,11 @@ int vm_load(struct vm *vm, struct err *e)
 	if ((r = thread_start(&t, load_thread, &j)))
 		return err_set(e, r, "cannot start the restore thread: %s", strerror(r));
 	pthread_join(t, NULL);
+	/* The restore's scratch (the state file, MSR lists, the working
+	 * set's runs) is freed now, but its pages would stay the process's
+	 * for the guest's whole life: give them back (brk and madvise are in
+	 * every thread's filter). */
+	malloc_trim(0);
 	__atomic_store_n(&vm->loaded, j.r < 0 ? j.r : 1, __ATOMIC_RELEASE);
 	if (j.r < 0)
 		*e = j.e;
