@@ -72,6 +72,11 @@ TOP = 10
 # two indented rows below it.
 PHASES = (
     ("vmm_setup", "VMM setup: start -> first KVM_RUN"),
+    ("vmm_args", "  main() to vm_create (options, files)"),
+    ("vmm_kvm", "  kernel files mapped, /dev/kvm, KVM VM"),
+    ("vmm_devices", "  RAM slots, devices, eventfds"),
+    ("vmm_load", "  kernel and initrd copied into RAM"),
+    ("vmm_vcpus", "  vCPUs, then threads to KVM_RUN"),
     ("kernel_early", "kernel early boot/decompression: -> kernel_start"),
     ("kernel_init", "kernel init: kernel_start -> init_started"),
     ("initcalls", "  initcalls (sum of their durations)"),
@@ -213,6 +218,12 @@ def phases(ms, wall_ms, initcall_ms=None, debug_ms=None):
     ready = "agent_ready" if "agent_ready" in ms else "shutdown_requested"
     out = {
         "vmm_setup": ms.get("first_kvm_run"),
+        # kiln-vmm's own split of its setup (a cold boot's marks in vm_create)
+        "vmm_args": ms.get("boot_start"),
+        "vmm_kvm": span("boot_start", "boot_kvm_open"),
+        "vmm_devices": span("boot_kvm_open", "boot_devices_made"),
+        "vmm_load": span("boot_devices_made", "boot_guest_loaded"),
+        "vmm_vcpus": span("boot_guest_loaded", "first_kvm_run"),
         "kernel_early": span("first_kvm_run", "kernel_start"),
         "kernel_init": span("kernel_start", "init_started"),
         "initcalls": initcall_ms,

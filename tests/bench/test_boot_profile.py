@@ -171,7 +171,9 @@ class Timeline(unittest.TestCase):
     def test_phases_add_up_to_wall(self):
         ms = bp.parse_timeline(TIMELINE)
         p = bp.phases(ms, 140.0, 60.0, 5.0)
-        self.assertEqual(p, {"vmm_setup": 10.0, "kernel_early": 15.0, "kernel_init": 75.0,
+        self.assertEqual(p, {"vmm_setup": 10.0, "vmm_args": None, "vmm_kvm": None,
+                             "vmm_devices": None, "vmm_load": None, "vmm_vcpus": None,
+                             "kernel_early": 15.0, "kernel_init": 75.0,
                              "initcalls": 60.0, "debug_output": 5.0, "kernel_init_rest": 10.0,
                              "init_agent": 10.0, "shutdown": 20.0, "outside": 10.0, "total": 140.0})
         self.assertAlmostEqual(sum(p[k] for k in bp.SUM_OF), p["total"])
@@ -180,6 +182,15 @@ class Timeline(unittest.TestCase):
         self.assertIsNone(q["debug_output"])
         self.assertEqual(q["kernel_init_rest"], 15.0)
         self.assertAlmostEqual(sum(q[k] or 0 for k in bp.SUM_OF), q["total"])
+
+    def test_vmm_setup_split(self):
+        ms = dict(bp.parse_timeline(TIMELINE), boot_start=1.0, boot_kvm_open=3.0,
+                  boot_devices_made=4.5, boot_guest_loaded=8.0)
+        p = bp.phases(ms, 140.0)
+        self.assertEqual((p["vmm_args"], p["vmm_kvm"], p["vmm_devices"], p["vmm_load"],
+                          p["vmm_vcpus"]), (1.0, 2.0, 1.5, 3.5, 2.0))
+        self.assertAlmostEqual(sum(p[k] for k in ("vmm_args", "vmm_kvm", "vmm_devices",
+                                                 "vmm_load", "vmm_vcpus")), p["vmm_setup"])
 
     def test_agent_ready_ends_init(self):
         ms = dict(bp.parse_timeline(TIMELINE), agent_ready=104.0)

@@ -22,7 +22,7 @@ t = json.loads(sys.stdin.read())
 ms = [m["ms"] for m in t["milestones"]]
 assert ms == sorted(ms), "milestones out of order"
 print(" ".join(m["name"] for m in t["milestones"]))')
-  [ "$names" = "vm_ready first_kvm_run kernel_start init_started agent_ready shutdown_requested vm_exit" ] ||
+  [ "$names" = "boot_start boot_kvm_open boot_devices_made boot_guest_loaded vm_ready first_kvm_run kernel_start init_started agent_ready shutdown_requested vm_exit" ] ||
     fail "unexpected milestones: $names"
 }
 

@@ -564,6 +564,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		if ((err = vm_restore_open(vm, e)) < 0)
 			goto fail;
 	} else {
+		timeline_mark(&vm->tl, "boot_start");
 		if ((err = map_file(cfg->kernel, "kernel", &k, e)))
 			goto fail;
 		if ((err = linux_check(k.data, k.len, e))) {
@@ -588,8 +589,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	}
 	vm->ncpus = cfg->cpus;
-	if (vm->restored)
-		timeline_mark(&vm->tl, "restore_kvm_open");
+	timeline_mark(&vm->tl, vm->restored ? "restore_kvm_open" : "boot_kvm_open");
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC);
 	if (vm->stop_efd < 0) {
 		err = err_set(e, errno, "eventfd: %s", strerror(errno));
@@ -606,11 +606,13 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 			      CMDLINE_CAP - 1);
 		goto fail;
 	}
+	timeline_mark(&vm->tl, vm->restored ? "restore_devices_made" : "boot_devices_made");
 	/* A restore's RAM is the snapshot's: vm_load maps it. */
-	if (vm->restored)
-		timeline_mark(&vm->tl, "restore_devices_made");
-	else if ((err = load_guest(vm, &k, &rd, e)))
-		goto fail;
+	if (!vm->restored) {
+		if ((err = load_guest(vm, &k, &rd, e)))
+			goto fail;
+		timeline_mark(&vm->tl, "boot_guest_loaded");
+	}
 	unmap_file(&k);
 	unmap_file(&rd);
 
