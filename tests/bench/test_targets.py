@@ -131,6 +131,21 @@ class DensityRows(unittest.TestCase):
         self.assertTrue(vmm["met"])
         self.assertIn("200.000 KiB", "\n".join(targets.render(list(t.values()))))
 
+    def test_concurrency_is_not_judged_below_eight_cpus(self):
+        one_cpu = dict(DENSITY, host={"cpus": 1})
+        t = by_figure(targets.rows(None, SNAPSHOT, None, one_cpu))
+        for path in ("kilnd", "libkiln"):
+            r = t[f"32 concurrent forks all ready / one fork ({path})"]
+            self.assertIsNone(r["met"])
+            self.assertIsNotNone(r["value"])  # the figure is still shown
+            self.assertIn("not judged: 1 CPU (", r["unjudged"])
+        text = "\n".join(targets.render(list(t.values())))
+        self.assertIn("not judged: 1 CPU", text)
+        self.assertNotIn("no data: make bench-density", text)
+        # 8 CPUs can do it: judged again
+        t = by_figure(targets.rows(None, SNAPSHOT, None, dict(DENSITY, host={"cpus": 8})))
+        self.assertTrue(t["32 concurrent forks all ready / one fork (kilnd)"]["met"])
+
     def test_libkiln_fork_needs_a_cold_boot_from_bench_snapshot(self):
         t = by_figure(targets.rows(None, None, None, DENSITY))
         lib = t["fork through libkiln in one process / cold boot"]
