@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
@@ -305,6 +307,52 @@ static void test_load_refuses_keys_and_certs(void **state)
 	tls_ca_free(other);
 }
 
+/* The CA's public point with another key's private scalar: what a PKCS#8
+ * file with its scalar altered loads as (fuzz_tls_ca_load found it). */
+static EVP_PKEY *split_key(const struct tls_ca *ca)
+{
+	EVP_PKEY *stranger = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"), *out = NULL;
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+	unsigned char pub[128];
+	size_t publen = 0;
+	BIGNUM *priv = NULL;
+	OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+	OSSL_PARAM *params;
+
+	assert_true(EVP_PKEY_get_octet_string_param(X509_get0_pubkey(tls_ca_cert(ca)),
+						    OSSL_PKEY_PARAM_PUB_KEY, pub, sizeof(pub),
+						    &publen));
+	assert_true(EVP_PKEY_get_bn_param(stranger, OSSL_PKEY_PARAM_PRIV_KEY, &priv));
+	OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0);
+	OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pub, publen);
+	OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, priv);
+	params = OSSL_PARAM_BLD_to_param(bld);
+	assert_int_equal(EVP_PKEY_fromdata_init(ctx), 1);
+	assert_int_equal(EVP_PKEY_fromdata(ctx, &out, EVP_PKEY_KEYPAIR, params), 1);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	BN_free(priv);
+	EVP_PKEY_CTX_free(ctx);
+	EVP_PKEY_free(stranger);
+	return out;
+}
+
+static void test_load_refuses_split_key(void **state)
+{
+	struct tmpdir_fx *f = *state;
+	struct tls_ca *ca = new_ca("split");
+	struct err e = { "" };
+	EVP_PKEY *split = split_key(ca);
+
+	assert_int_equal(tls_ca_save(ca, f->dfd, &e), 0);
+	put_key(f->dfd, "ca-key.pem", split);
+	refused(f->dfd, -EINVAL,
+		"tls CA: ca-key.pem: its private and public halves do not match (a damaged "
+		"file): " REDO);
+	EVP_PKEY_free(split);
+	tls_ca_free(ca);
+}
+
 static void test_load_refuses_expired(void **state)
 {
 	struct tmpdir_fx *f = *state;
@@ -354,6 +402,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load_refuses_files, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_load_refuses_keys_and_certs, tmpdir_setup,
+						tmpdir_teardown),
+		cmocka_unit_test_setup_teardown(test_load_refuses_split_key, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test_setup_teardown(test_load_refuses_expired, tmpdir_setup,
 						tmpdir_teardown),
