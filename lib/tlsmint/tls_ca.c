@@ -335,7 +335,9 @@ static int read_capped(int dirfd, const char *name, char *buf, size_t *len, stru
 			       "tls CA: %s: a symbolic link, not the file kiln wrote: " CA_REDO,
 			       name);
 	if (fd < 0)
-		return err_set(e, errno, "tls CA: %s: cannot open: %s", name, strerror(errno));
+		return err_set(e, errno,
+			       "tls CA: %s: cannot open: %s: check the directory, or " CA_REDO,
+			       name, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return err_set(e, EINVAL, "tls CA: %s: not a regular file: " CA_REDO, name);

@@ -99,6 +99,12 @@ static struct slot *free_slot(struct tls_cache *c)
 
 int tls_cache_get(struct tls_cache *c, const char *host, X509 **cert, EVP_PKEY **key, struct err *e)
 {
+	return tls_cache_get_at(c, host, time(NULL), cert, key, e);
+}
+
+int tls_cache_get_at(struct tls_cache *c, const char *host, time_t now, X509 **cert, EVP_PKEY **key,
+		     struct err *e)
+{
 	char name[TLS_HOST_MAX + 1];
 	struct tls_leaf *leaf;
 	struct slot *s;
@@ -111,7 +117,7 @@ int tls_cache_get(struct tls_cache *c, const char *host, X509 **cert, EVP_PKEY *
 		return rc;
 	pthread_mutex_lock(&c->lock);
 	s = find(c, name);
-	if (s && fresh(c, s->leaf, time(NULL))) {
+	if (s && fresh(c, s->leaf, now)) {
 		hand_out(c, s, cert, key);
 		pthread_mutex_unlock(&c->lock);
 		return 0;
@@ -125,7 +131,7 @@ int tls_cache_get(struct tls_cache *c, const char *host, X509 **cert, EVP_PKEY *
 	pthread_mutex_lock(&c->lock);
 	c->minted++;
 	s = find(c, name);
-	if (s && fresh(c, s->leaf, time(NULL))) {
+	if (s && fresh(c, s->leaf, now)) {
 		tls_leaf_free(leaf); /* another thread's came first */
 	} else {
 		if (s)

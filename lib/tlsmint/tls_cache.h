@@ -21,6 +21,7 @@
 #define KILN_TLS_CACHE_H
 
 #include <stddef.h>
+#include <time.h>
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
@@ -46,6 +47,11 @@ int tls_cache_new(const struct tls_ca *ca, size_t cap, struct tls_cache **out, s
  */
 int tls_cache_get(struct tls_cache *c, const char *host, X509 **cert, EVP_PKEY **key,
 		  struct err *e);
+
+/* The same at time now (the renewal's clock; a new leaf's validity is
+ * still the real clock's): the tests' way to age what the cache holds. */
+int tls_cache_get_at(struct tls_cache *c, const char *host, time_t now, X509 **cert, EVP_PKEY **key,
+		     struct err *e);
 
 /* Leaves held now; leaves minted since the cache was made. */
 size_t tls_cache_count(struct tls_cache *c);

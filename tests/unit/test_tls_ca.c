@@ -241,7 +241,9 @@ static void test_load_refuses_files(void **state)
 	struct err e = { "" };
 	char *big = malloc(TLS_CA_FILE_MAX + 1);
 
-	refused(f->dfd, -ENOENT, "tls CA: ca-key.pem: cannot open: No such file or directory");
+	refused(f->dfd, -ENOENT,
+		"tls CA: ca-key.pem: cannot open: No such file or directory: check the directory, "
+		"or " REDO);
 	assert_int_equal(tls_ca_save(ca, f->dfd, &e), 0);
 	/* a link in place of the certificate, even to the right one */
 	assert_int_equal(renameat(f->dfd, "ca.pem", f->dfd, "real.pem"), 0);

@@ -578,6 +578,49 @@ static void test_cache_reuses_and_evicts(void **state)
 	tls_ca_free(ca);
 }
 
+static void test_cache_renews(void **state)
+{
+	struct tls_ca *ca = new_ca("renew", 365 * DAY), *brief = new_ca("brief", 2 * 3600);
+	struct tls_cache *c = NULL, *cb = NULL;
+	struct err e = { "" };
+	X509 *a, *b;
+	EVP_PKEY *ka, *kb;
+	time_t now = time(NULL);
+
+	(void)state;
+	assert_int_equal(tls_cache_new(ca, 4, &c, &e), 0);
+	assert_int_equal(tls_cache_get(c, "api.test", &a, &ka, &e), 0);
+	/* 28 days on: two left, still kept */
+	assert_int_equal(tls_cache_get_at(c, "api.test", now + 28 * DAY, &b, &kb, &e), 0);
+	assert_ptr_equal(a, b);
+	X509_free(b);
+	EVP_PKEY_free(kb);
+	/* 29.5 days on: under a day left, minted again in its place */
+	assert_int_equal(tls_cache_get_at(c, "api.test", now + 29 * DAY + DAY / 2, &b, &kb, &e), 0);
+	assert_ptr_not_equal(a, b);
+	assert_int_equal(tls_cache_minted(c), 2);
+	assert_int_equal(tls_cache_count(c), 1);
+	X509_free(a);
+	EVP_PKEY_free(ka);
+	X509_free(b);
+	EVP_PKEY_free(kb);
+	/* a CA that ends within the day: its leaves end with it, and one
+	 * minted again would be no longer, so the cache keeps it */
+	assert_int_equal(tls_cache_new(brief, 4, &cb, &e), 0);
+	assert_int_equal(tls_cache_get(cb, "api.test", &a, &ka, &e), 0);
+	assert_int_equal(tls_cache_get_at(cb, "api.test", now + 3600, &b, &kb, &e), 0);
+	assert_ptr_equal(a, b);
+	assert_int_equal(tls_cache_minted(cb), 1);
+	X509_free(a);
+	EVP_PKEY_free(ka);
+	X509_free(b);
+	EVP_PKEY_free(kb);
+	tls_cache_free(c);
+	tls_cache_free(cb);
+	tls_ca_free(ca);
+	tls_ca_free(brief);
+}
+
 struct racer {
 	struct tls_cache *c;
 	X509 *got[8];
@@ -640,6 +683,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_clients_kiln_did_not_write, tmpdir_setup,
 						tmpdir_teardown),
 		cmocka_unit_test(test_cache_reuses_and_evicts),
+		cmocka_unit_test(test_cache_renews),
 		cmocka_unit_test(test_cache_threads),
 	};
 
