@@ -15,6 +15,7 @@
 
 #include "lib/base/fd_io.h"
 #include "lib/base/file_replace.h"
+#include "lib/base/text_clean.h"
 #include "lib/tlsmint/tls_x509.h"
 
 struct tls_ca {
@@ -122,11 +123,17 @@ int tls_ca_new(const char *sandbox_id, long lifetime_s, time_t now, struct tls_c
 	int rc;
 
 	*out = NULL;
-	if (!id_valid(sandbox_id))
+	if (!id_valid(sandbox_id)) {
+		char shown[TLS_CA_ID_MAX + 2];
+
+		/* one line whatever the id holds (a newline, an escape) */
+		text_clean_term(shown, sizeof(shown), sandbox_id,
+				strnlen(sandbox_id, TLS_CA_ID_MAX + 1));
 		return err_set(e, EINVAL,
-			       "tls CA: sandbox id '%.*s': want 1..%d of letters, digits, '.', '_' "
+			       "tls CA: sandbox id '%s': want 1..%d of letters, digits, '.', '_' "
 			       "or '-', the first a letter or digit",
-			       TLS_CA_ID_MAX + 1, sandbox_id, TLS_CA_ID_MAX);
+			       shown, TLS_CA_ID_MAX);
+	}
 	if (lifetime_s < TLS_CA_LIFETIME_MIN || lifetime_s > TLS_CA_LIFETIME_MAX)
 		return err_set(e, EINVAL,
 			       "tls CA: lifetime %ld s: want %ld (an hour) to %ld (ten years)",
