@@ -58,6 +58,11 @@ CMOCKA_LIBS := $(call pc_libs,cmocka,-lcmocka)
 # nettle's SHA-256 (lib/digest): only kilnd, kiln-image-import and the
 # tests and fuzz targets that reach lib/digest link it.
 NETTLE_LIBS := $(call pc_libs,nettle,-lnettle)
+# OpenSSL's libcrypto (lib/tlsmint, the planned egress proxy's CA): only
+# what reaches lib/tlsmint links it (no program yet: the tests and fuzz
+# targets below); libssl only where a TLS handshake is made.
+CRYPTO_LIBS := $(call pc_libs,libcrypto,-lcrypto)
+SSL_LIBS := $(call pc_libs,libssl,-lssl)
 SAN := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # Sources by folder (docs/architecture.md, "Folders"): a program is its
@@ -370,6 +375,14 @@ $(BUILD)/obj-san/%.o: %.c
 
 # the importer's archive reader is libarchive's
 $(BUILD)/tests/test_import_archive: LIBS += $(ARCHIVE_LIBS)
+# libcrypto for the tests and fuzz targets whose modules reach lib/tlsmint
+# (their lists, read from build/*-links.mk above); libssl for the one
+# that makes TLS handshakes with the minted leaves
+tlsmint_users = $(foreach t,$(1),$(if $(filter lib/tlsmint/%,$($(t)_SRCS)),$(t)))
+$(patsubst %,$(BUILD)/tests/%,$(call tlsmint_users,$(notdir $(UNIT_TESTS)))): LIBS += $(CRYPTO_LIBS)
+$(patsubst %,$(BUILD)/fuzz/bin/%,$(call tlsmint_users,$(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))): \
+	LIBS += $(CRYPTO_LIBS)
+$(BUILD)/tests/test_tls_leaf: LIBS += $(SSL_LIBS)
 
 .SECONDEXPANSION:
 unit_objs = $(addprefix $(BUILD)/obj-san/,$(patsubst %.c,%.o,$($(1)_SRCS)))
@@ -412,7 +425,7 @@ $(BUILD)/obj-fuzz/%.o: %.c
 fuzz_objs = $(addprefix $(BUILD)/obj-fuzz/,$(patsubst %.c,%.o,$($(1)_SRCS)))
 $(BUILD)/fuzz/bin/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LINKS) $$(call fuzz_objs,fuzz_$$*)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS) -lpthread $(NETTLE_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(JANSSON_LIBS) $(ZLIB_LIBS) $(SECCOMP_LIBS) -lpthread $(NETTLE_LIBS) $(LIBS)
 
 # A target's dictionary, when it has one (tests/fuzz/dict/<name>.dict).
 fuzz_dict = $(if $(wildcard tests/fuzz/dict/$(1).dict),-dict=tests/fuzz/dict/$(1).dict)

@@ -6,9 +6,34 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lib/base/fd_io.h"
+
+/* The temporary file, made with mode; or one a crash left there, reused,
+ * its permissions cut to those of mode it already had: open()'s mode
+ * applies only to a file it creates, so a leftover 0644 would otherwise
+ * carry a 0600 secret (the sandbox CA's key) into place. */
+static int open_tmp(int dirfd, const char *tmp, mode_t mode)
+{
+	const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dirfd, tmp, flags | O_CREAT | O_EXCL, mode);
+	struct stat st;
+
+	if (fd >= 0 || errno != EEXIST)
+		return fd >= 0 ? fd : -errno;
+	fd = openat(dirfd, tmp, flags | O_TRUNC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || fchmod(fd, st.st_mode & mode & 07777) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
 
 int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)
 {
@@ -27,9 +52,9 @@ int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode
 	else
 		snprintf(parent, sizeof(parent), "%.*s", slash == name ? 1 : (int)(slash - name),
 			 name);
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
+	fd = open_tmp(dirfd, tmp, mode);
 	if (fd < 0)
-		err = errno;
+		err = -fd;
 	if (!err && fd_io_write_all(fd, buf, n) < 0)
 		err = errno;
 	if (!err && fsync(fd) < 0)

@@ -11,7 +11,8 @@
  * Contract: thin syscalls, no allocation. The temporary file is
  * "<name>.tmp" in the same directory (the same filesystem, so rename is
  * atomic), opened O_NOFOLLOW (and O_TRUNC: a file left there by a crash
- * is reused); it is removed on every failure.
+ * is reused, its permissions cut to mode's: a leftover never widens what
+ * a 0600 file shows); it is removed on every failure.
  */
 #ifndef KILN_FILE_REPLACE_H
 #define KILN_FILE_REPLACE_H

@@ -59,6 +59,32 @@ static void test_replaces(void **state)
 	rmdir(dir);
 }
 
+/* A temporary file a crash left with wider permissions does not carry
+ * them into a file asked for 0600 (the sandbox CA's key, lib/tlsmint). */
+static void test_leftover_tmp_mode(void **state)
+{
+	char dir[] = "/tmp/kiln-replace-XXXXXX", got[64], path[600];
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/key.pem.tmp", dir);
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	assert_int_equal(write(fd, "stale and longer", 16), 16);
+	close(fd);
+	assert_int_equal(file_replace(dir, "key.pem", "secret", 6, 0600), 0);
+	read_back(dir, "key.pem", got, sizeof(got));
+	assert_string_equal(got, "secret");
+	snprintf(path, sizeof(path), "%s/key.pem", dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	unlink(path);
+	rmdir(dir);
+}
+
 static void test_failures(void **state)
 {
 	char dir[] = "/tmp/kiln-replace-XXXXXX", path[600];
@@ -148,9 +174,8 @@ static void test_at_names_no_file(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_replaces),
-		cmocka_unit_test(test_failures),
-		cmocka_unit_test(test_at_paths),
+		cmocka_unit_test(test_replaces),         cmocka_unit_test(test_leftover_tmp_mode),
+		cmocka_unit_test(test_failures),         cmocka_unit_test(test_at_paths),
 		cmocka_unit_test(test_at_names_no_file),
 	};
 
