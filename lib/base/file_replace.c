@@ -11,28 +11,20 @@
 
 #include "lib/base/fd_io.h"
 
-/* The temporary file, made with mode; or one a crash left there, reused,
- * its permissions cut to those of mode it already had: open()'s mode
- * applies only to a file it creates, so a leftover 0644 would otherwise
- * carry a 0600 secret (the sandbox CA's key) into place. */
+/* The temporary file, always made afresh with mode (O_EXCL). One a crash
+ * left there is removed first, never reused: open()'s mode applies only to
+ * a file it creates, so a leftover 0644 file would carry a 0600 secret (the
+ * sandbox CA's key) into place, and a leftover owned by someone else, who
+ * may still hold it open, would hand them what is written. Someone who
+ * makes the name again between the two calls gets EEXIST, not the data. */
 static int open_tmp(int dirfd, const char *tmp, mode_t mode)
 {
-	const int flags = O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-	int fd = openat(dirfd, tmp, flags | O_CREAT | O_EXCL, mode);
-	struct stat st;
+	const int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	int fd = openat(dirfd, tmp, flags, mode);
 
-	if (fd >= 0 || errno != EEXIST)
-		return fd >= 0 ? fd : -errno;
-	fd = openat(dirfd, tmp, flags | O_TRUNC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || fchmod(fd, st.st_mode & mode & 07777) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	return fd;
+	if (fd < 0 && errno == EEXIST && unlinkat(dirfd, tmp, 0) == 0)
+		fd = openat(dirfd, tmp, flags, mode);
+	return fd >= 0 ? fd : -errno;
 }
 
 int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)

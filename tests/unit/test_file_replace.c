@@ -49,11 +49,14 @@ static void test_replaces(void **state)
 	assert_int_equal(st.st_mode & 0777, 0600);
 	snprintf(path, sizeof(path), "%s/meta.json.tmp", dir);
 	assert_int_equal(access(path, F_OK), -1);
-	/* A temporary name that is a symlink is not followed (and goes). */
-	assert_int_equal(symlink("/etc/passwd", path), 0);
-	assert_int_equal(file_replace(dir, "meta.json", "{}", 2, 0600), -ELOOP);
-	assert_int_equal(errno, ELOOP);
+	/* A temporary name that is a symlink is not followed: it goes, and
+	 * the file is written afresh. */
+	assert_int_equal(symlink("/nonexistent-kiln-target", path), 0);
+	assert_int_equal(file_replace(dir, "meta.json", "{\"b\":2}", 7, 0600), 0);
+	assert_int_equal(access("/nonexistent-kiln-target", F_OK), -1);
 	assert_int_equal(unlink(path), -1);
+	read_back(dir, "meta.json", got, sizeof(got));
+	assert_string_equal(got, "{\"b\":2}");
 	snprintf(path, sizeof(path), "%s/meta.json", dir);
 	unlink(path);
 	rmdir(dir);
@@ -75,7 +78,13 @@ static void test_leftover_tmp_mode(void **state)
 	assert_int_equal(fchmod(fd, 0644), 0);
 	assert_int_equal(write(fd, "stale and longer", 16), 16);
 	close(fd);
+	/* Someone holding the leftover open learns nothing of what is written. */
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
 	assert_int_equal(file_replace(dir, "key.pem", "secret", 6, 0600), 0);
+	assert_int_equal(read(fd, got, sizeof(got)), 16);
+	assert_memory_equal(got, "stale and longer", 16);
+	close(fd);
 	read_back(dir, "key.pem", got, sizeof(got));
 	assert_string_equal(got, "secret");
 	snprintf(path, sizeof(path), "%s/key.pem", dir);
