@@ -7,6 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "lib/base/fd_io.h"
+
 void guest_mem_layout(struct guest_mem *gm, uint64_t size)
 {
 	gm->size = size;
@@ -90,31 +92,14 @@ void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len)
 	return NULL;
 }
 
-int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len,
-			 int fd, uint64_t off)
+int guest_mem_read_file(const struct guest_mem *gm, uint64_t gpa, int fd, uint64_t off,
+			uint64_t len)
 {
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	uint8_t *p = guest_mem_ptr(gm, gpa, len);
-	uint64_t head, body;
 
 	if (!p)
 		return -EFAULT;
-	if (fd < 0 || gm->hugepages || gpa % page != off % page) {
-		memcpy(p, src, len);
-		return 0;
-	}
-	/* Copy the partial first and last pages; map the whole ones between. */
-	head = (page - gpa % page) % page;
-	if (head > len)
-		head = len;
-	body = (len - head) / page * page;
-	memcpy(p, src, head);
-	if (body &&
-	    mmap(p + head, body, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
-		 (off_t)(off + head)) == MAP_FAILED)
-		return -errno;
-	memcpy(p + head + body, (const uint8_t *)src + head + body, len - head - body);
-	return 0;
+	return fd_io_pread_all(fd, p, (size_t)len, off);
 }
 
 int guest_mem_write(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len)

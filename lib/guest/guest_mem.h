@@ -55,16 +55,16 @@ void guest_mem_unmap(struct guest_mem *gm);
 void *guest_mem_ptr(const struct guest_mem *gm, uint64_t gpa, uint64_t len);
 
 /*
- * Place `len` bytes of a file into guest memory at `gpa`: the bytes are
- * `src` (the file's contents at `off`, already mapped by the caller). When
- * `fd` >= 0 and gpa and off share their offset within a page, the whole
- * pages are mapped straight from the file (MAP_PRIVATE | MAP_FIXED), so a
- * kernel or initrd costs no copy and shares the host's page cache; the
- * rest is copied. The file must not be modified in place while the VM
- * runs. 0, -EFAULT (out of bounds) or -errno from mmap.
+ * Read `len` bytes of the file `fd` at `off` into guest memory at `gpa`,
+ * with pread(): the kernel copies from its page cache, where copying from
+ * a mapping of the file takes a page fault per page (or per fault-around
+ * block) first; in the nested harness, whose files are on a shared file
+ * system, those faults were most of a boot's VMM setup (bench/boot's
+ * "kernel and initrd copied into RAM": 330 ms of 390). 0, -EFAULT (out of
+ * bounds), -EIO (the file ended first: it shrank) or -errno.
  */
-int guest_mem_place_file(const struct guest_mem *gm, uint64_t gpa, const void *src, uint64_t len,
-			 int fd, uint64_t off);
+int guest_mem_read_file(const struct guest_mem *gm, uint64_t gpa, int fd, uint64_t off,
+			uint64_t len);
 
 /*
  * Start tracking the VMM's own writes (allocates gm->dirty, zeroed).

@@ -15,6 +15,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "vmm/boot/boot_linux.h"
 #include "vmm/boot/layout.h"
@@ -246,6 +248,53 @@ static void test_bz_load_valid(void **state)
 	assert_int_equal(zp->e820_table[2].addr, MIB);
 	assert_int_equal(zp->e820_table[2].size, RAM - MIB);
 	assert_int_equal(zp->e820_table[2].type, 1);
+}
+
+/* A memfd holding `len` bytes of `p`: the file behind a kernel or initrd. */
+static int file_of(const uint8_t *p, size_t len)
+{
+	int fd = memfd_create("kiln-boot-test", MFD_CLOEXEC);
+
+	assert_true(fd > 0);
+	assert_int_equal(write(fd, p, len), (ssize_t)len);
+	return fd;
+}
+
+/* With the files given, what goes into guest RAM is read from them: the
+ * mapping (here a copy whose bulk is zeroed) is only parsed. */
+static void test_bz_load_reads_the_files(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *parsed;
+	const size_t rdlen = 12345;
+	int kfd, rfd;
+
+	bz_build(f);
+	set_initrd(f, rdlen);
+	kfd = file_of(f->img, f->len);
+	rfd = file_of(f->initrd, rdlen);
+	parsed = calloc(1, f->len);
+	assert_non_null(parsed);
+	memcpy(parsed, f->img, SETUP_LEN);
+	f->spec.kernel = parsed;
+	f->spec.kernel_fd = kfd;
+	f->spec.initrd = (const uint8_t *)"not read from here";
+	f->spec.initrd_fd = rfd;
+	assert_int_equal(load(f), 0);
+	assert_memory_equal(f->gm.host + PREF, f->img + SETUP_LEN, PM_LEN);
+	assert_memory_equal(f->gm.host + f->be.initrd_addr, f->initrd, rdlen);
+
+	/* A file that shrank since it was mapped: one clear error. */
+	assert_int_equal(ftruncate(kfd, SETUP_LEN + PM_LEN / 2), 0);
+	assert_int_equal(load(f), -EIO);
+	assert_msg(f, "reading the kernel");
+	assert_int_equal(ftruncate(kfd, f->len), 0);
+	assert_int_equal(ftruncate(rfd, rdlen - 1), 0);
+	assert_int_equal(load(f), -EIO);
+	assert_msg(f, "reading the initrd");
+	close(kfd);
+	close(rfd);
+	free(parsed);
 }
 
 /* A kernel preferring low memory is still loaded at 1 MiB, above the boot data. */
@@ -643,6 +692,33 @@ static void test_pvh_load_valid(void **state)
 }
 
 /* A vmlinux built without CONFIG_PVH: say how to fix it. */
+/* A PVH segment is read from the file too, its bss still zeroed. */
+static void test_pvh_load_reads_the_file(void **state)
+{
+	struct fx *f = *state;
+	uint8_t *parsed;
+	int fd;
+
+	pvh_build(f, 8, 1);
+	fd = file_of(f->img, f->len);
+	parsed = malloc(f->len);
+	assert_non_null(parsed);
+	memcpy(parsed, f->img, f->len);
+	memset(parsed + E_SEG_OFF, 0, E_SEG_FILESZ);
+	f->spec.kernel = parsed;
+	f->spec.kernel_fd = fd;
+	memset(f->gm.host + E_PADDR, 0xaa, E_SEG_MEMSZ);
+	assert_int_equal(load(f), 0);
+	assert_memory_equal(f->gm.host + E_PADDR, f->img + E_SEG_OFF, E_SEG_FILESZ);
+	for (size_t i = E_SEG_FILESZ; i < E_SEG_MEMSZ; i++)
+		assert_int_equal(f->gm.host[E_PADDR + i], 0);
+	assert_int_equal(ftruncate(fd, E_SEG_OFF + 1), 0);
+	assert_int_equal(load(f), -EIO);
+	assert_msg(f, "vmlinux segment 0");
+	close(fd);
+	free(parsed);
+}
+
 static void test_pvh_no_note(void **state)
 {
 	struct fx *f = *state;
@@ -894,6 +970,7 @@ int main(void)
 		T(test_bz_parse_fields),
 		T(test_bz_parse_legacy_defaults),
 		T(test_bz_load_valid),
+		T(test_bz_load_reads_the_files),
 		T(test_bz_load_pref_below_1m),
 		T(test_bz_initrd_placed),
 		T(test_bz_initrd_addr_max),
@@ -914,6 +991,7 @@ int main(void)
 		T(test_load_tiny_ram),
 		T(test_pvh_parse_desc4_and_desc8),
 		T(test_pvh_load_valid),
+		T(test_pvh_load_reads_the_file),
 		T(test_pvh_no_note),
 		T(test_pvh_wrong_note_ignored),
 		T(test_pvh_phoff_beyond_file),

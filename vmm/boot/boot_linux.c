@@ -171,11 +171,23 @@ int pvh_parse(const uint8_t *img, size_t len, struct pvh_info *out, struct err *
 	return 0;
 }
 
+/* Bytes of the kernel or initrd file at `off` into guest RAM at `gpa`:
+ * read from the file when the spec has it (see boot_spec), else copied
+ * from `img`, its mapping. */
+static int put_file(const struct guest_mem *gm, uint64_t gpa, const uint8_t *img, int fd,
+		    uint64_t off, uint64_t len)
+{
+	if (fd > 0)
+		return guest_mem_read_file(gm, gpa, fd, off, len);
+	return guest_mem_write(gm, gpa, img + off, len);
+}
+
 /* Page-aligned address for the initrd: as high as allowed, above `floor`. */
 static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec, uint64_t max_end,
 			uint64_t floor, uint64_t *addr, struct err *e)
 {
 	uint64_t top = gm->low_size < max_end ? gm->low_size : max_end;
+	int err;
 
 	if (spec->initrd_len > top || ((top - spec->initrd_len) & ~0xfffULL) < floor)
 		return err_set(
@@ -183,8 +195,9 @@ static int place_initrd(const struct guest_mem *gm, const struct boot_spec *spec
 			"initrd (%zu KiB) does not fit in guest RAM beside the kernel: raise --mem",
 			spec->initrd_len >> 10);
 	*addr = (top - spec->initrd_len) & ~0xfffULL;
-	return guest_mem_place_file(gm, *addr, spec->initrd, spec->initrd_len,
-				    spec->initrd_fd > 0 ? spec->initrd_fd : -1, 0);
+	if ((err = put_file(gm, *addr, spec->initrd, spec->initrd_fd, 0, spec->initrd_len)))
+		return err_set(e, -err, "reading the initrd into guest RAM: %s", strerror(-err));
+	return 0;
 }
 
 static int load_cmdline(const struct guest_mem *gm, const char *cmdline, size_t max, struct err *e)
@@ -222,8 +235,9 @@ static int load_bzimage(const struct guest_mem *gm, const struct boot_spec *spec
 	 * copy-on-write faults page by page cost more than one copy (measured
 	 * with bench/boot: +2 s per boot in the nested harness).
 	 */
-	if ((err = guest_mem_write(gm, load, spec->kernel + bi.setup_len, bi.pm_len)))
-		return err_set(e, ENOMEM, "kernel does not fit in guest RAM");
+	if ((err = put_file(gm, load, spec->kernel, spec->kernel_fd, bi.setup_len, bi.pm_len)))
+		return err == -EFAULT ? err_set(e, ENOMEM, "kernel does not fit in guest RAM")
+				      : err_set(e, -err, "reading the kernel: %s", strerror(-err));
 	/* The image's own limit, but never past the command-line area. */
 	cmax = bi.cmdline_size ? bi.cmdline_size : 255;
 	if (cmax > LAYOUT_CMDLINE_MAX - 1)
@@ -290,10 +304,10 @@ static int load_pvh(const struct guest_mem *gm, const struct boot_spec *spec,
 				e, ENOMEM,
 				"vmlinux segment at %#llx (+%llu MiB) is outside guest RAM: raise --mem",
 				(unsigned long long)s->paddr, (unsigned long long)(s->memsz >> 20));
-		if (guest_mem_place_file(gm, s->paddr, spec->kernel + s->offset, s->filesz,
-					 spec->kernel_fd > 0 ? spec->kernel_fd : -1, s->offset))
-			return err_set(e, ENOMEM, "cannot map vmlinux segment %d into guest RAM",
-				       i);
+		if ((err = put_file(gm, s->paddr, spec->kernel, spec->kernel_fd, s->offset,
+				    s->filesz)))
+			return err_set(e, -err, "cannot load vmlinux segment %d into guest RAM: %s",
+				       i, strerror(-err));
 		memset(dst + s->filesz, 0, s->memsz - s->filesz);
 		if (s->paddr + s->memsz > end)
 			end = s->paddr + s->memsz;

@@ -48,8 +48,10 @@ struct boot_spec {
 	const uint8_t *initrd; /* may be NULL */
 	size_t initrd_len;
 	const char *cmdline;
-	/* Files behind kernel/initrd, so aligned parts can be mapped instead
-	 * of copied (guest_mem_place_file); -1 (or 0 in a zeroed spec) to copy. */
+	/* Files behind kernel/initrd: when >= 0 (> 0: a zeroed spec has
+	 * none), what goes into guest RAM is read from them with pread
+	 * (guest_mem_read_file) rather than copied from the mapping above,
+	 * which is then only parsed; -1 copies from the mapping. */
 	int kernel_fd, initrd_fd;
 };
 

@@ -39,10 +39,10 @@
 struct file_map {
 	const uint8_t *data;
 	size_t len;
-	int fd; /* kept open so guest memory can map the file's pages */
+	int fd; /* kept open: load_guest reads the bytes that go into guest RAM */
 };
 
-/* Map a file read-only: the kernel is read once from the page cache. */
+/* Map a file read-only, for parsing; its descriptor stays open for reading. */
 static int map_file(const char *path, const char *what, struct file_map *m, struct err *e)
 {
 	struct stat st;
@@ -435,15 +435,15 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 	spec.initrd_len = rd->len;
 	spec.cmdline = vm->cmdline.buf;
 	/*
-	 * Copied, not mapped from the files (spec.kernel_fd/initrd_fd = -1):
-	 * with PVH segments mapped MAP_PRIVATE from the image, guests in the
-	 * nested harness hit soft lockups in the outer kernel's KVM (as they
-	 * did with 2 MiB-aligned guest RAM; QEMU TCG's nested paging is the
-	 * suspect, the cause is unknown). Mapping stays off until it is
-	 * understood on real KVM; the file-mapping path is kept for then.
+	 * Read from the files into guest RAM (pread), not copied from their
+	 * mappings, which are only parsed: no page fault per page of the
+	 * files (guest_mem_read_file). Not mapped into guest RAM either: with
+	 * PVH segments mapped MAP_PRIVATE from the image, guests in the nested
+	 * harness hit soft lockups in the outer kernel's KVM (as they did with
+	 * 2 MiB-aligned guest RAM; QEMU TCG's nested paging is the suspect).
 	 */
-	spec.kernel_fd = -1;
-	spec.initrd_fd = -1;
+	spec.kernel_fd = k->fd;
+	spec.initrd_fd = rd->fd;
 	if ((err = linux_load(&vm->mem, &spec, &vm->entry, e)))
 		return err;
 
