@@ -24,6 +24,7 @@
 #include "devices/net/virtio_net.h"
 #include "devices/vsock/virtio_vsock.h"
 #include "devices/rng/virtio_rng.h"
+#include "vmm/snapshot/snapshot_kvm.h"
 #include "vmm/snapshot/vm_snapshot.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/base/mono.h"
@@ -618,6 +619,11 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	for (int i = 0; i < vm->ncpus; i++)
 		if ((err = vcpu_create(vm, i, e)))
 			goto fail;
+	/* Every vCPU has its CPUID: of the table (10 KiB for the VM's whole
+	 * life) snapshots need only the digest of its feature bits. */
+	vm->cpu_features = snap_kvm_cpu_features(vm->cpuid);
+	free(vm->cpuid);
+	vm->cpuid = NULL;
 	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_vcpus_made");
 	timeline_mark(&vm->tl, "vm_ready");

@@ -51,7 +51,10 @@ struct vm {
 	struct cmdline cmdline;
 	struct boot_entry entry;
 	size_t run_size;
-	struct kvm_cpuid2 *cpuid; /* what KVM supports, before per-vCPU fixes */
+	/* What KVM supports, before per-vCPU fixes: only until the vCPUs
+	 * exist; snapshots keep its cpu_features (snap_kvm_cpu_features). */
+	struct kvm_cpuid2 *cpuid;
+	uint64_t cpu_features;
 	int ncpus;
 	struct vcpu vcpu[VM_MAX_CPUS];
 
