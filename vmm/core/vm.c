@@ -342,7 +342,7 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
 		return err_set(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name,
 			       strerror(-err));
-	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base,
+	cmdline_add(vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base,
 		    m->gsi);
 	return 0;
 }
@@ -391,7 +391,7 @@ static int setup_virtio(struct vm *vm, struct err *e)
 	}
 	/* Without an initramfs the first disk is the root filesystem. */
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
-		cmdline_add(&vm->cmdline, "root=/dev/vda %s",
+		cmdline_add(vm->cmdline, "root=/dev/vda %s",
 			    vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
 		const struct vm_share_cfg *c = &vm->cfg.share[i];
@@ -434,7 +434,7 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 	spec.kernel_len = k->len;
 	spec.initrd = rd->data;
 	spec.initrd_len = rd->len;
-	spec.cmdline = vm->cmdline.buf;
+	spec.cmdline = vm->cmdline->buf;
 	/*
 	 * Copied, not mapped from the files (spec.kernel_fd/initrd_fd = -1):
 	 * with PVH segments mapped MAP_PRIVATE from the image, guests in the
@@ -556,8 +556,12 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 
 	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
-	cmdline_init(&vm->cmdline);
-	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
+	if (!(vm->cmdline = malloc(sizeof(*vm->cmdline)))) {
+		err = err_set(e, ENOMEM, "out of memory");
+		goto fail;
+	}
+	cmdline_init(vm->cmdline);
+	cmdline_defaults(vm->cmdline, cfg->console_out_fd >= 0);
 	if (cfg->restore_dir) {
 		vm->restored = vm->needs_load = 1;
 		timeline_mark(&vm->tl, "restore_start");
@@ -601,8 +605,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	/* The user's parameters come last, so they can override kiln's. */
 	if (cfg->cmdline && *cfg->cmdline)
-		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
-	if (vm->cmdline.overflow) {
+		cmdline_add(vm->cmdline, "%s", cfg->cmdline);
+	if (vm->cmdline->overflow) {
 		err = err_set(e, E2BIG, "kernel command line longer than %d bytes",
 			      CMDLINE_CAP - 1);
 		goto fail;
@@ -614,6 +618,10 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	unmap_file(&k);
 	unmap_file(&rd);
+	/* The kernel has its command line (a restored guest parsed it long
+	 * ago): 4 KiB less for the VM's life. */
+	free(vm->cmdline);
+	vm->cmdline = NULL;
 
 	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	for (int i = 0; i < vm->ncpus; i++)
@@ -791,11 +799,6 @@ struct timeline *vm_timeline(struct vm *vm)
 	return &vm->tl;
 }
 
-const char *vm_cmdline(const struct vm *vm)
-{
-	return vm->cmdline.buf;
-}
-
 void vm_destroy(struct vm *vm)
 {
 	if (!vm)
@@ -823,6 +826,7 @@ void vm_destroy(struct vm *vm)
 		if (vm->overlay_fd[i] >= 0)
 			close(vm->overlay_fd[i]);
 	free(vm->cpuid);
+	free(vm->cmdline);
 	free(vm->snap_msrs);
 	vm_workingset_free(&vm->workingset);
 	guest_mem_unmap(&vm->mem);

@@ -48,7 +48,7 @@ struct vm {
 	struct i8042 kbd;
 	struct boot_timer bt;
 	struct timeline tl;
-	struct cmdline cmdline;
+	struct cmdline *cmdline; /* the kernel's, only while vm_create builds and loads it */
 	struct boot_entry entry;
 	size_t run_size;
 	/* What KVM supports, before per-vCPU fixes: only until the vCPUs
