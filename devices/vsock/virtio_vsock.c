@@ -582,7 +582,11 @@ static int rx_fill_one(struct vsock_dev *v)
 				v->rr = idx + 1;
 				return rx_push(v, &h);
 			}
-			if (!vsock_conn_want_send(c))
+			/* A buffer with room for the header alone (a guest's
+			 * choice; Linux's are 4 KiB) carries no data: rx_read
+			 * would read nothing and change nothing, and this loop
+			 * would spin with the device lock held. */
+			if (!vsock_conn_want_send(c) || rx_slot(v, 0)->in_len == VSOCK_HDR_SIZE)
 				break;
 			r = rx_read(v, c);
 			if (r > 0) {
