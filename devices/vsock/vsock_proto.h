@@ -25,9 +25,10 @@
  *    buffered. Credit updates go out when the guest asks and when enough
  *    space was freed that the guest might otherwise stall.
  *  - Bytes toward the guest that wait for rx buffers are bounded too: per
- *    connection a bitmask of pending control packets, plus a fixed ring of
- *    RSTs for packets that have no connection (when it is full further RSTs
- *    are dropped and the guest's own timeouts clean up).
+ *    connection a bitmask of pending control packets, plus one ring of
+ *    RSTs (for closed connections and packets that have none), grown as
+ *    they pile up to at most VSOCK_RST_QUEUE (when it is full, or cannot
+ *    grow, further RSTs are dropped and the guest's own timeouts clean up).
  *  - File descriptors are stored here (`fd`) but opened and closed only by
  *    the device.
  */
