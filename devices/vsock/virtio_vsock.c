@@ -38,7 +38,7 @@ enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
  * most RX_INLINE (Linux's have one). 64 whole struct virtq_chain (8 KiB
  * each, 256 buffers of each kind) were 526 KiB of which every pop
  * touched two pages: 308 KiB private per kiln-vmm after one exchange.
- * A longer chain stays where it was popped (rx_pop) and is held alone.
+ * A longer chain's buffers go to rx_long, and it is held alone.
  */
 #define RX_INLINE 4
 /* 2 adds next_port; a version 1 state (without it) still restores */
@@ -55,7 +55,7 @@ enum { Q_RX = 0, Q_TX = 1, Q_EVENT = 2, NUM_QUEUES = 3 };
 #define HOST_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET)
 
 /* A popped rx chain waiting for host data; `in` is its buffers: `inl`,
- * or rx_pop's for a chain longer than RX_INLINE. */
+ * or rx_long for a chain longer than RX_INLINE. */
 struct rx_held {
 	uint16_t head;
 	int nin;
@@ -80,9 +80,15 @@ struct vsock_dev {
 	 */
 	struct rx_held rxh[RX_BATCH];
 	unsigned rx_first, rx_held;
-	struct virtq_chain rx_pop; /* where rx chains are popped */
-	struct virtq_chain txc;
-	struct virtq_chain evc;
+	/* The buffers of a held rx chain longer than RX_INLINE (held alone):
+	 * allocated at the first one, VIRTQ_MAX_CHAIN of them. */
+	struct virtq_buf *rx_long;
+	/*
+	 * Where every chain is popped (8 KiB: one, not one per queue). A tx
+	 * or event chain is done with within the call that popped it; a
+	 * held rx chain's buffers are copied out (rxh, rx_long).
+	 */
+	struct virtq_chain pop;
 	int reset_event_pending; /* TRANSPORT_RESET owed to the guest (after restore) */
 	int draining;            /* last_words(): no new host connections */
 	void (*mark)(void *ctx, const char *name);
@@ -164,9 +170,9 @@ static void conn_close(struct vsock_dev *v, struct vsock_conn *c, int rst)
 static void drop_all(struct vsock_dev *v)
 {
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		struct vsock_conn *c = &v->t.conn[i];
+		struct vsock_conn *c = v->t.conn[i];
 
-		if (c->state != VSOCK_FREE && c->fd >= 0) {
+		if (c && c->fd >= 0) {
 			event_loop_del(v->loop, c->fd);
 			close(c->fd);
 			c->fd = -1;
@@ -276,7 +282,7 @@ static void host_write(struct vsock_dev *v, struct vsock_conn *c, uint32_t len)
 		struct msghdr m = { .msg_iov = v->iov };
 		ssize_t w;
 
-		m.msg_iovlen = (size_t)chain_iov(v->txc.out, v->txc.nout, off, len, v->iov);
+		m.msg_iovlen = (size_t)chain_iov(v->pop.out, v->pop.nout, off, len, v->iov);
 		do
 			w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
 		while (w < 0 && errno == EINTR);
@@ -289,7 +295,7 @@ static void host_write(struct vsock_dev *v, struct vsock_conn *c, uint32_t len)
 			vsock_conn_forwarded(c, (uint32_t)w);
 		}
 	}
-	n = chain_iov(v->txc.out, v->txc.nout, off + done, len - done, v->iov);
+	n = chain_iov(v->pop.out, v->pop.nout, off + done, len - done, v->iov);
 	for (int i = 0; i < n; i++) {
 		if (vsock_conn_buf_put(c, v->iov[i].iov_base, (uint32_t)v->iov[i].iov_len) < 0) {
 			conn_close(v, c, 1); /* out of memory: cannot keep the stream whole */
@@ -377,23 +383,21 @@ static void tx_packet(struct vsock_dev *v, const struct vsock_hdr *h, uint64_t p
 	}
 }
 
-static void rx_pump(struct vsock_dev *v);
-
 static void tx_process(struct vsock_dev *v)
 {
 	int r, pushed = 0;
 
-	while ((r = pop(v, Q_TX, &v->txc, "malformed descriptor chain on the tx queue")) > 0) {
+	while ((r = pop(v, Q_TX, &v->pop, "malformed descriptor chain on the tx queue")) > 0) {
 		uint8_t raw[VSOCK_HDR_SIZE];
 		struct vsock_hdr h;
 
-		if (virtq_chain_read(&v->txc, 0, raw, sizeof(raw)) < sizeof(raw)) {
+		if (virtq_chain_read(&v->pop, 0, raw, sizeof(raw)) < sizeof(raw)) {
 			fail(v, "tx packet shorter than a vsock header");
 			return;
 		}
 		vsock_hdr_decode(&h, raw);
-		tx_packet(v, &h, v->txc.out_len - VSOCK_HDR_SIZE);
-		if (virtq_push(&v->dev.vq[Q_TX], v->txc.head, 0) < 0) {
+		tx_packet(v, &h, v->pop.out_len - VSOCK_HDR_SIZE);
+		if (virtq_push(&v->dev.vq[Q_TX], v->pop.head, 0) < 0) {
 			fail(v, "tx used ring unusable");
 			return;
 		}
@@ -412,9 +416,9 @@ static int rx_has_work(const struct vsock_dev *v)
 	if (v->t.rst_len)
 		return 1;
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		const struct vsock_conn *c = &v->t.conn[i];
+		const struct vsock_conn *c = v->t.conn[i];
 
-		if (c->state > VSOCK_HOST_HELLO && (c->send_ctl || vsock_conn_want_send(c)))
+		if (c && c->state > VSOCK_HOST_HELLO && (c->send_ctl || vsock_conn_want_send(c)))
 			return 1;
 	}
 	return 0;
@@ -433,11 +437,12 @@ static struct rx_held *rx_slot(struct vsock_dev *v, unsigned i)
  */
 static int rx_hold(struct vsock_dev *v)
 {
-	struct virtq_chain *c = &v->rx_pop;
+	struct virtq_chain *c = &v->pop;
+	struct virtq_buf *in;
 	struct rx_held *h;
 	int r;
 
-	if (v->rx_held == RX_BATCH || (v->rx_held && rx_slot(v, 0)->in == c->in))
+	if (v->rx_held == RX_BATCH || (v->rx_held && rx_slot(v, 0)->in == v->rx_long))
 		return 0;
 	r = pop(v, Q_RX, c, "malformed descriptor chain on the rx queue");
 	if (r <= 0)
@@ -446,19 +451,24 @@ static int rx_hold(struct vsock_dev *v)
 		fail(v, "rx buffer smaller than a vsock header");
 		return -1;
 	}
-	if (c->nin > RX_INLINE && v->rx_held) {
-		virtq_unpop(&v->dev.vq[Q_RX], 1);
-		return 0;
-	}
 	h = rx_slot(v, v->rx_held);
+	in = h->inl;
+	if (c->nin > RX_INLINE) {
+		/* Given back while others are held, or without memory for
+		 * its list: a later pump takes it again. */
+		if (!v->rx_long)
+			v->rx_long = malloc(VIRTQ_MAX_CHAIN * sizeof(*v->rx_long));
+		if (v->rx_held || !v->rx_long) {
+			virtq_unpop(&v->dev.vq[Q_RX], 1);
+			return 0;
+		}
+		in = v->rx_long;
+	}
+	memcpy(in, c->in, (size_t)c->nin * sizeof(c->in[0]));
 	h->head = c->head;
 	h->nin = c->nin;
 	h->in_len = c->in_len;
-	h->in = c->in;
-	if (c->nin <= RX_INLINE) {
-		memcpy(h->inl, c->in, (size_t)c->nin * sizeof(c->in[0]));
-		h->in = h->inl;
-	}
+	h->in = in;
 	v->rx_held++;
 	return 1;
 }
@@ -561,18 +571,22 @@ static int rx_fill_one(struct vsock_dev *v)
 		return rx_push(v, &h);
 	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++) {
 		unsigned idx = (v->rr + i) % VSOCK_MAX_CONNS;
-		struct vsock_conn *c = &v->t.conn[idx];
+		struct vsock_conn *c;
 
-		if (c->state <= VSOCK_HOST_HELLO)
-			continue;
-		for (;;) {
+		/* Looked up again after each read: an EOF may have finished
+		 * the connection, and freed it. */
+		while ((c = v->t.conn[idx]) && c->state > VSOCK_HOST_HELLO) {
 			int r;
 
 			if (vsock_conn_next_ctl(&v->t, c, &h)) {
 				v->rr = idx + 1;
 				return rx_push(v, &h);
 			}
-			if (!vsock_conn_want_send(c))
+			/* A buffer with room for the header alone (a guest's
+			 * choice; Linux's are 4 KiB) carries no data: rx_read
+			 * would read nothing and change nothing, and this loop
+			 * would spin with the device lock held. */
+			if (!vsock_conn_want_send(c) || rx_slot(v, 0)->in_len == VSOCK_HDR_SIZE)
 				break;
 			r = rx_read(v, c);
 			if (r > 0) {
@@ -587,9 +601,8 @@ static int rx_fill_one(struct vsock_dev *v)
 					return rx_push(v, &h);
 				break;
 			}
-			if (c->state == VSOCK_FREE)
-				break; /* finished by EOF: RST queued */
-				       /* EAGAIN or EOF: look at its control packets once more */
+			/* EAGAIN or EOF: look at its control packets once more
+			 * (unless EOF finished it: its RST is queued) */
 		}
 	}
 	if (vsock_table_next_rst(&v->t, &h))
@@ -632,14 +645,14 @@ static void deliver_event(struct vsock_dev *v)
 
 	if (!v->reset_event_pending || !active(v) || !v->dev.vq[Q_EVENT].ready)
 		return;
-	if (pop(v, Q_EVENT, &v->evc, "malformed descriptor chain on the event queue") <= 0)
+	if (pop(v, Q_EVENT, &v->pop, "malformed descriptor chain on the event queue") <= 0)
 		return;
-	if (v->evc.in_len < sizeof(id)) {
+	if (v->pop.in_len < sizeof(id)) {
 		fail(v, "event buffer smaller than an event");
 		return;
 	}
-	virtq_chain_write(&v->evc, 0, &id, sizeof(id));
-	if (virtq_push(&v->dev.vq[Q_EVENT], v->evc.head, sizeof(id)) < 0) {
+	virtq_chain_write(&v->pop, 0, &id, sizeof(id));
+	if (virtq_push(&v->dev.vq[Q_EVENT], v->pop.head, sizeof(id)) < 0) {
 		fail(v, "event used ring unusable");
 		return;
 	}
@@ -937,9 +950,9 @@ static void last_words(struct vsock_dev *v)
 	v->draining = 1;
 	tx_process(v);
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		struct vsock_conn *c = &v->t.conn[i];
+		struct vsock_conn *c = v->t.conn[i];
 
-		if (c->state == VSOCK_ESTABLISHED && c->fd >= 0)
+		if (c && c->state == VSOCK_ESTABLISHED && c->fd >= 0)
 			flush(v, c);
 	}
 	irq_flush(v);
@@ -957,6 +970,7 @@ static void vsock_destroy(struct virtio_dev *d)
 		unlink(v->path);
 	}
 	pthread_mutex_destroy(&d->lock);
+	free(v->rx_long);
 	free(v);
 }
 

@@ -7,6 +7,8 @@
 
 #include <linux/virtio_vsock.h>
 
+#include "lib/base/mem_grow.h"
+
 _Static_assert(sizeof(struct virtio_vsock_hdr) == VSOCK_HDR_SIZE, "vsock header is 44 bytes");
 _Static_assert(VSOCK_TYPE_STREAM == VIRTIO_VSOCK_TYPE_STREAM, "type");
 _Static_assert(VSOCK_OP_REQUEST == VIRTIO_VSOCK_OP_REQUEST &&
@@ -78,17 +80,15 @@ void vsock_table_init(struct vsock_table *t, uint64_t guest_cid)
 	memset(t, 0, sizeof(*t));
 	t->guest_cid = guest_cid;
 	t->next_port = VSOCK_LOCAL_PORT_BASE;
-	for (int i = 0; i < VSOCK_MAX_CONNS; i++)
-		t->conn[i].fd = -1;
 }
 
 struct vsock_conn *vsock_conn_find(struct vsock_table *t, uint32_t local_port, uint32_t peer_port)
 {
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		struct vsock_conn *c = &t->conn[i];
+		struct vsock_conn *c = t->conn[i];
 
 		/* A host client still in HELLO has no guest port yet. */
-		if (c->state > VSOCK_HOST_HELLO && c->local_port == local_port &&
+		if (c && c->state > VSOCK_HOST_HELLO && c->local_port == local_port &&
 		    c->peer_port == peer_port)
 			return c;
 	}
@@ -100,32 +100,36 @@ struct vsock_conn *vsock_conn_find_fd(struct vsock_table *t, int fd)
 	if (fd < 0)
 		return NULL;
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++)
-		if (t->conn[i].state != VSOCK_FREE && t->conn[i].fd == fd)
-			return &t->conn[i];
+		if (t->conn[i] && t->conn[i]->fd == fd)
+			return t->conn[i];
 	return NULL;
 }
 
+/* A new connection in the first free slot (state VSOCK_FREE until the
+ * caller sets one); NULL when all VSOCK_MAX_CONNS are taken or out of
+ * memory. */
 static struct vsock_conn *slot_new(struct vsock_table *t)
 {
+	struct vsock_conn *c;
+	unsigned i;
+
 	if (t->count >= VSOCK_MAX_CONNS)
 		return NULL;
-	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		struct vsock_conn *c = &t->conn[i];
-
-		if (c->state == VSOCK_FREE) {
-			memset(c, 0, sizeof(*c));
-			c->fd = -1;
-			t->count++;
-			return c;
-		}
-	}
-	return NULL;
+	for (i = 0; i < VSOCK_MAX_CONNS && t->conn[i]; i++)
+		;
+	if (i == VSOCK_MAX_CONNS || !(c = calloc(1, sizeof(*c))))
+		return NULL;
+	c->fd = -1;
+	c->slot = i;
+	t->conn[i] = c;
+	t->count++;
+	return c;
 }
 
 static int local_port_used(const struct vsock_table *t, uint32_t port)
 {
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++)
-		if (t->conn[i].state != VSOCK_FREE && t->conn[i].local_port == port)
+		if (t->conn[i] && t->conn[i]->local_port == port)
 			return 1;
 	return 0;
 }
@@ -163,23 +167,40 @@ void vsock_conn_accepted(struct vsock_conn *c, int fd)
 
 void vsock_conn_free(struct vsock_table *t, struct vsock_conn *c)
 {
-	if (c->state == VSOCK_FREE)
+	if (!c)
 		return;
+	t->conn[c->slot] = NULL;
 	free(c->buf);
-	memset(c, 0, sizeof(*c));
-	c->fd = -1;
+	free(c);
 	t->count--;
+}
+
+/* Double the full RST ring (up to VSOCK_RST_QUEUE). 0 or -ENOSPC. */
+static int rst_grow(struct vsock_table *t)
+{
+	size_t cap = t->rst_cap * sizeof(*t->rst);
+	struct vsock_rst *r = mem_grow(t->rst, &cap, cap + sizeof(*r), VSOCK_RST_FIRST * sizeof(*r),
+				       VSOCK_RST_QUEUE * sizeof(*r));
+
+	if (!r)
+		return -ENOSPC;
+	/* Full, so it wraps at the old end: [head, old cap) then [0, head).
+	 * The second part moves after the first. */
+	memcpy(r + t->rst_cap, r, t->rst_head * sizeof(*r));
+	t->rst = r;
+	t->rst_cap = (unsigned)(cap / sizeof(*r));
+	return 0;
 }
 
 static int rst_push(struct vsock_table *t, uint64_t src_cid, uint32_t src_port, uint32_t dst_port)
 {
 	struct vsock_rst *r;
 
-	if (t->rst_len == VSOCK_RST_QUEUE) {
+	if (t->rst_len == t->rst_cap && (t->rst_cap == VSOCK_RST_QUEUE || rst_grow(t) < 0)) {
 		t->rst_dropped++;
 		return -ENOSPC;
 	}
-	r = &t->rst[(t->rst_head + t->rst_len) % VSOCK_RST_QUEUE];
+	r = &t->rst[(t->rst_head + t->rst_len) % t->rst_cap];
 	r->src_cid = src_cid;
 	r->src_port = src_port;
 	r->dst_port = dst_port;
@@ -189,7 +210,7 @@ static int rst_push(struct vsock_table *t, uint64_t src_cid, uint32_t src_port, 
 
 void vsock_conn_reset(struct vsock_table *t, struct vsock_conn *c)
 {
-	if (c->state == VSOCK_FREE)
+	if (!c)
 		return;
 	/* A host client in HELLO was never announced to the guest. */
 	if (c->state != VSOCK_HOST_HELLO)
@@ -203,7 +224,8 @@ void vsock_table_clear(struct vsock_table *t)
 	uint32_t port = t->next_port;
 
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++)
-		free(t->conn[i].buf);
+		vsock_conn_free(t, t->conn[i]);
+	free(t->rst);
 	vsock_table_init(t, cid);
 	t->next_port = port; /* a fresh port is less confusing for host clients */
 }
@@ -231,7 +253,7 @@ int vsock_table_next_rst(struct vsock_table *t, struct vsock_hdr *h)
 	h->dst_port = r->dst_port;
 	h->type = VSOCK_TYPE_STREAM;
 	h->op = VSOCK_OP_RST;
-	t->rst_head = (t->rst_head + 1) % VSOCK_RST_QUEUE;
+	t->rst_head = (t->rst_head + 1) % t->rst_cap;
 	t->rst_len--;
 	return 1;
 }

@@ -14,6 +14,8 @@
  *    is answered with RST.
  *  - At most VSOCK_MAX_CONNS connections exist (host clients still sending
  *    their CONNECT line included); a guest REQUEST beyond that gets RST.
+ *    A connection's memory is allocated when it opens and freed when it
+ *    closes: a table without connections holds none.
  *  - Host → guest: we never send more payload than the guest's free credit
  *    (buf_alloc - (tx_cnt - fwd_cnt), 5.10.6.3); what the guest has not
  *    granted stays in the host socket, which the device stops reading.
@@ -23,9 +25,10 @@
  *    buffered. Credit updates go out when the guest asks and when enough
  *    space was freed that the guest might otherwise stall.
  *  - Bytes toward the guest that wait for rx buffers are bounded too: per
- *    connection a bitmask of pending control packets, plus a fixed ring of
- *    RSTs for packets that have no connection (when it is full further RSTs
- *    are dropped and the guest's own timeouts clean up).
+ *    connection a bitmask of pending control packets, plus one ring of
+ *    RSTs (for closed connections and packets that have none), grown as
+ *    they pile up to at most VSOCK_RST_QUEUE (when it is full, or cannot
+ *    grow, further RSTs are dropped and the guest's own timeouts clean up).
  *  - File descriptors are stored here (`fd`) but opened and closed only by
  *    the device.
  */
@@ -41,7 +44,8 @@
 #define VSOCK_MAX_CONNS 256         /* connections per device, host clients included */
 #define VSOCK_BUF_SIZE (256 * 1024) /* per connection: our buf_alloc toward the guest */
 #define VSOCK_RST_QUEUE 512         /* RSTs for packets without a connection */
-#define VSOCK_CONNECT_MAX 32        /* longest "CONNECT <port>\n" line accepted */
+#define VSOCK_RST_FIRST 16   /* the RST ring's first size; it doubles up to VSOCK_RST_QUEUE */
+#define VSOCK_CONNECT_MAX 32 /* longest "CONNECT <port>\n" line accepted */
 /* Local ports for host-initiated connections (the port in "OK <port>\n");
  * high so they do not collide with the small ports guests listen on. */
 #define VSOCK_LOCAL_PORT_BASE 0x40000000u
@@ -106,6 +110,7 @@ enum vsock_state {
 
 struct vsock_conn {
 	enum vsock_state state;
+	unsigned slot;          /* its index in vsock_table.conn */
 	int fd;                 /* host socket, owned by the device */
 	int guest_initiated;    /* 1: connected to uds_<local_port> for a guest REQUEST */
 	uint32_t local_port;    /* host side: our port (host-initiated) or the guest's dst_port */
@@ -141,12 +146,27 @@ struct vsock_table {
 	uint64_t guest_cid;
 	uint32_t next_port; /* next local port to try for a host client */
 	unsigned count;     /* live connections */
-	struct vsock_conn conn[VSOCK_MAX_CONNS];
-	struct vsock_rst rst[VSOCK_RST_QUEUE];
-	unsigned rst_head, rst_len;
-	unsigned rst_dropped; /* RSTs lost to a full ring (for diagnostics) */
+	/*
+	 * Live connections, each allocated when it opens and freed when it
+	 * closes; NULL: a free slot. Every kiln-vmm has this table and most
+	 * hold one connection at a time: VSOCK_MAX_CONNS whole connections
+	 * in place were 30 KiB of each one's private memory.
+	 */
+	struct vsock_conn *conn[VSOCK_MAX_CONNS];
+	/*
+	 * RSTs waiting for an rx buffer, a ring of rst_cap (0: none yet).
+	 * Every closed connection passes one through it, so a ring of
+	 * VSOCK_RST_QUEUE in place would be written all over in a long-lived
+	 * VM; it starts at VSOCK_RST_FIRST and doubles only while a guest
+	 * lets more pile up, up to VSOCK_RST_QUEUE.
+	 */
+	struct vsock_rst *rst;
+	unsigned rst_cap, rst_head, rst_len;
+	unsigned rst_dropped; /* RSTs lost to a full ring or no memory (for diagnostics) */
 };
 
+/* An empty table: no connection, no RST ring (nothing allocated).
+ * vsock_table_clear() frees what it came to hold. */
 void vsock_table_init(struct vsock_table *t, uint64_t guest_cid);
 
 /* Live connection by (local, peer) port, or by host fd; NULL when none. */
@@ -155,7 +175,7 @@ struct vsock_conn *vsock_conn_find_fd(struct vsock_table *t, int fd);
 
 /*
  * A host client connected: a slot in VSOCK_HOST_HELLO with a fresh local
- * port. NULL when the table is full.
+ * port. NULL when the table is full (or out of memory).
  */
 struct vsock_conn *vsock_conn_new_host(struct vsock_table *t, int fd);
 
@@ -169,16 +189,17 @@ void vsock_conn_connect(struct vsock_conn *c, uint32_t port);
  * RESPONSE pending. */
 void vsock_conn_accepted(struct vsock_conn *c, int fd);
 
-/* Free the slot (and its buffer). The caller has closed c->fd. */
+/* Free the slot, the connection and its buffer: `c` is gone. The caller
+ * has closed c->fd. */
 void vsock_conn_free(struct vsock_table *t, struct vsock_conn *c);
 
-/* Free the slot and queue an RST to the guest for it (unless it never
- * reached the guest: a host client still in HELLO). The caller has closed
- * c->fd. */
+/* Queue an RST to the guest for `c` (unless it never reached the guest:
+ * a host client still in HELLO) and free it as vsock_conn_free(). The
+ * caller has closed c->fd. */
 void vsock_conn_reset(struct vsock_table *t, struct vsock_conn *c);
 
-/* Drop every connection and queued RST: device reset. The caller has
- * closed every fd. */
+/* Drop every connection and queued RST and free their memory: device
+ * reset. The caller has closed every fd. */
 void vsock_table_clear(struct vsock_table *t);
 
 /* What the device must do after vsock_table_recv(). */
@@ -203,7 +224,7 @@ enum vsock_action vsock_table_recv(struct vsock_table *t, const struct vsock_hdr
 				   uint64_t payload_avail, struct vsock_conn **c);
 
 /* Queue an RST answering guest packet `h` (never answers an RST).
- * 0 or -ENOSPC when the ring is full (the RST is dropped). */
+ * 0, or -ENOSPC when the ring is full or cannot grow (the RST is dropped). */
 int vsock_table_rst_reply(struct vsock_table *t, const struct vsock_hdr *h);
 
 /* Take the next queued RST as a header ready to send. 1, or 0 when none. */

@@ -10,6 +10,14 @@
 
 #include "lib/base/thread_start.h"
 
+/*
+ * Watches are allocated WATCH_CHUNK at a time as fds are added, and kept
+ * until the loop is destroyed: epoll holds pointers to them. A VM watches
+ * about a dozen fds; EVENT_LOOP_MAX of them in place were 10 KiB of every
+ * kiln-vmm.
+ */
+#define WATCH_CHUNK 16
+
 struct watch {
 	int fd;
 	event_fn *fn;
@@ -29,15 +37,45 @@ struct event_loop {
 	int parked, go, quit;    /* the thread is parked; wake it to run; to end */
 	int (*enter)(void *ctx); /* run by the thread on itself first (seccomp) */
 	void *enter_ctx;
-	struct watch w[EVENT_LOOP_MAX];
+	struct watch *w[EVENT_LOOP_MAX / WATCH_CHUNK]; /* chunks, allocated in order */
 };
+
+/* Watch i; NULL past the chunks allocated so far. */
+static struct watch *watch_at(struct event_loop *l, int i)
+{
+	struct watch *c = l->w[i / WATCH_CHUNK];
+
+	return c ? &c[i % WATCH_CHUNK] : NULL;
+}
 
 static struct watch *find(struct event_loop *l, int fd)
 {
-	for (int i = 0; i < EVENT_LOOP_MAX; i++)
-		if (l->w[i].fn && l->w[i].fd == fd)
-			return &l->w[i];
+	struct watch *w;
+
+	for (int i = 0; i < EVENT_LOOP_MAX && (w = watch_at(l, i)); i++)
+		if (w->fn && w->fd == fd)
+			return w;
 	return NULL;
+}
+
+/* An unused watch, in a new chunk when the others are all in use. 0, or
+ * -ENOSPC (EVENT_LOOP_MAX in use) or -ENOMEM. */
+static int watch_new(struct event_loop *l, struct watch **out)
+{
+	struct watch *w;
+	int i;
+
+	for (i = 0; i < EVENT_LOOP_MAX && (w = watch_at(l, i)); i++)
+		if (!w->fn) {
+			*out = w;
+			return 0;
+		}
+	if (i == EVENT_LOOP_MAX)
+		return -ENOSPC;
+	if (!(l->w[i / WATCH_CHUNK] = calloc(WATCH_CHUNK, sizeof(*w))))
+		return -ENOMEM;
+	*out = l->w[i / WATCH_CHUNK];
+	return 0;
 }
 
 int event_loop_create(struct event_loop **out)
@@ -71,19 +109,16 @@ static int add_watch(struct event_loop *l, int fd, uint32_t events, event_fn *fn
 {
 	struct epoll_event ev = { .events = events };
 	struct watch *w;
-	int op = EPOLL_CTL_MOD;
+	int op = EPOLL_CTL_MOD, err;
 
 	pthread_mutex_lock(&l->lock);
 	w = find(l, fd);
 	if (!w) {
 		op = EPOLL_CTL_ADD;
-		for (int i = 0; i < EVENT_LOOP_MAX && !w; i++)
-			if (!l->w[i].fn)
-				w = &l->w[i];
-	}
-	if (!w) {
-		pthread_mutex_unlock(&l->lock);
-		return -ENOSPC;
+		if ((err = watch_new(l, &w)) < 0) {
+			pthread_mutex_unlock(&l->lock);
+			return err;
+		}
 	}
 	w->fd = fd;
 	w->fn = fn;
@@ -92,8 +127,7 @@ static int add_watch(struct event_loop *l, int fd, uint32_t events, event_fn *fn
 	w->timer_ctx = timer_ctx;
 	ev.data.ptr = w;
 	if (epoll_ctl(l->epfd, op, fd, &ev) < 0) {
-		int err = errno;
-
+		err = errno;
 		if (op == EPOLL_CTL_ADD)
 			memset(w, 0, sizeof(*w));
 		pthread_mutex_unlock(&l->lock);
@@ -305,9 +339,14 @@ void event_loop_destroy(struct event_loop *l)
 		pthread_mutex_unlock(&l->lock);
 		pthread_join(l->thread, NULL);
 	}
-	for (int i = 0; i < EVENT_LOOP_MAX; i++)
-		if (l->w[i].timer_fn)
-			close(l->w[i].fd);
+	for (int i = 0; i < EVENT_LOOP_MAX; i++) {
+		struct watch *w = watch_at(l, i);
+
+		if (w && w->timer_fn)
+			close(w->fd);
+	}
+	for (int k = 0; k < EVENT_LOOP_MAX / WATCH_CHUNK; k++)
+		free(l->w[k]);
 	if (l->epfd >= 0)
 		close(l->epfd);
 	if (l->stop_fd >= 0)

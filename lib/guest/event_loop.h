@@ -10,7 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#define EVENT_LOOP_MAX 256
+#define EVENT_LOOP_MAX 256 /* fds and timers watched at once; memory follows the number in use */
 
 /* `events` are EPOLLIN/EPOLLOUT/... as returned by epoll. */
 typedef void event_fn(void *ctx, int fd, uint32_t events);
@@ -19,7 +19,8 @@ struct event_loop;
 
 /* Create the loop (not yet running). 0 or -errno. */
 int event_loop_create(struct event_loop **out);
-/* Watch `fd` for `events` (EPOLLIN | ...); replaces an earlier watch of fd. */
+/* Watch `fd` for `events` (EPOLLIN | ...); replaces an earlier watch of fd.
+ * 0, -ENOSPC (EVENT_LOOP_MAX watched), -ENOMEM, or epoll's -errno. */
 int event_loop_add(struct event_loop *l, int fd, uint32_t events, event_fn *fn, void *ctx);
 /* Change what `fd` is watched for (e.g. add EPOLLOUT while output is queued). */
 int event_loop_mod(struct event_loop *l, int fd, uint32_t events);

@@ -6,12 +6,15 @@
  * and payload within the guest's credit.
  *
  * Input: operations, [op][44-byte header or argument bytes].
- * Invariants: the live count matches the table and its limit; no two live
+ * Invariants: the live count matches the table and its limit; a slot
+ * holds only a live connection, which knows its slot; no two live
  * connections share (local, peer) ports; guest data is only buffered within
  * the credit we granted (rx_cnt - fwd_cnt == buffered <= VSOCK_BUF_SIZE);
  * we never send more than the guest's free credit; an RST is never
- * answered; RSTs go to the guest; the RST ring stays within its size; every packet we build is
- * from the host CID to the guest's and passes the header check itself.
+ * answered; RSTs go to the guest; the RST ring stays within its size (and
+ * grows to no more than VSOCK_RST_QUEUE); every packet we build is from
+ * the host CID to the guest's and passes the header check itself; clearing
+ * the table frees everything.
  */
 #include <errno.h>
 
@@ -28,14 +31,15 @@ static void check_table(void)
 	static int est[VSOCK_MAX_CONNS];
 	unsigned live = 0, n = 0;
 
-	FUZZ_ASSERT(t.rst_len <= VSOCK_RST_QUEUE);
+	FUZZ_ASSERT(t.rst_len <= t.rst_cap && t.rst_cap <= VSOCK_RST_QUEUE);
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		const struct vsock_conn *c = &t.conn[i];
+		const struct vsock_conn *c = t.conn[i];
 
-		if (c->state == VSOCK_FREE)
+		if (!c)
 			continue;
 		live++;
-		FUZZ_ASSERT(c->state <= VSOCK_ESTABLISHED);
+		FUZZ_ASSERT(c->slot == (unsigned)i);
+		FUZZ_ASSERT(c->state > VSOCK_FREE && c->state <= VSOCK_ESTABLISHED);
 		FUZZ_ASSERT(c->buf_len <= VSOCK_BUF_SIZE && c->buf_head < VSOCK_BUF_SIZE);
 		FUZZ_ASSERT((uint32_t)(c->rx_cnt - c->fwd_cnt) == c->buf_len);
 		FUZZ_ASSERT(vsock_conn_credit(c) <= VSOCK_MAX_PAYLOAD);
@@ -46,7 +50,7 @@ static void check_table(void)
 		if (c->state == VSOCK_HOST_HELLO)
 			continue;
 		for (unsigned j = 0; j < n; j++) {
-			const struct vsock_conn *d = &t.conn[est[j]];
+			const struct vsock_conn *d = t.conn[est[j]];
 
 			FUZZ_ASSERT(d->local_port != c->local_port || d->peer_port != c->peer_port);
 		}
@@ -133,9 +137,7 @@ static void guest_packet(struct fuzz_in *in)
 
 static struct vsock_conn *pick(uint8_t i)
 {
-	struct vsock_conn *c = &t.conn[i % 8];
-
-	return c->state == VSOCK_FREE ? NULL : c;
+	return t.conn[i % 8];
 }
 
 /* What the device's rx pump sends when the guest gave it buffers. */
@@ -149,13 +151,13 @@ static void rx_pump(void)
 		FUZZ_ASSERT(h.op == VSOCK_OP_RST && h.dst_cid == GUEST_CID && h.len == 0 &&
 			    h.type == VSOCK_TYPE_STREAM);
 	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
-		struct vsock_conn *c = &t.conn[i];
+		struct vsock_conn *c = t.conn[i];
 
-		if (c->state == VSOCK_FREE)
+		if (!c)
 			continue;
 		for (int k = 0; k < 8 && vsock_conn_next_ctl(&t, c, &h); k++)
 			check_sent(&h, 0);
-		if (c->state != VSOCK_FREE && vsock_conn_want_send(c)) {
+		if (vsock_conn_want_send(c)) {
 			uint32_t cr = vsock_conn_credit(c), before = c->tx_cnt;
 
 			FUZZ_ASSERT(cr > 0);
@@ -233,6 +235,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_table();
 	}
 	vsock_table_clear(&t);
-	FUZZ_ASSERT(t.count == 0);
+	FUZZ_ASSERT(t.count == 0 && !t.rst && !t.rst_cap);
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include "lib/guest/guest_mem.h"
 #include "devices/vsock/virtio_vsock.h"
 #include "devices/vsock/vsock_proto.h"
+#include "heap_used.h"
 
 #define RAM (4u << 20)
 #define QSZ 16
@@ -582,6 +583,44 @@ static void test_rx_batches_host_data(void **state)
 }
 
 /*
+ * A hostile guest's rx buffer with room for a header only: it carries
+ * control packets, never data. Host data waiting for it must not spin the
+ * rx pump (it did, for ever, holding the device lock: the kick below
+ * never returned and the VM's device thread was lost).
+ */
+static void test_header_only_rx_buffer(void **state)
+{
+	struct fx *f = *state;
+	uint32_t l = VSOCK_HDR_SIZE, lport, len;
+	uint64_t a;
+	struct vsock_hdr h;
+	const uint8_t *pl;
+	int w = 1, fd;
+
+	alarm(10);     /* a spinning pump fails the test rather than hanging it */
+	post_rx(f, 1); /* the REQUEST's */
+	pthread_mutex_lock(&f->d->lock);
+	a = alloc_buf(f, l);
+	add_chain(f, 0, &a, &l, &w, 1);
+	pthread_mutex_unlock(&f->d->lock);
+	fd = connected(f, 21, 65536, &lport);
+	send_all(fd, "hello");
+	assert_true(quiet(f, 0, 50));
+	/* A control packet fits it; the data takes the next buffer. */
+	guest_send(f, VSOCK_OP_CREDIT_REQUEST, 21, lport, NULL, 0, 65536, 0);
+	h = rx_hdr(f, &len, NULL);
+	assert_int_equal(h.op, VSOCK_OP_CREDIT_UPDATE);
+	post_rx(f, 1);
+	h = rx_hdr(f, &len, &pl);
+	assert_int_equal(h.op, VSOCK_OP_RW);
+	assert_int_equal(h.len, 5);
+	assert_memory_equal(pl, "hello", 5);
+	assert_false(f->d->broken);
+	alarm(0);
+	close(fd);
+}
+
+/*
  * An rx chain of more buffers than a held slot keeps (RX_INLINE, 4) is
  * held alone: after two short ones it waits until they are filled, then
  * takes its share across its six buffers (the header split over the
@@ -958,6 +997,48 @@ static void test_restore_keeps_the_port_counter(void **state)
 	pthread_mutex_unlock(&f->d->lock);
 }
 
+/*
+ * What a device costs without connections: the table's empty slots and
+ * one chain to pop into, not VSOCK_MAX_CONNS connections and three
+ * chains in place (74 KiB of every kiln-vmm). A connection's memory
+ * comes with it and goes when the guest closes it.
+ */
+static void test_memory_follows_connections(void **state)
+{
+	struct fx *f = *state;
+	struct virtio_vsock_config cfg = { .guest_cid = CID };
+	struct err e = { { 0 } };
+	struct virtio_dev *d;
+	char path[96], buf[8];
+	size_t base, idle, open;
+	uint32_t lport;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/w.sock", f->dir);
+	cfg.uds_path = path;
+	base = heap_used();
+	assert_int_equal(virtio_vsock_create(&cfg, f->loop, &d, &e), 0);
+	assert_true(heap_used() - base <= 24 * 1024);
+	d->ops->destroy(d);
+	assert_int_equal(heap_used(), base);
+
+	post_rx(f, 8);
+	pthread_mutex_lock(&f->d->lock); /* the device thread is out of every handler */
+	idle = heap_used();
+	pthread_mutex_unlock(&f->d->lock);
+	fd = connected(f, 1234, 65536, &lport);
+	pthread_mutex_lock(&f->d->lock);
+	open = heap_used();
+	pthread_mutex_unlock(&f->d->lock);
+	assert_true(open > idle && open - idle <= 256);
+	guest_send(f, VSOCK_OP_RST, 1234, lport, NULL, 0, 65536, 0);
+	assert_int_equal(recv(fd, buf, sizeof(buf), 0), 0);
+	pthread_mutex_lock(&f->d->lock);
+	assert_int_equal(heap_used(), idle);
+	pthread_mutex_unlock(&f->d->lock);
+	close(fd);
+}
+
 static void test_config_space(void **state)
 {
 	struct fx *f = *state;
@@ -1140,6 +1221,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_credit_limits_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_batches_host_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rx_long_chain_held_alone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_header_only_rx_buffer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_credit_update_one_interrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_event_idx_never_rearmed_and_lying, setup,
 						teardown),
@@ -1151,6 +1233,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_save_restore, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_keeps_the_port_counter, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_memory_follows_connections, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_config_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_last_words_reach_the_host, setup, teardown),

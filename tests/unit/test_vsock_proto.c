@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "devices/vsock/vsock_proto.h"
+#include "heap_used.h"
 
 #define GUEST_CID 3
 
@@ -491,6 +492,96 @@ static void test_rst_ring_bounded(void **state)
 	assert_int_equal(n, VSOCK_RST_QUEUE);
 }
 
+/*
+ * Memory follows the connections: a table without any holds little more
+ * than itself (not VSOCK_MAX_CONNS connections in place: 38 KiB of every
+ * kiln-vmm); each connection's memory comes with it and goes when it
+ * closes; the limit still refuses the next one; the RSTs of closed
+ * connections take a small ring; clearing frees everything.
+ */
+static void test_connection_memory(void **state)
+{
+	struct vsock_table *t = malloc(sizeof(*t));
+	size_t base = heap_used(), one;
+	struct vsock_conn *c;
+	struct vsock_hdr h;
+
+	(void)state;
+	assert_non_null(t);
+	vsock_table_init(t, GUEST_CID);
+	assert_true(sizeof(*t) <= 4096);
+	assert_int_equal(heap_used(), base);
+
+	c = guest_conn(t, 1, 2);
+	one = heap_used() - base;
+	assert_true(one >= sizeof(*c) && one <= 2 * sizeof(*c));
+	vsock_conn_free(t, c);
+	assert_int_equal(heap_used(), base);
+
+	for (uint32_t i = 0; i < VSOCK_MAX_CONNS; i++)
+		guest_conn(t, 2000 + i, 1024);
+	assert_int_equal(heap_used() - base, VSOCK_MAX_CONNS * one);
+	h = pkt(VSOCK_OP_REQUEST, 9999, 1024, 0);
+	assert_int_equal(vsock_table_recv(t, &h, 0, &c), VSOCK_ACT_RESET);
+	assert_null(c);
+	assert_null(vsock_conn_new_host(t, 5));
+	assert_true(heap_used() - base <= VSOCK_MAX_CONNS * one + VSOCK_RST_FIRST * 16);
+	assert_int_equal(vsock_table_next_rst(t, &h), 1);
+
+	/* Each closes with an RST, one at a time as a guest takes them. */
+	for (uint32_t i = 0; i < VSOCK_MAX_CONNS; i++) {
+		vsock_conn_reset(t, vsock_conn_find(t, 1024, 2000 + i));
+		assert_int_equal(vsock_table_next_rst(t, &h), 1);
+		assert_int_equal(h.dst_port, 2000 + i);
+	}
+	assert_int_equal(t->count, 0);
+	assert_true(heap_used() - base <= VSOCK_RST_FIRST * 16);
+	vsock_table_clear(t);
+	assert_int_equal(heap_used(), base);
+	free(t);
+}
+
+/* The RST ring is allocated at the first RST and doubles, keeping the
+ * order, only while RSTs pile up (here wrapped around when it grows),
+ * up to VSOCK_RST_QUEUE. */
+static void test_rst_ring_grows_in_order(void **state)
+{
+	struct vsock_table *t = *state;
+	uint32_t in = 0, out = 0;
+	struct vsock_conn *c;
+	struct vsock_hdr h;
+
+	assert_null(t->rst);
+	assert_int_equal(t->rst_cap, 0);
+	for (int round = 0; round < 3; round++) {
+		int push = round == 0 ? 10 : round == 1 ? 12 : VSOCK_RST_QUEUE;
+		int take = round == 0 ? 6 : 0;
+
+		for (int i = 0; i < push; i++) {
+			h = pkt(VSOCK_OP_RW, in++, 1, 0);
+			assert_int_equal(vsock_table_recv(t, &h, 0, &c), VSOCK_ACT_RESET);
+		}
+		if (round == 1) {
+			/* 16 queued, wrapped at the ring's end: full, not grown */
+			assert_int_equal(t->rst_cap, VSOCK_RST_FIRST);
+			assert_int_equal(t->rst_len, VSOCK_RST_FIRST);
+			assert_true(t->rst_head > 0);
+		}
+		for (int i = 0; i < take; i++) {
+			assert_int_equal(vsock_table_next_rst(t, &h), 1);
+			assert_int_equal(h.dst_port, out++);
+		}
+	}
+	assert_int_equal(t->rst_cap, VSOCK_RST_QUEUE);
+	assert_int_equal(t->rst_len, VSOCK_RST_QUEUE);
+	assert_int_equal(t->rst_dropped, 16);
+	while (vsock_table_next_rst(t, &h)) {
+		assert_int_equal(h.dst_port, out);
+		out++;
+	}
+	assert_int_equal(out, in - 16);
+}
+
 static void test_connect_parse(void **state)
 {
 	uint32_t port = 0;
@@ -552,6 +643,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_shutdown_and_done, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_buffer_ring, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rst_ring_bounded, setup, teardown),
+		cmocka_unit_test(test_connection_memory),
+		cmocka_unit_test_setup_teardown(test_rst_ring_grows_in_order, setup, teardown),
 		cmocka_unit_test(test_connect_parse),
 	};
 

@@ -24,6 +24,7 @@
 #include "devices/net/virtio_net.h"
 #include "devices/vsock/virtio_vsock.h"
 #include "devices/rng/virtio_rng.h"
+#include "vmm/snapshot/snapshot_kvm.h"
 #include "vmm/snapshot/vm_snapshot.h"
 #include "vmm/core/vm_internal.h"
 #include "lib/base/mono.h"
@@ -341,7 +342,7 @@ static int add_virtio(struct vm *vm, struct virtio_dev *dev, struct err *e)
 	if ((err = virtio_mmio_attach_kvm(m, vm->vm_fd, vm->loop)))
 		return err_set(e, -err, "wiring %s into KVM (ioeventfd/irqfd): %s", dev->ops->name,
 			       strerror(-err));
-	cmdline_add(&vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base,
+	cmdline_add(vm->cmdline, "virtio_mmio.device=4K@%#llx:%u", (unsigned long long)m->base,
 		    m->gsi);
 	return 0;
 }
@@ -390,7 +391,7 @@ static int setup_virtio(struct vm *vm, struct err *e)
 	}
 	/* Without an initramfs the first disk is the root filesystem. */
 	if (vm->cfg.ndisk && !vm->cfg.initrd)
-		cmdline_add(&vm->cmdline, "root=/dev/vda %s",
+		cmdline_add(vm->cmdline, "root=/dev/vda %s",
 			    vm->cfg.disk[0].read_only ? "ro" : "rw");
 	for (int i = 0; i < vm->cfg.nshare; i++) {
 		const struct vm_share_cfg *c = &vm->cfg.share[i];
@@ -433,7 +434,7 @@ static int load_guest(struct vm *vm, const struct file_map *k, const struct file
 	spec.kernel_len = k->len;
 	spec.initrd = rd->data;
 	spec.initrd_len = rd->len;
-	spec.cmdline = vm->cmdline.buf;
+	spec.cmdline = vm->cmdline->buf;
 	/*
 	 * Read from the files into guest RAM (pread), not copied from their
 	 * mappings, which are only parsed: no page fault per page of the
@@ -555,8 +556,12 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 
 	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
-	cmdline_init(&vm->cmdline);
-	cmdline_defaults(&vm->cmdline, cfg->console_out_fd >= 0);
+	if (!(vm->cmdline = malloc(sizeof(*vm->cmdline)))) {
+		err = err_set(e, ENOMEM, "out of memory");
+		goto fail;
+	}
+	cmdline_init(vm->cmdline);
+	cmdline_defaults(vm->cmdline, cfg->console_out_fd >= 0);
 	if (cfg->restore_dir) {
 		vm->restored = vm->needs_load = 1;
 		timeline_mark(&vm->tl, "restore_start");
@@ -600,8 +605,8 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 		goto fail;
 	/* The user's parameters come last, so they can override kiln's. */
 	if (cfg->cmdline && *cfg->cmdline)
-		cmdline_add(&vm->cmdline, "%s", cfg->cmdline);
-	if (vm->cmdline.overflow) {
+		cmdline_add(vm->cmdline, "%s", cfg->cmdline);
+	if (vm->cmdline->overflow) {
 		err = err_set(e, E2BIG, "kernel command line longer than %d bytes",
 			      CMDLINE_CAP - 1);
 		goto fail;
@@ -615,11 +620,20 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	}
 	unmap_file(&k);
 	unmap_file(&rd);
+	/* The kernel has its command line (a restored guest parsed it long
+	 * ago): 4 KiB less for the VM's life. */
+	free(vm->cmdline);
+	vm->cmdline = NULL;
 
 	vm->run_size = (size_t)ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	for (int i = 0; i < vm->ncpus; i++)
 		if ((err = vcpu_create(vm, i, e)))
 			goto fail;
+	/* Every vCPU has its CPUID: of the table (10 KiB for the VM's whole
+	 * life) snapshots need only the digest of its feature bits. */
+	vm->cpu_features = snap_kvm_cpu_features(vm->cpuid);
+	free(vm->cpuid);
+	vm->cpuid = NULL;
 	if (vm->restored)
 		timeline_mark(&vm->tl, "restore_vcpus_made");
 	timeline_mark(&vm->tl, "vm_ready");
@@ -787,11 +801,6 @@ struct timeline *vm_timeline(struct vm *vm)
 	return &vm->tl;
 }
 
-const char *vm_cmdline(const struct vm *vm)
-{
-	return vm->cmdline.buf;
-}
-
 void vm_destroy(struct vm *vm)
 {
 	if (!vm)
@@ -819,6 +828,7 @@ void vm_destroy(struct vm *vm)
 		if (vm->overlay_fd[i] >= 0)
 			close(vm->overlay_fd[i]);
 	free(vm->cpuid);
+	free(vm->cmdline);
 	free(vm->snap_msrs);
 	vm_workingset_free(&vm->workingset);
 	guest_mem_unmap(&vm->mem);

@@ -216,9 +216,6 @@ int vm_restored(const struct vm *vm);
 /* The VM's boot timeline (valid until vm_destroy). */
 struct timeline *vm_timeline(struct vm *vm);
 
-/* The kernel command line the guest was given. */
-const char *vm_cmdline(const struct vm *vm);
-
 /* Stop the VM from the host (exit VM_EXIT_STOPPED) unless it has ended;
  * returns at once, vm_run() returns soon after. Any thread. */
 void vm_request_stop(struct vm *vm);

@@ -48,10 +48,13 @@ struct vm {
 	struct i8042 kbd;
 	struct boot_timer bt;
 	struct timeline tl;
-	struct cmdline cmdline;
+	struct cmdline *cmdline; /* the kernel's, only while vm_create builds and loads it */
 	struct boot_entry entry;
 	size_t run_size;
-	struct kvm_cpuid2 *cpuid; /* what KVM supports, before per-vCPU fixes */
+	/* What KVM supports, before per-vCPU fixes: only until the vCPUs
+	 * exist; snapshots keep its cpu_features (snap_kvm_cpu_features). */
+	struct kvm_cpuid2 *cpuid;
+	uint64_t cpu_features;
 	int ncpus;
 	struct vcpu vcpu[VM_MAX_CPUS];
 

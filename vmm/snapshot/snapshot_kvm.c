@@ -92,7 +92,7 @@ static int readable_msrs(struct vm *vm, int vcpu_fd, const uint32_t **out, uint3
  * of the host CPU the process happens to run on (APIC ids in leaves 1, 0xb,
  * 0x1f, 0x8000001e), which differ between two runs on one machine.
  */
-static uint64_t cpuid_feature_digest(const struct kvm_cpuid2 *t)
+uint64_t snap_kvm_cpu_features(const struct kvm_cpuid2 *t)
 {
 	static const struct {
 		uint32_t function, index;
@@ -132,7 +132,7 @@ int snap_kvm_compat(struct vm *vm, struct snap_compat *out, struct err *e)
 	if (!__get_cpuid(0, &a, &b, &c, &d) || !__get_cpuid(1, &a1, &b1, &c1, &d1))
 		return err_set(e, ENODEV, "this CPU has no CPUID leaf 1");
 	snap_cpu_from_cpuid(&out->cpu, b, c, d, a1);
-	out->cpu.features = cpuid_feature_digest(vm->cpuid);
+	out->cpu.features = vm->cpu_features;
 	return 0;
 }
 

@@ -17,6 +17,10 @@
 #include "vmm/snapshot/snapshot_file.h"
 #include "vmm/core/vm_internal.h"
 
+/* The digest of the feature bits in KVM's CPUID table `t` (the host
+ * record's `features`): the VM keeps it, not the table. */
+uint64_t snap_kvm_cpu_features(const struct kvm_cpuid2 *t);
+
 /* The host record a snapshot of `vm` carries and a restore must match. */
 int snap_kvm_compat(struct vm *vm, struct snap_compat *out, struct err *e);
 
