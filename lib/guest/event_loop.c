@@ -17,6 +17,7 @@
  * kiln-vmm.
  */
 #define WATCH_CHUNK 16
+_Static_assert(EVENT_LOOP_MAX % WATCH_CHUNK == 0, "chunks tile the table");
 
 struct watch {
 	int fd;

@@ -557,7 +557,7 @@ int vm_create(const struct vm_config *cfg, struct vm **out, struct err *e)
 	if ((err = check_config(&vm->cfg, VM_MAX_CPUS, e)))
 		goto fail;
 	if (!(vm->cmdline = malloc(sizeof(*vm->cmdline)))) {
-		err = err_set(e, ENOMEM, "out of memory");
+		err = err_set(e, ENOMEM, "kernel command line: out of memory");
 		goto fail;
 	}
 	cmdline_init(vm->cmdline);
