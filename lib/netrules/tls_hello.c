@@ -20,7 +20,7 @@
 #define EXT_ALPN 16               /* RFC 7301 3.1 */
 #define EXT_SUPPORTED_VERSIONS 43 /* RFC 8446 4.2.1 */
 #define EXT_PRE_SHARED_KEY 41     /* RFC 8446 4.2.11 */
-#define EXT_ECH 0xfe0d            /* encrypted_client_hello (RFC 9849) */
+#define EXT_ECH 0xfe0d            /* encrypted_client_hello (TLS ECH) */
 #define SNI_HOST_NAME 0
 
 static enum tls_hello_status bad(struct err *e, const char *fmt, ...)
@@ -114,6 +114,12 @@ static enum tls_hello_status gather(const uint8_t *buf, size_t n, uint8_t *msg, 
 	for (;;) {
 		size_t rlen;
 
+		/* The next record (a header and at least a byte) would end past
+		 * the bound: refused now, so `need` never asks past it. */
+		if (off + REC_HDR >= TLS_HELLO_MAX)
+			return bad(e,
+				   "its records span more than %d bytes; kiln reads no larger ClientHello",
+				   TLS_HELLO_MAX);
 		if (n < off + REC_HDR) {
 			h->need = off + REC_HDR;
 			return TLS_HELLO_NEED_MORE;

@@ -301,6 +301,17 @@ static void test_records(void **state)
 	records(&o, m.b, m.n, 1);
 	refused(&o,
 		"TLS ClientHello: its records span more than 16384 bytes; kiln reads no larger ClientHello");
+	/* Cut where the next record's header would end past the bound: refused
+	 * then, never a `need` past TLS_HELLO_MAX (16380 is 2730 records of 6). */
+	refused_bytes(
+		o.b, 16380,
+		"TLS ClientHello: its records span more than 16384 bytes; kiln reads no larger ClientHello");
+	for (size_t k = 0; k < 16380; k += 997) {
+		struct tls_hello h;
+
+		assert_int_equal(tls_hello_read(o.b, k, &h, NULL), TLS_HELLO_NEED_MORE);
+		assert_true(h.need <= TLS_HELLO_MAX);
+	}
 	o.n = 0;
 	records(&o, m.b, m.n, 16384);
 	assert_int_equal(tls_hello_read(o.b, o.n, &(struct tls_hello){ 0 }, NULL), TLS_HELLO_OK);
