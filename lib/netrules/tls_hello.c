@@ -200,17 +200,17 @@ static enum tls_hello_status sni_name(const uint8_t *p, size_t n, char *out, str
 
 		if (c >= 'A' && c <= 'Z')
 			c = (char)(c - 'A' + 'a');
+		if ((c == '.' && (label == 0 || label > 63 || p[i - 1] == '-')) ||
+		    (c == '-' && label == 0))
+			return bad(e,
+				   "server_name \"%s\": label %zu is not 1..63 letters, digits or inner '-'",
+				   quote(p, n, q, sizeof(q)), last + 1);
 		if (c == '.') {
-			if (label == 0 || label > 63 || p[i - 1] == '-')
-				return bad(e,
-					   "server_name \"%s\": label %zu is not 1..63 letters, digits or inner '-'",
-					   quote(p, n, q, sizeof(q)), last + 1);
 			label = 0;
 			last++;
 			last_digits = digits;
 			digits = true;
-		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			   (c == '-' && label > 0)) {
+		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-') {
 			label++;
 			digits = digits && c >= '0' && c <= '9';
 		} else {
