@@ -2,6 +2,7 @@
 #include "lib/netrules/http_rules.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
