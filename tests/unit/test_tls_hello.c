@@ -1,6 +1,6 @@
 /*
  * tls_hello: the ClientHellos OpenSSL really sends (tls_hello_capture.h,
- * captured from `openssl s_client` against `openssl s_server`) read as
+ * captured from `openssl s_client` and curl against `openssl s_server`) read as
  * what they are, whole, cut anywhere and re-fragmented; and every
  * refusal, built here byte by byte, with its exact message.
  */
@@ -193,6 +193,20 @@ static void test_capture_tls12(void **state)
 	assert_string_equal(h.sni, "x.test");
 	assert_false(h.has_alpn);
 	assert_false(h.tls13);
+}
+
+/* curl's, padded to 512 bytes (RFC 7685), h2 first. */
+static void test_capture_curl(void **state)
+{
+	struct tls_hello h;
+	struct err e = { "" };
+
+	(void)state;
+	if (tls_hello_read(capture_curl, sizeof(capture_curl), &h, &e) != TLS_HELLO_OK)
+		fail_msg("curl's ClientHello refused: %s", e.msg);
+	assert_int_equal(h.len, sizeof(capture_curl));
+	assert_string_equal(h.sni, "x.test");
+	assert_true(h.alpn_h2 && h.alpn_http11 && h.tls13);
 }
 
 /* Every cut of the capture asks for more, never past the whole, and
@@ -530,6 +544,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_capture_alpn),
 		cmocka_unit_test(test_capture_tls12),
+		cmocka_unit_test(test_capture_curl),
 		cmocka_unit_test(test_capture_cut),
 		cmocka_unit_test(test_capture_fragmented),
 		cmocka_unit_test(test_not_tls),
