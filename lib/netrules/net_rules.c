@@ -10,10 +10,7 @@
 
 static const char what[] = "firewall";
 
-static int fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
+int net_rules_fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -128,11 +125,7 @@ static int ports_parse(const json_t *v, uint16_t *lo, uint16_t *hi)
 	return *s ? -EINVAL : 0;
 }
 
-/*
- * A DNS name in text form (RFC 1035 2.3.1, plus '_'), lower-cased into out,
- * one trailing dot dropped, optionally "*." first. 0 or -EINVAL.
- */
-static int host_parse(const char *s, char *out, bool *wildcard)
+int net_host_parse(const char *s, char *out, bool *wildcard)
 {
 	size_t n = strlen(s), label = 0;
 
@@ -179,59 +172,69 @@ static int parse_rule(const json_t *v, const char *list, size_t i, bool allow, s
 	const char *bad;
 
 	if (!json_is_object(v))
-		return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu] must be an object", list, i);
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu] must be an object", list,
+				      i);
 	bad = unknown_key(v, fields);
 	if (bad)
-		return fail(e, NET_RULES_E_UNKNOWN_FIELD,
-			    "%s[%zu]: unknown field \"%.60s\" (expected cidr, host, proto, ports)",
-			    list, i, bad);
+		return net_rules_fail(
+			e, NET_RULES_E_UNKNOWN_FIELD,
+			"%s[%zu]: unknown field \"%.60s\" (expected cidr, host, proto, ports)",
+			list, i, bad);
 	if (!cidr && !host)
-		return fail(e, NET_RULES_E_MISSING_FIELD, "%s[%zu]: needs \"cidr\" or \"host\"",
-			    list, i);
+		return net_rules_fail(e, NET_RULES_E_MISSING_FIELD,
+				      "%s[%zu]: needs \"cidr\" or \"host\"", list, i);
 	if (cidr && host)
-		return fail(e, NET_RULES_E_BAD_FIELD,
-			    "%s[%zu]: has both \"cidr\" and \"host\"; one rule takes one", list, i);
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+				      "%s[%zu]: has both \"cidr\" and \"host\"; one rule takes one",
+				      list, i);
 	if (proto) {
 		if (!json_is_string(proto) || proto_parse(json_string_value(proto), &r->proto) < 0)
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].proto must be \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or \"any\"",
-				    list, i);
+			return net_rules_fail(
+				e, NET_RULES_E_BAD_FIELD,
+				"%s[%zu].proto must be \"tcp\", \"udp\", \"icmp\", \"icmpv6\" or \"any\"",
+				list, i);
 	}
 	if (ports) {
 		if (ports_parse(ports, &r->port_lo, &r->port_hi) < 0) {
 			if (json_is_string(ports))
-				return fail(e, NET_RULES_E_BAD_FIELD,
-					    "%s[%zu].ports \"%.40s\": not a port or a range LO-HI of 1..65535",
-					    list, i, json_string_value(ports));
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].ports must be a port 1..65535 or a string \"LO-HI\"",
-				    list, i);
+				return net_rules_fail(
+					e, NET_RULES_E_BAD_FIELD,
+					"%s[%zu].ports \"%.40s\": not a port or a range LO-HI of 1..65535",
+					list, i, json_string_value(ports));
+			return net_rules_fail(
+				e, NET_RULES_E_BAD_FIELD,
+				"%s[%zu].ports must be a port 1..65535 or a string \"LO-HI\"", list,
+				i);
 		}
 		if (r->proto != 0 && r->proto != 6 && r->proto != 17)
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].ports: only with proto tcp, udp or any", list, i);
+			return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+					      "%s[%zu].ports: only with proto tcp, udp or any",
+					      list, i);
 	}
 	if (cidr) {
 		struct err why;
 		const char *rwhy;
 
 		if (!json_is_string(cidr))
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].cidr must be a string like \"10.0.0.0/8\"", list, i);
+			return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+					      "%s[%zu].cidr must be a string like \"10.0.0.0/8\"",
+					      list, i);
 		if (net_cidr_parse(json_string_value(cidr), &r->cidr, &why) < 0)
-			return fail(e, NET_RULES_E_BAD_FIELD, "%s[%zu].cidr \"%.60s\": %s", list, i,
-				    json_string_value(cidr), why.msg);
+			return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+					      "%s[%zu].cidr \"%.60s\": %s", list, i,
+					      json_string_value(cidr), why.msg);
 		if (allow && net_cidr_in_reserved(&r->cidr, &rwhy))
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows",
-				    list, i, json_string_value(cidr), rwhy);
+			return net_rules_fail(
+				e, NET_RULES_E_BAD_FIELD,
+				"%s[%zu].cidr \"%.60s\" is inside %s, which kiln never allows",
+				list, i, json_string_value(cidr), rwhy);
 		r->lifts_private = allow && net_cidr_in_private(&r->cidr);
 	} else {
 		if (!json_is_string(host) ||
-		    host_parse(json_string_value(host), r->host, &r->wildcard) < 0)
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "%s[%zu].host \"%.80s\": not a DNS name or \"*.suffix\" (labels of 1..63 letters, digits, '-' or '_'; 253 bytes at most)",
-				    list, i, json_is_string(host) ? json_string_value(host) : "");
+		    net_host_parse(json_string_value(host), r->host, &r->wildcard) < 0)
+			return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+					      "%s[%zu].host \"%.80s\": " NET_HOST_FORM, list, i,
+					      json_is_string(host) ? json_string_value(host) : "");
 		r->is_host = true;
 	}
 	return 0;
@@ -248,16 +251,17 @@ static int parse_list(const json_t *j, const char *list, bool allow, struct net_
 	if (!a)
 		return 0;
 	if (!json_is_array(a))
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" must be an array of rules", list);
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" must be an array of rules",
+				      list);
 	count = json_array_size(a);
 	if (count > NET_RULES_MAX)
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" has %zu rules; at most %d", list,
-			    count, NET_RULES_MAX);
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD, "\"%s\" has %zu rules; at most %d",
+				      list, count, NET_RULES_MAX);
 	if (count == 0)
 		return 0;
 	*out = calloc(count, sizeof(**out));
 	if (!*out)
-		return fail(e, NET_RULES_E_NOMEM, "out of memory");
+		return net_rules_fail(e, NET_RULES_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < count; i++) {
 		rc = parse_rule(json_array_get(a, i), list, i, allow, &(*out)[i], e);
 		if (rc < 0)
@@ -274,25 +278,27 @@ static int parse_dns(const json_t *j, struct net_rules *r, struct net_rules_err 
 	if (!a)
 		return 0;
 	if (!json_is_array(a))
-		return fail(e, NET_RULES_E_BAD_FIELD,
-			    "\"dns\" must be an array of resolver addresses");
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+				      "\"dns\" must be an array of resolver addresses");
 	if (json_array_size(a) > NET_DNS_MAX)
-		return fail(e, NET_RULES_E_BAD_FIELD, "\"dns\" has %zu resolvers; at most %d",
-			    json_array_size(a), NET_DNS_MAX);
+		return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+				      "\"dns\" has %zu resolvers; at most %d", json_array_size(a),
+				      NET_DNS_MAX);
 	for (size_t i = 0; i < json_array_size(a); i++) {
 		const json_t *v = json_array_get(a, i);
 		struct net_addr *d = &r->dns[i];
 
 		if (!json_is_string(v) || net_addr_parse(json_string_value(v), d) < 0)
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "dns[%zu] \"%.60s\": not an IPv4 or IPv6 address", i,
-				    json_is_string(v) ? json_string_value(v) : "");
+			return net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+					      "dns[%zu] \"%.60s\": not an IPv4 or IPv6 address", i,
+					      json_is_string(v) ? json_string_value(v) : "");
 		/* The same always-deny set as allow rules: a resolver entry is
 		 * no way to the metadata service or the host's loopback. */
 		if (net_addr_classify(d) == NET_CLASS_RESERVED)
-			return fail(e, NET_RULES_E_BAD_FIELD,
-				    "dns[%zu] \"%.60s\" is inside %s, which kiln never allows; a resolver must be a unicast address the guest reaches through its network",
-				    i, json_string_value(v), net_addr_class_why(d));
+			return net_rules_fail(
+				e, NET_RULES_E_BAD_FIELD,
+				"dns[%zu] \"%.60s\" is inside %s, which kiln never allows; a resolver must be a unicast address the guest reaches through its network",
+				i, json_string_value(v), net_addr_class_why(d));
 	}
 	r->n_dns = json_array_size(a);
 	return 0;
@@ -308,18 +314,21 @@ int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_er
 
 	*out = NULL;
 	if (!json_is_object(j))
-		return fail(e, NET_RULES_E_BAD_JSON, "the rule set must be a JSON object");
+		return net_rules_fail(e, NET_RULES_E_BAD_JSON,
+				      "the rule set must be a JSON object");
 	bad = unknown_key(j, fields);
 	if (bad)
-		return fail(e, NET_RULES_E_UNKNOWN_FIELD,
-			    "unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns)",
-			    bad);
+		return net_rules_fail(
+			e, NET_RULES_E_UNKNOWN_FIELD,
+			"unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns)",
+			bad);
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return fail(e, NET_RULES_E_NOMEM, "out of memory");
+		return net_rules_fail(e, NET_RULES_E_NOMEM, "out of memory");
 	oi = json_object_get(j, "outbound_internet");
 	if (oi && !json_is_boolean(oi)) {
-		rc = fail(e, NET_RULES_E_BAD_FIELD, "\"outbound_internet\" must be true or false");
+		rc = net_rules_fail(e, NET_RULES_E_BAD_FIELD,
+				    "\"outbound_internet\" must be true or false");
 		goto bad;
 	}
 	r->outbound_internet = oi && json_is_true(oi);
@@ -337,21 +346,32 @@ bad:
 	return rc;
 }
 
-int net_rules_parse_text(const char *text, size_t len, struct net_rules **out,
-			 struct net_rules_err *e)
+json_t *net_rules_load(const char *text, size_t len, size_t max, const char *what,
+		       struct net_rules_err *e)
 {
 	json_error_t je;
 	json_t *j;
+
+	if (len > max) {
+		net_rules_fail(e, NET_RULES_E_BAD_JSON, "%s is larger than %zu bytes", what, max);
+		return NULL;
+	}
+	j = json_strict_loadb(text, len, &je);
+	if (!j)
+		net_rules_fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s",
+			       je.line, je.column, je.text);
+	return j;
+}
+
+int net_rules_parse_text(const char *text, size_t len, struct net_rules **out,
+			 struct net_rules_err *e)
+{
+	json_t *j = net_rules_load(text, len, NET_RULES_TEXT_MAX, "the rule set", e);
 	int rc;
 
 	*out = NULL;
-	if (len > NET_RULES_TEXT_MAX)
-		return fail(e, NET_RULES_E_BAD_JSON, "the rule set is larger than %d bytes",
-			    NET_RULES_TEXT_MAX);
-	j = json_strict_loadb(text, len, &je);
 	if (!j)
-		return fail(e, NET_RULES_E_BAD_JSON, "invalid JSON at line %d column %d: %s",
-			    je.line, je.column, je.text);
+		return -EINVAL;
 	rc = net_rules_parse(j, out, e);
 	json_decref(j);
 	return rc;

@@ -118,10 +118,21 @@ struct net_rules_err {
 	char msg[ERR_MSG_MAX];
 };
 
+/* Fill e (when not NULL) with "firewall: " and the message; -ENOMEM for
+ * NET_RULES_E_NOMEM, else -EINVAL. Every parser of the firewall JSON
+ * words its errors through it. */
+int net_rules_fail(struct net_rules_err *e, enum net_rules_ecode code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Parse a rule set; *out is freed with net_rules_free. 0, -EINVAL or -ENOMEM (with e filled). */
 int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_err *e);
 int net_rules_parse_text(const char *text, size_t len, struct net_rules **out,
 			 struct net_rules_err *e);
+/* JSON text of at most max bytes, strictly loaded (json_strict_loadb), for
+ * the parsers of the firewall's parts; NULL with e filled ("<what> is
+ * larger than N bytes", "invalid JSON at line L column C: ..."). */
+json_t *net_rules_load(const char *text, size_t len, size_t max, const char *what,
+		       struct net_rules_err *e);
 /* The rule set as JSON (what PUT would take back), or NULL out of memory. */
 json_t *net_rules_to_json(const struct net_rules *r);
 /* The counters: {"allow":[{flows,packets,bytes}...],"deny":[...],"outbound_internet":{...},"dns":{...}}. */
@@ -165,7 +176,19 @@ bool net_addr_in_list(const struct net_addr *a, const struct net_addr *list, siz
 bool net_rules_is_resolver(const struct net_rules *r, const struct net_addr *addr);
 /* Some host rule (allow or deny) matches name: its answers are worth binding. */
 bool net_rules_wants_name(const struct net_rules *r, const char *name);
-/* Rule `rule` (a host rule) matches the lower-case name. */
+/*
+ * A host rule's name: a DNS name in text form (RFC 1035 2.3.1, plus '_'),
+ * lower-cased into out (NET_HOST_MAX + 1 bytes), one trailing dot dropped,
+ * optionally "*." first (*wildcard, not copied). 0 or -EINVAL.
+ */
+int net_host_parse(const char *s, char *out, bool *wildcard);
+/* What net_host_parse takes, for the message of a refused host. */
+#define NET_HOST_FORM \
+	"not a DNS name or \"*.suffix\" (labels of 1..63 letters, digits, '-' or '_'; 253 bytes at most)"
+/* Rule `rule` (a host rule) matches the lower-case name: the same name, or
+ * for "*.suffix" a name of one or more labels more ending in ".suffix"
+ * (so "*.example.com" matches a.example.com and a.b.example.com, never
+ * example.com or badexample.com). */
 bool net_rule_host_matches(const struct net_rule *rule, const char *name);
 
 /* Rule `rule` is a CIDR rule for exactly one address (a bare address, /32

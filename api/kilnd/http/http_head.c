@@ -4,18 +4,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/base/http_token.h"
 #include "lib/base/num_parse.h"
 #include "lib/base/text_clean.h"
 
 /* How much of a bad piece of input a message quotes. */
 #define QUOTE_MAX 40
-
-/* tchar of RFC 9110 section 5.6.2: what a method and a field name are made of. */
-static bool is_tchar(unsigned char c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		(c && strchr("!#$%&'*+-.^_`|~", c));
-}
 
 /* A field value's bytes (RFC 9110 section 5.5): visible ASCII, space, tab
  * and obs-text; no NUL, CR, LF or other controls. */
@@ -106,7 +100,7 @@ static int parse_request_line(char *line, struct http_head *h, struct api_err *e
 	char *sp1, *sp2, *ver;
 	size_t n;
 
-	for (n = 0; is_tchar((unsigned char)line[n]); n++)
+	for (n = 0; http_tchar((unsigned char)line[n]); n++)
 		;
 	if (n == 0 || line[n] != ' ') {
 		api_err_set(e, API_E_BAD_REQUEST,
@@ -177,7 +171,7 @@ static int parse_field(char *line, struct http_head *h, struct api_err *e)
 			    "a header line starts with whitespace (obsolete line folding)");
 		return -1;
 	}
-	for (n = 0; is_tchar((unsigned char)line[n]); n++)
+	for (n = 0; http_tchar((unsigned char)line[n]); n++)
 		;
 	if (n == 0 || line[n] != ':') {
 		/* Whitespace before the colon included (RFC 9112 section 5.1). */
