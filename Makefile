@@ -83,8 +83,9 @@ SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot
 # libkiln's public API), its devices, and the shared modules they use.
 # The egress proxy's parsers (issue 37) are unit-tested and fuzzed but
 # linked by no program yet: the proxy will be a program of its own,
-# outside the VMM, so kiln-vmm, libkiln and kilnd leave them out.
-EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/http_rules.c
+# outside the VMM, so kiln-vmm, libkiln and kilnd leave them out (the PROXY
+# v2 header's codec joins kiln-vmm when the VMM steers flows).
+EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/http_rules.c lib/netrules/proxy_v2.c
 NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(BASE_SRCS)

@@ -1,0 +1,159 @@
+/* The PROXY protocol v2 header of a steered flow; see proxy_v2.h. */
+#include "lib/netrules/proxy_v2.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static const uint8_t sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
+				 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
+
+#define FIXED 16       /* signature, version/command, family, length */
+#define VER_PROXY 0x21 /* version 2, command PROXY */
+#define FAM_TCP4 0x11
+#define FAM_TCP6 0x21
+#define ADDRS4 12
+#define ADDRS6 36
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* A host name as a DNS answer can carry it: no byte that could end a
+ * header line or a log field, no empty label. */
+static int host_ok(const uint8_t *p, size_t n)
+{
+	if (n == 0 || n > PROXY_V2_AUTHORITY_MAX || p[0] == '.' || p[n - 1] == '.')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+
+		if (c == '.' && i + 1 < n && p[i + 1] == '.')
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static int tlvs(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
+{
+	size_t at = 0;
+
+	while (at < n) {
+		uint16_t vlen;
+
+		if (n - at < 3)
+			return err_set(
+				e, EPROTO,
+				"PROXY v2 header: a TLV cut short (%zu bytes left of its 3-byte head)",
+				n - at);
+		vlen = be16(p + at + 1);
+		if (vlen > n - at - 3)
+			return err_set(
+				e, EPROTO,
+				"PROXY v2 header: TLV 0x%02x says %u bytes, the header has %zu left",
+				p[at], vlen, n - at - 3);
+		if (p[at] == PROXY_V2_TYPE_AUTHORITY) {
+			if (out->authority[0])
+				return err_set(e, EPROTO, "PROXY v2 header: a second AUTHORITY");
+			if (!host_ok(p + at + 3, vlen))
+				return err_set(
+					e, EPROTO,
+					"PROXY v2 header: AUTHORITY is not a host name (%u bytes; letters, digits, '-', '_', '.')",
+					vlen);
+			memcpy(out->authority, p + at + 3, vlen);
+			out->authority[vlen] = '\0';
+		}
+		at += 3 + (size_t)vlen;
+	}
+	return 0;
+}
+
+int proxy_v2_decode(const uint8_t *buf, size_t len, struct proxy_v2 *out, size_t *need,
+		    struct err *e)
+{
+	size_t total, addrs;
+
+	memset(out, 0, sizeof(*out));
+	*need = FIXED;
+	/* The signature is refused as soon as a byte of it is wrong: a
+	 * peer that is not speaking this protocol learns it at once. */
+	if (memcmp(buf, sig, len < sizeof(sig) ? len : sizeof(sig)))
+		return err_set(e, EPROTO,
+			       "PROXY v2 header: no signature at the start of the stream");
+	if (len < FIXED)
+		return 0;
+	if (buf[12] != VER_PROXY)
+		return err_set(e, EPROTO,
+			       "PROXY v2 header: version/command 0x%02x, only 0x21 (v2, PROXY)",
+			       buf[12]);
+	if (buf[13] != FAM_TCP4 && buf[13] != FAM_TCP6)
+		return err_set(
+			e, EPROTO,
+			"PROXY v2 header: family/transport 0x%02x, only TCP over IPv4 (0x11) or IPv6 (0x21)",
+			buf[13]);
+	addrs = buf[13] == FAM_TCP4 ? ADDRS4 : ADDRS6;
+	total = FIXED + be16(buf + 14);
+	if (total > PROXY_V2_MAX)
+		return err_set(e, EMSGSIZE, "PROXY v2 header: %zu bytes, at most %d", total,
+			       PROXY_V2_MAX);
+	if (total < FIXED + addrs)
+		return err_set(e, EPROTO,
+			       "PROXY v2 header: %zu bytes after the fixed part, the addresses need %zu",
+			       total - FIXED, addrs);
+	*need = total;
+	if (len < total)
+		return 0;
+	out->family = buf[13] == FAM_TCP4 ? AF_INET : AF_INET6;
+	memcpy(out->src, buf + FIXED, addrs == ADDRS4 ? 4 : 16);
+	memcpy(out->dst, buf + FIXED + (addrs == ADDRS4 ? 4 : 16), addrs == ADDRS4 ? 4 : 16);
+	out->sport = be16(buf + FIXED + addrs - 4);
+	out->dport = be16(buf + FIXED + addrs - 2);
+	if (out->sport == 0 || out->dport == 0)
+		return err_set(e, EPROTO, "PROXY v2 header: port 0 (source %u, destination %u)",
+			       out->sport, out->dport);
+	{
+		int r = tlvs(buf + FIXED + addrs, total - FIXED - addrs, out, e);
+
+		return r < 0 ? r : (int)total;
+	}
+}
+
+int proxy_v2_encode(const struct proxy_v2 *h, uint8_t *buf, size_t cap)
+{
+	size_t alen = h->family == AF_INET ? 4 : 16, addrs = 2 * alen + 4;
+	size_t name = strnlen(h->authority, sizeof(h->authority));
+	size_t total = FIXED + addrs + (name ? 3 + name : 0);
+	uint8_t *p;
+
+	if ((h->family != AF_INET && h->family != AF_INET6) || !h->sport || !h->dport ||
+	    name == sizeof(h->authority) || (name && !host_ok((const uint8_t *)h->authority, name)))
+		return -EINVAL;
+	if (total > cap)
+		return -ENOSPC;
+	memcpy(buf, sig, sizeof(sig));
+	buf[12] = VER_PROXY;
+	buf[13] = h->family == AF_INET ? FAM_TCP4 : FAM_TCP6;
+	put16(buf + 14, (uint16_t)(total - FIXED));
+	p = buf + FIXED;
+	memcpy(p, h->src, alen);
+	memcpy(p + alen, h->dst, alen);
+	put16(p + 2 * alen, h->sport);
+	put16(p + 2 * alen + 2, h->dport);
+	if (name) {
+		p += addrs;
+		p[0] = PROXY_V2_TYPE_AUTHORITY;
+		put16(p + 1, (uint16_t)name);
+		memcpy(p + 3, h->authority, name);
+	}
+	return (int)total;
+}

@@ -1,0 +1,67 @@
+/*
+ * proxy_v2: the header that opens each guest flow kiln-vmm hands to the
+ * egress proxy (issue 37), in the PROXY protocol's version 2 binary form
+ * (HAProxy's proxy-protocol.txt, section 2.2), so the proxy end can also
+ * be any program that speaks it. One codec, linked by both ends. No
+ * program sends or reads it yet.
+ *
+ * Layout (facts from the specification, no code taken from anywhere):
+ *   12 bytes  signature 0D 0A 0D 0A 00 0D 0A 51 55 49 54 0A
+ *    1 byte   version 2 (high nibble) and command PROXY (1)
+ *    1 byte   family INET (1) or INET6 (2) (high nibble), STREAM (1)
+ *    2 bytes  length of what follows, big endian
+ *   12 or 36  source address, destination address, source port,
+ *             destination port (network order)
+ *   the rest  TLVs: type (1 byte), length (2 bytes, big endian), value.
+ *             kiln sends PP2_TYPE_AUTHORITY (0x02): the host name
+ *             kiln-vmm's packet filter bound to the destination address
+ *             from the DNS answers the guest received; absent when the
+ *             guest connected to an address it had not looked up.
+ *
+ * What the fields mean here: source = the guest's address and port,
+ * destination = where the guest connected. Both are claims of kiln-vmm,
+ * which is assumed compromised: the proxy resolves names itself and
+ * checks the destination against what it resolved (docs/security.md).
+ *
+ * Contract:
+ *  - Pure: no I/O, no allocation, no state between calls.
+ *  - proxy_v2_decode reads the first bytes of a stream. It returns the
+ *    header's length (> 0) with *out filled; 0 when more bytes are needed
+ *    (*need: how many in all, never more than PROXY_V2_MAX); or -errno
+ *    with e->msg saying what is wrong. Refused: another signature,
+ *    version or command (LOCAL carries no flow), a family or transport
+ *    other than TCP over IPv4 or IPv6, a length beyond PROXY_V2_MAX or
+ *    short of the addresses, a TLV cut short, a second AUTHORITY, an
+ *    AUTHORITY that is not a host name (1..253 bytes of letters, digits,
+ *    '-', '_' and '.'), port 0. Other TLVs are skipped, as the
+ *    specification asks of a receiver.
+ *  - proxy_v2_encode writes what decode accepts: the header's length, or
+ *    -EINVAL (a field decode would refuse) or -ENOSPC (cap too small).
+ */
+#ifndef KILN_PROXY_V2_H
+#define KILN_PROXY_V2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/base/err.h"
+
+/* The whole header kiln accepts: the fixed 16 bytes, IPv6 addresses, one
+ * AUTHORITY of 253 bytes and room for a few small TLVs of other senders. */
+#define PROXY_V2_MAX 512
+#define PROXY_V2_AUTHORITY_MAX 253
+
+#define PROXY_V2_TYPE_AUTHORITY 0x02
+
+struct proxy_v2 {
+	int family;                                 /* AF_INET or AF_INET6 */
+	uint8_t src[16], dst[16];                   /* an IPv4 address is the first 4 bytes */
+	uint16_t sport, dport;                      /* host order */
+	char authority[PROXY_V2_AUTHORITY_MAX + 1]; /* "" when absent */
+};
+
+int proxy_v2_decode(const uint8_t *buf, size_t len, struct proxy_v2 *out, size_t *need,
+		    struct err *e);
+int proxy_v2_encode(const struct proxy_v2 *h, uint8_t *buf, size_t cap);
+
+#endif
