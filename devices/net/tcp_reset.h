@@ -17,20 +17,21 @@
  *    (RFC 9293 3.10.7.4), which the filter drops as untracked, and the
  *    reset answering that ACK is exact.
  *
- * Contract: pure; builds into the caller's buffer, Ethernet II + IPv4
- * (no options, DF, TTL 64) or IPv6 (hop limit 64) + a 20-byte TCP header
- * with a window of 0 and no payload, every checksum filled. A segment
+ * Contract: pure; builds with tcp_seg_build into the caller's buffer a
+ * 20-byte TCP header with a window of 0 and no payload. A segment
  * that is itself a reset, not TCP, or a fragment is never answered (RFC
  * 9293: never reset a reset; a fragment's flags cannot be trusted alone).
  */
 #ifndef KILN_TCP_RESET_H
 #define KILN_TCP_RESET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "devices/net/conntrack.h"
 #include "devices/net/pkt_parse.h"
+#include "devices/net/tcp_seg.h"
 
 /* The largest segment built: Ethernet + IPv6 + TCP. */
 #define TCP_RESET_MAX_FRAME (PKT_ETH_HLEN + 40 + 20)
@@ -42,6 +43,8 @@
  * TCP, a reset, a fragment, out too small).
  */
 size_t tcp_reset_reply(const struct pkt *p, uint8_t *out, size_t cap);
+/* The same reply as a segment to build later (tcp_term queues them); false when none. */
+bool tcp_reset_seg(const struct pkt *p, struct tcp_seg *s);
 
 /*
  * Probe `half` (0 or 1) of the tracked flow k (guest side and remote
