@@ -410,6 +410,48 @@ static void test_a_full_rx_closes_the_window_and_a_read_reopens_it(void **state)
 	tcp_term_free(&b.t);
 }
 
+static void test_rings_wrap_both_ways(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+	static uint8_t data[5000], buf[5000];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 11 + i / 256);
+	tb_init(&b, 0, 4096, 4096, false);
+	f = open_flow(&b);
+	/* guest -> host: 3000 in and out, then 2000 across the end of rx. */
+	gsend(&b, F_ACK, b.iss + 1, 65535, data, 1460);
+	gsend(&b, F_ACK, b.iss + 1, 65535, data + 1460, 1460);
+	gsend(&b, F_ACK, b.iss + 1, 65535, data + 2920, 80);
+	assert_int_equal(tcp_term_read(&b.t, f, buf, sizeof(buf), b.now), 3000);
+	assert_memory_equal(buf, data, 3000);
+	while (recv_seg(&b, &s))
+		;
+	gsend(&b, F_ACK, b.iss + 1, 65535, data + 3000, 1460);
+	gsend(&b, F_ACK, b.iss + 1, 65535, data + 4460, 540);
+	assert_int_equal(tcp_term_read(&b.t, f, buf, sizeof(buf), b.now), 2000);
+	assert_memory_equal(buf, data + 3000, 2000);
+	while (recv_seg(&b, &s))
+		;
+	/* host -> guest: the same across the end of tx, sent in two pieces. */
+	assert_int_equal(tcp_term_write(&b.t, f, data, 3000, b.now), 3000);
+	for (int i = 0; i < 3; i++)
+		assert_true(recv_seg(&b, &s));
+	gsend(&b, F_ACK, b.iss + 1 + 3000, 65535, NULL, 0);
+	assert_int_equal(tcp_term_write(&b.t, f, data + 3000, 2000, b.now), 2000);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.seq, b.iss + 1 + 3000);
+	assert_int_equal(s.len, 1460);
+	assert_memory_equal(s.data, data + 3000, 1460);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.len, 540);
+	assert_memory_equal(s.data, data + 4460, 540);
+	tcp_term_free(&b.t);
+}
+
 static void test_guest_fin_then_host_fin(void **state)
 {
 	struct tb b;
@@ -869,6 +911,7 @@ int main(void)
 		cmocka_unit_test(test_host_data_goes_in_mss_segments_within_the_window),
 		cmocka_unit_test(test_a_full_tx_says_writable_once_acked),
 		cmocka_unit_test(test_a_full_rx_closes_the_window_and_a_read_reopens_it),
+		cmocka_unit_test(test_rings_wrap_both_ways),
 		cmocka_unit_test(test_guest_fin_then_host_fin),
 		cmocka_unit_test(test_host_fin_first_ends_in_time_wait),
 		cmocka_unit_test(test_rst_only_at_rcv_nxt_else_challenge_ack),
