@@ -32,12 +32,10 @@
 #include "devices/net/pkt_parse.h"
 #include "devices/net/tcp_term.h"
 #include "fuzz.h"
+#include "tests/unit/frames.h"
 
 #define TUPLES 6
 #define MAX_CAP 8
-
-static const uint8_t guest_mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
-static const uint8_t gw_mac[6] = { 0x52, 0x54, 0x00, 0xaa, 0xbb, 0xcc };
 
 /* The host's view of one slot, from its OPEN event to its release. */
 struct held {
@@ -48,18 +46,6 @@ struct held {
 static struct tcp_term t;
 static struct held held[MAX_CAP];
 static uint64_t now;
-
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
 
 /* The byte the guest sends at stream offset i, and the host's. */
 static uint8_t gpat(uint16_t gport, uint32_t i)
@@ -108,22 +94,6 @@ static struct tcp_term_flow *held_flow(unsigned i)
 	return f && held[f - t.flows].owned ? f : NULL;
 }
 
-static uint16_t csum_fold(uint64_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)~s;
-}
-
-static uint64_t csum_add(uint64_t s, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		s += (uint32_t)p[n - 1] << 8;
-	return s;
-}
-
 /* A guest segment as the input says, checksummed, through pkt_parse into tcp_term. */
 static void op_segment(struct fuzz_in *in)
 {
@@ -137,7 +107,7 @@ static void op_segment(struct fuzz_in *in)
 	size_t alen, iplen, thl, l4;
 	uint8_t *ip, *th;
 	struct pkt p;
-	uint64_t s;
+	uint32_t s;
 
 	amode = take8(in);
 	adelta = take16(in);
@@ -162,44 +132,43 @@ static void op_segment(struct fuzz_in *in)
 	thl = (opt & 1) ? 24 : 20;
 	l4 = thl + plen;
 	memset(f, 0, PKT_ETH_HLEN + iplen + thl);
-	memcpy(f, gw_mac, 6);
-	memcpy(f + 6, guest_mac, 6);
+	memcpy(f, fr_gw_mac, 6);
+	memcpy(f + 6, fr_guest_mac, 6);
 	ip = f + PKT_ETH_HLEN;
 	th = ip + iplen;
 	if (k.family == NET_AF4) {
-		put16(f + 12, PKT_ETH_IP4);
+		fr_put16(f + 12, PKT_ETH_IP4);
 		ip[0] = 0x45;
-		put16(ip + 2, (uint16_t)(20 + l4));
+		fr_put16(ip + 2, (uint16_t)(20 + l4));
 		ip[8] = 64;
 		ip[9] = PKT_PROTO_TCP;
 		memcpy(ip + 12, k.guest, 4);
 		memcpy(ip + 16, k.remote, 4);
 	} else {
-		put16(f + 12, PKT_ETH_IP6);
+		fr_put16(f + 12, PKT_ETH_IP6);
 		ip[0] = 0x60;
-		put16(ip + 4, (uint16_t)l4);
+		fr_put16(ip + 4, (uint16_t)l4);
 		ip[6] = PKT_PROTO_TCP;
 		ip[7] = 64;
 		memcpy(ip + 8, k.guest, 16);
 		memcpy(ip + 24, k.remote, 16);
 	}
-	put16(th, k.gport);
-	put16(th + 2, k.rport);
-	put32(th + 4, seq);
-	put32(th + 8, ack);
+	fr_put16(th, k.gport);
+	fr_put16(th + 2, k.rport);
+	fr_put32(th + 4, seq);
+	fr_put32(th + 8, ack);
 	th[12] = (uint8_t)(thl / 4) << 4;
 	th[13] = flags;
-	put16(th + 14, wnd);
+	fr_put16(th + 14, wnd);
 	if (opt & 1) {
 		th[20] = 2;
 		th[21] = 4;
-		put16(th + 22, take16(in));
+		fr_put16(th + 22, take16(in));
 	}
 	for (uint32_t j = 0; j < plen; j++)
 		th[thl + j] = gpat(k.gport, seq + (flags & PKT_TCP_SYN ? 1 : 0) - base + j);
-	s = csum_add(0, k.guest, alen);
-	s = csum_add(s, k.remote, alen) + PKT_PROTO_TCP + l4;
-	put16(th + 16, csum_fold(csum_add(s, th, l4)) ^ ((opt & 2) ? 1 : 0));
+	s = fr_csum(0, k.guest, alen) + fr_csum(0, k.remote, alen) + PKT_PROTO_TCP + (uint32_t)l4;
+	fr_put16(th + 16, (uint16_t)~fr_csum(s, th, l4) ^ ((opt & 2) ? 1 : 0));
 	if (pkt_parse(f, PKT_ETH_HLEN + iplen + l4, &p) == 0)
 		FUZZ_ASSERT(tcp_term_input(&t, &p, now) == 0);
 }
@@ -284,7 +253,7 @@ static void check_frame(const uint8_t *fr, size_t len, size_t cap)
 	FUZZ_ASSERT(len <= cap && len <= TCP_TERM_MAX_FRAME);
 	FUZZ_ASSERT(pkt_parse(fr, len, &p) == 0);
 	FUZZ_ASSERT(p.proto == PKT_PROTO_TCP && p.l4 && p.l4_len >= 20);
-	FUZZ_ASSERT(!memcmp(p.dst_mac, guest_mac, 6) && !memcmp(p.src_mac, gw_mac, 6));
+	FUZZ_ASSERT(!memcmp(p.dst_mac, fr_guest_mac, 6) && !memcmp(p.src_mac, fr_gw_mac, 6));
 	FUZZ_ASSERT(tcp_seg_checksum_ok(&p));
 	FUZZ_ASSERT(p.dport >= 40000 && p.dport < 40000 + TUPLES && p.sport == 443);
 	if (!p.payload_len)
@@ -358,8 +327,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.capacity = 1 + (cfg & 7);
 	c.rx_buf = 4096 + (uint32_t)((cfg >> 3) & 3) * 1024 + ((cfg >> 3) & 1);
 	c.tx_buf = 4096 + (uint32_t)((cfg >> 5) & 7) * 512 + 3;
-	memcpy(c.guest_mac, guest_mac, 6);
-	memcpy(c.gw_mac, gw_mac, 6);
+	memcpy(c.guest_mac, fr_guest_mac, 6);
+	memcpy(c.gw_mac, fr_gw_mac, 6);
 	if (tcp_term_init(&t, &c))
 		return 0;
 	memset(held, 0, sizeof(held));

@@ -28,6 +28,7 @@
 #include "lib/netrules/net_host_addrs.h"
 #include "devices/net/net_passt.h"
 #include "tests/unit/frames.h"
+#include "tests/unit/sh.h"
 
 #define HOST_ADDR "10.99.0.1"
 #define METADATA "169.254.169.254"
@@ -37,19 +38,6 @@
 static char why_skip[1200];
 static char netns_name[64], cg_dir[512], cg_home[480];
 static int host_ns = -1, remote_ns = -1;
-
-/* Run a shell command; 0 when it exited 0. */
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 static inline int join(const char *dir)
 {

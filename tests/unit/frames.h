@@ -1,7 +1,8 @@
 /*
  * frames: hand-built Ethernet frames and DNS messages for the packet
  * filter's tests (pkt_parse, dns_bind, net_filter). Checksums are left
- * zero: the filter does not read them.
+ * zero: the filter does not read them (fr_csum computes them where a
+ * module does: tcp_reset, tcp_term).
  */
 #ifndef KILN_TEST_FRAMES_H
 #define KILN_TEST_FRAMES_H
@@ -49,6 +50,22 @@ static inline void fr_put32(uint8_t *p, uint32_t v)
 static inline uint32_t fr_get32(const uint8_t *p)
 {
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * The ones' complement sum (RFC 1071) of n bytes added to sum, folded:
+ * 0xffff over a header or segment whose checksum is right. The tests'
+ * own, independent of the builders they check.
+ */
+static inline uint16_t fr_csum(uint32_t sum, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)p[i] << 8 | p[i + 1];
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
 }
 
 /* Fill the L4 header + payload at p; returns its length. */

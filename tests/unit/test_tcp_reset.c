@@ -26,18 +26,6 @@
 #define GUEST6 "fd00::15"
 #define SERVER6 "2001:db8::34"
 
-/* The ones' complement sum over n bytes, folded: 0xffff when a checksum inside is right. */
-static uint16_t csum(uint32_t sum, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 /* Parse a made-up frame and check its checksums; the parsed packet. */
 static struct pkt parse_checked(const uint8_t *f, size_t len)
 {
@@ -51,9 +39,9 @@ static struct pkt parse_checked(const uint8_t *f, size_t len)
 	assert_int_equal(p.payload_len, 0);
 	alen = p.l3 == PKT_L3_IP4 ? 4 : 16;
 	if (p.l3 == PKT_L3_IP4)
-		assert_int_equal(csum(0, p.ip, 20), 0xffff);
-	pseudo = csum(0, p.src.b, alen) + csum(0, p.dst.b, alen) + PKT_PROTO_TCP + 20;
-	assert_int_equal(csum(pseudo, p.l4, 20), 0xffff);
+		assert_int_equal(fr_csum(0, p.ip, 20), 0xffff);
+	pseudo = fr_csum(0, p.src.b, alen) + fr_csum(0, p.dst.b, alen) + PKT_PROTO_TCP + 20;
+	assert_int_equal(fr_csum(pseudo, p.l4, 20), 0xffff);
 	return p;
 }
 

@@ -55,23 +55,12 @@ struct seg {
 	struct pkt p;
 };
 
-/* The ones' complement sum, folded: 0xffff when a checksum inside is right. */
-static uint16_t csum(uint32_t sum, const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)p[i] << 8 | p[i + 1];
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
-}
-
 static uint32_t pseudo(const struct pkt *p, size_t l4_len)
 {
 	size_t alen = p->l3 == PKT_L3_IP4 ? 4 : 16;
 
-	return csum(0, p->src.b, alen) + csum(0, p->dst.b, alen) + PKT_PROTO_TCP + (uint32_t)l4_len;
+	return fr_csum(0, p->src.b, alen) + fr_csum(0, p->dst.b, alen) + PKT_PROTO_TCP +
+		(uint32_t)l4_len;
 }
 
 static void tb_init(struct tb *b, uint32_t capacity, uint32_t rx, uint32_t tx, bool v6)
@@ -117,7 +106,7 @@ static void send_raw(struct tb *b, uint8_t flags, uint32_t seq, uint32_t ack, ui
 	if (l3 == 20) {
 		fr_put16(ip + 2, (uint16_t)(20 + l4len));
 		ip[10] = ip[11] = 0;
-		fr_put16(ip + 10, (uint16_t)~csum(0, ip, 20));
+		fr_put16(ip + 10, (uint16_t)~fr_csum(0, ip, 20));
 	} else {
 		fr_put16(ip + 4, (uint16_t)l4len);
 	}
@@ -127,7 +116,7 @@ static void send_raw(struct tb *b, uint8_t flags, uint32_t seq, uint32_t ack, ui
 	fr_put16(th + 14, wnd);
 	th[16] = th[17] = 0;
 	assert_int_equal(pkt_parse(f, n, &p), 0);
-	fr_put16(th + 16, (uint16_t)(~csum(pseudo(&p, l4len), th, l4len) ^ (bad_sum ? 1 : 0)));
+	fr_put16(th + 16, (uint16_t)(~fr_csum(pseudo(&p, l4len), th, l4len) ^ (bad_sum ? 1 : 0)));
 	assert_int_equal(tcp_term_input(&b->t, &p, b->now), 0);
 }
 
@@ -167,10 +156,10 @@ static bool recv_seg(struct tb *b, struct seg *s)
 	assert_int_equal(s->p.sport, RPORT);
 	assert_int_equal(s->p.dport, b->gport);
 	if (s->p.l3 == PKT_L3_IP4) {
-		assert_int_equal(csum(0, s->p.ip, 20), 0xffff);
+		assert_int_equal(fr_csum(0, s->p.ip, 20), 0xffff);
 		assert_int_equal(fr_get32(s->p.ip + 0) & 0xffff, s->p.ip_len);
 	}
-	assert_int_equal(csum(pseudo(&s->p, s->p.l4_len), s->p.l4, s->p.l4_len), 0xffff);
+	assert_int_equal(fr_csum(pseudo(&s->p, s->p.l4_len), s->p.l4, s->p.l4_len), 0xffff);
 	s->flags = s->p.l4[13];
 	s->seq = fr_get32(s->p.l4 + 4);
 	s->ack = fr_get32(s->p.l4 + 8);

@@ -38,6 +38,7 @@
 #include "devices/net/pkt_parse.h"
 #include "devices/net/tcp_term.h"
 #include "lib/base/mono.h"
+#include "sh.h"
 
 #define TAP "kt0"
 #define GUEST "10.0.2.15"
@@ -83,18 +84,6 @@ struct run {
 			skip();                                                   \
 		}                                                                 \
 	} while (0)
-
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...)
-{
-	char cmd[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 static uint8_t pattern(size_t i)
 {
