@@ -200,12 +200,13 @@ static void no_event(struct tb *b)
 static const uint8_t mss1460[4] = { 2, 4, 0x05, 0xb4 };
 
 /* SYN, SYN-ACK, ACK with window wnd; the flow from the OPEN event. */
-static struct tcp_term_flow *open_flow_wnd(struct tb *b, uint16_t wnd)
+/* SYN with these 4 bytes of options, SYN-ACK, ACK with window wnd; the flow from the OPEN event. */
+static struct tcp_term_flow *open_flow_with(struct tb *b, const uint8_t opts[4], uint16_t wnd)
 {
 	struct seg s;
 	struct tcp_term_flow *f;
 
-	send_raw(b, F_SYN, b->gseq, 0, 64240, NULL, 0, mss1460, 4, false);
+	send_raw(b, F_SYN, b->gseq, 0, 64240, NULL, 0, opts, 4, false);
 	b->gseq++;
 	assert_true(recv_seg(b, &s));
 	assert_int_equal(s.flags, F_SYN | F_ACK);
@@ -219,9 +220,22 @@ static struct tcp_term_flow *open_flow_wnd(struct tb *b, uint16_t wnd)
 	return f;
 }
 
+static struct tcp_term_flow *open_flow_wnd(struct tb *b, uint16_t wnd)
+{
+	return open_flow_with(b, mss1460, wnd);
+}
+
 static struct tcp_term_flow *open_flow(struct tb *b)
 {
 	return open_flow_wnd(b, 65535);
+}
+
+/* The next guest port, a fresh ISN: another flow. */
+static struct tcp_term_flow *another_flow(struct tb *b, const uint8_t opts[4])
+{
+	b->gport++;
+	b->gseq = GISN;
+	return open_flow_with(b, opts, 65535);
 }
 
 static void test_handshake_answers_syn_ack_with_mss_only(void **state)
@@ -620,9 +634,7 @@ static void test_timeouts(void **state)
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.flags, F_RST);
 	/* Established and idle: reset toward the guest, CLOSED for the host. */
-	b.gport++;
-	b.gseq = GISN;
-	f = open_flow(&b);
+	f = another_flow(&b, mss1460);
 	b.now += TCP_TERM_TO_ESTABLISHED - 1;
 	tcp_term_expire(&b.t, b.now);
 	no_frame(&b);
@@ -635,9 +647,7 @@ static void test_timeouts(void **state)
 	tcp_term_release(&b.t, f, b.now);
 	assert_int_equal(tcp_term_count(&b.t), 0);
 	/* Half-closed and idle: a shorter bound. */
-	b.gport++;
-	b.gseq = GISN;
-	f = open_flow(&b);
+	f = another_flow(&b, mss1460);
 	tcp_term_shutdown(&b.t, f, b.now);
 	assert_true(recv_seg(&b, &s));
 	gsend(&b, F_ACK, b.iss + 2, 65535, NULL, 0);
@@ -757,13 +767,7 @@ static void test_hostile_segments(void **state)
 	assert_int_equal(s.ack, b.gseq);
 	expect_event(&b, TCP_TERM_EV_READABLE, false);
 	/* A guest MSS of 1: held to TCP_TERM_MIN_MSS. */
-	b.gport++;
-	send_raw(&b, F_SYN, GISN, 0, 65535, NULL, 0, (const uint8_t[4]){ 2, 4, 0, 1 }, 4, false);
-	assert_true(recv_seg(&b, &s));
-	b.iss = s.seq;
-	b.gseq = GISN + 1;
-	gsend(&b, F_ACK, b.iss + 1, 65535, NULL, 0);
-	f = expect_event(&b, TCP_TERM_EV_OPEN, false);
+	f = another_flow(&b, (const uint8_t[4]){ 2, 4, 0, 1 });
 	assert_int_equal(tcp_term_write(&b.t, f, data, 200, b.now), 200);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.len, TCP_TERM_MIN_MSS);
@@ -774,14 +778,7 @@ static void test_hostile_segments(void **state)
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.len, 200 - 3 * TCP_TERM_MIN_MSS);
 	/* Malformed options (a length past the header): the default MSS. */
-	b.gport++;
-	send_raw(&b, F_SYN, GISN, 0, 65535, NULL, 0, (const uint8_t[4]){ 1, 2, 9, 4 }, 4, false);
-	b.gseq = GISN + 1;
-	assert_true(recv_seg(&b, &s));
-	assert_int_equal(s.flags, F_SYN | F_ACK);
-	b.iss = s.seq;
-	gsend(&b, F_ACK, b.iss + 1, 65535, NULL, 0);
-	f = expect_event(&b, TCP_TERM_EV_OPEN, false);
+	f = another_flow(&b, (const uint8_t[4]){ 1, 2, 9, 4 });
 	assert_int_equal(tcp_term_write(&b.t, f, data, 2000, b.now), 2000);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.len, TCP_TERM_DEFAULT_MSS4);
@@ -805,9 +802,7 @@ static void test_abort_and_release_with_unread_data_reset(void **state)
 	assert_int_equal(tcp_term_count(&b.t), 0);
 	no_event(&b);
 	/* Released with bytes unread: reset. */
-	b.gport++;
-	b.gseq = GISN;
-	f = open_flow(&b);
+	f = another_flow(&b, mss1460);
 	gsend(&b, F_ACK, b.iss + 1, 65535, "data", 4);
 	assert_true(recv_seg(&b, &s));
 	tcp_term_release(&b.t, f, b.now);
@@ -816,9 +811,7 @@ static void test_abort_and_release_with_unread_data_reset(void **state)
 	assert_int_equal(tcp_term_count(&b.t), 0);
 	no_event(&b);
 	/* Released clean: FIN, and data arriving after it resets. */
-	b.gport++;
-	b.gseq = GISN;
-	f = open_flow(&b);
+	f = another_flow(&b, mss1460);
 	tcp_term_release(&b.t, f, b.now);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.flags, F_ACK | F_FIN);
@@ -844,11 +837,9 @@ static void test_ipv6(void **state)
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.p.l3, PKT_L3_IP6);
 	assert_int_equal(s.mss, TCP_TERM_MSS6);
-	b.iss = s.seq;
-	b.gseq = GISN + 1;
-	gsend(&b, F_ACK, b.iss + 1, 65535, "x", 1);
-	f = expect_event(&b, TCP_TERM_EV_OPEN, false);
+	f = another_flow(&b, (const uint8_t[4]){ 2, 4, 0x05, 0xa0 });
 	assert_int_equal(f->key.family, NET_AF6);
+	gsend(&b, F_ACK, b.iss + 1, 65535, "x", 1);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.ack, b.gseq);
 	assert_int_equal(tcp_term_write(&b.t, f, data, 3000, b.now), 3000);
