@@ -332,7 +332,7 @@ static uint16_t announce(struct tcp_term_flow *f)
 {
 	uint32_t room = rcv_room(f), cur = rcv_wnd(f);
 
-	if (room >= cur + sws_step(f) || (room == 65535 && room > cur)) {
+	if (room >= cur + sws_step(f)) {
 		f->rcv_adv = f->rcv_nxt + room;
 		cur = room;
 	}
