@@ -38,12 +38,16 @@
 #include "devices/net/pkt_parse.h"
 #include "devices/net/tcp_term.h"
 #include "lib/base/mono.h"
+#include "frames.h"
 #include "sh.h"
 
 #define TAP "kt0"
 #define GUEST "10.0.2.15"
 #define GW "10.0.2.2"
 #define REMOTE "203.0.113.7"
+#define GUEST6 "fd00::15"
+#define GW6 "fd00::2"
+#define REMOTE6 "2001:db8::7"
 #define BIG (1024 * 1024)
 #define READ_STEP 8192 /* bytes the server takes per flow per turn: a slow host side */
 #define DEADLINE_MS 30000
@@ -125,11 +129,14 @@ static int group_setup(void **state)
 	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
 	strcpy(ifr.ifr_name, TAP);
 	assert_int_equal(ioctl(tap, TUNSETIFF, &ifr), 0);
-	/* Quiet: no IPv6 on the link (no router solicitations, DAD). */
-	assert_int_equal(sh("ip link set lo up && sysctl -qw net.ipv6.conf." TAP
-			    ".disable_ipv6=1 &&"
-			    " ip addr add " GUEST "/24 dev " TAP " && ip link set " TAP " up &&"
-			    " ip route add 203.0.113.0/24 via " GW " dev " TAP),
+	/* IPv6 without duplicate address detection or router solicitations:
+	 * usable at once, and the link carries only what the tests make. */
+	assert_int_equal(sh("ip link set lo up && sysctl -qw net.ipv6.conf." TAP ".accept_dad=0 &&"
+			    " sysctl -qw net.ipv6.conf." TAP ".router_solicitations=0 &&"
+			    " ip addr add " GUEST "/24 dev " TAP " && ip -6 addr add " GUEST6
+			    "/64 dev " TAP " nodad && ip link set " TAP " up &&"
+			    " ip route add 203.0.113.0/24 via " GW " dev " TAP " &&"
+			    " ip -6 route add 2001:db8::/32 via " GW6 " dev " TAP),
 			 0);
 	/* Its MAC (sysfs shows the namespace the test started in, not this one). */
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -170,6 +177,36 @@ static void answer_arp(const struct pkt *p)
 	memcpy(f + 28, p->arp.tpa, 4);
 	memcpy(f + 32, p->arp.sha, 6);
 	memcpy(f + 38, p->arp.spa, 4);
+	assert_int_equal(write(tap, f, sizeof(f)), (ssize_t)sizeof(f));
+}
+
+/* A neighbour solicitation for the IPv6 gateway: the advertisement (RFC 4861 4.4). */
+static void answer_ns(const struct pkt *p)
+{
+	uint8_t f[14 + 40 + 32], gw[16], *ip = f + 14, *icmp = ip + 40;
+	uint32_t sum;
+
+	inet_pton(AF_INET6, GW6, gw);
+	if (p->icmp_type != 135 || p->payload_len < 16 || memcmp(p->payload, gw, 16))
+		return;
+	memset(f, 0, sizeof(f));
+	memcpy(f, p->src_mac, 6);
+	memcpy(f + 6, gw_mac, 6);
+	fr_put16(f + 12, 0x86dd);
+	ip[0] = 0x60;
+	fr_put16(ip + 4, 32);
+	ip[6] = 58;
+	ip[7] = 255; /* RFC 4861 7.1.2: a hop limit of 255, or it is ignored */
+	memcpy(ip + 8, gw, 16);
+	memcpy(ip + 24, p->src.b, 16);
+	icmp[0] = 136;
+	icmp[4] = 0x60; /* solicited, override */
+	memcpy(icmp + 8, gw, 16);
+	icmp[24] = 2; /* target link-layer address */
+	icmp[25] = 1;
+	memcpy(icmp + 26, gw_mac, 6);
+	sum = fr_csum(0, ip + 8, 32) + 32 + 58;
+	fr_put16(icmp + 2, (uint16_t)~fr_csum(sum, icmp, 32));
 	assert_int_equal(write(tap, f, sizeof(f)), (ssize_t)sizeof(f));
 }
 
@@ -316,7 +353,9 @@ static int run_link(struct run *r, pid_t pid)
 				continue;
 			if (p.l3 == PKT_L3_ARP)
 				answer_arp(&p);
-			else if (p.l3 == PKT_L3_IP4 && p.proto == PKT_PROTO_TCP)
+			else if (p.l3 == PKT_L3_IP6 && p.proto == PKT_PROTO_ICMP6)
+				answer_ns(&p);
+			else if (p.proto == PKT_PROTO_TCP)
 				assert_int_equal(tcp_term_input(&r->t, &p, mono_ns()), 0);
 		}
 		take_events(r);
@@ -472,6 +511,32 @@ static void test_curl_posts_and_gets_a_megabyte(void **state)
 	free(r);
 }
 
+static void test_curl_over_ipv6_gets_a_megabyte(void **state)
+{
+	struct run *r = calloc(1, sizeof(*r));
+	static uint8_t big[BIG + 1];
+	char out[128];
+	size_t n;
+
+	(void)state;
+	SKIP_UNLESS_READY();
+	run_init(r);
+	snprintf(out, sizeof(out), "%s/down6", tmpdir);
+	char *argv[] = { "curl", "-gsS", "--max-time", "20", "-o", out, "http://[" REMOTE6 "]/big",
+			 NULL };
+	assert_int_equal(run_link(r, spawn(argv)), 0);
+	n = slurp(out, big, sizeof(big));
+	assert_int_equal(n, BIG);
+	for (size_t i = 0; i < BIG; i++)
+		if (big[i] != pattern(i))
+			fail_msg("download byte %zu: %02x, want %02x", i, big[i], pattern(i));
+	assert_int_equal(r->opened, 1);
+	assert_int_equal(r->closed_clean, 1);
+	assert_int_equal(r->t.stats.bad_checksum, 0);
+	tcp_term_free(&r->t);
+	free(r);
+}
+
 /* A client of the test's own that reads part of a download, then resets (SO_LINGER 0). */
 static int reset_client(void)
 {
@@ -525,6 +590,7 @@ int main(void)
 		cmocka_unit_test(test_curl_gets_a_page),
 		cmocka_unit_test(test_curl_posts_and_gets_a_megabyte),
 		cmocka_unit_test(test_a_client_that_resets_mid_transfer),
+		cmocka_unit_test(test_curl_over_ipv6_gets_a_megabyte),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
