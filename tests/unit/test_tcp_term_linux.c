@@ -393,14 +393,16 @@ static int run_link(struct run *r, pid_t pid)
 	}
 }
 
-static void run_init(struct run *r)
+static struct run *run_init(void)
 {
 	struct tcp_term_config c = { .key = { 0x1234, 0x5678 } };
+	struct run *r = calloc(1, sizeof(*r));
 
-	memset(r, 0, sizeof(*r));
+	assert_non_null(r);
 	memcpy(c.guest_mac, guest_mac, 6);
 	memcpy(c.gw_mac, gw_mac, 6);
 	assert_int_equal(tcp_term_init(&r->t, &c), 0);
+	return r;
 }
 
 static pid_t spawn(char *const argv[])
@@ -428,14 +430,14 @@ static size_t slurp(const char *path, uint8_t *buf, size_t cap)
 
 static void test_curl_gets_a_page(void **state)
 {
-	struct run *r = calloc(1, sizeof(*r));
+	struct run *r;
 	char out[128];
 	uint8_t body[256];
 	size_t n;
 
 	(void)state;
 	SKIP_UNLESS_READY();
-	run_init(r);
+	r = run_init();
 	snprintf(out, sizeof(out), "%s/page", tmpdir);
 	char *argv[] = { "curl", "-sS", "--max-time", "20", "-o", out, "http://" REMOTE "/", NULL };
 	assert_int_equal(run_link(r, spawn(argv)), 0);
@@ -452,7 +454,7 @@ static void test_curl_gets_a_page(void **state)
 
 static void test_curl_posts_and_gets_a_megabyte(void **state)
 {
-	struct run *r = calloc(1, sizeof(*r));
+	struct run *r;
 	static uint8_t big[BIG + 1];
 	char in[128], out[128], hdr[128], want[64];
 	uint8_t got[2048];
@@ -461,7 +463,7 @@ static void test_curl_posts_and_gets_a_megabyte(void **state)
 
 	(void)state;
 	SKIP_UNLESS_READY();
-	run_init(r);
+	r = run_init();
 	for (size_t i = 0; i < BIG; i++)
 		big[i] = (uint8_t)(pattern(i) ^ 0x5a);
 	snprintf(in, sizeof(in), "%s/up", tmpdir);
@@ -513,14 +515,14 @@ static void test_curl_posts_and_gets_a_megabyte(void **state)
 
 static void test_curl_over_ipv6_gets_a_megabyte(void **state)
 {
-	struct run *r = calloc(1, sizeof(*r));
+	struct run *r;
 	static uint8_t big[BIG + 1];
 	char out[128];
 	size_t n;
 
 	(void)state;
 	SKIP_UNLESS_READY();
-	run_init(r);
+	r = run_init();
 	snprintf(out, sizeof(out), "%s/down6", tmpdir);
 	char *argv[] = { "curl", "-gsS", "--max-time", "20", "-o", out, "http://[" REMOTE6 "]/big",
 			 NULL };
@@ -564,12 +566,12 @@ static int reset_client(void)
 
 static void test_a_client_that_resets_mid_transfer(void **state)
 {
-	struct run *r = calloc(1, sizeof(*r));
+	struct run *r;
 	pid_t pid;
 
 	(void)state;
 	SKIP_UNLESS_READY();
-	run_init(r);
+	r = run_init();
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
