@@ -786,6 +786,15 @@ static void flow_input(struct tcp_term *t, struct tcp_term_flow *f, const struct
 		if (!(g->flags & PKT_TCP_RST))
 			f->ack_now = true;
 		t->stats.dropped++;
+		/* "Special allowance should be made to accept valid ACKs" on a
+		 * zero window: data at rcv.nxt that only our full rx refuses
+		 * still acknowledges what we sent, or a guest that sends while
+		 * we send would stall both directions. */
+		if (g->seq == f->rcv_nxt && rcv_wnd(f) == 0 && synchronized(f) &&
+		    (g->flags & (PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_SYN)) == PKT_TCP_ACK) {
+			f->idle_since_ns = now_ns;
+			take_ack(t, f, g, now_ns);
+		}
 		return;
 	}
 	if (g->flags & PKT_TCP_RST) {

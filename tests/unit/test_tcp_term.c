@@ -398,6 +398,15 @@ static void test_a_full_rx_closes_the_window_and_a_read_reopens_it(void **state)
 	assert_int_equal(s.ack, b.gseq);
 	assert_int_equal(s.window, 0);
 	assert_int_equal(tcp_term_readable(f), 4096);
+	/* ... but the ACK such a segment carries counts (RFC 9293 3.10.7.4). */
+	assert_int_equal(tcp_term_write(&b.t, f, data, 500, b.now), 500);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.len, 500);
+	gsend_at(&b, F_ACK, b.gseq, b.iss + 1 + 500, 65535, data, 100);
+	assert_int_equal(f->snd_una, b.iss + 1 + 500);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.window, 0);
+	assert_int_equal(tcp_term_readable(f), 4096);
 	/* A small read does not announce a silly window ... */
 	assert_int_equal(tcp_term_read(&b.t, f, buf, 100, b.now), 100);
 	no_frame(&b);
