@@ -40,11 +40,13 @@
  *    guest where we are (no reassembly queue the guest could fill).
  *  - Events the caller polls with tcp_term_event(), in this order per
  *    flow: OPEN (handshake done; the key names guest and remote address
- *    and port), READABLE, WRITABLE (tx had been full, now has room), EOF
- *    (the guest sent FIN; what rx holds is all there will be), CLOSED
- *    (the TCP side is over, by reset or after both FINs). A flow is the
- *    caller's from its OPEN event until tcp_term_release(): the slot is
- *    not reused before that, whatever the guest does.
+ *    and port), READABLE, WRITABLE (a write found tx full; half of it is
+ *    free again), EOF (the guest sent FIN; what rx holds is all there
+ *    will be), CLOSED (the TCP side is over, by reset or after both
+ *    FINs). A flow is the caller's from its OPEN event until
+ *    tcp_term_release() or tcp_term_abort(): the slot is not reused
+ *    before that, whatever the guest does. Nothing is reported for a
+ *    flow that never finished its handshake.
  *  - Stalls: a flow whose sent bytes are not acknowledged, or whose data
  *    waits on a zero window, for TCP_TERM_STALL_NS is rewound to the
  *    first unacknowledged byte and sent again by tcp_term_expire() (with
