@@ -417,6 +417,22 @@ static pid_t spawn(char *const argv[])
 	return pid;
 }
 
+/*
+ * curl with these arguments (NULL-ended, at most 12) in the test's
+ * namespace, run against the link: its exit status. No ~/.curlrc, no
+ * proxy from the environment: only the link is under test.
+ */
+static int curl(struct run *r, const char *const args[])
+{
+	const char *argv[24] = { "curl", "-q", "--noproxy", "*", "-sS", "--max-time", "25" };
+	size_t n = 7;
+
+	for (size_t i = 0; args[i] && n + 1 < sizeof(argv) / sizeof(argv[0]); i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	return run_link(r, spawn((char *const *)argv));
+}
+
 static size_t slurp(const char *path, uint8_t *buf, size_t cap)
 {
 	FILE *f = fopen(path, "rb");
@@ -439,8 +455,7 @@ static void test_curl_gets_a_page(void **state)
 	SKIP_UNLESS_READY();
 	r = run_init();
 	snprintf(out, sizeof(out), "%s/page", tmpdir);
-	char *argv[] = { "curl", "-sS", "--max-time", "20", "-o", out, "http://" REMOTE "/", NULL };
-	assert_int_equal(run_link(r, spawn(argv)), 0);
+	assert_int_equal(curl(r, (const char *[]){ "-o", out, "http://" REMOTE "/", NULL }), 0);
 	n = slurp(out, body, sizeof(body));
 	assert_int_equal(n, 20);
 	assert_memory_equal(body, "hello from tcp_term\n", 20);
@@ -475,21 +490,10 @@ static void test_curl_posts_and_gets_a_megabyte(void **state)
 	fclose(f);
 	char data[140];
 	snprintf(data, sizeof(data), "@%s", in);
-	char *argv[] = { "curl",
-			 "-sS",
-			 "--max-time",
-			 "25",
-			 "-H",
-			 "Expect:",
-			 "--data-binary",
-			 data,
-			 "-D",
-			 hdr,
-			 "-o",
-			 out,
-			 "http://" REMOTE "/upload",
-			 NULL };
-	assert_int_equal(run_link(r, spawn(argv)), 0);
+	assert_int_equal(curl(r,
+			      (const char *[]){ "-H", "Expect:", "--data-binary", data, "-D", hdr,
+						"-o", out, "http://" REMOTE "/upload", NULL }),
+			 0);
 	/* The server saw every byte of the upload, in order. */
 	assert_int_equal(r->post_got, BIG);
 	assert_int_equal(r->post_hash, fnv(2166136261u, big, BIG));
@@ -524,9 +528,10 @@ static void test_curl_over_ipv6_gets_a_megabyte(void **state)
 	SKIP_UNLESS_READY();
 	r = run_init();
 	snprintf(out, sizeof(out), "%s/down6", tmpdir);
-	char *argv[] = { "curl", "-gsS", "--max-time", "20", "-o", out, "http://[" REMOTE6 "]/big",
-			 NULL };
-	assert_int_equal(run_link(r, spawn(argv)), 0);
+	assert_int_equal(curl(r,
+			      (const char *[]){ "-g", "-o", out, "http://[" REMOTE6 "]/big",
+						NULL }),
+			 0);
 	n = slurp(out, big, sizeof(big));
 	assert_int_equal(n, BIG);
 	for (size_t i = 0; i < BIG; i++)
