@@ -77,6 +77,8 @@ struct run {
 	struct conn conns[TCP_TERM_DEFAULT_CAPACITY];
 	int opened, closed_clean, closed_reset;
 	bool saw_rx_full, saw_tx_full; /* the guest's window closed; ours did */
+	bool saw_zero_window;          /* the guest's own window closed */
+
 	size_t post_got;
 	uint32_t post_hash;
 };
@@ -371,6 +373,11 @@ static int run_link(struct run *r, pid_t pid)
 		while ((len = tcp_term_next_frame(&r->t, frame, TCP_TERM_MAX_FRAME, mono_ns())))
 			assert_int_equal(write(tap, frame, len), (ssize_t)len);
 		tcp_term_expire(&r->t, mono_ns());
+		for (size_t i = 0; i < TCP_TERM_DEFAULT_CAPACITY; i++)
+			if (r->conns[i].used && r->conns[i].f->state == TCP_TERM_ESTABLISHED &&
+			    r->conns[i].f->snd_wnd == 0)
+				r->saw_zero_window = true;
+
 		if (status < 0 && waitpid(pid, &status, WNOHANG) == pid) {
 			if (!WIFEXITED(status))
 				status = 128;
@@ -569,6 +576,62 @@ static int reset_client(void)
 	return 0;
 }
 
+/*
+ * A client of the test's own that reads nothing for a while through a
+ * small receive buffer, so its window closes, then reads the whole
+ * download and checks every byte.
+ */
+static int slow_client(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
+	const char req[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rcvbuf = 4096;
+	static uint8_t buf[BIG + 4096];
+	size_t got = 0, body;
+	ssize_t n;
+	char *end;
+
+	inet_pton(AF_INET, REMOTE, &a.sin_addr);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0 ||
+	    connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return 10;
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+		return 11;
+	usleep(300 * 1000);
+	while (got < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
+		got += (size_t)n;
+	end = memmem(buf, got, "\r\n\r\n", 4);
+	if (!end)
+		return 12;
+	body = (size_t)((uint8_t *)end + 4 - buf);
+	if (got - body != BIG)
+		return 13;
+	for (size_t i = 0; i < BIG; i++)
+		if (buf[body + i] != pattern(i))
+			return 14;
+	close(fd);
+	return 0;
+}
+
+static void test_a_client_whose_window_closes(void **state)
+{
+	struct run *r;
+	pid_t pid;
+
+	(void)state;
+	SKIP_UNLESS_READY();
+	r = run_init();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(slow_client());
+	assert_int_equal(run_link(r, pid), 0);
+	assert_true(r->saw_zero_window);
+	assert_int_equal(r->closed_clean, 1);
+	tcp_term_free(&r->t);
+	free(r);
+}
+
 static void test_a_client_that_resets_mid_transfer(void **state)
 {
 	struct run *r;
@@ -596,6 +659,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_curl_gets_a_page),
 		cmocka_unit_test(test_curl_posts_and_gets_a_megabyte),
+		cmocka_unit_test(test_a_client_whose_window_closes),
 		cmocka_unit_test(test_a_client_that_resets_mid_transfer),
 		cmocka_unit_test(test_curl_over_ipv6_gets_a_megabyte),
 	};
