@@ -75,7 +75,7 @@ struct conn {
 struct run {
 	struct tcp_term t;
 	struct conn conns[TCP_TERM_DEFAULT_CAPACITY];
-	int opened, closed_clean, closed_reset;
+	int opened, closed_clean, closed_reset, open_now, open_most;
 	bool saw_rx_full, saw_tx_full; /* the guest's window closed; ours did */
 	bool saw_zero_window;          /* the guest's own window closed */
 
@@ -316,6 +316,8 @@ static void take_events(struct run *r)
 			c->f = ev.flow;
 			c->body_hash = 2166136261u;
 			r->opened++;
+			if (++r->open_now > r->open_most)
+				r->open_most = r->open_now;
 			break;
 		case TCP_TERM_EV_CLOSED:
 			if (ev.reset)
@@ -324,6 +326,7 @@ static void take_events(struct run *r)
 				r->closed_clean++;
 			tcp_term_release(&r->t, ev.flow, mono_ns());
 			c->used = false;
+			r->open_now--;
 			break;
 		default:
 			break; /* READABLE, WRITABLE, EOF: every turn serves them all */
@@ -425,13 +428,13 @@ static pid_t spawn(char *const argv[])
 }
 
 /*
- * curl with these arguments (NULL-ended, at most 12) in the test's
+ * curl with these arguments (NULL-ended, at most 32) in the test's
  * namespace, run against the link: its exit status. No ~/.curlrc, no
  * proxy from the environment: only the link is under test.
  */
 static int curl(struct run *r, const char *const args[])
 {
-	const char *argv[24] = { "curl", "-q", "--noproxy", "*", "-sS", "--max-time", "25" };
+	const char *argv[40] = { "curl", "-q", "--noproxy", "*", "-sS", "--max-time", "25" };
 	size_t n = 7;
 
 	for (size_t i = 0; args[i] && n + 1 < sizeof(argv) / sizeof(argv[0]); i++)
@@ -576,6 +579,41 @@ static int reset_client(void)
 	return 0;
 }
 
+static void test_curl_fetches_eight_at_once(void **state)
+{
+	struct run *r;
+	static uint8_t big[BIG + 1];
+	char out[8][128];
+	const char *args[32];
+	size_t n = 0;
+
+	(void)state;
+	SKIP_UNLESS_READY();
+	r = run_init();
+	args[n++] = "--parallel";
+	args[n++] = "--parallel-immediate";
+	for (int i = 0; i < 8; i++) {
+		snprintf(out[i], sizeof(out[i]), "%s/par%d", tmpdir, i);
+		args[n++] = "-o";
+		args[n++] = out[i];
+		args[n++] = "http://" REMOTE "/big";
+	}
+	args[n] = NULL;
+	assert_int_equal(curl(r, args), 0);
+	assert_int_equal(r->opened, 8);
+	assert_int_equal(r->closed_clean, 8);
+	assert_true(r->open_most > 1); /* at the same time, taking turns */
+	for (int i = 0; i < 8; i++) {
+		assert_int_equal(slurp(out[i], big, sizeof(big)), BIG);
+		for (size_t j = 0; j < BIG; j++)
+			if (big[j] != pattern(j))
+				fail_msg("download %d byte %zu: %02x, want %02x", i, j, big[j],
+					 pattern(j));
+	}
+	tcp_term_free(&r->t);
+	free(r);
+}
+
 /*
  * A client of the test's own that reads nothing for a while through a
  * small receive buffer, so its window closes, then reads the whole
@@ -659,6 +697,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_curl_gets_a_page),
 		cmocka_unit_test(test_curl_posts_and_gets_a_megabyte),
+		cmocka_unit_test(test_curl_fetches_eight_at_once),
 		cmocka_unit_test(test_a_client_whose_window_closes),
 		cmocka_unit_test(test_a_client_that_resets_mid_transfer),
 		cmocka_unit_test(test_curl_over_ipv6_gets_a_megabyte),
