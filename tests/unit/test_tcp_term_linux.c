@@ -133,8 +133,9 @@ static int group_setup(void **state)
 	assert_int_equal(ioctl(tap, TUNSETIFF, &ifr), 0);
 	/* IPv6 without duplicate address detection or router solicitations:
 	 * usable at once, and the link carries only what the tests make. */
-	assert_int_equal(sh("ip link set lo up && sysctl -qw net.ipv6.conf." TAP ".accept_dad=0 &&"
-			    " sysctl -qw net.ipv6.conf." TAP ".router_solicitations=0 &&"
+	assert_int_equal(sh("ip link set lo up &&"
+			    " echo 0 >/proc/sys/net/ipv6/conf/" TAP "/accept_dad &&"
+			    " echo 0 >/proc/sys/net/ipv6/conf/" TAP "/router_solicitations &&"
 			    " ip addr add " GUEST "/24 dev " TAP " && ip -6 addr add " GUEST6
 			    "/64 dev " TAP " nodad && ip link set " TAP " up &&"
 			    " ip route add 203.0.113.0/24 via " GW " dev " TAP " &&"
