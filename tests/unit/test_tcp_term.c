@@ -543,6 +543,105 @@ static void test_host_fin_first_ends_in_time_wait(void **state)
 	tcp_term_free(&b.t);
 }
 
+static void test_simultaneous_close_goes_through_closing(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+
+	(void)state;
+	tb_init(&b, 0, 0, 0, false);
+	f = open_flow(&b);
+	tcp_term_shutdown(&b.t, f, b.now);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_ACK | F_FIN);
+	/* The guest's FIN crosses ours: it has not acknowledged ours yet. */
+	gsend(&b, F_ACK | F_FIN, b.iss + 1, 65535, NULL, 0);
+	assert_int_equal(f->state, TCP_TERM_CLOSING);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.ack, b.gseq);
+	gsend(&b, F_ACK, b.iss + 2, 65535, NULL, 0);
+	assert_int_equal(f->state, TCP_TERM_TIME_WAIT);
+	expect_event(&b, TCP_TERM_EV_EOF, false);
+	expect_event(&b, TCP_TERM_EV_CLOSED, false);
+	tcp_term_release(&b.t, f, b.now);
+	/* A new SYN on the TIME-WAIT 4-tuple starts a new flow at once. */
+	b.gseq = GISN + 100000;
+	f = open_flow(&b);
+	assert_int_equal(tcp_term_count(&b.t), 1);
+	assert_int_equal(f->irs, GISN + 100000);
+	tcp_term_free(&b.t);
+}
+
+static void test_a_full_table_reclaims_time_wait_first(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+
+	(void)state;
+	tb_init(&b, 1, 0, 0, false);
+	f = open_flow(&b);
+	tcp_term_shutdown(&b.t, f, b.now);
+	assert_true(recv_seg(&b, &s));
+	gsend(&b, F_ACK | F_FIN, b.iss + 2, 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(f->state, TCP_TERM_TIME_WAIT);
+	expect_event(&b, TCP_TERM_EV_EOF, false);
+	expect_event(&b, TCP_TERM_EV_CLOSED, false);
+	/* Held by the caller: not reclaimed, the new SYN is refused. */
+	b.gport++;
+	gsend_at(&b, F_SYN, GISN, 0, 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_RST | F_ACK);
+	/* Released: the TIME-WAIT flow gives way. */
+	tcp_term_release(&b.t, f, b.now);
+	b.gseq = GISN;
+	open_flow(&b);
+	assert_int_equal(tcp_term_count(&b.t), 1);
+	tcp_term_free(&b.t);
+}
+
+static void test_resets_of_no_flow_and_of_ended_flows(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+
+	(void)state;
+	tb_init(&b, 0, 0, 0, false);
+	/* A reset in SYN-RECEIVED at rcv.nxt: the flow goes, nothing reported. */
+	gsend(&b, F_SYN, 0, 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	gsend_at(&b, F_RST, b.gseq, 0, 0, NULL, 0);
+	assert_int_equal(tcp_term_count(&b.t), 0);
+	no_event(&b);
+	no_frame(&b);
+	/* A reset of no flow: never answered. */
+	gsend_at(&b, F_RST | F_ACK, 5, 5, 0, NULL, 0);
+	no_frame(&b);
+	/* A segment on a flow that ended (reset, not yet released): a reset back. */
+	b.gseq = GISN;
+	f = open_flow(&b);
+	gsend_at(&b, F_RST, b.gseq, 0, 0, NULL, 0);
+	expect_event(&b, TCP_TERM_EV_CLOSED, true);
+	gsend_at(&b, F_ACK, b.gseq, b.iss + 1, 65535, "x", 1);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_RST);
+	assert_int_equal(s.seq, b.iss + 1);
+	tcp_term_release(&b.t, f, b.now);
+	/* The queue of such resets is bounded: the rest go unanswered. */
+	for (int i = 0; i < TCP_TERM_RST_QUEUE + 4; i++)
+		gsend_at(&b, F_ACK, 1, (uint32_t)i, 65535, NULL, 0);
+	for (int i = 0; i < TCP_TERM_RST_QUEUE; i++) {
+		assert_true(recv_seg(&b, &s));
+		assert_int_equal(s.seq, (uint32_t)i);
+	}
+	no_frame(&b);
+	assert_int_equal(b.t.stats.rst_queue_full, 4);
+	tcp_term_free(&b.t);
+}
+
 static void test_rst_only_at_rcv_nxt_else_challenge_ack(void **state)
 {
 	struct tb b;
@@ -903,6 +1002,9 @@ int main(void)
 		cmocka_unit_test(test_rings_wrap_both_ways),
 		cmocka_unit_test(test_guest_fin_then_host_fin),
 		cmocka_unit_test(test_host_fin_first_ends_in_time_wait),
+		cmocka_unit_test(test_simultaneous_close_goes_through_closing),
+		cmocka_unit_test(test_a_full_table_reclaims_time_wait_first),
+		cmocka_unit_test(test_resets_of_no_flow_and_of_ended_flows),
 		cmocka_unit_test(test_rst_only_at_rcv_nxt_else_challenge_ack),
 		cmocka_unit_test(test_syn_on_an_established_flow_gets_a_challenge_ack),
 		cmocka_unit_test(test_a_full_table_answers_syn_with_rst),
