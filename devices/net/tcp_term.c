@@ -795,6 +795,14 @@ static void flow_input(struct tcp_term *t, struct tcp_term_flow *f, const struct
 			f->idle_since_ns = now_ns;
 			take_ack(t, f, g, now_ns);
 		}
+		/* A keepalive (RFC 9293 3.8.4: SEG.SEQ = rcv.nxt - 1, at most
+		 * one byte) is answered by the ACK above, and says the flow
+		 * is in use: it holds the idle timeout off as any segment the
+		 * guest could send would. */
+		if (g->seq == f->rcv_nxt - 1 && g->dlen <= 1 &&
+		    (g->flags & (PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_SYN | PKT_TCP_FIN)) ==
+			    PKT_TCP_ACK)
+			f->idle_since_ns = now_ns;
 		return;
 	}
 	if (g->flags & PKT_TCP_RST) {

@@ -754,6 +754,20 @@ static void test_timeouts(void **state)
 	assert_ptr_equal(expect_event(&b, TCP_TERM_EV_CLOSED, true), f);
 	tcp_term_release(&b.t, f, b.now);
 	assert_int_equal(tcp_term_count(&b.t), 0);
+	/* Keepalives (SEG.SEQ = rcv.nxt - 1) are answered and keep the flow. */
+	f = another_flow(&b, mss1460);
+	b.now += TCP_TERM_TO_ESTABLISHED - SEC;
+	gsend_at(&b, F_ACK, b.gseq - 1, b.iss + 1, 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_ACK);
+	assert_int_equal(s.ack, b.gseq);
+	b.now += 2 * SEC;
+	tcp_term_expire(&b.t, b.now);
+	no_frame(&b);
+	no_event(&b);
+	assert_int_equal(f->state, TCP_TERM_ESTABLISHED);
+	tcp_term_abort(&b.t, f);
+	assert_true(recv_seg(&b, &s));
 	/* Half-closed and idle: a shorter bound. */
 	f = another_flow(&b, mss1460);
 	tcp_term_shutdown(&b.t, f, b.now);
