@@ -30,6 +30,12 @@
  *    2018: nothing is lost), no timestamps (RFC 7323: no RTT to measure,
  *    and PAWS guards against old duplicates that a lossless in-order link
  *    does not make). The guest then uses none of them either.
+ *  - A SYN for a new 4-tuple opens a flow when a slot is free, else it is
+ *    answered with a reset (the connection fails at once, not after a
+ *    minute of SYNs). Any other segment of no flow, or of a flow that has
+ *    ended, is answered as a closed port would (RFC 9293 3.10.7.1); those
+ *    resets wait in a queue of TCP_TERM_RST_QUEUE, beyond which they are
+ *    not sent. A reset is never answered; SYN+FIN opens nothing.
  *  - Every later segment is checked as RFC 9293 3.10.7.4 says (sequence
  *    in the window, ACK not beyond what was sent, the RST, SYN and ACK
  *    checks of RFC 5961 sections 3-5); in-order payload is taken into rx
@@ -55,8 +61,8 @@
  *    in-window data under memory pressure, and a window update the
  *    filter did not pass; without it such a flow would wait for its idle
  *    timeout.
- *  - Timeouts (tcp_term_expire(), idle: no accepted segment and no host
- *    read or write): below. A flow that times out after the handshake is
+ *  - Timeouts (tcp_term_expire(), idle: no accepted segment or keepalive
+ *    and no host read or write): below. A flow that times out after the handshake is
  *    reset toward the guest and reported CLOSED.
  *  - ISNs are RFC 6528's: SipHash of the 4-tuple under a key the caller
  *    picks at random, plus a 4 microsecond clock.
