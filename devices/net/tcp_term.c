@@ -679,6 +679,8 @@ static bool take_ack(struct tcp_term *t, struct tcp_term_flow *f, const struct i
 		f->snd_una += acked;
 		if (seq_lt(f->snd_nxt, f->snd_una))
 			f->snd_nxt = f->snd_una;
+		/* Half free: the caller wakes for a write worth making, not
+		 * for every acknowledged segment. */
 		if (f->want_writable && f->tx.cap - f->tx.len >= f->tx.cap / 2) {
 			f->want_writable = false;
 			post(t, f, TCP_TERM_EV_WRITABLE);
