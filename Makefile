@@ -87,8 +87,11 @@ SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot
 # v2 header's codec joins kiln-vmm when the VMM steers flows).
 EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/http_rules.c lib/netrules/proxy_v2.c
 NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
+# kiln-vmm's end of those steered flows (devices/net/tcp_term.c) is tested
+# and fuzzed the same way, and joins the VM core with the steering.
+STEER_SRCS := devices/net/tcp_term.c
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
-	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(BASE_SRCS)
+	$(filter-out $(STEER_SRCS),$(wildcard devices/*/*.c)) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_proto_sec.c api/proto/agent_proto_seccomp.c
