@@ -455,6 +455,23 @@ static size_t slurp(const char *path, uint8_t *buf, size_t cap)
 	return n;
 }
 
+/* The file at path is the server's /big, byte for byte. */
+static void check_big(const char *path)
+{
+	static uint8_t big[BIG + 1];
+
+	assert_int_equal(slurp(path, big, sizeof(big)), BIG);
+	for (size_t i = 0; i < BIG; i++)
+		if (big[i] != pattern(i))
+			fail_msg("%s: byte %zu is %02x, want %02x", path, i, big[i], pattern(i));
+}
+
+static void run_end(struct run *r)
+{
+	tcp_term_free(&r->t);
+	free(r);
+}
+
 static void test_curl_gets_a_page(void **state)
 {
 	struct run *r;
@@ -474,8 +491,7 @@ static void test_curl_gets_a_page(void **state)
 	assert_int_equal(r->closed_clean, 1);
 	assert_int_equal(r->closed_reset, 0);
 	assert_int_equal(r->t.stats.bad_checksum, 0);
-	tcp_term_free(&r->t);
-	free(r);
+	run_end(r);
 }
 
 static void test_curl_posts_and_gets_a_megabyte(void **state)
@@ -513,27 +529,20 @@ static void test_curl_posts_and_gets_a_megabyte(void **state)
 	snprintf(want, sizeof(want), "X-Got: %d %08x", BIG, fnv(2166136261u, big, BIG));
 	assert_non_null(strstr((char *)got, want));
 	/* And curl every byte of the download. */
-	n = slurp(out, big, sizeof(big));
-	assert_int_equal(n, BIG);
-	for (size_t i = 0; i < BIG; i++)
-		if (big[i] != pattern(i))
-			fail_msg("download byte %zu: %02x, want %02x", i, big[i], pattern(i));
+	check_big(out);
 	assert_int_equal(r->closed_clean, 1);
 	assert_int_equal(r->t.stats.bad_checksum, 0);
 	/* A slow host side filled rx (the guest waited on a zero window), a
 	 * fast one tx: nothing was lost either way. */
 	assert_true(r->saw_rx_full);
 	assert_true(r->saw_tx_full);
-	tcp_term_free(&r->t);
-	free(r);
+	run_end(r);
 }
 
 static void test_curl_over_ipv6_gets_a_megabyte(void **state)
 {
 	struct run *r;
-	static uint8_t big[BIG + 1];
 	char out[128];
-	size_t n;
 
 	(void)state;
 	SKIP_UNLESS_READY();
@@ -543,34 +552,44 @@ static void test_curl_over_ipv6_gets_a_megabyte(void **state)
 			      (const char *[]){ "-g", "-o", out, "http://[" REMOTE6 "]/big",
 						NULL }),
 			 0);
-	n = slurp(out, big, sizeof(big));
-	assert_int_equal(n, BIG);
-	for (size_t i = 0; i < BIG; i++)
-		if (big[i] != pattern(i))
-			fail_msg("download byte %zu: %02x, want %02x", i, big[i], pattern(i));
+	check_big(out);
 	assert_int_equal(r->opened, 1);
 	assert_int_equal(r->closed_clean, 1);
 	assert_int_equal(r->t.stats.bad_checksum, 0);
-	tcp_term_free(&r->t);
-	free(r);
+	run_end(r);
+}
+
+/*
+ * A client's socket to REMOTE:80 (with a receive buffer of rcvbuf bytes
+ * unless 0) that has asked for /big; -10 or -11 when that failed.
+ */
+static int get_big(int rcvbuf)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
+	const char req[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	inet_pton(AF_INET, REMOTE, &a.sin_addr);
+	if (fd < 0 ||
+	    (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0) ||
+	    connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -10;
+	if (write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
+		return -11;
+	return fd;
 }
 
 /* A client of the test's own that reads part of a download, then resets (SO_LINGER 0). */
 static int reset_client(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
-	const char req[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
 	struct linger l = { 1, 0 };
 	char buf[4096];
 	size_t got = 0;
 	ssize_t n;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = get_big(0);
 
-	inet_pton(AF_INET, REMOTE, &a.sin_addr);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return 10;
-	if (write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
-		return 11;
+	if (fd < 0)
+		return -fd;
 	while (got < 200000 && (n = read(fd, buf, sizeof(buf))) > 0)
 		got += (size_t)n;
 	if (got < 200000)
@@ -583,7 +602,6 @@ static int reset_client(void)
 static void test_curl_fetches_eight_at_once(void **state)
 {
 	struct run *r;
-	static uint8_t big[BIG + 1];
 	char out[8][128];
 	const char *args[32];
 	size_t n = 0;
@@ -604,15 +622,9 @@ static void test_curl_fetches_eight_at_once(void **state)
 	assert_int_equal(r->opened, 8);
 	assert_int_equal(r->closed_clean, 8);
 	assert_true(r->open_most > 1); /* at the same time, taking turns */
-	for (int i = 0; i < 8; i++) {
-		assert_int_equal(slurp(out[i], big, sizeof(big)), BIG);
-		for (size_t j = 0; j < BIG; j++)
-			if (big[j] != pattern(j))
-				fail_msg("download %d byte %zu: %02x, want %02x", i, j, big[j],
-					 pattern(j));
-	}
-	tcp_term_free(&r->t);
-	free(r);
+	for (int i = 0; i < 8; i++)
+		check_big(out[i]);
+	run_end(r);
 }
 
 /*
@@ -622,20 +634,14 @@ static void test_curl_fetches_eight_at_once(void **state)
  */
 static int slow_client(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
-	const char req[] = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rcvbuf = 4096;
 	static uint8_t buf[BIG + 4096];
 	size_t got = 0, body;
 	ssize_t n;
 	char *end;
+	int fd = get_big(4096);
 
-	inet_pton(AF_INET, REMOTE, &a.sin_addr);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0 ||
-	    connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		return 10;
-	if (write(fd, req, sizeof(req) - 1) != (ssize_t)sizeof(req) - 1)
-		return 11;
+	if (fd < 0)
+		return -fd;
 	usleep(300 * 1000);
 	while (got < sizeof(buf) && (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
 		got += (size_t)n;
@@ -652,45 +658,44 @@ static int slow_client(void)
 	return 0;
 }
 
+/* One of the clients above in a child, run against the link: its exit status. */
+static int run_client(struct run *r, int (*client)(void))
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(client());
+	return run_link(r, pid);
+}
+
 static void test_a_client_whose_window_closes(void **state)
 {
 	struct run *r;
-	pid_t pid;
 
 	(void)state;
 	SKIP_UNLESS_READY();
 	r = run_init();
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(slow_client());
-	assert_int_equal(run_link(r, pid), 0);
+	assert_int_equal(run_client(r, slow_client), 0);
 	assert_true(r->saw_zero_window);
 	assert_int_equal(r->closed_clean, 1);
-	tcp_term_free(&r->t);
-	free(r);
+	run_end(r);
 }
 
 static void test_a_client_that_resets_mid_transfer(void **state)
 {
 	struct run *r;
-	pid_t pid;
 
 	(void)state;
 	SKIP_UNLESS_READY();
 	r = run_init();
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(reset_client());
-	assert_int_equal(run_link(r, pid), 0);
+	assert_int_equal(run_client(r, reset_client), 0);
 	assert_int_equal(r->opened, 1);
 	assert_int_equal(r->closed_reset, 1);
 	assert_int_equal(r->closed_clean, 0);
 	assert_int_equal(r->t.stats.resets_in, 1);
 	assert_int_equal(tcp_term_count(&r->t), 0);
-	tcp_term_free(&r->t);
-	free(r);
+	run_end(r);
 }
 
 int main(void)
