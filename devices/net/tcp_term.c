@@ -652,6 +652,18 @@ static bool acceptable(const struct tcp_term_flow *f, const struct in_seg *g)
 		(seq_le(f->rcv_nxt, end) && seq_lt(end, f->rcv_nxt + wnd));
 }
 
+/*
+ * The guest used the flow now: its idle clock restarts. Not for a flow the
+ * host released: there only progress counts (take_ack), so keepalives or a
+ * zero window answered probe after probe cannot hold the slot (Linux bounds
+ * its orphans likewise: tcp_fin_timeout, tcp_orphan_retries).
+ */
+static void guest_used(struct tcp_term_flow *f, uint64_t now_ns)
+{
+	if (!f->released)
+		f->idle_since_ns = now_ns;
+}
+
 /* The fifth check: the ACK field (RFC 9293, RFC 5961 section 5). False: drop the segment. */
 static bool take_ack(struct tcp_term *t, struct tcp_term_flow *f, const struct in_seg *g,
 		     uint64_t now_ns)
@@ -677,6 +689,7 @@ static bool take_ack(struct tcp_term *t, struct tcp_term_flow *f, const struct i
 		ring_drop(&f->tx, data);
 		f->snd_data += data;
 		f->snd_una += acked;
+		f->idle_since_ns = now_ns; /* progress, released or not */
 		if (seq_lt(f->snd_nxt, f->snd_una))
 			f->snd_nxt = f->snd_una;
 		/* Half free: the caller wakes for a write worth making, not
@@ -794,7 +807,7 @@ static void flow_input(struct tcp_term *t, struct tcp_term_flow *f, const struct
 		 * we send would stall both directions. */
 		if (g->seq == f->rcv_nxt && rcv_wnd(f) == 0 && synchronized(f) &&
 		    (g->flags & (PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_SYN)) == PKT_TCP_ACK) {
-			f->idle_since_ns = now_ns;
+			guest_used(f, now_ns);
 			take_ack(t, f, g, now_ns);
 		}
 		/* A keepalive (RFC 9293 3.8.4: SEG.SEQ = rcv.nxt - 1, at most
@@ -804,7 +817,7 @@ static void flow_input(struct tcp_term *t, struct tcp_term_flow *f, const struct
 		if (g->seq == f->rcv_nxt - 1 && g->dlen <= 1 &&
 		    (g->flags & (PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_SYN | PKT_TCP_FIN)) ==
 			    PKT_TCP_ACK)
-			f->idle_since_ns = now_ns;
+			guest_used(f, now_ns);
 		return;
 	}
 	if (g->flags & PKT_TCP_RST) {
@@ -836,7 +849,7 @@ static void flow_input(struct tcp_term *t, struct tcp_term_flow *f, const struct
 		t->stats.dropped++; /* RFC 9293: without ACK, drop */
 		return;
 	}
-	f->idle_since_ns = now_ns;
+	guest_used(f, now_ns);
 	if (f->state == TCP_TERM_SYN_RECEIVED && !handshake(t, f, p, g))
 		return;
 	if (!take_ack(t, f, g, now_ns))
@@ -1048,7 +1061,8 @@ static uint64_t idle_limit(const struct tcp_term_flow *f)
 	case TCP_TERM_SYN_RECEIVED:
 		return TCP_TERM_TO_SYN_RECEIVED;
 	case TCP_TERM_ESTABLISHED:
-		return TCP_TERM_TO_ESTABLISHED;
+		/* Released: only its last bytes and FIN are left to deliver. */
+		return f->released ? TCP_TERM_TO_HALF_CLOSED : TCP_TERM_TO_ESTABLISHED;
 	case TCP_TERM_CLOSE_WAIT:
 	case TCP_TERM_FIN_WAIT_1:
 	case TCP_TERM_FIN_WAIT_2:

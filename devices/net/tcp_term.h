@@ -63,7 +63,10 @@
  *    timeout.
  *  - Timeouts (tcp_term_expire(), idle: no accepted segment or keepalive
  *    and no host read or write): below. A flow that times out after the handshake is
- *    reset toward the guest and reported CLOSED.
+ *    reset toward the guest and reported CLOSED. A flow the caller
+ *    released has TCP_TERM_TO_HALF_CLOSED, and only the guest's progress
+ *    (acknowledging our bytes or FIN) restarts it: keepalives or a zero
+ *    window answered probe after probe cannot hold a slot the host let go.
  *  - ISNs are RFC 6528's: SipHash of the 4-tuple under a key the caller
  *    picks at random, plus a 4 microsecond clock.
  */

@@ -945,6 +945,57 @@ static void test_abort_and_release_with_unread_data_reset(void **state)
 	tcp_term_free(&b.t);
 }
 
+/*
+ * A flow the host released is the guest's to finish, not to keep: neither
+ * a zero window answered probe after probe nor keepalives hold it past
+ * TCP_TERM_TO_HALF_CLOSED without progress (else a guest pins every slot
+ * the egress proxy has let go, and the table refuses its new flows).
+ */
+static void test_a_released_flow_ends_without_progress(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+	uint64_t end;
+
+	(void)state;
+	tb_init(&b, 0, 0, 0, false);
+	/* The guest's window is closed: the host's last bytes and FIN wait. */
+	f = open_flow_wnd(&b, 0);
+	assert_int_equal(tcp_term_write(&b.t, f, (const uint8_t *)"bye", 3, b.now), 3);
+	tcp_term_release(&b.t, f, b.now);
+	no_frame(&b);
+	end = b.now + TCP_TERM_TO_HALF_CLOSED;
+	while (b.now < end + 2 * SEC && tcp_term_count(&b.t)) {
+		b.now += SEC;
+		tcp_term_expire(&b.t, b.now);
+		while (recv_seg(&b, &s))
+			if (!(s.flags & F_RST)) /* a probe: answered, the window still closed */
+				gsend(&b, F_ACK, b.iss + 1, 0, NULL, 0);
+	}
+	assert_int_equal(tcp_term_count(&b.t), 0);
+	assert_true(b.now <= end + SEC);
+	/* FIN-WAIT-2 (our FIN acknowledged), the guest sending keepalives only. */
+	f = another_flow(&b, mss1460);
+	tcp_term_release(&b.t, f, b.now);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_ACK | F_FIN);
+	gsend(&b, F_ACK, b.iss + 2, 65535, NULL, 0);
+	assert_int_equal(f->state, TCP_TERM_FIN_WAIT_2);
+	end = b.now + TCP_TERM_TO_HALF_CLOSED;
+	while (b.now < end + 2 * SEC && f->state == TCP_TERM_FIN_WAIT_2) {
+		b.now += 60 * SEC;
+		gsend_at(&b, F_ACK, b.gseq - 1, b.iss + 2, 65535, NULL, 0);
+		assert_true(recv_seg(&b, &s)); /* answered */
+		tcp_term_expire(&b.t, b.now);
+	}
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_RST | F_ACK);
+	assert_int_equal(tcp_term_count(&b.t), 0);
+	no_event(&b);
+	tcp_term_free(&b.t);
+}
+
 static void test_ipv6(void **state)
 {
 	struct tb b;
@@ -1026,6 +1077,7 @@ int main(void)
 		cmocka_unit_test(test_a_stalled_flow_is_sent_again_and_a_zero_window_probed),
 		cmocka_unit_test(test_hostile_segments),
 		cmocka_unit_test(test_abort_and_release_with_unread_data_reset),
+		cmocka_unit_test(test_a_released_flow_ends_without_progress),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_config_limits_and_small_buffers),
 	};
