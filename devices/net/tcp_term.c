@@ -577,10 +577,19 @@ static uint16_t syn_mss(const struct pkt *p)
 	return mss < ours ? mss : ours;
 }
 
-/* RFC 6528: ISN = M + F(4-tuple, secret), M a 4-microsecond timer. */
+/*
+ * RFC 6528: ISN = M + F(4-tuple, secret), M a 4-microsecond timer. F hashes
+ * the 4-tuple with a tag byte, not as bucket() does: the guest sees every
+ * ISN, and with the table's own hash in it (less a clock it can estimate)
+ * it could pick ports that all chain in one bucket.
+ */
 static uint32_t isn(const struct tcp_term *t, const struct conntrack_key *k, uint64_t now_ns)
 {
-	return (uint32_t)siphash24(t->cfg.key, k, sizeof(*k)) + (uint32_t)(now_ns / 4000);
+	uint8_t in[sizeof(*k) + 1];
+
+	memcpy(in, k, sizeof(*k));
+	in[sizeof(*k)] = 'I';
+	return (uint32_t)siphash24(t->cfg.key, in, sizeof(in)) + (uint32_t)(now_ns / 4000);
 }
 
 static void open_flow(struct tcp_term *t, const struct pkt *p, const struct conntrack_key *k,

@@ -68,7 +68,8 @@
  *    (acknowledging our bytes or FIN) restarts it: keepalives or a zero
  *    window answered probe after probe cannot hold a slot the host let go.
  *  - ISNs are RFC 6528's: SipHash of the 4-tuple under a key the caller
- *    picks at random, plus a 4 microsecond clock.
+ *    picks at random, plus a 4 microsecond clock; a different input from
+ *    the table's chains, so an ISN tells the guest nothing of them.
  */
 #ifndef KILN_TCP_TERM_H
 #define KILN_TCP_TERM_H

@@ -19,6 +19,7 @@
 
 #include "frames.h"
 #include "devices/net/pkt_parse.h"
+#include "devices/net/siphash.h"
 #include "devices/net/tcp_term.h"
 
 #define GUEST4 "10.0.2.15"
@@ -271,6 +272,11 @@ static void test_handshake_answers_syn_ack_with_mss_only(void **state)
 	assert_int_equal(ev.key.remote[0], 203);
 	assert_int_equal(ev.key.remote[3], 7);
 	assert_int_equal(ev.key.guest[3], 15);
+	/* The ISN is not the table's hash of the 4-tuple plus the clock: the
+	 * guest sees ISNs, and must not learn which of its ports share a bucket. */
+	assert_int_not_equal(b.iss,
+			     (uint32_t)siphash24(b.t.cfg.key, &ev.key, sizeof(ev.key)) +
+				     (uint32_t)(b.now / 4000));
 	assert_int_equal(tcp_term_state_name(ev.flow->state)[0], 'e');
 	no_event(&b);
 	no_frame(&b);
