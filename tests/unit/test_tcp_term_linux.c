@@ -54,6 +54,8 @@
 
 static char why_skip[512], tmpdir[64];
 static int tap = -1;
+/* The client running against the link, until run_link() reaps it. */
+static pid_t child;
 static uint8_t guest_mac[6];
 static const uint8_t gw_mac[6] = { 0x52, 0x54, 0x00, 0x0a, 0x0b, 0x0c };
 
@@ -159,6 +161,22 @@ static int group_teardown(void **state)
 		close(tap);
 	if (tmpdir[0])
 		sh("rm -rf %s", tmpdir);
+	return 0;
+}
+
+/*
+ * After each test: a client a failed assertion left running (mid-transfer,
+ * or blocked on a link no one serves) is killed, so its segments cannot
+ * reach the next test's tcp_term and no process outlives the test.
+ */
+static int end_child(void **state)
+{
+	(void)state;
+	if (child > 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		child = 0;
+	}
 	return 0;
 }
 
@@ -383,6 +401,7 @@ static int run_link(struct run *r, pid_t pid)
 				r->saw_zero_window = true;
 
 		if (status < 0 && waitpid(pid, &status, WNOHANG) == pid) {
+			child = 0;
 			if (!WIFEXITED(status))
 				status = 128;
 			else
@@ -396,11 +415,8 @@ static int run_link(struct run *r, pid_t pid)
 			if (!any)
 				return status;
 		}
-		if (mono_ms() > deadline) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
+		if (mono_ms() > deadline)
 			fail_msg("the link ran %d ms without the client finishing", DEADLINE_MS);
-		}
 	}
 }
 
@@ -425,7 +441,7 @@ static pid_t spawn(char *const argv[])
 		execvp(argv[0], argv);
 		_exit(127);
 	}
-	return pid;
+	return child = pid;
 }
 
 /*
@@ -664,8 +680,11 @@ static int run_client(struct run *r, int (*client)(void))
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
-	if (pid == 0)
+	if (pid == 0) {
+		alarm(25); /* as curl's --max-time: a client never outlives its test */
 		_exit(client());
+	}
+	child = pid;
 	return run_link(r, pid);
 }
 
@@ -701,12 +720,12 @@ static void test_a_client_that_resets_mid_transfer(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_curl_gets_a_page),
-		cmocka_unit_test(test_curl_posts_and_gets_a_megabyte),
-		cmocka_unit_test(test_curl_fetches_eight_at_once),
-		cmocka_unit_test(test_a_client_whose_window_closes),
-		cmocka_unit_test(test_a_client_that_resets_mid_transfer),
-		cmocka_unit_test(test_curl_over_ipv6_gets_a_megabyte),
+		cmocka_unit_test_teardown(test_curl_gets_a_page, end_child),
+		cmocka_unit_test_teardown(test_curl_posts_and_gets_a_megabyte, end_child),
+		cmocka_unit_test_teardown(test_curl_fetches_eight_at_once, end_child),
+		cmocka_unit_test_teardown(test_a_client_whose_window_closes, end_child),
+		cmocka_unit_test_teardown(test_a_client_that_resets_mid_transfer, end_child),
+		cmocka_unit_test_teardown(test_curl_over_ipv6_gets_a_megabyte, end_child),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
