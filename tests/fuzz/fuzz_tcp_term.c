@@ -21,6 +21,7 @@
  * host's writes likewise, so the target knows what each side must see.
  * Invariants: no frame longer than its cap or TCP_TERM_MAX_FRAME, each
  * parses as TCP from the remote to the guest, MACs and checksum right;
+ * data within the MSS and the guest's window;
  * the guest receives at each sequence number the byte the host wrote
  * there, and the host reads the guest's bytes in order, none lost or
  * doubled; flows never exceed the capacity; rings and windows stay within
@@ -267,6 +268,8 @@ static void check_frame(const uint8_t *fr, size_t len, size_t cap)
 	off = seq - (f->iss + 1);
 	FUZZ_ASSERT(!(p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_RST)));
 	FUZZ_ASSERT(p.payload_len <= f->mss);
+	/* Within the window the guest offered (RFC 9293 3.8.6: never past its right edge). */
+	FUZZ_ASSERT((int32_t)(f->snd_una + f->snd_wnd - (seq + (uint32_t)p.payload_len)) >= 0);
 	FUZZ_ASSERT(off + p.payload_len <= held[f - t.flows].write_off);
 	for (size_t j = 0; j < p.payload_len; j++)
 		FUZZ_ASSERT(p.payload[j] == hpat(k.gport, off + (uint32_t)j));
