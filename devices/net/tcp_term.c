@@ -1030,7 +1030,11 @@ void tcp_term_release(struct tcp_term *t, struct tcp_term_flow *f, uint64_t now_
 
 /* --- time ----------------------------------------------------------------- */
 
-/* Sent and unacknowledged, or data held back by a zero window. */
+/*
+ * Sent and unacknowledged, or unsent data the window holds back: closed,
+ * or open but too short for the sender's SWS rule (RFC 9293 3.8.6.2.1 has
+ * an override timeout for it; a probe does here).
+ */
 static bool waiting_on_guest(const struct tcp_term_flow *f)
 {
 	bool fin;
@@ -1038,8 +1042,7 @@ static bool waiting_on_guest(const struct tcp_term_flow *f)
 	if (!sending(f) && f->state != TCP_TERM_FIN_WAIT_2)
 		return false;
 	return f->snd_una != f->snd_max ||
-		(f->snd_wnd == 0 &&
-		 (sendable(f, UINT32_MAX, &fin) || f->snd_nxt - f->snd_data < f->tx.len));
+		(f->snd_nxt - f->snd_data < f->tx.len && !sendable(f, UINT32_MAX, &fin));
 }
 
 static void stall_check(struct tcp_term *t, struct tcp_term_flow *f, uint64_t now_ns)
@@ -1057,7 +1060,9 @@ static void stall_check(struct tcp_term *t, struct tcp_term_flow *f, uint64_t no
 		return;
 	/* Go back to the first byte the guest has not acknowledged. */
 	f->snd_nxt = f->snd_una;
-	if (f->snd_wnd == 0)
+	/* The guest answers a probe with its window: for a closed one, and
+	 * for a short one whose update the guest sent but we never saw. */
+	if (f->snd_wnd == 0 || f->snd_una == f->snd_max)
 		f->probe_now = true;
 	f->stall_since_ns = now_ns;
 	t->stats.rewinds++;

@@ -54,9 +54,10 @@
  *    before that, whatever the guest does. Nothing is reported for a
  *    flow that never finished its handshake.
  *  - Stalls: a flow whose sent bytes are not acknowledged, or whose data
- *    waits on a zero window, for TCP_TERM_STALL_NS is rewound to the
- *    first unacknowledged byte and sent again by tcp_term_expire() (with
- *    a window probe, RFC 9293 3.8.6.1, when the window is zero). Not for
+ *    waits on the window (zero, or too short for the sender's SWS rule),
+ *    for TCP_TERM_STALL_NS is rewound to the first unacknowledged byte
+ *    and sent again by tcp_term_expire() (with a window probe, RFC 9293
+ *    3.8.6.1, when the window is zero or nothing is in flight). Not for
  *    loss on the link (there is none) but for a guest that drops
  *    in-window data under memory pressure, and a window update the
  *    filter did not pass; without it such a flow would wait for its idle

@@ -829,6 +829,46 @@ static void test_a_stalled_flow_is_sent_again_and_a_zero_window_probed(void **st
 	tcp_term_free(&b.t);
 }
 
+/*
+ * Data the sender's SWS rule holds back (the guest's window is open, but
+ * shorter than an MSS and half its largest) with nothing in flight: if the
+ * guest's window update is lost, nothing would ever ask again. A probe
+ * after a stall brings its window back, as for a zero window.
+ */
+static void test_data_held_by_a_short_window_is_probed(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+	static uint8_t data[8000];
+
+	(void)state;
+	tb_init(&b, 0, 0, 0, false);
+	f = open_flow_wnd(&b, 4000);
+	assert_int_equal(tcp_term_write(&b.t, f, data, 3100, b.now), 3100);
+	assert_true(recv_seg(&b, &s));
+	assert_true(recv_seg(&b, &s));
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.len, 180);
+	/* All taken, none read yet: 900 bytes of window left (its edge kept). */
+	gsend(&b, F_ACK, b.iss + 3101, 900, NULL, 0);
+	assert_int_equal(tcp_term_write(&b.t, f, data, 5000, b.now), 5000);
+	no_frame(&b); /* 900 < the MSS and < half of 4000: held (RFC 9293 3.8.6.2.1) */
+	/* The guest reads; its window update to 4000 is lost. */
+	tcp_term_expire(&b.t, b.now);
+	b.now += SEC;
+	tcp_term_expire(&b.t, b.now);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.seq, b.iss + 3100); /* a probe below the window */
+	assert_int_equal(s.len, 0);
+	no_frame(&b);
+	gsend(&b, F_ACK, b.iss + 3101, 4000, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.seq, b.iss + 3101);
+	assert_int_equal(s.len, 1460);
+	tcp_term_free(&b.t);
+}
+
 static void test_hostile_segments(void **state)
 {
 	struct tb b;
@@ -1081,6 +1121,7 @@ int main(void)
 		cmocka_unit_test(test_a_full_table_answers_syn_with_rst),
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_a_stalled_flow_is_sent_again_and_a_zero_window_probed),
+		cmocka_unit_test(test_data_held_by_a_short_window_is_probed),
 		cmocka_unit_test(test_hostile_segments),
 		cmocka_unit_test(test_abort_and_release_with_unread_data_reset),
 		cmocka_unit_test(test_a_released_flow_ends_without_progress),
