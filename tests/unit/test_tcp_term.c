@@ -787,6 +787,20 @@ static void test_timeouts(void **state)
 	tcp_term_free(&b.t);
 }
 
+/* A second without the guest's progress: one window probe, below snd.una, and nothing else. */
+static void probed_after_a_stall(struct tb *b, uint32_t snd_una)
+{
+	struct seg s;
+
+	tcp_term_expire(&b->t, b->now);
+	b->now += SEC;
+	tcp_term_expire(&b->t, b->now);
+	assert_true(recv_seg(b, &s));
+	assert_int_equal(s.seq, snd_una - 1);
+	assert_int_equal(s.len, 0);
+	no_frame(b);
+}
+
 static void test_a_stalled_flow_is_sent_again_and_a_zero_window_probed(void **state)
 {
 	struct tb b;
@@ -815,13 +829,7 @@ static void test_a_stalled_flow_is_sent_again_and_a_zero_window_probed(void **st
 	gsend(&b, F_ACK, b.iss + 2001, 0, NULL, 0);
 	assert_int_equal(tcp_term_write(&b.t, f, data, 100, b.now), 100);
 	no_frame(&b);
-	tcp_term_expire(&b.t, b.now);
-	b.now += SEC;
-	tcp_term_expire(&b.t, b.now);
-	assert_true(recv_seg(&b, &s));
-	assert_int_equal(s.seq, b.iss + 2000); /* a probe below the window */
-	assert_int_equal(s.len, 0);
-	no_frame(&b);
+	probed_after_a_stall(&b, b.iss + 2001);
 	gsend(&b, F_ACK, b.iss + 2001, 1000, NULL, 0);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.len, 100);
@@ -855,13 +863,7 @@ static void test_data_held_by_a_short_window_is_probed(void **state)
 	assert_int_equal(tcp_term_write(&b.t, f, data, 5000, b.now), 5000);
 	no_frame(&b); /* 900 < the MSS and < half of 4000: held (RFC 9293 3.8.6.2.1) */
 	/* The guest reads; its window update to 4000 is lost. */
-	tcp_term_expire(&b.t, b.now);
-	b.now += SEC;
-	tcp_term_expire(&b.t, b.now);
-	assert_true(recv_seg(&b, &s));
-	assert_int_equal(s.seq, b.iss + 3100); /* a probe below the window */
-	assert_int_equal(s.len, 0);
-	no_frame(&b);
+	probed_after_a_stall(&b, b.iss + 3101);
 	gsend(&b, F_ACK, b.iss + 3101, 4000, NULL, 0);
 	assert_true(recv_seg(&b, &s));
 	assert_int_equal(s.seq, b.iss + 3101);
