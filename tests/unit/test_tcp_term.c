@@ -470,6 +470,66 @@ static void test_rings_wrap_both_ways(void **state)
 	tcp_term_free(&b.t);
 }
 
+/*
+ * Both sequence spaces cross 2^32 mid-stream (RFC 9293 3.4: arithmetic
+ * modulo 2^32), data and FINs both ways. The ISN is a hash of the 4-tuple
+ * plus a 4 us clock, so the test learns the hash from one flow and opens
+ * the same 4-tuple again when the clock puts the ISN 3000 below 2^32.
+ */
+static void test_sequence_numbers_wrap_both_ways(void **state)
+{
+	struct tb b;
+	struct seg s;
+	struct tcp_term_flow *f;
+	static uint8_t data[5000], buf[5000];
+	uint32_t hash;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + i / 300);
+	tb_init(&b, 0, 0, 0, false);
+	f = open_flow(&b);
+	hash = b.iss - (uint32_t)(b.now / 4000);
+	tcp_term_abort(&b.t, f);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(tcp_term_count(&b.t), 0);
+	b.now += (uint64_t)(uint32_t)(0u - 3000 - hash - (uint32_t)(b.now / 4000)) * 4000;
+	b.gseq = 0u - 2000;
+	f = open_flow(&b);
+	assert_int_equal(b.iss, 0u - 3000);
+	/* guest -> host across its wrap. */
+	for (size_t off = 0; off < sizeof(data); off += 1000)
+		gsend(&b, F_ACK, b.iss + 1, 65535, data + off, 1000);
+	assert_int_equal(tcp_term_read(&b.t, f, buf, sizeof(buf), b.now), sizeof(data));
+	assert_memory_equal(buf, data, sizeof(data));
+	while (recv_seg(&b, &s))
+		assert_int_equal(s.ack, b.gseq);
+	/* host -> guest across ours, within the guest's window of 2000. */
+	assert_int_equal(tcp_term_write(&b.t, f, data, sizeof(data), b.now), sizeof(data));
+	for (uint32_t got = 0; got < sizeof(data);) {
+		gsend(&b, F_ACK, b.iss + 1 + got, 2000, NULL, 0);
+		while (recv_seg(&b, &s)) {
+			assert_int_equal(s.seq, b.iss + 1 + got);
+			assert_true((uint32_t)(s.seq + s.len - (b.iss + 1)) <= got + 2000);
+			assert_memory_equal(s.data, data + (s.seq - (b.iss + 1)), s.len);
+			got += (uint32_t)s.len;
+			if (got == 2000 || s.len < 1460)
+				break;
+		}
+	}
+	/* FINs both ways, past the wrap: TIME-WAIT, then gone. */
+	tcp_term_shutdown(&b.t, f, b.now);
+	gsend(&b, F_ACK, b.iss + 1 + sizeof(data), 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.flags, F_ACK | F_FIN);
+	assert_int_equal(s.seq, (uint32_t)(b.iss + 1 + sizeof(data)));
+	gsend(&b, F_ACK | F_FIN, s.seq + 1, 65535, NULL, 0);
+	assert_true(recv_seg(&b, &s));
+	assert_int_equal(s.ack, b.gseq);
+	assert_int_equal(f->state, TCP_TERM_TIME_WAIT);
+	tcp_term_free(&b.t);
+}
+
 static void test_guest_fin_then_host_fin(void **state)
 {
 	struct tb b;
@@ -1113,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_a_full_tx_says_writable_once_acked),
 		cmocka_unit_test(test_a_full_rx_closes_the_window_and_a_read_reopens_it),
 		cmocka_unit_test(test_rings_wrap_both_ways),
+		cmocka_unit_test(test_sequence_numbers_wrap_both_ways),
 		cmocka_unit_test(test_guest_fin_then_host_fin),
 		cmocka_unit_test(test_host_fin_first_ends_in_time_wait),
 		cmocka_unit_test(test_simultaneous_close_goes_through_closing),
