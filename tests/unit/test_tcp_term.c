@@ -200,7 +200,6 @@ static void no_event(struct tb *b)
 
 static const uint8_t mss1460[4] = { 2, 4, 0x05, 0xb4 };
 
-/* SYN, SYN-ACK, ACK with window wnd; the flow from the OPEN event. */
 /* SYN with these 4 bytes of options, SYN-ACK, ACK with window wnd; the flow from the OPEN event. */
 static struct tcp_term_flow *open_flow_with(struct tb *b, const uint8_t opts[4], uint16_t wnd)
 {
