@@ -379,7 +379,11 @@ int egress_flow_deny_response(const struct egress_flow *f, char *buf, size_t cap
 	n = snprintf(buf, cap,
 		     "HTTP/1.1 %u %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
 		     "Connection: close\r\n\r\n%s",
-		     f->status_code, f->status_code == 403 ? "Forbidden" : "Denied", nb, body);
+		     f->status_code,
+		     f->status_code == 403           ? "Forbidden"
+			     : f->status_code == 502 ? "Bad Gateway"
+						     : "Denied",
+		     nb, body);
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOSPC;
 	return n;

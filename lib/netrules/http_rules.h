@@ -1,7 +1,7 @@
 /*
  * http_rules: a sandbox's HTTP egress rules, and the decision for one
  * connection or one request. A parser of the planned egress proxy (issue
- * 37); no program uses it yet, and kilnd's API still refuses an `http`
+ * 37), used by kiln-egress (api/egress); kilnd's API still refuses an `http`
  * field as unknown.
  *
  *   [{"host": "api.github.com", "methods": ["GET", "POST"],
