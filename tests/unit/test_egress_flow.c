@@ -368,6 +368,11 @@ static void test_deny_response(void **state)
 	assert_non_null(strstr(buf, "HTTP/1.1 403 Forbidden\r\n"));
 	assert_non_null(
 		strstr(buf, "\"reason\":\"no rule allows this host and port\",\"rule\":null}"));
+	/* What kiln-egress answers when the upstream cannot be reached. */
+	f.status_code = 502;
+	f.reason = "upstream connect failed";
+	assert_true(egress_flow_deny_response(&f, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "HTTP/1.1 502 Bad Gateway\r\n"));
 }
 
 int main(void)
