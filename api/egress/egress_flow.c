@@ -21,6 +21,7 @@
 #define R_TLS_ECH "TLS ClientHello with ECH (its SNI is only the outer name)"
 #define R_HEAD_BIG "request head over 16 KiB"
 #define R_METHOD_LONG "request method too long"
+#define R_METHOD "request method is not upper-case letters, digits, '-' or '_'"
 #define R_TARGET "request target is not a path (origin form)"
 #define R_TARGET_LONG "request target too long"
 #define R_VERSION "not HTTP/1.0 or HTTP/1.1"
@@ -327,7 +328,9 @@ static void read_http(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
 	}
 	memcpy(out->method, buf, m);
 	out->method[m] = '\0';
-	why = read_head((const char *)buf, end, m, &h);
+	/* A rule's methods are upper case; "delete" would slip past a rule
+	 * denying DELETE to a server that folds case. */
+	why = http_method_ok(out->method) ? read_head((const char *)buf, end, m, &h) : R_METHOD;
 	if (!why && !h.has_host)
 		why = R_NO_HOST;
 	if (!why)

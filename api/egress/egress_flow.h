@@ -10,7 +10,8 @@
  *    than EGRESS_FIRST_MAX).
  *  - The first bytes are TLS (a handshake record: the ClientHello's SNI,
  *    lib/netrules/tls_hello.h) or one plain HTTP/1.x request head, read
- *    strictly: request line "METHOD SP origin-target SP HTTP/1.0|1.1",
+ *    strictly: request line "METHOD SP origin-target SP HTTP/1.0|1.1"
+ *    (METHOD as a rule names one, http_method_ok: upper case),
  *    CRLF line ends only, no control byte, no folded line, exactly one
  *    Host, at most one Content-Length (plain digits), no
  *    Transfer-Encoding. Anything else fails closed.

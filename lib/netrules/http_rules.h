@@ -150,6 +150,15 @@ enum http_decision {
 enum http_decision http_rules_decide(const struct http_rules *r, const struct http_flow *f,
 				     size_t *index);
 
+/*
+ * s is a method as a rule names one: 1..HTTP_METHOD_MAX upper-case
+ * letters, digits, '-' or '_'. A request's method outside this set could
+ * never match a rule's, yet servers that fold case (Django, Werkzeug) read
+ * "delete" as DELETE: the proxy refuses such a request rather than let it
+ * pass a rule that denies DELETE.
+ */
+bool http_method_ok(const char *s);
+
 /* "allow", "deny (rule)", "need the request head", ... for logs. */
 const char *http_decision_name(enum http_decision d);
 

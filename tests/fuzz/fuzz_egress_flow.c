@@ -13,7 +13,7 @@
  * answer that fits 512 bytes; an allow names a DNS name that is no IP
  * literal, equal to the AUTHORITY when there is one, on the header's
  * port, through a rule that is not a deny; an allowed request's bytes
- * start with its whole head.
+ * start with its whole head, and its method is one a rule could name.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(f.port == h.dport);
 		FUZZ_ASSERT(f.rule < rules->n && !rules->rules[f.rule].deny);
 		if (f.proto == EGRESS_PROTO_HTTP)
-			FUZZ_ASSERT(f.request_len >= 18 && in.n >= 18);
+			FUZZ_ASSERT(f.request_len >= 18 && in.n >= 18 && http_method_ok(f.method));
 		break;
 	}
 	return 0;

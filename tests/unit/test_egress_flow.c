@@ -26,7 +26,9 @@ static const char RULES[] =
 	"{\"host\":\"denied.test\",\"action\":\"deny\",\"status\":451},"
 	"{\"host\":\"icpt.test\",\"intercept\":true},"
 	"{\"host\":\"inj.test\",\"intercept\":true,"
-	"\"inject\":[{\"header\":\"authorization\",\"secret\":\"s\",\"format\":\"Bearer {}\"}]}]";
+	"\"inject\":[{\"header\":\"authorization\",\"secret\":\"s\",\"format\":\"Bearer {}\"}]},"
+	"{\"host\":\"del.test\",\"methods\":[\"DELETE\"],\"action\":\"deny\"},"
+	"{\"host\":\"del.test\"}]";
 
 static struct http_rules *rules(void)
 {
@@ -118,6 +120,19 @@ static void test_http_denied_by_rules(void **state)
 	deny_is("GET /repos/../a HTTP/1.1\r\nHost: api.test\r\n\r\n", 80, "",
 		"request path not in normal form");
 	deny_is("GET / HTTP/1.1\r\nHost: inj.test\r\n\r\n", 80, "", "interception not built yet");
+	/* A method no rule could name is refused, not passed to a later rule:
+	 * Django and Werkzeug read "delete" as the DELETE rule 6 denies. */
+	assert_int_equal(on("GET / HTTP/1.1\r\nHost: del.test\r\n\r\n", 80, "").status,
+			 EGRESS_ALLOW);
+	f = on("DELETE / HTTP/1.1\r\nHost: del.test\r\n\r\n", 80, "");
+	assert_string_equal(f.reason, "denied by rule");
+	assert_int_equal(f.rule, 6);
+	deny_is("delete / HTTP/1.1\r\nHost: del.test\r\n\r\n", 80, "",
+		"request method is not upper-case letters, digits, '-' or '_'");
+	deny_is("Delete / HTTP/1.1\r\nHost: del.test\r\n\r\n", 80, "",
+		"request method is not upper-case letters, digits, '-' or '_'");
+	deny_is("M.X / HTTP/1.1\r\nHost: allowed.test\r\n\r\n", 80, "",
+		"request method is not upper-case letters, digits, '-' or '_'");
 	/* Plain HTTP is always read: an intercepting rule without inject allows it. */
 	assert_int_equal(on("GET / HTTP/1.1\r\nHost: icpt.test\r\n\r\n", 80, "").status,
 			 EGRESS_ALLOW);
