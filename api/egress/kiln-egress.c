@@ -38,6 +38,7 @@
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
 #include "lib/base/sock_relay.h"
+#include "lib/netrules/net_host_addrs.h"
 
 #define EGRESS_CONNS 256
 #define EGRESS_ALLOW_MAX 16
@@ -53,6 +54,8 @@ struct egress_cfg {
 	struct http_rules *rules;
 	struct net_cidr allow[EGRESS_ALLOW_MAX];
 	size_t n_allow;
+	struct net_addr *host; /* the host's own addresses, taken at start */
+	size_t n_host;
 	atomic_int active;
 };
 
@@ -315,7 +318,8 @@ static void serve(struct conn *c)
 	na = resolve(f.name, addrs, EGRESS_ADDRS_MAX);
 	egress_dest_of(&l.hdr, &dst);
 	why = na < 0 ? "the name does not resolve"
-		     : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow);
+		     : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
+					 c->cfg->host, c->cfg->n_host);
 	if (why) {
 		f.reason = l.reason = why;
 		f.status_code = HTTP_DENY_STATUS;
@@ -355,7 +359,8 @@ static void usage(FILE *f)
 		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
 		"  --rules FILE          the sandbox's http egress rules (a JSON array)\n"
 		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
-		"                        private or reserved (tests; up to 16)\n");
+		"                        private or reserved (tests; up to 16); one of\n"
+		"                        the host's own addresses only when CIDR is it alone\n");
 }
 
 /* The arguments into cfg: 0, or 2 after saying what is wrong. */
@@ -470,6 +475,7 @@ static int listen_on(const char *path)
 int main(int argc, char **argv)
 {
 	struct egress_cfg cfg = { 0 };
+	struct err e = { { 0 } };
 	pthread_attr_t attr;
 	int lfd, rc;
 
@@ -477,6 +483,10 @@ int main(int argc, char **argv)
 		return rc == 1 ? 0 : rc;
 	if (load_rules(&cfg) != 0)
 		return 1;
+	if (net_host_addrs(&cfg.host, &cfg.n_host, &e) < 0) {
+		fprintf(stderr, "kiln-egress: the host's own addresses: %s\n", e.msg);
+		return 1;
+	}
 	signal(SIGPIPE, SIG_IGN);
 	lfd = listen_on(cfg.socket_path);
 	if (lfd < 0)

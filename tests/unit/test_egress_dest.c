@@ -1,7 +1,8 @@
 /*
  * egress_dest: whether kiln-egress may connect to a flow's destination
  * (api/egress/egress_dest.c): only an address the name resolved to, never
- * a reserved or private one unless an override block holds it.
+ * a reserved or private one unless an override block holds it, never one
+ * of the host's own unless an override names exactly it.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,12 @@
 #define NO_ADDR "the name has no address"
 #define PRIVATE "destination is a private address"
 #define RESERVED "destination is a reserved address (loopback, link-local, metadata, ...)"
+#define HOST "destination is one of this host's own addresses"
+
+/* The host's own addresses in these tests: public ones, and a loopback one
+ * (Debian's 127.0.1.1 for the host name). */
+static const char *const HOST_ADDRS[] = { "198.51.100.7", "2001:db8::1", "127.0.1.1" };
+#define N_HOST (sizeof(HOST_ADDRS) / sizeof(HOST_ADDRS[0]))
 
 static struct net_addr addr(const char *s)
 {
@@ -41,14 +48,16 @@ static struct net_cidr cidr(const char *s)
 /* The reason for dst against the resolved list (comma-free, space-separated). */
 static const char *check(const char *dst, const char *const *resolved, size_t n, const char *allow)
 {
-	struct net_addr d = addr(dst), r[8];
+	struct net_addr d = addr(dst), r[8], host[N_HOST];
 	struct net_cidr c;
 
 	for (size_t i = 0; i < n; i++)
 		r[i] = addr(resolved[i]);
+	for (size_t i = 0; i < N_HOST; i++)
+		host[i] = addr(HOST_ADDRS[i]);
 	if (allow)
 		c = cidr(allow);
-	return egress_dest_check(&d, r, n, allow ? &c : NULL, allow ? 1 : 0);
+	return egress_dest_check(&d, r, n, allow ? &c : NULL, allow ? 1 : 0, host, N_HOST);
 }
 
 static void test_public_among_answers(void **state)
@@ -102,6 +111,30 @@ static void test_override(void **state)
 	assert_string_equal(check("127.0.0.2", lo, 1, "127.0.0.0/8"), NOT_AMONG);
 }
 
+/* The host's own addresses, public or not: a name a rule allows that
+ * resolves to the host must not reach a service the host runs (the packet
+ * filter's NET_DENY_HOST). Only an override naming the one address opens it. */
+static void test_host_addresses(void **state)
+{
+	const char *const pub[] = { "198.51.100.7" }, *const pub6[] = { "2001:db8::1" };
+	const char *const nat64[] = { "64:ff9b::c633:6407" }, *const to4[] = { "2002:c633:6407::1" };
+	const char *const lo[] = { "127.0.1.1" };
+
+	(void)state;
+	assert_string_equal(check("198.51.100.7", pub, 1, NULL), HOST);
+	assert_string_equal(check("2001:db8::1", pub6, 1, NULL), HOST);
+	/* 198.51.100.7 behind NAT64 and 6to4. */
+	assert_string_equal(check("64:ff9b::c633:6407", nat64, 1, NULL), HOST);
+	assert_string_equal(check("2002:c633:6407::1", to4, 1, NULL), HOST);
+	/* A broad override does not open it; one naming the address does. */
+	assert_string_equal(check("198.51.100.7", pub, 1, "198.51.100.0/24"), HOST);
+	assert_string_equal(check("127.0.1.1", lo, 1, "127.0.0.0/8"), HOST);
+	assert_null(check("198.51.100.7", pub, 1, "198.51.100.7/32"));
+	assert_null(check("127.0.1.1", lo, 1, "127.0.1.1/32"));
+	/* Its neighbour is another machine. */
+	assert_null(check("198.51.100.8", (const char *const[]){ "198.51.100.8" }, 1, NULL));
+}
+
 static void test_header_destination(void **state)
 {
 	struct proxy_v2 h = { .family = AF_INET6 };
@@ -125,6 +158,7 @@ int main(void)
 		cmocka_unit_test(test_public_among_answers),
 		cmocka_unit_test(test_classes_refused_even_when_resolved),
 		cmocka_unit_test(test_override),
+		cmocka_unit_test(test_host_addresses),
 		cmocka_unit_test(test_header_destination),
 	};
 
