@@ -1,6 +1,6 @@
 # kiln: the one build entry point (docs/building.md).
 #   make          the host side only (= make host): kiln-vmm, kilnd, kiln,
-#                 kiln-agent, kiln-image-import, kiln-init, libkiln
+#                 kiln-agent, kiln-image-import, kiln-egress, kiln-init, libkiln
 #   make guest    the guest kernel and the minimal root images
 #   make all      both
 #   make test     install what is missing, build, run unit (+ fuzz corpus replay) + integration tests
@@ -81,9 +81,9 @@ SNAPSHOT_VM_SRCS := vmm/snapshot/vm_snapshot.c vmm/snapshot/vm_workingset.c vmm/
 SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot/*.c))
 # The VM core: vmm/ less the kiln-vmm program (vmm/kiln-vmm/, a user of
 # libkiln's public API), its devices, and the shared modules they use.
-# The egress proxy's parsers (issue 37) are unit-tested and fuzzed but
-# linked by no program yet: the proxy will be a program of its own,
-# outside the VMM, so kiln-vmm, libkiln and kilnd leave them out (the PROXY
+# The egress proxy's parsers (issue 37) are linked by kiln-egress alone
+# (api/egress/, below): the proxy is a program of its own, outside the
+# VMM, so kiln-vmm, libkiln and kilnd leave them out (the PROXY
 # v2 header's codec joins kiln-vmm when the VMM steers flows).
 EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/http_rules.c lib/netrules/proxy_v2.c
 NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
@@ -112,7 +112,7 @@ TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
 # into imported images).
 host: layers $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln-vmm $(BUILD)/kiln-init $(BUILD)/kiln-agent $(BUILD)/kilnd \
-	$(BUILD)/kiln $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime
+	$(BUILD)/kiln $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime $(BUILD)/kiln-egress
 guest: kernel rootfs
 all: host guest
 
@@ -144,7 +144,8 @@ LIB_LDFLAGS := -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 HOST_LDFLAGS := -pie $(LIB_LDFLAGS)
 # How kiln-vmm is linked (below, at its rule): static or dynamic.
 VMM_LINK ?= static
-HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime
+HOST_PROGRAMS := $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime \
+	$(BUILD)/kiln-egress
 # `private`: the link flags do not leak into the prerequisites' compiles.
 $(HOST_PROGRAMS): private CFLAGS += $(HOST_CFLAGS) $(HOST_LDFLAGS)
 # A stamp named for the flags, made as the Makefile is read (a rule would
@@ -244,12 +245,12 @@ $(BUILD)/kiln.pc: libkiln/kiln.pc.in Makefile
 	@mkdir -p $(BUILD)
 	$(kiln_pc) >$@
 .PHONY: install
-install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime \
+install: $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(BUILD)/kiln-runtime $(BUILD)/kiln-egress \
 		$(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/kiln \
 		$(DESTDIR)$(PREFIX)/lib/kiln $(DESTDIR)$(PREFIX)/share/doc/kiln
 	install -m 0755 $(BUILD)/kiln-vmm $(BUILD)/kilnd $(BUILD)/kiln $(BUILD)/kiln-agent $(BUILD)/kiln-runtime $(DESTDIR)$(PREFIX)/bin/
-	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(DESTDIR)$(PREFIX)/lib/kiln/
+	install -m 0755 $(BUILD)/kiln-init $(BUILD)/kiln-image-import $(BUILD)/kiln-egress $(DESTDIR)$(PREFIX)/lib/kiln/
 	install -m 0755 $(BUILD)/$(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(LIBKILN_FILE) $(DESTDIR)$(LIBDIR)/$(LIBKILN_SONAME)
 	ln -sf $(LIBKILN_SONAME) $(DESTDIR)$(LIBDIR)/libkiln.so
@@ -301,6 +302,12 @@ $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.
 IMAGE_IMPORT_SRCS := $(wildcard api/image-import/*.c lib/digest/*.c)
 $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(ARCHIVE_LIBS) $(JANSSON_LIBS) $(SECCOMP_LIBS) $(NETTLE_LIBS)
+
+# kiln-egress, the HTTP(S) egress proxy (issue 37; api/egress/): a program
+# of its own outside the VMM, the one that links the proxy's parsers.
+KILN_EGRESS_SRCS := $(wildcard api/egress/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
+$(BUILD)/kiln-egress: $(KILN_EGRESS_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread
 
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
@@ -473,7 +480,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 # FUZZ_CHECK_SECONDS fresh, one target per CPU at a time.
 unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln.pc $(HOST_PROGRAMS) \
 	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
-	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_zygote_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/image_import_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
+	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kiln_egress_test tests/unit/kilnd_zygote_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/image_import_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_templates_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py tests/bench/test_procmem.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)

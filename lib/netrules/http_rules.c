@@ -151,7 +151,7 @@ static int list_size(const json_t *v, size_t i, const char *field, size_t *n,
 
 /* A method: case-sensitive (RFC 9110 9.1), so only the upper-case spellings
  * every registered method has, and "get" is refused rather than never matched. */
-static bool method_ok(const char *s)
+bool http_method_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -171,7 +171,7 @@ static int parse_methods(const json_t *a, size_t i, struct http_rule *r, struct 
 	for (size_t k = 0; rc == 0 && k < r->n_methods; k++) {
 		const json_t *m = json_array_get(a, k);
 
-		if (!json_is_string(m) || !method_ok(json_string_value(m)))
+		if (!json_is_string(m) || !http_method_ok(json_string_value(m)))
 			return net_rules_fail(
 				e, NET_RULES_E_BAD_FIELD,
 				"http[%zu].methods[%zu] \"%.40s\": not a method (1..%d upper-case letters, digits, '-' or '_'; methods are case-sensitive)",

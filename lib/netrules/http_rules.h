@@ -1,7 +1,7 @@
 /*
  * http_rules: a sandbox's HTTP egress rules, and the decision for one
  * connection or one request. A parser of the planned egress proxy (issue
- * 37); no program uses it yet, and kilnd's API still refuses an `http`
+ * 37), used by kiln-egress (api/egress); kilnd's API still refuses an `http`
  * field as unknown.
  *
  *   [{"host": "api.github.com", "methods": ["GET", "POST"],
@@ -149,6 +149,15 @@ enum http_decision {
 /* Decide; *index is the deciding rule's (r->n, or 0 for NULL rules, when none). */
 enum http_decision http_rules_decide(const struct http_rules *r, const struct http_flow *f,
 				     size_t *index);
+
+/*
+ * s is a method as a rule names one: 1..HTTP_METHOD_MAX upper-case
+ * letters, digits, '-' or '_'. A request's method outside this set could
+ * never match a rule's, yet servers that fold case (Django, Werkzeug) read
+ * "delete" as DELETE: the proxy refuses such a request rather than let it
+ * pass a rule that denies DELETE.
+ */
+bool http_method_ok(const char *s);
 
 /* "allow", "deny (rule)", "need the request head", ... for logs. */
 const char *http_decision_name(enum http_decision d);

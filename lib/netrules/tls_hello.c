@@ -287,9 +287,9 @@ static enum tls_hello_status ext_versions(struct cur d, struct tls_hello *h, str
 		return bad(e,
 			   "supported_versions extension: not a list of 2-byte versions filling it");
 	while (list.n) {
-		unsigned v;
+		unsigned v = 0;
 
-		take_u16(&list, &v);
+		take_u16(&list, &v); /* list.n is even and not 0: it takes two bytes */
 		if (v == 0x0304)
 			h->tls13 = true;
 	}

@@ -2,7 +2,7 @@
  * tls_hello: what the first bytes a client sent on a TCP connection say,
  * read before anything is forwarded: is it TLS, and if so the
  * ClientHello's server_name (SNI) and which HTTP versions its ALPN offers.
- * A parser of the planned egress proxy (issue 37); no program uses it yet.
+ * A parser of the egress proxy (issue 37): kiln-egress (api/egress) uses it.
  *
  * Layouts (facts from the RFCs, no code taken from anywhere):
  *  - record (RFC 8446 5.1, RFC 5246 6.2.1): type 22 (handshake), a

@@ -1,0 +1,532 @@
+/*
+ * kiln-egress: the HTTP(S) egress proxy of issue 37, first slice. kiln-vmm
+ * (once wired) opens one Unix stream connection per steered guest flow,
+ * starting with a PROXY v2 header; this program reads it and the flow's
+ * first bytes, decides (egress_flow), resolves the name with the host's
+ * resolver, checks the header's destination against the answers
+ * (egress_dest), connects there and relays both ways. No interception and
+ * no header injection yet: rules that need them deny.
+ *
+ *   kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...
+ *
+ * One thread per connection, at most EGRESS_CONNS at once; the header and
+ * first bytes must arrive within 10 s, the upstream connect too. A denied
+ * plain HTTP request gets a 403 (or the rule's status) with a JSON body
+ * naming the reason and the rule; a denied TLS flow is closed with a reset
+ * (SO_LINGER 0). One line per flow on stderr, no header value in it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+
+#include "api/egress/egress_dest.h"
+#include "api/egress/egress_flow.h"
+#include "lib/base/fd_io.h"
+#include "lib/base/mono.h"
+#include "lib/base/sock_relay.h"
+#include "lib/netrules/net_host_addrs.h"
+
+#define EGRESS_CONNS 256
+#define EGRESS_ALLOW_MAX 16
+#define EGRESS_FIRST_MS 10000
+#define EGRESS_CONNECT_MS 10000
+#define EGRESS_ADDRS_MAX 32
+#define EGRESS_RELAY_BUF 65536
+/* After one direction has ended, a silent other one is given this long. */
+#define EGRESS_HALF_IDLE_MS 60000
+
+struct egress_cfg {
+	const char *socket_path, *rules_path;
+	struct http_rules *rules;
+	struct net_cidr allow[EGRESS_ALLOW_MAX];
+	size_t n_allow;
+	struct net_addr *host; /* the host's own addresses, taken at start */
+	size_t n_host;
+	atomic_int active;
+};
+
+struct conn {
+	int fd;
+	struct egress_cfg *cfg;
+};
+
+/* What one flow's log line says. */
+struct flow_log {
+	struct proxy_v2 hdr;
+	bool have_hdr;
+	const char *name, *proto, *decision, *reason;
+	uint64_t up, down;
+};
+
+static void log_flow(const struct flow_log *l)
+{
+	char when[32] = "", src[NET_ADDR_STRLEN] = "-", dst[NET_ADDR_STRLEN] = "-";
+	time_t t = time(NULL);
+	struct tm tm;
+	struct net_addr a;
+
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (l->have_hdr) {
+		net_addr_set(&a, l->hdr.family == AF_INET6 ? NET_AF6 : NET_AF4, l->hdr.src);
+		net_addr_format(&a, src, sizeof(src));
+		egress_dest_of(&l->hdr, &a);
+		net_addr_format(&a, dst, sizeof(dst));
+	}
+	/* name is "" or a checked DNS name; reason a fixed string. */
+	fprintf(stderr,
+		"kiln-egress: %s %s:%u -> %s:%u name=%s %s %s reason=\"%s\" up=%llu down=%llu\n",
+		when, src, l->have_hdr ? l->hdr.sport : 0, dst, l->have_hdr ? l->hdr.dport : 0,
+		l->name && l->name[0] ? l->name : "-", l->proto, l->decision, l->reason,
+		(unsigned long long)l->up, (unsigned long long)l->down);
+}
+
+/* Read more of fd into buf[*n..cap) before the deadline: 0, or -ETIMEDOUT,
+ * -ECONNRESET (closed first) or -errno. */
+static int read_more(int fd, uint8_t *buf, size_t *n, size_t cap, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!p.revents)
+			continue;
+		r = read(fd, buf + *n, cap - *n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ECONNRESET;
+		*n += (size_t)r;
+		return 0;
+	}
+}
+
+/* The header, then first bytes until egress_flow decides. 0 with *hlen the
+ * header's length, or a reason in *why. */
+static int read_flow(struct conn *c, uint8_t *buf, size_t *n, size_t *hlen, struct flow_log *l,
+		     struct egress_flow *f, const char **why)
+{
+	int64_t deadline = mono_ms() + EGRESS_FIRST_MS;
+	size_t cap = PROXY_V2_MAX + EGRESS_FIRST_MAX, need = 16;
+	struct err e = { { 0 } };
+	int r;
+
+	for (;;) {
+		while (*n < need)
+			if ((r = read_more(c->fd, buf, n, cap, deadline)) < 0)
+				goto failed;
+		r = proxy_v2_decode(buf, *n, &l->hdr, &need, &e);
+		if (r > 0)
+			break;
+		if (r < 0) {
+			*why = "bad PROXY v2 header";
+			return -EINVAL;
+		}
+	}
+	l->have_hdr = true;
+	*hlen = (size_t)r;
+	for (;;) {
+		egress_flow_decide(&l->hdr, buf + *hlen, *n - *hlen, c->cfg->rules, f);
+		if (f->status != EGRESS_NEED_MORE)
+			return 0;
+		while (*n - *hlen < f->need)
+			if ((r = read_more(c->fd, buf, n, cap, deadline)) < 0)
+				goto failed;
+	}
+failed:
+	*why = r == -ETIMEDOUT ? "no header or first bytes within 10 s" : "closed before deciding";
+	return r;
+}
+
+/* The name's addresses from the host's resolver: their count, or -1. */
+static int resolve(const char *name, struct net_addr *out, size_t cap)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
+	size_t n = 0;
+
+	if (getaddrinfo(name, NULL, &hints, &res) != 0)
+		return -1;
+	for (ai = res; ai && n < cap; ai = ai->ai_next) {
+		if (ai->ai_family == AF_INET)
+			net_addr_set(&out[n++], NET_AF4,
+				     (const uint8_t *)&((struct sockaddr_in *)ai->ai_addr)
+					     ->sin_addr);
+		else if (ai->ai_family == AF_INET6)
+			net_addr_set(&out[n++], NET_AF6,
+				     (const uint8_t *)&((struct sockaddr_in6 *)ai->ai_addr)
+					     ->sin6_addr);
+	}
+	freeaddrinfo(res);
+	return (int)n;
+}
+
+/* A TCP connection to the header's destination within 10 s: the socket, or -errno. */
+static int connect_upstream(const struct proxy_v2 *h)
+{
+	struct sockaddr_storage ss = { 0 };
+	socklen_t len;
+	struct pollfd p;
+	int fd, err = 0, rc;
+	socklen_t elen = sizeof(err);
+
+	if (h->family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(h->dport);
+		memcpy(&s6->sin6_addr, h->dst, 16);
+		len = sizeof(*s6);
+	} else {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(h->dport);
+		memcpy(&s4->sin_addr, h->dst, 4);
+		len = sizeof(*s4);
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&ss, len) < 0 && errno != EINPROGRESS) {
+		err = errno;
+		goto fail;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	do
+		rc = poll(&p, 1, EGRESS_CONNECT_MS);
+	while (rc < 0 && errno == EINTR);
+	if (rc <= 0) {
+		err = rc == 0 ? ETIMEDOUT : errno;
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err) {
+		err = err ? err : errno;
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -err;
+}
+
+/* Refuse the flow: plain HTTP gets the answer, TLS (and the rest) a reset. */
+static void refuse(int fd, const struct egress_flow *f)
+{
+	char answer[512];
+	int n;
+
+	if (f->proto == EGRESS_PROTO_HTTP &&
+	    (n = egress_flow_deny_response(f, answer, sizeof(answer))) > 0) {
+		fd_io_send_all(fd, answer, (size_t)n);
+		shutdown(fd, SHUT_WR);
+		return;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &(struct linger){ .l_onoff = 1, .l_linger = 0 },
+		   sizeof(struct linger));
+}
+
+/* Relay an allowed flow: the bytes already read (only the first request's,
+ * for plain HTTP), then both ways. */
+static void relay(int guest, int up, const uint8_t *first, size_t n, const struct egress_flow *f,
+		  struct flow_log *l)
+{
+	static const size_t cap = EGRESS_RELAY_BUF;
+	struct sock_relay r = { .fd = { guest, up },
+				.stop_fd = -1,
+				.half_idle_ms = EGRESS_HALF_IDLE_MS };
+	uint8_t *b0 = malloc(cap > n ? cap : n), *b1 = malloc(cap);
+	int errnum = 0;
+
+	if (!b0 || !b1)
+		goto out;
+	memcpy(b0, first, n);
+	r.dir[0] = (struct sock_relay_dir){ .buf = b0, .cap = cap > n ? cap : n, .end = n };
+	r.dir[1] = (struct sock_relay_dir){ .buf = b1, .cap = cap };
+	if (f->proto == EGRESS_PROTO_HTTP) {
+		/* One request: never forward a pipelined second one undecided. */
+		r.dir[0].capped = true;
+		if (f->request_len <= n) {
+			r.dir[0].end = (size_t)f->request_len;
+			r.dir[0].left = 0;
+			/* All of it is in: anything more from the guest (a second
+			 * request, its close, a half-close too) ends the flow, so a
+			 * kept-alive connection does not hold a slot for nothing. */
+			r.stop_fd = guest;
+		} else {
+			r.dir[0].left = f->request_len - n;
+		}
+	}
+	sock_relay_run(&r, &errnum);
+	l->up = r.dir[0].bytes;
+	l->down = r.dir[1].bytes;
+out:
+	free(b0);
+	free(b1);
+}
+
+static void serve(struct conn *c)
+{
+	uint8_t *buf = malloc(PROXY_V2_MAX + EGRESS_FIRST_MAX);
+	struct flow_log l = { .proto = "-", .decision = "deny", .reason = "" };
+	struct net_addr addrs[EGRESS_ADDRS_MAX], dst;
+	struct egress_flow f = { .proto = EGRESS_PROTO_NONE };
+	const char *why = NULL;
+	size_t n = 0, hlen = 0;
+	int na, up;
+
+	if (!buf) {
+		l.reason = "out of memory";
+		goto out;
+	}
+	if (read_flow(c, buf, &n, &hlen, &l, &f, &why) < 0) {
+		l.reason = why;
+		f.proto = EGRESS_PROTO_NONE;
+		refuse(c->fd, &f);
+		goto out;
+	}
+	l.name = f.name;
+	l.proto = f.proto == EGRESS_PROTO_TLS ? "tls" : f.proto == EGRESS_PROTO_HTTP ? "http" : "-";
+	if (f.status == EGRESS_DENY) {
+		l.reason = f.reason;
+		refuse(c->fd, &f);
+		goto out;
+	}
+	na = resolve(f.name, addrs, EGRESS_ADDRS_MAX);
+	egress_dest_of(&l.hdr, &dst);
+	why = na < 0 ? "the name does not resolve"
+		     : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
+					 c->cfg->host, c->cfg->n_host);
+	if (why) {
+		f.reason = l.reason = why;
+		f.status_code = HTTP_DENY_STATUS;
+		refuse(c->fd, &f);
+		goto out;
+	}
+	up = connect_upstream(&l.hdr);
+	if (up < 0) {
+		f.reason = l.reason = "upstream connect failed";
+		f.status_code = 502;
+		refuse(c->fd, &f);
+		goto out;
+	}
+	l.decision = "allow";
+	relay(c->fd, up, buf + hlen, n - hlen, &f, &l);
+	close(up);
+out:
+	log_flow(&l);
+	free(buf);
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+
+	serve(c);
+	close(c->fd);
+	atomic_fetch_sub(&c->cfg->active, 1);
+	free(c);
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...\n"
+		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
+		"  --rules FILE          the sandbox's http egress rules (a JSON array)\n"
+		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
+		"                        private or reserved (tests; up to 16); one of\n"
+		"                        the host's own addresses only when CIDR is it alone\n");
+}
+
+/* The arguments into cfg: 0, or 2 after saying what is wrong. */
+static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		struct err e = { { 0 } };
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!v) {
+			fprintf(stderr, "kiln-egress: %s: %s\n", a,
+				strncmp(a, "--", 2) ? "unknown argument" : "needs a value");
+			usage(stderr);
+			return 2;
+		}
+		i++;
+		if (!strcmp(a, "--socket")) {
+			cfg->socket_path = v;
+		} else if (!strcmp(a, "--rules")) {
+			cfg->rules_path = v;
+		} else if (!strcmp(a, "--allow-private")) {
+			if (cfg->n_allow == EGRESS_ALLOW_MAX) {
+				fprintf(stderr, "kiln-egress: --allow-private: at most %d blocks\n",
+					EGRESS_ALLOW_MAX);
+				return 2;
+			}
+			if (net_cidr_parse(v, &cfg->allow[cfg->n_allow++], &e) < 0) {
+				fprintf(stderr, "kiln-egress: --allow-private %s: %s\n", v, e.msg);
+				return 2;
+			}
+		} else {
+			fprintf(stderr, "kiln-egress: %s: unknown option\n", a);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!cfg->socket_path || !cfg->rules_path) {
+		fprintf(stderr, "kiln-egress: --socket and --rules are both needed\n");
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
+/* The rules file: 0, or 1 after saying what is wrong. */
+static int load_rules(struct egress_cfg *cfg)
+{
+	char *text = malloc(HTTP_RULES_TEXT_MAX + 1);
+	struct net_rules_err e;
+	int fd = open(cfg->rules_path, O_RDONLY | O_CLOEXEC), rc = 1;
+	ssize_t n;
+
+	if (fd < 0 || !text) {
+		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
+			strerror(fd < 0 ? errno : ENOMEM));
+		goto out;
+	}
+	n = fd_io_read_full(fd, text, HTTP_RULES_TEXT_MAX + 1);
+	if (n < 0 || n > HTTP_RULES_TEXT_MAX) {
+		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
+			n < 0 ? strerror((int)-n) : "larger than 1 MiB");
+		goto out;
+	}
+	if (http_rules_parse_text(text, (size_t)n, &cfg->rules, &e) < 0) {
+		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path, e.msg);
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(text);
+	return rc;
+}
+
+/* The listening socket, or -1 after saying why. A socket left by an
+ * earlier run is replaced; any other file at the path is not. */
+static int listen_on(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "kiln-egress: --socket %s: longer than %zu bytes\n", path,
+			sizeof(sa.sun_path) - 1);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "kiln-egress: --socket %s: exists and is not a socket\n",
+				path);
+			return -1;
+		}
+		unlink(path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 128) < 0) {
+		fprintf(stderr, "kiln-egress: --socket %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	struct egress_cfg cfg = { 0 };
+	struct err e = { { 0 } };
+	pthread_attr_t attr;
+	int lfd, rc;
+
+	if ((rc = parse_args(argc, argv, &cfg)) != 0)
+		return rc == 1 ? 0 : rc;
+	if (load_rules(&cfg) != 0)
+		return 1;
+	if (net_host_addrs(&cfg.host, &cfg.n_host, &e) < 0) {
+		fprintf(stderr, "kiln-egress: the host's own addresses: %s\n", e.msg);
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_on(cfg.socket_path);
+	if (lfd < 0)
+		return 1;
+	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n", cfg.socket_path, cfg.rules->n);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		struct conn *c;
+		pthread_t t;
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
+			    errno == ENFILE) {
+				if (errno == EMFILE || errno == ENFILE)
+					usleep(100000);
+				continue;
+			}
+			fprintf(stderr, "kiln-egress: accept: %s\n", strerror(errno));
+			return 1;
+		}
+		if (atomic_fetch_add(&cfg.active, 1) >= EGRESS_CONNS) {
+			fprintf(stderr, "kiln-egress: %d flows open: refusing another\n",
+				EGRESS_CONNS);
+			atomic_fetch_sub(&cfg.active, 1);
+			close(fd);
+			continue;
+		}
+		c = malloc(sizeof(*c));
+		if (!c) {
+			atomic_fetch_sub(&cfg.active, 1);
+			close(fd);
+			continue;
+		}
+		*c = (struct conn){ .fd = fd, .cfg = &cfg };
+		if (pthread_create(&t, &attr, conn_thread, c) != 0) {
+			atomic_fetch_sub(&cfg.active, 1);
+			close(fd);
+			free(c);
+		}
+	}
+}
