@@ -2,8 +2,11 @@
 #include "lib/netrules/proxy_v2.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
+
+#include "lib/netrules/net_rules.h"
 
 static const uint8_t sig[12] = { 0x0d, 0x0a, 0x0d, 0x0a, 0x00, 0x0d,
 				 0x0a, 0x51, 0x55, 0x49, 0x54, 0x0a };
@@ -26,22 +29,20 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
-/* A host name as a DNS answer can carry it: no byte that could end a
- * header line or a log field, no empty label. */
-static int host_ok(const uint8_t *p, size_t n)
+/* The AUTHORITY as a host name, through the filter's own parser of rule
+ * hosts (net_host_parse: labels of 1..63 letters, digits, '-', '_', at
+ * most NET_HOST_MAX, lower-cased, one trailing dot dropped); a wildcard
+ * is no host. 0, or -1. */
+static int host_parse(const uint8_t *p, size_t n, char *out)
 {
-	if (n == 0 || n > PROXY_V2_AUTHORITY_MAX || p[0] == '.' || p[n - 1] == '.')
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		uint8_t c = p[i];
+	char text[PROXY_V2_AUTHORITY_MAX + 2];
+	bool wildcard;
 
-		if (c == '.' && i + 1 < n && p[i + 1] == '.')
-			return 0;
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return 0;
-	}
-	return 1;
+	if (n == 0 || n > PROXY_V2_AUTHORITY_MAX + 1 || memchr(p, '\0', n))
+		return -1;
+	memcpy(text, p, n);
+	text[n] = '\0';
+	return net_host_parse(text, out, &wildcard) < 0 || wildcard ? -1 : 0;
 }
 
 static int tlvs(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
@@ -65,13 +66,11 @@ static int tlvs(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
 		if (p[at] == PROXY_V2_TYPE_AUTHORITY) {
 			if (out->authority[0])
 				return err_set(e, EPROTO, "PROXY v2 header: a second AUTHORITY");
-			if (!host_ok(p + at + 3, vlen))
+			if (host_parse(p + at + 3, vlen, out->authority) < 0)
 				return err_set(
 					e, EPROTO,
 					"PROXY v2 header: AUTHORITY is not a host name (%u bytes; letters, digits, '-', '_', '.')",
 					vlen);
-			memcpy(out->authority, p + at + 3, vlen);
-			out->authority[vlen] = '\0';
 		}
 		at += 3 + (size_t)vlen;
 	}
@@ -133,10 +132,12 @@ int proxy_v2_encode(const struct proxy_v2 *h, uint8_t *buf, size_t cap)
 	size_t alen = h->family == AF_INET ? 4 : 16, addrs = 2 * alen + 4;
 	size_t name = strnlen(h->authority, sizeof(h->authority));
 	size_t total = FIXED + addrs + (name ? 3 + name : 0);
+	char parsed[PROXY_V2_AUTHORITY_MAX + 1];
 	uint8_t *p;
 
 	if ((h->family != AF_INET && h->family != AF_INET6) || !h->sport || !h->dport ||
-	    name == sizeof(h->authority) || (name && !host_ok((const uint8_t *)h->authority, name)))
+	    name == sizeof(h->authority) ||
+	    (name && host_parse((const uint8_t *)h->authority, name, parsed) < 0))
 		return -EINVAL;
 	if (total > cap)
 		return -ENOSPC;

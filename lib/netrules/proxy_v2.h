@@ -32,9 +32,10 @@
  *    version or command (LOCAL carries no flow), a family or transport
  *    other than TCP over IPv4 or IPv6, a length beyond PROXY_V2_MAX or
  *    short of the addresses, a TLV cut short, a second AUTHORITY, an
- *    AUTHORITY that is not a host name (1..253 bytes of letters, digits,
- *    '-', '_' and '.'), port 0. Other TLVs are skipped, as the
- *    specification asks of a receiver.
+ *    AUTHORITY that is not a host name as the packet filter's rules read
+ *    one (net_host_parse: labels of 1..63 letters, digits, '-' and '_',
+ *    at most 253 bytes; kept lower-cased, without a trailing dot), port 0.
+ *    Other TLVs are skipped, as the specification asks of a receiver.
  *  - proxy_v2_encode writes what decode accepts: the header's length, or
  *    -EINVAL (a field decode would refuse) or -ENOSPC (cap too small).
  */

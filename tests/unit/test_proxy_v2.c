@@ -54,6 +54,10 @@ static void test_decodes_the_specifications_bytes(void **state)
 	assert_int_equal(h.sport, 40000);
 	assert_int_equal(h.dport, 443);
 	assert_string_equal(h.authority, "api.github.com");
+	/* read as the filter's rules read a host: lower-cased */
+	memcpy(b + 31, "API", 3);
+	assert_int_equal(proxy_v2_decode(b, n, &h, &need, &e), (int)n);
+	assert_string_equal(h.authority, "api.github.com");
 }
 
 static void test_encodes_the_same_bytes(void **state)
@@ -193,7 +197,13 @@ static void test_encode_refuses_what_decode_would(void **state)
 	h.dport = 443;
 	strcpy(h.authority, "bad name");
 	assert_int_equal(proxy_v2_encode(&h, b, sizeof(b)), -EINVAL);
+	/* one label of 64: not a DNS name */
+	memset(h.authority, 'a', 64);
+	h.authority[64] = '\0';
+	assert_int_equal(proxy_v2_encode(&h, b, sizeof(b)), -EINVAL);
+	/* the longest name: 63.63.63.61 */
 	memset(h.authority, 'a', PROXY_V2_AUTHORITY_MAX);
+	h.authority[63] = h.authority[127] = h.authority[191] = '.';
 	h.authority[PROXY_V2_AUTHORITY_MAX] = '\0';
 	assert_int_equal(proxy_v2_encode(&h, b, sizeof(b)), 16 + 12 + 3 + PROXY_V2_AUTHORITY_MAX);
 }
