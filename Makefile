@@ -84,8 +84,10 @@ SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot
 # The egress proxy's parsers (issue 37) are linked by kiln-egress alone
 # (api/egress/, below): the proxy is a program of its own, outside the
 # VMM, so kiln-vmm, libkiln and kilnd leave them out (the PROXY
-# v2 header's codec joins kiln-vmm when the VMM steers flows).
-EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/http_rules.c lib/netrules/proxy_v2.c
+# v2 header's codec joins kiln-vmm when the VMM steers flows). The http
+# rules (http_rules.c) are part of every firewall rule set, so everyone
+# parses them.
+EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/proxy_v2.c
 NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
 # kiln-vmm's end of those steered flows (devices/net/tcp_term.c) is tested
 # and fuzzed the same way, and joins the VM core with the steering.

@@ -566,6 +566,22 @@ static bool port_matches(const struct http_rule *r, uint16_t port)
 	return false;
 }
 
+bool http_rules_lists_port(const struct http_rules *r, uint16_t port)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		if (port_matches(&r->rules[i], port))
+			return true;
+	return false;
+}
+
+bool http_rules_names(const struct http_rules *r, const char *name)
+{
+	for (size_t i = 0; r && i < r->n; i++)
+		if (net_rule_host_matches(&r->rules[i].host, name))
+			return true;
+	return false;
+}
+
 static bool method_matches(const struct http_rule *r, const char *m)
 {
 	for (size_t k = 0; k < r->n_methods; k++)

@@ -124,6 +124,11 @@ int http_rules_parse_text(const char *text, size_t len, struct http_rules **out,
 json_t *http_rules_to_json(const struct http_rules *r);
 void http_rules_free(struct http_rules *r);
 
+/* Some rule of r (NULL: none) is for port, or for name (exact or *.suffix):
+ * the packet filter steers such flows and binds such names. */
+bool http_rules_lists_port(const struct http_rules *r, uint16_t port);
+bool http_rules_names(const struct http_rules *r, const char *name);
+
 /* A connection, or one request on it. */
 struct http_flow {
 	/* The destination's name as the filter recorded it (the name the

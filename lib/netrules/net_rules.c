@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/base/json.h"
+#include "lib/netrules/http_rules.h"
 
 static const char what[] = "firewall";
 
@@ -306,7 +307,9 @@ static int parse_dns(const json_t *j, struct net_rules *r, struct net_rules_err 
 
 int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_err *e)
 {
-	static const char *const fields[] = { "outbound_internet", "allow", "deny", "dns", NULL };
+	static const char *const fields[] = {
+		"outbound_internet", "allow", "deny", "dns", "http", NULL
+	};
 	struct net_rules *r;
 	const json_t *oi;
 	const char *bad;
@@ -320,7 +323,7 @@ int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_er
 	if (bad)
 		return net_rules_fail(
 			e, NET_RULES_E_UNKNOWN_FIELD,
-			"unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns)",
+			"unknown field \"%.60s\" (expected outbound_internet, allow, deny, dns, http)",
 			bad);
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -337,6 +340,8 @@ int net_rules_parse(const json_t *j, struct net_rules **out, struct net_rules_er
 		rc = parse_list(j, "deny", false, &r->deny, &r->n_deny, e);
 	if (rc == 0)
 		rc = parse_dns(j, r, e);
+	if (rc == 0 && json_object_get(j, "http"))
+		rc = http_rules_parse(json_object_get(j, "http"), &r->http, e);
 	if (rc == 0) {
 		*out = r;
 		return 0;
@@ -383,6 +388,7 @@ void net_rules_free(struct net_rules *r)
 		return;
 	free(r->allow);
 	free(r->deny);
+	http_rules_free(r->http);
 	free(r);
 }
 
@@ -415,7 +421,7 @@ static json_t *rule_json(const struct net_rule *r)
 
 json_t *net_rules_to_json(const struct net_rules *r)
 {
-	json_t *allow = json_array(), *deny = json_array(), *dns = json_array();
+	json_t *allow = json_array(), *deny = json_array(), *dns = json_array(), *o;
 	char buf[NET_ADDR_STRLEN];
 
 	if (!allow || !deny || !dns)
@@ -431,8 +437,13 @@ json_t *net_rules_to_json(const struct net_rules *r)
 		if (json_array_append_new(dns, json_string(buf)) < 0)
 			goto oom;
 	}
-	return json_pack("{sbsososo}", "outbound_internet", r && r->outbound_internet, "allow",
-			 allow, "deny", deny, "dns", dns);
+	o = json_pack("{sbsososo}", "outbound_internet", r && r->outbound_internet, "allow", allow,
+		      "deny", deny, "dns", dns);
+	if (o && r && r->http && json_object_set_new(o, "http", http_rules_to_json(r->http)) < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
 oom:
 	json_decref(allow);
 	json_decref(deny);
@@ -607,5 +618,10 @@ bool net_rules_wants_name(const struct net_rules *r, const char *name)
 	for (size_t i = 0; r && i < r->n_deny; i++)
 		if (r->deny[i].is_host && net_rule_host_matches(&r->deny[i], name))
 			return true;
-	return false;
+	return r && http_rules_names(r->http, name);
+}
+
+bool net_rules_steers(const struct net_rules *r, uint16_t port)
+{
+	return r && http_rules_lists_port(r->http, port);
 }

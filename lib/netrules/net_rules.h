@@ -15,7 +15,12 @@
  * ("tcp", "udp", "icmp", "icmpv6", "any": the default) and `ports` (one
  * port or "LO-HI", 1..65535, as a string or an integer; only with tcp, udp
  * or any, where it means tcp and udp). `dns` lists the resolvers the guest
- * may query (UDP and TCP port 53) whose answers bind host rules.
+ * may query (UDP and TCP port 53) whose answers bind host rules. `http`
+ * is the HTTP(S) egress rules (lib/netrules/http_rules.h: the egress
+ * proxy decides them): guest TCP to a port an `http` rule lists (80 and
+ * 443 when it lists none) is steered to the proxy (net_rules_steers),
+ * before any allow or deny rule, and the names those rules match are
+ * bound from DNS answers like a host rule's.
  *
  * Contract:
  *  - Parsing is strict and every error names its field, for a 400:
@@ -97,8 +102,11 @@ struct net_rule_ref {
 	uint16_t index;
 };
 
+struct http_rules;
+
 struct net_rules {
 	bool outbound_internet;
+	struct http_rules *http; /* NULL: no "http" key */
 	size_t n_allow, n_deny, n_dns;
 	struct net_rule *allow, *deny;
 	struct net_addr dns[NET_DNS_MAX];
@@ -174,8 +182,12 @@ bool net_addr_in_list(const struct net_addr *a, const struct net_addr *list, siz
 
 /* addr is a resolver of the set. */
 bool net_rules_is_resolver(const struct net_rules *r, const struct net_addr *addr);
-/* Some host rule (allow or deny) matches name: its answers are worth binding. */
+/* Some host rule (allow or deny) or `http` rule matches name: its answers
+ * are worth binding. */
 bool net_rules_wants_name(const struct net_rules *r, const char *name);
+/* Guest TCP to port goes to the egress proxy: some `http` rule lists it
+ * (80 and 443 for a rule that lists none). */
+bool net_rules_steers(const struct net_rules *r, uint16_t port);
 /*
  * A host rule's name: a DNS name in text form (RFC 1035 2.3.1, plus '_'),
  * lower-cased into out (NET_HOST_MAX + 1 bytes), one trailing dot dropped,

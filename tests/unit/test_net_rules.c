@@ -505,6 +505,48 @@ static void test_counters_json(void **state)
 	net_rules_free(r);
 }
 
+/* "http" is the egress proxy's rules: parsed with http_rules' checks and
+ * messages, printed back, and what the filter steers and binds. */
+static void test_http_rules_key(void **state)
+{
+	struct net_rules *r = rules(
+		"{\"allow\":[{\"host\":\"a.test\",\"ports\":22}],\"http\":["
+		"{\"host\":\"api.test\"},{\"host\":\"*.pkg.test\",\"ports\":[8443]}]}");
+	struct net_rules *none = rules("{\"allow\":[{\"host\":\"a.test\"}]}");
+	json_t *j;
+	char *a;
+
+	(void)state;
+	assert_non_null(r->http);
+	assert_true(net_rules_steers(r, 80) && net_rules_steers(r, 443) &&
+		    net_rules_steers(r, 8443));
+	assert_false(net_rules_steers(r, 22) || net_rules_steers(r, 8080));
+	assert_true(net_rules_wants_name(r, "api.test") && net_rules_wants_name(r, "x.pkg.test"));
+	assert_true(net_rules_wants_name(r, "a.test"));
+	assert_false(net_rules_wants_name(r, "pkg.test") || net_rules_wants_name(r, "b.test"));
+	/* Without "http": nothing steered, and none in the JSON. */
+	assert_null(none->http);
+	assert_false(net_rules_steers(none, 80) || net_rules_steers(NULL, 443));
+	j = net_rules_to_json(none);
+	assert_null(json_object_get(j, "http"));
+	json_decref(j);
+	j = net_rules_to_json(r);
+	a = json_dumps(json_object_get(j, "http"), JSON_SORT_KEYS | JSON_COMPACT);
+	assert_string_equal(a,
+			    "[{\"action\":\"allow\",\"host\":\"api.test\",\"intercept\":false},"
+			    "{\"action\":\"allow\",\"host\":\"*.pkg.test\",\"intercept\":false,"
+			    "\"ports\":[8443]}]");
+	free(a);
+	json_decref(j);
+	refused("{\"http\":{}}", NET_RULES_E_BAD_JSON, "\"http\" must be an array of rules");
+	refused("{\"http\":[{\"host\":\"a.test\",\"methods\":[\"get\"]}]}", NET_RULES_E_BAD_FIELD,
+		"firewall: http[0].methods[0]");
+	refused("{\"htttp\":[]}", NET_RULES_E_UNKNOWN_FIELD,
+		"(expected outbound_internet, allow, deny, dns, http)");
+	net_rules_free(r);
+	net_rules_free(none);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -519,6 +561,7 @@ int main(void)
 		cmocka_unit_test(test_default_deny),
 		cmocka_unit_test(test_resolver_and_deny),
 		cmocka_unit_test(test_counters_json),
+		cmocka_unit_test(test_http_rules_key),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
