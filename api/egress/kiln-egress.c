@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,10 +34,12 @@
 
 #include <netinet/in.h>
 
+#include "api/egress/egress_conf.h"
 #include "api/egress/egress_dest.h"
 #include "api/egress/egress_flow.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
+#include "lib/base/num_parse.h"
 #include "lib/base/sock_relay.h"
 #include "lib/netrules/net_host_addrs.h"
 
@@ -50,8 +53,12 @@
 #define EGRESS_HALF_IDLE_MS 60000
 
 struct egress_cfg {
-	const char *socket_path, *rules_path;
-	struct http_rules *rules;
+	const char *socket_path, *rules_path, *secrets_path;
+	int listen_fd; /* --listen-fd, or -1 */
+	/* The current configuration: a flow holds the one it began with;
+	 * SIGHUP swaps in a new one under the lock. */
+	pthread_mutex_t lock;
+	struct egress_conf *conf;
 	struct net_cidr allow[EGRESS_ALLOW_MAX];
 	size_t n_allow;
 	struct net_addr *host; /* the host's own addresses, taken at start */
@@ -62,6 +69,7 @@ struct egress_cfg {
 struct conn {
 	int fd;
 	struct egress_cfg *cfg;
+	struct egress_conf *conf; /* held for the flow */
 };
 
 /* What one flow's log line says. */
@@ -150,7 +158,7 @@ static int read_flow(struct conn *c, uint8_t *buf, size_t *n, size_t *hlen, stru
 	l->have_hdr = true;
 	*hlen = (size_t)r;
 	for (;;) {
-		egress_flow_decide(&l->hdr, buf + *hlen, *n - *hlen, c->cfg->rules, f);
+		egress_flow_decide(&l->hdr, buf + *hlen, *n - *hlen, c->conf->rules, f);
 		if (f->status != EGRESS_NEED_MORE)
 			return 0;
 		while (*n - *hlen < f->need)
@@ -345,7 +353,11 @@ static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
 
+	pthread_mutex_lock(&c->cfg->lock);
+	c->conf = egress_conf_hold(c->cfg->conf);
+	pthread_mutex_unlock(&c->cfg->lock);
 	serve(c);
+	egress_conf_drop(c->conf);
 	close(c->fd);
 	atomic_fetch_sub(&c->cfg->active, 1);
 	free(c);
@@ -355,12 +367,18 @@ static void *conn_thread(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...\n"
+		"usage: kiln-egress (--socket PATH | --listen-fd N) --rules FILE\n"
+		"                   [--secrets FILE] [--allow-private CIDR]...\n"
 		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
-		"  --rules FILE          the sandbox's http egress rules (a JSON array)\n"
+		"  --listen-fd N         that socket, already listening, inherited as fd N\n"
+		"  --rules FILE          the sandbox's firewall rule set (its \"http\" rules\n"
+		"                        are read) or a JSON array of http rules alone\n"
+		"  --secrets FILE        a JSON object of secret names to values, for the\n"
+		"                        rules' inject headers\n"
 		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
 		"                        private or reserved (tests; up to 16); one of\n"
-		"                        the host's own addresses only when CIDR is it alone\n");
+		"                        the host's own addresses only when CIDR is it alone\n"
+		"SIGHUP reads --rules and --secrets again (a bad file keeps those in use).\n");
 }
 
 /* The arguments into cfg: 0, or 2 after saying what is wrong. */
@@ -383,8 +401,20 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 		i++;
 		if (!strcmp(a, "--socket")) {
 			cfg->socket_path = v;
+		} else if (!strcmp(a, "--listen-fd")) {
+			uint64_t fd;
+
+			if (num_parse_u64(v, 10, 0, INT32_MAX, &fd) < 0) {
+				fprintf(stderr,
+					"kiln-egress: --listen-fd %s: not a descriptor number\n",
+					v);
+				return 2;
+			}
+			cfg->listen_fd = (int)fd;
 		} else if (!strcmp(a, "--rules")) {
 			cfg->rules_path = v;
+		} else if (!strcmp(a, "--secrets")) {
+			cfg->secrets_path = v;
 		} else if (!strcmp(a, "--allow-private")) {
 			if (cfg->n_allow == EGRESS_ALLOW_MAX) {
 				fprintf(stderr, "kiln-egress: --allow-private: at most %d blocks\n",
@@ -401,43 +431,59 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 			return 2;
 		}
 	}
-	if (!cfg->socket_path || !cfg->rules_path) {
-		fprintf(stderr, "kiln-egress: --socket and --rules are both needed\n");
+	if ((!cfg->socket_path) == (cfg->listen_fd < 0) || !cfg->rules_path) {
+		fprintf(stderr,
+			"kiln-egress: --rules and one of --socket and --listen-fd are "
+			"needed\n");
 		usage(stderr);
 		return 2;
 	}
 	return 0;
 }
 
-/* The rules file: 0, or 1 after saying what is wrong. */
-static int load_rules(struct egress_cfg *cfg)
+/* Load the files anew (SIGHUP): a bad one keeps the old configuration. */
+static void reload(struct egress_cfg *cfg)
 {
-	char *text = malloc(HTTP_RULES_TEXT_MAX + 1);
-	struct net_rules_err e;
-	int fd = open(cfg->rules_path, O_RDONLY | O_CLOEXEC), rc = 1;
-	ssize_t n;
+	struct egress_conf *c, *old;
+	struct err e = { { 0 } };
 
-	if (fd < 0 || !text) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
-			strerror(fd < 0 ? errno : ENOMEM));
-		goto out;
+	if (egress_conf_load(cfg->rules_path, cfg->secrets_path, &c, &e) < 0) {
+		fprintf(stderr, "kiln-egress: SIGHUP: %s: kept the rules and secrets in use\n",
+			e.msg);
+		return;
 	}
-	n = fd_io_read_full(fd, text, HTTP_RULES_TEXT_MAX + 1);
-	if (n < 0 || n > HTTP_RULES_TEXT_MAX) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
-			n < 0 ? strerror((int)-n) : "larger than 1 MiB");
-		goto out;
+	pthread_mutex_lock(&cfg->lock);
+	old = cfg->conf;
+	cfg->conf = c;
+	pthread_mutex_unlock(&cfg->lock);
+	egress_conf_drop(old);
+	fprintf(stderr, "kiln-egress: SIGHUP: reloaded, %zu rules\n", c->rules->n);
+}
+
+/* An inherited listening socket (kilnd binds it before the VMM starts):
+ * it must be a listening Unix stream socket. fd, or -1 after saying why. */
+static int listen_inherited(int fd)
+{
+	int type = 0, acc = 0;
+	socklen_t len = sizeof(type), alen = sizeof(acc);
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &slen) < 0) {
+		fprintf(stderr, "kiln-egress: --listen-fd %d: %s\n", fd, strerror(errno));
+		return -1;
 	}
-	if (http_rules_parse_text(text, (size_t)n, &cfg->rules, &e) < 0) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path, e.msg);
-		goto out;
+	if (type != SOCK_STREAM || ss.ss_family != AF_UNIX || !acc) {
+		fprintf(stderr,
+			"kiln-egress: --listen-fd %d: not a listening Unix stream socket: pass the "
+			"socket kilnd bound\n",
+			fd);
+		return -1;
 	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(text);
-	return rc;
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
 }
 
 /* The listening socket, or -1 after saying why. A socket left by an
@@ -472,61 +518,87 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+static void accept_one(struct egress_cfg *cfg, int lfd, pthread_attr_t *attr)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct conn *c;
+	pthread_t t;
+
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			usleep(100000);
+		else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+			fprintf(stderr, "kiln-egress: accept: %s\n", strerror(errno));
+		return;
+	}
+	if (atomic_fetch_add(&cfg->active, 1) >= EGRESS_CONNS) {
+		fprintf(stderr, "kiln-egress: %d flows open: refusing another\n", EGRESS_CONNS);
+		goto drop;
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		goto drop;
+	*c = (struct conn){ .fd = fd, .cfg = cfg };
+	if (pthread_create(&t, attr, conn_thread, c) != 0) {
+		free(c);
+		goto drop;
+	}
+	return;
+drop:
+	atomic_fetch_sub(&cfg->active, 1);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
-	struct egress_cfg cfg = { 0 };
+	struct egress_cfg cfg = { .listen_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct err e = { { 0 } };
 	pthread_attr_t attr;
-	int lfd, rc;
+	sigset_t hup;
+	int lfd, sfd, rc;
 
 	if ((rc = parse_args(argc, argv, &cfg)) != 0)
 		return rc == 1 ? 0 : rc;
-	if (load_rules(&cfg) != 0)
+	if (egress_conf_load(cfg.rules_path, cfg.secrets_path, &cfg.conf, &e) < 0) {
+		fprintf(stderr, "kiln-egress: %s\n", e.msg);
 		return 1;
+	}
 	if (net_host_addrs(&cfg.host, &cfg.n_host, &e) < 0) {
 		fprintf(stderr, "kiln-egress: the host's own addresses: %s\n", e.msg);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	lfd = listen_on(cfg.socket_path);
+	/* SIGHUP arrives as a descriptor in this loop alone: every thread
+	 * made below inherits the mask, so none is interrupted by it. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	sfd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		fprintf(stderr, "kiln-egress: signalfd: %s\n", strerror(errno));
+		return 1;
+	}
+	lfd = cfg.listen_fd >= 0 ? listen_inherited(cfg.listen_fd) : listen_on(cfg.socket_path);
 	if (lfd < 0)
 		return 1;
-	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n", cfg.socket_path, cfg.rules->n);
+	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n",
+		cfg.socket_path ? cfg.socket_path : "an inherited socket", cfg.conf->rules->n);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		struct conn *c;
-		pthread_t t;
+		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
+				       { .fd = sfd, .events = POLLIN } };
+		struct signalfd_siginfo si;
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			    errno == ENFILE) {
-				if (errno == EMFILE || errno == ENFILE)
-					usleep(100000);
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
 				continue;
-			}
-			fprintf(stderr, "kiln-egress: accept: %s\n", strerror(errno));
+			fprintf(stderr, "kiln-egress: poll: %s\n", strerror(errno));
 			return 1;
 		}
-		if (atomic_fetch_add(&cfg.active, 1) >= EGRESS_CONNS) {
-			fprintf(stderr, "kiln-egress: %d flows open: refusing another\n",
-				EGRESS_CONNS);
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			continue;
-		}
-		c = malloc(sizeof(*c));
-		if (!c) {
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			continue;
-		}
-		*c = (struct conn){ .fd = fd, .cfg = &cfg };
-		if (pthread_create(&t, &attr, conn_thread, c) != 0) {
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			free(c);
-		}
+		if (p[1].revents && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			reload(&cfg);
+		if (p[0].revents)
+			accept_one(&cfg, lfd, &attr);
 	}
 }
