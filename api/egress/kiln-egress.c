@@ -37,6 +37,7 @@
 #include "api/egress/egress_conf.h"
 #include "api/egress/egress_dest.h"
 #include "api/egress/egress_flow.h"
+#include "api/egress/egress_tls.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
 #include "lib/base/num_parse.h"
@@ -53,8 +54,10 @@
 #define EGRESS_HALF_IDLE_MS 60000
 
 struct egress_cfg {
-	const char *socket_path, *rules_path, *secrets_path;
-	int listen_fd; /* --listen-fd, or -1 */
+	const char *socket_path, *rules_path, *secrets_path, *ca_dir, *upstream_ca;
+	struct egress_tls tls;
+	int listen_fd;       /* --listen-fd, or -1 */
+	const char *init_ca; /* --init-ca DIR: make or check the CA, and exit */
 	/* The current configuration: a flow holds the one it began with;
 	 * SIGHUP swaps in a new one under the lock. */
 	pthread_mutex_t lock;
@@ -368,17 +371,28 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: kiln-egress (--socket PATH | --listen-fd N) --rules FILE\n"
-		"                   [--secrets FILE] [--allow-private CIDR]...\n"
+		"                   [--ca DIR] [--secrets FILE] [--upstream-ca FILE]\n"
+		"                   [--allow-private CIDR]...\n"
+		"       kiln-egress --init-ca DIR\n"
 		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
 		"  --listen-fd N         that socket, already listening, inherited as fd N\n"
 		"  --rules FILE          the sandbox's firewall rule set (its \"http\" rules\n"
 		"                        are read) or a JSON array of http rules alone\n"
+		"  --ca DIR              the sandbox's CA, DIR/ca.key and DIR/ca.pem: TLS\n"
+		"                        flows whose rule intercepts or injects are\n"
+		"                        decrypted with leaves it signs (without it they\n"
+		"                        are denied)\n"
 		"  --secrets FILE        a JSON object of secret names to values, for the\n"
-		"                        rules' inject headers\n"
+		"                        rules' inject headers (sent over TLS only)\n"
+		"  --upstream-ca FILE    the certificates an intercepted flow's upstream is\n"
+		"                        verified against (default: the host's trust store)\n"
 		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
 		"                        private or reserved (tests; up to 16); one of\n"
 		"                        the host's own addresses only when CIDR is it alone\n"
-		"SIGHUP reads --rules and --secrets again (a bad file keeps those in use).\n");
+		"  --init-ca DIR         make DIR/ca.key (0600) and DIR/ca.pem when absent,\n"
+		"                        check them when present; exit 0 or 1\n"
+		"SIGHUP reads --rules and --secrets again (a bad file keeps those in use).\n"
+		"Decisions: one JSON line per flow and per decrypted request on stdout.\n");
 }
 
 /* The arguments into cfg: 0, or 2 after saying what is wrong. */
@@ -415,6 +429,18 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 			cfg->rules_path = v;
 		} else if (!strcmp(a, "--secrets")) {
 			cfg->secrets_path = v;
+		} else if (!strcmp(a, "--ca")) {
+			cfg->ca_dir = v;
+		} else if (!strcmp(a, "--upstream-ca")) {
+			cfg->upstream_ca = v;
+		} else if (!strcmp(a, "--init-ca")) {
+			if (argc != 3) {
+				fprintf(stderr,
+					"kiln-egress: --init-ca DIR takes no other option\n");
+				return 2;
+			}
+			cfg->init_ca = v;
+			return 0;
 		} else if (!strcmp(a, "--allow-private")) {
 			if (cfg->n_allow == EGRESS_ALLOW_MAX) {
 				fprintf(stderr, "kiln-egress: --allow-private: at most %d blocks\n",
@@ -559,6 +585,20 @@ int main(int argc, char **argv)
 
 	if ((rc = parse_args(argc, argv, &cfg)) != 0)
 		return rc == 1 ? 0 : rc;
+	if (cfg.init_ca) {
+		char line[2048];
+
+		if (egress_tls_init_ca(cfg.init_ca, line, sizeof(line), &e) < 0) {
+			fprintf(stderr, "%s\n", e.msg);
+			return 1;
+		}
+		printf("%s\n", line);
+		return 0;
+	}
+	if (egress_tls_init(&cfg.tls, cfg.ca_dir, cfg.upstream_ca, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
+		return 1;
+	}
 	if (egress_conf_load(cfg.rules_path, cfg.secrets_path, &cfg.conf, &e) < 0) {
 		fprintf(stderr, "kiln-egress: %s\n", e.msg);
 		return 1;
