@@ -86,45 +86,45 @@ int egress_conf_parse_secrets(const char *text, size_t len, json_t **out, struct
 	json_error_t je;
 	json_t *j = json_strict_loadb(text, len, &je), *v;
 	const char *name;
+	int rc = 0;
 
 	if (!j)
 		/* Only the position: jansson's text can quote the input
 		 * ("invalid token near '...'"), a secret's bytes. */
 		return err_set(e, EINVAL, "not valid JSON at line %d, column %d", je.line,
 			       je.column);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return err_set(e, EINVAL, "not a JSON object of secret names to values");
-	}
+	if (!json_is_object(j))
+		rc = err_set(e, EINVAL, "not a JSON object of secret names to values");
 	json_object_foreach(j, name, v)
 	{
 		const char *s = json_string_value(v);
 		size_t n = json_string_length(v);
 
+		if (rc)
+			break;
 		if (!secret_name_ok(name)) {
-			json_decref(j);
-			return err_set(e, EINVAL,
-				       "a secret's name is not 1..64 of a-z, 0-9, '_' and '-'");
+			rc = err_set(e, EINVAL,
+				     "a secret's name is not 1..64 of a-z, 0-9, '_' and '-'");
+		} else if (!s) {
+			rc = err_set(e, EINVAL, "secret %s: its value is not a string", name);
+		} else if (n > EGRESS_SECRET_MAX) {
+			rc = err_set(e, EINVAL, "secret %s: its value is over %d bytes", name,
+				     EGRESS_SECRET_MAX);
+		} else {
+			for (size_t i = 0; i < n && !rc; i++)
+				if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+					/* A CR or LF would start a header line of
+					 * the secret's choosing in every request. */
+					rc = err_set(e, EINVAL,
+						     "secret %s: its value holds a control "
+						     "character (CR, LF, ...), which no header "
+						     "value may",
+						     name);
 		}
-		if (!s) {
-			json_decref(j);
-			return err_set(e, EINVAL, "secret %s: its value is not a string", name);
-		}
-		if (n > EGRESS_SECRET_MAX) {
-			json_decref(j);
-			return err_set(e, EINVAL, "secret %s: its value is over %d bytes", name,
-				       EGRESS_SECRET_MAX);
-		}
-		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) {
-				json_decref(j);
-				/* A CR or LF would start a header line of the
-				 * secret's choosing in every request. */
-				return err_set(e, EINVAL,
-					       "secret %s: its value holds a control character "
-					       "(CR, LF, ...), which no header value may",
-					       name);
-			}
+	}
+	if (rc) {
+		json_decref(j);
+		return rc;
 	}
 	*out = j;
 	return 0;

@@ -13,21 +13,10 @@
 
 #include "lib/base/mono.h"
 #include "lib/tlsmint/tls_leaf.h"
+#include "lib/tlsmint/tls_x509.h"
 
 /* ALPN's wire form (RFC 7301 3.1): a length, then the name. */
 static const unsigned char ALPN_H1[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
-
-/* The first reason in the thread's OpenSSL queue into e, the queue cleared. */
-static int ssl_fail(struct err *e, int code, const char *what)
-{
-	unsigned long x = ERR_peek_error();
-	char why[256] = "no reason given";
-
-	if (x)
-		ERR_error_string_n(x, why, sizeof(why));
-	ERR_clear_error();
-	return err_set(e, code, "%s: %s", what, why);
-}
 
 /* Choose http/1.1 when the guest offers it; otherwise no ALPN at all, so
  * a client offering h2 alone is not told the proxy speaks it. */
@@ -50,7 +39,7 @@ static int make_ctxs(struct egress_tls *t, const char *upstream_ca, struct err *
 	t->guest_ctx = SSL_CTX_new(TLS_server_method());
 	t->upstream_ctx = SSL_CTX_new(TLS_client_method());
 	if (!t->guest_ctx || !t->upstream_ctx)
-		return ssl_fail(e, ENOMEM, "kiln-egress: TLS contexts");
+		return tls_x509_fail(e, ENOMEM, "kiln-egress: TLS contexts");
 	SSL_CTX_set_min_proto_version(t->guest_ctx, TLS1_2_VERSION);
 	SSL_CTX_set_min_proto_version(t->upstream_ctx, TLS1_2_VERSION);
 	/* No resumption across flows: each flow's leaf and decision stand alone. */
@@ -67,13 +56,13 @@ static int make_ctxs(struct egress_tls *t, const char *upstream_ca, struct err *
 				 "kiln-egress: --upstream-ca %s: not a readable PEM file of "
 				 "certificates",
 				 upstream_ca);
-			return ssl_fail(e, EINVAL, what);
+			return tls_x509_fail(e, EINVAL, what);
 		}
 	} else if (SSL_CTX_set_default_verify_paths(t->upstream_ctx) != 1) {
-		return ssl_fail(e, EINVAL, "kiln-egress: the host's trust store");
+		return tls_x509_fail(e, EINVAL, "kiln-egress: the host's trust store");
 	}
 	if (SSL_CTX_set_alpn_protos(t->upstream_ctx, ALPN_H1, sizeof(ALPN_H1)) != 0)
-		return ssl_fail(e, ENOMEM, "kiln-egress: ALPN");
+		return tls_x509_fail(e, ENOMEM, "kiln-egress: ALPN");
 	return 0;
 }
 
@@ -255,7 +244,7 @@ SSL *egress_tls_accept(struct egress_tls *t, int fd, const uint8_t *first, size_
 	if (!s || !rb || !sock || !wb || SSL_use_certificate(s, cert) != 1 ||
 	    SSL_use_PrivateKey(s, key) != 1 ||
 	    BIO_set_buffer_read_data(rb, (void *)first, (long)n) != 1) {
-		ssl_fail(e, ENOMEM, "setting up the guest's TLS");
+		tls_x509_fail(e, ENOMEM, "setting up the guest's TLS");
 		goto fail;
 	}
 	BIO_push(rb, sock);
@@ -293,7 +282,7 @@ SSL *egress_tls_connect(struct egress_tls *t, int fd, const char *name, int64_t 
 
 	if (!s || SSL_set_fd(s, fd) != 1 || SSL_set_tlsext_host_name(s, name) != 1 ||
 	    SSL_set1_host(s, name) != 1) {
-		ssl_fail(e, ENOMEM, "setting up the upstream's TLS");
+		tls_x509_fail(e, ENOMEM, "setting up the upstream's TLS");
 		SSL_free(s);
 		return NULL;
 	}

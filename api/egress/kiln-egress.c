@@ -1,19 +1,26 @@
 /*
- * kiln-egress: the HTTP(S) egress proxy of issue 37, first slice. kiln-vmm
- * (once wired) opens one Unix stream connection per steered guest flow,
- * starting with a PROXY v2 header; this program reads it and the flow's
- * first bytes, decides (egress_flow), resolves the name with the host's
- * resolver, checks the header's destination against the answers
- * (egress_dest), connects there and relays both ways. No interception and
- * no header injection yet: rules that need them deny.
+ * kiln-egress: the HTTP(S) egress proxy of issue 37. kiln-vmm opens one
+ * Unix stream connection per steered guest flow, starting with a PROXY v2
+ * header; this program reads it and the flow's first bytes, decides
+ * (egress_flow), resolves the name with the host's resolver, checks the
+ * header's destination against the answers (egress_dest), connects there
+ * and relays both ways; or, when the deciding rule intercepts, injects or
+ * limits methods or paths of a TLS flow, terminates the guest's TLS with
+ * a leaf of the sandbox's CA, verifies the upstream's, and reads, decides
+ * and forwards each request (egress_tls, egress_intercept).
  *
- *   kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...
+ *   kiln-egress (--socket PATH | --listen-fd N) --rules FILE [--ca DIR]
+ *               [--secrets FILE] [--upstream-ca FILE] [--allow-private CIDR]...
+ *   kiln-egress --init-ca DIR
  *
  * One thread per connection, at most EGRESS_CONNS at once; the header and
  * first bytes must arrive within 10 s, the upstream connect too. A denied
- * plain HTTP request gets a 403 (or the rule's status) with a JSON body
- * naming the reason and the rule; a denied TLS flow is closed with a reset
- * (SO_LINGER 0). One line per flow on stderr, no header value in it.
+ * plain HTTP request (or decrypted one) gets a 403 (or the rule's status)
+ * with a JSON body naming the reason and the rule; a denied TLS flow not
+ * decrypted is closed with a reset (SO_LINGER 0). One JSON line per flow
+ * and per decrypted request on stdout (egress_log: no header value, no
+ * secret in it); diagnostics on stderr. SIGHUP reloads --rules and
+ * --secrets (egress_conf).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +44,8 @@
 #include "api/egress/egress_conf.h"
 #include "api/egress/egress_dest.h"
 #include "api/egress/egress_flow.h"
+#include "api/egress/egress_intercept.h"
+#include "api/egress/egress_log.h"
 #include "api/egress/egress_tls.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
@@ -56,8 +65,9 @@
 struct egress_cfg {
 	const char *socket_path, *rules_path, *secrets_path, *ca_dir, *upstream_ca;
 	struct egress_tls tls;
-	int listen_fd;       /* --listen-fd, or -1 */
-	const char *init_ca; /* --init-ca DIR: make or check the CA, and exit */
+	struct egress_logger log; /* decisions, on stdout */
+	int listen_fd;            /* --listen-fd, or -1 */
+	const char *init_ca;      /* --init-ca DIR: make or check the CA, and exit */
 	/* The current configuration: a flow holds the one it began with;
 	 * SIGHUP swaps in a new one under the lock. */
 	pthread_mutex_t lock;
@@ -79,31 +89,14 @@ struct conn {
 struct flow_log {
 	struct proxy_v2 hdr;
 	bool have_hdr;
-	const char *name, *proto, *decision, *reason;
-	uint64_t up, down;
+	struct egress_log out;
+	char reason[ERR_MSG_MAX]; /* a reason made for this flow */
 };
 
-static void log_flow(const struct flow_log *l)
+static void log_flow(struct egress_cfg *cfg, struct flow_log *l)
 {
-	char when[32] = "", src[NET_ADDR_STRLEN] = "-", dst[NET_ADDR_STRLEN] = "-";
-	time_t t = time(NULL);
-	struct tm tm;
-	struct net_addr a;
-
-	if (gmtime_r(&t, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (l->have_hdr) {
-		net_addr_set(&a, l->hdr.family == AF_INET6 ? NET_AF6 : NET_AF4, l->hdr.src);
-		net_addr_format(&a, src, sizeof(src));
-		egress_dest_of(&l->hdr, &a);
-		net_addr_format(&a, dst, sizeof(dst));
-	}
-	/* name is "" or a checked DNS name; reason a fixed string. */
-	fprintf(stderr,
-		"kiln-egress: %s %s:%u -> %s:%u name=%s %s %s reason=\"%s\" up=%llu down=%llu\n",
-		when, src, l->have_hdr ? l->hdr.sport : 0, dst, l->have_hdr ? l->hdr.dport : 0,
-		l->name && l->name[0] ? l->name : "-", l->proto, l->decision, l->reason,
-		(unsigned long long)l->up, (unsigned long long)l->down);
+	l->out.hdr = l->have_hdr ? &l->hdr : NULL;
+	egress_log_write(&cfg->log, &l->out);
 }
 
 /* Read more of fd into buf[*n..cap) before the deadline: 0, or -ETIMEDOUT,
@@ -292,63 +285,144 @@ static void relay(int guest, int up, const uint8_t *first, size_t n, const struc
 		}
 	}
 	sock_relay_run(&r, &errnum);
-	l->up = r.dir[0].bytes;
-	l->down = r.dir[1].bytes;
+	l->out.up = r.dir[0].bytes;
+	l->out.down = r.dir[1].bytes;
 out:
 	free(b0);
 	free(b1);
 }
 
+/* Where the flow may go: its name resolved, the header's destination
+ * checked against the answers. NULL, or why not. */
+static const char *destination(struct conn *c, const struct egress_flow *f,
+			       const struct proxy_v2 *h)
+{
+	struct net_addr addrs[EGRESS_ADDRS_MAX], dst;
+	int na = resolve(f->name, addrs, EGRESS_ADDRS_MAX);
+
+	egress_dest_of(h, &dst);
+	return na < 0 ? "the name does not resolve"
+		      : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
+					  c->cfg->host, c->cfg->n_host);
+}
+
+/* A flow to decrypt: the guest's TLS ended here with a leaf for its
+ * name, the upstream's verified, then each request (egress_intercept). */
+static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egress_flow *f,
+		      struct flow_log *l)
+{
+	struct egress_tls *t = &c->cfg->tls;
+	struct egress_icpt x = { .conf = c->conf,
+				 .hdr = &l->hdr,
+				 .name = f->name,
+				 .log = &c->cfg->log,
+				 .guest = c->fd,
+				 .up = -1 };
+	struct err e = { { 0 } };
+	const char *why;
+
+	if (!t->ca) {
+		f->reason = l->out.reason = "the rule decrypts, and kiln-egress has no --ca";
+		refuse(c->fd, f);
+		return;
+	}
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	x.gs = egress_tls_accept(t, c->fd, first, n, f->name, mono_ms() + EGRESS_FIRST_MS, &e);
+	if (!x.gs) {
+		/* Bytes the guest chose, never a secret: its handshake. */
+		snprintf(l->reason, sizeof(l->reason), "%s", e.msg);
+		l->out.reason = l->reason;
+		return;
+	}
+	f->proto = EGRESS_PROTO_HTTP; /* refusals from here are answered */
+	if ((why = destination(c, f, &l->hdr)) != NULL) {
+		f->reason = l->out.reason = why;
+		f->status_code = HTTP_DENY_STATUS;
+		goto refused;
+	}
+	x.up = connect_upstream(&l->hdr);
+	if (x.up < 0) {
+		f->reason = l->out.reason = "upstream connect failed";
+		f->status_code = 502;
+		goto refused;
+	}
+	x.us = egress_tls_connect(t, x.up, f->name, mono_ms() + EGRESS_CONNECT_MS, &e);
+	if (!x.us) {
+		snprintf(l->reason, sizeof(l->reason), "%s", e.msg);
+		f->reason = l->out.reason = l->reason;
+		f->status_code = 502;
+		goto refused;
+	}
+	l->out.decision = "allow";
+	why = egress_icpt_run(&x);
+	l->out.reason = why ? why : "";
+	l->out.up = x.up_bytes;
+	l->out.down = x.down_bytes;
+	egress_tls_close(x.us);
+	egress_tls_close(x.gs);
+	close(x.up);
+	return;
+refused:
+	egress_icpt_refuse(x.gs, c->fd, f);
+	egress_tls_close(x.gs);
+	if (x.up >= 0)
+		close(x.up);
+}
+
 static void serve(struct conn *c)
 {
 	uint8_t *buf = malloc(PROXY_V2_MAX + EGRESS_FIRST_MAX);
-	struct flow_log l = { .proto = "-", .decision = "deny", .reason = "" };
-	struct net_addr addrs[EGRESS_ADDRS_MAX], dst;
+	struct flow_log l = { .out = { .decision = "deny", .reason = "", .rule = SIZE_MAX } };
 	struct egress_flow f = { .proto = EGRESS_PROTO_NONE };
 	const char *why = NULL;
 	size_t n = 0, hlen = 0;
-	int na, up;
+	int up;
 
 	if (!buf) {
-		l.reason = "out of memory";
+		l.out.reason = "out of memory";
 		goto out;
 	}
 	if (read_flow(c, buf, &n, &hlen, &l, &f, &why) < 0) {
-		l.reason = why;
+		l.out.reason = why;
 		f.proto = EGRESS_PROTO_NONE;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	l.name = f.name;
-	l.proto = f.proto == EGRESS_PROTO_TLS ? "tls" : f.proto == EGRESS_PROTO_HTTP ? "http" : "-";
+	l.out.name = f.name;
+	l.out.sni = f.proto == EGRESS_PROTO_TLS ? f.name : NULL;
+	l.out.rule = f.rule;
+	if (f.proto == EGRESS_PROTO_HTTP) {
+		l.out.host = f.name;
+		l.out.method = f.method;
+		l.out.path = f.path;
+	}
 	if (f.status == EGRESS_DENY) {
-		l.reason = f.reason;
+		l.out.reason = f.reason;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	na = resolve(f.name, addrs, EGRESS_ADDRS_MAX);
-	egress_dest_of(&l.hdr, &dst);
-	why = na < 0 ? "the name does not resolve"
-		     : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
-					 c->cfg->host, c->cfg->n_host);
-	if (why) {
-		f.reason = l.reason = why;
+	if (f.intercept) {
+		intercept(c, buf + hlen, n - hlen, &f, &l);
+		goto out;
+	}
+	if ((why = destination(c, &f, &l.hdr)) != NULL) {
+		f.reason = l.out.reason = why;
 		f.status_code = HTTP_DENY_STATUS;
 		refuse(c->fd, &f);
 		goto out;
 	}
 	up = connect_upstream(&l.hdr);
 	if (up < 0) {
-		f.reason = l.reason = "upstream connect failed";
+		f.reason = l.out.reason = "upstream connect failed";
 		f.status_code = 502;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	l.decision = "allow";
+	l.out.decision = "allow";
 	relay(c->fd, up, buf + hlen, n - hlen, &f, &l);
 	close(up);
 out:
-	log_flow(&l);
+	log_flow(c->cfg, &l);
 	free(buf);
 }
 
@@ -577,7 +651,10 @@ drop:
 
 int main(int argc, char **argv)
 {
-	struct egress_cfg cfg = { .listen_fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct egress_cfg cfg = { .listen_fd = -1,
+				  .lock = PTHREAD_MUTEX_INITIALIZER,
+				  .log = { .fd = STDOUT_FILENO,
+					   .lock = PTHREAD_MUTEX_INITIALIZER } };
 	struct err e = { { 0 } };
 	pthread_attr_t attr;
 	sigset_t hup;
