@@ -118,7 +118,8 @@ static int to_upstream(struct session *s, const void *buf, size_t n)
 }
 
 /* The allowed head in s->req[0..f.head_len) with its rule's headers, to
- * the upstream. NULL, or a refusal's reason in s->f. */
+ * the upstream. 0, or -errno: with a refusal's reason in s->f when the
+ * request is to be answered (a secret not set), else the upstream failed. */
 static int send_head(struct session *s)
 {
 	const struct http_rules *rules = s->x->conf->rules;
@@ -260,10 +261,13 @@ const char *egress_icpt_run(struct egress_icpt *x)
 					    sizeof(s->req) - s->rn);
 			if (r < 0) {
 				/* The guest is done sending: its last answers
-				 * still come back. */
+				 * still come back, and the upstream is told, so
+				 * it closes once they are sent. */
 				guest_done = true;
 				if (s->body != BODY_NONE || s->rn)
 					why = "the guest closed within a request";
+				SSL_shutdown(x->us);
+				shutdown(x->up, SHUT_WR);
 			} else {
 				s->rn += (size_t)r;
 				why = process(s);

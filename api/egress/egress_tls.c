@@ -45,6 +45,7 @@ static int make_ctxs(struct egress_tls *t, const char *upstream_ca, struct err *
 	/* No resumption across flows: each flow's leaf and decision stand alone. */
 	SSL_CTX_set_session_cache_mode(t->guest_ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_options(t->guest_ctx, SSL_OP_NO_TICKET | SSL_OP_NO_RENEGOTIATION);
+	SSL_CTX_set_num_tickets(t->guest_ctx, 0);
 	SSL_CTX_set_options(t->upstream_ctx, SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_alpn_select_cb(t->guest_ctx, alpn_select, NULL);
 	SSL_CTX_set_verify(t->upstream_ctx, SSL_VERIFY_PEER, NULL);
@@ -212,7 +213,10 @@ static int ssl_wait(SSL *s, int fd, int ret, int64_t deadline)
 static int handshake(SSL *s, int fd, int64_t deadline)
 {
 	for (;;) {
-		int r = SSL_do_handshake(s), w;
+		int r, w;
+
+		errno = 0;
+		r = SSL_do_handshake(s);
 
 		if (r == 1)
 			return 0;
@@ -318,6 +322,7 @@ ssize_t egress_tls_read(SSL *s, int fd, void *buf, size_t cap)
 
 	(void)fd;
 	ERR_clear_error();
+	errno = 0; /* SSL_ERROR_SYSCALL reads it: no stale value */
 	r = SSL_read_ex(s, buf, cap, &got);
 	if (r == 1)
 		return (ssize_t)got;
@@ -344,6 +349,7 @@ int egress_tls_write(SSL *s, int fd, const void *buf, size_t n, int64_t deadline
 		int r, w;
 
 		ERR_clear_error();
+		errno = 0;
 		r = SSL_write_ex(s, p, n, &done);
 		if (r == 1) {
 			p += done;

@@ -698,6 +698,9 @@ int main(int argc, char **argv)
 	lfd = cfg.listen_fd >= 0 ? listen_inherited(cfg.listen_fd) : listen_on(cfg.socket_path);
 	if (lfd < 0)
 		return 1;
+	/* A connection gone between poll and accept must not block the loop
+	 * (and with it SIGHUP). */
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
 	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n",
 		cfg.socket_path ? cfg.socket_path : "an inherited socket", cfg.conf->rules->n);
 	pthread_attr_init(&attr);
