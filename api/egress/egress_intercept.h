@@ -18,6 +18,11 @@
  * partly forwarded closes the upstream at once instead.
  *
  * Secret values live only in the formatted head, wiped once written.
+ *
+ * One thread serves both directions, and a write waits (up to
+ * EGRESS_WRITE_MS) for its peer to take the bytes: an upstream that
+ * streams a large answer while it stops reading a request body the
+ * guest is still sending stalls the flow until that limit ends it.
  */
 #ifndef KILN_EGRESS_INTERCEPT_H
 #define KILN_EGRESS_INTERCEPT_H

@@ -531,7 +531,11 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 			return 2;
 		}
 	}
-	if ((!cfg->socket_path) == (cfg->listen_fd < 0) || !cfg->rules_path) {
+	if (cfg->socket_path && cfg->listen_fd >= 0) {
+		fprintf(stderr, "kiln-egress: --socket and --listen-fd: give one, not both\n");
+		return 2;
+	}
+	if ((!cfg->socket_path && cfg->listen_fd < 0) || !cfg->rules_path) {
 		fprintf(stderr,
 			"kiln-egress: --rules and one of --socket and --listen-fd are "
 			"needed\n");
@@ -572,7 +576,9 @@ static int listen_inherited(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&ss, &slen) < 0) {
-		fprintf(stderr, "kiln-egress: --listen-fd %d: %s\n", fd, strerror(errno));
+		fprintf(stderr,
+			"kiln-egress: --listen-fd %d: %s: pass a listening Unix stream socket\n",
+			fd, strerror(errno));
 		return -1;
 	}
 	if (type != SOCK_STREAM || ss.ss_family != AF_UNIX || !acc) {
