@@ -7,12 +7,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <openssl/err.h>
 
 #include "api/egress/egress_http.h"
 #include "api/egress/egress_tls.h"
 #include "lib/base/mono.h"
 
 #define DOWN_BUF 16384
+
+/* Bytes waiting for a peer to take them. Filled only when empty (a
+ * TLS write that must be retried sees the same bytes), and wiped when
+ * emptied: the upstream's may hold a secret. */
+struct obuf {
+	uint8_t *b;
+	size_t off, len, cap;
+	bool want_read; /* the last write wants the socket readable */
+};
 
 enum body {
 	BODY_NONE, /* reading a head */
@@ -33,7 +43,92 @@ struct session {
 	struct egress_log rl;
 	bool open;
 	char reason[128];
+	struct obuf up_out; /* to the upstream: heads (injected) and bodies */
+	struct obuf down;   /* to the guest: the upstream's bytes */
 };
+
+static bool pending(const struct obuf *o)
+{
+	return o->off < o->len;
+}
+
+/* Append (only to an empty buffer or within one process() call). */
+static int obuf_put(struct obuf *o, const void *p, size_t n)
+{
+	if (o->len + n > o->cap) {
+		size_t cap = o->len + n > 2 * o->cap ? o->len + n : 2 * o->cap;
+		uint8_t *b = malloc(cap);
+
+		if (!b)
+			return -ENOMEM;
+		if (o->b) {
+			memcpy(b, o->b, o->len);
+			explicit_bzero(o->b, o->cap);
+		}
+		free(o->b);
+		o->b = b;
+		o->cap = cap;
+	}
+	memcpy(o->b + o->len, p, n);
+	o->len += n;
+	return 0;
+}
+
+static void obuf_empty(struct obuf *o)
+{
+	if (o->b)
+		explicit_bzero(o->b, o->len);
+	o->off = o->len = 0;
+	o->want_read = false;
+}
+
+static void obuf_free(struct obuf *o)
+{
+	if (o->b)
+		explicit_bzero(o->b, o->cap);
+	free(o->b);
+}
+
+/* Write what s takes now: 0 (some, all or none of it), or -EPIPE. */
+static int obuf_flush(struct obuf *o, SSL *s)
+{
+	size_t done = 0;
+	int r;
+
+	ERR_clear_error();
+	errno = 0;
+	r = SSL_write_ex(s, o->b + o->off, o->len - o->off, &done);
+	if (r == 1) {
+		o->off += done;
+		o->want_read = false;
+		if (o->off == o->len)
+			obuf_empty(o);
+		return 0;
+	}
+	switch (SSL_get_error(s, r)) {
+	case SSL_ERROR_WANT_READ:
+		o->want_read = true;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		o->want_read = false;
+		return 0;
+	default:
+		ERR_clear_error();
+		return -EPIPE;
+	}
+}
+
+/* All of o to s before EGRESS_WRITE_MS (the way out of a flow). */
+static int obuf_flush_all(struct obuf *o, SSL *s, int fd)
+{
+	int r = 0;
+
+	if (pending(o))
+		r = egress_tls_write(s, fd, o->b + o->off, o->len - o->off,
+				     mono_ms() + EGRESS_WRITE_MS);
+	obuf_empty(o);
+	return r;
+}
 
 static void consume(struct session *s, size_t n)
 {
@@ -63,6 +158,9 @@ static void drain(struct session *s)
 	struct egress_icpt *x = s->x;
 	uint8_t buf[DOWN_BUF];
 
+	if (obuf_flush_all(&s->up_out, x->us, x->up) < 0 ||
+	    obuf_flush_all(&s->down, x->gs, x->guest) < 0)
+		return;
 	SSL_shutdown(x->us);
 	shutdown(x->up, SHUT_WR);
 	for (;;) {
@@ -102,13 +200,16 @@ static const char *refuse(struct session *s, bool drain_first)
 		log_request(s, "deny", s->f.reason);
 	if (drain_first && s->forwarded)
 		drain(s);
+	else
+		obuf_flush_all(&s->down, s->x->gs, s->x->guest);
 	answer(s);
 	return "a request was refused";
 }
 
+/* Bytes for the upstream, sent by the loop (in order, after those before). */
 static int to_upstream(struct session *s, const void *buf, size_t n)
 {
-	int r = egress_tls_write(s->x->us, s->x->up, buf, n, mono_ms() + EGRESS_WRITE_MS);
+	int r = obuf_put(&s->up_out, buf, n);
 
 	if (r == 0) {
 		s->x->up_bytes += n;
@@ -228,25 +329,82 @@ static const char *process(struct session *s)
 	return NULL;
 }
 
+/* The guest's bytes, when the upstream has taken the last: 0, or the end. */
+static const char *from_guest(struct session *s, bool *guest_done)
+{
+	struct egress_icpt *x = s->x;
+	ssize_t r = egress_tls_read(x->gs, x->guest, s->req + s->rn, sizeof(s->req) - s->rn);
+
+	if (r > 0) {
+		s->rn += (size_t)r;
+		return process(s);
+	}
+	if (r == 0)
+		return NULL;
+	/* The guest is done sending: its last answers still come back, and
+	 * the upstream is told (below, once it has all), so it closes once
+	 * they are sent. */
+	*guest_done = true;
+	return s->body != BODY_NONE || s->rn ? "the guest closed within a request" : NULL;
+}
+
+/* The upstream's bytes into s->down (empty): 0, or -1 at its end. */
+static int from_upstream(struct session *s)
+{
+	struct egress_icpt *x = s->x;
+	ssize_t r;
+
+	if (!s->down.b && !(s->down.b = malloc(DOWN_BUF)))
+		return -1;
+	s->down.cap = DOWN_BUF;
+	r = egress_tls_read(x->us, x->up, s->down.b, DOWN_BUF);
+	if (r < 0)
+		return -1;
+	s->down.len = (size_t)r;
+	x->down_bytes += (uint64_t)r;
+	return 0;
+}
+
+/* Each direction on its own: the guest is read only when the upstream
+ * has taken all it was sent, the upstream only when the guest has taken
+ * all it was sent, and each write goes as far as its peer takes it, so
+ * an upstream that answers before it has read a body, or a guest that
+ * sends while it is being answered, never stalls the other way. */
 const char *egress_icpt_run(struct egress_icpt *x)
 {
 	struct session *s = calloc(1, sizeof(*s));
-	uint8_t *down = malloc(DOWN_BUF);
-	bool guest_done = false;
+	bool guest_done = false, up_done = false, up_told = false;
 	const char *why = NULL;
 
-	if (!s || !down) {
-		why = "out of memory";
-		goto out;
-	}
+	if (!s)
+		return "out of memory";
 	s->x = x;
 	while (!why) {
-		bool gp = !guest_done && egress_tls_pending(x->gs), up = egress_tls_pending(x->us);
-		struct pollfd p[2] = { { .fd = guest_done ? -1 : x->guest, .events = POLLIN },
-				       { .fd = x->up, .events = POLLIN } };
-		ssize_t r;
+		bool read_g = !guest_done && !pending(&s->up_out) && s->rn < sizeof(s->req);
+		bool read_u = !up_done && !pending(&s->down);
+		bool gp = read_g && egress_tls_pending(x->gs);
+		bool upp = read_u && egress_tls_pending(x->us);
+		struct pollfd p[2] = { { .fd = x->guest }, { .fd = x->up } };
 
-		if (!gp && !up) {
+		if (read_g)
+			p[0].events |= POLLIN;
+		if (pending(&s->down))
+			p[0].events |= s->down.want_read ? POLLIN : POLLOUT;
+		if (read_u)
+			p[1].events |= POLLIN;
+		if (pending(&s->up_out))
+			p[1].events |= s->up_out.want_read ? POLLIN : POLLOUT;
+		if (!p[0].events && !p[1].events) {
+			why = up_done ? "the upstream closed" : "the guest closed";
+			break;
+		}
+		/* A socket waited on for nothing is left out: its hang-up
+		 * would wake the loop at once, again and again. */
+		if (!p[0].events)
+			p[0].fd = -1;
+		if (!p[1].events)
+			p[1].fd = -1;
+		if (!gp && !upp) {
 			int rc = poll(p, 2, guest_done ? EGRESS_DRAIN_MS : EGRESS_IDLE_MS);
 
 			if (rc < 0 && errno == EINTR)
@@ -256,40 +414,30 @@ const char *egress_icpt_run(struct egress_icpt *x)
 				break;
 			}
 		}
-		if (gp || p[0].revents) {
-			r = egress_tls_read(x->gs, x->guest, s->req + s->rn,
-					    sizeof(s->req) - s->rn);
-			if (r < 0) {
-				/* The guest is done sending: its last answers
-				 * still come back, and the upstream is told, so
-				 * it closes once they are sent. */
-				guest_done = true;
-				if (s->body != BODY_NONE || s->rn)
-					why = "the guest closed within a request";
-				SSL_shutdown(x->us);
-				shutdown(x->up, SHUT_WR);
-			} else {
-				s->rn += (size_t)r;
-				why = process(s);
-			}
+		/* Every direction that can move does, each iteration: none
+		 * waits behind another (nor spins while another is ready). */
+		if (pending(&s->down) && obuf_flush(&s->down, x->gs) < 0)
+			why = "the guest stopped reading";
+		if (!why && pending(&s->up_out) && obuf_flush(&s->up_out, x->us) < 0)
+			why = "the upstream write failed";
+		if (!why && read_g && (gp || (p[0].revents & (POLLIN | POLLHUP | POLLERR))))
+			why = from_guest(s, &guest_done);
+		if (!why && read_u && (upp || (p[1].revents & (POLLIN | POLLHUP | POLLERR))) &&
+		    from_upstream(s) < 0)
+			up_done = true;
+		if (!why && guest_done && !up_told && !pending(&s->up_out)) {
+			SSL_shutdown(x->us);
+			shutdown(x->up, SHUT_WR);
+			up_told = true;
 		}
-		if (!why && (up || p[1].revents)) {
-			r = egress_tls_read(x->us, x->up, down, DOWN_BUF);
-			if (r < 0)
-				why = "the upstream closed";
-			else if (r > 0 &&
-				 egress_tls_write(x->gs, x->guest, down, (size_t)r,
-						  mono_ms() + EGRESS_WRITE_MS) < 0)
-				why = "the guest stopped reading";
-			else
-				x->down_bytes += (uint64_t)r;
-		}
+		if (!why && up_done && !pending(&s->down))
+			why = "the upstream closed";
 	}
 	if (s->open)
 		log_request(s, "allow", why);
-out:
+	obuf_free(&s->up_out);
+	obuf_free(&s->down);
 	free(s);
-	free(down);
 	return why;
 }
 

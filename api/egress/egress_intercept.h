@@ -19,10 +19,11 @@
  *
  * Secret values live only in the formatted head, wiped once written.
  *
- * One thread serves both directions, and a write waits (up to
- * EGRESS_WRITE_MS) for its peer to take the bytes: an upstream that
- * streams a large answer while it stops reading a request body the
- * guest is still sending stalls the flow until that limit ends it.
+ * One thread serves both directions, each on its own: the guest is read
+ * when the upstream has taken what it was sent, the upstream when the
+ * guest has, and writes go as far as the peer takes them, so an upstream
+ * that answers before it reads a body never stalls the flow. A flow
+ * with nothing moving for EGRESS_IDLE_MS ends.
  */
 #ifndef KILN_EGRESS_INTERCEPT_H
 #define KILN_EGRESS_INTERCEPT_H

@@ -48,6 +48,12 @@ static int make_ctxs(struct egress_tls *t, const char *upstream_ca, struct err *
 	SSL_CTX_set_num_tickets(t->guest_ctx, 0);
 	SSL_CTX_set_options(t->upstream_ctx, SSL_OP_NO_RENEGOTIATION);
 	SSL_CTX_set_alpn_select_cb(t->guest_ctx, alpn_select, NULL);
+	/* Writes go as far as the peer takes them (egress_intercept's loop),
+	 * retried from a buffer that may have moved. */
+	SSL_CTX_set_mode(t->guest_ctx,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_CTX_set_mode(t->upstream_ctx,
+			 SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_verify(t->upstream_ctx, SSL_VERIFY_PEER, NULL);
 	if (upstream_ca) {
 		if (SSL_CTX_load_verify_locations(t->upstream_ctx, upstream_ca, NULL) != 1) {
