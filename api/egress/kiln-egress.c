@@ -545,6 +545,28 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 	return 0;
 }
 
+/* Say on stderr what of c cannot work as written: rules that decrypt
+ * without --ca, secrets a rule names that --secrets does not hold (their
+ * flows and requests are refused; this says why before one comes). */
+static void warn_conf(const struct egress_cfg *cfg, const struct egress_conf *c)
+{
+	for (size_t i = 0; i < c->rules->n; i++) {
+		const struct http_rule *u = &c->rules->rules[i];
+
+		if (u->intercept && !cfg->tls.ca)
+			fprintf(stderr,
+				"kiln-egress: rule %zu decrypts TLS and there is no --ca: its TLS "
+				"flows are refused\n",
+				i);
+		for (size_t k = 0; k < u->n_inject; k++)
+			if (!egress_conf_secret(c, u->inject[k].secret))
+				fprintf(stderr,
+					"kiln-egress: rule %zu injects secret %s, which --secrets "
+					"does not hold: its requests are refused\n",
+					i, u->inject[k].secret);
+	}
+}
+
 /* Load the files anew (SIGHUP): a bad one keeps the old configuration. */
 static void reload(struct egress_cfg *cfg)
 {
@@ -562,6 +584,7 @@ static void reload(struct egress_cfg *cfg)
 	pthread_mutex_unlock(&cfg->lock);
 	egress_conf_drop(old);
 	fprintf(stderr, "kiln-egress: SIGHUP: reloaded, %zu rules\n", c->rules->n);
+	warn_conf(cfg, c);
 }
 
 /* An inherited listening socket (kilnd binds it before the VMM starts):
@@ -709,6 +732,7 @@ int main(int argc, char **argv)
 	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
 	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n",
 		cfg.socket_path ? cfg.socket_path : "an inherited socket", cfg.conf->rules->n);
+	warn_conf(&cfg, cfg.conf);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	for (;;) {
