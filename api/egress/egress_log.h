@@ -10,7 +10,9 @@
  *    "bytes_up":312,"bytes_down":0,"injected":["authorization"]}
  *
  * A field not known is null (sni on plain HTTP, method and path on a
- * flow's line). A request's bytes_up are its head (as forwarded) and
+ * flow's line). reason says why a flow or request was refused; on the
+ * line of an allowed decrypted flow, how it ended ("the upstream
+ * closed", "idle", "a request was refused"). A request's bytes_up are its head (as forwarded) and
  * body; its bytes_down are 0 (responses are relayed, not read: the flow's
  * line has the total). injected names headers, never a value: no secret
  * reaches this module. Every string is the proxy's own or checked by the
