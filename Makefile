@@ -58,8 +58,8 @@ CMOCKA_LIBS := $(call pc_libs,cmocka,-lcmocka)
 # nettle's SHA-256 (lib/digest): only kilnd, kiln-image-import and the
 # tests and fuzz targets that reach lib/digest link it.
 NETTLE_LIBS := $(call pc_libs,nettle,-lnettle)
-# OpenSSL's libcrypto (lib/tlsmint, the planned egress proxy's CA): only
-# what reaches lib/tlsmint links it (no program yet: the tests and fuzz
+# OpenSSL's libcrypto (lib/tlsmint, the egress proxy's CA): only what
+# reaches lib/tlsmint links it (kiln-egress, and the tests and fuzz
 # targets below); libssl only where a TLS handshake is made.
 CRYPTO_LIBS := $(call pc_libs,libcrypto,-lcrypto)
 SSL_LIBS := $(call pc_libs,libssl,-lssl)
@@ -307,9 +307,11 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 
 # kiln-egress, the HTTP(S) egress proxy (issue 37; api/egress/): a program
 # of its own outside the VMM, the one that links the proxy's parsers.
-KILN_EGRESS_SRCS := $(wildcard api/egress/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
+# It alone of the programs links OpenSSL (lib/tlsmint, and libssl for
+# the TLS it terminates and makes when it intercepts).
+KILN_EGRESS_SRCS := $(wildcard api/egress/*.c lib/tlsmint/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
 $(BUILD)/kiln-egress: $(KILN_EGRESS_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread $(SSL_LIBS) $(CRYPTO_LIBS)
 
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
