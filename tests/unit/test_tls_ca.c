@@ -259,8 +259,7 @@ static void test_load_refuses_files(void **state)
 	refused(f->dfd, -EFBIG, "tls CA: ca.pem: over 16384 bytes: " REDO);
 	put(f->dfd, "ca.pem", "garbage\n", 8);
 	refused(f->dfd, -EINVAL, "tls CA: ca.pem: not a PEM certificate: " REDO);
-	put(f->dfd, "ca.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-	    58);
+	put(f->dfd, "ca.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", 58);
 	refused(f->dfd, -EINVAL,
 		"tls CA: ca.key: not a PEM private key (or one with a passphrase): " REDO);
 	free(big);
