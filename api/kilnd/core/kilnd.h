@@ -116,7 +116,8 @@ struct kilnd_config {
 #define KILND_SELF_EXE "/proc/self/exe"
 
 struct sandbox;
-struct kilnd_pools; /* sandbox_pool.c */
+struct kilnd_pools;   /* sandbox_pool.c */
+struct kilnd_secrets; /* registry/secrets.c */
 
 struct sandbox_registry {
 	pthread_mutex_t mu;
@@ -143,6 +144,7 @@ struct kilnd {
 	/* Names of the template builds under way ("": a free slot; reg.mu;
 	 * images/templates.h). */
 	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];
+	struct kilnd_secrets *secrets; /* the named secrets (registry/secrets.h), own lock */
 };
 
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */

@@ -140,6 +140,19 @@ int secret_store_set(struct secret_store *s, uid_t owner, const char *name, cons
 	return 0;
 }
 
+int secret_store_restore(struct secret_store *s, const struct secret *x, struct api_err *e)
+{
+	struct secret *back;
+	bool created;
+
+	if (secret_store_set(s, x->owner, x->name, x->value, x->len, x->created_ms, &created, e))
+		return -1;
+	back = find(s, x->owner, x->name);
+	back->created_ms = x->created_ms;
+	back->updated_ms = x->updated_ms;
+	return 0;
+}
+
 int secret_store_delete(struct secret_store *s, uid_t owner, const char *name, struct api_err *e)
 {
 	struct secret *x = find(s, owner, name);
@@ -214,8 +227,7 @@ static int file_entry(const json_t *o, size_t i, struct secret_store *s, struct 
 	uint64_t owner, created, updated;
 	const char *name, *value;
 	struct api_err ae;
-	struct secret *x;
-	bool fresh;
+	struct secret x;
 
 	if (!json_is_object(o))
 		return err_set(e, EINVAL, "secrets[%zu]: %s, not an object", i, json_field_kind(o)),
@@ -241,12 +253,14 @@ static int file_entry(const json_t *o, size_t i, struct secret_store *s, struct 
 		return err_set(e, EINVAL, "secrets[%zu]: owner %llu's '%s' is there twice", i,
 			       (unsigned long long)owner, name),
 		       -1;
-	if (secret_store_set(s, (uid_t)owner, name, value,
-			     json_string_length(json_object_get(o, "value")), (int64_t)created,
-			     &fresh, &ae))
+	x = (struct secret){ .owner = (uid_t)owner,
+			     .value = (char *)value,
+			     .len = json_string_length(json_object_get(o, "value")),
+			     .created_ms = (int64_t)created,
+			     .updated_ms = (int64_t)updated };
+	snprintf(x.name, sizeof(x.name), "%s", name);
+	if (secret_store_restore(s, &x, &ae))
 		return err_set(e, EINVAL, "secrets[%zu] ('%s'): %s", i, name, ae.msg), -1;
-	x = &s->v[s->n - 1];
-	x->updated_ms = (int64_t)updated;
 	return 0;
 }
 

@@ -72,6 +72,9 @@ int secret_value_check(const char *value, size_t len, struct api_err *e);
  * 0 with *created, or -1 with e (limit_reached, internal). */
 int secret_store_set(struct secret_store *s, uid_t owner, const char *name, const char *value,
 		     size_t len, int64_t now_ms, bool *created, struct api_err *e);
+/* Put x back as it was (its owner, name, value and both times): a
+ * change undone, an entry of the stored file. 0, or -1 with e. */
+int secret_store_restore(struct secret_store *s, const struct secret *x, struct api_err *e);
 /* Delete owner's name: 0, or -1 with e (404 not_found). */
 int secret_store_delete(struct secret_store *s, uid_t owner, const char *name, struct api_err *e);
 /* owner's name, or NULL. */
