@@ -6,8 +6,9 @@
  *  - One struct kilnd per daemon, built by main() from the command line
  *    and handed to the HTTP server as its closure; nothing in kilnd is a
  *    global variable.
- *  - cfg is immutable once the server runs; the sandbox registry and the
- *    metrics have their own locks (sandbox.h, metrics_mu).
+ *  - cfg is immutable once the server runs; the sandbox registry, the
+ *    metrics and the secrets have their own locks (sandbox.h, metrics_mu,
+ *    registry/secrets.h).
  */
 #ifndef KILN_KILND_H
 #define KILN_KILND_H

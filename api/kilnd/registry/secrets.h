@@ -16,6 +16,9 @@
  *    client's own secrets, root's on another uid's when it names one
  *    (owner != the client's uid, refused for anyone but root by the
  *    endpoint), and root's list shows every owner's.
+ *  - Its lock is taken alone, or inside the registry's (kilnd_lock),
+ *    never around it: secrets_changed takes the registry's after
+ *    letting its own go.
  *  - Values leave this module only into the proxy's files
  *    (secrets_sandbox_file): never into an answer, a log line or a
  *    metric.
