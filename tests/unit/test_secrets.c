@@ -221,6 +221,11 @@ static void test_start_reads_the_file(void **state)
 	assert_int_equal(secrets_init(&d, &e), -1);
 	assert_non_null(strstr(e.msg, "a symbolic link"));
 	unlink(path);
+	/* a fifo: refused at once, not waited on */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(secrets_init(&d, &e), -1);
+	assert_non_null(strstr(e.msg, "not a regular file"));
+	unlink(path);
 	/* none at all: an empty store */
 	assert_int_equal(secrets_init(&d, &e), 0);
 	assert_int_equal(secrets_total(&d), 0);

@@ -22,7 +22,8 @@ struct kilnd_secrets {
  * trust it; NULL with *len 0 and no fault when there is none. */
 static char *file_read(const char *path, size_t *len, struct err *e)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* O_NONBLOCK: a fifo planted there must not hold kilnd's start (fstat refuses it) */
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	struct stat st;
 	char *buf = NULL;
 	ssize_t got;
