@@ -164,6 +164,13 @@ enum http_decision http_rules_decide(const struct http_rules *r, const struct ht
  */
 bool http_method_ok(const char *s);
 
+/*
+ * s is a secret's name as a rule names one (and as kilnd's secrets store
+ * takes one, docs/api.md "Secrets"): 1..HTTP_SECRET_MAX of a-z, 0-9, '_'
+ * and '-'.
+ */
+bool http_secret_name_ok(const char *s);
+
 /* "allow", "deny (rule)", "need the request head", ... for logs. */
 const char *http_decision_name(enum http_decision d);
 
