@@ -1,8 +1,8 @@
 /*
  * http_rules: a sandbox's HTTP egress rules, and the decision for one
- * connection or one request. A parser of the planned egress proxy (issue
- * 37), used by kiln-egress (api/egress); kilnd's API still refuses an `http`
- * field as unknown.
+ * connection or one request: the `http` member of a firewall rule set
+ * (net_rules), decided by the egress proxy kiln-egress (api/egress); the
+ * packet filter steers the ports these rules list and binds their names.
  *
  *   [{"host": "api.github.com", "methods": ["GET", "POST"],
  *     "paths": ["/repos/"], "ports": [443], "intercept": true,
