@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,25 +9,13 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "guest-init/sys/netconf.h"
 #include "guest-init/sys/trust_ca.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/file_replace.h"
 
-static int fail(struct agent_err *err, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* "configure: trust_ca: <what failed>: <strerror>", coded from the errno. */
-static int fail(struct agent_err *err, int e, const char *fmt, ...)
-{
-	char what[PATH_MAX + 64];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	agent_err_set(err, agent_errno_code(e), "configure: trust_ca: %s: %s", what, strerror(e));
-	return -1;
-}
+/* "configure: trust_ca: <what failed>: <strerror>". */
+#define fail(err, e, ...) netconf_fail(err, e, "trust_ca: " __VA_ARGS__)
 
 /* root + path into out; -ENAMETOOLONG when it does not fit. */
 static int at_root(char *out, size_t cap, const char *root, const char *path)
