@@ -1,0 +1,51 @@
+# kilnd and the sandbox's egress CA (docs/agent-protocol.md,
+# configure.trust_ca; docs/architecture.md, "The guest's trust in the
+# egress CA"): <state-dir>/sandboxes/<id>/egress/ca.pem, which the egress
+# proxy's setup writes for sandboxes with http rules, is placed here by
+# hand.
+
+# The CA goes into the guest with the next boot (a start after a stop),
+# and what kilnd starts there sees SSL_CERT_FILE; a symbolic link in its
+# place fails the start, naming the file; the file gone, the next boot
+# has no CA.
+test_kilnd_egress_ca_reaches_the_guest() {
+  kd_start || return 1
+  local why='' d ca
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  d=$kd/state/sandboxes/$sid
+  ca=$(cat <<'PEM'
+-----BEGIN CERTIFICATE-----
+MIIBkTCCATegAwIBAgIUbMvzJj/EbO58zmwtWaG5MUmPQPkwCgYIKoZIzj0EAwIw
+HjEcMBoGA1UEAwwTa2lsbiB0ZXN0IGVncmVzcyBDQTAeFw0yNjExMzAxNjI4Mjla
+Fw0zNjExMjcxNjI4MjlaMB4xHDAaBgNVBAMME2tpbG4gdGVzdCBlZ3Jlc3MgQ0Ew
+WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQs/tmnbC7M+hsUF16gfROQzmkck5Oz
+tqztI7/CCGb2AetXKkezveCIp+7ugBfTRmYuZ8FxwDWtOO2ZbQhmUwyEo1MwUTAd
+BgNVHQ4EFgQUtN85cHOFWLgvVULIJREFCNQVquAwHwYDVR0jBBgwFoAUtN85cHOF
+WLgvVULIJREFCNQVquAwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBF
+AiAkVW2Zup5pbwRE8j9nN93ocI3fONE8+iIwe2Pk7be/BgIhAPuWIEtXvsR0OQUg
+WmtzQ+HE2P2TPfXMky6d/zXX5TwZ
+-----END CERTIFICATE-----
+PEM
+)
+  kd_sh "$sid" '[ -e /run/kiln/egress-ca.pem ] && echo ca || echo none; echo ${SSL_CERT_FILE:-unset}'
+  kd_check '[ "$(kd_outw)" = "none unset" ]' "no CA before there is one: $(kd_outw)"
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 200 ]' "stop"
+  mkdir -m 0700 "$d/egress" && printf '%s\n' "$ca" >"$d/egress/ca.pem"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start with a CA"
+  kd_sh "$sid" 'cat /run/kiln/egress-ca.pem'
+  kd_check '[ "$(kd_out)" = "$ca" ]' "the guest has the CA: $(kd_out)"
+  kd_sh "$sid" 'echo $SSL_CERT_FILE $NODE_EXTRA_CA_CERTS; grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"'
+  kd_check '[ "$(kd_outw)" = "/run/kiln/ca-bundle.pem /run/kiln/egress-ca.pem 1" ]' "exec sees the bundle: $(kd_outw)"
+  api POST "/v1/sandboxes/$sid/stop"
+  mv "$d/egress/ca.pem" "$d/egress/real.pem" && ln -s real.pem "$d/egress/ca.pem"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status != 200 ] && jget .error.message | grep -q "egress/ca.pem.*symbolic link"' "a link as the CA fails the start"
+  rm "$d/egress/ca.pem" "$d/egress/real.pem"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start without the CA"
+  kd_sh "$sid" '[ -e /run/kiln/egress-ca.pem ] && echo ca || echo none'
+  kd_check '[ "$(kd_out)" = none ]' "no CA once the file is gone: $(kd_out)"
+  kd_done
+}
