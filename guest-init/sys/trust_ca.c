@@ -49,7 +49,41 @@ static size_t put(char *out, size_t o, const char *s, size_t n)
 	return o + n;
 }
 
-size_t trust_bundle_merge(const char *bundle, size_t n, const char *pem, char *out)
+/*
+ * Remove from out[0..o) every copy of the certificate cert that stands on
+ * lines of its own (its final '\n' optional in cert). A bundle rebuilt by
+ * update-ca-certificates holds the CA from its anchor, outside our block:
+ * without this, the next configure would add it a second time. Returns
+ * the new length.
+ */
+static size_t drop_copies(char *out, size_t o, const char *cert)
+{
+	size_t k = strlen(cert), i = 0;
+
+	if (k && cert[k - 1] == '\n')
+		k--;
+	if (!k)
+		return o;
+	while (i + k <= o) {
+		const char *nl;
+
+		if (memcmp(out + i, cert, k) == 0 && (i + k == o || out[i + k] == '\n')) {
+			size_t cut = k + (i + k < o ? 1 : 0);
+
+			memmove(out + i, out + i + cut, o - i - cut);
+			o -= cut;
+			continue;
+		}
+		nl = memchr(out + i, '\n', o - i);
+		if (!nl)
+			break;
+		i = (size_t)(nl - out) + 1;
+	}
+	return o;
+}
+
+size_t trust_bundle_merge(const char *bundle, size_t n, const char *drop, const char *pem,
+			  char *out)
 {
 	size_t o = 0, i = 0, pn = strlen(pem);
 	bool inside = false;
@@ -67,6 +101,9 @@ size_t trust_bundle_merge(const char *bundle, size_t n, const char *pem, char *o
 			o = put(out, o, bundle + i, next - i);
 		i = next;
 	}
+	o = drop_copies(out, o, pem);
+	if (drop)
+		o = drop_copies(out, o, drop);
 	if (o && out[o - 1] != '\n')
 		out[o++] = '\n';
 	if (!pn)

@@ -81,11 +81,15 @@ size_t trust_bundle_merge_max(size_t n, const char *pem);
 
 /*
  * out = bundle[0..n) without any block of ours (TRUST_MARK_BEGIN line ..
- * TRUST_MARK_END line; one without its end runs to the end of the text),
- * ending in '\n' when not empty, then, unless pem is "", the block with
- * pem. Merging the result again gives the same bytes. Returns the length.
+ * TRUST_MARK_END line; one without its end runs to the end of the text)
+ * and without any other copy of pem or of drop (the CA installed before,
+ * NULL: none) on lines of their own (update-ca-certificates copies the
+ * anchor into the bundle), ending in '\n' when not empty, then, unless
+ * pem is "", the block with pem: the CA is there exactly once. Merging
+ * the result again gives the same bytes. Returns the length.
  */
-size_t trust_bundle_merge(const char *bundle, size_t n, const char *pem, char *out);
+size_t trust_bundle_merge(const char *bundle, size_t n, const char *drop, const char *pem,
+			  char *out);
 
 /* ---- trust_ca_apply.c: the files ---- */
 

@@ -77,19 +77,25 @@ static int read_bounded(const char *path, size_t max, char **buf, size_t *n)
 	return e;
 }
 
-/* Whether the CA at root is pem already, byte for byte, with its bundle. */
-static bool already(const char *root, const char *pem)
+/* The CA installed now (TRUST_CA_FILE), malloc'd; NULL when none. */
+static char *installed(const char *root)
 {
 	char p[PATH_MAX], *have;
 	size_t n;
-	bool same;
 
 	if (at_root(p, sizeof(p), root, TRUST_CA_FILE) ||
 	    read_bounded(p, AGENT_TRUST_CA_MAX, &have, &n))
-		return false;
-	same = n == strlen(pem) && memcmp(have, pem, n) == 0;
-	free(have);
-	return same && at_root(p, sizeof(p), root, TRUST_BUNDLE_FILE) == 0 && access(p, F_OK) == 0;
+		return NULL;
+	return have;
+}
+
+/* Whether old, the CA installed, is pem byte for byte, with its bundle. */
+static bool already(const char *root, const char *old, const char *pem)
+{
+	char p[PATH_MAX];
+
+	return old && strcmp(old, pem) == 0 &&
+		at_root(p, sizeof(p), root, TRUST_BUNDLE_FILE) == 0 && access(p, F_OK) == 0;
 }
 
 /* Replace the file at path (a whole path) with buf. 0 or -errno. */
@@ -167,35 +173,42 @@ static int apply_system(const char *root, const struct trust_plan *pl, const cha
 int trust_ca_apply(const char *root, const char *pem, struct agent_err *err)
 {
 	struct trust_plan pl;
-	char p[PATH_MAX], *bundle = NULL, *merged;
+	char p[PATH_MAX], *bundle = NULL, *merged = NULL, *old = installed(root);
 	size_t n = 0, m;
-	int r;
+	int r = 0;
 
-	if (*pem && already(root, pem))
-		return 0;
+	if (*pem && already(root, old, pem))
+		goto out;
 	trust_plan_make(trust_probe(root), &pl);
 	if (pl.system_bundle) {
-		if (at_root(p, sizeof(p), root, pl.system_bundle))
-			return fail(err, ENAMETOOLONG, "%s", pl.system_bundle);
+		if (at_root(p, sizeof(p), root, pl.system_bundle)) {
+			r = fail(err, ENAMETOOLONG, "%s", pl.system_bundle);
+			goto out;
+		}
 		r = read_bounded(p, TRUST_BUNDLE_MAX, &bundle, &n);
 		if (r == -EFBIG)
-			return fail(err, EFBIG,
-				    "the image's CA bundle %s is over %u MiB; trim it or remove it",
-				    pl.system_bundle, TRUST_BUNDLE_MAX >> 20);
+			r = fail(err, EFBIG,
+				 "the image's CA bundle %s is over %u MiB; trim it or remove it",
+				 pl.system_bundle, TRUST_BUNDLE_MAX >> 20);
+		else if (r < 0)
+			r = fail(err, -r, "reading the image's CA bundle %s", pl.system_bundle);
 		if (r < 0)
-			return fail(err, -r, "reading the image's CA bundle %s", pl.system_bundle);
+			goto out;
 	}
 	merged = malloc(trust_bundle_merge_max(n, pem));
 	if (!merged) {
-		free(bundle);
-		return fail(err, ENOMEM, "the combined bundle");
+		r = fail(err, ENOMEM, "the combined bundle");
+		goto out;
 	}
-	m = trust_bundle_merge(bundle ? bundle : "", n, pem, merged);
+	/* The CA installed before goes, wherever update-ca-* copied it. */
+	m = trust_bundle_merge(bundle ? bundle : "", n, old, pem, merged);
 	r = apply_run(root, pem, merged, m, err);
 	if (r == 0)
 		r = apply_system(root, &pl, pem, bundle ? bundle : "", n, merged, m, err);
+out:
 	free(merged);
 	free(bundle);
+	free(old);
 	return r;
 }
 

@@ -70,23 +70,28 @@ static void test_plan(void **state)
 	assert_int_equal(p.anchors_n, 2);
 }
 
-/* merge(bundle, pem) equals want, and merging that again changes nothing. */
-static void merge_is(const char *bundle, const char *pem, const char *want)
+/* merge(bundle, drop, pem) equals want, and merging that again changes nothing. */
+static void merge_drop_is(const char *bundle, const char *drop, const char *pem, const char *want)
 {
 	size_t n = strlen(bundle), m, m2;
 	char *out = malloc(trust_bundle_merge_max(n, pem)), *again;
 
 	assert_non_null(out);
-	m = trust_bundle_merge(bundle, n, pem, out);
+	m = trust_bundle_merge(bundle, n, drop, pem, out);
 	assert_true(m <= trust_bundle_merge_max(n, pem));
 	assert_int_equal(m, strlen(want));
 	assert_memory_equal(out, want, m);
 	again = malloc(trust_bundle_merge_max(m, pem));
-	m2 = trust_bundle_merge(out, m, pem, again);
+	m2 = trust_bundle_merge(out, m, drop, pem, again);
 	assert_int_equal(m2, m);
 	assert_memory_equal(again, out, m);
 	free(again);
 	free(out);
+}
+
+static void merge_is(const char *bundle, const char *pem, const char *want)
+{
+	merge_drop_is(bundle, NULL, pem, want);
 }
 
 static void test_merge(void **state)
@@ -113,6 +118,18 @@ static void test_merge(void **state)
 	/* Only the exact lines are markers. */
 	merge_is("x" TRUST_MARK_BEGIN "\nA\n", "", "x" TRUST_MARK_BEGIN "\nA\n");
 	merge_is(TRUST_MARK_END "\n", "", TRUST_MARK_END "\n");
+	/* A bundle update-ca-certificates rebuilt from the anchor holds the CA
+	 * outside the block: it is there once all the same. */
+	merge_is("A\n" TEST_CA_PEM "B\n", TEST_CA_PEM, "A\nB\n" BLOCK(TEST_CA_PEM));
+	merge_is("A\n" TEST_CA_PEM, TEST_CA_PEM, "A\n" BLOCK(TEST_CA_PEM));
+	/* ... and removing it removes that copy (the CA installed is given). */
+	merge_drop_is("A\n" TEST_CA_PEM "B\n", TEST_CA_PEM, "", "A\nB\n");
+	merge_drop_is("A\n" TEST_CA_PEM "B\n" BLOCK(OTHER_PEM), TEST_CA_PEM, OTHER_PEM,
+		      "A\nB\n" BLOCK(OTHER_PEM));
+	/* Only a copy on lines of its own: one inside a longer line stays. */
+	merge_drop_is("x" TEST_CA_PEM, TEST_CA_PEM, "", "x" TEST_CA_PEM);
+	/* A copy ends where a line ends: a prefix of a line is no copy. */
+	merge_drop_is(OTHER_PEM, "-----BEGIN CERTIFICATE-----\nMA", "", OTHER_PEM);
 }
 
 static void put_file(const char *root, const char *path, const char *text)
@@ -176,7 +193,7 @@ static void mkdirs(const char *root, const char *const *dirs)
 	}
 }
 
-#define SYS "# the image's CAs\n-----BEGIN CERTIFICATE-----\nMAEA\n-----END CERTIFICATE-----\n"
+#define SYS "# the image's CAs\n-----BEGIN CERTIFICATE-----\nMAEB\n-----END CERTIFICATE-----\n"
 
 static void test_apply_debian(void **state)
 {
@@ -218,7 +235,20 @@ static void test_apply_debian(void **state)
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
 	file_is(r, "/etc/ssl/certs/ca-certificates.crt", SYS BLOCK(TEST_CA_PEM));
 
-	/* "" removes all of it; the image's bundle is as it was. */
+	/* update-ca-certificates rebuilt the bundle: the CA from the anchor,
+	 * no block. A boot's configure (/run empty again) leaves it once. */
+	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
+	{
+		char p[512];
+
+		snprintf(p, sizeof(p), "%s%s", r, TRUST_CA_FILE);
+		assert_int_equal(unlink(p), 0);
+	}
+	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
+	file_is(r, "/etc/ssl/certs/ca-certificates.crt", SYS BLOCK(TEST_CA_PEM));
+	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
+
+	/* "" removes all of it, the anchor's copy too: the image's bundle is as it was. */
 	assert_int_equal(trust_ca_apply(r, "", &err), 0);
 	file_is(r, TRUST_CA_FILE, NULL);
 	file_is(r, TRUST_BUNDLE_FILE, NULL);
