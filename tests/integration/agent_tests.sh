@@ -211,20 +211,7 @@ test_agent_network_from_cmdline_and_configure_hostname_clock() {
 # certificate refused; removal undoes it all.
 test_agent_configure_trust_ca() {
   agent_vm_start || return 1
-  local why= o ca="$vd/ca.pem" b=/etc/ssl/certs/ca-certificates.crt
-  cat >"$ca" <<'PEM'
------BEGIN CERTIFICATE-----
-MIIBkTCCATegAwIBAgIUbMvzJj/EbO58zmwtWaG5MUmPQPkwCgYIKoZIzj0EAwIw
-HjEcMBoGA1UEAwwTa2lsbiB0ZXN0IGVncmVzcyBDQTAeFw0yNjExMzAxNjI4Mjla
-Fw0zNjExMjcxNjI4MjlaMB4xHDAaBgNVBAMME2tpbG4gdGVzdCBlZ3Jlc3MgQ0Ew
-WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQs/tmnbC7M+hsUF16gfROQzmkck5Oz
-tqztI7/CCGb2AetXKkezveCIp+7ugBfTRmYuZ8FxwDWtOO2ZbQhmUwyEo1MwUTAd
-BgNVHQ4EFgQUtN85cHOFWLgvVULIJREFCNQVquAwHwYDVR0jBBgwFoAUtN85cHOF
-WLgvVULIJREFCNQVquAwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBF
-AiAkVW2Zup5pbwRE8j9nN93ocI3fONE8+iIwe2Pk7be/BgIhAPuWIEtXvsR0OQUg
-WmtzQ+HE2P2TPfXMky6d/zXX5TwZ
------END CERTIFICATE-----
-PEM
+  local why= o ca=tests/integration/test-ca.pem b=/etc/ssl/certs/ca-certificates.crt
   ag exec --user root -- sh -c "mkdir -p /etc/ssl/certs /usr/local/share/ca-certificates && echo '# image CAs' > $b" >/dev/null
   check '[ $arc = 0 ]' "could not make an image bundle ($arc)"
   ag configure --trust-ca "$ca" >/dev/null; check '[ $arc = 0 ]' "configure --trust-ca failed ($arc)"
