@@ -2,7 +2,7 @@
 # configure.trust_ca; docs/architecture.md, "The guest's trust in the
 # egress CA"): <state-dir>/sandboxes/<id>/egress/ca.pem, which the egress
 # proxy's setup writes for sandboxes with http rules, is placed here by
-# hand.
+# hand (tests/integration/test-ca.pem, tests/unit/test_ca_pem.h's).
 
 # The CA goes into the guest with the next boot (a start after a stop),
 # and what kilnd starts there sees SSL_CERT_FILE; a symbolic link in its
@@ -13,20 +13,7 @@ test_kilnd_egress_ca_reaches_the_guest() {
   local why='' d ca
   kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
   d=$kd/state/sandboxes/$sid
-  ca=$(cat <<'PEM'
------BEGIN CERTIFICATE-----
-MIIBkTCCATegAwIBAgIUbMvzJj/EbO58zmwtWaG5MUmPQPkwCgYIKoZIzj0EAwIw
-HjEcMBoGA1UEAwwTa2lsbiB0ZXN0IGVncmVzcyBDQTAeFw0yNjExMzAxNjI4Mjla
-Fw0zNjExMjcxNjI4MjlaMB4xHDAaBgNVBAMME2tpbG4gdGVzdCBlZ3Jlc3MgQ0Ew
-WTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQs/tmnbC7M+hsUF16gfROQzmkck5Oz
-tqztI7/CCGb2AetXKkezveCIp+7ugBfTRmYuZ8FxwDWtOO2ZbQhmUwyEo1MwUTAd
-BgNVHQ4EFgQUtN85cHOFWLgvVULIJREFCNQVquAwHwYDVR0jBBgwFoAUtN85cHOF
-WLgvVULIJREFCNQVquAwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBF
-AiAkVW2Zup5pbwRE8j9nN93ocI3fONE8+iIwe2Pk7be/BgIhAPuWIEtXvsR0OQUg
-WmtzQ+HE2P2TPfXMky6d/zXX5TwZ
------END CERTIFICATE-----
-PEM
-)
+  ca=$(cat tests/integration/test-ca.pem)
   kd_sh "$sid" '[ -e /run/kiln/egress-ca.pem ] && echo ca || echo none; echo ${SSL_CERT_FILE:-unset}'
   kd_check '[ "$(kd_outw)" = "none unset" ]' "no CA before there is one: $(kd_outw)"
   api POST "/v1/sandboxes/$sid/stop"
@@ -47,5 +34,24 @@ PEM
   kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start without the CA"
   kd_sh "$sid" '[ -e /run/kiln/egress-ca.pem ] && echo ca || echo none'
   kd_check '[ "$(kd_out)" = none ]' "no CA once the file is gone: $(kd_out)"
+  kd_done
+}
+
+# A warm pool's sandbox handed to a create with its own hostname: the
+# configure that renames it carries the CA too (placed while it waited;
+# the pool's directories are its template's and its ready sandbox's).
+test_kilnd_egress_ca_with_a_pool_handover() {
+  kd_start --pool minimal=1 || return 1
+  local why='' id d
+  kd_pool_ready 1
+  for d in "$kd"/state/sandboxes/*/; do
+    mkdir -m 0700 "$d/egress" && cp tests/integration/test-ca.pem "$d/egress/ca.pem"
+  done
+  api POST /v1/sandboxes -d '{"image":"minimal","hostname":"alpha"}'
+  kd_check '[ $status = 201 ] && [ "$(jget .boot.from)" = pool ]' "the create takes the pooled sandbox"
+  id=$(jget .id)
+  kd_sh "$id" 'hostname; cat /run/kiln/egress-ca.pem; echo $SSL_CERT_FILE'
+  kd_check '[ "$(kd_out)" = "$(printf "alpha\n%s\n/run/kiln/ca-bundle.pem" "$(cat tests/integration/test-ca.pem)")" ]' "the renamed guest has the CA: $(kd_outw)"
+  api DELETE "/v1/sandboxes/$id"
   kd_done
 }
