@@ -72,6 +72,11 @@ static size_t drop_copies(char *out, size_t o, const char *cert)
 
 			memmove(out + i, out + i + cut, o - i - cut);
 			o -= cut;
+			/* What stood before may now end a copy (one nested in
+			 * another): look again from the line a copy would start on. */
+			i = i > k ? i - k : 0;
+			while (i && out[i - 1] != '\n')
+				i--;
 			continue;
 		}
 		nl = memchr(out + i, '\n', o - i);
@@ -101,9 +106,13 @@ size_t trust_bundle_merge(const char *bundle, size_t n, const char *drop, const 
 			o = put(out, o, bundle + i, next - i);
 		i = next;
 	}
-	o = drop_copies(out, o, pem);
-	if (drop)
-		o = drop_copies(out, o, drop);
+	/* Until neither is left: taking one out can join the other's lines. */
+	for (size_t was = o + 1; was != o;) {
+		was = o;
+		o = drop_copies(out, o, pem);
+		if (drop)
+			o = drop_copies(out, o, drop);
+	}
 	if (o && out[o - 1] != '\n')
 		out[o++] = '\n';
 	if (!pn)

@@ -128,6 +128,14 @@ static void test_merge(void **state)
 		      "A\nB\n" BLOCK(OTHER_PEM));
 	/* Only a copy on lines of its own: one inside a longer line stays. */
 	merge_drop_is("x" TEST_CA_PEM, TEST_CA_PEM, "", "x" TEST_CA_PEM);
+	/* A copy nested in another: taking it out leaves the outer one, which
+	 * goes too. */
+	merge_is("-----BEGIN CERTIFICATE-----\nMAEA\n" OTHER_PEM "-----END CERTIFICATE-----\n",
+		 OTHER_PEM, BLOCK(OTHER_PEM));
+	/* One copy made only by taking out the other certificate. */
+	merge_drop_is("-----BEGIN CERTIFICATE-----\nMAEA\n" TEST_CA_PEM
+		      "-----END CERTIFICATE-----\n",
+		      TEST_CA_PEM, OTHER_PEM, BLOCK(OTHER_PEM));
 	/* A copy ends where a line ends: a prefix of a line is no copy. */
 	merge_drop_is(OTHER_PEM, "-----BEGIN CERTIFICATE-----\nMA", "", OTHER_PEM);
 }
