@@ -35,18 +35,6 @@ int64_t wall_ms(void)
 static struct sandbox sb;
 static char seen[256];
 
-static void put(const char *dir, const char *rel, const char *text)
-{
-	char p[256];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void setup_sb(const char *dir)
 {
 	memset(&sb, 0, sizeof(sb));
@@ -68,7 +56,7 @@ static void test_read(void **state)
 	assert_int_equal(mkdir(p, 0700), 0);
 	assert_int_equal(sandbox_trust_read(&sb, &pem, &e), 0);
 
-	put(fx->dir, "egress/ca.pem", TEST_CA_PEM);
+	tmpdir_put(fx->dir, "egress/ca.pem", TEST_CA_PEM);
 	assert_int_equal(sandbox_trust_read(&sb, &pem, &e), 1);
 	assert_string_equal(pem, TEST_CA_PEM);
 	free(pem);
@@ -96,12 +84,12 @@ static void test_read(void **state)
 
 		memset(big, 'A', sizeof(big) - 1);
 		big[sizeof(big) - 1] = '\0';
-		put(fx->dir, "egress/ca.pem", big);
+		tmpdir_put(fx->dir, "egress/ca.pem", big);
 		assert_int_equal(sandbox_trust_read(&sb, &pem, &e), -1);
 		assert_non_null(strstr(e.msg, "8192"));
 		/* Exactly the limit is read. */
 		big[SANDBOX_TRUST_CA_MAX] = '\0';
-		put(fx->dir, "egress/ca.pem", big);
+		tmpdir_put(fx->dir, "egress/ca.pem", big);
 		assert_int_equal(sandbox_trust_read(&sb, &pem, &e), 1);
 		assert_int_equal(strlen(pem), SANDBOX_TRUST_CA_MAX);
 		free(pem);
@@ -111,7 +99,7 @@ static void test_read(void **state)
 	/* egress/ itself a link (to a directory holding a ca.pem): refused. */
 	snprintf(q, sizeof(q), "%s/elsewhere", fx->dir);
 	assert_int_equal(mkdir(q, 0700), 0);
-	put(fx->dir, "elsewhere/ca.pem", TEST_CA_PEM);
+	tmpdir_put(fx->dir, "elsewhere/ca.pem", TEST_CA_PEM);
 	snprintf(p, sizeof(p), "%s/egress", fx->dir);
 	snprintf(q, sizeof(q), "%s/egress/real.pem", fx->dir);
 	assert_int_equal(unlink(q), 0);
@@ -146,7 +134,7 @@ static void test_push(void **state)
 	setup_sb(fx->dir);
 	snprintf(p, sizeof(p), "%s/egress", fx->dir);
 	assert_int_equal(mkdir(p, 0700), 0);
-	put(fx->dir, "egress/ca.pem", TEST_CA_PEM);
+	tmpdir_put(fx->dir, "egress/ca.pem", TEST_CA_PEM);
 	seen[0] = '\0';
 	fake_agent_start(&v, 2, serve_configure);
 	snprintf(sb.vsock, sizeof(sb.vsock), "%s", v.v.path);
@@ -155,8 +143,8 @@ static void test_push(void **state)
 	assert_int_equal(unlink(p), 0);
 	assert_int_equal(sandbox_trust_push(&sb, &e), 0);
 	/* Not a certificate: refused before any connection. */
-	put(fx->dir, "egress/ca.pem",
-	    "-----BEGIN PRIVATE KEY-----\nMAEA\n-----END PRIVATE KEY-----\n");
+	tmpdir_put(fx->dir, "egress/ca.pem",
+		   "-----BEGIN PRIVATE KEY-----\nMAEA\n-----END PRIVATE KEY-----\n");
 	assert_int_equal(sandbox_trust_push(&sb, &e), -1);
 	assert_int_equal(e.code, API_E_BAD_FIELD);
 	assert_non_null(strstr(e.msg, "installing its egress CA"));

@@ -140,18 +140,6 @@ static void test_merge(void **state)
 	merge_drop_is(OTHER_PEM, "-----BEGIN CERTIFICATE-----\nMA", "", OTHER_PEM);
 }
 
-static void put_file(const char *root, const char *path, const char *text)
-{
-	char p[512];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s%s", root, path);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* The file's text (malloc'd), NULL when missing. */
 static char *get_file(const char *root, const char *path)
 {
@@ -220,7 +208,7 @@ static void test_apply_debian(void **state)
 
 	(void)state;
 	mkdirs(r, dirs);
-	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS);
+	tmpdir_put(r, "/etc/ssl/certs/ca-certificates.crt", SYS);
 	assert_int_equal(trust_probe(r),
 			 TRUST_HAS_DEBIAN_BUNDLE | TRUST_HAS_DEBIAN_ANCHORS | TRUST_ROOT_WRITABLE);
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
@@ -230,7 +218,7 @@ static void test_apply_debian(void **state)
 	file_is(r, "/usr/local/share/ca-certificates/kiln-egress.crt", TEST_CA_PEM);
 
 	/* The same again changes nothing (not even a bundle rebuilt meanwhile). */
-	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS);
+	tmpdir_put(r, "/etc/ssl/certs/ca-certificates.crt", SYS);
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
 	file_is(r, "/etc/ssl/certs/ca-certificates.crt", SYS);
 
@@ -245,7 +233,7 @@ static void test_apply_debian(void **state)
 
 	/* update-ca-certificates rebuilt the bundle: the CA from the anchor,
 	 * no block. A boot's configure (/run empty again) leaves it once. */
-	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
+	tmpdir_put(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
 	{
 		char p[512];
 
@@ -254,7 +242,7 @@ static void test_apply_debian(void **state)
 	}
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
 	file_is(r, "/etc/ssl/certs/ca-certificates.crt", SYS BLOCK(TEST_CA_PEM));
-	put_file(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
+	tmpdir_put(r, "/etc/ssl/certs/ca-certificates.crt", SYS TEST_CA_PEM);
 
 	/* "" removes all of it, the anchor's copy too: the image's bundle is as it was. */
 	assert_int_equal(trust_ca_apply(r, "", &err), 0);
@@ -287,7 +275,7 @@ static void test_apply_rhel_link(void **state)
 	struct stat st;
 
 	mkdirs(r, dirs);
-	put_file(r, "/etc/pki/ca-trust/extracted/tls-ca-bundle.pem", SYS);
+	tmpdir_put(r, "/etc/pki/ca-trust/extracted/tls-ca-bundle.pem", SYS);
 	snprintf(link, sizeof(link), "%s/etc/pki/tls/certs/ca-bundle.crt", r);
 	assert_int_equal(symlink("../../ca-trust/extracted/tls-ca-bundle.pem", link), 0);
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), 0);
@@ -315,7 +303,7 @@ static void test_apply_errors(void **state)
 
 	mkdirs(r, dirs);
 	/* No /run: creating /run/kiln fails, and says so. */
-	put_file(r, "/etc/ssl/cert.pem", SYS);
+	tmpdir_put(r, "/etc/ssl/cert.pem", SYS);
 	assert_int_equal(trust_ca_apply(r, TEST_CA_PEM, &err), -1);
 	assert_int_equal(err.code, AGENT_E_NOT_FOUND);
 	assert_non_null(strstr(err.msg, "configure: trust_ca: creating /run/kiln"));
