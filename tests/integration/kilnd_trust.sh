@@ -55,3 +55,32 @@ test_kilnd_egress_ca_with_a_pool_handover() {
   api DELETE "/v1/sandboxes/$id"
   kd_done
 }
+
+# Restores: a CA replaced while the sandbox was hibernated is the one the
+# woken guest has (and only it); a fork of a checkpoint taken with a CA,
+# with no CA of its own, trusts none (its snapshot's guest had one).
+test_kilnd_egress_ca_on_wake_and_fork() {
+  kd_start || return 1
+  local why='' d f
+  kd_create '{"image":"minimal"}' || { kd_stop; return 1; }
+  d=$kd/state/sandboxes/$sid
+  mkdir -m 0700 "$d/egress" && cp tests/integration/test-ca.pem "$d/egress/ca.pem"
+  api POST "/v1/sandboxes/$sid/stop"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start with the CA"
+  api POST "/v1/sandboxes/$sid/checkpoints" -d '{"name":"withca"}'
+  kd_check '[ $status = 201 ]' "checkpoint"
+  api POST "/v1/sandboxes/$sid/hibernate"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = hibernated ]' "hibernate"
+  cp tests/integration/test-ca2.pem "$d/egress/ca.pem"
+  api POST "/v1/sandboxes/$sid/wake"
+  kd_check '[ $status = 200 ] && [ "$(jget "[.state, .boot.from] | words")" = "running hibernate" ]' "wake from the snapshot"
+  kd_sh "$sid" 'cat /run/kiln/egress-ca.pem; grep -c "BEGIN CERTIFICATE" /run/kiln/ca-bundle.pem'
+  kd_check '[ "$(kd_out)" = "$(cat tests/integration/test-ca2.pem; echo 1)" ]' "the woken guest has the new CA, alone: $(kd_outw)"
+  api POST /v1/sandboxes -d '{"from_checkpoint":"'"$sid"'/withca"}'
+  kd_check '[ $status = 201 ] && [ "$(jget .boot.from)" = checkpoint ]' "a fork of the checkpoint"
+  f=$(jget .id)
+  kd_sh "$f" '[ -e /run/kiln/egress-ca.pem ] && echo ca || echo none; echo ${SSL_CERT_FILE:-unset}'
+  kd_check '[ "$(kd_outw)" = "none unset" ]' "the fork trusts no CA: $(kd_outw)"
+  kd_done
+}

@@ -11,8 +11,9 @@
  *    on the way, a regular file only), at most SANDBOX_TRUST_CA_MAX
  *    bytes. Its text is checked by the agent codec before it is sent.
  *  - sandbox_boot sends it (with a fork's hostname, in one configure)
- *    after every boot, restore, fork and wake that finds it, and a warm
- *    pool's hand-over with the configure that renames the sandbox;
+ *    after every boot, restore, fork and wake that finds it (a fork
+ *    without one gets "": its snapshot's guest may have had a CA), and
+ *    a warm pool's hand-over with the configure that renames the sandbox;
  *    sandbox_trust_push sends it alone to a running sandbox, or "" when
  *    the file is gone (the guest then drops the CA).
  */

@@ -566,7 +566,7 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct boot_phases ph = { 0 };
 	double ready_ms = 0, t_ready;
 	int64_t uptime = -1;
-	bool synced = false, spawned = false;
+	bool synced = false, spawned = false, is_fork;
 	int status, r;
 
 	r = spawn_and_wait(sb, restore_dir, &ready_ms, &ph, &spawned, &status, e);
@@ -603,13 +603,16 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	/* The egress CA (sandbox_trust.h): after every boot, restore, fork
 	 * and wake, so the guest trusts the CA its proxy has now. */
 	r = sandbox_trust_read(sb, &ca, e);
-	if (r >= 0 && ((src && src->hostname && restore_dir) || ca)) {
+	is_fork = src && src->hostname && restore_dir;
+	if (r >= 0 && (is_fork || ca)) {
 		/* A fork runs the memory of another guest: its own name (the clock
-		 * and entropy go in beside it). */
+		 * and entropy go in beside it), and its own CA or none (not the
+		 * one the snapshot's guest had installed). */
 		struct kiln_guest_config cfg = { .size = sizeof(cfg),
-						 .hostname = restore_dir && src ? src->hostname
-										: NULL,
-						 .trust_ca = ca };
+						 .hostname = is_fork ? src->hostname : NULL,
+						 .trust_ca = ca    ? ca
+							 : is_fork ? ""
+								   : NULL };
 		const char *what = !ca ? "setting the fork's hostname"
 			: cfg.hostname ? "setting the fork's hostname and egress CA"
 				       : "installing the egress CA";
