@@ -55,7 +55,7 @@ int kiln_agent_configure(kiln_agent *a, const struct kiln_guest_config *cfg)
 	struct agent_client_err e = { 0 };
 	int r;
 
-	if (!cfg || cfg->size < sizeof(*cfg))
+	if (!cfg || !OPT_HAS(cfg, mtu))
 		return too_small(a, "guest config");
 	c.hostname = cfg->hostname;
 	c.interface = cfg->interface;
@@ -65,8 +65,17 @@ int kiln_agent_configure(kiln_agent *a, const struct kiln_guest_config *cfg)
 	c.dns_n = cfg->dns_n;
 	c.set_dns = !!(cfg->flags & KILN_GUEST_SET_DNS);
 	c.mtu = cfg->mtu;
+	if (OPT_HAS(cfg, trust_ca))
+		c.trust_ca = cfg->trust_ca;
 	r = agent_client_configure(&a->c, &c, &e);
 	return r < 0 ? agent_fail(a, r, &e) : 0;
+}
+
+int kiln_agent_trust_ca(kiln_agent *a, const char *pem)
+{
+	struct kiln_guest_config cfg = { .size = sizeof(cfg), .trust_ca = pem ? pem : "" };
+
+	return kiln_agent_configure(a, &cfg);
 }
 
 int kiln_agent_info(kiln_agent *a, struct kiln_guest_info *info)

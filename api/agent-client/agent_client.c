@@ -1090,6 +1090,8 @@ int agent_client_configure(const struct agent_client *c, const struct agent_clie
 	}
 	if (cfg->mtu)
 		agent_client_req_int(&rq, "mtu", cfg->mtu);
+	if (cfg->trust_ca)
+		agent_client_req_str(&rq, "trust_ca", cfg->trust_ca);
 	return agent_client_call_ok(c, &rq, err);
 }
 

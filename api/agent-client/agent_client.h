@@ -660,9 +660,12 @@ struct agent_client_configure {
 	size_t dns_n;
 	bool set_dns; /* send dns (dns_n may be 0: no nameservers) */
 	uint32_t mtu;
+	const char *trust_ca; /* one PEM certificate to trust; "": remove it */
 };
 
-/* configure: hostname, addresses, routes, DNS, MTU in one request. */
+/* configure: hostname, addresses, routes, DNS, MTU, the trusted egress CA
+ * in one request. Checked by the codec before it is sent, as every
+ * request: a trust_ca it refuses is -EINVAL (bad_field, saying why). */
 int agent_client_configure(const struct agent_client *c, const struct agent_client_configure *cfg,
 			   struct agent_client_err *err);
 

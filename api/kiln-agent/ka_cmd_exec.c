@@ -145,8 +145,7 @@ static int parse_proc(int argc, char **argv, bool spawn, struct proc_args *p)
 	return 0;
 }
 
-/* Read all of a file (or stdin for "-"), at most AGENT_LEN_MAX bytes. */
-static int slurp(const char *path, char **out, size_t *n)
+int slurp(const char *path, char **out, size_t *n)
 {
 	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0;
@@ -187,6 +186,7 @@ static int slurp(const char *path, char **out, size_t *n)
 	}
 	if (fd)
 		close(fd);
+	buf[len] = '\0';
 	*out = buf;
 	*n = len;
 	return 0;

@@ -2,8 +2,12 @@
  * ka_cmd_guest: the agent and the guest as a whole: wait-ready, ping,
  * info, configure, sync-clock, shutdown.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "api/kiln-agent/ka_cmds.h"
@@ -73,6 +77,34 @@ int cmd_info(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
+/* --trust-ca FILE: the PEM text (the codec checks it). 0 or an exit status. */
+static int read_ca(const char *path, char **out)
+{
+	size_t n;
+	int r = slurp(path, out, &n);
+
+	if (r == -E2BIG || (r == 0 && n > AGENT_TRUST_CA_MAX)) {
+		free(*out);
+		*out = NULL;
+		return usage_error(
+			"configure: --trust-ca %s: too_large: one PEM certificate is at most %d bytes",
+			path, AGENT_TRUST_CA_MAX);
+	}
+	if (r < 0) {
+		char what[PATH_MAX + 32];
+
+		snprintf(what, sizeof(what), "configure: --trust-ca %s", path);
+		return local_error(what, -r);
+	}
+	if (strlen(*out) != n) {
+		free(*out);
+		*out = NULL;
+		return usage_error("configure: --trust-ca %s: has a NUL byte; not a PEM certificate",
+				   path);
+	}
+	return 0;
+}
+
 int cmd_configure(struct cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -83,12 +115,15 @@ int cmd_configure(struct cli *cli, int argc, char **argv)
 		{ "dns", required_argument, 0, OPT_DNS },
 		{ "no-dns", no_argument, 0, OPT_NO_DNS },
 		{ "mtu", required_argument, 0, OPT_MTU },
+		{ "trust-ca", required_argument, 0, OPT_TRUST_CA },
+		{ "no-trust-ca", no_argument, 0, OPT_NO_TRUST_CA },
 		{ 0, 0, 0, 0 },
 	};
 	struct agent_client_configure cfg = { 0 };
 	struct agent_client_err e;
-	const char *dns[AGENT_DNS_MAX];
-	int c;
+	const char *dns[AGENT_DNS_MAX], *ca_file = NULL;
+	char *ca = NULL;
+	int c, r;
 
 	opts_reset();
 	while ((c = next_opt(argc, argv, "", opts)) != -1) {
@@ -119,16 +154,27 @@ int cmd_configure(struct cli *cli, int argc, char **argv)
 			if (!parse_u32(optarg, 65535, &cfg.mtu))
 				return usage_error("--mtu: '%s' is not 68..65535", optarg);
 			break;
+		case OPT_TRUST_CA:
+			ca_file = optarg;
+			break;
+		case OPT_NO_TRUST_CA:
+			cfg.trust_ca = "";
+			break;
 		default:
 			return EXIT_USAGE;
 		}
 	}
 	if (optind != argc)
 		return usage_error("configure: unexpected argument '%s'", argv[optind]);
+	if (ca_file && cfg.trust_ca)
+		return usage_error("configure: --trust-ca and --no-trust-ca: give one");
+	if (ca_file && (r = read_ca(ca_file, &ca)))
+		return r;
 	cfg.dns = dns;
-	if (agent_client_configure(&cli->c, &cfg, &e) < 0)
-		return report("configure", &e);
-	return 0;
+	cfg.trust_ca = ca ? ca : cfg.trust_ca;
+	r = agent_client_configure(&cli->c, &cfg, &e) < 0 ? report("configure", &e) : 0;
+	free(ca);
+	return r;
 }
 
 int cmd_sync_clock(struct cli *cli, int argc, char **argv)

@@ -86,6 +86,8 @@ enum {
 	OPT_DNS,
 	OPT_NO_DNS,
 	OPT_MTU,
+	OPT_TRUST_CA,
+	OPT_NO_TRUST_CA,
 	OPT_GRACE,
 };
 
@@ -110,6 +112,12 @@ bool parse_id(const char *s, uint32_t *id);
 /* getopt_long over a command's own arguments (argv[0] is its name). */
 int next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts);
 void opts_reset(void);
+
+/* ---- input ---- */
+
+/* Read all of a file (or stdin for "-"), at most AGENT_LEN_MAX bytes,
+ * NUL-terminated, malloc'd. 0, -E2BIG (larger) or -errno. */
+int slurp(const char *path, char **out, size_t *n);
 
 /* ---- output ---- */
 

@@ -51,7 +51,7 @@ static const char usage_text[] =
 	"  tar-up DIR [--user U]              extract a plain tar archive from stdin into DIR\n"
 	"  tar-down PATH [--user U]           PATH as a tar archive on stdout\n"
 	"  configure [--hostname H] [--interface IF] [--address A/PREFIX] [--gateway G]\n"
-	"            [--dns IP]... [--no-dns] [--mtu N]\n"
+	"            [--dns IP]... [--no-dns] [--mtu N] [--trust-ca PEM-FILE | --no-trust-ca]\n"
 	"  sync-clock [NS]                    set the guest clock (default: this host's)\n"
 	"  shutdown [--grace-ms N]\n"
 	"\n"

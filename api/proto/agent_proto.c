@@ -1,5 +1,6 @@
 #include "api/proto/agent_proto.h"
 #include "api/proto/agent_proto_parse.h"
+#include "lib/base/base64.h"
 #include "lib/base/json.h"
 #include "lib/base/json_text.h"
 #include "lib/base/mem_grow.h"
@@ -781,6 +782,29 @@ static enum agent_code get_addr(struct parse *p, const char *key, bool cidr, str
 	return AGENT_OK;
 }
 
+/* configure.trust_ca: "" (remove) or one PEM certificate, checked whole
+ * here: kiln-init writes it into the guest's trust stores as it is. */
+static enum agent_code get_trust_ca(struct parse *p, const char **out)
+{
+	enum agent_code c = agent_field_string(p, "trust_ca", false, "a PEM certificate", out);
+	const char *why;
+	size_t n;
+
+	if (c || !*out || !**out)
+		return c;
+	n = strlen(*out);
+	if (n > AGENT_TRUST_CA_MAX)
+		return agent_err_set(p->err, AGENT_E_TOO_LARGE,
+				     "%s: 'trust_ca' is %zu bytes; one PEM certificate is at most %d",
+				     p->name, n, AGENT_TRUST_CA_MAX);
+	if ((why = agent_pem_cert_check(*out)))
+		return agent_err_set(
+			p->err, AGENT_E_BAD_FIELD,
+			"%s: 'trust_ca' is not one PEM certificate (%s); send the CA's .pem file as it is, or \"\" to remove it",
+			p->name, why);
+	return AGENT_OK;
+}
+
 static enum agent_code parse_configure(struct parse *p, struct agent_configure_req *r)
 {
 	enum agent_code c;
@@ -833,12 +857,14 @@ static enum agent_code parse_configure(struct parse *p, struct agent_configure_r
 		r->has_dns = true;
 		r->dns_n = json_array_size(dns);
 	}
-	if ((c = agent_field_u32(p, "mtu", false, 68, 65535, 0, &r->mtu)))
+	if ((c = agent_field_u32(p, "mtu", false, 68, 65535, 0, &r->mtu)) ||
+	    (c = get_trust_ca(p, &r->trust_ca)))
 		return c;
-	if (!r->hostname && !r->has_address && !r->has_gateway && !r->has_dns && !r->mtu)
+	if (!r->hostname && !r->has_address && !r->has_gateway && !r->has_dns && !r->mtu &&
+	    !r->trust_ca)
 		return agent_err_set(
 			p->err, AGENT_E_MISSING_FIELD,
-			"%s: nothing to configure; give at least one of hostname, address, gateway, dns, mtu",
+			"%s: nothing to configure; give at least one of hostname, address, gateway, dns, mtu, trust_ca",
 			p->name);
 	if (r->iface && !r->has_address && !r->has_gateway && !r->mtu)
 		return agent_err_set(p->err, AGENT_E_BAD_FIELD,
@@ -1011,7 +1037,8 @@ static const struct msg_spec specs[AGENT_TYPE_COUNT] = {
 	[AGENT_T_TAR_DOWNLOAD] = { "tar_download", CTX_REQ, false, FIELDS("path", "user"),
 				   body_file },
 	[AGENT_T_CONFIGURE] = { "configure", CTX_REQ, false,
-				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu"),
+				FIELDS("hostname", "interface", "address", "gateway", "dns", "mtu",
+				       "trust_ca"),
 				body_configure },
 	[AGENT_T_SYNC_CLOCK] = { "sync_clock", CTX_REQ, false, FIELDS("time_ns", "entropy"),
 				 body_sync_clock },
@@ -1254,6 +1281,78 @@ static bool is_alnum(char c)
 
 /* RFC 1123 labels: what sethostname accepts is looser, but other guests'
  * resolvers and shells are not. */
+#define PEM_BEGIN "-----BEGIN CERTIFICATE-----"
+#define PEM_END "-----END CERTIFICATE-----"
+
+/*
+ * The outer DER SEQUENCE must fill der exactly: base64 that is not a
+ * certificate (a key, random text that happens to be base64) fails here
+ * rather than in a TLS library of the guest, later, with a vaguer error.
+ */
+static bool der_one_sequence(const uint8_t *der, size_t n)
+{
+	size_t hdr = 2, len;
+
+	if (n < 2 || der[0] != 0x30)
+		return false;
+	len = der[1];
+	if (len & 0x80) {
+		size_t k = len & 0x7f;
+
+		/* Long form, minimal (DER): 1..2 length bytes cover 8 KiB. */
+		if (k == 0 || k > 2 || n < 2 + k || der[2] == 0 || (k == 1 && der[2] < 0x80))
+			return false;
+		len = 0;
+		for (size_t i = 0; i < k; i++)
+			len = len << 8 | der[2 + i];
+		hdr += k;
+	}
+	return len > 0 && hdr + len == n;
+}
+
+const char *agent_pem_cert_check(const char *s)
+{
+	char body[AGENT_TRUST_CA_MAX];
+	uint8_t der[AGENT_TRUST_CA_MAX / 4 * 3];
+	size_t n = strlen(s), bn = 0, dn;
+	const char *p, *end;
+
+	if (n > AGENT_TRUST_CA_MAX)
+		return "longer than 8192 bytes";
+	if (strncmp(s, PEM_BEGIN "\n", sizeof(PEM_BEGIN)) != 0)
+		return "it must start with a '" PEM_BEGIN "' line";
+	for (p = s + sizeof(PEM_BEGIN);; p = end + 1) {
+		size_t len;
+
+		end = strchrnul(p, '\n');
+		len = (size_t)(end - p);
+		if (*p == '-')
+			break;
+		if (!*end)
+			return "the '" PEM_END "' line is missing";
+		if (len == 0)
+			return "an empty line inside the certificate";
+		if (len > 76)
+			return "a line of base64 longer than 76 characters";
+		if (strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") <
+		    len)
+			return "a character that is not base64 inside the certificate (headers, CR line ends and spaces are refused)";
+		memcpy(body + bn, p, len); /* bn + len < n <= sizeof(body) */
+		bn += len;
+	}
+	if ((size_t)(end - p) != sizeof(PEM_END) - 1 || strncmp(p, PEM_END, sizeof(PEM_END) - 1))
+		return "a line starting with '-' that is not '" PEM_END "'";
+	if (*end && end[1])
+		return "text after the '" PEM_END "' line (only one certificate is taken)";
+	if (bn == 0)
+		return "no base64 between the BEGIN and END lines";
+	if (base64_decode(body, bn, der, &dn) < 0)
+		return "the base64 does not decode (wrong length or misplaced '=')";
+	if (!der_one_sequence(der, dn))
+		return "the decoded bytes are not one DER certificate";
+	return NULL;
+}
+
 bool agent_hostname_valid(const char *s)
 {
 	size_t n = strlen(s), label = 0;

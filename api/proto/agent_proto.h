@@ -57,6 +57,10 @@
 #define AGENT_DNS_MAX 3       /* resolv.conf MAXNS */
 #define AGENT_HOSTNAME_MAX 64 /* HOST_NAME_MAX */
 #define AGENT_IFNAME_MAX 15   /* IFNAMSIZ less the NUL */
+/* configure.trust_ca: one PEM certificate (a CA's is 1..2 KiB; this leaves
+ * room for a 4096-bit key and long names, and keeps a line well inside
+ * AGENT_HEADER_MAX however JSON escapes it). */
+#define AGENT_TRUST_CA_MAX 8192
 #define AGENT_GRACE_DEFAULT_MS 100u
 #define AGENT_GRACE_MAX_MS 60000u
 #define AGENT_SHUTDOWN_LINGER_MS 5000 /* shutdown: the host's close of the reply awaited */
@@ -356,7 +360,8 @@ struct agent_configure_req {
 	struct agent_addr address, gateway;
 	struct agent_addr dns[AGENT_DNS_MAX];
 	size_t dns_n;
-	uint32_t mtu; /* 0: unchanged */
+	uint32_t mtu;         /* 0: unchanged */
+	const char *trust_ca; /* NULL: unchanged; "": remove; else one PEM certificate */
 };
 
 /* tcp_connect: a port on the guest's loopback. */
@@ -652,6 +657,15 @@ int agent_parse_ip(const char *s, struct agent_addr *out);   /* 0 or -EINVAL */
 int agent_parse_cidr(const char *s, struct agent_addr *out); /* 0 or -EINVAL */
 bool agent_hostname_valid(const char *s);
 bool agent_ifname_valid(const char *s);
+/*
+ * configure.trust_ca: NULL when s is exactly one PEM certificate: a
+ * "-----BEGIN CERTIFICATE-----" line, 1..76-character lines of base64
+ * that decode canonically to one DER SEQUENCE filling the whole body, an
+ * "-----END CERTIFICATE-----" line with or without its '\n', nothing else
+ * (no CR, no blank line, no headers, no text around it, at most
+ * AGENT_TRUST_CA_MAX bytes). Otherwise why not, for a message.
+ */
+const char *agent_pem_cert_check(const char *s);
 /* The cwd of a confined process: absent (NULL), or /workspace or below
  * it without ".." components (section 8, "Confinement"). */
 bool agent_confine_cwd_ok(const char *cwd);

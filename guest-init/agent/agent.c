@@ -41,6 +41,7 @@ int agent_create(struct reaper *r, struct shutdown *s, const struct milestone *m
 	a->shutdown = s;
 	a->ms = ms;
 	a->resolv_conf = "/etc/resolv.conf";
+	a->trust_root = "";
 	a->listen_fd = -1;
 	a->null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (a->null_fd < 0) {
@@ -67,6 +68,7 @@ int agent_create(struct reaper *r, struct shutdown *s, const struct milestone *m
 	pthread_attr_setdetachstate(&a->thread_attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&a->thread_attr, AGENT_THREAD_STACK);
 	pthread_mutex_init(&a->conn_lock, NULL);
+	pthread_mutex_init(&a->trust_lock, NULL);
 	agent_procs_init(&a->procs, r, &a->child_nofile, a->null_fd, &a->thread_attr);
 	agent_ctrs_init(&a->ctrs, r, &a->child_nofile);
 	*out = a;

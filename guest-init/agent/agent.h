@@ -45,7 +45,9 @@ struct agent {
 	struct reaper *reaper;
 	struct shutdown *shutdown;
 	const struct milestone *ms;
-	const char *resolv_conf; /* where configure writes DNS servers */
+	const char *resolv_conf;    /* where configure writes DNS servers */
+	const char *trust_root;     /* beneath which configure installs trust_ca ("") */
+	pthread_mutex_t trust_lock; /* one configure at a time (trust_ca.h) */
 	struct agent_procs procs;
 	struct agent_ctrs ctrs;     /* containers (agent_ctr.h) */
 	pthread_attr_t thread_attr; /* detached, AGENT_THREAD_STACK */

@@ -1,4 +1,5 @@
 #include "guest-init/agent/agent_env.h"
+#include "guest-init/sys/trust_ca.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -29,10 +30,28 @@ struct kv {
 	const char *key, *value;
 };
 
-/* The base variables; TERM last so that `env` can still override it. */
-#define BASE_MAX 6
+#define TRUST_ENV_N 5
 
-int agent_env_build(const struct agent_proc_req *req, bool pty, char ***out)
+/* The base variables; TERM last so that `env` can still override it. */
+#define BASE_MAX (6 + TRUST_ENV_N)
+
+/*
+ * With the egress CA installed (trust_ca.h): where each TLS stack that
+ * does not read the system bundle, or reads it from a path a read-only
+ * root could not change, finds a bundle that holds it. OpenSSL (so
+ * Python's ssl, Ruby, curl built on it) and Go read SSL_CERT_FILE;
+ * Python requests and pip read REQUESTS_CA_BUNDLE (pip also CURL_CA_BUNDLE
+ * and its own PIP_CERT, left to the user); the curl tool CURL_CA_BUNDLE;
+ * git GIT_SSL_CAINFO (Debian's git is built on GnuTLS, which reads none
+ * of the others); Node adds NODE_EXTRA_CA_CERTS to its own list.
+ */
+static const struct kv trust_env[] = {
+	{ "SSL_CERT_FILE", TRUST_BUNDLE_FILE },   { "REQUESTS_CA_BUNDLE", TRUST_BUNDLE_FILE },
+	{ "CURL_CA_BUNDLE", TRUST_BUNDLE_FILE },  { "GIT_SSL_CAINFO", TRUST_BUNDLE_FILE },
+	{ "NODE_EXTRA_CA_CERTS", TRUST_CA_FILE },
+};
+
+int agent_env_build(const struct agent_proc_req *req, bool pty, bool trust, char ***out)
 {
 	struct kv *v;
 	size_t n = 0, bytes = 0, i, j;
@@ -48,6 +67,8 @@ int agent_env_build(const struct agent_proc_req *req, bool pty, char ***out)
 	v[n++] = (struct kv){ "USER", agent_user_name(req->user) };
 	v[n++] = (struct kv){ "LOGNAME", agent_user_name(req->user) };
 	v[n++] = (struct kv){ "SHELL", "/bin/sh" };
+	for (i = 0; trust && i < TRUST_ENV_N; i++)
+		v[n++] = trust_env[i];
 	if (pty)
 		v[n++] = (struct kv){ "TERM", AGENT_TERM_DEFAULT };
 	for (i = 0; i < req->envc; i++) {

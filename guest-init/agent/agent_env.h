@@ -24,12 +24,13 @@ unsigned agent_user_uid(enum agent_user u);
 unsigned agent_user_gid(enum agent_user u);
 
 /*
- * The environment: PATH, HOME, USER, LOGNAME, SHELL (and TERM with a pty),
- * then each `env` entry replaces, adds or (null) removes a variable.
- * *out is one malloc'd block: a NULL-terminated array of "K=V" strings.
- * 0 or -ENOMEM.
+ * The environment: PATH, HOME, USER, LOGNAME, SHELL (with trust, the
+ * egress CA's SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE,
+ * GIT_SSL_CAINFO and NODE_EXTRA_CA_CERTS; with a pty, TERM), then each
+ * `env` entry replaces, adds or (null) removes a variable. *out is one
+ * malloc'd block: a NULL-terminated array of "K=V" strings. 0 or -ENOMEM.
  */
-int agent_env_build(const struct agent_proc_req *req, bool pty, char ***out);
+int agent_env_build(const struct agent_proc_req *req, bool pty, bool trust, char ***out);
 
 /* The value of `key` in envp, NULL when unset. */
 const char *agent_env_get(char *const *envp, const char *key);

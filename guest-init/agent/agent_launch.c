@@ -20,6 +20,7 @@
 #include "guest-init/agent/agent_env.h"
 #include "guest-init/agent/confine_apply.h"
 #include "guest-init/sys/child.h"
+#include "guest-init/sys/trust_ca.h"
 
 /* What the child reports through the error pipe before it exits 127. */
 enum launch_stage {
@@ -438,7 +439,7 @@ int agent_launch(struct reaper *r, const struct rlimit *nofile, const char *what
 
 	memset(io, 0, sizeof(*io));
 	io->in_fd = io->out_fd = io->err_fd = -1;
-	if (agent_env_build(req, pty, &envp) < 0) {
+	if (agent_env_build(req, pty, trust_ca_installed(), &envp) < 0) {
 		agent_err_set(err, AGENT_E_BUSY, "%s: out of memory; retry later", what);
 		return -1;
 	}

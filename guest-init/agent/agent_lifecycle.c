@@ -17,6 +17,7 @@
 
 #include "guest-init/agent/agent_serve.h"
 #include "guest-init/sys/netconf.h"
+#include "guest-init/sys/trust_ca.h"
 
 void agent_serve_ping(struct agent *a, struct agent_conn *c, struct agent_msg *m)
 {
@@ -74,10 +75,17 @@ void agent_serve_configure(struct agent *a, struct agent_conn *c, struct agent_m
 {
 	struct agent_err err;
 
-	if (netconf_apply(&m->u.conf, a->resolv_conf, &err) < 0)
+	/* Serialised: two configures at once must not interleave their
+	 * writes of one bundle. */
+	pthread_mutex_lock(&a->trust_lock);
+	if (netconf_apply(&m->u.conf, a->resolv_conf, &err) < 0 ||
+	    (m->u.conf.trust_ca && trust_ca_apply(a->trust_root, m->u.conf.trust_ca, &err) < 0)) {
+		pthread_mutex_unlock(&a->trust_lock);
 		agent_conn_send_err(c, &err);
-	else
-		agent_reply_ok(c);
+		return;
+	}
+	pthread_mutex_unlock(&a->trust_lock);
+	agent_reply_ok(c);
 }
 
 /*

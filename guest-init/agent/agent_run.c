@@ -127,7 +127,7 @@ static bool have_runtime(const struct agent_proc_req *req, const char *name)
 	const char *cwd = req->cwd ? req->cwd : "/";
 	bool ok;
 
-	if (agent_env_build(req, false, &envp) < 0)
+	if (agent_env_build(req, false, false, &envp) < 0)
 		return true; /* let the launch report it */
 	ok = agent_path_search(name, agent_env_get(envp, "PATH"), cwd, agent_launch_is_exec_file,
 			       NULL, out, sizeof(out)) == 0;

@@ -1,5 +1,6 @@
 /* The confined view as a list of steps; see confine_plan.h. */
 #include "guest-init/agent/confine_plan.h"
+#include "guest-init/sys/trust_ca.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -39,6 +40,8 @@ static const char *const etc_entries[] = {
  * /run (sockets, the agent's state), are not shown: a confined run cannot
  * read another run's code nor write its result. */
 static const char *const run_helpers[] = { "run.py", "result.sh", "prelude.js" };
+
+static const char *const trust_files[] = { "egress-ca.pem", "ca-bundle.pem" };
 
 /* Device nodes, bound from the guest's devtmpfs (a bind keeps the node
  * usable on a nodev mount). No disks, no consoles, no /dev/kmsg. */
@@ -216,6 +219,13 @@ int confine_plan_build(struct confine_plan *p, confine_probe_fn probe, void *ctx
 	}
 	mkdir_at(&b, "/etc", 0755);
 	show_each(&b, "/etc", etc_entries, N(etc_entries));
+	/* The egress CA's files, which the environment names (trust_ca.h):
+	 * without them TLS would fail, not merely skip the CA. */
+	if (probe(ctx, TRUST_BUNDLE_FILE, NULL, 0) == CONFINE_NODE) {
+		mkdir_at(&b, "/run", 0755);
+		mkdir_at(&b, TRUST_RUN_DIR, 0755);
+		show_each(&b, TRUST_RUN_DIR, trust_files, N(trust_files));
+	}
 	if (run_dir) {
 		/* only a directory of the run-code directory's own */
 		const char *name;

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,13 +20,9 @@
 #define NL_BUF 32768
 #define ADDRS_MAX 64 /* global addresses removed per family before adding one */
 
-static int fail(struct agent_err *err, int e, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* "configure: <what failed>: <strerror>", coded from the errno. */
-static int fail(struct agent_err *err, int e, const char *fmt, ...)
+int netconf_fail(struct agent_err *err, int e, const char *fmt, ...)
 {
-	char what[256];
+	char what[PATH_MAX + 64];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -86,7 +83,7 @@ static int link_up(const char *ifname, struct agent_err *err)
 		ifr.ifr_flags |= IFF_UP;
 		r = if_ioctl(ifname, SIOCSIFFLAGS, &ifr);
 	}
-	return r < 0 ? fail(err, -r, "bringing %s up", ifname) : 0;
+	return r < 0 ? netconf_fail(err, -r, "bringing %s up", ifname) : 0;
 }
 
 int netconf_loopback(struct agent_err *err)
@@ -246,11 +243,11 @@ int netconf_address(const struct agent_configure_req *r, struct agent_err *err)
 		return -1;
 	fd = nl_open();
 	if (fd < 0)
-		return fail(err, -fd, "opening rtnetlink for %s", r->iface);
+		return netconf_fail(err, -fd, "opening rtnetlink for %s", r->iface);
 	n = nl_addrs(fd, a->family, idx, old, ADDRS_MAX);
 	if (n < 0) {
 		close(fd);
-		return fail(err, -n, "listing the addresses of %s", r->iface);
+		return netconf_fail(err, -n, "listing the addresses of %s", r->iface);
 	}
 	for (int i = 0; i < n; i++) {
 		memset(&m, 0, sizeof(m));
@@ -265,7 +262,7 @@ int netconf_address(const struct agent_configure_req *r, struct agent_err *err)
 		/* Removing a primary IPv4 address takes its secondaries along. */
 		if (e < 0 && e != -EADDRNOTAVAIL) {
 			close(fd);
-			return fail(err, -e, "removing an old address from %s", r->iface);
+			return netconf_fail(err, -e, "removing an old address from %s", r->iface);
 		}
 	}
 	memset(&m, 0, sizeof(m));
@@ -292,7 +289,7 @@ int netconf_address(const struct agent_configure_req *r, struct agent_err *err)
 	}
 	e = nl_ack(fd, &m);
 	close(fd);
-	return e < 0 ? fail(err, -e, "adding address %s to %s", as, r->iface) : 0;
+	return e < 0 ? netconf_fail(err, -e, "adding address %s to %s", as, r->iface) : 0;
 }
 
 int netconf_gateway(const struct agent_configure_req *r, struct agent_err *err)
@@ -311,7 +308,7 @@ int netconf_gateway(const struct agent_configure_req *r, struct agent_err *err)
 	addr_str(g, gs, sizeof(gs));
 	fd = nl_open();
 	if (fd < 0)
-		return fail(err, -fd, "opening rtnetlink for %s", r->iface);
+		return netconf_fail(err, -fd, "opening rtnetlink for %s", r->iface);
 	m.h.nlmsg_len = NLMSG_LENGTH(sizeof(struct rtmsg));
 	m.h.nlmsg_type = RTM_NEWROUTE;
 	/* REPLACE: the family's default route in the main table is swapped. */
@@ -327,7 +324,8 @@ int netconf_gateway(const struct agent_configure_req *r, struct agent_err *err)
 	nl_attr(&m, RTA_OIF, &oif, sizeof(oif));
 	e = nl_ack(fd, &m);
 	close(fd);
-	return e < 0 ? fail(err, -e, "setting the default route via %s on %s", gs, r->iface) : 0;
+	return e < 0 ? netconf_fail(err, -e, "setting the default route via %s on %s", gs, r->iface)
+		     : 0;
 }
 
 int netconf_mtu(const struct agent_configure_req *r, struct agent_err *err)
@@ -342,7 +340,7 @@ int netconf_mtu(const struct agent_configure_req *r, struct agent_err *err)
 	memset(&ifr, 0, sizeof(ifr));
 	ifr.ifr_mtu = (int)r->mtu;
 	e = if_ioctl(r->iface, SIOCSIFMTU, &ifr);
-	return e < 0 ? fail(err, -e, "setting MTU %u on %s", r->mtu, r->iface) : 0;
+	return e < 0 ? netconf_fail(err, -e, "setting MTU %u on %s", r->mtu, r->iface) : 0;
 }
 
 int netconf_hostname(const struct agent_configure_req *r, struct agent_err *err)
@@ -350,7 +348,7 @@ int netconf_hostname(const struct agent_configure_req *r, struct agent_err *err)
 	if (!r->hostname)
 		return 0;
 	if (sethostname(r->hostname, strlen(r->hostname)) < 0)
-		return fail(err, errno, "setting the hostname to '%s'", r->hostname);
+		return netconf_fail(err, errno, "setting the hostname to '%s'", r->hostname);
 	return 0;
 }
 
@@ -373,7 +371,7 @@ int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf, st
 	snprintf(tmp, sizeof(tmp), "%s.kiln-new", resolv_conf);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
-		return fail(err, errno, "writing %s", tmp);
+		return netconf_fail(err, errno, "writing %s", tmp);
 	if (fd_io_write_all(fd, text, len) < 0)
 		e = errno;
 	if (close(fd) < 0 && !e)
@@ -382,7 +380,7 @@ int netconf_dns(const struct agent_configure_req *r, const char *resolv_conf, st
 		e = errno;
 	if (e) {
 		unlink(tmp);
-		return fail(err, e, "writing %s", resolv_conf);
+		return netconf_fail(err, e, "writing %s", resolv_conf);
 	}
 	return 0;
 }

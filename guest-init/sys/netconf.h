@@ -27,6 +27,11 @@
 #define NETCONF_COMPLAINTS_MAX 8
 #define NETCONF_COMPLAINT_LEN 200
 
+/* err = "configure: <what failed>: <strerror>", its code from the errno
+ * e; returns -1. For every configure step (trust_ca.c's too). */
+int netconf_fail(struct agent_err *err, int e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* 0, or -1 with err set (not_found for a missing interface, io_error, ...). */
 int netconf_apply(const struct agent_configure_req *r, const char *resolv_conf,
 		  struct agent_err *err);

@@ -132,7 +132,8 @@ KILN_API int kiln_agent_wait_ready_hold(kiln_agent *a, int timeout_ms, int hold_
 
 /* The guest's settings kiln_agent_configure changes; NULL or 0 members
  * are left alone, at least one must be set. Set size = sizeof(struct
- * kiln_guest_config). */
+ * kiln_guest_config); a size that ends after mtu (before trust_ca was
+ * added) is still taken, without trust_ca. */
 struct kiln_guest_config {
 	size_t size;
 	const char *hostname;
@@ -143,15 +144,32 @@ struct kiln_guest_config {
 	size_t dns_n;
 	unsigned flags; /* KILN_GUEST_SET_DNS: replace the nameservers (dns_n may be 0) */
 	uint32_t mtu;
+	/*
+	 * A CA certificate for the guest to trust (the egress proxy's, which
+	 * intercepts TLS): the public PEM text of exactly one certificate, at
+	 * most 8192 bytes, "-----BEGIN CERTIFICATE-----" to
+	 * "-----END CERTIFICATE-----" and nothing else (never a key). kiln-init
+	 * writes /run/kiln/egress-ca.pem and /run/kiln/ca-bundle.pem (the
+	 * image's bundle plus it), patches the image's bundle and anchors on
+	 * a writable root, and gives processes it starts SSL_CERT_FILE and
+	 * its siblings (docs/agent-protocol.md, configure). "": remove it.
+	 */
+	const char *trust_ca;
 };
 
 enum { KILN_GUEST_SET_DNS = 1u << 0 };
 
-/* Change the guest's hostname, address, route, nameservers and MTU in
- * one request (a fork of a snapshot gets its own name this way). 0 or
- * -errno (-EINVAL: nothing set, or a value the agent refuses). Any
- * thread. */
+/* Change the guest's hostname, address, route, nameservers, MTU and
+ * trusted egress CA in one request (a fork of a snapshot gets its own
+ * name this way). 0 or -errno (-EINVAL: nothing set, or a value the
+ * agent refuses, checked before it is sent; kiln_agent_error says
+ * why). Any thread. */
 KILN_API int kiln_agent_configure(kiln_agent *a, const struct kiln_guest_config *cfg);
+
+/* kiln_agent_configure with only trust_ca = pem (NULL or "": remove the
+ * CA installed): what a host calls when a running guest's egress CA
+ * appears, changes or goes. 0 or -errno as kiln_agent_configure. */
+KILN_API int kiln_agent_trust_ca(kiln_agent *a, const char *pem);
 
 /*
  * Set the guest's clock to the host's CLOCK_REALTIME (after a restore or

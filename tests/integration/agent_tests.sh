@@ -203,6 +203,40 @@ test_agent_network_from_cmdline_and_configure_hostname_clock() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
+# configure.trust_ca (docs/agent-protocol.md, configure): the egress CA in
+# /run/kiln, in the image's bundle (made here: the minimal image has none)
+# as one marked block however often it is sent, as an anchor; the
+# environment of what the agent starts afterwards (exec, a PTY, a
+# confined one, a request's own env winning); a file that is no
+# certificate refused; removal undoes it all.
+test_agent_configure_trust_ca() {
+  agent_vm_start || return 1
+  local why= o ca=tests/integration/test-ca.pem b=/etc/ssl/certs/ca-certificates.crt
+  ag exec --user root -- sh -c "mkdir -p /etc/ssl/certs /usr/local/share/ca-certificates && echo '# image CAs' > $b" >/dev/null
+  check '[ $arc = 0 ]' "could not make an image bundle ($arc)"
+  ag configure --trust-ca "$ca" >/dev/null; check '[ $arc = 0 ]' "configure --trust-ca failed ($arc)"
+  ag configure --trust-ca "$ca" >/dev/null; check '[ $arc = 0 ]' "configure --trust-ca again failed ($arc)"
+  o=$(ag exec -- cat /run/kiln/egress-ca.pem); check '[ "$o" = "$(cat "$ca")" ]' "egress-ca.pem: $o"
+  o=$(ag exec -- sh -c 'grep -c "BEGIN CERTIFICATE" /run/kiln/ca-bundle.pem; head -n 1 /run/kiln/ca-bundle.pem; stat -c %a /run/kiln/ca-bundle.pem /run/kiln/egress-ca.pem')
+  check '[ "$o" = "$(printf "1\n# image CAs\n644\n644")" ]' "ca-bundle.pem: $o"
+  o=$(ag exec -- sh -c "grep -c 'BEGIN CERTIFICATE' $b; grep -c '^# kiln egress CA' $b; cmp /usr/local/share/ca-certificates/kiln-egress.crt /run/kiln/egress-ca.pem && echo same")
+  check '[ "$o" = "$(printf "1\n2\nsame")" ]' "image bundle and anchor: $o"
+  o=$(ag exec -- sh -c 'echo $SSL_CERT_FILE $REQUESTS_CA_BUNDLE $CURL_CA_BUNDLE $GIT_SSL_CAINFO $NODE_EXTRA_CA_CERTS')
+  check '[ "$o" = "/run/kiln/ca-bundle.pem /run/kiln/ca-bundle.pem /run/kiln/ca-bundle.pem /run/kiln/ca-bundle.pem /run/kiln/egress-ca.pem" ]' "exec env: $o"
+  o=$(ag spawn --pty -- sh -c 'echo $SSL_CERT_FILE > /tmp/pty-env'); check '[ $arc = 0 ]' "spawn --pty failed ($arc)"
+  ag wait "$o" >/dev/null
+  o=$(ag exec -- cat /tmp/pty-env); check '[ "$o" = /run/kiln/ca-bundle.pem ]' "PTY env: $o"
+  o=$(ag exec --env SSL_CERT_FILE=/mine -- sh -c 'echo $SSL_CERT_FILE'); check '[ "$o" = /mine ]' "the request's env: $o"
+  o=$(ag exec --confine -- sh -c 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"'); check '[ "$o" = 1 ]' "confined: $o"
+  printf 'hello\n' >"$vd/bad.pem"
+  ag configure --trust-ca "$vd/bad.pem" >/dev/null 2>"$vd/e"; check '[ $arc = 2 ] && grep -q bad_field "$vd/e"' "not a certificate: $arc $(cat "$vd/e")"
+  ag configure --no-trust-ca >/dev/null; check '[ $arc = 0 ]' "configure --no-trust-ca failed ($arc)"
+  o=$(ag exec -- sh -c "ls /run/kiln | wc -l; cat $b; ls /usr/local/share/ca-certificates | wc -l; echo \${SSL_CERT_FILE:-unset}")
+  check '[ "$(echo $o)" = "0 # image CAs 0 unset" ]' "after removal: $o"
+  agent_vm_stop
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
 # A hostile guest's text reaches the host terminal without control
 # characters: file names and link targets (ls, stat), process arguments
 # (ps) and the agent's error messages, which quote a guest path.

@@ -34,6 +34,37 @@ test_kilnd_debian_image_python_node_git() {
   kd_done
 }
 
+# The egress CA in a Debian guest (docs/agent-protocol.md,
+# configure.trust_ca), placed as the egress proxy's setup would: Python's
+# default TLS context loads it (SSL_CERT_FILE), the image's bundle holds it
+# in its marked block with the anchor beside it, update-ca-certificates
+# keeps it there (from the anchor) once, and the next boot's configure
+# still leaves it once.
+test_kilnd_debian_egress_ca_trusted() {
+  kd_start --image debian="$KILN_DEBIAN_IMAGE" || return 1
+  local why='' d ca b=/etc/ssl/certs/ca-certificates.crt key=MIIBkTCCATegAwIBAgIUbMvzJj
+  ca=$(cat tests/integration/test-ca.pem)
+  kd_create '{"image":"debian","memory_mib":512}' || { kd_stop; return 1; }
+  d=$kd/state/sandboxes/$sid
+  api POST "/v1/sandboxes/$sid/stop"
+  kd_check '[ $status = 200 ]' "stop"
+  mkdir -m 0700 "$d/egress" && printf '%s\n' "$ca" >"$d/egress/ca.pem"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start with the CA"
+  kd_sh "$sid" 'python3 -c "import ssl; print(sum(dict(x[0] for x in c[\"subject\"]).get(\"commonName\") == \"kiln test egress CA\" for c in ssl.create_default_context().get_ca_certs()))"'
+  kd_check '[ "$(kd_out)" = 1 ]' "Python's default context has the CA: $(kd_out) $(jget .stderr 2>/dev/null)"
+  kd_sh "$sid" "grep -c '^# kiln egress CA' $b; grep -c $key $b; grep -c $key /usr/local/share/ca-certificates/kiln-egress.crt"
+  kd_check '[ "$(kd_outw)" = "2 1 1" ]' "the image's bundle has the block, the anchor the CA: $(kd_outw)"
+  api POST "/v1/sandboxes/$sid/exec" -d '{"argv":["sh","-c","update-ca-certificates >/dev/null 2>&1; echo rc=$?; grep -c \"^# kiln egress CA\" '"$b"'; grep -c '"$key"' '"$b"'"],"user":"root"}'
+  kd_check '[ "$(kd_outw)" = "rc=0 0 1" ]' "update-ca-certificates keeps the CA once, from the anchor: $(kd_outw)"
+  api POST "/v1/sandboxes/$sid/stop"
+  api POST "/v1/sandboxes/$sid/start"
+  kd_check '[ $status = 200 ] && [ "$(jget .state)" = running ]' "start again"
+  kd_sh "$sid" "grep -c '^# kiln egress CA' $b; grep -c $key $b; grep -c $key /run/kiln/ca-bundle.pem"
+  kd_check '[ "$(kd_outw)" = "2 1 1" ]' "after a rebuilt bundle and a boot, the CA stands once: $(kd_outw)"
+  kd_done
+}
+
 # A template on the Debian image (docs/api.md, "Templates"), steps that need
 # no network: a C program compiled from the build context, an npm package
 # installed from a tarball in the context; a sandbox from it has both.

@@ -30,6 +30,7 @@
 #include "api/agent-client/agent_client.h"
 #include "lib/base/mono.h"
 #include "lib/base/version.h"
+#include "tests/unit/test_ca_pem.h"
 
 /* ---- the fake agent ---- */
 
@@ -2161,6 +2162,40 @@ static void test_list_dir(void **state)
 	fake_free(&f);
 }
 
+/* configure.trust_ca: sent as one JSON string, "" too (removal); a
+ * certificate the codec refuses never leaves the host. */
+static void test_configure_trust_ca(void **state)
+{
+	static const struct fake_step steps[] = {
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
+		{ .hello = OK_HELLO, .reply = "{\"type\":\"ok\"}\n" },
+	};
+	struct agent_client_configure cfg = { .trust_ca = TEST_CA_PEM };
+	struct agent_client_err e;
+	struct agent_client c;
+	struct fake f;
+
+	(void)state;
+	fake_start(&f, steps, 2);
+	c = client_for(&f, 2000);
+	assert_int_equal(agent_client_configure(&c, &cfg, &e), 0);
+	cfg.trust_ca = "";
+	cfg.hostname = "box1";
+	assert_int_equal(agent_client_configure(&c, &cfg, &e), 0);
+	cfg.hostname = NULL;
+	cfg.trust_ca = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\ntrailing";
+	assert_int_equal(agent_client_configure(&c, &cfg, &e), -EINVAL);
+	assert_err(&e, AGENT_FAIL_REQUEST, AGENT_E_BAD_FIELD);
+	assert_non_null(strstr(e.msg, "only one certificate"));
+	fake_stop(&f);
+	assert_int_equal(f.served, 2);
+	assert_string_equal(f.log[0].hdrs,
+			    "{\"type\":\"configure\",\"trust_ca\":\"" TEST_CA_PEM_JSON "\"}\n");
+	assert_string_equal(f.log[1].hdrs,
+			    "{\"type\":\"configure\",\"hostname\":\"box1\",\"trust_ca\":\"\"}\n");
+	fake_free(&f);
+}
+
 static void test_lifecycle(void **state)
 {
 	static const struct fake_step steps[] = {
@@ -2435,6 +2470,7 @@ int main(void)
 		cmocka_unit_test(test_stat_exists),
 		cmocka_unit_test(test_list_dir),
 		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_configure_trust_ca),
 		cmocka_unit_test(test_tcp_connect_bridge),
 		cmocka_unit_test(test_tcp_connect_errors),
 	};

@@ -40,7 +40,7 @@ static void test_base_user(void **state)
 	char **envp;
 
 	(void)state;
-	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
 	expect_env(envp, want);
 	free(envp);
 }
@@ -58,7 +58,7 @@ static void test_base_root_pty(void **state)
 	char **envp;
 
 	(void)state;
-	assert_int_equal(agent_env_build(&req, true, &envp), 0);
+	assert_int_equal(agent_env_build(&req, true, false, &envp), 0);
 	expect_env(envp, want);
 	assert_string_equal(agent_env_get(envp, "TERM"), "xterm-256color");
 	assert_string_equal(agent_env_get(envp, "HOME"), "/root");
@@ -76,14 +76,53 @@ static void test_base_confined(void **state)
 	char **envp;
 
 	(void)state;
-	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
 	assert_string_equal(agent_env_get(envp, "HOME"), "/workspace");
 	assert_string_equal(agent_env_get(envp, "USER"), "root");
 	free(envp);
 	req.env = env;
 	req.envc = 1;
-	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
 	assert_string_equal(agent_env_get(envp, "HOME"), "/tmp");
+	free(envp);
+}
+
+/* With the egress CA installed: its variables after the base ones, before
+ * TERM; the request's env replaces or removes each. */
+static void test_trust(void **state)
+{
+	struct agent_env env[] = { { "SSL_CERT_FILE", "/mine.pem" }, { "CURL_CA_BUNDLE", NULL } };
+	struct agent_proc_req req = { .user = AGENT_USER_USER };
+	const char *want[] = { "PATH=" AGENT_DEFAULT_PATH,
+			       "HOME=/home/user",
+			       "USER=user",
+			       "LOGNAME=user",
+			       "SHELL=/bin/sh",
+			       "SSL_CERT_FILE=/run/kiln/ca-bundle.pem",
+			       "REQUESTS_CA_BUNDLE=/run/kiln/ca-bundle.pem",
+			       "CURL_CA_BUNDLE=/run/kiln/ca-bundle.pem",
+			       "GIT_SSL_CAINFO=/run/kiln/ca-bundle.pem",
+			       "NODE_EXTRA_CA_CERTS=/run/kiln/egress-ca.pem",
+			       "TERM=xterm-256color",
+			       NULL };
+	char **envp;
+
+	(void)state;
+	assert_int_equal(agent_env_build(&req, true, true, &envp), 0);
+	expect_env(envp, want);
+	free(envp);
+	req.env = env;
+	req.envc = 2;
+	assert_int_equal(agent_env_build(&req, false, true, &envp), 0);
+	assert_string_equal(agent_env_get(envp, "SSL_CERT_FILE"), "/mine.pem");
+	assert_null(agent_env_get(envp, "CURL_CA_BUNDLE"));
+	assert_string_equal(agent_env_get(envp, "REQUESTS_CA_BUNDLE"), "/run/kiln/ca-bundle.pem");
+	free(envp);
+	/* Without it, none of them. */
+	req.envc = 0;
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
+	assert_null(agent_env_get(envp, "SSL_CERT_FILE"));
+	assert_null(agent_env_get(envp, "NODE_EXTRA_CA_CERTS"));
 	free(envp);
 }
 
@@ -100,7 +139,7 @@ static void test_overrides(void **state)
 	char **envp;
 
 	(void)state;
-	assert_int_equal(agent_env_build(&req, true, &envp), 0);
+	assert_int_equal(agent_env_build(&req, true, false, &envp), 0);
 	expect_env(envp, want);
 	free(envp);
 }
@@ -117,7 +156,7 @@ static void test_remove_all(void **state)
 	char **envp;
 
 	(void)state;
-	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
 	assert_null(envp[0]);
 	free(envp);
 }
@@ -136,7 +175,7 @@ static void test_many(void **state)
 		snprintf(keys[i], sizeof(keys[i]), "K%d", i);
 		env[i] = (struct agent_env){ keys[i], "v" };
 	}
-	assert_int_equal(agent_env_build(&req, false, &envp), 0);
+	assert_int_equal(agent_env_build(&req, false, false, &envp), 0);
 	while (envp[n])
 		n++;
 	assert_int_equal(n, 5 + AGENT_ENV_MAX);
@@ -249,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_base_confined),
 		cmocka_unit_test(test_base_root_pty),
 		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_trust),
 		cmocka_unit_test(test_remove_all),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_search_order),

@@ -20,6 +20,7 @@
 
 #include "api/proto/agent_proto.h"
 #include "lib/base/version.h"
+#include "tests/unit/test_ca_pem.h"
 
 /* ---- framing helpers ---- */
 
@@ -1124,6 +1125,99 @@ static void test_parse_files(void **state)
 	assert_int_equal(REQ("{\"type\":\"tar_download\"}"), AGENT_E_MISSING_FIELD);
 }
 
+/* configure.trust_ca: one PEM certificate, strictly; "" removes. */
+static void test_parse_trust_ca(void **state)
+{
+	const char *good = TEST_CA_PEM;
+	char buf[AGENT_TRUST_CA_MAX + 64], line[4 * AGENT_TRUST_CA_MAX];
+	struct agent_msg m;
+	struct agent_err err;
+	json_t *o;
+	char *enc;
+
+	(void)state;
+	assert_null(agent_pem_cert_check(good));
+	/* Without the last newline too. */
+	snprintf(buf, sizeof(buf), "%.*s", (int)strlen(good) - 1, good);
+	assert_null(agent_pem_cert_check(buf));
+
+	assert_int_equal(parse_ctx("{\"type\":\"configure\",\"trust_ca\":\"" TEST_CA_PEM_JSON "\"}",
+				   AGENT_CTX_REQUEST, &m, &err),
+			 AGENT_OK);
+	assert_string_equal(m.u.conf.trust_ca, good);
+	assert_null(m.u.conf.hostname);
+	agent_msg_free(&m);
+	assert_int_equal(parse_ctx("{\"type\":\"configure\",\"trust_ca\":\"\"}", AGENT_CTX_REQUEST,
+				   &m, &err),
+			 AGENT_OK);
+	assert_string_equal(m.u.conf.trust_ca, "");
+	agent_msg_free(&m);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"hostname\":\"a\",\"trust_ca\":\"\"}"),
+			 AGENT_OK);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"trust_ca\":5}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"trust_ca\":null}"), AGENT_E_BAD_FIELD);
+	assert_int_equal(REQ("{\"type\":\"configure\",\"trust_ca\":\"hello\"}"), AGENT_E_BAD_FIELD);
+
+	/* Each way of not being exactly one certificate. */
+	static const char *const bad[] = {
+		"-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n", /* no body */
+		"-----BEGIN CERTIFICATE-----\nMIIB\n",                      /* no END */
+		"-----BEGIN CERTIFICATE-----\nMIIB",
+		"-----BEGIN CERTIFICATE-----",
+		"-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n",
+		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END PRIVATE KEY-----\n",
+		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nx",
+		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n\n",
+		"-----BEGIN CERTIFICATE-----\nMI IB\n-----END CERTIFICATE-----\n",
+		"-----BEGIN CERTIFICATE-----\nMIIB\r\n-----END CERTIFICATE-----\n",
+		"-----BEGIN CERTIFICATE-----\n\nMIIB\n-----END CERTIFICATE-----\n",
+		"-----BEGIN CERTIFICATE-----\nProc-Type: 4\n-----END CERTIFICATE-----\n",
+		" -----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+		"-----BEGIN CERTIFICATE-----\r\nMIIB\n-----END CERTIFICATE-----\n",
+		"-----BEGIN CERTIFICATE-----\nMII\n-----END CERTIFICATE-----\n", /* not canonical */
+		"-----BEGIN CERTIFICATE-----\nMA==\n-----END CERTIFICATE-----\n", /* 0x30 alone */
+		"-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n", /* 30 00: empty */
+		"-----BEGIN CERTIFICATE-----\nMAIA\n-----END CERTIFICATE-----\n", /* says 2, has 1 */
+		"-----BEGIN CERTIFICATE-----\nMIEBAA==\n-----END CERTIFICATE-----\n", /* long form for 1 */
+		"-----BEGIN CERTIFICATE-----\nAgEA\n-----END CERTIFICATE-----\n", /* an INTEGER */
+		"-----BEGIN CERTIFICATE-----\nMA==\nMA==\n-----END CERTIFICATE-----\n", /* '=' inside */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_non_null(agent_pem_cert_check(bad[i]));
+		o = json_pack("{s:s, s:s}", "type", "configure", "trust_ca", bad[i]);
+		enc = json_dumps(o, JSON_COMPACT);
+		assert_int_equal(REQ(enc), AGENT_E_BAD_FIELD);
+		free(enc);
+		json_decref(o);
+	}
+	/* The shape is checked, not X.509 (kiln-init has no TLS library; the
+	 * guest's own reject a bad certificate when they load the bundle). */
+	assert_null(agent_pem_cert_check(
+		"-----BEGIN CERTIFICATE-----\nMAEA\n-----END CERTIFICATE-----\n"));
+	/* Two certificates: only one is taken. */
+	snprintf(buf, sizeof(buf), "%s%s", good, good);
+	assert_non_null(strstr(agent_pem_cert_check(buf), "only one"));
+	/* A line over 76 characters. */
+	snprintf(buf, sizeof(buf), "-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n",
+		 "MIIBkTCCATegAwIBAgIUbMvzJj/EbO58zmwtWaG5MUmPQPkwCgYIKoZIzj0EAwIwMIIBkTCCATegAwIB");
+	assert_non_null(strstr(agent_pem_cert_check(buf), "76"));
+	/* Over the limit: too_large, before any look at the text. */
+	memset(buf, 'A', AGENT_TRUST_CA_MAX + 1);
+	buf[AGENT_TRUST_CA_MAX + 1] = '\0';
+	o = json_pack("{s:s, s:s}", "type", "configure", "trust_ca", buf);
+	enc = json_dumps(o, JSON_COMPACT);
+	assert_int_equal(parse_ctx(enc, AGENT_CTX_REQUEST, &m, &err), AGENT_E_TOO_LARGE);
+	assert_non_null(strstr(err.msg, "8192"));
+	free(enc);
+	json_decref(o);
+	assert_non_null(agent_pem_cert_check(buf));
+	/* The message says what is wrong and what to send. */
+	snprintf(line, sizeof(line), "{\"type\":\"configure\",\"trust_ca\":\"x\"}");
+	assert_int_equal(parse_ctx(line, AGENT_CTX_REQUEST, &m, &err), AGENT_E_BAD_FIELD);
+	assert_non_null(strstr(err.msg, "BEGIN CERTIFICATE"));
+	assert_non_null(strstr(err.msg, ".pem"));
+}
+
 static void test_parse_configure(void **state)
 {
 	struct agent_msg m;
@@ -1863,6 +1957,7 @@ int main(void)
 		cmocka_unit_test(test_parse_process_control),
 		cmocka_unit_test(test_parse_files),
 		cmocka_unit_test(test_parse_configure),
+		cmocka_unit_test(test_parse_trust_ca),
 		cmocka_unit_test(test_parse_clock_shutdown),
 		cmocka_unit_test(test_parse_tcp_connect),
 		cmocka_unit_test(test_upload_through_framer),

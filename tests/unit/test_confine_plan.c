@@ -170,6 +170,41 @@ static void test_run_sees_its_own_directory_only(void **state)
 		assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, bad[i]), -EINVAL);
 }
 
+/* With the egress CA installed, its two files are shown read-only (the
+ * environment names them); nothing else of /run/kiln. Without it, none. */
+static void test_trust_files_shown(void **state)
+{
+	static const struct fake_entry with_ca[] = {
+		{ "/usr", CONFINE_DIR, NULL },
+		{ "/workspace", CONFINE_DIR, NULL },
+		{ "/run/kiln", CONFINE_DIR, NULL },
+		{ "/run/kiln/ca-bundle.pem", CONFINE_NODE, NULL },
+		{ "/run/kiln/egress-ca.pem", CONFINE_NODE, NULL },
+		{ "/run/kiln/other", CONFINE_NODE, NULL },
+	};
+	struct fake_fs fs = FS(with_ca), none = FS(minimal);
+
+	(void)state;
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &fs, NULL), 0);
+	assert_true(index_of(find(CONFINE_MKDIR, R "/run")) <
+		    index_of(find(CONFINE_MKDIR, R "/run/kiln")));
+	for (const char *const *f = (const char *const[]){ "/run/kiln/ca-bundle.pem",
+							   "/run/kiln/egress-ca.pem", NULL };
+	     *f; f++) {
+		char dst[CONFINE_PATH_MAX];
+
+		snprintf(dst, sizeof(dst), R "%s", *f);
+		assert_string_equal(find(CONFINE_BIND, dst)->src, *f);
+		assert_true(index_of(find(CONFINE_READONLY, dst)) >
+			    index_of(find(CONFINE_BIND, dst)));
+	}
+	assert_null(find(CONFINE_BIND, R "/run/kiln"));
+	assert_unseen("/run/kiln/other");
+	assert_int_equal(confine_plan_build(&plan, fake_probe, &none, NULL), 0);
+	assert_unseen("/run/kiln/ca-bundle.pem");
+	assert_null(find(CONFINE_MKDIR, R "/run/kiln"));
+}
+
 static void test_debian_view(void **state)
 {
 	struct fake_fs fs = FS(debian);
@@ -401,6 +436,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_debian_view),
+		cmocka_unit_test(test_trust_files_shown),
 		cmocka_unit_test(test_run_sees_its_own_directory_only),
 		cmocka_unit_test(test_minimal_view_and_shape),
 		cmocka_unit_test(test_fullest_root_fits),

@@ -32,6 +32,7 @@
 #include "guest-init/agent/agent_serve.h"
 #include "lib/base/mono.h"
 #include "fake_agent.h"
+#include "tests/unit/test_ca_pem.h"
 
 /* kiln-vmm's side and the agent's connection thread (fake_agent.h):
  * files, tcp_connect and watch by the real handlers, ping and info from
@@ -397,7 +398,11 @@ static void serve_scripted(struct agent_conn *c, struct agent_msg *m)
 	const char *t = agent_type_name(m->type);
 	size_t n = strlen(seen_hdrs);
 
-	snprintf(seen_hdrs + n, sizeof(seen_hdrs) - n, "%s ", t ? t : "?");
+	/* configure notes its trust_ca: +ca (a certificate), -ca (""), none. */
+	snprintf(seen_hdrs + n, sizeof(seen_hdrs) - n, "%s%s ", t ? t : "?",
+		 m->type != AGENT_T_CONFIGURE || !m->u.conf.trust_ca ? ""
+			 : *m->u.conf.trust_ca                       ? "+ca"
+								     : "-ca");
 	switch (m->type) {
 	case AGENT_T_EXEC:
 		reply(c,
@@ -573,7 +578,7 @@ static void test_attach_list_resize(void **state)
 
 	(void)state;
 	seen_hdrs[0] = '\0';
-	fake_agent_start(&v, 6, serve_scripted);
+	fake_agent_start(&v, 10, serve_scripted);
 	assert_int_equal(kiln_agent_new(v.v.path, &a), 0);
 	assert_int_equal(kiln_agent_attach_at(a, 4, KILN_ATTACH_SEQ, 2, &p), 0);
 	assert_int_equal(kiln_proc_get_info(p, &info), 0);
@@ -622,12 +627,31 @@ static void test_attach_list_resize(void **state)
 		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = "fork-1" };
 
 		assert_int_equal(kiln_agent_configure(a, &cfg), 0);
+		cfg.trust_ca = TEST_CA_PEM;
+		assert_int_equal(kiln_agent_configure(a, &cfg), 0);
+		/* A caller built before trust_ca: its size ends at mtu, the rest unread. */
+		cfg.size = offsetof(struct kiln_guest_config, trust_ca);
+		assert_int_equal(kiln_agent_configure(a, &cfg), 0);
+		cfg.size = offsetof(struct kiln_guest_config, mtu);
+		assert_int_equal(kiln_agent_configure(a, &cfg), -EINVAL);
 		cfg.size = 4;
 		assert_int_equal(kiln_agent_configure(a, &cfg), -EINVAL);
+		assert_int_equal(kiln_agent_trust_ca(a, TEST_CA_PEM), 0);
+		assert_int_equal(kiln_agent_trust_ca(a, NULL), 0);
+		/* A private key is no certificate: refused before it is sent. */
+		assert_int_equal(
+			kiln_agent_trust_ca(
+				a,
+				"-----BEGIN PRIVATE KEY-----\nMAEA\n-----END PRIVATE KEY-----\n"),
+			-EINVAL);
+		assert_string_equal(kiln_agent_errcode(a), "bad_field");
+		assert_non_null(strstr(kiln_agent_errmsg(a), "BEGIN CERTIFICATE"));
 	}
 	fake_agent_stop(&v);
 	kiln_agent_free(a);
-	assert_string_equal(seen_hdrs, "attach attach attach list_processes resize configure ");
+	assert_string_equal(
+		seen_hdrs,
+		"attach attach attach list_processes resize configure configure+ca configure configure+ca configure-ca ");
 }
 
 static void test_wait_ready_hold_and_vsock(void **state)

@@ -50,6 +50,19 @@ static inline int tmpdir_teardown(void **state)
 	return 0;
 }
 
+/* Write text to dir/rel (created or truncated). */
+static inline void tmpdir_put(const char *dir, const char *rel, const char *text)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
 /* NAME exists below dfd (a symlink counts as itself). */
 static inline int tmpdir_exists(int dfd, const char *name)
 {

@@ -27,6 +27,7 @@
 #include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/core/pool_spec.h"
 #include "api/kilnd/images/images.h"
+#include "api/kilnd/net/sandbox_trust.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/vmm_control.h"
 
@@ -524,16 +525,27 @@ static int pool_hand_over(struct sandbox *sb, struct sandbox_spec *spec, const s
 	r = vmm_control_call(sb->control, CTL_RESUME, NULL, false, VMM_CONTROL_TIMEOUT_MS, &rep, e);
 	*resume_ms = mono_ms_f() - t0;
 	if (r == 0 && rename) {
+		/* The egress CA rides along, as on every configure kilnd sends
+		 * (sandbox_trust.h); unchanged, the guest writes nothing. */
 		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = spec->hostname };
+		char *ca = NULL;
 		kiln_agent *a;
 
-		if ((r = kiln_agent_new(sb->vsock, &a)) < 0) {
-			api_err_set(e, API_E_INTERNAL, "setting its hostname: out of memory");
-		} else {
-			if ((r = kiln_agent_configure(a, &cfg)))
-				api_err_from_agent(e, a, "setting its hostname");
-			kiln_agent_free(a);
+		if ((r = sandbox_trust_read(sb, &ca, e)) >= 0) {
+			cfg.trust_ca = ca;
+			if ((r = kiln_agent_new(sb->vsock, &a)) < 0) {
+				api_err_set(e, API_E_INTERNAL,
+					    "setting its hostname: out of memory");
+			} else {
+				if ((r = kiln_agent_configure(a, &cfg)) && ca)
+					sandbox_trust_fail(sb, a,
+							   "setting its hostname and egress CA", e);
+				else if (r)
+					api_err_from_agent(e, a, "setting its hostname");
+				kiln_agent_free(a);
+			}
 		}
+		free(ca);
 	}
 	ready_ms = mono_ms_f() - t0;
 	kilnd_lock(d);

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/net/sandbox_egress.h"
+#include "api/kilnd/net/sandbox_trust.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/supervision/vmm_argv.h"
@@ -546,9 +548,10 @@ static void job_free(struct agent_job *j)
 
 /*
  * Boot the sandbox (state booting, owned by the caller) from src (NULL:
- * the kernel) and wait for its agent; then give it its hostname (forks)
- * and the host's clock (every restore: the guest's clock stood still in
- * the snapshot). 0: running. -1 with e: crashed, no VMM left.
+ * the kernel) and wait for its agent; then give it its hostname (forks),
+ * its egress CA (when it has one: sandbox_trust.h) and the host's clock
+ * (every restore: the guest's clock stood still in the snapshot). 0:
+ * running. -1 with e: crashed, no VMM left.
  */
 int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err *e)
 {
@@ -558,11 +561,12 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	struct agent_job info, sync;
 	const char *why;
 	kiln_agent *a = NULL;
+	char *ca = NULL;
 	enum sandbox_state to;
 	struct boot_phases ph = { 0 };
 	double ready_ms = 0, t_ready;
 	int64_t uptime = -1;
-	bool synced = false, spawned = false;
+	bool synced = false, spawned = false, is_fork;
 	int status, r;
 
 	r = spawn_and_wait(sb, restore_dir, &ready_ms, &ph, &spawned, &status, e);
@@ -596,34 +600,49 @@ int sandbox_boot(struct sandbox *sb, const struct boot_src *src, struct api_err 
 	/* Best effort, for the boot timeline and for guests without an RTC. */
 	job_start(&info, sb->vsock, job_info);
 	job_start(&sync, sb->vsock, job_sync);
-	if (src && src->hostname && restore_dir) {
+	/* The egress CA (sandbox_trust.h): after every boot, restore, fork
+	 * and wake, so the guest trusts the CA its proxy has now. */
+	r = sandbox_trust_read(sb, &ca, e);
+	is_fork = src && src->hostname && restore_dir;
+	if (r >= 0 && (is_fork || ca)) {
 		/* A fork runs the memory of another guest: its own name (the clock
-		 * and entropy go in beside it). */
-		struct kiln_guest_config cfg = { .size = sizeof(cfg), .hostname = src->hostname };
+		 * and entropy go in beside it), and its own CA or none (not the
+		 * one the snapshot's guest had installed). */
+		struct kiln_guest_config cfg = { .size = sizeof(cfg),
+						 .hostname = is_fork ? src->hostname : NULL,
+						 .trust_ca = ca    ? ca
+							 : is_fork ? ""
+								   : NULL };
+		const char *what = !ca ? "setting the fork's hostname"
+			: cfg.hostname ? "setting the fork's hostname and egress CA"
+				       : "installing the egress CA";
 
 		/* Part of the boot: --boot-timeout (again, not what is left of
 		 * it), not the client's 10 s default (64 forks at once in a
 		 * nested run took longer, and a restore that had worked was
 		 * thrown away for a cold boot). */
-		if ((r = kiln_agent_new(sb->vsock, &a)) < 0 ||
-		    kiln_agent_set_timeout(a, d->cfg.boot_timeout_ms) ||
-		    kiln_agent_configure(a, &cfg)) {
-			job_end(&info, &why);
-			job_end(&sync, &why);
-			job_free(&info);
-			job_free(&sync);
-			if (r < 0)
-				api_err_set(e, API_E_INTERNAL,
-					    "setting the fork's hostname: out of memory");
+		if ((r = kiln_agent_new(sb->vsock, &a)) < 0)
+			api_err_set(e, API_E_INTERNAL, "%s: out of memory", what);
+		else if (kiln_agent_set_timeout(a, d->cfg.boot_timeout_ms) ||
+			 kiln_agent_configure(a, &cfg)) {
+			if (ca)
+				sandbox_trust_fail(sb, a, what, e);
 			else
-				api_err_from_agent(e, a, "setting the fork's hostname");
-			kiln_agent_free(a);
-			kilnd_lock(d);
-			sandbox_kill_locked(sb);
-			kilnd_unlock(d);
-			goto failed;
+				api_err_from_agent(e, a, what);
+			r = -1;
 		}
 		kiln_agent_free(a);
+	}
+	free(ca);
+	if (r < 0) {
+		job_end(&info, &why);
+		job_end(&sync, &why);
+		job_free(&info);
+		job_free(&sync);
+		kilnd_lock(d);
+		sandbox_kill_locked(sb);
+		kilnd_unlock(d);
+		goto failed;
 	}
 	if (job_end(&sync, &why) == 0)
 		synced = true;
