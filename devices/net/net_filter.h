@@ -16,6 +16,17 @@
  * answers bind names to addresses. Inbound packets that belong to no flow
  * (unsolicited) drop: nothing from outside opens a flow.
  *
+ * Steering (issue 37, docs/architecture.md "Packet filter"): a guest SYN
+ * opening a TCP flow to a port net_rules_steers() lists gets the verdict
+ * NF_STEER after the layer-2 and source checks: only a matching deny rule
+ * and the always-deny set (reserved ranges, cfg.host_deny) still drop it;
+ * allow rules, outbound_internet and the private and host-address checks
+ * do not apply, since the egress proxy decides those flows. The caller
+ * hands NF_STEER frames to its TCP endpoint (tcp_term.h), which keeps the
+ * steered flows in a table of its own: later segments of such a flow
+ * (cfg.steered says which) are NF_STEER too, whatever the rules say by
+ * then, so a rule change steers new flows only.
+ *
  * Contract:
  *  - Pure and bounded: no syscalls, no allocation after net_filter_create()
  *    (rule sets are parsed, and so allocated, by the caller, outside the
@@ -67,6 +78,7 @@ enum nf_dir {
 enum nf_verdict {
 	NF_PASS,
 	NF_DROP,
+	NF_STEER, /* to the caller's TCP endpoint, then the egress proxy */
 };
 
 /* Why: every packet counts under exactly one reason. */
@@ -93,6 +105,8 @@ enum nf_reason {
 	NF_DROP_TABLE_FULL,  /* the connection-tracking table is full */
 	NF_DROP_FRAGMENT,    /* a later fragment whose first fragment did not pass */
 	NF_DROP_HOST,        /* one of the host's own addresses, and no rule named it */
+	NF_STEER_NEW,        /* a SYN to a port `http` rules steer */
+	NF_STEER_FLOW,       /* a later segment of a steered flow (cfg.steered) */
 	NF_REASON_COUNT
 };
 
@@ -123,6 +137,8 @@ struct nf_log_entry {
 };
 
 typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
+/* The guest's TCP flow k is a steered one the caller's endpoint holds. */
+typedef bool (*nf_steered_fn)(void *ctx, const struct conntrack_key *k);
 
 #define NF_HOST_DENY_MAX 4
 #define NF_HOST_ADDRS_MAX NET_HOST_ADDRS_MAX
@@ -154,6 +170,10 @@ struct net_filter_config {
 	nf_log_fn log;
 	void *log_ctx;
 	uint32_t log_per_s, log_burst; /* 0, 0: 10 per second, bursts of 20 */
+	/* Steered flows (NULL: none live; SYNs to steered ports still get
+	 * NF_STEER). Runs inside the filter call, like log. */
+	nf_steered_fn steered;
+	void *steered_ctx;
 };
 
 struct net_filter;
@@ -217,6 +237,13 @@ size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, siz
  * "dns_bindings": N, "log_suppressed": N}}. NULL out of memory.
  */
 json_t *net_filter_to_json(const struct net_filter *f);
+
+/*
+ * The first of the names the guest resolved to a (live bindings first,
+ * then expired ones) into out (NET_HOST_MAX + 1 bytes): true, or false
+ * with out "" when it resolved none. For the PROXY header's AUTHORITY.
+ */
+bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out);
 
 const char *nf_reason_name(enum nf_reason r);
 /* "egress drop default tcp 10.0.2.15:40000 -> 203.0.113.9:443" (+ rule, cut, suppressed). */

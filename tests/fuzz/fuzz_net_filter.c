@@ -31,7 +31,7 @@ static void log_cb(void *ctx, const struct nf_log_entry *e)
 	char line[256];
 
 	(void)ctx;
-	FUZZ_ASSERT(e->reason >= NF_DROP_RATE && e->reason < NF_REASON_COUNT);
+	FUZZ_ASSERT(e->reason >= NF_DROP_RATE && e->reason < NF_STEER_NEW);
 	nf_log_format(e, line, sizeof(line));
 	FUZZ_ASSERT(memchr(line, 0, sizeof(line)));
 }
@@ -152,6 +152,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(v == d.verdict);
 		FUZZ_ASSERT(d.reason < NF_REASON_COUNT);
 		FUZZ_ASSERT((d.reason < NF_DROP_RATE) == (v == NF_PASS));
+		/* Steered: only what the guest sends, only TCP SYNs without a callback. */
+		FUZZ_ASSERT((d.reason >= NF_STEER_NEW) == (v == NF_STEER));
+		FUZZ_ASSERT(v != NF_STEER || (!dir && d.reason == NF_STEER_NEW));
 		if (d.reason == NF_DROP_MALFORMED)
 			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
 		FUZZ_ASSERT(net_filter_flow_count(f) <= c.conntrack_capacity);
