@@ -153,6 +153,11 @@ static struct tcp_term_flow *lookup(struct tcp_term *t, const struct conntrack_k
 	return NULL;
 }
 
+struct tcp_term_flow *tcp_term_find(struct tcp_term *t, const struct conntrack_key *k)
+{
+	return lookup(t, k);
+}
+
 /*
  * Give f's slot back. The queue links stay: a queue may still name the
  * slot, and finds it empty (or reused, which is as good) when it gets there.
