@@ -839,6 +839,12 @@ void net_filter_counters(const struct net_filter *f, struct nf_counters *out)
 	*out = f->ctr;
 }
 
+void net_filter_set_steered(struct net_filter *f, nf_steered_fn fn, void *ctx)
+{
+	f->cfg.steered = fn;
+	f->cfg.steered_ctx = ctx;
+}
+
 void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6])
 {
 	memcpy(f->cfg.guest_mac, mac, 6);

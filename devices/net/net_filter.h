@@ -214,6 +214,9 @@ const struct net_rules *net_filter_rules(const struct net_filter *f);
 void net_filter_counters(const struct net_filter *f, struct nf_counters *out);
 size_t net_filter_flow_count(const struct net_filter *f);
 
+/* Who says which TCP flows are steered (cfg.steered), once the endpoint exists. */
+void net_filter_set_steered(struct net_filter *f, nf_steered_fn fn, void *ctx);
+
 /*
  * The guest's MAC is now mac (and so its IPv6 link-local address): a
  * restored device takes the one the guest had when the snapshot was

@@ -27,7 +27,6 @@ int net_steer_init(struct net_steer *s, const char *path, const struct tcp_term_
 		return err_set(e, EINVAL, "egress steering: %s", why);
 	strcpy(s->path, path);
 	s->io = *io;
-	s->term_cfg = *tc;
 	if ((r = tcp_term_init(&s->term, tc)) < 0)
 		return err_set(e, -r, "egress steering: cannot allocate its TCP endpoint");
 	s->conns = calloc(s->term.cfg.capacity, sizeof(*s->conns));
@@ -77,11 +76,10 @@ void net_steer_free(struct net_steer *s)
 	s->bufs = NULL;
 }
 
-int net_steer_reset(struct net_steer *s)
+void net_steer_reset(struct net_steer *s)
 {
 	close_all(s);
-	tcp_term_free(&s->term);
-	return tcp_term_init(&s->term, &s->term_cfg);
+	tcp_term_clear(&s->term);
 }
 
 static struct net_steer_conn *conn_of(struct net_steer *s, const struct tcp_term_flow *f)

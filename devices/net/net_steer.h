@@ -85,7 +85,6 @@ struct net_steer_conn {
 
 struct net_steer {
 	struct tcp_term term;
-	struct tcp_term_config term_cfg;
 	struct net_steer_io io;
 	char path[108];               /* sizeof(sun_path) */
 	struct net_steer_conn *conns; /* by tcp_term's flow index */
@@ -104,8 +103,9 @@ int net_steer_init(struct net_steer *s, const char *path, const struct tcp_term_
 		   const struct net_steer_io *io, struct err *e);
 /* Close every proxy socket and free everything. */
 void net_steer_free(struct net_steer *s);
-/* Every flow dropped (sockets closed, nothing sent to the guest): a device reset. 0 or -ENOMEM. */
-int net_steer_reset(struct net_steer *s);
+/* Every flow dropped (sockets closed, nothing sent to the guest): a
+ * device reset. No allocation (a vCPU's seccomp role may run it). */
+void net_steer_reset(struct net_steer *s);
 
 /* A guest frame the filter steered (NF_STEER). */
 void net_steer_input(struct net_steer *s, const uint8_t *frame, size_t len, uint64_t now_ns);

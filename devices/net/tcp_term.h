@@ -222,6 +222,9 @@ struct tcp_term {
  * tcp_term_config_error()) or -ENOMEM. */
 int tcp_term_init(struct tcp_term *t, const struct tcp_term_config *cfg);
 void tcp_term_free(struct tcp_term *t);
+/* Every flow forgotten, nothing sent (a device reset: the guest's stack
+ * starts again too); no allocation. Stats are kept. */
+void tcp_term_clear(struct tcp_term *t);
 /* Why cfg is refused, or NULL. */
 const char *tcp_term_config_error(const struct tcp_term_config *cfg);
 

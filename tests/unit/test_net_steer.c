@@ -606,6 +606,40 @@ static void test_backpressure_proxy_to_guest(void **state)
 	tb_free(&b);
 }
 
+/* A device reset: every socket closed, every flow forgotten, nothing sent. */
+static void test_reset_drops_every_flow(void **state)
+{
+	struct tb b;
+	struct proxy_v2 h;
+	uint8_t c[16];
+	int pfd;
+
+	(void)state;
+	tb_init(&b, false);
+	handshake(&b);
+	pfd = proxy_accept(&b, &h);
+	gsend(&b, F_ACK, "abc", 3);
+	net_steer_reset(&b.s);
+	assert_int_equal(b.s.live, 0);
+	assert_int_equal(tcp_term_count(&b.s.term), 0);
+	assert_false(net_steer_pending(&b.s));
+	assert_int_equal(read(pfd, c, sizeof(c)), 3); /* what was sent before */
+	assert_int_equal(read(pfd, c, sizeof(c)), 0);
+	/* The guest's next segment is of no flow: answered with a reset. */
+	gsend(&b, F_ACK, "d", 1);
+	grecv(&b);
+	assert_true(b.rst);
+	/* And a new flow works. */
+	b.rst = false;
+	b.gport++;
+	handshake(&b);
+	close(pfd);
+	pfd = proxy_accept(&b, &h);
+	assert_int_equal(h.sport, b.gport);
+	close(pfd);
+	tb_free(&b);
+}
+
 static void test_init_refuses_a_long_path(void **state)
 {
 	struct net_steer s;
@@ -633,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_proxy_gone_while_the_guest_sends),
 		cmocka_unit_test(test_backpressure_guest_to_proxy),
 		cmocka_unit_test(test_backpressure_proxy_to_guest),
+		cmocka_unit_test(test_reset_drops_every_flow),
 		cmocka_unit_test(test_init_refuses_a_long_path),
 	};
 
