@@ -357,6 +357,19 @@ void net_steer_tick(struct net_steer *s, uint64_t now_ns)
 	drain(s, now_ns);
 }
 
+size_t net_steer_flows(const struct net_steer *s, struct conntrack_key *out, size_t max)
+{
+	size_t n = 0;
+
+	for (uint32_t i = 0; i < s->term.cfg.capacity && n < max; i++) {
+		const struct tcp_term_flow *f = &s->term.flows[i];
+
+		if (f->state >= TCP_TERM_ESTABLISHED && f->state <= TCP_TERM_LAST_ACK)
+			out[n++] = f->key;
+	}
+	return n;
+}
+
 bool net_steer_holds(struct net_steer *s, const struct conntrack_key *k)
 {
 	return tcp_term_find(&s->term, k) != NULL;

@@ -116,6 +116,13 @@ bool net_steer_pending(const struct net_steer *s);
 void net_steer_ready(struct net_steer *s, int fd, uint32_t events, uint64_t now_ns);
 /* tcp_term's timeouts; about once a second. */
 void net_steer_tick(struct net_steer *s, uint64_t now_ns);
+/*
+ * The steered flows that carry data (established or closing), at most max
+ * into out: how many. A snapshot keeps them with the filter's, so the
+ * restored device probes each and the guest's answer gets a reset: their
+ * proxy connections end with this VMM.
+ */
+size_t net_steer_flows(const struct net_steer *s, struct conntrack_key *out, size_t max);
 /* The guest's TCP flow k is one of tcp_term's (for the filter's cfg.steered). */
 bool net_steer_holds(struct net_steer *s, const struct conntrack_key *k);
 

@@ -636,7 +636,8 @@ static void net_reset(struct virtio_dev *d)
  * while the device thread is stopped (vm_pause; before the VM starts), as
  * every device's do. The filter's other state and its counters are not saved: a
  * restored VM starts with the rules it is given (--firewall) and no
- * tracked flows.
+ * tracked flows. Steered flows are not saved either: their 4-tuples join
+ * the probed flows, so the guest's answer to a probe gets its reset.
  */
 static long net_save(struct virtio_dev *d, void *buf, size_t len)
 {
@@ -646,7 +647,8 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 
 	memcpy(st.mac, n->mac, 6);
 	if (n->filter) {
-		max = net_filter_flow_count(n->filter) + n->nprobes;
+		max = net_filter_flow_count(n->filter) + n->nprobes +
+			(n->steer ? tcp_term_count(&n->steer->term) : 0);
 		if (max > NET_STATE_FLOWS_MAX)
 			max = NET_STATE_FLOWS_MAX;
 		if (max && !(st.flows = malloc(max * sizeof(*st.flows))))
@@ -656,6 +658,11 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 		if (max)
 			st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows,
 							  max - st.nflows, mono_ns());
+		/* Steered flows are not saved: their proxy connections end with
+		 * this VMM, so the restored device probes them like the rest. */
+		if (n->steer)
+			st.nflows += net_steer_flows(n->steer, st.flows + st.nflows,
+						     max - st.nflows);
 	}
 	out = net_state_encode(&st, buf, len);
 	free(st.flows);

@@ -28,8 +28,9 @@
  * ahead of the backend's, past the ingress filter and its rate limit (the
  * guest's own window paces them). Its sockets are watched by the device's
  * loop, its timeouts run from a one-second timer. Steered flows are not
- * saved in a snapshot: after a restore the guest's next segment of one is
- * of no flow, and answered with a reset.
+ * saved in a snapshot (their proxy connections end with this VMM): the
+ * restored device probes them as it probes the filter's flows, and the
+ * guest's answer, or its next segment, is of no flow and gets a reset.
  */
 #ifndef KILN_VIRTIO_NET_H
 #define KILN_VIRTIO_NET_H

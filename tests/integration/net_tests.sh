@@ -479,13 +479,14 @@ test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
 }
 
 # kiln-egress in $ns (the host) at $hdir/egress.sock, with the `http`
-# rules $1 (a bare array); it resolves names from /etc/netns/$ns/hosts
-# (ip netns exec mounts it over /etc/hosts): web.test and other.test.
+# rules $1 (a bare array); it resolves web.test and other.test from a
+# hosts file bind-mounted over /etc/hosts in a mount namespace of its own
+# (the outer VM's /etc is read-only).
 net_egress_start() {
-  mkdir -p "/etc/netns/$ns" && printf '127.0.0.1 localhost\n203.0.113.10 web.test\n203.0.113.11 other.test\n' >"/etc/netns/$ns/hosts" ||
-    { net_fail "cannot write /etc/netns/$ns/hosts"; return 1; }
+  printf '127.0.0.1 localhost\n203.0.113.10 web.test\n203.0.113.11 other.test\n' >"$hdir/hosts"
   printf '%s\n' "$1" >"$hdir/http.json"
-  ip netns exec "$ns" build/kiln-egress --socket "$hdir/egress.sock" --rules "$hdir/http.json" \
+  ip netns exec "$ns" unshare -m --propagation private sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' \
+    sh "$hdir/hosts" build/kiln-egress --socket "$hdir/egress.sock" --rules "$hdir/http.json" \
     >"$hdir/egress.out" 2>"$hdir/egress.err" </dev/null &
   epid=$!
   local i
@@ -495,7 +496,6 @@ net_egress_start() {
 
 net_egress_stop() {
   [ -n "${epid:-}" ] && { kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; }
-  [ -n "${ns:-}" ] && rm -rf "/etc/netns/$ns"
   epid=
 }
 

@@ -1171,6 +1171,22 @@ static void test_steered_flows_go_to_the_proxy(void **state)
 	assert_int_equal(device_counter(f, "steer_bytes_up"), 18);
 	assert_int_equal(device_counter(f, "steer_bytes_down"), 19);
 	assert_true(device_counter(f, "tx_steered") >= 3);
+	/* A snapshot keeps the steered flow among those the restored device probes. */
+	{
+		uint8_t st[256];
+		struct net_state ns;
+		long k;
+
+		pthread_mutex_lock(&f->d->lock);
+		k = f->d->ops->save(f->d, st, sizeof(st));
+		pthread_mutex_unlock(&f->d->lock);
+		assert_true(k > 0);
+		assert_int_equal(net_state_decode(st, (size_t)k, &ns), 0);
+		assert_int_equal(ns.nflows, 1);
+		assert_int_equal(ns.flows[0].gport, 40000);
+		assert_int_equal(ns.flows[0].rport, 80);
+		free(ns.flows);
+	}
 
 	/* The proxy is gone: the next flow is reset once its handshake is done. */
 	close(lfd);
