@@ -111,11 +111,12 @@ net_cleanup() {
 
 # net_vm_start RULES_JSON [VMM ARGS...]: the test image in $ns with the
 # rule set RULES_JSON (--firewall; "-": no --firewall), a control socket
-# ($ctl) and the agent. Sets $vd, $vpid, $vs like agent_vm_start.
+# ($ctl) and the agent. Sets $vd ($NET_VD when set: a directory made
+# before), $vpid, $vs like agent_vm_start.
 net_vm_start() {
   local rules=$1 fw=()
   shift
-  vd=$(mktemp -d /tmp/kn.XXXXXX)
+  vd=${NET_VD:-$(mktemp -d /tmp/kn.XXXXXX)}
   vs="$vd/v.sock" ctl="$vd/ctl"
   printf '%s\n' "$rules" >"$vd/rules.json"
   [ "$rules" = - ] || fw=(--firewall "$vd/rules.json")
@@ -478,19 +479,21 @@ test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
 
-# kiln-egress in $ns (the host) at $hdir/egress.sock, with the `http`
-# rules $1 (a bare array); it resolves web.test and other.test from a
-# hosts file bind-mounted over /etc/hosts in a mount namespace of its own
-# (the outer VM's /etc is read-only).
+# net_egress_start RULES [SOCKET]: kiln-egress in $ns (the host) at
+# SOCKET (default $hdir/egress.sock, set as $esock), with the `http` rules
+# RULES (a bare array); it resolves web.test and other.test from a hosts
+# file bind-mounted over /etc/hosts in a mount namespace of its own (the
+# outer VM's /etc is read-only).
 net_egress_start() {
+  esock=${2:-$hdir/egress.sock}
   printf '127.0.0.1 localhost\n203.0.113.10 web.test\n203.0.113.11 other.test\n' >"$hdir/hosts"
   printf '%s\n' "$1" >"$hdir/http.json"
   ip netns exec "$ns" unshare -m --propagation private sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' \
-    sh "$hdir/hosts" build/kiln-egress --socket "$hdir/egress.sock" --rules "$hdir/http.json" \
+    sh "$hdir/hosts" build/kiln-egress --socket "$esock" --rules "$hdir/http.json" \
     >"$hdir/egress.out" 2>"$hdir/egress.err" </dev/null &
   epid=$!
   local i
-  for i in $(seq 1 120); do [ -S "$hdir/egress.sock" ] && return 0; sleep 0.5; done
+  for i in $(seq 1 120); do [ -S "$esock" ] && return 0; sleep 0.5; done
   net_fail "kiln-egress did not start: $(cat "$hdir/egress.err")"
 }
 
@@ -537,6 +540,29 @@ test_net_http_rules_steer_to_the_egress_proxy() {
   o=$(hget web.test 203.0.113.10); check '! grep -q kiln-net <<<"$o"' "a GET went through without the proxy: '$o'"
   vctl firewall-get
   check '[ "$(fwj .counters.device.steer_connect_failed)" -ge 1 ]' "connect failures: $(fwj .counters.device)"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# The same from a jailed kiln-vmm (uid 4244, its own empty network
+# namespace, seccomp): as kilnd will, the proxy's socket is in the jail
+# directory (root's, searchable) and belongs to the jail uid, mode 0600.
+test_net_http_rules_steer_from_a_jailed_vmm() {
+  net_ns_make ej && net_ns_tap || { net_cleanup; return 1; }
+  net_hosts_start --http 203.0.113.10:80 --dns 10.77.3.53 --zone web.test=203.0.113.10 || { net_cleanup; return 1; }
+  local NET_VD why= o a
+  NET_VD=$(mktemp -d /tmp/kn.XXXXXX) && chmod 0711 "$NET_VD"
+  net_egress_start '[{"host":"web.test"}]' "$NET_VD/egress.sock" || { net_egress_stop; rm -rf "$NET_VD"; net_cleanup; return 1; }
+  chown 4244:4244 "$esock" && chmod 0600 "$esock"
+  net_vm_start '{"http":[{"host":"web.test"}],"dns":["10.77.3.53"]}' --egress-proxy "$esock" \
+    --jail "$NET_VD" --uid 4244 --gid 4244 "${NET_TAP_ARGS[@]}" || { net_egress_stop; net_cleanup; return 1; }
+  a=$(nslookup_a web.test 10.77.3.53); check '[ "$a" = 203.0.113.10 ]' "web.test resolved to '$a'"
+  o=$(hget web.test 203.0.113.10)
+  check 'grep -q "^kiln-net 203.0.113.10:80$" <<<"$o"' "the steered GET from the jail failed: '$o'; proxy: $(tail -3 "$hdir/egress.err"); vmm: $(tail -3 "$vd/vmm.err")"
+  vctl firewall-get
+  check '[ "$(fwj .counters.device.steered_flows)" -ge 1 ] && [ "$(fwj .counters.device.steer_connect_failed)" = 0 ]' \
+    "device counters: $(fwj .counters.device)"
+  net_egress_stop
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
