@@ -426,6 +426,39 @@ static void test_ipv6_without_a_name(void **state)
 	tb_free(&b);
 }
 
+/* The guest's flow, as tcp_term keys it. */
+static struct conntrack_key key_of(const struct tb *b)
+{
+	struct conntrack_key k = { .proto = PKT_PROTO_TCP, .gport = b->gport, .rport = b->rport };
+	struct net_addr g, r;
+
+	net_addr_parse(b->guest, &g);
+	net_addr_parse(b->remote, &r);
+	k.family = g.family;
+	memcpy(k.guest, g.b, 16);
+	memcpy(k.remote, r.b, 16);
+	return k;
+}
+
+/* The handshake is answered, then the connection is reset at once: one connect failure. */
+static void expect_refused(struct tb *b)
+{
+	struct conntrack_key k = key_of(b);
+
+	gsend(b, F_SYN, NULL, 0);
+	grecv(b);
+	assert_true(net_steer_holds(&b->s, &k));
+	gsend(b, F_ACK, NULL, 0);
+	grecv(b);
+	assert_true(b->rst);
+	assert_int_equal(b->s.st.flows, 1);
+	assert_int_equal(b->s.st.connect_failed, 1);
+	assert_int_equal(b->s.live, 0);
+	/* The flow is gone: the guest's next segment is answered as a closed port's. */
+	assert_false(net_steer_holds(&b->s, &k));
+	tb_free(b);
+}
+
 /* No proxy at the path, or one that does not accept: the guest's connection is reset. */
 static void test_refused_connect_resets_the_guest(void **state)
 {
@@ -433,35 +466,16 @@ static void test_refused_connect_resets_the_guest(void **state)
 
 	(void)state;
 	tb_init_at(&b, "nobody.sock", false);
-	handshake(&b);
-	grecv(&b);
-	assert_true(b.rst);
-	assert_int_equal(b.s.st.flows, 1);
-	assert_int_equal(b.s.st.connect_failed, 1);
-	assert_int_equal(b.s.live, 0);
-	/* The flow is gone: the guest's next segment is answered as a closed port's. */
-	assert_false(net_steer_holds(&b.s, &(struct conntrack_key){ 0 }));
-	tb_free(&b);
-
+	expect_refused(&b);
 	/* A socket whose listener is gone (ECONNREFUSED). */
 	tb_init(&b, false);
 	close(b.listener);
 	b.listener = -1;
-	handshake(&b);
-	grecv(&b);
-	assert_true(b.rst);
-	assert_int_equal(b.s.st.connect_failed, 1);
-	tb_free(&b);
-
+	expect_refused(&b);
 	/* The loop cannot watch another socket. */
 	tb_init(&b, false);
 	b.watch_fail = 1;
-	handshake(&b);
-	grecv(&b);
-	assert_true(b.rst);
-	assert_int_equal(b.s.st.connect_failed, 1);
-	assert_int_equal(b.s.live, 0);
-	tb_free(&b);
+	expect_refused(&b);
 }
 
 /* The guest resets: the proxy sees its socket close. */

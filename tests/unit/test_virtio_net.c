@@ -926,6 +926,19 @@ static char *control_call(const char *path, const char *line)
 	return strdup(reply);
 }
 
+/* line is refused ({"ok":false}) with an error holding needle. */
+static void control_refused(const char *path, const char *line, const char *needle)
+{
+	char *r = control_call(path, line);
+	json_t *j = json_loads(r, 0, NULL);
+
+	assert_non_null(j);
+	assert_true(json_is_false(json_object_get(j, "ok")));
+	assert_non_null(strstr(json_string_value(json_object_get(j, "error")), needle));
+	json_decref(j);
+	free(r);
+}
+
 /*
  * The control socket's firewall commands on a VM whose only device is a
  * filtered virtio-net (no KVM needed: the commands touch nothing else).
@@ -971,23 +984,11 @@ static void test_control_socket_firewall_commands(void **state)
 	next_used(f, TXQ, &len);
 
 	/* ...a bad rule set changes nothing and says what is wrong... */
-	r = control_call(path, "firewall-set {\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}");
-	j = json_loads(r, 0, NULL);
-	assert_non_null(j);
-	assert_true(json_is_false(json_object_get(j, "ok")));
-	assert_non_null(
-		strstr(json_string_value(json_object_get(j, "error")), "did you mean 10.0.0.0/8?"));
-	json_decref(j);
-	free(r);
+	control_refused(path, "firewall-set {\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}",
+			"did you mean 10.0.0.0/8?");
 	/* ...as do `http` rules on a kiln-vmm without --egress-proxy... */
-	r = control_call(path, "firewall-set {\"http\":[{\"host\":\"web.test\"}]}");
-	j = json_loads(r, 0, NULL);
-	assert_non_null(j);
-	assert_true(json_is_false(json_object_get(j, "ok")));
-	assert_non_null(
-		strstr(json_string_value(json_object_get(j, "error")), "--egress-proxy PATH"));
-	json_decref(j);
-	free(r);
+	control_refused(path, "firewall-set {\"http\":[{\"host\":\"web.test\"}]}",
+			"--egress-proxy PATH");
 
 	/* ...new rules without port 80 cut it... */
 	r = control_call(
