@@ -566,6 +566,25 @@ static void frag_seen(struct net_filter *f, enum nf_dir dir, const struct pkt *p
 				   p->src.b, p->dst.b, p->frag_id, now_ns);
 }
 
+/*
+ * A guest TCP segment bound for the steering endpoint if the other checks
+ * pass: a SYN to a steered port, or a segment of no tracked flow that the
+ * endpoint holds. Only with an endpoint (cfg.steered).
+ */
+bool net_filter_rate_exempt(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns)
+{
+	struct conntrack_key k;
+	struct pkt p;
+
+	if (!f->cfg.steered || pkt_parse(frame, len, &p) < 0 || p.proto != PKT_PROTO_TCP ||
+	    (p.flags & PKT_F_FRAG))
+		return false;
+	if ((p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_FIN)) == PKT_TCP_SYN)
+		return net_rules_steers(f->rules, p.dport);
+	flow_key(&p, true, &k);
+	return !conntrack_lookup(&f->ct, &k, now_ns) && f->cfg.steered(f->cfg.steered_ctx, &k);
+}
+
 /* Steps both directions share: rate, parse, layer 2, later fragments. NF_REASON_COUNT: go on. */
 static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_t *frame,
 			     size_t len, uint64_t now_ns, struct pkt *p, struct nf_decision *d)
@@ -574,7 +593,8 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 
 	memset(d, 0, sizeof(*d));
 	conntrack_sweep(&f->ct, now_ns, CONNTRACK_SWEEP_STEP);
-	if (!rate_limiter_take(&f->rl[dir], len, now_ns))
+	if ((dir == NF_INGRESS || !net_filter_rate_exempt(f, frame, len, now_ns)) &&
+	    !rate_limiter_take(&f->rl[dir], len, now_ns))
 		return NF_DROP_RATE;
 	r = pkt_parse(frame, len, p);
 	if (r < 0) {

@@ -5,7 +5,8 @@
  * net_filter_ingress(); the answer is pass or drop.
  *
  * Pipeline (docs/architecture.md, "Packet filter"): rate limit (token
- * buckets, per direction) -> parse (pkt_parse.h: malformed frames drop) ->
+ * buckets, per direction; not for steered segments:
+ * net_filter_rate_exempt) -> parse (pkt_parse.h: malformed frames drop) ->
  * layer 2 and anti-spoofing (source MAC, source IP of the guest) ->
  * infrastructure (ARP, NDP, DHCP; ICMP errors about a tracked flow) ->
  * later IP fragments (only after their first fragment passed) ->
@@ -201,6 +202,15 @@ enum nf_verdict net_filter_ingress(struct net_filter *f, const uint8_t *frame, s
  */
 uint64_t net_filter_rate_wait_ns(struct net_filter *f, enum nf_dir dir, size_t len,
 				 uint64_t now_ns);
+
+/*
+ * The guest's frame takes no rate tokens (and so never waits for any):
+ * a TCP segment for the steering endpoint (a SYN to a port the rules
+ * steer, or a segment of a flow cfg.steered holds), with an endpoint.
+ * Its own windows pace those flows, and the backend never sees them.
+ */
+bool net_filter_rate_exempt(struct net_filter *f, const uint8_t *frame, size_t len,
+			    uint64_t now_ns);
 
 /*
  * Replace the rule set (owned by the filter from now on; NULL denies

@@ -444,7 +444,10 @@ static int tx_one(struct vnet *n)
 		uint64_t now = mono_ns(), wait;
 		struct nf_decision dec;
 
-		wait = net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
+		/* Steered segments are paced by tcp_term's windows, not tokens. */
+		wait = net_filter_rate_exempt(n->filter, f, n->tx_len, now)
+			? 0
+			: net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
 		if (wait && arm_timer(n, wait) == 0) {
 			n->st.tx_throttled++;
 			return 0;

@@ -25,8 +25,9 @@
  * Egress steering (params.egress_proxy): frames the filter steers
  * (NF_STEER) go to the device's net_steer (tcp_term and the relay to the
  * egress proxy), not the backend; the frames it makes for the guest go
- * ahead of the backend's, past the ingress filter and its rate limit (the
- * guest's own window paces them). Its sockets are watched by the device's
+ * ahead of the backend's, past the ingress filter and its rate limit, and
+ * the guest's steered segments take no transmit tokens
+ * (net_filter_rate_exempt): tcp_term's windows pace those flows. Its sockets are watched by the device's
  * loop, its timeouts run from a one-second timer. Steered flows are not
  * saved in a snapshot (their proxy connections end with this VMM): the
  * restored device probes them as it probes the filter's flows, and the
