@@ -1,6 +1,6 @@
 /*
  * tcp_term: a TCP endpoint inside kiln-vmm that terminates the guest's
- * connections, for the planned egress steering (issue 37): the packet
+ * connections, for egress steering (issue 37): the packet
  * filter gives guest TCP flows to HTTP(S) ports the verdict "steer", this
  * module answers them as if it were the remote address, and the device
  * relays each flow's byte stream to the host's egress proxy (net_steer.h
