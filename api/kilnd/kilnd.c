@@ -37,6 +37,7 @@
 #include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/images/image_import.h"
 #include "api/kilnd/registry/sandbox.h"
+#include "api/kilnd/registry/secrets.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/supervision/zygote.h"
 #include "lib/base/num_parse.h"
@@ -918,9 +919,15 @@ static int run(struct kilnd *d)
 	metrics_init(&d->metrics);
 	/* before any import can start: what a killed kilnd's import left */
 	image_import_sweep(d);
-	if (sandboxes_init(d, &e))
+	/* Before any sandbox: a start (its egress proxy) reads them. */
+	if (secrets_init(d, &e))
 		return setup_error("%s", e.msg);
+	if (sandboxes_init(d, &e)) {
+		secrets_fini(d);
+		return setup_error("%s", e.msg);
+	}
 	if (sandbox_pools_init(d, &e)) {
+		secrets_fini(d);
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
 	}
@@ -997,6 +1004,7 @@ static int run(struct kilnd *d)
 	if (!sandboxes_free(d))
 		return RUN_BUSY;
 	zygote_pool_free(d->zygotes);
+	secrets_fini(d);
 	return EXIT_OK;
 }
 
