@@ -83,17 +83,17 @@ SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot
 # libkiln's public API), its devices, and the shared modules they use.
 # The egress proxy's parsers (issue 37) are linked by kiln-egress alone
 # (api/egress/, below): the proxy is a program of its own, outside the
-# VMM, so kiln-vmm, libkiln and kilnd leave them out (the PROXY
-# v2 header's codec joins kiln-vmm when the VMM steers flows). The http
-# rules (http_rules.c) are part of every firewall rule set, so everyone
-# parses them.
+# VMM, so kiln-vmm, libkiln and kilnd leave them out; all but the PROXY
+# v2 header's codec, which both ends of a steered flow link: kiln-vmm's
+# net_steer writes the header, kiln-egress reads it (VMM_PROXY_SRCS).
+# kiln-vmm's own end of those flows (devices/net/tcp_term.c, net_steer.c)
+# is in devices/ like every device's parts. The http rules (http_rules.c)
+# are part of every firewall rule set, so everyone parses them.
 EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/proxy_v2.c
 NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
-# kiln-vmm's end of those steered flows (devices/net/tcp_term.c) is tested
-# and fuzzed the same way, and joins the VM core with the steering.
-STEER_SRCS := devices/net/tcp_term.c
+VMM_PROXY_SRCS := lib/netrules/proxy_v2.c
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
-	$(filter-out $(STEER_SRCS),$(wildcard devices/*/*.c)) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(BASE_SRCS)
+	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(VMM_PROXY_SRCS) $(BASE_SRCS)
 VMM_LIB_OBJS := $(VMM_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 # The agent protocol's host side (a library: libkiln, kilnd, kiln-agent).
 AGENT_CLIENT_SRCS := $(wildcard api/agent-client/*.c) api/proto/agent_proto.c api/proto/agent_proto_ctr.c api/proto/agent_proto_sec.c api/proto/agent_proto_seccomp.c

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "libkiln/handles.h"
 #include "lib/netrules/net_rules.h"
@@ -98,6 +99,7 @@ int config_clone(const struct vm_config *src, struct vm_config *dst, struct strs
 		r |= own(o, &dst->net[i].resolver);
 	}
 	r |= own(o, &dst->vsock.uds);
+	r |= own_c(o, &dst->egress_proxy);
 	if (src->firewall && !(dst->firewall = strs_add(o, src->firewall, src->firewall_len)))
 		r = -ENOMEM;
 	return r ? -ENOMEM : 0;
@@ -286,6 +288,7 @@ int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t le
 	if (!json) {
 		cfg->c.firewall = NULL;
 		cfg->c.firewall_len = 0;
+		cfg->firewall_http = 0;
 		return 0;
 	}
 	if (len > NET_RULES_TEXT_MAX)
@@ -293,10 +296,34 @@ int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t le
 				   KILN_VM_FIREWALL_MAX);
 	if (net_rules_parse_text(json, len, &rules, &re) < 0)
 		return config_fail(cfg, EINVAL, "%s", re.msg);
+	cfg->firewall_http = rules->http != NULL;
 	net_rules_free(rules);
 	if (!(copy = strs_add(&cfg->owned, json, len)))
 		return config_fail(cfg, ENOMEM, "out of memory");
 	cfg->c.firewall = copy;
 	cfg->c.firewall_len = len;
 	return 0;
+}
+
+int kiln_vm_config_set_egress_proxy(kiln_vm_config *cfg, const char *path)
+{
+	char *copy;
+
+	if (!path) {
+		cfg->c.egress_proxy = NULL;
+		return 0;
+	}
+	if (!path[0] || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return config_fail(cfg, ENAMETOOLONG,
+				   "egress-proxy '%s': not a Unix socket path (1 to %zu bytes)",
+				   path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	if (!(copy = strs_add(&cfg->owned, path, strlen(path))))
+		return config_fail(cfg, ENOMEM, "out of memory");
+	cfg->c.egress_proxy = copy;
+	return 0;
+}
+
+int kiln_vm_config_needs_egress_proxy(const kiln_vm_config *cfg)
+{
+	return cfg->firewall_http && !cfg->c.egress_proxy;
 }

@@ -26,6 +26,7 @@ struct kiln_vm_config {
 	struct vm_config c;
 	struct strs owned;
 	int has_rate;
+	int firewall_http; /* the firewall's rules have `http`: they need egress_proxy */
 	enum kiln_seccomp_mode seccomp;
 	char err[ERR_MSG_MAX];
 };

@@ -90,6 +90,17 @@ static int make(kiln_vm_config *cfg, const struct vm_config *c, kiln_vm **out)
 		vm_kvm_prep_free(prep);
 		return -EINVAL;
 	}
+	if (kiln_vm_config_needs_egress_proxy(cfg)) {
+		snprintf(cfg->err, sizeof(cfg->err), "%s", KILN_VM_EGRESS_PROXY_MISSING);
+		vm_kvm_prep_free(prep);
+		return -EINVAL;
+	}
+	if (c->egress_proxy && !c->firewall) {
+		snprintf(cfg->err, sizeof(cfg->err),
+			 "an egress proxy needs a firewall: its rules' `http` say what is steered");
+		vm_kvm_prep_free(prep);
+		return -EINVAL;
+	}
 	if (c->firewall && !c->nnet) {
 		snprintf(cfg->err, sizeof(cfg->err), "a firewall needs a network device");
 		vm_kvm_prep_free(prep);

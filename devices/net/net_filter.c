@@ -164,6 +164,8 @@ const char *nf_reason_name(enum nf_reason r)
 		[NF_DROP_TABLE_FULL] = "drop_table_full",
 		[NF_DROP_FRAGMENT] = "drop_fragment",
 		[NF_DROP_HOST] = "drop_host",
+		[NF_STEER_NEW] = "steer_new",
+		[NF_STEER_FLOW] = "steer_flow",
 	};
 
 	return (unsigned)r < NF_REASON_COUNT ? names[r] : "unknown";
@@ -257,7 +259,9 @@ static enum nf_verdict finish(struct net_filter *f, enum nf_dir dir, size_t len,
 			      const struct pkt *p, enum nf_reason reason, struct net_rule_ref ref,
 			      uint64_t now_ns, struct nf_decision *d)
 {
-	enum nf_verdict v = reason < NF_DROP_RATE ? NF_PASS : NF_DROP;
+	enum nf_verdict v = reason >= NF_STEER_NEW ? NF_STEER
+		: reason < NF_DROP_RATE            ? NF_PASS
+						   : NF_DROP;
 
 	f->ctr.packets[dir][reason]++;
 	f->ctr.bytes[dir][reason] += len;
@@ -562,6 +566,25 @@ static void frag_seen(struct net_filter *f, enum nf_dir dir, const struct pkt *p
 				   p->src.b, p->dst.b, p->frag_id, now_ns);
 }
 
+/*
+ * A guest TCP segment bound for the steering endpoint if the other checks
+ * pass: a SYN to a steered port, or a segment of no tracked flow that the
+ * endpoint holds. Only with an endpoint (cfg.steered).
+ */
+bool net_filter_rate_exempt(struct net_filter *f, const uint8_t *frame, size_t len, uint64_t now_ns)
+{
+	struct conntrack_key k;
+	struct pkt p;
+
+	if (!f->cfg.steered || pkt_parse(frame, len, &p) < 0 || p.proto != PKT_PROTO_TCP ||
+	    (p.flags & PKT_F_FRAG))
+		return false;
+	if ((p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_FIN)) == PKT_TCP_SYN)
+		return net_rules_steers(f->rules, p.dport);
+	flow_key(&p, true, &k);
+	return !conntrack_lookup(&f->ct, &k, now_ns) && f->cfg.steered(f->cfg.steered_ctx, &k);
+}
+
 /* Steps both directions share: rate, parse, layer 2, later fragments. NF_REASON_COUNT: go on. */
 static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_t *frame,
 			     size_t len, uint64_t now_ns, struct pkt *p, struct nf_decision *d)
@@ -570,7 +593,8 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 
 	memset(d, 0, sizeof(*d));
 	conntrack_sweep(&f->ct, now_ns, CONNTRACK_SWEEP_STEP);
-	if (!rate_limiter_take(&f->rl[dir], len, now_ns))
+	if ((dir == NF_INGRESS || !net_filter_rate_exempt(f, frame, len, now_ns)) &&
+	    !rate_limiter_take(&f->rl[dir], len, now_ns))
 		return NF_DROP_RATE;
 	r = pkt_parse(frame, len, p);
 	if (r < 0) {
@@ -609,6 +633,28 @@ static enum nf_reason common(struct net_filter *f, enum nf_dir dir, const uint8_
 			: NF_DROP_FRAGMENT;
 	}
 	return NF_REASON_COUNT;
+}
+
+/*
+ * A SYN to a steered port: the egress proxy decides it, so of the rules
+ * only a deny rule and the always-deny set (reserved ranges, host_deny)
+ * drop it here (net_rules_decide checks those first, in that order).
+ * A tracked flow of the same 4-tuple (the port was not steered when it
+ * began) is over: the guest opens it again.
+ */
+static enum nf_verdict steer(struct net_filter *f, const struct pkt *p, struct conntrack_flow *flow,
+			     size_t len, uint64_t now_ns, struct nf_decision *d)
+{
+	struct net_rule_ref ref = no_rule;
+	enum net_decision dec = decide(f, &p->dst, p->proto, p->dport, false, now_ns, &ref);
+
+	if (flow)
+		conntrack_remove(&f->ct, flow);
+	if (dec == NET_DENY_RULE || dec == NET_DENY_RESERVED) {
+		count_rule(f, ref, len, false);
+		return finish(f, NF_EGRESS, len, p, deny_reason(dec), ref, now_ns, d);
+	}
+	return finish(f, NF_EGRESS, len, NULL, NF_STEER_NEW, no_rule, now_ns, d);
 }
 
 enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, size_t len,
@@ -656,7 +702,13 @@ enum nf_verdict net_filter_egress(struct net_filter *f, const uint8_t *frame, si
 	}
 	if (p.proto == PKT_PROTO_TCP &&
 	    (p.tcp_flags & (PKT_TCP_SYN | PKT_TCP_ACK | PKT_TCP_RST | PKT_TCP_FIN)) != PKT_TCP_SYN)
-		return finish(f, NF_EGRESS, len, NULL, NF_DROP_TCP_STATE, no_rule, now_ns, d);
+		return finish(f, NF_EGRESS, len, NULL,
+			      !flow && f->cfg.steered && f->cfg.steered(f->cfg.steered_ctx, &k)
+				      ? NF_STEER_FLOW
+				      : NF_DROP_TCP_STATE,
+			      no_rule, now_ns, d);
+	if (p.proto == PKT_PROTO_TCP && net_rules_steers(f->rules, p.dport))
+		return steer(f, &p, flow, len, now_ns, d);
 	dec = decide(f, &p.dst, p.proto,
 		     p.proto == PKT_PROTO_TCP || p.proto == PKT_PROTO_UDP ? p.dport : 0, false,
 		     now_ns, &ref);
@@ -783,6 +835,20 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 	return cut;
 }
 
+bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out)
+{
+	const char *names[DNS_BIND_PER_ADDR];
+	size_t n = dns_bind_names(&f->dns, a, now_ns, names, DNS_BIND_PER_ADDR);
+
+	if (!n)
+		n = dns_bind_names_any(&f->dns, a, names, DNS_BIND_PER_ADDR);
+	out[0] = '\0';
+	if (!n || strlen(names[0]) > NET_HOST_MAX)
+		return false;
+	strcpy(out, names[0]);
+	return true;
+}
+
 const struct net_rules *net_filter_rules(const struct net_filter *f)
 {
 	return f->rules;
@@ -791,6 +857,12 @@ const struct net_rules *net_filter_rules(const struct net_filter *f)
 void net_filter_counters(const struct net_filter *f, struct nf_counters *out)
 {
 	*out = f->ctr;
+}
+
+void net_filter_set_steered(struct net_filter *f, nf_steered_fn fn, void *ctx)
+{
+	f->cfg.steered = fn;
+	f->cfg.steered_ctx = ctx;
 }
 
 void net_filter_set_guest_mac(struct net_filter *f, const uint8_t mac[6])

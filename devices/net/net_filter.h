@@ -5,7 +5,8 @@
  * net_filter_ingress(); the answer is pass or drop.
  *
  * Pipeline (docs/architecture.md, "Packet filter"): rate limit (token
- * buckets, per direction) -> parse (pkt_parse.h: malformed frames drop) ->
+ * buckets, per direction; not for steered segments:
+ * net_filter_rate_exempt) -> parse (pkt_parse.h: malformed frames drop) ->
  * layer 2 and anti-spoofing (source MAC, source IP of the guest) ->
  * infrastructure (ARP, NDP, DHCP; ICMP errors about a tracked flow) ->
  * later IP fragments (only after their first fragment passed) ->
@@ -15,6 +16,17 @@
  * dns_bind.h) -> DNS: queries to the resolvers are remembered, their
  * answers bind names to addresses. Inbound packets that belong to no flow
  * (unsolicited) drop: nothing from outside opens a flow.
+ *
+ * Steering (issue 37, docs/architecture.md "Packet filter"): a guest SYN
+ * opening a TCP flow to a port net_rules_steers() lists gets the verdict
+ * NF_STEER after the layer-2 and source checks: only a matching deny rule
+ * and the always-deny set (reserved ranges, cfg.host_deny) still drop it;
+ * allow rules, outbound_internet and the private and host-address checks
+ * do not apply, since the egress proxy decides those flows. The caller
+ * hands NF_STEER frames to its TCP endpoint (tcp_term.h), which keeps the
+ * steered flows in a table of its own: later segments of such a flow
+ * (cfg.steered says which) are NF_STEER too, whatever the rules say by
+ * then, so a rule change steers new flows only.
  *
  * Contract:
  *  - Pure and bounded: no syscalls, no allocation after net_filter_create()
@@ -67,6 +79,7 @@ enum nf_dir {
 enum nf_verdict {
 	NF_PASS,
 	NF_DROP,
+	NF_STEER, /* to the caller's TCP endpoint, then the egress proxy */
 };
 
 /* Why: every packet counts under exactly one reason. */
@@ -93,6 +106,8 @@ enum nf_reason {
 	NF_DROP_TABLE_FULL,  /* the connection-tracking table is full */
 	NF_DROP_FRAGMENT,    /* a later fragment whose first fragment did not pass */
 	NF_DROP_HOST,        /* one of the host's own addresses, and no rule named it */
+	NF_STEER_NEW,        /* a SYN to a port `http` rules steer */
+	NF_STEER_FLOW,       /* a later segment of a steered flow (cfg.steered) */
 	NF_REASON_COUNT
 };
 
@@ -123,6 +138,8 @@ struct nf_log_entry {
 };
 
 typedef void (*nf_log_fn)(void *ctx, const struct nf_log_entry *e);
+/* The guest's TCP flow k is a steered one the caller's endpoint holds. */
+typedef bool (*nf_steered_fn)(void *ctx, const struct conntrack_key *k);
 
 #define NF_HOST_DENY_MAX 4
 #define NF_HOST_ADDRS_MAX NET_HOST_ADDRS_MAX
@@ -154,6 +171,10 @@ struct net_filter_config {
 	nf_log_fn log;
 	void *log_ctx;
 	uint32_t log_per_s, log_burst; /* 0, 0: 10 per second, bursts of 20 */
+	/* Steered flows (NULL: none live; SYNs to steered ports still get
+	 * NF_STEER). Runs inside the filter call, like log. */
+	nf_steered_fn steered;
+	void *steered_ctx;
 };
 
 struct net_filter;
@@ -183,6 +204,15 @@ uint64_t net_filter_rate_wait_ns(struct net_filter *f, enum nf_dir dir, size_t l
 				 uint64_t now_ns);
 
 /*
+ * The guest's frame takes no rate tokens (and so never waits for any):
+ * a TCP segment for the steering endpoint (a SYN to a port the rules
+ * steer, or a segment of a flow cfg.steered holds), with an endpoint.
+ * Its own windows pace those flows, and the backend never sees them.
+ */
+bool net_filter_rate_exempt(struct net_filter *f, const uint8_t *frame, size_t len,
+			    uint64_t now_ns);
+
+/*
  * Replace the rule set (owned by the filter from now on; NULL denies
  * all). Tracked flows the new rules deny are removed (and logged as cut).
  * Returns how many were cut.
@@ -193,6 +223,9 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 const struct net_rules *net_filter_rules(const struct net_filter *f);
 void net_filter_counters(const struct net_filter *f, struct nf_counters *out);
 size_t net_filter_flow_count(const struct net_filter *f);
+
+/* Who says which TCP flows are steered (cfg.steered), once the endpoint exists. */
+void net_filter_set_steered(struct net_filter *f, nf_steered_fn fn, void *ctx);
 
 /*
  * The guest's MAC is now mac (and so its IPv6 link-local address): a
@@ -217,6 +250,13 @@ size_t net_filter_tcp_flows(struct net_filter *f, struct conntrack_key *out, siz
  * "dns_bindings": N, "log_suppressed": N}}. NULL out of memory.
  */
 json_t *net_filter_to_json(const struct net_filter *f);
+
+/*
+ * The first of the names the guest resolved to a (live bindings first,
+ * then expired ones) into out (NET_HOST_MAX + 1 bytes): true, or false
+ * with out "" when it resolved none. For the PROXY header's AUTHORITY.
+ */
+bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out);
 
 const char *nf_reason_name(enum nf_reason r);
 /* "egress drop default tcp 10.0.2.15:40000 -> 203.0.113.9:443" (+ rule, cut, suppressed). */

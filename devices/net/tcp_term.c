@@ -120,6 +120,26 @@ int tcp_term_init(struct tcp_term *t, const struct tcp_term_config *cfg)
 	return 0;
 }
 
+void tcp_term_clear(struct tcp_term *t)
+{
+	for (uint32_t i = 0; i < t->nbuckets; i++)
+		t->heads[i] = TCP_TERM_NIL;
+	for (uint32_t i = 0; i < t->cfg.capacity; i++) {
+		struct tcp_term_flow *f = &t->flows[i];
+		struct tcp_term_ring rx = f->rx, tx = f->tx;
+
+		memset(f, 0, sizeof(*f));
+		f->rx = rx;
+		f->tx = tx;
+		f->rx.head = f->rx.len = f->tx.head = f->tx.len = 0;
+		f->next = i + 1 < t->cfg.capacity ? i + 1 : TCP_TERM_NIL;
+	}
+	t->count = 0;
+	t->free_head = 0;
+	t->txq_head = t->txq_tail = t->evq_head = t->evq_tail = TCP_TERM_NIL;
+	t->rst_head = t->rst_len = 0;
+}
+
 void tcp_term_free(struct tcp_term *t)
 {
 	free(t->heads);
@@ -151,6 +171,11 @@ static struct tcp_term_flow *lookup(struct tcp_term *t, const struct conntrack_k
 		if (!memcmp(&t->flows[i].key, k, sizeof(*k)))
 			return &t->flows[i];
 	return NULL;
+}
+
+struct tcp_term_flow *tcp_term_find(struct tcp_term *t, const struct conntrack_key *k)
+{
+	return lookup(t, k);
 }
 
 /*

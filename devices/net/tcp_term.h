@@ -1,10 +1,10 @@
 /*
  * tcp_term: a TCP endpoint inside kiln-vmm that terminates the guest's
- * connections, for the planned egress steering (issue 37): the packet
+ * connections, for egress steering (issue 37): the packet
  * filter gives guest TCP flows to HTTP(S) ports the verdict "steer", this
  * module answers them as if it were the remote address, and the device
- * relays each flow's byte stream to the host's egress proxy. Not wired
- * into the filter or the device yet.
+ * relays each flow's byte stream to the host's egress proxy (net_steer.h
+ * wires the two together for virtio-net).
  *
  * Contract:
  *  - Pure: no I/O, no clock (callers pass now_ns, CLOCK_MONOTONIC), no
@@ -222,6 +222,9 @@ struct tcp_term {
  * tcp_term_config_error()) or -ENOMEM. */
 int tcp_term_init(struct tcp_term *t, const struct tcp_term_config *cfg);
 void tcp_term_free(struct tcp_term *t);
+/* Every flow forgotten, nothing sent (a device reset: the guest's stack
+ * starts again too); no allocation. Stats are kept. */
+void tcp_term_clear(struct tcp_term *t);
 /* Why cfg is refused, or NULL. */
 const char *tcp_term_config_error(const struct tcp_term_config *cfg);
 
@@ -267,6 +270,9 @@ void tcp_term_release(struct tcp_term *t, struct tcp_term_flow *f, uint64_t now_
 
 /* Timeouts and stalls; call every second or so. */
 void tcp_term_expire(struct tcp_term *t, uint64_t now_ns);
+
+/* The flow of k (any state but free), or NULL: whether a guest segment is this module's. */
+struct tcp_term_flow *tcp_term_find(struct tcp_term *t, const struct conntrack_key *k);
 
 /* Live flows (every slot not free). */
 uint32_t tcp_term_count(const struct tcp_term *t);

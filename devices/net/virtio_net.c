@@ -2,6 +2,7 @@
 #include "lib/base/mono.h"
 #include "devices/net/pkt_parse.h"
 #include "devices/net/net_state.h"
+#include "devices/net/net_steer.h"
 #include "devices/net/tcp_reset.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <time.h>
 
 #define VIRTIO_NET_F_MAC 5
@@ -58,6 +60,12 @@ struct vnet {
 	 * keeps them too (their host side is gone either way). */
 	struct conntrack_key *probes;
 	size_t nprobes, probe_next;
+	/* Egress steering (net_steer.h); NULL: off. steer_gw: the Ethernet
+	 * destination of the guest's steered frames (its gateway's MAC),
+	 * the source of the frames answering them. */
+	struct net_steer *steer;
+	int steer_timer;
+	uint8_t steer_gw[6];
 	uint8_t frame[NET_HDR_LEN + NET_MAX_FRAME];
 	uint8_t txbuf[NET_HDR_LEN + NET_MAX_FRAME];
 };
@@ -170,9 +178,9 @@ static void probes_free(struct vnet *n)
 }
 
 /*
- * The next segment the device made up (a reset, then a restore's probes)
- * as the pending frame, past the filter (it is the device's own): 1, or 0
- * when there is none.
+ * The next segment the device made up (a reset, then a restore's probes,
+ * then a steered flow's) as the pending frame, past the filter and its
+ * rate limit (it is the device's own): 1, or 0 when there is none.
  */
 static int take_made_up(struct vnet *n)
 {
@@ -192,6 +200,13 @@ static int take_made_up(struct vnet *n)
 				      NET_MAX_FRAME);
 		n->probe_next++;
 		n->st.tcp_probes += len != 0;
+	}
+	/* Steered flows' frames: answers as their remote end would give them. */
+	if (!len && n->steer &&
+	    (len = net_steer_next_frame(n->steer, f, NET_MAX_FRAME, mono_ns()))) {
+		memcpy(f, n->mac, 6);
+		memcpy(f + 6, n->steer_gw, 6);
+		n->st.rx_steered++;
 	}
 	if (!len)
 		return 0;
@@ -309,6 +324,109 @@ static void rx_fill(struct vnet *n)
 		virtio_dev_interrupt(d, RXQ);
 }
 
+/* --- egress steering (net_steer.h) --- */
+
+static void steer_tick(void *ctx);
+
+/* tcp_term's timeouts once a second while it holds flows. */
+static void steer_arm(struct vnet *n)
+{
+	if (!n->steer_timer && tcp_term_count(&n->steer->term) &&
+	    event_loop_timer(n->loop, 1000, steer_tick, n) == 0)
+		n->steer_timer = 1;
+}
+
+static void steer_tick(void *ctx)
+{
+	struct vnet *n = ctx;
+
+	pthread_mutex_lock(&n->dev.lock);
+	n->steer_timer = 0;
+	if (n->steer) {
+		net_steer_tick(n->steer, mono_ns());
+		steer_arm(n);
+		if (net_steer_pending(n->steer))
+			rx_fill(n);
+	}
+	pthread_mutex_unlock(&n->dev.lock);
+}
+
+static void steer_input(struct vnet *n, const uint8_t *f, size_t len, uint64_t now)
+{
+	memcpy(n->steer_gw, f, 6);
+	n->st.tx_steered++;
+	net_steer_input(n->steer, f, len, now);
+	steer_arm(n);
+}
+
+static void steer_ready(void *ctx, int fd, uint32_t events)
+{
+	struct vnet *n = ctx;
+
+	pthread_mutex_lock(&n->dev.lock);
+	if (n->steer) {
+		net_steer_ready(n->steer, fd, events, mono_ns());
+		if (net_steer_pending(n->steer))
+			rx_fill(n);
+	}
+	pthread_mutex_unlock(&n->dev.lock);
+}
+
+static int steer_watch(void *ctx, int fd, uint32_t events, bool add)
+{
+	struct vnet *n = ctx;
+
+	return add ? event_loop_add(n->loop, fd, events, steer_ready, n)
+		   : event_loop_mod(n->loop, fd, events);
+}
+
+static void steer_unwatch(void *ctx, int fd)
+{
+	struct vnet *n = ctx;
+
+	event_loop_del(n->loop, fd);
+}
+
+static void steer_name_of(void *ctx, const struct net_addr *dst, char *out)
+{
+	struct vnet *n = ctx;
+
+	net_filter_name_of(n->filter, dst, mono_ns(), out);
+}
+
+static bool steer_holds(void *ctx, const struct conntrack_key *k)
+{
+	struct vnet *n = ctx;
+
+	return net_steer_holds(n->steer, k);
+}
+
+static int steer_create(struct vnet *n, const char *path, struct err *e)
+{
+	struct tcp_term_config tc = { 0 };
+	struct net_steer_io io = {
+		.watch = steer_watch, .unwatch = steer_unwatch, .name_of = steer_name_of, .ctx = n
+	};
+	int r;
+
+	if (!n->filter)
+		return err_set(e, EINVAL,
+			       "--egress-proxy needs --firewall: the filter steers flows");
+	/* The table's chains and the ISNs: keyed so the guest cannot aim at them. */
+	if (getrandom(tc.key, sizeof(tc.key), 0) != (ssize_t)sizeof(tc.key))
+		return err_set(e, EIO, "getrandom: %s", strerror(errno));
+	memcpy(tc.guest_mac, n->mac, 6);
+	if (!(n->steer = calloc(1, sizeof(*n->steer))))
+		return err_set(e, ENOMEM, "out of memory");
+	if ((r = net_steer_init(n->steer, path, &tc, &io, e)) < 0) {
+		free(n->steer);
+		n->steer = NULL;
+		return r;
+	}
+	net_filter_set_steered(n->filter, steer_holds, n);
+	return 0;
+}
+
 /*
  * Send the held frame. 1 when it is done with (sent, filtered or dropped:
  * complete its descriptor), 0 when it must wait (tokens or backend room).
@@ -326,12 +444,28 @@ static int tx_one(struct vnet *n)
 		uint64_t now = mono_ns(), wait;
 		struct nf_decision dec;
 
-		wait = net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
+		/* Steered segments are paced by tcp_term's windows, not tokens. */
+		wait = net_filter_rate_exempt(n->filter, f, n->tx_len, now)
+			? 0
+			: net_filter_rate_wait_ns(n->filter, NF_EGRESS, n->tx_len, now);
 		if (wait && arm_timer(n, wait) == 0) {
 			n->st.tx_throttled++;
 			return 0;
 		}
-		if (net_filter_egress(n->filter, f, n->tx_len, now, &dec) == NF_DROP) {
+		switch (net_filter_egress(n->filter, f, n->tx_len, now, &dec)) {
+		case NF_PASS:
+			break;
+		case NF_STEER:
+			if (n->steer) {
+				steer_input(n, f, n->tx_len, now);
+				return 1;
+			}
+			/* Nothing to steer to (rules with `http` set at runtime
+			 * on a device without a proxy): refused, as a closed port. */
+			n->st.tx_filtered++;
+			queue_reset(n, f, n->tx_len);
+			return 1;
+		default:
 			n->st.tx_filtered++;
 			if (dec.reason == NF_DROP_TCP_STATE)
 				queue_reset(n, f, n->tx_len);
@@ -400,7 +534,7 @@ static void tx_drain(struct vnet *n)
 		else if (fr < 0)
 			backend_failed(n, fr);
 	}
-	if (n->reset_count)
+	if (n->reset_count || (n->steer && net_steer_pending(n->steer)))
 		rx_fill(n);
 	update_watch(n);
 	if (pushed)
@@ -489,6 +623,8 @@ static void net_reset(struct virtio_dev *d)
 	n->rx_throttled = 0;
 	n->reset_count = 0;
 	probes_free(n);
+	if (n->steer)
+		net_steer_reset(n->steer);
 	unregister(n);
 }
 
@@ -503,7 +639,8 @@ static void net_reset(struct virtio_dev *d)
  * while the device thread is stopped (vm_pause; before the VM starts), as
  * every device's do. The filter's other state and its counters are not saved: a
  * restored VM starts with the rules it is given (--firewall) and no
- * tracked flows.
+ * tracked flows. Steered flows are not saved either: their 4-tuples join
+ * the probed flows, so the guest's answer to a probe gets its reset.
  */
 static long net_save(struct virtio_dev *d, void *buf, size_t len)
 {
@@ -513,7 +650,8 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 
 	memcpy(st.mac, n->mac, 6);
 	if (n->filter) {
-		max = net_filter_flow_count(n->filter) + n->nprobes;
+		max = net_filter_flow_count(n->filter) + n->nprobes +
+			(n->steer ? tcp_term_count(&n->steer->term) : 0);
 		if (max > NET_STATE_FLOWS_MAX)
 			max = NET_STATE_FLOWS_MAX;
 		if (max && !(st.flows = malloc(max * sizeof(*st.flows))))
@@ -523,6 +661,11 @@ static long net_save(struct virtio_dev *d, void *buf, size_t len)
 		if (max)
 			st.nflows += net_filter_tcp_flows(n->filter, st.flows + st.nflows,
 							  max - st.nflows, mono_ns());
+		/* Steered flows are not saved: their proxy connections end with
+		 * this VMM, so the restored device probes them like the rest. */
+		if (n->steer)
+			st.nflows += net_steer_flows(n->steer, st.flows + st.nflows,
+						     max - st.nflows);
 	}
 	out = net_state_encode(&st, buf, len);
 	free(st.flows);
@@ -570,6 +713,9 @@ static void net_destroy(struct virtio_dev *d)
 
 	net_reset(d);
 	n->be->close(n->be);
+	if (n->steer)
+		net_steer_free(n->steer);
+	free(n->steer);
 	net_filter_destroy(n->filter);
 	pthread_mutex_destroy(&d->lock);
 	free(n);
@@ -595,6 +741,7 @@ int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop
 		      struct virtio_dev **out, struct err *e)
 {
 	struct vnet *n = calloc(1, sizeof(*n));
+	int r;
 
 	if (!n) {
 		p->backend->close(p->backend);
@@ -605,6 +752,12 @@ int virtio_net_create(const struct virtio_net_params *p, struct event_loop *loop
 	n->filter = p->filter;
 	n->loop = loop;
 	memcpy(n->mac, p->mac, 6);
+	if (p->egress_proxy && (r = steer_create(n, p->egress_proxy, e)) < 0) {
+		p->backend->close(p->backend);
+		net_filter_destroy(p->filter);
+		free(n);
+		return r;
+	}
 	n->dev.ops = &net_ops;
 	n->dev.priv = n;
 	pthread_mutex_init(&n->dev.lock, NULL);
@@ -641,6 +794,29 @@ int virtio_net_filter_replace(struct virtio_dev *d, struct net_rules *rules, siz
 	return 0;
 }
 
+/* Egress steering's counters, under counters.device (all 0 without --egress-proxy). */
+static int steer_json(const struct vnet *n, json_t *dev)
+{
+	struct net_steer_stats z = { 0 };
+	const struct net_steer_stats *s = n->steer ? &n->steer->st : &z;
+	const struct tcp_term_stats *t = n->steer ? &n->steer->term.stats : NULL;
+	json_t *j = json_pack("{sIsIsIsIsIsIsIsIsIsI}", "tx_steered", (json_int_t)n->st.tx_steered,
+			      "rx_steered", (json_int_t)n->st.rx_steered, "steered_flows",
+			      (json_int_t)s->flows, "steered_live",
+			      (json_int_t)(n->steer ? n->steer->live : 0), "steer_connect_failed",
+			      (json_int_t)s->connect_failed, "steer_proxy_errors",
+			      (json_int_t)s->proxy_errors, "steer_refused_full",
+			      (json_int_t)(t ? t->refused_full : 0), "steer_expired",
+			      (json_int_t)(t ? t->expired : 0), "steer_bytes_up",
+			      (json_int_t)s->bytes_up, "steer_bytes_down",
+			      (json_int_t)s->bytes_down);
+
+	int r = j ? json_object_update(dev, j) : -1;
+
+	json_decref(j);
+	return r;
+}
+
 json_t *virtio_net_filter_json(struct virtio_dev *d)
 {
 	struct vnet *n = d->priv;
@@ -664,6 +840,10 @@ json_t *virtio_net_filter_json(struct virtio_dev *d)
 			(json_int_t)n->st.tcp_resets, "tcp_resets_lost",
 			(json_int_t)n->st.tcp_resets_lost, "tcp_probes",
 			(json_int_t)n->st.tcp_probes);
+	if (dev && steer_json(n, dev) < 0) {
+		json_decref(dev);
+		dev = NULL;
+	}
 	pthread_mutex_unlock(&d->lock);
 	if (!j || !dev) {
 		json_decref(j);

@@ -21,6 +21,17 @@
  * A backend that is full (-EAGAIN) is waited for the same way (the frame
  * is held until its fd is writable); a backend that fails is logged once
  * and the device then drops what the guest sends.
+ *
+ * Egress steering (params.egress_proxy): frames the filter steers
+ * (NF_STEER) go to the device's net_steer (tcp_term and the relay to the
+ * egress proxy), not the backend; the frames it makes for the guest go
+ * ahead of the backend's, past the ingress filter and its rate limit, and
+ * the guest's steered segments take no transmit tokens
+ * (net_filter_rate_exempt): tcp_term's windows pace those flows. Its sockets are watched by the device's
+ * loop, its timeouts run from a one-second timer. Steered flows are not
+ * saved in a snapshot (their proxy connections end with this VMM): the
+ * restored device probes them as it probes the filter's flows, and the
+ * guest's answer, or its next segment, is of no flow and gets a reset.
  */
 #ifndef KILN_VIRTIO_NET_H
 #define KILN_VIRTIO_NET_H
@@ -40,6 +51,9 @@ struct virtio_net_params {
 	struct net_backend *backend; /* owned by the device from now on */
 	struct net_filter *filter;   /* owned from now on; NULL: no filter */
 	uint8_t mac[6];
+	/* The egress proxy's Unix socket (net_steer.h); NULL: nothing is
+	 * steered (a steered SYN is answered with a reset). Needs a filter. */
+	const char *egress_proxy;
 };
 
 /* Parse "aa:bb:cc:dd:ee:ff" (unicast only). 0 or -EINVAL. */
@@ -58,6 +72,8 @@ struct virtio_net_stats {
 	uint64_t tcp_resets; /* resets answering guest segments of untracked flows (tcp_reset.h) */
 	uint64_t tcp_resets_lost; /* ... not made: RESET_SLOTS were waiting for receive buffers */
 	uint64_t tcp_probes;      /* a restore's probes of the flows the snapshot kept */
+	uint64_t tx_steered;      /* guest frames the filter steered, given to net_steer */
+	uint64_t rx_steered;      /* frames net_steer made for the guest */
 };
 void virtio_net_stats(struct virtio_dev *d, struct virtio_net_stats *out);
 

@@ -292,6 +292,29 @@ KILN_API int kiln_vm_config_set_net_rate(kiln_vm_config *cfg, uint64_t tx_bytes,
  */
 KILN_API int kiln_vm_config_set_firewall(kiln_vm_config *cfg, const char *json, size_t len);
 
+/*
+ * The egress proxy (kiln-egress, or any program reading PROXY v2
+ * headers) at the Unix socket path: guest TCP to the ports the
+ * firewall's `http` rules list is terminated by kiln-vmm and relayed to
+ * a new connection to path, opened by a PROXY v2 header (the guest's
+ * address and port, where it connected, and the name it resolved for
+ * that address); a connection that fails is a reset for the guest
+ * (docs/architecture.md, "Packet filter"). Needs a firewall; a firewall
+ * whose rules have `http` needs it (checked at create, and by
+ * kiln_vm_firewall_set). The socket must be reachable from the jail
+ * (kiln-vmm: inside its --jail directory). path NULL: none. 0,
+ * -ENAMETOOLONG, -ENOMEM.
+ */
+KILN_API int kiln_vm_config_set_egress_proxy(kiln_vm_config *cfg, const char *path);
+
+/* 1 when the firewall's rules have `http` and no egress proxy is set
+ * (kiln_vm_create would refuse the config), else 0. */
+KILN_API int kiln_vm_config_needs_egress_proxy(const kiln_vm_config *cfg);
+
+/* What kiln_vm_create says of `http` rules without an egress proxy. */
+#define KILN_VM_EGRESS_PROXY_MISSING \
+	"firewall: \"http\" rules steer guest HTTP(S) to an egress proxy: add --egress-proxy PATH, the proxy's Unix socket"
+
 /* ---- create, run, stop ---- */
 
 /*

@@ -2,8 +2,8 @@
  * proxy_v2: the header that opens each guest flow kiln-vmm hands to the
  * egress proxy (issue 37), in the PROXY protocol's version 2 binary form
  * (HAProxy's proxy-protocol.txt, section 2.2), so the proxy end can also
- * be any program that speaks it. One codec, linked by both ends. No
- * program sends or reads it yet.
+ * be any program that speaks it. One codec, linked by both ends:
+ * kiln-vmm's net_steer writes it, kiln-egress reads it.
  *
  * Layout (facts from the specification, no code taken from anywhere):
  *   12 bytes  signature 0D 0A 0D 0A 00 0D 0A 51 55 49 54 0A

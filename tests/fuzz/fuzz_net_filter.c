@@ -31,9 +31,17 @@ static void log_cb(void *ctx, const struct nf_log_entry *e)
 	char line[256];
 
 	(void)ctx;
-	FUZZ_ASSERT(e->reason >= NF_DROP_RATE && e->reason < NF_REASON_COUNT);
+	FUZZ_ASSERT(e->reason >= NF_DROP_RATE && e->reason < NF_STEER_NEW);
 	nf_log_format(e, line, sizeof(line));
 	FUZZ_ASSERT(memchr(line, 0, sizeof(line)));
+}
+
+/* The caller's steered flows, as tcp_term would hold some: any TCP flow from an odd port. */
+static bool steered_cb(void *ctx, const struct conntrack_key *k)
+{
+	(void)ctx;
+	FUZZ_ASSERT(k->proto == PKT_PROTO_TCP);
+	return k->gport & 1;
 }
 
 /* Whatever pkt_parse accepted lies inside the frame. */
@@ -127,6 +135,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	conf = take8(&in);
 	fuzz_filter_config(&c, conf);
 	c.log = log_cb;
+	c.steered = steered_cb; /* later segments of "steered" flows: odd guest ports */
 	if (net_filter_create(&c, r, 0, &f, &e) < 0)
 		return 0;
 
@@ -152,6 +161,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(v == d.verdict);
 		FUZZ_ASSERT(d.reason < NF_REASON_COUNT);
 		FUZZ_ASSERT((d.reason < NF_DROP_RATE) == (v == NF_PASS));
+		/* Steered: only what the guest sends. */
+		FUZZ_ASSERT((d.reason >= NF_STEER_NEW) == (v == NF_STEER));
+		FUZZ_ASSERT(v != NF_STEER || !dir);
 		if (d.reason == NF_DROP_MALFORMED)
 			FUZZ_ASSERT(d.parse_error > 0 && d.parse_error < PKT_E_COUNT);
 		FUZZ_ASSERT(net_filter_flow_count(f) <= c.conntrack_capacity);

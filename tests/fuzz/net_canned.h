@@ -28,6 +28,9 @@ static const char *const net_canned[] = {
 	"{\"outbound_internet\":true,\"allow\":[{\"host\":\"*.github.com\"},{\"cidr\":\"10.0.0.0/8\"}],"
 	"\"dns\":[\"10.0.2.3\"]}",
 	"{\"allow\":[{\"cidr\":\"10.0.2.2\",\"proto\":\"icmp\"},{\"cidr\":\"8.8.8.8\",\"ports\":53}]}",
+	/* steered ports (issue 37) */
+	"{\"outbound_internet\":true,\"http\":[{\"host\":\"*.example.com\"},{\"host\":\"a.test\",\"ports\":[8080]}],"
+	"\"deny\":[{\"cidr\":\"1.1.1.1\"}],\"dns\":[\"10.0.2.3\"]}",
 };
 #define NET_CANNED (sizeof(net_canned) / sizeof(net_canned[0]))
 

@@ -1,5 +1,6 @@
 # Integration tests of networking and the packet filter (kiln-vmm --net,
-# --firewall, --net-rate, the control socket's firewall-set/-get), in real
+# --firewall, --net-rate, --egress-proxy with kiln-egress, the control
+# socket's firewall-set/-get), in real
 # guests driven through the agent. Sourced by run-all after agent_tests.sh
 # and snapshot_tests.sh (uses agent_vm_stop, ag, check, vctl).
 #
@@ -110,11 +111,12 @@ net_cleanup() {
 
 # net_vm_start RULES_JSON [VMM ARGS...]: the test image in $ns with the
 # rule set RULES_JSON (--firewall; "-": no --firewall), a control socket
-# ($ctl) and the agent. Sets $vd, $vpid, $vs like agent_vm_start.
+# ($ctl) and the agent. Sets $vd ($NET_VD when set: a directory made
+# before), $vpid, $vs like agent_vm_start.
 net_vm_start() {
   local rules=$1 fw=()
   shift
-  vd=$(mktemp -d /tmp/kn.XXXXXX)
+  vd=${NET_VD:-$(mktemp -d /tmp/kn.XXXXXX)}
   vs="$vd/v.sock" ctl="$vd/ctl"
   printf '%s\n' "$rules" >"$vd/rules.json"
   [ "$rules" = - ] || fw=(--firewall "$vd/rules.json")
@@ -198,6 +200,12 @@ test_net_firewall_file_errors_exit_2() {
   expect_rc 2 && expect_err 'need a --net device' || { rm -rf "$d"; return 1; }
   vmm --kernel "$VMLINUX" --net passt,gw=10.1.1.1
   expect_rc 2 && expect_err "gw=10\.1\.1\.1: must be another address in the guest's network" || { rm -rf "$d"; return 1; }
+  # `http` rules steer to an egress proxy: without one, say what to add.
+  echo '{"http":[{"host":"web.test"}]}' >"$d/http.json"
+  vmm --kernel "$VMLINUX" --net passt --firewall "$d/http.json"
+  expect_rc 2 && expect_one_line_err && expect_err 'add --egress-proxy PATH' || { rm -rf "$d"; return 1; }
+  vmm --kernel "$VMLINUX" --net passt --egress-proxy "$d/egress.sock"
+  expect_rc 2 && expect_one_line_err && expect_err 'add --firewall FILE' || { rm -rf "$d"; return 1; }
   rm -rf "$d"
 }
 
@@ -470,3 +478,92 @@ test_net_flood_is_rate_limited_and_vmm_memory_bounded() {
   net_cleanup
   [ -z "$why" ] || { fail "$why"; return 1; }
 }
+
+# net_egress_start RULES [SOCKET]: kiln-egress in $ns (the host) at
+# SOCKET (default $hdir/egress.sock, set as $esock), with the `http` rules
+# RULES (a bare array); it resolves web.test and other.test from a hosts
+# file bind-mounted over /etc/hosts in a mount namespace of its own (the
+# outer VM's /etc is read-only).
+net_egress_start() {
+  esock=${2:-$hdir/egress.sock}
+  printf '127.0.0.1 localhost\n203.0.113.10 web.test\n203.0.113.11 other.test\n' >"$hdir/hosts"
+  printf '%s\n' "$1" >"$hdir/http.json"
+  ip netns exec "$ns" unshare -m --propagation private sh -c 'mount --bind "$1" /etc/hosts && shift && exec "$@"' \
+    sh "$hdir/hosts" build/kiln-egress --socket "$esock" --rules "$hdir/http.json" \
+    >"$hdir/egress.out" 2>"$hdir/egress.err" </dev/null &
+  epid=$!
+  local i
+  for i in $(seq 1 120); do [ -S "$esock" ] && return 0; sleep 0.5; done
+  net_fail "kiln-egress did not start: $(cat "$hdir/egress.err")"
+}
+
+net_egress_stop() {
+  [ -n "${epid:-}" ] && { kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; }
+  epid=
+}
+
+# hget HOST ADDR: an HTTP/1.1 GET for http://HOST/ sent to ADDR:80 from the
+# guest; the whole answer. nc's input stays open (as in pget): the proxy
+# takes a half-close after a whole request for the end of the flow.
+hget() {
+  ag exec --timeout-ms 200000 -- sh -c "(printf 'GET / HTTP/1.1\r\nHost: $1\r\nConnection: close\r\n\r\n'; sleep 120 </dev/null 2>/dev/null &) | nc -w 60 $2 80" 2>/dev/null | tr -d '\r' || true
+}
+
+# `http` rules with --egress-proxy: the guest's HTTP to port 80 is
+# terminated by kiln-vmm and relayed to kiln-egress (PROXY v2 header with
+# the name the guest resolved), which fetches a host a rule names and
+# answers 403 for one no rule names; no allow rule is needed (the proxy
+# decides); with the proxy gone the guest's connection is reset at once.
+test_net_http_rules_steer_to_the_egress_proxy() {
+  net_ns_make eg && net_ns_tap || { net_cleanup; return 1; }
+  net_hosts_start --http 203.0.113.10:80 --http 203.0.113.11:80 \
+    --dns 10.77.3.53 --zone web.test=203.0.113.10 --zone other.test=203.0.113.11 || { net_cleanup; return 1; }
+  net_egress_start '[{"host":"web.test"}]' || { net_egress_stop; net_cleanup; return 1; }
+  net_vm_start '{"http":[{"host":"web.test"}],"dns":["10.77.3.53"]}' --egress-proxy "$hdir/egress.sock" \
+    "${NET_TAP_ARGS[@]}" || { net_egress_stop; net_cleanup; return 1; }
+  local why= o a
+  a=$(nslookup_a web.test 10.77.3.53); check '[ "$a" = 203.0.113.10 ]' "web.test resolved to '$a'"
+  o=$(hget web.test 203.0.113.10)
+  check 'grep -q "^kiln-net 203.0.113.10:80$" <<<"$o"' "the steered GET failed: '$o'; proxy: $(tail -3 "$hdir/egress.err")"
+  check 'reached 203.0.113.10:80' "web.test never saw the request: $(cat "$hlog")"
+  a=$(nslookup_a other.test 10.77.3.53); check '[ "$a" = 203.0.113.11 ]' "other.test resolved to '$a'"
+  o=$(hget other.test 203.0.113.11)
+  check 'grep -q "^HTTP/1.1 403" <<<"$o"' "a host no rule names was not refused with 403: '$o'"
+  check '! reached 203.0.113.11:80' "other.test saw a request: $(cat "$hlog")"
+  vctl firewall-get
+  check '[ "$(fwj .counters.egress.steer_new.packets)" -ge 2 ]' "steer counters: $(fwj .counters.egress.steer_new)"
+  check '[ "$(fwj .counters.device.steered_flows)" -ge 2 ] && [ "$(fwj .counters.device.steer_connect_failed)" = 0 ]' \
+    "device counters: $(fwj .counters.device)"
+  # The proxy gone: refused at once (a reset), counted.
+  net_egress_stop
+  rm -f "$hdir/egress.sock"
+  o=$(hget web.test 203.0.113.10); check '! grep -q kiln-net <<<"$o"' "a GET went through without the proxy: '$o'"
+  vctl firewall-get
+  check '[ "$(fwj .counters.device.steer_connect_failed)" -ge 1 ]' "connect failures: $(fwj .counters.device)"
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+
+# The same from a jailed kiln-vmm (uid 4244, its own empty network
+# namespace, seccomp): as kilnd will, the proxy's socket is in the jail
+# directory (root's, searchable) and belongs to the jail uid, mode 0600.
+test_net_http_rules_steer_from_a_jailed_vmm() {
+  net_ns_make ej && net_ns_tap || { net_cleanup; return 1; }
+  net_hosts_start --http 203.0.113.10:80 --dns 10.77.3.53 --zone web.test=203.0.113.10 || { net_cleanup; return 1; }
+  local NET_VD why= o a
+  NET_VD=$(mktemp -d /tmp/kn.XXXXXX) && chmod 0711 "$NET_VD"
+  net_egress_start '[{"host":"web.test"}]' "$NET_VD/egress.sock" || { net_egress_stop; rm -rf "$NET_VD"; net_cleanup; return 1; }
+  chown 4244:4244 "$esock" && chmod 0600 "$esock"
+  net_vm_start '{"http":[{"host":"web.test"}],"dns":["10.77.3.53"]}' --egress-proxy "$esock" \
+    --jail "$NET_VD" --uid 4244 --gid 4244 "${NET_TAP_ARGS[@]}" || { net_egress_stop; net_cleanup; return 1; }
+  a=$(nslookup_a web.test 10.77.3.53); check '[ "$a" = 203.0.113.10 ]' "web.test resolved to '$a'"
+  o=$(hget web.test 203.0.113.10)
+  check 'grep -q "^kiln-net 203.0.113.10:80$" <<<"$o"' "the steered GET from the jail failed: '$o'; proxy: $(tail -3 "$hdir/egress.err"); vmm: $(tail -3 "$vd/vmm.err")"
+  vctl firewall-get
+  check '[ "$(fwj .counters.device.steered_flows)" -ge 1 ] && [ "$(fwj .counters.device.steer_connect_failed)" = 0 ]' \
+    "device counters: $(fwj .counters.device)"
+  net_egress_stop
+  net_cleanup
+  [ -z "$why" ] || { fail "$why"; return 1; }
+}
+

@@ -252,6 +252,36 @@ static void test_fork_refuses_tap_and_firewall_needs_a_net(void **state)
 	kiln_vm_config_free(c);
 }
 
+/* `http` rules need an egress proxy, and an egress proxy needs a firewall: refused at create. */
+static void test_egress_proxy_and_http_rules_go_together(void **state)
+{
+	static const char http[] = "{\"http\":[{\"host\":\"web.test\"}]}";
+	kiln_vm_config *c = kiln_vm_config_new();
+	kiln_vm *vm;
+	char longp[200];
+
+	(void)state;
+	kiln_vm_config_set_kernel(c, "/nonexistent");
+	assert_int_equal(kiln_vm_config_add_net_passt(c, NULL, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(kiln_vm_config_set_firewall(c, http, strlen(http)), 0);
+	assert_int_equal(kiln_vm_config_needs_egress_proxy(c), 1);
+	assert_int_equal(kiln_vm_create(c, &vm), -EINVAL);
+	assert_string_equal(kiln_vm_config_errmsg(c), KILN_VM_EGRESS_PROXY_MISSING);
+	assert_int_equal(kiln_vm_config_set_egress_proxy(c, "/run/egress.sock"), 0);
+	assert_int_equal(kiln_vm_config_needs_egress_proxy(c), 0);
+	/* Without `http` nothing needs it; a proxy without a firewall is refused. */
+	assert_int_equal(kiln_vm_config_set_firewall(c, "{}", 2), 0);
+	assert_int_equal(kiln_vm_config_needs_egress_proxy(c), 0);
+	assert_int_equal(kiln_vm_config_set_firewall(c, NULL, 0), 0);
+	assert_int_equal(kiln_vm_create(c, &vm), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "an egress proxy needs a firewall"));
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = '\0';
+	assert_int_equal(kiln_vm_config_set_egress_proxy(c, longp), -ENAMETOOLONG);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "not a Unix socket path"));
+	kiln_vm_config_free(c);
+}
+
 /* A stand-in for kiln_vm_prepare's result: two pipe ends as its /dev/kvm
  * and VM descriptors, so who closes them shows without KVM. */
 static kiln_vm_prepared *fake_prepared(int fds[2])
@@ -391,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_vsock_and_firewall_checked_at_the_setter),
 		cmocka_unit_test(test_create_refuses_a_kick_signal_without_handler),
 		cmocka_unit_test(test_fork_refuses_tap_and_firewall_needs_a_net),
+		cmocka_unit_test(test_egress_proxy_and_http_rules_go_together),
 		cmocka_unit_test(test_prepared_parts_are_taken_once),
 		cmocka_unit_test(test_seccomp_kill_by_default_and_bad_mode_refused),
 		cmocka_unit_test(test_names_and_version),

@@ -5,7 +5,9 @@
  * only after the guest resolved the name through an allowed resolver and
  * the filter saw the answer; ARP/NDP/DHCP work; spoofing drops; the
  * connection table is bounded; replacing the rules cuts the flows they
- * deny; rate limits, counters and the denied-flow log; and every
+ * deny; steering to the egress proxy (SYNs to `http` ports, later
+ * segments of the flows the caller's endpoint holds); rate limits,
+ * counters and the denied-flow log; and every
  * malformed or truncated frame drops without a sanitizer report.
  */
 #include <stdarg.h>
@@ -96,7 +98,10 @@ static enum nf_reason send_frame(struct net_filter *f, bool egress, const uint8_
 				   : net_filter_ingress(f, c, n, now, &d);
 
 	free(c);
-	assert_int_equal(v, d.reason < NF_DROP_RATE ? NF_PASS : NF_DROP);
+	assert_int_equal(v,
+			 d.reason >= NF_STEER_NEW          ? NF_STEER
+				 : d.reason < NF_DROP_RATE ? NF_PASS
+							   : NF_DROP);
 	return d.reason;
 }
 
@@ -1325,6 +1330,241 @@ static void test_fuzz(void **state)
 	net_filter_destroy(f);
 }
 
+/* The caller's steered flows, for cfg.steered: one 4-tuple. */
+struct steered_set {
+	bool on;
+	struct conntrack_key key;
+	int asked;
+};
+
+static bool steered_cb(void *ctx, const struct conntrack_key *k)
+{
+	struct steered_set *s = ctx;
+
+	s->asked++;
+	return s->on && !memcmp(&s->key, k, sizeof(*k));
+}
+
+static void steered_key(struct steered_set *s, const char *dst, uint16_t dport)
+{
+	struct net_addr g, r;
+
+	memset(&s->key, 0, sizeof(s->key));
+	net_addr_parse(GUEST, &g);
+	net_addr_parse(dst, &r);
+	s->key.family = g.family;
+	s->key.proto = PKT_PROTO_TCP;
+	memcpy(s->key.guest, g.b, 16);
+	memcpy(s->key.remote, r.b, 16);
+	s->key.gport = 40000;
+	s->key.rport = dport;
+	s->on = true;
+}
+
+#define ACK(d, p)     \
+	((struct fr){ \
+		.dst = d, .proto = FR_TCP, .sport = 40000, .dport = p, .tcp_flags = PKT_TCP_ACK })
+
+static const char steer_rules[] =
+	"{\"http\":[{\"host\":\"web.test\"},{\"host\":\"api.test\",\"ports\":[8080]}],"
+	"\"deny\":[{\"cidr\":\"203.0.113.7\"}],\"dns\":[\"" RESOLVER "\"]}";
+
+/*
+ * SYNs to the ports `http` rules list are steered: past the allow rules,
+ * outbound_internet and the private and host-address checks (the proxy
+ * decides those), never past a deny rule, the reserved set, host_deny or
+ * the source checks.
+ */
+static void test_steer_verdict(void **state)
+{
+	struct net_filter_config c = config(&lg);
+	struct net_addr host;
+	struct net_filter *f;
+	struct nf_counters ctr;
+
+	(void)state;
+	memset(&lg, 0, sizeof(lg));
+	net_addr_parse("198.51.100.5", &host);
+	c.host_addrs = &host;
+	c.n_host_addrs = 1;
+	net_cidr_parse("10.0.2.2", &c.host_deny[0], NULL);
+	c.n_host_deny = 1;
+	f = filter_cfg(&c, steer_rules);
+	reason_is(out(f, SYN("93.184.216.34", 80), 0), NF_STEER_NEW);
+	reason_is(out(f, SYN("93.184.216.34", 443), 0), NF_STEER_NEW);
+	reason_is(out(f, SYN("93.184.216.34", 8080), 0), NF_STEER_NEW);
+	reason_is(out(f, SYN("2606:4700::1111", 443), 0), NF_STEER_NEW);
+	/* Private and host addresses: the proxy's to decide (--allow-private). */
+	reason_is(out(f, SYN("192.168.1.9", 80), 0), NF_STEER_NEW);
+	reason_is(out(f, SYN("198.51.100.5", 443), 0), NF_STEER_NEW);
+	/* Other ports and protocols: the rules, here the default deny. */
+	reason_is(out(f, SYN("93.184.216.34", 22), 0), NF_DROP_DEFAULT);
+	reason_is(out(f,
+		      (struct fr){
+			      .dst = "93.184.216.34", .proto = FR_UDP, .sport = 5000, .dport = 443 },
+		      0),
+		  NF_DROP_DEFAULT);
+	/* Still dropped: a deny rule, the reserved set, host_deny, spoofing. */
+	reason_is(out(f, SYN("203.0.113.7", 443), 0), NF_DROP_RULE);
+	assert_int_equal(net_filter_rules(f)->deny[0].ctr.packets, 1);
+	reason_is(out(f, SYN("169.254.169.254", 80), 0), NF_DROP_RESERVED);
+	reason_is(out(f, SYN("127.0.0.1", 443), 0), NF_DROP_RESERVED);
+	reason_is(out(f, SYN("64:ff9b::a9fe:a9fe", 80), 0), NF_DROP_RESERVED);
+	reason_is(out(f, SYN("10.0.2.2", 80), 0), NF_DROP_RESERVED);
+	{
+		struct fr s = SYN("93.184.216.34", 80);
+
+		s.src = "10.0.2.16";
+		reason_is(out(f, s, 0), NF_DROP_SPOOF);
+		s.src = NULL;
+		s.src_mac = fr_gw_mac;
+		reason_is(out(f, s, 0), NF_DROP_SPOOF);
+	}
+	/* Nothing tracked: steered flows are the caller's endpoint's. */
+	assert_int_equal(net_filter_flow_count(f), 0);
+	net_filter_counters(f, &ctr);
+	assert_int_equal(ctr.packets[NF_EGRESS][NF_STEER_NEW], 6);
+	assert_true(ctr.bytes[NF_EGRESS][NF_STEER_NEW] > 6 * 54);
+	assert_string_equal(nf_reason_name(NF_STEER_NEW), "steer_new");
+	assert_string_equal(nf_reason_name(NF_STEER_FLOW), "steer_flow");
+	net_filter_destroy(f);
+}
+
+/* Later segments: to the endpoint when it holds the flow, else as before (a reset). */
+static void test_steer_later_segments(void **state)
+{
+	struct net_filter_config c = config(&lg);
+	struct steered_set set = { 0 };
+	struct net_filter *f;
+
+	(void)state;
+	f = filter_cfg(&c, steer_rules);
+	/* No callback: a segment of no flow is a TCP state drop (the device resets it). */
+	reason_is(out(f, ACK("93.184.216.34", 80), 0), NF_DROP_TCP_STATE);
+	net_filter_destroy(f);
+
+	c.steered = steered_cb;
+	c.steered_ctx = &set;
+	f = filter_cfg(&c, steer_rules);
+	reason_is(out(f, ACK("93.184.216.34", 80), 0), NF_DROP_TCP_STATE);
+	assert_true(set.asked >= 1);
+	steered_key(&set, "93.184.216.34", 80);
+	reason_is(out(f, SYN("93.184.216.34", 80), 0), NF_STEER_NEW);
+	reason_is(out(f, ACK("93.184.216.34", 80), 0), NF_STEER_FLOW);
+	{
+		struct fr fin = ACK("93.184.216.34", 80);
+
+		fin.tcp_flags |= PKT_TCP_FIN;
+		reason_is(out(f, fin, 0), NF_STEER_FLOW);
+		fin.tcp_flags = PKT_TCP_RST;
+		reason_is(out(f, fin, 0), NF_STEER_FLOW);
+		/* Spoofed, it never reaches the endpoint. */
+		fin.tcp_flags = PKT_TCP_ACK;
+		fin.src = "10.0.2.16";
+		reason_is(out(f, fin, 0), NF_DROP_SPOOF);
+	}
+	/* Another 4-tuple is not the endpoint's. */
+	reason_is(out(f, ACK("93.184.216.35", 80), 0), NF_DROP_TCP_STATE);
+	/* New rules without `http`: new flows follow them, the live one goes on. */
+	assert_int_equal(net_filter_replace_rules(f, rules("{\"outbound_internet\":true}"), S), 0);
+	reason_is(out(f, ACK("93.184.216.34", 80), S), NF_STEER_FLOW);
+	{
+		struct fr s = SYN("93.184.216.35", 80);
+
+		reason_is(out(f, s, S), NF_PASS_NEW);
+		/* That flow is tracked: its segments pass, not asked of the endpoint. */
+		set.asked = 0;
+		reason_is(out(f, ACK("93.184.216.35", 80), S), NF_PASS_FLOW);
+		assert_int_equal(set.asked, 0);
+	}
+	/* The port steered again: the tracked flow's segments still pass, a
+	 * new SYN on its 4-tuple is steered and ends the tracked flow. */
+	assert_int_equal(net_filter_replace_rules(f, rules(steer_rules), 2 * S), 1);
+	assert_int_equal(net_filter_flow_count(f), 0);
+	net_filter_destroy(f);
+	f = filter_cfg(&c, "{\"outbound_internet\":true}");
+	reason_is(out(f, SYN("93.184.216.36", 443), 0), NF_PASS_NEW);
+	reason_is(in(f,
+		     (struct fr){ .src = "93.184.216.36",
+				  .proto = FR_TCP,
+				  .sport = 443,
+				  .dport = 40000,
+				  .tcp_flags = PKT_TCP_SYN | PKT_TCP_ACK },
+		     0),
+		  NF_PASS_FLOW);
+	net_filter_replace_rules(
+		f, rules("{\"outbound_internet\":true,\"http\":[{\"host\":\"web.test\"}]}"), S);
+	reason_is(out(f, ACK("93.184.216.36", 443), S), NF_PASS_FLOW);
+	assert_int_equal(net_filter_flow_count(f), 1);
+	reason_is(out(f, SYN("93.184.216.36", 443), 2 * S), NF_STEER_NEW);
+	assert_int_equal(net_filter_flow_count(f), 0);
+	net_filter_destroy(f);
+}
+
+/* Steered segments take no rate tokens (with an endpoint): tcp_term's windows pace them. */
+static void test_steered_segments_are_not_rate_limited(void **state)
+{
+	struct net_filter_config c = config(&lg);
+	struct steered_set set = { 0 };
+	struct fr u = { .src = GUEST, .dst = "1.1.1.1", .proto = FR_UDP, .sport = 1, .dport = 2 };
+	struct fr syn = SYN("93.184.216.34", 443);
+	struct net_filter *f;
+	uint8_t fr[2048];
+	size_t n;
+
+	(void)state;
+	c.tx_packets = (struct rate_bucket_cfg){ .size = 2, .refill_ms = 1000 };
+	c.steered = steered_cb;
+	c.steered_ctx = &set;
+	f = filter_cfg(&c, "{\"outbound_internet\":true,\"http\":[{\"host\":\"web.test\"}]}");
+	reason_is(out(f, u, 0), NF_PASS_NEW);
+	reason_is(out(f, u, 0), NF_PASS_FLOW);
+	reason_is(out(f, u, 0), NF_DROP_RATE);
+	steered_key(&set, "93.184.216.34", 443);
+	for (int i = 0; i < 10; i++) {
+		reason_is(out(f, SYN("93.184.216.34", 443), 0), NF_STEER_NEW);
+		reason_is(out(f, ACK("93.184.216.34", 443), 0), NF_STEER_FLOW);
+	}
+	syn.src = GUEST;
+	n = fr_build(fr, &syn);
+	fr[14 + 15] = 16;                                 /* from 10.0.2.16 */
+	assert_true(net_filter_rate_exempt(f, fr, n, 0)); /* a candidate only: */
+	reason_is(send_frame(f, true, fr, n, 0), NF_DROP_SPOOF);
+	/* Anything else still waits: another port, a flow not the endpoint's, UDP. */
+	reason_is(out(f, SYN("93.184.216.34", 22), 0), NF_DROP_RATE);
+	reason_is(out(f, ACK("93.184.216.35", 443), 0), NF_DROP_RATE);
+	n = fr_build(fr, &u);
+	assert_false(net_filter_rate_exempt(f, fr, n, 0));
+	net_filter_destroy(f);
+	/* Without an endpoint nothing is exempt (a steered SYN is reset by the device). */
+	c.steered = NULL;
+	f = filter_cfg(&c, "{\"http\":[{\"host\":\"web.test\"}]}");
+	n = fr_build(fr, &syn);
+	assert_false(net_filter_rate_exempt(f, fr, n, 0));
+	net_filter_destroy(f);
+}
+
+/* The name the guest resolved to an address, for the PROXY header's AUTHORITY. */
+static void test_name_of(void **state)
+{
+	struct net_filter *f = filter(steer_rules);
+	struct net_addr a;
+	char name[NET_HOST_MAX + 1] = "x";
+
+	(void)state;
+	net_addr_parse("93.184.216.34", &a);
+	assert_false(net_filter_name_of(f, &a, S, name));
+	assert_string_equal(name, "");
+	reason_is(query(f, RESOLVER, 40000, 9, "web.test"), NF_PASS_DNS);
+	reason_is(reply(f, RESOLVER, 40000, 9, "web.test", NULL, "93.184.216.34"), NF_PASS_FLOW);
+	assert_true(net_filter_name_of(f, &a, 2 * S, name));
+	assert_string_equal(name, "web.test");
+	/* Expired bindings still name it (the guest resolved it). */
+	assert_true(net_filter_name_of(f, &a, 3600 * S, name));
+	assert_string_equal(name, "web.test");
+	net_filter_destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1353,6 +1593,10 @@ int main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_truncated_frames),
 		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_steer_verdict),
+		cmocka_unit_test(test_steer_later_segments),
+		cmocka_unit_test(test_steered_segments_are_not_rate_limited),
+		cmocka_unit_test(test_name_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

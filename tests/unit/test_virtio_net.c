@@ -7,7 +7,9 @@
  * frames (never drops them) and a timer lets them go; replacing the rules
  * cuts an established flow; a full backend makes the device wait for room
  * instead of dropping or splitting frames; a backend that goes away is
- * logged and its frames dropped.
+ * logged and its frames dropped; steered flows (`http` rules with an
+ * egress proxy) are answered by the device and relayed to the proxy's
+ * socket, past the backend.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -203,11 +205,11 @@ static struct net_rules *rules(const char *json)
 	return r;
 }
 
-/* The device, on a fresh socketpair; filter (may be NULL) owned by the device. */
-static struct fx *make(struct net_filter *filter)
+/* The device, on a fresh socketpair; filter (may be NULL) owned by the device; egress_proxy: steering. */
+static struct fx *make_with(struct net_filter *filter, const char *egress_proxy)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct virtio_net_params p = { .filter = filter };
+	struct virtio_net_params p = { .filter = filter, .egress_proxy = egress_proxy };
 	struct err e = { { 0 } };
 	int sv[2];
 
@@ -247,6 +249,11 @@ static struct fx *make(struct net_filter *filter)
 	pthread_mutex_unlock(&f->d->lock);
 	assert_int_equal(event_loop_start(f->loop), 0);
 	return f;
+}
+
+static struct fx *make(struct net_filter *filter)
+{
+	return make_with(filter, NULL);
 }
 
 static struct net_filter_config filter_config(void)
@@ -919,6 +926,19 @@ static char *control_call(const char *path, const char *line)
 	return strdup(reply);
 }
 
+/* line is refused ({"ok":false}) with an error holding needle. */
+static void control_refused(const char *path, const char *line, const char *needle)
+{
+	char *r = control_call(path, line);
+	json_t *j = json_loads(r, 0, NULL);
+
+	assert_non_null(j);
+	assert_true(json_is_false(json_object_get(j, "ok")));
+	assert_non_null(strstr(json_string_value(json_object_get(j, "error")), needle));
+	json_decref(j);
+	free(r);
+}
+
 /*
  * The control socket's firewall commands on a VM whose only device is a
  * filtered virtio-net (no KVM needed: the commands touch nothing else).
@@ -964,14 +984,11 @@ static void test_control_socket_firewall_commands(void **state)
 	next_used(f, TXQ, &len);
 
 	/* ...a bad rule set changes nothing and says what is wrong... */
-	r = control_call(path, "firewall-set {\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}");
-	j = json_loads(r, 0, NULL);
-	assert_non_null(j);
-	assert_true(json_is_false(json_object_get(j, "ok")));
-	assert_non_null(
-		strstr(json_string_value(json_object_get(j, "error")), "did you mean 10.0.0.0/8?"));
-	json_decref(j);
-	free(r);
+	control_refused(path, "firewall-set {\"allow\":[{\"cidr\":\"10.0.0.1/8\"}]}",
+			"did you mean 10.0.0.0/8?");
+	/* ...as do `http` rules on a kiln-vmm without --egress-proxy... */
+	control_refused(path, "firewall-set {\"http\":[{\"host\":\"web.test\"}]}",
+			"--egress-proxy PATH");
 
 	/* ...new rules without port 80 cut it... */
 	r = control_call(
@@ -1032,6 +1049,187 @@ static void test_control_socket_firewall_commands(void **state)
 	destroy(f);
 }
 
+/* An IPv4 TCP frame with payload, seq and ack, its checksums right (tcp_term checks them). */
+static size_t tcp_seg(uint8_t *out, uint16_t sport, uint8_t flags, uint32_t seq, uint32_t ack,
+		      const char *data)
+{
+	struct fr s = { .src = GUEST,
+			.dst = SERVER,
+			.proto = FR_TCP,
+			.sport = sport,
+			.dport = 80,
+			.tcp_flags = flags,
+			.payload = data,
+			.payload_len = data ? strlen(data) : 0 };
+	size_t n = fr_build(out, &s), l4 = n - 14 - 20;
+	uint8_t *ip = out + 14, *th = ip + 20;
+
+	fr_put16(ip + 10, (uint16_t)~fr_csum(0, ip, 20));
+	fr_put32(th + 4, seq);
+	fr_put32(th + 8, ack);
+	fr_put16(th + 16, (uint16_t)~fr_csum(fr_csum(0, ip + 12, 8) + 6 + (uint32_t)l4, th, l4));
+	return n;
+}
+
+/* A listening Unix socket in a fresh directory: the egress proxy. */
+static int proxy_listen(char *dir, char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	strcpy(dir, "/tmp/test_virtio_net.XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, 108, "%s/egress.sock", dir);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+static json_int_t device_counter(struct fx *f, const char *name)
+{
+	json_t *j = virtio_net_filter_json(f->d);
+	json_int_t v;
+
+	assert_non_null(j);
+	v = json_integer_value(
+		json_object_get(json_object_get(json_object_get(j, "counters"), "device"), name));
+	json_decref(j);
+	return v;
+}
+
+/*
+ * `http` rules with an egress proxy: the guest's SYN to port 80 is
+ * answered by the device (from the MAC the guest sent it to), the flow is
+ * relayed to the proxy behind a PROXY v2 header, bytes cross both ways,
+ * nothing reaches the backend; with the proxy gone the next flow is reset.
+ */
+static void test_steered_flows_go_to_the_proxy(void **state)
+{
+	struct net_filter_config c = filter_config();
+	struct net_filter *nf;
+	struct err e = { { 0 } };
+	char dir[64], path[108];
+	int lfd = proxy_listen(dir, path), pfd;
+	uint8_t fr[2048], got[NET_MAX_FRAME], *b;
+	struct pollfd pl = { .fd = lfd, .events = POLLIN };
+	uint32_t len, iss;
+	size_t n;
+	struct fx *f;
+
+	(void)state;
+	assert_int_equal(net_filter_create(&c, rules("{\"http\":[{\"host\":\"web.test\"}]}"), 0,
+					   &nf, &e),
+			 0);
+	f = make_with(nf, path);
+	post_rx(f, 8);
+	n = tcp_seg(fr, 40000, SYN, 1000, 0, NULL);
+	guest_tx(f, fr, n);
+	b = next_used(f, RXQ, &len);
+	assert_int_equal(b[HDR + 14 + 20 + 13], SYN | ACK);
+	assert_memory_equal(b + HDR, fr_guest_mac, 6);
+	assert_memory_equal(b + HDR + 6, fr_gw_mac, 6); /* where the guest sent its SYN */
+	assert_int_equal(fr_get32(b + HDR + 14 + 20 + 8), 1001);
+	iss = fr_get32(b + HDR + 14 + 20 + 4);
+	n = tcp_seg(fr, 40000, ACK, 1001, iss + 1, NULL);
+	guest_tx(f, fr, n);
+	assert_int_equal(poll(&pl, 1, 3000), 1);
+	pfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(pfd >= 0);
+	n = tcp_seg(fr, 40000, ACK, 1001, iss + 1, "GET / HTTP/1.0\r\n\r\n");
+	guest_tx(f, fr, n);
+	{
+		/* The header (IPv4: 16 + 12 bytes, no AUTHORITY: nothing resolved), then the bytes. */
+		uint8_t h[64];
+		size_t have = 0;
+		struct pollfd pp = { .fd = pfd, .events = POLLIN };
+
+		while (have < 28 + 18 && poll(&pp, 1, 3000) == 1) {
+			ssize_t k = read(pfd, h + have, sizeof(h) - have);
+
+			assert_true(k > 0);
+			have += (size_t)k;
+		}
+		assert_int_equal(have, 28 + 18);
+		assert_int_equal(h[12], 0x21);
+		assert_int_equal(h[13], 0x11);
+		assert_memory_equal(h + 28, "GET / HTTP/1.0\r\n\r\n", 18);
+	}
+	assert_int_equal(write(pfd, "HTTP/1.0 200 OK\r\n\r\n", 19), 19);
+	for (;;) {
+		b = next_used(f, RXQ, &len);
+		if (len > HDR + 54)
+			break;
+	}
+	assert_int_equal(len, HDR + 54 + 19);
+	assert_memory_equal(b + HDR + 54, "HTTP/1.0 200 OK\r\n\r\n", 19);
+	/* Nothing went to passt. */
+	assert_int_equal(peer_read(f, got, 100), -1);
+	assert_int_equal(device_counter(f, "steered_flows"), 1);
+	assert_int_equal(device_counter(f, "steered_live"), 1);
+	assert_int_equal(device_counter(f, "steer_bytes_up"), 18);
+	assert_int_equal(device_counter(f, "steer_bytes_down"), 19);
+	assert_true(device_counter(f, "tx_steered") >= 3);
+	/* A snapshot keeps the steered flow among those the restored device probes. */
+	{
+		uint8_t st[256];
+		struct net_state ns;
+		long k;
+
+		pthread_mutex_lock(&f->d->lock);
+		k = f->d->ops->save(f->d, st, sizeof(st));
+		pthread_mutex_unlock(&f->d->lock);
+		assert_true(k > 0);
+		assert_int_equal(net_state_decode(st, (size_t)k, &ns), 0);
+		assert_int_equal(ns.nflows, 1);
+		assert_int_equal(ns.flows[0].gport, 40000);
+		assert_int_equal(ns.flows[0].rport, 80);
+		free(ns.flows);
+	}
+
+	/* The proxy is gone: the next flow is reset once its handshake is done. */
+	close(lfd);
+	unlink(path);
+	n = tcp_seg(fr, 40001, SYN, 5000, 0, NULL);
+	guest_tx(f, fr, n);
+	b = next_used(f, RXQ, &len);
+	assert_int_equal(b[HDR + 14 + 20 + 13], SYN | ACK);
+	iss = fr_get32(b + HDR + 14 + 20 + 4);
+	n = tcp_seg(fr, 40001, ACK, 5001, iss + 1, NULL);
+	guest_tx(f, fr, n);
+	b = next_used(f, RXQ, &len);
+	assert_true(b[HDR + 14 + 20 + 13] & 0x04); /* RST */
+	assert_int_equal(device_counter(f, "steer_connect_failed"), 1);
+	close(pfd);
+	destroy(f);
+	rmdir(dir);
+}
+
+/* `http` rules set on a device without a proxy: a steered SYN is refused with a reset. */
+static void test_steered_without_a_proxy_is_reset(void **state)
+{
+	struct net_filter_config c = filter_config();
+	struct fx *f =
+		make_filtered(&c,
+			      "{\"outbound_internet\":true,\"http\":[{\"host\":\"web.test\"}]}");
+	uint8_t fr[2048], got[NET_MAX_FRAME], *b;
+	uint32_t len;
+	size_t n;
+
+	(void)state;
+	post_rx(f, 2);
+	n = tcp_seg(fr, 40000, SYN, 1000, 0, NULL);
+	guest_tx(f, fr, n);
+	b = next_used(f, RXQ, &len);
+	assert_int_equal(b[HDR + 14 + 20 + 13], 0x04 | ACK);
+	assert_int_equal(peer_read(f, got, 100), -1);
+	assert_int_equal(device_counter(f, "tx_filtered"), 1);
+	assert_int_equal(device_counter(f, "steered_flows"), 0);
+	destroy(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1048,6 +1246,8 @@ int main(void)
 		cmocka_unit_test(test_restore_probes_the_flows_the_snapshot_kept),
 		cmocka_unit_test(test_a_burst_of_answers_after_a_restore_loses_no_reset),
 		cmocka_unit_test(test_control_socket_firewall_commands),
+		cmocka_unit_test(test_steered_flows_go_to_the_proxy),
+		cmocka_unit_test(test_steered_without_a_proxy_is_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,7 +61,10 @@ struct vm_config {
 	 */
 	const char *firewall;
 	size_t firewall_len;
-	int firewall_log;                /* denied and cut flows on log_fd (rate-limited) */
+	int firewall_log; /* denied and cut flows on log_fd (rate-limited) */
+	/* The egress proxy's Unix socket: the firewall's `http` rules steer
+	 * guest TCP there (net_steer.h). NULL: nothing is steered. */
+	const char *egress_proxy;
 	struct vm_net_rate_cfg net_rate; /* the filter's token buckets, per second */
 	/*
 	 * Restore the snapshot in this directory instead of booting `kernel`

@@ -198,6 +198,9 @@ int vm_net_create(struct vm *vm, const struct vm_net_cfg *c, struct virtio_dev *
 	if (vm->cfg.firewall &&
 	    (err = make_filter(vm, c, p.mac, vm->cfg.firewall, vm->cfg.firewall_len, &p.filter, e)))
 		return err;
+	/* The filter of --firewall steers; the implicit rules below have no `http`. */
+	if (p.filter)
+		p.egress_proxy = vm->cfg.egress_proxy;
 	if ((err = make_backend(vm, c, &p.backend, &held, e))) {
 		net_filter_destroy(p.filter);
 		return err;
@@ -229,6 +232,11 @@ int vm_firewall_set(struct vm *vm, const char *text, size_t len, size_t *cut, st
 	/* Every device's copy first, so a bad rule set or no memory replaces nothing. */
 	for (int k = 0; k < n && !err; k++)
 		err = rules_parse(text, len, &rules[k], e);
+	/* Live steered flows go on either way: only new flows follow the new ports. */
+	if (!err && rules[0]->http && !vm->cfg.egress_proxy)
+		err = err_set(
+			e, EINVAL,
+			"firewall: \"http\" rules need an egress proxy, and this kiln-vmm has none (start it with --egress-proxy PATH)");
 	for (int k = 0; k < n; k++) {
 		size_t c = 0;
 

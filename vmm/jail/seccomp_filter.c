@@ -120,7 +120,8 @@ static const int share_ops[] = {
 static const int share_save[] = { SCMP_SYS(openat2), SCMP_SYS(readlinkat), END };
 
 /* The device thread's own: waiting for events, vsock's connections to
- * the host (socket has its rule: AF_UNIX only), virtio-rng. */
+ * the host and virtio-net's steered flows' to the egress proxy (socket
+ * has its rule: AF_UNIX only), virtio-rng. */
 static const int device_own[] = {
 	SCMP_SYS(epoll_wait),
 	SCMP_SYS(epoll_pwait),

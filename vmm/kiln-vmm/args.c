@@ -55,6 +55,10 @@ const char vmm_usage[] =
 	"                       socket's firewall-set. Without it every frame passes\n"
 	"                       (passt not held by cgroup programs, i.e. not root:\n"
 	"                       all but the host's own addresses and link-local)\n"
+	"  --egress-proxy PATH  the egress proxy's Unix socket (kiln-egress): guest TCP\n"
+	"                       to the ports the --firewall rules' \"http\" lists is\n"
+	"                       relayed there, opened by a PROXY v2 header; needed by\n"
+	"                       rules with \"http\" (with --jail: a socket inside DIR)\n"
 	"  --firewall-log       denied and cut flows on stderr (at most 10 a second)\n"
 	"  --net-rate tx_bytes=N,tx_packets=N,rx_bytes=N,rx_packets=N\n"
 	"                       the filter's rate limits per second (0 or absent:\n"
@@ -145,6 +149,7 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		OPT_CONTROL,
 		OPT_RESTORE,
 		OPT_FIREWALL,
+		OPT_EGRESS_PROXY,
 		OPT_FIREWALL_LOG,
 		OPT_NET_RATE,
 		OPT_JAIL,
@@ -178,6 +183,7 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		{ "control", required_argument, 0, OPT_CONTROL },
 		{ "restore", required_argument, 0, OPT_RESTORE },
 		{ "firewall", required_argument, 0, OPT_FIREWALL },
+		{ "egress-proxy", required_argument, 0, OPT_EGRESS_PROXY },
 		{ "firewall-log", no_argument, 0, OPT_FIREWALL_LOG },
 		{ "net-rate", required_argument, 0, OPT_NET_RATE },
 		{ "jail", required_argument, 0, OPT_JAIL },
@@ -301,6 +307,13 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 				return bad_usage("--firewall: given twice%s", "");
 			o->firewall_path = optarg;
 			break;
+		case OPT_EGRESS_PROXY:
+			if (o->egress_proxy)
+				return bad_usage("--egress-proxy: given twice%s", "");
+			if (kiln_vm_config_set_egress_proxy(cfg, optarg) < 0)
+				return bad_usage("--%s", kiln_vm_config_errmsg(cfg));
+			o->egress_proxy = optarg;
+			break;
 		case OPT_FIREWALL_LOG:
 			o->log_flags |= KILN_LOG_FIREWALL;
 			break;
@@ -344,6 +357,10 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 	if ((o->firewall_path || (o->log_flags & KILN_LOG_FIREWALL) || o->net_rate) && !o->nets)
 		return bad_usage("%s--firewall, --firewall-log and --net-rate need a --net device",
 				 "");
+	if (o->egress_proxy && !o->firewall_path)
+		return bad_usage(
+			"%s--egress-proxy is the packet filter's: add --firewall FILE (its \"http\" rules say what goes to the proxy)",
+			"");
 	if (((o->log_flags & KILN_LOG_FIREWALL) || o->net_rate) && !o->firewall_path)
 		return bad_usage(
 			"%s--firewall-log and --net-rate are the packet filter's: add --firewall FILE",

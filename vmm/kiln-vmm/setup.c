@@ -85,6 +85,11 @@ static int load_firewall(kiln_vm_config *cfg, const char *path, struct err *e)
 		err_set(e, -r, "--firewall %s: %s", path, kiln_vm_config_errmsg(cfg));
 		return VMM_EXIT_USAGE;
 	}
+	/* `http` rules without the proxy: a usage error now, not a failed create. */
+	if (kiln_vm_config_needs_egress_proxy(cfg)) {
+		err_set(e, EINVAL, "--firewall %s: %s", path, KILN_VM_EGRESS_PROXY_MISSING);
+		return VMM_EXIT_USAGE;
+	}
 	return VMM_EXIT_OK;
 }
 

@@ -29,7 +29,7 @@
 
 struct vmm_opts {
 	kiln_vm_config *cfg;
-	const char *control_path, *firewall_path, *restore_dir, *kernel, *jail_dir;
+	const char *control_path, *firewall_path, *egress_proxy, *restore_dir, *kernel, *jail_dir;
 	unsigned log_flags;
 	int timeline, json, console, nets, net_rate;
 	int keep[VMM_KEEP_MAX], nkeep; /* descriptors given on the command line (--share fd=N) */
