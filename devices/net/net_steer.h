@@ -46,6 +46,10 @@
 
 /* Bytes moved per direction per flow at a time. */
 #define NET_STEER_CHUNK (16 * 1024)
+/* Steered flows per device: each holds a watch of the device thread's
+ * event loop (EVENT_LOOP_MAX, 256 for the whole VM), so a guest opening
+ * flows leaves half of them to vsock and the timers. */
+#define NET_STEER_FLOWS 128
 
 struct net_steer_io {
 	/* Watch fd for events (EPOLLIN, EPOLLOUT; never 0): add it to the

@@ -416,6 +416,7 @@ static int steer_create(struct vnet *n, const char *path, struct err *e)
 	if (getrandom(tc.key, sizeof(tc.key), 0) != (ssize_t)sizeof(tc.key))
 		return err_set(e, EIO, "getrandom: %s", strerror(errno));
 	memcpy(tc.guest_mac, n->mac, 6);
+	tc.capacity = NET_STEER_FLOWS;
 	if (!(n->steer = calloc(1, sizeof(*n->steer))))
 		return err_set(e, ENOMEM, "out of memory");
 	if ((r = net_steer_init(n->steer, path, &tc, &io, e)) < 0) {
