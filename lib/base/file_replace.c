@@ -29,6 +29,12 @@ static int open_tmp(int dirfd, const char *tmp, mode_t mode)
 
 int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)
 {
+	return file_replace_owned_at(dirfd, name, buf, n, mode, (uid_t)-1, (gid_t)-1);
+}
+
+int file_replace_owned_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
+			  uid_t uid, gid_t gid)
+{
 	char tmp[PATH_MAX], parent[PATH_MAX];
 	const char *slash = strrchr(name, '/');
 	int pfd, fd, err = 0;
@@ -47,6 +53,9 @@ int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode
 	fd = open_tmp(dirfd, tmp, mode);
 	if (fd < 0)
 		err = -fd;
+	/* on the descriptor, before a byte is written or the name is in place */
+	if (!err && (uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) < 0)
+		err = errno;
 	if (!err && fd_io_write_all(fd, buf, n) < 0)
 		err = errno;
 	if (!err && fsync(fd) < 0)
