@@ -297,7 +297,7 @@ KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c
 # static archive, from which the linker takes only the agent's objects and
 # the agent client under them (nothing of the VM).
 $(BUILD)/kilnd: $(KILND_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB) $(BUILD)/libkiln.a
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) $(ZLIB_LIBS) -lpthread $(NETTLE_LIBS) $(SECCOMP_LIBS)
 
 # kiln-image-import (docs/architecture.md, "Image import"): the OCI and
 # docker save importer kilnd runs as an unprivileged child per import.

@@ -16,6 +16,7 @@
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/supervision/vmm_control.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/file_replace.h"
@@ -234,6 +235,23 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 				api_err_set(e, ce.code,
 					    "%s (the rules are saved and apply at the next boot)",
 					    ce.msg);
+				r = -1;
+			}
+		}
+	}
+	/* The egress proxy follows: started for new http entries, told of
+	 * changed ones, stopped when none is left. */
+	if (!r && has_vmm(st)) {
+		struct api_err pe;
+
+		if (egress_proxy_sync(sb, canon, &pe)) {
+			kilnd_lock(d);
+			st = sb->rec.state;
+			kilnd_unlock(d);
+			if (has_vmm(st)) {
+				api_err_set(e, pe.code,
+					    "%s (the rules are saved; steered flows are refused until the proxy runs)",
+					    pe.msg);
 				r = -1;
 			}
 		}

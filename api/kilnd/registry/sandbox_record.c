@@ -55,6 +55,11 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 				 r->jail_id ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->jail_id,
 							"gid", (json_int_t)r->jail_id)
 					    : json_null());
+	e |= json_object_set_new(o, "egress",
+				 r->egress_id
+					 ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->egress_id,
+						     "gid", (json_int_t)r->egress_id)
+					 : json_null());
 	if (e) {
 		json_decref(o);
 		return NULL;
@@ -107,7 +112,7 @@ static const char *const meta_only[] = {
 	"pid",        "boots",          "boot",       "last_exit",   "version",     "image_path",
 	"created_ms", "started_ms",     "stopped_ms", "checkpoints", "hibernation", "jail",
 	"owner_uid",  "cgroup",         "creating",   "vmm_start",   "ports",       "pooled",
-	"template",   "template_build", "previews",   NULL
+	"template",   "template_build", "previews",   "egress",      NULL
 };
 
 /* An optional template name (null or absent: none) into out. */
@@ -273,6 +278,20 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 			return -1;
 		}
 		r->jail_id = (uint32_t)json_integer_value(uid);
+	}
+	/* The egress proxy's, once it ran (none before issue 37): null. */
+	v = json_object_get(meta, "egress");
+	if (v && !json_is_null(v)) {
+		json_t *uid = json_object_get(v, "uid");
+
+		if (!json_is_integer(uid) || json_integer_value(uid) <= 0 ||
+		    json_integer_value(uid) >= UINT32_MAX ||
+		    !json_equal(uid, json_object_get(v, "gid"))) {
+			api_err_set(e, API_E_BAD_FIELD,
+				    "meta.json: 'egress' must be {\"uid\": N, \"gid\": N} with N > 0");
+			return -1;
+		}
+		r->egress_id = (uint32_t)json_integer_value(uid);
 	}
 	/* Owners came after version 1's first files: absent is root's (the
 	 * only client that could create sandboxes with host shares before). */
