@@ -72,9 +72,12 @@ void handle_egress_log(struct http_req *r)
 		http_error(r, &e);
 		return;
 	}
-	sb = http_sandbox_target(r, "egress log");
-	if (!sb)
+	/* Not http_sandbox_target: that one takes no query. */
+	sb = sandbox_get(r->d, &r->peer, r->rm.id, &e);
+	if (!sb) {
+		http_error(r, &e);
 		return;
+	}
 	if (egress_proxy_log(sb, lines, &out, &e))
 		http_error(r, &e);
 	else
