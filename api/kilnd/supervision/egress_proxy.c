@@ -895,13 +895,11 @@ int egress_proxy_boot(struct sandbox *sb, char *sock, size_t cap, struct api_err
 
 int egress_proxy_log(struct sandbox *sb, size_t lines, json_t **out, struct api_err *e)
 {
-	char path[PATH_MAX + 16];
 	json_t *canon = NULL, *arr;
 	uint8_t *buf = NULL;
-	struct stat st;
 	size_t got = 0;
-	off_t from = 0;
-	int fd, has;
+	bool whole;
+	int has;
 
 	*out = NULL;
 	if (sb->rec.spec.network != SANDBOX_NET_PASST) {
@@ -921,25 +919,9 @@ int egress_proxy_log(struct sandbox *sb, size_t lines, json_t **out, struct api_
 				    sb->rec.id, sb->rec.id);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/egress.log", sb->dir);
 	/* The proxy's pipe feeds it through kilnd, but it is read as hostile. */
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		from = st.st_size > EGRESS_LOG_READ ? st.st_size - EGRESS_LOG_READ : 0;
-		buf = malloc(EGRESS_LOG_READ);
-		while (buf && got < EGRESS_LOG_READ) {
-			ssize_t k = pread(fd, buf + got, EGRESS_LOG_READ - got, from + (off_t)got);
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break;
-			got += (size_t)k;
-		}
-	}
-	if (fd >= 0)
-		close(fd);
-	arr = egress_log_tail(buf ? buf : (const uint8_t *)"", got, from == 0, lines);
+	sandbox_log_tail(sb, "egress.log", EGRESS_LOG_READ, &buf, &got, &whole);
+	arr = egress_log_tail(buf ? buf : (const uint8_t *)"", got, whole, lines);
 	free(buf);
 	*out = arr ? json_pack("{s:o}", "lines", arr) : NULL;
 	if (!*out) {
