@@ -58,8 +58,8 @@ CMOCKA_LIBS := $(call pc_libs,cmocka,-lcmocka)
 # nettle's SHA-256 (lib/digest): only kilnd, kiln-image-import and the
 # tests and fuzz targets that reach lib/digest link it.
 NETTLE_LIBS := $(call pc_libs,nettle,-lnettle)
-# OpenSSL's libcrypto (lib/tlsmint, the planned egress proxy's CA): only
-# what reaches lib/tlsmint links it (no program yet: the tests and fuzz
+# OpenSSL's libcrypto (lib/tlsmint, the egress proxy's CA): only what
+# reaches lib/tlsmint links it (kiln-egress, and the tests and fuzz
 # targets below); libssl only where a TLS handshake is made.
 CRYPTO_LIBS := $(call pc_libs,libcrypto,-lcrypto)
 SSL_LIBS := $(call pc_libs,libssl,-lssl)
@@ -307,9 +307,11 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 
 # kiln-egress, the HTTP(S) egress proxy (issue 37; api/egress/): a program
 # of its own outside the VMM, the one that links the proxy's parsers.
-KILN_EGRESS_SRCS := $(wildcard api/egress/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
+# It alone of the programs links OpenSSL (lib/tlsmint, and libssl for
+# the TLS it terminates and makes when it intercepts).
+KILN_EGRESS_SRCS := $(wildcard api/egress/*.c lib/tlsmint/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
 $(BUILD)/kiln-egress: $(KILN_EGRESS_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread
+	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread $(SSL_LIBS) $(CRYPTO_LIBS)
 
 # kiln-runtime, the OCI runtime (issue 34; api/runtime/): runc's command
 # line, a bundle's config.json, the state directory. It execs kiln-vmm
@@ -483,7 +485,7 @@ SDK_UNIT_TESTS := $(wildcard sdk/*/tests/unit_test)
 unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD)/kiln.pc $(HOST_PROGRAMS) \
 	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_egress_proxy_test tests/unit/kiln_egress_test tests/unit/kilnd_zygote_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/image_import_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
-		tests/unit/kilnd_http_test tests/unit/kilnd_templates_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
+		tests/unit/kilnd_http_test tests/unit/kilnd_secrets_test tests/unit/kilnd_templates_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
 		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py tests/bench/test_procmem.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 

@@ -37,9 +37,13 @@
 #define R_PORT "Host's port differs from the destination port"
 #define R_TWO_LENGTHS "more than one Content-Length field"
 #define R_LENGTH "Content-Length is not a number"
-#define R_TE "Transfer-Encoding in a request (not read yet)"
+#define R_TE "Transfer-Encoding in a plain HTTP request (read on decrypted flows only)"
+#define R_TE_BAD "Transfer-Encoding other than chunked alone"
+#define R_TWO_TES "more than one Transfer-Encoding field"
+#define R_TE_AND_LENGTH "both Content-Length and Transfer-Encoding"
 #define R_AUTHORITY "name differs from the destination's recorded name"
-#define R_INTERCEPT "interception not built yet"
+#define R_SNI "Host differs from the TLS server name"
+#define R_PLAIN_INJECT "secrets are sent only over TLS"
 
 static void deny(struct egress_flow *out, const char *reason)
 {
@@ -81,8 +85,10 @@ static bool ip_like(const char *name)
 }
 
 /* The rules' decision for out->name and port, with method and target for
- * plain HTTP (NULL for TLS). */
-static void decide(const struct http_rules *rules, const char *target, struct egress_flow *out)
+ * a request (NULL for a TLS connection's first bytes); tls: the request
+ * came over a decrypted TLS connection. */
+static void decide(const struct http_rules *rules, const char *target, bool tls,
+		   struct egress_flow *out)
 {
 	struct http_flow f = { .host = out->name, .port = out->port };
 	const struct http_rule *u;
@@ -97,15 +103,19 @@ static void decide(const struct http_rules *rules, const char *target, struct eg
 	out->rule = u ? i : SIZE_MAX;
 	switch (out->decision) {
 	case HTTP_ALLOW:
-		/* Decrypting TLS, or adding a header, is not built: fail closed. */
-		if ((!target && u && u->intercept) || (u && u->n_inject)) {
-			deny(out, R_INTERCEPT);
+		/* A secret never crosses the network in clear text (a plain
+		 * request is readable by anyone on the path). */
+		if (target && !tls && u && u->n_inject) {
+			deny(out, R_PLAIN_INJECT);
 			return;
 		}
 		out->status = EGRESS_ALLOW;
+		out->intercept = !target && u && (u->intercept || u->n_inject);
 		return;
 	case HTTP_NEED_HEAD:
-		deny(out, R_INTERCEPT);
+		/* Decrypt, then decide each request with its method and path. */
+		out->status = EGRESS_ALLOW;
+		out->intercept = true;
 		return;
 	case HTTP_DENY_RULE:
 		deny(out, "denied by rule");
@@ -124,14 +134,14 @@ static void decide(const struct http_rules *rules, const char *target, struct eg
 }
 
 /* The name (SNI or Host) against the header's AUTHORITY, then the rules. */
-static void check_name(const struct proxy_v2 *hdr, const struct http_rules *rules,
-		       const char *target, struct egress_flow *out)
+static void check_name(const char *want, const char *why, const struct http_rules *rules,
+		       const char *target, bool tls, struct egress_flow *out)
 {
-	if (hdr->authority[0] && !same_name(hdr->authority, out->name)) {
-		deny(out, R_AUTHORITY);
+	if (want[0] && !same_name(want, out->name)) {
+		deny(out, why);
 		return;
 	}
-	decide(rules, target, out);
+	decide(rules, target, tls, out);
 }
 
 static void read_tls(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
@@ -160,7 +170,7 @@ static void read_tls(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
 		return;
 	}
 	memcpy(out->name, h.sni, sizeof(out->name));
-	check_name(hdr, rules, NULL, out);
+	check_name(hdr->authority, R_AUTHORITY, rules, NULL, true, out);
 }
 
 /* Where "\r\n\r\n" ends in buf[0..n), or 0. */
@@ -178,7 +188,7 @@ struct head {
 	size_t target_len;
 	const char *host;
 	size_t host_len;
-	bool has_host, has_length;
+	bool has_host, has_length, has_te, tls;
 	uint64_t length;
 };
 
@@ -242,8 +252,20 @@ static const char *field(const char *s, size_t n, struct head *h)
 		if (num_parse_u64_n(s + v, e - v, 10, 0, EGRESS_BODY_MAX, &h->length) < 0)
 			return R_LENGTH;
 	} else if (field_is(s, c, "transfer-encoding")) {
-		return R_TE;
+		/* Only on a decrypted flow, whose bodies the proxy frames
+		 * itself (egress_http); and only "chunked" alone: a list
+		 * ("gzip, chunked") or another coding is read differently
+		 * by different servers, the start of request smuggling. */
+		if (!h->tls)
+			return R_TE;
+		if (h->has_te)
+			return R_TWO_TES;
+		h->has_te = true;
+		if (!field_is(s + v, e - v, "chunked"))
+			return R_TE_BAD;
 	}
+	if (h->has_te && h->has_length)
+		return R_TE_AND_LENGTH;
 	return NULL;
 }
 
@@ -271,13 +293,14 @@ static const char *read_head(const char *s, size_t n, size_t m, struct head *h)
 	}
 }
 
-/* The Host value: name into out->name, port checked. NULL or a reason. */
+/* The Host value: name into out->name, port checked (80 when absent, 443
+ * on a TLS flow). NULL or a reason. */
 static const char *host_value(const struct head *h, uint16_t dport, struct egress_flow *out)
 {
 	char tmp[NET_HOST_MAX + 2];
 	const char *colon = memchr(h->host, ':', h->host_len);
 	size_t len = colon ? (size_t)(colon - h->host) : h->host_len;
-	uint64_t port = 80;
+	uint64_t port = h->tls ? 443 : 80;
 	bool wild;
 
 	if (memchr(h->host, '[', h->host_len))
@@ -299,11 +322,14 @@ static const char *host_value(const struct head *h, uint16_t dport, struct egres
 	return NULL;
 }
 
-static void read_http(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
-		      const struct http_rules *rules, struct egress_flow *out)
+/* A request head at buf[0..n): want is the name it must be for ("" for
+ * any), why the reason when it is not; tls: on a decrypted flow. */
+static void read_http(const char *want, const char *why_not, uint16_t dport, bool tls,
+		      const uint8_t *buf, size_t n, const struct http_rules *rules,
+		      struct egress_flow *out)
 {
-	char target[HTTP_REQ_PATH_MAX];
-	struct head h = { 0 };
+	char *target = out->path;
+	struct head h = { .tls = tls };
 	const char *why;
 	size_t m = 0, end;
 
@@ -334,15 +360,17 @@ static void read_http(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
 	if (!why && !h.has_host)
 		why = R_NO_HOST;
 	if (!why)
-		why = host_value(&h, hdr->dport, out);
+		why = host_value(&h, dport, out);
 	if (why) {
 		deny(out, why);
 		return;
 	}
 	memcpy(target, h.target, h.target_len);
 	target[h.target_len] = '\0';
+	out->head_len = end;
+	out->chunked = h.has_te;
 	out->request_len = end + h.length;
-	check_name(hdr, rules, target, out);
+	check_name(want, why_not, rules, target, tls, out);
 }
 
 void egress_flow_decide(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
@@ -361,21 +389,57 @@ void egress_flow_decide(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n
 	if (buf[0] == 0x16)
 		read_tls(hdr, buf, n, rules, out);
 	else
-		read_http(hdr, buf, n, rules, out);
+		read_http(hdr->authority, R_AUTHORITY, hdr->dport, false, buf, n, rules, out);
+}
+
+void egress_flow_request(const char *name, uint16_t port, const uint8_t *buf, size_t n,
+			 const struct http_rules *rules, struct egress_flow *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->reason = "";
+	out->rule = SIZE_MAX;
+	out->port = port;
+	if (n == 0) {
+		need(out, 1);
+		return;
+	}
+	if (n > EGRESS_FIRST_MAX)
+		n = EGRESS_FIRST_MAX;
+	read_http(name, R_SNI, port, true, buf, n, rules, out);
+	if (out->status == EGRESS_DENY && out->proto != EGRESS_PROTO_HTTP)
+		/* What is not a request head on a decrypted flow is still
+		 * answered (over TLS), as a 400. */
+		out->proto = EGRESS_PROTO_HTTP;
 }
 
 int egress_flow_deny_response(const struct egress_flow *f, char *buf, size_t cap)
 {
-	char body[256], rule[24];
+	char body[384], rule[24], reason[256] = "";
 	int nb, n;
 
 	if (f->rule == SIZE_MAX)
 		snprintf(rule, sizeof(rule), "null");
 	else
 		snprintf(rule, sizeof(rule), "%zu", f->rule);
-	/* The reason is one of the fixed strings above: nothing to escape. */
+	/* Fixed strings, a secret's name or OpenSSL's verification text:
+	 * escaped all the same, so no reason can break the JSON. */
+	for (size_t i = 0, o = 0; o + 7 < sizeof(reason); i++) {
+		unsigned char c = (unsigned char)f->reason[i];
+
+		if (!c) {
+			reason[o] = '\0';
+			break;
+		}
+		if (c == '"' || c == '\\')
+			o += (size_t)snprintf(reason + o, sizeof(reason) - o, "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			o += (size_t)snprintf(reason + o, sizeof(reason) - o, "\\u%04x", c);
+		else
+			reason[o++] = (char)c;
+		reason[o] = '\0';
+	}
 	nb = snprintf(body, sizeof(body),
-		      "{\"error\":\"egress denied\",\"reason\":\"%s\",\"rule\":%s}\n", f->reason,
+		      "{\"error\":\"egress denied\",\"reason\":\"%s\",\"rule\":%s}\n", reason,
 		      rule);
 	if (nb < 0 || (size_t)nb >= sizeof(body))
 		return -ENOSPC;
@@ -385,6 +449,7 @@ int egress_flow_deny_response(const struct egress_flow *f, char *buf, size_t cap
 		     f->status_code,
 		     f->status_code == 403           ? "Forbidden"
 			     : f->status_code == 502 ? "Bad Gateway"
+			     : f->status_code == 400 ? "Bad Request"
 						     : "Denied",
 		     nb, body);
 	if (n < 0 || (size_t)n >= cap)

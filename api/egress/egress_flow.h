@@ -14,16 +14,22 @@
  *    (METHOD as a rule names one, http_method_ok: upper case),
  *    CRLF line ends only, no control byte, no folded line, exactly one
  *    Host, at most one Content-Length (plain digits), no
- *    Transfer-Encoding. Anything else fails closed.
+ *    Transfer-Encoding (on a decrypted flow, egress_flow_request:
+ *    "chunked" alone, never with Content-Length). Anything else fails
+ *    closed.
  *  - The name is the SNI or the Host without its port, lower-cased, never
  *    an IP literal. It must equal the header's AUTHORITY (the name
  *    kiln-vmm's filter bound to the destination), when there is one; the
  *    Host's port (80 when absent) must equal the destination port. Then
  *    http_rules_decide, for TLS without a head, for HTTP with method and
  *    target.
- *  - Interception and header injection are not built yet: a flow whose
- *    rule needs them (a TLS flow the rule intercepts, a plain request the
- *    rule injects into) is denied, never passed through unmodified.
+ *  - A TLS flow whose deciding rule intercepts or injects, or limits
+ *    methods or paths (HTTP_NEED_HEAD), is allowed with intercept set:
+ *    the caller decrypts it and reads each request with
+ *    egress_flow_request, which decides again with method and path
+ *    (the Host must then equal the flow's SNI name, its port 443 when
+ *    absent). A plain HTTP request whose rule injects a secret is
+ *    denied: secrets are sent only over TLS.
  *  - Only the first request of a plain HTTP connection is read: an allowed
  *    one says how many bytes (head and Content-Length body) the caller
  *    may forward before it ends the upstream direction, so a pipelined
@@ -67,15 +73,27 @@ struct egress_flow {
 	char method[HTTP_METHOD_MAX + 1];
 	/* ALLOW of plain HTTP: the request's bytes (head and body) */
 	uint64_t request_len;
-	enum http_decision decision; /* when the rules were consulted */
-	size_t rule;                 /* the deciding rule, or SIZE_MAX when none */
-	uint16_t status_code;        /* DENY of plain HTTP: the status to answer */
-	const char *reason;          /* DENY: why; "" otherwise */
+	/* A request read: its head's length, and its body chunked (else
+	 * request_len - head_len bytes of Content-Length) */
+	size_t head_len;
+	bool chunked;
+	char path[HTTP_REQ_PATH_MAX]; /* a request's target ("" for TLS) */
+	bool intercept;               /* ALLOW of TLS: decrypt, read each request */
+	enum http_decision decision;  /* when the rules were consulted */
+	size_t rule;                  /* the deciding rule, or SIZE_MAX when none */
+	uint16_t status_code;         /* DENY of plain HTTP: the status to answer */
+	const char *reason;           /* DENY: why; "" otherwise */
 };
 
 /* Decide on the first n bytes after the header. rules may be NULL (no rule: deny). */
 void egress_flow_decide(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
 			const struct http_rules *rules, struct egress_flow *out);
+
+/* Decide on one request head at buf[0..n) read from a decrypted TLS
+ * flow to name (the SNI, already checked) on port. Every refusal has
+ * proto EGRESS_PROTO_HTTP: it is answered. */
+void egress_flow_request(const char *name, uint16_t port, const uint8_t *buf, size_t n,
+			 const struct http_rules *rules, struct egress_flow *out);
 
 /*
  * The answer to a denied plain HTTP request: a status line, a JSON body

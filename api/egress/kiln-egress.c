@@ -1,19 +1,26 @@
 /*
- * kiln-egress: the HTTP(S) egress proxy of issue 37, first slice. kiln-vmm
- * (once wired) opens one Unix stream connection per steered guest flow,
- * starting with a PROXY v2 header; this program reads it and the flow's
- * first bytes, decides (egress_flow), resolves the name with the host's
- * resolver, checks the header's destination against the answers
- * (egress_dest), connects there and relays both ways. No interception and
- * no header injection yet: rules that need them deny.
+ * kiln-egress: the HTTP(S) egress proxy of issue 37. kiln-vmm opens one
+ * Unix stream connection per steered guest flow, starting with a PROXY v2
+ * header; this program reads it and the flow's first bytes, decides
+ * (egress_flow), resolves the name with the host's resolver, checks the
+ * header's destination against the answers (egress_dest), connects there
+ * and relays both ways; or, when the deciding rule intercepts, injects or
+ * limits methods or paths of a TLS flow, terminates the guest's TLS with
+ * a leaf of the sandbox's CA, verifies the upstream's, and reads, decides
+ * and forwards each request (egress_tls, egress_intercept).
  *
- *   kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...
+ *   kiln-egress (--socket PATH | --listen-fd N) --rules FILE [--ca DIR]
+ *               [--secrets FILE] [--upstream-ca FILE] [--allow-private CIDR]...
+ *   kiln-egress --init-ca DIR
  *
  * One thread per connection, at most EGRESS_CONNS at once; the header and
  * first bytes must arrive within 10 s, the upstream connect too. A denied
- * plain HTTP request gets a 403 (or the rule's status) with a JSON body
- * naming the reason and the rule; a denied TLS flow is closed with a reset
- * (SO_LINGER 0). One line per flow on stderr, no header value in it.
+ * plain HTTP request (or decrypted one) gets a 403 (or the rule's status)
+ * with a JSON body naming the reason and the rule; a denied TLS flow not
+ * decrypted is closed with a reset (SO_LINGER 0). One JSON line per flow
+ * and per decrypted request on stdout (egress_log: no header value, no
+ * secret in it); diagnostics on stderr. SIGHUP reloads --rules and
+ * --secrets (egress_conf).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,10 +41,15 @@
 
 #include <netinet/in.h>
 
+#include "api/egress/egress_conf.h"
 #include "api/egress/egress_dest.h"
 #include "api/egress/egress_flow.h"
+#include "api/egress/egress_intercept.h"
+#include "api/egress/egress_log.h"
+#include "api/egress/egress_tls.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/mono.h"
+#include "lib/base/num_parse.h"
 #include "lib/base/sock_relay.h"
 #include "lib/netrules/net_host_addrs.h"
 
@@ -50,8 +63,15 @@
 #define EGRESS_HALF_IDLE_MS 60000
 
 struct egress_cfg {
-	const char *socket_path, *rules_path;
-	struct http_rules *rules;
+	const char *socket_path, *rules_path, *secrets_path, *ca_dir, *upstream_ca;
+	struct egress_tls tls;
+	struct egress_logger log; /* decisions, on stdout */
+	int listen_fd;            /* --listen-fd, or -1 */
+	const char *init_ca;      /* --init-ca DIR: make or check the CA, and exit */
+	/* The current configuration: a flow holds the one it began with;
+	 * SIGHUP swaps in a new one under the lock. */
+	pthread_mutex_t lock;
+	struct egress_conf *conf;
 	struct net_cidr allow[EGRESS_ALLOW_MAX];
 	size_t n_allow;
 	struct net_addr *host; /* the host's own addresses, taken at start */
@@ -62,37 +82,21 @@ struct egress_cfg {
 struct conn {
 	int fd;
 	struct egress_cfg *cfg;
+	struct egress_conf *conf; /* held for the flow */
 };
 
 /* What one flow's log line says. */
 struct flow_log {
 	struct proxy_v2 hdr;
 	bool have_hdr;
-	const char *name, *proto, *decision, *reason;
-	uint64_t up, down;
+	struct egress_log out;
+	char reason[ERR_MSG_MAX]; /* a reason made for this flow */
 };
 
-static void log_flow(const struct flow_log *l)
+static void log_flow(struct egress_cfg *cfg, struct flow_log *l)
 {
-	char when[32] = "", src[NET_ADDR_STRLEN] = "-", dst[NET_ADDR_STRLEN] = "-";
-	time_t t = time(NULL);
-	struct tm tm;
-	struct net_addr a;
-
-	if (gmtime_r(&t, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	if (l->have_hdr) {
-		net_addr_set(&a, l->hdr.family == AF_INET6 ? NET_AF6 : NET_AF4, l->hdr.src);
-		net_addr_format(&a, src, sizeof(src));
-		egress_dest_of(&l->hdr, &a);
-		net_addr_format(&a, dst, sizeof(dst));
-	}
-	/* name is "" or a checked DNS name; reason a fixed string. */
-	fprintf(stderr,
-		"kiln-egress: %s %s:%u -> %s:%u name=%s %s %s reason=\"%s\" up=%llu down=%llu\n",
-		when, src, l->have_hdr ? l->hdr.sport : 0, dst, l->have_hdr ? l->hdr.dport : 0,
-		l->name && l->name[0] ? l->name : "-", l->proto, l->decision, l->reason,
-		(unsigned long long)l->up, (unsigned long long)l->down);
+	l->out.hdr = l->have_hdr ? &l->hdr : NULL;
+	egress_log_write(&cfg->log, &l->out);
 }
 
 /* Read more of fd into buf[*n..cap) before the deadline: 0, or -ETIMEDOUT,
@@ -150,7 +154,7 @@ static int read_flow(struct conn *c, uint8_t *buf, size_t *n, size_t *hlen, stru
 	l->have_hdr = true;
 	*hlen = (size_t)r;
 	for (;;) {
-		egress_flow_decide(&l->hdr, buf + *hlen, *n - *hlen, c->cfg->rules, f);
+		egress_flow_decide(&l->hdr, buf + *hlen, *n - *hlen, c->conf->rules, f);
 		if (f->status != EGRESS_NEED_MORE)
 			return 0;
 		while (*n - *hlen < f->need)
@@ -281,63 +285,144 @@ static void relay(int guest, int up, const uint8_t *first, size_t n, const struc
 		}
 	}
 	sock_relay_run(&r, &errnum);
-	l->up = r.dir[0].bytes;
-	l->down = r.dir[1].bytes;
+	l->out.up = r.dir[0].bytes;
+	l->out.down = r.dir[1].bytes;
 out:
 	free(b0);
 	free(b1);
 }
 
+/* Where the flow may go: its name resolved, the header's destination
+ * checked against the answers. NULL, or why not. */
+static const char *destination(struct conn *c, const struct egress_flow *f,
+			       const struct proxy_v2 *h)
+{
+	struct net_addr addrs[EGRESS_ADDRS_MAX], dst;
+	int na = resolve(f->name, addrs, EGRESS_ADDRS_MAX);
+
+	egress_dest_of(h, &dst);
+	return na < 0 ? "the name does not resolve"
+		      : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
+					  c->cfg->host, c->cfg->n_host);
+}
+
+/* A flow to decrypt: the guest's TLS ended here with a leaf for its
+ * name, the upstream's verified, then each request (egress_intercept). */
+static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egress_flow *f,
+		      struct flow_log *l)
+{
+	struct egress_tls *t = &c->cfg->tls;
+	struct egress_icpt x = { .conf = c->conf,
+				 .hdr = &l->hdr,
+				 .name = f->name,
+				 .log = &c->cfg->log,
+				 .guest = c->fd,
+				 .up = -1 };
+	struct err e = { { 0 } };
+	const char *why;
+
+	if (!t->ca) {
+		f->reason = l->out.reason = "the rule decrypts, and kiln-egress has no --ca";
+		refuse(c->fd, f);
+		return;
+	}
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	x.gs = egress_tls_accept(t, c->fd, first, n, f->name, mono_ms() + EGRESS_FIRST_MS, &e);
+	if (!x.gs) {
+		/* Bytes the guest chose, never a secret: its handshake. */
+		snprintf(l->reason, sizeof(l->reason), "%s", e.msg);
+		l->out.reason = l->reason;
+		return;
+	}
+	f->proto = EGRESS_PROTO_HTTP; /* refusals from here are answered */
+	if ((why = destination(c, f, &l->hdr)) != NULL) {
+		f->reason = l->out.reason = why;
+		f->status_code = HTTP_DENY_STATUS;
+		goto refused;
+	}
+	x.up = connect_upstream(&l->hdr);
+	if (x.up < 0) {
+		f->reason = l->out.reason = "upstream connect failed";
+		f->status_code = 502;
+		goto refused;
+	}
+	x.us = egress_tls_connect(t, x.up, f->name, mono_ms() + EGRESS_CONNECT_MS, &e);
+	if (!x.us) {
+		snprintf(l->reason, sizeof(l->reason), "%s", e.msg);
+		f->reason = l->out.reason = l->reason;
+		f->status_code = 502;
+		goto refused;
+	}
+	l->out.decision = "allow";
+	why = egress_icpt_run(&x);
+	l->out.reason = why ? why : "";
+	l->out.up = x.up_bytes;
+	l->out.down = x.down_bytes;
+	egress_tls_close(x.us);
+	egress_tls_close(x.gs);
+	close(x.up);
+	return;
+refused:
+	egress_icpt_refuse(x.gs, c->fd, f);
+	egress_tls_close(x.gs);
+	if (x.up >= 0)
+		close(x.up);
+}
+
 static void serve(struct conn *c)
 {
 	uint8_t *buf = malloc(PROXY_V2_MAX + EGRESS_FIRST_MAX);
-	struct flow_log l = { .proto = "-", .decision = "deny", .reason = "" };
-	struct net_addr addrs[EGRESS_ADDRS_MAX], dst;
+	struct flow_log l = { .out = { .decision = "deny", .reason = "", .rule = SIZE_MAX } };
 	struct egress_flow f = { .proto = EGRESS_PROTO_NONE };
 	const char *why = NULL;
 	size_t n = 0, hlen = 0;
-	int na, up;
+	int up;
 
 	if (!buf) {
-		l.reason = "out of memory";
+		l.out.reason = "out of memory";
 		goto out;
 	}
 	if (read_flow(c, buf, &n, &hlen, &l, &f, &why) < 0) {
-		l.reason = why;
+		l.out.reason = why;
 		f.proto = EGRESS_PROTO_NONE;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	l.name = f.name;
-	l.proto = f.proto == EGRESS_PROTO_TLS ? "tls" : f.proto == EGRESS_PROTO_HTTP ? "http" : "-";
+	l.out.name = f.name;
+	l.out.sni = f.proto == EGRESS_PROTO_TLS ? f.name : NULL;
+	l.out.rule = f.rule;
+	if (f.proto == EGRESS_PROTO_HTTP) {
+		l.out.host = f.name;
+		l.out.method = f.method;
+		l.out.path = f.path;
+	}
 	if (f.status == EGRESS_DENY) {
-		l.reason = f.reason;
+		l.out.reason = f.reason;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	na = resolve(f.name, addrs, EGRESS_ADDRS_MAX);
-	egress_dest_of(&l.hdr, &dst);
-	why = na < 0 ? "the name does not resolve"
-		     : egress_dest_check(&dst, addrs, (size_t)na, c->cfg->allow, c->cfg->n_allow,
-					 c->cfg->host, c->cfg->n_host);
-	if (why) {
-		f.reason = l.reason = why;
+	if (f.intercept) {
+		intercept(c, buf + hlen, n - hlen, &f, &l);
+		goto out;
+	}
+	if ((why = destination(c, &f, &l.hdr)) != NULL) {
+		f.reason = l.out.reason = why;
 		f.status_code = HTTP_DENY_STATUS;
 		refuse(c->fd, &f);
 		goto out;
 	}
 	up = connect_upstream(&l.hdr);
 	if (up < 0) {
-		f.reason = l.reason = "upstream connect failed";
+		f.reason = l.out.reason = "upstream connect failed";
 		f.status_code = 502;
 		refuse(c->fd, &f);
 		goto out;
 	}
-	l.decision = "allow";
+	l.out.decision = "allow";
 	relay(c->fd, up, buf + hlen, n - hlen, &f, &l);
 	close(up);
 out:
-	log_flow(&l);
+	log_flow(c->cfg, &l);
 	free(buf);
 }
 
@@ -345,7 +430,11 @@ static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
 
+	pthread_mutex_lock(&c->cfg->lock);
+	c->conf = egress_conf_hold(c->cfg->conf);
+	pthread_mutex_unlock(&c->cfg->lock);
 	serve(c);
+	egress_conf_drop(c->conf);
 	close(c->fd);
 	atomic_fetch_sub(&c->cfg->active, 1);
 	free(c);
@@ -355,12 +444,29 @@ static void *conn_thread(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: kiln-egress --socket PATH --rules FILE [--allow-private CIDR]...\n"
+		"usage: kiln-egress (--socket PATH | --listen-fd N) --rules FILE\n"
+		"                   [--ca DIR] [--secrets FILE] [--upstream-ca FILE]\n"
+		"                   [--allow-private CIDR]...\n"
+		"       kiln-egress --init-ca DIR\n"
 		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
-		"  --rules FILE          the sandbox's http egress rules (a JSON array)\n"
+		"  --listen-fd N         that socket, already listening, inherited as fd N\n"
+		"  --rules FILE          the sandbox's firewall rule set (its \"http\" rules\n"
+		"                        are read) or a JSON array of http rules alone\n"
+		"  --ca DIR              the sandbox's CA, DIR/ca.key and DIR/ca.pem: TLS\n"
+		"                        flows whose rule intercepts or injects are\n"
+		"                        decrypted with leaves it signs (without it they\n"
+		"                        are denied)\n"
+		"  --secrets FILE        a JSON object of secret names to values, for the\n"
+		"                        rules' inject headers (sent over TLS only)\n"
+		"  --upstream-ca FILE    the certificates an intercepted flow's upstream is\n"
+		"                        verified against (default: the host's trust store)\n"
 		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
 		"                        private or reserved (tests; up to 16); one of\n"
-		"                        the host's own addresses only when CIDR is it alone\n");
+		"                        the host's own addresses only when CIDR is it alone\n"
+		"  --init-ca DIR         make DIR/ca.key (0600) and DIR/ca.pem when absent,\n"
+		"                        check them when present; exit 0 or 1\n"
+		"SIGHUP reads --rules and --secrets again (a bad file keeps those in use).\n"
+		"Decisions: one JSON line per flow and per decrypted request on stdout.\n");
 }
 
 /* The arguments into cfg: 0, or 2 after saying what is wrong. */
@@ -383,8 +489,32 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 		i++;
 		if (!strcmp(a, "--socket")) {
 			cfg->socket_path = v;
+		} else if (!strcmp(a, "--listen-fd")) {
+			uint64_t fd;
+
+			if (num_parse_u64(v, 10, 0, INT32_MAX, &fd) < 0) {
+				fprintf(stderr,
+					"kiln-egress: --listen-fd %s: not a descriptor number\n",
+					v);
+				return 2;
+			}
+			cfg->listen_fd = (int)fd;
 		} else if (!strcmp(a, "--rules")) {
 			cfg->rules_path = v;
+		} else if (!strcmp(a, "--secrets")) {
+			cfg->secrets_path = v;
+		} else if (!strcmp(a, "--ca")) {
+			cfg->ca_dir = v;
+		} else if (!strcmp(a, "--upstream-ca")) {
+			cfg->upstream_ca = v;
+		} else if (!strcmp(a, "--init-ca")) {
+			if (argc != 3) {
+				fprintf(stderr,
+					"kiln-egress: --init-ca DIR takes no other option\n");
+				return 2;
+			}
+			cfg->init_ca = v;
+			return 0;
 		} else if (!strcmp(a, "--allow-private")) {
 			if (cfg->n_allow == EGRESS_ALLOW_MAX) {
 				fprintf(stderr, "kiln-egress: --allow-private: at most %d blocks\n",
@@ -401,43 +531,88 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 			return 2;
 		}
 	}
-	if (!cfg->socket_path || !cfg->rules_path) {
-		fprintf(stderr, "kiln-egress: --socket and --rules are both needed\n");
+	if (cfg->socket_path && cfg->listen_fd >= 0) {
+		fprintf(stderr, "kiln-egress: --socket and --listen-fd: give one, not both\n");
+		return 2;
+	}
+	if ((!cfg->socket_path && cfg->listen_fd < 0) || !cfg->rules_path) {
+		fprintf(stderr,
+			"kiln-egress: --rules and one of --socket and --listen-fd are "
+			"needed\n");
 		usage(stderr);
 		return 2;
 	}
 	return 0;
 }
 
-/* The rules file: 0, or 1 after saying what is wrong. */
-static int load_rules(struct egress_cfg *cfg)
+/* Say on stderr what of c cannot work as written: rules that decrypt
+ * without --ca, secrets a rule names that --secrets does not hold (their
+ * flows and requests are refused; this says why before one comes). */
+static void warn_conf(const struct egress_cfg *cfg, const struct egress_conf *c)
 {
-	char *text = malloc(HTTP_RULES_TEXT_MAX + 1);
-	struct net_rules_err e;
-	int fd = open(cfg->rules_path, O_RDONLY | O_CLOEXEC), rc = 1;
-	ssize_t n;
+	for (size_t i = 0; i < c->rules->n; i++) {
+		const struct http_rule *u = &c->rules->rules[i];
 
-	if (fd < 0 || !text) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
-			strerror(fd < 0 ? errno : ENOMEM));
-		goto out;
+		if (u->intercept && !cfg->tls.ca)
+			fprintf(stderr,
+				"kiln-egress: rule %zu decrypts TLS and there is no --ca: its TLS "
+				"flows are refused\n",
+				i);
+		for (size_t k = 0; k < u->n_inject; k++)
+			if (!egress_conf_secret(c, u->inject[k].secret))
+				fprintf(stderr,
+					"kiln-egress: rule %zu injects secret %s, which --secrets "
+					"does not hold: its requests are refused\n",
+					i, u->inject[k].secret);
 	}
-	n = fd_io_read_full(fd, text, HTTP_RULES_TEXT_MAX + 1);
-	if (n < 0 || n > HTTP_RULES_TEXT_MAX) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path,
-			n < 0 ? strerror((int)-n) : "larger than 1 MiB");
-		goto out;
+}
+
+/* Load the files anew (SIGHUP): a bad one keeps the old configuration. */
+static void reload(struct egress_cfg *cfg)
+{
+	struct egress_conf *c, *old;
+	struct err e = { { 0 } };
+
+	if (egress_conf_load(cfg->rules_path, cfg->secrets_path, &c, &e) < 0) {
+		fprintf(stderr, "kiln-egress: SIGHUP: %s: kept the rules and secrets in use\n",
+			e.msg);
+		return;
 	}
-	if (http_rules_parse_text(text, (size_t)n, &cfg->rules, &e) < 0) {
-		fprintf(stderr, "kiln-egress: --rules %s: %s\n", cfg->rules_path, e.msg);
-		goto out;
+	pthread_mutex_lock(&cfg->lock);
+	old = cfg->conf;
+	cfg->conf = c;
+	pthread_mutex_unlock(&cfg->lock);
+	egress_conf_drop(old);
+	fprintf(stderr, "kiln-egress: SIGHUP: reloaded, %zu rules\n", c->rules->n);
+	warn_conf(cfg, c);
+}
+
+/* An inherited listening socket (kilnd binds it before the VMM starts):
+ * it must be a listening Unix stream socket. fd, or -1 after saying why. */
+static int listen_inherited(int fd)
+{
+	int type = 0, acc = 0;
+	socklen_t len = sizeof(type), alen = sizeof(acc);
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &alen) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &slen) < 0) {
+		fprintf(stderr,
+			"kiln-egress: --listen-fd %d: %s: pass a listening Unix stream socket\n",
+			fd, strerror(errno));
+		return -1;
 	}
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(text);
-	return rc;
+	if (type != SOCK_STREAM || ss.ss_family != AF_UNIX || !acc) {
+		fprintf(stderr,
+			"kiln-egress: --listen-fd %d: not a listening Unix stream socket: pass the "
+			"socket kilnd bound\n",
+			fd);
+		return -1;
+	}
+	fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd;
 }
 
 /* The listening socket, or -1 after saying why. A socket left by an
@@ -472,61 +647,108 @@ static int listen_on(const char *path)
 	return fd;
 }
 
+static void accept_one(struct egress_cfg *cfg, int lfd, pthread_attr_t *attr)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	struct conn *c;
+	pthread_t t;
+
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			usleep(100000);
+		else if (errno != EINTR && errno != ECONNABORTED && errno != EAGAIN)
+			fprintf(stderr, "kiln-egress: accept: %s\n", strerror(errno));
+		return;
+	}
+	if (atomic_fetch_add(&cfg->active, 1) >= EGRESS_CONNS) {
+		fprintf(stderr, "kiln-egress: %d flows open: refusing another\n", EGRESS_CONNS);
+		goto drop;
+	}
+	c = malloc(sizeof(*c));
+	if (!c)
+		goto drop;
+	*c = (struct conn){ .fd = fd, .cfg = cfg };
+	if (pthread_create(&t, attr, conn_thread, c) != 0) {
+		free(c);
+		goto drop;
+	}
+	return;
+drop:
+	atomic_fetch_sub(&cfg->active, 1);
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
-	struct egress_cfg cfg = { 0 };
+	struct egress_cfg cfg = { .listen_fd = -1,
+				  .lock = PTHREAD_MUTEX_INITIALIZER,
+				  .log = { .fd = STDOUT_FILENO,
+					   .lock = PTHREAD_MUTEX_INITIALIZER } };
 	struct err e = { { 0 } };
 	pthread_attr_t attr;
-	int lfd, rc;
+	sigset_t hup;
+	int lfd, sfd, rc;
 
 	if ((rc = parse_args(argc, argv, &cfg)) != 0)
 		return rc == 1 ? 0 : rc;
-	if (load_rules(&cfg) != 0)
+	if (cfg.init_ca) {
+		char line[2048];
+
+		if (egress_tls_init_ca(cfg.init_ca, line, sizeof(line), &e) < 0) {
+			fprintf(stderr, "%s\n", e.msg);
+			return 1;
+		}
+		printf("%s\n", line);
+		return 0;
+	}
+	if (egress_tls_init(&cfg.tls, cfg.ca_dir, cfg.upstream_ca, &e) < 0) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
+	}
+	if (egress_conf_load(cfg.rules_path, cfg.secrets_path, &cfg.conf, &e) < 0) {
+		fprintf(stderr, "kiln-egress: %s\n", e.msg);
+		return 1;
+	}
 	if (net_host_addrs(&cfg.host, &cfg.n_host, &e) < 0) {
 		fprintf(stderr, "kiln-egress: the host's own addresses: %s\n", e.msg);
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	lfd = listen_on(cfg.socket_path);
+	/* SIGHUP arrives as a descriptor in this loop alone: every thread
+	 * made below inherits the mask, so none is interrupted by it. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	sfd = signalfd(-1, &hup, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		fprintf(stderr, "kiln-egress: signalfd: %s\n", strerror(errno));
+		return 1;
+	}
+	lfd = cfg.listen_fd >= 0 ? listen_inherited(cfg.listen_fd) : listen_on(cfg.socket_path);
 	if (lfd < 0)
 		return 1;
-	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n", cfg.socket_path, cfg.rules->n);
+	/* A connection gone between poll and accept must not block the loop
+	 * (and with it SIGHUP). */
+	fcntl(lfd, F_SETFL, fcntl(lfd, F_GETFL) | O_NONBLOCK);
+	fprintf(stderr, "kiln-egress: listening on %s, %zu rules\n",
+		cfg.socket_path ? cfg.socket_path : "an inherited socket", cfg.conf->rules->n);
+	warn_conf(&cfg, cfg.conf);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	for (;;) {
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		struct conn *c;
-		pthread_t t;
+		struct pollfd p[2] = { { .fd = lfd, .events = POLLIN },
+				       { .fd = sfd, .events = POLLIN } };
+		struct signalfd_siginfo si;
 
-		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED || errno == EMFILE ||
-			    errno == ENFILE) {
-				if (errno == EMFILE || errno == ENFILE)
-					usleep(100000);
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
 				continue;
-			}
-			fprintf(stderr, "kiln-egress: accept: %s\n", strerror(errno));
+			fprintf(stderr, "kiln-egress: poll: %s\n", strerror(errno));
 			return 1;
 		}
-		if (atomic_fetch_add(&cfg.active, 1) >= EGRESS_CONNS) {
-			fprintf(stderr, "kiln-egress: %d flows open: refusing another\n",
-				EGRESS_CONNS);
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			continue;
-		}
-		c = malloc(sizeof(*c));
-		if (!c) {
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			continue;
-		}
-		*c = (struct conn){ .fd = fd, .cfg = &cfg };
-		if (pthread_create(&t, &attr, conn_thread, c) != 0) {
-			atomic_fetch_sub(&cfg.active, 1);
-			close(fd);
-			free(c);
-		}
+		if (p[1].revents && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			reload(&cfg);
+		if (p[0].revents)
+			accept_one(&cfg, lfd, &attr);
 	}
 }

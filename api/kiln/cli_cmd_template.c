@@ -18,7 +18,7 @@
 #include "lib/base/fd_io.h"
 #include "lib/base/json.h"
 
-enum { T_NAME = 1, T_FILE };
+enum { T_NAME = CLI_OPT_LONG, T_FILE };
 
 static const char usage[] =
 	"usage: kiln template build [-f FILE] [--name NAME] DIR | ls | inspect NAME | rm NAME";

@@ -101,6 +101,12 @@ static const struct cli_cmd commands[] = {
 	{ "egress", "log ID [--lines N]",
 	  "the egress proxy's last decisions (sandboxes whose rules have http entries)",
 	  cli_cmd_egress },
+	{ "secrets", "set NAME [--value-file FILE] | ls | rm NAME",
+	  "named secrets the egress proxy injects into HTTP requests (a firewall http rule's inject); set reads "
+	  "the value from --value-file or stdin (a pipe or file, not a terminal), never from the command line, "
+	  "where any user of the host reads it (/proc/PID/cmdline): `read -rs T && printf %s \"$T\" | kiln "
+	  "secrets set github`; one trailing newline is dropped; ls shows names and times, never values",
+	  cli_cmd_secrets },
 	{ 0 },
 };
 

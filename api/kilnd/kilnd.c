@@ -39,6 +39,7 @@
 #include "api/kilnd/core/state_lock.h"
 #include "api/kilnd/images/image_import.h"
 #include "api/kilnd/registry/sandbox.h"
+#include "api/kilnd/registry/secrets.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/supervision/zygote.h"
 #include "lib/base/num_parse.h"
@@ -952,14 +953,21 @@ static int run(struct kilnd *d)
 	metrics_init(&d->metrics);
 	/* before any import can start: what a killed kilnd's import left */
 	image_import_sweep(d);
-	/* Before the sandboxes load: a reattached one gets its egress proxy back. */
-	if (egress_proxies_new(d, &e))
+	/* Before any sandbox: a start (its egress proxy) reads them. */
+	if (secrets_init(d, &e))
 		return setup_error("%s", e.msg);
+	/* Before the sandboxes load: a reattached one gets its egress proxy back. */
+	if (egress_proxies_new(d, &e)) {
+		secrets_fini(d);
+		return setup_error("%s", e.msg);
+	}
 	if (sandboxes_init(d, &e)) {
 		egress_proxies_free(d);
+		secrets_fini(d);
 		return setup_error("%s", e.msg);
 	}
 	if (sandbox_pools_init(d, &e)) {
+		secrets_fini(d);
 		sandboxes_free(d);
 		return setup_error("%s", e.msg);
 	}
@@ -1037,6 +1045,7 @@ static int run(struct kilnd *d)
 		return RUN_BUSY;
 	egress_proxies_free(d);
 	zygote_pool_free(d->zygotes);
+	secrets_fini(d);
 	return EXIT_OK;
 }
 

@@ -27,11 +27,6 @@ static int open_tmp(int dirfd, const char *tmp, mode_t mode)
 	return fd >= 0 ? fd : -errno;
 }
 
-int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)
-{
-	return file_replace_owned_at(dirfd, name, buf, n, mode, (uid_t)-1, (gid_t)-1);
-}
-
 int file_replace_owned_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
 			  uid_t uid, gid_t gid)
 {
@@ -53,7 +48,7 @@ int file_replace_owned_at(int dirfd, const char *name, const void *buf, size_t n
 	fd = open_tmp(dirfd, tmp, mode);
 	if (fd < 0)
 		err = -fd;
-	/* on the descriptor, before a byte is written or the name is in place */
+	/* before the first byte: the data is never readable by the old owner */
 	if (!err && (uid != (uid_t)-1 || gid != (gid_t)-1) && fchown(fd, uid, gid) < 0)
 		err = errno;
 	if (!err && fd_io_write_all(fd, buf, n) < 0)
@@ -77,6 +72,11 @@ int file_replace_owned_at(int dirfd, const char *name, const void *buf, size_t n
 		close(pfd);
 	errno = err;
 	return -err;
+}
+
+int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode)
+{
+	return file_replace_owned_at(dirfd, name, buf, n, mode, (uid_t)-1, (gid_t)-1);
 }
 
 int file_replace(const char *dir, const char *name, const void *buf, size_t n, mode_t mode)

@@ -30,10 +30,10 @@ int file_replace(const char *dir, const char *name, const void *buf, size_t n, m
  * empty name or one ending in '/'. */
 int file_replace_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode);
 
-/* The same, the new file owned by uid and gid (-1: unchanged), given to
- * them on its descriptor before it is written or renamed into place: a
- * file for an unprivileged reader (the egress proxy's rules and
- * secrets), never a chown by name in a directory its owner can change. */
+/* The same, the temporary file chowned to uid:gid before anything is
+ * written to it ((uid_t)-1, (gid_t)-1: that id left as is): a file handed
+ * to a less privileged reader (a sandbox's egress proxy its secrets)
+ * appears under its name already owned by it. */
 int file_replace_owned_at(int dirfd, const char *name, const void *buf, size_t n, mode_t mode,
 			  uid_t uid, gid_t gid);
 

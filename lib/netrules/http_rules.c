@@ -237,7 +237,7 @@ static bool in_list(const char *s, const char *const *list)
 	return false;
 }
 
-static bool secret_name_ok(const char *s)
+bool http_secret_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -328,7 +328,7 @@ static int parse_inject_one(const json_t *v, size_t i, size_t k, struct http_rul
 	rc = inject_header(json_string_value(h), i, k, r, e);
 	if (rc < 0)
 		return rc;
-	if (!secret_name_ok(json_string_value(s)))
+	if (!http_secret_name_ok(json_string_value(s)))
 		return net_rules_fail(
 			e, NET_RULES_E_BAD_FIELD,
 			"http[%zu].inject[%zu].secret \"%.40s\": not a secret name (1..%d of a-z, 0-9, '_', '-')",

@@ -1,8 +1,8 @@
 /*
  * http_rules: a sandbox's HTTP egress rules, and the decision for one
- * connection or one request. A parser of the planned egress proxy (issue
- * 37), used by kiln-egress (api/egress); kilnd's API still refuses an `http`
- * field as unknown.
+ * connection or one request: the `http` member of a firewall rule set
+ * (net_rules), decided by the egress proxy kiln-egress (api/egress); the
+ * packet filter steers the ports these rules list and binds their names.
  *
  *   [{"host": "api.github.com", "methods": ["GET", "POST"],
  *     "paths": ["/repos/"], "ports": [443], "intercept": true,
@@ -163,6 +163,13 @@ enum http_decision http_rules_decide(const struct http_rules *r, const struct ht
  * pass a rule that denies DELETE.
  */
 bool http_method_ok(const char *s);
+
+/*
+ * s is a secret's name as a rule names one (and as kilnd's secrets store
+ * takes one, docs/api.md "Secrets"): 1..HTTP_SECRET_MAX of a-z, 0-9, '_'
+ * and '-'.
+ */
+bool http_secret_name_ok(const char *s);
 
 /* "allow", "deny (rule)", "need the request head", ... for logs. */
 const char *http_decision_name(enum http_decision d);

@@ -1,6 +1,6 @@
 /*
  * tls_ca: a sandbox's own certificate authority, for the planned egress
- * proxy's TLS interception (issue 37; not yet used by any program). The
+ * proxy's TLS interception (issue 37; kiln-egress --ca, --init-ca). The
  * proxy presents leaves this CA signs (tls_leaf.h); the guest trusts the
  * CA's public certificate and nothing else of it.
  *
@@ -39,7 +39,7 @@
 
 #include "lib/base/err.h"
 
-#define TLS_CA_KEY_FILE "ca-key.pem"
+#define TLS_CA_KEY_FILE "ca.key"
 #define TLS_CA_CERT_FILE "ca.pem"
 /* A P-256 key is ~240 bytes of PEM and this CA's certificate ~800: a file
  * past this is not one kiln wrote (a tampered sandbox directory). */

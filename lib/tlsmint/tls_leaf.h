@@ -1,6 +1,6 @@
 /*
  * tls_leaf: a server certificate for one exact DNS host name, signed by
- * the sandbox's CA (tls_ca.h), that the planned egress proxy (issue 37)
+ * the sandbox's CA (tls_ca.h), that the egress proxy (issue 37, kiln-egress)
  * presents to the guest for the host it intercepts.
  *
  * A leaf: a fresh ECDSA P-256 key; subjectAltName dNSName = the host name

@@ -3,7 +3,8 @@
  * share over OpenSSL's libcrypto: P-256 keys, a certificate's serial and
  * validity, extensions, and OpenSSL's failures as kiln's error values.
  *
- * Contract: internal to lib/tlsmint; no state; thread-safe (OpenSSL 3's
+ * Contract: internal to lib/tlsmint, but for tls_x509_fail (kiln-egress
+ * words its libssl failures with it too); no state; thread-safe (OpenSSL 3's
  * objects used here are not shared). Every failure clears the thread's
  * OpenSSL error queue after taking its reason into the message, so no
  * stale reason is reported by a later call.

@@ -14,6 +14,11 @@
  * literal, equal to the AUTHORITY when there is one, on the header's
  * port, through a rule that is not a deny; an allowed request's bytes
  * start with its whole head, and its method is one a rule could name.
+ * Selector bit 3: the bytes are a request on a decrypted flow
+ * (egress_flow_request) to the AUTHORITY's name (or allowed.test): the
+ * same invariants, every refusal answered (proto HTTP), an allowed head
+ * ending in its empty line within the input, a chunked one with no
+ * Content-Length body counted.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -58,7 +63,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (sel & 4)
 			strcpy(h.authority, "allowed.test");
 	}
-	egress_flow_decide(&h, in.p, in.n, rules, &f);
+	/* bit 3: a request head on a decrypted flow to the AUTHORITY's name */
+	if (sel & 8)
+		egress_flow_request(h.authority[0] ? h.authority : "allowed.test", h.dport, in.p,
+				    in.n, rules, &f);
+	else
+		egress_flow_decide(&h, in.p, in.n, rules, &f);
+	if ((sel & 8) && f.status == EGRESS_DENY)
+		FUZZ_ASSERT(f.proto == EGRESS_PROTO_HTTP);
+	if ((sel & 8) && f.status == EGRESS_ALLOW) {
+		FUZZ_ASSERT(f.proto == EGRESS_PROTO_HTTP && !f.intercept);
+		FUZZ_ASSERT(f.head_len >= 18 && f.head_len <= in.n && f.request_len >= f.head_len);
+		FUZZ_ASSERT(!f.chunked || f.request_len == f.head_len);
+		FUZZ_ASSERT(memcmp(in.p + f.head_len - 4, "\r\n\r\n", 4) == 0);
+	}
 	switch (f.status) {
 	case EGRESS_NEED_MORE:
 		FUZZ_ASSERT(f.need > in.n && f.need <= EGRESS_FIRST_MAX);

@@ -119,7 +119,9 @@ static void test_http_denied_by_rules(void **state)
 		"no rule allows this host and port");
 	deny_is("GET /repos/../a HTTP/1.1\r\nHost: api.test\r\n\r\n", 80, "",
 		"request path not in normal form");
-	deny_is("GET / HTTP/1.1\r\nHost: inj.test\r\n\r\n", 80, "", "interception not built yet");
+	/* A secret never goes out in clear text. */
+	deny_is("GET / HTTP/1.1\r\nHost: inj.test\r\n\r\n", 80, "",
+		"secrets are sent only over TLS");
 	/* A method no rule could name is refused, not passed to a later rule:
 	 * Django and Werkzeug read "delete" as the DELETE rule 6 denies. */
 	assert_int_equal(on("GET / HTTP/1.1\r\nHost: del.test\r\n\r\n", 80, "").status,
@@ -224,7 +226,7 @@ static void test_http_hostile_heads(void **state)
 		{ "GET / HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 99999999999999999999\r\n\r\n",
 		  "Content-Length is not a number" },
 		{ "GET / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n",
-		  "Transfer-Encoding in a request (not read yet)" },
+		  "Transfer-Encoding in a plain HTTP request (read on decrypted flows only)" },
 	};
 
 	(void)state;
@@ -343,10 +345,17 @@ static void test_tls(void **state)
 	f = on_tls(b, n, 443, "");
 	assert_string_equal(f.reason,
 			    "the rule limits methods or paths, which a TLS splice cannot check");
+	/* Rules that decrypt: allowed, to be read request by request. */
 	n = hello(b, "icpt.test", 0);
-	assert_string_equal(on_tls(b, n, 443, "").reason, "interception not built yet");
+	f = on_tls(b, n, 443, "");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_true(f.intercept);
 	n = hello(b, "inj.test", 0);
-	assert_string_equal(on_tls(b, n, 443, "").reason, "interception not built yet");
+	f = on_tls(b, n, 443, "");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_true(f.intercept);
+	n = hello(b, "allowed.test", 0);
+	assert_false(on_tls(b, n, 443, "").intercept);
 	n = hello(b, "denied.test", 0);
 	f = on_tls(b, n, 443, "");
 	assert_string_equal(f.reason, "denied by rule");
@@ -388,6 +397,87 @@ static void test_deny_response(void **state)
 	f.reason = "upstream connect failed";
 	assert_true(egress_flow_deny_response(&f, buf, sizeof(buf)) > 0);
 	assert_non_null(strstr(buf, "HTTP/1.1 502 Bad Gateway\r\n"));
+	/* A reason not of this module's own (OpenSSL's, a secret's name) is
+	 * escaped: it cannot end the JSON string. */
+	f.reason = "a \"quoted\\ \n reason";
+	assert_true(egress_flow_deny_response(&f, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"reason\":\"a \\\"quoted\\\\ \\u000a reason\""));
+}
+
+/* A request head on a decrypted flow to name, port 443. */
+static struct egress_flow req(const char *s, const char *name)
+{
+	struct http_rules *r = rules();
+	struct egress_flow f;
+
+	egress_flow_request(name, 443, (const uint8_t *)s, strlen(s), r, &f);
+	http_rules_free(r);
+	return f;
+}
+
+static void test_request_on_decrypted_flow(void **state)
+{
+	struct egress_flow f;
+
+	(void)state;
+	/* Method and path decide again: api.test's rule limits both. */
+	f = req("GET /repos/a HTTP/1.1\r\nHost: api.test\r\n\r\n", "api.test");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_string_equal(f.path, "/repos/a");
+	assert_string_equal(f.method, "GET");
+	assert_int_equal(f.head_len, strlen("GET /repos/a HTTP/1.1\r\nHost: api.test\r\n\r\n"));
+	assert_false(f.chunked);
+	f = req("POST /repos/a HTTP/1.1\r\nHost: api.test\r\n\r\n", "api.test");
+	assert_int_equal(f.status, EGRESS_DENY);
+	assert_string_equal(f.reason, "no rule allows this host and port");
+	assert_int_equal(f.proto, EGRESS_PROTO_HTTP);
+	/* A rule that injects: allowed over TLS. */
+	f = req("GET / HTTP/1.1\r\nHost: inj.test\r\n\r\n", "inj.test");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_int_equal(f.rule, 5);
+	/* Host must be the SNI's name, its port 443 when absent. */
+	f = req("GET / HTTP/1.1\r\nHost: icpt.test\r\n\r\n", "inj.test");
+	assert_string_equal(f.reason, "Host differs from the TLS server name");
+	f = req("GET / HTTP/1.1\r\nHost: inj.test:80\r\n\r\n", "inj.test");
+	assert_string_equal(f.reason, "Host's port differs from the destination port");
+	assert_int_equal(req("GET / HTTP/1.1\r\nHost: inj.test:443\r\n\r\n", "inj.test").status,
+			 EGRESS_ALLOW);
+	/* Framing: Content-Length, or chunked alone, never both. */
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nContent-Length: 7\r\n\r\nabc", "inj.test");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_int_equal(f.request_len - f.head_len, 7);
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nTransfer-Encoding: Chunked\r\n\r\n",
+		"inj.test");
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_true(f.chunked);
+	assert_int_equal(f.request_len, f.head_len);
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+		"inj.test");
+	assert_string_equal(f.reason, "Transfer-Encoding other than chunked alone");
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nTransfer-Encoding: chunked\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n",
+		"inj.test");
+	assert_string_equal(f.reason, "more than one Transfer-Encoding field");
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nTransfer-Encoding: chunked\r\n"
+		"Content-Length: 3\r\n\r\n",
+		"inj.test");
+	assert_string_equal(f.reason, "both Content-Length and Transfer-Encoding");
+	f = req("POST / HTTP/1.1\r\nHost: inj.test\r\nContent-Length: 3\r\n"
+		"Transfer-Encoding: chunked\r\n\r\n",
+		"inj.test");
+	assert_string_equal(f.reason, "both Content-Length and Transfer-Encoding");
+	/* Not a request: still answered (over TLS). */
+	f = req("\x01 junk\r\n\r\n", "inj.test");
+	assert_int_equal(f.status, EGRESS_DENY);
+	assert_int_equal(f.proto, EGRESS_PROTO_HTTP);
+	f = req("GET / HTTP/1.1\r\nHost: inj.test\r\n", "inj.test");
+	assert_int_equal(f.status, EGRESS_NEED_MORE);
+	/* Plain HTTP still refuses Transfer-Encoding: the proxy frames
+	 * bodies only on decrypted flows. */
+	f = on("POST / HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n", 80,
+	       "");
+	assert_string_equal(f.reason,
+			    "Transfer-Encoding in a plain HTTP request (read on decrypted flows only)");
 }
 
 int main(void)
@@ -400,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_http_needs_more_then_bounds),
 		cmocka_unit_test(test_tls),
 		cmocka_unit_test(test_deny_response),
+		cmocka_unit_test(test_request_on_decrypted_flow),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

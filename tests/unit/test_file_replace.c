@@ -180,12 +180,49 @@ static void test_at_names_no_file(void **state)
 	rmdir(dir);
 }
 
+/* file_replace_owned_at: in place already owned by the reader it is for
+ * (as root; elsewhere a chown to another uid is EPERM, and nothing is
+ * left behind). */
+static void test_owned(void **state)
+{
+	char dir[] = "/tmp/kiln-replace-XXXXXX", got[64], path[PATH_MAX + 8];
+	struct stat st;
+	int dfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(file_replace_owned_at(dfd, "f", "own", 3, 0600, (uid_t)-1, (gid_t)-1), 0);
+	assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
+	assert_int_equal(st.st_uid, geteuid());
+	if (geteuid() == 0) {
+		assert_int_equal(file_replace_owned_at(dfd, "f", "new", 3, 0600, 65534, 65533), 0);
+		assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
+		assert_int_equal(st.st_uid, 65534);
+		assert_int_equal(st.st_gid, 65533);
+		assert_int_equal(st.st_mode & 07777, 0600);
+		read_back(dir, "f", got, sizeof(got));
+		assert_string_equal(got, "new");
+	} else {
+		assert_int_equal(file_replace_owned_at(dfd, "f", "new", 3, 0600, 65534, 65534),
+				 -EPERM);
+		read_back(dir, "f", got, sizeof(got));
+		assert_string_equal(got, "own");
+	}
+	assert_int_equal(faccessat(dfd, "f.tmp", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	unlink(path);
+	close(dfd);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_replaces),         cmocka_unit_test(test_leftover_tmp_mode),
 		cmocka_unit_test(test_failures),         cmocka_unit_test(test_at_paths),
-		cmocka_unit_test(test_at_names_no_file),
+		cmocka_unit_test(test_at_names_no_file), cmocka_unit_test(test_owned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

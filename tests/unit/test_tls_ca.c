@@ -242,7 +242,7 @@ static void test_load_refuses_files(void **state)
 	char *big = malloc(TLS_CA_FILE_MAX + 1);
 
 	refused(f->dfd, -ENOENT,
-		"tls CA: ca-key.pem: cannot open: No such file or directory: check the directory, "
+		"tls CA: ca.key: cannot open: No such file or directory: check the directory, "
 		"or " REDO);
 	assert_int_equal(tls_ca_save(ca, f->dfd, &e), 0);
 	/* a link in place of the certificate, even to the right one */
@@ -259,10 +259,9 @@ static void test_load_refuses_files(void **state)
 	refused(f->dfd, -EFBIG, "tls CA: ca.pem: over 16384 bytes: " REDO);
 	put(f->dfd, "ca.pem", "garbage\n", 8);
 	refused(f->dfd, -EINVAL, "tls CA: ca.pem: not a PEM certificate: " REDO);
-	put(f->dfd, "ca-key.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
-	    58);
+	put(f->dfd, "ca.key", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", 58);
 	refused(f->dfd, -EINVAL,
-		"tls CA: ca-key.pem: not a PEM private key (or one with a passphrase): " REDO);
+		"tls CA: ca.key: not a PEM private key (or one with a passphrase): " REDO);
 	free(big);
 	tls_ca_free(ca);
 }
@@ -280,16 +279,16 @@ static void test_load_refuses_keys_and_certs(void **state)
 	assert_non_null(p384);
 	/* another CA's key beside this certificate */
 	assert_int_equal(tls_ca_save(other, f->dfd, &e), 0);
-	assert_int_equal(renameat(f->dfd, "ca-key.pem", f->dfd, "other-key.pem"), 0);
+	assert_int_equal(renameat(f->dfd, "ca.key", f->dfd, "other.key"), 0);
 	assert_int_equal(tls_ca_save(ca, f->dfd, &e), 0);
-	assert_int_equal(renameat(f->dfd, "other-key.pem", f->dfd, "ca-key.pem"), 0);
-	refused(f->dfd, -EINVAL, "tls CA: ca-key.pem is not the key of ca.pem: " REDO);
+	assert_int_equal(renameat(f->dfd, "other.key", f->dfd, "ca.key"), 0);
+	refused(f->dfd, -EINVAL, "tls CA: ca.key is not the key of ca.pem: " REDO);
 	/* a key of another curve */
-	put_key(f->dfd, "ca-key.pem", p384);
-	refused(f->dfd, -EINVAL, "tls CA: ca-key.pem: not an ECDSA P-256 key: " REDO);
+	put_key(f->dfd, "ca.key", p384);
+	refused(f->dfd, -EINVAL, "tls CA: ca.key: not an ECDSA P-256 key: " REDO);
 	/* a leaf and its own key: a matching pair, but no CA */
 	assert_int_equal(tls_leaf_mint(ca, "api.test", &leaf, &e), 0);
-	put_key(f->dfd, "ca-key.pem", leaf->key);
+	put_key(f->dfd, "ca.key", leaf->key);
 	put_cert(f->dfd, "ca.pem", leaf->cert);
 	refused(f->dfd, -EINVAL,
 		"tls CA: ca.pem: not a CA certificate (no basicConstraints CA:TRUE with "
@@ -300,7 +299,7 @@ static void test_load_refuses_keys_and_certs(void **state)
 	resigned = X509_dup(tls_ca_cert(ca));
 	assert_true(X509_sign(resigned, stranger, EVP_sha256()) > 0);
 	put_cert(f->dfd, "ca.pem", resigned);
-	refused(f->dfd, -EINVAL, "tls CA: ca.pem: not self-signed by ca-key.pem: " REDO);
+	refused(f->dfd, -EINVAL, "tls CA: ca.pem: not self-signed by ca.key: " REDO);
 	X509_free(resigned);
 	EVP_PKEY_free(stranger);
 	EVP_PKEY_free(p384);
@@ -347,9 +346,9 @@ static void test_load_refuses_split_key(void **state)
 	EVP_PKEY *split = split_key(ca);
 
 	assert_int_equal(tls_ca_save(ca, f->dfd, &e), 0);
-	put_key(f->dfd, "ca-key.pem", split);
+	put_key(f->dfd, "ca.key", split);
 	refused(f->dfd, -EINVAL,
-		"tls CA: ca-key.pem: its private and public halves do not match (a damaged "
+		"tls CA: ca.key: its private and public halves do not match (a damaged "
 		"file): " REDO);
 	EVP_PKEY_free(split);
 	tls_ca_free(ca);
@@ -389,7 +388,7 @@ static void test_parse_caps_sizes(void **state)
 	(void)state;
 	assert_int_equal(tls_ca_parse("", TLS_CA_FILE_MAX + 1, "", 0, &ca, &e), -EFBIG);
 	assert_null(ca);
-	assert_string_equal(e.msg, "tls CA: ca-key.pem: over 16384 bytes: " REDO);
+	assert_string_equal(e.msg, "tls CA: ca.key: over 16384 bytes: " REDO);
 	assert_int_equal(tls_ca_parse("", 0, "", 0, &ca, &e), -EINVAL);
 }
 

@@ -6,8 +6,9 @@
  *  - One struct kilnd per daemon, built by main() from the command line
  *    and handed to the HTTP server as its closure; nothing in kilnd is a
  *    global variable.
- *  - cfg is immutable once the server runs; the sandbox registry and the
- *    metrics have their own locks (sandbox.h, metrics_mu).
+ *  - cfg is immutable once the server runs; the sandbox registry, the
+ *    metrics and the secrets have their own locks (sandbox.h, metrics_mu,
+ *    registry/secrets.h).
  */
 #ifndef KILN_KILND_H
 #define KILN_KILND_H
@@ -121,7 +122,8 @@ struct kilnd_config {
 #define KILND_SELF_EXE "/proc/self/exe"
 
 struct sandbox;
-struct kilnd_pools; /* sandbox_pool.c */
+struct kilnd_pools;   /* sandbox_pool.c */
+struct kilnd_secrets; /* registry/secrets.c */
 
 struct sandbox_registry {
 	pthread_mutex_t mu;
@@ -149,6 +151,7 @@ struct kilnd {
 	/* Names of the template builds under way ("": a free slot; reg.mu;
 	 * images/templates.h). */
 	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];
+	struct kilnd_secrets *secrets; /* the named secrets (registry/secrets.h), own lock */
 };
 
 /* Milliseconds on CLOCK_REALTIME (the monotonic clock is lib/base/mono.h). */

@@ -131,6 +131,10 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 	hist(f, "kiln_snapshot_seconds",
 	     "Time the guest was paused for a checkpoint or hibernation snapshot.",
 	     &m->snapshot_seconds);
+	fprintf(f,
+		"# HELP kiln_secrets Named secrets kilnd holds for the egress proxy (every owner's).\n"
+		"# TYPE kiln_secrets gauge\nkiln_secrets %u\n",
+		m->secrets);
 	counter(f, "kiln_firewall_updates_total", "Firewall rule sets replaced (PUT .../firewall).",
 		m->firewall_updates);
 	fprintf(f,

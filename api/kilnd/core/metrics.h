@@ -42,6 +42,7 @@ struct kiln_metrics {
 	/* egress proxies (supervision/egress_proxy.h), read at each scrape */
 	unsigned egress_proxies;
 	uint64_t egress_proxy_restarts;
+	unsigned secrets; /* named secrets held (every owner), read at each scrape; no names */
 	uint64_t http[6]; /* responses by status class: [2] = 2xx, ... */
 	struct histogram boot_seconds, exec_seconds;
 	struct histogram restore_seconds, snapshot_seconds;

@@ -5,8 +5,9 @@
  *	{ METHOD, PATTERN, handler, BODY_<policy>, LIMIT_<name> },
  *
  * PATTERN is the path as docs/openapi.yaml writes it, "{name}" standing
- * for one segment ({id}: a sandbox, an image or a template; {proc}: a
- * process id; {port}: a host or guest port; {cp}: a checkpoint). The
+ * for one segment ({id}: a sandbox, an image or a template; {name}: a
+ * secret; {proc}: a process id; {port}: a host or guest port; {cp}: a
+ * checkpoint). The
  * HTTP library matches requests against this table and answers a path
  * known without the method 405, its Allow listing the path's methods in
  * the order of their lines here. A body is BODY_NONE (any byte is 413),
@@ -46,6 +47,12 @@ const struct http_route routes[] = {
 	{ "POST", "/v1/templates", handle_template_build_begin, BODY_UPLOAD, LIMIT_CONTEXT },
 	{ "GET", "/v1/templates/{id}", handle_template_get, BODY_NONE, LIMIT_NONE },
 	{ "DELETE", "/v1/templates/{id}", handle_template_delete, BODY_NONE, LIMIT_NONE },
+	/* secrets.c */
+	{ "GET", "/v1/secrets", handle_secret_list, BODY_NONE, LIMIT_NONE },
+	{ "POST", "/v1/secrets", handle_secret_create, BODY_JSON, LIMIT_BODY },
+	{ "GET", "/v1/secrets/{name}", handle_secret_get, BODY_NONE, LIMIT_NONE },
+	{ "PUT", "/v1/secrets/{name}", handle_secret_put, BODY_JSON, LIMIT_BODY },
+	{ "DELETE", "/v1/secrets/{name}", handle_secret_delete, BODY_NONE, LIMIT_NONE },
 	/* sandboxes.c: the sandbox and its lifecycle actions */
 	{ "GET", "/v1/sandboxes", handle_sandbox_list, BODY_NONE, LIMIT_NONE },
 	{ "POST", "/v1/sandboxes", handle_sandbox_create, BODY_JSON, LIMIT_BODY },

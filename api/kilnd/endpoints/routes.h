@@ -44,6 +44,14 @@ void handle_template_build_begin(struct http_req *r);
 void handle_template_get(struct http_req *r);
 void handle_template_delete(struct http_req *r);
 
+/* secrets.c: named secrets for the egress proxy (metadata out, values
+ * never); PUT by name or POST with the name in the body. */
+void handle_secret_list(struct http_req *r);
+void handle_secret_create(struct http_req *r);
+void handle_secret_get(struct http_req *r);
+void handle_secret_put(struct http_req *r);
+void handle_secret_delete(struct http_req *r);
+
 /* sandboxes.c: the sandbox resource and its lifecycle actions. */
 void handle_sandbox_list(struct http_req *r);
 void handle_sandbox_create(struct http_req *r);

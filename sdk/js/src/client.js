@@ -7,6 +7,7 @@ import { Transport, seg, errorFromBody, DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } fro
 import { downloadTo } from './download.js';
 import { extractTarGz } from './untar.js';
 import { Templates, imagesOf } from './templates.js';
+import { Secrets } from './secrets.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
 // Slack added to the client deadline of a call that carries a guest-side
@@ -172,6 +173,7 @@ export class Kiln {
     this.sandboxes = new Sandboxes(this);
     this.templates = new Templates(this);
     this.images = imagesOf(this);
+    this.secrets = new Secrets(this);
   }
 
   health() { return this.transport.json('GET', '/v1/health'); }

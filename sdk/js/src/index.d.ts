@@ -119,6 +119,7 @@ export class Kiln {
   readonly templates: Templates;
   /** Callable (`kiln.images()` lists them) with list, get, import, delete. */
   readonly images: Images;
+  readonly secrets: Secrets;
   health(): Promise<KilnObject>;
   /** Prometheus text. */
   metrics(): Promise<string>;
@@ -134,6 +135,20 @@ export interface Images {
    * timeoutMs: how long kilnd may stay silent (default an hour). */
   import(name: string, archive: ByteSource, opts?: { devices?: boolean; ref?: string; timeoutMs?: number }): Promise<KilnObject>;
   delete(name: string): Promise<void>;
+}
+
+/** Root only: act on another uid's secrets (default: the client's own). */
+export interface SecretOptions {
+  owner?: number;
+}
+
+/** kiln.secrets: named secrets the egress proxy injects (firewall http rules' inject); values never come back. */
+export class Secrets {
+  /** PUT /v1/secrets/{name}: create or replace; its metadata (name, owner, created, updated). */
+  set(name: string, value: string, opts?: SecretOptions): Promise<KilnObject>;
+  list(opts?: SecretOptions): Promise<KilnObject[]>;
+  get(name: string, opts?: SecretOptions): Promise<KilnObject>;
+  delete(name: string, opts?: SecretOptions): Promise<void>;
 }
 
 /** POST /v1/templates: the build context is contextDir (a local directory, packed) or context (a tar.gz). */

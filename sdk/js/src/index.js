@@ -4,5 +4,6 @@ export {
   ExecResult, RunResult, EventStream, withSandbox,
 } from './client.js';
 export { Templates, BuildStream } from './templates.js';
+export { Secrets } from './secrets.js';
 export * from './errors.js';
 export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';

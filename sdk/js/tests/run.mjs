@@ -3,6 +3,7 @@ import { run } from './runner.mjs';
 import './sdk_test.mjs';
 import './untar_test.mjs';
 import './templates_test.mjs';
+import './secrets_test.mjs';
 import './mcp_test.mjs';
 import './mcp-client/client_test.mjs';
 import './package_test.mjs';

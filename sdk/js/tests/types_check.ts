@@ -25,6 +25,11 @@ async function main(): Promise<void> {
   const got: number = (await sb.files.downloadDir('/w', '/tmp/w')).files + 0;
   process_(String(got));
   await withSandbox(kiln, { image: 'minimal' }, async (s) => s.id);
+  const meta: KilnObject = await kiln.secrets.set('github', 'ghp_x', { owner: 1000 });
+  const names: string[] = (await kiln.secrets.list()).map((x) => String(x.name));
+  await kiln.secrets.get('github');
+  await kiln.secrets.delete('github');
+  process_(String(meta.name) + names.join(','));
   try {
     await sb.refresh();
   } catch (e) {

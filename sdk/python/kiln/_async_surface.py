@@ -26,7 +26,7 @@ from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapE
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
-    "AsyncTemplates", "AsyncBuildStream", "AsyncImages",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets",
 ]
 
 OutputCallback = Callable[[str], Any]
@@ -124,6 +124,7 @@ class AsyncKiln:
         self.sandboxes = AsyncSandboxes(self)
         self.templates = AsyncTemplates(self)
         self.images = AsyncImages(self)
+        self.secrets = AsyncSecrets(self)
 
     async def health(self) -> dict[str, Any]:
         """``GET /v1/health``."""
@@ -280,6 +281,40 @@ class AsyncTemplates:
         (InUseError while sandboxes made from it exist, BusyError while it
         is being built or used by a create right now)."""
         await self._t.call("DELETE", "/v1/templates/" + seg(name))
+
+
+class AsyncSecrets:
+    """``kiln.secrets``: named secrets the egress proxy injects into the
+    HTTP requests a sandbox's firewall ``http`` rules allow
+    (``"inject": [{"header": "authorization", "secret": "github",
+    "format": "Bearer {}"}]``). A value goes in and never comes back:
+    every answer is metadata (``name``, ``owner``, ``created``,
+    ``updated``). A secret is its owner's (the client's uid); root may
+    pass ``owner=UID`` to act on another uid's."""
+
+    def __init__(self, kiln: AsyncKiln) -> None:
+        self._t = kiln._t
+
+    async def set(self, name: str, value: str, *, owner: Optional[int] = None) -> dict[str, Any]:
+        """``PUT /v1/secrets/{name}``: create or replace; its metadata.
+        ``value``: 1..16384 bytes without NUL, CR or LF (BadFieldError,
+        TooLargeError)."""
+        return await self._t.call("PUT", "/v1/secrets/" + seg(name),  # type: ignore[no-any-return]
+                                  query={"owner": owner}, json={"value": value})
+
+    async def list(self, *, owner: Optional[int] = None) -> list[dict[str, Any]]:
+        """``GET /v1/secrets``: the client's secrets (root: every owner's), metadata only."""
+        return (await self._t.call("GET", "/v1/secrets",  # type: ignore[no-any-return]
+                                   query={"owner": owner}))["secrets"]
+
+    async def get(self, name: str, *, owner: Optional[int] = None) -> dict[str, Any]:
+        """``GET /v1/secrets/{name}``: its metadata (NotFoundError if none)."""
+        return await self._t.call("GET", "/v1/secrets/" + seg(name),  # type: ignore[no-any-return]
+                                  query={"owner": owner})
+
+    async def delete(self, name: str, *, owner: Optional[int] = None) -> None:
+        """``DELETE /v1/secrets/{name}`` (NotFoundError if none)."""
+        await self._t.call("DELETE", "/v1/secrets/" + seg(name), query={"owner": owner})
 
 
 class AsyncImages:

@@ -24,7 +24,7 @@ from .models import (AttachedEvent, Event, ExecResult, ExitEvent, FileInfo, GapE
 __all__ = [
     "Kiln", "Sandboxes", "Sandbox", "Files", "Processes", "Process",
     "Ports", "Previews", "Checkpoints", "Firewall", "EventStream",
-    "Templates", "BuildStream", "Images",
+    "Templates", "BuildStream", "Images", "Secrets",
 ]
 
 OutputCallback = Callable[[str], Any]
@@ -122,6 +122,7 @@ class Kiln:
         self.sandboxes = Sandboxes(self)
         self.templates = Templates(self)
         self.images = Images(self)
+        self.secrets = Secrets(self)
 
     def health(self) -> dict[str, Any]:
         """``GET /v1/health``."""
@@ -278,6 +279,40 @@ class Templates:
         (InUseError while sandboxes made from it exist, BusyError while it
         is being built or used by a create right now)."""
         self._t.call("DELETE", "/v1/templates/" + seg(name))
+
+
+class Secrets:
+    """``kiln.secrets``: named secrets the egress proxy injects into the
+    HTTP requests a sandbox's firewall ``http`` rules allow
+    (``"inject": [{"header": "authorization", "secret": "github",
+    "format": "Bearer {}"}]``). A value goes in and never comes back:
+    every answer is metadata (``name``, ``owner``, ``created``,
+    ``updated``). A secret is its owner's (the client's uid); root may
+    pass ``owner=UID`` to act on another uid's."""
+
+    def __init__(self, kiln: Kiln) -> None:
+        self._t = kiln._t
+
+    def set(self, name: str, value: str, *, owner: Optional[int] = None) -> dict[str, Any]:
+        """``PUT /v1/secrets/{name}``: create or replace; its metadata.
+        ``value``: 1..16384 bytes without NUL, CR or LF (BadFieldError,
+        TooLargeError)."""
+        return self._t.call("PUT", "/v1/secrets/" + seg(name),  # type: ignore[no-any-return]
+                                  query={"owner": owner}, json={"value": value})
+
+    def list(self, *, owner: Optional[int] = None) -> list[dict[str, Any]]:
+        """``GET /v1/secrets``: the client's secrets (root: every owner's), metadata only."""
+        return (self._t.call("GET", "/v1/secrets",  # type: ignore[no-any-return]
+                                   query={"owner": owner}))["secrets"]
+
+    def get(self, name: str, *, owner: Optional[int] = None) -> dict[str, Any]:
+        """``GET /v1/secrets/{name}``: its metadata (NotFoundError if none)."""
+        return self._t.call("GET", "/v1/secrets/" + seg(name),  # type: ignore[no-any-return]
+                                  query={"owner": owner})
+
+    def delete(self, name: str, *, owner: Optional[int] = None) -> None:
+        """``DELETE /v1/secrets/{name}`` (NotFoundError if none)."""
+        self._t.call("DELETE", "/v1/secrets/" + seg(name), query={"owner": owner})
 
 
 class Images:

@@ -9,10 +9,10 @@
 
 from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEventStream, AsyncFiles,
                               AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
-                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncTemplates)
+                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncSecrets, AsyncTemplates)
 
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
-    "AsyncTemplates", "AsyncBuildStream", "AsyncImages",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets",
 ]

@@ -1,0 +1,65 @@
+/*
+ * egress_intercept: a decrypted flow's requests, one by one. The guest's
+ * TLS is terminated (egress_tls_accept) and the upstream's verified
+ * (egress_tls_connect) before this runs; here each HTTP/1.1 request the
+ * guest sends is read strictly (egress_flow_request: the head; its body
+ * framed by Content-Length, or chunked by egress_chunked), decided again
+ * with its method and path, its rule's headers injected
+ * (egress_http_inject, the secrets from the flow's egress_conf), and
+ * forwarded; the upstream's bytes are relayed back as they come (not
+ * parsed). Each request leaves one log line.
+ *
+ * A refused request (the rules, a malformed head or body, a secret not
+ * set) gets the answer egress_flow_deny_response writes (over TLS), and
+ * the connection is closed after it: the answers to requests forwarded
+ * before it are relayed first (the upstream is told the guest is done
+ * and drained for at most EGRESS_DRAIN_MS), so the guest never reads the
+ * refusal as the answer to another request. A malformed body that was
+ * partly forwarded closes the upstream at once instead.
+ *
+ * Secret values live only in the formatted head, wiped once written.
+ *
+ * One thread serves both directions, each on its own: the guest is read
+ * when the upstream has taken what it was sent, the upstream when the
+ * guest has, and writes go as far as the peer takes them, so an upstream
+ * that answers before it reads a body never stalls the flow. A flow
+ * with nothing moving for EGRESS_IDLE_MS ends.
+ */
+#ifndef KILN_EGRESS_INTERCEPT_H
+#define KILN_EGRESS_INTERCEPT_H
+
+#include <stdint.h>
+#include <openssl/ssl.h>
+
+#include "api/egress/egress_conf.h"
+#include "api/egress/egress_flow.h"
+#include "api/egress/egress_log.h"
+
+/* Idle limit of a decrypted flow (no byte either way); the drain before
+ * a refusal; a write to a peer that does not read. */
+#define EGRESS_IDLE_MS 120000
+#define EGRESS_DRAIN_MS 10000
+#define EGRESS_WRITE_MS 30000
+
+struct egress_icpt {
+	const struct egress_conf *conf;
+	const struct proxy_v2 *hdr;
+	const char *name; /* the flow's name (SNI = AUTHORITY) */
+	struct egress_logger *log;
+	int guest, up; /* non-blocking sockets */
+	SSL *gs, *us;
+	uint64_t up_bytes, down_bytes; /* decrypted bytes each way */
+};
+
+/* Serve the flow's requests until either end closes, a request is
+ * refused, or it idles. The reason it ended (a fixed string). */
+const char *egress_icpt_run(struct egress_icpt *x);
+
+/*
+ * Refuse a flow already terminated (gs) whose upstream could not be
+ * reached or verified: read the guest's first request head (at most
+ * 10 s) so the guest is reading, then answer f's refusal and close.
+ */
+void egress_icpt_refuse(SSL *gs, int guest, const struct egress_flow *f);
+
+#endif
