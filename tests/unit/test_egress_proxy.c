@@ -1,7 +1,7 @@
 /*
  * api/kilnd/supervision/egress_proxy_plan.c and egress_proxy_log.c: the
  * proxy's uid is one to one with the jail id and never a jail's or the
- * importer's; its command line is the plan's (and today's form); its
+ * importer's; its command line is the plan's; its
  * decision lines are hostile and come back only as known fields of their
  * documented types.
  */
@@ -69,23 +69,18 @@ static void test_argv(void **state)
 		"/tmp/egress/rules.json",    "--ca",        "/tmp/egress", "--secrets",
 		"/tmp/egress/secrets.json",  NULL
 	};
-	static const char *const today[] = { "/usr/lib/kiln/kiln-egress", "--socket",
-					     "/tmp/egress/proxy.sock",    "--rules",
-					     "/tmp/egress/http.json",     NULL };
 	static const char *const init[] = { "/usr/lib/kiln/kiln-egress", "--init-ca", "/tmp/egress",
 					    NULL };
 	struct egress_argv a;
 
 	(void)state;
-	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", false, &a), 0);
+	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", &a), 0);
 	expect_argv(&a, plan);
-	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", true, &a), 0);
-	expect_argv(&a, today);
 	assert_int_equal(egress_argv_init_ca("/usr/lib/kiln/kiln-egress", &a), 0);
 	expect_argv(&a, init);
 	/* Only an absolute program path. */
-	assert_int_equal(egress_argv_serve("kiln-egress", false, &a), -1);
-	assert_int_equal(egress_argv_serve(NULL, false, &a), -1);
+	assert_int_equal(egress_argv_serve("kiln-egress", &a), -1);
+	assert_int_equal(egress_argv_serve(NULL, &a), -1);
 	assert_int_equal(egress_argv_init_ca("./kiln-egress", &a), -1);
 }
 

@@ -105,34 +105,9 @@ static void test_allowlist(void **state)
 	struct err e;
 
 	(void)state;
-	assert_int_equal(egress_filter_build(false, &f, &e), 0);
+	assert_int_equal(egress_filter_build(&f, &e), 0);
 	assert_true(f.len > 0);
 	assert_int_equal(in_child(probe, &f), 0);
-	egress_filter_free(&f);
-}
-
-static int probe_unix(void *arg)
-{
-	int fd;
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || egress_filter_install(arg) < 0)
-		return 1;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return 2;
-	close(fd);
-	return refused(syscall(SYS_unshare, CLONE_NEWNS), EPERM) ? 0 : 3;
-}
-
-/* Today's kiln-egress binds its own Unix socket: allow_unix lets it. */
-static void test_allow_unix(void **state)
-{
-	struct egress_filter f;
-	struct err e;
-
-	(void)state;
-	assert_int_equal(egress_filter_build(true, &f, &e), 0);
-	assert_int_equal(in_child(probe_unix, &f), 0);
 	egress_filter_free(&f);
 }
 
@@ -140,7 +115,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allowlist),
-		cmocka_unit_test(test_allow_unix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

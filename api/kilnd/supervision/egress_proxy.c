@@ -24,6 +24,7 @@
 #include "api/kilnd/images/import_ns.h"
 #include "api/kilnd/keeper/keeper.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "api/kilnd/registry/secrets.h"
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/supervision/egress_proxy_log.h"
 #include "api/kilnd/supervision/egress_proxy_plan.h"
@@ -66,7 +67,6 @@ struct egress_ent {
 	pid_t pid;                   /* 0: not running */
 	int pidfd;
 	bool want;      /* keep it running */
-	bool reloading; /* reload() ended it: start again at once */
 	bool start_now; /* the runner starts it, then sets started */
 	bool started;
 	char start_err[ERR_MSG_MAX]; /* why the last start failed; "": it did not */
@@ -295,8 +295,8 @@ static int init_ca(struct egress_proxies *px, struct egress_ent *en, int procs_f
 		close(pidfd);
 	if (st != 0) {
 		snprintf(why, cap,
-			 "kiln-egress --init-ca %s failed (status %d; its line is in %s/egress.log)",
-			 en->edir, st, en->dir);
+			 "kiln-egress --init-ca failed (status %d; its line is in %.400s/egress.log)",
+			 st, en->dir);
 		return -1;
 	}
 	return 0;
@@ -320,7 +320,7 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 
 	en->start_err[0] = '\0';
 	image_import_helper(px->d->cfg.egress_prog, px->d->cfg.self_dir, "kiln-egress", prog);
-	if (egress_argv_serve(prog, EGRESS_PROXY_TODAY, &a)) {
+	if (egress_argv_serve(prog, &a)) {
 		snprintf(en->start_err, sizeof(en->start_err),
 			 "kiln-egress '%.200s' is not an absolute path (--egress-proxy)", prog);
 		return -1;
@@ -329,17 +329,14 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 		cgroup_leaf_remove(en->cg);
 	if (cgroup_make(px, en, &procs_fd, en->start_err, sizeof(en->start_err)))
 		goto fail;
-	/* The CA (EGRESS_PROXY_TODAY: kiln-egress has no --init-ca yet, so
-	 * nothing is made; the lead's switch turns this on). */
-	if (!EGRESS_PROXY_TODAY && !en->started_mono &&
-	    init_ca(px, en, procs_fd, en->start_err, sizeof(en->start_err)))
+	/* The sandbox's CA: made the first time, checked at each new entry. */
+	if (!en->started_mono && init_ca(px, en, procs_fd, en->start_err, sizeof(en->start_err)))
 		goto fail;
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		snprintf(en->start_err, sizeof(en->start_err), "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	/* EGRESS_PROXY_TODAY: kiln-egress binds its own socket; vm/egress.sock waits for --listen-fd. */
-	pid = spawn(px, en, a.argv, pipefd[1], procs_fd, EGRESS_PROXY_TODAY ? -1 : en->listen_fd);
+	pid = spawn(px, en, a.argv, pipefd[1], procs_fd, en->listen_fd);
 	close(pipefd[1]);
 	if (pid < 0) {
 		close(pipefd[0]);
@@ -395,13 +392,8 @@ static void reap(struct egress_proxies *px, struct egress_ent *en)
 	backoff = (int64_t)BACKOFF_FIRST_MS << (en->fails < 6 ? en->fails : 6);
 	if (backoff > BACKOFF_MAX_MS)
 		backoff = BACKOFF_MAX_MS;
-	if (en->reloading) /* reload() ended it: start again at once */
-		backoff = 0;
-	en->reloading = false;
 	en->fails++;
 	en->next_mono = now + backoff;
-	if (backoff == 0)
-		return;
 	px->restarts++;
 	kilnd_log("sandbox %s: egress proxy kiln-egress %s %d while the sandbox runs; starting it again in %lld ms (its output: %s/egress.log)",
 		  en->id, WIFEXITED(st) ? "exited with status" : "was killed by signal",
@@ -504,7 +496,7 @@ int egress_proxies_new(struct kilnd *d, struct err *e)
 		free(px);
 		return err_set(e, errno, "egress proxies: eventfd: %s", strerror(errno));
 	}
-	if (egress_filter_build(EGRESS_PROXY_TODAY, &px->filter, e)) {
+	if (egress_filter_build(&px->filter, e)) {
 		close(px->wake);
 		free(px);
 		return -1;
@@ -581,6 +573,31 @@ static struct egress_ent *find_locked(struct egress_proxies *px, const char *id)
 		if (!strcmp(en->id, id))
 			return en;
 	return NULL;
+}
+
+void egress_proxy_secrets_changed(struct kilnd *d, const char *id)
+{
+	struct egress_proxies *px = d->egress_proxies;
+	struct sandbox *sb;
+	struct api_err e;
+	bool has;
+
+	if (!px)
+		return;
+	kilnd_lock(d);
+	sb = sandbox_find_locked(d, id);
+	if (sb)
+		sb->refs++;
+	kilnd_unlock(d);
+	if (!sb)
+		return;
+	pthread_mutex_lock(&px->mu);
+	has = find_locked(px, id) != NULL;
+	pthread_mutex_unlock(&px->mu);
+	/* Its files written afresh and the proxy told; none running: the next start writes them. */
+	if (has && egress_proxy_sync(sb, NULL, &e))
+		kilnd_log("%s; its proxy keeps the secrets it had", e.msg);
+	sandbox_put(sb);
 }
 
 void egress_proxy_end(struct sandbox *sb)
@@ -667,14 +684,18 @@ static int put_file(struct sandbox *sb, int dfd, const char *name, const char *t
 }
 
 /*
- * egress/ (made if absent, the proxy's, 0700) with rules.json from canon,
- * secrets.json "{}" when absent (kilnd's secrets writer replaces it), and
- * EGRESS_PROXY_TODAY's http.json. 0 or -1 with e.
+ * egress/ (made if absent, the proxy's, 0700) with rules.json from canon
+ * and secrets.json: the values of the owner's secrets its http rules
+ * name (secrets_sandbox_file), rewritten each time. 0 or -1 with e.
  */
 static int write_files(struct sandbox *sb, const json_t *canon, uint32_t uid, struct api_err *e)
 {
-	char edir[PATH_MAX + 16], *rules = NULL, *http = NULL;
-	struct stat st;
+	char edir[PATH_MAX + 16], *rules = NULL;
+	uid_t u = uid ? uid : (uid_t)-1;
+	struct net_rules *nr = NULL;
+	struct net_rules_err re;
+	size_t missing = 0;
+	struct err se;
 	int dfd, r = -1;
 
 	snprintf(edir, sizeof(edir), "%s/egress", sb->dir);
@@ -691,21 +712,29 @@ static int write_files(struct sandbox *sb, const json_t *canon, uint32_t uid, st
 		goto out;
 	}
 	rules = json_text(canon, JSON_COMPACT);
-	http = json_text(json_object_get(canon, "http"), JSON_COMPACT);
-	if (!rules || !http) {
+	if (!rules) {
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: egress proxy: out of memory",
 			    sb->rec.id);
 		goto out;
 	}
-	if (put_file(sb, dfd, "rules.json", rules, uid, e) ||
-	    (EGRESS_PROXY_TODAY && put_file(sb, dfd, "http.json", http, uid, e)) ||
-	    (fstatat(dfd, "secrets.json", &st, AT_SYMLINK_NOFOLLOW) < 0 &&
-	     put_file(sb, dfd, "secrets.json", "{}", uid, e)))
+	if (net_rules_parse(canon, &nr, &re)) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: egress proxy: %s", sb->rec.id, re.msg);
 		goto out;
+	}
+	if (put_file(sb, dfd, "rules.json", rules, uid, e))
+		goto out;
+	if (secrets_sandbox_file(sb->d, sb->rec.owner_uid, nr->http, dfd, "secrets.json", u, u,
+				 &missing, &se)) {
+		api_err_set(e, API_E_IO_ERROR, "sandbox %s: egress proxy: %s", sb->rec.id, se.msg);
+		goto out;
+	}
+	if (missing)
+		kilnd_log("sandbox %s: egress proxy: %zu secret(s) its http rules name are not set (PUT /v1/secrets/NAME as the sandbox's owner, uid %u); requests that need them are refused",
+			  sb->rec.id, missing, (unsigned)sb->rec.owner_uid);
 	r = 0;
 out:
+	net_rules_free(nr);
 	free(rules);
-	free(http);
 	if (dfd >= 0)
 		close(dfd);
 	return r;
@@ -804,19 +833,13 @@ static int add_and_start(struct sandbox *sb, uint32_t uid, struct api_err *e)
 	return 0;
 }
 
-/* The new rules reach a running proxy: SIGHUP (interface 2), or while
- * kiln-egress cannot reload (EGRESS_PROXY_TODAY) a restart at once. */
-static void reload(struct egress_proxies *px, struct egress_ent *en)
+/* The new rules (and secrets) reach a running proxy: SIGHUP (interface
+ * 2), which kiln-egress handles (pid 1 of its namespace gets only the
+ * signals it has a handler for). */
+static void reload(struct egress_ent *en)
 {
-	if (!en->pid)
-		return;
-	if (!EGRESS_PROXY_TODAY) {
+	if (en->pid)
 		syscall(SYS_pidfd_send_signal, en->pidfd, SIGHUP, NULL, 0);
-		return;
-	}
-	en->reloading = true;
-	syscall(SYS_pidfd_send_signal, en->pidfd, SIGKILL, NULL, 0);
-	wake(px);
 }
 
 /* Bring sb's proxy in line with canon. 0 or -1 with e. */
@@ -850,7 +873,7 @@ static int sync_to(struct sandbox *sb, const json_t *canon, struct api_err *e)
 	pthread_mutex_lock(&px->mu);
 	en = find_locked(px, sb->rec.id);
 	if (en)
-		reload(px, en);
+		reload(en);
 	pthread_mutex_unlock(&px->mu);
 	return en ? 0 : add_and_start(sb, uid, e);
 }

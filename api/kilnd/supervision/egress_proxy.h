@@ -6,7 +6,7 @@
  * Contract:
  *  - Files (the shared plan's interface 4): <sandbox>/egress/, owned by
  *    the proxy's uid, 0700, holding rules.json (the firewall JSON) and
- *    secrets.json ("{}" until kilnd's secrets are wired), both 0600 and
+ *    secrets.json (the owner's secrets its rules name: secrets.h), both 0600 and
  *    the proxy's, given to it on their descriptors (file_replace_owned_at);
  *    the CA there made by `kiln-egress --init-ca` run as the proxy;
  *    <sandbox>/vm/egress.sock bound by kilnd (root, before the VMM starts),
@@ -73,6 +73,10 @@ int egress_proxy_boot(struct sandbox *sb, char *sock, size_t cap, struct api_err
  * 0, or -1 with e.
  */
 int egress_proxy_sync(struct sandbox *sb, const json_t *canon, struct api_err *e);
+
+/* A secret sandbox id's rules name was set or deleted (secrets_changed):
+ * its running proxy gets secrets.json anew and a SIGHUP. */
+void egress_proxy_secrets_changed(struct kilnd *d, const char *id);
 
 /* sb's VMM ended (or never started): its proxy, if any, is stopped and
  * its socket removed. */

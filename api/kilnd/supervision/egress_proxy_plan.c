@@ -49,26 +49,20 @@ static int set_prog(const char *prog, struct egress_argv *out)
 	return 0;
 }
 
-int egress_argv_serve(const char *prog, bool today, struct egress_argv *out)
+int egress_argv_serve(const char *prog, struct egress_argv *out)
 {
 	static char *const plan[] = { "--rules",   EGRESS_NS_DIR "/rules.json",
 				      "--ca",      EGRESS_NS_DIR,
 				      "--secrets", EGRESS_NS_DIR "/secrets.json",
 				      NULL };
-	/* Today's kiln-egress binds its own socket (unreachable by the VMM,
-	 * whose vm/egress.sock kilnd holds) and reads a bare array. */
-	static char *const now[] = { "--socket", EGRESS_NS_DIR "/proxy.sock", "--rules",
-				     EGRESS_NS_DIR "/http.json", NULL };
 	size_t n = 1;
 
 	if (set_prog(prog, out))
 		return -1;
-	if (!today) {
-		snprintf(out->fd, sizeof(out->fd), "%d", EGRESS_LISTEN_FD);
-		out->argv[n++] = "--listen-fd";
-		out->argv[n++] = out->fd;
-	}
-	for (char *const *a = today ? now : plan; *a; a++)
+	snprintf(out->fd, sizeof(out->fd), "%d", EGRESS_LISTEN_FD);
+	out->argv[n++] = "--listen-fd";
+	out->argv[n++] = out->fd;
+	for (char *const *a = plan; *a; a++)
 		out->argv[n++] = *a;
 	return 0;
 }

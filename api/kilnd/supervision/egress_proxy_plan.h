@@ -16,10 +16,7 @@
  *               --secrets DIR/secrets.json
  *   kiln-egress --init-ca DIR
  * DIR is the sandbox's egress/ directory as the proxy sees it
- * (EGRESS_NS_DIR, bound there in its own mount namespace). Until
- * kiln-egress takes --listen-fd, --ca and --secrets (EGRESS_PROXY_TODAY),
- * the command line is what it takes today: --socket DIR/proxy.sock
- * --rules DIR/http.json (the bare `http` array).
+ * (EGRESS_NS_DIR, bound there in its own mount namespace).
  */
 #ifndef KILN_EGRESS_PROXY_PLAN_H
 #define KILN_EGRESS_PROXY_PLAN_H
@@ -34,15 +31,6 @@
 #define EGRESS_NS_DIR "/tmp/egress"
 /* The listening socket's descriptor in the proxy (--listen-fd). */
 #define EGRESS_LISTEN_FD 3
-
-/*
- * The switch for the parts of kiln-egress this was written before: true
- * while kiln-egress takes only --socket PATH --rules FILE (a bare array)
- * and has no --init-ca; false once it takes --listen-fd, --ca, --secrets,
- * --init-ca and the whole firewall JSON (the "intercept" branch). The
- * lead flips it at the merge; nothing else changes.
- */
-#define EGRESS_PROXY_TODAY true
 
 /*
  * Whether egress_first as --egress-ids (with --jail-ids' count) is usable:
@@ -65,8 +53,8 @@ struct egress_argv {
 };
 
 /* kiln-egress (prog) serving a sandbox: 0, or -1 when prog is not an
- * absolute path (or too long). today: EGRESS_PROXY_TODAY's form. */
-int egress_argv_serve(const char *prog, bool today, struct egress_argv *out);
+ * absolute path (or too long). */
+int egress_argv_serve(const char *prog, struct egress_argv *out);
 /* kiln-egress --init-ca EGRESS_NS_DIR: 0 or -1 as above. */
 int egress_argv_init_ca(const char *prog, struct egress_argv *out);
 

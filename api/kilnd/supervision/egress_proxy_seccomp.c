@@ -90,6 +90,8 @@ static const int allowed[] = {
 	SCMP_SYS(rt_sigreturn),
 	SCMP_SYS(rt_sigtimedwait),
 	SCMP_SYS(sigaltstack),
+	SCMP_SYS(signalfd),
+	SCMP_SYS(signalfd4),
 	SCMP_SYS(getpid),
 	SCMP_SYS(gettid),
 	SCMP_SYS(getppid),
@@ -157,7 +159,7 @@ static const int families[] = { AF_INET, AF_INET6, AF_NETLINK };
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET | \
 	 CLONE_NEWCGROUP)
 
-static int add_rules(scmp_filter_ctx ctx, bool allow_unix)
+static int add_rules(scmp_filter_ctx ctx)
 {
 	int r;
 
@@ -172,10 +174,6 @@ static int add_rules(scmp_filter_ctx ctx, bool allow_unix)
 		if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
 					  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]))) < 0)
 			return r;
-	if (allow_unix &&
-	    (r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
-				  SCMP_A0(SCMP_CMP_EQ, AF_UNIX))) < 0)
-		return r;
 	/* clone for threads only: CLONE_VM and CLONE_THREAD set, no namespace flag. */
 	if ((r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
 				  SCMP_A0(SCMP_CMP_MASKED_EQ, THREAD_FLAGS | NS_FLAGS,
@@ -218,7 +216,7 @@ out:
 	return r;
 }
 
-int egress_filter_build(bool allow_unix, struct egress_filter *f, struct err *e)
+int egress_filter_build(struct egress_filter *f, struct err *e)
 {
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	int r;
@@ -228,7 +226,7 @@ int egress_filter_build(bool allow_unix, struct egress_filter *f, struct err *e)
 		return err_set(e, ENOMEM,
 			       "seccomp: cannot start the egress proxy's filter (out of memory?)");
 	if ((r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS)) < 0 ||
-	    (r = add_rules(ctx, allow_unix)) < 0 || (r = export(ctx, f)) < 0)
+	    (r = add_rules(ctx)) < 0 || (r = export(ctx, f)) < 0)
 		egress_filter_free(f);
 	seccomp_release(ctx);
 	if (r < 0)

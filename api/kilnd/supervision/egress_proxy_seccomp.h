@@ -16,8 +16,7 @@
  * foreign ABI (i386, x32) kills it. The filter is built once by kilnd
  * (libseccomp), kept as a classic BPF program, and installed in the
  * proxy's child with one system call after NO_NEW_PRIVS, so the child of
- * a threaded kilnd allocates nothing. allow_unix: also AF_UNIX sockets,
- * for today's kiln-egress, which binds its own (EGRESS_PROXY_TODAY).
+ * a threaded kilnd allocates nothing.
  */
 #ifndef KILN_EGRESS_PROXY_SECCOMP_H
 #define KILN_EGRESS_PROXY_SECCOMP_H
@@ -35,7 +34,7 @@ struct egress_filter {
 };
 
 /* Build it: 0, or -errno with e. */
-int egress_filter_build(bool allow_unix, struct egress_filter *f, struct err *e);
+int egress_filter_build(struct egress_filter *f, struct err *e);
 void egress_filter_free(struct egress_filter *f);
 
 /* Install f on the calling thread's process (NO_NEW_PRIVS must be set):
