@@ -26,7 +26,7 @@
  *    rules), rlimits, and a parent-death SIGKILL. Under --no-jail it runs
  *    as kilnd's uid with the seccomp filter alone, as the VMM runs
  *    unconfined.
- *  - Watching: one thread of kilnd forks, reaps (pidfds) and restarts
+ *  - Watching (egress_proxy_run.h): one thread of kilnd forks, reaps (pidfds) and restarts
  *    proxies and copies their output, so the parent-death signal ties
  *    each to kilnd's life, not to a request's thread. A proxy that ends
  *    while its sandbox runs is started again after a backoff (1 s,
