@@ -639,19 +639,6 @@ int egress_run_start(struct kilnd *d, const struct egress_run_spec *s, char *why
 	return 0;
 }
 
-bool egress_run_has(struct kilnd *d, const char *id)
-{
-	struct egress_proxies *px = d->egress_proxies;
-	bool has;
-
-	if (!px)
-		return false;
-	pthread_mutex_lock(&px->mu);
-	has = find_locked(px, id) != NULL;
-	pthread_mutex_unlock(&px->mu);
-	return has;
-}
-
 bool egress_run_signal(struct kilnd *d, const char *id, int sig)
 {
 	struct egress_proxies *px = d->egress_proxies;
@@ -661,7 +648,7 @@ bool egress_run_signal(struct kilnd *d, const char *id, int sig)
 		return false;
 	pthread_mutex_lock(&px->mu);
 	en = find_locked(px, id);
-	if (en && en->pid)
+	if (en && en->pid && sig)
 		syscall(SYS_pidfd_send_signal, en->pidfd, sig, NULL, 0);
 	pthread_mutex_unlock(&px->mu);
 	return en != NULL;
@@ -682,4 +669,9 @@ bool egress_run_end(struct kilnd *d, const char *id)
 	if (en)
 		ent_free(en);
 	return en != NULL;
+}
+
+bool egress_run_has(struct kilnd *d, const char *id)
+{
+	return egress_run_signal(d, id, 0);
 }

@@ -34,7 +34,7 @@ struct egress_run_spec {
 int egress_run_start(struct kilnd *d, const struct egress_run_spec *s, char *why, size_t cap);
 /* Whether an entry for id exists (running, or waiting to start again). */
 bool egress_run_has(struct kilnd *d, const char *id);
-/* Send sig to id's proxy if it runs; whether an entry exists. */
+/* Send sig (0: none) to id's proxy if it runs; whether an entry exists. */
 bool egress_run_signal(struct kilnd *d, const char *id, int sig);
 /* End id's entry: its proxy killed and reaped, the socket unlinked, its
  * cgroup removed, the log closed. Whether there was one. */
