@@ -156,6 +156,7 @@ int cli_cmd_fs(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_port(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_preview(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_firewall(struct cli_ctx *c, int argc, char **argv);
+int cli_cmd_egress(struct cli_ctx *c, int argc, char **argv);
 int cli_cmd_secrets(struct cli_ctx *c, int argc, char **argv);
 
 #endif

@@ -98,6 +98,9 @@ static const struct cli_cmd commands[] = {
 	  "show ID | log ID | set ID FILE|- | allow ID RULE | deny ID RULE  (RULE: CIDR|HOST[:PORTS][/PROTO])",
 	  "a networked sandbox's packet filter: rules, counters, denied flows, changes at runtime",
 	  cli_cmd_firewall },
+	{ "egress", "log ID [--lines N]",
+	  "the egress proxy's last decisions (sandboxes whose rules have http entries)",
+	  cli_cmd_egress },
 	{ "secrets", "set NAME [--value-file FILE] | ls | rm NAME",
 	  "named secrets the egress proxy injects into HTTP requests (a firewall http rule's inject); set reads "
 	  "the value from --value-file or stdin (a pipe or file, not a terminal), never from the command line, "

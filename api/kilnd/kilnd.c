@@ -31,6 +31,8 @@
 #include "api/kilnd/preview/preview_server.h"
 #include "api/kilnd/http/http.h"
 #include "api/kilnd/keeper/keeper.h"
+#include "api/kilnd/supervision/egress_proxy.h"
+#include "api/kilnd/supervision/egress_proxy_plan.h"
 #include "api/kilnd/supervision/handover.h"
 #include "api/kilnd/core/kilnd.h"
 #include "api/kilnd/core/listen.h"
@@ -81,6 +83,12 @@ static const char usage[] =
 	"                        kilnd, or ../lib/kiln/ from it, looked for at each import)\n"
 	"  --import-id ID        uid (= gid) the importer runs as when kilnd is root\n"
 	"                        (default: the id after the --jail-ids range)\n"
+	"  --egress-proxy PATH   kiln-egress, the HTTP(S) egress proxy of sandboxes\n"
+	"                        with http rules (default: next to kilnd, or\n"
+	"                        ../lib/kiln/ from it)\n"
+	"  --egress-ids FIRST    the first uid (= gid) of the egress proxies, one per\n"
+	"                        sandbox, as many as --jail-ids (default: the id after\n"
+	"                        the import id's default, FIRST + COUNT + 1 of --jail-ids)\n"
 	"  --client-timeout SEC  a client sends each request head, and each part of a\n"
 	"                        body, and reads each part of an answer within this\n"
 	"                        (default 30)\n"
@@ -302,6 +310,7 @@ static int parse_preview_listen(const char *s, struct kilnd_config *cfg)
 
 static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 {
+	char why[256];
 	enum {
 		OPT_SOCKET = 256,
 		OPT_SOCKET_GROUP,
@@ -343,7 +352,9 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		OPT_MAX_IMAGE,
 		OPT_IMPORTER,
 		OPT_KILN_INIT,
-		OPT_IMPORT_ID
+		OPT_IMPORT_ID,
+		OPT_EGRESS_PROXY,
+		OPT_EGRESS_IDS
 	};
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
@@ -363,6 +374,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "importer", required_argument, 0, OPT_IMPORTER },
 		{ "kiln-init", required_argument, 0, OPT_KILN_INIT },
 		{ "import-id", required_argument, 0, OPT_IMPORT_ID },
+		{ "egress-proxy", required_argument, 0, OPT_EGRESS_PROXY },
+		{ "egress-ids", required_argument, 0, OPT_EGRESS_IDS },
 		{ "client-timeout", required_argument, 0, OPT_CLIENT_TIMEOUT },
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-connections-per-uid", required_argument, 0, OPT_MAX_UID_CONNECTIONS },
@@ -518,6 +531,17 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 						 optarg);
 			snprintf(opt == OPT_IMPORTER ? cfg->importer : cfg->kiln_init, PATH_MAX,
 				 "%s", optarg);
+			break;
+		case OPT_EGRESS_PROXY:
+			if (optarg[0] != '/' || strlen(optarg) >= PATH_MAX)
+				return bad_usage("--egress-proxy '%s': an absolute path", optarg);
+			snprintf(cfg->egress_prog, PATH_MAX, "%s", optarg);
+			break;
+		case OPT_EGRESS_IDS:
+			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, &n))
+				return bad_usage("--egress-ids '%s': a uid from 1 to 4294967294",
+						 optarg);
+			cfg->egress_id_first = (uint32_t)n;
 			break;
 		case OPT_IMPORT_ID:
 			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, &n))
@@ -694,6 +718,16 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		return bad_usage(
 			"--import-id %u is inside the --jail-ids range: the importer would share a sandbox's uid",
 			cfg->import_id);
+	/* the egress proxies' range: after the jail range and its default import id */
+	if (!cfg->egress_id_first) {
+		if (cfg->jail_id_first + (uint64_t)cfg->jail_id_count + 1 >= UINT32_MAX)
+			return bad_usage(
+				"--jail-ids reaches the last uid: give --egress-ids FIRST outside it");
+		cfg->egress_id_first = cfg->jail_id_first + cfg->jail_id_count + 1;
+	}
+	if (egress_ids_check(cfg->egress_id_first, cfg->jail_id_first, cfg->jail_id_count,
+			     cfg->import_id, why, sizeof(why)))
+		return bad_usage("%s", why);
 	return EXIT_OK;
 }
 
@@ -922,7 +956,13 @@ static int run(struct kilnd *d)
 	/* Before any sandbox: a start (its egress proxy) reads them. */
 	if (secrets_init(d, &e))
 		return setup_error("%s", e.msg);
+	/* Before the sandboxes load: a reattached one gets its egress proxy back. */
+	if (egress_proxies_new(d, &e)) {
+		secrets_fini(d);
+		return setup_error("%s", e.msg);
+	}
 	if (sandboxes_init(d, &e)) {
+		egress_proxies_free(d);
 		secrets_fini(d);
 		return setup_error("%s", e.msg);
 	}
@@ -1003,6 +1043,7 @@ static int run(struct kilnd *d)
 	/* A thread that still holds a sandbox keeps d alive until exit. */
 	if (!sandboxes_free(d))
 		return RUN_BUSY;
+	egress_proxies_free(d);
 	zygote_pool_free(d->zygotes);
 	secrets_fini(d);
 	return EXIT_OK;

@@ -128,6 +128,45 @@ static void put_rules(struct builder *b, const struct net_rules *r, const struct
 	b->p->default_allow = r->outbound_internet;
 }
 
+/*
+ * TCP to every port the rule set steers to the egress proxy, anywhere:
+ * kiln-vmm hands those flows to kiln-egress, never to passt, so a
+ * compromised kiln-vmm that writes such a SYN straight into passt's
+ * socket must not get it past the proxy (docs/security.md, "Outside the
+ * VMM: what passt may reach"). Runs of steered ports make one range each.
+ */
+static void put_steered(struct builder *b, const struct net_rules *r)
+{
+	struct net_cidr any4 = { { NET_AF4, { 0 } }, 0 }, any6 = { { NET_AF6, { 0 } }, 0 };
+	uint32_t lo = 0;
+
+	for (uint32_t port = 1; port <= 65536; port++) {
+		bool steered = port <= 65535 && net_rules_steers(r, (uint16_t)port);
+
+		if (steered && !lo)
+			lo = port;
+		if (!steered && lo) {
+			put(b, &any4, PROTO_TCP, (uint16_t)lo, (uint16_t)(port - 1), false);
+			put(b, &any6, PROTO_TCP, (uint16_t)lo, (uint16_t)(port - 1), false);
+			lo = 0;
+		}
+	}
+}
+
+size_t egress_steered_runs(const struct net_rules *r)
+{
+	size_t runs = 0;
+	bool in = false;
+
+	for (uint32_t port = 1; port <= 65535; port++) {
+		bool steered = net_rules_steers(r, (uint16_t)port);
+
+		runs += steered && !in;
+		in = steered;
+	}
+	return runs;
+}
+
 /* An upper bound of the entries: every list at its most. */
 static size_t entries_bound(const struct net_rules *r, size_t n_host)
 {
@@ -138,7 +177,7 @@ static size_t entries_bound(const struct net_rules *r, size_t n_host)
 	for (size_t i = 0; net_addr_class_range(i, &c, &cls); i++)
 		n += 3;
 	if (r)
-		n += r->n_deny + 2 * r->n_dns + 3 * r->n_allow;
+		n += r->n_deny + 2 * r->n_dns + 3 * r->n_allow + 2 * egress_steered_runs(r);
 	return n;
 }
 
@@ -152,7 +191,10 @@ int egress_policy_build(const struct net_rules *rules, const struct net_addr *ho
 	out->e = calloc(b.cap, sizeof(*out->e));
 	if (!out->e)
 		return err_set(e, ENOMEM, "egress: out of memory");
-	/* Before everything: passt forwards the guest's DNS there, a loopback resolver included. */
+	/* First of all: a steered flow is the proxy's, whatever allows it. */
+	if (rules)
+		put_steered(&b, rules);
+	/* Then passt's own resolver, which gets the guest's DNS (a loopback one too). */
 	if (resolver)
 		put_dns(&b, resolver);
 	if (rules) {

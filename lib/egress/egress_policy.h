@@ -30,8 +30,15 @@
  *    opens its protocol and ports to every public address, a deny rule by
  *    name is left to the VMM. So the table never denies what the filter
  *    allows, and never allows what the filter always denies.
+ *  - TCP to every port the rule set steers to the egress proxy
+ *    (net_rules_steers: the ports its `http` rules list) is denied first,
+ *    before any allow, to every address: kiln-vmm hands those flows to
+ *    kiln-egress, so passt never has a reason to open one, and a
+ *    compromised kiln-vmm cannot send a raw flow to such a port past the
+ *    proxy. (A rule set that steers TCP port 53 so denies passt's TCP
+ *    DNS too: the guest's TCP DNS goes to the proxy then, as asked.)
  *  - passt's own resolver (resolver=, else the first nameserver of the
- *    host's resolv.conf), port 53 over UDP and TCP, comes first: passt
+ *    host's resolv.conf), port 53 over UDP and TCP, comes next: passt
  *    forwards the guest's DNS there, and it may be a loopback resolver
  *    such as 127.0.0.53.
  *  - The NAT64 (64:ff9b::/96) and 6to4 (2002::/16) forms of every denied
@@ -73,6 +80,9 @@ struct egress_policy {
 int egress_policy_build(const struct net_rules *rules, const struct net_addr *host, size_t n_host,
 			const struct net_addr *resolver, struct egress_policy *out, struct err *e);
 void egress_policy_free(struct egress_policy *p);
+
+/* How many runs of consecutive ports r steers (each is one range, two entries). */
+size_t egress_steered_runs(const struct net_rules *r);
 
 /* The table's decision for one destination (what the cgroup programs compute). */
 bool egress_policy_allows(const struct egress_policy *p, const struct net_addr *dst, uint8_t proto,

@@ -26,7 +26,7 @@ escape_ns() {
 # escape_run KILN-VMM-OPTION...: the whole suite with those options (@SNAP@
 # is the scratch snapshot), inside escape_ns; prints it.
 escape_run() {
-  local d port name marker tpid uid=3999000 ns a args=() target=()
+  local d port name marker tpid uid=3999000 euid=3999001 proxy ns a args=() target=()
   escape_ns || return 1
   d=$(mktemp -d /tmp/kesc.XXXXXX)
   mkdir -p "$d/vm" "$d/share" "$d/snaps/s1" "$d/snaps/s0"
@@ -43,8 +43,21 @@ escape_run() {
     mkdir -p "$d/graft/root" && echo "a member's file" >"$d/graft/root/file"
     target=(--graft "$d/graft")
   fi
+  # The sandbox's egress proxy as kilnd lays it out: its directory (its
+  # uid's, 0700: the CA's key, the secrets), its process (that uid, a pid
+  # namespace of its own) and vm/egress.sock (targets.py binds it).
+  mkdir -p "$d/egress"
+  echo "kiln-escape ca key" >"$d/egress/ca.key"
+  echo '{"github": "kiln-escape-secret"}' >"$d/egress/secrets.json"
+  echo '{}' >"$d/egress/rules.json"
+  chmod 0600 "$d/egress/"*
+  chown -R $euid:$euid "$d/egress"
+  chmod 0700 "$d/egress"
   chmod 0755 "$d" "$d/vm"
-  ip netns exec "$ns" /usr/bin/python3 tests/escape/targets.py "$d" &
+  unshare --pid --fork --kill-child setpriv --reuid=$euid --regid=$euid --clear-groups --no-new-privs \
+    bash -c 'exec -a kiln-egress-standin sleep 900' >/dev/null 2>&1 &
+  for _ in $(seq 1 50); do proxy=$(pgrep -n -f '^kiln-egress-standin') && break; sleep 0.1; done
+  ip netns exec "$ns" /usr/bin/python3 tests/escape/targets.py "$d" $uid &
   tpid=$!
   for _ in $(seq 1 300); do [ -s "$d/ready" ] && break; sleep 0.1; done
   read -r port name <"$d/ready" ||
@@ -62,12 +75,16 @@ escape_run() {
     'grep -q " /sys/fs/cgroup cgroup2 " /proc/mounts || mount -t cgroup2 cgroup2 /sys/fs/cgroup; exec 7<"$0" && exec "$@"' \
     "$d/share" \
     timeout -k 5 "$BOOT_TIMEOUT" ${escape_park:+tests/escape/park_start.py} "$ESCAPE" --canary "$d/canary" --tcp "$port" --addr "$ESCAPE_HOST_ADDR" \
-    --abstract "$name" --unix "$d/host.sock" --pid "$marker" "${target[@]}" -- \
+    --abstract "$name" --unix "$d/host.sock" --pid "$marker" \
+    --egress-dir "$d/egress" --egress-pid "${proxy:-0}" --egress-sock "$d/vm/egress.sock" "${target[@]}" -- \
     --kernel "$VMLINUX" --initrd "$INITRD" --mem 64 --jail "$d/vm" --uid $uid --gid $uid \
     --share "fd=7:escape" --vsock "$d/vm/vsock" --control "$d/vm/control" "${args[@]}" 2>"$d/err") || rc=$?
   err=$(cat "$d/err")
   touch "$d/stop"
   kill $marker 2>/dev/null
+  # pid 1 of its namespace: only SIGKILL reaches it from outside
+  [ -n "$proxy" ] && kill -9 "$proxy" 2>/dev/null
+  egress_accepted=$(cat "$d/egress-accepted" 2>/dev/null)
   wait $tpid 2>/dev/null
   printf '%s\n' "$out" | sed 's/^/    /'
   reached=$(cat "$d/reached" 2>/dev/null)
@@ -77,6 +94,8 @@ escape_run() {
 
 escape_check() {
   [ -z "$reached" ] || fail "a host target accepted a connection from the jailed VMM: $reached" || return 1
+  # Its one way out: the jail alone (no filter) connects to vm/egress.sock.
+  [ -n "$egress_accepted" ] || fail "the jailed VMM could not connect to vm/egress.sock" || return 1
   printf '%s\n' "$out" | grep -q 'ESCAPED' && { fail "an attempt escaped"; return 1; }
   expect_rc 0 || return 1
   printf '%s\n' "$out" | grep -qE '^escape: [0-9]+ attempts, [0-9]+ blocked, 0 escaped$' ||

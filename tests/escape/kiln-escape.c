@@ -3,7 +3,8 @@
  * suite").
  *
  *   kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... [--abstract NAME]
- *               [--unix PATH] [--pid PID] -- KILN-VMM-OPTIONS...
+ *               [--unix PATH] [--pid PID] [--egress-dir DIR --egress-pid PID
+ *               --egress-sock PATH] -- KILN-VMM-OPTIONS...
  *
  * It parses KILN-VMM-OPTIONS with kiln-vmm's own parser and sets the VM
  * up with kiln-vmm's own setup (vmm/kiln-vmm/setup.h: the VM created,
@@ -20,7 +21,12 @@
  * The targets are the runner's (tests/escape/escape_tests.sh): a canary
  * file outside the jail, a TCP listener on the host's loopback and its
  * other addresses, an abstract and a path Unix socket, and a process
- * whose command line holds "kiln-escape-marker". Before the setup it
+ * whose command line holds "kiln-escape-marker"; and the sandbox's egress
+ * proxy as kilnd lays it out (docs/security.md, "The egress proxy"): its
+ * directory (another uid's, 0700, with ca.key and secrets.json), its
+ * process (that uid, its own pid namespace) and the socket kilnd binds in
+ * the jail directory for the VMM (the jail uid's, 0600), the one new
+ * thing the VMM may reach. Before the setup it
  * notes what "outside" looks like (the host's / and /proc, a file handle
  * of the canary), since inside it can no longer look.
  *
@@ -72,6 +78,9 @@
 struct target {
 	const char *canary, *abstract_name, *unix_path;
 	const char *graft; /* a directory grafted into the share "escape" (kiln-runtime's pods) */
+	/* The egress proxy's directory, process and socket (kilnd's layout). */
+	const char *egress_dir, *egress_sock;
+	pid_t egress_pid;
 	const char *addrs[MAX_ADDRS];
 	int naddrs, tcp_port;
 	pid_t pid;
@@ -496,6 +505,46 @@ static int try_processes(const struct target *t, char *msg)
 		   (int)t->pid);
 }
 
+/*
+ * The egress proxy: its files (the CA's key, the secrets) and its process
+ * are out of reach; its socket is the one thing the VMM may connect to
+ * (said in the line, not judged: a thread role's filter may refuse
+ * sockets altogether).
+ */
+static int try_egress(const struct target *t, char *msg)
+{
+	static const char *const files[] = { "ca.key", "secrets.json", "rules.json", "." };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char path[PATH_MAX];
+	const char *what, *conn = "not tried";
+	int fd;
+
+	if (!t->egress_dir)
+		return say(msg, BLOCKED, "no egress proxy given");
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", t->egress_dir, files[i]);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			close(fd);
+			return say(msg, ESCAPED, "opens the egress proxy's %s", path);
+		}
+	}
+	if (t->egress_pid > 0 && (what = reaches_pid(t->egress_pid)))
+		return say(msg, ESCAPED, "%s the egress proxy's host pid %d", what,
+			   (int)t->egress_pid);
+	if (t->egress_sock && strlen(t->egress_sock) < sizeof(sa.sun_path)) {
+		strcpy(sa.sun_path, t->egress_sock);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		conn = fd < 0                                                  ? strerror(errno)
+			: connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? "connects"
+									       : strerror(errno);
+		if (fd >= 0)
+			close(fd);
+	}
+	return say(msg, BLOCKED,
+		   "the egress proxy's files (ca.key, secrets.json) and pid %d out of reach; its socket: %s",
+		   (int)t->egress_pid, conn);
+}
+
 static int try_privileges(const struct target *t, char *msg)
 {
 	(void)t;
@@ -621,6 +670,7 @@ static const struct attempt attempts[] = {
 	{ "host sockets", try_sockets, 1 },
 	{ "frames into passt", try_passt, 1 },
 	{ "signals and ptrace", try_processes, 1 },
+	{ "the egress proxy", try_egress, 1 },
 	{ "root, mount, chroot", try_privileges, 1 },
 	{ "namespaces", try_namespaces, 0 },
 	{ "open by handle", try_handle, 1 },
@@ -706,7 +756,8 @@ static int usage(const char *why)
 {
 	fprintf(stderr,
 		"kiln-escape: %s\nusage: kiln-escape [--canary FILE] [--tcp PORT] [--addr IPV4]... "
-		"[--abstract NAME] [--unix PATH] [--pid PID] [--graft DIR] -- KILN-VMM-OPTIONS...\n",
+		"[--abstract NAME] [--unix PATH] [--pid PID] [--graft DIR] [--egress-dir DIR "
+		"--egress-pid PID --egress-sock PATH] -- KILN-VMM-OPTIONS...\n",
 		why);
 	return 2;
 }
@@ -734,6 +785,12 @@ static int parse_target(int argc, char **argv, struct target *t, int *rest)
 			t->graft = v;
 		else if (!strcmp(argv[i], "--pid"))
 			t->pid = (pid_t)atoi(v);
+		else if (!strcmp(argv[i], "--egress-dir"))
+			t->egress_dir = v;
+		else if (!strcmp(argv[i], "--egress-sock"))
+			t->egress_sock = v;
+		else if (!strcmp(argv[i], "--egress-pid"))
+			t->egress_pid = (pid_t)atoi(v);
 		else
 			return usage("unknown option");
 	}

@@ -6,6 +6,11 @@ socket @kiln-escape-<pid> and the Unix socket DIR/host.sock; writes
 "PORT ABSTRACT-NAME" to DIR/ready once all listen, and appends one line to
 DIR/reached for every connection any of them accepts (a compromised VMM
 that got through). Ends by itself after 900 s, or when DIR/stop appears.
+
+targets.py DIR JAIL-UID: also the egress proxy's socket as kilnd binds it,
+DIR/vm/egress.sock (root's bind, then the jail uid's, 0600): the one new
+thing the VMM may connect to; each connection is a line in
+DIR/egress-accepted, not DIR/reached.
 """
 import os
 import select
@@ -25,15 +30,24 @@ abstract.listen(16)
 path = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 path.bind(os.path.join(d, "host.sock"))
 path.listen(16)
+egress = None
+if len(sys.argv) > 2:
+    egress = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    egress.bind(os.path.join(d, "vm", "egress.sock"))
+    os.chown(os.path.join(d, "vm", "egress.sock"), int(sys.argv[2]), int(sys.argv[2]))
+    os.chmod(os.path.join(d, "vm", "egress.sock"), 0o600)
+    egress.listen(16)
 with open(os.path.join(d, "ready.tmp"), "w") as f:
     f.write("%d %s\n" % (tcp.getsockname()[1], name))
 os.rename(os.path.join(d, "ready.tmp"), os.path.join(d, "ready"))
 socks = {tcp: "tcp", abstract: "abstract", path: "unix"}
+if egress:
+    socks[egress] = "egress"
 end = time.monotonic() + 900
 while time.monotonic() < end and not os.path.exists(os.path.join(d, "stop")):
     ready, _, _ = select.select(list(socks), [], [], 0.5)
     for s in ready:
         c, peer = s.accept()
-        with open(os.path.join(d, "reached"), "a") as f:
+        with open(os.path.join(d, "egress-accepted" if s is egress else "reached"), "a") as f:
             f.write("%s %s\n" % (socks[s], peer))
         c.close()

@@ -463,3 +463,44 @@ test_kilnd_firewall_passt() {
   net_cleanup
   return $r
 }
+
+# kilnd's egress proxy for a real guest (docs/security.md, "The egress
+# proxy"): a sandbox whose rules have `http` entries gets a kiln-egress of
+# its own uid (meta's "egress", not the jail's), vm/egress.sock bound
+# before kiln-vmm starts; a PUT that leaves no http entry stops it. Needs
+# a kiln-vmm that takes --egress-proxy (the "steer" work of issue 37):
+# without one, the test says so and checks nothing.
+test_kilnd_egress_proxy_for_http_rules() {
+  local why='' kd_wrap p puid o
+  # Read whole: grep -q would end the pipe early, and pipefail count kiln-vmm's SIGPIPE.
+  case "$("$VMM" --help 2>&1)" in
+  *--egress-proxy*) ;;
+  *) echo "    kiln-vmm takes no --egress-proxy yet: nothing to check"; return 0 ;;
+  esac
+  net_ns_make ke && net_ns_uplink || { net_cleanup; return 1; }
+  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
+  kd_start || { net_cleanup; return 1; }
+  kd_create '{"image":"minimal","network":"passt","firewall":{"outbound_internet":true,"http":[{"host":"api.example.com","ports":[443]}]}}' ||
+    { kd_stop; net_cleanup; return 1; }
+  p=
+  for o in $(pgrep -x kiln-egress); do
+    [ "$(ps -o ppid= -p "$o" | tr -d ' ')" = "$kdpid" ] && p=$o
+  done
+  kd_check '[ -n "$p" ]' "no kiln-egress of kilnd's for the sandbox"
+  puid=$(awk '/^Uid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
+  kd_check '[ -n "$puid" ] && [ "$puid" = "$(jget .egress.uid)" ] && [ "$puid" != "$(jget .jail.uid)" ] && [ "$puid" != 0 ]' \
+    "the proxy's uid $puid is not the sandbox's egress uid, or is its jail's or root"
+  kd_check '[ -S "$kd/state/sandboxes/$sid/vm/egress.sock" ]' "no vm/egress.sock"
+  kd_check '[ "$(kd_metric kiln_egress_proxies)" = 1 ]' "kiln_egress_proxies is not 1"
+  api PUT "/v1/sandboxes/$sid/firewall" -d '{"outbound_internet":true}'
+  kd_check '[ $status = 200 ]' "PUT without http rules"
+  for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+  kd_check '! kill -0 "$p" 2>/dev/null' "kiln-egress $p runs on without http rules"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/vm/egress.sock" ]' "vm/egress.sock is left without http rules"
+  kd_check '[ "$(kd_metric kiln_egress_proxies)" = 0 ]' "kiln_egress_proxies is not 0"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done
+  local r=$?
+  net_cleanup
+  return $r
+}

@@ -425,6 +425,49 @@ static void test_ports_mean_tcp_udp(void **state)
 	net_rules_free(r);
 }
 
+/*
+ * Ports an `http` rule lists are steered to the egress proxy: TCP there is
+ * denied to passt before any allow (a CIDR allow, a host rule,
+ * outbound_internet, passt's resolver), to every address and both
+ * families; UDP and other ports are decided as before.
+ */
+static void test_steered_ports_denied_first(void **state)
+{
+	struct net_rules *r = rules_of(
+		"{\"allow\":[{\"cidr\":\"198.51.100.0/24\"},{\"host\":\"api.example.com\"}],"
+		"\"outbound_internet\":true,"
+		"\"http\":[{\"host\":\"api.example.com\"},{\"host\":\"x.example.com\",\"ports\":[8080,8081,8443]}]}");
+	struct net_addr res = A("192.0.2.53");
+	struct egress_policy p;
+	struct err e;
+
+	(void)state;
+	assert_int_equal(egress_steered_runs(r), 4); /* 80, 443, 8080-8081, 8443 */
+	assert_int_equal(egress_policy_build(r, NULL, 0, &res, &p, &e), 0);
+	expect(&p, "198.51.100.7", TCP, 443, false);
+	expect(&p, "198.51.100.7", TCP, 80, false);
+	expect(&p, "203.0.113.9", TCP, 8081, false);
+	expect(&p, "203.0.113.9", TCP, 8443, false);
+	expect(&p, "2001:db8::1", TCP, 443, false);
+	expect(&p, "::ffff:198.51.100.7", TCP, 443, false);
+	expect(&p, "64:ff9b::c633:6407", TCP, 80, false);
+	/* Not steered: as the rules say. */
+	expect(&p, "198.51.100.7", UDP, 443, true);
+	expect(&p, "198.51.100.7", TCP, 22, true);
+	expect(&p, "203.0.113.9", TCP, 8082, true);
+	expect(&p, "203.0.113.9", TCP, 79, true);
+	expect(&p, "192.0.2.53", UDP, 53, true);
+	egress_policy_free(&p);
+	net_rules_free(r);
+	/* Without http rules nothing is steered. */
+	r = rules_of("{\"outbound_internet\":true}");
+	assert_int_equal(egress_steered_runs(r), 0);
+	assert_int_equal(egress_policy_build(r, NULL, 0, NULL, &p, &e), 0);
+	expect(&p, "198.51.100.7", TCP, 443, true);
+	egress_policy_free(&p);
+	net_rules_free(r);
+}
+
 /* The most a kilnd can hand it (every list full) still fits one program; a table too big is refused. */
 static void test_sizes(void **state)
 {
@@ -483,6 +526,7 @@ int main(void)
 		cmocka_unit_test(test_resolver_first),
 		cmocka_unit_test(test_ports_mean_tcp_udp),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_steered_ports_denied_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

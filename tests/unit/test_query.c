@@ -283,13 +283,35 @@ static void test_query(void **state)
 	assert_int_equal(watch_q(kv, 0, &o), API_E_MISSING_FIELD);
 }
 
+/* GET .../egress/log: ?lines=1..max, the default without it; nothing else. */
+static void test_query_egress_log(void **state)
+{
+	struct api_err e;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(query_egress_log(NULL, 0, 100, 1000, &n, &e), 0);
+	assert_int_equal(n, 100);
+	assert_int_equal(query_egress_log(KV({ "lines", "7" }), 1, 100, 1000, &n, &e), 0);
+	assert_int_equal(n, 7);
+	assert_int_equal(query_egress_log(KV({ "lines", "1000" }), 1, 100, 1000, &n, &e), 0);
+	assert_int_equal(n, 1000);
+	assert_int_equal(query_egress_log(KV({ "lines", "1001" }), 1, 100, 1000, &n, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_int_equal(query_egress_log(KV({ "lines", "0" }), 1, 100, 1000, &n, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	assert_int_equal(query_egress_log(KV({ "lines", "-1" }), 1, 100, 1000, &n, &e), -1);
+	assert_int_equal(query_egress_log(KV({ "lines", NULL }), 1, 100, 1000, &n, &e), -1);
+	assert_int_equal(query_egress_log(KV({ "from", "3" }), 1, 100, 1000, &n, &e), -1);
+	assert_int_equal(e.code, API_E_UNKNOWN_FIELD);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_query_files),
-		cmocka_unit_test(test_query_exec_and_list),
-		cmocka_unit_test(test_queries),
-		cmocka_unit_test(test_query),
+		cmocka_unit_test(test_query_files),      cmocka_unit_test(test_query_exec_and_list),
+		cmocka_unit_test(test_queries),          cmocka_unit_test(test_query),
+		cmocka_unit_test(test_query_egress_log),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -237,6 +237,8 @@ static void test_snapshot_endpoints(void **state)
 	assert_false(has_body(handle_firewall_get));
 	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/firewall/log", NULL), handle_firewall_log);
 	assert_false(has_body(handle_firewall_log));
+	assert_ptr_equal(op_of("GET", "/v1/sandboxes/x/egress/log", NULL), handle_egress_log);
+	assert_false(has_body(handle_egress_log));
 	assert_int_equal(match("PUT", "/v1/sandboxes/x/firewall/log", &m, &e), -1);
 	assert_int_equal(e.code, API_E_METHOD_NOT_ALLOWED);
 	assert_int_equal(match("GET", "/v1/sandboxes/x/pause", &m, &e), -1);

@@ -356,6 +356,53 @@ static void test_argv_passt(void **state)
 	vmm_argv_free(&a);
 }
 
+/* Rules with http entries: --egress-proxy SOCKET after the firewall, at boot and restore. */
+static void test_argv_egress_proxy(void **state)
+{
+	struct sandbox_spec s = passt_spec();
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm",
+				.kernel = "/k/vmlinux",
+				.image = "/img/m.ext4",
+				.overlay = "/st/sb/a/overlay",
+				.vsock = "/st/sb/a/vm/vsock.sock",
+				.control = "/st/sb/a/vm/control.sock",
+				.firewall = "/st/sb/a/firewall.json",
+				.egress_proxy = "/st/sb/a/vm/egress.sock",
+				.spec = &s };
+	struct vmm_argv a;
+	struct api_err e;
+
+	(void)state;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_int_equal(a.argc, 25);
+	assert_string_equal(a.argv[20], "--firewall-log");
+	assert_string_equal(a.argv[21], "--egress-proxy");
+	assert_string_equal(a.argv[22], "/st/sb/a/vm/egress.sock");
+	vmm_argv_free(&a);
+	l.restore_dir = "/st/sb/a/vm/hibernate/image";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	assert_int_equal(a.argc, 23);
+	assert_string_equal(a.argv[21], "--egress-proxy");
+	vmm_argv_free(&a);
+	/* A path kiln-vmm could misread is refused. */
+	l.egress_proxy = "vm/egress.sock";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_int_equal(e.code, API_E_BAD_FIELD);
+	/* "" or NULL: none. */
+	l.egress_proxy = "";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	for (size_t i = 0; i < a.argc; i++)
+		assert_string_not_equal(a.argv[i], "--egress-proxy");
+	vmm_argv_free(&a);
+	/* Without a network, none either. */
+	l.egress_proxy = "/st/sb/a/vm/egress.sock";
+	s.network = SANDBOX_NET_NONE;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	for (size_t i = 0; i < a.argc; i++)
+		assert_string_not_equal(a.argv[i], "--egress-proxy");
+	vmm_argv_free(&a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -364,6 +411,7 @@ int main(void)
 		cmocka_unit_test(test_vmm_argv_refuses_injection),
 		cmocka_unit_test(test_vmm_argv_restore),
 		cmocka_unit_test(test_argv_passt),
+		cmocka_unit_test(test_argv_egress_proxy),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,6 +87,11 @@ struct kilnd_config {
 	bool no_jail; /* --no-jail: the operator runs VMMs unconfined (and without cgroups where unusable) */
 	char jail_unavailable[256]; /* why this kilnd cannot jail; "": it can */
 	uint32_t jail_id_first, jail_id_count;
+	/* The egress proxies (supervision/egress_proxy.h): kiln-egress
+	 * (--egress-proxy; "": next to kilnd or in ../lib/kiln/) and the
+	 * first of their uids (--egress-ids; as many as --jail-ids). */
+	char egress_prog[PATH_MAX];
+	uint32_t egress_id_first;
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
 	bool cgroups; /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */
@@ -142,6 +147,7 @@ struct kilnd {
 	atomic_bool shutting_down;
 	struct kilnd_pools *pools;   /* NULL: no --pool; its fields under reg.mu */
 	struct zygote_pool *zygotes; /* parked kiln-vmms (supervision/zygote.h); NULL: none */
+	struct egress_proxies *egress_proxies; /* supervision/egress_proxy.h */
 	/* Names of the template builds under way ("": a free slot; reg.mu;
 	 * images/templates.h). */
 	char tmpl_building[KILND_TEMPLATE_BUILDS_MAX][KILND_TEMPLATE_NAME_MAX + 1];

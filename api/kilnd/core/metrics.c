@@ -151,6 +151,13 @@ char *metrics_render(const struct kiln_metrics *m, const unsigned states[SANDBOX
 		"# TYPE kiln_firewall_flows_cut gauge\nkiln_firewall_flows_cut %llu\n",
 		(unsigned long long)m->fw_flows_cut);
 	fprintf(f,
+		"# HELP kiln_egress_proxies Egress proxies (kiln-egress) running, one per sandbox with http rules.\n"
+		"# TYPE kiln_egress_proxies gauge\nkiln_egress_proxies %u\n",
+		m->egress_proxies);
+	counter(f, "kiln_egress_proxy_restarts_total",
+		"Egress proxies started again after they ended while their sandbox ran.",
+		m->egress_proxy_restarts);
+	fprintf(f,
 		"# HELP kiln_http_requests_total HTTP responses by status class.\n"
 		"# TYPE kiln_http_requests_total counter\n");
 	for (int c = 1; c <= 5; c++)

@@ -39,6 +39,9 @@ struct kiln_metrics {
 	uint64_t firewall_updates;
 	unsigned fw_sandboxes;
 	uint64_t fw_pass_packets, fw_drop_packets, fw_flows_cut;
+	/* egress proxies (supervision/egress_proxy.h), read at each scrape */
+	unsigned egress_proxies;
+	uint64_t egress_proxy_restarts;
 	unsigned secrets; /* named secrets held (every owner), read at each scrape; no names */
 	uint64_t http[6]; /* responses by status class: [2] = 2xx, ... */
 	struct histogram boot_seconds, exec_seconds;

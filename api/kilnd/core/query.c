@@ -411,3 +411,23 @@ int query_template_build(const struct query_kv *kv, size_t n, struct template_bu
 	}
 	return 0;
 }
+
+int query_egress_log(const struct query_kv *kv, size_t n, size_t def, size_t max, size_t *lines,
+		     struct api_err *e)
+{
+	static const char *const known[] = { "lines", NULL };
+	const char *what = "egress log";
+	uint64_t v = def;
+	bool present;
+
+	if (query_check_keys(kv, n, known, NULL, what, e) ||
+	    get_uint(kv, n, "lines", 10, max, &present, &v, what, e))
+		return -1;
+	if (v == 0) {
+		api_err_set(e, API_E_BAD_FIELD, "%s: 'lines' must be a number from 1 to %zu", what,
+			    max);
+		return -1;
+	}
+	*lines = (size_t)v;
+	return 0;
+}

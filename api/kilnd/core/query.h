@@ -100,4 +100,8 @@ struct template_build_query {
 int query_template_build(const struct query_kv *kv, size_t n, struct template_build_query *q,
 			 struct api_err *e);
 
+/* GET .../egress/log: [?lines=N], 1..max (absent: def). */
+int query_egress_log(const struct query_kv *kv, size_t n, size_t def, size_t max, size_t *lines,
+		     struct api_err *e);
+
 #endif

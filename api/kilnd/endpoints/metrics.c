@@ -4,6 +4,7 @@
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/endpoints/handlers.h"
 #include "api/kilnd/registry/sandbox.h"
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/registry/secrets.h"
 #include "api/kilnd/supervision/zygote.h"
 
@@ -29,6 +30,7 @@ void handle_metrics(struct http_req *r)
 	m.fw_drop_packets = fw.drop_packets;
 	m.fw_flows_cut = fw.flows_cut;
 	m.zygotes_parked = zygote_pool_ready(r->d->zygotes);
+	egress_proxies_counts(r->d, &m.egress_proxies, &m.egress_proxy_restarts);
 	m.secrets = (unsigned)secrets_total(r->d);
 	text = metrics_render(&m, counts, &len);
 	if (!text) {

@@ -124,6 +124,7 @@ const struct http_route routes[] = {
 	{ "GET", "/v1/sandboxes/{id}/firewall", handle_firewall_get, BODY_NONE, LIMIT_NONE },
 	{ "PUT", "/v1/sandboxes/{id}/firewall", handle_firewall_put, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/firewall/log", handle_firewall_log, BODY_NONE, LIMIT_NONE },
+	{ "GET", "/v1/sandboxes/{id}/egress/log", handle_egress_log, BODY_NONE, LIMIT_NONE },
 };
 /* clang-format on */
 

@@ -9,33 +9,43 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static const char *const hidden[] = { "/tmp", "/var/tmp", "/dev/shm", "/run" };
+static const char *const import_hidden[] = { "/tmp", "/var/tmp", "/dev/shm", "/run" };
 
-int import_ns_enter(const char **step)
+int confine_ns_enter(const struct confine_ns *ns, const char **step)
 {
-	*step = "unshare (mount, network, ipc, uts namespaces)";
-	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) < 0)
+	*step = "unshare (namespaces)";
+	if (unshare(CLONE_NEWNS | ns->clone_flags) < 0)
 		return -errno;
 	/* nothing mounted here propagates back to the host */
 	*step = "make every mount private";
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
 		return -errno;
-	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
-		*step = hidden[i];
-		if (mount("tmpfs", hidden[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	for (size_t i = 0; i < ns->nhidden; i++) {
+		*step = ns->hidden[i];
+		if (mount("tmpfs", ns->hidden[i], "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 			  IMPORT_NS_TMPFS_SIZE ",mode=1777") < 0 &&
 		    errno != ENOENT)
 			return -errno;
 	}
 	/* The working directory, also when a mount above now hides its path,
-	 * bound beneath /run's new tmpfs and entered there: ".." leads into
-	 * that tmpfs, not to the host's directories around the work dir. */
-	*step = "bind the work directory to " IMPORT_NS_WORK;
-	if ((mkdir(IMPORT_NS_WORK, 0700) < 0 && errno != EEXIST) ||
-	    mount(".", IMPORT_NS_WORK, NULL, MS_BIND, NULL) < 0 || chdir(IMPORT_NS_WORK) < 0)
+	 * bound beneath a new tmpfs and entered there: ".." leads into that
+	 * tmpfs, not to the host's directories around the work dir. */
+	*step = ns->work;
+	if ((mkdir(ns->work, 0700) < 0 && errno != EEXIST) ||
+	    mount(".", ns->work, NULL, MS_BIND, NULL) < 0 || chdir(ns->work) < 0)
 		return -errno;
 	*step = NULL;
 	return 0;
+}
+
+int import_ns_enter(const char **step)
+{
+	static const struct confine_ns ns = { CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS,
+					      import_hidden,
+					      sizeof(import_hidden) / sizeof(import_hidden[0]),
+					      IMPORT_NS_WORK };
+
+	return confine_ns_enter(&ns, step);
 }
 
 int import_ns_drop(uid_t id)

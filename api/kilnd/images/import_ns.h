@@ -19,12 +19,28 @@
 #ifndef KILN_IMPORT_NS_H
 #define KILN_IMPORT_NS_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #define IMPORT_NS_TMPFS_SIZE "size=16m"
 #define IMPORT_NS_WORK "/run/import"
 
 int import_ns_enter(const char **step);
+
+/*
+ * The same steps for another confined helper (the egress proxy keeps the
+ * host's network namespace: it connects upstream): unshare a mount
+ * namespace and clone_flags' others, make every mount private, mount an
+ * empty tmpfs on each of hidden[0..nhidden), bind the current directory
+ * to work (inside one of them) and enter it. 0, or -errno with *step.
+ */
+struct confine_ns {
+	int clone_flags; /* besides CLONE_NEWNS */
+	const char *const *hidden;
+	size_t nhidden;
+	const char *work;
+};
+int confine_ns_enter(const struct confine_ns *ns, const char **step);
 
 /* Drop to uid and gid id, no supplementary groups, with the raw system
  * calls: 0 or -errno. kilnd's raw clone (CLONE_NEWPID) is no fork to the

@@ -16,6 +16,7 @@
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/supervision/vmm_control.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "lib/base/file_replace.h"
@@ -238,6 +239,23 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 			}
 		}
 	}
+	/* The egress proxy follows: started for new http entries, told of
+	 * changed ones, stopped when none is left. */
+	if (!r && has_vmm(st)) {
+		struct api_err pe;
+
+		if (egress_proxy_sync(sb, canon, &pe)) {
+			kilnd_lock(d);
+			st = sb->rec.state;
+			kilnd_unlock(d);
+			if (has_vmm(st)) {
+				api_err_set(e, pe.code,
+					    "%s (the rules are saved; steered flows are refused until the proxy runs)",
+					    pe.msg);
+				r = -1;
+			}
+		}
+	}
 	kilnd_lock(d);
 	sb->busy_op = NULL;
 	pthread_cond_broadcast(&sb->cv);
@@ -298,39 +316,52 @@ void sandboxes_firewall_totals(struct kilnd *d, struct fw_totals *t, unsigned *f
 #define FIREWALL_LOG_READ (256 * 1024)
 #define FIREWALL_LOG_LINES 200
 
-int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e)
+int sandbox_log_tail(const struct sandbox *sb, const char *name, size_t max, uint8_t **buf,
+		     size_t *got, bool *whole)
 {
-	char path[PATH_MAX + 16];
-	uint8_t *buf = NULL;
-	json_t *lines;
+	char path[PATH_MAX + 64];
 	struct stat st;
-	size_t got = 0;
 	off_t from = 0;
 	int fd;
 
-	*out = NULL;
-	if (need_network(sb, e))
-		return -1;
-	snprintf(path, sizeof(path), "%s/vmm.log", sb->dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0) {
-		from = st.st_size > FIREWALL_LOG_READ ? st.st_size - FIREWALL_LOG_READ : 0;
-		buf = malloc(FIREWALL_LOG_READ);
-		while (buf && got < FIREWALL_LOG_READ) {
-			ssize_t k = pread(fd, buf + got, FIREWALL_LOG_READ - got,
-					  from + (off_t)got);
+	*buf = NULL;
+	*got = 0;
+	*whole = true;
+	snprintf(path, sizeof(path), "%s/%s", sb->dir, name);
+	/* No symlink followed, no fifo waited on: a regular file or nothing. */
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		from = st.st_size > (off_t)max ? st.st_size - (off_t)max : 0;
+		*buf = malloc(max);
+		while (*buf && *got < max) {
+			ssize_t k = pread(fd, *buf + *got, max - *got, from + (off_t)*got);
 
 			if (k < 0 && errno == EINTR)
 				continue;
 			if (k <= 0)
 				break;
-			got += (size_t)k;
+			*got += (size_t)k;
 		}
 	}
 	if (fd >= 0)
 		close(fd);
+	*whole = from == 0;
+	return *buf || fd < 0 ? 0 : -1;
+}
+
+int sandbox_firewall_log(struct sandbox *sb, json_t **out, struct api_err *e)
+{
+	uint8_t *buf;
+	json_t *lines;
+	size_t got;
+	bool whole;
+
+	*out = NULL;
+	if (need_network(sb, e))
+		return -1;
+	sandbox_log_tail(sb, "vmm.log", FIREWALL_LOG_READ, &buf, &got, &whole);
 	/* No file yet (never booted): no lines. */
-	lines = vmm_output_tail_prefixed(buf ? buf : (const uint8_t *)"", got, from == 0,
+	lines = vmm_output_tail_prefixed(buf ? buf : (const uint8_t *)"", got, whole,
 					 "kiln-vmm: firewall: ", FIREWALL_LOG_LINES, 512);
 	free(buf);
 	*out = lines ? json_pack("{s:o}", "lines", lines) : NULL;

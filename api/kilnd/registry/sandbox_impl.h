@@ -218,6 +218,12 @@ void sandbox_shares_close(int *fds, size_t n);
 int sandbox_firewall_prepare(struct sandbox *sb, char *path, size_t cap, struct api_err *e);
 /* Its current rules (firewall.json, else what its first boot will write). 0 with *canon, or -1 with e. */
 int sandbox_firewall_current(struct sandbox *sb, json_t **canon, struct api_err *e);
+/* The last max bytes of the sandbox directory's log `name` (a regular
+ * file, not followed if a link) into *buf (malloc'd, *got bytes; NULL
+ * and 0 without one); *whole: they start at the file's start. 0, or -1
+ * when out of memory. */
+int sandbox_log_tail(const struct sandbox *sb, const char *name, size_t max, uint8_t **buf,
+		     size_t *got, bool *whole);
 
 /* sandbox_snap.c */
 /* Wake a hibernated sandbox (the caller saw it hibernated, reg.mu not

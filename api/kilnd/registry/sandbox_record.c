@@ -55,6 +55,11 @@ json_t *sandbox_record_view(const struct sandbox_record *r)
 				 r->jail_id ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->jail_id,
 							"gid", (json_int_t)r->jail_id)
 					    : json_null());
+	e |= json_object_set_new(o, "egress",
+				 r->egress_id
+					 ? json_pack("{s:I,s:I}", "uid", (json_int_t)r->egress_id,
+						     "gid", (json_int_t)r->egress_id)
+					 : json_null());
 	if (e) {
 		json_decref(o);
 		return NULL;
@@ -100,6 +105,24 @@ json_t *sandbox_record_persist(const struct sandbox_record *r)
 	return o;
 }
 
+/* meta[key]: null or absent (0), or {"uid": N, "gid": N} with N > 0. 0 or -1 with e. */
+static int id_pair(const json_t *meta, const char *key, uint32_t *out, struct api_err *e)
+{
+	json_t *v = json_object_get(meta, key), *uid = json_object_get(v, "uid");
+
+	*out = 0;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(uid) || json_integer_value(uid) <= 0 ||
+	    json_integer_value(uid) >= UINT32_MAX || !json_equal(uid, json_object_get(v, "gid"))) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "meta.json: '%s' must be {\"uid\": N, \"gid\": N} with N > 0", key);
+		return -1;
+	}
+	*out = (uint32_t)json_integer_value(uid);
+	return 0;
+}
+
 /* Fields of meta.json that are not the spec's, and derived ones the
  * restore ignores (they are recomputed). */
 static const char *const meta_only[] = {
@@ -107,7 +130,7 @@ static const char *const meta_only[] = {
 	"pid",        "boots",          "boot",       "last_exit",   "version",     "image_path",
 	"created_ms", "started_ms",     "stopped_ms", "checkpoints", "hibernation", "jail",
 	"owner_uid",  "cgroup",         "creating",   "vmm_start",   "ports",       "pooled",
-	"template",   "template_build", "previews",   NULL
+	"template",   "template_build", "previews",   "egress",      NULL
 };
 
 /* An optional template name (null or absent: none) into out. */
@@ -260,20 +283,10 @@ int sandbox_record_restore(const json_t *meta, struct sandbox_record *r, struct 
 	if (meta_uint(meta, "boots", true, 0, UINT32_MAX, 0, &n, "a count", e))
 		return -1;
 	r->boots = (unsigned)n;
-	/* Records from before the jail have none: null. */
-	v = json_object_get(meta, "jail");
-	if (v && !json_is_null(v)) {
-		json_t *uid = json_object_get(v, "uid");
-
-		if (!json_is_integer(uid) || json_integer_value(uid) <= 0 ||
-		    json_integer_value(uid) >= UINT32_MAX ||
-		    !json_equal(uid, json_object_get(v, "gid"))) {
-			api_err_set(e, API_E_BAD_FIELD,
-				    "meta.json: 'jail' must be {\"uid\": N, \"gid\": N} with N > 0");
-			return -1;
-		}
-		r->jail_id = (uint32_t)json_integer_value(uid);
-	}
+	/* Records from before the jail have none, and from before the
+	 * egress proxy (or of sandboxes that never had one): null. */
+	if (id_pair(meta, "jail", &r->jail_id, e) || id_pair(meta, "egress", &r->egress_id, e))
+		return -1;
 	/* Owners came after version 1's first files: absent is root's (the
 	 * only client that could create sandboxes with host shares before). */
 	if (meta_uint(meta, "owner_uid", false, 0, UINT32_MAX - 1, 0, &n, "a uid", e))

@@ -69,6 +69,7 @@ struct sandbox_record {
 	json_t *previews; /* its preview URLs (preview_spec.h's entries, tokens included; meta.json
 				only: GET .../previews shows them); array, never NULL once created or restored */
 	uint32_t jail_id; /* its kiln-vmm's uid and gid (docs/security.md); 0: not jailed */
+	uint32_t egress_id; /* its egress proxy's uid and gid (egress_proxy_plan.h); 0: none yet */
 	char cgroup[PATH_MAX]; /* the running VMM's cgroup directory; "": none */
 	bool creating;         /* its create has not answered yet (meta.json only) */
 	bool pooled; /* a warm pool's, waiting for a create (meta.json only): no client sees it */

@@ -10,6 +10,7 @@
 
 #include "api/kilnd/registry/sandbox.h"
 #include "api/kilnd/registry/sandbox_impl.h"
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "lib/base/fd_io.h"
 #include "lib/base/file_replace.h"
 
@@ -327,8 +328,21 @@ size_t secrets_sandboxes_naming(struct kilnd *d, uid_t owner, const char *name,
 
 size_t secrets_changed(struct kilnd *d, uid_t owner, const char *name)
 {
-	/* The egress proxy's supervision (issue 37) rewrites each one's
-	 * secrets file (secrets_sandbox_file) and sends its kiln-egress a
-	 * SIGHUP here; until then no proxy runs, and finding them is all. */
-	return secrets_sandboxes_naming(d, owner, name, NULL, 0);
+	char(*ids)[SANDBOX_ID_LEN + 1];
+	size_t n = secrets_sandboxes_naming(d, owner, name, NULL, 0), got;
+
+	if (!n)
+		return 0;
+	ids = calloc(n, sizeof(*ids));
+	if (!ids) {
+		kilnd_log("secret %s of uid %u changed; out of memory telling the %zu egress proxies that use it (they keep the old value until their sandbox starts again)",
+			  name, (unsigned)owner, n);
+		return n;
+	}
+	/* More may name it by now: those read the store when their proxy starts. */
+	got = secrets_sandboxes_naming(d, owner, name, ids, n);
+	for (size_t i = 0; i < got && i < n; i++)
+		egress_proxy_secrets_changed(d, ids[i]);
+	free(ids);
+	return n;
 }

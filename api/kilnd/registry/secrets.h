@@ -69,9 +69,8 @@ size_t secrets_sandboxes_naming(struct kilnd *d, uid_t owner, const char *name,
  * The hook called after owner's secret name was set or deleted (the
  * store and its file already changed): each sandbox whose rules name it
  * (secrets_sandboxes_naming) must get its proxy's secrets file rewritten
- * (secrets_sandbox_file) and its kiln-egress a SIGHUP. Until the proxy's
- * supervision is wired (issue 37), nothing runs a proxy, so this only
- * finds them. Returns how many sandboxes name it.
+ * (secrets_sandbox_file) and its kiln-egress a SIGHUP
+ * (egress_proxy_secrets_changed). Returns how many sandboxes name it.
  */
 size_t secrets_changed(struct kilnd *d, uid_t owner, const char *name);
 

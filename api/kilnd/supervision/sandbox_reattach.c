@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/supervision/reattach.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
@@ -198,6 +199,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		if (sandbox_egress_apply(sb, sb->rec.cgroup, NULL, &ee))
 			kilnd_log("%s; its passt is held by the table attached before the restart, if any",
 				  ee.msg);
+		/* Its egress proxy died with the kilnd before: a new one, on a socket bound afresh. */
+		if (egress_proxy_sync(sb, NULL, &ee))
+			kilnd_log("%s; its steered flows are refused until the next boot", ee.msg);
 		kilnd_lock(d);
 		kilnd_log("sandbox %s: reattached to kiln-vmm pid %d (%s), running since its start before the restart",
 			  sb->rec.id, sb->rec.pid, sandbox_state_name(sb->rec.state));

@@ -11,6 +11,7 @@
 
 #include "api/kilnd/core/agent_error.h"
 #include "api/kilnd/supervision/cgroup.h"
+#include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/net/sandbox_trust.h"
 #include "api/kilnd/registry/sandbox_impl.h"
@@ -112,6 +113,8 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	const char *limit;
 	char limit_msg[512];
 
+	/* The egress proxy ends with the VMM it served (a next boot starts its own). */
+	egress_proxy_end(sb);
 	limit = vmm_cgroup_end(sb, x, limit_msg, sizeof(limit_msg));
 	kilnd_lock(d);
 	was = sb->rec.state;
@@ -260,7 +263,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 {
 	double t_prep = mono_ms_f(), t_spawned;
 	struct kilnd *d = sb->d;
-	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX];
+	char overlay[PATH_MAX + 16], firewall[PATH_MAX], jail[PATH_MAX],
+		egress_sock[KILND_SOCKET_MAX];
 	struct vmm_launch l = { .vmm = d->cfg.vmm,
 				.kernel = d->cfg.kernel,
 				.overlay = overlay,
@@ -268,7 +272,8 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 				.control = sb->control,
 				.restore_dir = restore_dir,
 				.firewall = firewall,
-				.resolver = d->cfg.dns_resolver };
+				.resolver = d->cfg.dns_resolver,
+				.egress_proxy = egress_sock };
 	struct vmm_spawn_req req = { .keeper = KILND_SELF_EXE,
 				     .dir = sb->dir,
 				     .grace_s = d->cfg.keeper_grace_s,
@@ -304,8 +309,11 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	if (sandbox_shares_open(sb, shares, e))
 		return -1;
 	l.share_fds = shares;
+	/* The egress proxy (rules with http entries) listens before kiln-vmm starts. */
 	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) ||
+	    egress_proxy_boot(sb, egress_sock, sizeof(egress_sock), e) ||
 	    vmm_argv_build(&l, &argv, e)) {
+		egress_proxy_end(sb);
 		sandbox_shares_close(shares, nshares);
 		return -1;
 	}
@@ -322,12 +330,14 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 							     20)
 				  : 0,
 			  cg, sizeof(cg), &req.cgroup_fd, e)) {
+		egress_proxy_end(sb);
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
 	}
 	/* Before kiln-vmm exists: passt, which it forks, is held from its first connect. */
 	if (cg[0] && sandbox_egress_apply(sb, cg, NULL, e)) {
+		egress_proxy_end(sb);
 		close(req.cgroup_fd);
 		cgroup_leaf_remove(cg);
 		sandbox_shares_close(shares, nshares);
@@ -394,6 +404,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		kilnd_unlock(d);
 		if (cg[0])
 			cgroup_leaf_remove(cg);
+		egress_proxy_end(sb);
 		return -1;
 	}
 	*spawned = true;

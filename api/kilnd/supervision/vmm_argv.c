@@ -60,6 +60,9 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 		return -1;
 	if (s->network == SANDBOX_NET_PASST && check_path("firewall rules", l->firewall, e))
 		return -1;
+	if (s->network == SANDBOX_NET_PASST && l->egress_proxy && *l->egress_proxy &&
+	    check_path("egress proxy socket", l->egress_proxy, e))
+		return -1;
 	if (!hostname_valid(s->hostname)) {
 		api_err_set(e, API_E_BAD_FIELD, "hostname '%.80s' is invalid", s->hostname);
 		return -1;
@@ -120,6 +123,10 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	     add(a, e, "--firewall") || add(a, e, "%s", l->firewall) ||
 	     /* Denied flows go to vmm.log (rate-limited): GET .../firewall/log. */
 	     add(a, e, "--firewall-log")))
+		goto fail;
+	/* Steered flows (the rules' http ports) go to the sandbox's egress proxy. */
+	if (s->network == SANDBOX_NET_PASST && l->egress_proxy && *l->egress_proxy &&
+	    (add(a, e, "--egress-proxy") || add(a, e, "%s", l->egress_proxy)))
 		goto fail;
 	/* quiet: with the console on, only warnings and panics reach it (each
 	 * byte is a VM exit); kiln-vmm adds quiet itself when it is off. */

@@ -16,7 +16,9 @@
  * snapshot) and the same memory, vCPUs and devices as a boot, which the
  * snapshot requires. A sandbox with network passt gets `--net passt
  * --firewall FILE` (its current rules, on boot and restore alike) and, on
- * a boot, kiln.ip=/kiln.gw=/kiln.dns= with passt's addresses.
+ * a boot, kiln.ip=/kiln.gw=/kiln.dns= with passt's addresses, and when
+ * its rules have `http` entries `--egress-proxy SOCKET` (the path is the
+ * same inside the jail: the jail directory sits at its own path).
  */
 #ifndef KILN_VMM_ARGV_H
 #define KILN_VMM_ARGV_H
@@ -27,7 +29,7 @@
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-#define VMM_ARGV_MAX 48
+#define VMM_ARGV_MAX 56
 
 struct vmm_launch {
 	const char *vmm; /* kiln-vmm binary */
@@ -39,6 +41,9 @@ struct vmm_launch {
 	const char *restore_dir; /* a snapshot to resume instead of booting; NULL: boot */
 	const char *firewall;    /* the rule set file; needed when spec->network is passt */
 	const char *resolver;    /* passt's upstream nameserver (IPv4), or NULL/"": the host's */
+	/* The egress proxy's socket (egress_proxy.h) when the rules have
+	 * `http` entries: --egress-proxy PATH; NULL or "": none. */
+	const char *egress_proxy;
 	const char *
 		jail_dir; /* kiln-vmm --jail: the sockets' and snapshots' directory; NULL: unjailed */
 	uint32_t jail_id; /* its --uid and --gid (non-zero with jail_dir) */

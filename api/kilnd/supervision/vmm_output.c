@@ -7,10 +7,8 @@
 #include "lib/base/json.h"
 #include "lib/base/utf8.h"
 
-/* Visit lines [start, end) of buf from the last one backwards; fn
- * returns false to stop. */
-static void lines_backwards(const uint8_t *buf, size_t n, bool whole,
-			    bool (*fn)(void *arg, const uint8_t *l, size_t len), void *arg)
+void vmm_output_lines_backwards(const uint8_t *buf, size_t n, bool whole,
+				bool (*fn)(void *arg, const uint8_t *l, size_t len), void *arg)
 {
 	size_t first = 0, end = n;
 
@@ -91,7 +89,7 @@ json_t *vmm_output_tail_prefixed(const uint8_t *buf, size_t n, bool whole, const
 	if (!t.arr)
 		return NULL;
 	if (max_lines)
-		lines_backwards(buf, n, whole, tail_line, &t);
+		vmm_output_lines_backwards(buf, n, whole, tail_line, &t);
 	if (t.oom) {
 		json_decref(t.arr);
 		return NULL;
@@ -124,7 +122,7 @@ json_t *vmm_output_message(const uint8_t *buf, size_t n)
 	char *clean;
 	json_t *s;
 
-	lines_backwards(buf, n, true, find_line, &f);
+	vmm_output_lines_backwards(buf, n, true, find_line, &f);
 	if (!f.line)
 		return NULL;
 	if (f.len > 1024)
@@ -143,7 +141,7 @@ json_t *vmm_output_timeline(const uint8_t *buf, size_t n)
 	struct find f = { .prefix = "{\"unit\":\"ms\",\"milestones\":" };
 	json_t *t;
 
-	lines_backwards(buf, n, true, find_line, &f);
+	vmm_output_lines_backwards(buf, n, true, find_line, &f);
 	if (!f.line)
 		return NULL;
 	t = json_strict_loadb((const char *)f.line, f.len, NULL);

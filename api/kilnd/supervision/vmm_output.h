@@ -22,6 +22,12 @@
 #define CONSOLE_TAIL_LINES 20
 #define CONSOLE_LINE_MAX 512
 
+/* Visit the lines of buf[0..n) from the last one backwards (whole: buf
+ * starts at a line's start; else its first line is skipped); fn returns
+ * false to stop. */
+void vmm_output_lines_backwards(const uint8_t *buf, size_t n, bool whole,
+				bool (*fn)(void *arg, const uint8_t *l, size_t len), void *arg);
+
 /*
  * The last max_lines non-empty lines of buf[0..n) as a JSON array of
  * strings, each cut to line_max bytes. whole: buf starts at the start of
