@@ -86,6 +86,10 @@ static const char usage[] =
 	"  --egress-proxy PATH   kiln-egress, the HTTP(S) egress proxy of sandboxes\n"
 	"                        with http rules (default: next to kilnd, or\n"
 	"                        ../lib/kiln/ from it)\n"
+	"  --egress-upstream-ca FILE\n"
+	"                        PEM certificates the egress proxies verify upstream\n"
+	"                        servers against, instead of the host's trust store\n"
+	"                        (an internal CA; the tests' own)\n"
 	"  --egress-ids FIRST    the first uid (= gid) of the egress proxies, one per\n"
 	"                        sandbox, as many as --jail-ids (default: the id after\n"
 	"                        the import id's default, FIRST + COUNT + 1 of --jail-ids)\n"
@@ -354,7 +358,8 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		OPT_KILN_INIT,
 		OPT_IMPORT_ID,
 		OPT_EGRESS_PROXY,
-		OPT_EGRESS_IDS
+		OPT_EGRESS_IDS,
+		OPT_EGRESS_UPSTREAM_CA
 	};
 	static const struct option opts[] = {
 		{ "socket", required_argument, 0, OPT_SOCKET },
@@ -376,6 +381,7 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 		{ "import-id", required_argument, 0, OPT_IMPORT_ID },
 		{ "egress-proxy", required_argument, 0, OPT_EGRESS_PROXY },
 		{ "egress-ids", required_argument, 0, OPT_EGRESS_IDS },
+		{ "egress-upstream-ca", required_argument, 0, OPT_EGRESS_UPSTREAM_CA },
 		{ "client-timeout", required_argument, 0, OPT_CLIENT_TIMEOUT },
 		{ "max-sandboxes", required_argument, 0, OPT_MAX_SANDBOXES },
 		{ "max-connections-per-uid", required_argument, 0, OPT_MAX_UID_CONNECTIONS },
@@ -536,6 +542,15 @@ static int parse_args(int argc, char **argv, struct kilnd_config *cfg)
 			if (optarg[0] != '/' || strlen(optarg) >= PATH_MAX)
 				return bad_usage("--egress-proxy '%s': an absolute path", optarg);
 			snprintf(cfg->egress_prog, PATH_MAX, "%s", optarg);
+			break;
+		case OPT_EGRESS_UPSTREAM_CA:
+			if (optarg[0] != '/' || strlen(optarg) >= PATH_MAX)
+				return bad_usage("--egress-upstream-ca '%s': an absolute path",
+						 optarg);
+			if (access(optarg, R_OK) < 0)
+				return bad_usage("--egress-upstream-ca '%s': %s", optarg,
+						 strerror(errno));
+			snprintf(cfg->egress_upstream_ca, PATH_MAX, "%s", optarg);
 			break;
 		case OPT_EGRESS_IDS:
 			if (num_parse_u64(optarg, 10, 1, UINT32_MAX - 1, &n))

@@ -69,18 +69,32 @@ static void test_argv(void **state)
 		"/tmp/egress/rules.json",    "--ca",        "/tmp/egress", "--secrets",
 		"/tmp/egress/secrets.json",  NULL
 	};
+	static const char *const upstream[] = { "/usr/lib/kiln/kiln-egress",
+						"--listen-fd",
+						"3",
+						"--rules",
+						"/tmp/egress/rules.json",
+						"--ca",
+						"/tmp/egress",
+						"--secrets",
+						"/tmp/egress/secrets.json",
+						"--upstream-ca",
+						"/tmp/egress/upstream-ca.pem",
+						NULL };
 	static const char *const init[] = { "/usr/lib/kiln/kiln-egress", "--init-ca", "/tmp/egress",
 					    NULL };
 	struct egress_argv a;
 
 	(void)state;
-	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", &a), 0);
+	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", false, &a), 0);
 	expect_argv(&a, plan);
+	assert_int_equal(egress_argv_serve("/usr/lib/kiln/kiln-egress", true, &a), 0);
+	expect_argv(&a, upstream);
 	assert_int_equal(egress_argv_init_ca("/usr/lib/kiln/kiln-egress", &a), 0);
 	expect_argv(&a, init);
 	/* Only an absolute program path. */
-	assert_int_equal(egress_argv_serve("kiln-egress", &a), -1);
-	assert_int_equal(egress_argv_serve(NULL, &a), -1);
+	assert_int_equal(egress_argv_serve("kiln-egress", false, &a), -1);
+	assert_int_equal(egress_argv_serve(NULL, false, &a), -1);
 	assert_int_equal(egress_argv_init_ca("./kiln-egress", &a), -1);
 }
 

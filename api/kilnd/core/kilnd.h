@@ -92,6 +92,9 @@ struct kilnd_config {
 	 * first of their uids (--egress-ids; as many as --jail-ids). */
 	char egress_prog[PATH_MAX];
 	uint32_t egress_id_first;
+	/* --egress-upstream-ca: the certificates the proxies verify upstream
+	 * servers against instead of the host's trust store ("": the host's). */
+	char egress_upstream_ca[PATH_MAX];
 	/* --cgroup-parent; after start the directory in use ("": cgroups off). */
 	char cgroup_parent[PATH_MAX];
 	bool cgroups; /* each VMM runs in a cgroup of its own (supervision/cgroup.h) */

@@ -29,8 +29,7 @@ void sandbox_egress_probe(struct kilnd_config *cfg)
 			  e.msg);
 }
 
-/* passt's resolver: --dns-resolver, else the host's. NULL when there is none. */
-static const struct net_addr *resolver_of(const struct kilnd *d, struct net_addr *a)
+const struct net_addr *sandbox_egress_resolver(const struct kilnd *d, struct net_addr *a)
 {
 	if (d->cfg.dns_resolver[0])
 		return net_addr_parse(d->cfg.dns_resolver, a) == 0 ? a : NULL;
@@ -41,7 +40,7 @@ static int build(struct sandbox *sb, const json_t *canon, struct egress_policy *
 		 struct api_err *e)
 {
 	struct net_addr *host = NULL, res_a;
-	const struct net_addr *res = resolver_of(sb->d, &res_a);
+	const struct net_addr *res = sandbox_egress_resolver(sb->d, &res_a);
 	struct net_rules *rules = NULL;
 	struct net_rules_err re;
 	json_t *stored = NULL;

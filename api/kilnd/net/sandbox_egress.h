@@ -33,6 +33,11 @@ struct sandbox;
 /* At start, with cgroups on: whether this kilnd can attach egress programs (cfg->egress, cfg->egress_off). */
 void sandbox_egress_probe(struct kilnd_config *cfg);
 
+/* The resolver passt and the egress proxies ask: --dns-resolver, else the
+ * host's first IPv4 nameserver; into *a, NULL when there is none. */
+struct net_addr;
+const struct net_addr *sandbox_egress_resolver(const struct kilnd *d, struct net_addr *a);
+
 /*
  * The table for canon (the sandbox's canonical rules; NULL: its stored
  * ones) on the cgroup directory cgroup_dir, in place of the one there.

@@ -15,6 +15,7 @@
 
 #include "api/kilnd/core/firewall_spec.h"
 #include "api/kilnd/net/sandbox_egress.h"
+#include "api/kilnd/net/sandbox_trust.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/egress_proxy.h"
 #include "api/kilnd/supervision/vmm_control.h"
@@ -254,6 +255,11 @@ int sandbox_firewall_set(struct sandbox *sb, const json_t *body, json_t **out, s
 					    pe.msg);
 				r = -1;
 			}
+		} else if (json_array_size(json_object_get(canon, "http")) &&
+			   sandbox_trust_push(sb, &pe)) {
+			/* The rules stand; TLS the proxy decrypts fails in the
+			 * guest until it trusts the CA (at the latest its next boot). */
+			kilnd_log("sandbox %s: %s", sb->rec.id, pe.msg);
 		}
 	}
 	kilnd_lock(d);

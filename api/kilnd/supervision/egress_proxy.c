@@ -17,6 +17,7 @@
 #include "api/kilnd/supervision/egress_proxy_log.h"
 #include "api/kilnd/supervision/egress_proxy_plan.h"
 #include "api/kilnd/supervision/egress_proxy_run.h"
+#include "lib/base/fd_io.h"
 #include "lib/base/file_replace.h"
 #include "lib/base/json_text.h"
 #include "lib/netrules/http_rules.h"
@@ -97,6 +98,52 @@ static int put_file(struct sandbox *sb, int dfd, const char *name, const char *t
 	return 0;
 }
 
+/* --egress-upstream-ca's certificates, at most this much. */
+#define UPSTREAM_CA_MAX (1024 * 1024)
+
+/*
+ * What the proxy resolves and trusts as kilnd was told: resolv.conf
+ * naming --dns-resolver (bound on /etc/resolv.conf in the proxy's mount
+ * namespace, so the proxy asks the server the guest's DNS goes to) and
+ * upstream-ca.pem, a copy of --egress-upstream-ca (read as root; the
+ * proxy reads only its own copy). 0 or -1 with e.
+ */
+static int write_upstream(struct sandbox *sb, int dfd, uint32_t uid, struct api_err *e)
+{
+	const struct kilnd_config *c = &sb->d->cfg;
+	char line[64], *pem;
+	ssize_t n;
+	int fd, r;
+
+	if (c->dns_resolver[0]) {
+		snprintf(line, sizeof(line), "nameserver %s\n", c->dns_resolver);
+		if (put_file(sb, dfd, EGRESS_RESOLV_CONF, line, uid, e))
+			return -1;
+	}
+	if (!c->egress_upstream_ca[0])
+		return 0;
+	if (!(pem = malloc(UPSTREAM_CA_MAX + 1))) {
+		api_err_set(e, API_E_INTERNAL, "sandbox %s: egress proxy: out of memory",
+			    sb->rec.id);
+		return -1;
+	}
+	fd = open(c->egress_upstream_ca, O_RDONLY | O_CLOEXEC);
+	n = fd < 0 ? -errno : fd_io_read_full(fd, pem, UPSTREAM_CA_MAX + 1);
+	if (fd >= 0)
+		close(fd);
+	if (n < 0 || n > UPSTREAM_CA_MAX) {
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "sandbox %s: egress proxy: --egress-upstream-ca %s: %s", sb->rec.id,
+			    c->egress_upstream_ca, n < 0 ? strerror((int)-n) : "larger than 1 MiB");
+		free(pem);
+		return -1;
+	}
+	pem[n] = '\0';
+	r = put_file(sb, dfd, EGRESS_UPSTREAM_CA, pem, uid, e);
+	free(pem);
+	return r;
+}
+
 /*
  * egress/ (made if absent, the proxy's, 0700) with rules.json from canon
  * and secrets.json: the values of the owner's secrets its http rules
@@ -135,7 +182,7 @@ static int write_files(struct sandbox *sb, const json_t *canon, uint32_t uid, st
 		api_err_set(e, API_E_INTERNAL, "sandbox %s: egress proxy: %s", sb->rec.id, re.msg);
 		goto out;
 	}
-	if (put_file(sb, dfd, "rules.json", rules, uid, e))
+	if (put_file(sb, dfd, "rules.json", rules, uid, e) || write_upstream(sb, dfd, uid, e))
 		goto out;
 	if (secrets_sandbox_file(sb->d, sb->rec.owner_uid, nr->http, dfd, "secrets.json", u, u,
 				 &missing, &se)) {
@@ -262,8 +309,10 @@ int egress_proxy_boot(struct sandbox *sb, char *sock, size_t cap, struct api_err
 	}
 	if (egress_proxy_sync(sb, NULL, e))
 		return -1;
-	if (egress_run_has(sb->d, sb->rec.id) &&
-	    sandbox_pathf(sock, cap, "%s/vm/egress.sock", sb->dir)) {
+	/* Every passt sandbox's VMM is told where its proxy listens, running
+	 * or not: a PUT that adds the first http rule to a running sandbox
+	 * starts the proxy there, and the VMM steers at once. */
+	if (sandbox_pathf(sock, cap, "%s/vm/egress.sock", sb->dir)) {
 		api_err_set(e, API_E_SPAWN_FAILED, "sandbox %s: egress proxy: socket path too long",
 			    sb->rec.id);
 		return -1;

@@ -59,10 +59,12 @@ void egress_proxies_free(struct kilnd *d);
 
 /*
  * Before a boot of sb (booting, owned by the caller): its stored rules
- * have `http` entries: the files, vm/egress.sock and a running proxy,
- * and sock (cap bytes) the socket's path for kiln-vmm's --egress-proxy
- * (the same inside its jail: the jail directory sits at its own path);
- * none: no proxy (one left is stopped) and sock "". 0, or -1 with e.
+ * have `http` entries: the files, vm/egress.sock and a running proxy;
+ * none: no proxy (one left is stopped). For every passt sandbox, sock
+ * (cap bytes) is the socket's path for kiln-vmm's --egress-proxy (the
+ * same inside its jail: the jail directory sits at its own path), so
+ * http rules a PUT adds later steer at once; without network sock is "".
+ * 0, or -1 with e.
  */
 int egress_proxy_boot(struct sandbox *sb, char *sock, size_t cap, struct api_err *e);
 

@@ -49,7 +49,7 @@ static int set_prog(const char *prog, struct egress_argv *out)
 	return 0;
 }
 
-int egress_argv_serve(const char *prog, struct egress_argv *out)
+int egress_argv_serve(const char *prog, bool upstream_ca, struct egress_argv *out)
 {
 	static char *const plan[] = { "--rules",   EGRESS_NS_DIR "/rules.json",
 				      "--ca",      EGRESS_NS_DIR,
@@ -64,6 +64,10 @@ int egress_argv_serve(const char *prog, struct egress_argv *out)
 	out->argv[n++] = out->fd;
 	for (char *const *a = plan; *a; a++)
 		out->argv[n++] = *a;
+	if (upstream_ca) {
+		out->argv[n++] = "--upstream-ca";
+		out->argv[n++] = EGRESS_NS_DIR "/" EGRESS_UPSTREAM_CA;
+	}
 	return 0;
 }
 

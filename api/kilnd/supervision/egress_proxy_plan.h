@@ -13,7 +13,7 @@
  *
  * Command line (the shared plan's interface 2):
  *   kiln-egress --listen-fd 3 --rules DIR/rules.json --ca DIR
- *               --secrets DIR/secrets.json
+ *               --secrets DIR/secrets.json [--upstream-ca DIR/upstream-ca.pem]
  *   kiln-egress --init-ca DIR
  * DIR is the sandbox's egress/ directory as the proxy sees it
  * (EGRESS_NS_DIR, bound there in its own mount namespace).
@@ -29,6 +29,11 @@
 /* Where the proxy sees its egress/ directory (a tmpfs of its own on /tmp holds it). */
 #define EGRESS_NS_TMP "/tmp"
 #define EGRESS_NS_DIR "/tmp/egress"
+/* Files in egress/ besides rules.json and secrets.json: kilnd's
+ * --dns-resolver as a resolv.conf (bound on /etc/resolv.conf in the
+ * proxy's mount namespace) and its --egress-upstream-ca (--upstream-ca). */
+#define EGRESS_RESOLV_CONF "resolv.conf"
+#define EGRESS_UPSTREAM_CA "upstream-ca.pem"
 /* The listening socket's descriptor in the proxy (--listen-fd). */
 #define EGRESS_LISTEN_FD 3
 
@@ -52,9 +57,10 @@ struct egress_argv {
 	char fd[16];
 };
 
-/* kiln-egress (prog) serving a sandbox: 0, or -1 when prog is not an
- * absolute path (or too long). */
-int egress_argv_serve(const char *prog, struct egress_argv *out);
+/* kiln-egress (prog) serving a sandbox (with --upstream-ca
+ * EGRESS_NS_DIR/EGRESS_UPSTREAM_CA when upstream_ca): 0, or -1 when prog
+ * is not an absolute path (or too long). */
+int egress_argv_serve(const char *prog, bool upstream_ca, struct egress_argv *out);
 /* kiln-egress --init-ca EGRESS_NS_DIR: 0 or -1 as above. */
 int egress_argv_init_ca(const char *prog, struct egress_argv *out);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -23,6 +24,7 @@
 #include "api/kilnd/images/image_import.h"
 #include "api/kilnd/images/import_ns.h"
 #include "api/kilnd/keeper/keeper.h"
+#include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/cgroup.h"
 #include "api/kilnd/supervision/egress_proxy.h"
@@ -33,7 +35,6 @@
 #include "lib/base/thread_start.h"
 #include "lib/egress/egress_cgroup.h"
 #include "lib/egress/egress_policy.h"
-#include "lib/egress/egress_subgroup.h"
 #include "lib/netrules/net_host_addrs.h"
 
 #define BACKOFF_FIRST_MS 1000
@@ -114,6 +115,7 @@ struct child_req {
 	int procs_fd; /* its cgroup's cgroup.procs, or -1 */
 	int listen;   /* --listen-fd's socket, or -1 */
 	bool root;
+	bool resolv; /* bind egress/resolv.conf on /etc/resolv.conf (--dns-resolver) */
 };
 
 /*
@@ -162,6 +164,11 @@ static void child(const struct child_req *c)
 		child_fail(c->ent->edir, errno);
 	if (c->root && (r = confine_ns_enter(&ns, &step)) < 0)
 		child_fail(step, -r);
+	/* The resolver the guest's DNS goes to, in this mount namespace only. */
+	if (c->root && c->resolv &&
+	    mount(EGRESS_NS_DIR "/" EGRESS_RESOLV_CONF, "/etc/resolv.conf", NULL, MS_BIND, NULL) <
+		    0)
+		child_fail("binding its resolv.conf on /etc/resolv.conf", errno);
 	if (c->root && c->ent->uid && (r = import_ns_drop(c->ent->uid)) < 0)
 		child_fail("dropping to the proxy's uid", -r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
@@ -208,8 +215,7 @@ static int cgroup_make(struct egress_proxies *px, struct egress_ent *en, int *pr
 	/* No rule set: the reserved classes and the host's own addresses shut
 	 * (kiln-egress refuses private destinations itself), its resolver open. */
 	if (net_host_addrs(&host, &n, &e) ||
-	    egress_policy_build(NULL, host, n, egress_host_resolver(&res) == 0 ? &res : NULL, &p,
-				&e)) {
+	    egress_policy_build(NULL, host, n, sandbox_egress_resolver(d, &res), &p, &e)) {
 		free(host);
 		snprintf(why, cap, "%s", e.msg);
 		return -1;
@@ -233,7 +239,10 @@ static int cgroup_make(struct egress_proxies *px, struct egress_ent *en, int *pr
 static pid_t spawn(struct egress_proxies *px, struct egress_ent *en, char *const *argv, int out,
 		   int procs_fd, int listen)
 {
-	struct child_req c = { px, en, argv, out, procs_fd, listen, geteuid() == 0 };
+	struct child_req c = {
+		px,       en,     argv,           out,
+		procs_fd, listen, geteuid() == 0, px->d->cfg.dns_resolver[0] != '\0'
+	};
 	pid_t pid;
 
 	/* A root kilnd: pid 1 of a pid namespace of its own, so nothing it
@@ -315,7 +324,7 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 
 	en->start_err[0] = '\0';
 	image_import_helper(px->d->cfg.egress_prog, px->d->cfg.self_dir, "kiln-egress", prog);
-	if (egress_argv_serve(prog, &a)) {
+	if (egress_argv_serve(prog, px->d->cfg.egress_upstream_ca[0] != '\0', &a)) {
 		snprintf(en->start_err, sizeof(en->start_err),
 			 "kiln-egress '%.200s' is not an absolute path (--egress-proxy)", prog);
 		return -1;
