@@ -13,6 +13,11 @@ bound to addresses the test put on the namespace's loopback.
                        until the last byte went into the socket)
   --udp-sink ADDR:PORT UDP: counts datagrams (a 4-byte sequence number first);
                        logs "udpsink RECEIVED DISTINCT SECONDS" 15 s after the last
+  --https ADDR:PORT    HTTP/1.1 over TLS (--tls-cert, --tls-key): a GET of a file
+                       below --static DIR serves it, any other request is
+                       answered "kiln-net-tls ADDR:PORT METHOD PATH"; logs
+                       "https ADDR:PORT METHOD PATH authorization=VALUE" (test-only:
+                       the egress tests check what the proxy injected)
   --dns ADDR           UDP DNS on port 53: A records from --zone NAME=IP,
                        NOERROR and no answer for other types of those
                        names, NXDOMAIN for the rest
@@ -23,8 +28,11 @@ Test-only code: one thread per connection, nothing bounded beyond what a
 test needs.
 """
 import argparse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import os
 import socket
 import socketserver
+import ssl
 import struct
 import sys
 import threading
@@ -65,6 +73,42 @@ def http(spec):
             self.wfile.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
 
     return Server((addr, port), H)
+
+
+def https(spec, cert, key, static):
+    addr, port = split(spec)
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def answer(self):
+            n = int(self.headers.get("content-length") or 0)
+            if n:
+                self.rfile.read(n)
+            log("https %s:%d %s %s authorization=%s" % (addr, port, self.command, self.path,
+                                                       self.headers.get("authorization", "-")))
+            path = os.path.normpath("/" + self.path.split("?", 1)[0]).lstrip("/")
+            f = os.path.join(static, path) if static and path else None
+            if self.command == "GET" and f and os.path.isfile(f):
+                body = open(f, "rb").read()
+            else:
+                body = ("kiln-net-tls %s:%d %s %s\n" % (addr, port, self.command, self.path)).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = answer
+
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv = ThreadingHTTPServer((addr, port), H)
+    srv.daemon_threads = True
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    return srv
 
 
 def stream(spec):
@@ -218,6 +262,10 @@ def main():
     ap.add_argument("--sink", action="append", default=[])
     ap.add_argument("--source", action="append", default=[])
     ap.add_argument("--udp-sink", action="append", default=[])
+    ap.add_argument("--https", action="append", default=[])
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
+    ap.add_argument("--static")
     ap.add_argument("--dns")
     ap.add_argument("--zone", action="append", default=[])
     ap.add_argument("--log", required=True)
@@ -226,6 +274,7 @@ def main():
     log_path = a.log
     open(log_path, "a").close()
     servers = [http(x) for x in a.http] + [stream(x) for x in a.stream] + [sink(x) for x in a.sink] + [source(x) for x in a.source]
+    servers += [https(x, a.tls_cert, a.tls_key, a.static) for x in a.https]
     for srv in servers:
         threading.Thread(target=srv.serve_forever, daemon=True).start()
     for x in a.udp_sink:
