@@ -1,6 +1,6 @@
 /*
- * tls_ca: a sandbox's own certificate authority, for the planned egress
- * proxy's TLS interception (issue 37; kiln-egress --ca, --init-ca). The
+ * tls_ca: a sandbox's own certificate authority, for the egress proxy's
+ * TLS interception (issue 37; kiln-egress --ca, --init-ca). The
  * proxy presents leaves this CA signs (tls_leaf.h); the guest trusts the
  * CA's public certificate and nothing else of it.
  *

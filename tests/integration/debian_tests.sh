@@ -141,3 +141,66 @@ test_kilnd_debian_run_code() {
   kd_check '[ $rc = 1 ] && printf "%s" "$o" | grep -q "^kiln: run-code: Error: cli$" && [ "$(printf "%s" "$o" | tail -1)" = null ]' "kiln run-code --stream from stdin: the error, then null (rc $rc)"
   kd_done
 }
+
+# egress_static DIR: what the egress clients test's server serves: a bare
+# git repository for git's dumb HTTP (repo.git, one commit with README
+# "kiln egress git") and a pip simple index with one wheel (kilnpkg 1.0).
+egress_static() {
+  local d=$1 w
+  mkdir -p "$d/work" "$d/simple/kilnpkg" &&
+    git -C "$d/work" init -q -b main &&
+    echo "kiln egress git" >"$d/work/README" &&
+    git -C "$d/work" add README &&
+    git -C "$d/work" -c user.name=kiln -c user.email=kiln@test commit -qm one &&
+    git clone -q --bare "$d/work" "$d/repo.git" &&
+    git -C "$d/repo.git" update-server-info || return 1
+  w=kilnpkg-1.0-py3-none-any.whl
+  "$PY3" - "$d/simple/kilnpkg/$w" <<'PY' || return 1
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("kilnpkg/__init__.py", "answer = 42\n")
+    z.writestr("kilnpkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: kilnpkg\nVersion: 1.0\n")
+    z.writestr("kilnpkg-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: kiln-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("kilnpkg-1.0.dist-info/RECORD", "")
+PY
+  printf '<!DOCTYPE html><html><body><a href="%s">%s</a></body></html>\n' "$w" "$w" >"$d/simple/kilnpkg/index.html"
+}
+
+# Real clients through the egress proxy on the Debian image (issue 37):
+# curl, git (dumb HTTP) and pip reach api.test over HTTPS through the
+# proxy, trusting the sandbox's CA as kiln-init installed it (no
+# --insecure anywhere), and every request reaches the server with the
+# secret the proxy injected, which the guest never sees.
+test_kilnd_debian_egress_clients() {
+  local why='' kd_wrap tdir secret=kiln-deb-s3cret-41c2
+  net_ns_make kde && net_ns_uplink || { net_cleanup; return 1; }
+  tdir=$(mktemp -d /tmp/kde.XXXXXX)
+  { egress_test_certs "$tdir" api.test && egress_static "$tdir/static"; } ||
+    { fail "cannot make the test's certificates or content: $(cat "$tdir/openssl.err" 2>/dev/null)"; rm -rf "$tdir"; net_cleanup; return 1; }
+  net_hosts_start --https 203.0.113.10:443 --tls-cert "$tdir/srv.pem" --tls-key "$tdir/srv.key" \
+    --static "$tdir/static" --dns 10.78.3.53 --zone api.test=203.0.113.10 ||
+    { rm -rf "$tdir"; net_cleanup; return 1; }
+  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
+  kd_start --image debian="$KILN_DEBIAN_IMAGE" --dns-resolver 10.78.3.53 --egress-upstream-ca "$tdir/ca.pem" ||
+    { rm -rf "$tdir"; net_cleanup; return 1; }
+  api PUT /v1/secrets/deb -d "{\"value\":\"$secret\"}"
+  kd_check '[ $status = 201 ]' "PUT /v1/secrets/deb"
+  kd_create '{"image":"debian","memory_mib":512,"network":"passt","firewall":{"http":[{"host":"api.test","intercept":true,"inject":[{"header":"authorization","secret":"deb","format":"Bearer {}"}]}]}}' ||
+    { kd_stop; rm -rf "$tdir"; net_cleanup; return 1; }
+  kd_sh "$sid" 'curl -sS https://api.test/curl 2>&1'
+  kd_check '[ "$(kd_out)" = "kiln-net-tls 203.0.113.10:443 GET /curl" ]' "curl, verifying: '$(kd_out)'"
+  kd_sh "$sid" 'git clone -q https://api.test/repo.git /tmp/r 2>&1; cat /tmp/r/README 2>&1'
+  kd_check '[ "$(kd_out)" = "kiln egress git" ]' "git clone over dumb HTTP: '$(kd_out)'"
+  kd_sh "$sid" 'PIP_DISABLE_PIP_VERSION_CHECK=1 pip download -q --no-deps -d /tmp/dl --index-url https://api.test/simple kilnpkg 2>&1; ls /tmp/dl 2>&1'
+  kd_check '[ "$(kd_out)" = kilnpkg-1.0-py3-none-any.whl ]' "pip download: '$(kd_out)'"
+  kd_check '[ "$(grep -c "authorization=Bearer $secret" "$hlog")" -ge 4 ] && ! grep "^https" "$hlog" | grep -vq "authorization=Bearer $secret"' \
+    "every request reached the server with the injected secret ($(grep "^https" "$hlog" | sed "s/$secret/SECRET/g" | head -8))"
+  kd_sh "$sid" "grep -rls $secret /proc/[0-9]*/environ /etc /run /tmp /root /home 2>/dev/null | head -3; echo done"
+  kd_check '[ "$(kd_out)" = done ]' "the secret is in no file or environment of the guest: '$(kd_out)'"
+  api DELETE "/v1/sandboxes/$sid"
+  kd_done
+  local r=$?
+  rm -rf "$tdir"
+  net_cleanup
+  return $r
+}

@@ -464,43 +464,121 @@ test_kilnd_firewall_passt() {
   return $r
 }
 
-# kilnd's egress proxy for a real guest (docs/security.md, "The egress
-# proxy"): a sandbox whose rules have `http` entries gets a kiln-egress of
-# its own uid (meta's "egress", not the jail's), vm/egress.sock bound
-# before kiln-vmm starts; a PUT that leaves no http entry stops it. Needs
-# a kiln-vmm that takes --egress-proxy (the "steer" work of issue 37):
-# without one, the test says so and checks nothing.
-test_kilnd_egress_proxy_for_http_rules() {
-  local why='' kd_wrap p puid o
-  # Read whole: grep -q would end the pipe early, and pipefail count kiln-vmm's SIGPIPE.
-  case "$("$VMM" --help 2>&1)" in
-  *--egress-proxy*) ;;
-  *) echo "    kiln-vmm takes no --egress-proxy yet: nothing to check"; return 0 ;;
-  esac
-  net_ns_make ke && net_ns_uplink || { net_cleanup; return 1; }
-  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
-  kd_start || { net_cleanup; return 1; }
-  kd_create '{"image":"minimal","network":"passt","firewall":{"outbound_internet":true,"http":[{"host":"api.example.com","ports":[443]}]}}' ||
-    { kd_stop; net_cleanup; return 1; }
-  p=
+# egress_proxy_pid: the kiln-egress kilnd ($kdpid) started, or nothing.
+egress_proxy_pid() {
+  local o
   for o in $(pgrep -x kiln-egress); do
-    [ "$(ps -o ppid= -p "$o" | tr -d ' ')" = "$kdpid" ] && p=$o
+    [ "$(ps -o ppid= -p "$o" | tr -d ' ')" = "$kdpid" ] && echo "$o"
   done
+}
+
+# egress_test_certs DIR NAME...: a CA of the test's own (DIR/ca.pem) and a
+# server certificate for the NAMEs (DIR/srv.pem, DIR/srv.key): the test
+# hosts' upstream identity, which kilnd's egress proxies are told to trust
+# (--egress-upstream-ca), never the host's.
+egress_test_certs() {
+  local d=$1 n san=''
+  shift
+  for n in "$@"; do san="$san${san:+,}DNS:$n"; done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$d/ca.key" -out "$d/ca.pem" \
+    -days 2 -subj "/CN=kiln egress test upstream CA" -addext basicConstraints=critical,CA:TRUE 2>"$d/openssl.err" &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$d/srv.key" -out "$d/srv.csr" \
+      -subj "/CN=$1" 2>>"$d/openssl.err" &&
+    printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' "$san" >"$d/srv.ext" &&
+    openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.pem" -CAkey "$d/ca.key" -CAcreateserial -out "$d/srv.pem" \
+      -days 2 -extfile "$d/srv.ext" 2>>"$d/openssl.err"
+}
+
+# The HTTP(S) egress proxy through kilnd (issue 37; docs/security.md,
+# "The egress proxy"), on the minimal image (busybox wget: TLS without
+# certificate checks, so the proxy's minted leaf is taken; the Debian
+# image's test has curl trust the sandbox's CA). A sandbox with `http`
+# rules gets a kiln-egress of its own uid (meta's "egress", not the
+# jail's) listening on vm/egress.sock. A secret set through the API is
+# injected on the host into requests to api.test (the test server logs
+# the authorization header it got, replacing the guest's own) and is in no
+# file, environment or /proc of the guest, nor in any log; a method the
+# rule does not list is refused with a 403 and never reaches the server; a
+# host no rule names is refused; a guest claiming an allowed Host to
+# another address is refused; the decisions are in GET .../egress/log. A
+# PUT that leaves no http rule stops the proxy (port 80 goes straight out
+# again); one that adds them back to the running sandbox starts it and
+# steers at once.
+test_kilnd_egress_proxy() {
+  local why='' o sid kd_wrap tdir p puid rules secret=kiln-s3cret-7f3a9c
+  net_ns_make ke && net_ns_uplink || { net_cleanup; return 1; }
+  tdir=$(mktemp -d /tmp/ke.XXXXXX)
+  egress_test_certs "$tdir" api.test other.test plain.test ||
+    { fail "cannot make the test's certificates: $(cat "$tdir/openssl.err")"; rm -rf "$tdir"; net_cleanup; return 1; }
+  net_hosts_start --https 203.0.113.10:443 --https 203.0.113.11:443 --http 203.0.113.10:80 --http 203.0.113.11:80 \
+    --tls-cert "$tdir/srv.pem" --tls-key "$tdir/srv.key" --dns 10.78.3.53 \
+    --zone api.test=203.0.113.10 --zone other.test=203.0.113.11 --zone plain.test=203.0.113.10 ||
+    { rm -rf "$tdir"; net_cleanup; return 1; }
+  # kilnd's --dns-resolver: passt and the proxy both ask the test's server.
+  kd_wrap=(ip netns exec "$ns" sh -c 'mount -t cgroup2 cgroup2 /sys/fs/cgroup && exec "$@"' kd-cgroup)
+  kd_start --dns-resolver 10.78.3.53 --egress-upstream-ca "$tdir/ca.pem" || { rm -rf "$tdir"; net_cleanup; return 1; }
+  why=
+
+  api PUT /v1/secrets/gh -d "{\"value\":\"$secret\"}"
+  kd_check '[ $status = 201 ]' "PUT /v1/secrets/gh"
+  rules='{"outbound_internet":true,"http":[{"host":"api.test","methods":["GET"],"intercept":true,"inject":[{"header":"authorization","secret":"gh","format":"Bearer {}"}]},{"host":"plain.test","ports":[80]}]}'
+  kd_create "{\"image\":\"minimal\",\"network\":\"passt\",\"firewall\":$rules}" ||
+    { kd_stop; rm -rf "$tdir"; net_cleanup; return 1; }
+  p=$(egress_proxy_pid)
   kd_check '[ -n "$p" ]' "no kiln-egress of kilnd's for the sandbox"
   puid=$(awk '/^Uid:/ {print $2}' "/proc/$p/status" 2>/dev/null)
   kd_check '[ -n "$puid" ] && [ "$puid" = "$(jget .egress.uid)" ] && [ "$puid" != "$(jget .jail.uid)" ] && [ "$puid" != 0 ]' \
-    "the proxy's uid $puid is not the sandbox's egress uid, or is its jail's or root"
+    "the proxy's uid '$puid' is not the sandbox's egress uid, or is its jail's or root"
   kd_check '[ -S "$kd/state/sandboxes/$sid/vm/egress.sock" ]' "no vm/egress.sock"
   kd_check '[ "$(kd_metric kiln_egress_proxies)" = 1 ]' "kiln_egress_proxies is not 1"
+
+  kd_sh "$sid" 'wget -q -O - --no-check-certificate https://api.test/ok 2>&1'
+  kd_check '[ "$(kd_out)" = "kiln-net-tls 203.0.113.10:443 GET /ok" ]' "HTTPS to api.test through the proxy: '$(kd_out)'"
+  kd_check 'grep -qx "https 203.0.113.10:443 GET /ok authorization=Bearer $secret" "$hlog"' \
+    "the server got the injected authorization header ($(grep https "$hlog" | sed "s/$secret/SECRET/g"))"
+  kd_sh "$sid" 'wget -q -O - --no-check-certificate --header "Authorization: Bearer guest-fake" https://api.test/fake 2>&1'
+  kd_check 'grep -qx "https 203.0.113.10:443 GET /fake authorization=Bearer $secret" "$hlog"' \
+    "the guest's own authorization header is replaced ($(grep /fake "$hlog" | sed "s/$secret/SECRET/g"))"
+  kd_sh "$sid" 'wget -q -O - --no-check-certificate --post-data x https://api.test/ok 2>&1; echo rc=$?'
+  kd_check 'kd_out | grep -q "403" && ! grep -q "POST /ok" "$hlog"' "a POST the rule does not allow is 403 and never sent: '$(kd_out)'"
+  kd_sh "$sid" 'wget -q -O - --no-check-certificate https://other.test/ 2>&1; echo rc=$?'
+  kd_check '! kd_out | grep -q "rc=0" && ! grep -q "203.0.113.11:443" "$hlog"' "a host no rule names is refused: '$(kd_out)'"
+  kd_sh "$sid" 'wget -q -O - http://plain.test/ 2>&1'
+  kd_check '[ "$(kd_out)" = "kiln-net 203.0.113.10:80" ]' "plain HTTP to an allowed host: '$(kd_out)'"
+  kd_sh "$sid" 'wget -q -O - --header "Host: plain.test" http://203.0.113.11/ 2>&1; echo rc=$?'
+  kd_check 'kd_out | grep -q 403 && ! grep -q "http 203.0.113.11:80" "$hlog"' \
+    "an allowed Host sent to another address is refused: '$(kd_out)'"
+  kd_sh "$sid" "grep -rls $secret /proc/[0-9]*/environ /proc/cmdline /etc /run /tmp /root 2>/dev/null | head -3; echo done"
+  kd_check '[ "$(kd_out)" = done ]' "the secret is in no file or environment of the guest: '$(kd_out)'"
+
+  api GET "/v1/sandboxes/$sid/egress/log"
+  kd_check '[ $status = 200 ] && ! printf "%s" "$body" | grep -q "$secret"' "GET .../egress/log never holds the secret"
+  kd_check 'printf "%s" "$body" | grep -q "authorization"' "GET .../egress/log names the injected header: ${body:0:600}"
+  kd_check '! grep -rqs "$secret" "$kd/kilnd.log" "$kd/state/sandboxes/$sid"/*.log' "no log of kilnd's holds the secret"
+
+  # No http rule left: the proxy stops and port 80 goes out through passt.
   api PUT "/v1/sandboxes/$sid/firewall" -d '{"outbound_internet":true}'
   kd_check '[ $status = 200 ]' "PUT without http rules"
   for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   kd_check '! kill -0 "$p" 2>/dev/null' "kiln-egress $p runs on without http rules"
-  kd_check '[ ! -e "$kd/state/sandboxes/$sid/vm/egress.sock" ]' "vm/egress.sock is left without http rules"
-  kd_check '[ "$(kd_metric kiln_egress_proxies)" = 0 ]' "kiln_egress_proxies is not 0"
+  kd_check '[ ! -e "$kd/state/sandboxes/$sid/vm/egress.sock" ] && [ "$(kd_metric kiln_egress_proxies)" = 0 ]' \
+    "vm/egress.sock or kiln_egress_proxies left without http rules"
+  kd_sh "$sid" 'wget -q -O - --header "Host: plain.test" http://203.0.113.11/ 2>&1; echo rc=$?'
+  kd_check 'kd_out | grep -q "^kiln-net 203.0.113.11:80"' "without http rules port 80 is not steered: '$(kd_out)'"
+  # Added back to the running sandbox: steered at once, the secret injected.
+  api PUT "/v1/sandboxes/$sid/firewall" -d "$rules"
+  kd_check '[ $status = 200 ] && [ "$(jget .applied)" = true ]' "PUT adding http rules at runtime"
+  kd_sh "$sid" 'wget -q -O - --no-check-certificate https://api.test/again 2>&1'
+  kd_check '[ "$(kd_out)" = "kiln-net-tls 203.0.113.10:443 GET /again" ] && grep -qx "https 203.0.113.10:443 GET /again authorization=Bearer $secret" "$hlog"' \
+    "http rules added at runtime steer and inject: '$(kd_out)'"
+  kd_sh "$sid" 'cat /run/kiln/egress-ca.pem 2>&1 | head -1'
+  kd_check '[ "$(kd_out)" = "-----BEGIN CERTIFICATE-----" ]' "the guest got the CA with the rules: '$(kd_out)'"
+
   api DELETE "/v1/sandboxes/$sid"
+  kd_check '[ $status = 204 ]' "delete"
   kd_done
   local r=$?
+  rm -rf "$tdir"
   net_cleanup
   return $r
 }

@@ -14,7 +14,9 @@ bound to addresses the test put on the namespace's loopback.
   --udp-sink ADDR:PORT UDP: counts datagrams (a 4-byte sequence number first);
                        logs "udpsink RECEIVED DISTINCT SECONDS" 15 s after the last
   --https ADDR:PORT    HTTP/1.1 over TLS (--tls-cert, --tls-key): a GET of a file
-                       below --static DIR serves it, any other request is
+                       below --static DIR serves it (a directory: its index.html;
+                       a missing one below an entry of DIR is a 404: git's dumb
+                       HTTP and a pip index are served), any other request is
                        answered "kiln-net-tls ADDR:PORT METHOD PATH"; logs
                        "https ADDR:PORT METHOD PATH authorization=VALUE" (test-only:
                        the egress tests check what the proxy injected)
@@ -92,11 +94,18 @@ def https(spec, cert, key, static):
                                                        self.headers.get("authorization", "-")))
             path = os.path.normpath("/" + self.path.split("?", 1)[0]).lstrip("/")
             f = os.path.join(static, path) if static and path else None
+            if f and os.path.isdir(f):
+                f = os.path.join(f, "index.html")
+            code = 200
             if self.command == "GET" and f and os.path.isfile(f):
                 body = open(f, "rb").read()
+            elif f and os.path.exists(os.path.join(static, path.split("/")[0])):
+                code, body = 404, b"not found\n"  # below a static entry: a file or nothing
             else:
                 body = ("kiln-net-tls %s:%d %s %s\n" % (addr, port, self.command, self.path)).encode()
-            self.send_response(200)
+            self.send_response(code)
+            if code == 200 and f and f.endswith(".html"):
+                self.send_header("Content-Type", "text/html")  # pip reads no other index
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
