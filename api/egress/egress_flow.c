@@ -40,6 +40,7 @@
 #define R_TE "Transfer-Encoding in a plain HTTP request (read on decrypted flows only)"
 #define R_TE_BAD "Transfer-Encoding other than chunked alone"
 #define R_TWO_TES "more than one Transfer-Encoding field"
+#define R_TE_V10 "Transfer-Encoding in an HTTP/1.0 request"
 #define R_TE_AND_LENGTH "both Content-Length and Transfer-Encoding"
 #define R_AUTHORITY "name differs from the destination's recorded name"
 #define R_SNI "Host differs from the TLS server name"
@@ -188,7 +189,7 @@ struct head {
 	size_t target_len;
 	const char *host;
 	size_t host_len;
-	bool has_host, has_length, has_te, tls;
+	bool has_host, has_length, has_te, tls, v10;
 	uint64_t length;
 };
 
@@ -210,6 +211,7 @@ static const char *request_line(const char *s, size_t n, size_t m, struct head *
 	if (n - t - 1 != 8 ||
 	    (memcmp(s + t + 1, "HTTP/1.1", 8) != 0 && memcmp(s + t + 1, "HTTP/1.0", 8) != 0))
 		return R_VERSION;
+	h->v10 = s[t + 8] == '0';
 	return NULL;
 }
 
@@ -258,6 +260,11 @@ static const char *field(const char *s, size_t n, struct head *h)
 		 * by different servers, the start of request smuggling. */
 		if (!h->tls)
 			return R_TE;
+		/* HTTP/1.0 has no Transfer-Encoding (RFC 9112 6.1): a server
+		 * that ignores it reads no body, and the chunks as the next
+		 * request, which no rule decided. */
+		if (h->v10)
+			return R_TE_V10;
 		if (h->has_te)
 			return R_TWO_TES;
 		h->has_te = true;

@@ -466,6 +466,13 @@ static void test_request_on_decrypted_flow(void **state)
 		"Transfer-Encoding: chunked\r\n\r\n",
 		"inj.test");
 	assert_string_equal(f.reason, "both Content-Length and Transfer-Encoding");
+	/* HTTP/1.0 has no Transfer-Encoding (RFC 9112 6.1): a server that
+	 * ignores it reads no body, and the chunk data as the next request,
+	 * one whose method and path no rule decided. */
+	f = req("POST / HTTP/1.0\r\nHost: inj.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"inj.test");
+	assert_int_equal(f.status, EGRESS_DENY);
+	assert_string_equal(f.reason, "Transfer-Encoding in an HTTP/1.0 request");
 	/* Not a request: still answered (over TLS). */
 	f = req("\x01 junk\r\n\r\n", "inj.test");
 	assert_int_equal(f.status, EGRESS_DENY);
