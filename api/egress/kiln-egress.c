@@ -20,7 +20,8 @@
  * decrypted is closed with a reset (SO_LINGER 0). One JSON line per flow
  * and per decrypted request on stdout (egress_log: no header value, no
  * secret in it); diagnostics on stderr. SIGHUP reloads --rules and
- * --secrets (egress_conf).
+ * --secrets (egress_conf): new flows, and the next request of every
+ * decrypted flow already open, take the new ones.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -306,6 +307,23 @@ static const char *destination(struct conn *c, const struct egress_flow *f,
 					  c->cfg->host, c->cfg->n_host);
 }
 
+/* The configuration in use now, held for the flow in place of the one
+ * it held (egress_icpt.conf_now: called between requests). */
+static const struct egress_conf *conf_now(void *arg)
+{
+	struct conn *c = arg;
+	struct egress_conf *old = NULL;
+
+	pthread_mutex_lock(&c->cfg->lock);
+	if (c->conf != c->cfg->conf) {
+		old = c->conf;
+		c->conf = egress_conf_hold(c->cfg->conf);
+	}
+	pthread_mutex_unlock(&c->cfg->lock);
+	egress_conf_drop(old);
+	return c->conf;
+}
+
 /* A flow to decrypt: the guest's TLS ended here with a leaf for its
  * name, the upstream's verified, then each request (egress_intercept). */
 static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egress_flow *f,
@@ -313,6 +331,8 @@ static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egr
 {
 	struct egress_tls *t = &c->cfg->tls;
 	struct egress_icpt x = { .conf = c->conf,
+				 .conf_now = conf_now,
+				 .conf_arg = c,
 				 .hdr = &l->hdr,
 				 .name = f->name,
 				 .log = &c->cfg->log,
