@@ -14,7 +14,8 @@
  *   kiln-egress --init-ca DIR
  *
  * One thread per connection, at most EGRESS_CONNS at once; the header and
- * first bytes must arrive within 10 s, the upstream connect too. A denied
+ * first bytes must arrive within 10 s, the upstream connect too; a flow,
+ * spliced or decrypted, with no byte either way for EGRESS_IDLE_MS ends. A denied
  * plain HTTP request (or decrypted one) gets a 403 (or the rule's status)
  * with a JSON body naming the reason and the rule; a denied TLS flow not
  * decrypted is closed with a reset (SO_LINGER 0). One JSON line per flow
@@ -262,7 +263,10 @@ static void relay(int guest, int up, const uint8_t *first, size_t n, const struc
 	static const size_t cap = EGRESS_RELAY_BUF;
 	struct sock_relay r = { .fd = { guest, up },
 				.stop_fd = -1,
-				.half_idle_ms = EGRESS_HALF_IDLE_MS };
+				.half_idle_ms = EGRESS_HALF_IDLE_MS,
+				/* A spliced flow the guest holds open and never
+				 * uses ends as a decrypted one does. */
+				.idle_ms = EGRESS_IDLE_MS };
 	uint8_t *b0 = malloc(cap > n ? cap : n), *b1 = malloc(cap);
 	int errnum = 0;
 
