@@ -40,6 +40,7 @@
 #define R_TE "Transfer-Encoding in a plain HTTP request (read on decrypted flows only)"
 #define R_TE_BAD "Transfer-Encoding other than chunked alone"
 #define R_TWO_TES "more than one Transfer-Encoding field"
+#define R_TE_V10 "Transfer-Encoding in an HTTP/1.0 request"
 #define R_TE_AND_LENGTH "both Content-Length and Transfer-Encoding"
 #define R_AUTHORITY "name differs from the destination's recorded name"
 #define R_SNI "Host differs from the TLS server name"
@@ -133,11 +134,26 @@ static void decide(const struct http_rules *rules, const char *target, bool tls,
 	deny(out, "no rule allows this host and port");
 }
 
-/* The name (SNI or Host) against the header's AUTHORITY, then the rules. */
-static void check_name(const char *want, const char *why, const struct http_rules *rules,
+/* Whom a name is checked against: the header's names (AUTHORITY and the
+ * others bound to the destination: one CDN's names share addresses), or
+ * on a decrypted flow the SNI's name; none, any name. */
+struct want {
+	const struct proxy_v2 *hdr;
+	const char *name;
+};
+
+static bool wanted(const struct want *w, const char *name)
+{
+	if (w->hdr)
+		return !w->hdr->authority[0] || proxy_v2_names(w->hdr, name);
+	return !w->name[0] || same_name(w->name, name);
+}
+
+/* The name (SNI or Host) against the header's names, then the rules. */
+static void check_name(const struct want *want, const char *why, const struct http_rules *rules,
 		       const char *target, bool tls, struct egress_flow *out)
 {
-	if (want[0] && !same_name(want, out->name)) {
+	if (!wanted(want, out->name)) {
 		deny(out, why);
 		return;
 	}
@@ -170,7 +186,7 @@ static void read_tls(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n,
 		return;
 	}
 	memcpy(out->name, h.sni, sizeof(out->name));
-	check_name(hdr->authority, R_AUTHORITY, rules, NULL, true, out);
+	check_name(&(struct want){ .hdr = hdr }, R_AUTHORITY, rules, NULL, true, out);
 }
 
 /* Where "\r\n\r\n" ends in buf[0..n), or 0. */
@@ -188,7 +204,7 @@ struct head {
 	size_t target_len;
 	const char *host;
 	size_t host_len;
-	bool has_host, has_length, has_te, tls;
+	bool has_host, has_length, has_te, tls, v10;
 	uint64_t length;
 };
 
@@ -210,6 +226,7 @@ static const char *request_line(const char *s, size_t n, size_t m, struct head *
 	if (n - t - 1 != 8 ||
 	    (memcmp(s + t + 1, "HTTP/1.1", 8) != 0 && memcmp(s + t + 1, "HTTP/1.0", 8) != 0))
 		return R_VERSION;
+	h->v10 = s[t + 8] == '0';
 	return NULL;
 }
 
@@ -258,6 +275,11 @@ static const char *field(const char *s, size_t n, struct head *h)
 		 * by different servers, the start of request smuggling. */
 		if (!h->tls)
 			return R_TE;
+		/* HTTP/1.0 has no Transfer-Encoding (RFC 9112 6.1): a server
+		 * that ignores it reads no body, and the chunks as the next
+		 * request, which no rule decided. */
+		if (h->v10)
+			return R_TE_V10;
 		if (h->has_te)
 			return R_TWO_TES;
 		h->has_te = true;
@@ -322,9 +344,9 @@ static const char *host_value(const struct head *h, uint16_t dport, struct egres
 	return NULL;
 }
 
-/* A request head at buf[0..n): want is the name it must be for ("" for
- * any), why the reason when it is not; tls: on a decrypted flow. */
-static void read_http(const char *want, const char *why_not, uint16_t dport, bool tls,
+/* A request head at buf[0..n): want says the names it must be for, why
+ * the reason when it is not; tls: on a decrypted flow. */
+static void read_http(const struct want *want, const char *why_not, uint16_t dport, bool tls,
 		      const uint8_t *buf, size_t n, const struct http_rules *rules,
 		      struct egress_flow *out)
 {
@@ -389,7 +411,8 @@ void egress_flow_decide(const struct proxy_v2 *hdr, const uint8_t *buf, size_t n
 	if (buf[0] == 0x16)
 		read_tls(hdr, buf, n, rules, out);
 	else
-		read_http(hdr->authority, R_AUTHORITY, hdr->dport, false, buf, n, rules, out);
+		read_http(&(struct want){ .hdr = hdr }, R_AUTHORITY, hdr->dport, false, buf, n,
+			  rules, out);
 }
 
 void egress_flow_request(const char *name, uint16_t port, const uint8_t *buf, size_t n,
@@ -405,7 +428,7 @@ void egress_flow_request(const char *name, uint16_t port, const uint8_t *buf, si
 	}
 	if (n > EGRESS_FIRST_MAX)
 		n = EGRESS_FIRST_MAX;
-	read_http(name, R_SNI, port, true, buf, n, rules, out);
+	read_http(&(struct want){ .name = name }, R_SNI, port, true, buf, n, rules, out);
 	if (out->status == EGRESS_DENY && out->proto != EGRESS_PROTO_HTTP)
 		/* What is not a request head on a decrypted flow is still
 		 * answered (over TLS), as a 400. */

@@ -18,8 +18,9 @@
  *    "chunked" alone, never with Content-Length). Anything else fails
  *    closed.
  *  - The name is the SNI or the Host without its port, lower-cased, never
- *    an IP literal. It must equal the header's AUTHORITY (the name
- *    kiln-vmm's filter bound to the destination), when there is one; the
+ *    an IP literal. It must be one of the header's names (its AUTHORITY
+ *    or KILN_NAMES: the names kiln-vmm's filter bound to the
+ *    destination, several when one CDN serves them), when it has one; the
  *    Host's port (80 when absent) must equal the destination port. Then
  *    http_rules_decide, for TLS without a head, for HTTP with method and
  *    target.

@@ -1,9 +1,9 @@
 /* egress_http: see egress_http.h. */
 #include "api/egress/egress_http.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 #include "lib/base/num_parse.h"
 
@@ -118,6 +118,23 @@ static bool clean(const char *s, size_t n)
 	return true;
 }
 
+/* a[0..n) and the name b are one field name to a server: case, and '_'
+ * for '-' (CGI-style variables, HTTP_X_KEY, read "X_Key" and "X-Key"
+ * as one, and may join or echo both values), do not matter. */
+static bool same_field(const char *a, size_t n, const char *b)
+{
+	if (strlen(b) != n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char x = a[i] == '_' ? '-' : (char)tolower((unsigned char)a[i]);
+		char y = b[i] == '_' ? '-' : (char)tolower((unsigned char)b[i]);
+
+		if (x != y)
+			return false;
+	}
+	return true;
+}
+
 /* The line s[0..n) (without CRLF) is a field named one of f's. */
 static bool injected(const char *s, size_t n, const struct egress_inject_field *f, size_t nf)
 {
@@ -125,7 +142,7 @@ static bool injected(const char *s, size_t n, const struct egress_inject_field *
 	size_t len = colon ? (size_t)(colon - s) : 0;
 
 	for (size_t i = 0; colon && i < nf; i++)
-		if (strlen(f[i].name) == len && strncasecmp(s, f[i].name, len) == 0)
+		if (same_field(s, len, f[i].name))
 			return true;
 	return false;
 }

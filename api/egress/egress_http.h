@@ -14,8 +14,9 @@
  * a size line over EGRESS_CHUNK_LINE_MAX, anything else: refused. The
  * bytes are not changed: the caller forwards what the framer consumed.
  *
- * Injection: every field of the injected name (case-insensitive) the
- * guest sent is removed, and "name: value" added last, value being the
+ * Injection: every field of the injected name the guest sent is removed
+ * (case-insensitive, and '_' taken for '-': servers that map fields to
+ * CGI-style variables read "X_Key" as "X-Key"), and "name: value" added last, value being the
  * rule's format with its "{}" replaced by the secret. The head is one
  * egress_flow read (CRLF lines, no folding, ending in an empty line).
  *

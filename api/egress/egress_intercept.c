@@ -271,6 +271,9 @@ static const char *process(struct session *s)
 
 	while (s->rn) {
 		if (s->body == BODY_NONE) {
+			/* Between requests: the secrets and rules of now. */
+			if (x->conf_now)
+				x->conf = x->conf_now(x->conf_arg);
 			egress_flow_request(x->name, x->hdr->dport, s->req, s->rn, x->conf->rules,
 					    &s->f);
 			s->rl = (struct egress_log){ 0 };

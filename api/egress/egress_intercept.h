@@ -17,6 +17,9 @@
  * refusal as the answer to another request. A malformed body that was
  * partly forwarded closes the upstream at once instead.
  *
+ * Each request is decided and injected with the configuration in use
+ * when its head is read (conf_now), not the one the flow began with.
+ *
  * Secret values live only in the formatted head, wiped once written.
  *
  * One thread serves both directions, each on its own: the guest is read
@@ -43,6 +46,12 @@
 
 struct egress_icpt {
 	const struct egress_conf *conf;
+	/* The configuration in use now (SIGHUP swaps it), for each next
+	 * request: so a secret replaced or deleted (it leaked) stops going
+	 * out on flows already open, and changed rules decide their next
+	 * request. NULL: conf throughout. */
+	const struct egress_conf *(*conf_now)(void *arg);
+	void *conf_arg;
 	const struct proxy_v2 *hdr;
 	const char *name; /* the flow's name (SNI = AUTHORITY) */
 	struct egress_logger *log;

@@ -14,13 +14,15 @@
  *   kiln-egress --init-ca DIR
  *
  * One thread per connection, at most EGRESS_CONNS at once; the header and
- * first bytes must arrive within 10 s, the upstream connect too. A denied
+ * first bytes must arrive within 10 s, the upstream connect too; a flow,
+ * spliced or decrypted, with no byte either way for EGRESS_IDLE_MS ends. A denied
  * plain HTTP request (or decrypted one) gets a 403 (or the rule's status)
  * with a JSON body naming the reason and the rule; a denied TLS flow not
  * decrypted is closed with a reset (SO_LINGER 0). One JSON line per flow
  * and per decrypted request on stdout (egress_log: no header value, no
  * secret in it); diagnostics on stderr. SIGHUP reloads --rules and
- * --secrets (egress_conf).
+ * --secrets (egress_conf): new flows, and the next request of every
+ * decrypted flow already open, take the new ones.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -261,7 +263,10 @@ static void relay(int guest, int up, const uint8_t *first, size_t n, const struc
 	static const size_t cap = EGRESS_RELAY_BUF;
 	struct sock_relay r = { .fd = { guest, up },
 				.stop_fd = -1,
-				.half_idle_ms = EGRESS_HALF_IDLE_MS };
+				.half_idle_ms = EGRESS_HALF_IDLE_MS,
+				/* A spliced flow the guest holds open and never
+				 * uses ends as a decrypted one does. */
+				.idle_ms = EGRESS_IDLE_MS };
 	uint8_t *b0 = malloc(cap > n ? cap : n), *b1 = malloc(cap);
 	int errnum = 0;
 
@@ -306,6 +311,23 @@ static const char *destination(struct conn *c, const struct egress_flow *f,
 					  c->cfg->host, c->cfg->n_host);
 }
 
+/* The configuration in use now, held for the flow in place of the one
+ * it held (egress_icpt.conf_now: called between requests). */
+static const struct egress_conf *conf_now(void *arg)
+{
+	struct conn *c = arg;
+	struct egress_conf *old = NULL;
+
+	pthread_mutex_lock(&c->cfg->lock);
+	if (c->conf != c->cfg->conf) {
+		old = c->conf;
+		c->conf = egress_conf_hold(c->cfg->conf);
+	}
+	pthread_mutex_unlock(&c->cfg->lock);
+	egress_conf_drop(old);
+	return c->conf;
+}
+
 /* A flow to decrypt: the guest's TLS ended here with a leaf for its
  * name, the upstream's verified, then each request (egress_intercept). */
 static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egress_flow *f,
@@ -313,6 +335,8 @@ static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egr
 {
 	struct egress_tls *t = &c->cfg->tls;
 	struct egress_icpt x = { .conf = c->conf,
+				 .conf_now = conf_now,
+				 .conf_arg = c,
 				 .hdr = &l->hdr,
 				 .name = f->name,
 				 .log = &c->cfg->log,

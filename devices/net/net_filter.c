@@ -835,15 +835,26 @@ size_t net_filter_replace_rules(struct net_filter *f, struct net_rules *rules, u
 	return cut;
 }
 
-bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out)
+size_t net_filter_names_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns,
+			   char (*out)[NET_HOST_MAX + 1], size_t cap)
 {
 	const char *names[DNS_BIND_PER_ADDR];
-	size_t n = dns_bind_names(&f->dns, a, now_ns, names, DNS_BIND_PER_ADDR);
+	size_t n = dns_bind_names(&f->dns, a, now_ns, names, DNS_BIND_PER_ADDR), got = 0;
 
 	if (!n)
 		n = dns_bind_names_any(&f->dns, a, names, DNS_BIND_PER_ADDR);
+	for (size_t i = 0; i < n && got < cap; i++)
+		if (strlen(names[i]) <= NET_HOST_MAX)
+			strcpy(out[got++], names[i]);
+	return got;
+}
+
+bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out)
+{
+	char names[1][NET_HOST_MAX + 1];
+
 	out[0] = '\0';
-	if (!n || strlen(names[0]) > NET_HOST_MAX)
+	if (!net_filter_names_of(f, a, now_ns, names, 1))
 		return false;
 	strcpy(out, names[0]);
 	return true;

@@ -257,6 +257,11 @@ json_t *net_filter_to_json(const struct net_filter *f);
  * with out "" when it resolved none. For the PROXY header's AUTHORITY.
  */
 bool net_filter_name_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns, char *out);
+/* All of them (live bindings, else expired ones), the first as above,
+ * at most cap: their count. For the PROXY header's AUTHORITY and the
+ * other names of one destination (KILN_NAMES). */
+size_t net_filter_names_of(struct net_filter *f, const struct net_addr *a, uint64_t now_ns,
+			   char (*out)[NET_HOST_MAX + 1], size_t cap);
 
 const char *nf_reason_name(enum nf_reason r);
 /* "egress drop default tcp 10.0.2.15:40000 -> 203.0.113.9:443" (+ rule, cut, suppressed). */

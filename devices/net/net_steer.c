@@ -218,14 +218,22 @@ static int header(struct net_steer *s, const struct conntrack_key *k, uint8_t *b
 			      .sport = k->gport,
 			      .dport = k->rport };
 	struct net_addr dst;
-	char name[NET_HOST_MAX + 1] = "";
+	char names[PROXY_V2_NAMES_MAX][NET_HOST_MAX + 1];
+	size_t n;
 
 	memcpy(h.src, k->guest, 16);
 	memcpy(h.dst, k->remote, 16);
 	net_addr_set(&dst, k->family, k->remote);
-	s->io.name_of(s->io.ctx, &dst, name);
-	if (strlen(name) <= PROXY_V2_AUTHORITY_MAX)
-		strcpy(h.authority, name);
+	n = s->io.names_of(s->io.ctx, &dst, names, PROXY_V2_NAMES_MAX);
+	/* Every name the guest resolved to dst: it may use any of them. */
+	for (size_t i = 0; i < n && i < PROXY_V2_NAMES_MAX; i++) {
+		if (strnlen(names[i], sizeof(names[i])) > PROXY_V2_AUTHORITY_MAX)
+			continue;
+		if (!h.authority[0])
+			strcpy(h.authority, names[i]);
+		else
+			strcpy(h.also[h.n_also++], names[i]);
+	}
 	return proxy_v2_encode(&h, buf, NET_STEER_CHUNK);
 }
 

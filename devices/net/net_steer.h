@@ -43,6 +43,7 @@
 #include "devices/net/tcp_term.h"
 #include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
+#include "lib/netrules/net_rules.h"
 
 /* Bytes moved per direction per flow at a time. */
 #define NET_STEER_CHUNK (16 * 1024)
@@ -58,9 +59,11 @@ struct net_steer_io {
 	/* Take fd out of the loop (watched for nothing, or about to close:
 	 * out of the loop, a hung-up socket does not wake it again). */
 	void (*unwatch)(void *ctx, int fd);
-	/* The name the guest resolved to dst into out (NET_HOST_MAX + 1
-	 * bytes), "" when none: the PROXY header's AUTHORITY. */
-	void (*name_of)(void *ctx, const struct net_addr *dst, char *out);
+	/* The names the guest resolved to dst into out[0..cap), their
+	 * count (0: none): the PROXY header's AUTHORITY (the first) and
+	 * KILN_NAMES (the others: one CDN's names share addresses). */
+	size_t (*names_of)(void *ctx, const struct net_addr *dst, char (*out)[NET_HOST_MAX + 1],
+			   size_t cap);
 	void *ctx;
 };
 

@@ -387,11 +387,12 @@ static void steer_unwatch(void *ctx, int fd)
 	event_loop_del(n->loop, fd);
 }
 
-static void steer_name_of(void *ctx, const struct net_addr *dst, char *out)
+static size_t steer_names_of(void *ctx, const struct net_addr *dst, char (*out)[NET_HOST_MAX + 1],
+			     size_t cap)
 {
 	struct vnet *n = ctx;
 
-	net_filter_name_of(n->filter, dst, mono_ns(), out);
+	return net_filter_names_of(n->filter, dst, mono_ns(), out, cap);
 }
 
 static bool steer_holds(void *ctx, const struct conntrack_key *k)
@@ -405,7 +406,7 @@ static int steer_create(struct vnet *n, const char *path, struct err *e)
 {
 	struct tcp_term_config tc = { 0 };
 	struct net_steer_io io = {
-		.watch = steer_watch, .unwatch = steer_unwatch, .name_of = steer_name_of, .ctx = n
+		.watch = steer_watch, .unwatch = steer_unwatch, .names_of = steer_names_of, .ctx = n
 	};
 	int r;
 

@@ -90,6 +90,14 @@ enum sock_relay_end sock_relay_run(struct sock_relay *r, int *errnum)
 				return SOCK_RELAY_IDLE;
 			timeout = (int)left;
 		}
+		if (r->idle_ms > 0) {
+			int64_t left = last_move + r->idle_ms - mono_ms();
+
+			if (left <= 0)
+				return SOCK_RELAY_IDLE;
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
+		}
 		/* fd[i] is read for dir[i] (only into an empty buffer, never
 		 * after its EOF) and written for dir[1 - i] (only with bytes
 		 * waiting). A side with nothing to wait for is left out, so

@@ -15,7 +15,8 @@
  *    ended, when a socket fails (reset, error: nothing more is flushed),
  *    when stop_fd becomes readable, or, after one direction has ended,
  *    when no byte has moved for half_idle_ms (a peer that keeps its half
- *    open and silent must not hold a thread forever).
+ *    open and silent must not hold a thread forever), or, with both open,
+ *    when none has moved for idle_ms (when set).
  *  - No busy loop: poll() waits for what each direction needs, and a side
  *    that hung up is not polled for what it can no longer give.
  *  - Sends use MSG_NOSIGNAL and both calls MSG_DONTWAIT, so the sockets
@@ -53,12 +54,13 @@ struct sock_relay {
 	struct sock_relay_dir dir[2];
 	int stop_fd;      /* readable: stop at once; -1: none */
 	int half_idle_ms; /* 0: no limit */
+	int idle_ms;      /* no byte either way this long ends it; 0: no limit */
 };
 
 enum sock_relay_end {
 	SOCK_RELAY_DONE,    /* both directions ended cleanly */
 	SOCK_RELAY_STOPPED, /* stop_fd */
-	SOCK_RELAY_IDLE,    /* half_idle_ms passed with one direction ended */
+	SOCK_RELAY_IDLE,    /* half_idle_ms passed with one direction ended, or idle_ms */
 	SOCK_RELAY_FAILED,  /* a socket failed; *errnum says how */
 };
 

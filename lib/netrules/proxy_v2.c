@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 #include "lib/netrules/net_rules.h"
@@ -45,9 +46,33 @@ static int host_parse(const uint8_t *p, size_t n, char *out)
 	return net_host_parse(text, out, &wildcard) < 0 || wildcard ? -1 : 0;
 }
 
+/* KILN_NAMES' value p[0..n): names each ended by NUL, into out->also. */
+static int also_parse(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
+{
+	if (out->n_also || !n || p[n - 1] != '\0')
+		return err_set(e, EPROTO,
+			       "PROXY v2 header: KILN_NAMES repeated, empty or not ended by NUL");
+	for (size_t at = 0; at < n;) {
+		const uint8_t *z = memchr(p + at, '\0', n - at);
+		size_t len = (size_t)(z - (p + at));
+
+		if (out->n_also == PROXY_V2_NAMES_MAX - 1)
+			return err_set(e, EPROTO, "PROXY v2 header: KILN_NAMES has over %d names",
+				       PROXY_V2_NAMES_MAX - 1);
+		if (host_parse(p + at, len, out->also[out->n_also]) < 0)
+			return err_set(e, EPROTO,
+				       "PROXY v2 header: KILN_NAMES name %zu is not a host name",
+				       out->n_also + 1);
+		out->n_also++;
+		at += len + 1;
+	}
+	return 0;
+}
+
 static int tlvs(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
 {
 	size_t at = 0;
+	int r;
 
 	while (at < n) {
 		uint16_t vlen;
@@ -72,9 +97,28 @@ static int tlvs(const uint8_t *p, size_t n, struct proxy_v2 *out, struct err *e)
 					"PROXY v2 header: AUTHORITY is not a host name (%u bytes; letters, digits, '-', '_', '.')",
 					vlen);
 		}
+		if (p[at] == PROXY_V2_TYPE_KILN_NAMES &&
+		    (r = also_parse(p + at + 3, vlen, out, e)) < 0)
+			return r;
 		at += 3 + (size_t)vlen;
 	}
+	if (out->n_also && !out->authority[0])
+		return err_set(e, EPROTO, "PROXY v2 header: KILN_NAMES without an AUTHORITY");
 	return 0;
+}
+
+bool proxy_v2_names(const struct proxy_v2 *h, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n && name[n - 1] == '.')
+		n--;
+	if (strlen(h->authority) == n && !strncasecmp(h->authority, name, n))
+		return true;
+	for (size_t i = 0; i < h->n_also && i < PROXY_V2_NAMES_MAX - 1; i++)
+		if (strlen(h->also[i]) == n && !strncasecmp(h->also[i], name, n))
+			return true;
+	return false;
 }
 
 int proxy_v2_decode(const uint8_t *buf, size_t len, struct proxy_v2 *out, size_t *need,
@@ -130,15 +174,25 @@ int proxy_v2_decode(const uint8_t *buf, size_t len, struct proxy_v2 *out, size_t
 int proxy_v2_encode(const struct proxy_v2 *h, uint8_t *buf, size_t cap)
 {
 	size_t alen = h->family == AF_INET ? 4 : 16, addrs = 2 * alen + 4;
-	size_t name = strnlen(h->authority, sizeof(h->authority));
+	size_t name = strnlen(h->authority, sizeof(h->authority)), also = 0;
 	size_t total = FIXED + addrs + (name ? 3 + name : 0);
 	char parsed[PROXY_V2_AUTHORITY_MAX + 1];
 	uint8_t *p;
 
 	if ((h->family != AF_INET && h->family != AF_INET6) || !h->sport || !h->dport ||
 	    name == sizeof(h->authority) ||
-	    (name && host_parse((const uint8_t *)h->authority, name, parsed) < 0))
+	    (name && host_parse((const uint8_t *)h->authority, name, parsed) < 0) ||
+	    h->n_also > PROXY_V2_NAMES_MAX - 1 || (h->n_also && !name))
 		return -EINVAL;
+	for (size_t i = 0; i < h->n_also; i++) {
+		size_t k = strnlen(h->also[i], sizeof(h->also[i]));
+
+		if (k == sizeof(h->also[i]) ||
+		    host_parse((const uint8_t *)h->also[i], k, parsed) < 0)
+			return -EINVAL;
+		also += k + 1;
+	}
+	total += also ? 3 + also : 0;
 	if (total > cap)
 		return -ENOSPC;
 	memcpy(buf, sig, sizeof(sig));
@@ -155,6 +209,18 @@ int proxy_v2_encode(const struct proxy_v2 *h, uint8_t *buf, size_t cap)
 		p[0] = PROXY_V2_TYPE_AUTHORITY;
 		put16(p + 1, (uint16_t)name);
 		memcpy(p + 3, h->authority, name);
+		p += 3 + name;
+	}
+	if (also) { /* after the AUTHORITY: there is one */
+		p[0] = PROXY_V2_TYPE_KILN_NAMES;
+		put16(p + 1, (uint16_t)also);
+		p += 3;
+		for (size_t i = 0; i < h->n_also; i++) {
+			size_t k = strlen(h->also[i]) + 1;
+
+			memcpy(p, h->also[i], k);
+			p += k;
+		}
 	}
 	return (int)total;
 }

@@ -11,8 +11,8 @@
  * Invariants: a need for more is past what was given and at most
  * EGRESS_FIRST_MAX; a deny has a reason, a status of 400..599 and a 403
  * answer that fits 512 bytes; an allow names a DNS name that is no IP
- * literal, equal to the AUTHORITY when there is one, on the header's
- * port, through a rule that is not a deny; an allowed request's bytes
+ * literal, one of the header's names (AUTHORITY, KILN_NAMES) when it
+ * has them, on the header's port, through a rule that is not a deny; an allowed request's bytes
  * start with its whole head, and its method is one a rule could name.
  * Selector bit 3: the bytes are a request on a decrypted flow
  * (egress_flow_request) to the AUTHORITY's name (or allowed.test): the
@@ -91,7 +91,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(f.proto == EGRESS_PROTO_TLS || f.proto == EGRESS_PROTO_HTTP);
 		FUZZ_ASSERT(net_host_parse(f.name, name, &wild) == 0 && !wild);
 		FUZZ_ASSERT(strcmp(name, f.name) == 0);
-		FUZZ_ASSERT(!h.authority[0] || strcasecmp(h.authority, f.name) == 0);
+		/* a request: the SNI's name (the AUTHORITY here); a flow: one of the header's names */
+		FUZZ_ASSERT(!h.authority[0] || strcasecmp(h.authority, f.name) == 0 ||
+			    (!(sel & 8) && proxy_v2_names(&h, f.name)));
 		FUZZ_ASSERT(f.port == h.dport);
 		FUZZ_ASSERT(f.rule < rules->n && !rules->rules[f.rule].deny);
 		if (f.proto == EGRESS_PROTO_HTTP)

@@ -444,6 +444,34 @@ static void test_relay_half_idle(void **state)
 	}
 }
 
+/* Both directions open and silent: the relay ends after idle_ms (kiln-egress's
+ * spliced TLS flow a guest holds open and never uses). */
+static void test_relay_idle(void **state)
+{
+	int a[2], b[2];
+	uint8_t buf[8];
+	struct run x;
+	int64_t t0;
+
+	(void)state;
+	pair(a);
+	pair(b);
+	relay_init(&x, a[1], b[0], 64);
+	x.r.idle_ms = 300;
+	t0 = mono_ms();
+	assert_int_equal(pthread_create(&x.th, NULL, run_main, &x), 0);
+	put(a[0], "abc", 3);
+	get_n(b[1], buf, 3);
+	run_join(&x);
+	assert_int_equal(x.end, SOCK_RELAY_IDLE);
+	assert_true(mono_ms() - t0 >= 290);
+	assert_true(mono_ms() - t0 < 3000);
+	for (int i = 0; i < 2; i++) {
+		close(a[i]);
+		close(b[i]);
+	}
+}
+
 /* A destination that vanished while bytes are due: a failure, not a hang. */
 static void test_relay_peer_gone(void **state)
 {
@@ -762,6 +790,7 @@ int main(void)
 		cmocka_unit_test(test_relay_bulk_both_ways),
 		cmocka_unit_test(test_relay_stop),
 		cmocka_unit_test(test_relay_half_idle),
+		cmocka_unit_test(test_relay_idle),
 		cmocka_unit_test(test_relay_peer_gone),
 		cmocka_unit_test(test_serve_bridge_v4),
 		cmocka_unit_test(test_serve_bridge_v6),

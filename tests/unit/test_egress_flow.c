@@ -148,6 +148,29 @@ static void test_http_denied_by_rules(void **state)
 	}
 }
 
+/* A destination the filter bound several names to (one CDN's names share
+ * addresses): the flow's name may be any of them, and only them. */
+static void test_any_name_bound_to_the_destination(void **state)
+{
+	struct http_rules *r = rules();
+	struct proxy_v2 h = hdr(80, "denied.test");
+	const char *ok = "GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n";
+	const char *other = "GET / HTTP/1.1\r\nHost: del.test\r\n\r\n";
+	struct egress_flow f;
+
+	(void)state;
+	strcpy(h.also[0], "x.test");
+	strcpy(h.also[1], "allowed.test");
+	h.n_also = 2;
+	egress_flow_decide(&h, (const uint8_t *)ok, strlen(ok), r, &f);
+	assert_int_equal(f.status, EGRESS_ALLOW);
+	assert_string_equal(f.name, "allowed.test");
+	egress_flow_decide(&h, (const uint8_t *)other, strlen(other), r, &f);
+	assert_int_equal(f.status, EGRESS_DENY);
+	assert_string_equal(f.reason, "name differs from the destination's recorded name");
+	http_rules_free(r);
+}
+
 static void test_http_name_and_port_checked(void **state)
 {
 	(void)state;
@@ -466,6 +489,13 @@ static void test_request_on_decrypted_flow(void **state)
 		"Transfer-Encoding: chunked\r\n\r\n",
 		"inj.test");
 	assert_string_equal(f.reason, "both Content-Length and Transfer-Encoding");
+	/* HTTP/1.0 has no Transfer-Encoding (RFC 9112 6.1): a server that
+	 * ignores it reads no body, and the chunk data as the next request,
+	 * one whose method and path no rule decided. */
+	f = req("POST / HTTP/1.0\r\nHost: inj.test\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"inj.test");
+	assert_int_equal(f.status, EGRESS_DENY);
+	assert_string_equal(f.reason, "Transfer-Encoding in an HTTP/1.0 request");
 	/* Not a request: still answered (over TLS). */
 	f = req("\x01 junk\r\n\r\n", "inj.test");
 	assert_int_equal(f.status, EGRESS_DENY);
@@ -486,6 +516,7 @@ int main(void)
 		cmocka_unit_test(test_http_allowed),
 		cmocka_unit_test(test_http_denied_by_rules),
 		cmocka_unit_test(test_http_name_and_port_checked),
+		cmocka_unit_test(test_any_name_bound_to_the_destination),
 		cmocka_unit_test(test_http_hostile_heads),
 		cmocka_unit_test(test_http_needs_more_then_bounds),
 		cmocka_unit_test(test_tls),

@@ -63,7 +63,7 @@ struct tb {
 	/* The proxy. */
 	char dir[64], path[108];
 	int listener;
-	const char *name; /* what name_of answers */
+	const char *name, *name2; /* what names_of answers */
 };
 
 static int io_watch(void *ctx, int fd, uint32_t events, bool add)
@@ -103,13 +103,21 @@ static void io_unwatch(void *ctx, int fd)
 	fail_msg("unwatch of fd %d, not watched", fd);
 }
 
-static void io_name_of(void *ctx, const struct net_addr *dst, char *out)
+static size_t io_names_of(void *ctx, const struct net_addr *dst, char (*out)[NET_HOST_MAX + 1],
+			  size_t cap)
 {
 	struct tb *b = ctx;
 	struct net_addr r;
+	size_t n = 0;
 
 	net_addr_parse(b->remote, &r);
-	strcpy(out, b->name && net_addr_equal(dst, &r) ? b->name : "");
+	if (!net_addr_equal(dst, &r))
+		return 0;
+	if (b->name && n < cap)
+		strcpy(out[n++], b->name);
+	if (b->name2 && n < cap)
+		strcpy(out[n++], b->name2);
+	return n;
 }
 
 /* What the socket fd is watched for; 0: not in the loop. */
@@ -125,7 +133,7 @@ static void tb_init_at(struct tb *b, const char *path, bool v6)
 {
 	struct tcp_term_config tc = { .key = { 3, 4 } };
 	struct net_steer_io io = {
-		.watch = io_watch, .unwatch = io_unwatch, .name_of = io_name_of, .ctx = b
+		.watch = io_watch, .unwatch = io_unwatch, .names_of = io_names_of, .ctx = b
 	};
 	struct err e;
 
@@ -355,6 +363,8 @@ static void test_header_and_bytes_both_ways(void **state)
 	(void)state;
 	tb_init(&b, false);
 	b.name = "web.test";
+	/* Another name the guest resolved to the same address (a CDN's) */
+	b.name2 = "cdn.test";
 	handshake(&b);
 	assert_int_equal(b.s.st.flows, 1);
 	assert_int_equal(b.s.live, 1);
@@ -369,6 +379,8 @@ static void test_header_and_bytes_both_ways(void **state)
 	assert_int_equal(h.sport, 40000);
 	assert_int_equal(h.dport, 443);
 	assert_string_equal(h.authority, "web.test");
+	assert_int_equal(h.n_also, 1);
+	assert_string_equal(h.also[0], "cdn.test");
 	/* Guest to proxy. */
 	gsend(&b, F_ACK, req, strlen(req));
 	settle(&b, true);

@@ -141,8 +141,8 @@ static void test_refusals(void **state)
 	refused(c, n, EPROTO, "only TCP");
 	memcpy(c, b, n), c[13] = 0x31; /* UNIX */
 	refused(c, n, EPROTO, "only TCP");
-	memcpy(c, b, n), c[14] = 0x02; /* 512+ bytes */
-	refused(c, n, EMSGSIZE, "at most 512");
+	memcpy(c, b, n), c[14] = 0x0a; /* 2560+ bytes */
+	refused(c, n, EMSGSIZE, "at most 2560");
 	memcpy(c, b, n), c[14] = 0, c[15] = 11; /* short of the addresses */
 	refused(c, n, EPROTO, "the addresses need 12");
 	memcpy(c, b, n), c[24] = c[25] = 0; /* source port 0 */
@@ -184,6 +184,65 @@ static void test_unknown_tlvs_are_skipped(void **state)
 	assert_string_equal(h.authority, "api.github.com");
 }
 
+/* The other names the filter bound to the destination (names of one CDN
+ * share addresses): after the AUTHORITY, each ended by NUL. */
+static void test_other_names_round_trip(void **state)
+{
+	uint8_t b[PROXY_V2_MAX], c[PROXY_V2_MAX];
+	struct proxy_v2 h = { .family = AF_INET, .sport = 40000, .dport = 443 }, g;
+	struct err e = { { 0 } };
+	size_t need;
+	int n;
+
+	(void)state;
+	strcpy(h.authority, "pypi.org");
+	strcpy(h.also[0], "files.pythonhosted.org");
+	strcpy(h.also[1], "x.test");
+	h.n_also = 2;
+	n = proxy_v2_encode(&h, b, sizeof(b));
+	assert_int_equal(n, 16 + 12 + 3 + 8 + 3 + 23 + 7);
+	assert_int_equal(b[16 + 12 + 3 + 8], PROXY_V2_TYPE_KILN_NAMES);
+	assert_int_equal(proxy_v2_decode(b, (size_t)n, &g, &need, &e), n);
+	assert_string_equal(g.authority, "pypi.org");
+	assert_int_equal(g.n_also, 2);
+	assert_string_equal(g.also[0], "files.pythonhosted.org");
+	assert_string_equal(g.also[1], "x.test");
+	assert_true(proxy_v2_names(&g, "pypi.org"));
+	assert_true(proxy_v2_names(&g, "Files.PythonHosted.org."));
+	assert_true(proxy_v2_names(&g, "x.test"));
+	assert_false(proxy_v2_names(&g, "y.test"));
+	assert_false(proxy_v2_names(&g, "pypi.or"));
+	assert_false(proxy_v2_names(&g, ""));
+	/* Bytes 39..71: the TLV (type, length 30), "files.pythonhosted.org\0x.test\0".
+	 * Refused: not ended by NUL, an empty name, a bad one, twice, without AUTHORITY. */
+	memcpy(c, b, (size_t)n), c[n - 1] = 't';
+	refused(c, (size_t)n, EPROTO, "not ended by NUL");
+	memcpy(c, b, (size_t)n), c[65] = '\0';
+	refused(c, (size_t)n, EPROTO, "KILN_NAMES name 2 is not a host name");
+	memcpy(c, b, (size_t)n), c[67] = ' ';
+	refused(c, (size_t)n, EPROTO, "KILN_NAMES name 2 is not a host name");
+	memcpy(c, b, (size_t)n), memcpy(c + n, b + 39, 33), c[15] = (uint8_t)(c[15] + 33);
+	refused(c, (size_t)n + 33, EPROTO, "KILN_NAMES repeated");
+	memcpy(c, b, 28), memcpy(c + 28, b + 39, 33), c[14] = 0, c[15] = 12 + 33;
+	refused(c, 28 + 33, EPROTO, "without an AUTHORITY");
+	h.authority[0] = '\0';
+	assert_int_equal(proxy_v2_encode(&h, b, sizeof(b)), -EINVAL);
+	strcpy(h.authority, "pypi.org");
+	/* at most PROXY_V2_NAMES_MAX - 1 others */
+	h.n_also = PROXY_V2_NAMES_MAX;
+	for (size_t i = 0; i < PROXY_V2_NAMES_MAX - 1; i++)
+		strcpy(h.also[i], "x.test");
+	assert_int_equal(proxy_v2_encode(&h, b, sizeof(b)), -EINVAL);
+	h.n_also = PROXY_V2_NAMES_MAX - 1;
+	n = proxy_v2_encode(&h, b, sizeof(b));
+	assert_true(n > 0);
+	/* an eighth other name appended to the TLV */
+	memcpy(b + n, "x.test", 7);
+	b[41] = (uint8_t)(b[41] + 7);
+	b[15] = (uint8_t)(b[15] + 7);
+	refused(b, (size_t)n + 7, EPROTO, "over 7 names");
+}
+
 static void test_encode_refuses_what_decode_would(void **state)
 {
 	uint8_t b[PROXY_V2_MAX];
@@ -217,6 +276,7 @@ int main(void)
 		cmocka_unit_test(test_every_cut_asks_for_more),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_unknown_tlvs_are_skipped),
+		cmocka_unit_test(test_other_names_round_trip),
 		cmocka_unit_test(test_encode_refuses_what_decode_would),
 	};
 

@@ -107,6 +107,40 @@ static void child_fail(const char *what, int errnum)
 	_exit(126);
 }
 
+/*
+ * egress/resolv.conf bound on /etc/resolv.conf (as root, before the uid
+ * drop). egress/ is the proxy's: one that was compromised can leave a
+ * symlink there before it dies, and mount(2) would follow it, binding
+ * any file the link names (through directories the proxy's uid cannot
+ * search) where the next proxy reads it. So the name is opened without
+ * following a link, must be a regular file, and that file is bound
+ * through its descriptor. Child only: system calls alone.
+ */
+static void bind_resolv_conf(void)
+{
+	char src[32] = "/proc/self/fd/", digits[12];
+	struct stat st;
+	size_t n = strlen(src), k = 0;
+	int fd = open(EGRESS_NS_DIR "/" EGRESS_RESOLV_CONF, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		child_fail("opening its " EGRESS_RESOLV_CONF, errno);
+	if (fstat(fd, &st) < 0)
+		child_fail("its " EGRESS_RESOLV_CONF, errno);
+	if (!S_ISREG(st.st_mode))
+		child_fail("its " EGRESS_RESOLV_CONF
+			   " is not a regular file (a link left in egress/?)",
+			   EINVAL);
+	for (unsigned v = (unsigned)fd; k == 0 || v; v /= 10)
+		digits[k++] = (char)('0' + v % 10);
+	while (k)
+		src[n++] = digits[--k];
+	src[n] = '\0';
+	if (mount(src, "/etc/resolv.conf", NULL, MS_BIND, NULL) < 0)
+		child_fail("binding its " EGRESS_RESOLV_CONF " on /etc/resolv.conf", errno);
+	close(fd);
+}
+
 struct child_req {
 	const struct egress_proxies *px;
 	const struct egress_ent *ent;
@@ -165,10 +199,8 @@ static void child(const struct child_req *c)
 	if (c->root && (r = confine_ns_enter(&ns, &step)) < 0)
 		child_fail(step, -r);
 	/* The resolver the guest's DNS goes to, in this mount namespace only. */
-	if (c->root && c->resolv &&
-	    mount(EGRESS_NS_DIR "/" EGRESS_RESOLV_CONF, "/etc/resolv.conf", NULL, MS_BIND, NULL) <
-		    0)
-		child_fail("binding its resolv.conf on /etc/resolv.conf", errno);
+	if (c->root && c->resolv)
+		bind_resolv_conf();
 	if (c->root && c->ent->uid && (r = import_ns_drop(c->ent->uid)) < 0)
 		child_fail("dropping to the proxy's uid", -r);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
