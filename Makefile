@@ -350,13 +350,19 @@ $(OCI_INIT): $(BUILD)/kiln-init
 # The test image: minimal + guest-side test and bench tools (tests/guest/,
 # bench/guest/).
 GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-udp-flood $(BUILD)/tests/kiln-bench-guest \
-	$(BUILD)/tests/kiln-ws-echo $(BUILD)/tests/kiln-euid
+	$(BUILD)/tests/kiln-ws-echo $(BUILD)/tests/kiln-euid $(BUILD)/tests/kiln-bench-get
 $(BUILD)/tests/kiln-%: tests/guest/kiln-%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
 $(BUILD)/tests/kiln-bench-guest: bench/guest/kiln-bench-guest.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
+# bench/egress's HTTP(S) client: OpenSSL linked in statically (ld warns that
+# getaddrinfo and OpenSSL's dlopen want shared libraries at run time: the
+# guest resolves with glibc's built-in DNS and loads no OpenSSL module).
+$(BUILD)/tests/kiln-bench-get: bench/guest/kiln-bench-get.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static -o $@ $< -lssl -lcrypto
 
 # bench/density's other half: forks of one snapshot through libkiln in one
 # process, no kilnd (bench/host/kiln-density.c, public headers only).

@@ -11,12 +11,6 @@
  *                                      MIB MiB back from the same connection
  *   kiln-bench-guest fs DIR N          N small files (4 KiB): create+write,
  *                                      stat, read, unlink
- *   kiln-bench-guest repeat N CMD ARG...
- *                                      run CMD N times in a row (its output
- *                                      to /dev/null), one "run EXIT USEC"
- *                                      line each (wall time from fork to
- *                                      its exit), then "wall SECONDS" for
- *                                      the whole loop (bench/egress)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +21,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -222,50 +215,6 @@ static int bench_fs(const char *dir, long n)
 	return 0;
 }
 
-/* One child running argv, stdout and stderr to /dev/null: its exit status
- * (128 + signal when killed), or -1 when it could not be started. */
-static int run_once(char **argv)
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		if (null < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
-			_exit(126);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static int bench_repeat(long n, char **argv)
-{
-	double start = now();
-
-	if (n <= 0) {
-		fprintf(stderr, "kiln-bench-guest: repeat: N must be at least 1\n");
-		return 2;
-	}
-	for (long i = 0; i < n; i++) {
-		double t = now();
-		int rc = run_once(argv);
-
-		if (rc < 0)
-			return die(argv[0]);
-		printf("run %d %.0f\n", rc, (now() - t) * 1e6);
-	}
-	printf("wall %.6f\n", now() - start);
-	fflush(stdout);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	if (argc == 5 && strcmp(argv[1], "blk") == 0)
@@ -274,9 +223,6 @@ int main(int argc, char **argv)
 		return bench_vsock((unsigned)atoi(argv[2]), atol(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "fs") == 0)
 		return bench_fs(argv[2], atol(argv[3]));
-	if (argc >= 4 && strcmp(argv[1], "repeat") == 0)
-		return bench_repeat(atol(argv[2]), argv + 3);
-	fprintf(stderr,
-		"usage: kiln-bench-guest blk DEV MIB OPS | vsock PORT MIB | fs DIR N | repeat N CMD ARG...\n");
+	fprintf(stderr, "usage: kiln-bench-guest blk DEV MIB OPS | vsock PORT MIB | fs DIR N\n");
 	return 2;
 }
