@@ -12,12 +12,13 @@
 #                 create-to-ready and API exec round trip, and checkpoint,
 #                 restore and fork beside a cold boot, N sandboxes forked
 #                 from one template (density), and guest<->host TCP
-#                 with the packet filter off and on, and kilnd's HTTP layer
+#                 with the packet filter off and on, HTTP(S) through the
+#                 egress proxy against the filter alone, kilnd's HTTP layer
 #                 alone, a 200 MiB OCI image import, and the exec round
 #                 trip through each SDK beside the CLI (make bench-boot,
 #                 bench-devices, bench-agent, bench-api, bench-images,
-#                 bench-snapshot, bench-density, bench-net, bench-http,
-#                 bench-sdk), then
+#                 bench-snapshot, bench-density, bench-net, bench-egress,
+#                 bench-http, bench-sdk), then
 #                 the performance targets' table (make bench-targets: the
 #                 table alone, from the last boot, snapshot, devices and density results)
 #   make bench-confinement  create and wake beside the tree before the
@@ -108,7 +109,7 @@ VMLINUX := $(BUILD)/kernel/vmlinux
 ROOTFS := $(BUILD)/rootfs/minimal.cpio
 TEST_ROOTFS := $(BUILD)/rootfs/minimal-test.cpio
 
-.PHONY: host guest all layers deps kernel rootfs test test-debian soak unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-http bench-sdk bench-oci bench-targets clean
+.PHONY: host guest all layers deps kernel rootfs test test-debian soak unit api-spec integration demo bench bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-egress bench-http bench-sdk bench-oci bench-targets clean
 # The host side (what `make install` installs) never waits for the guest
 # kernel: a library user wanting build/libkiln.so builds in a minute, not
 # nine. kiln-init is the host toolchain's too (seconds; kilnd injects it
@@ -349,13 +350,19 @@ $(OCI_INIT): $(BUILD)/kiln-init
 # The test image: minimal + guest-side test and bench tools (tests/guest/,
 # bench/guest/).
 GUEST_TOOLS := $(BUILD)/tests/kiln-vsock-test $(BUILD)/tests/kiln-udp-flood $(BUILD)/tests/kiln-bench-guest \
-	$(BUILD)/tests/kiln-ws-echo $(BUILD)/tests/kiln-euid
+	$(BUILD)/tests/kiln-ws-echo $(BUILD)/tests/kiln-euid $(BUILD)/tests/kiln-bench-get
 $(BUILD)/tests/kiln-%: tests/guest/kiln-%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
 $(BUILD)/tests/kiln-bench-guest: bench/guest/kiln-bench-guest.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -static -o $@ $<
+# bench/egress's HTTP(S) client: OpenSSL linked in statically (ld warns that
+# getaddrinfo and OpenSSL's dlopen want shared libraries at run time: the
+# guest resolves with glibc's built-in DNS and loads no OpenSSL module).
+$(BUILD)/tests/kiln-bench-get: bench/guest/kiln-bench-get.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -static -o $@ $< -lssl -lcrypto
 
 # bench/density's other half: forks of one snapshot through libkiln in one
 # process, no kilnd (bench/host/kiln-density.c, public headers only).
@@ -486,7 +493,7 @@ unit: layers $(UNIT_TESTS) $(BUILD)/$(LIBKILN_SONAME) $(BUILD)/libkiln.a $(BUILD
 	$(BUILD)/kiln-init $(FUZZ_BINS) $(BUILD)/tests/kiln-escape-importer
 	@tests/unit/run tests/unit/kilnd_restart_test tests/unit/kilnd_egress_proxy_test tests/unit/kiln_egress_test tests/unit/kilnd_zygote_test tests/unit/kilnd_jail_files_test tests/escape/importer_test tests/unit/image_import_test tests/unit/kiln_cli_socket_test tests/unit/kiln_runtime_test tests/unit/check_layers_test tests/unit/newcomer_test \
 		tests/unit/kilnd_http_test tests/unit/kilnd_secrets_test tests/unit/kilnd_templates_test tests/unit/kilnd_preview_test tests/unit/public_headers_test tests/unit/exports_test tests/unit/libkiln_pc_test \
-		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py tests/bench/test_procmem.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
+		tests/unit/hardening_test tests/unit/state_dir_lock_test tests/unit/api_spec_test tests/bench/test_boot_profile.py tests/bench/test_targets.py tests/bench/test_procmem.py tests/bench/test_egress_report.py $(SDK_UNIT_TESTS) $(UNIT_TESTS)
 	@tests/fuzz/check $(BUILD) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 
 # The Debian image's test joins in when its base is cached (seconds to
@@ -521,7 +528,7 @@ demo: deps
 	@$(MAKE) --no-print-directory all
 	tests/harness/run --timeout 900 bench/demo
 
-bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-http bench-sdk
+bench: bench-boot bench-devices bench-agent bench-api bench-images bench-snapshot bench-density bench-net bench-egress bench-http bench-sdk
 	@bench/targets
 
 # The performance targets' table from the last boot, snapshot, devices and density results
@@ -537,8 +544,9 @@ bench-boot: deps
 # the agent's exec and files, kilnd's API, the exec round trip through the
 # raw socket, each SDK and the CLI (sdk), importing a generated ~200 MiB
 # OCI image through kilnd (images, no guest boots), checkpoint, restore
-# and fork (snapshot), guest<->host TCP (net).
-HARNESS_BENCHES := agent api sdk images snapshot net
+# and fork (snapshot), guest<->host TCP (net), HTTP(S) through the egress
+# proxy against the packet filter alone (egress).
+HARNESS_BENCHES := agent api sdk images snapshot net egress
 $(HARNESS_BENCHES:%=bench-%): bench-%: deps
 	@$(MAKE) --no-print-directory all $(TEST_ROOTFS)
 	tests/harness/run --timeout $(if $(filter snapshot net,$*),2400,1800) bench/$*
