@@ -306,11 +306,7 @@ static int remove_template_sandbox(struct kilnd *d, const char *id, struct api_e
 {
 	struct sandbox *sb;
 
-	kilnd_lock(d);
-	sb = sandbox_find_locked(d, id);
-	if (sb)
-		sb->refs++;
-	kilnd_unlock(d);
+	sb = sandbox_find_ref(d, id);
 	if (!sb)
 		return 0;
 	if (sandbox_delete(sb, e)) {

@@ -106,6 +106,9 @@ uint64_t sandbox_disk_size(const char *image_path, unsigned disk_mib);
 /* What the overlay in dir stores on the host, in bytes; -1: unknown. */
 int64_t sandbox_overlay_stored(const char *dir);
 struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id);
+/* The sandbox with this id with a new reference (sandbox_put), whoever
+ * owns it (kilnd's own work, not a client's request), or NULL. */
+struct sandbox *sandbox_find_ref(struct kilnd *d, const char *id);
 int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb);
 void sandbox_registry_remove_locked(struct kilnd *d, struct sandbox *sb);
 /* {"<key>": [view(sb, 0), ..., view(sb, n - 1)]}, n = count(sb), both

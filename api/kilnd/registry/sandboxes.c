@@ -20,6 +20,18 @@ struct sandbox *sandbox_find_locked(struct kilnd *d, const char *id)
 	return NULL;
 }
 
+struct sandbox *sandbox_find_ref(struct kilnd *d, const char *id)
+{
+	struct sandbox *sb;
+
+	kilnd_lock(d);
+	sb = sandbox_find_locked(d, id);
+	if (sb)
+		sb->refs++;
+	kilnd_unlock(d);
+	return sb;
+}
+
 int sandbox_registry_add_locked(struct kilnd *d, struct sandbox *sb)
 {
 	if (d->reg.n == d->reg.cap) {

@@ -30,11 +30,7 @@ void egress_proxy_secrets_changed(struct kilnd *d, const char *id)
 
 	if (!egress_run_has(d, id))
 		return;
-	kilnd_lock(d);
-	sb = sandbox_find_locked(d, id);
-	if (sb)
-		sb->refs++;
-	kilnd_unlock(d);
+	sb = sandbox_find_ref(d, id);
 	if (!sb)
 		return;
 	/* Its files written afresh and the proxy told; none running: the next start writes them. */
