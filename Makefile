@@ -91,7 +91,9 @@ SNAPSHOT_FORMAT_SRCS := $(filter-out $(SNAPSHOT_VM_SRCS),$(wildcard vmm/snapshot
 # is in devices/ like every device's parts. The http rules (http_rules.c)
 # are part of every firewall rule set, so everyone parses them.
 EGRESS_PROXY_SRCS := lib/netrules/tls_hello.c lib/netrules/proxy_v2.c
-NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS),$(wildcard lib/netrules/*.c))
+# The egress decision stream's lines: kiln-egress and kilnd, never the VMM.
+EGRESS_DECISION_SRCS := lib/netrules/egress_decision.c
+NETRULES_SRCS := $(filter-out $(EGRESS_PROXY_SRCS) $(EGRESS_DECISION_SRCS),$(wildcard lib/netrules/*.c))
 VMM_PROXY_SRCS := lib/netrules/proxy_v2.c
 VMM_LIB_SRCS := $(wildcard vmm/core/*.c vmm/boot/*.c vmm/snapshot/*.c vmm/jail/*.c) \
 	$(wildcard devices/*/*.c) $(wildcard lib/guest/*.c lib/egress/*.c) $(NETRULES_SRCS) $(VMM_PROXY_SRCS) $(BASE_SRCS)
@@ -292,7 +294,7 @@ $(BUILD)/kiln-agent: $(KILN_AGENT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 # kiln-vmm through the control socket's one codec (vmm/control) and folds
 # a deleted checkpoint into those layered on it (vmm/snapshot).
 KILND_SRCS := $(shell find api/kilnd -name '*.c' | sort) api/proto/agent_proto.c api/proto/gz_stream.c api/proto/agent_tar.c \
-	$(NETRULES_SRCS) $(wildcard lib/egress/*.c lib/digest/*.c lib/cgroup/*.c) vmm/control/control_proto.c vmm/control/control_client.c vmm/control/park_proto.c $(SNAPSHOT_FORMAT_SRCS)
+	$(NETRULES_SRCS) $(EGRESS_DECISION_SRCS) $(wildcard lib/egress/*.c lib/digest/*.c lib/cgroup/*.c) vmm/control/control_proto.c vmm/control/control_client.c vmm/control/park_proto.c $(SNAPSHOT_FORMAT_SRCS)
 # kilnd talks to guests through libkiln's public agent API
 # (include/kiln/agent.h) only, never api/agent-client itself: it links the
 # static archive, from which the linker takes only the agent's objects and
@@ -310,7 +312,7 @@ $(BUILD)/kiln-image-import: $(IMAGE_IMPORT_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB
 # of its own outside the VMM, the one that links the proxy's parsers.
 # It alone of the programs links OpenSSL (lib/tlsmint, and libssl for
 # the TLS it terminates and makes when it intercepts).
-KILN_EGRESS_SRCS := $(wildcard api/egress/*.c lib/tlsmint/*.c) $(EGRESS_PROXY_SRCS) $(NETRULES_SRCS)
+KILN_EGRESS_SRCS := $(wildcard api/egress/*.c lib/tlsmint/*.c) $(EGRESS_PROXY_SRCS) $(EGRESS_DECISION_SRCS) $(NETRULES_SRCS)
 $(BUILD)/kiln-egress: $(KILN_EGRESS_SRCS:%.c=$(BUILD)/obj/%.o) $(BASE_LIB)
 	$(CC) $(CFLAGS) -o $@ $^ $(JANSSON_LIBS) -lpthread $(SSL_LIBS) $(CRYPTO_LIBS)
 

@@ -100,6 +100,7 @@ static void decide(const struct http_rules *rules, const char *target, bool tls,
 		f.path = target;
 	}
 	out->decision = http_rules_decide(rules, &f, &i);
+	out->ruled = true;
 	u = rules && i < rules->n ? &rules->rules[i] : NULL;
 	out->rule = u ? i : SIZE_MAX;
 	switch (out->decision) {
@@ -440,7 +441,9 @@ int egress_flow_deny_response(const struct egress_flow *f, char *buf, size_t cap
 	char body[384], rule[24], reason[256] = "";
 	int nb, n;
 
-	if (f->rule == SIZE_MAX)
+	if (f->callback)
+		snprintf(rule, sizeof(rule), "\"callback\"");
+	else if (f->rule == SIZE_MAX)
 		snprintf(rule, sizeof(rule), "null");
 	else
 		snprintf(rule, sizeof(rule), "%zu", f->rule);

@@ -80,7 +80,9 @@ struct egress_flow {
 	bool chunked;
 	char path[HTTP_REQ_PATH_MAX]; /* a request's target ("" for TLS) */
 	bool intercept;               /* ALLOW of TLS: decrypt, read each request */
-	enum http_decision decision;  /* when the rules were consulted */
+	enum http_decision decision;  /* when the rules were consulted: */
+	bool ruled;                   /* they were (the name passed its checks) */
+	bool callback;                /* DENY by the policy callback: its 403 body says so */
 	size_t rule;                  /* the deciding rule, or SIZE_MAX when none */
 	uint16_t status_code;         /* DENY of plain HTTP: the status to answer */
 	const char *reason;           /* DENY: why; "" otherwise */
@@ -98,7 +100,7 @@ void egress_flow_request(const char *name, uint16_t port, const uint8_t *buf, si
 
 /*
  * The answer to a denied plain HTTP request: a status line, a JSON body
- * {"error":"egress denied","reason":...,"rule":N|null} and Connection:
+ * {"error":"egress denied","reason":...,"rule":N|null|"callback"} and Connection:
  * close. Its length, or -ENOSPC when cap is too small (512 is enough).
  */
 int egress_flow_deny_response(const struct egress_flow *f, char *buf, size_t cap);

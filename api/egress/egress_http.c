@@ -121,7 +121,7 @@ static bool clean(const char *s, size_t n)
 /* a[0..n) and the name b are one field name to a server: case, and '_'
  * for '-' (CGI-style variables, HTTP_X_KEY, read "X_Key" and "X-Key"
  * as one, and may join or echo both values), do not matter. */
-static bool same_field(const char *a, size_t n, const char *b)
+bool egress_http_same_field(const char *a, size_t n, const char *b)
 {
 	if (strlen(b) != n)
 		return false;
@@ -142,7 +142,7 @@ static bool injected(const char *s, size_t n, const struct egress_inject_field *
 	size_t len = colon ? (size_t)(colon - s) : 0;
 
 	for (size_t i = 0; colon && i < nf; i++)
-		if (same_field(s, len, f[i].name))
+		if (egress_http_same_field(s, len, f[i].name))
 			return true;
 	return false;
 }
@@ -153,7 +153,8 @@ size_t egress_http_inject_size(size_t n, const struct egress_inject_field *f, si
 
 	/* "name: " + format (its "{}" gone) + value + CRLF */
 	for (size_t i = 0; i < nf; i++)
-		add += strlen(f[i].name) + 2 + strlen(f[i].format) + strlen(f[i].value) + 2;
+		if (f[i].format)
+			add += strlen(f[i].name) + 2 + strlen(f[i].format) + strlen(f[i].value) + 2;
 	return n + add;
 }
 
@@ -165,8 +166,10 @@ long egress_http_inject(const char *head, size_t n, const struct egress_inject_f
 	if (n < 4 || memcmp(head + n - 4, "\r\n\r\n", 4) != 0)
 		return -EINVAL;
 	for (size_t i = 0; i < nf; i++) {
-		const char *hole = strstr(f[i].format, "{}");
+		const char *hole = f[i].format ? strstr(f[i].format, "{}") : NULL;
 
+		if (!f[i].format)
+			continue;
 		if (!hole || strstr(hole + 2, "{}") || !clean(f[i].format, strlen(f[i].format)) ||
 		    !clean(f[i].value, strlen(f[i].value)))
 			return -EINVAL;
@@ -189,10 +192,13 @@ long egress_http_inject(const char *head, size_t n, const struct egress_inject_f
 		at += len + 2;
 	}
 	for (size_t i = 0; i < nf; i++) {
-		const char *hole = strstr(f[i].format, "{}");
-		size_t nl = strlen(f[i].name), pre = (size_t)(hole - f[i].format),
-		       post = strlen(hole + 2), vl = strlen(f[i].value);
+		const char *hole = f[i].format ? strstr(f[i].format, "{}") : NULL;
+		size_t nl, pre, post, vl;
 
+		if (!hole)
+			continue; /* removed only */
+		nl = strlen(f[i].name), pre = (size_t)(hole - f[i].format);
+		post = strlen(hole + 2), vl = strlen(f[i].value);
 		memcpy(out + o, f[i].name, nl);
 		o += nl;
 		memcpy(out + o, ": ", 2);

@@ -17,7 +17,8 @@
  * Injection: every field of the injected name the guest sent is removed
  * (case-insensitive, and '_' taken for '-': servers that map fields to
  * CGI-style variables read "X_Key" as "X-Key"), and "name: value" added last, value being the
- * rule's format with its "{}" replaced by the secret. The head is one
+ * rule's format with its "{}" replaced by the secret (a field without a
+ * format is only removed: a policy callback's remove_headers). The head is one
  * egress_flow read (CRLF lines, no folding, ending in an empty line).
  *
  * Contract: pure; no I/O, no allocation; a value is never copied
@@ -64,9 +65,12 @@ int egress_chunked_feed(struct egress_chunked *c, const uint8_t *buf, size_t n, 
 
 struct egress_inject_field {
 	const char *name;   /* lower case, a token */
-	const char *format; /* with one "{}" */
+	const char *format; /* with one "{}"; NULL: the field is only removed */
 	const char *value;  /* the secret: no control byte */
 };
+
+/* a[0..n) and the name b are one field name to a server (as above). */
+bool egress_http_same_field(const char *a, size_t n, const char *b);
 
 /*
  * head[0..n) with the fields rewritten as above into out (cap bytes):

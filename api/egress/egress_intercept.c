@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <openssl/err.h>
 
+#include "api/egress/egress_ask.h"
 #include "api/egress/egress_http.h"
 #include "api/egress/egress_tls.h"
 #include "lib/base/mono.h"
@@ -43,6 +44,8 @@ struct session {
 	struct egress_log rl;
 	bool open;
 	char reason[128];
+	struct egress_asked asked;                 /* the request's answer */
+	char why[EGRESS_DECISION_REASON_MAX + 64]; /* a callback's refusal */
 	struct obuf up_out; /* to the upstream: heads (injected) and bodies */
 	struct obuf down;   /* to the guest: the upstream's bytes */
 };
@@ -225,7 +228,7 @@ static int send_head(struct session *s)
 {
 	const struct http_rules *rules = s->x->conf->rules;
 	const struct http_rule *u = s->f.rule < rules->n ? &rules->rules[s->f.rule] : NULL;
-	struct egress_inject_field inj[HTTP_LIST_MAX];
+	struct egress_inject_field inj[HTTP_LIST_MAX + 2 * EGRESS_DECISION_FIELDS];
 	size_t ni = u ? u->n_inject : 0, cap;
 	char *out;
 	long n;
@@ -247,6 +250,8 @@ static int send_head(struct session *s)
 		s->rl.injected[i] = u->inject[i].header;
 	}
 	s->rl.n_injected = ni;
+	if (s->asked.a)
+		ni += egress_question_changes(s->asked.a, u, inj + ni);
 	cap = egress_http_inject_size(s->f.head_len, inj, ni);
 	out = malloc(cap);
 	if (!out)
@@ -263,11 +268,33 @@ static int send_head(struct session *s)
 	return r;
 }
 
+/* The request in s->f, asked about while a client holds the decision
+ * stream: the answer applied to s->f, kept in s->asked for send_head. */
+static void ask(struct session *s)
+{
+	struct egress_icpt *x = s->x;
+	const struct http_rules *rules = x->conf->rules;
+	const struct http_rule *u;
+	uint64_t id;
+
+	egress_asked_free(&s->asked);
+	if (!s->f.ruled || !egress_ask_attached(x->ask))
+		return;
+	u = rules && s->f.rule < rules->n ? &rules->rules[s->f.rule] : NULL;
+	id = egress_ask_id(x->ask);
+	egress_ask(x->ask,
+		   egress_question_request(id, x->flow_id, x->hdr, x->name, &s->f,
+					   (const char *)s->req, u),
+		   id, &s->asked);
+	s->rl.policy = egress_question_apply(&s->f, &s->asked, s->why, sizeof(s->why));
+}
+
 /* Forward what of s->req the current body or the next heads allow.
  * NULL to go on, or why the flow ends. */
 static const char *process(struct session *s)
 {
 	struct egress_icpt *x = s->x;
+	int r;
 
 	while (s->rn) {
 		if (s->body == BODY_NONE) {
@@ -280,9 +307,12 @@ static const char *process(struct session *s)
 			if (s->f.status == EGRESS_NEED_MORE)
 				return NULL;
 			s->open = true;
+			ask(s);
 			if (s->f.status == EGRESS_DENY)
 				return refuse(s, true);
-			if (send_head(s) < 0)
+			r = send_head(s);
+			egress_asked_free(&s->asked);
+			if (r < 0)
 				return s->f.reason && s->f.reason[0] ? refuse(s, true)
 								     : "the upstream write failed";
 			consume(s, s->f.head_len);
@@ -440,6 +470,7 @@ const char *egress_icpt_run(struct egress_icpt *x)
 		log_request(s, "allow", why);
 	obuf_free(&s->up_out);
 	obuf_free(&s->down);
+	egress_asked_free(&s->asked);
 	free(s);
 	return why;
 }

@@ -7,7 +7,10 @@
  * with its method and path, its rule's headers injected
  * (egress_http_inject, the secrets from the flow's egress_conf), and
  * forwarded; the upstream's bytes are relayed back as they come (not
- * parsed). Each request leaves one log line.
+ * parsed). Each request leaves one log line. While a client holds the
+ * decision stream, each request is asked about before it is refused or
+ * forwarded (egress_ask.h), and an allowed answer's header changes are
+ * made with the rule's injection (the rule's secret wins a clash).
  *
  * A refused request (the rules, a malformed head or body, a secret not
  * set) gets the answer egress_flow_deny_response writes (over TLS), and
@@ -58,6 +61,11 @@ struct egress_icpt {
 	int guest, up; /* non-blocking sockets */
 	SSL *gs, *us;
 	uint64_t up_bytes, down_bytes; /* decrypted bytes each way */
+	/* The decision stream (NULL: none): each request whose name passed
+	 * its checks is asked (egress_question.h) while a client holds it;
+	 * flow_id: the flow's connect question's id. */
+	struct egress_ask *ask;
+	uint64_t flow_id;
 };
 
 /* Serve the flow's requests until either end closes, a request is

@@ -18,7 +18,7 @@ static json_t *str_or_null(const char *s)
 	return s && s[0] ? json_string(s) : json_null();
 }
 
-static json_t *endpoint(const struct proxy_v2 *h, bool src)
+json_t *egress_log_endpoint(const struct proxy_v2 *h, bool src)
 {
 	char a[NET_ADDR_STRLEN], out[NET_ADDR_STRLEN + 16];
 	struct net_addr na;
@@ -50,8 +50,8 @@ void egress_log_write(struct egress_logger *g, const struct egress_log *l)
 	for (size_t i = 0; i < l->n_injected; i++)
 		json_array_append_new(inj, json_string(l->injected[i]));
 	json_object_set_new(o, "time", json_string(when));
-	json_object_set_new(o, "src", endpoint(l->hdr, true));
-	json_object_set_new(o, "dst", endpoint(l->hdr, false));
+	json_object_set_new(o, "src", egress_log_endpoint(l->hdr, true));
+	json_object_set_new(o, "dst", egress_log_endpoint(l->hdr, false));
 	json_object_set_new(o, "name", str_or_null(l->name));
 	json_object_set_new(o, "sni", str_or_null(l->sni));
 	json_object_set_new(o, "host", str_or_null(l->host));
@@ -61,6 +61,7 @@ void egress_log_write(struct egress_logger *g, const struct egress_log *l)
 	json_object_set_new(o, "rule",
 			    l->rule == SIZE_MAX ? json_null() : json_integer((json_int_t)l->rule));
 	json_object_set_new(o, "reason", json_string(l->reason ? l->reason : ""));
+	json_object_set_new(o, "policy", str_or_null(l->policy));
 	json_object_set_new(o, "bytes_up", json_integer((json_int_t)l->up));
 	json_object_set_new(o, "bytes_down", json_integer((json_int_t)l->down));
 	json_object_set_new(o, "injected", inj);

@@ -10,7 +10,8 @@
  * and forwards each request (egress_tls, egress_intercept).
  *
  *   kiln-egress (--socket PATH | --listen-fd N) --rules FILE [--ca DIR]
- *               [--secrets FILE] [--upstream-ca FILE] [--allow-private CIDR]...
+ *               [--secrets FILE] [--upstream-ca FILE] [--policy-fd N]
+ *               [--allow-private CIDR]...
  *   kiln-egress --init-ca DIR
  *
  * One thread per connection, at most EGRESS_CONNS at once; the header and
@@ -22,7 +23,10 @@
  * and per decrypted request on stdout (egress_log: no header value, no
  * secret in it); diagnostics on stderr. SIGHUP reloads --rules and
  * --secrets (egress_conf): new flows, and the next request of every
- * decrypted flow already open, take the new ones.
+ * decrypted flow already open, take the new ones. With --policy-fd, a
+ * client holding kilnd's decision stream is asked about each flow and
+ * request whose name passed its checks, and its answer decides
+ * (egress_ask, egress_question).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +47,7 @@
 
 #include <netinet/in.h>
 
+#include "api/egress/egress_ask.h"
 #include "api/egress/egress_conf.h"
 #include "api/egress/egress_dest.h"
 #include "api/egress/egress_flow.h"
@@ -69,6 +74,8 @@ struct egress_cfg {
 	struct egress_tls tls;
 	struct egress_logger log; /* decisions, on stdout */
 	int listen_fd;            /* --listen-fd, or -1 */
+	int policy_fd;            /* --policy-fd, or -1 */
+	struct egress_ask *ask;   /* the decision stream, or NULL */
 	const char *init_ca;      /* --init-ca DIR: make or check the CA, and exit */
 	/* The current configuration: a flow holds the one it began with;
 	 * SIGHUP swaps in a new one under the lock. */
@@ -331,7 +338,7 @@ static const struct egress_conf *conf_now(void *arg)
 /* A flow to decrypt: the guest's TLS ended here with a leaf for its
  * name, the upstream's verified, then each request (egress_intercept). */
 static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egress_flow *f,
-		      struct flow_log *l)
+		      struct flow_log *l, uint64_t flow_id)
 {
 	struct egress_tls *t = &c->cfg->tls;
 	struct egress_icpt x = { .conf = c->conf,
@@ -341,7 +348,9 @@ static void intercept(struct conn *c, const uint8_t *first, size_t n, struct egr
 				 .name = f->name,
 				 .log = &c->cfg->log,
 				 .guest = c->fd,
-				 .up = -1 };
+				 .up = -1,
+				 .ask = c->cfg->ask,
+				 .flow_id = flow_id };
 	struct err e = { { 0 } };
 	const char *why;
 
@@ -393,13 +402,75 @@ refused:
 		close(x.up);
 }
 
+/* The flow asked about while a client holds the decision stream (its
+ * name passed its checks): the answer applied to f (and the log), kept in
+ * *asked; *flow_id the id a decrypted flow's requests name. */
+static void ask_flow(struct conn *c, struct egress_flow *f, struct flow_log *l,
+		     const uint8_t *first, struct egress_asked *asked, uint64_t *flow_id, char *why,
+		     size_t cap)
+{
+	const struct http_rules *rules = c->conf->rules;
+	const struct http_rule *u = rules && f->rule < rules->n ? &rules->rules[f->rule] : NULL;
+	uint64_t id;
+
+	*asked = (struct egress_asked){ .how = EGRESS_ASKED_NONE };
+	if (!f->ruled || !c->cfg->ask)
+		return;
+	id = egress_ask_id(c->cfg->ask);
+	if (f->proto == EGRESS_PROTO_TLS)
+		*flow_id = id;
+	if (!egress_ask_attached(c->cfg->ask))
+		return;
+	egress_ask(c->cfg->ask,
+		   f->proto == EGRESS_PROTO_TLS
+			   ? egress_question_connect(id, &l->hdr, f)
+			   : egress_question_request(id, 0, &l->hdr, f->name, f,
+						     (const char *)first, u),
+		   id, asked);
+	l->out.policy = egress_question_apply(f, asked, why, cap);
+}
+
+/* A plain HTTP request's head with an allowed answer's header changes:
+ * *first and *n become a new buffer (the caller frees *fresh) and
+ * f->request_len follows the head's new length. 0, or -1 (the request is
+ * then refused). */
+static int rewrite_head(struct conn *c, struct egress_flow *f, const struct egress_answer *a,
+			const uint8_t **first, size_t *n, uint8_t **fresh)
+{
+	const struct http_rules *rules = c->conf->rules;
+	const struct http_rule *u = rules && f->rule < rules->n ? &rules->rules[f->rule] : NULL;
+	struct egress_inject_field chg[2 * EGRESS_DECISION_FIELDS];
+	size_t nc = egress_question_changes(a, u, chg), rest = *n - f->head_len, cap;
+	long len;
+
+	if (!nc)
+		return 0;
+	cap = egress_http_inject_size(f->head_len, chg, nc) + rest;
+	*fresh = malloc(cap);
+	if (!*fresh)
+		return -1;
+	len = egress_http_inject((const char *)*first, f->head_len, chg, nc, (char *)*fresh, cap);
+	if (len < 0)
+		return -1;
+	memcpy(*fresh + len, *first + f->head_len, rest);
+	f->request_len = f->request_len - f->head_len + (uint64_t)len;
+	f->head_len = (size_t)len;
+	*first = *fresh;
+	*n = (size_t)len + rest;
+	return 0;
+}
+
 static void serve(struct conn *c)
 {
-	uint8_t *buf = malloc(PROXY_V2_MAX + EGRESS_FIRST_MAX);
+	uint8_t *buf = malloc(PROXY_V2_MAX + EGRESS_FIRST_MAX), *fresh = NULL;
 	struct flow_log l = { .out = { .decision = "deny", .reason = "", .rule = SIZE_MAX } };
 	struct egress_flow f = { .proto = EGRESS_PROTO_NONE };
+	struct egress_asked asked = { .how = EGRESS_ASKED_NONE };
+	char asked_why[EGRESS_DECISION_REASON_MAX + 64];
+	const uint8_t *first;
 	const char *why = NULL;
 	size_t n = 0, hlen = 0;
+	uint64_t flow_id = 0;
 	int up;
 
 	if (!buf) {
@@ -420,13 +491,23 @@ static void serve(struct conn *c)
 		l.out.method = f.method;
 		l.out.path = f.path;
 	}
+	ask_flow(c, &f, &l, buf + hlen, &asked, &flow_id, asked_why, sizeof(asked_why));
 	if (f.status == EGRESS_DENY) {
 		l.out.reason = f.reason;
 		refuse(c->fd, &f);
 		goto out;
 	}
 	if (f.intercept) {
-		intercept(c, buf + hlen, n - hlen, &f, &l);
+		intercept(c, buf + hlen, n - hlen, &f, &l, flow_id);
+		goto out;
+	}
+	first = buf + hlen;
+	n -= hlen;
+	if (f.proto == EGRESS_PROTO_HTTP && asked.a &&
+	    rewrite_head(c, &f, asked.a, &first, &n, &fresh) < 0) {
+		f.reason = l.out.reason = "the request head could not be rewritten";
+		f.status_code = 400;
+		refuse(c->fd, &f);
 		goto out;
 	}
 	if ((why = destination(c, &f, &l.hdr)) != NULL) {
@@ -443,10 +524,12 @@ static void serve(struct conn *c)
 		goto out;
 	}
 	l.out.decision = "allow";
-	relay(c->fd, up, buf + hlen, n - hlen, &f, &l);
+	relay(c->fd, up, first, n, &f, &l);
 	close(up);
 out:
 	log_flow(c->cfg, &l);
+	egress_asked_free(&asked);
+	free(fresh);
 	free(buf);
 }
 
@@ -470,7 +553,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: kiln-egress (--socket PATH | --listen-fd N) --rules FILE\n"
 		"                   [--ca DIR] [--secrets FILE] [--upstream-ca FILE]\n"
-		"                   [--allow-private CIDR]...\n"
+		"                   [--policy-fd N] [--allow-private CIDR]...\n"
 		"       kiln-egress --init-ca DIR\n"
 		"  --socket PATH         the Unix socket kiln-vmm hands steered flows to\n"
 		"  --listen-fd N         that socket, already listening, inherited as fd N\n"
@@ -484,6 +567,9 @@ static void usage(FILE *f)
 		"                        rules' inject headers (sent over TLS only)\n"
 		"  --upstream-ca FILE    the certificates an intercepted flow's upstream is\n"
 		"                        verified against (default: the host's trust store)\n"
+		"  --policy-fd N         kilnd's end of the decision stream (docs/api.md,\n"
+		"                        \"The egress decision stream\"): while a client\n"
+		"                        holds it, each flow and request is asked about\n"
 		"  --allow-private CIDR  also connect to addresses in CIDR though they are\n"
 		"                        private or reserved (tests; up to 16); one of\n"
 		"                        the host's own addresses only when CIDR is it alone\n"
@@ -523,6 +609,16 @@ static int parse_args(int argc, char **argv, struct egress_cfg *cfg)
 				return 2;
 			}
 			cfg->listen_fd = (int)fd;
+		} else if (!strcmp(a, "--policy-fd")) {
+			uint64_t fd;
+
+			if (num_parse_u64(v, 10, 0, INT32_MAX, &fd) < 0) {
+				fprintf(stderr,
+					"kiln-egress: --policy-fd %s: not a descriptor number\n",
+					v);
+				return 2;
+			}
+			cfg->policy_fd = (int)fd;
 		} else if (!strcmp(a, "--rules")) {
 			cfg->rules_path = v;
 		} else if (!strcmp(a, "--secrets")) {
@@ -705,6 +801,7 @@ drop:
 int main(int argc, char **argv)
 {
 	struct egress_cfg cfg = { .listen_fd = -1,
+				  .policy_fd = -1,
 				  .lock = PTHREAD_MUTEX_INITIALIZER,
 				  .log = { .fd = STDOUT_FILENO,
 					   .lock = PTHREAD_MUTEX_INITIALIZER } };
@@ -731,6 +828,10 @@ int main(int argc, char **argv)
 	}
 	if (egress_conf_load(cfg.rules_path, cfg.secrets_path, &cfg.conf, &e) < 0) {
 		fprintf(stderr, "kiln-egress: %s\n", e.msg);
+		return 1;
+	}
+	if (cfg.policy_fd >= 0 && !(cfg.ask = egress_ask_start(cfg.policy_fd, &e))) {
+		fprintf(stderr, "%s\n", e.msg);
 		return 1;
 	}
 	if (net_host_addrs(&cfg.host, &cfg.n_host, &e) < 0) {

@@ -237,6 +237,11 @@ static bool in_list(const char *s, const char *const *list)
 	return false;
 }
 
+bool http_header_owned(const char *name)
+{
+	return in_list(name, owned_headers);
+}
+
 bool http_secret_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -264,7 +269,7 @@ static int inject_header(const char *h, size_t i, size_t k, struct http_rule *r,
 			i, k, h, HTTP_HEADER_MAX);
 	for (size_t c = 0; c <= n; c++)
 		x->header[c] = (char)(h[c] >= 'A' && h[c] <= 'Z' ? h[c] - 'A' + 'a' : h[c]);
-	if (in_list(x->header, owned_headers))
+	if (http_header_owned(x->header))
 		return net_rules_fail(
 			e, NET_RULES_E_BAD_FIELD,
 			"http[%zu].inject[%zu].header \"%s\" is a hop-by-hop or framing field the proxy owns; inject another",

@@ -171,6 +171,11 @@ bool http_method_ok(const char *s);
  */
 bool http_secret_name_ok(const char *s);
 
+/* name (lower case) is a hop-by-hop or framing field the proxy owns
+ * (connection, content-length, host, transfer-encoding, ...): no rule
+ * injects it and no policy answer changes it. */
+bool http_header_owned(const char *name);
+
 /* "allow", "deny (rule)", "need the request head", ... for logs. */
 const char *http_decision_name(enum http_decision d);
 

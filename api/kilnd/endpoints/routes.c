@@ -125,6 +125,9 @@ const struct http_route routes[] = {
 	{ "PUT", "/v1/sandboxes/{id}/firewall", handle_firewall_put, BODY_JSON, LIMIT_BODY },
 	{ "GET", "/v1/sandboxes/{id}/firewall/log", handle_firewall_log, BODY_NONE, LIMIT_NONE },
 	{ "GET", "/v1/sandboxes/{id}/egress/log", handle_egress_log, BODY_NONE, LIMIT_NONE },
+	/* egress_decisions.c */
+	{ "GET", "/v1/sandboxes/{id}/egress/decisions", handle_egress_decisions, BODY_NONE,
+	  LIMIT_NONE },
 };
 /* clang-format on */
 

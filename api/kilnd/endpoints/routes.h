@@ -112,6 +112,7 @@ void handle_firewall_get(struct http_req *r);
 void handle_firewall_put(struct http_req *r);
 void handle_firewall_log(struct http_req *r);
 void handle_egress_log(struct http_req *r);
+void handle_egress_decisions(struct http_req *r);
 
 /* ports.c */
 void handle_port_add(struct http_req *r);

@@ -8,8 +8,10 @@
 #include "lib/base/json.h"
 #include "lib/base/text_clean.h"
 
-static const char *const string_keys[] = { "time",   "src",  "dst",      "name", "sni",   "host",
-					   "method", "path", "decision", "rule", "reason" };
+static const char *const string_keys[] = {
+	"time",   "src",  "dst",      "name", "sni",    "host",
+	"method", "path", "decision", "rule", "reason", "policy"
+};
 static const char *const count_keys[] = { "bytes_up", "bytes_down" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

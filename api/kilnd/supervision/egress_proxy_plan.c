@@ -62,6 +62,9 @@ int egress_argv_serve(const char *prog, bool upstream_ca, struct egress_argv *ou
 	snprintf(out->fd, sizeof(out->fd), "%d", EGRESS_LISTEN_FD);
 	out->argv[n++] = "--listen-fd";
 	out->argv[n++] = out->fd;
+	snprintf(out->policy_fd, sizeof(out->policy_fd), "%d", EGRESS_POLICY_FD);
+	out->argv[n++] = "--policy-fd";
+	out->argv[n++] = out->policy_fd;
 	for (char *const *a = plan; *a; a++)
 		out->argv[n++] = *a;
 	if (upstream_ca) {

@@ -12,7 +12,7 @@
  * id is kept in meta.json (`"egress": {"uid", "gid"}`) like the jail id.
  *
  * Command line (the shared plan's interface 2):
- *   kiln-egress --listen-fd 3 --rules DIR/rules.json --ca DIR
+ *   kiln-egress --listen-fd 3 --policy-fd 4 --rules DIR/rules.json --ca DIR
  *               --secrets DIR/secrets.json [--upstream-ca DIR/upstream-ca.pem]
  *   kiln-egress --init-ca DIR
  * DIR is the sandbox's egress/ directory as the proxy sees it
@@ -34,8 +34,10 @@
  * proxy's mount namespace) and its --egress-upstream-ca (--upstream-ca). */
 #define EGRESS_RESOLV_CONF "resolv.conf"
 #define EGRESS_UPSTREAM_CA "upstream-ca.pem"
-/* The listening socket's descriptor in the proxy (--listen-fd). */
+/* The listening socket's descriptor in the proxy (--listen-fd), and its
+ * end of the decision stream's socket pair (--policy-fd). */
 #define EGRESS_LISTEN_FD 3
+#define EGRESS_POLICY_FD 4
 
 /*
  * Whether egress_first as --egress-ids (with --jail-ids' count) is usable:
@@ -49,12 +51,12 @@ int egress_ids_check(uint32_t egress_first, uint32_t jail_first, uint32_t jail_c
 uint32_t egress_id_of(uint32_t jail_id, uint32_t jail_first, uint32_t jail_count,
 		      uint32_t egress_first);
 
-#define EGRESS_ARGV_MAX 12
+#define EGRESS_ARGV_MAX 16
 
 struct egress_argv {
 	char *argv[EGRESS_ARGV_MAX + 1]; /* NULL-terminated; point into the buffers below */
 	char prog[PATH_MAX];
-	char fd[16];
+	char fd[16], policy_fd[16];
 };
 
 /* kiln-egress (prog) serving a sandbox (with --upstream-ca

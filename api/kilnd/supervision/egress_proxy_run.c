@@ -58,6 +58,8 @@ struct egress_ent {
 	char cg[PATH_MAX];           /* its cgroup; "": none */
 	uint32_t uid;                /* the proxy's; 0: kilnd's own (--no-jail) */
 	int listen_fd;               /* kilnd's copy: the socket outlives a proxy's restart */
+	int policy_fd;               /* kilnd's end of the running proxy's decision stream, or -1 */
+	bool policy_held;            /* a client holds it (egress_run_policy_attach) */
 	int dirfd;                   /* the sandbox directory, for the log */
 	struct capped_log log;       /* egress.log: the proxy's stdout and stderr */
 	pid_t pid;                   /* 0: not running */
@@ -148,6 +150,7 @@ struct child_req {
 	int out;      /* stdout and stderr */
 	int procs_fd; /* its cgroup's cgroup.procs, or -1 */
 	int listen;   /* --listen-fd's socket, or -1 */
+	int policy;   /* --policy-fd's end, or -1 (with listen only) */
 	bool root;
 	bool resolv; /* bind egress/resolv.conf on /etc/resolv.conf (--dns-resolver) */
 };
@@ -179,12 +182,17 @@ static void child(const struct child_req *c)
 	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(c->out, 1) < 0 || dup2(c->out, 2) < 0)
 		_exit(126);
-	/* dup2 onto itself would keep O_CLOEXEC */
-	if (c->listen >= 0 &&
-	    (c->listen == EGRESS_LISTEN_FD ? fcntl(c->listen, F_SETFD, 0)
-					   : dup2(c->listen, EGRESS_LISTEN_FD)) < 0)
-		child_fail("the listening socket", errno);
-	close_range(c->listen >= 0 ? EGRESS_LISTEN_FD + 1 : 3, ~0U, 0);
+	/* Both above their places first, so neither dup2 lands on the other
+	 * (dup2 leaves the copies without O_CLOEXEC). */
+	if (c->listen >= 0) {
+		int l = fcntl(c->listen, F_DUPFD_CLOEXEC, EGRESS_POLICY_FD + 1);
+		int p = fcntl(c->policy, F_DUPFD_CLOEXEC, EGRESS_POLICY_FD + 1);
+
+		if (l < 0 || p < 0 || dup2(l, EGRESS_LISTEN_FD) < 0 ||
+		    dup2(p, EGRESS_POLICY_FD) < 0)
+			child_fail("the listening socket and the decision stream", errno);
+	}
+	close_range(c->listen >= 0 ? EGRESS_POLICY_FD + 1 : 3, ~0U, 0);
 	sig_reset_all();
 	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty >= 0) {
@@ -269,12 +277,17 @@ static int cgroup_make(struct egress_proxies *px, struct egress_ent *en, int *pr
 /* Fork a confined child running argv with out as its stdout and stderr:
  * its pid, or -errno. Runner only (its parent-death signal is this thread's). */
 static pid_t spawn(struct egress_proxies *px, struct egress_ent *en, char *const *argv, int out,
-		   int procs_fd, int listen)
+		   int procs_fd, int listen, int policy)
 {
-	struct child_req c = {
-		px,       en,     argv,           out,
-		procs_fd, listen, geteuid() == 0, px->d->cfg.dns_resolver[0] != '\0'
-	};
+	struct child_req c = { px,
+			       en,
+			       argv,
+			       out,
+			       procs_fd,
+			       listen,
+			       policy,
+			       geteuid() == 0,
+			       px->d->cfg.dns_resolver[0] != '\0' };
 	pid_t pid;
 
 	/* A root kilnd: pid 1 of a pid namespace of its own, so nothing it
@@ -320,7 +333,7 @@ static int init_ca(struct egress_proxies *px, struct egress_ent *en, int procs_f
 			 prog);
 		return -1;
 	}
-	pid = spawn(px, en, a.argv, en->log.fd >= 0 ? en->log.fd : 2, procs_fd, -1);
+	pid = spawn(px, en, a.argv, en->log.fd >= 0 ? en->log.fd : 2, procs_fd, -1, -1);
 	if (pid < 0) {
 		snprintf(why, cap, "cannot start kiln-egress --init-ca: %s", strerror((int)-pid));
 		return -1;
@@ -351,7 +364,7 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 {
 	struct egress_argv a;
 	char prog[PATH_MAX];
-	int pipefd[2], procs_fd = -1;
+	int pipefd[2], procs_fd = -1, pair[2] = { -1, -1 };
 	pid_t pid;
 
 	en->start_err[0] = '\0';
@@ -368,12 +381,18 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 	/* The sandbox's CA: made the first time, checked at each new entry. */
 	if (!en->started_mono && init_ca(px, en, procs_fd, en->start_err, sizeof(en->start_err)))
 		goto fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+		snprintf(en->start_err, sizeof(en->start_err), "socketpair: %s", strerror(errno));
+		goto fail;
+	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		snprintf(en->start_err, sizeof(en->start_err), "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	pid = spawn(px, en, a.argv, pipefd[1], procs_fd, en->listen_fd);
+	pid = spawn(px, en, a.argv, pipefd[1], procs_fd, en->listen_fd, pair[1]);
 	close(pipefd[1]);
+	close(pair[1]);
+	pair[1] = -1;
 	if (pid < 0) {
 		close(pipefd[0]);
 		snprintf(en->start_err, sizeof(en->start_err), "cannot start kiln-egress: %s",
@@ -386,6 +405,8 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		close(pipefd[0]);
+		close(pair[0]);
+		pair[0] = -1;
 		snprintf(en->start_err, sizeof(en->start_err), "pidfd_open: %s", strerror(errno));
 		goto fail;
 	}
@@ -395,6 +416,7 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 	fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
 	log_detach(en);
 	capped_log_attach(&en->log, pipefd[0]);
+	en->policy_fd = pair[0];
 	en->pid = pid;
 	en->started_mono = mono_ms();
 	px->running++;
@@ -404,6 +426,9 @@ static int start(struct egress_proxies *px, struct egress_ent *en)
 fail:
 	if (procs_fd >= 0)
 		close(procs_fd);
+	for (int i = 0; i < 2; i++)
+		if (pair[i] >= 0)
+			close(pair[i]);
 	if (en->cg[0])
 		cgroup_leaf_remove(en->cg);
 	return -1;
@@ -420,6 +445,10 @@ static void reap(struct egress_proxies *px, struct egress_ent *en)
 	close(en->pidfd);
 	en->pidfd = -1;
 	en->pid = 0;
+	/* A client holding the stream reads its end; the next proxy gets a new pair. */
+	if (en->policy_fd >= 0)
+		close(en->policy_fd);
+	en->policy_fd = -1;
 	px->running--;
 	if (!en->want)
 		return;
@@ -552,6 +581,8 @@ static void ent_free(struct egress_ent *en)
 {
 	if (en->listen_fd >= 0)
 		close(en->listen_fd);
+	if (en->policy_fd >= 0)
+		close(en->policy_fd);
 	unlink(en->sock);
 	capped_log_close(&en->log);
 	if (en->dirfd >= 0)
@@ -640,6 +671,7 @@ static struct egress_ent *ent_new(const struct egress_run_spec *s, char *why, si
 	snprintf(en->sock, sizeof(en->sock), "%s", s->sock);
 	en->uid = s->uid;
 	en->pidfd = -1;
+	en->policy_fd = -1;
 	en->listen_fd = s->listen_fd;
 	en->log.fd = en->log.pipe_r = -1;
 	en->dirfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -710,6 +742,42 @@ bool egress_run_end(struct kilnd *d, const char *id)
 	if (en)
 		ent_free(en);
 	return en != NULL;
+}
+
+int egress_run_policy_attach(struct kilnd *d, const char *id, int *fd)
+{
+	struct egress_proxies *px = d->egress_proxies;
+	struct egress_ent *en;
+	int r = -ENOENT;
+
+	*fd = -1;
+	if (!px)
+		return r;
+	pthread_mutex_lock(&px->mu);
+	en = find_locked(px, id);
+	if (en && en->policy_held) {
+		r = -EBUSY;
+	} else if (en && en->pid && en->policy_fd >= 0) {
+		*fd = fcntl(en->policy_fd, F_DUPFD_CLOEXEC, 3);
+		r = *fd < 0 ? -errno : 0;
+		en->policy_held = *fd >= 0;
+	}
+	pthread_mutex_unlock(&px->mu);
+	return r;
+}
+
+void egress_run_policy_detach(struct kilnd *d, const char *id)
+{
+	struct egress_proxies *px = d->egress_proxies;
+	struct egress_ent *en;
+
+	if (!px)
+		return;
+	pthread_mutex_lock(&px->mu);
+	en = find_locked(px, id);
+	if (en)
+		en->policy_held = false;
+	pthread_mutex_unlock(&px->mu);
 }
 
 bool egress_run_has(struct kilnd *d, const char *id)

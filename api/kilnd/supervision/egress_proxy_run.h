@@ -36,6 +36,15 @@ int egress_run_start(struct kilnd *d, const struct egress_run_spec *s, char *why
 bool egress_run_has(struct kilnd *d, const char *id);
 /* Send sig (0: none) to id's proxy if it runs; whether an entry exists. */
 bool egress_run_signal(struct kilnd *d, const char *id, int sig);
+/*
+ * The decision stream (docs/api.md, "The egress decision stream"): a
+ * copy of kilnd's end of the socket pair id's running proxy reads as
+ * --policy-fd, for the one client that may hold it. 0 with *fd (the
+ * caller's to close; end of file on it: that proxy ended), -ENOENT (no
+ * proxy running) or -EBUSY (a client holds it). Detach lets the next one in.
+ */
+int egress_run_policy_attach(struct kilnd *d, const char *id, int *fd);
+void egress_run_policy_detach(struct kilnd *d, const char *id);
 /* End id's entry: its proxy killed and reaped, the socket unlinked, its
  * cgroup removed, the log closed. Whether there was one. */
 bool egress_run_end(struct kilnd *d, const char *id);
