@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
 from .errors import KilnError, KilnProtocolError, error_from_body
@@ -354,12 +354,28 @@ class ResponseParser:
             self._state = _CHUNK_DATA
 
 
-class LineSplitter:
-    """NDJSON: bytes in, JSON objects out, one per line, bounded."""
+def upgrade_head(method: str, path: str, query: Optional[Query], protocol: str) -> bytes:
+    """A protocol switch's request (``Connection: Upgrade``, ``Upgrade: PROTOCOL``)."""
+    return request_head(method, target(path, query), extra=(("Connection", "Upgrade"), ("Upgrade", protocol)))
 
-    def __init__(self, limit: int = MAX_EVENT_LINE) -> None:
+
+def check_switched(head: Head, protocol: str, what: str) -> None:
+    """A non-error answer to a protocol switch must be its ``101``."""
+    if head.status != 101:
+        raise KilnProtocolError(f"{what}: kilnd answered HTTP {head.status}, not 101 Switching Protocols "
+                                f"to {protocol} (a kilnd older than this SDK?)", status=head.status)
+    if (head.header("upgrade") or "").lower() != protocol:
+        raise KilnProtocolError(f"{what}: kilnd switched to {head.header('upgrade')!r}, not {protocol}")
+
+
+class LineSplitter:
+    """NDJSON: bytes in, JSON objects out, one per line, bounded; ``parse``
+    makes each line an object (kilnd's events: :func:`parse_event`)."""
+
+    def __init__(self, limit: int = MAX_EVENT_LINE, parse: Optional[Callable[[bytes], dict[str, Any]]] = None) -> None:
         self._buf = bytearray()
         self._limit = limit
+        self._parse = parse or parse_event
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
         self._buf += data
@@ -373,7 +389,7 @@ class LineSplitter:
             line = bytes(self._buf[:i])
             del self._buf[:i + 1]
             if line.strip():
-                out.append(parse_event(line))
+                out.append(self._parse(line))
 
     def finish(self) -> None:
         """The stream ended: bytes after the last newline are a cut event."""
