@@ -88,6 +88,8 @@ export class TooManyConnectionsError extends KilnError {}
 export class BusyError extends KilnError {}
 export class HttpVersionNotSupportedError extends KilnError {}
 export class NoSpaceError extends KilnError {}
+/** 409 no_egress_proxy: an egress policy callback for a sandbox without http rules. */
+export class NoEgressProxyError extends KilnError {}
 /** Every error code of docs/api.md's table. */
 export const ERROR_CODES: string[];
 /** `sandbox_not_found` -> `SandboxNotFoundError`. */
@@ -221,7 +223,7 @@ export class EgressPolicy {
   close(): Promise<void>;
 }
 
-/** sb.egress: one policy client per sandbox (BusyError for a second; no_egress_proxy without http rules). */
+/** sb.egress: one policy client per sandbox (BusyError for a second; NoEgressProxyError without http rules). */
 export class Egress {
   /** Every connect and request event goes to fn; resolves once attached, fn answering in the background. */
   policy(fn: PolicyCallback, opts?: PolicyOptions): Promise<EgressPolicy>;

@@ -277,7 +277,7 @@ test('egress: a slow callback delays no other question', async () => {
 
 test('egress: refusals before the switch throw their classes', async () => {
   for (const [ans, cls, code] of [[errorResponse(409, 'busy', 'another client holds it'), kiln.BusyError, 'busy'],
-    [errorResponse(409, 'no_egress_proxy', 'add an http rule'), kiln.KilnError, 'no_egress_proxy'],
+    [errorResponse(409, 'no_egress_proxy', 'add an http rule'), kiln.NoEgressProxyError, 'no_egress_proxy'],
     [errorResponse(409, 'wrong_state', 'stopped'), kiln.WrongStateError, 'wrong_state'],
     [jsonResponse(200, {}), kiln.KilnProtocolError, 'protocol_error']]) {
     await withStream((req, sock) => sock.end(ans), async (sb) => {

@@ -859,7 +859,7 @@ class AsyncEgress:
         ``on_timeout``: ``"deny"`` or ``"rules"``. Returns once attached,
         with the callback running in the background (:class:`AsyncEgressPolicy`:
         ``aclose()``, ``wait()``). BusyError: another client holds the
-        stream; WrongStateError: not running; ``no_egress_proxy``: the
+        stream; WrongStateError: not running; NoEgressProxyError: the
         sandbox has no ``http`` rules."""
         return await self._attach(fn, deadline_ms, on_timeout, False)
 

@@ -857,7 +857,7 @@ class Egress:
         ``on_timeout``: ``"deny"`` or ``"rules"``. Returns once attached,
         with the callback running in the background (:class:`EgressPolicy`:
         ``close()``, ``wait()``). BusyError: another client holds the
-        stream; WrongStateError: not running; ``no_egress_proxy``: the
+        stream; WrongStateError: not running; NoEgressProxyError: the
         sandbox has no ``http`` rules."""
         return self._attach(fn, deadline_ms, on_timeout, False)
 

@@ -315,7 +315,7 @@ class TestEgressPolicy(Base):
 
     def test_refusals_before_the_switch(self) -> None:
         for ans, cls, code in [(error_response(409, "busy", "another client holds it"), errors.BusyError, "busy"),
-                               (error_response(409, "no_egress_proxy", "add an http rule"), errors.KilnError,
+                               (error_response(409, "no_egress_proxy", "add an http rule"), errors.NoEgressProxyError,
                                 "no_egress_proxy"),
                                (error_response(409, "wrong_state", "stopped"), errors.WrongStateError, "wrong_state"),
                                (error_response(404, "sandbox_not_found", "no"), errors.SandboxNotFoundError,
