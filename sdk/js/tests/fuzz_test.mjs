@@ -1,5 +1,5 @@
 // Randomized hostile input (a seeded PRNG, so a failure reproduces): kilnd
-// answers mutated byte by byte, and MCP lines mutated the same way. The
+// answers and decision streams mutated byte by byte, and MCP lines mutated the same way. The
 // SDK must settle every call with a value or a KilnError, never hang or
 // throw anything else; the MCP server must answer every request line once
 // and stay up; write_file's base64 check takes exactly base64. KILN_FUZZ_ROUNDS raises the rounds (default 300 / 600), KILN_FUZZ_SEED picks another seed.
@@ -75,6 +75,39 @@ test('fuzz: mutated kilnd answers settle as a value or a KilnError, never a hang
   } finally {
     await f.close();
     fs.rmSync(path.dirname(dest), { recursive: true, force: true });
+  }
+});
+
+const DECISIONS = Buffer.from('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kiln-decisions\r\n\r\n'
+  + '{"kind":"attached","deadline_ms":2000,"on_timeout":"deny"}\n'
+  + '{"kind":"connect","id":7,"src":"10.0.2.15:40312","dst":"10.0.2.2:443","name":"a.test","proto":"tls","static":"allow","rule":0,"intercept":true}\n'
+  + '{"kind":"request","id":8,"flow":7,"name":"a.test","method":"GET","path":"/","headers":[["a","b"]],"inject":[],"static":"allow","rule":null}\n'
+  + '{"kind":"error","id":8,"message":"m"}\n{"kind":"end","reason":"sandbox_stopped"}\n');
+
+test('fuzz: mutated decision streams settle policy() and wait() as a value or a KilnError, never a hang', async () => {
+  const rnd = prng(Number(process.env.KILN_FUZZ_SEED || 0x706f6c));
+  let answer = DECISIONS;
+  const f = await startFake((req, sock) => { sock.end(answer); });
+  try {
+    const k = new kiln.Kiln({ socket: f.socket, timeoutMs: 500 });
+    const sb = new kiln.Sandbox(k, { id: 'abc123' });
+    const rounds = Number(process.env.KILN_FUZZ_ROUNDS || 300);
+    const seen = {};
+    for (let i = 0; i < rounds; i++) {
+      answer = mutate(DECISIONS, rnd);
+      let outcome;
+      try {
+        const h = await sb.egress.policy((ev) => (ev.kind === 'request' ? kiln.egress.allow({ setHeaders: { 'x-a': 'b' } }) : null), { onError: () => {} });
+        outcome = `ended ${await h.wait()}`;
+      } catch (e) {
+        assert.ok(e instanceof kiln.KilnError, `round ${i}: ${e && e.name}: ${e && e.message} for ${JSON.stringify(answer.toString('latin1'))}`);
+        outcome = e.name;
+      }
+      seen[outcome] = (seen[outcome] || 0) + 1;
+    }
+    assert.ok(Object.keys(seen).length >= 3, JSON.stringify(seen));
+  } finally {
+    await f.close();
   }
 });
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 from urllib.parse import quote
 
 from .errors import KilnError, KilnProtocolError, error_from_body
@@ -369,17 +369,19 @@ def check_switched(head: Head, protocol: str, what: str) -> None:
 
 
 class LineSplitter:
-    """NDJSON: bytes in, JSON objects out, one per line, bounded; ``parse``
-    makes each line an object (kilnd's events: :func:`parse_event`)."""
+    """NDJSON: bytes in, JSON objects out, one per line, bounded."""
 
-    def __init__(self, limit: int = MAX_EVENT_LINE, parse: Optional[Callable[[bytes], dict[str, Any]]] = None) -> None:
+    def __init__(self, limit: int = MAX_EVENT_LINE) -> None:
         self._buf = bytearray()
         self._limit = limit
-        self._parse = parse or parse_event
 
     def feed(self, data: bytes) -> list[dict[str, Any]]:
+        return [parse_event(line) for line in self.lines(data)]
+
+    def lines(self, data: bytes) -> list[bytes]:
+        """The lines ``data`` completes, not yet parsed (blank ones left out)."""
         self._buf += data
-        out: list[dict[str, Any]] = []
+        out: list[bytes] = []
         while True:
             i = self._buf.find(b"\n")
             if i < 0:
@@ -389,7 +391,7 @@ class LineSplitter:
             line = bytes(self._buf[:i])
             del self._buf[:i + 1]
             if line.strip():
-                out.append(self._parse(line))
+                out.append(line)
 
     def finish(self) -> None:
         """The stream ended: bytes after the last newline are a cut event."""
@@ -397,13 +399,15 @@ class LineSplitter:
             raise KilnProtocolError("kilnd's stream ended inside an event line")
 
 
-def parse_event(line: bytes) -> dict[str, Any]:
+def parse_event(line: bytes, key: str = "type", what: str = "kilnd's stream") -> dict[str, Any]:
+    """One NDJSON line: an object whose ``key`` (``type``; the decision
+    stream's ``kind``) is a str."""
     try:
         obj = json.loads(line)
     except (ValueError, UnicodeDecodeError) as e:
-        raise KilnProtocolError(f"kilnd's stream: an event is not JSON ({e}): {line[:120]!r}")
-    if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
-        raise KilnProtocolError(f"kilnd's stream: an event is not an object with a type: {line[:120]!r}")
+        raise KilnProtocolError(f"{what}: an event is not JSON ({e}): {line[:120]!r}")
+    if not isinstance(obj, dict) or not isinstance(obj.get(key), str):
+        raise KilnProtocolError(f"{what}: an event is not an object with a {key}: {line[:120]!r}")
     return obj
 
 

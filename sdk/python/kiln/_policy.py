@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import socket
 import threading
@@ -21,7 +20,7 @@ from typing import Any, Callable, Optional
 
 from . import egress
 from ._async_transport import AsyncUpgraded
-from ._http import LineSplitter, json_body
+from ._http import LineSplitter, json_body, parse_event
 from ._transport import READ_SIZE, Upgraded, cut_short
 from .errors import ClientTimeoutError, KilnError, KilnProtocolError
 
@@ -37,13 +36,9 @@ Callback = Callable[[dict[str, Any]], Any]
 
 
 def parse_line(line: bytes) -> dict[str, Any]:
-    """One line of kilnd's decision stream: an object with a str ``kind``."""
-    try:
-        obj = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise KilnProtocolError(f"kilnd's decision stream: a line is not JSON ({e}): {line[:120]!r}")
-    if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-        raise KilnProtocolError(f"kilnd's decision stream: a line is not an object with a kind: {line[:120]!r}")
+    """One line of kilnd's decision stream: an object with a str ``kind``
+    (and an integer ``id`` on a question or error)."""
+    obj = parse_event(line, "kind", "kilnd's decision stream")
     if obj["kind"] in ("connect", "request", "error") and \
             (isinstance(obj.get("id"), bool) or not isinstance(obj.get("id"), int)):
         raise KilnProtocolError(f"kilnd's decision stream: a {obj['kind']} line without an integer id")
@@ -60,7 +55,7 @@ class _Decisions:
         self._requests_only = requests_only
         self._socket_path = socket_path
         self._what = what
-        self._lines = LineSplitter(parse=parse_line)
+        self._lines = LineSplitter()
         self._fell_back: set[int] = set()  # ids a fallback deny went to after an error line
         self._closing = False
         self._failure: Optional[BaseException] = None
@@ -72,14 +67,31 @@ class _Decisions:
         #: kilnd's ``error`` lines: answers it refused.
         self.errors: list[dict[str, Any]] = []
 
-    def _first(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The stream's first line must be ``attached``; the rest of what came."""
-        first = lines[0]
+    def _first(self, lines: list[bytes]) -> list[bytes]:
+        """The stream's first line must be ``attached``; the rest of what
+        came (read by the thread or task, which reports its faults)."""
+        first = parse_line(lines[0])
         if first["kind"] != "attached":
             raise KilnProtocolError(f"{self._what}: kilnd's decision stream began with {first['kind']!r}, "
                                     "not attached")
         self.attached = first
         return lines[1:]
+
+    def _sort(self, pending: list[bytes]) -> tuple[bool, list[dict[str, Any]], list[bytes]]:
+        """The lines that came: whether the end line is among them, the
+        questions for the callback, the answers to send now."""
+        asks: list[dict[str, Any]] = []
+        sends: list[bytes] = []
+        for raw in pending:
+            ev = parse_line(raw)
+            what, line = self._route(ev)
+            if what == "end":
+                return True, asks, sends
+            if what == "ask":
+                asks.append(ev)
+            elif line is not None:
+                sends.append(line)
+        return False, asks, sends
 
     def _route(self, ev: dict[str, Any]) -> tuple[str, Optional[bytes]]:
         """What to do with a line: ("end", None), ("ask", None) (the
@@ -157,7 +169,7 @@ class EgressPolicy(_Decisions):
         try:
             conn.sock.settimeout(conn.timeout)
             data = conn.leftover
-            lines = self._lines.feed(data)
+            lines = self._lines.lines(data)
             while not lines:
                 try:
                     data = conn.sock.recv(READ_SIZE)
@@ -166,7 +178,7 @@ class EgressPolicy(_Decisions):
                                              f"{conn.timeout:g} s") from None
                 if not data:
                     raise self._cut()
-                lines = self._lines.feed(data)
+                lines = self._lines.lines(data)
             rest = self._first(lines)
             conn.sock.settimeout(None)
         except BaseException:
@@ -177,17 +189,16 @@ class EgressPolicy(_Decisions):
         self._thread.start()
         return self
 
-    def _run(self, pending: list[dict[str, Any]]) -> None:
+    def _run(self, pending: list[bytes]) -> None:
         try:
             while True:
-                for ev in pending:
-                    what, line = self._route(ev)
-                    if what == "end":
-                        return
-                    if what == "ask":
-                        self._pool.submit(self._ask, ev)
-                    elif line is not None:
-                        self._send(line)
+                ended, asks, sends = self._sort(pending)
+                if ended:
+                    return
+                for line in sends:
+                    self._send(line)
+                for ev in asks:
+                    self._pool.submit(self._ask, ev)
                 try:
                     data = self._sock.recv(READ_SIZE)
                 except OSError:
@@ -197,7 +208,7 @@ class EgressPolicy(_Decisions):
                         self._lines.finish()
                         raise self._cut()
                     return
-                pending = self._lines.feed(data)
+                pending = self._lines.lines(data)
         except BaseException as e:
             if not self._closing:
                 self._failure = e
@@ -290,7 +301,7 @@ class AsyncEgressPolicy(_Decisions):
             conn.writer.close()
             raise
         try:
-            lines = self._lines.feed(conn.leftover)
+            lines = self._lines.lines(conn.leftover)
             while not lines:
                 try:
                     data = await asyncio.wait_for(conn.reader.read(READ_SIZE), conn.timeout)
@@ -299,7 +310,7 @@ class AsyncEgressPolicy(_Decisions):
                                              f"{conn.timeout:g} s") from None
                 if not data:
                     raise self._cut()
-                lines = self._lines.feed(data)
+                lines = self._lines.lines(data)
             rest = self._first(lines)
         except BaseException:
             conn.writer.close()
@@ -307,19 +318,18 @@ class AsyncEgressPolicy(_Decisions):
         self._task = asyncio.create_task(self._run(rest))
         return self
 
-    async def _run(self, pending: list[dict[str, Any]]) -> None:
+    async def _run(self, pending: list[bytes]) -> None:
         try:
             while True:
-                for ev in pending:
-                    what, line = self._route(ev)
-                    if what == "end":
-                        return
-                    if what == "ask":
-                        task = asyncio.create_task(self._ask(ev))
-                        self._asks.add(task)
-                        task.add_done_callback(self._asks.discard)
-                    elif line is not None:
-                        await self._send(line)
+                ended, asks, sends = self._sort(pending)
+                if ended:
+                    return
+                for line in sends:
+                    await self._send(line)
+                for ev in asks:
+                    task = asyncio.create_task(self._ask(ev))
+                    self._asks.add(task)
+                    task.add_done_callback(self._asks.discard)
                 try:
                     data = await self._reader.read(READ_SIZE)
                 except (OSError, ConnectionError):
@@ -329,7 +339,7 @@ class AsyncEgressPolicy(_Decisions):
                         self._lines.finish()
                         raise self._cut()
                     return
-                pending = self._lines.feed(data)
+                pending = self._lines.lines(data)
         except asyncio.CancelledError:
             raise
         except BaseException as e:

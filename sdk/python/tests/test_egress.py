@@ -73,6 +73,15 @@ class Peer:
             out[a.pop("id")] = a
         return out
 
+    def expect(self, want: dict[int, dict[str, Any]]) -> None:
+        """The answers to len(want) questions are these (by id)."""
+        got = self.answers(len(want))
+        if got != want:
+            raise AssertionError(f"answers {got}, not {want}")
+
+    def end(self, reason: str = "sandbox_stopped") -> None:
+        self.send({"kind": "end", "reason": reason})
+
     def closed(self) -> bool:
         """True when the client closes without sending anything more."""
         return self._line() == b""
@@ -138,10 +147,8 @@ WANT = {7: {"decision": "allow"},
 
 def every_event(peer: Peer) -> None:
     peer.send(*EVENTS)
-    got = peer.answers(len(EVENTS))
-    if got != WANT:
-        raise AssertionError(f"answers {got}, not {WANT}")
-    peer.send({"kind": "end", "reason": "sandbox_stopped"})
+    peer.expect(WANT)
+    peer.end()
     if not peer.closed():
         raise AssertionError("the client answered after the end line")
 
@@ -194,10 +201,8 @@ class TestEgressPolicy(Base):
 
         def script(peer: Peer) -> None:
             peer.send(*[request(i) for i in bad], dict(CONNECT, id=10))
-            got = peer.answers(len(bad) + 1)
-            if got != {i: FAILED for i in range(1, 11)}:
-                raise AssertionError(f"answers {got}")
-            peer.send({"kind": "end", "reason": "egress_proxy_stopped"})
+            peer.expect({i: FAILED for i in range(1, 11)})
+            peer.end("egress_proxy_stopped")
 
         def fn(ev: dict[str, Any]) -> Any:
             if ev["kind"] == "connect":
@@ -266,10 +271,8 @@ class TestEgressPolicy(Base):
     def test_on_request_answers_connects_with_rules(self) -> None:
         def script(peer: Peer) -> None:
             peer.send(CONNECT, request(8, "POST", "example.com"))
-            got = peer.answers(2)
-            if got != {7: {"decision": "rules"}, 8: {"decision": "deny", "status": 403, "reason": "no"}}:
-                raise AssertionError(f"answers {got}")
-            peer.send({"kind": "end", "reason": "sandbox_stopped"})
+            peer.expect({7: {"decision": "rules"}, 8: {"decision": "deny", "status": 403, "reason": "no"}})
+            peer.end()
         stream = Stream(script)
         self.fake.handler = stream
         seen: list[dict[str, Any]] = []
@@ -288,7 +291,7 @@ class TestEgressPolicy(Base):
             second = peer.answer()
             if (first["id"], second["id"]) != (2, 1):
                 raise AssertionError(f"answered {first} before {second}")
-            peer.send({"kind": "end", "reason": "sandbox_stopped"})
+            peer.end()
 
         def fn(ev: dict[str, Any]) -> Any:
             if ev["name"] == "slow.test":
@@ -338,6 +341,23 @@ class TestEgressPolicy(Base):
                 h.wait(10)
         stream.check(self)
 
+    def test_hostile_lines_end_the_stream_with_a_protocol_error(self) -> None:
+        for raw in (b"not json\n", b'{"kind": "request"}\n', b"[1]\n", b'{"kind": "request", "id": true}\n',
+                    b'{"kind": 7}\n', b"x" * (17 << 20)):
+            def script(peer: Peer, raw: bytes = raw) -> None:
+                try:
+                    peer.c.sendall(raw)
+                except BrokenPipeError:
+                    return  # the client closed at its line cap, mid-line
+                peer.closed()
+            stream = Stream(script)
+            self.fake.handler = stream
+            with self.assertLogs("kiln.egress", "ERROR"):
+                h = self.sandbox().egress.policy(lambda ev: None)
+                with self.assertRaises(errors.KilnProtocolError, msg=raw[:40]):
+                    h.wait(10)
+            stream.check(self)
+
 
 class TestAsyncEgressPolicy(AsyncBase):
     async def test_every_question_gets_the_callbacks_answer(self) -> None:
@@ -359,10 +379,8 @@ class TestAsyncEgressPolicy(AsyncBase):
     async def test_a_plain_function_and_on_request(self) -> None:
         def script(peer: Peer) -> None:
             peer.send(CONNECT, request(8))
-            got = peer.answers(2)
-            if got != {7: {"decision": "rules"}, 8: {"decision": "allow", "set_headers": {"x-agent": "a1"}}}:
-                raise AssertionError(f"answers {got}")
-            peer.send({"kind": "end", "reason": "sandbox_stopped"})
+            peer.expect({7: {"decision": "rules"}, 8: {"decision": "allow", "set_headers": {"x-agent": "a1"}}})
+            peer.end()
         stream = Stream(script)
         self.fake.handler = stream
         h = await self.sandbox().egress.on_request(lambda ev: egress.allow(set_headers={"x-agent": "a1"}))
@@ -380,7 +398,7 @@ class TestAsyncEgressPolicy(AsyncBase):
             second = peer.answer()
             if (first["id"], second["id"]) != (2, 1):
                 raise AssertionError(f"answered {first} before {second}")
-            peer.send({"kind": "end", "reason": "sandbox_stopped"})
+            peer.end()
 
         async def fn(ev: dict[str, Any]) -> Any:
             if ev["name"] == "slow.test":
@@ -433,14 +451,11 @@ class TestEgressExample(Base):
         def script(peer: Peer) -> None:
             peer.send(CONNECT, request(8, "POST", "api.github.com"), request(9, "POST", "example.com"),
                       request(10, "GET", "example.com"))
-            got = peer.answers(4)
-            want = {7: {"decision": "rules"},
-                    8: {"decision": "allow", "set_headers": {"x-agent": "kiln-example"}},
-                    9: {"decision": "deny", "status": 403, "reason": "POST only to api.github.com"},
-                    10: {"decision": "allow", "set_headers": {"x-agent": "kiln-example"}}}
-            if got != want:
-                raise AssertionError(f"answers {got}")
-            peer.send({"kind": "end", "reason": "sandbox_stopped"})
+            peer.expect({7: {"decision": "rules"},
+                         8: {"decision": "allow", "set_headers": {"x-agent": "kiln-example"}},
+                         9: {"decision": "deny", "status": 403, "reason": "POST only to api.github.com"},
+                         10: {"decision": "allow", "set_headers": {"x-agent": "kiln-example"}}})
+            peer.end()
         stream = Stream(script)
         self.fake.handler = routes({("GET", "/v1/sandboxes/3f9a1c2b7d4e"): json_response(200, SB),
                                     ("GET", PATH): stream})
