@@ -4,6 +4,9 @@
 // error line, its end line, a close from the client, onRequest, slow
 // callbacks, and options refused before anything is sent.
 import assert from 'node:assert/strict';
+import path from 'node:path';
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { test } from './runner.mjs';
 import { startFake, jsonResponse, errorResponse } from './fake_kilnd.mjs';
 import * as kiln from '../src/index.js';
@@ -299,4 +302,32 @@ test('egress: a stream not beginning with attached, or cut without its end line'
     await cut.check();
     assert.ok(errs.some((e) => e instanceof kiln.KilnConnectionError));
   });
+});
+
+test('examples/egress-policy.mjs denies POSTs but to api.github.com and adds a header to the rest', async () => {
+  const s = stream(async (p) => {
+    p.send(CONNECT, request(8, 'POST', 'api.github.com'), request(9, 'POST', 'example.com'), request(10, 'GET', 'example.com'));
+    assert.deepEqual(await p.answers(4), {
+      7: { decision: 'rules' },
+      8: { decision: 'allow', set_headers: { 'x-agent': 'kiln-example' } },
+      9: { decision: 'deny', status: 403, reason: 'POST only to api.github.com' },
+      10: { decision: 'allow', set_headers: { 'x-agent': 'kiln-example' } },
+    });
+    p.send(END);
+  });
+  const f = await startFake((req, sock) => (req.path === PATH ? s.handler(req, sock) : sock.end(jsonResponse(200, { id: '3f9a1c2b7d4e', state: 'running' }))));
+  const ex = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'examples', 'egress-policy.mjs');
+  const run = (args) => new Promise((resolve) => {
+    execFile(process.execPath, [ex, ...args], { env: { ...process.env, KILN_SOCKET: f.socket }, timeout: 15000 }, (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stdout, stderr }));
+  });
+  try {
+    const r = await run(['3f9a1c2b7d4e']);
+    assert.equal(r.code, 0, r.stderr);
+    await s.check();
+    assert.match(r.stdout, /deny POST example\.com\/v1\/x/);
+    assert.match(r.stdout, /ended: sandbox_stopped/);
+    assert.equal((await run([])).code, 2);
+  } finally {
+    await f.close();
+  }
 });
