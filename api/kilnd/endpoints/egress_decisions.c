@@ -190,12 +190,13 @@ static const char *end_reason(struct decisions *s)
 
 	if (atomic_load(&s->d->shutting_down))
 		return "kilnd_shutdown";
+	/* Its entry stays while it is to run: it is being started again. */
+	if (egress_run_has(s->d, s->id))
+		return "egress_proxy_restarted";
 	kilnd_lock(s->d);
 	st = s->sb->rec.state;
 	kilnd_unlock(s->d);
-	if (st != SANDBOX_RUNNING)
-		return "sandbox_stopped";
-	return egress_run_has(s->d, s->id) ? "egress_proxy_restarted" : "egress_proxy_stopped";
+	return st == SANDBOX_RUNNING ? "egress_proxy_stopped" : "sandbox_stopped";
 }
 
 static void decisions_run(void *cls, const char *extra, size_t extra_n, int sock)
@@ -259,7 +260,7 @@ static int attach(struct decisions *s, struct api_err *e)
 			    "sandbox %s is %s: the egress decision stream needs it running", s->id,
 			    sandbox_state_name(st));
 	else if (r == -ENOENT)
-		api_err_set(e, API_E_WRONG_STATE,
+		api_err_set(e, API_E_NO_EGRESS_PROXY,
 			    "sandbox %s runs no egress proxy: its firewall has no \"http\" rules, so "
 			    "no flow would be asked about (add one with PUT "
 			    "/v1/sandboxes/%s/firewall)",

@@ -174,6 +174,7 @@ static void child(const struct child_req *c)
 		rlim_t v;
 	} lim[] = { { RLIMIT_CORE, 0 }, { RLIMIT_NOFILE, PROXY_NOFILE } };
 	const char *step;
+	sigset_t hup;
 	int prog, null, tty, r;
 
 	/* Into its cgroup first: everything after is charged there. */
@@ -194,6 +195,12 @@ static void child(const struct child_req *c)
 	}
 	close_range(c->listen >= 0 ? EGRESS_POLICY_FD + 1 : 3, ~0U, 0);
 	sig_reset_all();
+	/* SIGHUP (reload) blocked across the exec: kiln-egress takes it from a
+	 * signalfd, and one sent before it got there stays pending instead of
+	 * ending it (SIGHUP's default). */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hup, NULL);
 	tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (tty >= 0) {
 		ioctl(tty, TIOCNOTTY);
