@@ -4,7 +4,7 @@
 // left to the sandbox's static rules.
 //   KILN_SOCKET=/run/kiln/kiln.sock node examples/egress-policy.mjs SANDBOX_ID
 // The sandbox needs http rules in its firewall (its flows then go through
-// the egress proxy; docs/api.md, "Egress decisions"). Prints each
+// the egress proxy; docs/api.md, "The egress decision stream"). Prints each
 // decision; runs until the stream ends (the sandbox stops) or Ctrl-C.
 import { Kiln, egress } from '../src/index.js';
 

@@ -1,5 +1,5 @@
 // sb.egress: a policy callback on a sandbox's egress decisions (docs/api.md,
-// "Egress decisions"). GET .../egress/decisions switches to kiln-decisions,
+// "The egress decision stream"). GET .../egress/decisions switches to kiln-decisions,
 // NDJSON both ways: kilnd asks about every TLS connect and HTTP request of
 // a sandbox whose firewall has `http` rules; fn(event) answers with
 // egress.allow(), egress.deny(), egress.rules() or null/undefined (rules).

@@ -155,7 +155,7 @@ export class Secrets {
 
 // ---- egress policy callbacks --------------------------------------------
 
-/** A question of kilnd's decision stream, as kilnd sent it (docs/api.md, "Egress decisions"). */
+/** A question of kilnd's decision stream, as kilnd sent it (docs/api.md, "The egress decision stream"). */
 export interface EgressEvent extends KilnObject {
   kind: 'connect' | 'request';
   /** The question's id (its answer carries it). */

@@ -6,7 +6,7 @@ left to the sandbox's static rules.
     KILN_SOCKET=/run/kiln/kiln.sock egress_policy.py SANDBOX_ID
 
 The sandbox needs ``http`` rules in its firewall (its flows then go
-through the egress proxy; docs/api.md, "Egress decisions"). Prints each
+through the egress proxy; docs/api.md, "The egress decision stream"). Prints each
 decision; runs until the stream ends (the sandbox stops) or Ctrl-C. Needs
 the kiln package (pip install ./sdk/python, or run from a checkout: the
 checkout's sdk/python is tried first).

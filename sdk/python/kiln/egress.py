@@ -1,5 +1,5 @@
 """Answers of an egress policy callback (``sb.egress.policy(fn)``,
-``sb.egress.on_request(fn)``; docs/api.md, "Egress decisions").
+``sb.egress.on_request(fn)``; docs/api.md, "The egress decision stream").
 
 ``fn(event)`` gets each question of kilnd's decision stream as the dict
 kilnd sent: a ``connect`` (a TLS flow before it is spliced or decrypted:
