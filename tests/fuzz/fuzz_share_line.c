@@ -1,5 +1,5 @@
 /*
- * fuzz_share_line: a client share's lines (api/kilnd/bodies/share_line.c)
+ * fuzz_share_line: a client share's lines (api/kilnd/core/share_line.c)
  * as kilnd reads them: requests from a (compromised) kiln-vmm and
  * replies from the client, both hostile.
  *
@@ -12,7 +12,7 @@
  */
 #include <stdbool.h>
 
-#include "api/kilnd/bodies/share_line.h"
+#include "api/kilnd/core/share_line.h"
 #include "fuzz.h"
 
 static void check_canon(const char *canon)

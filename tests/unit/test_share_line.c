@@ -1,5 +1,5 @@
 /*
- * Unit tests of api/kilnd/bodies/share_line.c: the lines of a client
+ * Unit tests of api/kilnd/core/share_line.c: the lines of a client
  * share (docs/api.md, "Client shares") kilnd checks and writes anew
  * between kiln-vmm (requests) and the client (replies).
  */
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/kilnd/bodies/share_line.h"
+#include "api/kilnd/core/share_line.h"
 
 static int req(const char *line, struct share_req *r, char **canon, char *why)
 {

@@ -254,6 +254,14 @@ fail:
 	return -1;
 }
 
+bool sandbox_spec_has_client_share(const struct sandbox_spec *s)
+{
+	for (size_t i = 0; i < s->nshares; i++)
+		if (s->shares[i].client)
+			return true;
+	return false;
+}
+
 void sandbox_spec_free(struct sandbox_spec *s)
 {
 	json_decref(s->env);

@@ -108,6 +108,9 @@ struct sandbox_spec {
 int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		       struct sandbox_spec *out, struct api_err *e);
 
+/* Does any share of s come from an API client ("client": true)? */
+bool sandbox_spec_has_client_share(const struct sandbox_spec *s);
+
 /* Release what a parsed spec owns; safe on a zeroed or freed spec. */
 void sandbox_spec_free(struct sandbox_spec *s);
 

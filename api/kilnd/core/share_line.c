@@ -1,5 +1,5 @@
 /* Client share lines, checked and written anew; see share_line.h. */
-#include "api/kilnd/bodies/share_line.h"
+#include "api/kilnd/core/share_line.h"
 
 #include <stdbool.h>
 #include <stdio.h>
