@@ -10,7 +10,8 @@ The asyncio client is :class:`kiln.aio.AsyncKiln`. Exceptions are in
 
 from . import errors
 from ._surface import (BuildStream, Checkpoints, EventStream, Files, Firewall, Images, Kiln, Ports,
-                       Previews, Process, Processes, Sandbox, Sandboxes, Secrets, Templates)
+                       Previews, Process, Processes, Sandbox, Sandboxes, Secrets, Shares, Templates)
+from ._shares import MemoryFS, ShareServer
 from .errors import (ClientTimeoutError, KilnConnectionError, KilnError, KilnProtocolError,
                      RequestTimeoutError, TimeoutError)
 from .models import (AttachedEvent, CodeError, Event, ExecResult, ExitEvent, FileInfo, GapEvent,
@@ -20,7 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Kiln", "Sandboxes", "Sandbox", "Files", "Processes", "Process", "Ports", "Previews",
-    "Checkpoints", "Firewall", "EventStream", "Templates", "BuildStream", "Images", "Secrets", "ExecResult", "RunResult", "CodeError", "Event",
+    "Checkpoints", "Firewall", "Shares", "ShareServer", "MemoryFS", "EventStream", "Templates", "BuildStream", "Images", "Secrets", "ExecResult", "RunResult", "CodeError", "Event",
     "OutputEvent", "ExitEvent", "ResultEvent", "AttachedEvent", "GapEvent", "WatchEvent", "FileInfo",
     "KilnError", "KilnConnectionError", "KilnProtocolError", "TimeoutError", "RequestTimeoutError",
     "ClientTimeoutError", "errors", "__version__",

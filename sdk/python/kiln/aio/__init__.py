@@ -9,10 +9,12 @@
 
 from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEventStream, AsyncFiles,
                               AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
-                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncSecrets, AsyncTemplates)
+                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncSecrets, AsyncShares,
+                              AsyncTemplates)
+from .._shares import AsyncShareServer
 
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
-    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets",
+    "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets", "AsyncShares", "AsyncShareServer",
 ]

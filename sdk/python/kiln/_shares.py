@@ -1,0 +1,491 @@
+"""Client shares (docs/api.md, "Client shares"): a sandbox share whose files
+an object in this process serves. ``GET .../shares/{n}/serve`` with
+``Upgrade: kiln-fs`` switches the connection to NDJSON lines: kilnd sends
+the guest's requests, the object's answers go back.
+
+The object's methods (each optional: a missing one answers ENOSYS):
+``stat(path)`` -> ``{"type": "file"|"dir", "size": int, "mode"?: int,
+"mtime"?: number}``; ``readdir(path)`` -> ``[{"name", "type"}, ...]`` (or
+names with a ``stat`` to type them); ``read(path, offset, size)`` -> bytes;
+``write(path, offset, data)`` -> bytes written (None: all); ``create(path,
+mode)``, ``mkdir(path, mode)``, ``unlink(path)``, ``rmdir(path)``,
+``rename(path, to)``, ``truncate(path, size)``. An ``OSError`` with an errno
+kilnd knows answers that errno's name; any other exception answers EIO.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import errno as errno_mod
+import inspect
+import json
+import socket
+import threading
+import time
+from typing import Any, Optional, Union
+
+from . import _http
+from .errors import KilnConnectionError, KilnError, KilnProtocolError, error_from_body
+
+PROTOCOL = "kiln-fs"
+LINE_MAX = 262144  # a line with its newline (the protocol's bound)
+ERRORS = frozenset(
+    "ENOENT EEXIST ENOTDIR EISDIR ENOTEMPTY EACCES EPERM EROFS ENOSPC EINVAL EIO ENOSYS "
+    "EFBIG ENAMETOOLONG".split())
+_OPS = ("stat", "readdir", "read", "write", "create", "mkdir", "unlink", "rmdir", "rename", "truncate")
+
+
+def error_name(exc: BaseException) -> str:
+    """The protocol's name for an exception the object raised."""
+    if isinstance(exc, OSError) and exc.errno is not None:
+        name = errno_mod.errorcode.get(exc.errno, "EIO")
+        return name if name in ERRORS else "EIO"
+    return "EIO"
+
+
+def call_args(req: dict[str, Any]) -> tuple[Any, ...]:
+    op, path = req["op"], req["path"]
+    if op == "read":
+        return (path, req["offset"], req["size"])
+    if op == "write":
+        return (path, req["offset"], base64.b64decode(req["data"]))
+    if op in ("create", "mkdir"):
+        return (path, req["mode"])
+    if op == "rename":
+        return (path, req["to"])
+    if op == "truncate":
+        return (path, req["size"])
+    return (path,)
+
+
+def _ok(req: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The reply line for the object's result."""
+    op, out = req["op"], {"id": req["id"]}
+    if op == "stat":
+        st = dict(result)
+        out["type"] = st["type"]
+        out["size"] = int(st.get("size", 0))
+        for k in ("mode", "mtime"):
+            if st.get(k) is not None:
+                out[k] = st[k]
+    elif op == "readdir":
+        out["entries"] = [{"name": e["name"], "type": e["type"]} for e in result]
+    elif op == "read":
+        data = bytes(result or b"")[: req["size"]]
+        out["data"] = base64.b64encode(data).decode("ascii")
+    elif op == "write":
+        n = len(base64.b64decode(req["data"]))
+        out["size"] = n if result is None else min(int(result), n)
+    return out
+
+
+def lookup(obj: Any, req: dict[str, Any]) -> Any:
+    """The object's method for the request, or None (ENOSYS)."""
+    op = req.get("op")
+    if op not in _OPS:
+        return None
+    fn = getattr(obj, op, None)
+    return fn if callable(fn) else None
+
+
+def answer(req: dict[str, Any], call: Any) -> dict[str, Any]:
+    """The reply for a request, ``call`` being the object's result or the
+    exception it raised."""
+    if isinstance(call, BaseException):
+        return {"id": req.get("id"), "error": error_name(call)}
+    try:
+        return _ok(req, call)
+    except Exception:  # a result of the wrong shape
+        return {"id": req.get("id"), "error": "EIO"}
+
+
+def dispatch(obj: Any, req: dict[str, Any]) -> dict[str, Any]:
+    """One request to the object (synchronously), its reply line."""
+    fn = lookup(obj, req)
+    if fn is None:
+        return {"id": req.get("id"), "error": "ENOSYS"}
+    try:
+        result = fn(*call_args(req))
+    except Exception as e:  # noqa: BLE001 - every failure is an answer
+        return answer(req, e)
+    return answer(req, result)
+
+
+def encode(reply: dict[str, Any]) -> bytes:
+    return json.dumps(reply, separators=(",", ":")).encode() + b"\n"
+
+
+def serve_target(sandbox_id: str, index: int) -> str:
+    return f"/v1/sandboxes/{_http.seg(sandbox_id)}/shares/{index}/serve"
+
+
+def upgrade_request(sandbox_id: str, index: int) -> bytes:
+    return (f"GET {serve_target(sandbox_id, index)} HTTP/1.1\r\nHost: kiln\r\n"
+            f"Connection: Upgrade\r\nUpgrade: {PROTOCOL}\r\n\r\n").encode()
+
+
+def upgrade_answer(head: bytes, body: bytes) -> None:
+    """Raise kilnd's error unless the head says 101."""
+    first = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = first.split(" ", 2)
+    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    if status == 101:
+        return
+    try:
+        err = json.loads(body.decode("utf-8")).get("error")
+    except (ValueError, AttributeError):
+        err = None
+    raise error_from_body(status, err)
+
+
+def share_index(info: dict[str, Any], share: Union[int, str]) -> int:
+    """A share's index from its index or guest path (the sandbox's spec)."""
+    shares = info.get("shares") or []
+    if isinstance(share, int):
+        return share
+    for i, s in enumerate(shares):
+        if s.get("guest_path") == share:
+            return i
+    raise KilnError(f"sandbox {info.get('id')} has no share at guest path {share!r} "
+                    f"(its shares: {[s.get('guest_path') for s in shares]})")
+
+
+def split_head(buf: bytes) -> Optional[tuple[bytes, int]]:
+    """(head, content_length) once buf holds a whole head, else None."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buf[:end]
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length" and v.strip().isdigit():
+            length = int(v.strip())
+    return head, length
+
+
+def parse_line(line: bytes) -> Optional[dict[str, Any]]:
+    """A request line from kilnd; None for kilnd's own error lines (a
+    refused reply: the message says why) and anything else."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or "op" not in msg:
+        return None
+    return msg
+
+
+class ShareServer:
+    """``sb.shares.serve(...)``'s handle: the serving thread; ``close()`` ends
+    it (the guest's requests get EIO from then on). ``errors`` holds kilnd's
+    messages about replies it refused."""
+
+    def __init__(self, socket_path: str, sandbox_id: str, index: int, obj: Any,
+                 connect_timeout: Optional[float] = 30.0) -> None:
+        self.index = index
+        self.errors: list[str] = []
+        self._obj = obj
+        self._closed = threading.Event()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(connect_timeout)
+        try:
+            self._sock.connect(socket_path)
+            self._sock.sendall(upgrade_request(sandbox_id, index))
+            rest = self._handshake()
+        except OSError as e:
+            self._sock.close()
+            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {index}: {e.strerror or e}") from None
+        except BaseException:
+            self._sock.close()
+            raise
+        self._sock.settimeout(None)
+        self._thread = threading.Thread(target=self._run, args=(rest,), daemon=True,
+                                        name=f"kiln-share-{sandbox_id}-{index}")
+        self._thread.start()
+
+    def _handshake(self) -> bytes:
+        buf = b""
+        while True:
+            got = split_head(buf)
+            if got:
+                head, length = got
+                rest = buf[len(head) + 4:]
+                if b" 101 " not in head.split(b"\r\n", 1)[0] + b" ":
+                    deadline = time.monotonic() + 10
+                    while len(rest) < length and time.monotonic() < deadline:
+                        more = self._sock.recv(65536)
+                        if not more:
+                            break
+                        rest += more
+                upgrade_answer(head, rest[:length])
+                return rest
+            if len(buf) > 65536:
+                raise KilnProtocolError("kilnd's answer to the share upgrade has no end of head")
+            more = self._sock.recv(65536)
+            if not more:
+                raise KilnConnectionError("kilnd closed the connection before answering the share upgrade")
+            buf += more
+
+    def _run(self, buf: bytes) -> None:
+        try:
+            while not self._closed.is_set():
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > LINE_MAX:
+                        return
+                    more = self._sock.recv(65536)
+                    if not more:
+                        return
+                    buf += more
+                    continue
+                line, buf = buf[:nl], buf[nl + 1:]
+                req = parse_line(line)
+                if req is None:
+                    self._note(line)
+                    continue
+                self._sock.sendall(encode(dispatch(self._obj, req)))
+        except OSError:
+            pass
+        finally:
+            self._closed.set()
+
+    def _note(self, line: bytes) -> None:
+        try:
+            msg = json.loads(line)
+            if isinstance(msg, dict) and msg.get("kind") == "error":
+                self.errors.append(str(msg.get("message")))
+        except ValueError:
+            pass
+
+    @property
+    def serving(self) -> bool:
+        return not self._closed.is_set()
+
+    def close(self) -> None:
+        """Stop serving (the connection closes; the share answers EIO)."""
+        self._closed.set()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def __enter__(self) -> "ShareServer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class MemoryFS:
+    """An example share object: a tree held in memory. ``files`` maps each
+    file's path to its bytes; directories are implied by the paths and
+    ``dirs`` (an empty one stays listed)."""
+
+    def __init__(self, files: Optional[dict[str, bytes]] = None) -> None:
+        self.files: dict[str, bytes] = dict(files or {})
+        self.dirs: set[str] = {"/"}
+        self._lock = threading.Lock()
+        for p in list(self.files):
+            self._parents(p)
+
+    def _parents(self, path: str) -> None:
+        parts = path.strip("/").split("/")[:-1]
+        for i in range(len(parts)):
+            self.dirs.add("/" + "/".join(parts[: i + 1]))
+
+    @staticmethod
+    def _parent(path: str) -> str:
+        return path.rsplit("/", 1)[0] or "/"
+
+    def _need_dir(self, path: str) -> None:
+        if path in self.files:
+            raise OSError(errno_mod.ENOTDIR, path)
+        if path not in self.dirs:
+            raise OSError(errno_mod.ENOENT, path)
+
+    def stat(self, path: str) -> dict[str, Any]:
+        with self._lock:
+            if path in self.files:
+                return {"type": "file", "size": len(self.files[path])}
+            if path in self.dirs:
+                return {"type": "dir", "size": 0}
+        raise OSError(errno_mod.ENOENT, path)
+
+    def readdir(self, path: str) -> list[dict[str, str]]:
+        with self._lock:
+            self._need_dir(path)
+            prefix = path.rstrip("/") + "/"
+            out: dict[str, str] = {}
+            for p in self.files:
+                if p.startswith(prefix) and "/" not in p[len(prefix):]:
+                    out[p[len(prefix):]] = "file"
+            for d in self.dirs:
+                if d != "/" and d.startswith(prefix) and "/" not in d[len(prefix):]:
+                    out[d[len(prefix):]] = "dir"
+        return [{"name": n, "type": t} for n, t in sorted(out.items())]
+
+    def read(self, path: str, offset: int, size: int) -> bytes:
+        with self._lock:
+            if path in self.dirs:
+                raise OSError(errno_mod.EISDIR, path)
+            if path not in self.files:
+                raise OSError(errno_mod.ENOENT, path)
+            return self.files[path][offset: offset + size]
+
+    def write(self, path: str, offset: int, data: bytes) -> int:
+        with self._lock:
+            if path not in self.files:
+                raise OSError(errno_mod.ENOENT, path)
+            old = self.files[path]
+            if len(old) < offset:
+                old += b"\0" * (offset - len(old))
+            self.files[path] = old[:offset] + data + old[offset + len(data):]
+        return len(data)
+
+    def create(self, path: str, mode: int) -> None:
+        with self._lock:
+            self._need_dir(self._parent(path))
+            if path in self.files or path in self.dirs:
+                raise OSError(errno_mod.EEXIST, path)
+            self.files[path] = b""
+
+    def mkdir(self, path: str, mode: int) -> None:
+        with self._lock:
+            self._need_dir(self._parent(path))
+            if path in self.files or path in self.dirs:
+                raise OSError(errno_mod.EEXIST, path)
+            self.dirs.add(path)
+
+    def unlink(self, path: str) -> None:
+        with self._lock:
+            if path in self.dirs:
+                raise OSError(errno_mod.EISDIR, path)
+            if self.files.pop(path, None) is None:
+                raise OSError(errno_mod.ENOENT, path)
+
+    def rmdir(self, path: str) -> None:
+        with self._lock:
+            self._need_dir(path)
+            prefix = path + "/"
+            if path == "/" or any(p.startswith(prefix) for p in list(self.files) + list(self.dirs)):
+                raise OSError(errno_mod.ENOTEMPTY, path)
+            self.dirs.discard(path)
+
+    def rename(self, path: str, to: str) -> None:
+        with self._lock:
+            self._need_dir(self._parent(to))
+            if path in self.files:
+                if to in self.dirs:
+                    raise OSError(errno_mod.EISDIR, to)
+                self.files[to] = self.files.pop(path)
+                return
+            if path not in self.dirs or path == "/":
+                raise OSError(errno_mod.ENOENT, path)
+            if to in self.files:
+                raise OSError(errno_mod.ENOTDIR, to)
+            if to.startswith(path + "/"):
+                raise OSError(errno_mod.EINVAL, to)
+            prefix = path + "/"
+            self.dirs = {to + d[len(path):] if d == path or d.startswith(prefix) else d for d in self.dirs}
+            self.files = {to + p[len(path):] if p.startswith(prefix) else p: v for p, v in self.files.items()}
+
+    def truncate(self, path: str, size: int) -> None:
+        with self._lock:
+            if path not in self.files:
+                raise OSError(errno_mod.ENOENT, path)
+            old = self.files[path]
+            self.files[path] = old[:size] + b"\0" * max(0, size - len(old))
+
+
+class AsyncShareServer:
+    """The asyncio client's handle (``await sb.shares.serve(...)``): the
+    serving task; ``await close()`` ends it. The object's methods may be
+    coroutines (awaited) or plain functions (called in the event loop: keep
+    them quick)."""
+
+    def __init__(self, index: int, obj: Any) -> None:
+        self.index = index
+        self.errors: list[str] = []
+        self._obj = obj
+        self._task: Optional[asyncio.Task[None]] = None
+        self._writer: Optional[asyncio.StreamWriter] = None
+
+    async def _open(self, socket_path: str, sandbox_id: str) -> None:
+        try:
+            reader, writer = await asyncio.open_unix_connection(socket_path, limit=LINE_MAX + 1)
+        except OSError as e:
+            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {self.index}: {e.strerror or e}") from None
+        self._writer = writer
+        try:
+            writer.write(upgrade_request(sandbox_id, self.index))
+            await writer.drain()
+            head = await reader.readuntil(b"\r\n\r\n")
+            got = split_head(head)
+            assert got is not None
+            first = got[0].split(b"\r\n", 1)[0] + b" "
+            body = b"" if b" 101 " in first else await reader.readexactly(got[1])
+            upgrade_answer(got[0], body)
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
+            writer.close()
+            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {self.index}: {e}") from None
+        except BaseException:
+            writer.close()
+            raise
+        self._task = asyncio.ensure_future(self._run(reader, writer))
+
+    async def _run(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return
+                req = parse_line(line.rstrip(b"\n"))
+                if req is None:
+                    try:
+                        msg = json.loads(line)
+                        if isinstance(msg, dict) and msg.get("kind") == "error":
+                            self.errors.append(str(msg.get("message")))
+                    except ValueError:
+                        pass
+                    continue
+                fn = lookup(self._obj, req)
+                if fn is None:
+                    reply = {"id": req.get("id"), "error": "ENOSYS"}
+                else:
+                    try:
+                        reply = answer(req, await maybe_await(fn(*call_args(req))))
+                    except Exception as e:  # noqa: BLE001 - every failure is an answer
+                        reply = answer(req, e)
+                writer.write(encode(reply))
+                await writer.drain()
+        except (OSError, ValueError, asyncio.LimitOverrunError):
+            return
+
+    @property
+    def serving(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def close(self) -> None:
+        """Stop serving (the connection closes; the share answers EIO)."""
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        if self._writer:
+            self._writer.close()
+
+    async def __aenter__(self) -> "AsyncShareServer":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+async def maybe_await(v: Any) -> Any:
+    return await v if inspect.isawaitable(v) else v
