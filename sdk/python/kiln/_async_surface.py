@@ -824,13 +824,12 @@ class AsyncShares:
 
     async def serve(self, share: Union[int, str], obj: Any) -> _shares.AsyncShareServer:
         """Serve share ``share`` (its index, or its guest path) with ``obj``
-        (its methods plain or coroutines: :class:`kiln.MemoryFS` is an
-        example) as a task until ``await close()``. One client per share
-        (:class:`~kiln.errors.BusyError` for a second)."""
+        (stat, readdir, read, write, ...: :class:`kiln.MemoryFS` is an
+        example; kiln.aio also awaits coroutine methods) until the handle's
+        ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
+        client per share (:class:`~kiln.errors.BusyError` for a second)."""
         index = share if isinstance(share, int) else _shares.share_index((await self._sb.refresh()).info, share)
-        server = _shares.AsyncShareServer(index, obj)
-        await server._open(self._sb._kiln.socket, self._sb.id)
-        return server
+        return await _shares.AsyncShareServer.open(self._sb._kiln.socket, self._sb.id, index, obj)
 
 
 class AsyncFirewall:

@@ -259,6 +259,10 @@ class ShareServer:
         except ValueError:
             pass
 
+    @classmethod
+    def open(cls, socket_path: str, sandbox_id: str, index: int, obj: Any) -> "ShareServer":
+        return cls(socket_path, sandbox_id, index, obj)
+
     @property
     def serving(self) -> bool:
         return not self._closed.is_set()
@@ -413,6 +417,12 @@ class AsyncShareServer:
         self._obj = obj
         self._task: Optional[asyncio.Task[None]] = None
         self._writer: Optional[asyncio.StreamWriter] = None
+
+    @classmethod
+    async def open(cls, socket_path: str, sandbox_id: str, index: int, obj: Any) -> "AsyncShareServer":
+        server = cls(index, obj)
+        await server._open(socket_path, sandbox_id)
+        return server
 
     async def _open(self, socket_path: str, sandbox_id: str) -> None:
         try:

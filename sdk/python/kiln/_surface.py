@@ -823,10 +823,11 @@ class Shares:
     def serve(self, share: Union[int, str], obj: Any) -> _shares.ShareServer:
         """Serve share ``share`` (its index, or its guest path) with ``obj``
         (stat, readdir, read, write, ...: :class:`kiln.MemoryFS` is an
-        example) on a thread until ``close()``. One client per share
-        (:class:`~kiln.errors.BusyError` for a second)."""
-        index = share if isinstance(share, int) else _shares.share_index(self._sb.refresh().info, share)
-        return _shares.ShareServer(self._sb._kiln.socket, self._sb.id, index, obj)
+        example; kiln.aio also awaits coroutine methods) until the handle's
+        ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
+        client per share (:class:`~kiln.errors.BusyError` for a second)."""
+        index = share if isinstance(share, int) else _shares.share_index((self._sb.refresh()).info, share)
+        return _shares.ShareServer.open(self._sb._kiln.socket, self._sb.id, index, obj)
 
 
 class Firewall:
