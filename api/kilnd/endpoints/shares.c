@@ -33,6 +33,8 @@ void handle_share_serve(struct http_req *r)
 	struct api_err e;
 	uint64_t n;
 
+	if (!http_no_query(r, "shares serve"))
+		return;
 	if (num_parse_u64(r->rm.sub, 10, 0, SPEC_MAX_SHARES - 1, &n)) {
 		api_err_set(&e, API_E_NOT_FOUND,
 			    "share '%.40s' is not a share index (0..%d, the position in the sandbox's shares)",

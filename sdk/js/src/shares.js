@@ -11,9 +11,7 @@
 // each sync or async. A missing method answers ENOSYS; an Error whose
 // `code` is an errno name the protocol has ('ENOENT', ...) answers it;
 // anything else EIO.
-import http from 'node:http';
-import { errorFromBody, seg } from './transport.js';
-import { KilnConnectionError, KilnError } from './errors.js';
+import { KilnError } from './errors.js';
 
 export const SHARE_PROTOCOL = 'kiln-fs';
 const LINE_MAX = 262144;
@@ -147,26 +145,6 @@ export class ShareServer {
   }
 }
 
-/** Upgrade GET .../shares/{index}/serve on kilnd's socket; resolves to a ShareServer. */
-export function serveShare(socketPath, sandboxId, index, obj) {
-  const path = `/v1/sandboxes/${seg(sandboxId)}/shares/${index}/serve`;
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      socketPath, path, method: 'GET',
-      headers: { Connection: 'Upgrade', Upgrade: SHARE_PROTOCOL, Host: 'kiln' },
-    });
-    req.on('upgrade', (res, socket, head) => resolve(new ShareServer(index, obj, socket, head)));
-    req.on('response', (res) => {
-      const parts = [];
-      res.on('data', (c) => parts.push(c));
-      res.on('end', () => reject(errorFromBody(res.statusCode, Buffer.concat(parts), `GET ${path}`)));
-      res.on('error', reject);
-    });
-    req.on('error', (e) => reject(new KilnConnectionError(`kilnd at ${socketPath}: serving share ${index}: ${e.message}`)));
-    req.end();
-  });
-}
-
 function fsError(code, path) {
   const e = new Error(`${code}: ${path}`);
   e.code = code;
@@ -283,6 +261,7 @@ export class Shares {
   /** Serve share `share` (its index, or its guest path) with obj until the handle's close(); one client per share (BusyError for a second). */
   async serve(share, obj) {
     const index = typeof share === 'number' ? share : shareIndex(await this.sb.refresh(), share);
-    return serveShare(this.sb.kiln.socket, this.sb.id, index, obj);
+    const { socket, head } = await this.sb.t.upgrade('GET', `${this.sb.path}/shares/${index}/serve`, SHARE_PROTOCOL);
+    return new ShareServer(index, obj, socket, head);
   }
 }

@@ -44,6 +44,28 @@ export class Transport {
     this.timeoutMs = timeoutMs;
   }
 
+  /** An HTTP/1.1 protocol switch on a connection of its own: resolves to
+   * { socket, head } (head: bytes kilnd sent behind its 101); any other
+   * answer rejects with its error. */
+  upgrade(method, path, protocol) {
+    const what = `${method} ${path}`;
+    return new Promise((resolve, reject) => {
+      const req = http.request({
+        socketPath: this.socket, path, method,
+        headers: { Connection: 'Upgrade', Upgrade: protocol, Host: 'kiln' },
+      });
+      req.on('upgrade', (res, socket, head) => resolve({ socket, head }));
+      req.on('response', (res) => {
+        const parts = [];
+        res.on('data', (c) => parts.push(c));
+        res.on('end', () => reject(errorFromBody(res.statusCode, Buffer.concat(parts), what)));
+        res.on('error', (e) => reject(this.convert(e, null, what)));
+      });
+      req.on('error', (e) => reject(this.convert(e, null, what)));
+      req.end();
+    });
+  }
+
   // Any low-level failure as one of the SDK's errors.
   convert(err, state, what) {
     if (err instanceof KilnError) return err;

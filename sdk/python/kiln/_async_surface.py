@@ -829,7 +829,8 @@ class AsyncShares:
         ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
         client per share (:class:`~kiln.errors.BusyError` for a second)."""
         index = share if isinstance(share, int) else _shares.share_index((await self._sb.refresh()).info, share)
-        return await _shares.AsyncShareServer.open(self._sb._kiln.socket, self._sb.id, index, obj)
+        conn = await self._t.upgrade("GET", sb_path(self._sb.id, "shares", index, "serve"), _shares.PROTOCOL)
+        return _shares.AsyncShareServer(conn, index, obj)
 
 
 class AsyncFirewall:

@@ -141,6 +141,37 @@ class AsyncTransport:
     async def aclose(self) -> None:
         """Nothing is pooled: each request's connection ends with it."""
 
+    async def upgrade(self, method: str, path: str,
+                      protocol: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """An HTTP/1.1 protocol switch on a connection of its own: its reader
+        (holding what kilnd sent behind its 101) and writer. Any other
+        answer raises its error."""
+        what = f"{method} {path}"
+        reader, writer = await self._connect(what)
+        try:
+            writer.write(_http.upgrade_head(method, path, protocol))
+            await asyncio.wait_for(writer.drain(), self.timeout)
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.timeout)
+            got = _http.split_head(head)
+            if got is None or got[1] != 101:
+                status, length = (got[1], got[2]) if got else (0, 0)
+                body = await asyncio.wait_for(reader.readexactly(length), self.timeout)
+                raise _http.upgrade_error(status, body)
+        except asyncio.TimeoutError:
+            writer.close()
+            raise ClientTimeoutError(f"kilnd at {self.socket_path} did not answer {what} within "
+                                     f"{self.timeout or 0:g} s") from None
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            writer.close()
+            raise no_answer(self.socket_path, what) from None
+        except OSError as e:
+            writer.close()
+            raise io_failed(self.socket_path, what, e) from None
+        except BaseException:
+            writer.close()
+            raise
+        return reader, writer
+
     async def open(self, method: str, path: str, *, query: Optional[_http.Query] = None,
                    json: Any = None, data: Optional[bytes] = None, content_type: Optional[str] = None,
                    extra_timeout: float = 0.0, stream: bool = False) -> AsyncResponse:

@@ -411,3 +411,37 @@ def error_for(status: int, body: bytes) -> KilnError:
                                  status=status)
     err = obj.get("error") if isinstance(obj, dict) else None
     return error_from_body(status, err)
+
+
+# ---- protocol switches (GET .../shares/{n}/serve) ----
+
+UPGRADE_HEAD_MAX = 65536
+
+
+def upgrade_head(method: str, tgt: str, protocol: str) -> bytes:
+    return request_head(method, tgt, extra=(("Connection", "Upgrade"), ("Upgrade", protocol)))
+
+
+def split_head(buf: bytes) -> Optional[tuple[bytes, int, int]]:
+    """(head, status, content_length) once buf holds a whole head, else None."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buf[:end]
+    first = head.split(b"\r\n", 1)[0].split(b" ")
+    status = int(first[1]) if len(first) > 1 and first[1].isdigit() else 0
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length" and v.strip().isdigit():
+            length = int(v.strip())
+    return head, status, length
+
+
+def upgrade_error(status: int, body: bytes) -> KilnError:
+    """The exception for an answer to a protocol switch other than 101."""
+    try:
+        err = json.loads(body.decode("utf-8")).get("error")
+    except (ValueError, AttributeError):
+        err = None
+    return error_from_body(status or None, err)

@@ -22,11 +22,9 @@ import inspect
 import json
 import socket
 import threading
-import time
 from typing import Any, Optional, Union
 
-from . import _http
-from .errors import KilnConnectionError, KilnError, KilnProtocolError, error_from_body
+from .errors import KilnError
 
 PROTOCOL = "kiln-fs"
 LINE_MAX = 262144  # a line with its newline (the protocol's bound)
@@ -116,29 +114,6 @@ def encode(reply: dict[str, Any]) -> bytes:
     return json.dumps(reply, separators=(",", ":")).encode() + b"\n"
 
 
-def serve_target(sandbox_id: str, index: int) -> str:
-    return f"/v1/sandboxes/{_http.seg(sandbox_id)}/shares/{index}/serve"
-
-
-def upgrade_request(sandbox_id: str, index: int) -> bytes:
-    return (f"GET {serve_target(sandbox_id, index)} HTTP/1.1\r\nHost: kiln\r\n"
-            f"Connection: Upgrade\r\nUpgrade: {PROTOCOL}\r\n\r\n").encode()
-
-
-def upgrade_answer(head: bytes, body: bytes) -> None:
-    """Raise kilnd's error unless the head says 101."""
-    first = head.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = first.split(" ", 2)
-    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
-    if status == 101:
-        return
-    try:
-        err = json.loads(body.decode("utf-8")).get("error")
-    except (ValueError, AttributeError):
-        err = None
-    raise error_from_body(status, err)
-
-
 def share_index(info: dict[str, Any], share: Union[int, str]) -> int:
     """A share's index from its index or guest path (the sandbox's spec)."""
     shares = info.get("shares") or []
@@ -149,20 +124,6 @@ def share_index(info: dict[str, Any], share: Union[int, str]) -> int:
             return i
     raise KilnError(f"sandbox {info.get('id')} has no share at guest path {share!r} "
                     f"(its shares: {[s.get('guest_path') for s in shares]})")
-
-
-def split_head(buf: bytes) -> Optional[tuple[bytes, int]]:
-    """(head, content_length) once buf holds a whole head, else None."""
-    end = buf.find(b"\r\n\r\n")
-    if end < 0:
-        return None
-    head = buf[:end]
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        k, _, v = line.partition(b":")
-        if k.strip().lower() == b"content-length" and v.strip().isdigit():
-            length = int(v.strip())
-    return head, length
 
 
 def parse_line(line: bytes) -> Optional[dict[str, Any]]:
@@ -182,51 +143,15 @@ class ShareServer:
     it (the guest's requests get EIO from then on). ``errors`` holds kilnd's
     messages about replies it refused."""
 
-    def __init__(self, socket_path: str, sandbox_id: str, index: int, obj: Any,
-                 connect_timeout: Optional[float] = 30.0) -> None:
+    def __init__(self, conn: tuple[socket.socket, bytes], index: int, obj: Any) -> None:
         self.index = index
         self.errors: list[str] = []
         self._obj = obj
         self._closed = threading.Event()
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.settimeout(connect_timeout)
-        try:
-            self._sock.connect(socket_path)
-            self._sock.sendall(upgrade_request(sandbox_id, index))
-            rest = self._handshake()
-        except OSError as e:
-            self._sock.close()
-            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {index}: {e.strerror or e}") from None
-        except BaseException:
-            self._sock.close()
-            raise
-        self._sock.settimeout(None)
+        self._sock, rest = conn
         self._thread = threading.Thread(target=self._run, args=(rest,), daemon=True,
-                                        name=f"kiln-share-{sandbox_id}-{index}")
+                                        name=f"kiln-share-{index}")
         self._thread.start()
-
-    def _handshake(self) -> bytes:
-        buf = b""
-        while True:
-            got = split_head(buf)
-            if got:
-                head, length = got
-                rest = buf[len(head) + 4:]
-                if b" 101 " not in head.split(b"\r\n", 1)[0] + b" ":
-                    deadline = time.monotonic() + 10
-                    while len(rest) < length and time.monotonic() < deadline:
-                        more = self._sock.recv(65536)
-                        if not more:
-                            break
-                        rest += more
-                upgrade_answer(head, rest[:length])
-                return rest
-            if len(buf) > 65536:
-                raise KilnProtocolError("kilnd's answer to the share upgrade has no end of head")
-            more = self._sock.recv(65536)
-            if not more:
-                raise KilnConnectionError("kilnd closed the connection before answering the share upgrade")
-            buf += more
 
     def _run(self, buf: bytes) -> None:
         try:
@@ -243,25 +168,13 @@ class ShareServer:
                 line, buf = buf[:nl], buf[nl + 1:]
                 req = parse_line(line)
                 if req is None:
-                    self._note(line)
+                    note(self.errors, line)
                     continue
                 self._sock.sendall(encode(dispatch(self._obj, req)))
         except OSError:
             pass
         finally:
             self._closed.set()
-
-    def _note(self, line: bytes) -> None:
-        try:
-            msg = json.loads(line)
-            if isinstance(msg, dict) and msg.get("kind") == "error":
-                self.errors.append(str(msg.get("message")))
-        except ValueError:
-            pass
-
-    @classmethod
-    def open(cls, socket_path: str, sandbox_id: str, index: int, obj: Any) -> "ShareServer":
-        return cls(socket_path, sandbox_id, index, obj)
 
     @property
     def serving(self) -> bool:
@@ -282,6 +195,16 @@ class ShareServer:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def note(errors: list[str], line: bytes) -> None:
+    """kilnd's line about a reply it refused, kept for the caller."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return
+    if isinstance(msg, dict) and msg.get("kind") == "error":
+        errors.append(str(msg.get("message")))
 
 
 class MemoryFS:
@@ -411,56 +334,30 @@ class AsyncShareServer:
     coroutines (awaited) or plain functions (called in the event loop: keep
     them quick)."""
 
-    def __init__(self, index: int, obj: Any) -> None:
+    def __init__(self, conn: tuple[asyncio.StreamReader, asyncio.StreamWriter], index: int, obj: Any) -> None:
         self.index = index
         self.errors: list[str] = []
         self._obj = obj
-        self._task: Optional[asyncio.Task[None]] = None
-        self._writer: Optional[asyncio.StreamWriter] = None
+        self._reader, self._writer = conn
+        self._task = asyncio.ensure_future(self._run())
 
-    @classmethod
-    async def open(cls, socket_path: str, sandbox_id: str, index: int, obj: Any) -> "AsyncShareServer":
-        server = cls(index, obj)
-        await server._open(socket_path, sandbox_id)
-        return server
-
-    async def _open(self, socket_path: str, sandbox_id: str) -> None:
-        try:
-            reader, writer = await asyncio.open_unix_connection(socket_path, limit=LINE_MAX + 1)
-        except OSError as e:
-            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {self.index}: {e.strerror or e}") from None
-        self._writer = writer
-        try:
-            writer.write(upgrade_request(sandbox_id, self.index))
-            await writer.drain()
-            head = await reader.readuntil(b"\r\n\r\n")
-            got = split_head(head)
-            assert got is not None
-            first = got[0].split(b"\r\n", 1)[0] + b" "
-            body = b"" if b" 101 " in first else await reader.readexactly(got[1])
-            upgrade_answer(got[0], body)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as e:
-            writer.close()
-            raise KilnConnectionError(f"kilnd at {socket_path}: serving share {self.index}: {e}") from None
-        except BaseException:
-            writer.close()
-            raise
-        self._task = asyncio.ensure_future(self._run(reader, writer))
-
-    async def _run(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _run(self) -> None:
+        buf = b""
         try:
             while True:
-                line = await reader.readline()
-                if not line:
-                    return
-                req = parse_line(line.rstrip(b"\n"))
+                nl = buf.find(b"\n")
+                if nl < 0:
+                    if len(buf) > LINE_MAX:
+                        return
+                    more = await self._reader.read(65536)
+                    if not more:
+                        return
+                    buf += more
+                    continue
+                line, buf = buf[:nl], buf[nl + 1:]
+                req = parse_line(line)
                 if req is None:
-                    try:
-                        msg = json.loads(line)
-                        if isinstance(msg, dict) and msg.get("kind") == "error":
-                            self.errors.append(str(msg.get("message")))
-                    except ValueError:
-                        pass
+                    note(self.errors, line)
                     continue
                 fn = lookup(self._obj, req)
                 if fn is None:
@@ -470,25 +367,23 @@ class AsyncShareServer:
                         reply = answer(req, await maybe_await(fn(*call_args(req))))
                     except Exception as e:  # noqa: BLE001 - every failure is an answer
                         reply = answer(req, e)
-                writer.write(encode(reply))
-                await writer.drain()
-        except (OSError, ValueError, asyncio.LimitOverrunError):
+                self._writer.write(encode(reply))
+                await self._writer.drain()
+        except OSError:
             return
 
     @property
     def serving(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return not self._task.done()
 
     async def close(self) -> None:
         """Stop serving (the connection closes; the share answers EIO)."""
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-        if self._writer:
-            self._writer.close()
+        self._task.cancel()
+        try:
+            await self._task
+        except (asyncio.CancelledError, Exception):  # noqa: BLE001
+            pass
+        self._writer.close()
 
     async def __aenter__(self) -> "AsyncShareServer":
         return self

@@ -827,7 +827,8 @@ class Shares:
         ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
         client per share (:class:`~kiln.errors.BusyError` for a second)."""
         index = share if isinstance(share, int) else _shares.share_index((self._sb.refresh()).info, share)
-        return _shares.ShareServer.open(self._sb._kiln.socket, self._sb.id, index, obj)
+        conn = self._t.upgrade("GET", sb_path(self._sb.id, "shares", index, "serve"), _shares.PROTOCOL)
+        return _shares.ShareServer(conn, index, obj)
 
 
 class Firewall:

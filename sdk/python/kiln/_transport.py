@@ -14,7 +14,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
-from .errors import ClientTimeoutError, KilnConnectionError, KilnError
+from .errors import ClientTimeoutError, KilnConnectionError, KilnError, KilnProtocolError
 
 T = TypeVar("T")
 C = TypeVar("C")  # a transport's connection
@@ -241,6 +241,45 @@ class Transport:
             s.close()
             raise connect_failed(self.socket_path, e) from None
         return s
+
+    def upgrade(self, method: str, path: str, protocol: str) -> tuple[socket.socket, bytes]:
+        """An HTTP/1.1 protocol switch on a connection of its own: the socket
+        (blocking, no timeout) and the bytes kilnd sent behind its 101. Any
+        other answer raises its error."""
+        what = f"{method} {path}"
+        s = self._connect(what)
+        try:
+            s.sendall(_http.upgrade_head(method, path, protocol))
+            buf = b""
+            got = None
+            while got is None:
+                if len(buf) > _http.UPGRADE_HEAD_MAX:
+                    raise KilnProtocolError(f"{what}: kilnd's answer head is longer than {_http.UPGRADE_HEAD_MAX} bytes")
+                more = s.recv(READ_SIZE)
+                if not more:
+                    raise no_answer(self.socket_path, what)
+                buf += more
+                got = _http.split_head(buf)
+            head, status, length = got
+            rest = buf[len(head) + 4:]
+            if status != 101:
+                while len(rest) < length:
+                    more = s.recv(READ_SIZE)
+                    if not more:
+                        break
+                    rest += more
+                raise _http.upgrade_error(status, rest[:length])
+        except socket.timeout:
+            s.close()
+            raise deadline_error(self.socket_path, what, self.timeout, "Kiln") from None
+        except OSError as e:
+            s.close()
+            raise io_failed(self.socket_path, what, e) from None
+        except BaseException:
+            s.close()
+            raise
+        s.settimeout(None)
+        return s, rest
 
     def _acquire(self) -> tuple[socket.socket, bool]:
         now = time.monotonic()
