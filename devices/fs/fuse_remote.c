@@ -14,6 +14,7 @@
 #include "devices/fs/fuse_req.h"
 #include "devices/fs/fuse_slots.h"
 #include "lib/base/base64.h"
+#include "lib/base/json_text.h"
 #include "lib/base/utf8.h"
 
 /* The guest caches names and attributes this long (seconds): the client
@@ -413,7 +414,8 @@ static int make_line(struct fuse_remote *fr, const char *op, const char *path, j
 		     char *line, size_t *line_len)
 {
 	json_t *o = fields;
-	size_t n;
+	size_t n = 0;
+	char *text = NULL;
 	int err = 0;
 
 	if (!o)
@@ -425,13 +427,16 @@ static int make_line(struct fuse_remote *fr, const char *op, const char *path, j
 	    json_object_set_new(o, "path", json_string(path)))
 		err = -ENOMEM;
 	/* The bounds of every field keep the line below the maximum. */
-	if (!err && (n = json_dumpb(o, line, FS_REMOTE_LINE_MAX - 1, JSON_COMPACT)) >= 1 &&
-	    n <= FS_REMOTE_LINE_MAX - 1) {
+	if (!err && !(text = json_text(o, JSON_COMPACT)))
+		err = -ENOMEM;
+	if (!err && (n = strlen(text)) > FS_REMOTE_LINE_MAX - 1)
+		err = -EINVAL;
+	if (!err) {
+		memcpy(line, text, n);
 		line[n++] = '\n';
 		*line_len = n;
-	} else if (!err) {
-		err = -EINVAL;
 	}
+	free(text);
 	json_decref(o);
 	if (!err)
 		fr->p.id = fr->next_id;
