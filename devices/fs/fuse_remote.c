@@ -246,6 +246,21 @@ static struct rnode *handle_node(struct fuse_remote *fr, uint64_t fh, int dir)
 	return h ? node_get(fr, h->nodeid) : NULL;
 }
 
+/* Take the argument struct `in` (size bytes, its file handle first: the
+ * read, write and readdir ones) and find the handle's node: 0, -EINVAL
+ * (short), -EBADF (no such open handle). */
+static int handle_arg(struct fuse_remote *fr, struct fuse_req *r, void *in, size_t size, int dir,
+		      struct rnode **n)
+{
+	uint64_t fh;
+	int err = fuse_req_take(r, in, size);
+
+	if (err < 0)
+		return err;
+	memcpy(&fh, in, sizeof(fh));
+	return (*n = handle_node(fr, fh, dir)) ? 0 : -EBADF;
+}
+
 static int64_t handle_new(struct fuse_remote *fr, uint64_t nodeid, int dir, int flags)
 {
 	int32_t i = fuse_slots_take(&fr->handles, SLOT_USED);
@@ -648,10 +663,8 @@ static int begin_read(struct fuse_remote *fr, struct fuse_req *r, char *line, si
 	char *path;
 	int err;
 
-	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
+	if ((err = handle_arg(fr, r, &in, sizeof(in), 0, &n)) < 0)
 		return err;
-	if (!(n = handle_node(fr, in.fh, 0)))
-		return -EBADF;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	fr->p.size = in.size;
@@ -679,12 +692,10 @@ static int begin_write(struct fuse_remote *fr, struct fuse_req *r, char *line, s
 	json_t *f;
 	int err;
 
-	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
+	if ((err = handle_arg(fr, r, &in, sizeof(in), 0, &n)) < 0)
 		return err;
 	if (in.size > r->alen)
 		return -EINVAL; /* the data the guest claims is not there */
-	if (!(n = handle_node(fr, in.fh, 0)))
-		return -EBADF;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
 	/* max_write is FS_REMOTE_IO_MAX: more is a short write. */
@@ -710,10 +721,8 @@ static int begin_readdir(struct fuse_remote *fr, struct fuse_req *r, char *line,
 	char *path;
 	int err;
 
-	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
+	if ((err = handle_arg(fr, r, &in, sizeof(in), 1, &n)) < 0)
 		return err;
-	if (!(n = handle_node(fr, in.fh, 1)))
-		return -EBADF;
 	/* Offsets are positions in the listing: "." 1, ".." 2, the client's
 	 * entries from 3 (each reply is the listing again). */
 	if (in.offset > FS_REMOTE_ENTRIES_MAX + 2)
@@ -776,25 +785,10 @@ static int begin_access(struct fuse_remote *fr, struct fuse_req *r)
 	return fr->read_only && (in.mask & W_OK) ? -EROFS : 0;
 }
 
-static void forget(struct fuse_remote *fr, struct fuse_req *r)
+/* fuse_req_forget's callback. */
+static void forget_one(void *ctx, uint64_t nodeid, uint64_t nlookup)
 {
-	struct fuse_batch_forget_in bin;
-	struct fuse_forget_in in;
-
-	if (r->h.opcode == FUSE_FORGET) {
-		if (fuse_req_take(r, &in, sizeof(in)) == 0)
-			node_forget(fr, r->h.nodeid, in.nlookup);
-		return;
-	}
-	if (fuse_req_take(r, &bin, sizeof(bin)) < 0 ||
-	    bin.count > r->alen / sizeof(struct fuse_forget_one))
-		return; /* a count beyond the request: ignore it all */
-	for (uint32_t i = 0; i < bin.count; i++) {
-		struct fuse_forget_one one;
-
-		fuse_req_take(r, &one, sizeof(one));
-		node_forget(fr, one.nodeid, one.nlookup);
-	}
+	node_forget(ctx, nodeid, nlookup);
 }
 
 static bool modifies(uint32_t opcode)
@@ -907,7 +901,7 @@ long fuse_remote_begin(struct fuse_remote *fr, const void *in, size_t in_len, vo
 		return fuse_req_reply(out, r.h.unique, n, 0);
 	if (r.h.opcode == FUSE_FORGET || r.h.opcode == FUSE_BATCH_FORGET) {
 		if (fr->active)
-			forget(fr, &r);
+			fuse_req_forget(&r, forget_one, fr);
 		return 0;
 	}
 	if (r.h.opcode == FUSE_INIT) {

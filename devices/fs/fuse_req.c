@@ -78,6 +78,28 @@ int fuse_req_name(struct fuse_req *r, const char **name)
 	return *name ? fuse_name_check(*name) : -EINVAL;
 }
 
+void fuse_req_forget(struct fuse_req *r, void (*forget)(void *ctx, uint64_t nodeid, uint64_t n),
+		     void *ctx)
+{
+	struct fuse_batch_forget_in bin;
+	struct fuse_forget_in in;
+
+	if (r->h.opcode == FUSE_FORGET) {
+		if (fuse_req_take(r, &in, sizeof(in)) == 0)
+			forget(ctx, r->h.nodeid, in.nlookup);
+		return;
+	}
+	if (fuse_req_take(r, &bin, sizeof(bin)) < 0 ||
+	    bin.count > r->alen / sizeof(struct fuse_forget_one))
+		return; /* a count beyond the request: ignore it all */
+	for (uint32_t i = 0; i < bin.count; i++) {
+		struct fuse_forget_one one;
+
+		fuse_req_take(r, &one, sizeof(one));
+		forget(ctx, one.nodeid, one.nlookup);
+	}
+}
+
 int fuse_req_init(struct fuse_req *r, uint32_t flags, uint32_t max_write)
 {
 	struct fuse_init_in in = { 0 };

@@ -61,6 +61,14 @@ int fuse_req_name(struct fuse_req *r, const char **name);
 int fuse_name_check(const char *name);
 
 /*
+ * FORGET or BATCH_FORGET (r's opcode): forget(ctx, nodeid, nlookup) for
+ * each node it names. A BATCH_FORGET whose count runs past the request
+ * is ignored whole; these requests get no reply.
+ */
+void fuse_req_forget(struct fuse_req *r, void (*forget)(void *ctx, uint64_t nodeid, uint64_t n),
+		     void *ctx);
+
+/*
  * Answer INIT: check the guest's version, offer flags (intersected with
  * the guest's) and max_write (max_pages follows), and write the
  * fuse_init_out into r->body: its length, or -EINVAL (short), -EPROTO

@@ -510,27 +510,10 @@ static int op_lookup(struct fuse_server *s, struct fuse_req *r)
 	return sizeof(eo);
 }
 
-static void op_forget(struct fuse_server *s, struct fuse_req *r)
+/* fuse_req_forget's callback. */
+static void forget_one(void *ctx, uint64_t nodeid, uint64_t nlookup)
 {
-	struct fuse_forget_in in;
-
-	if (fuse_req_take(r, &in, sizeof(in)) == 0)
-		inode_forget(s, r->h.nodeid, in.nlookup);
-}
-
-static void op_batch_forget(struct fuse_server *s, struct fuse_req *r)
-{
-	struct fuse_batch_forget_in in;
-
-	if (fuse_req_take(r, &in, sizeof(in)) < 0 ||
-	    in.count > r->alen / sizeof(struct fuse_forget_one))
-		return; /* a count beyond the request: ignore it all */
-	for (uint32_t i = 0; i < in.count; i++) {
-		struct fuse_forget_one one;
-
-		fuse_req_take(r, &one, sizeof(one));
-		inode_forget(s, one.nodeid, one.nlookup);
-	}
+	inode_forget(ctx, nodeid, nlookup);
 }
 
 static int reply_attr(struct fuse_req *r, int fd)
@@ -1255,10 +1238,8 @@ long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, vo
 	if (n < 0)
 		return fuse_req_reply(out, r.h.unique, n, 0);
 	if (r.h.opcode == FUSE_FORGET || r.h.opcode == FUSE_BATCH_FORGET) {
-		if (s->active && r.h.opcode == FUSE_FORGET)
-			op_forget(s, &r);
-		else if (s->active)
-			op_batch_forget(s, &r);
+		if (s->active)
+			fuse_req_forget(&r, forget_one, s);
 		return 0;
 	}
 	if (!s->active && r.h.opcode != FUSE_INIT)
