@@ -9,7 +9,7 @@
 # after the timeout gives the guest EIO within it (timeout_ms 1000).
 test_kilnd_client_share() {
   kd_start || return 1
-  local why='' py
+  local why='' status='' body='' py
   py=$(mktemp /tmp/kdshare.XXXXXX.py)
   cat >"$py" <<'PY'
 import sys, time

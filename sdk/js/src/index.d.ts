@@ -453,7 +453,7 @@ export class MemoryFS implements ShareObject {
   constructor(files?: Record<string, string | Uint8Array>);
   files: Map<string, Bytes>;
   dirs: Set<string>;
-  stat(path: string): { type: 'file' | 'dir'; size: number };
+  stat(path: string): { type: 'file' | 'dir'; size: number; mode: number };
   readdir(path: string): Array<{ name: string; type: 'file' | 'dir' }>;
   read(path: string, offset: number, size: number): Bytes;
   write(path: string, offset: number, data: Bytes): number;

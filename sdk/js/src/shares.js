@@ -151,7 +151,7 @@ function fsError(code, path) {
   return e;
 }
 
-/** An example share object: a tree in memory. `files` maps each file's path to a Buffer; `dirs` holds the directories ('/' and any made or implied). */
+/** An example share object: a tree in memory. `files` maps each file's path to a Buffer; `dirs` holds the directories ('/' and any made or implied). The guest sees a share's files as root's, so MemoryFS reports every file 0666 and directory 0777: the sandbox's default user may write too. */
 export class MemoryFS {
   constructor(files = {}) {
     this.files = new Map();
@@ -175,8 +175,8 @@ export class MemoryFS {
   }
 
   stat(p) {
-    if (this.files.has(p)) return { type: 'file', size: this.files.get(p).length };
-    if (this.dirs.has(p)) return { type: 'dir', size: 0 };
+    if (this.files.has(p)) return { type: 'file', size: this.files.get(p).length, mode: 0o666 };
+    if (this.dirs.has(p)) return { type: 'dir', size: 0, mode: 0o777 };
     throw fsError('ENOENT', p);
   }
 

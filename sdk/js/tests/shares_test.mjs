@@ -15,8 +15,8 @@ const req = (op, path, more = {}) => ({ id: 9, op, path, ...more });
 test('shares: MemoryFS through dispatch', async () => {
   const fs = new MemoryFS({ '/a/b.txt': 'abc' });
   const d = (op, path, more) => dispatch(fs, req(op, path, more));
-  assert.deepEqual(await d('stat', '/a'), { id: 9, type: 'dir', size: 0 });
-  assert.deepEqual(await d('stat', '/a/b.txt'), { id: 9, type: 'file', size: 3 });
+  assert.deepEqual(await d('stat', '/a'), { id: 9, type: 'dir', size: 0, mode: 0o777 });
+  assert.deepEqual(await d('stat', '/a/b.txt'), { id: 9, type: 'file', size: 3, mode: 0o666 });
   assert.deepEqual(await d('readdir', '/'), { id: 9, entries: [{ name: 'a', type: 'dir' }] });
   assert.deepEqual(await d('read', '/a/b.txt', { offset: 1, size: 1 }), { id: 9, data: 'Yg==' });
   assert.deepEqual(await d('create', '/a/c', { mode: 0o644 }), { id: 9 });
@@ -71,7 +71,7 @@ test('shares: serve upgrades and answers the lines', async () => {
     await replied;
     assert.match(head, /^GET \/v1\/sandboxes\/sb1\/shares\/2\/serve /);
     assert.match(head.toLowerCase(), /"upgrade":"kiln-fs"/);
-    assert.deepEqual(JSON.parse(reply), { id: 3, type: 'file', size: 2 });
+    assert.deepEqual(JSON.parse(reply), { id: 3, type: 'file', size: 2, mode: 0o666 });
     assert.deepEqual(srv.errors, ['first']);
     await srv.close();
     assert.equal(srv.serving, false);

@@ -210,7 +210,12 @@ def note(errors: list[str], line: bytes) -> None:
 class MemoryFS:
     """An example share object: a tree held in memory. ``files`` maps each
     file's path to its bytes; directories are implied by the paths and
-    ``dirs`` (an empty one stays listed)."""
+    ``dirs`` (an empty one stays listed). The guest sees a share's files as
+    root's, so MemoryFS reports every file 0666 and directory 0777: the
+    sandbox's default user (uid 1000) may write too."""
+
+    FILE_MODE = 0o666
+    DIR_MODE = 0o777
 
     def __init__(self, files: Optional[dict[str, bytes]] = None) -> None:
         self.files: dict[str, bytes] = dict(files or {})
@@ -237,9 +242,9 @@ class MemoryFS:
     def stat(self, path: str) -> dict[str, Any]:
         with self._lock:
             if path in self.files:
-                return {"type": "file", "size": len(self.files[path])}
+                return {"type": "file", "size": len(self.files[path]), "mode": self.FILE_MODE}
             if path in self.dirs:
-                return {"type": "dir", "size": 0}
+                return {"type": "dir", "size": 0, "mode": self.DIR_MODE}
         raise OSError(errno_mod.ENOENT, path)
 
     def readdir(self, path: str) -> list[dict[str, str]]:

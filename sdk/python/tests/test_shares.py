@@ -29,8 +29,8 @@ class TestDispatch(unittest.TestCase):
     def test_memoryfs_ops(self) -> None:
         fs = kiln.MemoryFS({"/a/b.txt": b"abc"})
         d = lambda *a, **k: _shares.dispatch(fs, req(*a, **k))  # noqa: E731
-        self.assertEqual(d("stat", "/a"), {"id": 9, "type": "dir", "size": 0})
-        self.assertEqual(d("stat", "/a/b.txt"), {"id": 9, "type": "file", "size": 3})
+        self.assertEqual(d("stat", "/a"), {"id": 9, "type": "dir", "size": 0, "mode": 0o777})
+        self.assertEqual(d("stat", "/a/b.txt"), {"id": 9, "type": "file", "size": 3, "mode": 0o666})
         self.assertEqual(d("readdir", "/"), {"id": 9, "entries": [{"name": "a", "type": "dir"}]})
         self.assertEqual(d("read", "/a/b.txt", offset=1, size=1), {"id": 9, "data": "Yg=="})
         self.assertEqual(d("create", "/a/c", mode=0o644), {"id": 9})
@@ -154,7 +154,7 @@ class TestServers(unittest.TestCase):
                 fake.t.join(5)
                 self.assertIn(b"GET /v1/sandboxes/sb1/shares/2/serve HTTP/1.1", fake.head)
                 self.assertIn(b"Upgrade: kiln-fs", fake.head)
-                self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2})
+                self.assertEqual(json.loads(fake.reply), {"id": 3, "type": "file", "size": 2, "mode": 0o666})
                 self.assertEqual(srv.errors, ["first"])
         finally:
             fake.close()
