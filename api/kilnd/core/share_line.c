@@ -197,6 +197,17 @@ static int emit(json_t *o, char **canon, char why[SHARE_WHY_MAX])
 	return *canon ? 0 : fail(why, "%s", "out of memory");
 }
 
+/* A check's end: the line's object dropped; ok: out written as *canon. */
+static int finish(json_t *o, json_t *out, bool ok, char **canon, char why[SHARE_WHY_MAX])
+{
+	json_decref(o);
+	if (!ok) {
+		json_decref(out);
+		return -1;
+	}
+	return emit(out, canon, why);
+}
+
 static int op_of(const json_t *o, enum share_op *op, char why[SHARE_WHY_MAX])
 {
 	json_t *v = json_object_get(o, "op");
@@ -281,12 +292,9 @@ int share_request_check(const char *line, size_t n, struct share_req *req, char 
 		fail(why, "%s", "out of memory");
 		goto bad;
 	}
-	json_decref(o);
-	return emit(out, canon, why);
+	return finish(o, out, true, canon, why);
 bad:
-	json_decref(out);
-	json_decref(o);
-	return -1;
+	return finish(o, out, false, canon, why);
 }
 
 static int get_type(const json_t *o, const char **type, char why[SHARE_WHY_MAX])
@@ -430,12 +438,9 @@ int share_reply_check(const char *line, size_t n, const struct share_req *req, c
 	} else if (only(o, base, reply_fields[req->op], why) || reply_ok(o, req, out, why)) {
 		goto bad;
 	}
-	json_decref(o);
-	return emit(out, canon, why);
+	return finish(o, out, true, canon, why);
 bad:
-	json_decref(out);
-	json_decref(o);
-	return -1;
+	return finish(o, out, false, canon, why);
 }
 
 char *share_reply_eio(uint32_t id)
