@@ -296,6 +296,9 @@ static void accept_vm(struct share_relay *r)
 	r->vm.fd = fd;
 }
 
+/* Only share_relays_end stops a relay: while kilnd shuts down, its VMMs
+ * (stopped first, or left running for the next kilnd) still get their
+ * EIO answers at once rather than waiting out the timeout. */
 static bool stopping(struct share_relay *r)
 {
 	bool s;
@@ -303,7 +306,7 @@ static bool stopping(struct share_relay *r)
 	pthread_mutex_lock(&r->mu);
 	s = r->stopping;
 	pthread_mutex_unlock(&r->mu);
-	return s || atomic_load(&r->d->shutting_down);
+	return s;
 }
 
 static void *relay_main(void *arg)
