@@ -201,20 +201,33 @@ static void node_unlink(struct fuse_remote *fr, const char *path)
 		hash_del(fr, (uint32_t)i);
 }
 
-/* After a rename of from to to: the nodes at from and beneath it now
- * live beneath to (one whose new path would be too long is unlinked). */
+/* 1 when path is p (pl bytes) or lies beneath it. */
+static int beneath(const char *path, const char *p, size_t pl)
+{
+	return strncmp(path, p, pl) == 0 && (path[pl] == '\0' || path[pl] == '/');
+}
+
+/* After a rename of from to to: what was at to (and beneath it) is no
+ * longer named by its path; the nodes at from and beneath it now live
+ * beneath to (one whose new path would be too long is unlinked). */
 static void nodes_move(struct fuse_remote *fr, const char *from, const char *to)
 {
 	size_t fl = strlen(from), tl = strlen(to);
 
-	node_unlink(fr, to);
+	if (strcmp(from, to) == 0)
+		return; /* rename(2) of a name onto itself changes nothing */
+	for (uint32_t i = 1; i < fr->nodes.cap; i++) {
+		struct rnode *n = node_at(fr, i);
+
+		if (n->slot.fd != FUSE_SLOT_FREE && n->hashed && beneath(n->path, to, tl))
+			hash_del(fr, i);
+	}
 	for (uint32_t i = 1; i < fr->nodes.cap; i++) {
 		struct rnode *n = node_at(fr, i);
 		size_t pl, nl;
 		char *np;
 
-		if (n->slot.fd == FUSE_SLOT_FREE || !n->hashed || strncmp(n->path, from, fl) != 0 ||
-		    (n->path[fl] != '\0' && n->path[fl] != '/'))
+		if (n->slot.fd == FUSE_SLOT_FREE || !n->hashed || !beneath(n->path, from, fl))
 			continue;
 		hash_del(fr, i);
 		pl = strlen(n->path);

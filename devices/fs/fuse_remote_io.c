@@ -31,6 +31,11 @@ int fuse_remote_io_init(struct fuse_remote_io *io, const char *path, int timeout
 	return 0;
 }
 
+void fuse_remote_io_batch(struct fuse_remote_io *io)
+{
+	io->shed = 0;
+}
+
 void fuse_remote_io_close(struct fuse_remote_io *io)
 {
 	if (io->fd >= 0)
@@ -146,6 +151,10 @@ long fuse_remote_io_call(struct fuse_remote_io *io, const char *line, size_t len
 	int err;
 
 	io->st.asked++;
+	if (io->shed) {
+		io->st.shed++;
+		return -ETIMEDOUT;
+	}
 	if (io->fd < 0 && (err = io_connect(io)) < 0) {
 		io->st.unreachable++;
 		io_log(io, "cannot connect to %s: %s (the guest gets EIO)", io->path,
@@ -155,8 +164,10 @@ long fuse_remote_io_call(struct fuse_remote_io *io, const char *line, size_t len
 	err = fd_io_put_all(io->fd, line, len, FD_IO_SEND, &w);
 	n = err < 0 ? err : read_line(io, &deadline);
 	if (n < 0) {
-		if (n == -ETIMEDOUT)
+		if (n == -ETIMEDOUT) {
 			io->st.timeouts++;
+			io->shed = 1;
+		}
 		io_log(io, "%s (the guest gets EIO; the next request connects again)",
 		       n == -ETIMEDOUT        ? "no reply within the timeout"
 			       : n == -EPROTO ? "a reply line longer than the protocol allows"

@@ -15,6 +15,11 @@
  *    the reply line for at most timeout_ms from when the request began
  *    (sending included); then the guest gets EIO and the connection is
  *    closed, so a late reply is never read as another request's.
+ *  - A hung client holds the device thread one timeout per notification,
+ *    not one per request: after a timeout the requests the guest had
+ *    already queued (the rest of that notification's chains) fail with EIO
+ *    at once; fuse_remote_io_batch() at the next notification lets
+ *    requests connect and wait again.
  *  - A reply line is at most FS_REMOTE_LINE_MAX bytes, '\n' included;
  *    longer, or bytes after it (a second line nobody asked for): the
  *    connection is closed (the reply itself, when complete, still
@@ -39,12 +44,14 @@
 
 struct fuse_remote_stats {
 	uint64_t asked, answered, unreachable, timeouts, broken, connects;
+	uint64_t shed; /* failed at once after a timeout in the same batch */
 };
 
 struct fuse_remote_io {
 	char path[108]; /* sockaddr_un.sun_path, NUL-terminated */
 	int fd;         /* -1: not connected */
 	int timeout_ms;
+	int shed;    /* a request of this batch timed out: fail the rest at once */
 	char *line;  /* FS_REMOTE_LINE_MAX: the request line */
 	char *buf;   /* FS_REMOTE_LINE_MAX: the reply being read */
 	size_t have; /* bytes in buf */
@@ -65,13 +72,18 @@ struct fuse_remote_io {
 int fuse_remote_io_init(struct fuse_remote_io *io, const char *path, int timeout_ms);
 void fuse_remote_io_fini(struct fuse_remote_io *io);
 
+/* A new batch of requests begins (a queue notification): requests may
+ * wait for the client again after one of the last batch timed out. */
+void fuse_remote_io_batch(struct fuse_remote_io *io);
+
 /* Drop the connection (the next request connects again). */
 void fuse_remote_io_close(struct fuse_remote_io *io);
 
 /*
  * Send `len` bytes of line (one '\n'-terminated request) and wait for one
  * reply line: its length (the line at *reply, '\n' stripped, valid until
- * the next call), or -ENOTCONN (no connection could be made), -ETIMEDOUT,
+ * the next call), or -ENOTCONN (no connection could be made), -ETIMEDOUT
+ * (also at once for the rest of a batch in which one timed out),
  * -EPIPE (the server closed), -EPROTO (a line too long); on every error
  * the connection is closed.
  */

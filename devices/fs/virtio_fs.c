@@ -85,6 +85,8 @@ static void fs_notify(struct virtio_dev *d, int qi)
 	struct virtq_chain *c = &fs->chain;
 	int r, pushed = 0;
 
+	if (fs->remote)
+		fuse_remote_io_batch(&fs->io);
 	while ((r = virtq_pop_or_arm(q, c)) > 0) {
 		uint32_t written = fs_serve(fs, c);
 

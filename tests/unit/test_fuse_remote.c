@@ -569,6 +569,20 @@ static void test_rename_moves_descendants(void **state)
 	assert_int_equal(req(f, FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), "dd", "zz"), 1);
 	assert_int_equal(answer(f, ",\"error\":\"EACCES\""), -EACCES);
 	assert_int_equal(lookup(f, FUSE_ROOT_ID, "dd", ",\"type\":\"file\",\"size\":1"), x);
+	/* A name renamed onto itself stays its node. */
+	assert_int_equal(req(f, FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), "dd", "dd"), 1);
+	assert_int_equal(answer(f, ""), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "dd", ",\"type\":\"file\",\"size\":1"), x);
+	/* A directory renamed over one the client let it replace: the nodes
+	 * beneath the replaced one are not found by their old paths. */
+	uint64_t g = lookup(f, FUSE_ROOT_ID, "g", ",\"type\":\"dir\",\"size\":0");
+	uint64_t gk = lookup(f, g, "k", ",\"type\":\"file\",\"size\":0");
+	uint64_t h = lookup(f, FUSE_ROOT_ID, "h", ",\"type\":\"dir\",\"size\":0");
+
+	assert_int_equal(req(f, FUSE_RENAME, FUSE_ROOT_ID, &rn, sizeof(rn), "h", "g"), 1);
+	assert_int_equal(answer(f, ""), 0);
+	assert_int_equal(lookup(f, FUSE_ROOT_ID, "g", ",\"type\":\"dir\",\"size\":0"), h);
+	assert_int_not_equal(lookup(f, h, "k", ",\"type\":\"file\",\"size\":0"), gk);
 	/* RENAME2 (flags) is not the protocol's. */
 	struct fuse_rename2_in r2 = { .newdir = FUSE_ROOT_ID, .flags = 1 };
 
