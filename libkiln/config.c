@@ -88,6 +88,7 @@ int config_clone(const struct vm_config *src, struct vm_config *dst, struct strs
 	}
 	for (int i = 0; i < dst->nshare; i++) {
 		r |= own(o, &dst->share[i].host_dir);
+		r |= own(o, &dst->share[i].remote);
 		r |= own(o, &dst->share[i].tag);
 	}
 	for (int i = 0; i < dst->nnet; i++) {

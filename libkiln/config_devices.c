@@ -99,7 +99,7 @@ static int add_share(kiln_vm_config *cfg, struct vm_share_cfg *s)
 	if (cfg->c.nshare == VM_MAX_SHARES)
 		return config_fail(cfg, E2BIG, "share: at most %d shares", VM_MAX_SHARES);
 	if ((r = checked(cfg, devcfg_share_check(s, &e), &e)) || (r = own(cfg, &s->tag)) ||
-	    (r = own(cfg, &s->host_dir)))
+	    (r = own(cfg, &s->host_dir)) || (r = own(cfg, &s->remote)))
 		return r;
 	cfg->c.share[cfg->c.nshare++] = *s;
 	return 0;
@@ -126,6 +126,29 @@ int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd
 				  .read_only = !!(flags & KILN_SHARE_READ_ONLY) };
 
 	return add_share(cfg, &s);
+}
+
+int kiln_vm_config_add_remote_share(kiln_vm_config *cfg, const char *sock_path, const char *tag,
+				    unsigned flags)
+{
+	struct vm_share_cfg s = { .tag = (char *)tag,
+				  .host_fd = -1,
+				  .remote = (char *)sock_path,
+				  .read_only = !!(flags & KILN_SHARE_READ_ONLY) };
+
+	if (!sock_path)
+		return config_fail(cfg, EINVAL, "share %s: no socket path given", tag ? tag : "");
+	return add_share(cfg, &s);
+}
+
+int kiln_vm_config_set_remote_share_timeout(kiln_vm_config *cfg, unsigned timeout_ms)
+{
+	if (timeout_ms < VM_SHARE_TIMEOUT_MS_MIN || timeout_ms > VM_SHARE_TIMEOUT_MS_MAX)
+		return config_fail(cfg, EINVAL,
+				   "share-remote-timeout %u: must be %d to %d milliseconds",
+				   timeout_ms, VM_SHARE_TIMEOUT_MS_MIN, VM_SHARE_TIMEOUT_MS_MAX);
+	cfg->c.share_remote_timeout_ms = (int)timeout_ms;
+	return 0;
 }
 
 int kiln_vm_config_set_vsock(kiln_vm_config *cfg, const char *uds_path, uint32_t cid)

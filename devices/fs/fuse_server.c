@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "devices/fs/fuse_req.h"
 #include "devices/fs/fuse_slots.h"
 #include "devices/fs/fuse_state.h"
 #include "lib/base/le.h"
@@ -24,10 +25,6 @@
 /* The guest's kernel caches names and attributes this long (seconds): short,
  * because the host may change the share behind the guest's back. */
 #define ATTR_TIMEOUT 1
-
-/* Oldest protocol accepted: below 7.12 the argument structs have other
- * sizes (FUSE_COMPAT_*), which no virtio-fs driver (7.31+) ever sends. */
-#define MIN_MINOR 12
 
 /* INIT flags kiln implements, intersected with what the guest offers. */
 #define INIT_FLAGS                                                                        \
@@ -72,17 +69,6 @@ struct fuse_server {
 		char *name;        /* NULL: a free entry */
 		int fd;            /* O_PATH, the directory (a detached clone) */
 	} graft[FUSE_SERVER_MAX_GRAFTS];
-};
-
-/* One request being handled: the parsed header, the argument bytes, and
- * where the reply body goes (after the fuse_out_header). */
-struct req {
-	struct fuse_in_header h;
-	const uint8_t *arg;
-	size_t alen;
-	uint8_t *body;
-	size_t cap;
-	int variant; /* the op table's: RMDIR, RELEASEDIR, FSYNCDIR, READDIRPLUS */
 };
 
 /* ---- inode table ---- */
@@ -335,47 +321,6 @@ static int stat_fd(int fd, struct stat *st)
 	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-/* One path component the host may resolve beneath its parent. */
-static int name_check(const char *name)
-{
-	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
-		return -EINVAL;
-	if (strlen(name) > NAME_MAX)
-		return -ENAMETOOLONG;
-	return 0;
-}
-
-/* Copy the fixed argument struct of the opcode; -EINVAL when short. */
-static int take_arg(struct req *r, void *dst, size_t size)
-{
-	if (r->alen < size)
-		return -EINVAL;
-	memcpy(dst, r->arg, size);
-	r->arg += size;
-	r->alen -= size;
-	return 0;
-}
-
-/* The next NUL-terminated string of the arguments, or NULL when the guest
- * did not terminate it inside the request. */
-static const char *take_str(struct req *r)
-{
-	const uint8_t *nul = r->alen ? memchr(r->arg, 0, r->alen) : NULL;
-	const char *s = (const char *)r->arg;
-
-	if (!nul)
-		return NULL;
-	r->alen -= (size_t)(nul + 1 - r->arg);
-	r->arg = nul + 1;
-	return s;
-}
-
-static int take_name(struct req *r, const char **name)
-{
-	*name = take_str(r);
-	return *name ? name_check(*name) : -EINVAL;
-}
-
 /* Regular files may not carry set-id bits (see the header). */
 static mode_t safe_mode(mode_t type, mode_t mode)
 {
@@ -475,7 +420,7 @@ static int fix_mode_open(int fd, mode_t mode)
 	return 0;
 }
 
-static int reply_entry(struct fuse_server *s, struct req *r, int dirfd, const char *name,
+static int reply_entry(struct fuse_server *s, struct fuse_req *r, int dirfd, const char *name,
 		       mode_t mode)
 {
 	struct fuse_entry_out eo;
@@ -512,38 +457,19 @@ int fuse_server_active(const struct fuse_server *s)
 	return s->active;
 }
 
-static int op_init(struct fuse_server *s, struct req *r)
+static int op_init(struct fuse_server *s, struct fuse_req *r)
 {
-	struct fuse_init_in in = { 0 };
-	struct fuse_init_out out = { 0 };
-	size_t len;
+	int n = fuse_req_init(r, INIT_FLAGS, FUSE_SERVER_MAX_WRITE);
 
-	/* 7.x drivers send 16 bytes up to 7.35 and the whole struct after. */
-	if (r->alen < 16)
-		return -EINVAL;
-	memcpy(&in, r->arg, r->alen < sizeof(in) ? r->alen : sizeof(in));
-	if (in.major != FUSE_KERNEL_VERSION || in.minor < MIN_MINOR)
-		return -EPROTO;
-	len = in.minor < 23 ? FUSE_COMPAT_22_INIT_OUT_SIZE : sizeof(out);
-	if (r->cap < len)
-		return -ERANGE;
+	if (n < 0)
+		return n;
 	/* A new mount (or a driver that reset without DESTROY) starts clean. */
 	fuse_server_reset(s);
-	out.major = FUSE_KERNEL_VERSION;
-	out.minor = FUSE_KERNEL_MINOR_VERSION;
-	out.max_readahead = in.max_readahead;
-	out.flags = in.flags & INIT_FLAGS;
-	out.max_background = 64;
-	out.congestion_threshold = 48;
-	out.max_write = FUSE_SERVER_MAX_WRITE;
-	out.time_gran = 1;
-	out.max_pages = FUSE_SERVER_MAX_WRITE / 4096;
-	memcpy(r->body, &out, len);
 	s->active = 1;
-	return (int)len;
+	return n;
 }
 
-static int op_destroy(struct fuse_server *s, struct req *r)
+static int op_destroy(struct fuse_server *s, struct fuse_req *r)
 {
 	(void)r;
 	fuse_server_reset(s);
@@ -558,7 +484,7 @@ static struct fs_graft *graft_find(struct fuse_server *s, const char *name)
 	return NULL;
 }
 
-static int op_lookup(struct fuse_server *s, struct req *r)
+static int op_lookup(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_entry_out eo;
 	struct fs_graft *g;
@@ -567,7 +493,7 @@ static int op_lookup(struct fuse_server *s, struct req *r)
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_name(r, &name)) < 0)
 		return err;
 	/* A grafted name in the root is its directory, whatever the share
 	 * holds under that name: a descriptor of our own of it. */
@@ -584,29 +510,13 @@ static int op_lookup(struct fuse_server *s, struct req *r)
 	return sizeof(eo);
 }
 
-static void op_forget(struct fuse_server *s, struct req *r)
+/* fuse_req_forget's callback. */
+static void forget_one(void *ctx, uint64_t nodeid, uint64_t nlookup)
 {
-	struct fuse_forget_in in;
-
-	if (take_arg(r, &in, sizeof(in)) == 0)
-		inode_forget(s, r->h.nodeid, in.nlookup);
+	inode_forget(ctx, nodeid, nlookup);
 }
 
-static void op_batch_forget(struct fuse_server *s, struct req *r)
-{
-	struct fuse_batch_forget_in in;
-
-	if (take_arg(r, &in, sizeof(in)) < 0 || in.count > r->alen / sizeof(struct fuse_forget_one))
-		return; /* a count beyond the request: ignore it all */
-	for (uint32_t i = 0; i < in.count; i++) {
-		struct fuse_forget_one one;
-
-		take_arg(r, &one, sizeof(one));
-		inode_forget(s, one.nodeid, one.nlookup);
-	}
-}
-
-static int reply_attr(struct req *r, int fd)
+static int reply_attr(struct fuse_req *r, int fd)
 {
 	struct fuse_attr_out ao = { .attr_valid = ATTR_TIMEOUT };
 	struct stat st;
@@ -621,16 +531,16 @@ static int reply_attr(struct req *r, int fd)
 
 /* The node the request names, its argument struct taken into in: the
  * node's fd, or -errno. */
-static int node_arg(struct fuse_server *s, struct req *r, void *in, size_t n)
+static int node_arg(struct fuse_server *s, struct fuse_req *r, void *in, size_t n)
 {
 	int fd = node_fd(s, r->h.nodeid), err;
 
 	if (fd < 0)
 		return fd;
-	return (err = take_arg(r, in, n)) < 0 ? err : fd;
+	return (err = fuse_req_take(r, in, n)) < 0 ? err : fd;
 }
 
-static int op_getattr(struct fuse_server *s, struct req *r)
+static int op_getattr(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_getattr_in in;
 	int fd = node_arg(s, r, &in, sizeof(in));
@@ -662,7 +572,7 @@ static int set_size(struct fuse_server *s, int fd, const struct stat *st, struct
 	return err;
 }
 
-static int op_setattr(struct fuse_server *s, struct req *r)
+static int op_setattr(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_setattr_in in;
 	struct fs_handle *h = NULL;
@@ -714,7 +624,7 @@ static int op_setattr(struct fuse_server *s, struct req *r)
 	return reply_attr(r, fd);
 }
 
-static int op_readlink(struct fuse_server *s, struct req *r)
+static int op_readlink(struct fuse_server *s, struct fuse_req *r)
 {
 	size_t cap = r->cap < PATH_MAX ? r->cap : PATH_MAX;
 	int fd = node_fd(s, r->h.nodeid), err;
@@ -731,7 +641,7 @@ static int op_readlink(struct fuse_server *s, struct req *r)
 	return n < 0 ? -errno : (int)n;
 }
 
-static int op_symlink(struct fuse_server *s, struct req *r)
+static int op_symlink(struct fuse_server *s, struct fuse_req *r)
 {
 	const char *name, *target;
 	int dirfd = node_fd(s, r->h.nodeid), err;
@@ -739,9 +649,9 @@ static int op_symlink(struct fuse_server *s, struct req *r)
 	if (dirfd < 0)
 		return dirfd;
 	/* Arguments: the new entry's name, then the link's contents. */
-	if ((err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_name(r, &name)) < 0)
 		return err;
-	if (!(target = take_str(r)) || !target[0])
+	if (!(target = fuse_req_str(r)) || !target[0])
 		return -EINVAL;
 	if (strlen(target) >= PATH_MAX)
 		return -ENAMETOOLONG;
@@ -751,7 +661,7 @@ static int op_symlink(struct fuse_server *s, struct req *r)
 	return reply_entry(s, r, dirfd, name, 0);
 }
 
-static int op_mknod(struct fuse_server *s, struct req *r)
+static int op_mknod(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_mknod_in in;
 	const char *name;
@@ -760,7 +670,7 @@ static int op_mknod(struct fuse_server *s, struct req *r)
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 || (err = fuse_req_name(r, &name)) < 0)
 		return err;
 	type = in.mode & S_IFMT;
 	if (type == 0)
@@ -774,7 +684,7 @@ static int op_mknod(struct fuse_server *s, struct req *r)
 	return reply_entry(s, r, dirfd, name, mode);
 }
 
-static int op_mkdir(struct fuse_server *s, struct req *r)
+static int op_mkdir(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_mkdir_in in;
 	const char *name;
@@ -783,7 +693,7 @@ static int op_mkdir(struct fuse_server *s, struct req *r)
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 || (err = fuse_req_name(r, &name)) < 0)
 		return err;
 	mode = safe_mode(S_IFDIR, in.mode);
 	if (mkdirat(dirfd, name, mode) < 0)
@@ -792,19 +702,19 @@ static int op_mkdir(struct fuse_server *s, struct req *r)
 }
 
 /* UNLINK, and RMDIR (r->variant). */
-static int op_unlink(struct fuse_server *s, struct req *r)
+static int op_unlink(struct fuse_server *s, struct fuse_req *r)
 {
 	const char *name;
 	int dirfd = node_fd(s, r->h.nodeid), err;
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_name(r, &name)) < 0)
 		return err;
 	return unlinkat(dirfd, name, r->variant ? AT_REMOVEDIR : 0) < 0 ? -errno : 0;
 }
 
-static int do_rename(struct fuse_server *s, struct req *r, uint64_t newdir, uint32_t flags)
+static int do_rename(struct fuse_server *s, struct fuse_req *r, uint64_t newdir, uint32_t flags)
 {
 	const char *oldname, *newname;
 	int olddirfd = node_fd(s, r->h.nodeid), newdirfd = node_fd(s, newdir), err;
@@ -816,28 +726,28 @@ static int do_rename(struct fuse_server *s, struct req *r, uint64_t newdir, uint
 	/* RENAME_WHITEOUT needs privilege and means nothing to a share. */
 	if (flags & ~(uint32_t)(RENAME_NOREPLACE | RENAME_EXCHANGE))
 		return -EINVAL;
-	if ((err = take_name(r, &oldname)) < 0 || (err = take_name(r, &newname)) < 0)
+	if ((err = fuse_req_name(r, &oldname)) < 0 || (err = fuse_req_name(r, &newname)) < 0)
 		return err;
 	return renameat2(olddirfd, oldname, newdirfd, newname, flags) < 0 ? -errno : 0;
 }
 
-static int op_rename(struct fuse_server *s, struct req *r)
+static int op_rename(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_rename_in in;
-	int err = take_arg(r, &in, sizeof(in));
+	int err = fuse_req_take(r, &in, sizeof(in));
 
 	return err < 0 ? err : do_rename(s, r, in.newdir, 0);
 }
 
-static int op_rename2(struct fuse_server *s, struct req *r)
+static int op_rename2(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_rename2_in in;
-	int err = take_arg(r, &in, sizeof(in));
+	int err = fuse_req_take(r, &in, sizeof(in));
 
 	return err < 0 ? err : do_rename(s, r, in.newdir, in.flags);
 }
 
-static int op_link(struct fuse_server *s, struct req *r)
+static int op_link(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_link_in in;
 	struct stat st;
@@ -847,7 +757,7 @@ static int op_link(struct fuse_server *s, struct req *r)
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 || (err = fuse_req_name(r, &name)) < 0)
 		return err;
 	if ((oldfd = node_fd(s, in.oldnodeid)) < 0)
 		return oldfd;
@@ -871,7 +781,7 @@ static int open_flags(struct fuse_server *s, uint32_t guest, int *flags)
 	return 0;
 }
 
-static int reply_open(struct fuse_server *s, struct req *r, int fd, int dir, int flags)
+static int reply_open(struct fuse_server *s, struct fuse_req *r, int fd, int dir, int flags)
 {
 	struct fuse_open_out oo = { 0 };
 	int64_t fh = handle_alloc(s, fd, dir, flags, r->h.nodeid);
@@ -915,7 +825,7 @@ static int create_open_existing(struct fuse_server *s, int dirfd, const char *na
 	return fd;
 }
 
-static int op_open(struct fuse_server *s, struct req *r)
+static int op_open(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
@@ -932,7 +842,7 @@ static int op_open(struct fuse_server *s, struct req *r)
 	return reply_open(s, r, fd, 0, flags);
 }
 
-static int op_create(struct fuse_server *s, struct req *r)
+static int op_create(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_create_in in;
 	struct fuse_entry_out eo;
@@ -945,7 +855,7 @@ static int op_create(struct fuse_server *s, struct req *r)
 
 	if (dirfd < 0)
 		return dirfd;
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = take_name(r, &name)) < 0 ||
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 || (err = fuse_req_name(r, &name)) < 0 ||
 	    (err = open_flags(s, in.flags, &flags)) < 0)
 		return err;
 	mode = safe_mode(S_IFREG, in.mode);
@@ -986,14 +896,15 @@ static int op_create(struct fuse_server *s, struct req *r)
 	return sizeof(eo) + sizeof(struct fuse_open_out);
 }
 
-static int op_read(struct fuse_server *s, struct req *r)
+static int op_read(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_read_in in;
 	struct fs_handle *h;
 	size_t want, done = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 ||
+	    (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
@@ -1018,7 +929,7 @@ static int op_read(struct fuse_server *s, struct req *r)
 	return (int)done;
 }
 
-static int op_write(struct fuse_server *s, struct req *r)
+static int op_write(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_write_in in;
 	struct fuse_write_out wo = { 0 };
@@ -1026,7 +937,7 @@ static int op_write(struct fuse_server *s, struct req *r)
 	size_t done = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
 		return err;
 	if (in.size > r->alen)
 		return -EINVAL; /* the data the guest claims is not there */
@@ -1057,7 +968,7 @@ static int op_write(struct fuse_server *s, struct req *r)
 	return sizeof(wo);
 }
 
-static int op_statfs(struct fuse_server *s, struct req *r)
+static int op_statfs(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_statfs_out so = { 0 };
 	struct statfs st;
@@ -1080,14 +991,14 @@ static int op_statfs(struct fuse_server *s, struct req *r)
 }
 
 /* RELEASE, and RELEASEDIR (r->variant). */
-static int op_release(struct fuse_server *s, struct req *r)
+static int op_release(struct fuse_server *s, struct fuse_req *r)
 {
 	int dir = r->variant;
 	struct fuse_release_in in;
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
 		return err;
 	if (!(h = handle_slot(s, in.fh, dir)))
 		return -EBADF;
@@ -1096,31 +1007,32 @@ static int op_release(struct fuse_server *s, struct req *r)
 }
 
 /* FSYNC, and FSYNCDIR (r->variant). */
-static int op_fsync(struct fuse_server *s, struct req *r)
+static int op_fsync(struct fuse_server *s, struct fuse_req *r)
 {
 	int dir = r->variant;
 	struct fuse_fsync_in in;
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, dir, &h)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 ||
+	    (err = handle_open(s, in.fh, dir, &h)) < 0)
 		return err;
 	err = (in.fsync_flags & FUSE_FSYNC_FDATASYNC) ? fdatasync(h->slot.fd) : fsync(h->slot.fd);
 	return err < 0 ? -errno : 0;
 }
 
 /* close(2) in the guest: nothing is buffered here, so nothing to flush. */
-static int op_flush(struct fuse_server *s, struct req *r)
+static int op_flush(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_flush_in in;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0)
 		return err;
 	return handle_slot(s, in.fh, 0) ? 0 : -EBADF;
 }
 
-static int op_opendir(struct fuse_server *s, struct req *r)
+static int op_opendir(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_open_in in;
 	struct stat st;
@@ -1143,7 +1055,7 @@ static int op_opendir(struct fuse_server *s, struct req *r)
  * per-handle cursor is kept: every call seeks, reads and stops at the first
  * entry that does not fit (it is read again next time).
  */
-static int op_readdir(struct fuse_server *s, struct req *r)
+static int op_readdir(struct fuse_server *s, struct fuse_req *r)
 {
 	int plus = r->variant;
 	struct fuse_read_in in;
@@ -1152,7 +1064,8 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 	size_t cap, used = 0;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 1, &h)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 ||
+	    (err = handle_open(s, in.fh, 1, &h)) < 0)
 		return err;
 	if (in.offset > INT64_MAX)
 		return -EINVAL;
@@ -1207,7 +1120,7 @@ static int op_readdir(struct fuse_server *s, struct req *r)
 	return (int)used;
 }
 
-static int op_access(struct fuse_server *s, struct req *r)
+static int op_access(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_access_in in;
 	int fd = node_arg(s, r, &in, sizeof(in));
@@ -1221,7 +1134,7 @@ static int op_access(struct fuse_server *s, struct req *r)
 	return faccessat(fd, "", (int)in.mask, AT_EMPTY_PATH | AT_EACCESS) < 0 ? -errno : 0;
 }
 
-static int op_lseek(struct fuse_server *s, struct req *r)
+static int op_lseek(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_lseek_in in;
 	struct fuse_lseek_out lo;
@@ -1229,7 +1142,8 @@ static int op_lseek(struct fuse_server *s, struct req *r)
 	off_t off;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 ||
+	    (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
 	if (in.whence != SEEK_SET && in.whence != SEEK_CUR && in.whence != SEEK_END &&
 	    in.whence != SEEK_DATA && in.whence != SEEK_HOLE)
@@ -1241,13 +1155,14 @@ static int op_lseek(struct fuse_server *s, struct req *r)
 	return sizeof(lo);
 }
 
-static int op_fallocate(struct fuse_server *s, struct req *r)
+static int op_fallocate(struct fuse_server *s, struct fuse_req *r)
 {
 	struct fuse_fallocate_in in;
 	struct fs_handle *h;
 	int err;
 
-	if ((err = take_arg(r, &in, sizeof(in))) < 0 || (err = handle_open(s, in.fh, 0, &h)) < 0)
+	if ((err = fuse_req_take(r, &in, sizeof(in))) < 0 ||
+	    (err = handle_open(s, in.fh, 0, &h)) < 0)
 		return err;
 	if (in.offset > INT64_MAX || in.length > INT64_MAX)
 		return -EINVAL;
@@ -1257,7 +1172,7 @@ static int op_fallocate(struct fuse_server *s, struct req *r)
 
 /* xattrs are not passed through: -ENOSYS makes the guest kernel stop asking
  * (and skip the security.capability lookup it would do on every write). */
-static int op_nosys(struct fuse_server *s, struct req *r)
+static int op_nosys(struct fuse_server *s, struct fuse_req *r)
 {
 	(void)s;
 	(void)r;
@@ -1267,7 +1182,7 @@ static int op_nosys(struct fuse_server *s, struct req *r)
 /* ---- dispatch ---- */
 
 struct op {
-	int (*fn)(struct fuse_server *s, struct req *r);
+	int (*fn)(struct fuse_server *s, struct fuse_req *r);
 	uint32_t reply; /* body bytes the reply needs, checked before any effect */
 	int modifies;   /* refused with EROFS on a read-only share */
 	int variant;    /* r->variant: the directory (or PLUS) form of the same op */
@@ -1311,63 +1226,35 @@ static const struct op ops[] = {
 	[FUSE_REMOVEXATTR] = { op_nosys, 0, 1, 0 },
 };
 
-static long reply(void *out, uint64_t unique, int err, size_t body)
-{
-	struct fuse_out_header oh = {
-		.len = (uint32_t)(sizeof(oh) + body),
-		.error = err,
-		.unique = unique,
-	};
-
-	memcpy(out, &oh, sizeof(oh));
-	return (long)oh.len;
-}
-
 long fuse_server_handle(struct fuse_server *s, const void *in, size_t in_len, void *out,
 			size_t out_cap)
 {
-	struct req r;
+	struct fuse_req r;
 	const struct op *op;
-	size_t ext;
-	int n;
+	int n = fuse_req_parse(&r, in, in_len, out, out_cap);
 
-	if (out_cap < sizeof(struct fuse_out_header))
-		return 0; /* nowhere to say anything */
-	if (in_len < sizeof(r.h))
-		return reply(out, 0, -EINVAL, 0);
-	memcpy(&r.h, in, sizeof(r.h));
-	if (r.h.len != in_len)
-		return reply(out, r.h.unique, -EINVAL, 0);
-	r.arg = (const uint8_t *)in + sizeof(r.h);
-	r.alen = in_len - sizeof(r.h);
-	/* Extensions (8-byte units) trail the arguments; none are negotiated,
-	 * so they are skipped, but they must be inside the request. */
-	ext = (size_t)r.h.total_extlen * 8;
-	if (ext > r.alen)
-		return reply(out, r.h.unique, -EINVAL, 0);
-	r.alen -= ext;
-	r.body = (uint8_t *)out + sizeof(struct fuse_out_header);
-	r.cap = out_cap - sizeof(struct fuse_out_header);
-
+	if (n == -ENOBUFS)
+		return 0;
+	if (n < 0)
+		return fuse_req_reply(out, r.h.unique, n, 0);
 	if (r.h.opcode == FUSE_FORGET || r.h.opcode == FUSE_BATCH_FORGET) {
-		if (s->active && r.h.opcode == FUSE_FORGET)
-			op_forget(s, &r);
-		else if (s->active)
-			op_batch_forget(s, &r);
+		if (s->active)
+			fuse_req_forget(&r, forget_one, s);
 		return 0;
 	}
 	if (!s->active && r.h.opcode != FUSE_INIT)
-		return reply(out, r.h.unique, -EIO, 0);
+		return fuse_req_reply(out, r.h.unique, -EIO, 0);
 	if (r.h.opcode >= sizeof(ops) / sizeof(ops[0]) || !ops[r.h.opcode].fn)
-		return reply(out, r.h.unique, -ENOSYS, 0);
+		return fuse_req_reply(out, r.h.unique, -ENOSYS, 0);
 	op = &ops[r.h.opcode];
 	if (s->read_only && op->modifies)
-		return reply(out, r.h.unique, -EROFS, 0);
+		return fuse_req_reply(out, r.h.unique, -EROFS, 0);
 	if (r.cap < op->reply)
-		return reply(out, r.h.unique, -ERANGE, 0);
+		return fuse_req_reply(out, r.h.unique, -ERANGE, 0);
 	r.variant = op->variant;
 	n = op->fn(s, &r);
-	return n < 0 ? reply(out, r.h.unique, n, 0) : reply(out, r.h.unique, 0, (size_t)n);
+	return n < 0 ? fuse_req_reply(out, r.h.unique, n, 0)
+		     : fuse_req_reply(out, r.h.unique, 0, (size_t)n);
 }
 
 /* ---- snapshots (fuse_state.h holds the format) ---- */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/fs/fuse_remote.h"
+#include "devices/fs/fuse_remote_io.h"
 #include "devices/fs/fuse_server.h"
 
 #define FS_QUEUES 2 /* hiprio + one request queue (5.11.2) */
@@ -18,7 +20,9 @@ struct fs_config {
 } __attribute__((packed));
 
 struct virtio_fs {
-	struct fuse_server *srv;
+	struct fuse_server *srv;    /* a host directory's, or: */
+	struct fuse_remote *remote; /* a client-served share's, over io */
+	struct fuse_remote_io io;
 	struct fs_config config;
 	uint8_t *req;             /* FUSE_SERVER_MAX_REQUEST: the gathered request */
 	uint8_t *rep;             /* FUSE_SERVER_MAX_REPLY: the reply before scattering */
@@ -67,7 +71,8 @@ static uint32_t fs_serve(struct virtio_fs *fs, const struct virtq_chain *c)
 		return (uint32_t)virtq_chain_write(c, 0, &oh, sizeof(oh));
 	}
 	got = virtq_chain_read(c, 0, fs->req, (size_t)c->out_len);
-	n = fuse_server_handle(fs->srv, fs->req, got, fs->rep, cap);
+	n = fs->remote ? fuse_remote_io_handle(&fs->io, fs->remote, fs->req, got, fs->rep, cap)
+		       : fuse_server_handle(fs->srv, fs->req, got, fs->rep, cap);
 	if (n <= 0)
 		return 0;
 	return (uint32_t)virtq_chain_write(c, 0, fs->rep, (size_t)n);
@@ -80,6 +85,8 @@ static void fs_notify(struct virtio_dev *d, int qi)
 	struct virtq_chain *c = &fs->chain;
 	int r, pushed = 0;
 
+	if (fs->remote)
+		fuse_remote_io_batch(&fs->io);
 	while ((r = virtq_pop_or_arm(q, c)) > 0) {
 		uint32_t written = fs_serve(fs, c);
 
@@ -102,13 +109,19 @@ static void fs_reset(struct virtio_dev *d)
 	struct virtio_fs *fs = d->priv;
 
 	/* The driver is gone: so is every node and handle it held. */
-	fuse_server_reset(fs->srv);
+	if (fs->remote)
+		fuse_remote_reset(fs->remote);
+	else
+		fuse_server_reset(fs->srv);
 }
 
 static long fs_save(struct virtio_dev *d, void *buf, size_t len)
 {
 	struct virtio_fs *fs = d->priv;
 
+	/* The client's tree and its connection are not the VM's to keep. */
+	if (fs->remote)
+		return -EOPNOTSUPP;
 	return fuse_server_save(fs->srv, buf, len);
 }
 
@@ -117,7 +130,14 @@ static int fs_restore(struct virtio_dev *d, const void *buf, size_t len)
 	struct virtio_fs *fs = d->priv;
 	struct err e = { { 0 } };
 	unsigned stale;
-	int err = fuse_server_restore(fs->srv, buf, len, &e);
+	int err;
+
+	if (fs->remote) {
+		virtio_dev_log(d, "virtio-fs %.36s: a client-served share is never in a snapshot",
+			       fs->config.tag);
+		return -EINVAL;
+	}
+	err = fuse_server_restore(fs->srv, buf, len, &e);
 
 	if (err < 0) {
 		virtio_dev_log(d, "virtio-fs %.36s: %s", fs->config.tag, e.msg);
@@ -137,6 +157,8 @@ static void fs_destroy(struct virtio_dev *d)
 
 	if (fs) {
 		fuse_server_close(fs->srv);
+		fuse_remote_free(fs->remote);
+		fuse_remote_io_fini(&fs->io);
 		free(fs->req);
 		free(fs->rep);
 		free(fs);
@@ -161,6 +183,32 @@ static const struct virtio_dev_ops fs_ops = {
 	.destroy = fs_destroy,
 };
 
+/* The device's log: the io's problems (rate-limited there). */
+static void remote_log(void *ctx, const char *line)
+{
+	virtio_dev_log(ctx, "%s", line);
+}
+
+static int remote_open(struct virtio_fs *fs, struct virtio_dev *d,
+		       const struct virtio_fs_config *cfg, struct err *e)
+{
+	int t = cfg->remote_timeout_ms ? cfg->remote_timeout_ms : FS_REMOTE_TIMEOUT_MS_DEFAULT;
+	int err = fuse_remote_io_init(&fs->io, cfg->remote, t);
+
+	if (err == -EINVAL)
+		return err_set(
+			e, EINVAL,
+			"virtio-fs %s: socket path '%s' (1 to 107 bytes) or timeout %d ms (%d to %d) out of range",
+			cfg->tag, cfg->remote, t, FS_REMOTE_TIMEOUT_MS_MIN,
+			FS_REMOTE_TIMEOUT_MS_MAX);
+	if (err < 0 || (err = fuse_remote_new(&fs->remote, cfg->read_only)) < 0)
+		return err_set(e, -err, "out of memory");
+	fs->io.log = remote_log;
+	fs->io.log_ctx = d;
+	fs->io.name = fs->config.tag[VIRTIO_FS_TAG_MAX - 1] ? "(share)" : fs->config.tag;
+	return 0;
+}
+
 int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out, struct err *e)
 {
 	struct virtio_dev *d;
@@ -169,7 +217,7 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	int err;
 
 	/* Descriptors 0-2 are stdio (and 0 is what a zeroed config holds). */
-	if (!cfg || (cfg->dir ? !cfg->dir[0] : cfg->dir_fd < 3))
+	if (!cfg || (cfg->dir ? !cfg->dir[0] : cfg->dir_fd < 3 && !cfg->remote))
 		return err_set(e, EINVAL, "virtio-fs: no host directory given");
 	taglen = cfg->tag ? strlen(cfg->tag) : 0;
 	if (taglen == 0 || taglen > VIRTIO_FS_TAG_MAX)
@@ -184,6 +232,7 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	}
 	d->ops = &fs_ops;
 	d->priv = fs;
+	fs->io.fd = -1; /* no connection: a zeroed one would be stdin */
 	pthread_mutex_init(&d->lock, NULL);
 	/* Not touched until used: untouched pages cost no memory. */
 	fs->req = malloc(FUSE_SERVER_MAX_REQUEST);
@@ -194,8 +243,11 @@ int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out
 	}
 	memcpy(fs->config.tag, cfg->tag, taglen);
 	fs->config.num_request_queues = htole32(1);
-	err = cfg->dir ? fuse_server_open(&fs->srv, cfg->dir, cfg->read_only, e)
-		       : fuse_server_open_fd(&fs->srv, cfg->dir_fd, cfg->read_only, e);
+	if (!cfg->dir && cfg->remote)
+		err = remote_open(fs, d, cfg, e);
+	else
+		err = cfg->dir ? fuse_server_open(&fs->srv, cfg->dir, cfg->read_only, e)
+			       : fuse_server_open_fd(&fs->srv, cfg->dir_fd, cfg->read_only, e);
 	if (err < 0)
 		goto fail;
 	*out = d;
@@ -221,6 +273,8 @@ int virtio_fs_graft(struct virtio_dev *d, const char *tag, const char *name, int
 
 	if (d->ops != &fs_ops || !tag_is(fs, tag))
 		return -ENODEV;
+	if (fs->remote)
+		return -EOPNOTSUPP;
 	pthread_mutex_lock(&d->lock);
 	r = fd >= 0 ? fuse_server_graft(fs->srv, name, fd) : fuse_server_ungraft(fs->srv, name);
 	pthread_mutex_unlock(&d->lock);

@@ -1,6 +1,10 @@
 /*
  * virtio_fs: a host directory shared with the guest (virtio 1.2, 5.11),
- * served by the in-process FUSE passthrough server (fuse_server.h).
+ * served by the in-process FUSE passthrough server (fuse_server.h); or a
+ * client-served share, whose files a server on a Unix socket serves
+ * (fuse_remote.h, fuse_remote_io.h: each request that needs the client is
+ * one line to it, the device thread waiting for the reply at most the
+ * share's timeout).
  *
  * Contract:
  *  - Two queues: 0 = hiprio (FORGET), 1 = the one request queue
@@ -16,7 +20,8 @@
  *  - The guest mounts it with `mount -t virtiofs TAG DIR`.
  *  - Requests run synchronously on the thread that delivers the queue
  *    notification, under the device lock.
- *  - Snapshots: save() writes the FUSE session (fuse_server_save: every
+ *  - Snapshots: a client-served share refuses to be saved (-EOPNOTSUPP:
+ *    the client's tree is not the snapshot's to keep). save() writes the FUSE session (fuse_server_save: every
  *    node by its path beneath the share, every open handle); restore()
  *    reopens them beneath the share given at restore, confined as lookups
  *    are, and logs how many could not be found (those are stale: the
@@ -35,8 +40,10 @@
 struct virtio_fs_config {
 	const char *dir; /* host directory to share, or NULL: */
 	int dir_fd;      /* with dir NULL, an open directory (>= 3) to share; the caller keeps it */
-	const char *tag; /* mount tag the guest sees, 1..36 bytes */
-	int read_only;   /* refuse every modification with EROFS */
+	const char *remote;    /* with dir NULL and dir_fd -1: a client-served share's socket */
+	int remote_timeout_ms; /* its reply timeout; 0: FS_REMOTE_TIMEOUT_MS_DEFAULT */
+	const char *tag;       /* mount tag the guest sees, 1..36 bytes */
+	int read_only;         /* refuse every modification with EROFS */
 };
 
 /*
@@ -47,7 +54,8 @@ struct virtio_fs_config {
 int virtio_fs_create(const struct virtio_fs_config *cfg, struct virtio_dev **out, struct err *e);
 
 /*
- * When d is the virtio-fs device tagged tag: graft fd (an O_PATH
+ * When d is the virtio-fs device tagged tag (a host directory's: a
+ * client-served share has no grafts, -EOPNOTSUPP): graft fd (an O_PATH
  * directory, the server's on success) as name in its share's root, or
  * with fd -1 drop that graft (fuse_server_graft, fuse_server_ungraft),
  * under the device lock. -ENODEV when d is not that device; the

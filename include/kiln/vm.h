@@ -214,7 +214,7 @@ KILN_API int kiln_vm_config_set_disk_size(kiln_vm_config *cfg, unsigned index, u
 KILN_API int kiln_vm_config_set_disk_serial(kiln_vm_config *cfg, unsigned index,
 					    const char *serial);
 
-/* Flags of kiln_vm_config_add_share and _add_share_fd. */
+/* Flags of kiln_vm_config_add_share, _add_share_fd and _add_remote_share. */
 enum {
 	KILN_SHARE_READ_ONLY = 1u << 0 /* the guest cannot write the share */
 };
@@ -237,6 +237,27 @@ KILN_API int kiln_vm_config_add_share(kiln_vm_config *cfg, const char *tag, cons
  */
 KILN_API int kiln_vm_config_add_share_fd(kiln_vm_config *cfg, const char *tag, int dir_fd,
 					 unsigned flags);
+
+/*
+ * A client-served share (docs/architecture.md, "Client-served shares"):
+ * virtio-fs mount tag `tag` whose files a server on the Unix socket
+ * `sock_path` (shorter than 108 bytes) serves in the share line protocol
+ * (kilnd relays it to an API client). kiln-vmm connects at the guest's
+ * first request that needs it; no server there is EIO to the guest, not
+ * an error here. flags: KILN_SHARE_READ_ONLY (answered EROFS in kiln-vmm,
+ * never asked). Counts toward the 8 shares. A VM with one cannot be
+ * snapshotted. 0, -EINVAL, -E2BIG, -ENOMEM.
+ */
+KILN_API int kiln_vm_config_add_remote_share(kiln_vm_config *cfg, const char *sock_path,
+					     const char *tag, unsigned flags);
+
+/*
+ * How long kiln-vmm waits for a client-served share's reply before the
+ * guest's request fails with EIO and the connection is dropped:
+ * 100..60000 ms, one value for every such share (default 5000). 0 or
+ * -EINVAL.
+ */
+KILN_API int kiln_vm_config_set_remote_share_timeout(kiln_vm_config *cfg, unsigned timeout_ms);
 
 /*
  * The virtio-vsock device: its host side is a Unix socket bound at

@@ -323,6 +323,44 @@ test_virtio_fs_share_tar_ro_and_symlink_escape() {
   [ $ok = 1 ]
 }
 
+# A client-served share (--share-remote): a stand-in server on the host
+# serves an in-memory tree over the line protocol; the guest reads a file,
+# writes one, makes a directory, renames into it and lists; a second share
+# whose server never answers gives the guest EIO within the timeout.
+test_virtio_fs_client_served_share() {
+  local d ok=1 took
+  d=$(mktemp -d /tmp/kfr.XXXXXX)
+  python3 tests/integration/fs_remote_server.py "$d/mem.sock" serve "$d/tree.json" 2>"$d/mem.log" &
+  local mem=$!
+  python3 tests/integration/fs_remote_server.py "$d/slow.sock" silent "$d/slow.log" 2>"$d/slow.err" &
+  local slow=$!
+  for _ in $(seq 50); do [ -S "$d/mem.sock" ] && [ -S "$d/slow.sock" ] && break; sleep 0.1; done
+  vmm --kernel "$VMLINUX" --initrd "$INITRD" --console \
+    --share-remote "$d/mem.sock:mem" --share-remote "$d/slow.sock:slow" --share-remote-timeout 1000 \
+    --cmdline 'quiet kiln.shares=mem:/mnt/m,slow:/mnt/s kiln.exec="cat /mnt/m/hello.txt; echo guest-wrote >/mnt/m/new.txt; mkdir /mnt/m/sub; mv /mnt/m/new.txt /mnt/m/sub/moved.txt; echo LS $(ls /mnt/m) /; echo SUB $(ls /mnt/m/sub); cat /mnt/m/sub/moved.txt; t0=$(cut -d. -f1 /proc/uptime); cat /mnt/s/f; t1=$(cut -d. -f1 /proc/uptime); echo SLOW-TOOK $((t1 - t0))"'
+  kill "$mem" "$slow" 2>/dev/null
+  wait "$mem" "$slow" 2>/dev/null
+  expect_rc 0 && expect_out '^hello from the client$' && expect_out '^LS dir hello.txt sub /$' &&
+    expect_out '^SUB moved.txt$' && expect_out '^guest-wrote$' && expect_out "can't open '/mnt/s/f': (I/O|Input/output) error" || ok=0
+  if [ $ok = 1 ]; then
+    took=$(printf '%s\n' "$out" | sed -n 's/^SLOW-TOOK //p')
+    # The guest's uptime counts whole seconds: 1 s of timeout is 0 to 2.
+    [ -n "$took" ] && [ "$took" -le 3 ] || { fail "the silent server's EIO took ${took:-?} s (timeout 1 s)"; ok=0; }
+    python3 - "$d/tree.json" <<'PY' || { fail "the client's tree: $(cat "$d/tree.json")"; ok=0; }
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t.get("/sub/moved.txt") == "guest-wrote\n", t
+assert "/new.txt" not in t and t.get("/sub") == "<dir>", t
+PY
+    # The guest's path walk asks for the share's root first ("stat /"):
+    # that is the request that times out.
+    grep -q '^stat /' "$d/slow.log" || { fail "the silent server was not asked: $(cat "$d/slow.log")"; ok=0; }
+    expect_err 'virtio-fs slow: no reply within the timeout' || ok=0
+  fi
+  rm -rf "$d"
+  [ $ok = 1 ]
+}
+
 test_vsock_10mib_each_way_concurrently() {
   local d
   d=$(mktemp -d /tmp/kv.XXXXXX)

@@ -324,6 +324,40 @@ static void test_share_forms(void **state)
 	assert_non_null(strstr(e.msg, "tag 't,x'"));
 }
 
+/* --share-remote SOCK:TAG[:ro]: a client-served share. */
+static void test_share_remote_forms(void **state)
+{
+	kiln_vm_config *cfg = kiln_vm_config_new();
+	struct err e = { { 0 } };
+	char longpath[200];
+
+	(void)state;
+	assert_int_equal(devspec_share_remote(cfg, "vm/share-0.sock:mem", &e), 0);
+	assert_int_equal(devspec_share_remote(cfg, "/run/a:b.sock:ro2:ro", &e), 0);
+	assert_int_equal(cfg->c.nshare, 2);
+	assert_string_equal(cfg->c.share[0].remote, "vm/share-0.sock");
+	assert_string_equal(cfg->c.share[0].tag, "mem");
+	assert_null(cfg->c.share[0].host_dir);
+	assert_int_equal(cfg->c.share[0].host_fd, -1);
+	assert_int_equal(cfg->c.share[0].read_only, 0);
+	assert_string_equal(cfg->c.share[1].remote, "/run/a:b.sock");
+	assert_string_equal(cfg->c.share[1].tag, "ro2");
+	assert_int_equal(cfg->c.share[1].read_only, 1);
+	static const char *const bad[] = { "nosock", ":t", "s:", "s:ro" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(devspec_share_remote(cfg, bad[i], &e), -EINVAL);
+		assert_non_null(strstr(e.msg, "SOCK:TAG"));
+	}
+	memset(longpath, 's', sizeof(longpath));
+	memcpy(longpath + 150, ":t", 3);
+	assert_int_equal(devspec_share_remote(cfg, longpath, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "1 to 107 bytes"));
+	assert_int_equal(devspec_share_remote(cfg, "s:a b", &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "tag 'a b'"));
+	assert_int_equal(cfg->c.nshare, 2);
+	kiln_vm_config_free(cfg);
+}
+
 /* --disk's fields; --disk-image PATH [--disk-overlay] [--disk-size] take
  * their values whole, so a path may hold the separators. */
 static void test_disk_forms(void **state)
@@ -425,6 +459,7 @@ int main(void)
 		cmocka_unit_test(test_net_prefix),
 		cmocka_unit_test(test_vsock_cid),
 		cmocka_unit_test(test_share_forms),
+		cmocka_unit_test(test_share_remote_forms),
 		cmocka_unit_test(test_disk_forms),
 		cmocka_unit_test(test_vsock_path_whole),
 	};

@@ -94,6 +94,35 @@ static void test_disk_calls(void **state)
 	kiln_vm_config_free(c);
 }
 
+/* Client-served shares: a socket path, a tag, the one timeout. */
+static void test_remote_share_calls(void **state)
+{
+	kiln_vm_config *c = kiln_vm_config_new();
+
+	(void)state;
+	assert_int_equal(kiln_vm_config_add_remote_share(c, "vm/share-0.sock", "mem",
+							 KILN_SHARE_READ_ONLY),
+			 0);
+	assert_string_equal(c->c.share[0].remote, "vm/share-0.sock");
+	assert_int_equal(c->c.share[0].read_only, 1);
+	assert_int_equal(kiln_vm_config_add_remote_share(c, NULL, "t", 0), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "no socket path"));
+	assert_int_equal(kiln_vm_config_add_remote_share(c, "", "t", 0), -EINVAL);
+	assert_int_equal(kiln_vm_config_add_remote_share(c, "s", "a,b", 0), -EINVAL);
+	assert_int_equal(c->c.share_remote_timeout_ms, 0);
+	assert_int_equal(kiln_vm_config_set_remote_share_timeout(c, 99), -EINVAL);
+	assert_non_null(strstr(kiln_vm_config_errmsg(c), "100 to 60000"));
+	assert_int_equal(kiln_vm_config_set_remote_share_timeout(c, 60001), -EINVAL);
+	assert_int_equal(kiln_vm_config_set_remote_share_timeout(c, 100), 0);
+	assert_int_equal(kiln_vm_config_set_remote_share_timeout(c, 60000), 0);
+	assert_int_equal(c->c.share_remote_timeout_ms, 60000);
+	/* Counted with the host directories' shares. */
+	for (int i = 1; i < 8; i++)
+		assert_int_equal(kiln_vm_config_add_share(c, "t", "/srv", 0), 0);
+	assert_int_equal(kiln_vm_config_add_remote_share(c, "s", "t", 0), -E2BIG);
+	kiln_vm_config_free(c);
+}
+
 static void test_share_calls(void **state)
 {
 	kiln_vm_config *c = kiln_vm_config_new();
@@ -417,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_defaults_and_setters_copy),
 		cmocka_unit_test(test_disk_calls),
 		cmocka_unit_test(test_share_calls),
+		cmocka_unit_test(test_remote_share_calls),
 		cmocka_unit_test(test_net_calls),
 		cmocka_unit_test(test_vsock_and_firewall_checked_at_the_setter),
 		cmocka_unit_test(test_create_refuses_a_kick_signal_without_handler),

@@ -118,7 +118,8 @@ static void test_create_everything_and_round_trip(void **state)
 		"{\"image\":\"debian\",\"cpus\":8,\"memory_mib\":4096,\"hostname\":\"box1\","
 		"\"env\":{\"A\":\"1\",\"LANG\":\"C.UTF-8\"},\"labels\":{\"job\":\"42\"},"
 		"\"shares\":[{\"host_path\":\"/srv/data\",\"guest_path\":\"/mnt/data\",\"read_only\":true},"
-		"{\"host_path\":\"/srv/out\",\"guest_path\":\"/mnt/out\"}],"
+		"{\"host_path\":\"/srv/out\",\"guest_path\":\"/mnt/out\"},"
+		"{\"client\":true,\"guest_path\":\"/mnt/mem\",\"timeout_ms\":250}],"
 		"\"timeout_s\":604800,\"console\":false,\"disk_mib\":4096}";
 	struct sandbox_spec s, t;
 	struct api_err e;
@@ -131,7 +132,11 @@ static void test_create_everything_and_round_trip(void **state)
 	assert_int_equal(s.disk_mib, 4096);
 	assert_string_equal(s.hostname, "box1");
 	assert_string_equal(json_string_value(json_object_get(s.env, "LANG")), "C.UTF-8");
-	assert_int_equal(s.nshares, 2);
+	assert_int_equal(s.nshares, 3);
+	assert_true(s.shares[2].client);
+	assert_int_equal(s.shares[2].timeout_ms, 250);
+	assert_string_equal(s.shares[2].host_path, "");
+	assert_false(s.shares[0].client);
 	assert_true(s.shares[0].read_only);
 	assert_false(s.shares[1].read_only);
 	assert_string_equal(s.shares[1].guest_path, "/mnt/out");
@@ -141,7 +146,11 @@ static void test_create_everything_and_round_trip(void **state)
 	j = sandbox_spec_to_json(&s);
 	assert_non_null(j);
 	assert_int_equal(sandbox_spec_parse(j, &lim, &t, &e), 0);
-	assert_int_equal(t.nshares, 2);
+	assert_int_equal(t.nshares, 3);
+	assert_true(t.shares[2].client);
+	assert_int_equal(t.shares[2].timeout_ms, 250);
+	assert_null(json_object_get(json_array_get(json_object_get(j, "shares"), 2), "host_path"));
+	assert_null(json_object_get(json_array_get(json_object_get(j, "shares"), 0), "client"));
 	assert_int_equal(t.disk_mib, 4096);
 	assert_string_equal(t.shares[0].host_path, "/srv/data");
 	assert_true(json_equal(t.env, s.env));
@@ -208,6 +217,22 @@ static void test_create_rejects(void **state)
 		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b\"},"
 		  "{\"host_path\":\"/c\",\"guest_path\":\"/b\"}]}",
 		  API_E_BAD_FIELD, "same guest_path" },
+		/* Client shares (issue 37 item 6). */
+		{ "{\"image\":\"m\",\"shares\":[{\"client\":true,\"host_path\":\"/a\",\"guest_path\":\"/b\"}]}",
+		  API_E_BAD_FIELD, "a client share (\"client\": true) has no host_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"host_path\":\"/a\",\"guest_path\":\"/b\",\"timeout_ms\":500}]}",
+		  API_E_BAD_FIELD, "timeout_ms is for client shares only" },
+		{ "{\"image\":\"m\",\"shares\":[{\"guest_path\":\"/b\"}]}", API_E_MISSING_FIELD,
+		  "host_path" },
+		{ "{\"image\":\"m\",\"shares\":[{\"client\":\"yes\",\"guest_path\":\"/b\"}]}",
+		  API_E_BAD_FIELD, "client" },
+		{ "{\"image\":\"m\",\"shares\":[{\"client\":true,\"guest_path\":\"/b\",\"timeout_ms\":99}]}",
+		  API_E_BAD_FIELD, "'timeout_ms' must be from 100 to 60000" },
+		{ "{\"image\":\"m\",\"shares\":[{\"client\":true,\"guest_path\":\"/b\",\"timeout_ms\":60001}]}",
+		  API_E_BAD_FIELD, "timeout_ms" },
+		{ "{\"image\":\"m\",\"shares\":[{\"client\":true,\"guest_path\":\"/b\",\"timeout_ms\":300},"
+		  "{\"client\":true,\"guest_path\":\"/c\"}]}",
+		  API_E_BAD_FIELD, "shares[1] has timeout_ms 5000 but shares[0] 300" },
 		{ "{\"image\":\"m\",\"timeout_s\":604801}", API_E_BAD_FIELD, "timeout_s" },
 		{ "{\"image\":\"m\",\"console\":\"yes\"}", API_E_BAD_FIELD, "console" },
 	};

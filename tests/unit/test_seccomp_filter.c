@@ -17,15 +17,18 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/kvm.h>
 
+#include "devices/fs/fuse_remote_io.h"
 #include "vmm/jail/seccomp_filter.h"
 
 /* The process the filters were built in (the children's parent). */
@@ -200,6 +203,40 @@ static void test_device_role_opens_unix_sockets_and_files(void **state)
 	assert_sigsys(run_filtered(SECCOMP_ROLE_VCPU, SECCOMP_FILTER_KILL, do_openat));
 }
 
+/* A client-served share's exchange (devices/fs/fuse_remote_io.c) with a
+ * server that listens and never answers: connect, send, poll until the
+ * timeout, close. */
+static char share_sock[108];
+
+static int do_share_exchange(void)
+{
+	struct fuse_remote_io io;
+	const char *reply;
+	long n;
+
+	if (fuse_remote_io_init(&io, share_sock, FS_REMOTE_TIMEOUT_MS_MIN) < 0)
+		return 12;
+	n = fuse_remote_io_call(&io, "{}\n", 3, &reply);
+	fuse_remote_io_fini(&io);
+	return n == -ETIMEDOUT && io.st.connects == 1 ? 0 : 11;
+}
+
+static void test_device_role_waits_for_a_share_reply(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	(void)state;
+	snprintf(share_sock, sizeof(share_sock), "/tmp/kiln-seccomp-share-%d.sock", getpid());
+	strcpy(sa.sun_path, share_sock);
+	unlink(share_sock);
+	assert_int_equal(bind(l, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	assert_exit0(run_filtered(SECCOMP_ROLE_DEVICE, SECCOMP_FILTER_KILL, do_share_exchange));
+	close(l);
+	unlink(share_sock);
+}
+
 static int do_reap_nohang(void)
 {
 	/* no child: ECHILD, not a kill */
@@ -298,6 +335,7 @@ int main(void)
 		cmocka_unit_test(test_execve_ptrace_fork_kill_every_role),
 		cmocka_unit_test(test_exec_memory_and_foreign_signals_kill_every_role),
 		cmocka_unit_test(test_inet_sockets_kill_every_role),
+		cmocka_unit_test(test_device_role_waits_for_a_share_reply),
 		cmocka_unit_test(test_device_role_opens_unix_sockets_and_files),
 		cmocka_unit_test(test_device_role_reaps_without_waiting),
 		cmocka_unit_test(test_vcpu_ioctls_are_only_its_kvm_ones),

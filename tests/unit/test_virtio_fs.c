@@ -302,10 +302,36 @@ static void test_create_errors(void **state)
 	d->ops->destroy(d);
 }
 
+/* A client-served share: the same device over a socket; never saved,
+ * never grafted; a bad socket path or timeout is refused at create. */
+static void test_remote_share(void **state)
+{
+	struct virtio_dev *d = NULL;
+	struct err e = { { 0 } };
+	struct virtio_fs_config cfg = { .dir_fd = -1,
+					.remote = "/nonexistent/share.sock",
+					.tag = "mem" };
+	uint8_t buf[64];
+
+	(void)state;
+	assert_int_equal(virtio_fs_create(&cfg, &d, &e), 0);
+	assert_int_equal(d->ops->save(d, buf, sizeof(buf)), -EOPNOTSUPP);
+	assert_int_equal(d->ops->restore(d, buf, 0), -EINVAL);
+	assert_int_equal(virtio_fs_graft(d, "mem", "x", 5), -EOPNOTSUPP);
+	d->ops->destroy(d);
+	cfg.remote_timeout_ms = 50;
+	assert_int_equal(virtio_fs_create(&cfg, &d, &e), -EINVAL);
+	assert_non_null(strstr(e.msg, "timeout 50 ms"));
+	cfg.remote_timeout_ms = 0;
+	cfg.remote = "";
+	assert_int_equal(virtio_fs_create(&cfg, &d, &e), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_identity_and_config, setup, teardown),
+		cmocka_unit_test(test_remote_share),
 		cmocka_unit_test_setup_teardown(test_init_through_queue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hiprio_forget, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_oversize_request, setup, teardown),

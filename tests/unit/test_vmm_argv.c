@@ -118,6 +118,62 @@ static void test_vmm_argv(void **state)
 	assert_non_null(strstr(e.msg, "descriptor 1"));
 }
 
+/* A client share (issue 37 item 6): its relay's socket, the tag and kiln.shares entry of any share, one timeout. */
+static void test_vmm_argv_client_share(void **state)
+{
+	struct sandbox_spec s = base_spec();
+	static const int fds[3] = { 7, -1, -1 };
+	const char *socks[3] = { NULL, "/st/sandboxes/abc/vm/share-1.sock",
+				 "/st/sandboxes/abc/vm/share-2.sock" };
+	struct vmm_launch l = { .vmm = "/k/kiln-vmm",
+				.kernel = "/k/vmlinux",
+				.image = "/img/m.ext4",
+				.overlay = "/st/sandboxes/abc/overlay",
+				.vsock = "/st/sandboxes/abc/vm/vsock.sock",
+				.control = "/st/sandboxes/abc/vm/control.sock",
+				.share_fds = fds,
+				.share_socks = socks,
+				.spec = &s };
+	struct vmm_argv a;
+	struct api_err e;
+	size_t i;
+
+	(void)state;
+	s.nshares = 3;
+	strcpy(s.shares[0].host_path, "/srv/data");
+	strcpy(s.shares[0].guest_path, "/mnt/data");
+	strcpy(s.shares[1].guest_path, "/mnt/mem");
+	s.shares[1].client = true;
+	s.shares[1].timeout_ms = 250;
+	strcpy(s.shares[2].guest_path, "/mnt/ro");
+	s.shares[2].client = true;
+	s.shares[2].read_only = true;
+	s.shares[2].timeout_ms = 250;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), 0);
+	for (i = 0; i < a.argc && strcmp(a.argv[i], "--cmdline") != 0; i++)
+		;
+	assert_true(i + 1 < a.argc);
+	assert_non_null(strstr(a.argv[i + 1],
+			       "kiln.shares=kiln0:/mnt/data,kiln1:/mnt/mem,kiln2:/mnt/ro:ro"));
+	assert_string_equal(a.argv[i + 2], "--share");
+	assert_string_equal(a.argv[i + 3], "fd=7:kiln0");
+	assert_string_equal(a.argv[i + 4], "--share-remote");
+	assert_string_equal(a.argv[i + 5], "/st/sandboxes/abc/vm/share-1.sock:kiln1");
+	assert_string_equal(a.argv[i + 6], "--share-remote");
+	assert_string_equal(a.argv[i + 7], "/st/sandboxes/abc/vm/share-2.sock:kiln2:ro");
+	assert_string_equal(a.argv[i + 8], "--share-remote-timeout");
+	assert_string_equal(a.argv[i + 9], "250");
+	assert_int_equal(a.argc, i + 10);
+	vmm_argv_free(&a);
+	/* kiln-vmm splits SOCK:TAG at a ':'; none may hide in the path. */
+	socks[1] = "/st:x/vm/share-1.sock";
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.msg, "holds ':'"));
+	socks[1] = NULL;
+	assert_int_equal(vmm_argv_build(&l, &a, &e), -1);
+	assert_non_null(strstr(e.msg, "client share socket"));
+}
+
 /* kilnd's jail (docs/security.md): --jail DIR --uid N --gid N, never without an id. */
 static void test_vmm_argv_jail(void **state)
 {
@@ -408,6 +464,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vmm_argv),
 		cmocka_unit_test(test_vmm_argv_jail),
+		cmocka_unit_test(test_vmm_argv_client_share),
 		cmocka_unit_test(test_vmm_argv_refuses_injection),
 		cmocka_unit_test(test_vmm_argv_restore),
 		cmocka_unit_test(test_argv_passt),

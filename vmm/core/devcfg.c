@@ -44,10 +44,17 @@ int devcfg_share_check(const struct vm_share_cfg *s, struct err *e)
 			e, EINVAL,
 			"share: tag '%.40s' must be 1 to %d bytes, without spaces, commas or colons",
 			s->tag ? s->tag : "", VM_SHARE_TAG_MAX);
-	if (!s->host_dir == (s->host_fd < 0))
+	if (!!s->host_dir + (s->host_fd >= 0) + !!s->remote != 1)
+		return err_set(
+			e, EINVAL,
+			"share %s: give a host directory, a descriptor or a client's socket, one of them",
+			s->tag);
+	if (s->remote && (!*s->remote || strlen(s->remote) > VM_SHARE_SOCK_MAX))
 		return err_set(e, EINVAL,
-			       "share %s: give a host directory or a descriptor, one of the two",
-			       s->tag);
+			       "share %s: the socket path must be 1 to %d bytes (a Unix socket's limit)",
+			       s->tag, VM_SHARE_SOCK_MAX);
+	if (s->remote)
+		return 0;
 	if (s->host_dir && !*s->host_dir)
 		return err_set(e, EINVAL, "share %s: an empty host directory path", s->tag);
 	if (!s->host_dir && s->host_fd < 3)

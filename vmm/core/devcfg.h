@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "devices/fs/fuse_remote_io.h"
 #include "lib/base/err.h"
 #include "lib/netrules/net_addr.h"
 
@@ -21,6 +22,10 @@
 #define VM_DISK_SERIAL_MAX 20      /* VIRTIO_BLK_ID_BYTES */
 #define VM_DISK_MAX_MIB (1u << 20) /* an overlay's size: 1 TiB */
 #define VM_SHARE_TAG_MAX 36        /* virtio-fs tag bytes */
+#define VM_SHARE_SOCK_MAX 107      /* a remote share's socket path: sun_path less its NUL */
+/* Client-served shares' reply timeout (one for all of them), in ms. */
+#define VM_SHARE_TIMEOUT_MS_MIN FS_REMOTE_TIMEOUT_MS_MIN
+#define VM_SHARE_TIMEOUT_MS_MAX FS_REMOTE_TIMEOUT_MS_MAX
 
 struct vm_disk_cfg {
 	char *path;
@@ -31,8 +36,9 @@ struct vm_disk_cfg {
 };
 
 struct vm_share_cfg {
-	char *host_dir; /* NULL when given as a descriptor */
+	char *host_dir; /* NULL when given as a descriptor or served remotely */
 	int host_fd;    /* an open directory (>= 3) shared instead of a path; else -1 */
+	char *remote;   /* a client-served share: its server's Unix socket; else NULL */
 	char *tag;
 	int read_only;
 };
@@ -77,8 +83,9 @@ struct vm_net_rate_cfg {
 int devcfg_disk_check(const struct vm_disk_cfg *d, struct err *e);
 
 /* A share: a tag of 1..VM_SHARE_TAG_MAX bytes without spaces, commas or
- * colons; a host directory path, or a descriptor >= 3 (0-2 are stdio,
- * never a directory handed over), not both. */
+ * colons; a host directory path, a descriptor >= 3 (0-2 are stdio, never
+ * a directory handed over), or a client's socket path (shorter than
+ * sun_path), exactly one. */
 int devcfg_share_check(const struct vm_share_cfg *s, struct err *e);
 
 /* A guest CID: 3..0xfffffffe (0-2 are reserved, -1 is VMADDR_CID_ANY). */

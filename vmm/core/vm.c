@@ -397,6 +397,8 @@ static int setup_virtio(struct vm *vm, struct err *e)
 		const struct vm_share_cfg *c = &vm->cfg.share[i];
 		struct virtio_fs_config fc = { .dir = c->host_dir,
 					       .dir_fd = c->host_fd,
+					       .remote = c->remote,
+					       .remote_timeout_ms = vm->cfg.share_remote_timeout_ms,
 					       .tag = c->tag,
 					       .read_only = c->read_only };
 

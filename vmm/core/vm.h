@@ -53,7 +53,8 @@ struct vm_config {
 	struct vm_disk_cfg disk[VM_MAX_DISKS];
 	int nshare;
 	struct vm_share_cfg share[VM_MAX_SHARES];
-	struct vm_vsock_cfg vsock; /* uds == NULL: no vsock device */
+	int share_remote_timeout_ms; /* client-served shares' reply timeout; 0: 5000 */
+	struct vm_vsock_cfg vsock;   /* uds == NULL: no vsock device */
 	/*
 	 * The packet filter of every network device (docs/architecture.md,
 	 * "Packet filter"): a JSON rule set (net_rules.h), firewall_len bytes.

@@ -120,16 +120,13 @@ static const int share_ops[] = {
 static const int share_save[] = { SCMP_SYS(openat2), SCMP_SYS(readlinkat), END };
 
 /* The device thread's own: waiting for events, vsock's connections to
- * the host and virtio-net's steered flows' to the egress proxy (socket
- * has its rule: AF_UNIX only), virtio-rng. */
+ * the host, virtio-net's steered flows' to the egress proxy and a
+ * client-served share's to its server (socket has its rule: AF_UNIX
+ * only; the share waits for its reply line with poll), virtio-rng. */
 static const int device_own[] = {
-	SCMP_SYS(epoll_wait),
-	SCMP_SYS(epoll_pwait),
-	SCMP_SYS(connect),
-	SCMP_SYS(accept4),
-	SCMP_SYS(getsockopt),
-	SCMP_SYS(getrandom),
-	END,
+	SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(poll),
+	SCMP_SYS(ppoll),      SCMP_SYS(connect),     SCMP_SYS(accept4),
+	SCMP_SYS(getsockopt), SCMP_SYS(getrandom),   END,
 };
 
 /* The control role's own: the console pump, the control socket's one

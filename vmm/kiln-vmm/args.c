@@ -36,6 +36,16 @@ const char vmm_usage[] =
 	"  --share fd=N:TAG[:ro] the same for the directory open as descriptor N\n"
 	"                       (>= 3; no path is resolved; ./fd=N for a directory\n"
 	"                       named so)\n"
+	"  --share-remote SOCK:TAG[:ro]\n"
+	"                       virtio-fs served by a client: each guest request\n"
+	"                       that needs it is one JSON line on the Unix socket\n"
+	"                       SOCK (docs/architecture.md, \"Client-served shares\";\n"
+	"                       kilnd relays it to an API client); :ro answers\n"
+	"                       writes EROFS without asking; with --jail, SOCK is\n"
+	"                       the path inside the jail. Not in snapshots\n"
+	"  --share-remote-timeout MS\n"
+	"                       how long a reply may take before the guest gets EIO\n"
+	"                       (100..60000, default 5000; every remote share)\n"
 	"  --vsock PATH[,cid=N] virtio-vsock; host side is the Unix socket PATH\n"
 	"                       (CONNECT <port> protocol), guest CID N (default 3)\n"
 	"  --vsock-path PATH    the same with PATH taken whole (guest CID 3)\n"
@@ -159,7 +169,9 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		OPT_DISK_IMAGE,
 		OPT_DISK_OVERLAY,
 		OPT_DISK_SIZE,
-		OPT_VSOCK_PATH
+		OPT_VSOCK_PATH,
+		OPT_SHARE_REMOTE,
+		OPT_SHARE_REMOTE_TIMEOUT
 	};
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, OPT_KERNEL },
@@ -175,6 +187,8 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 		{ "net", required_argument, 0, OPT_NET },
 		{ "disk", required_argument, 0, OPT_DISK },
 		{ "share", required_argument, 0, OPT_SHARE },
+		{ "share-remote", required_argument, 0, OPT_SHARE_REMOTE },
+		{ "share-remote-timeout", required_argument, 0, OPT_SHARE_REMOTE_TIMEOUT },
 		{ "vsock", required_argument, 0, OPT_VSOCK },
 		{ "vsock-path", required_argument, 0, OPT_VSOCK_PATH },
 		{ "disk-image", required_argument, 0, OPT_DISK_IMAGE },
@@ -285,6 +299,18 @@ int vmm_opts_parse(int argc, char **argv, struct vmm_opts *o)
 			/* fd=N: a descriptor the jail step must not close. */
 			if (fd >= 0 && o->nkeep < VMM_KEEP_MAX)
 				o->keep[o->nkeep++] = fd;
+			break;
+		case OPT_SHARE_REMOTE:
+			if ((status = device(devspec_share_remote(cfg, optarg, &e), &e)) !=
+			    VMM_EXIT_OK)
+				return status;
+			break;
+		case OPT_SHARE_REMOTE_TIMEOUT:
+			if (num_parse_u64(optarg, 10, 0, UINT32_MAX, &n) ||
+			    kiln_vm_config_set_remote_share_timeout(cfg, (unsigned)n) < 0)
+				return bad_usage(
+					"--share-remote-timeout '%s': expected milliseconds from 100 to 60000",
+					optarg);
 			break;
 		case OPT_VSOCK:
 			if ((status = device(devspec_vsock(cfg, &o->dev, optarg, &e), &e)) !=

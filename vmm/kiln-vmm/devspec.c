@@ -203,6 +203,34 @@ int devspec_share(kiln_vm_config *cfg, const char *spec, int *fd, struct err *e)
 	return r;
 }
 
+static int parse_share_remote(kiln_vm_config *cfg, char *arg, struct err *e)
+{
+	char *tag = strrchr(arg, ':');
+	unsigned flags = 0;
+
+	if (tag && strcmp(tag, ":ro") == 0) {
+		flags = KILN_SHARE_READ_ONLY;
+		*tag = '\0';
+		tag = strrchr(arg, ':');
+	}
+	if (!tag || tag == arg || !tag[1])
+		return err_set(e, EINVAL, "--share-remote '%s': expected SOCK:TAG[:ro]", arg);
+	*tag++ = '\0';
+	return lib(cfg, kiln_vm_config_add_remote_share(cfg, arg, tag, flags), e);
+}
+
+int devspec_share_remote(kiln_vm_config *cfg, const char *spec, struct err *e)
+{
+	char *arg = copy(spec, e);
+	int r;
+
+	if (!arg)
+		return -ENOMEM;
+	r = parse_share_remote(cfg, arg, e);
+	free(arg);
+	return r;
+}
+
 static int parse_vsock(kiln_vm_config *cfg, char *arg, struct err *e)
 {
 	char *rest = arg, *f, *path = next_field(&rest);

@@ -47,6 +47,8 @@ struct devspec_state {
 int devspec_disk(kiln_vm_config *cfg, struct devspec_state *st, const char *spec, struct err *e);
 /* *fd: N for fd=N (a descriptor the program must keep open), else -1. */
 int devspec_share(kiln_vm_config *cfg, const char *spec, int *fd, struct err *e);
+/* --share-remote SOCK:TAG[:ro]: a client-served share. */
+int devspec_share_remote(kiln_vm_config *cfg, const char *spec, struct err *e);
 int devspec_vsock(kiln_vm_config *cfg, struct devspec_state *st, const char *spec, struct err *e);
 int devspec_net(kiln_vm_config *cfg, const char *spec, struct err *e);
 int devspec_net_rate(kiln_vm_config *cfg, struct devspec_state *st, const char *spec,

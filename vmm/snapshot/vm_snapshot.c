@@ -182,6 +182,10 @@ static int save_devices(struct vm *vm, struct snap_writer *w, struct err *e)
 				? err_set(e, E2BIG,
 					  "snapshot: %s's state exceeds %u MiB (a share with too many files in use: have the guest drop its caches, echo 2 >/proc/sys/vm/drop_caches, and retry)",
 					  d->ops->name, DEVICE_STATE_MAX >> 20)
+				: n == -EOPNOTSUPP
+				? err_set(e, EOPNOTSUPP,
+					  "snapshot: %s (device %d) is a client-served share (--share-remote): its files are the client's, not the VM's, so a VM with one cannot be snapshotted",
+					  d->ops->name, i)
 				: err_set(e, (int)-n, "snapshot: saving %s (device %d): %s",
 					  d->ops->name, i, strerror((int)-n));
 			break;

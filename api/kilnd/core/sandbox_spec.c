@@ -66,8 +66,10 @@ static bool env_key_ok(const char *k)
 
 static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct api_err *e)
 {
-	static const char *const fields[] = { "host_path", "guest_path", "read_only", NULL };
-	const char *host, *guest;
+	static const char *const fields[] = { "host_path", "guest_path", "read_only",
+					      "client",    "timeout_ms", NULL };
+	const char *host = NULL, *guest;
+	uint64_t n = 0;
 	char w[64];
 
 	snprintf(w, sizeof(w), "%s: shares[%zu]", what, i);
@@ -76,11 +78,29 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 		return -1;
 	}
 	if (json_fields_only(v, fields, w, e) ||
-	    json_fields_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e) ||
-	    json_fields_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
-	    json_fields_bool(v, "read_only", false, &sh->read_only, w, e))
+	    json_fields_bool(v, "client", false, &sh->client, w, e))
 		return -1;
-	if (!host_path_valid(host)) {
+	if (sh->client && json_object_get(v, "host_path")) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: a client share (\"client\": true) has no host_path; drop one of them",
+			    w);
+		return -1;
+	}
+	if (!sh->client && json_object_get(v, "timeout_ms")) {
+		api_err_set(e, API_E_BAD_FIELD,
+			    "%s: timeout_ms is for client shares only (add \"client\": true or drop it)",
+			    w);
+		return -1;
+	}
+	if ((!sh->client &&
+	     json_fields_string(v, "host_path", true, SPEC_HOST_PATH_MAX, &host, w, e)) ||
+	    json_fields_string(v, "guest_path", true, SPEC_GUEST_PATH_MAX, &guest, w, e) ||
+	    json_fields_bool(v, "read_only", false, &sh->read_only, w, e) ||
+	    (sh->client &&
+	     json_fields_uint(v, "timeout_ms", false, SPEC_SHARE_TIMEOUT_MIN_MS,
+			      SPEC_SHARE_TIMEOUT_MAX_MS, SPEC_SHARE_TIMEOUT_DEFAULT_MS, &n, w, e)))
+		return -1;
+	if (host && !host_path_valid(host)) {
 		api_err_set(e, API_E_BAD_FIELD,
 			    "%s: host_path '%.100s' must be absolute, without control characters",
 			    w, host);
@@ -92,8 +112,23 @@ static int parse_share(const json_t *v, size_t i, struct share_spec *sh, struct 
 			    w, guest);
 		return -1;
 	}
-	snprintf(sh->host_path, sizeof(sh->host_path), "%s", host);
+	snprintf(sh->host_path, sizeof(sh->host_path), "%s", host ? host : "");
 	snprintf(sh->guest_path, sizeof(sh->guest_path), "%s", guest);
+	sh->timeout_ms = sh->client ? (uint32_t)n : 0;
+	return 0;
+}
+
+/* kiln-vmm's --share-remote-timeout is one value for all client shares. */
+static int share_timeouts_agree(const struct sandbox_spec *s, size_t i, struct api_err *e)
+{
+	for (size_t j = 0; j < i && s->shares[i].client; j++) {
+		if (s->shares[j].client && s->shares[j].timeout_ms != s->shares[i].timeout_ms) {
+			api_err_set(e, API_E_BAD_FIELD,
+				    "%s: shares[%zu] has timeout_ms %u but shares[%zu] %u; a sandbox's client shares share one timeout, give them the same",
+				    what, i, s->shares[i].timeout_ms, j, s->shares[j].timeout_ms);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -171,7 +206,8 @@ int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		}
 		json_array_foreach(shares, i, v)
 		{
-			if (parse_share(v, i, &out->shares[i], e))
+			if (parse_share(v, i, &out->shares[i], e) ||
+			    share_timeouts_agree(out, i, e))
 				goto fail;
 			for (size_t j = 0; j < i; j++) {
 				if (strcmp(out->shares[j].guest_path, out->shares[i].guest_path) ==
@@ -218,6 +254,14 @@ fail:
 	return -1;
 }
 
+bool sandbox_spec_has_client_share(const struct sandbox_spec *s)
+{
+	for (size_t i = 0; i < s->nshares; i++)
+		if (s->shares[i].client)
+			return true;
+	return false;
+}
+
 void sandbox_spec_free(struct sandbox_spec *s)
 {
 	json_decref(s->env);
@@ -233,9 +277,13 @@ json_t *sandbox_spec_to_json(const struct sandbox_spec *s)
 	if (!shares)
 		return NULL;
 	for (size_t i = 0; i < s->nshares; i++) {
-		json_t *sh = json_pack("{s:s,s:s,s:b}", "host_path", s->shares[i].host_path,
-				       "guest_path", s->shares[i].guest_path, "read_only",
-				       s->shares[i].read_only);
+		const struct share_spec *h = &s->shares[i];
+		json_t *sh = h->client
+			? json_pack("{s:s,s:b,s:b,s:I}", "guest_path", h->guest_path, "client",
+				    true, "read_only", h->read_only, "timeout_ms",
+				    (json_int_t)h->timeout_ms)
+			: json_pack("{s:s,s:s,s:b}", "host_path", h->host_path, "guest_path",
+				    h->guest_path, "read_only", h->read_only);
 
 		if (!sh || json_array_append_new(shares, sh)) {
 			json_decref(shares);

@@ -49,10 +49,20 @@
 #define SPEC_DISK_MAX_MIB (1u << 20)
 #define SPEC_DISK_DEFAULT_MAX_MIB (64u << 10)
 
+/* A client share (`"client": true`, issue 37 item 6): its files come
+ * from an API client through kilnd (share_relay.h), not a host directory
+ * (host_path ""); kiln-vmm waits timeout_ms for each answer. kiln-vmm has
+ * one timeout for all of a sandbox's client shares, so they must agree. */
+#define SPEC_SHARE_TIMEOUT_MIN_MS 100u
+#define SPEC_SHARE_TIMEOUT_MAX_MS 60000u
+#define SPEC_SHARE_TIMEOUT_DEFAULT_MS 5000u
+
 struct share_spec {
-	char host_path[SPEC_HOST_PATH_MAX + 1];
+	char host_path[SPEC_HOST_PATH_MAX + 1]; /* "" for a client share */
 	char guest_path[SPEC_GUEST_PATH_MAX + 1];
 	bool read_only;
+	bool client;
+	uint32_t timeout_ms; /* client shares only */
 };
 
 /* The daemon's limits (--max-cpus, --max-memory) and the default of
@@ -97,6 +107,9 @@ struct sandbox_spec {
  */
 int sandbox_spec_parse(const json_t *body, const struct sandbox_limits *lim,
 		       struct sandbox_spec *out, struct api_err *e);
+
+/* Does any share of s come from an API client ("client": true)? */
+bool sandbox_spec_has_client_share(const struct sandbox_spec *s);
 
 /* Release what a parsed spec owns; safe on a zeroed or freed spec. */
 void sandbox_spec_free(struct sandbox_spec *s);

@@ -7,7 +7,7 @@
  * PATTERN is the path as docs/openapi.yaml writes it, "{name}" standing
  * for one segment ({id}: a sandbox, an image or a template; {name}: a
  * secret; {proc}: a process id; {port}: a host or guest port; {cp}: a
- * checkpoint). The
+ * checkpoint; {n}: a share's index). The
  * HTTP library matches requests against this table and answers a path
  * known without the method 405, its Allow listing the path's methods in
  * the order of their lines here. A body is BODY_NONE (any byte is 413),
@@ -111,6 +111,8 @@ const struct http_route routes[] = {
 	/* processes_tty.c */
 	{ "GET", "/v1/sandboxes/{id}/processes/{proc}/tty", handle_proc_tty, BODY_NONE,
 	  LIMIT_NONE },
+	/* shares.c */
+	{ "GET", "/v1/sandboxes/{id}/shares/{n}/serve", handle_share_serve, BODY_NONE, LIMIT_NONE },
 	/* ports.c */
 	{ "GET", "/v1/sandboxes/{id}/ports", handle_port_list, BODY_NONE, LIMIT_NONE },
 	{ "POST", "/v1/sandboxes/{id}/ports", handle_port_add, BODY_JSON, LIMIT_BODY },

@@ -114,6 +114,9 @@ void handle_firewall_log(struct http_req *r);
 void handle_egress_log(struct http_req *r);
 void handle_egress_decisions(struct http_req *r);
 
+/* shares.c: GET .../shares/{n}/serve, a client serving a share (upgrade). */
+void handle_share_serve(struct http_req *r);
+
 /* ports.c */
 void handle_port_add(struct http_req *r);
 void handle_port_list(struct http_req *r);

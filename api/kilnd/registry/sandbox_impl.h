@@ -76,6 +76,9 @@ struct sandbox {
 	 * (the last one it took, or the one it was restored from): the next
 	 * checkpoint is layered on it. "": none. */
 	char cp_base[CHECKPOINT_NAME_MAX + 1];
+	/* reg.mu: the client shares' relays while a VMM runs (share_relay.h);
+	 * NULL for host shares and without a VMM. */
+	struct share_relay *relays[SPEC_MAX_SHARES];
 };
 
 /* Where a boot starts (sandbox_boot): NULL, or a snapshot to resume. */
@@ -209,7 +212,8 @@ int sandbox_sync_guest(kiln_agent *a);
 
 /* sandbox_shares.c: open each share's directory for one kiln-vmm start
  * (share_open.h: no symbolic link followed; beneath a --share-root unless
- * root owns the sandbox). 0 with fds[0..nshares), or -1 with e naming the
+ * root owns the sandbox). 0 with fds[0..nshares) (-1 for a client share:
+ * no directory), or -1 with e naming the
  * share and the component, and nothing left open. */
 int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api_err *e);
 void sandbox_shares_close(int *fds, size_t n);

@@ -584,9 +584,12 @@ static bool idle_locked(struct sandbox *sb, int64_t now)
 	/* References: the registry's, the monitor's, the caller's. More is
 	 * a request (an exec, a transfer) at work. Port mappings keep it
 	 * awake: forwarded connections would end. Shares do not: the share's
-	 * open files are saved by path and reopened at the wake. */
+	 * open files are saved by path and reopened at the wake. Client
+	 * shares do: their client's connection would end with the VMM, and
+	 * nothing could serve the guest until it attached again. */
 	return sb->rec.state == SANDBOX_RUNNING && !sb->busy_op && sb->refs <= 3 &&
-		sb->rec.spec.idle_timeout_s && !sb->nports && !atomic_load(&sb->d->shutting_down) &&
+		!sandbox_spec_has_client_share(&sb->rec.spec) && sb->rec.spec.idle_timeout_s &&
+		!sb->nports && !atomic_load(&sb->d->shutting_down) &&
 		now - sb->active_mono >= (int64_t)sb->rec.spec.idle_timeout_s * 1000;
 }
 

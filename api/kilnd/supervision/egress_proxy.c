@@ -14,6 +14,7 @@
 
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/registry/secrets.h"
+#include "api/kilnd/supervision/sandbox_jail.h"
 #include "api/kilnd/supervision/egress_proxy_log.h"
 #include "api/kilnd/supervision/egress_proxy_plan.h"
 #include "api/kilnd/supervision/egress_proxy_run.h"
@@ -197,36 +198,6 @@ out:
 	return r;
 }
 
-/* vm/egress.sock bound afresh, the jail uid's, 0600, listening: its descriptor or -1 with e. */
-static int bind_socket(struct sandbox *sb, const char *path, struct api_err *e)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		api_err_set(e, API_E_SPAWN_FAILED,
-			    "sandbox %s: egress proxy: the socket path %s is too long (a shorter --state-dir)",
-			    sb->rec.id, path);
-		return -1;
-	}
-	strcpy(sa.sun_path, path);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	/* vm/ is root's: neither name can be replaced under us. */
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    (sb->rec.jail_id &&
-	     fchownat(AT_FDCWD, path, sb->rec.jail_id, sb->rec.jail_id, AT_SYMLINK_NOFOLLOW) < 0) ||
-	    fchmodat(AT_FDCWD, path, 0600, 0) < 0 || listen(fd, SOMAXCONN) < 0) {
-		api_err_set(e, API_E_SPAWN_FAILED, "sandbox %s: egress proxy: socket %s: %s",
-			    sb->rec.id, path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		unlink(path);
-		return -1;
-	}
-	return fd;
-}
-
 /* Its socket bound and the runner asked to start it, waited for. 0 or -1 with e (nothing left). */
 static int add_and_start(struct sandbox *sb, uint32_t uid, struct api_err *e)
 {
@@ -240,7 +211,7 @@ static int add_and_start(struct sandbox *sb, uint32_t uid, struct api_err *e)
 		return -1;
 	}
 	spec.sock = sock;
-	spec.listen_fd = bind_socket(sb, sock, e);
+	spec.listen_fd = sandbox_jail_listen(sb, sock, "egress proxy", e);
 	if (spec.listen_fd < 0)
 		return -1;
 	if (egress_run_start(sb->d, &spec, why, sizeof(why))) {

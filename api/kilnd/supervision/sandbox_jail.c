@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "api/kilnd/supervision/jail_ids.h"
@@ -156,4 +158,32 @@ int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_benea
 	fd = open_beneath(vfd, rel, kind, st, &be);
 	close(vfd);
 	return fd < 0 ? err_set(e, -fd, "%s: %s", vm, be.msg) : fd;
+}
+
+int sandbox_jail_listen(struct sandbox *sb, const char *path, const char *what, struct api_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		api_err_set(e, API_E_SPAWN_FAILED,
+			    "sandbox %s: %s: the socket path %s is too long (a shorter --state-dir)",
+			    sb->rec.id, what, path);
+		return -1;
+	}
+	strcpy(sa.sun_path, path);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    (sb->rec.jail_id &&
+	     fchownat(AT_FDCWD, path, sb->rec.jail_id, sb->rec.jail_id, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    fchmodat(AT_FDCWD, path, 0600, 0) < 0 || listen(fd, SOMAXCONN) < 0) {
+		api_err_set(e, API_E_SPAWN_FAILED, "sandbox %s: %s: socket %s: %s", sb->rec.id,
+			    what, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		unlink(path);
+		return -1;
+	}
+	return fd;
 }

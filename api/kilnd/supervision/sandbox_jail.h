@@ -45,4 +45,12 @@ int sandbox_jail_prepare(struct sandbox *sb, char *dir, size_t cap, uint32_t *id
 int sandbox_jail_open(const struct sandbox *sb, const char *rel, enum open_beneath_kind kind,
 		      struct stat *st, struct err *e);
 
+/*
+ * A socket the jailed VMM connects to (vm/egress.sock, vm/share-N.sock),
+ * bound afresh at path by kilnd (root: vm/ is root's, so neither name can
+ * be replaced under it), given to the jail uid, 0600, listening. Its
+ * descriptor (close-on-exec), or -1 with e (spawn_failed naming what).
+ */
+int sandbox_jail_listen(struct sandbox *sb, const char *path, const char *what, struct api_err *e);
+
 #endif

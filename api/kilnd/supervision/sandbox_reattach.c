@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api/kilnd/supervision/egress_proxy.h"
+#include "api/kilnd/supervision/share_relay.h"
 #include "api/kilnd/supervision/reattach.h"
 #include "api/kilnd/net/sandbox_egress.h"
 #include "api/kilnd/registry/sandbox_impl.h"
@@ -202,6 +203,9 @@ void sandbox_reattach_load(struct sandbox *sb, const char *hib_dir)
 		/* Its egress proxy died with the kilnd before: a new one, on a socket bound afresh. */
 		if (egress_proxy_sync(sb, NULL, &ee))
 			kilnd_log("%s; its steered flows are refused until the next boot", ee.msg);
+		/* Its client shares' relays too (kiln-vmm connects by path at its next request). */
+		if (share_relays_start(sb, &ee))
+			kilnd_log("%s; its client shares answer EIO until the next boot", ee.msg);
 		kilnd_lock(d);
 		kilnd_log("sandbox %s: reattached to kiln-vmm pid %d (%s), running since its start before the restart",
 			  sb->rec.id, sb->rec.pid, sandbox_state_name(sb->rec.state));

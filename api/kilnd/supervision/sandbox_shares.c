@@ -24,6 +24,9 @@ int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api
 		struct err why;
 		int r;
 
+		fds[i] = -1;
+		if (sh->client) /* served through kilnd (share_relay.h) */
+			continue;
 		r = share_open(sh->host_path, confined ? cfg->share_roots : NULL,
 			       confined ? cfg->nshare_roots : 0, &fds[i], &why);
 		if (r) {
@@ -42,5 +45,6 @@ int sandbox_shares_open(struct sandbox *sb, int fds[SPEC_MAX_SHARES], struct api
 void sandbox_shares_close(int *fds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 }

@@ -16,6 +16,7 @@
 #include "api/kilnd/net/sandbox_trust.h"
 #include "api/kilnd/registry/sandbox_impl.h"
 #include "api/kilnd/supervision/sandbox_jail.h"
+#include "api/kilnd/supervision/share_relay.h"
 #include "api/kilnd/supervision/vmm_argv.h"
 #include "api/kilnd/supervision/vmm_output.h"
 #include "api/kilnd/supervision/zygote.h"
@@ -113,8 +114,10 @@ void sandbox_on_vmm_exit(void *arg, const struct vmm_exit_info *x)
 	const char *limit;
 	char limit_msg[512];
 
-	/* The egress proxy ends with the VMM it served (a next boot starts its own). */
+	/* The egress proxy ends with the VMM it served (a next boot starts its own),
+	 * and so do the client shares' relays (their clients' connections close). */
 	egress_proxy_end(sb);
+	share_relays_end(sb);
 	limit = vmm_cgroup_end(sb, x, limit_msg, sizeof(limit_msg));
 	kilnd_lock(d);
 	was = sb->rec.state;
@@ -286,8 +289,10 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	struct vmm_zygote z;
 	struct api_err ze;
 	struct vmm_proc *proc;
-	int shares[SPEC_MAX_SHARES], znums[SPEC_MAX_SHARES];
-	size_t nshares = sb->rec.spec.nshares;
+	int shares[SPEC_MAX_SHARES], znums[SPEC_MAX_SHARES], keep[SPEC_MAX_SHARES];
+	char socks[SPEC_MAX_SHARES][KILND_SOCKET_MAX];
+	const char *sockp[SPEC_MAX_SHARES] = { 0 };
+	size_t nshares = sb->rec.spec.nshares, nkeep = 0;
 	double t0, deadline;
 	bool timed_out = false;
 	struct keeper_vmm_id id;
@@ -309,17 +314,31 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	if (sandbox_shares_open(sb, shares, e))
 		return -1;
 	l.share_fds = shares;
-	/* The egress proxy (rules with http entries) listens before kiln-vmm starts. */
+	/* kiln-vmm inherits the host shares' directories (client shares have
+	 * none); a zygote receives them numbered in this order. */
+	for (size_t i = 0; i < nshares; i++) {
+		znums[i] = -1;
+		if (shares[i] >= 0) {
+			znums[i] = PARK_FD_BASE + (int)nkeep;
+			keep[nkeep++] = shares[i];
+		} else if (share_relay_path(sb, i, socks[i], sizeof(socks[i])) == 0) {
+			sockp[i] = socks[i];
+		}
+	}
+	l.share_socks = sockp;
+	/* The egress proxy (rules with http entries) and the client shares'
+	 * relays listen before kiln-vmm starts. */
 	if (sandbox_firewall_prepare(sb, firewall, sizeof(firewall), e) ||
 	    egress_proxy_boot(sb, egress_sock, sizeof(egress_sock), e) ||
-	    vmm_argv_build(&l, &argv, e)) {
+	    share_relays_start(sb, e) || vmm_argv_build(&l, &argv, e)) {
 		egress_proxy_end(sb);
+		share_relays_end(sb);
 		sandbox_shares_close(shares, nshares);
 		return -1;
 	}
 	req.argv = argv.argv;
-	req.keep_fds = shares;
-	req.nkeep = nshares;
+	req.keep_fds = keep;
+	req.nkeep = nkeep;
 	cg[0] = '\0';
 	if (d->cfg.cgroups &&
 	    cgroup_create(d->cfg.cgroup_parent, sb->rec.id, &sb->rec.spec.limits,
@@ -331,6 +350,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 				  : 0,
 			  cg, sizeof(cg), &req.cgroup_fd, e)) {
 		egress_proxy_end(sb);
+		share_relays_end(sb);
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
@@ -340,6 +360,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		egress_proxy_end(sb);
 		close(req.cgroup_fd);
 		cgroup_leaf_remove(cg);
+		share_relays_end(sb);
 		sandbox_shares_close(shares, nshares);
 		vmm_argv_free(&argv);
 		return -1;
@@ -360,8 +381,6 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 	/* A zygote's command line names the shares as it receives them. */
 	_Static_assert(SPEC_MAX_SHARES <= PARK_FDS_MAX, "a zygote receives every share");
 	ph->zygote = zygote_take(d->zygotes, &z);
-	for (size_t i = 0; ph->zygote && i < nshares; i++)
-		znums[i] = PARK_FD_BASE + (int)i;
 	if (ph->zygote)
 		l.share_fds = znums;
 	if (ph->zygote && vmm_argv_build(&l, &zargv, &ze)) {
@@ -405,6 +424,7 @@ static int spawn_and_wait(struct sandbox *sb, const char *restore_dir, double *r
 		if (cg[0])
 			cgroup_leaf_remove(cg);
 		egress_proxy_end(sb);
+		share_relays_end(sb);
 		return -1;
 	}
 	*spawned = true;

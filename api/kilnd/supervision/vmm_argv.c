@@ -74,9 +74,22 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	for (size_t i = 0; i < s->nshares; i++) {
 		const struct share_spec *sh = &s->shares[i];
 
-		if (check_path("share host_path", sh->host_path, e))
+		if (sh->client) {
+			const char *sock = l->share_socks ? l->share_socks[i] : NULL;
+
+			if (check_path("client share socket", sock, e))
+				return -1;
+			/* kiln-vmm splits SOCK:TAG[:ro] at a ':'. */
+			if (strchr(sock, ':')) {
+				api_err_set(e, API_E_BAD_FIELD,
+					    "client share socket '%.200s' holds ':', which kiln-vmm's --share-remote cannot take (a --state-dir without ':')",
+					    sock);
+				return -1;
+			}
+		} else if (check_path("share host_path", sh->host_path, e)) {
 			return -1;
-		if (l->share_fds && l->share_fds[i] < 3) {
+		}
+		if (!sh->client && l->share_fds && l->share_fds[i] < 3) {
 			api_err_set(e, API_E_INTERNAL, "share %zu: descriptor %d is not a share's",
 				    i, l->share_fds[i]);
 			return -1;
@@ -142,10 +155,25 @@ int vmm_argv_build(const struct vmm_launch *l, struct vmm_argv *a, struct api_er
 	for (size_t i = 0; i < s->nshares; i++) {
 		const char *ro = s->shares[i].read_only ? ":ro" : "";
 
+		if (s->shares[i].client) {
+			if (add(a, e, "--share-remote") ||
+			    add(a, e, "%s:kiln%zu%s", l->share_socks[i], i, ro))
+				goto fail;
+			continue;
+		}
 		if (add(a, e, "--share") ||
 		    (l->share_fds ? add(a, e, "fd=%d:kiln%zu%s", l->share_fds[i], i, ro)
 				  : add(a, e, "%s:kiln%zu%s", s->shares[i].host_path, i, ro)))
 			goto fail;
+	}
+	for (size_t i = 0; i < s->nshares; i++) {
+		/* One timeout for all (sandbox_spec.h: the client shares agree). */
+		if (s->shares[i].client) {
+			if (add(a, e, "--share-remote-timeout") ||
+			    add(a, e, "%u", s->shares[i].timeout_ms))
+				goto fail;
+			break;
+		}
 	}
 	return 0;
 fail:

@@ -18,7 +18,10 @@
  * --firewall FILE` (its current rules, on boot and restore alike) and, on
  * a boot, kiln.ip=/kiln.gw=/kiln.dns= with passt's addresses, and when
  * its rules have `http` entries `--egress-proxy SOCKET` (the path is the
- * same inside the jail: the jail directory sits at its own path).
+ * same inside the jail: the jail directory sits at its own path). A client
+ * share is `--share-remote SOCKET:TAG[:ro]` (its relay's socket, which may
+ * not hold ':') and `--share-remote-timeout MS` once, and has a tag and a
+ * kiln.shares= entry as a host share has.
  */
 #ifndef KILN_VMM_ARGV_H
 #define KILN_VMM_ARGV_H
@@ -29,7 +32,7 @@
 #include "api/kilnd/core/api_error.h"
 #include "api/kilnd/core/sandbox_spec.h"
 
-#define VMM_ARGV_MAX 56
+#define VMM_ARGV_MAX 64
 
 struct vmm_launch {
 	const char *vmm; /* kiln-vmm binary */
@@ -51,6 +54,11 @@ struct vmm_launch {
 	 * --share fd=N:TAG: kiln-vmm resolves no share path. NULL: the
 	 * paths (--share DIR:TAG). */
 	const int *share_fds;
+	/* Per spec share, the socket of a client share's relay
+	 * (share_relay.h), passed as --share-remote PATH:TAG[:ro] with
+	 * --share-remote-timeout (the spec's timeout_ms); NULL entries for
+	 * host shares. */
+	const char *const *share_socks;
 	const struct sandbox_spec *spec;
 };
 

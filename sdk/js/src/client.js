@@ -9,6 +9,7 @@ import { extractTarGz } from './untar.js';
 import { Templates, imagesOf } from './templates.js';
 import { Secrets } from './secrets.js';
 import { Egress } from './egress.js';
+import { Shares } from './shares.js';
 import { KilnError, KilnConnectionError, KilnProtocolError, SandboxNotFoundError, fromKiln } from './errors.js';
 
 // Slack added to the client deadline of a call that carries a guest-side
@@ -230,6 +231,7 @@ export class Sandbox {
     this.checkpoints = new Checkpoints(this);
     this.firewall = new Firewall(this);
     this.egress = new Egress(this);
+    this.shares = new Shares(this);
   }
 
   get path() { return `/v1/sandboxes/${seg(this.id)}`; }

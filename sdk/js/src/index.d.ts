@@ -277,7 +277,8 @@ export interface CreateOptions {
   hostname?: string;
   env?: Record<string, string>;
   labels?: Record<string, string>;
-  shares?: Array<{ host_path: string; guest_path: string; read_only?: boolean }>;
+  /** A host directory ({ host_path, guest_path }) or a client share ({ guest_path, client: true, timeout_ms? }: sb.shares.serve). */
+  shares?: Array<{ host_path?: string; guest_path: string; read_only?: boolean; client?: boolean; timeout_ms?: number }>;
   timeoutS?: number;
   idleTimeoutS?: number;
   console?: boolean;
@@ -382,6 +383,7 @@ export class Sandbox {
   readonly checkpoints: Checkpoints;
   readonly firewall: Firewall;
   readonly egress: Egress;
+  readonly shares: Shares;
   refresh(): Promise<KilnObject>;
   stop(opts?: { graceMs?: number }): Promise<KilnObject>;
   start(): Promise<KilnObject>;
@@ -503,4 +505,50 @@ export class Firewall {
   get(): Promise<KilnObject>;
   set(rules: KilnObject): Promise<KilnObject>;
   log(): Promise<string[]>;
+}
+
+/** What a client share's object may implement (each method sync or async; a missing one answers ENOSYS; an Error whose code is an errno name answers it, anything else EIO). */
+export interface ShareObject {
+  stat?(path: string): { type: 'file' | 'dir'; size: number; mode?: number; mtime?: number } | Promise<{ type: 'file' | 'dir'; size: number; mode?: number; mtime?: number }>;
+  readdir?(path: string): Array<{ name: string; type: 'file' | 'dir' }> | Promise<Array<{ name: string; type: 'file' | 'dir' }>>;
+  read?(path: string, offset: number, size: number): Uint8Array | string | Promise<Uint8Array | string>;
+  write?(path: string, offset: number, data: Bytes): number | void | Promise<number | void>;
+  create?(path: string, mode: number): unknown;
+  mkdir?(path: string, mode: number): unknown;
+  unlink?(path: string): unknown;
+  rmdir?(path: string): unknown;
+  rename?(path: string, to: string): unknown;
+  truncate?(path: string, size: number): unknown;
+}
+
+export class ShareServer {
+  readonly index: number;
+  /** kilnd's messages about replies it refused. */
+  readonly errors: string[];
+  readonly serving: boolean;
+  /** Resolves when the connection ends (close(), kilnd, or the sandbox's VMM ending). */
+  readonly closed: Promise<void>;
+  close(): Promise<void>;
+}
+
+export class Shares {
+  /** Serve a client share (its index or guest path) with obj until close(); BusyError when another client serves it. */
+  serve(share: number | string, obj: ShareObject): Promise<ShareServer>;
+}
+
+/** An example ShareObject: a tree in memory. */
+export class MemoryFS implements ShareObject {
+  constructor(files?: Record<string, string | Uint8Array>);
+  files: Map<string, Bytes>;
+  dirs: Set<string>;
+  stat(path: string): { type: 'file' | 'dir'; size: number; mode: number };
+  readdir(path: string): Array<{ name: string; type: 'file' | 'dir' }>;
+  read(path: string, offset: number, size: number): Bytes;
+  write(path: string, offset: number, data: Bytes): number;
+  create(path: string, mode?: number): void;
+  mkdir(path: string, mode?: number): void;
+  unlink(path: string): void;
+  rmdir(path: string): void;
+  rename(path: string, to: string): void;
+  truncate(path: string, size: number): void;
 }

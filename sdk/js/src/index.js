@@ -6,5 +6,6 @@ export {
 export { Templates, BuildStream } from './templates.js';
 export { Secrets } from './secrets.js';
 export { Egress, EgressPolicy, egress } from './egress.js';
+export { Shares, ShareServer, MemoryFS } from './shares.js';
 export * from './errors.js';
 export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS } from './transport.js';

@@ -1,6 +1,6 @@
 // Compiled with tsc --noEmit --strict by the unit tests: the declarations
 // must type-check and describe the API as the README uses it.
-import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent, BadFieldError, KilnObject, egress, EgressEvent, EgressPolicy } from '../src/index.js';
+import { Kiln, withSandbox, KilnError, TimeoutError, SandboxNotFoundError, ExecResult, StreamEvent, BadFieldError, KilnObject, egress, EgressEvent, EgressPolicy, MemoryFS, ShareServer } from '../src/index.js';
 
 async function main(): Promise<void> {
   const kiln = new Kiln({ socket: '/run/kiln/kiln.sock', timeoutMs: 1000 });
@@ -63,6 +63,12 @@ async function main(): Promise<void> {
   await policy.close();
   const onReq = await sb.egress.onRequest(async (ev) => (ev.path === '/' ? egress.rules() : undefined), { onError: (e, ev) => process_(e.message + String(ev?.id)) });
   process_(String(ended) + String(onReq.done) + String(policy.attached.deadline_ms));
+  const mem = await kiln.sandboxes.create({ image: 'minimal', shares: [{ guest_path: '/mnt/mem', client: true, timeout_ms: 5000 }] });
+  const fs = new MemoryFS({ '/hello.txt': 'hello\n' });
+  const served: ShareServer = await mem.shares.serve('/mnt/mem', fs);
+  await mem.shares.serve(0, { async stat(path: string) { return { type: 'file' as const, size: path.length }; } });
+  process_(String(fs.files.get('/hello.txt')?.length) + served.errors.join());
+  await served.close();
 }
 
 function process_(s: string): void { void s; }

@@ -13,7 +13,7 @@ import os
 import warnings
 from typing import Any, AsyncIterator, Awaitable, Callable, Mapping, Optional, Union
 
-from . import _common, egress
+from . import _common, _shares, egress
 from ._async_transport import AsyncResponse, AsyncTransport, run_blocking
 from ._common import Cmd, Context, Data, LocalFile, Source, drop_none, sb_path
 from ._http import decode_json, seg
@@ -377,6 +377,7 @@ class AsyncSandbox:
         self.checkpoints = AsyncCheckpoints(self)
         self.firewall = AsyncFirewall(self)
         self.egress = AsyncEgress(self)
+        self.shares = AsyncShares(self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} {self.state}>"
@@ -813,6 +814,26 @@ class AsyncCheckpoints:
         """Put the sandbox back to checkpoint ``name`` in place (same id)."""
         self._sb.info = await self._t.call("POST", sb_path(self._sb.id, "checkpoints", name, "restore"))
         return self._sb
+
+
+class AsyncShares:
+    """``sb.shares``: client shares (``{"guest_path", "client": True}`` at
+    create), whose files an object in this process serves."""
+
+    def __init__(self, sb: AsyncSandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    async def serve(self, share: Union[int, str], obj: Any) -> _shares.AsyncShareServer:
+        """Serve share ``share`` (its index, or its guest path) with ``obj``
+        (stat, readdir, read, write, ...: :class:`kiln.MemoryFS` is an
+        example; kiln.aio also awaits coroutine methods) until the handle's
+        ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
+        client per share (:class:`~kiln.errors.BusyError` for a second)."""
+        index = share if isinstance(share, int) else _shares.share_index((await self._sb.refresh()).info, share)
+        conn = await self._t.upgrade("GET", sb_path(self._sb.id, "shares", index, "serve"), query=None,
+                                     protocol=_shares.PROTOCOL)
+        return _shares.AsyncShareServer(conn, index, obj)
 
 
 class AsyncFirewall:

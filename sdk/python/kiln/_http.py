@@ -431,3 +431,6 @@ def error_for(status: int, body: bytes) -> KilnError:
                                  status=status)
     err = obj.get("error") if isinstance(obj, dict) else None
     return error_from_body(status, err)
+
+
+# ---- protocol switches (GET .../shares/{n}/serve) ----

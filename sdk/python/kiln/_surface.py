@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import Any, Iterator, Callable, Mapping, Optional, Union
 
-from . import _common, egress
+from . import _common, _shares, egress
 from ._transport import Response, Transport, run_blocking
 from ._common import Cmd, Context, Data, LocalFile, Source, drop_none, sb_path
 from ._http import decode_json, seg
@@ -375,6 +375,7 @@ class Sandbox:
         self.checkpoints = Checkpoints(self)
         self.firewall = Firewall(self)
         self.egress = Egress(self)
+        self.shares = Shares(self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.id} {self.state}>"
@@ -811,6 +812,26 @@ class Checkpoints:
         """Put the sandbox back to checkpoint ``name`` in place (same id)."""
         self._sb.info = self._t.call("POST", sb_path(self._sb.id, "checkpoints", name, "restore"))
         return self._sb
+
+
+class Shares:
+    """``sb.shares``: client shares (``{"guest_path", "client": True}`` at
+    create), whose files an object in this process serves."""
+
+    def __init__(self, sb: Sandbox) -> None:
+        self._sb = sb
+        self._t = sb._t
+
+    def serve(self, share: Union[int, str], obj: Any) -> _shares.ShareServer:
+        """Serve share ``share`` (its index, or its guest path) with ``obj``
+        (stat, readdir, read, write, ...: :class:`kiln.MemoryFS` is an
+        example; kiln.aio also awaits coroutine methods) until the handle's
+        ``close()``: on a thread (kiln.Kiln) or in a task (kiln.aio). One
+        client per share (:class:`~kiln.errors.BusyError` for a second)."""
+        index = share if isinstance(share, int) else _shares.share_index((self._sb.refresh()).info, share)
+        conn = self._t.upgrade("GET", sb_path(self._sb.id, "shares", index, "serve"), query=None,
+                                     protocol=_shares.PROTOCOL)
+        return _shares.ShareServer(conn, index, obj)
 
 
 class Firewall:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, Optional
 
 from . import _http, _tario
 from ._http import Head, ResponseParser, Truncated
-from .errors import ClientTimeoutError, KilnConnectionError, KilnError
+from .errors import ClientTimeoutError, KilnConnectionError, KilnError, KilnProtocolError
 
 T = TypeVar("T")
 C = TypeVar("C")  # a transport's connection

@@ -19,7 +19,7 @@ from kilnd_bench import Kilnd, UnixHTTP  # noqa: E402 (the benches' kilnd and cl
 # image import answers without booting anything: the path's ids name
 # nothing (an image and a template "nope", a sandbox that never existed),
 # required query parameters are given, a JSON body is one its schema takes.
-LIVE_IDS = {"id": "0123456789ab", "name": "nope", "proc": "1", "port": "8080", "cp": "cp1"}
+LIVE_IDS = {"id": "0123456789ab", "name": "nope", "proc": "1", "port": "8080", "cp": "cp1", "n": "0"}
 LIVE_REQUESTS = {
     ("GET", "/v1/images/{id}"): ("/v1/images/nope", None),
     ("DELETE", "/v1/images/{id}"): ("/v1/images/minimal", None),       # a --image image: read_only

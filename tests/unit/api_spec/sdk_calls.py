@@ -135,7 +135,7 @@ class _Sdk:
 
 
 class PySdk(_Sdk):
-    """Calls self._t.<call|text|open|open_upload>("METHOD", PATH, ...)."""
+    """Calls self._t.<call|text|open|open_upload|upgrade>("METHOD", PATH, ...)."""
     CALL = re.compile(r"\._t\.(call|text|open|open_upload|upgrade)\(")
     LANG = "py"
 
@@ -184,7 +184,7 @@ class PySdk(_Sdk):
 
 
 class JsSdk(_Sdk):
-    """Calls <transport>.<json|text|open>('METHOD', PATH, ...)."""
+    """Calls <transport>.<json|text|open|upgrade>('METHOD', PATH, ...)."""
     CALL = re.compile(r"(?:\.t|\.transport|\bt\(\)|\bt)\.(json|text|open|upgrade)\(")
     LANG = "js"
 

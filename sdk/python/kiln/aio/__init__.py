@@ -8,11 +8,14 @@
 """
 
 from .._async_surface import (AsyncBuildStream, AsyncCheckpoints, AsyncEgress, AsyncEgressPolicy,
-                              AsyncEventStream, AsyncFiles, AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts, AsyncPreviews, AsyncProcess,
-                              AsyncProcesses, AsyncSandbox, AsyncSandboxes, AsyncSecrets, AsyncTemplates)
+                              AsyncEventStream, AsyncFiles, AsyncFirewall, AsyncImages, AsyncKiln, AsyncPorts,
+                              AsyncPreviews, AsyncProcess, AsyncProcesses, AsyncSandbox, AsyncSandboxes,
+                              AsyncSecrets, AsyncShares, AsyncTemplates)
+from .._shares import AsyncShareServer
 
 __all__ = [
     "AsyncKiln", "AsyncSandboxes", "AsyncSandbox", "AsyncFiles", "AsyncProcesses", "AsyncProcess",
     "AsyncPorts", "AsyncPreviews", "AsyncCheckpoints", "AsyncFirewall", "AsyncEventStream",
     "AsyncTemplates", "AsyncBuildStream", "AsyncImages", "AsyncSecrets", "AsyncEgress", "AsyncEgressPolicy",
+    "AsyncShares", "AsyncShareServer",
 ]

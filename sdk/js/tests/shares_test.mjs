@@ -1,0 +1,91 @@
+// Client shares: the reply an object gives each request line (dispatch:
+// MemoryFS's tree, missing methods, errno names, async methods), and
+// sb.shares.serve against the fake kilnd (the upgrade, a request line and
+// its reply, kilnd's error lines, 409 busy). tests/unit/kilnd_shares_test
+// runs the Python SDK against the real kilnd.
+import assert from 'node:assert/strict';
+import { test } from './runner.mjs';
+import { startFake, errorResponse } from './fake_kilnd.mjs';
+import * as kiln from '../src/index.js';
+import { dispatch, shareIndex } from '../src/shares.js';
+
+const { Kiln, Sandbox, MemoryFS } = kiln;
+const req = (op, path, more = {}) => ({ id: 9, op, path, ...more });
+
+test('shares: MemoryFS through dispatch', async () => {
+  const fs = new MemoryFS({ '/a/b.txt': 'abc' });
+  const d = (op, path, more) => dispatch(fs, req(op, path, more));
+  assert.deepEqual(await d('stat', '/a'), { id: 9, type: 'dir', size: 0, mode: 0o777 });
+  assert.deepEqual(await d('stat', '/a/b.txt'), { id: 9, type: 'file', size: 3, mode: 0o666 });
+  assert.deepEqual(await d('readdir', '/'), { id: 9, entries: [{ name: 'a', type: 'dir' }] });
+  assert.deepEqual(await d('read', '/a/b.txt', { offset: 1, size: 1 }), { id: 9, data: 'Yg==' });
+  assert.deepEqual(await d('create', '/a/c', { mode: 0o644 }), { id: 9 });
+  assert.deepEqual(await d('create', '/a/c', { mode: 0o644 }), { id: 9, error: 'EEXIST' });
+  assert.deepEqual(await d('write', '/a/c', { offset: 2, data: 'aGk=' }), { id: 9, size: 2 });
+  assert.deepEqual(fs.files.get('/a/c'), Buffer.from('\0\0hi'));
+  assert.deepEqual(await d('truncate', '/a/c', { size: 1 }), { id: 9 });
+  assert.deepEqual(await d('mkdir', '/a/e', { mode: 0o755 }), { id: 9 });
+  assert.deepEqual(await d('rename', '/a', { to: '/z' }), { id: 9 });
+  assert.deepEqual([...fs.files.keys()].sort(), ['/z/b.txt', '/z/c']);
+  assert.ok(fs.dirs.has('/z/e'));
+  assert.deepEqual(await d('rmdir', '/z'), { id: 9, error: 'ENOTEMPTY' });
+  assert.deepEqual(await d('unlink', '/z/c'), { id: 9 });
+  assert.deepEqual(await d('read', '/nope', { offset: 0, size: 1 }), { id: 9, error: 'ENOENT' });
+});
+
+test('shares: errors, missing methods, async methods, capped results', async () => {
+  const obj = {
+    async stat() { const e = new Error('no'); e.code = 'EACCES'; throw e; },
+    read() { const e = new Error('busy'); e.code = 'EAGAIN'; throw e; },
+    readdir() { throw new TypeError('a bug'); },
+    write() { return 99; },
+    async mkdir() {},
+  };
+  assert.deepEqual(await dispatch(obj, req('stat', '/')), { id: 9, error: 'EACCES' });
+  assert.deepEqual(await dispatch(obj, req('read', '/', { offset: 0, size: 1 })), { id: 9, error: 'EIO' });
+  assert.deepEqual(await dispatch(obj, req('readdir', '/')), { id: 9, error: 'EIO' });
+  assert.deepEqual(await dispatch(obj, req('write', '/', { offset: 0, data: 'aGk=' })), { id: 9, size: 2 });
+  assert.deepEqual(await dispatch(obj, req('mkdir', '/m', { mode: 0 })), { id: 9 });
+  assert.deepEqual(await dispatch(obj, req('unlink', '/x')), { id: 9, error: 'ENOSYS' });
+  assert.deepEqual(await dispatch(obj, req('toString', '/x')), { id: 9, error: 'ENOSYS' });
+  assert.deepEqual(await dispatch({ read: () => '0123456789' }, req('read', '/', { offset: 0, size: 3 })),
+    { id: 9, data: Buffer.from('012').toString('base64') });
+  assert.equal(shareIndex({ shares: [{ guest_path: '/a' }, { guest_path: '/b' }] }, '/b'), 1);
+  assert.throws(() => shareIndex({ id: 'x', shares: [] }, '/c'), /no share at guest path "\/c"/);
+});
+
+test('shares: serve upgrades and answers the lines', async () => {
+  let head = '';
+  let reply = '';
+  let done;
+  const replied = new Promise((r) => { done = r; });
+  const f = await startFake((r, sock) => {
+    head = `${r.method} ${r.target} ${JSON.stringify(r.headers)}`;
+    sock.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: kiln-fs\r\n\r\n' +
+      '{"kind":"error","message":"first"}\n{"id":3,"op":"stat","path":"/f"}\n');
+    sock.on('data', (d) => { reply += d.toString(); if (reply.endsWith('\n')) done(); });
+  });
+  try {
+    const sb = new Sandbox(new Kiln({ socket: f.socket, timeoutMs: 3000 }), { id: 'sb1' });
+    const srv = await sb.shares.serve(2, new MemoryFS({ '/f': 'xy' }));
+    await replied;
+    assert.match(head, /^GET \/v1\/sandboxes\/sb1\/shares\/2\/serve /);
+    assert.match(head.toLowerCase(), /"upgrade":"kiln-fs"/);
+    assert.deepEqual(JSON.parse(reply), { id: 3, type: 'file', size: 2, mode: 0o666 });
+    assert.deepEqual(srv.errors, ['first']);
+    await srv.close();
+    assert.equal(srv.serving, false);
+  } finally {
+    await f.close();
+  }
+});
+
+test('shares: a second client is BusyError', async () => {
+  const f = await startFake((r, sock) => sock.end(errorResponse(409, 'busy', 'served by another client')));
+  try {
+    const sb = new Sandbox(new Kiln({ socket: f.socket, timeoutMs: 3000 }), { id: 'sb1' });
+    await assert.rejects(sb.shares.serve(0, new MemoryFS()), kiln.BusyError);
+  } finally {
+    await f.close();
+  }
+});
