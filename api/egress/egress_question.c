@@ -55,11 +55,16 @@ static bool injected_by(const struct http_rule *u, const char *s, size_t n)
 	return false;
 }
 
-/* s[0..n) as a JSON string of visible ASCII, space and tab ('?' for the rest). */
-static json_t *shown(const char *s, size_t n)
+/* s[0..n) cut to max bytes as a JSON string of visible ASCII, space and
+ * tab ('?' for the rest). */
+static json_t *shown(const char *s, size_t n, size_t max)
 {
-	char buf[EGRESS_DECISION_VALUE_MAX];
+	/* A path (HTTP_REQ_PATH_MAX - 1) or a field's value (VALUE_MAX). */
+	char buf[HTTP_REQ_PATH_MAX > EGRESS_DECISION_VALUE_MAX ? HTTP_REQ_PATH_MAX
+							       : EGRESS_DECISION_VALUE_MAX];
 
+	if (n > max)
+		n = max;
 	if (n > sizeof(buf))
 		n = sizeof(buf);
 	for (size_t i = 0; i < n; i++) {
@@ -106,7 +111,8 @@ static json_t *fields(const char *head, size_t n, const struct http_rule *u)
 					len--;
 				json_array_append_new(arr,
 						      json_pack("[s%o]", name, name_len,
-								shown(head + at + v, len - v)));
+								shown(head + at + v, len - v,
+								      EGRESS_DECISION_VALUE_MAX)));
 			}
 		}
 		at = (size_t)(end - head) + 2;
@@ -125,7 +131,7 @@ json_t *egress_question_request(uint64_t id, uint64_t flow, const struct proxy_v
 	if (!q || !inj ||
 	    json_object_set_new(q, "flow", flow ? json_integer((json_int_t)flow) : json_null()) ||
 	    json_object_set_new(q, "method", json_string(f->method)) ||
-	    json_object_set_new(q, "path", shown(f->path, strlen(f->path))) ||
+	    json_object_set_new(q, "path", shown(f->path, strlen(f->path), sizeof(f->path))) ||
 	    json_object_set_new(q, "headers", fields(head, f->head_len, u)) ||
 	    json_object_set_new(q, "inject", inj)) {
 		json_decref(q);

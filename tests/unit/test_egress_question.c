@@ -181,6 +181,29 @@ static void test_request_bounds(void **state)
 	free(big);
 }
 
+/* A path longer than a header value's cut is shown whole: the client
+ * decides on the path that goes upstream, never on a prefix of it. */
+static void test_request_long_path(void **state)
+{
+	static const char head[] = "GET / HTTP/1.1\r\n\r\n";
+	struct proxy_v2 h = hdr();
+	struct egress_flow f = request_flow(head, "/");
+	struct err e = { { 0 } };
+	json_t *q, *clean;
+
+	(void)state;
+	memset(f.path, 'p', sizeof(f.path) - 1);
+	f.path[0] = '/';
+	memcpy(f.path + sizeof(f.path) - 7, "/admin", 7);
+	q = egress_question_request(3, 0, &h, "api.test", &f, head, NULL);
+	assert_non_null(q);
+	assert_int_equal(json_string_length(json_object_get(q, "path")), sizeof(f.path) - 1);
+	assert_string_equal(json_string_value(json_object_get(q, "path")), f.path);
+	assert_int_equal(egress_decision_question_clean(q, &clean, &e), 0);
+	json_decref(clean);
+	json_decref(q);
+}
+
 static struct egress_flow allowed(void)
 {
 	return (struct egress_flow){ .status = EGRESS_ALLOW,
@@ -318,8 +341,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_connect),        cmocka_unit_test(test_request),
-		cmocka_unit_test(test_request_bounds), cmocka_unit_test(test_apply),
-		cmocka_unit_test(test_changes),
+		cmocka_unit_test(test_request_bounds), cmocka_unit_test(test_request_long_path),
+		cmocka_unit_test(test_apply),          cmocka_unit_test(test_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
