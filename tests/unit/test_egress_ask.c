@@ -278,6 +278,79 @@ static void test_detach_ends_waits(void **state)
 	free(c);
 }
 
+/* The next question whose line parses (kilnd drops the others): its id. */
+static uint64_t question_parsed(struct chan *c)
+{
+	for (;;) {
+		char *nl;
+
+		while (!(nl = memchr(c->buf, '\n', c->n))) {
+			struct pollfd p = { .fd = c->fd, .events = POLLIN };
+			ssize_t r;
+
+			assert_true(c->n < sizeof(c->buf));
+			if (poll(&p, 1, 2000) != 1)
+				return 0;
+			r = read(c->fd, c->buf + c->n, sizeof(c->buf) - c->n);
+			assert_true(r > 0);
+			c->n += (size_t)r;
+		}
+		{
+			size_t len = (size_t)(nl - c->buf);
+			json_t *q = json_strict_loadb(c->buf, len, NULL);
+			uint64_t id = (uint64_t)json_integer_value(json_object_get(q, "id"));
+
+			json_decref(q);
+			memmove(c->buf, nl + 1, c->n - len - 1);
+			c->n -= len + 1;
+			if (id)
+				return id;
+		}
+	}
+}
+
+/* A question cut short by its deadline (kilnd not reading) leaves the
+ * stream mid-line: the next question must still arrive as a line of its
+ * own, never glued to the cut one (kilnd would drop both). */
+static void test_cut_line(void **state)
+{
+	struct chan *c = malloc(sizeof(*c));
+	struct egress_asked out;
+	struct asker a;
+	size_t big = 100000;
+	char *pad = malloc(big + 1);
+	int sv[2], small = 4096;
+	struct err e = { { 0 } };
+	uint64_t id;
+
+	(void)state;
+	assert_non_null(pad);
+	memset(pad, 'p', big);
+	pad[big] = '\0';
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	assert_int_equal(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(setsockopt(sv[0], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	c->fd = sv[0];
+	c->n = 0;
+	c->k = egress_ask_start(sv[1], &e);
+	assert_non_null(c->k);
+	started[n_started++] = c->k;
+	attach(c, 20, false);
+	/* Nobody reads: the line is cut when its deadline passes. */
+	id = egress_ask_id(c->k);
+	egress_ask(c->k,
+		   json_pack("{s:s,s:I,s:s}", "kind", "connect", "id", (json_int_t)id, "pad", pad),
+		   id, &out);
+	assert_int_equal(out.how, EGRESS_ASKED_TIMEOUT);
+	/* Now kilnd reads again: the next question is whole on its own line. */
+	ask_start(&a, c);
+	assert_int_equal(question_parsed(c), a.id);
+	ask_join(&a);
+	close(c->fd);
+	free(pad);
+	free(c);
+}
+
 /* Many questions at once, answered in reverse order: each its own. */
 static void test_many(void **state)
 {
@@ -316,7 +389,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detached), cmocka_unit_test(test_answered),
 		cmocka_unit_test(test_timeout),  cmocka_unit_test(test_detach_ends_waits),
-		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_many),     cmocka_unit_test(test_cut_line),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
